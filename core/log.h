@@ -1,0 +1,66 @@
+/* Logging for every flightrec component.
+ *
+ * The level is checked in the macro, before any argument is evaluated, so a
+ * debug message on a hot path costs one compare when debug logging is off.
+ * Every message carries a [file:line] prefix; errno is preserved across the
+ * call so a caller may log and then return -errno.
+ */
+#ifndef FR_CORE_LOG_H
+#define FR_CORE_LOG_H
+
+#include <stdint.h>
+
+enum fr_log_level {
+	FR_LOG_ERR = 0,
+	FR_LOG_WARN = 1,
+	FR_LOG_INFO = 2,
+	FR_LOG_DEBUG = 3,
+};
+
+/* Current threshold; messages above it are dropped. Default FR_LOG_INFO. */
+extern int fr_log_level;
+
+/* Writes one line to stderr: "flightrecd: [file:line] level: message".
+ * Use the macros below rather than calling this directly. */
+void fr_log_write(int level, const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Sets the program name used as the line prefix (default "flightrec"). The
+ * string is borrowed and must outlive all logging. */
+void fr_log_set_ident(const char *ident);
+
+#define fr_log(lvl, ...)                                                 \
+	do {                                                             \
+		if ((lvl) <= fr_log_level)                               \
+			fr_log_write((lvl), __FILE__, __LINE__, __VA_ARGS__); \
+	} while (0)
+
+#define fr_log_err(...) fr_log(FR_LOG_ERR, __VA_ARGS__)
+#define fr_log_warn(...) fr_log(FR_LOG_WARN, __VA_ARGS__)
+#define fr_log_info(...) fr_log(FR_LOG_INFO, __VA_ARGS__)
+#define fr_log_debug(...) fr_log(FR_LOG_DEBUG, __VA_ARGS__)
+
+/* Rate-limited variant for hot paths: at most one message per `interval_ns`
+ * per call site; the number of suppressed messages is reported with the
+ * next one that gets through. */
+#define fr_log_ratelimited(lvl, interval_ns, ...)                        \
+	do {                                                             \
+		static int64_t fr__last_;                                \
+		static uint64_t fr__dropped_;                            \
+		if ((lvl) <= fr_log_level) {                             \
+			if (fr_log_ratelimit_pass(&fr__last_, &fr__dropped_, \
+						  (interval_ns)))        \
+				fr_log_write((lvl), __FILE__, __LINE__,  \
+					     __VA_ARGS__);               \
+		}                                                        \
+	} while (0)
+
+/* Helper for fr_log_ratelimited(); returns non-zero when the message may be
+ * written, and then logs (and clears) the count of suppressed ones. */
+int fr_log_ratelimit_pass(int64_t *last_ns, uint64_t *dropped, int64_t interval_ns);
+
+/* Monotonic and real-time clocks in nanoseconds. */
+int64_t fr_now_mono_ns(void);
+int64_t fr_now_real_ns(void);
+
+#endif

@@ -1,0 +1,46 @@
+/* Parsing and formatting of the durations and sizes used everywhere
+ * (command line, config, IPC). This is the one place that knows the units.
+ *
+ * Durations: a non-negative decimal number (fractions allowed, "1.5s")
+ * followed by one unit: ns, us, ms, s, m, h, d. "0s" is a valid duration;
+ * callers that need a positive one check for zero themselves.
+ *
+ * Sizes: a non-negative integer optionally followed by a unit: B, KiB, MiB,
+ * GiB, TiB (powers of 1024; K, M, G, T and KB, MB, GB, TB are accepted as the
+ * same powers of 1024, as users type them).
+ */
+#ifndef FR_CORE_PARSE_H
+#define FR_CORE_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Parses a duration into nanoseconds. Returns 0 on success, -EINVAL when the
+ * text is not a duration (empty, no unit, unknown unit, negative, trailing
+ * garbage), -ERANGE when it does not fit in int64 nanoseconds. */
+int fr_parse_duration(const char *text, int64_t *ns);
+
+/* Parses a size into bytes. Returns 0, -EINVAL or -ERANGE as above. */
+int fr_parse_size(const char *text, uint64_t *bytes);
+
+/* Parses a time point: RFC 3339 ("2026-11-22T13:05:00Z", with optional
+ * fraction and numeric offset) or Unix seconds with optional fraction
+ * ("1795000000.5"). Returns 0 and Unix nanoseconds, or -EINVAL. */
+int fr_parse_time(const char *text, int64_t *unix_ns);
+
+/* Parses a decimal unsigned integer in [min, max]. Returns 0, -EINVAL
+ * (not a number) or -ERANGE (outside the bounds). */
+int fr_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);
+
+/* Formats a duration the way fr_parse_duration reads it, choosing the
+ * largest unit that divides it exactly ("60s", "1500ms"). Returns buf. */
+char *fr_format_duration(int64_t ns, char *buf, size_t len);
+
+/* Formats a size with a binary unit ("256MiB", "1.5GiB"). Returns buf. */
+char *fr_format_size(uint64_t bytes, char *buf, size_t len);
+
+/* Formats Unix nanoseconds as RFC 3339 UTC with milliseconds
+ * ("2026-11-22T13:05:00.123Z"). Returns buf. */
+char *fr_format_time(int64_t unix_ns, char *buf, size_t len);
+
+#endif

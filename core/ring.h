@@ -1,0 +1,160 @@
+/* The persistent ring: one pre-allocated file that holds the most recent
+ * chunks and survives crashes of the daemon and of the host.
+ *
+ * FILE LAYOUT (all integers little-endian)
+ *
+ *   offset 0, 4096 bytes: superblock, written once when the file is created
+ *   and never again (so no crash can tear it):
+ *     0  u8[16] magic       "FLIGHTREC-RING\0\0"
+ *    16  u32 version        FR_RING_VERSION (1)
+ *    20  u32 sb_len         4096
+ *    24  u64 file_size      total bytes, superblock included
+ *    32  u64 segment_size   bytes per segment (multiple of 4096)
+ *    40  u32 nsegments      (file_size - 4096) / segment_size
+ *    44  u32 chunk_version  FR_CHUNK_VERSION the writer used at creation
+ *    48  i64 created_ns     Unix ns
+ *    56  u8[16] ring id     random, identifies this ring
+ *    72  u32 sb_crc         crc32c of bytes 0..71
+ *    the rest zero.
+ *
+ *   offset 4096 + i * segment_size: segment i. A segment holds chunks
+ *   (core/chunk.h) back to back, each starting at an 8-byte aligned offset;
+ *   a chunk never spans segments. After the last chunk written to a segment
+ *   comes either zeroes (never written) or older chunks left from the
+ *   segment's previous use, whose sequence numbers are lower.
+ *
+ * WRITING. Chunks are appended at the write cursor. When the next chunk
+ * does not fit in the current segment, the cursor moves to the start of the
+ * next segment (wrapping to segment 0), whose chunks are first dropped from
+ * the index: the oldest data is overwritten. Writes go through io_uring;
+ * the file is fdatasync'ed at most every `sync_interval` (durability bound).
+ * The file never grows past its size.
+ *
+ * RECOVERY. Opening scans every segment from its start, reading only the
+ * 64-byte chunk headers. A chunk is accepted when its header crc is good,
+ * it fits in the segment and its sequence number is higher than that of
+ * the chunk before it in the segment; a lower one is a leftover of the
+ * segment's previous use and ends that segment's scan, as does an all-zero
+ * header (never written). After a damaged header the scan searches forward
+ * on 8-byte boundaries for the next valid header. Payload crcs are checked
+ * at open for the newest chunks (the last 16 MiB written, where a crash can
+ * leave torn writes) and for every chunk of a segment that had to be
+ * searched; older payloads are checked by fr_ring_read(). A chunk whose
+ * payload is damaged is skipped (its header gives its length), left out of
+ * the index and counted as corrupt. The write cursor resumes after the
+ * valid chunk with the highest sequence number; the next sequence number
+ * is one more than the highest intact header seen. A torn write therefore
+ * loses at most the chunk that was being written, and the next append
+ * overwrites it.
+ *
+ * One process at a time may open a ring for writing (flock(LOCK_EX) on the
+ * file; a second writer gets -EBUSY); read-only opens take no lock.
+ */
+#ifndef FR_CORE_RING_H
+#define FR_CORE_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FR_RING_MAGIC "FLIGHTREC-RING\0\0"
+#define FR_RING_VERSION 1
+#define FR_RING_SB_LEN 4096
+#define FR_RING_MIN_SEGMENT (64 * 1024)
+
+enum fr_ring_flags {
+	FR_RING_RDONLY = 1 << 0, /* open an existing ring read-only (dump) */
+	FR_RING_CREATE = 1 << 1, /* create the file when it does not exist or is empty */
+};
+
+struct fr_ring;
+
+/* Opens the ring at `path`.
+ *
+ * With FR_RING_CREATE, a missing or empty file is created and fully
+ * allocated (fallocate) at `size` bytes with `segment_size` segments;
+ * -ENOSPC when the disk cannot hold it. An existing ring keeps its own
+ * geometry (size and segment_size are then only checked and a difference
+ * is reported in `err` as a note, not an error).
+ *
+ * A file that is not a flightrec ring is never modified: -EMEDIUMTYPE.
+ * A ring of another format version: -EPROTONOSUPPORT, naming both versions.
+ * Bad geometry arguments: -EINVAL (segment_size must be a multiple of 4096
+ * from 64 KiB to 2 GiB; `size` is rounded down to whole segments and must
+ * hold at least two). A ring another process has open for writing: -EBUSY.
+ * A ring file shorter than its superblock says: -EBADMSG.
+ *
+ * On success returns 0 and the ring in *out; `err` may hold a note (empty
+ * string otherwise). On failure `err` holds a one-line message naming the
+ * file and the reason. Close with fr_ring_close(). */
+int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
+		 uint64_t segment_size, unsigned flags, char *err, size_t errlen);
+
+/* Seals nothing, syncs the file if writable, frees everything; accepts NULL. */
+void fr_ring_close(struct fr_ring *r);
+
+/* Sets how often appends fdatasync the file: 0 after every chunk, a
+ * negative value never (the page cache decides). Default 1 s. */
+void fr_ring_set_sync_interval(struct fr_ring *r, int64_t ns);
+
+/* Largest encoded chunk the ring accepts: a whole segment (chunks start
+ * 8-byte aligned and segments are multiples of 4096), at most
+ * FR_CHUNK_HEADER_LEN + FR_CHUNK_COMP_MAX. */
+size_t fr_ring_max_chunk(const struct fr_ring *r);
+
+/* Appends an encoded chunk (core/chunk.h), assigning it the next sequence
+ * number (written into `chunk`). Only one thread may append. Returns 0,
+ * -EFBIG when the chunk is larger than fr_ring_max_chunk(), -EBADMSG when
+ * it is not a valid chunk, -EROFS for a read-only ring, or -errno from the
+ * write. */
+int fr_ring_append(struct fr_ring *r, void *chunk, size_t len);
+
+/* fdatasync now. Returns 0 or -errno. */
+int fr_ring_sync(struct fr_ring *r);
+
+/* A chunk in the index. */
+struct fr_ring_ref {
+	uint64_t seq;
+	uint64_t offset; /* file offset of the chunk header */
+	uint32_t len;    /* header + payload */
+	uint32_t nsamples;
+	int64_t first_ns, last_ns;
+	uint32_t raw_len;
+};
+
+/* The chunks whose [first_ns, last_ns] overlaps [t0, t1), in sequence
+ * order, as a malloc'd array the caller frees. Thread-safe against the
+ * appending thread. Returns 0 (possibly with *n == 0) or -ENOMEM. */
+int fr_ring_query(struct fr_ring *r, int64_t t0, int64_t t1,
+		  struct fr_ring_ref **refs, size_t *n);
+
+/* Reads and verifies one chunk from the index into a malloc'd buffer the
+ * caller frees. Thread-safe. Returns 0, -ESTALE when the chunk has been
+ * overwritten since the query (the ring wrapped), -EBADMSG when it is
+ * damaged (it is then dropped from the index and counted in
+ * corrupt_chunks), -EINVAL for a ref that cannot be in this ring, or
+ * -errno. */
+int fr_ring_read(struct fr_ring *r, const struct fr_ring_ref *ref, void **buf);
+
+struct fr_ring_stats {
+	uint64_t file_size;
+	uint64_t segment_size;
+	uint32_t nsegments;
+	uint32_t segments_used;   /* segments holding at least one chunk */
+	uint64_t bytes_used;      /* bytes of chunks in the index */
+	uint64_t chunks;
+	uint64_t samples;
+	uint64_t raw_bytes;       /* sum of raw_len: for the compression ratio */
+	int64_t oldest_ns;        /* 0 when empty */
+	int64_t newest_ns;
+	uint64_t corrupt_chunks;  /* skipped as damaged when opened */
+	uint64_t next_seq;
+	uint32_t format_version;
+};
+
+/* Fills `st`. Thread-safe. */
+void fr_ring_get_stats(struct fr_ring *r, struct fr_ring_stats *st);
+
+/* Path the ring was opened with (borrowed). */
+const char *fr_ring_path(const struct fr_ring *r);
+
+#endif

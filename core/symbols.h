@@ -1,0 +1,52 @@
+/* Symbolization: function names for user addresses from the ELF files on
+ * disk (.symtab, else .dynsym) and for kernel addresses from
+ * /proc/kallsyms. The only file that talks to libelf.
+ *
+ * A struct fr_symbols caches every file it has read (keyed by path and build
+ * id) and the kernel table, so a profile with a thousand frames in libc
+ * opens libc once. Not thread-safe: use one per thread.
+ */
+#ifndef FR_CORE_SYMBOLS_H
+#define FR_CORE_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct fr_symbols;
+
+/* Creates an empty cache. `kallsyms` is the kernel symbol file to read on
+ * first use (NULL for "/proc/kallsyms"). Returns NULL on allocation failure. */
+struct fr_symbols *fr_symbols_new(const char *kallsyms);
+
+/* Frees the cache and every name it returned; accepts NULL. */
+void fr_symbols_free(struct fr_symbols *s);
+
+/* Resolves a user address of a process.
+ *
+ * The address `addr` lies in a mapping [map_start, ...) of file `path`
+ * mapped at file offset `map_pgoff`. `root` is a directory the path is
+ * relative to (e.g. "/proc/1234/root" so files inside containers are
+ * found), or NULL; the path itself is tried when the rooted one fails.
+ * When `build_id` is given (len > 0) and the file on disk has another build
+ * id, the file is not used (it was replaced since it was mapped).
+ *
+ * On success returns 0, the function name in *name (owned by the cache),
+ * and the file-relative virtual address in *elf_addr when non-NULL.
+ * -ENOENT when no symbol covers the address, -ESTALE on a build id
+ * mismatch, or -errno when the file cannot be read. */
+int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
+		    const uint8_t *build_id, size_t build_id_len, uint64_t map_start,
+		    uint64_t map_pgoff, uint64_t addr, const char **name, uint64_t *elf_addr);
+
+/* Resolves a kernel address from kallsyms (modules included). Returns 0 and
+ * the symbol name (owned by the cache), or -ENOENT. */
+int fr_symbols_kernel(struct fr_symbols *s, uint64_t addr, const char **name);
+
+/* Reads the GNU build id note of an ELF file into `out` (capacity `cap`).
+ * Returns its length, -ENOENT when the file has none, or -errno. */
+int fr_elf_build_id(const char *path, uint8_t *out, size_t cap);
+
+/* Formats a build id as lowercase hex into buf (2*len+1 bytes). */
+char *fr_build_id_hex(const uint8_t *id, size_t len, char *buf);
+
+#endif

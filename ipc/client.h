@@ -1,0 +1,30 @@
+/* The client side of the socket, used by the flightrec CLI. */
+#ifndef FR_IPC_CLIENT_H
+#define FR_IPC_CLIENT_H
+
+#include <cjson/cJSON.h>
+
+/* The socket path a client uses when none is given: $FLIGHTREC_SOCKET,
+ * else the daemon's default (see fr_ipc_default_socket). Returns a
+ * malloc'd string. */
+char *fr_ipc_client_socket_path(void);
+
+/* The daemon's default socket path: /run/flightrec/flightrec.sock for
+ * root, $XDG_RUNTIME_DIR/flightrec.sock (or /tmp/flightrec-UID/...)
+ * otherwise. Returns a malloc'd string. */
+char *fr_ipc_default_socket(void);
+
+/* Connects to the daemon. Returns the socket fd (O_CLOEXEC) or -errno:
+ * -ENOENT / -ECONNREFUSED when no daemon listens at `path`. */
+int fr_ipc_connect(const char *path);
+
+/* Sends `req` (with `pass_fd` when >= 0; "v" is added) and waits for the
+ * response. Returns 0 and the response object the caller frees, or
+ * -errno (-ECONNRESET when the daemon closed the connection, -EAGAIN when
+ * it did not answer within 120 s). The response may have "ok": false; that
+ * is still 0 here, except when the daemon rejected the protocol version:
+ * then -EPROTO, and *resp still holds its reply (caller frees). On other
+ * errors *resp is NULL. */
+int fr_ipc_call(int sock, cJSON *req, int pass_fd, cJSON **resp);
+
+#endif

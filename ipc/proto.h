@@ -1,0 +1,72 @@
+/* The flightrec wire protocol.
+ *
+ * TRANSPORT. A Unix stream socket. Each message is a frame:
+ *
+ *   u32 length, little-endian (1 .. FR_IPC_MAX_FRAME)
+ *   length bytes of one JSON object (UTF-8, no NUL)
+ *
+ * A frame may carry one file descriptor as SCM_RIGHTS ancillary data,
+ * sent with its first byte. A longer or empty frame, or one that is not a
+ * JSON object, is a protocol error: the receiver answers with an error
+ * (when it can) and closes the connection.
+ *
+ * REQUESTS carry "v" (FR_IPC_VERSION) and "req" (the command):
+ *
+ *   {"v":1, "req":"status"}
+ *   {"v":1, "req":"attach", "window_ns":60000000000, "hz":99,
+ *    "pids":[1234, ...]}                       + the output file descriptor
+ *
+ *   attach: optional "from_ns"/"to_ns" (Unix ns) instead of window_ns; "hz"
+ *   0 or absent = the rate the data was collected at. The daemon writes
+ *   the gzip'ed pprof to the descriptor passed with the request (the client
+ *   opened it, so it can only write where its user may).
+ *
+ * RESPONSES carry "ok": true plus the command's fields, or "ok": false and
+ * "error": a one-line message for a person. Attach answers
+ *   {"ok":true, "samples":N, "stacks":N, "bytes":N, "hz":N, "t0_ns":N,
+ *    "t1_ns":N, "warnings":["..."]}
+ * after the profile is completely written.
+ *
+ * A request with another "v" is answered {"ok":false,"error":"protocol
+ * version ..."} (-EPROTO in the client).
+ */
+#ifndef FR_IPC_PROTO_H
+#define FR_IPC_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#define FR_IPC_VERSION 1
+#define FR_IPC_MAX_FRAME (64 * 1024)
+
+/* Sends one frame holding `len` bytes of `json`, with `pass_fd` attached
+ * when >= 0. Retries on EINTR, loops over short writes. Returns 0, -EMSGSIZE
+ * when len is 0 or over FR_IPC_MAX_FRAME, or -errno (-EPIPE when the peer
+ * went away; SIGPIPE is never raised). */
+int fr_ipc_send(int sock, const char *json, size_t len, int pass_fd);
+
+/* Receives one frame into a malloc'd NUL-terminated buffer the caller
+ * frees. When `fd_out` is non-NULL it receives the passed descriptor (made
+ * O_CLOEXEC) or -1; descriptors the caller did not ask for are closed.
+ * Returns 0, -ECONNRESET on orderly EOF before a frame, -EMSGSIZE for a bad
+ * length, -EBADMSG for a truncated frame, -EAGAIN on a receive timeout, or
+ * -errno. */
+int fr_ipc_recv(int sock, char **json, size_t *len, int *fd_out);
+
+/* Serializes `obj` and sends it as one frame (see fr_ipc_send). */
+int fr_ipc_send_json(int sock, const cJSON *obj, int pass_fd);
+
+/* Receives one frame and parses it; *obj is a JSON object the caller frees
+ * with cJSON_Delete. -EBADMSG when the frame is not a JSON object, else as
+ * fr_ipc_recv. */
+int fr_ipc_recv_json(int sock, cJSON **obj, int *fd_out);
+
+/* Builds {"ok":false,"error":msg}. Returns NULL on allocation failure. */
+cJSON *fr_ipc_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Builds {"ok":true}. */
+cJSON *fr_ipc_ok(void);
+
+#endif

@@ -1,0 +1,45 @@
+/* The daemon side of the socket: listening, peer credentials, a thread per
+ * connection (bounded), request dispatch.
+ *
+ * Each accepted connection gets its own thread, so a slow or dead client
+ * costs only its own request. Receives time out after 5 s.
+ */
+#ifndef FR_IPC_SERVER_H
+#define FR_IPC_SERVER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+struct fr_ipc_peer {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+};
+
+/* Handles one request. `req` is the parsed request object (borrowed);
+ * `fd` the descriptor passed with it or -1 (the handler owns it and must
+ * close it). Returns the response object, which the server sends and
+ * frees; NULL means out of memory. Runs on the connection's thread. */
+typedef cJSON *(*fr_ipc_handler)(void *arg, const char *cmd, const cJSON *req, int fd,
+				 const struct fr_ipc_peer *peer);
+
+struct fr_ipc_server;
+
+/* Creates the listening socket at `path`, mode 0600, creating its
+ * directory (0700) if missing. A socket file left by a dead daemon (nothing
+ * accepts on it) is replaced; when a live process answers there, returns
+ * -EADDRINUSE; when `path` exists and is not a socket, -EEXIST. Returns 0
+ * or -errno, with a one-line message in `err` on failure. */
+int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned max_clients,
+		       fr_ipc_handler handler, void *arg, char *err, size_t errlen);
+
+/* Starts the accept thread. Returns 0 or -errno. */
+int fr_ipc_server_start(struct fr_ipc_server *s);
+
+/* Stops accepting, waits for running requests to finish, unlinks the
+ * socket and frees the server; accepts NULL. */
+void fr_ipc_server_close(struct fr_ipc_server *s);
+
+#endif
