@@ -1,0 +1,297 @@
+/* Durations, sizes, times and integers as users type them, and the
+ * formatters reading back to the same values. */
+#include "core/parse.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                  \
+	do {                                                              \
+		if (!(cond)) {                                            \
+			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                     \
+			fputc('\n', stderr);                              \
+			failures++;                                       \
+		}                                                         \
+	} while (0)
+
+static void duration_ok(const char *text, int64_t want)
+{
+	int64_t ns = -1;
+	int ret = fr_parse_duration(text, &ns);
+
+	CHECK(ret == 0 && ns == want, "duration \"%s\": ret %d, %" PRId64 " ns, want %" PRId64,
+	      text, ret, ns, want);
+}
+
+static void duration_bad(const char *text, int want_err)
+{
+	int64_t ns = 12345;
+	int ret = fr_parse_duration(text, &ns);
+
+	CHECK(ret == want_err, "duration \"%s\": ret %d, want %d", text, ret, want_err);
+	CHECK(ns == 12345, "duration \"%s\": output written on failure", text);
+}
+
+static void test_durations(void)
+{
+	duration_ok("500ms", 500000000LL);
+	duration_ok("10s", 10000000000LL);
+	duration_ok("5m", 300000000000LL);
+	duration_ok("1h", 3600000000000LL);
+	duration_ok("1.5s", 1500000000LL);
+	duration_ok("0s", 0);
+	duration_ok("0.5ms", 500000LL);
+	duration_ok("250us", 250000LL);
+	duration_ok("7ns", 7);
+	duration_ok("2d", 2 * 86400000000000LL);
+	duration_ok("1.25h", 4500000000000LL);
+	duration_ok("0.000000001s", 1);
+	/* Digits beyond a nanosecond are truncated, not rounded. */
+	duration_ok("1.9999999999s", 1999999999LL);
+	/* The largest value: INT64_MAX ns. */
+	duration_ok("9223372036854775807ns", INT64_MAX);
+	duration_ok("9223372036.854775807s", INT64_MAX);
+
+	duration_bad("abc", -EINVAL);
+	duration_bad("-5s", -EINVAL);
+	duration_bad("+5s", -EINVAL);
+	duration_bad("10", -EINVAL);
+	duration_bad("10x", -EINVAL);
+	duration_bad("", -EINVAL);
+	duration_bad("5s junk", -EINVAL);
+	duration_bad(" 5s", -EINVAL);
+	duration_bad("5 s", -EINVAL);
+	duration_bad("5S", -EINVAL);
+	duration_bad("1.s", -EINVAL);
+	duration_bad(".5s", -EINVAL);
+	duration_bad("s", -EINVAL);
+	duration_bad("1e3s", -EINVAL);
+	duration_bad(NULL, -EINVAL);
+	duration_bad("9223372036854775808ns", -ERANGE);
+	duration_bad("9223372037s", -ERANGE);
+	duration_bad("106752d", -ERANGE);
+	duration_bad("99999999999999999999999s", -ERANGE);
+	/* A huge number with a bad unit is a syntax error first. */
+	duration_bad("99999999999999999999999x", -EINVAL);
+}
+
+static void size_ok(const char *text, uint64_t want)
+{
+	uint64_t b = 1;
+	int ret = fr_parse_size(text, &b);
+
+	CHECK(ret == 0 && b == want, "size \"%s\": ret %d, %" PRIu64 ", want %" PRIu64, text,
+	      ret, b, want);
+}
+
+static void size_bad(const char *text, int want_err)
+{
+	uint64_t b = 12345;
+	int ret = fr_parse_size(text, &b);
+
+	CHECK(ret == want_err, "size \"%s\": ret %d, want %d", text, ret, want_err);
+	CHECK(b == 12345, "size \"%s\": output written on failure", text);
+}
+
+static void test_sizes(void)
+{
+	size_ok("0", 0);
+	size_ok("4096", 4096);
+	size_ok("512B", 512);
+	size_ok("1KiB", 1024);
+	size_ok("256MiB", 256ULL << 20);
+	size_ok("2GiB", 2ULL << 30);
+	size_ok("3TiB", 3ULL << 40);
+	size_ok("1K", 1024);
+	size_ok("64M", 64ULL << 20);
+	size_ok("1G", 1ULL << 30);
+	size_ok("1T", 1ULL << 40);
+	size_ok("8KB", 8192);
+	size_ok("100MB", 100ULL << 20);
+	size_ok("1GB", 1ULL << 30);
+	size_ok("1TB", 1ULL << 40);
+	size_ok("256mb", 256ULL << 20);
+	size_ok("1.5GiB", 3ULL << 29);
+	size_ok("18446744073709551615", UINT64_MAX);
+	size_ok("16777215TiB", 16777215ULL << 40);
+
+	size_bad("", -EINVAL);
+	size_bad("abc", -EINVAL);
+	size_bad("-1", -EINVAL);
+	size_bad("10XB", -EINVAL);
+	size_bad("10 MiB", -EINVAL);
+	size_bad("10MiB ", -EINVAL);
+	size_bad("1.5", -EINVAL);
+	size_bad("1.5B", -EINVAL);
+	size_bad("MiB", -EINVAL);
+	size_bad(NULL, -EINVAL);
+	size_bad("18446744073709551616", -ERANGE);
+	size_bad("16777216TiB", -ERANGE);
+}
+
+static void time_ok(const char *text, int64_t want)
+{
+	int64_t ns = -1;
+	int ret = fr_parse_time(text, &ns);
+
+	CHECK(ret == 0 && ns == want, "time \"%s\": ret %d, %" PRId64 ", want %" PRId64, text,
+	      ret, ns, want);
+}
+
+static void time_bad(const char *text)
+{
+	int64_t ns = 12345;
+	int ret = fr_parse_time(text, &ns);
+
+	CHECK(ret == -EINVAL, "time \"%s\": ret %d, want -EINVAL", text, ret);
+	CHECK(ns == 12345, "time \"%s\": output written on failure", text);
+}
+
+static void test_times(void)
+{
+	const int64_t s = 1000000000LL;
+	/* 2026-11-22T13:05:00Z, from `date -u -d 2026-11-22T13:05:00Z +%s`. */
+	const int64_t t0 = 1795352700LL * s;
+
+	time_ok("1970-01-01T00:00:00Z", 0);
+	time_ok("2026-11-22T13:05:00Z", t0);
+	time_ok("2026-11-22t13:05:00z", t0);
+	time_ok("2026-11-22 13:05:00Z", t0);
+	time_ok("2026-11-22T13:05:00.5Z", t0 + s / 2);
+	time_ok("2026-11-22T13:05:00.123456789Z", t0 + 123456789);
+	time_ok("2026-11-22T13:05:00.1234567891Z", t0 + 123456789);
+	time_ok("2026-11-22T15:05:00+02:00", t0);
+	time_ok("2026-11-22T07:35:00-05:30", t0);
+	time_ok("2024-02-29T00:00:00Z", 1709164800LL * s);
+	time_ok("1969-12-31T23:59:59Z", -s);
+	time_ok("0", 0);
+	time_ok("1795352700", t0);
+	time_ok("1795352700.25", t0 + s / 4);
+
+	time_bad("");
+	time_bad("yesterday");
+	time_bad("2026-11-22");
+	time_bad("2026-11-22T13:05:00");
+	time_bad("2026-11-22T13:05:00ZZ");
+	time_bad("2026-11-22T13:05:00+0200");
+	time_bad("2026-13-01T00:00:00Z");
+	time_bad("2026-02-29T00:00:00Z");
+	time_bad("2026-11-22T24:00:00Z");
+	time_bad("2026-11-22T13:05:00.Z");
+	time_bad("-5");
+	time_bad("1795352700.");
+	time_bad("1795352700s");
+	time_bad("9999-01-01T00:00:00Z");
+	time_bad("99999999999");
+	time_bad(NULL);
+}
+
+static void test_u64(void)
+{
+	uint64_t v = 0;
+
+	CHECK(fr_parse_u64("42", 0, 100, &v) == 0 && v == 42, "u64 42");
+	CHECK(fr_parse_u64("0", 0, 0, &v) == 0 && v == 0, "u64 0");
+	CHECK(fr_parse_u64("18446744073709551615", 0, UINT64_MAX, &v) == 0 && v == UINT64_MAX,
+	      "u64 max");
+	CHECK(fr_parse_u64("18446744073709551616", 0, UINT64_MAX, &v) == -ERANGE, "u64 overflow");
+	CHECK(fr_parse_u64("101", 0, 100, &v) == -ERANGE, "u64 above max");
+	CHECK(fr_parse_u64("4", 5, 100, &v) == -ERANGE, "u64 below min");
+	CHECK(fr_parse_u64("", 0, 100, &v) == -EINVAL, "u64 empty");
+	CHECK(fr_parse_u64("-1", 0, 100, &v) == -EINVAL, "u64 negative");
+	CHECK(fr_parse_u64("12a", 0, 100, &v) == -EINVAL, "u64 junk");
+	CHECK(fr_parse_u64(" 1", 0, 100, &v) == -EINVAL, "u64 space");
+	CHECK(fr_parse_u64("0x10", 0, 100, &v) == -EINVAL, "u64 hex");
+}
+
+static void format_duration_is(int64_t ns, const char *want)
+{
+	char buf[64];
+	int64_t back = -1;
+
+	fr_format_duration(ns, buf, sizeof(buf));
+	CHECK(strcmp(buf, want) == 0, "format_duration(%" PRId64 ") = \"%s\", want \"%s\"", ns,
+	      buf, want);
+	if (ns >= 0)
+		CHECK(fr_parse_duration(buf, &back) == 0 && back == ns,
+		      "duration \"%s\" reads back as %" PRId64 ", want %" PRId64, buf, back, ns);
+}
+
+static void format_size_is(uint64_t bytes, const char *want)
+{
+	char buf[64];
+	uint64_t back = 1;
+
+	fr_format_size(bytes, buf, sizeof(buf));
+	CHECK(strcmp(buf, want) == 0, "format_size(%" PRIu64 ") = \"%s\", want \"%s\"", bytes,
+	      buf, want);
+	CHECK(fr_parse_size(buf, &back) == 0 && back == bytes,
+	      "size \"%s\" reads back as %" PRIu64 ", want %" PRIu64, buf, back, bytes);
+}
+
+static void format_time_is(int64_t ns, const char *want)
+{
+	char buf[64];
+	int64_t back = -1;
+
+	fr_format_time(ns, buf, sizeof(buf));
+	CHECK(strcmp(buf, want) == 0, "format_time(%" PRId64 ") = \"%s\", want \"%s\"", ns, buf,
+	      want);
+	CHECK(fr_parse_time(buf, &back) == 0 && back == ns - ((ns % 1000000 + 1000000) % 1000000),
+	      "time \"%s\" reads back as %" PRId64, buf, back);
+}
+
+static void test_formatters(void)
+{
+	char small[4];
+
+	format_duration_is(0, "0s");
+	format_duration_is(1500000000LL, "1500ms");
+	format_duration_is(60000000000LL, "1m");
+	format_duration_is(90000000000LL, "90s");
+	format_duration_is(3600000000000LL, "1h");
+	format_duration_is(86400000000000LL, "1d");
+	format_duration_is(1, "1ns");
+	format_duration_is(1001, "1001ns");
+	format_duration_is(250000, "250us");
+	format_duration_is(INT64_MAX, "9223372036854775807ns");
+	format_duration_is(-5000000000LL, "-5s");
+
+	format_size_is(0, "0B");
+	format_size_is(1000, "1000B");
+	format_size_is(1024, "1KiB");
+	format_size_is(1025, "1025B");
+	format_size_is(256ULL << 20, "256MiB");
+	format_size_is(3ULL << 29, "1.5GiB");
+	format_size_is(5ULL << 28, "1.25GiB");
+	format_size_is((1ULL << 30) + 1, "1073741825B");
+	format_size_is(2ULL << 40, "2TiB");
+	format_size_is(UINT64_MAX, "18446744073709551615B");
+
+	format_time_is(0, "1970-01-01T00:00:00.000Z");
+	format_time_is(1795352700123456789LL, "2026-11-22T13:05:00.123Z");
+	format_time_is(-1, "1969-12-31T23:59:59.999Z");
+
+	/* Truncation keeps the buffer a terminated string. */
+	fr_format_size(256ULL << 20, small, sizeof(small));
+	CHECK(strcmp(small, "256") == 0, "truncated format: \"%s\"", small);
+}
+
+int main(void)
+{
+	test_durations();
+	test_sizes();
+	test_times();
+	test_u64();
+	test_formatters();
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	return 0;
+}
