@@ -1,0 +1,1266 @@
+/* Symbolization of user addresses from ELF files and of kernel addresses
+ * from kallsyms.
+ *
+ * Two caches sit behind a struct fr_symbols:
+ *
+ * - images: one parsed ELF file per on-disk identity (device, inode, size,
+ *   mtime). An image holds the PT_LOAD headers, the GNU build id and a
+ *   sorted, de-duplicated array of function symbols (.symtab merged with
+ *   .dynsym; for a file without .symtab, the .symtab of its separate debug
+ *   file under /usr/lib/debug/.build-id when one is installed). A file is
+ *   parsed once however many processes map it and through whichever
+ *   /proc/PID/root it is reached; a file that cannot be parsed is cached
+ *   too, with its error.
+ * - requests: what a caller asked for, keyed by (root, path, expected build
+ *   id), pointing at the image it resolved to or holding the error it got.
+ *   A repeated look-up therefore costs one hash and one binary search, with
+ *   no system call, and a missing file is opened once.
+ *
+ * The kernel table is read from kallsyms on first use. The file buffer is
+ * kept and the names are terminated in place, so parsing 100k+ lines is a
+ * single pass with no per-symbol allocation.
+ *
+ * Invariants: image->addrs is sorted with unique addresses, image->syms
+ * parallel to it; kernel syms likewise. Names returned to callers point
+ * into arenas (or the kallsyms buffer) freed only by fr_symbols_free().
+ */
+#include "core/symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/log.h"
+
+#define BUILD_ID_MAX 64
+#define DEBUG_BUILD_ID_DIR "/usr/lib/debug/.build-id/"
+/* How far past the last text symbol of a module (or of the whole table) an
+ * address may lie and still be attributed to it: beyond that it is more
+ * likely module data or garbage than a very long function. */
+#define KSYM_TAIL_MAX (64 * 1024)
+/* How many preceding symbols may enclose an address that falls past the
+ * end of the nearest one (nested asm entry points). */
+#define ENCLOSING_LOOKBACK 4
+
+struct hnode {
+	struct hnode *next;
+	uint64_t hash;
+};
+
+struct htable {
+	struct hnode **buckets;
+	size_t nbuckets; /* power of two, or 0 before first insert */
+	size_t count;
+};
+
+/* Symbol addresses are kept apart from the rest (image->addrs) so the
+ * binary search touches a dense array: a third of the cache lines. */
+struct sym {
+	uint64_t size; /* 0: extends to the next symbol */
+	const char *name; /* in one of image->arenas */
+};
+
+/* Names of an image. A table rebuilt with a debug file gets a new arena;
+ * the old one stays, since callers may still hold names from it. */
+struct arena {
+	struct arena *next;
+	char data[];
+};
+
+struct load {
+	uint64_t offset;
+	uint64_t vaddr;
+	uint64_t filesz;
+};
+
+struct image {
+	struct hnode node; /* first: a struct hnode * is a struct image * */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int err; /* < 0: the file is unusable */
+	uint8_t build_id[BUILD_ID_MAX];
+	size_t build_id_len; /* 0: none */
+	uint64_t *addrs;
+	struct sym *syms;
+	size_t nsyms;
+	struct load *loads;
+	size_t nloads;
+	struct arena *arenas; /* newest first */
+	bool arm; /* Thumb bit in symbol values */
+	/* No .symtab and no debug file found yet: a later request through
+	 * another root may find one beside the file. */
+	bool debug_missing;
+};
+
+struct request {
+	struct hnode node; /* first */
+	struct image *image; /* NULL when err < 0 */
+	int err;
+	size_t root_len;
+	size_t path_len;
+	size_t bid_len;
+	char key[]; /* root '\0' path '\0' build id */
+};
+
+/* Kernel symbol flags. */
+#define KSYM_LOCAL 0x1 /* t, w */
+#define KSYM_MARKER 0x2 /* section boundary label, not a function */
+#define KSYM_END 0x4 /* end of a text section: nothing lies here */
+
+struct ksym {
+	uint64_t addr;
+	const char *name; /* in kernel.buf */
+	uint32_t module; /* 0: core kernel, else one id per module */
+	uint32_t flags;
+};
+
+/* A parsed kallsyms, shared read-only by every struct fr_symbols of the
+ * process and replaced when older than KERNEL_TTL_NS: reading and parsing
+ * /proc/kallsyms costs ~100 ms, too much to pay on every profile, while
+ * the table changes only when modules or BPF programs come and go. */
+#define KERNEL_TTL_NS (30 * 1000000000LL)
+
+struct kernel {
+	int refs;    /* under kernel_lock */
+	char *path;
+	int64_t loaded_ns;
+	int err;
+	char *buf;
+	uint64_t *addrs; /* syms[i].addr, dense for the search */
+	struct ksym *syms;
+	size_t nsyms;
+};
+
+struct fr_symbols {
+	char *kallsyms;
+	struct htable requests;
+	struct htable images;
+	struct request *last;
+	struct kernel *kernel; /* shared; NULL until the first kernel lookup */
+};
+
+static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kernel *kernel_cache;
+
+/* Candidate symbol while an image is being built; names still point into
+ * libelf's section data. */
+struct cand {
+	uint64_t addr;
+	uint64_t size;
+	const char *name;
+	unsigned bind;
+};
+
+struct cand_vec {
+	struct cand *v;
+	size_t n;
+	size_t cap;
+};
+
+/* ---- hashing ---- */
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= FNV_PRIME;
+	}
+	return h;
+}
+
+static int htable_insert(struct htable *t, struct hnode *n)
+{
+	if (t->count >= t->nbuckets) {
+		size_t nb = t->nbuckets ? t->nbuckets * 2 : 64;
+		struct hnode **b = calloc(nb, sizeof(*b));
+
+		if (!b)
+			return -ENOMEM;
+		for (size_t i = 0; i < t->nbuckets; i++) {
+			struct hnode *e = t->buckets[i];
+
+			while (e) {
+				struct hnode *next = e->next;
+
+				e->next = b[e->hash & (nb - 1)];
+				b[e->hash & (nb - 1)] = e;
+				e = next;
+			}
+		}
+		free(t->buckets);
+		t->buckets = b;
+		t->nbuckets = nb;
+	}
+	n->next = t->buckets[n->hash & (t->nbuckets - 1)];
+	t->buckets[n->hash & (t->nbuckets - 1)] = n;
+	t->count++;
+	return 0;
+}
+
+static struct hnode *htable_first(const struct htable *t, uint64_t hash)
+{
+	if (!t->nbuckets)
+		return NULL;
+	return t->buckets[hash & (t->nbuckets - 1)];
+}
+
+static void htable_fini(struct htable *t, void (*free_node)(struct hnode *))
+{
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		struct hnode *e = t->buckets[i];
+
+		while (e) {
+			struct hnode *next = e->next;
+
+			free_node(e);
+			e = next;
+		}
+	}
+	free(t->buckets);
+	t->buckets = NULL;
+	t->nbuckets = 0;
+	t->count = 0;
+}
+
+/* ---- build id ---- */
+
+char *fr_build_id_hex(const uint8_t *id, size_t len, char *buf)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		buf[2 * i] = hex[id[i] >> 4];
+		buf[2 * i + 1] = hex[id[i] & 0xf];
+	}
+	buf[2 * len] = '\0';
+	return buf;
+}
+
+static int note_find_build_id(Elf_Data *d, uint8_t *out, size_t cap)
+{
+	size_t off = 0, next, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	if (!d || !d->d_buf)
+		return -ENOENT;
+	while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		const char *nm = (const char *)d->d_buf + name_off;
+
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp(nm, "GNU", 4) == 0 && nh.n_descsz > 0) {
+			if (nh.n_descsz > cap)
+				return -ENOSPC;
+			memcpy(out, (const char *)d->d_buf + desc_off, nh.n_descsz);
+			return (int)nh.n_descsz;
+		}
+		off = next;
+	}
+	return -ENOENT;
+}
+
+/* Build id from the PT_NOTE segments, else from SHT_NOTE sections (debug
+ * files and objects without program headers). */
+static int elf_read_build_id(Elf *elf, uint8_t *out, size_t cap)
+{
+	size_t phnum = 0;
+	Elf_Scn *scn = NULL;
+	int ret;
+
+	if (elf_getphdrnum(elf, &phnum) == 0) {
+		for (size_t i = 0; i < phnum; i++) {
+			GElf_Phdr ph;
+			Elf_Data *d;
+
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+				continue;
+			d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+						 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+			ret = note_find_build_id(d, out, cap);
+			if (ret != -ENOENT)
+				return ret;
+		}
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		ret = note_find_build_id(elf_getdata(scn, NULL), out, cap);
+		if (ret != -ENOENT)
+			return ret;
+	}
+	return -ENOENT;
+}
+
+static Elf *elf_open_fd(int fd, int *err)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+
+	if (!elf) {
+		*err = -EBADMSG;
+		return NULL;
+	}
+	if (elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		*err = -ENOEXEC;
+		return NULL;
+	}
+	return elf;
+}
+
+/* Returns the length, -ENOENT without a build id note, -ENOSPC when `cap`
+ * is too small, -ENOEXEC for a file that is not ELF, or -errno. */
+int fr_elf_build_id(const char *path, uint8_t *out, size_t cap)
+{
+	int fd, ret = 0;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_open_fd(fd, &ret);
+	if (!elf)
+		goto out_close;
+	ret = elf_read_build_id(elf, out, cap);
+	elf_end(elf);
+out_close:
+	close(fd);
+	return ret;
+}
+
+/* ---- ELF images ---- */
+
+static int cand_push(struct cand_vec *cv, const struct cand *c)
+{
+	if (cv->n == cv->cap) {
+		size_t cap = cv->cap ? cv->cap * 2 : 256;
+		struct cand *v = realloc(cv->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		cv->v = v;
+		cv->cap = cap;
+	}
+	cv->v[cv->n++] = *c;
+	return 0;
+}
+
+static unsigned leading_underscores(const char *s)
+{
+	unsigned n = 0;
+
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+static unsigned bind_rank(unsigned bind)
+{
+	switch (bind) {
+	case STB_GLOBAL:
+		return 0;
+	case STB_WEAK:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+/* Address order; among aliases at one address the best name first: the
+ * public spelling (fewest leading underscores, so "getpid" before
+ * "__getpid"), then global before weak before local, then the shorter. */
+static int cand_cmp(const void *pa, const void *pb)
+{
+	const struct cand *a = pa, *b = pb;
+	unsigned ua, ub, ra, rb;
+	size_t la, lb;
+
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	ua = leading_underscores(a->name);
+	ub = leading_underscores(b->name);
+	if (ua != ub)
+		return ua < ub ? -1 : 1;
+	ra = bind_rank(a->bind);
+	rb = bind_rank(b->bind);
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	la = strlen(a->name);
+	lb = strlen(b->name);
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* Appends the function symbols of every symbol table of `type` in `elf`.
+ * Returns the number of tables read, or -ENOMEM. */
+static int collect_symbols(Elf *elf, unsigned type, bool arm, struct cand_vec *cv)
+{
+	Elf_Scn *scn = NULL;
+	int tables = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		if (n > 1)
+			tables++;
+		for (size_t i = 1; i < n; i++) {
+			GElf_Sym es;
+			struct cand c;
+			unsigned st;
+
+			if (!gelf_getsym(d, (int)i, &es))
+				break;
+			st = GELF_ST_TYPE(es.st_info);
+			if (st != STT_FUNC && st != STT_GNU_IFUNC)
+				continue;
+			if (es.st_shndx == SHN_UNDEF || !es.st_value)
+				continue;
+			c.name = elf_strptr(elf, sh.sh_link, es.st_name);
+			if (!c.name || !c.name[0])
+				continue;
+			/* Thumb functions have the low bit set in st_value. */
+			c.addr = arm ? es.st_value & ~1ULL : es.st_value;
+			c.size = es.st_size;
+			c.bind = GELF_ST_BIND(es.st_info);
+			if (cand_push(cv, &c) < 0)
+				return -ENOMEM;
+		}
+	}
+	return tables;
+}
+
+/* Sorts, merges aliases (keeping the best name and the largest size) and
+ * copies the surviving names into a new arena; replaces the image's table. */
+static int image_set_symbols(struct image *img, struct cand_vec *cv)
+{
+	size_t n = 0, arena_len = 0;
+	struct arena *arena;
+	struct sym *syms;
+	uint64_t *addrs;
+	char *p;
+
+	if (!cv->n)
+		return 0;
+	qsort(cv->v, cv->n, sizeof(*cv->v), cand_cmp);
+	for (size_t i = 0; i < cv->n; i++) {
+		if (n && cv->v[n - 1].addr == cv->v[i].addr) {
+			if (cv->v[i].size > cv->v[n - 1].size)
+				cv->v[n - 1].size = cv->v[i].size;
+			continue;
+		}
+		cv->v[n++] = cv->v[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		arena_len += strlen(cv->v[i].name) + 1;
+	addrs = malloc(n * sizeof(*addrs));
+	syms = malloc(n * sizeof(*syms));
+	arena = malloc(sizeof(*arena) + arena_len);
+	if (!addrs || !syms || !arena)
+		goto err_free;
+	p = arena->data;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(cv->v[i].name) + 1;
+
+		memcpy(p, cv->v[i].name, len);
+		addrs[i] = cv->v[i].addr;
+		syms[i].size = cv->v[i].size;
+		syms[i].name = p;
+		p += len;
+	}
+	free(img->addrs);
+	free(img->syms);
+	img->addrs = addrs;
+	img->syms = syms;
+	img->nsyms = n;
+	arena->next = img->arenas;
+	img->arenas = arena;
+	return 0;
+err_free:
+	free(addrs);
+	free(syms);
+	free(arena);
+	return -ENOMEM;
+}
+
+static int image_read_loads(struct image *img, Elf *elf)
+{
+	size_t phnum = 0, n = 0;
+
+	if (elf_getphdrnum(elf, &phnum) != 0 || !phnum)
+		return 0;
+	img->loads = calloc(phnum, sizeof(*img->loads));
+	if (!img->loads)
+		return -ENOMEM;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		img->loads[n].offset = ph.p_offset;
+		img->loads[n].vaddr = ph.p_vaddr;
+		img->loads[n].filesz = ph.p_filesz;
+		n++;
+	}
+	img->nloads = n;
+	return 0;
+}
+
+/* Opens root + /usr/lib/debug/.build-id/xx/yyyy.debug when it carries the
+ * image's build id. Returns the Elf handle and its fd in *fd_out, or NULL. */
+static Elf *open_debug_file(const struct image *img, const char *root, int *fd_out)
+{
+	char hex[2 * BUILD_ID_MAX + 1], path[4096];
+	uint8_t bid[BUILD_ID_MAX];
+	int fd, err;
+	Elf *elf;
+
+	if (img->build_id_len < 2)
+		return NULL;
+	fr_build_id_hex(img->build_id, img->build_id_len, hex);
+	if ((size_t)snprintf(path, sizeof(path), "%s%s%.2s/%s.debug", root ? root : "",
+			     DEBUG_BUILD_ID_DIR, hex, hex + 2) >= sizeof(path))
+		return NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	elf = elf_open_fd(fd, &err);
+	if (elf && elf_read_build_id(elf, bid, sizeof(bid)) == (int)img->build_id_len &&
+	    memcmp(bid, img->build_id, img->build_id_len) == 0) {
+		*fd_out = fd;
+		return elf;
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return NULL;
+}
+
+/* Merges the .symtab of a debug file found under `root` into an image
+ * that had none. Returns 0 (also when there is no such file) or -ENOMEM. */
+static int image_add_debug(struct image *img, const char *root)
+{
+	struct cand_vec cv = { 0 };
+	int dbg_fd = -1, ret = 0;
+	Elf *dbg;
+
+	dbg = open_debug_file(img, root, &dbg_fd);
+	if (!dbg)
+		return 0;
+	for (size_t i = 0; i < img->nsyms; i++) {
+		struct cand c = {
+			.addr = img->addrs[i],
+			.size = img->syms[i].size,
+			.name = img->syms[i].name,
+			.bind = STB_GLOBAL,
+		};
+
+		if (cand_push(&cv, &c) < 0) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	if (collect_symbols(dbg, SHT_SYMTAB, img->arm, &cv) < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = image_set_symbols(img, &cv);
+	if (ret == 0)
+		img->debug_missing = false;
+out:
+	free(cv.v);
+	elf_end(dbg);
+	close(dbg_fd);
+	return ret;
+}
+
+/* Fills `img` from the ELF file open on `fd`. Returns 0, or the error to
+ * cache for the file (-ENOEXEC not ELF, -EBADMSG corrupt), or -ENOMEM. */
+static int image_load(struct image *img, int fd, const char *root)
+{
+	struct cand_vec cv = { 0 };
+	Elf *elf, *dbg = NULL;
+	int dbg_fd = -1, ret = 0, tables;
+	GElf_Ehdr eh;
+
+	elf = elf_open_fd(fd, &ret);
+	if (!elf)
+		return ret;
+	if (!gelf_getehdr(elf, &eh)) {
+		ret = -EBADMSG;
+		goto out;
+	}
+	img->arm = eh.e_machine == EM_ARM;
+	ret = image_read_loads(img, elf);
+	if (ret < 0)
+		goto out;
+	ret = elf_read_build_id(elf, img->build_id, sizeof(img->build_id));
+	img->build_id_len = ret > 0 ? (size_t)ret : 0;
+
+	/* .dynsym is merged with .symtab rather than used only as a fallback:
+	 * it costs little and covers binaries whose .symtab was trimmed. */
+	tables = collect_symbols(elf, SHT_SYMTAB, img->arm, &cv);
+	if (tables < 0 || (ret = collect_symbols(elf, SHT_DYNSYM, img->arm, &cv)) < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (tables == 0) {
+		if (root && root[0])
+			dbg = open_debug_file(img, root, &dbg_fd);
+		if (!dbg)
+			dbg = open_debug_file(img, NULL, &dbg_fd);
+		if (dbg && collect_symbols(dbg, SHT_SYMTAB, img->arm, &cv) < 0) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		img->debug_missing = !dbg && img->build_id_len >= 2;
+	}
+	/* Names are copied before either Elf handle is released. */
+	ret = image_set_symbols(img, &cv);
+out:
+	free(cv.v);
+	if (dbg)
+		elf_end(dbg);
+	if (dbg_fd >= 0)
+		close(dbg_fd);
+	elf_end(elf);
+	return ret;
+}
+
+static void image_free(struct hnode *n)
+{
+	struct image *img = (struct image *)n;
+
+	free(img->addrs);
+	free(img->syms);
+	free(img->loads);
+	while (img->arenas) {
+		struct arena *next = img->arenas->next;
+
+		free(img->arenas);
+		img->arenas = next;
+	}
+	free(img);
+}
+
+static uint64_t image_hash(const struct stat *st)
+{
+	uint64_t h = FNV_OFFSET;
+
+	h = fnv1a(h, &st->st_dev, sizeof(st->st_dev));
+	h = fnv1a(h, &st->st_ino, sizeof(st->st_ino));
+	h = fnv1a(h, &st->st_size, sizeof(st->st_size));
+	h = fnv1a(h, &st->st_mtim.tv_sec, sizeof(st->st_mtim.tv_sec));
+	return fnv1a(h, &st->st_mtim.tv_nsec, sizeof(st->st_mtim.tv_nsec));
+}
+
+/* Finds or parses the image of `file`. Returns 0 and *out (whose err may
+ * be set), -errno when the file cannot be opened, or -ENOMEM. */
+static int image_get(struct fr_symbols *s, const char *file, const char *root,
+		     struct image **out)
+{
+	struct image *img;
+	struct stat st;
+	uint64_t hash;
+	int fd, ret;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -ENOEXEC;
+		goto out_close;
+	}
+	hash = image_hash(&st);
+	for (struct hnode *n = htable_first(&s->images, hash); n; n = n->next) {
+		img = (struct image *)n;
+		if (n->hash == hash && img->dev == st.st_dev && img->ino == st.st_ino &&
+		    img->size == st.st_size && img->mtime.tv_sec == st.st_mtim.tv_sec &&
+		    img->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+			*out = img;
+			ret = 0;
+			goto out_close;
+		}
+	}
+	img = calloc(1, sizeof(*img));
+	if (!img) {
+		ret = -ENOMEM;
+		goto out_close;
+	}
+	img->node.hash = hash;
+	img->dev = st.st_dev;
+	img->ino = st.st_ino;
+	img->size = st.st_size;
+	img->mtime = st.st_mtim;
+	img->err = image_load(img, fd, root);
+	if (img->err == -ENOMEM || htable_insert(&s->images, &img->node) < 0) {
+		/* Not cached: the next look-up may have memory to succeed. */
+		image_free(&img->node);
+		ret = -ENOMEM;
+		goto out_close;
+	}
+	if (img->err < 0)
+		fr_log_debug("cannot read symbols of %s: %s", file, strerror(-img->err));
+	*out = img;
+	ret = 0;
+out_close:
+	close(fd);
+	return ret;
+}
+
+/* Returns 0 with the usable image of `file`, -ESTALE when its build id is
+ * not the expected one, or the error that makes it unusable. */
+static int image_try(struct fr_symbols *s, const char *file, const char *root,
+		     const uint8_t *bid, size_t bid_len, struct image **out)
+{
+	struct image *img = NULL;
+	int ret = image_get(s, file, root, &img);
+
+	if (ret < 0)
+		return ret;
+	if (img->err < 0)
+		return img->err;
+	/* A file without a build id cannot be checked; it is trusted. */
+	if (bid_len && img->build_id_len &&
+	    (bid_len != img->build_id_len || memcmp(bid, img->build_id, bid_len) != 0))
+		return -ESTALE;
+	/* Parsed first through another root (or none): look beside this one. */
+	if (img->debug_missing && root && root[0] && image_add_debug(img, root) < 0)
+		return -ENOMEM;
+	*out = img;
+	return 0;
+}
+
+/* Resolves a request to an image: root + path first, then path. A build id
+ * mismatch is reported in preference to a missing file because it says
+ * more: the mapped file was replaced. */
+static int request_resolve(struct fr_symbols *s, struct request *req, const char *root,
+			   const char *path, const uint8_t *bid, size_t bid_len)
+{
+	int rooted = 0, ret;
+
+	if (path[0] != '/')
+		return -ENOENT; /* [vdso], [heap], anonymous memory */
+	if (req->root_len) {
+		char *full;
+
+		if (asprintf(&full, "%s%s", root, path) < 0)
+			return -ENOMEM;
+		rooted = image_try(s, full, root, bid, bid_len, &req->image);
+		free(full);
+		if (rooted == 0 || rooted == -ENOMEM)
+			return rooted;
+	}
+	ret = image_try(s, path, NULL, bid, bid_len, &req->image);
+	if (ret == 0 || ret == -ENOMEM || !rooted)
+		return ret;
+	return ret == -ESTALE ? ret : rooted;
+}
+
+static uint64_t request_hash(const char *root, size_t root_len, const char *path,
+			     size_t path_len, const uint8_t *bid, size_t bid_len)
+{
+	uint64_t h = FNV_OFFSET;
+
+	h = fnv1a(h, root, root_len + 1);
+	h = fnv1a(h, path, path_len + 1);
+	return fnv1a(h, bid, bid_len);
+}
+
+static bool request_match(const struct request *r, const char *root, size_t root_len,
+			  const char *path, size_t path_len, const uint8_t *bid,
+			  size_t bid_len)
+{
+	return r->root_len == root_len && r->path_len == path_len && r->bid_len == bid_len &&
+	       memcmp(r->key, root, root_len) == 0 &&
+	       memcmp(r->key + root_len + 1, path, path_len) == 0 &&
+	       (!bid_len || memcmp(r->key + root_len + path_len + 2, bid, bid_len) == 0);
+}
+
+static int request_get(struct fr_symbols *s, const char *root, const char *path,
+		       const uint8_t *bid, size_t bid_len, struct request **out)
+{
+	size_t root_len, path_len;
+	struct request *req;
+	uint64_t hash;
+	int ret;
+
+	if (!root)
+		root = "";
+	if (!bid)
+		bid_len = 0;
+	root_len = strlen(root);
+	path_len = strlen(path);
+	if (s->last && request_match(s->last, root, root_len, path, path_len, bid, bid_len)) {
+		*out = s->last;
+		return 0;
+	}
+	hash = request_hash(root, root_len, path, path_len, bid, bid_len);
+	for (struct hnode *n = htable_first(&s->requests, hash); n; n = n->next) {
+		req = (struct request *)n;
+		if (n->hash == hash &&
+		    request_match(req, root, root_len, path, path_len, bid, bid_len)) {
+			s->last = req;
+			*out = req;
+			return 0;
+		}
+	}
+	req = calloc(1, sizeof(*req) + root_len + path_len + bid_len + 2);
+	if (!req)
+		return -ENOMEM;
+	req->node.hash = hash;
+	req->root_len = root_len;
+	req->path_len = path_len;
+	req->bid_len = bid_len;
+	memcpy(req->key, root, root_len + 1);
+	memcpy(req->key + root_len + 1, path, path_len + 1);
+	if (bid_len)
+		memcpy(req->key + root_len + path_len + 2, bid, bid_len);
+	ret = request_resolve(s, req, root, path, bid, bid_len);
+	if (ret == -ENOMEM)
+		goto err_free;
+	req->err = ret;
+	if (ret < 0)
+		req->image = NULL;
+	if (htable_insert(&s->requests, &req->node) < 0) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	s->last = req;
+	*out = req;
+	return 0;
+err_free:
+	free(req);
+	return ret;
+}
+
+static void request_free(struct hnode *n)
+{
+	free(n);
+}
+
+/* File offset -> link-time virtual address via the PT_LOAD covering it. */
+static int image_translate(const struct image *img, uint64_t off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < img->nloads; i++) {
+		const struct load *l = &img->loads[i];
+
+		if (off >= l->offset && off - l->offset < l->filesz) {
+			*vaddr = off - l->offset + l->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* Number of entries of the sorted array a[0..n) that are <= x, i.e. the
+ * index of the first one above it. Branch-free: a profile's addresses are
+ * scattered and a mispredicted branch per level costs more than the
+ * conditional move. */
+static size_t count_le(const uint64_t *a, size_t n, uint64_t x)
+{
+	const uint64_t *base = a;
+
+	if (!n)
+		return 0;
+	while (n > 1) {
+		size_t half = n / 2;
+
+		base = base[half] <= x ? base + half : base;
+		n -= half;
+	}
+	return (size_t)(base - a) + (*base <= x);
+}
+
+static int image_lookup(const struct image *img, uint64_t vaddr, const char **name)
+{
+	size_t lo = count_le(img->addrs, img->nsyms, vaddr);
+
+	if (!lo)
+		return -ENOENT;
+	if (!img->syms[lo - 1].size) {
+		*name = img->syms[lo - 1].name;
+		return 0;
+	}
+	for (size_t i = lo, k = 0; i > 0 && k < ENCLOSING_LOOKBACK; i--, k++) {
+		const struct sym *e = &img->syms[i - 1];
+
+		if (e->size && vaddr - img->addrs[i - 1] < e->size) {
+			*name = e->name;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* *elf_addr is also stored when the address lies in a PT_LOAD segment but
+ * no symbol covers it (-ENOENT): the caller can still report a stable,
+ * load-address independent location. */
+int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
+		    const uint8_t *build_id, size_t build_id_len, uint64_t map_start,
+		    uint64_t map_pgoff, uint64_t addr, const char **name, uint64_t *elf_addr)
+{
+	struct request *req;
+	uint64_t vaddr;
+	int ret;
+
+	if (!s || !path || !name)
+		return -EINVAL;
+	if (addr < map_start)
+		return -ENOENT;
+	ret = request_get(s, root, path, build_id, build_id_len, &req);
+	if (ret < 0)
+		return ret;
+	if (req->err < 0)
+		return req->err;
+	ret = image_translate(req->image, addr - map_start + map_pgoff, &vaddr);
+	if (ret < 0)
+		return ret;
+	if (elf_addr)
+		*elf_addr = vaddr;
+	return image_lookup(req->image, vaddr, name);
+}
+
+/* ---- kernel ---- */
+
+static int read_whole(const char *path, char **out, size_t *len_out)
+{
+	size_t cap = 1 << 20, len = 0;
+	char *buf = NULL;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (cap - len < 4096 + 1) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb) {
+				ret = -ENOMEM;
+				goto err;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + len, cap - len - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			goto err;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	close(fd);
+	*out = buf;
+	*len_out = len;
+	return 0;
+err:
+	free(buf);
+	close(fd);
+	return ret;
+}
+
+static int hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static bool ksym_is_marker(const char *name, bool *is_end)
+{
+	*is_end = strcmp(name, "_etext") == 0 || strcmp(name, "_einittext") == 0;
+	return *is_end || strcmp(name, "_text") == 0 || strcmp(name, "_stext") == 0 ||
+	       strcmp(name, "_sinittext") == 0;
+}
+
+/* Among aliases at one address: functions before section markers, global
+ * before local, public spelling before underscored. */
+static int ksym_cmp(const void *pa, const void *pb)
+{
+	const struct ksym *a = pa, *b = pb;
+	unsigned ua, ub;
+
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	if ((a->flags & KSYM_MARKER) != (b->flags & KSYM_MARKER))
+		return (a->flags & KSYM_MARKER) ? 1 : -1;
+	if ((a->flags & KSYM_LOCAL) != (b->flags & KSYM_LOCAL))
+		return (a->flags & KSYM_LOCAL) ? 1 : -1;
+	ua = leading_underscores(a->name);
+	ub = leading_underscores(b->name);
+	if (ua != ub)
+		return ua < ub ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* Parses "ADDR TYPE NAME[\t[MODULE]]\n" lines, keeping text symbols. Names
+ * and module names are terminated in place in `buf`. */
+static int kernel_parse(struct kernel *k, char *buf, size_t len)
+{
+	const char *prev_mod = NULL;
+	char *p = buf, *end = buf + len;
+	size_t cap = 0, n = 0;
+	uint32_t module = 0;
+	bool nonzero = false;
+	struct ksym *v = NULL;
+
+	while (p < end) {
+		char *line_end = memchr(p, '\n', (size_t)(end - p));
+		char *name, *mod = NULL, *q;
+		uint64_t addr = 0;
+		unsigned char type;
+		struct ksym *e;
+		bool is_end;
+		int h, digits = 0;
+
+		if (!line_end)
+			line_end = end;
+		*line_end = '\0';
+		q = p;
+		p = line_end + 1;
+		while ((h = hexval((unsigned char)*q)) >= 0) {
+			addr = addr << 4 | (unsigned)h;
+			q++;
+			digits++;
+		}
+		if (!digits || digits > 16 || q[0] != ' ' || !q[1] || q[2] != ' ')
+			continue;
+		type = (unsigned char)q[1];
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		name = q + 3;
+		q = name;
+		while (*q && *q != '\t' && *q != ' ')
+			q++;
+		if (*q) {
+			*q++ = '\0';
+			while (*q == '\t' || *q == ' ')
+				q++;
+			if (*q == '[') {
+				mod = ++q;
+				q = strchr(q, ']');
+				if (q)
+					*q = '\0';
+			}
+		}
+		if (!name[0])
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16384;
+			struct ksym *nv = realloc(v, nc * sizeof(*nv));
+
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap = nc;
+		}
+		/* kallsyms lists each module's symbols together. */
+		if (!mod) {
+			prev_mod = NULL;
+		} else if (!prev_mod || strcmp(prev_mod, mod) != 0) {
+			module++;
+			prev_mod = mod;
+		}
+		e = &v[n++];
+		e->addr = addr;
+		e->name = name;
+		e->module = mod ? module : 0;
+		e->flags = (type == 't' || type == 'w') ? KSYM_LOCAL : 0;
+		if (!mod && ksym_is_marker(name, &is_end))
+			e->flags |= KSYM_MARKER | (is_end ? KSYM_END : 0);
+		if (addr)
+			nonzero = true;
+	}
+	if (!nonzero) {
+		/* kptr_restrict hides every address: nothing can be resolved. */
+		free(v);
+		return -ENOENT;
+	}
+	qsort(v, n, sizeof(*v), ksym_cmp);
+	k->nsyms = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (k->nsyms && v[k->nsyms - 1].addr == v[i].addr)
+			continue;
+		v[k->nsyms++] = v[i];
+	}
+	k->addrs = malloc((k->nsyms ? k->nsyms : 1) * sizeof(*k->addrs));
+	if (!k->addrs) {
+		free(v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < k->nsyms; i++)
+		k->addrs[i] = v[i].addr;
+	k->syms = v;
+	return 0;
+}
+
+static void kernel_free(struct kernel *k)
+{
+	free(k->addrs);
+	free(k->syms);
+	free(k->buf);
+	free(k->path);
+	free(k);
+}
+
+static void kernel_put(struct kernel *k)
+{
+	int last;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&kernel_lock);
+	last = --k->refs == 0;
+	pthread_mutex_unlock(&kernel_lock);
+	if (last)
+		kernel_free(k);
+}
+
+/* Returns a reference to a parsed table of `path` (possibly with k->err
+ * set), from the shared cache when it is fresh; NULL on allocation failure. */
+static struct kernel *kernel_get(const char *path)
+{
+	int64_t now = fr_now_mono_ns();
+	struct kernel *k, *old = NULL;
+	size_t len = 0;
+	int ret;
+
+	pthread_mutex_lock(&kernel_lock);
+	k = kernel_cache;
+	if (k && strcmp(k->path, path) == 0 && now - k->loaded_ns < KERNEL_TTL_NS) {
+		k->refs++;
+		pthread_mutex_unlock(&kernel_lock);
+		return k;
+	}
+	pthread_mutex_unlock(&kernel_lock);
+
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->path = strdup(path);
+	if (!k->path) {
+		free(k);
+		return NULL;
+	}
+	k->loaded_ns = now;
+	ret = read_whole(path, &k->buf, &len);
+	if (ret == 0)
+		ret = kernel_parse(k, k->buf, len);
+	if (ret < 0) {
+		fr_log_debug("no kernel symbols from %s: %s", path, strerror(-ret));
+		free(k->buf);
+		k->buf = NULL;
+		k->err = ret;
+	}
+
+	pthread_mutex_lock(&kernel_lock);
+	old = kernel_cache;
+	kernel_cache = k;
+	k->refs = 2; /* the cache's and the caller's */
+	pthread_mutex_unlock(&kernel_lock);
+	kernel_put(old); /* the cache's reference to the table it replaced */
+	return k;
+}
+
+int fr_symbols_kernel(struct fr_symbols *s, uint64_t addr, const char **name)
+{
+	struct kernel *k;
+	const struct ksym *e;
+	size_t lo;
+
+	if (!s || !name)
+		return -ENOENT;
+	if (!s->kernel)
+		s->kernel = kernel_get(s->kallsyms);
+	k = s->kernel;
+	if (!k || k->err < 0 || !k->nsyms)
+		return -ENOENT;
+	lo = count_le(k->addrs, k->nsyms, addr);
+	if (!lo)
+		return -ENOENT;
+	e = &k->syms[lo - 1];
+	/* Past _etext or _einittext lies no function of the core kernel. */
+	if (e->flags & KSYM_END)
+		return -ENOENT;
+	if ((lo == k->nsyms || k->syms[lo].module != e->module) && addr - e->addr >= KSYM_TAIL_MAX)
+		return -ENOENT;
+	*name = e->name;
+	return 0;
+}
+
+/* ---- lifecycle ---- */
+
+struct fr_symbols *fr_symbols_new(const char *kallsyms)
+{
+	struct fr_symbols *s;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->kallsyms = strdup(kallsyms ? kallsyms : "/proc/kallsyms");
+	if (!s->kallsyms) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void fr_symbols_free(struct fr_symbols *s)
+{
+	if (!s)
+		return;
+	htable_fini(&s->requests, request_free);
+	htable_fini(&s->images, image_free);
+	kernel_put(s->kernel);
+	free(s->kallsyms);
+	free(s);
+}
