@@ -1,0 +1,634 @@
+/* The daemon side of the control socket.
+ *
+ * One accept thread polls the listening socket and an eventfd that
+ * fr_ipc_server_close() uses to wake it. Each accepted connection gets a
+ * joinable thread that reads requests, checks the protocol version and
+ * hands them to the handler. At most max_clients connections run at once;
+ * one more is told so and closed.
+ *
+ * A connection thread owns its socket and closes it under the server lock
+ * when it ends, then moves itself to the `finished` list where the accept
+ * thread (or close) joins it. fr_ipc_server_close() shuts the live sockets
+ * down under the same lock, so it never touches a descriptor number that
+ * may have been reused.
+ *
+ * Nothing a client sends can stop the server: malformed frames earn an
+ * error reply and a closed connection, receives time out after 5 s, and
+ * sends never raise SIGPIPE.
+ */
+#include "ipc/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "ipc/proto.h"
+
+#define RECV_TIMEOUT_S 5
+#define SEND_TIMEOUT_S 5
+#define LISTEN_BACKLOG 128
+
+struct conn {
+	struct fr_ipc_server *server;
+	pthread_t thread;
+	int fd;
+	struct fr_ipc_peer peer;
+	struct conn *next;
+};
+
+struct fr_ipc_server {
+	char *path;
+	int listen_fd;
+	int wake_fd;
+	dev_t sock_dev;
+	ino_t sock_ino;
+	unsigned max_clients;
+	fr_ipc_handler handler;
+	void *arg;
+
+	bool started;
+	pthread_t accept_thread;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stopping;          /* under lock */
+	unsigned nlive;         /* under lock */
+	struct conn *live;      /* under lock */
+	struct conn *finished;  /* under lock; threads waiting to be joined */
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* mkdir -p of the directory holding `path`; directories created here get
+ * mode 0700, existing ones are left as they are. */
+static int make_parent_dirs(const char *path, char *err, size_t errlen)
+{
+	char *dir = strdup(path);
+	char *slash;
+	int ret = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		goto out;
+	*slash = '\0';
+
+	for (char *p = dir + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+
+		*p = '\0';
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+			ret = -errno;
+			set_err(err, errlen, "cannot create directory %s: %s", dir, strerror(errno));
+			goto out;
+		}
+		*p = saved;
+		if (saved == '\0')
+			break;
+	}
+out:
+	free(dir);
+	return ret;
+}
+
+static int fill_addr(struct sockaddr_un *addr, const char *path)
+{
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(addr->sun_path))
+		return -ENAMETOOLONG;
+	memset(addr, 0, sizeof(*addr));
+	addr->sun_family = AF_UNIX;
+	memcpy(addr->sun_path, path, len + 1);
+	return 0;
+}
+
+/* Decides what to do about a file already at `path`: 0 when it is gone
+ * (or was a dead socket, now removed), else -errno with a message. */
+static int clear_stale(const struct sockaddr_un *addr, const char *path, char *err,
+		       size_t errlen)
+{
+	struct stat st;
+	int probe, ret;
+
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		ret = -errno;
+		set_err(err, errlen, "cannot inspect %s: %s", path, strerror(errno));
+		return ret;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		set_err(err, errlen, "%s exists and is not a socket; refusing to replace it", path);
+		return -EEXIST;
+	}
+
+	/* Non-blocking, so a live daemon with a full backlog (EAGAIN)
+	 * cannot hang the probe; that, too, means someone is listening. */
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (probe < 0) {
+		ret = -errno;
+		set_err(err, errlen, "cannot create a socket: %s", strerror(errno));
+		return ret;
+	}
+	ret = connect(probe, (const struct sockaddr *)addr, sizeof(*addr));
+	ret = ret < 0 ? -errno : 0;
+	close(probe);
+
+	if (ret == 0 || ret == -EAGAIN || ret == -EINPROGRESS) {
+		set_err(err, errlen, "another flightrecd is already listening at %s", path);
+		return -EADDRINUSE;
+	}
+	if (ret == -ENOENT)
+		return 0;
+	if (ret != -ECONNREFUSED) {
+		set_err(err, errlen, "cannot check whether a daemon listens at %s: %s", path,
+			strerror(-ret));
+		return ret;
+	}
+	if (unlink(path) < 0 && errno != ENOENT) {
+		ret = -errno;
+		set_err(err, errlen, "cannot remove stale socket %s: %s", path, strerror(errno));
+		return ret;
+	}
+	fr_log_info("removed stale socket %s", path);
+	return 0;
+}
+
+int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned max_clients,
+		       fr_ipc_handler handler, void *arg, char *err, size_t errlen)
+{
+	struct fr_ipc_server *s;
+	struct sockaddr_un addr;
+	struct stat st;
+	int ret;
+
+	*out = NULL;
+	if (err && errlen)
+		err[0] = '\0';
+	if (!path || !handler || max_clients == 0) {
+		set_err(err, errlen, "invalid server parameters");
+		return -EINVAL;
+	}
+	if (fill_addr(&addr, path) < 0) {
+		set_err(err, errlen, "socket path %s is too long (at most %zu bytes)", path,
+			sizeof(addr.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	s->listen_fd = -1;
+	s->wake_fd = -1;
+	s->max_clients = max_clients;
+	s->handler = handler;
+	s->arg = arg;
+	s->path = strdup(path);
+	if (!s->path) {
+		ret = -ENOMEM;
+		set_err(err, errlen, "out of memory");
+		goto err_free;
+	}
+	ret = pthread_mutex_init(&s->lock, NULL);
+	if (ret) {
+		ret = -ret;
+		set_err(err, errlen, "cannot create a mutex: %s", strerror(-ret));
+		goto err_free;
+	}
+	ret = pthread_cond_init(&s->cond, NULL);
+	if (ret) {
+		ret = -ret;
+		set_err(err, errlen, "cannot create a condition variable: %s", strerror(-ret));
+		goto err_mutex;
+	}
+
+	ret = make_parent_dirs(path, err, errlen);
+	if (ret < 0)
+		goto err_cond;
+	ret = clear_stale(&addr, path, err, errlen);
+	if (ret < 0)
+		goto err_cond;
+
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->wake_fd < 0) {
+		ret = -errno;
+		set_err(err, errlen, "cannot create an eventfd: %s", strerror(errno));
+		goto err_cond;
+	}
+	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->listen_fd < 0) {
+		ret = -errno;
+		set_err(err, errlen, "cannot create a socket: %s", strerror(errno));
+		goto err_fds;
+	}
+
+	/* The socket file takes its mode from the socket inode, masked by
+	 * the umask, at bind time. Setting the inode to 0600 first means
+	 * the file never exists with wider permissions, without touching the
+	 * process-wide umask that other threads rely on. */
+	if (fchmod(s->listen_fd, 0600) < 0) {
+		ret = -errno;
+		set_err(err, errlen, "cannot set the socket mode: %s", strerror(errno));
+		goto err_fds;
+	}
+	if (bind(s->listen_fd, (const struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		ret = -errno;
+		if (ret == -EADDRINUSE)
+			set_err(err, errlen, "another flightrecd is already listening at %s", path);
+		else
+			set_err(err, errlen, "cannot bind %s: %s", path, strerror(errno));
+		goto err_fds;
+	}
+	if (chmod(path, 0600) < 0 || stat(path, &st) < 0) {
+		ret = -errno;
+		set_err(err, errlen, "cannot set the mode of %s: %s", path, strerror(errno));
+		goto err_unlink;
+	}
+	s->sock_dev = st.st_dev;
+	s->sock_ino = st.st_ino;
+	if (listen(s->listen_fd, LISTEN_BACKLOG) < 0) {
+		ret = -errno;
+		set_err(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+		goto err_unlink;
+	}
+
+	*out = s;
+	return 0;
+
+err_unlink:
+	unlink(path);
+err_fds:
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+err_cond:
+	pthread_cond_destroy(&s->cond);
+err_mutex:
+	pthread_mutex_destroy(&s->lock);
+err_free:
+	free(s->path);
+	free(s);
+	return ret;
+}
+
+/* Sends `resp` (consumed) on the connection. Returns 0 or -errno. */
+static int reply(int fd, cJSON *resp)
+{
+	int ret;
+
+	if (!resp)
+		return -ENOMEM;
+	ret = fr_ipc_send_json(fd, resp, -1);
+	cJSON_Delete(resp);
+	return ret;
+}
+
+/* Describes a "v" value for the version error message. */
+static void describe_version(const cJSON *v, char *buf, size_t len)
+{
+	char *text;
+
+	if (!v) {
+		snprintf(buf, len, "(none)");
+		return;
+	}
+	if (cJSON_IsNumber(v)) {
+		snprintf(buf, len, "%.17g", v->valuedouble);
+		return;
+	}
+	text = cJSON_PrintUnformatted(v);
+	if (!text) {
+		snprintf(buf, len, "(unreadable)");
+		return;
+	}
+	if (strlen(text) > 32)
+		snprintf(buf, len, "%.32s...", text);
+	else
+		snprintf(buf, len, "%s", text);
+	cJSON_free(text);
+}
+
+/* Answers requests on one connection until the peer goes away, sends
+ * something malformed, or the server shuts the socket down. Returns
+ * nothing; the caller closes the socket. */
+static void serve(struct conn *c)
+{
+	struct fr_ipc_server *s = c->server;
+
+	for (;;) {
+		const cJSON *v, *cmd;
+		cJSON *req = NULL, *resp;
+		int fd = -1;
+		int ret;
+
+		ret = fr_ipc_recv_json(c->fd, &req, &fd);
+		if (ret == -EMSGSIZE || ret == -EBADMSG) {
+			reply(c->fd, fr_ipc_error("malformed request: expected a frame of 1..%d bytes "
+						  "holding one JSON object",
+						  FR_IPC_MAX_FRAME));
+			return;
+		}
+		if (ret < 0) {
+			if (ret != -ECONNRESET && ret != -EAGAIN)
+				fr_log_debug("client pid %d: receive failed: %s", (int)c->peer.pid,
+					     strerror(-ret));
+			return;
+		}
+
+		v = cJSON_GetObjectItemCaseSensitive(req, "v");
+		if (!cJSON_IsNumber(v) || v->valuedouble != FR_IPC_VERSION) {
+			char got[64];
+
+			describe_version(v, got, sizeof(got));
+			resp = fr_ipc_error("protocol version %s not supported (daemon speaks %d)", got,
+					    FR_IPC_VERSION);
+			/* Lets a client of another version tell this apart
+			 * from an ordinary failure. */
+			if (resp && !cJSON_AddNumberToObject(resp, "v", FR_IPC_VERSION)) {
+				cJSON_Delete(resp);
+				resp = NULL;
+			}
+			if (fd >= 0)
+				close(fd);
+			cJSON_Delete(req);
+			reply(c->fd, resp);
+			return;
+		}
+
+		cmd = cJSON_GetObjectItemCaseSensitive(req, "req");
+		if (!cJSON_IsString(cmd) || !cmd->valuestring) {
+			if (fd >= 0)
+				close(fd);
+			resp = fr_ipc_error("request has no \"req\" string naming the command");
+		} else {
+			resp = s->handler(s->arg, cmd->valuestring, req, fd, &c->peer);
+			if (!resp)
+				resp = fr_ipc_error("out of memory in the daemon");
+		}
+		cJSON_Delete(req);
+		if (reply(c->fd, resp) < 0)
+			return;
+	}
+}
+
+static void *conn_main(void *p)
+{
+	struct conn *c = p;
+	struct fr_ipc_server *s = c->server;
+	struct conn **pp;
+
+	serve(c);
+
+	pthread_mutex_lock(&s->lock);
+	close(c->fd);
+	c->fd = -1;
+	for (pp = &s->live; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	c->next = s->finished;
+	s->finished = c;
+	s->nlive--;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* Joins connection threads that have finished. */
+static void reap(struct fr_ipc_server *s)
+{
+	struct conn *list;
+
+	pthread_mutex_lock(&s->lock);
+	list = s->finished;
+	s->finished = NULL;
+	pthread_mutex_unlock(&s->lock);
+
+	while (list) {
+		struct conn *next = list->next;
+
+		pthread_join(list->thread, NULL);
+		free(list);
+		list = next;
+	}
+}
+
+/* Answers a connection that cannot be served and closes it. The socket is
+ * made non-blocking first: the reply is small and the buffer empty, so it
+ * fits, and a peer that never reads cannot stall the accept thread. */
+static void refuse(int fd, cJSON *resp)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags >= 0)
+		fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+	reply(fd, resp);
+	close(fd);
+}
+
+static void accept_one(struct fr_ipc_server *s)
+{
+	struct timeval rcv = {.tv_sec = RECV_TIMEOUT_S};
+	struct timeval snd = {.tv_sec = SEND_TIMEOUT_S};
+	struct ucred cred;
+	socklen_t credlen = sizeof(cred);
+	struct conn *c;
+	int fd, ret;
+
+	fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+			return;
+		fr_log_ratelimited(FR_LOG_WARN, 1000000000LL, "accept on %s: %s", s->path,
+				   strerror(errno));
+		/* Out of descriptors or memory: the listening socket stays
+		 * readable, so pause rather than spin. */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			struct pollfd pfd = {.fd = s->wake_fd, .events = POLLIN};
+
+			poll(&pfd, 1, 100);
+		}
+		return;
+	}
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &credlen) < 0) {
+		fr_log_warn("SO_PEERCRED on %s: %s", s->path, strerror(errno));
+		refuse(fd, fr_ipc_error("cannot identify the connecting process"));
+		return;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rcv, sizeof(rcv)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof(snd)) < 0) {
+		refuse(fd, fr_ipc_error("cannot configure the connection: %s", strerror(errno)));
+		return;
+	}
+
+	pthread_mutex_lock(&s->lock);
+	if (s->nlive >= s->max_clients) {
+		pthread_mutex_unlock(&s->lock);
+		fr_log_ratelimited(FR_LOG_WARN, 1000000000LL,
+				   "refusing client pid %d: too many clients (limit %u)",
+				   (int)cred.pid, s->max_clients);
+		refuse(fd, fr_ipc_error("too many clients (limit %u)", s->max_clients));
+		return;
+	}
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		pthread_mutex_unlock(&s->lock);
+		refuse(fd, fr_ipc_error("out of memory in the daemon"));
+		return;
+	}
+	c->server = s;
+	c->fd = fd;
+	c->peer.pid = cred.pid;
+	c->peer.uid = cred.uid;
+	c->peer.gid = cred.gid;
+
+	/* Created under the lock, so the thread cannot finish and unlink
+	 * itself before it is on the live list. */
+	ret = pthread_create(&c->thread, NULL, conn_main, c);
+	if (ret) {
+		pthread_mutex_unlock(&s->lock);
+		free(c);
+		fr_log_ratelimited(FR_LOG_WARN, 1000000000LL, "cannot start a client thread: %s",
+				   strerror(ret));
+		refuse(fd, fr_ipc_error("the daemon cannot start a thread for this client: %s",
+					strerror(ret)));
+		return;
+	}
+	c->next = s->live;
+	s->live = c;
+	s->nlive++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void *accept_main(void *p)
+{
+	struct fr_ipc_server *s = p;
+	struct pollfd pfd[2] = {
+		{.fd = s->listen_fd, .events = POLLIN},
+		{.fd = s->wake_fd, .events = POLLIN},
+	};
+
+	for (;;) {
+		bool stopping;
+
+		pthread_mutex_lock(&s->lock);
+		stopping = s->stopping;
+		pthread_mutex_unlock(&s->lock);
+		if (stopping)
+			break;
+
+		reap(s);
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fr_log_err("poll on %s: %s", s->path, strerror(errno));
+			break;
+		}
+		if (pfd[1].revents)
+			continue;
+		if (pfd[0].revents & POLLIN)
+			accept_one(s);
+	}
+	return NULL;
+}
+
+int fr_ipc_server_start(struct fr_ipc_server *s)
+{
+	sigset_t all, old;
+	int ret;
+
+	if (s->started)
+		return -EALREADY;
+
+	/* The server's threads (the connection threads inherit the accept
+	 * thread's mask) take no asynchronous signals; those belong to the
+	 * daemon's main loop. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&s->accept_thread, NULL, accept_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		return -ret;
+	s->started = true;
+	return 0;
+}
+
+void fr_ipc_server_close(struct fr_ipc_server *s)
+{
+	struct stat st;
+
+	if (!s)
+		return;
+
+	pthread_mutex_lock(&s->lock);
+	s->stopping = true;
+	pthread_mutex_unlock(&s->lock);
+
+	if (s->started) {
+		uint64_t one = 1;
+
+		if (write(s->wake_fd, &one, sizeof(one)) < 0)
+			fr_log_warn("cannot wake the accept thread: %s", strerror(errno));
+		pthread_join(s->accept_thread, NULL);
+	}
+
+	/* No new connections from here on. Shutting the sockets down makes
+	 * blocked receives return at once; a request being handled runs to
+	 * its end, its reply fails, and the thread exits. */
+	pthread_mutex_lock(&s->lock);
+	for (struct conn *c = s->live; c; c = c->next)
+		shutdown(c->fd, SHUT_RDWR);
+	while (s->nlive > 0)
+		pthread_cond_wait(&s->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	reap(s);
+
+	close(s->listen_fd);
+	close(s->wake_fd);
+
+	/* Unlink only our own socket: if another daemon has since replaced
+	 * the file, it is not ours to remove. */
+	if (lstat(s->path, &st) == 0 && st.st_dev == s->sock_dev && st.st_ino == s->sock_ino)
+		unlink(s->path);
+
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s->path);
+	free(s);
+}

@@ -1,0 +1,722 @@
+/* IPC: framing over socketpair() with no daemon (round trip, byte layout,
+ * descriptor passing, every malformed-frame class), then a real server in
+ * a temporary directory: calls, peer credentials, version and request
+ * checks, socket file handling (stale, live, not a socket, mode), client
+ * limit, garbage from a client, and cleanup on close. */
+#include "ipc/client.h"
+#include "ipc/proto.h"
+#include "ipc/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                              \
+	do {                                                          \
+		if (!(cond)) {                                        \
+			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                 \
+			fputc('\n', stderr);                          \
+			failures++;                                   \
+		}                                                     \
+	} while (0)
+
+static void make_pair(int sv[2])
+{
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		perror("socketpair");
+		exit(1);
+	}
+}
+
+static void write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n <= 0) {
+			perror("write");
+			exit(1);
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void write_header(int fd, uint32_t len)
+{
+	unsigned char h[4] = {len & 0xff, (len >> 8) & 0xff, (len >> 16) & 0xff, len >> 24};
+
+	write_all(fd, h, 4);
+}
+
+static const char *str_field(const cJSON *obj, const char *key)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+static int is_ok(const cJSON *obj)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(obj, "ok"));
+}
+
+static void test_round_trip(void)
+{
+	int sv[2];
+	cJSON *req = cJSON_CreateObject(), *got = NULL;
+	unsigned char raw[8];
+	int fd = 123;
+
+	make_pair(sv);
+	cJSON_AddStringToObject(req, "req", "status");
+	cJSON_AddNumberToObject(req, "n", 42);
+	CHECK(fr_ipc_send_json(sv[0], req, -1) == 0, "send_json");
+	CHECK(fr_ipc_recv_json(sv[1], &got, &fd) == 0, "recv_json");
+	CHECK(got && str_field(got, "req") && strcmp(str_field(got, "req"), "status") == 0,
+	      "req field lost");
+	CHECK(got && cJSON_GetNumberValue(cJSON_GetObjectItem(got, "n")) == 42, "n field lost");
+	CHECK(fd == -1, "fd_out should be -1 without a passed descriptor, got %d", fd);
+	cJSON_Delete(got);
+	cJSON_Delete(req);
+
+	/* The byte layout: u32 little-endian length, then the text. */
+	CHECK(fr_ipc_send(sv[0], "{}", 2, -1) == 0, "send {}");
+	CHECK(read(sv[1], raw, 6) == 6, "read raw frame");
+	CHECK(memcmp(raw, "\x02\x00\x00\x00{}", 6) == 0, "frame bytes differ");
+
+	/* A frame of exactly the maximum size passes. */
+	{
+		char *big = malloc(FR_IPC_MAX_FRAME);
+		char *text = NULL;
+		size_t len = 0;
+		int sz = 4 * FR_IPC_MAX_FRAME;
+
+		setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		memset(big, 'x', FR_IPC_MAX_FRAME);
+		memcpy(big, "{\"a\":\"", 6);
+		memcpy(big + FR_IPC_MAX_FRAME - 2, "\"}", 2);
+		CHECK(fr_ipc_send(sv[0], big, FR_IPC_MAX_FRAME, -1) == 0, "max frame send");
+		CHECK(fr_ipc_recv(sv[1], &text, &len, NULL) == 0, "max frame recv");
+		CHECK(len == FR_IPC_MAX_FRAME && text && text[len] == '\0' &&
+			      memcmp(text, big, len) == 0,
+		      "max frame content");
+		free(text);
+		free(big);
+	}
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void test_fd_passing(void)
+{
+	int sv[2], p[2];
+	cJSON *got = NULL;
+	char buf[8] = {0};
+	int fd = -1;
+
+	make_pair(sv);
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		perror("pipe2");
+		exit(1);
+	}
+	CHECK(fr_ipc_send(sv[0], "{\"req\":\"attach\"}", 16, p[1]) == 0, "send with fd");
+	close(p[1]);
+	CHECK(fr_ipc_recv_json(sv[1], &got, &fd) == 0, "recv with fd");
+	CHECK(fd >= 0, "no descriptor received");
+	if (fd >= 0) {
+		CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC, "received fd lacks FD_CLOEXEC");
+		CHECK(write(fd, "pong", 4) == 4, "write through passed fd");
+		close(fd);
+		CHECK(read(p[0], buf, sizeof(buf)) == 4 && memcmp(buf, "pong", 4) == 0,
+		      "data written through the passed fd did not arrive");
+	}
+	cJSON_Delete(got);
+	close(p[0]);
+
+	/* A descriptor the receiver did not ask for is closed: once the
+	 * sender closes its copy, the pipe's reader sees EOF. */
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		perror("pipe2");
+		exit(1);
+	}
+	CHECK(fr_ipc_send(sv[0], "{}", 2, p[1]) == 0, "send unexpected fd");
+	close(p[1]);
+	{
+		char *text = NULL;
+		size_t len;
+
+		CHECK(fr_ipc_recv(sv[1], &text, &len, NULL) == 0, "recv without fd_out");
+		free(text);
+	}
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	CHECK(read(p[0], buf, sizeof(buf)) == 0, "unexpected descriptor was kept open");
+	close(p[0]);
+
+	/* A descriptor passed with a frame that is not an object is closed
+	 * and not handed out. */
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		perror("pipe2");
+		exit(1);
+	}
+	CHECK(fr_ipc_send(sv[0], "[1]", 3, p[1]) == 0, "send array with fd");
+	close(p[1]);
+	fd = 77;
+	got = NULL;
+	CHECK(fr_ipc_recv_json(sv[1], &got, &fd) == -EBADMSG, "array with fd not rejected");
+	CHECK(fd == -1 && got == NULL, "outputs not cleared on error (fd %d)", fd);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	CHECK(read(p[0], buf, sizeof(buf)) == 0, "fd of a rejected frame was kept open");
+	close(p[0]);
+
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void test_bad_frames(void)
+{
+	int sv[2];
+	char *text = NULL;
+	size_t len = 0;
+	cJSON *got = NULL;
+	char big[16];
+	int ret;
+
+	/* Sender side refuses bad lengths. */
+	make_pair(sv);
+	CHECK(fr_ipc_send(sv[0], "{}", 0, -1) == -EMSGSIZE, "zero-length send accepted");
+	CHECK(fr_ipc_send(sv[0], big, (size_t)FR_IPC_MAX_FRAME + 1, -1) == -EMSGSIZE,
+	      "oversized send accepted");
+
+	/* Receiver side: oversized length. */
+	write_header(sv[0], FR_IPC_MAX_FRAME + 1);
+	ret = fr_ipc_recv(sv[1], &text, &len, NULL);
+	CHECK(ret == -EMSGSIZE && !text, "oversized frame: got %d", ret);
+	close(sv[0]);
+	close(sv[1]);
+
+	/* Zero length. */
+	make_pair(sv);
+	write_header(sv[0], 0);
+	ret = fr_ipc_recv(sv[1], &text, &len, NULL);
+	CHECK(ret == -EMSGSIZE, "zero-length frame: got %d", ret);
+	close(sv[0]);
+	close(sv[1]);
+
+	/* Truncated body. */
+	make_pair(sv);
+	write_header(sv[0], 10);
+	write_all(sv[0], "{\"a\"", 4);
+	shutdown(sv[0], SHUT_WR);
+	ret = fr_ipc_recv(sv[1], &text, &len, NULL);
+	CHECK(ret == -EBADMSG && !text, "truncated body: got %d", ret);
+	close(sv[0]);
+	close(sv[1]);
+
+	/* Truncated header. */
+	make_pair(sv);
+	write_all(sv[0], "\x05\x00", 2);
+	shutdown(sv[0], SHUT_WR);
+	ret = fr_ipc_recv(sv[1], &text, &len, NULL);
+	CHECK(ret == -EBADMSG, "truncated header: got %d", ret);
+	close(sv[0]);
+	close(sv[1]);
+
+	/* EOF before a frame. */
+	make_pair(sv);
+	close(sv[0]);
+	ret = fr_ipc_recv(sv[1], &text, &len, NULL);
+	CHECK(ret == -ECONNRESET, "EOF: got %d", ret);
+	ret = fr_ipc_recv_json(sv[1], &got, NULL);
+	CHECK(ret == -ECONNRESET, "EOF (json): got %d", ret);
+	close(sv[1]);
+
+	/* Frames that are not one JSON object. */
+	{
+		static const char *const bad[] = {
+			"[1,2]", "\"str\"", "42", "{", "{} x", "{\"a\":1}}", "nul",
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			make_pair(sv);
+			CHECK(fr_ipc_send(sv[0], bad[i], strlen(bad[i]), -1) == 0, "send");
+			ret = fr_ipc_recv_json(sv[1], &got, NULL);
+			CHECK(ret == -EBADMSG && !got, "%s: got %d", bad[i], ret);
+			close(sv[0]);
+			close(sv[1]);
+		}
+		make_pair(sv);
+		CHECK(fr_ipc_send(sv[0], "{}\0{}", 5, -1) == 0, "send");
+		ret = fr_ipc_recv_json(sv[1], &got, NULL);
+		CHECK(ret == -EBADMSG, "embedded NUL: got %d", ret);
+		close(sv[0]);
+		close(sv[1]);
+	}
+
+	/* Receive timeout. */
+	{
+		struct timeval tv = {.tv_usec = 20000};
+
+		make_pair(sv);
+		setsockopt(sv[1], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		ret = fr_ipc_recv(sv[1], &text, &len, NULL);
+		CHECK(ret == -EAGAIN, "timeout: got %d", ret);
+		close(sv[0]);
+		close(sv[1]);
+	}
+
+	/* Peer gone: -EPIPE, and no SIGPIPE (which would end this test). */
+	make_pair(sv);
+	close(sv[1]);
+	ret = fr_ipc_send(sv[0], "{}", 2, -1);
+	CHECK(ret == -EPIPE, "send to closed peer: got %d", ret);
+	close(sv[0]);
+}
+
+static void test_messages(void)
+{
+	cJSON *e = fr_ipc_error("bad %s %d", "thing", 7);
+	cJSON *o = fr_ipc_ok();
+
+	CHECK(e && cJSON_IsFalse(cJSON_GetObjectItem(e, "ok")), "error lacks ok:false");
+	CHECK(e && str_field(e, "error") && strcmp(str_field(e, "error"), "bad thing 7") == 0,
+	      "error text");
+	CHECK(o && is_ok(o), "ok lacks ok:true");
+	cJSON_Delete(e);
+	cJSON_Delete(o);
+}
+
+/* fr_ipc_call against a canned response: the request goes out with "v",
+ * and a daemon speaking another version is -EPROTO. */
+static void test_call(void)
+{
+	int sv[2];
+	cJSON *req = cJSON_CreateObject(), *resp = NULL, *seen = NULL;
+	const char *v2 = "{\"ok\":false,\"error\":\"protocol version 1 not supported\",\"v\":2}";
+	int ret;
+
+	make_pair(sv);
+	cJSON_AddStringToObject(req, "req", "status");
+	CHECK(fr_ipc_send(sv[1], "{\"ok\":true,\"x\":1}", 17, -1) == 0, "canned");
+	ret = fr_ipc_call(sv[0], req, -1, &resp);
+	CHECK(ret == 0 && resp && is_ok(resp), "call: %d", ret);
+	CHECK(fr_ipc_recv_json(sv[1], &seen, NULL) == 0, "request not sent");
+	CHECK(seen && cJSON_GetNumberValue(cJSON_GetObjectItem(seen, "v")) == FR_IPC_VERSION,
+	      "request lacks v");
+	cJSON_Delete(seen);
+	cJSON_Delete(resp);
+
+	CHECK(fr_ipc_send(sv[1], v2, strlen(v2), -1) == 0, "canned v2");
+	resp = NULL;
+	ret = fr_ipc_call(sv[0], req, -1, &resp);
+	CHECK(ret == -EPROTO, "version mismatch: got %d", ret);
+	CHECK(resp && str_field(resp, "error"), "message of the mismatch not handed back");
+	cJSON_Delete(resp);
+
+	close(sv[1]);
+	resp = (cJSON *)1;
+	ret = fr_ipc_call(sv[0], req, -1, &resp);
+	CHECK(ret == -ECONNRESET && resp == NULL, "closed daemon: got %d", ret);
+	close(sv[0]);
+	cJSON_Delete(req);
+}
+
+static void test_paths(void)
+{
+	char *p;
+	char want[128];
+
+	unsetenv("FLIGHTREC_SOCKET");
+	setenv("XDG_RUNTIME_DIR", "/run/user/4242", 1);
+	p = fr_ipc_default_socket();
+	if (geteuid() == 0)
+		snprintf(want, sizeof(want), "/run/flightrec/flightrec.sock");
+	else
+		snprintf(want, sizeof(want), "/run/user/4242/flightrec.sock");
+	CHECK(p && strcmp(p, want) == 0, "default socket %s, want %s", p, want);
+	free(p);
+
+	unsetenv("XDG_RUNTIME_DIR");
+	p = fr_ipc_client_socket_path();
+	if (geteuid() != 0)
+		snprintf(want, sizeof(want), "/tmp/flightrec-%u/flightrec.sock",
+			 (unsigned)geteuid());
+	CHECK(p && strcmp(p, want) == 0, "fallback socket %s, want %s", p, want);
+	free(p);
+
+	setenv("FLIGHTREC_SOCKET", "/x/y.sock", 1);
+	p = fr_ipc_client_socket_path();
+	CHECK(p && strcmp(p, "/x/y.sock") == 0, "FLIGHTREC_SOCKET ignored: %s", p);
+	free(p);
+	unsetenv("FLIGHTREC_SOCKET");
+}
+
+/* ---- a real server ---- */
+
+static char tmpdir[64];
+
+static cJSON *handler(void *arg, const char *cmd, const cJSON *req, int fd,
+		      const struct fr_ipc_peer *peer)
+{
+	int *calls = arg;
+	cJSON *resp;
+
+	__atomic_add_fetch(calls, 1, __ATOMIC_RELAXED);
+	if (strcmp(cmd, "echo") == 0) {
+		if (fd >= 0)
+			close(fd);
+		resp = fr_ipc_ok();
+		cJSON_AddNumberToObject(resp, "uid", peer->uid);
+		cJSON_AddNumberToObject(resp, "gid", peer->gid);
+		cJSON_AddNumberToObject(resp, "pid", peer->pid);
+		return resp;
+	}
+	if (strcmp(cmd, "write") == 0) {
+		if (fd < 0)
+			return fr_ipc_error("no descriptor");
+		if (write(fd, "profile", 7) != 7) {
+			close(fd);
+			return fr_ipc_error("write failed");
+		}
+		close(fd);
+		return fr_ipc_ok();
+	}
+	if (fd >= 0)
+		close(fd);
+	return fr_ipc_error("unknown request \"%s\"", cmd);
+}
+
+static cJSON *call(int sock, const char *cmd, int pass_fd)
+{
+	cJSON *req = cJSON_CreateObject(), *resp = NULL;
+	int ret;
+
+	cJSON_AddStringToObject(req, "req", cmd);
+	ret = fr_ipc_call(sock, req, pass_fd, &resp);
+	cJSON_Delete(req);
+	CHECK(ret == 0, "call %s: %d", cmd, ret);
+	return resp;
+}
+
+/* Sends raw bytes on a fresh connection and returns the reply (or NULL). */
+static cJSON *raw_exchange(const char *path, const char *bytes, size_t len)
+{
+	cJSON *resp = NULL;
+	int fd = fr_ipc_connect(path);
+
+	CHECK(fd >= 0, "connect: %d", fd);
+	if (fd < 0)
+		return NULL;
+	write_all(fd, bytes, len);
+	fr_ipc_recv_json(fd, &resp, NULL);
+	close(fd);
+	return resp;
+}
+
+static cJSON *frame_exchange(const char *path, const char *json)
+{
+	cJSON *resp = NULL;
+	int fd = fr_ipc_connect(path);
+
+	CHECK(fd >= 0, "connect: %d", fd);
+	if (fd < 0)
+		return NULL;
+	CHECK(fr_ipc_send(fd, json, strlen(json), -1) == 0, "send %s", json);
+	fr_ipc_recv_json(fd, &resp, NULL);
+	close(fd);
+	return resp;
+}
+
+static void check_error(cJSON *resp, const char *want, const char *what)
+{
+	const char *e = resp ? str_field(resp, "error") : NULL;
+
+	CHECK(resp && cJSON_IsFalse(cJSON_GetObjectItem(resp, "ok")), "%s: not an error reply",
+	      what);
+	CHECK(e && strcmp(e, want) == 0, "%s: error \"%s\", want \"%s\"", what, e ? e : "(none)",
+	      want);
+	cJSON_Delete(resp);
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static void test_server(void)
+{
+	struct fr_ipc_server *s = NULL, *s2 = NULL;
+	char path[256], dir[200], err[256], want[512];
+	struct stat st;
+	cJSON *resp;
+	int calls = 0;
+	int ret, sock;
+	mode_t old_umask;
+
+	snprintf(dir, sizeof(dir), "%s/run/sub", tmpdir);
+	snprintf(path, sizeof(path), "%s/flightrec.sock", dir);
+
+	/* With an empty umask, 0600 can only come from the server itself. */
+	old_umask = umask(0);
+	ret = fr_ipc_server_open(&s, path, 4, handler, &calls, err, sizeof(err));
+	umask(old_umask);
+	CHECK(ret == 0, "open: %d %s", ret, err);
+	if (ret < 0)
+		return;
+	CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700,
+	      "created directory mode %o, want 0700", st.st_mode & 07777);
+	CHECK(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode), "socket file missing");
+	CHECK((st.st_mode & 07777) == 0600, "socket mode %o, want 0600", st.st_mode & 07777);
+	CHECK(fr_ipc_server_start(s) == 0, "start");
+
+	/* A call, with the caller's credentials seen by the handler. */
+	sock = fr_ipc_connect(path);
+	CHECK(sock >= 0, "connect: %d", sock);
+	resp = call(sock, "echo", -1);
+	CHECK(resp && is_ok(resp), "echo not ok");
+	CHECK(resp && cJSON_GetNumberValue(cJSON_GetObjectItem(resp, "uid")) == geteuid(),
+	      "peer uid wrong");
+	CHECK(resp && cJSON_GetNumberValue(cJSON_GetObjectItem(resp, "gid")) == getegid(),
+	      "peer gid wrong");
+	CHECK(resp && cJSON_GetNumberValue(cJSON_GetObjectItem(resp, "pid")) == getpid(),
+	      "peer pid wrong");
+	cJSON_Delete(resp);
+
+	/* Several requests on one connection, one of them with a descriptor. */
+	{
+		int p[2];
+		char buf[16] = {0};
+
+		if (pipe2(p, O_CLOEXEC) < 0) {
+			perror("pipe2");
+			exit(1);
+		}
+		resp = call(sock, "write", p[1]);
+		close(p[1]);
+		CHECK(resp && is_ok(resp), "write request failed");
+		cJSON_Delete(resp);
+		CHECK(read(p[0], buf, sizeof(buf)) == 7 && memcmp(buf, "profile", 7) == 0,
+		      "handler output through the passed fd missing");
+		close(p[0]);
+	}
+	resp = call(sock, "nope", -1);
+	check_error(resp, "unknown request \"nope\"", "unknown request");
+	close(sock);
+
+	/* Version checks. */
+	check_error(frame_exchange(path, "{\"v\":2,\"req\":\"echo\"}"),
+		    "protocol version 2 not supported (daemon speaks 1)", "v 2");
+	check_error(frame_exchange(path, "{\"req\":\"echo\"}"),
+		    "protocol version (none) not supported (daemon speaks 1)", "no v");
+	check_error(frame_exchange(path, "{\"v\":\"1\",\"req\":\"echo\"}"),
+		    "protocol version \"1\" not supported (daemon speaks 1)", "v string");
+	check_error(frame_exchange(path, "{\"v\":1,\"req\":5}"),
+		    "request has no \"req\" string naming the command", "req not a string");
+
+	/* Garbage and malformed frames: an error reply, then the server goes
+	 * on answering others. */
+	{
+		char msg[128];
+
+		snprintf(msg, sizeof(msg),
+			 "malformed request: expected a frame of 1..%d bytes holding one JSON "
+			 "object",
+			 FR_IPC_MAX_FRAME);
+		check_error(raw_exchange(path, "GARBAGE GARBAGE GARBAGE\n", 24), msg, "garbage");
+		check_error(raw_exchange(path, "\x03\x00\x00\x00[1]", 7), msg, "array frame");
+		check_error(raw_exchange(path, "\x00\x00\x00\x00", 4), msg, "empty frame");
+	}
+	/* A client that connects and vanishes mid-frame. */
+	sock = fr_ipc_connect(path);
+	write_all(sock, "\x40\x00\x00\x00{\"v\"", 8);
+	close(sock);
+
+	sock = fr_ipc_connect(path);
+	CHECK(sock >= 0, "connect after garbage: %d", sock);
+	resp = call(sock, "echo", -1);
+	CHECK(resp && is_ok(resp), "server stopped answering after garbage");
+	cJSON_Delete(resp);
+
+	/* A second server on the same path while this one lives. */
+	ret = fr_ipc_server_open(&s2, path, 4, handler, &calls, err, sizeof(err));
+	snprintf(want, sizeof(want), "another flightrecd is already listening at %s", path);
+	CHECK(ret == -EADDRINUSE && !s2, "second open: %d", ret);
+	CHECK(strcmp(err, want) == 0, "second open message \"%s\"", err);
+	resp = call(sock, "echo", -1);
+	CHECK(resp && is_ok(resp), "live server disturbed by a second open");
+	cJSON_Delete(resp);
+
+	/* Close with a connected, idle client: must not hang, and removes
+	 * the socket file. */
+	fr_ipc_server_close(s);
+	CHECK(lstat(path, &st) < 0 && errno == ENOENT, "socket file left after close");
+	{
+		cJSON *r = NULL;
+
+		CHECK(fr_ipc_recv_json(sock, &r, NULL) == -ECONNRESET,
+		      "client not disconnected by close");
+		cJSON_Delete(r);
+	}
+	close(sock);
+	CHECK(fr_ipc_connect(path) == -ENOENT, "connect to a closed server should be -ENOENT");
+	fr_ipc_server_close(NULL);
+}
+
+static void test_stale_and_foreign(void)
+{
+	struct fr_ipc_server *s = NULL;
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	char path[256], err[256], want[512], buf[16] = {0};
+	struct stat st;
+	int calls = 0, fd, ret;
+
+	/* A socket file nobody listens on, as a crashed daemon leaves it. */
+	snprintf(path, sizeof(path), "%s/stale.sock", tmpdir);
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0, "bind stale");
+	close(fd);
+	CHECK(fr_ipc_connect(path) == -ECONNREFUSED, "stale socket should refuse");
+	ret = fr_ipc_server_open(&s, path, 2, handler, &calls, err, sizeof(err));
+	CHECK(ret == 0, "stale socket not replaced: %d %s", ret, err);
+	if (ret == 0) {
+		CHECK(fr_ipc_server_start(s) == 0, "start");
+		fd = fr_ipc_connect(path);
+		CHECK(fd >= 0, "connect to replacement: %d", fd);
+		if (fd >= 0) {
+			cJSON *resp = call(fd, "echo", -1);
+
+			CHECK(resp && is_ok(resp), "replacement server not answering");
+			cJSON_Delete(resp);
+			close(fd);
+		}
+		fr_ipc_server_close(s);
+	}
+
+	/* A regular file is never replaced. */
+	snprintf(path, sizeof(path), "%s/notasocket", tmpdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	write_all(fd, "keep", 4);
+	close(fd);
+	s = NULL;
+	ret = fr_ipc_server_open(&s, path, 2, handler, &calls, err, sizeof(err));
+	snprintf(want, sizeof(want), "%s exists and is not a socket; refusing to replace it",
+		 path);
+	CHECK(ret == -EEXIST && !s, "regular file: %d", ret);
+	CHECK(strcmp(err, want) == 0, "regular file message \"%s\"", err);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0 && read(fd, buf, sizeof(buf)) == 4 && memcmp(buf, "keep", 4) == 0,
+	      "regular file was touched");
+	if (fd >= 0)
+		close(fd);
+	CHECK(lstat(path, &st) == 0 && S_ISREG(st.st_mode), "regular file replaced");
+	unlink(path);
+
+	/* A path too long for a socket address. */
+	{
+		char longpath[300];
+
+		memset(longpath, 'a', sizeof(longpath) - 1);
+		longpath[0] = '/';
+		longpath[sizeof(longpath) - 1] = '\0';
+		ret = fr_ipc_server_open(&s, longpath, 2, handler, &calls, err, sizeof(err));
+		CHECK(ret == -ENAMETOOLONG, "long path: %d", ret);
+		CHECK(fr_ipc_connect(longpath) == -ENAMETOOLONG, "long path connect");
+	}
+}
+
+static void test_client_limit(void)
+{
+	struct fr_ipc_server *s = NULL;
+	char path[256], err[256];
+	cJSON *resp;
+	int calls = 0, a, b, ret;
+
+	snprintf(path, sizeof(path), "%s/limit.sock", tmpdir);
+	ret = fr_ipc_server_open(&s, path, 1, handler, &calls, err, sizeof(err));
+	CHECK(ret == 0, "open: %d %s", ret, err);
+	if (ret < 0)
+		return;
+	CHECK(fr_ipc_server_start(s) == 0, "start");
+
+	a = fr_ipc_connect(path);
+	resp = call(a, "echo", -1); /* the first client's thread now runs */
+	cJSON_Delete(resp);
+
+	b = fr_ipc_connect(path);
+	CHECK(b >= 0, "connect b: %d", b);
+	resp = NULL;
+	CHECK(fr_ipc_recv_json(b, &resp, NULL) == 0, "over-limit client got no reply");
+	check_error(resp, "too many clients (limit 1)", "over limit");
+	close(b);
+
+	/* Once the first leaves, its slot is free again. */
+	close(a);
+	resp = NULL;
+	for (int i = 0; i < 200; i++) {
+		cJSON *req = cJSON_CreateObject();
+
+		b = fr_ipc_connect(path);
+		cJSON_AddStringToObject(req, "req", "echo");
+		ret = fr_ipc_call(b, req, -1, &resp);
+		cJSON_Delete(req);
+		close(b);
+		if (ret == 0 && is_ok(resp))
+			break;
+		cJSON_Delete(resp);
+		resp = NULL;
+		sleep_ms(10);
+	}
+	CHECK(resp && is_ok(resp), "slot not freed after the first client left");
+	cJSON_Delete(resp);
+	fr_ipc_server_close(s);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fr-test-ipc-XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+
+	test_round_trip();
+	test_fd_passing();
+	test_bad_frames();
+	test_messages();
+	test_call();
+	test_paths();
+	test_server();
+	test_stale_and_foreign();
+	test_client_limit();
+
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", tmpdir);
+	}
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("ipc: all checks passed\n");
+	return 0;
+}
