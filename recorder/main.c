@@ -1,0 +1,171 @@
+/* flightrecd command line: options over the config file over the embedded
+ * default, then fr_daemon_run(). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "core/log.h"
+#include "core/parse.h"
+#include "core/sample.h"
+#include "fr_version.h"
+#include "ipc/client.h"
+#include "recorder/daemon.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: flightrecd [OPTION]...\n"
+		"Record what every process on this machine is doing (CPU stacks) into a\n"
+		"persistent ring, always on, for `flightrec attach` to read back.\n"
+		"\n"
+		"  --config FILE       JSON configuration (default: the embedded default)\n"
+		"  --check-config FILE validate FILE, print the effective configuration, exit\n"
+		"  --ring PATH         ring file (default /var/lib/flightrec/ring as root,\n"
+		"                      else $XDG_STATE_HOME/flightrec/ring)\n"
+		"  --ring-size SIZE    ring size for a new ring, e.g. 256MiB (default 256MiB)\n"
+		"  --socket PATH       control socket (default /run/flightrec/flightrec.sock\n"
+		"                      as root, else $XDG_RUNTIME_DIR/flightrec.sock)\n"
+		"  --hz N              cpu samples per second per CPU (default 99)\n"
+		"  -v, --verbose       log more (repeat for debug)\n"
+		"  -h, --help          show this help\n"
+		"  --version           show the version\n"
+		"\n"
+		"SIGINT or SIGTERM stores the open chunk and exits.\n"
+		"Example:\n"
+		"  flightrecd --ring /tmp/fr/ring --socket /tmp/fr/sock --hz 999\n");
+}
+
+static char *default_ring_path(void)
+{
+	const char *state = getenv("XDG_STATE_HOME");
+	const char *home = getenv("HOME");
+	char *path = NULL;
+
+	if (geteuid() == 0)
+		return strdup("/var/lib/flightrec/ring");
+	if (state && state[0])
+		return asprintf(&path, "%s/flightrec/ring", state) < 0 ? NULL : path;
+	if (home && home[0])
+		return asprintf(&path, "%s/.local/state/flightrec/ring", home) < 0 ? NULL : path;
+	return asprintf(&path, "/tmp/flightrec-%u/ring", (unsigned)geteuid()) < 0 ? NULL : path;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_CONFIG = 256, OPT_CHECK, OPT_RING, OPT_RING_SIZE, OPT_SOCKET, OPT_HZ,
+	       OPT_VERSION };
+	static const struct option longopts[] = {
+		{"config", required_argument, NULL, OPT_CONFIG},
+		{"check-config", required_argument, NULL, OPT_CHECK},
+		{"ring", required_argument, NULL, OPT_RING},
+		{"ring-size", required_argument, NULL, OPT_RING_SIZE},
+		{"socket", required_argument, NULL, OPT_SOCKET},
+		{"hz", required_argument, NULL, OPT_HZ},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{NULL, 0, NULL, 0},
+	};
+	const char *config_path = NULL, *check_path = NULL, *ring_opt = NULL, *socket_opt = NULL;
+	const char *size_opt = NULL, *hz_opt = NULL;
+	struct fr_config cfg;
+	struct fr_daemon_options opts;
+	char err[1024];
+	char *ring_path = NULL, *socket_path = NULL;
+	uint64_t hz = 0;
+	int c, ret, status;
+
+	fr_log_set_ident("flightrecd");
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_CONFIG: config_path = optarg; break;
+		case OPT_CHECK: check_path = optarg; break;
+		case OPT_RING: ring_opt = optarg; break;
+		case OPT_RING_SIZE: size_opt = optarg; break;
+		case OPT_SOCKET: socket_opt = optarg; break;
+		case OPT_HZ: hz_opt = optarg; break;
+		case 'v': fr_log_level++; break;
+		case 'h': usage(stdout); return 0;
+		case OPT_VERSION: printf("flightrecd %s\n", FR_VERSION); return 0;
+		default:
+			if (optopt)
+				fprintf(stderr, "flightrecd: option -%c %s (see --help)\n", optopt,
+					strchr("vh", optopt) ? "takes no value" : "is unknown or needs a value");
+			else
+				fprintf(stderr, "flightrecd: unknown option or missing value: %s (see --help)\n",
+					argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "flightrecd: unexpected argument \"%s\" (see --help)\n", argv[optind]);
+		return 2;
+	}
+
+	if (check_path) {
+		ret = fr_config_load(&cfg, check_path, err, sizeof(err));
+		if (ret < 0) {
+			fprintf(stderr, "flightrecd: %s\n", err);
+			return 1;
+		}
+		char *json = fr_config_to_json(&cfg);
+		printf("%s\n", json ? json : "");
+		free(json);
+		fr_config_fini(&cfg);
+		return 0;
+	}
+
+	ret = config_path ? fr_config_load(&cfg, config_path, err, sizeof(err))
+			  : fr_config_default(&cfg);
+	if (ret < 0) {
+		fprintf(stderr, "flightrecd: %s\n", config_path ? err : "cannot load the default configuration");
+		return 1;
+	}
+	status = 2;
+	if (size_opt) {
+		uint64_t size;
+		if (fr_parse_size(size_opt, &size) < 0 || size < 2 * cfg.segment_size + 4096) {
+			fprintf(stderr, "flightrecd: --ring-size: expected a size of at least two "
+				"segments plus 4KiB, like 256MiB, got \"%s\"\n", size_opt);
+			goto out;
+		}
+		cfg.ring_size = size;
+	}
+	if (hz_opt) {
+		if (fr_parse_u64(hz_opt, 1, cfg.max_rate_hz, &hz) < 0) {
+			fprintf(stderr, "flightrecd: --hz: expected 1..%u samples per second, got \"%s\"\n",
+				cfg.max_rate_hz, hz_opt);
+			goto out;
+		}
+	} else {
+		hz = fr_config_max_hz(&cfg, FR_EVENT_CPU);
+		if (!hz)
+			hz = 99;
+	}
+	status = 1;
+	ring_path = ring_opt ? strdup(ring_opt)
+			     : cfg.ring_path ? strdup(cfg.ring_path) : default_ring_path();
+	socket_path = socket_opt ? strdup(socket_opt)
+				 : cfg.socket_path ? strdup(cfg.socket_path) : fr_ipc_default_socket();
+	if (!ring_path || !socket_path) {
+		fprintf(stderr, "flightrecd: out of memory\n");
+		goto out;
+	}
+	memset(&opts, 0, sizeof(opts));
+	opts.config = &cfg;
+	opts.ring_path = ring_path;
+	opts.socket_path = socket_path;
+	opts.hz = (uint32_t)hz;
+	opts.config_source = config_path ? config_path : "embedded default";
+	status = fr_daemon_run(&opts);
+out:
+	free(ring_path);
+	free(socket_path);
+	fr_config_fini(&cfg);
+	return status;
+}

@@ -1,0 +1,73 @@
+/* perf_event sources: one event opened on every online CPU, its mmap'd
+ * rings drained without blocking, records decoded and handed to callbacks.
+ *
+ * The only file that calls perf_event_open(2).
+ */
+#ifndef FR_RECORDER_PERF_H
+#define FR_RECORDER_PERF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/chunk.h"
+
+struct fr_perf;
+
+struct fr_perf_config {
+	uint32_t event;   /* enum fr_event; this version samples FR_EVENT_CPU */
+	uint32_t hz;      /* samples per second per CPU */
+	int sideband;     /* also deliver MMAP2, COMM, FORK, EXIT records */
+};
+
+/* Callbacks for decoded records. Sample times are already converted to
+ * Unix nanoseconds. Pointers are borrowed for the duration of the call. */
+struct fr_perf_handler {
+	void (*sample)(void *arg, const struct fr_sample *s);
+	void (*comm)(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec);
+	void (*mmap)(void *arg, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+		     uint32_t prot, const char *path, const uint8_t *build_id,
+		     uint8_t build_id_len);
+	void (*fork)(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
+		     int64_t time_ns);
+	void (*exit)(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns);
+	void (*lost)(void *arg, uint32_t event, uint64_t lost);
+	void (*throttle)(void *arg, uint32_t event);
+	void *arg;
+};
+
+/* Opens `cfg->event` on every online CPU (disabled), with kernel+user
+ * callchains, CLOCK_MONOTONIC timestamps and, with `sideband`, MMAP2 (with
+ * build ids where the kernel supports it), COMM, FORK and EXIT records.
+ * Returns 0, or -errno with a message naming the event and the reason in
+ * `err` (e.g. "cycles: hardware counters are not available on this
+ * machine (perf_event_open: ENOENT)"). */
+int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err,
+		 size_t errlen);
+
+/* Starts (or stops) counting on every CPU. Returns 0 or -errno. */
+int fr_perf_enable(struct fr_perf *p, int enable);
+
+/* Changes the sampling rate in place (PERF_EVENT_IOC_PERIOD). Samples
+ * drained after this call report the new rate. Returns 0 or -errno. */
+int fr_perf_set_hz(struct fr_perf *p, uint32_t hz);
+
+/* Current rate. */
+uint32_t fr_perf_hz(const struct fr_perf *p);
+
+/* Number of per-CPU descriptors and the i-th one, for poll(2). */
+unsigned fr_perf_nfds(const struct fr_perf *p);
+int fr_perf_fd(const struct fr_perf *p, unsigned i);
+
+/* Drains every CPU's ring, calling `h` for each record. Never blocks.
+ * `clock_offset` (CLOCK_REALTIME - CLOCK_MONOTONIC) converts sample times.
+ * Returns the number of records handled. */
+uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h,
+		       int64_t clock_offset);
+
+/* Closes every descriptor and unmaps the rings; accepts NULL. */
+void fr_perf_close(struct fr_perf *p);
+
+/* CLOCK_REALTIME - CLOCK_MONOTONIC now, in nanoseconds. */
+int64_t fr_perf_clock_offset(void);
+
+#endif

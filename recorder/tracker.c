@@ -1,0 +1,706 @@
+/* Process tracker.
+ *
+ * Processes and threads live in chained hash tables keyed by pid and tid.
+ * Each process keeps its executable mappings sorted by start address, so
+ * the mapping of a frame is a binary search. File paths are interned once
+ * for the whole machine (libc is mapped by every process) together with
+ * their build id, read from the file the first time a chunk needs it when
+ * the kernel did not put it in the MMAP2 record.
+ *
+ * Exited processes are kept until two seals have passed: records from
+ * different CPUs arrive out of order, and the chunk that holds a process's
+ * last samples must still find its name and mappings.
+ */
+#include "recorder/tracker.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/symbols.h"
+
+#define NBUCKETS 8192
+#define COMM_LEN 17
+
+struct path_entry {
+	struct path_entry *next;
+	uint32_t hash;
+	uint8_t bid_state; /* 0 not read yet, 1 read (bid_len may be 0) */
+	uint8_t bid_len;
+	uint8_t bid[FR_BUILD_ID_MAX];
+	char path[];
+};
+
+struct map {
+	uint64_t start, end, pgoff;
+	struct path_entry *path;
+	uint8_t bid_len;
+	uint8_t bid[FR_BUILD_ID_MAX];
+};
+
+struct proc {
+	struct proc *next;
+	uint32_t pid, uid;
+	uint32_t exited_gen; /* 0 while alive */
+	int exe_pending;     /* exec seen, executable not mapped yet */
+	int64_t start_ns;
+	char comm[COMM_LEN];
+	struct path_entry *exe;
+	struct map *maps;
+	uint32_t nmaps, cap;
+};
+
+struct thread {
+	struct thread *next;
+	uint32_t tid, pid;
+	uint32_t exited_gen;
+	char name[COMM_LEN];
+};
+
+struct fr_tracker {
+	struct proc *procs[NBUCKETS];
+	struct thread *threads[NBUCKETS];
+	struct path_entry *paths[NBUCKETS];
+	uint32_t nprocs, nthreads;
+	uint32_t gen; /* seals so far, starting at 1 */
+	int64_t boot_ns; /* Unix time of boot, for /proc start times */
+	long clk_tck;
+	struct fr_chunk_meta_ops ops;
+	char scratch[4096];
+};
+
+static uint32_t hash_u32(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352d;
+	x ^= x >> 15;
+	x *= 0x846ca68b;
+	x ^= x >> 16;
+	return x;
+}
+
+static uint32_t hash_str(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+static struct path_entry *intern_path(struct fr_tracker *t, const char *path)
+{
+	uint32_t h = hash_str(path);
+	struct path_entry **b = &t->paths[h % NBUCKETS], *e;
+	size_t len = strlen(path);
+
+	for (e = *b; e; e = e->next)
+		if (e->hash == h && strcmp(e->path, path) == 0)
+			return e;
+	e = calloc(1, sizeof(*e) + len + 1);
+	if (!e)
+		return NULL;
+	e->hash = h;
+	memcpy(e->path, path, len + 1);
+	e->next = *b;
+	*b = e;
+	return e;
+}
+
+static struct proc *find_proc(struct fr_tracker *t, uint32_t pid)
+{
+	for (struct proc *p = t->procs[hash_u32(pid) % NBUCKETS]; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+static struct thread *find_thread(struct fr_tracker *t, uint32_t tid)
+{
+	for (struct thread *th = t->threads[hash_u32(tid) % NBUCKETS]; th; th = th->next)
+		if (th->tid == tid)
+			return th;
+	return NULL;
+}
+
+static void free_proc(struct proc *p)
+{
+	free(p->maps);
+	free(p);
+}
+
+static void unlink_proc(struct fr_tracker *t, uint32_t pid)
+{
+	struct proc **pp = &t->procs[hash_u32(pid) % NBUCKETS];
+
+	for (; *pp; pp = &(*pp)->next) {
+		if ((*pp)->pid == pid) {
+			struct proc *p = *pp;
+			*pp = p->next;
+			free_proc(p);
+			t->nprocs--;
+			return;
+		}
+	}
+}
+
+/* Returns the live process `pid`, creating it (replacing an exited one of
+ * the same pid, which has been reused) when needed. */
+static struct proc *get_proc(struct fr_tracker *t, uint32_t pid)
+{
+	struct proc *p = find_proc(t, pid);
+
+	if (p && !p->exited_gen)
+		return p;
+	if (p)
+		unlink_proc(t, pid);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->next = t->procs[hash_u32(pid) % NBUCKETS];
+	t->procs[hash_u32(pid) % NBUCKETS] = p;
+	t->nprocs++;
+	return p;
+}
+
+static struct thread *get_thread(struct fr_tracker *t, uint32_t tid, uint32_t pid)
+{
+	struct thread *th = find_thread(t, tid);
+
+	if (th && !th->exited_gen && th->pid == pid)
+		return th;
+	if (!th) {
+		th = calloc(1, sizeof(*th));
+		if (!th)
+			return NULL;
+		th->next = t->threads[hash_u32(tid) % NBUCKETS];
+		t->threads[hash_u32(tid) % NBUCKETS] = th;
+		t->nthreads++;
+	}
+	th->tid = tid;
+	th->pid = pid;
+	th->exited_gen = 0;
+	th->name[0] = '\0';
+	return th;
+}
+
+static int reserve_maps(struct proc *p, uint32_t more)
+{
+	uint32_t cap = p->cap ? p->cap : 16;
+	struct map *m;
+
+	while (cap < p->nmaps + more)
+		cap *= 2;
+	if (cap == p->cap)
+		return 0;
+	m = realloc(p->maps, cap * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	p->maps = m;
+	p->cap = cap;
+	return 0;
+}
+
+/* Inserts [start, end) keeping the array sorted. As with mmap(MAP_FIXED),
+ * the new mapping replaces the part of any old one it overlaps; what an
+ * old mapping has outside the new range stays mapped. */
+static void add_map(struct proc *p, uint64_t start, uint64_t end, uint64_t pgoff,
+		    struct path_entry *path, const uint8_t *bid, uint8_t bid_len)
+{
+	struct map left = {0}, right = {0}, m;
+	int has_left = 0, has_right = 0;
+	uint32_t i = 0, j;
+
+	/* Room for the new mapping and the two remnants of a split one. */
+	if (reserve_maps(p, 3) < 0)
+		return;
+	while (i < p->nmaps && p->maps[i].end <= start)
+		i++;
+	j = i;
+	while (j < p->nmaps && p->maps[j].start < end)
+		j++;
+	if (j > i) {
+		if (p->maps[i].start < start) {
+			left = p->maps[i];
+			left.end = start;
+			has_left = 1;
+		}
+		if (p->maps[j - 1].end > end) {
+			right = p->maps[j - 1];
+			right.pgoff += end - right.start;
+			right.start = end;
+			has_right = 1;
+		}
+		memmove(&p->maps[i], &p->maps[j], (p->nmaps - j) * sizeof(*p->maps));
+		p->nmaps -= j - i;
+	}
+	m = (struct map){.start = start, .end = end, .pgoff = pgoff, .path = path,
+			 .bid_len = bid_len};
+	if (bid_len)
+		memcpy(m.bid, bid, bid_len);
+	/* Insert left remnant, the new mapping and right remnant at i. */
+	uint32_t n = (uint32_t)(has_left + 1 + has_right);
+	memmove(&p->maps[i + n], &p->maps[i], (p->nmaps - i) * sizeof(*p->maps));
+	if (has_left)
+		p->maps[i++] = left;
+	p->maps[i++] = m;
+	if (has_right)
+		p->maps[i] = right;
+	p->nmaps += n;
+}
+
+static const struct map *lookup_map(const struct proc *p, uint64_t addr)
+{
+	uint32_t lo = 0, hi = p->nmaps;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (p->maps[mid].end <= addr)
+			lo = mid + 1;
+		else if (p->maps[mid].start > addr)
+			hi = mid;
+		else
+			return &p->maps[mid];
+	}
+	return NULL;
+}
+
+void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm,
+		     int exec)
+{
+	struct proc *p = get_proc(t, pid);
+	struct thread *th = get_thread(t, tid, pid);
+
+	if (th)
+		snprintf(th->name, sizeof(th->name), "%s", comm);
+	if (!p)
+		return;
+	if (exec) {
+		/* A new program: its old address space is gone. */
+		p->nmaps = 0;
+		p->exe = NULL;
+		p->exe_pending = 1;
+	}
+	if (exec || pid == tid || !p->comm[0])
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+}
+
+void fr_tracker_mmap(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_t len,
+		     uint64_t pgoff, uint32_t prot, const char *path, const uint8_t *build_id,
+		     uint8_t build_id_len)
+{
+	struct proc *p = get_proc(t, pid);
+	struct path_entry *pe;
+
+	if (!p || pid == (uint32_t)-1)
+		return;
+	pe = intern_path(t, path);
+	if (!pe)
+		return;
+	if (p->exe_pending && path[0] == '/') {
+		/* The kernel maps the new executable first at exec. */
+		p->exe = pe;
+		p->exe_pending = 0;
+	}
+	if (!(prot & PROT_EXEC))
+		return;
+	if (build_id_len && !pe->bid_state) {
+		memcpy(pe->bid, build_id, build_id_len);
+		pe->bid_len = build_id_len;
+		pe->bid_state = 1;
+	}
+	add_map(p, start, start + len, pgoff, pe, build_id, build_id_len);
+}
+
+void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t tid,
+		     uint32_t ptid, int64_t time_ns)
+{
+	struct thread *parent_thread = find_thread(t, ptid);
+	char name[COMM_LEN] = "";
+	struct thread *th;
+
+	if (parent_thread)
+		memcpy(name, parent_thread->name, sizeof(name));
+	if (pid == tid && pid != ppid) {
+		/* A new process: a copy of its parent's address space. */
+		struct proc *parent = find_proc(t, ppid);
+		struct proc *p = get_proc(t, pid);
+
+		if (!p)
+			return;
+		p->start_ns = time_ns;
+		if (parent) {
+			p->uid = parent->uid;
+			/* The kernel copies the comm of the thread that forked. */
+			if (parent_thread && parent_thread->pid == ppid && name[0])
+				memcpy(p->comm, name, sizeof(p->comm));
+			else
+				memcpy(p->comm, parent->comm, sizeof(p->comm));
+			p->exe = parent->exe;
+			parent = find_proc(t, ppid); /* get_proc may have reordered */
+			for (uint32_t i = 0; parent && i < parent->nmaps; i++) {
+				const struct map *m = &parent->maps[i];
+				add_map(p, m->start, m->end, m->pgoff, m->path, m->bid, m->bid_len);
+			}
+		}
+	}
+	th = get_thread(t, tid, pid);
+	if (th)
+		memcpy(th->name, name, sizeof(th->name));
+}
+
+void fr_tracker_exit(struct fr_tracker *t, uint32_t pid, uint32_t tid, int64_t time_ns)
+{
+	struct thread *th = find_thread(t, tid);
+
+	if (th && !th->exited_gen)
+		th->exited_gen = t->gen;
+	if (pid == tid) {
+		struct proc *p = find_proc(t, pid);
+		if (p && !p->exited_gen)
+			p->exited_gen = t->gen;
+	}
+}
+
+/* Records from different CPUs arrive out of order: an MMAP or COMM that
+ * comes after its process's EXIT recreates the process, and nothing would
+ * ever remove it. Every SWEEP_SEALS seals, entries whose process or thread
+ * no longer exists are marked exited, which bounds the tables by what
+ * lives on the machine. */
+#define SWEEP_SEALS 64
+
+static void sweep(struct fr_tracker *t)
+{
+	for (unsigned b = 0; b < NBUCKETS; b++) {
+		for (struct proc *p = t->procs[b]; p; p = p->next)
+			if (!p->exited_gen && kill((pid_t)p->pid, 0) < 0 && errno == ESRCH)
+				p->exited_gen = t->gen;
+		for (struct thread *th = t->threads[b]; th; th = th->next)
+			if (!th->exited_gen &&
+			    syscall(SYS_tgkill, (pid_t)th->pid, (pid_t)th->tid, 0) < 0 &&
+			    errno == ESRCH)
+				th->exited_gen = t->gen;
+	}
+}
+
+void fr_tracker_sealed(struct fr_tracker *t)
+{
+	t->gen++;
+	if (t->gen % SWEEP_SEALS == 0)
+		sweep(t);
+	for (unsigned b = 0; b < NBUCKETS; b++) {
+		struct proc **pp = &t->procs[b];
+		while (*pp) {
+			struct proc *p = *pp;
+			if (p->exited_gen && p->exited_gen + 2 <= t->gen) {
+				*pp = p->next;
+				free_proc(p);
+				t->nprocs--;
+			} else {
+				pp = &p->next;
+			}
+		}
+		struct thread **tp = &t->threads[b];
+		while (*tp) {
+			struct thread *th = *tp;
+			if (th->exited_gen && th->exited_gen + 2 <= t->gen) {
+				*tp = th->next;
+				free(th);
+				t->nthreads--;
+			} else {
+				tp = &th->next;
+			}
+		}
+	}
+}
+
+/* Reads a small file into t->scratch; returns its length or -errno. */
+static ssize_t read_small(struct fr_tracker *t, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, t->scratch, sizeof(t->scratch) - 1);
+	if (n < 0)
+		n = -errno;
+	else
+		t->scratch[n] = '\0';
+	close(fd);
+	return n;
+}
+
+static void chomp(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+		s[--n] = '\0';
+}
+
+static void scan_maps(struct fr_tracker *t, struct proc *p, const char *dir)
+{
+	char path[128], line[4608];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/maps", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	p->nmaps = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off;
+		char perms[8];
+		int name_at = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off,
+			   &name_at) < 4)
+			continue;
+		if (perms[2] != 'x')
+			continue;
+		chomp(line + name_at);
+		const char *name = name_at ? line + name_at : "";
+		struct path_entry *pe = intern_path(t, name[0] ? name : "//anon");
+		if (pe)
+			add_map(p, start, end, off, pe, NULL, 0);
+	}
+	fclose(f);
+}
+
+int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid)
+{
+	char dir[64], path[128], link[4096];
+	struct proc *p;
+	ssize_t n;
+
+	snprintf(dir, sizeof(dir), "%s/%u", proc, pid);
+	snprintf(path, sizeof(path), "%s/stat", dir);
+	n = read_small(t, path);
+	if (n < 0)
+		return -ENOENT;
+	p = get_proc(t, pid);
+	if (!p)
+		return -ENOMEM;
+	{
+		/* comm is in parentheses and may contain spaces; fields after
+		 * the last ')' are: state ppid ... starttime (22nd overall). */
+		char *rp = strrchr(t->scratch, ')');
+		char *lp = strchr(t->scratch, '(');
+		unsigned long long start = 0;
+
+		if (lp && rp && rp > lp) {
+			size_t len = (size_t)(rp - lp - 1);
+			if (len >= COMM_LEN)
+				len = COMM_LEN - 1;
+			memcpy(p->comm, lp + 1, len);
+			p->comm[len] = '\0';
+			char *f = rp + 2;
+			for (int field = 3; field < 22 && f; field++) {
+				f = strchr(f, ' ');
+				if (f)
+					f++;
+			}
+			if (f && sscanf(f, "%llu", &start) == 1)
+				p->start_ns = t->boot_ns +
+					      (int64_t)(start * (1000000000ull / (unsigned long)t->clk_tck));
+		}
+	}
+	snprintf(path, sizeof(path), "%s/status", dir);
+	if (read_small(t, path) > 0) {
+		char *u = strstr(t->scratch, "\nUid:");
+		if (u)
+			p->uid = (uint32_t)strtoul(u + 5, NULL, 10);
+	}
+	snprintf(path, sizeof(path), "%s/exe", dir);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n > 0) {
+		link[n] = '\0';
+		p->exe = intern_path(t, link);
+	}
+	scan_maps(t, p, dir);
+
+	/* Threads and their names. */
+	snprintf(path, sizeof(path), "%s/task", dir);
+	DIR *d = opendir(path);
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			char tpath[160];
+			uint32_t tid;
+			struct thread *th;
+
+			if (!isdigit((unsigned char)de->d_name[0]))
+				continue;
+			tid = (uint32_t)strtoul(de->d_name, NULL, 10);
+			th = get_thread(t, tid, pid);
+			if (!th)
+				continue;
+			snprintf(tpath, sizeof(tpath), "%s/task/%u/comm", dir, tid);
+			if (read_small(t, tpath) > 0) {
+				chomp(t->scratch);
+				snprintf(th->name, sizeof(th->name), "%s", t->scratch);
+			}
+		}
+		closedir(d);
+	}
+	return 0;
+}
+
+int fr_tracker_scan(struct fr_tracker *t, const char *proc)
+{
+	DIR *d = opendir(proc);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		if (fr_tracker_scan_pid(t, proc, (uint32_t)strtoul(de->d_name, NULL, 10)) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Build id of a mapping: the kernel's, else the file's (read once). */
+static void map_build_id(struct fr_tracker *t, uint32_t pid, const struct map *m,
+			 struct fr_map_info *out)
+{
+	struct path_entry *pe = m->path;
+
+	if (m->bid_len) {
+		out->build_id_len = m->bid_len;
+		memcpy(out->build_id, m->bid, m->bid_len);
+		return;
+	}
+	if (!pe->bid_state && pe->path[0] == '/') {
+		int n = fr_elf_build_id(pe->path, pe->bid, sizeof(pe->bid));
+		if (n < 0) {
+			char rooted[4200];
+			snprintf(rooted, sizeof(rooted), "/proc/%u/root%s", pid, pe->path);
+			n = fr_elf_build_id(rooted, pe->bid, sizeof(pe->bid));
+		}
+		pe->bid_len = n > 0 ? (uint8_t)n : 0;
+		pe->bid_state = 1;
+	}
+	out->build_id_len = pe->bid_len;
+	memcpy(out->build_id, pe->bid, pe->bid_len);
+}
+
+static int ops_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
+{
+	struct fr_tracker *t = arg;
+	struct proc *p = find_proc(t, pid);
+
+	if (!p && fr_tracker_scan_pid(t, "/proc", pid) == 0)
+		p = find_proc(t, pid);
+	if (!p)
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->pid = pid;
+	out->uid = p->uid;
+	out->comm = p->comm;
+	out->exe = p->exe ? p->exe->path : "";
+	out->start_ns = p->start_ns;
+	return 0;
+}
+
+static int ops_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
+{
+	struct fr_tracker *t = arg;
+	struct thread *th = find_thread(t, tid);
+
+	if (!th)
+		return -ENOENT;
+	out->tid = tid;
+	out->pid = th->pid;
+	out->name = th->name;
+	return 0;
+}
+
+static int ops_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_info *out)
+{
+	struct fr_tracker *t = arg;
+	struct proc *p = find_proc(t, pid);
+	const struct map *m;
+
+	if (!p || !(m = lookup_map(p, addr)))
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->start = m->start;
+	out->end = m->end;
+	out->pgoff = m->pgoff;
+	out->path = m->path->path;
+	map_build_id(t, pid, m, out);
+	return 0;
+}
+
+struct fr_tracker *fr_tracker_new(void)
+{
+	struct fr_tracker *t = calloc(1, sizeof(*t));
+	struct timespec boot;
+
+	if (!t)
+		return NULL;
+	t->gen = 1;
+	t->clk_tck = sysconf(_SC_CLK_TCK);
+	if (t->clk_tck <= 0)
+		t->clk_tck = 100;
+	clock_gettime(CLOCK_BOOTTIME, &boot);
+	t->boot_ns = fr_now_real_ns() - ((int64_t)boot.tv_sec * 1000000000 + boot.tv_nsec);
+	t->ops.proc = ops_proc;
+	t->ops.thread = ops_thread;
+	t->ops.mapping = ops_mapping;
+	t->ops.arg = t;
+	return t;
+}
+
+void fr_tracker_free(struct fr_tracker *t)
+{
+	if (!t)
+		return;
+	for (unsigned b = 0; b < NBUCKETS; b++) {
+		for (struct proc *p = t->procs[b], *n; p; p = n) {
+			n = p->next;
+			free_proc(p);
+		}
+		for (struct thread *th = t->threads[b], *n; th; th = n) {
+			n = th->next;
+			free(th);
+		}
+		for (struct path_entry *e = t->paths[b], *n; e; e = n) {
+			n = e->next;
+			free(e);
+		}
+	}
+	free(t);
+}
+
+const struct fr_chunk_meta_ops *fr_tracker_ops(struct fr_tracker *t)
+{
+	return &t->ops;
+}
+
+uint32_t fr_tracker_nprocs(const struct fr_tracker *t)
+{
+	return t->nprocs;
+}
+
+uint32_t fr_tracker_nthreads(const struct fr_tracker *t)
+{
+	return t->nthreads;
+}

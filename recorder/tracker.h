@@ -1,0 +1,56 @@
+/* Process tracker: what the machine's processes are called and what they
+ * have mapped, kept current from perf side-band records (COMM, MMAP2,
+ * FORK, EXIT) after an initial /proc scan.
+ *
+ * The chunk builder asks it, when it seals a chunk, for the processes,
+ * threads and mappings the chunk's samples refer to (fr_tracker_ops). A
+ * process that exits is kept until two seals later, so samples taken just
+ * before its exit are still named and symbolized.
+ *
+ * Not thread-safe: owned by the ingest thread.
+ */
+#ifndef FR_RECORDER_TRACKER_H
+#define FR_RECORDER_TRACKER_H
+
+#include <stdint.h>
+
+#include "core/chunk.h"
+
+struct fr_tracker;
+
+/* Creates an empty tracker. Returns NULL on allocation failure. */
+struct fr_tracker *fr_tracker_new(void);
+
+/* Frees the tracker; accepts NULL. */
+void fr_tracker_free(struct fr_tracker *t);
+
+/* Adds every process and thread found under `proc` ("/proc"): command
+ * names, executable, uid, start time and executable mappings. Returns the
+ * number of processes found or -errno when `proc` cannot be read. */
+int fr_tracker_scan(struct fr_tracker *t, const char *proc);
+
+/* Adds (or refreshes) one process from `proc`/PID. Returns 0 or -ENOENT. */
+int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid);
+
+/* Side-band records. */
+void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm,
+		     int exec);
+void fr_tracker_mmap(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_t len,
+		     uint64_t pgoff, uint32_t prot, const char *path, const uint8_t *build_id,
+		     uint8_t build_id_len);
+void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t tid,
+		     uint32_t ptid, int64_t time_ns);
+void fr_tracker_exit(struct fr_tracker *t, uint32_t pid, uint32_t tid, int64_t time_ns);
+
+/* Called after each seal: forgets processes and threads that exited
+ * before the previous seal. */
+void fr_tracker_sealed(struct fr_tracker *t);
+
+/* The callbacks for fr_chunk_builder_seal(). */
+const struct fr_chunk_meta_ops *fr_tracker_ops(struct fr_tracker *t);
+
+/* Number of live processes and threads known. */
+uint32_t fr_tracker_nprocs(const struct fr_tracker *t);
+uint32_t fr_tracker_nthreads(const struct fr_tracker *t);
+
+#endif

@@ -1,0 +1,776 @@
+/* Process tracker: synthetic side-band records (COMM, MMAP2, FORK, EXIT)
+ * checked through the callbacks the chunk builder uses, and through the
+ * tables of chunks actually sealed with them; then a real /proc scan that
+ * must find this test itself, its threads and its executable mapping.
+ *
+ * Synthetic pids lie above PID_MAX_LIMIT (4194304), so no real process can
+ * answer for them when the tracker falls back to /proc. */
+#include "recorder/tracker.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/chunk.h"
+#include "core/symbols.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                  \
+	do {                                                              \
+		if (!(cond)) {                                            \
+			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                     \
+			fputc('\n', stderr);                              \
+			failures++;                                       \
+		}                                                         \
+	} while (0)
+
+/* In a sanitizer build, undefined behaviour in the code under test fails
+ * the test rather than printing a line nobody reads. Unused otherwise. */
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void)
+{
+	return "halt_on_error=1:print_stacktrace=1";
+}
+
+#define PID_BASE 4200000u
+#define RX (PROT_READ | PROT_EXEC)
+
+static const uint8_t bid_parent[20] = {0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa,
+				       0xab, 0xac, 0xad, 0xae, 0xaf, 0xb0, 0xb1, 0xb2, 0xb3, 0xb4};
+static const uint8_t bid_libc[20] = {0xc1, 0xc2, 0xc3, 0xc4, 0xc5, 0xc6, 0xc7, 0xc8, 0xc9, 0xca,
+				     0xcb, 0xcc, 0xcd, 0xce, 0xcf, 0xd0, 0xd1, 0xd2, 0xd3, 0xd4};
+
+/* ---- lookups through the builder's callbacks ---- */
+
+struct pinfo {
+	int ret;
+	char comm[64];
+	char exe[256];
+	int64_t start_ns;
+	uint32_t uid;
+};
+
+static struct pinfo proc_of(struct fr_tracker *t, uint32_t pid)
+{
+	const struct fr_chunk_meta_ops *ops = fr_tracker_ops(t);
+	struct fr_proc_info pi;
+	struct pinfo r;
+
+	memset(&r, 0, sizeof(r));
+	memset(&pi, 0, sizeof(pi));
+	r.ret = ops->proc(ops->arg, pid, &pi);
+	if (r.ret == 0) {
+		snprintf(r.comm, sizeof(r.comm), "%s", pi.comm ? pi.comm : "(null)");
+		snprintf(r.exe, sizeof(r.exe), "%s", pi.exe ? pi.exe : "(null)");
+		r.start_ns = pi.start_ns;
+		r.uid = pi.uid;
+		CHECK(pi.pid == pid, "proc(%u) answered for pid %u", pid, pi.pid);
+	}
+	return r;
+}
+
+struct tinfo {
+	int ret;
+	uint32_t pid;
+	char name[64];
+};
+
+static struct tinfo thread_of(struct fr_tracker *t, uint32_t tid)
+{
+	const struct fr_chunk_meta_ops *ops = fr_tracker_ops(t);
+	struct fr_thread_info ti;
+	struct tinfo r;
+
+	memset(&r, 0, sizeof(r));
+	memset(&ti, 0, sizeof(ti));
+	r.ret = ops->thread(ops->arg, tid, &ti);
+	if (r.ret == 0) {
+		r.pid = ti.pid;
+		snprintf(r.name, sizeof(r.name), "%s", ti.name ? ti.name : "(null)");
+		CHECK(ti.tid == tid, "thread(%u) answered for tid %u", tid, ti.tid);
+	}
+	return r;
+}
+
+struct minfo {
+	int ret;
+	uint64_t start, end, pgoff;
+	char path[4096];
+	uint8_t bid_len;
+	uint8_t bid[FR_BUILD_ID_MAX];
+};
+
+static struct minfo map_of(struct fr_tracker *t, uint32_t pid, uint64_t addr)
+{
+	const struct fr_chunk_meta_ops *ops = fr_tracker_ops(t);
+	struct fr_map_info mi;
+	struct minfo r;
+
+	memset(&r, 0, sizeof(r));
+	memset(&mi, 0, sizeof(mi));
+	r.ret = ops->mapping(ops->arg, pid, addr, &mi);
+	if (r.ret == 0) {
+		r.start = mi.start;
+		r.end = mi.end;
+		r.pgoff = mi.pgoff;
+		snprintf(r.path, sizeof(r.path), "%s", mi.path ? mi.path : "(null)");
+		r.bid_len = mi.build_id_len;
+		memcpy(r.bid, mi.build_id, sizeof(r.bid));
+		CHECK(mi.start <= addr && addr < mi.end,
+		      "mapping(%u, %#" PRIx64 ") = [%#" PRIx64 ", %#" PRIx64 ") misses the address",
+		      pid, addr, mi.start, mi.end);
+	}
+	return r;
+}
+
+static void expect_proc(struct fr_tracker *t, int line, uint32_t pid, const char *comm,
+			const char *exe)
+{
+	struct pinfo p = proc_of(t, pid);
+
+	if (p.ret != 0) {
+		fprintf(stderr, "%s:%d: FAIL: proc(%u): %d, want comm %s\n", __FILE__, line, pid,
+			p.ret, comm);
+		failures++;
+		return;
+	}
+	if (strcmp(p.comm, comm) != 0 || (exe && strcmp(p.exe, exe) != 0)) {
+		fprintf(stderr, "%s:%d: FAIL: proc(%u) = comm \"%s\" exe \"%s\", want \"%s\" \"%s\"\n",
+			__FILE__, line, pid, p.comm, p.exe, comm, exe ? exe : "(any)");
+		failures++;
+	}
+}
+
+static void expect_thread(struct fr_tracker *t, int line, uint32_t tid, uint32_t pid,
+			  const char *name)
+{
+	struct tinfo th = thread_of(t, tid);
+
+	if (th.ret != 0 || th.pid != pid || strcmp(th.name, name) != 0) {
+		fprintf(stderr, "%s:%d: FAIL: thread(%u) = %d pid %u \"%s\", want pid %u \"%s\"\n",
+			__FILE__, line, tid, th.ret, th.pid, th.name, pid, name);
+		failures++;
+	}
+}
+
+/* path NULL: no mapping expected. */
+static void expect_map(struct fr_tracker *t, int line, uint32_t pid, uint64_t addr,
+		       const char *path, uint64_t start, uint64_t end, uint64_t pgoff)
+{
+	struct minfo m = map_of(t, pid, addr);
+
+	if (!path) {
+		if (m.ret != -ENOENT) {
+			fprintf(stderr,
+				"%s:%d: FAIL: mapping(%u, %#" PRIx64 ") = %d %s, want -ENOENT\n",
+				__FILE__, line, pid, addr, m.ret, m.ret == 0 ? m.path : "");
+			failures++;
+		}
+		return;
+	}
+	if (m.ret != 0 || strcmp(m.path, path) != 0 || m.start != start || m.end != end ||
+	    m.pgoff != pgoff) {
+		fprintf(stderr,
+			"%s:%d: FAIL: mapping(%u, %#" PRIx64 ") = %d %s [%#" PRIx64 ", %#" PRIx64
+			") +%#" PRIx64 ", want %s [%#" PRIx64 ", %#" PRIx64 ") +%#" PRIx64 "\n",
+			__FILE__, line, pid, addr, m.ret, m.ret == 0 ? m.path : "", m.start, m.end,
+			m.pgoff, path, start, end, pgoff);
+		failures++;
+	}
+}
+
+#define EXPECT_PROC(t, pid, comm, exe) expect_proc(t, __LINE__, pid, comm, exe)
+#define EXPECT_THREAD(t, tid, pid, name) expect_thread(t, __LINE__, tid, pid, name)
+#define EXPECT_MAP(t, pid, addr, path, start, end, pgoff) \
+	expect_map(t, __LINE__, pid, addr, path, start, end, pgoff)
+#define EXPECT_NO_MAP(t, pid, addr) expect_map(t, __LINE__, pid, addr, NULL, 0, 0, 0)
+
+/* ---- the chunk builder's view: seal a chunk through the tracker ---- */
+
+/* Seals one chunk holding a sample per (pid, tid, address) triple and
+ * returns it decoded, or NULL after reporting why. */
+static struct fr_chunk *seal_view(struct fr_tracker *t, const uint32_t (*who)[2],
+				  const uint64_t *addrs, size_t n)
+{
+	struct fr_chunk_builder *b = fr_chunk_builder_new(64, 1 << 20);
+	struct fr_chunk *c = NULL;
+	void *buf = NULL;
+	size_t len = 0;
+	int ret;
+
+	CHECK(b, "fr_chunk_builder_new");
+	if (!b)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct fr_sample s = {
+			.time_ns = 1700000000000000000 + (int64_t)i * 1000000,
+			.pid = who[i][0], .tid = who[i][1], .event = FR_EVENT_CPU,
+			.weight = 10101010, .rate_hz = 99, .nr_frames = 1, .ips = &addrs[i],
+		};
+		ret = fr_chunk_builder_add(b, &s);
+		CHECK(ret == 0, "fr_chunk_builder_add: %d", ret);
+	}
+	ret = fr_chunk_builder_seal(b, fr_tracker_ops(t), 0, &buf, &len);
+	CHECK(ret == 0, "fr_chunk_builder_seal: %d", ret);
+	if (ret == 0) {
+		ret = fr_chunk_decode(buf, len, &c);
+		CHECK(ret == 0, "fr_chunk_decode of a sealed chunk: %d", ret);
+	}
+	free(buf);
+	fr_chunk_builder_free(b);
+	return ret == 0 ? c : NULL;
+}
+
+static const char *chunk_comm(const struct fr_chunk *c, uint32_t pid)
+{
+	const struct fr_chunk_proc *p = fr_chunk_find_proc(c, pid);
+	return p ? c->strings[p->comm] : NULL;
+}
+
+static const char *chunk_thread(const struct fr_chunk *c, uint32_t tid)
+{
+	const struct fr_chunk_thread *th = fr_chunk_find_thread(c, tid);
+	return th ? c->strings[th->name] : NULL;
+}
+
+static const char *chunk_map_path(const struct fr_chunk *c, uint32_t pid, uint64_t addr)
+{
+	const struct fr_chunk_map *m = fr_chunk_find_map(c, pid, addr);
+	return m ? c->strings[m->path] : NULL;
+}
+
+static int streq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+/* ---- tests ---- */
+
+/* A process that exec'ed /usr/bin/parent with libc mapped. */
+static void make_parent(struct fr_tracker *t, uint32_t pid, const char *comm)
+{
+	fr_tracker_comm(t, pid, pid, comm, 1);
+	fr_tracker_mmap(t, pid, 0x400000, 0x2000, 0, RX, "/usr/bin/parent", bid_parent, 20);
+	fr_tracker_mmap(t, pid, 0x7f0000000000, 0x10000, 0x1000, RX, "/usr/lib/libc.so.6",
+			bid_libc, 20);
+}
+
+static void test_fork_copies_parent(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t parent = PID_BASE + 1, child = PID_BASE + 2;
+	struct fr_chunk *c;
+	struct pinfo p;
+	struct minfo m;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	make_parent(t, parent, "parent");
+	fr_tracker_fork(t, child, parent, child, parent, 1700000000123456789);
+
+	EXPECT_PROC(t, child, "parent", "/usr/bin/parent");
+	p = proc_of(t, child);
+	CHECK(p.start_ns == 1700000000123456789, "child start_ns %" PRId64 ", want the fork time",
+	      p.start_ns);
+	EXPECT_THREAD(t, child, child, "parent");
+	EXPECT_MAP(t, child, 0x400123, "/usr/bin/parent", 0x400000, 0x402000, 0);
+	EXPECT_MAP(t, child, 0x7f000000fff0, "/usr/lib/libc.so.6", 0x7f0000000000,
+		   0x7f0000010000, 0x1000);
+	m = map_of(t, child, 0x400123);
+	CHECK(m.bid_len == 20 && memcmp(m.bid, bid_parent, 20) == 0,
+	      "child mapping lacks the parent's build id (len %u)", m.bid_len);
+	CHECK(fr_tracker_nprocs(t) == 2, "nprocs %u, want 2", fr_tracker_nprocs(t));
+
+	/* The sealed chunk names and maps the child. */
+	{
+		const uint32_t who[2][2] = {{child, child}, {parent, parent}};
+		const uint64_t addrs[2] = {0x400123, 0x7f0000000100};
+
+		c = seal_view(t, who, addrs, 2);
+		if (c) {
+			CHECK(streq(chunk_comm(c, child), "parent"), "chunk comm of child: %s",
+			      chunk_comm(c, child));
+			CHECK(streq(chunk_thread(c, child), "parent"), "chunk thread of child: %s",
+			      chunk_thread(c, child));
+			CHECK(streq(chunk_map_path(c, child, 0x400123), "/usr/bin/parent"),
+			      "chunk mapping of child: %s", chunk_map_path(c, child, 0x400123));
+			CHECK(streq(chunk_map_path(c, parent, 0x7f0000000100), "/usr/lib/libc.so.6"),
+			      "chunk mapping of parent: %s",
+			      chunk_map_path(c, parent, 0x7f0000000100));
+			fr_chunk_free(c);
+		}
+	}
+
+	/* The child execs: its mappings go, the parent's stay. */
+	fr_tracker_comm(t, child, child, "child", 1);
+	EXPECT_PROC(t, child, "child", "");
+	EXPECT_THREAD(t, child, child, "child");
+	EXPECT_NO_MAP(t, child, 0x400123);
+	EXPECT_NO_MAP(t, child, 0x7f000000fff0);
+	EXPECT_PROC(t, parent, "parent", "/usr/bin/parent");
+	EXPECT_THREAD(t, parent, parent, "parent");
+	EXPECT_MAP(t, parent, 0x400123, "/usr/bin/parent", 0x400000, 0x402000, 0);
+
+	/* A new thread of the parent is named after the thread that made it. */
+	fr_tracker_fork(t, parent, parent, parent + 100, parent, 1700000001000000000);
+	EXPECT_THREAD(t, parent + 100, parent, "parent");
+	CHECK(fr_tracker_nprocs(t) == 2, "a thread made a process: nprocs %u",
+	      fr_tracker_nprocs(t));
+	fr_tracker_free(t);
+}
+
+/* fork() copies the calling thread: the child's comm is that thread's
+ * name, not the name of the parent's main thread (as /proc/CHILD/comm
+ * shows, and as perf itself tracks it). */
+static void test_fork_from_named_thread(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t parent = PID_BASE + 11, worker = PID_BASE + 12, child = PID_BASE + 13;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	make_parent(t, parent, "server");
+	fr_tracker_fork(t, parent, parent, worker, parent, 1);
+	fr_tracker_comm(t, parent, worker, "worker", 0);
+	fr_tracker_fork(t, child, parent, child, worker, 2);
+
+	EXPECT_THREAD(t, child, child, "worker");
+	/* A single-threaded process: its comm is its one thread's name. */
+	EXPECT_PROC(t, child, "worker", "/usr/bin/parent");
+	EXPECT_MAP(t, child, 0x400123, "/usr/bin/parent", 0x400000, 0x402000, 0);
+	fr_tracker_free(t);
+}
+
+static void test_exec(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t pid = PID_BASE + 21;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	make_parent(t, pid, "sh");
+	EXPECT_PROC(t, pid, "sh", "/usr/bin/parent");
+
+	fr_tracker_comm(t, pid, pid, "newprog", 1);
+	EXPECT_PROC(t, pid, "newprog", "");
+	EXPECT_THREAD(t, pid, pid, "newprog");
+	EXPECT_NO_MAP(t, pid, 0x400123);
+	EXPECT_NO_MAP(t, pid, 0x7f0000000100);
+
+	/* A pseudo-path is mapped but is not the executable. */
+	fr_tracker_mmap(t, pid, 0x7ffff7fc0000, 0x2000, 0, RX, "[vdso]", NULL, 0);
+	EXPECT_PROC(t, pid, "newprog", "");
+	EXPECT_MAP(t, pid, 0x7ffff7fc0010, "[vdso]", 0x7ffff7fc0000, 0x7ffff7fc2000, 0);
+
+	fr_tracker_mmap(t, pid, 0x500000, 0x3000, 0x1000, RX, "/usr/bin/newprog", NULL, 0);
+	EXPECT_PROC(t, pid, "newprog", "/usr/bin/newprog");
+	fr_tracker_mmap(t, pid, 0x7f0000100000, 0x20000, 0, RX, "/usr/lib/ld-linux.so.2", NULL, 0);
+	EXPECT_PROC(t, pid, "newprog", "/usr/bin/newprog");
+	EXPECT_MAP(t, pid, 0x500000, "/usr/bin/newprog", 0x500000, 0x503000, 0x1000);
+	EXPECT_MAP(t, pid, 0x7f000011ffff, "/usr/lib/ld-linux.so.2", 0x7f0000100000,
+		   0x7f0000120000, 0);
+	EXPECT_NO_MAP(t, pid, 0x503000);
+
+	/* A rename that is no exec keeps the executable and the mappings. */
+	fr_tracker_comm(t, pid, pid, "renamed", 0);
+	EXPECT_PROC(t, pid, "renamed", "/usr/bin/newprog");
+	EXPECT_MAP(t, pid, 0x500000, "/usr/bin/newprog", 0x500000, 0x503000, 0x1000);
+	fr_tracker_free(t);
+}
+
+static void test_nonexec_ignored(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t pid = PID_BASE + 31;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	make_parent(t, pid, "app");
+	fr_tracker_mmap(t, pid, 0x600000, 0x1000, 0, PROT_READ | PROT_WRITE, "/usr/lib/data.bin",
+			NULL, 0);
+	fr_tracker_mmap(t, pid, 0x610000, 0x1000, 0, PROT_READ, "/usr/lib/ro.bin", NULL, 0);
+	EXPECT_NO_MAP(t, pid, 0x600010);
+	EXPECT_NO_MAP(t, pid, 0x610010);
+	EXPECT_MAP(t, pid, 0x401010, "/usr/bin/parent", 0x400000, 0x402000, 0);
+	EXPECT_PROC(t, pid, "app", "/usr/bin/parent");
+	fr_tracker_free(t);
+}
+
+static void test_overlap_replaces(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t pid = PID_BASE + 41;
+	struct fr_chunk *c;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	fr_tracker_comm(t, pid, pid, "jit", 1);
+	/* The same range mapped again: the newer file wins. */
+	fr_tracker_mmap(t, pid, 0x40000, 0x10000, 0, RX, "/c1", NULL, 0);
+	fr_tracker_mmap(t, pid, 0x40000, 0x10000, 0x3000, RX, "/c2", NULL, 0);
+	EXPECT_MAP(t, pid, 0x40000, "/c2", 0x40000, 0x50000, 0x3000);
+	EXPECT_MAP(t, pid, 0x4ffff, "/c2", 0x40000, 0x50000, 0x3000);
+
+	/* A range inside an older one. */
+	fr_tracker_mmap(t, pid, 0x10000, 0x20000, 0, RX, "/a", NULL, 0);
+	fr_tracker_mmap(t, pid, 0x18000, 0x8000, 0, RX, "/b", NULL, 0);
+	EXPECT_MAP(t, pid, 0x18000, "/b", 0x18000, 0x20000, 0);
+	EXPECT_MAP(t, pid, 0x1ffff, "/b", 0x18000, 0x20000, 0);
+
+	/* A range over parts of two older ones. */
+	fr_tracker_mmap(t, pid, 0x60000, 0x1000, 0, RX, "/d", NULL, 0);
+	fr_tracker_mmap(t, pid, 0x62000, 0x1000, 0, RX, "/e", NULL, 0);
+	fr_tracker_mmap(t, pid, 0x60800, 0x2000, 0, RX, "/f", NULL, 0);
+	EXPECT_MAP(t, pid, 0x60900, "/f", 0x60800, 0x62800, 0);
+	EXPECT_MAP(t, pid, 0x62100, "/f", 0x60800, 0x62800, 0);
+	/* Untouched neighbours stay. */
+	EXPECT_MAP(t, pid, 0x4ffff, "/c2", 0x40000, 0x50000, 0x3000);
+
+	/* The sealed chunk's mapping table holds no overlaps (the decoder
+	 * would reject it) and answers the same. */
+	{
+		const uint32_t who[5][2] = {
+			{pid, pid}, {pid, pid}, {pid, pid}, {pid, pid}, {pid, pid}};
+		const uint64_t addrs[5] = {0x40010, 0x18010, 0x1fff0, 0x60900, 0x62100};
+
+		c = seal_view(t, who, addrs, 5);
+		if (c) {
+			CHECK(streq(chunk_map_path(c, pid, 0x40010), "/c2"), "chunk 0x40010: %s",
+			      chunk_map_path(c, pid, 0x40010));
+			CHECK(streq(chunk_map_path(c, pid, 0x18010), "/b"), "chunk 0x18010: %s",
+			      chunk_map_path(c, pid, 0x18010));
+			CHECK(streq(chunk_map_path(c, pid, 0x1fff0), "/b"), "chunk 0x1fff0: %s",
+			      chunk_map_path(c, pid, 0x1fff0));
+			CHECK(streq(chunk_map_path(c, pid, 0x60900), "/f"), "chunk 0x60900: %s",
+			      chunk_map_path(c, pid, 0x60900));
+			CHECK(streq(chunk_map_path(c, pid, 0x62100), "/f"), "chunk 0x62100: %s",
+			      chunk_map_path(c, pid, 0x62100));
+			fr_chunk_free(c);
+		}
+	}
+	fr_tracker_free(t);
+}
+
+static void test_thread_rename(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t pid = PID_BASE + 51, tid = PID_BASE + 52;
+	struct fr_chunk *c;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	make_parent(t, pid, "server");
+	fr_tracker_fork(t, pid, pid, tid, pid, 5);
+	EXPECT_THREAD(t, tid, pid, "server");
+
+	fr_tracker_comm(t, pid, tid, "worker-1", 0);
+	EXPECT_THREAD(t, tid, pid, "worker-1");
+	EXPECT_THREAD(t, pid, pid, "server");
+	EXPECT_PROC(t, pid, "server", "/usr/bin/parent");
+	CHECK(fr_tracker_nprocs(t) == 1, "a thread rename made a process: nprocs %u",
+	      fr_tracker_nprocs(t));
+	CHECK(fr_tracker_nthreads(t) == 2, "nthreads %u, want 2", fr_tracker_nthreads(t));
+
+	/* Renaming the main thread renames the process (prctl PR_SET_NAME). */
+	fr_tracker_comm(t, pid, pid, "srv-main", 0);
+	EXPECT_PROC(t, pid, "srv-main", "/usr/bin/parent");
+	EXPECT_THREAD(t, pid, pid, "srv-main");
+	EXPECT_THREAD(t, tid, pid, "worker-1");
+	EXPECT_MAP(t, pid, 0x400123, "/usr/bin/parent", 0x400000, 0x402000, 0);
+
+	{
+		const uint32_t who[2][2] = {{pid, pid}, {pid, tid}};
+		const uint64_t addrs[2] = {0x400100, 0x400200};
+
+		c = seal_view(t, who, addrs, 2);
+		if (c) {
+			CHECK(streq(chunk_comm(c, pid), "srv-main"), "chunk comm: %s",
+			      chunk_comm(c, pid));
+			CHECK(streq(chunk_thread(c, tid), "worker-1"), "chunk thread: %s",
+			      chunk_thread(c, tid));
+			CHECK(fr_chunk_find_thread(c, tid) && fr_chunk_find_thread(c, tid)->pid == pid,
+			      "chunk thread %u not of pid %u", tid, pid);
+			fr_chunk_free(c);
+		}
+	}
+	fr_tracker_free(t);
+}
+
+static void test_exit_kept_two_seals(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t pid = PID_BASE + 61, tid = PID_BASE + 62;
+	const uint32_t who[2][2] = {{PID_BASE + 61, PID_BASE + 61}, {PID_BASE + 61, PID_BASE + 62}};
+	const uint64_t addrs[2] = {0x400100, 0x400200};
+	struct fr_chunk *c;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	make_parent(t, pid, "short");
+	fr_tracker_fork(t, pid, pid, tid, pid, 5);
+	fr_tracker_sealed(t);
+
+	/* A thread exits: gone after two seals, its process stays. */
+	fr_tracker_exit(t, pid, tid, 10);
+	EXPECT_THREAD(t, tid, pid, "short");
+	fr_tracker_sealed(t);
+	EXPECT_THREAD(t, tid, pid, "short");
+	fr_tracker_sealed(t);
+	CHECK(thread_of(t, tid).ret == -ENOENT, "exited thread still known after two seals");
+	EXPECT_THREAD(t, pid, pid, "short");
+	EXPECT_PROC(t, pid, "short", "/usr/bin/parent");
+	CHECK(fr_tracker_nthreads(t) == 1, "nthreads %u, want 1", fr_tracker_nthreads(t));
+
+	/* The process exits: still named and mapped by the next two chunks. */
+	fr_tracker_fork(t, pid, pid, tid + 1, pid, 11);
+	fr_tracker_exit(t, pid, tid + 1, 19);
+	fr_tracker_exit(t, pid, pid, 20);
+	for (int seal = 0; seal < 2; seal++) {
+		EXPECT_PROC(t, pid, "short", "/usr/bin/parent");
+		EXPECT_THREAD(t, pid, pid, "short");
+		EXPECT_MAP(t, pid, 0x400123, "/usr/bin/parent", 0x400000, 0x402000, 0);
+		c = seal_view(t, who, addrs, 1);
+		if (c) {
+			CHECK(streq(chunk_comm(c, pid), "short"), "seal %d after exit: comm %s", seal,
+			      chunk_comm(c, pid));
+			CHECK(streq(chunk_map_path(c, pid, 0x400100), "/usr/bin/parent"),
+			      "seal %d after exit: mapping %s", seal,
+			      chunk_map_path(c, pid, 0x400100));
+			fr_chunk_free(c);
+		}
+		CHECK(fr_tracker_nprocs(t) == 1, "seal %d after exit: nprocs %u", seal,
+		      fr_tracker_nprocs(t));
+		fr_tracker_sealed(t);
+	}
+	CHECK(proc_of(t, pid).ret == -ENOENT, "exited process still known after two seals");
+	CHECK(thread_of(t, pid).ret == -ENOENT, "exited main thread still known after two seals");
+	EXPECT_NO_MAP(t, pid, 0x400123);
+	CHECK(fr_tracker_nprocs(t) == 0, "nprocs %u after the exit, want 0", fr_tracker_nprocs(t));
+	CHECK(fr_tracker_nthreads(t) == 0, "nthreads %u after the exit, want 0",
+	      fr_tracker_nthreads(t));
+	c = seal_view(t, who, addrs, 1);
+	if (c) {
+		CHECK(!fr_chunk_find_proc(c, pid), "chunk still names the gone process");
+		CHECK(!fr_chunk_find_map(c, pid, 0x400100), "chunk still maps the gone process");
+		fr_chunk_free(c);
+	}
+	fr_tracker_free(t);
+}
+
+static void test_pid_reuse(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t pid = PID_BASE + 71, other = PID_BASE + 72, again = PID_BASE + 73;
+	struct pinfo p;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	fr_tracker_comm(t, pid, pid, "old", 1);
+	fr_tracker_mmap(t, pid, 0x400000, 0x1000, 0, RX, "/usr/bin/old", NULL, 0);
+	fr_tracker_comm(t, other, other, "spawner", 1);
+	fr_tracker_mmap(t, other, 0x800000, 0x1000, 0, RX, "/usr/bin/spawner", NULL, 0);
+	fr_tracker_exit(t, pid, pid, 100);
+
+	/* The pid comes back, before the old process was forgotten. */
+	fr_tracker_fork(t, pid, other, pid, other, 200);
+	EXPECT_PROC(t, pid, "spawner", "/usr/bin/spawner");
+	EXPECT_THREAD(t, pid, pid, "spawner");
+	EXPECT_NO_MAP(t, pid, 0x400010);
+	EXPECT_MAP(t, pid, 0x800010, "/usr/bin/spawner", 0x800000, 0x801000, 0);
+	p = proc_of(t, pid);
+	CHECK(p.start_ns == 200, "reused pid start_ns %" PRId64 ", want 200", p.start_ns);
+
+	/* The old exit does not take the new process away. */
+	for (int i = 0; i < 3; i++)
+		fr_tracker_sealed(t);
+	EXPECT_PROC(t, pid, "spawner", "/usr/bin/spawner");
+	EXPECT_THREAD(t, pid, pid, "spawner");
+	EXPECT_MAP(t, pid, 0x800010, "/usr/bin/spawner", 0x800000, 0x801000, 0);
+	CHECK(fr_tracker_nprocs(t) == 2, "nprocs %u, want 2", fr_tracker_nprocs(t));
+
+	/* Reuse announced by an exec alone (the FORK record was lost). */
+	fr_tracker_comm(t, again, again, "first", 1);
+	fr_tracker_mmap(t, again, 0x400000, 0x1000, 0, RX, "/usr/bin/first", NULL, 0);
+	fr_tracker_exit(t, again, again, 300);
+	fr_tracker_comm(t, again, again, "second", 1);
+	EXPECT_PROC(t, again, "second", "");
+	EXPECT_NO_MAP(t, again, 0x400010);
+	for (int i = 0; i < 3; i++)
+		fr_tracker_sealed(t);
+	EXPECT_PROC(t, again, "second", "");
+	fr_tracker_free(t);
+}
+
+/* ---- the real /proc ---- */
+
+static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t named_cond = PTHREAD_COND_INITIALIZER;
+static int named_state; /* 1: named, 2: may exit */
+static pid_t named_tid;
+
+static void *named_thread(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "frtest-scan");
+	pthread_mutex_lock(&named_lock);
+	named_tid = (pid_t)syscall(SYS_gettid);
+	named_state = 1;
+	pthread_cond_broadcast(&named_cond);
+	while (named_state != 2)
+		pthread_cond_wait(&named_cond, &named_lock);
+	pthread_mutex_unlock(&named_lock);
+	return NULL;
+}
+
+/* A function of this binary whose address the scan must map. */
+static __attribute__((noinline)) int scan_marker(int x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x + 1;
+}
+
+static void test_scan_self(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t self = (uint32_t)getpid();
+	uint64_t fn = (uint64_t)(uintptr_t)&scan_marker;
+	char comm[64] = "", exe[4096];
+	uint8_t bid[FR_BUILD_ID_MAX];
+	pthread_t th;
+	ssize_t n;
+	int bid_len, ret;
+	FILE *f;
+	struct pinfo p;
+	struct minfo m;
+	struct timespec now;
+
+	CHECK(scan_marker(1) == 2, "scan_marker");
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	f = fopen("/proc/self/comm", "re");
+	CHECK(f && fgets(comm, sizeof(comm), f), "read /proc/self/comm");
+	if (f)
+		fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	CHECK(n > 0, "readlink /proc/self/exe: %s", strerror(errno));
+	exe[n > 0 ? n : 0] = '\0';
+	bid_len = fr_elf_build_id("/proc/self/exe", bid, sizeof(bid));
+
+	ret = pthread_create(&th, NULL, named_thread, NULL);
+	CHECK(ret == 0, "pthread_create: %s", strerror(ret));
+	if (ret != 0) {
+		fr_tracker_free(t);
+		return;
+	}
+	pthread_mutex_lock(&named_lock);
+	while (named_state != 1)
+		pthread_cond_wait(&named_cond, &named_lock);
+	pthread_mutex_unlock(&named_lock);
+
+	ret = fr_tracker_scan(t, "/proc");
+	CHECK(ret >= 1, "fr_tracker_scan(/proc) = %d", ret);
+	CHECK(fr_tracker_nprocs(t) >= 1 && fr_tracker_nthreads(t) >= 2,
+	      "after the scan: %u processes, %u threads", fr_tracker_nprocs(t),
+	      fr_tracker_nthreads(t));
+
+	EXPECT_PROC(t, self, comm, exe);
+	p = proc_of(t, self);
+	CHECK(p.uid == (uint32_t)getuid(), "uid %u, want %u", p.uid, (unsigned)getuid());
+	clock_gettime(CLOCK_REALTIME, &now);
+	{
+		int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+		CHECK(p.start_ns > now_ns - 600 * 1000000000LL && p.start_ns < now_ns + 5000000000LL,
+		      "start_ns %" PRId64 " is not near now (%" PRId64 ")", p.start_ns, now_ns);
+	}
+	EXPECT_THREAD(t, self, self, comm);
+	EXPECT_THREAD(t, (uint32_t)named_tid, self, "frtest-scan");
+
+	m = map_of(t, self, fn);
+	CHECK(m.ret == 0, "no mapping for scan_marker at %#" PRIx64 ": %d", fn, m.ret);
+	if (m.ret == 0) {
+		CHECK(strcmp(m.path, exe) == 0, "scan_marker mapped from %s, want %s", m.path, exe);
+		if (bid_len > 0)
+			CHECK(m.bid_len == bid_len && memcmp(m.bid, bid, (size_t)bid_len) == 0,
+			      "build id of the mapping (len %u) differs from the file's (len %d)",
+			      m.bid_len, bid_len);
+		else
+			printf("note: the test binary has no build id (%d); not compared\n",
+			       bid_len);
+	}
+
+	/* Data is not code. */
+	{
+		static int data_marker;
+		EXPECT_NO_MAP(t, self, (uint64_t)(uintptr_t)&data_marker);
+	}
+
+	/* The builder's view: a sample in scan_marker is named and mapped. */
+	{
+		const uint32_t who[2][2] = {{self, self}, {self, (uint32_t)named_tid}};
+		const uint64_t addrs[2] = {fn, fn + 1};
+		struct fr_chunk *c = seal_view(t, who, addrs, 2);
+
+		if (c) {
+			const struct fr_chunk_map *cm = fr_chunk_find_map(c, self, fn);
+
+			CHECK(streq(chunk_comm(c, self), comm), "chunk comm %s, want %s",
+			      chunk_comm(c, self), comm);
+			CHECK(streq(chunk_thread(c, (uint32_t)named_tid), "frtest-scan"),
+			      "chunk thread %s", chunk_thread(c, (uint32_t)named_tid));
+			CHECK(cm && streq(c->strings[cm->path], exe), "chunk mapping %s",
+			      cm ? c->strings[cm->path] : "(none)");
+			if (cm && bid_len > 0)
+				CHECK(cm->build_id_len == bid_len &&
+				      memcmp(cm->build_id, bid, (size_t)bid_len) == 0,
+				      "chunk mapping build id differs from the file's");
+			fr_chunk_free(c);
+		}
+	}
+
+	CHECK(fr_tracker_scan(t, "/nonexistent/flightrec-proc") < 0,
+	      "scanning a missing directory succeeded");
+
+	pthread_mutex_lock(&named_lock);
+	named_state = 2;
+	pthread_cond_broadcast(&named_cond);
+	pthread_mutex_unlock(&named_lock);
+	pthread_join(th, NULL);
+	fr_tracker_free(t);
+}
+
+int main(void)
+{
+	test_fork_copies_parent();
+	test_fork_from_named_thread();
+	test_exec();
+	test_nonexec_ignored();
+	test_overlap_replaces();
+	test_thread_rename();
+	test_exit_kept_two_seals();
+	test_pid_reuse();
+	test_scan_self();
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	return 0;
+}
