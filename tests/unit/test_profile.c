@@ -1,0 +1,1476 @@
+/* Window queries end to end: samples built here go through the real chunk
+ * builder into a real ring (a small one in a temporary directory), and
+ * fr_profile_write() turns a window of it into a pprof profile that `go
+ * tool pprof` (an independent reader) must read and show what went in.
+ *
+ * User frames point into this very binary, so they must come out named
+ * after the functions below; kernel frames are named from a fake kallsyms
+ * file. The synthetic pids lie above PID_MAX_LIMIT, so no /proc/PID/root
+ * of a real process is consulted while symbolizing. */
+#include "core/profile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/chunk.h"
+#include "core/compress.h"
+#include "core/ring.h"
+#include "core/sample.h"
+#include "core/symbols.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                  \
+	do {                                                              \
+		if (!(cond)) {                                            \
+			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                     \
+			fputc('\n', stderr);                              \
+			failures++;                                       \
+		}                                                         \
+	} while (0)
+
+/* In a sanitizer build, undefined behaviour in the code under test fails
+ * the test rather than printing a line nobody reads. Unused otherwise. */
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void)
+{
+	return "halt_on_error=1:print_stacktrace=1";
+}
+
+#define SEC ((int64_t)1000000000)
+#define T0 (1700000000 * SEC) /* start of most windows */
+#define RING_SIZE (8u << 20)
+#define RING_SEG (256u << 10)
+#define PERIOD_99 ((int64_t)10101010) /* 1e9 / 99 */
+
+#define PID_BASE 4200000u
+#define PID_APP (PID_BASE + 1)
+#define PID_DB (PID_BASE + 2)
+#define PID_WEB (PID_BASE + 3)
+/* Thread k of a process; thread 0 is the main thread. */
+#define TID(pid, k) ((pid) + 10000u * (uint32_t)(k))
+
+static char tmpdir[] = "/tmp/fr-test-profile-XXXXXX";
+static const char *go;
+static char kallsyms_path[300];
+
+/* ---- code of this binary that samples point into ---- */
+
+static volatile int sink_var;
+
+static __attribute__((noinline, used)) int frtest_leaf(int x)
+{
+	for (int i = 0; i < x; i++)
+		sink_var += i * 3;
+	return sink_var;
+}
+
+static __attribute__((noinline, used)) int frtest_middle(int x)
+{
+	for (int i = 0; i < x; i++)
+		sink_var ^= i + 7;
+	return frtest_leaf(x + 1) + sink_var;
+}
+
+static __attribute__((noinline, used)) int frtest_root(int x)
+{
+	for (int i = 0; i < x; i++)
+		sink_var -= i;
+	return frtest_middle(x * 2) - sink_var;
+}
+
+static __attribute__((noinline, used)) int frtest_other(int x)
+{
+	for (int i = 0; i < x; i++)
+		sink_var |= i << 2;
+	return sink_var + 11;
+}
+
+static int (*volatile const frtest_fns[])(int) = {frtest_leaf, frtest_middle, frtest_root,
+						   frtest_other};
+
+static const char fake_kallsyms[] =
+	"ffffffff81000000 T _text\n"
+	"ffffffff81000000 T _stext\n"
+	"ffffffff81000100 T frk_entry_syscall\n"
+	"ffffffff81000200 t frk_do_sys_read\n"
+	"ffffffff81000300 T frk_schedule\n"
+	"ffffffff81000500 T _etext\n";
+
+/* ---- the stacks samples are taken from ---- */
+
+enum { ST_USER, ST_KERNEL, ST_OTHER, NSTACKS };
+
+struct stack {
+	uint16_t nr_kernel, nr_frames;
+	uint64_t ips[8];
+	const char *names[8]; /* as pprof must show them, leaf first */
+};
+
+static struct stack stacks[NSTACKS];
+
+static uint64_t code(int (*fn)(int), uint64_t off)
+{
+	return (uint64_t)(uintptr_t)fn + off;
+}
+
+static void init_stacks(void)
+{
+	/* A leaf is the sampled pc itself (here the function's first byte);
+	 * callers are return addresses, which the profile moves back by one
+	 * byte, so they point a few bytes in. */
+	stacks[ST_USER] = (struct stack){
+		.nr_frames = 3,
+		.ips = {code(frtest_fns[0], 0), code(frtest_fns[1], 6), code(frtest_fns[2], 6)},
+		.names = {"frtest_leaf", "frtest_middle", "frtest_root"},
+	};
+	stacks[ST_KERNEL] = (struct stack){
+		.nr_kernel = 3, .nr_frames = 6,
+		.ips = {0xffffffff81000310, 0xffffffff81000220, 0xffffffff81000130,
+			code(frtest_fns[0], 6), code(frtest_fns[1], 6), code(frtest_fns[2], 6)},
+		.names = {"[k] frk_schedule", "[k] frk_do_sys_read", "[k] frk_entry_syscall",
+			  "frtest_leaf", "frtest_middle", "frtest_root"},
+	};
+	stacks[ST_OTHER] = (struct stack){
+		.nr_frames = 2,
+		.ips = {code(frtest_fns[3], 0), code(frtest_fns[2], 6)},
+		.names = {"frtest_other", "frtest_root"},
+	};
+}
+
+/* ---- process metadata: every process runs this binary ---- */
+
+static char exe_path[4096];
+static uint8_t exe_bid[FR_BUILD_ID_MAX];
+static int exe_bid_len;
+static struct {
+	uint64_t start, end, pgoff;
+} exe_maps[32];
+static int nexe_maps;
+
+static int load_self(void)
+{
+	char line[4608];
+	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+	FILE *f;
+
+	if (n <= 0)
+		return -1;
+	exe_path[n] = '\0';
+	exe_bid_len = fr_elf_build_id(exe_path, exe_bid, sizeof(exe_bid));
+	if (exe_bid_len < 0)
+		exe_bid_len = 0;
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f) && nexe_maps < 32) {
+		unsigned long long start, end, off;
+		char perms[8];
+		int at = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &at) <
+			    4 ||
+		    perms[2] != 'x' || !at)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		if (strcmp(line + at, exe_path) != 0)
+			continue;
+		exe_maps[nexe_maps].start = start;
+		exe_maps[nexe_maps].end = end;
+		exe_maps[nexe_maps].pgoff = off;
+		nexe_maps++;
+	}
+	fclose(f);
+	return nexe_maps ? 0 : -1;
+}
+
+static const char *comm_of(uint32_t pid)
+{
+	switch (pid) {
+	case PID_APP:
+		return "frtest-app";
+	case PID_DB:
+		return "frtest-db";
+	case PID_WEB:
+		return "frtest-web";
+	default:
+		return NULL;
+	}
+}
+
+static int meta_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
+{
+	(void)arg;
+	if (!comm_of(pid))
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->pid = pid;
+	out->uid = 1000;
+	out->comm = comm_of(pid);
+	out->exe = exe_path;
+	out->start_ns = T0 - 3600 * SEC;
+	return 0;
+}
+
+static int meta_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
+{
+	static char name[32];
+	uint32_t pid = PID_BASE + (tid - PID_BASE) % 10000, k = (tid - PID_BASE) / 10000;
+
+	(void)arg;
+	if (tid <= PID_BASE || !comm_of(pid))
+		return -ENOENT;
+	if (k)
+		snprintf(name, sizeof(name), "worker-%u", k);
+	else
+		snprintf(name, sizeof(name), "%s", comm_of(pid));
+	out->tid = tid;
+	out->pid = pid;
+	out->name = name;
+	return 0;
+}
+
+static int meta_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_info *out)
+{
+	(void)arg;
+	(void)pid;
+	for (int i = 0; i < nexe_maps; i++) {
+		if (addr < exe_maps[i].start || addr >= exe_maps[i].end)
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->start = exe_maps[i].start;
+		out->end = exe_maps[i].end;
+		out->pgoff = exe_maps[i].pgoff;
+		out->path = exe_path;
+		out->build_id_len = (uint8_t)exe_bid_len;
+		memcpy(out->build_id, exe_bid, (size_t)exe_bid_len);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static const struct fr_chunk_meta_ops meta_ops = {
+	.proc = meta_proc, .thread = meta_thread, .mapping = meta_mapping,
+};
+
+/* ---- writing chunks into a ring ---- */
+
+struct writer {
+	struct fr_ring *ring;
+	struct fr_chunk_builder *b;
+	unsigned chunks;
+};
+
+static struct fr_ring *ring_create(const char *name)
+{
+	struct fr_ring *r = NULL;
+	char path[400], err[512];
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/%s.ring", tmpdir, name);
+	ret = fr_ring_open(&r, path, RING_SIZE, RING_SEG, FR_RING_CREATE, err, sizeof(err));
+	CHECK(ret == 0, "fr_ring_open %s: %d %s", path, ret, err);
+	if (ret == 0)
+		fr_ring_set_sync_interval(r, -1);
+	return ret == 0 ? r : NULL;
+}
+
+/* Closes and deletes a ring (8 MiB each: not left behind one per test). */
+static void ring_done(struct fr_ring *r)
+{
+	char *path = r ? strdup(fr_ring_path(r)) : NULL;
+
+	fr_ring_close(r);
+	if (path)
+		unlink(path);
+	free(path);
+}
+
+static void w_init(struct writer *w, struct fr_ring *ring)
+{
+	w->ring = ring;
+	w->chunks = 0;
+	w->b = fr_chunk_builder_new(8192, 1 << 20);
+	CHECK(w->b, "fr_chunk_builder_new");
+}
+
+static void w_seal(struct writer *w)
+{
+	void *buf = NULL;
+	size_t len = 0;
+	int ret = fr_chunk_builder_seal(w->b, &meta_ops, 0, &buf, &len);
+
+	if (ret == -ENODATA)
+		return;
+	CHECK(ret == 0, "fr_chunk_builder_seal: %d", ret);
+	if (ret == 0) {
+		ret = fr_ring_append(w->ring, buf, len);
+		CHECK(ret == 0, "fr_ring_append: %d", ret);
+		w->chunks++;
+	}
+	free(buf);
+}
+
+static void w_fini(struct writer *w)
+{
+	w_seal(w);
+	fr_chunk_builder_free(w->b);
+	w->b = NULL;
+}
+
+static void w_add(struct writer *w, int64_t t, uint32_t pid, uint32_t tid, uint32_t cpu,
+		  uint32_t hz, int st)
+{
+	struct fr_sample s = {
+		.time_ns = t, .pid = pid, .tid = tid, .cpu = cpu, .event = FR_EVENT_CPU,
+		.weight = 1000000000u / hz, .rate_hz = hz,
+		.nr_kernel = stacks[st].nr_kernel, .nr_frames = stacks[st].nr_frames,
+		.ips = stacks[st].ips,
+	};
+	int ret = fr_chunk_builder_add(w->b, &s);
+
+	if (ret == -ENOSPC) {
+		w_seal(w);
+		ret = fr_chunk_builder_add(w->b, &s);
+	}
+	CHECK(ret == 0, "fr_chunk_builder_add: %d", ret);
+}
+
+/* ---- running a query ---- */
+
+struct out {
+	unsigned char *buf;
+	size_t len, cap;
+	char path[400];
+};
+
+static int sink_mem(void *arg, const void *buf, size_t len)
+{
+	struct out *o = arg;
+
+	if (o->len + len > o->cap) {
+		size_t cap = (o->len + len) * 2;
+		unsigned char *p = realloc(o->buf, cap);
+
+		if (!p)
+			return -ENOMEM;
+		o->buf = p;
+		o->cap = cap;
+	}
+	memcpy(o->buf + o->len, buf, len);
+	o->len += len;
+	return 0;
+}
+
+static void req_init(struct fr_profile_request *q, int64_t t0, int64_t t1, uint32_t hz)
+{
+	memset(q, 0, sizeof(*q));
+	q->t0 = t0;
+	q->t1 = t1;
+	q->hz = hz;
+	q->version = "test";
+	q->kallsyms = kallsyms_path;
+}
+
+/* Runs the query; the profile is left in o->buf and in the file o->path. */
+static int run(struct fr_ring *r, const struct fr_profile_request *q, struct fr_profile_result *res,
+	       struct out *o, const char *name)
+{
+	char err[512] = "";
+	int ret, fd;
+
+	memset(o, 0, sizeof(*o));
+	memset(res, 0xa5, sizeof(*res));
+	ret = fr_profile_write(r, q, sink_mem, o, res, err, sizeof(err));
+	CHECK(ret == 0, "%s: fr_profile_write: %d %s", name, ret, err);
+	snprintf(o->path, sizeof(o->path), "%s/%s.pb.gz", tmpdir, name);
+	fd = open(o->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && write(fd, o->buf, o->len) == (ssize_t)o->len, "write %s", o->path);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+static void out_free(struct out *o)
+{
+	free(o->buf);
+	o->buf = NULL;
+}
+
+/* ---- reading the profile back ---- */
+
+/* Runs `go tool pprof -symbolize=none -raw FILE`; malloc'd stdout or NULL. */
+static char *pprof_raw(const char *file)
+{
+	char cmd[1400];
+	char *text = NULL;
+	size_t len = 0, cap = 0;
+	FILE *f;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "'%s' tool pprof -symbolize=none -raw '%s' 2>'%s/stderr'", go,
+		 file, tmpdir);
+	f = popen(cmd, "r");
+	if (!f)
+		return NULL;
+	for (;;) {
+		if (len + 4097 > cap) {
+			char *p = realloc(text, cap = cap ? cap * 2 : 65536);
+			if (!p)
+				break;
+			text = p;
+		}
+		size_t n = fread(text + len, 1, 4096, f);
+		if (n == 0)
+			break;
+		len += n;
+	}
+	status = pclose(f);
+	if (text)
+		text[len] = '\0';
+	if (status != 0) {
+		snprintf(cmd, sizeof(cmd), "cat '%s/stderr' >&2", tmpdir);
+		fprintf(stderr, "go tool pprof -raw %s failed (status %d):\n", file, status);
+		if (system(cmd) != 0)
+			fprintf(stderr, "(no stderr)\n");
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+#define MAX_LOCS 1024
+#define MAX_SAMPLES 2048
+
+struct rsample {
+	int64_t v[2];
+	int nlocs;
+	uint32_t loc[FR_MAX_FRAMES];
+	char labels[512];
+};
+
+struct raw {
+	char *text;
+	int64_t period;
+	int nsamples;
+	struct rsample *s;
+	char *loc_name[MAX_LOCS]; /* by location id */
+};
+
+static char *next_line(char **p)
+{
+	char *line = *p, *nl;
+
+	if (!line || !*line)
+		return NULL;
+	nl = strchr(line, '\n');
+	if (nl) {
+		*nl = '\0';
+		*p = nl + 1;
+	} else {
+		*p = line + strlen(line);
+	}
+	return line;
+}
+
+/* "     3: 0x4011d6 M=1 frtest_leaf /path/to/file:0 s=0" -> "frtest_leaf". */
+static char *location_name(char *rest)
+{
+	char *s, *colon, *sp;
+
+	if (strncmp(rest, "M=", 2) == 0) {
+		rest = strchr(rest, ' ');
+		if (!rest)
+			return NULL;
+		rest++;
+	}
+	s = strstr(rest, " s=");
+	if (!s)
+		return NULL;
+	*s = '\0';
+	colon = strrchr(rest, ':');
+	if (!colon)
+		return NULL;
+	*colon = '\0';
+	sp = strrchr(rest, ' ');
+	if (sp)
+		*sp = '\0';
+	return rest;
+}
+
+/* Parses the samples and the location names out of pprof -raw output. */
+static int raw_parse(struct raw *r, const char *file)
+{
+	char *copy, *p, *line;
+	enum { HEAD, SAMPLES, LOCATIONS, REST } state = HEAD;
+
+	memset(r, 0, sizeof(*r));
+	r->text = pprof_raw(file);
+	if (!r->text)
+		return -1;
+	r->s = calloc(MAX_SAMPLES, sizeof(*r->s));
+	copy = strdup(r->text);
+	if (!r->s || !copy) {
+		free(copy);
+		return -1;
+	}
+	p = copy;
+	while ((line = next_line(&p))) {
+		long long a, b;
+		unsigned id;
+		int at = 0;
+
+		if (strncmp(line, "Period: ", 8) == 0)
+			r->period = strtoll(line + 8, NULL, 10);
+		if (strncmp(line, "Samples:", 8) == 0) {
+			state = SAMPLES;
+			next_line(&p); /* the value types */
+			continue;
+		}
+		if (strncmp(line, "Locations", 9) == 0) {
+			state = LOCATIONS;
+			continue;
+		}
+		if (strncmp(line, "Mappings", 8) == 0) {
+			state = REST;
+			continue;
+		}
+		if (state == SAMPLES) {
+			if (sscanf(line, " %lld %lld: %n", &a, &b, &at) == 2 && at) {
+				struct rsample *s;
+				char *q = line + at, *end;
+
+				if (r->nsamples == MAX_SAMPLES)
+					continue;
+				s = &r->s[r->nsamples++];
+				s->v[0] = a;
+				s->v[1] = b;
+				for (;;) {
+					unsigned long v = strtoul(q, &end, 10);
+					if (end == q || s->nlocs == FR_MAX_FRAMES)
+						break;
+					s->loc[s->nlocs++] = (uint32_t)v;
+					q = end;
+				}
+			} else if (r->nsamples) {
+				struct rsample *s = &r->s[r->nsamples - 1];
+				size_t n = strlen(s->labels);
+
+				while (*line == ' ')
+					line++;
+				snprintf(s->labels + n, sizeof(s->labels) - n, "%s ", line);
+			}
+		} else if (state == LOCATIONS) {
+			if (sscanf(line, " %u: 0x%llx %n", &id, &a, &at) == 2 && at && id < MAX_LOCS)
+				r->loc_name[id] = location_name(line + at);
+		}
+	}
+	/* The names point into `copy`: keep it with the struct. */
+	r->loc_name[0] = copy;
+	return 0;
+}
+
+static void raw_free(struct raw *r)
+{
+	free(r->text);
+	free(r->s);
+	free(r->loc_name[0]);
+	memset(r, 0, sizeof(*r));
+}
+
+static int sample_has_stack(const struct raw *r, const struct rsample *s, const struct stack *st)
+{
+	if (s->nlocs != st->nr_frames)
+		return 0;
+	for (int i = 0; i < s->nlocs; i++) {
+		const char *name = s->loc[i] < MAX_LOCS && s->loc[i] ? r->loc_name[s->loc[i]] : NULL;
+		if (!name || strcmp(name, st->names[i]) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* The sample with stack `st` whose labels contain every string of `want`
+ * (NULL-terminated); NULL when there is none. */
+static const struct rsample *find_sample(const struct raw *r, int st, const char *const *want)
+{
+	for (int i = 0; i < r->nsamples; i++) {
+		const struct rsample *s = &r->s[i];
+		int ok = st < 0 || sample_has_stack(r, s, &stacks[st]);
+
+		for (int j = 0; ok && want[j]; j++)
+			ok = strstr(s->labels, want[j]) != NULL;
+		if (ok)
+			return s;
+	}
+	return NULL;
+}
+
+static int64_t raw_total(const struct raw *r)
+{
+	int64_t n = 0;
+
+	for (int i = 0; i < r->nsamples; i++)
+		n += r->s[i].v[0];
+	return n;
+}
+
+/* Every sample's second value is its count times the period. */
+static void check_values(const struct raw *r, int64_t period, const char *what)
+{
+	for (int i = 0; i < r->nsamples; i++)
+		CHECK(r->s[i].v[1] == r->s[i].v[0] * period,
+		      "%s: sample %d values [%" PRId64 ", %" PRId64 "], want [n, n*%" PRId64 "]", what,
+		      i, r->s[i].v[0], r->s[i].v[1], period);
+}
+
+static void dump_on_failure(const struct raw *r, int before)
+{
+	if (failures > before && r->text)
+		fprintf(stderr, "---- pprof -raw ----\n%s--------\n", r->text);
+}
+
+/* time_nanos and duration_nanos straight from the protobuf. */
+static int profile_times(const struct out *o, int64_t *time_ns, int64_t *dur_ns)
+{
+	void *raw = NULL;
+	size_t len = 0;
+	const unsigned char *p, *end;
+
+	*time_ns = *dur_ns = 0;
+	if (fr_gunzip(o->buf, o->len, &raw, &len) != 0)
+		return -1;
+	p = raw;
+	end = p + len;
+	while (p < end) {
+		uint64_t key = 0, v = 0;
+		int shift;
+
+		for (shift = 0; p < end && shift < 64; shift += 7) {
+			key |= (uint64_t)(*p & 0x7f) << shift;
+			if (!(*p++ & 0x80))
+				break;
+		}
+		switch (key & 7) {
+		case 0:
+			for (shift = 0; p < end && shift < 64; shift += 7) {
+				v |= (uint64_t)(*p & 0x7f) << shift;
+				if (!(*p++ & 0x80))
+					break;
+			}
+			if (key >> 3 == 9)
+				*time_ns = (int64_t)v;
+			else if (key >> 3 == 10)
+				*dur_ns = (int64_t)v;
+			break;
+		case 1:
+			p += 8;
+			break;
+		case 2:
+			for (shift = 0; p < end && shift < 64; shift += 7) {
+				v |= (uint64_t)(*p & 0x7f) << shift;
+				if (!(*p++ & 0x80))
+					break;
+			}
+			if (v > (uint64_t)(end - p)) {
+				free(raw);
+				return -1;
+			}
+			p += v;
+			break;
+		case 5:
+			p += 4;
+			break;
+		default:
+			free(raw);
+			return -1;
+		}
+	}
+	free(raw);
+	return p == end ? 0 : -1;
+}
+
+static const char *label(char *buf, size_t len, const char *key, uint64_t v)
+{
+	snprintf(buf, len, "%s:[%" PRIu64 "]", key, v);
+	return buf;
+}
+
+/* ---- tests ---- */
+
+/* [t0, t1): a sample exactly at t0 is in, one at t1 is out; chunks that
+ * do not overlap the window are not read at all. */
+static void test_window(void)
+{
+	const int64_t t0 = T0, t1 = T0 + 10 * SEC;
+	struct fr_ring *r = ring_create("window");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	int64_t tn, dn;
+	int before = failures;
+	char l1[64];
+	/* Each sample is told apart by its thread (TID(PID_APP, k)). */
+	static const struct {
+		int chunk;
+		int64_t t;
+		int in;
+	} samples[] = {
+		{0, T0 - 30 * SEC, 0}, {0, T0 - 1, 0},                  /* ends just before t0 */
+		{1, T0 - 2 * SEC, 0}, {1, T0 - 1, 0}, {1, T0, 1},       /* ends at t0 */
+		{2, T0 + 1, 1}, {2, T0 + 5 * SEC, 1}, {2, T0 + 10 * SEC - 1, 1},
+		{2, T0 + 10 * SEC, 0},                                  /* ends at t1 */
+		{3, T0 + 10 * SEC, 0}, {3, T0 + 11 * SEC, 0},           /* starts at t1 */
+		{4, T0 + 60 * SEC, 0},                                  /* after */
+	};
+	const size_t n = sizeof(samples) / sizeof(samples[0]);
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	for (size_t i = 0; i < n; i++) {
+		if (i && samples[i].chunk != samples[i - 1].chunk)
+			w_seal(&w);
+		w_add(&w, samples[i].t, PID_APP, TID(PID_APP, i + 1), 0, 99, ST_USER);
+	}
+	w_fini(&w);
+	CHECK(w.chunks == 5, "wrote %u chunks, want 5", w.chunks);
+
+	req_init(&q, t0, t1, 0);
+	if (run(r, &q, &res, &o, "window") == 0) {
+		CHECK(res.chunks == 2, "chunks read %" PRIu64 ", want 2 (the two overlapping)",
+		      res.chunks);
+		CHECK(res.chunks_skipped == 0, "chunks skipped %" PRIu64, res.chunks_skipped);
+		CHECK(res.samples_seen == 4, "samples seen %" PRIu64 ", want 4", res.samples_seen);
+		CHECK(res.samples_kept == 4, "samples kept %" PRIu64 ", want 4", res.samples_kept);
+		CHECK(res.stacks == 4, "stacks %" PRIu64 ", want 4", res.stacks);
+		CHECK(res.hz == 99, "hz %u, want 99", res.hz);
+		CHECK(res.warning[0] == '\0', "unexpected warning: %s", res.warning);
+		CHECK(profile_times(&o, &tn, &dn) == 0, "cannot decode the profile");
+		CHECK(tn == t0 && dn == t1 - t0,
+		      "time %" PRId64 " duration %" PRId64 ", want the window", tn, dn);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(raw.nsamples == 4, "pprof shows %d samples, want 4", raw.nsamples);
+			for (size_t i = 0; i < n; i++) {
+				const char *want[] = {
+					label(l1, sizeof(l1), "tid", TID(PID_APP, i + 1)), NULL};
+				const struct rsample *s = find_sample(&raw, ST_USER, want);
+
+				CHECK(!s == !samples[i].in, "sample at t0%+" PRId64 " ns: %s, want %s",
+				      samples[i].t - T0, s ? "in" : "out",
+				      samples[i].in ? "in" : "out");
+				if (s)
+					CHECK(s->v[0] == 1, "sample at t0%+" PRId64 ": count %" PRId64,
+					      samples[i].t - T0, s->v[0]);
+			}
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the window profile");
+		}
+	}
+	out_free(&o);
+
+	/* A window inside one chunk, between two of its samples: the chunk is
+	 * read but no sample is in. */
+	req_init(&q, T0 + 2 * SEC, T0 + 3 * SEC, 0);
+	if (run(r, &q, &res, &o, "window-gap") == 0) {
+		CHECK(res.chunks == 1 && res.samples_seen == 0 && res.stacks == 0,
+		      "gap: chunks %" PRIu64 " seen %" PRIu64 " stacks %" PRIu64, res.chunks,
+		      res.samples_seen, res.stacks);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(raw.nsamples == 0, "gap: pprof shows %d samples", raw.nsamples);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the empty-window profile");
+		}
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+static void test_pid_filter(void)
+{
+	struct fr_ring *r = ring_create("pids");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	char l1[64];
+	int before = failures;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	for (int i = 0; i < 60; i++) {
+		uint32_t pid = i < 10 ? PID_APP : i < 30 ? PID_DB : PID_WEB;
+		w_add(&w, T0 + i * (SEC / 100), pid, pid, (uint32_t)i % 4, 99, ST_USER);
+		if (i == 25)
+			w_seal(&w);
+	}
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 10 * SEC, 0);
+	q.npids = 2;
+	q.pids[0] = PID_WEB;
+	q.pids[1] = PID_APP;
+	if (run(r, &q, &res, &o, "pids") == 0) {
+		CHECK(res.samples_seen == 40 && res.samples_kept == 40 && res.stacks == 2,
+		      "pids app+web: seen %" PRIu64 " kept %" PRIu64 " stacks %" PRIu64 ", want 40 40 2",
+		      res.samples_seen, res.samples_kept, res.stacks);
+		if (raw_parse(&raw, o.path) == 0) {
+			const char *app[] = {label(l1, sizeof(l1), "pid", PID_APP), NULL};
+			const struct rsample *s = find_sample(&raw, ST_USER, app);
+			char l2[64], l3[64];
+			const char *web[] = {label(l2, sizeof(l2), "pid", PID_WEB), NULL};
+			const char *db[] = {label(l3, sizeof(l3), "pid", PID_DB), NULL};
+
+			CHECK(s && s->v[0] == 10, "pid app: %" PRId64 " samples, want 10",
+			      s ? s->v[0] : -1);
+			s = find_sample(&raw, ST_USER, web);
+			CHECK(s && s->v[0] == 30, "pid web: %" PRId64 " samples, want 30",
+			      s ? s->v[0] : -1);
+			CHECK(!find_sample(&raw, -1, db), "pid db is in a profile of app and web");
+			CHECK(raw.nsamples == 2, "pprof shows %d samples, want 2", raw.nsamples);
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the pid-filtered profile");
+		}
+	}
+	out_free(&o);
+
+	q.npids = 1;
+	q.pids[0] = PID_DB;
+	if (run(r, &q, &res, &o, "pids-db") == 0)
+		CHECK(res.samples_seen == 20 && res.samples_kept == 20 && res.stacks == 1,
+		      "pid db: seen %" PRIu64 " kept %" PRIu64 " stacks %" PRIu64, res.samples_seen,
+		      res.samples_kept, res.stacks);
+	out_free(&o);
+
+	q.pids[0] = PID_BASE + 99;
+	if (run(r, &q, &res, &o, "pids-none") == 0) {
+		CHECK(res.samples_seen == 0 && res.stacks == 0,
+		      "absent pid: seen %" PRIu64 " stacks %" PRIu64, res.samples_seen, res.stacks);
+		if (raw_parse(&raw, o.path) == 0)
+			raw_free(&raw);
+		else
+			CHECK(0, "go tool pprof cannot read the profile of an absent pid");
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+static void test_aggregation(void)
+{
+	struct fr_ring *r = ring_create("aggregate");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	int before = failures;
+	char l1[64], l2[64];
+	int64_t t = T0 + SEC;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	/* Chunk 1. */
+	w_add(&w, t += 1000, PID_APP, PID_APP, 0, 99, ST_USER);
+	w_add(&w, t += 1000, PID_DB, PID_DB, 1, 99, ST_KERNEL);
+	w_add(&w, t += 1000, PID_APP, PID_APP, 2, 99, ST_USER);
+	w_add(&w, t += 1000, PID_APP, TID(PID_APP, 1), 0, 99, ST_USER);
+	w_add(&w, t += 1000, PID_WEB, PID_WEB, 3, 99, ST_USER);
+	w_seal(&w);
+	/* Chunk 2: the same stacks interned in another order. */
+	w_add(&w, t += 1000, PID_APP, PID_APP, 1, 99, ST_OTHER);
+	w_add(&w, t += 1000, PID_DB, PID_DB, 0, 99, ST_KERNEL);
+	w_add(&w, t += 1000, PID_APP, PID_APP, 3, 99, ST_USER);
+	w_add(&w, t += 1000, PID_DB, PID_DB, 2, 99, ST_KERNEL);
+	w_add(&w, t += 1000, PID_APP, TID(PID_APP, 1), 1, 99, ST_USER);
+	w_add(&w, t += 1000, PID_DB, PID_DB, 3, 99, ST_KERNEL);
+	for (int i = 0; i < 4; i++)
+		w_add(&w, t += 1000, PID_WEB, PID_WEB, (uint32_t)i, 99, ST_USER);
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 60 * SEC, 99);
+	if (run(r, &q, &res, &o, "aggregate") == 0) {
+		CHECK(res.samples_seen == 15 && res.samples_kept == 15,
+		      "seen %" PRIu64 " kept %" PRIu64 ", want 15 15", res.samples_seen,
+		      res.samples_kept);
+		CHECK(res.stacks == 5, "stacks %" PRIu64 ", want 5", res.stacks);
+		CHECK(res.chunks == 2 && res.hz == 99, "chunks %" PRIu64 " hz %u", res.chunks, res.hz);
+		if (raw_parse(&raw, o.path) == 0) {
+			static const struct {
+				int st;
+				uint32_t pid, tid;
+				const char *comm, *thread;
+				int64_t count;
+			} want[] = {
+				{ST_USER, PID_APP, PID_APP, "frtest-app", "frtest-app", 3},
+				{ST_USER, PID_APP, TID(PID_APP, 1), "frtest-app", "worker-1", 2},
+				{ST_KERNEL, PID_DB, PID_DB, "frtest-db", "frtest-db", 4},
+				{ST_OTHER, PID_APP, PID_APP, "frtest-app", "frtest-app", 1},
+				{ST_USER, PID_WEB, PID_WEB, "frtest-web", "frtest-web", 5},
+			};
+
+			CHECK(strstr(raw.text, "PeriodType: cpu nanoseconds\n"),
+			      "no \"PeriodType: cpu nanoseconds\"");
+			CHECK(strstr(raw.text, "Period: 10101010\n"), "no \"Period: 10101010\"");
+			CHECK(strstr(raw.text, "samples/count cpu/nanoseconds[dflt]"),
+			      "sample types are not samples/count cpu/nanoseconds[dflt]");
+			CHECK(strstr(raw.text, "Comment: flightrec test"), "no version comment");
+			CHECK(raw.nsamples == 5, "pprof shows %d samples, want 5", raw.nsamples);
+			for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+				char lc[64], lt[64];
+				const char *labels[] = {
+					label(l1, sizeof(l1), "pid", want[i].pid),
+					label(l2, sizeof(l2), "tid", want[i].tid), lc, lt, NULL};
+				const struct rsample *s;
+
+				snprintf(lc, sizeof(lc), "comm:[%s]", want[i].comm);
+				snprintf(lt, sizeof(lt), "thread:[%s]", want[i].thread);
+				s = find_sample(&raw, want[i].st, labels);
+				CHECK(s, "no sample %s %s %s with stack %s;%s;...", l1, l2, lt,
+				      stacks[want[i].st].names[0], stacks[want[i].st].names[1]);
+				if (s)
+					CHECK(s->v[0] == want[i].count &&
+					      s->v[1] == want[i].count * PERIOD_99,
+					      "%s %s stack %s: values [%" PRId64 " %" PRId64
+					      "], want [%" PRId64 " %" PRId64 "]",
+					      l1, l2, stacks[want[i].st].names[0], s->v[0], s->v[1],
+					      want[i].count, want[i].count * PERIOD_99);
+			}
+			/* The mapping of this binary, with its build id. */
+			CHECK(strstr(raw.text, exe_path), "no mapping of %s", exe_path);
+			if (exe_bid_len > 0) {
+				char hex[2 * FR_BUILD_ID_MAX + 1];
+				fr_build_id_hex(exe_bid, (size_t)exe_bid_len, hex);
+				CHECK(strstr(raw.text, hex), "no build id %s", hex);
+			}
+			CHECK(strstr(raw.text, "[kernel.kallsyms]"), "no kernel mapping");
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the aggregated profile");
+		}
+	}
+	out_free(&o);
+
+	/* With a cpu label, samples of one thread on different cpus stay apart. */
+	q.cpu_label = 1;
+	if (run(r, &q, &res, &o, "aggregate-cpu") == 0) {
+		CHECK(res.samples_kept == 15 && res.stacks == 14,
+		      "cpu label: kept %" PRIu64 " stacks %" PRIu64 ", want 15 14", res.samples_kept,
+		      res.stacks);
+		if (raw_parse(&raw, o.path) == 0) {
+			const char *labels[] = {label(l1, sizeof(l1), "pid", PID_WEB), "cpu:[3]", NULL};
+			const struct rsample *s = find_sample(&raw, ST_USER, labels);
+
+			CHECK(s && s->v[0] == 2, "web on cpu 3: %" PRId64 ", want 2", s ? s->v[0] : -1);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the profile with cpu labels");
+		}
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+/* Writes `seconds` of samples at `hz` on `ncpu` cpus from `t`: stack
+ * ST_OTHER a quarter of the time, ST_USER otherwise, over 8 threads. */
+static uint64_t write_rate(struct writer *w, int64_t t, int seconds, uint32_t hz, int ncpu)
+{
+	int64_t step = SEC / hz;
+	uint64_t n = 0;
+
+	for (int sec = 0; sec < seconds; sec++) {
+		for (uint32_t i = 0; i < hz; i++) {
+			for (int cpu = 0; cpu < ncpu; cpu++) {
+				int64_t ts = t + sec * SEC + (int64_t)i * step + cpu * 1237;
+				uint32_t k = (uint32_t)(n % 8);
+				w_add(w, ts, PID_APP, TID(PID_APP, k), (uint32_t)cpu, hz,
+				      n % 4 == 3 ? ST_OTHER : ST_USER);
+				n++;
+			}
+		}
+		w_seal(w);
+	}
+	return n;
+}
+
+static void test_downsampling(void)
+{
+	struct fr_ring *r = ring_create("downsample");
+	struct fr_profile_request q;
+	struct fr_profile_result res, res2;
+	struct writer w;
+	struct out o, o2;
+	struct raw raw;
+	int before = failures;
+	uint64_t n;
+	double want;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	n = write_rate(&w, T0, 25, 999, 2); /* 49950 samples */
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 60 * SEC, 99);
+	if (run(r, &q, &res, &o, "down") == 0) {
+		want = (double)n * 99 / 999;
+		CHECK(res.samples_seen == n, "seen %" PRIu64 ", want %" PRIu64, res.samples_seen, n);
+		CHECK(res.hz == 99, "hz %u, want 99", res.hz);
+		CHECK(res.samples_kept > want * 0.95 && res.samples_kept < want * 1.05,
+		      "kept %" PRIu64 " of %" PRIu64 " at 999 Hz -> 99 Hz, want about %.0f",
+		      res.samples_kept, n, want);
+		if (raw_parse(&raw, o.path) == 0) {
+			const char *none[] = {NULL};
+			int64_t other = 0, total = raw_total(&raw);
+
+			CHECK(raw.period == PERIOD_99, "period %" PRId64 ", want %" PRId64, raw.period,
+			      PERIOD_99);
+			check_values(&raw, PERIOD_99, "downsampled");
+			CHECK(total == (int64_t)res.samples_kept,
+			      "pprof total %" PRId64 " differs from samples_kept %" PRIu64, total,
+			      res.samples_kept);
+			/* Unbiased: a quarter of the samples were in frtest_other. */
+			for (int i = 0; i < raw.nsamples; i++)
+				if (sample_has_stack(&raw, &raw.s[i], &stacks[ST_OTHER]))
+					other += raw.s[i].v[0];
+			CHECK(total && other > total * 0.20 && other < total * 0.30,
+			      "frtest_other has %" PRId64 " of %" PRId64 " kept samples, want ~1/4",
+			      other, total);
+			CHECK(find_sample(&raw, ST_USER, none), "no sample of frtest_leaf");
+			CHECK(strstr(raw.text, "Comment: downsampled from 999 Hz to 99 Hz"),
+			      "no downsampling comment");
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the downsampled profile");
+		}
+		/* The same request, the same bytes. */
+		if (run(r, &q, &res2, &o2, "down-again") == 0) {
+			CHECK(o.len == o2.len && memcmp(o.buf, o2.buf, o.len) == 0,
+			      "the same request gave different profiles (%zu and %zu bytes)", o.len,
+			      o2.len);
+			CHECK(res2.samples_kept == res.samples_kept && res2.stacks == res.stacks,
+			      "the same request kept %" PRIu64 " then %" PRIu64 " samples",
+			      res.samples_kept, res2.samples_kept);
+		}
+		out_free(&o2);
+	}
+	out_free(&o);
+
+	/* As collected: nothing dropped, the 999 Hz period. */
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	if (run(r, &q, &res, &o, "down-asis") == 0) {
+		CHECK(res.hz == 999 && res.samples_kept == n,
+		      "hz 0 over 999 Hz: hz %u kept %" PRIu64 " of %" PRIu64, res.hz, res.samples_kept,
+		      n);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(raw.period == SEC / 999, "period %" PRId64 ", want %" PRId64,
+			      raw.period, SEC / 999);
+			CHECK(raw_total(&raw) == (int64_t)n, "pprof total %" PRId64, raw_total(&raw));
+			check_values(&raw, SEC / 999, "as collected");
+			CHECK(!strstr(raw.text, "downsampled"), "a profile at the collected rate says "
+								"it was downsampled");
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the 999 Hz profile");
+		}
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+/* A window half at 999 Hz and half at 99 Hz has one period: 99 Hz. */
+static void test_mixed_rates(void)
+{
+	struct fr_ring *r = ring_create("mixed");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	uint64_t fast, slow;
+	double want;
+	int before = failures;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	fast = write_rate(&w, T0, 10, 999, 2);
+	slow = write_rate(&w, T0 + 10 * SEC, 10, 99, 2);
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 30 * SEC, 0);
+	if (run(r, &q, &res, &o, "mixed") == 0) {
+		want = (double)fast * 99 / 999 + (double)slow;
+		CHECK(res.hz == 99, "mixed, hz 0: profile at %u Hz, want 99", res.hz);
+		CHECK(res.samples_seen == fast + slow, "seen %" PRIu64, res.samples_seen);
+		CHECK(res.samples_kept > want - (double)fast * 99 / 999 * 0.1 &&
+		      res.samples_kept < want + (double)fast * 99 / 999 * 0.1,
+		      "mixed: kept %" PRIu64 ", want about %.0f (all %" PRIu64
+		      " at 99 Hz and ~1/10 of %" PRIu64 " at 999 Hz)",
+		      res.samples_kept, want, slow, fast);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(raw.period == PERIOD_99, "period %" PRId64, raw.period);
+			check_values(&raw, PERIOD_99, "mixed");
+			CHECK(raw_total(&raw) == (int64_t)res.samples_kept, "pprof total %" PRId64,
+			      raw_total(&raw));
+			CHECK(strstr(raw.text, "Comment: ") && strstr(raw.text, "downsampled"),
+			      "no comment says the profile was downsampled");
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the mixed-rate profile");
+		}
+	}
+	out_free(&o);
+
+	/* Only the 99 Hz half, asked at 999 Hz: 99 Hz it is, and the user is
+	 * told so. */
+	req_init(&q, T0 + 10 * SEC, T0 + 30 * SEC, 999);
+	if (run(r, &q, &res, &o, "upsample") == 0) {
+		CHECK(res.hz == 99, "999 Hz asked of 99 Hz data: profile at %u Hz", res.hz);
+		CHECK(res.samples_kept == slow, "kept %" PRIu64 " of %" PRIu64, res.samples_kept,
+		      slow);
+		CHECK(strstr(res.warning, "99 Hz") && strstr(res.warning, "999"),
+		      "warning does not name the rates: \"%s\"", res.warning);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(raw.period == PERIOD_99, "period %" PRId64, raw.period);
+			check_values(&raw, PERIOD_99, "upsample");
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the 99 Hz profile");
+		}
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+static void test_short_ring(void)
+{
+	const int64_t oldest = T0 + 100 * SEC + 123456789;
+	struct fr_ring *r = ring_create("short");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	int64_t tn, dn;
+
+	if (!r)
+		return;
+	/* Empty: a valid empty profile and a word about it. */
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	if (run(r, &q, &res, &o, "empty") == 0) {
+		CHECK(res.warning[0], "empty ring: no warning");
+		CHECK(res.chunks == 0 && res.samples_seen == 0 && res.stacks == 0,
+		      "empty ring: chunks %" PRIu64 " seen %" PRIu64 " stacks %" PRIu64, res.chunks,
+		      res.samples_seen, res.stacks);
+		CHECK(profile_times(&o, &tn, &dn) == 0, "empty ring: profile does not decode");
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(raw.nsamples == 0, "empty ring: %d samples", raw.nsamples);
+			CHECK(strstr(raw.text, "PeriodType: cpu nanoseconds"),
+			      "empty ring: no period type");
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the profile of an empty ring");
+		}
+	}
+	out_free(&o);
+
+	w_init(&w, r);
+	for (int i = 0; i < 100; i++)
+		w_add(&w, oldest + i * (SEC / 10), PID_APP, PID_APP, 0, 99, ST_USER);
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 200 * SEC, 0);
+	if (run(r, &q, &res, &o, "short") == 0) {
+		CHECK(strstr(res.warning, "holds samples only since"),
+		      "ring shorter than the window: warning \"%s\"", res.warning);
+		CHECK(res.covered_t0 == oldest, "covered_t0 %" PRId64 ", want %" PRId64,
+		      res.covered_t0, oldest);
+		CHECK(res.samples_kept == 100, "kept %" PRIu64, res.samples_kept);
+		CHECK(profile_times(&o, &tn, &dn) == 0, "profile does not decode");
+		CHECK(tn == oldest, "time_nanos %" PRId64 ", want the oldest sample %" PRId64, tn,
+		      oldest);
+		CHECK(dn == T0 + 200 * SEC - oldest, "duration %" PRId64 ", want %" PRId64, dn,
+		      T0 + 200 * SEC - oldest);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(strstr(raw.text, "holds samples only since"),
+			      "the warning is not among the comments");
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the short-ring profile");
+		}
+	}
+	out_free(&o);
+
+	/* A window the ring covers whole: no warning. */
+	req_init(&q, oldest, oldest + 5 * SEC, 0);
+	if (run(r, &q, &res, &o, "covered") == 0) {
+		CHECK(res.warning[0] == '\0', "covered window: warning \"%s\"", res.warning);
+		CHECK(res.samples_kept == 50, "covered window: kept %" PRIu64 ", want 50",
+		      res.samples_kept);
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+static int flip(const char *path, uint64_t off)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	unsigned char c;
+	int ok;
+
+	if (fd < 0)
+		return -1;
+	ok = pread(fd, &c, 1, (off_t)off) == 1;
+	c ^= 0x5a;
+	ok = ok && pwrite(fd, &c, 1, (off_t)off) == 1;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+static void test_corrupt_chunk(void)
+{
+	struct fr_ring *r = ring_create("corrupt");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct fr_ring_ref *refs = NULL;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	size_t nrefs = 0;
+	char l1[64];
+	int before = failures;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	for (int c = 0; c < 5; c++) {
+		for (int i = 0; i < 10; i++)
+			w_add(&w, T0 + c * SEC + i * (SEC / 100), PID_APP, TID(PID_APP, c), 0, 99,
+			      ST_USER);
+		w_seal(&w);
+	}
+	w_fini(&w);
+	CHECK(fr_ring_sync(r) == 0, "fr_ring_sync");
+	CHECK(fr_ring_query(r, T0, T0 + 60 * SEC, &refs, &nrefs) == 0 && nrefs == 5,
+	      "query: %zu chunks, want 5", nrefs);
+	if (nrefs != 5) {
+		free(refs);
+		ring_done(r);
+		return;
+	}
+	/* Chunk 1: a payload byte; chunk 3: a header byte (first_ns). */
+	CHECK(flip(fr_ring_path(r), refs[1].offset + FR_CHUNK_HEADER_LEN + refs[1].len / 2) == 0,
+	      "corrupting chunk 1");
+	CHECK(flip(fr_ring_path(r), refs[3].offset + 17) == 0, "corrupting chunk 3");
+	free(refs);
+
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	if (run(r, &q, &res, &o, "corrupt") == 0) {
+		CHECK(res.chunks_skipped == 2, "chunks skipped %" PRIu64 ", want 2",
+		      res.chunks_skipped);
+		CHECK(res.chunks == 3, "chunks read %" PRIu64 ", want 3", res.chunks);
+		CHECK(res.samples_seen == 30 && res.samples_kept == 30 && res.stacks == 3,
+		      "seen %" PRIu64 " kept %" PRIu64 " stacks %" PRIu64 ", want 30 30 3",
+		      res.samples_seen, res.samples_kept, res.stacks);
+		if (raw_parse(&raw, o.path) == 0) {
+			for (int c = 0; c < 5; c++) {
+				const char *want[] = {label(l1, sizeof(l1), "tid", TID(PID_APP, c)),
+						      NULL};
+				const struct rsample *s = find_sample(&raw, ST_USER, want);
+				int damaged = c == 1 || c == 3;
+
+				CHECK(damaged ? !s : s && s->v[0] == 10,
+				      "chunk %d (%s): %" PRId64 " samples in the profile", c,
+				      damaged ? "damaged" : "intact", s ? s->v[0] : 0);
+			}
+			CHECK(strstr(raw.text, "2 chunks of the window could not be read"),
+			      "no comment about the damaged chunks");
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the profile of a damaged ring");
+		}
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+static void test_result_fields(void)
+{
+	struct fr_ring *r = ring_create("fields");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	for (int i = 0; i < 30; i++)
+		w_add(&w, T0 + i * PERIOD_99, i % 2 ? PID_APP : PID_DB, i % 2 ? PID_APP : PID_DB,
+		      0, 99, i % 3 ? ST_USER : ST_KERNEL);
+	fr_chunk_builder_count(w.b, FR_EVENT_CPU, 7, 1, 2);
+	w_seal(&w);
+	for (int i = 30; i < 40; i++)
+		w_add(&w, T0 + i * PERIOD_99, PID_WEB, PID_WEB, 1, 99, ST_OTHER);
+	fr_chunk_builder_count(w.b, FR_EVENT_CPU, 5, 0, 0);
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 10 * SEC, 0);
+	if (run(r, &q, &res, &o, "fields") == 0) {
+		CHECK(res.chunks == 2, "chunks %" PRIu64 ", want 2", res.chunks);
+		CHECK(res.chunks_skipped == 0, "chunks skipped %" PRIu64, res.chunks_skipped);
+		CHECK(res.samples_seen == 40, "samples seen %" PRIu64 ", want 40", res.samples_seen);
+		CHECK(res.samples_kept == 40, "samples kept %" PRIu64 ", want 40", res.samples_kept);
+		/* app and db each with the user and the kernel stack, web with one. */
+		CHECK(res.stacks == 5, "stacks %" PRIu64 ", want 5", res.stacks);
+		CHECK(res.hz == 99, "hz %u, want 99", res.hz);
+		CHECK(res.lost == 12, "lost %" PRIu64 ", want 12", res.lost);
+		CHECK(res.covered_t0 == T0, "covered_t0 %" PRId64 ", want %" PRId64, res.covered_t0,
+		      T0);
+		CHECK(res.bytes == o.len, "bytes %" PRIu64 ", but the sink received %zu", res.bytes,
+		      o.len);
+		CHECK(res.warning[0] == '\0', "warning \"%s\"", res.warning);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(raw.nsamples == (int)res.stacks, "pprof shows %d samples, stacks %" PRIu64,
+			      raw.nsamples, res.stacks);
+			CHECK(raw_total(&raw) == 40, "pprof total %" PRId64, raw_total(&raw));
+			CHECK(strstr(raw.text, "12 samples were lost"), "no comment about lost samples");
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the profile");
+		}
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+/* The recorder seals chunks of counters alone when no sample came (every
+ * sample lost, say): such a chunk has no stacks, is stamped with the time
+ * it was sealed, and still counts in `lost`. */
+static void test_counters_only_chunk(void)
+{
+	struct fr_ring *r = ring_create("counters");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct timespec ts;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	int64_t now;
+
+	if (!r)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
+	w_init(&w, r);
+	fr_chunk_builder_count(w.b, FR_EVENT_CPU, 3, 0, 0);
+	w_seal(&w);
+	for (int i = 0; i < 5; i++)
+		w_add(&w, now + i * PERIOD_99, PID_APP, PID_APP, 0, 99, ST_USER);
+	w_fini(&w);
+	CHECK(w.chunks == 2, "wrote %u chunks, want 2", w.chunks);
+
+	req_init(&q, now - 60 * SEC, now + 60 * SEC, 0);
+	if (run(r, &q, &res, &o, "counters") == 0) {
+		CHECK(res.chunks == 2, "chunks %" PRIu64 ", want 2", res.chunks);
+		CHECK(res.lost == 3, "lost %" PRIu64 ", want 3", res.lost);
+		CHECK(res.samples_kept == 5 && res.stacks == 1,
+		      "kept %" PRIu64 " stacks %" PRIu64 ", want 5 1", res.samples_kept, res.stacks);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(raw_total(&raw) == 5, "pprof total %" PRId64, raw_total(&raw));
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the profile");
+		}
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+static void setup_go_env(void)
+{
+	char path[300];
+
+	setenv("HOME", tmpdir, 1);
+	snprintf(path, sizeof(path), "%s/gocache", tmpdir);
+	setenv("GOCACHE", path, 1);
+	setenv("PPROF_TMPDIR", tmpdir, 1);
+	unsetenv("PPROF_BINARY_PATH");
+}
+
+int main(void)
+{
+	char cmd[300];
+	int fd;
+
+	go = getenv("FR_GO");
+	if (!go || !*go) {
+		fprintf(stderr, "SKIP: FR_GO is not set; go tool pprof is needed to read the "
+				"profiles\n");
+		return 77;
+	}
+	if (access(go, X_OK) != 0) {
+		fprintf(stderr, "SKIP: FR_GO=%s is not executable\n", go);
+		return 77;
+	}
+	if (load_self() != 0) {
+		fprintf(stderr, "cannot find this binary's executable mappings\n");
+		return 1;
+	}
+	if (!mkdtemp(tmpdir)) {
+		fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
+		return 1;
+	}
+	setup_go_env();
+	snprintf(kallsyms_path, sizeof(kallsyms_path), "%s/kallsyms", tmpdir);
+	fd = open(kallsyms_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, fake_kallsyms, strlen(fake_kallsyms)) !=
+			      (ssize_t)strlen(fake_kallsyms)) {
+		fprintf(stderr, "cannot write %s\n", kallsyms_path);
+		return 1;
+	}
+	close(fd);
+	init_stacks();
+
+	test_window();
+	test_pid_filter();
+	test_aggregation();
+	test_downsampling();
+	test_mixed_rates();
+	test_short_ring();
+	test_corrupt_chunk();
+	test_result_fields();
+	test_counters_only_chunk();
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	return 0;
+}
