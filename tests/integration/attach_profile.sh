@@ -1,0 +1,94 @@
+#!/bin/bash
+# A CPU-bound program with known functions runs while flightrecd records;
+# the profile from `flightrec attach` must name those functions with the
+# shares `perf record` measures on the same run, carry the pprof fields a
+# reader relies on, and show kernel frames for a syscall-heavy program.
+. "$(dirname "$0")/lib.sh"
+need_root_perf
+need_go
+command -v perf >/dev/null || skip "needs perf (linux-perf) as the reference profiler"
+
+start_daemon
+
+# perf record samples the same program at the same rate, as the reference.
+dd if=/dev/zero of=/dev/null bs=1 count=3000000 2>/dev/null &
+DD_PID=$!
+# burn sleeps 1 s before it works, so perf is attached for all of its work.
+"$BURN" 8 1 1 >"$T/burn.out" &
+BURN_PID=$!
+perf record --no-buildid --no-buildid-cache -e cpu-clock -F 99 -g -p "$BURN_PID" \
+	-o "$T/perf.data" >"$T/perf.log" 2>&1 &
+PERF_PID=$!
+wait "$BURN_PID" || fail "burn failed"
+wait "$PERF_PID" || { cat "$T/perf.log"; fail "perf record failed"; }
+wait "$DD_PID"
+cpu_s=$(sed -n 's/.*cpu_seconds=\([0-9.]*\).*/\1/p' "$T/burn.out")
+[ -n "$BURN_PID" ] && [ -n "$cpu_s" ] || fail "burn did not report its pid and CPU time"
+
+# Only the burn process.
+start=$(date +%s%N)
+"$FLIGHTREC" attach --window 20s --pid "$BURN_PID" -o "$T/burn.pb.gz" 2>"$T/attach.err" ||
+	{ cat "$T/attach.err"; fail "attach --pid failed"; }
+end=$(date +%s%N)
+echo "attach of a 20s window took $(( (end - start) / 1000000 )) ms"
+[ -s "$T/burn.pb.gz" ] || fail "no profile written"
+gzip -t "$T/burn.pb.gz" || fail "profile is not gzip"
+
+pprof_top "$T/burn.pb.gz" >"$T/burn.top"
+cat "$T/burn.top"
+heavy=$(flat_pct "$T/burn.top" fr_burn_heavy)
+light=$(flat_pct "$T/burn.top" fr_burn_light)
+total=$(awk '/^Showing nodes accounting for/ { print $8; exit }' "$T/burn.top")
+[ "$heavy" != 0 ] || fail "fr_burn_heavy missing from the profile"
+[ "$light" != 0 ] || fail "fr_burn_light missing from the profile"
+
+perf report -i "$T/perf.data" --stdio --no-children --sort sym -q 2>/dev/null >"$T/perf.report"
+perf_heavy=$(awk '$3 == "fr_burn_heavy" { sub("%", "", $1); print $1; exit }' "$T/perf.report")
+perf_light=$(awk '$3 == "fr_burn_light" { sub("%", "", $1); print $1; exit }' "$T/perf.report")
+perf_samples=$(perf script -i "$T/perf.data" -F period 2>/dev/null | wc -l)
+echo "flightrec: heavy ${heavy}% light ${light}% of $total samples"
+echo "perf:      heavy ${perf_heavy}% light ${perf_light}% of $perf_samples samples"
+[ -n "$perf_heavy" ] && [ -n "$perf_light" ] || fail "perf report did not find the functions"
+within "$heavy" "$perf_heavy" 5 || fail "fr_burn_heavy share ${heavy}% differs from perf's ${perf_heavy}% by more than 5 points"
+within "$light" "$perf_light" 5 || fail "fr_burn_light share ${light}% differs from perf's ${perf_light}% by more than 5 points"
+# 99 samples per CPU-second of the program, within 10%.
+expect=$(awk -v c="$cpu_s" 'BEGIN { printf "%d", c * 99 }')
+echo "burn used $cpu_s CPU-seconds: expected about $expect samples"
+awk -v a="$total" -v e="$expect" 'BEGIN { exit !(a >= 0.9 * e && a <= 1.1 * e) }' ||
+	fail "flightrec has $total samples for $cpu_s CPU-seconds at 99 Hz (expected $expect +-10%)"
+
+# The raw profile: sample types, period, labels, comment, mappings.
+"$GO" tool pprof -symbolize=none -raw "$T/burn.pb.gz" >"$T/burn.raw" 2>"$T/pprof.err" || fail "pprof -raw failed"
+grep -q '^PeriodType: cpu nanoseconds' "$T/burn.raw" || fail "period type is not cpu/nanoseconds"
+grep -q '^Period: 10101010$' "$T/burn.raw" || fail "period is not 1e9/99 ns"
+grep -q 'samples/count cpu/nanoseconds' "$T/burn.raw" || fail "sample types are not [samples/count, cpu/nanoseconds]"
+grep -q "pid:\[$BURN_PID\]" "$T/burn.raw" || fail "no pid label"
+grep -q "tid:\[$BURN_PID\]" "$T/burn.raw" || fail "no tid label"
+grep -q 'comm:\[burn\]' "$T/burn.raw" || fail "no comm label"
+grep -q 'thread:\[burn\]' "$T/burn.raw" || fail "no thread label"
+grep -q "tests/integration/burn" "$T/burn.raw" || fail "no mapping for the burn binary"
+"$GO" tool pprof -symbolize=none -comments "$T/burn.pb.gz" 2>/dev/null | grep -q '^flightrec ' ||
+	fail "no recorder version comment"
+
+# The whole machine: both programs, kernel frames, user frames under them.
+"$FLIGHTREC" attach --window 20s -o "$T/all.pb.gz" 2>"$T/attach.err" || fail "attach failed"
+pprof_top "$T/all.pb.gz" >"$T/all.top"
+grep -q ' fr_burn_heavy$' "$T/all.top" || fail "whole-machine profile lacks fr_burn_heavy"
+grep -q '\[k\] ' "$T/all.top" || fail "whole-machine profile has no kernel frames"
+"$GO" tool pprof -symbolize=none -traces -tagfocus=comm=dd "$T/all.pb.gz" >"$T/dd.traces" 2>/dev/null
+grep -q '\[k\] ' "$T/dd.traces" || fail "dd's stacks have no kernel frames"
+grep -Eq ' (main|__libc_start_call_main|__libc_start_main[@A-Z_.0-9]*|read|__GI___libc_read|__libc_read|write|__libc_write)$' "$T/dd.traces" ||
+	fail "dd's stacks have no named user frames under the kernel frames"
+
+# Without -o: a file named flightrec-HOST-TIME.pb.gz in the current directory.
+mkdir "$T/cwd" && cd "$T/cwd"
+name=$("$FLIGHTREC" attach --window 5s 2>/dev/null) || fail "attach without -o failed"
+case "$name" in flightrec-*-*Z.pb.gz) ;; *) fail "unexpected default name \"$name\"" ;; esac
+[ -s "$T/cwd/$name" ] || fail "attach without -o did not write $name"
+
+"$FLIGHTREC" status >"$T/status" || fail "status failed"
+cat "$T/status"
+grep -q 'event:    cpu at 99 Hz' "$T/status" || fail "status does not show cpu at 99 Hz"
+grep -q "ring:     $RING" "$T/status" || fail "status does not show the ring path"
+stop_daemon
+echo PASS

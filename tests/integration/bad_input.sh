@@ -1,0 +1,88 @@
+#!/bin/bash
+# Bad input gets a one-line error naming the problem and a non-zero exit,
+# writes nothing, and leaves the daemon recording.
+. "$(dirname "$0")/lib.sh"
+need_root_perf
+need_go
+
+# expect_error STATUS PATTERN CMD...: CMD exits with STATUS and prints one
+# line on stderr matching PATTERN.
+expect_error() {
+	local want=$1 pattern=$2
+	shift 2
+	"$@" >"$T/out" 2>"$T/err"
+	local got=$?
+	[ "$got" = "$want" ] || fail "\"$*\" exited $got, expected $want; stderr: $(cat "$T/err")"
+	[ "$(wc -l <"$T/err")" = 1 ] || fail "\"$*\" printed $(wc -l <"$T/err") lines on stderr, expected one: $(cat "$T/err")"
+	grep -Eq -- "$pattern" "$T/err" || fail "\"$*\" said \"$(cat "$T/err")\", expected /$pattern/"
+}
+
+mkdir -p "$T/work"
+cd "$T/work"
+
+# No daemon yet.
+expect_error 1 "^flightrec: no recorder listening at $SOCK \(is flightrecd running\?\)$" \
+	"$FLIGHTREC" attach --window 10s -o x.pb.gz
+[ ! -e x.pb.gz ] || fail "a failed attach left x.pb.gz behind"
+
+# A file that is not a ring is refused and left untouched.
+head -c 1048576 /dev/urandom >"$T/notring"
+sum=$(sha256sum <"$T/notring")
+"$FLIGHTRECD" --ring "$T/notring" --socket "$T/other.sock" >"$T/out" 2>"$T/err" &
+pid=$!
+for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $pid 2>/dev/null; then kill -9 $pid; fail "flightrecd started on a random file"; fi
+wait $pid && fail "flightrecd exited 0 on a random file"
+grep -q "not a flightrec ring" "$T/err" || fail "unclear message for a non-ring file: $(cat "$T/err")"
+[ "$(sha256sum <"$T/notring")" = "$sum" ] || fail "flightrecd modified a file that is not a ring"
+
+start_daemon
+
+# A second daemon on the same socket refuses to start.
+"$FLIGHTRECD" --ring "$T/ring2" --socket "$SOCK" >"$T/out" 2>"$T/err"
+[ $? != 0 ] || fail "a second flightrecd started on a live socket"
+grep -q "already listening at $SOCK" "$T/err" || fail "unclear message for a live socket: $(cat "$T/err")"
+daemon_alive || fail "the first daemon died when a second one tried its socket"
+
+# Bad arguments: usage errors (2), nothing written, daemon unaffected.
+expect_error 2 '--window: expected a duration like 500ms, 10s, 5m or 1h, got "abc"' \
+	"$FLIGHTREC" attach --window abc -o x.pb.gz
+expect_error 2 '--window: must be longer than zero, got "0s"' \
+	"$FLIGHTREC" attach --window 0s -o x.pb.gz
+expect_error 2 '--window: expected a duration .* got "-5s"' \
+	"$FLIGHTREC" attach --window -5s -o x.pb.gz
+expect_error 2 'unknown option .*--bogus' "$FLIGHTREC" attach --window 10s --bogus -o x.pb.gz
+expect_error 2 '--window DURATION .* is required' "$FLIGHTREC" attach -o x.pb.gz
+expect_error 2 '--pid: expected process ids' "$FLIGHTREC" attach --window 1s --pid 12x -o x.pb.gz
+expect_error 2 'unknown command "atach"' "$FLIGHTREC" atach --window 10s
+expect_error 1 "cannot create $T/nodir/x.pb.gz: No such file or directory" \
+	"$FLIGHTREC" attach --window 10s -o "$T/nodir/x.pb.gz"
+expect_error 1 'above this recorder.s limit of 10000 Hz \(limits.max_rate_hz\)' \
+	"$FLIGHTREC" attach --window 10s --hz 20000 -o x.pb.gz
+[ -z "$(ls -A "$T/work")" ] || fail "failed attaches left files: $(ls -A "$T/work")"
+[ ! -e "$T/nodir" ] || fail "attach created a directory"
+daemon_alive || fail "bad input disturbed the daemon"
+
+# A window longer than the ring holds: what exists, and it says so.
+sleep 2
+"$FLIGHTREC" attach --window 1h -o long.pb.gz 2>"$T/err" || fail "attach --window 1h failed: $(cat "$T/err")"
+grep -q 'warning: the window asks for 1h but the ring holds samples only since' "$T/err" ||
+	fail "no warning for a window longer than the ring: $(cat "$T/err")"
+"$GO" tool pprof -symbolize=none -comments long.pb.gz 2>/dev/null | grep -q 'holds samples only since' ||
+	fail "the profile's comments do not say the window was cut"
+"$GO" tool pprof -symbolize=none -raw long.pb.gz >/dev/null 2>&1 || fail "the cut profile is not valid pprof"
+
+# Garbage on the socket does not hurt the daemon.
+
+python3 - "$SOCK" <<'PY' 2>/dev/null || true
+import socket, struct, sys
+for payload in [b'{"v":1,"req":"attach","window_ns":"x"}', b'not json', b'{"v":9,"req":"status"}',
+                b'{"v":1,"req":"nope"}', b'[1,2]']:
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+    s.sendall(struct.pack('<I', len(payload)) + payload)
+    s.settimeout(5); s.recv(65536); s.close()
+PY
+daemon_alive || fail "malformed requests killed the daemon"
+
+stop_daemon
+echo PASS

@@ -1,0 +1,104 @@
+# Shared helpers for the integration tests: a real flightrecd in a private
+# temporary directory, driven by the real flightrec CLI.
+#
+# Exit codes follow meson: 0 pass, 77 skip, anything else fail.
+
+set -u
+
+BUILD=${FR_BUILD_DIR:?FR_BUILD_DIR must point at the build directory}
+FLIGHTRECD=$BUILD/recorder/flightrecd
+FLIGHTREC=$BUILD/tools/flightrec
+BURN=$BUILD/tests/integration/burn
+GO=${FR_GO:-$(command -v go || true)}
+
+T=$(mktemp -d /tmp/flightrec-test.XXXXXX)
+RING=$T/ring
+SOCK=$T/flightrec.sock
+DAEMON_PID=
+export FLIGHTREC_SOCKET=$SOCK
+# go tool pprof wants a writable home and cache.
+export HOME=$T/home GOCACHE=$T/gocache PPROF_TMPDIR=$T/pprof
+mkdir -p "$HOME" "$PPROF_TMPDIR"
+
+cleanup() {
+	if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
+		kill -9 "$DAEMON_PID" 2>/dev/null
+		wait "$DAEMON_PID" 2>/dev/null
+	fi
+	jobs -p | xargs -r kill -9 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	if [ -f "$T/daemon.log" ]; then
+		echo "--- daemon log (last 20 lines)" >&2
+		tail -20 "$T/daemon.log" >&2
+	fi
+	exit 1
+}
+
+skip() {
+	echo "SKIP: $*" >&2
+	exit 77
+}
+
+need_root_perf() {
+	[ "$(id -u)" = 0 ] || skip "needs root to sample the whole machine with perf_event_open"
+	[ -e /proc/sys/kernel/perf_event_paranoid ] || skip "kernel has no perf events"
+}
+
+need_go() {
+	[ -n "$GO" ] && [ -x "$GO" ] || skip "needs go (golang-go) for go tool pprof"
+}
+
+# start_daemon [ARGS...]: starts flightrecd on the private ring and socket
+# and waits until it answers status.
+start_daemon() {
+	"$FLIGHTRECD" --ring "$RING" --socket "$SOCK" "$@" >>"$T/daemon.log" 2>&1 &
+	DAEMON_PID=$!
+	for _ in $(seq 1 100); do
+		if "$FLIGHTREC" status >/dev/null 2>&1; then
+			return 0
+		fi
+		kill -0 "$DAEMON_PID" 2>/dev/null || fail "flightrecd exited at start"
+		sleep 0.1
+	done
+	fail "flightrecd did not answer within 10 s"
+}
+
+stop_daemon() {
+	kill -TERM "$DAEMON_PID"
+	wait "$DAEMON_PID" || fail "flightrecd exited with status $? on SIGTERM"
+	DAEMON_PID=
+}
+
+kill9_daemon() {
+	kill -9 "$DAEMON_PID"
+	wait "$DAEMON_PID" 2>/dev/null
+	DAEMON_PID=
+}
+
+daemon_alive() {
+	kill -0 "$DAEMON_PID" 2>/dev/null && "$FLIGHTREC" status >/dev/null 2>&1
+}
+
+# pprof_top FILE [ARGS...]: go tool pprof -top with flat values in samples.
+pprof_top() {
+	local f=$1
+	shift
+	"$GO" tool pprof -symbolize=none -top -nodecount=1000 -sample_index=samples "$@" "$f" 2>"$T/pprof.err" ||
+		{ cat "$T/pprof.err" >&2; fail "go tool pprof could not read $f"; }
+}
+
+# flat_pct TOPFILE FUNCTION: the flat% of FUNCTION in pprof -top output.
+flat_pct() {
+	awk -v fn="$2" '$6 == fn { sub("%", "", $2); print $2; found=1; exit }
+		END { if (!found) print "0" }' "$1"
+}
+
+# within A B TOL: |A - B| <= TOL (floats).
+within() {
+	awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'
+}
