@@ -1,0 +1,222 @@
+/* io_uring wrapper: positioned and file-position writes and reads,
+ * fdatasync, pipes (offset -1, short writes), large transfers and the
+ * buffered writer. Exits 77 when the kernel has io_uring disabled. */
+#include "core/uring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                              \
+	do {                                                          \
+		if (!(cond)) {                                        \
+			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                 \
+			fputc('\n', stderr);                          \
+			failures++;                                   \
+		}                                                     \
+	} while (0)
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (unsigned char)(x >> 16);
+	}
+}
+
+static int tmpfile_fd(char *path, size_t len)
+{
+	const char *dir = getenv("TMPDIR");
+
+	snprintf(path, len, "%s/fr-uring-XXXXXX", dir ? dir : "/tmp");
+	return mkostemp(path, O_CLOEXEC);
+}
+
+struct drain {
+	int fd;
+	unsigned char *buf;
+	size_t len;
+	size_t got;
+};
+
+static void *drain_pipe(void *arg)
+{
+	struct drain *d = arg;
+
+	while (d->got < d->len) {
+		/* Small reads so the writer sees a full pipe and short writes. */
+		size_t want = d->len - d->got < 3000 ? d->len - d->got : 3000;
+		ssize_t n = read(d->fd, d->buf + d->got, want);
+
+		if (n <= 0)
+			break;
+		d->got += (size_t)n;
+	}
+	return NULL;
+}
+
+static void test_file(struct fr_uring *u)
+{
+	char path[256];
+	int fd = tmpfile_fd(path, sizeof(path));
+	enum { BIG = 9 * 1024 * 1024 + 123 };
+	unsigned char *a = malloc(BIG), *b = malloc(BIG);
+	ssize_t n;
+
+	CHECK(fd >= 0, "mkostemp: %s", strerror(errno));
+	if (fd < 0 || !a || !b)
+		goto out;
+	unlink(path);
+
+	fill(a, BIG, 1);
+	n = fr_uring_write(u, fd, a, BIG, 0);
+	CHECK(n == BIG, "large positioned write returned %zd", n);
+	CHECK(fr_uring_fdatasync(u, fd) == 0, "fdatasync failed");
+	memset(b, 0, BIG);
+	n = fr_uring_read(u, fd, b, BIG, 0);
+	CHECK(n == BIG, "large read returned %zd", n);
+	CHECK(memcmp(a, b, BIG) == 0, "large read differs");
+
+	/* Positioned write in the middle, read back through pread. */
+	n = fr_uring_write(u, fd, "hello", 5, 4096);
+	CHECK(n == 5, "small write returned %zd", n);
+	memset(b, 0, 16);
+	CHECK(pread(fd, b, 5, 4096) == 5 && memcmp(b, "hello", 5) == 0,
+	      "positioned write not at its offset");
+
+	/* Reads stop at end of file. */
+	n = fr_uring_read(u, fd, b, 1000, BIG - 10);
+	CHECK(n == 10, "read across EOF returned %zd, want 10", n);
+	n = fr_uring_read(u, fd, b, 1000, BIG + 100);
+	CHECK(n == 0, "read past EOF returned %zd, want 0", n);
+
+	/* Offset -1 writes at and advances the file position. */
+	CHECK(lseek(fd, 100, SEEK_SET) == 100, "lseek");
+	CHECK(fr_uring_write(u, fd, "abc", 3, -1) == 3, "write at -1");
+	CHECK(fr_uring_write(u, fd, "def", 3, -1) == 3, "write at -1");
+	CHECK(lseek(fd, 0, SEEK_CUR) == 106, "position not advanced by -1 writes");
+	CHECK(pread(fd, b, 6, 100) == 6 && memcmp(b, "abcdef", 6) == 0,
+	      "-1 writes not at the file position");
+	CHECK(lseek(fd, 100, SEEK_SET) == 100, "lseek");
+	memset(b, 0, 8);
+	CHECK(fr_uring_read(u, fd, b, 6, -1) == 6 && memcmp(b, "abcdef", 6) == 0,
+	      "read at -1");
+
+	/* Errors come back as -errno. */
+	CHECK(fr_uring_write(u, -1, "x", 1, 0) == -EBADF, "write to bad fd");
+	CHECK(fr_uring_fdatasync(u, 12345) == -EBADF, "fdatasync of bad fd");
+	/* The ring still works after a failed operation. */
+	CHECK(fr_uring_write(u, fd, "z", 1, 0) == 1, "write after error");
+	close(fd);
+out:
+	free(a);
+	free(b);
+}
+
+static void test_pipe(struct fr_uring *u)
+{
+	enum { LEN = 1024 * 1024 + 7 };
+	unsigned char *a = malloc(LEN), *b = malloc(LEN);
+	struct drain d;
+	pthread_t th;
+	int p[2];
+	ssize_t n;
+
+	if (!a || !b || pipe2(p, O_CLOEXEC) < 0) {
+		CHECK(0, "setup failed");
+		goto out;
+	}
+	fill(a, LEN, 2);
+	d = (struct drain){.fd = p[0], .buf = b, .len = LEN};
+	pthread_create(&th, NULL, drain_pipe, &d);
+	n = fr_uring_write(u, p[1], a, LEN, -1);
+	CHECK(n == LEN, "pipe write returned %zd", n);
+	pthread_join(th, NULL);
+	CHECK(d.got == LEN && memcmp(a, b, LEN) == 0, "pipe data differs (%zu bytes)", d.got);
+
+	/* Reading from a pipe at -1, until EOF. */
+	CHECK(write(p[1], "pipe!", 5) == 5, "write");
+	close(p[1]);
+	n = fr_uring_read(u, p[0], b, 100, -1);
+	CHECK(n == 5 && memcmp(b, "pipe!", 5) == 0, "pipe read returned %zd", n);
+	close(p[0]);
+out:
+	free(a);
+	free(b);
+}
+
+static void test_writer(struct fr_uring *u)
+{
+	char path[256];
+	int fd = tmpfile_fd(path, sizeof(path));
+	enum { LEN = 3 * 256 * 1024 + 999 };
+	struct fr_uring_writer *w = malloc(sizeof(*w));
+	unsigned char *a = malloc(LEN), *b = malloc(LEN);
+	size_t off = 0, step = 1;
+
+	if (fd < 0 || !w || !a || !b) {
+		CHECK(0, "setup failed");
+		goto out;
+	}
+	unlink(path);
+	fill(a, LEN, 3);
+	fr_uring_writer_init(w, u, fd);
+	/* Pieces of growing size, including one larger than the buffer. */
+	while (off < LEN) {
+		size_t n = LEN - off < step ? LEN - off : step;
+
+		CHECK(fr_uring_writer_write(w, a + off, n) == 0, "writer write");
+		off += n;
+		step = step * 3 + 1;
+	}
+	CHECK(fr_uring_writer_flush(w) == 0, "writer flush");
+	CHECK(w->written == LEN, "writer wrote %llu, want %d",
+	      (unsigned long long)w->written, LEN);
+	CHECK(pread(fd, b, LEN, 0) == LEN && memcmp(a, b, LEN) == 0, "writer data differs");
+	close(fd);
+
+	/* Errors are sticky. */
+	fr_uring_writer_init(w, u, fd); /* now closed */
+	CHECK(fr_uring_writer_write(w, a, 300 * 1024) == -EBADF, "writer to closed fd");
+	CHECK(fr_uring_writer_write(w, a, 1) == -EBADF, "writer error not sticky");
+	CHECK(fr_uring_writer_flush(w) == -EBADF, "flush error not sticky");
+out:
+	free(w);
+	free(a);
+	free(b);
+}
+
+int main(void)
+{
+	struct fr_uring *u;
+	int ret = fr_uring_open(&u, 8);
+
+	if (ret == -ENOSYS || ret == -EPERM) {
+		fprintf(stderr, "io_uring unavailable: %s\n", strerror(-ret));
+		return 77;
+	}
+	if (ret < 0) {
+		fprintf(stderr, "fr_uring_open: %s\n", strerror(-ret));
+		return 1;
+	}
+	test_file(u);
+	test_pipe(u);
+	test_writer(u);
+	fr_uring_close(u);
+	fr_uring_close(NULL);
+
+	if (failures) {
+		fprintf(stderr, "test_uring: %d failure(s)\n", failures);
+		return 1;
+	}
+	return 0;
+}
