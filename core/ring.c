@@ -1,0 +1,1065 @@
+/* The persistent ring (format in core/ring.h).
+ *
+ * In memory the ring is an index of the chunks the file holds, a deque of
+ * struct fr_ring_ref in sequence order, guarded by a rwlock: the one
+ * appending thread takes it for writing only to change the index, readers
+ * (queries, reads, stats) take it for reading. The write cursor, the
+ * sequence counter and the io_uring belong to the appending thread.
+ *
+ * Invariants:
+ *   - the index holds no chunk at or after the write cursor in the cursor's
+ *     segment, so an append never overwrites an indexed chunk;
+ *   - a segment's chunks leave the index before anything is written to it,
+ *     so a reader holding a stale ref gets -ESTALE (its sequence number no
+ *     longer matches the bytes on disk, or it is no longer indexed), never
+ *     someone else's data;
+ *   - the file is never written beyond its size, and never written at all
+ *     when it is not a ring or when opened read-only.
+ *
+ * Opening reads the superblock and then the 64-byte header of each chunk;
+ * it reads more only to search for the next header after a damaged one
+ * and to check the payloads of the most recently written chunks (those a
+ * crash can have torn). Older payloads are checked when they are read; a
+ * damaged one is then dropped from the index and counted.
+ */
+#include "core/ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/chunk.h"
+#include "core/crc32c.h"
+#include "core/log.h"
+#include "core/uring.h"
+
+#define NS_PER_SEC 1000000000LL
+
+/* Payloads of the newest chunks up to this many bytes are checked when the
+ * ring is opened: more than a sync interval's worth of writes. */
+#define VERIFY_TAIL_BYTES (16u << 20)
+
+struct fr_ring {
+	char *path;
+	int fd;
+	bool rdonly;
+	struct fr_uring *uring; /* NULL: plain pwrite/fdatasync */
+	pthread_mutex_t io_lock; /* serializes use of the uring */
+
+	uint64_t file_size;
+	uint64_t segment_size;
+	uint32_t nsegments;
+	uint32_t chunk_version;
+
+	/* Appending thread only. */
+	uint32_t cur_seg;
+	uint64_t cur_off; /* within cur_seg */
+	uint64_t next_seq;
+	int64_t sync_interval;  /* atomic: set from any thread */
+	int64_t last_sync_ns;   /* atomic: fr_ring_sync() may run elsewhere */
+	int dirty;              /* atomic */
+
+	/* Guarded by lock. */
+	pthread_rwlock_t lock;
+	struct fr_ring_ref *idx;
+	size_t idx_cap, idx_head, idx_count;
+	uint32_t *seg_chunks;
+	uint64_t bytes_used, samples, raw_bytes;
+	uint64_t corrupt;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_le64(const unsigned char *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+static uint64_t align8(uint64_t v)
+{
+	return (v + 7) & ~(uint64_t)7;
+}
+
+static uint64_t seg_base(const struct fr_ring *r, uint32_t seg)
+{
+	return FR_RING_SB_LEN + (uint64_t)seg * r->segment_size;
+}
+
+static uint32_t seg_of(const struct fr_ring *r, uint64_t offset)
+{
+	return (uint32_t)((offset - FR_RING_SB_LEN) / r->segment_size);
+}
+
+/* Reads exactly `len` bytes unless the file ends first. Returns the bytes
+ * read or -errno. */
+static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	unsigned char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, p + done, len - done, (off_t)(off + done));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const unsigned char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, p + done, len - done, (off_t)(off + done));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int ring_write(struct fr_ring *r, const void *buf, size_t len, uint64_t off)
+{
+	int ret;
+
+	if (!r->uring)
+		return pwrite_full(r->fd, buf, len, off);
+	pthread_mutex_lock(&r->io_lock);
+	ssize_t n = fr_uring_write(r->uring, r->fd, buf, len, (int64_t)off);
+	pthread_mutex_unlock(&r->io_lock);
+	ret = n < 0 ? (int)n : 0;
+	return ret;
+}
+
+static int ring_fdatasync(struct fr_ring *r)
+{
+	int ret;
+
+	if (!r->uring)
+		return fdatasync(r->fd) < 0 ? -errno : 0;
+	pthread_mutex_lock(&r->io_lock);
+	ret = fr_uring_fdatasync(r->uring, r->fd);
+	pthread_mutex_unlock(&r->io_lock);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Index (deque in sequence order)                                      */
+
+static struct fr_ring_ref *idx_at(const struct fr_ring *r, size_t i)
+{
+	return &r->idx[(r->idx_head + i) % r->idx_cap];
+}
+
+static int idx_reserve(struct fr_ring *r, size_t want)
+{
+	struct fr_ring_ref *n;
+	size_t cap = r->idx_cap ? r->idx_cap : 64;
+
+	if (want <= r->idx_cap)
+		return 0;
+	while (cap < want)
+		cap *= 2;
+	n = malloc(cap * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->idx_count; i++)
+		n[i] = *idx_at(r, i);
+	free(r->idx);
+	r->idx = n;
+	r->idx_cap = cap;
+	r->idx_head = 0;
+	return 0;
+}
+
+/* Callers hold the write lock and have reserved room. */
+static void idx_push(struct fr_ring *r, const struct fr_ring_ref *ref)
+{
+	*idx_at(r, r->idx_count) = *ref;
+	r->idx_count++;
+	r->seg_chunks[seg_of(r, ref->offset)]++;
+	r->bytes_used += ref->len;
+	r->samples += ref->nsamples;
+	r->raw_bytes += ref->raw_len;
+}
+
+static void idx_account_drop(struct fr_ring *r, const struct fr_ring_ref *ref)
+{
+	r->seg_chunks[seg_of(r, ref->offset)]--;
+	r->bytes_used -= ref->len;
+	r->samples -= ref->nsamples;
+	r->raw_bytes -= ref->raw_len;
+}
+
+/* Drops every chunk of segment `seg`. Normally those are the oldest, at
+ * the front; after recovery from damage they may be anywhere. Callers
+ * hold the write lock. */
+static void idx_drop_segment(struct fr_ring *r, uint32_t seg)
+{
+	size_t keep = 0;
+
+	while (r->idx_count > 0 && r->seg_chunks[seg] > 0 &&
+	       seg_of(r, idx_at(r, 0)->offset) == seg) {
+		idx_account_drop(r, idx_at(r, 0));
+		r->idx_head = (r->idx_head + 1) % r->idx_cap;
+		r->idx_count--;
+	}
+	if (r->seg_chunks[seg] == 0)
+		return;
+	for (size_t i = 0; i < r->idx_count; i++) {
+		struct fr_ring_ref ref = *idx_at(r, i);
+
+		if (seg_of(r, ref.offset) == seg) {
+			idx_account_drop(r, &ref);
+			continue;
+		}
+		*idx_at(r, keep++) = ref;
+	}
+	r->idx_count = keep;
+}
+
+/* Position of `seq` in the index, or -1. Callers hold the lock. */
+static ssize_t idx_find(const struct fr_ring *r, uint64_t seq)
+{
+	size_t lo = 0, hi = r->idx_count;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (idx_at(r, mid)->seq < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->idx_count && idx_at(r, lo)->seq == seq ? (ssize_t)lo : -1;
+}
+
+static void idx_remove_at(struct fr_ring *r, size_t pos)
+{
+	idx_account_drop(r, idx_at(r, pos));
+	for (size_t i = pos; i + 1 < r->idx_count; i++)
+		*idx_at(r, i) = *idx_at(r, i + 1);
+	r->idx_count--;
+}
+
+/* ------------------------------------------------------------------ */
+/* Superblock                                                           */
+
+static void sb_encode(unsigned char *sb, const struct fr_ring *r, int64_t created_ns,
+		      const unsigned char id[16])
+{
+	memset(sb, 0, FR_RING_SB_LEN);
+	memcpy(sb, FR_RING_MAGIC, 16);
+	put_le32(sb + 16, FR_RING_VERSION);
+	put_le32(sb + 20, FR_RING_SB_LEN);
+	put_le64(sb + 24, r->file_size);
+	put_le64(sb + 32, r->segment_size);
+	put_le32(sb + 40, r->nsegments);
+	put_le32(sb + 44, FR_CHUNK_VERSION);
+	put_le64(sb + 48, (uint64_t)created_ns);
+	memcpy(sb + 56, id, 16);
+	put_le32(sb + 72, fr_crc32c(0, sb, 72));
+}
+
+static int check_geometry(const char *path, uint64_t size, uint64_t segment_size,
+			  char *err, size_t errlen)
+{
+	if (segment_size < FR_RING_MIN_SEGMENT || segment_size % 4096 != 0 ||
+	    segment_size > (1ull << 31)) {
+		set_err(err, errlen,
+			"invalid segment size %" PRIu64 " for %s: must be a multiple of 4096 "
+			"between %d and %llu bytes",
+			segment_size, path, FR_RING_MIN_SEGMENT, 1ull << 32);
+		return -EINVAL;
+	}
+	if (size < FR_RING_SB_LEN || (size - FR_RING_SB_LEN) / segment_size < 2 ||
+	    (size - FR_RING_SB_LEN) / segment_size > UINT32_MAX) {
+		set_err(err, errlen,
+			"invalid ring size %" PRIu64 " for %s: must hold a 4096-byte superblock "
+			"and at least 2 segments of %" PRIu64 " bytes",
+			size, path, segment_size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size,
+		       char *err, size_t errlen)
+{
+	unsigned char *sb;
+	unsigned char id[16];
+	int ret;
+
+	r->segment_size = segment_size;
+	r->nsegments = (uint32_t)((size - FR_RING_SB_LEN) / segment_size);
+	r->file_size = FR_RING_SB_LEN + (uint64_t)r->nsegments * segment_size;
+
+	ret = posix_fallocate(r->fd, 0, (off_t)r->file_size);
+	if (ret != 0) {
+		set_err(err, errlen, "cannot allocate %" PRIu64 " bytes for %s: %s",
+			r->file_size, r->path, strerror(ret));
+		return -ret;
+	}
+	if (getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id)) {
+		uint64_t a = (uint64_t)fr_now_real_ns(), b = (uint64_t)getpid();
+
+		a *= 0x9e3779b97f4a7c15ull;
+		memcpy(id, &a, 8);
+		memcpy(id + 8, &b, 8);
+	}
+	sb = calloc(1, FR_RING_SB_LEN);
+	if (!sb)
+		return -ENOMEM;
+	sb_encode(sb, r, fr_now_real_ns(), id);
+	ret = pwrite_full(r->fd, sb, FR_RING_SB_LEN, 0);
+	free(sb);
+	if (ret == 0 && fsync(r->fd) < 0)
+		ret = -errno;
+	if (ret < 0) {
+		set_err(err, errlen, "cannot write the superblock of %s: %s", r->path,
+			strerror(-ret));
+		return ret;
+	}
+	r->chunk_version = FR_CHUNK_VERSION;
+	return 0;
+}
+
+static int sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t errlen)
+{
+	unsigned char sb[FR_RING_SB_LEN];
+	ssize_t n;
+	uint32_t version;
+
+	n = pread_full(r->fd, sb, sizeof(sb), 0);
+	if (n < 0) {
+		set_err(err, errlen, "cannot read %s: %s", r->path, strerror((int)-n));
+		return (int)n;
+	}
+	if ((size_t)n < 16 || memcmp(sb, FR_RING_MAGIC, 16) != 0) {
+		set_err(err, errlen,
+			"%s is not a flightrec ring (bad magic); refusing to overwrite it",
+			r->path);
+		return -EMEDIUMTYPE;
+	}
+	if ((size_t)n < sizeof(sb)) {
+		set_err(err, errlen,
+			"%s is not a flightrec ring (truncated superblock); refusing to overwrite it",
+			r->path);
+		return -EMEDIUMTYPE;
+	}
+	version = get_le32(sb + 16);
+	if (version != FR_RING_VERSION) {
+		set_err(err, errlen,
+			"%s is a flightrec ring of format version %" PRIu32
+			"; this build reads version %d",
+			r->path, version, FR_RING_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (get_le32(sb + 72) != fr_crc32c(0, sb, 72)) {
+		set_err(err, errlen,
+			"%s is not a flightrec ring (superblock checksum mismatch); "
+			"refusing to overwrite it",
+			r->path);
+		return -EMEDIUMTYPE;
+	}
+	r->file_size = get_le64(sb + 24);
+	r->segment_size = get_le64(sb + 32);
+	r->nsegments = get_le32(sb + 40);
+	r->chunk_version = get_le32(sb + 44);
+	if (get_le32(sb + 20) != FR_RING_SB_LEN || r->segment_size < FR_RING_MIN_SEGMENT ||
+	    r->segment_size % 4096 != 0 || r->segment_size > (1ull << 31) ||
+	    r->nsegments < 2 ||
+	    r->file_size != FR_RING_SB_LEN + (uint64_t)r->nsegments * r->segment_size) {
+		set_err(err, errlen,
+			"%s is not a flightrec ring (inconsistent superblock geometry); "
+			"refusing to overwrite it",
+			r->path);
+		return -EMEDIUMTYPE;
+	}
+	if (r->chunk_version != FR_CHUNK_VERSION) {
+		set_err(err, errlen,
+			"%s holds chunks of format version %" PRIu32
+			"; this build reads version %d",
+			r->path, r->chunk_version, FR_CHUNK_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (actual_size < r->file_size) {
+		set_err(err, errlen,
+			"%s is damaged: its superblock says %" PRIu64
+			" bytes but the file has %" PRIu64 "; move it away to start a new ring",
+			r->path, r->file_size, actual_size);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Recovery                                                             */
+
+struct cand {
+	struct fr_ring_ref ref;
+	bool verified;
+};
+
+struct scan {
+	struct cand *c;
+	size_t n, cap;
+	unsigned char *segbuf; /* one segment, for resyncing */
+	uint64_t max_seq;
+	bool any_seq;
+};
+
+static bool all_zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static int scan_add(struct scan *s, const struct fr_ring_ref *ref)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 256;
+		struct cand *c = realloc(s->c, cap * sizeof(*c));
+
+		if (!c)
+			return -ENOMEM;
+		s->c = c;
+		s->cap = cap;
+	}
+	s->c[s->n].ref = *ref;
+	s->c[s->n].verified = false;
+	s->n++;
+	return 0;
+}
+
+/* A header at `off` within the segment that parses and whose chunk fits
+ * in the rest of the segment. */
+static bool header_ok(const struct fr_ring *r, const unsigned char *p, uint64_t off,
+		      struct fr_chunk_header *h)
+{
+	if (fr_chunk_header_parse(p, FR_CHUNK_HEADER_LEN, h) < 0)
+		return false;
+	return FR_CHUNK_HEADER_LEN + (uint64_t)h->comp_len <= r->segment_size - off;
+}
+
+static int scan_segment(struct fr_ring *r, struct scan *s, uint32_t seg)
+{
+	uint64_t base = seg_base(r, seg), off = 0, last_seq = 0;
+	bool have_last = false, loaded = false;
+	int ret;
+
+	while (off + FR_CHUNK_HEADER_LEN <= r->segment_size) {
+		unsigned char hbuf[FR_CHUNK_HEADER_LEN];
+		const unsigned char *hp;
+		struct fr_chunk_header h;
+		struct fr_ring_ref ref;
+
+		if (loaded) {
+			hp = s->segbuf + off;
+		} else {
+			ssize_t n = pread_full(r->fd, hbuf, sizeof(hbuf), base + off);
+
+			if (n < 0)
+				return (int)n;
+			if ((size_t)n < sizeof(hbuf))
+				memset(hbuf + n, 0, sizeof(hbuf) - (size_t)n);
+			hp = hbuf;
+		}
+		/* Never written: the end of this segment's data. */
+		if (all_zero(hp, FR_CHUNK_HEADER_LEN))
+			break;
+		if (!header_ok(r, hp, off, &h)) {
+			bool found = false;
+
+			/* Search forward for the next valid header. */
+			if (!loaded) {
+				ssize_t n = pread_full(r->fd, s->segbuf, r->segment_size, base);
+
+				if (n < 0)
+					return (int)n;
+				if ((size_t)n < r->segment_size)
+					memset(s->segbuf + n, 0, r->segment_size - (size_t)n);
+				loaded = true;
+			}
+			for (off += 8; off + FR_CHUNK_HEADER_LEN <= r->segment_size; off += 8) {
+				if (get_le32(s->segbuf + off) == FR_CHUNK_MAGIC &&
+				    header_ok(r, s->segbuf + off, off, &h)) {
+					found = true;
+					break;
+				}
+			}
+			if (!found)
+				break;
+		}
+		/* Sequence numbers increase within a segment's current use;
+		 * a lower one is a leftover of its previous use. */
+		if (have_last && h.seq <= last_seq)
+			break;
+		have_last = true;
+		last_seq = h.seq;
+		if (!s->any_seq || h.seq > s->max_seq)
+			s->max_seq = h.seq;
+		s->any_seq = true;
+
+		ref = (struct fr_ring_ref){
+			.seq = h.seq,
+			.offset = base + off,
+			.len = FR_CHUNK_HEADER_LEN + h.comp_len,
+			.nsamples = h.nsamples,
+			.first_ns = h.first_ns,
+			.last_ns = h.last_ns,
+			.raw_len = h.raw_len,
+		};
+		ret = scan_add(s, &ref);
+		if (ret < 0)
+			return ret;
+		if (loaded) {
+			/* The payload is in memory already: check it now. */
+			if (fr_chunk_verify(s->segbuf + off, ref.len) < 0) {
+				s->n--;
+				r->corrupt++;
+			} else {
+				s->c[s->n - 1].verified = true;
+			}
+		}
+		off += align8(ref.len);
+	}
+	return 0;
+}
+
+static int cmp_cand_seq(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	return (x->ref.seq > y->ref.seq) - (x->ref.seq < y->ref.seq);
+}
+
+/* Checks payloads of the newest chunks, newest first, dropping damaged
+ * ones (s->c sorted by seq). */
+static int verify_tail(struct fr_ring *r, struct scan *s)
+{
+	uint64_t checked = 0;
+	unsigned char *buf = malloc(r->segment_size);
+	size_t keep;
+
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = s->n; i-- > 0 && checked < VERIFY_TAIL_BYTES;) {
+		struct cand *c = &s->c[i];
+		ssize_t n;
+
+		checked += c->ref.len;
+		if (c->verified)
+			continue;
+		n = pread_full(r->fd, buf, c->ref.len, c->ref.offset);
+		if (n < 0) {
+			free(buf);
+			return (int)n;
+		}
+		if ((size_t)n != c->ref.len || fr_chunk_verify(buf, c->ref.len) < 0) {
+			c->ref.len = 0; /* mark damaged */
+			r->corrupt++;
+			continue;
+		}
+		c->verified = true;
+	}
+	free(buf);
+	keep = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->c[i].ref.len != 0)
+			s->c[keep++] = s->c[i];
+	s->n = keep;
+	return 0;
+}
+
+static int ring_recover(struct fr_ring *r)
+{
+	struct scan s;
+	size_t keep;
+	int ret;
+
+	memset(&s, 0, sizeof(s));
+	s.segbuf = malloc(r->segment_size);
+	if (!s.segbuf)
+		return -ENOMEM;
+	for (uint32_t seg = 0; seg < r->nsegments; seg++) {
+		ret = scan_segment(r, &s, seg);
+		if (ret < 0)
+			goto out;
+	}
+	if (s.n > 1)
+		qsort(s.c, s.n, sizeof(*s.c), cmp_cand_seq);
+	ret = verify_tail(r, &s);
+	if (ret < 0)
+		goto out;
+
+	/* Duplicate sequence numbers cannot come from this writer; keep the
+	 * first of each. */
+	keep = 0;
+	for (size_t i = 0; i < s.n; i++)
+		if (keep == 0 || s.c[i].ref.seq != s.c[keep - 1].ref.seq)
+			s.c[keep++] = s.c[i];
+	s.n = keep;
+
+	/* The cursor resumes after the newest valid chunk; anything after it
+	 * in its segment is older data about to be overwritten. */
+	if (s.n > 0) {
+		const struct fr_ring_ref *top = &s.c[s.n - 1].ref;
+		uint32_t cseg = seg_of(r, top->offset);
+		uint64_t cend = top->offset + align8(top->len);
+
+		r->cur_seg = cseg;
+		r->cur_off = cend - seg_base(r, cseg);
+		keep = 0;
+		for (size_t i = 0; i < s.n; i++) {
+			const struct fr_ring_ref *ref = &s.c[i].ref;
+
+			if (seg_of(r, ref->offset) == cseg && ref->offset >= cend)
+				continue;
+			s.c[keep++] = s.c[i];
+		}
+		s.n = keep;
+	} else {
+		r->cur_seg = 0;
+		r->cur_off = 0;
+	}
+	r->next_seq = s.any_seq ? s.max_seq + 1 : 1;
+
+	ret = idx_reserve(r, s.n + 1);
+	if (ret < 0)
+		goto out;
+	for (size_t i = 0; i < s.n; i++)
+		idx_push(r, &s.c[i].ref);
+	if (r->corrupt)
+		fr_log_warn("%s: skipped %" PRIu64 " damaged chunk(s)", r->path, r->corrupt);
+out:
+	free(s.c);
+	free(s.segbuf);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Open / close                                                         */
+
+int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
+		 uint64_t segment_size, unsigned flags, char *err, size_t errlen)
+{
+	struct fr_ring *r;
+	struct stat st;
+	bool created = false, rdonly = flags & FR_RING_RDONLY;
+	int ret;
+
+	*out = NULL;
+	set_err(err, errlen, "%s", "");
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		set_err(err, errlen, "cannot open %s: out of memory", path);
+		return -ENOMEM;
+	}
+	r->fd = -1;
+	r->rdonly = rdonly;
+	r->sync_interval = NS_PER_SEC;
+	/* Readers must not starve the appending thread: glibc's default
+	 * rwlock lets a steady stream of readers hold it forever. */
+	{
+		pthread_rwlockattr_t attr;
+
+		pthread_rwlockattr_init(&attr);
+		pthread_rwlockattr_setkind_np(&attr,
+					      PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&r->lock, &attr);
+		pthread_rwlockattr_destroy(&attr);
+	}
+	pthread_mutex_init(&r->io_lock, NULL);
+	r->path = strdup(path);
+	if (!r->path) {
+		ret = -ENOMEM;
+		set_err(err, errlen, "cannot open %s: out of memory", path);
+		goto err;
+	}
+
+	r->fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (r->fd < 0 && errno == ENOENT && !rdonly && (flags & FR_RING_CREATE)) {
+		ret = check_geometry(path, size, segment_size, err, errlen);
+		if (ret < 0)
+			goto err;
+		r->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		created = r->fd >= 0;
+	}
+	if (r->fd < 0) {
+		ret = -errno;
+		set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		goto err;
+	}
+	if (fstat(r->fd, &st) < 0) {
+		ret = -errno;
+		set_err(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+		goto err;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -EMEDIUMTYPE;
+		set_err(err, errlen, "%s is not a regular file; refusing to use it as a ring",
+			path);
+		goto err;
+	}
+	/* One writer per ring: a second daemon would interleave chunks. */
+	if (!rdonly && flock(r->fd, LOCK_EX | LOCK_NB) < 0) {
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		set_err(err, errlen, "%s is in use by another process (%s)", path,
+			errno == EWOULDBLOCK ? "locked by a running flightrecd?" : strerror(errno));
+		goto err;
+	}
+
+	if (st.st_size == 0) {
+		if (rdonly || !(flags & FR_RING_CREATE)) {
+			ret = -EMEDIUMTYPE;
+			set_err(err, errlen, "%s is empty, not a flightrec ring", path);
+			goto err;
+		}
+		ret = check_geometry(path, size, segment_size, err, errlen);
+		if (ret < 0)
+			goto err;
+		ret = ring_create(r, size, segment_size, err, errlen);
+		if (ret < 0) {
+			/* Leave no half-made ring behind. */
+			if (created)
+				unlink(path);
+			else if (ftruncate(r->fd, 0) < 0)
+				fr_log_warn("cannot truncate %s back to empty: %m", path);
+			created = false;
+			goto err;
+		}
+	} else {
+		ret = sb_load(r, (uint64_t)st.st_size, err, errlen);
+		if (ret < 0)
+			goto err;
+		/* A size maps to the superblock plus whole segments; compare what
+		 * the request would have created, not the raw number. */
+		uint64_t seg = segment_size ? segment_size : r->segment_size;
+		uint64_t want = size > FR_RING_SB_LEN
+					? FR_RING_SB_LEN + (size - FR_RING_SB_LEN) / seg * seg
+					: size;
+		if ((size && want != r->file_size) || (segment_size && segment_size != r->segment_size))
+			set_err(err, errlen,
+				"%s keeps its geometry (%" PRIu64 " bytes in %" PRIu32
+				" segments of %" PRIu64 " bytes); the requested size applies "
+				"only to a new ring",
+				path, r->file_size, r->nsegments, r->segment_size);
+	}
+
+	r->seg_chunks = calloc(r->nsegments, sizeof(*r->seg_chunks));
+	if (!r->seg_chunks) {
+		ret = -ENOMEM;
+		set_err(err, errlen, "cannot open %s: out of memory", path);
+		goto err;
+	}
+	ret = ring_recover(r);
+	if (ret < 0) {
+		set_err(err, errlen, "cannot read %s: %s", path, strerror(-ret));
+		goto err;
+	}
+	if (!rdonly) {
+		ret = fr_uring_open(&r->uring, 8);
+		if (ret < 0) {
+			fr_log_warn("io_uring unavailable (%s); writing %s with pwrite",
+				    strerror(-ret), path);
+			r->uring = NULL;
+		}
+	}
+	r->last_sync_ns = fr_now_mono_ns();
+	*out = r;
+	return 0;
+
+err:
+	if (created)
+		unlink(path);
+	fr_ring_close(r);
+	return ret;
+}
+
+void fr_ring_close(struct fr_ring *r)
+{
+	if (!r)
+		return;
+	if (r->fd >= 0 && !r->rdonly && __atomic_load_n(&r->dirty, __ATOMIC_RELAXED)) {
+		int ret = ring_fdatasync(r);
+
+		if (ret < 0)
+			fr_log_err("cannot sync %s: %s", r->path, strerror(-ret));
+	}
+	fr_uring_close(r->uring);
+	if (r->fd >= 0)
+		close(r->fd);
+	pthread_rwlock_destroy(&r->lock);
+	pthread_mutex_destroy(&r->io_lock);
+	free(r->idx);
+	free(r->seg_chunks);
+	free(r->path);
+	free(r);
+}
+
+void fr_ring_set_sync_interval(struct fr_ring *r, int64_t ns)
+{
+	__atomic_store_n(&r->sync_interval, ns, __ATOMIC_RELAXED);
+}
+
+size_t fr_ring_max_chunk(const struct fr_ring *r)
+{
+	/* Chunks start 8-byte aligned at a segment start, so a chunk may use
+	 * the whole segment (its size is a multiple of 4096). */
+	if (r->segment_size > FR_CHUNK_HEADER_LEN + (uint64_t)FR_CHUNK_COMP_MAX)
+		return FR_CHUNK_HEADER_LEN + (size_t)FR_CHUNK_COMP_MAX;
+	return (size_t)r->segment_size;
+}
+
+/* ------------------------------------------------------------------ */
+/* Append                                                               */
+
+int fr_ring_sync(struct fr_ring *r)
+{
+	int ret;
+
+	if (r->rdonly)
+		return 0;
+	/* Cleared before the sync: a write racing it sets it again. */
+	__atomic_store_n(&r->dirty, 0, __ATOMIC_RELAXED);
+	ret = ring_fdatasync(r);
+	if (ret < 0)
+		__atomic_store_n(&r->dirty, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&r->last_sync_ns, fr_now_mono_ns(), __ATOMIC_RELAXED);
+	return ret;
+}
+
+int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
+{
+	struct fr_chunk_header h;
+	struct fr_ring_ref ref;
+	uint64_t aligned, off;
+	int64_t interval;
+	int ret;
+
+	if (r->rdonly)
+		return -EROFS;
+	if (len > fr_ring_max_chunk(r))
+		return -EFBIG;
+	if (fr_chunk_verify(chunk, len) < 0)
+		return -EBADMSG;
+	fr_chunk_header_parse(chunk, len, &h);
+
+	aligned = align8(len);
+	pthread_rwlock_wrlock(&r->lock);
+	ret = idx_reserve(r, r->idx_count + 1);
+	if (ret < 0) {
+		pthread_rwlock_unlock(&r->lock);
+		return ret;
+	}
+	if (r->cur_off + aligned > r->segment_size) {
+		r->cur_seg = (r->cur_seg + 1) % r->nsegments;
+		r->cur_off = 0;
+		/* Before a byte of the segment is overwritten. */
+		idx_drop_segment(r, r->cur_seg);
+	}
+	pthread_rwlock_unlock(&r->lock);
+
+	fr_chunk_set_seq(chunk, r->next_seq);
+	off = seg_base(r, r->cur_seg) + r->cur_off;
+	ret = ring_write(r, chunk, len, off);
+	if (ret < 0)
+		return ret;
+	__atomic_store_n(&r->dirty, 1, __ATOMIC_RELAXED);
+
+	ref = (struct fr_ring_ref){
+		.seq = r->next_seq,
+		.offset = off,
+		.len = (uint32_t)len,
+		.nsamples = h.nsamples,
+		.first_ns = h.first_ns,
+		.last_ns = h.last_ns,
+		.raw_len = h.raw_len,
+	};
+	pthread_rwlock_wrlock(&r->lock);
+	idx_push(r, &ref);
+	r->next_seq++;
+	pthread_rwlock_unlock(&r->lock);
+	r->cur_off += aligned;
+
+	interval = __atomic_load_n(&r->sync_interval, __ATOMIC_RELAXED);
+	if (interval == 0 ||
+	    (interval > 0 && fr_now_mono_ns() - __atomic_load_n(&r->last_sync_ns, __ATOMIC_RELAXED) >=
+				     interval)) {
+		ret = fr_ring_sync(r);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Readers                                                              */
+
+int fr_ring_query(struct fr_ring *r, int64_t t0, int64_t t1,
+		  struct fr_ring_ref **refs, size_t *n)
+{
+	struct fr_ring_ref *out;
+	size_t k = 0;
+
+	*refs = NULL;
+	*n = 0;
+	pthread_rwlock_rdlock(&r->lock);
+	out = malloc((r->idx_count ? r->idx_count : 1) * sizeof(*out));
+	if (!out) {
+		pthread_rwlock_unlock(&r->lock);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->idx_count; i++) {
+		const struct fr_ring_ref *ref = idx_at(r, i);
+
+		if (ref->first_ns < t1 && ref->last_ns >= t0)
+			out[k++] = *ref;
+	}
+	pthread_rwlock_unlock(&r->lock);
+	*refs = out;
+	*n = k;
+	return 0;
+}
+
+int fr_ring_read(struct fr_ring *r, const struct fr_ring_ref *ref, void **buf)
+{
+	struct fr_chunk_header h;
+	unsigned char *p;
+	ssize_t n, pos;
+	int ret;
+
+	*buf = NULL;
+	if (ref->len < FR_CHUNK_HEADER_LEN || ref->len > r->segment_size ||
+	    ref->offset < FR_RING_SB_LEN || ref->offset >= r->file_size ||
+	    (ref->offset - FR_RING_SB_LEN) % 8 != 0 ||
+	    (ref->offset - FR_RING_SB_LEN) % r->segment_size + ref->len > r->segment_size)
+		return -EINVAL;
+	p = malloc(ref->len);
+	if (!p)
+		return -ENOMEM;
+	n = pread_full(r->fd, p, ref->len, ref->offset);
+	if (n < 0) {
+		ret = (int)n;
+		goto err;
+	}
+	/* Overwritten since the query: another chunk (or part of one) is
+	 * there now. */
+	if ((size_t)n == ref->len && fr_chunk_header_parse(p, ref->len, &h) == 0 &&
+	    h.seq != ref->seq) {
+		ret = -ESTALE;
+		goto err;
+	}
+	if ((size_t)n == ref->len && fr_chunk_verify(p, ref->len) == 0) {
+		*buf = p;
+		return 0;
+	}
+	/* Damaged, or torn by an overwrite in progress: the index tells. */
+	pthread_rwlock_wrlock(&r->lock);
+	pos = idx_find(r, ref->seq);
+	if (pos < 0 || idx_at(r, (size_t)pos)->offset != ref->offset) {
+		ret = -ESTALE;
+	} else {
+		idx_remove_at(r, (size_t)pos);
+		r->corrupt++;
+		ret = -EBADMSG;
+	}
+	pthread_rwlock_unlock(&r->lock);
+	if (ret == -EBADMSG)
+		fr_log_warn("%s: chunk %" PRIu64 " at offset %" PRIu64 " is damaged; dropped",
+			    r->path, ref->seq, ref->offset);
+err:
+	free(p);
+	return ret;
+}
+
+void fr_ring_get_stats(struct fr_ring *r, struct fr_ring_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_rwlock_rdlock(&r->lock);
+	st->file_size = r->file_size;
+	st->segment_size = r->segment_size;
+	st->nsegments = r->nsegments;
+	for (uint32_t i = 0; i < r->nsegments; i++)
+		if (r->seg_chunks[i])
+			st->segments_used++;
+	st->bytes_used = r->bytes_used;
+	st->chunks = r->idx_count;
+	st->samples = r->samples;
+	st->raw_bytes = r->raw_bytes;
+	for (size_t i = 0; i < r->idx_count; i++) {
+		const struct fr_ring_ref *ref = idx_at(r, i);
+
+		if (i == 0 || ref->first_ns < st->oldest_ns)
+			st->oldest_ns = ref->first_ns;
+		if (i == 0 || ref->last_ns > st->newest_ns)
+			st->newest_ns = ref->last_ns;
+	}
+	st->corrupt_chunks = r->corrupt;
+	st->next_seq = r->next_seq;
+	st->format_version = FR_RING_VERSION;
+	pthread_rwlock_unlock(&r->lock);
+}
+
+const char *fr_ring_path(const struct fr_ring *r)
+{
+	return r->path;
+}

@@ -1,0 +1,993 @@
+/* Chunk codec: builder -> seal -> decode round trip with every field
+ * compared, capacity limits, corruption of every byte, mutated blocks
+ * re-wrapped with valid checksums, and random garbage. */
+#include "core/chunk.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/compress.h"
+#include "core/crc32c.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                              \
+	do {                                                          \
+		if (!(cond)) {                                        \
+			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                 \
+			fputc('\n', stderr);                          \
+			failures++;                                   \
+		}                                                     \
+	} while (0)
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* ------------------------------------------------------------------ */
+/* Fake process tracker                                                 */
+
+#define KERNEL_BASE 0xffffffff81000000ull
+
+struct fake_map {
+	uint32_t pid;
+	uint64_t start, end, pgoff;
+	const char *path;
+	uint8_t build_id_len;
+};
+
+static const struct fake_map fake_maps[] = {
+	{100, 0x400000, 0x480000, 0, "/usr/bin/server", 20},
+	{100, 0x7f0000000000, 0x7f0000200000, 0x1000, "/usr/lib/libc.so.6", 20},
+	{100, 0x7f0000200000, 0x7f0000300000, 0, "/usr/lib/libm.so.6", 0},
+	{200, 0x400000, 0x500000, 0x2000, "/usr/bin/worker", 8},
+	{300, 0x10000, 0x20000, 0, "", 0}, /* anonymous (JIT) */
+};
+#define NFAKE_MAPS (sizeof(fake_maps) / sizeof(fake_maps[0]))
+
+static int fake_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
+{
+	static char comm[32], exe[64];
+
+	(void)arg;
+	if (pid != 100 && pid != 200 && pid != 300)
+		return -ENOENT;
+	snprintf(comm, sizeof(comm), "comm-%u", pid);
+	snprintf(exe, sizeof(exe), pid == 300 ? "" : "/usr/bin/exe-%u", pid);
+	out->pid = pid;
+	out->uid = pid * 10;
+	out->comm = comm;
+	out->exe = pid == 300 ? NULL : exe;
+	out->start_ns = pid == 200 ? -5 : (int64_t)pid * 1000000007;
+	out->build_id_len = pid == 100 ? 20 : 0;
+	for (int i = 0; i < out->build_id_len; i++)
+		out->build_id[i] = (uint8_t)(pid + i);
+	return 0;
+}
+
+static int fake_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
+{
+	static char name[32];
+
+	(void)arg;
+	if (tid % 7 == 3)
+		return -ENOENT;
+	snprintf(name, sizeof(name), "thread-%u", tid);
+	out->tid = tid;
+	out->pid = tid / 10 * 10;
+	out->name = tid % 5 == 0 ? "worker" : name;
+	return 0;
+}
+
+static int nmapping_calls;
+
+static int fake_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_info *out)
+{
+	(void)arg;
+	nmapping_calls++;
+	for (size_t i = 0; i < NFAKE_MAPS; i++) {
+		const struct fake_map *m = &fake_maps[i];
+
+		if (m->pid == pid && addr >= m->start && addr < m->end) {
+			out->start = m->start;
+			out->end = m->end;
+			out->pgoff = m->pgoff;
+			out->path = m->path;
+			out->build_id_len = m->build_id_len;
+			for (int k = 0; k < m->build_id_len; k++)
+				out->build_id[k] = (uint8_t)(i * 16 + k);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static const struct fr_chunk_meta_ops fake_ops = {
+	.proc = fake_proc,
+	.thread = fake_thread,
+	.mapping = fake_mapping,
+};
+
+static const struct fake_map *fake_find(uint32_t pid, uint64_t addr)
+{
+	for (size_t i = 0; i < NFAKE_MAPS; i++)
+		if (fake_maps[i].pid == pid && addr >= fake_maps[i].start &&
+		    addr < fake_maps[i].end)
+			return &fake_maps[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Sample generation                                                    */
+
+#define NSAMPLES 3000
+#define BASE_NS 1700000000000000000ll
+
+struct stored {
+	struct fr_sample s;
+	uint64_t ips[FR_MAX_FRAMES];
+};
+
+static void user_frame(uint32_t pid, uint64_t *out)
+{
+	/* Mostly mapped addresses, some unmapped. */
+	switch (rng() % 5) {
+	case 0:
+		*out = 0x400000 + rng() % 0x80000;
+		break;
+	case 1:
+		*out = 0x7f0000000000 + rng() % 0x300000;
+		break;
+	case 2:
+		*out = 0x10000 + rng() % 0x10000;
+		break;
+	case 3:
+		*out = 0x400000 + rng() % 0x100000;
+		break;
+	default:
+		*out = 0x12345678 + rng() % 4096; /* unmapped */
+		break;
+	}
+	(void)pid;
+}
+
+static void make_sample(struct stored *st, int i, const struct stored *prev)
+{
+	static const uint32_t pids[] = {100, 200, 300, 400};
+	struct fr_sample *s = &st->s;
+	unsigned nk, nu;
+
+	memset(st, 0, sizeof(*st));
+	s->pid = pids[rng() % 4];
+	s->tid = s->pid + (uint32_t)(rng() % 8);
+	s->cpu = (uint32_t)(rng() % 64);
+	s->event = (uint32_t)(rng() % FR_EVENT_COUNT);
+	s->weight = rng() % 3 ? 10101010 : rng();
+	s->rate_hz = rng() % 2 ? 99 : 4999;
+	/* Out of order by up to 5 ms, as samples from several CPUs are. */
+	s->time_ns = BASE_NS + (int64_t)i * 1000000 - (int64_t)(rng() % 5000000);
+	s->ips = st->ips;
+	if (prev && rng() % 3 == 0) {
+		/* Repeat a stack: interned once. */
+		s->pid = prev->s.pid;
+		s->nr_kernel = prev->s.nr_kernel;
+		s->nr_frames = prev->s.nr_frames;
+		memcpy(st->ips, prev->ips, sizeof(st->ips));
+		return;
+	}
+	switch (rng() % 6) {
+	case 0:
+		nk = 0;
+		nu = 0;
+		break;
+	case 1:
+		nk = (unsigned)(rng() % 20);
+		nu = FR_MAX_FRAMES - nk; /* deepest */
+		break;
+	case 2:
+		nk = 5;
+		nu = 0; /* kernel only */
+		break;
+	default:
+		nk = (unsigned)(rng() % 8);
+		nu = 1 + (unsigned)(rng() % 30);
+		break;
+	}
+	s->nr_kernel = (uint16_t)nk;
+	s->nr_frames = (uint16_t)(nk + nu);
+	for (unsigned k = 0; k < nk; k++)
+		st->ips[k] = KERNEL_BASE + rng() % 0x1000000;
+	for (unsigned k = nk; k < nk + nu; k++)
+		user_frame(s->pid, &st->ips[k]);
+}
+
+/* ------------------------------------------------------------------ */
+/* Checks                                                               */
+
+static const char *str(const struct fr_chunk *c, uint32_t id)
+{
+	return id < c->nstrings ? c->strings[id] : "<bad id>";
+}
+
+static void check_decoded(const struct fr_chunk *c, const struct stored *in, uint32_t n,
+			  int64_t clock_offset)
+{
+	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
+
+	CHECK(c->hdr.magic == FR_CHUNK_MAGIC && c->hdr.version == FR_CHUNK_VERSION,
+	      "header identity");
+	CHECK(c->hdr.seq == 0, "seq %llu, want 0", (unsigned long long)c->hdr.seq);
+	CHECK(c->hdr.clock_offset == clock_offset, "clock_offset");
+	CHECK(c->hdr.nsamples == n && c->nsamples == n, "nsamples %u/%u, want %u",
+	      c->hdr.nsamples, c->nsamples, n);
+	CHECK(c->nstrings >= 1 && strcmp(c->strings[0], "") == 0, "string 0 is not \"\"");
+	CHECK(c->nlabelsets == 1 && c->labelsets[0].npairs == 0, "label-free chunk");
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct fr_sample *s = &in[i].s;
+		const struct fr_chunk_stack *st;
+
+		if (s->time_ns < tmin)
+			tmin = s->time_ns;
+		if (s->time_ns > tmax)
+			tmax = s->time_ns;
+		CHECK(c->time_ns[i] == s->time_ns, "sample %u time", i);
+		CHECK(c->tid[i] == s->tid, "sample %u tid", i);
+		CHECK(c->pid[i] == s->pid, "sample %u pid", i);
+		CHECK(c->cpu[i] == s->cpu, "sample %u cpu", i);
+		CHECK(c->event[i] == s->event, "sample %u event", i);
+		CHECK(c->weight[i] == s->weight, "sample %u weight", i);
+		CHECK(c->rate_hz[i] == s->rate_hz, "sample %u rate", i);
+		CHECK(c->labelset[i] == 0, "sample %u labelset", i);
+		if (c->stack[i] >= c->nstacks) {
+			CHECK(0, "sample %u stack id out of range", i);
+			continue;
+		}
+		st = &c->stacks[c->stack[i]];
+		CHECK(st->pid == s->pid, "sample %u stack pid", i);
+		CHECK(st->nr_kernel == s->nr_kernel, "sample %u nr_kernel", i);
+		CHECK(st->nr_frames == s->nr_frames, "sample %u nr_frames %u want %u", i,
+		      st->nr_frames, s->nr_frames);
+		if (st->nr_frames == s->nr_frames)
+			CHECK(memcmp(&c->frames[st->first], s->ips,
+				     s->nr_frames * sizeof(uint64_t)) == 0,
+			      "sample %u frames differ", i);
+
+		/* Processes and threads as the tracker described them. */
+		const struct fr_chunk_proc *p = fr_chunk_find_proc(c, s->pid);
+
+		if (s->pid == 400) {
+			CHECK(p == NULL, "unknown pid 400 has a process entry");
+		} else if (!p) {
+			CHECK(0, "pid %u has no process entry", s->pid);
+		} else {
+			char want[64];
+
+			snprintf(want, sizeof(want), "comm-%u", s->pid);
+			CHECK(p->pid == s->pid && p->uid == s->pid * 10, "proc ids");
+			CHECK(strcmp(str(c, p->comm), want) == 0, "comm %s", str(c, p->comm));
+			snprintf(want, sizeof(want), "/usr/bin/exe-%u", s->pid);
+			CHECK(strcmp(str(c, p->exe), s->pid == 300 ? "" : want) == 0, "exe %s",
+			      str(c, p->exe));
+			CHECK(p->start_ns == (s->pid == 200 ? -5 : (int64_t)s->pid * 1000000007),
+			      "start_ns");
+			CHECK(p->build_id_len == (s->pid == 100 ? 20 : 0), "proc build id len");
+			for (int k = 0; k < p->build_id_len; k++)
+				CHECK(p->build_id[k] == (uint8_t)(s->pid + k), "proc build id");
+		}
+		const struct fr_chunk_thread *t = fr_chunk_find_thread(c, s->tid);
+
+		if (s->tid % 7 == 3) {
+			CHECK(t == NULL, "unknown tid has a thread entry");
+		} else if (!t) {
+			CHECK(0, "tid %u has no thread entry", s->tid);
+		} else {
+			char want[32];
+
+			snprintf(want, sizeof(want), "thread-%u", s->tid);
+			CHECK(t->tid == s->tid && t->pid == s->tid / 10 * 10, "thread ids");
+			CHECK(strcmp(str(c, t->name), s->tid % 5 == 0 ? "worker" : want) == 0,
+			      "thread name %s", str(c, t->name));
+		}
+
+		/* Every user frame resolves to the tracker's mapping. */
+		for (unsigned k = s->nr_kernel; k < s->nr_frames; k++) {
+			const struct fake_map *fm = fake_find(s->pid, s->ips[k]);
+			const struct fr_chunk_map *m = fr_chunk_find_map(c, s->pid, s->ips[k]);
+
+			if (!fm) {
+				CHECK(m == NULL, "unmapped %llx has a mapping",
+				      (unsigned long long)s->ips[k]);
+				continue;
+			}
+			if (!m) {
+				CHECK(0, "pid %u addr %llx: no mapping", s->pid,
+				      (unsigned long long)s->ips[k]);
+				continue;
+			}
+			CHECK(m->start == fm->start && m->end == fm->end && m->pgoff == fm->pgoff,
+			      "mapping bounds");
+			CHECK(strcmp(str(c, m->path), fm->path) == 0, "mapping path");
+			CHECK(m->build_id_len == fm->build_id_len, "mapping build id len");
+			for (int b = 0; b < m->build_id_len; b++)
+				CHECK(m->build_id[b] ==
+					      (uint8_t)((size_t)(fm - fake_maps) * 16 + (size_t)b),
+				      "mapping build id");
+		}
+		/* Kernel frames have no mapping. */
+		for (unsigned k = 0; k < s->nr_kernel; k++)
+			CHECK(fr_chunk_find_map(c, s->pid, s->ips[k]) == NULL,
+			      "kernel frame mapped");
+		if (failures > 20)
+			return;
+	}
+	if (n) {
+		CHECK(c->hdr.first_ns == tmin, "first_ns is not the earliest sample");
+		CHECK(c->hdr.last_ns == tmax, "last_ns is not the latest sample");
+	}
+	/* Tables sorted as documented. */
+	for (uint32_t i = 1; i < c->nmaps; i++)
+		CHECK(c->maps[i - 1].pid < c->maps[i].pid ||
+			      (c->maps[i - 1].pid == c->maps[i].pid &&
+			       c->maps[i - 1].end <= c->maps[i].start),
+		      "maps not sorted");
+	/* Only mappings some frame touches. */
+	CHECK(c->nmaps <= NFAKE_MAPS, "%u maps", c->nmaps);
+}
+
+static int cmp_pa(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+static void test_round_trip(void)
+{
+	struct fr_chunk_builder *b = fr_chunk_builder_new(NSAMPLES, 4u << 20);
+	struct stored *in = calloc(NSAMPLES, sizeof(*in));
+	struct fr_chunk *c = NULL;
+	void *buf = NULL;
+	size_t len = 0;
+	uint32_t distinct = 0;
+	int ret;
+
+	if (!b || !in) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	CHECK(fr_chunk_builder_seal(b, &fake_ops, 0, &buf, &len) == -ENODATA,
+	      "empty builder sealed");
+	for (int i = 0; i < NSAMPLES; i++) {
+		make_sample(&in[i], i, i ? &in[i - 1] : NULL);
+		ret = fr_chunk_builder_add(b, &in[i].s);
+		CHECK(ret == 0, "add %d: %d", i, ret);
+		if (ret)
+			goto out;
+	}
+	/* Distinct stacks of the input. */
+	for (int i = 0; i < NSAMPLES; i++) {
+		int seen = 0;
+
+		for (int j = 0; j < i && !seen; j++)
+			seen = in[j].s.pid == in[i].s.pid &&
+			       in[j].s.nr_kernel == in[i].s.nr_kernel &&
+			       in[j].s.nr_frames == in[i].s.nr_frames &&
+			       memcmp(in[j].ips, in[i].ips, in[i].s.nr_frames * 8) == 0;
+		distinct += !seen;
+	}
+	CHECK(fr_chunk_builder_samples(b) == NSAMPLES, "builder sample count");
+	fr_chunk_builder_count(b, FR_EVENT_CPU, 3, 1, 7);
+	fr_chunk_builder_count(b, FR_EVENT_OFFCPU, 0, 0, 2);
+	fr_chunk_builder_count(b, FR_EVENT_CPU, 10, 0, 0);
+
+	nmapping_calls = 0;
+	ret = fr_chunk_builder_seal(b, &fake_ops, -123456789, &buf, &len);
+	CHECK(ret == 0, "seal: %d", ret);
+	if (ret)
+		goto out;
+	/* One lookup per mapping touched and per distinct unmapped address,
+	 * not one per frame. */
+	{
+		struct pa {
+			uint64_t pid, addr;
+		} *un = malloc((size_t)NSAMPLES * FR_MAX_FRAMES * sizeof(*un));
+		size_t nun = 0;
+		int want = 0, touched[NFAKE_MAPS] = {0};
+
+		for (int i = 0; un && i < NSAMPLES; i++) {
+			const struct fr_sample *s = &in[i].s;
+
+			for (unsigned k = s->nr_kernel; k < s->nr_frames; k++) {
+				const struct fake_map *fm = fake_find(s->pid, in[i].ips[k]);
+
+				if (fm)
+					touched[fm - fake_maps] = 1;
+				else
+					un[nun++] = (struct pa){s->pid, in[i].ips[k]};
+			}
+		}
+		qsort(un, nun, sizeof(*un), cmp_pa);
+		for (size_t i = 0; i < nun; i++)
+			want += i == 0 || un[i].pid != un[i - 1].pid || un[i].addr != un[i - 1].addr;
+		for (size_t m = 0; m < NFAKE_MAPS; m++)
+			want += touched[m];
+		free(un);
+		CHECK(nmapping_calls == want, "%d mapping lookups, want %d", nmapping_calls,
+		      want);
+	}
+	CHECK(fr_chunk_builder_samples(b) == 0, "builder not reset after seal");
+	CHECK(fr_chunk_verify(buf, len) == 0, "verify of a fresh chunk");
+	CHECK(fr_chunk_verify(buf, len - 1) == -EBADMSG, "verify of a short chunk");
+
+	fr_chunk_set_seq(buf, 77);
+	CHECK(fr_chunk_verify(buf, len) == 0, "verify after set_seq");
+	ret = fr_chunk_decode(buf, len, &c);
+	CHECK(ret == 0, "decode: %d", ret);
+	if (ret)
+		goto out;
+	CHECK(c->hdr.seq == 77, "seq after set_seq");
+	c->hdr.seq = 0;
+	check_decoded(c, in, NSAMPLES, -123456789);
+	CHECK(c->nstacks == distinct, "%u stacks, want %u distinct", c->nstacks, distinct);
+	CHECK(c->nevents == 2, "%u event counters", c->nevents);
+	for (uint32_t i = 0; i < c->nevents; i++) {
+		const struct fr_chunk_event_stats *e = &c->events[i];
+
+		if (e->event == FR_EVENT_CPU)
+			CHECK(e->lost == 13 && e->throttled == 1 && e->truncated == 7,
+			      "cpu counters");
+		else
+			CHECK(e->event == FR_EVENT_OFFCPU && e->lost == 0 && e->truncated == 2,
+			      "offcpu counters");
+	}
+	printf("round trip: %d samples, %u stacks, %u maps, %u strings, raw %u -> %u bytes\n",
+	       NSAMPLES, c->nstacks, c->nmaps, c->nstrings, c->hdr.raw_len, c->hdr.comp_len);
+
+	/* A second chunk from the same builder is independent. */
+	fr_chunk_free(c);
+	c = NULL;
+	free(buf);
+	buf = NULL;
+	for (int i = 0; i < 10; i++)
+		CHECK(fr_chunk_builder_add(b, &in[i].s) == 0, "add after seal");
+	CHECK(fr_chunk_builder_seal(b, NULL, 5, &buf, &len) == 0, "seal without ops");
+	CHECK(fr_chunk_decode(buf, len, &c) == 0, "decode second chunk");
+	if (c) {
+		CHECK(c->nsamples == 10 && c->nprocs == 0 && c->nthreads == 0 && c->nmaps == 0,
+		      "chunk without ops has no tables");
+		CHECK(c->nevents == 0, "counters carried over to the next chunk");
+		for (uint32_t i = 0; i < 10; i++)
+			CHECK(c->time_ns[i] == in[i].s.time_ns && c->pid[i] == in[i].s.pid,
+			      "second chunk sample %u", i);
+	}
+out:
+	fr_chunk_free(c);
+	free(buf);
+	free(in);
+	fr_chunk_builder_free(b);
+}
+
+static void test_counters_only(void)
+{
+	struct fr_chunk_builder *b = fr_chunk_builder_new(16, 65536);
+	struct fr_chunk *c = NULL;
+	void *buf = NULL;
+	size_t len;
+
+	fr_chunk_builder_count(b, FR_EVENT_CYCLES, 5, 6, 7);
+	CHECK(fr_chunk_builder_seal(b, &fake_ops, 0, &buf, &len) == 0, "counters-only seal");
+	CHECK(buf && fr_chunk_decode(buf, len, &c) == 0, "counters-only decode");
+	if (c) {
+		CHECK(c->nsamples == 0 && c->nevents == 1 && c->events[0].lost == 5 &&
+			      c->events[0].throttled == 6 && c->events[0].truncated == 7,
+		      "counters-only content");
+		CHECK(c->hdr.first_ns == c->hdr.last_ns && c->hdr.first_ns > 0,
+		      "counters-only chunk has no time");
+	}
+	fr_chunk_free(c);
+	free(buf);
+	fr_chunk_builder_free(b);
+}
+
+static void test_enospc(void)
+{
+	struct fr_chunk_builder *b = fr_chunk_builder_new(10, 1u << 20);
+	struct stored st;
+	void *buf = NULL;
+	size_t len;
+	int ret, added = 0;
+
+	/* Sample count. */
+	for (int i = 0; i < 10; i++) {
+		make_sample(&st, i, NULL);
+		CHECK(fr_chunk_builder_add(b, &st.s) == 0, "add %d of 10", i);
+	}
+	CHECK(fr_chunk_builder_add(b, &st.s) == -ENOSPC, "11th sample accepted");
+	CHECK(fr_chunk_builder_samples(b) == 10, "rejected sample counted");
+	CHECK(fr_chunk_builder_seal(b, NULL, 0, &buf, &len) == 0, "seal full builder");
+	CHECK(fr_chunk_builder_add(b, &st.s) == 0, "add after seal");
+	free(buf);
+	fr_chunk_builder_free(b);
+
+	/* Raw size budget: deep distinct stacks fill 4 KiB quickly; the first
+	 * sample is accepted even when larger than the budget. */
+	b = fr_chunk_builder_new(100000, 1000);
+	memset(&st, 0, sizeof(st));
+	st.s.ips = st.ips;
+	st.s.pid = 100;
+	st.s.nr_frames = FR_MAX_FRAMES;
+	for (int k = 0; k < FR_MAX_FRAMES; k++)
+		st.ips[k] = KERNEL_BASE + rng();
+	CHECK(fr_chunk_builder_add(b, &st.s) == 0, "first oversized sample refused");
+	st.ips[0]++;
+	CHECK(fr_chunk_builder_add(b, &st.s) == -ENOSPC, "second oversized sample accepted");
+	CHECK(fr_chunk_builder_seal(b, NULL, 0, &buf, &len) == 0, "seal oversized");
+	free(buf);
+	buf = NULL;
+	fr_chunk_builder_free(b);
+	b = fr_chunk_builder_new(100000, 4096);
+	st.s.nr_frames = 4;
+	for (;;) {
+		st.ips[0] = rng();
+		ret = fr_chunk_builder_add(b, &st.s);
+		if (ret)
+			break;
+		added++;
+	}
+	CHECK(ret == -ENOSPC, "add returned %d", ret);
+	CHECK(added > 20 && added < 400, "%d samples of 4-frame stacks in 4 KiB", added);
+	CHECK(fr_chunk_builder_seal(b, NULL, 0, &buf, &len) == 0, "seal budget chunk");
+	CHECK(len < 4096 + 64, "chunk of %zu bytes for a 4 KiB budget", len);
+	free(buf);
+	buf = NULL;
+	/* The same stack repeated costs only its sample columns. */
+	added = 0;
+	while (fr_chunk_builder_add(b, &st.s) == 0)
+		added++;
+	CHECK(added > 300, "only %d samples of one repeated stack", added);
+	fr_chunk_builder_free(b);
+
+	/* Deeper than FR_MAX_FRAMES is cut to the leaf end. */
+	b = fr_chunk_builder_new(4, 65536);
+	{
+		uint64_t deep[200];
+		struct fr_sample s = {.pid = 1, .tid = 1, .nr_kernel = 3, .nr_frames = 200,
+				      .ips = deep, .time_ns = 1};
+		struct fr_chunk *c = NULL;
+
+		for (int k = 0; k < 200; k++)
+			deep[k] = 0x1000 + (uint64_t)k;
+		CHECK(fr_chunk_builder_add(b, &s) == 0, "deep stack refused");
+		CHECK(fr_chunk_builder_seal(b, NULL, 0, &buf, &len) == 0, "seal deep");
+		CHECK(fr_chunk_decode(buf, len, &c) == 0, "decode deep");
+		if (c)
+			CHECK(c->stacks[0].nr_frames == FR_MAX_FRAMES &&
+				      c->stacks[0].nr_kernel == 3 && c->frames[0] == 0x1000,
+			      "deep stack not cut at the root end");
+		fr_chunk_free(c);
+		free(buf);
+	}
+	fr_chunk_builder_free(b);
+}
+
+/* ------------------------------------------------------------------ */
+/* Corruption                                                           */
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static void fix_header_crc(unsigned char *p)
+{
+	put_le32(p + 60, fr_crc32c(0, p, 60));
+}
+
+/* Wraps a raw block into a chunk with valid checksums, so the block
+ * decoder itself is exercised. `tmpl` provides the other header fields. */
+static unsigned char *wrap_block(const unsigned char *tmpl, const void *raw, size_t raw_len,
+				 uint32_t nsamples, size_t *out_len)
+{
+	struct fr_zstd *z = fr_zstd_new(1);
+	size_t cap = fr_zstd_bound(raw_len);
+	unsigned char *p = malloc(64 + cap);
+	ssize_t n;
+
+	if (!z || !p) {
+		fr_zstd_free(z);
+		free(p);
+		return NULL;
+	}
+	n = fr_zstd_compress(z, p + 64, cap, raw, raw_len);
+	fr_zstd_free(z);
+	if (n < 0) {
+		free(p);
+		return NULL;
+	}
+	memcpy(p, tmpl, 64);
+	put_le32(p + 32, nsamples);
+	put_le32(p + 36, (uint32_t)raw_len);
+	put_le32(p + 40, (uint32_t)n);
+	put_le32(p + 56, fr_crc32c(0, p + 64, (size_t)n));
+	fix_header_crc(p);
+	*out_len = 64 + (size_t)n;
+	return p;
+}
+
+/* Invariants a successfully decoded chunk must hold. */
+static void check_invariants(const struct fr_chunk *c)
+{
+	for (uint32_t i = 0; i < c->nsamples; i++) {
+		CHECK(c->stack[i] < c->nstacks && c->labelset[i] < c->nlabelsets,
+		      "decoded sample ids out of range");
+		CHECK(c->time_ns[i] >= c->hdr.first_ns && c->time_ns[i] <= c->hdr.last_ns,
+		      "decoded time outside the header span");
+	}
+	for (uint32_t i = 0; i < c->nstacks; i++)
+		CHECK(c->stacks[i].nr_kernel <= c->stacks[i].nr_frames &&
+			      c->stacks[i].nr_frames <= FR_MAX_FRAMES,
+		      "decoded stack shape");
+	for (uint32_t i = 0; i < c->nstrings; i++)
+		CHECK(strlen(c->strings[i]) <= FR_CHUNK_STRING_MAX, "string length");
+	for (uint32_t i = 0; i < c->nprocs; i++)
+		CHECK(c->procs[i].comm < c->nstrings && c->procs[i].exe < c->nstrings &&
+			      c->procs[i].build_id_len <= FR_BUILD_ID_MAX,
+		      "decoded proc ids");
+	for (uint32_t i = 0; i < c->nmaps; i++)
+		CHECK(c->maps[i].path < c->nstrings && c->maps[i].start < c->maps[i].end,
+		      "decoded map");
+	for (uint32_t i = 0; i < c->nlabelsets; i++)
+		for (uint32_t k = 0; k < c->labelsets[i].npairs; k++)
+			CHECK(c->label_keys[c->labelsets[i].first + k] < c->nstrings &&
+				      c->label_values[c->labelsets[i].first + k] < c->nstrings,
+			      "decoded label ids");
+}
+
+static void test_corruption(void)
+{
+	struct fr_chunk_builder *b = fr_chunk_builder_new(200, 1u << 20);
+	struct stored st, prev;
+	unsigned char *buf = NULL, *raw = NULL, *mut = NULL;
+	struct fr_chunk *c;
+	size_t len;
+	int ret;
+
+	for (int i = 0; i < 200; i++) {
+		make_sample(&st, i, i ? &prev : NULL);
+		fr_chunk_builder_add(b, &st.s);
+		prev = st;
+	}
+	fr_chunk_builder_count(b, 0, 1, 2, 3);
+	if (fr_chunk_builder_seal(b, &fake_ops, 0, (void **)&buf, &len) < 0) {
+		CHECK(0, "seal");
+		goto out;
+	}
+
+	/* Every bit of the header and a spread of payload bits. */
+	for (size_t bit = 0; bit < len * 8; bit += bit < 64 * 8 ? 1 : 13) {
+		buf[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+		c = NULL;
+		ret = fr_chunk_decode(buf, len, &c);
+		CHECK(ret == -EBADMSG, "flipped bit %zu: decode returned %d", bit, ret);
+		CHECK(fr_chunk_verify(buf, len) == -EBADMSG, "flipped bit %zu verified", bit);
+		fr_chunk_free(c);
+		buf[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+		if (failures > 20)
+			goto out;
+	}
+	/* Truncated or extended. */
+	for (size_t l = 0; l < len; l += 1 + l / 4) {
+		c = NULL;
+		CHECK(fr_chunk_decode(buf, l, &c) == -EBADMSG, "truncated to %zu decoded", l);
+	}
+	c = NULL;
+	mut = malloc(len + 8);
+	memcpy(mut, buf, len);
+	memset(mut + len, 0, 8);
+	CHECK(fr_chunk_decode(mut, len + 8, &c) == -EBADMSG, "extended chunk decoded");
+	free(mut);
+	mut = NULL;
+
+	/* A valid header of another version. */
+	{
+		unsigned char h[64];
+
+		memcpy(h, buf, 64);
+		h[4] = 2;
+		fix_header_crc(h);
+		struct fr_chunk_header hdr;
+
+		CHECK(fr_chunk_header_parse(h, 64, &hdr) == -EPROTONOSUPPORT,
+		      "version 2 header not reported as unsupported");
+	}
+
+	/* Mutated blocks with valid checksums: decode fails cleanly or
+	 * yields a consistent chunk. */
+	uint32_t raw_len = get_le32(buf + 36);
+
+	raw = malloc(raw_len + 64);
+	mut = malloc(raw_len + 64);
+	if (!raw || !mut ||
+	    fr_zstd_decompress(raw, raw_len, buf + 64, get_le32(buf + 40)) != (ssize_t)raw_len) {
+		CHECK(0, "decompress for mutation");
+		goto out;
+	}
+	{
+		size_t l;
+		unsigned char *w = wrap_block(buf, raw, raw_len, 200, &l);
+
+		c = NULL;
+		CHECK(w && fr_chunk_decode(w, l, &c) == 0, "re-wrapped block does not decode");
+		fr_chunk_free(c);
+		free(w);
+	}
+	int ok = 0, bad = 0;
+
+	for (int iter = 0; iter < 4000; iter++) {
+		size_t mlen = raw_len, l;
+		unsigned char *w;
+		uint32_t ns = 200;
+
+		memcpy(mut, raw, raw_len);
+		switch (iter % 5) {
+		case 0: /* one random byte */
+			mut[rng() % mlen] = (unsigned char)rng();
+			break;
+		case 1: /* a few bit flips */
+			for (int k = 0; k < 3; k++)
+				mut[rng() % mlen] ^= (unsigned char)(1u << (rng() % 8));
+			break;
+		case 2: /* truncate */
+			mlen = 1 + rng() % mlen;
+			break;
+		case 3: /* a huge varint somewhere */
+			{
+				size_t at = rng() % (mlen > 10 ? mlen - 10 : 1);
+
+				for (int k = 0; k < 10 && at + (size_t)k < mlen; k++)
+					mut[at + (size_t)k] = k == 9 ? (unsigned char)(rng() & 0x7f) : 0xff;
+			}
+			break;
+		default: /* wrong sample count in the header */
+			ns = (uint32_t)(rng() % 400);
+			mut[rng() % mlen] = (unsigned char)rng();
+			break;
+		}
+		w = wrap_block(buf, mut, mlen, ns, &l);
+		if (!w)
+			continue;
+		c = NULL;
+		ret = fr_chunk_decode(w, l, &c);
+		CHECK(ret == 0 || ret == -EBADMSG, "mutated block: decode returned %d", ret);
+		if (ret == 0) {
+			check_invariants(c);
+			ok++;
+		} else {
+			bad++;
+		}
+		fr_chunk_free(c);
+		free(w);
+		if (failures > 20)
+			break;
+	}
+	printf("mutated blocks: %d decoded consistently, %d rejected\n", ok, bad);
+	CHECK(bad > 1000, "only %d mutated blocks rejected", bad);
+
+	/* Random garbage, some with a valid-looking header. */
+	for (int iter = 0; iter < 2000; iter++) {
+		size_t l = rng() % 2000;
+		unsigned char *g = malloc(l + 1);
+
+		for (size_t i = 0; i < l; i++)
+			g[i] = (unsigned char)rng();
+		if (iter % 2 && l >= 64) {
+			memcpy(g, buf, 16);
+			put_le32(g + 40, (uint32_t)(l - 64));
+			put_le32(g + 56, fr_crc32c(0, g + 64, l - 64));
+			fix_header_crc(g);
+		}
+		c = NULL;
+		ret = fr_chunk_decode(g, l, &c);
+		CHECK(ret == -EBADMSG, "garbage of %zu bytes: decode returned %d", l, ret);
+		fr_chunk_free(c);
+		free(g);
+	}
+out:
+	free(raw);
+	free(mut);
+	free(buf);
+	fr_chunk_builder_free(b);
+}
+
+/* ------------------------------------------------------------------ */
+/* Hand-made blocks: label sets and table checks the builder never makes */
+
+struct blk {
+	unsigned char p[512];
+	size_t n;
+};
+
+static void bv(struct blk *b, uint64_t v)
+{
+	while (v >= 0x80) {
+		b->p[b->n++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	b->p[b->n++] = (unsigned char)v;
+}
+
+static void bs(struct blk *b, const char *s)
+{
+	bv(b, strlen(s));
+	memcpy(b->p + b->n, s, strlen(s));
+	b->n += strlen(s);
+}
+
+enum variant {
+	V_GOOD,
+	V_BAD_LABELSET_ID,
+	V_BAD_LABEL_STRING,
+	V_UNSORTED_PROCS,
+	V_OVERLAPPING_MAPS,
+	V_KERNEL_GT_FRAMES,
+	V_TRAILING,
+	V_NONEMPTY_STRING0,
+	V_TIME_OUTSIDE,
+	V_BIG_BUILD_ID,
+	V_PID_OVERFLOW,
+};
+
+static void make_block(struct blk *b, enum variant v)
+{
+	b->n = 0;
+	bv(b, 4); /* strings */
+	bs(b, v == V_NONEMPTY_STRING0 ? "x" : "");
+	bs(b, "k");
+	bs(b, "v");
+	bs(b, "/bin/x");
+	bv(b, 2); /* procs */
+	bv(b, v == V_UNSORTED_PROCS ? 9 : 1); bv(b, 0); bv(b, 1); bv(b, 3); bv(b, 0);
+	bv(b, v == V_BIG_BUILD_ID ? 21 : 0);
+	if (v == V_BIG_BUILD_ID)
+		for (int i = 0; i < 21; i++)
+			bv(b, 0);
+	bv(b, 2); bv(b, 0); bv(b, 1); bv(b, 3); bv(b, 0); bv(b, 0);
+	bv(b, 1); /* threads */
+	bv(b, 1); bv(b, 1); bv(b, 2);
+	bv(b, 2); /* maps */
+	bv(b, 1); bv(b, 0x1000); bv(b, 0x1000); bv(b, 0); bv(b, 3); bv(b, 0);
+	bv(b, 1); bv(b, v == V_OVERLAPPING_MAPS ? 0x1800 : 0x2000); bv(b, 0x1000); bv(b, 0);
+	bv(b, 3); bv(b, 0);
+	bv(b, 1); /* stacks */
+	bv(b, 1); bv(b, v == V_KERNEL_GT_FRAMES ? 3 : 0); bv(b, 2); bv(b, 0x1100); bv(b, 0x1e0);
+	bv(b, 2); /* labelsets */
+	bv(b, 1); bv(b, 1); bv(b, v == V_BAD_LABEL_STRING ? 4 : 2);
+	bv(b, 2); bv(b, 2); bv(b, 1); bv(b, 1); bv(b, 1);
+	bv(b, 0); /* events */
+	bv(b, 2); /* samples */
+	bv(b, 0); bv(b, v == V_TIME_OUTSIDE ? 40 : 20); /* time: +0, +10 */
+	bv(b, 1); bv(b, 1); /* tid */
+	if (v == V_PID_OVERFLOW)
+		bv(b, 1ull << 32);
+	else
+		bv(b, 1);
+	bv(b, 1); /* pid */
+	bv(b, 0); bv(b, 1); /* cpu */
+	bv(b, 0); bv(b, 0); /* event */
+	bv(b, 5); bv(b, 6); /* weight */
+	bv(b, 99); bv(b, 99); /* rate */
+	bv(b, 0); bv(b, 0); /* stack */
+	bv(b, 1); bv(b, v == V_BAD_LABELSET_ID ? 3 : 2); /* labelset */
+	if (v == V_TRAILING)
+		bv(b, 0);
+}
+
+static void test_handmade(void)
+{
+	unsigned char tmpl[64] = {0};
+	struct blk blk;
+	struct fr_chunk *c = NULL;
+	unsigned char *w;
+	size_t l;
+
+	put_le32(tmpl, FR_CHUNK_MAGIC);
+	tmpl[4] = FR_CHUNK_VERSION;
+	tmpl[6] = 64;
+	/* first_ns 1000, last_ns 1010 */
+	tmpl[16] = 0xe8;
+	tmpl[17] = 0x03;
+	tmpl[24] = 0xf2;
+	tmpl[25] = 0x03;
+
+	make_block(&blk, V_GOOD);
+	w = wrap_block(tmpl, blk.p, blk.n, 2, &l);
+	CHECK(w && fr_chunk_decode(w, l, &c) == 0, "hand-made block does not decode");
+	free(w);
+	if (c) {
+		CHECK(c->nlabelsets == 3, "%u label sets", c->nlabelsets);
+		CHECK(c->labelsets[1].npairs == 1 &&
+			      strcmp(c->strings[c->label_keys[c->labelsets[1].first]], "k") == 0 &&
+			      strcmp(c->strings[c->label_values[c->labelsets[1].first]], "v") == 0,
+		      "label set 1");
+		CHECK(c->labelsets[2].npairs == 2 &&
+			      strcmp(c->strings[c->label_values[c->labelsets[2].first + 1]], "k") == 0,
+		      "label set 2");
+		CHECK(c->labelset[0] == 1 && c->labelset[1] == 2, "sample label sets");
+		CHECK(c->time_ns[0] == 1000 && c->time_ns[1] == 1010, "times");
+		CHECK(c->frames[0] == 0x1100 && c->frames[1] == 0x1100 + 0xf0, "frame deltas");
+		CHECK(fr_chunk_find_map(c, 1, 0x1100) == &c->maps[0], "find map 0");
+		CHECK(fr_chunk_find_map(c, 1, 0x2fff) == &c->maps[1], "find map 1 end");
+		CHECK(fr_chunk_find_map(c, 1, 0x3000) == NULL, "find past map 1");
+		CHECK(fr_chunk_find_map(c, 1, 0xfff) == NULL, "find before map 0");
+		CHECK(fr_chunk_find_map(c, 2, 0x1100) == NULL, "find other pid");
+		CHECK(fr_chunk_find_proc(c, 2) == &c->procs[1], "find proc 2");
+		CHECK(fr_chunk_find_proc(c, 3) == NULL, "find proc 3");
+		CHECK(fr_chunk_find_thread(c, 1) == &c->threads[0], "find thread");
+		fr_chunk_free(c);
+		c = NULL;
+	}
+	/* The smallest block: "" and eight empty tables. */
+	{
+		static const unsigned char minimal[9] = {1, 0, 0, 0, 0, 0, 0, 0, 0};
+
+		w = wrap_block(tmpl, minimal, sizeof(minimal), 0, &l);
+		CHECK(w && fr_chunk_decode(w, l, &c) == 0, "minimal block does not decode");
+		if (c)
+			CHECK(c->nstrings == 1 && c->nsamples == 0 && c->nlabelsets == 1 &&
+				      fr_chunk_find_map(c, 1, 1) == NULL &&
+				      fr_chunk_find_proc(c, 1) == NULL &&
+				      fr_chunk_find_thread(c, 1) == NULL,
+			      "minimal block content");
+		free(w);
+		fr_chunk_free(c);
+		c = NULL;
+		w = wrap_block(tmpl, minimal, 8, 0, &l);
+		CHECK(w && fr_chunk_decode(w, l, &c) == -EBADMSG, "8-byte block decoded");
+		free(w);
+		fr_chunk_free(c);
+		c = NULL;
+	}
+	for (int v = V_BAD_LABELSET_ID; v <= V_PID_OVERFLOW; v++) {
+		make_block(&blk, (enum variant)v);
+		w = wrap_block(tmpl, blk.p, blk.n, 2, &l);
+		CHECK(w && fr_chunk_decode(w, l, &c) == -EBADMSG, "variant %d decoded", v);
+		free(w);
+		fr_chunk_free(c);
+		c = NULL;
+	}
+	fr_chunk_free(NULL);
+	fr_chunk_builder_free(NULL);
+}
+
+int main(void)
+{
+	test_round_trip();
+	test_counters_only();
+	test_enospc();
+	test_corruption();
+	test_handmade();
+	if (failures) {
+		fprintf(stderr, "test_chunk: %d failure(s)\n", failures);
+		return 1;
+	}
+	return 0;
+}
