@@ -409,3 +409,20 @@ char *fr_format_time(int64_t unix_ns, char *buf, size_t len)
 		 (int)(rem / 1000000));
 	return buf;
 }
+
+char *fr_format_size_human(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	int u = -1;
+
+	while (v >= 1024 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%lluB", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, "%.1f%s", v, units[u]);
+	return buf;
+}

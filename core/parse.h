@@ -39,6 +39,11 @@ char *fr_format_duration(int64_t ns, char *buf, size_t len);
 /* Formats a size with a binary unit ("256MiB", "1.5GiB"). Returns buf. */
 char *fr_format_size(uint64_t bytes, char *buf, size_t len);
 
+/* Formats a size for people, to one decimal in the largest binary unit it
+ * reaches ("255.0MiB", "21.3KiB", "512B"). Not meant to be parsed back.
+ * Returns buf. */
+char *fr_format_size_human(uint64_t bytes, char *buf, size_t len);
+
 /* Formats Unix nanoseconds as RFC 3339 UTC with milliseconds
  * ("2026-11-22T13:05:00.123Z"). Returns buf. */
 char *fr_format_time(int64_t unix_ns, char *buf, size_t len);

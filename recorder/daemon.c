@@ -579,8 +579,8 @@ static void print_banner(struct daemon *d)
 	       FR_VERSION, fr_perf_hz(d->perf), d->ncpus);
 	printf("  config: %s\n", o->config_source);
 	printf("  ring:   %s (%s, %s segments", fr_ring_path(d->ring),
-	       fr_format_size(st.file_size, size, sizeof(size)),
-	       fr_format_size(st.segment_size, seg, sizeof(seg)));
+	       fr_format_size_human(st.file_size, size, sizeof(size)),
+	       fr_format_size_human(st.segment_size, seg, sizeof(seg)));
 	if (st.chunks)
 		printf("; %llu samples kept since %s", (unsigned long long)st.samples,
 		       fr_format_time(st.oldest_ns, t0, sizeof(t0)));

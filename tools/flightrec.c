@@ -414,7 +414,7 @@ static int cmd_attach(int argc, char **argv)
 			prog, out_s, num(resp, "samples"), num(resp, "stacks"),
 			fr_format_duration((int64_t)(num(resp, "t1_ns") - num(resp, "t0_ns")), dur,
 					   sizeof(dur)),
-			num(resp, "hz"), fr_format_size((uint64_t)num(resp, "bytes"), size, sizeof(size)));
+			num(resp, "hz"), fr_format_size_human((uint64_t)num(resp, "bytes"), size, sizeof(size)));
 		if (out_name)
 			printf("%s\n", out_name);
 	}
@@ -462,9 +462,9 @@ static void print_status(const cJSON *r)
 		       num(ev, "samples"), num(ev, "lost"), num(ev, "throttled"),
 		       num(ev, "truncated_stacks"));
 	printf("ring:     %s, %s in %.0f segments of %s; %s used (%.0f%%)\n", str(ring, "path"),
-	       fr_format_size((uint64_t)num(ring, "size"), size, sizeof(size)),
-	       num(ring, "segments"), fr_format_size((uint64_t)num(ring, "segment_size"), seg, sizeof(seg)),
-	       fr_format_size((uint64_t)bytes, used, sizeof(used)),
+	       fr_format_size_human((uint64_t)num(ring, "size"), size, sizeof(size)),
+	       num(ring, "segments"), fr_format_size_human((uint64_t)num(ring, "segment_size"), seg, sizeof(seg)),
+	       fr_format_size_human((uint64_t)bytes, used, sizeof(used)),
 	       num(ring, "size") > 0 ? 100.0 * bytes / num(ring, "size") : 0.0);
 	if (num(ring, "chunks") > 0) {
 		char span[64];

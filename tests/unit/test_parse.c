@@ -282,8 +282,30 @@ static void test_formatters(void)
 	CHECK(strcmp(small, "256") == 0, "truncated format: \"%s\"", small);
 }
 
+static void test_human_sizes(void)
+{
+	static const struct {
+		uint64_t bytes;
+		const char *want;
+	} cases[] = {
+		{0, "0B"}, {1023, "1023B"}, {1024, "1.0KiB"}, {21811, "21.3KiB"},
+		{267390976, "255.0MiB"}, {3ull << 30, "3.0GiB"},
+	};
+	char buf[32];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fr_format_size_human(cases[i].bytes, buf, sizeof(buf));
+		if (strcmp(buf, cases[i].want) != 0) {
+			fprintf(stderr, "fr_format_size_human(%llu) = \"%s\", want \"%s\"\n",
+				(unsigned long long)cases[i].bytes, buf, cases[i].want);
+			failures++;
+		}
+	}
+}
+
 int main(void)
 {
+	test_human_sizes();
 	test_durations();
 	test_sizes();
 	test_times();
