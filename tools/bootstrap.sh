@@ -1,0 +1,93 @@
+#!/bin/bash
+# One command from a fresh Debian 12 machine, as root:
+#
+#   tools/bootstrap.sh run    install dependencies, build, install, and start
+#                             flightrecd in the foreground on its embedded
+#                             default configuration
+#   tools/bootstrap.sh test   install dependencies, build, and run the whole
+#                             test suite; ends with "N passed, N failed"
+#
+# BUILD_DIR (default: build) selects the build directory.
+set -eu
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-build}
+cd "$here"
+
+packages=(
+	build-essential meson ninja-build pkg-config
+	liburing-dev libzstd-dev zlib1g-dev libcjson-dev libelf-dev
+	golang-go linux-perf python3 gzip
+)
+
+install_deps() {
+	local missing=()
+	for p in "${packages[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" != 0 ]; then
+		echo "bootstrap: missing packages (${missing[*]}); run as root to install them" >&2
+		exit 1
+	fi
+	echo "bootstrap: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q
+	apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {
+	if [ ! -f "$build/build.ninja" ]; then
+		meson setup "$build" --buildtype=debugoptimized
+	fi
+	meson compile -C "$build"
+}
+
+case "${1:-}" in
+run)
+	install_deps
+	build
+	meson install -C "$build" --quiet
+	hash -r
+	echo "bootstrap: installed flightrecd and flightrec under /usr/local; starting the recorder"
+	exec /usr/local/sbin/flightrecd
+	;;
+test)
+	install_deps
+	build
+	status=0
+	meson test -C "$build" --print-errorlogs --num-processes 1 || status=$?
+	# The unit suite again under AddressSanitizer and UBSan.
+	asan="$build-asan"
+	if [ ! -f "$asan/build.ninja" ]; then
+		meson setup "$asan" --buildtype=debug -Db_sanitize=address,undefined \
+			-Db_lundef=false >/dev/null
+	fi
+	meson compile -C "$asan" >/dev/null || status=1
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C "$asan" --suite unit --print-errorlogs || status=$?
+	python3 - "$build/meson-logs/testlog.json" "$asan/meson-logs/testlog.json" <<'PY'
+import json, os, sys
+counts = {}
+for path in sys.argv[1:]:
+    if not os.path.exists(path):
+        counts["MISSING"] = counts.get("MISSING", 0) + 1
+        continue
+    for line in open(path):
+        line = line.strip()
+        if line:
+            r = json.loads(line)["result"]
+            counts[r] = counts.get(r, 0) + 1
+passed = counts.get("OK", 0) + counts.get("EXPECTEDFAIL", 0)
+skipped = counts.get("SKIP", 0)
+failed = sum(v for k, v in counts.items() if k not in ("OK", "EXPECTEDFAIL", "SKIP"))
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+PY
+	exit $status
+	;;
+*)
+	echo "usage: tools/bootstrap.sh run|test" >&2
+	exit 2
+	;;
+esac
