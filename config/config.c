@@ -256,8 +256,8 @@ static int parse_limits(struct ctx *c, const cJSON *limits, struct fr_config *cf
 
 static int parse_ring(struct ctx *c, const cJSON *ring, struct fr_config *cfg)
 {
-	static const char *const keys[] = {"path", "size", "segment", "sync"};
-	const cJSON *path, *size, *segment, *sync;
+	static const char *const keys[] = {"path", "size", "segment", "sync", "max_age"};
+	const cJSON *path, *size, *segment, *sync, *max_age;
 	char got[64], a[32], b[32];
 	int ret;
 
@@ -319,6 +319,18 @@ static int parse_ring(struct ctx *c, const cJSON *ring, struct fr_config *cfg)
 			   fr_parse_duration(sync->valuestring, &cfg->sync_ns) < 0) {
 			return fail(c, "ring.sync", "must be a duration like \"1s\", or \"off\", got %s",
 				    describe(sync, got, sizeof(got)));
+		}
+	}
+
+	max_age = cJSON_GetObjectItemCaseSensitive(ring, "max_age");
+	if (max_age) {
+		if (!cJSON_IsString(max_age) ||
+		    fr_parse_duration(max_age->valuestring, &cfg->max_age_ns) < 0 ||
+		    cfg->max_age_ns < 1000000000LL) {
+			cfg->max_age_ns = 0;
+			return fail(c, "ring.max_age",
+				    "must be a duration of at least 1s like \"7d\" or \"12h\", got %s",
+				    describe(max_age, got, sizeof(got)));
 		}
 	}
 	return 0;
@@ -771,6 +783,9 @@ char *fr_config_to_json(const struct fr_config *cfg)
 				     size_text(cfg->segment_size, buf, sizeof(buf))) ||
 	    !cJSON_AddStringToObject(ring, "sync", cfg->sync_ns < 0 ? "off" :
 						   duration_text(cfg->sync_ns, buf, sizeof(buf))))
+		goto out;
+	if (cfg->max_age_ns > 0 &&
+	    !cJSON_AddStringToObject(ring, "max_age", duration_text(cfg->max_age_ns, buf, sizeof(buf))))
 		goto out;
 	if (cfg->socket_path && !cJSON_AddStringToObject(root, "socket", cfg->socket_path))
 		goto out;

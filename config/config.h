@@ -3,7 +3,8 @@
  * Schema (every key optional; unknown keys are errors):
  *
  *   {
- *     "ring":    {"path": STRING, "size": SIZE, "segment": SIZE, "sync": DURATION|"off"},
+ *     "ring":    {"path": STRING, "size": SIZE, "segment": SIZE, "sync": DURATION|"off",
+ *                 "max_age": DURATION},
  *     "socket":  STRING,
  *     "limits":  {"max_rate_hz": 1..100000, "max_clients": 1..1024},
  *     "sessions": [ {"name": STRING, "events": [ {"event": "cpu", "hz": 1..max_rate_hz} ]} ]
@@ -39,6 +40,7 @@ struct fr_config {
 	uint64_t ring_size;
 	uint64_t segment_size;
 	int64_t sync_ns;       /* < 0: never fdatasync */
+	int64_t max_age_ns;    /* > 0: samples older than this are dropped */
 	char *socket_path;     /* NULL: the default runtime directory */
 	uint32_t max_rate_hz;
 	uint32_t max_clients;

@@ -951,6 +951,46 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
 	return 0;
 }
 
+int fr_ring_expire(struct fr_ring *r, int64_t before_ns)
+{
+	uint32_t *erase = NULL, nerase = 0;
+	void *zeros = NULL;
+	int dropped = 0, ret = 0;
+
+	if (r->rdonly)
+		return -EROFS;
+	pthread_rwlock_wrlock(&r->lock);
+	/* The index is in sequence order, which is time order but for clock
+	 * steps: stop at the first chunk still young enough. */
+	while (r->idx_count > 0 && idx_at(r, 0)->last_ns < before_ns) {
+		struct fr_ring_ref *ref = idx_at(r, 0);
+		uint32_t seg = seg_of(r, ref->offset);
+
+		idx_account_drop(r, ref);
+		r->idx_head = (r->idx_head + 1) % r->idx_cap;
+		r->idx_count--;
+		dropped++;
+		if (r->seg_chunks[seg] == 0 && seg != r->cur_seg) {
+			uint32_t *e = realloc(erase, (nerase + 1) * sizeof(*e));
+			if (!e)
+				continue; /* forgotten now, erased when overwritten */
+			erase = e;
+			erase[nerase++] = seg;
+		}
+	}
+	pthread_rwlock_unlock(&r->lock);
+
+	if (nerase)
+		zeros = calloc(1, r->segment_size);
+	for (uint32_t i = 0; zeros && i < nerase && ret == 0; i++)
+		ret = ring_write(r, zeros, r->segment_size, seg_base(r, erase[i]));
+	if (nerase && ret == 0 && zeros)
+		__atomic_store_n(&r->dirty, 1, __ATOMIC_RELAXED);
+	free(zeros);
+	free(erase);
+	return ret < 0 ? ret : dropped;
+}
+
 /* ------------------------------------------------------------------ */
 /* Readers                                                              */
 

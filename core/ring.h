@@ -108,6 +108,15 @@ size_t fr_ring_max_chunk(const struct fr_ring *r);
  * write. */
 int fr_ring_append(struct fr_ring *r, void *chunk, size_t len);
 
+/* Retention by age: forgets every chunk whose newest sample is older than
+ * `before_ns` (Unix ns), so queries never return it, and erases (zeroes)
+ * each segment that holds nothing newer, so the data is gone from the
+ * file too; a segment still holding newer chunks is erased once they
+ * expire as well. Only the appending thread may call this. Returns the
+ * number of chunks forgotten, -EROFS for a read-only ring, or -errno from
+ * the erasing write. */
+int fr_ring_expire(struct fr_ring *r, int64_t before_ns);
+
 /* fdatasync now. Returns 0 or -errno. */
 int fr_ring_sync(struct fr_ring *r);
 

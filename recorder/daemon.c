@@ -120,6 +120,16 @@ static void enqueue(struct daemon *d, void *chunk, size_t len, uint64_t barrier)
 	pthread_mutex_unlock(&d->lock);
 }
 
+/* ring.max_age: forget and erase what is older. Writer thread only. */
+static void expire(struct daemon *d)
+{
+	int ret = fr_ring_expire(d->ring, fr_now_real_ns() - d->opts->config->max_age_ns);
+
+	if (ret < 0)
+		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot erase expired data in %s: %s",
+				   fr_ring_path(d->ring), strerror(-ret));
+}
+
 static void *writer_main(void *arg)
 {
 	struct daemon *d = arg;
@@ -149,6 +159,8 @@ static void *writer_main(void *arg)
 						   fr_ring_path(d->ring), strerror(-ret));
 			}
 			free(it->chunk);
+			if (d->opts->config->max_age_ns > 0)
+				expire(d);
 		}
 
 		pthread_mutex_lock(&d->lock);
@@ -664,6 +676,8 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	if (err[0])
 		fr_log_warn("%s", err);
 	fr_ring_set_sync_interval(d->ring, cfg->sync_ns);
+	if (cfg->max_age_ns > 0)
+		expire(d); /* before the writer thread exists, so no race */
 
 	d->tracker = fr_tracker_new();
 	if (!d->tracker) {

@@ -129,7 +129,7 @@ static const struct bad bad_configs[] = {
 	{"[1]", SRC ": the top level must be a JSON object, got [1]"},
 	/* unknown and repeated keys */
 	{"{\"ring\":{\"sise\":\"1MiB\"}}",
-	 SRC ": ring.sise: unknown key (accepted: path, size, segment, sync)"},
+	 SRC ": ring.sise: unknown key (accepted: path, size, segment, sync, max_age)"},
 	{"{\"dumps\":{}}", SRC ": dumps: unknown key (accepted: ring, socket, limits, sessions)"},
 	{"{\"limits\":{\"rate\":1}}",
 	 SRC ": limits.rate: unknown key (accepted: max_rate_hz, max_clients)"},
@@ -146,6 +146,8 @@ static const struct bad bad_configs[] = {
 	{"{\"ring\":{\"path\":\"\"}}", SRC ": ring.path: must be a non-empty path string, got \"\""},
 	{"{\"ring\":{\"sync\":5}}",
 	 SRC ": ring.sync: must be a duration like \"1s\", or \"off\", got 5"},
+	{"{\"ring\":{\"max_age\":\"500ms\"}}",
+	 SRC ": ring.max_age: must be a duration of at least 1s like \"7d\" or \"12h\", got \"500ms\""},
 	{"{\"socket\":true}", SRC ": socket: must be a non-empty path string, got true"},
 	{"{\"limits\":{\"max_clients\":\"64\"}}",
 	 SRC ": limits.max_clients: must be an integer 1..1024, got \"64\""},
@@ -289,7 +291,7 @@ static void test_all_or_nothing(void)
 static const char full_json[] =
 	"{\n"
 	"  \"ring\": {\"path\": \"/var/lib/flightrec/ring\", \"size\": \"300000000B\",\n"
-	"           \"segment\": \"256KiB\", \"sync\": \"250ms\"},\n"
+	"           \"segment\": \"256KiB\", \"sync\": \"250ms\", \"max_age\": \"7d\"},\n"
 	"  \"socket\": \"/run/flightrec/test.sock\",\n"
 	"  \"limits\": {\"max_rate_hz\": 5000, \"max_clients\": 8},\n"
 	"  \"sessions\": [\n"
@@ -316,6 +318,7 @@ static void test_round_trip(void)
 	CHECK(cfg.ring_size == 300000000ull, "ring size %llu", (unsigned long long)cfg.ring_size);
 	CHECK(cfg.segment_size == 256 << 10, "segment");
 	CHECK(cfg.sync_ns == 250000000, "sync %lld", (long long)cfg.sync_ns);
+	CHECK(cfg.max_age_ns == 7 * 86400 * 1000000000LL, "max_age %lld", (long long)cfg.max_age_ns);
 	CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/run/flightrec/test.sock") == 0, "socket");
 	CHECK(cfg.max_rate_hz == 5000 && cfg.max_clients == 8, "limits");
 	CHECK(cfg.nsessions == 3, "nsessions %u", cfg.nsessions);
@@ -391,7 +394,7 @@ static void test_load(void)
 	CHECK(write(fd, "{\"ring\": {\"sise\": 1}}", 21) == 21, "write");
 	close(fd);
 	ret = fr_config_load(&cfg, path, err, sizeof(err));
-	snprintf(want, sizeof(want), "%s: ring.sise: unknown key (accepted: path, size, segment, sync)",
+	snprintf(want, sizeof(want), "%s: ring.sise: unknown key (accepted: path, size, segment, sync, max_age)",
 		 path);
 	CHECK(ret == -EINVAL && strcmp(err, want) == 0, "load error: %s", err);
 
