@@ -85,13 +85,17 @@ err:
 	return ret;
 }
 
-int fr_ipc_call(int sock, cJSON *req, int pass_fd, cJSON **resp)
+int fr_ipc_call_text(int sock, cJSON *req, int pass_fd, cJSON **resp, char **text)
 {
 	const cJSON *ok, *v;
 	cJSON *obj = NULL;
+	char *frame = NULL;
+	size_t len;
 	int ret;
 
 	*resp = NULL;
+	if (text)
+		*text = NULL;
 	cJSON_DeleteItemFromObjectCaseSensitive(req, "v");
 	if (!cJSON_AddNumberToObject(req, "v", FR_IPC_VERSION))
 		return -ENOMEM;
@@ -99,9 +103,18 @@ int fr_ipc_call(int sock, cJSON *req, int pass_fd, cJSON **resp)
 	ret = fr_ipc_send_json(sock, req, pass_fd);
 	if (ret < 0)
 		return ret == -EPIPE ? -ECONNRESET : ret;
-	ret = fr_ipc_recv_json(sock, &obj, NULL);
+	ret = fr_ipc_recv(sock, &frame, &len, NULL);
 	if (ret < 0)
 		return ret;
+	ret = fr_ipc_parse_json(frame, len, &obj);
+	if (ret < 0) {
+		free(frame);
+		return ret;
+	}
+	if (text)
+		*text = frame;
+	else
+		free(frame);
 
 	/* A daemon speaking another protocol version says so, naming its
 	 * own version in "v"; the caller gets the response for its message. */
@@ -111,4 +124,9 @@ int fr_ipc_call(int sock, cJSON *req, int pass_fd, cJSON **resp)
 	if (cJSON_IsFalse(ok) && cJSON_IsNumber(v) && v->valuedouble != FR_IPC_VERSION)
 		return -EPROTO;
 	return 0;
+}
+
+int fr_ipc_call(int sock, cJSON *req, int pass_fd, cJSON **resp)
+{
+	return fr_ipc_call_text(sock, req, pass_fd, resp, NULL);
 }

@@ -27,4 +27,9 @@ int fr_ipc_connect(const char *path);
  * errors *resp is NULL. */
 int fr_ipc_call(int sock, cJSON *req, int pass_fd, cJSON **resp);
 
+/* fr_ipc_call(), also handing back the reply exactly as received in
+ * *text (malloc'd, NUL-terminated; NULL on error), for callers that print
+ * it: integers in it are exact, the parsed doubles of *resp are not. */
+int fr_ipc_call_text(int sock, cJSON *req, int pass_fd, cJSON **resp, char **text);
+
 #endif

@@ -9,6 +9,8 @@
  */
 #include "ipc/proto.h"
 
+#include "core/ring.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -229,38 +231,42 @@ int fr_ipc_send_json(int sock, const cJSON *obj, int pass_fd)
 	return ret;
 }
 
-int fr_ipc_recv_json(int sock, cJSON **obj, int *fd_out)
+int fr_ipc_parse_json(const char *text, size_t len, cJSON **obj)
 {
 	const char *end = NULL;
+	cJSON *root;
+
+	*obj = NULL;
+	/* The frame is text without NULs; the parser is given the
+	 * terminating NUL too, so that trailing bytes after the object are
+	 * an error rather than silently ignored. */
+	if (memchr(text, '\0', len))
+		return -EBADMSG;
+	root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
+	if (!root)
+		return -EBADMSG;
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return -EBADMSG;
+	}
+	*obj = root;
+	return 0;
+}
+
+int fr_ipc_recv_json(int sock, cJSON **obj, int *fd_out)
+{
 	char *text;
 	size_t len;
-	cJSON *root;
 	int ret;
 
 	*obj = NULL;
 	ret = fr_ipc_recv(sock, &text, &len, fd_out);
 	if (ret < 0)
 		return ret;
-
-	/* The frame is text without NULs; the parser is given the
-	 * terminating NUL too, so that trailing bytes after the object are
-	 * an error rather than silently ignored. */
-	if (memchr(text, '\0', len)) {
-		ret = -EBADMSG;
+	ret = fr_ipc_parse_json(text, len, obj);
+	if (ret < 0)
 		goto err;
-	}
-	root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
-	if (!root) {
-		ret = -EBADMSG;
-		goto err;
-	}
-	if (!cJSON_IsObject(root)) {
-		cJSON_Delete(root);
-		ret = -EBADMSG;
-		goto err;
-	}
 	free(text);
-	*obj = root;
 	return 0;
 
 err:
@@ -301,4 +307,37 @@ cJSON *fr_ipc_ok(void)
 		return NULL;
 	}
 	return obj;
+}
+
+cJSON *fr_ipc_ring_json(const char *path, const struct fr_ring_stats *st)
+{
+	cJSON *ring = cJSON_CreateObject();
+
+	if (!ring)
+		return NULL;
+	if (!cJSON_AddStringToObject(ring, "path", path) ||
+	    !fr_ipc_add_int(ring, "size", (int64_t)st->file_size) ||
+	    !fr_ipc_add_int(ring, "segment_size", (int64_t)st->segment_size) ||
+	    !fr_ipc_add_int(ring, "segments", st->nsegments) ||
+	    !fr_ipc_add_int(ring, "segments_used", st->segments_used) ||
+	    !fr_ipc_add_int(ring, "bytes_used", (int64_t)st->bytes_used) ||
+	    !fr_ipc_add_int(ring, "chunks", (int64_t)st->chunks) ||
+	    !fr_ipc_add_int(ring, "samples", (int64_t)st->samples) ||
+	    !fr_ipc_add_int(ring, "oldest_ns", st->oldest_ns) ||
+	    !fr_ipc_add_int(ring, "newest_ns", st->newest_ns) ||
+	    !fr_ipc_add_int(ring, "corrupt_chunks", (int64_t)st->corrupt_chunks) ||
+	    !fr_ipc_add_int(ring, "raw_bytes", (int64_t)st->raw_bytes) ||
+	    !fr_ipc_add_int(ring, "format_version", st->format_version)) {
+		cJSON_Delete(ring);
+		return NULL;
+	}
+	return ring;
+}
+
+cJSON *fr_ipc_add_int(cJSON *obj, const char *name, int64_t value)
+{
+	char text[24];
+
+	snprintf(text, sizeof(text), "%lld", (long long)value);
+	return cJSON_AddRawToObject(obj, name, text);
 }

@@ -63,10 +63,29 @@ int fr_ipc_send_json(int sock, const cJSON *obj, int pass_fd);
  * fr_ipc_recv. */
 int fr_ipc_recv_json(int sock, cJSON **obj, int *fd_out);
 
+/* Parses `len` bytes of frame text (no NUL) into a JSON object the caller
+ * frees. Returns 0 or -EBADMSG when it is not exactly one JSON object. */
+int fr_ipc_parse_json(const char *text, size_t len, cJSON **obj);
+
+/* Adds an integer member printed exactly. cJSON keeps numbers as doubles,
+ * which cannot hold Unix nanoseconds (1.8e18 > 2^53) and print them as
+ * 1.79e+18; every integer a reply carries goes through here. Returns the
+ * new item, or NULL on allocation failure. */
+cJSON *fr_ipc_add_int(cJSON *obj, const char *name, int64_t value);
+
 /* Builds {"ok":false,"error":msg}. Returns NULL on allocation failure. */
 cJSON *fr_ipc_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Builds {"ok":true}. */
 cJSON *fr_ipc_ok(void);
+
+struct fr_ring_stats;
+
+/* The "ring" object of status replies and of `flightrec dump --info
+ * --json` (monitoring scripts depend on these names): path, size,
+ * segment_size, segments, segments_used, bytes_used, chunks, samples,
+ * oldest_ns, newest_ns (Unix ns, 0 when empty), corrupt_chunks, raw_bytes,
+ * format_version. Sizes in bytes. Returns NULL on allocation failure. */
+cJSON *fr_ipc_ring_json(const char *path, const struct fr_ring_stats *st);
 
 #endif

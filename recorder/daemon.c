@@ -337,29 +337,6 @@ static int ingest_loop(struct daemon *d)
 
 /* ---- requests ---------------------------------------------------------- */
 
-static void add_ring_json(struct daemon *d, cJSON *obj)
-{
-	struct fr_ring_stats st;
-	cJSON *ring = cJSON_AddObjectToObject(obj, "ring");
-
-	fr_ring_get_stats(d->ring, &st);
-	if (!ring)
-		return;
-	cJSON_AddStringToObject(ring, "path", fr_ring_path(d->ring));
-	cJSON_AddNumberToObject(ring, "size", (double)st.file_size);
-	cJSON_AddNumberToObject(ring, "segment_size", (double)st.segment_size);
-	cJSON_AddNumberToObject(ring, "segments", st.nsegments);
-	cJSON_AddNumberToObject(ring, "segments_used", st.segments_used);
-	cJSON_AddNumberToObject(ring, "bytes_used", (double)st.bytes_used);
-	cJSON_AddNumberToObject(ring, "chunks", (double)st.chunks);
-	cJSON_AddNumberToObject(ring, "samples", (double)st.samples);
-	cJSON_AddNumberToObject(ring, "oldest_ns", (double)st.oldest_ns);
-	cJSON_AddNumberToObject(ring, "newest_ns", (double)st.newest_ns);
-	cJSON_AddNumberToObject(ring, "corrupt_chunks", (double)st.corrupt_chunks);
-	cJSON_AddNumberToObject(ring, "raw_bytes", (double)st.raw_bytes);
-	cJSON_AddNumberToObject(ring, "format_version", st.format_version);
-}
-
 static cJSON *handle_status(struct daemon *d)
 {
 	cJSON *r = fr_ipc_ok(), *events, *ev;
@@ -368,39 +345,44 @@ static cJSON *handle_status(struct daemon *d)
 	if (!r)
 		return NULL;
 	cJSON_AddStringToObject(r, "version", FR_VERSION);
-	cJSON_AddNumberToObject(r, "pid", getpid());
-	cJSON_AddNumberToObject(r, "started_ns", (double)d->start_real);
-	cJSON_AddNumberToObject(r, "uptime_ns", (double)(now - d->start_mono));
+	fr_ipc_add_int(r, "pid", getpid());
+	fr_ipc_add_int(r, "started_ns", (int64_t)d->start_real);
+	fr_ipc_add_int(r, "uptime_ns", (int64_t)(now - d->start_mono));
 	cJSON_AddStringToObject(r, "config", d->opts->config_source);
-	cJSON_AddNumberToObject(r, "cpus", d->ncpus);
-	cJSON_AddNumberToObject(r, "samples", (double)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
-	cJSON_AddNumberToObject(r, "samples_lost", (double)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
-	cJSON_AddNumberToObject(r, "chunks_sealed",
-				(double)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
-	cJSON_AddNumberToObject(r, "chunks_dropped",
-				(double)__atomic_load_n(&d->chunks_dropped, __ATOMIC_RELAXED));
-	cJSON_AddNumberToObject(r, "write_errors",
-				(double)__atomic_load_n(&d->write_errors, __ATOMIC_RELAXED));
-	cJSON_AddNumberToObject(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
-	cJSON_AddNumberToObject(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "cpus", d->ncpus);
+	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "chunks_sealed", (int64_t)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "chunks_dropped", (int64_t)__atomic_load_n(&d->chunks_dropped, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "write_errors", (int64_t)__atomic_load_n(&d->write_errors, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
 	events = cJSON_AddArrayToObject(r, "events");
 	ev = cJSON_CreateObject();
 	if (events && ev) {
 		cJSON_AddStringToObject(ev, "event", "cpu");
-		cJSON_AddNumberToObject(ev, "hz", fr_perf_hz(d->perf));
+		fr_ipc_add_int(ev, "hz", fr_perf_hz(d->perf));
 		cJSON_AddStringToObject(ev, "stacks", "kernel+user");
-		cJSON_AddNumberToObject(ev, "samples",
-					(double)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
-		cJSON_AddNumberToObject(ev, "lost", (double)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
-		cJSON_AddNumberToObject(ev, "throttled",
-					(double)__atomic_load_n(&d->throttled, __ATOMIC_RELAXED));
-		cJSON_AddNumberToObject(ev, "truncated_stacks",
-					(double)__atomic_load_n(&d->truncated, __ATOMIC_RELAXED));
+		fr_ipc_add_int(ev, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
+		fr_ipc_add_int(ev, "lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
+		fr_ipc_add_int(ev, "throttled", (int64_t)__atomic_load_n(&d->throttled, __ATOMIC_RELAXED));
+		fr_ipc_add_int(ev, "truncated_stacks", (int64_t)__atomic_load_n(&d->truncated, __ATOMIC_RELAXED));
 		cJSON_AddItemToArray(events, ev);
 	} else {
 		cJSON_Delete(ev);
 	}
-	add_ring_json(d, r);
+	{
+		struct fr_ring_stats st;
+		cJSON *ring;
+
+		fr_ring_get_stats(d->ring, &st);
+		ring = fr_ipc_ring_json(fr_ring_path(d->ring), &st);
+		if (!ring) {
+			cJSON_Delete(r);
+			return NULL;
+		}
+		cJSON_AddItemToObject(r, "ring", ring);
+	}
 	return r;
 }
 
@@ -520,15 +502,15 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 	resp = fr_ipc_ok();
 	if (!resp)
 		goto out;
-	cJSON_AddNumberToObject(resp, "samples", (double)res.samples_kept);
-	cJSON_AddNumberToObject(resp, "samples_in_window", (double)res.samples_seen);
-	cJSON_AddNumberToObject(resp, "stacks", (double)res.stacks);
-	cJSON_AddNumberToObject(resp, "bytes", (double)w->written);
-	cJSON_AddNumberToObject(resp, "hz", res.hz);
-	cJSON_AddNumberToObject(resp, "lost", (double)res.lost);
-	cJSON_AddNumberToObject(resp, "t0_ns", (double)preq.t0);
-	cJSON_AddNumberToObject(resp, "t1_ns", (double)preq.t1);
-	cJSON_AddNumberToObject(resp, "covered_t0_ns", (double)res.covered_t0);
+	fr_ipc_add_int(resp, "samples", (int64_t)res.samples_kept);
+	fr_ipc_add_int(resp, "samples_in_window", (int64_t)res.samples_seen);
+	fr_ipc_add_int(resp, "stacks", (int64_t)res.stacks);
+	fr_ipc_add_int(resp, "bytes", (int64_t)w->written);
+	fr_ipc_add_int(resp, "hz", res.hz);
+	fr_ipc_add_int(resp, "lost", (int64_t)res.lost);
+	fr_ipc_add_int(resp, "t0_ns", (int64_t)preq.t0);
+	fr_ipc_add_int(resp, "t1_ns", (int64_t)preq.t1);
+	fr_ipc_add_int(resp, "covered_t0_ns", (int64_t)res.covered_t0);
 	warnings = cJSON_AddArrayToObject(resp, "warnings");
 	if (warnings && res.warning[0])
 		cJSON_AddItemToArray(warnings, cJSON_CreateString(res.warning));

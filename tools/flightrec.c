@@ -20,8 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/chunk.h"
 #include "core/log.h"
 #include "core/parse.h"
+#include "core/profile.h"
+#include "core/ring.h"
+#include "core/uring.h"
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "ipc/proto.h"
@@ -39,6 +43,7 @@ static void usage_main(FILE *f)
 		"Commands:\n"
 		"  attach    write a pprof profile of a recent window (e.g. the last minute)\n"
 		"  status    show the recorder: events, rates, ring span, samples, losses\n"
+		"  dump      read a ring file with no recorder running (after a crash)\n"
 		"\n"
 		"Run `flightrec COMMAND --help` for a command's options.\n"
 		"The socket is --socket PATH, else $FLIGHTREC_SOCKET, else the daemon's default\n"
@@ -124,20 +129,27 @@ static const char *resp_error(const cJSON *resp)
 	return cJSON_IsString(e) ? e->valuestring : "the recorder refused the request";
 }
 
-static int call(int sock, const char *path, cJSON *req, int pass_fd, cJSON **resp)
+static void report_call_error(int ret, const char *path, cJSON **resp)
 {
-	int ret = fr_ipc_call(sock, req, pass_fd, resp);
-
 	if (ret == -EPROTO) {
 		fprintf(stderr, "%s: the recorder at %s speaks another protocol version: %s\n",
 			prog, path, *resp && resp_error(*resp) ? resp_error(*resp) : "no details");
 		cJSON_Delete(*resp);
 		*resp = NULL;
-	} else if (ret == -EAGAIN)
+	} else if (ret == -EAGAIN) {
 		fprintf(stderr, "%s: the recorder at %s did not answer in time\n", prog, path);
-	else if (ret < 0)
+	} else {
 		fprintf(stderr, "%s: lost the connection to the recorder at %s: %s\n", prog, path,
 			strerror(-ret));
+	}
+}
+
+static int call(int sock, const char *path, cJSON *req, int pass_fd, cJSON **resp)
+{
+	int ret = fr_ipc_call(sock, req, pass_fd, resp);
+
+	if (ret < 0)
+		report_call_error(ret, path, resp);
 	return ret;
 }
 
@@ -153,7 +165,30 @@ static const char *str(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-static int parse_pids(const char *text, cJSON *arr)
+/* Options shared by attach and dump: which window, which processes, which
+ * rate, where to write. */
+struct query_args {
+	const char *window_s, *from_s, *to_s, *out_s;
+	int64_t window, from, to;
+	uint64_t hz;
+	uint32_t npids;
+	uint32_t pids[FR_PROFILE_MAX_PIDS];
+};
+
+enum {
+	OPT_WINDOW = 256, OPT_FROM, OPT_TO, OPT_PID, OPT_HZ, OPT_SOCKET, OPT_RING, OPT_INFO,
+	OPT_JSON,
+};
+
+#define QUERY_LONGOPTS                                          \
+	{"window", required_argument, NULL, OPT_WINDOW},        \
+	{"from", required_argument, NULL, OPT_FROM},            \
+	{"to", required_argument, NULL, OPT_TO},                \
+	{"output", required_argument, NULL, 'o'},               \
+	{"pid", required_argument, NULL, OPT_PID},              \
+	{"hz", required_argument, NULL, OPT_HZ}
+
+static int parse_pids(const char *text, struct query_args *q)
 {
 	const char *p = text;
 
@@ -169,7 +204,9 @@ static int parse_pids(const char *text, cJSON *arr)
 		v = strtoul(p, &end, 10);
 		if (errno || v == 0 || v > INT32_MAX)
 			return -EINVAL;
-		cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)v));
+		if (q->npids == FR_PROFILE_MAX_PIDS)
+			return -E2BIG;
+		q->pids[q->npids++] = (uint32_t)v;
 		if (*end == ',' && end[1])
 			p = end + 1;
 		else if (*end == '\0')
@@ -178,6 +215,98 @@ static int parse_pids(const char *text, cJSON *arr)
 			return -EINVAL;
 	}
 	return 0;
+}
+
+/* Takes option `c` if it is a query option: returns 1 when taken, 0 when
+ * not a query option, EXIT_USAGE (after saying why) when its value is bad. */
+static int query_opt(const char *cmd, int c, const char *arg, struct query_args *q)
+{
+	int ret;
+
+	switch (c) {
+	case OPT_WINDOW: q->window_s = arg; return 1;
+	case OPT_FROM: q->from_s = arg; return 1;
+	case OPT_TO: q->to_s = arg; return 1;
+	case 'o': q->out_s = arg; return 1;
+	case OPT_PID:
+		ret = parse_pids(arg, q);
+		if (ret == -E2BIG)
+			fprintf(stderr, "%s %s: --pid: at most %d processes\n", prog, cmd,
+				FR_PROFILE_MAX_PIDS);
+		else if (ret < 0)
+			fprintf(stderr, "%s %s: --pid: expected process ids like 1234 or 1234,5678, "
+				"got \"%s\"\n", prog, cmd, arg);
+		return ret < 0 ? EXIT_USAGE : 1;
+	case OPT_HZ:
+		if (fr_parse_u64(arg, 1, 1000000, &q->hz) < 0) {
+			fprintf(stderr, "%s %s: --hz: expected a rate of 1..1000000 samples per "
+				"second, got \"%s\"\n", prog, cmd, arg);
+			return EXIT_USAGE;
+		}
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Checks that the window options make one window and parses them.
+ * Returns 0 or EXIT_USAGE (after saying why). */
+static int query_finish(const char *cmd, struct query_args *q)
+{
+	if (q->window_s && (q->from_s || q->to_s)) {
+		fprintf(stderr, "%s %s: give either --window or --from/--to, not both\n", prog, cmd);
+		return EXIT_USAGE;
+	}
+	if (!q->window_s && !q->from_s) {
+		fprintf(stderr, "%s %s: --window DURATION (or --from TIME) is required, "
+			"e.g. --window 60s\n", prog, cmd);
+		return EXIT_USAGE;
+	}
+	if (q->to_s && !q->from_s) {
+		fprintf(stderr, "%s %s: --to needs --from\n", prog, cmd);
+		return EXIT_USAGE;
+	}
+	if (q->window_s) {
+		if (fr_parse_duration(q->window_s, &q->window) < 0) {
+			fprintf(stderr, "%s %s: --window: expected a duration like 500ms, 10s, 5m "
+				"or 1h, got \"%s\"\n", prog, cmd, q->window_s);
+			return EXIT_USAGE;
+		}
+		if (q->window <= 0) {
+			fprintf(stderr, "%s %s: --window: must be longer than zero, got \"%s\"\n",
+				prog, cmd, q->window_s);
+			return EXIT_USAGE;
+		}
+	}
+	if (q->from_s && fr_parse_time(q->from_s, &q->from) < 0) {
+		fprintf(stderr, "%s %s: --from: expected RFC 3339 time like 2026-11-22T13:05:00Z "
+			"or Unix seconds, got \"%s\"\n", prog, cmd, q->from_s);
+		return EXIT_USAGE;
+	}
+	if (q->to_s) {
+		if (fr_parse_time(q->to_s, &q->to) < 0) {
+			fprintf(stderr, "%s %s: --to: expected RFC 3339 time like "
+				"2026-11-22T13:06:00Z or Unix seconds, got \"%s\"\n", prog, cmd,
+				q->to_s);
+			return EXIT_USAGE;
+		}
+		if (q->to <= q->from) {
+			fprintf(stderr, "%s %s: --to must be later than --from\n", prog, cmd);
+			return EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
+static void print_summary(const char *out, uint64_t samples, uint64_t stacks, int64_t t0,
+			  int64_t t1, uint32_t hz, uint64_t bytes)
+{
+	char dur[32], size[32];
+
+	fprintf(stderr, "%s: wrote %s: %llu samples, %llu stacks, %s window at %u Hz (%s)\n",
+		prog, out, (unsigned long long)samples, (unsigned long long)stacks,
+		fr_format_duration(t1 - t0, dur, sizeof(dur)), hz,
+		fr_format_size_human(bytes, size, sizeof(size)));
 }
 
 static char *default_output_name(void)
@@ -266,130 +395,68 @@ static int commit_output(struct output *o, int ok)
 
 static int cmd_attach(int argc, char **argv)
 {
-	enum { OPT_WINDOW = 256, OPT_FROM, OPT_TO, OPT_PID, OPT_HZ, OPT_SOCKET };
 	static const struct option longopts[] = {
-		{"window", required_argument, NULL, OPT_WINDOW},
-		{"from", required_argument, NULL, OPT_FROM},
-		{"to", required_argument, NULL, OPT_TO},
-		{"output", required_argument, NULL, 'o'},
-		{"pid", required_argument, NULL, OPT_PID},
-		{"hz", required_argument, NULL, OPT_HZ},
+		QUERY_LONGOPTS,
 		{"socket", required_argument, NULL, OPT_SOCKET},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *window_s = NULL, *from_s = NULL, *to_s = NULL, *out_s = NULL, *socket_s = NULL;
-	cJSON *req = cJSON_CreateObject(), *pids = NULL, *resp = NULL;
+	struct query_args q = {0};
+	const char *socket_s = NULL;
+	cJSON *req = NULL, *resp = NULL, *pids;
 	char *socket_path = NULL, *out_name = NULL;
-	int64_t window = 0, from = 0, to = 0;
-	uint64_t hz = 0;
 	struct output out = {.fd = -1};
 	int c, sock = -1, status = EXIT_USAGE, ret;
 
-	if (!req)
-		return 1;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		if ((ret = query_opt("attach", c, optarg, &q)) == 1)
+			continue;
+		if (ret)
+			return ret;
 		switch (c) {
-		case OPT_WINDOW: window_s = optarg; break;
-		case OPT_FROM: from_s = optarg; break;
-		case OPT_TO: to_s = optarg; break;
-		case 'o': out_s = optarg; break;
 		case OPT_SOCKET: socket_s = optarg; break;
-		case OPT_PID:
-			if (!pids)
-				pids = cJSON_AddArrayToObject(req, "pids");
-			if (parse_pids(optarg, pids) < 0) {
-				fprintf(stderr, "%s attach: --pid: expected process ids like 1234 or "
-					"1234,5678, got \"%s\"\n", prog, optarg);
-				goto out;
-			}
-			break;
-		case OPT_HZ:
-			if (fr_parse_u64(optarg, 1, 1000000, &hz) < 0) {
-				fprintf(stderr, "%s attach: --hz: expected a rate of 1..1000000 samples "
-					"per second, got \"%s\"\n", prog, optarg);
-				goto out;
-			}
-			break;
-		case 'h':
-			usage_attach(stdout);
-			status = 0;
-			goto out;
-		default:
-			status = bad_option("attach", argv, usage_attach);
-			goto out;
+		case 'h': usage_attach(stdout); return 0;
+		default: return bad_option("attach", argv, usage_attach);
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "%s attach: unexpected argument \"%s\" (see %s attach --help)\n",
 			prog, argv[optind], prog);
-		goto out;
+		return EXIT_USAGE;
 	}
-	if (window_s && (from_s || to_s)) {
-		fprintf(stderr, "%s attach: give either --window or --from/--to, not both\n", prog);
-		goto out;
-	}
-	if (!window_s && !from_s) {
-		fprintf(stderr, "%s attach: --window DURATION (or --from TIME) is required, "
-			"e.g. --window 60s\n", prog);
-		goto out;
-	}
-	if (to_s && !from_s) {
-		fprintf(stderr, "%s attach: --to needs --from\n", prog);
-		goto out;
-	}
-	if (window_s) {
-		ret = fr_parse_duration(window_s, &window);
-		if (ret < 0) {
-			fprintf(stderr, "%s attach: --window: expected a duration like 500ms, 10s, 5m "
-				"or 1h, got \"%s\"\n", prog, window_s);
-			goto out;
-		}
-		if (window <= 0) {
-			fprintf(stderr, "%s attach: --window: must be longer than zero, got \"%s\"\n",
-				prog, window_s);
-			goto out;
-		}
-		cJSON_AddNumberToObject(req, "window_ns", (double)window);
-	}
-	if (from_s) {
-		if (fr_parse_time(from_s, &from) < 0) {
-			fprintf(stderr, "%s attach: --from: expected RFC 3339 time like "
-				"2026-11-22T13:05:00Z or Unix seconds, got \"%s\"\n", prog, from_s);
-			goto out;
-		}
-		cJSON_AddNumberToObject(req, "from_ns", (double)from);
-	}
-	if (to_s) {
-		if (fr_parse_time(to_s, &to) < 0) {
-			fprintf(stderr, "%s attach: --to: expected RFC 3339 time like "
-				"2026-11-22T13:06:00Z or Unix seconds, got \"%s\"\n", prog, to_s);
-			goto out;
-		}
-		if (to <= from) {
-			fprintf(stderr, "%s attach: --to must be later than --from\n", prog);
-			goto out;
-		}
-		cJSON_AddNumberToObject(req, "to_ns", (double)to);
-	}
-	if (hz)
-		cJSON_AddNumberToObject(req, "hz", (double)hz);
-	cJSON_AddStringToObject(req, "req", "attach");
+	if (query_finish("attach", &q))
+		return EXIT_USAGE;
 
 	status = 1;
+	req = cJSON_CreateObject();
+	if (!req)
+		goto out;
+	cJSON_AddStringToObject(req, "req", "attach");
+	if (q.window_s)
+		fr_ipc_add_int(req, "window_ns", q.window);
+	if (q.from_s)
+		fr_ipc_add_int(req, "from_ns", q.from);
+	if (q.to_s)
+		fr_ipc_add_int(req, "to_ns", q.to);
+	if (q.hz)
+		fr_ipc_add_int(req, "hz", (int64_t)q.hz);
+	if (q.npids && (pids = cJSON_AddArrayToObject(req, "pids")))
+		for (uint32_t i = 0; i < q.npids; i++)
+			cJSON_AddItemToArray(pids, cJSON_CreateNumber(q.pids[i]));
+
 	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
 	if (!socket_path)
 		goto out;
 	sock = connect_daemon(socket_path);
 	if (sock < 0)
 		goto out;
-	if (!out_s) {
+	if (!q.out_s) {
 		out_name = default_output_name();
 		if (!out_name)
 			goto out;
-		out_s = out_name;
+		q.out_s = out_name;
 	}
-	if (open_output(&out, out_s) < 0)
+	if (open_output(&out, q.out_s) < 0)
 		goto out;
 	ret = call(sock, socket_path, req, out.fd, &resp);
 	if (ret < 0) {
@@ -405,16 +472,13 @@ static int cmd_attach(int argc, char **argv)
 		goto out;
 	{
 		const cJSON *w, *warnings = cJSON_GetObjectItemCaseSensitive(resp, "warnings");
-		char dur[32], size[32];
 
 		cJSON_ArrayForEach(w, warnings)
 			if (cJSON_IsString(w))
 				fprintf(stderr, "%s: warning: %s\n", prog, w->valuestring);
-		fprintf(stderr, "%s: wrote %s: %.0f samples, %.0f stacks, %s window at %.0f Hz (%s)\n",
-			prog, out_s, num(resp, "samples"), num(resp, "stacks"),
-			fr_format_duration((int64_t)(num(resp, "t1_ns") - num(resp, "t0_ns")), dur,
-					   sizeof(dur)),
-			num(resp, "hz"), fr_format_size_human((uint64_t)num(resp, "bytes"), size, sizeof(size)));
+		print_summary(q.out_s, (uint64_t)num(resp, "samples"), (uint64_t)num(resp, "stacks"),
+			      (int64_t)num(resp, "t0_ns"), (int64_t)num(resp, "t1_ns"),
+			      (uint32_t)num(resp, "hz"), (uint64_t)num(resp, "bytes"));
 		if (out_name)
 			printf("%s\n", out_name);
 	}
@@ -445,26 +509,18 @@ static void human_duration(int64_t ns, char *buf, size_t len)
 		snprintf(buf, len, "%.1fs", (double)ns / 1e9);
 }
 
-static void print_status(const cJSON *r)
+/* The ring facts shared by status and dump --info. */
+static void print_ring(const cJSON *ring, double lost)
 {
-	const cJSON *ring = cJSON_GetObjectItemCaseSensitive(r, "ring");
-	const cJSON *events = cJSON_GetObjectItemCaseSensitive(r, "events"), *ev;
-	char up[64], a[64], b[64], size[32], seg[32], used[32];
+	char a[64], b[64], size[32], seg[32], used[32];
 	double samples = num(ring, "samples"), bytes = num(ring, "bytes_used");
 
-	human_duration((int64_t)num(r, "uptime_ns"), up, sizeof(up));
-	printf("flightrecd %s, pid %.0f, up %s (config: %s)\n", str(r, "version"), num(r, "pid"),
-	       up, str(r, "config"));
-	cJSON_ArrayForEach(ev, events)
-		printf("event:    %s at %.0f Hz on %.0f CPUs (%s stacks): %.0f samples, %.0f lost, "
-		       "%.0f throttled, %.0f truncated stacks\n",
-		       str(ev, "event"), num(ev, "hz"), num(r, "cpus"), str(ev, "stacks"),
-		       num(ev, "samples"), num(ev, "lost"), num(ev, "throttled"),
-		       num(ev, "truncated_stacks"));
-	printf("ring:     %s, %s in %.0f segments of %s; %s used (%.0f%%)\n", str(ring, "path"),
-	       fr_format_size_human((uint64_t)num(ring, "size"), size, sizeof(size)),
-	       num(ring, "segments"), fr_format_size_human((uint64_t)num(ring, "segment_size"), seg, sizeof(seg)),
-	       fr_format_size_human((uint64_t)bytes, used, sizeof(used)),
+	printf("ring:     %s, %s in %.0f segments of %s; %.0f segments in use, %s of chunks "
+	       "(%.0f%%)\n",
+	       str(ring, "path"), fr_format_size_human((uint64_t)num(ring, "size"), size, sizeof(size)),
+	       num(ring, "segments"),
+	       fr_format_size_human((uint64_t)num(ring, "segment_size"), seg, sizeof(seg)),
+	       num(ring, "segments_used"), fr_format_size_human((uint64_t)bytes, used, sizeof(used)),
 	       num(ring, "size") > 0 ? 100.0 * bytes / num(ring, "size") : 0.0);
 	if (num(ring, "chunks") > 0) {
 		char span[64];
@@ -480,16 +536,34 @@ static void print_status(const cJSON *r)
 	if (samples > 0)
 		printf(", %.1f bytes/sample, compression %.1fx", bytes / samples,
 		       bytes > 0 ? num(ring, "raw_bytes") / bytes : 0.0);
-	printf("\n");
-	printf("lost:     %.0f samples lost by the kernel; %.0f corrupt chunks skipped; "
-	       "%.0f chunks dropped\n", num(r, "samples_lost"), num(ring, "corrupt_chunks"),
-	       num(r, "chunks_dropped"));
+	printf(" (format version %.0f)\n", num(ring, "format_version"));
+	printf("damage:   %.0f corrupt chunks skipped\n", num(ring, "corrupt_chunks"));
+	printf("lost:     %.0f samples lost by the kernel\n", lost);
+}
+
+static void print_status(const cJSON *r)
+{
+	const cJSON *events = cJSON_GetObjectItemCaseSensitive(r, "events"), *ev;
+	char up[64];
+
+	human_duration((int64_t)num(r, "uptime_ns"), up, sizeof(up));
+	printf("flightrecd %s, pid %.0f, up %s (config: %s)\n", str(r, "version"), num(r, "pid"),
+	       up, str(r, "config"));
+	cJSON_ArrayForEach(ev, events)
+		printf("event:    %s at %.0f Hz on %.0f CPUs (%s stacks): %.0f samples, %.0f lost, "
+		       "%.0f throttled, %.0f truncated stacks\n",
+		       str(ev, "event"), num(ev, "hz"), num(r, "cpus"), str(ev, "stacks"),
+		       num(ev, "samples"), num(ev, "lost"), num(ev, "throttled"),
+		       num(ev, "truncated_stacks"));
+	print_ring(cJSON_GetObjectItemCaseSensitive(r, "ring"), num(r, "samples_lost"));
+	if (num(r, "chunks_dropped") > 0 || num(r, "write_errors") > 0)
+		printf("writes:   %.0f chunks dropped (disk too slow), %.0f write errors\n",
+		       num(r, "chunks_dropped"), num(r, "write_errors"));
 	printf("tracking: %.0f processes, %.0f threads\n", num(r, "processes"), num(r, "threads"));
 }
 
 static int cmd_status(int argc, char **argv)
 {
-	enum { OPT_SOCKET = 256, OPT_JSON };
 	static const struct option longopts[] = {
 		{"socket", required_argument, NULL, OPT_SOCKET},
 		{"json", no_argument, NULL, OPT_JSON},
@@ -499,7 +573,8 @@ static int cmd_status(int argc, char **argv)
 	const char *socket_s = NULL;
 	char *socket_path = NULL;
 	cJSON *req = NULL, *resp = NULL;
-	int c, json = 0, sock = -1, status = 1;
+	char *text = NULL;
+	int c, json = 0, sock = -1, status = 1, ret;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -520,19 +595,20 @@ static int cmd_status(int argc, char **argv)
 		goto out;
 	cJSON_AddStringToObject(req, "req", "status");
 	sock = connect_daemon(socket_path);
-	if (sock < 0 || call(sock, socket_path, req, -1, &resp) < 0)
+	if (sock < 0)
 		goto out;
+	ret = fr_ipc_call_text(sock, req, -1, &resp, &text);
+	if (ret < 0) {
+		report_call_error(ret, socket_path, &resp);
+		goto out;
+	}
 	if (resp_error(resp)) {
 		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
 		goto out;
 	}
 	if (json) {
-		cJSON_DeleteItemFromObjectCaseSensitive(resp, "ok");
-		char *text = cJSON_PrintUnformatted(resp);
-		if (!text)
-			goto out;
+		/* As received: its integers are exact, unlike cJSON's doubles. */
 		printf("%s\n", text);
-		free(text);
 	} else {
 		print_status(resp);
 	}
@@ -542,7 +618,221 @@ out:
 		close(sock);
 	cJSON_Delete(req);
 	cJSON_Delete(resp);
+	free(text);
 	free(socket_path);
+	return status;
+}
+
+static void usage_dump(FILE *f)
+{
+	fprintf(f,
+		"Usage: flightrec dump --ring FILE --window DURATION [OPTION]...\n"
+		"       flightrec dump --ring FILE --from TIME [--to TIME] [OPTION]...\n"
+		"       flightrec dump --ring FILE --info [--json]\n"
+		"Read a ring file directly, with no recorder running (after a crash of the\n"
+		"recorder or of the host, or on a copy taken while it was writing), and write\n"
+		"the same gzip'ed pprof profile attach writes. The file is only read.\n"
+		"\n"
+		"  --ring FILE        the ring (e.g. /var/lib/flightrec/ring)\n"
+		"  --window DURATION  the last DURATION the ring recorded, ending at its newest\n"
+		"                     sample (the moment of the crash)\n"
+		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix seconds\n"
+		"  --to TIME          window end (default: the newest sample)\n"
+		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here)\n"
+		"  --pid PID[,PID...] only these processes\n"
+		"  --hz N             samples per second per CPU in the profile\n"
+		"  --info             show the ring's span, use, samples, compression, damage\n"
+		"  --json             with --info: one JSON object (times in Unix ns, sizes in bytes)\n"
+		"  -h, --help         show this help\n"
+		"\n"
+		"Examples:\n"
+		"  flightrec dump --ring /var/lib/flightrec/ring --window 10m -o crash.pb.gz\n"
+		"  flightrec dump --ring ring.copy --info --json\n");
+}
+
+/* dump --info: the ring's facts, plus what only decoding tells (losses). */
+static int dump_info(struct fr_ring *ring, int json)
+{
+	struct fr_ring_ref *refs = NULL;
+	struct fr_ring_stats st;
+	uint64_t lost = 0;
+	size_t n = 0;
+	cJSON *obj = NULL, *ring_json;
+	int status = 1;
+
+	if (fr_ring_query(ring, INT64_MIN, INT64_MAX, &refs, &n) < 0) {
+		fprintf(stderr, "%s dump: out of memory\n", prog);
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		void *buf = NULL;
+		struct fr_chunk *c = NULL;
+
+		/* A chunk found damaged here is counted by the ring. */
+		if (fr_ring_read(ring, &refs[i], &buf) == 0 &&
+		    fr_chunk_decode(buf, refs[i].len, &c) == 0)
+			for (uint32_t e = 0; e < c->nevents; e++)
+				lost += c->events[e].lost;
+		fr_chunk_free(c);
+		free(buf);
+	}
+	free(refs);
+	fr_ring_get_stats(ring, &st);
+	ring_json = fr_ipc_ring_json(fr_ring_path(ring), &st);
+	obj = cJSON_CreateObject();
+	if (!ring_json || !obj) {
+		cJSON_Delete(ring_json);
+		goto out;
+	}
+	cJSON_AddItemToObject(obj, "ring", ring_json);
+	fr_ipc_add_int(obj, "samples_lost", (int64_t)lost);
+	if (json) {
+		char *text = cJSON_PrintUnformatted(obj);
+		if (!text)
+			goto out;
+		printf("%s\n", text);
+		free(text);
+	} else {
+		print_ring(ring_json, (double)lost);
+	}
+	status = 0;
+out:
+	cJSON_Delete(obj);
+	return status;
+}
+
+static int cmd_dump(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		QUERY_LONGOPTS,
+		{"ring", required_argument, NULL, OPT_RING},
+		{"info", no_argument, NULL, OPT_INFO},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct query_args q = {0};
+	const char *ring_s = NULL;
+	struct fr_ring *ring = NULL;
+	struct fr_ring_stats st;
+	struct fr_profile_request req;
+	struct fr_profile_result res;
+	struct fr_uring *uring = NULL;
+	struct fr_uring_writer *w = NULL;
+	struct output out = {.fd = -1};
+	char *out_name = NULL;
+	char err[512];
+	int c, info = 0, json = 0, status = EXIT_USAGE, ret;
+
+	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		if ((ret = query_opt("dump", c, optarg, &q)) == 1)
+			continue;
+		if (ret)
+			return ret;
+		switch (c) {
+		case OPT_RING: ring_s = optarg; break;
+		case OPT_INFO: info = 1; break;
+		case OPT_JSON: json = 1; break;
+		case 'h': usage_dump(stdout); return 0;
+		default: return bad_option("dump", argv, usage_dump);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s dump: unexpected argument \"%s\" (see %s dump --help)\n", prog,
+			argv[optind], prog);
+		return EXIT_USAGE;
+	}
+	if (!ring_s) {
+		fprintf(stderr, "%s dump: --ring FILE is required (the recorder's is "
+			"/var/lib/flightrec/ring)\n", prog);
+		return EXIT_USAGE;
+	}
+	if (json && !info) {
+		fprintf(stderr, "%s dump: --json goes with --info\n", prog);
+		return EXIT_USAGE;
+	}
+	if (info && (q.window_s || q.from_s || q.to_s || q.out_s || q.npids || q.hz)) {
+		fprintf(stderr, "%s dump: --info takes no window, output, pid or rate options\n",
+			prog);
+		return EXIT_USAGE;
+	}
+	if (!info && query_finish("dump", &q))
+		return EXIT_USAGE;
+
+	status = 1;
+	err[0] = '\0';
+	ret = fr_ring_open(&ring, ring_s, 0, 0, FR_RING_RDONLY, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "%s dump: %s\n", prog, err[0] ? err : strerror(-ret));
+		return 1;
+	}
+	if (info) {
+		status = dump_info(ring, json);
+		goto out;
+	}
+
+	fr_ring_get_stats(ring, &st);
+	if (!st.chunks) {
+		fprintf(stderr, "%s dump: %s holds no samples; nothing to write\n", prog, ring_s);
+		goto out;
+	}
+	memset(&req, 0, sizeof(req));
+	if (q.window_s) {
+		/* The window ends where the recording ends, not now: after a crash
+		 * the interesting minutes are the last ones the ring holds. */
+		req.t1 = st.newest_ns + 1;
+		req.t0 = req.t1 - q.window;
+	} else {
+		req.t0 = q.from;
+		req.t1 = q.to_s ? q.to : st.newest_ns + 1;
+		if (req.t1 <= req.t0) {
+			char when[64];
+			fprintf(stderr, "%s dump: the ring's newest sample (%s) is before --from\n",
+				prog, fr_format_time(st.newest_ns, when, sizeof(when)));
+			goto out;
+		}
+	}
+	req.npids = q.npids;
+	memcpy(req.pids, q.pids, sizeof(req.pids));
+	req.hz = (uint32_t)q.hz;
+	req.version = FR_VERSION;
+
+	if (!q.out_s) {
+		out_name = default_output_name();
+		if (!out_name)
+			goto out;
+		q.out_s = out_name;
+	}
+	w = malloc(sizeof(*w));
+	ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
+	if (ret < 0) {
+		fprintf(stderr, "%s dump: cannot set up the output: %s\n", prog, strerror(-ret));
+		goto out;
+	}
+	if (open_output(&out, q.out_s) < 0)
+		goto out;
+	fr_uring_writer_init(w, uring, out.fd);
+	ret = fr_profile_write(ring, &req, fr_uring_writer_write, w, &res, err, sizeof(err));
+	if (ret == 0)
+		ret = fr_uring_writer_flush(w);
+	if (ret < 0) {
+		fprintf(stderr, "%s dump: %s\n", prog, err[0] ? err : strerror(-ret));
+		commit_output(&out, 0);
+		goto out;
+	}
+	if (commit_output(&out, 1) < 0)
+		goto out;
+	if (res.warning[0])
+		fprintf(stderr, "%s: warning: %s\n", prog, res.warning);
+	print_summary(q.out_s, res.samples_kept, res.stacks, req.t0, req.t1, res.hz, w->written);
+	if (out_name)
+		printf("%s\n", out_name);
+	status = 0;
+out:
+	fr_uring_close(uring);
+	free(w);
+	free(out_name);
+	fr_ring_close(ring);
 	return status;
 }
 
@@ -573,7 +863,9 @@ int main(int argc, char **argv)
 		return cmd_attach(argc, argv);
 	if (strcmp(cmd, "status") == 0)
 		return cmd_status(argc, argv);
-	fprintf(stderr, "%s: unknown command \"%s\" (commands: attach, status; see %s --help)\n",
+	if (strcmp(cmd, "dump") == 0)
+		return cmd_dump(argc, argv);
+	fprintf(stderr, "%s: unknown command \"%s\" (commands: attach, status, dump; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }
