@@ -437,13 +437,10 @@ static int sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t er
 			r->path, r->chunk_version, FR_CHUNK_VERSION);
 		return -EPROTONOSUPPORT;
 	}
-	if (actual_size < r->file_size) {
-		set_err(err, errlen,
-			"%s is damaged: its superblock says %" PRIu64
-			" bytes but the file has %" PRIu64 "; move it away to start a new ring",
-			r->path, r->file_size, actual_size);
-		return -EBADMSG;
-	}
+	/* A file shorter than its superblock says was truncated: what is
+	 * left is read (the missing tail reads as zeroes, never-written
+	 * space); fr_ring_open() restores the size of a writable ring. */
+	(void)actual_size;
 	return 0;
 }
 
@@ -453,6 +450,7 @@ static int sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t er
 struct cand {
 	struct fr_ring_ref ref;
 	bool verified;
+	bool damaged; /* header intact, payload not: counted, dropped later */
 };
 
 struct scan {
@@ -461,7 +459,12 @@ struct scan {
 	unsigned char *segbuf; /* one segment, for resyncing */
 	uint64_t max_seq;
 	bool any_seq;
+	/* Per segment: where its scan met an all-zero header (the end of its
+	 * data, or a zeroed page), or NO_ZERO_STOP. */
+	uint64_t *zero_stop;
 };
+
+#define NO_ZERO_STOP UINT64_MAX
 
 static bool all_zero(const unsigned char *p, size_t n)
 {
@@ -484,6 +487,7 @@ static int scan_add(struct scan *s, const struct fr_ring_ref *ref)
 	}
 	s->c[s->n].ref = *ref;
 	s->c[s->n].verified = false;
+	s->c[s->n].damaged = false;
 	s->n++;
 	return 0;
 }
@@ -498,9 +502,13 @@ static bool header_ok(const struct fr_ring *r, const unsigned char *p, uint64_t 
 	return FR_CHUNK_HEADER_LEN + (uint64_t)h->comp_len <= r->segment_size - off;
 }
 
-static int scan_segment(struct fr_ring *r, struct scan *s, uint32_t seg)
+/* Scans segment `seg` from offset `start`. An all-zero header normally
+ * ends the segment's data; with `zeros_are_damage` it is searched past
+ * like any other bad header. */
+static int scan_segment(struct fr_ring *r, struct scan *s, uint32_t seg, uint64_t start,
+			bool zeros_are_damage)
 {
-	uint64_t base = seg_base(r, seg), off = 0, last_seq = 0;
+	uint64_t base = seg_base(r, seg), off = start, last_seq = 0;
 	bool have_last = false, loaded = false;
 	int ret;
 
@@ -521,9 +529,12 @@ static int scan_segment(struct fr_ring *r, struct scan *s, uint32_t seg)
 				memset(hbuf + n, 0, sizeof(hbuf) - (size_t)n);
 			hp = hbuf;
 		}
-		/* Never written: the end of this segment's data. */
-		if (all_zero(hp, FR_CHUNK_HEADER_LEN))
+		/* Never written: the end of this segment's data (or a zeroed
+		 * page, which ring_recover() looks past when chunks are missing). */
+		if (!zeros_are_damage && all_zero(hp, FR_CHUNK_HEADER_LEN)) {
+			s->zero_stop[seg] = off;
 			break;
+		}
 		if (!header_ok(r, hp, off, &h)) {
 			bool found = false;
 
@@ -570,9 +581,11 @@ static int scan_segment(struct fr_ring *r, struct scan *s, uint32_t seg)
 		if (ret < 0)
 			return ret;
 		if (loaded) {
-			/* The payload is in memory already: check it now. */
+			/* The payload is in memory already: check it now. A damaged
+			 * chunk stays a candidate, marked, so its sequence number is
+			 * not mistaken for a hole. */
 			if (fr_chunk_verify(s->segbuf + off, ref.len) < 0) {
-				s->n--;
+				s->c[s->n - 1].damaged = true;
 				r->corrupt++;
 			} else {
 				s->c[s->n - 1].verified = true;
@@ -596,7 +609,6 @@ static int verify_tail(struct fr_ring *r, struct scan *s)
 {
 	uint64_t checked = 0;
 	unsigned char *buf = malloc(r->segment_size);
-	size_t keep;
 
 	if (!buf)
 		return -ENOMEM;
@@ -605,7 +617,7 @@ static int verify_tail(struct fr_ring *r, struct scan *s)
 		ssize_t n;
 
 		checked += c->ref.len;
-		if (c->verified)
+		if (c->verified || c->damaged)
 			continue;
 		n = pread_full(r->fd, buf, c->ref.len, c->ref.offset);
 		if (n < 0) {
@@ -613,18 +625,14 @@ static int verify_tail(struct fr_ring *r, struct scan *s)
 			return (int)n;
 		}
 		if ((size_t)n != c->ref.len || fr_chunk_verify(buf, c->ref.len) < 0) {
-			c->ref.len = 0; /* mark damaged */
-			r->corrupt++;
+			if (!c->damaged)
+				r->corrupt++;
+			c->damaged = true;
 			continue;
 		}
 		c->verified = true;
 	}
 	free(buf);
-	keep = 0;
-	for (size_t i = 0; i < s->n; i++)
-		if (s->c[i].ref.len != 0)
-			s->c[keep++] = s->c[i];
-	s->n = keep;
 	return 0;
 }
 
@@ -636,15 +644,39 @@ static int ring_recover(struct fr_ring *r)
 
 	memset(&s, 0, sizeof(s));
 	s.segbuf = malloc(r->segment_size);
-	if (!s.segbuf)
-		return -ENOMEM;
+	s.zero_stop = malloc(r->nsegments * sizeof(*s.zero_stop));
+	if (!s.segbuf || !s.zero_stop) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	for (uint32_t seg = 0; seg < r->nsegments; seg++) {
-		ret = scan_segment(r, &s, seg);
+		s.zero_stop[seg] = NO_ZERO_STOP;
+		ret = scan_segment(r, &s, seg, 0, false);
 		if (ret < 0)
 			goto out;
 	}
 	if (s.n > 1)
 		qsort(s.c, s.n, sizeof(*s.c), cmp_cand_seq);
+
+	/* Sequence numbers are consecutive in a ring that is only appended
+	 * to, wrapped and expired. A gap means chunks are missing between
+	 * ones that were found: when a zeroed page took a header, the chunks
+	 * behind it in its segment were taken for never-written space. Look
+	 * past the zeros of those segments then (and only then: reading the
+	 * untouched tails of a healthy ring would slow every open). */
+	for (size_t i = 1; i < s.n; i++) {
+		if (s.c[i].ref.seq <= s.c[i - 1].ref.seq + 1)
+			continue;
+		for (uint32_t seg = 0; seg < r->nsegments; seg++) {
+			if (s.zero_stop[seg] == NO_ZERO_STOP)
+				continue;
+			ret = scan_segment(r, &s, seg, s.zero_stop[seg], true);
+			if (ret < 0)
+				goto out;
+		}
+		qsort(s.c, s.n, sizeof(*s.c), cmp_cand_seq);
+		break;
+	}
 	ret = verify_tail(r, &s);
 	if (ret < 0)
 		goto out;
@@ -654,6 +686,16 @@ static int ring_recover(struct fr_ring *r)
 	keep = 0;
 	for (size_t i = 0; i < s.n; i++)
 		if (keep == 0 || s.c[i].ref.seq != s.c[keep - 1].ref.seq)
+			s.c[keep++] = s.c[i];
+	s.n = keep;
+
+	/* A hole that remains is a chunk whose header was destroyed: count it
+	 * too. Then only the intact chunks go on. */
+	for (size_t i = 1; i < s.n; i++)
+		r->corrupt += s.c[i].ref.seq - s.c[i - 1].ref.seq - 1;
+	keep = 0;
+	for (size_t i = 0; i < s.n; i++)
+		if (!s.c[i].damaged)
 			s.c[keep++] = s.c[i];
 	s.n = keep;
 
@@ -679,7 +721,9 @@ static int ring_recover(struct fr_ring *r)
 		r->cur_seg = 0;
 		r->cur_off = 0;
 	}
-	r->next_seq = s.any_seq ? s.max_seq + 1 : 1;
+	/* Numbering resumes after the newest intact chunk, so a torn last
+	 * write leaves no hole once it is overwritten. */
+	r->next_seq = s.n > 0 ? s.c[s.n - 1].ref.seq + 1 : s.any_seq ? s.max_seq + 1 : 1;
 
 	ret = idx_reserve(r, s.n + 1);
 	if (ret < 0)
@@ -691,6 +735,7 @@ static int ring_recover(struct fr_ring *r)
 out:
 	free(s.c);
 	free(s.segbuf);
+	free(s.zero_stop);
 	return ret;
 }
 
@@ -789,6 +834,22 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 		ret = sb_load(r, (uint64_t)st.st_size, err, errlen);
 		if (ret < 0)
 			goto err;
+		if ((uint64_t)st.st_size < r->file_size && !rdonly) {
+			/* Give a truncated ring its size back, allocated, so
+			 * appends never find the disk full. */
+			ret = posix_fallocate(r->fd, st.st_size, (off_t)(r->file_size - (uint64_t)st.st_size));
+			if (ret) {
+				set_err(err, errlen,
+					"%s was truncated to %" PRIu64 " bytes and its %" PRIu64
+					" bytes cannot be allocated again: %s",
+					path, (uint64_t)st.st_size, r->file_size, strerror(ret));
+				ret = -ret;
+				goto err;
+			}
+			fr_log_warn("%s was truncated to %" PRIu64 " bytes; its size of %" PRIu64
+				    " bytes is restored (chunks past the cut are lost)",
+				    path, (uint64_t)st.st_size, r->file_size);
+		}
 		/* A size maps to the superblock plus whole segments; compare what
 		 * the request would have created, not the raw number. */
 		uint64_t seg = segment_size ? segment_size : r->segment_size;

@@ -30,25 +30,20 @@
  * the file is fdatasync'ed at most every `sync_interval` (durability bound).
  * The file never grows past its size.
  *
- * RECOVERY. Opening scans every segment from its start, reading only the
- * 64-byte chunk headers. A chunk is accepted when its header crc is good,
- * it fits in the segment and its sequence number is higher than that of
- * the chunk before it in the segment; a lower one is a leftover of the
- * segment's previous use and ends that segment's scan, as does an all-zero
- * header (never written). After a damaged header the scan searches forward
- * on 8-byte boundaries for the next valid header. Payload crcs are checked
- * at open for the newest chunks (the last 16 MiB written, where a crash can
- * leave torn writes) and for every chunk of a segment that had to be
- * searched; older payloads are checked by fr_ring_read(). A chunk whose
- * payload is damaged is skipped (its header gives its length), left out of
- * the index and counted as corrupt. The write cursor resumes after the
- * valid chunk with the highest sequence number; the next sequence number
- * is one more than the highest intact header seen. A torn write therefore
- * loses at most the chunk that was being written, and the next append
- * overwrites it.
- *
- * One process at a time may open a ring for writing (flock(LOCK_EX) on the
- * file; a second writer gets -EBUSY); read-only opens take no lock.
+ * RECOVERY. Opening scans every segment from its start, accepting chunks
+ * whose header and payload crcs are good and whose sequence numbers
+ * increase. A damaged chunk whose header is intact is skipped (its length
+ * is known) and counted as corrupt; a damaged header is searched past, on
+ * 8-byte boundaries, for the next valid one. An all-zero header ends a
+ * segment's data (never-written space), unless the sequence numbers found
+ * have a hole: then a zeroed page took a header, and those segments are
+ * searched past their zeroes too. A hole that remains is a chunk whose
+ * header was destroyed, and is counted as corrupt. The write cursor, and
+ * the numbering, resume after the newest intact chunk, so a torn write
+ * loses at most the chunk that was being written. A file shorter than its
+ * superblock says (truncated) is read as far as it goes, and a writable
+ * open restores its size. Opening never writes to a file that is not a
+ * ring, and never grows a ring past its size.
  */
 #ifndef FR_CORE_RING_H
 #define FR_CORE_RING_H
