@@ -20,6 +20,15 @@ P1=$!
 wait "$P1"
 cpu1=$(sed -n 's/.*cpu_seconds=\([0-9.]*\).*/\1/p' "$T/p1.out")
 sleep 1.5 # longer than the seal interval: P1's samples are in sealed chunks
+
+# A copy of the ring taken while the recorder writes to it reads back with
+# no daemon, as does the live file itself.
+cp "$RING" "$T/ring.copy"
+for ring in "$T/ring.copy" "$RING"; do
+	"$FLIGHTREC" dump --ring "$ring" --window 60s --pid "$P1" -o "$T/copy.pb.gz" 2>"$T/dump.err" ||
+		fail "dump of $ring while the recorder writes failed: $(cat "$T/dump.err")"
+	pprof_top "$T/copy.pb.gz" | grep -q ' fr_burn_heavy$' || fail "dump of $ring lacks the samples"
+done
 kill9_daemon
 [ -S "$SOCK" ] || fail "expected the killed daemon's socket file to remain"
 
