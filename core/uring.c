@@ -1,26 +1,50 @@
 /* io_uring through liburing: the one place that submits ring operations.
  *
  * Every call submits one operation and waits for its completion, so at
- * most one entry is in flight and the submission queue can never be full.
- * Short writes and reads are resubmitted for the rest. A failed submission
- * leaves the ring in an unknown state; it is then marked broken and every
- * later call fails with the same error rather than reaping a stray
- * completion as its own.
+ * most one request is in flight and the submission queue can never be
+ * full. Short writes and reads are resubmitted for the rest.
+ *
+ * A request that has not completed after URING_STALL_NS is cancelled if it
+ * has not started. Some kernels can leave a request queued for an io-wq
+ * worker that never picks it up (seen on 6.18 with buffered writes to
+ * ext4, which io_uring always hands to io-wq); waiting for it would hang
+ * the caller forever. A cancelled request did nothing, so it is redone with
+ * the plain system call, and the ring is marked degraded: every later
+ * request uses plain system calls. A request that had already started (a
+ * slow fdatasync) is waited for and changes nothing. A failed submission
+ * degrades the ring the same way.
  */
 #include "core/uring.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <liburing.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
 
 /* Largest single transfer submitted, as the kernel's MAX_RW_COUNT. */
 #define URING_MAX_IO ((size_t)INT_MAX & ~(size_t)4095)
 
+/* How long a request may sit without completing before it is cancelled. */
+#define URING_STALL_NS (2LL * 1000000000LL)
+
+#define TAG_OP 1
+#define TAG_CANCEL 2
+
+enum op_kind {
+	OP_WRITE,
+	OP_READ,
+	OP_FDATASYNC,
+};
+
 struct fr_uring {
 	struct io_uring ring;
-	int broken; /* -errno of a failed submission, sticky */
+	bool degraded; /* plain system calls from now on */
 };
 
 int fr_uring_open(struct fr_uring **out, unsigned entries)
@@ -52,37 +76,162 @@ void fr_uring_close(struct fr_uring *u)
 	free(u);
 }
 
-static struct io_uring_sqe *get_sqe(struct fr_uring *u)
+static void degrade(struct fr_uring *u, const char *why)
 {
-	if (u->broken)
-		return NULL;
-	return io_uring_get_sqe(&u->ring);
+	if (u->degraded)
+		return;
+	u->degraded = true;
+	fr_log_warn("io_uring %s; using plain system calls from now on", why);
 }
 
-/* Submits the prepared entry and waits for its completion. Returns the
- * completion's result (>= 0 or -errno). */
-static int run_one(struct fr_uring *u)
+/* Submits what is queued. Returns the number of requests the kernel took
+ * or -errno. */
+static int submit(struct fr_uring *u)
 {
-	struct io_uring_cqe *cqe;
-	int ret, res;
+	int ret;
 
 	do
 		ret = io_uring_submit(&u->ring);
 	while (ret == -EINTR || ret == -EAGAIN);
-	if (ret < 0)
-		goto err_broken;
-	do
-		ret = io_uring_wait_cqe(&u->ring, &cqe);
-	while (ret == -EINTR || ret == -EAGAIN);
-	if (ret < 0)
-		goto err_broken;
-	res = cqe->res;
-	io_uring_cqe_seen(&u->ring, cqe);
-	return res;
-
-err_broken:
-	u->broken = ret;
 	return ret;
+}
+
+/* Waits for a completion, at most `timeout_ns` when >= 0. Returns 0 with
+ * *tag and *res, -ETIME, or another -errno. */
+static int reap(struct fr_uring *u, int64_t timeout_ns, uint64_t *tag, int *res)
+{
+	struct io_uring_cqe *cqe;
+	struct __kernel_timespec ts = {
+		.tv_sec = timeout_ns / 1000000000LL,
+		.tv_nsec = timeout_ns % 1000000000LL,
+	};
+	int ret;
+
+	do {
+		if (timeout_ns >= 0)
+			ret = io_uring_wait_cqe_timeout(&u->ring, &cqe, &ts);
+		else
+			ret = io_uring_wait_cqe(&u->ring, &cqe);
+	} while (ret == -EINTR || ret == -EAGAIN);
+	if (ret < 0)
+		return ret;
+	*tag = cqe->user_data;
+	*res = cqe->res;
+	io_uring_cqe_seen(&u->ring, cqe);
+	return 0;
+}
+
+/* Runs one prepared request (tagged TAG_OP). Returns its result, or
+ * -ECANCELED with the ring degraded when it had to be cancelled, in which
+ * case it did nothing. */
+static int run_one(struct fr_uring *u)
+{
+	struct io_uring_sqe *sqe;
+	bool op_done = false, cancel_done = false;
+	uint64_t tag;
+	int ret, res = 0, r;
+
+	if (submit(u) < 1) {
+		/* Not taken: nothing was done. */
+		degrade(u, "submission failed");
+		return -ECANCELED;
+	}
+	for (;;) {
+		ret = reap(u, URING_STALL_NS, &tag, &r);
+		if (ret == 0 && tag == TAG_OP)
+			return r;
+		if (ret == -ETIME)
+			break;
+		if (ret < 0)
+			return ret;
+	}
+
+	/* Overdue: cancel it if it has not started, and collect both
+	 * completions. One that is running is waited for. */
+	sqe = io_uring_get_sqe(&u->ring);
+	if (sqe) {
+		io_uring_prep_cancel64(sqe, TAG_OP, 0);
+		io_uring_sqe_set_data64(sqe, TAG_CANCEL);
+	}
+	if (!sqe || submit(u) < 1)
+		cancel_done = true; /* all that is left is to wait */
+	while (!op_done || !cancel_done) {
+		ret = reap(u, -1, &tag, &r);
+		if (ret < 0)
+			return ret;
+		if (tag == TAG_OP) {
+			op_done = true;
+			res = r;
+		} else {
+			cancel_done = true;
+		}
+	}
+	if (res == -ECANCELED)
+		degrade(u, "request stalled in the kernel");
+	return res;
+}
+
+/* The plain system call for a request; -EAGAIN on a non-blocking fd waits
+ * for readiness rather than spinning. */
+static ssize_t sync_op(enum op_kind kind, int fd, void *buf, size_t n, int64_t off)
+{
+	for (;;) {
+		ssize_t ret;
+		struct pollfd pfd = {.fd = fd};
+
+		switch (kind) {
+		case OP_WRITE:
+			ret = off < 0 ? write(fd, buf, n) : pwrite(fd, buf, n, (off_t)off);
+			pfd.events = POLLOUT;
+			break;
+		case OP_READ:
+			ret = off < 0 ? read(fd, buf, n) : pread(fd, buf, n, (off_t)off);
+			pfd.events = POLLIN;
+			break;
+		default:
+			ret = fdatasync(fd);
+			break;
+		}
+		if (ret >= 0)
+			return ret;
+		if (errno == EAGAIN && pfd.events) {
+			poll(&pfd, 1, -1);
+			continue;
+		}
+		return -errno;
+	}
+}
+
+/* One request of at most URING_MAX_IO bytes, through the ring unless it
+ * is degraded. Returns the result or -errno. */
+static ssize_t do_op(struct fr_uring *u, enum op_kind kind, int fd, void *buf, size_t n,
+		     int64_t off)
+{
+	uint64_t pos = off < 0 ? (uint64_t)-1 : (uint64_t)off;
+
+	if (!u->degraded) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+		int res;
+
+		if (!sqe)
+			return -EBUSY;
+		switch (kind) {
+		case OP_WRITE:
+			io_uring_prep_write(sqe, fd, buf, (unsigned)n, pos);
+			break;
+		case OP_READ:
+			io_uring_prep_read(sqe, fd, buf, (unsigned)n, pos);
+			break;
+		default:
+			io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+			break;
+		}
+		io_uring_sqe_set_data64(sqe, TAG_OP);
+		res = run_one(u);
+		if (res != -ECANCELED || !u->degraded)
+			return res;
+	}
+	return sync_op(kind, fd, buf, n, off);
 }
 
 ssize_t fr_uring_write(struct fr_uring *u, int fd, const void *buf, size_t len,
@@ -94,17 +243,10 @@ ssize_t fr_uring_write(struct fr_uring *u, int fd, const void *buf, size_t len,
 	if (len > SSIZE_MAX)
 		return -EINVAL;
 	while (done < len) {
-		struct io_uring_sqe *sqe = get_sqe(u);
-		size_t n = len - done;
-		int res;
+		size_t n = len - done < URING_MAX_IO ? len - done : URING_MAX_IO;
+		ssize_t res = do_op(u, OP_WRITE, fd, (void *)(p + done), n,
+				    off < 0 ? -1 : off + (int64_t)done);
 
-		if (!sqe)
-			return u->broken ? u->broken : -EBUSY;
-		if (n > URING_MAX_IO)
-			n = URING_MAX_IO;
-		io_uring_prep_write(sqe, fd, p + done, (unsigned)n,
-				    off < 0 ? (uint64_t)-1 : (uint64_t)off + done);
-		res = run_one(u);
 		if (res == -EINTR || res == -EAGAIN)
 			continue;
 		if (res < 0)
@@ -125,17 +267,10 @@ ssize_t fr_uring_read(struct fr_uring *u, int fd, void *buf, size_t len, int64_t
 	if (len > SSIZE_MAX)
 		return -EINVAL;
 	while (done < len) {
-		struct io_uring_sqe *sqe = get_sqe(u);
-		size_t n = len - done;
-		int res;
+		size_t n = len - done < URING_MAX_IO ? len - done : URING_MAX_IO;
+		ssize_t res = do_op(u, OP_READ, fd, p + done, n,
+				    off < 0 ? -1 : off + (int64_t)done);
 
-		if (!sqe)
-			return u->broken ? u->broken : -EBUSY;
-		if (n > URING_MAX_IO)
-			n = URING_MAX_IO;
-		io_uring_prep_read(sqe, fd, p + done, (unsigned)n,
-				   off < 0 ? (uint64_t)-1 : (uint64_t)off + done);
-		res = run_one(u);
 		if (res == -EINTR || res == -EAGAIN)
 			continue;
 		if (res < 0)
@@ -149,17 +284,12 @@ ssize_t fr_uring_read(struct fr_uring *u, int fd, void *buf, size_t len, int64_t
 
 int fr_uring_fdatasync(struct fr_uring *u, int fd)
 {
-	struct io_uring_sqe *sqe;
-	int res;
+	ssize_t res;
 
-	do {
-		sqe = get_sqe(u);
-		if (!sqe)
-			return u->broken ? u->broken : -EBUSY;
-		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
-		res = run_one(u);
-	} while (res == -EINTR);
-	return res < 0 ? res : 0;
+	do
+		res = do_op(u, OP_FDATASYNC, fd, NULL, 0, 0);
+	while (res == -EINTR);
+	return res < 0 ? (int)res : 0;
 }
 
 void fr_uring_writer_init(struct fr_uring_writer *w, struct fr_uring *u, int fd)

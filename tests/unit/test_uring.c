@@ -195,6 +195,73 @@ out:
 	free(b);
 }
 
+struct late_reader {
+	int fd;
+	unsigned char *buf;
+	size_t len, got;
+};
+
+static void *late_drain(void *arg)
+{
+	struct late_reader *d = arg;
+
+	sleep(3);
+	while (d->got < d->len) {
+		ssize_t n = read(d->fd, d->buf + d->got, d->len - d->got);
+
+		if (n <= 0)
+			break;
+		d->got += (size_t)n;
+	}
+	return NULL;
+}
+
+/* A request that cannot complete for longer than the stall limit (a pipe
+ * nobody reads for 3 s) is cancelled and finished with plain system calls,
+ * which the ring keeps using afterwards: all still works. */
+static void test_stall(struct fr_uring *u)
+{
+	enum { LEN = 512 * 1024 };
+	unsigned char *a = malloc(LEN), *b = malloc(LEN);
+	struct late_reader d;
+	pthread_t th;
+	char path[256];
+	int p[2], fd;
+	ssize_t n;
+
+	if (!a || !b || pipe2(p, O_CLOEXEC) < 0) {
+		CHECK(0, "setup failed");
+		goto out;
+	}
+	fill(a, LEN, 4);
+	d = (struct late_reader){.fd = p[0], .buf = b, .len = LEN};
+	pthread_create(&th, NULL, late_drain, &d);
+	n = fr_uring_write(u, p[1], a, LEN, -1);
+	CHECK(n == LEN, "stalled pipe write returned %zd", n);
+	pthread_join(th, NULL);
+	CHECK(d.got == LEN && memcmp(a, b, LEN) == 0, "stalled pipe data differs (%zu bytes)",
+	      d.got);
+	close(p[0]);
+	close(p[1]);
+
+	fd = tmpfile_fd(path, sizeof(path));
+	if (fd < 0) {
+		CHECK(0, "mkostemp");
+		goto out;
+	}
+	unlink(path);
+	CHECK(fr_uring_write(u, fd, a, LEN, 0) == LEN, "write after a stall");
+	CHECK(fr_uring_fdatasync(u, fd) == 0, "fdatasync after a stall");
+	memset(b, 0, LEN);
+	CHECK(fr_uring_read(u, fd, b, LEN, 0) == LEN && memcmp(a, b, LEN) == 0,
+	      "read after a stall");
+	CHECK(fr_uring_write(u, -1, "x", 1, 0) == -EBADF, "errors after a stall");
+	close(fd);
+out:
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	struct fr_uring *u;
@@ -211,6 +278,7 @@ int main(void)
 	test_file(u);
 	test_pipe(u);
 	test_writer(u);
+	test_stall(u);
 	fr_uring_close(u);
 	fr_uring_close(NULL);
 
