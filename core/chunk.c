@@ -8,8 +8,11 @@
  * -ENOSPC when a capacity or the raw size budget would be exceeded.
  *
  * Sealing runs off the hot path and may allocate: it looks up processes,
- * threads and mappings through the caller's ops, interns strings, encodes
- * the block and compresses it into one zstd frame.
+ * threads and mappings through the caller's ops, interns strings and build
+ * ids, sorts the stacks root first (for front coding) and the samples by
+ * (cpu, time) (for runs and the time grid), encodes the block and
+ * compresses it into one zstd frame. What each choice saves was measured
+ * on real chunks: docs/performance.md, "Storage efficiency".
  *
  * The decoder trusts nothing: every count is checked against the bytes
  * left (each entry takes at least one byte), every id against its table,
@@ -27,7 +30,10 @@
 #include "core/crc32c.h"
 #include "core/log.h"
 
-#define ZSTD_LEVEL 3
+/* Sealing happens about once a second; level 5 gets nearly all of what
+ * levels up to 9 save over 3 (3% of the bytes) for little more seal time,
+ * while 9 and above halve the ingest rate (docs/performance.md). */
+#define ZSTD_LEVEL 5
 #define EVENT_SLOTS 64
 
 /* Bytes a varint of `v` takes. */
@@ -108,7 +114,7 @@ struct fr_chunk_builder {
 	int64_t first_ns, last_ns, prev_ns;
 
 	int64_t *time;
-	uint32_t *tid, *pid, *cpu, *event, *rate, *stack;
+	uint32_t *tid, *cpu, *event, *rate, *stack;
 	uint64_t *weight;
 
 	struct bstack *stacks;
@@ -119,8 +125,9 @@ struct fr_chunk_builder {
 	struct fr_zstd *zstd; /* created on the first seal */
 };
 
-/* Eight table counts plus the length of the "" string: the smallest block. */
-#define RAW_FIXED 9
+/* Ten table counts, the length of the "" string, the sample count and
+ * four empty run lists: the smallest block. */
+#define RAW_FIXED 16
 /* Raw bytes allowed per distinct stack for the process, thread, mapping
  * and string entries that sealing adds; these are unknown until then. */
 #define META_ALLOWANCE 24
@@ -167,7 +174,6 @@ struct fr_chunk_builder *fr_chunk_builder_new(uint32_t max_samples, size_t max_r
 
 	b->time = malloc(max_samples * sizeof(*b->time));
 	b->tid = malloc(max_samples * sizeof(*b->tid));
-	b->pid = malloc(max_samples * sizeof(*b->pid));
 	b->cpu = malloc(max_samples * sizeof(*b->cpu));
 	b->event = malloc(max_samples * sizeof(*b->event));
 	b->rate = malloc(max_samples * sizeof(*b->rate));
@@ -176,7 +182,7 @@ struct fr_chunk_builder *fr_chunk_builder_new(uint32_t max_samples, size_t max_r
 	b->stacks = malloc(b->max_stacks * sizeof(*b->stacks));
 	b->frames = malloc(b->max_frames * sizeof(*b->frames));
 	b->table = malloc(slots * sizeof(*b->table));
-	if (!b->time || !b->tid || !b->pid || !b->cpu || !b->event || !b->rate ||
+	if (!b->time || !b->tid || !b->cpu || !b->event || !b->rate ||
 	    !b->stack || !b->weight || !b->stacks || !b->frames || !b->table)
 		goto err_free;
 	builder_reset(b);
@@ -193,7 +199,6 @@ void fr_chunk_builder_free(struct fr_chunk_builder *b)
 		return;
 	free(b->time);
 	free(b->tid);
-	free(b->pid);
 	free(b->cpu);
 	free(b->event);
 	free(b->rate);
@@ -294,7 +299,6 @@ int fr_chunk_builder_add(struct fr_chunk_builder *b, const struct fr_sample *s)
 
 	b->time[b->nsamples] = s->time_ns;
 	b->tid[b->nsamples] = s->tid;
-	b->pid[b->nsamples] = s->pid;
 	b->cpu[b->nsamples] = s->cpu;
 	b->event[b->nsamples] = s->event;
 	b->rate[b->nsamples] = s->rate_hz;
@@ -399,8 +403,9 @@ static void wb_bytes(struct wbuf *w, const void *p, size_t n)
 	w->len += n;
 }
 
-/* String interning for one seal. The hash table is sized up front for the
- * most strings the seal can add, so it never rehashes. */
+/* Interning of byte strings (strings and build ids) for one seal. The hash
+ * table is sized up front for the most entries the seal can add, so it
+ * never rehashes. Id 0 is the empty string. */
 struct strtab {
 	struct wbuf blob;
 	struct {
@@ -424,7 +429,6 @@ static int strtab_init(struct strtab *t, size_t max_strings)
 		return -ENOMEM;
 	t->cap = (uint32_t)max_strings;
 	t->mask = (uint32_t)(slots - 1);
-	/* Id 0 is the empty string. */
 	t->ent[0].off = 0;
 	t->ent[0].len = 0;
 	t->n = 1;
@@ -438,25 +442,24 @@ static void strtab_fini(struct strtab *t)
 	free(t->slots);
 }
 
-/* Returns the id of `s` (NULL and "" are 0), or -ENOMEM. */
-static int64_t strtab_intern(struct strtab *t, const char *s)
+/* Returns the id of the `len` bytes at `s` (0 when len is 0), or -ENOMEM. */
+static int64_t strtab_intern_n(struct strtab *t, const void *s, size_t len)
 {
-	size_t len;
+	const unsigned char *c = s;
 	uint64_t h = 0xcbf29ce484222325ull;
 	uint32_t slot;
 
-	if (!s || !*s)
+	if (len == 0)
 		return 0;
-	len = strnlen(s, FR_CHUNK_STRING_MAX);
 	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+		h = (h ^ c[i]) * 0x100000001b3ull;
 	for (slot = (uint32_t)h & t->mask; t->slots[slot]; slot = (slot + 1) & t->mask) {
 		uint32_t id = t->slots[slot] - 1;
 
 		if (t->ent[id].len == len && memcmp(t->blob.p + t->ent[id].off, s, len) == 0)
 			return id;
 	}
-	/* The caller sized the table for every string it can intern. */
+	/* The caller sized the table for every entry it can intern. */
 	if (t->n >= t->cap)
 		return -ENOMEM;
 	wb_bytes(&t->blob, s, len);
@@ -468,12 +471,27 @@ static int64_t strtab_intern(struct strtab *t, const char *s)
 	return t->n++;
 }
 
+/* Returns the id of `s` (NULL and "" are 0), or -ENOMEM. */
+static int64_t strtab_intern(struct strtab *t, const char *s)
+{
+	return s ? strtab_intern_n(t, s, strnlen(s, FR_CHUNK_STRING_MAX)) : 0;
+}
+
+static void strtab_write(struct wbuf *w, const struct strtab *t, uint32_t from)
+{
+	wb_v(w, t->n - from);
+	for (uint32_t i = from; i < t->n; i++) {
+		wb_v(w, t->ent[i].len);
+		wb_bytes(w, t->blob.p + t->ent[i].off, t->ent[i].len);
+	}
+}
+
 struct pidaddr {
 	uint32_t pid;
 	uint64_t addr;
 };
 
-/* Sealing sorts every sample's pid and tid and every user frame of every
+/* Sealing sorts every distinct pid and tid and every user frame of every
  * stack; with qsort's callback per comparison that was 40% of the ingest
  * cost. LSD radix sorts, 8 bits a pass, skipping passes whose digit is the
  * same for every element (the high bytes of pids and of addresses), are
@@ -550,12 +568,20 @@ static size_t sort_unique(uint32_t *v, uint32_t *tmp, size_t n)
 	return k + 1;
 }
 
-static void put_build_id(struct wbuf *w, uint8_t len, const uint8_t *id)
+/* Index of `pid` in the sorted, distinct `pids` (it is there). */
+static uint32_t pid_index(const uint32_t *pids, size_t n, uint32_t pid)
 {
-	if (len > FR_BUILD_ID_MAX)
-		len = FR_BUILD_ID_MAX;
-	wb_v(w, len);
-	wb_bytes(w, id, len);
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pids[mid] < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint32_t)lo;
 }
 
 struct seal {
@@ -563,9 +589,13 @@ struct seal {
 	size_t npids, ntids;
 	struct pidaddr *pairs;
 	size_t npairs;
-	struct strtab strs;
+	struct strtab strs, bids;
 	struct wbuf procs, threads, maps;
 	uint32_t nprocs, nthreads, nmaps;
+	uint32_t *stack_order; /* encoding position -> builder stack id */
+	uint32_t *stack_rank;  /* builder stack id -> encoding position */
+	uint32_t *order;       /* samples by (cpu, time) */
+	uint64_t *col;         /* one sample column in that order */
 	struct wbuf block;
 };
 
@@ -575,21 +605,27 @@ static void seal_fini(struct seal *s)
 	free(s->tids);
 	free(s->pairs);
 	strtab_fini(&s->strs);
+	strtab_fini(&s->bids);
 	free(s->procs.p);
 	free(s->threads.p);
 	free(s->maps.p);
+	free(s->stack_order);
+	free(s->stack_rank);
+	free(s->order);
+	free(s->col);
 	free(s->block.p);
 }
 
-/* Collects the distinct pids and tids, and the (pid, address) pairs of
- * every user frame of every stack, sorted. */
+/* Collects the distinct pids (of stacks: a sample's pid is its stack's)
+ * and tids, and the (pid, address) pairs of every user frame of every
+ * stack, sorted. */
 static int seal_collect(struct seal *s, const struct fr_chunk_builder *b)
 {
 	size_t user = 0, n_ids = (size_t)b->nsamples + b->nstacks + 1;
 	void *tmp;
 
 	s->pids = malloc(n_ids * sizeof(*s->pids));
-	s->tids = malloc(((size_t)b->nsamples + 1) * sizeof(*s->tids));
+	s->tids = malloc(n_ids * sizeof(*s->tids));
 	for (uint32_t i = 0; i < b->nstacks; i++)
 		user += b->stacks[i].nr_frames - b->stacks[i].nr_kernel;
 	s->pairs = malloc((user + 1) * sizeof(*s->pairs));
@@ -601,10 +637,9 @@ static int seal_collect(struct seal *s, const struct fr_chunk_builder *b)
 		return -ENOMEM;
 	}
 
-	memcpy(s->pids, b->pid, b->nsamples * sizeof(*s->pids));
 	for (uint32_t i = 0; i < b->nstacks; i++)
-		s->pids[b->nsamples + i] = b->stacks[i].pid;
-	s->npids = sort_unique(s->pids, tmp, (size_t)b->nsamples + b->nstacks);
+		s->pids[i] = b->stacks[i].pid;
+	s->npids = sort_unique(s->pids, tmp, b->nstacks);
 	memcpy(s->tids, b->tid, b->nsamples * sizeof(*s->tids));
 	s->ntids = sort_unique(s->tids, tmp, b->nsamples);
 
@@ -621,32 +656,43 @@ static int seal_collect(struct seal *s, const struct fr_chunk_builder *b)
 	return 0;
 }
 
-static int seal_procs(struct seal *s, const struct fr_chunk_meta_ops *ops)
+static int64_t intern_build_id(struct seal *s, uint8_t len, const uint8_t *id)
 {
+	return strtab_intern_n(&s->bids, id, len > FR_BUILD_ID_MAX ? FR_BUILD_ID_MAX : len);
+}
+
+static int seal_procs(struct seal *s, const struct fr_chunk_meta_ops *ops, int64_t first_ns)
+{
+	int64_t prev = -1;
+
 	for (size_t i = 0; ops && ops->proc && i < s->npids; i++) {
 		struct fr_proc_info pi;
-		int64_t comm, exe;
+		int64_t comm, exe, bid;
 
 		memset(&pi, 0, sizeof(pi));
 		if (ops->proc(ops->arg, s->pids[i], &pi) < 0)
 			continue;
 		comm = strtab_intern(&s->strs, pi.comm);
 		exe = strtab_intern(&s->strs, pi.exe);
-		if (comm < 0 || exe < 0)
+		bid = intern_build_id(s, pi.build_id_len, pi.build_id);
+		if (comm < 0 || exe < 0 || bid < 0)
 			return -ENOMEM;
-		wb_v(&s->procs, s->pids[i]);
+		wb_v(&s->procs, (uint64_t)((int64_t)i - prev - 1));
 		wb_v(&s->procs, pi.uid);
 		wb_v(&s->procs, (uint64_t)comm);
 		wb_v(&s->procs, (uint64_t)exe);
-		wb_z(&s->procs, pi.start_ns);
-		put_build_id(&s->procs, pi.build_id_len, pi.build_id);
+		wb_z(&s->procs, (int64_t)((uint64_t)pi.start_ns - (uint64_t)first_ns));
+		wb_v(&s->procs, (uint64_t)bid);
 		s->nprocs++;
+		prev = (int64_t)i;
 	}
 	return s->procs.err;
 }
 
 static int seal_threads(struct seal *s, const struct fr_chunk_meta_ops *ops)
 {
+	int64_t prev = -1;
+
 	for (size_t i = 0; ops && ops->thread && i < s->ntids; i++) {
 		struct fr_thread_info ti;
 		int64_t name;
@@ -657,10 +703,11 @@ static int seal_threads(struct seal *s, const struct fr_chunk_meta_ops *ops)
 		name = strtab_intern(&s->strs, ti.name);
 		if (name < 0)
 			return -ENOMEM;
-		wb_v(&s->threads, s->tids[i]);
-		wb_v(&s->threads, ti.pid);
+		wb_v(&s->threads, (uint64_t)((int64_t)s->tids[i] - prev - 1));
+		wb_z(&s->threads, (int64_t)ti.pid - (int64_t)s->tids[i]);
 		wb_v(&s->threads, (uint64_t)name);
 		s->nthreads++;
+		prev = s->tids[i];
 	}
 	return s->threads.err;
 }
@@ -673,13 +720,14 @@ static int seal_threads(struct seal *s, const struct fr_chunk_meta_ops *ops)
 static int seal_maps(struct seal *s, const struct fr_chunk_meta_ops *ops)
 {
 	bool have = false;
-	uint32_t cur_pid = 0;
+	uint32_t cur_pid = 0, prev_pidx = 0;
 	uint64_t cur_start = 0, cur_end = 0;
 
 	for (size_t i = 0; ops && ops->mapping && i < s->npairs; i++) {
 		const struct pidaddr *pa = &s->pairs[i];
 		struct fr_map_info mi;
-		int64_t path;
+		int64_t path, bid;
+		uint32_t pidx;
 
 		if (have && pa->pid == cur_pid && pa->addr >= cur_start && pa->addr < cur_end)
 			continue;
@@ -693,16 +741,20 @@ static int seal_maps(struct seal *s, const struct fr_chunk_meta_ops *ops)
 		if (have && pa->pid == cur_pid && mi.start < cur_end)
 			continue;
 		path = strtab_intern(&s->strs, mi.path);
-		if (path < 0)
+		bid = intern_build_id(s, mi.build_id_len, mi.build_id);
+		if (path < 0 || bid < 0)
 			return -ENOMEM;
-		wb_v(&s->maps, pa->pid);
-		wb_v(&s->maps, mi.start);
+		pidx = pid_index(s->pids, s->npids, pa->pid);
+		wb_v(&s->maps, pidx - prev_pidx);
+		/* Within a process, the gap after the previous mapping. */
+		wb_v(&s->maps, have && pa->pid == cur_pid ? mi.start - cur_end : mi.start);
 		wb_v(&s->maps, mi.end - mi.start);
 		wb_v(&s->maps, mi.pgoff);
 		wb_v(&s->maps, (uint64_t)path);
-		put_build_id(&s->maps, mi.build_id_len, mi.build_id);
+		wb_v(&s->maps, (uint64_t)bid);
 		s->nmaps++;
 		have = true;
+		prev_pidx = pidx;
 		cur_pid = pa->pid;
 		cur_start = mi.start;
 		cur_end = mi.end;
@@ -710,18 +762,329 @@ static int seal_maps(struct seal *s, const struct fr_chunk_meta_ops *ops)
 	return s->maps.err;
 }
 
+/* Root-first frame p of a stack whose frames are stored leaf first. */
+#define ROOT_FRAME(f, nr, p) ((f)[(nr) - 1 - (p)])
+
+static int cmp_stacks(const void *a, const void *b, void *arg)
+{
+	const struct fr_chunk_builder *bl = arg;
+	const struct bstack *x = &bl->stacks[*(const uint32_t *)a];
+	const struct bstack *y = &bl->stacks[*(const uint32_t *)b];
+	const uint64_t *fx = &bl->frames[x->first], *fy = &bl->frames[y->first];
+	unsigned n = x->nr_frames < y->nr_frames ? x->nr_frames : y->nr_frames;
+
+	for (unsigned p = 0; p < n; p++) {
+		uint64_t u = ROOT_FRAME(fx, x->nr_frames, p), v = ROOT_FRAME(fy, y->nr_frames, p);
+
+		if (u != v)
+			return u < v ? -1 : 1;
+	}
+	if (x->nr_frames != y->nr_frames)
+		return x->nr_frames < y->nr_frames ? -1 : 1;
+	if (x->nr_kernel != y->nr_kernel)
+		return x->nr_kernel < y->nr_kernel ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* Stacks are stored sorted root first, so each shares the longest run of
+ * root frames it has in common with any other stack with the one before
+ * it (front coding). */
+static int seal_order_stacks(struct seal *s, const struct fr_chunk_builder *b)
+{
+	s->stack_order = malloc(((size_t)b->nstacks + 1) * sizeof(*s->stack_order));
+	s->stack_rank = malloc(((size_t)b->nstacks + 1) * sizeof(*s->stack_rank));
+	if (!s->stack_order || !s->stack_rank)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < b->nstacks; i++)
+		s->stack_order[i] = i;
+	qsort_r(s->stack_order, b->nstacks, sizeof(*s->stack_order), cmp_stacks, (void *)b);
+	for (uint32_t i = 0; i < b->nstacks; i++)
+		s->stack_rank[s->stack_order[i]] = i;
+	return 0;
+}
+
+static int cmp_samples(const void *a, const void *b, void *arg)
+{
+	const struct fr_chunk_builder *bl = arg;
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+
+	if (bl->time[i] != bl->time[j])
+		return bl->time[i] < bl->time[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/* Orders the samples by (cpu, time): a stable pass by cpu (the recorder
+ * hands them over CPU by CPU, each in time order), then a sort of any CPU
+ * whose samples are not already in time order. */
+static int seal_order_samples(struct seal *s, const struct fr_chunk_builder *b)
+{
+	uint32_t n = b->nsamples, *tmp;
+	size_t start = 0;
+
+	s->order = malloc(((size_t)n + 1) * sizeof(*s->order));
+	s->col = malloc(((size_t)n + 1) * sizeof(*s->col));
+	tmp = malloc(((size_t)n + 1) * sizeof(*tmp));
+	if (!s->order || !s->col || !tmp) {
+		free(tmp);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		s->order[i] = i;
+	/* LSD radix on the cpu, index order kept within a cpu. */
+	for (unsigned shift = 0; shift < 32; shift += 8) {
+		size_t count[256] = {0}, pos = 0;
+		uint32_t *t;
+
+		if (n == 0)
+			break;
+		for (uint32_t i = 0; i < n; i++)
+			count[(b->cpu[s->order[i]] >> shift) & 255]++;
+		if (count[(b->cpu[s->order[0]] >> shift) & 255] == n)
+			continue;
+		for (unsigned d = 0; d < 256; d++) {
+			size_t c = count[d];
+			count[d] = pos;
+			pos += c;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			tmp[count[(b->cpu[s->order[i]] >> shift) & 255]++] = s->order[i];
+		t = s->order;
+		s->order = tmp;
+		tmp = t;
+	}
+	free(tmp);
+	for (size_t i = 1; i <= n; i++) {
+		bool sorted = true;
+
+		if (i < n && b->cpu[s->order[i]] == b->cpu[s->order[start]])
+			continue;
+		for (size_t k = start + 1; k < i && sorted; k++)
+			sorted = b->time[s->order[k - 1]] <= b->time[s->order[k]];
+		if (!sorted)
+			qsort_r(s->order + start, i - start, sizeof(*s->order), cmp_samples,
+				(void *)b);
+		start = i;
+	}
+	return 0;
+}
+
+/* A column as runs: count, then (value, length) pairs. */
+static void put_runs(struct wbuf *w, const uint64_t *v, uint32_t n)
+{
+	uint32_t runs = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		runs += i == 0 || v[i] != v[i - 1];
+	wb_v(w, runs);
+	for (uint32_t i = 0, len; i < n; i += len) {
+		for (len = 1; i + len < n && v[i + len] == v[i]; len++)
+			;
+		wb_v(w, v[i]);
+		wb_v(w, len);
+	}
+}
+
+/* Frame prediction, the same on both sides. A frame is stored as its
+ * difference from a predicted address: the frame that last followed the
+ * same caller frame (a direct-mapped cache: in a call tree the children of
+ * one call site are return addresses in one function, a few bytes apart),
+ * else the caller frame itself, else the last frame of its kind (user or
+ * kernel). The root frame is predicted by the previous stack's root. */
+#define PRED_SLOTS 4096
+#define KERNEL_PRED 0xffffffff80000000ull
+
+struct pred {
+	uint64_t last[2];
+	struct {
+		uint64_t parent, child;
+	} slot[PRED_SLOTS];
+};
+
+static void pred_init(struct pred *pr)
+{
+	/* An empty slot predicts 0 after a caller at address 0: harmless,
+	 * as both sides do the same. */
+	memset(pr, 0, sizeof(*pr));
+	pr->last[1] = KERNEL_PRED;
+}
+
+/* Part of the format (core/chunk.h): not to be changed with mix(). */
+static unsigned pred_slot(uint64_t parent)
+{
+	uint64_t x = parent * 0x9e3779b97f4a7c15ull;
+
+	return (unsigned)((x ^ (x >> 29)) & (PRED_SLOTS - 1));
+}
+
+/* `f` is this stack root first, `nu` its user frames; `g` the previous
+ * stack (NULL for the first), `gn` and `gnu` its frames and user frames. */
+static uint64_t frame_pred(const struct pred *pr, const uint64_t *f, unsigned nu,
+			   const uint64_t *g, unsigned gn, unsigned gnu, unsigned p)
+{
+	bool kernel = p >= nu;
+
+	if (p == 0)
+		return g && gn > 0 && (gnu == 0) == kernel ? g[0] : pr->last[kernel];
+	if (pr->slot[pred_slot(f[p - 1])].parent == f[p - 1])
+		return pr->slot[pred_slot(f[p - 1])].child;
+	return (p - 1 >= nu) == kernel ? f[p - 1] : pr->last[kernel];
+}
+
+static void pred_update(struct pred *pr, const uint64_t *f, unsigned nu, unsigned p)
+{
+	if (p > 0) {
+		unsigned i = pred_slot(f[p - 1]);
+
+		pr->slot[i].parent = f[p - 1];
+		pr->slot[i].child = f[p];
+	}
+	pr->last[p >= nu] = f[p];
+}
+
+
+static void seal_stacks(struct seal *s, const struct fr_chunk_builder *b)
+{
+	struct wbuf *w = &s->block;
+	uint64_t cur[FR_MAX_FRAMES], prev[FR_MAX_FRAMES];
+	unsigned prev_nr = 0, prev_nu = 0;
+	unsigned char *shared;
+	struct pred *pr;
+
+	/* Columns: pid index, nr_kernel, nr_frames, shared; then the frames
+	 * that are not shared. */
+	wb_v(w, b->nstacks);
+	shared = malloc((size_t)b->nstacks + 1);
+	pr = malloc(sizeof(*pr));
+	if (!shared || !pr) {
+		free(shared);
+		free(pr);
+		w->err = -ENOMEM;
+		return;
+	}
+	pred_init(pr);
+	for (uint32_t i = 0; i < b->nstacks; i++)
+		wb_v(w, pid_index(s->pids, s->npids, b->stacks[s->stack_order[i]].pid));
+	for (uint32_t i = 0; i < b->nstacks; i++)
+		wb_v(w, b->stacks[s->stack_order[i]].nr_kernel);
+	for (uint32_t i = 0; i < b->nstacks; i++)
+		wb_v(w, b->stacks[s->stack_order[i]].nr_frames);
+	for (uint32_t i = 0; i < b->nstacks; i++) {
+		const struct bstack *st = &b->stacks[s->stack_order[i]];
+		const uint64_t *f = &b->frames[st->first];
+		unsigned k = 0;
+
+		if (i > 0) {
+			const struct bstack *pv = &b->stacks[s->stack_order[i - 1]];
+			const uint64_t *g = &b->frames[pv->first];
+
+			while (k < st->nr_frames && k < pv->nr_frames &&
+			       ROOT_FRAME(f, st->nr_frames, k) == ROOT_FRAME(g, pv->nr_frames, k))
+				k++;
+		}
+		shared[i] = (unsigned char)k;
+		wb_v(w, k);
+	}
+	for (uint32_t i = 0; i < b->nstacks; i++) {
+		const struct bstack *st = &b->stacks[s->stack_order[i]];
+		unsigned nr = st->nr_frames, nu = nr - st->nr_kernel;
+
+		for (unsigned p = 0; p < nr; p++)
+			cur[p] = ROOT_FRAME(&b->frames[st->first], nr, p);
+		for (unsigned p = shared[i]; p < nr; p++) {
+			uint64_t pred = frame_pred(pr, cur, nu, i ? prev : NULL, prev_nr, prev_nu, p);
+
+			wb_z(w, (int64_t)(cur[p] - pred));
+			pred_update(pr, cur, nu, p);
+		}
+		memcpy(prev, cur, nr * sizeof(*cur));
+		prev_nr = nr;
+		prev_nu = nu;
+	}
+	free(shared);
+	free(pr);
+}
+
+static void seal_samples(struct seal *s, const struct fr_chunk_builder *b, int64_t first_ns)
+{
+	struct wbuf *w = &s->block;
+	const uint32_t *o = s->order;
+	uint32_t n = b->nsamples, runs = 0;
+
+	wb_v(w, n);
+	/* CPU runs: cpu (gap after the previous), length, grid period, time
+	 * of the first sample. */
+	for (uint32_t i = 0; i < n; i++)
+		runs += i == 0 || b->cpu[o[i]] != b->cpu[o[i - 1]];
+	wb_v(w, runs);
+	for (uint32_t i = 0, len; i < n; i += len) {
+		uint32_t cpu = b->cpu[o[i]];
+
+		for (len = 1; i + len < n && b->cpu[o[i + len]] == cpu; len++)
+			;
+		wb_v(w, i == 0 ? cpu : cpu - b->cpu[o[i - 1]] - 1);
+		wb_v(w, len);
+		wb_v(w, b->rate[o[i]] ? 1000000000u / b->rate[o[i]] : 0);
+		wb_v(w, (uint64_t)b->time[o[i]] - (uint64_t)first_ns);
+	}
+	/* Time: each sample after the first of its CPU as a whole number of
+	 * periods (one column) and the jitter around it (another). */
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t period = 0;
+
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t d, k;
+
+			if (i == 0 || b->cpu[o[i]] != b->cpu[o[i - 1]]) {
+				period = b->rate[o[i]] ? 1000000000u / b->rate[o[i]] : 0;
+				continue;
+			}
+			d = (uint64_t)b->time[o[i]] - (uint64_t)b->time[o[i - 1]];
+			k = period ? (d + period / 2) / period : 0;
+			if (pass == 0 && period)
+				wb_v(w, k);
+			else if (pass == 1)
+				wb_z(w, (int64_t)(d - k * period));
+		}
+	}
+	/* Stack ids as the difference from the previous sample's: samples
+	 * of one thread in a row tend to have similar stacks, which the
+	 * sorted stack table numbers close together. */
+	for (uint32_t i = 0, prev = 0; i < n; i++) {
+		uint32_t id = s->stack_rank[b->stack[o[i]]];
+
+		wb_z(w, (int64_t)id - (int64_t)prev);
+		prev = id;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		wb_z(w, (int64_t)b->tid[o[i]] - (int64_t)b->stacks[b->stack[o[i]]].pid);
+	for (uint32_t i = 0; i < n; i++)
+		s->col[i] = b->event[o[i]];
+	put_runs(w, s->col, n);
+	for (uint32_t i = 0; i < n; i++)
+		s->col[i] = b->weight[o[i]];
+	put_runs(w, s->col, n);
+	for (uint32_t i = 0; i < n; i++)
+		s->col[i] = b->rate[o[i]];
+	put_runs(w, s->col, n);
+	for (uint32_t i = 0; i < n; i++)
+		s->col[i] = 0; /* the builder has no label sets */
+	put_runs(w, s->col, n);
+}
+
 static void seal_block(struct seal *s, const struct fr_chunk_builder *b, int64_t first_ns)
 {
 	struct wbuf *w = &s->block;
-	int64_t prev;
+	uint32_t prev = 0;
 
-	wb_reserve(w, b->raw_est + s->strs.blob.len + s->procs.len + s->threads.len +
-			      s->maps.len + 64);
+	wb_reserve(w, b->raw_est + s->strs.blob.len + s->bids.blob.len + s->procs.len +
+			      s->threads.len + s->maps.len + 64);
 
-	wb_v(w, s->strs.n);
-	for (uint32_t i = 0; i < s->strs.n; i++) {
-		wb_v(w, s->strs.ent[i].len);
-		wb_bytes(w, s->strs.blob.p + s->strs.ent[i].off, s->strs.ent[i].len);
+	strtab_write(w, &s->strs, 0);
+	strtab_write(w, &s->bids, 1);
+	wb_v(w, s->npids);
+	for (size_t i = 0; i < s->npids; i++) {
+		wb_v(w, i == 0 ? s->pids[0] : s->pids[i] - prev - 1);
+		prev = s->pids[i];
 	}
 	wb_v(w, s->nprocs);
 	wb_bytes(w, s->procs.p, s->procs.len);
@@ -729,22 +1092,7 @@ static void seal_block(struct seal *s, const struct fr_chunk_builder *b, int64_t
 	wb_bytes(w, s->threads.p, s->threads.len);
 	wb_v(w, s->nmaps);
 	wb_bytes(w, s->maps.p, s->maps.len);
-
-	wb_v(w, b->nstacks);
-	for (uint32_t i = 0; i < b->nstacks; i++) {
-		const struct bstack *st = &b->stacks[i];
-		const uint64_t *f = &b->frames[st->first];
-
-		wb_v(w, st->pid);
-		wb_v(w, st->nr_kernel);
-		wb_v(w, st->nr_frames);
-		for (unsigned k = 0; k < st->nr_frames; k++) {
-			if (k == 0)
-				wb_v(w, f[0]);
-			else
-				wb_z(w, (int64_t)(f[k] - f[k - 1]));
-		}
-	}
+	seal_stacks(s, b);
 
 	wb_v(w, 0); /* labelsets: the builder has none but the empty set */
 
@@ -755,29 +1103,7 @@ static void seal_block(struct seal *s, const struct fr_chunk_builder *b, int64_t
 		wb_v(w, b->events[i].throttled);
 		wb_v(w, b->events[i].truncated);
 	}
-
-	wb_v(w, b->nsamples);
-	prev = first_ns;
-	for (uint32_t i = 0; i < b->nsamples; i++) {
-		wb_z(w, (int64_t)((uint64_t)b->time[i] - (uint64_t)prev));
-		prev = b->time[i];
-	}
-	for (uint32_t i = 0; i < b->nsamples; i++)
-		wb_v(w, b->tid[i]);
-	for (uint32_t i = 0; i < b->nsamples; i++)
-		wb_v(w, b->pid[i]);
-	for (uint32_t i = 0; i < b->nsamples; i++)
-		wb_v(w, b->cpu[i]);
-	for (uint32_t i = 0; i < b->nsamples; i++)
-		wb_v(w, b->event[i]);
-	for (uint32_t i = 0; i < b->nsamples; i++)
-		wb_v(w, b->weight[i]);
-	for (uint32_t i = 0; i < b->nsamples; i++)
-		wb_v(w, b->rate[i]);
-	for (uint32_t i = 0; i < b->nsamples; i++)
-		wb_v(w, b->stack[i]);
-	for (uint32_t i = 0; i < b->nsamples; i++)
-		wb_v(w, 0);
+	seal_samples(s, b, first_ns);
 }
 
 static void header_write(unsigned char *p, const struct fr_chunk_header *h)
@@ -830,13 +1156,22 @@ int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta
 	ret = strtab_init(&s.strs, max_strings);
 	if (ret < 0)
 		goto out;
-	ret = seal_procs(&s, ops);
+	ret = strtab_init(&s.bids, 1 + s.npids + s.npairs);
+	if (ret < 0)
+		goto out;
+	ret = seal_procs(&s, ops, first_ns);
 	if (ret < 0)
 		goto out;
 	ret = seal_threads(&s, ops);
 	if (ret < 0)
 		goto out;
 	ret = seal_maps(&s, ops);
+	if (ret < 0)
+		goto out;
+	ret = seal_order_stacks(&s, b);
+	if (ret < 0)
+		goto out;
+	ret = seal_order_samples(&s, b);
 	if (ret < 0)
 		goto out;
 	seal_block(&s, b, first_ns);
@@ -935,8 +1270,8 @@ int fr_chunk_header_parse(const void *buf, size_t len, struct fr_chunk_header *h
 		return -EBADMSG;
 	if (h->comp_len == 0 || h->comp_len > FR_CHUNK_COMP_MAX)
 		return -EBADMSG;
-	/* Each sample takes at least nine bytes of block. */
-	if (h->nsamples > h->raw_len / 9)
+	/* Each sample takes at least two bytes of block (stack and tid). */
+	if (h->nsamples > h->raw_len / 2)
 		return -EBADMSG;
 	if (h->first_ns > h->last_ns)
 		return -EBADMSG;
@@ -999,6 +1334,16 @@ static int rd_v(struct rd *r, uint64_t *out)
 	return -EBADMSG;
 }
 
+static int rd_z(struct rd *r, int64_t *out)
+{
+	uint64_t v;
+
+	if (rd_v(r, &v) < 0)
+		return -EBADMSG;
+	*out = unzigzag(v);
+	return 0;
+}
+
 static int rd_u32(struct rd *r, uint32_t *out)
 {
 	uint64_t v;
@@ -1024,15 +1369,25 @@ static int rd_id(struct rd *r, uint32_t limit, uint32_t *out)
 	return 0;
 }
 
-static int rd_build_id(struct rd *r, uint8_t *len, uint8_t *id)
+/* `base` + the next varint, which must stay below `limit`. */
+static int rd_next(struct rd *r, uint64_t base, uint64_t limit, uint64_t *out)
 {
-	uint64_t n;
+	uint64_t v;
 
-	if (rd_v(r, &n) < 0 || n > FR_BUILD_ID_MAX || n > rd_left(r))
+	if (rd_v(r, &v) < 0 || base >= limit || v >= limit - base)
 		return -EBADMSG;
-	memcpy(id, r->p, n);
-	r->p += n;
-	*len = (uint8_t)n;
+	*out = base + v;
+	return 0;
+}
+
+/* `base` + a zigzag varint, which must be a 32-bit id. */
+static int rd_rel_u32(struct rd *r, uint32_t base, uint32_t *out)
+{
+	int64_t v;
+
+	if (rd_z(r, &v) < 0 || v < -(int64_t)base || v > (int64_t)UINT32_MAX - base)
+		return -EBADMSG;
+	*out = (uint32_t)((int64_t)base + v);
 	return 0;
 }
 
@@ -1048,6 +1403,18 @@ static void *alloc_array(size_t n, size_t size)
 		if ((expr) < 0)          \
 			goto err_bad;    \
 	} while (0)
+
+/* Decoding state beyond the chunk itself. */
+struct dec {
+	struct rd r;
+	struct fr_chunk *c;
+	uint32_t nbids;
+	uint8_t (*bids)[FR_BUILD_ID_MAX];
+	uint8_t *bid_len;
+	uint32_t npids;
+	uint32_t *pids;
+	uint64_t *scratch; /* one sample column */
+};
 
 static int decode_strings(struct rd *r, struct fr_chunk *c)
 {
@@ -1098,28 +1465,87 @@ err_bad:
 	return -EBADMSG;
 }
 
-static int decode_procs(struct rd *r, struct fr_chunk *c)
+static int decode_build_ids(struct dec *d)
 {
+	struct rd *r = &d->r;
 	uint32_t n;
 
-	/* pid, uid, comm, exe, start_ns, build_id_len: six bytes at least. */
-	TRY(rd_count(r, 6, &n));
+	TRY(rd_count(r, 2, &n));
+	d->bids = alloc_array(n, sizeof(*d->bids));
+	d->bid_len = alloc_array(n, sizeof(*d->bid_len));
+	if (!d->bids || !d->bid_len)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t len;
+
+		TRY(rd_v(r, &len));
+		if (len == 0 || len > FR_BUILD_ID_MAX || len > rd_left(r))
+			goto err_bad;
+		memcpy(d->bids[i], r->p, len);
+		d->bid_len[i] = (uint8_t)len;
+		r->p += len;
+	}
+	d->nbids = n;
+	return 0;
+err_bad:
+	return -EBADMSG;
+}
+
+/* A build id reference: 0 for none, else index + 1. */
+static int rd_build_id(struct dec *d, uint8_t *len, uint8_t *id)
+{
+	uint32_t ref;
+
+	if (rd_id(&d->r, d->nbids + 1, &ref) < 0)
+		return -EBADMSG;
+	*len = ref ? d->bid_len[ref - 1] : 0;
+	if (ref)
+		memcpy(id, d->bids[ref - 1], *len);
+	return 0;
+}
+
+static int decode_pids(struct dec *d)
+{
+	uint64_t pid = 0;
+	uint32_t n;
+
+	TRY(rd_count(&d->r, 1, &n));
+	d->pids = alloc_array(n, sizeof(*d->pids));
+	if (!d->pids)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		TRY(rd_next(&d->r, i ? pid + 1 : 0, (uint64_t)UINT32_MAX + 1, &pid));
+		d->pids[i] = (uint32_t)pid;
+	}
+	d->npids = n;
+	return 0;
+err_bad:
+	return -EBADMSG;
+}
+
+static int decode_procs(struct dec *d)
+{
+	struct fr_chunk *c = d->c;
+	uint64_t idx = 0;
+	uint32_t n;
+
+	/* index, uid, comm, exe, start_ns, build id: six bytes at least. */
+	TRY(rd_count(&d->r, 6, &n));
 	c->procs = alloc_array(n, sizeof(*c->procs));
 	if (!c->procs)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		struct fr_chunk_proc *p = &c->procs[i];
-		uint64_t start;
+		int64_t start;
 
-		TRY(rd_u32(r, &p->pid));
-		TRY(rd_u32(r, &p->uid));
-		TRY(rd_id(r, c->nstrings, &p->comm));
-		TRY(rd_id(r, c->nstrings, &p->exe));
-		TRY(rd_v(r, &start));
-		p->start_ns = unzigzag(start);
-		TRY(rd_build_id(r, &p->build_id_len, p->build_id));
-		if (i > 0 && p->pid <= c->procs[i - 1].pid)
-			goto err_bad;
+		TRY(rd_next(&d->r, i ? idx + 1 : 0, d->npids, &idx));
+		p->pid = d->pids[idx];
+		TRY(rd_u32(&d->r, &p->uid));
+		TRY(rd_id(&d->r, c->nstrings, &p->comm));
+		TRY(rd_id(&d->r, c->nstrings, &p->exe));
+		TRY(rd_z(&d->r, &start));
+		p->start_ns = (int64_t)((uint64_t)c->hdr.first_ns + (uint64_t)start);
+		TRY(rd_build_id(d, &p->build_id_len, p->build_id));
 		c->nprocs = i + 1;
 	}
 	return 0;
@@ -1127,22 +1553,23 @@ err_bad:
 	return -EBADMSG;
 }
 
-static int decode_threads(struct rd *r, struct fr_chunk *c)
+static int decode_threads(struct dec *d)
 {
+	struct fr_chunk *c = d->c;
+	uint64_t tid = 0;
 	uint32_t n;
 
-	TRY(rd_count(r, 3, &n));
+	TRY(rd_count(&d->r, 3, &n));
 	c->threads = alloc_array(n, sizeof(*c->threads));
 	if (!c->threads)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		struct fr_chunk_thread *t = &c->threads[i];
 
-		TRY(rd_u32(r, &t->tid));
-		TRY(rd_u32(r, &t->pid));
-		TRY(rd_id(r, c->nstrings, &t->name));
-		if (i > 0 && t->tid <= c->threads[i - 1].tid)
-			goto err_bad;
+		TRY(rd_next(&d->r, i ? tid + 1 : 0, (uint64_t)UINT32_MAX + 1, &tid));
+		t->tid = (uint32_t)tid;
+		TRY(rd_rel_u32(&d->r, t->tid, &t->pid));
+		TRY(rd_id(&d->r, c->nstrings, &t->name));
 		c->nthreads = i + 1;
 	}
 	return 0;
@@ -1150,33 +1577,38 @@ err_bad:
 	return -EBADMSG;
 }
 
-static int decode_maps(struct rd *r, struct fr_chunk *c)
+static int decode_maps(struct dec *d)
 {
+	struct fr_chunk *c = d->c;
+	uint64_t idx = 0;
 	uint32_t n;
 
-	TRY(rd_count(r, 6, &n));
+	TRY(rd_count(&d->r, 6, &n));
 	c->maps = alloc_array(n, sizeof(*c->maps));
 	if (!c->maps)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		struct fr_chunk_map *m = &c->maps[i];
-		uint64_t len;
+		const struct fr_chunk_map *prev = i ? &c->maps[i - 1] : NULL;
+		uint64_t prev_idx = idx, start, len;
 
-		TRY(rd_u32(r, &m->pid));
-		TRY(rd_v(r, &m->start));
-		TRY(rd_v(r, &len));
-		TRY(rd_v(r, &m->pgoff));
-		TRY(rd_id(r, c->nstrings, &m->path));
-		TRY(rd_build_id(r, &m->build_id_len, m->build_id));
-		if (len == 0 || len > UINT64_MAX - m->start)
-			goto err_bad;
-		m->end = m->start + len;
-		if (i > 0) {
-			const struct fr_chunk_map *prev = &c->maps[i - 1];
-
-			if (m->pid < prev->pid || (m->pid == prev->pid && m->start < prev->end))
+		TRY(rd_next(&d->r, idx, d->npids, &idx));
+		m->pid = d->pids[idx];
+		TRY(rd_v(&d->r, &start));
+		TRY(rd_v(&d->r, &len));
+		TRY(rd_v(&d->r, &m->pgoff));
+		TRY(rd_id(&d->r, c->nstrings, &m->path));
+		TRY(rd_build_id(d, &m->build_id_len, m->build_id));
+		/* Within a process, start is the gap after the previous end. */
+		if (prev && idx == prev_idx) {
+			if (start > UINT64_MAX - prev->end)
 				goto err_bad;
+			start += prev->end;
 		}
+		if (len == 0 || len > UINT64_MAX - start)
+			goto err_bad;
+		m->start = start;
+		m->end = start + len;
 		c->nmaps = i + 1;
 	}
 	return 0;
@@ -1184,52 +1616,90 @@ err_bad:
 	return -EBADMSG;
 }
 
-static int decode_stacks(struct rd *r, struct fr_chunk *c)
+static int decode_stacks(struct dec *d)
 {
-	const unsigned char *start;
+	struct fr_chunk *c = d->c;
+	struct rd *r = &d->r;
 	uint64_t total = 0;
-	uint32_t n;
+	uint32_t n, *shared = NULL;
+	struct pred *pr = NULL;
+	int ret = -EBADMSG;
 
-	TRY(rd_count(r, 3, &n));
-	/* First pass: validate the shapes and count the frames. */
-	start = r->p;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t pid, nr_kernel, nr;
-		uint64_t v;
-
-		TRY(rd_u32(r, &pid));
-		TRY(rd_u32(r, &nr_kernel));
-		TRY(rd_u32(r, &nr));
-		if (nr > FR_MAX_FRAMES || nr_kernel > nr || nr > rd_left(r))
-			goto err_bad;
-		for (uint32_t k = 0; k < nr; k++)
-			TRY(rd_v(r, &v));
-		total += nr;
-	}
+	/* Four columns of at least a byte per stack, then the frames. */
+	TRY(rd_count(r, 4, &n));
 	c->stacks = alloc_array(n, sizeof(*c->stacks));
-	c->frames = alloc_array(total, sizeof(*c->frames));
-	if (!c->stacks || !c->frames)
-		return -ENOMEM;
-	c->nstacks = n;
-	r->p = start;
-	total = 0;
+	shared = alloc_array(n, sizeof(*shared));
+	if (!c->stacks || !shared) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t idx;
+
+		TRY(rd_id(r, d->npids, &idx));
+		c->stacks[i].pid = d->pids[idx];
+	}
+	for (uint32_t i = 0; i < n; i++)
+		TRY(rd_id(r, FR_MAX_FRAMES + 1, &c->stacks[i].nr_kernel));
 	for (uint32_t i = 0; i < n; i++) {
 		struct fr_chunk_stack *st = &c->stacks[i];
-		uint64_t v, addr = 0;
 
-		rd_u32(r, &st->pid);
-		rd_u32(r, &st->nr_kernel);
-		rd_u32(r, &st->nr_frames);
+		TRY(rd_id(r, FR_MAX_FRAMES + 1, &st->nr_frames));
+		if (st->nr_kernel > st->nr_frames)
+			goto err_bad;
 		st->first = (uint32_t)total;
-		for (uint32_t k = 0; k < st->nr_frames; k++) {
-			rd_v(r, &v);
-			addr = k == 0 ? v : addr + (uint64_t)unzigzag(v);
-			c->frames[total++] = addr;
-		}
+		total += st->nr_frames;
 	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t most = i ? c->stacks[i - 1].nr_frames : 0;
+
+		if (c->stacks[i].nr_frames < most)
+			most = c->stacks[i].nr_frames;
+		TRY(rd_id(r, most + 1, &shared[i]));
+	}
+	/* Front coding lets a few bytes stand for many frames; a builder
+	 * never stores more than this in a chunk. */
+	if (total > FR_CHUNK_RAW_MAX)
+		goto err_bad;
+	c->frames = alloc_array(total, sizeof(*c->frames));
+	pr = malloc(sizeof(*pr));
+	if (!c->frames || !pr) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	pred_init(pr);
+	c->nstacks = n;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct fr_chunk_stack *st = &c->stacks[i];
+		const struct fr_chunk_stack *pv = i ? &c->stacks[i - 1] : NULL;
+		uint64_t cur[FR_MAX_FRAMES], prev[FR_MAX_FRAMES];
+		unsigned nr = st->nr_frames, nu = nr - st->nr_kernel;
+		unsigned gn = pv ? pv->nr_frames : 0, gnu = pv ? gn - pv->nr_kernel : 0;
+
+		for (unsigned p = 0; p < gn; p++)
+			prev[p] = ROOT_FRAME(&c->frames[pv->first], gn, p);
+		for (unsigned p = 0; p < shared[i]; p++)
+			cur[p] = prev[p];
+		for (unsigned p = shared[i]; p < nr; p++) {
+			uint64_t pred = frame_pred(pr, cur, nu, pv ? prev : NULL, gn, gnu, p);
+			int64_t delta;
+
+			TRY(rd_z(r, &delta));
+			cur[p] = pred + (uint64_t)delta;
+			pred_update(pr, cur, nu, p);
+		}
+		for (unsigned p = 0; p < nr; p++)
+			ROOT_FRAME(&c->frames[st->first], nr, p) = cur[p];
+	}
+	free(shared);
+	free(pr);
 	return 0;
 err_bad:
-	return -EBADMSG;
+	ret = -EBADMSG;
+err:
+	free(shared);
+	free(pr);
+	return ret;
 }
 
 static int decode_labelsets(struct rd *r, struct fr_chunk *c)
@@ -1294,22 +1764,110 @@ err_bad:
 	return -EBADMSG;
 }
 
-static int decode_u32_column(struct rd *r, uint32_t n, uint32_t limit, uint32_t *col)
+/* A column stored as runs into d->scratch; values must be below `limit`
+ * (0: any 64-bit value). */
+static int decode_runs(struct dec *d, uint32_t n, uint64_t limit)
 {
-	for (uint32_t i = 0; i < n; i++)
-		TRY(rd_id(r, limit, &col[i]));
+	uint32_t runs, at = 0;
+
+	TRY(rd_count(&d->r, 2, &runs));
+	for (uint32_t i = 0; i < runs; i++) {
+		uint64_t v;
+		uint32_t len;
+
+		TRY(rd_v(&d->r, &v));
+		TRY(rd_u32(&d->r, &len));
+		if ((limit && v >= limit) || len == 0 || len > n - at)
+			goto err_bad;
+		for (uint32_t k = 0; k < len; k++)
+			d->scratch[at++] = v;
+	}
+	if (at != n)
+		goto err_bad;
 	return 0;
 err_bad:
 	return -EBADMSG;
 }
 
-static int decode_samples(struct rd *r, struct fr_chunk *c)
+static void scratch_u32(const struct dec *d, uint32_t n, uint32_t *col)
 {
-	uint64_t t;
+	for (uint32_t i = 0; i < n; i++)
+		col[i] = (uint32_t)d->scratch[i];
+}
+
+static int decode_times(struct dec *d, uint32_t n)
+{
+	struct fr_chunk *c = d->c;
+	struct rd *r = &d->r, kr;
+	uint64_t first = (uint64_t)c->hdr.first_ns;
+	uint64_t span = (uint64_t)c->hdr.last_ns - first;
+	uint64_t *period = d->scratch, per = 0;
+	uint32_t runs, at = 0, cpu = 0;
+
+	/* cpu, length, period and first time: four bytes at least. */
+	TRY(rd_count(r, 4, &runs));
+	for (uint32_t i = 0; i < runs; i++) {
+		uint64_t v, len, off;
+
+		TRY(rd_next(r, i ? (uint64_t)cpu + 1 : 0, (uint64_t)UINT32_MAX + 1, &v));
+		cpu = (uint32_t)v;
+		TRY(rd_v(r, &len));
+		if (len == 0 || len > n - at)
+			goto err_bad;
+		TRY(rd_v(r, &period[at]));
+		TRY(rd_v(r, &off));
+		if (off > span)
+			goto err_bad;
+		c->time_ns[at] = (int64_t)(first + off);
+		for (uint32_t k = 0; k < len; k++)
+			c->cpu[at + k] = cpu;
+		at += (uint32_t)len;
+	}
+	if (at != n)
+		goto err_bad;
+	/* A run starts where the cpu changes (cpus increase from run to run).
+	 * The period column comes first: skip it to find the jitter column,
+	 * then read both side by side. */
+	kr = *r;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t k;
+
+		if (i == 0 || c->cpu[i] != c->cpu[i - 1])
+			per = period[i];
+		else if (per)
+			TRY(rd_v(r, &k));
+	}
+	kr.end = r->p;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t k = 0, t;
+		int64_t jitter;
+
+		if (i == 0 || c->cpu[i] != c->cpu[i - 1]) {
+			per = period[i];
+			continue;
+		}
+		if (per)
+			rd_v(&kr, &k);
+		TRY(rd_z(r, &jitter));
+		/* Unsigned arithmetic: a wrap-around lands outside the span. */
+		t = (uint64_t)c->time_ns[i - 1] + k * per + (uint64_t)jitter;
+		if (t - first > span)
+			goto err_bad;
+		c->time_ns[i] = (int64_t)t;
+	}
+	return 0;
+err_bad:
+	return -EBADMSG;
+}
+
+static int decode_samples(struct dec *d)
+{
+	struct fr_chunk *c = d->c;
+	struct rd *r = &d->r;
 	uint32_t n;
 
-	/* Nine columns of at least one byte each. */
-	TRY(rd_count(r, 9, &n));
+	/* A stack id and a tid of at least one byte each. */
+	TRY(rd_count(r, 2, &n));
 	if (n != c->hdr.nsamples)
 		goto err_bad;
 	c->time_ns = alloc_array(n, sizeof(*c->time_ns));
@@ -1321,31 +1879,28 @@ static int decode_samples(struct rd *r, struct fr_chunk *c)
 	c->rate_hz = alloc_array(n, sizeof(*c->rate_hz));
 	c->stack = alloc_array(n, sizeof(*c->stack));
 	c->labelset = alloc_array(n, sizeof(*c->labelset));
+	d->scratch = alloc_array(n, sizeof(*d->scratch));
 	if (!c->time_ns || !c->tid || !c->pid || !c->cpu || !c->event || !c->weight ||
-	    !c->rate_hz || !c->stack || !c->labelset)
+	    !c->rate_hz || !c->stack || !c->labelset || !d->scratch)
 		return -ENOMEM;
 
-	t = (uint64_t)c->hdr.first_ns;
+	TRY(decode_times(d, n));
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t v;
-
-		TRY(rd_v(r, &v));
-		t += (uint64_t)unzigzag(v);
-		c->time_ns[i] = (int64_t)t;
-		/* The header's time span covers every sample; queries by
-		 * time rely on it. */
-		if (c->time_ns[i] < c->hdr.first_ns || c->time_ns[i] > c->hdr.last_ns)
+		TRY(rd_rel_u32(r, i ? c->stack[i - 1] : 0, &c->stack[i]));
+		if (c->stack[i] >= c->nstacks)
 			goto err_bad;
+		c->pid[i] = c->stacks[c->stack[i]].pid;
 	}
-	TRY(decode_u32_column(r, n, UINT32_MAX, c->tid));
-	TRY(decode_u32_column(r, n, UINT32_MAX, c->pid));
-	TRY(decode_u32_column(r, n, UINT32_MAX, c->cpu));
-	TRY(decode_u32_column(r, n, UINT32_MAX, c->event));
 	for (uint32_t i = 0; i < n; i++)
-		TRY(rd_v(r, &c->weight[i]));
-	TRY(decode_u32_column(r, n, UINT32_MAX, c->rate_hz));
-	TRY(decode_u32_column(r, n, c->nstacks, c->stack));
-	TRY(decode_u32_column(r, n, c->nlabelsets, c->labelset));
+		TRY(rd_rel_u32(r, c->pid[i], &c->tid[i]));
+	TRY(decode_runs(d, n, (uint64_t)UINT32_MAX + 1));
+	scratch_u32(d, n, c->event);
+	TRY(decode_runs(d, n, 0));
+	memcpy(c->weight, d->scratch, n * sizeof(*c->weight));
+	TRY(decode_runs(d, n, (uint64_t)UINT32_MAX + 1));
+	scratch_u32(d, n, c->rate_hz);
+	TRY(decode_runs(d, n, c->nlabelsets));
+	scratch_u32(d, n, c->labelset);
 	c->nsamples = n;
 	return 0;
 err_bad:
@@ -1358,11 +1913,12 @@ int fr_chunk_decode(const void *buf, size_t len, struct fr_chunk **out)
 	struct fr_chunk_header h;
 	struct fr_chunk *c = NULL;
 	unsigned char *raw = NULL;
-	struct rd r;
+	struct dec d;
 	ssize_t n;
 	int ret;
 
 	*out = NULL;
+	memset(&d, 0, sizeof(d));
 	ret = fr_chunk_header_parse(buf, len, &h);
 	if (ret < 0)
 		return ret;
@@ -1383,24 +1939,34 @@ int fr_chunk_decode(const void *buf, size_t len, struct fr_chunk **out)
 		ret = n == -ENOMEM ? -ENOMEM : -EBADMSG;
 		goto err;
 	}
-	r.p = raw;
-	r.end = raw + c->hdr.raw_len;
-	if ((ret = decode_strings(&r, c)) < 0 || (ret = decode_procs(&r, c)) < 0 ||
-	    (ret = decode_threads(&r, c)) < 0 || (ret = decode_maps(&r, c)) < 0 ||
-	    (ret = decode_stacks(&r, c)) < 0 || (ret = decode_labelsets(&r, c)) < 0 ||
-	    (ret = decode_events(&r, c)) < 0 || (ret = decode_samples(&r, c)) < 0)
+	d.r.p = raw;
+	d.r.end = raw + c->hdr.raw_len;
+	d.c = c;
+	if ((ret = decode_strings(&d.r, c)) < 0 || (ret = decode_build_ids(&d)) < 0 ||
+	    (ret = decode_pids(&d)) < 0 || (ret = decode_procs(&d)) < 0 ||
+	    (ret = decode_threads(&d)) < 0 || (ret = decode_maps(&d)) < 0 ||
+	    (ret = decode_stacks(&d)) < 0 || (ret = decode_labelsets(&d.r, c)) < 0 ||
+	    (ret = decode_events(&d.r, c)) < 0 || (ret = decode_samples(&d)) < 0)
 		goto err;
 	/* Nothing may follow the samples. */
-	if (r.p != r.end) {
+	if (d.r.p != d.r.end) {
 		ret = -EBADMSG;
 		goto err;
 	}
 	free(raw);
+	free(d.bids);
+	free(d.bid_len);
+	free(d.pids);
+	free(d.scratch);
 	*out = c;
 	return 0;
 
 err:
 	free(raw);
+	free(d.bids);
+	free(d.bid_len);
+	free(d.pids);
+	free(d.scratch);
 	fr_chunk_free(c);
 	return ret;
 }

@@ -9,14 +9,15 @@
  *
  *   header, 64 bytes:
  *     0  u32 magic         0x4b435246 ("FRCK")
- *     4  u16 version       FR_CHUNK_VERSION (1)
+ *     4  u16 version       FR_CHUNK_VERSION (2); version 1 (the first
+ *                          block layout) is refused like any other
  *     6  u16 header_len    64
  *     8  u64 seq           global sequence number, assigned by the ring
  *    16  i64 first_ns      time of the earliest sample (Unix ns, CLOCK_REALTIME)
  *    24  i64 last_ns       time of the latest sample (Unix ns); every sample
  *                          time lies in [first_ns, last_ns]. A chunk of
  *                          counters only has first_ns == last_ns == seal time.
- *    32  u32 nsamples
+ *    32  u32 nsamples      (<= raw_len / 2)
  *    36  u32 raw_len       length of the payload after decompression
  *                          (<= FR_CHUNK_RAW_MAX)
  *    40  u32 comp_len      length of the payload as stored (<= FR_CHUNK_COMP_MAX)
@@ -27,39 +28,91 @@
  *   payload: one zstd frame of raw_len bytes (the block below).
  *
  * BLOCK (before compression). "v" is an unsigned LEB128 varint, "z" a
- * zigzag-encoded signed varint, "str" a v string id into the string table.
- * Every table is a v count followed by its entries.
+ * zigzag-encoded signed varint, "str" a v string id into the string table,
+ * "bid" a v build id reference (0: none, else index + 1 into the build id
+ * table), "pidx" a v index into the pid table. Differences are taken in
+ * two's-complement 64-bit arithmetic. Every table is a v count followed by
+ * its entries; a "column" has one entry per row of its table, and a table
+ * stored as columns has each column in turn.
  *
  *   strings:   count (>= 1); each: v len (<= FR_CHUNK_STRING_MAX), len
  *              bytes (no NUL). Id 0 is "" and is stored (len 0).
- *   processes: count; each: v pid, v uid, str comm, str exe, z start_ns,
- *              v build_id_len (<= 20), build id bytes.
- *              Sorted by pid, each pid once.
- *   threads:   count; each: v tid, v pid, str name.
- *              Sorted by tid, each tid once.
- *   mappings:  count; each: v pid, v start, v len (>= 1), v pgoff, str path,
- *              v build_id_len (<= 20), build id bytes.
- *              Sorted by (pid, start); mappings of one pid do not overlap.
- *   stacks:    count; each: v pid, v nr_kernel, v nr_frames (<= 127,
- *              nr_kernel <= nr_frames), then nr_frames addresses, leaf
- *              first: the first as v, each next as z (addr[i] - addr[i-1])
- *              in two's-complement 64-bit. The first nr_kernel are kernel
- *              addresses (no mapping).
+ *   build ids: count; each: v len (1..20), len bytes. Each distinct build
+ *              id of the chunk once.
+ *   pids:      count; the pids the stacks (and so the samples) belong to,
+ *              increasing: the first as v, each next as v (pid - previous
+ *              pid - 1).
+ *   processes: count; each: v gap, v uid, str comm, str exe, z (start_ns -
+ *              header first_ns), bid. The entry's pid is pids[index], the
+ *              index being the previous entry's + 1 + gap (the first: gap).
+ *   threads:   count; each: v gap, z (pid - tid), str name. The tid is the
+ *              previous entry's + 1 + gap (the first: gap).
+ *   mappings:  count; each: v (pidx - previous entry's pidx; the first:
+ *              pidx), v start, v len (>= 1), v pgoff, str path, bid. Sorted
+ *              by (pid, start): for the second and later mappings of a pid,
+ *              start is stored as the gap after the previous one's end, so
+ *              mappings of one pid do not overlap.
+ *   stacks:    count; then the columns pidx, v nr_kernel, v nr_frames
+ *              (nr_kernel <= nr_frames <= 127) and v shared (<= nr_frames
+ *              and <= the previous stack's nr_frames; 0 for the first);
+ *              then, stack after stack, the nr_frames - shared frames that
+ *              are not shared.
+ *              Frames are taken root first here: the first `shared` are the
+ *              previous stack's first `shared` (stacks are sorted root
+ *              first, so neighbours share their callers). The last
+ *              nr_kernel are kernel addresses (no mapping). Each stored
+ *              frame is z (address - prediction), the prediction being:
+ *                - for the root frame (position 0): the previous stack's
+ *                  root if it has one of the same kind (user or kernel),
+ *                  else the last frame of that kind stored so far;
+ *                - otherwise, when the frame at position p - 1 (the
+ *                  caller, C) is the caller recorded in slot
+ *                  h(C) = mix(0, C) mod 4096 (mix as in core/chunk.c:
+ *                  x = C; x *= 0x9e3779b97f4a7c15; x ^= x >> 29), the frame
+ *                  recorded with it there;
+ *                - else C if it is of the same kind, else the last frame of
+ *                  that kind stored so far.
+ *              The last frame of each kind starts as 0 (user) and
+ *              0xffffffff80000000 (kernel); the 4096 slots start as
+ *              (caller 0, frame 0). After each stored frame at position
+ *              p > 0, slot h(C) becomes (C, frame); after each stored
+ *              frame, it is the last frame of its kind.
  *   labelsets: count; each: v npairs, npairs x (str key, str value).
  *              Set 0 is the empty set and is not stored.
  *   events:    count; each: v event id, v lost records, v throttled,
  *              v truncated stacks (counters of this chunk's time span).
- *   samples:   v n (== header nsamples), then n entries of each column in
- *              turn: time (z delta from the previous sample, the first from
- *              header first_ns), tid (v), pid (v), cpu (v), event (v),
- *              weight (v), rate_hz (v), stack id (v), labelset id (v).
- *              Time deltas are two's-complement 64-bit differences.
- *   Nothing follows the sample columns.
+ *   samples:   v n (== header nsamples), in (cpu, time) order:
+ *     cpu runs: count; each: v cpu (the first; later runs: cpu - previous
+ *              run's cpu - 1), v length (>= 1, lengths add up to n),
+ *              v period (ns; 0: none), v (time of the run's first sample -
+ *              header first_ns).
+ *     periods: for each sample after the first of its run, when the run has
+ *              a period P: v k.
+ *     jitter:  for each sample after the first of its run: z r. The sample
+ *              time is the previous sample's + k x P + r (k x P is 0 in a
+ *              run without a period).
+ *     stack:   z (stack id - the previous sample's stack id; the first:
+ *              stack id). The sample's pid is its stack's.
+ *     tid:     z (tid - pid).
+ *     event, weight, rate_hz, labelset: each as runs: v count; each: v
+ *              value, v length (>= 1); lengths add up to n.
+ *   Nothing follows the last run list.
  *
  * Ids, pids, tids, cpus, events, rates and counts are 32-bit; a varint
  * that does not fit its field, or that is longer than 10 bytes, is corrupt.
- * Decoding checks every count against the bytes left and every id against
- * its table, so a corrupt block is reported (-EBADMSG), never trusted.
+ * Decoding checks every count against the bytes left, every id and index
+ * against its table, every run length against the samples left and every
+ * time against [first_ns, last_ns]; the stacks may hold at most
+ * FR_CHUNK_RAW_MAX frames in all. A corrupt block is reported (-EBADMSG),
+ * never trusted.
+ *
+ * WHY THIS LAYOUT: at 99 Hz a chunk holds ~200 samples, so per-chunk
+ * tables matter as much as per-sample columns. Tables are delta coded and
+ * build ids stored once; samples are reordered so that the cpu, event,
+ * weight and rate columns collapse into runs and time becomes a count of
+ * timer periods plus the interrupt jitter (a few microseconds, the bulk of
+ * what a steady sample costs); stacks share their callers with their
+ * neighbour and store the rest as small differences.
  */
 #ifndef FR_CORE_CHUNK_H
 #define FR_CORE_CHUNK_H
@@ -70,7 +123,7 @@
 #include "core/sample.h"
 
 #define FR_CHUNK_MAGIC 0x4b435246u
-#define FR_CHUNK_VERSION 1
+#define FR_CHUNK_VERSION 2
 #define FR_CHUNK_HEADER_LEN 64
 #define FR_BUILD_ID_MAX 20
 /* Limits a decoder enforces (and a builder never exceeds). */

@@ -30,7 +30,11 @@ sleep 1.2
 after=$(ticks $dpid)
 s1=$("$build/tools/flightrec" status --socket "$T/sock" --json | python3 -c 'import json,sys; r=json.load(sys.stdin)["ring"]; print(r["bytes_used"], r["samples"])')
 
-perf_samples=$(perf script -i "$T/perf.data" -F period 2>/dev/null | wc -l)
+# perf script (6.1) can crash partway through a busy system-wide file; the
+# stats of perf report count every sample record.
+perf_samples=$(perf report -i "$T/perf.data" --stats 2>/dev/null |
+	awk '/SAMPLE events:/ { print $3; exit }')
+perf_samples=${perf_samples:-0}
 perf_bytes=$(stat -c %s "$T/perf.data")
 read -r b0 n0 <<<"$s0"
 read -r b1 n1 <<<"$s1"

@@ -218,10 +218,95 @@ static const char *str(const struct fr_chunk *c, uint32_t id)
 	return id < c->nstrings ? c->strings[id] : "<bad id>";
 }
 
-static void check_decoded(const struct fr_chunk *c, const struct stored *in, uint32_t n,
+static int cmp_stored(const void *a, const void *b)
+{
+	const struct stored *x = a, *y = b;
+	const struct fr_sample *s = &x->s, *t = &y->s;
+
+#define KEY(f)                          \
+	if (s->f != t->f)               \
+		return s->f < t->f ? -1 : 1
+	KEY(time_ns);
+	KEY(cpu);
+	KEY(tid);
+	KEY(pid);
+	KEY(event);
+	KEY(weight);
+	KEY(rate_hz);
+	KEY(nr_kernel);
+	KEY(nr_frames);
+#undef KEY
+	return memcmp(x->ips, y->ips, s->nr_frames * sizeof(uint64_t));
+}
+
+/* Sorted copies of the input and of the decoded samples (with the decoded
+ * index in `tid` of a parallel array), so that samples can be compared
+ * whatever order the chunk returns them in. */
+struct pairing {
+	struct stored *in, *out;
+	uint32_t *index; /* out[i] is decoded sample index[i] */
+};
+
+static int cmp_indexed(const void *a, const void *b, void *arg)
+{
+	const struct stored *v = arg;
+
+	return cmp_stored(&v[*(const uint32_t *)a], &v[*(const uint32_t *)b]);
+}
+
+static int pair_samples(const struct fr_chunk *c, const struct stored *in, uint32_t n,
+			struct pairing *pr)
+{
+	struct stored *dec;
+
+	pr->in = malloc((n + 1) * sizeof(*pr->in));
+	pr->out = NULL;
+	pr->index = malloc((n + 1) * sizeof(*pr->index));
+	dec = calloc(n + 1, sizeof(*dec));
+	if (!pr->in || !pr->index || !dec) {
+		free(dec);
+		return -1;
+	}
+	memcpy(pr->in, in, n * sizeof(*in));
+	for (uint32_t i = 0; i < n; i++)
+		pr->in[i].s.ips = pr->in[i].ips;
+	qsort(pr->in, n, sizeof(*pr->in), cmp_stored);
+	for (uint32_t i = 0; i < n && i < c->nsamples; i++) {
+		struct fr_sample *s = &dec[i].s;
+
+		s->time_ns = c->time_ns[i];
+		s->cpu = c->cpu[i];
+		s->tid = c->tid[i];
+		s->pid = c->pid[i];
+		s->event = c->event[i];
+		s->weight = c->weight[i];
+		s->rate_hz = c->rate_hz[i];
+		if (c->stack[i] < c->nstacks) {
+			const struct fr_chunk_stack *st = &c->stacks[c->stack[i]];
+
+			s->nr_kernel = (uint16_t)st->nr_kernel;
+			s->nr_frames = (uint16_t)st->nr_frames;
+			memcpy(dec[i].ips, &c->frames[st->first], st->nr_frames * sizeof(uint64_t));
+		}
+		pr->index[i] = i;
+	}
+	qsort_r(pr->index, n, sizeof(*pr->index), cmp_indexed, dec);
+	free(dec);
+	return 0;
+}
+
+static void pairing_fini(struct pairing *pr)
+{
+	free(pr->in);
+	free(pr->index);
+}
+
+static void check_decoded(const struct fr_chunk *c, const struct stored *unsorted, uint32_t n,
 			  int64_t clock_offset)
 {
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
+	struct pairing pr;
+	const struct stored *in;
 
 	CHECK(c->hdr.magic == FR_CHUNK_MAGIC && c->hdr.version == FR_CHUNK_VERSION,
 	      "header identity");
@@ -231,10 +316,14 @@ static void check_decoded(const struct fr_chunk *c, const struct stored *in, uin
 	      c->hdr.nsamples, c->nsamples, n);
 	CHECK(c->nstrings >= 1 && strcmp(c->strings[0], "") == 0, "string 0 is not \"\"");
 	CHECK(c->nlabelsets == 1 && c->labelsets[0].npairs == 0, "label-free chunk");
+	if (c->nsamples != n || pair_samples(c, unsorted, n, &pr) < 0)
+		return;
+	in = pr.in;
 
-	for (uint32_t i = 0; i < n; i++) {
-		const struct fr_sample *s = &in[i].s;
+	for (uint32_t k = 0; k < n; k++) {
+		const struct fr_sample *s = &in[k].s;
 		const struct fr_chunk_stack *st;
+		uint32_t i = pr.index[k];
 
 		if (s->time_ns < tmin)
 			tmin = s->time_ns;
@@ -258,7 +347,7 @@ static void check_decoded(const struct fr_chunk *c, const struct stored *in, uin
 		CHECK(st->nr_frames == s->nr_frames, "sample %u nr_frames %u want %u", i,
 		      st->nr_frames, s->nr_frames);
 		if (st->nr_frames == s->nr_frames)
-			CHECK(memcmp(&c->frames[st->first], s->ips,
+			CHECK(memcmp(&c->frames[st->first], in[k].ips,
 				     s->nr_frames * sizeof(uint64_t)) == 0,
 			      "sample %u frames differ", i);
 
@@ -281,8 +370,8 @@ static void check_decoded(const struct fr_chunk *c, const struct stored *in, uin
 			CHECK(p->start_ns == (s->pid == 200 ? -5 : (int64_t)s->pid * 1000000007),
 			      "start_ns");
 			CHECK(p->build_id_len == (s->pid == 100 ? 20 : 0), "proc build id len");
-			for (int k = 0; k < p->build_id_len; k++)
-				CHECK(p->build_id[k] == (uint8_t)(s->pid + k), "proc build id");
+			for (int q = 0; q < p->build_id_len; q++)
+				CHECK(p->build_id[q] == (uint8_t)(s->pid + q), "proc build id");
 		}
 		const struct fr_chunk_thread *t = fr_chunk_find_thread(c, s->tid);
 
@@ -300,18 +389,19 @@ static void check_decoded(const struct fr_chunk *c, const struct stored *in, uin
 		}
 
 		/* Every user frame resolves to the tracker's mapping. */
-		for (unsigned k = s->nr_kernel; k < s->nr_frames; k++) {
-			const struct fake_map *fm = fake_find(s->pid, s->ips[k]);
-			const struct fr_chunk_map *m = fr_chunk_find_map(c, s->pid, s->ips[k]);
+		for (unsigned f = s->nr_kernel; f < s->nr_frames; f++) {
+			uint64_t addr = in[k].ips[f];
+			const struct fake_map *fm = fake_find(s->pid, addr);
+			const struct fr_chunk_map *m = fr_chunk_find_map(c, s->pid, addr);
 
 			if (!fm) {
 				CHECK(m == NULL, "unmapped %llx has a mapping",
-				      (unsigned long long)s->ips[k]);
+				      (unsigned long long)addr);
 				continue;
 			}
 			if (!m) {
 				CHECK(0, "pid %u addr %llx: no mapping", s->pid,
-				      (unsigned long long)s->ips[k]);
+				      (unsigned long long)addr);
 				continue;
 			}
 			CHECK(m->start == fm->start && m->end == fm->end && m->pgoff == fm->pgoff,
@@ -324,12 +414,13 @@ static void check_decoded(const struct fr_chunk *c, const struct stored *in, uin
 				      "mapping build id");
 		}
 		/* Kernel frames have no mapping. */
-		for (unsigned k = 0; k < s->nr_kernel; k++)
-			CHECK(fr_chunk_find_map(c, s->pid, s->ips[k]) == NULL,
+		for (unsigned f = 0; f < s->nr_kernel; f++)
+			CHECK(fr_chunk_find_map(c, s->pid, in[k].ips[f]) == NULL,
 			      "kernel frame mapped");
 		if (failures > 20)
-			return;
+			break;
 	}
+	pairing_fini(&pr);
 	if (n) {
 		CHECK(c->hdr.first_ns == tmin, "first_ns is not the earliest sample");
 		CHECK(c->hdr.last_ns == tmax, "last_ns is not the latest sample");
@@ -468,9 +559,15 @@ static void test_round_trip(void)
 		CHECK(c->nsamples == 10 && c->nprocs == 0 && c->nthreads == 0 && c->nmaps == 0,
 		      "chunk without ops has no tables");
 		CHECK(c->nevents == 0, "counters carried over to the next chunk");
-		for (uint32_t i = 0; i < 10; i++)
-			CHECK(c->time_ns[i] == in[i].s.time_ns && c->pid[i] == in[i].s.pid,
-			      "second chunk sample %u", i);
+		struct pairing pr;
+
+		if (c->nsamples == 10 && pair_samples(c, in, 10, &pr) == 0) {
+			for (uint32_t i = 0; i < 10; i++)
+				CHECK(c->time_ns[pr.index[i]] == pr.in[i].s.time_ns &&
+					      c->pid[pr.index[i]] == pr.in[i].s.pid,
+				      "second chunk sample %u", i);
+			pairing_fini(&pr);
+		}
 	}
 out:
 	fr_chunk_free(c);
@@ -499,6 +596,194 @@ static void test_counters_only(void)
 	fr_chunk_free(c);
 	free(buf);
 	fr_chunk_builder_free(b);
+}
+
+/* ------------------------------------------------------------------ */
+/* Encoding: streams shaped like the recorder's, and the extremes       */
+
+static void check_invariants(const struct fr_chunk *c);
+
+/* Every decoded sample equals one input sample, field by field and frame
+ * by frame, whatever the order. */
+static void check_samples(const struct fr_chunk *c, const struct stored *in, uint32_t n,
+			  const char *what)
+{
+	struct pairing pr;
+	int bad = 0;
+
+	CHECK(c->nsamples == n, "%s: %u samples, want %u", what, c->nsamples, n);
+	if (c->nsamples != n || pair_samples(c, in, n, &pr) < 0)
+		return;
+	for (uint32_t k = 0; k < n && bad < 5; k++) {
+		uint32_t i = pr.index[k];
+		struct stored d;
+
+		memset(&d, 0, sizeof(d));
+		d.s.time_ns = c->time_ns[i];
+		d.s.cpu = c->cpu[i];
+		d.s.tid = c->tid[i];
+		d.s.pid = c->pid[i];
+		d.s.event = c->event[i];
+		d.s.weight = c->weight[i];
+		d.s.rate_hz = c->rate_hz[i];
+		d.s.nr_kernel = (uint16_t)c->stacks[c->stack[i]].nr_kernel;
+		d.s.nr_frames = (uint16_t)c->stacks[c->stack[i]].nr_frames;
+		memcpy(d.ips, &c->frames[c->stacks[c->stack[i]].first],
+		       d.s.nr_frames * sizeof(uint64_t));
+		if (cmp_stored(&d, &pr.in[k]) != 0 || c->stacks[c->stack[i]].pid != c->pid[i]) {
+			CHECK(0, "%s: sample %u (time %lld cpu %u) differs", what, k,
+			      (long long)pr.in[k].s.time_ns, pr.in[k].s.cpu);
+			bad++;
+		}
+	}
+	pairing_fini(&pr);
+}
+
+/* Seals `in` in one chunk, decodes and compares it. Returns the chunk's
+ * size, or 0 on failure. */
+static size_t round_trip(const struct stored *in, uint32_t n, const char *what,
+			 uint32_t *raw_len)
+{
+	struct fr_chunk_builder *b = fr_chunk_builder_new(n, 8u << 20);
+	struct fr_chunk *c = NULL;
+	void *buf = NULL;
+	size_t len = 0;
+	int ret;
+
+	for (uint32_t i = 0; b && i < n; i++) {
+		ret = fr_chunk_builder_add(b, &in[i].s);
+		if (ret) {
+			CHECK(0, "%s: add %u: %d", what, i, ret);
+			goto out;
+		}
+	}
+	ret = b ? fr_chunk_builder_seal(b, NULL, 0, &buf, &len) : -ENOMEM;
+	CHECK(ret == 0, "%s: seal: %d", what, ret);
+	if (ret == 0) {
+		ret = fr_chunk_decode(buf, len, &c);
+		CHECK(ret == 0, "%s: decode: %d", what, ret);
+	}
+	if (c) {
+		check_samples(c, in, n, what);
+		check_invariants(c);
+		if (raw_len)
+			*raw_len = c->hdr.raw_len;
+	}
+out:
+	fr_chunk_free(c);
+	free(buf);
+	fr_chunk_builder_free(b);
+	return c ? len : 0;
+}
+
+static void test_encoding(void)
+{
+	enum { N = 4000 };
+	struct stored *in = calloc(N, sizeof(*in));
+	uint64_t tree[8][FR_MAX_FRAMES];
+	uint32_t raw = 0;
+	size_t len;
+
+	if (!in) {
+		CHECK(0, "setup");
+		return;
+	}
+
+	/* Steady cpu-clock at 999 Hz on two CPUs, handed over CPU by CPU in
+	 * batches as the recorder drains them: two threads, eight stacks
+	 * sharing their roots, a few with kernel frames on top, jitter of a
+	 * few microseconds and some idle gaps. */
+	for (int k = 0; k < 8; k++)
+		for (int f = 0; f < FR_MAX_FRAMES; f++)
+			tree[k][f] = 0x555555554000ull + (uint64_t)(f * 0x40) + (f < 3 ? (uint64_t)k * 8 : 0);
+	{
+		int64_t t[2] = {BASE_NS, BASE_NS + 333333};
+		uint32_t i = 0;
+
+		while (i < N) {
+			for (uint32_t cpu = 0; cpu < 2 && i < N; cpu++) {
+				for (int k = 0; k < 50 && i < N; k++, i++) {
+					struct fr_sample *s = &in[i].s;
+					int st = (int)(rng() % 8);
+
+					t[cpu] += 1001001 * (rng() % 50 ? 1 : 1 + (int64_t)(rng() % 30));
+					s->time_ns = t[cpu] + (int64_t)(rng() % 6000) - 3000;
+					s->cpu = cpu;
+					s->pid = 100;
+					s->tid = 100 + cpu;
+					s->event = FR_EVENT_CPU;
+					s->weight = 1001001;
+					s->rate_hz = 999;
+					s->nr_kernel = st < 2 ? 3 : 0;
+					s->nr_frames = (uint16_t)(s->nr_kernel + 12);
+					for (int f = 0; f < s->nr_kernel; f++)
+						in[i].ips[f] = KERNEL_BASE + 0x100 * (uint64_t)f;
+					memcpy(in[i].ips + s->nr_kernel, tree[st], 12 * sizeof(uint64_t));
+					s->ips = in[i].ips;
+				}
+			}
+		}
+	}
+	len = round_trip(in, N, "steady", &raw);
+	printf("steady 999 Hz stream: %.2f bytes/sample stored, raw %.2f\n", (double)len / N,
+	       (double)raw / N);
+	/* Runs, the time grid and interned stacks keep a steady stream at a
+	 * few bytes a sample: the jitter (about 13 bits) dominates. */
+	CHECK(len > 0 && len < 4 * N, "steady stream: %zu bytes for %d samples", len, N);
+
+	/* The extremes: any order, equal times, times before 1970, CPUs and
+	 * ids up to 2^32 - 1, a tid below its pid, pid 0, rate 0 (no time
+	 * grid), varying weights and rates, empty stacks. */
+	for (uint32_t i = 0; i < N; i++) {
+		struct fr_sample *s = &in[i].s;
+		static const uint32_t cpus[] = {0, 1, 7, 4095, UINT32_MAX - 1, UINT32_MAX};
+		static const uint32_t rates[] = {0, 1, 99, 999, 4999, UINT32_MAX};
+
+		memset(&in[i], 0, sizeof(in[i]));
+		s->time_ns = i % 10 == 0 ? in[i ? i - 1 : 0].s.time_ns
+					 : -5000000000ll + (int64_t)(rng() % 10000000000ull);
+		s->cpu = cpus[rng() % 6];
+		s->pid = i % 3 == 0 ? 0 : (uint32_t)(rng() % 3 ? 1000 + rng() % 5 : UINT32_MAX);
+		s->tid = rng() % 4 ? s->pid : (uint32_t)rng();
+		s->event = (uint32_t)(rng() % 3);
+		s->weight = rng() % 2 ? 1000000 : rng();
+		s->rate_hz = rates[rng() % 6];
+		s->nr_frames = (uint16_t)(rng() % 5);
+		s->nr_kernel = (uint16_t)(s->nr_frames ? rng() % (s->nr_frames + 1u) : 0);
+		for (int f = 0; f < s->nr_frames; f++)
+			in[i].ips[f] = rng() % 2 ? rng() : KERNEL_BASE + rng() % 64;
+		s->ips = in[i].ips;
+	}
+	round_trip(in, N, "extremes", NULL);
+
+	/* Many stacks with common roots: front coding stores the shared root
+	 * frames once. 4000 stacks 40 to 100 frames deep, all sharing their
+	 * 36 root frames and branching below. */
+	for (uint32_t i = 0; i < N; i++) {
+		struct fr_sample *s = &in[i].s;
+		unsigned depth = 40 + (unsigned)(rng() % 61);
+
+		memset(&in[i], 0, sizeof(in[i]));
+		s->time_ns = BASE_NS + (int64_t)i * 1000;
+		s->cpu = i % 4;
+		s->pid = 4242;
+		s->tid = 4242 + i % 16;
+		s->weight = 1;
+		s->rate_hz = 999;
+		s->nr_frames = (uint16_t)depth;
+		for (unsigned p = 0; p < depth; p++) /* root first */
+			in[i].ips[depth - 1 - p] =
+				p < 36 ? 0x400000 + p * 0x100 : 0x400000 + (rng() % 0x100000);
+		s->ips = in[i].ips;
+	}
+	len = round_trip(in, N, "shared roots", &raw);
+	printf("shared roots: %.1f bytes/stack raw, %.1f stored\n", (double)raw / N,
+	       (double)len / N);
+	/* The 34 frames below the shared ones take about 3.1 bytes each (1 MiB
+	 * apart) and the four columns 4 bytes, 110 in all; storing the 36 root
+	 * frames in every stack would add 72 (2 bytes each). */
+	CHECK(len > 0 && raw < N * 125, "shared roots: raw %u bytes", raw);
+	free(in);
 }
 
 static void test_enospc(void)
@@ -707,17 +992,24 @@ static void test_corruption(void)
 	free(mut);
 	mut = NULL;
 
-	/* A valid header of another version. */
-	{
+	/* Valid headers of other versions: the first format, and a later one. */
+	for (unsigned char version = 1; version <= 3; version += 2) {
 		unsigned char h[64];
-
-		memcpy(h, buf, 64);
-		h[4] = 2;
-		fix_header_crc(h);
 		struct fr_chunk_header hdr;
 
+		memcpy(h, buf, 64);
+		h[4] = version;
+		fix_header_crc(h);
 		CHECK(fr_chunk_header_parse(h, 64, &hdr) == -EPROTONOSUPPORT,
-		      "version 2 header not reported as unsupported");
+		      "version %u header not reported as unsupported", version);
+		mut = malloc(len);
+		memcpy(mut, buf, len);
+		memcpy(mut, h, 64);
+		c = NULL;
+		CHECK(fr_chunk_decode(mut, len, &c) == -EPROTONOSUPPORT,
+		      "version %u chunk not refused as unsupported", version);
+		free(mut);
+		mut = NULL;
 	}
 
 	/* Mutated blocks with valid checksums: decode fails cleanly or
@@ -846,16 +1138,29 @@ enum variant {
 	V_GOOD,
 	V_BAD_LABELSET_ID,
 	V_BAD_LABEL_STRING,
-	V_UNSORTED_PROCS,
-	V_OVERLAPPING_MAPS,
+	V_PROC_INDEX,
+	V_MAP_WRAP,
 	V_KERNEL_GT_FRAMES,
 	V_TRAILING,
 	V_NONEMPTY_STRING0,
 	V_TIME_OUTSIDE,
 	V_BIG_BUILD_ID,
+	V_BUILD_ID_REF,
 	V_PID_OVERFLOW,
+	V_SHARED_TOO_MANY,
+	V_STACK_ID,
+	V_RUNS_SHORT,
+	V_RUNS_LONG,
+	V_CPU_OVERFLOW,
 };
 
+static void bz(struct blk *b, int64_t v)
+{
+	bv(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* A version 2 block of three samples: pids {1, 2}; two stacks sharing
+ * their two root frames; cpu 0 on a 4 ns grid and cpu 1 without one. */
 static void make_block(struct blk *b, enum variant v)
 {
 	b->n = 0;
@@ -864,39 +1169,55 @@ static void make_block(struct blk *b, enum variant v)
 	bs(b, "k");
 	bs(b, "v");
 	bs(b, "/bin/x");
-	bv(b, 2); /* procs */
-	bv(b, v == V_UNSORTED_PROCS ? 9 : 1); bv(b, 0); bv(b, 1); bv(b, 3); bv(b, 0);
-	bv(b, v == V_BIG_BUILD_ID ? 21 : 0);
-	if (v == V_BIG_BUILD_ID)
-		for (int i = 0; i < 21; i++)
-			bv(b, 0);
-	bv(b, 2); bv(b, 0); bv(b, 1); bv(b, 3); bv(b, 0); bv(b, 0);
-	bv(b, 1); /* threads */
-	bv(b, 1); bv(b, 1); bv(b, 2);
-	bv(b, 2); /* maps */
-	bv(b, 1); bv(b, 0x1000); bv(b, 0x1000); bv(b, 0); bv(b, 3); bv(b, 0);
-	bv(b, 1); bv(b, v == V_OVERLAPPING_MAPS ? 0x1800 : 0x2000); bv(b, 0x1000); bv(b, 0);
-	bv(b, 3); bv(b, 0);
-	bv(b, 1); /* stacks */
-	bv(b, 1); bv(b, v == V_KERNEL_GT_FRAMES ? 3 : 0); bv(b, 2); bv(b, 0x1100); bv(b, 0x1e0);
+	bv(b, 1); /* build ids */
+	bv(b, v == V_BIG_BUILD_ID ? 21 : 4);
+	for (int i = 0; i < (v == V_BIG_BUILD_ID ? 21 : 4); i++)
+		b->p[b->n++] = (unsigned char)(0xa0 + i);
+	bv(b, 2); /* pids: 1, 2 */
+	bv(b, 1); bv(b, 0);
+	bv(b, 2); /* procs: index gap, uid, comm, exe, start, build id */
+	bv(b, 0); bv(b, 0); bv(b, 1); bv(b, 3); bz(b, -7); bv(b, v == V_BUILD_ID_REF ? 2 : 1);
+	bv(b, v == V_PROC_INDEX ? 1 : 0); bv(b, 0); bv(b, 1); bv(b, 3); bv(b, 0); bv(b, 0);
+	bv(b, 1); /* threads: tid gap, pid - tid, name */
+	bv(b, 1); bz(b, 0); bv(b, 2);
+	bv(b, 2); /* maps: pid index delta, start (gap), len, pgoff, path, build id */
+	bv(b, 0); bv(b, 0x1000); bv(b, 0x1000); bv(b, 0); bv(b, 3); bv(b, 0);
+	bv(b, 0); bv(b, 0);
+	if (v == V_MAP_WRAP)
+		bv(b, UINT64_MAX - 0x1000);
+	else
+		bv(b, 0x1000);
+	bv(b, 0x10); bv(b, 3); bv(b, 1);
+	bv(b, 2); /* stacks: pid index, nr_kernel, nr_frames, shared columns */
+	bv(b, 0); bv(b, 1);
+	bv(b, v == V_KERNEL_GT_FRAMES ? 3 : 0); bv(b, 0);
+	bv(b, 2); bv(b, 3);
+	bv(b, 0); bv(b, v == V_SHARED_TOO_MANY ? 3 : 2);
+	/* Frames root first: 0x11f0 (from 0), 0x1100 (from its caller); then
+	 * 0x1180 (from its caller 0x1100). */
+	bz(b, 0x11f0); bz(b, -0xf0);
+	bz(b, 0x80);
 	bv(b, 2); /* labelsets */
 	bv(b, 1); bv(b, 1); bv(b, v == V_BAD_LABEL_STRING ? 4 : 2);
 	bv(b, 2); bv(b, 2); bv(b, 1); bv(b, 1); bv(b, 1);
 	bv(b, 0); /* events */
-	bv(b, 2); /* samples */
-	bv(b, 0); bv(b, v == V_TIME_OUTSIDE ? 40 : 20); /* time: +0, +10 */
-	bv(b, 1); bv(b, 1); /* tid */
+	bv(b, 3); /* samples */
+	bv(b, 2); /* cpu runs: cpu gap, length, period, first time */
+	bv(b, v == V_CPU_OVERFLOW ? UINT32_MAX : 0); bv(b, 2); bv(b, 4); bv(b, 0);
+	bv(b, 0); bv(b, 1); bv(b, 0); bv(b, 5);
+	bv(b, 2); /* periods: 1000 + 2 x 4 */
+	bz(b, v == V_TIME_OUTSIDE ? 3 : 2); /* jitter: 1010 */
+	bz(b, 0); bz(b, v == V_STACK_ID ? 2 : 1); bz(b, -1); /* stacks 0, 1, 0 */
+	bz(b, 0); /* tids: pid - tid */
 	if (v == V_PID_OVERFLOW)
-		bv(b, 1ull << 32);
+		bz(b, 1ll << 33);
 	else
-		bv(b, 1);
-	bv(b, 1); /* pid */
-	bv(b, 0); bv(b, 1); /* cpu */
-	bv(b, 0); bv(b, 0); /* event */
-	bv(b, 5); bv(b, 6); /* weight */
-	bv(b, 99); bv(b, 99); /* rate */
-	bv(b, 0); bv(b, 0); /* stack */
-	bv(b, 1); bv(b, v == V_BAD_LABELSET_ID ? 3 : 2); /* labelset */
+		bz(b, 0);
+	bz(b, 0);
+	bv(b, 1); bv(b, 0); bv(b, 3); /* event runs */
+	bv(b, 2); bv(b, 5); bv(b, 1); bv(b, 6); bv(b, v == V_RUNS_SHORT ? 1 : v == V_RUNS_LONG ? 3 : 2);
+	bv(b, 1); bv(b, 99); bv(b, 3); /* rate */
+	bv(b, 2); bv(b, 1); bv(b, 1); bv(b, v == V_BAD_LABELSET_ID ? 3 : 2); bv(b, 2);
 	if (v == V_TRAILING)
 		bv(b, 0);
 }
@@ -919,10 +1240,14 @@ static void test_handmade(void)
 	tmpl[25] = 0x03;
 
 	make_block(&blk, V_GOOD);
-	w = wrap_block(tmpl, blk.p, blk.n, 2, &l);
+	w = wrap_block(tmpl, blk.p, blk.n, 3, &l);
 	CHECK(w && fr_chunk_decode(w, l, &c) == 0, "hand-made block does not decode");
 	free(w);
 	if (c) {
+		static const int64_t times[] = {1000, 1010, 1005};
+		static const uint32_t cpus[] = {0, 0, 1}, stacks[] = {0, 1, 0}, pids[] = {1, 2, 1};
+		static const uint64_t weights[] = {5, 6, 6};
+
 		CHECK(c->nlabelsets == 3, "%u label sets", c->nlabelsets);
 		CHECK(c->labelsets[1].npairs == 1 &&
 			      strcmp(c->strings[c->label_keys[c->labelsets[1].first]], "k") == 0 &&
@@ -931,9 +1256,38 @@ static void test_handmade(void)
 		CHECK(c->labelsets[2].npairs == 2 &&
 			      strcmp(c->strings[c->label_values[c->labelsets[2].first + 1]], "k") == 0,
 		      "label set 2");
-		CHECK(c->labelset[0] == 1 && c->labelset[1] == 2, "sample label sets");
-		CHECK(c->time_ns[0] == 1000 && c->time_ns[1] == 1010, "times");
-		CHECK(c->frames[0] == 0x1100 && c->frames[1] == 0x1100 + 0xf0, "frame deltas");
+		CHECK(c->nsamples == 3, "%u samples", c->nsamples);
+		for (uint32_t i = 0; i < 3 && i < c->nsamples; i++) {
+			CHECK(c->time_ns[i] == times[i], "sample %u time %lld", i,
+			      (long long)c->time_ns[i]);
+			CHECK(c->cpu[i] == cpus[i] && c->stack[i] == stacks[i] &&
+				      c->pid[i] == pids[i] && c->tid[i] == pids[i],
+			      "sample %u ids", i);
+			CHECK(c->weight[i] == weights[i] && c->rate_hz[i] == 99 && c->event[i] == 0,
+			      "sample %u runs", i);
+			CHECK(c->labelset[i] == (i ? 2u : 1u), "sample %u label set", i);
+		}
+		CHECK(c->nstacks == 2 && c->stacks[0].nr_frames == 2 && c->stacks[1].nr_frames == 3 &&
+			      c->stacks[0].pid == 1 && c->stacks[1].pid == 2,
+		      "stack shapes");
+		if (c->nstacks == 2) {
+			const uint64_t *f0 = &c->frames[c->stacks[0].first];
+			const uint64_t *f1 = &c->frames[c->stacks[1].first];
+
+			CHECK(f0[0] == 0x1100 && f0[1] == 0x11f0, "frames of stack 0");
+			CHECK(f1[0] == 0x1180 && f1[1] == 0x1100 && f1[2] == 0x11f0,
+			      "frames of stack 1 (shared root)");
+		}
+		CHECK(c->nprocs == 2 && c->procs[0].pid == 1 && c->procs[0].start_ns == 993 &&
+			      c->procs[0].build_id_len == 4 && c->procs[0].build_id[3] == 0xa3 &&
+			      c->procs[1].build_id_len == 0,
+		      "procs");
+		CHECK(c->nthreads == 1 && c->threads[0].tid == 1 && c->threads[0].pid == 1 &&
+			      strcmp(c->strings[c->threads[0].name], "v") == 0,
+		      "thread");
+		CHECK(c->nmaps == 2 && c->maps[1].start == 0x2000 && c->maps[1].pgoff == 0x10 &&
+			      c->maps[1].build_id_len == 4 && c->maps[0].build_id_len == 0,
+		      "maps");
 		CHECK(fr_chunk_find_map(c, 1, 0x1100) == &c->maps[0], "find map 0");
 		CHECK(fr_chunk_find_map(c, 1, 0x2fff) == &c->maps[1], "find map 1 end");
 		CHECK(fr_chunk_find_map(c, 1, 0x3000) == NULL, "find past map 1");
@@ -947,7 +1301,7 @@ static void test_handmade(void)
 	}
 	/* The smallest block: "" and eight empty tables. */
 	{
-		static const unsigned char minimal[9] = {1, 0, 0, 0, 0, 0, 0, 0, 0};
+		static const unsigned char minimal[16] = {1, 0};
 
 		w = wrap_block(tmpl, minimal, sizeof(minimal), 0, &l);
 		CHECK(w && fr_chunk_decode(w, l, &c) == 0, "minimal block does not decode");
@@ -960,15 +1314,15 @@ static void test_handmade(void)
 		free(w);
 		fr_chunk_free(c);
 		c = NULL;
-		w = wrap_block(tmpl, minimal, 8, 0, &l);
-		CHECK(w && fr_chunk_decode(w, l, &c) == -EBADMSG, "8-byte block decoded");
+		w = wrap_block(tmpl, minimal, 15, 0, &l);
+		CHECK(w && fr_chunk_decode(w, l, &c) == -EBADMSG, "15-byte block decoded");
 		free(w);
 		fr_chunk_free(c);
 		c = NULL;
 	}
-	for (int v = V_BAD_LABELSET_ID; v <= V_PID_OVERFLOW; v++) {
+	for (int v = V_BAD_LABELSET_ID; v <= V_CPU_OVERFLOW; v++) {
 		make_block(&blk, (enum variant)v);
-		w = wrap_block(tmpl, blk.p, blk.n, 2, &l);
+		w = wrap_block(tmpl, blk.p, blk.n, 3, &l);
 		CHECK(w && fr_chunk_decode(w, l, &c) == -EBADMSG, "variant %d decoded", v);
 		free(w);
 		fr_chunk_free(c);
@@ -982,6 +1336,7 @@ int main(void)
 {
 	test_round_trip();
 	test_counters_only();
+	test_encoding();
 	test_enospc();
 	test_corruption();
 	test_handmade();
