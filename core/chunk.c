@@ -482,7 +482,9 @@ static void strtab_write(struct wbuf *w, const struct strtab *t, uint32_t from)
 	wb_v(w, t->n - from);
 	for (uint32_t i = from; i < t->n; i++) {
 		wb_v(w, t->ent[i].len);
-		wb_bytes(w, t->blob.p + t->ent[i].off, t->ent[i].len);
+		/* No pointer arithmetic on a blob that was never allocated. */
+		if (t->ent[i].len)
+			wb_bytes(w, t->blob.p + t->ent[i].off, t->ent[i].len);
 	}
 }
 
@@ -1265,6 +1267,10 @@ int fr_chunk_header_parse(const void *buf, size_t len, struct fr_chunk_header *h
 	if (h->version != FR_CHUNK_VERSION)
 		return -EPROTONOSUPPORT;
 	if (h->header_len != FR_CHUNK_HEADER_LEN)
+		return -EBADMSG;
+	/* A ring numbers chunks from 1; no writer gets near 2^62, and a
+	 * number near 2^64 would wrap the numbering of the chunks after it. */
+	if (h->seq >= FR_CHUNK_SEQ_MAX)
 		return -EBADMSG;
 	if (h->raw_len < RAW_FIXED || h->raw_len > FR_CHUNK_RAW_MAX)
 		return -EBADMSG;

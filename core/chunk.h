@@ -12,7 +12,8 @@
  *     4  u16 version       FR_CHUNK_VERSION (2); version 1 (the first
  *                          block layout) is refused like any other
  *     6  u16 header_len    64
- *     8  u64 seq           global sequence number, assigned by the ring
+ *     8  u64 seq           global sequence number, assigned by the ring,
+ *                          below 2^62 (FR_CHUNK_SEQ_MAX)
  *    16  i64 first_ns      time of the earliest sample (Unix ns, CLOCK_REALTIME)
  *    24  i64 last_ns       time of the latest sample (Unix ns); every sample
  *                          time lies in [first_ns, last_ns]. A chunk of
@@ -126,6 +127,8 @@
 #define FR_CHUNK_VERSION 2
 #define FR_CHUNK_HEADER_LEN 64
 #define FR_BUILD_ID_MAX 20
+/* Sequence numbers at or above this are refused as corrupt. */
+#define FR_CHUNK_SEQ_MAX (1ull << 62)
 /* Limits a decoder enforces (and a builder never exceeds). */
 #define FR_CHUNK_RAW_MAX (32u << 20)
 #define FR_CHUNK_COMP_MAX (32u << 20)

@@ -76,7 +76,9 @@ struct fr_ring;
  * Bad geometry arguments: -EINVAL (segment_size must be a multiple of 4096
  * from 64 KiB to 2 GiB; `size` is rounded down to whole segments and must
  * hold at least two). A ring another process has open for writing: -EBUSY.
- * A ring file shorter than its superblock says: -EBADMSG.
+ * A ring file shorter than its superblock says (truncated) opens: what is
+ * left is read, and a writable open allocates the missing tail again
+ * (-ENOSPC when it cannot).
  *
  * On success returns 0 and the ring in *out; `err` may hold a note (empty
  * string otherwise). On failure `err` holds a one-line message naming the
