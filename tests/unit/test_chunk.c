@@ -11,17 +11,7 @@
 #include "core/compress.h"
 #include "core/crc32c.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                              \
-	do {                                                          \
-		if (!(cond)) {                                        \
-			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                 \
-			fputc('\n', stderr);                          \
-			failures++;                                   \
-		}                                                     \
-	} while (0)
+#include "tests/unit/check.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 

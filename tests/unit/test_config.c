@@ -13,17 +13,7 @@
 
 #include "core/sample.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                              \
-	do {                                                          \
-		if (!(cond)) {                                        \
-			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                 \
-			fputc('\n', stderr);                          \
-			failures++;                                   \
-		}                                                     \
-	} while (0)
+#include "tests/unit/check.h"
 
 #define SRC "/etc/x.json"
 #define EVENTS                                                                            \

@@ -6,17 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                              \
-	do {                                                          \
-		if (!(cond)) {                                        \
-			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                 \
-			fputc('\n', stderr);                          \
-			failures++;                                   \
-		}                                                     \
-	} while (0)
+#include "tests/unit/check.h"
 
 static void check_vector(const void *buf, size_t len, uint32_t want, const char *name)
 {

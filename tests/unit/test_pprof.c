@@ -14,17 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-			failures++;                                       \
-		}                                                         \
-	} while (0)
+#include "tests/unit/check.h"
 
 static char tmpdir[] = "/tmp/fr-test-pprof-XXXXXX";
 static const char *go;

@@ -25,17 +25,7 @@
 #include "core/sample.h"
 #include "core/symbols.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-			failures++;                                       \
-		}                                                         \
-	} while (0)
+#include "tests/unit/check.h"
 
 /* In a sanitizer build, undefined behaviour in the code under test fails
  * the test rather than printing a line nobody reads. Unused otherwise. */

@@ -17,17 +17,7 @@
 #include "core/chunk.h"
 #include "core/crc32c.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                              \
-	do {                                                          \
-		if (!(cond)) {                                        \
-			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                 \
-			fputc('\n', stderr);                          \
-			failures++;                                   \
-		}                                                     \
-	} while (0)
+#include "tests/unit/check.h"
 
 #define SEG (64 * 1024)
 #define NSEG 8

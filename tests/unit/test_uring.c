@@ -11,17 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                              \
-	do {                                                          \
-		if (!(cond)) {                                        \
-			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                 \
-			fputc('\n', stderr);                          \
-			failures++;                                   \
-		}                                                     \
-	} while (0)
+#include "tests/unit/check.h"
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
 {

@@ -1,0 +1,21 @@
+/* Shared by the unit tests: CHECK(cond, fmt, ...) reports the failed
+ * condition with file and line and counts it; a test's main() returns
+ * non-zero when `failures` is. */
+#ifndef FR_TESTS_CHECK_H
+#define FR_TESTS_CHECK_H
+
+#include <stdio.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                              \
+	do {                                                          \
+		if (!(cond)) {                                        \
+			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                 \
+			fputc('\n', stderr);                          \
+			failures++;                                   \
+		}                                                     \
+	} while (0)
+
+#endif
