@@ -117,6 +117,15 @@ static struct path_entry *intern_path(struct fr_tracker *t, const char *path)
 	return e;
 }
 
+/* Copies a command or thread name, cut to the kernel's 15 characters. */
+static void copy_name(char dst[COMM_LEN], const char *src)
+{
+	size_t n = strnlen(src, COMM_LEN - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
 static struct proc *find_proc(struct fr_tracker *t, uint32_t pid)
 {
 	for (struct proc *p = t->procs[hash_u32(pid) % NBUCKETS]; p; p = p->next)
@@ -283,7 +292,7 @@ void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const cha
 	struct thread *th = get_thread(t, tid, pid);
 
 	if (th)
-		snprintf(th->name, sizeof(th->name), "%s", comm);
+		copy_name(th->name, comm);
 	if (!p)
 		return;
 	if (exec) {
@@ -293,7 +302,7 @@ void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const cha
 		p->exe_pending = 1;
 	}
 	if (exec || pid == tid || !p->comm[0])
-		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+		copy_name(p->comm, comm);
 }
 
 void fr_tracker_mmap(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_t len,
@@ -550,7 +559,7 @@ int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid)
 			snprintf(tpath, sizeof(tpath), "%s/task/%u/comm", dir, tid);
 			if (read_small(t, tpath) > 0) {
 				chomp(t->scratch);
-				snprintf(th->name, sizeof(th->name), "%s", t->scratch);
+				copy_name(th->name, t->scratch);
 			}
 		}
 		closedir(d);
