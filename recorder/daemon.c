@@ -82,42 +82,47 @@ struct daemon {
 
 /* ---- writer thread ---------------------------------------------------- */
 
+/* Queues a sealed chunk (or NULL) for the writer, followed by barrier
+ * generation `barrier` when non-zero. Takes ownership of `chunk`. */
 static void enqueue(struct daemon *d, void *chunk, size_t len, uint64_t barrier)
 {
 	struct queue_item *it = calloc(1, sizeof(*it));
+	void *dropped = NULL;
 
 	if (!it) {
+		/* A lost barrier only makes its attach wait out its timeout. */
 		free(chunk);
 		__atomic_add_fetch(&d->chunks_dropped, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	it->chunk = chunk;
-	it->len = len;
-	it->barrier = barrier;
 	pthread_mutex_lock(&d->lock);
 	if (chunk && d->queued_bytes + len > QUEUE_MAX_BYTES) {
 		/* The disk is not keeping up: keep the daemon's memory bounded. */
-		pthread_mutex_unlock(&d->lock);
+		dropped = chunk;
+		chunk = NULL;
+	}
+	if (chunk || barrier) {
+		it->chunk = chunk;
+		it->len = len;
+		it->barrier = barrier;
+		if (chunk)
+			d->queued_bytes += len;
+		if (d->tail)
+			d->tail->next = it;
+		else
+			d->head = it;
+		d->tail = it;
+		it = NULL;
+		pthread_cond_broadcast(&d->cond);
+	}
+	pthread_mutex_unlock(&d->lock);
+	free(it);
+	if (dropped) {
+		__atomic_add_fetch(&d->chunks_dropped, 1, __ATOMIC_RELAXED);
 		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
 				   "ring writes are falling behind; dropping a chunk");
-		__atomic_add_fetch(&d->chunks_dropped, 1, __ATOMIC_RELAXED);
-		free(chunk);
-		it->chunk = NULL;
-		if (!barrier) {
-			free(it);
-			return;
-		}
-		pthread_mutex_lock(&d->lock);
+		free(dropped);
 	}
-	if (it->chunk)
-		d->queued_bytes += len;
-	if (d->tail)
-		d->tail->next = it;
-	else
-		d->head = it;
-	d->tail = it;
-	pthread_cond_broadcast(&d->cond);
-	pthread_mutex_unlock(&d->lock);
 }
 
 /* ring.max_age: forget and erase what is older. Writer thread only. */

@@ -89,7 +89,7 @@ static void usage_status(FILE *f)
 		"  -h, --help     show this help\n");
 }
 
-static int bad_option(const char *cmd, char **argv, void (*usage)(FILE *))
+static int bad_option(const char *cmd, char **argv)
 {
 	const char *arg = argv[optind - 1];
 
@@ -99,7 +99,6 @@ static int bad_option(const char *cmd, char **argv, void (*usage)(FILE *))
 	else
 		fprintf(stderr, "%s %s: unknown option or missing value: %s (see %s %s --help)\n",
 			prog, cmd, arg, prog, cmd);
-	(void)usage;
 	return EXIT_USAGE;
 }
 
@@ -416,7 +415,7 @@ static int cmd_attach(int argc, char **argv)
 		switch (c) {
 		case OPT_SOCKET: socket_s = optarg; break;
 		case 'h': usage_attach(stdout); return 0;
-		default: return bad_option("attach", argv, usage_attach);
+		default: return bad_option("attach", argv);
 		}
 	}
 	if (optind < argc) {
@@ -581,7 +580,7 @@ static int cmd_status(int argc, char **argv)
 		case OPT_SOCKET: socket_s = optarg; break;
 		case OPT_JSON: json = 1; break;
 		case 'h': usage_status(stdout); return 0;
-		default: return bad_option("status", argv, usage_status);
+		default: return bad_option("status", argv);
 		}
 	}
 	if (optind < argc) {
@@ -734,7 +733,7 @@ static int cmd_dump(int argc, char **argv)
 		case OPT_INFO: info = 1; break;
 		case OPT_JSON: json = 1; break;
 		case 'h': usage_dump(stdout); return 0;
-		default: return bad_option("dump", argv, usage_dump);
+		default: return bad_option("dump", argv);
 		}
 	}
 	if (optind < argc) {

@@ -75,10 +75,16 @@ grep -q "tests/integration/burn" "$T/burn.raw" || fail "no mapping for the burn 
 pprof_top "$T/all.pb.gz" >"$T/all.top"
 grep -q ' fr_burn_heavy$' "$T/all.top" || fail "whole-machine profile lacks fr_burn_heavy"
 grep -q '\[k\] ' "$T/all.top" || fail "whole-machine profile has no kernel frames"
-"$GO" tool pprof -symbolize=none -traces -tagfocus=comm=dd "$T/all.pb.gz" >"$T/dd.traces" 2>/dev/null
-grep -q '\[k\] ' "$T/dd.traces" || fail "dd's stacks have no kernel frames"
+"$GO" tool pprof -symbolize=none -traces -tagfocus=pid="$DD_PID" "$T/all.pb.gz" >"$T/dd.traces" 2>&1
+dd_fail() {
+	echo "--- dd's traces (first 40 lines)"
+	head -40 "$T/dd.traces"
+	"$GO" tool pprof -symbolize=none -tags "$T/all.pb.gz" 2>&1 | head -40
+	fail "$1"
+}
+grep -q '\[k\] ' "$T/dd.traces" || dd_fail "dd's stacks have no kernel frames"
 grep -Eq ' (main|__libc_start_call_main|__libc_start_main[@A-Z_.0-9]*|read|__GI___libc_read|__libc_read|write|__libc_write)$' "$T/dd.traces" ||
-	fail "dd's stacks have no named user frames under the kernel frames"
+	dd_fail "dd's stacks have no named user frames under the kernel frames"
 
 # Without -o: a file named flightrec-HOST-TIME.pb.gz in the current directory.
 mkdir "$T/cwd" && cd "$T/cwd"
