@@ -380,6 +380,11 @@ static int parse_event(struct ctx *c, const cJSON *ev, const char *path,
 	if (id < 0)
 		return fail(c, sub, "unknown event %s (accepted: %s)", describe(name, got, sizeof(got)),
 			    names);
+	/* Every event name is known to the format, but this recorder samples
+	 * only cpu so far: accepting another would half-apply the config. */
+	if (id != FR_EVENT_CPU)
+		return fail(c, sub, "%s is not recorded by this version of flightrecd "
+			    "(it records: cpu)", describe(name, got, sizeof(got)));
 	for (uint32_t i = 0; i < sess->nevents; i++)
 		if (sess->events[i].event == (uint32_t)id)
 			return fail(c, sub, "\"%s\" is already listed in this session",

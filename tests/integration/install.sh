@@ -1,0 +1,36 @@
+#!/bin/bash
+# `meson install` puts the binaries, the systemd unit and the docs in
+# place; the unit verifies and agrees with the daemon's default paths
+# (StateDirectory holds the ring, RuntimeDirectory the socket).
+. "$(dirname "$0")/lib.sh"
+
+meson install -C "$BUILD" --destdir "$T/root" --quiet >"$T/install.log" 2>&1 ||
+	{ cat "$T/install.log"; fail "meson install failed"; }
+prefix=$(meson introspect "$BUILD" --buildoptions |
+	python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
+root="$T/root$prefix"
+for f in sbin/flightrecd bin/flightrec share/doc/flightrec/README.md \
+	share/doc/flightrec/architecture.md share/doc/flightrec/config.md \
+	share/doc/flightrec/performance.md; do
+	[ -e "$root/$f" ] || fail "meson install did not install $prefix/$f"
+done
+unit=$(find "$T/root" -name flightrecd.service | head -1)
+[ -n "$unit" ] || fail "meson install did not install flightrecd.service"
+grep -q "^ExecStart=$prefix/sbin/flightrecd " "$unit" || fail "the unit does not start $prefix/sbin/flightrecd"
+grep -q '^StateDirectory=flightrec$' "$unit" || fail "the unit's state directory is not /var/lib/flightrec"
+grep -q '^RuntimeDirectory=flightrec$' "$unit" || fail "the unit's runtime directory is not /run/flightrec"
+"$root/sbin/flightrecd" --help | grep -q '/var/lib/flightrec/ring' || fail "the daemon's default ring is not under /var/lib/flightrec"
+"$root/sbin/flightrecd" --help | grep -q '/run/flightrec/flightrec.sock' || fail "the daemon's default socket is not under /run/flightrec"
+if command -v systemd-analyze >/dev/null; then
+	# Paths in the unit point into the destdir-less prefix; verify a copy
+	# whose ExecStart names the staged binary.
+	sed "s|^ExecStart=$prefix|ExecStart=$root|" "$unit" >"$T/flightrecd.service"
+	systemd-analyze verify "$T/flightrecd.service" >"$T/verify" 2>&1 ||
+		{ cat "$T/verify"; fail "systemd-analyze verify rejects the unit"; }
+	if systemd-analyze security --offline=yes "$T/flightrecd.service" >"$T/security" 2>&1; then
+		tail -1 "$T/security"
+	fi
+else
+	echo "no systemd-analyze here; the unit was not verified"
+fi
+echo PASS
