@@ -12,7 +12,8 @@
  * Frames are turned into locations keyed by (mapping, address), where a
  * return address is stored minus one so it falls inside the call
  * instruction (as pprof expects of caller frames). Symbolization happens
- * once per distinct location, after aggregation.
+ * once per distinct location, after aggregation; the pprof emitter and the
+ * folded-stacks emitter share everything up to there.
  */
 #include "core/profile.h"
 
@@ -80,6 +81,7 @@ struct gloc {
 	uint32_t map; /* 0: no mapping */
 	uint64_t addr;
 	uint64_t function_id;
+	uint32_t name; /* index into strs; folded output only */
 	uint64_t hash;
 };
 
@@ -421,11 +423,14 @@ static int reset_stack_memo(struct builder *b, uint32_t nstacks)
 	return 0;
 }
 
-/* Names every location; functions are added to the profile as found. */
-static void symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms)
+/* Names every location. With `p`, functions are added to the profile as
+ * found; without, the names are interned for the folded emitter.
+ * Returns 0 or -ENOMEM. */
+static int symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms)
 {
 	struct fr_symbols *syms = fr_symbols_new(kallsyms);
 	char buf[4200], root[64];
+	int ret = 0;
 
 	for (uint32_t i = 0; i < b->nlocs; i++) {
 		struct gloc *l = &b->locs[i];
@@ -456,9 +461,19 @@ static void symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 		} else {
 			snprintf(buf, sizeof(buf), "[unknown] 0x%" PRIx64, l->addr);
 		}
-		l->function_id = fr_pprof_function(p, buf, buf, file);
+		if (p) {
+			l->function_id = fr_pprof_function(p, buf, buf, file);
+		} else {
+			int64_t idx = intern_str(b, buf);
+			if (idx < 0) {
+				ret = -ENOMEM;
+				break;
+			}
+			l->name = (uint32_t)idx;
+		}
 	}
 	fr_symbols_free(syms);
+	return ret;
 }
 
 static void emit(struct builder *b, struct fr_pprof *p, uint32_t hz, uint64_t *kept)
@@ -513,6 +528,84 @@ static void emit(struct builder *b, struct fr_pprof *p, uint32_t hz, uint64_t *k
 	free(ids);
 }
 
+struct folded_line {
+	char *text;
+	uint64_t count;
+};
+
+static int cmp_folded(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
+}
+
+/* Appends frame name `s` at `out`, keeping ';' and newlines out of it;
+ * returns the end. */
+static char *put_frame(char *out, const char *s)
+{
+	for (; *s; s++)
+		*out++ = *s == ';' || *s == '\n' ? '_' : *s;
+	return out;
+}
+
+/* Writes the aggregate as folded stacks (see core/profile.h): samples that
+ * differ only in pid or tid fold into one line, so lines are sorted and
+ * equal neighbours merged. Returns 0, -ENOMEM, or the sink's -errno. */
+static int emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t *kept,
+		       uint64_t *nlines)
+{
+	struct folded_line *v = calloc(b->nsamples ? b->nsamples : 1, sizeof(*v));
+	uint32_t n = 0;
+	int ret = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < b->nsamples; i++) {
+		const struct gsample *s = &b->samples[i];
+		const char *comm = b->strs[s->comm][0] ? b->strs[s->comm] : "[unknown]";
+		size_t len = strlen(comm) + 1;
+		char *t;
+
+		for (uint32_t j = 0; j < s->nlocs; j++)
+			len += 1 + strlen(b->strs[b->locs[b->arena[s->locs + j]].name]);
+		t = v[n].text = malloc(len);
+		if (!t) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		v[n++].count = s->count;
+		t = put_frame(t, comm);
+		/* The arena holds the leaf first, kernel frames before user ones:
+		 * reversed, it is root first with the kernel frames as leaves. */
+		for (uint32_t j = s->nlocs; j-- > 0;) {
+			*t++ = ';';
+			t = put_frame(t, b->strs[b->locs[b->arena[s->locs + j]].name]);
+		}
+		*t = '\0';
+	}
+	qsort(v, n, sizeof(*v), cmp_folded);
+	for (uint32_t i = 0; i < n && ret == 0;) {
+		uint64_t count = 0;
+		uint32_t j = i;
+		char num[32];
+		int len;
+
+		for (; j < n && strcmp(v[j].text, v[i].text) == 0; j++)
+			count += v[j].count;
+		len = snprintf(num, sizeof(num), " %" PRIu64 "\n", count);
+		ret = sink(arg, v[i].text, strlen(v[i].text));
+		if (ret == 0)
+			ret = sink(arg, num, (size_t)len);
+		*kept += count;
+		(*nlines)++;
+		i = j;
+	}
+out:
+	for (uint32_t i = 0; i < n; i++)
+		free(v[i].text);
+	free(v);
+	return ret;
+}
+
 /* Counts what the profile hands to the caller's sink. */
 struct counting_sink {
 	fr_write_fn sink;
@@ -533,6 +626,22 @@ static int counting_write(void *arg, const void *buf, size_t len)
 struct cached {
 	struct fr_chunk *chunk; /* NULL: decode again in pass 2 */
 };
+
+/* Adds a comment line to the pprof profile; folded output has none. */
+static void comment(struct fr_pprof *p, const char *line)
+{
+	if (p)
+		fr_pprof_comment(p, line);
+}
+
+int fr_profile_format_parse(const char *name)
+{
+	if (strcmp(name, "pprof") == 0)
+		return FR_PROFILE_PPROF;
+	if (strcmp(name, "folded") == 0)
+		return FR_PROFILE_FOLDED;
+	return -EINVAL;
+}
 
 static int load(struct fr_ring *ring, const struct fr_ring_ref *ref, struct fr_chunk **out)
 {
@@ -659,56 +768,66 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 			 fr_format_duration((req->t1 - eff_t0) / 1000000 * 1000000, dur, sizeof(dur)));
 	}
 
-	p = fr_pprof_new(6, counting_write, &counter);
-	if (!p) {
-		ret = -ENOMEM;
-		goto out;
+	if (req->format == FR_PROFILE_PPROF) {
+		p = fr_pprof_new(6, counting_write, &counter);
+		if (!p) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		fr_pprof_sample_type(p, "samples", "count");
+		fr_pprof_sample_type(p, "cpu", "nanoseconds");
+		fr_pprof_default_sample_type(p, "cpu");
+		fr_pprof_period(p, "cpu", "nanoseconds", 1000000000LL / target);
+		fr_pprof_time(p, eff_t0, req->t1 - eff_t0);
 	}
-	fr_pprof_sample_type(p, "samples", "count");
-	fr_pprof_sample_type(p, "cpu", "nanoseconds");
-	fr_pprof_default_sample_type(p, "cpu");
-	fr_pprof_period(p, "cpu", "nanoseconds", 1000000000LL / target);
-	fr_pprof_time(p, eff_t0, req->t1 - eff_t0);
 	snprintf(line, sizeof(line), "flightrec %s", req->version ? req->version : "");
-	fr_pprof_comment(p, line);
+	comment(p, line);
 	snprintf(line, sizeof(line), "window %s .. %s (%s)", fr_format_time(req->t0, a, sizeof(a)),
 		 fr_format_time(req->t1, bb, sizeof(bb)),
 		 fr_format_duration(req->t1 - req->t0, dur, sizeof(dur)));
-	fr_pprof_comment(p, line);
+	comment(p, line);
 	snprintf(line, sizeof(line), "cpu sampled at %u Hz per CPU (cpu-clock, kernel+user stacks)",
 		 target);
-	fr_pprof_comment(p, line);
+	comment(p, line);
 	if (req->hz && min_rate && req->hz > min_rate) {
 		snprintf(line, sizeof(line),
 			 "downsampled: part of the window was collected at %u Hz, below the "
 			 "requested %u Hz, so the whole profile is at %u Hz", min_rate, req->hz,
 			 target);
-		fr_pprof_comment(p, line);
+		comment(p, line);
 		if (!res->warning[0])
 			snprintf(res->warning, sizeof(res->warning), "%s", line);
 	} else if (max_rate > target) {
 		snprintf(line, sizeof(line), "downsampled from %u Hz to %u Hz", max_rate, target);
-		fr_pprof_comment(p, line);
+		comment(p, line);
 	}
 	if (res->warning[0])
-		fr_pprof_comment(p, res->warning);
+		comment(p, res->warning);
 	if (res->lost) {
 		snprintf(line, sizeof(line),
 			 "%" PRIu64 " samples were lost by the kernel in this window (the recorder "
 			 "fell behind)", res->lost);
-		fr_pprof_comment(p, line);
+		comment(p, line);
 	}
 	if (res->chunks_skipped) {
 		snprintf(line, sizeof(line),
 			 "%" PRIu64 " chunks of the window could not be read (damaged or overwritten)",
 			 res->chunks_skipped);
-		fr_pprof_comment(p, line);
+		comment(p, line);
 	}
 
-	symbolize(&b, p, req->kallsyms);
-	emit(&b, p, target, &res->samples_kept);
-	res->stacks = b.nsamples;
-	ret = fr_pprof_finish(p);
+	ret = symbolize(&b, p, req->kallsyms);
+	if (ret < 0) {
+		snprintf(err, errlen, "out of memory while naming the frames");
+		goto out;
+	}
+	if (p) {
+		emit(&b, p, target, &res->samples_kept);
+		res->stacks = b.nsamples;
+		ret = fr_pprof_finish(p);
+	} else {
+		ret = emit_folded(&b, counting_write, &counter, &res->samples_kept, &res->stacks);
+	}
 	res->bytes = counter.bytes;
 	if (ret < 0)
 		snprintf(err, errlen, "cannot write the profile: %s", strerror(-ret));

@@ -1,4 +1,4 @@
-/* Window queries: build a pprof profile from the ring.
+/* Window queries: build a pprof profile (or folded stacks) from the ring.
  *
  * A request names a time window [t0, t1) in Unix nanoseconds, optional
  * pids, and a sampling rate. The chunks overlapping the window are read and
@@ -6,7 +6,19 @@
  * remaining ones are downsampled to the requested rate by a deterministic
  * hash of each sample (so the same request gives the same profile),
  * identical (stack, labels) are aggregated, addresses are symbolized, and
- * the result is streamed as gzip'ed pprof.
+ * the result is streamed as gzip'ed pprof, or as folded stacks.
+ *
+ * FOLDED STACKS (FR_PROFILE_FOLDED) are the collapsed-stack text that
+ * flamegraph.pl, speedscope and inferno read: uncompressed, one line per
+ * distinct stack, sorted bytewise,
+ *
+ *   COMM;USER_ROOT;...;USER_LEAF;[k] KERNEL_OUTER;...;[k] KERNEL_LEAF COUNT\n
+ *
+ * COMM is the process's command name ("[unknown]" when not known), frames
+ * are named as in the pprof output, and COUNT is the number of samples.
+ * Threads and processes with the same folded text share one line. A ';' or
+ * newline inside a name is written as '_' so it cannot split a frame or a
+ * line.
  */
 #ifndef FR_CORE_PROFILE_H
 #define FR_CORE_PROFILE_H
@@ -21,6 +33,18 @@ struct fr_symbols;
 
 #define FR_PROFILE_MAX_PIDS 256
 
+enum fr_profile_format {
+	FR_PROFILE_PPROF = 0, /* gzip'ed pprof */
+	FR_PROFILE_FOLDED,    /* folded stacks, plain text (see above) */
+};
+
+/* The accepted format names, for messages. */
+#define FR_PROFILE_FORMAT_NAMES "pprof, folded"
+
+/* Maps a format name ("pprof", "folded") to its enum fr_profile_format.
+ * Returns the format, or -EINVAL for any other name. */
+int fr_profile_format_parse(const char *name);
+
 struct fr_profile_request {
 	int64_t t0, t1;       /* window, Unix ns */
 	uint32_t npids;       /* 0: every process */
@@ -28,7 +52,8 @@ struct fr_profile_request {
 	uint32_t hz;          /* wanted rate; 0: as collected */
 	const char *version;  /* recorder version for the comment */
 	const char *kallsyms; /* NULL: /proc/kallsyms */
-	int cpu_label;        /* add a "cpu" label to samples */
+	int cpu_label;        /* add a "cpu" label to samples (pprof only) */
+	enum fr_profile_format format;
 };
 
 struct fr_profile_result {
@@ -36,15 +61,16 @@ struct fr_profile_result {
 	uint64_t chunks_skipped;  /* damaged or overwritten while reading */
 	uint64_t samples_seen;    /* in the window and target */
 	uint64_t samples_kept;    /* after downsampling */
-	uint64_t stacks;          /* distinct pprof samples written */
+	uint64_t stacks;          /* distinct pprof samples (folded: lines) written */
 	uint64_t lost;            /* records the kernel lost in the window */
 	uint32_t hz;              /* rate of the profile */
 	int64_t covered_t0;       /* first time the ring has data for */
-	uint64_t bytes;           /* gzip bytes written */
+	uint64_t bytes;           /* bytes written */
 	char warning[512];        /* non-empty: say this to the user */
 };
 
-/* Builds the profile for `req` from `ring` and writes it to `sink`.
+/* Builds the profile for `req` from `ring` and writes it to `sink` in
+ * req->format.
  * Returns 0 and fills `res`, or -errno with a one-line message in `err`. */
 int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		     fr_write_fn sink, void *sink_arg, struct fr_profile_result *res,

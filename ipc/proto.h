@@ -17,9 +17,11 @@
  *    "pids":[1234, ...]}                       + the output file descriptor
  *
  *   attach: optional "from_ns"/"to_ns" (Unix ns) instead of window_ns; "hz"
- *   0 or absent = the rate the data was collected at. The daemon writes
- *   the gzip'ed pprof to the descriptor passed with the request (the client
- *   opened it, so it can only write where its user may).
+ *   0 or absent = the rate the data was collected at; "format": "pprof"
+ *   (the default when absent) or "folded" (folded stacks as plain text,
+ *   see core/profile.h), any other value is refused. The daemon writes the
+ *   profile to the descriptor passed with the request (the client opened
+ *   it, so it can only write where its user may).
  *
  * RESPONSES carry "ok": true plus the command's fields, or "ok": false and
  * "error": a one-line message for a person. Attach answers

@@ -74,6 +74,16 @@ struct daemon {
 	int64_t start_real, start_mono;
 	uint32_t ncpus;
 
+	/* Settings a reload may change (atomics). */
+	int64_t max_age_ns;
+	uint32_t max_rate_hz;
+	int64_t reloaded_ns; /* Unix ns of the last successful reload, 0 if none */
+	uint64_t reloads_rejected;
+	/* The configuration in force (ingest thread only): opts->config until
+	 * a reload replaces it with `owned_config`. */
+	const struct fr_config *config;
+	struct fr_config *owned_config;
+
 	/* Counters read by status requests (atomics). */
 	uint64_t samples, lost, throttled, truncated, chunks_sealed, chunks_dropped,
 		write_errors;
@@ -128,7 +138,12 @@ static void enqueue(struct daemon *d, void *chunk, size_t len, uint64_t barrier)
 /* ring.max_age: forget and erase what is older. Writer thread only. */
 static void expire(struct daemon *d)
 {
-	int ret = fr_ring_expire(d->ring, fr_now_real_ns() - d->opts->config->max_age_ns);
+	int64_t max_age = __atomic_load_n(&d->max_age_ns, __ATOMIC_RELAXED);
+	int ret;
+
+	if (max_age <= 0)
+		return;
+	ret = fr_ring_expire(d->ring, fr_now_real_ns() - max_age);
 
 	if (ret < 0)
 		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot erase expired data in %s: %s",
@@ -164,8 +179,7 @@ static void *writer_main(void *arg)
 						   fr_ring_path(d->ring), strerror(-ret));
 			}
 			free(it->chunk);
-			if (d->opts->config->max_age_ns > 0)
-				expire(d);
+			expire(d);
 		}
 
 		pthread_mutex_lock(&d->lock);
@@ -282,6 +296,74 @@ static void on_throttle(void *arg, uint32_t event)
 	__atomic_add_fetch(&d->throttled, 1, __ATOMIC_RELAXED);
 }
 
+static int differs(const char *a, const char *b)
+{
+	return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
+}
+
+/* SIGHUP: reloads the configuration file and applies what can change
+ * while recording. Ingest thread. */
+static void reload(struct daemon *d, const struct fr_perf_handler *handler)
+{
+	const struct fr_daemon_options *o = d->opts;
+	const struct fr_config *old = d->config;
+	struct fr_config *n;
+	char err[1024], sync[32], age[32];
+	uint32_t hz, was = fr_perf_hz(d->perf);
+	int ret;
+
+	if (!o->config_path) {
+		fr_log_info("SIGHUP: running the embedded default; there is no configuration "
+			    "file to reload");
+		return;
+	}
+	n = calloc(1, sizeof(*n));
+	ret = n ? fr_config_load(n, o->config_path, err, sizeof(err)) : -ENOMEM;
+	if (ret < 0) {
+		fr_log_err("reload rejected; the running configuration stays: %s",
+			   n ? err : "out of memory");
+		__atomic_add_fetch(&d->reloads_rejected, 1, __ATOMIC_RELAXED);
+		free(n);
+		return;
+	}
+	if (differs(n->ring_path, old->ring_path) || n->ring_size != old->ring_size ||
+	    n->segment_size != old->segment_size || differs(n->socket_path, old->socket_path) ||
+	    n->max_clients != old->max_clients)
+		fr_log_warn("reload: ring.path, ring.size, ring.segment, socket and "
+			    "limits.max_clients take effect at the next start");
+
+	hz = o->hz_fixed ? was : fr_config_max_hz(n, FR_EVENT_CPU);
+	if (!hz)
+		hz = 99;
+	if (hz != was) {
+		/* What the kernel holds was collected at the old rate: take it
+		 * first, so every sample is weighted by the rate it had. */
+		fr_perf_drain(d->perf, handler, d->clock_offset);
+		ret = fr_perf_set_hz(d->perf, hz);
+		if (ret < 0) {
+			fr_log_err("reload: cannot change the rate to %u Hz (%s); it stays %u Hz", hz,
+				   strerror(-ret), was);
+			hz = was;
+		}
+	}
+	fr_ring_set_sync_interval(d->ring, n->sync_ns);
+	__atomic_store_n(&d->max_age_ns, n->max_age_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->max_rate_hz, n->max_rate_hz, __ATOMIC_RELAXED);
+	if (d->owned_config) {
+		fr_config_fini(d->owned_config);
+		free(d->owned_config);
+	}
+	d->owned_config = n;
+	d->config = n;
+	__atomic_store_n(&d->reloaded_ns, fr_now_real_ns(), __ATOMIC_RELAXED);
+	fr_log_info("reloaded %s: cpu at %u Hz%s, ring.sync %s, ring.max_age %s, "
+		    "limits.max_rate_hz %u", o->config_path, hz,
+		    o->hz_fixed ? " (--hz)" : "",
+		    n->sync_ns < 0 ? "off" : fr_format_duration(n->sync_ns, sync, sizeof(sync)),
+		    n->max_age_ns > 0 ? fr_format_duration(n->max_age_ns, age, sizeof(age)) : "none",
+		    n->max_rate_hz);
+}
+
 static int ingest_loop(struct daemon *d)
 {
 	const struct fr_perf_handler handler = {
@@ -316,9 +398,13 @@ static int ingest_loop(struct daemon *d)
 		if (pfds[nperf + 1].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-				fr_log_info("received %s; storing the open chunk and exiting",
-					    strsignal((int)si.ssi_signo));
-				stop = 1;
+				if (si.ssi_signo == SIGHUP) {
+					reload(d, &handler);
+				} else {
+					fr_log_info("received %s; storing the open chunk and exiting",
+						    strsignal((int)si.ssi_signo));
+					stop = 1;
+				}
 			}
 		}
 		if (pfds[nperf].revents & POLLIN) {
@@ -354,6 +440,9 @@ static cJSON *handle_status(struct daemon *d)
 	fr_ipc_add_int(r, "started_ns", (int64_t)d->start_real);
 	fr_ipc_add_int(r, "uptime_ns", (int64_t)(now - d->start_mono));
 	cJSON_AddStringToObject(r, "config", d->opts->config_source);
+	fr_ipc_add_int(r, "reloaded_ns", __atomic_load_n(&d->reloaded_ns, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "reloads_rejected",
+		       (int64_t)__atomic_load_n(&d->reloads_rejected, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "cpus", d->ncpus);
 	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
@@ -415,13 +504,13 @@ static int get_int(const cJSON *req, const char *key, int64_t min, int64_t max, 
 
 static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 {
-	const struct fr_config *cfg = d->opts->config;
+	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
 	struct fr_profile_request preq;
 	struct fr_profile_result res;
 	struct fr_uring *uring = NULL;
 	struct fr_uring_writer *w = NULL;
 	cJSON *resp = NULL, *warnings;
-	const cJSON *pids;
+	const cJSON *pids, *format;
 	int64_t window = 0, from = 0, to = 0, hz = 0, now;
 	int has_window, has_from, has_to, flags, ret;
 	char err[512], buf[64];
@@ -439,9 +528,9 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 	    (has_to = get_int(req, "to_ns", 0, INT64_MAX, &to, &resp)) < 0 ||
 	    get_int(req, "hz", 0, INT32_MAX, &hz, &resp) < 0)
 		goto out;
-	if (hz > cfg->max_rate_hz) {
+	if (hz > max_rate) {
 		resp = fr_ipc_error("attach: a rate of %lld Hz is above this recorder's limit of "
-				    "%u Hz (limits.max_rate_hz)", (long long)hz, cfg->max_rate_hz);
+				    "%u Hz (limits.max_rate_hz)", (long long)hz, max_rate);
 		goto out;
 	}
 	now = fr_now_real_ns();
@@ -480,6 +569,17 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 			}
 			preq.pids[preq.npids++] = (uint32_t)p->valuedouble;
 		}
+	}
+	format = cJSON_GetObjectItemCaseSensitive(req, "format");
+	if (format && !cJSON_IsNull(format)) {
+		int f = cJSON_IsString(format) ? fr_profile_format_parse(format->valuestring)
+					       : -EINVAL;
+		if (f < 0) {
+			resp = fr_ipc_error("attach: \"format\" must be one of: "
+					    FR_PROFILE_FORMAT_NAMES);
+			goto out;
+		}
+		preq.format = (enum fr_profile_format)f;
 	}
 	preq.hz = (uint32_t)hz;
 	preq.version = FR_VERSION;
@@ -612,6 +712,7 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		return 1;
 	}
 	d->opts = opts;
+	d->config = opts->config;
 	d->flush_efd = d->sig_fd = -1;
 	d->start_real = fr_now_real_ns();
 	d->start_mono = fr_now_mono_ns();
@@ -628,6 +729,7 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	d->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -663,8 +765,9 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	if (err[0])
 		fr_log_warn("%s", err);
 	fr_ring_set_sync_interval(d->ring, cfg->sync_ns);
-	if (cfg->max_age_ns > 0)
-		expire(d); /* before the writer thread exists, so no race */
+	d->max_age_ns = cfg->max_age_ns;
+	d->max_rate_hz = cfg->max_rate_hz;
+	expire(d); /* before the writer thread exists, so no race */
 
 	d->tracker = fr_tracker_new();
 	if (!d->tracker) {
@@ -739,6 +842,10 @@ out:
 		close(d->flush_efd);
 	pthread_cond_destroy(&d->cond);
 	pthread_mutex_destroy(&d->lock);
+	if (d->owned_config) {
+		fr_config_fini(d->owned_config);
+		free(d->owned_config);
+	}
 	free(d);
 	return status;
 }

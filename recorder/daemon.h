@@ -21,16 +21,25 @@
 #include "config/config.h"
 
 struct fr_daemon_options {
-	const struct fr_config *config; /* borrowed for the daemon's lifetime */
+	const struct fr_config *config; /* the configuration at start (borrowed) */
+	const char *config_path;        /* the file to reload on SIGHUP, or NULL */
 	const char *ring_path;          /* resolved */
 	const char *socket_path;        /* resolved */
 	uint32_t hz;                    /* cpu rate */
+	int hz_fixed;                   /* --hz given: reloads keep it */
 	const char *config_source;      /* "embedded default" or the file */
 };
 
 /* Runs the daemon until SIGINT or SIGTERM, then seals the open chunk,
  * stores it and returns 0; returns a non-zero exit status (after printing
- * a one-line reason to stderr) when it cannot start. */
+ * a one-line reason to stderr) when it cannot start.
+ *
+ * SIGHUP reloads `config_path`: the rate, ring.sync, ring.max_age and
+ * limits.max_rate_hz take effect at once without pausing the recording;
+ * changes to the ring's path or geometry, the socket and max_clients take
+ * effect at the next start (and are logged as such). A file that does not
+ * load or validate is rejected and logged, and the running configuration
+ * stays. */
 int fr_daemon_run(const struct fr_daemon_options *opts);
 
 #endif

@@ -34,7 +34,9 @@ static void usage(FILE *f)
 		"  -h, --help          show this help\n"
 		"  --version           show the version\n"
 		"\n"
-		"SIGINT or SIGTERM stores the open chunk and exits.\n"
+		"SIGINT or SIGTERM stores the open chunk and exits. SIGHUP reloads the\n"
+		"configuration file without pausing the recording (an invalid file is\n"
+		"rejected and logged; the running configuration stays).\n"
 		"Example:\n"
 		"  flightrecd --ring /tmp/fr/ring --socket /tmp/fr/sock --hz 999\n");
 }
@@ -161,6 +163,8 @@ int main(int argc, char **argv)
 	opts.ring_path = ring_path;
 	opts.socket_path = socket_path;
 	opts.hz = (uint32_t)hz;
+	opts.hz_fixed = hz_opt != NULL;
+	opts.config_path = config_path;
 	opts.config_source = config_path ? config_path : "embedded default";
 	status = fr_daemon_run(&opts);
 out:

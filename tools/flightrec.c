@@ -65,16 +65,20 @@ static void usage_attach(FILE *f)
 		"  --window DURATION  500ms, 10s, 5m, 1h, ...\n"
 		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix seconds\n"
 		"  --to TIME          window end (default now)\n"
-		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here)\n"
+		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here,\n"
+		"                     .folded for --format folded)\n"
 		"  --pid PID[,PID...] only these processes (all their threads)\n"
 		"  --hz N             samples per second per CPU in the profile (default: as\n"
 		"                     recorded; lower rates are downsampled deterministically)\n"
+		"  --format FORMAT    pprof (default: gzip'ed pprof) or folded (collapsed\n"
+		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
 		"  --socket PATH      the recorder's socket\n"
 		"  -h, --help         show this help\n"
 		"\n"
 		"Examples:\n"
 		"  flightrec attach --window 60s -o incident.pb.gz\n"
-		"  flightrec attach --window 5m --pid 1234 -o api.pb.gz\n");
+		"  flightrec attach --window 5m --pid 1234 -o api.pb.gz\n"
+		"  flightrec attach --window 60s --format folded -o cpu.folded\n");
 }
 
 static void usage_status(FILE *f)
@@ -170,13 +174,14 @@ struct query_args {
 	const char *window_s, *from_s, *to_s, *out_s;
 	int64_t window, from, to;
 	uint64_t hz;
+	enum fr_profile_format format;
 	uint32_t npids;
 	uint32_t pids[FR_PROFILE_MAX_PIDS];
 };
 
 enum {
 	OPT_WINDOW = 256, OPT_FROM, OPT_TO, OPT_PID, OPT_HZ, OPT_SOCKET, OPT_RING, OPT_INFO,
-	OPT_JSON,
+	OPT_JSON, OPT_FORMAT,
 };
 
 #define QUERY_LONGOPTS                                          \
@@ -185,7 +190,8 @@ enum {
 	{"to", required_argument, NULL, OPT_TO},                \
 	{"output", required_argument, NULL, 'o'},               \
 	{"pid", required_argument, NULL, OPT_PID},              \
-	{"hz", required_argument, NULL, OPT_HZ}
+	{"hz", required_argument, NULL, OPT_HZ},                \
+	{"format", required_argument, NULL, OPT_FORMAT}
 
 static int parse_pids(const char *text, struct query_args *q)
 {
@@ -242,6 +248,15 @@ static int query_opt(const char *cmd, int c, const char *arg, struct query_args 
 				"second, got \"%s\"\n", prog, cmd, arg);
 			return EXIT_USAGE;
 		}
+		return 1;
+	case OPT_FORMAT:
+		ret = fr_profile_format_parse(arg);
+		if (ret < 0) {
+			fprintf(stderr, "%s %s: --format: expected one of " FR_PROFILE_FORMAT_NAMES
+				", got \"%s\"\n", prog, cmd, arg);
+			return EXIT_USAGE;
+		}
+		q->format = (enum fr_profile_format)ret;
 		return 1;
 	default:
 		return 0;
@@ -308,7 +323,7 @@ static void print_summary(const char *out, uint64_t samples, uint64_t stacks, in
 		fr_format_size_human(bytes, size, sizeof(size)));
 }
 
-static char *default_output_name(void)
+static char *default_output_name(enum fr_profile_format format)
 {
 	char host[256] = "host", stamp[32], *name = NULL;
 	time_t now = time(NULL);
@@ -321,7 +336,8 @@ static char *default_output_name(void)
 			*c = '_';
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	return asprintf(&name, "flightrec-%s-%s.pb.gz", host, stamp) < 0 ? NULL : name;
+	return asprintf(&name, "flightrec-%s-%s.%s", host, stamp,
+			format == FR_PROFILE_FOLDED ? "folded" : "pb.gz") < 0 ? NULL : name;
 }
 
 /* Opens the output. For a regular (or new) file, a temporary file in the
@@ -439,6 +455,8 @@ static int cmd_attach(int argc, char **argv)
 		fr_ipc_add_int(req, "to_ns", q.to);
 	if (q.hz)
 		fr_ipc_add_int(req, "hz", (int64_t)q.hz);
+	if (q.format == FR_PROFILE_FOLDED)
+		cJSON_AddStringToObject(req, "format", "folded");
 	if (q.npids && (pids = cJSON_AddArrayToObject(req, "pids")))
 		for (uint32_t i = 0; i < q.npids; i++)
 			cJSON_AddItemToArray(pids, cJSON_CreateNumber(q.pids[i]));
@@ -450,7 +468,7 @@ static int cmd_attach(int argc, char **argv)
 	if (sock < 0)
 		goto out;
 	if (!q.out_s) {
-		out_name = default_output_name();
+		out_name = default_output_name(q.format);
 		if (!out_name)
 			goto out;
 		q.out_s = out_name;
@@ -637,9 +655,12 @@ static void usage_dump(FILE *f)
 		"                     sample (the moment of the crash)\n"
 		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix seconds\n"
 		"  --to TIME          window end (default: the newest sample)\n"
-		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here)\n"
+		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here,\n"
+		"                     .folded for --format folded)\n"
 		"  --pid PID[,PID...] only these processes\n"
 		"  --hz N             samples per second per CPU in the profile\n"
+		"  --format FORMAT    pprof (default: gzip'ed pprof) or folded (collapsed\n"
+		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
 		"  --info             show the ring's span, use, samples, compression, damage\n"
 		"  --json             with --info: one JSON object (times in Unix ns, sizes in bytes)\n"
 		"  -h, --help         show this help\n"
@@ -750,9 +771,9 @@ static int cmd_dump(int argc, char **argv)
 		fprintf(stderr, "%s dump: --json goes with --info\n", prog);
 		return EXIT_USAGE;
 	}
-	if (info && (q.window_s || q.from_s || q.to_s || q.out_s || q.npids || q.hz)) {
-		fprintf(stderr, "%s dump: --info takes no window, output, pid or rate options\n",
-			prog);
+	if (info && (q.window_s || q.from_s || q.to_s || q.out_s || q.npids || q.hz || q.format)) {
+		fprintf(stderr, "%s dump: --info takes no window, output, pid, rate or format "
+			"options\n", prog);
 		return EXIT_USAGE;
 	}
 	if (!info && query_finish("dump", &q))
@@ -794,10 +815,11 @@ static int cmd_dump(int argc, char **argv)
 	req.npids = q.npids;
 	memcpy(req.pids, q.pids, sizeof(req.pids));
 	req.hz = (uint32_t)q.hz;
+	req.format = q.format;
 	req.version = FR_VERSION;
 
 	if (!q.out_s) {
-		out_name = default_output_name();
+		out_name = default_output_name(q.format);
 		if (!out_name)
 			goto out;
 		q.out_s = out_name;

@@ -70,6 +70,37 @@ grep -q "tests/integration/burn" "$T/burn.raw" || fail "no mapping for the burn 
 "$GO" tool pprof -symbolize=none -comments "$T/burn.pb.gz" 2>/dev/null | grep -q '^flightrec ' ||
 	fail "no recorder version comment"
 
+# Folded stacks of the same fixed window as a pprof profile: the same
+# samples, merged per stack, root first under the process's name.
+sleep 1
+TO=$(date +%s)
+FROM=$((TO - 20))
+"$FLIGHTREC" attach --from "$FROM" --to "$TO" --pid "$BURN_PID" -o "$T/fixed.pb.gz" 2>"$T/attach.err" ||
+	{ cat "$T/attach.err"; fail "attach --from/--to failed"; }
+"$FLIGHTREC" attach --from "$FROM" --to "$TO" --pid "$BURN_PID" --format folded \
+	-o "$T/burn.folded" 2>"$T/attach.err" || { cat "$T/attach.err"; fail "attach --format folded failed"; }
+head -5 "$T/burn.folded"
+gzip -t "$T/burn.folded" 2>/dev/null && fail "folded output is compressed"
+awk '$NF !~ /^[1-9][0-9]*$/ || NF < 2 { bad = 1; print "bad line: " $0 } END { exit bad }' \
+	"$T/burn.folded" || fail "folded lines do not end in a sample count"
+sed 's/ [0-9]*$//' "$T/burn.folded" | LC_ALL=C sort -c -u ||
+	fail "folded lines are not sorted or a stack appears twice"
+pprof_top "$T/fixed.pb.gz" >"$T/fixed.top"
+fixed_total=$(awk '/^Showing nodes accounting for/ { print $8; exit }' "$T/fixed.top")
+fixed_heavy=$(awk '$6 == "fr_burn_heavy" { print $1; exit }' "$T/fixed.top")
+folded_total=$(awk '{ n += $NF } END { print n + 0 }' "$T/burn.folded")
+folded_heavy=$(awk '/fr_burn_heavy/ { n += $NF } END { print n + 0 }' "$T/burn.folded")
+echo "fixed window: pprof heavy $fixed_heavy of $fixed_total, folded heavy $folded_heavy of $folded_total"
+[ -n "$fixed_heavy" ] && [ "$fixed_heavy" -gt 0 ] || fail "fr_burn_heavy missing from the fixed-window profile"
+[ "$folded_total" = "$fixed_total" ] ||
+	fail "folded stacks hold $folded_total samples, the pprof profile of the same window $fixed_total"
+awk -v a="$folded_heavy" -v b="$fixed_heavy" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b / 100) }' ||
+	fail "fr_burn_heavy has $folded_heavy samples in folded stacks, $fixed_heavy in pprof (over 1% apart)"
+awk '/fr_burn_heavy/ && !/^burn;/ { print; bad = 1 } END { exit bad }' "$T/burn.folded" ||
+	fail "stacks with fr_burn_heavy do not start with the comm \"burn\""
+grep -q '^burn;\(.*;\)\?main;\(.*;\)\?fr_burn_heavy[; ]' "$T/burn.folded" ||
+	fail "no stack runs from main to fr_burn_heavy, root first"
+
 # The whole machine: both programs, kernel frames, user frames under them.
 "$FLIGHTREC" attach --window 20s -o "$T/all.pb.gz" 2>"$T/attach.err" || fail "attach failed"
 pprof_top "$T/all.pb.gz" >"$T/all.top"
@@ -91,6 +122,9 @@ mkdir "$T/cwd" && cd "$T/cwd"
 name=$("$FLIGHTREC" attach --window 5s 2>/dev/null) || fail "attach without -o failed"
 case "$name" in flightrec-*-*Z.pb.gz) ;; *) fail "unexpected default name \"$name\"" ;; esac
 [ -s "$T/cwd/$name" ] || fail "attach without -o did not write $name"
+name=$("$FLIGHTREC" attach --window 5s --format folded 2>/dev/null) || fail "attach --format folded without -o failed"
+case "$name" in flightrec-*-*Z.folded) ;; *) fail "unexpected default folded name \"$name\"" ;; esac
+[ -s "$T/cwd/$name" ] || fail "attach --format folded without -o did not write $name"
 
 "$FLIGHTREC" status >"$T/status" || fail "status failed"
 cat "$T/status"

@@ -54,6 +54,10 @@ expect_error 2 '--window: expected a duration .* got "-5s"' \
 expect_error 2 'unknown option .*--bogus' "$FLIGHTREC" attach --window 10s --bogus -o x.pb.gz
 expect_error 2 '--window DURATION .* is required' "$FLIGHTREC" attach -o x.pb.gz
 expect_error 2 '--pid: expected process ids' "$FLIGHTREC" attach --window 1s --pid 12x -o x.pb.gz
+expect_error 2 '^flightrec attach: --format: expected one of pprof, folded, got "svg"$' \
+	"$FLIGHTREC" attach --window 10s --format svg -o x.pb.gz
+expect_error 2 '^flightrec dump: --format: expected one of pprof, folded, got "svg"$' \
+	"$FLIGHTREC" dump --ring "$RING" --window 10s --format svg -o x.pb.gz
 expect_error 2 'unknown command "atach"' "$FLIGHTREC" atach --window 10s
 expect_error 1 "cannot create $T/nodir/x.pb.gz: No such file or directory" \
 	"$FLIGHTREC" attach --window 10s -o "$T/nodir/x.pb.gz"
@@ -83,6 +87,25 @@ for payload in [b'{"v":1,"req":"attach","window_ns":"x"}', b'not json', b'{"v":9
     s.settimeout(5); s.recv(65536); s.close()
 PY
 daemon_alive || fail "malformed requests killed the daemon"
+
+# The daemon checks "format" too, for clients other than flightrec.
+python3 - "$SOCK" >"$T/resp" 2>&1 <<'PY' || fail "format request failed: $(cat "$T/resp")"
+import json, os, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+fd = os.open("/dev/null", os.O_WRONLY)
+p = b'{"v":1,"req":"attach","window_ns":1000000000,"format":"svg"}'
+socket.send_fds(s, [struct.pack('<I', len(p)) + p], [fd])
+s.settimeout(5)
+buf = b''
+while len(buf) < 4 or len(buf) < 4 + struct.unpack('<I', buf[:4])[0]:
+    chunk = s.recv(65536)
+    if not chunk: break
+    buf += chunk
+r = json.loads(buf[4:])
+print(r.get("ok"), r.get("error"))
+PY
+grep -q '^False attach: "format" must be one of: pprof, folded$' "$T/resp" ||
+	fail "unclear answer to a bad \"format\": $(cat "$T/resp")"
 
 stop_daemon
 echo PASS

@@ -1001,6 +1001,57 @@ static uint64_t write_rate(struct writer *w, int64_t t, int seconds, uint32_t hz
 	return n;
 }
 
+/* Folded stacks: comm first, frames root first with kernel frames as
+ * leaves, threads and cpus of a process merged, lines sorted. */
+static void test_folded(void)
+{
+	static const char want[] =
+		"frtest-app;frtest_root;frtest_middle;frtest_leaf 5\n"
+		"frtest-app;frtest_root;frtest_other 1\n"
+		"frtest-db;frtest_root;frtest_middle;frtest_leaf;[k] frk_entry_syscall;"
+		"[k] frk_do_sys_read;[k] frk_schedule 4\n"
+		"frtest-web;frtest_root;frtest_middle;frtest_leaf 2\n";
+	struct fr_ring *r = ring_create("folded");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	int64_t t = T0 + SEC;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	w_add(&w, t += 1000, PID_APP, PID_APP, 0, 99, ST_USER);
+	w_add(&w, t += 1000, PID_DB, PID_DB, 1, 99, ST_KERNEL);
+	w_add(&w, t += 1000, PID_APP, TID(PID_APP, 1), 2, 99, ST_USER);
+	w_add(&w, t += 1000, PID_WEB, PID_WEB, 3, 99, ST_USER);
+	w_seal(&w);
+	w_add(&w, t += 1000, PID_APP, PID_APP, 1, 99, ST_OTHER);
+	for (int i = 0; i < 3; i++) {
+		w_add(&w, t += 1000, PID_DB, PID_DB, (uint32_t)i, 99, ST_KERNEL);
+		w_add(&w, t += 1000, PID_APP, TID(PID_APP, i), (uint32_t)i, 99, ST_USER);
+	}
+	w_add(&w, t += 1000, PID_WEB, PID_WEB, 0, 99, ST_USER);
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 60 * SEC, 99);
+	q.format = FR_PROFILE_FOLDED;
+	q.cpu_label = 1;
+	if (run(r, &q, &res, &o, "folded") == 0) {
+		CHECK(o.len == strlen(want) && memcmp(o.buf, want, o.len) == 0,
+		      "folded output is\n%.*s\nwant\n%s", (int)o.len, (char *)o.buf, want);
+		CHECK(res.samples_kept == 12 && res.stacks == 4 && res.bytes == o.len,
+		      "kept %" PRIu64 " lines %" PRIu64 " bytes %" PRIu64 ", want 12 4 %zu",
+		      res.samples_kept, res.stacks, res.bytes, o.len);
+	}
+	out_free(&o);
+	ring_done(r);
+	CHECK(fr_profile_format_parse("pprof") == FR_PROFILE_PPROF &&
+	      fr_profile_format_parse("folded") == FR_PROFILE_FOLDED &&
+	      fr_profile_format_parse("svg") == -EINVAL && fr_profile_format_parse("") == -EINVAL,
+	      "fr_profile_format_parse");
+}
+
 static void test_downsampling(void)
 {
 	struct fr_ring *r = ring_create("downsample");
@@ -1448,6 +1499,7 @@ int main(void)
 	test_window();
 	test_pid_filter();
 	test_aggregation();
+	test_folded();
 	test_downsampling();
 	test_mixed_rates();
 	test_short_ring();

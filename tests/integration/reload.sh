@@ -1,0 +1,66 @@
+#!/bin/bash
+# SIGHUP reloads the configuration while recording: a new rate takes effect
+# with no gap in the recording (a program busy across the reload has all
+# its samples), the ring is kept, and an invalid file is rejected with its
+# reason logged while the running configuration stays.
+. "$(dirname "$0")/lib.sh"
+need_root_perf
+need_go
+
+json_field() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+set_rate() {
+	printf '{"sessions": [{"name": "always", "events": [{"event": "cpu", "hz": %s}]}]}\n' "$1" \
+		>"$T/config.json"
+}
+
+set_rate 99
+start_daemon --config "$T/config.json"
+"$BURN" 5 1 >"$T/burn.out" &
+BURN_PID=$!
+sleep 2
+set_rate 499
+kill -HUP "$DAEMON_PID"
+sleep 0.5
+"$FLIGHTREC" status >"$T/status" || fail "status after SIGHUP failed"
+grep -q 'event:    cpu at 499 Hz' "$T/status" || fail "the new rate did not take effect: $(grep event: "$T/status")"
+"$FLIGHTREC" status --json >"$T/status.json"
+[ "$(json_field "$T/status.json" 'd["reloaded_ns"]')" -gt 0 ] || fail "status does not show the reload"
+wait "$BURN_PID"
+cpu=$(sed -n 's/.*cpu_seconds=\([0-9.]*\).*/\1/p' "$T/burn.out")
+
+# The window spans the reload: collected at 99 then 499 Hz, the profile is
+# at 99 Hz and must hold 99 samples per CPU-second of the program, which
+# it only can if nothing was lost around the reload.
+"$FLIGHTREC" attach --window 60s --pid "$BURN_PID" -o "$T/across.pb.gz" 2>"$T/attach.err" ||
+	fail "attach across the reload failed: $(cat "$T/attach.err")"
+pprof_top "$T/across.pb.gz" >"$T/across.top"
+n=$(awk '/^Showing nodes accounting for/ { print $8; exit }' "$T/across.top")
+awk -v n="${n:-0}" -v c="$cpu" 'BEGIN { exit !(n >= 0.9 * 99 * c && n <= 1.1 * 99 * c) }' ||
+	fail "$n samples across the reload for $cpu CPU-seconds at 99 Hz (expected $(awk -v c="$cpu" 'BEGIN { printf "%d", 99 * c }') +-10%)"
+"$GO" tool pprof -symbolize=none -comments "$T/across.pb.gz" 2>/dev/null | grep -q 'downsampled from 499 Hz to 99 Hz' ||
+	fail "the profile does not say it was downsampled from 499 Hz"
+echo "across the reload: $n samples for $cpu CPU-seconds at 99 Hz"
+
+# An invalid file is rejected, logged with its reason; the rate stays.
+printf '{"sessions": [{"name": "always", "events": [{"event": "cpu", "hz": 0}]}]}\n' >"$T/config.json"
+kill -HUP "$DAEMON_PID"
+sleep 0.5
+daemon_alive || fail "an invalid configuration on SIGHUP killed the daemon"
+"$FLIGHTREC" status >"$T/status"
+grep -q 'event:    cpu at 499 Hz' "$T/status" || fail "an invalid reload changed the rate"
+grep -q 'reload rejected; the running configuration stays: .*sessions\[0\].events\[0\].hz: must be 1..10000, got 0' "$T/daemon.log" ||
+	fail "the rejected reload is not logged with its reason: $(tail -3 "$T/daemon.log")"
+
+# Geometry changes wait for the next start; the ring is kept.
+printf '{"ring": {"size": "32MiB"}, "sessions": [{"name": "a", "events": [{"event": "cpu", "hz": 99}]}]}\n' >"$T/config.json"
+size=$(stat -c %s "$RING")
+kill -HUP "$DAEMON_PID"
+sleep 0.5
+grep -q 'take effect at the next start' "$T/daemon.log" || fail "no note that the ring size waits for a restart"
+"$FLIGHTREC" status | grep -q 'event:    cpu at 99 Hz' || fail "the rate of the third reload did not apply"
+[ "$(stat -c %s "$RING")" = "$size" ] || fail "a reload changed the ring file"
+"$FLIGHTREC" attach --window 60s --pid "$BURN_PID" -o "$T/after.pb.gz" 2>/dev/null || fail "attach after reloads failed"
+stop_daemon
+echo PASS
