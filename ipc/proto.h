@@ -13,6 +13,10 @@
  * REQUESTS carry "v" (FR_IPC_VERSION) and "req" (the command):
  *
  *   {"v":1, "req":"status"}
+ *   {"v":1, "req":"sessions"}   -> {"ok":true, "sessions":[{"name", "events":
+ *                                   [{"event","hz"}], "targets", "triggers",
+ *                                   "last_dump_ns"}], "cpu_hz", "config",
+ *                                   "hz_from_command_line"}
  *   {"v":1, "req":"attach", "window_ns":60000000000, "hz":99,
  *    "pids":[1234, ...]}                       + the output file descriptor
  *

@@ -83,6 +83,10 @@ struct daemon {
 	 * a reload replaces it with `owned_config`. */
 	const struct fr_config *config;
 	struct fr_config *owned_config;
+	/* What `sessions` requests answer: a JSON array rebuilt from the
+	 * configuration in force at start and on each reload. */
+	pthread_mutex_t sessions_lock;
+	char *sessions_json;
 
 	/* Counters read by status requests (atomics). */
 	uint64_t samples, lost, throttled, truncated, chunks_sealed, chunks_dropped,
@@ -296,6 +300,67 @@ static void on_throttle(void *arg, uint32_t event)
 	__atomic_add_fetch(&d->throttled, 1, __ATOMIC_RELAXED);
 }
 
+/* Publishes the sessions of `cfg` for `sessions` requests. */
+static void publish_sessions(struct daemon *d, const struct fr_config *cfg)
+{
+	cJSON *arr = cJSON_CreateArray();
+	char *text;
+
+	for (uint32_t i = 0; arr && i < cfg->nsessions; i++) {
+		const struct fr_config_session *sess = &cfg->sessions[i];
+		cJSON *o = cJSON_CreateObject(), *events;
+
+		if (!o)
+			break;
+		cJSON_AddItemToArray(arr, o);
+		cJSON_AddStringToObject(o, "name", sess->name);
+		events = cJSON_AddArrayToObject(o, "events");
+		for (uint32_t e = 0; events && e < sess->nevents; e++) {
+			cJSON *ev = cJSON_CreateObject();
+			if (!ev)
+				break;
+			cJSON_AddStringToObject(ev, "event", fr_event_name(sess->events[e].event));
+			fr_ipc_add_int(ev, "hz", sess->events[e].hz);
+			cJSON_AddItemToArray(events, ev);
+		}
+		/* Targets and triggers are not configurable in this version:
+		 * every session records the whole machine and dumps only on
+		 * request (flightrec attach). */
+		cJSON_AddStringToObject(o, "targets", "all processes");
+		cJSON_AddArrayToObject(o, "triggers");
+		cJSON_AddNullToObject(o, "last_dump_ns");
+	}
+	text = arr ? cJSON_PrintUnformatted(arr) : NULL;
+	cJSON_Delete(arr);
+	if (!text)
+		return; /* out of memory: keep answering with the previous list */
+	pthread_mutex_lock(&d->sessions_lock);
+	free(d->sessions_json);
+	d->sessions_json = text;
+	pthread_mutex_unlock(&d->sessions_lock);
+}
+
+static cJSON *handle_sessions(struct daemon *d)
+{
+	cJSON *r = fr_ipc_ok(), *list = NULL;
+
+	if (!r)
+		return NULL;
+	pthread_mutex_lock(&d->sessions_lock);
+	if (d->sessions_json)
+		list = cJSON_Parse(d->sessions_json);
+	pthread_mutex_unlock(&d->sessions_lock);
+	if (!list) {
+		cJSON_Delete(r);
+		return fr_ipc_error("sessions: out of memory");
+	}
+	cJSON_AddItemToObject(r, "sessions", list);
+	cJSON_AddStringToObject(r, "config", d->opts->config_source);
+	fr_ipc_add_int(r, "cpu_hz", fr_perf_hz(d->perf));
+	cJSON_AddBoolToObject(r, "hz_from_command_line", d->opts->hz_fixed);
+	return r;
+}
+
 static int differs(const char *a, const char *b)
 {
 	return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
@@ -355,6 +420,7 @@ static void reload(struct daemon *d, const struct fr_perf_handler *handler)
 	}
 	d->owned_config = n;
 	d->config = n;
+	publish_sessions(d, n);
 	__atomic_store_n(&d->reloaded_ns, fr_now_real_ns(), __ATOMIC_RELAXED);
 	fr_log_info("reloaded %s: cpu at %u Hz%s, ring.sync %s, ring.max_age %s, "
 		    "limits.max_rate_hz %u", o->config_path, hz,
@@ -637,7 +703,10 @@ static cJSON *handle_request(void *arg, const char *cmd, const cJSON *req, int f
 		close(fd);
 	if (strcmp(cmd, "status") == 0)
 		return handle_status(d);
-	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, status)", cmd);
+	if (strcmp(cmd, "sessions") == 0)
+		return handle_sessions(d);
+	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, status, "
+			    "sessions)", cmd);
 }
 
 /* ---- start and stop ---------------------------------------------------- */
@@ -713,6 +782,8 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	}
 	d->opts = opts;
 	d->config = opts->config;
+	pthread_mutex_init(&d->sessions_lock, NULL);
+	publish_sessions(d, opts->config);
 	d->flush_efd = d->sig_fd = -1;
 	d->start_real = fr_now_real_ns();
 	d->start_mono = fr_now_mono_ns();
@@ -846,6 +917,8 @@ out:
 		fr_config_fini(d->owned_config);
 		free(d->owned_config);
 	}
+	pthread_mutex_destroy(&d->sessions_lock);
+	free(d->sessions_json);
 	free(d);
 	return status;
 }

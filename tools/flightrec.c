@@ -44,6 +44,7 @@ static void usage_main(FILE *f)
 		"  attach    write a pprof profile of a recent window (e.g. the last minute)\n"
 		"  status    show the recorder: events, rates, ring span, samples, losses\n"
 		"  dump      read a ring file with no recorder running (after a crash)\n"
+		"  sessions  list the recorder's sessions, their events and rates\n"
 		"\n"
 		"Run `flightrec COMMAND --help` for a command's options.\n"
 		"The socket is --socket PATH, else $FLIGHTREC_SOCKET, else the daemon's default\n"
@@ -640,6 +641,103 @@ out:
 	return status;
 }
 
+static void usage_sessions(FILE *f)
+{
+	fprintf(f,
+		"Usage: flightrec sessions [--json] [--socket PATH]\n"
+		"List the recorder's sessions (from its configuration): their events and\n"
+		"rates, targets, triggers and last dump, and the rate the recorder samples\n"
+		"at (the highest any session asks for, unless flightrecd --hz set it).\n"
+		"\n"
+		"  --json         print the recorder's reply as one JSON object\n"
+		"  --socket PATH  the recorder's socket\n"
+		"  -h, --help     show this help\n");
+}
+
+static int cmd_sessions(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"socket", required_argument, NULL, OPT_SOCKET},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *socket_s = NULL;
+	char *socket_path = NULL, *text = NULL;
+	cJSON *req = NULL, *resp = NULL;
+	const cJSON *sess;
+	int c, json = 0, sock = -1, status = 1, ret;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_SOCKET: socket_s = optarg; break;
+		case OPT_JSON: json = 1; break;
+		case 'h': usage_sessions(stdout); return 0;
+		default: return bad_option("sessions", argv);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s sessions: unexpected argument \"%s\" (see %s sessions --help)\n",
+			prog, argv[optind], prog);
+		return EXIT_USAGE;
+	}
+	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
+	req = cJSON_CreateObject();
+	if (!socket_path || !req)
+		goto out;
+	cJSON_AddStringToObject(req, "req", "sessions");
+	sock = connect_daemon(socket_path);
+	if (sock < 0)
+		goto out;
+	ret = fr_ipc_call_text(sock, req, -1, &resp, &text);
+	if (ret < 0) {
+		report_call_error(ret, socket_path, &resp);
+		goto out;
+	}
+	if (resp_error(resp)) {
+		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
+		goto out;
+	}
+	if (json) {
+		printf("%s\n", text);
+		status = 0;
+		goto out;
+	}
+	printf("%-20s %-24s %-16s %-10s %s\n", "SESSION", "EVENTS", "TARGETS", "TRIGGERS",
+	       "LAST DUMP");
+	cJSON_ArrayForEach(sess, cJSON_GetObjectItemCaseSensitive(resp, "sessions")) {
+		char events[256] = "", last[64] = "never";
+		const cJSON *ev, *triggers = cJSON_GetObjectItemCaseSensitive(sess, "triggers");
+		size_t used = 0;
+
+		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(sess, "events")) {
+			int n = snprintf(events + used, sizeof(events) - used, "%s%s@%.0fHz",
+					 used ? "," : "", str(ev, "event"), num(ev, "hz"));
+			if (n < 0 || (size_t)n >= sizeof(events) - used)
+				break;
+			used += (size_t)n;
+		}
+		if (num(sess, "last_dump_ns") > 0)
+			fr_format_time((int64_t)num(sess, "last_dump_ns"), last, sizeof(last));
+		printf("%-20s %-24s %-16s %-10s %s\n", str(sess, "name"), events, str(sess, "targets"),
+		       cJSON_GetArraySize(triggers) ? "yes" : "none", last);
+	}
+	printf("recording: cpu at %.0f Hz per CPU (%s; config: %s)\n", num(resp, "cpu_hz"),
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "hz_from_command_line"))
+		       ? "set by flightrecd --hz"
+		       : "the highest rate any session asks for",
+	       str(resp, "config"));
+	status = 0;
+out:
+	if (sock >= 0)
+		close(sock);
+	cJSON_Delete(req);
+	cJSON_Delete(resp);
+	free(text);
+	free(socket_path);
+	return status;
+}
+
 static void usage_dump(FILE *f)
 {
 	fprintf(f,
@@ -886,7 +984,9 @@ int main(int argc, char **argv)
 		return cmd_status(argc, argv);
 	if (strcmp(cmd, "dump") == 0)
 		return cmd_dump(argc, argv);
-	fprintf(stderr, "%s: unknown command \"%s\" (commands: attach, status, dump; see %s --help)\n",
+	if (strcmp(cmd, "sessions") == 0)
+		return cmd_sessions(argc, argv);
+	fprintf(stderr, "%s: unknown command \"%s\" (commands: attach, status, dump, sessions; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }

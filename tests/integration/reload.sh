@@ -17,6 +17,11 @@ set_rate() {
 
 set_rate 99
 start_daemon --config "$T/config.json"
+"$FLIGHTREC" sessions >"$T/sessions" || fail "flightrec sessions failed"
+grep -Eq '^always +cpu@99Hz +all processes +none +never$' "$T/sessions" ||
+	fail "sessions does not list the configured session: $(cat "$T/sessions")"
+grep -q '^recording: cpu at 99 Hz per CPU (the highest rate any session asks for' "$T/sessions" ||
+	fail "sessions does not show the recording rate: $(cat "$T/sessions")"
 "$BURN" 5 1 >"$T/burn.out" &
 BURN_PID=$!
 sleep 2
@@ -27,6 +32,9 @@ sleep 0.5
 grep -q 'event:    cpu at 499 Hz' "$T/status" || fail "the new rate did not take effect: $(grep event: "$T/status")"
 "$FLIGHTREC" status --json >"$T/status.json"
 [ "$(json_field "$T/status.json" 'd["reloaded_ns"]')" -gt 0 ] || fail "status does not show the reload"
+"$FLIGHTREC" sessions --json >"$T/sessions.json" || fail "sessions --json failed"
+[ "$(json_field "$T/sessions.json" 'd["sessions"][0]["events"][0]["hz"]')" = 499 ] ||
+	fail "sessions does not follow the reload: $(cat "$T/sessions.json")"
 wait "$BURN_PID"
 cpu=$(sed -n 's/.*cpu_seconds=\([0-9.]*\).*/\1/p' "$T/burn.out")
 
