@@ -336,36 +336,45 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 		     uint32_t ptid, int64_t time_ns)
 {
 	struct thread *parent_thread = find_thread(t, ptid);
+	struct thread *th = find_thread(t, tid);
 	char name[COMM_LEN] = "";
-	struct thread *th;
+
+	/* Records from different CPUs are drained out of order: the child may
+	 * have exec'd on another CPU and its COMM and MMAP2 records been seen
+	 * already. A process or thread known and alive is then newer than
+	 * this record and must not be overwritten with its parent's copy. */
+	int thread_known = th && !th->exited_gen && th->pid == pid;
 
 	if (parent_thread)
 		memcpy(name, parent_thread->name, sizeof(name));
 	if (pid == tid && pid != ppid) {
 		/* A new process: a copy of its parent's address space. */
-		struct proc *parent = find_proc(t, ppid);
-		struct proc *p = get_proc(t, pid);
+		struct proc *known = find_proc(t, pid);
+		struct proc *parent, *p;
 
-		if (!p)
-			return;
-		p->start_ns = time_ns;
-		if (parent) {
-			p->uid = parent->uid;
-			/* The kernel copies the comm of the thread that forked. */
-			if (parent_thread && parent_thread->pid == ppid && name[0])
-				memcpy(p->comm, name, sizeof(p->comm));
-			else
-				memcpy(p->comm, parent->comm, sizeof(p->comm));
-			p->exe = parent->exe;
-			parent = find_proc(t, ppid); /* get_proc may have reordered */
-			for (uint32_t i = 0; parent && i < parent->nmaps; i++) {
-				const struct map *m = &parent->maps[i];
-				add_map(p, m->start, m->end, m->pgoff, m->path, m->bid, m->bid_len);
+		if (known && !known->exited_gen) {
+			if (!known->start_ns)
+				known->start_ns = time_ns;
+		} else if ((p = get_proc(t, pid))) {
+			p->start_ns = time_ns;
+			parent = find_proc(t, ppid);
+			if (parent) {
+				p->uid = parent->uid;
+				/* The kernel copies the comm of the thread that forked. */
+				if (parent_thread && parent_thread->pid == ppid && name[0])
+					memcpy(p->comm, name, sizeof(p->comm));
+				else
+					memcpy(p->comm, parent->comm, sizeof(p->comm));
+				p->exe = parent->exe;
+				for (uint32_t i = 0; i < parent->nmaps; i++) {
+					const struct map *m = &parent->maps[i];
+					add_map(p, m->start, m->end, m->pgoff, m->path, m->bid,
+						m->bid_len);
+				}
 			}
 		}
 	}
-	th = get_thread(t, tid, pid);
-	if (th)
+	if (!thread_known && (th = get_thread(t, tid, pid)))
 		memcpy(th->name, name, sizeof(th->name));
 }
 

@@ -342,6 +342,28 @@ static void test_fork_from_named_thread(void)
 	fr_tracker_free(t);
 }
 
+/* The child's exec was drained (from another CPU) before its fork: the
+ * late fork record must not put the parent's name and mappings back. */
+static void test_fork_after_exec(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t parent = PID_BASE + 14, child = PID_BASE + 15;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	make_parent(t, parent, "bash");
+	fr_tracker_comm(t, child, child, "burn", 1);
+	fr_tracker_mmap(t, child, 0x500000, 0x1000, 0, RX, "/usr/bin/burn", NULL, 0);
+	fr_tracker_fork(t, child, parent, child, parent, 3);
+
+	EXPECT_PROC(t, child, "burn", "/usr/bin/burn");
+	EXPECT_THREAD(t, child, child, "burn");
+	EXPECT_MAP(t, child, 0x500010, "/usr/bin/burn", 0x500000, 0x501000, 0);
+	EXPECT_NO_MAP(t, child, 0x400123);
+	fr_tracker_free(t);
+}
+
 static void test_exec(void)
 {
 	struct fr_tracker *t = fr_tracker_new();
@@ -751,6 +773,7 @@ int main(void)
 {
 	test_fork_copies_parent();
 	test_fork_from_named_thread();
+	test_fork_after_exec();
 	test_exec();
 	test_nonexec_ignored();
 	test_overlap_replaces();
