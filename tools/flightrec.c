@@ -29,6 +29,7 @@
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "ipc/proto.h"
+#include "tools/top.h"
 
 #define EXIT_USAGE 2
 
@@ -45,6 +46,7 @@ static void usage_main(FILE *f)
 		"  status    show the recorder: events, rates, ring span, samples, losses\n"
 		"  dump      read a ring file with no recorder running (after a crash)\n"
 		"  sessions  list the recorder's sessions, their events and rates\n"
+		"  top       the top functions of a profile file or a recent window, as a table\n"
 		"\n"
 		"Run `flightrec COMMAND --help` for a command's options.\n"
 		"The socket is --socket PATH, else $FLIGHTREC_SOCKET, else the daemon's default\n"
@@ -986,7 +988,9 @@ int main(int argc, char **argv)
 		return cmd_dump(argc, argv);
 	if (strcmp(cmd, "sessions") == 0)
 		return cmd_sessions(argc, argv);
-	fprintf(stderr, "%s: unknown command \"%s\" (commands: attach, status, dump, sessions; see %s --help)\n",
+	if (strcmp(cmd, "top") == 0)
+		return fr_top_main(argc, argv);
+	fprintf(stderr, "%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }

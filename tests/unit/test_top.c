@@ -1,0 +1,171 @@
+/* flightrec top: a hand-made profile written by the project's own encoder
+ * is read back by tools/pprof_read.c and aggregated; flat and cum must be
+ * exact, recursion must count once per sample, and garbage or truncated
+ * input must be refused with -EBADMSG without reading out of bounds. */
+#include "tools/pprof_read.h"
+#include "tools/top.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/compress.h"
+#include "core/pprof.h"
+#include "tests/unit/check.h"
+
+struct mem {
+	unsigned char *buf;
+	size_t len;
+};
+
+static int mem_write(void *arg, const void *buf, size_t len)
+{
+	struct mem *m = arg;
+	unsigned char *grown = realloc(m->buf, m->len + len);
+
+	if (!grown)
+		return -ENOMEM;
+	memcpy(grown + m->len, buf, len);
+	m->buf = grown;
+	m->len += len;
+	return 0;
+}
+
+static const struct fr_top_row *row(const struct fr_top_row *rows, ssize_t n, const char *name)
+{
+	for (ssize_t i = 0; i < n; i++)
+		if (strcmp(rows[i].name, name) == 0)
+			return &rows[i];
+	return NULL;
+}
+
+static void check_row(const struct fr_top_row *rows, ssize_t n, const char *name, int64_t flat,
+		      int64_t cum, int64_t flat_samples, int64_t cum_samples)
+{
+	const struct fr_top_row *r = row(rows, n, name);
+
+	CHECK(r, "no row for %s", name);
+	if (!r)
+		return;
+	CHECK(r->flat == flat && r->cum == cum, "%s: flat %lld cum %lld, want %lld %lld", name,
+	      (long long)r->flat, (long long)r->cum, (long long)flat, (long long)cum);
+	CHECK(r->flat_samples == flat_samples && r->cum_samples == cum_samples,
+	      "%s: samples %lld/%lld, want %lld/%lld", name, (long long)r->flat_samples,
+	      (long long)r->cum_samples, (long long)flat_samples, (long long)cum_samples);
+}
+
+/* main -> a -> rec -> rec (leaf rec); main -> a -> b; main; main -> 0x1234 */
+static void encode(struct mem *m)
+{
+	struct fr_pprof *p = fr_pprof_new(6, mem_write, m);
+	uint64_t lmain, la, lrec, lb, lraw;
+
+	CHECK(p, "fr_pprof_new");
+	fr_pprof_sample_type(p, "samples", "count");
+	fr_pprof_sample_type(p, "cpu", "nanoseconds");
+	fr_pprof_time(p, 1000, 10000000000LL);
+	lmain = fr_pprof_location(p, 0, 0x10, fr_pprof_function(p, "main", NULL, NULL));
+	la = fr_pprof_location(p, 0, 0x20, fr_pprof_function(p, "a", NULL, NULL));
+	lrec = fr_pprof_location(p, 0, 0x30, fr_pprof_function(p, "rec", NULL, NULL));
+	lb = fr_pprof_location(p, 0, 0x40, fr_pprof_function(p, "b", NULL, NULL));
+	lraw = fr_pprof_location(p, 0, 0x1234, 0);
+	{
+		const uint64_t s1[] = {lrec, lrec, la, lmain}, s2[] = {lb, la, lmain};
+		const uint64_t s3[] = {lmain}, s4[] = {lraw, lmain};
+		const int64_t v1[] = {1, 10}, v2[] = {2, 20}, v3[] = {1, 5}, v4[] = {1, 7};
+
+		fr_pprof_sample(p, s1, 4, v1, 2, NULL, 0);
+		fr_pprof_sample(p, s2, 3, v2, 2, NULL, 0);
+		fr_pprof_sample(p, s3, 1, v3, 2, NULL, 0);
+		fr_pprof_sample(p, s4, 2, v4, 2, NULL, 0);
+	}
+	CHECK(fr_pprof_finish(p) == 0, "fr_pprof_finish");
+	fr_pprof_free(p);
+}
+
+static void test_roundtrip(const void *raw, size_t len)
+{
+	struct fr_pprof_data *d;
+	struct fr_top_row *rows;
+	char *names;
+	ssize_t n;
+
+	CHECK(fr_pprof_read(raw, len, &d) == 0, "decode");
+	if (!d)
+		return;
+	CHECK(d->ntypes == 2 && strcmp(d->types[1].type, "cpu") == 0 &&
+	      strcmp(d->types[1].unit, "nanoseconds") == 0, "sample types");
+	CHECK(d->nsamples == 4, "%zu samples", d->nsamples);
+	CHECK(d->duration_nanos == 10000000000LL, "duration %lld", (long long)d->duration_nanos);
+	n = fr_top_aggregate(d, 1, 0, &rows, &names);
+	CHECK(n == 5, "%zd functions", n);
+	check_row(rows, n, "rec", 10, 10, 1, 1);
+	check_row(rows, n, "a", 0, 30, 0, 3);
+	check_row(rows, n, "b", 20, 20, 2, 2);
+	check_row(rows, n, "main", 5, 42, 1, 5);
+	check_row(rows, n, "0x1234", 7, 7, 1, 1);
+	free(rows);
+	free(names);
+	/* without a samples column, each sample counts one */
+	n = fr_top_aggregate(d, 1, -1, &rows, &names);
+	check_row(rows, n, "main", 5, 42, 1, 4);
+	free(rows);
+	free(names);
+	fr_pprof_data_free(d);
+}
+
+static void test_bad(const unsigned char *raw, size_t len)
+{
+	static const unsigned char garbage[][12] = {
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		{0x12, 0x7f, 0x08},              /* sample longer than the input */
+		{0x00, 0x01},                    /* field 0 */
+		{0x0b, 0x00},                    /* group wire type */
+		{0x12, 0x02, 0x08, 0x05},        /* sample with a dangling location id */
+		{0x32, 0x01, 'x', 0x0a, 0x02, 0x08, 0x07}, /* sample type string 7 of 1 */
+		{0x22, 0x02, 0x08, 0x01, 0x22, 0x02, 0x08, 0x01}, /* duplicate location id */
+		{0x0a, 0x00, 0x12, 0x02, 0x10, 0x01, 0x10, 0x02}, /* 2 values, 1 type */
+	};
+	static const size_t glen[] = {12, 3, 2, 2, 4, 7, 8, 8};
+	struct fr_pprof_data *d;
+	size_t bad = 0;
+
+	for (size_t i = 0; i < sizeof(glen) / sizeof(glen[0]); i++) {
+		int ret = fr_pprof_read(garbage[i], glen[i], &d);
+
+		CHECK(ret == -EBADMSG && !d, "garbage %zu: %d", i, ret);
+	}
+	/* Every prefix either ends on a field boundary (a valid, smaller
+	 * profile) or is refused; none may crash. Cutting the last byte always
+	 * leaves a field without its value. */
+	for (size_t cut = 0; cut < len; cut++) {
+		unsigned char *copy = malloc(cut + 1);
+		int ret;
+
+		memcpy(copy, raw, cut);
+		ret = fr_pprof_read(copy, cut, &d);
+		CHECK(ret == 0 || ret == -EBADMSG, "prefix %zu: %d", cut, ret);
+		bad += ret == -EBADMSG;
+		fr_pprof_data_free(d);
+		free(copy);
+	}
+	CHECK(bad > len / 2, "only %zu of %zu prefixes refused", bad, len);
+	CHECK(fr_pprof_read(raw, len - 1, &d) == -EBADMSG, "truncated by one byte");
+}
+
+int main(void)
+{
+	struct mem m = {0};
+	void *raw = NULL;
+	size_t len = 0;
+
+	encode(&m);
+	CHECK(fr_gunzip(m.buf, m.len, &raw, &len) == 0, "gunzip");
+	if (raw) {
+		test_roundtrip(raw, len);
+		test_bad(raw, len);
+	}
+	free(raw);
+	free(m.buf);
+	return failures ? 1 : 0;
+}
