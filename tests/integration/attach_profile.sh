@@ -51,11 +51,24 @@ echo "perf:      heavy ${perf_heavy}% light ${perf_light}% of $perf_samples samp
 [ -n "$perf_heavy" ] && [ -n "$perf_light" ] || fail "perf report did not find the functions"
 within "$heavy" "$perf_heavy" 5 || fail "fr_burn_heavy share ${heavy}% differs from perf's ${perf_heavy}% by more than 5 points"
 within "$light" "$perf_light" 5 || fail "fr_burn_light share ${light}% differs from perf's ${perf_light}% by more than 5 points"
-# 99 samples per CPU-second of the program, within 10%.
+# The sample count agrees with perf's on the same process in the same run
+# (within 10%), and roughly with 99 Hz x its CPU time: on a loaded VM,
+# cpu-clock counts run up to ~20% above what getrusage reports, for perf
+# and flightrec alike, so perf is the reference.
+awk -v a="$total" -v b="$perf_samples" 'BEGIN { exit !(a >= 0.9 * b && a <= 1.1 * b) }' ||
+	fail "flightrec has $total samples where perf has $perf_samples (more than 10% apart)"
 expect=$(awk -v c="$cpu_s" 'BEGIN { printf "%d", c * 99 }')
-echo "burn used $cpu_s CPU-seconds: expected about $expect samples"
-awk -v a="$total" -v e="$expect" 'BEGIN { exit !(a >= 0.9 * e && a <= 1.1 * e) }' ||
-	fail "flightrec has $total samples for $cpu_s CPU-seconds at 99 Hz (expected $expect +-10%)"
+echo "burn used $cpu_s CPU-seconds: about $expect samples at 99 Hz"
+awk -v a="$total" -v e="$expect" 'BEGIN { exit !(a >= 0.8 * e && a <= 1.25 * e) }' ||
+	fail "flightrec has $total samples for $cpu_s CPU-seconds at 99 Hz (expected about $expect)"
+
+# flightrec top reads the same file and agrees with go tool pprof.
+"$FLIGHTREC" top "$T/burn.pb.gz" -n 5 >"$T/burn.flightrec-top" || fail "flightrec top FILE failed"
+cat "$T/burn.flightrec-top"
+top_heavy=$(awk '$NF == "fr_burn_heavy" { for (i = 1; i <= NF; i++) if ($i ~ /%$/) { sub("%", "", $i); print $i; exit } }' "$T/burn.flightrec-top")
+[ -n "$top_heavy" ] || fail "flightrec top does not list fr_burn_heavy"
+within "$top_heavy" "$heavy" 0.2 || fail "flightrec top says fr_burn_heavy is ${top_heavy}%, pprof ${heavy}%"
+"$FLIGHTREC" top --window 20s --pid "$BURN_PID" -n 3 >/dev/null || fail "flightrec top --window failed"
 
 # The raw profile: sample types, period, labels, comment, mappings.
 "$GO" tool pprof -symbolize=none -raw "$T/burn.pb.gz" >"$T/burn.raw" 2>"$T/pprof.err" || fail "pprof -raw failed"

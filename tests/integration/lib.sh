@@ -29,6 +29,7 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
+[ -n "${FR_KEEP:-}" ] && trap - EXIT
 
 fail() {
 	echo "FAIL: $*" >&2
