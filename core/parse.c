@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -425,4 +426,33 @@ char *fr_format_size_human(uint64_t bytes, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.1f%s", v, units[u]);
 	return buf;
+}
+
+int fr_parse_pid_list(const char *text, uint32_t *pids, uint32_t cap, uint32_t *n)
+{
+	const char *p = text;
+
+	if (!*p)
+		return -EINVAL;
+	while (*p) {
+		char *end;
+		unsigned long v;
+
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		errno = 0;
+		v = strtoul(p, &end, 10);
+		if (errno || v == 0 || v > INT32_MAX)
+			return -EINVAL;
+		if (*n == cap)
+			return -E2BIG;
+		pids[(*n)++] = (uint32_t)v;
+		if (*end == ',' && end[1])
+			p = end + 1;
+		else if (*end == '\0')
+			p = end;
+		else
+			return -EINVAL;
+	}
+	return 0;
 }

@@ -32,6 +32,12 @@ int fr_parse_time(const char *text, int64_t *unix_ns);
  * (not a number) or -ERANGE (outside the bounds). */
 int fr_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);
 
+/* Parses a comma-separated list of process ids ("1234" or "1234,5678")
+ * appending them to pids[*n] (capacity `cap`). Returns 0, -EINVAL when the
+ * text is not such a list (empty, zero, over INT32_MAX, stray characters),
+ * or -E2BIG when it holds more than fits. */
+int fr_parse_pid_list(const char *text, uint32_t *pids, uint32_t cap, uint32_t *n);
+
 /* Formats a duration the way fr_parse_duration reads it, choosing the
  * largest unit that divides it exactly ("60s", "1500ms"). Returns buf. */
 char *fr_format_duration(int64_t ns, char *buf, size_t len);

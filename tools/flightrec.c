@@ -196,35 +196,6 @@ enum {
 	{"hz", required_argument, NULL, OPT_HZ},                \
 	{"format", required_argument, NULL, OPT_FORMAT}
 
-static int parse_pids(const char *text, struct query_args *q)
-{
-	const char *p = text;
-
-	if (!*p)
-		return -EINVAL;
-	while (*p) {
-		char *end;
-		unsigned long v;
-
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		errno = 0;
-		v = strtoul(p, &end, 10);
-		if (errno || v == 0 || v > INT32_MAX)
-			return -EINVAL;
-		if (q->npids == FR_PROFILE_MAX_PIDS)
-			return -E2BIG;
-		q->pids[q->npids++] = (uint32_t)v;
-		if (*end == ',' && end[1])
-			p = end + 1;
-		else if (*end == '\0')
-			p = end;
-		else
-			return -EINVAL;
-	}
-	return 0;
-}
-
 /* Takes option `c` if it is a query option: returns 1 when taken, 0 when
  * not a query option, EXIT_USAGE (after saying why) when its value is bad. */
 static int query_opt(const char *cmd, int c, const char *arg, struct query_args *q)
@@ -237,7 +208,7 @@ static int query_opt(const char *cmd, int c, const char *arg, struct query_args 
 	case OPT_TO: q->to_s = arg; return 1;
 	case 'o': q->out_s = arg; return 1;
 	case OPT_PID:
-		ret = parse_pids(arg, q);
+		ret = fr_parse_pid_list(arg, q->pids, FR_PROFILE_MAX_PIDS, &q->npids);
 		if (ret == -E2BIG)
 			fprintf(stderr, "%s %s: --pid: at most %d processes\n", prog, cmd,
 				FR_PROFILE_MAX_PIDS);
@@ -582,6 +553,41 @@ static void print_status(const cJSON *r)
 	printf("tracking: %.0f processes, %.0f threads\n", num(r, "processes"), num(r, "threads"));
 }
 
+/* Sends the request `cmd` (no arguments) to the recorder and returns its
+ * successful reply, parsed in *resp and as received in *text (both freed
+ * by the caller). Returns 0, or 1 after saying what went wrong. */
+static int simple_request(const char *cmd, const char *socket_s, cJSON **resp, char **text)
+{
+	char *socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
+	cJSON *req = cJSON_CreateObject();
+	int sock = -1, status = 1, ret;
+
+	*resp = NULL;
+	*text = NULL;
+	if (!socket_path || !req)
+		goto out;
+	cJSON_AddStringToObject(req, "req", cmd);
+	sock = connect_daemon(socket_path);
+	if (sock < 0)
+		goto out;
+	ret = fr_ipc_call_text(sock, req, -1, resp, text);
+	if (ret < 0) {
+		report_call_error(ret, socket_path, resp);
+		goto out;
+	}
+	if (resp_error(*resp)) {
+		fprintf(stderr, "%s: %s\n", prog, resp_error(*resp));
+		goto out;
+	}
+	status = 0;
+out:
+	if (sock >= 0)
+		close(sock);
+	cJSON_Delete(req);
+	free(socket_path);
+	return status;
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -591,10 +597,9 @@ static int cmd_status(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *socket_s = NULL;
-	char *socket_path = NULL;
-	cJSON *req = NULL, *resp = NULL;
+	cJSON *resp = NULL;
 	char *text = NULL;
-	int c, json = 0, sock = -1, status = 1, ret;
+	int c, json = 0, status;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -609,37 +614,17 @@ static int cmd_status(int argc, char **argv)
 			argv[optind], prog);
 		return EXIT_USAGE;
 	}
-	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
-	req = cJSON_CreateObject();
-	if (!socket_path || !req)
-		goto out;
-	cJSON_AddStringToObject(req, "req", "status");
-	sock = connect_daemon(socket_path);
-	if (sock < 0)
-		goto out;
-	ret = fr_ipc_call_text(sock, req, -1, &resp, &text);
-	if (ret < 0) {
-		report_call_error(ret, socket_path, &resp);
-		goto out;
+	status = simple_request("status", socket_s, &resp, &text);
+	if (status == 0) {
+		/* --json prints the reply as received: its integers are exact,
+		 * unlike cJSON's doubles. */
+		if (json)
+			printf("%s\n", text);
+		else
+			print_status(resp);
 	}
-	if (resp_error(resp)) {
-		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
-		goto out;
-	}
-	if (json) {
-		/* As received: its integers are exact, unlike cJSON's doubles. */
-		printf("%s\n", text);
-	} else {
-		print_status(resp);
-	}
-	status = 0;
-out:
-	if (sock >= 0)
-		close(sock);
-	cJSON_Delete(req);
 	cJSON_Delete(resp);
 	free(text);
-	free(socket_path);
 	return status;
 }
 
@@ -665,10 +650,10 @@ static int cmd_sessions(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *socket_s = NULL;
-	char *socket_path = NULL, *text = NULL;
-	cJSON *req = NULL, *resp = NULL;
+	char *text = NULL;
+	cJSON *resp = NULL;
 	const cJSON *sess;
-	int c, json = 0, sock = -1, status = 1, ret;
+	int c, json = 0, status;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -683,26 +668,11 @@ static int cmd_sessions(int argc, char **argv)
 			prog, argv[optind], prog);
 		return EXIT_USAGE;
 	}
-	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
-	req = cJSON_CreateObject();
-	if (!socket_path || !req)
+	status = simple_request("sessions", socket_s, &resp, &text);
+	if (status)
 		goto out;
-	cJSON_AddStringToObject(req, "req", "sessions");
-	sock = connect_daemon(socket_path);
-	if (sock < 0)
-		goto out;
-	ret = fr_ipc_call_text(sock, req, -1, &resp, &text);
-	if (ret < 0) {
-		report_call_error(ret, socket_path, &resp);
-		goto out;
-	}
-	if (resp_error(resp)) {
-		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
-		goto out;
-	}
 	if (json) {
 		printf("%s\n", text);
-		status = 0;
 		goto out;
 	}
 	printf("%-20s %-24s %-16s %-10s %s\n", "SESSION", "EVENTS", "TARGETS", "TRIGGERS",
@@ -729,14 +699,9 @@ static int cmd_sessions(int argc, char **argv)
 		       ? "set by flightrecd --hz"
 		       : "the highest rate any session asks for",
 	       str(resp, "config"));
-	status = 0;
 out:
-	if (sock >= 0)
-		close(sock);
-	cJSON_Delete(req);
 	cJSON_Delete(resp);
 	free(text);
-	free(socket_path);
 	return status;
 }
 

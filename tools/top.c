@@ -543,35 +543,6 @@ out:
 
 /* ---- arguments ---- */
 
-static int parse_pids(const char *text, struct query *q)
-{
-	const char *p = text;
-
-	if (!*p)
-		return -EINVAL;
-	while (*p) {
-		char *end;
-		unsigned long v;
-
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		errno = 0;
-		v = strtoul(p, &end, 10);
-		if (errno || v == 0 || v > INT32_MAX)
-			return -EINVAL;
-		if (q->npids == FR_PROFILE_MAX_PIDS)
-			return -E2BIG;
-		q->pids[q->npids++] = (uint32_t)v;
-		if (*end == ',' && end[1])
-			p = end + 1;
-		else if (*end == '\0')
-			p = end;
-		else
-			return -EINVAL;
-	}
-	return 0;
-}
-
 static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "%s: ", prog);
@@ -667,7 +638,7 @@ int fr_top_main(int argc, char **argv)
 			    "seconds, got \"%s\"", to_s);
 	else if (to_s && q->to <= q->from)
 		usage_error("--to must be later than --from%s", "");
-	else if (pid_s && (ret = parse_pids(pid_s, q)) < 0)
+	else if (pid_s && (ret = fr_parse_pid_list(pid_s, q->pids, FR_PROFILE_MAX_PIDS, &q->npids)) < 0)
 		ret = ret == -E2BIG ?
 			usage_error("--pid: at most " FR_STR(FR_PROFILE_MAX_PIDS) " processes, got "
 				    "\"%s\"", pid_s) :

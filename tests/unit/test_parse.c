@@ -272,6 +272,23 @@ static void test_formatters(void)
 	CHECK(strcmp(small, "256") == 0, "truncated format: \"%s\"", small);
 }
 
+static void test_pid_lists(void)
+{
+	uint32_t pids[3], n = 0;
+
+	CHECK(fr_parse_pid_list("1234", pids, 3, &n) == 0 && n == 1 && pids[0] == 1234, "one pid");
+	CHECK(fr_parse_pid_list("5,6", pids, 3, &n) == 0 && n == 3 && pids[1] == 5 && pids[2] == 6,
+	      "a list appends");
+	CHECK(fr_parse_pid_list("7", pids, 3, &n) == -E2BIG, "over capacity");
+	n = 0;
+	CHECK(fr_parse_pid_list("", pids, 3, &n) == -EINVAL, "empty");
+	CHECK(fr_parse_pid_list("0", pids, 3, &n) == -EINVAL, "pid 0");
+	CHECK(fr_parse_pid_list("12x", pids, 3, &n) == -EINVAL, "trailing junk");
+	CHECK(fr_parse_pid_list("1,", pids, 3, &n) == -EINVAL, "trailing comma");
+	CHECK(fr_parse_pid_list("-1", pids, 3, &n) == -EINVAL, "negative");
+	CHECK(fr_parse_pid_list("2147483648", pids, 3, &n) == -EINVAL, "over INT32_MAX");
+}
+
 static void test_human_sizes(void)
 {
 	static const struct {
@@ -296,6 +313,7 @@ static void test_human_sizes(void)
 int main(void)
 {
 	test_human_sizes();
+	test_pid_lists();
 	test_durations();
 	test_sizes();
 	test_times();
