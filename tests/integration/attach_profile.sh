@@ -101,14 +101,21 @@ sed 's/ [0-9]*$//' "$T/burn.folded" | LC_ALL=C sort -c -u ||
 pprof_top "$T/fixed.pb.gz" >"$T/fixed.top"
 fixed_total=$(awk '/^Showing nodes accounting for/ { print $8; exit }' "$T/fixed.top")
 fixed_heavy=$(awk '$6 == "fr_burn_heavy" { print $1; exit }' "$T/fixed.top")
+fixed_heavy_cum=$(awk '$6 == "fr_burn_heavy" { print $4; exit }' "$T/fixed.top")
 folded_total=$(awk '{ n += $NF } END { print n + 0 }' "$T/burn.folded")
-folded_heavy=$(awk '/fr_burn_heavy/ { n += $NF } END { print n + 0 }' "$T/burn.folded")
-echo "fixed window: pprof heavy $fixed_heavy of $fixed_total, folded heavy $folded_heavy of $folded_total"
+# Flat: stacks whose leaf is the function; cum: stacks that hold it (an
+# interrupt can land on top of it). Same samples, so both must be equal.
+folded_heavy=$(awk '/;fr_burn_heavy [0-9]+$/ { n += $NF } END { print n + 0 }' "$T/burn.folded")
+folded_heavy_cum=$(awk '/;fr_burn_heavy[; ]/ { n += $NF } END { print n + 0 }' "$T/burn.folded")
+echo "fixed window: pprof heavy $fixed_heavy flat, $fixed_heavy_cum cum of $fixed_total;" \
+	"folded $folded_heavy leaf, $folded_heavy_cum holding it of $folded_total"
 [ -n "$fixed_heavy" ] && [ "$fixed_heavy" -gt 0 ] || fail "fr_burn_heavy missing from the fixed-window profile"
 [ "$folded_total" = "$fixed_total" ] ||
 	fail "folded stacks hold $folded_total samples, the pprof profile of the same window $fixed_total"
-awk -v a="$folded_heavy" -v b="$fixed_heavy" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b / 100) }' ||
-	fail "fr_burn_heavy has $folded_heavy samples in folded stacks, $fixed_heavy in pprof (over 1% apart)"
+[ "$folded_heavy" = "$fixed_heavy" ] ||
+	fail "fr_burn_heavy is the leaf of $folded_heavy folded samples, pprof's flat is $fixed_heavy"
+[ "$folded_heavy_cum" = "$fixed_heavy_cum" ] ||
+	fail "fr_burn_heavy is in $folded_heavy_cum folded samples, pprof's cum is $fixed_heavy_cum"
 awk '/fr_burn_heavy/ && !/^burn;/ { print; bad = 1 } END { exit bad }' "$T/burn.folded" ||
 	fail "stacks with fr_burn_heavy do not start with the comm \"burn\""
 grep -q '^burn;\(.*;\)\?main;\(.*;\)\?fr_burn_heavy[; ]' "$T/burn.folded" ||
