@@ -55,6 +55,19 @@ int fr_log_ratelimit_pass(int64_t *last_ns, uint64_t *dropped, int64_t interval_
 	return 1;
 }
 
+void fr_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
 static int64_t now_ns(clockid_t id)
 {
 	struct timespec ts;

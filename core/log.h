@@ -8,6 +8,7 @@
 #ifndef FR_CORE_LOG_H
 #define FR_CORE_LOG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum fr_log_level {
@@ -58,6 +59,12 @@ void fr_log_set_ident(const char *ident);
 /* Helper for fr_log_ratelimited(); returns non-zero when the message may be
  * written, and then logs (and clears) the count of suppressed ones. */
 int fr_log_ratelimit_pass(int64_t *last_ns, uint64_t *dropped, int64_t interval_ns);
+
+/* Formats a one-line error for a caller-provided buffer (the `err, errlen`
+ * parameters of functions that explain their failures); does nothing when
+ * `err` is NULL or `errlen` 0. errno is preserved. */
+void fr_set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Monotonic and real-time clocks in nanoseconds. */
 int64_t fr_now_mono_ns(void);

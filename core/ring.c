@@ -78,19 +78,6 @@ struct fr_ring {
 	uint64_t corrupt;
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static void put_le32(unsigned char *p, uint32_t v)
 {
@@ -320,7 +307,7 @@ static int check_geometry(const char *path, uint64_t size, uint64_t segment_size
 {
 	if (segment_size < FR_RING_MIN_SEGMENT || segment_size % 4096 != 0 ||
 	    segment_size > (1ull << 31)) {
-		set_err(err, errlen,
+		fr_set_err(err, errlen,
 			"invalid segment size %" PRIu64 " for %s: must be a multiple of 4096 "
 			"between %d and %llu bytes",
 			segment_size, path, FR_RING_MIN_SEGMENT, 1ull << 32);
@@ -328,7 +315,7 @@ static int check_geometry(const char *path, uint64_t size, uint64_t segment_size
 	}
 	if (size < FR_RING_SB_LEN || (size - FR_RING_SB_LEN) / segment_size < 2 ||
 	    (size - FR_RING_SB_LEN) / segment_size > UINT32_MAX) {
-		set_err(err, errlen,
+		fr_set_err(err, errlen,
 			"invalid ring size %" PRIu64 " for %s: must hold a 4096-byte superblock "
 			"and at least 2 segments of %" PRIu64 " bytes",
 			size, path, segment_size);
@@ -350,7 +337,7 @@ static int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size,
 
 	ret = posix_fallocate(r->fd, 0, (off_t)r->file_size);
 	if (ret != 0) {
-		set_err(err, errlen, "cannot allocate %" PRIu64 " bytes for %s: %s",
+		fr_set_err(err, errlen, "cannot allocate %" PRIu64 " bytes for %s: %s",
 			r->file_size, r->path, strerror(ret));
 		return -ret;
 	}
@@ -370,7 +357,7 @@ static int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size,
 	if (ret == 0 && fsync(r->fd) < 0)
 		ret = -errno;
 	if (ret < 0) {
-		set_err(err, errlen, "cannot write the superblock of %s: %s", r->path,
+		fr_set_err(err, errlen, "cannot write the superblock of %s: %s", r->path,
 			strerror(-ret));
 		return ret;
 	}
@@ -386,31 +373,31 @@ static int sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t er
 
 	n = pread_full(r->fd, sb, sizeof(sb), 0);
 	if (n < 0) {
-		set_err(err, errlen, "cannot read %s: %s", r->path, strerror((int)-n));
+		fr_set_err(err, errlen, "cannot read %s: %s", r->path, strerror((int)-n));
 		return (int)n;
 	}
 	if ((size_t)n < 16 || memcmp(sb, FR_RING_MAGIC, 16) != 0) {
-		set_err(err, errlen,
+		fr_set_err(err, errlen,
 			"%s is not a flightrec ring (bad magic); refusing to overwrite it",
 			r->path);
 		return -EMEDIUMTYPE;
 	}
 	if ((size_t)n < sizeof(sb)) {
-		set_err(err, errlen,
+		fr_set_err(err, errlen,
 			"%s is not a flightrec ring (truncated superblock); refusing to overwrite it",
 			r->path);
 		return -EMEDIUMTYPE;
 	}
 	version = get_le32(sb + 16);
 	if (version != FR_RING_VERSION) {
-		set_err(err, errlen,
+		fr_set_err(err, errlen,
 			"%s is a flightrec ring of format version %" PRIu32
 			"; this build reads version %d",
 			r->path, version, FR_RING_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	if (get_le32(sb + 72) != fr_crc32c(0, sb, 72)) {
-		set_err(err, errlen,
+		fr_set_err(err, errlen,
 			"%s is not a flightrec ring (superblock checksum mismatch); "
 			"refusing to overwrite it",
 			r->path);
@@ -424,14 +411,14 @@ static int sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t er
 	    r->segment_size % 4096 != 0 || r->segment_size > (1ull << 31) ||
 	    r->nsegments < 2 ||
 	    r->file_size != FR_RING_SB_LEN + (uint64_t)r->nsegments * r->segment_size) {
-		set_err(err, errlen,
+		fr_set_err(err, errlen,
 			"%s is not a flightrec ring (inconsistent superblock geometry); "
 			"refusing to overwrite it",
 			r->path);
 		return -EMEDIUMTYPE;
 	}
 	if (r->chunk_version != FR_CHUNK_VERSION) {
-		set_err(err, errlen,
+		fr_set_err(err, errlen,
 			"%s holds chunks of format version %" PRIu32
 			"; this build reads version %d",
 			r->path, r->chunk_version, FR_CHUNK_VERSION);
@@ -751,10 +738,10 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 	int ret;
 
 	*out = NULL;
-	set_err(err, errlen, "%s", "");
+	fr_set_err(err, errlen, "%s", "");
 	r = calloc(1, sizeof(*r));
 	if (!r) {
-		set_err(err, errlen, "cannot open %s: out of memory", path);
+		fr_set_err(err, errlen, "cannot open %s: out of memory", path);
 		return -ENOMEM;
 	}
 	r->fd = -1;
@@ -775,7 +762,7 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 	r->path = strdup(path);
 	if (!r->path) {
 		ret = -ENOMEM;
-		set_err(err, errlen, "cannot open %s: out of memory", path);
+		fr_set_err(err, errlen, "cannot open %s: out of memory", path);
 		goto err;
 	}
 
@@ -789,24 +776,24 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 	}
 	if (r->fd < 0) {
 		ret = -errno;
-		set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		fr_set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
 		goto err;
 	}
 	if (fstat(r->fd, &st) < 0) {
 		ret = -errno;
-		set_err(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+		fr_set_err(err, errlen, "cannot stat %s: %s", path, strerror(errno));
 		goto err;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		ret = -EMEDIUMTYPE;
-		set_err(err, errlen, "%s is not a regular file; refusing to use it as a ring",
+		fr_set_err(err, errlen, "%s is not a regular file; refusing to use it as a ring",
 			path);
 		goto err;
 	}
 	/* One writer per ring: a second daemon would interleave chunks. */
 	if (!rdonly && flock(r->fd, LOCK_EX | LOCK_NB) < 0) {
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		set_err(err, errlen, "%s is in use by another process (%s)", path,
+		fr_set_err(err, errlen, "%s is in use by another process (%s)", path,
 			errno == EWOULDBLOCK ? "locked by a running flightrecd?" : strerror(errno));
 		goto err;
 	}
@@ -814,7 +801,7 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 	if (st.st_size == 0) {
 		if (rdonly || !(flags & FR_RING_CREATE)) {
 			ret = -EMEDIUMTYPE;
-			set_err(err, errlen, "%s is empty, not a flightrec ring", path);
+			fr_set_err(err, errlen, "%s is empty, not a flightrec ring", path);
 			goto err;
 		}
 		ret = check_geometry(path, size, segment_size, err, errlen);
@@ -839,7 +826,7 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 			 * appends never find the disk full. */
 			ret = posix_fallocate(r->fd, st.st_size, (off_t)(r->file_size - (uint64_t)st.st_size));
 			if (ret) {
-				set_err(err, errlen,
+				fr_set_err(err, errlen,
 					"%s was truncated to %" PRIu64 " bytes and its %" PRIu64
 					" bytes cannot be allocated again: %s",
 					path, (uint64_t)st.st_size, r->file_size, strerror(ret));
@@ -857,7 +844,7 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 					? FR_RING_SB_LEN + (size - FR_RING_SB_LEN) / seg * seg
 					: size;
 		if ((size && want != r->file_size) || (segment_size && segment_size != r->segment_size))
-			set_err(err, errlen,
+			fr_set_err(err, errlen,
 				"%s keeps its geometry (%" PRIu64 " bytes in %" PRIu32
 				" segments of %" PRIu64 " bytes); the requested size applies "
 				"only to a new ring",
@@ -867,12 +854,12 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 	r->seg_chunks = calloc(r->nsegments, sizeof(*r->seg_chunks));
 	if (!r->seg_chunks) {
 		ret = -ENOMEM;
-		set_err(err, errlen, "cannot open %s: out of memory", path);
+		fr_set_err(err, errlen, "cannot open %s: out of memory", path);
 		goto err;
 	}
 	ret = ring_recover(r);
 	if (ret < 0) {
-		set_err(err, errlen, "cannot read %s: %s", path, strerror(-ret));
+		fr_set_err(err, errlen, "cannot read %s: %s", path, strerror(-ret));
 		goto err;
 	}
 	if (!rdonly) {

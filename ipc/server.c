@@ -70,19 +70,6 @@ struct fr_ipc_server {
 	struct conn *finished;  /* under lock; threads waiting to be joined */
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* mkdir -p of the directory holding `path`; directories created here get
  * mode 0700, existing ones are left as they are. */
@@ -107,7 +94,7 @@ static int make_parent_dirs(const char *path, char *err, size_t errlen)
 		*p = '\0';
 		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 			ret = -errno;
-			set_err(err, errlen, "cannot create directory %s: %s", dir, strerror(errno));
+			fr_set_err(err, errlen, "cannot create directory %s: %s", dir, strerror(errno));
 			goto out;
 		}
 		*p = saved;
@@ -143,11 +130,11 @@ static int clear_stale(const struct sockaddr_un *addr, const char *path, char *e
 		if (errno == ENOENT)
 			return 0;
 		ret = -errno;
-		set_err(err, errlen, "cannot inspect %s: %s", path, strerror(errno));
+		fr_set_err(err, errlen, "cannot inspect %s: %s", path, strerror(errno));
 		return ret;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
-		set_err(err, errlen, "%s exists and is not a socket; refusing to replace it", path);
+		fr_set_err(err, errlen, "%s exists and is not a socket; refusing to replace it", path);
 		return -EEXIST;
 	}
 
@@ -156,7 +143,7 @@ static int clear_stale(const struct sockaddr_un *addr, const char *path, char *e
 	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (probe < 0) {
 		ret = -errno;
-		set_err(err, errlen, "cannot create a socket: %s", strerror(errno));
+		fr_set_err(err, errlen, "cannot create a socket: %s", strerror(errno));
 		return ret;
 	}
 	ret = connect(probe, (const struct sockaddr *)addr, sizeof(*addr));
@@ -164,19 +151,19 @@ static int clear_stale(const struct sockaddr_un *addr, const char *path, char *e
 	close(probe);
 
 	if (ret == 0 || ret == -EAGAIN || ret == -EINPROGRESS) {
-		set_err(err, errlen, "another flightrecd is already listening at %s", path);
+		fr_set_err(err, errlen, "another flightrecd is already listening at %s", path);
 		return -EADDRINUSE;
 	}
 	if (ret == -ENOENT)
 		return 0;
 	if (ret != -ECONNREFUSED) {
-		set_err(err, errlen, "cannot check whether a daemon listens at %s: %s", path,
+		fr_set_err(err, errlen, "cannot check whether a daemon listens at %s: %s", path,
 			strerror(-ret));
 		return ret;
 	}
 	if (unlink(path) < 0 && errno != ENOENT) {
 		ret = -errno;
-		set_err(err, errlen, "cannot remove stale socket %s: %s", path, strerror(errno));
+		fr_set_err(err, errlen, "cannot remove stale socket %s: %s", path, strerror(errno));
 		return ret;
 	}
 	fr_log_info("removed stale socket %s", path);
@@ -195,18 +182,18 @@ int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned ma
 	if (err && errlen)
 		err[0] = '\0';
 	if (!path || !handler || max_clients == 0) {
-		set_err(err, errlen, "invalid server parameters");
+		fr_set_err(err, errlen, "invalid server parameters");
 		return -EINVAL;
 	}
 	if (fill_addr(&addr, path) < 0) {
-		set_err(err, errlen, "socket path %s is too long (at most %zu bytes)", path,
+		fr_set_err(err, errlen, "socket path %s is too long (at most %zu bytes)", path,
 			sizeof(addr.sun_path) - 1);
 		return -ENAMETOOLONG;
 	}
 
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		set_err(err, errlen, "out of memory");
+		fr_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	s->listen_fd = -1;
@@ -217,19 +204,19 @@ int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned ma
 	s->path = strdup(path);
 	if (!s->path) {
 		ret = -ENOMEM;
-		set_err(err, errlen, "out of memory");
+		fr_set_err(err, errlen, "out of memory");
 		goto err_free;
 	}
 	ret = pthread_mutex_init(&s->lock, NULL);
 	if (ret) {
 		ret = -ret;
-		set_err(err, errlen, "cannot create a mutex: %s", strerror(-ret));
+		fr_set_err(err, errlen, "cannot create a mutex: %s", strerror(-ret));
 		goto err_free;
 	}
 	ret = pthread_cond_init(&s->cond, NULL);
 	if (ret) {
 		ret = -ret;
-		set_err(err, errlen, "cannot create a condition variable: %s", strerror(-ret));
+		fr_set_err(err, errlen, "cannot create a condition variable: %s", strerror(-ret));
 		goto err_mutex;
 	}
 
@@ -243,13 +230,13 @@ int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned ma
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->wake_fd < 0) {
 		ret = -errno;
-		set_err(err, errlen, "cannot create an eventfd: %s", strerror(errno));
+		fr_set_err(err, errlen, "cannot create an eventfd: %s", strerror(errno));
 		goto err_cond;
 	}
 	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->listen_fd < 0) {
 		ret = -errno;
-		set_err(err, errlen, "cannot create a socket: %s", strerror(errno));
+		fr_set_err(err, errlen, "cannot create a socket: %s", strerror(errno));
 		goto err_fds;
 	}
 
@@ -259,27 +246,27 @@ int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned ma
 	 * process-wide umask that other threads rely on. */
 	if (fchmod(s->listen_fd, 0600) < 0) {
 		ret = -errno;
-		set_err(err, errlen, "cannot set the socket mode: %s", strerror(errno));
+		fr_set_err(err, errlen, "cannot set the socket mode: %s", strerror(errno));
 		goto err_fds;
 	}
 	if (bind(s->listen_fd, (const struct sockaddr *)&addr, sizeof(addr)) < 0) {
 		ret = -errno;
 		if (ret == -EADDRINUSE)
-			set_err(err, errlen, "another flightrecd is already listening at %s", path);
+			fr_set_err(err, errlen, "another flightrecd is already listening at %s", path);
 		else
-			set_err(err, errlen, "cannot bind %s: %s", path, strerror(errno));
+			fr_set_err(err, errlen, "cannot bind %s: %s", path, strerror(errno));
 		goto err_fds;
 	}
 	if (chmod(path, 0600) < 0 || stat(path, &st) < 0) {
 		ret = -errno;
-		set_err(err, errlen, "cannot set the mode of %s: %s", path, strerror(errno));
+		fr_set_err(err, errlen, "cannot set the mode of %s: %s", path, strerror(errno));
 		goto err_unlink;
 	}
 	s->sock_dev = st.st_dev;
 	s->sock_ino = st.st_ino;
 	if (listen(s->listen_fd, LISTEN_BACKLOG) < 0) {
 		ret = -errno;
-		set_err(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+		fr_set_err(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
 		goto err_unlink;
 	}
 
