@@ -232,10 +232,10 @@ static int read_location(struct reader *r, struct pb *b)
 	return 0;
 }
 
-static int read_function(struct reader *r, struct pb *b)
+/* Function and ValueType both keep what this reader needs in their
+ * fields 1 and 2 (id and name; type and unit). */
+static int read_fields_1_2(struct pb *b, uint64_t *one, uint64_t *two)
 {
-	struct fr_pprof_rfunction *f;
-	uint64_t id = 0, name = 0;
 	uint32_t field;
 	int wt, ret;
 
@@ -243,14 +243,25 @@ static int read_function(struct reader *r, struct pb *b)
 		if (pb_tag(b, &field, &wt) < 0)
 			return -EBADMSG;
 		if (field == 1)
-			ret = read_u64(b, wt, &id);
+			ret = read_u64(b, wt, one);
 		else if (field == 2)
-			ret = read_u64(b, wt, &name);
+			ret = read_u64(b, wt, two);
 		else
 			ret = pb_skip(b, wt);
 		if (ret < 0)
 			return ret;
 	}
+	return 0;
+}
+
+static int read_function(struct reader *r, struct pb *b)
+{
+	struct fr_pprof_rfunction *f;
+	uint64_t id = 0, name = 0;
+	int ret = read_fields_1_2(b, &id, &name);
+
+	if (ret < 0)
+		return ret;
 	if (!id)
 		return -EBADMSG;
 	f = vec_push(&r->functions, sizeof(*f));
@@ -264,22 +275,9 @@ static int read_function(struct reader *r, struct pb *b)
 static int read_value_type(struct reader *r, struct pb *b)
 {
 	uint64_t type = 0, unit = 0;
-	uint32_t field;
-	int wt, ret;
+	int ret = read_fields_1_2(b, &type, &unit);
 
-	while (b->p < b->end) {
-		if (pb_tag(b, &field, &wt) < 0)
-			return -EBADMSG;
-		if (field == 1)
-			ret = read_u64(b, wt, &type);
-		else if (field == 2)
-			ret = read_u64(b, wt, &unit);
-		else
-			ret = pb_skip(b, wt);
-		if (ret < 0)
-			return ret;
-	}
-	if ((ret = vec_push_u64(&r->types, type)) < 0)
+	if (ret < 0 || (ret = vec_push_u64(&r->types, type)) < 0)
 		return ret;
 	return vec_push_u64(&r->types, unit);
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tests/unit/check.h"
+#include "tests/unit/gopprof.h"
 
 static char tmpdir[] = "/tmp/fr-test-pprof-XXXXXX";
 static const char *go;
@@ -296,47 +297,7 @@ static int str_is(const struct decoded *d, uint64_t idx, const char *want)
 /* Runs `go tool pprof <args> <file>` and returns its stdout (malloc'd). */
 static char *run_pprof(const char *args, const char *file)
 {
-	char cmd[1024];
-	char *out = NULL;
-	size_t len = 0, cap = 0;
-	FILE *f;
-	int status;
-
-	snprintf(cmd, sizeof(cmd), "'%s' tool pprof %s '%s' 2>'%s/stderr'", go, args, file,
-		 tmpdir);
-	f = popen(cmd, "r");
-	if (!f)
-		return NULL;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			char *grown;
-
-			cap = cap ? cap * 2 : 65536;
-			grown = realloc(out, cap);
-			if (!grown)
-				break;
-			out = grown;
-		}
-		size_t n = fread(out + len, 1, 4096, f);
-
-		if (n == 0)
-			break;
-		len += n;
-	}
-	status = pclose(f);
-	if (out)
-		out[len] = '\0';
-	if (status != 0) {
-		char errcmd[600];
-
-		fprintf(stderr, "command failed (status %d): %s\n", status, cmd);
-		snprintf(errcmd, sizeof(errcmd), "cat '%s/stderr' >&2", tmpdir);
-		if (system(errcmd) != 0)
-			fprintf(stderr, "(no stderr)\n");
-		free(out);
-		return NULL;
-	}
-	return out;
+	return fr_test_go_pprof(go, args, file, tmpdir);
 }
 
 static void expect_in(const char *out, const char *what, const char *want)

@@ -26,6 +26,7 @@
 #include "core/symbols.h"
 
 #include "tests/unit/check.h"
+#include "tests/unit/gopprof.h"
 
 /* In a sanitizer build, undefined behaviour in the code under test fails
  * the test rather than printing a line nobody reads. Unused otherwise. */
@@ -400,41 +401,7 @@ static void out_free(struct out *o)
 /* Runs `go tool pprof -symbolize=none -raw FILE`; malloc'd stdout or NULL. */
 static char *pprof_raw(const char *file)
 {
-	char cmd[1400];
-	char *text = NULL;
-	size_t len = 0, cap = 0;
-	FILE *f;
-	int status;
-
-	snprintf(cmd, sizeof(cmd), "'%s' tool pprof -symbolize=none -raw '%s' 2>'%s/stderr'", go,
-		 file, tmpdir);
-	f = popen(cmd, "r");
-	if (!f)
-		return NULL;
-	for (;;) {
-		if (len + 4097 > cap) {
-			char *p = realloc(text, cap = cap ? cap * 2 : 65536);
-			if (!p)
-				break;
-			text = p;
-		}
-		size_t n = fread(text + len, 1, 4096, f);
-		if (n == 0)
-			break;
-		len += n;
-	}
-	status = pclose(f);
-	if (text)
-		text[len] = '\0';
-	if (status != 0) {
-		snprintf(cmd, sizeof(cmd), "cat '%s/stderr' >&2", tmpdir);
-		fprintf(stderr, "go tool pprof -raw %s failed (status %d):\n", file, status);
-		if (system(cmd) != 0)
-			fprintf(stderr, "(no stderr)\n");
-		free(text);
-		return NULL;
-	}
-	return text;
+	return fr_test_go_pprof(go, "-symbolize=none -raw", file, tmpdir);
 }
 
 #define MAX_LOCS 1024
