@@ -40,6 +40,12 @@ cat "$T/before.top"
 grep -q ' fr_burn_heavy$' "$T/before.top" || fail "samples from before kill -9 are missing"
 n=$(awk '/^Showing nodes accounting for/ { print $8; exit }' "$T/before.top")
 at_least "${n:-0}" "$cpu1" || fail "only ${n:-0} samples of $cpu1 CPU-seconds at 99 Hz survived kill -9"
+# The same samples as folded stacks, read from the ring with no daemon.
+"$FLIGHTREC" dump --ring "$RING" --window 60s --pid "$P1" --format folded -o "$T/before.folded" \
+	2>"$T/dump.err" || fail "dump --format folded failed: $(cat "$T/dump.err")"
+folded=$(awk '{ n += $NF } END { print n + 0 }' "$T/before.folded")
+[ "$folded" = "$n" ] || fail "dump --format folded holds $folded samples, attach's pprof $n"
+grep -q '^burn;.*;fr_burn_heavy [0-9]*$' "$T/before.folded" || fail "no burn stack ending in fr_burn_heavy"
 
 "$BURN" 2 &
 P2=$!
