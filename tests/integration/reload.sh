@@ -45,20 +45,30 @@ wait "$BURN_PID"
 wait "$PERF_PID" || { cat "$T/perf.log"; fail "perf record failed"; }
 perf_n=$(perf report -i "$T/perf.data" --stats 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }')
 
-# The window spans the reload: collected at 99 then 499 Hz, the profile is
-# at 99 Hz and must hold as many samples as perf took at 99 Hz over the
-# program's whole run, which it only can if nothing was lost around the
-# reload.
+# Nothing is lost around the reload: the program's samples before it (at
+# 99 Hz) and after it (at 499 Hz), each read at the rate it was collected
+# at (no random decimation), add up to the CPU time perf saw, within 10%.
+reloaded=$(json_field "$T/status.json" 'd["reloaded_ns"]')
+rs=$(python3 -c 'import sys; n=int(sys.argv[1]); print("%d.%09d" % (n // 10**9, n % 10**9))' "$reloaded")
+"$FLIGHTREC" attach --from "$(( reloaded / 1000000000 - 60 ))" --to "$rs" --pid "$BURN_PID" \
+	-o "$T/before.pb.gz" 2>"$T/attach.err" || fail "attach before the reload failed: $(cat "$T/attach.err")"
+"$FLIGHTREC" attach --from "$rs" --pid "$BURN_PID" --hz 499 \
+	-o "$T/after.pb.gz" 2>"$T/attach.err" || fail "attach after the reload failed: $(cat "$T/attach.err")"
+nb=$(pprof_top "$T/before.pb.gz" | awk '/^Showing nodes accounting for/ { print $8; exit }')
+na=$(pprof_top "$T/after.pb.gz" | awk '/^Showing nodes accounting for/ { print $8; exit }')
+[ "${perf_n:-0}" -gt 100 ] || fail "perf took only ${perf_n:-0} samples"
+[ "${nb:-0}" -gt 20 ] && [ "${na:-0}" -gt 100 ] || fail "too few samples on one side of the reload: $nb before, $na after"
+awk -v b="$nb" -v a="$na" -v p="$perf_n" 'BEGIN { s = b / 99 + a / 499; t = p / 99; exit !(s >= 0.9 * t && s <= 1.1 * t) }' ||
+	fail "$nb samples at 99 Hz before and $na at 499 Hz after the reload; perf took $perf_n at 99 Hz (more than 10% apart)"
+
+# The window across the reload is one profile at the lowest rate in it.
 "$FLIGHTREC" attach --window 60s --pid "$BURN_PID" -o "$T/across.pb.gz" 2>"$T/attach.err" ||
 	fail "attach across the reload failed: $(cat "$T/attach.err")"
 pprof_top "$T/across.pb.gz" >"$T/across.top"
 n=$(awk '/^Showing nodes accounting for/ { print $8; exit }' "$T/across.top")
-[ "${perf_n:-0}" -gt 100 ] || fail "perf took only ${perf_n:-0} samples"
-awk -v n="${n:-0}" -v p="$perf_n" 'BEGIN { exit !(n >= 0.9 * p && n <= 1.1 * p) }' ||
-	fail "$n samples across the reload where perf took $perf_n at 99 Hz (more than 10% apart)"
 "$GO" tool pprof -symbolize=none -comments "$T/across.pb.gz" 2>/dev/null | grep -q 'downsampled from 499 Hz to 99 Hz' ||
 	fail "the profile does not say it was downsampled from 499 Hz"
-echo "across the reload: $n samples at 99 Hz; perf took $perf_n"
+echo "reload: $nb samples at 99 Hz before, $na at 499 Hz after, $n across at 99 Hz; perf took $perf_n at 99 Hz"
 
 # An invalid file is rejected, logged with its reason; the rate stays.
 printf '{"sessions": [{"name": "always", "events": [{"event": "cpu", "hz": 0}]}]}\n' >"$T/config.json"
@@ -78,6 +88,6 @@ sleep 0.5
 grep -q 'take effect at the next start' "$T/daemon.log" || fail "no note that the ring size waits for a restart"
 "$FLIGHTREC" status | grep -q 'event:    cpu at 99 Hz' || fail "the rate of the third reload did not apply"
 [ "$(stat -c %s "$RING")" = "$size" ] || fail "a reload changed the ring file"
-"$FLIGHTREC" attach --window 60s --pid "$BURN_PID" -o "$T/after.pb.gz" 2>/dev/null || fail "attach after reloads failed"
+"$FLIGHTREC" attach --window 60s --pid "$BURN_PID" -o "$T/after3.pb.gz" 2>/dev/null || fail "attach after reloads failed"
 stop_daemon
 echo PASS
