@@ -161,6 +161,10 @@ struct fr_proc_info {
 	int64_t start_ns;
 	uint8_t build_id_len;
 	uint8_t build_id[FR_BUILD_ID_MAX];
+	/* cgroup v2 path of the process ("/system.slice/x.service"), or NULL
+	 * or "" when unknown. Stored as the label set {"cgroup": path} of the
+	 * process's samples. */
+	const char *cgroup;
 };
 
 struct fr_thread_info {

@@ -32,6 +32,10 @@ struct fr_ring;
 struct fr_symbols;
 
 #define FR_PROFILE_MAX_PIDS 256
+#define FR_PROFILE_MAX_EVENTS 8
+#define FR_PROFILE_MAX_COMMS 16
+#define FR_PROFILE_COMM_MAX 16  /* a command name, as the kernel keeps it, + NUL */
+#define FR_PROFILE_CGROUP_MAX 256
 
 enum fr_profile_format {
 	FR_PROFILE_PPROF = 0, /* gzip'ed pprof */
@@ -45,25 +49,47 @@ enum fr_profile_format {
  * Returns the format, or -EINVAL for any other name. */
 int fr_profile_format_parse(const char *name);
 
+/* Targets: a sample is in the profile when it is in the window, of one of
+ * the events, and (for each of pids, comms and cgroup that is given) of one
+ * of the pids, of a process whose command name is one of comms, and of a
+ * process in the cgroup (its "cgroup" label, a cgroup v2 path, is the
+ * given path or below it). */
 struct fr_profile_request {
 	int64_t t0, t1;       /* window, Unix ns */
+	uint32_t nevents;     /* 0: cpu only */
+	uint32_t events[FR_PROFILE_MAX_EVENTS]; /* distinct ids; value columns in this order */
 	uint32_t npids;       /* 0: every process */
 	uint32_t pids[FR_PROFILE_MAX_PIDS];
-	uint32_t hz;          /* wanted rate; 0: as collected */
+	uint32_t ncomms;      /* 0: any command name */
+	char comms[FR_PROFILE_MAX_COMMS][FR_PROFILE_COMM_MAX];
+	char cgroup[FR_PROFILE_CGROUP_MAX]; /* "": any cgroup; else "/a/b" */
+	uint32_t hz;          /* wanted rate of every rate-sampled event; 0: as collected */
 	const char *version;  /* recorder version for the comment */
 	const char *kallsyms; /* NULL: /proc/kallsyms */
 	int cpu_label;        /* add a "cpu" label to samples (pprof only) */
 	enum fr_profile_format format;
 };
 
+/* What a profile says about one of its events. */
+struct fr_profile_event_result {
+	uint32_t event;
+	uint32_t hz;              /* rate of this event in the profile; 0 offcpu */
+	uint32_t min_rate, max_rate; /* collection rates seen in the window */
+	uint64_t samples_seen;    /* in the window and target */
+	uint64_t samples_kept;    /* after downsampling */
+	uint64_t lost, throttled, truncated; /* kernel counters in the window */
+};
+
 struct fr_profile_result {
+	uint32_t nevents;         /* == the request's (1 when it named none) */
+	struct fr_profile_event_result events[FR_PROFILE_MAX_EVENTS];
 	uint64_t chunks;          /* chunks read */
 	uint64_t chunks_skipped;  /* damaged or overwritten while reading */
 	uint64_t samples_seen;    /* in the window and target */
 	uint64_t samples_kept;    /* after downsampling */
 	uint64_t stacks;          /* distinct pprof samples (folded: lines) written */
-	uint64_t lost;            /* records the kernel lost in the window */
-	uint32_t hz;              /* rate of the profile */
+	uint64_t lost;            /* records the kernel lost in the window (all events) */
+	uint32_t hz;              /* rate of the first event of the profile */
 	int64_t covered_t0;       /* first time the ring has data for */
 	uint64_t bytes;           /* bytes written */
 	char warning[512];        /* non-empty: say this to the user */

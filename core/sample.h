@@ -4,6 +4,7 @@
 #ifndef FR_CORE_SAMPLE_H
 #define FR_CORE_SAMPLE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Deepest call stack kept; deeper stacks are truncated at the root end and
@@ -25,9 +26,22 @@ enum fr_event {
 	FR_EVENT_CONTEXT_SWITCHES,
 	FR_EVENT_CPU_MIGRATIONS,
 	FR_EVENT_OFFCPU,           /* sched_switch, weight in wall ns */
-	FR_EVENT_RAW,              /* raw PMU event */
+	FR_EVENT_RAW,              /* reserved: raw events use FR_EVENT_RAW_BASE */
 	FR_EVENT_COUNT
 };
+
+/* A raw PMU event "raw:0xNNNN" is stored as FR_EVENT_RAW_BASE | code, code
+ * below 2^31 (the perf_event_attr.config of a PERF_TYPE_RAW event). */
+#define FR_EVENT_RAW_BASE 0x80000000u
+#define FR_EVENT_IS_RAW(id) (((id) & FR_EVENT_RAW_BASE) != 0)
+#define FR_EVENT_RAW_CODE(id) ((id) & ~FR_EVENT_RAW_BASE)
+/* Longest event name fr_event_format() writes, with its NUL. */
+#define FR_EVENT_NAME_MAX 24
+/* The accepted event names, for messages. */
+#define FR_EVENT_NAMES                                                              \
+	"cpu, cycles, instructions, cache-references, cache-misses, "                \
+	"branch-instructions, branch-misses, page-faults, context-switches, "        \
+	"cpu-migrations, offcpu, raw:0xNNNN"
 
 /* One sample as the recorder hands it to the chunk builder. All pointers
  * are borrowed for the duration of the call that receives the sample. */
@@ -38,18 +52,33 @@ struct fr_sample {
 	uint32_t cpu;
 	uint32_t event;        /* enum fr_event */
 	uint64_t weight;       /* in the event's unit (ns for cpu) */
-	uint32_t rate_hz;      /* sampling rate this sample was collected at */
+	uint32_t rate_hz;      /* sampling rate this sample was collected at; 0 for
+				* events that are not rate-sampled (offcpu: every
+				* switch is recorded) */
 	uint16_t nr_kernel;    /* leading entries of ips[] that are kernel frames */
 	uint16_t nr_frames;    /* entries in ips[], leaf first, <= FR_MAX_FRAMES */
 	const uint64_t *ips;
 };
 
 /* Name ("cpu", "cycles", ...) and pprof unit ("nanoseconds", "count") of an
- * event id; "unknown" for ids out of range. */
+ * event id; "raw" for raw ids, "unknown" for ids out of range. */
 const char *fr_event_name(uint32_t event);
 const char *fr_event_unit(uint32_t event);
 
-/* Looks an event up by name. Returns its id or -ENOENT. */
-int fr_event_lookup(const char *name);
+/* Writes the full name of an event id into `buf` ("cpu", "raw:0x1a2") and
+ * returns buf. FR_EVENT_NAME_MAX bytes are always enough. */
+char *fr_event_format(uint32_t event, char *buf, size_t len);
+
+/* Looks an event up by name: one of FR_EVENT_NAMES, "raw:0xNNNN" (hex,
+ * 1..0x7fffffff). Returns its id (>= 0 as int64) or -ENOENT. */
+int64_t fr_event_lookup(const char *name);
+
+/* Whether an event is sampled at a rate that consumers choose (every event
+ * but offcpu, which records each context switch). */
+int fr_event_has_rate(uint32_t event);
+
+/* Whether an event is a hardware (PMU) event: cycles .. branch-misses and
+ * raw events. */
+int fr_event_is_hardware(uint32_t event);
 
 #endif

@@ -1,6 +1,25 @@
 /* perf_event sources: one event opened on every online CPU, its mmap'd
  * rings drained without blocking, records decoded and handed to callbacks.
  *
+ * A recorder runs one source per event any consumer asks for, plus one
+ * side-band source (fr_perf_open_sideband) that carries the MMAP2, COMM,
+ * FORK and EXIT records every profile needs whatever its events.
+ *
+ * Event kinds (see core/sample.h for the ids):
+ *   cpu            software cpu-clock, fixed period 1e9/hz ns; weight is
+ *                  1e9/hz of the rate set with the last fr_perf_set_hz.
+ *   hardware, raw  PERF_TYPE_HARDWARE / PERF_TYPE_RAW in frequency mode
+ *                  (sample_freq = hz); weight is the sample's period (the
+ *                  events it stands for). precise_ip is tried from 3 down.
+ *   page-faults, context-switches, cpu-migrations
+ *                  software, frequency mode like hardware.
+ *   offcpu         tracepoint sched:sched_switch, every switch, with the
+ *                  callchain of the task switched out. A sample is handed
+ *                  over when that thread is switched in again: its stack is
+ *                  the one at switch-out, its time the switch-in time, its
+ *                  weight the nanoseconds it was switched out, rate_hz 0.
+ *                  Threads still switched out are not reported.
+ *
  * The only file that calls perf_event_open(2).
  */
 #ifndef FR_RECORDER_PERF_H
@@ -14,8 +33,8 @@
 struct fr_perf;
 
 struct fr_perf_config {
-	uint32_t event;   /* enum fr_event; this version samples FR_EVENT_CPU */
-	uint32_t hz;      /* samples per second per CPU */
+	uint32_t event;   /* event id (core/sample.h), raw ids included */
+	uint32_t hz;      /* samples per second per CPU; ignored for offcpu */
 	int sideband;     /* also deliver MMAP2, COMM, FORK, EXIT records */
 };
 
@@ -44,11 +63,22 @@ struct fr_perf_handler {
 int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err,
 		 size_t errlen);
 
+/* Opens a side-band-only source: a software dummy event on every online
+ * CPU that delivers MMAP2 (with build ids where the kernel gives them),
+ * COMM, FORK and EXIT records and no samples. Returns 0, or -errno with a
+ * message in `err`. */
+int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen);
+
+/* The event id a source samples (FR_EVENT_CPU for a side-band source). */
+uint32_t fr_perf_event(const struct fr_perf *p);
+
 /* Starts (or stops) counting on every CPU. Returns 0 or -errno. */
 int fr_perf_enable(struct fr_perf *p, int enable);
 
-/* Changes the sampling rate in place (PERF_EVENT_IOC_PERIOD). Samples
- * drained after this call report the new rate. Returns 0 or -errno. */
+/* Changes the sampling rate in place (PERF_EVENT_IOC_PERIOD: the period of
+ * cpu, the frequency of frequency-mode events). Drain first: samples drained
+ * after this call report the new rate. For offcpu it only records the
+ * number. Returns 0 or -errno. */
 int fr_perf_set_hz(struct fr_perf *p, uint32_t hz);
 
 /* Current rate. */
