@@ -9,7 +9,8 @@
  *
  * Sealing runs off the hot path and may allocate: it looks up processes,
  * threads and mappings through the caller's ops, interns strings and build
- * ids, sorts the stacks root first (for front coding) and the samples by
+ * ids, gives each distinct cgroup of the chunk's processes a label set,
+ * sorts the stacks root first (for front coding) and the samples by
  * (cpu, time) (for runs and the time grid), encodes the block and
  * compresses it into one zstd frame. What each choice saves was measured
  * on real chunks: docs/performance.md, "Storage efficiency".
@@ -594,6 +595,13 @@ struct seal {
 	struct strtab strs, bids;
 	struct wbuf procs, threads, maps;
 	uint32_t nprocs, nthreads, nmaps;
+	/* Label sets {"cgroup": path}: set k + 1 has the path string
+	 * ls_path[k]; pid_ls[pid index] is the set of the pid's samples (0:
+	 * none), str_ls[string id] the set of a path already seen. */
+	uint32_t nlabelsets;
+	int64_t cgroup_key; /* string id of "cgroup", once interned */
+	uint32_t *ls_path, *pid_ls, *str_ls;
+	uint32_t *stack_ls;    /* builder stack id -> label set */
 	uint32_t *stack_order; /* encoding position -> builder stack id */
 	uint32_t *stack_rank;  /* builder stack id -> encoding position */
 	uint32_t *order;       /* samples by (cpu, time) */
@@ -611,6 +619,10 @@ static void seal_fini(struct seal *s)
 	free(s->procs.p);
 	free(s->threads.p);
 	free(s->maps.p);
+	free(s->ls_path);
+	free(s->pid_ls);
+	free(s->str_ls);
+	free(s->stack_ls);
 	free(s->stack_order);
 	free(s->stack_rank);
 	free(s->order);
@@ -663,13 +675,43 @@ static int64_t intern_build_id(struct seal *s, uint8_t len, const uint8_t *id)
 	return strtab_intern_n(&s->bids, id, len > FR_BUILD_ID_MAX ? FR_BUILD_ID_MAX : len);
 }
 
+/* The label set of a process in cgroup `path` (NULL or "": none, set 0):
+ * one set per distinct path, numbered in the order the paths are first
+ * seen (pids increasing). Returns the set or -ENOMEM. */
+static int64_t cgroup_labelset(struct seal *s, const char *path)
+{
+	int64_t id;
+
+	if (!path || !*path)
+		return 0;
+	if (s->cgroup_key == 0) {
+		s->cgroup_key = strtab_intern(&s->strs, "cgroup");
+		if (s->cgroup_key < 0)
+			return -ENOMEM;
+	}
+	id = strtab_intern(&s->strs, path);
+	if (id < 0)
+		return -ENOMEM;
+	if (!s->str_ls[id]) {
+		s->ls_path[s->nlabelsets++] = (uint32_t)id;
+		s->str_ls[id] = s->nlabelsets;
+	}
+	return s->str_ls[id];
+}
+
 static int seal_procs(struct seal *s, const struct fr_chunk_meta_ops *ops, int64_t first_ns)
 {
 	int64_t prev = -1;
 
+	/* At most one path per pid; str_ls is indexed by any string id. */
+	s->ls_path = malloc((s->npids + 1) * sizeof(*s->ls_path));
+	s->pid_ls = calloc(s->npids + 1, sizeof(*s->pid_ls));
+	s->str_ls = calloc(s->strs.cap, sizeof(*s->str_ls));
+	if (!s->ls_path || !s->pid_ls || !s->str_ls)
+		return -ENOMEM;
 	for (size_t i = 0; ops && ops->proc && i < s->npids; i++) {
 		struct fr_proc_info pi;
-		int64_t comm, exe, bid;
+		int64_t comm, exe, bid, ls;
 
 		memset(&pi, 0, sizeof(pi));
 		if (ops->proc(ops->arg, s->pids[i], &pi) < 0)
@@ -677,8 +719,10 @@ static int seal_procs(struct seal *s, const struct fr_chunk_meta_ops *ops, int64
 		comm = strtab_intern(&s->strs, pi.comm);
 		exe = strtab_intern(&s->strs, pi.exe);
 		bid = intern_build_id(s, pi.build_id_len, pi.build_id);
-		if (comm < 0 || exe < 0 || bid < 0)
+		ls = cgroup_labelset(s, pi.cgroup);
+		if (comm < 0 || exe < 0 || bid < 0 || ls < 0)
 			return -ENOMEM;
+		s->pid_ls[i] = (uint32_t)ls;
 		wb_v(&s->procs, (uint64_t)((int64_t)i - prev - 1));
 		wb_v(&s->procs, pi.uid);
 		wb_v(&s->procs, (uint64_t)comm);
@@ -1069,8 +1113,20 @@ static void seal_samples(struct seal *s, const struct fr_chunk_builder *b, int64
 		s->col[i] = b->rate[o[i]];
 	put_runs(w, s->col, n);
 	for (uint32_t i = 0; i < n; i++)
-		s->col[i] = 0; /* the builder has no label sets */
+		s->col[i] = s->stack_ls[b->stack[o[i]]];
 	put_runs(w, s->col, n);
+}
+
+/* The label set of each stack's samples: its process's (a sample's pid is
+ * its stack's). */
+static int seal_stack_labelsets(struct seal *s, const struct fr_chunk_builder *b)
+{
+	s->stack_ls = calloc((size_t)b->nstacks + 1, sizeof(*s->stack_ls));
+	if (!s->stack_ls)
+		return -ENOMEM;
+	for (uint32_t i = 0; s->nlabelsets && i < b->nstacks; i++)
+		s->stack_ls[i] = s->pid_ls[pid_index(s->pids, s->npids, b->stacks[i].pid)];
+	return 0;
 }
 
 static void seal_block(struct seal *s, const struct fr_chunk_builder *b, int64_t first_ns)
@@ -1079,7 +1135,7 @@ static void seal_block(struct seal *s, const struct fr_chunk_builder *b, int64_t
 	uint32_t prev = 0;
 
 	wb_reserve(w, b->raw_est + s->strs.blob.len + s->bids.blob.len + s->procs.len +
-			      s->threads.len + s->maps.len + 64);
+			      s->threads.len + s->maps.len + 21 * (size_t)s->nlabelsets + 64);
 
 	strtab_write(w, &s->strs, 0);
 	strtab_write(w, &s->bids, 1);
@@ -1096,7 +1152,13 @@ static void seal_block(struct seal *s, const struct fr_chunk_builder *b, int64_t
 	wb_bytes(w, s->maps.p, s->maps.len);
 	seal_stacks(s, b);
 
-	wb_v(w, 0); /* labelsets: the builder has none but the empty set */
+	/* Label sets after the empty set 0: {"cgroup": path}. */
+	wb_v(w, s->nlabelsets);
+	for (uint32_t i = 0; i < s->nlabelsets; i++) {
+		wb_v(w, 1);
+		wb_v(w, (uint64_t)s->cgroup_key);
+		wb_v(w, s->ls_path[i]);
+	}
 
 	wb_v(w, b->nevents);
 	for (uint32_t i = 0; i < b->nevents; i++) {
@@ -1154,7 +1216,9 @@ int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta
 	ret = seal_collect(&s, b);
 	if (ret < 0)
 		goto out;
-	max_strings = 1 + 2 * s.npids + s.ntids + s.npairs;
+	/* "", comm, exe and cgroup of each pid, the "cgroup" key, thread
+	 * names and mapping paths. */
+	max_strings = 2 + 3 * s.npids + s.ntids + s.npairs;
 	ret = strtab_init(&s.strs, max_strings);
 	if (ret < 0)
 		goto out;
@@ -1168,6 +1232,9 @@ int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta
 	if (ret < 0)
 		goto out;
 	ret = seal_maps(&s, ops);
+	if (ret < 0)
+		goto out;
+	ret = seal_stack_labelsets(&s, b);
 	if (ret < 0)
 		goto out;
 	ret = seal_order_stacks(&s, b);

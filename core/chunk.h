@@ -79,7 +79,13 @@
  *              p > 0, slot h(C) becomes (C, frame); after each stored
  *              frame, it is the last frame of its kind.
  *   labelsets: count; each: v npairs, npairs x (str key, str value).
- *              Set 0 is the empty set and is not stored.
+ *              Set 0 is the empty set and is not stored. The builder
+ *              writes one set {"cgroup": path} per distinct cgroup v2
+ *              path of the chunk's processes (fr_proc_info.cgroup), in
+ *              the order of their pids, and gives every sample of such a
+ *              process that set; other samples are in set 0. Chunks
+ *              sealed without cgroups (older recorders, unknown
+ *              cgroups) simply have no sets: the format is the same.
  *   events:    count; each: v event id, v lost records, v throttled,
  *              v truncated stacks (counters of this chunk's time span).
  *   samples:   v n (== header nsamples), in (cpu, time) order:
@@ -225,7 +231,8 @@ int64_t fr_chunk_builder_first_ns(const struct fr_chunk_builder *b);
  * malloc'd buffer returned in *out and *out_len that the caller frees, then
  * resets the builder for the next chunk. Process, thread and mapping
  * tables are filled through `ops` (any of which may be NULL; -ENOENT
- * answers are left out). `clock_offset` goes into the header.
+ * answers are left out), and the label sets from the processes' cgroups.
+ * `clock_offset` goes into the header.
  * Returns 0, -ENODATA when there is nothing to seal (no samples and no
  * counters), -ENOMEM, -EFBIG when the block would exceed FR_CHUNK_RAW_MAX.
  * The builder is reset on failure too (except -ENODATA): a chunk that

@@ -1,13 +1,20 @@
 /* Window queries.
  *
- * Two passes over the chunks of the window. The first finds the lowest
- * rate any sample of the window was collected at (a profile has exactly
- * one period, so the whole window is downsampled to that rate or to the
- * requested one, whichever is lower). The second keeps each sample with
- * probability target/collected, decided by a hash of the sample itself, so
- * the same request always gives the same profile, and aggregates the kept
- * ones by (stack, pid, tid). Decoded chunks are kept between the passes
- * while they fit in a memory budget, and decoded again otherwise.
+ * Two passes over the chunks of the window. The first finds, for each
+ * requested event, the lowest rate any of its samples in the window was
+ * collected at (an event has one rate in a profile, so all of its samples
+ * are downsampled to that rate or to the requested one, whichever is
+ * lower; offcpu records every switch and is never downsampled). The
+ * second keeps each sample with probability target/collected, decided by
+ * a hash of the sample itself, so the same request always gives the same
+ * profile, and aggregates the kept ones by (stack, pid, tid, cgroup): one
+ * row per key, with a count and a value per event. Decoded chunks are
+ * kept between the passes while they fit in a memory budget, and decoded
+ * again otherwise.
+ *
+ * Which samples are of the request's targets (pids, command names,
+ * cgroup) is decided once per stack and once per label set of each chunk,
+ * not per sample.
  *
  * Frames are turned into locations keyed by (mapping, address), where a
  * return address is stored minus one so it falls inside the call
@@ -33,6 +40,8 @@
 
 #define CACHE_BUDGET (128u << 20)
 #define KERNEL_MAP 1 /* index of the kernel pseudo-mapping in maps[] */
+#define NO_CGROUP UINT32_MAX
+#define NS_PER_SEC 1000000000LL
 
 /* ---- a small open-addressing index: slots hold entry index + 1 -------- */
 
@@ -88,14 +97,35 @@ struct gloc {
 struct gsample {
 	uint32_t pid, tid, cpu;
 	uint32_t comm, thread; /* indexes into strs */
+	uint32_t cgroup;       /* index into strs, or NO_CGROUP */
 	uint32_t nlocs;
 	uint64_t locs; /* offset into locs arena */
-	uint64_t count;
+	uint64_t count; /* kept samples of every event */
 	uint64_t hash;
+};
+
+/* What a row holds for one event: n kept samples, and v the sum of their
+ * weights scaled for downsampling (weight * rate / target), rounded down
+ * once for the sum rather than per sample: rem carries the remainder, in
+ * 1/target units. cpu uses only n: its value is n times the period. */
+struct gcell {
+	uint64_t n, v;
+	uint32_t rem;
+};
+
+/* A requested event. */
+struct gevent {
+	uint32_t id;
+	uint32_t target; /* rate of the profile; 0: not rate-sampled */
+	char name[FR_EVENT_NAME_MAX];
+	struct fr_profile_event_result *res;
 };
 
 struct builder {
 	const struct fr_profile_request *req;
+	struct gevent ev[FR_PROFILE_MAX_EVENTS];
+	uint32_t nev;
+	size_t cgroup_len; /* of req->cgroup, trailing '/' dropped; 0: any */
 	struct gmap *maps;
 	uint32_t nmaps, maps_cap;
 	struct hidx map_idx;
@@ -105,6 +135,7 @@ struct builder {
 	struct gsample *samples;
 	uint32_t nsamples, samples_cap;
 	struct hidx sample_idx;
+	struct gcell *cells; /* nev per sample row */
 	uint32_t *arena;
 	uint64_t arena_len, arena_cap;
 	char **strs;
@@ -116,6 +147,12 @@ struct builder {
 	uint64_t *stack_off;
 	uint32_t *stack_n;
 	uint32_t stack_cap;
+	/* Per-chunk targets: stack id -> of a wanted pid and comm; label set
+	 * -> of the wanted cgroup, and its cgroup (index into strs). */
+	uint8_t *stack_ok;
+	uint8_t *ls_ok;
+	uint32_t *ls_cgroup;
+	uint32_t targets_cap; /* entries of each of the three */
 };
 
 static uint64_t mix64(uint64_t x)
@@ -306,10 +343,38 @@ static int stack_locations(struct builder *b, const struct fr_chunk *c, uint32_t
 	return 0;
 }
 
-static int add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i)
+/* Adds `w` collected at `rate` to a cell of an event whose profile rate is
+ * `target`: a sample kept with probability target/rate stands for
+ * rate/target of its kind, so w * rate / target, kept exact across samples
+ * by carrying the remainder. */
+static void cell_add(struct gcell *cl, uint64_t w, uint32_t rate, uint32_t target)
+{
+	uint64_t r, rem;
+
+	cl->n++;
+	if (!target || !rate || rate <= target) {
+		cl->v += w;
+		return;
+	}
+	/* (w / target) * rate + (w % target) * rate / target, without
+	 * overflow: both factors of the second product are below 2^32. */
+	r = (w % target) * rate;
+	cl->v += w / target * rate + r / target;
+	rem = (uint64_t)cl->rem + r % target;
+	if (rem >= target) {
+		cl->v++;
+		rem -= target;
+	}
+	cl->rem = (uint32_t)rem;
+}
+
+/* Adds sample `i` of chunk `c`, of requested event `e`, to its row.
+ * Returns 0 or -ENOMEM. */
+static int add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e)
 {
 	uint32_t sid = c->stack[i], nlocs, slot;
 	uint32_t cpu = b->req->cpu_label ? c->cpu[i] : 0;
+	uint32_t cgroup = b->ls_cgroup[c->labelset[i]];
 	uint64_t off, h;
 	const struct fr_chunk_proc *proc;
 	const struct fr_chunk_thread *th;
@@ -320,7 +385,8 @@ static int add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i)
 	ret = stack_locations(b, c, sid, &off, &nlocs);
 	if (ret < 0)
 		return ret;
-	h = mix64(((uint64_t)c->pid[i] << 32 | c->tid[i]) ^ mix64(cpu + 1));
+	h = mix64(((uint64_t)c->pid[i] << 32 | c->tid[i]) ^ mix64(cpu + 1) ^
+		  mix64((uint64_t)cgroup << 1));
 	h = hash_bytes(h, &b->arena[off], nlocs * sizeof(uint32_t));
 
 	if ((b->sample_idx.n + 1) * 2 > b->sample_idx.cap &&
@@ -328,11 +394,15 @@ static int add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i)
 		return -ENOMEM;
 	for (slot = (uint32_t)h & (b->sample_idx.cap - 1); b->sample_idx.slots[slot];
 	     slot = (slot + 1) & (b->sample_idx.cap - 1)) {
-		s = &b->samples[b->sample_idx.slots[slot] - 1];
+		uint32_t row = b->sample_idx.slots[slot] - 1;
+
+		s = &b->samples[row];
 		if (s->hash == h && s->pid == c->pid[i] && s->tid == c->tid[i] && s->cpu == cpu &&
-		    s->nlocs == nlocs &&
+		    s->cgroup == cgroup && s->nlocs == nlocs &&
 		    memcmp(&b->arena[s->locs], &b->arena[off], nlocs * sizeof(uint32_t)) == 0) {
 			s->count++;
+			cell_add(&b->cells[(size_t)row * b->nev + e], c->weight[i], c->rate_hz[i],
+				 b->ev[e].target);
 			return 0;
 		}
 	}
@@ -342,14 +412,28 @@ static int add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i)
 	thread = intern_str(b, th ? c->strings[th->name] : "");
 	if (comm < 0 || thread < 0)
 		return -ENOMEM;
-	if (b->nsamples == b->samples_cap &&
-	    grow((void **)&b->samples, &b->samples_cap, sizeof(*b->samples)) < 0)
-		return -ENOMEM;
+	if (b->nsamples == b->samples_cap) {
+		uint32_t cap = b->samples_cap;
+		struct gcell *cells;
+
+		if (grow((void **)&b->samples, &b->samples_cap, sizeof(*b->samples)) < 0)
+			return -ENOMEM;
+		cells = realloc(b->cells, (size_t)b->samples_cap * b->nev * sizeof(*cells));
+		if (!cells) {
+			/* Keep both arrays the same length for the next try. */
+			b->samples_cap = cap;
+			return -ENOMEM;
+		}
+		b->cells = cells;
+	}
 	b->samples[b->nsamples] = (struct gsample){
 		.pid = c->pid[i], .tid = c->tid[i], .cpu = cpu,
-		.comm = (uint32_t)comm, .thread = (uint32_t)thread,
+		.comm = (uint32_t)comm, .thread = (uint32_t)thread, .cgroup = cgroup,
 		.nlocs = nlocs, .locs = off, .count = 1, .hash = h,
 	};
+	memset(&b->cells[(size_t)b->nsamples * b->nev], 0, b->nev * sizeof(*b->cells));
+	cell_add(&b->cells[(size_t)b->nsamples * b->nev + e], c->weight[i], c->rate_hz[i],
+		 b->ev[e].target);
 	b->sample_idx.slots[slot] = ++b->nsamples;
 	b->sample_idx.n++;
 	return 0;
@@ -365,22 +449,124 @@ static int wanted_pid(const struct fr_profile_request *req, uint32_t pid)
 	return 0;
 }
 
-static int in_target(const struct fr_profile_request *req, const struct fr_chunk *c, uint32_t i)
+/* Whether the process `pid` of chunk `c` has one of the requested command
+ * names. Names are compared whole: the kernel keeps 15 characters, and
+ * so do the chunks. */
+static int wanted_comm(const struct fr_profile_request *req, const struct fr_chunk *c,
+		       uint32_t pid)
 {
-	return c->time_ns[i] >= req->t0 && c->time_ns[i] < req->t1 &&
-	       c->event[i] == FR_EVENT_CPU && wanted_pid(req, c->pid[i]);
+	const struct fr_chunk_proc *p;
+
+	if (!req->ncomms)
+		return 1;
+	p = fr_chunk_find_proc(c, pid);
+	if (!p)
+		return 0;
+	for (uint32_t i = 0; i < req->ncomms; i++)
+		if (strncmp(c->strings[p->comm], req->comms[i], FR_PROFILE_COMM_MAX) == 0)
+			return 1;
+	return 0;
+}
+
+/* The "cgroup" label of label set `ls` of chunk `c`, or NULL. */
+static const char *labelset_cgroup(const struct fr_chunk *c, uint32_t ls)
+{
+	const struct fr_chunk_labelset *l = &c->labelsets[ls];
+
+	for (uint32_t k = 0; k < l->npairs; k++)
+		if (strcmp(c->strings[c->label_keys[l->first + k]], "cgroup") == 0 &&
+		    c->strings[c->label_values[l->first + k]][0])
+			return c->strings[c->label_values[l->first + k]];
+	return NULL;
+}
+
+/* Whether cgroup `path` is the requested one or below it: "/a/b" is in
+ * "/a" and in "/", but not in "/a/bc" nor "/a/b/c"; "/" takes every
+ * process whose cgroup is known. */
+static int wanted_cgroup(const struct builder *b, const char *path)
+{
+	size_t n = b->cgroup_len;
+
+	if (!n)
+		return 1;
+	if (!path)
+		return 0;
+	if (n == 1 && b->req->cgroup[0] == '/')
+		return 1;
+	return strncmp(path, b->req->cgroup, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Decides which stacks and label sets of chunk `c` are of the request's
+ * targets; with `names`, also interns each label set's cgroup for the
+ * rows. Returns 0 or -ENOMEM. */
+static int chunk_targets(struct builder *b, const struct fr_chunk *c, int names)
+{
+	const struct fr_profile_request *req = b->req;
+	uint32_t n = c->nstacks > c->nlabelsets ? c->nstacks : c->nlabelsets;
+
+	if (n > b->targets_cap) {
+		uint8_t *so = realloc(b->stack_ok, n);
+		if (!so)
+			return -ENOMEM;
+		b->stack_ok = so;
+		uint8_t *lo = realloc(b->ls_ok, n);
+		if (!lo)
+			return -ENOMEM;
+		b->ls_ok = lo;
+		uint32_t *lc = realloc(b->ls_cgroup, n * sizeof(*lc));
+		if (!lc)
+			return -ENOMEM;
+		b->ls_cgroup = lc;
+		b->targets_cap = n;
+	}
+	for (uint32_t k = 0; k < c->nstacks; k++) {
+		uint32_t pid = c->stacks[k].pid;
+
+		b->stack_ok[k] = (uint8_t)(wanted_pid(req, pid) && wanted_comm(req, c, pid));
+	}
+	for (uint32_t k = 0; k < c->nlabelsets; k++) {
+		const char *cg = labelset_cgroup(c, k);
+
+		b->ls_ok[k] = (uint8_t)wanted_cgroup(b, cg);
+		b->ls_cgroup[k] = NO_CGROUP;
+		if (names && cg && b->ls_ok[k]) {
+			int64_t idx = intern_str(b, cg);
+			if (idx < 0)
+				return -ENOMEM;
+			b->ls_cgroup[k] = (uint32_t)idx;
+		}
+	}
+	return 0;
+}
+
+/* The index of sample `i`'s event among the requested ones when the
+ * sample is in the window and of the targets (chunk_targets() ran for
+ * `c`), else -1. */
+static int select_sample(const struct builder *b, const struct fr_chunk *c, uint32_t i)
+{
+	if (c->time_ns[i] < b->req->t0 || c->time_ns[i] >= b->req->t1 ||
+	    !b->stack_ok[c->stack[i]] || !b->ls_ok[c->labelset[i]])
+		return -1;
+	for (uint32_t e = 0; e < b->nev; e++)
+		if (b->ev[e].id == c->event[i])
+			return (int)e;
+	return -1;
 }
 
 /* Keeps a sample collected at `rate` with probability target/rate, decided
- * by a hash of the sample so the decision is the same on every request. */
+ * by a hash of the sample so the decision is the same on every request.
+ * Samples of events that are not rate-sampled (target 0) are all kept. The
+ * event is in the hash (mix64(0) is 0: cpu samples hash as they always
+ * did), so samples of two events taken together are not kept together. */
 static int keep_sample(const struct fr_chunk *c, uint32_t i, uint32_t target)
 {
 	uint32_t rate = c->rate_hz[i];
 	uint64_t h;
 
-	if (!rate || rate <= target)
+	if (!target || !rate || rate <= target)
 		return 1;
-	h = mix64((uint64_t)c->time_ns[i] ^ mix64(((uint64_t)c->tid[i] << 20) ^ c->cpu[i]));
+	h = mix64((uint64_t)c->time_ns[i] ^ mix64(((uint64_t)c->tid[i] << 20) ^ c->cpu[i]) ^
+		  mix64(c->event[i]));
 	/* h / 2^64 < target / rate, without overflow: compare top 32 bits. */
 	return (h >> 32) * (uint64_t)rate < (uint64_t)target << 32;
 }
@@ -394,6 +580,7 @@ static void free_builder(struct builder *b)
 	free(b->locs);
 	free(b->loc_idx.slots);
 	free(b->samples);
+	free(b->cells);
 	free(b->sample_idx.slots);
 	free(b->arena);
 	for (uint32_t i = 0; i < b->nstrs; i++)
@@ -402,6 +589,9 @@ static void free_builder(struct builder *b)
 	free(b->str_idx.slots);
 	free(b->stack_off);
 	free(b->stack_n);
+	free(b->stack_ok);
+	free(b->ls_ok);
+	free(b->ls_cgroup);
 }
 
 static int reset_stack_memo(struct builder *b, uint32_t nstacks)
@@ -476,9 +666,20 @@ static int symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms
 	return ret;
 }
 
-static void emit(struct builder *b, struct fr_pprof *p, uint32_t hz, uint64_t *kept)
+/* The value of row `row` for event `e`: for cpu, kept samples times the
+ * period (every kept sample stands for exactly 1e9/hz ns, and the total
+ * stays a whole multiple of it); for the others, the scaled weights. */
+static int64_t cell_value(const struct builder *b, uint32_t row, uint32_t e)
 {
-	int64_t period = 1000000000LL / hz;
+	const struct gcell *cl = &b->cells[(size_t)row * b->nev + e];
+
+	if (b->ev[e].id == FR_EVENT_CPU)
+		return (int64_t)cl->n * (NS_PER_SEC / b->ev[e].target);
+	return (int64_t)cl->v;
+}
+
+static void emit(struct builder *b, struct fr_pprof *p)
+{
 	char bid[2 * FR_BUILD_ID_MAX + 1];
 	uint64_t kmin = UINT64_MAX, kmax = 0;
 	uint64_t *ids = NULL;
@@ -511,19 +712,26 @@ static void emit(struct builder *b, struct fr_pprof *p, uint32_t hz, uint64_t *k
 	for (uint32_t i = 0; ids && i < b->nsamples; i++) {
 		const struct gsample *s = &b->samples[i];
 		uint64_t locs[FR_MAX_FRAMES];
-		int64_t values[2] = {(int64_t)s->count, (int64_t)s->count * period};
-		struct fr_pprof_label labels[5] = {
+		int64_t values[1 + FR_PROFILE_MAX_EVENTS];
+		struct fr_pprof_label labels[6] = {
 			{.key = "pid", .num = s->pid},
 			{.key = "tid", .num = s->tid},
 			{.key = "comm", .str = b->strs[s->comm]},
 			{.key = "thread", .str = b->strs[s->thread]},
-			{.key = "cpu", .num = s->cpu},
 		};
+		size_t nlabels = 4;
 
+		if (b->req->cpu_label)
+			labels[nlabels++] = (struct fr_pprof_label){.key = "cpu", .num = s->cpu};
+		if (s->cgroup != NO_CGROUP)
+			labels[nlabels++] =
+				(struct fr_pprof_label){.key = "cgroup", .str = b->strs[s->cgroup]};
+		values[0] = (int64_t)s->count;
+		for (uint32_t e = 0; e < b->nev; e++)
+			values[1 + e] = cell_value(b, i, e);
 		for (uint32_t j = 0; j < s->nlocs && j < FR_MAX_FRAMES; j++)
 			locs[j] = ids[b->arena[s->locs + j]];
-		fr_pprof_sample(p, locs, s->nlocs, values, 2, labels, b->req->cpu_label ? 5 : 4);
-		*kept += s->count;
+		fr_pprof_sample(p, locs, s->nlocs, values, 1 + b->nev, labels, nlabels);
 	}
 	free(ids);
 }
@@ -547,11 +755,12 @@ static char *put_frame(char *out, const char *s)
 	return out;
 }
 
-/* Writes the aggregate as folded stacks (see core/profile.h): samples that
- * differ only in pid or tid fold into one line, so lines are sorted and
- * equal neighbours merged. Returns 0, -ENOMEM, or the sink's -errno. */
-static int emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t *kept,
-		       uint64_t *nlines)
+/* Writes the aggregate as folded stacks (see core/profile.h): the count of
+ * a line is the kept samples of the first event, so rows with none of it
+ * are left out. Samples that differ only in pid, tid, cpu or cgroup fold
+ * into one line, so lines are sorted and equal neighbours merged.
+ * Returns 0, -ENOMEM, or the sink's -errno. */
+static int emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t *nlines)
 {
 	struct folded_line *v = calloc(b->nsamples ? b->nsamples : 1, sizeof(*v));
 	uint32_t n = 0;
@@ -562,9 +771,12 @@ static int emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t 
 	for (uint32_t i = 0; i < b->nsamples; i++) {
 		const struct gsample *s = &b->samples[i];
 		const char *comm = b->strs[s->comm][0] ? b->strs[s->comm] : "[unknown]";
+		uint64_t count = b->cells[(size_t)i * b->nev].n;
 		size_t len = strlen(comm) + 1;
 		char *t;
 
+		if (!count)
+			continue;
 		for (uint32_t j = 0; j < s->nlocs; j++)
 			len += 1 + strlen(b->strs[b->locs[b->arena[s->locs + j]].name]);
 		t = v[n].text = malloc(len);
@@ -572,7 +784,7 @@ static int emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t 
 			ret = -ENOMEM;
 			goto out;
 		}
-		v[n++].count = s->count;
+		v[n++].count = count;
 		t = put_frame(t, comm);
 		/* The arena holds the leaf first, kernel frames before user ones:
 		 * reversed, it is root first with the kernel frames as leaves. */
@@ -595,7 +807,6 @@ static int emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t 
 		ret = sink(arg, v[i].text, strlen(v[i].text));
 		if (ret == 0)
 			ret = sink(arg, num, (size_t)len);
-		*kept += count;
 		(*nlines)++;
 		i = j;
 	}
@@ -654,6 +865,217 @@ static int load(struct fr_ring *ring, const struct fr_ring_ref *ref, struct fr_c
 	return ret;
 }
 
+/* Checks the request and sets up the events and the cgroup of `b`.
+ * Returns 0, or -EINVAL with a message in `err`. */
+static int setup_request(struct builder *b, struct fr_profile_result *res, char *err,
+			 size_t errlen)
+{
+	const struct fr_profile_request *req = b->req;
+	size_t n;
+
+	if (req->nevents > FR_PROFILE_MAX_EVENTS) {
+		snprintf(err, errlen, "a profile has at most %d events; %u were asked for",
+			 FR_PROFILE_MAX_EVENTS, req->nevents);
+		return -EINVAL;
+	}
+	b->nev = req->nevents ? req->nevents : 1;
+	for (uint32_t e = 0; e < b->nev; e++) {
+		struct gevent *g = &b->ev[e];
+
+		g->id = req->nevents ? req->events[e] : FR_EVENT_CPU;
+		if (FR_EVENT_IS_RAW(g->id) ? FR_EVENT_RAW_CODE(g->id) == 0
+					   : g->id >= FR_EVENT_COUNT || g->id == FR_EVENT_RAW) {
+			snprintf(err, errlen, "event id %#x is not an event flightrec knows (%s)",
+				 g->id, FR_EVENT_NAMES);
+			return -EINVAL;
+		}
+		fr_event_format(g->id, g->name, sizeof(g->name));
+		for (uint32_t k = 0; k < e; k++) {
+			if (b->ev[k].id == g->id) {
+				snprintf(err, errlen, "event %s is asked for twice", g->name);
+				return -EINVAL;
+			}
+		}
+		g->res = &res->events[e];
+		g->res->event = g->id;
+	}
+	res->nevents = b->nev;
+	if (req->npids > FR_PROFILE_MAX_PIDS || req->ncomms > FR_PROFILE_MAX_COMMS) {
+		snprintf(err, errlen, "a profile has at most %d pids and %d command names",
+			 FR_PROFILE_MAX_PIDS, FR_PROFILE_MAX_COMMS);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < req->ncomms; i++) {
+		if (strnlen(req->comms[i], FR_PROFILE_COMM_MAX) == FR_PROFILE_COMM_MAX) {
+			snprintf(err, errlen,
+				 "command name \"%.*s...\" is longer than the %d characters the "
+				 "kernel keeps", FR_PROFILE_COMM_MAX, req->comms[i],
+				 FR_PROFILE_COMM_MAX - 1);
+			return -EINVAL;
+		}
+	}
+	n = strnlen(req->cgroup, FR_PROFILE_CGROUP_MAX);
+	if (n == FR_PROFILE_CGROUP_MAX || (n && req->cgroup[0] != '/')) {
+		snprintf(err, errlen,
+			 "the cgroup must be a cgroup v2 path such as /system.slice/nginx.service, "
+			 "at most %d characters", FR_PROFILE_CGROUP_MAX - 1);
+		return -EINVAL;
+	}
+	/* "/a/b/" is "/a/b"; "/" stays. */
+	while (n > 1 && req->cgroup[n - 1] == '/')
+		n--;
+	b->cgroup_len = n;
+	return 0;
+}
+
+/* Each rate-sampled event gets the lowest rate it was collected at in the
+ * window, or the requested rate if lower; cpu with no samples, the
+ * requested rate or the recorder's default. */
+static void set_targets(struct builder *b, struct fr_profile_result *res)
+{
+	for (uint32_t e = 0; e < b->nev; e++) {
+		struct gevent *g = &b->ev[e];
+		uint32_t t = 0;
+
+		if (fr_event_has_rate(g->id)) {
+			t = g->res->min_rate;
+			if (b->req->hz && (!t || b->req->hz < t))
+				t = b->req->hz;
+			if (!t && g->id == FR_EVENT_CPU)
+				t = 99;
+		}
+		g->target = t;
+		g->res->hz = t;
+	}
+	res->hz = b->ev[0].target;
+}
+
+/* period and its type are those of the first event. What one kept sample
+ * of it stands for:
+ *   cpu:     1e9/hz nanoseconds, exactly (each kept sample counts that).
+ *   offcpu:  1: its values are nanoseconds measured at each switch, not
+ *            counts of a sampled event, so there is no sampling period.
+ *   others:  frequency mode, where the kernel varies the period to hold
+ *            the rate, so there is no fixed one: the mean value per kept
+ *            sample (the column's total over its kept samples, rounded),
+ *            which is what a sample stands for on average; 0 when none
+ *            was kept. */
+static int64_t profile_period(const struct builder *b)
+{
+	const struct gevent *g = &b->ev[0];
+	uint64_t total = 0, n = g->res->samples_kept;
+
+	if (g->id == FR_EVENT_CPU)
+		return NS_PER_SEC / g->target;
+	if (!fr_event_has_rate(g->id))
+		return 1;
+	if (!n)
+		return 0;
+	for (uint32_t i = 0; i < b->nsamples; i++)
+		total += b->cells[(size_t)i * b->nev].v;
+	return (int64_t)((total + n / 2) / n);
+}
+
+/* Comments on how each event was sampled, and the warning if the request
+ * asked for more than the window holds. */
+static void rate_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_result *res)
+{
+	char line[512];
+
+	for (uint32_t e = 0; e < b->nev; e++) {
+		const struct gevent *g = &b->ev[e];
+
+		if (g->id == FR_EVENT_CPU)
+			snprintf(line, sizeof(line),
+				 "cpu sampled at %u Hz per CPU (cpu-clock, kernel+user stacks)",
+				 g->target);
+		else if (!fr_event_has_rate(g->id))
+			snprintf(line, sizeof(line),
+				 "%s: every context switch, value = nanoseconds switched out", g->name);
+		else if (g->target)
+			snprintf(line, sizeof(line),
+				 "%s sampled at %u Hz (frequency mode, per CPU; value = %s counted, "
+				 "scaled up where downsampled)", g->name, g->target, g->name);
+		else
+			snprintf(line, sizeof(line), "%s: no samples in this window", g->name);
+		comment(p, line);
+	}
+	for (uint32_t e = 0; e < b->nev; e++) {
+		const struct gevent *g = &b->ev[e];
+		const struct fr_profile_event_result *er = g->res;
+
+		if (!g->target)
+			continue;
+		if (b->req->hz && er->min_rate && b->req->hz > er->min_rate) {
+			if (er->max_rate > g->target)
+				snprintf(line, sizeof(line),
+					 "%s: downsampled: part of the window was collected at %u Hz, "
+					 "below the requested %u Hz, so all of %s is at %u Hz "
+					 "(downsampled from up to %u Hz)", g->name, er->min_rate,
+					 b->req->hz, g->name, g->target, er->max_rate);
+			else
+				snprintf(line, sizeof(line),
+					 "%s: the window was collected at %u Hz, below the requested "
+					 "%u Hz, so %s is at %u Hz", g->name, er->min_rate, b->req->hz,
+					 g->name, g->target);
+			comment(p, line);
+			if (!res->warning[0])
+				snprintf(res->warning, sizeof(res->warning), "%s", line);
+		} else if (er->max_rate > g->target) {
+			snprintf(line, sizeof(line), "%s: downsampled from %u Hz to %u Hz", g->name,
+				 er->max_rate, g->target);
+			comment(p, line);
+		}
+	}
+}
+
+/* What the kernel reported losing, per event. */
+static void loss_comments(const struct builder *b, struct fr_pprof *p)
+{
+	char line[512];
+
+	for (uint32_t e = 0; e < b->nev; e++) {
+		const struct gevent *g = &b->ev[e];
+		const struct fr_profile_event_result *er = g->res;
+
+		if (er->lost) {
+			snprintf(line, sizeof(line),
+				 "%s: %" PRIu64 " samples lost by the kernel in this window (the "
+				 "recorder fell behind)", g->name, er->lost);
+			comment(p, line);
+		}
+		if (er->throttled) {
+			snprintf(line, sizeof(line),
+				 "%s: the kernel throttled sampling %" PRIu64 " times in this window "
+				 "(too many samples per second; some are missing)", g->name,
+				 er->throttled);
+			comment(p, line);
+		}
+		if (er->truncated) {
+			snprintf(line, sizeof(line),
+				 "%s: %" PRIu64 " stacks were truncated at %d frames (their outermost "
+				 "callers are missing)", g->name, er->truncated, FR_MAX_FRAMES);
+			comment(p, line);
+		}
+	}
+}
+
+/* Adds the chunk's kernel counters of the requested events. */
+static void count_losses(struct builder *b, const struct fr_chunk *c)
+{
+	for (uint32_t k = 0; k < c->nevents; k++) {
+		for (uint32_t e = 0; e < b->nev; e++) {
+			struct fr_profile_event_result *er = b->ev[e].res;
+
+			if (c->events[k].event != b->ev[e].id)
+				continue;
+			er->lost += c->events[k].lost;
+			er->throttled += c->events[k].throttled;
+			er->truncated += c->events[k].truncated;
+		}
+	}
+}
+
 int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		     fr_write_fn sink, void *sink_arg, struct fr_profile_result *res,
 		     char *err, size_t errlen)
@@ -665,8 +1087,7 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 	struct fr_pprof *p = NULL;
 	struct counting_sink counter = {.sink = sink, .arg = sink_arg};
 	size_t nrefs = 0, cached_bytes = 0;
-	uint32_t min_rate = 0, max_rate = 0, target;
-	int64_t eff_t0;
+	int64_t eff_t0, period;
 	char line[512], a[64], bb[64], dur[32];
 	int ret;
 
@@ -675,6 +1096,9 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 	b.req = req;
 	err[0] = '\0';
 
+	ret = setup_request(&b, res, err, errlen);
+	if (ret < 0)
+		goto out;
 	ret = fr_ring_query(ring, req->t0, req->t1, &refs, &nrefs);
 	if (ret < 0) {
 		snprintf(err, errlen, "cannot query the ring: %s", strerror(-ret));
@@ -686,7 +1110,7 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		goto out;
 	}
 
-	/* Pass 1: the lowest collection rate in the window. */
+	/* Pass 1: the lowest collection rate of each event in the window. */
 	for (size_t r = 0; r < nrefs; r++) {
 		struct fr_chunk *c = NULL;
 
@@ -696,17 +1120,26 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 			continue;
 		}
 		res->chunks++;
-		for (uint32_t e = 0; e < c->nevents; e++)
-			if (c->events[e].event == FR_EVENT_CPU)
-				res->lost += c->events[e].lost;
+		count_losses(&b, c);
+		ret = chunk_targets(&b, c, 0);
+		if (ret < 0) {
+			fr_chunk_free(c);
+			snprintf(err, errlen, "out of memory while reading the window");
+			goto out;
+		}
 		for (uint32_t i = 0; i < c->nsamples; i++) {
-			if (!in_target(req, c, i))
+			int e = select_sample(&b, c, i);
+			struct fr_profile_event_result *er;
+			uint32_t rate = c->rate_hz[i];
+
+			if (e < 0)
 				continue;
-			res->samples_seen++;
-			if (c->rate_hz[i] && (!min_rate || c->rate_hz[i] < min_rate))
-				min_rate = c->rate_hz[i];
-			if (c->rate_hz[i] > max_rate)
-				max_rate = c->rate_hz[i];
+			er = b.ev[e].res;
+			er->samples_seen++;
+			if (rate && (!er->min_rate || rate < er->min_rate))
+				er->min_rate = rate;
+			if (rate > er->max_rate)
+				er->max_rate = rate;
 		}
 		if (cached_bytes + refs[r].raw_len * 2u <= CACHE_BUDGET) {
 			cache[r].chunk = c;
@@ -716,12 +1149,7 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		}
 	}
 	ret = 0;
-	target = min_rate;
-	if (req->hz && (!target || req->hz < target))
-		target = req->hz;
-	if (!target)
-		target = req->hz ? req->hz : 99;
-	res->hz = target;
+	set_targets(&b, res);
 
 	/* Pass 2: downsample and aggregate. Index 0 of maps is "no mapping",
 	 * index 1 the kernel. */
@@ -738,10 +1166,15 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		if (!c && load(ring, &refs[r], &c) < 0)
 			continue;
 		ret = reset_stack_memo(&b, c->nstacks);
+		if (ret == 0)
+			ret = chunk_targets(&b, c, 1);
 		for (uint32_t i = 0; ret == 0 && i < c->nsamples; i++) {
-			if (!in_target(req, c, i) || !keep_sample(c, i, target))
+			int e = select_sample(&b, c, i);
+
+			if (e < 0 || !keep_sample(c, i, b.ev[e].target))
 				continue;
-			ret = add_sample(&b, c, i);
+			ret = add_sample(&b, c, i, (uint32_t)e);
+			b.ev[e].res->samples_kept++;
 		}
 		if (c != cache[r].chunk)
 			fr_chunk_free(c);
@@ -749,6 +1182,11 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 			snprintf(err, errlen, "out of memory while aggregating the window");
 			goto out;
 		}
+	}
+	for (uint32_t e = 0; e < b.nev; e++) {
+		res->samples_seen += b.ev[e].res->samples_seen;
+		res->samples_kept += b.ev[e].res->samples_kept;
+		res->lost += b.ev[e].res->lost;
 	}
 
 	/* What the ring covers, and what to tell the user about it. */
@@ -768,16 +1206,20 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 			 fr_format_duration((req->t1 - eff_t0) / 1000000 * 1000000, dur, sizeof(dur)));
 	}
 
+	period = profile_period(&b);
 	if (req->format == FR_PROFILE_PPROF) {
 		p = fr_pprof_new(6, counting_write, &counter);
 		if (!p) {
 			ret = -ENOMEM;
 			goto out;
 		}
+		/* samples/count counts the kept samples of every event; then a
+		 * column per event, in the order asked. */
 		fr_pprof_sample_type(p, "samples", "count");
-		fr_pprof_sample_type(p, "cpu", "nanoseconds");
-		fr_pprof_default_sample_type(p, "cpu");
-		fr_pprof_period(p, "cpu", "nanoseconds", 1000000000LL / target);
+		for (uint32_t e = 0; e < b.nev; e++)
+			fr_pprof_sample_type(p, b.ev[e].name, fr_event_unit(b.ev[e].id));
+		fr_pprof_default_sample_type(p, b.ev[0].name);
+		fr_pprof_period(p, b.ev[0].name, fr_event_unit(b.ev[0].id), period);
 		fr_pprof_time(p, eff_t0, req->t1 - eff_t0);
 	}
 	snprintf(line, sizeof(line), "flightrec %s", req->version ? req->version : "");
@@ -786,33 +1228,25 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		 fr_format_time(req->t1, bb, sizeof(bb)),
 		 fr_format_duration(req->t1 - req->t0, dur, sizeof(dur)));
 	comment(p, line);
-	snprintf(line, sizeof(line), "cpu sampled at %u Hz per CPU (cpu-clock, kernel+user stacks)",
-		 target);
-	comment(p, line);
-	if (req->hz && min_rate && req->hz > min_rate) {
-		snprintf(line, sizeof(line),
-			 "downsampled: part of the window was collected at %u Hz, below the "
-			 "requested %u Hz, so the whole profile is at %u Hz", min_rate, req->hz,
-			 target);
-		comment(p, line);
-		if (!res->warning[0])
-			snprintf(res->warning, sizeof(res->warning), "%s", line);
-	} else if (max_rate > target) {
-		snprintf(line, sizeof(line), "downsampled from %u Hz to %u Hz", max_rate, target);
-		comment(p, line);
-	}
+	rate_comments(&b, p, res);
 	if (res->warning[0])
 		comment(p, res->warning);
-	if (res->lost) {
-		snprintf(line, sizeof(line),
-			 "%" PRIu64 " samples were lost by the kernel in this window (the recorder "
-			 "fell behind)", res->lost);
-		comment(p, line);
-	}
+	loss_comments(&b, p);
 	if (res->chunks_skipped) {
 		snprintf(line, sizeof(line),
 			 "%" PRIu64 " chunks of the window could not be read (damaged or overwritten)",
 			 res->chunks_skipped);
+		comment(p, line);
+	}
+	if (b.ev[0].id != FR_EVENT_CPU) {
+		if (fr_event_has_rate(b.ev[0].id))
+			snprintf(line, sizeof(line),
+				 "period %" PRId64 ": the mean %s per kept sample (frequency mode has "
+				 "no fixed period)", period, b.ev[0].name);
+		else
+			snprintf(line, sizeof(line),
+				 "period 1: %s values are measured nanoseconds, not sampled counts",
+				 b.ev[0].name);
 		comment(p, line);
 	}
 
@@ -822,11 +1256,11 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		goto out;
 	}
 	if (p) {
-		emit(&b, p, target, &res->samples_kept);
+		emit(&b, p);
 		res->stacks = b.nsamples;
 		ret = fr_pprof_finish(p);
 	} else {
-		ret = emit_folded(&b, counting_write, &counter, &res->samples_kept, &res->stacks);
+		ret = emit_folded(&b, counting_write, &counter, &res->stacks);
 	}
 	res->bytes = counter.bytes;
 	if (ret < 0)

@@ -1,12 +1,35 @@
 /* Window queries: build a pprof profile (or folded stacks) from the ring.
  *
- * A request names a time window [t0, t1) in Unix nanoseconds, optional
- * pids, and a sampling rate. The chunks overlapping the window are read and
- * decoded; samples outside the window or of other pids are dropped; the
- * remaining ones are downsampled to the requested rate by a deterministic
- * hash of each sample (so the same request gives the same profile),
- * identical (stack, labels) are aggregated, addresses are symbolized, and
- * the result is streamed as gzip'ed pprof, or as folded stacks.
+ * A request names a time window [t0, t1) in Unix nanoseconds, the events
+ * to profile, optional targets (pids, command names, a cgroup) and a
+ * sampling rate. The chunks overlapping the window are read and decoded;
+ * samples outside the window, of other events or of other targets are
+ * dropped; the remaining ones are downsampled, each event on its own, by
+ * a deterministic hash of each sample (so the same request gives the same
+ * profile and the same bytes), identical (stack, labels) are aggregated,
+ * addresses are symbolized, and the result is streamed as gzip'ed pprof,
+ * or as folded stacks.
+ *
+ * DOWNSAMPLING: a rate-sampled event e is brought to target_e = the lowest
+ * rate e was collected at in the window, or req->hz if that is lower; a
+ * sample collected at R > target_e is kept with probability target_e / R
+ * and then counts R / target_e times its weight. offcpu (rate 0: every
+ * switch is recorded) is never downsampled.
+ *
+ * PPROF: sample types are samples/count (kept samples of every event),
+ * then one column per event in request order, named fr_event_format()
+ * with unit fr_event_unit(): cpu/nanoseconds, offcpu/nanoseconds,
+ * cycles/count, raw:0x1a2/count... The first event is the default sample
+ * type and the period type. period: for cpu 1e9 / its rate in the profile
+ * (each kept cpu sample counts exactly that); for offcpu 1 (its values
+ * are measured nanoseconds, not sampled); for frequency-mode events, whose
+ * kernel period varies, the mean value per kept sample, rounded (0 when
+ * none was kept); a comment says so. A row is one (stack, pid, tid,
+ * cgroup[, cpu]) with a value for each event, so a stack seen for two
+ * events is one sample with two non-zero columns. Labels: pid, tid, comm,
+ * thread, cpu (when asked), cgroup (when the sample has one). Comments
+ * give each event's rate, downsampling, and the kernel's lost, throttled
+ * and truncated counts for it.
  *
  * FOLDED STACKS (FR_PROFILE_FOLDED) are the collapsed-stack text that
  * flamegraph.pl, speedscope and inferno read: uncompressed, one line per
@@ -15,10 +38,11 @@
  *   COMM;USER_ROOT;...;USER_LEAF;[k] KERNEL_OUTER;...;[k] KERNEL_LEAF COUNT\n
  *
  * COMM is the process's command name ("[unknown]" when not known), frames
- * are named as in the pprof output, and COUNT is the number of samples.
- * Threads and processes with the same folded text share one line. A ';' or
- * newline inside a name is written as '_' so it cannot split a frame or a
- * line.
+ * are named as in the pprof output, and COUNT is the number of kept
+ * samples of the FIRST event of the request (other events are not
+ * counted; stacks seen only for them have no line). Threads and processes
+ * with the same folded text share one line. A ';' or newline inside a name
+ * is written as '_' so it cannot split a frame or a line.
  */
 #ifndef FR_CORE_PROFILE_H
 #define FR_CORE_PROFILE_H
@@ -53,7 +77,12 @@ int fr_profile_format_parse(const char *name);
  * the events, and (for each of pids, comms and cgroup that is given) of one
  * of the pids, of a process whose command name is one of comms, and of a
  * process in the cgroup (its "cgroup" label, a cgroup v2 path, is the
- * given path or below it). */
+ * given path or below it). Kinds combine with AND, values of one kind with
+ * OR. comms match the process's command name exactly (the kernel keeps 15
+ * characters, so a longer name matches nothing and is refused). cgroup
+ * "/a/b" takes "/a/b" and "/a/b/c" but not "/a/bc" (a trailing '/' is
+ * ignored); "/" takes every sample that has a cgroup label. Samples of
+ * chunks without cgroup labels match only when no cgroup is given. */
 struct fr_profile_request {
 	int64_t t0, t1;       /* window, Unix ns */
 	uint32_t nevents;     /* 0: cpu only */
@@ -97,7 +126,12 @@ struct fr_profile_result {
 
 /* Builds the profile for `req` from `ring` and writes it to `sink` in
  * req->format.
- * Returns 0 and fills `res`, or -errno with a one-line message in `err`. */
+ * Returns 0 and fills `res`, or -errno with a one-line message in `err`:
+ * -EINVAL (nothing written) for more than FR_PROFILE_MAX_EVENTS events, an
+ * event named twice or unknown, too many pids or comms, a comm of 16
+ * characters or more, a cgroup that is not an absolute path of at most
+ * FR_PROFILE_CGROUP_MAX - 1 characters; -ENOMEM; the ring's or the sink's
+ * -errno. */
 int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		     fr_write_fn sink, void *sink_arg, struct fr_profile_result *res,
 		     char *err, size_t errlen);

@@ -1322,10 +1322,143 @@ static void test_handmade(void)
 	fr_chunk_builder_free(NULL);
 }
 
+/* ------------------------------------------------------------------ */
+/* Label sets: the cgroup of each process                               */
+
+/* pid 1..6: two processes share a cgroup, one has its own, one is in the
+ * root cgroup, one has "" and one NULL (unknown); pid 7 is not known at
+ * all. */
+static const char *cgroup_of(uint32_t pid)
+{
+	switch (pid) {
+	case 1:
+	case 3:
+		return "/system.slice/nginx.service";
+	case 2:
+		return "/user.slice/user-1000.slice/session-2.scope";
+	case 4:
+		return "/";
+	case 5:
+		return "";
+	default:
+		return NULL;
+	}
+}
+
+static int cgroup_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
+{
+	(void)arg;
+	if (pid == 0 || pid > 6)
+		return -ENOENT;
+	out->pid = pid;
+	out->comm = "c";
+	out->cgroup = cgroup_of(pid);
+	return 0;
+}
+
+/* The cgroup label of decoded sample i, NULL when its set is empty. */
+static const char *sample_cgroup(const struct fr_chunk *c, uint32_t i, int *bad)
+{
+	const struct fr_chunk_labelset *ls;
+
+	if (c->labelset[i] >= c->nlabelsets) {
+		*bad = 1;
+		return NULL;
+	}
+	ls = &c->labelsets[c->labelset[i]];
+	if (ls->npairs == 0)
+		return NULL;
+	if (ls->npairs != 1 || strcmp(str(c, c->label_keys[ls->first]), "cgroup") != 0) {
+		*bad = 1;
+		return NULL;
+	}
+	return str(c, c->label_values[ls->first]);
+}
+
+static void test_cgroup_labels(void)
+{
+	const struct fr_chunk_meta_ops ops = {.proc = cgroup_proc};
+	struct fr_chunk_builder *b = fr_chunk_builder_new(256, 65536);
+	struct fr_chunk *c = NULL;
+	uint64_t ips[2] = {0x401000, 0x402000};
+	void *buf = NULL;
+	size_t len = 0;
+	int bad = 0, seen[8] = {0};
+
+	if (!b) {
+		CHECK(0, "setup");
+		return;
+	}
+	/* Samples of pids 1..7 on two stacks each, interleaved across cpus. */
+	for (int i = 0; i < 70; i++) {
+		struct fr_sample s = {
+			.time_ns = BASE_NS + i * 1000, .pid = 1 + (uint32_t)i % 7,
+			.tid = 100 + (uint32_t)i % 7, .cpu = (uint32_t)i % 3, .weight = 1,
+			.rate_hz = 99, .nr_frames = (uint16_t)(1 + i % 2), .ips = ips,
+		};
+		CHECK(fr_chunk_builder_add(b, &s) == 0, "add %d", i);
+	}
+	CHECK(fr_chunk_builder_seal(b, &ops, 0, &buf, &len) == 0, "seal with cgroups");
+	CHECK(buf && fr_chunk_decode(buf, len, &c) == 0, "decode with cgroups");
+	if (!c)
+		goto out;
+	/* One set per distinct path (three), plus the empty set 0. */
+	CHECK(c->nlabelsets == 4, "%u label sets, want 4", c->nlabelsets);
+	CHECK(c->labelsets[0].npairs == 0, "label set 0 is not empty");
+	CHECK(c->nsamples == 70, "%u samples", c->nsamples);
+	for (uint32_t i = 0; i < c->nsamples; i++) {
+		const char *want = cgroup_of(c->pid[i]), *got = sample_cgroup(c, i, &bad);
+
+		if (want && !*want)
+			want = NULL;
+		CHECK(bad == 0, "sample %u: label set %u is not {cgroup: path}", i, c->labelset[i]);
+		CHECK(want ? got && strcmp(got, want) == 0 : got == NULL,
+		      "sample %u of pid %u: cgroup \"%s\", want \"%s\"", i, c->pid[i],
+		      got ? got : "(none)", want ? want : "(none)");
+		seen[c->pid[i]]++;
+		bad = 0;
+	}
+	for (int pid = 1; pid <= 7; pid++)
+		CHECK(seen[pid] == 10, "pid %d has %d samples, want 10", pid, seen[pid]);
+	/* Processes of one cgroup share its set. */
+	for (uint32_t i = 0; i < c->nsamples; i++)
+		for (uint32_t j = 0; j < c->nsamples; j++)
+			if (c->pid[i] == 1 && c->pid[j] == 3)
+				CHECK(c->labelset[i] == c->labelset[j], "pids 1 and 3 differ in set");
+	fr_chunk_free(c);
+	c = NULL;
+	free(buf);
+	buf = NULL;
+
+	/* The next chunk of the same builder, sealed without cgroups (as a
+	 * tracker that does not know them, or an older recorder, writes):
+	 * no label sets, every sample in set 0. */
+	for (int i = 0; i < 5; i++) {
+		struct fr_sample s = {
+			.time_ns = BASE_NS + i, .pid = 1, .tid = 1, .weight = 1, .rate_hz = 99,
+			.nr_frames = 1, .ips = ips,
+		};
+		CHECK(fr_chunk_builder_add(b, &s) == 0, "add %d", i);
+	}
+	CHECK(fr_chunk_builder_seal(b, &fake_ops, 0, &buf, &len) == 0, "seal without cgroups");
+	CHECK(buf && fr_chunk_decode(buf, len, &c) == 0, "decode without cgroups");
+	if (c) {
+		CHECK(c->hdr.version == 2, "format version %u, want 2", c->hdr.version);
+		CHECK(c->nlabelsets == 1, "%u label sets without cgroups", c->nlabelsets);
+		for (uint32_t i = 0; i < c->nsamples; i++)
+			CHECK(c->labelset[i] == 0, "sample %u in label set %u", i, c->labelset[i]);
+	}
+out:
+	fr_chunk_free(c);
+	free(buf);
+	fr_chunk_builder_free(b);
+}
+
 int main(void)
 {
 	test_round_trip();
 	test_counters_only();
+	test_cgroup_labels();
 	test_encoding();
 	test_enospc();
 	test_corruption();

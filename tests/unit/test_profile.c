@@ -46,6 +46,7 @@ const char *__ubsan_default_options(void)
 #define PID_APP (PID_BASE + 1)
 #define PID_DB (PID_BASE + 2)
 #define PID_WEB (PID_BASE + 3)
+#define PID_SUB (PID_BASE + 4)
 /* Thread k of a process; thread 0 is the main thread. */
 #define TID(pid, k) ((pid) + 10000u * (uint32_t)(k))
 
@@ -192,6 +193,31 @@ static const char *comm_of(uint32_t pid)
 		return "frtest-db";
 	case PID_WEB:
 		return "frtest-web";
+	case PID_SUB:
+		return "frtest-sub";
+	default:
+		return NULL;
+	}
+}
+
+#define CG_NGINX "/system.slice/nginx.service"
+#define CG_SUB "/system.slice/nginx.service/sub"
+#define CG_DB "/system.slice/db.service"
+
+/* The cgroup of web (unknown unless a test sets it). */
+static const char *web_cgroup;
+
+static const char *cgroup_of(uint32_t pid)
+{
+	switch (pid) {
+	case PID_APP:
+		return CG_NGINX;
+	case PID_SUB:
+		return CG_SUB;
+	case PID_DB:
+		return CG_DB;
+	case PID_WEB:
+		return web_cgroup;
 	default:
 		return NULL;
 	}
@@ -208,6 +234,7 @@ static int meta_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
 	out->comm = comm_of(pid);
 	out->exe = exe_path;
 	out->start_ns = T0 - 3600 * SEC;
+	out->cgroup = cgroup_of(pid);
 	return 0;
 }
 
@@ -317,6 +344,26 @@ static void w_fini(struct writer *w)
 	w->b = NULL;
 }
 
+/* Adds a sample of any event: `weight` as the recorder stores it, `hz`
+ * the rate it was collected at (0 for offcpu). */
+static void w_add_ev(struct writer *w, int64_t t, uint32_t pid, uint32_t tid, uint32_t cpu,
+		     uint32_t event, uint32_t hz, uint64_t weight, int st)
+{
+	struct fr_sample s = {
+		.time_ns = t, .pid = pid, .tid = tid, .cpu = cpu, .event = event,
+		.weight = weight, .rate_hz = hz,
+		.nr_kernel = stacks[st].nr_kernel, .nr_frames = stacks[st].nr_frames,
+		.ips = stacks[st].ips,
+	};
+	int ret = fr_chunk_builder_add(w->b, &s);
+
+	if (ret == -ENOSPC) {
+		w_seal(w);
+		ret = fr_chunk_builder_add(w->b, &s);
+	}
+	CHECK(ret == 0, "fr_chunk_builder_add: %d", ret);
+}
+
 static void w_add(struct writer *w, int64_t t, uint32_t pid, uint32_t tid, uint32_t cpu,
 		  uint32_t hz, int st)
 {
@@ -407,8 +454,11 @@ static char *pprof_raw(const char *file)
 #define MAX_LOCS 1024
 #define MAX_SAMPLES 2048
 
+#define MAX_VALUES (1 + FR_PROFILE_MAX_EVENTS)
+
 struct rsample {
-	int64_t v[2];
+	int64_t v[MAX_VALUES];
+	int nv;
 	int nlocs;
 	uint32_t loc[FR_MAX_FRAMES];
 	char labels[512];
@@ -416,6 +466,7 @@ struct rsample {
 
 struct raw {
 	char *text;
+	char types[256]; /* the sample types line, "samples/count cpu/nanoseconds[dflt]" */
 	int64_t period;
 	int nsamples;
 	struct rsample *s;
@@ -463,6 +514,31 @@ static char *location_name(char *rest)
 	return rest;
 }
 
+/* The values of a sample line "   1   10101010: 1 2 3" into v (at most
+ * `max`); returns their count and the rest after the colon in *rest, or
+ * -1 when the line is not a sample line (a label line). */
+static int sample_values(char *line, int64_t *v, int max, char **rest)
+{
+	char *q = line, *end;
+	int n = 0;
+
+	for (;;) {
+		long long x;
+
+		while (*q == ' ')
+			q++;
+		if (*q == ':' && n) {
+			*rest = q + 1;
+			return n;
+		}
+		x = strtoll(q, &end, 10);
+		if (end == q || n == max)
+			return -1;
+		v[n++] = x;
+		q = end;
+	}
+}
+
 /* Parses the samples and the location names out of pprof -raw output. */
 static int raw_parse(struct raw *r, const char *file)
 {
@@ -481,15 +557,17 @@ static int raw_parse(struct raw *r, const char *file)
 	}
 	p = copy;
 	while ((line = next_line(&p))) {
-		long long a, b;
+		long long a;
 		unsigned id;
 		int at = 0;
 
 		if (strncmp(line, "Period: ", 8) == 0)
 			r->period = strtoll(line + 8, NULL, 10);
 		if (strncmp(line, "Samples:", 8) == 0) {
+			char *types = next_line(&p);
+
 			state = SAMPLES;
-			next_line(&p); /* the value types */
+			snprintf(r->types, sizeof(r->types), "%s", types ? types : "");
 			continue;
 		}
 		if (strncmp(line, "Locations", 9) == 0) {
@@ -501,20 +579,23 @@ static int raw_parse(struct raw *r, const char *file)
 			continue;
 		}
 		if (state == SAMPLES) {
-			if (sscanf(line, " %lld %lld: %n", &a, &b, &at) == 2 && at) {
+			int64_t v[MAX_VALUES];
+			char *q, *end;
+			int nv = sample_values(line, v, MAX_VALUES, &q);
+
+			if (nv > 0) {
 				struct rsample *s;
-				char *q = line + at, *end;
 
 				if (r->nsamples == MAX_SAMPLES)
 					continue;
 				s = &r->s[r->nsamples++];
-				s->v[0] = a;
-				s->v[1] = b;
+				memcpy(s->v, v, (size_t)nv * sizeof(*v));
+				s->nv = nv;
 				for (;;) {
-					unsigned long v = strtoul(q, &end, 10);
+					unsigned long loc = strtoul(q, &end, 10);
 					if (end == q || s->nlocs == FR_MAX_FRAMES)
 						break;
-					s->loc[s->nlocs++] = (uint32_t)v;
+					s->loc[s->nlocs++] = (uint32_t)loc;
 					q = end;
 				}
 			} else if (r->nsamples) {
@@ -1063,7 +1144,7 @@ static void test_downsampling(void)
 			      "frtest_other has %" PRId64 " of %" PRId64 " kept samples, want ~1/4",
 			      other, total);
 			CHECK(find_sample(&raw, ST_USER, none), "no sample of frtest_leaf");
-			CHECK(strstr(raw.text, "Comment: downsampled from 999 Hz to 99 Hz"),
+			CHECK(strstr(raw.text, "Comment: cpu: downsampled from 999 Hz to 99 Hz"),
 			      "no downsampling comment");
 			dump_on_failure(&raw, before);
 			raw_free(&raw);
@@ -1365,7 +1446,8 @@ static void test_result_fields(void)
 			CHECK(raw.nsamples == (int)res.stacks, "pprof shows %d samples, stacks %" PRIu64,
 			      raw.nsamples, res.stacks);
 			CHECK(raw_total(&raw) == 40, "pprof total %" PRId64, raw_total(&raw));
-			CHECK(strstr(raw.text, "12 samples were lost"), "no comment about lost samples");
+			CHECK(strstr(raw.text, "Comment: cpu: 12 samples lost by the kernel"),
+			      "no comment about lost samples");
 			raw_free(&raw);
 		} else {
 			CHECK(0, "go tool pprof cannot read the profile");
@@ -1415,6 +1497,765 @@ static void test_counters_only_chunk(void)
 		}
 	}
 	out_free(&o);
+	ring_done(r);
+}
+
+/* ---- events and targets ---- */
+
+/* Runs `go tool pprof ARGS -top` on a profile; malloc'd stdout or NULL. */
+static char *pprof_top(const char *file, const char *args)
+{
+	char a[256];
+
+	snprintf(a, sizeof(a), "-symbolize=none %s -top", args);
+	return fr_test_go_pprof(go, a, file, tmpdir);
+}
+
+/* The sum of value column `k` over every sample. */
+static int64_t raw_column(const struct raw *r, int k)
+{
+	int64_t n = 0;
+
+	for (int i = 0; i < r->nsamples; i++)
+		n += r->s[i].v[k];
+	return n;
+}
+
+/* The row of stack `st` with pid label `pid`, or NULL. */
+static const struct rsample *find_pid(const struct raw *r, int st, uint32_t pid)
+{
+	char l1[64];
+	const char *want[] = {label(l1, sizeof(l1), "pid", pid), NULL};
+
+	return find_sample(r, st, want);
+}
+
+static void req_events(struct fr_profile_request *q, uint32_t n, const uint32_t *events)
+{
+	q->nevents = n;
+	memcpy(q->events, events, n * sizeof(*events));
+}
+
+/* cpu and page-faults in one window: one row per (stack, pid, tid) with a
+ * column per event, samples/count counting both; the page-faults column
+ * is what -sample_index=page-faults reads; events not asked for are out;
+ * folded stacks count the first event only. */
+static void test_two_events(void)
+{
+	static const uint32_t cpu_pf[] = {FR_EVENT_CPU, FR_EVENT_PAGE_FAULTS};
+	static const uint32_t pf_cpu[] = {FR_EVENT_PAGE_FAULTS, FR_EVENT_CPU};
+	struct fr_ring *r = ring_create("events");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	int64_t t = T0 + SEC;
+	int before = failures;
+	char *top;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	/* app: 10 cpu samples and 4 page-fault samples (weights 1..4) of one
+	 * stack and thread; db: 5 cpu samples; web: 3 page-fault samples of
+	 * 7 faults each; cycles of app, not asked for. Over two chunks. */
+	for (int i = 0; i < 10; i++) {
+		w_add(&w, t += 1000, PID_APP, PID_APP, (uint32_t)i % 2, 99, ST_USER);
+		if (i < 4)
+			w_add_ev(&w, t += 1000, PID_APP, PID_APP, 2, FR_EVENT_PAGE_FAULTS, 99,
+				 (uint64_t)i + 1, ST_USER);
+		if (i < 5)
+			w_add(&w, t += 1000, PID_DB, PID_DB, 3, 99, ST_KERNEL);
+		if (i < 3)
+			w_add_ev(&w, t += 1000, PID_WEB, PID_WEB, 0, FR_EVENT_PAGE_FAULTS, 99, 7,
+				 ST_OTHER);
+		w_add_ev(&w, t += 1000, PID_APP, PID_APP, 1, FR_EVENT_CYCLES, 99, 1000000,
+			 ST_USER);
+		if (i == 4)
+			w_seal(&w);
+	}
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	req_events(&q, 2, cpu_pf);
+	if (run(r, &q, &res, &o, "events") == 0) {
+		CHECK(res.nevents == 2 && res.events[0].event == FR_EVENT_CPU &&
+			      res.events[1].event == FR_EVENT_PAGE_FAULTS,
+		      "result events: %u [%u %u]", res.nevents, res.events[0].event,
+		      res.events[1].event);
+		CHECK(res.events[0].samples_seen == 15 && res.events[0].samples_kept == 15 &&
+			      res.events[1].samples_seen == 7 && res.events[1].samples_kept == 7,
+		      "per event seen/kept: cpu %" PRIu64 "/%" PRIu64 " page-faults %" PRIu64
+		      "/%" PRIu64 ", want 15/15 7/7",
+		      res.events[0].samples_seen, res.events[0].samples_kept,
+		      res.events[1].samples_seen, res.events[1].samples_kept);
+		CHECK(res.samples_seen == 22 && res.samples_kept == 22 && res.stacks == 3,
+		      "seen %" PRIu64 " kept %" PRIu64 " stacks %" PRIu64 ", want 22 22 3",
+		      res.samples_seen, res.samples_kept, res.stacks);
+		CHECK(res.hz == 99 && res.events[0].hz == 99 && res.events[1].hz == 99,
+		      "hz %u [%u %u]", res.hz, res.events[0].hz, res.events[1].hz);
+		if (raw_parse(&raw, o.path) == 0) {
+			const struct rsample *app = find_pid(&raw, ST_USER, PID_APP);
+			const struct rsample *db = find_pid(&raw, ST_KERNEL, PID_DB);
+			const struct rsample *web = find_pid(&raw, ST_OTHER, PID_WEB);
+
+			CHECK(strcmp(raw.types,
+				     "samples/count cpu/nanoseconds[dflt] page-faults/count") == 0,
+			      "sample types \"%s\"", raw.types);
+			CHECK(strstr(raw.text, "PeriodType: cpu nanoseconds\n") &&
+				      raw.period == PERIOD_99,
+			      "period %" PRId64 ", want cpu nanoseconds %" PRId64, raw.period,
+			      PERIOD_99);
+			CHECK(raw.nsamples == 3, "pprof shows %d samples, want 3", raw.nsamples);
+			CHECK(app && app->nv == 3 && app->v[0] == 14 && app->v[1] == 10 * PERIOD_99 &&
+				      app->v[2] == 10,
+			      "app row [%" PRId64 " %" PRId64 " %" PRId64 "], want [14 %" PRId64
+			      " 10]", app ? app->v[0] : -1, app ? app->v[1] : -1,
+			      app ? app->v[2] : -1, 10 * PERIOD_99);
+			CHECK(db && db->nv == 3 && db->v[0] == 5 && db->v[1] == 5 * PERIOD_99 &&
+				      db->v[2] == 0,
+			      "db row [%" PRId64 " %" PRId64 " %" PRId64 "]", db ? db->v[0] : -1,
+			      db ? db->v[1] : -1, db ? db->v[2] : -1);
+			CHECK(web && web->nv == 3 && web->v[0] == 3 && web->v[1] == 0 &&
+				      web->v[2] == 21,
+			      "web row [%" PRId64 " %" PRId64 " %" PRId64 "]", web ? web->v[0] : -1,
+			      web ? web->v[1] : -1, web ? web->v[2] : -1);
+			CHECK(raw_column(&raw, 0) == 22 && raw_column(&raw, 1) == 15 * PERIOD_99 &&
+				      raw_column(&raw, 2) == 31,
+			      "column totals %" PRId64 " %" PRId64 " %" PRId64, raw_column(&raw, 0),
+			      raw_column(&raw, 1), raw_column(&raw, 2));
+			CHECK(strstr(raw.text, "Comment: page-faults sampled at 99 Hz (frequency mode"),
+			      "no rate comment for page-faults");
+			CHECK(!strstr(raw.text, "cycles"), "cycles, not asked for, is in the profile");
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the two-event profile");
+		}
+		top = pprof_top(o.path, "-sample_index=page-faults");
+		CHECK(top && strstr(top, "Type: page-faults") && strstr(top, "of 31 total"),
+		      "-sample_index=page-faults: %s", top ? top : "(failed)");
+		free(top);
+		top = pprof_top(o.path, "");
+		CHECK(top && strstr(top, "Type: cpu"), "default sample type: %s",
+		      top ? top : "(failed)");
+		free(top);
+	}
+	out_free(&o);
+
+	/* page-faults first: it is the default and the period type, with the
+	 * mean faults per kept sample (31 / 7, rounded) as the period. */
+	req_events(&q, 2, pf_cpu);
+	before = failures;
+	if (run(r, &q, &res, &o, "events-pf") == 0) {
+		CHECK(res.hz == 99, "hz %u", res.hz);
+		if (raw_parse(&raw, o.path) == 0) {
+			const struct rsample *app = find_pid(&raw, ST_USER, PID_APP);
+
+			CHECK(strcmp(raw.types,
+				     "samples/count page-faults/count[dflt] cpu/nanoseconds") == 0,
+			      "sample types \"%s\"", raw.types);
+			CHECK(strstr(raw.text, "PeriodType: page-faults count\n") && raw.period == 4,
+			      "page-faults first: period %" PRId64 ", want 4", raw.period);
+			CHECK(strstr(raw.text, "Comment: period 4: the mean page-faults per kept sample"),
+			      "no comment on what the period means");
+			CHECK(app && app->v[0] == 14 && app->v[1] == 10 && app->v[2] == 10 * PERIOD_99,
+			      "app row [%" PRId64 " %" PRId64 " %" PRId64 "]", app ? app->v[0] : -1,
+			      app ? app->v[1] : -1, app ? app->v[2] : -1);
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the page-faults-first profile");
+		}
+	}
+	out_free(&o);
+
+	/* Folded: the count is the first event's kept samples; db has none of
+	 * page-faults and no line. */
+	q.format = FR_PROFILE_FOLDED;
+	if (run(r, &q, &res, &o, "events-folded") == 0) {
+		static const char want[] = "frtest-app;frtest_root;frtest_middle;frtest_leaf 4\n"
+					   "frtest-web;frtest_root;frtest_other 3\n";
+
+		CHECK(o.len == strlen(want) && memcmp(o.buf, want, o.len) == 0,
+		      "folded output is\n%.*s\nwant\n%s", (int)o.len, (char *)o.buf, want);
+		CHECK(res.stacks == 2 && res.samples_kept == 22, "folded: lines %" PRIu64
+		      " kept %" PRIu64 ", want 2 22", res.stacks, res.samples_kept);
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+/* Writes `seconds` of samples from `t` on 2 cpus: cpu at 999 Hz, cycles at
+ * 999 Hz (99 events each) and page-faults at 49 Hz (3 faults each), a
+ * chunk a second. Returns the samples of each in n[cpu, cycles, pf]. */
+static void write_events(struct writer *w, int64_t t, int seconds, uint64_t n[3])
+{
+	static const struct {
+		uint32_t event, hz;
+		uint64_t weight;
+	} ev[3] = {
+		{FR_EVENT_CPU, 999, 1000000000u / 999},
+		{FR_EVENT_CYCLES, 999, 99},
+		{FR_EVENT_PAGE_FAULTS, 49, 3},
+	};
+
+	n[0] = n[1] = n[2] = 0;
+	for (int sec = 0; sec < seconds; sec++) {
+		for (int k = 0; k < 3; k++) {
+			for (uint32_t i = 0; i < ev[k].hz; i++) {
+				for (uint32_t cpu = 0; cpu < 2; cpu++) {
+					int64_t ts = t + sec * SEC + (int64_t)i * (SEC / ev[k].hz) +
+						     cpu * 1237 + k * 101;
+					uint32_t tid = TID(PID_APP, n[k] % 8);
+
+					w_add_ev(w, ts, PID_APP, tid, cpu, ev[k].event, ev[k].hz,
+						 ev[k].weight, n[k] % 4 == 3 ? ST_OTHER : ST_USER);
+					n[k]++;
+				}
+			}
+		}
+		w_seal(w);
+	}
+}
+
+/* Each event is downsampled to its own target: cpu and cycles from 999 Hz
+ * to the requested 99 Hz, page-faults (collected at 49 Hz) not at all. */
+static void test_event_downsampling(void)
+{
+	static const uint32_t three[] = {FR_EVENT_CPU, FR_EVENT_CYCLES, FR_EVENT_PAGE_FAULTS};
+	static const uint32_t cycles_first[] = {FR_EVENT_CYCLES, FR_EVENT_CPU};
+	struct fr_ring *r = ring_create("event-down");
+	struct fr_profile_request q;
+	struct fr_profile_result res, res2;
+	struct writer w;
+	struct out o, o2;
+	struct raw raw;
+	uint64_t n[3];
+	int before = failures;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	write_events(&w, T0, 10, n);
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 60 * SEC, 99);
+	req_events(&q, 3, three);
+	if (run(r, &q, &res, &o, "event-down") == 0) {
+		const struct fr_profile_event_result *cpu = &res.events[0], *cyc = &res.events[1],
+						     *pf = &res.events[2];
+		double want = (double)n[0] * 99 / 999;
+
+		CHECK(res.nevents == 3, "nevents %u", res.nevents);
+		CHECK(res.hz == 99 && cpu->hz == 99 && cyc->hz == 99 && pf->hz == 49,
+		      "rates: profile %u, cpu %u cycles %u page-faults %u; want 99 99 99 49", res.hz,
+		      cpu->hz, cyc->hz, pf->hz);
+		CHECK(cpu->min_rate == 999 && cpu->max_rate == 999 && pf->min_rate == 49 &&
+			      pf->max_rate == 49,
+		      "collected rates cpu %u..%u page-faults %u..%u", cpu->min_rate, cpu->max_rate,
+		      pf->min_rate, pf->max_rate);
+		CHECK(cpu->samples_seen == n[0] && cyc->samples_seen == n[1] &&
+			      pf->samples_seen == n[2],
+		      "seen %" PRIu64 " %" PRIu64 " %" PRIu64, cpu->samples_seen, cyc->samples_seen,
+		      pf->samples_seen);
+		CHECK(cpu->samples_kept > want * 0.93 && cpu->samples_kept < want * 1.07,
+		      "cpu kept %" PRIu64 " of %" PRIu64 ", want about %.0f", cpu->samples_kept,
+		      n[0], want);
+		CHECK(cyc->samples_kept > want * 0.93 && cyc->samples_kept < want * 1.07,
+		      "cycles kept %" PRIu64 " of %" PRIu64 ", want about %.0f", cyc->samples_kept,
+		      n[1], want);
+		CHECK(pf->samples_kept == n[2], "page-faults kept %" PRIu64 " of %" PRIu64,
+		      pf->samples_kept, n[2]);
+		CHECK(res.samples_kept == cpu->samples_kept + cyc->samples_kept + pf->samples_kept,
+		      "samples_kept %" PRIu64 " is not the sum over events", res.samples_kept);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(strcmp(raw.types, "samples/count cpu/nanoseconds[dflt] cycles/count "
+						"page-faults/count") == 0,
+			      "sample types \"%s\"", raw.types);
+			CHECK(raw.period == PERIOD_99, "period %" PRId64 ", want %" PRId64, raw.period,
+			      PERIOD_99);
+			CHECK(raw_column(&raw, 0) == (int64_t)res.samples_kept,
+			      "samples column %" PRId64, raw_column(&raw, 0));
+			CHECK(raw_column(&raw, 1) == (int64_t)cpu->samples_kept * PERIOD_99,
+			      "cpu column %" PRId64 ", want %" PRIu64 " x %" PRId64,
+			      raw_column(&raw, 1), cpu->samples_kept, PERIOD_99);
+			/* 99 cycles kept with probability 99/999 stand for 999. */
+			CHECK(raw_column(&raw, 2) == (int64_t)cyc->samples_kept * 999,
+			      "cycles column %" PRId64 ", want %" PRIu64 " x 999", raw_column(&raw, 2),
+			      cyc->samples_kept);
+			CHECK(raw_column(&raw, 3) == (int64_t)n[2] * 3,
+			      "page-faults column %" PRId64 ", want %" PRIu64, raw_column(&raw, 3),
+			      n[2] * 3);
+			CHECK(strstr(raw.text, "Comment: cpu: downsampled from 999 Hz to 99 Hz"),
+			      "no cpu downsampling comment");
+			CHECK(strstr(raw.text, "Comment: cycles: downsampled from 999 Hz to 99 Hz"),
+			      "no cycles downsampling comment");
+			CHECK(!strstr(raw.text, "page-faults: downsampled"),
+			      "page-faults said to be downsampled");
+			CHECK(strstr(raw.text, "Comment: page-faults sampled at 49 Hz"),
+			      "no page-faults rate comment");
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the per-event downsampled profile");
+		}
+		if (run(r, &q, &res2, &o2, "event-down-again") == 0)
+			CHECK(o.len == o2.len && memcmp(o.buf, o2.buf, o.len) == 0,
+			      "the same request gave different profiles (%zu and %zu bytes)", o.len,
+			      o2.len);
+		out_free(&o2);
+	}
+	out_free(&o);
+
+	/* cycles first: its period is what a kept sample stands for, 999. */
+	req_events(&q, 2, cycles_first);
+	before = failures;
+	if (run(r, &q, &res, &o, "event-down-cycles") == 0) {
+		CHECK(res.hz == 99, "cycles first: hz %u", res.hz);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(strstr(raw.text, "PeriodType: cycles count\n") && raw.period == 999,
+			      "cycles first: period %" PRId64 ", want cycles count 999", raw.period);
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the cycles-first profile");
+		}
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+/* offcpu: every switch recorded, its weights (ns switched out) summed
+ * exactly and never downsampled, even when cpu beside it is. */
+static void test_offcpu(void)
+{
+	static const uint32_t off_cpu[] = {FR_EVENT_OFFCPU, FR_EVENT_CPU};
+	struct fr_ring *r = ring_create("offcpu");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	uint64_t total = 0, noff = 0, ncpu = 0;
+	int before = failures;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	for (int sec = 0; sec < 5; sec++) {
+		for (int i = 0; i < 99; i++) {
+			int64_t ts = T0 + sec * SEC + i * PERIOD_99;
+			uint64_t ns = 1000003ull * (uint64_t)(i % 13 + 1) + (uint64_t)sec;
+
+			w_add(&w, ts, PID_DB, TID(PID_DB, i % 4), 0, 99, ST_USER);
+			ncpu++;
+			w_add_ev(&w, ts + 5000, PID_DB, TID(PID_DB, i % 4), 1, FR_EVENT_OFFCPU, 0, ns,
+				 ST_KERNEL);
+			total += ns;
+			noff++;
+		}
+		w_seal(&w);
+	}
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 60 * SEC, 19);
+	req_events(&q, 2, off_cpu);
+	if (run(r, &q, &res, &o, "offcpu") == 0) {
+		CHECK(res.hz == 0 && res.events[0].hz == 0 && res.events[1].hz == 19,
+		      "rates: profile %u offcpu %u cpu %u, want 0 0 19", res.hz, res.events[0].hz,
+		      res.events[1].hz);
+		CHECK(res.events[0].samples_seen == noff && res.events[0].samples_kept == noff,
+		      "offcpu seen %" PRIu64 " kept %" PRIu64 ", want all %" PRIu64,
+		      res.events[0].samples_seen, res.events[0].samples_kept, noff);
+		CHECK(res.events[1].samples_kept < ncpu / 3,
+		      "cpu kept %" PRIu64 " of %" PRIu64 " at 99 -> 19 Hz", res.events[1].samples_kept,
+		      ncpu);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(strcmp(raw.types,
+				     "samples/count offcpu/nanoseconds[dflt] cpu/nanoseconds") == 0,
+			      "sample types \"%s\"", raw.types);
+			CHECK(strstr(raw.text, "PeriodType: offcpu nanoseconds\n") && raw.period == 1,
+			      "offcpu first: period %" PRId64 ", want offcpu nanoseconds 1",
+			      raw.period);
+			CHECK(raw_column(&raw, 1) == (int64_t)total,
+			      "offcpu column %" PRId64 ", want %" PRIu64, raw_column(&raw, 1), total);
+			CHECK(raw_column(&raw, 2) == (int64_t)res.events[1].samples_kept * (SEC / 19),
+			      "cpu column %" PRId64, raw_column(&raw, 2));
+			CHECK(strstr(raw.text, "Comment: offcpu: every context switch, value = "
+					       "nanoseconds switched out"),
+			      "no offcpu comment");
+			CHECK(!strstr(raw.text, "offcpu: downsampled"), "offcpu said to be downsampled");
+			CHECK(strstr(raw.text, "Comment: cpu: downsampled from 99 Hz to 19 Hz"),
+			      "no cpu downsampling comment");
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the offcpu profile");
+		}
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+/* Samples of app 10, db 20, web 30 and sub 5, each of its own stack. */
+static void write_targets(struct writer *w)
+{
+	static const struct {
+		uint32_t pid;
+		int n, st;
+	} procs[] = {{PID_APP, 10, ST_USER}, {PID_DB, 20, ST_KERNEL}, {PID_WEB, 30, ST_OTHER},
+		     {PID_SUB, 5, ST_USER}};
+	int64_t t = T0 + SEC;
+
+	for (size_t k = 0; k < sizeof(procs) / sizeof(procs[0]); k++)
+		for (int i = 0; i < procs[k].n; i++)
+			w_add(w, t += 1000, procs[k].pid, procs[k].pid, (uint32_t)i % 2, 99,
+			      procs[k].st);
+}
+
+/* Runs `q` and returns the samples kept, or -1. */
+static int64_t kept_of(struct fr_ring *r, const struct fr_profile_request *q, const char *name)
+{
+	struct fr_profile_result res;
+	struct out o;
+	int64_t kept = -1;
+
+	if (run(r, q, &res, &o, name) == 0)
+		kept = (int64_t)res.samples_kept;
+	out_free(&o);
+	return kept;
+}
+
+static void set_comms(struct fr_profile_request *q, const char *a, const char *b)
+{
+	q->ncomms = 0;
+	if (a)
+		snprintf(q->comms[q->ncomms++], FR_PROFILE_COMM_MAX, "%s", a);
+	if (b)
+		snprintf(q->comms[q->ncomms++], FR_PROFILE_COMM_MAX, "%s", b);
+}
+
+static void test_comm_filter(void)
+{
+	struct fr_ring *r = ring_create("comms");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	char err[512];
+	int64_t k;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	write_targets(&w);
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	set_comms(&q, "frtest-db", "frtest-web");
+	k = kept_of(r, &q, "comm-db-web");
+	CHECK(k == 50, "comms db, web: kept %" PRId64 ", want 50", k);
+	set_comms(&q, "frtest-app", NULL);
+	k = kept_of(r, &q, "comm-app");
+	CHECK(k == 10, "comm app: kept %" PRId64 ", want 10", k);
+	/* Whole names only. */
+	set_comms(&q, "frtest", "frtest-ap");
+	k = kept_of(r, &q, "comm-prefix");
+	CHECK(k == 0, "comm prefixes: kept %" PRId64 ", want 0", k);
+	/* AND with pids, OR within each. */
+	set_comms(&q, "frtest-app", "frtest-db");
+	q.npids = 2;
+	q.pids[0] = PID_DB;
+	q.pids[1] = PID_WEB;
+	k = kept_of(r, &q, "comm-pid");
+	CHECK(k == 20, "comms app, db and pids db, web: kept %" PRId64 ", want 20 (db)", k);
+	q.npids = 1;
+	q.pids[0] = PID_WEB;
+	k = kept_of(r, &q, "comm-pid-none");
+	CHECK(k == 0, "comms app, db and pid web: kept %" PRId64 ", want 0", k);
+
+	/* A name longer than the kernel keeps cannot match: refused. */
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	q.ncomms = 1;
+	memset(q.comms[0], 'x', FR_PROFILE_COMM_MAX);
+	CHECK(fr_profile_write(r, &q, sink_mem, &(struct out){0}, &res, err, sizeof(err)) ==
+			      -EINVAL &&
+		      strstr(err, "longer"),
+	      "a 16-character comm: \"%s\"", err);
+	ring_done(r);
+}
+
+static void set_cgroup(struct fr_profile_request *q, const char *path)
+{
+	snprintf(q->cgroup, sizeof(q->cgroup), "%s", path);
+}
+
+static void test_cgroup_filter(void)
+{
+	static const struct {
+		const char *cgroup;
+		int64_t kept;
+		const char *why;
+	} cases[] = {
+		{"", 65 + 7, "no cgroup filter: everything"},
+		{CG_NGINX, 15, "nginx and the cgroup below it"},
+		{CG_NGINX "/", 15, "a trailing slash"},
+		{CG_SUB, 5, "the sub cgroup alone"},
+		{"/system.slice", 35, "the slice: nginx, sub, db"},
+		{"/system.slice/ng", 0, "a prefix of a name, not a path component"},
+		{"/system.slice/nginx", 0, "a prefix of a name, not a path component"},
+		{CG_SUB "/x", 0, "below every process"},
+		{"/", 35 + 7, "every process whose cgroup is known"},
+		{"/user.slice", 7, "web once it moved"},
+	};
+	struct fr_ring *r = ring_create("cgroups");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	char err[512];
+	int before = failures;
+	int64_t k;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	write_targets(&w);
+	w_seal(&w);
+	/* web moves into a cgroup the tracker knows: its next 7 samples have
+	 * a cgroup label, the 30 before none. */
+	web_cgroup = "/user.slice/user-1000.slice";
+	for (int i = 0; i < 7; i++)
+		w_add(&w, T0 + 2 * SEC + i * 1000, PID_WEB, PID_WEB, 0, 99, ST_OTHER);
+	w_fini(&w);
+	web_cgroup = NULL;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		req_init(&q, T0, T0 + 60 * SEC, 0);
+		set_cgroup(&q, cases[i].cgroup);
+		k = kept_of(r, &q, "cgroup");
+		CHECK(k == cases[i].kept, "cgroup \"%s\" (%s): kept %" PRId64 ", want %" PRId64,
+		      cases[i].cgroup, cases[i].why, k, cases[i].kept);
+	}
+	/* AND with pids. */
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	set_cgroup(&q, "/system.slice");
+	q.npids = 2;
+	q.pids[0] = PID_DB;
+	q.pids[1] = PID_WEB;
+	k = kept_of(r, &q, "cgroup-pid");
+	CHECK(k == 20, "cgroup /system.slice and pids db, web: kept %" PRId64 ", want 20", k);
+	/* AND with comms. */
+	q.npids = 0;
+	set_comms(&q, "frtest-sub", "frtest-web");
+	k = kept_of(r, &q, "cgroup-comm");
+	CHECK(k == 5, "cgroup /system.slice and comms sub, web: kept %" PRId64 ", want 5", k);
+
+	/* The label, on the samples that have one; web's samples from before
+	 * and after its move are apart. */
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	if (run(r, &q, &res, &o, "cgroup-labels") == 0) {
+		if (raw_parse(&raw, o.path) == 0) {
+			const char *app[] = {"cgroup:[" CG_NGINX "]", "comm:[frtest-app]", NULL};
+			const char *sub[] = {"cgroup:[" CG_SUB "]", "comm:[frtest-sub]", NULL};
+			const char *web_in[] = {"cgroup:[/user.slice/user-1000.slice]",
+						"comm:[frtest-web]", NULL};
+			const struct rsample *s = find_sample(&raw, ST_USER, app);
+			int unlabelled_web = 0;
+
+			CHECK(s && s->v[0] == 10, "app with its cgroup label: %" PRId64,
+			      s ? s->v[0] : -1);
+			s = find_sample(&raw, ST_USER, sub);
+			CHECK(s && s->v[0] == 5, "sub with its cgroup label: %" PRId64,
+			      s ? s->v[0] : -1);
+			s = find_sample(&raw, ST_OTHER, web_in);
+			CHECK(s && s->v[0] == 7, "web after the move: %" PRId64, s ? s->v[0] : -1);
+			for (int i = 0; i < raw.nsamples; i++)
+				if (strstr(raw.s[i].labels, "comm:[frtest-web]") &&
+				    !strstr(raw.s[i].labels, "cgroup:"))
+					unlabelled_web += (int)raw.s[i].v[0];
+			CHECK(unlabelled_web == 30, "web before the move, without a label: %d",
+			      unlabelled_web);
+			CHECK(raw.nsamples == 5, "pprof shows %d samples, want 5", raw.nsamples);
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the profile with cgroup labels");
+		}
+	}
+	out_free(&o);
+
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	set_cgroup(&q, "system.slice");
+	CHECK(fr_profile_write(r, &q, sink_mem, &(struct out){0}, &res, err, sizeof(err)) ==
+			      -EINVAL &&
+		      strstr(err, "cgroup"),
+	      "a relative cgroup path: \"%s\"", err);
+	ring_done(r);
+}
+
+/* The kernel's counters, per event and only of the events asked for. */
+static void test_event_losses(void)
+{
+	static const uint32_t cpu_pf[] = {FR_EVENT_CPU, FR_EVENT_PAGE_FAULTS};
+	struct fr_ring *r = ring_create("losses");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	int before = failures;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	for (int i = 0; i < 10; i++) {
+		w_add(&w, T0 + i * PERIOD_99, PID_APP, PID_APP, 0, 99, ST_USER);
+		w_add_ev(&w, T0 + i * PERIOD_99 + 7, PID_APP, PID_APP, 1, FR_EVENT_PAGE_FAULTS, 99,
+			 2, ST_USER);
+	}
+	fr_chunk_builder_count(w.b, FR_EVENT_CPU, 10, 1, 5);
+	fr_chunk_builder_count(w.b, FR_EVENT_PAGE_FAULTS, 7, 0, 2);
+	fr_chunk_builder_count(w.b, FR_EVENT_CYCLES, 100, 100, 100);
+	w_seal(&w);
+	w_add(&w, T0 + SEC, PID_APP, PID_APP, 0, 99, ST_USER);
+	fr_chunk_builder_count(w.b, FR_EVENT_CPU, 2, 2, 0);
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	req_events(&q, 2, cpu_pf);
+	if (run(r, &q, &res, &o, "losses") == 0) {
+		CHECK(res.lost == 19, "lost %" PRIu64 ", want 19 (cpu 12 + page-faults 7)",
+		      res.lost);
+		CHECK(res.events[0].lost == 12 && res.events[0].throttled == 3 &&
+			      res.events[0].truncated == 5,
+		      "cpu counters %" PRIu64 " %" PRIu64 " %" PRIu64 ", want 12 3 5",
+		      res.events[0].lost, res.events[0].throttled, res.events[0].truncated);
+		CHECK(res.events[1].lost == 7 && res.events[1].throttled == 0 &&
+			      res.events[1].truncated == 2,
+		      "page-faults counters %" PRIu64 " %" PRIu64 " %" PRIu64 ", want 7 0 2",
+		      res.events[1].lost, res.events[1].throttled, res.events[1].truncated);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(strstr(raw.text, "Comment: cpu: 12 samples lost by the kernel"),
+			      "no cpu lost comment");
+			CHECK(strstr(raw.text, "Comment: cpu: the kernel throttled sampling 3 times"),
+			      "no cpu throttled comment");
+			CHECK(strstr(raw.text, "Comment: cpu: 5 stacks were truncated at 127 frames"),
+			      "no cpu truncated comment");
+			CHECK(strstr(raw.text, "Comment: page-faults: 7 samples lost by the kernel"),
+			      "no page-faults lost comment");
+			CHECK(strstr(raw.text,
+				     "Comment: page-faults: 2 stacks were truncated at 127 frames"),
+			      "no page-faults truncated comment");
+			CHECK(!strstr(raw.text, "page-faults: the kernel throttled"),
+			      "a throttling comment for page-faults, which was not throttled");
+			CHECK(!strstr(raw.text, "cycles"), "counters of cycles, not asked for");
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the profile");
+		}
+	}
+	out_free(&o);
+
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	if (run(r, &q, &res, &o, "losses-cpu") == 0) {
+		CHECK(res.lost == 12 && res.nevents == 1, "cpu only: lost %" PRIu64 ", want 12",
+		      res.lost);
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(!strstr(raw.text, "page-faults"), "page-faults in a cpu profile");
+			raw_free(&raw);
+		}
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+/* A raw PMU event is a column named after its code. */
+static void test_raw_event(void)
+{
+	const uint32_t raw_id = FR_EVENT_RAW_BASE | 0x1a2;
+	const uint32_t events[] = {FR_EVENT_CPU, raw_id};
+	struct fr_ring *r = ring_create("raw");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	int before = failures;
+	char *top;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	for (int i = 0; i < 20; i++) {
+		w_add(&w, T0 + i * PERIOD_99, PID_DB, PID_DB, 0, 99, ST_USER);
+		if (i % 2)
+			w_add_ev(&w, T0 + i * PERIOD_99 + 3, PID_DB, PID_DB, 1, raw_id, 99, 5000,
+				 ST_KERNEL);
+	}
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	req_events(&q, 2, events);
+	if (run(r, &q, &res, &o, "raw") == 0) {
+		CHECK(res.events[1].event == raw_id && res.events[1].samples_kept == 10,
+		      "raw event result %#x kept %" PRIu64, res.events[1].event,
+		      res.events[1].samples_kept);
+		if (raw_parse(&raw, o.path) == 0) {
+			const struct rsample *s = find_pid(&raw, ST_KERNEL, PID_DB);
+
+			CHECK(strcmp(raw.types, "samples/count cpu/nanoseconds[dflt] raw:0x1a2/count") ==
+				      0,
+			      "sample types \"%s\"", raw.types);
+			CHECK(s && s->v[0] == 10 && s->v[1] == 0 && s->v[2] == 50000,
+			      "raw row [%" PRId64 " %" PRId64 " %" PRId64 "], want [10 0 50000]",
+			      s ? s->v[0] : -1, s ? s->v[1] : -1, s ? s->v[2] : -1);
+			CHECK(strstr(raw.text, "Comment: raw:0x1a2 sampled at 99 Hz"),
+			      "no raw event comment");
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the raw-event profile");
+		}
+		top = pprof_top(o.path, "-sample_index=raw:0x1a2");
+		CHECK(top && strstr(top, "Type: raw:0x1a2") && strstr(top, "of 50000 total"),
+		      "-sample_index=raw:0x1a2: %s", top ? top : "(failed)");
+		free(top);
+	}
+	out_free(&o);
+	ring_done(r);
+}
+
+/* Requests the query cannot answer are refused with a reason. */
+static void test_bad_events(void)
+{
+	struct fr_ring *r = ring_create("bad-events");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct out o = {0};
+	char err[512];
+
+	if (!r)
+		return;
+	req_init(&q, T0, T0 + SEC, 0);
+	q.nevents = 2;
+	q.events[0] = FR_EVENT_CYCLES;
+	q.events[1] = FR_EVENT_CYCLES;
+	CHECK(fr_profile_write(r, &q, sink_mem, &o, &res, err, sizeof(err)) == -EINVAL &&
+		      strstr(err, "cycles"),
+	      "an event twice: \"%s\"", err);
+	q.nevents = FR_PROFILE_MAX_EVENTS + 1;
+	CHECK(fr_profile_write(r, &q, sink_mem, &o, &res, err, sizeof(err)) == -EINVAL,
+	      "too many events: \"%s\"", err);
+	q.nevents = 1;
+	q.events[0] = FR_EVENT_COUNT + 3;
+	CHECK(fr_profile_write(r, &q, sink_mem, &o, &res, err, sizeof(err)) == -EINVAL,
+	      "an unknown event: \"%s\"", err);
+	CHECK(o.len == 0, "a refused request wrote %zu bytes", o.len);
+	free(o.buf);
 	ring_done(r);
 }
 
@@ -1473,6 +2314,14 @@ int main(void)
 	test_corrupt_chunk();
 	test_result_fields();
 	test_counters_only_chunk();
+	test_two_events();
+	test_event_downsampling();
+	test_offcpu();
+	test_comm_filter();
+	test_cgroup_filter();
+	test_event_losses();
+	test_raw_event();
+	test_bad_events();
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
