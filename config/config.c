@@ -338,12 +338,7 @@ static int parse_ring(struct ctx *c, const cJSON *ring, struct fr_config *cfg)
 
 static void event_list(char *buf, size_t len)
 {
-	buf[0] = '\0';
-	for (uint32_t e = 0; e < FR_EVENT_COUNT; e++) {
-		if (e)
-			strncat(buf, ", ", len - strlen(buf) - 1);
-		strncat(buf, fr_event_name(e), len - strlen(buf) - 1);
-	}
+	snprintf(buf, len, "%s", FR_EVENT_NAMES);
 }
 
 static uint32_t default_hz(const struct fr_config *cfg)
@@ -359,7 +354,8 @@ static int parse_event(struct ctx *c, const cJSON *ev, const char *path,
 	char sub[PATH_MAX_LEN], got[64], names[256];
 	struct fr_config_event *out = &sess->events[sess->nevents];
 	const cJSON *name, *hz;
-	int id, ret;
+	int64_t id;
+	int ret;
 
 	if (!cJSON_IsObject(ev))
 		return fail(c, path, "must be an object like {\"event\": \"cpu\", \"hz\": 99}, got %s",
@@ -380,19 +376,25 @@ static int parse_event(struct ctx *c, const cJSON *ev, const char *path,
 	if (id < 0)
 		return fail(c, sub, "unknown event %s (accepted: %s)", describe(name, got, sizeof(got)),
 			    names);
-	/* Every event name is known to the format, but this recorder samples
-	 * only cpu so far: accepting another would half-apply the config. */
-	if (id != FR_EVENT_CPU)
-		return fail(c, sub, "%s is not recorded by this version of flightrecd "
-			    "(it records: cpu)", describe(name, got, sizeof(got)));
 	for (uint32_t i = 0; i < sess->nevents; i++)
 		if (sess->events[i].event == (uint32_t)id)
 			return fail(c, sub, "\"%s\" is already listed in this session",
 				    name->valuestring);
 	out->event = (uint32_t)id;
 
-	out->hz = default_hz(cfg);
 	hz = cJSON_GetObjectItemCaseSensitive(ev, "hz");
+	if (!fr_event_has_rate((uint32_t)id)) {
+		/* offcpu records every context switch; there is no rate. */
+		if (hz) {
+			join(sub, path, "hz");
+			return fail(c, sub, "%s records every context switch and takes no rate; "
+				    "leave \"hz\" out", name->valuestring);
+		}
+		out->hz = 0;
+		sess->nevents++;
+		return 0;
+	}
+	out->hz = default_hz(cfg);
 	if (hz) {
 		join(sub, path, "hz");
 		ret = get_uint(c, hz, sub, 1, cfg->max_rate_hz, &out->hz);
@@ -440,10 +442,75 @@ static int check_name(struct ctx *c, const cJSON *name, const char *path,
 	return 0;
 }
 
+/* "targets": {"pids": [N...], "comm": ["name"...], "cgroup": "/path"}. */
+static int parse_targets(struct ctx *c, const cJSON *t, const char *path,
+			 struct fr_config_session *sess)
+{
+	static const char *const keys[] = {"pids", "comm", "cgroup"};
+	char sub[PATH_MAX_LEN], item[PATH_MAX_LEN], got[64];
+	const cJSON *pids, *comm, *cgroup, *v;
+	int ret, i;
+
+	if (!cJSON_IsObject(t))
+		return fail(c, path, "must be an object like {\"comm\": [\"postgres\"]}, got %s",
+			    describe(t, got, sizeof(got)));
+	ret = check_keys(c, t, path, keys, ARRAY_SIZE(keys));
+	if (ret < 0)
+		return ret;
+	pids = cJSON_GetObjectItemCaseSensitive(t, "pids");
+	if (pids) {
+		join(sub, path, "pids");
+		if (!cJSON_IsArray(pids) || cJSON_GetArraySize(pids) == 0)
+			return fail(c, sub, "must be a non-empty array of process ids, got %s",
+				    describe(pids, got, sizeof(got)));
+		if (cJSON_GetArraySize(pids) > FR_CONFIG_MAX_TARGETS)
+			return fail(c, sub, "at most %d pids", FR_CONFIG_MAX_TARGETS);
+		i = 0;
+		cJSON_ArrayForEach(v, pids) {
+			join_index(item, sub, i++);
+			ret = get_uint(c, v, item, 1, INT32_MAX, &sess->pids[sess->npids]);
+			if (ret < 0)
+				return ret;
+			sess->npids++;
+		}
+	}
+	comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
+	if (comm) {
+		join(sub, path, "comm");
+		if (!cJSON_IsArray(comm) || cJSON_GetArraySize(comm) == 0)
+			return fail(c, sub, "must be a non-empty array of command names, got %s",
+				    describe(comm, got, sizeof(got)));
+		if (cJSON_GetArraySize(comm) > FR_CONFIG_MAX_COMMS)
+			return fail(c, sub, "at most %d command names", FR_CONFIG_MAX_COMMS);
+		i = 0;
+		cJSON_ArrayForEach(v, comm) {
+			join_index(item, sub, i++);
+			if (!cJSON_IsString(v) || !v->valuestring[0] ||
+			    strlen(v->valuestring) >= FR_CONFIG_COMM_MAX)
+				return fail(c, item, "must be a command name of 1..%d characters (as "
+					    "the kernel keeps it), got %s", FR_CONFIG_COMM_MAX - 1,
+					    describe(v, got, sizeof(got)));
+			snprintf(sess->comms[sess->ncomms++], FR_CONFIG_COMM_MAX, "%s",
+				 v->valuestring);
+		}
+	}
+	cgroup = cJSON_GetObjectItemCaseSensitive(t, "cgroup");
+	if (cgroup) {
+		join(sub, path, "cgroup");
+		if (!cJSON_IsString(cgroup) || cgroup->valuestring[0] != '/' ||
+		    strlen(cgroup->valuestring) >= FR_CONFIG_CGROUP_MAX)
+			return fail(c, sub, "must be a cgroup v2 path like "
+				    "\"/system.slice/nginx.service\" (at most %d characters), got %s",
+				    FR_CONFIG_CGROUP_MAX - 1, describe(cgroup, got, sizeof(got)));
+		snprintf(sess->cgroup, sizeof(sess->cgroup), "%s", cgroup->valuestring);
+	}
+	return 0;
+}
+
 static int parse_session(struct ctx *c, const cJSON *js, const char *path,
 			 struct fr_config *cfg)
 {
-	static const char *const keys[] = {"name", "events"};
+	static const char *const keys[] = {"name", "targets", "events"};
 	struct fr_config_session *sess = &cfg->sessions[cfg->nsessions];
 	char sub[PATH_MAX_LEN], evpath[PATH_MAX_LEN], got[64];
 	const cJSON *name, *events, *ev;
@@ -466,6 +533,13 @@ static int parse_session(struct ctx *c, const cJSON *js, const char *path,
 		return ret;
 	memset(sess, 0, sizeof(*sess));
 	snprintf(sess->name, sizeof(sess->name), "%s", name->valuestring);
+
+	if (cJSON_GetObjectItemCaseSensitive(js, "targets")) {
+		join(sub, path, "targets");
+		ret = parse_targets(c, cJSON_GetObjectItemCaseSensitive(js, "targets"), sub, sess);
+		if (ret < 0)
+			return ret;
+	}
 
 	join(sub, path, "events");
 	events = cJSON_GetObjectItemCaseSensitive(js, "events");
@@ -817,13 +891,36 @@ char *fr_config_to_json(const struct fr_config *cfg)
 			goto out;
 		for (uint32_t e = 0; e < sess->nevents; e++) {
 			cJSON *ev = cJSON_CreateObject();
+			char name[FR_EVENT_NAME_MAX];
 
 			if (!ev)
 				goto out;
 			cJSON_AddItemToArray(events, ev);
 			if (!cJSON_AddStringToObject(ev, "event",
-						     fr_event_name(sess->events[e].event)) ||
-			    !cJSON_AddNumberToObject(ev, "hz", sess->events[e].hz))
+						     fr_event_format(sess->events[e].event, name,
+								     sizeof(name))) ||
+			    (fr_event_has_rate(sess->events[e].event) &&
+			     !cJSON_AddNumberToObject(ev, "hz", sess->events[e].hz)))
+				goto out;
+		}
+		if (sess->npids || sess->ncomms || sess->cgroup[0]) {
+			cJSON *t = cJSON_AddObjectToObject(js, "targets"), *a;
+
+			if (!t)
+				goto out;
+			if (sess->npids) {
+				if (!(a = cJSON_AddArrayToObject(t, "pids")))
+					goto out;
+				for (uint32_t i = 0; i < sess->npids; i++)
+					cJSON_AddItemToArray(a, cJSON_CreateNumber(sess->pids[i]));
+			}
+			if (sess->ncomms) {
+				if (!(a = cJSON_AddArrayToObject(t, "comm")))
+					goto out;
+				for (uint32_t i = 0; i < sess->ncomms; i++)
+					cJSON_AddItemToArray(a, cJSON_CreateString(sess->comms[i]));
+			}
+			if (sess->cgroup[0] && !cJSON_AddStringToObject(t, "cgroup", sess->cgroup))
 				goto out;
 		}
 	}

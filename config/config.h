@@ -7,7 +7,14 @@
  *                 "max_age": DURATION},
  *     "socket":  STRING,
  *     "limits":  {"max_rate_hz": 1..100000, "max_clients": 1..1024},
- *     "sessions": [ {"name": STRING, "events": [ {"event": "cpu", "hz": 1..max_rate_hz} ]} ]
+ *     "sessions": [ {"name": STRING,
+ *                    "targets": {"pids": [PID...], "comm": [NAME...], "cgroup": PATH},
+ *                    "events": [ {"event": EVENT, "hz": 1..max_rate_hz} ]} ]
+ *
+ *   EVENT is one of FR_EVENT_NAMES (core/sample.h). "offcpu" takes no "hz"
+ *   (it records every context switch); other events default to 99 Hz.
+ *   "targets" (default: the whole machine) narrows what the session's
+ *   profiles hold: pids, command names, a cgroup v2 path (and below).
  *   }
  *
  * Errors name the JSON path and what is accepted, e.g.
@@ -23,14 +30,23 @@
 #define FR_CONFIG_MAX_SESSIONS 64
 #define FR_CONFIG_MAX_EVENTS 16
 #define FR_CONFIG_NAME_MAX 64
+#define FR_CONFIG_MAX_TARGETS 64
+#define FR_CONFIG_MAX_COMMS 16
+#define FR_CONFIG_COMM_MAX 16
+#define FR_CONFIG_CGROUP_MAX 256
 
 struct fr_config_event {
-	uint32_t event; /* enum fr_event */
-	uint32_t hz;
+	uint32_t event; /* event id (core/sample.h) */
+	uint32_t hz;    /* 0 for events without a rate (offcpu) */
 };
 
 struct fr_config_session {
 	char name[FR_CONFIG_NAME_MAX];
+	uint32_t npids;
+	uint32_t pids[FR_CONFIG_MAX_TARGETS];
+	uint32_t ncomms;
+	char comms[FR_CONFIG_MAX_COMMS][FR_CONFIG_COMM_MAX];
+	char cgroup[FR_CONFIG_CGROUP_MAX]; /* "" : any */
 	uint32_t nevents;
 	struct fr_config_event events[FR_CONFIG_MAX_EVENTS];
 };

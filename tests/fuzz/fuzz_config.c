@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "core/sample.h"
 #include "core/log.h"
 #include "core/ring.h"
 
@@ -40,7 +41,9 @@ static void check_same(const struct fr_config *a, const struct fr_config *b)
 	for (uint32_t s = 0; s < a->nsessions; s++) {
 		const struct fr_config_session *x = &a->sessions[s], *y = &b->sessions[s];
 
-		FUZZ_CHECK(strcmp(x->name, y->name) == 0 && x->nevents == y->nevents,
+		FUZZ_CHECK(strcmp(x->name, y->name) == 0 && x->nevents == y->nevents &&
+				   x->npids == y->npids && x->ncomms == y->ncomms &&
+				   strcmp(x->cgroup, y->cgroup) == 0,
 			   "session %u changed", s);
 		for (uint32_t e = 0; e < x->nevents; e++)
 			FUZZ_CHECK(x->events[e].event == y->events[e].event &&
@@ -66,9 +69,14 @@ static void check_valid(const struct fr_config *cfg)
 		FUZZ_CHECK(x->nevents >= 1 && x->nevents <= FR_CONFIG_MAX_EVENTS,
 			   "session %u has %u events", s, x->nevents);
 		for (uint32_t e = 0; e < x->nevents; e++)
-			FUZZ_CHECK(x->events[e].hz >= 1 && x->events[e].hz <= cfg->max_rate_hz,
-				   "session %u event %u at %u Hz above the limit %u", s, e,
-				   x->events[e].hz, cfg->max_rate_hz);
+			FUZZ_CHECK(fr_event_has_rate(x->events[e].event)
+					   ? x->events[e].hz >= 1 && x->events[e].hz <= cfg->max_rate_hz
+					   : x->events[e].hz == 0,
+				   "session %u event %u at %u Hz (limit %u)", s, e, x->events[e].hz,
+				   cfg->max_rate_hz);
+		FUZZ_CHECK(x->npids <= FR_CONFIG_MAX_TARGETS && x->ncomms <= FR_CONFIG_MAX_COMMS &&
+				   memchr(x->cgroup, '\0', sizeof(x->cgroup)),
+			   "session %u targets out of bounds", s);
 	}
 }
 

@@ -16,9 +16,7 @@
 #include "tests/unit/check.h"
 
 #define SRC "/etc/x.json"
-#define EVENTS                                                                            \
-	"cpu, cycles, instructions, cache-references, cache-misses, branch-instructions, " \
-	"branch-misses, page-faults, context-switches, cpu-migrations, offcpu, raw"
+#define EVENTS FR_EVENT_NAMES
 
 static int str_eq(const char *a, const char *b)
 {
@@ -37,7 +35,11 @@ static int cfg_equal(const struct fr_config *a, const struct fr_config *b)
 	for (uint32_t s = 0; s < a->nsessions; s++) {
 		const struct fr_config_session *x = &a->sessions[s], *y = &b->sessions[s];
 
-		if (strcmp(x->name, y->name) != 0 || x->nevents != y->nevents)
+		if (strcmp(x->name, y->name) != 0 || x->nevents != y->nevents ||
+		    x->npids != y->npids || x->ncomms != y->ncomms ||
+		    strcmp(x->cgroup, y->cgroup) != 0 ||
+		    memcmp(x->pids, y->pids, x->npids * sizeof(x->pids[0])) != 0 ||
+		    memcmp(x->comms, y->comms, sizeof(x->comms)) != 0)
 			return 0;
 		for (uint32_t e = 0; e < x->nevents; e++)
 			if (x->events[e].event != y->events[e].event ||
@@ -124,7 +126,7 @@ static const struct bad bad_configs[] = {
 	{"{\"limits\":{\"rate\":1}}",
 	 SRC ": limits.rate: unknown key (accepted: max_rate_hz, max_clients)"},
 	{"{\"sessions\":[{\"name\":\"a\",\"evnts\":[]}]}",
-	 SRC ": sessions[0].evnts: unknown key (accepted: name, events)"},
+	 SRC ": sessions[0].evnts: unknown key (accepted: name, targets, events)"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"rate\":9}]}]}",
 	 SRC ": sessions[0].events[0].rate: unknown key (accepted: event, hz)"},
 	{"{\"ring\":{\"size\":\"4MiB\",\"size\":\"8MiB\"}}", SRC ": ring.size: given twice"},
@@ -138,9 +140,21 @@ static const struct bad bad_configs[] = {
 	 SRC ": ring.sync: must be a duration like \"1s\", or \"off\", got 5"},
 	{"{\"ring\":{\"max_age\":\"500ms\"}}",
 	 SRC ": ring.max_age: must be a duration of at least 1s like \"7d\" or \"12h\", got \"500ms\""},
-	{"{\"sessions\":[{\"name\":\"x\",\"events\":[{\"event\":\"cycles\"}]}]}",
-	 SRC ": sessions[0].events[0].event: \"cycles\" is not recorded by this version of "
-	     "flightrecd (it records: cpu)"},
+	{"{\"sessions\":[{\"name\":\"x\",\"events\":[{\"event\":\"offcpu\",\"hz\":99}]}]}",
+	 SRC ": sessions[0].events[0].hz: offcpu records every context switch and takes no rate; "
+	     "leave \"hz\" out"},
+	{"{\"sessions\":[{\"name\":\"x\",\"events\":[{\"event\":\"raw:0xzz\"}]}]}",
+	 SRC ": sessions[0].events[0].event: unknown event \"raw:0xzz\" (accepted: " EVENTS ")"},
+	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"comm\":[\"a-very-long-command-name\"]}}]}",
+	 SRC ": sessions[0].targets.comm[0]: must be a command name of 1..15 characters (as the "
+	     "kernel keeps it), got \"a-very-long-command-name\""},
+	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"cgroup\":\"system.slice\"}}]}",
+	 SRC ": sessions[0].targets.cgroup: must be a cgroup v2 path like "
+	     "\"/system.slice/nginx.service\" (at most 255 characters), got \"system.slice\""},
+	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"pids\":[0]}}]}",
+	 SRC ": sessions[0].targets.pids[0]: must be 1..2147483647, got 0"},
+	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"pid\":[1]}}]}",
+	 SRC ": sessions[0].targets.pid: unknown key (accepted: pids, comm, cgroup)"},
 	{"{\"socket\":true}", SRC ": socket: must be a non-empty path string, got true"},
 	{"{\"limits\":{\"max_clients\":\"64\"}}",
 	 SRC ": limits.max_clients: must be an integer 1..1024, got \"64\""},
@@ -290,7 +304,10 @@ static const char full_json[] =
 	"  \"sessions\": [\n"
 	"    {\"name\": \"always\", \"events\": [{\"event\": \"cpu\", \"hz\": 99}]},\n"
 	"    {\"name\": \"db.main-2_x\", \"events\": [{\"event\": \"cpu\", \"hz\": 4999}]},\n"
-	"    {\"name\": \"implicit\"}\n"
+	"    {\"name\": \"implicit\"},\n"
+	"    {\"name\": \"db\", \"targets\": {\"pids\": [7, 9], \"comm\": [\"postgres\"],\n"
+	"     \"cgroup\": \"/system.slice/pg.service\"}, \"events\": [{\"event\": \"offcpu\"},\n"
+	"     {\"event\": \"cycles\", \"hz\": 49}, {\"event\": \"raw:0x1a2\"}]}\n"
 	"  ]\n"
 	"}\n";
 
@@ -312,7 +329,20 @@ static void test_round_trip(void)
 	CHECK(cfg.max_age_ns == 7 * 86400 * 1000000000LL, "max_age %lld", (long long)cfg.max_age_ns);
 	CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/run/flightrec/test.sock") == 0, "socket");
 	CHECK(cfg.max_rate_hz == 5000 && cfg.max_clients == 8, "limits");
-	CHECK(cfg.nsessions == 3, "nsessions %u", cfg.nsessions);
+	CHECK(cfg.nsessions == 4, "nsessions %u", cfg.nsessions);
+	{
+		const struct fr_config_session *db = &cfg.sessions[3];
+
+		CHECK(db->npids == 2 && db->pids[0] == 7 && db->pids[1] == 9, "targets.pids");
+		CHECK(db->ncomms == 1 && strcmp(db->comms[0], "postgres") == 0, "targets.comm");
+		CHECK(strcmp(db->cgroup, "/system.slice/pg.service") == 0, "targets.cgroup");
+		CHECK(db->nevents == 3 && db->events[0].event == FR_EVENT_OFFCPU &&
+			      db->events[0].hz == 0,
+		      "offcpu has no rate");
+		CHECK(db->events[1].event == FR_EVENT_CYCLES && db->events[1].hz == 49, "cycles");
+		CHECK(db->events[2].event == (FR_EVENT_RAW_BASE | 0x1a2) && db->events[2].hz == 99,
+		      "raw event 0x%x", db->events[2].event);
+	}
 	CHECK(cfg.sessions[1].nevents == 1 && cfg.sessions[1].events[0].event == FR_EVENT_CPU &&
 		      cfg.sessions[1].events[0].hz == 4999,
 	      "session db events");
@@ -321,7 +351,8 @@ static void test_round_trip(void)
 	      "session without events gets cpu at 99 Hz");
 	CHECK(fr_config_max_hz(&cfg, FR_EVENT_CPU) == 4999, "max hz cpu %u",
 	      fr_config_max_hz(&cfg, FR_EVENT_CPU));
-	CHECK(fr_config_max_hz(&cfg, FR_EVENT_CYCLES) == 0, "max hz cycles");
+	CHECK(fr_config_max_hz(&cfg, FR_EVENT_CYCLES) == 49, "max hz cycles");
+	CHECK(fr_config_max_hz(&cfg, FR_EVENT_BRANCH_MISSES) == 0, "max hz branch-misses");
 
 	text = fr_config_to_json(&cfg);
 	CHECK(text != NULL, "to_json");
@@ -329,6 +360,8 @@ static void test_round_trip(void)
 		ret = fr_config_parse(&back, text, strlen(text), "printed", err, sizeof(err));
 		CHECK(ret == 0, "printed config does not parse: %s\n%s", err, text);
 		CHECK(ret == 0 && cfg_equal(&cfg, &back), "round trip differs:\n%s", text);
+		CHECK(strstr(text, "\"raw:0x1a2\"") && strstr(text, "\"/system.slice/pg.service\""),
+		      "raw event or cgroup target not printed:\n%s", text);
 		CHECK(strstr(text, "\"250ms\"") && strstr(text, "\"256KiB\""),
 		      "sizes and durations not in their friendly form:\n%s", text);
 		fr_config_fini(&back);
@@ -376,7 +409,7 @@ static void test_load(void)
 	CHECK(write(fd, full_json, strlen(full_json)) == (ssize_t)strlen(full_json), "write");
 	close(fd);
 	ret = fr_config_load(&cfg, path, err, sizeof(err));
-	CHECK(ret == 0 && cfg.nsessions == 3, "load: %d %s", ret, err);
+	CHECK(ret == 0 && cfg.nsessions == 4, "load: %d %s", ret, err);
 	fr_config_fini(&cfg);
 
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
