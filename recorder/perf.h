@@ -10,15 +10,24 @@
  *                  1e9/hz of the rate set with the last fr_perf_set_hz.
  *   hardware, raw  PERF_TYPE_HARDWARE / PERF_TYPE_RAW in frequency mode
  *                  (sample_freq = hz); weight is the sample's period (the
- *                  events it stands for). precise_ip is tried from 3 down.
+ *                  events it stands for). precise_ip is tried from 3 down
+ *                  on the first CPU; the level it accepts is used on all.
  *   page-faults, context-switches, cpu-migrations
  *                  software, frequency mode like hardware.
  *   offcpu         tracepoint sched:sched_switch, every switch, with the
  *                  callchain of the task switched out. A sample is handed
  *                  over when that thread is switched in again: its stack is
  *                  the one at switch-out, its time the switch-in time, its
- *                  weight the nanoseconds it was switched out, rate_hz 0.
- *                  Threads still switched out are not reported.
+ *                  weight the nanoseconds it was switched out, rate_hz 0,
+ *                  its cpu the one it left. Threads still switched out are
+ *                  not reported; nor are gaps over an hour, exiting threads
+ *                  and the idle task. Switch-ins come from the event's
+ *                  context-switch records (written by the thread coming
+ *                  in; some kernels lose tracepoint records made in the
+ *                  idle task). Up to 65536 threads are followed at once;
+ *                  beyond that the oldest waiting are dropped and reported
+ *                  through the `lost` callback. The rings are drained in
+ *                  time order across CPUs so pairs match across CPUs.
  *
  * The only file that calls perf_event_open(2).
  */
@@ -57,16 +66,24 @@ struct fr_perf_handler {
 /* Opens `cfg->event` on every online CPU (disabled), with kernel+user
  * callchains, CLOCK_MONOTONIC timestamps and, with `sideband`, MMAP2 (with
  * build ids where the kernel supports it), COMM, FORK and EXIT records.
- * Returns 0, or -errno with a message naming the event and the reason in
- * `err` (e.g. "cycles: hardware counters are not available on this
- * machine (perf_event_open: ENOENT)"). */
+ * Returns 0, or -errno with a message naming the event (fr_event_format)
+ * and the reason in `err`, e.g.
+ *   "cycles: hardware counters are not available on this machine
+ *    (perf_event_open: ENOENT)" (-ENOENT, -EOPNOTSUPP or -ENODEV),
+ *   "offcpu: the sched:sched_switch tracepoint is not available (cannot
+ *    read /sys/kernel/tracing/events/sched/sched_switch/id: ENOENT)"
+ *    (tracefs not mounted at /sys/kernel/tracing nor under
+ *    /sys/kernel/debug/tracing; -EPROTO when its format lacks a field),
+ *   "cpu: rate must be 1..1000000 Hz, got 0" (-EINVAL; not for offcpu),
+ *   "raw: this event cannot be sampled by this version" (-EOPNOTSUPP). */
 int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err,
 		 size_t errlen);
 
 /* Opens a side-band-only source: a software dummy event on every online
  * CPU that delivers MMAP2 (with build ids where the kernel gives them),
- * COMM, FORK and EXIT records and no samples. Returns 0, or -errno with a
- * message in `err`. */
+ * COMM, FORK and EXIT records, and LOST when its rings overflow, and no
+ * samples. Its event is FR_EVENT_CPU and its rate 0. Returns 0, or -errno
+ * with a message in `err`. */
 int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen);
 
 /* The event id a source samples (FR_EVENT_CPU for a side-band source). */
@@ -77,8 +94,10 @@ int fr_perf_enable(struct fr_perf *p, int enable);
 
 /* Changes the sampling rate in place (PERF_EVENT_IOC_PERIOD: the period of
  * cpu, the frequency of frequency-mode events). Drain first: samples drained
- * after this call report the new rate. For offcpu it only records the
- * number. Returns 0 or -errno. */
+ * after this call report the new rate. For offcpu and side-band sources it
+ * only records the number. Returns 0, -EINVAL for a rate outside
+ * 1..1000000 (or above the kernel's perf_event_max_sample_rate in frequency
+ * mode), or -errno; the rate is unchanged on failure. */
 int fr_perf_set_hz(struct fr_perf *p, uint32_t hz);
 
 /* Current rate. */
@@ -88,9 +107,10 @@ uint32_t fr_perf_hz(const struct fr_perf *p);
 unsigned fr_perf_nfds(const struct fr_perf *p);
 int fr_perf_fd(const struct fr_perf *p, unsigned i);
 
-/* Drains every CPU's ring, calling `h` for each record. Never blocks.
- * `clock_offset` (CLOCK_REALTIME - CLOCK_MONOTONIC) converts sample times.
- * Returns the number of records handled. */
+/* Drains every CPU's ring, calling `h` for each record (callbacks left
+ * NULL are skipped). Never blocks, never allocates. `clock_offset`
+ * (CLOCK_REALTIME - CLOCK_MONOTONIC) converts sample times. Returns the
+ * number of records handled (for offcpu, switch records, not samples). */
 uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h,
 		       int64_t clock_offset);
 

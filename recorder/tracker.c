@@ -10,6 +10,13 @@
  * Exited processes are kept until two seals have passed: records from
  * different CPUs arrive out of order, and the chunk that holds a process's
  * last samples must still find its name and mappings.
+ *
+ * Each process also keeps its cgroup v2 path, read from /proc/PID/cgroup
+ * when the process is first learned from /proc, at fork (a child starts in
+ * its parent's cgroup unless clone3 put it elsewhere, so both are
+ * consulted) and at exec (service managers and container runtimes move a
+ * child before they exec its program). Between those it is not re-read, so
+ * a process moved later keeps the old path until its next exec.
  */
 #include "recorder/tracker.h"
 
@@ -31,6 +38,9 @@
 
 #define NBUCKETS 8192
 #define COMM_LEN 17
+/* Longest cgroup path kept, with its NUL; longer paths are cut. Kubernetes
+ * pod paths, among the longest in use, are under 200 bytes. */
+#define CGROUP_LEN 256
 
 struct path_entry {
 	struct path_entry *next;
@@ -55,6 +65,7 @@ struct proc {
 	int exe_pending;     /* exec seen, executable not mapped yet */
 	int64_t start_ns;
 	char comm[COMM_LEN];
+	char cgroup[CGROUP_LEN]; /* "" when unknown */
 	struct path_entry *exe;
 	struct map *maps;
 	uint32_t nmaps, cap;
@@ -124,6 +135,40 @@ static void copy_name(char dst[COMM_LEN], const char *src)
 
 	memcpy(dst, src, n);
 	dst[n] = '\0';
+}
+
+/* Reads the cgroup v2 path of `pid` from `proc`/PID/cgroup, the line
+ * "0::PATH" (v1 hierarchies have other numbers), into `dst`. The path is
+ * relative to the root of the recorder's cgroup namespace. Returns 0, or
+ * -ENOENT when the process is gone or has no v2 line (a v1-only machine);
+ * `dst` is then unchanged. */
+static int read_cgroup(struct fr_tracker *t, const char *proc, uint32_t pid,
+		       char dst[CGROUP_LEN])
+{
+	char path[160];
+	FILE *f;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "%s/%u/cgroup", proc, pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ENOENT;
+	/* Line by line: on machines with many v1 controllers the v2 line,
+	 * which comes last, may lie beyond any fixed-size first read. */
+	while (fgets(t->scratch, sizeof(t->scratch), f)) {
+		if (strncmp(t->scratch, "0::", 3) == 0) {
+			size_t n = strcspn(t->scratch + 3, "\n");
+
+			if (n >= CGROUP_LEN)
+				n = CGROUP_LEN - 1;
+			memcpy(dst, t->scratch + 3, n);
+			dst[n] = '\0';
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
 }
 
 static struct proc *find_proc(struct fr_tracker *t, uint32_t pid)
@@ -300,6 +345,9 @@ void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const cha
 		p->nmaps = 0;
 		p->exe = NULL;
 		p->exe_pending = 1;
+		/* Its cgroup as it is now; if it is gone already, what was
+		 * inherited or read before stays. */
+		read_cgroup(t, "/proc", pid, p->cgroup);
 	}
 	if (exec || pid == tid || !p->comm[0])
 		copy_name(p->comm, comm);
@@ -366,12 +414,16 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 				else
 					memcpy(p->comm, parent->comm, sizeof(p->comm));
 				p->exe = parent->exe;
+				memcpy(p->cgroup, parent->cgroup, sizeof(p->cgroup));
 				for (uint32_t i = 0; i < parent->nmaps; i++) {
 					const struct map *m = &parent->maps[i];
 					add_map(p, m->start, m->end, m->pgoff, m->path, m->bid,
 						m->bid_len);
 				}
 			}
+			/* clone3(CLONE_INTO_CGROUP), as systemd starts services,
+			 * puts a child elsewhere than its parent. */
+			read_cgroup(t, "/proc", pid, p->cgroup);
 		}
 	}
 	if (!thread_known && (th = get_thread(t, tid, pid)))
@@ -541,6 +593,7 @@ int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid)
 		if (u)
 			p->uid = (uint32_t)strtoul(u + 5, NULL, 10);
 	}
+	read_cgroup(t, proc, pid, p->cgroup);
 	snprintf(path, sizeof(path), "%s/exe", dir);
 	n = readlink(path, link, sizeof(link) - 1);
 	if (n > 0) {
@@ -634,6 +687,7 @@ static int ops_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
 	out->comm = p->comm;
 	out->exe = p->exe ? p->exe->path : "";
 	out->start_ns = p->start_ns;
+	out->cgroup = p->cgroup;
 	return 0;
 }
 

@@ -25,14 +25,16 @@ struct fr_tracker *fr_tracker_new(void);
 void fr_tracker_free(struct fr_tracker *t);
 
 /* Adds every process and thread found under `proc` ("/proc"): command
- * names, executable, uid, start time and executable mappings. Returns the
- * number of processes found or -errno when `proc` cannot be read. */
+ * names, executable, uid, start time, cgroup v2 path and executable
+ * mappings. Returns the number of processes found or -errno when `proc`
+ * cannot be read. */
 int fr_tracker_scan(struct fr_tracker *t, const char *proc);
 
 /* Adds (or refreshes) one process from `proc`/PID. Returns 0 or -ENOENT. */
 int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid);
 
-/* Side-band records. */
+/* Side-band records. A FORK gives a new process its parent's cgroup (or
+ * the one /proc shows for it); an exec COMM reads it again from /proc. */
 void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm,
 		     int exec);
 void fr_tracker_mmap(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_t len,

@@ -1,7 +1,8 @@
 /* Process tracker: synthetic side-band records (COMM, MMAP2, FORK, EXIT)
  * checked through the callbacks the chunk builder uses, and through the
- * tables of chunks actually sealed with them; then a real /proc scan that
- * must find this test itself, its threads and its executable mapping.
+ * tables of chunks actually sealed with them; cgroups read from a fake
+ * /proc and inherited at fork; then a real /proc scan that must find this
+ * test itself, its threads, its executable mapping and its cgroup.
  *
  * Synthetic pids lie above PID_MAX_LIMIT (4194304), so no real process can
  * answer for them when the tracker falls back to /proc. */
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +47,7 @@ struct pinfo {
 	int ret;
 	char comm[64];
 	char exe[256];
+	char cgroup[512];
 	int64_t start_ns;
 	uint32_t uid;
 };
@@ -61,6 +64,7 @@ static struct pinfo proc_of(struct fr_tracker *t, uint32_t pid)
 	if (r.ret == 0) {
 		snprintf(r.comm, sizeof(r.comm), "%s", pi.comm ? pi.comm : "(null)");
 		snprintf(r.exe, sizeof(r.exe), "%s", pi.exe ? pi.exe : "(null)");
+		snprintf(r.cgroup, sizeof(r.cgroup), "%s", pi.cgroup ? pi.cgroup : "");
 		r.start_ns = pi.start_ns;
 		r.uid = pi.uid;
 		CHECK(pi.pid == pid, "proc(%u) answered for pid %u", pid, pi.pid);
@@ -630,6 +634,147 @@ static void test_pid_reuse(void)
 	fr_tracker_free(t);
 }
 
+/* ---- cgroups, from a /proc written here ---- */
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "we");
+	CHECK(f, "create %s: %s", path, strerror(errno));
+	if (!f)
+		return;
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A process directory with what a scan needs: stat (name, start time) and
+ * cgroup. */
+static void fake_proc_pid(const char *proc, uint32_t pid, const char *comm, const char *cgroup)
+{
+	char dir[512], stat[256];
+
+	snprintf(dir, sizeof(dir), "%s/%u", proc, pid);
+	CHECK(mkdir(dir, 0755) == 0, "mkdir %s: %s", dir, strerror(errno));
+	snprintf(stat, sizeof(stat),
+		 "%u (%s) S 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 12345 1000000 100\n",
+		 pid, comm);
+	write_file(dir, "stat", stat);
+	if (cgroup)
+		write_file(dir, "cgroup", cgroup);
+}
+
+static void expect_cgroup(struct fr_tracker *t, int line, uint32_t pid, const char *want)
+{
+	struct pinfo p = proc_of(t, pid);
+
+	if (p.ret != 0 || strcmp(p.cgroup, want) != 0) {
+		fprintf(stderr, "%s:%d: FAIL: proc(%u) = %d cgroup \"%s\", want \"%s\"\n", __FILE__,
+			line, pid, p.ret, p.cgroup, want);
+		failures++;
+	}
+}
+#define EXPECT_CGROUP(t, pid, want) expect_cgroup(t, __LINE__, pid, want)
+
+static void test_cgroup(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t svc = PID_BASE + 81, child = PID_BASE + 82, v1 = PID_BASE + 83,
+		 deep = PID_BASE + 84, none = PID_BASE + 85, orphan = PID_BASE + 86;
+	char proc[] = "/tmp/fr-test-proc.XXXXXX", longpath[400], text[600];
+	const char *svc_path = "/system.slice/app.service";
+
+	CHECK(t, "fr_tracker_new");
+	if (!t || !mkdtemp(proc)) {
+		CHECK(0, "mkdtemp: %s", strerror(errno));
+		fr_tracker_free(t);
+		return;
+	}
+	/* A hybrid machine lists its v1 controllers first; only "0::" is v2. */
+	fake_proc_pid(proc, svc, "app",
+		      "12:pids:/system.slice/app.service\n"
+		      "1:name=systemd:/system.slice/app.service\n"
+		      "0::/system.slice/app.service\n");
+	fake_proc_pid(proc, v1, "legacy", "4:memory:/legacy\n1:name=systemd:/legacy\n");
+	fake_proc_pid(proc, none, "nocg", NULL);
+	memset(longpath, 'x', sizeof(longpath) - 1);
+	longpath[0] = '/';
+	longpath[sizeof(longpath) - 1] = '\0';
+	snprintf(text, sizeof(text), "0::%s\n", longpath);
+	fake_proc_pid(proc, deep, "deep", text);
+
+	CHECK(fr_tracker_scan(t, proc) == 4, "scan of the fake /proc");
+	EXPECT_CGROUP(t, svc, svc_path);
+	EXPECT_PROC(t, svc, "app", "");
+	EXPECT_CGROUP(t, v1, "");   /* no v2 hierarchy: unknown */
+	EXPECT_CGROUP(t, none, ""); /* no cgroup file at all */
+	{
+		/* Cut, not dropped: what is kept is the path's start. */
+		struct pinfo p = proc_of(t, deep);
+		size_t n = strlen(p.cgroup);
+
+		CHECK(n >= 200 && n < sizeof(longpath) - 1 &&
+		      strncmp(p.cgroup, longpath, n) == 0,
+		      "a %zu-byte cgroup path kept as %zu bytes \"%.20s...\"", strlen(longpath),
+		      n, p.cgroup);
+	}
+
+	/* A child starts in its parent's cgroup (no /proc entry to say else),
+	 * and an exec that cannot be read from /proc keeps it. */
+	fr_tracker_fork(t, child, svc, child, svc, 100);
+	EXPECT_CGROUP(t, child, svc_path);
+	fr_tracker_comm(t, child, child, "worker", 1);
+	EXPECT_PROC(t, child, "worker", "");
+	EXPECT_CGROUP(t, child, svc_path);
+
+	/* Threads are not processes: the process keeps its own cgroup. */
+	fr_tracker_fork(t, svc, svc, svc + 100, svc, 101);
+	EXPECT_CGROUP(t, svc, svc_path);
+
+	/* A child of an unknown parent has no cgroup to inherit. */
+	fr_tracker_fork(t, orphan, PID_BASE + 99, orphan, PID_BASE + 99, 102);
+	EXPECT_CGROUP(t, orphan, "");
+
+	/* Rescanning follows a move (the scan reads the file again). */
+	{
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s/%u", proc, svc);
+		write_file(path, "cgroup", "0::/system.slice/other.service\n");
+		CHECK(fr_tracker_scan_pid(t, proc, svc) == 0, "rescan of %u", svc);
+		EXPECT_CGROUP(t, svc, "/system.slice/other.service");
+		EXPECT_CGROUP(t, child, svc_path);
+	}
+	fr_tracker_free(t);
+
+	{
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", proc);
+		CHECK(system(cmd) == 0, "removing %s", proc);
+	}
+}
+
+/* The "0::" line of /proc/self/cgroup, or "" when there is none. */
+static void own_cgroup(char *out, size_t len)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+
+	snprintf(out, len, "%s", "");
+	CHECK(f, "open /proc/self/cgroup: %s", strerror(errno));
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "0::", 3) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(out, len, "%s", line + 3);
+		}
+	fclose(f);
+}
+
 /* ---- the real /proc ---- */
 
 static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -707,6 +852,14 @@ static void test_scan_self(void)
 	EXPECT_PROC(t, self, comm, exe);
 	p = proc_of(t, self);
 	CHECK(p.uid == (uint32_t)getuid(), "uid %u, want %u", p.uid, (unsigned)getuid());
+	{
+		char cg[4096];
+
+		own_cgroup(cg, sizeof(cg));
+		CHECK(strcmp(p.cgroup, cg) == 0, "cgroup \"%s\", /proc/self/cgroup says \"%s\"",
+		      p.cgroup, cg);
+		printf("own cgroup: \"%s\"\n", p.cgroup);
+	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	{
 		int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
@@ -780,6 +933,7 @@ int main(void)
 	test_thread_rename();
 	test_exit_kept_two_seals();
 	test_pid_reuse();
+	test_cgroup();
 	test_scan_self();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
