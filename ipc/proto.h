@@ -18,19 +18,44 @@
  *                                   "last_dump_ns"}], "cpu_hz", "config",
  *                                   "hz_from_command_line"}
  *   {"v":1, "req":"attach", "window_ns":60000000000, "hz":99,
- *    "pids":[1234, ...]}                       + the output file descriptor
+ *    "events":["cpu","offcpu"], "pids":[1234, ...], "comm":["postgres"],
+ *    "cgroup":"/system.slice/x.service"}      + the output file descriptor
+ *   {"v":1, "req":"consume", "events":["cpu"], "hz":999}
+ *                               -> {"ok":true, "start_ns":N, "events":
+ *                                   [{"event","hz","recording_hz"}]}
  *
  *   attach: optional "from_ns"/"to_ns" (Unix ns) instead of window_ns; "hz"
- *   0 or absent = the rate the data was collected at; "format": "pprof"
+ *   0 or absent = the rate the data was collected at; "events" (default
+ *   ["cpu"]) one value column each, names as in core/sample.h; targets
+ *   "pids", "comm", "cgroup" (each optional, AND-ed); "format": "pprof"
  *   (the default when absent) or "folded" (folded stacks as plain text,
  *   see core/profile.h), any other value is refused. The daemon writes the
  *   profile to the descriptor passed with the request (the client opened
- *   it, so it can only write where its user may).
+ *   it, so it can only write where its user may). An event nobody records
+ *   is opened briefly to check it can be: if it cannot (no PMU), the error
+ *   names the event and the reason; if it can, the reply warns that the
+ *   ring holds only what earlier consumers recorded of it.
+ *
+ *   consume: the connection becomes a consumer of the events at "hz"
+ *   (default 99; offcpu has no rate) for as long as it stays open. The
+ *   recorder raises each event's source to the highest rate any consumer
+ *   asks for before it answers, and lowers it when the connection closes;
+ *   the connection then has no receive timeout. "start_ns" is the moment
+ *   from which the data is at least at these rates: `attach --follow` asks
+ *   for consecutive windows [start, start + w), [start + w, start + 2w), ...
+ *   with "from_ns"/"to_ns" attach requests on the same connection. One
+ *   consume per connection.
  *
  * RESPONSES carry "ok": true plus the command's fields, or "ok": false and
  * "error": a one-line message for a person. Attach answers
  *   {"ok":true, "samples":N, "stacks":N, "bytes":N, "hz":N, "t0_ns":N,
- *    "t1_ns":N, "warnings":["..."]}
+ *    "t1_ns":N, "events":[{"event","hz","samples","samples_in_window","lost",
+ *    "throttled","truncated"}], "warnings":["..."]}
+ * Status answers, besides the ring and counters, "events": [{"event",
+ * "unit", "state" ("recording" or "failed"), "error" (when failed), "hz",
+ * "every_switch", "since_ns", "samples", "lost", "throttled",
+ * "truncated_stacks"}] and "consumers": [{"name", "since_ns", "events":
+ * [{"event","hz"}]}].
  * after the profile is completely written.
  *
  * A request with another "v" is answered {"ok":false,"error":"protocol

@@ -380,7 +380,15 @@ static void serve(struct conn *c)
 				close(fd);
 			resp = fr_ipc_error("request has no \"req\" string naming the command");
 		} else {
+			int held = c->peer.hold != NULL;
+
 			resp = s->handler(s->arg, cmd->valuestring, req, fd, &c->peer);
+			if (!held && c->peer.hold) {
+				/* The client holds state here (e.g. a rate it asked
+				 * for) and may be quiet for as long as it likes. */
+				struct timeval none = {0};
+				setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+			}
 			if (!resp)
 				resp = fr_ipc_error("out of memory in the daemon");
 		}
@@ -397,6 +405,8 @@ static void *conn_main(void *p)
 	struct conn **pp;
 
 	serve(c);
+	if (c->peer.hold && c->peer.release)
+		c->peer.release(c->peer.hold);
 
 	pthread_mutex_lock(&s->lock);
 	close(c->fd);

@@ -16,14 +16,20 @@ struct fr_ipc_peer {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
+	/* A handler may tie state to the connection: it sets `hold` and
+	 * `release`; from then on the connection waits for requests without a
+	 * timeout, and when it ends (the client left, sent garbage, or the
+	 * server closes) `release(hold)` runs on the connection's thread. */
+	void *hold;
+	void (*release)(void *hold);
 };
 
 /* Handles one request. `req` is the parsed request object (borrowed);
  * `fd` the descriptor passed with it or -1 (the handler owns it and must
- * close it). Returns the response object, which the server sends and
+ * close it); `peer` is the connection's (see hold/release above). Returns the response object, which the server sends and
  * frees; NULL means out of memory. Runs on the connection's thread. */
 typedef cJSON *(*fr_ipc_handler)(void *arg, const char *cmd, const cJSON *req, int fd,
-				 const struct fr_ipc_peer *peer);
+				 struct fr_ipc_peer *peer);
 
 struct fr_ipc_server;
 

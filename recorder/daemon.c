@@ -42,6 +42,38 @@
 #define POLL_MS 100
 #define QUEUE_MAX_BYTES (64u << 20)
 #define FLUSH_TIMEOUT_MS 3000
+#define RECONCILE_TIMEOUT_MS 3000
+/* Distinct events recorded at once (each is one perf event per CPU). */
+#define MAX_SOURCES 16
+
+/* One event being recorded: a perf source on every CPU, at the highest
+ * rate any consumer asks for. The ingest thread opens, retunes and closes
+ * sources and is the only one to touch `perf`; the table is changed under
+ * src_lock so request threads can read it. */
+struct source {
+	uint32_t event;
+	struct fr_perf *perf; /* NULL: could not be opened, see error */
+	uint32_t hz;          /* the rate in force (0 for offcpu) */
+	char error[256];      /* why it is not recording; "" when it is */
+	int64_t since_ns;     /* Unix ns it started recording at this rate */
+	/* Counters (atomics). */
+	uint64_t samples, lost, throttled, truncated;
+};
+
+/* Someone who wants events at rates: a configured session, or a client
+ * that holds a rate for as long as its connection lives (attach --follow).
+ * The list is under consumers_lock; every change bumps consumers_gen and
+ * pokes the ingest thread, which reconciles the sources with it. */
+struct consumer {
+	struct consumer *next;
+	struct daemon *d;
+	char name[96];
+	int session; /* from the configuration: replaced on reload */
+	uint32_t nevents;
+	uint32_t events[FR_PROFILE_MAX_EVENTS];
+	uint32_t hz[FR_PROFILE_MAX_EVENTS];
+	int64_t since_ns;
+};
 
 struct queue_item {
 	struct queue_item *next;
@@ -53,12 +85,21 @@ struct queue_item {
 struct daemon {
 	const struct fr_daemon_options *opts;
 	struct fr_ring *ring;
-	struct fr_perf *perf;
+	struct fr_perf *sideband; /* MMAP2, COMM, FORK, EXIT for every profile */
+	pthread_mutex_t src_lock;
+	struct source sources[MAX_SOURCES];
+	unsigned nsources;
 	struct fr_tracker *tracker;
 	struct fr_chunk_builder *builder;
 	struct fr_ipc_server *server;
 	int flush_efd;
 	int sig_fd;
+	int reconcile_efd;
+
+	pthread_mutex_t consumers_lock;
+	pthread_cond_t consumers_cond; /* reconciled_gen advanced */
+	struct consumer *consumers;
+	uint64_t consumers_gen, reconciled_gen;
 
 	pthread_t writer;
 	pthread_mutex_t lock;
@@ -88,7 +129,7 @@ struct daemon {
 	pthread_mutex_t sessions_lock;
 	char *sessions_json;
 
-	/* Counters read by status requests (atomics). */
+	/* Counters read by status requests (atomics), all events together. */
 	uint64_t samples, lost, throttled, truncated, chunks_sealed, chunks_dropped,
 		write_errors;
 	uint32_t nprocs, nthreads;
@@ -244,20 +285,35 @@ static void seal(struct daemon *d, uint64_t barrier)
 		enqueue(d, ret == 0 ? chunk : NULL, len, barrier);
 }
 
+/* The source of `event`, or NULL. Ingest thread (or under src_lock). */
+static struct source *find_source(struct daemon *d, uint32_t event)
+{
+	for (unsigned i = 0; i < d->nsources; i++)
+		if (d->sources[i].event == event)
+			return &d->sources[i];
+	return NULL;
+}
+
 static void on_sample(void *arg, const struct fr_sample *s)
 {
 	struct daemon *d = arg;
+	struct source *src = find_source(d, s->event);
 	int ret = fr_chunk_builder_add(d->builder, s);
 
 	if (ret == -ENOSPC) {
 		seal(d, 0);
 		ret = fr_chunk_builder_add(d->builder, s);
 	}
-	if (ret == 0)
+	if (ret == 0) {
 		__atomic_add_fetch(&d->samples, 1, __ATOMIC_RELAXED);
+		if (src)
+			__atomic_add_fetch(&src->samples, 1, __ATOMIC_RELAXED);
+	}
 	if (s->nr_frames == FR_MAX_FRAMES) {
 		fr_chunk_builder_count(d->builder, s->event, 0, 0, 1);
 		__atomic_add_fetch(&d->truncated, 1, __ATOMIC_RELAXED);
+		if (src)
+			__atomic_add_fetch(&src->truncated, 1, __ATOMIC_RELAXED);
 	}
 }
 
@@ -287,24 +343,335 @@ static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns)
 static void on_lost(void *arg, uint32_t event, uint64_t lost)
 {
 	struct daemon *d = arg;
+	struct source *src = find_source(d, event);
 
 	fr_chunk_builder_count(d->builder, event, lost, 0, 0);
 	__atomic_add_fetch(&d->lost, lost, __ATOMIC_RELAXED);
+	if (src)
+		__atomic_add_fetch(&src->lost, lost, __ATOMIC_RELAXED);
 }
 
 static void on_throttle(void *arg, uint32_t event)
 {
 	struct daemon *d = arg;
+	struct source *src = find_source(d, event);
 
 	fr_chunk_builder_count(d->builder, event, 0, 1, 0);
 	__atomic_add_fetch(&d->throttled, 1, __ATOMIC_RELAXED);
+	if (src)
+		__atomic_add_fetch(&src->throttled, 1, __ATOMIC_RELAXED);
+}
+
+static const struct fr_perf_handler *perf_handler(struct daemon *d)
+{
+	static __thread struct fr_perf_handler h;
+
+	h = (struct fr_perf_handler){
+		.sample = on_sample,
+		.comm = on_comm,
+		.mmap = on_mmap,
+		.fork = on_fork,
+		.exit = on_exit_rec,
+		.lost = on_lost,
+		.throttle = on_throttle,
+		.arg = d,
+	};
+	return &h;
+}
+
+/* Drains the side band first (so samples find their process), then every
+ * source. Ingest thread. */
+static void drain_all(struct daemon *d)
+{
+	const struct fr_perf_handler *h = perf_handler(d);
+
+	fr_perf_drain(d->sideband, h, d->clock_offset);
+	for (unsigned i = 0; i < d->nsources; i++)
+		if (d->sources[i].perf)
+			fr_perf_drain(d->sources[i].perf, h, d->clock_offset);
+}
+
+/* ---- consumers and rate composition ------------------------------------ */
+
+/* Asks the ingest thread to bring the sources in line with the consumers.
+ * Returns the generation to wait for. Takes consumers_lock. */
+static uint64_t consumers_changed_locked(struct daemon *d)
+{
+	uint64_t one = 1, gen = ++d->consumers_gen;
+
+	if (write(d->reconcile_efd, &one, sizeof(one)) < 0)
+		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL, "cannot wake the ingest thread: %s",
+				   strerror(errno));
+	return gen;
+}
+
+/* Waits until the sources reflect consumers generation `gen`. Returns 0 or
+ * -ETIMEDOUT. */
+static int wait_reconciled(struct daemon *d, uint64_t gen)
+{
+	struct timespec deadline;
+	int ret = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += RECONCILE_TIMEOUT_MS / 1000;
+	pthread_mutex_lock(&d->consumers_lock);
+	while (d->reconciled_gen < gen && ret == 0)
+		ret = pthread_cond_timedwait(&d->consumers_cond, &d->consumers_lock, &deadline);
+	pthread_mutex_unlock(&d->consumers_lock);
+	return ret == ETIMEDOUT ? -ETIMEDOUT : 0;
+}
+
+/* Adds `c` (owned by the list from now on) and returns the generation to
+ * wait for. */
+static uint64_t consumer_add(struct daemon *d, struct consumer *c)
+{
+	uint64_t gen;
+
+	c->d = d;
+	c->since_ns = fr_now_real_ns();
+	pthread_mutex_lock(&d->consumers_lock);
+	c->next = d->consumers;
+	d->consumers = c;
+	gen = consumers_changed_locked(d);
+	pthread_mutex_unlock(&d->consumers_lock);
+	return gen;
+}
+
+/* Unlinks and frees `c`; the sources follow without waiting. */
+static void consumer_remove(struct daemon *d, struct consumer *c)
+{
+	pthread_mutex_lock(&d->consumers_lock);
+	for (struct consumer **pp = &d->consumers; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	consumers_changed_locked(d);
+	pthread_mutex_unlock(&d->consumers_lock);
+	free(c);
+}
+
+/* A client's connection ended: its rates go with it. */
+static void consumer_release(void *hold)
+{
+	struct consumer *c = hold;
+
+	fr_log_info("%s left; rates follow the remaining consumers", c->name);
+	consumer_remove(c->d, c);
+}
+
+/* The session consumers of `cfg` (replacing the previous ones). With
+ * --hz, the command line sets the rate of cpu in every session. */
+static void set_session_consumers(struct daemon *d, const struct fr_config *cfg)
+{
+	struct consumer *list = NULL;
+
+	for (uint32_t i = 0; i < cfg->nsessions; i++) {
+		const struct fr_config_session *sess = &cfg->sessions[i];
+		struct consumer *c = calloc(1, sizeof(*c));
+
+		if (!c) {
+			fr_log_err("out of memory; session %s is not recorded", sess->name);
+			continue;
+		}
+		c->d = d;
+		c->session = 1;
+		c->since_ns = fr_now_real_ns();
+		snprintf(c->name, sizeof(c->name), "session %s", sess->name);
+		for (uint32_t e = 0; e < sess->nevents && c->nevents < FR_PROFILE_MAX_EVENTS; e++) {
+			c->events[c->nevents] = sess->events[e].event;
+			c->hz[c->nevents] = sess->events[e].event == FR_EVENT_CPU && d->opts->hz_fixed
+						    ? d->opts->hz
+						    : sess->events[e].hz;
+			c->nevents++;
+		}
+		c->next = list;
+		list = c;
+	}
+	pthread_mutex_lock(&d->consumers_lock);
+	for (struct consumer **pp = &d->consumers; *pp;) {
+		struct consumer *c = *pp;
+		if (c->session) {
+			*pp = c->next;
+			free(c);
+		} else {
+			pp = &c->next;
+		}
+	}
+	while (list) {
+		struct consumer *c = list;
+		list = c->next;
+		c->next = d->consumers;
+		d->consumers = c;
+	}
+	consumers_changed_locked(d);
+	pthread_mutex_unlock(&d->consumers_lock);
+}
+
+/* What the consumers want: the events and, for each, the highest rate. */
+struct wants {
+	unsigned n;
+	uint32_t event[MAX_SOURCES];
+	uint32_t hz[MAX_SOURCES];
+};
+
+static void collect_wants(struct daemon *d, struct wants *w, uint64_t *gen)
+{
+	w->n = 0;
+	pthread_mutex_lock(&d->consumers_lock);
+	*gen = d->consumers_gen;
+	for (const struct consumer *c = d->consumers; c; c = c->next) {
+		for (uint32_t e = 0; e < c->nevents; e++) {
+			unsigned i;
+			for (i = 0; i < w->n && w->event[i] != c->events[e]; i++)
+				;
+			if (i == w->n) {
+				if (w->n == MAX_SOURCES) {
+					fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+							   "more than %d distinct events asked for; "
+							   "%s is not recorded", MAX_SOURCES, c->name);
+					continue;
+				}
+				w->event[w->n] = c->events[e];
+				w->hz[w->n++] = 0;
+			}
+			if (c->hz[e] > w->hz[i])
+				w->hz[i] = c->hz[e];
+		}
+	}
+	pthread_mutex_unlock(&d->consumers_lock);
+}
+
+/* Opens, retunes and closes sources so that each event any consumer wants
+ * runs at the highest rate any of them wants, and nothing else runs.
+ * Ingest thread. Returns 1 when the set of descriptors changed. */
+static int reconcile(struct daemon *d)
+{
+	struct wants w;
+	uint64_t gen;
+	int changed = 0, drained = 0;
+	char name[FR_EVENT_NAME_MAX];
+
+	collect_wants(d, &w, &gen);
+
+	/* Sources nobody wants any more. */
+	for (unsigned i = 0; i < d->nsources;) {
+		struct source *src = &d->sources[i];
+		unsigned k;
+
+		for (k = 0; k < w.n && w.event[k] != src->event; k++)
+			;
+		if (k < w.n) {
+			i++;
+			continue;
+		}
+		if (src->perf) {
+			if (!drained++)
+				drain_all(d);
+			fr_log_info("%s: no consumer asks for it any more; stopped",
+				    fr_event_format(src->event, name, sizeof(name)));
+		}
+		pthread_mutex_lock(&d->src_lock);
+		fr_perf_close(src->perf);
+		memmove(src, src + 1, (d->nsources - i - 1) * sizeof(*src));
+		d->nsources--;
+		pthread_mutex_unlock(&d->src_lock);
+		changed = 1;
+	}
+
+	for (unsigned k = 0; k < w.n; k++) {
+		struct source *src = find_source(d, w.event[k]);
+		uint32_t hz = fr_event_has_rate(w.event[k]) ? w.hz[k] : 0;
+
+		fr_event_format(w.event[k], name, sizeof(name));
+		if (!src) {
+			pthread_mutex_lock(&d->src_lock);
+			src = &d->sources[d->nsources++];
+			memset(src, 0, sizeof(*src));
+			src->event = w.event[k];
+			pthread_mutex_unlock(&d->src_lock);
+		}
+		if (!src->perf) {
+			struct fr_perf_config cfg = {.event = w.event[k], .hz = hz ? hz : 1};
+			struct fr_perf *perf = NULL;
+			char err[256];
+			int ret = fr_perf_open(&perf, &cfg, err, sizeof(err));
+
+			if (ret == 0)
+				ret = fr_perf_enable(perf, 1);
+			pthread_mutex_lock(&d->src_lock);
+			if (ret < 0) {
+				if (strcmp(src->error, err) != 0)
+					fr_log_err("%s; recording the other events", err);
+				snprintf(src->error, sizeof(src->error), "%s",
+					 err[0] ? err : strerror(-ret));
+				fr_perf_close(perf);
+			} else {
+				src->perf = perf;
+				src->error[0] = '\0';
+				src->hz = hz;
+				src->since_ns = fr_now_real_ns();
+				changed = 1;
+				if (hz)
+					fr_log_info("%s: recording at %u Hz", name, hz);
+				else
+					fr_log_info("%s: recording every context switch", name);
+			}
+			pthread_mutex_unlock(&d->src_lock);
+		} else if (hz && hz != src->hz) {
+			/* What the kernel holds was collected at the old rate:
+			 * take it first, so every sample is weighted by it. */
+			int ret;
+
+			if (!drained++)
+				drain_all(d);
+			ret = fr_perf_set_hz(src->perf, hz);
+			if (ret < 0) {
+				fr_log_err("%s: cannot change the rate to %u Hz (%s); it stays %u Hz",
+					   name, hz, strerror(-ret), src->hz);
+			} else {
+				fr_log_info("%s: rate %u Hz -> %u Hz", name, src->hz, hz);
+				__atomic_store_n(&src->hz, hz, __ATOMIC_RELAXED);
+				src->since_ns = fr_now_real_ns();
+			}
+		}
+	}
+
+	pthread_mutex_lock(&d->consumers_lock);
+	if (gen > d->reconciled_gen)
+		d->reconciled_gen = gen;
+	pthread_cond_broadcast(&d->consumers_cond);
+	pthread_mutex_unlock(&d->consumers_lock);
+	return changed;
+}
+
+/* "all processes", or e.g. "pid 12,13; comm postgres; cgroup /a/b". */
+static const char *describe_targets(const struct fr_config_session *sess, char *buf, size_t len)
+{
+	size_t used = 0;
+	int k;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < sess->npids && used < len; i++) {
+		k = snprintf(buf + used, len - used, "%s%u", i ? "," : "pid ", sess->pids[i]);
+		used += k > 0 ? (size_t)k : 0;
+	}
+	for (uint32_t i = 0; i < sess->ncomms && used < len; i++) {
+		k = snprintf(buf + used, len - used, "%s%s", i ? "," : used ? "; comm " : "comm ",
+			     sess->comms[i]);
+		used += k > 0 ? (size_t)k : 0;
+	}
+	if (sess->cgroup[0] && used < len)
+		snprintf(buf + used, len - used, "%scgroup %s", used ? "; " : "", sess->cgroup);
+	return buf[0] ? buf : "all processes";
 }
 
 /* Publishes the sessions of `cfg` for `sessions` requests. */
 static void publish_sessions(struct daemon *d, const struct fr_config *cfg)
 {
 	cJSON *arr = cJSON_CreateArray();
-	char *text;
+	char *text, targets[512];
 
 	for (uint32_t i = 0; arr && i < cfg->nsessions; i++) {
 		const struct fr_config_session *sess = &cfg->sessions[i];
@@ -317,16 +684,22 @@ static void publish_sessions(struct daemon *d, const struct fr_config *cfg)
 		events = cJSON_AddArrayToObject(o, "events");
 		for (uint32_t e = 0; events && e < sess->nevents; e++) {
 			cJSON *ev = cJSON_CreateObject();
+			char name[FR_EVENT_NAME_MAX];
+			uint32_t hz = sess->events[e].hz;
+
 			if (!ev)
 				break;
-			cJSON_AddStringToObject(ev, "event", fr_event_name(sess->events[e].event));
-			fr_ipc_add_int(ev, "hz", sess->events[e].hz);
+			cJSON_AddStringToObject(ev, "event", fr_event_format(sess->events[e].event,
+									     name, sizeof(name)));
+			if (sess->events[e].event == FR_EVENT_CPU && d->opts->hz_fixed)
+				hz = d->opts->hz;
+			fr_ipc_add_int(ev, "hz", hz);
 			cJSON_AddItemToArray(events, ev);
 		}
-		/* Targets and triggers are not configurable in this version:
-		 * every session records the whole machine and dumps only on
-		 * request (flightrec attach). */
-		cJSON_AddStringToObject(o, "targets", "all processes");
+		cJSON_AddStringToObject(o, "targets", describe_targets(sess, targets,
+								       sizeof(targets)));
+		/* Triggers are not configurable in this version: a session
+		 * dumps only on request (flightrec attach). */
 		cJSON_AddArrayToObject(o, "triggers");
 		cJSON_AddNullToObject(o, "last_dump_ns");
 	}
@@ -338,6 +711,67 @@ static void publish_sessions(struct daemon *d, const struct fr_config *cfg)
 	free(d->sessions_json);
 	d->sessions_json = text;
 	pthread_mutex_unlock(&d->sessions_lock);
+}
+
+/* Adds "events" (what is recorded, at which rate, with its counters, or
+ * why it is not) and "consumers" (who asks for what) to a reply. Returns 0
+ * on allocation failure. */
+static int add_recording(struct daemon *d, cJSON *r)
+{
+	cJSON *events = cJSON_AddArrayToObject(r, "events");
+	cJSON *consumers = cJSON_AddArrayToObject(r, "consumers");
+	char name[FR_EVENT_NAME_MAX];
+
+	if (!events || !consumers)
+		return 0;
+	pthread_mutex_lock(&d->src_lock);
+	for (unsigned i = 0; i < d->nsources; i++) {
+		const struct source *src = &d->sources[i];
+		cJSON *ev = cJSON_CreateObject();
+
+		if (!ev)
+			break;
+		cJSON_AddItemToArray(events, ev);
+		cJSON_AddStringToObject(ev, "event", fr_event_format(src->event, name, sizeof(name)));
+		cJSON_AddStringToObject(ev, "unit", fr_event_unit(src->event));
+		cJSON_AddStringToObject(ev, "state", src->perf ? "recording" : "failed");
+		if (!src->perf)
+			cJSON_AddStringToObject(ev, "error", src->error);
+		fr_ipc_add_int(ev, "hz", src->perf ? __atomic_load_n(&src->hz, __ATOMIC_RELAXED) : 0);
+		cJSON_AddBoolToObject(ev, "every_switch", !fr_event_has_rate(src->event));
+		fr_ipc_add_int(ev, "since_ns", src->since_ns);
+		cJSON_AddStringToObject(ev, "stacks", "kernel+user");
+		fr_ipc_add_int(ev, "samples", (int64_t)__atomic_load_n(&src->samples, __ATOMIC_RELAXED));
+		fr_ipc_add_int(ev, "lost", (int64_t)__atomic_load_n(&src->lost, __ATOMIC_RELAXED));
+		fr_ipc_add_int(ev, "throttled",
+			       (int64_t)__atomic_load_n(&src->throttled, __ATOMIC_RELAXED));
+		fr_ipc_add_int(ev, "truncated_stacks",
+			       (int64_t)__atomic_load_n(&src->truncated, __ATOMIC_RELAXED));
+	}
+	pthread_mutex_unlock(&d->src_lock);
+
+	pthread_mutex_lock(&d->consumers_lock);
+	for (const struct consumer *c = d->consumers; c; c = c->next) {
+		cJSON *o = cJSON_CreateObject(), *evs;
+
+		if (!o)
+			break;
+		cJSON_AddItemToArray(consumers, o);
+		cJSON_AddStringToObject(o, "name", c->name);
+		fr_ipc_add_int(o, "since_ns", c->since_ns);
+		evs = cJSON_AddArrayToObject(o, "events");
+		for (uint32_t e = 0; evs && e < c->nevents; e++) {
+			cJSON *ev = cJSON_CreateObject();
+			if (!ev)
+				break;
+			cJSON_AddItemToArray(evs, ev);
+			cJSON_AddStringToObject(ev, "event",
+						fr_event_format(c->events[e], name, sizeof(name)));
+			fr_ipc_add_int(ev, "hz", c->hz[e]);
+		}
+	}
+	pthread_mutex_unlock(&d->consumers_lock);
+	return 1;
 }
 
 static cJSON *handle_sessions(struct daemon *d)
@@ -356,7 +790,21 @@ static cJSON *handle_sessions(struct daemon *d)
 	}
 	cJSON_AddItemToObject(r, "sessions", list);
 	cJSON_AddStringToObject(r, "config", d->opts->config_source);
-	fr_ipc_add_int(r, "cpu_hz", fr_perf_hz(d->perf));
+	{
+		struct source *cpu;
+		uint32_t hz = 0;
+
+		pthread_mutex_lock(&d->src_lock);
+		cpu = find_source(d, FR_EVENT_CPU);
+		if (cpu && cpu->perf)
+			hz = cpu->hz;
+		pthread_mutex_unlock(&d->src_lock);
+		fr_ipc_add_int(r, "cpu_hz", hz);
+	}
+	if (!add_recording(d, r)) {
+		cJSON_Delete(r);
+		return NULL;
+	}
 	cJSON_AddBoolToObject(r, "hz_from_command_line", d->opts->hz_fixed);
 	return r;
 }
@@ -368,13 +816,13 @@ static int differs(const char *a, const char *b)
 
 /* SIGHUP: reloads the configuration file and applies what can change
  * while recording. Ingest thread. */
-static void reload(struct daemon *d, const struct fr_perf_handler *handler)
+static void reload(struct daemon *d)
 {
 	const struct fr_daemon_options *o = d->opts;
 	const struct fr_config *old = d->config;
 	struct fr_config *n;
-	char err[1024], sync[32], age[32];
-	uint32_t hz, was = fr_perf_hz(d->perf);
+	char err[1024], sync[32], age[32], rates[256];
+	size_t used = 0;
 	int ret;
 
 	if (!o->config_path) {
@@ -397,20 +845,8 @@ static void reload(struct daemon *d, const struct fr_perf_handler *handler)
 		fr_log_warn("reload: ring.path, ring.size, ring.segment, socket and "
 			    "limits.max_clients take effect at the next start");
 
-	hz = o->hz_fixed ? was : fr_config_max_hz(n, FR_EVENT_CPU);
-	if (!hz)
-		hz = 99;
-	if (hz != was) {
-		/* What the kernel holds was collected at the old rate: take it
-		 * first, so every sample is weighted by the rate it had. */
-		fr_perf_drain(d->perf, handler, d->clock_offset);
-		ret = fr_perf_set_hz(d->perf, hz);
-		if (ret < 0) {
-			fr_log_err("reload: cannot change the rate to %u Hz (%s); it stays %u Hz", hz,
-				   strerror(-ret), was);
-			hz = was;
-		}
-	}
+	set_session_consumers(d, n);
+	reconcile(d);
 	fr_ring_set_sync_interval(d->ring, n->sync_ns);
 	__atomic_store_n(&d->max_age_ns, n->max_age_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->max_rate_hz, n->max_rate_hz, __ATOMIC_RELAXED);
@@ -422,50 +858,87 @@ static void reload(struct daemon *d, const struct fr_perf_handler *handler)
 	d->config = n;
 	publish_sessions(d, n);
 	__atomic_store_n(&d->reloaded_ns, fr_now_real_ns(), __ATOMIC_RELAXED);
-	fr_log_info("reloaded %s: cpu at %u Hz%s, ring.sync %s, ring.max_age %s, "
-		    "limits.max_rate_hz %u", o->config_path, hz,
-		    o->hz_fixed ? " (--hz)" : "",
+	rates[0] = '\0';
+	for (unsigned i = 0; i < d->nsources && used < sizeof(rates); i++) {
+		char name[FR_EVENT_NAME_MAX];
+		const struct source *src = &d->sources[i];
+		int k;
+
+		fr_event_format(src->event, name, sizeof(name));
+		if (!src->perf)
+			k = snprintf(rates + used, sizeof(rates) - used, "%s%s not recording",
+				     used ? ", " : "", name);
+		else if (src->hz)
+			k = snprintf(rates + used, sizeof(rates) - used, "%s%s at %u Hz",
+				     used ? ", " : "", name, src->hz);
+		else
+			k = snprintf(rates + used, sizeof(rates) - used, "%s%s every switch",
+				     used ? ", " : "", name);
+		if (k > 0)
+			used += (size_t)k;
+	}
+	fr_log_info("reloaded %s: %s%s, ring.sync %s, ring.max_age %s, limits.max_rate_hz %u",
+		    o->config_path, rates[0] ? rates : "no events",
+		    o->hz_fixed ? " (cpu rate from --hz)" : "",
 		    n->sync_ns < 0 ? "off" : fr_format_duration(n->sync_ns, sync, sizeof(sync)),
 		    n->max_age_ns > 0 ? fr_format_duration(n->max_age_ns, age, sizeof(age)) : "none",
 		    n->max_rate_hz);
 }
 
+/* The descriptors the ingest thread polls: every CPU of the side band and
+ * of each open source, then flush, signal and reconcile. Returns the
+ * number, or -ENOMEM. */
+static int build_pollfds(struct daemon *d, struct pollfd **pfds)
+{
+	unsigned n = fr_perf_nfds(d->sideband) + 3, k = 0;
+	struct pollfd *p;
+
+	for (unsigned i = 0; i < d->nsources; i++)
+		if (d->sources[i].perf)
+			n += fr_perf_nfds(d->sources[i].perf);
+	p = calloc(n, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	for (unsigned i = 0; i < fr_perf_nfds(d->sideband); i++)
+		p[k++] = (struct pollfd){.fd = fr_perf_fd(d->sideband, i), .events = POLLIN};
+	for (unsigned s = 0; s < d->nsources; s++)
+		for (unsigned i = 0; d->sources[s].perf && i < fr_perf_nfds(d->sources[s].perf); i++)
+			p[k++] = (struct pollfd){.fd = fr_perf_fd(d->sources[s].perf, i),
+						 .events = POLLIN};
+	p[k++] = (struct pollfd){.fd = d->flush_efd, .events = POLLIN};
+	p[k++] = (struct pollfd){.fd = d->sig_fd, .events = POLLIN};
+	p[k++] = (struct pollfd){.fd = d->reconcile_efd, .events = POLLIN};
+	free(*pfds);
+	*pfds = p;
+	return (int)k;
+}
+
 static int ingest_loop(struct daemon *d)
 {
-	const struct fr_perf_handler handler = {
-		.sample = on_sample,
-		.comm = on_comm,
-		.mmap = on_mmap,
-		.fork = on_fork,
-		.exit = on_exit_rec,
-		.lost = on_lost,
-		.throttle = on_throttle,
-		.arg = d,
-	};
-	unsigned nperf = fr_perf_nfds(d->perf);
-	struct pollfd *pfds = calloc(nperf + 2, sizeof(*pfds));
-	int stop = 0;
+	struct pollfd *pfds = NULL;
+	int npfds = build_pollfds(d, &pfds), stop = 0;
 
-	if (!pfds)
-		return -ENOMEM;
-	for (unsigned i = 0; i < nperf; i++)
-		pfds[i] = (struct pollfd){.fd = fr_perf_fd(d->perf, i), .events = POLLIN};
-	pfds[nperf] = (struct pollfd){.fd = d->flush_efd, .events = POLLIN};
-	pfds[nperf + 1] = (struct pollfd){.fd = d->sig_fd, .events = POLLIN};
+	if (npfds < 0)
+		return npfds;
 	d->last_seal_mono = fr_now_mono_ns();
 
 	while (!stop) {
-		uint64_t barrier = 0;
+		struct pollfd *flush = &pfds[npfds - 3], *sig = &pfds[npfds - 2],
+			      *rec = &pfds[npfds - 1];
+		uint64_t barrier = 0, n;
+		int rebuild = 0;
 
-		if (poll(pfds, nperf + 2, POLL_MS) < 0 && errno != EINTR) {
+		if (poll(pfds, (nfds_t)npfds, POLL_MS) < 0 && errno != EINTR) {
 			fr_log_err("poll: %s", strerror(errno));
 			break;
 		}
-		if (pfds[nperf + 1].revents & POLLIN) {
+		d->clock_offset = fr_perf_clock_offset();
+		if (sig->revents & POLLIN) {
 			struct signalfd_siginfo si;
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
 				if (si.ssi_signo == SIGHUP) {
-					reload(d, &handler);
+					reload(d);
+					rebuild = 1;
 				} else {
 					fr_log_info("received %s; storing the open chunk and exiting",
 						    strsignal((int)si.ssi_signo));
@@ -473,20 +946,27 @@ static int ingest_loop(struct daemon *d)
 				}
 			}
 		}
-		if (pfds[nperf].revents & POLLIN) {
-			uint64_t n;
-			if (read(d->flush_efd, &n, sizeof(n)) == sizeof(n)) {
-				pthread_mutex_lock(&d->lock);
-				barrier = d->barrier_req;
-				pthread_mutex_unlock(&d->lock);
-			}
+		if ((rec->revents & POLLIN) && read(d->reconcile_efd, &n, sizeof(n)) == sizeof(n))
+			rebuild |= reconcile(d);
+		if ((flush->revents & POLLIN) && read(d->flush_efd, &n, sizeof(n)) == sizeof(n)) {
+			pthread_mutex_lock(&d->lock);
+			barrier = d->barrier_req;
+			pthread_mutex_unlock(&d->lock);
 		}
-		d->clock_offset = fr_perf_clock_offset();
-		fr_perf_drain(d->perf, &handler, d->clock_offset);
+		drain_all(d);
 		if (barrier || stop ||
 		    (fr_chunk_builder_samples(d->builder) > 0 &&
 		     fr_now_mono_ns() - d->last_seal_mono >= SEAL_INTERVAL_NS))
 			seal(d, barrier);
+		if (rebuild) {
+			int k = build_pollfds(d, &pfds);
+			if (k < 0) {
+				fr_log_err("out of memory rebuilding the poll set; stopping");
+				seal(d, 0);
+				break;
+			}
+			npfds = k;
+		}
 	}
 	free(pfds);
 	return 0;
@@ -496,7 +976,7 @@ static int ingest_loop(struct daemon *d)
 
 static cJSON *handle_status(struct daemon *d)
 {
-	cJSON *r = fr_ipc_ok(), *events, *ev;
+	cJSON *r = fr_ipc_ok();
 	int64_t now = fr_now_mono_ns();
 
 	if (!r)
@@ -517,19 +997,9 @@ static cJSON *handle_status(struct daemon *d)
 	fr_ipc_add_int(r, "write_errors", (int64_t)__atomic_load_n(&d->write_errors, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
-	events = cJSON_AddArrayToObject(r, "events");
-	ev = cJSON_CreateObject();
-	if (events && ev) {
-		cJSON_AddStringToObject(ev, "event", "cpu");
-		fr_ipc_add_int(ev, "hz", fr_perf_hz(d->perf));
-		cJSON_AddStringToObject(ev, "stacks", "kernel+user");
-		fr_ipc_add_int(ev, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
-		fr_ipc_add_int(ev, "lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
-		fr_ipc_add_int(ev, "throttled", (int64_t)__atomic_load_n(&d->throttled, __ATOMIC_RELAXED));
-		fr_ipc_add_int(ev, "truncated_stacks", (int64_t)__atomic_load_n(&d->truncated, __ATOMIC_RELAXED));
-		cJSON_AddItemToArray(events, ev);
-	} else {
-		cJSON_Delete(ev);
+	if (!add_recording(d, r)) {
+		cJSON_Delete(r);
+		return NULL;
 	}
 	{
 		struct fr_ring_stats st;
@@ -568,6 +1038,174 @@ static int get_int(const cJSON *req, const char *key, int64_t min, int64_t max, 
 	return 1;
 }
 
+/* Reads "events" (an array of event names; absent: cpu) into ids.
+ * Returns the count, or -1 with an error response built. */
+static int get_events(const cJSON *req, const char *cmd, uint32_t *ids, cJSON **error)
+{
+	const cJSON *events = cJSON_GetObjectItemCaseSensitive(req, "events"), *e;
+	int n = 0;
+
+	if (!events || cJSON_IsNull(events)) {
+		ids[0] = FR_EVENT_CPU;
+		return 1;
+	}
+	if (!cJSON_IsArray(events) || cJSON_GetArraySize(events) == 0) {
+		*error = fr_ipc_error("%s: \"events\" must be a non-empty array of event names", cmd);
+		return -1;
+	}
+	cJSON_ArrayForEach(e, events) {
+		int64_t id = cJSON_IsString(e) ? fr_event_lookup(e->valuestring) : -ENOENT;
+
+		if (id < 0) {
+			*error = fr_ipc_error("%s: unknown event %s%s%s (accepted: " FR_EVENT_NAMES ")",
+					      cmd, cJSON_IsString(e) ? "\"" : "",
+					      cJSON_IsString(e) ? e->valuestring : "(not a string)",
+					      cJSON_IsString(e) ? "\"" : "");
+			return -1;
+		}
+		for (int i = 0; i < n; i++) {
+			if (ids[i] == (uint32_t)id) {
+				*error = fr_ipc_error("%s: event \"%s\" is listed twice", cmd,
+						      e->valuestring);
+				return -1;
+			}
+		}
+		if (n == FR_PROFILE_MAX_EVENTS) {
+			*error = fr_ipc_error("%s: at most %d events per request", cmd,
+					      FR_PROFILE_MAX_EVENTS);
+			return -1;
+		}
+		ids[n++] = (uint32_t)id;
+	}
+	return n;
+}
+
+/* Reads the targets of a request ("pids", "comm", "cgroup") into `preq`.
+ * Returns 0, or -1 with an error response built. */
+static int get_targets(const cJSON *req, const char *cmd, struct fr_profile_request *preq,
+		       cJSON **error)
+{
+	const cJSON *pids = cJSON_GetObjectItemCaseSensitive(req, "pids"), *p;
+	const cJSON *comm = cJSON_GetObjectItemCaseSensitive(req, "comm");
+	const cJSON *cgroup = cJSON_GetObjectItemCaseSensitive(req, "cgroup");
+
+	if (pids && !cJSON_IsNull(pids)) {
+		if (!cJSON_IsArray(pids)) {
+			*error = fr_ipc_error("%s: \"pids\" must be an array of process ids", cmd);
+			return -1;
+		}
+		cJSON_ArrayForEach(p, pids) {
+			if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > INT32_MAX ||
+			    p->valuedouble != (double)(int64_t)p->valuedouble) {
+				*error = fr_ipc_error("%s: \"pids\" must hold positive process ids",
+						      cmd);
+				return -1;
+			}
+			if (preq->npids == FR_PROFILE_MAX_PIDS) {
+				*error = fr_ipc_error("%s: at most %d pids per request", cmd,
+						      FR_PROFILE_MAX_PIDS);
+				return -1;
+			}
+			preq->pids[preq->npids++] = (uint32_t)p->valuedouble;
+		}
+	}
+	if (comm && !cJSON_IsNull(comm)) {
+		if (!cJSON_IsArray(comm)) {
+			*error = fr_ipc_error("%s: \"comm\" must be an array of command names", cmd);
+			return -1;
+		}
+		cJSON_ArrayForEach(p, comm) {
+			if (!cJSON_IsString(p) || !p->valuestring[0] ||
+			    strlen(p->valuestring) >= FR_PROFILE_COMM_MAX) {
+				*error = fr_ipc_error("%s: \"comm\" must hold command names of 1..%d "
+						      "characters (as the kernel keeps them)", cmd,
+						      FR_PROFILE_COMM_MAX - 1);
+				return -1;
+			}
+			if (preq->ncomms == FR_PROFILE_MAX_COMMS) {
+				*error = fr_ipc_error("%s: at most %d command names per request", cmd,
+						      FR_PROFILE_MAX_COMMS);
+				return -1;
+			}
+			snprintf(preq->comms[preq->ncomms++], FR_PROFILE_COMM_MAX, "%s",
+				 p->valuestring);
+		}
+	}
+	if (cgroup && !cJSON_IsNull(cgroup)) {
+		if (!cJSON_IsString(cgroup) || cgroup->valuestring[0] != '/' ||
+		    strlen(cgroup->valuestring) >= FR_PROFILE_CGROUP_MAX) {
+			*error = fr_ipc_error("%s: \"cgroup\" must be a cgroup v2 path like "
+					      "\"/system.slice/nginx.service\" (at most %d characters)",
+					      cmd, FR_PROFILE_CGROUP_MAX - 1);
+			return -1;
+		}
+		snprintf(preq->cgroup, sizeof(preq->cgroup), "%s", cgroup->valuestring);
+		/* "/a/b/" names the same cgroup as "/a/b". */
+		for (size_t n = strlen(preq->cgroup); n > 1 && preq->cgroup[n - 1] == '/'; n--)
+			preq->cgroup[n - 1] = '\0';
+	}
+	return 0;
+}
+
+/* For a window query: every event must be recordable. An event that is
+ * being recorded is fine; one whose source failed is refused with the
+ * reason; one nobody records is tried (opened and closed again) so that
+ * the user learns at once whether it could be, and gets a warning that
+ * the ring holds only what earlier consumers recorded of it. Returns 0, or
+ * -1 with an error response built. */
+static int check_events(struct daemon *d, const uint32_t *ids, int n, const char *cmd,
+			char *warn, size_t warnlen, cJSON **error)
+{
+	char name[FR_EVENT_NAME_MAX];
+
+	for (int i = 0; i < n; i++) {
+		struct source *src;
+		struct consumer *probe;
+		char failed[256] = "";
+		int recording = 0;
+
+		pthread_mutex_lock(&d->src_lock);
+		src = find_source(d, ids[i]);
+		if (src && src->perf)
+			recording = 1;
+		else if (src)
+			snprintf(failed, sizeof(failed), "%s", src->error);
+		pthread_mutex_unlock(&d->src_lock);
+		if (recording)
+			continue;
+		if (!failed[0]) {
+			probe = calloc(1, sizeof(*probe));
+			if (!probe) {
+				*error = fr_ipc_error("%s: out of memory", cmd);
+				return -1;
+			}
+			snprintf(probe->name, sizeof(probe->name), "%s check of %s", cmd,
+				 fr_event_format(ids[i], name, sizeof(name)));
+			probe->nevents = 1;
+			probe->events[0] = ids[i];
+			probe->hz[0] = fr_event_has_rate(ids[i]) ? 1 : 0;
+			wait_reconciled(d, consumer_add(d, probe));
+			pthread_mutex_lock(&d->src_lock);
+			src = find_source(d, ids[i]);
+			if (src && !src->perf)
+				snprintf(failed, sizeof(failed), "%s", src->error);
+			pthread_mutex_unlock(&d->src_lock);
+			consumer_remove(d, probe);
+		}
+		if (failed[0]) {
+			*error = fr_ipc_error("%s", failed);
+			return -1;
+		}
+		if (!warn[0])
+			snprintf(warn, warnlen,
+				 "%s is not being recorded (no session or client asks for it); the "
+				 "profile holds only what the ring has of it. `flightrec attach "
+				 "--follow --event %s` records it from now on",
+				 fr_event_format(ids[i], name, sizeof(name)), name);
+	}
+	return 0;
+}
+
 static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
@@ -575,11 +1213,11 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 	struct fr_profile_result res;
 	struct fr_uring *uring = NULL;
 	struct fr_uring_writer *w = NULL;
-	cJSON *resp = NULL, *warnings;
-	const cJSON *pids, *format;
+	cJSON *resp = NULL, *warnings, *events;
+	const cJSON *format;
 	int64_t window = 0, from = 0, to = 0, hz = 0, now;
-	int has_window, has_from, has_to, flags, ret;
-	char err[512], buf[64];
+	int has_window, has_from, has_to, flags, ret, n;
+	char err[512], buf[64], warn[512] = "", name[FR_EVENT_NAME_MAX];
 
 	memset(&preq, 0, sizeof(preq));
 	if (fd < 0)
@@ -615,27 +1253,14 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 		resp = fr_ipc_error("attach needs \"window_ns\" or \"from_ns\"");
 		goto out;
 	}
-	pids = cJSON_GetObjectItemCaseSensitive(req, "pids");
-	if (pids && !cJSON_IsNull(pids)) {
-		const cJSON *p;
-		if (!cJSON_IsArray(pids)) {
-			resp = fr_ipc_error("attach: \"pids\" must be an array of process ids");
-			goto out;
-		}
-		cJSON_ArrayForEach(p, pids) {
-			if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > INT32_MAX ||
-			    p->valuedouble != (double)(int64_t)p->valuedouble) {
-				resp = fr_ipc_error("attach: \"pids\" must hold positive process ids");
-				goto out;
-			}
-			if (preq.npids == FR_PROFILE_MAX_PIDS) {
-				resp = fr_ipc_error("attach: at most %d pids per request",
-						    FR_PROFILE_MAX_PIDS);
-				goto out;
-			}
-			preq.pids[preq.npids++] = (uint32_t)p->valuedouble;
-		}
-	}
+	if (get_targets(req, "attach", &preq, &resp) < 0)
+		goto out;
+	n = get_events(req, "attach", preq.events, &resp);
+	if (n < 0)
+		goto out;
+	preq.nevents = (uint32_t)n;
+	if (check_events(d, preq.events, n, "attach", warn, sizeof(warn), &resp) < 0)
+		goto out;
 	format = cJSON_GetObjectItemCaseSensitive(req, "format");
 	if (format && !cJSON_IsNull(format)) {
 		int f = cJSON_IsString(format) ? fr_profile_format_parse(format->valuestring)
@@ -682,7 +1307,25 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 	fr_ipc_add_int(resp, "t0_ns", (int64_t)preq.t0);
 	fr_ipc_add_int(resp, "t1_ns", (int64_t)preq.t1);
 	fr_ipc_add_int(resp, "covered_t0_ns", (int64_t)res.covered_t0);
+	events = cJSON_AddArrayToObject(resp, "events");
+	for (uint32_t e = 0; events && e < res.nevents; e++) {
+		const struct fr_profile_event_result *er = &res.events[e];
+		cJSON *ev = cJSON_CreateObject();
+
+		if (!ev)
+			break;
+		cJSON_AddItemToArray(events, ev);
+		cJSON_AddStringToObject(ev, "event", fr_event_format(er->event, name, sizeof(name)));
+		fr_ipc_add_int(ev, "hz", er->hz);
+		fr_ipc_add_int(ev, "samples", (int64_t)er->samples_kept);
+		fr_ipc_add_int(ev, "samples_in_window", (int64_t)er->samples_seen);
+		fr_ipc_add_int(ev, "lost", (int64_t)er->lost);
+		fr_ipc_add_int(ev, "throttled", (int64_t)er->throttled);
+		fr_ipc_add_int(ev, "truncated", (int64_t)er->truncated);
+	}
 	warnings = cJSON_AddArrayToObject(resp, "warnings");
+	if (warnings && warn[0])
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(warn));
 	if (warnings && res.warning[0])
 		cJSON_AddItemToArray(warnings, cJSON_CreateString(res.warning));
 out:
@@ -692,8 +1335,86 @@ out:
 	return resp;
 }
 
+/* A client asks for events at a rate for as long as its connection
+ * lives (attach --follow): the sources are raised to it at once and fall
+ * back when the connection ends. Answers when the rates are in force, with
+ * "start_ns", from when on the data is at these rates. */
+static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
+{
+	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
+	struct consumer *c;
+	cJSON *resp = NULL, *events;
+	int64_t hz = 0, start;
+	char failed[512] = "", name[FR_EVENT_NAME_MAX];
+	int n;
+
+	if (peer->hold)
+		return fr_ipc_error("consume: this connection already holds rates; open another "
+				    "connection for more");
+	if (get_int(req, "hz", 0, INT32_MAX, &hz, &resp) < 0)
+		return resp;
+	if (hz > max_rate)
+		return fr_ipc_error("consume: a rate of %lld Hz is above this recorder's limit of "
+				    "%u Hz (limits.max_rate_hz)", (long long)hz, max_rate);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	n = get_events(req, "consume", c->events, &resp);
+	if (n < 0) {
+		free(c);
+		return resp;
+	}
+	c->nevents = (uint32_t)n;
+	for (int i = 0; i < n; i++)
+		c->hz[i] = fr_event_has_rate(c->events[i]) ? (uint32_t)(hz ? hz : 99) : 0;
+	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
+	if (wait_reconciled(d, consumer_add(d, c)) < 0) {
+		consumer_remove(d, c);
+		return fr_ipc_error("consume: the recorder did not apply the rates in time");
+	}
+	/* Rates take effect at the next sample of each CPU; a window that
+	 * starts now has them throughout. */
+	start = fr_now_real_ns();
+	pthread_mutex_lock(&d->src_lock);
+	for (int i = 0; i < n; i++) {
+		struct source *src = find_source(d, c->events[i]);
+		if (src && !src->perf && !failed[0])
+			snprintf(failed, sizeof(failed), "%s", src->error);
+	}
+	pthread_mutex_unlock(&d->src_lock);
+	if (failed[0]) {
+		consumer_remove(d, c);
+		return fr_ipc_error("%s", failed);
+	}
+	peer->hold = c;
+	peer->release = consumer_release;
+	fr_log_info("%s asks for %s%s at %lld Hz", c->name,
+		    fr_event_format(c->events[0], name, sizeof(name)), n > 1 ? " and more" : "",
+		    (long long)c->hz[0]);
+
+	resp = fr_ipc_ok();
+	if (!resp)
+		return NULL;
+	fr_ipc_add_int(resp, "start_ns", start);
+	events = cJSON_AddArrayToObject(resp, "events");
+	pthread_mutex_lock(&d->src_lock);
+	for (int i = 0; events && i < n; i++) {
+		struct source *src = find_source(d, c->events[i]);
+		cJSON *ev = cJSON_CreateObject();
+
+		if (!ev)
+			break;
+		cJSON_AddItemToArray(events, ev);
+		cJSON_AddStringToObject(ev, "event", fr_event_format(c->events[i], name, sizeof(name)));
+		fr_ipc_add_int(ev, "hz", c->hz[i]);
+		fr_ipc_add_int(ev, "recording_hz", src ? src->hz : 0);
+	}
+	pthread_mutex_unlock(&d->src_lock);
+	return resp;
+}
+
 static cJSON *handle_request(void *arg, const char *cmd, const cJSON *req, int fd,
-			     const struct fr_ipc_peer *peer)
+			     struct fr_ipc_peer *peer)
 {
 	struct daemon *d = arg;
 
@@ -705,8 +1426,10 @@ static cJSON *handle_request(void *arg, const char *cmd, const cJSON *req, int f
 		return handle_status(d);
 	if (strcmp(cmd, "sessions") == 0)
 		return handle_sessions(d);
-	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, status, "
-			    "sessions)", cmd);
+	if (strcmp(cmd, "consume") == 0)
+		return handle_consume(d, req, peer);
+	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, consume, "
+			    "status, sessions)", cmd);
 }
 
 /* ---- start and stop ---------------------------------------------------- */
@@ -742,9 +1465,30 @@ static void print_banner(struct daemon *d)
 	char size[32], seg[32], t0[64];
 	char *client_default = fr_ipc_client_socket_path();
 
+	char events[512];
+	size_t used = 0;
+
+	events[0] = '\0';
+	for (unsigned i = 0; i < d->nsources && used < sizeof(events); i++) {
+		const struct source *src = &d->sources[i];
+		char name[FR_EVENT_NAME_MAX];
+		int k;
+
+		if (!src->perf)
+			continue;
+		fr_event_format(src->event, name, sizeof(name));
+		k = src->hz ? snprintf(events + used, sizeof(events) - used, "%s%s at %u Hz",
+				       used ? ", " : "", name, src->hz)
+			    : snprintf(events + used, sizeof(events) - used,
+				       "%s%s (every context switch)", used ? ", " : "", name);
+		used += k > 0 ? (size_t)k : 0;
+	}
 	fr_ring_get_stats(d->ring, &st);
-	printf("flightrecd %s: recording cpu at %u Hz on %u CPUs (kernel+user stacks)\n",
-	       FR_VERSION, fr_perf_hz(d->perf), d->ncpus);
+	printf("flightrecd %s: recording %s on %u CPUs (kernel+user stacks)\n", FR_VERSION,
+	       events[0] ? events : "no events", d->ncpus);
+	for (unsigned i = 0; i < d->nsources; i++)
+		if (!d->sources[i].perf)
+			printf("  not recording: %s\n", d->sources[i].error);
 	printf("  config: %s\n", o->config_source);
 	printf("  ring:   %s (%s, %s segments", fr_ring_path(d->ring),
 	       fr_format_size_human(st.file_size, size, sizeof(size)),
@@ -769,7 +1513,6 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 {
 	const struct fr_config *cfg = opts->config;
 	struct daemon *d;
-	struct fr_perf_config pcfg = {.event = FR_EVENT_CPU, .hz = opts->hz, .sideband = 1};
 	sigset_t mask;
 	char err[1024];
 	int ret, status = 1, n;
@@ -784,7 +1527,16 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	d->config = opts->config;
 	pthread_mutex_init(&d->sessions_lock, NULL);
 	publish_sessions(d, opts->config);
-	d->flush_efd = d->sig_fd = -1;
+	d->flush_efd = d->sig_fd = d->reconcile_efd = -1;
+	pthread_mutex_init(&d->src_lock, NULL);
+	pthread_mutex_init(&d->consumers_lock, NULL);
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&d->consumers_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	d->start_real = fr_now_real_ns();
 	d->start_mono = fr_now_mono_ns();
 	pthread_mutex_init(&d->lock, NULL);
@@ -805,7 +1557,8 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	signal(SIGPIPE, SIG_IGN);
 	d->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	d->flush_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (d->sig_fd < 0 || d->flush_efd < 0) {
+	d->reconcile_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->sig_fd < 0 || d->flush_efd < 0 || d->reconcile_efd < 0) {
 		fprintf(stderr, "flightrecd: cannot create event descriptors: %s\n",
 			strerror(errno));
 		goto out;
@@ -850,12 +1603,26 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		fr_log_warn("cannot scan /proc: %s; processes are learned as they run",
 			    strerror(-n));
 
-	ret = fr_perf_open(&d->perf, &pcfg, err, sizeof(err));
+	ret = fr_perf_open_sideband(&d->sideband, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "flightrecd: %s\n", err);
 		goto out;
 	}
-	d->ncpus = fr_perf_nfds(d->perf);
+	d->ncpus = fr_perf_nfds(d->sideband);
+	/* The sessions' events: each that cannot be opened is reported and
+	 * the others record; with none at all there is nothing to run. */
+	set_session_consumers(d, cfg);
+	reconcile(d);
+	{
+		unsigned open = 0;
+
+		for (unsigned i = 0; i < d->nsources; i++)
+			open += d->sources[i].perf != NULL;
+		if (d->nsources && !open) {
+			fprintf(stderr, "flightrecd: %s\n", d->sources[0].error);
+			goto out;
+		}
+	}
 
 	/* A chunk holds at most ~1 s of samples on every CPU (with room for
 	 * bursts) and must fit comfortably in a segment. */
@@ -878,15 +1645,17 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		fprintf(stderr, "flightrecd: cannot start the socket thread: %s\n", strerror(-ret));
 		goto out_writer;
 	}
-	ret = fr_perf_enable(d->perf, 1);
+	ret = fr_perf_enable(d->sideband, 1);
 	if (ret < 0) {
-		fprintf(stderr, "flightrecd: cannot enable sampling: %s\n", strerror(-ret));
+		fprintf(stderr, "flightrecd: cannot enable the side band: %s\n", strerror(-ret));
 		goto out_writer;
 	}
 	print_banner(d);
 
 	ret = ingest_loop(d);
-	fr_perf_enable(d->perf, 0);
+	for (unsigned i = 0; i < d->nsources; i++)
+		if (d->sources[i].perf)
+			fr_perf_enable(d->sources[i].perf, 0);
 	status = ret < 0 ? 1 : 0;
 
 out_writer:
@@ -903,7 +1672,19 @@ out_writer:
 		fr_log_info("stopped; the ring %s is complete", fr_ring_path(d->ring));
 out:
 	fr_ipc_server_close(d->server);
-	fr_perf_close(d->perf);
+	for (unsigned i = 0; i < d->nsources; i++)
+		fr_perf_close(d->sources[i].perf);
+	fr_perf_close(d->sideband);
+	while (d->consumers) {
+		struct consumer *c = d->consumers;
+		d->consumers = c->next;
+		free(c);
+	}
+	if (d->reconcile_efd >= 0)
+		close(d->reconcile_efd);
+	pthread_cond_destroy(&d->consumers_cond);
+	pthread_mutex_destroy(&d->consumers_lock);
+	pthread_mutex_destroy(&d->src_lock);
 	fr_chunk_builder_free(d->builder);
 	fr_tracker_free(d->tracker);
 	fr_ring_close(d->ring);

@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,18 +71,33 @@ static void usage_attach(FILE *f)
 		"  --to TIME          window end (default now)\n"
 		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here,\n"
 		"                     .folded for --format folded)\n"
+		"  --event E[,E...]   events, one value column each (default cpu): cpu, cycles,\n"
+		"                     instructions, cache-references, cache-misses,\n"
+		"                     branch-instructions, branch-misses, page-faults,\n"
+		"                     context-switches, cpu-migrations, offcpu, raw:0xNNNN\n"
 		"  --pid PID[,PID...] only these processes (all their threads)\n"
+		"  --comm NAME[,...]  only processes with these command names\n"
+		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
 		"  --hz N             samples per second per CPU in the profile (default: as\n"
-		"                     recorded; lower rates are downsampled deterministically)\n"
+		"                     recorded; higher rates are downsampled deterministically;\n"
+		"                     with --follow, the recorder samples at least this fast)\n"
 		"  --format FORMAT    pprof (default: gzip'ed pprof) or folded (collapsed\n"
 		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
+		"  --follow           from now on, write one profile per --window into the\n"
+		"                     directory -o DIR (default .) until interrupted; the\n"
+		"                     windows tile time exactly, and the recorder keeps the\n"
+		"                     events and --hz asked for while it runs\n"
+		"  --count N          with --follow: stop after N windows\n"
 		"  --socket PATH      the recorder's socket\n"
 		"  -h, --help         show this help\n"
 		"\n"
 		"Examples:\n"
 		"  flightrec attach --window 60s -o incident.pb.gz\n"
 		"  flightrec attach --window 5m --pid 1234 -o api.pb.gz\n"
-		"  flightrec attach --window 60s --format folded -o cpu.folded\n");
+		"  flightrec attach --window 60s --event cpu,offcpu --comm postgres -o db.pb.gz\n"
+		"  flightrec attach --window 60s --format folded -o cpu.folded\n"
+		"  flightrec attach --follow --window 10s --hz 999 -o /var/tmp/profiles/\n"
+		"  flightrec attach --follow --count 1 --window 30s --event offcpu -o .\n");
 }
 
 static void usage_status(FILE *f)
@@ -180,12 +196,90 @@ struct query_args {
 	enum fr_profile_format format;
 	uint32_t npids;
 	uint32_t pids[FR_PROFILE_MAX_PIDS];
+	uint32_t nevents; /* 0: cpu */
+	uint32_t events[FR_PROFILE_MAX_EVENTS];
+	uint32_t ncomms;
+	char comms[FR_PROFILE_MAX_COMMS][FR_PROFILE_COMM_MAX];
+	char cgroup[FR_PROFILE_CGROUP_MAX];
 };
 
 enum {
 	OPT_WINDOW = 256, OPT_FROM, OPT_TO, OPT_PID, OPT_HZ, OPT_SOCKET, OPT_RING, OPT_INFO,
-	OPT_JSON, OPT_FORMAT,
+	OPT_JSON, OPT_FORMAT, OPT_EVENT, OPT_COMM, OPT_CGROUP, OPT_FOLLOW, OPT_COUNT,
 };
+
+/* Parses "cpu,offcpu" into event ids. Returns 0 or EXIT_USAGE (after
+ * saying why). */
+static int parse_events(const char *cmd, const char *arg, struct query_args *q)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+	int ret = 0;
+
+	if (!copy)
+		return EXIT_USAGE;
+	q->nevents = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int64_t id = fr_event_lookup(tok);
+
+		if (id < 0) {
+			fprintf(stderr, "%s %s: --event: unknown event \"%s\" (accepted: "
+				FR_EVENT_NAMES ")\n", prog, cmd, tok);
+			ret = EXIT_USAGE;
+			break;
+		}
+		for (uint32_t i = 0; i < q->nevents; i++) {
+			if (q->events[i] == (uint32_t)id) {
+				fprintf(stderr, "%s %s: --event: \"%s\" is listed twice\n", prog, cmd,
+					tok);
+				ret = EXIT_USAGE;
+				goto out;
+			}
+		}
+		if (q->nevents == FR_PROFILE_MAX_EVENTS) {
+			fprintf(stderr, "%s %s: --event: at most %d events\n", prog, cmd,
+				FR_PROFILE_MAX_EVENTS);
+			ret = EXIT_USAGE;
+			break;
+		}
+		q->events[q->nevents++] = (uint32_t)id;
+	}
+	if (!ret && q->nevents == 0) {
+		fprintf(stderr, "%s %s: --event: expected event names like cpu or cpu,offcpu, "
+			"got \"%s\"\n", prog, cmd, arg);
+		ret = EXIT_USAGE;
+	}
+out:
+	free(copy);
+	return ret;
+}
+
+/* Parses "postgres,nginx" into command names. */
+static int parse_comms(const char *cmd, const char *arg, struct query_args *q)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+	int ret = 0;
+
+	if (!copy)
+		return EXIT_USAGE;
+	q->ncomms = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strlen(tok) >= FR_PROFILE_COMM_MAX || q->ncomms == FR_PROFILE_MAX_COMMS) {
+			fprintf(stderr, "%s %s: --comm: expected at most %d command names of at "
+				"most %d characters (as the kernel keeps them), got \"%s\"\n", prog,
+				cmd, FR_PROFILE_MAX_COMMS, FR_PROFILE_COMM_MAX - 1, tok);
+			ret = EXIT_USAGE;
+			break;
+		}
+		snprintf(q->comms[q->ncomms++], FR_PROFILE_COMM_MAX, "%s", tok);
+	}
+	if (!ret && q->ncomms == 0) {
+		fprintf(stderr, "%s %s: --comm: expected command names like postgres, got \"%s\"\n",
+			prog, cmd, arg);
+		ret = EXIT_USAGE;
+	}
+	free(copy);
+	return ret;
+}
 
 #define QUERY_LONGOPTS                                          \
 	{"window", required_argument, NULL, OPT_WINDOW},        \
@@ -194,6 +288,9 @@ enum {
 	{"output", required_argument, NULL, 'o'},               \
 	{"pid", required_argument, NULL, OPT_PID},              \
 	{"hz", required_argument, NULL, OPT_HZ},                \
+	{"event", required_argument, NULL, OPT_EVENT},          \
+	{"comm", required_argument, NULL, OPT_COMM},            \
+	{"cgroup", required_argument, NULL, OPT_CGROUP},        \
 	{"format", required_argument, NULL, OPT_FORMAT}
 
 /* Takes option `c` if it is a query option: returns 1 when taken, 0 when
@@ -222,6 +319,18 @@ static int query_opt(const char *cmd, int c, const char *arg, struct query_args 
 				"second, got \"%s\"\n", prog, cmd, arg);
 			return EXIT_USAGE;
 		}
+		return 1;
+	case OPT_EVENT:
+		return parse_events(cmd, arg, q) ? EXIT_USAGE : 1;
+	case OPT_COMM:
+		return parse_comms(cmd, arg, q) ? EXIT_USAGE : 1;
+	case OPT_CGROUP:
+		if (arg[0] != '/' || strlen(arg) >= FR_PROFILE_CGROUP_MAX) {
+			fprintf(stderr, "%s %s: --cgroup: expected a cgroup v2 path like "
+				"/system.slice/nginx.service, got \"%s\"\n", prog, cmd, arg);
+			return EXIT_USAGE;
+		}
+		snprintf(q->cgroup, sizeof(q->cgroup), "%s", arg);
 		return 1;
 	case OPT_FORMAT:
 		ret = fr_profile_format_parse(arg);
@@ -382,20 +491,194 @@ static int commit_output(struct output *o, int ok)
 	return ret;
 }
 
+/* Adds the query's events and targets to a request. */
+static void add_query(cJSON *req, const struct query_args *q)
+{
+	cJSON *arr;
+	char name[FR_EVENT_NAME_MAX];
+
+	if (q->hz)
+		fr_ipc_add_int(req, "hz", (int64_t)q->hz);
+	if (q->nevents && (arr = cJSON_AddArrayToObject(req, "events")))
+		for (uint32_t i = 0; i < q->nevents; i++)
+			cJSON_AddItemToArray(arr, cJSON_CreateString(
+							  fr_event_format(q->events[i], name, sizeof(name))));
+	if (q->npids && (arr = cJSON_AddArrayToObject(req, "pids")))
+		for (uint32_t i = 0; i < q->npids; i++)
+			cJSON_AddItemToArray(arr, cJSON_CreateNumber(q->pids[i]));
+	if (q->ncomms && (arr = cJSON_AddArrayToObject(req, "comm")))
+		for (uint32_t i = 0; i < q->ncomms; i++)
+			cJSON_AddItemToArray(arr, cJSON_CreateString(q->comms[i]));
+	if (q->cgroup[0])
+		cJSON_AddStringToObject(req, "cgroup", q->cgroup);
+	if (q->format == FR_PROFILE_FOLDED)
+		cJSON_AddStringToObject(req, "format", "folded");
+}
+
+/* Sends the attach request `req` with a new file at `path` and commits the
+ * file when the recorder succeeds. Returns 0, or 1 after saying why. */
+static int attach_one(int sock, const char *socket_path, cJSON *req, const char *path)
+{
+	struct output out = {.fd = -1};
+	cJSON *resp = NULL;
+	const cJSON *w, *warnings;
+	int ret;
+
+	if (open_output(&out, path) < 0)
+		return 1;
+	ret = call(sock, socket_path, req, out.fd, &resp);
+	if (ret < 0) {
+		commit_output(&out, 0);
+		return 1;
+	}
+	if (resp_error(resp)) {
+		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
+		commit_output(&out, 0);
+		cJSON_Delete(resp);
+		return 1;
+	}
+	if (commit_output(&out, 1) < 0) {
+		cJSON_Delete(resp);
+		return 1;
+	}
+	warnings = cJSON_GetObjectItemCaseSensitive(resp, "warnings");
+	cJSON_ArrayForEach(w, warnings)
+		if (cJSON_IsString(w))
+			fprintf(stderr, "%s: warning: %s\n", prog, w->valuestring);
+	print_summary(path, (uint64_t)num(resp, "samples"), (uint64_t)num(resp, "stacks"),
+		      (int64_t)num(resp, "t0_ns"), (int64_t)num(resp, "t1_ns"),
+		      (uint32_t)num(resp, "hz"), (uint64_t)num(resp, "bytes"));
+	cJSON_Delete(resp);
+	return 0;
+}
+
+static volatile sig_atomic_t follow_stop;
+
+static void on_follow_signal(int sig)
+{
+	(void)sig;
+	follow_stop = 1;
+}
+
+/* attach --follow: holds the rates for as long as it runs and writes one
+ * profile per window into `dir`, windows that tile time exactly from the
+ * moment the rates were in force. SIGINT/SIGTERM write the window so far
+ * and stop. Returns the exit status. */
+static int follow(int sock, const char *socket_path, const struct query_args *q, const char *dir,
+		  uint64_t count)
+{
+	struct sigaction sa = {.sa_handler = on_follow_signal};
+	cJSON *req = cJSON_CreateObject(), *resp = NULL;
+	char host[256] = "host";
+	int64_t t0;
+	uint64_t written = 0;
+	int status = 1;
+
+	if (!req)
+		return 1;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	gethostname(host, sizeof(host) - 1);
+	for (char *c = host; *c; c++)
+		if (*c == '/')
+			*c = '_';
+
+	cJSON_AddStringToObject(req, "req", "consume");
+	add_query(req, q);
+	cJSON_DeleteItemFromObjectCaseSensitive(req, "format");
+	if (call(sock, socket_path, req, -1, &resp) < 0)
+		goto out;
+	if (resp_error(resp)) {
+		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
+		goto out;
+	}
+	t0 = (int64_t)num(resp, "start_ns");
+	{
+		const cJSON *ev;
+		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "events"))
+			fprintf(stderr, "%s: following %s at %.0f Hz (recording at %.0f Hz)\n", prog,
+				str(ev, "event"), num(ev, "hz"), num(ev, "recording_hz"));
+	}
+	cJSON_Delete(resp);
+	resp = NULL;
+
+	while (!follow_stop && (!count || written < count)) {
+		int64_t t1 = t0 + q->window, now;
+		char *path = NULL, stamp[48];
+		struct tm tm;
+		time_t secs = (time_t)(t0 / 1000000000);
+		int ret;
+
+		/* Wait for the window to pass; a signal ends it early. */
+		while (!follow_stop && (now = fr_now_real_ns()) < t1) {
+			int64_t left = t1 - now;
+			struct timespec ts = {.tv_sec = 0,
+					      .tv_nsec = left < 100000000 ? left : 100000000};
+			nanosleep(&ts, NULL);
+		}
+		if (follow_stop) {
+			now = fr_now_real_ns();
+			if (now < t1)
+				t1 = now;
+			if (t1 <= t0)
+				break;
+		}
+		gmtime_r(&secs, &tm);
+		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+		if (asprintf(&path, "%s/flightrec-%s-%s.%03dZ.%s", dir, host, stamp,
+			     (int)(t0 / 1000000 % 1000),
+			     q->format == FR_PROFILE_FOLDED ? "folded" : "pb.gz") < 0)
+			goto out;
+		req = cJSON_CreateObject();
+		if (!req) {
+			free(path);
+			goto out;
+		}
+		cJSON_AddStringToObject(req, "req", "attach");
+		fr_ipc_add_int(req, "from_ns", t0);
+		fr_ipc_add_int(req, "to_ns", t1);
+		add_query(req, q);
+		ret = attach_one(sock, socket_path, req, path);
+		cJSON_Delete(req);
+		req = NULL;
+		if (ret) {
+			free(path);
+			goto out;
+		}
+		/* The exact window, for --from/--to of other queries. */
+		fprintf(stderr, "%s: window %" PRId64 ".%09" PRId64 " .. %" PRId64 ".%09" PRId64
+			" (Unix seconds)\n", prog, t0 / 1000000000, t0 % 1000000000,
+			t1 / 1000000000, t1 % 1000000000);
+		printf("%s\n", path);
+		fflush(stdout);
+		free(path);
+		written++;
+		t0 = t1;
+	}
+	status = 0;
+out:
+	cJSON_Delete(req);
+	cJSON_Delete(resp);
+	return status;
+}
+
 static int cmd_attach(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		QUERY_LONGOPTS,
 		{"socket", required_argument, NULL, OPT_SOCKET},
+		{"follow", no_argument, NULL, OPT_FOLLOW},
+		{"count", required_argument, NULL, OPT_COUNT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct query_args q = {0};
-	const char *socket_s = NULL;
-	cJSON *req = NULL, *resp = NULL, *pids;
+	const char *socket_s = NULL, *count_s = NULL;
+	cJSON *req = NULL;
 	char *socket_path = NULL, *out_name = NULL;
-	struct output out = {.fd = -1};
-	int c, sock = -1, status = EXIT_USAGE, ret;
+	uint64_t count = 0;
+	int c, sock = -1, status = EXIT_USAGE, ret, follow_mode = 0;
 
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		if ((ret = query_opt("attach", c, optarg, &q)) == 1)
@@ -404,6 +687,8 @@ static int cmd_attach(int argc, char **argv)
 			return ret;
 		switch (c) {
 		case OPT_SOCKET: socket_s = optarg; break;
+		case OPT_FOLLOW: follow_mode = 1; break;
+		case OPT_COUNT: count_s = optarg; break;
 		case 'h': usage_attach(stdout); return 0;
 		default: return bad_option("attach", argv);
 		}
@@ -415,8 +700,43 @@ static int cmd_attach(int argc, char **argv)
 	}
 	if (query_finish("attach", &q))
 		return EXIT_USAGE;
+	if (count_s && !follow_mode) {
+		fprintf(stderr, "%s attach: --count goes with --follow\n", prog);
+		return EXIT_USAGE;
+	}
+	if (count_s && fr_parse_u64(count_s, 1, 1000000000, &count) < 0) {
+		fprintf(stderr, "%s attach: --count: expected a number of windows of at least 1, "
+			"got \"%s\"\n", prog, count_s);
+		return EXIT_USAGE;
+	}
+	if (follow_mode) {
+		struct stat st;
+		const char *dir = q.out_s ? q.out_s : ".";
+
+		if (!q.window_s) {
+			fprintf(stderr, "%s attach: --follow takes --window DURATION (the length of "
+				"each profile), not --from/--to\n", prog);
+			return EXIT_USAGE;
+		}
+		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "%s attach: --follow writes one file per window into a "
+				"directory; %s is not a directory\n", prog, dir);
+			return EXIT_USAGE;
+		}
+	}
 
 	status = 1;
+	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
+	if (!socket_path)
+		goto out;
+	sock = connect_daemon(socket_path);
+	if (sock < 0)
+		goto out;
+	if (follow_mode) {
+		status = follow(sock, socket_path, &q, q.out_s ? q.out_s : ".", count);
+		goto out;
+	}
+
 	req = cJSON_CreateObject();
 	if (!req)
 		goto out;
@@ -427,58 +747,22 @@ static int cmd_attach(int argc, char **argv)
 		fr_ipc_add_int(req, "from_ns", q.from);
 	if (q.to_s)
 		fr_ipc_add_int(req, "to_ns", q.to);
-	if (q.hz)
-		fr_ipc_add_int(req, "hz", (int64_t)q.hz);
-	if (q.format == FR_PROFILE_FOLDED)
-		cJSON_AddStringToObject(req, "format", "folded");
-	if (q.npids && (pids = cJSON_AddArrayToObject(req, "pids")))
-		for (uint32_t i = 0; i < q.npids; i++)
-			cJSON_AddItemToArray(pids, cJSON_CreateNumber(q.pids[i]));
-
-	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
-	if (!socket_path)
-		goto out;
-	sock = connect_daemon(socket_path);
-	if (sock < 0)
-		goto out;
+	add_query(req, &q);
 	if (!q.out_s) {
 		out_name = default_output_name(q.format);
 		if (!out_name)
 			goto out;
 		q.out_s = out_name;
 	}
-	if (open_output(&out, q.out_s) < 0)
+	if (attach_one(sock, socket_path, req, q.out_s))
 		goto out;
-	ret = call(sock, socket_path, req, out.fd, &resp);
-	if (ret < 0) {
-		commit_output(&out, 0);
-		goto out;
-	}
-	if (resp_error(resp)) {
-		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
-		commit_output(&out, 0);
-		goto out;
-	}
-	if (commit_output(&out, 1) < 0)
-		goto out;
-	{
-		const cJSON *w, *warnings = cJSON_GetObjectItemCaseSensitive(resp, "warnings");
-
-		cJSON_ArrayForEach(w, warnings)
-			if (cJSON_IsString(w))
-				fprintf(stderr, "%s: warning: %s\n", prog, w->valuestring);
-		print_summary(q.out_s, (uint64_t)num(resp, "samples"), (uint64_t)num(resp, "stacks"),
-			      (int64_t)num(resp, "t0_ns"), (int64_t)num(resp, "t1_ns"),
-			      (uint32_t)num(resp, "hz"), (uint64_t)num(resp, "bytes"));
-		if (out_name)
-			printf("%s\n", out_name);
-	}
+	if (out_name)
+		printf("%s\n", out_name);
 	status = 0;
 out:
 	if (sock >= 0)
 		close(sock);
 	cJSON_Delete(req);
-	cJSON_Delete(resp);
 	free(socket_path);
 	free(out_name);
 	return status;
@@ -540,12 +824,37 @@ static void print_status(const cJSON *r)
 	human_duration((int64_t)num(r, "uptime_ns"), up, sizeof(up));
 	printf("flightrecd %s, pid %.0f, up %s (config: %s)\n", str(r, "version"), num(r, "pid"),
 	       up, str(r, "config"));
-	cJSON_ArrayForEach(ev, events)
-		printf("event:    %s at %.0f Hz on %.0f CPUs (%s stacks): %.0f samples, %.0f lost, "
-		       "%.0f throttled, %.0f truncated stacks\n",
-		       str(ev, "event"), num(ev, "hz"), num(r, "cpus"), str(ev, "stacks"),
+	cJSON_ArrayForEach(ev, events) {
+		if (strcmp(str(ev, "state"), "recording") != 0) {
+			printf("event:    %s not recording: %s\n", str(ev, "event"), str(ev, "error"));
+			continue;
+		}
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "every_switch")))
+			printf("event:    %s at every context switch", str(ev, "event"));
+		else
+			printf("event:    %s at %.0f Hz", str(ev, "event"), num(ev, "hz"));
+		printf(" on %.0f CPUs (%s stacks): %.0f samples, %.0f lost, %.0f throttled, "
+		       "%.0f truncated stacks\n", num(r, "cpus"), str(ev, "stacks"),
 		       num(ev, "samples"), num(ev, "lost"), num(ev, "throttled"),
 		       num(ev, "truncated_stacks"));
+	}
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(r, "consumers")) {
+		const cJSON *e;
+		char wants[256] = "";
+		size_t used = 0;
+
+		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(ev, "events")) {
+			int k = num(e, "hz") > 0
+					? snprintf(wants + used, sizeof(wants) - used, "%s%s@%.0fHz",
+						   used ? "," : "", str(e, "event"), num(e, "hz"))
+					: snprintf(wants + used, sizeof(wants) - used, "%s%s",
+						   used ? "," : "", str(e, "event"));
+			if (k < 0 || (size_t)k >= sizeof(wants) - used)
+				break;
+			used += (size_t)k;
+		}
+		printf("consumer: %s wants %s\n", str(ev, "name"), wants);
+	}
 	print_ring(cJSON_GetObjectItemCaseSensitive(r, "ring"), num(r, "samples_lost"));
 	if (num(r, "chunks_dropped") > 0 || num(r, "write_errors") > 0)
 		printf("writes:   %.0f chunks dropped (disk too slow), %.0f write errors\n",
@@ -683,8 +992,11 @@ static int cmd_sessions(int argc, char **argv)
 		size_t used = 0;
 
 		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(sess, "events")) {
-			int n = snprintf(events + used, sizeof(events) - used, "%s%s@%.0fHz",
-					 used ? "," : "", str(ev, "event"), num(ev, "hz"));
+			int n = num(ev, "hz") > 0
+					? snprintf(events + used, sizeof(events) - used, "%s%s@%.0fHz",
+						   used ? "," : "", str(ev, "event"), num(ev, "hz"))
+					: snprintf(events + used, sizeof(events) - used, "%s%s",
+						   used ? "," : "", str(ev, "event"));
 			if (n < 0 || (size_t)n >= sizeof(events) - used)
 				break;
 			used += (size_t)n;
@@ -694,11 +1006,26 @@ static int cmd_sessions(int argc, char **argv)
 		printf("%-20s %-24s %-16s %-10s %s\n", str(sess, "name"), events, str(sess, "targets"),
 		       cJSON_GetArraySize(triggers) ? "yes" : "none", last);
 	}
-	printf("recording: cpu at %.0f Hz per CPU (%s; config: %s)\n", num(resp, "cpu_hz"),
-	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "hz_from_command_line"))
-		       ? "set by flightrecd --hz"
-		       : "the highest rate any session asks for",
-	       str(resp, "config"));
+	{
+		const cJSON *ev;
+		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "events")) {
+			if (strcmp(str(ev, "state"), "recording") != 0)
+				printf("recording: %s failed: %s\n", str(ev, "event"),
+				       str(ev, "error"));
+			else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "every_switch")))
+				printf("recording: %s at every context switch (config: %s)\n",
+				       str(ev, "event"), str(resp, "config"));
+			else
+				printf("recording: %s at %.0f Hz per CPU (%s; config: %s)\n",
+				       str(ev, "event"), num(ev, "hz"),
+				       strcmp(str(ev, "event"), "cpu") == 0 &&
+						       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+							       resp, "hz_from_command_line"))
+					       ? "set by flightrecd --hz"
+					       : "the highest rate any session or client asks for",
+				       str(resp, "config"));
+		}
+	}
 out:
 	cJSON_Delete(resp);
 	free(text);
@@ -723,6 +1050,9 @@ static void usage_dump(FILE *f)
 		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here,\n"
 		"                     .folded for --format folded)\n"
 		"  --pid PID[,PID...] only these processes\n"
+		"  --event E[,E...]   events, one value column each (default cpu; see attach)\n"
+		"  --comm NAME[,...]  only processes with these command names\n"
+		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
 		"  --hz N             samples per second per CPU in the profile\n"
 		"  --format FORMAT    pprof (default: gzip'ed pprof) or folded (collapsed\n"
 		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
@@ -836,7 +1166,8 @@ static int cmd_dump(int argc, char **argv)
 		fprintf(stderr, "%s dump: --json goes with --info\n", prog);
 		return EXIT_USAGE;
 	}
-	if (info && (q.window_s || q.from_s || q.to_s || q.out_s || q.npids || q.hz || q.format)) {
+	if (info && (q.window_s || q.from_s || q.to_s || q.out_s || q.npids || q.hz || q.format ||
+		     q.nevents || q.ncomms || q.cgroup[0])) {
 		fprintf(stderr, "%s dump: --info takes no window, output, pid, rate or format "
 			"options\n", prog);
 		return EXIT_USAGE;
@@ -879,6 +1210,11 @@ static int cmd_dump(int argc, char **argv)
 	}
 	req.npids = q.npids;
 	memcpy(req.pids, q.pids, sizeof(req.pids));
+	req.nevents = q.nevents;
+	memcpy(req.events, q.events, sizeof(req.events));
+	req.ncomms = q.ncomms;
+	memcpy(req.comms, q.comms, sizeof(req.comms));
+	memcpy(req.cgroup, q.cgroup, sizeof(req.cgroup));
 	req.hz = (uint32_t)q.hz;
 	req.format = q.format;
 	req.version = FR_VERSION;

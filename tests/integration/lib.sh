@@ -9,6 +9,7 @@ BUILD=${FR_BUILD_DIR:?FR_BUILD_DIR must point at the build directory}
 FLIGHTRECD=$BUILD/recorder/flightrecd
 FLIGHTREC=$BUILD/tools/flightrec
 BURN=$BUILD/tests/integration/burn
+BLOCK=$BUILD/tests/integration/block
 GO=${FR_GO:-$(command -v go || true)}
 
 T=$(mktemp -d /tmp/flightrec-test.XXXXXX)

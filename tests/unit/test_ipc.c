@@ -359,8 +359,19 @@ static void test_paths(void)
 
 static char tmpdir[64];
 
+/* What a "hold" request ties to its connection: 1 while held, 2 once
+ * released (by the server, when the connection ended). */
+static int held;
+
+static void release_hold(void *hold)
+{
+	int *h = hold;
+
+	__atomic_store_n(h, 2, __ATOMIC_RELAXED);
+}
+
 static cJSON *handler(void *arg, const char *cmd, const cJSON *req, int fd,
-		      const struct fr_ipc_peer *peer)
+		      struct fr_ipc_peer *peer)
 {
 	int *calls = arg;
 	cJSON *resp;
@@ -387,6 +398,17 @@ static cJSON *handler(void *arg, const char *cmd, const cJSON *req, int fd,
 	}
 	if (fd >= 0)
 		close(fd);
+	if (strcmp(cmd, "hold") == 0) {
+		peer->hold = &held;
+		peer->release = release_hold;
+		__atomic_store_n(&held, 1, __ATOMIC_RELAXED);
+		return fr_ipc_ok();
+	}
+	if (strcmp(cmd, "held") == 0) {
+		resp = fr_ipc_ok();
+		cJSON_AddBoolToObject(resp, "held", peer->hold == &held);
+		return resp;
+	}
 	return fr_ipc_error("unknown request \"%s\"", cmd);
 }
 
@@ -678,6 +700,54 @@ static void test_client_limit(void)
 	fr_ipc_server_close(s);
 }
 
+/* A handler can tie state to a connection: it stays for the connection's
+ * later requests and is released when the client goes away. */
+static void test_hold(void)
+{
+	struct fr_ipc_server *s = NULL;
+	char path[256], err[256];
+	cJSON *resp;
+	int calls = 0, a, b, ret;
+
+	snprintf(path, sizeof(path), "%s/hold.sock", tmpdir);
+	ret = fr_ipc_server_open(&s, path, 4, handler, &calls, err, sizeof(err));
+	CHECK(ret == 0, "open: %d %s", ret, err);
+	if (ret < 0)
+		return;
+	CHECK(fr_ipc_server_start(s) == 0, "start");
+
+	a = fr_ipc_connect(path);
+	b = fr_ipc_connect(path);
+	resp = call(a, "hold", -1);
+	CHECK(resp && is_ok(resp), "hold refused");
+	cJSON_Delete(resp);
+	resp = call(a, "held", -1);
+	CHECK(resp && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "held")),
+	      "the hold is not kept for the connection's next request");
+	cJSON_Delete(resp);
+	resp = call(b, "held", -1);
+	CHECK(resp && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(resp, "held")),
+	      "another connection sees the hold");
+	cJSON_Delete(resp);
+	CHECK(__atomic_load_n(&held, __ATOMIC_RELAXED) == 1, "released while the client is there");
+
+	close(a);
+	for (int i = 0; i < 200 && __atomic_load_n(&held, __ATOMIC_RELAXED) != 2; i++)
+		sleep_ms(10);
+	CHECK(__atomic_load_n(&held, __ATOMIC_RELAXED) == 2,
+	      "the hold was not released when the client went away");
+	close(b);
+
+	/* A hold still in place when the server closes is released too. */
+	a = fr_ipc_connect(path);
+	resp = call(a, "hold", -1);
+	cJSON_Delete(resp);
+	fr_ipc_server_close(s);
+	CHECK(__atomic_load_n(&held, __ATOMIC_RELAXED) == 2,
+	      "the hold was not released when the server closed");
+	close(a);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fr-test-ipc-XXXXXX");
@@ -695,6 +765,7 @@ int main(void)
 	test_server();
 	test_stale_and_foreign();
 	test_client_limit();
+	test_hold();
 
 	{
 		char cmd[128];

@@ -1,0 +1,84 @@
+/* A program that spends a known time blocked in a known function, for
+ * off-CPU checks.
+ *
+ *   block SECONDS [DELAY]
+ *
+ * After sleeping DELAY seconds in main (so a profiler can attach first), a
+ * thread calls fr_block_here() until SECONDS have been spent in it; each
+ * call sleeps 20 ms in nanosleep. At exit it prints
+ * "pid=PID tid=TID blocked_ns=N": the time measured around the blocking
+ * calls. Built without inlining and with frame pointers so stacks unwind
+ * through the caller.
+ *
+ * fr_block_here makes the nanosleep system call itself: libc's wrappers
+ * have no frame pointer, so a frame-pointer unwind from inside them skips
+ * their caller (it would show clock_nanosleep -> worker). Issuing the
+ * syscall from a function with a frame keeps the function the test asks
+ * about on the stack. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+__attribute__((noinline)) void fr_block_here(void);
+__attribute__((noinline)) void fr_block_here(void)
+{
+	struct timespec ts = {0, 20000000};
+#if defined(__x86_64__)
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"((long)SYS_nanosleep), "D"(&ts), "S"(NULL)
+			 : "rcx", "r11", "memory");
+	(void)ret;
+#else
+	syscall(SYS_nanosleep, &ts, NULL);
+#endif
+	__asm__ volatile("" ::: "memory"); /* keep the call from being a tail call */
+}
+
+static double seconds;
+static int64_t blocked;
+static long tid;
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	tid = syscall(SYS_gettid);
+	while (blocked < (int64_t)(seconds * 1e9)) {
+		int64_t t0 = now_ns();
+		fr_block_here();
+		blocked += now_ns() - t0;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t t;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: block SECONDS [DELAY]\n");
+		return 2;
+	}
+	seconds = atof(argv[1]);
+	if (argc > 2) {
+		double delay = atof(argv[2]);
+		struct timespec ts = {(time_t)delay, (long)((delay - (time_t)delay) * 1e9)};
+		nanosleep(&ts, NULL);
+	}
+	pthread_create(&t, NULL, worker, NULL);
+	pthread_join(t, NULL);
+	printf("pid=%d tid=%ld blocked_ns=%lld\n", (int)getpid(), tid, (long long)blocked);
+	return 0;
+}

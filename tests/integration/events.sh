@@ -1,0 +1,110 @@
+#!/bin/bash
+# Events beyond cpu: off-CPU time from sched_switch attributed to the
+# function a thread blocked in (within 10% of the truth), several events in
+# one profile (one value column each), targets by command name and cgroup,
+# and hardware events: recorded where the machine has a PMU, refused with a
+# clear reason where it has none, while the other events keep recording.
+. "$(dirname "$0")/lib.sh"
+need_root_perf
+need_go
+
+cat >"$T/config.json" <<'JSON'
+{"sessions": [
+  {"name": "always", "events": [{"event": "cpu", "hz": 99}]},
+  {"name": "waits", "events": [{"event": "offcpu"}, {"event": "cycles", "hz": 99}]}
+]}
+JSON
+start_daemon --config "$T/config.json"
+"$FLIGHTREC" status >"$T/status" || fail "status failed"
+grep -q '^event:    cpu at 99 Hz' "$T/status" || fail "cpu is not recording: $(cat "$T/status")"
+grep -q '^event:    offcpu at every context switch' "$T/status" ||
+	fail "offcpu is not recording: $(cat "$T/status")"
+if grep -q '^event:    cycles at 99 Hz' "$T/status"; then
+	have_pmu=1
+else
+	have_pmu=0
+	# No PMU (a VM): the reason is named, and the daemon records the rest.
+	grep -q '^event:    cycles not recording: cycles: hardware counters are not available on this machine (perf_event_open: E[A-Z]*)$' "$T/status" ||
+		fail "status does not say why cycles is not recorded: $(grep cycles "$T/status")"
+	grep -q 'cycles: hardware counters are not available on this machine' "$T/daemon.log" ||
+		fail "the daemon did not log why cycles is not recorded"
+fi
+
+# A thread blocks ~2 s in fr_block_here (20 ms at a time) while a CPU-bound
+# program runs beside it.
+"$BLOCK" 2 0.5 >"$T/block.out" &
+BLOCK_PID=$!
+"$BURN" 3 1 0 >"$T/burn.out" &
+BURN_PID=$!
+wait "$BLOCK_PID" || fail "block failed"
+wait "$BURN_PID" || fail "burn failed"
+truth=$(sed -n 's/.*blocked_ns=\([0-9]*\).*/\1/p' "$T/block.out")
+[ -n "$truth" ] || fail "block did not report its blocked time"
+
+# Off-CPU time of the blocked function, and cpu time, in one profile.
+"$FLIGHTREC" attach --window 30s --event offcpu,cpu --pid "$BLOCK_PID,$BURN_PID" \
+	-o "$T/both.pb.gz" 2>"$T/attach.err" || fail "attach --event offcpu,cpu failed: $(cat "$T/attach.err")"
+"$GO" tool pprof -raw "$T/both.pb.gz" >"$T/both.raw" 2>"$T/pprof.err" ||
+	fail "go tool pprof cannot read the profile: $(cat "$T/pprof.err")"
+grep -q '^Samples:$' "$T/both.raw" || fail "no samples section"
+sed -n '/^Samples:$/{n;p;q}' "$T/both.raw" | grep -Eq '^ *samples/count offcpu/nanoseconds(\[dflt\])? cpu/nanoseconds *$' ||
+	fail "sample types are not [samples/count, offcpu/nanoseconds, cpu/nanoseconds]: $(sed -n '/^Samples:$/{n;p;q}' "$T/both.raw")"
+# go tool pprof -top in nanoseconds, cum column of the blocked function.
+cum_ns() { # FILE SAMPLE_INDEX FUNCTION
+	"$GO" tool pprof -symbolize=none -top -cum -nodecount=1000 -unit=ns -sample_index="$2" "$1" 2>/dev/null |
+		awk -v fn="$3" '$6 == fn { v = $4; sub("ns", "", v); print v; found = 1; exit }
+			END { if (!found) print 0 }'
+}
+off=$(cum_ns "$T/both.pb.gz" offcpu fr_block_here)
+echo "off-CPU in fr_block_here: $off ns; measured around the calls: $truth ns"
+awk -v a="$off" -v b="$truth" 'BEGIN { exit !(a >= 0.9 * b && a <= 1.1 * b) }' ||
+	fail "off-CPU time of fr_block_here is $off ns, the truth is $truth ns (more than 10% apart)"
+burn_cpu=$(cum_ns "$T/both.pb.gz" cpu fr_burn_heavy)
+[ "${burn_cpu%.*}" -gt 100000000 ] || fail "the cpu column lost fr_burn_heavy ($burn_cpu ns)"
+burn_off=$(cum_ns "$T/both.pb.gz" offcpu fr_burn_heavy)
+off_cpu=$(cum_ns "$T/both.pb.gz" cpu fr_block_here)
+awk -v a="$off_cpu" -v b="$truth" 'BEGIN { exit !(a < 0.05 * b) }' ||
+	fail "the blocked function has $off_cpu ns in the cpu column"
+
+# Targets: by command name, and by cgroup (ours, and one nobody is in).
+"$FLIGHTREC" attach --window 30s --event offcpu --comm block -o "$T/comm.pb.gz" 2>/dev/null ||
+	fail "attach --comm failed"
+comm_off=$(cum_ns "$T/comm.pb.gz" offcpu fr_block_here)
+[ "$comm_off" = "$off" ] || fail "--comm block gives $comm_off ns, --pid gave $off ns"
+"$GO" tool pprof -symbolize=none -top -sample_index=samples "$T/comm.pb.gz" 2>/dev/null |
+	grep -q fr_burn_heavy && fail "--comm block holds samples of burn"
+cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
+if [ -n "$cg" ]; then
+	"$FLIGHTREC" attach --window 30s --event offcpu --cgroup "$cg" --pid "$BLOCK_PID" -o "$T/cg.pb.gz" 2>/dev/null ||
+		fail "attach --cgroup failed"
+	[ "$(cum_ns "$T/cg.pb.gz" offcpu fr_block_here)" = "$off" ] || fail "--cgroup $cg lost the blocked thread"
+	"$FLIGHTREC" attach --window 30s --event offcpu --cgroup /no/such/cgroup -o "$T/nocg.pb.gz" 2>/dev/null ||
+		fail "attach --cgroup of an empty cgroup failed"
+	[ "$(cum_ns "$T/nocg.pb.gz" offcpu fr_block_here)" = 0 ] || fail "--cgroup /no/such/cgroup has samples"
+fi
+
+# Hardware events: a clear error on a machine without a PMU, a column
+# where there is one.
+if [ "$have_pmu" = 1 ]; then
+	"$FLIGHTREC" attach --window 30s --event cycles --pid "$BURN_PID" -o "$T/cycles.pb.gz" 2>"$T/err" ||
+		fail "attach --event cycles failed on a machine with a PMU: $(cat "$T/err")"
+	[ "$(cum_ns "$T/cycles.pb.gz" cycles fr_burn_heavy)" != 0 ] || fail "no cycles in fr_burn_heavy"
+else
+	"$FLIGHTREC" attach --window 30s --event cycles,cpu -o "$T/cycles.pb.gz" 2>"$T/err" &&
+		fail "attach --event cycles succeeded on a machine without a PMU"
+	grep -q '^flightrec: cycles: hardware counters are not available on this machine (perf_event_open: E[A-Z]*)$' "$T/err" ||
+		fail "attach --event cycles: unclear error: $(cat "$T/err")"
+	[ ! -e "$T/cycles.pb.gz" ] || fail "a failed attach left a file"
+	"$FLIGHTREC" attach --window 30s --event raw:0x1c2 -o "$T/raw.pb.gz" 2>"$T/err" &&
+		fail "attach --event raw:0x1c2 succeeded on a machine without a PMU"
+	grep -q '^flightrec: raw:0x1c2: hardware counters are not available on this machine' "$T/err" ||
+		fail "attach --event raw:0x1c2: unclear error: $(cat "$T/err")"
+fi
+# Unknown events are usage errors that name what is accepted.
+"$FLIGHTREC" attach --window 5s --event cpux -o "$T/x.pb.gz" 2>"$T/err"
+[ $? = 2 ] || fail "an unknown event is not a usage error"
+grep -q 'unknown event "cpux" (accepted: cpu, cycles' "$T/err" || fail "unclear unknown-event error: $(cat "$T/err")"
+daemon_alive || fail "the daemon died"
+"$FLIGHTREC" status | grep -q '^event:    cpu at 99 Hz' || fail "cpu stopped recording"
+stop_daemon
+echo PASS
