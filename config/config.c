@@ -2,9 +2,11 @@
  * validation of a JSON file, and printing of the effective result.
  *
  * Validation walks the document once, in a fixed order (top-level keys,
- * limits, ring, socket, sessions), and stops at the first problem, which
- * it reports as "SOURCE: JSON.PATH: what is wrong, what is accepted". The
- * limits come first because they bound other values (an event's hz). A
+ * limits, ring, socket, dumps, sessions; in a session its name, targets,
+ * triggers, events), and stops at the first problem, which it reports as
+ * "SOURCE: JSON.PATH: what is wrong, what is accepted". The limits come
+ * first because they bound other values (an event's hz); targets come
+ * before triggers because an exit trigger needs them. A
  * key that is absent takes its default; a key that is present must be
  * right, and a key nobody knows is an error, so a typo never silently
  * falls back to a default. The result is all or nothing: on any error the
@@ -16,11 +18,13 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -39,11 +43,19 @@
 #define DEFAULT_MAX_CLIENTS 64
 #define DEFAULT_SESSION "default"
 #define DEFAULT_HZ 99
+#define DEFAULT_DUMPS_KEEP 50
+#define NS_PER_S 1000000000ll
+#define DEFAULT_TRIGGER_WINDOW_NS (60 * NS_PER_S)
+#define DEFAULT_TRIGGER_COOLDOWN_NS (60 * NS_PER_S)
+#define DEFAULT_TRIGGER_FOR_NS (10 * NS_PER_S)
 
 #define MAX_RATE_HZ_LIMIT 100000
 #define MAX_CLIENTS_LIMIT 1024
 #define MIN_SEGMENT_SIZE (64ull << 10)
 #define SEGMENT_ALIGN 4096ull
+#define MAX_DUMPS_KEEP 100000
+/* A trigger's window plus its tail: what one dump may span. */
+#define MAX_TRIGGER_SPAN_NS (3600 * NS_PER_S)
 
 /* Config files are small; this bounds what a mistaken path (a log file, a
  * device) can make the daemon read. */
@@ -207,6 +219,18 @@ static int get_size(struct ctx *c, const cJSON *item, const char *path, uint64_t
 	return 0;
 }
 
+/* A duration as the config accepts it; plain ns when the friendly form
+ * would not read back exactly. */
+static char *duration_text(int64_t ns, char *buf, size_t len)
+{
+	int64_t back;
+
+	fr_format_duration(ns, buf, len);
+	if (fr_parse_duration(buf, &back) < 0 || back != ns)
+		snprintf(buf, len, "%" PRId64 "ns", ns);
+	return buf;
+}
+
 static int get_path(struct ctx *c, const cJSON *item, const char *path, size_t max, char **out)
 {
 	char got[64];
@@ -332,6 +356,50 @@ static int parse_ring(struct ctx *c, const cJSON *ring, struct fr_config *cfg)
 				    "must be a duration of at least 1s like \"7d\" or \"12h\", got %s",
 				    describe(max_age, got, sizeof(got)));
 		}
+	}
+	return 0;
+}
+
+/* "dumps": {"dir": PATH, "keep": N, "max_bytes": SIZE}: where the dumps of
+ * triggers go and how many of them are kept. */
+static int parse_dumps(struct ctx *c, const cJSON *dumps, struct fr_config *cfg)
+{
+	static const char *const keys[] = {"dir", "keep", "max_bytes"};
+	const cJSON *it;
+	char got[64];
+	int ret;
+
+	if (!dumps)
+		return 0;
+	if (!cJSON_IsObject(dumps))
+		return fail(c, "dumps", "must be an object like {\"keep\": 50}, got %s",
+			    describe(dumps, got, sizeof(got)));
+	ret = check_keys(c, dumps, "dumps", keys, ARRAY_SIZE(keys));
+	if (ret < 0)
+		return ret;
+	it = cJSON_GetObjectItemCaseSensitive(dumps, "dir");
+	if (it) {
+		ret = get_path(c, it, "dumps.dir", FR_CONFIG_PATH_MAX - 1, &cfg->dumps_dir);
+		if (ret < 0)
+			return ret;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(dumps, "keep");
+	if (it) {
+		ret = get_uint(c, it, "dumps.keep", 1, MAX_DUMPS_KEEP, &cfg->dumps_keep);
+		if (ret < 0)
+			return ret;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(dumps, "max_bytes");
+	if (it) {
+		ret = get_size(c, it, "dumps.max_bytes", &cfg->dumps_max_bytes);
+		if (ret < 0)
+			return ret;
+		/* 0 stands for "no limit" inside; written out it would read
+		 * as "keep nothing", so it is refused rather than guessed. */
+		if (cfg->dumps_max_bytes == 0)
+			return fail(c, "dumps.max_bytes",
+				    "must be more than 0 (leave it out for no byte limit), got %s",
+				    describe(it, got, sizeof(got)));
 	}
 	return 0;
 }
@@ -507,10 +575,356 @@ static int parse_targets(struct ctx *c, const cJSON *t, const char *path,
 	return 0;
 }
 
+/* Signals a trigger may wait for. The daemon handles HUP, INT, TERM
+ * itself, ignores PIPE and reaps with CHLD; KILL and STOP cannot be
+ * caught; the others have a default action or a meaning (a fault, job
+ * control, a timer) that a dump must not hijack. What is left is what
+ * the kernel sets aside for applications: USR1, USR2 and the real-time
+ * signals. */
+#define ACCEPTED_SIGNALS "USR1, USR2, RTMIN..RTMAX forms"
+
+static const struct {
+	const char *name;
+	int signo;
+} signal_names[] = {
+	{"HUP", SIGHUP},       {"INT", SIGINT},     {"QUIT", SIGQUIT},   {"ILL", SIGILL},
+	{"TRAP", SIGTRAP},     {"ABRT", SIGABRT},   {"IOT", SIGIOT},     {"BUS", SIGBUS},
+	{"FPE", SIGFPE},       {"KILL", SIGKILL},   {"USR1", SIGUSR1},   {"SEGV", SIGSEGV},
+	{"USR2", SIGUSR2},     {"PIPE", SIGPIPE},   {"ALRM", SIGALRM},   {"TERM", SIGTERM},
+#ifdef SIGSTKFLT
+	{"STKFLT", SIGSTKFLT},
+#endif
+	{"CHLD", SIGCHLD},     {"CLD", SIGCHLD},    {"CONT", SIGCONT},   {"STOP", SIGSTOP},
+	{"TSTP", SIGTSTP},     {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},   {"URG", SIGURG},
+	{"XCPU", SIGXCPU},     {"XFSZ", SIGXFSZ},   {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},
+	{"WINCH", SIGWINCH},   {"IO", SIGIO},       {"POLL", SIGPOLL},
+#ifdef SIGPWR
+	{"PWR", SIGPWR},
+#endif
+	{"SYS", SIGSYS},
+};
+
+static bool signal_accepted(int signo)
+{
+	return signo == SIGUSR1 || signo == SIGUSR2 || (signo >= SIGRTMIN && signo <= SIGRTMAX);
+}
+
+/* The name a signal is printed with: "SIGUSR1", "SIGRTMIN+3". */
+static char *signal_text(int signo, char *buf, size_t len)
+{
+	if (signo >= SIGRTMIN && signo <= SIGRTMAX) {
+		if (signo == SIGRTMIN)
+			snprintf(buf, len, "SIGRTMIN");
+		else
+			snprintf(buf, len, "SIGRTMIN+%d", signo - SIGRTMIN);
+		return buf;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(signal_names); i++)
+		if (signal_names[i].signo == signo) {
+			snprintf(buf, len, "SIG%s", signal_names[i].name);
+			return buf;
+		}
+	snprintf(buf, len, "%d", signo);
+	return buf;
+}
+
+/* Reads "USR1", "SIGUSR1", "sigusr1", "RTMIN", "SIGRTMIN+3", "RTMAX-2"
+ * into a signal number and the name to show for it. Returns 0, -ENOENT
+ * (no such name) or -ERANGE (a real-time form past the range the C
+ * library leaves to applications). */
+static int lookup_signal(const char *text, int *signo, char *name, size_t len)
+{
+	const char *s = text, *rest;
+	int base, sign, n = 0;
+
+	if (strncasecmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (size_t i = 0; i < ARRAY_SIZE(signal_names); i++)
+		if (strcasecmp(s, signal_names[i].name) == 0) {
+			*signo = signal_names[i].signo;
+			snprintf(name, len, "SIG%s", signal_names[i].name);
+			return 0;
+		}
+	if (strncasecmp(s, "RTMIN", 5) == 0) {
+		base = SIGRTMIN;
+		sign = 1;
+	} else if (strncasecmp(s, "RTMAX", 5) == 0) {
+		base = SIGRTMAX;
+		sign = -1;
+	} else {
+		return -ENOENT;
+	}
+	rest = s + 5;
+	if (*rest) {
+		if (*rest != (sign > 0 ? '+' : '-') || !rest[1])
+			return -ENOENT;
+		for (rest++; *rest; rest++) {
+			if (*rest < '0' || *rest > '9')
+				return -ENOENT;
+			if (n < 1000)
+				n = n * 10 + (*rest - '0');
+		}
+	}
+	snprintf(name, len, "SIGRT%s%c%d", sign > 0 ? "MIN" : "MAX", sign > 0 ? '+' : '-', n);
+	if (n > SIGRTMAX - SIGRTMIN)
+		return -ERANGE;
+	*signo = base + sign * n;
+	return 0;
+}
+
+static int get_signal(struct ctx *c, const cJSON *item, const char *path,
+		      const struct fr_config_session *sess, struct fr_config_trigger *t)
+{
+	char got[64], name[32];
+	int signo, ret;
+
+	if (!cJSON_IsString(item))
+		return fail(c, path, "must be a signal name like \"USR1\" (accepted: %s), got %s",
+			    ACCEPTED_SIGNALS, describe(item, got, sizeof(got)));
+	ret = lookup_signal(item->valuestring, &signo, name, sizeof(name));
+	if (ret == -ERANGE)
+		return fail(c, path,
+			    "%s is past SIGRTMAX, which is SIGRTMIN+%d here (accepted: %s)", name,
+			    SIGRTMAX - SIGRTMIN, ACCEPTED_SIGNALS);
+	if (ret < 0)
+		return fail(c, path, "unknown signal %s (accepted: %s)",
+			    describe(item, got, sizeof(got)), ACCEPTED_SIGNALS);
+	if (signo == SIGHUP || signo == SIGINT || signo == SIGTERM || signo == SIGPIPE ||
+	    signo == SIGCHLD)
+		return fail(c, path, "%s is the daemon's own (accepted: %s)", name,
+			    ACCEPTED_SIGNALS);
+	if (signo == SIGKILL || signo == SIGSTOP)
+		return fail(c, path, "%s cannot be caught (accepted: %s)", name, ACCEPTED_SIGNALS);
+	if (!signal_accepted(signo))
+		return fail(c, path, "%s cannot be used for triggers (accepted: %s)", name,
+			    ACCEPTED_SIGNALS);
+	/* One signal, one trigger per session: two would always fire
+	 * together and write the same dump twice. */
+	for (uint32_t i = 0; i < sess->ntriggers; i++)
+		if (sess->triggers[i].kind == FR_TRIGGER_SIGNAL &&
+		    sess->triggers[i].signal == signo)
+			return fail(c, path, "%s is already the signal of triggers[%" PRIu32 "]",
+				    signal_text(signo, name, sizeof(name)), i);
+	t->signal = signo;
+	return 0;
+}
+
+/* A duration of at least `min_ns`; `like` shows examples in messages. */
+static int get_duration(struct ctx *c, const cJSON *item, const char *path, int64_t min_ns,
+			const char *like, int64_t *out)
+{
+	char got[64], min[32];
+	int64_t ns;
+
+	if (cJSON_IsString(item) && fr_parse_duration(item->valuestring, &ns) == 0 &&
+	    ns >= min_ns) {
+		*out = ns;
+		return 0;
+	}
+	if (min_ns > 0)
+		return fail(c, path, "must be a duration of at least %s like %s, got %s",
+			    fr_format_duration(min_ns, min, sizeof(min)), like,
+			    describe(item, got, sizeof(got)));
+	return fail(c, path, "must be a duration like %s, got %s", like,
+		    describe(item, got, sizeof(got)));
+}
+
+/* Indexed by enum fr_trigger_kind. */
+static const char *const trigger_kinds[] = {"signal", "cpu_above", "exit"};
+#define TRIGGER_KINDS "signal, cpu_above, exit"
+
+static const char *const signal_keys[] = {"on", "signal", "window", "after", "cooldown"};
+static const char *const cpu_keys[] = {"on", "percent", "for", "window", "after", "cooldown"};
+static const char *const exit_keys[] = {"on", "window", "after", "cooldown"};
+
+static const struct {
+	const char *const *keys;
+	size_t nkeys;
+} trigger_keys[] = {
+	{signal_keys, ARRAY_SIZE(signal_keys)},
+	{cpu_keys, ARRAY_SIZE(cpu_keys)},
+	{exit_keys, ARRAY_SIZE(exit_keys)},
+};
+
+static bool has_key(const char *const *keys, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(keys[i], key) == 0)
+			return true;
+	return false;
+}
+
+/* check_keys for a trigger of `kind`, but a key that belongs to another
+ * kind ("percent" on a signal trigger) says which kind takes it: the
+ * user has the right key on the wrong trigger, or the wrong "on". */
+static int check_trigger_keys(struct ctx *c, const cJSON *jt, const char *path, uint32_t kind)
+{
+	const char *const *keys = trigger_keys[kind].keys;
+	size_t nkeys = trigger_keys[kind].nkeys;
+	char sub[PATH_MAX_LEN], list[128] = "";
+	const cJSON *it;
+
+	for (size_t i = 0; i < nkeys; i++) {
+		if (i)
+			strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+		strncat(list, keys[i], sizeof(list) - strlen(list) - 1);
+	}
+	cJSON_ArrayForEach(it, jt) {
+		if (has_key(keys, nkeys, it->string))
+			continue;
+		for (uint32_t k = 0; k < ARRAY_SIZE(trigger_keys); k++) {
+			if (!has_key(trigger_keys[k].keys, trigger_keys[k].nkeys, it->string))
+				continue;
+			join(sub, path, it->string);
+			return fail(c, sub, "only %s triggers take \"%s\" (accepted for %s: %s)",
+				    trigger_kinds[k], it->string, trigger_kinds[kind], list);
+		}
+	}
+	return check_keys(c, jt, path, keys, nkeys);
+}
+
+static int parse_trigger(struct ctx *c, const cJSON *jt, const char *path,
+			 struct fr_config_session *sess)
+{
+	struct fr_config_trigger *t = &sess->triggers[sess->ntriggers];
+	char sub[PATH_MAX_LEN], got[64], a[32], b[32];
+	const cJSON *on, *it, *after;
+	uint32_t kind;
+	int ret;
+
+	if (!cJSON_IsObject(jt))
+		return fail(c, path,
+			    "must be an object like {\"on\": \"signal\", \"signal\": \"USR1\"}, got %s",
+			    describe(jt, got, sizeof(got)));
+	join(sub, path, "on");
+	on = cJSON_GetObjectItemCaseSensitive(jt, "on");
+	if (!on)
+		return fail(c, sub, "missing; say what fires the trigger (accepted: " TRIGGER_KINDS
+			    ")");
+	if (!cJSON_IsString(on))
+		return fail(c, sub, "must be a string (accepted: " TRIGGER_KINDS "), got %s",
+			    describe(on, got, sizeof(got)));
+	for (kind = 0; kind < ARRAY_SIZE(trigger_kinds); kind++)
+		if (strcmp(on->valuestring, trigger_kinds[kind]) == 0)
+			break;
+	if (kind == ARRAY_SIZE(trigger_kinds))
+		return fail(c, sub, "unknown trigger %s (accepted: " TRIGGER_KINDS ")",
+			    describe(on, got, sizeof(got)));
+	ret = check_trigger_keys(c, jt, path, kind);
+	if (ret < 0)
+		return ret;
+
+	memset(t, 0, sizeof(*t));
+	t->kind = kind;
+	t->window_ns = DEFAULT_TRIGGER_WINDOW_NS;
+	t->after_ns = 0;
+	t->cooldown_ns = DEFAULT_TRIGGER_COOLDOWN_NS;
+
+	switch (kind) {
+	case FR_TRIGGER_SIGNAL:
+		join(sub, path, "signal");
+		it = cJSON_GetObjectItemCaseSensitive(jt, "signal");
+		if (!it)
+			return fail(c, sub, "missing; name the signal that fires the trigger "
+				    "(accepted: " ACCEPTED_SIGNALS ")");
+		ret = get_signal(c, it, sub, sess, t);
+		if (ret < 0)
+			return ret;
+		break;
+	case FR_TRIGGER_CPU_ABOVE:
+		join(sub, path, "percent");
+		it = cJSON_GetObjectItemCaseSensitive(jt, "percent");
+		if (!it)
+			return fail(c, sub, "missing; give the CPU use that fires the trigger, "
+				    "1..100 (percent of all CPUs)");
+		ret = get_uint(c, it, sub, 1, 100, &t->percent);
+		if (ret < 0)
+			return ret;
+		t->for_ns = DEFAULT_TRIGGER_FOR_NS;
+		it = cJSON_GetObjectItemCaseSensitive(jt, "for");
+		if (it) {
+			join(sub, path, "for");
+			ret = get_duration(c, it, sub, NS_PER_S, "\"10s\" or \"1m\"", &t->for_ns);
+			if (ret < 0)
+				return ret;
+		}
+		break;
+	case FR_TRIGGER_EXIT:
+		/* Without targets every process of the machine would count,
+		 * and some process fails all the time (a grep that found
+		 * nothing exits with 1). */
+		if (!sess->npids && !sess->ncomms && !sess->cgroup[0])
+			return fail(c, sub, "an exit trigger needs the session's targets (pids, "
+				    "comm or cgroup): without them any failing process of the "
+				    "machine would fire it");
+		break;
+	}
+
+	it = cJSON_GetObjectItemCaseSensitive(jt, "window");
+	if (it) {
+		join(sub, path, "window");
+		ret = get_duration(c, it, sub, NS_PER_S, "\"60s\" or \"2m\"", &t->window_ns);
+		if (ret < 0)
+			return ret;
+	}
+	after = cJSON_GetObjectItemCaseSensitive(jt, "after");
+	if (after) {
+		join(sub, path, "after");
+		ret = get_duration(c, after, sub, 0, "\"10s\" (\"0s\" for none)", &t->after_ns);
+		if (ret < 0)
+			return ret;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(jt, "cooldown");
+	if (it) {
+		join(sub, path, "cooldown");
+		ret = get_duration(c, it, sub, NS_PER_S, "\"60s\" or \"10m\"", &t->cooldown_ns);
+		if (ret < 0)
+			return ret;
+	}
+	/* The dump is read from the ring, and the tail is waited for: both
+	 * bounded so that one trigger cannot ask for hours of either. Blame
+	 * "after" when it was given, as it is the part added to the window. */
+	if (t->window_ns > MAX_TRIGGER_SPAN_NS ||
+	    t->after_ns > MAX_TRIGGER_SPAN_NS - t->window_ns) {
+		join(sub, path, after ? "after" : "window");
+		return fail(c, sub, "window + after must be at most 1h, got %s + %s",
+			    duration_text(t->window_ns, a, sizeof(a)),
+			    duration_text(t->after_ns, b, sizeof(b)));
+	}
+	sess->ntriggers++;
+	return 0;
+}
+
+static int parse_triggers(struct ctx *c, const cJSON *triggers, const char *path,
+			  struct fr_config_session *sess)
+{
+	char sub[PATH_MAX_LEN], got[64];
+	const cJSON *jt;
+	int n, i, ret;
+
+	if (!cJSON_IsArray(triggers))
+		return fail(c, path,
+			    "must be an array like [{\"on\": \"signal\", \"signal\": \"USR1\"}], "
+			    "got %s",
+			    describe(triggers, got, sizeof(got)));
+	n = cJSON_GetArraySize(triggers);
+	if (n > FR_CONFIG_MAX_TRIGGERS)
+		return fail(c, path, "at most %d triggers per session, got %d",
+			    FR_CONFIG_MAX_TRIGGERS, n);
+	i = 0;
+	cJSON_ArrayForEach(jt, triggers) {
+		join_index(sub, path, i++);
+		ret = parse_trigger(c, jt, sub, sess);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 static int parse_session(struct ctx *c, const cJSON *js, const char *path,
 			 struct fr_config *cfg)
 {
-	static const char *const keys[] = {"name", "targets", "events"};
+	static const char *const keys[] = {"name", "targets", "triggers", "events"};
 	struct fr_config_session *sess = &cfg->sessions[cfg->nsessions];
 	char sub[PATH_MAX_LEN], evpath[PATH_MAX_LEN], got[64];
 	const cJSON *name, *events, *ev;
@@ -537,6 +951,14 @@ static int parse_session(struct ctx *c, const cJSON *js, const char *path,
 	if (cJSON_GetObjectItemCaseSensitive(js, "targets")) {
 		join(sub, path, "targets");
 		ret = parse_targets(c, cJSON_GetObjectItemCaseSensitive(js, "targets"), sub, sess);
+		if (ret < 0)
+			return ret;
+	}
+
+	if (cJSON_GetObjectItemCaseSensitive(js, "triggers")) {
+		join(sub, path, "triggers");
+		ret = parse_triggers(c, cJSON_GetObjectItemCaseSensitive(js, "triggers"), sub,
+				     sess);
 		if (ret < 0)
 			return ret;
 	}
@@ -630,7 +1052,7 @@ static int syntax_error(struct ctx *c, const char *text, size_t len, size_t skip
 
 static int parse_root(struct ctx *c, const cJSON *root, struct fr_config *cfg)
 {
-	static const char *const keys[] = {"ring", "socket", "limits", "sessions"};
+	static const char *const keys[] = {"ring", "socket", "dumps", "limits", "sessions"};
 	const cJSON *sock;
 	char got[64];
 	int ret;
@@ -655,6 +1077,9 @@ static int parse_root(struct ctx *c, const cJSON *root, struct fr_config *cfg)
 		if (ret < 0)
 			return ret;
 	}
+	ret = parse_dumps(c, cJSON_GetObjectItemCaseSensitive(root, "dumps"), cfg);
+	if (ret < 0)
+		return ret;
 	return parse_sessions(c, cJSON_GetObjectItemCaseSensitive(root, "sessions"), cfg);
 }
 
@@ -678,6 +1103,7 @@ int fr_config_parse(struct fr_config *cfg, const char *json, size_t len, const c
 	cfg->sync_ns = DEFAULT_SYNC_NS;
 	cfg->max_rate_hz = DEFAULT_MAX_RATE_HZ;
 	cfg->max_clients = DEFAULT_MAX_CLIENTS;
+	cfg->dumps_keep = DEFAULT_DUMPS_KEEP;
 
 	/* The parser wants a NUL-terminated copy; it is also told to insist
 	 * that the terminator follows the value, so trailing text is an
@@ -817,6 +1243,7 @@ void fr_config_fini(struct fr_config *cfg)
 		return;
 	free(cfg->ring_path);
 	free(cfg->socket_path);
+	free(cfg->dumps_dir);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -832,19 +1259,47 @@ static char *size_text(uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
-static char *duration_text(int64_t ns, char *buf, size_t len)
+/* Every key of every trigger, defaults included, so that the printed
+ * configuration shows what each one does. Returns false out of memory. */
+static bool add_triggers(cJSON *js, const struct fr_config_session *sess)
 {
-	int64_t back;
+	cJSON *arr = cJSON_AddArrayToObject(js, "triggers");
+	char buf[64];
 
-	fr_format_duration(ns, buf, len);
-	if (fr_parse_duration(buf, &back) < 0 || back != ns)
-		snprintf(buf, len, "%" PRId64 "ns", ns);
-	return buf;
+	if (!arr)
+		return false;
+	for (uint32_t i = 0; i < sess->ntriggers; i++) {
+		const struct fr_config_trigger *t = &sess->triggers[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o)
+			return false;
+		cJSON_AddItemToArray(arr, o);
+		if (t->kind >= ARRAY_SIZE(trigger_kinds) ||
+		    !cJSON_AddStringToObject(o, "on", trigger_kinds[t->kind]))
+			return false;
+		if (t->kind == FR_TRIGGER_SIGNAL &&
+		    !cJSON_AddStringToObject(o, "signal", signal_text(t->signal, buf, sizeof(buf))))
+			return false;
+		if (t->kind == FR_TRIGGER_CPU_ABOVE &&
+		    (!cJSON_AddNumberToObject(o, "percent", t->percent) ||
+		     !cJSON_AddStringToObject(o, "for",
+					      duration_text(t->for_ns, buf, sizeof(buf)))))
+			return false;
+		if (!cJSON_AddStringToObject(o, "window",
+					     duration_text(t->window_ns, buf, sizeof(buf))) ||
+		    !cJSON_AddStringToObject(o, "after",
+					     duration_text(t->after_ns, buf, sizeof(buf))) ||
+		    !cJSON_AddStringToObject(o, "cooldown",
+					     duration_text(t->cooldown_ns, buf, sizeof(buf))))
+			return false;
+	}
+	return true;
 }
 
 char *fr_config_to_json(const struct fr_config *cfg)
 {
-	cJSON *root, *ring, *limits, *sessions;
+	cJSON *root, *ring, *dumps, *limits, *sessions;
 	char buf[64];
 	char *text = NULL, *out = NULL;
 
@@ -867,6 +1322,15 @@ char *fr_config_to_json(const struct fr_config *cfg)
 	    !cJSON_AddStringToObject(ring, "max_age", duration_text(cfg->max_age_ns, buf, sizeof(buf))))
 		goto out;
 	if (cfg->socket_path && !cJSON_AddStringToObject(root, "socket", cfg->socket_path))
+		goto out;
+
+	dumps = cJSON_AddObjectToObject(root, "dumps");
+	if (!dumps || (cfg->dumps_dir && !cJSON_AddStringToObject(dumps, "dir", cfg->dumps_dir)) ||
+	    !cJSON_AddNumberToObject(dumps, "keep", cfg->dumps_keep))
+		goto out;
+	if (cfg->dumps_max_bytes &&
+	    !cJSON_AddStringToObject(dumps, "max_bytes",
+				     size_text(cfg->dumps_max_bytes, buf, sizeof(buf))))
 		goto out;
 
 	limits = cJSON_AddObjectToObject(root, "limits");
@@ -923,6 +1387,8 @@ char *fr_config_to_json(const struct fr_config *cfg)
 			if (sess->cgroup[0] && !cJSON_AddStringToObject(t, "cgroup", sess->cgroup))
 				goto out;
 		}
+		if (sess->ntriggers && !add_triggers(js, sess))
+			goto out;
 	}
 
 	/* Returned to be released with free(), whatever allocator cJSON was

@@ -6,10 +6,29 @@
  *     "ring":    {"path": STRING, "size": SIZE, "segment": SIZE, "sync": DURATION|"off",
  *                 "max_age": DURATION},
  *     "socket":  STRING,
+ *     "dumps":   {"dir": STRING, "keep": 1..100000, "max_bytes": SIZE},
  *     "limits":  {"max_rate_hz": 1..100000, "max_clients": 1..1024},
  *     "sessions": [ {"name": STRING,
  *                    "targets": {"pids": [PID...], "comm": [NAME...], "cgroup": PATH},
- *                    "events": [ {"event": EVENT, "hz": 1..max_rate_hz} ]} ]
+ *                    "events": [ {"event": EVENT, "hz": 1..max_rate_hz} ],
+ *                    "triggers": [ TRIGGER ] } ]
+ *
+ *   "dumps": "dir" defaults to NULL (the daemon's "dumps" beside the ring),
+ *   "keep" to 50, "max_bytes" to none (0 inside; "0" written is refused).
+ *
+ *   TRIGGER: {"on": "signal", "signal": "USR1"|"USR2"|"SIGUSR1"|...,
+ *             "window": DURATION, "after": DURATION, "cooldown": DURATION}
+ *            {"on": "cpu_above", "percent": 1..100, "for": DURATION, ...}
+ *            {"on": "exit", ...}
+ *   at most FR_CONFIG_MAX_TRIGGERS per session; a key of another kind
+ *   ("percent" on a signal trigger) is an error. "window" (>= 1s) defaults
+ *   to 60s, "after" to 0s, "cooldown" (>= 1s) to 60s; "for" (>= 1s) to
+ *   10s; window + after is at most 1h. "signal" (required) is USR1, USR2,
+ *   RTMIN, RTMIN+N or RTMAX-N, with or without "SIG", in any case; SIGHUP,
+ *   SIGINT, SIGTERM, SIGPIPE, SIGCHLD (the daemon's own), SIGKILL, SIGSTOP
+ *   and every other signal are refused, and so is a second signal trigger
+ *   of one session on the same signal. "percent" is required. A session's
+ *   "exit" trigger needs targets.
  *
  *   EVENT is one of FR_EVENT_NAMES (core/sample.h). "offcpu" takes no "hz"
  *   (it records every context switch); other events default to 99 Hz.
@@ -34,6 +53,29 @@
 #define FR_CONFIG_MAX_COMMS 16
 #define FR_CONFIG_COMM_MAX 16
 #define FR_CONFIG_CGROUP_MAX 256
+#define FR_CONFIG_MAX_TRIGGERS 8
+#define FR_CONFIG_PATH_MAX 4096
+
+/* What makes a session write a dump on its own. */
+enum fr_trigger_kind {
+	FR_TRIGGER_SIGNAL = 0, /* flightrecd receives `signal` */
+	FR_TRIGGER_CPU_ABOVE,  /* CPU use of the session's targets (or the whole
+				* machine when it has none) above `percent` of one
+				* CPU x number of CPUs, for `for_ns` */
+	FR_TRIGGER_EXIT,       /* a target process exits with a non-zero status
+				* or dies of a signal */
+};
+
+struct fr_config_trigger {
+	uint32_t kind;       /* enum fr_trigger_kind */
+	int signal;          /* FR_TRIGGER_SIGNAL: SIGUSR1, SIGUSR2 or
+			      * SIGRTMIN..SIGRTMAX; else 0 */
+	uint32_t percent;    /* FR_TRIGGER_CPU_ABOVE: 1..100 x 1 (of all CPUs); else 0 */
+	int64_t for_ns;      /* FR_TRIGGER_CPU_ABOVE: how long, >= 1s; else 0 */
+	int64_t window_ns;   /* the dump covers [fire - window, fire + after) */
+	int64_t after_ns;    /* tail recorded after the trigger fired, >= 0 */
+	int64_t cooldown_ns; /* no second dump of this trigger sooner than this */
+};
 
 struct fr_config_event {
 	uint32_t event; /* event id (core/sample.h) */
@@ -47,6 +89,8 @@ struct fr_config_session {
 	uint32_t ncomms;
 	char comms[FR_CONFIG_MAX_COMMS][FR_CONFIG_COMM_MAX];
 	char cgroup[FR_CONFIG_CGROUP_MAX]; /* "" : any */
+	uint32_t ntriggers;
+	struct fr_config_trigger triggers[FR_CONFIG_MAX_TRIGGERS];
 	uint32_t nevents;
 	struct fr_config_event events[FR_CONFIG_MAX_EVENTS];
 };
@@ -60,6 +104,9 @@ struct fr_config {
 	char *socket_path;     /* NULL: the default runtime directory */
 	uint32_t max_rate_hz;
 	uint32_t max_clients;
+	char *dumps_dir;       /* NULL: the default state directory's "dumps" */
+	uint32_t dumps_keep;   /* dumps kept, oldest removed first */
+	uint64_t dumps_max_bytes; /* 0: no limit; else bytes of dumps kept */
 	uint32_t nsessions;
 	struct fr_config_session sessions[FR_CONFIG_MAX_SESSIONS];
 };

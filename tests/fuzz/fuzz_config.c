@@ -1,13 +1,17 @@
 /* Fuzz target for the configuration parser (config/config.h).
  *
  * A config either parses, or fails with -EINVAL and a message naming the
- * source, leaving nothing allocated behind. One that parses is printed with fr_config_to_json(),
- * and that text must parse again to the same configuration: the daemon
- * prints its effective configuration for users to copy into a file.
+ * source, leaving nothing allocated behind. One that parses holds values
+ * inside the documented ranges (rates, dumps retention, every trigger's
+ * kind, signal, percent and durations), is printed with
+ * fr_config_to_json(), and that text must parse again to the same
+ * configuration: the daemon prints its effective configuration for users
+ * to copy into a file.
  */
 #include "tests/fuzz/fuzz.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 
 #include "config/config.h"
@@ -34,6 +38,9 @@ static void check_same(const struct fr_config *a, const struct fr_config *b)
 	FUZZ_CHECK(a->max_age_ns == b->max_age_ns, "ring.max_age %lld became %lld",
 		   (long long)a->max_age_ns, (long long)b->max_age_ns);
 	FUZZ_CHECK(same_str(a->socket_path, b->socket_path), "socket changed");
+	FUZZ_CHECK(same_str(a->dumps_dir, b->dumps_dir) && a->dumps_keep == b->dumps_keep &&
+			   a->dumps_max_bytes == b->dumps_max_bytes,
+		   "dumps changed");
 	FUZZ_CHECK(a->max_rate_hz == b->max_rate_hz && a->max_clients == b->max_clients,
 		   "limits changed");
 	FUZZ_CHECK(a->nsessions == b->nsessions, "%u sessions became %u", a->nsessions,
@@ -43,12 +50,61 @@ static void check_same(const struct fr_config *a, const struct fr_config *b)
 
 		FUZZ_CHECK(strcmp(x->name, y->name) == 0 && x->nevents == y->nevents &&
 				   x->npids == y->npids && x->ncomms == y->ncomms &&
-				   strcmp(x->cgroup, y->cgroup) == 0,
+				   strcmp(x->cgroup, y->cgroup) == 0 && x->ntriggers == y->ntriggers,
 			   "session %u changed", s);
+		for (uint32_t t = 0; t < x->ntriggers; t++) {
+			const struct fr_config_trigger *p = &x->triggers[t], *q = &y->triggers[t];
+
+			FUZZ_CHECK(p->kind == q->kind && p->signal == q->signal &&
+					   p->percent == q->percent && p->for_ns == q->for_ns &&
+					   p->window_ns == q->window_ns && p->after_ns == q->after_ns &&
+					   p->cooldown_ns == q->cooldown_ns,
+				   "session %u trigger %u changed", s, t);
+		}
 		for (uint32_t e = 0; e < x->nevents; e++)
 			FUZZ_CHECK(x->events[e].event == y->events[e].event &&
 					   x->events[e].hz == y->events[e].hz,
 				   "session %u event %u changed", s, e);
+	}
+}
+
+#define NS_PER_S 1000000000ll
+
+static void check_trigger(const struct fr_config_session *x, uint32_t s, uint32_t i)
+{
+	const struct fr_config_trigger *t = &x->triggers[i];
+
+	FUZZ_CHECK(t->window_ns >= NS_PER_S && t->after_ns >= 0 &&
+			   t->window_ns + t->after_ns <= 3600 * NS_PER_S &&
+			   t->cooldown_ns >= NS_PER_S,
+		   "session %u trigger %u: window %lld after %lld cooldown %lld", s, i,
+		   (long long)t->window_ns, (long long)t->after_ns, (long long)t->cooldown_ns);
+	switch (t->kind) {
+	case FR_TRIGGER_SIGNAL:
+		FUZZ_CHECK(t->signal == SIGUSR1 || t->signal == SIGUSR2 ||
+				   (t->signal >= SIGRTMIN && t->signal <= SIGRTMAX),
+			   "session %u trigger %u on signal %d", s, i, t->signal);
+		FUZZ_CHECK(t->percent == 0 && t->for_ns == 0,
+			   "session %u trigger %u: a signal trigger with cpu fields", s, i);
+		for (uint32_t j = 0; j < i; j++)
+			FUZZ_CHECK(x->triggers[j].kind != FR_TRIGGER_SIGNAL ||
+					   x->triggers[j].signal != t->signal,
+				   "session %u triggers %u and %u on one signal", s, j, i);
+		break;
+	case FR_TRIGGER_CPU_ABOVE:
+		FUZZ_CHECK(t->percent >= 1 && t->percent <= 100 && t->for_ns >= NS_PER_S &&
+				   t->signal == 0,
+			   "session %u trigger %u: cpu_above %u%% for %lld ns, signal %d", s, i,
+			   t->percent, (long long)t->for_ns, t->signal);
+		break;
+	case FR_TRIGGER_EXIT:
+		FUZZ_CHECK(t->signal == 0 && t->percent == 0 && t->for_ns == 0,
+			   "session %u trigger %u: an exit trigger with other fields", s, i);
+		FUZZ_CHECK(x->npids || x->ncomms || x->cgroup[0],
+			   "session %u trigger %u: an exit trigger without targets", s, i);
+		break;
+	default:
+		FUZZ_CHECK(0, "session %u trigger %u of kind %u", s, i, t->kind);
 	}
 }
 
@@ -61,6 +117,11 @@ static void check_valid(const struct fr_config *cfg)
 			   cfg->segment_size <= cfg->ring_size / 2,
 		   "segment %llu for ring %llu", (unsigned long long)cfg->segment_size,
 		   (unsigned long long)cfg->ring_size);
+	FUZZ_CHECK(cfg->dumps_keep >= 1 && cfg->dumps_keep <= 100000, "dumps.keep %u",
+		   cfg->dumps_keep);
+	FUZZ_CHECK(!cfg->dumps_dir ||
+			   (cfg->dumps_dir[0] && strlen(cfg->dumps_dir) < FR_CONFIG_PATH_MAX),
+		   "dumps.dir");
 	for (uint32_t s = 0; s < cfg->nsessions; s++) {
 		const struct fr_config_session *x = &cfg->sessions[s];
 
@@ -77,6 +138,10 @@ static void check_valid(const struct fr_config *cfg)
 		FUZZ_CHECK(x->npids <= FR_CONFIG_MAX_TARGETS && x->ncomms <= FR_CONFIG_MAX_COMMS &&
 				   memchr(x->cgroup, '\0', sizeof(x->cgroup)),
 			   "session %u targets out of bounds", s);
+		FUZZ_CHECK(x->ntriggers <= FR_CONFIG_MAX_TRIGGERS, "session %u has %u triggers", s,
+			   x->ntriggers);
+		for (uint32_t i = 0; i < x->ntriggers && i < FR_CONFIG_MAX_TRIGGERS; i++)
+			check_trigger(x, s, i);
 	}
 }
 
@@ -95,7 +160,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ret < 0) {
 		FUZZ_CHECK(strncmp(err, SOURCE ": ", strlen(SOURCE) + 2) == 0,
 			   "error message \"%s\" does not name the source", err);
-		FUZZ_CHECK(cfg.ring_path == NULL && cfg.socket_path == NULL && cfg.nsessions == 0,
+		FUZZ_CHECK(cfg.ring_path == NULL && cfg.socket_path == NULL &&
+				   cfg.dumps_dir == NULL && cfg.nsessions == 0,
 			   "a failed parse left a config behind");
 		return 0;
 	}

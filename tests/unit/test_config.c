@@ -1,11 +1,13 @@
 /* Config: the embedded default and its documented values, the exact
  * message of every class of error (with the JSON path and the source), the
- * all-or-nothing rule, loading from a file, and a full config that
- * round-trips through fr_config_to_json. */
+ * all-or-nothing rule, loading from a file, every accepted form of dumps
+ * and triggers with their defaults, and a full config that round-trips
+ * through fr_config_to_json. */
 #include "config/config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,9 @@ static int cfg_equal(const struct fr_config *a, const struct fr_config *b)
 	if (!str_eq(a->ring_path, b->ring_path) || !str_eq(a->socket_path, b->socket_path) ||
 	    a->ring_size != b->ring_size || a->segment_size != b->segment_size ||
 	    a->sync_ns != b->sync_ns || a->max_rate_hz != b->max_rate_hz ||
-	    a->max_clients != b->max_clients || a->nsessions != b->nsessions)
+	    a->max_clients != b->max_clients || a->max_age_ns != b->max_age_ns ||
+	    a->nsessions != b->nsessions || !str_eq(a->dumps_dir, b->dumps_dir) ||
+	    a->dumps_keep != b->dumps_keep || a->dumps_max_bytes != b->dumps_max_bytes)
 		return 0;
 	for (uint32_t s = 0; s < a->nsessions; s++) {
 		const struct fr_config_session *x = &a->sessions[s], *y = &b->sessions[s];
@@ -39,8 +43,17 @@ static int cfg_equal(const struct fr_config *a, const struct fr_config *b)
 		    x->npids != y->npids || x->ncomms != y->ncomms ||
 		    strcmp(x->cgroup, y->cgroup) != 0 ||
 		    memcmp(x->pids, y->pids, x->npids * sizeof(x->pids[0])) != 0 ||
-		    memcmp(x->comms, y->comms, sizeof(x->comms)) != 0)
+		    memcmp(x->comms, y->comms, sizeof(x->comms)) != 0 ||
+		    x->ntriggers != y->ntriggers)
 			return 0;
+		for (uint32_t t = 0; t < x->ntriggers; t++) {
+			const struct fr_config_trigger *p = &x->triggers[t], *q = &y->triggers[t];
+
+			if (p->kind != q->kind || p->signal != q->signal || p->percent != q->percent ||
+			    p->for_ns != q->for_ns || p->window_ns != q->window_ns ||
+			    p->after_ns != q->after_ns || p->cooldown_ns != q->cooldown_ns)
+				return 0;
+		}
 		for (uint32_t e = 0; e < x->nevents; e++)
 			if (x->events[e].event != y->events[e].event ||
 			    x->events[e].hz != y->events[e].hz)
@@ -72,6 +85,12 @@ static void test_default(void)
 	CHECK(cfg.sync_ns == 1000000000ll, "sync %lld", (long long)cfg.sync_ns);
 	CHECK(cfg.max_rate_hz == 10000, "max_rate_hz %u", cfg.max_rate_hz);
 	CHECK(cfg.max_clients == 64, "max_clients %u", cfg.max_clients);
+	CHECK(cfg.dumps_dir == NULL, "default dumps dir should be unset");
+	CHECK(cfg.dumps_keep == 50, "dumps keep %u", cfg.dumps_keep);
+	CHECK(cfg.dumps_max_bytes == 0, "dumps max_bytes %llu",
+	      (unsigned long long)cfg.dumps_max_bytes);
+	CHECK(cfg.sessions[0].ntriggers == 0, "default session has %u triggers",
+	      cfg.sessions[0].ntriggers);
 	CHECK(cfg.nsessions == 1, "nsessions %u", cfg.nsessions);
 	CHECK(strcmp(cfg.sessions[0].name, "default") == 0, "session name %s",
 	      cfg.sessions[0].name);
@@ -107,6 +126,12 @@ static void test_default(void)
 	fr_config_fini(NULL);
 }
 
+/* A session "a" with the given triggers (array text, or the items of one). */
+#define TRIG(arr) "{\"sessions\":[{\"name\":\"a\",\"triggers\":" arr "}]}"
+#define TRIGS(items) TRIG("[" items "]")
+#define T0 SRC ": sessions[0].triggers[0]"
+#define ACC "USR1, USR2, RTMIN..RTMAX forms"
+
 struct bad {
 	const char *json;
 	const char *msg;
@@ -122,11 +147,11 @@ static const struct bad bad_configs[] = {
 	/* unknown and repeated keys */
 	{"{\"ring\":{\"sise\":\"1MiB\"}}",
 	 SRC ": ring.sise: unknown key (accepted: path, size, segment, sync, max_age)"},
-	{"{\"dumps\":{}}", SRC ": dumps: unknown key (accepted: ring, socket, limits, sessions)"},
+	{"{\"dump\":{}}", SRC ": dump: unknown key (accepted: ring, socket, dumps, limits, sessions)"},
 	{"{\"limits\":{\"rate\":1}}",
 	 SRC ": limits.rate: unknown key (accepted: max_rate_hz, max_clients)"},
 	{"{\"sessions\":[{\"name\":\"a\",\"evnts\":[]}]}",
-	 SRC ": sessions[0].evnts: unknown key (accepted: name, targets, events)"},
+	 SRC ": sessions[0].evnts: unknown key (accepted: name, targets, triggers, events)"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"rate\":9}]}]}",
 	 SRC ": sessions[0].events[0].rate: unknown key (accepted: event, hz)"},
 	{"{\"ring\":{\"size\":\"4MiB\",\"size\":\"8MiB\"}}", SRC ": ring.size: given twice"},
@@ -189,6 +214,144 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].events[1].event: \"cpu\" is already listed in this session"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[]}]}",
 	 SRC ": sessions[0].events: must list at least one event"},
+	/* dumps */
+	{"{\"dumps\":[]}", SRC ": dumps: must be an object like {\"keep\": 50}, got []"},
+	{"{\"dumps\":{\"kep\":5}}", SRC ": dumps.kep: unknown key (accepted: dir, keep, max_bytes)"},
+	{"{\"dumps\":{\"keep\":0}}", SRC ": dumps.keep: must be 1..100000, got 0"},
+	{"{\"dumps\":{\"keep\":100001}}", SRC ": dumps.keep: must be 1..100000, got 100001"},
+	{"{\"dumps\":{\"keep\":\"50\"}}", SRC ": dumps.keep: must be an integer 1..100000, got \"50\""},
+	{"{\"dumps\":{\"dir\":\"\"}}", SRC ": dumps.dir: must be a non-empty path string, got \"\""},
+	{"{\"dumps\":{\"dir\":[]}}", SRC ": dumps.dir: must be a non-empty path string, got []"},
+	{"{\"dumps\":{\"max_bytes\":\"0\"}}",
+	 SRC ": dumps.max_bytes: must be more than 0 (leave it out for no byte limit), got \"0\""},
+	{"{\"dumps\":{\"max_bytes\":100}}",
+	 SRC ": dumps.max_bytes: must be a size string like \"256MiB\", got 100"},
+	{"{\"dumps\":{\"keep\":5,\"keep\":6}}", SRC ": dumps.keep: given twice"},
+	/* triggers: the array and "on" */
+	{TRIG("{}"), SRC ": sessions[0].triggers: must be an array like [{\"on\": \"signal\", "
+		     "\"signal\": \"USR1\"}], got {}"},
+	{TRIGS("5"), T0 ": must be an object like {\"on\": \"signal\", \"signal\": \"USR1\"}, got 5"},
+	{TRIGS("{}"), T0 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit)"},
+	{TRIGS("{\"window\":\"10s\"}"),
+	 T0 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit)"},
+	{TRIGS("{\"on\":1}"), T0 ".on: must be a string (accepted: signal, cpu_above, exit), got 1"},
+	{"{\"sessions\":[{\"name\":\"a\"},{\"name\":\"b\",\"triggers\":[{\"on\":\"cpu\"}]}]}",
+	 SRC ": sessions[1].triggers[0].on: unknown trigger \"cpu\" (accepted: signal, cpu_above, "
+	     "exit)"},
+	{TRIGS("{\"on\":\"Signal\",\"signal\":\"USR1\"}"),
+	 T0 ".on: unknown trigger \"Signal\" (accepted: signal, cpu_above, exit)"},
+	/* triggers: keys of the wrong kind, unknown and repeated keys */
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"percent\":90}"),
+	 T0 ".percent: only cpu_above triggers take \"percent\" (accepted for signal: on, signal, "
+	    "window, after, cooldown)"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"for\":\"10s\"}"),
+	 T0 ".for: only cpu_above triggers take \"for\" (accepted for signal: on, signal, window, "
+	    "after, cooldown)"},
+	{TRIGS("{\"on\":\"cpu_above\",\"percent\":90,\"signal\":\"USR1\"}"),
+	 T0 ".signal: only signal triggers take \"signal\" (accepted for cpu_above: on, percent, for, "
+	    "window, after, cooldown)"},
+	{TRIGS("{\"on\":\"exit\",\"signal\":\"USR1\"}"),
+	 T0 ".signal: only signal triggers take \"signal\" (accepted for exit: on, window, after, "
+	    "cooldown)"},
+	{TRIGS("{\"on\":\"exit\",\"percent\":5}"),
+	 T0 ".percent: only cpu_above triggers take \"percent\" (accepted for exit: on, window, "
+	    "after, cooldown)"},
+	{TRIGS("{\"on\":\"cpu_above\",\"percent\":90,\"windw\":\"10s\"}"),
+	 T0 ".windw: unknown key (accepted: on, percent, for, window, after, cooldown)"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"window\":\"1s\",\"window\":\"2s\"}"),
+	 T0 ".window: given twice"},
+	{TRIGS("{\"on\":\"signal\",\"on\":\"exit\",\"signal\":\"USR1\"}"), T0 ".on: given twice"},
+	/* triggers: signals */
+	{TRIGS("{\"on\":\"signal\"}"),
+	 T0 ".signal: missing; name the signal that fires the trigger (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":10}"),
+	 T0 ".signal: must be a signal name like \"USR1\" (accepted: " ACC "), got 10"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"TERM\"}"),
+	 T0 ".signal: SIGTERM is the daemon's own (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"SIGTERM\"}"),
+	 T0 ".signal: SIGTERM is the daemon's own (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"SIGHUP\"}"),
+	 T0 ".signal: SIGHUP is the daemon's own (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"int\"}"),
+	 T0 ".signal: SIGINT is the daemon's own (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"SIGPIPE\"}"),
+	 T0 ".signal: SIGPIPE is the daemon's own (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"CHLD\"}"),
+	 T0 ".signal: SIGCHLD is the daemon's own (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"SIGKILL\"}"),
+	 T0 ".signal: SIGKILL cannot be caught (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"STOP\"}"),
+	 T0 ".signal: SIGSTOP cannot be caught (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"SIGSEGV\"}"),
+	 T0 ".signal: SIGSEGV cannot be used for triggers (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"WINCH\"}"),
+	 T0 ".signal: SIGWINCH cannot be used for triggers (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"SIGFOO\"}"),
+	 T0 ".signal: unknown signal \"SIGFOO\" (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR3\"}"),
+	 T0 ".signal: unknown signal \"USR3\" (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"SIG\"}"),
+	 T0 ".signal: unknown signal \"SIG\" (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"\"}"),
+	 T0 ".signal: unknown signal \"\" (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"10\"}"),
+	 T0 ".signal: unknown signal \"10\" (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"RTMIN-1\"}"),
+	 T0 ".signal: unknown signal \"RTMIN-1\" (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"SIGRTMAX+1\"}"),
+	 T0 ".signal: unknown signal \"SIGRTMAX+1\" (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"RTMIN+\"}"),
+	 T0 ".signal: unknown signal \"RTMIN+\" (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"RTMIN+2x\"}"),
+	 T0 ".signal: unknown signal \"RTMIN+2x\" (accepted: " ACC ")"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\"},{\"on\":\"signal\",\"signal\":\"SIGUSR1\"}"),
+	 SRC ": sessions[0].triggers[1].signal: SIGUSR1 is already the signal of triggers[0]"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"RTMIN+1\"},{\"on\":\"cpu_above\",\"percent\":5},"
+	       "{\"on\":\"signal\",\"signal\":\"sigrtmin+1\"}"),
+	 SRC ": sessions[0].triggers[2].signal: SIGRTMIN+1 is already the signal of triggers[0]"},
+	/* triggers: cpu_above */
+	{TRIGS("{\"on\":\"cpu_above\"}"),
+	 T0 ".percent: missing; give the CPU use that fires the trigger, 1..100 (percent of all "
+	    "CPUs)"},
+	{TRIGS("{\"on\":\"cpu_above\",\"percent\":0}"), T0 ".percent: must be 1..100, got 0"},
+	{TRIGS("{\"on\":\"cpu_above\",\"percent\":101}"), T0 ".percent: must be 1..100, got 101"},
+	{TRIGS("{\"on\":\"cpu_above\",\"percent\":50.5}"), T0 ".percent: must be 1..100, got 50.5"},
+	{TRIGS("{\"on\":\"cpu_above\",\"percent\":\"90\"}"),
+	 T0 ".percent: must be an integer 1..100, got \"90\""},
+	{TRIGS("{\"on\":\"cpu_above\",\"percent\":90,\"for\":\"500ms\"}"),
+	 T0 ".for: must be a duration of at least 1s like \"10s\" or \"1m\", got \"500ms\""},
+	{TRIGS("{\"on\":\"cpu_above\",\"percent\":90,\"for\":10}"),
+	 T0 ".for: must be a duration of at least 1s like \"10s\" or \"1m\", got 10"},
+	/* triggers: exit */
+	{TRIGS("{\"on\":\"exit\"}"),
+	 T0 ".on: an exit trigger needs the session's targets (pids, comm or cgroup): without them "
+	    "any failing process of the machine would fire it"},
+	/* triggers: window, after, cooldown */
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"window\":\"0s\"}"),
+	 T0 ".window: must be a duration of at least 1s like \"60s\" or \"2m\", got \"0s\""},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"window\":60}"),
+	 T0 ".window: must be a duration of at least 1s like \"60s\" or \"2m\", got 60"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"window\":\"999ms\"}"),
+	 T0 ".window: must be a duration of at least 1s like \"60s\" or \"2m\", got \"999ms\""},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"after\":\"-1s\"}"),
+	 T0 ".after: must be a duration like \"10s\" (\"0s\" for none), got \"-1s\""},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"after\":\"300000000d\"}"),
+	 T0 ".after: must be a duration like \"10s\" (\"0s\" for none), got \"300000000d\""},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"cooldown\":\"0s\"}"),
+	 T0 ".cooldown: must be a duration of at least 1s like \"60s\" or \"10m\", got \"0s\""},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"window\":\"61m\"}"),
+	 T0 ".window: window + after must be at most 1h, got 61m + 0s"},
+	{"{\"sessions\":[{\"name\":\"a\",\"targets\":{\"comm\":[\"x\"]},\"triggers\":[{\"on\":"
+	 "\"exit\",\"window\":\"2h\",\"after\":\"0s\"}]}]}",
+	 T0 ".after: window + after must be at most 1h, got 2h + 0s"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"window\":\"50m\",\"after\":\"601s\"}"),
+	 T0 ".after: window + after must be at most 1h, got 50m + 601s"},
+	{TRIGS("{\"on\":\"cpu_above\",\"percent\":9,\"after\":\"59m1s\"}"),
+	 T0 ".after: must be a duration like \"10s\" (\"0s\" for none), got \"59m1s\""},
+	{TRIGS("{\"on\":\"cpu_above\",\"percent\":9,\"after\":\"3541s\"}"),
+	 T0 ".after: window + after must be at most 1h, got 1m + 3541s"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"after\":\"106751d\"}"),
+	 T0 ".after: window + after must be at most 1h, got 1m + 106751d"},
 	/* sessions */
 	{"{\"sessions\":[]}",
 	 SRC ": sessions: must list at least one session (leave the key out for the default)"},
@@ -295,19 +458,366 @@ static void test_all_or_nothing(void)
 	fr_config_fini(&cfg);
 }
 
+/* Parses `json`, which must be valid; prints it and parses the print,
+ * which must be the same configuration. Returns 0 (cfg filled) or -1. */
+static int parse_ok(struct fr_config *cfg, const char *json, char **printed)
+{
+	struct fr_config back;
+	char err[512];
+	char *text;
+	int ret;
+
+	ret = fr_config_parse(cfg, json, strlen(json), SRC, err, sizeof(err));
+	CHECK(ret == 0, "%s: %d %s", json, ret, err);
+	if (ret < 0)
+		return -1;
+	text = fr_config_to_json(cfg);
+	CHECK(text != NULL, "%s: to_json", json);
+	if (!text)
+		return 0;
+	ret = fr_config_parse(&back, text, strlen(text), "printed", err, sizeof(err));
+	CHECK(ret == 0, "%s: printed does not parse: %s\n%s", json, err, text);
+	CHECK(ret == 0 && cfg_equal(cfg, &back), "%s: round trip differs:\n%s", json, text);
+	fr_config_fini(&back);
+	if (printed)
+		*printed = text;
+	else
+		free(text);
+	return 0;
+}
+
+static void test_dumps(void)
+{
+	struct fr_config cfg;
+	char err[256], *text = NULL;
+	int ret;
+
+	if (parse_ok(&cfg, "{\"dumps\":{}}", &text) == 0) {
+		CHECK(cfg.dumps_dir == NULL && cfg.dumps_keep == 50 && cfg.dumps_max_bytes == 0,
+		      "empty dumps object: dir %s keep %u max_bytes %llu",
+		      cfg.dumps_dir ? cfg.dumps_dir : "(null)", cfg.dumps_keep,
+		      (unsigned long long)cfg.dumps_max_bytes);
+		/* Defaults print as such: no dir, no byte limit. */
+		CHECK(text && strstr(text, "\"keep\":\t50") && !strstr(text, "\"dir\"") &&
+			      !strstr(text, "\"max_bytes\""),
+		      "default dumps printed as:\n%s", text ? text : "(null)");
+		free(text);
+		text = NULL;
+		fr_config_fini(&cfg);
+	}
+	if (parse_ok(&cfg, "{\"dumps\":{\"dir\":\"/srv/dumps\",\"keep\":1,\"max_bytes\":\"1B\"}}",
+		     NULL) == 0) {
+		CHECK(cfg.dumps_dir && strcmp(cfg.dumps_dir, "/srv/dumps") == 0, "dumps dir");
+		CHECK(cfg.dumps_keep == 1 && cfg.dumps_max_bytes == 1, "keep 1, max_bytes 1B");
+		fr_config_fini(&cfg);
+	}
+	if (parse_ok(&cfg, "{\"dumps\":{\"keep\":100000,\"max_bytes\":\"2GiB\"}}", &text) == 0) {
+		CHECK(cfg.dumps_keep == 100000 && cfg.dumps_max_bytes == 2ull << 30,
+		      "keep 100000, max_bytes 2GiB");
+		CHECK(text && strstr(text, "\"2GiB\""), "max_bytes not printed:\n%s",
+		      text ? text : "(null)");
+		free(text);
+		text = NULL;
+		fr_config_fini(&cfg);
+	}
+	/* A relative directory is taken as written (like ring.path). */
+	if (parse_ok(&cfg, "{\"dumps\":{\"dir\":\"dumps\",\"max_bytes\":\"1000001\"}}", NULL) == 0) {
+		CHECK(cfg.dumps_dir && strcmp(cfg.dumps_dir, "dumps") == 0 &&
+			      cfg.dumps_max_bytes == 1000001,
+		      "relative dir, odd byte count");
+		fr_config_fini(&cfg);
+	}
+
+	/* The directory is at most FR_CONFIG_PATH_MAX - 1 bytes. */
+	{
+		static char buf[FR_CONFIG_PATH_MAX + 64], dir[FR_CONFIG_PATH_MAX + 1];
+		size_t n = sizeof(buf);
+
+		memset(dir, 'd', FR_CONFIG_PATH_MAX);
+		dir[0] = '/';
+		dir[FR_CONFIG_PATH_MAX] = '\0';
+		snprintf(buf, n, "{\"dumps\":{\"dir\":\"%s\"}}", dir);
+		ret = fr_config_parse(&cfg, buf, strlen(buf), SRC, err, sizeof(err));
+		CHECK(ret == -EINVAL &&
+			      strcmp(err, SRC ": dumps.dir: must be at most 4095 bytes long, got 4096 "
+					  "bytes") == 0,
+		      "4096-byte dumps dir: %s", err);
+		CHECK(is_empty(&cfg), "long dumps dir left state behind");
+		dir[FR_CONFIG_PATH_MAX - 1] = '\0';
+		snprintf(buf, n, "{\"dumps\":{\"dir\":\"%s\"}}", dir);
+		ret = fr_config_parse(&cfg, buf, strlen(buf), SRC, err, sizeof(err));
+		CHECK(ret == 0 && cfg.dumps_dir && strcmp(cfg.dumps_dir, dir) == 0,
+		      "4095-byte dumps dir: %s", err);
+		fr_config_fini(&cfg);
+	}
+
+	/* A dumps dir already copied is released when a session fails. */
+	{
+		const char *j = "{\"dumps\":{\"dir\":\"/srv/d\"},\"sessions\":[{\"name\":\"a\","
+				"\"triggers\":[{\"on\":\"signal\",\"signal\":\"TERM\"}]}]}";
+
+		ret = fr_config_parse(&cfg, j, strlen(j), SRC, err, sizeof(err));
+		CHECK(ret == -EINVAL && is_empty(&cfg), "late trigger error left state: %d", ret);
+	}
+}
+
+struct signal_form {
+	const char *text;
+	int signo;
+	const char *printed;
+};
+
+static void test_trigger_signals(void)
+{
+	char rtmin3[32], rtmax_2[32], rtmax[32], rtlast[40], rtpast[40], want[256];
+	const struct signal_form forms[] = {
+		{"USR1", SIGUSR1, "SIGUSR1"},
+		{"SIGUSR1", SIGUSR1, "SIGUSR1"},
+		{"usr2", SIGUSR2, "SIGUSR2"},
+		{"SIGUSR2", SIGUSR2, "SIGUSR2"},
+		{"SigUsr1", SIGUSR1, "SIGUSR1"},
+		{"RTMIN", SIGRTMIN, "SIGRTMIN"},
+		{"SIGRTMIN+0", SIGRTMIN, "SIGRTMIN"},
+		{"SIGRTMIN+3", SIGRTMIN + 3, rtmin3},
+		{"rtmin+03", SIGRTMIN + 3, rtmin3},
+		{"SIGRTMAX-2", SIGRTMAX - 2, rtmax_2},
+		{"RTMAX", SIGRTMAX, rtmax},
+		{rtlast, SIGRTMAX, rtmax},
+	};
+	struct fr_config cfg;
+	char buf[512], err[512], *text;
+	int ret;
+
+	snprintf(rtmin3, sizeof(rtmin3), "SIGRTMIN+3");
+	snprintf(rtmax_2, sizeof(rtmax_2), "SIGRTMIN+%d", SIGRTMAX - 2 - SIGRTMIN);
+	snprintf(rtmax, sizeof(rtmax), "SIGRTMIN+%d", SIGRTMAX - SIGRTMIN);
+	snprintf(rtlast, sizeof(rtlast), "RTMIN+%d", SIGRTMAX - SIGRTMIN);
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		const struct fr_config_trigger *t;
+		char quoted[64];
+
+		snprintf(buf, sizeof(buf), TRIG("[{\"on\":\"signal\",\"signal\":\"%s\"}]"),
+			 forms[i].text);
+		text = NULL;
+		if (parse_ok(&cfg, buf, &text) < 0)
+			continue;
+		t = &cfg.sessions[0].triggers[0];
+		CHECK(cfg.sessions[0].ntriggers == 1 && t->kind == FR_TRIGGER_SIGNAL,
+		      "%s: not one signal trigger", forms[i].text);
+		CHECK(t->signal == forms[i].signo, "%s: signal %d, want %d", forms[i].text, t->signal,
+		      forms[i].signo);
+		CHECK(t->window_ns == 60000000000ll && t->after_ns == 0 &&
+			      t->cooldown_ns == 60000000000ll,
+		      "%s: window %lld after %lld cooldown %lld, want 60s 0s 60s", forms[i].text,
+		      (long long)t->window_ns, (long long)t->after_ns, (long long)t->cooldown_ns);
+		CHECK(t->percent == 0 && t->for_ns == 0, "%s: cpu fields set on a signal trigger",
+		      forms[i].text);
+		snprintf(quoted, sizeof(quoted), "\"%s\"", forms[i].printed);
+		CHECK(text && strstr(text, quoted), "%s: not printed as %s:\n%s", forms[i].text,
+		      quoted, text ? text : "(null)");
+		CHECK(text && strstr(text, "\"window\":\t\"1m\"") && strstr(text, "\"after\":\t\"0s\"") &&
+			      strstr(text, "\"cooldown\":\t\"1m\"") && !strstr(text, "\"percent\"") &&
+			      !strstr(text, "\"for\""),
+		      "%s: printed trigger:\n%s", forms[i].text, text ? text : "(null)");
+		free(text);
+		fr_config_fini(&cfg);
+	}
+
+	/* One past SIGRTMAX, from either end. */
+	snprintf(rtpast, sizeof(rtpast), "SIGRTMIN+%d", SIGRTMAX - SIGRTMIN + 1);
+	snprintf(buf, sizeof(buf), TRIG("[{\"on\":\"signal\",\"signal\":\"%s\"}]"), rtpast);
+	ret = fr_config_parse(&cfg, buf, strlen(buf), SRC, err, sizeof(err));
+	snprintf(want, sizeof(want),
+		 T0 ".signal: %s is past SIGRTMAX, which is SIGRTMIN+%d here (accepted: " ACC ")",
+		 rtpast, SIGRTMAX - SIGRTMIN);
+	CHECK(ret == -EINVAL && strcmp(err, want) == 0, "%s:\n  got  %s\n  want %s", rtpast, err,
+	      want);
+	snprintf(rtpast, sizeof(rtpast), "RTMAX-%d", SIGRTMAX - SIGRTMIN + 1);
+	snprintf(buf, sizeof(buf), TRIG("[{\"on\":\"signal\",\"signal\":\"%s\"}]"), rtpast);
+	ret = fr_config_parse(&cfg, buf, strlen(buf), SRC, err, sizeof(err));
+	snprintf(want, sizeof(want),
+		 T0 ".signal: SIG%s is past SIGRTMAX, which is SIGRTMIN+%d here (accepted: " ACC ")",
+		 rtpast, SIGRTMAX - SIGRTMIN);
+	CHECK(ret == -EINVAL && strcmp(err, want) == 0, "%s:\n  got  %s\n  want %s", rtpast, err,
+	      want);
+	CHECK(is_empty(&cfg), "signal out of range left state behind");
+
+	/* The same real-time signal written two ways is one signal. */
+	snprintf(buf, sizeof(buf),
+		 TRIGS("{\"on\":\"signal\",\"signal\":\"RTMAX\"},{\"on\":\"signal\",\"signal\":\"%s\"}"),
+		 rtlast);
+	ret = fr_config_parse(&cfg, buf, strlen(buf), SRC, err, sizeof(err));
+	snprintf(want, sizeof(want),
+		 SRC ": sessions[0].triggers[1].signal: %s is already the signal of triggers[0]",
+		 rtmax);
+	CHECK(ret == -EINVAL && strcmp(err, want) == 0, "RTMAX twice:\n  got  %s\n  want %s", err,
+	      want);
+
+	/* Distinct signals in one session, and one signal in two sessions. */
+	if (parse_ok(&cfg,
+		     "{\"sessions\":[{\"name\":\"a\",\"triggers\":[{\"on\":\"signal\",\"signal\":"
+		     "\"USR1\"},{\"on\":\"signal\",\"signal\":\"USR2\"},{\"on\":\"signal\","
+		     "\"signal\":\"RTMIN\"}]},{\"name\":\"b\",\"triggers\":[{\"on\":\"signal\","
+		     "\"signal\":\"SIGUSR1\"}]}]}",
+		     NULL) == 0) {
+		CHECK(cfg.nsessions == 2 && cfg.sessions[0].ntriggers == 3 &&
+			      cfg.sessions[1].ntriggers == 1,
+		      "triggers per session %u %u", cfg.sessions[0].ntriggers,
+		      cfg.sessions[1].ntriggers);
+		CHECK(cfg.sessions[0].triggers[0].signal == SIGUSR1 &&
+			      cfg.sessions[0].triggers[1].signal == SIGUSR2 &&
+			      cfg.sessions[0].triggers[2].signal == SIGRTMIN &&
+			      cfg.sessions[1].triggers[0].signal == SIGUSR1,
+		      "signals in order");
+		fr_config_fini(&cfg);
+	}
+}
+
+static void test_triggers(void)
+{
+	struct fr_config cfg;
+	const struct fr_config_trigger *t;
+	char err[512], *text = NULL;
+	char buf[4096];
+	size_t n;
+	int ret;
+
+	/* cpu_above with its defaults, and with everything given. */
+	if (parse_ok(&cfg, TRIGS("{\"on\":\"cpu_above\",\"percent\":90}"), &text) == 0) {
+		t = &cfg.sessions[0].triggers[0];
+		CHECK(t->kind == FR_TRIGGER_CPU_ABOVE && t->percent == 90 &&
+			      t->for_ns == 10000000000ll && t->signal == 0,
+		      "cpu_above defaults: percent %u for %lld signal %d", t->percent,
+		      (long long)t->for_ns, t->signal);
+		CHECK(t->window_ns == 60000000000ll && t->after_ns == 0 &&
+			      t->cooldown_ns == 60000000000ll,
+		      "cpu_above window defaults");
+		CHECK(text && strstr(text, "\"on\":\t\"cpu_above\"") &&
+			      strstr(text, "\"percent\":\t90") && strstr(text, "\"for\":\t\"10s\"") &&
+			      !strstr(text, "\"signal\""),
+		      "cpu_above printed:\n%s", text ? text : "(null)");
+		free(text);
+		text = NULL;
+		fr_config_fini(&cfg);
+	}
+	if (parse_ok(&cfg,
+		     TRIGS("{\"cooldown\":\"10m\",\"on\":\"cpu_above\",\"percent\":1,\"for\":\"1s\","
+			   "\"window\":\"2m\",\"after\":\"15s\"},"
+			   "{\"on\":\"cpu_above\",\"percent\":100,\"for\":\"1.5s\",\"cooldown\":\"1s\"}"),
+		     NULL) == 0) {
+		t = &cfg.sessions[0].triggers[0];
+		CHECK(t->percent == 1 && t->for_ns == 1000000000ll && t->window_ns == 120000000000ll &&
+			      t->after_ns == 15000000000ll && t->cooldown_ns == 600000000000ll,
+		      "cpu_above given: %u %lld %lld %lld %lld", t->percent, (long long)t->for_ns,
+		      (long long)t->window_ns, (long long)t->after_ns, (long long)t->cooldown_ns);
+		t = &cfg.sessions[0].triggers[1];
+		CHECK(t->percent == 100 && t->for_ns == 1500000000ll && t->cooldown_ns == 1000000000ll,
+		      "second cpu_above: %u %lld %lld", t->percent, (long long)t->for_ns,
+		      (long long)t->cooldown_ns);
+		fr_config_fini(&cfg);
+	}
+
+	/* exit, with each kind of target. */
+	{
+		static const char *const targets[] = {
+			"{\"pids\":[42]}",
+			"{\"comm\":[\"postgres\"]}",
+			"{\"cgroup\":\"/system.slice/pg.service\"}",
+		};
+
+		for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+			char j[256];
+
+			snprintf(j, sizeof(j),
+				 "{\"sessions\":[{\"name\":\"pg\",\"targets\":%s,\"triggers\":[{\"on\":"
+				 "\"exit\",\"after\":\"5s\"}]}]}",
+				 targets[i]);
+			text = NULL;
+			if (parse_ok(&cfg, j, &text) < 0)
+				continue;
+			t = &cfg.sessions[0].triggers[0];
+			CHECK(cfg.sessions[0].ntriggers == 1 && t->kind == FR_TRIGGER_EXIT &&
+				      t->after_ns == 5000000000ll && t->window_ns == 60000000000ll &&
+				      t->cooldown_ns == 60000000000ll && t->signal == 0 &&
+				      t->percent == 0 && t->for_ns == 0,
+			      "exit trigger with %s", targets[i]);
+			CHECK(text && strstr(text, "\"on\":\t\"exit\"") && strstr(text, "\"5s\"") &&
+				      !strstr(text, "\"signal\"") && !strstr(text, "\"percent\""),
+			      "exit printed:\n%s", text ? text : "(null)");
+			free(text);
+			fr_config_fini(&cfg);
+		}
+	}
+
+	/* window + after: exactly 1h is accepted, in either share. */
+	if (parse_ok(&cfg,
+		     TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"window\":\"1h\",\"after\":\"0s\"},"
+			   "{\"on\":\"signal\",\"signal\":\"USR2\",\"window\":\"1s\",\"after\":\"3599s\"},"
+			   "{\"on\":\"cpu_above\",\"percent\":50,\"window\":\"59m\",\"after\":\"1m\"}"),
+		     NULL) == 0) {
+		for (uint32_t i = 0; i < 3; i++) {
+			t = &cfg.sessions[0].triggers[i];
+			CHECK(t->window_ns + t->after_ns == 3600000000000ll, "trigger %u spans %lld", i,
+			      (long long)(t->window_ns + t->after_ns));
+		}
+		fr_config_fini(&cfg);
+	}
+
+	/* No triggers at all, written out. */
+	if (parse_ok(&cfg, TRIG("[]"), &text) == 0) {
+		CHECK(cfg.sessions[0].ntriggers == 0, "[] gives %u triggers",
+		      cfg.sessions[0].ntriggers);
+		CHECK(text && !strstr(text, "\"triggers\""), "empty triggers printed:\n%s",
+		      text ? text : "(null)");
+		free(text);
+		text = NULL;
+		fr_config_fini(&cfg);
+	}
+
+	/* FR_CONFIG_MAX_TRIGGERS per session, not one more. */
+	n = (size_t)snprintf(buf, sizeof(buf), "{\"sessions\":[{\"name\":\"a\",\"triggers\":[");
+	for (int i = 0; i < FR_CONFIG_MAX_TRIGGERS; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+				      "%s{\"on\":\"signal\",\"signal\":\"RTMIN+%d\"}", i ? "," : "", i);
+	snprintf(buf + n, sizeof(buf) - n, "]}]}");
+	if (parse_ok(&cfg, buf, NULL) == 0) {
+		CHECK(cfg.sessions[0].ntriggers == FR_CONFIG_MAX_TRIGGERS, "%u triggers",
+		      cfg.sessions[0].ntriggers);
+		CHECK(cfg.sessions[0].triggers[FR_CONFIG_MAX_TRIGGERS - 1].signal ==
+			      SIGRTMIN + FR_CONFIG_MAX_TRIGGERS - 1,
+		      "last trigger's signal");
+		fr_config_fini(&cfg);
+	}
+	snprintf(buf + n, sizeof(buf) - n, ",{\"on\":\"cpu_above\",\"percent\":5}]}]}");
+	ret = fr_config_parse(&cfg, buf, strlen(buf), SRC, err, sizeof(err));
+	CHECK(ret == -EINVAL &&
+		      strcmp(err, SRC ": sessions[0].triggers: at most 8 triggers per session, got 9") ==
+			      0,
+	      "9 triggers: %s", err);
+	CHECK(is_empty(&cfg), "9 triggers left state behind");
+}
+
 static const char full_json[] =
 	"{\n"
 	"  \"ring\": {\"path\": \"/var/lib/flightrec/ring\", \"size\": \"300000000B\",\n"
 	"           \"segment\": \"256KiB\", \"sync\": \"250ms\", \"max_age\": \"7d\"},\n"
 	"  \"socket\": \"/run/flightrec/test.sock\",\n"
+	"  \"dumps\": {\"dir\": \"/var/lib/flightrec/dumps\", \"keep\": 20, \"max_bytes\": \"1GiB\"},\n"
 	"  \"limits\": {\"max_rate_hz\": 5000, \"max_clients\": 8},\n"
 	"  \"sessions\": [\n"
-	"    {\"name\": \"always\", \"events\": [{\"event\": \"cpu\", \"hz\": 99}]},\n"
+	"    {\"name\": \"always\", \"events\": [{\"event\": \"cpu\", \"hz\": 99}],\n"
+	"     \"triggers\": [{\"on\": \"signal\", \"signal\": \"USR1\", \"window\": \"2m\"},\n"
+	"                  {\"on\": \"signal\", \"signal\": \"SIGRTMIN+3\", \"cooldown\": \"1500ms\"},\n"
+	"                  {\"on\": \"cpu_above\", \"percent\": 90, \"for\": \"10s\",\n"
+	"                   \"window\": \"5m\", \"after\": \"30s\", \"cooldown\": \"15m\"}]},\n"
 	"    {\"name\": \"db.main-2_x\", \"events\": [{\"event\": \"cpu\", \"hz\": 4999}]},\n"
 	"    {\"name\": \"implicit\"},\n"
 	"    {\"name\": \"db\", \"targets\": {\"pids\": [7, 9], \"comm\": [\"postgres\"],\n"
 	"     \"cgroup\": \"/system.slice/pg.service\"}, \"events\": [{\"event\": \"offcpu\"},\n"
-	"     {\"event\": \"cycles\", \"hz\": 49}, {\"event\": \"raw:0x1a2\"}]}\n"
+	"     {\"event\": \"cycles\", \"hz\": 49}, {\"event\": \"raw:0x1a2\"}],\n"
+	"     \"triggers\": [{\"on\": \"exit\", \"window\": \"60s\"},\n"
+	"                  {\"on\": \"signal\", \"signal\": \"usr1\", \"after\": \"1ns\"}]}\n"
 	"  ]\n"
 	"}\n";
 
@@ -329,7 +839,33 @@ static void test_round_trip(void)
 	CHECK(cfg.max_age_ns == 7 * 86400 * 1000000000LL, "max_age %lld", (long long)cfg.max_age_ns);
 	CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/run/flightrec/test.sock") == 0, "socket");
 	CHECK(cfg.max_rate_hz == 5000 && cfg.max_clients == 8, "limits");
+	CHECK(cfg.dumps_dir && strcmp(cfg.dumps_dir, "/var/lib/flightrec/dumps") == 0, "dumps dir");
+	CHECK(cfg.dumps_keep == 20 && cfg.dumps_max_bytes == 1ull << 30, "dumps keep, max_bytes");
 	CHECK(cfg.nsessions == 4, "nsessions %u", cfg.nsessions);
+	{
+		const struct fr_config_session *a = &cfg.sessions[0];
+		const struct fr_config_trigger *t = a->triggers;
+
+		CHECK(a->ntriggers == 3, "session always has %u triggers", a->ntriggers);
+		CHECK(t[0].kind == FR_TRIGGER_SIGNAL && t[0].signal == SIGUSR1 &&
+			      t[0].window_ns == 120000000000ll && t[0].after_ns == 0 &&
+			      t[0].cooldown_ns == 60000000000ll,
+		      "USR1 trigger");
+		CHECK(t[1].kind == FR_TRIGGER_SIGNAL && t[1].signal == SIGRTMIN + 3 &&
+			      t[1].cooldown_ns == 1500000000ll && t[1].window_ns == 60000000000ll,
+		      "SIGRTMIN+3 trigger");
+		CHECK(t[2].kind == FR_TRIGGER_CPU_ABOVE && t[2].percent == 90 &&
+			      t[2].for_ns == 10000000000ll && t[2].window_ns == 300000000000ll &&
+			      t[2].after_ns == 30000000000ll && t[2].cooldown_ns == 900000000000ll,
+		      "cpu_above trigger");
+		CHECK(cfg.sessions[1].ntriggers == 0 && cfg.sessions[2].ntriggers == 0,
+		      "sessions without triggers");
+		t = cfg.sessions[3].triggers;
+		CHECK(cfg.sessions[3].ntriggers == 2 && t[0].kind == FR_TRIGGER_EXIT &&
+			      t[0].window_ns == 60000000000ll && t[1].signal == SIGUSR1 &&
+			      t[1].after_ns == 1,
+		      "session db triggers");
+	}
 	{
 		const struct fr_config_session *db = &cfg.sessions[3];
 
@@ -364,6 +900,13 @@ static void test_round_trip(void)
 		      "raw event or cgroup target not printed:\n%s", text);
 		CHECK(strstr(text, "\"250ms\"") && strstr(text, "\"256KiB\""),
 		      "sizes and durations not in their friendly form:\n%s", text);
+		CHECK(strstr(text, "\"/var/lib/flightrec/dumps\"") && strstr(text, "\"1GiB\"") &&
+			      strstr(text, "\"keep\":\t20"),
+		      "dumps not printed:\n%s", text);
+		CHECK(strstr(text, "\"SIGUSR1\"") && strstr(text, "\"SIGRTMIN+3\"") &&
+			      strstr(text, "\"1500ms\"") && strstr(text, "\"15m\"") &&
+			      strstr(text, "\"1ns\"") && strstr(text, "\"exit\""),
+		      "triggers not printed:\n%s", text);
 		fr_config_fini(&back);
 		free(text);
 	}
@@ -429,6 +972,9 @@ int main(void)
 	test_default();
 	test_errors();
 	test_all_or_nothing();
+	test_dumps();
+	test_trigger_signals();
+	test_triggers();
 	test_round_trip();
 	test_load();
 	if (failures) {
