@@ -1,0 +1,83 @@
+/* Incident triggers: decide when a session writes a dump on its own.
+ *
+ * The engine watches, for every trigger of every configured session:
+ *   signal     the daemon forwards the signals it receives
+ *              (fr_triggers_signal); a session's signal trigger fires when
+ *              its signal arrives.
+ *   cpu_above  every second, the CPU use of the session's targets (all
+ *              processes when it has none): pids from /proc/PID/stat,
+ *              command names by scanning /proc, a cgroup from its
+ *              cpu.stat usage_usec; the whole machine from /proc/stat.
+ *              Fires when the use stayed above `percent` of the machine's
+ *              CPUs (100 = every CPU busy) for `for_ns`.
+ *   exit       a process exits with a non-zero status or dies of a signal
+ *              (netlink proc connector, PROC_EVENT_EXIT with exit code and
+ *              signal); fires when the process is one of the session's
+ *              targets (its pid is listed, its command name is listed, or
+ *              it was in the cgroup; a session without targets: any
+ *              process).
+ * A trigger that fired does not fire again before its cooldown has passed
+ * (a fire inside the cooldown is counted as suppressed and logged, rate
+ * limited). When a trigger fires, the engine waits `after_ns`, then calls
+ * the dump callback with the window [fire - window_ns, fire + after_ns).
+ *
+ * The engine runs its own thread; the callback runs on it (a slow dump
+ * delays only later triggers). fr_triggers_set() replaces the sessions
+ * (a reload) without losing cooldowns of triggers that did not change.
+ */
+#ifndef FR_RECORDER_TRIGGERS_H
+#define FR_RECORDER_TRIGGERS_H
+
+#include <stdint.h>
+
+#include "config/config.h"
+
+struct fr_triggers;
+
+/* What fired, for the dump callback and the sidecar. */
+struct fr_trigger_fire {
+	const char *session;          /* session name */
+	uint32_t session_index;       /* index in the configuration in force */
+	uint32_t trigger_index;       /* index in the session's triggers */
+	const struct fr_config_trigger *trigger;
+	const char *kind;             /* "signal", "cpu_above", "exit" */
+	char reason[256];             /* e.g. "SIGUSR1", "cpu 93% >= 90% for 10s",
+				       * "pid 1234 (postgres) exited with status 3",
+				       * "pid 1234 (postgres) killed by SIGSEGV" */
+	int64_t fire_ns;              /* Unix ns the trigger fired */
+	int64_t t0_ns, t1_ns;         /* the window to dump */
+	uint32_t pid;                 /* exit: the process that exited; else 0 */
+};
+
+/* Writes the dump of `fire`. Returns 0 or -errno (logged by the engine). */
+typedef int (*fr_trigger_dump_fn)(void *arg, const struct fr_trigger_fire *fire);
+
+/* Creates the engine for the sessions of `cfg` (copied) and starts its
+ * thread. The exit watcher is opened only when some session has an exit
+ * trigger; if it cannot be opened (not root), the error is logged and the
+ * exit triggers do not fire. Returns 0, or -errno with a message in `err`. */
+int fr_triggers_start(struct fr_triggers **out, const struct fr_config *cfg,
+		      fr_trigger_dump_fn dump, void *arg, char *err, size_t errlen);
+
+/* Replaces the sessions and triggers (configuration reload). */
+int fr_triggers_set(struct fr_triggers *t, const struct fr_config *cfg);
+
+/* The daemon received `signo`: fires every signal trigger on it. */
+void fr_triggers_signal(struct fr_triggers *t, int signo);
+
+/* Fires session `name` by hand ("flightrec dump --session NAME"), with
+ * the window of its first trigger (or 60 s when it has none), ignoring
+ * cooldowns. Synchronous: returns after the dump callback returned, with
+ * its result; -ENOENT when no session has that name. `fire` is filled. */
+int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_ns,
+		       struct fr_trigger_fire *fire);
+
+/* Unix ns of the last dump of session `index` (0: none), and the number of
+ * fires suppressed by cooldowns, for `sessions` replies. */
+int64_t fr_triggers_last_dump(struct fr_triggers *t, uint32_t index);
+uint64_t fr_triggers_suppressed(struct fr_triggers *t, uint32_t index);
+
+/* Stops the thread (a dump in progress completes) and frees; accepts NULL. */
+void fr_triggers_stop(struct fr_triggers *t);
+
+#endif

@@ -1,0 +1,815 @@
+/* Incident triggers through recorder/triggers.h, without privileges: the
+ * engine runs its thread and calls a dump callback that records what it
+ * was given. Sessions are built by hand (struct fr_config), so the test
+ * does not depend on the configuration parser.
+ *
+ *   signal    a forwarded signal fires its session's trigger (and only
+ *             that one) with the right window; cooldowns suppress and
+ *             count; signals arriving together are each counted.
+ *   after     the dump waits `after`, its window ends `after` past the
+ *             fire, and a waiting dump does not hold back another.
+ *   manual    synchronous on the caller's thread, window of the first
+ *             trigger (or 60 s, or the one asked), -ENOENT for an unknown
+ *             session, the callback's error passed back, cooldowns
+ *             ignored.
+ *   cpu       cpu_above at 1% for 1 s fires, while a thread spins, for the
+ *             whole machine, this pid, this command name and this cgroup
+ *             (when its cpu.stat is readable); it does not fire for a
+ *             sleeping child.
+ *   parsed    a configuration from fr_config_parse drives the engine.
+ *   reload    cooldowns and counters follow a session to its new index;
+ *             a trigger at another index starts afresh; a pending dump
+ *             follows its session, or is dropped with it.
+ *
+ * Timing assertions only bound from the side that cannot flake (a dump
+ * waits at least `after`), with generous upper bounds. */
+#include "recorder/triggers.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+
+#include "tests/unit/check.h"
+
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void)
+{
+	return "halt_on_error=1:print_stacktrace=1";
+}
+
+#define NS_PER_MS ((int64_t)1000000)
+#define NS_PER_S ((int64_t)1000000000)
+#define MAX_REC 64
+
+/* ---- a dump callback that records ----------------------------------- */
+
+struct rec_fire {
+	struct fr_trigger_fire f;
+	char session[FR_CONFIG_NAME_MAX];
+	int has_trigger;
+	struct fr_config_trigger trigger;
+	int64_t called_mono;
+	pthread_t thread;
+};
+
+struct rec {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int n;
+	struct rec_fire fires[MAX_REC];
+	int fail_with; /* returned by the next call when non-zero */
+};
+
+static void rec_init(struct rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+}
+
+static void rec_fini(struct rec *r)
+{
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+}
+
+static int on_dump(void *arg, const struct fr_trigger_fire *f)
+{
+	struct rec *r = arg;
+	int ret;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->n < MAX_REC) {
+		struct rec_fire *x = &r->fires[r->n++];
+
+		x->f = *f;
+		x->f.session = NULL;
+		x->f.trigger = NULL;
+		snprintf(x->session, sizeof(x->session), "%s", f->session ? f->session : "(null)");
+		x->has_trigger = f->trigger != NULL;
+		if (f->trigger)
+			x->trigger = *f->trigger;
+		x->called_mono = fr_now_mono_ns();
+		x->thread = pthread_self();
+	}
+	ret = r->fail_with;
+	r->fail_with = 0;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+}
+
+/* Waits until `n` dumps were recorded or `ms` passed; returns the count. */
+static int rec_wait(struct rec *r, int n, int ms)
+{
+	struct timespec ts;
+	int got;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&r->lock);
+	while (r->n < n && pthread_cond_timedwait(&r->cond, &r->lock, &ts) == 0)
+		;
+	got = r->n;
+	pthread_mutex_unlock(&r->lock);
+	return got;
+}
+
+static int rec_count(struct rec *r)
+{
+	int n;
+
+	pthread_mutex_lock(&r->lock);
+	n = r->n;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+/* The first recorded dump of `session`, or NULL. */
+static const struct rec_fire *rec_find(struct rec *r, const char *session)
+{
+	const struct rec_fire *x = NULL;
+
+	pthread_mutex_lock(&r->lock);
+	for (int i = 0; i < r->n && !x; i++)
+		if (strcmp(r->fires[i].session, session) == 0)
+			x = &r->fires[i];
+	pthread_mutex_unlock(&r->lock);
+	return x;
+}
+
+/* Waits for a dump of `session` for up to `ms`. */
+static const struct rec_fire *rec_wait_session(struct rec *r, const char *session, int ms)
+{
+	int64_t end = fr_now_mono_ns() + ms * NS_PER_MS;
+	const struct rec_fire *x;
+
+	while (!(x = rec_find(r, session)) && fr_now_mono_ns() < end)
+		usleep(20000);
+	return x;
+}
+
+/* ---- configurations by hand -------------------------------------------- */
+
+static struct fr_config *cfg_new(void)
+{
+	struct fr_config *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	return c;
+}
+
+static struct fr_config_session *add_session(struct fr_config *c, const char *name)
+{
+	struct fr_config_session *s = &c->sessions[c->nsessions++];
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->nevents = 1;
+	return s;
+}
+
+/* A trigger with the parser's defaults: window 60s, after 0, cooldown
+ * 60s, for 10s. */
+static struct fr_config_trigger *add_trigger(struct fr_config_session *s, uint32_t kind)
+{
+	struct fr_config_trigger *tr = &s->triggers[s->ntriggers++];
+
+	memset(tr, 0, sizeof(*tr));
+	tr->kind = kind;
+	tr->window_ns = 60 * NS_PER_S;
+	tr->after_ns = 0;
+	tr->cooldown_ns = 60 * NS_PER_S;
+	tr->for_ns = 10 * NS_PER_S;
+	return tr;
+}
+
+static struct fr_triggers *start(const struct fr_config *c, struct rec *r)
+{
+	struct fr_triggers *t = NULL;
+	char err[256] = "";
+	int ret = fr_triggers_start(&t, c, on_dump, r, err, sizeof(err));
+
+	CHECK(ret == 0 && t, "fr_triggers_start: %d (%s)", ret, err);
+	if (!t)
+		exit(1);
+	return t;
+}
+
+/* Waits until fr_triggers_suppressed(index) reaches `n` (or `ms`). */
+static uint64_t wait_suppressed(struct fr_triggers *t, uint32_t index, uint64_t n, int ms)
+{
+	int64_t end = fr_now_mono_ns() + ms * NS_PER_MS;
+	uint64_t v;
+
+	while ((v = fr_triggers_suppressed(t, index)) < n && fr_now_mono_ns() < end)
+		usleep(10000);
+	return v;
+}
+
+/* Waits until fr_triggers_last_dump(index) is `want` (the engine records
+ * it after the callback returned). */
+static int64_t wait_last_dump(struct fr_triggers *t, uint32_t index, int64_t want, int ms)
+{
+	int64_t end = fr_now_mono_ns() + ms * NS_PER_MS;
+	int64_t v;
+
+	while ((v = fr_triggers_last_dump(t, index)) != want && fr_now_mono_ns() < end)
+		usleep(10000);
+	return v;
+}
+
+/* ---- signal -------------------------------------------------------------- */
+
+static void test_signal(void)
+{
+	struct fr_config *c = cfg_new();
+	struct fr_config_trigger *tr;
+	struct fr_triggers *t;
+	const struct rec_fire *x;
+	struct rec r;
+	int64_t before, after, first_mono;
+
+	rec_init(&r);
+	add_session(c, "always");
+	tr = add_trigger(add_session(c, "db"), FR_TRIGGER_SIGNAL);
+	tr->signal = SIGUSR1;
+	tr->window_ns = 5 * NS_PER_S;
+	tr->cooldown_ns = 1 * NS_PER_S;
+	tr = add_trigger(add_session(c, "web"), FR_TRIGGER_SIGNAL);
+	tr->signal = SIGUSR2;
+	tr->window_ns = 7 * NS_PER_S;
+	t = start(c, &r);
+
+	before = fr_now_real_ns();
+	first_mono = fr_now_mono_ns();
+	fr_triggers_signal(t, SIGUSR1);
+	CHECK(rec_wait(&r, 1, 3000) == 1, "no dump 3 s after SIGUSR1");
+	after = fr_now_real_ns();
+	usleep(200000);
+	CHECK(rec_count(&r) == 1, "SIGUSR1 gave %d dumps", rec_count(&r));
+	x = &r.fires[0];
+	CHECK(strcmp(x->session, "db") == 0, "SIGUSR1 dumped session %s, not db", x->session);
+	CHECK(x->f.session_index == 1 && x->f.trigger_index == 0, "indexes %u/%u, want 1/0",
+	      x->f.session_index, x->f.trigger_index);
+	CHECK(x->f.kind && strcmp(x->f.kind, "signal") == 0, "kind %s", x->f.kind);
+	CHECK(strcmp(x->f.reason, "SIGUSR1") == 0, "reason \"%s\"", x->f.reason);
+	CHECK(x->has_trigger && x->trigger.kind == FR_TRIGGER_SIGNAL && x->trigger.signal == SIGUSR1,
+	      "the fire does not carry its trigger");
+	CHECK(x->f.fire_ns >= before && x->f.fire_ns <= after, "fire time %" PRId64
+	      " outside [%" PRId64 ", %" PRId64 "]", x->f.fire_ns, before, after);
+	CHECK(x->f.t1_ns == x->f.fire_ns && x->f.t0_ns == x->f.fire_ns - 5 * NS_PER_S,
+	      "window [%" PRId64 ", %" PRId64 ") for a fire at %" PRId64 ", want 5 s before it",
+	      x->f.t0_ns, x->f.t1_ns, x->f.fire_ns);
+	CHECK(x->f.pid == 0, "pid %u for a signal", x->f.pid);
+	CHECK(!pthread_equal(x->thread, pthread_self()), "the dump ran on the caller's thread");
+	CHECK(wait_last_dump(t, 1, x->f.fire_ns, 2000) == x->f.fire_ns,
+	      "last dump of db %" PRId64 ", want %" PRId64, fr_triggers_last_dump(t, 1),
+	      x->f.fire_ns);
+	CHECK(fr_triggers_last_dump(t, 0) == 0, "session without triggers has a last dump");
+	CHECK(fr_triggers_last_dump(t, 99) == 0 && fr_triggers_suppressed(t, 99) == 0,
+	      "an index beyond the sessions answers");
+
+	/* Inside the 1 s cooldown: counted, not dumped. */
+	fr_triggers_signal(t, SIGUSR1);
+	CHECK(wait_suppressed(t, 1, 1, 2000) == 1, "suppressed %" PRIu64 ", want 1",
+	      fr_triggers_suppressed(t, 1));
+	usleep(100000);
+	CHECK(rec_count(&r) == 1, "a signal inside the cooldown dumped (%d dumps)", rec_count(&r));
+	CHECK(fr_triggers_suppressed(t, 0) == 0 && fr_triggers_suppressed(t, 2) == 0,
+	      "other sessions count suppressions");
+
+	/* After it: dumps again. */
+	while (fr_now_mono_ns() < first_mono + 1100 * NS_PER_MS)
+		usleep(10000);
+	fr_triggers_signal(t, SIGUSR1);
+	CHECK(rec_wait(&r, 2, 3000) == 2, "no dump after the cooldown passed");
+	CHECK(r.n < 2 || strcmp(r.fires[1].session, "db") == 0, "second dump of %s",
+	      r.fires[1].session);
+	CHECK(fr_triggers_suppressed(t, 1) == 1, "suppressed %" PRIu64 " after the cooldown",
+	      fr_triggers_suppressed(t, 1));
+
+	/* Other signal, other session; a signal nobody asked for, nothing. */
+	fr_triggers_signal(t, SIGTERM);
+	fr_triggers_signal(t, 0);
+	fr_triggers_signal(t, 1000);
+	fr_triggers_signal(t, SIGUSR2);
+	CHECK(rec_wait(&r, 3, 3000) == 3, "no dump after SIGUSR2");
+	usleep(200000);
+	CHECK(rec_count(&r) == 3, "%d dumps after SIGTERM and SIGUSR2, want 3", rec_count(&r));
+	x = &r.fires[2];
+	CHECK(strcmp(x->session, "web") == 0 && x->f.session_index == 2 &&
+	      strcmp(x->f.reason, "SIGUSR2") == 0 && x->f.t1_ns - x->f.t0_ns == 7 * NS_PER_S,
+	      "SIGUSR2 gave session %s index %u reason %s window %" PRId64, x->session,
+	      x->f.session_index, x->f.reason, x->f.t1_ns - x->f.t0_ns);
+
+	/* Three at once, inside web's 60 s cooldown: three suppressions, not
+	 * one (signals are counted, not merged). */
+	fr_triggers_signal(t, SIGUSR2);
+	fr_triggers_signal(t, SIGUSR2);
+	fr_triggers_signal(t, SIGUSR2);
+	CHECK(wait_suppressed(t, 2, 3, 2000) == 3, "suppressed %" PRIu64 " of 3 SIGUSR2",
+	      fr_triggers_suppressed(t, 2));
+	CHECK(rec_count(&r) == 3, "%d dumps", rec_count(&r));
+
+	fr_triggers_stop(t);
+	rec_fini(&r);
+	free(c);
+}
+
+/* ---- after ---------------------------------------------------------------- */
+
+static void test_after(void)
+{
+	struct fr_config *c = cfg_new();
+	struct fr_config_trigger *tr;
+	struct fr_triggers *t;
+	const struct rec_fire *tail, *quick;
+	struct rec r;
+	int64_t sent_mono, sent_real;
+
+	rec_init(&r);
+	tr = add_trigger(add_session(c, "tail"), FR_TRIGGER_SIGNAL);
+	tr->signal = SIGUSR1;
+	tr->window_ns = 2 * NS_PER_S;
+	tr->after_ns = 1500 * NS_PER_MS;
+	tr->cooldown_ns = 0;
+	tr = add_trigger(add_session(c, "quick"), FR_TRIGGER_SIGNAL);
+	tr->signal = SIGUSR2;
+	t = start(c, &r);
+
+	sent_mono = fr_now_mono_ns();
+	sent_real = fr_now_real_ns();
+	fr_triggers_signal(t, SIGUSR1);
+	usleep(50000);
+	fr_triggers_signal(t, SIGUSR2);
+	CHECK(rec_wait(&r, 2, 6000) == 2, "%d dumps of 2", rec_count(&r));
+	tail = rec_find(&r, "tail");
+	quick = rec_find(&r, "quick");
+	CHECK(tail && quick, "missing dumps (tail %p, quick %p)", (void *)tail, (void *)quick);
+	if (tail && quick) {
+		CHECK(quick->called_mono < tail->called_mono,
+		      "the dump waiting for its tail held back another trigger");
+		CHECK(tail->called_mono - sent_mono >= 1450 * NS_PER_MS,
+		      "dumped %" PRId64 " ms after the signal, want >= 1500 ms (after)",
+		      (tail->called_mono - sent_mono) / NS_PER_MS);
+		CHECK(tail->called_mono - sent_mono < 4 * NS_PER_S, "dumped %" PRId64
+		      " ms after the signal", (tail->called_mono - sent_mono) / NS_PER_MS);
+		CHECK(tail->f.t1_ns == tail->f.fire_ns + 1500 * NS_PER_MS &&
+		      tail->f.t0_ns == tail->f.fire_ns - 2 * NS_PER_S,
+		      "window [fire%+" PRId64 " ms, fire%+" PRId64 " ms), want [-2000, +1500)",
+		      (tail->f.t0_ns - tail->f.fire_ns) / NS_PER_MS,
+		      (tail->f.t1_ns - tail->f.fire_ns) / NS_PER_MS);
+		CHECK(tail->f.fire_ns >= sent_real && tail->f.fire_ns - sent_real < NS_PER_S,
+		      "fire time %" PRId64 " ms after the signal, want the signal's time",
+		      (tail->f.fire_ns - sent_real) / NS_PER_MS);
+		CHECK(wait_last_dump(t, 0, tail->f.fire_ns, 2000) == tail->f.fire_ns,
+		      "last dump of tail");
+	}
+	fr_triggers_stop(t);
+	rec_fini(&r);
+	free(c);
+}
+
+/* ---- manual ----------------------------------------------------------------- */
+
+static void test_manual(void)
+{
+	struct fr_config *c = cfg_new();
+	struct fr_config_trigger *tr;
+	struct fr_trigger_fire f;
+	struct fr_triggers *t;
+	struct rec r;
+	int64_t before, last_ok;
+	int ret;
+
+	rec_init(&r);
+	tr = add_trigger(add_session(c, "db"), FR_TRIGGER_SIGNAL);
+	tr->signal = SIGUSR1;
+	tr->window_ns = 30 * NS_PER_S;
+	add_session(c, "bare");
+	t = start(c, &r);
+
+	ret = fr_triggers_manual(t, "nope", 0, &f);
+	CHECK(ret == -ENOENT, "unknown session: %d, want -ENOENT", ret);
+	CHECK(rec_count(&r) == 0, "an unknown session dumped");
+
+	before = fr_now_real_ns();
+	ret = fr_triggers_manual(t, "db", 0, &f);
+	CHECK(ret == 0, "manual db: %d", ret);
+	/* Synchronous: the dump is recorded when the call returns. */
+	CHECK(rec_count(&r) == 1, "%d dumps when manual returned", rec_count(&r));
+	if (rec_count(&r) == 1) {
+		const struct rec_fire *x = &r.fires[0];
+
+		CHECK(pthread_equal(x->thread, pthread_self()),
+		      "manual dump ran on another thread");
+		CHECK(strcmp(x->session, "db") == 0 && x->f.session_index == 0,
+		      "manual dumped %s (%u)", x->session, x->f.session_index);
+		CHECK(x->f.t1_ns - x->f.t0_ns == 30 * NS_PER_S && x->f.t1_ns == x->f.fire_ns,
+		      "manual window %" PRId64 " ms ending %" PRId64 " ms after the fire, want the "
+		      "first trigger's 30 s ending at it",
+		      (x->f.t1_ns - x->f.t0_ns) / NS_PER_MS, (x->f.t1_ns - x->f.fire_ns) / NS_PER_MS);
+		CHECK(x->f.fire_ns >= before && x->f.fire_ns <= fr_now_real_ns(), "fire time");
+	}
+	CHECK(f.session && strcmp(f.session, "db") == 0 && f.t1_ns - f.t0_ns == 30 * NS_PER_S &&
+	      f.kind && f.fire_ns > 0,
+	      "`fire` not filled");
+	CHECK(fr_triggers_last_dump(t, 0) == f.fire_ns, "last dump after a manual one");
+
+	ret = fr_triggers_manual(t, "bare", 0, &f);
+	CHECK(ret == 0 && f.t1_ns - f.t0_ns == 60 * NS_PER_S && f.session_index == 1,
+	      "session without triggers: %d, window %" PRId64 " ms, want 60 s", ret,
+	      (f.t1_ns - f.t0_ns) / NS_PER_MS);
+	ret = fr_triggers_manual(t, "db", 10 * NS_PER_S, &f);
+	CHECK(ret == 0 && f.t1_ns - f.t0_ns == 10 * NS_PER_S,
+	      "asked window: %d, window %" PRId64 " ms, want 10 s", ret,
+	      (f.t1_ns - f.t0_ns) / NS_PER_MS);
+	last_ok = f.fire_ns;
+	/* No cooldown between manual dumps. */
+	CHECK(rec_count(&r) == 3, "%d dumps after three manual ones", rec_count(&r));
+
+	pthread_mutex_lock(&r.lock);
+	r.fail_with = -EIO;
+	pthread_mutex_unlock(&r.lock);
+	ret = fr_triggers_manual(t, "db", 0, &f);
+	CHECK(ret == -EIO, "the callback's error came back as %d, want -EIO", ret);
+	CHECK(fr_triggers_last_dump(t, 0) == last_ok, "a failed dump counts as the last dump");
+	CHECK(fr_triggers_suppressed(t, 0) == 0, "manual dumps count as suppressed");
+
+	fr_triggers_stop(t);
+	rec_fini(&r);
+	free(c);
+}
+
+/* ---- cpu_above ----------------------------------------------------------- */
+
+static int spin_stop;
+
+static void *spin(void *arg)
+{
+	volatile uint64_t x = 0;
+
+	(void)arg;
+	while (!__atomic_load_n(&spin_stop, __ATOMIC_RELAXED))
+		x++;
+	return NULL;
+}
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* This process's cgroup v2 path when its cpu.stat can be read, else "". */
+static void own_cgroup(char *dst, size_t len)
+{
+	static const char *roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+	char line[4096], path[8192];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+
+	dst[0] = '\0';
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3) != 0)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+			snprintf(path, sizeof(path), "%s%s/cpu.stat", roots[i], line + 3);
+			/* The engine uses the cgroup2 mount; only test a
+			 * cgroup whose counter is at the usual places. */
+			if (access(path, R_OK) == 0 && strlen(line + 3) < len) {
+				memcpy(dst, line + 3, strlen(line + 3) + 1);
+				break;
+			}
+		}
+		break;
+	}
+	fclose(f);
+}
+
+static void test_cpu(void)
+{
+	struct fr_config *c = cfg_new();
+	struct fr_config_session *s;
+	struct fr_config_trigger *tr;
+	struct fr_triggers *t;
+	struct rec r;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int nspin = ncpu > 50 ? (int)(ncpu / 50) + 1 : 1;
+	pthread_t spinners[64];
+	char comm[64] = "", cg[256];
+	const char *names[] = {"machine", "mypid", "mycomm", "mycg"};
+	pid_t sleeper;
+
+	rec_init(&r);
+	if (read_line("/proc/self/comm", comm, sizeof(comm)) < 0)
+		snprintf(comm, sizeof(comm), "test_triggers");
+	own_cgroup(cg, sizeof(cg));
+	sleeper = fork();
+	if (sleeper == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(sleeper > 0, "fork: %s", strerror(errno));
+
+	tr = add_trigger(add_session(c, "machine"), FR_TRIGGER_CPU_ABOVE);
+	tr->percent = 1;
+	tr->for_ns = NS_PER_S;
+	s = add_session(c, "mypid");
+	s->pids[s->npids++] = (uint32_t)getpid();
+	tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
+	tr->percent = 1;
+	tr->for_ns = NS_PER_S;
+	s = add_session(c, "mycomm");
+	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "%s", comm);
+	tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
+	tr->percent = 1;
+	tr->for_ns = NS_PER_S;
+	if (cg[0]) {
+		s = add_session(c, "mycg");
+		snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
+		tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
+		tr->percent = 1;
+		tr->for_ns = NS_PER_S;
+	} else {
+		printf("note: no readable cgroup v2 cpu.stat for this process; cgroup not tested\n");
+	}
+	s = add_session(c, "sleeper");
+	s->pids[s->npids++] = (uint32_t)(sleeper > 0 ? sleeper : 1);
+	tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
+	tr->percent = 1;
+	tr->for_ns = NS_PER_S;
+
+	if (nspin > 64)
+		nspin = 64;
+	for (int i = 0; i < nspin; i++)
+		pthread_create(&spinners[i], NULL, spin, NULL);
+	t = start(c, &r);
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct rec_fire *x;
+
+		if (strcmp(names[i], "mycg") == 0 && !cg[0])
+			continue;
+		x = rec_wait_session(&r, names[i], 8000);
+		CHECK(x, "cpu_above 1%% for 1s of session %s did not fire in 8 s while %d thread(s) "
+		      "spun", names[i], nspin);
+		if (!x)
+			continue;
+		CHECK(strcmp(x->f.kind, "cpu_above") == 0, "kind %s", x->f.kind);
+		CHECK(strncmp(x->f.reason, "cpu ", 4) == 0 && strstr(x->f.reason, "% >= 1% for 1s"),
+		      "session %s: reason \"%s\", want \"cpu N%% >= 1%% for 1s\"", names[i],
+		      x->f.reason);
+		CHECK(x->f.t1_ns - x->f.t0_ns == 60 * NS_PER_S, "window of %s", names[i]);
+	}
+	CHECK(!rec_find(&r, "sleeper"), "cpu_above fired for a process that sleeps");
+	__atomic_store_n(&spin_stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < nspin; i++)
+		pthread_join(spinners[i], NULL);
+	fr_triggers_stop(t);
+	if (sleeper > 0) {
+		kill(sleeper, SIGKILL);
+		waitpid(sleeper, NULL, 0);
+	}
+	rec_fini(&r);
+	free(c);
+}
+
+/* ---- reload ----------------------------------------------------------------- */
+
+static void test_reload(void)
+{
+	struct fr_config *c1 = cfg_new(), *c2 = cfg_new(), *c3 = cfg_new(), *c4 = cfg_new();
+	struct fr_config_session *s;
+	struct fr_config_trigger *tr;
+	struct fr_triggers *t;
+	struct rec r;
+	int64_t first;
+
+	rec_init(&r);
+	tr = add_trigger(add_session(c1, "db"), FR_TRIGGER_SIGNAL);
+	tr->signal = SIGUSR1;
+	tr->cooldown_ns = 60 * NS_PER_S;
+	t = start(c1, &r);
+	fr_triggers_signal(t, SIGUSR1);
+	CHECK(rec_wait(&r, 1, 3000) == 1, "no dump before the reload");
+	first = r.fires[0].f.fire_ns;
+	wait_last_dump(t, 0, first, 2000);
+	CHECK(first > 0, "no last dump");
+
+	/* db moves to index 1 and keeps its cooldown and counters. */
+	tr = add_trigger(add_session(c2, "new"), FR_TRIGGER_SIGNAL);
+	tr->signal = SIGUSR2;
+	tr = add_trigger(add_session(c2, "db"), FR_TRIGGER_SIGNAL);
+	tr->signal = SIGUSR1;
+	tr->cooldown_ns = 60 * NS_PER_S;
+	CHECK(fr_triggers_set(t, c2) == 0, "reload");
+	CHECK(fr_triggers_last_dump(t, 1) == first && fr_triggers_last_dump(t, 0) == 0,
+	      "last dumps after the reload: %" PRId64 ", %" PRId64 ", want 0, %" PRId64,
+	      fr_triggers_last_dump(t, 0), fr_triggers_last_dump(t, 1), first);
+	fr_triggers_signal(t, SIGUSR1);
+	CHECK(wait_suppressed(t, 1, 1, 2000) == 1, "the cooldown did not survive the reload "
+	      "(suppressed %" PRIu64 ")", fr_triggers_suppressed(t, 1));
+	usleep(200000);
+	CHECK(rec_count(&r) == 1, "dumped inside a cooldown kept across the reload");
+	CHECK(fr_triggers_suppressed(t, 0) == 0, "the new session counts suppressions");
+
+	/* The same signal at another index is another trigger: no cooldown. */
+	s = add_session(c3, "db");
+	tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
+	tr->percent = 100;
+	tr->for_ns = 3600 * NS_PER_S;
+	tr = add_trigger(s, FR_TRIGGER_SIGNAL);
+	tr->signal = SIGUSR1;
+	CHECK(fr_triggers_set(t, c3) == 0, "reload");
+	CHECK(fr_triggers_suppressed(t, 0) == 1, "db lost its count of suppressed fires");
+	fr_triggers_signal(t, SIGUSR1);
+	CHECK(rec_wait(&r, 2, 3000) == 2, "a trigger new at its index was held by a cooldown");
+	if (rec_count(&r) == 2)
+		CHECK(r.fires[1].f.trigger_index == 1 && r.fires[1].f.session_index == 0,
+		      "indexes %u/%u, want 0/1", r.fires[1].f.session_index,
+		      r.fires[1].f.trigger_index);
+
+	/* A pending dump follows its session to a new index... */
+	s = add_session(c4, "tail");
+	tr = add_trigger(s, FR_TRIGGER_SIGNAL);
+	tr->signal = SIGUSR2;
+	tr->after_ns = 800 * NS_PER_MS;
+	CHECK(fr_triggers_set(t, c4) == 0, "reload");
+	fr_triggers_signal(t, SIGUSR2);
+	usleep(200000);
+	memmove(&c4->sessions[1], &c4->sessions[0], sizeof(c4->sessions[0]));
+	memset(&c4->sessions[0], 0, sizeof(c4->sessions[0]));
+	snprintf(c4->sessions[0].name, sizeof(c4->sessions[0].name), "first");
+	c4->nsessions = 2;
+	CHECK(fr_triggers_set(t, c4) == 0, "reload");
+	CHECK(rec_wait(&r, 3, 3000) == 3, "the pending dump was lost by a reload");
+	if (rec_count(&r) == 3)
+		CHECK(strcmp(r.fires[2].session, "tail") == 0 && r.fires[2].f.session_index == 1,
+		      "pending dump of %s at index %u, want tail at 1", r.fires[2].session,
+		      r.fires[2].f.session_index);
+
+	/* ...and is dropped with it. */
+	tr = &c4->sessions[1].triggers[0];
+	tr->cooldown_ns = 0;
+	CHECK(fr_triggers_set(t, c4) == 0, "reload");
+	fr_triggers_signal(t, SIGUSR2);
+	usleep(200000);
+	c4->nsessions = 1;
+	CHECK(fr_triggers_set(t, c4) == 0, "reload");
+	usleep(1500000);
+	CHECK(rec_count(&r) == 3, "a removed session's pending dump was written");
+
+	fr_triggers_stop(t);
+	rec_fini(&r);
+	free(c1);
+	free(c2);
+	free(c3);
+	free(c4);
+}
+
+/* ---- a parsed configuration --------------------------------------------- */
+
+/* The engine takes what the configuration parser produces: signal names,
+ * durations and defaults arrive as the engine expects them. */
+static void test_parsed(void)
+{
+	static const char json[] =
+		"{\"sessions\": ["
+		" {\"name\": \"always\", \"events\": [{\"event\": \"cpu\", \"hz\": 99}]},"
+		" {\"name\": \"db\", \"targets\": {\"comm\": [\"postgres\"]},"
+		"  \"events\": [{\"event\": \"cpu\", \"hz\": 99}],"
+		"  \"triggers\": [{\"on\": \"cpu_above\", \"percent\": 90, \"for\": \"10s\"},"
+		"   {\"on\": \"signal\", \"signal\": \"USR2\", \"window\": \"2s\","
+		"    \"after\": \"100ms\", \"cooldown\": \"1s\"}]}]}";
+	struct fr_config cfg;
+	struct fr_triggers *t;
+	struct rec r;
+	char err[512] = "";
+	int ret;
+
+	memset(&cfg, 0, sizeof(cfg));
+	ret = fr_config_parse(&cfg, json, sizeof(json) - 1, "test", err, sizeof(err));
+	CHECK(ret == 0, "fr_config_parse: %s", err);
+	if (ret < 0)
+		return;
+	rec_init(&r);
+	t = start(&cfg, &r);
+	fr_triggers_signal(t, SIGUSR2);
+	CHECK(rec_wait(&r, 1, 3000) == 1, "a parsed \"USR2\" trigger did not fire on SIGUSR2");
+	if (rec_count(&r) == 1) {
+		const struct rec_fire *x = &r.fires[0];
+
+		CHECK(strcmp(x->session, "db") == 0 && x->f.session_index == 1 &&
+		      x->f.trigger_index == 1,
+		      "fired %s %u/%u, want db 1/1", x->session, x->f.session_index,
+		      x->f.trigger_index);
+		CHECK(x->f.t0_ns == x->f.fire_ns - 2 * NS_PER_S &&
+		      x->f.t1_ns == x->f.fire_ns + 100 * NS_PER_MS,
+		      "window [fire%+" PRId64 " ms, fire%+" PRId64 " ms), want [-2000, +100)",
+		      (x->f.t0_ns - x->f.fire_ns) / NS_PER_MS, (x->f.t1_ns - x->f.fire_ns) / NS_PER_MS);
+		CHECK(x->has_trigger && x->trigger.cooldown_ns == NS_PER_S, "cooldown %" PRId64,
+		      x->trigger.cooldown_ns);
+	}
+	fr_triggers_stop(t);
+	rec_fini(&r);
+	fr_config_fini(&cfg);
+}
+
+/* ---- misuse ----------------------------------------------------------------- */
+
+static void test_args(void)
+{
+	struct fr_config *c = cfg_new();
+	struct fr_triggers *t = (struct fr_triggers *)1;
+	struct fr_trigger_fire f;
+	char err[256] = "";
+
+	CHECK(fr_triggers_start(&t, c, NULL, NULL, err, sizeof(err)) == -EINVAL && !t && err[0],
+	      "start without a callback");
+	CHECK(fr_triggers_manual(NULL, "db", 0, &f) == -EINVAL, "manual on NULL");
+	fr_triggers_signal(NULL, SIGUSR1);
+	CHECK(fr_triggers_last_dump(NULL, 0) == 0 && fr_triggers_suppressed(NULL, 0) == 0,
+	      "counters of NULL");
+	fr_triggers_stop(NULL);
+
+	/* An engine with no sessions starts, answers and stops. */
+	{
+		struct rec r;
+
+		rec_init(&r);
+		t = start(c, &r);
+		fr_triggers_signal(t, SIGUSR1);
+		CHECK(fr_triggers_manual(t, "db", 0, &f) == -ENOENT, "manual without sessions");
+		usleep(100000);
+		CHECK(rec_count(&r) == 0, "dumps without sessions");
+		fr_triggers_stop(t);
+		rec_fini(&r);
+	}
+
+	/* An exit trigger starts the engine whether or not the exit watcher
+	 * can be opened (without root, older kernels refuse it: logged, and
+	 * exits do not fire); the other triggers work either way. */
+	{
+		struct fr_config_session *s = add_session(c, "crashy");
+		struct fr_config_trigger *tr;
+		struct rec r;
+
+		snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "fr-no-such");
+		add_trigger(s, FR_TRIGGER_EXIT);
+		tr = add_trigger(s, FR_TRIGGER_SIGNAL);
+		tr->signal = SIGUSR1;
+		rec_init(&r);
+		t = start(c, &r);
+		fr_triggers_signal(t, SIGUSR1);
+		CHECK(rec_wait(&r, 1, 3000) == 1 && r.fires[0].f.trigger_index == 1,
+		      "a signal trigger beside an exit trigger did not fire");
+		fr_triggers_stop(t);
+		rec_fini(&r);
+	}
+	free(c);
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	test_args();
+	test_parsed();
+	test_signal();
+	test_after();
+	test_manual();
+	test_reload();
+	test_cpu();
+	if (failures)
+		fprintf(stderr, "%d check(s) failed\n", failures);
+	return failures ? 1 : 0;
+}
