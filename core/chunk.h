@@ -80,12 +80,24 @@
  *              frame, it is the last frame of its kind.
  *   labelsets: count; each: v npairs, npairs x (str key, str value).
  *              Set 0 is the empty set and is not stored. The builder
- *              writes one set {"cgroup": path} per distinct cgroup v2
- *              path of the chunk's processes (fr_proc_info.cgroup), in
- *              the order of their pids, and gives every sample of such a
- *              process that set; other samples are in set 0. Chunks
- *              sealed without cgroups (older recorders, unknown
- *              cgroups) simply have no sets: the format is the same.
+ *              writes, first, one set per distinct (cgroup, ppid) of the
+ *              chunk's processes, in the order of their pids:
+ *              {"cgroup": path, "ppid": N}, where path is the process's
+ *              cgroup v2 path (fr_proc_info.cgroup) and N its parent's
+ *              pid in decimal (fr_proc_info.ppid), each pair only when
+ *              known (in that order); every sample of such a process
+ *              has that set, other samples set 0. Then, for the
+ *              ancestors of those processes that have no samples in the
+ *              chunk (walking up the parents from each process until
+ *              one of the chunk's, an unknown one or one without a
+ *              parent; at most as many as the chunk has pids, plus
+ *              64), one set {"pid": N, "ppid": M} each, which no sample
+ *              refers to: a process that only forks and waits keeps
+ *              its descendants reachable. A reader finds a process's
+ *              parent from its samples' set, or from a set that has a
+ *              "pid". Chunks sealed without cgroups or parents (older
+ *              recorders, unknown processes) simply have fewer sets or
+ *              none: the format is the same.
  *   events:    count; each: v event id, v lost records, v throttled,
  *              v truncated stacks (counters of this chunk's time span).
  *   samples:   v n (== header nsamples), in (cpu, time) order:
@@ -168,9 +180,13 @@ struct fr_proc_info {
 	uint8_t build_id_len;
 	uint8_t build_id[FR_BUILD_ID_MAX];
 	/* cgroup v2 path of the process ("/system.slice/x.service"), or NULL
-	 * or "" when unknown. Stored as the label set {"cgroup": path} of the
-	 * process's samples. */
+	 * or "" when unknown. Stored as the "cgroup" label in the label set
+	 * of the process's samples. */
 	const char *cgroup;
+	/* Parent process id (0: unknown). Stored as a "ppid" label (decimal)
+	 * in the process's label set, so descendants of a process can be
+	 * found from the chunks alone. */
+	uint32_t ppid;
 };
 
 struct fr_thread_info {
@@ -231,7 +247,9 @@ int64_t fr_chunk_builder_first_ns(const struct fr_chunk_builder *b);
  * malloc'd buffer returned in *out and *out_len that the caller frees, then
  * resets the builder for the next chunk. Process, thread and mapping
  * tables are filled through `ops` (any of which may be NULL; -ENOENT
- * answers are left out), and the label sets from the processes' cgroups.
+ * answers are left out), and the label sets from the processes' cgroups
+ * and parents (ops->proc is also asked about the ancestors of the
+ * chunk's processes; see "labelsets" above).
  * `clock_offset` goes into the header.
  * Returns 0, -ENODATA when there is nothing to seal (no samples and no
  * counters), -ENOMEM, -EFBIG when the block would exceed FR_CHUNK_RAW_MAX.

@@ -27,9 +27,10 @@
  * none was kept); a comment says so. A row is one (stack, pid, tid,
  * cgroup[, cpu]) with a value for each event, so a stack seen for two
  * events is one sample with two non-zero columns. Labels: pid, tid, comm,
- * thread, cpu (when asked), cgroup (when the sample has one). Comments
- * give each event's rate, downsampling, and the kernel's lost, throttled
- * and truncated counts for it.
+ * thread, cpu (when asked), cgroup (when the sample has one); never the
+ * parent. Comments give each event's rate, downsampling, and the
+ * kernel's lost, throttled and truncated counts for it, and with
+ * `children` how many descendants were included.
  *
  * FOLDED STACKS (FR_PROFILE_FOLDED) are the collapsed-stack text that
  * flamegraph.pl, speedscope and inferno read: uncompressed, one line per
@@ -82,13 +83,28 @@ int fr_profile_format_parse(const char *name);
  * characters, so a longer name matches nothing and is refused). cgroup
  * "/a/b" takes "/a/b" and "/a/b/c" but not "/a/bc" (a trailing '/' is
  * ignored); "/" takes every sample that has a cgroup label. Samples of
- * chunks without cgroup labels match only when no cgroup is given. */
+ * chunks without cgroup labels match only when no cgroup is given.
+ *
+ * With `children` and pids, the pids are first extended with every
+ * process descended from them, transitively: the (pid, parent) pairs of
+ * all the window's chunks ("ppid" labels: of each process's samples, and
+ * of the sets chunks keep for ancestors without samples) are walked down
+ * from the given pids, so a child that only ran between two seals, or a
+ * grandchild whose parent was never sampled, is in. FR_PROFILE_MAX_PIDS
+ * bounds the request, not the extension. Chunks of recorders that did not
+ * store parents add no descendants. comms and cgroup still apply to the
+ * extended set, and the rates are those of the extended targets. The
+ * profile says "--children: N descendant processes of PID[,PID] included"
+ * in a comment, N counting every descendant found in the window. */
 struct fr_profile_request {
 	int64_t t0, t1;       /* window, Unix ns */
 	uint32_t nevents;     /* 0: cpu only */
 	uint32_t events[FR_PROFILE_MAX_EVENTS]; /* distinct ids; value columns in this order */
 	uint32_t npids;       /* 0: every process */
 	uint32_t pids[FR_PROFILE_MAX_PIDS];
+	int children;         /* with pids: also every process descended from
+			       * them (by the "ppid" labels of the window's
+			       * chunks), however short-lived */
 	uint32_t ncomms;      /* 0: any command name */
 	char comms[FR_PROFILE_MAX_COMMS][FR_PROFILE_COMM_MAX];
 	char cgroup[FR_PROFILE_CGROUP_MAX]; /* "": any cgroup; else "/a/b" */

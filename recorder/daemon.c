@@ -35,8 +35,10 @@
 #include "ipc/client.h"
 #include "ipc/proto.h"
 #include "ipc/server.h"
+#include "recorder/dumps.h"
 #include "recorder/perf.h"
 #include "recorder/tracker.h"
+#include "recorder/triggers.h"
 
 #define SEAL_INTERVAL_NS 1000000000LL
 #define POLL_MS 100
@@ -124,6 +126,15 @@ struct daemon {
 	 * a reload replaces it with `owned_config`. */
 	const struct fr_config *config;
 	struct fr_config *owned_config;
+	/* Guards the swap of `config` on reload, for the trigger thread's
+	 * dumps, which read the session they dump. */
+	pthread_mutex_t config_lock;
+	struct fr_triggers *triggers;
+	char *dumps_default_dir; /* next to the ring */
+	/* The path of the last dump written, per session name, for manual
+	 * dumps to answer with. Under config_lock. */
+	char last_dump_session[FR_CONFIG_NAME_MAX];
+	char last_dump_path[4096];
 	/* What `sessions` requests answer: a JSON array rebuilt from the
 	 * configuration in force at start and on each reload. */
 	pthread_mutex_t sessions_lock;
@@ -646,6 +657,16 @@ static int reconcile(struct daemon *d)
 	return changed;
 }
 
+static const char *trigger_kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case FR_TRIGGER_SIGNAL: return "signal";
+	case FR_TRIGGER_CPU_ABOVE: return "cpu_above";
+	case FR_TRIGGER_EXIT: return "exit";
+	default: return "unknown";
+	}
+}
+
 /* "all processes", or e.g. "pid 12,13; comm postgres; cgroup /a/b". */
 static const char *describe_targets(const struct fr_config_session *sess, char *buf, size_t len)
 {
@@ -670,7 +691,7 @@ static const char *describe_targets(const struct fr_config_session *sess, char *
 /* Publishes the sessions of `cfg` for `sessions` requests. */
 static void publish_sessions(struct daemon *d, const struct fr_config *cfg)
 {
-	cJSON *arr = cJSON_CreateArray();
+	cJSON *arr = cJSON_CreateArray(), *triggers;
 	char *text, targets[512];
 
 	for (uint32_t i = 0; arr && i < cfg->nsessions; i++) {
@@ -698,10 +719,33 @@ static void publish_sessions(struct daemon *d, const struct fr_config *cfg)
 		}
 		cJSON_AddStringToObject(o, "targets", describe_targets(sess, targets,
 								       sizeof(targets)));
-		/* Triggers are not configurable in this version: a session
-		 * dumps only on request (flightrec attach). */
-		cJSON_AddArrayToObject(o, "triggers");
-		cJSON_AddNullToObject(o, "last_dump_ns");
+		triggers = cJSON_AddArrayToObject(o, "triggers");
+		for (uint32_t t = 0; triggers && t < sess->ntriggers; t++) {
+			const struct fr_config_trigger *tr = &sess->triggers[t];
+			cJSON *to = cJSON_CreateObject();
+
+			if (!to)
+				break;
+			cJSON_AddItemToArray(triggers, to);
+			cJSON_AddStringToObject(to, "on", trigger_kind_name(tr->kind));
+			if (tr->kind == FR_TRIGGER_SIGNAL) {
+				const char *abbrev = sigabbrev_np(tr->signal);
+				char sig[32];
+
+				if (abbrev)
+					snprintf(sig, sizeof(sig), "%s", abbrev);
+				else
+					snprintf(sig, sizeof(sig), "RTMIN+%d", tr->signal - SIGRTMIN);
+				cJSON_AddStringToObject(to, "signal", sig);
+			}
+			if (tr->kind == FR_TRIGGER_CPU_ABOVE) {
+				fr_ipc_add_int(to, "percent", tr->percent);
+				fr_ipc_add_int(to, "for_ns", tr->for_ns);
+			}
+			fr_ipc_add_int(to, "window_ns", tr->window_ns);
+			fr_ipc_add_int(to, "after_ns", tr->after_ns);
+			fr_ipc_add_int(to, "cooldown_ns", tr->cooldown_ns);
+		}
 	}
 	text = arr ? cJSON_PrintUnformatted(arr) : NULL;
 	cJSON_Delete(arr);
@@ -788,6 +832,24 @@ static cJSON *handle_sessions(struct daemon *d)
 		cJSON_Delete(r);
 		return fr_ipc_error("sessions: out of memory");
 	}
+	{
+		const cJSON *sess;
+		uint32_t i = 0;
+
+		/* The list is the configuration in force, in order: the
+		 * engine's session i is the list's i. */
+		cJSON_ArrayForEach(sess, list) {
+			int64_t last = d->triggers ? fr_triggers_last_dump(d->triggers, i) : 0;
+			uint64_t sup = d->triggers ? fr_triggers_suppressed(d->triggers, i) : 0;
+
+			if (last)
+				fr_ipc_add_int((cJSON *)sess, "last_dump_ns", last);
+			else
+				cJSON_AddNullToObject((cJSON *)sess, "last_dump_ns");
+			fr_ipc_add_int((cJSON *)sess, "suppressed", (int64_t)sup);
+			i++;
+		}
+	}
 	cJSON_AddItemToObject(r, "sessions", list);
 	cJSON_AddStringToObject(r, "config", d->opts->config_source);
 	{
@@ -850,12 +912,16 @@ static void reload(struct daemon *d)
 	fr_ring_set_sync_interval(d->ring, n->sync_ns);
 	__atomic_store_n(&d->max_age_ns, n->max_age_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->max_rate_hz, n->max_rate_hz, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&d->config_lock);
 	if (d->owned_config) {
 		fr_config_fini(d->owned_config);
 		free(d->owned_config);
 	}
 	d->owned_config = n;
 	d->config = n;
+	pthread_mutex_unlock(&d->config_lock);
+	if (d->triggers && fr_triggers_set(d->triggers, n) < 0)
+		fr_log_err("reload: the new triggers could not be set; the old ones stay");
 	publish_sessions(d, n);
 	__atomic_store_n(&d->reloaded_ns, fr_now_real_ns(), __ATOMIC_RELAXED);
 	rates[0] = '\0';
@@ -939,6 +1005,10 @@ static int ingest_loop(struct daemon *d)
 				if (si.ssi_signo == SIGHUP) {
 					reload(d);
 					rebuild = 1;
+				} else if (si.ssi_signo != SIGINT && si.ssi_signo != SIGTERM) {
+					if (d->triggers)
+						fr_triggers_signal(d->triggers,
+								   (int)si.ssi_signo);
 				} else {
 					fr_log_info("received %s; storing the open chunk and exiting",
 						    strsignal((int)si.ssi_signo));
@@ -1088,6 +1158,7 @@ static int get_targets(const cJSON *req, const char *cmd, struct fr_profile_requ
 	const cJSON *pids = cJSON_GetObjectItemCaseSensitive(req, "pids"), *p;
 	const cJSON *comm = cJSON_GetObjectItemCaseSensitive(req, "comm");
 	const cJSON *cgroup = cJSON_GetObjectItemCaseSensitive(req, "cgroup");
+	const cJSON *children = cJSON_GetObjectItemCaseSensitive(req, "children");
 
 	if (pids && !cJSON_IsNull(pids)) {
 		if (!cJSON_IsArray(pids)) {
@@ -1129,6 +1200,17 @@ static int get_targets(const cJSON *req, const char *cmd, struct fr_profile_requ
 			}
 			snprintf(preq->comms[preq->ncomms++], FR_PROFILE_COMM_MAX, "%s",
 				 p->valuestring);
+		}
+	}
+	if (children && !cJSON_IsNull(children)) {
+		if (!cJSON_IsBool(children)) {
+			*error = fr_ipc_error("%s: \"children\" must be true or false", cmd);
+			return -1;
+		}
+		preq->children = cJSON_IsTrue(children);
+		if (preq->children && !preq->npids) {
+			*error = fr_ipc_error("%s: \"children\" goes with \"pids\"", cmd);
+			return -1;
 		}
 	}
 	if (cgroup && !cJSON_IsNull(cgroup)) {
@@ -1335,6 +1417,123 @@ out:
 	return resp;
 }
 
+/* ---- dumps ------------------------------------------------------------- */
+
+/* The trigger engine's callback: writes the window of `fire` for the
+ * session's events and targets into the dumps directory. Runs on the
+ * trigger thread (or a manual dump's connection thread). */
+static int daemon_dump(void *arg, const struct fr_trigger_fire *fire)
+{
+	struct daemon *d = arg;
+	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
+	struct fr_dump_request dr = {0};
+	const struct fr_config_session *sess = NULL;
+	char path[4096], err[512], dir[4096];
+	uint32_t keep;
+	uint64_t max_bytes;
+	int ret;
+
+	if (!preq)
+		return -ENOMEM;
+	pthread_mutex_lock(&d->config_lock);
+	for (uint32_t i = 0; i < d->config->nsessions; i++)
+		if (strcmp(d->config->sessions[i].name, fire->session) == 0)
+			sess = &d->config->sessions[i];
+	if (sess) {
+		for (uint32_t e = 0; e < sess->nevents && e < FR_PROFILE_MAX_EVENTS; e++)
+			preq->events[preq->nevents++] = sess->events[e].event;
+		for (uint32_t i = 0; i < sess->npids && i < FR_PROFILE_MAX_PIDS; i++)
+			preq->pids[preq->npids++] = sess->pids[i];
+		for (uint32_t i = 0; i < sess->ncomms && i < FR_PROFILE_MAX_COMMS; i++)
+			snprintf(preq->comms[preq->ncomms++], FR_PROFILE_COMM_MAX, "%s",
+				 sess->comms[i]);
+		snprintf(preq->cgroup, sizeof(preq->cgroup), "%s", sess->cgroup);
+	}
+	snprintf(dir, sizeof(dir), "%s",
+		 d->config->dumps_dir ? d->config->dumps_dir : d->dumps_default_dir);
+	keep = d->config->dumps_keep ? d->config->dumps_keep : 50;
+	max_bytes = d->config->dumps_max_bytes;
+	pthread_mutex_unlock(&d->config_lock);
+	if (!sess) {
+		free(preq);
+		fr_log_warn("dump of session %s: the session is gone (reloaded)", fire->session);
+		return -ENOENT;
+	}
+	/* A process that exited is dumped with its children: what it ran
+	 * in its last seconds. */
+	if (fire->pid && preq->npids == 0 && preq->ncomms == 0 && !preq->cgroup[0]) {
+		preq->pids[preq->npids++] = fire->pid;
+		preq->children = 1;
+	}
+	preq->t0 = fire->t0_ns;
+	preq->t1 = fire->t1_ns;
+	preq->version = FR_VERSION;
+
+	/* Samples up to the end of the window must be in the ring. */
+	if (flush_barrier(d) < 0)
+		fr_log_warn("flush before a dump timed out; the last second may be missing");
+	dr.dir = dir;
+	dr.keep = keep;
+	dr.max_bytes = max_bytes;
+	dr.session = fire->session;
+	dr.trigger = fire->kind;
+	dr.reason = fire->reason;
+	dr.fire_ns = fire->fire_ns;
+	dr.window_ns = fire->trigger ? fire->trigger->window_ns : fire->t1_ns - fire->t0_ns;
+	dr.after_ns = fire->trigger ? fire->trigger->after_ns : 0;
+	dr.pid = fire->pid;
+	dr.profile = preq;
+	ret = fr_dumps_write(d->ring, &dr, path, sizeof(path), err, sizeof(err));
+	free(preq);
+	if (ret < 0) {
+		fr_log_err("dump of session %s (%s) failed: %s", fire->session, fire->kind, err);
+		return ret;
+	}
+	fr_log_info("session %s: %s dump written to %s", fire->session, fire->kind, path);
+	pthread_mutex_lock(&d->config_lock);
+	snprintf(d->last_dump_session, sizeof(d->last_dump_session), "%s", fire->session);
+	snprintf(d->last_dump_path, sizeof(d->last_dump_path), "%s", path);
+	pthread_mutex_unlock(&d->config_lock);
+	return 0;
+}
+
+/* flightrec dump --session NAME: fires the session by hand. */
+static cJSON *handle_dump(struct daemon *d, const cJSON *req)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "session");
+	struct fr_trigger_fire fire;
+	cJSON *resp = NULL;
+	int64_t window = 0;
+	char path[4096] = "";
+	int ret;
+
+	if (!cJSON_IsString(name) || !name->valuestring[0])
+		return fr_ipc_error("dump: \"session\" must name a session");
+	if (get_int(req, "window_ns", 1000000000LL, 3600000000000LL, &window, &resp) < 0)
+		return resp;
+	if (!d->triggers)
+		return fr_ipc_error("dump: this recorder runs without triggers (see its log)");
+	memset(&fire, 0, sizeof(fire));
+	ret = fr_triggers_manual(d->triggers, name->valuestring, window, &fire);
+	if (ret == -ENOENT)
+		return fr_ipc_error("dump: no session named \"%s\" (see flightrec sessions)",
+				    name->valuestring);
+	if (ret < 0)
+		return fr_ipc_error("dump of session %s failed: %s (see the recorder's log)",
+				    name->valuestring, strerror(-ret));
+	pthread_mutex_lock(&d->config_lock);
+	if (strcmp(d->last_dump_session, name->valuestring) == 0)
+		snprintf(path, sizeof(path), "%s", d->last_dump_path);
+	pthread_mutex_unlock(&d->config_lock);
+	resp = fr_ipc_ok();
+	if (!resp)
+		return NULL;
+	cJSON_AddStringToObject(resp, "path", path);
+	fr_ipc_add_int(resp, "t0_ns", fire.t0_ns);
+	fr_ipc_add_int(resp, "t1_ns", fire.t1_ns);
+	return resp;
+}
+
 /* A client asks for events at a rate for as long as its connection
  * lives (attach --follow): the sources are raised to it at once and fall
  * back when the connection ends. Answers when the rates are in force, with
@@ -1428,8 +1627,10 @@ static cJSON *handle_request(void *arg, const char *cmd, const cJSON *req, int f
 		return handle_sessions(d);
 	if (strcmp(cmd, "consume") == 0)
 		return handle_consume(d, req, peer);
+	if (strcmp(cmd, "dump") == 0)
+		return handle_dump(d, req);
 	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, consume, "
-			    "status, sessions)", cmd);
+			    "dump, status, sessions)", cmd);
 }
 
 /* ---- start and stop ---------------------------------------------------- */
@@ -1528,6 +1729,7 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	pthread_mutex_init(&d->sessions_lock, NULL);
 	publish_sessions(d, opts->config);
 	d->flush_efd = d->sig_fd = d->reconcile_efd = -1;
+	pthread_mutex_init(&d->config_lock, NULL);
 	pthread_mutex_init(&d->src_lock, NULL);
 	pthread_mutex_init(&d->consumers_lock, NULL);
 	{
@@ -1553,6 +1755,13 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
+	/* Every signal a trigger may name, also those a later reload may
+	 * name: blocked here, before any thread starts, they can only arrive
+	 * through sig_fd (never kill a thread that did not block them). */
+	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGUSR2);
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		sigaddset(&mask, sig);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	d->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -1650,9 +1859,27 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		fprintf(stderr, "flightrecd: cannot enable the side band: %s\n", strerror(-ret));
 		goto out_writer;
 	}
+	{
+		char *slash;
+
+		d->dumps_default_dir = malloc(strlen(opts->ring_path) + 8);
+		if (d->dumps_default_dir) {
+			strcpy(d->dumps_default_dir, opts->ring_path);
+			slash = strrchr(d->dumps_default_dir, '/');
+			strcpy(slash ? slash + 1 : d->dumps_default_dir, "dumps");
+		}
+		ret = d->dumps_default_dir ? fr_triggers_start(&d->triggers, cfg, daemon_dump, d,
+							       err, sizeof(err))
+					   : -ENOMEM;
+		if (ret < 0)
+			fr_log_err("triggers are off: %s", ret == -ENOMEM ? "out of memory" : err);
+	}
 	print_banner(d);
 
 	ret = ingest_loop(d);
+	/* A dump in progress finishes while the writer still runs. */
+	fr_triggers_stop(d->triggers);
+	d->triggers = NULL;
 	for (unsigned i = 0; i < d->nsources; i++)
 		if (d->sources[i].perf)
 			fr_perf_enable(d->sources[i].perf, 0);
@@ -1699,6 +1926,8 @@ out:
 		free(d->owned_config);
 	}
 	pthread_mutex_destroy(&d->sessions_lock);
+	pthread_mutex_destroy(&d->config_lock);
+	free(d->dumps_default_dir);
 	free(d->sessions_json);
 	free(d);
 	return status;

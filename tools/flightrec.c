@@ -45,7 +45,8 @@ static void usage_main(FILE *f)
 		"Commands:\n"
 		"  attach    write a pprof profile of a recent window (e.g. the last minute)\n"
 		"  status    show the recorder: events, rates, ring span, samples, losses\n"
-		"  dump      read a ring file with no recorder running (after a crash)\n"
+		"  dump      read a ring file with no recorder running (after a crash), or\n"
+		"            write a session's dump now (--session NAME)\n"
 		"  sessions  list the recorder's sessions, their events and rates\n"
 		"  top       the top functions of a profile file or a recent window, as a table\n"
 		"\n"
@@ -76,6 +77,7 @@ static void usage_attach(FILE *f)
 		"                     branch-instructions, branch-misses, page-faults,\n"
 		"                     context-switches, cpu-migrations, offcpu, raw:0xNNNN\n"
 		"  --pid PID[,PID...] only these processes (all their threads)\n"
+		"  --children         with --pid: also every process they started, and theirs\n"
 		"  --comm NAME[,...]  only processes with these command names\n"
 		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
 		"  --hz N             samples per second per CPU in the profile (default: as\n"
@@ -201,11 +203,13 @@ struct query_args {
 	uint32_t ncomms;
 	char comms[FR_PROFILE_MAX_COMMS][FR_PROFILE_COMM_MAX];
 	char cgroup[FR_PROFILE_CGROUP_MAX];
+	int children;
 };
 
 enum {
 	OPT_WINDOW = 256, OPT_FROM, OPT_TO, OPT_PID, OPT_HZ, OPT_SOCKET, OPT_RING, OPT_INFO,
 	OPT_JSON, OPT_FORMAT, OPT_EVENT, OPT_COMM, OPT_CGROUP, OPT_FOLLOW, OPT_COUNT,
+	OPT_SESSION, OPT_CHILDREN,
 };
 
 /* Parses "cpu,offcpu" into event ids. Returns 0 or EXIT_USAGE (after
@@ -291,6 +295,7 @@ static int parse_comms(const char *cmd, const char *arg, struct query_args *q)
 	{"event", required_argument, NULL, OPT_EVENT},          \
 	{"comm", required_argument, NULL, OPT_COMM},            \
 	{"cgroup", required_argument, NULL, OPT_CGROUP},        \
+	{"children", no_argument, NULL, OPT_CHILDREN},          \
 	{"format", required_argument, NULL, OPT_FORMAT}
 
 /* Takes option `c` if it is a query option: returns 1 when taken, 0 when
@@ -324,6 +329,9 @@ static int query_opt(const char *cmd, int c, const char *arg, struct query_args 
 		return parse_events(cmd, arg, q) ? EXIT_USAGE : 1;
 	case OPT_COMM:
 		return parse_comms(cmd, arg, q) ? EXIT_USAGE : 1;
+	case OPT_CHILDREN:
+		q->children = 1;
+		return 1;
 	case OPT_CGROUP:
 		if (arg[0] != '/' || strlen(arg) >= FR_PROFILE_CGROUP_MAX) {
 			fprintf(stderr, "%s %s: --cgroup: expected a cgroup v2 path like "
@@ -350,6 +358,10 @@ static int query_opt(const char *cmd, int c, const char *arg, struct query_args 
  * Returns 0 or EXIT_USAGE (after saying why). */
 static int query_finish(const char *cmd, struct query_args *q)
 {
+	if (q->children && !q->npids) {
+		fprintf(stderr, "%s %s: --children goes with --pid (whose children?)\n", prog, cmd);
+		return EXIT_USAGE;
+	}
 	if (q->window_s && (q->from_s || q->to_s)) {
 		fprintf(stderr, "%s %s: give either --window or --from/--to, not both\n", prog, cmd);
 		return EXIT_USAGE;
@@ -511,6 +523,8 @@ static void add_query(cJSON *req, const struct query_args *q)
 			cJSON_AddItemToArray(arr, cJSON_CreateString(q->comms[i]));
 	if (q->cgroup[0])
 		cJSON_AddStringToObject(req, "cgroup", q->cgroup);
+	if (q->children)
+		cJSON_AddTrueToObject(req, "children");
 	if (q->format == FR_PROFILE_FOLDED)
 		cJSON_AddStringToObject(req, "format", "folded");
 }
@@ -1001,10 +1015,29 @@ static int cmd_sessions(int argc, char **argv)
 				break;
 			used += (size_t)n;
 		}
+		char trig[256] = "";
+		const cJSON *tr;
+		size_t tused = 0;
+
+		cJSON_ArrayForEach(tr, triggers) {
+			int k;
+			if (strcmp(str(tr, "on"), "signal") == 0)
+				k = snprintf(trig + tused, sizeof(trig) - tused, "%ssignal:%s",
+					     tused ? "," : "", str(tr, "signal"));
+			else if (strcmp(str(tr, "on"), "cpu_above") == 0)
+				k = snprintf(trig + tused, sizeof(trig) - tused, "%scpu>%.0f%%",
+					     tused ? "," : "", num(tr, "percent"));
+			else
+				k = snprintf(trig + tused, sizeof(trig) - tused, "%s%s",
+					     tused ? "," : "", str(tr, "on"));
+			if (k < 0 || (size_t)k >= sizeof(trig) - tused)
+				break;
+			tused += (size_t)k;
+		}
 		if (num(sess, "last_dump_ns") > 0)
 			fr_format_time((int64_t)num(sess, "last_dump_ns"), last, sizeof(last));
 		printf("%-20s %-24s %-16s %-10s %s\n", str(sess, "name"), events, str(sess, "targets"),
-		       cJSON_GetArraySize(triggers) ? "yes" : "none", last);
+		       trig[0] ? trig : "none", last);
 	}
 	{
 		const cJSON *ev;
@@ -1038,9 +1071,13 @@ static void usage_dump(FILE *f)
 		"Usage: flightrec dump --ring FILE --window DURATION [OPTION]...\n"
 		"       flightrec dump --ring FILE --from TIME [--to TIME] [OPTION]...\n"
 		"       flightrec dump --ring FILE --info [--json]\n"
+		"       flightrec dump --session NAME [--window DURATION] [--socket PATH]\n"
 		"Read a ring file directly, with no recorder running (after a crash of the\n"
 		"recorder or of the host, or on a copy taken while it was writing), and write\n"
 		"the same gzip'ed pprof profile attach writes. The file is only read.\n"
+		"With --session, ask the running recorder to write that session's dump now\n"
+		"(its events and targets, the window of its first trigger or --window) into\n"
+		"its dumps directory, as a trigger would; the dump's path is printed.\n"
 		"\n"
 		"  --ring FILE        the ring (e.g. /var/lib/flightrec/ring)\n"
 		"  --window DURATION  the last DURATION the ring recorded, ending at its newest\n"
@@ -1050,6 +1087,7 @@ static void usage_dump(FILE *f)
 		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here,\n"
 		"                     .folded for --format folded)\n"
 		"  --pid PID[,PID...] only these processes\n"
+		"  --children         with --pid: also every process they started, and theirs\n"
 		"  --event E[,E...]   events, one value column each (default cpu; see attach)\n"
 		"  --comm NAME[,...]  only processes with these command names\n"
 		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
@@ -1058,11 +1096,14 @@ static void usage_dump(FILE *f)
 		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
 		"  --info             show the ring's span, use, samples, compression, damage\n"
 		"  --json             with --info: one JSON object (times in Unix ns, sizes in bytes)\n"
+		"  --session NAME     dump a configured session now, through the recorder\n"
+		"  --socket PATH      with --session: the recorder's socket\n"
 		"  -h, --help         show this help\n"
 		"\n"
 		"Examples:\n"
 		"  flightrec dump --ring /var/lib/flightrec/ring --window 10m -o crash.pb.gz\n"
-		"  flightrec dump --ring ring.copy --info --json\n");
+		"  flightrec dump --ring ring.copy --info --json\n"
+		"  flightrec dump --session db --window 2m\n");
 }
 
 /* dump --info: the ring's facts, plus what only decoding tells (losses). */
@@ -1116,6 +1157,50 @@ out:
 	return status;
 }
 
+/* dump --session NAME: asks the recorder to fire the session now. */
+static int dump_session(const char *name, const char *window_s, const char *socket_s)
+{
+	cJSON *req = cJSON_CreateObject(), *resp = NULL;
+	char *socket_path = NULL;
+	int64_t window = 0;
+	int sock = -1, status = 1;
+
+	if (window_s && (fr_parse_duration(window_s, &window) < 0 || window < 1000000000LL ||
+			 window > 3600000000000LL)) {
+		fprintf(stderr, "%s dump: --window: expected a duration of 1s..1h, got \"%s\"\n",
+			prog, window_s);
+		cJSON_Delete(req);
+		return EXIT_USAGE;
+	}
+	if (!req)
+		return 1;
+	cJSON_AddStringToObject(req, "req", "dump");
+	cJSON_AddStringToObject(req, "session", name);
+	if (window)
+		fr_ipc_add_int(req, "window_ns", window);
+	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
+	if (!socket_path)
+		goto out;
+	sock = connect_daemon(socket_path);
+	if (sock < 0)
+		goto out;
+	if (call(sock, socket_path, req, -1, &resp) < 0)
+		goto out;
+	if (resp_error(resp)) {
+		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
+		goto out;
+	}
+	printf("%s\n", str(resp, "path"));
+	status = 0;
+out:
+	if (sock >= 0)
+		close(sock);
+	cJSON_Delete(req);
+	cJSON_Delete(resp);
+	free(socket_path);
+	return status;
+}
+
 static int cmd_dump(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1123,11 +1208,13 @@ static int cmd_dump(int argc, char **argv)
 		{"ring", required_argument, NULL, OPT_RING},
 		{"info", no_argument, NULL, OPT_INFO},
 		{"json", no_argument, NULL, OPT_JSON},
+		{"session", required_argument, NULL, OPT_SESSION},
+		{"socket", required_argument, NULL, OPT_SOCKET},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct query_args q = {0};
-	const char *ring_s = NULL;
+	const char *ring_s = NULL, *session_s = NULL, *socket_s = NULL;
 	struct fr_ring *ring = NULL;
 	struct fr_ring_stats st;
 	struct fr_profile_request req;
@@ -1148,6 +1235,8 @@ static int cmd_dump(int argc, char **argv)
 		case OPT_RING: ring_s = optarg; break;
 		case OPT_INFO: info = 1; break;
 		case OPT_JSON: json = 1; break;
+		case OPT_SESSION: session_s = optarg; break;
+		case OPT_SOCKET: socket_s = optarg; break;
 		case 'h': usage_dump(stdout); return 0;
 		default: return bad_option("dump", argv);
 		}
@@ -1155,6 +1244,19 @@ static int cmd_dump(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "%s dump: unexpected argument \"%s\" (see %s dump --help)\n", prog,
 			argv[optind], prog);
+		return EXIT_USAGE;
+	}
+	if (session_s) {
+		if (ring_s || info || json || q.from_s || q.to_s || q.out_s || q.npids || q.hz ||
+		    q.format || q.nevents || q.ncomms || q.cgroup[0]) {
+			fprintf(stderr, "%s dump: --session takes only --window and --socket (the "
+				"session says what to record and where the dump goes)\n", prog);
+			return EXIT_USAGE;
+		}
+		return dump_session(session_s, q.window_s, socket_s);
+	}
+	if (socket_s) {
+		fprintf(stderr, "%s dump: --socket goes with --session\n", prog);
 		return EXIT_USAGE;
 	}
 	if (!ring_s) {
@@ -1215,6 +1317,7 @@ static int cmd_dump(int argc, char **argv)
 	req.ncomms = q.ncomms;
 	memcpy(req.comms, q.comms, sizeof(req.comms));
 	memcpy(req.cgroup, q.cgroup, sizeof(req.cgroup));
+	req.children = q.children;
 	req.hz = (uint32_t)q.hz;
 	req.format = q.format;
 	req.version = FR_VERSION;

@@ -1,0 +1,58 @@
+/* Dumps: profiles a session writes on its own when a trigger fires (or
+ * when asked with `flightrec dump --session NAME`), kept in one directory.
+ *
+ * Each dump is two files in the dumps directory:
+ *
+ *   SESSION-TRIGGER-HOST-YYYYMMDDTHHMMSS.mmmZ.pb.gz    the gzip'ed pprof
+ *   SESSION-TRIGGER-HOST-YYYYMMDDTHHMMSS.mmmZ.json     what fired
+ *
+ * TRIGGER is signal, cpu_above, exit or manual; the time is when it fired
+ * (UTC). The sidecar is one JSON object:
+ *
+ *   {"session": "db", "trigger": "cpu_above", "reason": "...",
+ *    "fired_ns": N, "t0_ns": N, "t1_ns": N, "window_ns": N, "after_ns": N,
+ *    "pid": N (exit triggers), "profile": "FILE.pb.gz",
+ *    "events": [{"event": "cpu", "hz": 99, "samples": N, "lost": N}],
+ *    "samples": N, "bytes": N, "version": "0.1.0"}
+ *
+ * Both are written to temporary names and renamed into place, the profile
+ * first, so a reader never sees half a dump. Retention then removes the
+ * oldest dumps (both files) until at most `keep` remain and their
+ * profiles take at most `max_bytes` (0: no byte limit). Only files named
+ * like dumps are ever removed.
+ */
+#ifndef FR_RECORDER_DUMPS_H
+#define FR_RECORDER_DUMPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/profile.h"
+
+struct fr_ring;
+
+struct fr_dump_request {
+	const char *dir;             /* the dumps directory (created 0700) */
+	uint32_t keep;               /* at least 1 */
+	uint64_t max_bytes;          /* 0: no limit */
+	const char *session;
+	const char *trigger;         /* "signal", "cpu_above", "exit", "manual" */
+	const char *reason;
+	int64_t fire_ns;
+	int64_t window_ns, after_ns;
+	uint32_t pid;                /* exit: the process; else 0 */
+	const struct fr_profile_request *profile; /* window, events, targets */
+};
+
+/* Writes the dump of `req` from `ring` (profile through io_uring, then the
+ * sidecar), then applies retention. Returns 0 with the profile's path in
+ * `path`, or -errno with a one-line message in `err`; a failed dump leaves
+ * no file. */
+int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char *path,
+		   size_t pathlen, char *err, size_t errlen);
+
+/* Removes the oldest dumps in `dir` beyond `keep` and `max_bytes`.
+ * Returns the number of dumps removed, or -errno. */
+int fr_dumps_retain(const char *dir, uint32_t keep, uint64_t max_bytes);
+
+#endif
