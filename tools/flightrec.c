@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -503,6 +504,72 @@ static int commit_output(struct output *o, int ok)
 	return ret;
 }
 
+/* Progress on a terminal for operations that can take a while: after a
+ * quiet 300 ms, a line on stderr with what is going on and the time spent,
+ * redrawn every 200 ms and erased at the end. Nothing when stderr is not
+ * a terminal (piped, in scripts, in logs). */
+struct progress {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const char *what;
+	int running, done, drawn;
+	int64_t start_ns;
+};
+
+static void *progress_main(void *arg)
+{
+	struct progress *p = arg;
+	struct timespec deadline;
+	int first = 1;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->done) {
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_nsec += first ? 300000000 : 200000000;
+		if (deadline.tv_nsec >= 1000000000) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000;
+		}
+		first = 0;
+		if (pthread_cond_timedwait(&p->cond, &p->lock, &deadline) == 0 || p->done)
+			continue;
+		fprintf(stderr, "\r%s: %s... %.1fs", prog, p->what,
+			(double)(fr_now_mono_ns() - p->start_ns) / 1e9);
+		p->drawn = 1;
+	}
+	if (p->drawn)
+		fprintf(stderr, "\r\033[K");
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+static void progress_start(struct progress *p, const char *what)
+{
+	memset(p, 0, sizeof(*p));
+	if (!isatty(STDERR_FILENO))
+		return;
+	p->what = what;
+	p->start_ns = fr_now_mono_ns();
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->running = pthread_create(&p->thread, NULL, progress_main, p) == 0;
+}
+
+static void progress_stop(struct progress *p)
+{
+	if (!p->running)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->done = 1;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+	p->running = 0;
+}
+
 /* Adds the query's events and targets to a request. */
 static void add_query(cJSON *req, const struct query_args *q)
 {
@@ -538,9 +605,13 @@ static int attach_one(int sock, const char *socket_path, cJSON *req, const char 
 	const cJSON *w, *warnings;
 	int ret;
 
+	struct progress prog_line;
+
 	if (open_output(&out, path) < 0)
 		return 1;
+	progress_start(&prog_line, "the recorder is building the profile");
 	ret = call(sock, socket_path, req, out.fd, &resp);
+	progress_stop(&prog_line);
 	if (ret < 0) {
 		commit_output(&out, 0);
 		return 1;
@@ -1222,6 +1293,7 @@ static int cmd_dump(int argc, char **argv)
 	struct fr_uring *uring = NULL;
 	struct fr_uring_writer *w = NULL;
 	struct output out = {.fd = -1};
+	struct progress prog_line;
 	char *out_name = NULL;
 	char err[512];
 	int c, info = 0, json = 0, status = EXIT_USAGE, ret;
@@ -1279,7 +1351,9 @@ static int cmd_dump(int argc, char **argv)
 
 	status = 1;
 	err[0] = '\0';
+	progress_start(&prog_line, "scanning the ring");
 	ret = fr_ring_open(&ring, ring_s, 0, 0, FR_RING_RDONLY, err, sizeof(err));
+	progress_stop(&prog_line);
 	if (ret < 0) {
 		fprintf(stderr, "%s dump: %s\n", prog, err[0] ? err : strerror(-ret));
 		return 1;
@@ -1337,7 +1411,9 @@ static int cmd_dump(int argc, char **argv)
 	if (open_output(&out, q.out_s) < 0)
 		goto out;
 	fr_uring_writer_init(w, uring, out.fd);
+	progress_start(&prog_line, "building the profile");
 	ret = fr_profile_write(ring, &req, fr_uring_writer_write, w, &res, err, sizeof(err));
+	progress_stop(&prog_line);
 	if (ret == 0)
 		ret = fr_uring_writer_flush(w);
 	if (ret < 0) {
