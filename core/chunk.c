@@ -9,9 +9,12 @@
  *
  * Sealing runs off the hot path and may allocate: it looks up processes,
  * threads and mappings through the caller's ops, interns strings and build
- * ids, gives each distinct cgroup of the chunk's processes a label set,
- * sorts the stacks root first (for front coding) and the samples by
- * (cpu, time) (for runs and the time grid), encodes the block and
+ * ids, gives each distinct (cgroup, parent) of the chunk's processes a
+ * label set and each of their ancestors without samples a set naming its
+ * parent (so descendants can be found from chunks alone, through the
+ * processes that only fork and wait), sorts the stacks root first (for
+ * front coding) and the samples by (cpu, time) (for runs and the time
+ * grid), encodes the block and
  * compresses it into one zstd frame. What each choice saves was measured
  * on real chunks: docs/performance.md, "Storage efficiency".
  *
@@ -587,6 +590,13 @@ static uint32_t pid_index(const uint32_t *pids, size_t n, uint32_t pid)
 	return (uint32_t)lo;
 }
 
+/* The pairs of a label set, as string ids (0: the pair is absent): a
+ * process's {"cgroup": path, "ppid": N}, or an ancestor's {"pid": N,
+ * "ppid": M}. */
+struct lset {
+	uint32_t pid, ppid, cgroup;
+};
+
 struct seal {
 	uint32_t *pids, *tids;
 	size_t npids, ntids;
@@ -595,12 +605,16 @@ struct seal {
 	struct strtab strs, bids;
 	struct wbuf procs, threads, maps;
 	uint32_t nprocs, nthreads, nmaps;
-	/* Label sets {"cgroup": path}: set k + 1 has the path string
-	 * ls_path[k]; pid_ls[pid index] is the set of the pid's samples (0:
-	 * none), str_ls[string id] the set of a path already seen. */
+	/* Label sets: set k + 1 is ls[k]. Those of the chunk's processes come
+	 * first (pid_ls[pid index] is the set of the pid's samples, 0: none;
+	 * ls_slots finds a (cgroup, ppid) already given a set), then those of
+	 * ancestors (anc_slots holds every pid the walk up asked about). */
 	uint32_t nlabelsets;
-	int64_t cgroup_key; /* string id of "cgroup", once interned */
-	uint32_t *ls_path, *pid_ls, *str_ls;
+	int64_t cgroup_key, ppid_key, pid_key; /* string ids, once interned */
+	struct lset *ls;
+	uint32_t *pid_ls, *ppids;
+	uint32_t *ls_slots, ls_mask;
+	uint32_t *anc_slots, anc_mask, nanc, max_anc;
 	uint32_t *stack_ls;    /* builder stack id -> label set */
 	uint32_t *stack_order; /* encoding position -> builder stack id */
 	uint32_t *stack_rank;  /* builder stack id -> encoding position */
@@ -619,9 +633,11 @@ static void seal_fini(struct seal *s)
 	free(s->procs.p);
 	free(s->threads.p);
 	free(s->maps.p);
-	free(s->ls_path);
+	free(s->ls);
 	free(s->pid_ls);
-	free(s->str_ls);
+	free(s->ppids);
+	free(s->ls_slots);
+	free(s->anc_slots);
 	free(s->stack_ls);
 	free(s->stack_order);
 	free(s->stack_rank);
@@ -675,40 +691,78 @@ static int64_t intern_build_id(struct seal *s, uint8_t len, const uint8_t *id)
 	return strtab_intern_n(&s->bids, id, len > FR_BUILD_ID_MAX ? FR_BUILD_ID_MAX : len);
 }
 
-/* The label set of a process in cgroup `path` (NULL or "": none, set 0):
- * one set per distinct path, numbered in the order the paths are first
- * seen (pids increasing). Returns the set or -ENOMEM. */
-static int64_t cgroup_labelset(struct seal *s, const char *path)
+/* The string id of label key `name`, interned on first use into *key.
+ * Returns it or -ENOMEM. */
+static int64_t label_key(struct seal *s, int64_t *key, const char *name)
 {
-	int64_t id;
+	if (*key <= 0)
+		*key = strtab_intern(&s->strs, name);
+	return *key;
+}
 
-	if (!path || !*path)
-		return 0;
-	if (s->cgroup_key == 0) {
-		s->cgroup_key = strtab_intern(&s->strs, "cgroup");
-		if (s->cgroup_key < 0)
+/* The string id of `v` in decimal, or -ENOMEM. */
+static int64_t intern_u32(struct seal *s, uint32_t v)
+{
+	char num[10];
+	size_t n = sizeof(num);
+
+	do {
+		num[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return strtab_intern_n(&s->strs, num + n, sizeof(num) - n);
+}
+
+/* The label set of a process in cgroup `path` (NULL or "": unknown) whose
+ * parent is `ppid` (0: unknown): set 0 when both are unknown, else one set
+ * per distinct (cgroup, ppid), numbered in the order first seen (pids
+ * increasing). Returns the set or -ENOMEM. */
+static int64_t proc_labelset(struct seal *s, const char *path, uint32_t ppid)
+{
+	int64_t cg = 0, pp = 0;
+	uint32_t slot;
+
+	if (path && *path) {
+		if (label_key(s, &s->cgroup_key, "cgroup") < 0)
 			return -ENOMEM;
+		cg = strtab_intern(&s->strs, path);
 	}
-	id = strtab_intern(&s->strs, path);
-	if (id < 0)
+	if (ppid) {
+		if (label_key(s, &s->ppid_key, "ppid") < 0)
+			return -ENOMEM;
+		pp = intern_u32(s, ppid);
+	}
+	if (cg < 0 || pp < 0)
 		return -ENOMEM;
-	if (!s->str_ls[id]) {
-		s->ls_path[s->nlabelsets++] = (uint32_t)id;
-		s->str_ls[id] = s->nlabelsets;
+	if (!cg && !pp)
+		return 0;
+	for (slot = (uint32_t)mix((uint64_t)cg << 32, (uint64_t)pp) & s->ls_mask;
+	     s->ls_slots[slot]; slot = (slot + 1) & s->ls_mask) {
+		const struct lset *l = &s->ls[s->ls_slots[slot] - 1];
+
+		if (l->cgroup == cg && l->ppid == pp)
+			return s->ls_slots[slot];
 	}
-	return s->str_ls[id];
+	s->ls[s->nlabelsets++] = (struct lset){.cgroup = (uint32_t)cg, .ppid = (uint32_t)pp};
+	s->ls_slots[slot] = s->nlabelsets;
+	return s->nlabelsets;
 }
 
 static int seal_procs(struct seal *s, const struct fr_chunk_meta_ops *ops, int64_t first_ns)
 {
+	size_t slots = 16;
 	int64_t prev = -1;
 
-	/* At most one path per pid; str_ls is indexed by any string id. */
-	s->ls_path = malloc((s->npids + 1) * sizeof(*s->ls_path));
+	/* A set per process at most, then the ancestors'. */
+	while (slots < 2 * (s->npids + 1))
+		slots <<= 1;
+	s->ls = malloc((s->npids + s->max_anc + 1) * sizeof(*s->ls));
 	s->pid_ls = calloc(s->npids + 1, sizeof(*s->pid_ls));
-	s->str_ls = calloc(s->strs.cap, sizeof(*s->str_ls));
-	if (!s->ls_path || !s->pid_ls || !s->str_ls)
+	s->ppids = calloc(s->npids + 1, sizeof(*s->ppids));
+	s->ls_slots = calloc(slots, sizeof(*s->ls_slots));
+	if (!s->ls || !s->pid_ls || !s->ppids || !s->ls_slots)
 		return -ENOMEM;
+	s->ls_mask = (uint32_t)(slots - 1);
 	for (size_t i = 0; ops && ops->proc && i < s->npids; i++) {
 		struct fr_proc_info pi;
 		int64_t comm, exe, bid, ls;
@@ -719,10 +773,11 @@ static int seal_procs(struct seal *s, const struct fr_chunk_meta_ops *ops, int64
 		comm = strtab_intern(&s->strs, pi.comm);
 		exe = strtab_intern(&s->strs, pi.exe);
 		bid = intern_build_id(s, pi.build_id_len, pi.build_id);
-		ls = cgroup_labelset(s, pi.cgroup);
+		ls = proc_labelset(s, pi.cgroup, pi.ppid);
 		if (comm < 0 || exe < 0 || bid < 0 || ls < 0)
 			return -ENOMEM;
 		s->pid_ls[i] = (uint32_t)ls;
+		s->ppids[i] = pi.ppid;
 		wb_v(&s->procs, (uint64_t)((int64_t)i - prev - 1));
 		wb_v(&s->procs, pi.uid);
 		wb_v(&s->procs, (uint64_t)comm);
@@ -733,6 +788,70 @@ static int seal_procs(struct seal *s, const struct fr_chunk_meta_ops *ops, int64
 		prev = (int64_t)i;
 	}
 	return s->procs.err;
+}
+
+/* Whether the walk up has asked about `pid` already; else notes it.
+ * Returns 1 (seen), 0 (noted now) or -ENOSPC (max_anc pids noted). */
+static int anc_seen(struct seal *s, uint32_t pid)
+{
+	uint32_t slot;
+
+	for (slot = (uint32_t)mix(0, pid) & s->anc_mask; s->anc_slots[slot];
+	     slot = (slot + 1) & s->anc_mask)
+		if (s->anc_slots[slot] == pid)
+			return 1;
+	if (s->nanc >= s->max_anc)
+		return -ENOSPC;
+	s->anc_slots[slot] = pid;
+	s->nanc++;
+	return 0;
+}
+
+/* A process that only forks and waits (a shell, make, the `sh -c` between
+ * make and a compiler) is rarely sampled, yet the descendants of a process
+ * are found through it. So from each process of the chunk, the chain of
+ * parents is walked up through the processes that have no samples here,
+ * and each is given a set {"pid": N, "ppid": M} that no sample refers to.
+ * A walk stops at a process of the chunk (its own walk goes on from
+ * there), at a pid asked about before, at an unknown process or one
+ * without a parent; at most max_anc pids are asked about in all, which
+ * also ends cycles. Returns 0 or -ENOMEM. */
+static int seal_ancestors(struct seal *s, const struct fr_chunk_meta_ops *ops)
+{
+	size_t slots = 16;
+
+	while (slots < 2 * ((size_t)s->max_anc + 1))
+		slots <<= 1;
+	s->anc_slots = calloc(slots, sizeof(*s->anc_slots));
+	if (!s->anc_slots)
+		return -ENOMEM;
+	s->anc_mask = (uint32_t)(slots - 1);
+	for (size_t i = 0; ops && ops->proc && i < s->npids; i++) {
+		uint32_t pid = s->ppids[i];
+
+		while (pid) {
+			struct fr_proc_info pi;
+			size_t k = pid_index(s->pids, s->npids, pid);
+			int64_t id, parent;
+
+			if ((k < s->npids && s->pids[k] == pid) || anc_seen(s, pid) != 0)
+				break;
+			memset(&pi, 0, sizeof(pi));
+			if (ops->proc(ops->arg, pid, &pi) < 0 || !pi.ppid)
+				break;
+			if (label_key(s, &s->pid_key, "pid") < 0 ||
+			    label_key(s, &s->ppid_key, "ppid") < 0)
+				return -ENOMEM;
+			id = intern_u32(s, pid);
+			parent = intern_u32(s, pi.ppid);
+			if (id < 0 || parent < 0)
+				return -ENOMEM;
+			s->ls[s->nlabelsets++] =
+				(struct lset){.pid = (uint32_t)id, .ppid = (uint32_t)parent};
+			pid = pi.ppid;
+		}
+	}
+	return 0;
 }
 
 static int seal_threads(struct seal *s, const struct fr_chunk_meta_ops *ops)
@@ -1135,7 +1254,7 @@ static void seal_block(struct seal *s, const struct fr_chunk_builder *b, int64_t
 	uint32_t prev = 0;
 
 	wb_reserve(w, b->raw_est + s->strs.blob.len + s->bids.blob.len + s->procs.len +
-			      s->threads.len + s->maps.len + 21 * (size_t)s->nlabelsets + 64);
+			      s->threads.len + s->maps.len + 31 * (size_t)s->nlabelsets + 64);
 
 	strtab_write(w, &s->strs, 0);
 	strtab_write(w, &s->bids, 1);
@@ -1152,12 +1271,24 @@ static void seal_block(struct seal *s, const struct fr_chunk_builder *b, int64_t
 	wb_bytes(w, s->maps.p, s->maps.len);
 	seal_stacks(s, b);
 
-	/* Label sets after the empty set 0: {"cgroup": path}. */
+	/* Label sets after the empty set 0, each pair that is there. */
 	wb_v(w, s->nlabelsets);
 	for (uint32_t i = 0; i < s->nlabelsets; i++) {
-		wb_v(w, 1);
-		wb_v(w, (uint64_t)s->cgroup_key);
-		wb_v(w, s->ls_path[i]);
+		const struct lset *l = &s->ls[i];
+
+		wb_v(w, (l->pid != 0) + (l->ppid != 0) + (l->cgroup != 0));
+		if (l->pid) {
+			wb_v(w, (uint64_t)s->pid_key);
+			wb_v(w, l->pid);
+		}
+		if (l->cgroup) {
+			wb_v(w, (uint64_t)s->cgroup_key);
+			wb_v(w, l->cgroup);
+		}
+		if (l->ppid) {
+			wb_v(w, (uint64_t)s->ppid_key);
+			wb_v(w, l->ppid);
+		}
 	}
 
 	wb_v(w, b->nevents);
@@ -1216,9 +1347,13 @@ int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta
 	ret = seal_collect(&s, b);
 	if (ret < 0)
 		goto out;
-	/* "", comm, exe and cgroup of each pid, the "cgroup" key, thread
-	 * names and mapping paths. */
-	max_strings = 2 + 3 * s.npids + s.ntids + s.npairs;
+	/* "", comm, exe, cgroup and ppid of each pid, the "cgroup", "ppid"
+	 * and "pid" keys, pid and ppid of each ancestor, thread names and
+	 * mapping paths. The walk up asks about as many pids as the chunk
+	 * has, and 64 more: a few shells and managers above a chunk's
+	 * processes, never all of a deep or cyclic chain. */
+	s.max_anc = (uint32_t)s.npids + 64;
+	max_strings = 4 + 4 * s.npids + 2 * (size_t)s.max_anc + s.ntids + s.npairs;
 	ret = strtab_init(&s.strs, max_strings);
 	if (ret < 0)
 		goto out;
@@ -1226,6 +1361,9 @@ int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta
 	if (ret < 0)
 		goto out;
 	ret = seal_procs(&s, ops, first_ns);
+	if (ret < 0)
+		goto out;
+	ret = seal_ancestors(&s, ops);
 	if (ret < 0)
 		goto out;
 	ret = seal_threads(&s, ops);
@@ -1524,7 +1662,9 @@ static int decode_strings(struct rd *r, struct fr_chunk *c)
 	c->nstrings = n;
 	r->p = start;
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t len;
+		/* The first loop checked every length; the zero only keeps
+		 * gcc -O3 from seeing a path where rd_v fails. */
+		uint64_t len = 0;
 
 		rd_v(r, &len);
 		memcpy(blob, r->p, len);

@@ -16,6 +16,15 @@
  * cgroup) is decided once per stack and once per label set of each chunk,
  * not per sample.
  *
+ * With `children`, the first pass only gathers the (pid, parent) pairs
+ * the chunks hold in their "ppid" labels (a sample's label set gives its
+ * process's parent; a set with a "pid" gives an unsampled ancestor's).
+ * The asked pids are then extended with every process below them, walking
+ * down the pairs breadth first with each pid entering the set once (so a
+ * cycle of parents ends the walk), and the rates are taken over the
+ * extended targets before the second pass selects by them. Pairs and the
+ * extended set live in hash sets, sized by what the window holds.
+ *
  * Frames are turned into locations keyed by (mapping, address), where a
  * return address is stored minus one so it falls inside the call
  * instruction (as pprof expects of caller frames). Symbolization happens
@@ -74,6 +83,14 @@ static int hidx_grow(struct hidx *h, uint64_t (*hash_of)(void *ctx, uint32_t idx
 }
 
 /* ---- builder state ------------------------------------------------------ */
+
+/* A set of non-zero 64-bit keys (open addressing, grows). */
+struct kset {
+	uint64_t *slots; /* 0: empty */
+	uint32_t cap;    /* power of two, or 0 */
+	uint32_t n;
+};
+
 
 struct gmap {
 	char *path;
@@ -153,6 +170,13 @@ struct builder {
 	uint8_t *ls_ok;
 	uint32_t *ls_cgroup;
 	uint32_t targets_cap; /* entries of each of the three */
+	/* --children: (pid << 32 | ppid) pairs of the window; then, once
+	 * extended, `pids` holds the asked pids and their descendants. */
+	int children;
+	struct kset edges, pids;
+	uint32_t ndescendants;
+	uint32_t *ls_ppid; /* per-chunk: label set -> its "ppid" (0: none) */
+	uint32_t ls_ppid_cap;
 };
 
 static uint64_t mix64(uint64_t x)
@@ -172,6 +196,54 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ b[i]) * 0x100000001b3ull;
 	return h;
+}
+
+/* ---- the set of non-zero 64-bit keys ---------------------------------- */
+
+static int kset_has(const struct kset *k, uint64_t key)
+{
+	if (!k->cap)
+		return 0;
+	for (uint32_t i = (uint32_t)mix64(key) & (k->cap - 1); k->slots[i];
+	     i = (i + 1) & (k->cap - 1))
+		if (k->slots[i] == key)
+			return 1;
+	return 0;
+}
+
+/* Adds `key` (non-zero). Returns 1 when added, 0 when it was there, or
+ * -ENOMEM. */
+static int kset_add(struct kset *k, uint64_t key)
+{
+	uint32_t i;
+
+	if ((uint64_t)(k->n + 1) * 2 > k->cap) {
+		uint32_t cap = k->cap ? k->cap * 2 : 256;
+		uint64_t *slots;
+
+		if (cap <= k->cap)
+			return -ENOMEM;
+		slots = calloc(cap, sizeof(*slots));
+		if (!slots)
+			return -ENOMEM;
+		for (uint32_t j = 0; j < k->cap; j++) {
+			if (!k->slots[j])
+				continue;
+			for (i = (uint32_t)mix64(k->slots[j]) & (cap - 1); slots[i];
+			     i = (i + 1) & (cap - 1))
+				;
+			slots[i] = k->slots[j];
+		}
+		free(k->slots);
+		k->slots = slots;
+		k->cap = cap;
+	}
+	for (i = (uint32_t)mix64(key) & (k->cap - 1); k->slots[i]; i = (i + 1) & (k->cap - 1))
+		if (k->slots[i] == key)
+			return 0;
+	k->slots[i] = key;
+	k->n++;
+	return 1;
 }
 
 static int grow(void **arr, uint32_t *cap, size_t elem)
@@ -439,10 +511,15 @@ static int add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, u
 	return 0;
 }
 
-static int wanted_pid(const struct fr_profile_request *req, uint32_t pid)
+static int wanted_pid(const struct builder *b, uint32_t pid)
 {
+	const struct fr_profile_request *req = b->req;
+
 	if (!req->npids)
 		return 1;
+	/* Once extended, the set holds every asked pid but 0. */
+	if (b->children && pid)
+		return kset_has(&b->pids, pid);
 	for (uint32_t i = 0; i < req->npids; i++)
 		if (req->pids[i] == pid)
 			return 1;
@@ -478,6 +555,144 @@ static const char *labelset_cgroup(const struct fr_chunk *c, uint32_t ls)
 		    c->strings[c->label_values[l->first + k]][0])
 			return c->strings[c->label_values[l->first + k]];
 	return NULL;
+}
+
+/* The value of label `key` of label set `ls` of chunk `c` as a pid: 1 to
+ * 2^32 - 1 in decimal, without sign or leading zero; else 0. */
+static uint32_t labelset_pid(const struct fr_chunk *c, uint32_t ls, const char *key)
+{
+	const struct fr_chunk_labelset *l = &c->labelsets[ls];
+
+	for (uint32_t k = 0; k < l->npairs; k++) {
+		const char *v = c->strings[c->label_values[l->first + k]];
+		uint64_t n = 0;
+
+		if (strcmp(c->strings[c->label_keys[l->first + k]], key) != 0)
+			continue;
+		if (v[0] < '1' || v[0] > '9')
+			return 0;
+		for (; *v; v++) {
+			if (*v < '0' || *v > '9')
+				return 0;
+			n = n * 10 + (uint64_t)(*v - '0');
+			if (n > UINT32_MAX)
+				return 0;
+		}
+		return (uint32_t)n;
+	}
+	return 0;
+}
+
+static int add_edge(struct builder *b, uint32_t pid, uint32_t ppid)
+{
+	if (!pid || !ppid)
+		return 0;
+	return kset_add(&b->edges, (uint64_t)pid << 32 | ppid) < 0 ? -ENOMEM : 0;
+}
+
+/* Gathers the (pid, parent) pairs of chunk `c`: each sample's process and
+ * the "ppid" of its label set, and each label set with both a "pid" and a
+ * "ppid" (an ancestor without samples). Returns 0 or -ENOMEM. */
+static int collect_parents(struct builder *b, const struct fr_chunk *c)
+{
+	uint32_t last_pid = 0, last_ls = 0;
+
+	if (c->nlabelsets > b->ls_ppid_cap) {
+		uint32_t *p = realloc(b->ls_ppid, c->nlabelsets * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		b->ls_ppid = p;
+		b->ls_ppid_cap = c->nlabelsets;
+	}
+	for (uint32_t k = 0; k < c->nlabelsets; k++) {
+		b->ls_ppid[k] = k ? labelset_pid(c, k, "ppid") : 0;
+		if (b->ls_ppid[k] && add_edge(b, labelset_pid(c, k, "pid"), b->ls_ppid[k]) < 0)
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < c->nsamples; i++) {
+		/* A process's samples mostly come in a row. */
+		if (c->pid[i] == last_pid && c->labelset[i] == last_ls)
+			continue;
+		last_pid = c->pid[i];
+		last_ls = c->labelset[i];
+		if (add_edge(b, last_pid, b->ls_ppid[last_ls]) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Extends the asked pids with every descendant the pairs show: breadth
+ * first down from the asked pids, a pid entering the set (and the queue)
+ * only once, so cycles and processes that are their own parent end the
+ * walk. Sets b->pids and b->ndescendants. Returns 0 or -ENOMEM. */
+static int extend_pids(struct builder *b)
+{
+	const struct fr_profile_request *req = b->req;
+	uint64_t *down; /* pairs as ppid << 32 | pid, sorted */
+	uint32_t *queue, n = 0, head = 0, tail = 0;
+	int ret = 0;
+
+	down = malloc(((size_t)b->edges.n + 1) * sizeof(*down));
+	queue = malloc(((size_t)req->npids + b->edges.n + 1) * sizeof(*queue));
+	if (!down || !queue) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < b->edges.cap; i++) {
+		uint64_t e = b->edges.slots[i];
+
+		if (e)
+			down[n++] = (e << 32) | (e >> 32);
+	}
+	qsort(down, n, sizeof(*down), cmp_u64);
+	for (uint32_t i = 0; i < req->npids; i++) {
+		if (!req->pids[i])
+			continue;
+		ret = kset_add(&b->pids, req->pids[i]);
+		if (ret < 0)
+			goto out;
+		if (ret == 1)
+			queue[tail++] = req->pids[i];
+	}
+	ret = 0;
+	while (head < tail) {
+		uint64_t parent = (uint64_t)queue[head++] << 32;
+		uint32_t lo = 0, hi = n;
+
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (down[mid] < parent)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < n && (down[lo] & 0xffffffff00000000ull) == parent; lo++) {
+			int added = kset_add(&b->pids, (uint32_t)down[lo]);
+
+			if (added < 0) {
+				ret = added;
+				goto out;
+			}
+			if (added) {
+				queue[tail++] = (uint32_t)down[lo];
+				b->ndescendants++;
+			}
+		}
+	}
+	b->children = 1;
+out:
+	free(down);
+	free(queue);
+	return ret;
 }
 
 /* Whether cgroup `path` is the requested one or below it: "/a/b" is in
@@ -522,7 +737,7 @@ static int chunk_targets(struct builder *b, const struct fr_chunk *c, int names)
 	for (uint32_t k = 0; k < c->nstacks; k++) {
 		uint32_t pid = c->stacks[k].pid;
 
-		b->stack_ok[k] = (uint8_t)(wanted_pid(req, pid) && wanted_comm(req, c, pid));
+		b->stack_ok[k] = (uint8_t)(wanted_pid(b, pid) && wanted_comm(req, c, pid));
 	}
 	for (uint32_t k = 0; k < c->nlabelsets; k++) {
 		const char *cg = labelset_cgroup(c, k);
@@ -592,6 +807,9 @@ static void free_builder(struct builder *b)
 	free(b->stack_ok);
 	free(b->ls_ok);
 	free(b->ls_cgroup);
+	free(b->edges.slots);
+	free(b->pids.slots);
+	free(b->ls_ppid);
 }
 
 static int reset_stack_memo(struct builder *b, uint32_t nstacks)
@@ -1076,6 +1294,48 @@ static void count_losses(struct builder *b, const struct fr_chunk *c)
 	}
 }
 
+/* Pass 1 over chunk `c`: counts its samples of the targets and notes the
+ * rates they were collected at. Returns 0 or -ENOMEM. */
+static int chunk_rates(struct builder *b, const struct fr_chunk *c)
+{
+	int ret = chunk_targets(b, c, 0);
+
+	if (ret < 0)
+		return ret;
+	for (uint32_t i = 0; i < c->nsamples; i++) {
+		int e = select_sample(b, c, i);
+		struct fr_profile_event_result *er;
+		uint32_t rate = c->rate_hz[i];
+
+		if (e < 0)
+			continue;
+		er = b->ev[e].res;
+		er->samples_seen++;
+		if (rate && (!er->min_rate || rate < er->min_rate))
+			er->min_rate = rate;
+		if (rate > er->max_rate)
+			er->max_rate = rate;
+	}
+	return 0;
+}
+
+/* "--children: N descendant processes of PID[,PID] included". */
+static void children_comment(const struct builder *b, struct fr_pprof *p)
+{
+	/* FR_PROFILE_MAX_PIDS pids of up to 10 digits and a comma each. */
+	char line[96 + FR_PROFILE_MAX_PIDS * 11];
+	size_t n;
+
+	n = (size_t)snprintf(line, sizeof(line), "--children: %u descendant processes of ",
+			     b->ndescendants);
+	for (uint32_t i = 0; i < b->req->npids && n < sizeof(line); i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%u", i ? "," : "",
+				      b->req->pids[i]);
+	if (n < sizeof(line))
+		snprintf(line + n, sizeof(line) - n, " included");
+	comment(p, line);
+}
+
 int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		     fr_write_fn sink, void *sink_arg, struct fr_profile_result *res,
 		     char *err, size_t errlen)
@@ -1089,7 +1349,7 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 	size_t nrefs = 0, cached_bytes = 0;
 	int64_t eff_t0, period;
 	char line[512], a[64], bb[64], dur[32];
-	int ret;
+	int children = req->children && req->npids, ret;
 
 	memset(&b, 0, sizeof(b));
 	memset(res, 0, sizeof(*res));
@@ -1110,7 +1370,8 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		goto out;
 	}
 
-	/* Pass 1: the lowest collection rate of each event in the window. */
+	/* Pass 1: the lowest collection rate of each event in the window;
+	 * with children, the parents of its processes first. */
 	for (size_t r = 0; r < nrefs; r++) {
 		struct fr_chunk *c = NULL;
 
@@ -1121,25 +1382,11 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		}
 		res->chunks++;
 		count_losses(&b, c);
-		ret = chunk_targets(&b, c, 0);
+		ret = children ? collect_parents(&b, c) : chunk_rates(&b, c);
 		if (ret < 0) {
 			fr_chunk_free(c);
 			snprintf(err, errlen, "out of memory while reading the window");
 			goto out;
-		}
-		for (uint32_t i = 0; i < c->nsamples; i++) {
-			int e = select_sample(&b, c, i);
-			struct fr_profile_event_result *er;
-			uint32_t rate = c->rate_hz[i];
-
-			if (e < 0)
-				continue;
-			er = b.ev[e].res;
-			er->samples_seen++;
-			if (rate && (!er->min_rate || rate < er->min_rate))
-				er->min_rate = rate;
-			if (rate > er->max_rate)
-				er->max_rate = rate;
 		}
 		if (cached_bytes + refs[r].raw_len * 2u <= CACHE_BUDGET) {
 			cache[r].chunk = c;
@@ -1149,6 +1396,23 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		}
 	}
 	ret = 0;
+	if (children) {
+		/* The rates are those of the extended targets. */
+		ret = extend_pids(&b);
+		for (size_t r = 0; ret == 0 && r < nrefs; r++) {
+			struct fr_chunk *c = cache[r].chunk;
+
+			if (!c && load(ring, &refs[r], &c) < 0)
+				continue;
+			ret = chunk_rates(&b, c);
+			if (c != cache[r].chunk)
+				fr_chunk_free(c);
+		}
+		if (ret < 0) {
+			snprintf(err, errlen, "out of memory while finding the child processes");
+			goto out;
+		}
+	}
 	set_targets(&b, res);
 
 	/* Pass 2: downsample and aggregate. Index 0 of maps is "no mapping",
@@ -1228,6 +1492,8 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		 fr_format_time(req->t1, bb, sizeof(bb)),
 		 fr_format_duration(req->t1 - req->t0, dur, sizeof(dur)));
 	comment(p, line);
+	if (children)
+		children_comment(&b, p);
 	rate_comments(&b, p, res);
 	if (res->warning[0])
 		comment(p, res->warning);

@@ -17,6 +17,13 @@
  * consulted) and at exec (service managers and container runtimes move a
  * child before they exec its program). Between those it is not re-read, so
  * a process moved later keeps the old path until its next exec.
+ *
+ * And its parent's pid, which chunks store so that a profile can take a
+ * process's descendants from the ring alone: from /proc/PID/stat when the
+ * process is learned from /proc, from the FORK record otherwise (the pid
+ * of the process that forked). It is kept across exec, and a parent
+ * learned from a FORK is not replaced by what /proc shows later, which
+ * after the parent's exit is the reaper that adopted the process.
  */
 #include "recorder/tracker.h"
 
@@ -64,6 +71,7 @@ struct proc {
 	uint32_t exited_gen; /* 0 while alive */
 	int exe_pending;     /* exec seen, executable not mapped yet */
 	int64_t start_ns;
+	uint32_t ppid;       /* 0 when unknown */
 	char comm[COMM_LEN];
 	char cgroup[CGROUP_LEN]; /* "" when unknown */
 	struct path_entry *exe;
@@ -403,8 +411,11 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 		if (known && !known->exited_gen) {
 			if (!known->start_ns)
 				known->start_ns = time_ns;
+			if (!known->ppid)
+				known->ppid = ppid;
 		} else if ((p = get_proc(t, pid))) {
 			p->start_ns = time_ns;
+			p->ppid = ppid;
 			parent = find_proc(t, ppid);
 			if (parent) {
 				p->uid = parent->uid;
@@ -569,6 +580,7 @@ int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid)
 		char *rp = strrchr(t->scratch, ')');
 		char *lp = strchr(t->scratch, '(');
 		unsigned long long start = 0;
+		unsigned int ppid = 0;
 
 		if (lp && rp && rp > lp) {
 			size_t len = (size_t)(rp - lp - 1);
@@ -576,6 +588,9 @@ int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid)
 				len = COMM_LEN - 1;
 			memcpy(p->comm, lp + 1, len);
 			p->comm[len] = '\0';
+			/* A parent learned from the FORK record stays (see above). */
+			if (!p->ppid && sscanf(rp + 1, " %*c %u", &ppid) == 1)
+				p->ppid = ppid;
 			char *f = rp + 2;
 			for (int field = 3; field < 22 && f; field++) {
 				f = strchr(f, ' ');
@@ -688,6 +703,7 @@ static int ops_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
 	out->exe = p->exe ? p->exe->path : "";
 	out->start_ns = p->start_ns;
 	out->cgroup = p->cgroup;
+	out->ppid = p->ppid;
 	return 0;
 }
 

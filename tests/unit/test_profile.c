@@ -47,6 +47,8 @@ const char *__ubsan_default_options(void)
 #define PID_DB (PID_BASE + 2)
 #define PID_WEB (PID_BASE + 3)
 #define PID_SUB (PID_BASE + 4)
+/* A family of processes for --children (see test_children). */
+#define FAM(n) (PID_BASE + (uint32_t)(n))
 /* Thread k of a process; thread 0 is the main thread. */
 #define TID(pid, k) ((pid) + 10000u * (uint32_t)(k))
 
@@ -195,8 +197,54 @@ static const char *comm_of(uint32_t pid)
 		return "frtest-web";
 	case PID_SUB:
 		return "frtest-sub";
+	case FAM(100):
+		return "frtest-100";
+	case FAM(200):
+		return "frtest-200";
+	case FAM(250):
+		return "frtest-sh";
+	case FAM(300):
+		return "frtest-300";
+	case FAM(350):
+		return "frtest-350";
+	case FAM(400):
+		return "frtest-400";
+	case FAM(500):
+		return "frtest-500";
+	case FAM(600):
+		return "frtest-600";
+	case FAM(700):
+		return "frtest-700";
 	default:
 		return NULL;
+	}
+}
+
+/* 100 forks 200, which forks 300 and a shell 250 that forks 350; 400 is
+ * unrelated; 500 and 600 are each other's parent and 700 its own (what
+ * reused pids could make of the labels). The others' parents are
+ * unknown. */
+static uint32_t ppid_of(uint32_t pid)
+{
+	switch (pid) {
+	case FAM(100):
+	case FAM(400):
+		return 1;
+	case FAM(200):
+		return FAM(100);
+	case FAM(250):
+	case FAM(300):
+		return FAM(200);
+	case FAM(350):
+		return FAM(250);
+	case FAM(500):
+		return FAM(600);
+	case FAM(600):
+		return FAM(500);
+	case FAM(700):
+		return FAM(700);
+	default:
+		return 0;
 	}
 }
 
@@ -218,6 +266,8 @@ static const char *cgroup_of(uint32_t pid)
 		return CG_DB;
 	case PID_WEB:
 		return web_cgroup;
+	case FAM(100):
+		return CG_NGINX;
 	default:
 		return NULL;
 	}
@@ -235,6 +285,7 @@ static int meta_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
 	out->exe = exe_path;
 	out->start_ns = T0 - 3600 * SEC;
 	out->cgroup = cgroup_of(pid);
+	out->ppid = ppid_of(pid);
 	return 0;
 }
 
@@ -2096,6 +2147,192 @@ static void test_cgroup_filter(void)
 	ring_done(r);
 }
 
+/* Runs `q` with children and pids; *kept the samples kept, and whether
+ * the profile has `pids` rows and not `absent` ones (0-terminated). */
+static void check_children(struct fr_ring *r, struct fr_profile_request *q, const char *name,
+			   int64_t kept, const uint32_t *pids, const uint32_t *absent,
+			   const char *comment_text)
+{
+	struct fr_profile_result res;
+	struct out o;
+	struct raw raw;
+	int before = failures;
+
+	if (run(r, q, &res, &o, name) != 0) {
+		out_free(&o);
+		return;
+	}
+	CHECK((int64_t)res.samples_kept == kept && res.samples_seen == res.samples_kept,
+	      "%s: seen %" PRIu64 " kept %" PRIu64 ", want %" PRId64, name, res.samples_seen,
+	      res.samples_kept, kept);
+	if (raw_parse(&raw, o.path) == 0) {
+		for (int i = 0; pids[i]; i++)
+			CHECK(find_pid(&raw, -1, pids[i]), "%s: no samples of pid %u", name, pids[i]);
+		for (int i = 0; absent[i]; i++)
+			CHECK(!find_pid(&raw, -1, absent[i]), "%s: samples of pid %u", name,
+			      absent[i]);
+		CHECK(raw_total(&raw) == kept, "%s: pprof counts %" PRId64 " samples", name,
+		      raw_total(&raw));
+		if (comment_text)
+			CHECK(strstr(raw.text, comment_text), "%s: no comment \"%s\"", name,
+			      comment_text);
+		else
+			CHECK(!strstr(raw.text, "--children"), "%s: a --children comment", name);
+		CHECK(!strstr(raw.text, "ppid"), "%s: a ppid label in the profile", name);
+		dump_on_failure(&raw, before);
+		raw_free(&raw);
+	} else {
+		CHECK(0, "%s: go tool pprof cannot read the profile", name);
+	}
+	out_free(&o);
+}
+
+static void add_n(struct writer *w, int64_t *t, uint32_t pid, int n, uint32_t hz, int st)
+{
+	for (int i = 0; i < n; i++)
+		w_add(w, *t += 1000, pid, pid, (uint32_t)i % 2, hz, st);
+}
+
+/* --children: the descendants of a pid, found through the "ppid" labels
+ * of every chunk of the window (a child's samples may come chunks after
+ * its parent's, a shell between them may have none), however many. */
+static void test_children(void)
+{
+	struct fr_ring *r = ring_create("children");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	int64_t t = T0 + SEC, k;
+	char text[160];
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	add_n(&w, &t, FAM(100), 10, 99, ST_USER);
+	add_n(&w, &t, FAM(400), 7, 99, ST_OTHER);
+	w_seal(&w);
+	t = T0 + 2 * SEC;
+	add_n(&w, &t, FAM(200), 20, 99, ST_KERNEL);
+	add_n(&w, &t, FAM(100), 5, 99, ST_USER);
+	w_seal(&w);
+	t = T0 + 3 * SEC;
+	add_n(&w, &t, FAM(300), 30, 99, ST_USER);
+	add_n(&w, &t, FAM(350), 4, 99, ST_OTHER);
+	add_n(&w, &t, FAM(400), 3, 99, ST_OTHER);
+	add_n(&w, &t, FAM(500), 2, 99, ST_USER);
+	add_n(&w, &t, FAM(600), 2, 99, ST_USER);
+	add_n(&w, &t, FAM(700), 2, 99, ST_USER);
+	w_fini(&w);
+	CHECK(w.chunks == 3, "wrote %u chunks, want 3", w.chunks);
+
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	q.npids = 1;
+	q.pids[0] = FAM(100);
+	check_children(r, &q, "children-off", 15, (const uint32_t[]){FAM(100), 0},
+		       (const uint32_t[]){FAM(200), FAM(300), FAM(350), FAM(400), 0}, NULL);
+
+	q.children = 1;
+	snprintf(text, sizeof(text), "--children: 4 descendant processes of %u included",
+		 FAM(100));
+	check_children(r, &q, "children", 15 + 20 + 30 + 4,
+		       (const uint32_t[]){FAM(100), FAM(200), FAM(300), FAM(350), 0},
+		       (const uint32_t[]){FAM(400), FAM(500), FAM(600), FAM(700), 0}, text);
+	/* The labels are those of any profile: 100's samples of both chunks
+	 * are one row, with its cgroup. */
+	if (run(r, &q, &res, &o, "children-labels") == 0 && raw_parse(&raw, o.path) == 0) {
+		char l1[64];
+		const char *want[] = {label(l1, sizeof(l1), "pid", FAM(100)),
+				      "cgroup:[" CG_NGINX "]", NULL};
+		const struct rsample *s = find_sample(&raw, ST_USER, want);
+
+		CHECK(s && s->v[0] == 15, "children: 100's row %" PRId64 ", want 15",
+		      s ? s->v[0] : -1);
+		raw_free(&raw);
+	}
+	out_free(&o);
+
+	/* From the middle of the tree: not the parent. */
+	q.pids[0] = FAM(200);
+	snprintf(text, sizeof(text), "--children: 3 descendant processes of %u included",
+		 FAM(200));
+	check_children(r, &q, "children-200", 20 + 30 + 4,
+		       (const uint32_t[]){FAM(200), FAM(300), FAM(350), 0},
+		       (const uint32_t[]){FAM(100), FAM(400), 0}, text);
+
+	/* Two pids, one of them a descendant of nothing asked. */
+	q.npids = 2;
+	q.pids[0] = FAM(400);
+	q.pids[1] = FAM(300);
+	snprintf(text, sizeof(text), "--children: 0 descendant processes of %u,%u included",
+		 FAM(400), FAM(300));
+	check_children(r, &q, "children-two", 10 + 30, (const uint32_t[]){FAM(400), FAM(300), 0},
+		       (const uint32_t[]){FAM(100), FAM(200), FAM(350), 0}, text);
+
+	/* Parents in a cycle, and a process that is its own: the walk ends. */
+	q.npids = 1;
+	q.pids[0] = FAM(500);
+	snprintf(text, sizeof(text), "--children: 1 descendant processes of %u included",
+		 FAM(500));
+	check_children(r, &q, "children-cycle", 4, (const uint32_t[]){FAM(500), FAM(600), 0},
+		       (const uint32_t[]){FAM(700), FAM(100), 0}, text);
+	q.pids[0] = FAM(700);
+	snprintf(text, sizeof(text), "--children: 0 descendant processes of %u included",
+		 FAM(700));
+	check_children(r, &q, "children-self", 2, (const uint32_t[]){FAM(700), 0},
+		       (const uint32_t[]){FAM(500), FAM(600), 0}, text);
+
+	/* Without pids, children changes nothing; folded output too. */
+	q.npids = 0;
+	k = kept_of(r, &q, "children-all");
+	CHECK(k == 85, "children without pids: kept %" PRId64 ", want 85", k);
+	q.npids = 1;
+	q.pids[0] = FAM(100);
+	q.format = FR_PROFILE_FOLDED;
+	k = kept_of(r, &q, "children-folded");
+	CHECK(k == 69, "children, folded: kept %" PRId64 ", want 69", k);
+	if (run(r, &q, &res, &o, "children-folded-text") == 0) {
+		char *txt = strndup((const char *)o.buf, o.len);
+
+		CHECK(txt && strstr(txt, "frtest-350;") && strstr(txt, "frtest-300;") &&
+			      !strstr(txt, "frtest-400;"),
+		      "children, folded: %s", txt ? txt : "(null)");
+		free(txt);
+	}
+	out_free(&o);
+	ring_done(r);
+
+	/* The rate of the profile is the lowest of the extended targets: a
+	 * child collected at 49 Hz brings its parent's 99 Hz down. */
+	r = ring_create("children-rates");
+	if (!r)
+		return;
+	w_init(&w, r);
+	t = T0 + SEC;
+	add_n(&w, &t, FAM(100), 40, 99, ST_USER);
+	w_seal(&w);
+	t = T0 + 2 * SEC;
+	add_n(&w, &t, FAM(200), 10, 49, ST_USER);
+	w_fini(&w);
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	q.npids = 1;
+	q.pids[0] = FAM(100);
+	if (run(r, &q, &res, &o, "children-rate-off") == 0)
+		CHECK(res.hz == 99 && res.samples_seen == 40, "without children: %u Hz, seen %"
+		      PRIu64, res.hz, res.samples_seen);
+	out_free(&o);
+	q.children = 1;
+	if (run(r, &q, &res, &o, "children-rate") == 0)
+		CHECK(res.hz == 49 && res.samples_seen == 50 && res.events[0].min_rate == 49 &&
+			      res.events[0].max_rate == 99 && res.samples_kept < 50,
+		      "with children: %u Hz, seen %" PRIu64 " kept %" PRIu64 ", rates %u..%u",
+		      res.hz, res.samples_seen, res.samples_kept, res.events[0].min_rate,
+		      res.events[0].max_rate);
+	out_free(&o);
+	ring_done(r);
+}
+
 /* The kernel's counters, per event and only of the events asked for. */
 static void test_event_losses(void)
 {
@@ -2319,6 +2556,7 @@ int main(void)
 	test_offcpu();
 	test_comm_filter();
 	test_cgroup_filter();
+	test_children();
 	test_event_losses();
 	test_raw_event();
 	test_bad_events();

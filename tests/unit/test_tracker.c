@@ -1,8 +1,9 @@
 /* Process tracker: synthetic side-band records (COMM, MMAP2, FORK, EXIT)
  * checked through the callbacks the chunk builder uses, and through the
  * tables of chunks actually sealed with them; cgroups read from a fake
- * /proc and inherited at fork; then a real /proc scan that must find this
- * test itself, its threads, its executable mapping and its cgroup.
+ * /proc and inherited at fork; parents from FORK records and /proc, and
+ * as chunks store them; then a real /proc scan that must find this test
+ * itself, its parent, its threads, its executable mapping and its cgroup.
  *
  * Synthetic pids lie above PID_MAX_LIMIT (4194304), so no real process can
  * answer for them when the tracker falls back to /proc. */
@@ -50,6 +51,7 @@ struct pinfo {
 	char cgroup[512];
 	int64_t start_ns;
 	uint32_t uid;
+	uint32_t ppid;
 };
 
 static struct pinfo proc_of(struct fr_tracker *t, uint32_t pid)
@@ -67,6 +69,7 @@ static struct pinfo proc_of(struct fr_tracker *t, uint32_t pid)
 		snprintf(r.cgroup, sizeof(r.cgroup), "%s", pi.cgroup ? pi.cgroup : "");
 		r.start_ns = pi.start_ns;
 		r.uid = pi.uid;
+		r.ppid = pi.ppid;
 		CHECK(pi.pid == pid, "proc(%u) answered for pid %u", pid, pi.pid);
 	}
 	return r;
@@ -757,6 +760,179 @@ static void test_cgroup(void)
 	}
 }
 
+/* ---- parents ---- */
+
+static void expect_ppid(struct fr_tracker *t, int line, uint32_t pid, uint32_t want)
+{
+	struct pinfo p = proc_of(t, pid);
+
+	if (p.ret != 0 || p.ppid != want) {
+		fprintf(stderr, "%s:%d: FAIL: proc(%u) = %d ppid %u, want %u\n", __FILE__, line,
+			pid, p.ret, p.ppid, want);
+		failures++;
+	}
+}
+#define EXPECT_PPID(t, pid, want) expect_ppid(t, __LINE__, pid, want)
+
+/* The value of `key` in label set `ls` of `c`, or NULL. */
+static const char *chunk_label(const struct fr_chunk *c, uint32_t ls, const char *key)
+{
+	const struct fr_chunk_labelset *l = &c->labelsets[ls];
+
+	for (uint32_t k = 0; k < l->npairs; k++)
+		if (strcmp(c->strings[c->label_keys[l->first + k]], key) == 0)
+			return c->strings[c->label_values[l->first + k]];
+	return NULL;
+}
+
+/* The parent a chunk gives `pid`: the "ppid" of its samples' label set,
+ * or of a set {"pid": pid, "ppid": N} no sample refers to; 0 when it
+ * gives none. Checks that every sample of `pid` has the same set. */
+static uint32_t chunk_ppid(const struct fr_chunk *c, uint32_t pid)
+{
+	const char *v = NULL;
+	uint32_t ls = UINT32_MAX;
+
+	for (uint32_t i = 0; i < c->nsamples; i++) {
+		if (c->pid[i] != pid)
+			continue;
+		CHECK(ls == UINT32_MAX || ls == c->labelset[i],
+		      "samples of pid %u in label sets %u and %u", pid, ls, c->labelset[i]);
+		ls = c->labelset[i];
+		CHECK(!chunk_label(c, ls, "pid"), "a sample of %u has a \"pid\" label", pid);
+	}
+	if (ls != UINT32_MAX) {
+		v = chunk_label(c, ls, "ppid");
+	} else {
+		char want[16];
+
+		snprintf(want, sizeof(want), "%u", pid);
+		for (uint32_t k = 1; k < c->nlabelsets && !v; k++) {
+			const char *p = chunk_label(c, k, "pid");
+
+			if (p && strcmp(p, want) == 0)
+				v = chunk_label(c, k, "ppid");
+		}
+	}
+	return v ? (uint32_t)strtoul(v, NULL, 10) : 0;
+}
+
+/* A shell runs a subshell that runs a command: each knows its parent
+ * (the FORK's), through exec, and an exec drained before its fork gets
+ * the parent when the fork comes. A chunk holding only the command's
+ * samples still says who the subshell's parent was. */
+static void test_ppid(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t shell = PID_BASE + 91, sub = PID_BASE + 92, cmd = PID_BASE + 93,
+		 early = PID_BASE + 94, loop = PID_BASE + 95;
+	struct fr_chunk *c;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	make_parent(t, shell, "bash");
+	EXPECT_PPID(t, shell, 0); /* learned from an exec alone: unknown */
+	fr_tracker_fork(t, sub, shell, sub, shell, 10);
+	fr_tracker_fork(t, sub, sub, sub + 1, sub, 11); /* a thread, not a child */
+	fr_tracker_fork(t, cmd, sub, cmd, sub + 1, 12);
+	EXPECT_PPID(t, sub, shell);
+	EXPECT_PPID(t, cmd, sub);
+	fr_tracker_comm(t, cmd, cmd, "grep", 1);
+	EXPECT_PROC(t, cmd, "grep", "");
+	EXPECT_PPID(t, cmd, sub);
+
+	fr_tracker_comm(t, early, early, "sed", 1);
+	EXPECT_PPID(t, early, 0);
+	fr_tracker_fork(t, early, sub, early, sub, 13);
+	EXPECT_PROC(t, early, "sed", "");
+	EXPECT_PPID(t, early, sub);
+
+	/* The chunk: samples of cmd and early; sub, the shell between them
+	 * and bash, has none. */
+	{
+		const uint32_t who[3][2] = {{cmd, cmd}, {early, early}, {cmd, cmd}};
+		const uint64_t addrs[3] = {0x400100, 0x400200, 0x400300};
+
+		c = seal_view(t, who, addrs, 3);
+		if (c) {
+			CHECK(chunk_ppid(c, cmd) == sub, "chunk: ppid of cmd %u, want %u",
+			      chunk_ppid(c, cmd), sub);
+			CHECK(chunk_ppid(c, early) == sub, "chunk: ppid of early %u, want %u",
+			      chunk_ppid(c, early), sub);
+			CHECK(chunk_ppid(c, sub) == shell,
+			      "chunk: ppid of the unsampled subshell %u, want %u",
+			      chunk_ppid(c, sub), shell);
+			CHECK(chunk_ppid(c, shell) == 0, "chunk: ppid of bash %u, want none",
+			      chunk_ppid(c, shell));
+			/* cmd and early share a parent, so a set. */
+			CHECK(c->nlabelsets == 3, "%u label sets, want 3 (empty, {ppid sub}, "
+			      "{pid sub, ppid shell})", c->nlabelsets);
+			fr_chunk_free(c);
+		}
+	}
+
+	/* Two processes that are each other's parent, as reused pids could
+	 * make them: sealing ends. */
+	fr_tracker_fork(t, loop, loop + 1, loop, loop + 1, 14);
+	fr_tracker_fork(t, loop + 1, loop, loop + 1, loop, 15);
+	{
+		const uint32_t who[1][2] = {{loop + 1, loop + 1}};
+		const uint64_t addrs[1] = {0x400100};
+
+		c = seal_view(t, who, addrs, 1);
+		if (c) {
+			CHECK(chunk_ppid(c, loop + 1) == loop && chunk_ppid(c, loop) == loop + 1,
+			      "a cycle of parents: %u %u", chunk_ppid(c, loop + 1),
+			      chunk_ppid(c, loop));
+			fr_chunk_free(c);
+		}
+	}
+	fr_tracker_free(t);
+}
+
+/* /proc/PID/stat gives the parent of a process found there (field 4, after
+ * a command name that may hold ") 1 "); a parent learned from the FORK is
+ * kept over what /proc says after the parent is gone (the reaper). */
+static void test_ppid_scan(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t odd = PID_BASE + 96, child = PID_BASE + 97, parent = PID_BASE + 98;
+	char proc[] = "/tmp/fr-test-proc.XXXXXX", dir[512], stat[256], cmd[600];
+
+	CHECK(t, "fr_tracker_new");
+	if (!t || !mkdtemp(proc)) {
+		CHECK(0, "mkdtemp: %s", strerror(errno));
+		fr_tracker_free(t);
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/%u", proc, odd);
+	CHECK(mkdir(dir, 0755) == 0, "mkdir %s: %s", dir, strerror(errno));
+	snprintf(stat, sizeof(stat),
+		 "%u (x) S 7 (y) S %u 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 12345 1000 1\n",
+		 odd, parent);
+	write_file(dir, "stat", stat);
+	fake_proc_pid(proc, child, "orphan", NULL); /* /proc: ppid 1 */
+
+	fr_tracker_comm(t, parent, parent, "make", 1);
+	fr_tracker_fork(t, child, parent, child, parent, 10);
+	CHECK(fr_tracker_scan(t, proc) == 2, "scan of the fake /proc");
+	EXPECT_PROC(t, odd, "x) S 7 (y", "");
+	EXPECT_PPID(t, odd, parent);
+	EXPECT_PROC(t, child, "orphan", "");
+	EXPECT_PPID(t, child, parent);
+
+	/* Found in /proc alone, the parent is what /proc says. */
+	fr_tracker_exit(t, child, child, 20);
+	for (int i = 0; i < 3; i++)
+		fr_tracker_sealed(t);
+	CHECK(fr_tracker_scan_pid(t, proc, child) == 0, "rescan of %u", child);
+	EXPECT_PPID(t, child, 1);
+	fr_tracker_free(t);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", proc);
+	CHECK(system(cmd) == 0, "removing %s", proc);
+}
+
 /* The "0::" line of /proc/self/cgroup, or "" when there is none. */
 static void own_cgroup(char *out, size_t len)
 {
@@ -852,6 +1028,7 @@ static void test_scan_self(void)
 	EXPECT_PROC(t, self, comm, exe);
 	p = proc_of(t, self);
 	CHECK(p.uid == (uint32_t)getuid(), "uid %u, want %u", p.uid, (unsigned)getuid());
+	CHECK(p.ppid == (uint32_t)getppid(), "ppid %u, want %u", p.ppid, (unsigned)getppid());
 	{
 		char cg[4096];
 
@@ -934,6 +1111,8 @@ int main(void)
 	test_exit_kept_two_seals();
 	test_pid_reuse();
 	test_cgroup();
+	test_ppid();
+	test_ppid_scan();
 	test_scan_self();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
