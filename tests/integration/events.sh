@@ -83,6 +83,21 @@ if [ -n "$cg" ]; then
 	[ "$(cum_ns "$T/nocg.pb.gz" offcpu fr_block_here)" = 0 ] || fail "--cgroup /no/such/cgroup has samples"
 fi
 
+# --children: a shell that only forks and waits has its busy children.
+sh -c "\"$BURN\" 1 1 0 >/dev/null; sh -c '\"$BURN\" 1 1 0 >/dev/null'" &
+SH_PID=$!
+wait "$SH_PID"
+"$FLIGHTREC" attach --window 30s --pid "$SH_PID" -o "$T/sh.pb.gz" 2>/dev/null || fail "attach --pid of the shell failed"
+"$FLIGHTREC" attach --window 30s --pid "$SH_PID" --children -o "$T/shc.pb.gz" 2>/dev/null ||
+	fail "attach --pid --children failed"
+sh_burn=$(cum_ns "$T/sh.pb.gz" cpu fr_burn_heavy)
+shc_burn=$(cum_ns "$T/shc.pb.gz" cpu fr_burn_heavy)
+echo "fr_burn_heavy under the shell: $sh_burn ns without --children, $shc_burn ns with"
+[ "$sh_burn" = 0 ] || fail "--pid of the shell alone holds its children's samples"
+[ "${shc_burn%.*}" -gt 1000000000 ] || fail "--children misses the shell's children and grandchildren ($shc_burn ns)"
+"$FLIGHTREC" attach --window 30s --children -o "$T/x.pb.gz" 2>"$T/err"
+[ $? = 2 ] || fail "--children without --pid is not a usage error"
+
 # Hardware events: a clear error on a machine without a PMU, a column
 # where there is one.
 if [ "$have_pmu" = 1 ]; then
