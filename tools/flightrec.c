@@ -901,6 +901,25 @@ static void print_ring(const cJSON *ring, double lost)
 	printf("lost:     %.0f samples lost by the kernel\n", lost);
 }
 
+/* "cpu@99Hz,offcpu": a reply's list of {"event", "hz"}, hz left out when
+ * 0 (offcpu). Cut at `len`. */
+static void format_events(const cJSON *events, char *buf, size_t len)
+{
+	const cJSON *e;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach(e, events) {
+		int k = num(e, "hz") > 0 ? snprintf(buf + used, len - used, "%s%s@%.0fHz",
+						    used ? "," : "", str(e, "event"), num(e, "hz"))
+					 : snprintf(buf + used, len - used, "%s%s", used ? "," : "",
+						    str(e, "event"));
+		if (k < 0 || (size_t)k >= len - used)
+			break;
+		used += (size_t)k;
+	}
+}
+
 static void print_status(const cJSON *r)
 {
 	const cJSON *events = cJSON_GetObjectItemCaseSensitive(r, "events"), *ev;
@@ -924,20 +943,9 @@ static void print_status(const cJSON *r)
 		       num(ev, "truncated_stacks"));
 	}
 	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(r, "consumers")) {
-		const cJSON *e;
-		char wants[256] = "";
-		size_t used = 0;
+		char wants[256];
 
-		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(ev, "events")) {
-			int k = num(e, "hz") > 0
-					? snprintf(wants + used, sizeof(wants) - used, "%s%s@%.0fHz",
-						   used ? "," : "", str(e, "event"), num(e, "hz"))
-					: snprintf(wants + used, sizeof(wants) - used, "%s%s",
-						   used ? "," : "", str(e, "event"));
-			if (k < 0 || (size_t)k >= sizeof(wants) - used)
-				break;
-			used += (size_t)k;
-		}
+		format_events(cJSON_GetObjectItemCaseSensitive(ev, "events"), wants, sizeof(wants));
 		printf("consumer: %s wants %s\n", str(ev, "name"), wants);
 	}
 	print_ring(cJSON_GetObjectItemCaseSensitive(r, "ring"), num(r, "samples_lost"));
@@ -1072,20 +1080,10 @@ static int cmd_sessions(int argc, char **argv)
 	printf("%-20s %-24s %-16s %-10s %s\n", "SESSION", "EVENTS", "TARGETS", "TRIGGERS",
 	       "LAST DUMP");
 	cJSON_ArrayForEach(sess, cJSON_GetObjectItemCaseSensitive(resp, "sessions")) {
-		char events[256] = "", last[64] = "never";
-		const cJSON *ev, *triggers = cJSON_GetObjectItemCaseSensitive(sess, "triggers");
-		size_t used = 0;
+		char events[256], last[64] = "never";
+		const cJSON *triggers = cJSON_GetObjectItemCaseSensitive(sess, "triggers");
 
-		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(sess, "events")) {
-			int n = num(ev, "hz") > 0
-					? snprintf(events + used, sizeof(events) - used, "%s%s@%.0fHz",
-						   used ? "," : "", str(ev, "event"), num(ev, "hz"))
-					: snprintf(events + used, sizeof(events) - used, "%s%s",
-						   used ? "," : "", str(ev, "event"));
-			if (n < 0 || (size_t)n >= sizeof(events) - used)
-				break;
-			used += (size_t)n;
-		}
+		format_events(cJSON_GetObjectItemCaseSensitive(sess, "events"), events, sizeof(events));
 		char trig[256] = "";
 		const cJSON *tr;
 		size_t tused = 0;

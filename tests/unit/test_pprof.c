@@ -205,7 +205,7 @@ static int decode_profile(const unsigned char *buf, size_t len, struct decoded *
 	static const unsigned no_strings[] = { 0 };
 	struct pb b = { buf, buf + len }, body;
 	unsigned field, wire;
-	uint64_t v;
+	uint64_t v = 0;
 	int r;
 
 	memset(d, 0, sizeof(*d));

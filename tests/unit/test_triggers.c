@@ -550,7 +550,7 @@ static void test_cpu(void)
 	tr->percent = 1;
 	tr->for_ns = NS_PER_S;
 	s = add_session(c, "mycomm");
-	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "%s", comm);
+	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "%.15s", comm);
 	tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
 	tr->percent = 1;
 	tr->for_ns = NS_PER_S;
