@@ -41,7 +41,10 @@
 #include "recorder/triggers.h"
 
 #define SEAL_INTERVAL_NS 1000000000LL
-#define POLL_MS 100
+/* The ingest thread sleeps until the next seal is due (at most this long),
+ * or until a perf ring is half full, a request or a signal arrives: an idle
+ * recorder wakes about once a second, not ten times. */
+#define POLL_MAX_MS 1000
 #define QUEUE_MAX_BYTES (64u << 20)
 #define FLUSH_TIMEOUT_MS 3000
 #define RECONCILE_TIMEOUT_MS 3000
@@ -994,7 +997,19 @@ static int ingest_loop(struct daemon *d)
 		uint64_t barrier = 0, n;
 		int rebuild = 0;
 
-		if (poll(pfds, (nfds_t)npfds, POLL_MS) < 0 && errno != EINTR) {
+		int64_t now = fr_now_mono_ns(), due = SEAL_INTERVAL_NS - (now - d->last_seal_mono);
+		int timeout;
+
+		if (due <= 0 && fr_chunk_builder_samples(d->builder) == 0) {
+			/* Nothing to seal: the next chunk's second starts now. */
+			d->last_seal_mono = now;
+			due = SEAL_INTERVAL_NS;
+		}
+		timeout = due <= 0 ? 0 : (int)(due / 1000000) + 1;
+
+		if (timeout > POLL_MAX_MS)
+			timeout = POLL_MAX_MS;
+		if (poll(pfds, (nfds_t)npfds, timeout) < 0 && errno != EINTR) {
 			fr_log_err("poll: %s", strerror(errno));
 			break;
 		}

@@ -57,8 +57,8 @@
  * offcpu about 0.6 KiB (the tracepoint sample with its callchain and raw
  * data, and two context-switch records), and a busy machine switches tens
  * of thousands of times a second per CPU: 2 MiB holds ~3500 switches, about
- * 100 ms (the ingest thread's longest sleep) at 35000 a second, and the
- * half-full wakeup drains it well before that. The side band carries a few
+ * 100 ms at 35000 a second, and the half-full wakeup (the ingest thread
+ * otherwise sleeps up to a second) drains it well before that. The side band carries a few
  * KiB per process started; 512 KiB absorbs a fork storm of ~150 processes
  * per CPU between drains. */
 #define OFFCPU_PAGES 512
