@@ -678,6 +678,8 @@ static int follow(int sock, const char *socket_path, const struct query_args *q,
 		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
 		goto out;
 	}
+	cJSON_Delete(req);
+	req = NULL;
 	t0 = (int64_t)num(resp, "start_ns");
 	{
 		const cJSON *ev;
