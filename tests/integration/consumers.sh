@@ -22,9 +22,15 @@ cpu_ns() {
 "$BURN" 14 2 0 >"$T/burn.out" &
 BURN_PID=$!
 sleep 0.5
-c0=$(cpu_ns "$BURN_PID")
-w0=$(date +%s%N)
-"$FLIGHTREC" attach --follow --count 2 --window 4s --hz 999 --pid "$BURN_PID" -o "$T/follow" \
+# The scheduler's CPU time of burn, every 50 ms, to know exactly how much
+# it ran inside the follow windows.
+(
+	while kill -0 "$BURN_PID" 2>/dev/null; do
+		echo "$(date +%s%N) $(cpu_ns "$BURN_PID")"
+		sleep 0.05
+	done
+) >"$T/cpu.log" 2>/dev/null &
+"$FLIGHTREC" attach --follow --count 2 --window 5s --hz 999 --pid "$BURN_PID" -o "$T/follow" \
 	>"$T/follow.out" 2>"$T/follow.err" &
 FOLLOW_PID=$!
 sleep 2
@@ -36,8 +42,6 @@ grep -q '^consumer: client pid [0-9]* wants cpu@999Hz$' "$T/status.during" ||
 grep -q '^consumer: session always wants cpu@99Hz$' "$T/status.during" ||
 	fail "status does not list the session: $(cat "$T/status.during")"
 wait "$FOLLOW_PID" || fail "attach --follow failed: $(cat "$T/follow.err")"
-c1=$(cpu_ns "$BURN_PID")
-w1=$(date +%s%N)
 [ "$(wc -l <"$T/follow.out")" = 2 ] || fail "--count 2 did not write 2 files: $(cat "$T/follow.out")"
 
 # The client has left: back to 99 Hz.
@@ -69,9 +73,18 @@ pprof_top "$f999" >"$T/t999"
 pprof_top "$T/w99.pb.gz" >"$T/t99"
 n999=$(awk '/^Showing nodes accounting for/ { print $8; exit }' "$T/t999")
 n99=$(awk '/^Showing nodes accounting for/ { print $8; exit }' "$T/t99")
-# CPU-seconds of burn in a 4 s window, from the scheduler's own accounting
-# over the follow run.
-cpus=$(awk -v c="$((c1 - c0))" -v w="$((w1 - w0))" 'BEGIN { printf "%.3f", c / w * 4 }')
+# CPU-seconds of burn in the window, from the scheduler's own accounting,
+# interpolated at the window's ends.
+cpus=$(awk -v a="$a0" -v b="$a1" '
+	function at(t,   i) {
+		for (i = 2; i <= n; i++)
+			if (ts[i] >= t)
+				return cs[i - 1] + (cs[i] - cs[i - 1]) * (t - ts[i - 1]) / (ts[i] - ts[i - 1])
+		return -1
+	}
+	{ n++; ts[n] = $1 / 1e9; cs[n] = $2 }
+	END { x = at(a); y = at(b); if (x < 0 || y < 0) print 0; else printf "%.3f", (y - x) / 1e9 }' "$T/cpu.log")
+awk -v c="$cpus" 'BEGIN { exit !(c > 1) }' || fail "burn ran only $cpus CPU-seconds in the window (or the CPU log misses it)"
 echo "window $a0..$a1: $n999 samples at 999 Hz, $n99 at 99 Hz; burn ran $cpus CPU-seconds in it"
 awk -v n="$n999" -v c="$cpus" 'BEGIN { e = 999 * c; exit !(n >= 0.9 * e && n <= 1.1 * e) }' ||
 	fail "999 Hz consumer: $n999 samples, expected 999 x $cpus (more than 10% apart)"
