@@ -25,7 +25,7 @@ struct fr_tracker *fr_tracker_new(void);
 void fr_tracker_free(struct fr_tracker *t);
 
 /* Adds every process and thread found under `proc` ("/proc"): command
- * names, executable, uid, start time, cgroup v2 path and executable
+ * names, executable, uid, start time, parent pid, cgroup v2 path and executable
  * mappings. Returns the number of processes found or -errno when `proc`
  * cannot be read. */
 int fr_tracker_scan(struct fr_tracker *t, const char *proc);
