@@ -213,77 +213,65 @@ enum {
 	OPT_SESSION, OPT_CHILDREN,
 };
 
-/* Parses "cpu,offcpu" into event ids. Returns 0 or EXIT_USAGE (after
- * saying why). */
-static int parse_events(const char *cmd, const char *arg, struct query_args *q)
+/* Calls `take` for each comma-separated item of `arg`; `take` says what is
+ * wrong with an item (returning non-zero) or stores it. An empty list is
+ * refused with `example`. Returns 0 or EXIT_USAGE (after saying why). */
+static int parse_list(const char *cmd, const char *opt, const char *arg, const char *example,
+		      int (*take)(const char *cmd, const char *item, struct query_args *q),
+		      struct query_args *q)
 {
 	char *copy = strdup(arg), *save = NULL, *tok;
-	int ret = 0;
+	int ret = 0, n = 0;
 
 	if (!copy)
 		return EXIT_USAGE;
-	q->nevents = 0;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int64_t id = fr_event_lookup(tok);
-
-		if (id < 0) {
-			fprintf(stderr, "%s %s: --event: unknown event \"%s\" (accepted: "
-				FR_EVENT_NAMES ")\n", prog, cmd, tok);
-			ret = EXIT_USAGE;
-			break;
-		}
-		for (uint32_t i = 0; i < q->nevents; i++) {
-			if (q->events[i] == (uint32_t)id) {
-				fprintf(stderr, "%s %s: --event: \"%s\" is listed twice\n", prog, cmd,
-					tok);
-				ret = EXIT_USAGE;
-				goto out;
-			}
-		}
-		if (q->nevents == FR_PROFILE_MAX_EVENTS) {
-			fprintf(stderr, "%s %s: --event: at most %d events\n", prog, cmd,
-				FR_PROFILE_MAX_EVENTS);
-			ret = EXIT_USAGE;
-			break;
-		}
-		q->events[q->nevents++] = (uint32_t)id;
+	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		ret = take(cmd, tok, q) ? EXIT_USAGE : 0;
+		n++;
 	}
-	if (!ret && q->nevents == 0) {
-		fprintf(stderr, "%s %s: --event: expected event names like cpu or cpu,offcpu, "
-			"got \"%s\"\n", prog, cmd, arg);
+	if (!ret && n == 0) {
+		fprintf(stderr, "%s %s: %s: expected %s, got \"%s\"\n", prog, cmd, opt, example,
+			arg);
 		ret = EXIT_USAGE;
 	}
-out:
 	free(copy);
 	return ret;
 }
 
-/* Parses "postgres,nginx" into command names. */
-static int parse_comms(const char *cmd, const char *arg, struct query_args *q)
+static int take_event(const char *cmd, const char *name, struct query_args *q)
 {
-	char *copy = strdup(arg), *save = NULL, *tok;
-	int ret = 0;
+	int64_t id = fr_event_lookup(name);
 
-	if (!copy)
-		return EXIT_USAGE;
-	q->ncomms = 0;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (strlen(tok) >= FR_PROFILE_COMM_MAX || q->ncomms == FR_PROFILE_MAX_COMMS) {
-			fprintf(stderr, "%s %s: --comm: expected at most %d command names of at "
-				"most %d characters (as the kernel keeps them), got \"%s\"\n", prog,
-				cmd, FR_PROFILE_MAX_COMMS, FR_PROFILE_COMM_MAX - 1, tok);
-			ret = EXIT_USAGE;
-			break;
+	if (id < 0) {
+		fprintf(stderr, "%s %s: --event: unknown event \"%s\" (accepted: " FR_EVENT_NAMES
+			")\n", prog, cmd, name);
+		return -1;
+	}
+	for (uint32_t i = 0; i < q->nevents; i++) {
+		if (q->events[i] == (uint32_t)id) {
+			fprintf(stderr, "%s %s: --event: \"%s\" is listed twice\n", prog, cmd, name);
+			return -1;
 		}
-		snprintf(q->comms[q->ncomms++], FR_PROFILE_COMM_MAX, "%s", tok);
 	}
-	if (!ret && q->ncomms == 0) {
-		fprintf(stderr, "%s %s: --comm: expected command names like postgres, got \"%s\"\n",
-			prog, cmd, arg);
-		ret = EXIT_USAGE;
+	if (q->nevents == FR_PROFILE_MAX_EVENTS) {
+		fprintf(stderr, "%s %s: --event: at most %d events\n", prog, cmd,
+			FR_PROFILE_MAX_EVENTS);
+		return -1;
 	}
-	free(copy);
-	return ret;
+	q->events[q->nevents++] = (uint32_t)id;
+	return 0;
+}
+
+static int take_comm(const char *cmd, const char *name, struct query_args *q)
+{
+	if (strlen(name) >= FR_PROFILE_COMM_MAX || q->ncomms == FR_PROFILE_MAX_COMMS) {
+		fprintf(stderr, "%s %s: --comm: expected at most %d command names of at most %d "
+			"characters (as the kernel keeps them), got \"%s\"\n", prog, cmd,
+			FR_PROFILE_MAX_COMMS, FR_PROFILE_COMM_MAX - 1, name);
+		return -1;
+	}
+	snprintf(q->comms[q->ncomms++], FR_PROFILE_COMM_MAX, "%s", name);
+	return 0;
 }
 
 #define QUERY_LONGOPTS                                          \
@@ -327,9 +315,13 @@ static int query_opt(const char *cmd, int c, const char *arg, struct query_args 
 		}
 		return 1;
 	case OPT_EVENT:
-		return parse_events(cmd, arg, q) ? EXIT_USAGE : 1;
+		q->nevents = 0;
+		return parse_list(cmd, "--event", arg, "event names like cpu or cpu,offcpu",
+				  take_event, q) ? EXIT_USAGE : 1;
 	case OPT_COMM:
-		return parse_comms(cmd, arg, q) ? EXIT_USAGE : 1;
+		q->ncomms = 0;
+		return parse_list(cmd, "--comm", arg, "command names like postgres", take_comm, q)
+			       ? EXIT_USAGE : 1;
 	case OPT_CHILDREN:
 		q->children = 1;
 		return 1;
