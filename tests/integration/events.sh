@@ -57,10 +57,16 @@ cum_ns() { # FILE SAMPLE_INDEX FUNCTION
 }
 off=$(cum_ns "$T/both.pb.gz" offcpu fr_block_here)
 echo "off-CPU in fr_block_here: $off ns; measured around the calls: $truth ns"
-awk -v a="$off" -v b="$truth" 'BEGIN { exit !(a >= 0.9 * b && a <= 1.1 * b) }' ||
+awk -v a="$off" -v b="$truth" 'BEGIN { exit !(a >= 0.9 * b && a <= 1.1 * b) }' || {
+	"$GO" tool pprof -symbolize=none -traces -sample_index=offcpu -tagfocus=comm=block \
+		"$T/both.pb.gz" 2>&1 | head -60 >&2
 	fail "off-CPU time of fr_block_here is $off ns, the truth is $truth ns (more than 10% apart)"
+}
 burn_cpu=$(cum_ns "$T/both.pb.gz" cpu fr_burn_heavy)
-[ "${burn_cpu%.*}" -gt 100000000 ] || fail "the cpu column lost fr_burn_heavy ($burn_cpu ns)"
+[ "${burn_cpu%.*}" -gt 100000000 ] || {
+	"$GO" tool pprof -symbolize=none -top -sample_index=cpu "$T/both.pb.gz" 2>&1 | head -30 >&2
+	fail "the cpu column lost fr_burn_heavy ($burn_cpu ns)"
+}
 burn_off=$(cum_ns "$T/both.pb.gz" offcpu fr_burn_heavy)
 off_cpu=$(cum_ns "$T/both.pb.gz" cpu fr_block_here)
 awk -v a="$off_cpu" -v b="$truth" 'BEGIN { exit !(a < 0.05 * b) }' ||
