@@ -153,6 +153,7 @@ struct reader {
 	struct vec functions; /* struct fr_pprof_rfunction */
 	struct vec names;     /* uint64_t name string index per function */
 	int64_t duration;
+	uint64_t default_type; /* string index; 0: none */
 };
 
 static int read_sample(struct reader *r, struct pb *b)
@@ -329,6 +330,10 @@ static int read_profile(struct reader *r, struct pb *b)
 			ret = read_u64(b, wt, &v);
 			r->duration = (int64_t)v;
 			break;
+		case 14:
+			ret = read_u64(b, wt, &v);
+			r->default_type = v;
+			break;
 		default:
 			ret = pb_skip(b, wt);
 			break;
@@ -501,6 +506,14 @@ int fr_pprof_read(const void *buf, size_t len, struct fr_pprof_data **out)
 	d->nfunctions = r.functions.n;
 	d->functions = r.functions.a;
 	d->duration_nanos = r.duration;
+	d->default_type = -1;
+	if (r.default_type && r.default_type < r.strings.n) {
+		const char *name = ((char **)r.strings.a)[r.default_type];
+
+		for (size_t i = 0; i < d->ntypes; i++)
+			if (strcmp(d->types[i].type, name) == 0)
+				d->default_type = (ssize_t)i;
+	}
 	free(r.types.a);
 	free(r.names.a);
 	*out = d;

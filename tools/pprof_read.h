@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct fr_pprof_value_type {
 	const char *type;
@@ -56,6 +57,9 @@ struct fr_pprof_data {
 	size_t nfunctions;
 	struct fr_pprof_rfunction *functions;
 	int64_t duration_nanos;
+	/* The type index named by default_sample_type, or -1 when the profile
+	 * names none (or one that is not among its types). */
+	ssize_t default_type;
 };
 
 /* Decodes `len` bytes of protobuf into a new fr_pprof_data the caller frees

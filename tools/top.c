@@ -51,6 +51,10 @@ static void usage(FILE *f)
 		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix seconds\n"
 		"  --to TIME          window end (default now)\n"
 		"  --pid PID[,PID...] only these processes (with --window or --from)\n"
+		"  --comm NAME[,...]  only processes with these command names\n"
+		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
+		"  --event E[,E...]   the events to ask for; the table shows the first\n"
+		"                     (default cpu; offcpu shows where threads waited)\n"
 		"  --socket PATH      the recorder's socket\n"
 		"  -n N               how many functions to show (default 20)\n"
 		"  --sort flat|cum    order by flat (default) or cum\n"
@@ -58,6 +62,7 @@ static void usage(FILE *f)
 		"\n"
 		"Examples:\n"
 		"  flightrec top --window 60s\n"
+		"  flightrec top --window 5m --event offcpu --comm postgres\n"
 		"  flightrec top incident.pb.gz -n 40 --sort cum\n");
 }
 
@@ -273,11 +278,16 @@ static int print_top(const struct fr_pprof_data *d, size_t limit, int sort_cum)
 	const char *unit;
 	char tv[32], dur[32], f[32], c[32];
 
-	for (size_t i = d->ntypes; i-- > 0;)
-		if (!is_samples(&d->types[i])) {
-			col = i;
-			break;
-		}
+	/* The profile's default column (as go tool pprof shows it), else
+	 * the last that is not a sample count. */
+	if (d->default_type >= 0 && !is_samples(&d->types[d->default_type]))
+		col = (size_t)d->default_type;
+	else
+		for (size_t i = d->ntypes; i-- > 0;)
+			if (!is_samples(&d->types[i])) {
+				col = i;
+				break;
+			}
 	for (size_t i = 0; i < d->ntypes; i++)
 		if (is_samples(&d->types[i])) {
 			samples_col = (ssize_t)i;
@@ -434,7 +444,26 @@ struct query {
 	int64_t window, from, to;
 	uint32_t npids;
 	uint32_t pids[FR_PROFILE_MAX_PIDS];
+	/* Passed to the recorder as given ("cpu,offcpu"); it says what is
+	 * wrong with them. */
+	const char *events, *comms, *cgroup;
 };
+
+/* Adds "a,b,c" to `req` as an array of strings named `key`. */
+static int add_list(cJSON *req, const char *key, const char *list)
+{
+	cJSON *arr = cJSON_AddArrayToObject(req, key);
+	char *copy = strdup(list), *save = NULL, *tok;
+
+	if (!arr || !copy) {
+		free(copy);
+		return -ENOMEM;
+	}
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		cJSON_AddItemToArray(arr, cJSON_CreateString(tok));
+	free(copy);
+	return 0;
+}
 
 static const char *resp_error(const cJSON *resp)
 {
@@ -472,6 +501,10 @@ static int show_window(const struct query *q, const char *socket_s, size_t limit
 		for (uint32_t i = 0; i < q->npids; i++)
 			cJSON_AddItemToArray(pids, cJSON_CreateNumber(q->pids[i]));
 	}
+	if ((q->events && add_list(req, "events", q->events) < 0) ||
+	    (q->comms && add_list(req, "comm", q->comms) < 0) ||
+	    (q->cgroup && !cJSON_AddStringToObject(req, "cgroup", q->cgroup)))
+		goto nomem;
 	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
 	if (!socket_path)
 		goto nomem;
@@ -551,7 +584,8 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
-enum { OPT_WINDOW = 256, OPT_FROM, OPT_TO, OPT_PID, OPT_SOCKET, OPT_SORT };
+enum { OPT_WINDOW = 256, OPT_FROM, OPT_TO, OPT_PID, OPT_SOCKET, OPT_SORT, OPT_EVENT, OPT_COMM,
+       OPT_CGROUP };
 
 int fr_top_main(int argc, char **argv)
 {
@@ -562,11 +596,14 @@ int fr_top_main(int argc, char **argv)
 		{"pid", required_argument, NULL, OPT_PID},
 		{"socket", required_argument, NULL, OPT_SOCKET},
 		{"sort", required_argument, NULL, OPT_SORT},
+		{"event", required_argument, NULL, OPT_EVENT},
+		{"comm", required_argument, NULL, OPT_COMM},
+		{"cgroup", required_argument, NULL, OPT_CGROUP},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *window_s = NULL, *from_s = NULL, *to_s = NULL, *socket_s = NULL;
-	const char *pid_s = NULL, *file = NULL;
+	const char *pid_s = NULL, *file = NULL, *event_s = NULL, *comm_s = NULL, *cgroup_s = NULL;
 	struct query *q;
 	uint64_t limit = 20;
 	int c, ret, sort_cum = 0;
@@ -580,6 +617,9 @@ int fr_top_main(int argc, char **argv)
 		case OPT_TO: to_s = optarg; break;
 		case OPT_PID: pid_s = optarg; break;
 		case OPT_SOCKET: socket_s = optarg; break;
+		case OPT_EVENT: event_s = optarg; break;
+		case OPT_COMM: comm_s = optarg; break;
+		case OPT_CGROUP: cgroup_s = optarg; break;
 		case OPT_SORT:
 			if (strcmp(optarg, "flat") == 0)
 				sort_cum = 0;
@@ -609,7 +649,7 @@ int fr_top_main(int argc, char **argv)
 	if (optind < argc)
 		return usage_error("unexpected argument \"%s\"", argv[optind]);
 	if (file) {
-		if (window_s || from_s || to_s || pid_s || socket_s)
+		if (window_s || from_s || to_s || pid_s || socket_s || event_s || comm_s || cgroup_s)
 			return usage_error("give either FILE or --window/--from, not both%s", "");
 		return show_file(file, (size_t)limit, sort_cum);
 	}
@@ -626,6 +666,9 @@ int fr_top_main(int argc, char **argv)
 		fprintf(stderr, "%s: out of memory\n", prog);
 		return 1;
 	}
+	q->events = event_s;
+	q->comms = comm_s;
+	q->cgroup = cgroup_s;
 	ret = EXIT_USAGE;
 	if (window_s && (fr_parse_duration(window_s, &q->window) < 0 || q->window <= 0))
 		usage_error("--window: expected a duration longer than zero like 500ms, 10s, "
