@@ -20,6 +20,9 @@
  *   {"v":1, "req":"attach", "window_ns":60000000000, "hz":99,
  *    "events":["cpu","offcpu"], "pids":[1234, ...], "comm":["postgres"],
  *    "cgroup":"/system.slice/x.service"}      + the output file descriptor
+ *   {"v":1, "req":"dump", "session":"db", "window_ns":N}
+ *                               -> {"ok":true, "path":"/var/lib/flightrec/dumps/
+ *                                   db-manual-HOST-TIME.pb.gz", "t0_ns", "t1_ns"}
  *   {"v":1, "req":"consume", "events":["cpu"], "hz":999}
  *                               -> {"ok":true, "start_ns":N, "events":
  *                                   [{"event","hz","recording_hz"}]}
@@ -35,6 +38,12 @@
  *   is opened briefly to check it can be: if it cannot (no PMU), the error
  *   names the event and the reason; if it can, the reply warns that the
  *   ring holds only what earlier consumers recorded of it.
+ *
+ *   dump: writes the session's dump now, as a trigger would (its events and
+ *   targets; "window_ns" 1 s..1 h, default its first trigger's window or
+ *   60 s), into the dumps directory; answers when it is written.
+ *
+ *   attach also takes "children": true with "pids" (their descendants too).
  *
  *   consume: the connection becomes a consumer of the events at "hz"
  *   (default 99; offcpu has no rate) for as long as it stays open. The
