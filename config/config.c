@@ -609,8 +609,7 @@ static bool signal_accepted(int signo)
 	return signo == SIGUSR1 || signo == SIGUSR2 || (signo >= SIGRTMIN && signo <= SIGRTMAX);
 }
 
-/* The name a signal is printed with: "SIGUSR1", "SIGRTMIN+3". */
-static char *signal_text(int signo, char *buf, size_t len)
+char *fr_config_signal_name(int signo, char *buf, size_t len)
 {
 	if (signo >= SIGRTMIN && signo <= SIGRTMAX) {
 		if (signo == SIGRTMIN)
@@ -624,7 +623,7 @@ static char *signal_text(int signo, char *buf, size_t len)
 			snprintf(buf, len, "SIG%s", signal_names[i].name);
 			return buf;
 		}
-	snprintf(buf, len, "%d", signo);
+	snprintf(buf, len, "signal %d", signo);
 	return buf;
 }
 
@@ -704,7 +703,7 @@ static int get_signal(struct ctx *c, const cJSON *item, const char *path,
 		if (sess->triggers[i].kind == FR_TRIGGER_SIGNAL &&
 		    sess->triggers[i].signal == signo)
 			return fail(c, path, "%s is already the signal of triggers[%" PRIu32 "]",
-				    signal_text(signo, name, sizeof(name)), i);
+				    fr_config_signal_name(signo, name, sizeof(name)), i);
 	t->signal = signo;
 	return 0;
 }
@@ -731,6 +730,11 @@ static int get_duration(struct ctx *c, const cJSON *item, const char *path, int6
 
 /* Indexed by enum fr_trigger_kind. */
 static const char *const trigger_kinds[] = {"signal", "cpu_above", "exit"};
+
+const char *fr_config_trigger_kind(uint32_t kind)
+{
+	return kind < ARRAY_SIZE(trigger_kinds) ? trigger_kinds[kind] : "unknown";
+}
 #define TRIGGER_KINDS "signal, cpu_above, exit"
 
 static const char *const signal_keys[] = {"on", "signal", "window", "after", "cooldown"};
@@ -1279,7 +1283,7 @@ static bool add_triggers(cJSON *js, const struct fr_config_session *sess)
 		    !cJSON_AddStringToObject(o, "on", trigger_kinds[t->kind]))
 			return false;
 		if (t->kind == FR_TRIGGER_SIGNAL &&
-		    !cJSON_AddStringToObject(o, "signal", signal_text(t->signal, buf, sizeof(buf))))
+		    !cJSON_AddStringToObject(o, "signal", fr_config_signal_name(t->signal, buf, sizeof(buf))))
 			return false;
 		if (t->kind == FR_TRIGGER_CPU_ABOVE &&
 		    (!cJSON_AddNumberToObject(o, "percent", t->percent) ||

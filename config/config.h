@@ -131,6 +131,14 @@ int fr_config_default(struct fr_config *cfg);
 /* The highest rate any session asks for `event`; 0 when none does. */
 uint32_t fr_config_max_hz(const struct fr_config *cfg, uint32_t event);
 
+/* "signal", "cpu_above", "exit" for an enum fr_trigger_kind ("unknown"
+ * out of range). */
+const char *fr_config_trigger_kind(uint32_t kind);
+
+/* The name a signal is printed with everywhere: "SIGUSR1", "SIGSEGV",
+ * "SIGRTMIN+3" ("signal N" for a number that names none). Returns buf. */
+char *fr_config_signal_name(int signo, char *buf, size_t len);
+
 /* Frees what `cfg` owns; the struct can be parsed into again. */
 void fr_config_fini(struct fr_config *cfg);
 

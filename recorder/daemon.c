@@ -660,16 +660,6 @@ static int reconcile(struct daemon *d)
 	return changed;
 }
 
-static const char *trigger_kind_name(uint32_t kind)
-{
-	switch (kind) {
-	case FR_TRIGGER_SIGNAL: return "signal";
-	case FR_TRIGGER_CPU_ABOVE: return "cpu_above";
-	case FR_TRIGGER_EXIT: return "exit";
-	default: return "unknown";
-	}
-}
-
 /* "all processes", or e.g. "pid 12,13; comm postgres; cgroup /a/b". */
 static const char *describe_targets(const struct fr_config_session *sess, char *buf, size_t len)
 {
@@ -730,16 +720,13 @@ static void publish_sessions(struct daemon *d, const struct fr_config *cfg)
 			if (!to)
 				break;
 			cJSON_AddItemToArray(triggers, to);
-			cJSON_AddStringToObject(to, "on", trigger_kind_name(tr->kind));
+			cJSON_AddStringToObject(to, "on", fr_config_trigger_kind(tr->kind));
 			if (tr->kind == FR_TRIGGER_SIGNAL) {
-				const char *abbrev = sigabbrev_np(tr->signal);
 				char sig[32];
 
-				if (abbrev)
-					snprintf(sig, sizeof(sig), "%s", abbrev);
-				else
-					snprintf(sig, sizeof(sig), "RTMIN+%d", tr->signal - SIGRTMIN);
-				cJSON_AddStringToObject(to, "signal", sig);
+				cJSON_AddStringToObject(to, "signal",
+							fr_config_signal_name(tr->signal, sig,
+									      sizeof(sig)));
 			}
 			if (tr->kind == FR_TRIGGER_CPU_ABOVE) {
 				fr_ipc_add_int(to, "percent", tr->percent);

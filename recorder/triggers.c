@@ -294,31 +294,6 @@ struct fr_triggers {
 	char cgroot[512]; /* where cgroup2 is mounted */
 };
 
-static const char *kind_name(uint32_t kind)
-{
-	switch (kind) {
-	case FR_TRIGGER_SIGNAL:
-		return "signal";
-	case FR_TRIGGER_CPU_ABOVE:
-		return "cpu_above";
-	case FR_TRIGGER_EXIT:
-		return "exit";
-	}
-	return "unknown";
-}
-
-static void signal_name(int signo, char *buf, size_t len)
-{
-	const char *abbrev = sigabbrev_np(signo);
-
-	if (abbrev)
-		snprintf(buf, len, "SIG%s", abbrev);
-	else if (signo >= SIGRTMIN && signo <= SIGRTMAX)
-		snprintf(buf, len, "SIGRTMIN+%d", signo - SIGRTMIN);
-	else
-		snprintf(buf, len, "signal %d", signo);
-}
-
 /* Durations in log lines and reasons: whole seconds as seconds ("60s",
  * as people configure them), anything else as fr_format_duration. */
 static char *fmt_dur(int64_t ns, char *buf, size_t len)
@@ -643,7 +618,7 @@ static void fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *re
 		fr_log_ratelimited(FR_LOG_INFO, LOG_INTERVAL_NS,
 				   "session %s: %s fired (%s) within its cooldown of %s; no dump "
 				   "(%" PRIu64 " suppressed so far)",
-				   s->name, kind_name(tr->kind), reason,
+				   s->name, fr_config_trigger_kind(tr->kind), reason,
 				   fmt_dur(tr->cooldown_ns, w, sizeof(w)), ss->suppressed);
 		return;
 	}
@@ -651,10 +626,11 @@ static void fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *re
 	st->last_fire_mono = mono;
 	if (after)
 		fr_log_info("session %s: %s fired (%s); dumping %s and the next %s", s->name,
-			    kind_name(tr->kind), reason, fmt_dur(window, w, sizeof(w)),
+			    fr_config_trigger_kind(tr->kind), reason, fmt_dur(window, w, sizeof(w)),
 			    fmt_dur(after, a, sizeof(a)));
 	else
-		fr_log_info("session %s: %s fired (%s); dumping %s", s->name, kind_name(tr->kind),
+		fr_log_info("session %s: %s fired (%s); dumping %s", s->name,
+			    fr_config_trigger_kind(tr->kind),
 			    reason, fmt_dur(window, w, sizeof(w)));
 	if (t->npending >= MAX_PENDING) {
 		fr_log_err("session %s: %u dumps are waiting already; this one is dropped",
@@ -668,7 +644,7 @@ static void fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *re
 	p->trigger = *tr;
 	p->fire.session_index = si;
 	p->fire.trigger_index = ti;
-	p->fire.kind = kind_name(tr->kind);
+	p->fire.kind = fr_config_trigger_kind(tr->kind);
 	snprintf(p->fire.reason, sizeof(p->fire.reason), "%s", reason);
 	p->fire.fire_ns = real;
 	p->fire.t0_ns = real - window;
@@ -731,7 +707,7 @@ static void handle_signals(struct fr_triggers *t)
 
 		if (!n)
 			continue;
-		signal_name(signo, name, sizeof(name));
+		fr_config_signal_name(signo, name, sizeof(name));
 		while (n--)
 			for (uint32_t si = 0; si < t->nsessions; si++)
 				for (uint32_t ti = 0; ti < t->sessions[si].ntriggers; ti++) {
@@ -872,7 +848,7 @@ static void on_exit_event(void *arg, uint32_t pid, uint32_t tgid, uint32_t exit_
 	if (WIFSIGNALED(status)) {
 		char sig[32];
 
-		signal_name(WTERMSIG(status), sig, sizeof(sig));
+		fr_config_signal_name(WTERMSIG(status), sig, sizeof(sig));
 		snprintf(what, sizeof(what), "killed by %s%s", sig,
 			 WCOREDUMP(status) ? " (core dumped)" : "");
 	} else {

@@ -25,7 +25,7 @@ cat >"$T/config.json" <<JSON
 JSON
 start_daemon --config "$T/config.json"
 "$FLIGHTREC" sessions >"$T/sessions" || fail "sessions failed"
-grep -Eq '^always +cpu@99Hz +all processes +signal:USR1 +never$' "$T/sessions" ||
+grep -Eq '^always +cpu@99Hz +all processes +signal:SIGUSR1 +never$' "$T/sessions" ||
 	fail "sessions does not show the signal trigger: $(cat "$T/sessions")"
 grep -Eq '^hot +cpu@199Hz +comm hot +cpu>30% +never$' "$T/sessions" ||
 	fail "sessions does not show the cpu trigger: $(cat "$T/sessions")"
