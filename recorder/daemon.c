@@ -94,6 +94,11 @@ struct daemon {
 	pthread_mutex_t src_lock;
 	struct source sources[MAX_SOURCES];
 	unsigned nsources;
+	/* The source being drained (ingest thread): every record a drain
+	 * delivers is its, so the sample path counts without a lookup. NULL
+	 * while the side band drains. */
+	struct source *draining;
+	struct fr_perf_handler handler;
 	struct fr_tracker *tracker;
 	struct fr_chunk_builder *builder;
 	struct fr_ipc_server *server;
@@ -134,10 +139,6 @@ struct daemon {
 	pthread_mutex_t config_lock;
 	struct fr_triggers *triggers;
 	char *dumps_default_dir; /* next to the ring */
-	/* The path of the last dump written, per session name, for manual
-	 * dumps to answer with. Under config_lock. */
-	char last_dump_session[FR_CONFIG_NAME_MAX];
-	char last_dump_path[4096];
 	/* What `sessions` requests answer: a JSON array rebuilt from the
 	 * configuration in force at start and on each reload. */
 	pthread_mutex_t sessions_lock;
@@ -311,7 +312,7 @@ static struct source *find_source(struct daemon *d, uint32_t event)
 static void on_sample(void *arg, const struct fr_sample *s)
 {
 	struct daemon *d = arg;
-	struct source *src = find_source(d, s->event);
+	struct source *src = d->draining;
 	int ret = fr_chunk_builder_add(d->builder, s);
 
 	if (ret == -ENOSPC) {
@@ -357,7 +358,7 @@ static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns)
 static void on_lost(void *arg, uint32_t event, uint64_t lost)
 {
 	struct daemon *d = arg;
-	struct source *src = find_source(d, event);
+	struct source *src = d->draining;
 
 	fr_chunk_builder_count(d->builder, event, lost, 0, 0);
 	__atomic_add_fetch(&d->lost, lost, __ATOMIC_RELAXED);
@@ -368,7 +369,7 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 static void on_throttle(void *arg, uint32_t event)
 {
 	struct daemon *d = arg;
-	struct source *src = find_source(d, event);
+	struct source *src = d->draining;
 
 	fr_chunk_builder_count(d->builder, event, 0, 1, 0);
 	__atomic_add_fetch(&d->throttled, 1, __ATOMIC_RELAXED);
@@ -376,33 +377,18 @@ static void on_throttle(void *arg, uint32_t event)
 		__atomic_add_fetch(&src->throttled, 1, __ATOMIC_RELAXED);
 }
 
-static const struct fr_perf_handler *perf_handler(struct daemon *d)
-{
-	static __thread struct fr_perf_handler h;
-
-	h = (struct fr_perf_handler){
-		.sample = on_sample,
-		.comm = on_comm,
-		.mmap = on_mmap,
-		.fork = on_fork,
-		.exit = on_exit_rec,
-		.lost = on_lost,
-		.throttle = on_throttle,
-		.arg = d,
-	};
-	return &h;
-}
-
 /* Drains the side band first (so samples find their process), then every
  * source. Ingest thread. */
 static void drain_all(struct daemon *d)
 {
-	const struct fr_perf_handler *h = perf_handler(d);
-
-	fr_perf_drain(d->sideband, h, d->clock_offset);
-	for (unsigned i = 0; i < d->nsources; i++)
+	d->draining = NULL;
+	fr_perf_drain(d->sideband, &d->handler, d->clock_offset);
+	for (unsigned i = 0; i < d->nsources; i++) {
+		d->draining = &d->sources[i];
 		if (d->sources[i].perf)
-			fr_perf_drain(d->sources[i].perf, h, d->clock_offset);
+			fr_perf_drain(d->sources[i].perf, &d->handler, d->clock_offset);
+	}
+	d->draining = NULL;
 }
 
 /* ---- consumers and rate composition ------------------------------------ */
@@ -866,6 +852,33 @@ static int differs(const char *a, const char *b)
 	return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
 }
 
+/* "cpu at 99 Hz, offcpu at every context switch": the sources and their
+ * rates, with those that failed ("cycles not recording") when `failed`.
+ * Ingest thread. */
+static void describe_sources(struct daemon *d, int failed, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < d->nsources && used < len; i++) {
+		const struct source *src = &d->sources[i];
+		char name[FR_EVENT_NAME_MAX];
+		int k = 0;
+
+		fr_event_format(src->event, name, sizeof(name));
+		if (!src->perf && failed)
+			k = snprintf(buf + used, len - used, "%s%s not recording", used ? ", " : "",
+				     name);
+		else if (src->perf && src->hz)
+			k = snprintf(buf + used, len - used, "%s%s at %u Hz", used ? ", " : "", name,
+				     src->hz);
+		else if (src->perf)
+			k = snprintf(buf + used, len - used, "%s%s at every context switch",
+				     used ? ", " : "", name);
+		used += k > 0 ? (size_t)k : 0;
+	}
+}
+
 /* SIGHUP: reloads the configuration file and applies what can change
  * while recording. Ingest thread. */
 static void reload(struct daemon *d)
@@ -874,7 +887,6 @@ static void reload(struct daemon *d)
 	const struct fr_config *old = d->config;
 	struct fr_config *n;
 	char err[1024], sync[32], age[32], rates[256];
-	size_t used = 0;
 	int ret;
 
 	if (!o->config_path) {
@@ -914,25 +926,7 @@ static void reload(struct daemon *d)
 		fr_log_err("reload: the new triggers could not be set; the old ones stay");
 	publish_sessions(d, n);
 	__atomic_store_n(&d->reloaded_ns, fr_now_real_ns(), __ATOMIC_RELAXED);
-	rates[0] = '\0';
-	for (unsigned i = 0; i < d->nsources && used < sizeof(rates); i++) {
-		char name[FR_EVENT_NAME_MAX];
-		const struct source *src = &d->sources[i];
-		int k;
-
-		fr_event_format(src->event, name, sizeof(name));
-		if (!src->perf)
-			k = snprintf(rates + used, sizeof(rates) - used, "%s%s not recording",
-				     used ? ", " : "", name);
-		else if (src->hz)
-			k = snprintf(rates + used, sizeof(rates) - used, "%s%s at %u Hz",
-				     used ? ", " : "", name, src->hz);
-		else
-			k = snprintf(rates + used, sizeof(rates) - used, "%s%s every switch",
-				     used ? ", " : "", name);
-		if (k > 0)
-			used += (size_t)k;
-	}
+	describe_sources(d, 1, rates, sizeof(rates));
 	fr_log_info("reloaded %s: %s%s, ring.sync %s, ring.max_age %s, limits.max_rate_hz %u",
 		    o->config_path, rates[0] ? rates : "no events",
 		    o->hz_fixed ? " (cpu rate from --hz)" : "",
@@ -1421,6 +1415,10 @@ out:
 
 /* ---- dumps ------------------------------------------------------------- */
 
+/* The path of the last dump this thread wrote: a manual dump runs the dump
+ * callback on the asking connection's thread, which then answers with it. */
+static __thread char dumped_path[4096];
+
 /* The trigger engine's callback: writes the window of `fire` for the
  * session's events and targets into the dumps directory. Runs on the
  * trigger thread (or a manual dump's connection thread). */
@@ -1461,12 +1459,6 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire)
 		fr_log_warn("dump of session %s: the session is gone (reloaded)", fire->session);
 		return -ENOENT;
 	}
-	/* A process that exited is dumped with its children: what it ran
-	 * in its last seconds. */
-	if (fire->pid && preq->npids == 0 && preq->ncomms == 0 && !preq->cgroup[0]) {
-		preq->pids[preq->npids++] = fire->pid;
-		preq->children = 1;
-	}
 	preq->t0 = fire->t0_ns;
 	preq->t1 = fire->t1_ns;
 	preq->version = FR_VERSION;
@@ -1492,10 +1484,7 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire)
 		return ret;
 	}
 	fr_log_info("session %s: %s dump written to %s", fire->session, fire->kind, path);
-	pthread_mutex_lock(&d->config_lock);
-	snprintf(d->last_dump_session, sizeof(d->last_dump_session), "%s", fire->session);
-	snprintf(d->last_dump_path, sizeof(d->last_dump_path), "%s", path);
-	pthread_mutex_unlock(&d->config_lock);
+	snprintf(dumped_path, sizeof(dumped_path), "%s", path);
 	return 0;
 }
 
@@ -1506,7 +1495,6 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req)
 	struct fr_trigger_fire fire;
 	cJSON *resp = NULL;
 	int64_t window = 0;
-	char path[4096] = "";
 	int ret;
 
 	if (!cJSON_IsString(name) || !name->valuestring[0])
@@ -1516,6 +1504,7 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req)
 	if (!d->triggers)
 		return fr_ipc_error("dump: this recorder runs without triggers (see its log)");
 	memset(&fire, 0, sizeof(fire));
+	dumped_path[0] = '\0';
 	ret = fr_triggers_manual(d->triggers, name->valuestring, window, &fire);
 	if (ret == -ENOENT)
 		return fr_ipc_error("dump: no session named \"%s\" (see flightrec sessions)",
@@ -1523,14 +1512,10 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req)
 	if (ret < 0)
 		return fr_ipc_error("dump of session %s failed: %s (see the recorder's log)",
 				    name->valuestring, strerror(-ret));
-	pthread_mutex_lock(&d->config_lock);
-	if (strcmp(d->last_dump_session, name->valuestring) == 0)
-		snprintf(path, sizeof(path), "%s", d->last_dump_path);
-	pthread_mutex_unlock(&d->config_lock);
 	resp = fr_ipc_ok();
 	if (!resp)
 		return NULL;
-	cJSON_AddStringToObject(resp, "path", path);
+	cJSON_AddStringToObject(resp, "path", dumped_path);
 	fr_ipc_add_int(resp, "t0_ns", fire.t0_ns);
 	fr_ipc_add_int(resp, "t1_ns", fire.t1_ns);
 	return resp;
@@ -1669,23 +1654,8 @@ static void print_banner(struct daemon *d)
 	char *client_default = fr_ipc_client_socket_path();
 
 	char events[512];
-	size_t used = 0;
 
-	events[0] = '\0';
-	for (unsigned i = 0; i < d->nsources && used < sizeof(events); i++) {
-		const struct source *src = &d->sources[i];
-		char name[FR_EVENT_NAME_MAX];
-		int k;
-
-		if (!src->perf)
-			continue;
-		fr_event_format(src->event, name, sizeof(name));
-		k = src->hz ? snprintf(events + used, sizeof(events) - used, "%s%s at %u Hz",
-				       used ? ", " : "", name, src->hz)
-			    : snprintf(events + used, sizeof(events) - used,
-				       "%s%s (every context switch)", used ? ", " : "", name);
-		used += k > 0 ? (size_t)k : 0;
-	}
+	describe_sources(d, 0, events, sizeof(events));
 	fr_ring_get_stats(d->ring, &st);
 	printf("flightrecd %s: recording %s on %u CPUs (kernel+user stacks)\n", FR_VERSION,
 	       events[0] ? events : "no events", d->ncpus);
@@ -1728,6 +1698,16 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	}
 	d->opts = opts;
 	d->config = opts->config;
+	d->handler = (struct fr_perf_handler){
+		.sample = on_sample,
+		.comm = on_comm,
+		.mmap = on_mmap,
+		.fork = on_fork,
+		.exit = on_exit_rec,
+		.lost = on_lost,
+		.throttle = on_throttle,
+		.arg = d,
+	};
 	pthread_mutex_init(&d->sessions_lock, NULL);
 	publish_sessions(d, opts->config);
 	d->flush_efd = d->sig_fd = d->reconcile_efd = -1;

@@ -14,8 +14,8 @@
  *              (netlink proc connector, PROC_EVENT_EXIT with exit code and
  *              signal); fires when the process is one of the session's
  *              targets (its pid is listed, its command name is listed, or
- *              it was in the cgroup; a session without targets: any
- *              process).
+ *              it was in the cgroup; the configuration refuses an exit
+ *              trigger on a session without targets).
  * A trigger that fired does not fire again before its cooldown has passed
  * (a fire inside the cooldown is counted as suppressed and logged, rate
  * limited). When a trigger fires, the engine waits `after_ns`, then calls
@@ -66,9 +66,9 @@ int fr_triggers_set(struct fr_triggers *t, const struct fr_config *cfg);
 void fr_triggers_signal(struct fr_triggers *t, int signo);
 
 /* Fires session `name` by hand ("flightrec dump --session NAME"), with
- * the window of its first trigger (or 60 s when it has none), ignoring
- * cooldowns. Synchronous: returns after the dump callback returned, with
- * its result; -ENOENT when no session has that name. `fire` is filled. */
+ * `window_ns` (0: the window of its first trigger, or 60 s when it has
+ * none), ignoring cooldowns. Synchronous: the dump callback runs on the
+ * caller's thread, and this returns its result; -ENOENT when no session has that name. `fire` is filled. */
 int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_ns,
 		       struct fr_trigger_fire *fire);
 
