@@ -34,6 +34,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/log.h"
 #include "ipc/proto.h"
 
@@ -70,41 +71,6 @@ struct fr_ipc_server {
 	struct conn *finished;  /* under lock; threads waiting to be joined */
 };
 
-
-/* mkdir -p of the directory holding `path`; directories created here get
- * mode 0700, existing ones are left as they are. */
-static int make_parent_dirs(const char *path, char *err, size_t errlen)
-{
-	char *dir = strdup(path);
-	char *slash;
-	int ret = 0;
-
-	if (!dir)
-		return -ENOMEM;
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		goto out;
-	*slash = '\0';
-
-	for (char *p = dir + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char saved = *p;
-
-		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-			ret = -errno;
-			fr_set_err(err, errlen, "cannot create directory %s: %s", dir, strerror(errno));
-			goto out;
-		}
-		*p = saved;
-		if (saved == '\0')
-			break;
-	}
-out:
-	free(dir);
-	return ret;
-}
 
 static int fill_addr(struct sockaddr_un *addr, const char *path)
 {
@@ -220,7 +186,7 @@ int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned ma
 		goto err_mutex;
 	}
 
-	ret = make_parent_dirs(path, err, errlen);
+	ret = fr_mkdir_parent(path, 0700, err, errlen);
 	if (ret < 0)
 		goto err_cond;
 	ret = clear_stale(&addr, path, err, errlen);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "core/chunk.h"
+#include "core/fs.h"
 #include "core/log.h"
 #include "core/parse.h"
 #include "core/profile.h"
@@ -1622,30 +1623,6 @@ static cJSON *handle_request(void *arg, const char *cmd, const cJSON *req, int f
 
 /* ---- start and stop ---------------------------------------------------- */
 
-static int mkdir_parents(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-	char *slash;
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	slash = strrchr(buf, '/');
-	if (!slash || slash == buf)
-		return 0;
-	*slash = '\0';
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static void print_banner(struct daemon *d)
 {
 	const struct fr_daemon_options *o = d->opts;
@@ -1764,10 +1741,9 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		goto out;
 	}
 
-	ret = mkdir_parents(opts->ring_path, 0700);
+	ret = fr_mkdir_parent(opts->ring_path, 0700, err, sizeof(err));
 	if (ret < 0) {
-		fprintf(stderr, "flightrecd: cannot create the directory of %s: %s\n",
-			opts->ring_path, strerror(-ret));
+		fprintf(stderr, "flightrecd: %s\n", err);
 		goto out;
 	}
 	err[0] = '\0';

@@ -21,6 +21,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/fs.h"
 #include "core/log.h"
 #include "core/sample.h"
 #include "core/uring.h"
@@ -31,38 +32,6 @@
 #define SIDECAR_SUFFIX ".json"
 /* "YYYYMMDDTHHMMSS.mmmZ" */
 #define STAMP_LEN 20
-
-static int mkdir_p(const char *dir)
-{
-	char buf[4096];
-	size_t len = strlen(dir);
-
-	if (len == 0 || len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, dir, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* A host name safe inside a file name. */
-static void host_name(char *buf, size_t len)
-{
-	if (gethostname(buf, len - 1) < 0)
-		snprintf(buf, len, "host");
-	buf[len - 1] = '\0';
-	for (char *c = buf; *c; c++)
-		if (*c == '/' || *c == ' ')
-			*c = '_';
-}
 
 /* Writes all of `text` to a new file `tmp` and renames it to `path`.
  * Returns 0 or -errno. */
@@ -148,13 +117,10 @@ int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char
 	int fd = -1, ret, n;
 
 	err[0] = '\0';
-	ret = mkdir_p(req->dir);
-	if (ret < 0) {
-		fr_set_err(err, errlen, "cannot create the dumps directory %s: %s", req->dir,
-			   strerror(-ret));
+	ret = fr_mkdir_p(req->dir, 0700, err, errlen);
+	if (ret < 0)
 		return ret;
-	}
-	host_name(host, sizeof(host));
+	fr_host_name(host, sizeof(host));
 	gmtime_r(&secs, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
 	n = snprintf(stem, sizeof(stem), "%s/%s-%s-%s-%s.%03dZ", req->dir, req->session,

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/chunk.h"
+#include "core/fs.h"
 #include "core/log.h"
 #include "core/parse.h"
 #include "core/profile.h"
@@ -413,15 +414,11 @@ static void print_summary(const char *out, uint64_t samples, uint64_t stacks, in
 
 static char *default_output_name(enum fr_profile_format format)
 {
-	char host[256] = "host", stamp[32], *name = NULL;
+	char host[256], stamp[32], *name = NULL;
 	time_t now = time(NULL);
 	struct tm tm;
 
-	gethostname(host, sizeof(host) - 1);
-	host[sizeof(host) - 1] = '\0';
-	for (char *c = host; *c; c++)
-		if (*c == '/')
-			*c = '_';
+	fr_host_name(host, sizeof(host));
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
 	return asprintf(&name, "flightrec-%s-%s.%s", host, stamp,
@@ -656,10 +653,7 @@ static int follow(int sock, const char *socket_path, const struct query_args *q,
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	gethostname(host, sizeof(host) - 1);
-	for (char *c = host; *c; c++)
-		if (*c == '/')
-			*c = '_';
+	fr_host_name(host, sizeof(host));
 
 	cJSON_AddStringToObject(req, "req", "consume");
 	add_query(req, q);

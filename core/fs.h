@@ -1,0 +1,23 @@
+/* Small file-system and naming helpers shared by the daemon, the IPC
+ * server and the CLI.
+ */
+#ifndef FR_CORE_FS_H
+#define FR_CORE_FS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Creates directory `dir` and its missing parents with `mode`; existing
+ * ones are left as they are. Returns 0, or -errno with "cannot create
+ * directory X: reason" in `err`. */
+int fr_mkdir_p(const char *dir, mode_t mode, char *err, size_t errlen);
+
+/* Creates the directory holding `path` (everything before its last '/'),
+ * as fr_mkdir_p. A path without a directory part needs nothing: 0. */
+int fr_mkdir_parent(const char *path, mode_t mode, char *err, size_t errlen);
+
+/* This machine's host name, made safe inside a file name ('/' and spaces
+ * become '_'; "host" when it has none). Returns buf. */
+char *fr_host_name(char *buf, size_t len);
+
+#endif
