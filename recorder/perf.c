@@ -767,10 +767,6 @@ int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen)
 	return 0;
 }
 
-uint32_t fr_perf_event(const struct fr_perf *p)
-{
-	return p->cfg.event;
-}
 
 int fr_perf_enable(struct fr_perf *p, int enable)
 {

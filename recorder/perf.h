@@ -86,9 +86,6 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
  * with a message in `err`. */
 int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen);
 
-/* The event id a source samples (FR_EVENT_CPU for a side-band source). */
-uint32_t fr_perf_event(const struct fr_perf *p);
-
 /* Starts (or stops) counting on every CPU. Returns 0 or -errno. */
 int fr_perf_enable(struct fr_perf *p, int enable);
 

@@ -357,13 +357,6 @@ int fr_procwatch_read_events(struct fr_procwatch *w, const struct fr_procwatch_h
 	return delivered;
 }
 
-int fr_procwatch_read(struct fr_procwatch *w, fr_procwatch_exit_fn cb, void *arg)
-{
-	struct fr_procwatch_handler h = {.exit = cb, .arg = arg};
-
-	return fr_procwatch_read_events(w, &h);
-}
-
 uint64_t fr_procwatch_overruns(const struct fr_procwatch *w)
 {
 	return w->overruns;

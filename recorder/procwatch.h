@@ -57,16 +57,13 @@ int fr_procwatch_open(struct fr_procwatch **out, char *err, size_t errlen);
 /* The descriptor to poll for POLLIN. */
 int fr_procwatch_fd(const struct fr_procwatch *w);
 
-/* Reads the events queued now, without blocking, calling `cb` for each
- * process exit. Returns the number of exits reported (0: nothing queued),
- * or -errno when the socket failed. An overrun (events the kernel dropped)
- * is counted, logged (rate-limited) and reading goes on. At most a bounded
- * number of messages is read per call, so a storm of forks does not starve
- * the caller; the descriptor stays readable while more are queued. */
-int fr_procwatch_read(struct fr_procwatch *w, fr_procwatch_exit_fn cb, void *arg);
-
-/* As fr_procwatch_read, with every event kind `h` asks for. Returns the
- * number of events delivered, or -errno. */
+/* Reads the events queued now, without blocking, calling the members of
+ * `h` for the kinds it asks for. Returns the number of events delivered
+ * (0: nothing queued), or -errno when the socket failed. An overrun
+ * (events the kernel dropped) is counted, logged (rate-limited) and reading
+ * goes on. At most a bounded number of messages is read per call, so a
+ * storm of forks does not starve the caller; the descriptor stays readable
+ * while more are queued. */
 int fr_procwatch_read_events(struct fr_procwatch *w, const struct fr_procwatch_handler *h);
 
 /* Overruns so far (reads that found events dropped by the kernel). */

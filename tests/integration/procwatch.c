@@ -151,6 +151,7 @@ static int count_seen(const struct seen_list *l, uint32_t pid)
 static int test_watcher(struct fr_procwatch *w)
 {
 	static struct seen_list seen;
+	const struct fr_procwatch_handler exits = {.exit = on_exit_seen, .arg = &seen};
 	pid_t kids[3];
 	int status[3];
 	uint32_t tid = 0;
@@ -174,14 +175,14 @@ static int test_watcher(struct fr_procwatch *w)
 		int ret;
 
 		poll(&pfd, 1, 100);
-		ret = fr_procwatch_read(w, on_exit_seen, &seen);
-		CHECK(ret >= 0, "fr_procwatch_read: %s", strerror(-ret));
+		ret = fr_procwatch_read_events(w, &exits);
+		CHECK(ret >= 0, "fr_procwatch_read_events: %s", strerror(-ret));
 		if (ret < 0)
 			return 1;
 	}
 	/* Anything late would show now. */
 	usleep(100000);
-	fr_procwatch_read(w, on_exit_seen, &seen);
+	fr_procwatch_read_events(w, &exits);
 
 	for (int i = 0; i < 3; i++) {
 		const struct seen *s = find_seen(&seen, (uint32_t)kids[i]);
