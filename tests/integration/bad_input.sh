@@ -107,5 +107,24 @@ PY
 grep -q '^False attach: "format" must be one of: pprof, folded$' "$T/resp" ||
 	fail "unclear answer to a bad \"format\": $(cat "$T/resp")"
 
+# A slow answer shows progress on a terminal, and nothing when piped: the
+# recorder is stopped while the client waits (script(1) gives it a tty).
+if command -v script >/dev/null; then
+	kill -STOP "$DAEMON_PID"
+	(sleep 1.5; kill -CONT "$DAEMON_PID") &
+	WAKER=$!
+	script -qec "\"$FLIGHTREC\" attach --window 5s -o \"$T/tty.pb.gz\"" /dev/null >"$T/tty.out" 2>&1 ||
+		fail "attach on a terminal failed: $(cat "$T/tty.out")"
+	grep -q 'the recorder is building the profile\.\.\. [0-9.]*s' "$T/tty.out" ||
+		fail "no progress on a terminal while the recorder was slow: $(cat "$T/tty.out")"
+	wait "$WAKER"
+	kill -STOP "$DAEMON_PID"
+	(sleep 1.5; kill -CONT "$DAEMON_PID") &
+	WAKER=$!
+	"$FLIGHTREC" attach --window 5s -o "$T/pipe.pb.gz" 2>"$T/pipe.err" || fail "attach failed"
+	wait "$WAKER"
+	grep -q 'building the profile' "$T/pipe.err" && fail "progress written when stderr is not a terminal"
+fi
+
 stop_daemon
 echo PASS
