@@ -131,7 +131,9 @@ struct fr_perf {
 	struct cpu_ring *rings;
 	size_t page_size;
 	struct offcpu *offcpu; /* offcpu sources only */
-	unsigned *heap;        /* offcpu: rings ordered by their next record's time */
+	/* offcpu and the side band: rings ordered by their next record's
+	 * time, for drains merged in time order across CPUs. */
+	unsigned *heap;
 	/* Records that wrap around the end of a ring are copied here. */
 	unsigned char wrap_buf[65536];
 	uint64_t ips[FR_MAX_FRAMES];
@@ -757,6 +759,14 @@ int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen)
 	attr.task = 1;
 	attr.build_id = 1;
 	ret = open_rings(p, &attr, SIDEBAND_PAGES, "side band", 0, err, errlen);
+	/* A short-lived process's FORK (on its parent's CPU) and exec COMM (on
+	 * its own) often arrive in one drain; read CPU after CPU, the COMM can
+	 * come first and name a process not yet known. */
+	if (ret == 0) {
+		p->heap = calloc(p->ncpus, sizeof(*p->heap));
+		if (!p->heap)
+			ret = -ENOMEM;
+	}
 	if (ret < 0) {
 		if (ret == -ENOMEM && err && errlen && !err[0])
 			fr_set_err(err, errlen, "side band: out of memory");
@@ -1331,8 +1341,8 @@ static void publish_tail(struct cpu_ring *r)
 
 /* Drains all rings merged by time (a k-way merge over a heap of rings).
  * Each ring is in time order on its own; merged, a thread's switch-in on
- * one CPU comes after its switch-out on another, whatever order the rings
- * are in. Only records written between the first and the last head read
+ * one CPU comes after its switch-out on another, and a process's exec
+ * after its fork, whatever order the rings are in. Only records written between the first and the last head read
  * can still come out of order, which the pairing tolerates. */
 static uint64_t drain_ordered(struct fr_perf *p, const struct fr_perf_handler *h,
 			      int64_t clock_offset)
@@ -1372,7 +1382,7 @@ static uint64_t drain_ordered(struct fr_perf *p, const struct fr_perf_handler *h
 		}
 		heap_down(p, n, 0);
 	}
-	if (p->offcpu->evicted && h->lost) {
+	if (p->offcpu && p->offcpu->evicted && h->lost) {
 		/* Switch-outs dropped from a full table: samples lost. */
 		h->lost(h->arg, p->cfg.event, p->offcpu->evicted);
 		p->offcpu->evicted = 0;
@@ -1384,7 +1394,7 @@ uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h, int64
 {
 	uint64_t records = 0;
 
-	if (p->offcpu)
+	if (p->heap)
 		return drain_ordered(p, h, clock_offset);
 	for (unsigned i = 0; i < p->ncpus; i++) {
 		struct cpu_ring *r = &p->rings[i];
