@@ -643,6 +643,7 @@ struct sb_result {
 	uint32_t child;
 	char exe[4096];
 	int fork, exec_comm, mmap_exe, exit;
+	int seq, fork_at, exec_at, exit_at; /* delivery order */
 	uint8_t bid[FR_BUILD_ID_MAX], bid_len; /* of the executable's MMAP2 */
 	uint64_t samples;
 };
@@ -659,8 +660,10 @@ static void sb_sample(void *arg, const struct fr_sample *s)
 static void sb_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec)
 {
 	(void)arg;
-	if (pid == sb.child && tid == sb.child && exec && strcmp(comm, "true") == 0)
+	if (pid == sb.child && tid == sb.child && exec && strcmp(comm, "true") == 0) {
 		sb.exec_comm++;
+		sb.exec_at = ++sb.seq;
+	}
 }
 
 static void sb_mmap(void *arg, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
@@ -685,16 +688,30 @@ static void sb_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint32
 	(void)arg;
 	(void)ptid;
 	(void)time_ns;
-	if (pid == sb.child && tid == sb.child && ppid == (uint32_t)getpid())
+	if (pid == sb.child && tid == sb.child && ppid == (uint32_t)getpid()) {
 		sb.fork++;
+		sb.fork_at = ++sb.seq;
+	}
 }
 
 static void sb_exit(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns)
 {
 	(void)arg;
 	(void)time_ns;
-	if (pid == sb.child && tid == sb.child)
+	if (pid == sb.child && tid == sb.child) {
 		sb.exit++;
+		sb.exit_at = ++sb.seq;
+	}
+}
+
+/* Runs this thread on `cpu` only (best effort: a missing CPU leaves it). */
+static void pin_cpu(unsigned cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
 }
 
 static int test_sideband(void)
@@ -717,8 +734,13 @@ static int test_sideband(void)
 	}
 	CHECK(fr_perf_nfds(p) >= 1, "side band on %u CPUs", fr_perf_nfds(p));
 	fr_perf_enable(p, 1);
+	/* The parent forks on the last CPU and the child execs on the first,
+	 * so a drain that read CPU after CPU would see the exec before the
+	 * fork; records must come in time order whatever their CPU. */
+	pin_cpu(fr_perf_nfds(p) - 1);
 	child = fork();
 	if (child == 0) {
+		pin_cpu(0);
 		execl("/bin/true", "true", (char *)NULL);
 		_exit(127);
 	}
@@ -737,6 +759,9 @@ static int test_sideband(void)
 	CHECK(sb.mmap_exe >= 1, "no executable MMAP2 of %s for the child", sb.exe);
 	CHECK(sb.exit == 1, "%d EXIT records for the child", sb.exit);
 	CHECK(sb.samples == 0, "the side band delivered %" PRIu64 " samples", sb.samples);
+	CHECK(sb.fork_at < sb.exec_at && sb.exec_at < sb.exit_at,
+	      "records out of time order: fork #%d, exec #%d, exit #%d", sb.fork_at, sb.exec_at,
+	      sb.exit_at);
 	{
 		/* Build ids come with MMAP2 since Linux 5.12; before, the
 		 * source opens without them and the tracker reads the file. */
