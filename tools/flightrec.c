@@ -179,10 +179,17 @@ static int call(int sock, const char *path, cJSON *req, int pass_fd, cJSON **res
 	return ret;
 }
 
+/* A number of a reply, or of an object built here, where integers are raw
+ * text (fr_ipc_add_int keeps 64-bit values exact). */
 static double num(const cJSON *obj, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+
+	if (cJSON_IsNumber(v))
+		return v->valuedouble;
+	if (cJSON_IsRaw(v) && v->valuestring)
+		return strtod(v->valuestring, NULL);
+	return 0;
 }
 
 static const char *str(const cJSON *obj, const char *key)

@@ -30,6 +30,13 @@ segs=$($TOOL chunks "$RING" | awk '{ print int(($1 - 4096) / 65536) }' | sort -u
 echo "recorded $total chunks in $segs segments"
 [ "$total" -ge 6 ] && [ "$segs" -ge 3 ] || fail "expected at least 6 chunks over 3 segments"
 
+# The text form of --info tells the same facts as --json.
+"$FLIGHTREC" dump --ring "$RING" --info --json >"$T/info.json" || fail "dump --info --json failed"
+"$FLIGHTREC" dump --ring "$RING" --info >"$T/info.txt" || fail "dump --info failed"
+want=$(json_field "$T/info.json" '"stored:   %d samples in %d chunks" % (d["ring"]["samples"], d["ring"]["chunks"])')
+grep -q "^$want," "$T/info.txt" || fail "dump --info says \"$(grep stored: "$T/info.txt")\", --json says \"$want\""
+grep -q "bytes/sample" "$T/info.txt" || fail "dump --info shows no bytes/sample: $(cat "$T/info.txt")"
+
 for mode in flip zero truncate segment length; do
 	for seed in 1 2 3; do
 		copy="$T/ring.$mode.$seed"
