@@ -1313,7 +1313,7 @@ static void header_write(unsigned char *p, const struct fr_chunk_header *h)
 	put_le32(p + 32, h->nsamples);
 	put_le32(p + 36, h->raw_len);
 	put_le32(p + 40, h->comp_len);
-	put_le32(p + 44, h->flags);
+	put_le32(p + 44, h->covers);
 	put_le64(p + 48, (uint64_t)h->clock_offset);
 	put_le32(p + 56, h->payload_crc);
 	put_le32(p + 60, fr_crc32c(0, p, 60));
@@ -1423,7 +1423,7 @@ int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta
 		.nsamples = b->nsamples,
 		.raw_len = (uint32_t)s.block.len,
 		.comp_len = (uint32_t)comp,
-		.flags = 0,
+		.covers = 0,
 		.clock_offset = clock_offset,
 		.payload_crc = fr_crc32c(0, buf + FR_CHUNK_HEADER_LEN, (size_t)comp),
 	};
@@ -1465,7 +1465,7 @@ int fr_chunk_header_parse(const void *buf, size_t len, struct fr_chunk_header *h
 	h->nsamples = get_le32(p + 32);
 	h->raw_len = get_le32(p + 36);
 	h->comp_len = get_le32(p + 40);
-	h->flags = get_le32(p + 44);
+	h->covers = get_le32(p + 44);
 	h->clock_offset = (int64_t)get_le64(p + 48);
 	h->payload_crc = get_le32(p + 56);
 	h->header_crc = get_le32(p + 60);
@@ -1476,6 +1476,9 @@ int fr_chunk_header_parse(const void *buf, size_t len, struct fr_chunk_header *h
 	/* A ring numbers chunks from 1; no writer gets near 2^62, and a
 	 * number near 2^64 would wrap the numbering of the chunks after it. */
 	if (h->seq >= FR_CHUNK_SEQ_MAX)
+		return -EBADMSG;
+	/* A merged chunk stands for chunks numbered from 1 up. */
+	if (h->covers && h->covers >= h->seq)
 		return -EBADMSG;
 	if (h->raw_len < RAW_FIXED || h->raw_len > FR_CHUNK_RAW_MAX)
 		return -EBADMSG;
@@ -1503,11 +1506,12 @@ int fr_chunk_verify(const void *buf, size_t len)
 	return 0;
 }
 
-void fr_chunk_set_seq(void *buf, uint64_t seq)
+void fr_chunk_set_seq(void *buf, uint64_t seq, uint32_t covers)
 {
 	unsigned char *p = buf;
 
 	put_le64(p + 8, seq);
+	put_le32(p + 44, covers);
 	put_le32(p + 60, fr_crc32c(0, p, 60));
 }
 

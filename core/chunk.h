@@ -22,7 +22,10 @@
  *    36  u32 raw_len       length of the payload after decompression
  *                          (<= FR_CHUNK_RAW_MAX)
  *    40  u32 comp_len      length of the payload as stored (<= FR_CHUNK_COMP_MAX)
- *    44  u32 flags         0 (reserved)
+ *    44  u32 covers        how many sequence numbers before seq this chunk
+ *                          also stands for: a chunk merged from the chunks
+ *                          numbered seq - covers .. seq has covers > 0
+ *                          (core/merge.h); below seq. 0 for most chunks.
  *    48  i64 clock_offset  CLOCK_REALTIME - CLOCK_MONOTONIC at seal time
  *    56  u32 payload_crc   crc32c of the comp_len payload bytes
  *    60  u32 header_crc    crc32c of bytes 0..59
@@ -162,7 +165,7 @@ struct fr_chunk_header {
 	uint32_t nsamples;
 	uint32_t raw_len;
 	uint32_t comp_len;
-	uint32_t flags;
+	uint32_t covers;
 	int64_t clock_offset;
 	uint32_t payload_crc;
 	uint32_t header_crc;
@@ -268,8 +271,9 @@ int fr_chunk_header_parse(const void *buf, size_t len, struct fr_chunk_header *h
  * or -EBADMSG. */
 int fr_chunk_verify(const void *buf, size_t len);
 
-/* Stores `seq` in an encoded chunk's header and recomputes its crc. */
-void fr_chunk_set_seq(void *buf, uint64_t seq);
+/* Stores `seq` and `covers` (< seq) in an encoded chunk's header and
+ * recomputes its crc. */
+void fr_chunk_set_seq(void *buf, uint64_t seq, uint32_t covers);
 
 /* A decoded chunk. Everything is owned by the struct and freed with
  * fr_chunk_free(). String ids index `strings`; pid/tid columns are real

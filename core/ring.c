@@ -41,6 +41,7 @@
 #include "core/chunk.h"
 #include "core/crc32c.h"
 #include "core/log.h"
+#include "core/merge.h"
 #include "core/uring.h"
 
 #define NS_PER_SEC 1000000000LL
@@ -48,6 +49,10 @@
 /* Payloads of the newest chunks up to this many bytes are checked when the
  * ring is opened: more than a sync interval's worth of writes. */
 #define VERIFY_TAIL_BYTES (16u << 20)
+
+/* Journal chunks merged at most at once. */
+#define GROUP_MAX_PARTS 64
+#define JOURNAL_MAX (16ull << 20)
 
 struct fr_ring {
 	char *path;
@@ -60,6 +65,8 @@ struct fr_ring {
 	uint64_t segment_size;
 	uint32_t nsegments;
 	uint32_t chunk_version;
+	uint32_t version;      /* of the file: 1 or 2 */
+	uint64_t journal_size; /* 0: none */
 
 	/* Appending thread only. */
 	uint32_t cur_seg;
@@ -68,6 +75,10 @@ struct fr_ring {
 	int64_t sync_interval;  /* atomic: set from any thread */
 	int64_t last_sync_ns;   /* atomic: fr_ring_sync() may run elsewhere */
 	int dirty;              /* atomic */
+	uint64_t jcur;          /* journal write offset, from the journal start */
+	int64_t group_ns;       /* atomic */
+	int64_t group_start;    /* monotonic time of the group's first chunk */
+	uint64_t group_raw;     /* raw bytes of the group's chunks */
 
 	/* Guarded by lock. */
 	pthread_rwlock_t lock;
@@ -76,6 +87,10 @@ struct fr_ring {
 	uint32_t *seg_chunks;
 	uint64_t bytes_used, samples, raw_bytes;
 	uint64_t corrupt;
+	/* The journal's current chunks (the group), in sequence order. */
+	struct fr_ring_ref *jidx;
+	size_t jcount, jcap;
+	uint64_t jbytes, jsamples;
 };
 
 
@@ -109,12 +124,17 @@ static uint64_t align8(uint64_t v)
 
 static uint64_t seg_base(const struct fr_ring *r, uint32_t seg)
 {
-	return FR_RING_SB_LEN + (uint64_t)seg * r->segment_size;
+	return FR_RING_SB_LEN + r->journal_size + (uint64_t)seg * r->segment_size;
 }
 
 static uint32_t seg_of(const struct fr_ring *r, uint64_t offset)
 {
-	return (uint32_t)((offset - FR_RING_SB_LEN) / r->segment_size);
+	return (uint32_t)((offset - FR_RING_SB_LEN - r->journal_size) / r->segment_size);
+}
+
+static bool in_journal(const struct fr_ring *r, uint64_t offset)
+{
+	return offset >= FR_RING_SB_LEN && offset < FR_RING_SB_LEN + r->journal_size;
 }
 
 /* Reads exactly `len` bytes unless the file ends first. Returns the bytes
@@ -283,6 +303,40 @@ static void idx_remove_at(struct fr_ring *r, size_t pos)
 	r->idx_count--;
 }
 
+/* The journal's current chunks. Callers hold the write lock. */
+static int jidx_push(struct fr_ring *r, const struct fr_ring_ref *ref)
+{
+	if (r->jcount == r->jcap) {
+		size_t cap = r->jcap ? 2 * r->jcap : 16;
+		struct fr_ring_ref *n = realloc(r->jidx, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		r->jidx = n;
+		r->jcap = cap;
+	}
+	r->jidx[r->jcount++] = *ref;
+	r->bytes_used += ref->len;
+	r->samples += ref->nsamples;
+	r->raw_bytes += ref->raw_len;
+	r->jbytes += ref->len;
+	r->jsamples += ref->nsamples;
+	return 0;
+}
+
+static void jidx_remove_at(struct fr_ring *r, size_t pos)
+{
+	const struct fr_ring_ref *ref = &r->jidx[pos];
+
+	r->bytes_used -= ref->len;
+	r->samples -= ref->nsamples;
+	r->raw_bytes -= ref->raw_len;
+	r->jbytes -= ref->len;
+	r->jsamples -= ref->nsamples;
+	memmove(&r->jidx[pos], &r->jidx[pos + 1], (r->jcount - pos - 1) * sizeof(*r->jidx));
+	r->jcount--;
+}
+
 /* ------------------------------------------------------------------ */
 /* Superblock                                                           */
 
@@ -299,7 +353,8 @@ static void sb_encode(unsigned char *sb, const struct fr_ring *r, int64_t create
 	put_le32(sb + 44, FR_CHUNK_VERSION);
 	put_le64(sb + 48, (uint64_t)created_ns);
 	memcpy(sb + 56, id, 16);
-	put_le32(sb + 72, fr_crc32c(0, sb, 72));
+	put_le64(sb + 72, r->journal_size);
+	put_le32(sb + 80, fr_crc32c(0, sb, 80));
 }
 
 static int check_geometry(const char *path, uint64_t size, uint64_t segment_size,
@@ -324,16 +379,35 @@ static int check_geometry(const char *path, uint64_t size, uint64_t segment_size
 	return 0;
 }
 
-static int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size,
+/* The journal a new ring of `size` gets (core/ring.h). */
+static uint64_t journal_for(uint64_t size, uint64_t segment_size)
+{
+	uint64_t j = (size / 64) & ~(uint64_t)4095;
+
+	if (j > JOURNAL_MAX)
+		j = JOURNAL_MAX;
+	if (j < 2 * segment_size)
+		j = 2 * segment_size;
+	if (j > JOURNAL_MAX)
+		return 0;
+	if ((size - FR_RING_SB_LEN) / segment_size < 4 ||
+	    (size - FR_RING_SB_LEN - j) / segment_size < 4)
+		return 0;
+	return j;
+}
+
+static int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size, bool journal,
 		       char *err, size_t errlen)
 {
 	unsigned char *sb;
 	unsigned char id[16];
 	int ret;
 
+	r->version = FR_RING_VERSION;
 	r->segment_size = segment_size;
-	r->nsegments = (uint32_t)((size - FR_RING_SB_LEN) / segment_size);
-	r->file_size = FR_RING_SB_LEN + (uint64_t)r->nsegments * segment_size;
+	r->journal_size = journal ? journal_for(size, segment_size) : 0;
+	r->nsegments = (uint32_t)((size - FR_RING_SB_LEN - r->journal_size) / segment_size);
+	r->file_size = FR_RING_SB_LEN + r->journal_size + (uint64_t)r->nsegments * segment_size;
 
 	ret = posix_fallocate(r->fd, 0, (off_t)r->file_size);
 	if (ret != 0) {
@@ -369,7 +443,7 @@ static int sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t er
 {
 	unsigned char sb[FR_RING_SB_LEN];
 	ssize_t n;
-	uint32_t version;
+	uint32_t version, crc_at;
 
 	n = pread_full(r->fd, sb, sizeof(sb), 0);
 	if (n < 0) {
@@ -389,14 +463,16 @@ static int sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t er
 		return -EMEDIUMTYPE;
 	}
 	version = get_le32(sb + 16);
-	if (version != FR_RING_VERSION) {
+	if (version != 1 && version != FR_RING_VERSION) {
 		fr_set_err(err, errlen,
 			"%s is a flightrec ring of format version %" PRIu32
-			"; this build reads version %d",
+			"; this build reads versions 1 to %d",
 			r->path, version, FR_RING_VERSION);
 		return -EPROTONOSUPPORT;
 	}
-	if (get_le32(sb + 72) != fr_crc32c(0, sb, 72)) {
+	r->version = version;
+	crc_at = version == 1 ? 72 : 80;
+	if (get_le32(sb + crc_at) != fr_crc32c(0, sb, crc_at)) {
 		fr_set_err(err, errlen,
 			"%s is not a flightrec ring (superblock checksum mismatch); "
 			"refusing to overwrite it",
@@ -407,10 +483,13 @@ static int sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t er
 	r->segment_size = get_le64(sb + 32);
 	r->nsegments = get_le32(sb + 40);
 	r->chunk_version = get_le32(sb + 44);
+	r->journal_size = version == 1 ? 0 : get_le64(sb + 72);
 	if (get_le32(sb + 20) != FR_RING_SB_LEN || r->segment_size < FR_RING_MIN_SEGMENT ||
 	    r->segment_size % 4096 != 0 || r->segment_size > (1ull << 31) ||
-	    r->nsegments < 2 ||
-	    r->file_size != FR_RING_SB_LEN + (uint64_t)r->nsegments * r->segment_size) {
+	    r->nsegments < 2 || r->journal_size % 4096 != 0 || r->journal_size > JOURNAL_MAX ||
+	    (r->journal_size && r->journal_size < 2 * r->segment_size) ||
+	    r->file_size != FR_RING_SB_LEN + r->journal_size +
+				    (uint64_t)r->nsegments * r->segment_size) {
 		fr_set_err(err, errlen,
 			"%s is not a flightrec ring (inconsistent superblock geometry); "
 			"refusing to overwrite it",
@@ -563,6 +642,7 @@ static int scan_segment(struct fr_ring *r, struct scan *s, uint32_t seg, uint64_
 			.first_ns = h.first_ns,
 			.last_ns = h.last_ns,
 			.raw_len = h.raw_len,
+			.covers = h.covers,
 		};
 		ret = scan_add(s, &ref);
 		if (ret < 0)
@@ -623,6 +703,104 @@ static int verify_tail(struct fr_ring *r, struct scan *s)
 	return 0;
 }
 
+/* Reads the whole journal: its intact chunks numbered above `main_max`
+ * (the newest intact chunk of the segments) become the group, in sequence
+ * order. Damaged ones among them are counted, and so are numbers missing
+ * between them. The journal cursor resumes after the chunk with the
+ * highest number, and the numbering after every number seen. */
+static int journal_recover(struct fr_ring *r, uint64_t main_max)
+{
+	unsigned char *buf = malloc(r->journal_size);
+	struct cand *c = NULL;
+	size_t nc = 0, cap = 0, keep = 0;
+	uint64_t off = 0, top_seq = 0, top_end = 0;
+	ssize_t n;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	n = pread_full(r->fd, buf, r->journal_size, FR_RING_SB_LEN);
+	if (n < 0) {
+		free(buf);
+		return (int)n;
+	}
+	if ((uint64_t)n < r->journal_size)
+		memset(buf + n, 0, r->journal_size - (uint64_t)n);
+	while (off + FR_CHUNK_HEADER_LEN <= r->journal_size) {
+		struct fr_chunk_header h;
+		uint64_t len;
+
+		if (fr_chunk_header_parse(buf + off, FR_CHUNK_HEADER_LEN, &h) < 0 ||
+		    FR_CHUNK_HEADER_LEN + (uint64_t)h.comp_len > r->journal_size - off) {
+			off += 8;
+			continue;
+		}
+		len = FR_CHUNK_HEADER_LEN + (uint64_t)h.comp_len;
+		if (h.seq > top_seq) {
+			top_seq = h.seq;
+			top_end = off + align8(len);
+		}
+		if (h.seq > main_max) {
+			if (nc == cap) {
+				struct cand *g;
+
+				cap = cap ? 2 * cap : 64;
+				g = realloc(c, cap * sizeof(*c));
+				if (!g) {
+					ret = -ENOMEM;
+					goto out;
+				}
+				c = g;
+			}
+			c[nc++] = (struct cand){
+				.ref = {
+					.seq = h.seq,
+					.offset = FR_RING_SB_LEN + off,
+					.len = (uint32_t)len,
+					.nsamples = h.nsamples,
+					.first_ns = h.first_ns,
+					.last_ns = h.last_ns,
+					.raw_len = h.raw_len,
+				},
+				.damaged = fr_chunk_verify(buf + off, len) < 0,
+			};
+		}
+		off += align8(len);
+	}
+	if (nc > 1)
+		qsort(c, nc, sizeof(*c), cmp_cand_seq);
+	/* One chunk per number (an intact one first), the numbers missing
+	 * between them and the damaged ones counted. */
+	for (size_t i = 0; i < nc; i++) {
+		if (keep && c[keep - 1].ref.seq == c[i].ref.seq) {
+			if (c[keep - 1].damaged && !c[i].damaged)
+				c[keep - 1] = c[i];
+			continue;
+		}
+		if (keep && c[i].ref.seq > c[keep - 1].ref.seq + 1)
+			r->corrupt += c[i].ref.seq - c[keep - 1].ref.seq - 1;
+		c[keep++] = c[i];
+	}
+	for (size_t i = 0; i < keep; i++) {
+		if (c[i].damaged) {
+			r->corrupt++;
+			continue;
+		}
+		ret = jidx_push(r, &c[i].ref);
+		if (ret < 0)
+			goto out;
+		r->group_raw += c[i].ref.raw_len;
+	}
+	if (top_seq >= r->next_seq)
+		r->next_seq = top_seq + 1;
+	r->jcur = top_end >= r->journal_size ? 0 : top_end;
+	r->group_start = fr_now_mono_ns();
+out:
+	free(c);
+	free(buf);
+	return ret;
+}
+
 static int ring_recover(struct fr_ring *r)
 {
 	struct scan s;
@@ -652,7 +830,7 @@ static int ring_recover(struct fr_ring *r)
 	 * past the zeros of those segments then (and only then: reading the
 	 * untouched tails of a healthy ring would slow every open). */
 	for (size_t i = 1; i < s.n; i++) {
-		if (s.c[i].ref.seq <= s.c[i - 1].ref.seq + 1)
+		if (s.c[i].ref.seq - s.c[i].ref.covers <= s.c[i - 1].ref.seq + 1)
 			continue;
 		for (uint32_t seg = 0; seg < r->nsegments; seg++) {
 			if (s.zero_stop[seg] == NO_ZERO_STOP)
@@ -678,8 +856,12 @@ static int ring_recover(struct fr_ring *r)
 
 	/* A hole that remains is a chunk whose header was destroyed: count it
 	 * too. Then only the intact chunks go on. */
-	for (size_t i = 1; i < s.n; i++)
-		r->corrupt += s.c[i].ref.seq - s.c[i - 1].ref.seq - 1;
+	for (size_t i = 1; i < s.n; i++) {
+		uint64_t first = s.c[i].ref.seq - s.c[i].ref.covers;
+
+		if (first > s.c[i - 1].ref.seq + 1)
+			r->corrupt += first - s.c[i - 1].ref.seq - 1;
+	}
 	keep = 0;
 	for (size_t i = 0; i < s.n; i++)
 		if (!s.c[i].damaged)
@@ -712,11 +894,24 @@ static int ring_recover(struct fr_ring *r)
 	 * write leaves no hole once it is overwritten. */
 	r->next_seq = s.n > 0 ? s.c[s.n - 1].ref.seq + 1 : s.any_seq ? s.max_seq + 1 : 1;
 
+	/* What a damaged file claims a chunk stands for never reaches over
+	 * the chunk before it. */
+	for (size_t i = 1; i < s.n; i++) {
+		struct fr_ring_ref *ref = &s.c[i].ref;
+
+		if (ref->seq - ref->covers <= s.c[i - 1].ref.seq)
+			ref->covers = (uint32_t)(ref->seq - s.c[i - 1].ref.seq - 1);
+	}
 	ret = idx_reserve(r, s.n + 1);
 	if (ret < 0)
 		goto out;
 	for (size_t i = 0; i < s.n; i++)
 		idx_push(r, &s.c[i].ref);
+	if (r->journal_size) {
+		ret = journal_recover(r, s.n > 0 ? s.c[s.n - 1].ref.seq : 0);
+		if (ret < 0)
+			goto out;
+	}
 	if (r->corrupt)
 		fr_log_warn("%s: skipped %" PRIu64 " damaged chunk(s)", r->path, r->corrupt);
 out:
@@ -725,6 +920,8 @@ out:
 	free(s.zero_stop);
 	return ret;
 }
+
+static int merge_group(struct fr_ring *r);
 
 /* ------------------------------------------------------------------ */
 /* Open / close                                                         */
@@ -747,6 +944,7 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 	r->fd = -1;
 	r->rdonly = rdonly;
 	r->sync_interval = NS_PER_SEC;
+	r->group_ns = FR_RING_GROUP_NS;
 	/* Readers must not starve the appending thread: glibc's default
 	 * rwlock lets a steady stream of readers hold it forever. */
 	{
@@ -807,7 +1005,7 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 		ret = check_geometry(path, size, segment_size, err, errlen);
 		if (ret < 0)
 			goto err;
-		ret = ring_create(r, size, segment_size, err, errlen);
+		ret = ring_create(r, size, segment_size, flags & FR_RING_JOURNAL, err, errlen);
 		if (ret < 0) {
 			/* Leave no half-made ring behind. */
 			if (created)
@@ -840,8 +1038,9 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 		/* A size maps to the superblock plus whole segments; compare what
 		 * the request would have created, not the raw number. */
 		uint64_t seg = segment_size ? segment_size : r->segment_size;
-		uint64_t want = size > FR_RING_SB_LEN
-					? FR_RING_SB_LEN + (size - FR_RING_SB_LEN) / seg * seg
+		uint64_t j = r->journal_size && size > FR_RING_SB_LEN ? journal_for(size, seg) : 0;
+		uint64_t want = size > FR_RING_SB_LEN + j
+					? FR_RING_SB_LEN + j + (size - FR_RING_SB_LEN - j) / seg * seg
 					: size;
 		if ((size && want != r->file_size) || (segment_size && segment_size != r->segment_size))
 			fr_set_err(err, errlen,
@@ -885,6 +1084,13 @@ void fr_ring_close(struct fr_ring *r)
 {
 	if (!r)
 		return;
+	if (r->fd >= 0 && !r->rdonly && r->jcount) {
+		int ret = merge_group(r);
+
+		if (ret < 0)
+			fr_log_err("cannot store the journal of %s (kept there): %s", r->path,
+				   strerror(-ret));
+	}
 	if (r->fd >= 0 && !r->rdonly && __atomic_load_n(&r->dirty, __ATOMIC_RELAXED)) {
 		int ret = ring_fdatasync(r);
 
@@ -897,6 +1103,7 @@ void fr_ring_close(struct fr_ring *r)
 	pthread_rwlock_destroy(&r->lock);
 	pthread_mutex_destroy(&r->io_lock);
 	free(r->idx);
+	free(r->jidx);
 	free(r->seg_chunks);
 	free(r->path);
 	free(r);
@@ -905,6 +1112,11 @@ void fr_ring_close(struct fr_ring *r)
 void fr_ring_set_sync_interval(struct fr_ring *r, int64_t ns)
 {
 	__atomic_store_n(&r->sync_interval, ns, __ATOMIC_RELAXED);
+}
+
+void fr_ring_set_group(struct fr_ring *r, int64_t ns)
+{
+	__atomic_store_n(&r->group_ns, ns, __ATOMIC_RELAXED);
 }
 
 size_t fr_ring_max_chunk(const struct fr_ring *r)
@@ -935,23 +1147,31 @@ int fr_ring_sync(struct fr_ring *r)
 	return ret;
 }
 
-int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
+/* Syncs when the sync interval has passed (or at every write with 0). */
+static int maybe_sync(struct fr_ring *r)
+{
+	int64_t interval = __atomic_load_n(&r->sync_interval, __ATOMIC_RELAXED);
+
+	if (interval == 0 ||
+	    (interval > 0 && fr_now_mono_ns() - __atomic_load_n(&r->last_sync_ns, __ATOMIC_RELAXED) >=
+				     interval))
+		return fr_ring_sync(r);
+	return 0;
+}
+
+/* Writes a verified chunk at the segments' cursor as number `seq` standing
+ * for `covers` more, and in the same change of the index drops the first
+ * `parts` chunks of the journal (those it stores). */
+static int append_segment(struct fr_ring *r, void *chunk, size_t len, uint64_t seq,
+			  uint32_t covers, size_t parts)
 {
 	struct fr_chunk_header h;
 	struct fr_ring_ref ref;
-	uint64_t aligned, off;
-	int64_t interval;
+	uint64_t aligned = align8(len), off;
 	int ret;
 
-	if (r->rdonly)
-		return -EROFS;
-	if (len > fr_ring_max_chunk(r))
-		return -EFBIG;
-	if (fr_chunk_verify(chunk, len) < 0)
-		return -EBADMSG;
+	fr_chunk_set_seq(chunk, seq, covers);
 	fr_chunk_header_parse(chunk, len, &h);
-
-	aligned = align8(len);
 	pthread_rwlock_wrlock(&r->lock);
 	ret = idx_reserve(r, r->idx_count + 1);
 	if (ret < 0) {
@@ -966,7 +1186,6 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
 	}
 	pthread_rwlock_unlock(&r->lock);
 
-	fr_chunk_set_seq(chunk, r->next_seq);
 	off = seg_base(r, r->cur_seg) + r->cur_off;
 	ret = ring_write(r, chunk, len, off);
 	if (ret < 0)
@@ -974,8 +1193,192 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
 	__atomic_store_n(&r->dirty, 1, __ATOMIC_RELAXED);
 
 	ref = (struct fr_ring_ref){
-		.seq = r->next_seq,
+		.seq = seq,
 		.offset = off,
+		.len = (uint32_t)len,
+		.nsamples = h.nsamples,
+		.first_ns = h.first_ns,
+		.last_ns = h.last_ns,
+		.raw_len = h.raw_len,
+		.covers = covers,
+	};
+	pthread_rwlock_wrlock(&r->lock);
+	idx_push(r, &ref);
+	for (size_t i = 0; i < parts; i++)
+		jidx_remove_at(r, 0);
+	if (seq >= r->next_seq)
+		r->next_seq = seq + 1;
+	pthread_rwlock_unlock(&r->lock);
+	r->cur_off += aligned;
+	return 0;
+}
+
+/* Raw bytes of journal chunks merged into one chunk at most, and the raw
+ * limit of the merged block (what a second's chunk gets, twice over: the
+ * parts' tables shrink when merged). */
+static size_t group_raw_max(const struct fr_ring *r)
+{
+	return fr_ring_max_chunk(r) / 2;
+}
+
+/* Stores the journal's group in the segments: merged where its chunks
+ * agree (core/merge.h), as they are where they cannot be merged, oldest
+ * first, each dropping its parts from the journal's index as it lands.
+ * A part that no longer reads intact is dropped and counted. Then syncs
+ * (unless syncing is off), before the journal reuses the group's space.
+ * Appending thread only. */
+static int merge_group(struct fr_ring *r)
+{
+	size_t n = r->jcount, done = 0;
+	struct fr_chunk **dec = calloc(n ? n : 1, sizeof(*dec));
+	void **raw = calloc(n ? n : 1, sizeof(*raw));
+	int ret = 0;
+
+	if (!dec || !raw) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* The group as read back; no reader changes the journal's index
+	 * but to drop a damaged chunk, which only this thread looks for. */
+	for (size_t i = 0; i < n;) {
+		struct fr_ring_ref ref = r->jidx[i];
+		ssize_t got;
+
+		raw[i] = malloc(ref.len);
+		if (!raw[i]) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		got = pread_full(r->fd, raw[i], ref.len, ref.offset);
+		if (got < 0) {
+			ret = (int)got;
+			goto out;
+		}
+		if ((size_t)got != ref.len || fr_chunk_decode(raw[i], ref.len, &dec[i]) < 0) {
+			fr_log_warn("%s: journal chunk %" PRIu64 " at offset %" PRIu64
+				    " is damaged; dropped",
+				    r->path, ref.seq, ref.offset);
+			free(raw[i]);
+			raw[i] = NULL;
+			pthread_rwlock_wrlock(&r->lock);
+			jidx_remove_at(r, i);
+			r->corrupt++;
+			pthread_rwlock_unlock(&r->lock);
+			n--;
+			continue;
+		}
+		i++;
+	}
+	while (done < n) {
+		const struct fr_ring_ref *first = &r->jidx[0];
+		void *out = NULL;
+		size_t len = 0, k;
+		int span = fr_chunk_merge_span(&dec[done], n - done, group_raw_max(r));
+
+		if (span < 0) {
+			ret = span;
+			goto out;
+		}
+		k = (size_t)span;
+		if (k > 1) {
+			ret = fr_chunk_merge(&dec[done], k, 2 * group_raw_max(r), &out, &len);
+			if (ret == -ENOMEM)
+				goto out;
+			if (ret < 0 || len > fr_ring_max_chunk(r)) {
+				free(out);
+				out = NULL;
+				k = 1;
+			}
+		}
+		if (k == 1) {
+			/* As it is, under its own number. */
+			ret = append_segment(r, raw[done], first->len, first->seq, 0, 1);
+		} else {
+			uint64_t seq = r->jidx[k - 1].seq;
+
+			ret = append_segment(r, out, len, seq, (uint32_t)(seq - first->seq), k);
+			free(out);
+		}
+		if (ret < 0)
+			goto out;
+		done += k;
+	}
+	r->group_raw = 0;
+	if (__atomic_load_n(&r->sync_interval, __ATOMIC_RELAXED) >= 0)
+		ret = fr_ring_sync(r);
+out:
+	for (size_t i = 0; dec && i < n; i++)
+		fr_chunk_free(dec[i]);
+	for (size_t i = 0; raw && i < n; i++)
+		free(raw[i]);
+	free(dec);
+	free(raw);
+	return ret;
+}
+
+/* Where in the journal a chunk of `alen` aligned bytes goes: at the cursor,
+ * or at the start when it does not fit before the end; UINT64_MAX when
+ * that would overwrite a chunk of the group. */
+static uint64_t journal_place(const struct fr_ring *r, uint64_t alen)
+{
+	uint64_t at = r->jcur + alen <= r->journal_size ? r->jcur : 0, first;
+
+	if (alen > r->journal_size)
+		return UINT64_MAX;
+	if (r->jcount == 0)
+		return at;
+	first = r->jidx[0].offset - FR_RING_SB_LEN;
+	if (r->jcur > first) /* the group runs from first to the cursor */
+		return at == r->jcur || alen <= first ? at : UINT64_MAX;
+	/* The group wrapped: free room is from the cursor to its first. */
+	return at == r->jcur && r->jcur + alen <= first ? at : UINT64_MAX;
+}
+
+int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
+{
+	struct fr_chunk_header h;
+	struct fr_ring_ref ref;
+	uint64_t alen = align8(len), at;
+	int64_t now;
+	int ret;
+
+	if (r->rdonly)
+		return -EROFS;
+	if (len > fr_ring_max_chunk(r))
+		return -EFBIG;
+	if (fr_chunk_verify(chunk, len) < 0)
+		return -EBADMSG;
+	fr_chunk_header_parse(chunk, len, &h);
+
+	if (!r->journal_size || alen > r->journal_size / 2) {
+		/* Straight to a segment, after the group (numbers stay in
+		 * order there). */
+		if (r->jcount && (ret = merge_group(r)) < 0)
+			return ret;
+		ret = append_segment(r, chunk, len, r->next_seq, 0, 0);
+		return ret < 0 ? ret : maybe_sync(r);
+	}
+	now = fr_now_mono_ns();
+	if (r->jcount &&
+	    (now - r->group_start >= __atomic_load_n(&r->group_ns, __ATOMIC_RELAXED) ||
+	     r->group_raw + h.raw_len > group_raw_max(r) || r->jcount >= GROUP_MAX_PARTS ||
+	     journal_place(r, alen) == UINT64_MAX)) {
+		ret = merge_group(r);
+		if (ret < 0)
+			return ret;
+	}
+	at = journal_place(r, alen);
+	if (at == UINT64_MAX) /* the group could not all be stored */
+		return -ENOSPC;
+
+	fr_chunk_set_seq(chunk, r->next_seq, 0);
+	ret = ring_write(r, chunk, len, FR_RING_SB_LEN + at);
+	if (ret < 0)
+		return ret;
+	__atomic_store_n(&r->dirty, 1, __ATOMIC_RELAXED);
+	ref = (struct fr_ring_ref){
+		.seq = r->next_seq,
+		.offset = FR_RING_SB_LEN + at,
 		.len = (uint32_t)len,
 		.nsamples = h.nsamples,
 		.first_ns = h.first_ns,
@@ -983,20 +1386,53 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
 		.raw_len = h.raw_len,
 	};
 	pthread_rwlock_wrlock(&r->lock);
-	idx_push(r, &ref);
-	r->next_seq++;
+	ret = jidx_push(r, &ref);
+	if (ret == 0)
+		r->next_seq++;
 	pthread_rwlock_unlock(&r->lock);
-	r->cur_off += aligned;
+	if (ret < 0)
+		return ret;
+	if (r->jcount == 1)
+		r->group_start = now;
+	r->group_raw += h.raw_len;
+	r->jcur = at + alen;
+	return maybe_sync(r);
+}
 
-	interval = __atomic_load_n(&r->sync_interval, __ATOMIC_RELAXED);
-	if (interval == 0 ||
-	    (interval > 0 && fr_now_mono_ns() - __atomic_load_n(&r->last_sync_ns, __ATOMIC_RELAXED) >=
-				     interval)) {
-		ret = fr_ring_sync(r);
-		if (ret < 0)
-			return ret;
+/* Zeroes the journal's merged chunks whose newest sample is older than
+ * `before_ns`: their segment copies are being erased. */
+static int journal_erase(struct fr_ring *r, int64_t before_ns)
+{
+	unsigned char *buf = malloc(r->journal_size);
+	uint64_t off = 0, floor = r->jcount ? r->jidx[0].seq : r->next_seq;
+	ssize_t n;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	n = pread_full(r->fd, buf, r->journal_size, FR_RING_SB_LEN);
+	if (n < 0) {
+		free(buf);
+		return (int)n;
 	}
-	return 0;
+	while (ret == 0 && off + FR_CHUNK_HEADER_LEN <= (uint64_t)n) {
+		struct fr_chunk_header h;
+		uint64_t len;
+
+		if (fr_chunk_header_parse(buf + off, FR_CHUNK_HEADER_LEN, &h) < 0 ||
+		    FR_CHUNK_HEADER_LEN + (uint64_t)h.comp_len > (uint64_t)n - off) {
+			off += 8;
+			continue;
+		}
+		len = FR_CHUNK_HEADER_LEN + (uint64_t)h.comp_len;
+		if (h.seq < floor && h.last_ns < before_ns) {
+			memset(buf + off, 0, len);
+			ret = ring_write(r, buf + off, len, FR_RING_SB_LEN + off);
+		}
+		off += align8(len);
+	}
+	free(buf);
+	return ret;
 }
 
 int fr_ring_expire(struct fr_ring *r, int64_t before_ns)
@@ -1026,7 +1462,13 @@ int fr_ring_expire(struct fr_ring *r, int64_t before_ns)
 			erase[nerase++] = seg;
 		}
 	}
+	while (r->jcount > 0 && r->jidx[0].last_ns < before_ns) {
+		jidx_remove_at(r, 0);
+		dropped++;
+	}
 	pthread_rwlock_unlock(&r->lock);
+	if (nerase && r->journal_size)
+		ret = journal_erase(r, before_ns);
 
 	if (nerase)
 		zeros = calloc(1, r->segment_size);
@@ -1051,13 +1493,19 @@ int fr_ring_query(struct fr_ring *r, int64_t t0, int64_t t1,
 	*refs = NULL;
 	*n = 0;
 	pthread_rwlock_rdlock(&r->lock);
-	out = malloc((r->idx_count ? r->idx_count : 1) * sizeof(*out));
+	out = malloc((r->idx_count + r->jcount + 1) * sizeof(*out));
 	if (!out) {
 		pthread_rwlock_unlock(&r->lock);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < r->idx_count; i++) {
 		const struct fr_ring_ref *ref = idx_at(r, i);
+
+		if (ref->first_ns < t1 && ref->last_ns >= t0)
+			out[k++] = *ref;
+	}
+	for (size_t i = 0; i < r->jcount; i++) {
+		const struct fr_ring_ref *ref = &r->jidx[i];
 
 		if (ref->first_ns < t1 && ref->last_ns >= t0)
 			out[k++] = *ref;
@@ -1076,10 +1524,14 @@ int fr_ring_read(struct fr_ring *r, const struct fr_ring_ref *ref, void **buf)
 	int ret;
 
 	*buf = NULL;
-	if (ref->len < FR_CHUNK_HEADER_LEN || ref->len > r->segment_size ||
+	if (ref->len < FR_CHUNK_HEADER_LEN || ref->len > fr_ring_max_chunk(r) ||
 	    ref->offset < FR_RING_SB_LEN || ref->offset >= r->file_size ||
-	    (ref->offset - FR_RING_SB_LEN) % 8 != 0 ||
-	    (ref->offset - FR_RING_SB_LEN) % r->segment_size + ref->len > r->segment_size)
+	    (ref->offset - FR_RING_SB_LEN) % 8 != 0)
+		return -EINVAL;
+	if (in_journal(r, ref->offset)
+		    ? ref->offset - FR_RING_SB_LEN + ref->len > r->journal_size
+		    : (ref->offset - FR_RING_SB_LEN - r->journal_size) % r->segment_size +
+				      ref->len > r->segment_size)
 		return -EINVAL;
 	p = malloc(ref->len);
 	if (!p)
@@ -1099,6 +1551,12 @@ int fr_ring_read(struct fr_ring *r, const struct fr_ring_ref *ref, void **buf)
 	if ((size_t)n == ref->len && fr_chunk_verify(p, ref->len) == 0) {
 		*buf = p;
 		return 0;
+	}
+	/* A journal chunk is dropped by the appending thread, which reads
+	 * the journal's chunks again when it merges them. */
+	if (in_journal(r, ref->offset)) {
+		ret = (size_t)n == ref->len ? -EBADMSG : -ESTALE;
+		goto err;
 	}
 	/* Damaged, or torn by an overwrite in progress: the index tells. */
 	pthread_rwlock_wrlock(&r->lock);
@@ -1130,7 +1588,7 @@ void fr_ring_get_stats(struct fr_ring *r, struct fr_ring_stats *st)
 		if (r->seg_chunks[i])
 			st->segments_used++;
 	st->bytes_used = r->bytes_used;
-	st->chunks = r->idx_count;
+	st->chunks = r->idx_count + r->jcount;
 	st->samples = r->samples;
 	st->raw_bytes = r->raw_bytes;
 	for (size_t i = 0; i < r->idx_count; i++) {
@@ -1141,9 +1599,21 @@ void fr_ring_get_stats(struct fr_ring *r, struct fr_ring_stats *st)
 		if (i == 0 || ref->last_ns > st->newest_ns)
 			st->newest_ns = ref->last_ns;
 	}
+	for (size_t i = 0; i < r->jcount; i++) {
+		const struct fr_ring_ref *ref = &r->jidx[i];
+
+		if ((r->idx_count == 0 && i == 0) || ref->first_ns < st->oldest_ns)
+			st->oldest_ns = ref->first_ns;
+		if ((r->idx_count == 0 && i == 0) || ref->last_ns > st->newest_ns)
+			st->newest_ns = ref->last_ns;
+	}
 	st->corrupt_chunks = r->corrupt;
 	st->next_seq = r->next_seq;
-	st->format_version = FR_RING_VERSION;
+	st->format_version = r->version;
+	st->journal_size = r->journal_size;
+	st->journal_chunks = r->jcount;
+	st->journal_bytes = r->jbytes;
+	st->journal_samples = r->jsamples;
 	pthread_rwlock_unlock(&r->lock);
 }
 

@@ -81,7 +81,9 @@ static inline uint64_t fuzz_get_le64(const unsigned char *p)
 #define FUZZ_SB_OFF_CHUNK_VERSION 44
 #define FUZZ_SB_OFF_CREATED_NS 48
 #define FUZZ_SB_OFF_RING_ID 56
-#define FUZZ_SB_OFF_CRC 72
+#define FUZZ_SB_OFF_JOURNAL 72 /* version 2 */
+#define FUZZ_SB_OFF_CRC 80     /* version 2; version 1 has it at 72 */
+#define FUZZ_SB_OFF_CRC_V1 72
 
 /* Input modes of fuzz_chunk: the first byte, modulo FUZZ_CHUNK_MODES. */
 enum {
@@ -105,16 +107,20 @@ enum {
 
 /* fuzz_ring: the first byte holds a layout (bits 0-1; 3 is SPLIT too), a
  * segment count for the built-in superblock (bits 2-3: 2 + value, 3 meaning
- * 2) and whether chunk and superblock crcs are fixed up (bit 4). */
+ * 2), whether chunk and superblock crcs are fixed up (bit 4) and whether
+ * the built-in superblock has a journal of two segments' size before the
+ * segments (bit 5; the journal is then the first region filled). */
 enum {
 	FUZZ_RING_FILE = 0,  /* the rest is the whole ring file */
-	FUZZ_RING_LINEAR = 1, /* a valid superblock; the rest fills the segments in order */
+	FUZZ_RING_LINEAR = 1, /* a valid superblock; the rest fills the regions in order */
 	FUZZ_RING_SPLIT = 2, /* a valid superblock; the rest is cut into one equal
-			      * part per segment, each at its segment's start */
+			      * part per region (journal, segments), each at its
+			      * region's start */
 };
 #define FUZZ_RING_LAYOUT(b) ((b) & 3)
 #define FUZZ_RING_NSEG(b) (((b) >> 2 & 3) == 3 ? 2u : 2u + ((b) >> 2 & 3))
 #define FUZZ_RING_FIX_CRC 0x10
+#define FUZZ_RING_JOURNAL 0x20
 #define FUZZ_RING_SEGMENT (64 * 1024)
 
 #endif

@@ -136,7 +136,7 @@ static void check_chunk(const struct fr_chunk *c, const struct fr_chunk_header *
 			   c->hdr.header_len == h->header_len && c->hdr.seq == h->seq &&
 			   c->hdr.first_ns == h->first_ns && c->hdr.last_ns == h->last_ns &&
 			   c->hdr.nsamples == h->nsamples && c->hdr.raw_len == h->raw_len &&
-			   c->hdr.comp_len == h->comp_len && c->hdr.flags == h->flags &&
+			   c->hdr.comp_len == h->comp_len && c->hdr.covers == h->covers &&
 			   c->hdr.clock_offset == h->clock_offset &&
 			   c->hdr.payload_crc == h->payload_crc && c->hdr.header_crc == h->header_crc,
 		   "decoded header differs from parsed");

@@ -40,14 +40,15 @@
 static int memfd = -1;
 static char memfd_path[64];
 
-static void write_sb(unsigned char *sb, uint32_t nseg)
+static void write_sb(unsigned char *sb, uint32_t nseg, uint64_t journal)
 {
 	memset(sb, 0, FR_RING_SB_LEN);
 	memcpy(sb, FR_RING_MAGIC, 16);
 	fuzz_put_le32(sb + FUZZ_SB_OFF_VERSION, FR_RING_VERSION);
 	fuzz_put_le32(sb + FUZZ_SB_OFF_SB_LEN, FR_RING_SB_LEN);
 	fuzz_put_le64(sb + FUZZ_SB_OFF_FILE_SIZE,
-		      FR_RING_SB_LEN + (uint64_t)nseg * FUZZ_RING_SEGMENT);
+		      FR_RING_SB_LEN + journal + (uint64_t)nseg * FUZZ_RING_SEGMENT);
+	fuzz_put_le64(sb + FUZZ_SB_OFF_JOURNAL, journal);
 	fuzz_put_le64(sb + FUZZ_SB_OFF_SEGMENT_SIZE, FUZZ_RING_SEGMENT);
 	fuzz_put_le32(sb + FUZZ_SB_OFF_NSEGMENTS, nseg);
 	fuzz_put_le32(sb + FUZZ_SB_OFF_CHUNK_VERSION, FR_CHUNK_VERSION);
@@ -105,27 +106,37 @@ static unsigned char *make_file(const uint8_t *data, size_t size, size_t *len,
 			memcpy(img, data, size);
 		*len = size;
 		*valid_sb = false;
-		if ((mode & FUZZ_RING_FIX_CRC) && size >= FUZZ_SB_OFF_CRC + 4)
-			fuzz_put_le32(img + FUZZ_SB_OFF_CRC, fr_crc32c(0, img, FUZZ_SB_OFF_CRC));
-	} else {
-		size_t seg_bytes = (size_t)nseg * FUZZ_RING_SEGMENT;
+		if ((mode & FUZZ_RING_FIX_CRC) && size >= FUZZ_SB_OFF_CRC + 4) {
+			unsigned at = img[FUZZ_SB_OFF_VERSION] == 1 ? FUZZ_SB_OFF_CRC_V1
+								    : FUZZ_SB_OFF_CRC;
 
-		*len = FR_RING_SB_LEN + seg_bytes;
+			fuzz_put_le32(img + at, fr_crc32c(0, img, at));
+		}
+	} else {
+		size_t journal = mode & FUZZ_RING_JOURNAL ? 2 * FUZZ_RING_SEGMENT : 0;
+		size_t body = journal + (size_t)nseg * FUZZ_RING_SEGMENT;
+		unsigned nreg = nseg + (journal ? 1 : 0);
+
+		*len = FR_RING_SB_LEN + body;
 		img = calloc(1, *len);
 		if (!img)
 			return NULL;
-		write_sb(img, nseg);
+		write_sb(img, nseg, journal);
 		*valid_sb = true;
 		if (layout == FUZZ_RING_LINEAR) {
-			memcpy(img + FR_RING_SB_LEN, data, size < seg_bytes ? size : seg_bytes);
+			memcpy(img + FR_RING_SB_LEN, data, size < body ? size : body);
 		} else {
-			size_t part = size / nseg;
+			size_t part = size / nreg;
 
 			if (part > FUZZ_RING_SEGMENT)
 				part = FUZZ_RING_SEGMENT;
-			for (unsigned i = 0; i < nseg; i++)
-				memcpy(img + FR_RING_SB_LEN + (size_t)i * FUZZ_RING_SEGMENT,
-				       data + i * part, part);
+			for (unsigned i = 0; i < nreg; i++) {
+				size_t at = journal && i == 0 ? 0
+					    : journal + (size_t)(i - (journal ? 1 : 0)) *
+								FUZZ_RING_SEGMENT;
+
+				memcpy(img + FR_RING_SB_LEN + at, data + i * part, part);
+			}
 		}
 	}
 	if (mode & FUZZ_RING_FIX_CRC)
@@ -169,14 +180,19 @@ static void check_ring(struct fr_ring *r)
 
 	fr_ring_get_stats(r, &st);
 	FUZZ_CHECK(st.nsegments >= 2 && st.segment_size >= FR_RING_MIN_SEGMENT &&
-			   st.file_size == FR_RING_SB_LEN + (uint64_t)st.nsegments * st.segment_size,
+			   st.file_size == FR_RING_SB_LEN + st.journal_size +
+						   (uint64_t)st.nsegments * st.segment_size,
 		   "geometry %u x %llu in %llu bytes", st.nsegments,
 		   (unsigned long long)st.segment_size, (unsigned long long)st.file_size);
 	FUZZ_CHECK(st.segments_used <= st.nsegments && st.bytes_used <= st.file_size,
 		   "%u segments used, %llu bytes used", st.segments_used,
 		   (unsigned long long)st.bytes_used);
-	FUZZ_CHECK((st.chunks == 0) == (st.segments_used == 0), "%llu chunks in %u segments",
-		   (unsigned long long)st.chunks, st.segments_used);
+	FUZZ_CHECK((st.chunks - st.journal_chunks == 0) == (st.segments_used == 0),
+		   "%llu chunks (%llu in the journal) in %u segments", (unsigned long long)st.chunks,
+		   (unsigned long long)st.journal_chunks, st.segments_used);
+	FUZZ_CHECK(st.journal_chunks <= st.chunks && st.journal_bytes <= st.bytes_used &&
+			   st.journal_samples <= st.samples && (st.journal_size || !st.journal_chunks),
+		   "journal stats do not add up");
 
 	ret = fr_ring_query(r, INT64_MIN, INT64_MAX, &refs, &n);
 	if (ret == -ENOMEM)
@@ -189,16 +205,19 @@ static void check_ring(struct fr_ring *r)
 	for (size_t i = 0; i < n; i++) {
 		const struct fr_ring_ref *ref = &refs[i];
 		uint64_t rel = ref->offset - FR_RING_SB_LEN;
+		bool journal = rel < st.journal_size;
 
-		FUZZ_CHECK(i == 0 || refs[i - 1].seq < ref->seq, "refs out of sequence order at %zu",
-			   i);
+		FUZZ_CHECK(i == 0 || refs[i - 1].seq < ref->seq - ref->covers,
+			   "refs out of sequence order, or covering each other, at %zu", i);
 		FUZZ_CHECK(ref->seq < st.next_seq, "seq %llu, next_seq %llu",
 			   (unsigned long long)ref->seq, (unsigned long long)st.next_seq);
 		FUZZ_CHECK(ref->offset >= FR_RING_SB_LEN && rel % 8 == 0 &&
 				   ref->len >= FR_CHUNK_HEADER_LEN &&
-				   rel % st.segment_size + ref->len <= st.segment_size &&
+				   (journal ? rel + ref->len <= st.journal_size
+					    : (rel - st.journal_size) % st.segment_size + ref->len <=
+						      st.segment_size) &&
 				   ref->offset + ref->len <= st.file_size,
-			   "chunk %llu at %llu + %u does not lie inside one segment",
+			   "chunk %llu at %llu + %u does not lie inside one segment or the journal",
 			   (unsigned long long)ref->seq, (unsigned long long)ref->offset, ref->len);
 		FUZZ_CHECK(ref->first_ns <= ref->last_ns, "chunk %llu: time span reversed",
 			   (unsigned long long)ref->seq);

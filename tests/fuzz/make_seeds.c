@@ -699,7 +699,7 @@ static void make_ring_seeds(void)
 				size_t clen;
 				unsigned char *c = chunk_typical(T0 + layout[s][k] * SEC, 8, false, &clen);
 
-				fr_chunk_set_seq(c, (uint64_t)layout[s][k]);
+				fr_chunk_set_seq(c, (uint64_t)layout[s][k], 0);
 				memcpy(seg[s] + used[s], c, clen);
 				used[s] += (clen + 7) & ~(size_t)7;
 				free(c);
@@ -720,6 +720,74 @@ static void make_ring_seeds(void)
 		free(part);
 		for (int s = 0; s < 3; s++)
 			free(seg[s]);
+	}
+
+	/* A real ring with a journal, copied while its writer had a group
+	 * in the journal and had merged others into its segments (as a
+	 * kill -9 leaves it). */
+	if (!mkdtemp(strcpy(dir, "/tmp/fr-seeds-XXXXXX")))
+		die("mkdtemp", errno);
+	snprintf(path, sizeof(path), "%s/ring", dir);
+	ret = fr_ring_open(&r, path, FR_RING_SB_LEN + 6 * FUZZ_RING_SEGMENT, FUZZ_RING_SEGMENT,
+			   FR_RING_CREATE | FR_RING_JOURNAL, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "make_seeds: %s\n", err);
+		exit(1);
+	}
+	fr_ring_set_sync_interval(r, -1);
+	fr_ring_set_group(r, INT64_MAX);
+	for (int i = 0; i < 40; i++) {
+		size_t clen;
+		void *c = chunk_typical(T0 + (int64_t)i * SEC, 40 + (uint32_t)(rng() % 40), true,
+					&clen);
+
+		ret = fr_ring_append(r, c, clen);
+		if (ret < 0)
+			die("fr_ring_append", -ret);
+		free(c);
+	}
+	img = slurp(path, &len);
+	fr_ring_close(r);
+	unlink(path);
+	rmdir(dir);
+	fix_sb(img);
+	write_seed("ring", "journal", FUZZ_RING_FILE, img, len);
+	free(img);
+
+	/* By hand, for the built-in superblock with a journal: the journal
+	 * holds 8 (merged since), 10 and 11; segment 0 chunks 1-3, segment 1
+	 * chunk 7 standing for 4-7, then 9. */
+	{
+		static const int layout[3][4] = {{8, 10, 11, 0}, {1, 2, 3, 0}, {7, 9, 0, 0}};
+		size_t part_len = 0, used[3] = {0};
+		unsigned char *reg[3];
+
+		for (int s = 0; s < 3; s++) {
+			reg[s] = calloc(1, FUZZ_RING_SEGMENT);
+			if (!reg[s])
+				die("region", ENOMEM);
+			for (int k = 0; k < 4 && layout[s][k]; k++) {
+				size_t clen;
+				unsigned char *c = chunk_typical(T0 + layout[s][k] * SEC, 8, false, &clen);
+
+				fr_chunk_set_seq(c, (uint64_t)layout[s][k], layout[s][k] == 7 ? 3 : 0);
+				memcpy(reg[s] + used[s], c, clen);
+				used[s] += (clen + 7) & ~(size_t)7;
+				free(c);
+			}
+			if (used[s] > part_len)
+				part_len = used[s];
+		}
+		part = malloc(3 * part_len);
+		if (!part)
+			die("seed", ENOMEM);
+		for (int s = 0; s < 3; s++)
+			memcpy(part + s * part_len, reg[s], part_len);
+		write_seed("ring", "journal-split", FUZZ_RING_SPLIT | FUZZ_RING_JOURNAL, part,
+			   3 * part_len);
+		free(part);
+		for (int s = 0; s < 3; s++)
+			free(reg[s]);
 	}
 
 	/* Files that are not rings this build can read. */

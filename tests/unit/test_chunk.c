@@ -512,7 +512,7 @@ static void test_round_trip(void)
 	CHECK(fr_chunk_verify(buf, len) == 0, "verify of a fresh chunk");
 	CHECK(fr_chunk_verify(buf, len - 1) == -EBADMSG, "verify of a short chunk");
 
-	fr_chunk_set_seq(buf, 77);
+	fr_chunk_set_seq(buf, 77, 0);
 	CHECK(fr_chunk_verify(buf, len) == 0, "verify after set_seq");
 	ret = fr_chunk_decode(buf, len, &c);
 	CHECK(ret == 0, "decode: %d", ret);

@@ -562,24 +562,58 @@ static void test_foreign_files(void)
 	free(after);
 
 	/* Right magic, another version. */
-	path_of(path, sizeof(path), "v2.ring");
+	path_of(path, sizeof(path), "v3.ring");
 	unlink(path);
 	r = open_ok(path, FR_RING_CREATE);
 	fr_ring_close(r);
 	r = NULL;
 	{
-		unsigned char sb[76];
+		unsigned char sb[84];
 
 		peek(path, 0, sb, sizeof(sb));
-		sb[16] = 2;
+		sb[16] = 3;
+		uint32_t crc = fr_crc32c(0, sb, 80);
+
+		memcpy(sb + 80, &crc, 4);
+		poke(path, 0, sb, sizeof(sb));
+	}
+	ret = fr_ring_open(&r, path, RING_SIZE, SEG, FR_RING_CREATE, err, sizeof(err));
+	CHECK(ret == -EPROTONOSUPPORT && strstr(err, "version 3") && strstr(err, "versions 1 to 2"),
+	      "version 3 ring: %d %s", ret, err);
+
+	/* Version 1 (no journal, the superblock crc at 72) is read and
+	 * written. */
+	path_of(path, sizeof(path), "v1.ring");
+	unlink(path);
+	r = open_ok(path, FR_RING_CREATE);
+	for (int i = 0; i < 3; i++)
+		CHECK(append_one(r, T0 + i * SEC, 2000) == 0, "append to the v1 ring");
+	fr_ring_close(r);
+	r = NULL;
+	{
+		unsigned char sb[84];
+
+		peek(path, 0, sb, sizeof(sb));
+		sb[16] = 1;
+		memset(sb + 72, 0, 12);
 		uint32_t crc = fr_crc32c(0, sb, 72);
 
 		memcpy(sb + 72, &crc, 4);
 		poke(path, 0, sb, sizeof(sb));
 	}
-	ret = fr_ring_open(&r, path, RING_SIZE, SEG, FR_RING_CREATE, err, sizeof(err));
-	CHECK(ret == -EPROTONOSUPPORT && strstr(err, "version 2") && strstr(err, "version 1"),
-	      "version 2 ring: %d %s", ret, err);
+	r = open_ok(path, 0);
+	if (r) {
+		struct fr_ring_stats st;
+
+		CHECK(append_one(r, T0 + 3 * SEC, 2000) == 0, "append to a version 1 ring");
+		fr_ring_get_stats(r, &st);
+		CHECK(st.format_version == 1 && st.chunks == 4 && st.journal_size == 0,
+		      "version 1 ring: version %u, %llu chunks", st.format_version,
+		      (unsigned long long)st.chunks);
+		check_readable(r, "version 1 ring");
+		fr_ring_close(r);
+		r = NULL;
+	}
 
 	/* Damaged superblock. */
 	unlink(path);
@@ -901,6 +935,186 @@ static void test_expire(void)
 	fr_ring_close(r);
 }
 
+
+/* ------------------------------------------------------------------ */
+/* Journal                                                              */
+
+/* Samples of every chunk a query returns, each read and decoded; checks
+ * the refs come in sequence order and no sample time is seen twice. */
+static uint64_t total_samples(struct fr_ring *r, const char *what)
+{
+	struct fr_ring_ref *refs = NULL;
+	size_t n = 0;
+	uint64_t total = 0;
+
+	CHECK(all_refs(r, &refs, &n) == 0, "%s: query", what);
+	for (size_t i = 0; i < n; i++) {
+		void *buf = NULL;
+		struct fr_chunk *c = NULL;
+		int ret = fr_ring_read(r, &refs[i], &buf);
+
+		CHECK(ret == 0 && fr_chunk_decode(buf, refs[i].len, &c) == 0,
+		      "%s: chunk %llu does not read: %d", what, (unsigned long long)refs[i].seq, ret);
+		if (i > 0)
+			CHECK(refs[i].seq - refs[i].covers > refs[i - 1].seq,
+			      "%s: chunks %llu and %llu overlap", what,
+			      (unsigned long long)refs[i - 1].seq, (unsigned long long)refs[i].seq);
+		if (c) {
+			CHECK(c->hdr.covers == refs[i].covers, "%s: covers", what);
+			total += c->nsamples;
+		}
+		fr_chunk_free(c);
+		free(buf);
+	}
+	free(refs);
+	return total;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	size_t len = 0;
+	unsigned char *b = slurp(from, &len);
+	FILE *f = fopen(to, "we");
+
+	CHECK(b && f && fwrite(b, 1, len, f) == len, "copy %s", from);
+	if (f)
+		fclose(f);
+	free(b);
+}
+
+static struct fr_ring *open_journal(const char *path, unsigned flags)
+{
+	struct fr_ring *r = NULL;
+	char err[512];
+	int ret = fr_ring_open(&r, path, RING_SIZE, SEG, flags | FR_RING_JOURNAL, err, sizeof(err));
+
+	CHECK(ret == 0, "open %s: %d %s", path, ret, err);
+	if (r && !(flags & FR_RING_RDONLY)) {
+		fr_ring_set_sync_interval(r, -1);
+		fr_ring_set_group(r, INT64_MAX);
+	}
+	return r;
+}
+
+static void test_journal(void)
+{
+	char path[300], copy[300];
+	struct fr_ring *r, *c;
+	struct fr_ring_stats st;
+	struct fr_ring_ref *refs = NULL;
+	size_t n = 0;
+	uint64_t appended = 0, per = 3000 / 110 + 1, merged = 0;
+	int bad = 0;
+
+	path_of(path, sizeof(path), "journal.ring");
+	path_of(copy, sizeof(copy), "journal.copy");
+	r = open_journal(path, FR_RING_CREATE);
+	if (!r)
+		return;
+	fr_ring_get_stats(r, &st);
+	CHECK(st.format_version == FR_RING_VERSION && st.journal_size == 128 * 1024 &&
+		      st.nsegments == (RING_SIZE - 4096 - 128 * 1024) / SEG,
+	      "journal of %llu bytes, %u segments", (unsigned long long)st.journal_size,
+	      st.nsegments);
+	/* Every sample is seen exactly once after every append, in the
+	 * journal or merged into a segment. */
+	for (int i = 0; i < 40; i++) {
+		CHECK(append_one(r, T0 + i * SEC, 3000) == 0, "append %d", i);
+		appended += per;
+		if (total_samples(r, "journal") != appended)
+			bad++;
+	}
+	CHECK(!bad, "%d appends saw samples missing or twice", bad);
+	fr_ring_get_stats(r, &st);
+	CHECK(st.journal_chunks > 0 && st.chunks < 40 && st.samples == appended,
+	      "%llu chunks (%llu in the journal) for 40 appended",
+	      (unsigned long long)st.chunks, (unsigned long long)st.journal_chunks);
+	all_refs(r, &refs, &n);
+	for (size_t i = 0; i < n; i++)
+		merged += refs[i].covers;
+	CHECK(merged > 0, "no chunk was merged");
+	free(refs);
+
+	/* A copy taken while it runs (as after a kill -9) holds everything,
+	 * the journal's group included. */
+	copy_file(path, copy);
+	c = open_journal(copy, FR_RING_RDONLY);
+	if (c) {
+		fr_ring_get_stats(c, &st);
+		CHECK(total_samples(c, "copy") == appended && st.corrupt_chunks == 0,
+		      "the copy lost samples of the journal (%llu corrupt)",
+		      (unsigned long long)st.corrupt_chunks);
+		fr_ring_close(c);
+	}
+	/* Reopened for writing, it goes on; closing stores the group. */
+	c = open_journal(copy, 0);
+	if (c) {
+		for (int i = 40; i < 45; i++)
+			CHECK(append_one(c, T0 + i * SEC, 3000) == 0, "append %d to the copy", i);
+		CHECK(total_samples(c, "copy reopened") == appended + 5 * per, "copy reopened");
+		fr_ring_close(c);
+	}
+	c = open_journal(copy, FR_RING_RDONLY);
+	if (c) {
+		fr_ring_get_stats(c, &st);
+		CHECK(st.journal_chunks == 0 && total_samples(c, "closed copy") == appended + 5 * per,
+		      "after a clean close: %llu journal chunks", (unsigned long long)st.journal_chunks);
+		all_refs(c, &refs, &n);
+		fr_ring_close(c);
+		/* A torn merge: the newest merged chunk damaged, its parts are
+		 * read from the journal again. */
+		if (n > 0 && refs[n - 1].covers > 0) {
+			unsigned char x;
+
+			peek(copy, refs[n - 1].offset + FR_CHUNK_HEADER_LEN + 5, &x, 1);
+			x ^= 0x10;
+			poke(copy, refs[n - 1].offset + FR_CHUNK_HEADER_LEN + 5, &x, 1);
+			c = open_journal(copy, FR_RING_RDONLY);
+			if (c) {
+				fr_ring_get_stats(c, &st);
+				CHECK(total_samples(c, "torn merge") == appended + 5 * per &&
+					      st.corrupt_chunks == 1 &&
+					      st.journal_chunks == refs[n - 1].covers + 1,
+				      "torn merge: %llu corrupt, %llu journal chunks",
+				      (unsigned long long)st.corrupt_chunks,
+				      (unsigned long long)st.journal_chunks);
+				fr_ring_close(c);
+			}
+		} else {
+			CHECK(0, "the newest chunk after a close is not merged");
+		}
+		free(refs);
+	}
+
+	/* Merging at every append. */
+	fr_ring_set_group(r, 0);
+	CHECK(append_one(r, T0 + 40 * SEC, 3000) == 0 && append_one(r, T0 + 41 * SEC, 3000) == 0,
+	      "appends merging each time");
+	appended += 2 * per;
+	fr_ring_get_stats(r, &st);
+	CHECK(st.journal_chunks == 1 && total_samples(r, "group 0") == appended,
+	      "group time 0: %llu journal chunks", (unsigned long long)st.journal_chunks);
+
+	/* Expiring everything erases the journal's copies too. */
+	CHECK(fr_ring_expire(r, T0 + 1000 * SEC) > 0, "expire all");
+	fr_ring_get_stats(r, &st);
+	CHECK(st.chunks == 0 && st.samples == 0, "expired: %llu chunks", (unsigned long long)st.chunks);
+	fr_ring_close(r);
+	{
+		size_t len = 0;
+		unsigned char *file = slurp(path, &len);
+		int zero = 1;
+
+		for (size_t i = 4096; file && i < 4096 + 128 * 1024; i++)
+			if (file[i]) {
+				zero = 0;
+				break;
+			}
+		CHECK(file && zero, "the journal keeps expired data");
+		free(file);
+	}
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -919,6 +1133,7 @@ int main(void)
 	test_random_damage();
 	test_race();
 	test_expire();
+	test_journal();
 
 	if (failures) {
 		fprintf(stderr, "test_ring: %d failure(s); files kept in %s\n", failures, dir);

@@ -1,0 +1,408 @@
+/* Merging consecutive chunks (core/merge.h).
+ *
+ * The parts are decoded chunks; the merge feeds their samples back through
+ * a chunk builder and answers its questions about processes, threads and
+ * mappings from the parts, the newest part that knows first. What a part
+ * says of a process's cgroup and parent is in its label sets: the set of
+ * the process's samples ({"cgroup", "ppid"}) or, for an ancestor without
+ * samples, a set {"pid", "ppid"}.
+ */
+#include "core/merge.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What one part says of a process's place: cgroup (NULL: unknown) and
+ * parent (0: unknown). */
+struct plabel {
+	uint32_t pid;
+	uint32_t ppid;
+	const char *cgroup;
+	uint32_t order; /* while collecting: the first noted wins */
+};
+
+struct part {
+	const struct fr_chunk *c;
+	struct plabel *lab; /* sorted by pid, one per pid */
+	uint32_t nlab;
+};
+
+static const char *cstr(const struct fr_chunk *c, uint32_t id)
+{
+	return id < c->nstrings ? c->strings[id] : "";
+}
+
+static uint32_t parse_u32(const char *s)
+{
+	uint64_t v = 0;
+
+	if (!*s)
+		return 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > UINT32_MAX)
+			return 0;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	return v > UINT32_MAX ? 0 : (uint32_t)v;
+}
+
+/* The cgroup, parent and (for ancestor sets) pid a label set names. */
+static void read_set(const struct fr_chunk *c, uint32_t ls, const char **cgroup, uint32_t *ppid,
+		     uint32_t *pid)
+{
+	const struct fr_chunk_labelset *set = &c->labelsets[ls];
+
+	*cgroup = NULL;
+	*ppid = *pid = 0;
+	for (uint32_t k = 0; k < set->npairs; k++) {
+		const char *key = cstr(c, c->label_keys[set->first + k]);
+		const char *val = cstr(c, c->label_values[set->first + k]);
+
+		if (strcmp(key, "cgroup") == 0)
+			*cgroup = val;
+		else if (strcmp(key, "ppid") == 0)
+			*ppid = parse_u32(val);
+		else if (strcmp(key, "pid") == 0)
+			*pid = parse_u32(val);
+	}
+}
+
+static int cmp_plabel(const void *a, const void *b)
+{
+	const struct plabel *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return (x->pid > y->pid) - (x->pid < y->pid);
+	return (x->order > y->order) - (x->order < y->order);
+}
+
+/* Notes what part `c` says of each process's cgroup and parent: from its
+ * samples' sets first, then from the ancestor sets. */
+static int part_init(struct part *p, const struct fr_chunk *c)
+{
+	size_t cap = 16, n = 0, keep = 0;
+	uint32_t prev_pid = 0, prev_ls = 0;
+
+	p->c = c;
+	p->lab = malloc(cap * sizeof(*p->lab));
+	if (!p->lab)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->nsamples + c->nlabelsets; i++) {
+		struct plabel l;
+		uint32_t pid = 0;
+
+		if (i < c->nsamples) {
+			/* A process's samples all have its set: note each
+			 * (pid, set) once per run of them. */
+			if (!c->labelset[i] || (n && c->pid[i] == prev_pid &&
+						c->labelset[i] == prev_ls))
+				continue;
+			prev_pid = c->pid[i];
+			prev_ls = c->labelset[i];
+			read_set(c, c->labelset[i], &l.cgroup, &l.ppid, &pid);
+			l.pid = c->pid[i];
+		} else {
+			read_set(c, i - c->nsamples, &l.cgroup, &l.ppid, &pid);
+			if (!pid)
+				continue;
+			l.pid = pid;
+		}
+		if (n == cap) {
+			struct plabel *g = realloc(p->lab, 2 * cap * sizeof(*g));
+
+			if (!g)
+				return -ENOMEM;
+			p->lab = g;
+			cap *= 2;
+		}
+		l.order = (uint32_t)n;
+		p->lab[n++] = l;
+	}
+	qsort(p->lab, n, sizeof(*p->lab), cmp_plabel);
+	for (size_t i = 0; i < n; i++)
+		if (!keep || p->lab[keep - 1].pid != p->lab[i].pid)
+			p->lab[keep++] = p->lab[i];
+	p->nlab = (uint32_t)keep;
+	return 0;
+}
+
+static const struct plabel *find_label(const struct part *p, uint32_t pid)
+{
+	uint32_t lo = 0, hi = p->nlab;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (p->lab[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->nlab && p->lab[lo].pid == pid ? &p->lab[lo] : NULL;
+}
+
+static void parts_fini(struct part *ps, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ps[i].lab);
+	free(ps);
+}
+
+static struct part *parts_init(struct fr_chunk *const *parts, size_t n)
+{
+	struct part *ps = calloc(n, sizeof(*ps));
+
+	if (!ps)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (part_init(&ps[i], parts[i]) < 0) {
+			parts_fini(ps, n);
+			return NULL;
+		}
+	}
+	return ps;
+}
+
+/* ------------------------------------------------------------------ */
+/* Agreement                                                            */
+
+static bool same_bid(uint8_t la, const uint8_t *a, uint8_t lb, const uint8_t *b)
+{
+	return la == lb && memcmp(a, b, la) == 0;
+}
+
+static bool same_proc(const struct fr_chunk *a, const struct fr_chunk_proc *x,
+		      const struct fr_chunk *b, const struct fr_chunk_proc *y)
+{
+	return x->uid == y->uid && x->start_ns == y->start_ns &&
+	       same_bid(x->build_id_len, x->build_id, y->build_id_len, y->build_id) &&
+	       strcmp(cstr(a, x->comm), cstr(b, y->comm)) == 0 &&
+	       strcmp(cstr(a, x->exe), cstr(b, y->exe)) == 0;
+}
+
+static bool same_map(const struct fr_chunk *a, const struct fr_chunk_map *x,
+		     const struct fr_chunk *b, const struct fr_chunk_map *y)
+{
+	return x->start == y->start && x->end == y->end && x->pgoff == y->pgoff &&
+	       same_bid(x->build_id_len, x->build_id, y->build_id_len, y->build_id) &&
+	       strcmp(cstr(a, x->path), cstr(b, y->path)) == 0;
+}
+
+/* Whether every mapping of `a` agrees with what `b` maps at its ends. */
+static bool maps_agree(const struct fr_chunk *a, const struct fr_chunk *b)
+{
+	for (uint32_t i = 0; i < a->nmaps; i++) {
+		const struct fr_chunk_map *m = &a->maps[i], *x;
+
+		x = fr_chunk_find_map(b, m->pid, m->start);
+		if (x && !same_map(a, m, b, x))
+			return false;
+		x = fr_chunk_find_map(b, m->pid, m->end - 1);
+		if (x && !same_map(a, m, b, x))
+			return false;
+	}
+	return true;
+}
+
+/* Whether part j agrees with each of parts 0..j-1. */
+static bool agrees(const struct part *ps, size_t j)
+{
+	const struct fr_chunk *c = ps[j].c;
+
+	for (size_t i = 0; i < j; i++) {
+		const struct fr_chunk *o = ps[i].c;
+
+		for (uint32_t k = 0; k < c->nprocs; k++) {
+			const struct fr_chunk_proc *q = fr_chunk_find_proc(o, c->procs[k].pid);
+
+			if (q && !same_proc(c, &c->procs[k], o, q))
+				return false;
+		}
+		for (uint32_t k = 0; k < ps[j].nlab; k++) {
+			const struct plabel *l = &ps[j].lab[k], *m = find_label(&ps[i], l->pid);
+
+			if (!m)
+				continue;
+			if (l->ppid && m->ppid && l->ppid != m->ppid)
+				return false;
+			if (l->cgroup && m->cgroup && strcmp(l->cgroup, m->cgroup) != 0)
+				return false;
+		}
+		for (uint32_t k = 0; k < c->nthreads; k++) {
+			const struct fr_chunk_thread *t = fr_chunk_find_thread(o, c->threads[k].tid);
+
+			if (t && t->pid != c->threads[k].pid)
+				return false;
+		}
+		if (!maps_agree(c, o) || !maps_agree(o, c))
+			return false;
+	}
+	return true;
+}
+
+int fr_chunk_merge_span(struct fr_chunk *const *parts, size_t n, size_t max_raw)
+{
+	struct part *ps;
+	uint64_t raw;
+	size_t k;
+
+	if (n <= 1)
+		return (int)n;
+	ps = parts_init(parts, n);
+	if (!ps)
+		return -ENOMEM;
+	raw = parts[0]->hdr.raw_len;
+	for (k = 1; k < n; k++) {
+		raw += parts[k]->hdr.raw_len;
+		if (raw > max_raw || !agrees(ps, k))
+			break;
+	}
+	parts_fini(ps, n);
+	return (int)k;
+}
+
+/* ------------------------------------------------------------------ */
+/* Merge                                                                */
+
+struct ctx {
+	struct part *ps;
+	size_t n;
+};
+
+static int m_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
+{
+	const struct ctx *x = arg;
+	const struct fr_chunk_proc *p = NULL;
+	const struct fr_chunk *c = NULL;
+	bool known = false;
+
+	for (size_t i = x->n; i-- > 0 && !p;) {
+		c = x->ps[i].c;
+		p = fr_chunk_find_proc(c, pid);
+	}
+	out->pid = pid;
+	out->comm = out->exe = "";
+	if (p) {
+		out->uid = p->uid;
+		out->comm = cstr(c, p->comm);
+		out->exe = cstr(c, p->exe);
+		out->start_ns = p->start_ns;
+		out->build_id_len = p->build_id_len;
+		memcpy(out->build_id, p->build_id, p->build_id_len);
+		known = true;
+	}
+	/* The newest part that knows each of the two. */
+	for (size_t i = x->n; i-- > 0 && (!out->cgroup || !out->ppid);) {
+		const struct plabel *l = find_label(&x->ps[i], pid);
+
+		if (!l)
+			continue;
+		if (!out->cgroup && l->cgroup)
+			out->cgroup = l->cgroup;
+		if (!out->ppid && l->ppid)
+			out->ppid = l->ppid;
+		known = true;
+	}
+	return known ? 0 : -ENOENT;
+}
+
+static int m_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
+{
+	const struct ctx *x = arg;
+
+	for (size_t i = x->n; i-- > 0;) {
+		const struct fr_chunk_thread *t = fr_chunk_find_thread(x->ps[i].c, tid);
+
+		if (t) {
+			out->tid = tid;
+			out->pid = t->pid;
+			out->name = cstr(x->ps[i].c, t->name);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int m_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_info *out)
+{
+	const struct ctx *x = arg;
+
+	for (size_t i = x->n; i-- > 0;) {
+		const struct fr_chunk_map *m = fr_chunk_find_map(x->ps[i].c, pid, addr);
+
+		if (m) {
+			out->start = m->start;
+			out->end = m->end;
+			out->pgoff = m->pgoff;
+			out->path = cstr(x->ps[i].c, m->path);
+			out->build_id_len = m->build_id_len;
+			memcpy(out->build_id, m->build_id, m->build_id_len);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int fr_chunk_merge(struct fr_chunk *const *parts, size_t n, size_t max_raw, void **out,
+		   size_t *out_len)
+{
+	struct fr_chunk_builder *b = NULL;
+	struct ctx x = {.n = n};
+	struct fr_chunk_meta_ops ops = {
+		.proc = m_proc, .thread = m_thread, .mapping = m_mapping, .arg = &x,
+	};
+	uint64_t total = 0;
+	int ret;
+
+	*out = NULL;
+	*out_len = 0;
+	for (size_t i = 0; i < n; i++)
+		total += parts[i]->nsamples;
+	if (n == 0 || total >= (1u << 26))
+		return -EFBIG;
+	x.ps = parts_init(parts, n);
+	b = fr_chunk_builder_new(total ? (uint32_t)total : 1, max_raw);
+	if (!x.ps || !b) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct fr_chunk *c = parts[i];
+
+		for (uint32_t k = 0; k < c->nsamples; k++) {
+			const struct fr_chunk_stack *st = &c->stacks[c->stack[k]];
+			struct fr_sample s = {
+				.time_ns = c->time_ns[k],
+				.pid = c->pid[k],
+				.tid = c->tid[k],
+				.cpu = c->cpu[k],
+				.event = c->event[k],
+				.weight = c->weight[k],
+				.rate_hz = c->rate_hz[k],
+				.nr_kernel = (uint16_t)st->nr_kernel,
+				.nr_frames = (uint16_t)st->nr_frames,
+				.ips = st->nr_frames ? &c->frames[st->first] : NULL,
+			};
+
+			ret = fr_chunk_builder_add(b, &s);
+			if (ret < 0) {
+				ret = -EFBIG;
+				goto out;
+			}
+		}
+		for (uint32_t e = 0; e < c->nevents; e++)
+			fr_chunk_builder_count(b, c->events[e].event, c->events[e].lost,
+					       c->events[e].throttled, c->events[e].truncated);
+	}
+	ret = fr_chunk_builder_seal(b, &ops, parts[n - 1]->hdr.clock_offset, out, out_len);
+	if (ret == -ENODATA)
+		ret = -EFBIG;
+out:
+	fr_chunk_builder_free(b);
+	if (x.ps)
+		parts_fini(x.ps, n);
+	return ret;
+}
