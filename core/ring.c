@@ -79,6 +79,7 @@ struct fr_ring {
 	int64_t group_ns;       /* atomic */
 	int64_t group_start;    /* monotonic time of the group's first chunk */
 	uint64_t group_raw;     /* raw bytes of the group's chunks */
+	bool group_due;         /* a group found on opening: store it first */
 
 	/* Guarded by lock. */
 	pthread_rwlock_t lock;
@@ -795,6 +796,7 @@ static int journal_recover(struct fr_ring *r, uint64_t main_max)
 		r->next_seq = top_seq + 1;
 	r->jcur = top_end >= r->journal_size ? 0 : top_end;
 	r->group_start = fr_now_mono_ns();
+	r->group_due = r->jcount > 0;
 out:
 	free(c);
 	free(buf);
@@ -1304,6 +1306,7 @@ static int merge_group(struct fr_ring *r)
 		done += k;
 	}
 	r->group_raw = 0;
+	r->group_due = false;
 	if (__atomic_load_n(&r->sync_interval, __ATOMIC_RELAXED) >= 0)
 		ret = fr_ring_sync(r);
 out:
@@ -1360,7 +1363,8 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
 	}
 	now = fr_now_mono_ns();
 	if (r->jcount &&
-	    (now - r->group_start >= __atomic_load_n(&r->group_ns, __ATOMIC_RELAXED) ||
+	    (r->group_due ||
+	     now - r->group_start >= __atomic_load_n(&r->group_ns, __ATOMIC_RELAXED) ||
 	     r->group_raw + h.raw_len > group_raw_max(r) || r->jcount >= GROUP_MAX_PARTS ||
 	     journal_place(r, alen) == UINT64_MAX)) {
 		ret = merge_group(r);

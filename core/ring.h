@@ -68,7 +68,8 @@
  * searched past their zeroes too. A hole that remains is a chunk whose
  * header was destroyed, and is counted as corrupt. Then the whole journal is
  * read, and its current chunks (above) become the group being formed: a
- * crash before a group was stored, or while it was, loses none of it. The
+ * crash before a group was stored, or while it was, loses none of it (a
+ * writer stores that group at its first append). The
  * write cursors, and the numbering, resume after the newest chunks, so a
  * torn write loses at most the chunk that was being written. A file shorter
  * than its superblock says (truncated) is read as far as it goes, and a

@@ -327,7 +327,11 @@ cJSON *fr_ipc_ring_json(const char *path, const struct fr_ring_stats *st)
 	    !fr_ipc_add_int(ring, "newest_ns", st->newest_ns) ||
 	    !fr_ipc_add_int(ring, "corrupt_chunks", (int64_t)st->corrupt_chunks) ||
 	    !fr_ipc_add_int(ring, "raw_bytes", (int64_t)st->raw_bytes) ||
-	    !fr_ipc_add_int(ring, "format_version", st->format_version)) {
+	    !fr_ipc_add_int(ring, "format_version", st->format_version) ||
+	    !fr_ipc_add_int(ring, "journal_size", (int64_t)st->journal_size) ||
+	    !fr_ipc_add_int(ring, "journal_chunks", (int64_t)st->journal_chunks) ||
+	    !fr_ipc_add_int(ring, "journal_bytes", (int64_t)st->journal_bytes) ||
+	    !fr_ipc_add_int(ring, "journal_samples", (int64_t)st->journal_samples)) {
 		cJSON_Delete(ring);
 		return NULL;
 	}

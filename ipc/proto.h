@@ -125,7 +125,10 @@ struct fr_ring_stats;
  * --json` (monitoring scripts depend on these names): path, size,
  * segment_size, segments, segments_used, bytes_used, chunks, samples,
  * oldest_ns, newest_ns (Unix ns, 0 when empty), corrupt_chunks, raw_bytes,
- * format_version. Sizes in bytes. Returns NULL on allocation failure. */
+ * format_version, journal_size, journal_chunks, journal_bytes,
+ * journal_samples (the journal's current chunks, counted in chunks,
+ * bytes_used and samples too). Sizes in bytes. Returns NULL on allocation
+ * failure. */
 cJSON *fr_ipc_ring_json(const char *path, const struct fr_ring_stats *st);
 
 #endif

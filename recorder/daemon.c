@@ -1748,7 +1748,7 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	}
 	err[0] = '\0';
 	ret = fr_ring_open(&d->ring, opts->ring_path, cfg->ring_size, cfg->segment_size,
-			   FR_RING_CREATE, err, sizeof(err));
+			   FR_RING_CREATE | FR_RING_JOURNAL, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "flightrecd: %s\n", err[0] ? err : strerror(-ret));
 		goto out;

@@ -892,6 +892,15 @@ static void print_ring(const cJSON *ring, double lost)
 		printf(", %.1f bytes/sample, compression %.1fx", bytes / samples,
 		       bytes > 0 ? num(ring, "raw_bytes") / bytes : 0.0);
 	printf(" (format version %.0f)\n", num(ring, "format_version"));
+	if (num(ring, "journal_size") > 0) {
+		char js[32], jb[32];
+
+		printf("journal:  %s; %.0f samples of the last seconds in %.0f chunks (%s), "
+		       "not yet merged\n",
+		       fr_format_size_human((uint64_t)num(ring, "journal_size"), js, sizeof(js)),
+		       num(ring, "journal_samples"), num(ring, "journal_chunks"),
+		       fr_format_size_human((uint64_t)num(ring, "journal_bytes"), jb, sizeof(jb)));
+	}
 	printf("damage:   %.0f corrupt chunks skipped\n", num(ring, "corrupt_chunks"));
 	printf("lost:     %.0f samples lost by the kernel\n", lost);
 }

@@ -21,12 +21,12 @@ echo '{"ring": {"size": "4MiB", "segment": "64KiB"}}' >"$T/config.json"
 start_daemon --config "$T/config.json" --hz 4999
 for _ in $(seq 15); do
 	"$BURN" 1 2 >/dev/null
-	segs=$($TOOL chunks "$RING" | awk '{ print int(($1 - 4096) / 65536) }' | sort -u | wc -l)
+	segs=$($TOOL chunks "$RING" | awk '{ print $4 }' | sort -u | wc -l)
 	[ "$segs" -ge 4 ] && break
 done
 stop_daemon
 total=$($TOOL chunks "$RING" | wc -l)
-segs=$($TOOL chunks "$RING" | awk '{ print int(($1 - 4096) / 65536) }' | sort -u | wc -l)
+segs=$($TOOL chunks "$RING" | awk '{ print $4 }' | sort -u | wc -l)
 echo "recorded $total chunks in $segs segments"
 [ "$total" -ge 6 ] && [ "$segs" -ge 3 ] || fail "expected at least 6 chunks over 3 segments"
 

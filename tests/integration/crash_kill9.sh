@@ -1,9 +1,10 @@
 #!/bin/bash
 # kill -9 of flightrecd at 50 random moments while it records a busy
 # machine. After every kill the ring opens (read-only, no daemon), holds
-# every chunk the daemon had stored before the kill, and has at most one
-# damaged chunk more (the one being written); after every restart the
-# daemon appends behind them. In the end, windows of every run that lived
+# every sample the daemon had stored before the kill (in chunks of the
+# segments or of the journal: merging a group changes how many chunks hold
+# them, never the samples), and has at most one damaged chunk more (the
+# one being written); after every restart the daemon appends behind them. In the end, windows of every run that lived
 # long enough to seal a chunk return that run's samples, and a window
 # spanning all the restarts returns samples from all of them.
 . "$(dirname "$0")/lib.sh"
@@ -18,37 +19,38 @@ json_field() { # json_field FILE EXPR
 "$BURN" 600 1 >/dev/null &
 BURN_PID=$!
 RANDOM=4242 # reproducible moments
-prev_chunks=0
+prev_samples=0
 prev_corrupt=0
 : >"$T/runs"
 for k in $(seq 1 "$KILLS"); do
 	start_daemon --ring-size 64MiB
 	t_start=$(date +%s%N)
 	"$FLIGHTREC" status --json >"$T/status.json" || fail "status failed in run $k"
-	chunks_at_start=$(json_field "$T/status.json" 'd["ring"]["chunks"]')
-	[ "$chunks_at_start" -ge "$prev_chunks" ] ||
-		fail "run $k: the restarted daemon holds $chunks_at_start chunks, $prev_chunks were on disk"
+	samples_at_start=$(json_field "$T/status.json" 'd["ring"]["samples"]')
+	[ "$samples_at_start" -ge "$prev_samples" ] ||
+		fail "run $k: the restarted daemon holds $samples_at_start samples, $prev_samples were on disk"
 	# A random moment between 0.3 s and 2.3 s: some kills land before the
 	# first seal, some during a write, some between writes.
 	sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.3f", 0.3 + (r % 2000) / 1000 }')"
 	"$FLIGHTREC" status --json >"$T/status.json" || fail "status failed in run $k"
-	stored=$(json_field "$T/status.json" 'd["ring"]["chunks"]')
+	stored=$(json_field "$T/status.json" 'd["ring"]["samples"]')
 	kill9_daemon
 	t_kill=$(date +%s%N)
 	echo "$t_start $t_kill" >>"$T/runs"
 
 	timeout 30 "$FLIGHTREC" dump --ring "$RING" --info --json >"$T/info.json" ||
 		fail "run $k: the ring does not open after kill -9"
-	chunks=$(json_field "$T/info.json" 'd["ring"]["chunks"]')
+	samples=$(json_field "$T/info.json" 'd["ring"]["samples"]')
 	corrupt=$(json_field "$T/info.json" 'd["ring"]["corrupt_chunks"]')
-	[ "$chunks" -ge "$stored" ] ||
-		fail "run $k: $stored chunks were stored before kill -9, $chunks survived"
+	[ "$samples" -ge "$stored" ] ||
+		fail "run $k: $stored samples were stored before kill -9, $samples survived"
 	[ "$corrupt" -le "$((prev_corrupt + 1))" ] ||
 		fail "run $k: kill -9 damaged $((corrupt - prev_corrupt)) chunks (at most the one being written)"
-	prev_chunks=$chunks
+	prev_samples=$samples
 	prev_corrupt=$corrupt
 done
-echo "$KILLS kills: $prev_chunks chunks kept, $prev_corrupt damaged"
+echo "$KILLS kills: $prev_samples samples kept, $prev_corrupt chunks damaged"
+json_field "$T/info.json" '"%d chunks, %d of them in the journal" % (d["ring"]["chunks"], d["ring"].get("journal_chunks", 0))' 
 
 # Every run that lived past the first seal (1 s plus start-up) has samples
 # of the busy program in its own window, read back with no daemon.

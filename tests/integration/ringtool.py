@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """Test helper: lists the chunks of a flightrec ring and damages copies of it.
 
-    ringtool.py chunks RING                  one line per chunk: offset length seq
-    ringtool.py damage RING MODE OUT [SEED]  writes a damaged copy, prints how
-                                             many chunks must stay readable
+    ringtool.py chunks RING                  one line per chunk of the segments:
+                                             offset length seq segment
+    ringtool.py damage RING MODE OUT [SEED]  writes a damaged copy of the
+                                             segments, prints how many chunks
+                                             must stay readable
 
 Modes: flip (bits flipped in chunk bytes), zero (a zeroed 4 KiB page),
 truncate (file cut in the middle of the chunks), segment (a whole segment
 overwritten with garbage), length (a chunk header claiming an absurd
 length, with a valid header crc). The layout is the one documented in
-core/ring.h and core/chunk.h.
+core/ring.h and core/chunk.h. Damage goes to the segments; the journal's
+chunks that recovery then takes as current (numbered above the newest
+intact chunk of the segments: the parts of a damaged merged chunk) count as
+readable too.
 """
 import random
 import shutil
@@ -42,10 +47,41 @@ crc32c.table = None
 
 
 def geometry(buf):
+    """(segment size, segments, journal size)."""
     if buf[:16] != b"FLIGHTREC-RING\0\0":
         sys.exit("not a flightrec ring")
+    version, = struct.unpack_from("<I", buf, 16)
     file_size, seg_size, nseg = struct.unpack_from("<QQI", buf, 24)
-    return seg_size, nseg
+    journal = struct.unpack_from("<Q", buf, 72)[0] if version >= 2 else 0
+    return seg_size, nseg, journal
+
+
+def header(buf, off):
+    """(seq, length) of a chunk header with a good crc at `off`, or None."""
+    h = buf[off:off + HDR]
+    if len(h) < HDR:
+        return None
+    magic, = struct.unpack_from("<I", h, 0)
+    if magic != CHUNK_MAGIC or crc32c(h[:60]) != struct.unpack_from("<I", h, 60)[0]:
+        return None
+    seq, = struct.unpack_from("<Q", h, 8)
+    comp_len, = struct.unpack_from("<I", h, 40)
+    return seq, HDR + comp_len
+
+
+def journal_chunks(buf):
+    """(offset, length, seq) of every intact chunk in the journal."""
+    _, _, journal = geometry(buf)
+    out = []
+    off = SB_LEN
+    while off + HDR <= SB_LEN + journal:
+        h = header(buf, off)
+        if h and off + h[1] <= SB_LEN + journal and intact(buf, off, h[1]):
+            out.append((off, h[1], h[0]))
+            off += (h[1] + 7) & ~7
+        else:
+            off += 8
+    return out
 
 
 def intact(buf, off, length):
@@ -55,23 +91,25 @@ def intact(buf, off, length):
 
 
 def chunks(buf):
-    """(offset, length, seq) of every chunk with a valid header, in file order."""
-    seg_size, nseg = geometry(buf)
+    """(offset, length, seq) of every chunk of the segments with a valid
+    header, in file order."""
+    seg_size, nseg, journal = geometry(buf)
     out = []
     for s in range(nseg):
-        base = SB_LEN + s * seg_size
+        base = SB_LEN + journal + s * seg_size
         off = 0
         while off + HDR <= seg_size and base + off + HDR <= len(buf):
-            h = buf[base + off:base + off + HDR]
-            magic, = struct.unpack_from("<I", h, 0)
-            if magic != CHUNK_MAGIC or crc32c(h[:60]) != struct.unpack_from("<I", h, 60)[0]:
+            h = header(buf, base + off)
+            if not h:
                 break
-            seq, = struct.unpack_from("<Q", h, 8)
-            comp_len, = struct.unpack_from("<I", h, 40)
-            length = HDR + comp_len
-            out.append((base + off, length, seq))
-            off += (length + 7) & ~7
+            out.append((base + off, h[1], h[0]))
+            off += (h[1] + 7) & ~7
     return out
+
+
+def segment_of(buf, off):
+    seg_size, _, journal = geometry(buf)
+    return (off - SB_LEN - journal) // seg_size
 
 
 def main():
@@ -80,11 +118,11 @@ def main():
     cs = chunks(buf)
     if cmd == "chunks":
         for off, length, seq in cs:
-            print(off, length, seq)
+            print(off, length, seq, segment_of(buf, off))
         return
     mode, out = sys.argv[3], sys.argv[4]
     rnd = random.Random(int(sys.argv[5]) if len(sys.argv) > 5 else 1)
-    seg_size, _ = geometry(buf)
+    seg_size, _, journal = geometry(buf)
     damaged = set()
 
     def hit(lo, hi):
@@ -110,8 +148,8 @@ def main():
         del buf[cut:]
         hit(cut, 1 << 62)
     elif mode == "segment":
-        seg = (cs[len(cs) // 2][0] - SB_LEN) // seg_size
-        lo = SB_LEN + seg * seg_size
+        seg = segment_of(buf, cs[len(cs) // 2][0])
+        lo = SB_LEN + journal + seg * seg_size
         buf[lo:lo + seg_size] = bytes(rnd.randrange(256) for _ in range(seg_size))
         hit(lo, lo + seg_size)
     elif mode == "length":
@@ -122,7 +160,10 @@ def main():
     else:
         sys.exit("unknown mode " + mode)
     open(out, "wb").write(buf)
-    print(len(cs) - len(damaged))
+    kept = [seq for i, (_, _, seq) in enumerate(cs) if i not in damaged]
+    newest = max(kept) if kept else 0
+    current = {seq for _, _, seq in journal_chunks(buf) if seq > newest}
+    print(len(kept) + len(current))
 
 
 if __name__ == "__main__":
