@@ -36,7 +36,9 @@
 
 /* Sealing happens about once a second; level 5 gets nearly all of what
  * levels up to 9 save over 3 (3% of the bytes) for little more seal time,
- * while 9 and above halve the ingest rate (docs/performance.md). */
+ * while 9 and above halve the ingest rate (docs/performance.md). Chunks
+ * that a ring's journal only keeps until it merges them are sealed at a
+ * lower level (fr_chunk_builder_set_level). */
 #define ZSTD_LEVEL 5
 #define EVENT_SLOTS 64
 
@@ -127,6 +129,7 @@ struct fr_chunk_builder {
 
 	struct fr_chunk_event_stats events[EVENT_SLOTS];
 	struct fr_zstd *zstd; /* created on the first seal */
+	int level;            /* zstd level */
 };
 
 /* Ten table counts, the length of the "" string, the sample count and
@@ -163,6 +166,7 @@ struct fr_chunk_builder *fr_chunk_builder_new(uint32_t max_samples, size_t max_r
 		return NULL;
 	b->max_samples = max_samples;
 	b->max_raw = max_raw;
+	b->level = ZSTD_LEVEL;
 	b->max_stacks = max_samples;
 	/* Every frame takes at least one byte of block and most take two or
 	 * more, so the arena is bounded by the raw budget, not by the worst
@@ -195,6 +199,15 @@ struct fr_chunk_builder *fr_chunk_builder_new(uint32_t max_samples, size_t max_r
 err_free:
 	fr_chunk_builder_free(b);
 	return NULL;
+}
+
+void fr_chunk_builder_set_level(struct fr_chunk_builder *b, int level)
+{
+	if (level < 1 || level > 19 || level == b->level)
+		return;
+	b->level = level;
+	fr_zstd_free(b->zstd);
+	b->zstd = NULL;
 }
 
 void fr_chunk_builder_free(struct fr_chunk_builder *b)
@@ -1391,7 +1404,7 @@ int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta
 	}
 
 	if (!b->zstd) {
-		b->zstd = fr_zstd_new(ZSTD_LEVEL);
+		b->zstd = fr_zstd_new(b->level);
 		if (!b->zstd) {
 			ret = -ENOMEM;
 			goto out;

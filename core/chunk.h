@@ -229,6 +229,11 @@ struct fr_chunk_builder *fr_chunk_builder_new(uint32_t max_samples, size_t max_r
 /* Frees a builder; accepts NULL. */
 void fr_chunk_builder_free(struct fr_chunk_builder *b);
 
+/* Sets the zstd level of the chunks it seals (1..19, default 5): a writer
+ * whose chunks are merged soon after (a ring with a journal) saves CPU at a
+ * low level, since the merged chunk is compressed again. */
+void fr_chunk_builder_set_level(struct fr_chunk_builder *b, int level);
+
 /* Adds one sample (stack interned). Returns 0, or -ENOSPC when the chunk
  * is full: seal it and add the sample again. The first sample of a chunk
  * is always accepted. Stacks deeper than FR_MAX_FRAMES are cut to their

@@ -1282,17 +1282,17 @@ static int merge_group(struct fr_ring *r)
 			goto out;
 		}
 		k = (size_t)span;
-		if (k > 1) {
-			ret = fr_chunk_merge(&dec[done], k, 2 * group_raw_max(r), &out, &len);
-			if (ret == -ENOMEM)
-				goto out;
-			if (ret < 0 || len > fr_ring_max_chunk(r)) {
-				free(out);
-				out = NULL;
-				k = 1;
-			}
+		/* A single part is encoded again too: the journal's chunks may
+		 * be compressed lightly (fr_chunk_builder_set_level). */
+		ret = fr_chunk_merge(&dec[done], k, 2 * group_raw_max(r), &out, &len);
+		if (ret == -ENOMEM)
+			goto out;
+		if (ret < 0 || len > fr_ring_max_chunk(r)) {
+			free(out);
+			out = NULL;
+			k = 1;
 		}
-		if (k == 1) {
+		if (!out) {
 			/* As it is, under its own number. */
 			ret = append_segment(r, raw[done], first->len, first->seq, 0, 1);
 		} else {
@@ -1559,7 +1559,15 @@ int fr_ring_read(struct fr_ring *r, const struct fr_ring_ref *ref, void **buf)
 	/* A journal chunk is dropped by the appending thread, which reads
 	 * the journal's chunks again when it merges them. */
 	if (in_journal(r, ref->offset)) {
-		ret = (size_t)n == ref->len ? -EBADMSG : -ESTALE;
+		bool current = false;
+
+		pthread_rwlock_rdlock(&r->lock);
+		for (size_t i = 0; i < r->jcount && !current; i++)
+			current = r->jidx[i].seq == ref->seq && r->jidx[i].offset == ref->offset;
+		pthread_rwlock_unlock(&r->lock);
+		/* Merged since, and being overwritten by the journal's next
+		 * round: stale, not damaged. */
+		ret = current ? -EBADMSG : -ESTALE;
 		goto err;
 	}
 	/* Damaged, or torn by an overwrite in progress: the index tells. */

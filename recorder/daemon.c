@@ -1801,6 +1801,14 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		fprintf(stderr, "flightrecd: out of memory\n");
 		goto out;
 	}
+	{
+		struct fr_ring_stats st;
+
+		/* The journal's chunks are compressed again when merged. */
+		fr_ring_get_stats(d->ring, &st);
+		if (st.journal_size)
+			fr_chunk_builder_set_level(d->builder, 1);
+	}
 
 	ret = pthread_create(&d->writer, NULL, writer_main, d);
 	if (ret) {

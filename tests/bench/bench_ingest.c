@@ -39,11 +39,13 @@ int main(int argc, char **argv)
 	if (!b || !mkdtemp(dir))
 		return 1;
 	snprintf(path, sizeof(path), "%s/ring", dir);
-	if (fr_ring_open(&ring, path, 1024ull << 20, 1u << 20, FR_RING_CREATE, err, sizeof(err)) < 0) {
+	if (fr_ring_open(&ring, path, 1024ull << 20, 1u << 20, FR_RING_CREATE | FR_RING_JOURNAL, err,
+			 sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
 	fr_ring_set_sync_interval(ring, -1);
+	fr_chunk_builder_set_level(b, 1); /* as flightrecd does for a journal */
 	synth_init(&s, 42);
 
 	/* Only sealing and appending are timed separately (once per simulated
@@ -88,10 +90,18 @@ int main(int argc, char **argv)
 	       cpus, (unsigned long long)chunks);
 	printf("add (+ synthesis)  %.3f s  (%.0f ns/sample)\n", t_build, t_build / n * 1e9);
 	printf("seal+zstd          %.3f s  (%.0f ns/sample)\n", t_seal, t_seal / n * 1e9);
-	printf("ring append        %.3f s  (%.0f ns/sample)\n", t_append, t_append / n * 1e9);
+	printf("ring append+merge  %.3f s  (%.0f ns/sample)\n", t_append, t_append / n * 1e9);
 	printf("throughput         %.2f M samples/s on one core\n", n / t0 / 1e6);
-	printf("stored             %.2f bytes/sample (raw block %.2f bytes/sample, zstd %.1fx)\n",
+	printf("sealed             %.2f bytes/sample (raw block %.2f bytes/sample, zstd %.1fx)\n",
 	       (double)bytes / n, (double)raw / n, (double)raw / bytes);
+	fr_ring_close(ring); /* stores the last group */
+	if (fr_ring_open(&ring, path, 0, 0, FR_RING_RDONLY, err, sizeof(err)) == 0) {
+		struct fr_ring_stats st;
+
+		fr_ring_get_stats(ring, &st);
+		printf("stored, merged     %.2f bytes/sample in %llu chunks\n",
+		       (double)st.bytes_used / (double)st.samples, (unsigned long long)st.chunks);
+	}
 	fr_ring_close(ring);
 	fr_chunk_builder_free(b);
 	unlink(path);

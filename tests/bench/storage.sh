@@ -4,16 +4,19 @@
 #
 #   tests/bench/storage.sh BUILD_DIR [SECONDS]
 #
-# For 99 Hz and 999 Hz, starts a private flightrecd and, for each workload,
-# runs perf record -a -g alongside it while the workload runs:
+# For 99 Hz and 999 Hz and each workload:
 #   a  nothing extra (whatever the machine is doing),
 #   b  tests/integration/burn SECONDS 2 (CPU-bound, two threads),
-#   c  tests/bench/stacks SECONDS 2 (thousands of distinct stacks).
-# flightrec's bytes are the ring chunks stored over the interval
-# (`flightrec status --json`: bytes_used, samples); perf's are the
-# perf.data file. perf is started with -a rather than launching the
-# workload (perf record crashes at exit when it launches a command while
-# flightrecd runs) and stopped with SIGINT.
+#   c  tests/bench/stacks SECONDS 2 (thousands of distinct stacks),
+# starts a private flightrecd on a fresh ring and perf record -a -g, runs
+# the workload, stops both (SIGINT: flightrecd stores its open chunk and
+# merges its journal, perf writes its file) and compares flightrec's ring
+# (`flightrec dump --ring --info --json`: bytes_used, samples: what the
+# ring keeps) with perf.data (bytes, and samples counted by perf report
+# --stats). Both include their start-up: perf's synthesis of every
+# process's mappings, flightrecd's first second. perf is started with -a
+# rather than launching the workload (perf record crashes at exit when it
+# launches a command while flightrecd runs).
 # Needs root. Figures, not pass/fail: see docs/performance.md.
 set -eu
 build=$(cd "${1:?usage: storage.sh BUILD_DIR [SECONDS]}" && pwd)
@@ -28,11 +31,6 @@ if [ "$(id -u)" != 0 ]; then
 fi
 command -v perf >/dev/null || { echo "storage.sh: perf not found" >&2; exit 77; }
 
-ring_stat() {
-	"$build/tools/flightrec" status --socket "$T/sock" --json |
-		python3 -c 'import json,sys; r=json.load(sys.stdin)["ring"]; print(r["bytes_used"], r["samples"])'
-}
-
 workload() {
 	case $1 in
 	a) sleep "$secs" ;;
@@ -41,43 +39,41 @@ workload() {
 	esac
 }
 
-printf '%-10s %5s | %9s %9s | %9s %9s | %s\n' workload rate "fr smp" "fr B/smp" \
+printf '%-10s %5s | %9s %9s %7s | %9s %9s | %s\n' workload rate "fr smp" "fr B/smp" "chunks" \
 	"perf smp" "perf B/smp" "perf/fr"
 for hz in 99 999; do
-	rm -f "$T/ring" "$T/sock"
-	"$build/recorder/flightrecd" --ring "$T/ring" --socket "$T/sock" --hz "$hz" \
-		>"$T/d.log" 2>&1 &
-	dpid=$!
-	for _ in $(seq 50); do
-		"$build/tools/flightrec" status --socket "$T/sock" >/dev/null 2>&1 && break
-		sleep 0.1
-	done
 	for w in a b c; do
-		# Start on a fresh chunk.
-		sleep 1.2
-		read -r b0 n0 <<<"$(ring_stat)"
-		timeout -s INT "$secs" perf record --no-buildid --no-buildid-cache \
-			-e cpu-clock -F "$hz" -a -g -o "$T/perf.data" >/dev/null 2>&1 &
+		rm -f "$T/ring" "$T/sock"
+		"$build/recorder/flightrecd" --ring "$T/ring" --socket "$T/sock" --hz "$hz" \
+			>"$T/d.log" 2>&1 &
+		dpid=$!
+		for _ in $(seq 50); do
+			"$build/tools/flightrec" status --socket "$T/sock" >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		perf record --no-buildid --no-buildid-cache -e cpu-clock -F "$hz" -a -g \
+			-o "$T/perf.data" >/dev/null 2>&1 &
 		ppid=$!
 		workload $w
+		kill -INT $ppid
 		wait $ppid || true
-		sleep 1.2
-		read -r b1 n1 <<<"$(ring_stat)"
+		kill -INT $dpid
+		wait $dpid || true
+		dpid=
+		read -r fb fn fc <<<"$("$build/tools/flightrec" dump --ring "$T/ring" --info --json |
+			python3 -c 'import json,sys; r=json.load(sys.stdin)["ring"]; print(r["bytes_used"], r["samples"], r["chunks"])')"
 		# perf script (6.1) can crash partway through a busy system-wide
 		# file; the stats of perf report count every sample record.
 		pn=$(perf report -i "$T/perf.data" --stats 2>/dev/null |
 			awk '/SAMPLE events:/ { print $3; exit }')
 		pb=$(stat -c %s "$T/perf.data")
 		name=$(case $w in a) echo "a idle";; b) echo "b burn";; c) echo "c stacks";; esac)
-		awk -v w="$name" -v hz="$hz" -v b=$((b1 - b0)) -v n=$((n1 - n0)) \
+		awk -v w="$name" -v hz="$hz" -v b="$fb" -v n="$fn" -v c="$fc" \
 			-v pb="$pb" -v pn="${pn:-0}" 'BEGIN {
 			fb = n ? b / n : 0; ppb = pn ? pb / pn : 0
-			printf "%-10s %5d | %9d %9.2f | %9d %9.2f | %.1fx\n", w, hz, n, fb, pn, ppb,
+			printf "%-10s %5d | %9d %9.2f %7d | %9d %9.2f | %.1fx\n", w, hz, n, fb, c, pn, ppb,
 				(fb > 0 ? ppb / fb : 0)
 		}'
 		rm -f "$T/perf.data"
 	done
-	kill -INT $dpid
-	wait $dpid || true
-	dpid=
 done
