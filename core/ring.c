@@ -1215,12 +1215,15 @@ static int append_segment(struct fr_ring *r, void *chunk, size_t len, uint64_t s
 	return 0;
 }
 
-/* Raw bytes of journal chunks merged into one chunk at most, and the raw
- * limit of the merged block (what a second's chunk gets, twice over: the
- * parts' tables shrink when merged). */
+/* Raw bytes of journal chunks merged into one chunk at most: what a
+ * second's chunk gets (half a segment), up to 2 MiB, which bounds the
+ * memory a merge takes. The merged block may take twice that (its
+ * estimate counts tables the parts shared). */
 static size_t group_raw_max(const struct fr_ring *r)
 {
-	return fr_ring_max_chunk(r) / 2;
+	size_t max = fr_ring_max_chunk(r) / 2;
+
+	return max < (2u << 20) ? max : (2u << 20);
 }
 
 /* Stores the journal's group in the segments: merged where its chunks
@@ -1467,6 +1470,7 @@ int fr_ring_expire(struct fr_ring *r, int64_t before_ns)
 		}
 	}
 	while (r->jcount > 0 && r->jidx[0].last_ns < before_ns) {
+		r->group_raw -= r->jidx[0].raw_len;
 		jidx_remove_at(r, 0);
 		dropped++;
 	}

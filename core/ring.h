@@ -47,9 +47,10 @@
  * cost more than its samples. So a ring with a journal appends those chunks
  * to the journal, a circular region where each starts 8-byte aligned (at
  * the start again when the next does not fit before its end), and once they
- * form a group (spanning the group time, 10 s by default, or about half a
- * segment of raw block, or 64 chunks, or the journal's room) stores the
- * group in a segment as one merged chunk (core/merge.h), and then
+ * form a group (spanning the group time, 10 s by default, or half a
+ * segment of raw block, at most 2 MiB, or 64 chunks, or the journal's
+ * room) stores the group in a segment as one merged chunk (core/merge.h),
+ * and then
  * fdatasyncs (unless syncing is off) before the journal reuses the group's
  * space. Chunks that do not agree to merge (an exec, a remapped range) are
  * stored as more than one. Until then the journal's chunks are read like
