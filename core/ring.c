@@ -80,6 +80,7 @@ struct fr_ring {
 	int64_t group_start;    /* monotonic time of the group's first chunk */
 	uint64_t group_raw;     /* raw bytes of the group's chunks */
 	bool group_due;         /* a group found on opening: store it first */
+	bool opened;            /* fr_ring_open() succeeded */
 
 	/* Guarded by lock. */
 	pthread_rwlock_t lock;
@@ -1072,6 +1073,7 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 		}
 	}
 	r->last_sync_ns = fr_now_mono_ns();
+	r->opened = true;
 	*out = r;
 	return 0;
 
@@ -1086,7 +1088,7 @@ void fr_ring_close(struct fr_ring *r)
 {
 	if (!r)
 		return;
-	if (r->fd >= 0 && !r->rdonly && r->jcount) {
+	if (r->opened && !r->rdonly && r->jcount) {
 		int ret = merge_group(r);
 
 		if (ret < 0)
