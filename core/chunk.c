@@ -258,9 +258,15 @@ static size_t stack_bytes(uint32_t pid, unsigned nr_kernel, unsigned nr,
 
 int fr_chunk_builder_add(struct fr_chunk_builder *b, const struct fr_sample *s)
 {
+	return fr_chunk_builder_add_known(b, s, NULL);
+}
+
+int fr_chunk_builder_add_known(struct fr_chunk_builder *b, const struct fr_sample *s,
+			       uint32_t *stack)
+{
 	unsigned nr = s->nr_frames, nr_kernel = s->nr_kernel;
-	uint64_t h;
-	uint32_t slot, id = UINT32_MAX;
+	uint64_t h = 0;
+	uint32_t slot = 0, id = UINT32_MAX;
 	size_t need;
 
 	if (b->nsamples >= b->max_samples)
@@ -273,8 +279,11 @@ int fr_chunk_builder_add(struct fr_chunk_builder *b, const struct fr_sample *s)
 	if (!s->ips)
 		nr = nr_kernel = 0;
 
-	h = stack_hash(s->pid, nr_kernel, nr, s->ips);
-	for (slot = (uint32_t)h & b->table_mask; b->table[slot];
+	if (stack && *stack < b->nstacks && b->stacks[*stack].pid == s->pid)
+		id = *stack;
+	else
+		h = stack_hash(s->pid, nr_kernel, nr, s->ips);
+	for (slot = (uint32_t)h & b->table_mask; id == UINT32_MAX && b->table[slot];
 	     slot = (slot + 1) & b->table_mask) {
 		const struct bstack *st = &b->stacks[b->table[slot] - 1];
 
@@ -328,6 +337,8 @@ int fr_chunk_builder_add(struct fr_chunk_builder *b, const struct fr_sample *s)
 	b->prev_ns = s->time_ns;
 	b->nsamples++;
 	b->raw_est += need;
+	if (stack)
+		*stack = id;
 	return 0;
 }
 

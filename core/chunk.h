@@ -240,6 +240,14 @@ void fr_chunk_builder_set_level(struct fr_chunk_builder *b, int level);
  * leaf end. */
 int fr_chunk_builder_add(struct fr_chunk_builder *b, const struct fr_sample *s);
 
+/* As fr_chunk_builder_add(), for a caller that adds many samples of the
+ * same stacks (merging chunks): when *stack is UINT32_MAX the stack is
+ * interned and its id stored there; otherwise *stack must be such an id,
+ * given by this builder since its last seal for this very stack, and the
+ * stack is not looked up again. */
+int fr_chunk_builder_add_known(struct fr_chunk_builder *b, const struct fr_sample *s,
+			       uint32_t *stack);
+
 /* Counts records the kernel lost, throttling and truncated stacks for
  * `event` in the chunk being built. Up to 64 distinct event ids per chunk
  * are counted. Never allocates. */

@@ -371,7 +371,14 @@ int fr_chunk_merge(struct fr_chunk *const *parts, size_t n, size_t max_raw, void
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct fr_chunk *c = parts[i];
+		/* The merged stack id of each of the part's stacks, once known. */
+		uint32_t *ids = malloc((c->nstacks ? c->nstacks : 1) * sizeof(*ids));
 
+		if (!ids) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		memset(ids, 0xff, (c->nstacks ? c->nstacks : 1) * sizeof(*ids));
 		for (uint32_t k = 0; k < c->nsamples; k++) {
 			const struct fr_chunk_stack *st = &c->stacks[c->stack[k]];
 			struct fr_sample s = {
@@ -387,12 +394,14 @@ int fr_chunk_merge(struct fr_chunk *const *parts, size_t n, size_t max_raw, void
 				.ips = st->nr_frames ? &c->frames[st->first] : NULL,
 			};
 
-			ret = fr_chunk_builder_add(b, &s);
+			ret = fr_chunk_builder_add_known(b, &s, &ids[c->stack[k]]);
 			if (ret < 0) {
+				free(ids);
 				ret = -EFBIG;
 				goto out;
 			}
 		}
+		free(ids);
 		for (uint32_t e = 0; e < c->nevents; e++)
 			fr_chunk_builder_count(b, c->events[e].event, c->events[e].lost,
 					       c->events[e].throttled, c->events[e].truncated);
