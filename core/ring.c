@@ -78,7 +78,6 @@ struct fr_ring {
 	uint64_t jcur;          /* journal write offset, from the journal start */
 	int64_t group_ns;       /* atomic */
 	int64_t group_start;    /* monotonic time of the group's first chunk */
-	uint64_t group_raw;     /* raw bytes of the group's chunks */
 	bool group_due;         /* a group found on opening: store it first */
 	bool opened;            /* fr_ring_open() succeeded */
 
@@ -92,7 +91,6 @@ struct fr_ring {
 	/* The journal's current chunks (the group), in sequence order. */
 	struct fr_ring_ref *jidx;
 	size_t jcount, jcap;
-	uint64_t jbytes, jsamples;
 };
 
 
@@ -305,6 +303,21 @@ static void idx_remove_at(struct fr_ring *r, size_t pos)
 	r->idx_count--;
 }
 
+/* The index entry of a chunk with header `h` at file offset `offset`. */
+static struct fr_ring_ref ref_of(const struct fr_chunk_header *h, uint64_t offset)
+{
+	return (struct fr_ring_ref){
+		.seq = h->seq,
+		.offset = offset,
+		.len = FR_CHUNK_HEADER_LEN + h->comp_len,
+		.nsamples = h->nsamples,
+		.first_ns = h->first_ns,
+		.last_ns = h->last_ns,
+		.raw_len = h->raw_len,
+		.covers = h->covers,
+	};
+}
+
 /* The journal's current chunks. Callers hold the write lock. */
 static int jidx_push(struct fr_ring *r, const struct fr_ring_ref *ref)
 {
@@ -321,8 +334,6 @@ static int jidx_push(struct fr_ring *r, const struct fr_ring_ref *ref)
 	r->bytes_used += ref->len;
 	r->samples += ref->nsamples;
 	r->raw_bytes += ref->raw_len;
-	r->jbytes += ref->len;
-	r->jsamples += ref->nsamples;
 	return 0;
 }
 
@@ -333,8 +344,6 @@ static void jidx_remove_at(struct fr_ring *r, size_t pos)
 	r->bytes_used -= ref->len;
 	r->samples -= ref->nsamples;
 	r->raw_bytes -= ref->raw_len;
-	r->jbytes -= ref->len;
-	r->jsamples -= ref->nsamples;
 	memmove(&r->jidx[pos], &r->jidx[pos + 1], (r->jcount - pos - 1) * sizeof(*r->jidx));
 	r->jcount--;
 }
@@ -636,16 +645,7 @@ static int scan_segment(struct fr_ring *r, struct scan *s, uint32_t seg, uint64_
 			s->max_seq = h.seq;
 		s->any_seq = true;
 
-		ref = (struct fr_ring_ref){
-			.seq = h.seq,
-			.offset = base + off,
-			.len = FR_CHUNK_HEADER_LEN + h.comp_len,
-			.nsamples = h.nsamples,
-			.first_ns = h.first_ns,
-			.last_ns = h.last_ns,
-			.raw_len = h.raw_len,
-			.covers = h.covers,
-		};
+		ref = ref_of(&h, base + off);
 		ret = scan_add(s, &ref);
 		if (ret < 0)
 			return ret;
@@ -705,20 +705,14 @@ static int verify_tail(struct fr_ring *r, struct scan *s)
 	return 0;
 }
 
-/* Reads the whole journal: its intact chunks numbered above `main_max`
- * (the newest intact chunk of the segments) become the group, in sequence
- * order. Damaged ones among them are counted, and so are numbers missing
- * between them. The journal cursor resumes after the chunk with the
- * highest number, and the numbering after every number seen. */
-static int journal_recover(struct fr_ring *r, uint64_t main_max)
+/* Reads the whole journal into a malloc'd buffer (bytes past the end of a
+ * truncated file read as zeroes). Returns 0 or -errno. */
+static int journal_load(struct fr_ring *r, unsigned char **out)
 {
 	unsigned char *buf = malloc(r->journal_size);
-	struct cand *c = NULL;
-	size_t nc = 0, cap = 0, keep = 0;
-	uint64_t off = 0, top_seq = 0, top_end = 0;
 	ssize_t n;
-	int ret = 0;
 
+	*out = NULL;
 	if (!buf)
 		return -ENOMEM;
 	n = pread_full(r->fd, buf, r->journal_size, FR_RING_SB_LEN);
@@ -728,52 +722,70 @@ static int journal_recover(struct fr_ring *r, uint64_t main_max)
 	}
 	if ((uint64_t)n < r->journal_size)
 		memset(buf + n, 0, r->journal_size - (uint64_t)n);
-	while (off + FR_CHUNK_HEADER_LEN <= r->journal_size) {
-		struct fr_chunk_header h;
-		uint64_t len;
+	*out = buf;
+	return 0;
+}
 
-		if (fr_chunk_header_parse(buf + off, FR_CHUNK_HEADER_LEN, &h) < 0 ||
-		    FR_CHUNK_HEADER_LEN + (uint64_t)h.comp_len > r->journal_size - off) {
-			off += 8;
-			continue;
-		}
-		len = FR_CHUNK_HEADER_LEN + (uint64_t)h.comp_len;
+/* The first valid chunk header at or after `off` (8-byte aligned) in the
+ * journal image `buf` whose chunk lies inside the journal: its offset, with
+ * the header in *h, or UINT64_MAX. The journal is circular and overwritten
+ * in place, so leftovers lie between chunks: every aligned offset is
+ * looked at. */
+static uint64_t journal_next(const struct fr_ring *r, const unsigned char *buf, uint64_t off,
+			     struct fr_chunk_header *h)
+{
+	for (; off + FR_CHUNK_HEADER_LEN <= r->journal_size; off += 8)
+		if (fr_chunk_header_parse(buf + off, FR_CHUNK_HEADER_LEN, h) == 0 &&
+		    FR_CHUNK_HEADER_LEN + (uint64_t)h->comp_len <= r->journal_size - off)
+			return off;
+	return UINT64_MAX;
+}
+
+/* The offset after the chunk of header `h` at `off`. */
+static uint64_t journal_after(uint64_t off, const struct fr_chunk_header *h)
+{
+	return off + align8(FR_CHUNK_HEADER_LEN + (uint64_t)h->comp_len);
+}
+
+/* Reads the whole journal: its intact chunks numbered above `main_max`
+ * (the newest intact chunk of the segments) become the group, in sequence
+ * order. Damaged ones among them are counted, and so are numbers missing
+ * between them. The journal cursor resumes after the chunk with the
+ * highest number, and the numbering after every number seen. */
+static int journal_recover(struct fr_ring *r, uint64_t main_max)
+{
+	struct scan js = {0};
+	struct fr_chunk_header h;
+	unsigned char *buf;
+	uint64_t top_seq = 0, top_end = 0;
+	size_t keep = 0;
+	int ret = journal_load(r, &buf);
+
+	if (ret < 0)
+		return ret;
+	for (uint64_t off = journal_next(r, buf, 0, &h); off != UINT64_MAX;
+	     off = journal_next(r, buf, journal_after(off, &h), &h)) {
+		struct fr_ring_ref ref = ref_of(&h, FR_RING_SB_LEN + off);
+
 		if (h.seq > top_seq) {
 			top_seq = h.seq;
-			top_end = off + align8(len);
+			top_end = journal_after(off, &h);
 		}
-		if (h.seq > main_max) {
-			if (nc == cap) {
-				struct cand *g;
-
-				cap = cap ? 2 * cap : 64;
-				g = realloc(c, cap * sizeof(*c));
-				if (!g) {
-					ret = -ENOMEM;
-					goto out;
-				}
-				c = g;
-			}
-			c[nc++] = (struct cand){
-				.ref = {
-					.seq = h.seq,
-					.offset = FR_RING_SB_LEN + off,
-					.len = (uint32_t)len,
-					.nsamples = h.nsamples,
-					.first_ns = h.first_ns,
-					.last_ns = h.last_ns,
-					.raw_len = h.raw_len,
-				},
-				.damaged = fr_chunk_verify(buf + off, len) < 0,
-			};
-		}
-		off += align8(len);
+		if (h.seq <= main_max)
+			continue; /* merged since */
+		ref.covers = 0;
+		ret = scan_add(&js, &ref);
+		if (ret < 0)
+			goto out;
+		js.c[js.n - 1].damaged = fr_chunk_verify(buf + off, ref.len) < 0;
 	}
-	if (nc > 1)
-		qsort(c, nc, sizeof(*c), cmp_cand_seq);
+	if (js.n > 1)
+		qsort(js.c, js.n, sizeof(*js.c), cmp_cand_seq);
 	/* One chunk per number (an intact one first), the numbers missing
 	 * between them and the damaged ones counted. */
-	for (size_t i = 0; i < nc; i++) {
+	for (size_t i = 0; i < js.n; i++) {
+		struct cand *c = js.c;
+
 		if (keep && c[keep - 1].ref.seq == c[i].ref.seq) {
 			if (c[keep - 1].damaged && !c[i].damaged)
 				c[keep - 1] = c[i];
@@ -784,14 +796,13 @@ static int journal_recover(struct fr_ring *r, uint64_t main_max)
 		c[keep++] = c[i];
 	}
 	for (size_t i = 0; i < keep; i++) {
-		if (c[i].damaged) {
+		if (js.c[i].damaged) {
 			r->corrupt++;
 			continue;
 		}
-		ret = jidx_push(r, &c[i].ref);
+		ret = jidx_push(r, &js.c[i].ref);
 		if (ret < 0)
 			goto out;
-		r->group_raw += c[i].ref.raw_len;
 	}
 	if (top_seq >= r->next_seq)
 		r->next_seq = top_seq + 1;
@@ -799,7 +810,7 @@ static int journal_recover(struct fr_ring *r, uint64_t main_max)
 	r->group_start = fr_now_mono_ns();
 	r->group_due = r->jcount > 0;
 out:
-	free(c);
+	free(js.c);
 	free(buf);
 	return ret;
 }
@@ -1196,16 +1207,7 @@ static int append_segment(struct fr_ring *r, void *chunk, size_t len, uint64_t s
 		return ret;
 	__atomic_store_n(&r->dirty, 1, __ATOMIC_RELAXED);
 
-	ref = (struct fr_ring_ref){
-		.seq = seq,
-		.offset = off,
-		.len = (uint32_t)len,
-		.nsamples = h.nsamples,
-		.first_ns = h.first_ns,
-		.last_ns = h.last_ns,
-		.raw_len = h.raw_len,
-		.covers = covers,
-	};
+	ref = ref_of(&h, off);
 	pthread_rwlock_wrlock(&r->lock);
 	idx_push(r, &ref);
 	for (size_t i = 0; i < parts; i++)
@@ -1221,6 +1223,15 @@ static int append_segment(struct fr_ring *r, void *chunk, size_t len, uint64_t s
  * second's chunk gets (half a segment), up to 2 MiB, which bounds the
  * memory a merge takes. The merged block may take twice that (its
  * estimate counts tables the parts shared). */
+static uint64_t group_raw(const struct fr_ring *r)
+{
+	uint64_t raw = 0;
+
+	for (size_t i = 0; i < r->jcount; i++)
+		raw += r->jidx[i].raw_len;
+	return raw;
+}
+
 static size_t group_raw_max(const struct fr_ring *r)
 {
 	size_t max = fr_ring_max_chunk(r) / 2;
@@ -1310,7 +1321,6 @@ static int merge_group(struct fr_ring *r)
 			goto out;
 		done += k;
 	}
-	r->group_raw = 0;
 	r->group_due = false;
 	if (__atomic_load_n(&r->sync_interval, __ATOMIC_RELAXED) >= 0)
 		ret = fr_ring_sync(r);
@@ -1370,7 +1380,7 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
 	if (r->jcount &&
 	    (r->group_due ||
 	     now - r->group_start >= __atomic_load_n(&r->group_ns, __ATOMIC_RELAXED) ||
-	     r->group_raw + h.raw_len > group_raw_max(r) || r->jcount >= GROUP_MAX_PARTS ||
+	     group_raw(r) + h.raw_len > group_raw_max(r) || r->jcount >= GROUP_MAX_PARTS ||
 	     journal_place(r, alen) == UINT64_MAX)) {
 		ret = merge_group(r);
 		if (ret < 0)
@@ -1381,19 +1391,12 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
 		return -ENOSPC;
 
 	fr_chunk_set_seq(chunk, r->next_seq, 0);
+	fr_chunk_header_parse(chunk, len, &h);
 	ret = ring_write(r, chunk, len, FR_RING_SB_LEN + at);
 	if (ret < 0)
 		return ret;
 	__atomic_store_n(&r->dirty, 1, __ATOMIC_RELAXED);
-	ref = (struct fr_ring_ref){
-		.seq = r->next_seq,
-		.offset = FR_RING_SB_LEN + at,
-		.len = (uint32_t)len,
-		.nsamples = h.nsamples,
-		.first_ns = h.first_ns,
-		.last_ns = h.last_ns,
-		.raw_len = h.raw_len,
-	};
+	ref = ref_of(&h, FR_RING_SB_LEN + at);
 	pthread_rwlock_wrlock(&r->lock);
 	ret = jidx_push(r, &ref);
 	if (ret == 0)
@@ -1403,7 +1406,6 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
 		return ret;
 	if (r->jcount == 1)
 		r->group_start = now;
-	r->group_raw += h.raw_len;
 	r->jcur = at + alen;
 	return maybe_sync(r);
 }
@@ -1412,33 +1414,23 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
  * `before_ns`: their segment copies are being erased. */
 static int journal_erase(struct fr_ring *r, int64_t before_ns)
 {
-	unsigned char *buf = malloc(r->journal_size);
-	uint64_t off = 0, floor = r->jcount ? r->jidx[0].seq : r->next_seq;
-	ssize_t n;
-	int ret = 0;
+	uint64_t floor = r->jcount ? r->jidx[0].seq : r->next_seq;
+	struct fr_chunk_header h;
+	unsigned char *buf;
+	int ret = journal_load(r, &buf);
 
-	if (!buf)
-		return -ENOMEM;
-	n = pread_full(r->fd, buf, r->journal_size, FR_RING_SB_LEN);
-	if (n < 0) {
-		free(buf);
-		return (int)n;
-	}
-	while (ret == 0 && off + FR_CHUNK_HEADER_LEN <= (uint64_t)n) {
-		struct fr_chunk_header h;
-		uint64_t len;
+	if (ret < 0)
+		return ret;
+	for (uint64_t off = journal_next(r, buf, 0, &h); off != UINT64_MAX;
+	     off = journal_next(r, buf, journal_after(off, &h), &h)) {
+		uint64_t len = FR_CHUNK_HEADER_LEN + (uint64_t)h.comp_len;
 
-		if (fr_chunk_header_parse(buf + off, FR_CHUNK_HEADER_LEN, &h) < 0 ||
-		    FR_CHUNK_HEADER_LEN + (uint64_t)h.comp_len > (uint64_t)n - off) {
-			off += 8;
+		if (h.seq >= floor || h.last_ns >= before_ns)
 			continue;
-		}
-		len = FR_CHUNK_HEADER_LEN + (uint64_t)h.comp_len;
-		if (h.seq < floor && h.last_ns < before_ns) {
-			memset(buf + off, 0, len);
-			ret = ring_write(r, buf + off, len, FR_RING_SB_LEN + off);
-		}
-		off += align8(len);
+		memset(buf + off, 0, len);
+		ret = ring_write(r, buf + off, len, FR_RING_SB_LEN + off);
+		if (ret < 0)
+			break;
 	}
 	free(buf);
 	return ret;
@@ -1472,7 +1464,6 @@ int fr_ring_expire(struct fr_ring *r, int64_t before_ns)
 		}
 	}
 	while (r->jcount > 0 && r->jidx[0].last_ns < before_ns) {
-		r->group_raw -= r->jidx[0].raw_len;
 		jidx_remove_at(r, 0);
 		dropped++;
 	}
@@ -1609,29 +1600,24 @@ void fr_ring_get_stats(struct fr_ring *r, struct fr_ring_stats *st)
 	st->chunks = r->idx_count + r->jcount;
 	st->samples = r->samples;
 	st->raw_bytes = r->raw_bytes;
-	for (size_t i = 0; i < r->idx_count; i++) {
-		const struct fr_ring_ref *ref = idx_at(r, i);
+	for (size_t i = 0; i < r->idx_count + r->jcount; i++) {
+		const struct fr_ring_ref *ref =
+			i < r->idx_count ? idx_at(r, i) : &r->jidx[i - r->idx_count];
 
 		if (i == 0 || ref->first_ns < st->oldest_ns)
 			st->oldest_ns = ref->first_ns;
 		if (i == 0 || ref->last_ns > st->newest_ns)
 			st->newest_ns = ref->last_ns;
-	}
-	for (size_t i = 0; i < r->jcount; i++) {
-		const struct fr_ring_ref *ref = &r->jidx[i];
-
-		if ((r->idx_count == 0 && i == 0) || ref->first_ns < st->oldest_ns)
-			st->oldest_ns = ref->first_ns;
-		if ((r->idx_count == 0 && i == 0) || ref->last_ns > st->newest_ns)
-			st->newest_ns = ref->last_ns;
+		if (i >= r->idx_count) {
+			st->journal_bytes += ref->len;
+			st->journal_samples += ref->nsamples;
+		}
 	}
 	st->corrupt_chunks = r->corrupt;
 	st->next_seq = r->next_seq;
 	st->format_version = r->version;
 	st->journal_size = r->journal_size;
 	st->journal_chunks = r->jcount;
-	st->journal_bytes = r->jbytes;
-	st->journal_samples = r->jsamples;
 	pthread_rwlock_unlock(&r->lock);
 }
 

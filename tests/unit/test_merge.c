@@ -307,6 +307,15 @@ int main(void)
 			fr_chunk_free(m);
 		}
 	}
+	/* A merged block over its limit is refused: the ring then keeps the
+	 * parts as they are. */
+	{
+		void *buf = NULL;
+		size_t len = 0;
+
+		CHECK(fr_chunk_merge(p, 2, 64, &buf, &len) == -EFBIG && !buf,
+		      "a merge over its raw limit");
+	}
 	/* The raw limit: the first part always counts. */
 	CHECK(fr_chunk_merge_span(p, 8, 10) == 1, "raw limit");
 	CHECK(fr_chunk_merge_span(p, 8, 2 * p[0]->hdr.raw_len + p[2]->hdr.raw_len - 1) == 2,

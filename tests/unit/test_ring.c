@@ -1011,6 +1011,23 @@ static void test_journal(void)
 	r = open_journal(path, FR_RING_CREATE);
 	if (!r)
 		return;
+	{
+		/* Too small to keep four segments besides a journal: none. */
+		char small[300];
+		struct fr_ring *t = NULL;
+		char err[256];
+
+		path_of(small, sizeof(small), "small-journal.ring");
+		CHECK(fr_ring_open(&t, small, 4096 + 5 * SEG, SEG, FR_RING_CREATE | FR_RING_JOURNAL,
+				   err, sizeof(err)) == 0,
+		      "small ring: %s", err);
+		if (t) {
+			fr_ring_get_stats(t, &st);
+			CHECK(st.journal_size == 0 && st.nsegments == 5, "small ring: journal %llu",
+			      (unsigned long long)st.journal_size);
+			fr_ring_close(t);
+		}
+	}
 	fr_ring_get_stats(r, &st);
 	CHECK(st.format_version == FR_RING_VERSION && st.journal_size == 128 * 1024 &&
 		      st.nsegments == (RING_SIZE - 4096 - 128 * 1024) / SEG,
@@ -1086,11 +1103,30 @@ static void test_journal(void)
 		free(refs);
 	}
 
-	/* Merging at every append. */
+	/* Merging at every append; a reader still holding refs to journal
+	 * chunks merged since reads them (the journal has not come round). */
+	all_refs(r, &refs, &n);
 	fr_ring_set_group(r, 0);
 	CHECK(append_one(r, T0 + 40 * SEC, 3000) == 0 && append_one(r, T0 + 41 * SEC, 3000) == 0,
 	      "appends merging each time");
 	appended += 2 * per;
+	{
+		size_t stale_journal = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			void *buf = NULL;
+
+			if (refs[i].offset >= 4096 + 128 * 1024)
+				continue;
+			stale_journal++;
+			CHECK(fr_ring_read(r, &refs[i], &buf) == 0,
+			      "journal chunk %llu, merged since the query, does not read",
+			      (unsigned long long)refs[i].seq);
+			free(buf);
+		}
+		CHECK(stale_journal > 0, "the query held no journal chunk");
+	}
+	free(refs);
 	fr_ring_get_stats(r, &st);
 	CHECK(st.journal_chunks == 1 && total_samples(r, "group 0") == appended,
 	      "group time 0: %llu journal chunks", (unsigned long long)st.journal_chunks);
