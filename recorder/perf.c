@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/hash.h"
 #include "core/log.h"
 
 #ifndef PERF_RECORD_MISC_MMAP_BUILD_ID
@@ -932,14 +933,9 @@ static void handle_sample(struct fr_perf *p, const struct sample_view *v,
 
 /* ---- offcpu: pairing switch-outs with switch-ins ------------------------ */
 
-static uint32_t hash_tid(uint32_t x)
+static uint32_t hash_tid(uint32_t tid)
 {
-	x ^= x >> 16;
-	x *= 0x7feb352d;
-	x ^= x >> 15;
-	x *= 0x846ca68b;
-	x ^= x >> 16;
-	return x & (OFFCPU_INDEX - 1);
+	return fr_hash_u32(tid) & (OFFCPU_INDEX - 1);
 }
 
 /* The index slot holding `key`, or -1. */

@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/symbols.h"
 
@@ -98,15 +99,6 @@ struct fr_tracker {
 	char scratch[4096];
 };
 
-static uint32_t hash_u32(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352d;
-	x ^= x >> 15;
-	x *= 0x846ca68b;
-	x ^= x >> 16;
-	return x;
-}
 
 static uint32_t hash_str(const char *s)
 {
@@ -181,7 +173,7 @@ static int read_cgroup(struct fr_tracker *t, const char *proc, uint32_t pid,
 
 static struct proc *find_proc(struct fr_tracker *t, uint32_t pid)
 {
-	for (struct proc *p = t->procs[hash_u32(pid) % NBUCKETS]; p; p = p->next)
+	for (struct proc *p = t->procs[fr_hash_u32(pid) % NBUCKETS]; p; p = p->next)
 		if (p->pid == pid)
 			return p;
 	return NULL;
@@ -189,7 +181,7 @@ static struct proc *find_proc(struct fr_tracker *t, uint32_t pid)
 
 static struct thread *find_thread(struct fr_tracker *t, uint32_t tid)
 {
-	for (struct thread *th = t->threads[hash_u32(tid) % NBUCKETS]; th; th = th->next)
+	for (struct thread *th = t->threads[fr_hash_u32(tid) % NBUCKETS]; th; th = th->next)
 		if (th->tid == tid)
 			return th;
 	return NULL;
@@ -203,7 +195,7 @@ static void free_proc(struct proc *p)
 
 static void unlink_proc(struct fr_tracker *t, uint32_t pid)
 {
-	struct proc **pp = &t->procs[hash_u32(pid) % NBUCKETS];
+	struct proc **pp = &t->procs[fr_hash_u32(pid) % NBUCKETS];
 
 	for (; *pp; pp = &(*pp)->next) {
 		if ((*pp)->pid == pid) {
@@ -230,8 +222,8 @@ static struct proc *get_proc(struct fr_tracker *t, uint32_t pid)
 	if (!p)
 		return NULL;
 	p->pid = pid;
-	p->next = t->procs[hash_u32(pid) % NBUCKETS];
-	t->procs[hash_u32(pid) % NBUCKETS] = p;
+	p->next = t->procs[fr_hash_u32(pid) % NBUCKETS];
+	t->procs[fr_hash_u32(pid) % NBUCKETS] = p;
 	t->nprocs++;
 	return p;
 }
@@ -246,8 +238,8 @@ static struct thread *get_thread(struct fr_tracker *t, uint32_t tid, uint32_t pi
 		th = calloc(1, sizeof(*th));
 		if (!th)
 			return NULL;
-		th->next = t->threads[hash_u32(tid) % NBUCKETS];
-		t->threads[hash_u32(tid) % NBUCKETS] = th;
+		th->next = t->threads[fr_hash_u32(tid) % NBUCKETS];
+		t->threads[fr_hash_u32(tid) % NBUCKETS] = th;
 		t->nthreads++;
 	}
 	th->tid = tid;

@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/parse.h"
 #include "recorder/procwatch.h"
@@ -87,10 +88,7 @@ struct proc_table {
 
 static uint32_t pt_hash(uint32_t pid)
 {
-	pid ^= pid >> 16;
-	pid *= 0x7feb352d;
-	pid ^= pid >> 15;
-	return pid % PT_BUCKETS;
+	return fr_hash_u32(pid) % PT_BUCKETS;
 }
 
 static void pt_init(struct proc_table *pt)
