@@ -626,11 +626,53 @@ static size_t find_seq(const unsigned char *img, size_t len, uint64_t seq)
 	return 0;
 }
 
+/* A region (segment or journal) of FUZZ_RING_SEGMENT bytes holding small
+ * chunks numbered `seqs` back to back (a 0 ends the list); the chunk
+ * numbered `merged` stands for the `covers` numbers before it. *used is
+ * how far the chunks reach. */
+static unsigned char *hand_region(const int seqs[4], int merged, uint32_t covers, size_t *used)
+{
+	unsigned char *reg = calloc(1, FUZZ_RING_SEGMENT);
+
+	if (!reg)
+		die("region", ENOMEM);
+	*used = 0;
+	for (int k = 0; k < 4 && seqs[k]; k++) {
+		size_t clen;
+		unsigned char *c = chunk_typical(T0 + seqs[k] * SEC, 8, false, &clen);
+
+		fr_chunk_set_seq(c, (uint64_t)seqs[k], seqs[k] == merged ? covers : 0);
+		memcpy(reg + *used, c, clen);
+		*used += (clen + 7) & ~(size_t)7;
+		free(c);
+	}
+	return reg;
+}
+
+/* A FUZZ_RING_SPLIT seed of three regions: each one's data as one part. */
+static void write_split_seed(const char *name, unsigned mode, unsigned char *const reg[3],
+			     const size_t used[3])
+{
+	size_t part_len = 0;
+	unsigned char *part;
+
+	for (int i = 0; i < 3; i++)
+		if (used[i] > part_len)
+			part_len = used[i];
+	part = malloc(3 * part_len);
+	if (!part)
+		die("seed", ENOMEM);
+	for (int i = 0; i < 3; i++)
+		memcpy(part + i * part_len, reg[i], part_len);
+	write_seed("ring", name, mode, part, 3 * part_len);
+	free(part);
+}
+
 static void make_ring_seeds(void)
 {
 	char dir[] = "/tmp/fr-seeds-XXXXXX", path[256], err[512];
 	struct fr_ring *r;
-	unsigned char *img, *part;
+	unsigned char *img;
 	size_t len, off;
 	uint64_t seq, nchunks = 0;
 	int ret;
@@ -688,38 +730,18 @@ static void make_ring_seeds(void)
 	 * 2 behind them), 1-3 and 4-6, each segment's data as one part. */
 	{
 		static const int layout[3][4] = {{7, 8, 9, 2}, {1, 2, 3, 0}, {4, 5, 6, 0}};
-		size_t part_len = 0, used[3] = {0};
-		unsigned char *seg[3];
+		unsigned char *reg[3];
+		size_t used[3];
 
-		for (int s = 0; s < 3; s++) {
-			seg[s] = calloc(1, FUZZ_RING_SEGMENT);
-			if (!seg[s])
-				die("segment", ENOMEM);
-			for (int k = 0; k < 4 && layout[s][k]; k++) {
-				size_t clen;
-				unsigned char *c = chunk_typical(T0 + layout[s][k] * SEC, 8, false, &clen);
-
-				fr_chunk_set_seq(c, (uint64_t)layout[s][k], 0);
-				memcpy(seg[s] + used[s], c, clen);
-				used[s] += (clen + 7) & ~(size_t)7;
-				free(c);
-			}
-			if (used[s] > part_len)
-				part_len = used[s];
-		}
-		part = malloc(3 * part_len);
-		if (!part)
-			die("seed", ENOMEM);
-		for (int s = 0; s < 3; s++)
-			memcpy(part + s * part_len, seg[s], part_len);
+		for (int i = 0; i < 3; i++)
+			reg[i] = hand_region(layout[i], 0, 0, &used[i]);
 		/* bits 2-3 = 1: three segments */
-		write_seed("ring", "split3", FUZZ_RING_SPLIT | 1 << 2, part, 3 * part_len);
+		write_split_seed("split3", FUZZ_RING_SPLIT | 1 << 2, reg, used);
 		/* Two segments, the first one's data only, crcs fixed up. */
-		write_seed("ring", "linear2-fixcrc", FUZZ_RING_LINEAR | FUZZ_RING_FIX_CRC, seg[1],
+		write_seed("ring", "linear2-fixcrc", FUZZ_RING_LINEAR | FUZZ_RING_FIX_CRC, reg[1],
 			   used[1]);
-		free(part);
-		for (int s = 0; s < 3; s++)
-			free(seg[s]);
+		for (int i = 0; i < 3; i++)
+			free(reg[i]);
 	}
 
 	/* A real ring with a journal, copied while its writer had a group
@@ -759,35 +781,14 @@ static void make_ring_seeds(void)
 	 * chunk 7 standing for 4-7, then 9. */
 	{
 		static const int layout[3][4] = {{8, 10, 11, 0}, {1, 2, 3, 0}, {7, 9, 0, 0}};
-		size_t part_len = 0, used[3] = {0};
 		unsigned char *reg[3];
+		size_t used[3];
 
-		for (int s = 0; s < 3; s++) {
-			reg[s] = calloc(1, FUZZ_RING_SEGMENT);
-			if (!reg[s])
-				die("region", ENOMEM);
-			for (int k = 0; k < 4 && layout[s][k]; k++) {
-				size_t clen;
-				unsigned char *c = chunk_typical(T0 + layout[s][k] * SEC, 8, false, &clen);
-
-				fr_chunk_set_seq(c, (uint64_t)layout[s][k], layout[s][k] == 7 ? 3 : 0);
-				memcpy(reg[s] + used[s], c, clen);
-				used[s] += (clen + 7) & ~(size_t)7;
-				free(c);
-			}
-			if (used[s] > part_len)
-				part_len = used[s];
-		}
-		part = malloc(3 * part_len);
-		if (!part)
-			die("seed", ENOMEM);
-		for (int s = 0; s < 3; s++)
-			memcpy(part + s * part_len, reg[s], part_len);
-		write_seed("ring", "journal-split", FUZZ_RING_SPLIT | FUZZ_RING_JOURNAL, part,
-			   3 * part_len);
-		free(part);
-		for (int s = 0; s < 3; s++)
-			free(reg[s]);
+		for (int i = 0; i < 3; i++)
+			reg[i] = hand_region(layout[i], 7, 3, &used[i]);
+		write_split_seed("journal-split", FUZZ_RING_SPLIT | FUZZ_RING_JOURNAL, reg, used);
+		for (int i = 0; i < 3; i++)
+			free(reg[i]);
 	}
 
 	/* Files that are not rings this build can read. */
