@@ -1386,9 +1386,8 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
 		if (ret < 0)
 			return ret;
 	}
+	/* Room: the group was stored above when there was none. */
 	at = journal_place(r, alen);
-	if (at == UINT64_MAX) /* the group could not all be stored */
-		return -ENOSPC;
 
 	fr_chunk_set_seq(chunk, r->next_seq, 0);
 	fr_chunk_header_parse(chunk, len, &h);
