@@ -21,6 +21,8 @@ struct plabel {
 	uint32_t pid;
 	uint32_t ppid;
 	const char *cgroup;
+	bool sampled;   /* the part has samples of the process, else only its
+			 * ancestor set */
 	uint32_t order; /* while collecting: the first noted wins */
 };
 
@@ -79,8 +81,9 @@ static int cmp_plabel(const void *a, const void *b)
 	return (x->order > y->order) - (x->order < y->order);
 }
 
-/* Notes what part `c` says of each process's cgroup and parent: from its
- * samples' sets first, then from the ancestor sets. */
+/* Notes each process part `c` has samples of, and what it says of each
+ * process's cgroup and parent: from its samples' sets first, then from
+ * the ancestor sets (of processes without samples). */
 static int part_init(struct part *p, const struct fr_chunk *c)
 {
 	size_t cap = 16, n = 0, keep = 0;
@@ -97,18 +100,19 @@ static int part_init(struct part *p, const struct fr_chunk *c)
 		if (i < c->nsamples) {
 			/* A process's samples all have its set: note each
 			 * (pid, set) once per run of them. */
-			if (!c->labelset[i] || (n && c->pid[i] == prev_pid &&
-						c->labelset[i] == prev_ls))
+			if (n && c->pid[i] == prev_pid && c->labelset[i] == prev_ls)
 				continue;
 			prev_pid = c->pid[i];
 			prev_ls = c->labelset[i];
 			read_set(c, c->labelset[i], &l.cgroup, &l.ppid, &pid);
 			l.pid = c->pid[i];
+			l.sampled = true;
 		} else {
 			read_set(c, i - c->nsamples, &l.cgroup, &l.ppid, &pid);
 			if (!pid)
 				continue;
 			l.pid = pid;
+			l.sampled = false;
 		}
 		if (n == cap) {
 			struct plabel *g = realloc(p->lab, 2 * cap * sizeof(*g));
@@ -272,12 +276,16 @@ struct ctx {
 	size_t n;
 };
 
+/* A process with a process entry in some part: that entry (the newest)
+ * and the newest cgroup and parent known. A process that no part has
+ * samples of (an ancestor): only its parent, for the ancestor sets. Else
+ * unknown, as it was in its parts. */
 static int m_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
 {
 	const struct ctx *x = arg;
 	const struct fr_chunk_proc *p = NULL;
 	const struct fr_chunk *c = NULL;
-	bool known = false;
+	bool sampled = false;
 
 	for (size_t i = x->n; i-- > 0 && !p;) {
 		c = x->ps[i].c;
@@ -292,21 +300,24 @@ static int m_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
 		out->start_ns = p->start_ns;
 		out->build_id_len = p->build_id_len;
 		memcpy(out->build_id, p->build_id, p->build_id_len);
-		known = true;
 	}
-	/* The newest part that knows each of the two. */
-	for (size_t i = x->n; i-- > 0 && (!out->cgroup || !out->ppid);) {
+	for (size_t i = x->n; i-- > 0;) {
 		const struct plabel *l = find_label(&x->ps[i], pid);
 
 		if (!l)
 			continue;
+		sampled |= l->sampled;
 		if (!out->cgroup && l->cgroup)
 			out->cgroup = l->cgroup;
 		if (!out->ppid && l->ppid)
 			out->ppid = l->ppid;
-		known = true;
 	}
-	return known ? 0 : -ENOENT;
+	if (p)
+		return 0;
+	if (sampled || !out->ppid)
+		return -ENOENT;
+	out->cgroup = NULL;
+	return 0;
 }
 
 static int m_thread(void *arg, uint32_t tid, struct fr_thread_info *out)

@@ -22,10 +22,11 @@
  * Whatever the mode, the three entry points must agree with each other,
  * and a chunk that decodes must be consistent: every id inside its table,
  * every table sorted as documented, every lookup finding what the tables
- * hold. A decoded chunk is then rebuilt with the chunk builder from its own
- * samples and tables, and the rebuilt chunk must decode to the same
- * samples with the same metadata: what the decoder accepts, the encoder
- * can write.
+ * hold. A decoded chunk is then rebuilt from its own samples and tables
+ * the way the ring merges its journal (core/merge.h, a group of one), and
+ * the rebuilt chunk must decode to the same samples with the same
+ * metadata: what the decoder accepts, the encoder can write, and merging
+ * keeps it.
  */
 #include "tests/fuzz/fuzz.h"
 
@@ -37,6 +38,7 @@
 #include "core/compress.h"
 #include "core/crc32c.h"
 #include "core/log.h"
+#include "core/merge.h"
 
 /* Rebuilding is quadratic-ish in the worst case (stack per sample); the
  * property is as well tested on small chunks. */
@@ -243,52 +245,6 @@ static void check_chunk(const struct fr_chunk *c, const struct fr_chunk_header *
 /* ------------------------------------------------------------------ */
 /* Rebuilding                                                           */
 
-static int meta_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
-{
-	const struct fr_chunk *c = arg;
-	const struct fr_chunk_proc *p = fr_chunk_find_proc(c, pid);
-
-	if (!p)
-		return -ENOENT;
-	out->pid = p->pid;
-	out->uid = p->uid;
-	out->comm = c->strings[p->comm];
-	out->exe = c->strings[p->exe];
-	out->start_ns = p->start_ns;
-	out->build_id_len = p->build_id_len;
-	memcpy(out->build_id, p->build_id, sizeof(out->build_id));
-	return 0;
-}
-
-static int meta_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
-{
-	const struct fr_chunk *c = arg;
-	const struct fr_chunk_thread *t = fr_chunk_find_thread(c, tid);
-
-	if (!t)
-		return -ENOENT;
-	out->tid = t->tid;
-	out->pid = t->pid;
-	out->name = c->strings[t->name];
-	return 0;
-}
-
-static int meta_map(void *arg, uint32_t pid, uint64_t addr, struct fr_map_info *out)
-{
-	const struct fr_chunk *c = arg;
-	const struct fr_chunk_map *m = fr_chunk_find_map(c, pid, addr);
-
-	if (!m)
-		return -ENOENT;
-	out->start = m->start;
-	out->end = m->end;
-	out->pgoff = m->pgoff;
-	out->path = c->strings[m->path];
-	out->build_id_len = m->build_id_len;
-	memcpy(out->build_id, m->build_id, sizeof(out->build_id));
-	return 0;
-}
-
 static bool same_str(const struct fr_chunk *a, uint32_t ia, const struct fr_chunk *b, uint32_t ib)
 {
 	return strcmp(a->strings[ia], b->strings[ib]) == 0;
@@ -411,15 +367,10 @@ static void check_same_meta(const struct fr_chunk *a, const struct fr_chunk *b, 
 	}
 }
 
-static void rebuild(const struct fr_chunk *c)
+/* Rebuilt as the ring rebuilds a group of one (core/merge.h): the same
+ * samples, counters and metadata. */
+static void rebuild(struct fr_chunk *c)
 {
-	struct fr_chunk_meta_ops ops = {
-		.proc = meta_proc,
-		.thread = meta_thread,
-		.mapping = meta_map,
-		.arg = (void *)c,
-	};
-	struct fr_chunk_builder *b;
 	struct fr_chunk *c2 = NULL;
 	void *buf = NULL;
 	size_t len;
@@ -427,35 +378,13 @@ static void rebuild(const struct fr_chunk *c)
 
 	if (c->nsamples == 0 || c->nsamples > REBUILD_MAX_SAMPLES)
 		return;
-	b = fr_chunk_builder_new(c->nsamples, FR_CHUNK_RAW_MAX / 2);
-	if (!b)
-		return;
-	for (uint32_t i = 0; i < c->nsamples; i++) {
-		const struct fr_chunk_stack *st = &c->stacks[c->stack[i]];
-		struct fr_sample s = {
-			.time_ns = c->time_ns[i],
-			.pid = c->pid[i],
-			.tid = c->tid[i],
-			.cpu = c->cpu[i],
-			.event = c->event[i],
-			.weight = c->weight[i],
-			.rate_hz = c->rate_hz[i],
-			.nr_kernel = (uint16_t)st->nr_kernel,
-			.nr_frames = (uint16_t)st->nr_frames,
-			.ips = &c->frames[st->first],
-		};
-
-		/* The builder estimates sizes generously; a chunk near the
-		 * limit may not fit again, which is not a bug. */
-		ret = fr_chunk_builder_add(b, &s);
-		if (ret == -ENOSPC)
-			goto out;
-		FUZZ_CHECK(ret == 0, "builder_add: %d", ret);
-	}
-	ret = fr_chunk_builder_seal(b, &ops, c->hdr.clock_offset, &buf, &len);
+	FUZZ_CHECK(fr_chunk_merge_span(&c, 1, 0) == 1, "a chunk does not merge with itself alone");
+	/* The builder estimates sizes generously; a chunk near the limit
+	 * may not fit again, which is not a bug. */
+	ret = fr_chunk_merge(&c, 1, FR_CHUNK_RAW_MAX / 2, &buf, &len);
 	if (ret == -EFBIG || ret == -ENOMEM)
 		goto out;
-	FUZZ_CHECK(ret == 0, "seal: %d", ret);
+	FUZZ_CHECK(ret == 0, "merge: %d", ret);
 	ret = fr_chunk_decode(buf, len, &c2);
 	FUZZ_CHECK(ret == 0, "the rebuilt chunk does not decode: %d", ret);
 	{
@@ -477,7 +406,6 @@ static void rebuild(const struct fr_chunk *c)
 out:
 	fr_chunk_free(c2);
 	free(buf);
-	fr_chunk_builder_free(b);
 }
 
 /* ------------------------------------------------------------------ */
