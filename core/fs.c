@@ -59,6 +59,24 @@ int fr_mkdir_parent(const char *path, mode_t mode, char *err, size_t errlen)
 	return fr_mkdir_p(dir, mode, err, errlen);
 }
 
+int fr_cgroup_within(const char *path, const char *root)
+{
+	size_t len;
+
+	if (!path || !path[0])
+		return 0;
+	while (*root == '/')
+		root++;
+	while (*path == '/')
+		path++;
+	len = strlen(root);
+	while (len > 0 && root[len - 1] == '/')
+		len--;
+	if (len == 0)
+		return 1;
+	return strncmp(path, root, len) == 0 && (path[len] == '\0' || path[len] == '/');
+}
+
 char *fr_host_name(char *buf, size_t len)
 {
 	if (gethostname(buf, len) < 0 || len == 0)

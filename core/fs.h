@@ -16,6 +16,11 @@ int fr_mkdir_p(const char *dir, mode_t mode, char *err, size_t errlen);
  * as fr_mkdir_p. A path without a directory part needs nothing: 0. */
 int fr_mkdir_parent(const char *path, mode_t mode, char *err, size_t errlen);
 
+/* Whether cgroup v2 path `path` is `root` or below it: "/a/b" and
+ * "/a/b/c" are within "/a/b" (and "/a/b/"), "/a/bc" is not; every known
+ * path is within "/". An unknown path (NULL or "") is within nothing. */
+int fr_cgroup_within(const char *path, const char *root);
+
 /* This machine's host name, made safe inside a file name ('/' and spaces
  * become '_'; "host" when it has none). Returns buf. */
 char *fr_host_name(char *buf, size_t len);

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "core/chunk.h"
+#include "core/fs.h"
 #include "core/log.h"
 #include "core/parse.h"
 #include "core/pprof.h"
@@ -142,7 +143,6 @@ struct builder {
 	const struct fr_profile_request *req;
 	struct gevent ev[FR_PROFILE_MAX_EVENTS];
 	uint32_t nev;
-	size_t cgroup_len; /* of req->cgroup, trailing '/' dropped; 0: any */
 	struct gmap *maps;
 	uint32_t nmaps, maps_cap;
 	struct hidx map_idx;
@@ -695,20 +695,10 @@ out:
 	return ret;
 }
 
-/* Whether cgroup `path` is the requested one or below it: "/a/b" is in
- * "/a" and in "/", but not in "/a/bc" nor "/a/b/c"; "/" takes every
- * process whose cgroup is known. */
+/* Whether a process in cgroup `path` is of the request's cgroup. */
 static int wanted_cgroup(const struct builder *b, const char *path)
 {
-	size_t n = b->cgroup_len;
-
-	if (!n)
-		return 1;
-	if (!path)
-		return 0;
-	if (n == 1 && b->req->cgroup[0] == '/')
-		return 1;
-	return strncmp(path, b->req->cgroup, n) == 0 && (path[n] == '\0' || path[n] == '/');
+	return !b->req->cgroup[0] || fr_cgroup_within(path, b->req->cgroup);
 }
 
 /* Decides which stacks and label sets of chunk `c` are of the request's
@@ -1139,10 +1129,6 @@ static int setup_request(struct builder *b, struct fr_profile_result *res, char 
 			 "at most %d characters", FR_PROFILE_CGROUP_MAX - 1);
 		return -EINVAL;
 	}
-	/* "/a/b/" is "/a/b"; "/" stays. */
-	while (n > 1 && req->cgroup[n - 1] == '/')
-		n--;
-	b->cgroup_len = n;
 	return 0;
 }
 

@@ -1219,9 +1219,6 @@ static int get_targets(const cJSON *req, const char *cmd, struct fr_profile_requ
 			return -1;
 		}
 		snprintf(preq->cgroup, sizeof(preq->cgroup), "%s", cgroup->valuestring);
-		/* "/a/b/" names the same cgroup as "/a/b". */
-		for (size_t n = strlen(preq->cgroup); n > 1 && preq->cgroup[n - 1] == '/'; n--)
-			preq->cgroup[n - 1] = '\0';
 	}
 	return 0;
 }

@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/parse.h"
@@ -344,33 +345,13 @@ static int comm_listed(const struct fr_config_session *s, const char *comm)
 	return 0;
 }
 
-/* Whether cgroup `path` is `root` or below it ("/a/b" is within "/a",
- * "/ab" is not). */
-static int cgroup_within(const char *path, const char *root)
-{
-	size_t len;
-
-	if (!path || !path[0])
-		return 0;
-	while (*root == '/')
-		root++;
-	while (*path == '/')
-		path++;
-	len = strlen(root);
-	while (len > 0 && root[len - 1] == '/')
-		len--;
-	if (len == 0)
-		return 1;
-	return strncmp(path, root, len) == 0 && (path[len] == '\0' || path[len] == '/');
-}
-
+/* Whether a process is of the session's targets: of each kind given (pids,
+ * comm, cgroup), one of its values, as profiles select (core/profile.h). */
 static int targets_match(const struct fr_config_session *s, uint32_t pid, const char *comm,
 			 const char *cgroup)
 {
-	if (!has_targets(s))
-		return 1;
-	return pid_listed(s, pid) || comm_listed(s, comm) ||
-	       (s->cgroup[0] && cgroup_within(cgroup, s->cgroup));
+	return (!s->npids || pid_listed(s, pid)) && (!s->ncomms || comm_listed(s, comm)) &&
+	       (!s->cgroup[0] || fr_cgroup_within(cgroup, s->cgroup));
 }
 
 static int targets_equal(const struct fr_config_session *a, const struct fr_config_session *b)
@@ -942,9 +923,9 @@ static int is_proc_session(const struct fr_config_session *s)
 	return has_kind(s, FR_TRIGGER_CPU_ABOVE) && (s->npids || s->ncomms);
 }
 
-/* Adds process `pid` to the measurement of every session it belongs to.
- * Processes inside a session's cgroup are left to the cgroup's own
- * counter. */
+/* Adds process `pid` to the measurement of every session whose targets
+ * it is of (a session with a cgroup besides pids or comm counts only its
+ * processes in the cgroup). */
 static void sample_process(struct fr_triggers *t, uint32_t pid, const struct pstat *ps)
 {
 	char cg[CG_LEN];
@@ -953,14 +934,12 @@ static void sample_process(struct fr_triggers *t, uint32_t pid, const struct pst
 	for (uint32_t si = 0; si < t->nsessions; si++) {
 		const struct fr_config_session *s = &t->sessions[si];
 
-		if (!is_proc_session(s) || !(pid_listed(s, pid) || comm_listed(s, ps->comm)))
+		if (!is_proc_session(s))
 			continue;
-		if (s->cgroup[0]) {
-			if (cg_state == 0)
-				cg_state = read_cgroup(pid, cg, sizeof(cg)) == 0 ? 1 : -1;
-			if (cg_state == 1 && cgroup_within(cg, s->cgroup))
-				continue;
-		}
+		if (s->cgroup[0] && cg_state == 0)
+			cg_state = read_cgroup(pid, cg, sizeof(cg)) == 0 ? 1 : -1;
+		if (!targets_match(s, pid, ps->comm, cg_state == 1 ? cg : NULL))
+			continue;
 		if (add_sample(&t->state[si].meter, pid, ps) < 0)
 			fr_log_ratelimited(FR_LOG_WARN, LOG_INTERVAL_NS,
 					   "session %s: out of memory measuring CPU use", s->name);
@@ -1076,7 +1055,9 @@ static void cpu_tick(struct fr_triggers *t)
 			m->busy = busy;
 			m->total = total;
 		} else {
-			if (s->cgroup[0]) {
+			/* A cgroup alone is measured by its own counter; with
+			 * pids or comm it selects among their processes. */
+			if (s->cgroup[0] && !is_proc_session(s)) {
 				uint64_t usec = 0;
 				int ret = read_cgroup_usage(t, s->cgroup, &usec);
 

@@ -568,6 +568,23 @@ static void test_cpu(void)
 	tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
 	tr->percent = 1;
 	tr->for_ns = NS_PER_S;
+	/* Kinds of targets combine with AND, as in profiles: this process
+	 * under another name, and the sleeper in this busy cgroup, are
+	 * nobody's. */
+	s = add_session(c, "mypid-othercomm");
+	s->pids[s->npids++] = (uint32_t)getpid();
+	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "no-such-comm");
+	tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
+	tr->percent = 1;
+	tr->for_ns = NS_PER_S;
+	if (cg[0]) {
+		s = add_session(c, "sleeper-mycg");
+		s->pids[s->npids++] = (uint32_t)(sleeper > 0 ? sleeper : 1);
+		snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
+		tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
+		tr->percent = 1;
+		tr->for_ns = NS_PER_S;
+	}
 
 	if (nspin > 64)
 		nspin = 64;
@@ -592,6 +609,10 @@ static void test_cpu(void)
 		CHECK(x->f.t1_ns - x->f.t0_ns == 60 * NS_PER_S, "window of %s", names[i]);
 	}
 	CHECK(!rec_find(&r, "sleeper"), "cpu_above fired for a process that sleeps");
+	CHECK(!rec_find(&r, "mypid-othercomm"),
+	      "cpu_above fired for a pid whose command name is not the session's");
+	CHECK(!rec_find(&r, "sleeper-mycg"),
+	      "cpu_above counted the cgroup's other processes for a pid target");
 	__atomic_store_n(&spin_stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < nspin; i++)
 		pthread_join(spinners[i], NULL);
