@@ -96,7 +96,7 @@ struct cpu_ring {
 
 /* Where sched_switch keeps the fields we read, from its format file. */
 struct switch_format {
-	uint32_t prev_pid, prev_state, prev_state_size;
+	uint32_t prev_state, prev_state_size;
 	uint32_t min_size; /* raw data shorter than this is not a sched_switch */
 };
 
@@ -462,9 +462,10 @@ static int read_line(const char *path, char *buf, size_t len)
 	return ret;
 }
 
-/* Parses the tracepoint's format file ("\tfield:pid_t prev_pid;\t
- * offset:24;\tsize:4;\tsigned:1;" lines): the layout differs between
- * kernel versions and configurations, so offsets are never assumed. */
+/* Finds prev_state in the tracepoint's format file ("\tfield:long
+ * prev_state;\toffset:40;\tsize:8;\tsigned:1;" lines): the layout differs
+ * between kernel versions and configurations, so offsets are never assumed.
+ * The task leaving is the sample's own tid, so nothing else is needed. */
 static int read_switch_format(const char *path, struct switch_format *fmt)
 {
 	FILE *f = fopen(path, "re");
@@ -497,22 +498,15 @@ static int read_switch_format(const char *path, struct switch_format *fmt)
 		while (name > decl && name[-1] != ' ')
 			name--;
 		nlen = (size_t)(end - name);
-		if (nlen == 8 && memcmp(name, "prev_pid", 8) == 0 && size == 4) {
-			fmt->prev_pid = off;
-			found |= 1;
-		} else if (nlen == 10 && memcmp(name, "prev_state", 10) == 0 &&
-			   (size == 4 || size == 8)) {
+		if (nlen == 10 && memcmp(name, "prev_state", 10) == 0 && (size == 4 || size == 8)) {
 			fmt->prev_state = off;
 			fmt->prev_state_size = size;
-			found |= 2;
-		} else {
-			continue;
-		}
-		if (off + size > fmt->min_size)
 			fmt->min_size = off + size;
+			found = 1;
+		}
 	}
 	fclose(f);
-	return found == 3 ? 0 : -EPROTO;
+	return found ? 0 : -EPROTO;
 }
 
 /* Mounts tracefs at its usual place when nothing is mounted there (as
@@ -584,7 +578,7 @@ static int find_sched_switch_once(uint64_t *id, struct switch_format *fmt, char 
 		if (ret < 0) {
 			fr_set_err(err, errlen,
 				   "offcpu: cannot read the layout of sched:sched_switch from %s (%s)",
-				   path, ret == -EPROTO ? "prev_pid or prev_state missing"
+				   path, ret == -EPROTO ? "prev_state missing"
 							: errno_name(-ret));
 			return ret;
 		}
@@ -836,8 +830,11 @@ int fr_perf_fd(const struct fr_perf *p, unsigned i)
 
 /* Decodes a sample record: IP, TID, TIME, CPU, PERIOD, CALLCHAIN and, when
  * the source asked for it, RAW, in this order. Frames go to p->ips, kernel
- * frames first, then user frames, each leaf first. Returns 0, or -EBADMSG
- * when the record is shorter than its fields say. */
+ * frames first, then user frames, each leaf first. Returns 0, 1 for a
+ * sample of tid 0 (the idle task, a CPU with nothing to run, or a task
+ * outside the recorder's pid namespace, which no record would name): not
+ * recorded, so its callchain is not read; or -EBADMSG when the record is
+ * shorter than its fields say. */
 static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 			 struct sample_view *v)
 {
@@ -857,6 +854,8 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 
 	if ((const char *)(s + 1) > end || s->nr > (uint64_t)(end - (const char *)chain) / 8)
 		return -EBADMSG;
+	if (s->tid == 0)
+		return 1;
 	v->pid = s->pid;
 	v->tid = s->tid;
 	v->time = s->time;
@@ -912,8 +911,6 @@ static void handle_sample(struct fr_perf *p, const struct sample_view *v,
 {
 	struct fr_sample out;
 
-	if (v->pid == 0 && v->tid == 0)
-		return; /* the idle task: a CPU with nothing to run */
 	out.time_ns = (int64_t)v->time + clock_offset;
 	out.pid = v->pid;
 	out.tid = v->tid;
@@ -1122,12 +1119,6 @@ static void handle_switch(struct fr_perf *p, const struct sample_view *v,
 
 	if (!v->raw || v->raw_size < f->min_size)
 		return;
-	/* pid 0 is the idle task: a CPU with nothing to run, not a thread
-	 * that waits. A tid of 0 with another prev_pid is a task outside
-	 * the recorder's pid namespace, whose switch-in records would not
-	 * name it either. */
-	if (raw_field(v->raw, f->prev_pid, 4) == 0 || v->tid == 0)
-		return;
 	switched_out(p, v, v->tid, raw_field(v->raw, f->prev_state, f->prev_state_size), cb,
 		     clock_offset);
 }
@@ -1144,7 +1135,7 @@ static void handle_record(struct fr_perf *p, const struct perf_event_header *h,
 	case PERF_RECORD_SAMPLE: {
 		struct sample_view v;
 
-		if (!cb->sample || p->sideband_only || decode_sample(p, h, &v) < 0)
+		if (!cb->sample || p->sideband_only || decode_sample(p, h, &v) != 0)
 			break;
 		if (p->offcpu)
 			handle_switch(p, &v, cb, clock_offset);

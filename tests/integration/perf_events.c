@@ -186,16 +186,17 @@ static void on_offcpu(void *arg, const struct fr_sample *s)
 {
 	(void)arg;
 	off.samples++;
-	if (s->event != FR_EVENT_OFFCPU || s->rate_hz != 0 || s->weight == 0 ||
+	/* tid 0 is the idle task (half of all switch-outs): never a sample. */
+	if (s->event != FR_EVENT_OFFCPU || s->rate_hz != 0 || s->weight == 0 || s->tid == 0 ||
 	    s->weight > 3600 * (uint64_t)NS_PER_S || s->nr_frames > FR_MAX_FRAMES ||
 	    s->nr_kernel > s->nr_frames || s->time_ns < off.start_real - 5 * NS_PER_S ||
 	    s->time_ns > real_ns() + NS_PER_S) {
 		if (off.bad++ < 5)
 			fprintf(stderr,
 				"bad offcpu sample: event %u rate %u weight %" PRIu64
-				" frames %u/%u time %" PRId64 "\n",
+				" frames %u/%u time %" PRId64 " tid %u\n",
 				s->event, s->rate_hz, s->weight, s->nr_kernel, s->nr_frames,
-				s->time_ns);
+				s->time_ns, s->tid);
 		return;
 	}
 	if (s->tid != __atomic_load_n(&off.tid, __ATOMIC_ACQUIRE))
@@ -482,7 +483,7 @@ static int test_pmu(void)
 
 struct rate_result {
 	uint32_t event, tid, want_hz;
-	uint64_t samples, wrong_rate, mine;
+	uint64_t samples, wrong_rate, mine, idle;
 	uint64_t min_weight, max_weight, bad_cpu_weight;
 };
 
@@ -494,6 +495,8 @@ static void on_rate(void *arg, const struct fr_sample *s)
 	if (s->event != rr.event)
 		return;
 	rr.samples++;
+	if (s->tid == 0)
+		rr.idle++;
 	if (s->rate_hz != rr.want_hz && rr.wrong_rate++ < 3)
 		fprintf(stderr, "sample at rate %u, want %u\n", s->rate_hz, rr.want_hz);
 	if (s->event == FR_EVENT_CPU && s->weight != 1000000000ull / rr.want_hz &&
@@ -542,7 +545,7 @@ static long max_sample_rate(void)
 
 static void reset_rate_result(uint32_t hz)
 {
-	rr.samples = rr.wrong_rate = rr.mine = 0;
+	rr.samples = rr.wrong_rate = rr.mine = rr.idle = 0;
 	rr.min_weight = rr.max_weight = rr.bad_cpu_weight = 0;
 	rr.want_hz = hz;
 }
@@ -584,6 +587,9 @@ static void rate_phase(struct fr_perf *p, const struct fr_perf_handler *h, uint3
 	      hz, rr.mine);
 	CHECK(rr.wrong_rate == 0, "%s at %u Hz: %" PRIu64 " of %" PRIu64 " samples at another rate",
 	      what, hz, rr.wrong_rate, rr.samples);
+	/* cpu-clock fires on idle CPUs too; the idle task is never a sample. */
+	CHECK(rr.idle == 0, "%s at %u Hz: %" PRIu64 " samples of the idle task", what, hz,
+	      rr.idle);
 	if (rr.event == FR_EVENT_CPU)
 		CHECK(rr.bad_cpu_weight == 0, "cpu at %u Hz: weight %" PRIu64 ", want %u", hz,
 		      rr.bad_cpu_weight, 1000000000u / hz);
