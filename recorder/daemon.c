@@ -146,8 +146,7 @@ struct daemon {
 	char *sessions_json;
 
 	/* Counters read by status requests (atomics), all events together. */
-	uint64_t samples, lost, throttled, truncated, chunks_sealed, chunks_dropped,
-		write_errors;
+	uint64_t samples, lost, chunks_sealed, chunks_dropped, write_errors;
 	uint32_t nprocs, nthreads;
 };
 
@@ -327,7 +326,6 @@ static void on_sample(void *arg, const struct fr_sample *s)
 	}
 	if (s->nr_frames == FR_MAX_FRAMES) {
 		fr_chunk_builder_count(d->builder, s->event, 0, 0, 1);
-		__atomic_add_fetch(&d->truncated, 1, __ATOMIC_RELAXED);
 		if (src)
 			__atomic_add_fetch(&src->truncated, 1, __ATOMIC_RELAXED);
 	}
@@ -373,7 +371,6 @@ static void on_throttle(void *arg, uint32_t event)
 	struct source *src = d->draining;
 
 	fr_chunk_builder_count(d->builder, event, 0, 1, 0);
-	__atomic_add_fetch(&d->throttled, 1, __ATOMIC_RELAXED);
 	if (src)
 		__atomic_add_fetch(&src->throttled, 1, __ATOMIC_RELAXED);
 }
