@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -359,10 +360,18 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 	struct daemon *d = arg;
 	struct source *src = d->draining;
 
+	if (!src) {
+		/* The side band's records, not samples: some processes may go
+		 * unnamed or unsymbolized, no sample is missing. */
+		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+				   "the side band lost %" PRIu64 " records (process names and "
+				   "mappings); its rings are too small for this machine's churn",
+				   lost);
+		return;
+	}
 	fr_chunk_builder_count(d->builder, event, lost, 0, 0);
 	__atomic_add_fetch(&d->lost, lost, __ATOMIC_RELAXED);
-	if (src)
-		__atomic_add_fetch(&src->lost, lost, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&src->lost, lost, __ATOMIC_RELAXED);
 }
 
 static void on_throttle(void *arg, uint32_t event)

@@ -612,6 +612,29 @@ static int offcpu_new(struct offcpu **out)
 
 /* ---- opening ---------------------------------------------------------- */
 
+/* What every source's attr shares: the sample layout decode_sample reads
+ * (also the sample_id trailer of the other records), CLOCK_MONOTONIC
+ * times, opened disabled. */
+static void base_attr(struct perf_event_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->sample_type = SAMPLE_TYPE;
+	attr->disabled = 1;
+	attr->use_clockid = 1;
+	attr->clockid = CLOCK_MONOTONIC;
+	attr->sample_id_all = 1;
+}
+
+/* Makes fr_perf_drain read the CPUs' rings merged in time order: for
+ * records whose order across CPUs matters (a switch-out and its switch-in;
+ * a fork, then the child's exec). */
+static int drain_in_time_order(struct fr_perf *p)
+{
+	p->heap = calloc(p->ncpus, sizeof(*p->heap));
+	return p->heap ? 0 : -ENOMEM;
+}
+
 int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err,
 		 size_t errlen)
 {
@@ -642,13 +665,7 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 	if (!p)
 		return -ENOMEM;
 
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.sample_type = SAMPLE_TYPE;
-	attr.disabled = 1;
-	attr.use_clockid = 1;
-	attr.clockid = CLOCK_MONOTONIC;
-	attr.sample_id_all = 1;
+	base_attr(&attr);
 	if (cfg->event == FR_EVENT_OFFCPU) {
 		struct switch_format fmt;
 
@@ -693,24 +710,11 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 			attr.precise_ip = 3; /* the least skid the PMU offers */
 		pages = ring_pages(cfg->hz, p->page_size);
 	}
-	if (cfg->sideband) {
-		attr.mmap = 1;
-		attr.mmap2 = 1;
-		attr.comm = 1;
-		attr.comm_exec = 1;
-		attr.task = 1;
-		attr.build_id = 1;
-	}
 	ret = open_rings(p, &attr, pages, name, hardware, err, errlen);
+	if (ret == 0 && p->offcpu)
+		ret = drain_in_time_order(p);
 	if (ret < 0)
 		goto err_close;
-	if (p->offcpu) {
-		p->heap = calloc(p->ncpus, sizeof(*p->heap));
-		if (!p->heap) {
-			ret = -ENOMEM;
-			goto err_close;
-		}
-	}
 	*out = p;
 	return 0;
 
@@ -723,7 +727,7 @@ err_close:
 
 int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen)
 {
-	const struct fr_perf_config cfg = {.event = FR_EVENT_CPU, .hz = 0, .sideband = 1};
+	const struct fr_perf_config cfg = {.event = FR_EVENT_CPU, .hz = 0};
 	struct perf_event_attr attr;
 	struct fr_perf *p;
 	int ret;
@@ -737,16 +741,10 @@ int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen)
 	/* The dummy event never counts, so it never samples; it exists for
 	 * the records its attr asks for. The sample fields only shape the
 	 * sample_id trailer of those records. */
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
+	base_attr(&attr);
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.config = PERF_COUNT_SW_DUMMY;
 	attr.sample_period = 1;
-	attr.sample_type = SAMPLE_TYPE;
-	attr.disabled = 1;
-	attr.use_clockid = 1;
-	attr.clockid = CLOCK_MONOTONIC;
-	attr.sample_id_all = 1;
 	attr.mmap = 1;
 	attr.mmap2 = 1;
 	attr.comm = 1;
@@ -757,11 +755,8 @@ int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen)
 	/* A short-lived process's FORK (on its parent's CPU) and exec COMM (on
 	 * its own) often arrive in one drain; read CPU after CPU, the COMM can
 	 * come first and name a process not yet known. */
-	if (ret == 0) {
-		p->heap = calloc(p->ncpus, sizeof(*p->heap));
-		if (!p->heap)
-			ret = -ENOMEM;
-	}
+	if (ret == 0)
+		ret = drain_in_time_order(p);
 	if (ret < 0) {
 		if (ret == -ENOMEM && err && errlen && !err[0])
 			fr_set_err(err, errlen, "side band: out of memory");

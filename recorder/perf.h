@@ -44,7 +44,6 @@ struct fr_perf;
 struct fr_perf_config {
 	uint32_t event;   /* event id (core/sample.h), raw ids included */
 	uint32_t hz;      /* samples per second per CPU; ignored for offcpu */
-	int sideband;     /* also deliver MMAP2, COMM, FORK, EXIT records */
 };
 
 /* Callbacks for decoded records. Sample times are already converted to
@@ -64,8 +63,8 @@ struct fr_perf_handler {
 };
 
 /* Opens `cfg->event` on every online CPU (disabled), with kernel+user
- * callchains, CLOCK_MONOTONIC timestamps and, with `sideband`, MMAP2 (with
- * build ids where the kernel supports it), COMM, FORK and EXIT records.
+ * callchains and CLOCK_MONOTONIC timestamps (MMAP2, COMM, FORK and EXIT
+ * records come from fr_perf_open_sideband).
  * Returns 0, or -errno with a message naming the event (fr_event_format)
  * and the reason in `err`, e.g.
  *   "cycles: hardware counters are not available on this machine
@@ -82,7 +81,8 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 /* Opens a side-band-only source: a software dummy event on every online
  * CPU that delivers MMAP2 (with build ids where the kernel gives them),
  * COMM, FORK and EXIT records, and LOST when its rings overflow, and no
- * samples. Its event is FR_EVENT_CPU and its rate 0. Returns 0, or -errno
+ * samples. Its event is FR_EVENT_CPU and its rate 0; its LOST records
+ * count records of the side band, not samples. Returns 0, or -errno
  * with a message in `err`. */
 int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen);
 
