@@ -2240,6 +2240,41 @@ void fr_chunk_free(struct fr_chunk *c)
 	free(c);
 }
 
+static uint32_t label_pid(const char *v)
+{
+	uint64_t n = 0;
+
+	if (v[0] < '1' || v[0] > '9')
+		return 0;
+	for (; *v; v++) {
+		if (*v < '0' || *v > '9')
+			return 0;
+		n = n * 10 + (uint64_t)(*v - '0');
+		if (n > UINT32_MAX)
+			return 0;
+	}
+	return (uint32_t)n;
+}
+
+void fr_chunk_labelset_proc(const struct fr_chunk *c, uint32_t ls,
+			    struct fr_chunk_proc_labels *out)
+{
+	const struct fr_chunk_labelset *l = &c->labelsets[ls];
+
+	*out = (struct fr_chunk_proc_labels){0};
+	for (uint32_t k = 0; k < l->npairs; k++) {
+		const char *key = c->strings[c->label_keys[l->first + k]];
+		const char *val = c->strings[c->label_values[l->first + k]];
+
+		if (strcmp(key, "cgroup") == 0)
+			out->cgroup = val[0] ? val : NULL;
+		else if (strcmp(key, "ppid") == 0)
+			out->ppid = label_pid(val);
+		else if (strcmp(key, "pid") == 0)
+			out->pid = label_pid(val);
+	}
+}
+
 const struct fr_chunk_proc *fr_chunk_find_proc(const struct fr_chunk *c, uint32_t pid)
 {
 	uint32_t lo = 0, hi = c->nprocs;

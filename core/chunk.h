@@ -362,6 +362,18 @@ int fr_chunk_decode(const void *buf, size_t len, struct fr_chunk **out);
 /* Frees a decoded chunk; accepts NULL. */
 void fr_chunk_free(struct fr_chunk *c);
 
+/* What label set `ls` (< c->nlabelsets) of a decoded chunk says of a
+ * process, in the labels a builder writes (see "labelsets" above): its
+ * "cgroup" (NULL when absent or empty), its "ppid" and, in an ancestor's
+ * set, its "pid" (0 when absent or not a pid: 1..2^32-1 in decimal,
+ * without sign or leading zero). */
+struct fr_chunk_proc_labels {
+	const char *cgroup;
+	uint32_t pid, ppid;
+};
+void fr_chunk_labelset_proc(const struct fr_chunk *c, uint32_t ls,
+			    struct fr_chunk_proc_labels *out);
+
 /* Lookups in a decoded chunk; NULL when absent. */
 const struct fr_chunk_proc *fr_chunk_find_proc(const struct fr_chunk *c, uint32_t pid);
 const struct fr_chunk_thread *fr_chunk_find_thread(const struct fr_chunk *c, uint32_t tid);

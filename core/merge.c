@@ -5,7 +5,7 @@
  * mappings from the parts, the newest part that knows first. What a part
  * says of a process's cgroup and parent is in its label sets: the set of
  * the process's samples ({"cgroup", "ppid"}) or, for an ancestor without
- * samples, a set {"pid", "ppid"}.
+ * samples, a set {"pid", "ppid"} (fr_chunk_labelset_proc reads both).
  */
 #include "core/merge.h"
 
@@ -32,46 +32,6 @@ struct part {
 	uint32_t nlab;
 };
 
-static const char *cstr(const struct fr_chunk *c, uint32_t id)
-{
-	return id < c->nstrings ? c->strings[id] : "";
-}
-
-static uint32_t parse_u32(const char *s)
-{
-	uint64_t v = 0;
-
-	if (!*s)
-		return 0;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9' || v > UINT32_MAX)
-			return 0;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	return v > UINT32_MAX ? 0 : (uint32_t)v;
-}
-
-/* The cgroup, parent and (for ancestor sets) pid a label set names. */
-static void read_set(const struct fr_chunk *c, uint32_t ls, const char **cgroup, uint32_t *ppid,
-		     uint32_t *pid)
-{
-	const struct fr_chunk_labelset *set = &c->labelsets[ls];
-
-	*cgroup = NULL;
-	*ppid = *pid = 0;
-	for (uint32_t k = 0; k < set->npairs; k++) {
-		const char *key = cstr(c, c->label_keys[set->first + k]);
-		const char *val = cstr(c, c->label_values[set->first + k]);
-
-		if (strcmp(key, "cgroup") == 0)
-			*cgroup = val;
-		else if (strcmp(key, "ppid") == 0)
-			*ppid = parse_u32(val);
-		else if (strcmp(key, "pid") == 0)
-			*pid = parse_u32(val);
-	}
-}
-
 static int cmp_plabel(const void *a, const void *b)
 {
 	const struct plabel *x = a, *y = b;
@@ -94,8 +54,8 @@ static int part_init(struct part *p, const struct fr_chunk *c)
 	if (!p->lab)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < c->nsamples + c->nlabelsets; i++) {
+		struct fr_chunk_proc_labels pl;
 		struct plabel l;
-		uint32_t pid = 0;
 
 		if (i < c->nsamples) {
 			/* A process's samples all have its set: note each
@@ -104,14 +64,18 @@ static int part_init(struct part *p, const struct fr_chunk *c)
 				continue;
 			prev_pid = c->pid[i];
 			prev_ls = c->labelset[i];
-			read_set(c, c->labelset[i], &l.cgroup, &l.ppid, &pid);
+			fr_chunk_labelset_proc(c, c->labelset[i], &pl);
+			l.cgroup = pl.cgroup;
+			l.ppid = pl.ppid;
 			l.pid = c->pid[i];
 			l.sampled = true;
 		} else {
-			read_set(c, i - c->nsamples, &l.cgroup, &l.ppid, &pid);
-			if (!pid)
+			fr_chunk_labelset_proc(c, i - c->nsamples, &pl);
+			if (!pl.pid)
 				continue;
-			l.pid = pid;
+			l.cgroup = pl.cgroup;
+			l.ppid = pl.ppid;
+			l.pid = pl.pid;
 			l.sampled = false;
 		}
 		if (n == cap) {
@@ -183,8 +147,8 @@ static bool same_proc(const struct fr_chunk *a, const struct fr_chunk_proc *x,
 {
 	return x->uid == y->uid && x->start_ns == y->start_ns &&
 	       same_bid(x->build_id_len, x->build_id, y->build_id_len, y->build_id) &&
-	       strcmp(cstr(a, x->comm), cstr(b, y->comm)) == 0 &&
-	       strcmp(cstr(a, x->exe), cstr(b, y->exe)) == 0;
+	       strcmp(a->strings[x->comm], b->strings[y->comm]) == 0 &&
+	       strcmp(a->strings[x->exe], b->strings[y->exe]) == 0;
 }
 
 static bool same_map(const struct fr_chunk *a, const struct fr_chunk_map *x,
@@ -192,7 +156,7 @@ static bool same_map(const struct fr_chunk *a, const struct fr_chunk_map *x,
 {
 	return x->start == y->start && x->end == y->end && x->pgoff == y->pgoff &&
 	       same_bid(x->build_id_len, x->build_id, y->build_id_len, y->build_id) &&
-	       strcmp(cstr(a, x->path), cstr(b, y->path)) == 0;
+	       strcmp(a->strings[x->path], b->strings[y->path]) == 0;
 }
 
 /* Whether every mapping of `a` agrees with what `b` maps at its ends. */
@@ -295,8 +259,8 @@ static int m_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
 	out->comm = out->exe = "";
 	if (p) {
 		out->uid = p->uid;
-		out->comm = cstr(c, p->comm);
-		out->exe = cstr(c, p->exe);
+		out->comm = c->strings[p->comm];
+		out->exe = c->strings[p->exe];
 		out->start_ns = p->start_ns;
 		out->build_id_len = p->build_id_len;
 		memcpy(out->build_id, p->build_id, p->build_id_len);
@@ -330,7 +294,7 @@ static int m_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
 		if (t) {
 			out->tid = tid;
 			out->pid = t->pid;
-			out->name = cstr(x->ps[i].c, t->name);
+			out->name = x->ps[i].c->strings[t->name];
 			return 0;
 		}
 	}
@@ -348,7 +312,7 @@ static int m_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_info 
 			out->start = m->start;
 			out->end = m->end;
 			out->pgoff = m->pgoff;
-			out->path = cstr(x->ps[i].c, m->path);
+			out->path = x->ps[i].c->strings[m->path];
 			out->build_id_len = m->build_id_len;
 			memcpy(out->build_id, m->build_id, m->build_id_len);
 			return 0;

@@ -545,44 +545,6 @@ static int wanted_comm(const struct fr_profile_request *req, const struct fr_chu
 	return 0;
 }
 
-/* The "cgroup" label of label set `ls` of chunk `c`, or NULL. */
-static const char *labelset_cgroup(const struct fr_chunk *c, uint32_t ls)
-{
-	const struct fr_chunk_labelset *l = &c->labelsets[ls];
-
-	for (uint32_t k = 0; k < l->npairs; k++)
-		if (strcmp(c->strings[c->label_keys[l->first + k]], "cgroup") == 0 &&
-		    c->strings[c->label_values[l->first + k]][0])
-			return c->strings[c->label_values[l->first + k]];
-	return NULL;
-}
-
-/* The value of label `key` of label set `ls` of chunk `c` as a pid: 1 to
- * 2^32 - 1 in decimal, without sign or leading zero; else 0. */
-static uint32_t labelset_pid(const struct fr_chunk *c, uint32_t ls, const char *key)
-{
-	const struct fr_chunk_labelset *l = &c->labelsets[ls];
-
-	for (uint32_t k = 0; k < l->npairs; k++) {
-		const char *v = c->strings[c->label_values[l->first + k]];
-		uint64_t n = 0;
-
-		if (strcmp(c->strings[c->label_keys[l->first + k]], key) != 0)
-			continue;
-		if (v[0] < '1' || v[0] > '9')
-			return 0;
-		for (; *v; v++) {
-			if (*v < '0' || *v > '9')
-				return 0;
-			n = n * 10 + (uint64_t)(*v - '0');
-			if (n > UINT32_MAX)
-				return 0;
-		}
-		return (uint32_t)n;
-	}
-	return 0;
-}
-
 static int add_edge(struct builder *b, uint32_t pid, uint32_t ppid)
 {
 	if (!pid || !ppid)
@@ -606,8 +568,11 @@ static int collect_parents(struct builder *b, const struct fr_chunk *c)
 		b->ls_ppid_cap = c->nlabelsets;
 	}
 	for (uint32_t k = 0; k < c->nlabelsets; k++) {
-		b->ls_ppid[k] = k ? labelset_pid(c, k, "ppid") : 0;
-		if (b->ls_ppid[k] && add_edge(b, labelset_pid(c, k, "pid"), b->ls_ppid[k]) < 0)
+		struct fr_chunk_proc_labels l;
+
+		fr_chunk_labelset_proc(c, k, &l);
+		b->ls_ppid[k] = l.ppid;
+		if (l.ppid && add_edge(b, l.pid, l.ppid) < 0)
 			return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < c->nsamples; i++) {
@@ -730,7 +695,11 @@ static int chunk_targets(struct builder *b, const struct fr_chunk *c, int names)
 		b->stack_ok[k] = (uint8_t)(wanted_pid(b, pid) && wanted_comm(req, c, pid));
 	}
 	for (uint32_t k = 0; k < c->nlabelsets; k++) {
-		const char *cg = labelset_cgroup(c, k);
+		struct fr_chunk_proc_labels l;
+		const char *cg;
+
+		fr_chunk_labelset_proc(c, k, &l);
+		cg = l.cgroup;
 
 		b->ls_ok[k] = (uint8_t)wanted_cgroup(b, cg);
 		b->ls_cgroup[k] = NO_CGROUP;
