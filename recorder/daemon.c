@@ -1437,8 +1437,11 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire)
 	uint64_t max_bytes;
 	int ret;
 
-	if (!preq)
+	if (!preq) {
+		fr_log_err("dump of session %s (%s) failed: out of memory", fire->session,
+			   fire->kind);
 		return -ENOMEM;
+	}
 	pthread_mutex_lock(&d->config_lock);
 	for (uint32_t i = 0; i < d->config->nsessions; i++)
 		if (strcmp(d->config->sessions[i].name, fire->session) == 0)
@@ -1455,7 +1458,7 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire)
 	}
 	snprintf(dir, sizeof(dir), "%s",
 		 d->config->dumps_dir ? d->config->dumps_dir : d->dumps_default_dir);
-	keep = d->config->dumps_keep ? d->config->dumps_keep : 50;
+	keep = d->config->dumps_keep;
 	max_bytes = d->config->dumps_max_bytes;
 	pthread_mutex_unlock(&d->config_lock);
 	if (!sess) {

@@ -666,13 +666,11 @@ static void run_due(struct fr_triggers *t)
 		p.fire.trigger = &p.trigger;
 		ret = t->dump(t->arg, &p.fire);
 
-		pthread_mutex_lock(&t->lock);
-		if (ret == 0)
+		if (ret == 0) {
+			pthread_mutex_lock(&t->lock);
 			record_dump(t, p.session, p.fire.fire_ns);
-		else
-			fr_log_err("session %s: the dump for %s (%s) failed: %s", p.session,
-				   p.fire.kind, p.fire.reason, strerror(ret < 0 ? -ret : ret));
-		pthread_mutex_unlock(&t->lock);
+			pthread_mutex_unlock(&t->lock);
+		}
 	}
 }
 
@@ -1517,13 +1515,11 @@ int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_n
 		    fmt_dur(window_ns, w, sizeof(w)));
 	ret = t->dump(t->arg, fire);
 
-	pthread_mutex_lock(&t->lock);
-	if (ret == 0)
+	if (ret == 0) {
+		pthread_mutex_lock(&t->lock);
 		record_dump(t, name, fire->fire_ns);
-	else
-		fr_log_err("session %s: the dump requested by hand failed: %s", name,
-			   strerror(ret < 0 ? -ret : ret));
-	pthread_mutex_unlock(&t->lock);
+		pthread_mutex_unlock(&t->lock);
+	}
 	return ret;
 }
 

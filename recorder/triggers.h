@@ -50,7 +50,8 @@ struct fr_trigger_fire {
 	uint32_t pid;                 /* exit: the process that exited; else 0 */
 };
 
-/* Writes the dump of `fire`. Returns 0 or -errno (logged by the engine). */
+/* Writes the dump of `fire`. Returns 0 or -errno, having logged why (the
+ * engine only records successes). */
 typedef int (*fr_trigger_dump_fn)(void *arg, const struct fr_trigger_fire *fire);
 
 /* Creates the engine for the sessions of `cfg` (copied) and starts its
