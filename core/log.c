@@ -55,6 +55,13 @@ int fr_log_ratelimit_pass(int64_t *last_ns, uint64_t *dropped, int64_t interval_
 	return 1;
 }
 
+const char *fr_errno_name(int e)
+{
+	const char *name = strerrorname_np(e);
+
+	return name ? name : strerror(e);
+}
+
 void fr_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
 	int saved = errno;

@@ -66,6 +66,10 @@ int fr_log_ratelimit_pass(int64_t *last_ns, uint64_t *dropped, int64_t interval_
 void fr_set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The symbolic name of errno value `e` ("EPERM", "ENOENT": the name people
+ * search for), or its description when it has none. */
+const char *fr_errno_name(int e);
+
 /* Monotonic and real-time clocks in nanoseconds. */
 int64_t fr_now_mono_ns(void);
 int64_t fr_now_real_ns(void);

@@ -251,31 +251,6 @@ static size_t ring_pages(uint32_t hz, size_t page_size)
 	return pages;
 }
 
-static const char *errno_name(int e)
-{
-	switch (e) {
-	case ENOENT: return "ENOENT";
-	case EOPNOTSUPP: return "EOPNOTSUPP";
-	case EACCES: return "EACCES";
-	case EPERM: return "EPERM";
-	case EINVAL: return "EINVAL";
-	case EMFILE: return "EMFILE";
-	case ENFILE: return "ENFILE";
-	case ENODEV: return "ENODEV";
-	case EBUSY: return "EBUSY";
-	case ENOMEM: return "ENOMEM";
-	case ENOSPC: return "ENOSPC";
-	case E2BIG: return "E2BIG";
-	case ENOSYS: return "ENOSYS";
-	case EFAULT: return "EFAULT";
-	case ENOTDIR: return "ENOTDIR";
-	case EIO: return "EIO";
-	case ENODATA: return "ENODATA";
-	case EPROTO: return "EPROTO";
-	default: return "error";
-	}
-}
-
 /* The kernel's current ceiling on sample_freq, or 0 when unknown. */
 static unsigned long max_sample_rate(void)
 {
@@ -298,11 +273,11 @@ static void describe_open_error(char *err, size_t errlen, const char *name, int 
 	if (hardware && (e == ENOENT || e == EOPNOTSUPP || e == ENODEV))
 		fr_set_err(err, errlen,
 			   "%s: hardware counters are not available on this machine "
-			   "(perf_event_open: %s)", name, errno_name(e));
+			   "(perf_event_open: %s)", name, fr_errno_name(e));
 	else if (e == EACCES || e == EPERM)
 		fr_set_err(err, errlen,
 			   "%s: not permitted to sample the whole machine (perf_event_open: %s); "
-			   "run flightrecd as root or with CAP_PERFMON", name, errno_name(e));
+			   "run flightrecd as root or with CAP_PERFMON", name, fr_errno_name(e));
 	else if (e == EINVAL && attr->freq && (max_rate = max_sample_rate()) &&
 		 attr->sample_freq > max_rate)
 		fr_set_err(err, errlen,
@@ -312,7 +287,7 @@ static void describe_open_error(char *err, size_t errlen, const char *name, int 
 			   name, (unsigned long long)attr->sample_freq, max_rate);
 	else
 		fr_set_err(err, errlen, "%s: cannot open the perf event (perf_event_open: %s: %s)",
-			   name, errno_name(e), strerror(e));
+			   name, fr_errno_name(e), strerror(e));
 }
 
 /* Opens `attr` on one CPU, adapting it to what the kernel refuses:
@@ -543,7 +518,7 @@ static int find_sched_switch(uint64_t *id, struct switch_format *fmt, char *err,
 		fr_set_err(err, errlen,
 			   "offcpu: the sched:sched_switch tracepoint is not available (tracefs is not "
 			   "mounted and mounting it at /sys/kernel/tracing failed: %s)",
-			   errno_name(-m));
+			   fr_errno_name(-m));
 	return ret;
 }
 
@@ -579,14 +554,14 @@ static int find_sched_switch_once(uint64_t *id, struct switch_format *fmt, char 
 			fr_set_err(err, errlen,
 				   "offcpu: cannot read the layout of sched:sched_switch from %s (%s)",
 				   path, ret == -EPROTO ? "prev_state missing"
-							: errno_name(-ret));
+							: fr_errno_name(-ret));
 			return ret;
 		}
 		return 0;
 	}
 	fr_set_err(err, errlen,
 		   "offcpu: the sched:sched_switch tracepoint is not available "
-		   "(cannot read %s: %s)", first, errno_name(first_err));
+		   "(cannot read %s: %s)", first, fr_errno_name(first_err));
 	return -first_err;
 }
 

@@ -41,14 +41,6 @@ struct fr_procwatch {
 	uint64_t overruns;
 };
 
-/* "EPERM" for messages: the name people search for. */
-static const char *errname(int e)
-{
-	const char *name = strerrorname_np(e);
-
-	return name ? name : strerror(e);
-}
-
 /* A buffer for one datagram, aligned for struct nlmsghdr. */
 union msgbuf {
 	struct nlmsghdr nh;
@@ -275,7 +267,7 @@ int fr_procwatch_open(struct fr_procwatch **out, char *err, size_t errlen)
 	if (w->fd < 0) {
 		ret = -errno;
 		fr_set_err(err, errlen, "proc connector: not available in this kernel (socket: %s)",
-			   errname(-ret));
+			   fr_errno_name(-ret));
 		goto err_free;
 	}
 	/* SO_RCVBUFFORCE passes the rmem_max limit with CAP_NET_ADMIN, which
@@ -289,16 +281,16 @@ int fr_procwatch_open(struct fr_procwatch **out, char *err, size_t errlen)
 			fr_set_err(err, errlen,
 				   "proc connector: listening to process exits needs root "
 				   "(CAP_NET_ADMIN) (bind: %s)",
-				   errname(-ret));
+				   fr_errno_name(-ret));
 		else
 			fr_set_err(err, errlen, "proc connector: cannot subscribe (bind: %s)",
-				   errname(-ret));
+				   fr_errno_name(-ret));
 		goto err_close;
 	}
 	ret = send_mcast_op(w, PROC_CN_MCAST_LISTEN);
 	if (ret < 0) {
 		fr_set_err(err, errlen, "proc connector: cannot subscribe (send: %s)",
-			   errname(-ret));
+			   fr_errno_name(-ret));
 		goto err_close;
 	}
 	ret = wait_ack(w);
@@ -313,12 +305,12 @@ int fr_procwatch_open(struct fr_procwatch **out, char *err, size_t errlen)
 		fr_set_err(err, errlen,
 			   "proc connector: listening to process exits needs root (CAP_NET_ADMIN) "
 			   "(the kernel refused: %s)",
-			   errname(-ret));
+			   fr_errno_name(-ret));
 		goto err_close;
 	}
 	if (ret < 0) {
 		fr_set_err(err, errlen, "proc connector: the kernel refused the subscription (%s)",
-			   errname(-ret));
+			   fr_errno_name(-ret));
 		goto err_close;
 	}
 	*out = w;
