@@ -137,15 +137,9 @@ static void copy_name(char dst[COMM_LEN], const char *src)
 	dst[n] = '\0';
 }
 
-/* Reads the cgroup v2 path of `pid` from `proc`/PID/cgroup, the line
- * "0::PATH" (v1 hierarchies have other numbers), into `dst`. The path is
- * relative to the root of the recorder's cgroup namespace. Returns 0, or
- * -ENOENT when the process is gone or has no v2 line (a v1-only machine);
- * `dst` is then unchanged. */
-static int read_cgroup(struct fr_tracker *t, const char *proc, uint32_t pid,
-		       char dst[CGROUP_LEN])
+int fr_proc_read_cgroup(const char *proc, uint32_t pid, char *dst, size_t len)
 {
-	char path[160];
+	char path[160], line[4096 + 8];
 	FILE *f;
 	int ret = -ENOENT;
 
@@ -155,13 +149,13 @@ static int read_cgroup(struct fr_tracker *t, const char *proc, uint32_t pid,
 		return -ENOENT;
 	/* Line by line: on machines with many v1 controllers the v2 line,
 	 * which comes last, may lie beyond any fixed-size first read. */
-	while (fgets(t->scratch, sizeof(t->scratch), f)) {
-		if (strncmp(t->scratch, "0::", 3) == 0) {
-			size_t n = strcspn(t->scratch + 3, "\n");
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3) == 0) {
+			size_t n = strcspn(line + 3, "\n");
 
-			if (n >= CGROUP_LEN)
-				n = CGROUP_LEN - 1;
-			memcpy(dst, t->scratch + 3, n);
+			if (n >= len)
+				n = len - 1;
+			memcpy(dst, line + 3, n);
 			dst[n] = '\0';
 			ret = 0;
 			break;
@@ -347,7 +341,7 @@ void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const cha
 		p->exe_pending = 1;
 		/* Its cgroup as it is now; if it is gone already, what was
 		 * inherited or read before stays. */
-		read_cgroup(t, "/proc", pid, p->cgroup);
+		fr_proc_read_cgroup("/proc", pid, p->cgroup, sizeof(p->cgroup));
 	}
 	if (exec || pid == tid || !p->comm[0])
 		copy_name(p->comm, comm);
@@ -426,7 +420,7 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 			}
 			/* clone3(CLONE_INTO_CGROUP), as systemd starts services,
 			 * puts a child elsewhere than its parent. */
-			read_cgroup(t, "/proc", pid, p->cgroup);
+			fr_proc_read_cgroup("/proc", pid, p->cgroup, sizeof(p->cgroup));
 		}
 	}
 	if (!thread_known && (th = get_thread(t, tid, pid)))
@@ -600,7 +594,7 @@ int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid)
 		if (u)
 			p->uid = (uint32_t)strtoul(u + 5, NULL, 10);
 	}
-	read_cgroup(t, proc, pid, p->cgroup);
+	fr_proc_read_cgroup(proc, pid, p->cgroup, sizeof(p->cgroup));
 	snprintf(path, sizeof(path), "%s/exe", dir);
 	n = readlink(path, link, sizeof(link) - 1);
 	if (n > 0) {

@@ -51,6 +51,7 @@
 #include "core/log.h"
 #include "core/parse.h"
 #include "recorder/procwatch.h"
+#include "recorder/tracker.h"
 
 #define NS_PER_S 1000000000LL
 #define TICK_NS NS_PER_S
@@ -403,34 +404,6 @@ static int read_comm(uint32_t pid, char comm[COMM_LEN])
 	return 0;
 }
 
-/* The cgroup v2 path of `pid` ("0::PATH" line). Returns 0 or -ENOENT. */
-static int read_cgroup(uint32_t pid, char *dst, size_t len)
-{
-	char path[64], line[CG_LEN + 8];
-	FILE *f;
-	int ret = -ENOENT;
-
-	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -ENOENT;
-	/* Line by line: the v2 line comes last, after every v1 hierarchy. */
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "0::", 3) == 0) {
-			size_t n = strcspn(line + 3, "\n");
-
-			if (n >= len)
-				n = len - 1;
-			memcpy(dst, line + 3, n);
-			dst[n] = '\0';
-			ret = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return ret;
-}
-
 struct pstat {
 	char comm[COMM_LEN];
 	char state;
@@ -724,11 +697,11 @@ static void learn(struct fr_triggers *t, uint32_t pid, uint32_t parent)
 		else
 			(void)read_comm(parent, comm);
 	}
-	if (t->track_cgroup && read_cgroup(pid, cg, sizeof(cg)) < 0 && parent) {
+	if (t->track_cgroup && fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg)) < 0 && parent) {
 		if (pi >= 0 && t->procs.e[pi].cgroup)
 			snprintf(cg, sizeof(cg), "%s", t->procs.e[pi].cgroup);
 		else
-			(void)read_cgroup(parent, cg, sizeof(cg));
+			(void)fr_proc_read_cgroup("/proc", parent, cg, sizeof(cg));
 	}
 	if (!may_matter(t, pid, comm, cg)) {
 		pt_del(&t->procs, pid);
@@ -781,7 +754,7 @@ static void on_comm(void *arg, uint32_t pid, const char *comm)
 	if (i >= 0 && t->procs.e[i].cgroup)
 		snprintf(cg, sizeof(cg), "%s", t->procs.e[i].cgroup);
 	else if (i < 0 && t->track_cgroup)
-		(void)read_cgroup(pid, cg, sizeof(cg));
+		(void)fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg));
 	if (!may_matter(t, pid, comm, cg))
 		pt_del(&t->procs, pid);
 	else if (pt_put(&t->procs, pid, comm, cg) < 0)
@@ -811,7 +784,7 @@ static void on_exit_event(void *arg, uint32_t pid, uint32_t tgid, uint32_t exit_
 	if (read_stat(pid, &ps) == 0 && (ps.state == 'Z' || ps.state == 'X')) {
 		snprintf(comm, sizeof(comm), "%s", ps.comm);
 		if (t->track_cgroup)
-			(void)read_cgroup(pid, cg, sizeof(cg));
+			(void)fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg));
 	}
 	i = pt_find(&t->procs, pid);
 	if (i >= 0) {
@@ -935,7 +908,7 @@ static void sample_process(struct fr_triggers *t, uint32_t pid, const struct pst
 		if (!is_proc_session(s))
 			continue;
 		if (s->cgroup[0] && cg_state == 0)
-			cg_state = read_cgroup(pid, cg, sizeof(cg)) == 0 ? 1 : -1;
+			cg_state = fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg)) == 0 ? 1 : -1;
 		if (!targets_match(s, pid, ps->comm, cg_state == 1 ? cg : NULL))
 			continue;
 		if (add_sample(&t->state[si].meter, pid, ps) < 0)
