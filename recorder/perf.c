@@ -101,11 +101,11 @@ struct switch_format {
 };
 
 struct offcpu_entry {
-	uint32_t key;        /* tid */
+	uint32_t tid;        /* the key */
 	uint8_t switched_in; /* 0: a switch-out with its stack; 1: a switch-in
 			      * seen before its switch-out (time only) */
 	uint16_t nr_kernel, nr_frames;
-	uint32_t pid, tid, cpu; /* of the switch-out, as samples name them */
+	uint32_t pid, cpu;   /* of the switch-out, as samples name them */
 	uint64_t time;          /* CLOCK_MONOTONIC ns of the switch */
 	uint64_t ips[FR_MAX_FRAMES];
 };
@@ -913,7 +913,7 @@ static long index_find(const struct offcpu *o, uint32_t key)
 
 		if (!e)
 			return -1;
-		if (o->entries[e - 1].key == key)
+		if (o->entries[e - 1].tid == key)
 			return i;
 	}
 }
@@ -927,7 +927,7 @@ static void index_remove(struct offcpu *o, uint32_t slot)
 
 	o->free_list[o->nfree++] = o->index[slot] - 1;
 	for (uint32_t j = (slot + 1) & mask; o->index[j]; j = (j + 1) & mask) {
-		uint32_t home = hash_tid(o->entries[o->index[j] - 1].key);
+		uint32_t home = hash_tid(o->entries[o->index[j] - 1].tid);
 
 		/* j may move to the hole unless its home lies cyclically in
 		 * (hole, j]: then the hole is before where it may live. */
@@ -958,7 +958,7 @@ static struct offcpu_entry *entry_add(struct offcpu *o, uint32_t key)
 					victim = c;
 			}
 			o->hand = (o->hand + OFFCPU_EVICT_SCAN) % OFFCPU_ENTRIES;
-			index_remove(o, (uint32_t)index_find(o, o->entries[victim].key));
+			index_remove(o, (uint32_t)index_find(o, o->entries[victim].tid));
 			o->evicted++;
 		}
 		n = o->free_list[--o->nfree];
@@ -966,7 +966,7 @@ static struct offcpu_entry *entry_add(struct offcpu *o, uint32_t key)
 	for (i = hash_tid(key); o->index[i]; i = (i + 1) & (OFFCPU_INDEX - 1))
 		;
 	o->index[i] = n + 1;
-	o->entries[n].key = key;
+	o->entries[n].tid = key;
 	return &o->entries[n];
 }
 
@@ -997,12 +997,12 @@ static int pair_believable(uint64_t out_time, uint64_t in_time)
 	return in_time > out_time && in_time - out_time <= (uint64_t)OFFCPU_MAX_GAP_NS;
 }
 
-/* Thread `key` left the CPU at v->time with the stack in p->ips. */
-static void switched_out(struct fr_perf *p, const struct sample_view *v, uint32_t key,
-			 uint64_t state, const struct fr_perf_handler *cb, int64_t clock_offset)
+/* Thread v->tid left the CPU at v->time with the stack in p->ips. */
+static void switched_out(struct fr_perf *p, const struct sample_view *v, uint64_t state,
+			 const struct fr_perf_handler *cb, int64_t clock_offset)
 {
 	struct offcpu *o = p->offcpu;
-	long slot = index_find(o, key);
+	long slot = index_find(o, v->tid);
 	struct offcpu_entry *e = slot >= 0 ? &o->entries[o->index[slot] - 1] : NULL;
 
 	if (state & SCHED_STATE_EXITING) {
@@ -1027,11 +1027,10 @@ static void switched_out(struct fr_perf *p, const struct sample_view *v, uint32_
 	}
 	/* An older switch-out still waiting lost its switch-in: replace it. */
 	if (!e)
-		e = entry_add(o, key);
+		e = entry_add(o, v->tid);
 	e->switched_in = 0;
 	e->time = v->time;
 	e->pid = v->pid;
-	e->tid = v->tid;
 	e->cpu = v->cpu;
 	e->nr_kernel = v->nr_kernel;
 	e->nr_frames = v->nr_frames;
@@ -1089,7 +1088,7 @@ static void handle_switch(struct fr_perf *p, const struct sample_view *v,
 
 	if (!v->raw || v->raw_size < f->min_size)
 		return;
-	switched_out(p, v, v->tid, raw_field(v->raw, f->prev_state, f->prev_state_size), cb,
+	switched_out(p, v, raw_field(v->raw, f->prev_state, f->prev_state_size), cb,
 		     clock_offset);
 }
 
