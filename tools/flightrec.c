@@ -32,9 +32,8 @@
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "ipc/proto.h"
+#include "tools/query.h"
 #include "tools/top.h"
-
-#define EXIT_USAGE 2
 
 static const char *prog = "flightrec";
 
@@ -198,216 +197,6 @@ static const char *str(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-/* Options shared by attach and dump: which window, which processes, which
- * rate, where to write. */
-struct query_args {
-	const char *window_s, *from_s, *to_s, *out_s;
-	int64_t window, from, to;
-	uint64_t hz;
-	enum fr_profile_format format;
-	uint32_t npids;
-	uint32_t pids[FR_PROFILE_MAX_PIDS];
-	uint32_t nevents; /* 0: cpu */
-	uint32_t events[FR_PROFILE_MAX_EVENTS];
-	uint32_t ncomms;
-	char comms[FR_PROFILE_MAX_COMMS][FR_PROFILE_COMM_MAX];
-	char cgroup[FR_PROFILE_CGROUP_MAX];
-	int children;
-};
-
-enum {
-	OPT_WINDOW = 256, OPT_FROM, OPT_TO, OPT_PID, OPT_HZ, OPT_SOCKET, OPT_RING, OPT_INFO,
-	OPT_JSON, OPT_FORMAT, OPT_EVENT, OPT_COMM, OPT_CGROUP, OPT_FOLLOW, OPT_COUNT,
-	OPT_SESSION, OPT_CHILDREN,
-};
-
-/* Calls `take` for each comma-separated item of `arg`; `take` says what is
- * wrong with an item (returning non-zero) or stores it. An empty list is
- * refused with `example`. Returns 0 or EXIT_USAGE (after saying why). */
-static int parse_list(const char *cmd, const char *opt, const char *arg, const char *example,
-		      int (*take)(const char *cmd, const char *item, struct query_args *q),
-		      struct query_args *q)
-{
-	char *copy = strdup(arg), *save = NULL, *tok;
-	int ret = 0, n = 0;
-
-	if (!copy)
-		return EXIT_USAGE;
-	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
-		ret = take(cmd, tok, q) ? EXIT_USAGE : 0;
-		n++;
-	}
-	if (!ret && n == 0) {
-		fprintf(stderr, "%s %s: %s: expected %s, got \"%s\"\n", prog, cmd, opt, example,
-			arg);
-		ret = EXIT_USAGE;
-	}
-	free(copy);
-	return ret;
-}
-
-static int take_event(const char *cmd, const char *name, struct query_args *q)
-{
-	int64_t id = fr_event_lookup(name);
-
-	if (id < 0) {
-		fprintf(stderr, "%s %s: --event: unknown event \"%s\" (accepted: " FR_EVENT_NAMES
-			")\n", prog, cmd, name);
-		return -1;
-	}
-	for (uint32_t i = 0; i < q->nevents; i++) {
-		if (q->events[i] == (uint32_t)id) {
-			fprintf(stderr, "%s %s: --event: \"%s\" is listed twice\n", prog, cmd, name);
-			return -1;
-		}
-	}
-	if (q->nevents == FR_PROFILE_MAX_EVENTS) {
-		fprintf(stderr, "%s %s: --event: at most %d events\n", prog, cmd,
-			FR_PROFILE_MAX_EVENTS);
-		return -1;
-	}
-	q->events[q->nevents++] = (uint32_t)id;
-	return 0;
-}
-
-static int take_comm(const char *cmd, const char *name, struct query_args *q)
-{
-	if (strlen(name) >= FR_PROFILE_COMM_MAX || q->ncomms == FR_PROFILE_MAX_COMMS) {
-		fprintf(stderr, "%s %s: --comm: expected at most %d command names of at most %d "
-			"characters (as the kernel keeps them), got \"%s\"\n", prog, cmd,
-			FR_PROFILE_MAX_COMMS, FR_PROFILE_COMM_MAX - 1, name);
-		return -1;
-	}
-	snprintf(q->comms[q->ncomms++], FR_PROFILE_COMM_MAX, "%s", name);
-	return 0;
-}
-
-#define QUERY_LONGOPTS                                          \
-	{"window", required_argument, NULL, OPT_WINDOW},        \
-	{"from", required_argument, NULL, OPT_FROM},            \
-	{"to", required_argument, NULL, OPT_TO},                \
-	{"output", required_argument, NULL, 'o'},               \
-	{"pid", required_argument, NULL, OPT_PID},              \
-	{"hz", required_argument, NULL, OPT_HZ},                \
-	{"event", required_argument, NULL, OPT_EVENT},          \
-	{"comm", required_argument, NULL, OPT_COMM},            \
-	{"cgroup", required_argument, NULL, OPT_CGROUP},        \
-	{"children", no_argument, NULL, OPT_CHILDREN},          \
-	{"format", required_argument, NULL, OPT_FORMAT}
-
-/* Takes option `c` if it is a query option: returns 1 when taken, 0 when
- * not a query option, EXIT_USAGE (after saying why) when its value is bad. */
-static int query_opt(const char *cmd, int c, const char *arg, struct query_args *q)
-{
-	int ret;
-
-	switch (c) {
-	case OPT_WINDOW: q->window_s = arg; return 1;
-	case OPT_FROM: q->from_s = arg; return 1;
-	case OPT_TO: q->to_s = arg; return 1;
-	case 'o': q->out_s = arg; return 1;
-	case OPT_PID:
-		ret = fr_parse_pid_list(arg, q->pids, FR_PROFILE_MAX_PIDS, &q->npids);
-		if (ret == -E2BIG)
-			fprintf(stderr, "%s %s: --pid: at most %d processes\n", prog, cmd,
-				FR_PROFILE_MAX_PIDS);
-		else if (ret < 0)
-			fprintf(stderr, "%s %s: --pid: expected process ids like 1234 or 1234,5678, "
-				"got \"%s\"\n", prog, cmd, arg);
-		return ret < 0 ? EXIT_USAGE : 1;
-	case OPT_HZ:
-		if (fr_parse_u64(arg, 1, 1000000, &q->hz) < 0) {
-			fprintf(stderr, "%s %s: --hz: expected a rate of 1..1000000 samples per "
-				"second, got \"%s\"\n", prog, cmd, arg);
-			return EXIT_USAGE;
-		}
-		return 1;
-	case OPT_EVENT:
-		q->nevents = 0;
-		return parse_list(cmd, "--event", arg, "event names like cpu or cpu,offcpu",
-				  take_event, q) ? EXIT_USAGE : 1;
-	case OPT_COMM:
-		q->ncomms = 0;
-		return parse_list(cmd, "--comm", arg, "command names like postgres", take_comm, q)
-			       ? EXIT_USAGE : 1;
-	case OPT_CHILDREN:
-		q->children = 1;
-		return 1;
-	case OPT_CGROUP:
-		if (arg[0] != '/' || strlen(arg) >= FR_PROFILE_CGROUP_MAX) {
-			fprintf(stderr, "%s %s: --cgroup: expected a cgroup v2 path like "
-				"/system.slice/nginx.service, got \"%s\"\n", prog, cmd, arg);
-			return EXIT_USAGE;
-		}
-		snprintf(q->cgroup, sizeof(q->cgroup), "%s", arg);
-		return 1;
-	case OPT_FORMAT:
-		ret = fr_profile_format_parse(arg);
-		if (ret < 0) {
-			fprintf(stderr, "%s %s: --format: expected one of " FR_PROFILE_FORMAT_NAMES
-				", got \"%s\"\n", prog, cmd, arg);
-			return EXIT_USAGE;
-		}
-		q->format = (enum fr_profile_format)ret;
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-/* Checks that the window options make one window and parses them.
- * Returns 0 or EXIT_USAGE (after saying why). */
-static int query_finish(const char *cmd, struct query_args *q)
-{
-	if (q->children && !q->npids) {
-		fprintf(stderr, "%s %s: --children goes with --pid (whose children?)\n", prog, cmd);
-		return EXIT_USAGE;
-	}
-	if (q->window_s && (q->from_s || q->to_s)) {
-		fprintf(stderr, "%s %s: give either --window or --from/--to, not both\n", prog, cmd);
-		return EXIT_USAGE;
-	}
-	if (!q->window_s && !q->from_s) {
-		fprintf(stderr, "%s %s: --window DURATION (or --from TIME) is required, "
-			"e.g. --window 60s\n", prog, cmd);
-		return EXIT_USAGE;
-	}
-	if (q->to_s && !q->from_s) {
-		fprintf(stderr, "%s %s: --to needs --from\n", prog, cmd);
-		return EXIT_USAGE;
-	}
-	if (q->window_s) {
-		if (fr_parse_duration(q->window_s, &q->window) < 0) {
-			fprintf(stderr, "%s %s: --window: expected a duration like 500ms, 10s, 5m "
-				"or 1h, got \"%s\"\n", prog, cmd, q->window_s);
-			return EXIT_USAGE;
-		}
-		if (q->window <= 0) {
-			fprintf(stderr, "%s %s: --window: must be longer than zero, got \"%s\"\n",
-				prog, cmd, q->window_s);
-			return EXIT_USAGE;
-		}
-	}
-	if (q->from_s && fr_parse_time(q->from_s, &q->from) < 0) {
-		fprintf(stderr, "%s %s: --from: expected RFC 3339 time like 2026-11-22T13:05:00Z "
-			"or Unix seconds, got \"%s\"\n", prog, cmd, q->from_s);
-		return EXIT_USAGE;
-	}
-	if (q->to_s) {
-		if (fr_parse_time(q->to_s, &q->to) < 0) {
-			fprintf(stderr, "%s %s: --to: expected RFC 3339 time like "
-				"2026-11-22T13:06:00Z or Unix seconds, got \"%s\"\n", prog, cmd,
-				q->to_s);
-			return EXIT_USAGE;
-		}
-		if (q->to <= q->from) {
-			fprintf(stderr, "%s %s: --to must be later than --from\n", prog, cmd);
-			return EXIT_USAGE;
-		}
-	}
-	return 0;
-}
-
 static void print_summary(const char *out, uint64_t samples, uint64_t stacks, int64_t t0,
 			  int64_t t1, uint32_t hz, uint64_t bytes)
 {
@@ -567,31 +356,6 @@ static void progress_stop(struct progress *p)
 }
 
 /* Adds the query's events and targets to a request. */
-static void add_query(cJSON *req, const struct query_args *q)
-{
-	cJSON *arr;
-	char name[FR_EVENT_NAME_MAX];
-
-	if (q->hz)
-		fr_ipc_add_int(req, "hz", (int64_t)q->hz);
-	if (q->nevents && (arr = cJSON_AddArrayToObject(req, "events")))
-		for (uint32_t i = 0; i < q->nevents; i++)
-			cJSON_AddItemToArray(arr, cJSON_CreateString(
-							  fr_event_format(q->events[i], name, sizeof(name))));
-	if (q->npids && (arr = cJSON_AddArrayToObject(req, "pids")))
-		for (uint32_t i = 0; i < q->npids; i++)
-			cJSON_AddItemToArray(arr, cJSON_CreateNumber(q->pids[i]));
-	if (q->ncomms && (arr = cJSON_AddArrayToObject(req, "comm")))
-		for (uint32_t i = 0; i < q->ncomms; i++)
-			cJSON_AddItemToArray(arr, cJSON_CreateString(q->comms[i]));
-	if (q->cgroup[0])
-		cJSON_AddStringToObject(req, "cgroup", q->cgroup);
-	if (q->children)
-		cJSON_AddTrueToObject(req, "children");
-	if (q->format == FR_PROFILE_FOLDED)
-		cJSON_AddStringToObject(req, "format", "folded");
-}
-
 /* Sends the attach request `req` with a new file at `path` and commits the
  * file when the recorder succeeds. Returns 0, or 1 after saying why. */
 static int attach_one(int sock, const char *socket_path, cJSON *req, const char *path)
@@ -645,7 +409,7 @@ static void on_follow_signal(int sig)
  * profile per window into `dir`, windows that tile time exactly from the
  * moment the rates were in force. SIGINT/SIGTERM write the window so far
  * and stop. Returns the exit status. */
-static int follow(int sock, const char *socket_path, const struct query_args *q, const char *dir,
+static int follow(int sock, const char *socket_path, const struct fr_query_args *q, const char *dir,
 		  uint64_t count)
 {
 	struct sigaction sa = {.sa_handler = on_follow_signal};
@@ -663,7 +427,7 @@ static int follow(int sock, const char *socket_path, const struct query_args *q,
 	fr_host_name(host, sizeof(host));
 
 	cJSON_AddStringToObject(req, "req", "consume");
-	add_query(req, q);
+	fr_query_add(req, q);
 	cJSON_DeleteItemFromObjectCaseSensitive(req, "format");
 	if (call(sock, socket_path, req, -1, &resp) < 0)
 		goto out;
@@ -718,7 +482,7 @@ static int follow(int sock, const char *socket_path, const struct query_args *q,
 		cJSON_AddStringToObject(req, "req", "attach");
 		fr_ipc_add_int(req, "from_ns", t0);
 		fr_ipc_add_int(req, "to_ns", t1);
-		add_query(req, q);
+		fr_query_add(req, q);
 		ret = attach_one(sock, socket_path, req, path);
 		cJSON_Delete(req);
 		req = NULL;
@@ -746,14 +510,14 @@ out:
 static int cmd_attach(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		QUERY_LONGOPTS,
-		{"socket", required_argument, NULL, OPT_SOCKET},
-		{"follow", no_argument, NULL, OPT_FOLLOW},
-		{"count", required_argument, NULL, OPT_COUNT},
+		FR_QUERY_LONGOPTS,
+		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"follow", no_argument, NULL, FR_OPT_FOLLOW},
+		{"count", required_argument, NULL, FR_OPT_COUNT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct query_args q = {0};
+	struct fr_query_args q = {0};
 	const char *socket_s = NULL, *count_s = NULL;
 	cJSON *req = NULL;
 	char *socket_path = NULL, *out_name = NULL;
@@ -761,14 +525,14 @@ static int cmd_attach(int argc, char **argv)
 	int c, sock = -1, status = EXIT_USAGE, ret, follow_mode = 0;
 
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		if ((ret = query_opt("attach", c, optarg, &q)) == 1)
+		if ((ret = fr_query_opt("flightrec attach", c, optarg, &q)) == 1)
 			continue;
 		if (ret)
 			return ret;
 		switch (c) {
-		case OPT_SOCKET: socket_s = optarg; break;
-		case OPT_FOLLOW: follow_mode = 1; break;
-		case OPT_COUNT: count_s = optarg; break;
+		case FR_OPT_SOCKET: socket_s = optarg; break;
+		case FR_OPT_FOLLOW: follow_mode = 1; break;
+		case FR_OPT_COUNT: count_s = optarg; break;
 		case 'h': usage_attach(stdout); return 0;
 		default: return bad_option("attach", argv);
 		}
@@ -778,7 +542,7 @@ static int cmd_attach(int argc, char **argv)
 			prog, argv[optind], prog);
 		return EXIT_USAGE;
 	}
-	if (query_finish("attach", &q))
+	if (fr_query_finish("flightrec attach", &q))
 		return EXIT_USAGE;
 	if (count_s && !follow_mode) {
 		fprintf(stderr, "%s attach: --count goes with --follow\n", prog);
@@ -827,7 +591,7 @@ static int cmd_attach(int argc, char **argv)
 		fr_ipc_add_int(req, "from_ns", q.from);
 	if (q.to_s)
 		fr_ipc_add_int(req, "to_ns", q.to);
-	add_query(req, &q);
+	fr_query_add(req, &q);
 	if (!q.out_s) {
 		out_name = default_output_name(q.format);
 		if (!out_name)
@@ -997,8 +761,8 @@ out:
 static int cmd_status(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"socket", required_argument, NULL, OPT_SOCKET},
-		{"json", no_argument, NULL, OPT_JSON},
+		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"json", no_argument, NULL, FR_OPT_JSON},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -1009,8 +773,8 @@ static int cmd_status(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case OPT_SOCKET: socket_s = optarg; break;
-		case OPT_JSON: json = 1; break;
+		case FR_OPT_SOCKET: socket_s = optarg; break;
+		case FR_OPT_JSON: json = 1; break;
 		case 'h': usage_status(stdout); return 0;
 		default: return bad_option("status", argv);
 		}
@@ -1050,8 +814,8 @@ static void usage_sessions(FILE *f)
 static int cmd_sessions(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"socket", required_argument, NULL, OPT_SOCKET},
-		{"json", no_argument, NULL, OPT_JSON},
+		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"json", no_argument, NULL, FR_OPT_JSON},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -1063,8 +827,8 @@ static int cmd_sessions(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case OPT_SOCKET: socket_s = optarg; break;
-		case OPT_JSON: json = 1; break;
+		case FR_OPT_SOCKET: socket_s = optarg; break;
+		case FR_OPT_JSON: json = 1; break;
 		case 'h': usage_sessions(stdout); return 0;
 		default: return bad_option("sessions", argv);
 		}
@@ -1277,16 +1041,16 @@ out:
 static int cmd_dump(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		QUERY_LONGOPTS,
-		{"ring", required_argument, NULL, OPT_RING},
-		{"info", no_argument, NULL, OPT_INFO},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"session", required_argument, NULL, OPT_SESSION},
-		{"socket", required_argument, NULL, OPT_SOCKET},
+		FR_QUERY_LONGOPTS,
+		{"ring", required_argument, NULL, FR_OPT_RING},
+		{"info", no_argument, NULL, FR_OPT_INFO},
+		{"json", no_argument, NULL, FR_OPT_JSON},
+		{"session", required_argument, NULL, FR_OPT_SESSION},
+		{"socket", required_argument, NULL, FR_OPT_SOCKET},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct query_args q = {0};
+	struct fr_query_args q = {0};
 	const char *ring_s = NULL, *session_s = NULL, *socket_s = NULL;
 	struct fr_ring *ring = NULL;
 	struct fr_ring_stats st;
@@ -1301,16 +1065,16 @@ static int cmd_dump(int argc, char **argv)
 	int c, info = 0, json = 0, status = EXIT_USAGE, ret;
 
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		if ((ret = query_opt("dump", c, optarg, &q)) == 1)
+		if ((ret = fr_query_opt("flightrec dump", c, optarg, &q)) == 1)
 			continue;
 		if (ret)
 			return ret;
 		switch (c) {
-		case OPT_RING: ring_s = optarg; break;
-		case OPT_INFO: info = 1; break;
-		case OPT_JSON: json = 1; break;
-		case OPT_SESSION: session_s = optarg; break;
-		case OPT_SOCKET: socket_s = optarg; break;
+		case FR_OPT_RING: ring_s = optarg; break;
+		case FR_OPT_INFO: info = 1; break;
+		case FR_OPT_JSON: json = 1; break;
+		case FR_OPT_SESSION: session_s = optarg; break;
+		case FR_OPT_SOCKET: socket_s = optarg; break;
 		case 'h': usage_dump(stdout); return 0;
 		default: return bad_option("dump", argv);
 		}
@@ -1348,7 +1112,7 @@ static int cmd_dump(int argc, char **argv)
 			"options\n", prog);
 		return EXIT_USAGE;
 	}
-	if (!info && query_finish("dump", &q))
+	if (!info && fr_query_finish("flightrec dump", &q))
 		return EXIT_USAGE;
 
 	status = 1;

@@ -30,11 +30,9 @@
 #include "ipc/client.h"
 #include "ipc/proto.h"
 #include "tools/pprof_read.h"
+#include "tools/query.h"
 
-#define EXIT_USAGE 2
 #define MAX_FILE (1ULL << 32)
-#define FR_STR_(x) #x
-#define FR_STR(x) FR_STR_(x)
 
 static const char *prog = "flightrec top";
 
@@ -51,10 +49,12 @@ static void usage(FILE *f)
 		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix seconds\n"
 		"  --to TIME          window end (default now)\n"
 		"  --pid PID[,PID...] only these processes (with --window or --from)\n"
+		"  --children         with --pid: also every process they started, and theirs\n"
 		"  --comm NAME[,...]  only processes with these command names\n"
 		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
 		"  --event E[,E...]   the events to ask for; the table shows the first\n"
 		"                     (default cpu; offcpu shows where threads waited)\n"
+		"  --hz N             samples per second per CPU to count\n"
 		"  --socket PATH      the recorder's socket\n"
 		"  -n N               how many functions to show (default 20)\n"
 		"  --sort flat|cum    order by flat (default) or cum\n"
@@ -440,31 +440,6 @@ static int show_file(const char *path, size_t limit, int sort_cum)
 	return ret;
 }
 
-struct query {
-	int64_t window, from, to;
-	uint32_t npids;
-	uint32_t pids[FR_PROFILE_MAX_PIDS];
-	/* Passed to the recorder as given ("cpu,offcpu"); it says what is
-	 * wrong with them. */
-	const char *events, *comms, *cgroup;
-};
-
-/* Adds "a,b,c" to `req` as an array of strings named `key`. */
-static int add_list(cJSON *req, const char *key, const char *list)
-{
-	cJSON *arr = cJSON_AddArrayToObject(req, key);
-	char *copy = strdup(list), *save = NULL, *tok;
-
-	if (!arr || !copy) {
-		free(copy);
-		return -ENOMEM;
-	}
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		cJSON_AddItemToArray(arr, cJSON_CreateString(tok));
-	free(copy);
-	return 0;
-}
-
 static const char *resp_error(const cJSON *resp)
 {
 	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(resp, "ok");
@@ -477,9 +452,10 @@ static const char *resp_error(const cJSON *resp)
 
 /* Asks the recorder for a profile of the window into a memfd and shows
  * it. Returns the exit status. */
-static int show_window(const struct query *q, const char *socket_s, size_t limit, int sort_cum)
+static int show_window(const struct fr_query_args *q, const char *socket_s, size_t limit,
+		       int sort_cum)
 {
-	cJSON *req = NULL, *resp = NULL, *pids;
+	cJSON *req = NULL, *resp = NULL;
 	char *socket_path = NULL;
 	void *buf = NULL;
 	size_t len;
@@ -494,17 +470,7 @@ static int show_window(const struct query *q, const char *socket_s, size_t limit
 		fr_ipc_add_int(req, "from_ns", q->from);
 	if (q->to)
 		fr_ipc_add_int(req, "to_ns", q->to);
-	if (q->npids) {
-		pids = cJSON_AddArrayToObject(req, "pids");
-		if (!pids)
-			goto nomem;
-		for (uint32_t i = 0; i < q->npids; i++)
-			cJSON_AddItemToArray(pids, cJSON_CreateNumber(q->pids[i]));
-	}
-	if ((q->events && add_list(req, "events", q->events) < 0) ||
-	    (q->comms && add_list(req, "comm", q->comms) < 0) ||
-	    (q->cgroup && !cJSON_AddStringToObject(req, "cgroup", q->cgroup)))
-		goto nomem;
+	fr_query_add(req, q);
 	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
 	if (!socket_path)
 		goto nomem;
@@ -584,111 +550,83 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
-enum { OPT_WINDOW = 256, OPT_FROM, OPT_TO, OPT_PID, OPT_SOCKET, OPT_SORT, OPT_EVENT, OPT_COMM,
-       OPT_CGROUP };
-
 int fr_top_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"window", required_argument, NULL, OPT_WINDOW},
-		{"from", required_argument, NULL, OPT_FROM},
-		{"to", required_argument, NULL, OPT_TO},
-		{"pid", required_argument, NULL, OPT_PID},
-		{"socket", required_argument, NULL, OPT_SOCKET},
-		{"sort", required_argument, NULL, OPT_SORT},
-		{"event", required_argument, NULL, OPT_EVENT},
-		{"comm", required_argument, NULL, OPT_COMM},
-		{"cgroup", required_argument, NULL, OPT_CGROUP},
+		FR_QUERY_LONGOPTS,
+		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"sort", required_argument, NULL, FR_OPT_SORT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *window_s = NULL, *from_s = NULL, *to_s = NULL, *socket_s = NULL;
-	const char *pid_s = NULL, *file = NULL, *event_s = NULL, *comm_s = NULL, *cgroup_s = NULL;
-	struct query *q;
+	const char *socket_s = NULL, *file = NULL;
+	struct fr_query_args *q = calloc(1, sizeof(*q));
 	uint64_t limit = 20;
-	int c, ret, sort_cum = 0;
+	int c, ret = EXIT_USAGE, sort_cum = 0;
 
+	if (!q) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return 1;
+	}
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "n:h", longopts, NULL)) != -1) {
+		if ((ret = fr_query_opt(prog, c, optarg, q)) == 1)
+			continue;
+		if (ret == EXIT_USAGE)
+			goto out;
+		ret = EXIT_USAGE;
 		switch (c) {
-		case OPT_WINDOW: window_s = optarg; break;
-		case OPT_FROM: from_s = optarg; break;
-		case OPT_TO: to_s = optarg; break;
-		case OPT_PID: pid_s = optarg; break;
-		case OPT_SOCKET: socket_s = optarg; break;
-		case OPT_EVENT: event_s = optarg; break;
-		case OPT_COMM: comm_s = optarg; break;
-		case OPT_CGROUP: cgroup_s = optarg; break;
-		case OPT_SORT:
+		case FR_OPT_SOCKET: socket_s = optarg; break;
+		case FR_OPT_SORT:
 			if (strcmp(optarg, "flat") == 0)
 				sort_cum = 0;
 			else if (strcmp(optarg, "cum") == 0)
 				sort_cum = 1;
-			else
-				return usage_error("--sort: expected flat or cum, got \"%s\"", optarg);
+			else {
+				usage_error("--sort: expected flat or cum, got \"%s\"", optarg);
+				goto out;
+			}
 			break;
 		case 'n':
-			if (fr_parse_u64(optarg, 1, 1000000, &limit) < 0)
-				return usage_error("-n: expected a count of 1..1000000, got \"%s\"",
-						   optarg);
+			if (fr_parse_u64(optarg, 1, 1000000, &limit) < 0) {
+				usage_error("-n: expected a count of 1..1000000, got \"%s\"", optarg);
+				goto out;
+			}
 			break;
-		case 'h': usage(stdout); return 0;
+		case 'h': usage(stdout); ret = 0; goto out;
 		default:
 			if (optopt && optopt < 256)
 				fprintf(stderr, "%s: option -%c is unknown or needs a value "
 					"(see flightrec top --help)\n", prog, optopt);
 			else
-				return usage_error("unknown option or missing value: %s",
-						   argv[optind - 1]);
-			return EXIT_USAGE;
+				usage_error("unknown option or missing value: %s", argv[optind - 1]);
+			goto out;
 		}
 	}
+	ret = EXIT_USAGE;
 	if (optind < argc)
 		file = argv[optind++];
-	if (optind < argc)
-		return usage_error("unexpected argument \"%s\"", argv[optind]);
+	if (optind < argc) {
+		usage_error("unexpected argument \"%s\"", argv[optind]);
+		goto out;
+	}
+	if (q->out_s || q->format) {
+		usage_error("shows a table; -o and --format are for attach and dump%s", "");
+		goto out;
+	}
 	if (file) {
-		if (window_s || from_s || to_s || pid_s || socket_s || event_s || comm_s || cgroup_s)
-			return usage_error("give either FILE or --window/--from, not both%s", "");
-		return show_file(file, (size_t)limit, sort_cum);
+		if (q->window_s || q->from_s || q->to_s || q->npids || socket_s || q->nevents ||
+		    q->ncomms || q->cgroup[0] || q->hz || q->children)
+			usage_error("give either FILE or --window/--from, not both%s", "");
+		else
+			ret = show_file(file, (size_t)limit, sort_cum);
+		goto out;
 	}
-	if (window_s && (from_s || to_s))
-		return usage_error("give either --window or --from/--to, not both%s", "");
-	if (!window_s && !from_s)
-		return usage_error("give a profile FILE or --window DURATION (or --from TIME), "
-				   "e.g. --window 60s%s", "");
-	if (to_s && !from_s)
-		return usage_error("--to needs --from%s", "");
-
-	q = calloc(1, sizeof(*q));
-	if (!q) {
-		fprintf(stderr, "%s: out of memory\n", prog);
-		return 1;
-	}
-	q->events = event_s;
-	q->comms = comm_s;
-	q->cgroup = cgroup_s;
-	ret = EXIT_USAGE;
-	if (window_s && (fr_parse_duration(window_s, &q->window) < 0 || q->window <= 0))
-		usage_error("--window: expected a duration longer than zero like 500ms, 10s, "
-			    "5m or 1h, got \"%s\"", window_s);
-	else if (from_s && fr_parse_time(from_s, &q->from) < 0)
-		usage_error("--from: expected RFC 3339 time like 2026-11-22T13:05:00Z or Unix "
-			    "seconds, got \"%s\"", from_s);
-	else if (to_s && fr_parse_time(to_s, &q->to) < 0)
-		usage_error("--to: expected RFC 3339 time like 2026-11-22T13:06:00Z or Unix "
-			    "seconds, got \"%s\"", to_s);
-	else if (to_s && q->to <= q->from)
-		usage_error("--to must be later than --from%s", "");
-	else if (pid_s && (ret = fr_parse_pid_list(pid_s, q->pids, FR_PROFILE_MAX_PIDS, &q->npids)) < 0)
-		ret = ret == -E2BIG ?
-			usage_error("--pid: at most " FR_STR(FR_PROFILE_MAX_PIDS) " processes, got "
-				    "\"%s\"", pid_s) :
-			usage_error("--pid: expected process ids like 1234 or 1234,5678, got \"%s\"",
-				    pid_s);
-	else
+	ret = fr_query_finish(prog, q);
+	if (ret == 0)
 		ret = show_window(q, socket_s, (size_t)limit, sort_cum);
+out:
 	free(q);
 	return ret;
 }

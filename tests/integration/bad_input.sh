@@ -59,6 +59,10 @@ expect_error 2 '^flightrec attach: --format: expected one of pprof, folded, got 
 expect_error 2 '^flightrec dump: --format: expected one of pprof, folded, got "svg"$' \
 	"$FLIGHTREC" dump --ring "$RING" --window 10s --format svg -o x.pb.gz
 expect_error 2 'unknown command "atach"' "$FLIGHTREC" atach --window 10s
+# top takes the same query options, checked the same way.
+expect_error 2 '^flightrec top: --event: unknown event "cpuu"' "$FLIGHTREC" top --window 10s --event cpuu
+expect_error 2 '^flightrec top: --children goes with --pid' "$FLIGHTREC" top --window 10s --children
+expect_error 2 '^flightrec top: shows a table' "$FLIGHTREC" top --window 10s --output x.pb.gz
 expect_error 1 "cannot create $T/nodir/x.pb.gz: No such file or directory" \
 	"$FLIGHTREC" attach --window 10s -o "$T/nodir/x.pb.gz"
 expect_error 1 'above this recorder.s limit of 10000 Hz \(limits.max_rate_hz\)' \

@@ -1,0 +1,210 @@
+/* The options that choose a profile (tools/query.h). */
+#include "tools/query.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/parse.h"
+#include "core/sample.h"
+#include "ipc/proto.h"
+
+/* Calls `take` for each comma-separated item of `arg`; `take` says what is
+ * wrong with an item (returning non-zero) or stores it. An empty list is
+ * refused with `example`. Returns 0 or EXIT_USAGE (after saying why). */
+static int parse_list(const char *cmd, const char *opt, const char *arg, const char *example,
+		      int (*take)(const char *cmd, const char *item, struct fr_query_args *q),
+		      struct fr_query_args *q)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+	int ret = 0, n = 0;
+
+	if (!copy)
+		return EXIT_USAGE;
+	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		ret = take(cmd, tok, q) ? EXIT_USAGE : 0;
+		n++;
+	}
+	if (!ret && n == 0) {
+		fprintf(stderr, "%s: %s: expected %s, got \"%s\"\n", cmd, opt, example,
+			arg);
+		ret = EXIT_USAGE;
+	}
+	free(copy);
+	return ret;
+}
+
+static int take_event(const char *cmd, const char *name, struct fr_query_args *q)
+{
+	int64_t id = fr_event_lookup(name);
+
+	if (id < 0) {
+		fprintf(stderr, "%s: --event: unknown event \"%s\" (accepted: " FR_EVENT_NAMES
+			")\n", cmd, name);
+		return -1;
+	}
+	for (uint32_t i = 0; i < q->nevents; i++) {
+		if (q->events[i] == (uint32_t)id) {
+			fprintf(stderr, "%s: --event: \"%s\" is listed twice\n", cmd, name);
+			return -1;
+		}
+	}
+	if (q->nevents == FR_PROFILE_MAX_EVENTS) {
+		fprintf(stderr, "%s: --event: at most %d events\n", cmd,
+			FR_PROFILE_MAX_EVENTS);
+		return -1;
+	}
+	q->events[q->nevents++] = (uint32_t)id;
+	return 0;
+}
+
+static int take_comm(const char *cmd, const char *name, struct fr_query_args *q)
+{
+	if (strlen(name) >= FR_PROFILE_COMM_MAX || q->ncomms == FR_PROFILE_MAX_COMMS) {
+		fprintf(stderr, "%s: --comm: expected at most %d command names of at most %d "
+			"characters (as the kernel keeps them), got \"%s\"\n", cmd,
+			FR_PROFILE_MAX_COMMS, FR_PROFILE_COMM_MAX - 1, name);
+		return -1;
+	}
+	snprintf(q->comms[q->ncomms++], FR_PROFILE_COMM_MAX, "%s", name);
+	return 0;
+}
+
+/* Takes option `c` if it is a query option: returns 1 when taken, 0 when
+ * not a query option, EXIT_USAGE (after saying why) when its value is bad. */
+int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *q)
+{
+	int ret;
+
+	switch (c) {
+	case FR_OPT_WINDOW: q->window_s = arg; return 1;
+	case FR_OPT_FROM: q->from_s = arg; return 1;
+	case FR_OPT_TO: q->to_s = arg; return 1;
+	case 'o': q->out_s = arg; return 1;
+	case FR_OPT_PID:
+		ret = fr_parse_pid_list(arg, q->pids, FR_PROFILE_MAX_PIDS, &q->npids);
+		if (ret == -E2BIG)
+			fprintf(stderr, "%s: --pid: at most %d processes\n", cmd,
+				FR_PROFILE_MAX_PIDS);
+		else if (ret < 0)
+			fprintf(stderr, "%s: --pid: expected process ids like 1234 or 1234,5678, "
+				"got \"%s\"\n", cmd, arg);
+		return ret < 0 ? EXIT_USAGE : 1;
+	case FR_OPT_HZ:
+		if (fr_parse_u64(arg, 1, 1000000, &q->hz) < 0) {
+			fprintf(stderr, "%s: --hz: expected a rate of 1..1000000 samples per "
+				"second, got \"%s\"\n", cmd, arg);
+			return EXIT_USAGE;
+		}
+		return 1;
+	case FR_OPT_EVENT:
+		q->nevents = 0;
+		return parse_list(cmd, "--event", arg, "event names like cpu or cpu,offcpu",
+				  take_event, q) ? EXIT_USAGE : 1;
+	case FR_OPT_COMM:
+		q->ncomms = 0;
+		return parse_list(cmd, "--comm", arg, "command names like postgres", take_comm, q)
+			       ? EXIT_USAGE : 1;
+	case FR_OPT_CHILDREN:
+		q->children = 1;
+		return 1;
+	case FR_OPT_CGROUP:
+		if (arg[0] != '/' || strlen(arg) >= FR_PROFILE_CGROUP_MAX) {
+			fprintf(stderr, "%s: --cgroup: expected a cgroup v2 path like "
+				"/system.slice/nginx.service, got \"%s\"\n", cmd, arg);
+			return EXIT_USAGE;
+		}
+		snprintf(q->cgroup, sizeof(q->cgroup), "%s", arg);
+		return 1;
+	case FR_OPT_FORMAT:
+		ret = fr_profile_format_parse(arg);
+		if (ret < 0) {
+			fprintf(stderr, "%s: --format: expected one of " FR_PROFILE_FORMAT_NAMES
+				", got \"%s\"\n", cmd, arg);
+			return EXIT_USAGE;
+		}
+		q->format = (enum fr_profile_format)ret;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Checks that the window options make one window and parses them.
+ * Returns 0 or EXIT_USAGE (after saying why). */
+int fr_query_finish(const char *cmd, struct fr_query_args *q)
+{
+	if (q->children && !q->npids) {
+		fprintf(stderr, "%s: --children goes with --pid (whose children?)\n", cmd);
+		return EXIT_USAGE;
+	}
+	if (q->window_s && (q->from_s || q->to_s)) {
+		fprintf(stderr, "%s: give either --window or --from/--to, not both\n", cmd);
+		return EXIT_USAGE;
+	}
+	if (!q->window_s && !q->from_s) {
+		fprintf(stderr, "%s: --window DURATION (or --from TIME) is required, "
+			"e.g. --window 60s\n", cmd);
+		return EXIT_USAGE;
+	}
+	if (q->to_s && !q->from_s) {
+		fprintf(stderr, "%s: --to needs --from\n", cmd);
+		return EXIT_USAGE;
+	}
+	if (q->window_s) {
+		if (fr_parse_duration(q->window_s, &q->window) < 0) {
+			fprintf(stderr, "%s: --window: expected a duration like 500ms, 10s, 5m "
+				"or 1h, got \"%s\"\n", cmd, q->window_s);
+			return EXIT_USAGE;
+		}
+		if (q->window <= 0) {
+			fprintf(stderr, "%s: --window: must be longer than zero, got \"%s\"\n",
+				cmd, q->window_s);
+			return EXIT_USAGE;
+		}
+	}
+	if (q->from_s && fr_parse_time(q->from_s, &q->from) < 0) {
+		fprintf(stderr, "%s: --from: expected RFC 3339 time like 2026-11-22T13:05:00Z "
+			"or Unix seconds, got \"%s\"\n", cmd, q->from_s);
+		return EXIT_USAGE;
+	}
+	if (q->to_s) {
+		if (fr_parse_time(q->to_s, &q->to) < 0) {
+			fprintf(stderr, "%s: --to: expected RFC 3339 time like "
+				"2026-11-22T13:06:00Z or Unix seconds, got \"%s\"\n", cmd,
+				q->to_s);
+			return EXIT_USAGE;
+		}
+		if (q->to <= q->from) {
+			fprintf(stderr, "%s: --to must be later than --from\n", cmd);
+			return EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
+void fr_query_add(cJSON *req, const struct fr_query_args *q)
+{
+	cJSON *arr;
+	char name[FR_EVENT_NAME_MAX];
+
+	if (q->hz)
+		fr_ipc_add_int(req, "hz", (int64_t)q->hz);
+	if (q->nevents && (arr = cJSON_AddArrayToObject(req, "events")))
+		for (uint32_t i = 0; i < q->nevents; i++)
+			cJSON_AddItemToArray(arr, cJSON_CreateString(
+							  fr_event_format(q->events[i], name, sizeof(name))));
+	if (q->npids && (arr = cJSON_AddArrayToObject(req, "pids")))
+		for (uint32_t i = 0; i < q->npids; i++)
+			cJSON_AddItemToArray(arr, cJSON_CreateNumber(q->pids[i]));
+	if (q->ncomms && (arr = cJSON_AddArrayToObject(req, "comm")))
+		for (uint32_t i = 0; i < q->ncomms; i++)
+			cJSON_AddItemToArray(arr, cJSON_CreateString(q->comms[i]));
+	if (q->cgroup[0])
+		cJSON_AddStringToObject(req, "cgroup", q->cgroup);
+	if (q->children)
+		cJSON_AddTrueToObject(req, "children");
+	if (q->format == FR_PROFILE_FOLDED)
+		cJSON_AddStringToObject(req, "format", "folded");
+}

@@ -1,0 +1,66 @@
+/* The options that choose a profile, shared by flightrec attach, dump and
+ * top: which window, which events and processes, which rate, where to
+ * write and in what format. */
+#ifndef FR_TOOLS_QUERY_H
+#define FR_TOOLS_QUERY_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/profile.h"
+
+#define EXIT_USAGE 2
+
+/* Option ids of the flightrec commands (getopt_long values). */
+enum {
+	FR_OPT_WINDOW = 256, FR_OPT_FROM, FR_OPT_TO, FR_OPT_PID, FR_OPT_HZ, FR_OPT_SOCKET,
+	FR_OPT_RING, FR_OPT_INFO, FR_OPT_JSON, FR_OPT_FORMAT, FR_OPT_EVENT, FR_OPT_COMM,
+	FR_OPT_CGROUP, FR_OPT_FOLLOW, FR_OPT_COUNT, FR_OPT_SESSION, FR_OPT_CHILDREN,
+	FR_OPT_SORT,
+};
+
+/* Options shared by attach and dump: which window, which processes, which
+ * rate, where to write. */
+struct fr_query_args {
+	const char *window_s, *from_s, *to_s, *out_s;
+	int64_t window, from, to;
+	uint64_t hz;
+	enum fr_profile_format format;
+	uint32_t npids;
+	uint32_t pids[FR_PROFILE_MAX_PIDS];
+	uint32_t nevents; /* 0: cpu */
+	uint32_t events[FR_PROFILE_MAX_EVENTS];
+	uint32_t ncomms;
+	char comms[FR_PROFILE_MAX_COMMS][FR_PROFILE_COMM_MAX];
+	char cgroup[FR_PROFILE_CGROUP_MAX];
+	int children;
+};
+
+#define FR_QUERY_LONGOPTS                                          \
+	{"window", required_argument, NULL, FR_OPT_WINDOW},        \
+	{"from", required_argument, NULL, FR_OPT_FROM},            \
+	{"to", required_argument, NULL, FR_OPT_TO},                \
+	{"output", required_argument, NULL, 'o'},               \
+	{"pid", required_argument, NULL, FR_OPT_PID},              \
+	{"hz", required_argument, NULL, FR_OPT_HZ},                \
+	{"event", required_argument, NULL, FR_OPT_EVENT},          \
+	{"comm", required_argument, NULL, FR_OPT_COMM},            \
+	{"cgroup", required_argument, NULL, FR_OPT_CGROUP},        \
+	{"children", no_argument, NULL, FR_OPT_CHILDREN},          \
+	{"format", required_argument, NULL, FR_OPT_FORMAT}
+
+/* Takes option `c` if it is a query option: returns 1 when taken, 0 when
+ * not a query option, EXIT_USAGE (after saying why, prefixed with `cmd`,
+ * e.g. "flightrec attach") when its value is bad. */
+int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *q);
+
+/* Checks that the window options make one window and parses them.
+ * Returns 0 or EXIT_USAGE (after saying why). */
+int fr_query_finish(const char *cmd, struct fr_query_args *q);
+
+/* Adds the query's events, processes, rate and format to an attach or
+ * dump request. */
+void fr_query_add(cJSON *req, const struct fr_query_args *q);
+
+#endif
