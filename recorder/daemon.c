@@ -1419,14 +1419,11 @@ out:
 
 /* ---- dumps ------------------------------------------------------------- */
 
-/* The path of the last dump this thread wrote: a manual dump runs the dump
- * callback on the asking connection's thread, which then answers with it. */
-static __thread char dumped_path[4096];
-
 /* The trigger engine's callback: writes the window of `fire` for the
  * session's events and targets into the dumps directory. Runs on the
  * trigger thread (or a manual dump's connection thread). */
-static int daemon_dump(void *arg, const struct fr_trigger_fire *fire)
+static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
+		       size_t outlen)
 {
 	struct daemon *d = arg;
 	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
@@ -1491,7 +1488,8 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire)
 		return ret;
 	}
 	fr_log_info("session %s: %s dump written to %s", fire->session, fire->kind, path);
-	snprintf(dumped_path, sizeof(dumped_path), "%s", path);
+	if (out)
+		snprintf(out, outlen, "%s", path);
 	return 0;
 }
 
@@ -1500,6 +1498,7 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req)
 {
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "session");
 	struct fr_trigger_fire fire;
+	char path[4096] = "";
 	cJSON *resp = NULL;
 	int64_t window = 0;
 	int ret;
@@ -1511,8 +1510,8 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req)
 	if (!d->triggers)
 		return fr_ipc_error("dump: this recorder runs without triggers (see its log)");
 	memset(&fire, 0, sizeof(fire));
-	dumped_path[0] = '\0';
-	ret = fr_triggers_manual(d->triggers, name->valuestring, window, &fire);
+	ret = fr_triggers_manual(d->triggers, name->valuestring, window, &fire, path,
+				 sizeof(path));
 	if (ret == -ENOENT)
 		return fr_ipc_error("dump: no session named \"%s\" (see flightrec sessions)",
 				    name->valuestring);
@@ -1522,7 +1521,7 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req)
 	resp = fr_ipc_ok();
 	if (!resp)
 		return NULL;
-	cJSON_AddStringToObject(resp, "path", dumped_path);
+	cJSON_AddStringToObject(resp, "path", path);
 	fr_ipc_add_int(resp, "t0_ns", fire.t0_ns);
 	fr_ipc_add_int(resp, "t1_ns", fire.t1_ns);
 	return resp;

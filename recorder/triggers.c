@@ -637,7 +637,7 @@ static void run_due(struct fr_triggers *t)
 
 		p.fire.session = p.session;
 		p.fire.trigger = &p.trigger;
-		ret = t->dump(t->arg, &p.fire);
+		ret = t->dump(t->arg, &p.fire, NULL, 0);
 
 		if (ret == 0) {
 			pthread_mutex_lock(&t->lock);
@@ -1455,7 +1455,7 @@ void fr_triggers_signal(struct fr_triggers *t, int signo)
 }
 
 int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_ns,
-		       struct fr_trigger_fire *fire)
+		       struct fr_trigger_fire *fire, char *path, size_t pathlen)
 {
 	const struct fr_config_session *s;
 	char w[32];
@@ -1486,7 +1486,7 @@ int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_n
 
 	fr_log_info("session %s: dump requested by hand; dumping %s", name,
 		    fmt_dur(window_ns, w, sizeof(w)));
-	ret = t->dump(t->arg, fire);
+	ret = t->dump(t->arg, fire, path, pathlen);
 
 	if (ret == 0) {
 		pthread_mutex_lock(&t->lock);

@@ -50,9 +50,11 @@ struct fr_trigger_fire {
 	uint32_t pid;                 /* exit: the process that exited; else 0 */
 };
 
-/* Writes the dump of `fire`. Returns 0 or -errno, having logged why (the
- * engine only records successes). */
-typedef int (*fr_trigger_dump_fn)(void *arg, const struct fr_trigger_fire *fire);
+/* Writes the dump of `fire` and, when `path` is not NULL, its file name
+ * into `path` (`pathlen` bytes). Returns 0 or -errno, having logged why
+ * (the engine only records successes). */
+typedef int (*fr_trigger_dump_fn)(void *arg, const struct fr_trigger_fire *fire, char *path,
+				  size_t pathlen);
 
 /* Creates the engine for the sessions of `cfg` (copied) and starts its
  * thread. The exit watcher is opened only when some session has an exit
@@ -70,9 +72,11 @@ void fr_triggers_signal(struct fr_triggers *t, int signo);
 /* Fires session `name` by hand ("flightrec dump --session NAME"), with
  * `window_ns` (0: the window of its first trigger, or 60 s when it has
  * none), ignoring cooldowns. Synchronous: the dump callback runs on the
- * caller's thread, and this returns its result; -ENOENT when no session has that name. `fire` is filled. */
+ * caller's thread, and this returns its result; -ENOENT when no session has
+ * that name. `fire` is filled, and `path` (when not NULL) names the dump
+ * written. */
 int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_ns,
-		       struct fr_trigger_fire *fire);
+		       struct fr_trigger_fire *fire, char *path, size_t pathlen);
 
 /* Unix ns of the last dump of session `index` (0: none), and the number of
  * fires suppressed by cooldowns, for `sessions` replies. */

@@ -224,7 +224,7 @@ static struct {
 	int n;
 } rec = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static int on_dump(void *arg, const struct fr_trigger_fire *f)
+static int on_dump(void *arg, const struct fr_trigger_fire *f, char *path, size_t pathlen)
 {
 	(void)arg;
 	pthread_mutex_lock(&rec.lock);

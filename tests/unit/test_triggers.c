@@ -82,7 +82,7 @@ static void rec_fini(struct rec *r)
 	pthread_cond_destroy(&r->cond);
 }
 
-static int on_dump(void *arg, const struct fr_trigger_fire *f)
+static int on_dump(void *arg, const struct fr_trigger_fire *f, char *path, size_t pathlen)
 {
 	struct rec *r = arg;
 	int ret;
@@ -103,6 +103,8 @@ static int on_dump(void *arg, const struct fr_trigger_fire *f)
 	}
 	ret = r->fail_with;
 	r->fail_with = 0;
+	if (path && ret == 0)
+		snprintf(path, pathlen, "dump-of-%s", f->session);
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
 	return ret;
@@ -407,13 +409,18 @@ static void test_manual(void)
 	add_session(c, "bare");
 	t = start(c, &r);
 
-	ret = fr_triggers_manual(t, "nope", 0, &f);
+	ret = fr_triggers_manual(t, "nope", 0, &f, NULL, 0);
 	CHECK(ret == -ENOENT, "unknown session: %d, want -ENOENT", ret);
 	CHECK(rec_count(&r) == 0, "an unknown session dumped");
 
 	before = fr_now_real_ns();
-	ret = fr_triggers_manual(t, "db", 0, &f);
-	CHECK(ret == 0, "manual db: %d", ret);
+	{
+		char path[64] = "";
+
+		ret = fr_triggers_manual(t, "db", 0, &f, path, sizeof(path));
+		CHECK(ret == 0 && strcmp(path, "dump-of-db") == 0,
+		      "manual db: %d, the callback's path \"%s\" not handed back", ret, path);
+	}
 	/* Synchronous: the dump is recorded when the call returns. */
 	CHECK(rec_count(&r) == 1, "%d dumps when manual returned", rec_count(&r));
 	if (rec_count(&r) == 1) {
@@ -434,11 +441,11 @@ static void test_manual(void)
 	      "`fire` not filled");
 	CHECK(fr_triggers_last_dump(t, 0) == f.fire_ns, "last dump after a manual one");
 
-	ret = fr_triggers_manual(t, "bare", 0, &f);
+	ret = fr_triggers_manual(t, "bare", 0, &f, NULL, 0);
 	CHECK(ret == 0 && f.t1_ns - f.t0_ns == 60 * NS_PER_S && f.session_index == 1,
 	      "session without triggers: %d, window %" PRId64 " ms, want 60 s", ret,
 	      (f.t1_ns - f.t0_ns) / NS_PER_MS);
-	ret = fr_triggers_manual(t, "db", 10 * NS_PER_S, &f);
+	ret = fr_triggers_manual(t, "db", 10 * NS_PER_S, &f, NULL, 0);
 	CHECK(ret == 0 && f.t1_ns - f.t0_ns == 10 * NS_PER_S,
 	      "asked window: %d, window %" PRId64 " ms, want 10 s", ret,
 	      (f.t1_ns - f.t0_ns) / NS_PER_MS);
@@ -449,7 +456,7 @@ static void test_manual(void)
 	pthread_mutex_lock(&r.lock);
 	r.fail_with = -EIO;
 	pthread_mutex_unlock(&r.lock);
-	ret = fr_triggers_manual(t, "db", 0, &f);
+	ret = fr_triggers_manual(t, "db", 0, &f, NULL, 0);
 	CHECK(ret == -EIO, "the callback's error came back as %d, want -EIO", ret);
 	CHECK(fr_triggers_last_dump(t, 0) == last_ok, "a failed dump counts as the last dump");
 	CHECK(fr_triggers_suppressed(t, 0) == 0, "manual dumps count as suppressed");
@@ -777,7 +784,7 @@ static void test_args(void)
 
 	CHECK(fr_triggers_start(&t, c, NULL, NULL, err, sizeof(err)) == -EINVAL && !t && err[0],
 	      "start without a callback");
-	CHECK(fr_triggers_manual(NULL, "db", 0, &f) == -EINVAL, "manual on NULL");
+	CHECK(fr_triggers_manual(NULL, "db", 0, &f, NULL, 0) == -EINVAL, "manual on NULL");
 	fr_triggers_signal(NULL, SIGUSR1);
 	CHECK(fr_triggers_last_dump(NULL, 0) == 0 && fr_triggers_suppressed(NULL, 0) == 0,
 	      "counters of NULL");
@@ -790,7 +797,7 @@ static void test_args(void)
 		rec_init(&r);
 		t = start(c, &r);
 		fr_triggers_signal(t, SIGUSR1);
-		CHECK(fr_triggers_manual(t, "db", 0, &f) == -ENOENT, "manual without sessions");
+		CHECK(fr_triggers_manual(t, "db", 0, &f, NULL, 0) == -ENOENT, "manual without sessions");
 		usleep(100000);
 		CHECK(rec_count(&r) == 0, "dumps without sessions");
 		fr_triggers_stop(t);
