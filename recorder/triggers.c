@@ -281,7 +281,6 @@ struct fr_triggers {
 	uint32_t nsessions;
 	int has_cpu, has_exit, track_cgroup;
 	uint64_t gen;                  /* bumped by each configuration */
-	int want_watch, have_watch;
 	struct fr_procwatch *watch_new; /* handed to the thread */
 	struct pending *pending;
 	uint32_t npending;
@@ -1220,7 +1219,7 @@ static void adopt(struct fr_triggers *t)
 		t->watch = t->watch_new;
 		t->watch_new = NULL;
 	}
-	if (!t->want_watch && t->watch) {
+	if (!t->has_exit && t->watch) {
 		fr_procwatch_close(t->watch);
 		t->watch = NULL;
 	}
@@ -1381,11 +1380,8 @@ int fr_triggers_start(struct fr_triggers **out, const struct fr_config *cfg,
 		fr_set_err(err, errlen, "triggers: out of memory");
 		goto err_free;
 	}
-	if (t->has_exit) {
-		t->want_watch = 1;
+	if (t->has_exit)
 		t->watch_new = open_watch();
-		t->have_watch = t->watch_new != NULL;
-	}
 
 	/* Signals are the daemon's: its thread must never receive one. */
 	sigfillset(&all);
@@ -1415,7 +1411,7 @@ int fr_triggers_set(struct fr_triggers *t, const struct fr_config *cfg)
 	need = config_has_exit(cfg);
 	pthread_mutex_lock(&t->set_lock);
 	pthread_mutex_lock(&t->lock);
-	have = t->have_watch;
+	have = t->watch || t->watch_new; /* both change only under the lock */
 	pthread_mutex_unlock(&t->lock);
 	/* Opening waits for the kernel's answer: not under the lock. */
 	if (need && !have)
@@ -1428,16 +1424,13 @@ int fr_triggers_set(struct fr_triggers *t, const struct fr_config *cfg)
 		fr_procwatch_close(w);
 		goto out;
 	}
-	t->want_watch = need;
 	if (w) {
 		fr_procwatch_close(t->watch_new);
 		t->watch_new = w;
-		t->have_watch = 1;
 	}
 	if (!need) {
 		fr_procwatch_close(t->watch_new);
 		t->watch_new = NULL;
-		t->have_watch = 0;
 	}
 	pthread_mutex_unlock(&t->lock);
 	wake(t);
