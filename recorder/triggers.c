@@ -682,6 +682,18 @@ static int may_matter(const struct fr_triggers *t, uint32_t pid, const char *com
 	return 0;
 }
 
+/* Keeps process `pid` (called `comm`, in cgroup `cg`) in the table when
+ * it may be some exit trigger's target, else forgets it. */
+static void follow(struct fr_triggers *t, uint32_t pid, const char *comm, const char *cg)
+{
+	if (!may_matter(t, pid, comm, cg))
+		pt_del(&t->procs, pid);
+	else if (pt_put(&t->procs, pid, comm, cg) < 0)
+		fr_log_ratelimited(FR_LOG_WARN, LOG_INTERVAL_NS,
+				   "exit triggers: out of memory; process %u (%s) is not followed",
+				   pid, comm);
+}
+
 /* Learns what process `pid` is called and where it lives, from /proc or
  * (when it is gone already) from its parent's, and keeps it when it may
  * be a target. */
@@ -702,14 +714,7 @@ static void learn(struct fr_triggers *t, uint32_t pid, uint32_t parent)
 		else
 			(void)fr_proc_read_cgroup("/proc", parent, cg, sizeof(cg));
 	}
-	if (!may_matter(t, pid, comm, cg)) {
-		pt_del(&t->procs, pid);
-		return;
-	}
-	if (pt_put(&t->procs, pid, comm, cg) < 0)
-		fr_log_ratelimited(FR_LOG_WARN, LOG_INTERVAL_NS,
-				   "exit triggers: out of memory; process %u (%s) is not followed",
-				   pid, comm);
+	follow(t, pid, comm, cg);
 }
 
 static void on_fork(void *arg, uint32_t pid, uint32_t parent)
@@ -727,13 +732,7 @@ static void on_fork(void *arg, uint32_t pid, uint32_t parent)
 		memcpy(comm, t->procs.e[pi].comm, sizeof(comm));
 		if (t->procs.e[pi].cgroup)
 			snprintf(cg, sizeof(cg), "%s", t->procs.e[pi].cgroup);
-		if (!may_matter(t, pid, comm, cg))
-			return;
-		if (pt_put(&t->procs, pid, comm, cg) < 0)
-			fr_log_ratelimited(FR_LOG_WARN, LOG_INTERVAL_NS,
-					   "exit triggers: out of memory; process %u (%s) is not "
-					   "followed",
-					   pid, comm);
+		follow(t, pid, comm, cg);
 		return;
 	}
 	learn(t, pid, parent);
@@ -754,12 +753,7 @@ static void on_comm(void *arg, uint32_t pid, const char *comm)
 		snprintf(cg, sizeof(cg), "%s", t->procs.e[i].cgroup);
 	else if (i < 0 && t->track_cgroup)
 		(void)fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg));
-	if (!may_matter(t, pid, comm, cg))
-		pt_del(&t->procs, pid);
-	else if (pt_put(&t->procs, pid, comm, cg) < 0)
-		fr_log_ratelimited(FR_LOG_WARN, LOG_INTERVAL_NS,
-				   "exit triggers: out of memory; process %u (%s) is not followed",
-				   pid, comm);
+	follow(t, pid, comm, cg);
 }
 
 static void on_exit_event(void *arg, uint32_t pid, uint32_t tgid, uint32_t exit_code,
