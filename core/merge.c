@@ -41,60 +41,82 @@ static int cmp_plabel(const void *a, const void *b)
 	return (x->order > y->order) - (x->order < y->order);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* Notes each process part `c` has samples of, and what it says of each
- * process's cgroup and parent: from its samples' sets first, then from
+ * process's cgroup and parent: from its samples' set (one per
+ * process, found through its stacks), then from
  * the ancestor sets (of processes without samples). */
 static int part_init(struct part *p, const struct fr_chunk *c)
 {
-	size_t cap = 16, n = 0, keep = 0;
-	uint32_t prev_pid = 0, prev_ls = 0;
+	uint32_t *pids = malloc((c->nstacks + 1) * sizeof(*pids));
+	uint32_t *stack_pidx = malloc((c->nstacks + 1) * sizeof(*stack_pidx));
+	uint32_t *ls_of = NULL, np = 0;
+	size_t n = 0, keep = 0;
+	int ret = -ENOMEM;
 
 	p->c = c;
-	p->lab = malloc(cap * sizeof(*p->lab));
-	if (!p->lab)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < c->nsamples + c->nlabelsets; i++) {
+	p->lab = NULL;
+	if (!pids || !stack_pidx)
+		goto out;
+	/* The processes sampled: those of the stacks. */
+	for (uint32_t k = 0; k < c->nstacks; k++)
+		pids[k] = c->stacks[k].pid;
+	qsort(pids, c->nstacks, sizeof(*pids), cmp_u32);
+	for (uint32_t k = 0; k < c->nstacks; k++)
+		if (!np || pids[np - 1] != pids[k])
+			pids[np++] = pids[k];
+	for (uint32_t k = 0; k < c->nstacks; k++) {
+		const uint32_t *at = bsearch(&c->stacks[k].pid, pids, np, sizeof(*pids), cmp_u32);
+
+		stack_pidx[k] = (uint32_t)(at - pids);
+	}
+	/* Each one's label set: all its samples have the same. */
+	ls_of = calloc(np + 1, sizeof(*ls_of));
+	p->lab = malloc((np + c->nlabelsets + 1) * sizeof(*p->lab));
+	if (!ls_of || !p->lab)
+		goto out;
+	for (uint32_t i = 0; i < c->nsamples; i++) {
+		uint32_t k = stack_pidx[c->stack[i]];
+
+		if (c->labelset[i] && !ls_of[k])
+			ls_of[k] = c->labelset[i];
+	}
+	for (uint32_t k = 0; k < np; k++) {
 		struct fr_chunk_proc_labels pl;
-		struct plabel l;
 
-		if (i < c->nsamples) {
-			/* A process's samples all have its set: note each
-			 * (pid, set) once per run of them. */
-			if (n && c->pid[i] == prev_pid && c->labelset[i] == prev_ls)
-				continue;
-			prev_pid = c->pid[i];
-			prev_ls = c->labelset[i];
-			fr_chunk_labelset_proc(c, c->labelset[i], &pl);
-			l.cgroup = pl.cgroup;
-			l.ppid = pl.ppid;
-			l.pid = c->pid[i];
-			l.sampled = true;
-		} else {
-			fr_chunk_labelset_proc(c, i - c->nsamples, &pl);
-			if (!pl.pid)
-				continue;
-			l.cgroup = pl.cgroup;
-			l.ppid = pl.ppid;
-			l.pid = pl.pid;
-			l.sampled = false;
-		}
-		if (n == cap) {
-			struct plabel *g = realloc(p->lab, 2 * cap * sizeof(*g));
+		fr_chunk_labelset_proc(c, ls_of[k], &pl);
+		p->lab[n] = (struct plabel){.pid = pids[k], .ppid = pl.ppid, .cgroup = pl.cgroup,
+					    .sampled = true, .order = (uint32_t)n};
+		n++;
+	}
+	/* Then the ancestors, named by sets of their own. */
+	for (uint32_t ls = 1; ls < c->nlabelsets; ls++) {
+		struct fr_chunk_proc_labels pl;
 
-			if (!g)
-				return -ENOMEM;
-			p->lab = g;
-			cap *= 2;
-		}
-		l.order = (uint32_t)n;
-		p->lab[n++] = l;
+		fr_chunk_labelset_proc(c, ls, &pl);
+		if (!pl.pid)
+			continue;
+		p->lab[n] = (struct plabel){.pid = pl.pid, .ppid = pl.ppid, .cgroup = pl.cgroup,
+					    .order = (uint32_t)n};
+		n++;
 	}
 	qsort(p->lab, n, sizeof(*p->lab), cmp_plabel);
 	for (size_t i = 0; i < n; i++)
 		if (!keep || p->lab[keep - 1].pid != p->lab[i].pid)
 			p->lab[keep++] = p->lab[i];
 	p->nlab = (uint32_t)keep;
-	return 0;
+	ret = 0;
+out:
+	free(pids);
+	free(stack_pidx);
+	free(ls_of);
+	return ret;
 }
 
 static const struct plabel *find_label(const struct part *p, uint32_t pid)
