@@ -5,6 +5,7 @@
 #include "core/fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,4 +89,37 @@ char *fr_host_name(char *buf, size_t len)
 		if (*c == '/' || *c == ' ')
 			*c = '_';
 	return buf;
+}
+
+int fr_open_untrusted(int dirfd, const char *path, uint64_t max_size, struct stat *st)
+{
+	struct stat own;
+	int fd, flags, ret;
+
+	if (!st)
+		st = &own;
+	fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0) {
+		ret = -errno;
+		goto err;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		ret = -ENOEXEC;
+		goto err;
+	}
+	if ((uint64_t)st->st_size > max_size) {
+		ret = -EFBIG;
+		goto err;
+	}
+	/* Reads of a regular file ignore O_NONBLOCK, but a later user of the
+	 * descriptor should not have to think about it. */
+	flags = fcntl(fd, F_GETFL);
+	if (flags >= 0)
+		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	return fd;
+err:
+	close(fd);
+	return ret;
 }

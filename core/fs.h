@@ -5,6 +5,8 @@
 #define FR_CORE_FS_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Creates directory `dir` and its missing parents with `mode`; existing
@@ -24,5 +26,16 @@ int fr_cgroup_within(const char *path, const char *root);
 /* This machine's host name, made safe inside a file name ('/' and spaces
  * become '_'; "host" when it has none). Returns buf. */
 char *fr_host_name(char *buf, size_t len);
+
+/* Opens `path` (relative to `dirfd`, or AT_FDCWD) for reading when it may
+ * be controlled by another user: the open never blocks (O_NONBLOCK, so a
+ * FIFO put at the path does not wait for a writer), never follows a
+ * symbolic link in the last component, and only a regular file of at most
+ * `max_size` bytes is handed back (a FIFO, socket or device is closed
+ * again at once). `st` (may be NULL) receives the file's fstat. Returns
+ * the descriptor (O_CLOEXEC, in blocking mode again), or -ELOOP for a
+ * symbolic link, -ENOEXEC for something that is not a regular file,
+ * -EFBIG for a larger file, or the open's -errno. */
+int fr_open_untrusted(int dirfd, const char *path, uint64_t max_size, struct stat *st);
 
 #endif

@@ -20,6 +20,15 @@
  * kept and the names are terminated in place, so parsing 100k+ lines is a
  * single pass with no per-symbol allocation.
  *
+ * Every file is one a user may control (a library in their home, a path
+ * inside their container): files are opened with fr_open_untrusted() (no
+ * blocking on a FIFO, no final symlink, regular files of at most
+ * FR_ELF_MAX_SIZE), and libelf reads them with pread into private memory
+ * (ELF_C_READ), never through a mapping of the file: a user who truncates
+ * the file while it is read makes a read come up short (an error), where
+ * a mapping would kill the reader with SIGBUS. Sections and notes that
+ * claim to lie beyond the end of the file are not read at all.
+ *
  * Invariants: image->addrs is sorted with unique addresses, image->syms
  * parallel to it; kernel syms likewise. Names returned to callers point
  * into arenas (or the kallsyms buffer) freed only by fr_symbols_free().
@@ -38,6 +47,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/log.h"
 
 #define BUILD_ID_MAX 64
@@ -49,6 +59,9 @@
 /* How many preceding symbols may enclose an address that falls past the
  * end of the nearest one (nested asm entry points). */
 #define ENCLOSING_LOOKBACK 4
+/* Notes bigger than this are not searched for a build id: real ones are a
+ * few hundred bytes. */
+#define NOTE_MAX (1 << 20)
 
 struct hnode {
 	struct hnode *next;
@@ -251,6 +264,12 @@ char *fr_build_id_hex(const uint8_t *id, size_t len, char *buf)
 	return buf;
 }
 
+/* Whether [off, off + len) lies inside a file of `fsize` bytes. */
+static bool within_file(uint64_t off, uint64_t len, uint64_t fsize)
+{
+	return off <= fsize && len <= fsize - off;
+}
+
 static int note_find_build_id(Elf_Data *d, uint8_t *out, size_t cap)
 {
 	size_t off = 0, next, name_off, desc_off;
@@ -275,7 +294,7 @@ static int note_find_build_id(Elf_Data *d, uint8_t *out, size_t cap)
 
 /* Build id from the PT_NOTE segments, else from SHT_NOTE sections (debug
  * files and objects without program headers). */
-static int elf_read_build_id(Elf *elf, uint8_t *out, size_t cap)
+static int elf_read_build_id(Elf *elf, uint64_t fsize, uint8_t *out, size_t cap)
 {
 	size_t phnum = 0;
 	Elf_Scn *scn = NULL;
@@ -286,7 +305,8 @@ static int elf_read_build_id(Elf *elf, uint8_t *out, size_t cap)
 			GElf_Phdr ph;
 			Elf_Data *d;
 
-			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE ||
+			    !within_file(ph.p_offset, ph.p_filesz, fsize) || ph.p_filesz > NOTE_MAX)
 				continue;
 			d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
 						 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
@@ -298,7 +318,8 @@ static int elf_read_build_id(Elf *elf, uint8_t *out, size_t cap)
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    !within_file(sh.sh_offset, sh.sh_size, fsize) || sh.sh_size > NOTE_MAX)
 			continue;
 		ret = note_find_build_id(elf_getdata(scn, NULL), out, cap);
 		if (ret != -ENOENT)
@@ -309,7 +330,8 @@ static int elf_read_build_id(Elf *elf, uint8_t *out, size_t cap)
 
 static Elf *elf_open_fd(int fd, int *err)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* ELF_C_READ, not ELF_C_READ_MMAP: see the top of this file. */
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
 
 	if (!elf) {
 		*err = -EBADMSG;
@@ -323,24 +345,33 @@ static Elf *elf_open_fd(int fd, int *err)
 	return elf;
 }
 
-/* Returns the length, -ENOENT without a build id note, -ENOSPC when `cap`
- * is too small, -ENOEXEC for a file that is not ELF, or -errno. */
-int fr_elf_build_id(const char *path, uint8_t *out, size_t cap)
+int fr_elf_build_id_fd(int fd, uint8_t *out, size_t cap)
 {
-	int fd, ret = 0;
+	struct stat st;
+	int ret = 0;
 	Elf *elf;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOSYS;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fstat(fd, &st) < 0)
 		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOEXEC;
 	elf = elf_open_fd(fd, &ret);
 	if (!elf)
-		goto out_close;
-	ret = elf_read_build_id(elf, out, cap);
+		return ret;
+	ret = elf_read_build_id(elf, (uint64_t)st.st_size, out, cap);
 	elf_end(elf);
-out_close:
+	return ret;
+}
+
+int fr_elf_build_id(const char *path, uint8_t *out, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = fr_elf_build_id_fd(fd, out, cap);
 	close(fd);
 	return ret;
 }
@@ -411,7 +442,8 @@ static int cand_cmp(const void *pa, const void *pb)
 
 /* Appends the function symbols of every symbol table of `type` in `elf`.
  * Returns the number of tables read, or -ENOMEM. */
-static int collect_symbols(Elf *elf, unsigned type, bool arm, struct cand_vec *cv)
+static int collect_symbols(Elf *elf, uint64_t fsize, unsigned type, bool arm,
+			   struct cand_vec *cv)
 {
 	Elf_Scn *scn = NULL;
 	int tables = 0;
@@ -421,7 +453,15 @@ static int collect_symbols(Elf *elf, unsigned type, bool arm, struct cand_vec *c
 		Elf_Data *d;
 		size_t n;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
+		GElf_Shdr strh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize ||
+		    !within_file(sh.sh_offset, sh.sh_size, fsize))
+			continue;
+		/* The names' table, read whole by elf_strptr(), must be in the
+		 * file too. */
+		if (!gelf_getshdr(elf_getscn(elf, sh.sh_link), &strh) ||
+		    !within_file(strh.sh_offset, strh.sh_size, fsize))
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (!d)
@@ -533,8 +573,10 @@ static int image_read_loads(struct image *img, Elf *elf)
 
 /* Opens root + /usr/lib/debug/.build-id/xx/yyyy.debug when it carries the
  * image's build id. Returns the Elf handle and its fd in *fd_out, or NULL. */
-static Elf *open_debug_file(const struct image *img, const char *root, int *fd_out)
+static Elf *open_debug_file(const struct image *img, const char *root, int *fd_out,
+			    uint64_t *size_out)
 {
+	struct stat st;
 	char hex[2 * BUILD_ID_MAX + 1], path[4096];
 	uint8_t bid[BUILD_ID_MAX];
 	int fd, err;
@@ -546,13 +588,16 @@ static Elf *open_debug_file(const struct image *img, const char *root, int *fd_o
 	if ((size_t)snprintf(path, sizeof(path), "%s%s%.2s/%s.debug", root ? root : "",
 			     DEBUG_BUILD_ID_DIR, hex, hex + 2) >= sizeof(path))
 		return NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = fr_open_untrusted(AT_FDCWD, path, FR_ELF_MAX_SIZE, &st);
 	if (fd < 0)
 		return NULL;
 	elf = elf_open_fd(fd, &err);
-	if (elf && elf_read_build_id(elf, bid, sizeof(bid)) == (int)img->build_id_len &&
+	if (elf &&
+	    elf_read_build_id(elf, (uint64_t)st.st_size, bid, sizeof(bid)) ==
+		    (int)img->build_id_len &&
 	    memcmp(bid, img->build_id, img->build_id_len) == 0) {
 		*fd_out = fd;
+		*size_out = (uint64_t)st.st_size;
 		return elf;
 	}
 	if (elf)
@@ -567,9 +612,10 @@ static int image_add_debug(struct image *img, const char *root)
 {
 	struct cand_vec cv = { 0 };
 	int dbg_fd = -1, ret = 0;
+	uint64_t dbg_size = 0;
 	Elf *dbg;
 
-	dbg = open_debug_file(img, root, &dbg_fd);
+	dbg = open_debug_file(img, root, &dbg_fd, &dbg_size);
 	if (!dbg)
 		return 0;
 	for (size_t i = 0; i < img->nsyms; i++) {
@@ -585,7 +631,7 @@ static int image_add_debug(struct image *img, const char *root)
 			goto out;
 		}
 	}
-	if (collect_symbols(dbg, SHT_SYMTAB, img->arm, &cv) < 0) {
+	if (collect_symbols(dbg, dbg_size, SHT_SYMTAB, img->arm, &cv) < 0) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -606,6 +652,7 @@ static int image_load(struct image *img, int fd, const char *root)
 	struct cand_vec cv = { 0 };
 	Elf *elf, *dbg = NULL;
 	int dbg_fd = -1, ret = 0, tables;
+	uint64_t dbg_size = 0;
 	GElf_Ehdr eh;
 
 	elf = elf_open_fd(fd, &ret);
@@ -619,22 +666,24 @@ static int image_load(struct image *img, int fd, const char *root)
 	ret = image_read_loads(img, elf);
 	if (ret < 0)
 		goto out;
-	ret = elf_read_build_id(elf, img->build_id, sizeof(img->build_id));
+	ret = elf_read_build_id(elf, (uint64_t)img->size, img->build_id,
+				sizeof(img->build_id));
 	img->build_id_len = ret > 0 ? (size_t)ret : 0;
 
 	/* .dynsym is merged with .symtab rather than used only as a fallback:
 	 * it costs little and covers binaries whose .symtab was trimmed. */
-	tables = collect_symbols(elf, SHT_SYMTAB, img->arm, &cv);
-	if (tables < 0 || (ret = collect_symbols(elf, SHT_DYNSYM, img->arm, &cv)) < 0) {
+	tables = collect_symbols(elf, (uint64_t)img->size, SHT_SYMTAB, img->arm, &cv);
+	if (tables < 0 ||
+	    (ret = collect_symbols(elf, (uint64_t)img->size, SHT_DYNSYM, img->arm, &cv)) < 0) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	if (tables == 0) {
 		if (root && root[0])
-			dbg = open_debug_file(img, root, &dbg_fd);
+			dbg = open_debug_file(img, root, &dbg_fd, &dbg_size);
 		if (!dbg)
-			dbg = open_debug_file(img, NULL, &dbg_fd);
-		if (dbg && collect_symbols(dbg, SHT_SYMTAB, img->arm, &cv) < 0) {
+			dbg = open_debug_file(img, NULL, &dbg_fd, &dbg_size);
+		if (dbg && collect_symbols(dbg, dbg_size, SHT_SYMTAB, img->arm, &cv) < 0) {
 			ret = -ENOMEM;
 			goto out;
 		}
@@ -689,17 +738,9 @@ static int image_get(struct fr_symbols *s, const char *file, const char *root,
 	uint64_t hash;
 	int fd, ret;
 
-	fd = open(file, O_RDONLY | O_CLOEXEC);
+	fd = fr_open_untrusted(AT_FDCWD, file, FR_ELF_MAX_SIZE, &st);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = -ENOEXEC;
-		goto out_close;
-	}
+		return fd;
 	hash = image_hash(&st);
 	for (struct hnode *n = htable_first(&s->images, hash); n; n = n->next) {
 		img = (struct image *)n;

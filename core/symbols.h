@@ -30,6 +30,10 @@ void fr_symbols_free(struct fr_symbols *s);
  * When `build_id` is given (len > 0) and the file on disk has another build
  * id, the file is not used (it was replaced since it was mapped).
  *
+ * The file is opened with fr_open_untrusted(): a symbolic link, a FIFO or
+ * device, or a file over FR_ELF_MAX_SIZE at the path is not used
+ * (-ELOOP, -ENOEXEC, -EFBIG).
+ *
  * On success returns 0, the function name in *name (owned by the cache),
  * and the file-relative virtual address in *elf_addr when non-NULL.
  * -ENOENT when no symbol covers the address, -ESTALE on a build id
@@ -42,8 +46,19 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
  * the symbol name (owned by the cache), or -ENOENT. */
 int fr_symbols_kernel(struct fr_symbols *s, uint64_t addr, const char **name);
 
-/* Reads the GNU build id note of an ELF file into `out` (capacity `cap`).
- * Returns its length, -ENOENT when the file has none, or -errno. */
+/* ELF files larger than this are not read (a sparse file of a terabyte
+ * costs its owner nothing and the reader everything). */
+#define FR_ELF_MAX_SIZE (1ULL << 30)
+
+/* Reads the GNU build id note of the ELF file open on `fd` into `out`
+ * (capacity `cap`), with pread (never a mapping of the file, which its
+ * owner could truncate under the reader). Returns its length, -ENOENT when
+ * the file has none, -ENOSPC when `cap` is too small, -ENOEXEC for
+ * something that is not a regular ELF file, or -errno. */
+int fr_elf_build_id_fd(int fd, uint8_t *out, size_t cap);
+
+/* The same for a trusted path (tests, the CLI): follows symbolic links,
+ * but never blocks opening a FIFO. */
 int fr_elf_build_id(const char *path, uint8_t *out, size_t cap);
 
 /* Formats a build id as lowercase hex into buf (2*len+1 bytes). */

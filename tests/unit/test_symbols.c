@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +255,29 @@ out:
 	fr_symbols_free(s);
 }
 
+/* Copies file `from` to a new file `to`. Returns 0 or -1 (errno set). */
+static int copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, ret = -1;
+	ssize_t n;
+
+	if (in < 0)
+		return -1;
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0)
+		goto done;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			goto done;
+	ret = n == 0 ? 0 : -1;
+done:
+	if (out >= 0)
+		close(out);
+	close(in);
+	return ret;
+}
+
 static void test_missing(void)
 {
 	struct fr_symbols *s = fr_symbols_new(NULL);
@@ -306,10 +330,23 @@ static void test_missing(void)
 			struct mapping m;
 
 			if (find_mapping(fn, &m) == 0) {
+				/* A mapped path is what the kernel resolved; a
+				 * symlink there was put by someone since, and
+				 * is not followed. */
 				ret = fr_symbols_user(s, NULL, link_path, NULL, 0, m.start,
 						      m.pgoff, fn, &name, NULL);
+				CHECK(ret == -ELOOP, "symlink followed: %d, want -ELOOP", ret);
+				unlink(link_path);
+				CHECK(copy_file(exe, link_path) == 0, "copy %s: %s", exe,
+				      strerror(errno));
+				fr_symbols_free(s);
+				s = fr_symbols_new(NULL);
+				CHECK(s, "fr_symbols_new failed");
+				ret = s ? fr_symbols_user(s, NULL, link_path, NULL, 0, m.start,
+							  m.pgoff, fn, &name, NULL)
+					: -ENOMEM;
 				CHECK(ret == 0 && strcmp(name, "fr_test_marker_fn") == 0,
-				      "via symlink in a new cache: %d", ret);
+				      "the file in a new cache: %d", ret);
 			}
 		}
 		unlink(link_path);
@@ -852,6 +889,148 @@ static void test_kernel_real(void)
 	fr_symbols_free(s);
 }
 
+/* Regression: a FIFO put where a mapped file was made the symbolizer's
+ * open() wait for a writer forever (and the daemon's ingest thread with
+ * it). It must be refused at once. */
+static void test_fifo_not_waited(void)
+{
+	char dir[] = "/tmp/fr-test-fifo-XXXXXX", fifo[64];
+	struct fr_symbols *s = fr_symbols_new(NULL);
+	const char *name = NULL;
+	uint8_t id[64];
+	int ret;
+
+	CHECK(s && mkdtemp(dir), "set-up: %s", strerror(errno));
+	if (!s)
+		return;
+	snprintf(fifo, sizeof(fifo), "%s/libgone.so", dir);
+	CHECK(mkfifo(fifo, 0644) == 0, "mkfifo: %s", strerror(errno));
+	ret = fr_symbols_user(s, NULL, fifo, NULL, 0, 0x1000, 0, 0x1234, &name, NULL);
+	CHECK(ret == -ENOEXEC, "FIFO as a mapped file: %d, want -ENOEXEC", ret);
+	ret = fr_elf_build_id(fifo, id, sizeof(id));
+	CHECK(ret == -ENOEXEC, "build id of a FIFO: %d, want -ENOEXEC", ret);
+	unlink(fifo);
+	rmdir(dir);
+	fr_symbols_free(s);
+}
+
+/* A sparse file of any size costs its owner nothing: it is not read. */
+static void test_huge_refused(void)
+{
+	char path[] = "/tmp/fr-test-huge-XXXXXX";
+	struct fr_symbols *s = fr_symbols_new(NULL);
+	const char *name = NULL;
+	int fd = mkstemp(path), ret;
+
+	CHECK(s && fd >= 0, "set-up: %s", strerror(errno));
+	if (!s || fd < 0)
+		goto out;
+	CHECK(ftruncate(fd, (off_t)FR_ELF_MAX_SIZE + 4096) == 0, "ftruncate: %s",
+	      strerror(errno));
+	ret = fr_symbols_user(s, NULL, path, NULL, 0, 0x1000, 0, 0x1234, &name, NULL);
+	CHECK(ret == -EFBIG, "a file over FR_ELF_MAX_SIZE: %d, want -EFBIG", ret);
+out:
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+	fr_symbols_free(s);
+}
+
+struct truncator {
+	const char *path;
+	const char *data;
+	size_t len;
+	volatile int stop;
+	unsigned rounds;
+};
+
+/* Cuts the file to pieces of itself and restores it, over and over. */
+static void *truncate_loop(void *arg)
+{
+	struct truncator *t = arg;
+	int fd = open(t->path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	while (!t->stop) {
+		size_t cut = t->len / (2 + t->rounds % 7);
+
+		if (ftruncate(fd, (off_t)cut) < 0 || ftruncate(fd, 0) < 0 ||
+		    pwrite(fd, t->data, t->len, 0) != (ssize_t)t->len)
+			break;
+		t->rounds++;
+	}
+	close(fd);
+	return NULL;
+}
+
+/* Regression: libelf read files through a mapping (ELF_C_READ_MMAP), so a
+ * user who truncated their own library while the root daemon read it
+ * killed the daemon with SIGBUS. Reads must only come up short. */
+static void test_truncated_while_read(void)
+{
+	char path[] = "/tmp/fr-test-trunc-XXXXXX", *data = NULL;
+	uint64_t fn = (uint64_t)(uintptr_t)&fr_test_marker_fn;
+	struct truncator t = { .path = path };
+	unsigned reads = 0, named = 0;
+	struct mapping m;
+	struct stat st;
+	pthread_t th;
+	int fd = -1;
+
+	if (find_mapping(fn, &m) < 0) {
+		CHECK(0, "no mapping for the marker");
+		return;
+	}
+	fd = mkstemp(path);
+	CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
+	if (fd < 0)
+		return;
+	close(fd);
+	unlink(path);
+	if (copy_file(m.path, path) < 0 || stat(path, &st) < 0) {
+		CHECK(0, "copy %s: %s", m.path, strerror(errno));
+		goto out;
+	}
+	data = malloc((size_t)st.st_size);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(data && fd >= 0 && read(fd, data, (size_t)st.st_size) == st.st_size,
+	      "read %s", path);
+	if (fd >= 0)
+		close(fd);
+	t.data = data;
+	t.len = (size_t)st.st_size;
+	if (pthread_create(&th, NULL, truncate_loop, &t) != 0) {
+		CHECK(0, "pthread_create");
+		goto out;
+	}
+	/* Each pass parses the file anew: a new cache, and a new size or
+	 * mtime most of the time. */
+	for (reads = 0; reads < 400; reads++) {
+		struct fr_symbols *s = fr_symbols_new(NULL);
+		const char *name = NULL;
+		uint8_t id[64];
+
+		if (!s)
+			break;
+		if (fr_symbols_user(s, NULL, path, NULL, 0, m.start, m.pgoff, fn, &name, NULL) ==
+			    0 &&
+		    strcmp(name, "fr_test_marker_fn") == 0)
+			named++;
+		fr_elf_build_id(path, id, sizeof(id));
+		fr_symbols_free(s);
+	}
+	t.stop = 1;
+	pthread_join(th, NULL);
+	printf("truncation: %u reads (%u named the function) against %u truncations\n", reads,
+	       named, t.rounds);
+	CHECK(reads == 400 && t.rounds > 0, "reads %u, truncations %u", reads, t.rounds);
+out:
+	unlink(path);
+	free(data);
+}
+
 int main(void)
 {
 	test_build_id();
@@ -859,6 +1038,9 @@ int main(void)
 	test_libc();
 	test_missing();
 	test_fake_elf();
+	test_fifo_not_waited();
+	test_huge_refused();
+	test_truncated_while_read();
 	test_kernel_fake();
 	test_kernel_restricted();
 	test_kernel_real();
