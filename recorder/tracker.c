@@ -4,8 +4,10 @@
  * Each process keeps its executable mappings sorted by start address, so
  * the mapping of a frame is a binary search. File paths are interned once
  * for the whole machine (libc is mapped by every process) together with
- * their build id, read from the file the first time a chunk needs it when
- * the kernel did not put it in the MMAP2 record.
+ * their build id. When the kernel did not put it in the MMAP2 record, the
+ * first chunk that needs it asks recorder/buildids.c to read it from the
+ * mapped file on its own thread, and a later seal takes the answer: the
+ * ingest thread never opens a file a user could put a FIFO at.
  *
  * Exited processes are kept until two seals have passed: records from
  * different CPUs arrive out of order, and the chunk that holds a process's
@@ -43,6 +45,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/symbols.h"
+#include "recorder/buildids.h"
 
 #define NBUCKETS 8192
 #define COMM_LEN 17
@@ -53,11 +56,13 @@
 struct path_entry {
 	struct path_entry *next;
 	uint32_t hash;
-	uint8_t bid_state; /* 0 not read yet, 1 read (bid_len may be 0) */
+	uint8_t bid_state; /* BID_*; bid_len may be 0 when read */
 	uint8_t bid_len;
 	uint8_t bid[FR_BUILD_ID_MAX];
 	char path[];
 };
+
+enum { BID_UNREAD, BID_READ, BID_ASKED };
 
 struct map {
 	uint64_t start, end, pgoff;
@@ -96,6 +101,7 @@ struct fr_tracker {
 	int64_t boot_ns; /* Unix time of boot, for /proc start times */
 	long clk_tck;
 	struct fr_chunk_meta_ops ops;
+	struct fr_buildids *bids;
 	char scratch[4096];
 };
 
@@ -648,7 +654,27 @@ int fr_tracker_scan(struct fr_tracker *t, const char *proc)
 	return n;
 }
 
-/* Build id of a mapping: the kernel's, else the file's (read once). */
+/* Takes the build ids read since the last call into their paths. */
+static void collect_build_ids(struct fr_tracker *t)
+{
+	struct fr_buildid_result r;
+
+	while (t->bids && fr_buildids_take(t->bids, &r) == 1) {
+		struct path_entry *pe = intern_path(t, r.path);
+
+		if (pe) {
+			pe->bid_len = r.len;
+			memcpy(pe->bid, r.id, r.len);
+			pe->bid_state = BID_READ;
+		}
+		if (r.err < 0 && r.err != -ENOENT)
+			fr_log_debug("no build id for %s: %s", r.path, strerror(-r.err));
+		free(r.path);
+	}
+}
+
+/* Build id of a mapping: the kernel's, else the file's once it is read
+ * (asked for here, on the first chunk that needs it). */
 static void map_build_id(struct fr_tracker *t, uint32_t pid, const struct map *m,
 			 struct fr_map_info *out)
 {
@@ -659,18 +685,30 @@ static void map_build_id(struct fr_tracker *t, uint32_t pid, const struct map *m
 		memcpy(out->build_id, m->bid, m->bid_len);
 		return;
 	}
-	if (!pe->bid_state && pe->path[0] == '/') {
-		int n = fr_elf_build_id(pe->path, pe->bid, sizeof(pe->bid));
-		if (n < 0) {
-			char rooted[4200];
-			snprintf(rooted, sizeof(rooted), "/proc/%u/root%s", pid, pe->path);
-			n = fr_elf_build_id(rooted, pe->bid, sizeof(pe->bid));
-		}
-		pe->bid_len = n > 0 ? (uint8_t)n : 0;
-		pe->bid_state = 1;
-	}
-	out->build_id_len = pe->bid_len;
-	memcpy(out->build_id, pe->bid, pe->bid_len);
+	if (pe->bid_state == BID_ASKED)
+		collect_build_ids(t);
+	/* A refused request (the reader is behind) is asked again later. */
+	if (pe->bid_state == BID_UNREAD && pe->path[0] == '/' && t->bids &&
+	    fr_buildids_request(t->bids, pid, m->start, m->end, pe->path) == 0)
+		pe->bid_state = BID_ASKED;
+	out->build_id_len = pe->bid_state == BID_READ ? pe->bid_len : 0;
+	memcpy(out->build_id, pe->bid, out->build_id_len);
+}
+
+int fr_tracker_settle(struct fr_tracker *t, int timeout_ms)
+{
+	int ret = t->bids ? fr_buildids_wait(t->bids, timeout_ms) : 0;
+
+	collect_build_ids(t);
+	return ret;
+}
+
+void fr_tracker_file_state(struct fr_tracker *t, uint32_t *pending, int64_t *busy_since_ns)
+{
+	*pending = 0;
+	*busy_since_ns = 0;
+	if (t->bids)
+		fr_buildids_state(t->bids, pending, busy_since_ns);
 }
 
 static int ops_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
@@ -740,6 +778,11 @@ struct fr_tracker *fr_tracker_new(void)
 	t->ops.thread = ops_thread;
 	t->ops.mapping = ops_mapping;
 	t->ops.arg = t;
+	t->bids = fr_buildids_new();
+	if (!t->bids) {
+		free(t);
+		return NULL;
+	}
 	return t;
 }
 
@@ -747,6 +790,7 @@ void fr_tracker_free(struct fr_tracker *t)
 {
 	if (!t)
 		return;
+	fr_buildids_free(t->bids);
 	for (unsigned b = 0; b < NBUCKETS; b++) {
 		for (struct proc *p = t->procs[b], *n; p; p = n) {
 			n = p->next;

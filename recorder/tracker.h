@@ -55,6 +55,15 @@ void fr_tracker_exit(struct fr_tracker *t, uint32_t pid, uint32_t tid, int64_t t
  * before the previous seal. */
 void fr_tracker_sealed(struct fr_tracker *t);
 
+/* Waits up to `timeout_ms` for the build ids asked for so far to be read
+ * (recorder/buildids.h) and takes them in, so the next seal has them.
+ * Returns 0, or -ETIMEDOUT (what was read is still taken). */
+int fr_tracker_settle(struct fr_tracker *t, int timeout_ms);
+
+/* Build id reads waiting or in progress, and since when (CLOCK_MONOTONIC
+ * ns, 0 when idle) the current one has been reading. */
+void fr_tracker_file_state(struct fr_tracker *t, uint32_t *pending, int64_t *busy_since_ns);
+
 /* The callbacks for fr_chunk_builder_seal(). */
 const struct fr_chunk_meta_ops *fr_tracker_ops(struct fr_tracker *t);
 

@@ -9,7 +9,9 @@
  * answer for them when the tracker falls back to /proc. */
 #include "recorder/tracker.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,9 +22,11 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "core/chunk.h"
 #include "core/symbols.h"
+#include "recorder/buildids.h"
 
 #include "tests/unit/check.h"
 
@@ -1046,6 +1050,13 @@ static void test_scan_self(void)
 	EXPECT_THREAD(t, self, self, comm);
 	EXPECT_THREAD(t, (uint32_t)named_tid, self, "frtest-scan");
 
+	/* A mapping learned from /proc has no build id until the reader
+	 * thread has read it: the first look-up asks for it, and never
+	 * waits for the file. */
+	m = map_of(t, self, fn);
+	CHECK(m.ret == 0 && m.bid_len == 0, "first look-up: %d, build id length %u", m.ret,
+	      m.bid_len);
+	CHECK(fr_tracker_settle(t, 10000) == 0, "the build id was not read in 10 s");
 	m = map_of(t, self, fn);
 	CHECK(m.ret == 0, "no mapping for scan_marker at %#" PRIx64 ": %d", fn, m.ret);
 	if (m.ret == 0) {
@@ -1099,6 +1110,119 @@ static void test_scan_self(void)
 	fr_tracker_free(t);
 }
 
+/* Copies file `from` to a new file `to`. Returns 0 or -1. */
+static int copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, ret = -1;
+	ssize_t n;
+
+	if (in < 0)
+		return -1;
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	if (out < 0)
+		goto done;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			goto done;
+	ret = n == 0 ? 0 : -1;
+done:
+	if (out >= 0)
+		close(out);
+	close(in);
+	return ret;
+}
+
+/* The executable mapping of `path` in this process. */
+static int find_exec_map(const char *path, uint64_t *start, uint64_t *end, uint64_t *pgoff)
+{
+	char line[4608];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int ret = -1;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b, off;
+		char perms[8];
+		int at = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &a, &b, perms, &off, &at) >= 4 &&
+		    perms[2] == 'x' && at && strncmp(line + at, path, strlen(path)) == 0) {
+			*start = a;
+			*end = b;
+			*pgoff = off;
+			ret = 0;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return ret;
+}
+
+/* Regression: a user dlopen()s a library, deletes it and puts a FIFO at
+ * its path. The ingest thread opened the path for the build id at the
+ * next seal and waited for a writer for as long as the user liked:
+ * recording stopped. The look-up must return at once, and the build id
+ * still come from the mapped (deleted) file itself. */
+static void test_fifo_swap(void)
+{
+	char dir[] = "/tmp/fr-test-fifo-XXXXXX", lib[128], want[FR_BUILD_ID_MAX];
+	struct fr_tracker *t = fr_tracker_new();
+	uint32_t self = (uint32_t)getpid();
+	uint64_t start = 0, end = 0, pgoff = 0;
+	void *handle = NULL;
+	Dl_info info;
+	struct minfo m;
+	int want_len;
+
+	CHECK(t && mkdtemp(dir), "set-up: %s", strerror(errno));
+	if (!t)
+		return;
+	snprintf(lib, sizeof(lib), "%s/libvictim.so", dir);
+	if (!dladdr((void *)zlibVersion, &info) || !info.dli_fname ||
+	    copy_file(info.dli_fname, lib) < 0) {
+		CHECK(0, "copy the zlib library to %s: %s", lib, strerror(errno));
+		goto out;
+	}
+	want_len = fr_elf_build_id(lib, (uint8_t *)want, sizeof(want));
+	handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	CHECK(handle && find_exec_map(lib, &start, &end, &pgoff) == 0, "dlopen %s: %s", lib,
+	      handle ? "no executable mapping" : dlerror());
+	if (!handle)
+		goto out;
+	CHECK(unlink(lib) == 0 && mkfifo(lib, 0644) == 0, "swap in a FIFO: %s", strerror(errno));
+
+	/* As a kernel without build ids in MMAP2 records reports it. */
+	fr_tracker_comm(t, self, self, "victim", 1);
+	fr_tracker_mmap(t, self, start, end - start, pgoff, PROT_READ | PROT_EXEC, lib, NULL, 0);
+	m = map_of(t, self, start + 16);
+	CHECK(m.ret == 0 && m.bid_len == 0, "look-up: %d, build id length %u", m.ret, m.bid_len);
+	CHECK(fr_tracker_settle(t, 10000) == 0, "the build id read did not return in 10 s");
+	m = map_of(t, self, start + 16);
+	CHECK(m.ret == 0, "look-up after the read: %d", m.ret);
+	if (want_len > 0)
+		CHECK(m.bid_len == want_len && memcmp(m.bid, want, (size_t)want_len) == 0,
+		      "build id of the mapped file: length %u, want %d", m.bid_len, want_len);
+
+	/* The process is gone, so is its mapping: the path is a FIFO and must
+	 * be refused without waiting. */
+	fr_tracker_mmap(t, self + 1000000, 0x10000, 0x1000, 0, PROT_READ | PROT_EXEC, lib, NULL,
+			0);
+	{
+		uint8_t id[FR_BUILD_ID_MAX];
+		int n = fr_buildid_read_mapped(self + 1000000, 0x10000, 0x11000, lib, id,
+					       sizeof(id));
+
+		CHECK(n == -ENOEXEC, "FIFO path of a gone process: %d, want -ENOEXEC", n);
+	}
+out:
+	if (handle)
+		dlclose(handle);
+	unlink(lib);
+	rmdir(dir);
+	fr_tracker_free(t);
+}
+
 int main(void)
 {
 	test_fork_copies_parent();
@@ -1114,6 +1238,7 @@ int main(void)
 	test_ppid();
 	test_ppid_scan();
 	test_scan_self();
+	test_fifo_swap();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
