@@ -1447,6 +1447,8 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		 fr_format_time(req->t1, bb, sizeof(bb)),
 		 fr_format_duration(req->t1 - req->t0, dur, sizeof(dur)));
 	comment(p, line);
+	if (req->note && req->note[0])
+		comment(p, req->note);
 	if (children)
 		children_comment(&b, p);
 	rate_comments(&b, p, res);

@@ -113,6 +113,8 @@ struct fr_profile_request {
 	const char *kallsyms; /* NULL: /proc/kallsyms */
 	int cpu_label;        /* add a "cpu" label to samples (pprof only) */
 	enum fr_profile_format format;
+	const char *note;     /* non-NULL: one more comment, e.g. why the
+			       * profile may end early */
 };
 
 /* What a profile says about one of its events. */

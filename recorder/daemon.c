@@ -49,6 +49,9 @@
 #define POLL_MAX_MS 1000
 #define QUEUE_MAX_BYTES (64u << 20)
 #define FLUSH_TIMEOUT_MS 3000
+/* The ingest loop wakes at least every POLL_MAX_MS; a gap between two
+ * drains longer than this is a stall, counted and logged. */
+#define STALL_NS 3000000000LL
 #define RECONCILE_TIMEOUT_MS 3000
 /* Distinct events recorded at once (each is one perf event per CPU). */
 #define MAX_SOURCES 16
@@ -123,6 +126,11 @@ struct daemon {
 	uint64_t barrier_done;
 
 	int64_t last_seal_mono;
+	/* What status shows of the ingest thread's progress (atomics): Unix
+	 * ns of the last drain and seal, CLOCK_MONOTONIC ns of the last
+	 * drain, stalls seen and flush barriers that timed out. */
+	int64_t last_drain_real, last_seal_real, last_drain_mono;
+	uint64_t stalls, flush_timeouts;
 	int64_t clock_offset;
 	int64_t start_real, start_mono;
 	uint32_t ncpus;
@@ -275,8 +283,18 @@ static int flush_barrier(struct daemon *d)
 	while (d->barrier_done < target && ret == 0)
 		ret = pthread_cond_timedwait(&d->cond, &d->lock, &deadline);
 	pthread_mutex_unlock(&d->lock);
-	return ret == ETIMEDOUT ? -ETIMEDOUT : 0;
+	if (ret == ETIMEDOUT) {
+		__atomic_add_fetch(&d->flush_timeouts, 1, __ATOMIC_RELAXED);
+		return -ETIMEDOUT;
+	}
+	return 0;
 }
+
+/* What a profile that could not be flushed says, in a comment and to its
+ * asker. */
+#define FLUSH_NOTE                                                                          \
+	"incomplete: the recorder did not store its last samples within 3 s (see "          \
+	"flightrec status: ingest); the profile may end early"
 
 /* ---- ingest ------------------------------------------------------------ */
 
@@ -294,6 +312,7 @@ static void seal(struct daemon *d, uint64_t barrier)
 	if (ret == 0)
 		__atomic_add_fetch(&d->chunks_sealed, 1, __ATOMIC_RELAXED);
 	d->last_seal_mono = fr_now_mono_ns();
+	__atomic_store_n(&d->last_seal_real, fr_now_real_ns(), __ATOMIC_RELAXED);
 	fr_tracker_sealed(d->tracker);
 	__atomic_store_n(&d->nprocs, fr_tracker_nprocs(d->tracker), __ATOMIC_RELAXED);
 	__atomic_store_n(&d->nthreads, fr_tracker_nthreads(d->tracker), __ATOMIC_RELAXED);
@@ -388,6 +407,18 @@ static void on_throttle(void *arg, uint32_t event)
  * source. Ingest thread. */
 static void drain_all(struct daemon *d)
 {
+	int64_t now = fr_now_mono_ns(), last = d->last_drain_mono;
+
+	/* Nothing the ingest thread does should take this long; if it did,
+	 * samples may have been lost in full perf rings, and status says
+	 * so. */
+	if (last && now - last > STALL_NS) {
+		__atomic_add_fetch(&d->stalls, 1, __ATOMIC_RELAXED);
+		fr_log_warn("the ingest thread was held up for %lld ms",
+			    (long long)((now - last) / 1000000));
+	}
+	__atomic_store_n(&d->last_drain_mono, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->last_drain_real, fr_now_real_ns(), __ATOMIC_RELAXED);
 	d->draining = NULL;
 	fr_perf_drain(d->sideband, &d->handler, d->clock_offset);
 	for (unsigned i = 0; i < d->nsources; i++) {
@@ -1047,6 +1078,30 @@ static int ingest_loop(struct daemon *d)
 
 /* ---- requests ---------------------------------------------------------- */
 
+/* "ingest": whether the ingest thread keeps up, and the build id reader
+ * beside it. `stalled` is true while the last drain is older than a
+ * stall; a reader busy for seconds is reading a file that does not
+ * answer (recording goes on without that build id). */
+static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
+{
+	cJSON *o = cJSON_AddObjectToObject(r, "ingest");
+	int64_t last = __atomic_load_n(&d->last_drain_mono, __ATOMIC_RELAXED), busy = 0;
+	uint32_t pending = 0;
+
+	if (!o)
+		return 0;
+	fr_ipc_add_int(o, "last_drain_ns", __atomic_load_n(&d->last_drain_real, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "last_seal_ns", __atomic_load_n(&d->last_seal_real, __ATOMIC_RELAXED));
+	cJSON_AddBoolToObject(o, "stalled", last && now - last > STALL_NS);
+	fr_ipc_add_int(o, "stalls", (int64_t)__atomic_load_n(&d->stalls, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "flush_timeouts",
+		       (int64_t)__atomic_load_n(&d->flush_timeouts, __ATOMIC_RELAXED));
+	fr_tracker_file_state(d->tracker, &pending, &busy);
+	fr_ipc_add_int(o, "build_id_reads_pending", pending);
+	fr_ipc_add_int(o, "build_id_read_busy_ns", busy ? now - busy : 0);
+	return 1;
+}
+
 static cJSON *handle_status(struct daemon *d)
 {
 	cJSON *r = fr_ipc_ok();
@@ -1070,6 +1125,10 @@ static cJSON *handle_status(struct daemon *d)
 	fr_ipc_add_int(r, "write_errors", (int64_t)__atomic_load_n(&d->write_errors, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
+	if (!add_ingest(d, r, now)) {
+		cJSON_Delete(r);
+		return NULL;
+	}
 	if (!add_recording(d, r)) {
 		cJSON_Delete(r);
 		return NULL;
@@ -1359,8 +1418,10 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 
 	/* Samples up to the request must be in the ring before reading it. */
 	ret = flush_barrier(d);
-	if (ret < 0)
+	if (ret < 0) {
 		fr_log_warn("flush before attach timed out; the last second may be missing");
+		preq.note = FLUSH_NOTE;
+	}
 
 	w = malloc(sizeof(*w));
 	ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
@@ -1405,6 +1466,8 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 		fr_ipc_add_int(ev, "throttled", (int64_t)er->throttled);
 		fr_ipc_add_int(ev, "truncated", (int64_t)er->truncated);
 	}
+	if (preq.note)
+		cJSON_AddStringToObject(resp, "incomplete", preq.note);
 	warnings = cJSON_AddArrayToObject(resp, "warnings");
 	if (warnings && warn[0])
 		cJSON_AddItemToArray(warnings, cJSON_CreateString(warn));
@@ -1468,8 +1531,10 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	preq->version = FR_VERSION;
 
 	/* Samples up to the end of the window must be in the ring. */
-	if (flush_barrier(d) < 0)
+	if (flush_barrier(d) < 0) {
 		fr_log_warn("flush before a dump timed out; the last second may be missing");
+		preq->note = FLUSH_NOTE;
+	}
 	dr.dir = dir;
 	dr.keep = keep;
 	dr.max_bytes = max_bytes;

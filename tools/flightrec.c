@@ -393,8 +393,14 @@ static int attach_one(int sock, const char *socket_path, cJSON *req, const char 
 	print_summary(path, (uint64_t)num(resp, "samples"), (uint64_t)num(resp, "stacks"),
 		      (int64_t)num(resp, "t0_ns"), (int64_t)num(resp, "t1_ns"),
 		      (uint32_t)num(resp, "hz"), (uint64_t)num(resp, "bytes"));
+	/* The profile is kept (it holds what the ring had), but a script
+	 * must not take it for the whole window. */
+	w = cJSON_GetObjectItemCaseSensitive(resp, "incomplete");
+	ret = cJSON_IsString(w) ? 1 : 0;
+	if (ret)
+		fprintf(stderr, "%s: %s: %s\n", prog, path, w->valuestring);
 	cJSON_Delete(resp);
-	return 0;
+	return ret;
 }
 
 static volatile sig_atomic_t follow_stop;
@@ -688,6 +694,24 @@ static void format_events(const cJSON *events, char *buf, size_t len)
 	}
 }
 
+/* The ingest thread's progress: one line, louder when it is stuck. */
+static void print_ingest(const cJSON *in)
+{
+	char when[64], busy[64];
+
+	if (!in)
+		return;
+	fr_format_time((int64_t)num(in, "last_drain_ns"), when, sizeof(when));
+	printf("ingest:   %s, last drain %s, %.0f stalls, %.0f flush timeouts\n",
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "stalled")) ? "STALLED" : "running",
+	       when, num(in, "stalls"), num(in, "flush_timeouts"));
+	if (num(in, "build_id_read_busy_ns") > 1e9) {
+		human_duration((int64_t)num(in, "build_id_read_busy_ns"), busy, sizeof(busy));
+		printf("files:    a build id read has taken %s (%.0f waiting); recording goes on "
+		       "without it\n", busy, num(in, "build_id_reads_pending"));
+	}
+}
+
 static void print_status(const cJSON *r)
 {
 	const cJSON *events = cJSON_GetObjectItemCaseSensitive(r, "events"), *ev;
@@ -721,6 +745,7 @@ static void print_status(const cJSON *r)
 		printf("writes:   %.0f chunks dropped (disk too slow), %.0f write errors\n",
 		       num(r, "chunks_dropped"), num(r, "write_errors"));
 	printf("tracking: %.0f processes, %.0f threads\n", num(r, "processes"), num(r, "threads"));
+	print_ingest(cJSON_GetObjectItemCaseSensitive(r, "ingest"));
 }
 
 /* Sends the request `cmd` (no arguments) to the recorder and returns its
