@@ -995,6 +995,8 @@ static void test_aggregation(void)
 	w_fini(&w);
 
 	req_init(&q, T0, T0 + 60 * SEC, 99);
+	/* What the daemon says when it could not flush before reading. */
+	q.note = "incomplete: frtest note";
 	if (run(r, &q, &res, &o, "aggregate") == 0) {
 		CHECK(res.samples_seen == 15 && res.samples_kept == 15,
 		      "seen %" PRIu64 " kept %" PRIu64 ", want 15 15", res.samples_seen,
@@ -1021,6 +1023,8 @@ static void test_aggregation(void)
 			CHECK(strstr(raw.text, "samples/count cpu/nanoseconds[dflt]"),
 			      "sample types are not samples/count cpu/nanoseconds[dflt]");
 			CHECK(strstr(raw.text, "Comment: flightrec test"), "no version comment");
+			CHECK(strstr(raw.text, "Comment: incomplete: frtest note"),
+			      "the request's note is not a comment");
 			CHECK(raw.nsamples == 5, "pprof shows %d samples, want 5", raw.nsamples);
 			for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 				char lc[64], lt[64];
