@@ -35,9 +35,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/chunk.h"
 #include "core/fs.h"
@@ -790,6 +792,32 @@ static int reset_stack_memo(struct builder *b, uint32_t nstacks)
 	return 0;
 }
 
+/* Whether `pid` sees the file system as this process does: the same
+ * mount namespace and "/" as its root. Its files are then looked up by
+ * their paths alone, so the symbolizer opens each once however many
+ * processes map it; a process that is gone counts as such too (its
+ * /proc/PID/root would not resolve). Only procfs links are read. */
+static bool same_root(uint32_t pid, const char *self_ns)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	if (!self_ns[0])
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/root", pid);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return errno == ENOENT;
+	if (n != 1 || link[0] != '/')
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/ns/mnt", pid);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return errno == ENOENT;
+	link[n] = '\0';
+	return strcmp(link, self_ns) == 0;
+}
+
 /* Names every location. With `p`, functions are added to the profile as
  * found; without, the names are interned for the folded emitter.
  * Returns 0 or -ENOMEM. */
@@ -797,7 +825,13 @@ static int symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms
 {
 	struct fr_symbols *syms = fr_symbols_new(kallsyms);
 	char buf[4200], root[64];
+	uint32_t root_pid = UINT32_MAX;
+	bool root_same = false;
+	char self_ns[64] = "";
+	ssize_t n = readlink("/proc/self/ns/mnt", self_ns, sizeof(self_ns) - 1);
 	int ret = 0;
+
+	self_ns[n > 0 ? n : 0] = '\0';
 
 	for (uint32_t i = 0; i < b->nlocs; i++) {
 		struct gloc *l = &b->locs[i];
@@ -815,9 +849,14 @@ static int symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms
 		} else if (l->map) {
 			struct gmap *m = &b->maps[l->map];
 			file = m->path;
-			snprintf(root, sizeof(root), "/proc/%u/root", m->pid);
-			if (syms && fr_symbols_user(syms, root, m->path, m->bid, m->bid_len, m->start,
-						    m->pgoff, l->addr, &name, &elf_addr) == 0) {
+			if (m->pid != root_pid) {
+				root_pid = m->pid;
+				root_same = same_root(m->pid, self_ns);
+				snprintf(root, sizeof(root), "/proc/%u/root", m->pid);
+			}
+			if (syms && fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
+						    m->bid_len, m->start, m->pgoff, l->addr, &name,
+						    &elf_addr) == 0) {
 				snprintf(buf, sizeof(buf), "%s", name);
 				m->has_functions = 1;
 			} else {

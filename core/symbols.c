@@ -29,6 +29,15 @@
  * a mapping would kill the reader with SIGBUS. Sections and notes that
  * claim to lie beyond the end of the file are not read at all.
  *
+ * Opening and parsing a file run on a short-lived thread of their own,
+ * waited for at most FILE_DEADLINE_MS: a file on a FUSE mount whose owner
+ * never answers (or a hung network mount) would otherwise hold the
+ * caller, an attach, forever. A call that misses its deadline is left to
+ * finish alone and frees what it made; the file counts as unreadable.
+ * Once a cache has waited out FILE_WAIT_BUDGET_MS in total, further files
+ * get FILE_LATE_DEADLINE_MS, and while FILE_STUCK_MAX calls of the whole
+ * process are still stuck no new one starts.
+ *
  * Invariants: image->addrs is sorted with unique addresses, image->syms
  * parallel to it; kernel syms likewise. Names returned to callers point
  * into arenas (or the kallsyms buffer) freed only by fr_symbols_free().
@@ -62,6 +71,10 @@
 /* Notes bigger than this are not searched for a build id: real ones are a
  * few hundred bytes. */
 #define NOTE_MAX (1 << 20)
+#define FILE_DEADLINE_MS 2000
+#define FILE_LATE_DEADLINE_MS 50
+#define FILE_WAIT_BUDGET_MS 10000
+#define FILE_STUCK_MAX 64
 
 struct hnode {
 	struct hnode *next;
@@ -160,7 +173,15 @@ struct fr_symbols {
 	struct htable images;
 	struct request *last;
 	struct kernel *kernel; /* shared; NULL until the first kernel lookup */
+	int64_t waited_ms;     /* spent on file calls that missed their deadline */
+	struct file_worker *worker; /* NULL until the first file, or after one hung */
 };
+
+/* File calls still running after their caller gave up on them. */
+static unsigned file_calls_stuck;
+
+struct file_worker;
+static void file_worker_free(struct file_worker *w);
 
 static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kernel *kernel_cache;
@@ -606,42 +627,63 @@ static Elf *open_debug_file(const struct image *img, const char *root, int *fd_o
 	return NULL;
 }
 
-/* Merges the .symtab of a debug file found under `root` into an image
- * that had none. Returns 0 (also when there is no such file) or -ENOMEM. */
-static int image_add_debug(struct image *img, const char *root)
+/* Reads the .symtab of the debug file found under `root` for the image
+ * whose build id and machine `dbg` carries, into `dbg`'s own table;
+ * clears dbg->debug_missing when there was one. Returns 0 (also when there
+ * is no such file) or -ENOMEM. */
+static int debug_load(struct image *dbg, const char *root)
 {
 	struct cand_vec cv = { 0 };
 	int dbg_fd = -1, ret = 0;
 	uint64_t dbg_size = 0;
-	Elf *dbg;
+	Elf *e;
 
-	dbg = open_debug_file(img, root, &dbg_fd, &dbg_size);
-	if (!dbg)
+	e = open_debug_file(dbg, root, &dbg_fd, &dbg_size);
+	if (!e)
 		return 0;
-	for (size_t i = 0; i < img->nsyms; i++) {
-		struct cand c = {
-			.addr = img->addrs[i],
-			.size = img->syms[i].size,
-			.name = img->syms[i].name,
-			.bind = STB_GLOBAL,
-		};
-
-		if (cand_push(&cv, &c) < 0) {
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
-	if (collect_symbols(dbg, dbg_size, SHT_SYMTAB, img->arm, &cv) < 0) {
+	if (collect_symbols(e, dbg_size, SHT_SYMTAB, dbg->arm, &cv) < 0) {
 		ret = -ENOMEM;
 		goto out;
+	}
+	ret = image_set_symbols(dbg, &cv);
+	if (ret == 0)
+		dbg->debug_missing = false;
+out:
+	free(cv.v);
+	elf_end(e);
+	close(dbg_fd);
+	return ret;
+}
+
+/* Merges the symbols `dbg` read from a debug file into an image that had
+ * no .symtab. Returns 0 or -ENOMEM. */
+static int image_merge_debug(struct image *img, const struct image *dbg)
+{
+	struct cand_vec cv = { 0 };
+	int ret = 0;
+
+	for (int from = 0; from < 2; from++) {
+		const struct image *src = from ? dbg : img;
+
+		for (size_t i = 0; i < src->nsyms; i++) {
+			struct cand c = {
+				.addr = src->addrs[i],
+				.size = src->syms[i].size,
+				.name = src->syms[i].name,
+				.bind = STB_GLOBAL,
+			};
+
+			if (cand_push(&cv, &c) < 0) {
+				ret = -ENOMEM;
+				goto out;
+			}
+		}
 	}
 	ret = image_set_symbols(img, &cv);
 	if (ret == 0)
 		img->debug_missing = false;
 out:
 	free(cv.v);
-	elf_end(dbg);
-	close(dbg_fd);
 	return ret;
 }
 
@@ -728,8 +770,297 @@ static uint64_t image_hash(const struct stat *st)
 	return fnv1a(h, &st->st_mtim.tv_nsec, sizeof(st->st_mtim.tv_nsec));
 }
 
-/* Finds or parses the image of `file`. Returns 0 and *out (whose err may
- * be set), -errno when the file cannot be opened, or -ENOMEM. */
+/* ---- file calls with a deadline ---- */
+
+enum file_op { FILE_OPEN, FILE_LOAD, FILE_ADD_DEBUG };
+
+/* One piece of file work, handed to the cache's worker thread. */
+struct file_call {
+	enum file_op op;
+	char *file, *root;   /* owned copies */
+	int fd;              /* OPEN: result; LOAD: input (owned) */
+	struct stat st;      /* OPEN: result */
+	struct image *img;   /* LOAD, ADD_DEBUG: the image worked on (owned) */
+	int ret;
+};
+
+/* A thread that runs one call at a time for one cache. A caller waits for
+ * it within the deadline; when it gives up, the worker (and the call in
+ * it) is abandoned: it frees both when the call returns, and the cache
+ * starts a new worker for its next call. */
+struct file_worker {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct file_call *call; /* under lock: running or to run */
+	bool done, stop, abandoned; /* under lock */
+};
+
+static void file_call_free(struct file_call *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->img)
+		image_free(&c->img->node);
+	free(c->file);
+	free(c->root);
+	free(c);
+}
+
+static void file_call_do(struct file_call *c)
+{
+	int ret;
+
+	switch (c->op) {
+	case FILE_OPEN:
+		ret = fr_open_untrusted(AT_FDCWD, c->file, FR_ELF_MAX_SIZE, &c->st);
+		c->fd = ret >= 0 ? ret : -1;
+		c->ret = ret >= 0 ? 0 : ret;
+		break;
+	case FILE_LOAD:
+		c->ret = image_load(c->img, c->fd, c->root);
+		break;
+	default:
+		c->ret = debug_load(c->img, c->root);
+		break;
+	}
+}
+
+static void file_worker_destroy(struct file_worker *w)
+{
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}
+
+static void *file_worker_main(void *arg)
+{
+	struct file_worker *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		struct file_call *c;
+
+		while ((!w->call || w->done) && !w->stop)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (w->stop)
+			break;
+		c = w->call;
+		pthread_mutex_unlock(&w->lock);
+		file_call_do(c);
+		pthread_mutex_lock(&w->lock);
+		w->done = true;
+		pthread_cond_broadcast(&w->cond);
+		if (w->abandoned) {
+			pthread_mutex_unlock(&w->lock);
+			file_call_free(c);
+			file_worker_destroy(w);
+			__atomic_sub_fetch(&file_calls_stuck, 1, __ATOMIC_RELAXED);
+			return NULL;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+static struct file_worker *file_worker_new(void)
+{
+	struct file_worker *w = calloc(1, sizeof(*w));
+	pthread_condattr_t ca;
+	pthread_attr_t ta;
+	int ret;
+
+	if (!w)
+		return NULL;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_attr_init(&ta);
+	pthread_attr_setstacksize(&ta, 256 * 1024);
+	ret = pthread_create(&w->thread, &ta, file_worker_main, w);
+	pthread_attr_destroy(&ta);
+	if (ret != 0) {
+		file_worker_destroy(w);
+		return NULL;
+	}
+	return w;
+}
+
+/* Stops an idle worker. Accepts NULL. */
+static void file_worker_free(struct file_worker *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	file_worker_destroy(w);
+}
+
+/* Runs `c` on the cache's worker and waits for it within the deadline.
+ * Returns 0 with `c` done (the caller frees it), or -ETIMEDOUT, -EAGAIN
+ * (too many calls of the process are stuck) or -ENOMEM with `c` no longer
+ * the caller's. */
+static int file_call_run(struct fr_symbols *s, struct file_call *c)
+{
+	int deadline_ms = s->waited_ms >= FILE_WAIT_BUDGET_MS ? FILE_LATE_DEADLINE_MS
+							      : FILE_DEADLINE_MS;
+	struct file_worker *w;
+	struct timespec ts;
+	int ret = 0;
+
+	if (!s->worker) {
+		if (__atomic_load_n(&file_calls_stuck, __ATOMIC_RELAXED) >= FILE_STUCK_MAX) {
+			file_call_free(c);
+			return -EAGAIN;
+		}
+		s->worker = file_worker_new();
+		if (!s->worker) {
+			file_call_free(c);
+			return -ENOMEM;
+		}
+	}
+	w = s->worker;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += deadline_ms / 1000;
+	ts.tv_nsec += (long)(deadline_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&w->lock);
+	w->call = c;
+	w->done = false;
+	pthread_cond_broadcast(&w->cond);
+	while (!w->done && ret == 0)
+		ret = pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+	if (!w->done) {
+		w->abandoned = true;
+		pthread_detach(w->thread);
+		__atomic_add_fetch(&file_calls_stuck, 1, __ATOMIC_RELAXED);
+		/* Said before unlocking: from then on `c` is the worker's. */
+		fr_log_warn("reading %s took over %d ms; going on without its symbols", c->file,
+			    deadline_ms);
+		pthread_mutex_unlock(&w->lock);
+		s->worker = NULL;
+		s->waited_ms += deadline_ms;
+		return -ETIMEDOUT;
+	}
+	w->call = NULL;
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
+static struct file_call *file_call_new(enum file_op op, const char *file, const char *root)
+{
+	struct file_call *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->op = op;
+	c->fd = -1;
+	c->file = strdup(file);
+	c->root = root ? strdup(root) : NULL;
+	if (!c->file || (root && !c->root)) {
+		free(c->file);
+		free(c->root);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* fr_open_untrusted() of `file` within the deadline. Returns the fd with
+ * *st, or -errno (-ETIMEDOUT). */
+static int timed_open(struct fr_symbols *s, const char *file, struct stat *st)
+{
+	struct file_call *c = file_call_new(FILE_OPEN, file, NULL);
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	ret = file_call_run(s, c);
+	if (ret < 0)
+		return ret;
+	ret = c->ret < 0 ? c->ret : c->fd;
+	*st = c->st;
+	c->fd = -1;
+	file_call_free(c);
+	return ret;
+}
+
+/* image_load() of `*imgp` from `fd` (taken) within the deadline. The
+ * image travels with the call: it comes back in *imgp with its err set,
+ * or on a timeout *imgp is a new image of the same identity whose err
+ * says so (the old one is freed by the call when it ends). Returns 0, or
+ * -ENOMEM. */
+static int timed_load(struct fr_symbols *s, struct image **imgp, int fd, const char *file,
+		      const char *root)
+{
+	struct image *img = *imgp, *copy = calloc(1, sizeof(*copy));
+	struct file_call *c = file_call_new(FILE_LOAD, file, root);
+	int ret;
+
+	if (!c || !copy) {
+		close(fd);
+		free(copy);
+		if (c)
+			file_call_free(c);
+		return -ENOMEM;
+	}
+	copy->node.hash = img->node.hash;
+	copy->dev = img->dev;
+	copy->ino = img->ino;
+	copy->size = img->size;
+	copy->mtime = img->mtime;
+	c->img = img;
+	c->fd = fd;
+	ret = file_call_run(s, c);
+	if (ret < 0) {
+		copy->err = ret == -ENOMEM ? -ENOMEM : -ETIMEDOUT;
+		*imgp = copy;
+		return 0;
+	}
+	free(copy);
+	img->err = c->ret;
+	c->img = NULL;
+	file_call_free(c);
+	return 0;
+}
+
+/* Adds the symbols of `img`'s debug file under `root`, read within the
+ * deadline (a file that misses it is gone without). Returns 0 or -ENOMEM. */
+static int timed_add_debug(struct fr_symbols *s, struct image *img, const char *file,
+			   const char *root)
+{
+	struct image *dbg = calloc(1, sizeof(*dbg));
+	struct file_call *c = file_call_new(FILE_ADD_DEBUG, file, root);
+	int ret;
+
+	if (!c || !dbg) {
+		free(dbg);
+		if (c)
+			file_call_free(c);
+		return -ENOMEM;
+	}
+	memcpy(dbg->build_id, img->build_id, sizeof(dbg->build_id));
+	dbg->build_id_len = img->build_id_len;
+	dbg->arm = img->arm;
+	dbg->debug_missing = true;
+	c->img = dbg;
+	if (file_call_run(s, c) < 0)
+		return 0;
+	ret = c->ret;
+	if (ret == 0 && !dbg->debug_missing)
+		ret = image_merge_debug(img, dbg);
+	file_call_free(c);
+	return ret;
+}
+
 static int image_get(struct fr_symbols *s, const char *file, const char *root,
 		     struct image **out)
 {
@@ -738,7 +1069,7 @@ static int image_get(struct fr_symbols *s, const char *file, const char *root,
 	uint64_t hash;
 	int fd, ret;
 
-	fd = fr_open_untrusted(AT_FDCWD, file, FR_ELF_MAX_SIZE, &st);
+	fd = timed_open(s, file, &st);
 	if (fd < 0)
 		return fd;
 	hash = image_hash(&st);
@@ -762,7 +1093,12 @@ static int image_get(struct fr_symbols *s, const char *file, const char *root,
 	img->ino = st.st_ino;
 	img->size = st.st_size;
 	img->mtime = st.st_mtim;
-	img->err = image_load(img, fd, root);
+	ret = timed_load(s, &img, fd, file, root);
+	fd = -1;
+	if (ret < 0) {
+		image_free(&img->node);
+		return ret;
+	}
 	if (img->err == -ENOMEM || htable_insert(&s->images, &img->node) < 0) {
 		/* Not cached: the next look-up may have memory to succeed. */
 		image_free(&img->node);
@@ -774,7 +1110,8 @@ static int image_get(struct fr_symbols *s, const char *file, const char *root,
 	*out = img;
 	ret = 0;
 out_close:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return ret;
 }
 
@@ -795,7 +1132,7 @@ static int image_try(struct fr_symbols *s, const char *file, const char *root,
 	    (bid_len != img->build_id_len || memcmp(bid, img->build_id, bid_len) != 0))
 		return -ESTALE;
 	/* Parsed first through another root (or none): look beside this one. */
-	if (img->debug_missing && root && root[0] && image_add_debug(img, root) < 0)
+	if (img->debug_missing && root && root[0] && timed_add_debug(s, img, file, root) < 0)
 		return -ENOMEM;
 	*out = img;
 	return 0;
@@ -1299,6 +1636,7 @@ void fr_symbols_free(struct fr_symbols *s)
 {
 	if (!s)
 		return;
+	file_worker_free(s->worker);
 	htable_fini(&s->requests, request_free);
 	htable_fini(&s->images, image_free);
 	kernel_put(s->kernel);

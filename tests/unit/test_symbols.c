@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "tests/unit/check.h"
+#include "tests/unit/fuse_hang.h"
 
 static volatile int marker_sink;
 
@@ -1031,6 +1032,35 @@ out:
 	free(data);
 }
 
+/* A file on a FUSE mount whose owner never answers: the look-up gives up
+ * after its deadline instead of holding the attach that asked forever. */
+static void test_fuse_deadline(void)
+{
+	struct fuse_hang h;
+	struct fr_symbols *s;
+	const char *name = NULL;
+	char path[128];
+	int ret = fuse_hang_start(&h);
+
+	if (ret < 0) {
+		printf("note: no FUSE mount here (%s); the deadline is not exercised\n",
+		       strerror(-ret));
+		return;
+	}
+	s = fr_symbols_new(NULL);
+	CHECK(s, "fr_symbols_new failed");
+	for (int i = 0; s && i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/libhang%d.so", h.dir, i);
+		ret = fr_symbols_user(s, NULL, path, NULL, 0, 0x1000, 0, 0x1234, &name, NULL);
+		CHECK(ret == -ETIMEDOUT, "a file that never opens: %d, want -ETIMEDOUT", ret);
+		/* Cached: the second look-up does not wait again. */
+		ret = fr_symbols_user(s, NULL, path, NULL, 0, 0x1000, 0, 0x1238, &name, NULL);
+		CHECK(ret == -ETIMEDOUT, "again: %d, want -ETIMEDOUT", ret);
+	}
+	fr_symbols_free(s);
+	fuse_hang_stop(&h);
+}
+
 int main(void)
 {
 	test_build_id();
@@ -1041,6 +1071,7 @@ int main(void)
 	test_fifo_not_waited();
 	test_huge_refused();
 	test_truncated_while_read();
+	test_fuse_deadline();
 	test_kernel_fake();
 	test_kernel_restricted();
 	test_kernel_real();

@@ -29,6 +29,7 @@
 #include "recorder/buildids.h"
 
 #include "tests/unit/check.h"
+#include "tests/unit/fuse_hang.h"
 
 /* In a sanitizer build, undefined behaviour in the code under test fails
  * the test rather than printing a line nobody reads. Unused otherwise. */
@@ -1223,6 +1224,45 @@ out:
 	fr_tracker_free(t);
 }
 
+/* A mapped file on a FUSE mount whose owner never answers: look-ups never
+ * wait, status can see the reader busy, and freeing the tracker (the
+ * daemon's shutdown) does not wait for the read. */
+static void test_fuse_reader_stuck(void)
+{
+	struct fr_tracker *t;
+	struct fuse_hang h;
+	uint32_t pending = 0;
+	int64_t busy = 0;
+	char path[128];
+	struct minfo m;
+	int ret = fuse_hang_start(&h);
+
+	if (ret < 0) {
+		printf("note: no FUSE mount here (%s); the stuck reader is not exercised\n",
+		       strerror(-ret));
+		return;
+	}
+	t = fr_tracker_new();
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		goto out;
+	snprintf(path, sizeof(path), "%s/libhang.so", h.dir);
+	fr_tracker_comm(t, 4100001, 4100001, "hang", 1);
+	fr_tracker_mmap(t, 4100001, 0x10000, 0x1000, 0, PROT_READ | PROT_EXEC, path, NULL, 0);
+	m = map_of(t, 4100001, 0x10010);
+	CHECK(m.ret == 0 && m.bid_len == 0, "look-up: %d, build id length %u", m.ret, m.bid_len);
+	CHECK(fr_tracker_settle(t, 300) == -ETIMEDOUT, "the read of a hung file returned");
+	m = map_of(t, 4100001, 0x10010);
+	CHECK(m.ret == 0 && m.bid_len == 0, "second look-up: %d", m.ret);
+	fr_tracker_file_state(t, &pending, &busy);
+	CHECK(pending == 1 && busy > 0, "reader state: %u pending, busy since %lld", pending,
+	      (long long)busy);
+	/* Returns after at most about a second, leaving the reader behind. */
+	fr_tracker_free(t);
+out:
+	fuse_hang_stop(&h);
+}
+
 int main(void)
 {
 	test_fork_copies_parent();
@@ -1239,6 +1279,7 @@ int main(void)
 	test_ppid_scan();
 	test_scan_self();
 	test_fifo_swap();
+	test_fuse_reader_stuck();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
