@@ -403,9 +403,10 @@ static int check_geometry(const char *path, uint64_t size, uint64_t segment_size
 	return 0;
 }
 
-/* The journal a ring of `size` bytes without a superblock copy gets
- * (core/ring.h); a new ring asks for its size less the copy. */
-static uint64_t journal_for(uint64_t size, uint64_t segment_size)
+/* The journal a ring of `size` bytes gets (core/ring.h) when `reserved`
+ * of them go to superblocks: 2 * FR_RING_SB_LEN (the superblock and its
+ * copy), or FR_RING_SB_LEN for a ring made before copies existed. */
+static uint64_t journal_for(uint64_t size, uint64_t segment_size, uint64_t reserved)
 {
 	uint64_t j = (size / 64) & ~(uint64_t)4095;
 
@@ -413,27 +414,28 @@ static uint64_t journal_for(uint64_t size, uint64_t segment_size)
 		j = JOURNAL_MAX;
 	if (j < 2 * segment_size)
 		j = 2 * segment_size;
-	if (j > JOURNAL_MAX)
+	if (j > JOURNAL_MAX || size < reserved)
 		return 0;
-	if ((size - FR_RING_SB_LEN) / segment_size < 4 ||
-	    (size - FR_RING_SB_LEN - j) / segment_size < 4)
+	if ((size - reserved) / segment_size < 4 || size - reserved < j ||
+	    (size - reserved - j) / segment_size < 4)
 		return 0;
 	return j;
 }
 
-/* The file_size (superblock field: the bytes before the copy) of a ring
- * of `size` bytes with a copy, or 0 when `size` cannot hold one. A ring
- * made before copies existed has the file_size of `size + FR_RING_SB_LEN`. */
-static uint64_t layout_for(uint64_t size, uint64_t segment_size, bool journal)
+/* The file_size (the superblock's field: the bytes before any copy) of a
+ * ring made for `size` bytes with `reserved` bytes of superblocks (above),
+ * or 0 when `size` cannot hold one. */
+static uint64_t layout_for(uint64_t size, uint64_t segment_size, bool journal,
+			   uint64_t reserved)
 {
 	uint64_t j;
 
-	if (size <= 2 * FR_RING_SB_LEN || !segment_size)
+	if (size <= reserved || !segment_size)
 		return 0;
-	j = journal ? journal_for(size - FR_RING_SB_LEN, segment_size) : 0;
-	if (size - 2 * FR_RING_SB_LEN < j)
+	j = journal ? journal_for(size, segment_size, reserved) : 0;
+	if (size - reserved < j)
 		return 0;
-	return FR_RING_SB_LEN + j + (size - 2 * FR_RING_SB_LEN - j) / segment_size * segment_size;
+	return FR_RING_SB_LEN + j + (size - reserved - j) / segment_size * segment_size;
 }
 
 static int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size, bool journal,
@@ -444,7 +446,7 @@ static int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size, 
 
 	r->version = FR_RING_VERSION;
 	r->segment_size = segment_size;
-	r->journal_size = journal ? journal_for(size - FR_RING_SB_LEN, segment_size) : 0;
+	r->journal_size = journal ? journal_for(size, segment_size, 2 * FR_RING_SB_LEN) : 0;
 	r->nsegments = (uint32_t)((size - 2 * FR_RING_SB_LEN - r->journal_size) / segment_size);
 	r->file_size = FR_RING_SB_LEN + r->journal_size + (uint64_t)r->nsegments * segment_size;
 
@@ -1360,8 +1362,8 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 		 * copies existed), not the raw number. */
 		uint64_t seg = segment_size ? segment_size : r->segment_size;
 		bool j = r->journal_size != 0;
-		bool same = !size || r->file_size == layout_for(size, seg, j) ||
-			    r->file_size == layout_for(size + FR_RING_SB_LEN, seg, j);
+		bool same = !size || r->file_size == layout_for(size, seg, j, 2 * FR_RING_SB_LEN) ||
+			    r->file_size == layout_for(size, seg, j, FR_RING_SB_LEN);
 		if (!same || (segment_size && segment_size != r->segment_size))
 			fr_set_err(err, errlen,
 				"%s keeps its geometry (%" PRIu64 " bytes in %" PRIu32
