@@ -4,12 +4,14 @@
  * FILE LAYOUT (all integers little-endian)
  *
  *   offset 0, 4096 bytes: superblock, written once when the file is created
- *   and never again (so no crash can tear it):
+ *   and never again (so no crash can tear it), except to repair it from
+ *   its copy (below):
  *     0  u8[16] magic       "FLIGHTREC-RING\0\0"
  *    16  u32 version        FR_RING_VERSION (2); version 1 is read and
  *                           written too (it is version 2 without a journal)
  *    20  u32 sb_len         4096
- *    24  u64 file_size      total bytes, superblock included
+ *    24  u64 file_size      bytes of the ring: superblock, journal and
+ *                           segments (the copy below comes after them)
  *    32  u64 segment_size   bytes per segment (multiple of 4096)
  *    40  u32 nsegments      (file_size - 4096 - journal_size) / segment_size
  *    44  u32 chunk_version  FR_CHUNK_VERSION the writer used at creation
@@ -22,6 +24,28 @@
  *    72  u32 sb_crc         crc32c of bytes 0..71 (and no journal)
  *    the rest zero.
  *
+ *   offset file_size, 4096 bytes: a copy of the superblock, byte for byte,
+ *   the last bytes of the file. It is not part of the geometry, so a ring
+ *   without it (made before copies existed) has the same layout and format
+ *   version, and readers that do not know the copy ignore it. A new ring of
+ *   `size` bytes takes the copy out of that size. When the superblock
+ *   does not decode (no magic, a checksum or geometry that does not hold,
+ *   an unknown version whose checksum does not hold either) the copy is
+ *   read instead, if the file's last 4096 bytes decode and describe a
+ *   ring that ends exactly where they start. A writable open then rewrites
+ *   the superblock from the copy, and gives a ring without a copy one
+ *   (past its end, so no byte of the ring changes; not over bytes there
+ *   that are neither zeroes nor a superblock).
+ *
+ *   When neither decodes, the geometry is unknown and the ring cannot be
+ *   read (-EUCLEAN). Such a file is told from one that never was a ring by
+ *   the ring magic at the start of either superblock, or by an intact chunk
+ *   header (magic and header crc) on an 8-byte boundary in its first
+ *   32 MiB after offset 4096, where the journal and the first segments of
+ *   every ring lie. A recorder moves a damaged ring aside (renamed to
+ *   PATH.damaged-YYYYmmddTHHMMSSZ, never over another file) and starts a
+ *   new one; any other file is never modified or moved (-EMEDIUMTYPE).
+
  *   offset 4096: the journal, journal_size bytes (below).
  *
  *   offset 4096 + journal_size + i * segment_size: segment i. A segment
@@ -75,11 +99,12 @@
  * torn write loses at most the chunk that was being written. A file shorter
  * than its superblock says (truncated) is read as far as it goes, and a
  * writable open restores its size. Opening never writes to a file that is
- * not a ring, and never grows a ring past its size.
+ * not a ring, and never grows a ring past its size and its superblock copy.
  */
 #ifndef FR_CORE_RING_H
 #define FR_CORE_RING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,8 +127,8 @@ struct fr_ring;
 /* Opens the ring at `path`.
  *
  * With FR_RING_CREATE, a missing or empty file is created and fully
- * allocated (fallocate) at `size` bytes with `segment_size` segments;
- * -ENOSPC when the disk cannot hold it. An existing ring keeps its own
+ * allocated (fallocate) at `size` bytes at most: the superblock, its copy
+ * and whole `segment_size` segments; -ENOSPC when the disk cannot hold it. An existing ring keeps its own
  * geometry (size and segment_size are then only checked and a difference
  * is reported in `err` as a note, not an error).
  *
@@ -112,10 +137,16 @@ struct fr_ring;
  * keep four segments besides gets none.
  *
  * A file that is not a flightrec ring is never modified: -EMEDIUMTYPE.
+ * A ring whose superblock is damaged opens through its copy (stats say
+ * so); a writable open rewrites the superblock from it. A ring whose
+ * superblock and copy are both damaged (FILE LAYOUT) cannot be read:
+ * -EUCLEAN, unless FR_RING_CREATE is given and the open is writable: then
+ * the file is moved aside (logged with its new name) and a new ring is
+ * created in its place.
  * A ring of another format version: -EPROTONOSUPPORT, naming both versions.
  * Bad geometry arguments: -EINVAL (segment_size must be a multiple of 4096
  * from 64 KiB to 2 GiB; `size` is rounded down to whole segments and must
- * hold at least two). A ring another process has open for writing: -EBUSY.
+ * hold at least two besides the superblock and its copy). A ring another process has open for writing: -EBUSY.
  * A ring file shorter than its superblock says (truncated) opens: what is
  * left is read, and a writable open allocates the missing tail again
  * (-ENOSPC when it cannot).
@@ -192,6 +223,13 @@ int fr_ring_query(struct fr_ring *r, int64_t t0, int64_t t1,
  * -errno. */
 int fr_ring_read(struct fr_ring *r, const struct fr_ring_ref *ref, void **buf);
 
+/* Which superblock a ring was opened with. */
+enum fr_ring_sb {
+	FR_RING_SB_PRIMARY = 0, /* the one at offset 0 */
+	FR_RING_SB_FROM_COPY,   /* the primary is damaged; read through the copy */
+	FR_RING_SB_REPAIRED,    /* the primary was damaged; rewritten from the copy */
+};
+
 struct fr_ring_stats {
 	uint64_t file_size;
 	uint64_t segment_size;
@@ -210,6 +248,8 @@ struct fr_ring_stats {
 	uint64_t journal_chunks;  /* current journal chunks (in chunks above) */
 	uint64_t journal_bytes;   /* their bytes (in bytes_used above) */
 	uint64_t journal_samples; /* their samples (in samples above) */
+	enum fr_ring_sb superblock;
+	bool superblock_copy;     /* the file holds an intact superblock copy */
 };
 
 /* Fills `st`. Thread-safe. */

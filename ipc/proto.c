@@ -331,7 +331,14 @@ cJSON *fr_ipc_ring_json(const char *path, const struct fr_ring_stats *st)
 	    !fr_ipc_add_int(ring, "journal_size", (int64_t)st->journal_size) ||
 	    !fr_ipc_add_int(ring, "journal_chunks", (int64_t)st->journal_chunks) ||
 	    !fr_ipc_add_int(ring, "journal_bytes", (int64_t)st->journal_bytes) ||
-	    !fr_ipc_add_int(ring, "journal_samples", (int64_t)st->journal_samples)) {
+	    !fr_ipc_add_int(ring, "journal_samples", (int64_t)st->journal_samples) ||
+	    !cJSON_AddStringToObject(ring, "superblock",
+				     st->superblock == FR_RING_SB_FROM_COPY ? "copy"
+				     : st->superblock == FR_RING_SB_REPAIRED ? "repaired"
+									      : "primary") ||
+	    !cJSON_AddBoolToObject(ring, "superblock_damaged",
+				   st->superblock != FR_RING_SB_PRIMARY) ||
+	    !cJSON_AddBoolToObject(ring, "superblock_copy", st->superblock_copy)) {
 		cJSON_Delete(ring);
 		return NULL;
 	}

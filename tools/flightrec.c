@@ -672,6 +672,21 @@ static void print_ring(const cJSON *ring, double lost)
 		       fr_format_size_human((uint64_t)num(ring, "journal_bytes"), jb, sizeof(jb)));
 	}
 	printf("damage:   %.0f corrupt chunks skipped\n", num(ring, "corrupt_chunks"));
+	{
+		const char *sb = str(ring, "superblock");
+		bool copy = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ring, "superblock_copy"));
+
+		if (!sb[0])
+			; /* a recorder from before superblock copies */
+		else if (!strcmp(sb, "copy"))
+			printf("superblock: damaged; read through its copy at the end of the file\n");
+		else if (!strcmp(sb, "repaired"))
+			printf("superblock: was damaged; rewritten from its copy at the end of the file\n");
+		else
+			printf("superblock: intact, %s\n",
+			       copy ? "with a copy at the end of the file"
+				    : "no copy (made before copies existed; a recorder adds one)");
+	}
 	printf("lost:     %.0f samples lost by the kernel\n", lost);
 }
 

@@ -18,7 +18,9 @@
  * than stopping at a checksum.
  *
  * Besides not crashing or hanging, the ring must keep its promises: a ring
- * with a valid superblock opens whatever its segments hold; failures come
+ * with a valid superblock opens whatever its segments hold (a whole-file
+ * input may also be read through a superblock copy at its end, or found a
+ * ring whose superblocks are both damaged: -EUCLEAN); failures come
  * with a message; the index is in sequence order, its chunks lie inside
  * their segments and never overlap; the statistics add up; every indexed
  * chunk reads back as the chunk the index describes, or is reported
@@ -310,7 +312,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	err[0] = 'x';
 	ret = fr_ring_open(&r, memfd_path, 0, 0, FR_RING_RDONLY, err, sizeof(err));
 	FUZZ_CHECK(ret == 0 || ret == -EMEDIUMTYPE || ret == -EPROTONOSUPPORT ||
-			   ret == -EBADMSG || ret == -ENOMEM,
+			   ret == -EUCLEAN || ret == -EBADMSG || ret == -ENOMEM,
 		   "open returned %d (%s)", ret, err);
 	FUZZ_CHECK((ret == 0) == (r != NULL), "open returned %d and %p", ret, (void *)r);
 	if (ret < 0) {

@@ -684,7 +684,7 @@ static void make_ring_seeds(void)
 	if (!mkdtemp(dir))
 		die("mkdtemp", errno);
 	snprintf(path, sizeof(path), "%s/ring", dir);
-	ret = fr_ring_open(&r, path, FR_RING_SB_LEN + 3 * FUZZ_RING_SEGMENT, FUZZ_RING_SEGMENT,
+	ret = fr_ring_open(&r, path, 2 * FR_RING_SB_LEN + 3 * FUZZ_RING_SEGMENT, FUZZ_RING_SEGMENT,
 			   FR_RING_CREATE, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "make_seeds: %s\n", err);
@@ -709,7 +709,26 @@ static void make_ring_seeds(void)
 	unlink(path);
 	rmdir(dir);
 	fix_sb(img);
+	fix_sb(img + len - FR_RING_SB_LEN); /* its copy */
 	write_seed("ring", "wrapped", FUZZ_RING_FILE, img, len);
+
+	/* The superblock damaged, read through its copy: a flipped bit, a
+	 * zeroed first page; then the copy damaged too, where only the
+	 * chunks say the file was a ring. */
+	{
+		unsigned char *d = malloc(len);
+
+		if (!d)
+			die("seed", ENOMEM);
+		memcpy(d, img, len);
+		d[FUZZ_SB_OFF_SEGMENT_SIZE + 2] ^= 0x08;
+		write_seed("ring", "sb-flipped", FUZZ_RING_FILE, d, len);
+		memset(d, 0, FR_RING_SB_LEN);
+		write_seed("ring", "sb-zeroed", FUZZ_RING_FILE, d, len);
+		d[len - FR_RING_SB_LEN + FUZZ_SB_OFF_NSEGMENTS] ^= 0x01;
+		write_seed("ring", "sb-both", FUZZ_RING_FILE, d, len);
+		free(d);
+	}
 
 	/* The same ring damaged as a crash and a bad disk leave it: the
 	 * newest chunk torn, a header in the middle of another segment
@@ -750,7 +769,7 @@ static void make_ring_seeds(void)
 	if (!mkdtemp(strcpy(dir, "/tmp/fr-seeds-XXXXXX")))
 		die("mkdtemp", errno);
 	snprintf(path, sizeof(path), "%s/ring", dir);
-	ret = fr_ring_open(&r, path, FR_RING_SB_LEN + 6 * FUZZ_RING_SEGMENT, FUZZ_RING_SEGMENT,
+	ret = fr_ring_open(&r, path, 2 * FR_RING_SB_LEN + 6 * FUZZ_RING_SEGMENT, FUZZ_RING_SEGMENT,
 			   FR_RING_CREATE | FR_RING_JOURNAL, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "make_seeds: %s\n", err);
@@ -773,6 +792,7 @@ static void make_ring_seeds(void)
 	unlink(path);
 	rmdir(dir);
 	fix_sb(img);
+	fix_sb(img + len - FR_RING_SB_LEN); /* its copy */
 	write_seed("ring", "journal", FUZZ_RING_FILE, img, len);
 	free(img);
 

@@ -10,7 +10,10 @@
 Modes: flip (bits flipped in chunk bytes), zero (a zeroed 4 KiB page),
 truncate (file cut in the middle of the chunks), segment (a whole segment
 overwritten with garbage), length (a chunk header claiming an absurd
-length, with a valid header crc). The layout is the one documented in
+length, with a valid header crc); and for the superblock: sbflip (one bit
+of the superblock flipped, which bit chosen by the seed), sbzero (the
+first page zeroed), sbboth (one bit flipped in the superblock and one in
+its copy at the end of the file: every chunk intact, the geometry lost). The layout is the one documented in
 core/ring.h and core/chunk.h. Damage goes to the segments; the journal's
 chunks that recovery then takes as current (numbered above the newest
 intact chunk of the segments: the parts of a damaged merged chunk) count as
@@ -46,13 +49,31 @@ def crc32c(data, crc=0):
 crc32c.table = None
 
 
+def superblock_ok(sb):
+    """Whether a superblock image has the magic and its crc right."""
+    if len(sb) < SB_LEN or sb[:16] != b"FLIGHTREC-RING\0\0":
+        return False
+    version, = struct.unpack_from("<I", sb, 16)
+    at = 72 if version == 1 else 80
+    return crc32c(bytes(sb[:at])) == struct.unpack_from("<I", sb, at)[0]
+
+
+def superblock(buf):
+    """The superblock in force: the primary, else its copy (the file's
+    last page, core/ring.h)."""
+    if superblock_ok(buf[:SB_LEN]):
+        return buf[:SB_LEN]
+    if superblock_ok(buf[-SB_LEN:]):
+        return buf[-SB_LEN:]
+    sys.exit("not a flightrec ring, or both superblocks damaged")
+
+
 def geometry(buf):
     """(segment size, segments, journal size)."""
-    if buf[:16] != b"FLIGHTREC-RING\0\0":
-        sys.exit("not a flightrec ring")
-    version, = struct.unpack_from("<I", buf, 16)
-    file_size, seg_size, nseg = struct.unpack_from("<QQI", buf, 24)
-    journal = struct.unpack_from("<Q", buf, 72)[0] if version >= 2 else 0
+    sb = superblock(buf)
+    version, = struct.unpack_from("<I", sb, 16)
+    file_size, seg_size, nseg = struct.unpack_from("<QQI", sb, 24)
+    journal = struct.unpack_from("<Q", sb, 72)[0] if version >= 2 else 0
     return seg_size, nseg, journal
 
 
@@ -123,6 +144,7 @@ def main():
     mode, out = sys.argv[3], sys.argv[4]
     rnd = random.Random(int(sys.argv[5]) if len(sys.argv) > 5 else 1)
     seg_size, _, journal = geometry(buf)
+    journal_before = journal_chunks(buf)
     damaged = set()
 
     def hit(lo, hi):
@@ -152,6 +174,15 @@ def main():
         lo = SB_LEN + journal + seg * seg_size
         buf[lo:lo + seg_size] = bytes(rnd.randrange(256) for _ in range(seg_size))
         hit(lo, lo + seg_size)
+    elif mode == "sbflip":
+        # A bit of the fields in use (magic, version, geometry, id, crc).
+        pos = rnd.randrange(84)
+        buf[pos] ^= 1 << rnd.randrange(8)
+    elif mode == "sbzero":
+        buf[0:SB_LEN] = bytes(SB_LEN)
+    elif mode == "sbboth":
+        buf[24] ^= 1 << rnd.randrange(8)
+        buf[len(buf) - SB_LEN + 32] ^= 1 << rnd.randrange(8)
     elif mode == "length":
         off, length, _ = cs[len(cs) // 2]
         struct.pack_into("<I", buf, off + 40, 0x7FFFFFF0)
@@ -160,6 +191,10 @@ def main():
     else:
         sys.exit("unknown mode " + mode)
     open(out, "wb").write(buf)
+    if mode.startswith("sb"):
+        newest = max((q for _, _, q in cs), default=0)
+        print(len(cs) + len([1 for _, _, seq in journal_before if seq > newest]))
+        return
     kept = [seq for i, (_, _, seq) in enumerate(cs) if i not in damaged]
     newest = max(kept) if kept else 0
     current = {seq for _, _, seq in journal_chunks(buf) if seq > newest}
