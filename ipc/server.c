@@ -18,6 +18,7 @@
  */
 #include "ipc/server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -256,6 +257,167 @@ err_free:
 	return ret;
 }
 
+/* Whether members of `gid` (who are not its owner) may search `st`. */
+static bool group_may_pass(const struct stat *st, gid_t gid)
+{
+	return (st->st_mode & S_IXOTH) || (st->st_gid == gid && (st->st_mode & S_IXGRP));
+}
+
+/* Whether directory `dirfd` holds nothing but `name`: then it is the
+ * socket's own directory, and letting a group search it exposes nothing
+ * else. */
+static bool holds_only(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool only = true;
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0)
+		return false;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return false;
+	}
+	while (only && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && strcmp(de->d_name, name))
+			only = false;
+	closedir(d);
+	return only;
+}
+
+/* Lets `gid` reach the socket: opens its private directory to the group
+ * and warns about any directory on the way the group cannot pass. */
+static void share_directories(const char *path, gid_t gid)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	size_t len;
+	int fd;
+
+	if (!slash) {
+		if (!getcwd(dir, sizeof(dir)))
+			return;
+		len = strlen(dir);
+	} else {
+		len = slash == path ? 1 : (size_t)(slash - path);
+		if (len >= sizeof(dir))
+			return;
+		memcpy(dir, path, len);
+		dir[len] = '\0';
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0 && !group_may_pass(&st, gid) &&
+	    st.st_uid == geteuid() && (st.st_mode & 07777) == 0700 &&
+	    holds_only(fd, slash ? slash + 1 : path)) {
+		if (fchown(fd, (uid_t)-1, gid) == 0 && fchmod(fd, 0710) == 0)
+			fr_log_info("%s: group %u may pass (mode 0710) to reach the socket", dir,
+				    (unsigned)gid);
+		else
+			fr_log_warn("%s: cannot let group %u pass: %s", dir, (unsigned)gid,
+				    strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
+
+	/* Every directory from the socket's up to / must let the group
+	 * through; one that does not is the administrator's to change. */
+	for (;;) {
+		if (stat(dir, &st) == 0 && !group_may_pass(&st, gid)) {
+			fr_log_warn("members of group %u cannot reach the socket %s: %s is mode "
+				    "%04o %u:%u (they need search permission on it)",
+				    (unsigned)gid, path, dir, (unsigned)(st.st_mode & 07777),
+				    (unsigned)st.st_uid, (unsigned)st.st_gid);
+			return;
+		}
+		if (len <= 1)
+			return;
+		while (len > 1 && dir[len - 1] != '/')
+			len--;
+		if (len > 1)
+			len--;
+		dir[len] = '\0';
+	}
+}
+
+int fr_ipc_server_share(struct fr_ipc_server *s, gid_t gid, char *err, size_t errlen)
+{
+	char proc[64];
+	struct stat st;
+	int fd, ret;
+
+	if (!s || s->started) {
+		fr_set_err(err, errlen, "the socket can only be shared before the server starts");
+		return -EINVAL;
+	}
+	/* O_PATH|O_NOFOLLOW opens the socket file itself, never what a
+	 * symlink put in its place points to; the inode must be the one
+	 * bind() created. */
+	fd = open(s->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		fr_set_err(err, errlen, "cannot open the socket %s: %s", s->path, strerror(errno));
+		return ret;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_dev != s->sock_dev ||
+	    st.st_ino != s->sock_ino) {
+		close(fd);
+		fr_set_err(err, errlen, "%s is no longer the socket this daemon bound; refusing to "
+			   "change its owner", s->path);
+		return -ESTALE;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	/* Group first, mode second: the file is never 0660 with a group
+	 * other than the one meant. chmod() through /proc/self/fd reaches
+	 * the inode the O_PATH descriptor holds (fchmod does not take one). */
+	if (fchownat(fd, "", (uid_t)-1, gid, AT_EMPTY_PATH) < 0 || chmod(proc, 0660) < 0) {
+		ret = -errno;
+		close(fd);
+		fr_set_err(err, errlen, "cannot give %s to group %u (mode 0660): %s", s->path,
+			   (unsigned)gid, strerror(-ret));
+		return ret;
+	}
+	close(fd);
+	share_directories(s->path, gid);
+	return 0;
+}
+
+int fr_ipc_peer_in_group(const struct fr_ipc_peer *peer, gid_t gid)
+{
+	if (peer->gid == gid)
+		return 1;
+	for (unsigned i = 0; i < peer->ngroups; i++)
+		if (peer->groups[i] == gid)
+			return 1;
+	return 0;
+}
+
+/* Reads the supplementary groups the peer had when it connected. Leaves
+ * none on failure: the peer is then judged by its uid and primary group
+ * alone, which grants less, never more. */
+static void read_peer_groups(int fd, struct fr_ipc_peer *peer)
+{
+	socklen_t len = 64 * sizeof(gid_t);
+
+	for (int tries = 0; tries < 3; tries++) {
+		gid_t *g = malloc(len ? len : sizeof(gid_t));
+
+		if (!g)
+			return;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0) {
+			peer->groups = g;
+			peer->ngroups = (unsigned)(len / sizeof(gid_t));
+			return;
+		}
+		free(g);
+		if (errno != ERANGE)
+			return;
+		/* len now holds the size needed. */
+	}
+}
+
 /* Sends `resp` (consumed) on the connection. Returns 0 or -errno. */
 static int reply(int fd, cJSON *resp)
 {
@@ -405,6 +567,7 @@ static void reap(struct fr_ipc_server *s)
 		struct conn *next = list->next;
 
 		pthread_join(list->thread, NULL);
+		free(list->peer.groups);
 		free(list);
 		list = next;
 	}
@@ -480,12 +643,14 @@ static void accept_one(struct fr_ipc_server *s)
 	c->peer.pid = cred.pid;
 	c->peer.uid = cred.uid;
 	c->peer.gid = cred.gid;
+	read_peer_groups(fd, &c->peer);
 
 	/* Created under the lock, so the thread cannot finish and unlink
 	 * itself before it is on the live list. */
 	ret = pthread_create(&c->thread, NULL, conn_main, c);
 	if (ret) {
 		pthread_mutex_unlock(&s->lock);
+		free(c->peer.groups);
 		free(c);
 		fr_log_ratelimited(FR_LOG_WARN, 1000000000LL, "cannot start a client thread: %s",
 				   strerror(ret));
