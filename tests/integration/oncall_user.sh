@@ -2,7 +2,7 @@
 # On-call users without root: a real unprivileged user in the socket's
 # group gets status, attach and top over the socket, sees only its own
 # processes, has its --follow rate capped, and cannot dump a session that
-# does not list it.
+# does not list it; a member of the admin group is served like root.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 need_go
@@ -11,16 +11,22 @@ for c in useradd userdel groupadd groupdel runuser; do
 done
 
 U=frtest$$
+A=frtesta$$
 G=frtestg$$
+GA=frtestga$$
 oncall_cleanup() {
 	userdel -r "$U" >/dev/null 2>&1
+	userdel -r "$A" >/dev/null 2>&1
 	groupdel "$G" >/dev/null 2>&1
+	groupdel "$GA" >/dev/null 2>&1
 	cleanup
 }
 trap oncall_cleanup EXIT
 [ -n "${FR_KEEP:-}" ] && trap - EXIT
 groupadd "$G" || fail "groupadd $G failed"
+groupadd "$GA" || fail "groupadd $GA failed"
 useradd -m -s /bin/sh -G "$G" "$U" || fail "useradd $U failed"
+useradd -m -s /bin/sh -G "$G,$GA" "$A" || fail "useradd $A failed"
 UID_U=$(id -u "$U")
 
 # The user must pass through the test directory to the socket's; the
@@ -33,7 +39,7 @@ cp "$BURN" "$T/rootburn"
 cp "$BURN" "$T/u/userburn" && chown "$U" "$T/u/userburn"
 
 cat >"$T/config.json" <<JSON
-{"socket": {"path": "$SOCK", "group": "$G"},
+{"socket": {"path": "$SOCK", "group": "$G", "admin_group": "$GA"},
  "limits": {"user_max_rate_hz": 49},
  "dumps": {"dir": "$T/dumps"},
  "sessions": [
@@ -92,6 +98,14 @@ grep -q fr_burn_heavy "$T/topw.user" || fail "top --window as $U misses its func
 grep -q "pid:\[$ROOT_PID\]" "$T/all.raw" && grep -q "pid:\[$USER_PID\]" "$T/all.raw" ||
 	fail "root's profile does not hold both burns"
 grep -q "limited to the processes" "$T/all.raw" && fail "root's profile says it was limited"
+# So does a member of the admin group, through the same socket.
+mkdir "$T/a" && chown "$A" "$T/a"
+runuser -u "$A" -- "$FLIGHTREC" attach --window 15s -o "$T/a/admin.pb.gz" 2>"$T/attach.err" ||
+	fail "attach as admin $A failed: $(cat "$T/attach.err")"
+"$GO" tool pprof -symbolize=none -raw "$T/a/admin.pb.gz" >"$T/admin.raw" 2>"$T/pprof.err" || fail "pprof -raw failed"
+grep -q "pid:\[$ROOT_PID\]" "$T/admin.raw" && grep -q "pid:\[$USER_PID\]" "$T/admin.raw" ||
+	fail "the admin group member's profile does not hold both burns"
+grep -q "limited to the processes" "$T/admin.raw" && fail "the admin's profile says it was limited"
 
 # The user's --follow at 10000 Hz is capped at limits.user_max_rate_hz.
 mkdir "$T/u/follow" && chown "$U" "$T/u/follow"
@@ -115,6 +129,8 @@ ls "$T/dumps"/ops-* >/dev/null 2>&1 && fail "a refused dump wrote files"
 as_user "$FLIGHTREC" dump --session team >"$T/dump.out" 2>&1 ||
 	fail "$U could not dump session team, which lists it: $(cat "$T/dump.out")"
 "$FLIGHTREC" dump --session ops >"$T/dump.out" 2>&1 || fail "root could not dump session ops: $(cat "$T/dump.out")"
+runuser -u "$A" -- "$FLIGHTREC" dump --session ops >"$T/dump.out" 2>&1 ||
+	fail "admin $A could not dump session ops: $(cat "$T/dump.out")"
 
 daemon_alive || fail "the daemon died"
 stop_daemon
