@@ -1627,8 +1627,7 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 	c->nevents = (uint32_t)n;
 	for (int i = 0; i < n; i++)
 		c->hz[i] = fr_event_has_rate(c->events[i]) ? (uint32_t)(hz ? hz : 99) : 0;
-	snprintf(c->name, sizeof(c->name), "client pid %d (uid %u)", (int)peer->pid,
-		 (unsigned)peer->uid);
+	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
 	if (wait_reconciled(d, consumer_add(d, c)) < 0) {
 		consumer_remove(d, c);
 		return fr_ipc_error("consume: the recorder did not apply the rates in time");
@@ -1649,7 +1648,7 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 	}
 	peer->hold = c;
 	peer->release = consumer_release;
-	fr_log_info("%s asks for %s%s at %lld Hz%s%s", c->name,
+	fr_log_info("%s (uid %u) asks for %s%s at %lld Hz%s%s", c->name, (unsigned)peer->uid,
 		    fr_event_format(c->events[0], name, sizeof(name)), n > 1 ? " and more" : "",
 		    (long long)c->hz[0], capped[0] ? ": " : "", capped);
 
