@@ -1438,6 +1438,11 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd,
 		cJSON_AddItemToArray(warnings, cJSON_CreateString(warn));
 	if (warnings && res.warning[0])
 		cJSON_AddItemToArray(warnings, cJSON_CreateString(res.warning));
+	if (warnings && preq.has_uid) {
+		snprintf(warn, sizeof(warn), "the profile holds only your own processes (uid %u); "
+			 "root and members of socket.admin_group see the whole machine", preq.uid);
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(warn));
+	}
 out:
 	fr_uring_close(uring);
 	free(w);

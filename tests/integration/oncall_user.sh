@@ -76,6 +76,8 @@ as_user "$FLIGHTREC" attach --window 15s -o "$T/u/mine.pb.gz" 2>"$T/attach.err" 
 grep -q "pid:\[$USER_PID\]" "$T/mine.raw" || fail "the user's profile misses its own process $USER_PID"
 grep -q "pid:\[$ROOT_PID\]" "$T/mine.raw" && fail "the user's profile holds root's process $ROOT_PID"
 grep -q 'comm:\[rootburn\]' "$T/mine.raw" && fail "the user's profile holds root's rootburn"
+grep -q "warning: the profile holds only your own processes (uid $UID_U)" "$T/attach.err" ||
+	fail "attach as $U did not warn that the profile was limited: $(cat "$T/attach.err")"
 grep -q "limited to the processes of uid $UID_U" "$T/mine.raw" ||
 	fail "the user's profile does not say it was limited to uid $UID_U"
 # Every process in it is the user's: each pid label is of a process the
