@@ -762,6 +762,11 @@ static void test_share(void)
 	cJSON *resp;
 	int calls = 0, ret, sock;
 
+	/* Giving a file to a group one is not in takes CAP_CHOWN. */
+	if (geteuid() != 0) {
+		printf("skip test_share: giving the socket to a group needs root\n");
+		return;
+	}
 	snprintf(dir, sizeof(dir), "%s/shared", tmpdir);
 	snprintf(path, sizeof(path), "%s/flightrec.sock", dir);
 	ret = fr_ipc_server_open(&s, path, 4, handler, &calls, err, sizeof(err));
@@ -788,9 +793,8 @@ static void test_share(void)
 	if (sock >= 0)
 		close(sock);
 
-	/* A peer whose supplementary groups hold 4242 (changing them needs
-	 * root). */
-	if (geteuid() == 0) {
+	/* A peer whose supplementary groups hold 4242. */
+	{
 		pid_t pid = fork();
 		int status = 0;
 
