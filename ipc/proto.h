@@ -61,7 +61,9 @@
  * above. Any other user (one who reached a socket shared with
  * socket.group) gets attach profiles of its own uid's processes only,
  * consume "hz" capped at limits.user_max_rate_hz (with a "warnings" entry
- * saying so), and a dump refused unless the session lists it in "users".
+ * saying so), consume of an event without a rate (offcpu) refused unless
+ * it is being recorded already, and a dump refused unless the session
+ * lists it in "users".
  *
  * RESPONSES carry "ok": true plus the command's fields, or "ok": false and
  * "error": a one-line message for a person. Attach answers

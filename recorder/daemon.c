@@ -1612,15 +1612,6 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 	if (hz > max_rate)
 		return fr_ipc_error("consume: a rate of %lld Hz is above this recorder's limit of "
 				    "%u Hz (limits.max_rate_hz)", (long long)hz, max_rate);
-	/* Raising rates costs every process on the machine; a user who is
-	 * not privileged gets at most its own limit, told so rather than
-	 * refused (it still gets a profile). */
-	if (!peer_privileged(d, peer) && (hz ? hz : 99) > user_max) {
-		snprintf(capped, sizeof(capped),
-			 "%lld Hz is above the limit for users (limits.user_max_rate_hz); "
-			 "recording at %u Hz", (long long)(hz ? hz : 99), user_max);
-		hz = user_max;
-	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
@@ -1630,8 +1621,44 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 		return resp;
 	}
 	c->nevents = (uint32_t)n;
+	/* An event without a rate (offcpu: every context switch) has no
+	 * limit to cap; a user may follow it only while it is recorded
+	 * anyway, never start it for the whole machine. */
+	if (!peer_privileged(d, peer)) {
+		for (int i = 0; i < n && !failed[0]; i++) {
+			struct source *src;
+
+			if (fr_event_has_rate(c->events[i]))
+				continue;
+			pthread_mutex_lock(&d->src_lock);
+			src = find_source(d, c->events[i]);
+			if (!src || !src->perf)
+				snprintf(failed, sizeof(failed),
+					 "consume: %s is not being recorded, and it records every "
+					 "context switch of the machine; only root and members of "
+					 "socket.admin_group may start it",
+					 fr_event_format(c->events[i], name, sizeof(name)));
+			pthread_mutex_unlock(&d->src_lock);
+		}
+		if (failed[0]) {
+			free(c);
+			return fr_ipc_error("%s", failed);
+		}
+	}
 	for (int i = 0; i < n; i++)
 		c->hz[i] = fr_event_has_rate(c->events[i]) ? (uint32_t)(hz ? hz : 99) : 0;
+	/* Raising rates costs every process on the machine; a user who is
+	 * not privileged gets at most its own limit, told so rather than
+	 * refused (it still gets a profile). */
+	for (int i = 0; i < n; i++) {
+		if (c->hz[i] <= user_max || peer_privileged(d, peer))
+			continue;
+		if (!capped[0])
+			snprintf(capped, sizeof(capped),
+				 "%u Hz is above the limit for users (limits.user_max_rate_hz); "
+				 "recording at %u Hz", c->hz[i], user_max);
+		c->hz[i] = user_max;
+	}
 	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
 	if (wait_reconciled(d, consumer_add(d, c)) < 0) {
 		consumer_remove(d, c);

@@ -120,6 +120,14 @@ ls "$T/u/follow"/*.pb.gz >/dev/null 2>&1 || fail "the capped follow wrote no pro
 grep -q "client pid [0-9]* (uid $UID_U) asks for cpu at 49 Hz" "$T/daemon.log" ||
 	fail "the daemon did not record the capped rate"
 
+# offcpu (every context switch, no rate to cap) cannot be started by a user.
+if as_user "$FLIGHTREC" attach --follow --event offcpu --window 1s --count 1 -o "$T/u/follow" \
+	>"$T/offcpu.err" 2>&1; then
+	fail "$U started offcpu recording: $(cat "$T/offcpu.err")"
+fi
+grep -q "offcpu is not being recorded, and it records every context switch" "$T/offcpu.err" ||
+	fail "the refused offcpu follow does not say why: $(cat "$T/offcpu.err")"
+
 # A session that does not list the user cannot be dumped by it; one that
 # does can.
 if as_user "$FLIGHTREC" dump --session ops >"$T/dump.out" 2>&1; then
