@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -29,6 +30,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <pwd.h>
+
 #include <cjson/cJSON.h>
 
 #include "core/parse.h"
@@ -41,6 +44,7 @@
 #define DEFAULT_SYNC_NS 1000000000ll
 #define DEFAULT_MAX_RATE_HZ 10000
 #define DEFAULT_MAX_CLIENTS 64
+#define DEFAULT_USER_MAX_RATE_HZ 99
 #define DEFAULT_SESSION "default"
 #define DEFAULT_HZ 99
 #define DEFAULT_DUMPS_KEEP 50
@@ -248,12 +252,12 @@ static int get_path(struct ctx *c, const cJSON *item, const char *path, size_t m
 
 static int parse_limits(struct ctx *c, const cJSON *limits, struct fr_config *cfg)
 {
-	static const char *const keys[] = {"max_rate_hz", "max_clients"};
+	static const char *const keys[] = {"max_rate_hz", "max_clients", "user_max_rate_hz"};
 	const cJSON *it;
 	int ret;
 
 	if (!limits)
-		return 0;
+		goto user_default;
 	if (!cJSON_IsObject(limits)) {
 		char got[64];
 
@@ -274,6 +278,136 @@ static int parse_limits(struct ctx *c, const cJSON *limits, struct fr_config *cf
 		ret = get_uint(c, it, "limits.max_clients", 1, MAX_CLIENTS_LIMIT, &cfg->max_clients);
 		if (ret < 0)
 			return ret;
+	}
+	/* After max_rate_hz, which bounds it: a user cannot be allowed more
+	 * than root. */
+	it = cJSON_GetObjectItemCaseSensitive(limits, "user_max_rate_hz");
+	if (it)
+		return get_uint(c, it, "limits.user_max_rate_hz", 1, cfg->max_rate_hz,
+				&cfg->user_max_rate_hz);
+user_default:
+	cfg->user_max_rate_hz = cfg->max_rate_hz < DEFAULT_USER_MAX_RATE_HZ
+					? cfg->max_rate_hz : DEFAULT_USER_MAX_RATE_HZ;
+	return 0;
+}
+
+/* A user or group of this machine, by name or number: a JSON number, or a
+ * string holding a name or a number. Names are resolved here, once, so a
+ * typo is a config error rather than a socket nobody can reach. Returns 0
+ * with the id in `out`, or -EINVAL (-ENOMEM) with the message set. */
+static int get_id(struct ctx *c, const cJSON *item, const char *path, int group,
+		  uint32_t *out)
+{
+	const char *what = group ? "group" : "user";
+	char got[64], *buf = NULL, *end;
+	long size;
+	int ret;
+
+	if (cJSON_IsNumber(item)) {
+		double d = item->valuedouble;
+
+		/* (uid_t)-1 means "no change" to chown and friends. */
+		if (!(d >= 0 && d < (double)UINT32_MAX) || d != floor(d))
+			return fail(c, path, "must be a %s name or number 0..%u, got %s", what,
+				    UINT32_MAX - 1, describe(item, got, sizeof(got)));
+		*out = (uint32_t)d;
+		return 0;
+	}
+	if (!cJSON_IsString(item) || !item->valuestring[0])
+		return fail(c, path, "must be a %s name or number, got %s", what,
+			    describe(item, got, sizeof(got)));
+	errno = 0;
+	{
+		unsigned long long n = strtoull(item->valuestring, &end, 10);
+
+		if (!*end && item->valuestring[0] >= '0' && item->valuestring[0] <= '9') {
+			if (errno || n >= UINT32_MAX)
+				return fail(c, path, "must be a %s name or number 0..%u, got %s",
+					    what, UINT32_MAX - 1, describe(item, got, sizeof(got)));
+			*out = (uint32_t)n;
+			return 0;
+		}
+	}
+	size = sysconf(group ? _SC_GETGR_R_SIZE_MAX : _SC_GETPW_R_SIZE_MAX);
+	if (size < 1024)
+		size = 1024;
+	for (;;) {
+		char *nb = realloc(buf, (size_t)size);
+
+		if (!nb) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = nb;
+		if (group) {
+			struct group gr, *res = NULL;
+
+			ret = getgrnam_r(item->valuestring, &gr, buf, (size_t)size, &res);
+			if (!ret && res)
+				*out = (uint32_t)gr.gr_gid;
+			else if (!ret)
+				ret = ENOENT;
+		} else {
+			struct passwd pw, *res = NULL;
+
+			ret = getpwnam_r(item->valuestring, &pw, buf, (size_t)size, &res);
+			if (!ret && res)
+				*out = (uint32_t)pw.pw_uid;
+			else if (!ret)
+				ret = ENOENT;
+		}
+		if (ret != ERANGE || size > (1L << 24))
+			break;
+		size *= 2;
+	}
+	free(buf);
+	if (ret == ENOENT)
+		return fail(c, path, "no %s named %s on this machine", what,
+			    describe(item, got, sizeof(got)));
+	if (ret)
+		return fail(c, path, "cannot look up %s %s: %s", what,
+			    describe(item, got, sizeof(got)), strerror(ret));
+	return 0;
+}
+
+/* "socket": a path, or {"path": PATH, "group": GROUP, "admin_group": GROUP}. */
+static int parse_socket(struct ctx *c, const cJSON *sock, struct fr_config *cfg)
+{
+	static const char *const keys[] = {"path", "group", "admin_group"};
+	const size_t max = sizeof(((struct sockaddr_un *)0)->sun_path) - 1;
+	const cJSON *it;
+	char got[64];
+	int ret;
+
+	if (!sock)
+		return 0;
+	if (cJSON_IsString(sock))
+		return get_path(c, sock, "socket", max, &cfg->socket_path);
+	if (!cJSON_IsObject(sock))
+		return fail(c, "socket", "must be a path string or an object like "
+			    "{\"group\": \"flightrec\"}, got %s", describe(sock, got, sizeof(got)));
+	ret = check_keys(c, sock, "socket", keys, ARRAY_SIZE(keys));
+	if (ret < 0)
+		return ret;
+	it = cJSON_GetObjectItemCaseSensitive(sock, "path");
+	if (it) {
+		ret = get_path(c, it, "socket.path", max, &cfg->socket_path);
+		if (ret < 0)
+			return ret;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(sock, "group");
+	if (it) {
+		ret = get_id(c, it, "socket.group", 1, &cfg->socket_gid);
+		if (ret < 0)
+			return ret;
+		cfg->has_socket_group = 1;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(sock, "admin_group");
+	if (it) {
+		ret = get_id(c, it, "socket.admin_group", 1, &cfg->admin_gid);
+		if (ret < 0)
+			return ret;
+		cfg->has_admin_group = 1;
 	}
 	return 0;
 }
@@ -510,13 +644,14 @@ static int check_name(struct ctx *c, const cJSON *name, const char *path,
 	return 0;
 }
 
-/* "targets": {"pids": [N...], "comm": ["name"...], "cgroup": "/path"}. */
+/* "targets": {"pids": [N...], "comm": ["name"...], "cgroup": "/path",
+ * "uid": USER}. */
 static int parse_targets(struct ctx *c, const cJSON *t, const char *path,
 			 struct fr_config_session *sess)
 {
-	static const char *const keys[] = {"pids", "comm", "cgroup"};
+	static const char *const keys[] = {"pids", "comm", "cgroup", "uid"};
 	char sub[PATH_MAX_LEN], item[PATH_MAX_LEN], got[64];
-	const cJSON *pids, *comm, *cgroup, *v;
+	const cJSON *pids, *comm, *cgroup, *uid, *v;
 	int ret, i;
 
 	if (!cJSON_IsObject(t))
@@ -571,6 +706,38 @@ static int parse_targets(struct ctx *c, const cJSON *t, const char *path,
 				    "\"/system.slice/nginx.service\" (at most %d characters), got %s",
 				    FR_CONFIG_CGROUP_MAX - 1, describe(cgroup, got, sizeof(got)));
 		snprintf(sess->cgroup, sizeof(sess->cgroup), "%s", cgroup->valuestring);
+	}
+	uid = cJSON_GetObjectItemCaseSensitive(t, "uid");
+	if (uid) {
+		join(sub, path, "uid");
+		ret = get_id(c, uid, sub, 0, &sess->uid);
+		if (ret < 0)
+			return ret;
+		sess->has_uid = 1;
+	}
+	return 0;
+}
+
+/* "users": [USER...], who besides root and the admin group may dump the
+ * session by hand. */
+static int parse_users(struct ctx *c, const cJSON *users, const char *path,
+		       struct fr_config_session *sess)
+{
+	char item[PATH_MAX_LEN], got[64];
+	const cJSON *v;
+	int i = 0, ret;
+
+	if (!cJSON_IsArray(users) || cJSON_GetArraySize(users) == 0)
+		return fail(c, path, "must be a non-empty array of user names or uids, got %s",
+			    describe(users, got, sizeof(got)));
+	if (cJSON_GetArraySize(users) > FR_CONFIG_MAX_USERS)
+		return fail(c, path, "at most %d users", FR_CONFIG_MAX_USERS);
+	cJSON_ArrayForEach(v, users) {
+		join_index(item, path, i++);
+		ret = get_id(c, v, item, 0, &sess->users[sess->nusers]);
+		if (ret < 0)
+			return ret;
+		sess->nusers++;
 	}
 	return 0;
 }
@@ -857,9 +1024,9 @@ static int parse_trigger(struct ctx *c, const cJSON *jt, const char *path,
 		/* Without targets every process of the machine would count,
 		 * and some process fails all the time (a grep that found
 		 * nothing exits with 1). */
-		if (!sess->npids && !sess->ncomms && !sess->cgroup[0])
+		if (!sess->npids && !sess->ncomms && !sess->cgroup[0] && !sess->has_uid)
 			return fail(c, sub, "an exit trigger needs the session's targets (pids, "
-				    "comm or cgroup): without them any failing process of the "
+				    "comm, cgroup or uid): without them any failing process of the "
 				    "machine would fire it");
 		break;
 	}
@@ -928,7 +1095,7 @@ static int parse_triggers(struct ctx *c, const cJSON *triggers, const char *path
 static int parse_session(struct ctx *c, const cJSON *js, const char *path,
 			 struct fr_config *cfg)
 {
-	static const char *const keys[] = {"name", "targets", "triggers", "events"};
+	static const char *const keys[] = {"name", "targets", "triggers", "events", "users"};
 	struct fr_config_session *sess = &cfg->sessions[cfg->nsessions];
 	char sub[PATH_MAX_LEN], evpath[PATH_MAX_LEN], got[64];
 	const cJSON *name, *events, *ev;
@@ -955,6 +1122,13 @@ static int parse_session(struct ctx *c, const cJSON *js, const char *path,
 	if (cJSON_GetObjectItemCaseSensitive(js, "targets")) {
 		join(sub, path, "targets");
 		ret = parse_targets(c, cJSON_GetObjectItemCaseSensitive(js, "targets"), sub, sess);
+		if (ret < 0)
+			return ret;
+	}
+
+	if (cJSON_GetObjectItemCaseSensitive(js, "users")) {
+		join(sub, path, "users");
+		ret = parse_users(c, cJSON_GetObjectItemCaseSensitive(js, "users"), sub, sess);
 		if (ret < 0)
 			return ret;
 	}
@@ -1075,12 +1249,9 @@ static int parse_root(struct ctx *c, const cJSON *root, struct fr_config *cfg)
 	if (ret < 0)
 		return ret;
 	sock = cJSON_GetObjectItemCaseSensitive(root, "socket");
-	if (sock) {
-		ret = get_path(c, sock, "socket", sizeof(((struct sockaddr_un *)0)->sun_path) - 1,
-			       &cfg->socket_path);
-		if (ret < 0)
-			return ret;
-	}
+	ret = parse_socket(c, sock, cfg);
+	if (ret < 0)
+		return ret;
 	ret = parse_dumps(c, cJSON_GetObjectItemCaseSensitive(root, "dumps"), cfg);
 	if (ret < 0)
 		return ret;
@@ -1325,8 +1496,19 @@ char *fr_config_to_json(const struct fr_config *cfg)
 	if (cfg->max_age_ns > 0 &&
 	    !cJSON_AddStringToObject(ring, "max_age", duration_text(cfg->max_age_ns, buf, sizeof(buf))))
 		goto out;
-	if (cfg->socket_path && !cJSON_AddStringToObject(root, "socket", cfg->socket_path))
+	if (cfg->has_socket_group || cfg->has_admin_group) {
+		cJSON *sock = cJSON_AddObjectToObject(root, "socket");
+
+		if (!sock || (cfg->socket_path &&
+			      !cJSON_AddStringToObject(sock, "path", cfg->socket_path)) ||
+		    (cfg->has_socket_group &&
+		     !cJSON_AddNumberToObject(sock, "group", cfg->socket_gid)) ||
+		    (cfg->has_admin_group &&
+		     !cJSON_AddNumberToObject(sock, "admin_group", cfg->admin_gid)))
+			goto out;
+	} else if (cfg->socket_path && !cJSON_AddStringToObject(root, "socket", cfg->socket_path)) {
 		goto out;
+	}
 
 	dumps = cJSON_AddObjectToObject(root, "dumps");
 	if (!dumps || (cfg->dumps_dir && !cJSON_AddStringToObject(dumps, "dir", cfg->dumps_dir)) ||
@@ -1339,7 +1521,8 @@ char *fr_config_to_json(const struct fr_config *cfg)
 
 	limits = cJSON_AddObjectToObject(root, "limits");
 	if (!limits || !cJSON_AddNumberToObject(limits, "max_rate_hz", cfg->max_rate_hz) ||
-	    !cJSON_AddNumberToObject(limits, "max_clients", cfg->max_clients))
+	    !cJSON_AddNumberToObject(limits, "max_clients", cfg->max_clients) ||
+	    !cJSON_AddNumberToObject(limits, "user_max_rate_hz", cfg->user_max_rate_hz))
 		goto out;
 
 	sessions = cJSON_AddArrayToObject(root, "sessions");
@@ -1371,7 +1554,7 @@ char *fr_config_to_json(const struct fr_config *cfg)
 			     !cJSON_AddNumberToObject(ev, "hz", sess->events[e].hz)))
 				goto out;
 		}
-		if (sess->npids || sess->ncomms || sess->cgroup[0]) {
+		if (sess->npids || sess->ncomms || sess->cgroup[0] || sess->has_uid) {
 			cJSON *t = cJSON_AddObjectToObject(js, "targets"), *a;
 
 			if (!t)
@@ -1390,6 +1573,16 @@ char *fr_config_to_json(const struct fr_config *cfg)
 			}
 			if (sess->cgroup[0] && !cJSON_AddStringToObject(t, "cgroup", sess->cgroup))
 				goto out;
+			if (sess->has_uid && !cJSON_AddNumberToObject(t, "uid", sess->uid))
+				goto out;
+		}
+		if (sess->nusers) {
+			cJSON *a = cJSON_AddArrayToObject(js, "users");
+
+			if (!a)
+				goto out;
+			for (uint32_t i = 0; i < sess->nusers; i++)
+				cJSON_AddItemToArray(a, cJSON_CreateNumber(sess->users[i]));
 		}
 		if (sess->ntriggers && !add_triggers(js, sess))
 			goto out;

@@ -5,13 +5,27 @@
  *   {
  *     "ring":    {"path": STRING, "size": SIZE, "segment": SIZE, "sync": DURATION|"off",
  *                 "max_age": DURATION},
- *     "socket":  STRING,
+ *     "socket":  STRING | {"path": STRING, "group": GROUP, "admin_group": GROUP},
  *     "dumps":   {"dir": STRING, "keep": 1..100000, "max_bytes": SIZE},
- *     "limits":  {"max_rate_hz": 1..100000, "max_clients": 1..1024},
+ *     "limits":  {"max_rate_hz": 1..100000, "max_clients": 1..1024,
+ *                 "user_max_rate_hz": 1..max_rate_hz},
  *     "sessions": [ {"name": STRING,
- *                    "targets": {"pids": [PID...], "comm": [NAME...], "cgroup": PATH},
+ *                    "targets": {"pids": [PID...], "comm": [NAME...], "cgroup": PATH,
+ *                                "uid": USER},
+ *                    "users": [USER...],
  *                    "events": [ {"event": EVENT, "hz": 1..max_rate_hz} ],
  *                    "triggers": [ TRIGGER ] } ]
+ *
+ *   GROUP is a group name or number, USER a user name or uid; a name that
+ *   this machine does not know is an error (names are resolved once, when
+ *   the file is read). "group": the socket is 0660 root:GROUP instead of
+ *   0600, so the group's members reach the daemon without root; they see
+ *   only their own processes. "admin_group": its members are treated like
+ *   root. "user_max_rate_hz" (default 99, or max_rate_hz when lower) caps
+ *   the rate such a user's `attach --follow` raises sampling to. A
+ *   session's "users" may fire its dump by hand (`dump --session`); no one
+ *   else but root and the admin group may. "targets.uid" selects the
+ *   processes of that user (their real uid, as the tracker records it).
  *
  *   "dumps": "dir" defaults to NULL (the daemon's "dumps" beside the ring),
  *   "keep" to 50, "max_bytes" to none (0 inside; "0" written is refused).
@@ -55,6 +69,7 @@
 #define FR_CONFIG_CGROUP_MAX 256
 #define FR_CONFIG_MAX_TRIGGERS 8
 #define FR_CONFIG_PATH_MAX 4096
+#define FR_CONFIG_MAX_USERS 16
 
 /* What makes a session write a dump on its own. */
 enum fr_trigger_kind {
@@ -89,6 +104,11 @@ struct fr_config_session {
 	uint32_t ncomms;
 	char comms[FR_CONFIG_MAX_COMMS][FR_CONFIG_COMM_MAX];
 	char cgroup[FR_CONFIG_CGROUP_MAX]; /* "" : any */
+	int has_uid;       /* targets.uid given: only processes of `uid` */
+	uint32_t uid;
+	uint32_t nusers;   /* users besides root and the admin group who may
+			    * dump the session by hand */
+	uint32_t users[FR_CONFIG_MAX_USERS];
 	uint32_t ntriggers;
 	struct fr_config_trigger triggers[FR_CONFIG_MAX_TRIGGERS];
 	uint32_t nevents;
@@ -102,7 +122,12 @@ struct fr_config {
 	int64_t sync_ns;       /* < 0: never fdatasync */
 	int64_t max_age_ns;    /* > 0: samples older than this are dropped */
 	char *socket_path;     /* NULL: the default runtime directory */
+	int has_socket_group;  /* socket 0660 root:socket_gid; else 0600 */
+	uint32_t socket_gid;
+	int has_admin_group;   /* members of admin_gid are treated like root */
+	uint32_t admin_gid;
 	uint32_t max_rate_hz;
+	uint32_t user_max_rate_hz; /* what a user who is not an admin may raise rates to */
 	uint32_t max_clients;
 	char *dumps_dir;       /* NULL: the default state directory's "dumps" */
 	uint32_t dumps_keep;   /* dumps kept, oldest removed first */

@@ -13,7 +13,7 @@
  * again otherwise.
  *
  * Which samples are of the request's targets (pids, command names,
- * cgroup) is decided once per stack and once per label set of each chunk,
+ * cgroup, uid) is decided once per stack and once per label set of each chunk,
  * not per sample.
  *
  * With `children`, the first pass only gathers the (pid, parent) pairs
@@ -547,6 +547,21 @@ static int wanted_comm(const struct fr_profile_request *req, const struct fr_chu
 	return 0;
 }
 
+/* Whether the process `pid` of chunk `c` belonged to the requested uid
+ * when the chunk was sealed. A process the chunk does not describe is not
+ * known to be anyone's, so it is left out: this filter keeps users from
+ * seeing each other's processes. */
+static int wanted_uid(const struct fr_profile_request *req, const struct fr_chunk *c,
+		      uint32_t pid)
+{
+	const struct fr_chunk_proc *p;
+
+	if (!req->has_uid)
+		return 1;
+	p = fr_chunk_find_proc(c, pid);
+	return p && p->uid == req->uid;
+}
+
 static int add_edge(struct builder *b, uint32_t pid, uint32_t ppid)
 {
 	if (!pid || !ppid)
@@ -694,7 +709,8 @@ static int chunk_targets(struct builder *b, const struct fr_chunk *c, int names)
 	for (uint32_t k = 0; k < c->nstacks; k++) {
 		uint32_t pid = c->stacks[k].pid;
 
-		b->stack_ok[k] = (uint8_t)(wanted_pid(b, pid) && wanted_comm(req, c, pid));
+		b->stack_ok[k] = (uint8_t)(wanted_pid(b, pid) && wanted_comm(req, c, pid) &&
+					   wanted_uid(req, c, pid));
 	}
 	for (uint32_t k = 0; k < c->nlabelsets; k++) {
 		struct fr_chunk_proc_labels l;
@@ -1490,6 +1506,10 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		comment(p, req->note);
 	if (children)
 		children_comment(&b, p);
+	if (req->has_uid) {
+		snprintf(line, sizeof(line), "limited to the processes of uid %" PRIu32, req->uid);
+		comment(p, line);
+	}
 	rate_comments(&b, p, res);
 	if (res->warning[0])
 		comment(p, res->warning);

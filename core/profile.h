@@ -95,7 +95,13 @@ int fr_profile_format_parse(const char *name);
  * store parents add no descendants. comms and cgroup still apply to the
  * extended set, and the rates are those of the extended targets. The
  * profile says "--children: N descendant processes of PID[,PID] included"
- * in a comment, N counting every descendant found in the window. */
+ * in a comment, N counting every descendant found in the window.
+ *
+ * With `has_uid`, only processes whose (real) uid, as the chunk recorded
+ * it, is `uid`; a process the chunk does not describe matches nothing.
+ * The daemon sets it from the asker's credentials for users who are not
+ * root (never from what the request says), and from a session's
+ * targets.uid; the profile says so in a comment. */
 struct fr_profile_request {
 	int64_t t0, t1;       /* window, Unix ns */
 	uint32_t nevents;     /* 0: cpu only */
@@ -108,6 +114,8 @@ struct fr_profile_request {
 	uint32_t ncomms;      /* 0: any command name */
 	char comms[FR_PROFILE_MAX_COMMS][FR_PROFILE_COMM_MAX];
 	char cgroup[FR_PROFILE_CGROUP_MAX]; /* "": any cgroup; else "/a/b" */
+	int has_uid;          /* only processes of `uid` */
+	uint32_t uid;
 	uint32_t hz;          /* wanted rate of every rate-sampled event; 0: as collected */
 	const char *version;  /* recorder version for the comment */
 	const char *kallsyms; /* NULL: /proc/kallsyms */

@@ -25,7 +25,8 @@
  *                                   db-manual-HOST-TIME.pb.gz", "t0_ns", "t1_ns"}
  *   {"v":1, "req":"consume", "events":["cpu"], "hz":999}
  *                               -> {"ok":true, "start_ns":N, "events":
- *                                   [{"event","hz","recording_hz"}]}
+ *                                   [{"event","hz","recording_hz"}],
+ *                                   "warnings":["..."]}
  *
  *   attach: optional "from_ns"/"to_ns" (Unix ns) instead of window_ns; "hz"
  *   0 or absent = the rate the data was collected at; "events" (default
@@ -54,6 +55,15 @@
  *   for consecutive windows [start, start + w), [start + w, start + 2w), ...
  *   with "from_ns"/"to_ns" attach requests on the same connection. One
  *   consume per connection.
+ *
+ * WHO ASKS matters (the peer's credentials, never a request field): root,
+ * the daemon's own user and members of socket.admin_group are served as
+ * above. Any other user (one who reached a socket shared with
+ * socket.group) gets attach profiles of its own uid's processes only,
+ * consume "hz" capped at limits.user_max_rate_hz (with a "warnings" entry
+ * saying so), consume of an event without a rate (offcpu) refused unless
+ * it is being recorded already, and a dump refused unless the session
+ * lists it in "users".
  *
  * RESPONSES carry "ok": true plus the command's fields, or "ok": false and
  * "error": a one-line message for a person. Attach answers

@@ -37,6 +37,7 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "ipc/proto.h"
+#include "ipc/share.h"
 
 #define RECV_TIMEOUT_S 5
 #define SEND_TIMEOUT_S 5
@@ -256,6 +257,72 @@ err_free:
 	return ret;
 }
 
+int fr_ipc_server_share(struct fr_ipc_server *s, gid_t gid, char *err, size_t errlen)
+{
+	char proc[64];
+	struct stat st;
+	int fd, ret;
+
+	if (!s || s->started) {
+		fr_set_err(err, errlen, "the socket can only be shared before the server starts");
+		return -EINVAL;
+	}
+	/* O_PATH|O_NOFOLLOW opens the socket file itself, never what a
+	 * symlink put in its place points to; the inode must be the one
+	 * bind() created. */
+	fd = open(s->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		fr_set_err(err, errlen, "cannot open the socket %s: %s", s->path, strerror(errno));
+		return ret;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_dev != s->sock_dev ||
+	    st.st_ino != s->sock_ino) {
+		close(fd);
+		fr_set_err(err, errlen, "%s is no longer the socket this daemon bound; refusing to "
+			   "change its owner", s->path);
+		return -ESTALE;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	/* Group first, mode second: the file is never 0660 with a group
+	 * other than the one meant. chmod() through /proc/self/fd reaches
+	 * the inode the O_PATH descriptor holds (fchmod does not take one). */
+	if (fchownat(fd, "", (uid_t)-1, gid, AT_EMPTY_PATH) < 0 || chmod(proc, 0660) < 0) {
+		ret = -errno;
+		close(fd);
+		fr_set_err(err, errlen, "cannot give %s to group %u (mode 0660): %s", s->path,
+			   (unsigned)gid, strerror(-ret));
+		return ret;
+	}
+	close(fd);
+	fr_ipc_share_dirs(s->path, gid);
+	return 0;
+}
+
+/* Reads the supplementary groups the peer had when it connected. Leaves
+ * none on failure: the peer is then judged by its uid and primary group
+ * alone, which grants less, never more. */
+static void read_peer_groups(int fd, struct fr_ipc_peer *peer)
+{
+	socklen_t len = 64 * sizeof(gid_t);
+
+	for (int tries = 0; tries < 3; tries++) {
+		gid_t *g = malloc(len ? len : sizeof(gid_t));
+
+		if (!g)
+			return;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0) {
+			peer->groups = g;
+			peer->ngroups = (unsigned)(len / sizeof(gid_t));
+			return;
+		}
+		free(g);
+		if (errno != ERANGE)
+			return;
+		/* len now holds the size needed. */
+	}
+}
+
 /* Sends `resp` (consumed) on the connection. Returns 0 or -errno. */
 static int reply(int fd, cJSON *resp)
 {
@@ -405,6 +472,7 @@ static void reap(struct fr_ipc_server *s)
 		struct conn *next = list->next;
 
 		pthread_join(list->thread, NULL);
+		free(list->peer.groups);
 		free(list);
 		list = next;
 	}
@@ -480,12 +548,14 @@ static void accept_one(struct fr_ipc_server *s)
 	c->peer.pid = cred.pid;
 	c->peer.uid = cred.uid;
 	c->peer.gid = cred.gid;
+	read_peer_groups(fd, &c->peer);
 
 	/* Created under the lock, so the thread cannot finish and unlink
 	 * itself before it is on the live list. */
 	ret = pthread_create(&c->thread, NULL, conn_main, c);
 	if (ret) {
 		pthread_mutex_unlock(&s->lock);
+		free(c->peer.groups);
 		free(c);
 		fr_log_ratelimited(FR_LOG_WARN, 1000000000LL, "cannot start a client thread: %s",
 				   strerror(ret));

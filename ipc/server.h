@@ -16,6 +16,11 @@ struct fr_ipc_peer {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
+	/* The peer's supplementary groups when it connected (SO_PEERGROUPS:
+	 * the kernel's, not a lookup that a pid reuse could fool); NULL when
+	 * it has none or they could not be read. */
+	gid_t *groups;
+	unsigned ngroups;
 	/* A handler may tie state to the connection: it sets `hold` and
 	 * `release`; from then on the connection waits for requests without a
 	 * timeout, and when it ends (the client left, sent garbage, or the
@@ -40,6 +45,20 @@ struct fr_ipc_server;
  * or -errno, with a one-line message in `err` on failure. */
 int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned max_clients,
 		       fr_ipc_handler handler, void *arg, char *err, size_t errlen);
+
+/* Shares the socket with group `gid`: root:gid, mode 0660, set through a
+ * descriptor of the very socket file fr_ipc_server_open() bound (never a
+ * path that could have been replaced by a symlink). Call before
+ * fr_ipc_server_start(). The socket's directory is opened to the group for
+ * search (0710) only when it is the daemon's own: owned by it, mode 0700
+ * and holding nothing but the socket; a directory on the way that the
+ * group cannot pass is logged as a warning. Returns 0 or -errno with a
+ * message in `err`. */
+int fr_ipc_server_share(struct fr_ipc_server *s, gid_t gid, char *err, size_t errlen);
+
+/* Whether `peer` is in group `gid`, as its primary or a supplementary
+ * group. */
+int fr_ipc_peer_in_group(const struct fr_ipc_peer *peer, gid_t gid);
 
 /* Starts the accept thread. Returns 0 or -errno. */
 int fr_ipc_server_start(struct fr_ipc_server *s);

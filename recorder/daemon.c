@@ -138,6 +138,8 @@ struct daemon {
 	/* Settings a reload may change (atomics). */
 	int64_t max_age_ns;
 	uint32_t max_rate_hz;
+	uint32_t user_max_rate_hz;
+	int64_t admin_gid;   /* -1: no admin group */
 	int64_t reloaded_ns; /* Unix ns of the last successful reload, 0 if none */
 	uint64_t reloads_rejected;
 	/* The configuration in force (ingest thread only): opts->config until
@@ -700,8 +702,12 @@ static const char *describe_targets(const struct fr_config_session *sess, char *
 			     sess->comms[i]);
 		used += k > 0 ? (size_t)k : 0;
 	}
-	if (sess->cgroup[0] && used < len)
-		snprintf(buf + used, len - used, "%scgroup %s", used ? "; " : "", sess->cgroup);
+	if (sess->cgroup[0] && used < len) {
+		k = snprintf(buf + used, len - used, "%scgroup %s", used ? "; " : "", sess->cgroup);
+		used += k > 0 ? (size_t)k : 0;
+	}
+	if (sess->has_uid && used < len)
+		snprintf(buf + used, len - used, "%suid %u", used ? "; " : "", sess->uid);
 	return buf[0] ? buf : "all processes";
 }
 
@@ -943,8 +949,9 @@ static void reload(struct daemon *d)
 	}
 	if (differs(n->ring_path, old->ring_path) || n->ring_size != old->ring_size ||
 	    n->segment_size != old->segment_size || differs(n->socket_path, old->socket_path) ||
-	    n->max_clients != old->max_clients)
-		fr_log_warn("reload: ring.path, ring.size, ring.segment, socket and "
+	    n->max_clients != old->max_clients || n->has_socket_group != old->has_socket_group ||
+	    n->socket_gid != old->socket_gid)
+		fr_log_warn("reload: ring.path, ring.size, ring.segment, socket, socket.group and "
 			    "limits.max_clients take effect at the next start");
 
 	set_session_consumers(d, n);
@@ -952,6 +959,9 @@ static void reload(struct daemon *d)
 	fr_ring_set_sync_interval(d->ring, n->sync_ns);
 	__atomic_store_n(&d->max_age_ns, n->max_age_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->max_rate_hz, n->max_rate_hz, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->user_max_rate_hz, n->user_max_rate_hz, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->admin_gid, n->has_admin_group ? (int64_t)n->admin_gid : -1,
+			 __ATOMIC_RELAXED);
 	pthread_mutex_lock(&d->config_lock);
 	if (d->owned_config) {
 		fr_config_fini(d->owned_config);
@@ -1100,6 +1110,17 @@ static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
 	fr_ipc_add_int(o, "build_id_reads_pending", pending);
 	fr_ipc_add_int(o, "build_id_read_busy_ns", busy ? now - busy : 0);
 	return 1;
+}
+
+/* Whether `peer` may see and do everything: root, the daemon's own user
+ * (a private instance) and members of the admin group. Anyone else came
+ * in through the socket's group and sees only its own processes. */
+static int peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer)
+{
+	int64_t admin = __atomic_load_n(&d->admin_gid, __ATOMIC_RELAXED);
+
+	return peer->uid == 0 || peer->uid == geteuid() ||
+	       (admin >= 0 && fr_ipc_peer_in_group(peer, (gid_t)admin));
 }
 
 static cJSON *handle_status(struct daemon *d)
@@ -1347,7 +1368,8 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 	return 0;
 }
 
-static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
+static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd,
+			    const struct fr_ipc_peer *peer)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
 	struct fr_profile_request preq;
@@ -1415,6 +1437,12 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 	}
 	preq.hz = (uint32_t)hz;
 	preq.version = FR_VERSION;
+	/* From the credentials, never from the request: a user sees the
+	 * processes it ran, whatever it asks for. */
+	if (!peer_privileged(d, peer)) {
+		preq.has_uid = 1;
+		preq.uid = (uint32_t)peer->uid;
+	}
 
 	/* Samples up to the request must be in the ring before reading it. */
 	ret = flush_barrier(d);
@@ -1473,6 +1501,11 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 		cJSON_AddItemToArray(warnings, cJSON_CreateString(warn));
 	if (warnings && res.warning[0])
 		cJSON_AddItemToArray(warnings, cJSON_CreateString(res.warning));
+	if (warnings && preq.has_uid) {
+		snprintf(warn, sizeof(warn), "the profile holds only your own processes (uid %u); "
+			 "root and members of socket.admin_group see the whole machine", preq.uid);
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(warn));
+	}
 out:
 	fr_uring_close(uring);
 	free(w);
@@ -1515,6 +1548,8 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 			snprintf(preq->comms[preq->ncomms++], FR_PROFILE_COMM_MAX, "%s",
 				 sess->comms[i]);
 		snprintf(preq->cgroup, sizeof(preq->cgroup), "%s", sess->cgroup);
+		preq->has_uid = sess->has_uid;
+		preq->uid = sess->uid;
 	}
 	snprintf(dir, sizeof(dir), "%s",
 		 d->config->dumps_dir ? d->config->dumps_dir : d->dumps_default_dir);
@@ -1558,8 +1593,29 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	return 0;
 }
 
-/* flightrec dump --session NAME: fires the session by hand. */
-static cJSON *handle_dump(struct daemon *d, const cJSON *req)
+/* Whether a user who is not privileged is among the session's "users". */
+static int may_dump(struct daemon *d, const char *session, uid_t uid)
+{
+	int ok = 0;
+
+	pthread_mutex_lock(&d->config_lock);
+	for (uint32_t i = 0; i < d->config->nsessions; i++) {
+		const struct fr_config_session *sess = &d->config->sessions[i];
+
+		if (strcmp(sess->name, session) != 0)
+			continue;
+		for (uint32_t k = 0; k < sess->nusers; k++)
+			if (sess->users[k] == (uint32_t)uid)
+				ok = 1;
+	}
+	pthread_mutex_unlock(&d->config_lock);
+	return ok;
+}
+
+/* flightrec dump --session NAME: fires the session by hand. A dump holds
+ * whatever the session targets, of every user, and costs the daemon a
+ * write; so only root, the admin group and the session's "users" may. */
+static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer)
 {
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "session");
 	struct fr_trigger_fire fire;
@@ -1572,6 +1628,13 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req)
 		return fr_ipc_error("dump: \"session\" must name a session");
 	if (get_int(req, "window_ns", 1000000000LL, 3600000000000LL, &window, &resp) < 0)
 		return resp;
+	if (!peer_privileged(d, peer) && !may_dump(d, name->valuestring, peer->uid)) {
+		fr_log_info("refused a dump of session %s to uid %u (pid %d): not among its users",
+			    name->valuestring, (unsigned)peer->uid, (int)peer->pid);
+		return fr_ipc_error("dump: uid %u may not dump session \"%s\": only root, the "
+				    "admin group (socket.admin_group) and the session's \"users\" "
+				    "may", (unsigned)peer->uid, name->valuestring);
+	}
 	if (!d->triggers)
 		return fr_ipc_error("dump: this recorder runs without triggers (see its log)");
 	memset(&fire, 0, sizeof(fire));
@@ -1599,10 +1662,11 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req)
 static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
+	uint32_t user_max = __atomic_load_n(&d->user_max_rate_hz, __ATOMIC_RELAXED);
 	struct consumer *c;
-	cJSON *resp = NULL, *events;
+	cJSON *resp = NULL, *events, *warnings;
 	int64_t hz = 0, start;
-	char failed[512] = "", name[FR_EVENT_NAME_MAX];
+	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "";
 	int n;
 
 	if (peer->hold)
@@ -1622,8 +1686,44 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 		return resp;
 	}
 	c->nevents = (uint32_t)n;
+	/* An event without a rate (offcpu: every context switch) has no
+	 * limit to cap; a user may follow it only while it is recorded
+	 * anyway, never start it for the whole machine. */
+	if (!peer_privileged(d, peer)) {
+		for (int i = 0; i < n && !failed[0]; i++) {
+			struct source *src;
+
+			if (fr_event_has_rate(c->events[i]))
+				continue;
+			pthread_mutex_lock(&d->src_lock);
+			src = find_source(d, c->events[i]);
+			if (!src || !src->perf)
+				snprintf(failed, sizeof(failed),
+					 "consume: %s is not being recorded, and it records every "
+					 "context switch of the machine; only root and members of "
+					 "socket.admin_group may start it",
+					 fr_event_format(c->events[i], name, sizeof(name)));
+			pthread_mutex_unlock(&d->src_lock);
+		}
+		if (failed[0]) {
+			free(c);
+			return fr_ipc_error("%s", failed);
+		}
+	}
 	for (int i = 0; i < n; i++)
 		c->hz[i] = fr_event_has_rate(c->events[i]) ? (uint32_t)(hz ? hz : 99) : 0;
+	/* Raising rates costs every process on the machine; a user who is
+	 * not privileged gets at most its own limit, told so rather than
+	 * refused (it still gets a profile). */
+	for (int i = 0; i < n; i++) {
+		if (c->hz[i] <= user_max || peer_privileged(d, peer))
+			continue;
+		if (!capped[0])
+			snprintf(capped, sizeof(capped),
+				 "%u Hz is above the limit for users (limits.user_max_rate_hz); "
+				 "recording at %u Hz", c->hz[i], user_max);
+		c->hz[i] = user_max;
+	}
 	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
 	if (wait_reconciled(d, consumer_add(d, c)) < 0) {
 		consumer_remove(d, c);
@@ -1645,13 +1745,16 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 	}
 	peer->hold = c;
 	peer->release = consumer_release;
-	fr_log_info("%s asks for %s%s at %lld Hz", c->name,
+	fr_log_info("%s (uid %u) asks for %s%s at %lld Hz%s%s", c->name, (unsigned)peer->uid,
 		    fr_event_format(c->events[0], name, sizeof(name)), n > 1 ? " and more" : "",
-		    (long long)c->hz[0]);
+		    (long long)c->hz[0], capped[0] ? ": " : "", capped);
 
 	resp = fr_ipc_ok();
 	if (!resp)
 		return NULL;
+	warnings = cJSON_AddArrayToObject(resp, "warnings");
+	if (warnings && capped[0])
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(capped));
 	fr_ipc_add_int(resp, "start_ns", start);
 	events = cJSON_AddArrayToObject(resp, "events");
 	pthread_mutex_lock(&d->src_lock);
@@ -1676,7 +1779,7 @@ static cJSON *handle_request(void *arg, const char *cmd, const cJSON *req, int f
 	struct daemon *d = arg;
 
 	if (strcmp(cmd, "attach") == 0)
-		return handle_attach(d, req, fd);
+		return handle_attach(d, req, fd, peer);
 	if (fd >= 0)
 		close(fd);
 	if (strcmp(cmd, "status") == 0)
@@ -1686,7 +1789,7 @@ static cJSON *handle_request(void *arg, const char *cmd, const cJSON *req, int f
 	if (strcmp(cmd, "consume") == 0)
 		return handle_consume(d, req, peer);
 	if (strcmp(cmd, "dump") == 0)
-		return handle_dump(d, req);
+		return handle_dump(d, req, peer);
 	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, consume, "
 			    "dump, status, sessions)", cmd);
 }
@@ -1810,6 +1913,13 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		fprintf(stderr, "flightrecd: %s\n", err);
 		goto out;
 	}
+	if (cfg->has_socket_group) {
+		ret = fr_ipc_server_share(d->server, (gid_t)cfg->socket_gid, err, sizeof(err));
+		if (ret < 0) {
+			fprintf(stderr, "flightrecd: %s\n", err);
+			goto out;
+		}
+	}
 
 	ret = fr_mkdir_parent(opts->ring_path, 0700, err, sizeof(err));
 	if (ret < 0) {
@@ -1828,6 +1938,8 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	fr_ring_set_sync_interval(d->ring, cfg->sync_ns);
 	d->max_age_ns = cfg->max_age_ns;
 	d->max_rate_hz = cfg->max_rate_hz;
+	d->user_max_rate_hz = cfg->user_max_rate_hz;
+	d->admin_gid = cfg->has_admin_group ? (int64_t)cfg->admin_gid : -1;
 	expire(d); /* before the writer thread exists, so no race */
 
 	d->tracker = fr_tracker_new();

@@ -20,6 +20,11 @@
  * child before they exec its program). Between those it is not re-read, so
  * a process moved later keeps the old path until its next exec.
  *
+ * Its (real) uid, which profiles of users who are not root filter by: read
+ * from /proc when the process is learned there, inherited at fork, and
+ * read again at exec, since that is when a process runs as someone new
+ * (runuser, sudo, a login: the fork is root's, the program the user's).
+ *
  * And its parent's pid, which chunks store so that a profile can take a
  * process's descendants from the ring alone: from /proc/PID/stat when the
  * process is learned from /proc, from the FORK record otherwise (the pid
@@ -330,6 +335,8 @@ static const struct map *lookup_map(const struct proc *p, uint64_t addr)
 	return NULL;
 }
 
+static void read_uid(struct fr_tracker *t, const char *proc, uint32_t pid, struct proc *p);
+
 void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm,
 		     int exec)
 {
@@ -348,6 +355,7 @@ void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const cha
 		/* Its cgroup as it is now; if it is gone already, what was
 		 * inherited or read before stays. */
 		fr_proc_read_cgroup("/proc", pid, p->cgroup, sizeof(p->cgroup));
+		read_uid(t, "/proc", pid, p);
 	}
 	if (exec || pid == tid || !p->comm[0])
 		copy_name(p->comm, comm);
@@ -515,6 +523,21 @@ static ssize_t read_small(struct fr_tracker *t, const char *path)
 	return n;
 }
 
+/* Sets p->uid from PROC/PID/status (the first "Uid:" field, the real
+ * uid); when it cannot be read, the uid known so far stays. */
+static void read_uid(struct fr_tracker *t, const char *proc, uint32_t pid, struct proc *p)
+{
+	char path[128];
+	char *u;
+
+	snprintf(path, sizeof(path), "%s/%u/status", proc, pid);
+	if (read_small(t, path) <= 0)
+		return;
+	u = strstr(t->scratch, "\nUid:");
+	if (u)
+		p->uid = (uint32_t)strtoul(u + 5, NULL, 10);
+}
+
 static void chomp(char *s)
 {
 	size_t n = strlen(s);
@@ -594,12 +617,7 @@ int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid)
 					      (int64_t)(start * (1000000000ull / (unsigned long)t->clk_tck));
 		}
 	}
-	snprintf(path, sizeof(path), "%s/status", dir);
-	if (read_small(t, path) > 0) {
-		char *u = strstr(t->scratch, "\nUid:");
-		if (u)
-			p->uid = (uint32_t)strtoul(u + 5, NULL, 10);
-	}
+	read_uid(t, proc, pid, p);
 	fr_proc_read_cgroup(proc, pid, p->cgroup, sizeof(p->cgroup));
 	snprintf(path, sizeof(path), "%s/exe", dir);
 	n = readlink(path, link, sizeof(link) - 1);

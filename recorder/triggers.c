@@ -17,7 +17,7 @@
  *
  * Exit triggers must name a process after it is gone. The exit event
  * carries only pids and the wait status, so the engine keeps a table of
- * the processes that may be targets (pid -> command name and cgroup),
+ * the processes that may be targets (pid -> command name, cgroup, uid),
  * seeded from /proc and kept current with the connector's fork, exec and
  * comm events; at exit it prefers what the zombie still shows in /proc.
  * The table holds at most 65536 processes, the oldest entry making room.
@@ -70,7 +70,11 @@
  * configured path's end). */
 #define CG_LEN 4096
 
-/* ---- process table: pid -> command name, cgroup ------------------------ */
+/* A process whose uid could not be read: matches no uid target. (uid_t)-1
+ * is no one's uid. */
+#define UID_UNKNOWN UINT32_MAX
+
+/* ---- process table: pid -> command name, cgroup, uid ------------------- */
 
 struct pt_entry {
 	uint32_t pid;
@@ -78,6 +82,7 @@ struct pt_entry {
 	int32_t older, newer; /* insertion order, for eviction */
 	char comm[COMM_LEN];
 	char *cgroup;         /* NULL: unknown */
+	uint32_t uid;         /* real uid, or UID_UNKNOWN */
 };
 
 struct proc_table {
@@ -157,7 +162,8 @@ static void pt_del(struct proc_table *pt, uint32_t pid)
 
 /* Inserts or updates `pid`; `cgroup` NULL or "" when unknown. Returns 0 or
  * -ENOMEM (the table is then unchanged). */
-static int pt_put(struct proc_table *pt, uint32_t pid, const char *comm, const char *cgroup)
+static int pt_put(struct proc_table *pt, uint32_t pid, const char *comm, const char *cgroup,
+		  uint32_t uid)
 {
 	char *cg = NULL;
 	int32_t i;
@@ -208,6 +214,7 @@ static int pt_put(struct proc_table *pt, uint32_t pid, const char *comm, const c
 fill:
 	snprintf(pt->e[i].comm, sizeof(pt->e[i].comm), "%s", comm ? comm : "");
 	pt->e[i].cgroup = cg;
+	pt->e[i].uid = uid;
 	pt_link_newest(pt, i);
 	return 0;
 
@@ -316,7 +323,7 @@ static void wake(struct fr_triggers *t)
 
 static int has_targets(const struct fr_config_session *s)
 {
-	return s->npids || s->ncomms || s->cgroup[0];
+	return s->npids || s->ncomms || s->cgroup[0] || s->has_uid;
 }
 
 static int has_kind(const struct fr_config_session *s, uint32_t kind)
@@ -346,17 +353,22 @@ static int comm_listed(const struct fr_config_session *s, const char *comm)
 }
 
 /* Whether a process is of the session's targets: of each kind given (pids,
- * comm, cgroup), one of its values, as profiles select (core/profile.h). */
+ * comm, cgroup, uid), one of its values, as profiles select
+ * (core/profile.h). The uid matters because anyone can name a process
+ * anything: without it, another user's process called like the target
+ * would fire the trigger. */
 static int targets_match(const struct fr_config_session *s, uint32_t pid, const char *comm,
-			 const char *cgroup)
+			 const char *cgroup, uint32_t uid)
 {
 	return (!s->npids || pid_listed(s, pid)) && (!s->ncomms || comm_listed(s, comm)) &&
-	       (!s->cgroup[0] || fr_cgroup_within(cgroup, s->cgroup));
+	       (!s->cgroup[0] || fr_cgroup_within(cgroup, s->cgroup)) &&
+	       (!s->has_uid || (uid != UID_UNKNOWN && uid == s->uid));
 }
 
 static int targets_equal(const struct fr_config_session *a, const struct fr_config_session *b)
 {
-	if (a->npids != b->npids || a->ncomms != b->ncomms || strcmp(a->cgroup, b->cgroup) != 0)
+	if (a->npids != b->npids || a->ncomms != b->ncomms || strcmp(a->cgroup, b->cgroup) != 0 ||
+	    a->has_uid != b->has_uid || (a->has_uid && a->uid != b->uid))
 		return 0;
 	if (memcmp(a->pids, b->pids, a->npids * sizeof(a->pids[0])) != 0)
 		return 0;
@@ -401,6 +413,23 @@ static int read_comm(uint32_t pid, char comm[COMM_LEN])
 	memcpy(comm, buf, (size_t)n);
 	comm[n] = '\0';
 	return 0;
+}
+
+/* The real uid of `pid` (the first of /proc/PID/status "Uid:", as the
+ * tracker records it), or UID_UNKNOWN. A zombie still shows it. */
+static uint32_t read_uid(uint32_t pid)
+{
+	char path[64], buf[2048], *u, *end;
+	unsigned long v;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	if (read_text(path, buf, sizeof(buf)) <= 0)
+		return UID_UNKNOWN;
+	u = strstr(buf, "\nUid:");
+	if (!u)
+		return UID_UNKNOWN;
+	v = strtoul(u + 5, &end, 10);
+	return end == u + 5 || v >= UID_UNKNOWN ? UID_UNKNOWN : (uint32_t)v;
 }
 
 struct pstat {
@@ -673,22 +702,23 @@ static void handle_signals(struct fr_triggers *t)
 
 /* Whether a process may be some exit trigger's target. */
 static int may_matter(const struct fr_triggers *t, uint32_t pid, const char *comm,
-		      const char *cgroup)
+		      const char *cgroup, uint32_t uid)
 {
 	for (uint32_t si = 0; si < t->nsessions; si++)
 		if (has_kind(&t->sessions[si], FR_TRIGGER_EXIT) &&
-		    targets_match(&t->sessions[si], pid, comm, cgroup))
+		    targets_match(&t->sessions[si], pid, comm, cgroup, uid))
 			return 1;
 	return 0;
 }
 
-/* Keeps process `pid` (called `comm`, in cgroup `cg`) in the table when
- * it may be some exit trigger's target, else forgets it. */
-static void follow(struct fr_triggers *t, uint32_t pid, const char *comm, const char *cg)
+/* Keeps process `pid` (called `comm`, in cgroup `cg`, of `uid`) in the
+ * table when it may be some exit trigger's target, else forgets it. */
+static void follow(struct fr_triggers *t, uint32_t pid, const char *comm, const char *cg,
+		   uint32_t uid)
 {
-	if (!may_matter(t, pid, comm, cg))
+	if (!may_matter(t, pid, comm, cg, uid))
 		pt_del(&t->procs, pid);
-	else if (pt_put(&t->procs, pid, comm, cg) < 0)
+	else if (pt_put(&t->procs, pid, comm, cg, uid) < 0)
 		fr_log_ratelimited(FR_LOG_WARN, LOG_INTERVAL_NS,
 				   "exit triggers: out of memory; process %u (%s) is not followed",
 				   pid, comm);
@@ -701,7 +731,10 @@ static void learn(struct fr_triggers *t, uint32_t pid, uint32_t parent)
 {
 	char comm[COMM_LEN] = "", cg[CG_LEN] = "";
 	int32_t pi = parent ? pt_find(&t->procs, parent) : -1;
+	uint32_t uid = read_uid(pid);
 
+	if (uid == UID_UNKNOWN && parent)
+		uid = pi >= 0 ? t->procs.e[pi].uid : read_uid(parent);
 	if (read_comm(pid, comm) < 0 && parent) {
 		if (pi >= 0)
 			snprintf(comm, sizeof(comm), "%s", t->procs.e[pi].comm);
@@ -714,7 +747,7 @@ static void learn(struct fr_triggers *t, uint32_t pid, uint32_t parent)
 		else
 			(void)fr_proc_read_cgroup("/proc", parent, cg, sizeof(cg));
 	}
-	follow(t, pid, comm, cg);
+	follow(t, pid, comm, cg, uid);
 }
 
 static void on_fork(void *arg, uint32_t pid, uint32_t parent)
@@ -722,7 +755,7 @@ static void on_fork(void *arg, uint32_t pid, uint32_t parent)
 	struct fr_triggers *t = arg;
 	int32_t pi = pt_find(&t->procs, parent);
 
-	/* A child starts with its parent's name and cgroup: copied from a
+	/* A child starts with its parent's name, cgroup and uid: copied from a
 	 * parent that is followed, without reading /proc (forks are the
 	 * busiest events). A parent not followed did not matter; its child
 	 * is read in case the table missed the parent. */
@@ -732,7 +765,7 @@ static void on_fork(void *arg, uint32_t pid, uint32_t parent)
 		memcpy(comm, t->procs.e[pi].comm, sizeof(comm));
 		if (t->procs.e[pi].cgroup)
 			snprintf(cg, sizeof(cg), "%s", t->procs.e[pi].cgroup);
-		follow(t, pid, comm, cg);
+		follow(t, pid, comm, cg, t->procs.e[pi].uid);
 		return;
 	}
 	learn(t, pid, parent);
@@ -748,12 +781,18 @@ static void on_comm(void *arg, uint32_t pid, const char *comm)
 	struct fr_triggers *t = arg;
 	int32_t i = pt_find(&t->procs, pid);
 	char cg[CG_LEN] = "";
+	/* A rename is the moment a process may start to look like a
+	 * target, so its uid is read fresh rather than trusted from a
+	 * fork long ago (a setuid since). */
+	uint32_t uid = read_uid(pid);
 
 	if (i >= 0 && t->procs.e[i].cgroup)
 		snprintf(cg, sizeof(cg), "%s", t->procs.e[i].cgroup);
 	else if (i < 0 && t->track_cgroup)
 		(void)fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg));
-	follow(t, pid, comm, cg);
+	if (uid == UID_UNKNOWN && i >= 0)
+		uid = t->procs.e[i].uid;
+	follow(t, pid, comm, cg, uid);
 }
 
 static void on_exit_event(void *arg, uint32_t pid, uint32_t tgid, uint32_t exit_code,
@@ -762,6 +801,7 @@ static void on_exit_event(void *arg, uint32_t pid, uint32_t tgid, uint32_t exit_
 	struct fr_triggers *t = arg;
 	int status = (int)exit_code;
 	char comm[COMM_LEN] = "", cg[CG_LEN] = "", reason[256], what[64];
+	uint32_t uid = UID_UNKNOWN;
 	struct pstat ps;
 	int32_t i;
 
@@ -771,13 +811,14 @@ static void on_exit_event(void *arg, uint32_t pid, uint32_t tgid, uint32_t exit_
 		pt_del(&t->procs, pid);
 		return;
 	}
-	/* While the parent has not reaped it, the zombie still shows its name
-	 * and cgroup, fresher than the table (a move without exec); a live
-	 * process under that pid would be a new one. */
+	/* While the parent has not reaped it, the zombie still shows its name,
+	 * cgroup and uid, fresher than the table (a move without exec, a
+	 * setuid); a live process under that pid would be a new one. */
 	if (read_stat(pid, &ps) == 0 && (ps.state == 'Z' || ps.state == 'X')) {
 		snprintf(comm, sizeof(comm), "%s", ps.comm);
 		if (t->track_cgroup)
 			(void)fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg));
+		uid = read_uid(pid);
 	}
 	i = pt_find(&t->procs, pid);
 	if (i >= 0) {
@@ -785,6 +826,8 @@ static void on_exit_event(void *arg, uint32_t pid, uint32_t tgid, uint32_t exit_
 			snprintf(comm, sizeof(comm), "%s", t->procs.e[i].comm);
 		if (!cg[0] && t->procs.e[i].cgroup)
 			snprintf(cg, sizeof(cg), "%s", t->procs.e[i].cgroup);
+		if (uid == UID_UNKNOWN)
+			uid = t->procs.e[i].uid;
 		pt_del(&t->procs, pid);
 	}
 
@@ -805,7 +848,7 @@ static void on_exit_event(void *arg, uint32_t pid, uint32_t tgid, uint32_t exit_
 	for (uint32_t si = 0; si < t->nsessions; si++) {
 		const struct fr_config_session *s = &t->sessions[si];
 
-		if (!has_kind(s, FR_TRIGGER_EXIT) || !targets_match(s, pid, comm, cg))
+		if (!has_kind(s, FR_TRIGGER_EXIT) || !targets_match(s, pid, comm, cg, uid))
 			continue;
 		for (uint32_t ti = 0; ti < s->ntriggers; ti++)
 			if (s->triggers[ti].kind == FR_TRIGGER_EXIT)
@@ -884,7 +927,7 @@ static uint64_t procs_delta(const struct cpu_meter *m)
 
 static int is_proc_session(const struct fr_config_session *s)
 {
-	return has_kind(s, FR_TRIGGER_CPU_ABOVE) && (s->npids || s->ncomms);
+	return has_kind(s, FR_TRIGGER_CPU_ABOVE) && (s->npids || s->ncomms || s->has_uid);
 }
 
 /* Adds process `pid` to the measurement of every session whose targets
@@ -894,6 +937,8 @@ static void sample_process(struct fr_triggers *t, uint32_t pid, const struct pst
 {
 	char cg[CG_LEN];
 	int cg_state = 0; /* 0 not read, 1 read, -1 unknown */
+	uint32_t uid = UID_UNKNOWN;
+	int uid_read = 0;
 
 	for (uint32_t si = 0; si < t->nsessions; si++) {
 		const struct fr_config_session *s = &t->sessions[si];
@@ -902,7 +947,11 @@ static void sample_process(struct fr_triggers *t, uint32_t pid, const struct pst
 			continue;
 		if (s->cgroup[0] && cg_state == 0)
 			cg_state = fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg)) == 0 ? 1 : -1;
-		if (!targets_match(s, pid, ps->comm, cg_state == 1 ? cg : NULL))
+		if (s->has_uid && !uid_read) {
+			uid = read_uid(pid);
+			uid_read = 1;
+		}
+		if (!targets_match(s, pid, ps->comm, cg_state == 1 ? cg : NULL, uid))
 			continue;
 		if (add_sample(&t->state[si].meter, pid, ps) < 0)
 			fr_log_ratelimited(FR_LOG_WARN, LOG_INTERVAL_NS,
@@ -962,7 +1011,8 @@ static void cpu_tick(struct fr_triggers *t)
 		t->state[si].meter.nnext = 0;
 		if (!has_targets(s))
 			need_machine = 1;
-		if (s->ncomms)
+		/* Processes by name or by owner: only a scan finds them. */
+		if (s->ncomms || (s->has_uid && !s->npids))
 			need_scan = 1;
 	}
 	if (need_machine) {

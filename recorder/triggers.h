@@ -6,17 +6,20 @@
  *              its signal arrives.
  *   cpu_above  every second, the CPU use of the session's targets (all
  *              processes when it has none): pids from /proc/PID/stat,
- *              command names by scanning /proc (only those in the cgroup
- *              when one is given too), a cgroup alone from its cpu.stat
+ *              command names or a uid by scanning /proc (only those in
+ *              the cgroup when one is given too), a cgroup alone from its cpu.stat
  *              usage_usec; the whole machine from /proc/stat.
  *              Fires when the use stayed above `percent` of the machine's
  *              CPUs (100 = every CPU busy) for `for_ns`.
  *   exit       a process exits with a non-zero status or dies of a signal
  *              (netlink proc connector, PROC_EVENT_EXIT with exit code and
  *              signal); fires when the process is one of the session's
- *              targets (of each kind given, pids, comm and cgroup, one of
- *              its values, as profiles select; the configuration refuses
- *              an exit trigger on a session without targets).
+ *              targets (of each kind given, pids, comm, cgroup and uid,
+ *              one of its values, as profiles select; the configuration
+ *              refuses an exit trigger on a session without targets). The
+ *              uid is the process's real uid as its zombie shows it, so a
+ *              user cannot fire another's trigger by naming a process
+ *              like its target.
  * A trigger that fired does not fire again before its cooldown has passed
  * (a fire inside the cooldown is counted as suppressed and logged, rate
  * limited). When a trigger fires, the engine waits `after_ns`, then calls

@@ -446,6 +446,9 @@ static int follow(int sock, const char *socket_path, const struct fr_query_args 
 	t0 = (int64_t)num(resp, "start_ns");
 	{
 		const cJSON *ev;
+		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "warnings"))
+			if (cJSON_IsString(ev))
+				fprintf(stderr, "%s: warning: %s\n", prog, ev->valuestring);
 		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "events"))
 			fprintf(stderr, "%s: following %s at %.0f Hz (recording at %.0f Hz)\n", prog,
 				str(ev, "event"), num(ev, "hz"), num(ev, "recording_hz"));
@@ -918,6 +921,9 @@ static int cmd_sessions(int argc, char **argv)
 	}
 	{
 		const cJSON *ev;
+		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "warnings"))
+			if (cJSON_IsString(ev))
+				fprintf(stderr, "%s: warning: %s\n", prog, ev->valuestring);
 		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "events")) {
 			if (strcmp(str(ev, "state"), "recording") != 0)
 				printf("recording: %s failed: %s\n", str(ev, "event"),

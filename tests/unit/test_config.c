@@ -34,7 +34,10 @@ static int cfg_equal(const struct fr_config *a, const struct fr_config *b)
 	    a->sync_ns != b->sync_ns || a->max_rate_hz != b->max_rate_hz ||
 	    a->max_clients != b->max_clients || a->max_age_ns != b->max_age_ns ||
 	    a->nsessions != b->nsessions || !str_eq(a->dumps_dir, b->dumps_dir) ||
-	    a->dumps_keep != b->dumps_keep || a->dumps_max_bytes != b->dumps_max_bytes)
+	    a->dumps_keep != b->dumps_keep || a->dumps_max_bytes != b->dumps_max_bytes ||
+	    a->has_socket_group != b->has_socket_group || a->socket_gid != b->socket_gid ||
+	    a->has_admin_group != b->has_admin_group || a->admin_gid != b->admin_gid ||
+	    a->user_max_rate_hz != b->user_max_rate_hz)
 		return 0;
 	for (uint32_t s = 0; s < a->nsessions; s++) {
 		const struct fr_config_session *x = &a->sessions[s], *y = &b->sessions[s];
@@ -44,6 +47,8 @@ static int cfg_equal(const struct fr_config *a, const struct fr_config *b)
 		    strcmp(x->cgroup, y->cgroup) != 0 ||
 		    memcmp(x->pids, y->pids, x->npids * sizeof(x->pids[0])) != 0 ||
 		    memcmp(x->comms, y->comms, sizeof(x->comms)) != 0 ||
+		    x->has_uid != y->has_uid || x->uid != y->uid || x->nusers != y->nusers ||
+		    memcmp(x->users, y->users, x->nusers * sizeof(x->users[0])) != 0 ||
 		    x->ntriggers != y->ntriggers)
 			return 0;
 		for (uint32_t t = 0; t < x->ntriggers; t++) {
@@ -149,9 +154,9 @@ static const struct bad bad_configs[] = {
 	 SRC ": ring.sise: unknown key (accepted: path, size, segment, sync, max_age)"},
 	{"{\"dump\":{}}", SRC ": dump: unknown key (accepted: ring, socket, dumps, limits, sessions)"},
 	{"{\"limits\":{\"rate\":1}}",
-	 SRC ": limits.rate: unknown key (accepted: max_rate_hz, max_clients)"},
+	 SRC ": limits.rate: unknown key (accepted: max_rate_hz, max_clients, user_max_rate_hz)"},
 	{"{\"sessions\":[{\"name\":\"a\",\"evnts\":[]}]}",
-	 SRC ": sessions[0].evnts: unknown key (accepted: name, targets, triggers, events)"},
+	 SRC ": sessions[0].evnts: unknown key (accepted: name, targets, triggers, events, users)"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"rate\":9}]}]}",
 	 SRC ": sessions[0].events[0].rate: unknown key (accepted: event, hz)"},
 	{"{\"ring\":{\"size\":\"4MiB\",\"size\":\"8MiB\"}}", SRC ": ring.size: given twice"},
@@ -179,8 +184,26 @@ static const struct bad bad_configs[] = {
 	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"pids\":[0]}}]}",
 	 SRC ": sessions[0].targets.pids[0]: must be 1..2147483647, got 0"},
 	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"pid\":[1]}}]}",
-	 SRC ": sessions[0].targets.pid: unknown key (accepted: pids, comm, cgroup)"},
-	{"{\"socket\":true}", SRC ": socket: must be a non-empty path string, got true"},
+	 SRC ": sessions[0].targets.pid: unknown key (accepted: pids, comm, cgroup, uid)"},
+	{"{\"socket\":true}", SRC ": socket: must be a path string or an object like "
+	 "{\"group\": \"flightrec\"}, got true"},
+	{"{\"socket\":{\"path\":\"\"}}", SRC ": socket.path: must be a non-empty path string, got \"\""},
+	{"{\"socket\":{\"mode\":\"0666\"}}",
+	 SRC ": socket.mode: unknown key (accepted: path, group, admin_group)"},
+	{"{\"socket\":{\"group\":\"fr-no-such-group\"}}",
+	 SRC ": socket.group: no group named \"fr-no-such-group\" on this machine"},
+	{"{\"socket\":{\"admin_group\":-1}}",
+	 SRC ": socket.admin_group: must be a group name or number 0..4294967294, got -1"},
+	{"{\"socket\":{\"group\":true}}", SRC ": socket.group: must be a group name or number, got true"},
+	{"{\"limits\":{\"max_rate_hz\":500,\"user_max_rate_hz\":501}}",
+	 SRC ": limits.user_max_rate_hz: must be 1..500, got 501"},
+	{"{\"limits\":{\"user_max_rate_hz\":0}}", SRC ": limits.user_max_rate_hz: must be 1..10000, got 0"},
+	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"uid\":\"fr-no-such-user\"}}]}",
+	 SRC ": sessions[0].targets.uid: no user named \"fr-no-such-user\" on this machine"},
+	{"{\"sessions\":[{\"name\":\"x\",\"users\":[]}]}",
+	 SRC ": sessions[0].users: must be a non-empty array of user names or uids, got []"},
+	{"{\"sessions\":[{\"name\":\"x\",\"users\":[0,\"fr-no-such-user\"]}]}",
+	 SRC ": sessions[0].users[1]: no user named \"fr-no-such-user\" on this machine"},
 	{"{\"limits\":{\"max_clients\":\"64\"}}",
 	 SRC ": limits.max_clients: must be an integer 1..1024, got \"64\""},
 	{"{\"sessions\":{}}", SRC ": sessions: must be an array of sessions, got {}"},
@@ -324,7 +347,7 @@ static const struct bad bad_configs[] = {
 	 T0 ".for: must be a duration of at least 1s like \"10s\" or \"1m\", got 10"},
 	/* triggers: exit */
 	{TRIGS("{\"on\":\"exit\"}"),
-	 T0 ".on: an exit trigger needs the session's targets (pids, comm or cgroup): without them "
+	 T0 ".on: an exit trigger needs the session's targets (pids, comm, cgroup or uid): without them "
 	    "any failing process of the machine would fire it"},
 	/* triggers: window, after, cooldown */
 	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"window\":\"0s\"}"),
@@ -930,6 +953,61 @@ static void test_round_trip(void)
 	}
 }
 
+/* The socket group, the admin group, the users' rate limit, a session's
+ * users and a uid target: names resolved, numbers taken, printed back. */
+static void test_oncall(void)
+{
+	const char *j = "{\"socket\": {\"path\": \"/run/fr/s.sock\", \"group\": \"root\", "
+			"\"admin_group\": 4242},"
+			" \"limits\": {\"user_max_rate_hz\": 49},"
+			" \"sessions\": [{\"name\": \"api\", \"users\": [\"nobody\", 1234],"
+			"  \"targets\": {\"comm\": [\"api\"], \"uid\": \"root\"},"
+			"  \"triggers\": [{\"on\": \"exit\"}]},"
+			"  {\"name\": \"mine\", \"targets\": {\"uid\": \"4000\"},"
+			"  \"triggers\": [{\"on\": \"exit\"}]}]}";
+	struct fr_config cfg, back;
+	char err[256] = "", *text;
+	int ret;
+
+	ret = fr_config_parse(&cfg, j, strlen(j), SRC, err, sizeof(err));
+	CHECK(ret == 0, "on-call config: %s", err);
+	if (ret < 0)
+		return;
+	CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/run/fr/s.sock") == 0, "socket.path");
+	CHECK(cfg.has_socket_group && cfg.socket_gid == 0, "socket.group by name");
+	CHECK(cfg.has_admin_group && cfg.admin_gid == 4242, "socket.admin_group by number");
+	CHECK(cfg.user_max_rate_hz == 49, "user_max_rate_hz %u", cfg.user_max_rate_hz);
+	CHECK(cfg.sessions[0].nusers == 2 && cfg.sessions[0].users[0] == 65534 &&
+		      cfg.sessions[0].users[1] == 1234,
+	      "users by name and number");
+	CHECK(cfg.sessions[0].has_uid && cfg.sessions[0].uid == 0, "targets.uid by name");
+	CHECK(cfg.sessions[1].has_uid && cfg.sessions[1].uid == 4000,
+	      "targets.uid alone is a target (an exit trigger may use it)");
+	text = fr_config_to_json(&cfg);
+	CHECK(text != NULL, "to_json");
+	ret = text ? fr_config_parse(&back, text, strlen(text), "printed", err, sizeof(err)) : -1;
+	CHECK(ret == 0 && cfg_equal(&cfg, &back), "on-call round trip: %s\n%s", err,
+	      text ? text : "");
+	if (ret == 0)
+		fr_config_fini(&back);
+	free(text);
+	fr_config_fini(&cfg);
+
+	/* Without a socket object: root only; users get 99 Hz, or the
+	 * recorder's limit when that is lower. */
+	ret = fr_config_parse(&cfg, "{}", 2, SRC, err, sizeof(err));
+	CHECK(ret == 0 && !cfg.has_socket_group && !cfg.has_admin_group &&
+		      cfg.user_max_rate_hz == 99,
+	      "defaults: group %d admin %d rate %u", cfg.has_socket_group, cfg.has_admin_group,
+	      cfg.user_max_rate_hz);
+	fr_config_fini(&cfg);
+	j = "{\"limits\": {\"max_rate_hz\": 50}}";
+	ret = fr_config_parse(&cfg, j, strlen(j), SRC, err, sizeof(err));
+	CHECK(ret == 0 && cfg.user_max_rate_hz == 50, "user rate follows a lower limit: %u",
+	      cfg.user_max_rate_hz);
+	fr_config_fini(&cfg);
+}
+
 static void test_load(void)
 {
 	char dir[] = "/tmp/fr-test-config-XXXXXX";
@@ -977,6 +1055,7 @@ int main(void)
 	test_triggers();
 	test_round_trip();
 	test_load();
+	test_oncall();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

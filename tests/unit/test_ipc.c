@@ -8,12 +8,14 @@
 #include "ipc/server.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
@@ -384,6 +386,7 @@ static cJSON *handler(void *arg, const char *cmd, const cJSON *req, int fd,
 		cJSON_AddNumberToObject(resp, "uid", peer->uid);
 		cJSON_AddNumberToObject(resp, "gid", peer->gid);
 		cJSON_AddNumberToObject(resp, "pid", peer->pid);
+		cJSON_AddBoolToObject(resp, "in_4242", fr_ipc_peer_in_group(peer, 4242));
 		return resp;
 	}
 	if (strcmp(cmd, "write") == 0) {
@@ -748,6 +751,91 @@ static void test_hold(void)
 	close(a);
 }
 
+/* Sharing the socket with a group: the file becomes 0660 root:GROUP, its
+ * private directory lets the group through, the peer's supplementary
+ * groups are seen, and a socket replaced by a symlink is never followed. */
+static void test_share(void)
+{
+	struct fr_ipc_server *s = NULL;
+	char dir[200], path[256], victim[256], err[256];
+	struct stat st;
+	cJSON *resp;
+	int calls = 0, ret, sock;
+
+	/* Giving a file to a group one is not in takes CAP_CHOWN. */
+	if (geteuid() != 0) {
+		printf("skip test_share: giving the socket to a group needs root\n");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/shared", tmpdir);
+	snprintf(path, sizeof(path), "%s/flightrec.sock", dir);
+	ret = fr_ipc_server_open(&s, path, 4, handler, &calls, err, sizeof(err));
+	CHECK(ret == 0, "open: %d %s", ret, err);
+	if (ret < 0)
+		return;
+	ret = fr_ipc_server_share(s, 4242, err, sizeof(err));
+	CHECK(ret == 0, "share: %d %s", ret, err);
+	CHECK(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && (st.st_mode & 07777) == 0660 &&
+		      st.st_gid == 4242 && st.st_uid == geteuid(),
+	      "shared socket is %o %u:%u, want 0660 %u:4242", st.st_mode & 07777, st.st_uid,
+	      st.st_gid, geteuid());
+	CHECK(stat(dir, &st) == 0 && (st.st_mode & 07777) == 0710 && st.st_gid == 4242,
+	      "the socket's own directory is %o gid %u, want 0710 gid 4242", st.st_mode & 07777,
+	      st.st_gid);
+	CHECK(fr_ipc_server_start(s) == 0, "start");
+
+	sock = fr_ipc_connect(path);
+	resp = sock >= 0 ? call(sock, "echo", -1) : NULL;
+	CHECK(resp && cJSON_IsTrue(cJSON_GetObjectItem(resp, "in_4242")) ==
+			      (getegid() == 4242),
+	      "a peer outside group 4242 is seen in it");
+	cJSON_Delete(resp);
+	if (sock >= 0)
+		close(sock);
+
+	/* A peer whose supplementary groups hold 4242. */
+	{
+		pid_t pid = fork();
+		int status = 0;
+
+		if (pid == 0) {
+			gid_t g = 4242;
+			int ok;
+
+			if (setgroups(1, &g) < 0)
+				_exit(2);
+			sock = fr_ipc_connect(path);
+			resp = sock >= 0 ? call(sock, "echo", -1) : NULL;
+			ok = resp && cJSON_IsTrue(cJSON_GetObjectItem(resp, "in_4242"));
+			_exit(ok ? 0 : 1);
+		}
+		CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+			      WEXITSTATUS(status) == 0,
+		      "a peer with supplementary group 4242 is not seen in it (status %d)", status);
+	}
+	fr_ipc_server_close(s);
+
+	/* The socket replaced by a symlink to a file between bind and
+	 * share: the file keeps its owner and mode. */
+	snprintf(victim, sizeof(victim), "%s/victim", tmpdir);
+	ret = open(victim, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(ret >= 0, "create %s", victim);
+	if (ret >= 0)
+		close(ret);
+	ret = fr_ipc_server_open(&s, path, 4, handler, &calls, err, sizeof(err));
+	CHECK(ret == 0, "open again: %d %s", ret, err);
+	if (ret < 0)
+		return;
+	CHECK(unlink(path) == 0 && symlink(victim, path) == 0, "replace the socket by a symlink");
+	ret = fr_ipc_server_share(s, 4242, err, sizeof(err));
+	CHECK(ret < 0 && err[0], "sharing a replaced socket: %d", ret);
+	CHECK(stat(victim, &st) == 0 && (st.st_mode & 07777) == 0600 && st.st_gid != 4242,
+	      "sharing went through the symlink: %s is %o gid %u", victim, st.st_mode & 07777,
+	      st.st_gid);
+	fr_ipc_server_close(s);
+	unlink(path);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fr-test-ipc-XXXXXX");
@@ -766,6 +854,7 @@ int main(void)
 	test_stale_and_foreign();
 	test_client_limit();
 	test_hold();
+	test_share();
 
 	{
 		char cmd[128];

@@ -280,7 +280,8 @@ static int meta_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
 		return -ENOENT;
 	memset(out, 0, sizeof(*out));
 	out->pid = pid;
-	out->uid = 1000;
+	/* db runs as root, everything else as one user (uid filter). */
+	out->uid = pid == PID_DB ? 0 : 1000;
 	out->comm = comm_of(pid);
 	out->exe = exe_path;
 	out->start_ns = T0 - 3600 * SEC;
@@ -2191,6 +2192,48 @@ static void check_children(struct fr_ring *r, struct fr_profile_request *q, cons
 	out_free(&o);
 }
 
+/* A uid restriction keeps only the processes the chunks recorded for that
+ * uid, combines with the other targets, and says so in a comment. */
+static void test_uid_filter(void)
+{
+	static const uint32_t none[] = {0};
+	struct fr_ring *r = ring_create("uids");
+	struct fr_profile_request q;
+	struct writer w;
+	int64_t k;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	write_targets(&w);
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	q.has_uid = 1;
+	q.uid = 1000;
+	check_children(r, &q, "uid-1000", 45, (const uint32_t[]){PID_APP, PID_WEB, PID_SUB, 0},
+		       (const uint32_t[]){PID_DB, 0}, "limited to the processes of uid 1000");
+	q.uid = 0;
+	check_children(r, &q, "uid-0", 20, (const uint32_t[]){PID_DB, 0},
+		       (const uint32_t[]){PID_APP, PID_WEB, PID_SUB, 0},
+		       "limited to the processes of uid 0");
+	/* A user asking for root's process by name or pid gets nothing. */
+	q.uid = 1000;
+	set_comms(&q, "frtest-db", NULL);
+	k = kept_of(r, &q, "uid-1000-comm-db");
+	CHECK(k == 0, "uid 1000 and comm db: kept %" PRId64 ", want 0", k);
+	q.ncomms = 0;
+	q.npids = 1;
+	q.pids[0] = PID_DB;
+	k = kept_of(r, &q, "uid-1000-pid-db");
+	CHECK(k == 0, "uid 1000 and pid db: kept %" PRId64 ", want 0", k);
+	q.npids = 0;
+	q.uid = 4242;
+	check_children(r, &q, "uid-nobody", 0, none, (const uint32_t[]){PID_APP, PID_DB, 0},
+		       "limited to the processes of uid 4242");
+	ring_done(r);
+}
+
 static void add_n(struct writer *w, int64_t *t, uint32_t pid, int n, uint32_t hz, int st)
 {
 	for (int i = 0; i < n; i++)
@@ -2559,6 +2602,7 @@ int main(void)
 	test_event_downsampling();
 	test_offcpu();
 	test_comm_filter();
+	test_uid_filter();
 	test_cgroup_filter();
 	test_children();
 	test_event_losses();

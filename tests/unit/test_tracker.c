@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -1263,6 +1265,52 @@ out:
 	fuse_hang_stop(&h);
 }
 
+/* A process that runs as someone new after exec (runuser, sudo: root
+ * forks, the user's program runs) is recorded with the uid it has then,
+ * not the forking parent's, or users would not see their own processes
+ * and could see others'. Changing uids needs root. */
+static void test_exec_uid(void)
+{
+	struct fr_tracker *t;
+	int pfd[2];
+	char c;
+	pid_t child;
+	uint32_t parent = (uint32_t)getpid();
+
+	if (geteuid() != 0) {
+		printf("skip test_exec_uid: changing a process's uid needs root\n");
+		return;
+	}
+	t = fr_tracker_new();
+	CHECK(t && pipe(pfd) == 0, "tracker and pipe");
+	if (!t)
+		return;
+	CHECK(fr_tracker_scan_pid(t, "/proc", parent) == 0, "scan of the test itself");
+	child = fork();
+	if (child == 0) {
+		close(pfd[0]);
+		if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+			_exit(1);
+		if (write(pfd[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	CHECK(child > 0 && read(pfd[0], &c, 1) == 1, "a child that became uid 65534");
+	close(pfd[0]);
+	if (child > 0) {
+		fr_tracker_fork(t, (uint32_t)child, parent, (uint32_t)child, parent, 1);
+		CHECK(proc_of(t, (uint32_t)child).uid == geteuid(), "a child starts with its parent's uid");
+		fr_tracker_comm(t, (uint32_t)child, (uint32_t)child, "userprog", 1);
+		CHECK(proc_of(t, (uint32_t)child).uid == 65534,
+		      "after exec the process is uid %u, want 65534", proc_of(t, (uint32_t)child).uid);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	fr_tracker_free(t);
+}
+
 int main(void)
 {
 	test_fork_copies_parent();
@@ -1280,6 +1328,7 @@ int main(void)
 	test_scan_self();
 	test_fifo_swap();
 	test_fuse_reader_stuck();
+	test_exec_uid();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

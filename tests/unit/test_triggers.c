@@ -32,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -827,6 +829,108 @@ static void test_args(void)
 	free(c);
 }
 
+/* ---- exit triggers and the uid of their targets ------------------------ */
+
+/* Forks a process that takes `uid` (unless 0), renames itself `comm` and
+ * exits with status 3, and leaves it unreaped: the engine reads a
+ * process's uid from /proc, which a zombie still shows, so how far the
+ * engine lags behind (a loaded machine) does not matter. Returns its pid,
+ * or -1. */
+static pid_t spawn_exit(const char *comm, uid_t uid)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (uid && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+			    setresuid(uid, uid, uid) < 0))
+			_exit(100);
+		prctl(PR_SET_NAME, comm, 0, 0, 0);
+		_exit(3);
+	}
+	return pid;
+}
+
+/* Reaps `pid`; whether it exited with status 3. */
+static int reaped(pid_t pid)
+{
+	int status;
+
+	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	       WEXITSTATUS(status) == 3;
+}
+
+static pid_t exit_badly(const char *comm, uid_t uid)
+{
+	pid_t pid = spawn_exit(comm, uid);
+
+	return reaped(pid) ? pid : -1;
+}
+
+/* A command-name target restricted to a uid: another user's process of the
+ * same name exiting badly does not fire the trigger (anyone may call a
+ * process anything), the target user's does. Needs the proc connector,
+ * that is root. */
+static void test_exit_uid(void)
+{
+	struct fr_config *c;
+	struct fr_config_session *s;
+	struct fr_triggers *t;
+	const struct rec_fire *x;
+	struct rec r;
+	uint64_t base;
+	pid_t victim, other;
+	int ready = 0;
+
+	if (geteuid() != 0) {
+		printf("skip test_exit_uid: exit triggers need root (the proc connector)\n");
+		return;
+	}
+	c = cfg_new();
+	s = add_session(c, "victim");
+	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "frvictimsvc");
+	s->has_uid = 1;
+	s->uid = 0;
+	add_trigger(s, FR_TRIGGER_EXIT);
+	/* Exits are handled one at a time in the order the kernel reports
+	 * them, so once a marker's exit is counted, every exit before it has
+	 * been judged. */
+	s = add_session(c, "marker");
+	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "frmarker");
+	add_trigger(s, FR_TRIGGER_EXIT);
+	rec_init(&r);
+	t = start(c, &r);
+
+	/* The watcher is live once a marker fires. */
+	for (int i = 0; i < 50 && !ready; i++) {
+		CHECK(exit_badly("frmarker", 0) > 0, "marker process");
+		ready = rec_wait_session(&r, "marker", 200) != NULL;
+	}
+	CHECK(ready, "the exit watcher never reported a marker's exit");
+	if (!ready)
+		goto out;
+	base = fr_triggers_suppressed(t, 1);
+
+	other = spawn_exit("frvictimsvc", 65534);
+	CHECK(other > 0, "a process of uid 65534 named frvictimsvc");
+	CHECK(exit_badly("frmarker", 0) > 0, "marker process");
+	CHECK(wait_suppressed(t, 1, base + 1, 10000) >= base + 1,
+	      "the marker after the other user's process was not seen");
+	CHECK(rec_find(&r, "victim") == NULL && fr_triggers_suppressed(t, 0) == 0,
+	      "another uid's process named like the target fired the exit trigger");
+	CHECK(reaped(other), "the process of uid 65534 did not exit with status 3");
+
+	victim = spawn_exit("frvictimsvc", 0);
+	CHECK(victim > 0, "a root process named frvictimsvc");
+	x = rec_wait_session(&r, "victim", 10000);
+	CHECK(x && x->f.pid == (uint32_t)victim, "the target's own exit did not fire (pid %u)",
+	      x ? x->f.pid : 0);
+	CHECK(reaped(victim), "the root process did not exit with status 3");
+out:
+	fr_triggers_stop(t);
+	rec_fini(&r);
+	free(c);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -837,6 +941,7 @@ int main(void)
 	test_manual();
 	test_reload();
 	test_cpu();
+	test_exit_uid();
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);
 	return failures ? 1 : 0;

@@ -1,0 +1,147 @@
+#!/bin/bash
+# On-call users without root: a real unprivileged user in the socket's
+# group gets status, attach and top over the socket, sees only its own
+# processes, has its --follow rate capped, and cannot dump a session that
+# does not list it; a member of the admin group is served like root.
+. "$(dirname "$0")/lib.sh"
+need_root_perf
+need_go
+for c in useradd userdel groupadd groupdel runuser; do
+	command -v "$c" >/dev/null || skip "needs $c (passwd, util-linux) to create a test user"
+done
+
+U=frtest$$
+A=frtesta$$
+G=frtestg$$
+GA=frtestga$$
+oncall_cleanup() {
+	userdel -r "$U" >/dev/null 2>&1
+	userdel -r "$A" >/dev/null 2>&1
+	groupdel "$G" >/dev/null 2>&1
+	groupdel "$GA" >/dev/null 2>&1
+	cleanup
+}
+trap oncall_cleanup EXIT
+[ -n "${FR_KEEP:-}" ] && trap - EXIT
+groupadd "$G" || fail "groupadd $G failed"
+groupadd "$GA" || fail "groupadd $GA failed"
+useradd -m -s /bin/sh -G "$G" "$U" || fail "useradd $U failed"
+useradd -m -s /bin/sh -G "$G,$GA" "$A" || fail "useradd $A failed"
+UID_U=$(id -u "$U")
+
+# The user must pass through the test directory to the socket's; the
+# daemon opens the socket's own directory to the group itself.
+chmod 0711 "$T"
+SOCK=$T/run/flightrec.sock
+export FLIGHTREC_SOCKET=$SOCK
+mkdir "$T/u" && chown "$U" "$T/u" && chmod 0700 "$T/u"
+cp "$BURN" "$T/rootburn"
+cp "$BURN" "$T/u/userburn" && chown "$U" "$T/u/userburn"
+
+cat >"$T/config.json" <<JSON
+{"socket": {"path": "$SOCK", "group": "$G", "admin_group": "$GA"},
+ "limits": {"user_max_rate_hz": 49},
+ "dumps": {"dir": "$T/dumps"},
+ "sessions": [
+  {"name": "ops", "events": [{"event": "cpu", "hz": 99}]},
+  {"name": "team", "users": ["$U"], "targets": {"uid": "$U"}}
+ ]}
+JSON
+start_daemon --config "$T/config.json"
+as_user() { runuser -u "$U" -- "$@"; }
+
+# The socket: 0660 root:GROUP, its directory passable by the group only.
+[ "$(stat -c '%a %U %G' "$SOCK")" = "660 root $G" ] ||
+	fail "socket is $(stat -c '%a %U %G' "$SOCK"), want 660 root $G"
+[ "$(stat -c '%a %G' "$T/run")" = "710 $G" ] ||
+	fail "socket directory is $(stat -c '%a %G' "$T/run"), want 710 $G"
+
+as_user "$FLIGHTREC" status >"$T/status.user" 2>&1 || fail "status as $U failed: $(cat "$T/status.user")"
+
+# One busy process of root's, one of the user's, at the same time.
+"$T/rootburn" 3 1 0 >"$T/root.out" &
+ROOT_JOB=$!
+as_user "$T/u/userburn" 3 1 0 >"$T/user.out" &
+USER_JOB=$!
+wait "$ROOT_JOB" "$USER_JOB"
+ROOT_PID=$(sed -n 's/^pid=\([0-9]*\).*/\1/p' "$T/root.out")
+USER_PID=$(sed -n 's/^pid=\([0-9]*\).*/\1/p' "$T/user.out")
+[ -n "$ROOT_PID" ] && [ -n "$USER_PID" ] || fail "burn did not report its pids"
+
+# The user's profile: its own process, none of root's, and it says so.
+as_user "$FLIGHTREC" attach --window 15s -o "$T/u/mine.pb.gz" 2>"$T/attach.err" ||
+	fail "attach as $U failed: $(cat "$T/attach.err")"
+"$GO" tool pprof -symbolize=none -raw "$T/u/mine.pb.gz" >"$T/mine.raw" 2>"$T/pprof.err" ||
+	fail "pprof -raw failed: $(cat "$T/pprof.err")"
+grep -q "pid:\[$USER_PID\]" "$T/mine.raw" || fail "the user's profile misses its own process $USER_PID"
+grep -q "pid:\[$ROOT_PID\]" "$T/mine.raw" && fail "the user's profile holds root's process $ROOT_PID"
+grep -q 'comm:\[rootburn\]' "$T/mine.raw" && fail "the user's profile holds root's rootburn"
+grep -q "warning: the profile holds only your own processes (uid $UID_U)" "$T/attach.err" ||
+	fail "attach as $U did not warn that the profile was limited: $(cat "$T/attach.err")"
+grep -q "limited to the processes of uid $UID_U" "$T/mine.raw" ||
+	fail "the user's profile does not say it was limited to uid $UID_U"
+# Every process in it is the user's: each pid label is of a process the
+# user ran (only userburn and what the user's own commands did).
+for p in $(grep -o 'pid:\[[0-9]*\]' "$T/mine.raw" | tr -dc '0-9\n' | sort -u); do
+	[ "$p" = "$USER_PID" ] && continue
+	owner=$(stat -c %u "/proc/$p" 2>/dev/null || echo gone)
+	[ "$owner" = 0 ] && fail "the user's profile holds pid $p, a process of root"
+done
+as_user "$FLIGHTREC" top "$T/u/mine.pb.gz" -n 5 >"$T/top.user" 2>&1 ||
+	fail "top of the file as $U failed: $(cat "$T/top.user")"
+grep -q fr_burn_heavy "$T/top.user" || fail "top of the user's profile misses its functions: $(cat "$T/top.user")"
+as_user "$FLIGHTREC" top --window 15s -n 5 >"$T/topw.user" 2>&1 ||
+	fail "top --window as $U failed: $(cat "$T/topw.user")"
+grep -q fr_burn_heavy "$T/topw.user" || fail "top --window as $U misses its functions: $(cat "$T/topw.user")"
+
+# Root, asking the same, sees both: the user's view was filtered, not empty.
+"$FLIGHTREC" attach --window 15s -o "$T/all.pb.gz" 2>"$T/attach.err" || fail "attach as root failed"
+"$GO" tool pprof -symbolize=none -raw "$T/all.pb.gz" >"$T/all.raw" 2>"$T/pprof.err" || fail "pprof -raw failed"
+grep -q "pid:\[$ROOT_PID\]" "$T/all.raw" && grep -q "pid:\[$USER_PID\]" "$T/all.raw" ||
+	fail "root's profile does not hold both burns"
+grep -q "limited to the processes" "$T/all.raw" && fail "root's profile says it was limited"
+# So does a member of the admin group, through the same socket.
+mkdir "$T/a" && chown "$A" "$T/a"
+runuser -u "$A" -- "$FLIGHTREC" attach --window 15s -o "$T/a/admin.pb.gz" 2>"$T/attach.err" ||
+	fail "attach as admin $A failed: $(cat "$T/attach.err")"
+"$GO" tool pprof -symbolize=none -raw "$T/a/admin.pb.gz" >"$T/admin.raw" 2>"$T/pprof.err" || fail "pprof -raw failed"
+grep -q "pid:\[$ROOT_PID\]" "$T/admin.raw" && grep -q "pid:\[$USER_PID\]" "$T/admin.raw" ||
+	fail "the admin group member's profile does not hold both burns"
+grep -q "limited to the processes" "$T/admin.raw" && fail "the admin's profile says it was limited"
+
+# The user's --follow at 10000 Hz is capped at limits.user_max_rate_hz.
+mkdir "$T/u/follow" && chown "$U" "$T/u/follow"
+as_user "$FLIGHTREC" attach --follow --hz 10000 --window 1s --count 1 -o "$T/u/follow" \
+	2>"$T/follow.err" || fail "attach --follow as $U failed: $(cat "$T/follow.err")"
+grep -q "warning: 10000 Hz is above the limit for users (limits.user_max_rate_hz); recording at 49 Hz" \
+	"$T/follow.err" || fail "no warning that the rate was capped: $(cat "$T/follow.err")"
+grep -q "following cpu at 49 Hz" "$T/follow.err" || fail "the follow did not run at 49 Hz: $(cat "$T/follow.err")"
+ls "$T/u/follow"/*.pb.gz >/dev/null 2>&1 || fail "the capped follow wrote no profile"
+grep -q "client pid [0-9]* (uid $UID_U) asks for cpu at 49 Hz" "$T/daemon.log" ||
+	fail "the daemon did not record the capped rate"
+
+# offcpu (every context switch, no rate to cap) cannot be started by a user.
+if as_user "$FLIGHTREC" attach --follow --event offcpu --window 1s --count 1 -o "$T/u/follow" \
+	>"$T/offcpu.err" 2>&1; then
+	fail "$U started offcpu recording: $(cat "$T/offcpu.err")"
+fi
+grep -q "offcpu is not being recorded, and it records every context switch" "$T/offcpu.err" ||
+	fail "the refused offcpu follow does not say why: $(cat "$T/offcpu.err")"
+
+# A session that does not list the user cannot be dumped by it; one that
+# does can.
+if as_user "$FLIGHTREC" dump --session ops >"$T/dump.out" 2>&1; then
+	fail "$U dumped root's session ops: $(cat "$T/dump.out")"
+fi
+grep -q "uid $UID_U may not dump session \"ops\"" "$T/dump.out" ||
+	fail "the refused dump does not say why: $(cat "$T/dump.out")"
+ls "$T/dumps"/ops-* >/dev/null 2>&1 && fail "a refused dump wrote files"
+as_user "$FLIGHTREC" dump --session team >"$T/dump.out" 2>&1 ||
+	fail "$U could not dump session team, which lists it: $(cat "$T/dump.out")"
+"$FLIGHTREC" dump --session ops >"$T/dump.out" 2>&1 || fail "root could not dump session ops: $(cat "$T/dump.out")"
+runuser -u "$A" -- "$FLIGHTREC" dump --session ops >"$T/dump.out" 2>&1 ||
+	fail "admin $A could not dump session ops: $(cat "$T/dump.out")"
+
+daemon_alive || fail "the daemon died"
+stop_daemon
+echo "PASS"
