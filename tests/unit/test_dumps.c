@@ -1,6 +1,8 @@
 /* Dump retention: the newest dumps stay within dumps.keep and
  * dumps.max_bytes, a dump's profile and sidecar go together, and nothing
- * that is not named like a dump is ever removed. */
+ * that is not named like a dump is ever removed, nor anything a symlink
+ * points at. The dumps directory's checks (fr_dir_open_private): never a
+ * symlink, owned by this user, not writable by group or others. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,10 +12,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "recorder/dumps.h"
 #include "tests/unit/check.h"
 
 static char dir[64];
+static int dirfd_;
+
+/* fr_dumps_retain on the test directory, through a descriptor as the
+ * recorder calls it. */
+static int retain(uint32_t keep, uint64_t max_bytes)
+{
+	return fr_dumps_retain(dirfd_, keep, max_bytes);
+}
 
 /* A file of `bytes` bytes whose mtime is `age` seconds in the past. */
 static void make_file(const char *name, size_t bytes, int age)
@@ -71,7 +82,7 @@ static void test_keep(void)
 	make_file("lonely-signal-host-" STAMP(0) ".pb.gz", 10, 100); /* no sidecar */
 	make_file("db-signal-host-" STAMP(6) ".pb.gz.tmp", 10, 100);
 
-	n = fr_dumps_retain(dir, 3, 0);
+	n = retain(3, 0);
 	CHECK(n == 2, "keep 3 of 5 removed %d", n);
 	CHECK(!exists("db-signal-host-" STAMP(1) ".pb.gz") &&
 		      !exists("db-signal-host-" STAMP(1) ".json"),
@@ -86,7 +97,7 @@ static void test_keep(void)
 		      exists("lonely-signal-host-" STAMP(0) ".pb.gz") &&
 		      exists("db-signal-host-" STAMP(6) ".pb.gz.tmp"),
 	      "a file that is not a dump was removed");
-	CHECK(fr_dumps_retain(dir, 3, 0) == 0, "a second pass removed more");
+	CHECK(retain(3, 0) == 0, "a second pass removed more");
 }
 
 static void test_max_bytes(void)
@@ -94,18 +105,145 @@ static void test_max_bytes(void)
 	int n;
 
 	/* Three dumps of 1000 bytes kept; a byte limit of 2500 keeps two. */
-	n = fr_dumps_retain(dir, 100, 2500);
+	n = retain(100, 2500);
 	CHECK(n == 1, "max_bytes 2500 removed %d dumps of 3000 bytes", n);
 	CHECK(!exists("web-cpu_above-host-" STAMP(3) ".pb.gz"), "the oldest stayed over the limit");
 	CHECK(exists("db-manual-host-" STAMP(5) ".pb.gz"), "the newest was removed");
 
 	/* The newest dump stays even when it alone is over the limit. */
 	make_dump("big-manual-host-" STAMP(7), 5000, 0);
-	n = fr_dumps_retain(dir, 100, 2500);
+	n = retain(100, 2500);
 	CHECK(n == 2, "a 5000-byte newest dump with a 2500 limit removed %d", n);
 	CHECK(exists("big-manual-host-" STAMP(7) ".pb.gz") &&
 		      exists("big-manual-host-" STAMP(7) ".json"),
 	      "the newest dump was removed for being large");
+}
+
+/* A symlink named like a dump (with a sidecar, itself a symlink or not)
+ * is not a dump: retention neither removes it nor touches its target. A
+ * later dump of the same millisecond ("...Z-2") is a dump. */
+static void test_retain_symlinks(void)
+{
+	char target[128], link[256], buf[16] = "";
+	int fd, n;
+
+	snprintf(target, sizeof(target), "%s.canary", dir);
+	fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && write(fd, "canary", 6) == 6, "cannot write %s", target);
+	if (fd >= 0)
+		close(fd);
+	snprintf(link, sizeof(link), "%s/old-exit-host-" STAMP(0) ".pb.gz", dir);
+	CHECK(symlink(target, link) == 0, "symlink %s", link);
+	snprintf(link, sizeof(link), "%s/old-exit-host-" STAMP(0) ".json", dir);
+	CHECK(symlink(target, link) == 0, "symlink %s", link);
+	make_file("old2-exit-host-" STAMP(0) ".json", 10, 200);
+	snprintf(link, sizeof(link), "%s/old2-exit-host-" STAMP(0) ".pb.gz", dir);
+	CHECK(symlink(target, link) == 0, "symlink %s", link);
+	make_dump("db-manual-host-" STAMP(8) "-2", 10, 300);
+
+	n = retain(1, 0);
+	CHECK(n >= 1, "keep 1 removed %d", n);
+	CHECK(!exists("db-manual-host-" STAMP(8) "-2.pb.gz") &&
+		      !exists("db-manual-host-" STAMP(8) "-2.json"),
+	      "a second dump of one millisecond (STEM-2) is not taken for a dump");
+	CHECK(exists("old-exit-host-" STAMP(0) ".pb.gz") &&
+		      exists("old2-exit-host-" STAMP(0) ".pb.gz"),
+	      "retention removed a symlink named like a dump");
+	fd = open(target, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0 && read(fd, buf, sizeof(buf)) == 6 && memcmp(buf, "canary", 6) == 0,
+	      "the file a symlink points at was changed or removed");
+	if (fd >= 0)
+		close(fd);
+	unlink(target);
+}
+
+/* fr_dir_open_private on `path`: the descriptor (closed) or -errno, with
+ * the message in `err`. */
+static int open_private(const char *path, char *err, size_t errlen)
+{
+	int fd;
+
+	err[0] = '\0';
+	fd = fr_dir_open_private(path, 0700, err, errlen);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	return fd;
+}
+
+static void test_dir_checks(void)
+{
+	char p[256], q[256], err[512];
+	struct stat st;
+	int ret;
+
+	/* Missing components are created, the last one private. */
+	snprintf(p, sizeof(p), "%s/new/a/b", dir);
+	ret = open_private(p, err, sizeof(err));
+	CHECK(ret == 0, "a missing directory was not created: %s", err);
+	CHECK(stat(p, &st) == 0 && S_ISDIR(st.st_mode) && !(st.st_mode & 077),
+	      "the created directory is not private (mode %o)", (unsigned)st.st_mode);
+	snprintf(q, sizeof(q), "%s/new/a/b/", dir);
+	CHECK(open_private(q, err, sizeof(err)) == 0, "a trailing slash was refused: %s", err);
+
+	/* The directory itself a symlink: refused, whoever owns it. */
+	snprintf(q, sizeof(q), "%s/link", dir);
+	CHECK(symlink(p, q) == 0, "symlink %s", q);
+	ret = open_private(q, err, sizeof(err));
+	CHECK(ret == -ELOOP && strstr(err, "symlink"), "a symlinked directory: %d %s", ret, err);
+
+	/* Group- or world-writable: refused, naming the mode. */
+	CHECK(chmod(p, 0777) == 0, "chmod");
+	ret = open_private(p, err, sizeof(err));
+	CHECK(ret == -EPERM && strstr(err, "mode 0777") && strstr(err, "group and others"),
+	      "a world-writable directory: %d %s", ret, err);
+	CHECK(chmod(p, 0720) == 0, "chmod");
+	ret = open_private(p, err, sizeof(err));
+	CHECK(ret == -EPERM && strstr(err, "mode 0720") && strstr(err, "by group"),
+	      "a group-writable directory: %d %s", ret, err);
+	CHECK(chmod(p, 0755) == 0, "chmod");
+	CHECK(open_private(p, err, sizeof(err)) == 0, "a 0755 directory of ours: %s", err);
+
+	/* Not a directory. */
+	snprintf(q, sizeof(q), "%s/notes.txt", dir);
+	ret = open_private(q, err, sizeof(err));
+	CHECK(ret == -ENOTDIR, "a regular file as the directory: %d %s", ret, err);
+
+	if (geteuid() != 0) {
+		printf("dumps: not root, ownership checks skipped\n");
+		return;
+	}
+	/* Owned by another user: refused, naming the uid. */
+	CHECK(chown(p, 65534, 65534) == 0, "chown");
+	ret = open_private(p, err, sizeof(err));
+	CHECK(ret == -EPERM && strstr(err, "uid 65534"), "a directory of uid 65534: %d %s", ret,
+	      err);
+	CHECK(chown(p, 0, 0) == 0, "chown");
+
+	/* A symlink on the way: followed when root owns it in a directory only
+	 * root changes, refused when another user could change where it
+	 * points. */
+	snprintf(q, sizeof(q), "%s/via", dir);
+	CHECK(symlink("new/a", q) == 0, "symlink %s", q);
+	snprintf(q, sizeof(q), "%s/via/b", dir);
+	CHECK(open_private(q, err, sizeof(err)) == 0, "a root symlink on the way: %s", err);
+	snprintf(q, sizeof(q), "%s/via", dir);
+	CHECK(lchown(q, 65534, 65534) == 0, "lchown");
+	snprintf(q, sizeof(q), "%s/via/b", dir);
+	ret = open_private(q, err, sizeof(err));
+	CHECK(ret == -ELOOP && strstr(err, "uid 65534"), "another user's symlink on the way: %d %s",
+	      ret, err);
+	snprintf(q, sizeof(q), "%s/via", dir);
+	CHECK(lchown(q, 0, 0) == 0, "lchown");
+	CHECK(chmod(dir, 0777) == 0, "chmod");
+	snprintf(q, sizeof(q), "%s/via/b", dir);
+	ret = open_private(q, err, sizeof(err));
+	CHECK(ret == -ELOOP, "a root symlink in a world-writable directory: %d %s", ret, err);
+	CHECK(chmod(dir, 01777) == 0, "chmod");
+	CHECK(open_private(q, err, sizeof(err)) == 0,
+	      "a root symlink in a sticky directory: %s", err);
+	CHECK(chmod(dir, 0700) == 0, "chmod");
 }
 
 int main(void)
@@ -115,9 +253,16 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	dirfd_ = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd_ < 0) {
+		perror(dir);
+		return 1;
+	}
 	test_keep();
 	test_max_bytes();
-	CHECK(fr_dumps_retain("/nonexistent/dumps", 1, 0) == -ENOENT, "a missing directory");
+	test_retain_symlinks();
+	test_dir_checks();
+	close(dirfd_);
 	{
 		char cmd[128];
 
