@@ -1430,7 +1430,7 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	struct fr_dump_request dr = {0};
 	const struct fr_config_session *sess = NULL;
 	char path[4096], err[512], dir[4096];
-	uint32_t keep;
+	uint32_t keep, mode;
 	uint64_t max_bytes;
 	int ret;
 
@@ -1457,6 +1457,7 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 		 d->config->dumps_dir ? d->config->dumps_dir : d->dumps_default_dir);
 	keep = d->config->dumps_keep;
 	max_bytes = d->config->dumps_max_bytes;
+	mode = d->config->dumps_mode;
 	pthread_mutex_unlock(&d->config_lock);
 	if (!sess) {
 		free(preq);
@@ -1473,6 +1474,7 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	dr.dir = dir;
 	dr.keep = keep;
 	dr.max_bytes = max_bytes;
+	dr.mode = (mode_t)mode;
 	dr.session = fire->session;
 	dr.trigger = fire->kind;
 	dr.reason = fire->reason;
