@@ -3,6 +3,7 @@
  * that is not named like a dump is ever removed, nor anything a symlink
  * points at. The dumps directory's checks (fr_dir_open_private): never a
  * symlink, owned by this user, not writable by group or others. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +14,8 @@
 #include <unistd.h>
 
 #include "core/fs.h"
+#include "core/log.h"
+#include "core/ring.h"
 #include "recorder/dumps.h"
 #include "tests/unit/check.h"
 
@@ -246,6 +249,94 @@ static void test_dir_checks(void)
 	CHECK(chmod(dir, 0700) == 0, "chmod");
 }
 
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 ? st.st_mode & 07777 : (mode_t)-1;
+}
+
+/* fr_dumps_write into a fresh dumps directory: two dumps fired in the
+ * same millisecond get two names, a leftover sidecar moves the name on,
+ * files are 0600 (or the asked mode) whatever the umask, nothing
+ * temporary is left, and an unsafe directory is refused before anything
+ * is written in it. */
+static void test_write(void)
+{
+	char ringpath[128], dumps[128], path[3][4096], err[512], p[4300];
+	struct fr_profile_request preq;
+	struct fr_dump_request req;
+	struct fr_ring *ring = NULL;
+	mode_t old_umask;
+	int ret, n = 0;
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(ringpath, sizeof(ringpath), "%s.ring", dir);
+	ret = fr_ring_open(&ring, ringpath, 8u << 20, 256u << 10, FR_RING_CREATE, err,
+			   sizeof(err));
+	CHECK(ret == 0, "fr_ring_open: %d %s", ret, err);
+	if (ret < 0)
+		return;
+	snprintf(dumps, sizeof(dumps), "%s.dumps/sub", dir);
+	memset(&preq, 0, sizeof(preq));
+	preq.t1 = fr_now_real_ns();
+	preq.t0 = preq.t1 - 1000000000;
+	preq.version = "test";
+	memset(&req, 0, sizeof(req));
+	req.dir = dumps;
+	req.keep = 10;
+	req.session = "db";
+	req.trigger = "manual";
+	req.reason = "test";
+	req.fire_ns = 1795000000123456789LL;
+	req.profile = &preq;
+
+	old_umask = umask(0);
+	ret = fr_dumps_write(ring, &req, path[0], sizeof(path[0]), err, sizeof(err));
+	CHECK(ret == 0, "first dump: %d %s", ret, err);
+	ret = fr_dumps_write(ring, &req, path[1], sizeof(path[1]), err, sizeof(err));
+	CHECK(ret == 0, "second dump of the same millisecond: %d %s", ret, err);
+	CHECK(strcmp(path[0], path[1]) != 0, "two dumps share %s", path[0]);
+	CHECK(strstr(path[1], ".123Z-2.pb.gz") != NULL, "the second dump is named %s", path[1]);
+	/* A sidecar without its profile keeps its name from the next dump. */
+	snprintf(p, sizeof(p), "%.*s-3.json", (int)(strlen(path[0]) - strlen(".pb.gz")), path[0]);
+	ret = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	CHECK(ret >= 0, "cannot create %s", p);
+	if (ret >= 0)
+		close(ret);
+	req.mode = 0640;
+	ret = fr_dumps_write(ring, &req, path[2], sizeof(path[2]), err, sizeof(err));
+	CHECK(ret == 0 && strstr(path[2], ".123Z-4.pb.gz"), "third dump: %d %s %s", ret, err,
+	      path[2]);
+	umask(old_umask);
+
+	CHECK(mode_of(dumps) == 0700, "the dumps directory was created %o", mode_of(dumps));
+	CHECK(mode_of(path[0]) == 0600, "a dump is mode %o with umask 0", mode_of(path[0]));
+	snprintf(p, sizeof(p), "%.*s.json", (int)(strlen(path[0]) - strlen(".pb.gz")), path[0]);
+	CHECK(mode_of(p) == 0600, "a sidecar is mode %o with umask 0", mode_of(p));
+	CHECK(mode_of(path[2]) == 0640, "a dump with mode 0640 is %o", mode_of(path[2]));
+	d = opendir(dumps);
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.' || (de->d_name[1] && strcmp(de->d_name, "..") != 0))
+			n++;
+	if (d)
+		closedir(d);
+	CHECK(n == 7, "%d files in the dumps directory, want 3 dumps, their sidecars and the "
+		      "leftover sidecar", n);
+
+	/* Unsafe: refused with the reason, nothing written. */
+	CHECK(chmod(dumps, 0777) == 0, "chmod");
+	ret = fr_dumps_write(ring, &req, path[0], sizeof(path[0]), err, sizeof(err));
+	CHECK(ret == -EPERM && strstr(err, "mode 0777"), "a 0777 dumps directory: %d %s", ret, err);
+	CHECK(chmod(dumps, 0700) == 0, "chmod");
+	fr_ring_close(ring);
+	unlink(ringpath);
+	snprintf(p, sizeof(p), "rm -rf '%s.dumps'", dir);
+	if (system(p) != 0)
+		fprintf(stderr, "could not remove %s.dumps\n", dir);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/fr-test-dumps-XXXXXX");
@@ -262,6 +353,7 @@ int main(void)
 	test_max_bytes();
 	test_retain_symlinks();
 	test_dir_checks();
+	test_write();
 	close(dirfd_);
 	{
 		char cmd[128];
