@@ -37,6 +37,8 @@
 /* Dumps of one stem (same session, trigger and millisecond) beyond the
  * first are STEM-2 ... STEM-MAX_SAME; more is a runaway, refused. */
 #define MAX_SAME 999
+/* A temporary file untouched this long is a dead dump's (retention). */
+#define STALE_TEMP_S 3600
 
 /* Creates a new, empty temporary file ".NAME.XXXXXXXXXXXX" in `dirfd` with
  * exactly `mode` (whatever the umask): O_EXCL|O_NOFOLLOW, so nothing that
@@ -326,14 +328,15 @@ static int cmp_newest_first(const void *a, const void *b)
 	return strcmp(y->name, x->name);
 }
 
-/* Whether `name` is NAME-...-YYYYMMDDTHHMMSS.mmmZ.pb.gz, or the same with
- * "-N" after the Z (a later dump of the same millisecond). */
-static int is_dump_profile(const char *name)
+/* Whether the first `len` bytes of `name` are
+ * NAME-...-YYYYMMDDTHHMMSS.mmmZ`suffix`, or the same with "-N" after the Z
+ * (a later dump of the same millisecond). */
+static int is_dump_name(const char *name, size_t len, const char *suffix)
 {
-	size_t len = strlen(name), slen = strlen(PROFILE_SUFFIX);
+	size_t slen = strlen(suffix);
 	const char *stamp, *end;
 
-	if (len < slen + STAMP_LEN + 2 || strcmp(name + len - slen, PROFILE_SUFFIX) != 0)
+	if (len < slen + STAMP_LEN + 2 || strncmp(name + len - slen, suffix, slen) != 0)
 		return 0;
 	end = name + len - slen;
 	/* An optional "-N", N in 2..MAX_SAME without leading zeros. */
@@ -353,6 +356,26 @@ static int is_dump_profile(const char *name)
 		if (i != 8 && i != 15 && (stamp[i] < '0' || stamp[i] > '9'))
 			return 0;
 	return 1;
+}
+
+static int is_dump_profile(const char *name)
+{
+	return is_dump_name(name, strlen(name), PROFILE_SUFFIX);
+}
+
+/* Whether `name` is a dump's temporary file (create_tmp): "." + a dump's
+ * profile or sidecar name + "." + 12 hex digits. */
+static int is_dump_temp(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (name[0] != '.' || len < 1 + 13 || name[len - 13] != '.')
+		return 0;
+	for (size_t i = len - 12; i < len; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return 0;
+	return is_dump_name(name + 1, len - 14, PROFILE_SUFFIX) ||
+	       is_dump_name(name + 1, len - 14, SIDECAR_SUFFIX);
 }
 
 /* Whether `name` in `dirfd` is a regular file (a symlink is not). */
@@ -383,6 +406,15 @@ int fr_dumps_retain(int dirfd, uint32_t keep, uint64_t max_bytes)
 		struct stat st, sst;
 		size_t len;
 
+		/* What a dump killed half-way (the recorder stopped, the machine
+		 * crashed) left: nobody will rename it any more. A dump being
+		 * written touches its file far more often than this. */
+		if (is_dump_temp(de->d_name)) {
+			if (is_regular(dirfd, de->d_name, &st) &&
+			    st.st_mtim.tv_sec + STALE_TEMP_S < time(NULL))
+				unlinkat(dirfd, de->d_name, 0);
+			continue;
+		}
 		if (!is_dump_profile(de->d_name))
 			continue;
 		len = strlen(de->d_name) - strlen(PROFILE_SUFFIX);

@@ -25,8 +25,10 @@
  * (RENAME_NOREPLACE), the profile first, so a reader never sees half a
  * dump. Retention then removes the oldest dumps (both files) until at
  * most `keep` remain and their profiles take at most `max_bytes` (0: no
- * byte limit). Only regular files named like dumps are ever removed, by
- * name (unlinkat), never through a symlink.
+ * byte limit), and removes temporary files of dumps that died half-way
+ * (untouched for an hour). Only regular files named like dumps (or their
+ * temporary files) are ever removed, by name (unlinkat), never through a
+ * symlink.
  */
 #ifndef FR_RECORDER_DUMPS_H
 #define FR_RECORDER_DUMPS_H

@@ -160,6 +160,29 @@ static void test_retain_symlinks(void)
 	unlink(target);
 }
 
+/* Temporary files of a dump killed half-way go once an hour old; fresh
+ * ones (a dump being written) and look-alikes stay. */
+static void test_retain_temps(void)
+{
+	make_dump("db-manual-host-" STAMP(9), 10, 0);
+	make_file(".db-manual-host-" STAMP(1) ".pb.gz.0123456789ab", 10, 7200);
+	make_file(".db-manual-host-" STAMP(1) "-2.json.a0b1c2d3e4f5", 10, 7200);
+	make_file(".db-manual-host-" STAMP(2) ".pb.gz.0123456789ab", 10, 10);
+	make_file(".notes.txt.0123456789ab", 10, 7200);
+	make_file(".db-manual-host-" STAMP(3) ".pb.gz.0123456789AB", 10, 7200);
+	make_file(".db-manual-host-" STAMP(4) ".pb.gz.tmp", 10, 7200);
+	retain(100, 0);
+	CHECK(!exists(".db-manual-host-" STAMP(1) ".pb.gz.0123456789ab") &&
+		      !exists(".db-manual-host-" STAMP(1) "-2.json.a0b1c2d3e4f5"),
+	      "a dead dump's temporary files stayed");
+	CHECK(exists(".db-manual-host-" STAMP(2) ".pb.gz.0123456789ab"),
+	      "the temporary file of a dump being written was removed");
+	CHECK(exists(".notes.txt.0123456789ab") &&
+		      exists(".db-manual-host-" STAMP(3) ".pb.gz.0123456789AB") &&
+		      exists(".db-manual-host-" STAMP(4) ".pb.gz.tmp"),
+	      "a file not named like a dump's temporary file was removed");
+}
+
 /* fr_dir_open_private on `path`: the descriptor (closed) or -errno, with
  * the message in `err`. */
 static int open_private(const char *path, char *err, size_t errlen)
@@ -352,6 +375,7 @@ int main(void)
 	test_keep();
 	test_max_bytes();
 	test_retain_symlinks();
+	test_retain_temps();
 	test_dir_checks();
 	test_write();
 	close(dirfd_);
