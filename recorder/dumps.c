@@ -2,7 +2,8 @@
  * directory, then retention.
  *
  * A dump is recognised by its pair of names: STEM.pb.gz next to
- * STEM.json, STEM ending in a UTC time "YYYYMMDDTHHMMSS.mmmZ". Retention
+ * STEM.json, STEM ending in a UTC time "YYYYMMDDTHHMMSS.mmmZ" (and "-N"
+ * for a later dump of the same millisecond). Retention
  * touches nothing else, so a dumps directory shared with other files (or
  * pointed at the wrong place) loses only dumps.
  */
@@ -12,9 +13,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <limits.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -272,13 +273,16 @@ int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char
 		if (ret == -EEXIST) {
 			/* A sidecar of that name appeared meanwhile: take the
 			 * profile back to a temporary name and move on. */
-			ret = create_tmp(dirfd, name, mode, tmp, sizeof(tmp));
-			if (ret >= 0) {
-				close(ret);
-				ret = renameat(dirfd, name, dirfd, tmp) < 0 ? -errno : 0;
+			int tfd = create_tmp(dirfd, name, mode, tmp, sizeof(tmp));
+
+			ret = tfd;
+			if (tfd >= 0) {
+				close(tfd);
+				if (renameat(dirfd, name, dirfd, tmp) == 0)
+					continue;
+				ret = -errno;
+				unlinkat(dirfd, tmp, 0);
 			}
-			if (ret == 0)
-				continue;
 			tmp[0] = '\0';
 		}
 		if (ret < 0) {
