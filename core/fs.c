@@ -77,7 +77,7 @@ static int open_component(int at, const char *name, const char *dir, int last, m
 			  char *err, size_t errlen)
 {
 	const int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
-	struct stat st, parent;
+	struct stat st, parent = {0};
 	uid_t uid = geteuid();
 	int fd, e;
 
@@ -102,14 +102,17 @@ static int open_component(int at, const char *name, const char *dir, int last, m
 			fr_set_err(err, errlen, "%s is a symlink; it must be a directory itself", dir);
 			return -ELOOP;
 		}
-		if (fstat(at, &parent) < 0 || !dir_trusted(&parent, uid) ||
-		    (st.st_uid != uid && st.st_uid != 0)) {
+		if (st.st_uid != uid && st.st_uid != 0) {
+			fr_set_err(err, errlen, "%s: its component %s is a symlink owned by uid %u",
+				   dir, name, (unsigned)st.st_uid);
+			return -ELOOP;
+		}
+		if (fstat(at, &parent) < 0 || !dir_trusted(&parent, uid)) {
 			fr_set_err(err, errlen,
-				   "%s: its component %s is a symlink that another user (uid %u) "
-				   "can change",
-				   dir, name,
-				   (unsigned)(st.st_uid != uid && st.st_uid != 0 ? st.st_uid
-										 : parent.st_uid));
+				   "%s: its component %s is a symlink in a directory other users can "
+				   "change (owner uid %u, mode %04o)",
+				   dir, name, (unsigned)parent.st_uid,
+				   (unsigned)(parent.st_mode & 07777));
 			return -ELOOP;
 		}
 		fd = openat(at, name, flags);
