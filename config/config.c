@@ -48,6 +48,7 @@
 #define DEFAULT_SESSION "default"
 #define DEFAULT_HZ 99
 #define DEFAULT_DUMPS_KEEP 50
+#define DEFAULT_DUMPS_MODE 0600
 #define NS_PER_S 1000000000ll
 #define DEFAULT_TRIGGER_WINDOW_NS (60 * NS_PER_S)
 #define DEFAULT_TRIGGER_COOLDOWN_NS (60 * NS_PER_S)
@@ -494,11 +495,35 @@ static int parse_ring(struct ctx *c, const cJSON *ring, struct fr_config *cfg)
 	return 0;
 }
 
-/* "dumps": {"dir": PATH, "keep": N, "max_bytes": SIZE}: where the dumps of
- * triggers go and how many of them are kept. */
+/* "mode": an octal string of read and write bits for dump files. The
+ * owner always reads and writes (the recorder replaces nothing, but an
+ * operator cleans up); nobody else writes, since a dump is evidence. A
+ * JSON number is refused: 640 would be decimal, not the mode meant. */
+static int get_file_mode(struct ctx *c, const cJSON *item, const char *path, uint32_t *out)
+{
+	const char *text = cJSON_IsString(item) ? item->valuestring : NULL;
+	char got[64], *end = NULL;
+	unsigned long v;
+
+	if (text && text[0] >= '0' && text[0] <= '7' && strlen(text) <= 4) {
+		v = strtoul(text, &end, 8);
+		if (*end == '\0' && (v & ~0644ul) == 0 && (v & 0600) == 0600) {
+			*out = (uint32_t)v;
+			return 0;
+		}
+	}
+	return fail(c, path,
+		    "must be an octal string like \"0640\" with the owner's read and write "
+		    "bits and at most read for group and others (0600..0644), got %s",
+		    describe(item, got, sizeof(got)));
+}
+
+/* "dumps": {"dir": PATH, "keep": N, "max_bytes": SIZE, "mode": OCTAL}: where
+ * the dumps of triggers go, how many of them are kept and who may read
+ * them. */
 static int parse_dumps(struct ctx *c, const cJSON *dumps, struct fr_config *cfg)
 {
-	static const char *const keys[] = {"dir", "keep", "max_bytes"};
+	static const char *const keys[] = {"dir", "keep", "max_bytes", "mode"};
 	const cJSON *it;
 	char got[64];
 	int ret;
@@ -534,6 +559,12 @@ static int parse_dumps(struct ctx *c, const cJSON *dumps, struct fr_config *cfg)
 			return fail(c, "dumps.max_bytes",
 				    "must be more than 0 (leave it out for no byte limit), got %s",
 				    describe(it, got, sizeof(got)));
+	}
+	it = cJSON_GetObjectItemCaseSensitive(dumps, "mode");
+	if (it) {
+		ret = get_file_mode(c, it, "dumps.mode", &cfg->dumps_mode);
+		if (ret < 0)
+			return ret;
 	}
 	return 0;
 }
@@ -1279,6 +1310,7 @@ int fr_config_parse(struct fr_config *cfg, const char *json, size_t len, const c
 	cfg->max_rate_hz = DEFAULT_MAX_RATE_HZ;
 	cfg->max_clients = DEFAULT_MAX_CLIENTS;
 	cfg->dumps_keep = DEFAULT_DUMPS_KEEP;
+	cfg->dumps_mode = DEFAULT_DUMPS_MODE;
 
 	/* The parser wants a NUL-terminated copy; it is also told to insist
 	 * that the terminator follows the value, so trailing text is an
@@ -1517,6 +1549,9 @@ char *fr_config_to_json(const struct fr_config *cfg)
 	if (cfg->dumps_max_bytes &&
 	    !cJSON_AddStringToObject(dumps, "max_bytes",
 				     size_text(cfg->dumps_max_bytes, buf, sizeof(buf))))
+		goto out;
+	snprintf(buf, sizeof(buf), "%04o", (unsigned)cfg->dumps_mode);
+	if (cfg->dumps_mode != DEFAULT_DUMPS_MODE && !cJSON_AddStringToObject(dumps, "mode", buf))
 		goto out;
 
 	limits = cJSON_AddObjectToObject(root, "limits");

@@ -6,7 +6,7 @@
  *     "ring":    {"path": STRING, "size": SIZE, "segment": SIZE, "sync": DURATION|"off",
  *                 "max_age": DURATION},
  *     "socket":  STRING | {"path": STRING, "group": GROUP, "admin_group": GROUP},
- *     "dumps":   {"dir": STRING, "keep": 1..100000, "max_bytes": SIZE},
+ *     "dumps":   {"dir": STRING, "keep": 1..100000, "max_bytes": SIZE, "mode": OCTAL},
  *     "limits":  {"max_rate_hz": 1..100000, "max_clients": 1..1024,
  *                 "user_max_rate_hz": 1..max_rate_hz},
  *     "sessions": [ {"name": STRING,
@@ -28,7 +28,10 @@
  *   processes of that user (their real uid, as the tracker records it).
  *
  *   "dumps": "dir" defaults to NULL (the daemon's "dumps" beside the ring),
- *   "keep" to 50, "max_bytes" to none (0 inside; "0" written is refused).
+ *   "keep" to 50, "max_bytes" to none (0 inside; "0" written is refused),
+ *   "mode" (of dump files, an octal string like "0640": read and write
+ *   bits only, the owner's read and write always, nobody else's write) to
+ *   "0600".
  *
  *   TRIGGER: {"on": "signal", "signal": "USR1"|"USR2"|"SIGUSR1"|...,
  *             "window": DURATION, "after": DURATION, "cooldown": DURATION}
@@ -132,6 +135,7 @@ struct fr_config {
 	char *dumps_dir;       /* NULL: the default state directory's "dumps" */
 	uint32_t dumps_keep;   /* dumps kept, oldest removed first */
 	uint64_t dumps_max_bytes; /* 0: no limit; else bytes of dumps kept */
+	uint32_t dumps_mode;   /* of dump files: 0600 unless configured */
 	uint32_t nsessions;
 	struct fr_config_session sessions[FR_CONFIG_MAX_SESSIONS];
 };

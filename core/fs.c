@@ -60,6 +60,134 @@ int fr_mkdir_parent(const char *path, mode_t mode, char *err, size_t errlen)
 	return fr_mkdir_p(dir, mode, err, errlen);
 }
 
+/* Whether only `uid` or root can change the entries of directory `st`:
+ * owned by one of them and not writable by anyone else, or sticky (then
+ * nobody else may rename or remove an entry they do not own). */
+static int dir_trusted(const struct stat *st, uid_t uid)
+{
+	if (st->st_uid != uid && st->st_uid != 0)
+		return 0;
+	return !(st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_mode & S_ISVTX);
+}
+
+/* Opens component `name` of `dir` relative to `at`, creating it when
+ * missing. `last`: the directory asked for, never reached through a
+ * symlink. Returns a descriptor or -errno with the reason in `err`. */
+static int open_component(int at, const char *name, const char *dir, int last, mode_t mode,
+			  char *err, size_t errlen)
+{
+	const int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+	struct stat st, parent = {0};
+	uid_t uid = geteuid();
+	int fd, e;
+
+	fd = openat(at, name, flags | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT) {
+		/* Created relative to the parent already opened, so a parent
+		 * swapped in meanwhile cannot redirect it. */
+		if (mkdirat(at, name, mode) < 0 && errno != EEXIST) {
+			e = errno;
+			fr_set_err(err, errlen, "cannot create directory %s (at %s): %s", dir, name,
+				   strerror(e));
+			return -e;
+		}
+		fd = openat(at, name, flags | O_NOFOLLOW);
+	}
+	if (fd >= 0)
+		return fd;
+	e = errno;
+	if ((e == ELOOP || e == ENOTDIR) && fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode)) {
+		if (last) {
+			fr_set_err(err, errlen, "%s is a symlink; it must be a directory itself", dir);
+			return -ELOOP;
+		}
+		if (st.st_uid != uid && st.st_uid != 0) {
+			fr_set_err(err, errlen, "%s: its component %s is a symlink owned by uid %u",
+				   dir, name, (unsigned)st.st_uid);
+			return -ELOOP;
+		}
+		if (fstat(at, &parent) < 0 || !dir_trusted(&parent, uid)) {
+			fr_set_err(err, errlen,
+				   "%s: its component %s is a symlink in a directory other users can "
+				   "change (owner uid %u, mode %04o)",
+				   dir, name, (unsigned)parent.st_uid,
+				   (unsigned)(parent.st_mode & 07777));
+			return -ELOOP;
+		}
+		fd = openat(at, name, flags);
+		if (fd >= 0)
+			return fd;
+		e = errno;
+	}
+	fr_set_err(err, errlen, "cannot open directory %s (at %s): %s", dir, name, strerror(e));
+	return -e;
+}
+
+int fr_dir_open_private(const char *dir, mode_t mode, char *err, size_t errlen)
+{
+	char buf[PATH_MAX], *name, *save = NULL;
+	struct stat st;
+	uid_t uid = geteuid();
+	size_t len = dir ? strlen(dir) : 0;
+	int fd;
+
+	if (len == 0 || len >= sizeof(buf)) {
+		fr_set_err(err, errlen, "cannot open directory %s: %s", dir ? dir : "",
+			   strerror(len ? ENAMETOOLONG : EINVAL));
+		return len ? -ENAMETOOLONG : -EINVAL;
+	}
+	memcpy(buf, dir, len + 1);
+	fd = open(dir[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+
+		fr_set_err(err, errlen, "cannot open directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	name = strtok_r(buf, "/", &save);
+	while (name) {
+		char *next = strtok_r(NULL, "/", &save);
+		int sub;
+
+		if (strcmp(name, ".") == 0) {
+			name = next;
+			continue;
+		}
+		sub = open_component(fd, name, dir, next == NULL, mode, err, errlen);
+		close(fd);
+		if (sub < 0)
+			return sub;
+		fd = sub;
+		name = next;
+	}
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+
+		close(fd);
+		fr_set_err(err, errlen, "cannot open directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	if (st.st_uid != uid) {
+		close(fd);
+		fr_set_err(err, errlen, "directory %s is owned by uid %u, not by uid %u (this process's user)",
+			   dir, (unsigned)st.st_uid, (unsigned)uid);
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		close(fd);
+		fr_set_err(err, errlen,
+			   "directory %s is writable by %s (mode %04o); it must not be (chmod go-w)",
+			   dir,
+			   (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "group and others"
+			   : (st.st_mode & S_IWGRP)                          ? "group"
+									     : "others",
+			   (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return fd;
+}
+
 int fr_cgroup_within(const char *path, const char *root)
 {
 	size_t len;

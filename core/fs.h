@@ -18,6 +18,21 @@ int fr_mkdir_p(const char *dir, mode_t mode, char *err, size_t errlen);
  * as fr_mkdir_p. A path without a directory part needs nothing: 0. */
 int fr_mkdir_parent(const char *path, mode_t mode, char *err, size_t errlen);
 
+/* Opens directory `dir` for files that only this process's user may
+ * touch, creating it and its missing parents with `mode` first. Each
+ * component is opened relative to the one before with O_NOFOLLOW, so the
+ * descriptor returned is the directory that was checked, whatever is
+ * renamed later. A symlink on the way is followed only when the caller's
+ * user or root owns it and the directory holding it (not group- or
+ * other-writable, or sticky), so nobody else can point the path
+ * elsewhere; the last component is never a symlink. The directory must be
+ * owned by the caller's euid and not be writable by group or others.
+ * Returns an O_DIRECTORY descriptor (close-on-exec), or -errno with a
+ * message naming the reason in `err`: -ELOOP for a symlink, -EPERM for
+ * the wrong owner (its uid) or mode (its bits), -ENOTDIR, or what the
+ * file system said. */
+int fr_dir_open_private(const char *dir, mode_t mode, char *err, size_t errlen);
+
 /* Whether cgroup v2 path `path` is `root` or below it: "/a/b" and
  * "/a/b/c" are within "/a/b" (and "/a/b/"), "/a/bc" is not; every known
  * path is within "/". An unknown path (NULL or "") is within nothing. */

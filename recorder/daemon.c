@@ -1526,13 +1526,15 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	struct fr_dump_request dr = {0};
 	const struct fr_config_session *sess = NULL;
 	char path[4096], err[512], dir[4096];
-	uint32_t keep;
+	uint32_t keep, mode;
 	uint64_t max_bytes;
 	int ret;
 
 	if (!preq) {
 		fr_log_err("dump of session %s (%s) failed: out of memory", fire->session,
 			   fire->kind);
+		if (out)
+			snprintf(out, outlen, "out of memory");
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&d->config_lock);
@@ -1555,10 +1557,13 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 		 d->config->dumps_dir ? d->config->dumps_dir : d->dumps_default_dir);
 	keep = d->config->dumps_keep;
 	max_bytes = d->config->dumps_max_bytes;
+	mode = d->config->dumps_mode;
 	pthread_mutex_unlock(&d->config_lock);
 	if (!sess) {
 		free(preq);
 		fr_log_warn("dump of session %s: the session is gone (reloaded)", fire->session);
+		if (out)
+			snprintf(out, outlen, "the session is gone (reloaded)");
 		return -ENOENT;
 	}
 	preq->t0 = fire->t0_ns;
@@ -1573,6 +1578,7 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	dr.dir = dir;
 	dr.keep = keep;
 	dr.max_bytes = max_bytes;
+	dr.mode = (mode_t)mode;
 	dr.session = fire->session;
 	dr.trigger = fire->kind;
 	dr.reason = fire->reason;
@@ -1585,6 +1591,8 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	free(preq);
 	if (ret < 0) {
 		fr_log_err("dump of session %s (%s) failed: %s", fire->session, fire->kind, err);
+		if (out)
+			snprintf(out, outlen, "%s", err);
 		return ret;
 	}
 	fr_log_info("session %s: %s dump written to %s", fire->session, fire->kind, path);
@@ -1640,12 +1648,19 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ip
 	memset(&fire, 0, sizeof(fire));
 	ret = fr_triggers_manual(d->triggers, name->valuestring, window, &fire, path,
 				 sizeof(path));
-	if (ret == -ENOENT)
+	/* Only the engine's own refusals leave `path` empty; a failed dump
+	 * says why there, whatever its errno (a rename's ENOENT is no
+	 * missing session). */
+	if (ret == -ENOENT && !path[0])
 		return fr_ipc_error("dump: no session named \"%s\" (see flightrec sessions)",
 				    name->valuestring);
+	if (ret == -EBUSY && !path[0])
+		return fr_ipc_error("dump of session %s refused: busy, a dump of it requested by "
+				    "hand is being written; try again when it is done",
+				    name->valuestring);
 	if (ret < 0)
-		return fr_ipc_error("dump of session %s failed: %s (see the recorder's log)",
-				    name->valuestring, strerror(-ret));
+		return fr_ipc_error("dump of session %s failed: %s", name->valuestring,
+				    path[0] ? path : strerror(-ret));
 	resp = fr_ipc_ok();
 	if (!resp)
 		return NULL;

@@ -2,7 +2,8 @@
  * directory, then retention.
  *
  * A dump is recognised by its pair of names: STEM.pb.gz next to
- * STEM.json, STEM ending in a UTC time "YYYYMMDDTHHMMSS.mmmZ". Retention
+ * STEM.json, STEM ending in a UTC time "YYYYMMDDTHHMMSS.mmmZ" (and "-N"
+ * for a later dump of the same millisecond). Retention
  * touches nothing else, so a dumps directory shared with other files (or
  * pointed at the wrong place) loses only dumps.
  */
@@ -12,9 +13,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,16 +35,76 @@
 #define SIDECAR_SUFFIX ".json"
 /* "YYYYMMDDTHHMMSS.mmmZ" */
 #define STAMP_LEN 20
+/* Dumps of one stem (same session, trigger and millisecond) beyond the
+ * first are STEM-2 ... STEM-MAX_SAME; more is a runaway, refused. */
+#define MAX_SAME 999
+/* A temporary file untouched this long is a dead dump's (retention). */
+#define STALE_TEMP_S 3600
 
-/* Writes all of `text` to a new file `tmp` and renames it to `path`.
- * Returns 0 or -errno. */
-static int write_small(const char *tmp, const char *path, const char *text)
+/* Creates a new, empty temporary file ".NAME.XXXXXXXXXXXX" in `dirfd` with
+ * exactly `mode` (whatever the umask): O_EXCL|O_NOFOLLOW, so nothing that
+ * already exists there, a symlink least of all, is ever opened. The name
+ * is random, so concurrent dumps never share one. Returns the descriptor
+ * with the name in `tmp`, or -errno. */
+static int create_tmp(int dirfd, const char *name, mode_t mode, char *tmp, size_t tmplen)
 {
+	static uint64_t counter; /* atomic; only when getrandom fails */
+
+	for (int attempt = 0; attempt < 100; attempt++) {
+		uint64_t r;
+		int fd, n;
+
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+			r = (uint64_t)fr_now_mono_ns() ^
+			    (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) << 40) ^
+			    ((uint64_t)getpid() << 20);
+		n = snprintf(tmp, tmplen, ".%s.%012" PRIx64, name, r & (uint64_t)0xffffffffffff);
+		if (n < 0 || (size_t)n >= tmplen)
+			return -ENAMETOOLONG;
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd >= 0) {
+			if (fchmod(fd, mode) < 0) {
+				int e = errno;
+
+				close(fd);
+				unlinkat(dirfd, tmp, 0);
+				return -e;
+			}
+			return fd;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* Renames `tmp` to `name` in `dirfd` unless `name` exists (then -EEXIST
+ * and `tmp` stays): a dump never replaces another file. */
+static int publish(int dirfd, const char *tmp, const char *name)
+{
+	if (renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	/* A file system without RENAME_NOREPLACE: a hard link is just as
+	 * exclusive; the temporary name then goes. */
+	if (linkat(dirfd, tmp, dirfd, name, 0) < 0)
+		return -errno;
+	unlinkat(dirfd, tmp, 0);
+	return 0;
+}
+
+/* Writes all of `text` to a new temporary file in `dirfd` and renames it
+ * to `name` (never replacing a file). Returns 0 or -errno; on failure
+ * nothing is left. */
+static int write_small(int dirfd, const char *name, const char *text, mode_t mode)
+{
+	char tmp[NAME_MAX + 1];
 	size_t len = strlen(text), off = 0;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), ret = 0;
+	int fd = create_tmp(dirfd, name, mode, tmp, sizeof(tmp)), ret = 0;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while (off < len) {
 		ssize_t n = write(fd, text + off, len - off);
 		if (n < 0) {
@@ -55,10 +118,10 @@ static int write_small(const char *tmp, const char *path, const char *text)
 	if (ret == 0 && fsync(fd) < 0)
 		ret = -errno;
 	close(fd);
-	if (ret == 0 && rename(tmp, path) < 0)
-		ret = -errno;
+	if (ret == 0)
+		ret = publish(dirfd, tmp, name);
 	if (ret < 0)
-		unlink(tmp);
+		unlinkat(dirfd, tmp, 0);
 	return ret;
 }
 
@@ -106,44 +169,60 @@ static char *sidecar_json(const struct fr_dump_request *req, const struct fr_pro
 int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char *path,
 		   size_t pathlen, char *err, size_t errlen)
 {
-	char host[128], stamp[32], stem[3072], tmp[3200], side[3200], side_tmp[3300];
+	char host[128], stamp[32], stem[NAME_MAX - 31], name[NAME_MAX + 1], side[NAME_MAX + 1];
+	char tmp[NAME_MAX + 1];
 	struct fr_profile_result res;
 	struct fr_uring *uring = NULL;
 	struct fr_uring_writer *w = NULL;
 	struct tm tm;
 	time_t secs = (time_t)(req->fire_ns / 1000000000);
+	mode_t mode = req->mode ? req->mode : FR_DUMPS_MODE;
 	char *json = NULL;
-	const char *base;
-	int fd = -1, ret, n;
+	int dirfd, fd = -1, ret, n;
 
 	err[0] = '\0';
-	ret = fr_mkdir_p(req->dir, 0700, err, errlen);
-	if (ret < 0)
-		return ret;
+	tmp[0] = '\0';
+	if (strchr(req->session, '/') || strchr(req->trigger, '/')) {
+		fr_set_err(err, errlen, "session %s: a dump's name cannot hold '/'", req->session);
+		return -EINVAL;
+	}
+	/* Everything below is relative to this one descriptor of the checked
+	 * directory: a path swapped or symlinked meanwhile changes nothing. */
+	dirfd = fr_dir_open_private(req->dir, 0700, err, errlen);
+	if (dirfd < 0) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", err);
+		fr_set_err(err, errlen, "refusing the dumps directory: %s", why);
+		return dirfd;
+	}
 	fr_host_name(host, sizeof(host));
 	gmtime_r(&secs, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-	n = snprintf(stem, sizeof(stem), "%s/%s-%s-%s-%s.%03dZ", req->dir, req->session,
-		     req->trigger, host, stamp, (int)(req->fire_ns / 1000000 % 1000));
-	if (n < 0 || (size_t)n >= sizeof(stem) || (size_t)n + 8 >= pathlen) {
+	n = snprintf(stem, sizeof(stem), "%s-%s-%s-%s.%03dZ", req->session, req->trigger, host,
+		     stamp, (int)(req->fire_ns / 1000000 % 1000));
+	/* Room for "-999", the suffixes and the temporary names' decoration. */
+	if (n < 0 || (size_t)n + 32 >= sizeof(stem) ||
+	    strlen(req->dir) + (size_t)n + 16 >= pathlen) {
 		fr_set_err(err, errlen, "the dump's name is too long for %s", req->dir);
-		return -ENAMETOOLONG;
+		ret = -ENAMETOOLONG;
+		goto err;
 	}
-	snprintf(path, pathlen, "%s" PROFILE_SUFFIX, stem);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	snprintf(side, sizeof(side), "%s" SIDECAR_SUFFIX, stem);
-	snprintf(side_tmp, sizeof(side_tmp), "%s.tmp", side);
-
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	snprintf(name, sizeof(name), "%s" PROFILE_SUFFIX, stem);
+	fd = create_tmp(dirfd, name, mode, tmp, sizeof(tmp));
 	if (fd < 0) {
-		ret = -errno;
-		fr_set_err(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
-		return ret;
+		ret = fd;
+		fd = -1;
+		tmp[0] = '\0';
+		fr_set_err(err, errlen, "cannot create a temporary file in %s: %s", req->dir,
+			   strerror(-ret));
+		goto err;
 	}
 	w = malloc(sizeof(*w));
 	ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
 	if (ret < 0) {
-		fr_set_err(err, errlen, "cannot set up the output of %s: %s", path, strerror(-ret));
+		fr_set_err(err, errlen, "cannot set up the output of %s/%s: %s", req->dir, name,
+			   strerror(-ret));
 		goto err;
 	}
 	fr_uring_writer_init(w, uring, fd);
@@ -154,44 +233,90 @@ int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char
 		ret = -errno;
 	if (ret < 0) {
 		if (!err[0])
-			fr_set_err(err, errlen, "cannot write %s: %s", path, strerror(-ret));
+			fr_set_err(err, errlen, "cannot write %s/%s: %s", req->dir, name,
+				   strerror(-ret));
 		goto err;
 	}
 	close(fd);
 	fd = -1;
-	if (rename(tmp, path) < 0) {
-		ret = -errno;
-		fr_set_err(err, errlen, "cannot rename %s into place: %s", tmp, strerror(errno));
-		goto err;
+	/* The first free name of STEM, STEM-2, ...: two dumps fired in the same
+	 * millisecond each get their own (and a leftover sidecar without its
+	 * profile only moves the name on). The profile is published first, then
+	 * its sidecar; retention and readers take a dump by its sidecar. */
+	for (int i = 1;; i++) {
+		char suffix[16] = "";
+
+		if (i > MAX_SAME) {
+			ret = -EEXIST;
+			fr_set_err(err, errlen, "%s holds %d dumps named %s already", req->dir,
+				   MAX_SAME, stem);
+			goto err;
+		}
+		if (i > 1)
+			snprintf(suffix, sizeof(suffix), "-%d", i);
+		snprintf(name, sizeof(name), "%s%s" PROFILE_SUFFIX, stem, suffix);
+		snprintf(side, sizeof(side), "%s%s" SIDECAR_SUFFIX, stem, suffix);
+		if (faccessat(dirfd, side, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		ret = publish(dirfd, tmp, name);
+		if (ret == -EEXIST)
+			continue;
+		if (ret < 0) {
+			fr_set_err(err, errlen, "cannot rename %s/%s into place: %s", req->dir, name,
+				   strerror(-ret));
+			goto err;
+		}
+		tmp[0] = '\0';
+		free(json);
+		json = sidecar_json(req, &res, name, w->written);
+		ret = json ? write_small(dirfd, side, json, mode) : -ENOMEM;
+		if (ret == -EEXIST) {
+			/* A sidecar of that name appeared meanwhile: take the
+			 * profile back to a temporary name and move on. */
+			int tfd = create_tmp(dirfd, name, mode, tmp, sizeof(tmp));
+
+			ret = tfd;
+			if (tfd >= 0) {
+				close(tfd);
+				if (renameat(dirfd, name, dirfd, tmp) == 0)
+					continue;
+				ret = -errno;
+				unlinkat(dirfd, tmp, 0);
+			}
+			tmp[0] = '\0';
+		}
+		if (ret < 0) {
+			fr_set_err(err, errlen, "cannot write %s/%s: %s", req->dir, side,
+				   strerror(-ret));
+			unlinkat(dirfd, name, 0);
+			goto err;
+		}
+		break;
 	}
-	base = strrchr(path, '/');
-	json = sidecar_json(req, &res, base ? base + 1 : path, w->written);
-	ret = json ? write_small(side_tmp, side, json) : -ENOMEM;
-	if (ret < 0) {
-		fr_set_err(err, errlen, "cannot write %s: %s", side, strerror(-ret));
-		unlink(path);
-		goto err;
-	}
+	snprintf(path, pathlen, "%s/%s", req->dir, name);
 	free(json);
 	fr_uring_close(uring);
 	free(w);
-	ret = fr_dumps_retain(req->dir, req->keep, req->max_bytes);
+	ret = fr_dumps_retain(dirfd, req->keep, req->max_bytes);
 	if (ret < 0)
 		fr_log_warn("cannot apply dump retention in %s: %s", req->dir, strerror(-ret));
+	close(dirfd);
 	return 0;
 
 err:
 	free(json);
 	if (fd >= 0)
 		close(fd);
-	unlink(tmp);
+	if (tmp[0])
+		unlinkat(dirfd, tmp, 0);
 	fr_uring_close(uring);
 	free(w);
+	close(dirfd);
 	return ret;
 }
 
 struct dump_entry {
-	char *stem; /* path without suffix */
+	char *name; /* the profile's file name */
 	struct timespec mtime;
 	uint64_t bytes;
 };
@@ -204,18 +329,31 @@ static int cmp_newest_first(const void *a, const void *b)
 		return x->mtime.tv_sec < y->mtime.tv_sec ? 1 : -1;
 	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
 		return x->mtime.tv_nsec < y->mtime.tv_nsec ? 1 : -1;
-	return strcmp(y->stem, x->stem);
+	return strcmp(y->name, x->name);
 }
 
-/* Whether `name` is NAME-...-YYYYMMDDTHHMMSS.mmmZ.pb.gz. */
-static int is_dump_profile(const char *name)
+/* Whether the first `len` bytes of `name` are
+ * NAME-...-YYYYMMDDTHHMMSS.mmmZ`suffix`, or the same with "-N" after the Z
+ * (a later dump of the same millisecond). */
+static int is_dump_name(const char *name, size_t len, const char *suffix)
 {
-	size_t len = strlen(name), slen = strlen(PROFILE_SUFFIX);
-	const char *stamp;
+	size_t slen = strlen(suffix);
+	const char *stamp, *end;
 
-	if (len < slen + STAMP_LEN + 2 || strcmp(name + len - slen, PROFILE_SUFFIX) != 0)
+	if (len < slen + STAMP_LEN + 2 || strncmp(name + len - slen, suffix, slen) != 0)
 		return 0;
-	stamp = name + len - slen - STAMP_LEN;
+	end = name + len - slen;
+	/* An optional "-N", N in 2..MAX_SAME without leading zeros. */
+	for (const char *p = end - 1; p > name && end - p <= 4; p--) {
+		if (*p >= '0' && *p <= '9')
+			continue;
+		if (*p == '-' && p + 1 < end && p[1] != '0')
+			end = p;
+		break;
+	}
+	if ((size_t)(end - name) < STAMP_LEN + 2)
+		return 0;
+	stamp = end - STAMP_LEN;
 	if (stamp[-1] != '-' || stamp[8] != 'T' || stamp[15] != '.' || stamp[19] != 'Z')
 		return 0;
 	for (int i = 0; i < STAMP_LEN - 1; i++)
@@ -224,28 +362,68 @@ static int is_dump_profile(const char *name)
 	return 1;
 }
 
-int fr_dumps_retain(const char *dir, uint32_t keep, uint64_t max_bytes)
+static int is_dump_profile(const char *name)
 {
-	DIR *d = opendir(dir);
+	return is_dump_name(name, strlen(name), PROFILE_SUFFIX);
+}
+
+/* Whether `name` is a dump's temporary file (create_tmp): "." + a dump's
+ * profile or sidecar name + "." + 12 hex digits. */
+static int is_dump_temp(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (name[0] != '.' || len < 1 + 13 || name[len - 13] != '.')
+		return 0;
+	for (size_t i = len - 12; i < len; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return 0;
+	return is_dump_name(name + 1, len - 14, PROFILE_SUFFIX) ||
+	       is_dump_name(name + 1, len - 14, SIDECAR_SUFFIX);
+}
+
+/* Whether `name` in `dirfd` is a regular file (a symlink is not). */
+static int is_regular(int dirfd, const char *name, struct stat *st)
+{
+	return fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode);
+}
+
+int fr_dumps_retain(int dirfd, uint32_t keep, uint64_t max_bytes)
+{
 	struct dump_entry *v = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t total = 0;
 	struct dirent *de;
 	int removed = 0, ret = 0;
+	/* Its own descriptor: readdir moves the offset, and closedir closes. */
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 
-	if (!d)
-		return -errno;
+	if (!d) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
 	while ((de = readdir(d))) {
-		char p[4200], side[4200];
-		struct stat st;
+		char side[NAME_MAX + 1];
+		struct stat st, sst;
 		size_t len;
 
+		/* What a dump killed half-way (the recorder stopped, the machine
+		 * crashed) left: nobody will rename it any more. A dump being
+		 * written touches its file far more often than this. */
+		if (is_dump_temp(de->d_name)) {
+			if (is_regular(dirfd, de->d_name, &st) &&
+			    st.st_mtim.tv_sec + STALE_TEMP_S < time(NULL))
+				unlinkat(dirfd, de->d_name, 0);
+			continue;
+		}
 		if (!is_dump_profile(de->d_name))
 			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		len = strlen(p) - strlen(PROFILE_SUFFIX);
-		snprintf(side, sizeof(side), "%.*s" SIDECAR_SUFFIX, (int)len, p);
-		if (stat(p, &st) < 0 || !S_ISREG(st.st_mode) || access(side, F_OK) < 0)
+		len = strlen(de->d_name) - strlen(PROFILE_SUFFIX);
+		snprintf(side, sizeof(side), "%.*s" SIDECAR_SUFFIX, (int)len, de->d_name);
+		if (!is_regular(dirfd, de->d_name, &st) || !is_regular(dirfd, side, &sst))
 			continue;
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
@@ -257,8 +435,8 @@ int fr_dumps_retain(const char *dir, uint32_t keep, uint64_t max_bytes)
 			v = nv;
 			cap = ncap;
 		}
-		v[n].stem = strndup(p, len);
-		if (!v[n].stem) {
+		v[n].name = strdup(de->d_name);
+		if (!v[n].name) {
 			ret = -ENOMEM;
 			goto out;
 		}
@@ -268,24 +446,25 @@ int fr_dumps_retain(const char *dir, uint32_t keep, uint64_t max_bytes)
 	}
 	qsort(v, n, sizeof(*v), cmp_newest_first);
 	for (size_t i = 0; i < n; i++) {
-		char p[4200];
+		char side[NAME_MAX + 1];
+		size_t len = strlen(v[i].name) - strlen(PROFILE_SUFFIX);
 
 		total += v[i].bytes;
 		/* The newest dump always stays, whatever its size. */
 		if (i < keep && (i == 0 || !max_bytes || total <= max_bytes))
 			continue;
-		snprintf(p, sizeof(p), "%s" PROFILE_SUFFIX, v[i].stem);
-		if (unlink(p) < 0 && errno != ENOENT) {
+		/* unlinkat never follows a symlink: it removes the name. */
+		if (unlinkat(dirfd, v[i].name, 0) < 0 && errno != ENOENT) {
 			ret = -errno;
 			continue;
 		}
-		snprintf(p, sizeof(p), "%s" SIDECAR_SUFFIX, v[i].stem);
-		unlink(p);
+		snprintf(side, sizeof(side), "%.*s" SIDECAR_SUFFIX, (int)len, v[i].name);
+		unlinkat(dirfd, side, 0);
 		removed++;
 	}
 out:
 	for (size_t i = 0; i < n; i++)
-		free(v[i].stem);
+		free(v[i].name);
 	free(v);
 	closedir(d);
 	return ret < 0 ? ret : removed;

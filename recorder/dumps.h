@@ -7,7 +7,8 @@
  *   SESSION-TRIGGER-HOST-YYYYMMDDTHHMMSS.mmmZ.json     what fired
  *
  * TRIGGER is signal, cpu_above, exit or manual; the time is when it fired
- * (UTC). The sidecar is one JSON object:
+ * (UTC). A second dump of the same session, trigger and millisecond is
+ * STEM-2 (then -3, ...): a dump never replaces a file. The sidecar is one JSON object:
  *
  *   {"session": "db", "trigger": "cpu_above", "reason": "...",
  *    "fired_ns": N, "t0_ns": N, "t1_ns": N, "window_ns": N, "after_ns": N,
@@ -15,26 +16,40 @@
  *    "events": [{"event": "cpu", "hz": 99, "samples": N, "lost": N}],
  *    "samples": N, "bytes": N, "version": "0.1.0"}
  *
- * Both are written to temporary names and renamed into place, the profile
- * first, so a reader never sees half a dump. Retention then removes the
- * oldest dumps (both files) until at most `keep` remain and their
- * profiles take at most `max_bytes` (0: no byte limit). Only files named
- * like dumps are ever removed.
+ * The directory is opened once per dump (fr_dir_open_private: created
+ * 0700 when missing, never through a symlink, refused unless owned by the
+ * recorder's user and not writable by group or others), and every file
+ * operation is relative to that descriptor. Both files are written to
+ * random temporary names (".NAME.XXXXXXXXXXXX", O_CREAT|O_EXCL|O_NOFOLLOW,
+ * mode `mode`) and renamed into place without replacing anything
+ * (RENAME_NOREPLACE), the profile first, so a reader never sees half a
+ * dump. Retention then removes the oldest dumps (both files) until at
+ * most `keep` remain and their profiles take at most `max_bytes` (0: no
+ * byte limit), and removes temporary files of dumps that died half-way
+ * (untouched for an hour). Only regular files named like dumps (or their
+ * temporary files) are ever removed, by name (unlinkat), never through a
+ * symlink.
  */
 #ifndef FR_RECORDER_DUMPS_H
 #define FR_RECORDER_DUMPS_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "core/profile.h"
 
 struct fr_ring;
 
+/* The mode of dump files unless configured (dumps.mode): they name
+ * commands, threads and files of every user. */
+#define FR_DUMPS_MODE 0600
+
 struct fr_dump_request {
 	const char *dir;             /* the dumps directory (created 0700) */
 	uint32_t keep;               /* at least 1 */
 	uint64_t max_bytes;          /* 0: no limit */
+	mode_t mode;                 /* of both files; 0: FR_DUMPS_MODE */
 	const char *session;
 	const char *trigger;         /* "signal", "cpu_above", "exit", "manual" */
 	const char *reason;
@@ -46,13 +61,15 @@ struct fr_dump_request {
 
 /* Writes the dump of `req` from `ring` (profile through io_uring, then the
  * sidecar), then applies retention. Returns 0 with the profile's path in
- * `path`, or -errno with a one-line message in `err`; a failed dump leaves
- * no file. */
+ * `path`, or -errno with a one-line message in `err` (a refused directory
+ * says why: a symlink, its owner's uid, its mode bits); a failed dump
+ * leaves no file. Safe to call from several threads at once: each call
+ * gets its own names. */
 int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char *path,
 		   size_t pathlen, char *err, size_t errlen);
 
-/* Removes the oldest dumps in `dir` beyond `keep` and `max_bytes`.
- * Returns the number of dumps removed, or -errno. */
-int fr_dumps_retain(const char *dir, uint32_t keep, uint64_t max_bytes);
+/* Removes the oldest dumps in directory `dirfd` beyond `keep` and
+ * `max_bytes`. Returns the number of dumps removed, or -errno. */
+int fr_dumps_retain(int dirfd, uint32_t keep, uint64_t max_bytes);
 
 #endif

@@ -273,6 +273,12 @@ struct pending {
 	char session[FR_CONFIG_NAME_MAX];
 };
 
+/* A dump by hand in progress, on its caller's stack. */
+struct manual_run {
+	const char *session;
+	struct manual_run *next;
+};
+
 struct fr_triggers {
 	pthread_t thread;
 	pthread_mutex_t lock;     /* guards everything below but the atomics */
@@ -291,6 +297,7 @@ struct fr_triggers {
 	struct fr_procwatch *watch_new; /* handed to the thread */
 	struct pending *pending;
 	uint32_t npending;
+	struct manual_run *manual;     /* dumps by hand being written */
 
 	/* The thread's own. */
 	struct fr_procwatch *watch;
@@ -1495,9 +1502,12 @@ int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_n
 		       struct fr_trigger_fire *fire, char *path, size_t pathlen)
 {
 	const struct fr_config_session *s;
+	struct manual_run run = {.session = name}, **pp;
 	char w[32];
 	int si, ret;
 
+	if (path && pathlen)
+		path[0] = '\0';
 	if (!fire)
 		return -EINVAL;
 	memset(fire, 0, sizeof(*fire));
@@ -1511,6 +1521,17 @@ int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_n
 		pthread_mutex_unlock(&t->lock);
 		return -ENOENT;
 	}
+	/* One dump by hand per session at a time: requests arriving together
+	 * would otherwise each build the same profile at once (a client could
+	 * ask max_clients times), and the one being written already answers
+	 * them. */
+	for (struct manual_run *r = t->manual; r; r = r->next)
+		if (strcmp(r->session, name) == 0) {
+			pthread_mutex_unlock(&t->lock);
+			return -EBUSY;
+		}
+	run.next = t->manual;
+	t->manual = &run;
 	s = &t->sessions[si];
 	if (window_ns <= 0)
 		window_ns = s->ntriggers ? window_of(&s->triggers[0]) : DEFAULT_WINDOW_NS;
@@ -1525,11 +1546,15 @@ int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_n
 		    fmt_dur(window_ns, w, sizeof(w)));
 	ret = t->dump(t->arg, fire, path, pathlen);
 
-	if (ret == 0) {
-		pthread_mutex_lock(&t->lock);
+	pthread_mutex_lock(&t->lock);
+	for (pp = &t->manual; *pp; pp = &(*pp)->next)
+		if (*pp == &run) {
+			*pp = run.next;
+			break;
+		}
+	if (ret == 0)
 		record_dump(t, name, fire->fire_ns);
-		pthread_mutex_unlock(&t->lock);
-	}
+	pthread_mutex_unlock(&t->lock);
 	return ret;
 }
 

@@ -55,7 +55,8 @@ struct fr_trigger_fire {
 
 /* Writes the dump of `fire` and, when `path` is not NULL, its file name
  * into `path` (`pathlen` bytes). Returns 0 or -errno, having logged why
- * (the engine only records successes). */
+ * (the engine only records successes); on failure `path`, when not NULL,
+ * gets that one-line reason instead. */
 typedef int (*fr_trigger_dump_fn)(void *arg, const struct fr_trigger_fire *fire, char *path,
 				  size_t pathlen);
 
@@ -75,9 +76,11 @@ void fr_triggers_signal(struct fr_triggers *t, int signo);
 /* Fires session `name` by hand ("flightrec dump --session NAME"), with
  * `window_ns` (0: the window of its first trigger, or 60 s when it has
  * none), ignoring cooldowns. Synchronous: the dump callback runs on the
- * caller's thread, and this returns its result; -ENOENT when no session has
- * that name. `fire` is filled, and `path` (when not NULL) names the dump
- * written. */
+ * caller's thread, and this returns its result. Before any callback:
+ * -ENOENT when no session has that name, -EBUSY while another dump of the
+ * session by hand is being written (both leave `path` empty). `fire` is
+ * filled, and `path` (when not NULL) names the dump written or says why it
+ * failed. */
 int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_ns,
 		       struct fr_trigger_fire *fire, char *path, size_t pathlen);
 

@@ -36,6 +36,9 @@
 #include "tools/top.h"
 
 static const char *prog = "flightrec";
+/* The caller's umask, read in main() while this is the only thread (umask
+ * can only be read by setting it). */
+static mode_t caller_umask = 022;
 
 static void usage_main(FILE *f)
 {
@@ -266,7 +269,19 @@ static int open_output(struct output *o, const char *path)
 		o->tmp = NULL;
 		return -e;
 	}
-	fchmod(o->fd, 0644 & ~(mode_t)0);
+	/* mkostemp creates 0600; the profile gets the mode any new file of
+	 * the caller's gets. It names commands, threads and files of every
+	 * user, so a umask of 077 keeps it private, as asked. */
+	if (fchmod(o->fd, 0666 & ~caller_umask) < 0) {
+		int e = errno;
+
+		fprintf(stderr, "%s: cannot set the mode of %s: %s\n", prog, path, strerror(e));
+		close(o->fd);
+		unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+		return -e;
+	}
 	return 0;
 }
 
@@ -1254,6 +1269,8 @@ int main(int argc, char **argv)
 	const char *cmd;
 
 	fr_log_set_ident("flightrec");
+	caller_umask = umask(022);
+	umask(caller_umask);
 	opterr = 0;
 	if (argc < 2) {
 		usage_main(stderr);

@@ -37,7 +37,8 @@ static int cfg_equal(const struct fr_config *a, const struct fr_config *b)
 	    a->dumps_keep != b->dumps_keep || a->dumps_max_bytes != b->dumps_max_bytes ||
 	    a->has_socket_group != b->has_socket_group || a->socket_gid != b->socket_gid ||
 	    a->has_admin_group != b->has_admin_group || a->admin_gid != b->admin_gid ||
-	    a->user_max_rate_hz != b->user_max_rate_hz)
+	    a->user_max_rate_hz != b->user_max_rate_hz ||
+	    a->dumps_mode != b->dumps_mode)
 		return 0;
 	for (uint32_t s = 0; s < a->nsessions; s++) {
 		const struct fr_config_session *x = &a->sessions[s], *y = &b->sessions[s];
@@ -239,7 +240,7 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].events: must list at least one event"},
 	/* dumps */
 	{"{\"dumps\":[]}", SRC ": dumps: must be an object like {\"keep\": 50}, got []"},
-	{"{\"dumps\":{\"kep\":5}}", SRC ": dumps.kep: unknown key (accepted: dir, keep, max_bytes)"},
+	{"{\"dumps\":{\"kep\":5}}", SRC ": dumps.kep: unknown key (accepted: dir, keep, max_bytes, mode)"},
 	{"{\"dumps\":{\"keep\":0}}", SRC ": dumps.keep: must be 1..100000, got 0"},
 	{"{\"dumps\":{\"keep\":100001}}", SRC ": dumps.keep: must be 1..100000, got 100001"},
 	{"{\"dumps\":{\"keep\":\"50\"}}", SRC ": dumps.keep: must be an integer 1..100000, got \"50\""},
@@ -250,6 +251,17 @@ static const struct bad bad_configs[] = {
 	{"{\"dumps\":{\"max_bytes\":100}}",
 	 SRC ": dumps.max_bytes: must be a size string like \"256MiB\", got 100"},
 	{"{\"dumps\":{\"keep\":5,\"keep\":6}}", SRC ": dumps.keep: given twice"},
+#define MODE_ERR                                                                       \
+	SRC ": dumps.mode: must be an octal string like \"0640\" with the owner's read and " \
+	    "write bits and at most read for group and others (0600..0644), got "
+	{"{\"dumps\":{\"mode\":640}}", MODE_ERR "640"},
+	{"{\"dumps\":{\"mode\":\"0666\"}}", MODE_ERR "\"0666\""},
+	{"{\"dumps\":{\"mode\":\"0400\"}}", MODE_ERR "\"0400\""},
+	{"{\"dumps\":{\"mode\":\"0755\"}}", MODE_ERR "\"0755\""},
+	{"{\"dumps\":{\"mode\":\"0680\"}}", MODE_ERR "\"0680\""},
+	{"{\"dumps\":{\"mode\":\"\"}}", MODE_ERR "\"\""},
+	{"{\"dumps\":{\"mode\":\"-600\"}}", MODE_ERR "\"-600\""},
+	{"{\"dumps\":{\"mode\":\"04600\"}}", MODE_ERR "\"04600\""},
 	/* triggers: the array and "on" */
 	{TRIG("{}"), SRC ": sessions[0].triggers: must be an array like [{\"on\": \"signal\", "
 		     "\"signal\": \"USR1\"}], got {}"},
@@ -516,13 +528,14 @@ static void test_dumps(void)
 	int ret;
 
 	if (parse_ok(&cfg, "{\"dumps\":{}}", &text) == 0) {
-		CHECK(cfg.dumps_dir == NULL && cfg.dumps_keep == 50 && cfg.dumps_max_bytes == 0,
+		CHECK(cfg.dumps_dir == NULL && cfg.dumps_keep == 50 && cfg.dumps_max_bytes == 0 &&
+			      cfg.dumps_mode == 0600,
 		      "empty dumps object: dir %s keep %u max_bytes %llu",
 		      cfg.dumps_dir ? cfg.dumps_dir : "(null)", cfg.dumps_keep,
 		      (unsigned long long)cfg.dumps_max_bytes);
 		/* Defaults print as such: no dir, no byte limit. */
 		CHECK(text && strstr(text, "\"keep\":\t50") && !strstr(text, "\"dir\"") &&
-			      !strstr(text, "\"max_bytes\""),
+			      !strstr(text, "\"max_bytes\"") && !strstr(text, "\"mode\""),
 		      "default dumps printed as:\n%s", text ? text : "(null)");
 		free(text);
 		text = NULL;
@@ -541,6 +554,19 @@ static void test_dumps(void)
 		      text ? text : "(null)");
 		free(text);
 		text = NULL;
+		fr_config_fini(&cfg);
+	}
+	/* dumps.mode: octal, printed back only when not the default. */
+	if (parse_ok(&cfg, "{\"dumps\":{\"mode\":\"0640\"}}", &text) == 0) {
+		CHECK(cfg.dumps_mode == 0640, "mode 0640 read as %o", cfg.dumps_mode);
+		CHECK(text && strstr(text, "\"0640\""), "mode not printed:\n%s",
+		      text ? text : "(null)");
+		free(text);
+		text = NULL;
+		fr_config_fini(&cfg);
+	}
+	if (parse_ok(&cfg, "{\"dumps\":{\"mode\":\"644\"}}", NULL) == 0) {
+		CHECK(cfg.dumps_mode == 0644, "mode 644 read as %o", cfg.dumps_mode);
 		fr_config_fini(&cfg);
 	}
 	/* A relative directory is taken as written (like ring.path). */

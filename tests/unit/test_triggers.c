@@ -69,6 +69,8 @@ struct rec {
 	int n;
 	struct rec_fire fires[MAX_REC];
 	int fail_with; /* returned by the next call when non-zero */
+	char hold[FR_CONFIG_NAME_MAX]; /* a call for this session waits while set */
+	int held;                      /* such a call is waiting */
 };
 
 static void rec_init(struct rec *r)
@@ -102,6 +104,15 @@ static int on_dump(void *arg, const struct fr_trigger_fire *f, char *path, size_
 			x->trigger = *f->trigger;
 		x->called_mono = fr_now_mono_ns();
 		x->thread = pthread_self();
+	}
+	/* Only the first call waits: a second one reaching the callback is
+	 * recorded and returns, so the test sees it rather than hangs. */
+	if (r->hold[0] && !r->held && f->session && strcmp(f->session, r->hold) == 0) {
+		r->held = 1;
+		pthread_cond_broadcast(&r->cond);
+		while (r->hold[0])
+			pthread_cond_wait(&r->cond, &r->lock);
+		r->held = 0;
 	}
 	ret = r->fail_with;
 	r->fail_with = 0;
@@ -464,6 +475,80 @@ static void test_manual(void)
 	CHECK(fr_triggers_suppressed(t, 0) == 0, "manual dumps count as suppressed");
 
 	fr_triggers_stop(t);
+	rec_fini(&r);
+	free(c);
+}
+
+/* A dump by hand while another of the same session is being written is
+ * refused as busy, before the callback; other sessions are not held up;
+ * the session is free again once the dump returns, failed or not. */
+struct manual_arg {
+	struct fr_triggers *t;
+	int ret;
+	char path[64];
+};
+
+static void *manual_thread(void *arg)
+{
+	struct manual_arg *a = arg;
+	struct fr_trigger_fire f;
+
+	a->ret = fr_triggers_manual(a->t, "db", 0, &f, a->path, sizeof(a->path));
+	return NULL;
+}
+
+static void test_manual_busy(void)
+{
+	struct fr_config *c = cfg_new();
+	struct manual_arg a = {0};
+	struct fr_trigger_fire f;
+	struct timespec until;
+	struct rec r;
+	pthread_t th;
+	char path[64] = "x";
+	int ret;
+
+	rec_init(&r);
+	add_session(c, "db");
+	add_session(c, "web");
+	a.t = start(c, &r);
+	snprintf(r.hold, sizeof(r.hold), "db");
+	CHECK(pthread_create(&th, NULL, manual_thread, &a) == 0, "pthread_create");
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&r.lock);
+	while (!r.held && pthread_cond_timedwait(&r.cond, &r.lock, &until) == 0)
+		;
+	CHECK(r.held, "the first dump by hand never reached the callback");
+	pthread_mutex_unlock(&r.lock);
+
+	ret = fr_triggers_manual(a.t, "db", 0, &f, path, sizeof(path));
+	CHECK(ret == -EBUSY && path[0] == '\0',
+	      "a second dump of db while one is written: %d \"%s\", want -EBUSY", ret, path);
+	CHECK(rec_count(&r) == 1, "the busy request reached the callback (%d calls)",
+	      rec_count(&r));
+	ret = fr_triggers_manual(a.t, "web", 0, &f, path, sizeof(path));
+	CHECK(ret == 0, "another session's dump by hand was held up: %d", ret);
+
+	pthread_mutex_lock(&r.lock);
+	r.hold[0] = '\0';
+	pthread_cond_broadcast(&r.cond);
+	pthread_mutex_unlock(&r.lock);
+	pthread_join(th, NULL);
+	CHECK(a.ret == 0 && strcmp(a.path, "dump-of-db") == 0, "the held dump: %d %s", a.ret,
+	      a.path);
+
+	/* Free again, after a success and after a failure. */
+	pthread_mutex_lock(&r.lock);
+	r.fail_with = -EIO;
+	pthread_mutex_unlock(&r.lock);
+	ret = fr_triggers_manual(a.t, "db", 0, &f, NULL, 0);
+	CHECK(ret == -EIO, "db after a dump: %d, want the callback's -EIO", ret);
+	ret = fr_triggers_manual(a.t, "db", 0, &f, NULL, 0);
+	CHECK(ret == 0, "db after a failed dump: %d", ret);
+	CHECK(rec_count(&r) == 4, "%d calls of the callback, want 4", rec_count(&r));
+
+	fr_triggers_stop(a.t);
 	rec_fini(&r);
 	free(c);
 }
@@ -939,6 +1024,7 @@ int main(void)
 	test_signal();
 	test_after();
 	test_manual();
+	test_manual_busy();
 	test_reload();
 	test_cpu();
 	test_exit_uid();
