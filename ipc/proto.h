@@ -95,6 +95,15 @@ int fr_ipc_send(int sock, const char *json, size_t len, int pass_fd);
  * -errno. */
 int fr_ipc_recv(int sock, char **json, size_t *len, int *fd_out);
 
+/* fr_ipc_recv() with deadlines, for a receiver that must not be held by a
+ * slow peer: waits at most `wait_ns` for the frame's first byte, then the
+ * whole frame must have arrived `frame_ns` after that byte (either < 0:
+ * no limit; the socket's own timeout, if any, still applies). Returns as
+ * fr_ipc_recv(), and -ETIMEDOUT when a deadline passed (the connection is
+ * then mid-frame or idle and should be closed). */
+int fr_ipc_recv_timed(int sock, char **json, size_t *len, int *fd_out, int64_t wait_ns,
+		      int64_t frame_ns);
+
 /* Serializes `obj` and sends it as one frame (see fr_ipc_send). */
 int fr_ipc_send_json(int sock, const cJSON *obj, int pass_fd);
 
@@ -102,6 +111,10 @@ int fr_ipc_send_json(int sock, const cJSON *obj, int pass_fd);
  * with cJSON_Delete. -EBADMSG when the frame is not a JSON object, else as
  * fr_ipc_recv. */
 int fr_ipc_recv_json(int sock, cJSON **obj, int *fd_out);
+
+/* fr_ipc_recv_json() with the deadlines of fr_ipc_recv_timed(). */
+int fr_ipc_recv_json_timed(int sock, cJSON **obj, int *fd_out, int64_t wait_ns,
+			   int64_t frame_ns);
 
 /* Parses `len` bytes of frame text (no NUL) into a JSON object the caller
  * frees. Returns 0 or -EBADMSG when it is not exactly one JSON object. */
