@@ -48,7 +48,6 @@
 #include "core/sample.h"
 #include "core/symbols.h"
 
-#define CACHE_BUDGET (128u << 20)
 #define KERNEL_MAP 1 /* index of the kernel pseudo-mapping in maps[] */
 #define NO_CGROUP UINT32_MAX
 #define NS_PER_SEC 1000000000LL
@@ -1291,6 +1290,37 @@ static void children_comment(const struct builder *b, struct fr_pprof *p)
 	comment(p, line);
 }
 
+/* Whether the asker gave up (see fr_profile_request.stop); says so in
+ * `err` when it did. */
+static int stopped(const struct fr_profile_request *req, char *err, size_t errlen)
+{
+	if (!req->stop || !req->stop(req->stop_arg))
+		return 0;
+	snprintf(err, errlen, "stopped: the client went away");
+	return 1;
+}
+
+/* Decoded, a chunk takes about twice its raw block (the pass-1 cache
+ * counts it so); aggregation's tables (stacks, locations, rows) grow with
+ * the distinct stacks, at most about the raw size again. */
+int64_t fr_profile_estimate(struct fr_ring *ring, const struct fr_profile_request *req)
+{
+	size_t cache_cap = req->cache_bytes ? req->cache_bytes : FR_PROFILE_CACHE_DEFAULT;
+	struct fr_ring_ref *refs = NULL;
+	uint64_t raw = 0, cached;
+	size_t nrefs = 0;
+	int ret;
+
+	ret = fr_ring_query(ring, req->t0, req->t1, &refs, &nrefs);
+	if (ret < 0)
+		return ret;
+	for (size_t r = 0; r < nrefs; r++)
+		raw += refs[r].raw_len;
+	free(refs);
+	cached = 2 * raw < cache_cap ? 2 * raw : cache_cap;
+	return (int64_t)(cached + raw);
+}
+
 int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		     fr_write_fn sink, void *sink_arg, struct fr_profile_result *res,
 		     char *err, size_t errlen)
@@ -1302,6 +1332,7 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 	struct fr_pprof *p = NULL;
 	struct counting_sink counter = {.sink = sink, .arg = sink_arg};
 	size_t nrefs = 0, cached_bytes = 0;
+	size_t cache_cap = req->cache_bytes ? req->cache_bytes : FR_PROFILE_CACHE_DEFAULT;
 	int64_t eff_t0, period;
 	char line[512], a[64], bb[64], dur[32];
 	int children = req->children && req->npids, ret;
@@ -1330,6 +1361,10 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 	for (size_t r = 0; r < nrefs; r++) {
 		struct fr_chunk *c = NULL;
 
+		if (stopped(req, err, errlen)) {
+			ret = -ECANCELED;
+			goto out;
+		}
 		ret = load(ring, &refs[r], &c);
 		if (ret < 0) {
 			res->chunks_skipped++;
@@ -1343,7 +1378,7 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 			snprintf(err, errlen, "out of memory while reading the window");
 			goto out;
 		}
-		if (cached_bytes + refs[r].raw_len * 2u <= CACHE_BUDGET) {
+		if (cached_bytes + refs[r].raw_len * 2u <= cache_cap) {
 			cache[r].chunk = c;
 			cached_bytes += refs[r].raw_len * 2u;
 		} else {
@@ -1382,6 +1417,10 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 	for (size_t r = 0; r < nrefs; r++) {
 		struct fr_chunk *c = cache[r].chunk;
 
+		if (stopped(req, err, errlen)) {
+			ret = -ECANCELED;
+			goto out;
+		}
 		if (!c && load(ring, &refs[r], &c) < 0)
 			continue;
 		ret = reset_stack_memo(&b, c->nstacks);
