@@ -41,6 +41,9 @@
 #define DEFAULT_SYNC_NS 1000000000ll
 #define DEFAULT_MAX_RATE_HZ 10000
 #define DEFAULT_MAX_CLIENTS 64
+#define DEFAULT_MAX_USER_RATE_HZ 1000
+#define DEFAULT_QUERY_MEMORY (256ull << 20)
+#define MIN_QUERY_MEMORY (1ull << 20)
 #define DEFAULT_SESSION "default"
 #define DEFAULT_HZ 99
 #define DEFAULT_DUMPS_KEEP 50
@@ -66,7 +69,8 @@
 const char fr_config_default_json[] =
 	"{\n"
 	"\t\"ring\": {\"size\": \"256MiB\", \"segment\": \"1MiB\", \"sync\": \"1s\"},\n"
-	"\t\"limits\": {\"max_rate_hz\": 10000, \"max_clients\": 64},\n"
+	"\t\"limits\": {\"max_rate_hz\": 10000, \"max_user_rate_hz\": 1000, \"max_clients\": 64,\n"
+	"\t           \"query_memory\": \"256MiB\"},\n"
 	"\t\"sessions\": [\n"
 	"\t\t{\"name\": \"default\", \"events\": [{\"event\": \"cpu\", \"hz\": 99}]}\n"
 	"\t]\n"
@@ -248,7 +252,8 @@ static int get_path(struct ctx *c, const cJSON *item, const char *path, size_t m
 
 static int parse_limits(struct ctx *c, const cJSON *limits, struct fr_config *cfg)
 {
-	static const char *const keys[] = {"max_rate_hz", "max_clients"};
+	static const char *const keys[] = {"max_rate_hz", "max_user_rate_hz", "max_clients",
+					   "query_memory"};
 	const cJSON *it;
 	int ret;
 
@@ -269,11 +274,29 @@ static int parse_limits(struct ctx *c, const cJSON *limits, struct fr_config *cf
 		if (ret < 0)
 			return ret;
 	}
+	it = cJSON_GetObjectItemCaseSensitive(limits, "max_user_rate_hz");
+	if (it) {
+		ret = get_uint(c, it, "limits.max_user_rate_hz", 1, MAX_RATE_HZ_LIMIT,
+			       &cfg->max_user_rate_hz);
+		if (ret < 0)
+			return ret;
+	}
 	it = cJSON_GetObjectItemCaseSensitive(limits, "max_clients");
 	if (it) {
 		ret = get_uint(c, it, "limits.max_clients", 1, MAX_CLIENTS_LIMIT, &cfg->max_clients);
 		if (ret < 0)
 			return ret;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(limits, "query_memory");
+	if (it) {
+		char got[64];
+
+		ret = get_size(c, it, "limits.query_memory", &cfg->query_memory);
+		if (ret < 0)
+			return ret;
+		if (cfg->query_memory < MIN_QUERY_MEMORY)
+			return fail(c, "limits.query_memory", "must be at least 1MiB, got %s",
+				    describe(it, got, sizeof(got)));
 	}
 	return 0;
 }
@@ -1107,6 +1130,8 @@ int fr_config_parse(struct fr_config *cfg, const char *json, size_t len, const c
 	cfg->sync_ns = DEFAULT_SYNC_NS;
 	cfg->max_rate_hz = DEFAULT_MAX_RATE_HZ;
 	cfg->max_clients = DEFAULT_MAX_CLIENTS;
+	cfg->max_user_rate_hz = DEFAULT_MAX_USER_RATE_HZ;
+	cfg->query_memory = DEFAULT_QUERY_MEMORY;
 	cfg->dumps_keep = DEFAULT_DUMPS_KEEP;
 
 	/* The parser wants a NUL-terminated copy; it is also told to insist
@@ -1339,7 +1364,10 @@ char *fr_config_to_json(const struct fr_config *cfg)
 
 	limits = cJSON_AddObjectToObject(root, "limits");
 	if (!limits || !cJSON_AddNumberToObject(limits, "max_rate_hz", cfg->max_rate_hz) ||
-	    !cJSON_AddNumberToObject(limits, "max_clients", cfg->max_clients))
+	    !cJSON_AddNumberToObject(limits, "max_user_rate_hz", cfg->max_user_rate_hz) ||
+	    !cJSON_AddNumberToObject(limits, "max_clients", cfg->max_clients) ||
+	    !cJSON_AddStringToObject(limits, "query_memory",
+				     size_text(cfg->query_memory, buf, sizeof(buf))))
 		goto out;
 
 	sessions = cJSON_AddArrayToObject(root, "sessions");

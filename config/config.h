@@ -7,7 +7,8 @@
  *                 "max_age": DURATION},
  *     "socket":  STRING,
  *     "dumps":   {"dir": STRING, "keep": 1..100000, "max_bytes": SIZE},
- *     "limits":  {"max_rate_hz": 1..100000, "max_clients": 1..1024},
+ *     "limits":  {"max_rate_hz": 1..100000, "max_user_rate_hz": 1..100000,
+ *                 "max_clients": 1..1024, "query_memory": SIZE >= 1MiB},
  *     "sessions": [ {"name": STRING,
  *                    "targets": {"pids": [PID...], "comm": [NAME...], "cgroup": PATH},
  *                    "events": [ {"event": EVENT, "hz": 1..max_rate_hz} ],
@@ -103,7 +104,9 @@ struct fr_config {
 	int64_t max_age_ns;    /* > 0: samples older than this are dropped */
 	char *socket_path;     /* NULL: the default runtime directory */
 	uint32_t max_rate_hz;
+	uint32_t max_user_rate_hz; /* what a client not root may ask (capped by max_rate_hz) */
 	uint32_t max_clients;
+	uint64_t query_memory;  /* bytes all queries together may reserve */
 	char *dumps_dir;       /* NULL: the default state directory's "dumps" */
 	uint32_t dumps_keep;   /* dumps kept, oldest removed first */
 	uint64_t dumps_max_bytes; /* 0: no limit; else bytes of dumps kept */

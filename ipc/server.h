@@ -29,6 +29,11 @@ struct fr_ipc_peer {
 	void (*release)(void *hold);
 };
 
+/* Whether the client of `peer` (a struct fr_ipc_peer *) hung up or shut
+ * its side down: for a handler to stop work nobody waits for. Usable as
+ * fr_profile_request.stop. Never blocks. */
+int fr_ipc_peer_gone(void *peer);
+
 /* Handles one request. `req` is the parsed request object (borrowed);
  * `fd` the descriptor passed with it or -1 (the handler owns it and must
  * close it); `peer` is the connection's (see hold/release above). Returns the response object, which the server sends and

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/budget.h"
 #include "core/chunk.h"
 #include "core/fs.h"
 #include "core/log.h"
@@ -52,6 +54,13 @@
 #define RECONCILE_TIMEOUT_MS 3000
 /* Distinct events recorded at once (each is one perf event per CPU). */
 #define MAX_SOURCES 16
+/* How long an attach waits for query memory before it is told to retry. */
+#define QUERY_WAIT_NS (10LL * 1000000000LL)
+#define QUERY_MEMORY_DEFAULT (256ull << 20)
+/* A pipe or socket the client passed for the profile must take bytes at
+ * least this often, and the whole profile within the total. */
+#define OUTPUT_STALL_NS (15LL * 1000000000LL)
+#define OUTPUT_TOTAL_NS (600LL * 1000000000LL)
 
 /* One event being recorded: a perf source on every CPU, at the highest
  * rate any consumer asks for. The ingest thread opens, retunes and closes
@@ -130,6 +139,9 @@ struct daemon {
 	/* Settings a reload may change (atomics). */
 	int64_t max_age_ns;
 	uint32_t max_rate_hz;
+	uint32_t max_user_rate_hz;
+	/* What attach queries together may hold (limits.query_memory). */
+	struct fr_budget query_budget;
 	int64_t reloaded_ns; /* Unix ns of the last successful reload, 0 if none */
 	uint64_t reloads_rejected;
 	/* The configuration in force (ingest thread only): opts->config until
@@ -921,6 +933,8 @@ static void reload(struct daemon *d)
 	fr_ring_set_sync_interval(d->ring, n->sync_ns);
 	__atomic_store_n(&d->max_age_ns, n->max_age_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->max_rate_hz, n->max_rate_hz, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->max_user_rate_hz, n->max_user_rate_hz, __ATOMIC_RELAXED);
+	fr_budget_set_limit(&d->query_budget, n->query_memory);
 	pthread_mutex_lock(&d->config_lock);
 	if (d->owned_config) {
 		fr_config_fini(d->owned_config);
@@ -1063,6 +1077,8 @@ static cJSON *handle_status(struct daemon *d)
 	fr_ipc_add_int(r, "reloads_rejected",
 		       (int64_t)__atomic_load_n(&d->reloads_rejected, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "cpus", d->ncpus);
+	fr_ipc_add_int(r, "query_memory", (int64_t)d->query_budget.limit);
+	fr_ipc_add_int(r, "query_memory_used", (int64_t)fr_budget_used(&d->query_budget));
 	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "chunks_sealed", (int64_t)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
@@ -1288,9 +1304,45 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 	return 0;
 }
 
-static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
+/* The highest rate `peer` may ask for, and the key that sets it: a client
+ * other than root may not run the sources faster than
+ * limits.max_user_rate_hz, so that it cannot wrap the ring's history away
+ * (see docs/architecture.md, "Requests from other users"). */
+static uint32_t rate_limit(struct daemon *d, const struct fr_ipc_peer *peer, const char **key)
+{
+	uint32_t max = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
+	uint32_t user = __atomic_load_n(&d->max_user_rate_hz, __ATOMIC_RELAXED);
+
+	*key = "limits.max_rate_hz";
+	if (peer->uid != 0 && user < max) {
+		*key = "limits.max_user_rate_hz, for users other than root";
+		return user;
+	}
+	return max;
+}
+
+/* Reserves what the query `preq` may take from the query budget, waiting
+ * up to QUERY_WAIT_NS, and caps its decoded-chunk cache to the share the
+ * cache has of it. Returns the bytes reserved or -EBUSY. */
+static int64_t reserve_query(struct daemon *d, struct fr_profile_request *preq)
+{
+	int64_t want = fr_profile_estimate(d->ring, preq), got;
+
+	if (want < 0)
+		want = 0;
+	got = fr_budget_acquire(&d->query_budget, (uint64_t)want, QUERY_WAIT_NS);
+	if (got < 0)
+		return got;
+	/* The estimate is cache (<= 2 x raw) + raw: a reservation cut to
+	 * the budget keeps the cache to two thirds of it. */
+	preq->cache_bytes = (size_t)(got / 3 * 2) + 1;
+	return got;
+}
+
+static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
+	int64_t reserved = 0;
 	struct fr_profile_request preq;
 	struct fr_profile_result res;
 	struct fr_uring *uring = NULL;
@@ -1362,6 +1414,19 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 	if (ret < 0)
 		fr_log_warn("flush before attach timed out; the last second may be missing");
 
+	reserved = reserve_query(d, &preq);
+	if (reserved < 0) {
+		reserved = 0;
+		resp = fr_ipc_error("attach: busy: other queries hold the daemon's query memory "
+				    "(limits.query_memory, %s) for over %lld s; retry later",
+				    fr_format_size(d->query_budget.limit, buf, sizeof(buf)),
+				    (long long)(QUERY_WAIT_NS / 1000000000LL));
+		goto out;
+	}
+	/* Work for a client that hung up stops at the next chunk. */
+	preq.stop = fr_ipc_peer_gone;
+	preq.stop_arg = peer;
+
 	w = malloc(sizeof(*w));
 	ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
 	if (ret < 0) {
@@ -1369,10 +1434,18 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd)
 		goto out;
 	}
 	fr_uring_writer_init(w, uring, fd);
+	fr_uring_writer_limit(w, OUTPUT_STALL_NS, OUTPUT_TOTAL_NS, peer->sock);
 	err[0] = '\0';
 	ret = fr_profile_write(d->ring, &preq, fr_uring_writer_write, w, &res, err, sizeof(err));
 	if (ret == 0)
 		ret = fr_uring_writer_flush(w);
+	if (ret == -ETIMEDOUT) {
+		resp = fr_ipc_error("attach: the output took no bytes for %lld s (or the whole "
+				    "profile not within %lld s): is anything reading it? Gave up",
+				    (long long)(OUTPUT_STALL_NS / 1000000000LL),
+				    (long long)(OUTPUT_TOTAL_NS / 1000000000LL));
+		goto out;
+	}
 	if (ret < 0) {
 		resp = fr_ipc_error("attach: %s", err[0] ? err : strerror(-ret));
 		goto out;
@@ -1414,6 +1487,12 @@ out:
 	fr_uring_close(uring);
 	free(w);
 	close(fd);
+	if (reserved) {
+		fr_budget_release(&d->query_budget, (uint64_t)reserved);
+		/* A heavy query leaves its arena's free memory mapped; give it
+		 * back, so the daemon's RSS returns to its idle size. */
+		malloc_trim(0);
+	}
 	return resp;
 }
 
@@ -1533,7 +1612,8 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req)
  * "start_ns", from when on the data is at these rates. */
 static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
 {
-	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
+	const char *rate_key;
+	uint32_t max_rate = rate_limit(d, peer, &rate_key);
 	struct consumer *c;
 	cJSON *resp = NULL, *events;
 	int64_t hz = 0, start;
@@ -1547,7 +1627,7 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 		return resp;
 	if (hz > max_rate)
 		return fr_ipc_error("consume: a rate of %lld Hz is above this recorder's limit of "
-				    "%u Hz (limits.max_rate_hz)", (long long)hz, max_rate);
+				    "%u Hz (%s)", (long long)hz, max_rate, rate_key);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
@@ -1611,7 +1691,7 @@ static cJSON *handle_request(void *arg, const char *cmd, const cJSON *req, int f
 	struct daemon *d = arg;
 
 	if (strcmp(cmd, "attach") == 0)
-		return handle_attach(d, req, fd);
+		return handle_attach(d, req, fd, peer);
 	if (fd >= 0)
 		close(fd);
 	if (strcmp(cmd, "status") == 0)
@@ -1694,6 +1774,8 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	publish_sessions(d, opts->config);
 	d->flush_efd = d->sig_fd = d->reconcile_efd = -1;
 	pthread_mutex_init(&d->config_lock, NULL);
+	fr_budget_init(&d->query_budget, opts->config->query_memory ? opts->config->query_memory
+								   : QUERY_MEMORY_DEFAULT);
 	pthread_mutex_init(&d->src_lock, NULL);
 	pthread_mutex_init(&d->consumers_lock, NULL);
 	{
@@ -1763,6 +1845,7 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	fr_ring_set_sync_interval(d->ring, cfg->sync_ns);
 	d->max_age_ns = cfg->max_age_ns;
 	d->max_rate_hz = cfg->max_rate_hz;
+	d->max_user_rate_hz = cfg->max_user_rate_hz;
 	expire(d); /* before the writer thread exists, so no race */
 
 	d->tracker = fr_tracker_new();
@@ -1898,6 +1981,7 @@ out:
 	}
 	pthread_mutex_destroy(&d->sessions_lock);
 	pthread_mutex_destroy(&d->config_lock);
+	fr_budget_destroy(&d->query_budget);
 	free(d->dumps_default_dir);
 	free(d->sessions_json);
 	free(d);
