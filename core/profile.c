@@ -1301,24 +1301,32 @@ static int stopped(const struct fr_profile_request *req, char *err, size_t errle
 }
 
 /* Decoded, a chunk takes about twice its raw block (the pass-1 cache
- * counts it so); aggregation's tables (stacks, locations, rows) grow with
- * the distinct stacks, at most about the raw size again. */
+ * counts it so). Aggregation's tables (rows, stacks, locations, the pprof
+ * and folded output) grow with the distinct stacks, which the samples
+ * bound: measured at 350-400 bytes a sample when most stacks differ
+ * (tests/bench/query_memory.sh, docs/performance.md). Symbolizing adds the
+ * symbol tables of the files the stacks name: a few MiB. */
+#define ESTIMATE_PER_SAMPLE 400u
+#define ESTIMATE_FIXED ((uint64_t)8 << 20)
+
 int64_t fr_profile_estimate(struct fr_ring *ring, const struct fr_profile_request *req)
 {
 	size_t cache_cap = req->cache_bytes ? req->cache_bytes : FR_PROFILE_CACHE_DEFAULT;
 	struct fr_ring_ref *refs = NULL;
-	uint64_t raw = 0, cached;
+	uint64_t raw = 0, samples = 0, cached;
 	size_t nrefs = 0;
 	int ret;
 
 	ret = fr_ring_query(ring, req->t0, req->t1, &refs, &nrefs);
 	if (ret < 0)
 		return ret;
-	for (size_t r = 0; r < nrefs; r++)
+	for (size_t r = 0; r < nrefs; r++) {
 		raw += refs[r].raw_len;
+		samples += refs[r].nsamples;
+	}
 	free(refs);
 	cached = 2 * raw < cache_cap ? 2 * raw : cache_cap;
-	return (int64_t)(cached + raw);
+	return (int64_t)(cached + samples * ESTIMATE_PER_SAMPLE + ESTIMATE_FIXED);
 }
 
 int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,

@@ -152,9 +152,11 @@ struct fr_profile_result {
 
 /* What building the profile for `req` may take in memory, in bytes, from
  * the chunks of its window (their decoded size, as kept between passes
- * within req->cache_bytes, and the tables aggregation builds from them):
- * for reserving it against a budget before the query. An estimate: a
- * window of mostly identical stacks takes less. Returns >= 0 or -errno. */
+ * within req->cache_bytes; the tables aggregation builds, by their
+ * samples; a fixed part for symbols): for reserving it against a budget
+ * before the query. An estimate, on the safe side when most stacks
+ * differ; a window of few distinct stacks takes less. Returns >= 0 or
+ * -errno. */
 int64_t fr_profile_estimate(struct fr_ring *ring, const struct fr_profile_request *req);
 
 /* Builds the profile for `req` from `ring` and writes it to `sink` in

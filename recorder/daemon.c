@@ -1333,9 +1333,12 @@ static int64_t reserve_query(struct daemon *d, struct fr_profile_request *preq)
 	got = fr_budget_acquire(&d->query_budget, (uint64_t)want, QUERY_WAIT_NS);
 	if (got < 0)
 		return got;
-	/* The estimate is cache (<= 2 x raw) + raw: a reservation cut to
-	 * the budget keeps the cache to two thirds of it. */
-	preq->cache_bytes = (size_t)(got / 3 * 2) + 1;
+	fr_log_debug("attach: reserved %lld bytes of query memory (estimated %lld)",
+		     (long long)got, (long long)want);
+	/* A reservation cut to the budget holds the decoded-chunk cache to
+	 * a third of what it got; the rest is for aggregation. */
+	if (got < want)
+		preq->cache_bytes = (size_t)(got / 3) + 1;
 	return got;
 }
 
