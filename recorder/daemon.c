@@ -55,7 +55,7 @@
 /* Distinct events recorded at once (each is one perf event per CPU). */
 #define MAX_SOURCES 16
 /* How long an attach waits for query memory before it is told to retry. */
-#define QUERY_WAIT_NS (10LL * 1000000000LL)
+#define QUERY_WAIT_NS (30LL * 1000000000LL)
 #define QUERY_MEMORY_DEFAULT (256ull << 20)
 /* A pipe or socket the client passed for the profile must take bytes at
  * least this often, and the whole profile within the total. */
@@ -1307,7 +1307,7 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 /* The highest rate `peer` may ask for, and the key that sets it: a client
  * other than root may not run the sources faster than
  * limits.max_user_rate_hz, so that it cannot wrap the ring's history away
- * (see docs/architecture.md, "Requests from other users"). */
+ * (see docs/architecture.md, "Request limits"). */
 static uint32_t rate_limit(struct daemon *d, const struct fr_ipc_peer *peer, const char **key)
 {
 	uint32_t max = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);

@@ -42,7 +42,7 @@ for i in $(seq 8); do
 		ok=$((ok + 1))
 		[ -s "$T/p$i.pb.gz" ] || fail "attach $i succeeded but wrote nothing"
 	else
-		grep -q "^flightrec: attach: busy: other queries hold the daemon's query memory (limits.query_memory, 8.0MiB) for over 10 s; retry later$" "$T/err$i" ||
+		grep -q "^flightrec: attach: busy: other queries hold the daemon's query memory (limits.query_memory, 8.0MiB) for over 30 s; retry later$" "$T/err$i" ||
 			fail "attach $i failed without the busy message: $(cat "$T/err$i")"
 		[ ! -e "$T/p$i.pb.gz" ] || fail "a busy attach left $T/p$i.pb.gz"
 	fi
