@@ -8,7 +8,8 @@
 # Records SECONDS (default 34) of tests/bench/stacks (2 threads, PATHS
 # distinct call paths, default 65536) at HZ (default 10000), with
 # limits.query_memory = QUERY_MEMORY (default 256MiB), then runs N
-# (default 8 and 64) concurrent `flightrec attach --window SECONDS`.
+# (default 8 and 64) concurrent `flightrec attach --window SECONDS`
+# (QUERY_MEMORY "-": the daemon's default, for builds without the key).
 # VmRSS is sampled every 50 ms from /proc/PID/status; VmHWM is reset
 # (clear_refs 5) before each round, so the peak is that round's. Needs root.
 set -eu
@@ -26,8 +27,11 @@ trap 'kill -9 $dpid 2>/dev/null; wait $dpid 2>/dev/null; rm -rf "$T"' EXIT
 rss() { awk -v k="$2:" '$1 == k { print $2 }' /proc/"$1"/status; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.0f MiB", k / 1024 }'; }
 
-printf '{"limits": {"query_memory": "%s", "max_clients": 128}, "sessions": [{"name": "bench", "events": [{"event": "cpu", "hz": %d}]}]}\n' \
-	"$budget" "$hz" >"$T/config.json"
+# QUERY_MEMORY "-" leaves the key out, for a daemon that predates it.
+limits='"max_clients": 128'
+[ "$budget" = - ] || limits="$limits, \"query_memory\": \"$budget\""
+printf '{"limits": {%s}, "sessions": [{"name": "bench", "events": [{"event": "cpu", "hz": %d}]}]}\n' \
+	"$limits" "$hz" >"$T/config.json"
 "$build/recorder/flightrecd" --ring "$T/ring" --socket "$T/sock" --config "$T/config.json" \
 	>"$T/d.log" 2>&1 &
 dpid=$!
