@@ -93,6 +93,16 @@ void fr_budget_release(struct fr_budget *b, uint64_t bytes)
 	pthread_mutex_unlock(&b->lock);
 }
 
+uint64_t fr_budget_limit(struct fr_budget *b)
+{
+	uint64_t limit;
+
+	pthread_mutex_lock(&b->lock);
+	limit = b->limit;
+	pthread_mutex_unlock(&b->lock);
+	return limit;
+}
+
 uint64_t fr_budget_used(struct fr_budget *b)
 {
 	uint64_t used;

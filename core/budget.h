@@ -39,4 +39,7 @@ void fr_budget_release(struct fr_budget *b, uint64_t bytes);
 /* Bytes reserved now. */
 uint64_t fr_budget_used(struct fr_budget *b);
 
+/* The limit in force. */
+uint64_t fr_budget_limit(struct fr_budget *b);
+
 #endif

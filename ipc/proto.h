@@ -49,7 +49,9 @@
  *   (default 99; offcpu has no rate) for as long as it stays open. The
  *   recorder raises each event's source to the highest rate any consumer
  *   asks for before it answers, and lowers it when the connection closes;
- *   the connection then has no receive timeout. "start_ns" is the moment
+ *   the connection may then wait up to FR_IPC_FOLLOW_WINDOW_MAX_NS plus a
+ *   minute between requests (ipc/server.h). A client other than root may
+ *   ask for at most limits.max_user_rate_hz. "start_ns" is the moment
  *   from which the data is at least at these rates: `attach --follow` asks
  *   for consecutive windows [start, start + w), [start + w, start + 2w), ...
  *   with "from_ns"/"to_ns" attach requests on the same connection. One
@@ -64,7 +66,17 @@
  * "unit", "state" ("recording" or "failed"), "error" (when failed), "hz",
  * "every_switch", "since_ns", "samples", "lost", "throttled",
  * "truncated_stacks"}] and "consumers": [{"name", "since_ns", "events":
- * [{"event","hz"}]}].
+ * [{"event","hz"}]}], and "query_memory" / "query_memory_used" (bytes: the
+ * budget of attach queries and what running ones reserved).
+ *
+ * LIMITS. A request must start within 5 s of the connection (or of the
+ * previous reply) and arrive whole within 5 s of its first byte, else the
+ * daemon answers {"ok":false,"error":"no complete request within 5 s; ..."}
+ * and closes. When all connection slots but one are taken, the last
+ * answers only "status" (anything else: "busy: all N client slots are in
+ * use ..."). An attach that finds no query memory within 30 s is answered
+ * "attach: busy: ... retry later"; one whose output (a pipe or socket)
+ * takes no bytes for 15 s is given up.
  * after the profile is completely written.
  *
  * A request with another "v" is answered {"ok":false,"error":"protocol

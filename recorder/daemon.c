@@ -1077,7 +1077,7 @@ static cJSON *handle_status(struct daemon *d)
 	fr_ipc_add_int(r, "reloads_rejected",
 		       (int64_t)__atomic_load_n(&d->reloads_rejected, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "cpus", d->ncpus);
-	fr_ipc_add_int(r, "query_memory", (int64_t)d->query_budget.limit);
+	fr_ipc_add_int(r, "query_memory", (int64_t)fr_budget_limit(&d->query_budget));
 	fr_ipc_add_int(r, "query_memory_used", (int64_t)fr_budget_used(&d->query_budget));
 	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
@@ -1314,7 +1314,7 @@ static uint32_t rate_limit(struct daemon *d, const struct fr_ipc_peer *peer, con
 	uint32_t user = __atomic_load_n(&d->max_user_rate_hz, __ATOMIC_RELAXED);
 
 	*key = "limits.max_rate_hz";
-	if (peer->uid != 0 && user < max) {
+	if (peer->uid != 0 && user && user < max) {
 		*key = "limits.max_user_rate_hz, for users other than root";
 		return user;
 	}
@@ -1422,7 +1422,7 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		reserved = 0;
 		resp = fr_ipc_error("attach: busy: other queries hold the daemon's query memory "
 				    "(limits.query_memory, %s) for over %lld s; retry later",
-				    fr_format_size(d->query_budget.limit, buf, sizeof(buf)),
+				    fr_format_size(fr_budget_limit(&d->query_budget), buf, sizeof(buf)),
 				    (long long)(QUERY_WAIT_NS / 1000000000LL));
 		goto out;
 	}

@@ -42,6 +42,7 @@ int main(void)
 
 	CHECK(fr_budget_init(&b, 0) == -EINVAL, "a budget of 0 bytes accepted");
 	CHECK(fr_budget_init(&b, 100) == 0, "init");
+	CHECK(fr_budget_limit(&b) == 100, "limit %llu", (unsigned long long)fr_budget_limit(&b));
 
 	a = fr_budget_acquire(&b, 60, 0);
 	CHECK(a == 60, "first reservation: %lld", (long long)a);
@@ -74,6 +75,7 @@ int main(void)
 	fr_budget_set_limit(&b, 150);
 	pthread_join(t, NULL);
 	CHECK(w.got == 50, "after a raise: %lld", (long long)w.got);
+	CHECK(fr_budget_limit(&b) == 150, "limit after a raise");
 	fr_budget_release(&b, (uint64_t)a);
 	fr_budget_release(&b, (uint64_t)w.got);
 	fr_budget_destroy(&b);
