@@ -1514,6 +1514,7 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	char path[4096], err[512], dir[4096];
 	uint32_t keep;
 	uint64_t max_bytes;
+	int64_t reserved;
 	int ret;
 
 	if (!preq) {
@@ -1552,6 +1553,21 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	/* Samples up to the end of the window must be in the ring. */
 	if (flush_barrier(d) < 0)
 		fr_log_warn("flush before a dump timed out; the last second may be missing");
+	/* Dumps share the query memory. A manual dump (a client's request)
+	 * is refused busy, as an attach is; a trigger's dump is written
+	 * anyway rather than lost: sessions and cooldowns bound those. */
+	reserved = reserve_query(d, preq);
+	if (reserved < 0) {
+		reserved = 0;
+		if (strcmp(fire->kind, "manual") == 0) {
+			free(preq);
+			fr_log_warn("manual dump of session %s refused: query memory busy",
+				    fire->session);
+			return -EBUSY;
+		}
+		fr_log_warn("dump of session %s (%s): the query memory is busy; writing it anyway",
+			    fire->session, fire->kind);
+	}
 	dr.dir = dir;
 	dr.keep = keep;
 	dr.max_bytes = max_bytes;
@@ -1565,6 +1581,10 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	dr.profile = preq;
 	ret = fr_dumps_write(d->ring, &dr, path, sizeof(path), err, sizeof(err));
 	free(preq);
+	if (reserved) {
+		fr_budget_release(&d->query_budget, (uint64_t)reserved);
+		malloc_trim(0);
+	}
 	if (ret < 0) {
 		fr_log_err("dump of session %s (%s) failed: %s", fire->session, fire->kind, err);
 		return ret;
@@ -1597,6 +1617,15 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req)
 	if (ret == -ENOENT)
 		return fr_ipc_error("dump: no session named \"%s\" (see flightrec sessions)",
 				    name->valuestring);
+	if (ret == -EBUSY) {
+		char size[32];
+
+		return fr_ipc_error("dump: busy: other queries hold the daemon's query memory "
+				    "(limits.query_memory, %s) for over %lld s; retry later",
+				    fr_format_size(fr_budget_limit(&d->query_budget), size,
+						   sizeof(size)),
+				    (long long)(QUERY_WAIT_NS / 1000000000LL));
+	}
 	if (ret < 0)
 		return fr_ipc_error("dump of session %s failed: %s (see the recorder's log)",
 				    name->valuestring, strerror(-ret));
