@@ -55,15 +55,19 @@ bound=$(( 2 * one + 2 * BUDGET_MIB * 1024 ))
 [ "$eight" -le "$bound" ] ||
 	fail "eight concurrent attaches took $((eight / 1024)) MiB above idle; one alone took $((one / 1024)) MiB and the budget is ${BUDGET_MIB} MiB (bound $((bound / 1024)) MiB)"
 
-# The memory goes back: RSS returns near idle (bounded poll).
-limit=$(( idle8 + 8192 ))
+# The memory goes back: RSS returns to within one query's worth of idle
+# (bounded poll). Not tighter: the daemon's own recording memory (its
+# queue of sealed chunks, the tracker) moves with the machine's load.
+limit=$(( idle8 + (one > 16384 ? one : 16384) ))
 for _ in $(seq 100); do
 	after=$(kib "$DAEMON_PID" VmRSS)
 	[ "$after" -le "$limit" ] && break
 	sleep 0.1
 done
-[ "$after" -le "$limit" ] ||
+[ "$after" -le "$limit" ] || {
+	grep -E '^(Rss|Anon|Threads)' /proc/"$DAEMON_PID"/smaps_rollup /proc/"$DAEMON_PID"/status >&2
 	fail "RSS stayed at $((after / 1024)) MiB after the attaches (idle $((idle8 / 1024)) MiB, limit $((limit / 1024)) MiB)"
+}
 echo "RSS after: $((after / 1024)) MiB"
 daemon_alive || fail "the daemon died"
 stop_daemon
