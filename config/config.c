@@ -45,6 +45,8 @@
 #define DEFAULT_MAX_RATE_HZ 10000
 #define DEFAULT_MAX_CLIENTS 64
 #define DEFAULT_USER_MAX_RATE_HZ 99
+#define DEFAULT_QUERY_MEMORY (256ull << 20)
+#define MIN_QUERY_MEMORY (1ull << 20)
 #define DEFAULT_SESSION "default"
 #define DEFAULT_HZ 99
 #define DEFAULT_DUMPS_KEEP 50
@@ -71,7 +73,7 @@
 const char fr_config_default_json[] =
 	"{\n"
 	"\t\"ring\": {\"size\": \"256MiB\", \"segment\": \"1MiB\", \"sync\": \"1s\"},\n"
-	"\t\"limits\": {\"max_rate_hz\": 10000, \"max_clients\": 64},\n"
+	"\t\"limits\": {\"max_rate_hz\": 10000, \"max_clients\": 64, \"query_memory\": \"256MiB\"},\n"
 	"\t\"sessions\": [\n"
 	"\t\t{\"name\": \"default\", \"events\": [{\"event\": \"cpu\", \"hz\": 99}]}\n"
 	"\t]\n"
@@ -253,7 +255,8 @@ static int get_path(struct ctx *c, const cJSON *item, const char *path, size_t m
 
 static int parse_limits(struct ctx *c, const cJSON *limits, struct fr_config *cfg)
 {
-	static const char *const keys[] = {"max_rate_hz", "max_clients", "user_max_rate_hz"};
+	static const char *const keys[] = {"max_rate_hz", "max_clients", "user_max_rate_hz",
+					   "query_memory"};
 	const cJSON *it;
 	int ret;
 
@@ -279,6 +282,17 @@ static int parse_limits(struct ctx *c, const cJSON *limits, struct fr_config *cf
 		ret = get_uint(c, it, "limits.max_clients", 1, MAX_CLIENTS_LIMIT, &cfg->max_clients);
 		if (ret < 0)
 			return ret;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(limits, "query_memory");
+	if (it) {
+		char got[64];
+
+		ret = get_size(c, it, "limits.query_memory", &cfg->query_memory);
+		if (ret < 0)
+			return ret;
+		if (cfg->query_memory < MIN_QUERY_MEMORY)
+			return fail(c, "limits.query_memory", "must be at least 1MiB, got %s",
+				    describe(it, got, sizeof(got)));
 	}
 	/* After max_rate_hz, which bounds it: a user cannot be allowed more
 	 * than root. */
@@ -1309,6 +1323,7 @@ int fr_config_parse(struct fr_config *cfg, const char *json, size_t len, const c
 	cfg->sync_ns = DEFAULT_SYNC_NS;
 	cfg->max_rate_hz = DEFAULT_MAX_RATE_HZ;
 	cfg->max_clients = DEFAULT_MAX_CLIENTS;
+	cfg->query_memory = DEFAULT_QUERY_MEMORY;
 	cfg->dumps_keep = DEFAULT_DUMPS_KEEP;
 	cfg->dumps_mode = DEFAULT_DUMPS_MODE;
 
@@ -1557,7 +1572,9 @@ char *fr_config_to_json(const struct fr_config *cfg)
 	limits = cJSON_AddObjectToObject(root, "limits");
 	if (!limits || !cJSON_AddNumberToObject(limits, "max_rate_hz", cfg->max_rate_hz) ||
 	    !cJSON_AddNumberToObject(limits, "max_clients", cfg->max_clients) ||
-	    !cJSON_AddNumberToObject(limits, "user_max_rate_hz", cfg->user_max_rate_hz))
+	    !cJSON_AddNumberToObject(limits, "user_max_rate_hz", cfg->user_max_rate_hz) ||
+	    !cJSON_AddStringToObject(limits, "query_memory",
+				     size_text(cfg->query_memory, buf, sizeof(buf))))
 		goto out;
 
 	sessions = cJSON_AddArrayToObject(root, "sessions");

@@ -50,7 +50,6 @@
 #include "core/sample.h"
 #include "core/symbols.h"
 
-#define CACHE_BUDGET (128u << 20)
 #define KERNEL_MAP 1 /* index of the kernel pseudo-mapping in maps[] */
 #define NO_CGROUP UINT32_MAX
 #define NS_PER_SEC 1000000000LL
@@ -1346,6 +1345,45 @@ static void children_comment(const struct builder *b, struct fr_pprof *p)
 	comment(p, line);
 }
 
+/* Whether the asker gave up (see fr_profile_request.stop); says so in
+ * `err` when it did. */
+static int stopped(const struct fr_profile_request *req, char *err, size_t errlen)
+{
+	if (!req->stop || !req->stop(req->stop_arg))
+		return 0;
+	snprintf(err, errlen, "stopped: the client went away");
+	return 1;
+}
+
+/* Decoded, a chunk takes about twice its raw block (the pass-1 cache
+ * counts it so). Aggregation's tables (rows, stacks, locations, the pprof
+ * and folded output) grow with the distinct stacks, which the samples
+ * bound: measured at 350-400 bytes a sample when most stacks differ
+ * (tests/bench/query_memory.sh, docs/performance.md). Symbolizing adds the
+ * symbol tables of the files the stacks name: a few MiB. */
+#define ESTIMATE_PER_SAMPLE 400u
+#define ESTIMATE_FIXED ((uint64_t)8 << 20)
+
+int64_t fr_profile_estimate(struct fr_ring *ring, const struct fr_profile_request *req)
+{
+	size_t cache_cap = req->cache_bytes ? req->cache_bytes : FR_PROFILE_CACHE_DEFAULT;
+	struct fr_ring_ref *refs = NULL;
+	uint64_t raw = 0, samples = 0, cached;
+	size_t nrefs = 0;
+	int ret;
+
+	ret = fr_ring_query(ring, req->t0, req->t1, &refs, &nrefs);
+	if (ret < 0)
+		return ret;
+	for (size_t r = 0; r < nrefs; r++) {
+		raw += refs[r].raw_len;
+		samples += refs[r].nsamples;
+	}
+	free(refs);
+	cached = 2 * raw < cache_cap ? 2 * raw : cache_cap;
+	return (int64_t)(cached + samples * ESTIMATE_PER_SAMPLE + ESTIMATE_FIXED);
+}
+
 int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		     fr_write_fn sink, void *sink_arg, struct fr_profile_result *res,
 		     char *err, size_t errlen)
@@ -1357,6 +1395,7 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 	struct fr_pprof *p = NULL;
 	struct counting_sink counter = {.sink = sink, .arg = sink_arg};
 	size_t nrefs = 0, cached_bytes = 0;
+	size_t cache_cap = req->cache_bytes ? req->cache_bytes : FR_PROFILE_CACHE_DEFAULT;
 	int64_t eff_t0, period;
 	char line[512], a[64], bb[64], dur[32];
 	int children = req->children && req->npids, ret;
@@ -1385,6 +1424,10 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 	for (size_t r = 0; r < nrefs; r++) {
 		struct fr_chunk *c = NULL;
 
+		if (stopped(req, err, errlen)) {
+			ret = -ECANCELED;
+			goto out;
+		}
 		ret = load(ring, &refs[r], &c);
 		if (ret < 0) {
 			res->chunks_skipped++;
@@ -1398,7 +1441,7 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 			snprintf(err, errlen, "out of memory while reading the window");
 			goto out;
 		}
-		if (cached_bytes + refs[r].raw_len * 2u <= CACHE_BUDGET) {
+		if (cached_bytes + refs[r].raw_len * 2u <= cache_cap) {
 			cache[r].chunk = c;
 			cached_bytes += refs[r].raw_len * 2u;
 		} else {
@@ -1437,6 +1480,10 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 	for (size_t r = 0; r < nrefs; r++) {
 		struct fr_chunk *c = cache[r].chunk;
 
+		if (stopped(req, err, errlen)) {
+			ret = -ECANCELED;
+			goto out;
+		}
 		if (!c && load(ring, &refs[r], &c) < 0)
 			continue;
 		ret = reset_stack_memo(&b, c->nstacks);

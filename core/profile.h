@@ -123,7 +123,17 @@ struct fr_profile_request {
 	enum fr_profile_format format;
 	const char *note;     /* non-NULL: one more comment, e.g. why the
 			       * profile may end early */
+	/* Decoded chunks kept between the two passes (the rest are decoded
+	 * again); 0: FR_PROFILE_CACHE_DEFAULT. A caller under a memory
+	 * budget passes what it reserved. */
+	size_t cache_bytes;
+	/* Non-NULL: asked before each chunk is read; non-zero ends the query
+	 * with -ECANCELED (e.g. the client that asked hung up). */
+	int (*stop)(void *arg);
+	void *stop_arg;
 };
+
+#define FR_PROFILE_CACHE_DEFAULT ((size_t)128 << 20)
 
 /* What a profile says about one of its events. */
 struct fr_profile_event_result {
@@ -149,6 +159,15 @@ struct fr_profile_result {
 	uint64_t bytes;           /* bytes written */
 	char warning[512];        /* non-empty: say this to the user */
 };
+
+/* What building the profile for `req` may take in memory, in bytes, from
+ * the chunks of its window (their decoded size, as kept between passes
+ * within req->cache_bytes; the tables aggregation builds, by their
+ * samples; a fixed part for symbols): for reserving it against a budget
+ * before the query. An estimate, on the safe side when most stacks
+ * differ; a window of few distinct stacks takes less. Returns >= 0 or
+ * -errno. */
+int64_t fr_profile_estimate(struct fr_ring *ring, const struct fr_profile_request *req);
 
 /* Builds the profile for `req` from `ring` and writes it to `sink` in
  * req->format.

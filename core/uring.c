@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -38,6 +40,7 @@
 
 enum op_kind {
 	OP_WRITE,
+	OP_WRITE_NOWAIT, /* RWF_NOWAIT: -EAGAIN rather than wait for room */
 	OP_READ,
 	OP_FDATASYNC,
 };
@@ -184,6 +187,15 @@ static ssize_t sync_op(enum op_kind kind, int fd, void *buf, size_t n, int64_t o
 			ret = off < 0 ? write(fd, buf, n) : pwrite(fd, buf, n, (off_t)off);
 			pfd.events = POLLOUT;
 			break;
+		case OP_WRITE_NOWAIT: {
+			struct iovec iov = {.iov_base = buf, .iov_len = n};
+
+			/* The caller waits for room itself, with a deadline. */
+			ret = pwritev2(fd, &iov, 1, off < 0 ? -1 : (off_t)off, RWF_NOWAIT);
+			if (ret < 0 && errno == EAGAIN)
+				return -EAGAIN;
+			break;
+		}
 		case OP_READ:
 			ret = off < 0 ? read(fd, buf, n) : pread(fd, buf, n, (off_t)off);
 			pfd.events = POLLIN;
@@ -218,6 +230,10 @@ static ssize_t do_op(struct fr_uring *u, enum op_kind kind, int fd, void *buf, s
 		switch (kind) {
 		case OP_WRITE:
 			io_uring_prep_write(sqe, fd, buf, (unsigned)n, pos);
+			break;
+		case OP_WRITE_NOWAIT:
+			io_uring_prep_write(sqe, fd, buf, (unsigned)n, pos);
+			sqe->rw_flags = RWF_NOWAIT;
 			break;
 		case OP_READ:
 			io_uring_prep_read(sqe, fd, buf, (unsigned)n, pos);
@@ -299,11 +315,96 @@ void fr_uring_writer_init(struct fr_uring_writer *w, struct fr_uring *u, int fd)
 	w->written = 0;
 	w->used = 0;
 	w->error = 0;
+	w->paced = false;
+	w->stall_ns = 0;
+	w->deadline_ns = 0;
+	w->hangup_fd = -1;
+}
+
+void fr_uring_writer_limit(struct fr_uring_writer *w, int64_t stall_ns, int64_t total_ns,
+			   int hangup_fd)
+{
+	struct stat st;
+
+	w->hangup_fd = hangup_fd;
+	w->stall_ns = stall_ns;
+	w->deadline_ns = fr_now_mono_ns() + total_ns;
+	/* A regular file always takes bytes (slowly at worst); the reader
+	 * at the other end of a pipe, socket or device decides when it
+	 * does. */
+	w->paced = fstat(w->fd, &st) == 0 && !S_ISREG(st.st_mode);
+}
+
+/* Whether the peer behind `fd` hung up (or -1: no peer to ask). */
+static bool hung_up(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLRDHUP};
+
+	return fd >= 0 && poll(&pfd, 1, 0) > 0 &&
+	       (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* Writes `len` bytes to a pipe, socket or device without ever blocking in
+ * the kernel: RWF_NOWAIT writes, and between them a poll for room that
+ * ends at the stall or total deadline or when the hang-up descriptor hangs
+ * up. Returns len or -errno (-ETIMEDOUT, -ECONNRESET). */
+static ssize_t paced_write(struct fr_uring_writer *w, const unsigned char *p, size_t len)
+{
+	int64_t progress = fr_now_mono_ns();
+	size_t done = 0;
+
+	while (done < len) {
+		struct pollfd pfd[2] = {
+			{.fd = w->fd, .events = POLLOUT},
+			{.fd = w->hangup_fd, .events = POLLRDHUP},
+		};
+		size_t n = len - done < URING_MAX_IO ? len - done : URING_MAX_IO;
+		ssize_t res = do_op(w->uring, OP_WRITE_NOWAIT, w->fd, (void *)(p + done), n, -1);
+		int64_t now, until;
+
+		if (res > 0) {
+			done += (size_t)res;
+			progress = fr_now_mono_ns();
+			continue;
+		}
+		if (res == -EOPNOTSUPP) {
+			/* A device without non-blocking writes: written
+			 * plainly, as a file would be. */
+			w->paced = false;
+			res = fr_uring_write(w->uring, w->fd, p + done, len - done, -1);
+			return res < 0 ? res : (ssize_t)len;
+		}
+		if (res == 0)
+			return -EIO;
+		if (res != -EAGAIN && res != -EINTR)
+			return res;
+		now = fr_now_mono_ns();
+		until = progress + w->stall_ns < w->deadline_ns ? progress + w->stall_ns
+								 : w->deadline_ns;
+		if (now >= until)
+			return -ETIMEDOUT;
+		if (poll(pfd, w->hangup_fd >= 0 ? 2 : 1,
+			 (int)((until - now + 999999) / 1000000 < 60000
+				       ? (until - now + 999999) / 1000000 : 60000)) < 0 &&
+		    errno != EINTR)
+			return -errno;
+		if (w->hangup_fd >= 0 &&
+		    (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+			return -ECONNRESET;
+	}
+	return (ssize_t)len;
 }
 
 static int writer_out(struct fr_uring_writer *w, const void *buf, size_t len)
 {
-	ssize_t ret = fr_uring_write(w->uring, w->fd, buf, len, -1);
+	ssize_t ret;
+
+	if (hung_up(w->hangup_fd))
+		ret = -ECONNRESET;
+	else if (w->paced)
+		ret = paced_write(w, buf, len);
+	else
+		ret = fr_uring_write(w->uring, w->fd, buf, len, -1);
 
 	if (ret < 0) {
 		w->error = (int)ret;

@@ -8,6 +8,7 @@
 #ifndef FR_CORE_URING_H
 #define FR_CORE_URING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -44,11 +45,25 @@ struct fr_uring_writer {
 	uint64_t written;       /* bytes handed to the kernel so far */
 	size_t used;
 	int error;              /* first -errno, sticky */
+	bool paced;             /* not a regular file: writes wait with deadlines */
+	int64_t stall_ns;       /* see fr_uring_writer_limit() */
+	int64_t deadline_ns;    /* CLOCK_MONOTONIC */
+	int hangup_fd;          /* borrowed, or -1 */
 	unsigned char buf[256 * 1024];
 };
 
 /* Initializes `w` to write to `fd` through `u` (both borrowed). */
 void fr_uring_writer_init(struct fr_uring_writer *w, struct fr_uring *u, int fd);
+
+/* Bounds what the reader of the writer's descriptor can cost: when it is
+ * not a regular file (a pipe, socket or device someone else reads), no
+ * write blocks in the kernel, and the writer fails with -ETIMEDOUT once no
+ * byte was taken for `stall_ns` or `total_ns` have passed since this call.
+ * Any descriptor: when `hangup_fd` (a socket, borrowed; -1 for none) hangs
+ * up, the next write fails with -ECONNRESET, so work for a client that
+ * left stops at its next write. Call after fr_uring_writer_init(). */
+void fr_uring_writer_limit(struct fr_uring_writer *w, int64_t stall_ns, int64_t total_ns,
+			   int hangup_fd);
 
 /* fr_write_fn: appends bytes, writing full buffers. `arg` is the writer.
  * Returns 0 or the sticky -errno. */

@@ -9,9 +9,11 @@
  */
 #include "ipc/proto.h"
 
+#include "core/log.h"
 #include "core/ring.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,9 +118,37 @@ static void take_fds(struct msghdr *msg, int *keep)
 	}
 }
 
-/* Reads exactly `len` bytes (collecting descriptors into *fd). Returns the
- * number of bytes read before EOF (short only at EOF), or -errno. */
-static ssize_t recv_full(int sock, void *buf, size_t len, int *fd, int want_fd)
+/* Waits until `sock` is readable or CLOCK_MONOTONIC reaches `deadline`
+ * (ns). Returns 0 when readable (or hung up: the receive says how),
+ * -ETIMEDOUT, or -errno. */
+static int wait_readable(int sock, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd pfd = {.fd = sock, .events = POLLIN};
+		int64_t left = deadline - fr_now_mono_ns();
+		int ret;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		/* Rounded up, so a poll never returns just before the
+		 * deadline and spins. */
+		ret = poll(&pfd, 1, (int)((left + 999999) / 1000000 < 60000
+						  ? (left + 999999) / 1000000 : 60000));
+		if (ret < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (ret > 0)
+			return 0;
+	}
+}
+
+/* Reads exactly `len` bytes (collecting descriptors into *fd), by
+ * `deadline` (CLOCK_MONOTONIC ns) unless it is < 0. Returns the number of
+ * bytes read before EOF (short only at EOF), -ETIMEDOUT, or -errno. */
+static ssize_t recv_full(int sock, void *buf, size_t len, int *fd, int want_fd,
+			 int64_t deadline)
 {
 	union {
 		char buf[CMSG_SPACE(MAX_RECV_FDS * sizeof(int))];
@@ -137,9 +167,19 @@ static ssize_t recv_full(int sock, void *buf, size_t len, int *fd, int want_fd)
 		msg.msg_control = ctrl.buf;
 		msg.msg_controllen = sizeof(ctrl.buf);
 
-		ret = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+		if (deadline >= 0) {
+			int w = wait_readable(sock, deadline);
+
+			if (w < 0)
+				return w;
+		}
+		/* With a deadline, never block in the receive itself: a
+		 * readable socket has data, but nothing else may be waiting. */
+		ret = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (deadline >= 0 ? MSG_DONTWAIT : 0));
 		if (ret < 0) {
 			if (errno == EINTR)
+				continue;
+			if (errno == EWOULDBLOCK && deadline >= 0)
 				continue;
 			if (errno == EWOULDBLOCK)
 				return -EAGAIN;
@@ -155,9 +195,16 @@ static ssize_t recv_full(int sock, void *buf, size_t len, int *fd, int want_fd)
 
 int fr_ipc_recv(int sock, char **json, size_t *len, int *fd_out)
 {
+	return fr_ipc_recv_timed(sock, json, len, fd_out, -1, -1);
+}
+
+int fr_ipc_recv_timed(int sock, char **json, size_t *len, int *fd_out, int64_t wait_ns,
+		      int64_t frame_ns)
+{
 	unsigned char hdr[4];
 	uint32_t n;
 	char *buf = NULL;
+	int64_t deadline = -1;
 	int fd = -1;
 	ssize_t ret;
 	int err;
@@ -167,7 +214,16 @@ int fr_ipc_recv(int sock, char **json, size_t *len, int *fd_out)
 	if (fd_out)
 		*fd_out = -1;
 
-	ret = recv_full(sock, hdr, sizeof(hdr), &fd, fd_out != NULL);
+	if (wait_ns >= 0) {
+		err = wait_readable(sock, fr_now_mono_ns() + wait_ns);
+		if (err < 0)
+			goto err_fd;
+	}
+	/* The clock of the whole frame starts at its first byte, so a peer
+	 * that sends a byte now and then cannot stretch one request out. */
+	if (frame_ns >= 0)
+		deadline = fr_now_mono_ns() + frame_ns;
+	ret = recv_full(sock, hdr, sizeof(hdr), &fd, fd_out != NULL, deadline);
 	if (ret < 0) {
 		err = (int)ret;
 		goto err_fd;
@@ -193,7 +249,7 @@ int fr_ipc_recv(int sock, char **json, size_t *len, int *fd_out)
 		err = -ENOMEM;
 		goto err_fd;
 	}
-	ret = recv_full(sock, buf, n, &fd, fd_out != NULL);
+	ret = recv_full(sock, buf, n, &fd, fd_out != NULL, deadline);
 	if (ret < 0) {
 		err = (int)ret;
 		goto err_buf;
@@ -255,12 +311,18 @@ int fr_ipc_parse_json(const char *text, size_t len, cJSON **obj)
 
 int fr_ipc_recv_json(int sock, cJSON **obj, int *fd_out)
 {
+	return fr_ipc_recv_json_timed(sock, obj, fd_out, -1, -1);
+}
+
+int fr_ipc_recv_json_timed(int sock, cJSON **obj, int *fd_out, int64_t wait_ns,
+			   int64_t frame_ns)
+{
 	char *text;
 	size_t len;
 	int ret;
 
 	*obj = NULL;
-	ret = fr_ipc_recv(sock, &text, &len, fd_out);
+	ret = fr_ipc_recv_timed(sock, &text, &len, fd_out, wait_ns, frame_ns);
 	if (ret < 0)
 		return ret;
 	ret = fr_ipc_parse_json(text, len, obj);

@@ -50,7 +50,10 @@
  *   (default 99; offcpu has no rate) for as long as it stays open. The
  *   recorder raises each event's source to the highest rate any consumer
  *   asks for before it answers, and lowers it when the connection closes;
- *   the connection then has no receive timeout. "start_ns" is the moment
+ *   the connection may then wait up to FR_IPC_FOLLOW_WINDOW_MAX_NS plus a
+ *   minute between requests (ipc/server.h). A client other than root (nor
+ *   in socket.admin_group) gets at most limits.user_max_rate_hz (a higher
+ *   rate is capped, with a warning). "start_ns" is the moment
  *   from which the data is at least at these rates: `attach --follow` asks
  *   for consecutive windows [start, start + w), [start + w, start + 2w), ...
  *   with "from_ns"/"to_ns" attach requests on the same connection. One
@@ -74,7 +77,17 @@
  * "unit", "state" ("recording" or "failed"), "error" (when failed), "hz",
  * "every_switch", "since_ns", "samples", "lost", "throttled",
  * "truncated_stacks"}] and "consumers": [{"name", "since_ns", "events":
- * [{"event","hz"}]}].
+ * [{"event","hz"}]}], and "query_memory" / "query_memory_used" (bytes: the
+ * budget of attach queries and what running ones reserved).
+ *
+ * LIMITS. A request must start within 5 s of the connection (or of the
+ * previous reply) and arrive whole within 5 s of its first byte, else the
+ * daemon answers {"ok":false,"error":"no complete request within 5 s; ..."}
+ * and closes. When all connection slots but one are taken, the last
+ * answers only "status" (anything else: "busy: all N client slots are in
+ * use ..."). An attach that finds no query memory within 30 s is answered
+ * "attach: busy: ... retry later"; one whose output (a pipe or socket)
+ * takes no bytes for 15 s is given up.
  * after the profile is completely written.
  *
  * A request with another "v" is answered {"ok":false,"error":"protocol
@@ -105,6 +118,15 @@ int fr_ipc_send(int sock, const char *json, size_t len, int pass_fd);
  * -errno. */
 int fr_ipc_recv(int sock, char **json, size_t *len, int *fd_out);
 
+/* fr_ipc_recv() with deadlines, for a receiver that must not be held by a
+ * slow peer: waits at most `wait_ns` for the frame's first byte, then the
+ * whole frame must have arrived `frame_ns` after that byte (either < 0:
+ * no limit; the socket's own timeout, if any, still applies). Returns as
+ * fr_ipc_recv(), and -ETIMEDOUT when a deadline passed (the connection is
+ * then mid-frame or idle and should be closed). */
+int fr_ipc_recv_timed(int sock, char **json, size_t *len, int *fd_out, int64_t wait_ns,
+		      int64_t frame_ns);
+
 /* Serializes `obj` and sends it as one frame (see fr_ipc_send). */
 int fr_ipc_send_json(int sock, const cJSON *obj, int pass_fd);
 
@@ -112,6 +134,10 @@ int fr_ipc_send_json(int sock, const cJSON *obj, int pass_fd);
  * with cJSON_Delete. -EBADMSG when the frame is not a JSON object, else as
  * fr_ipc_recv. */
 int fr_ipc_recv_json(int sock, cJSON **obj, int *fd_out);
+
+/* fr_ipc_recv_json() with the deadlines of fr_ipc_recv_timed(). */
+int fr_ipc_recv_json_timed(int sock, cJSON **obj, int *fd_out, int64_t wait_ns,
+			   int64_t frame_ns);
 
 /* Parses `len` bytes of frame text (no NUL) into a JSON object the caller
  * frees. Returns 0 or -EBADMSG when it is not exactly one JSON object. */

@@ -13,8 +13,20 @@
  * may have been reused.
  *
  * Nothing a client sends can stop the server: malformed frames earn an
- * error reply and a closed connection, receives time out after 5 s, and
- * sends never raise SIGPIPE.
+ * error reply and a closed connection, and sends never raise SIGPIPE.
+ *
+ * Deadlines are per request, not per receive: a connection has
+ * REQUEST_WAIT_NS from its accept (or from the previous reply) to start a
+ * request and REQUEST_FRAME_NS from that request's first byte to finish
+ * it, so a client trickling a byte every few seconds is dropped instead of
+ * holding its slot forever. A connection that holds state (a follow) may
+ * wait up to FOLLOW_WAIT_NS between requests: a follow's windows are at
+ * most FR_IPC_FOLLOW_WINDOW_MAX_NS long.
+ *
+ * The last free slot is kept for `status`: when every other slot is taken,
+ * a connection is still accepted, but it is answered only if its first
+ * request is `status`, and closed after that answer. So an operator can
+ * always see what holds the daemon.
  */
 #include "ipc/server.h"
 
@@ -39,7 +51,9 @@
 #include "ipc/proto.h"
 #include "ipc/share.h"
 
-#define RECV_TIMEOUT_S 5
+#define REQUEST_WAIT_NS (5LL * 1000000000LL)
+#define REQUEST_FRAME_NS (5LL * 1000000000LL)
+#define FOLLOW_WAIT_NS (FR_IPC_FOLLOW_WINDOW_MAX_NS + 60LL * 1000000000LL)
 #define SEND_TIMEOUT_S 5
 #define LISTEN_BACKLOG 128
 
@@ -47,6 +61,7 @@ struct conn {
 	struct fr_ipc_server *server;
 	pthread_t thread;
 	int fd;
+	bool status_only;       /* took the slot kept for status */
 	struct fr_ipc_peer peer;
 	struct conn *next;
 };
@@ -373,7 +388,17 @@ static void serve(struct conn *c)
 		int fd = -1;
 		int ret;
 
-		ret = fr_ipc_recv_json(c->fd, &req, &fd);
+		ret = fr_ipc_recv_json_timed(c->fd, &req, &fd,
+					     c->peer.hold ? FOLLOW_WAIT_NS : REQUEST_WAIT_NS,
+					     REQUEST_FRAME_NS);
+		if (ret == -ETIMEDOUT) {
+			fr_log_debug("client pid %d: no whole request in time; closing",
+				     (int)c->peer.pid);
+			reply(c->fd, fr_ipc_error("no complete request within %lld s; closing the "
+						  "connection",
+						  (long long)(REQUEST_FRAME_NS / 1000000000LL)));
+			return;
+		}
 		if (ret == -EMSGSIZE || ret == -EBADMSG) {
 			reply(c->fd, fr_ipc_error("malformed request: expected a frame of 1..%d bytes "
 						  "holding one JSON object",
@@ -412,21 +437,21 @@ static void serve(struct conn *c)
 			if (fd >= 0)
 				close(fd);
 			resp = fr_ipc_error("request has no \"req\" string naming the command");
+		} else if (c->status_only && strcmp(cmd->valuestring, "status") != 0) {
+			if (fd >= 0)
+				close(fd);
+			cJSON_Delete(req);
+			reply(c->fd, fr_ipc_error("busy: all %u client slots are in use (limits."
+						  "max_clients); only status is answered now, retry "
+						  "later", s->max_clients));
+			return;
 		} else {
-			int held = c->peer.hold != NULL;
-
 			resp = s->handler(s->arg, cmd->valuestring, req, fd, &c->peer);
-			if (!held && c->peer.hold) {
-				/* The client holds state here (e.g. a rate it asked
-				 * for) and may be quiet for as long as it likes. */
-				struct timeval none = {0};
-				setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
-			}
 			if (!resp)
 				resp = fr_ipc_error("out of memory in the daemon");
 		}
 		cJSON_Delete(req);
-		if (reply(c->fd, resp) < 0)
+		if (reply(c->fd, resp) < 0 || c->status_only)
 			return;
 	}
 }
@@ -493,7 +518,6 @@ static void refuse(int fd, cJSON *resp)
 
 static void accept_one(struct fr_ipc_server *s)
 {
-	struct timeval rcv = {.tv_sec = RECV_TIMEOUT_S};
 	struct timeval snd = {.tv_sec = SEND_TIMEOUT_S};
 	struct ucred cred;
 	socklen_t credlen = sizeof(cred);
@@ -521,8 +545,7 @@ static void accept_one(struct fr_ipc_server *s)
 		refuse(fd, fr_ipc_error("cannot identify the connecting process"));
 		return;
 	}
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rcv, sizeof(rcv)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof(snd)) < 0) {
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof(snd)) < 0) {
 		refuse(fd, fr_ipc_error("cannot configure the connection: %s", strerror(errno)));
 		return;
 	}
@@ -545,6 +568,10 @@ static void accept_one(struct fr_ipc_server *s)
 	}
 	c->server = s;
 	c->fd = fd;
+	/* The last slot is for status alone (see the top of this file); with
+	 * a single slot there is nothing to keep it from. */
+	c->status_only = s->max_clients > 1 && s->nlive == s->max_clients - 1;
+	c->peer.sock = fd;
 	c->peer.pid = cred.pid;
 	c->peer.uid = cred.uid;
 	c->peer.gid = cred.gid;
@@ -664,4 +691,15 @@ void fr_ipc_server_close(struct fr_ipc_server *s)
 	pthread_mutex_destroy(&s->lock);
 	free(s->path);
 	free(s);
+}
+
+int fr_ipc_peer_gone(void *peer)
+{
+	const struct fr_ipc_peer *p = peer;
+	struct pollfd pfd = {.fd = p->sock, .events = POLLRDHUP};
+
+	/* A client that is done sending shuts nothing down: it waits for the
+	 * reply. POLLRDHUP means it closed or shut down its side. */
+	return poll(&pfd, 1, 0) > 0 &&
+	       (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }

@@ -2,7 +2,8 @@
  * connection (bounded), request dispatch.
  *
  * Each accepted connection gets its own thread, so a slow or dead client
- * costs only its own request. Receives time out after 5 s.
+ * costs only its own request. A request must arrive whole within 5 s (see
+ * ipc/server.c for the deadlines), and the last slot is kept for status.
  */
 #ifndef FR_IPC_SERVER_H
 #define FR_IPC_SERVER_H
@@ -21,13 +22,22 @@ struct fr_ipc_peer {
 	 * it has none or they could not be read. */
 	gid_t *groups;
 	unsigned ngroups;
+	/* The connection's socket (borrowed, read-only use): a handler polls
+	 * it for POLLRDHUP to stop work nobody waits for any more. */
+	int sock;
 	/* A handler may tie state to the connection: it sets `hold` and
-	 * `release`; from then on the connection waits for requests without a
-	 * timeout, and when it ends (the client left, sent garbage, or the
+	 * `release`; from then on the connection waits up to
+	 * FR_IPC_FOLLOW_WINDOW_MAX_NS (plus a minute) between requests, and
+	 * when it ends (the client left, sent garbage, or the
 	 * server closes) `release(hold)` runs on the connection's thread. */
 	void *hold;
 	void (*release)(void *hold);
 };
+
+/* Whether the client of `peer` (a struct fr_ipc_peer *) hung up or shut
+ * its side down: for a handler to stop work nobody waits for. Usable as
+ * fr_profile_request.stop. Never blocks. */
+int fr_ipc_peer_gone(void *peer);
 
 /* Handles one request. `req` is the parsed request object (borrowed);
  * `fd` the descriptor passed with it or -1 (the handler owns it and must
@@ -35,6 +45,11 @@ struct fr_ipc_peer {
  * frees; NULL means out of memory. Runs on the connection's thread. */
 typedef cJSON *(*fr_ipc_handler)(void *arg, const char *cmd, const cJSON *req, int fd,
 				 struct fr_ipc_peer *peer);
+
+/* The longest window a follow (a connection holding rates) may ask for
+ * at a time: the server waits this long plus a minute for its next
+ * request. */
+#define FR_IPC_FOLLOW_WINDOW_MAX_NS (3600LL * 1000000000LL)
 
 struct fr_ipc_server;
 

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/budget.h"
 #include "core/chunk.h"
 #include "core/fs.h"
 #include "core/log.h"
@@ -55,6 +57,13 @@
 #define RECONCILE_TIMEOUT_MS 3000
 /* Distinct events recorded at once (each is one perf event per CPU). */
 #define MAX_SOURCES 16
+/* How long an attach waits for query memory before it is told to retry. */
+#define QUERY_WAIT_NS (30LL * 1000000000LL)
+#define QUERY_MEMORY_DEFAULT (256ull << 20)
+/* A pipe or socket the client passed for the profile must take bytes at
+ * least this often, and the whole profile within the total. */
+#define OUTPUT_STALL_NS (15LL * 1000000000LL)
+#define OUTPUT_TOTAL_NS (600LL * 1000000000LL)
 
 /* One event being recorded: a perf source on every CPU, at the highest
  * rate any consumer asks for. The ingest thread opens, retunes and closes
@@ -140,6 +149,8 @@ struct daemon {
 	uint32_t max_rate_hz;
 	uint32_t user_max_rate_hz;
 	int64_t admin_gid;   /* -1: no admin group */
+	/* What attach queries together may hold (limits.query_memory). */
+	struct fr_budget query_budget;
 	int64_t reloaded_ns; /* Unix ns of the last successful reload, 0 if none */
 	uint64_t reloads_rejected;
 	/* The configuration in force (ingest thread only): opts->config until
@@ -962,6 +973,7 @@ static void reload(struct daemon *d)
 	__atomic_store_n(&d->user_max_rate_hz, n->user_max_rate_hz, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->admin_gid, n->has_admin_group ? (int64_t)n->admin_gid : -1,
 			 __ATOMIC_RELAXED);
+	fr_budget_set_limit(&d->query_budget, n->query_memory);
 	pthread_mutex_lock(&d->config_lock);
 	if (d->owned_config) {
 		fr_config_fini(d->owned_config);
@@ -1139,6 +1151,8 @@ static cJSON *handle_status(struct daemon *d)
 	fr_ipc_add_int(r, "reloads_rejected",
 		       (int64_t)__atomic_load_n(&d->reloads_rejected, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "cpus", d->ncpus);
+	fr_ipc_add_int(r, "query_memory", (int64_t)fr_budget_limit(&d->query_budget));
+	fr_ipc_add_int(r, "query_memory_used", (int64_t)fr_budget_used(&d->query_budget));
 	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "chunks_sealed", (int64_t)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
@@ -1368,10 +1382,31 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 	return 0;
 }
 
-static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd,
-			    const struct fr_ipc_peer *peer)
+/* Reserves what the query `preq` may take from the query budget, waiting
+ * up to QUERY_WAIT_NS, and caps its decoded-chunk cache to the share the
+ * cache has of it. Returns the bytes reserved or -EBUSY. */
+static int64_t reserve_query(struct daemon *d, struct fr_profile_request *preq)
+{
+	int64_t want = fr_profile_estimate(d->ring, preq), got;
+
+	if (want < 0)
+		want = 0;
+	got = fr_budget_acquire(&d->query_budget, (uint64_t)want, QUERY_WAIT_NS);
+	if (got < 0)
+		return got;
+	fr_log_debug("attach: reserved %lld bytes of query memory (estimated %lld)",
+		     (long long)got, (long long)want);
+	/* A reservation cut to the budget holds the decoded-chunk cache to
+	 * a third of what it got; the rest is for aggregation. */
+	if (got < want)
+		preq->cache_bytes = (size_t)(got / 3) + 1;
+	return got;
+}
+
+static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
+	int64_t reserved = 0;
 	struct fr_profile_request preq;
 	struct fr_profile_result res;
 	struct fr_uring *uring = NULL;
@@ -1451,6 +1486,19 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd,
 		preq.note = FLUSH_NOTE;
 	}
 
+	reserved = reserve_query(d, &preq);
+	if (reserved < 0) {
+		reserved = 0;
+		resp = fr_ipc_error("attach: busy: other queries hold the daemon's query memory "
+				    "(limits.query_memory, %s) for over %lld s; retry later",
+				    fr_format_size(fr_budget_limit(&d->query_budget), buf, sizeof(buf)),
+				    (long long)(QUERY_WAIT_NS / 1000000000LL));
+		goto out;
+	}
+	/* Work for a client that hung up stops at the next chunk. */
+	preq.stop = fr_ipc_peer_gone;
+	preq.stop_arg = peer;
+
 	w = malloc(sizeof(*w));
 	ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
 	if (ret < 0) {
@@ -1458,10 +1506,18 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd,
 		goto out;
 	}
 	fr_uring_writer_init(w, uring, fd);
+	fr_uring_writer_limit(w, OUTPUT_STALL_NS, OUTPUT_TOTAL_NS, peer->sock);
 	err[0] = '\0';
 	ret = fr_profile_write(d->ring, &preq, fr_uring_writer_write, w, &res, err, sizeof(err));
 	if (ret == 0)
 		ret = fr_uring_writer_flush(w);
+	if (ret == -ETIMEDOUT) {
+		resp = fr_ipc_error("attach: the output took no bytes for %lld s (or the whole "
+				    "profile not within %lld s): is anything reading it? Gave up",
+				    (long long)(OUTPUT_STALL_NS / 1000000000LL),
+				    (long long)(OUTPUT_TOTAL_NS / 1000000000LL));
+		goto out;
+	}
 	if (ret < 0) {
 		resp = fr_ipc_error("attach: %s", err[0] ? err : strerror(-ret));
 		goto out;
@@ -1510,6 +1566,12 @@ out:
 	fr_uring_close(uring);
 	free(w);
 	close(fd);
+	if (reserved) {
+		fr_budget_release(&d->query_budget, (uint64_t)reserved);
+		/* A heavy query leaves its arena's free memory mapped; give it
+		 * back, so the daemon's RSS returns to its idle size. */
+		malloc_trim(0);
+	}
 	return resp;
 }
 
@@ -1528,6 +1590,7 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	char path[4096], err[512], dir[4096];
 	uint32_t keep, mode;
 	uint64_t max_bytes;
+	int64_t reserved;
 	int ret;
 
 	if (!preq) {
@@ -1575,6 +1638,21 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 		fr_log_warn("flush before a dump timed out; the last second may be missing");
 		preq->note = FLUSH_NOTE;
 	}
+	/* Dumps share the query memory. A manual dump (a client's request)
+	 * is refused busy, as an attach is; a trigger's dump is written
+	 * anyway rather than lost: sessions and cooldowns bound those. */
+	reserved = reserve_query(d, preq);
+	if (reserved < 0) {
+		reserved = 0;
+		if (strcmp(fire->kind, "manual") == 0) {
+			free(preq);
+			fr_log_warn("manual dump of session %s refused: query memory busy",
+				    fire->session);
+			return -EAGAIN;
+		}
+		fr_log_warn("dump of session %s (%s): the query memory is busy; writing it anyway",
+			    fire->session, fire->kind);
+	}
 	dr.dir = dir;
 	dr.keep = keep;
 	dr.max_bytes = max_bytes;
@@ -1589,6 +1667,10 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	dr.profile = preq;
 	ret = fr_dumps_write(d->ring, &dr, path, sizeof(path), err, sizeof(err));
 	free(preq);
+	if (reserved) {
+		fr_budget_release(&d->query_budget, (uint64_t)reserved);
+		malloc_trim(0);
+	}
 	if (ret < 0) {
 		fr_log_err("dump of session %s (%s) failed: %s", fire->session, fire->kind, err);
 		if (out)
@@ -1658,6 +1740,15 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ip
 		return fr_ipc_error("dump of session %s refused: busy, a dump of it requested by "
 				    "hand is being written; try again when it is done",
 				    name->valuestring);
+	if (ret == -EAGAIN && !path[0]) {
+		char size[32];
+
+		return fr_ipc_error("dump: busy: other queries hold the daemon's query memory "
+				    "(limits.query_memory, %s) for over %lld s; retry later",
+				    fr_format_size(fr_budget_limit(&d->query_budget), size,
+						   sizeof(size)),
+				    (long long)(QUERY_WAIT_NS / 1000000000LL));
+	}
 	if (ret < 0)
 		return fr_ipc_error("dump of session %s failed: %s", name->valuestring,
 				    path[0] ? path : strerror(-ret));
@@ -1877,6 +1968,8 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	publish_sessions(d, opts->config);
 	d->flush_efd = d->sig_fd = d->reconcile_efd = -1;
 	pthread_mutex_init(&d->config_lock, NULL);
+	fr_budget_init(&d->query_budget, opts->config->query_memory ? opts->config->query_memory
+								   : QUERY_MEMORY_DEFAULT);
 	pthread_mutex_init(&d->src_lock, NULL);
 	pthread_mutex_init(&d->consumers_lock, NULL);
 	{
@@ -2090,6 +2183,7 @@ out:
 	}
 	pthread_mutex_destroy(&d->sessions_lock);
 	pthread_mutex_destroy(&d->config_lock);
+	fr_budget_destroy(&d->query_budget);
 	free(d->dumps_default_dir);
 	free(d->sessions_json);
 	free(d);

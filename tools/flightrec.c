@@ -32,6 +32,7 @@
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "ipc/proto.h"
+#include "ipc/server.h"
 #include "tools/query.h"
 #include "tools/top.h"
 
@@ -584,6 +585,13 @@ static int cmd_attach(int argc, char **argv)
 		if (!q.window_s) {
 			fprintf(stderr, "%s attach: --follow takes --window DURATION (the length of "
 				"each profile), not --from/--to\n", prog);
+			return EXIT_USAGE;
+		}
+		/* The recorder waits at most this long (plus a minute) for a
+		 * follower's next request. */
+		if (q.window > FR_IPC_FOLLOW_WINDOW_MAX_NS) {
+			fprintf(stderr, "%s attach: --follow takes a --window of at most 1h, got "
+				"\"%s\"\n", prog, q.window_s);
 			return EXIT_USAGE;
 		}
 		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {

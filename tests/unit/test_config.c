@@ -33,6 +33,7 @@ static int cfg_equal(const struct fr_config *a, const struct fr_config *b)
 	    a->ring_size != b->ring_size || a->segment_size != b->segment_size ||
 	    a->sync_ns != b->sync_ns || a->max_rate_hz != b->max_rate_hz ||
 	    a->max_clients != b->max_clients || a->max_age_ns != b->max_age_ns ||
+	    a->query_memory != b->query_memory ||
 	    a->nsessions != b->nsessions || !str_eq(a->dumps_dir, b->dumps_dir) ||
 	    a->dumps_keep != b->dumps_keep || a->dumps_max_bytes != b->dumps_max_bytes ||
 	    a->has_socket_group != b->has_socket_group || a->socket_gid != b->socket_gid ||
@@ -91,6 +92,9 @@ static void test_default(void)
 	CHECK(cfg.sync_ns == 1000000000ll, "sync %lld", (long long)cfg.sync_ns);
 	CHECK(cfg.max_rate_hz == 10000, "max_rate_hz %u", cfg.max_rate_hz);
 	CHECK(cfg.max_clients == 64, "max_clients %u", cfg.max_clients);
+	CHECK(cfg.query_memory == 256ull << 20, "query_memory %llu",
+	      (unsigned long long)cfg.query_memory);
+	CHECK(cfg.user_max_rate_hz == 99, "user_max_rate_hz %u", cfg.user_max_rate_hz);
 	CHECK(cfg.dumps_dir == NULL, "default dumps dir should be unset");
 	CHECK(cfg.dumps_keep == 50, "dumps keep %u", cfg.dumps_keep);
 	CHECK(cfg.dumps_max_bytes == 0, "dumps max_bytes %llu",
@@ -155,7 +159,12 @@ static const struct bad bad_configs[] = {
 	 SRC ": ring.sise: unknown key (accepted: path, size, segment, sync, max_age)"},
 	{"{\"dump\":{}}", SRC ": dump: unknown key (accepted: ring, socket, dumps, limits, sessions)"},
 	{"{\"limits\":{\"rate\":1}}",
-	 SRC ": limits.rate: unknown key (accepted: max_rate_hz, max_clients, user_max_rate_hz)"},
+	 SRC ": limits.rate: unknown key (accepted: max_rate_hz, max_clients, user_max_rate_hz, "
+	 "query_memory)"},
+	{"{\"limits\":{\"query_memory\":\"512KiB\"}}",
+	 SRC ": limits.query_memory: must be at least 1MiB, got \"512KiB\""},
+	{"{\"limits\":{\"query_memory\":256}}",
+	 SRC ": limits.query_memory: must be a size string like \"256MiB\", got 256"},
 	{"{\"sessions\":[{\"name\":\"a\",\"evnts\":[]}]}",
 	 SRC ": sessions[0].evnts: unknown key (accepted: name, targets, triggers, events, users)"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"rate\":9}]}]}",

@@ -8,8 +8,10 @@
 #include "ipc/server.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,6 +409,8 @@ static cJSON *handler(void *arg, const char *cmd, const cJSON *req, int fd,
 		__atomic_store_n(&held, 1, __ATOMIC_RELAXED);
 		return fr_ipc_ok();
 	}
+	if (strcmp(cmd, "status") == 0)
+		return fr_ipc_ok();
 	if (strcmp(cmd, "held") == 0) {
 		resp = fr_ipc_ok();
 		cJSON_AddBoolToObject(resp, "held", peer->hold == &held);
@@ -836,6 +840,156 @@ static void test_share(void)
 	unlink(path);
 }
 
+/* fr_ipc_recv_timed: the frame's clock starts at its first byte and runs
+ * across receives, so bytes trickling in cannot stretch it; an idle wait
+ * has its own limit; a frame in time is received whole. */
+static void *trickle_main(void *p)
+{
+	int fd = *(int *)p;
+	unsigned char hdr[4] = {100, 0, 0, 0};
+
+	/* A byte every 20 ms: each receive alone is quick, the frame never
+	 * completes (100 bytes announced, at most 50 sent). */
+	for (int i = 0; i < 54; i++) {
+		const void *b = i < 4 ? (const void *)&hdr[i] : "x";
+
+		if (send(fd, b, 1, MSG_NOSIGNAL) != 1)
+			break;
+		sleep_ms(20);
+	}
+	return NULL;
+}
+
+static void test_recv_deadline(void)
+{
+	pthread_t t;
+	char *json = NULL;
+	size_t len = 0;
+	int sv[2], ret;
+
+	/* Nothing arrives: the wait for the first byte ends. */
+	make_pair(sv);
+	ret = fr_ipc_recv_timed(sv[0], &json, &len, NULL, 50000000LL, 50000000LL);
+	CHECK(ret == -ETIMEDOUT, "idle wait: %d, want -ETIMEDOUT", ret);
+
+	/* A whole frame within the deadlines is received. */
+	CHECK(fr_ipc_send(sv[1], "{\"a\":1}", 7, -1) == 0, "send");
+	ret = fr_ipc_recv_timed(sv[0], &json, &len, NULL, 5000000000LL, 5000000000LL);
+	CHECK(ret == 0 && len == 7 && json && memcmp(json, "{\"a\":1}", 7) == 0,
+	      "frame in time: %d", ret);
+	free(json);
+	json = NULL;
+
+	/* A trickle: every receive gets a byte within 20 ms, but the frame
+	 * cannot complete within 200 ms of its first byte. */
+	CHECK(pthread_create(&t, NULL, trickle_main, &sv[1]) == 0, "thread");
+	ret = fr_ipc_recv_timed(sv[0], &json, &len, NULL, 5000000000LL, 200000000LL);
+	CHECK(ret == -ETIMEDOUT, "trickled frame: %d, want -ETIMEDOUT", ret);
+	CHECK(json == NULL, "a timed-out receive returned a frame");
+	close(sv[0]);
+	pthread_join(t, NULL);
+	close(sv[1]);
+}
+
+/* A client that sends a byte every 500 ms (each receive quick, the
+ * request never whole) is answered and dropped once its request deadline
+ * passes, rather than holding its slot for as long as it keeps sending. */
+static void test_slow_request_dropped(void)
+{
+	struct fr_ipc_server *s = NULL;
+	unsigned char hdr[4] = {0, 4, 0, 0}; /* a 1 KiB frame that never completes */
+	char path[256], err[256];
+	cJSON *resp = NULL;
+	int calls = 0, fd, ret, got = 0;
+
+	snprintf(path, sizeof(path), "%s/slow.sock", tmpdir);
+	ret = fr_ipc_server_open(&s, path, 4, handler, &calls, err, sizeof(err));
+	CHECK(ret == 0, "open: %d %s", ret, err);
+	if (ret < 0)
+		return;
+	CHECK(fr_ipc_server_start(s) == 0, "start");
+	fd = fr_ipc_connect(path);
+	CHECK(fd >= 0, "connect: %d", fd);
+	/* Bounded: 60 bytes, 30 s; the deadline is 5 s from the first. */
+	for (int i = 0; fd >= 0 && i < 60 && !got; i++) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+		send(fd, i < 4 ? (const void *)&hdr[i] : "x", 1, MSG_NOSIGNAL);
+		got = poll(&pfd, 1, 500) > 0;
+	}
+	CHECK(got, "the server kept a trickling request open for 30 s");
+	if (got) {
+		CHECK(fr_ipc_recv_json(fd, &resp, NULL) == 0, "no reply before the close");
+		check_error(resp, "no complete request within 5 s; closing the connection",
+			    "trickling request");
+		resp = NULL;
+		CHECK(fr_ipc_recv_json(fd, &resp, NULL) == -ECONNRESET,
+		      "the connection stayed open after the deadline");
+		cJSON_Delete(resp);
+	}
+	if (fd >= 0)
+		close(fd);
+	CHECK(__atomic_load_n(&calls, __ATOMIC_RELAXED) == 0, "the handler saw a partial request");
+	fr_ipc_server_close(s);
+}
+
+/* With every other slot taken, one more client still gets in for status
+ * (and only status), so an operator can see what holds the daemon. */
+static void test_status_slot(void)
+{
+	struct fr_ipc_server *s = NULL;
+	char path[256], err[256];
+	cJSON *resp;
+	int calls = 0, a, b, c, ret;
+
+	snprintf(path, sizeof(path), "%s/status.sock", tmpdir);
+	ret = fr_ipc_server_open(&s, path, 3, handler, &calls, err, sizeof(err));
+	CHECK(ret == 0, "open: %d %s", ret, err);
+	if (ret < 0)
+		return;
+	CHECK(fr_ipc_server_start(s) == 0, "start");
+
+	/* Two ordinary slots, taken (each answered once, so its thread runs). */
+	a = fr_ipc_connect(path);
+	resp = call(a, "echo", -1);
+	CHECK(resp && is_ok(resp), "first client refused");
+	cJSON_Delete(resp);
+	b = fr_ipc_connect(path);
+	resp = call(b, "echo", -1);
+	CHECK(resp && is_ok(resp), "second client refused");
+	cJSON_Delete(resp);
+
+	/* The last slot answers status ... */
+	c = fr_ipc_connect(path);
+	resp = call(c, "status", -1);
+	CHECK(resp && is_ok(resp), "status refused with every other slot taken");
+	cJSON_Delete(resp);
+	close(c);
+
+	/* ... and nothing else. Its previous holder may still be leaving, so
+	 * "too many clients" is retried (bounded). */
+	resp = NULL;
+	for (int i = 0; i < 200; i++) {
+		const char *e;
+
+		c = fr_ipc_connect(path);
+		resp = call(c, "echo", -1);
+		close(c);
+		e = resp ? str_field(resp, "error") : NULL;
+		if (!e || strncmp(e, "too many clients", 16) != 0)
+			break;
+		cJSON_Delete(resp);
+		resp = NULL;
+		sleep_ms(10);
+	}
+	check_error(resp, "busy: all 3 client slots are in use (limits.max_clients); only status "
+		    "is answered now, retry later", "non-status request in the last slot");
+
+	close(a);
+	close(b);
+	fr_ipc_server_close(s);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fr-test-ipc-XXXXXX");
@@ -855,6 +1009,9 @@ int main(void)
 	test_client_limit();
 	test_hold();
 	test_share();
+	test_recv_deadline();
+	test_slow_request_dropped();
+	test_status_slot();
 
 	{
 		char cmd[128];

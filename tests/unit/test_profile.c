@@ -2554,6 +2554,71 @@ static void setup_go_env(void)
 	unsetenv("PPROF_BINARY_PATH");
 }
 
+/* Stops after `left` more chunks. */
+static int stop_after(void *arg)
+{
+	int *left = arg;
+
+	return (*left)-- <= 0;
+}
+
+/* A query under a memory budget: its estimate grows with the window's
+ * samples (400 bytes each); a decoded-chunk cache of one byte gives the same profile (the
+ * chunks are decoded again); a stop callback ends the query with
+ * -ECANCELED and says why. */
+static void test_budget_and_stop(void)
+{
+	struct fr_ring *r = ring_create("budget");
+	struct fr_profile_request q;
+	struct fr_profile_result res, res_small;
+	struct out o = {0}, o_small = {0};
+	struct writer w;
+	char err[512] = "";
+	int64_t e_all, e_none;
+	int left, ret;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	for (int i = 0; i < 2000; i++)
+		w_add(&w, T0 + i * (SEC / 100), PID_APP, PID_APP, 0, 99,
+		      i % 2 ? ST_USER : ST_KERNEL);
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 20 * SEC, 0);
+	e_all = fr_profile_estimate(r, &q);
+	req_init(&q, T0 + 1000 * SEC, T0 + 1010 * SEC, 0);
+	e_none = fr_profile_estimate(r, &q);
+	CHECK(e_none > 0 && e_all >= e_none + 2000 * 400,
+	      "estimates: 2000 samples %" PRId64 ", none %" PRId64, e_all, e_none);
+
+	req_init(&q, T0, T0 + 20 * SEC, 0);
+	if (run(r, &q, &res, &o, "budget-full") == 0) {
+		q.cache_bytes = 1;
+		if (run(r, &q, &res_small, &o_small, "budget-nocache") == 0)
+			CHECK(res_small.samples_kept == res.samples_kept &&
+				      res_small.stacks == res.stacks && o_small.len == o.len &&
+				      memcmp(o_small.buf, o.buf, o.len) == 0,
+			      "without a cache: kept %" PRIu64 " stacks %" PRIu64 " (want %" PRIu64
+			      ", %" PRIu64 ")", res_small.samples_kept, res_small.stacks,
+			      res.samples_kept, res.stacks);
+	}
+	out_free(&o);
+	out_free(&o_small);
+
+	req_init(&q, T0, T0 + 20 * SEC, 0);
+	left = 1;
+	q.stop = stop_after;
+	q.stop_arg = &left;
+	memset(&o, 0, sizeof(o));
+	ret = fr_profile_write(r, &q, sink_mem, &o, &res, err, sizeof(err));
+	CHECK(ret == -ECANCELED && strcmp(err, "stopped: the client went away") == 0,
+	      "stopped query: %d \"%s\"", ret, err);
+	CHECK(o.len == 0, "a stopped query wrote %zu bytes", o.len);
+	out_free(&o);
+	ring_done(r);
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -2595,6 +2660,7 @@ int main(void)
 	test_downsampling();
 	test_mixed_rates();
 	test_short_ring();
+	test_budget_and_stop();
 	test_corrupt_chunk();
 	test_result_fields();
 	test_counters_only_chunk();

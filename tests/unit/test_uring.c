@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "tests/unit/check.h"
@@ -252,6 +253,132 @@ out:
 	free(b);
 }
 
+struct pacer {
+	int fd;
+	size_t piece;    /* bytes per read */
+	long pause_ns;   /* between reads */
+	unsigned char *buf;
+	size_t len, got;
+};
+
+static void *pace_drain(void *arg)
+{
+	struct pacer *d = arg;
+
+	for (;;) {
+		struct timespec ts = {.tv_nsec = d->pause_ns};
+		size_t want = d->piece;
+		ssize_t n;
+
+		if (d->buf && want > d->len - d->got)
+			want = d->len - d->got;
+		if (want == 0)
+			break;
+		n = read(d->fd, d->buf ? d->buf + d->got : d->buf, want);
+		if (n <= 0)
+			break;
+		d->got += (size_t)n;
+		if (d->pause_ns)
+			nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* Writes LEN bytes through a limited writer; returns the first error. */
+static int limited_write(struct fr_uring_writer *w, const unsigned char *a, size_t len)
+{
+	int ret = 0;
+
+	for (size_t off = 0; ret == 0 && off < len; off += 100000)
+		ret = fr_uring_writer_write(w, a + off, len - off < 100000 ? len - off : 100000);
+	return ret ? ret : fr_uring_writer_flush(w);
+}
+
+/* fr_uring_writer_limit: the reader of a pipe decides when the writer
+ * moves on, so it must not be able to hold it forever. */
+static void test_writer_limits(struct fr_uring *u)
+{
+	enum { LEN = 1024 * 1024 };
+	struct fr_uring_writer *w = malloc(sizeof(*w));
+	unsigned char *a = malloc(LEN), *b = malloc(LEN);
+	struct pacer d;
+	pthread_t th;
+	char path[256];
+	int p[2], sv[2], fd, ret;
+
+	if (!w || !a || !b) {
+		CHECK(0, "setup failed");
+		goto out;
+	}
+	fill(a, LEN, 5);
+
+	/* A pipe nobody reads: the writer gives up once no byte was taken
+	 * for the stall time, instead of waiting for a reader forever. */
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		CHECK(0, "pipe");
+		goto out;
+	}
+	fr_uring_writer_init(w, u, p[1]);
+	fr_uring_writer_limit(w, 200000000LL, 60000000000LL, -1);
+	ret = limited_write(w, a, LEN);
+	CHECK(ret == -ETIMEDOUT, "unread pipe: %d, want -ETIMEDOUT", ret);
+	close(p[0]);
+	close(p[1]);
+
+	/* A reader that keeps up gets every byte. */
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		CHECK(0, "pipe");
+		goto out;
+	}
+	d = (struct pacer){.fd = p[0], .piece = 65536, .buf = b, .len = LEN};
+	pthread_create(&th, NULL, pace_drain, &d);
+	fr_uring_writer_init(w, u, p[1]);
+	fr_uring_writer_limit(w, 10000000000LL, 60000000000LL, -1);
+	ret = limited_write(w, a, LEN);
+	CHECK(ret == 0 && w->written == LEN, "read pipe: %d, %llu bytes", ret,
+	      (unsigned long long)w->written);
+	close(p[1]);
+	pthread_join(th, NULL);
+	CHECK(d.got == LEN && memcmp(a, b, LEN) == 0, "paced pipe data differs (%zu bytes)", d.got);
+	close(p[0]);
+
+	/* A reader that takes a little now and then never stalls the writer
+	 * for long, but the total time is bounded too. */
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		CHECK(0, "pipe");
+		goto out;
+	}
+	d = (struct pacer){.fd = p[0], .piece = 4096, .pause_ns = 50000000L, .buf = NULL,
+			   .len = 0};
+	pthread_create(&th, NULL, pace_drain, &d);
+	fr_uring_writer_init(w, u, p[1]);
+	fr_uring_writer_limit(w, 10000000000LL, 500000000LL, -1);
+	ret = limited_write(w, a, LEN);
+	CHECK(ret == -ETIMEDOUT, "trickling reader: %d, want -ETIMEDOUT", ret);
+	close(p[1]);
+	pthread_join(th, NULL);
+	close(p[0]);
+
+	/* The client hung up: the next write fails, even to a file. */
+	fd = tmpfile_fd(path, sizeof(path));
+	if (fd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		CHECK(0, "setup failed");
+		goto out;
+	}
+	unlink(path);
+	close(sv[1]);
+	fr_uring_writer_init(w, u, fd);
+	fr_uring_writer_limit(w, 10000000000LL, 60000000000LL, sv[0]);
+	ret = limited_write(w, a, LEN);
+	CHECK(ret == -ECONNRESET, "hung-up client: %d, want -ECONNRESET", ret);
+	close(sv[0]);
+	close(fd);
+out:
+	free(w);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	struct fr_uring *u;
@@ -268,7 +395,9 @@ int main(void)
 	test_file(u);
 	test_pipe(u);
 	test_writer(u);
+	test_writer_limits(u);
 	test_stall(u);
+	test_writer_limits(u); /* the ring is degraded now: plain system calls */
 	fr_uring_close(u);
 	fr_uring_close(NULL);
 
