@@ -47,6 +47,7 @@ int fr_mkdir_parent(const char *path, mode_t mode, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
+	int fd;
 
 	if (!slash || slash == path)
 		return 0;
@@ -57,7 +58,11 @@ int fr_mkdir_parent(const char *path, mode_t mode, char *err, size_t errlen)
 	}
 	memcpy(dir, path, (size_t)(slash - path));
 	dir[slash - path] = '\0';
-	return fr_mkdir_p(dir, mode, err, errlen);
+	fd = fr_dir_open_private(dir, mode, err, errlen);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
 }
 
 /* Whether only `uid` or root can change the entries of directory `st`:

@@ -14,8 +14,12 @@
  * directory X: reason" in `err`. */
 int fr_mkdir_p(const char *dir, mode_t mode, char *err, size_t errlen);
 
-/* Creates the directory holding `path` (everything before its last '/'),
- * as fr_mkdir_p. A path without a directory part needs nothing: 0. */
+/* Creates the directory holding `path` (everything before its last '/')
+ * and checks it as fr_dir_open_private() does: the ring's and the
+ * socket's directories must be the daemon user's alone, or another user
+ * could put a file of their choosing where the daemon creates its own.
+ * A path without a directory part (the working directory) or directly
+ * under "/" needs nothing: 0. */
 int fr_mkdir_parent(const char *path, mode_t mode, char *err, size_t errlen);
 
 /* Opens directory `dir` for files that only this process's user may

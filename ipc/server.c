@@ -239,10 +239,16 @@ int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned ma
 			fr_set_err(err, errlen, "cannot bind %s: %s", path, strerror(errno));
 		goto err_fds;
 	}
-	if (chmod(path, 0600) < 0 || stat(path, &st) < 0) {
+	/* Never through a symlink put at the path since bind. */
+	if (fchmodat(AT_FDCWD, path, 0600, AT_SYMLINK_NOFOLLOW) < 0 || lstat(path, &st) < 0) {
 		ret = -errno;
 		fr_set_err(err, errlen, "cannot set the mode of %s: %s", path, strerror(errno));
 		goto err_unlink;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		ret = -EEXIST;
+		fr_set_err(err, errlen, "%s was replaced right after it was created", path);
+		goto err_fds;
 	}
 	s->sock_dev = st.st_dev;
 	s->sock_ino = st.st_ino;

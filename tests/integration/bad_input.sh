@@ -36,6 +36,24 @@ wait $pid && fail "flightrecd exited 0 on a random file"
 grep -q "not a flightrec ring" "$T/err" || fail "unclear message for a non-ring file: $(cat "$T/err")"
 [ "$(sha256sum <"$T/notring")" = "$sum" ] || fail "flightrecd modified a file that is not a ring"
 
+# Regression: the ring's and the socket's directories were accepted
+# whoever could write them, so another user could put their own file (or
+# a symlink) where the root daemon creates its ring and socket. A
+# directory others can write is refused, naming its mode; nothing is
+# created in it.
+mkdir -m 1777 "$T/pub"
+chmod 1777 "$T/pub"
+for args in "--ring $T/pub/ring --socket $T/pub2.sock" "--ring $T/ring3 --socket $T/pub/x.sock"; do
+	# shellcheck disable=SC2086
+	timeout 20 "$FLIGHTRECD" $args >"$T/out" 2>"$T/err"
+	rc=$?
+	[ $rc != 0 ] && [ $rc != 124 ] || fail "flightrecd started with $args (status $rc)"
+	grep -q "$T/pub.*mode 1777\|$T/pub.*writable" "$T/err" ||
+		fail "unclear message for a shared directory ($args): $(cat "$T/err")"
+	[ -z "$(ls -A "$T/pub")" ] || fail "flightrecd created $(ls -A "$T/pub") in a shared directory"
+done
+rm -f "$T/ring3" "$T/pub2.sock"
+
 start_daemon
 
 # A second daemon on the same socket refuses to start.
