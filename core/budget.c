@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <time.h>
 
+#include "core/log.h"
+
 int fr_budget_init(struct fr_budget *b, uint64_t limit)
 {
 	pthread_condattr_t attr;
@@ -58,13 +60,7 @@ int64_t fr_budget_acquire(struct fr_budget *b, uint64_t bytes, int64_t wait_ns)
 	struct timespec deadline;
 	int64_t got = -EBUSY;
 
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += wait_ns / 1000000000LL;
-	deadline.tv_nsec += wait_ns % 1000000000LL;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	fr_mono_deadline(&deadline, wait_ns);
 	if (bytes == 0)
 		bytes = 1;
 

@@ -92,3 +92,14 @@ int64_t fr_now_real_ns(void)
 {
 	return now_ns(CLOCK_REALTIME);
 }
+
+void fr_mono_deadline(struct timespec *ts, int64_t ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ns / 1000000000LL;
+	ts->tv_nsec += ns % 1000000000LL;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}

@@ -74,4 +74,10 @@ const char *fr_errno_name(int e);
 int64_t fr_now_mono_ns(void);
 int64_t fr_now_real_ns(void);
 
+struct timespec;
+
+/* Sets *ts to `ns` from now on CLOCK_MONOTONIC: the deadline for a
+ * pthread_cond_timedwait() on a condition variable of that clock. */
+void fr_mono_deadline(struct timespec *ts, int64_t ns);
+
 #endif

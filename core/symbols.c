@@ -925,13 +925,7 @@ static int file_call_run(struct fr_symbols *s, struct file_call *c)
 		}
 	}
 	w = s->worker;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += deadline_ms / 1000;
-	ts.tv_nsec += (long)(deadline_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	fr_mono_deadline(&ts, (int64_t)deadline_ms * 1000000);
 	pthread_mutex_lock(&w->lock);
 	w->call = c;
 	w->done = false;

@@ -163,17 +163,6 @@ struct fr_buildids *fr_buildids_new(void)
 	return b;
 }
 
-static void deadline_after(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts->tv_nsec >= 1000000000) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000;
-	}
-}
-
 void fr_buildids_free(struct fr_buildids *b)
 {
 	struct timespec deadline;
@@ -181,7 +170,7 @@ void fr_buildids_free(struct fr_buildids *b)
 
 	if (!b)
 		return;
-	deadline_after(&deadline, STOP_WAIT_MS);
+	fr_mono_deadline(&deadline, (int64_t)STOP_WAIT_MS * 1000000);
 	pthread_mutex_lock(&b->lock);
 	b->stop = true;
 	pthread_cond_broadcast(&b->cond);
@@ -253,7 +242,7 @@ int fr_buildids_wait(struct fr_buildids *b, int timeout_ms)
 	struct timespec deadline;
 	int ret = 0;
 
-	deadline_after(&deadline, timeout_ms);
+	fr_mono_deadline(&deadline, (int64_t)timeout_ms * 1000000);
 	pthread_mutex_lock(&b->lock);
 	while (b->pending && ret == 0)
 		ret = pthread_cond_timedwait(&b->cond, &b->lock, &deadline);

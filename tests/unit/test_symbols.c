@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "tests/unit/check.h"
+#include "tests/unit/files.h"
 #include "tests/unit/fuse_hang.h"
 
 static volatile int marker_sink;
@@ -256,29 +257,6 @@ out:
 	fr_symbols_free(s);
 }
 
-/* Copies file `from` to a new file `to`. Returns 0 or -1 (errno set). */
-static int copy_file(const char *from, const char *to)
-{
-	char buf[65536];
-	int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, ret = -1;
-	ssize_t n;
-
-	if (in < 0)
-		return -1;
-	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (out < 0)
-		goto done;
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			goto done;
-	ret = n == 0 ? 0 : -1;
-done:
-	if (out >= 0)
-		close(out);
-	close(in);
-	return ret;
-}
-
 static void test_missing(void)
 {
 	struct fr_symbols *s = fr_symbols_new(NULL);
@@ -338,7 +316,7 @@ static void test_missing(void)
 						      m.pgoff, fn, &name, NULL);
 				CHECK(ret == -ELOOP, "symlink followed: %d, want -ELOOP", ret);
 				unlink(link_path);
-				CHECK(copy_file(exe, link_path) == 0, "copy %s: %s", exe,
+				CHECK(test_copy_file(exe, link_path, 0600) == 0, "copy %s: %s", exe,
 				      strerror(errno));
 				fr_symbols_free(s);
 				s = fr_symbols_new(NULL);
@@ -990,7 +968,7 @@ static void test_truncated_while_read(void)
 		return;
 	close(fd);
 	unlink(path);
-	if (copy_file(m.path, path) < 0 || stat(path, &st) < 0) {
+	if (test_copy_file(m.path, path, 0600) < 0 || stat(path, &st) < 0) {
 		CHECK(0, "copy %s: %s", m.path, strerror(errno));
 		goto out;
 	}

@@ -31,6 +31,7 @@
 #include "recorder/buildids.h"
 
 #include "tests/unit/check.h"
+#include "tests/unit/files.h"
 #include "tests/unit/fuse_hang.h"
 
 /* In a sanitizer build, undefined behaviour in the code under test fails
@@ -1113,29 +1114,6 @@ static void test_scan_self(void)
 	fr_tracker_free(t);
 }
 
-/* Copies file `from` to a new file `to`. Returns 0 or -1. */
-static int copy_file(const char *from, const char *to)
-{
-	char buf[65536];
-	int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, ret = -1;
-	ssize_t n;
-
-	if (in < 0)
-		return -1;
-	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
-	if (out < 0)
-		goto done;
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			goto done;
-	ret = n == 0 ? 0 : -1;
-done:
-	if (out >= 0)
-		close(out);
-	close(in);
-	return ret;
-}
-
 /* The executable mapping of `path` in this process. */
 static int find_exec_map(const char *path, uint64_t *start, uint64_t *end, uint64_t *pgoff)
 {
@@ -1183,7 +1161,7 @@ static void test_fifo_swap(void)
 		return;
 	snprintf(lib, sizeof(lib), "%s/libvictim.so", dir);
 	if (!dladdr((void *)zlibVersion, &info) || !info.dli_fname ||
-	    copy_file(info.dli_fname, lib) < 0) {
+	    test_copy_file(info.dli_fname, lib, 0755) < 0) {
 		CHECK(0, "copy the zlib library to %s: %s", lib, strerror(errno));
 		goto out;
 	}
