@@ -4,7 +4,10 @@
  * Two caches sit behind a struct fr_symbols:
  *
  * - images: one parsed ELF file per on-disk identity (device, inode, size,
- *   mtime). An image holds the PT_LOAD headers, the GNU build id and a
+ *   mtime), shared by every cache of the process: concurrent profiles that
+ *   name libc parse it once. A cache holds a reference to each image it
+ *   resolved to, dropped by fr_symbols_free(); an image nobody holds is
+ *   freed, so an idle daemon keeps no symbol tables. An image holds the PT_LOAD headers, the GNU build id and a
  *   sorted, de-duplicated array of function symbols (.symtab merged with
  *   .dynsym; for a file without .symtab, the .symtab of its separate debug
  *   file under /usr/lib/debug/.build-id when one is installed). A file is
@@ -123,9 +126,13 @@ struct image {
 	size_t nloads;
 	struct arena *arenas; /* newest first */
 	bool arm; /* Thumb bit in symbol values */
-	/* No .symtab and no debug file found yet: a later request through
+	/* No .symtab and no debug file found at load: a later request through
 	 * another root may find one beside the file. */
 	bool debug_missing;
+	/* The symbols of such a debug file, once found: published once
+	 * (atomically), looked up before the image's own. */
+	struct image *debug;
+	int refs; /* under images_lock, for images in shared_images */
 };
 
 struct request {
@@ -170,12 +177,17 @@ struct kernel {
 struct fr_symbols {
 	char *kallsyms;
 	struct htable requests;
-	struct htable images;
+	struct image **held; /* references to shared images, dropped at free */
+	size_t nheld, capheld;
 	struct request *last;
 	struct kernel *kernel; /* shared; NULL until the first kernel lookup */
 	int64_t waited_ms;     /* spent on file calls that missed their deadline */
 	struct file_worker *worker; /* NULL until the first file, or after one hung */
 };
+
+/* Parsed images of every cache, by identity. */
+static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct htable shared_images; /* under images_lock */
 
 /* File calls still running after their caller gave up on them. */
 static unsigned file_calls_stuck;
@@ -251,6 +263,20 @@ static struct hnode *htable_first(const struct htable *t, uint64_t hash)
 	if (!t->nbuckets)
 		return NULL;
 	return t->buckets[hash & (t->nbuckets - 1)];
+}
+
+static void htable_remove(struct htable *t, struct hnode *n)
+{
+	struct hnode **pp;
+
+	if (!t->nbuckets)
+		return;
+	for (pp = &t->buckets[n->hash & (t->nbuckets - 1)]; *pp; pp = &(*pp)->next)
+		if (*pp == n) {
+			*pp = n->next;
+			t->count--;
+			return;
+		}
 }
 
 static void htable_fini(struct htable *t, void (*free_node)(struct hnode *))
@@ -655,38 +681,6 @@ out:
 	return ret;
 }
 
-/* Merges the symbols `dbg` read from a debug file into an image that had
- * no .symtab. Returns 0 or -ENOMEM. */
-static int image_merge_debug(struct image *img, const struct image *dbg)
-{
-	struct cand_vec cv = { 0 };
-	int ret = 0;
-
-	for (int from = 0; from < 2; from++) {
-		const struct image *src = from ? dbg : img;
-
-		for (size_t i = 0; i < src->nsyms; i++) {
-			struct cand c = {
-				.addr = src->addrs[i],
-				.size = src->syms[i].size,
-				.name = src->syms[i].name,
-				.bind = STB_GLOBAL,
-			};
-
-			if (cand_push(&cv, &c) < 0) {
-				ret = -ENOMEM;
-				goto out;
-			}
-		}
-	}
-	ret = image_set_symbols(img, &cv);
-	if (ret == 0)
-		img->debug_missing = false;
-out:
-	free(cv.v);
-	return ret;
-}
-
 /* Fills `img` from the ELF file open on `fd`. Returns 0, or the error to
  * cache for the file (-ENOEXEC not ELF, -EBADMSG corrupt), or -ENOMEM. */
 static int image_load(struct image *img, int fd, const char *root)
@@ -747,6 +741,8 @@ static void image_free(struct hnode *n)
 {
 	struct image *img = (struct image *)n;
 
+	if (img->debug)
+		image_free(&img->debug->node);
 	free(img->addrs);
 	free(img->syms);
 	free(img->loads);
@@ -1049,16 +1045,72 @@ static int timed_add_debug(struct fr_symbols *s, struct image *img, const char *
 	if (file_call_run(s, c) < 0)
 		return 0;
 	ret = c->ret;
-	if (ret == 0 && !dbg->debug_missing)
-		ret = image_merge_debug(img, dbg);
+	if (ret == 0 && !dbg->debug_missing) {
+		struct image *none = NULL;
+
+		/* Another cache may have found it first: then keep that one. */
+		if (__atomic_compare_exchange_n(&img->debug, &none, dbg, false, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			c->img = NULL;
+	}
 	file_call_free(c);
 	return ret;
+}
+
+/* Drops a reference to a shared image; the last one frees it. */
+static void image_put(struct image *img)
+{
+	bool last;
+
+	pthread_mutex_lock(&images_lock);
+	last = --img->refs == 0;
+	if (last)
+		htable_remove(&shared_images, &img->node);
+	pthread_mutex_unlock(&images_lock);
+	if (last)
+		image_free(&img->node);
+}
+
+/* The shared image of identity `st`, with a reference taken, or NULL.
+ * Under images_lock. */
+static struct image *shared_find(const struct stat *st, uint64_t hash)
+{
+	for (struct hnode *n = htable_first(&shared_images, hash); n; n = n->next) {
+		struct image *img = (struct image *)n;
+
+		if (n->hash == hash && img->dev == st->st_dev && img->ino == st->st_ino &&
+		    img->size == st->st_size && img->mtime.tv_sec == st->st_mtim.tv_sec &&
+		    img->mtime.tv_nsec == st->st_mtim.tv_nsec) {
+			img->refs++;
+			return img;
+		}
+	}
+	return NULL;
+}
+
+/* Keeps the reference `img` for this cache. Returns 0, or -ENOMEM having
+ * dropped it. */
+static int hold(struct fr_symbols *s, struct image *img)
+{
+	if (s->nheld == s->capheld) {
+		size_t cap = s->capheld ? s->capheld * 2 : 64;
+		struct image **v = realloc(s->held, cap * sizeof(*v));
+
+		if (!v) {
+			image_put(img);
+			return -ENOMEM;
+		}
+		s->held = v;
+		s->capheld = cap;
+	}
+	s->held[s->nheld++] = img;
+	return 0;
 }
 
 static int image_get(struct fr_symbols *s, const char *file, const char *root,
 		     struct image **out)
 {
-	struct image *img;
+	struct image *img, *found;
 	struct stat st;
 	uint64_t hash;
 	int fd, ret;
@@ -1067,20 +1119,20 @@ static int image_get(struct fr_symbols *s, const char *file, const char *root,
 	if (fd < 0)
 		return fd;
 	hash = image_hash(&st);
-	for (struct hnode *n = htable_first(&s->images, hash); n; n = n->next) {
-		img = (struct image *)n;
-		if (n->hash == hash && img->dev == st.st_dev && img->ino == st.st_ino &&
-		    img->size == st.st_size && img->mtime.tv_sec == st.st_mtim.tv_sec &&
-		    img->mtime.tv_nsec == st.st_mtim.tv_nsec) {
-			*out = img;
-			ret = 0;
-			goto out_close;
-		}
+	pthread_mutex_lock(&images_lock);
+	found = shared_find(&st, hash);
+	pthread_mutex_unlock(&images_lock);
+	if (found) {
+		close(fd);
+		ret = hold(s, found);
+		if (ret == 0)
+			*out = found;
+		return ret;
 	}
 	img = calloc(1, sizeof(*img));
 	if (!img) {
-		ret = -ENOMEM;
-		goto out_close;
+		close(fd);
+		return -ENOMEM;
 	}
 	img->node.hash = hash;
 	img->dev = st.st_dev;
@@ -1088,24 +1140,35 @@ static int image_get(struct fr_symbols *s, const char *file, const char *root,
 	img->size = st.st_size;
 	img->mtime = st.st_mtim;
 	ret = timed_load(s, &img, fd, file, root);
-	fd = -1;
 	if (ret < 0) {
 		image_free(&img->node);
 		return ret;
 	}
-	if (img->err == -ENOMEM || htable_insert(&s->images, &img->node) < 0) {
+	if (img->err == -ENOMEM) {
 		/* Not cached: the next look-up may have memory to succeed. */
 		image_free(&img->node);
-		ret = -ENOMEM;
-		goto out_close;
+		return -ENOMEM;
 	}
 	if (img->err < 0)
 		fr_log_debug("cannot read symbols of %s: %s", file, strerror(-img->err));
-	*out = img;
-	ret = 0;
-out_close:
-	if (fd >= 0)
-		close(fd);
+	/* Another cache may have parsed the same file meanwhile: use one. */
+	pthread_mutex_lock(&images_lock);
+	found = shared_find(&st, hash);
+	if (!found) {
+		img->refs = 1;
+		ret = htable_insert(&shared_images, &img->node);
+	}
+	pthread_mutex_unlock(&images_lock);
+	if (found) {
+		image_free(&img->node);
+		img = found;
+	} else if (ret < 0) {
+		image_free(&img->node);
+		return -ENOMEM;
+	}
+	ret = hold(s, img);
+	if (ret == 0)
+		*out = img;
 	return ret;
 }
 
@@ -1126,7 +1189,8 @@ static int image_try(struct fr_symbols *s, const char *file, const char *root,
 	    (bid_len != img->build_id_len || memcmp(bid, img->build_id, bid_len) != 0))
 		return -ESTALE;
 	/* Parsed first through another root (or none): look beside this one. */
-	if (img->debug_missing && root && root[0] && timed_add_debug(s, img, file, root) < 0)
+	if (img->debug_missing && !__atomic_load_n(&img->debug, __ATOMIC_ACQUIRE) && root &&
+	    root[0] && timed_add_debug(s, img, file, root) < 0)
 		return -ENOMEM;
 	*out = img;
 	return 0;
@@ -1273,7 +1337,7 @@ static size_t count_le(const uint64_t *a, size_t n, uint64_t x)
 	return (size_t)(base - a) + (*base <= x);
 }
 
-static int image_lookup(const struct image *img, uint64_t vaddr, const char **name)
+static int table_lookup(const struct image *img, uint64_t vaddr, const char **name)
 {
 	size_t lo = count_le(img->addrs, img->nsyms, vaddr);
 
@@ -1292,6 +1356,17 @@ static int image_lookup(const struct image *img, uint64_t vaddr, const char **na
 		}
 	}
 	return -ENOENT;
+}
+
+/* A debug file's .symtab, when one was found, names more than the
+ * image's own (.dynsym only) tables: it is asked first. */
+static int image_lookup(const struct image *img, uint64_t vaddr, const char **name)
+{
+	const struct image *dbg = __atomic_load_n(&img->debug, __ATOMIC_ACQUIRE);
+
+	if (dbg && table_lookup(dbg, vaddr, name) == 0)
+		return 0;
+	return table_lookup(img, vaddr, name);
 }
 
 /* *elf_addr is also stored when the address lies in a PT_LOAD segment but
@@ -1632,7 +1707,9 @@ void fr_symbols_free(struct fr_symbols *s)
 		return;
 	file_worker_free(s->worker);
 	htable_fini(&s->requests, request_free);
-	htable_fini(&s->images, image_free);
+	for (size_t i = 0; i < s->nheld; i++)
+		image_put(s->held[i]);
+	free(s->held);
 	kernel_put(s->kernel);
 	free(s->kallsyms);
 	free(s);

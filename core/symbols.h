@@ -4,7 +4,10 @@
  *
  * A struct fr_symbols caches every file it has read (keyed by path and build
  * id) and the kernel table, so a profile with a thousand frames in libc
- * opens libc once. Not thread-safe: use one per thread.
+ * opens libc once. Not thread-safe: use one per thread. The parsed files
+ * behind it are shared by every struct fr_symbols of the process (each
+ * holds references until it is freed), so concurrent profiles that name
+ * the same files parse and keep them once.
  */
 #ifndef FR_CORE_SYMBOLS_H
 #define FR_CORE_SYMBOLS_H

@@ -1039,6 +1039,69 @@ static void test_fuse_deadline(void)
 	fuse_hang_stop(&h);
 }
 
+struct share_arg {
+	struct mapping m;
+	uint64_t fn;
+	const char *name; /* what this thread's cache returned */
+	int ret;
+};
+
+static void *share_main(void *p)
+{
+	struct share_arg *a = p;
+	struct fr_symbols *s = fr_symbols_new(NULL);
+
+	a->ret = -ENOMEM;
+	if (!s)
+		return NULL;
+	for (int i = 0; i < 200; i++)
+		a->ret = fr_symbols_user(s, NULL, a->m.path, NULL, 0, a->m.start, a->m.pgoff, a->fn,
+					 &a->name, NULL);
+	/* The name lives as long as a cache holds the image: compare it
+	 * before this cache lets go. */
+	a->name = a->name ? strdup(a->name) : NULL;
+	fr_symbols_free(s);
+	return NULL;
+}
+
+/* Regression: each request parsed its own copy of every file, so 16
+ * concurrent attaches held 16 copies of libc's symbol table. Caches now
+ * share one parsed image per file: two caches hand back the very same
+ * name, and threads resolving at once all get it right. */
+static void test_shared_images(void)
+{
+	struct share_arg args[4];
+	pthread_t th[4];
+	struct fr_symbols *s1 = fr_symbols_new(NULL), *s2 = fr_symbols_new(NULL);
+	const char *n1 = NULL, *n2 = NULL;
+	struct mapping m;
+	uint64_t fn = (uint64_t)(uintptr_t)&fr_test_marker_fn;
+	int r1, r2;
+
+	CHECK(s1 && s2 && find_mapping(fn, &m) == 0, "set-up");
+	if (!s1 || !s2)
+		goto out;
+	r1 = fr_symbols_user(s1, NULL, m.path, NULL, 0, m.start, m.pgoff, fn, &n1, NULL);
+	r2 = fr_symbols_user(s2, NULL, m.path, NULL, 0, m.start, m.pgoff, fn, &n2, NULL);
+	CHECK(r1 == 0 && r2 == 0 && n1 && n1 == n2,
+	      "two caches did not share the parsed file: %d %d, %p %p", r1, r2, (void *)n1,
+	      (void *)n2);
+	for (int i = 0; i < 4; i++) {
+		args[i] = (struct share_arg){ .m = m, .fn = fn };
+		CHECK(pthread_create(&th[i], NULL, share_main, &args[i]) == 0, "pthread_create");
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		CHECK(args[i].ret == 0 && args[i].name &&
+			      strcmp(args[i].name, "fr_test_marker_fn") == 0,
+		      "thread %d: %d %s", i, args[i].ret, args[i].name ? args[i].name : "(null)");
+		free((char *)args[i].name);
+	}
+out:
+	fr_symbols_free(s1);
+	fr_symbols_free(s2);
+}
+
 int main(void)
 {
 	test_build_id();
@@ -1050,6 +1113,7 @@ int main(void)
 	test_huge_refused();
 	test_truncated_while_read();
 	test_fuse_deadline();
+	test_shared_images();
 	test_kernel_fake();
 	test_kernel_restricted();
 	test_kernel_real();
