@@ -11,7 +11,8 @@ json_field() {
 
 # A full disk at start: a 2 MiB tmpfs cannot hold a 16 MiB ring.
 mkdir "$T/small"
-if mount -t tmpfs -o size=2m flightrec-test "$T/small" 2>/dev/null; then
+# mode=0700: a ring's directory must be the daemon's alone (a tmpfs is 1777).
+if mount -t tmpfs -o size=2m,mode=0700 flightrec-test "$T/small" 2>/dev/null; then
 	"$FLIGHTRECD" --ring "$T/small/ring" --ring-size 16MiB --socket "$T/small.sock" \
 		>"$T/out" 2>"$T/err"
 	st=$?
