@@ -1879,6 +1879,29 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 	return resp;
 }
 
+/* What status tells a user who is not privileged: the same numbers, but
+ * not which processes of others follow (a consumer is "a client" unless
+ * it is the asker's own) nor where the configuration file is. */
+static cJSON *status_for(struct daemon *d, cJSON *r, const struct fr_ipc_peer *peer)
+{
+	char own[64];
+	cJSON *c;
+
+	if (!r || peer_privileged(d, peer))
+		return r;
+	cJSON_DeleteItemFromObjectCaseSensitive(r, "config");
+	snprintf(own, sizeof(own), "client pid %d", (int)peer->pid);
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "consumers")) {
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
+
+		if (cJSON_IsString(name) && strncmp(name->valuestring, "client pid ", 11) == 0 &&
+		    strcmp(name->valuestring, own) != 0)
+			cJSON_ReplaceItemInObjectCaseSensitive(c, "name",
+							       cJSON_CreateString("a client"));
+	}
+	return r;
+}
+
 static cJSON *handle_request(void *arg, const char *cmd, const cJSON *req, int fd,
 			     struct fr_ipc_peer *peer)
 {
@@ -1889,7 +1912,7 @@ static cJSON *handle_request(void *arg, const char *cmd, const cJSON *req, int f
 	if (fd >= 0)
 		close(fd);
 	if (strcmp(cmd, "status") == 0)
-		return handle_status(d);
+		return status_for(d, handle_status(d), peer);
 	if (strcmp(cmd, "sessions") == 0)
 		return handle_sessions(d);
 	if (strcmp(cmd, "consume") == 0)
