@@ -6,10 +6,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -224,27 +226,28 @@ char *fr_host_name(char *buf, size_t len)
 	return buf;
 }
 
-int fr_open_untrusted(int dirfd, const char *path, uint64_t max_size, struct stat *st)
+int fr_reopen_regular(int pathfd, uint64_t max_size, struct stat *st)
 {
-	struct stat own;
-	int fd, flags, ret;
+	char proc[64];
+	struct stat own, again;
+	int fd, flags;
 
 	if (!st)
 		st = &own;
-	fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fstat(pathfd, st) < 0)
+		return -errno;
+	if (!S_ISREG(st->st_mode))
+		return -ENOEXEC;
+	if ((uint64_t)st->st_size > max_size)
+		return -EFBIG;
+	/* The inode O_PATH holds, opened for reading: what was checked. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pathfd);
+	fd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, st) < 0) {
-		ret = -errno;
-		goto err;
-	}
-	if (!S_ISREG(st->st_mode)) {
-		ret = -ENOEXEC;
-		goto err;
-	}
-	if ((uint64_t)st->st_size > max_size) {
-		ret = -EFBIG;
-		goto err;
+	if (fstat(fd, &again) < 0 || again.st_dev != st->st_dev || again.st_ino != st->st_ino) {
+		close(fd);
+		return -ESTALE;
 	}
 	/* Reads of a regular file ignore O_NONBLOCK, but a later user of the
 	 * descriptor should not have to think about it. */
@@ -252,7 +255,35 @@ int fr_open_untrusted(int dirfd, const char *path, uint64_t max_size, struct sta
 	if (flags >= 0)
 		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
 	return fd;
-err:
-	close(fd);
+}
+
+int fr_open_untrusted(const char *root, const char *path, uint64_t max_size, struct stat *st)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int dirfd = AT_FDCWD, pfd, ret;
+
+	if (root && root[0]) {
+		dirfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dirfd < 0)
+			return -errno;
+		how.resolve |= RESOLVE_IN_ROOT;
+	}
+	pfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	if (pfd < 0 && errno == ENOSYS) {
+		/* Before Linux 5.6: the last component is still not followed,
+		 * and nothing is opened for reading before it is checked. */
+		pfd = openat(dirfd, dirfd == AT_FDCWD ? path : path + strspn(path, "/"),
+			     O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	}
+	ret = pfd < 0 ? -errno : 0;
+	if (dirfd >= 0)
+		close(dirfd);
+	if (ret < 0)
+		return ret == -EXDEV ? -ELOOP : ret;
+	ret = fr_reopen_regular(pfd, max_size, st);
+	close(pfd);
 	return ret;
 }

@@ -46,15 +46,23 @@ int fr_cgroup_within(const char *path, const char *root);
  * become '_'; "host" when it has none). Returns buf. */
 char *fr_host_name(char *buf, size_t len);
 
-/* Opens `path` (relative to `dirfd`, or AT_FDCWD) for reading when it may
- * be controlled by another user: the open never blocks (O_NONBLOCK, so a
- * FIFO put at the path does not wait for a writer), never follows a
- * symbolic link in the last component, and only a regular file of at most
- * `max_size` bytes is handed back (a FIFO, socket or device is closed
- * again at once). `st` (may be NULL) receives the file's fstat. Returns
- * the descriptor (O_CLOEXEC, in blocking mode again), or -ELOOP for a
- * symbolic link, -ENOEXEC for something that is not a regular file,
- * -EFBIG for a larger file, or the open's -errno. */
-int fr_open_untrusted(int dirfd, const char *path, uint64_t max_size, struct stat *st);
+/* Opens the absolute `path` for reading when it may be controlled by
+ * another user; with `root` (e.g. "/proc/PID/root"), `path` is resolved
+ * as if `root` were "/". No symbolic link is followed on the way (a
+ * mapped path is what the kernel resolved; a link in it was put there
+ * since, perhaps to /dev or to a file only root may read), the file is
+ * first opened with O_PATH, which runs no driver's open and does not wait
+ * on a FIFO, and only a regular file of at most `max_size` bytes is then
+ * opened for reading (fr_reopen_regular()). `st` (may be NULL) receives
+ * its fstat. Returns the descriptor (O_CLOEXEC), or -ELOOP for a symbolic
+ * link, -ENOEXEC for something that is not a regular file, -EFBIG for a
+ * larger file, or the open's -errno. */
+int fr_open_untrusted(const char *root, const char *path, uint64_t max_size, struct stat *st);
+
+/* Opens for reading the inode an O_PATH descriptor holds, when it is a
+ * regular file of at most `max_size` bytes (-ENOEXEC, -EFBIG otherwise),
+ * through /proc/self/fd. `st` (may be NULL) receives its fstat. Returns
+ * the descriptor or -errno. */
+int fr_reopen_regular(int pathfd, uint64_t max_size, struct stat *st);
 
 #endif

@@ -74,6 +74,11 @@
 /* Notes bigger than this are not searched for a build id: real ones are a
  * few hundred bytes. */
 #define NOTE_MAX (1 << 20)
+/* A symbol or string table larger than this is not read: libelf copies a
+ * whole section into memory, and overlapping sparse sections of a file
+ * under FR_ELF_MAX_SIZE could otherwise cost several times its size. The
+ * largest real ones (a browser's .strtab) are a few tens of MiB. */
+#define SECTION_MAX (256u << 20)
 #define FILE_DEADLINE_MS 2000
 #define FILE_LATE_DEADLINE_MS 50
 #define FILE_WAIT_BUDGET_MS 10000
@@ -126,18 +131,18 @@ struct image {
 	size_t nloads;
 	struct arena *arenas; /* newest first */
 	bool arm; /* Thumb bit in symbol values */
-	/* No .symtab and no debug file found at load: a later request through
-	 * another root may find one beside the file. */
+	/* No .symtab and no debug file found at load: a request through a
+	 * process's root may find one beside the file, for itself. */
 	bool debug_missing;
-	/* The symbols of such a debug file, once found: published once
-	 * (atomically), looked up before the image's own. */
-	struct image *debug;
 	int refs; /* under images_lock, for images in shared_images */
 };
 
 struct request {
 	struct hnode node; /* first */
 	struct image *image; /* NULL when err < 0 */
+	/* The symbols of a debug file found under this request's root for an
+	 * image that had none; this cache's alone. NULL: none. */
+	struct image *debug;
 	int err;
 	size_t root_len;
 	size_t path_len;
@@ -503,12 +508,12 @@ static int collect_symbols(Elf *elf, uint64_t fsize, unsigned type, bool arm,
 		GElf_Shdr strh;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize ||
-		    !within_file(sh.sh_offset, sh.sh_size, fsize))
+		    !within_file(sh.sh_offset, sh.sh_size, fsize) || sh.sh_size > SECTION_MAX)
 			continue;
 		/* The names' table, read whole by elf_strptr(), must be in the
 		 * file too. */
 		if (!gelf_getshdr(elf_getscn(elf, sh.sh_link), &strh) ||
-		    !within_file(strh.sh_offset, strh.sh_size, fsize))
+		    !within_file(strh.sh_offset, strh.sh_size, fsize) || strh.sh_size > SECTION_MAX)
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (!d)
@@ -632,10 +637,8 @@ static Elf *open_debug_file(const struct image *img, const char *root, int *fd_o
 	if (img->build_id_len < 2)
 		return NULL;
 	fr_build_id_hex(img->build_id, img->build_id_len, hex);
-	if ((size_t)snprintf(path, sizeof(path), "%s%s%.2s/%s.debug", root ? root : "",
-			     DEBUG_BUILD_ID_DIR, hex, hex + 2) >= sizeof(path))
-		return NULL;
-	fd = fr_open_untrusted(AT_FDCWD, path, FR_ELF_MAX_SIZE, &st);
+	snprintf(path, sizeof(path), "%s%.2s/%s.debug", DEBUG_BUILD_ID_DIR, hex, hex + 2);
+	fd = fr_open_untrusted(root, path, FR_ELF_MAX_SIZE, &st);
 	if (fd < 0)
 		return NULL;
 	elf = elf_open_fd(fd, &err);
@@ -681,9 +684,13 @@ out:
 	return ret;
 }
 
-/* Fills `img` from the ELF file open on `fd`. Returns 0, or the error to
- * cache for the file (-ENOEXEC not ELF, -EBADMSG corrupt), or -ENOMEM. */
-static int image_load(struct image *img, int fd, const char *root)
+/* Fills `img` from the ELF file open on `fd`, with the host's debug file
+ * when it has no .symtab (the image is shared by every cache; a debug file
+ * inside some process's root is that request's alone: another user's
+ * container could hold one forged for any build id). Returns 0, or the
+ * error to cache for the file (-ENOEXEC not ELF, -EBADMSG corrupt), or
+ * -ENOMEM. */
+static int image_load(struct image *img, int fd)
 {
 	struct cand_vec cv = { 0 };
 	Elf *elf, *dbg = NULL;
@@ -715,10 +722,7 @@ static int image_load(struct image *img, int fd, const char *root)
 		goto out;
 	}
 	if (tables == 0) {
-		if (root && root[0])
-			dbg = open_debug_file(img, root, &dbg_fd, &dbg_size);
-		if (!dbg)
-			dbg = open_debug_file(img, NULL, &dbg_fd, &dbg_size);
+		dbg = open_debug_file(img, NULL, &dbg_fd, &dbg_size);
 		if (dbg && collect_symbols(dbg, dbg_size, SHT_SYMTAB, img->arm, &cv) < 0) {
 			ret = -ENOMEM;
 			goto out;
@@ -741,8 +745,6 @@ static void image_free(struct hnode *n)
 {
 	struct image *img = (struct image *)n;
 
-	if (img->debug)
-		image_free(&img->debug->node);
 	free(img->addrs);
 	free(img->syms);
 	free(img->loads);
@@ -768,7 +770,7 @@ static uint64_t image_hash(const struct stat *st)
 
 /* ---- file calls with a deadline ---- */
 
-enum file_op { FILE_OPEN, FILE_LOAD, FILE_ADD_DEBUG };
+enum file_op { FILE_OPEN, FILE_LOAD, FILE_ADD_DEBUG, FILE_CLOSE };
 
 /* One piece of file work, handed to the cache's worker thread. */
 struct file_call {
@@ -809,12 +811,20 @@ static void file_call_do(struct file_call *c)
 
 	switch (c->op) {
 	case FILE_OPEN:
-		ret = fr_open_untrusted(AT_FDCWD, c->file, FR_ELF_MAX_SIZE, &c->st);
+		ret = fr_open_untrusted(c->root, c->file, FR_ELF_MAX_SIZE, &c->st);
 		c->fd = ret >= 0 ? ret : -1;
 		c->ret = ret >= 0 ? 0 : ret;
 		break;
 	case FILE_LOAD:
-		c->ret = image_load(c->img, c->fd, c->root);
+		c->ret = image_load(c->img, c->fd);
+		/* Here too: a close can wait on the file system (FUSE). */
+		close(c->fd);
+		c->fd = -1;
+		break;
+	case FILE_CLOSE:
+		close(c->fd);
+		c->fd = -1;
+		c->ret = 0;
 		break;
 	default:
 		c->ret = debug_load(c->img, c->root);
@@ -964,11 +974,12 @@ static struct file_call *file_call_new(enum file_op op, const char *file, const 
 	return c;
 }
 
-/* fr_open_untrusted() of `file` within the deadline. Returns the fd with
- * *st, or -errno (-ETIMEDOUT). */
-static int timed_open(struct fr_symbols *s, const char *file, struct stat *st)
+/* fr_open_untrusted() of `file` under `root` within the deadline.
+ * Returns the fd with *st, or -errno (-ETIMEDOUT). */
+static int timed_open(struct fr_symbols *s, const char *root, const char *file,
+		      struct stat *st)
 {
-	struct file_call *c = file_call_new(FILE_OPEN, file, NULL);
+	struct file_call *c = file_call_new(FILE_OPEN, file, root);
 	int ret;
 
 	if (!c)
@@ -983,16 +994,30 @@ static int timed_open(struct fr_symbols *s, const char *file, struct stat *st)
 	return ret;
 }
 
+/* Closes `fd` of a file a user may control on the worker: on FUSE a close
+ * waits for the server's answer to FLUSH. */
+static void timed_close(struct fr_symbols *s, int fd)
+{
+	struct file_call *c = file_call_new(FILE_CLOSE, "(close)", NULL);
+
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	if (file_call_run(s, c) == 0)
+		file_call_free(c);
+}
+
 /* image_load() of `*imgp` from `fd` (taken) within the deadline. The
  * image travels with the call: it comes back in *imgp with its err set,
  * or on a timeout *imgp is a new image of the same identity whose err
  * says so (the old one is freed by the call when it ends). Returns 0, or
  * -ENOMEM. */
-static int timed_load(struct fr_symbols *s, struct image **imgp, int fd, const char *file,
-		      const char *root)
+static int timed_load(struct fr_symbols *s, struct image **imgp, int fd, const char *file)
 {
 	struct image *img = *imgp, *copy = calloc(1, sizeof(*copy));
-	struct file_call *c = file_call_new(FILE_LOAD, file, root);
+	struct file_call *c = file_call_new(FILE_LOAD, file, NULL);
 	int ret;
 
 	if (!c || !copy) {
@@ -1022,10 +1047,11 @@ static int timed_load(struct fr_symbols *s, struct image **imgp, int fd, const c
 	return 0;
 }
 
-/* Adds the symbols of `img`'s debug file under `root`, read within the
- * deadline (a file that misses it is gone without). Returns 0 or -ENOMEM. */
-static int timed_add_debug(struct fr_symbols *s, struct image *img, const char *file,
-			   const char *root)
+/* Reads the symbols of `img`'s debug file under `root`, within the
+ * deadline (a file that misses it is gone without), into a new image in
+ * *out (NULL when there is none). Returns 0 or -ENOMEM. */
+static int timed_debug(struct fr_symbols *s, const struct image *img, const char *file,
+		       const char *root, struct image **out)
 {
 	struct image *dbg = calloc(1, sizeof(*dbg));
 	struct file_call *c = file_call_new(FILE_ADD_DEBUG, file, root);
@@ -1046,12 +1072,8 @@ static int timed_add_debug(struct fr_symbols *s, struct image *img, const char *
 		return 0;
 	ret = c->ret;
 	if (ret == 0 && !dbg->debug_missing) {
-		struct image *none = NULL;
-
-		/* Another cache may have found it first: then keep that one. */
-		if (__atomic_compare_exchange_n(&img->debug, &none, dbg, false, __ATOMIC_RELEASE,
-						__ATOMIC_RELAXED))
-			c->img = NULL;
+		*out = dbg;
+		c->img = NULL;
 	}
 	file_call_free(c);
 	return ret;
@@ -1107,7 +1129,7 @@ static int hold(struct fr_symbols *s, struct image *img)
 	return 0;
 }
 
-static int image_get(struct fr_symbols *s, const char *file, const char *root,
+static int image_get(struct fr_symbols *s, const char *root, const char *file,
 		     struct image **out)
 {
 	struct image *img, *found;
@@ -1115,7 +1137,7 @@ static int image_get(struct fr_symbols *s, const char *file, const char *root,
 	uint64_t hash;
 	int fd, ret;
 
-	fd = timed_open(s, file, &st);
+	fd = timed_open(s, root, file, &st);
 	if (fd < 0)
 		return fd;
 	hash = image_hash(&st);
@@ -1123,7 +1145,7 @@ static int image_get(struct fr_symbols *s, const char *file, const char *root,
 	found = shared_find(&st, hash);
 	pthread_mutex_unlock(&images_lock);
 	if (found) {
-		close(fd);
+		timed_close(s, fd);
 		ret = hold(s, found);
 		if (ret == 0)
 			*out = found;
@@ -1131,7 +1153,7 @@ static int image_get(struct fr_symbols *s, const char *file, const char *root,
 	}
 	img = calloc(1, sizeof(*img));
 	if (!img) {
-		close(fd);
+		timed_close(s, fd);
 		return -ENOMEM;
 	}
 	img->node.hash = hash;
@@ -1139,7 +1161,7 @@ static int image_get(struct fr_symbols *s, const char *file, const char *root,
 	img->ino = st.st_ino;
 	img->size = st.st_size;
 	img->mtime = st.st_mtim;
-	ret = timed_load(s, &img, fd, file, root);
+	ret = timed_load(s, &img, fd, file);
 	if (ret < 0) {
 		image_free(&img->node);
 		return ret;
@@ -1151,13 +1173,28 @@ static int image_get(struct fr_symbols *s, const char *file, const char *root,
 	}
 	if (img->err < 0)
 		fr_log_debug("cannot read symbols of %s: %s", file, strerror(-img->err));
-	/* Another cache may have parsed the same file meanwhile: use one. */
+	img->refs = 1;
+	/* A file this cache gave up on (its deadline, its budget) is this
+	 * cache's failure, not everyone's: not shared. */
+	if (img->err == -ETIMEDOUT || img->err == -EAGAIN)
+		return hold(s, img) == 0 ? (*out = img, 0) : -ENOMEM;
+	/* Another cache may have parsed the same file meanwhile: use one,
+	 * the one that worked. */
+	ret = 0;
 	pthread_mutex_lock(&images_lock);
 	found = shared_find(&st, hash);
-	if (!found) {
-		img->refs = 1;
-		ret = htable_insert(&shared_images, &img->node);
+	if (found && found->err < 0 && img->err == 0) {
+		htable_remove(&shared_images, &found->node);
+		found->refs--; /* ours from shared_find; holders keep theirs */
+		if (found->refs == 0) {
+			pthread_mutex_unlock(&images_lock);
+			image_free(&found->node);
+			pthread_mutex_lock(&images_lock);
+		}
+		found = NULL;
 	}
+	if (!found)
+		ret = htable_insert(&shared_images, &img->node);
 	pthread_mutex_unlock(&images_lock);
 	if (found) {
 		image_free(&img->node);
@@ -1174,11 +1211,11 @@ static int image_get(struct fr_symbols *s, const char *file, const char *root,
 
 /* Returns 0 with the usable image of `file`, -ESTALE when its build id is
  * not the expected one, or the error that makes it unusable. */
-static int image_try(struct fr_symbols *s, const char *file, const char *root,
-		     const uint8_t *bid, size_t bid_len, struct image **out)
+static int image_try(struct fr_symbols *s, struct request *req, const char *root,
+		     const char *file, const uint8_t *bid, size_t bid_len)
 {
 	struct image *img = NULL;
-	int ret = image_get(s, file, root, &img);
+	int ret = image_get(s, root, file, &img);
 
 	if (ret < 0)
 		return ret;
@@ -1188,11 +1225,12 @@ static int image_try(struct fr_symbols *s, const char *file, const char *root,
 	if (bid_len && img->build_id_len &&
 	    (bid_len != img->build_id_len || memcmp(bid, img->build_id, bid_len) != 0))
 		return -ESTALE;
-	/* Parsed first through another root (or none): look beside this one. */
-	if (img->debug_missing && !__atomic_load_n(&img->debug, __ATOMIC_ACQUIRE) && root &&
-	    root[0] && timed_add_debug(s, img, file, root) < 0)
+	/* No debug file on the host: look beside this root, for this
+	 * request alone. */
+	if (img->debug_missing && root && root[0] &&
+	    timed_debug(s, img, file, root, &req->debug) < 0)
 		return -ENOMEM;
-	*out = img;
+	req->image = img;
 	return 0;
 }
 
@@ -1207,16 +1245,11 @@ static int request_resolve(struct fr_symbols *s, struct request *req, const char
 	if (path[0] != '/')
 		return -ENOENT; /* [vdso], [heap], anonymous memory */
 	if (req->root_len) {
-		char *full;
-
-		if (asprintf(&full, "%s%s", root, path) < 0)
-			return -ENOMEM;
-		rooted = image_try(s, full, root, bid, bid_len, &req->image);
-		free(full);
+		rooted = image_try(s, req, root, path, bid, bid_len);
 		if (rooted == 0 || rooted == -ENOMEM)
 			return rooted;
 	}
-	ret = image_try(s, path, NULL, bid, bid_len, &req->image);
+	ret = image_try(s, req, NULL, path, bid, bid_len);
 	if (ret == 0 || ret == -ENOMEM || !rooted)
 		return ret;
 	return ret == -ESTALE ? ret : rooted;
@@ -1301,6 +1334,10 @@ err_free:
 
 static void request_free(struct hnode *n)
 {
+	struct request *req = (struct request *)n;
+
+	if (req->debug)
+		image_free(&req->debug->node);
 	free(n);
 }
 
@@ -1358,15 +1395,13 @@ static int table_lookup(const struct image *img, uint64_t vaddr, const char **na
 	return -ENOENT;
 }
 
-/* A debug file's .symtab, when one was found, names more than the
+/* A debug file's .symtab, when the request found one, names more than the
  * image's own (.dynsym only) tables: it is asked first. */
-static int image_lookup(const struct image *img, uint64_t vaddr, const char **name)
+static int image_lookup(const struct request *req, uint64_t vaddr, const char **name)
 {
-	const struct image *dbg = __atomic_load_n(&img->debug, __ATOMIC_ACQUIRE);
-
-	if (dbg && table_lookup(dbg, vaddr, name) == 0)
+	if (req->debug && table_lookup(req->debug, vaddr, name) == 0)
 		return 0;
-	return table_lookup(img, vaddr, name);
+	return table_lookup(req->image, vaddr, name);
 }
 
 /* *elf_addr is also stored when the address lies in a PT_LOAD segment but
@@ -1394,7 +1429,7 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
 		return ret;
 	if (elf_addr)
 		*elf_addr = vaddr;
-	return image_lookup(req->image, vaddr, name);
+	return image_lookup(req, vaddr, name);
 }
 
 /* ---- kernel ---- */

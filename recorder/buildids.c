@@ -65,29 +65,24 @@ int fr_buildid_read_mapped(uint32_t pid, uint64_t start, uint64_t end, const cha
 			   uint8_t *out, size_t cap)
 {
 	char buf[4200];
-	int fd, ret;
+	int fd, pfd, ret;
 
-	/* The mapped inode, whatever its path names today. A magic link:
-	 * not opened with O_NOFOLLOW, but O_NONBLOCK still, and checked
-	 * for a regular file of bounded size like any other. */
+	/* The mapped inode, whatever its path names today: a magic link,
+	 * taken with O_PATH (no open of the file yet) and opened for reading
+	 * only when it is a regular file of bounded size. */
 	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
 		 (unsigned long long)end);
-	fd = open(buf, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd >= 0) {
-		struct stat st;
-
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-		    (uint64_t)st.st_size > FR_ELF_MAX_SIZE) {
-			close(fd);
-			return -ENOEXEC;
-		}
+	pfd = open(buf, O_PATH | O_CLOEXEC);
+	if (pfd >= 0) {
+		fd = fr_reopen_regular(pfd, FR_ELF_MAX_SIZE, NULL);
+		close(pfd);
+		if (fd < 0)
+			return fd;
 	} else {
-		if ((size_t)snprintf(buf, sizeof(buf), "/proc/%u/root%s", pid, path) >=
-		    sizeof(buf))
-			return -ENAMETOOLONG;
-		fd = fr_open_untrusted(AT_FDCWD, buf, FR_ELF_MAX_SIZE, NULL);
+		snprintf(buf, sizeof(buf), "/proc/%u/root", pid);
+		fd = fr_open_untrusted(buf, path, FR_ELF_MAX_SIZE, NULL);
 		if (fd < 0 && fd != -ELOOP && fd != -ENOEXEC && fd != -EFBIG)
-			fd = fr_open_untrusted(AT_FDCWD, path, FR_ELF_MAX_SIZE, NULL);
+			fd = fr_open_untrusted(NULL, path, FR_ELF_MAX_SIZE, NULL);
 		if (fd < 0)
 			return fd;
 	}
@@ -179,8 +174,9 @@ void fr_buildids_free(struct fr_buildids *b)
 	if (!b->exited) {
 		/* Stuck in a read of a file that does not answer: leave it. */
 		b->orphaned = true;
-		pthread_mutex_unlock(&b->lock);
+		/* Under the lock: once it is released the reader may free b. */
 		pthread_detach(b->thread);
+		pthread_mutex_unlock(&b->lock);
 		fr_log_warn("a build id read has not returned for over %d ms; not waiting for it",
 			    STOP_WAIT_MS);
 		return;

@@ -1102,6 +1102,34 @@ out:
 	fr_symbols_free(s2);
 }
 
+/* Regression: only the last component was opened with O_NOFOLLOW. A user
+ * who renamed a directory of their mapped library and put a symlink to
+ * /dev in its place made the root daemon open device nodes (a watchdog
+ * armed by its open reboots the machine) or files only root may read. No
+ * symlink is followed anywhere in a mapped path now. */
+static void test_symlinked_dir(void)
+{
+	char dir[] = "/tmp/fr-test-lnk-XXXXXX", link[128], path[160];
+	struct fr_symbols *s = fr_symbols_new(NULL);
+	const char *name = NULL;
+	int ret;
+
+	CHECK(s && mkdtemp(dir), "set-up: %s", strerror(errno));
+	if (!s)
+		return;
+	snprintf(link, sizeof(link), "%s/d", dir);
+	snprintf(path, sizeof(path), "%s/null", link);
+	CHECK(symlink("/dev", link) == 0, "symlink: %s", strerror(errno));
+	ret = fr_symbols_user(s, NULL, path, NULL, 0, 0x1000, 0, 0x1234, &name, NULL);
+	CHECK(ret == -ELOOP, "a path through a symlinked directory: %d, want -ELOOP", ret);
+	ret = fr_symbols_user(s, "/proc/self/root", path, NULL, 0, 0x1000, 0, 0x1234, &name,
+			      NULL);
+	CHECK(ret == -ELOOP, "the same under a root: %d, want -ELOOP", ret);
+	unlink(link);
+	rmdir(dir);
+	fr_symbols_free(s);
+}
+
 int main(void)
 {
 	test_build_id();
@@ -1114,6 +1142,7 @@ int main(void)
 	test_truncated_while_read();
 	test_fuse_deadline();
 	test_shared_images();
+	test_symlinked_dir();
 	test_kernel_fake();
 	test_kernel_restricted();
 	test_kernel_real();
