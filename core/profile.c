@@ -839,6 +839,9 @@ static bool same_root(uint32_t pid, const char *self_ns)
 static int symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms)
 {
 	struct fr_symbols *syms = fr_symbols_new(kallsyms);
+
+	if (syms && b->req->has_uid)
+		fr_symbols_require_build_id(syms);
 	char buf[4200], root[64];
 	uint32_t root_pid = UINT32_MAX;
 	bool root_same = false;
@@ -855,11 +858,12 @@ static int symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms
 
 		if (l->map == KERNEL_MAP) {
 			file = "[kernel.kallsyms]";
-			if (syms && fr_symbols_kernel(syms, l->addr, &name) == 0) {
+			if (syms && fr_symbols_kernel(syms, l->addr, &name) == 0)
 				snprintf(buf, sizeof(buf), "[k] %s", name);
-			} else {
+			else if (b->req->has_uid)
+				snprintf(buf, sizeof(buf), "[k] (unknown)");
+			else
 				snprintf(buf, sizeof(buf), "[k] 0x%" PRIx64, l->addr);
-			}
 			b->maps[KERNEL_MAP].has_functions = 1;
 		} else if (l->map) {
 			struct gmap *m = &b->maps[l->map];
@@ -869,7 +873,12 @@ static int symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms
 				root_same = same_root(m->pid, self_ns);
 				snprintf(root, sizeof(root), "/proc/%u/root", m->pid);
 			}
-			if (syms && fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
+			/* For a user limited to their own processes, only a file
+			 * whose build id matches the mapping's names it: the
+			 * path could lead, in the user's mount namespace or
+			 * since, to a file only root may read. */
+			if (syms && (!b->req->has_uid || m->bid_len) &&
+			    fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
 						    m->bid_len, m->start, m->pgoff, l->addr, &name,
 						    &elf_addr) == 0) {
 				snprintf(buf, sizeof(buf), "%s", name);
@@ -930,6 +939,11 @@ static void emit(struct builder *b, struct fr_pprof *p)
 							  : NULL,
 					       m->has_functions);
 	}
+	/* A user limited to their own processes gets kernel names, not
+	 * kernel addresses (which would undo the kernel's address layout
+	 * randomization, as kptr_restrict hides them from /proc/kallsyms). */
+	if (b->req->has_uid && kmin != UINT64_MAX)
+		kmin = kmax = 0;
 	/* Last: readers take the first mapping as the profile's main binary. */
 	if (kmin != UINT64_MAX)
 		b->maps[KERNEL_MAP].pprof_id =
@@ -937,7 +951,9 @@ static void emit(struct builder *b, struct fr_pprof *p)
 	ids = malloc(b->nlocs ? b->nlocs * sizeof(*ids) : 1);
 	for (uint32_t i = 0; ids && i < b->nlocs; i++) {
 		const struct gloc *l = &b->locs[i];
-		ids[i] = fr_pprof_location(p, l->map ? b->maps[l->map].pprof_id : 0, l->addr,
+		uint64_t addr = l->map == KERNEL_MAP && b->req->has_uid ? 0 : l->addr;
+
+		ids[i] = fr_pprof_location(p, l->map ? b->maps[l->map].pprof_id : 0, addr,
 					   l->function_id);
 	}
 	for (uint32_t i = 0; ids && i < b->nsamples; i++) {
@@ -1335,8 +1351,13 @@ static void children_comment(const struct builder *b, struct fr_pprof *p)
 	char line[96 + FR_PROFILE_MAX_PIDS * 11];
 	size_t n;
 
-	n = (size_t)snprintf(line, sizeof(line), "--children: %u descendant processes of ",
-			     b->ndescendants);
+	/* A user limited to their own processes is not told how many others
+	 * ran. */
+	if (b->req->has_uid)
+		n = (size_t)snprintf(line, sizeof(line), "--children: descendant processes of ");
+	else
+		n = (size_t)snprintf(line, sizeof(line),
+				     "--children: %u descendant processes of ", b->ndescendants);
 	for (uint32_t i = 0; i < b->req->npids && n < sizeof(line); i++)
 		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%u", i ? "," : "",
 				      b->req->pids[i]);

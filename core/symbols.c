@@ -188,6 +188,7 @@ struct fr_symbols {
 	struct kernel *kernel; /* shared; NULL until the first kernel lookup */
 	int64_t waited_ms;     /* spent on file calls that missed their deadline */
 	struct file_worker *worker; /* NULL until the first file, or after one hung */
+	bool need_build_id;    /* fr_symbols_require_build_id() */
 };
 
 /* Parsed images of every cache, by identity. */
@@ -1221,7 +1222,10 @@ static int image_try(struct fr_symbols *s, struct request *req, const char *root
 		return ret;
 	if (img->err < 0)
 		return img->err;
-	/* A file without a build id cannot be checked; it is trusted. */
+	/* A file without a build id cannot be checked; it is trusted, unless
+	 * the caller asked for proof. */
+	if (s->need_build_id && (!bid_len || !img->build_id_len))
+		return -ESTALE;
 	if (bid_len && img->build_id_len &&
 	    (bid_len != img->build_id_len || memcmp(bid, img->build_id, bid_len) != 0))
 		return -ESTALE;
@@ -1748,4 +1752,9 @@ void fr_symbols_free(struct fr_symbols *s)
 	kernel_put(s->kernel);
 	free(s->kallsyms);
 	free(s);
+}
+
+void fr_symbols_require_build_id(struct fr_symbols *s)
+{
+	s->need_build_id = true;
 }

@@ -21,6 +21,12 @@ struct fr_symbols;
  * first use (NULL for "/proc/kallsyms"). Returns NULL on allocation failure. */
 struct fr_symbols *fr_symbols_new(const char *kallsyms);
 
+/* From now on, names user addresses only from a file whose build id is
+ * the mapping's (-ESTALE otherwise, a missing build id on either side
+ * included): for a profile of a user who is not privileged, whose
+ * mapping's path may lead to a file only root may read. */
+void fr_symbols_require_build_id(struct fr_symbols *s);
+
 /* Frees the cache and every name it returned; accepts NULL. */
 void fr_symbols_free(struct fr_symbols *s);
 

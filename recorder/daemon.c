@@ -1330,7 +1330,7 @@ static int get_targets(const cJSON *req, const char *cmd, struct fr_profile_requ
  * the ring holds only what earlier consumers recorded of it. Returns 0, or
  * -1 with an error response built. */
 static int check_events(struct daemon *d, const uint32_t *ids, int n, const char *cmd,
-			char *warn, size_t warnlen, cJSON **error)
+			int privileged, char *warn, size_t warnlen, cJSON **error)
 {
 	char name[FR_EVENT_NAME_MAX];
 
@@ -1349,7 +1349,9 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 		pthread_mutex_unlock(&d->src_lock);
 		if (recording)
 			continue;
-		if (!failed[0]) {
+		/* The probe opens the event for a moment, machine-wide: offcpu
+		 * records every context switch. Only a privileged asker may. */
+		if (!failed[0] && privileged) {
 			probe = calloc(1, sizeof(*probe));
 			if (!probe) {
 				*error = fr_ipc_error("%s: out of memory", cmd);
@@ -1372,12 +1374,17 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 			*error = fr_ipc_error("%s", failed);
 			return -1;
 		}
-		if (!warn[0])
+		if (!warn[0] && privileged)
 			snprintf(warn, warnlen,
 				 "%s is not being recorded (no session or client asks for it); the "
 				 "profile holds only what the ring has of it. `flightrec attach "
 				 "--follow --event %s` records it from now on",
 				 fr_event_format(ids[i], name, sizeof(name)), name);
+		else if (!warn[0])
+			snprintf(warn, warnlen,
+				 "%s is not being recorded (no session or client asks for it); the "
+				 "profile holds only what the ring has of it",
+				 fr_event_format(ids[i], name, sizeof(name)));
 	}
 	return 0;
 }
@@ -1457,7 +1464,8 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 	if (n < 0)
 		goto out;
 	preq.nevents = (uint32_t)n;
-	if (check_events(d, preq.events, n, "attach", warn, sizeof(warn), &resp) < 0)
+	if (check_events(d, preq.events, n, "attach", peer_privileged(d, peer), warn, sizeof(warn),
+			 &resp) < 0)
 		goto out;
 	format = cJSON_GetObjectItemCaseSensitive(req, "format");
 	if (format && !cJSON_IsNull(format)) {
@@ -1817,7 +1825,9 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 		}
 	}
 	for (int i = 0; i < n; i++)
-		c->hz[i] = fr_event_has_rate(c->events[i]) ? (uint32_t)(hz ? hz : 99) : 0;
+		c->hz[i] = fr_event_has_rate(c->events[i])
+				   ? (uint32_t)(hz ? hz : max_rate < 99 ? max_rate : 99)
+				   : 0;
 	/* Raising rates costs every process on the machine; a user who is
 	 * not privileged gets at most its own limit, told so rather than
 	 * refused (it still gets a profile). */
@@ -1914,7 +1924,7 @@ static cJSON *handle_request(void *arg, const char *cmd, const cJSON *req, int f
 	if (strcmp(cmd, "status") == 0)
 		return status_for(d, handle_status(d), peer);
 	if (strcmp(cmd, "sessions") == 0)
-		return handle_sessions(d);
+		return status_for(d, handle_sessions(d), peer);
 	if (strcmp(cmd, "consume") == 0)
 		return handle_consume(d, req, peer);
 	if (strcmp(cmd, "dump") == 0)
@@ -2128,16 +2138,8 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		fprintf(stderr, "flightrecd: cannot start the writer thread: %s\n", strerror(ret));
 		goto out;
 	}
-	ret = fr_ipc_server_start(d->server);
-	if (ret < 0) {
-		fprintf(stderr, "flightrecd: cannot start the socket thread: %s\n", strerror(-ret));
-		goto out_writer;
-	}
-	ret = fr_perf_enable(d->sideband, 1);
-	if (ret < 0) {
-		fprintf(stderr, "flightrecd: cannot enable the side band: %s\n", strerror(-ret));
-		goto out_writer;
-	}
+	/* Triggers before the socket: a manual dump is then never told that
+	 * this recorder runs without them. */
 	{
 		char *slash;
 
@@ -2153,12 +2155,19 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		if (ret < 0)
 			fr_log_err("triggers are off: %s", ret == -ENOMEM ? "out of memory" : err);
 	}
+	ret = fr_ipc_server_start(d->server);
+	if (ret < 0) {
+		fprintf(stderr, "flightrecd: cannot start the socket thread: %s\n", strerror(-ret));
+		goto out_writer;
+	}
+	ret = fr_perf_enable(d->sideband, 1);
+	if (ret < 0) {
+		fprintf(stderr, "flightrecd: cannot enable the side band: %s\n", strerror(-ret));
+		goto out_writer;
+	}
 	print_banner(d);
 
 	ret = ingest_loop(d);
-	/* A dump in progress finishes while the writer still runs. */
-	fr_triggers_stop(d->triggers);
-	d->triggers = NULL;
 	for (unsigned i = 0; i < d->nsources; i++)
 		if (d->sources[i].perf)
 			fr_perf_enable(d->sources[i].perf, 0);
@@ -2169,6 +2178,12 @@ out_writer:
 	 * store everything queued. */
 	fr_ipc_server_close(d->server);
 	d->server = NULL;
+	/* After the socket: a manual dump runs on a connection's thread and
+	 * locks the trigger engine, so the engine goes only when no
+	 * connection is left. A dump in progress finishes while the writer
+	 * still runs. */
+	fr_triggers_stop(d->triggers);
+	d->triggers = NULL;
 	pthread_mutex_lock(&d->lock);
 	d->writer_stop = 1;
 	pthread_cond_broadcast(&d->cond);

@@ -1063,6 +1063,24 @@ static void test_aggregation(void)
 	}
 	out_free(&o);
 
+	/* A profile limited to one uid (a user who is not privileged) names
+	 * kernel functions but gives no kernel address: those would undo
+	 * the kernel's address layout randomization. PID_DB runs as uid 0
+	 * and has the kernel stacks. */
+	q.has_uid = 1;
+	q.uid = 0;
+	if (run(r, &q, &res, &o, "aggregate-uid") == 0) {
+		if (raw_parse(&raw, o.path) == 0) {
+			CHECK(strstr(raw.text, "frk_schedule"), "no kernel function names");
+			CHECK(!strstr(raw.text, "ffffffff81"), "kernel addresses in a user's profile");
+			raw_free(&raw);
+		} else {
+			CHECK(0, "go tool pprof cannot read the uid-limited profile");
+		}
+	}
+	out_free(&o);
+	q.has_uid = 0;
+
 	/* With a cpu label, samples of one thread on different cpus stay apart. */
 	q.cpu_label = 1;
 	if (run(r, &q, &res, &o, "aggregate-cpu") == 0) {
