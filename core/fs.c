@@ -161,6 +161,18 @@ int fr_dir_open_private(const char *dir, mode_t mode, char *err, size_t errlen)
 			name = next;
 			continue;
 		}
+		/* Every directory passed through must be one only this user or
+		 * root can change (or sticky): otherwise another user could
+		 * rename what is checked here and put their own in its place
+		 * once the caller goes back to the path. */
+		if (fstat(fd, &st) < 0 || !dir_trusted(&st, uid)) {
+			fr_set_err(err, errlen,
+				   "%s: %s is in a directory other users can change (owner uid %u, "
+				   "mode %04o)",
+				   dir, name, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+			close(fd);
+			return -EPERM;
+		}
 		sub = open_component(fd, name, dir, next == NULL, mode, err, errlen);
 		close(fd);
 		if (sub < 0)

@@ -26,10 +26,11 @@ int fr_mkdir_parent(const char *path, mode_t mode, char *err, size_t errlen);
  * touch, creating it and its missing parents with `mode` first. Each
  * component is opened relative to the one before with O_NOFOLLOW, so the
  * descriptor returned is the directory that was checked, whatever is
- * renamed later. A symlink on the way is followed only when the caller's
- * user or root owns it and the directory holding it (not group- or
- * other-writable, or sticky), so nobody else can point the path
- * elsewhere; the last component is never a symlink. The directory must be
+ * renamed later. Every directory passed through must be owned by the
+ * caller's user or root and not group- or other-writable (or be sticky),
+ * so nobody else can rename a component and put theirs in its place; a
+ * symlink on the way is followed only when the caller's user or root owns
+ * it; the last component is never a symlink. The directory must be
  * owned by the caller's euid and not be writable by group or others.
  * Returns an O_DIRECTORY descriptor (close-on-exec), or -errno with a
  * message naming the reason in `err`: -ELOOP for a symlink, -EPERM for

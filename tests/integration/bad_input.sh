@@ -53,6 +53,18 @@ for args in "--ring $T/pub/ring --socket $T/pub2.sock" "--ring $T/ring3 --socket
 	[ -z "$(ls -A "$T/pub")" ] || fail "flightrecd created $(ls -A "$T/pub") in a shared directory"
 done
 rm -f "$T/ring3" "$T/pub2.sock"
+# Regression: only the last directory was checked. Under a directory
+# others can change (not sticky), a subdirectory the daemon creates for
+# itself can be renamed away and replaced after the check.
+mkdir -m 0777 "$T/open"
+chmod 0777 "$T/open"
+timeout 20 "$FLIGHTRECD" --ring "$T/open/sub/ring" --socket "$T/open.sock" >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] || fail "flightrecd started under a directory others can change (status $rc)"
+grep -q "is in a directory other users can change (owner uid 0, mode 0777)" "$T/err" ||
+	fail "unclear message for an open parent directory: $(cat "$T/err")"
+[ -z "$(ls -A "$T/open")" ] || fail "flightrecd created $(ls -A "$T/open") under an open directory"
+rm -f "$T/open.sock"
 
 start_daemon
 
