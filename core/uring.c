@@ -367,13 +367,11 @@ static ssize_t paced_write(struct fr_uring_writer *w, const unsigned char *p, si
 			progress = fr_now_mono_ns();
 			continue;
 		}
-		if (res == -EOPNOTSUPP) {
-			/* A device without non-blocking writes: written
-			 * plainly, as a file would be. */
-			w->paced = false;
-			res = fr_uring_write(w->uring, w->fd, p + done, len - done, -1);
-			return res < 0 ? res : (ssize_t)len;
-		}
+		/* A device without non-blocking writes (a terminal): a plain
+		 * write could wait forever (a client that stops its terminal's
+		 * output), on a thread nothing can wake. Refused. */
+		if (res == -EOPNOTSUPP)
+			return -EOPNOTSUPP;
 		if (res == 0)
 			return -EIO;
 		if (res != -EAGAIN && res != -EINTR)

@@ -13,7 +13,10 @@
  * that is gone (the process exited, the range was unmapped) the path under
  * /proc/PID/root and then the path, opened with fr_open_untrusted().
  *
- * Thread-safe between the one thread that asks and takes and the reader.
+ * A read that does not return within a few seconds is given up, so one
+ * such file does not hold back the build ids of every later mapping.
+ *
+ * Thread-safe between the one thread that asks and takes and the readers.
  */
 #ifndef FR_RECORDER_BUILDIDS_H
 #define FR_RECORDER_BUILDIDS_H
@@ -41,6 +44,11 @@ struct fr_buildids *fr_buildids_new(void);
  * reader stuck longer (a file that never answers) is left behind, and
  * frees what it owns when its read returns. Accepts NULL. */
 void fr_buildids_free(struct fr_buildids *b);
+
+/* How long a read may take before it is given up (default 5 s): its
+ * request is answered -ETIMEDOUT and a new reader serves the rest, at
+ * most 8 readers being left behind at once. */
+void fr_buildids_set_stuck(struct fr_buildids *b, int64_t ns);
 
 /* Asks for the build id of `path`, mapped by `pid` at [start, end).
  * Returns 0, -EAGAIN when FR_BUILDIDS_MAX_PENDING requests wait, or

@@ -1398,6 +1398,22 @@ static int64_t reserve_query(struct daemon *d, struct fr_profile_request *preq)
 
 	if (want < 0)
 		want = 0;
+	/* A profile limited to one user's processes (a user who is not
+	 * privileged) reserves at most a quarter of the budget: the estimate
+	 * counts every sample of the window, and one such user must not
+	 * hold everyone else's queries off. What it keeps of its own
+	 * samples is smaller; its decoded-chunk cache shrinks to fit. */
+	if (preq->has_uid) {
+		int64_t quarter = (int64_t)(fr_budget_limit(&d->query_budget) / 4);
+
+		if (want > quarter) {
+			got = fr_budget_acquire(&d->query_budget, (uint64_t)quarter,
+						QUERY_WAIT_NS);
+			if (got >= 0)
+				preq->cache_bytes = (size_t)(got / 3) + 1;
+			return got;
+		}
+	}
 	got = fr_budget_acquire(&d->query_budget, (uint64_t)want, QUERY_WAIT_NS);
 	if (got < 0)
 		return got;
@@ -1524,6 +1540,11 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 				    "profile not within %lld s): is anything reading it? Gave up",
 				    (long long)(OUTPUT_STALL_NS / 1000000000LL),
 				    (long long)(OUTPUT_TOTAL_NS / 1000000000LL));
+		goto out;
+	}
+	if (ret == -EOPNOTSUPP) {
+		resp = fr_ipc_error("attach: the output (a terminal?) does not take non-blocking "
+				    "writes; write to a file or a pipe (| cat)");
 		goto out;
 	}
 	if (ret < 0) {

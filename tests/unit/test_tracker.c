@@ -1289,6 +1289,51 @@ static void test_exec_uid(void)
 	fr_tracker_free(t);
 }
 
+/* Regression: one reader served every build id, so a single mapped file
+ * on a FUSE mount that never answers held back the build ids of every
+ * later mapping for the life of the daemon. The stuck read is given up
+ * (answered -ETIMEDOUT) and a new reader serves the rest. */
+static void test_buildids_stuck_reader(void)
+{
+	struct fr_buildids *b;
+	struct fr_buildid_result r;
+	uint64_t start = 0, end = 0, pgoff = 0;
+	char hang[128], exe[4096];
+	int timed_out = 0, read_ok = 0, ret;
+	struct fuse_hang h;
+	ssize_t n;
+
+	ret = fuse_hang_start(&h);
+	if (ret < 0) {
+		printf("note: no FUSE mount here (%s); the stuck reader is not exercised\n",
+		       strerror(-ret));
+		return;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	CHECK(n > 0 && find_exec_map(exe, &start, &end, &pgoff) == 0, "own executable mapping");
+	b = fr_buildids_new();
+	CHECK(b, "fr_buildids_new");
+	if (!b)
+		goto out;
+	fr_buildids_set_stuck(b, 200000000);
+	snprintf(hang, sizeof(hang), "%s/libhang.so", h.dir);
+	CHECK(fr_buildids_request(b, 4100002, 0x10000, 0x11000, hang) == 0, "request (hang)");
+	CHECK(fr_buildids_request(b, (uint32_t)getpid(), start, end, exe) == 0, "request (self)");
+	CHECK(fr_buildids_wait(b, 20000) == 0, "the request behind a stuck read was not answered");
+	while (fr_buildids_take(b, &r) == 1) {
+		if (strcmp(r.path, hang) == 0)
+			timed_out += r.err == -ETIMEDOUT;
+		else
+			read_ok += r.err == 0 && r.len > 0;
+		free(r.path);
+	}
+	CHECK(timed_out == 1 && read_ok == 1, "answers: %d timed out, %d read", timed_out, read_ok);
+	fr_buildids_free(b);
+out:
+	fuse_hang_stop(&h);
+}
+
 int main(void)
 {
 	test_fork_copies_parent();
@@ -1306,6 +1351,7 @@ int main(void)
 	test_scan_self();
 	test_fifo_swap();
 	test_fuse_reader_stuck();
+	test_buildids_stuck_reader();
 	test_exec_uid();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
