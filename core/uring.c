@@ -17,10 +17,12 @@
 #include "core/uring.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <liburing.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -344,6 +346,69 @@ static bool hung_up(int fd)
 	       (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
+/* Waits until `fd` has room, up to the stall deadline counted from
+ * `progress` or the total deadline, or until the hang-up descriptor hangs
+ * up. Returns 0 (try again), -ETIMEDOUT, -ECONNRESET or -errno. */
+static int wait_room(struct fr_uring_writer *w, int fd, int64_t progress)
+{
+	struct pollfd pfd[2] = {
+		{.fd = fd, .events = POLLOUT},
+		{.fd = w->hangup_fd, .events = POLLRDHUP},
+	};
+	int64_t now = fr_now_mono_ns(), until;
+
+	until = progress + w->stall_ns < w->deadline_ns ? progress + w->stall_ns : w->deadline_ns;
+	if (now >= until)
+		return -ETIMEDOUT;
+	if (poll(pfd, w->hangup_fd >= 0 ? 2 : 1,
+		 (int)((until - now + 999999) / 1000000 < 60000 ? (until - now + 999999) / 1000000
+								 : 60000)) < 0 &&
+	    errno != EINTR)
+		return -errno;
+	if (w->hangup_fd >= 0 && (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+		return -ECONNRESET;
+	return 0;
+}
+
+/* For a descriptor whose writes cannot be asked not to wait (a FIFO or
+ * terminal opened by path): a second open file description of the same
+ * file, made non-blocking (the client's own description is left as it
+ * is), written with write() and poll(). Returns len or -errno. */
+static ssize_t reopened_write(struct fr_uring_writer *w, const unsigned char *p, size_t len)
+{
+	int64_t progress = fr_now_mono_ns();
+	char proc[64];
+	size_t done = 0;
+	ssize_t ret = (ssize_t)len;
+	int fd;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->fd);
+	fd = open(proc, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -EOPNOTSUPP;
+	while (done < len) {
+		ssize_t n = write(fd, p + done, len - done);
+		int r;
+
+		if (n > 0) {
+			done += (size_t)n;
+			progress = fr_now_mono_ns();
+			continue;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			ret = n == 0 ? -EIO : -errno;
+			break;
+		}
+		r = wait_room(w, fd, progress);
+		if (r < 0) {
+			ret = r;
+			break;
+		}
+	}
+	close(fd);
+	return ret;
+}
+
 /* Writes `len` bytes to a pipe, socket or device without ever blocking in
  * the kernel: RWF_NOWAIT writes, and between them a poll for room that
  * ends at the stall or total deadline or when the hang-up descriptor hangs
@@ -354,41 +419,29 @@ static ssize_t paced_write(struct fr_uring_writer *w, const unsigned char *p, si
 	size_t done = 0;
 
 	while (done < len) {
-		struct pollfd pfd[2] = {
-			{.fd = w->fd, .events = POLLOUT},
-			{.fd = w->hangup_fd, .events = POLLRDHUP},
-		};
 		size_t n = len - done < URING_MAX_IO ? len - done : URING_MAX_IO;
 		ssize_t res = do_op(w->uring, OP_WRITE_NOWAIT, w->fd, (void *)(p + done), n, -1);
-		int64_t now, until;
+		int r;
 
 		if (res > 0) {
 			done += (size_t)res;
 			progress = fr_now_mono_ns();
 			continue;
 		}
-		/* A device without non-blocking writes (a terminal): a plain
-		 * write could wait forever (a client that stops its terminal's
-		 * output), on a thread nothing can wake. Refused. */
-		if (res == -EOPNOTSUPP)
-			return -EOPNOTSUPP;
+		/* No non-blocking writes on this description (a FIFO or a
+		 * terminal opened by path): a plain write could wait forever,
+		 * on a thread nothing can wake. */
+		if (res == -EOPNOTSUPP) {
+			res = reopened_write(w, p + done, len - done);
+			return res < 0 ? res : (ssize_t)len;
+		}
 		if (res == 0)
 			return -EIO;
 		if (res != -EAGAIN && res != -EINTR)
 			return res;
-		now = fr_now_mono_ns();
-		until = progress + w->stall_ns < w->deadline_ns ? progress + w->stall_ns
-								 : w->deadline_ns;
-		if (now >= until)
-			return -ETIMEDOUT;
-		if (poll(pfd, w->hangup_fd >= 0 ? 2 : 1,
-			 (int)((until - now + 999999) / 1000000 < 60000
-				       ? (until - now + 999999) / 1000000 : 60000)) < 0 &&
-		    errno != EINTR)
-			return -errno;
-		if (w->hangup_fd >= 0 &&
-		    (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
-			return -ECONNRESET;
+		r = wait_room(w, w->fd, progress);
+		if (r < 0)
+			return r;
 	}
 	return (ssize_t)len;
 }
