@@ -88,6 +88,7 @@ struct consumer {
 	struct daemon *d;
 	char name[96];
 	int session; /* from the configuration: replaced on reload */
+	uid_t uid;   /* a following client's; (uid_t)-1 for others */
 	uint32_t nevents;
 	uint32_t events[FR_PROFILE_MAX_EVENTS];
 	uint32_t hz[FR_PROFILE_MAX_EVENTS];
@@ -530,6 +531,7 @@ static void set_session_consumers(struct daemon *d, const struct fr_config *cfg)
 		c->session = 1;
 		c->since_ns = fr_now_real_ns();
 		snprintf(c->name, sizeof(c->name), "session %s", sess->name);
+		c->uid = (uid_t)-1;
 		for (uint32_t e = 0; e < sess->nevents && c->nevents < FR_PROFILE_MAX_EVENTS; e++) {
 			c->events[c->nevents] = sess->events[e].event;
 			c->hz[c->nevents] = sess->events[e].event == FR_EVENT_CPU && d->opts->hz_fixed
@@ -833,6 +835,8 @@ static int add_recording(struct daemon *d, cJSON *r)
 			break;
 		cJSON_AddItemToArray(consumers, o);
 		cJSON_AddStringToObject(o, "name", c->name);
+		if (c->uid != (uid_t)-1)
+			fr_ipc_add_int(o, "uid", c->uid);
 		fr_ipc_add_int(o, "since_ns", c->since_ns);
 		evs = cJSON_AddArrayToObject(o, "events");
 		for (uint32_t e = 0; evs && e < c->nevents; e++) {
@@ -1185,19 +1189,19 @@ static cJSON *handle_status(struct daemon *d)
 
 /* Reads an integer member; returns 1 if present and valid, 0 if absent,
  * -1 (with an error response built) if present and not an integer. */
-static int get_int(const cJSON *req, const char *key, int64_t min, int64_t max, int64_t *out,
-		   cJSON **error)
+static int get_int(const cJSON *req, const char *cmd, const char *key, int64_t min, int64_t max,
+		   int64_t *out, cJSON **error)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
 
 	if (!v || cJSON_IsNull(v))
 		return 0;
 	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble) {
-		*error = fr_ipc_error("attach: \"%s\" must be an integer", key);
+		*error = fr_ipc_error("%s: \"%s\" must be an integer", cmd, key);
 		return -1;
 	}
 	if (v->valuedouble < (double)min || v->valuedouble > (double)max) {
-		*error = fr_ipc_error("attach: \"%s\" must be %lld..%lld, got %.0f", key,
+		*error = fr_ipc_error("%s: \"%s\" must be %lld..%lld, got %.0f", cmd, key,
 				      (long long)min, (long long)max, v->valuedouble);
 		return -1;
 	}
@@ -1359,6 +1363,7 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 			}
 			snprintf(probe->name, sizeof(probe->name), "%s check of %s", cmd,
 				 fr_event_format(ids[i], name, sizeof(name)));
+			probe->uid = (uid_t)-1;
 			probe->nevents = 1;
 			probe->events[0] = ids[i];
 			probe->hz[0] = fr_event_has_rate(ids[i]) ? 1 : 0;
@@ -1448,10 +1453,10 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		resp = fr_ipc_error("attach: the output descriptor is not open for writing");
 		goto out;
 	}
-	if ((has_window = get_int(req, "window_ns", 1, INT64_MAX, &window, &resp)) < 0 ||
-	    (has_from = get_int(req, "from_ns", 0, INT64_MAX, &from, &resp)) < 0 ||
-	    (has_to = get_int(req, "to_ns", 0, INT64_MAX, &to, &resp)) < 0 ||
-	    get_int(req, "hz", 0, INT32_MAX, &hz, &resp) < 0)
+	if ((has_window = get_int(req, "attach", "window_ns", 1, INT64_MAX, &window, &resp)) < 0 ||
+	    (has_from = get_int(req, "attach", "from_ns", 0, INT64_MAX, &from, &resp)) < 0 ||
+	    (has_to = get_int(req, "attach", "to_ns", 0, INT64_MAX, &to, &resp)) < 0 ||
+	    get_int(req, "attach", "hz", 0, INT32_MAX, &hz, &resp) < 0)
 		goto out;
 	if (hz > max_rate) {
 		resp = fr_ipc_error("attach: a rate of %lld Hz is above this recorder's limit of "
@@ -1745,7 +1750,7 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ip
 
 	if (!cJSON_IsString(name) || !name->valuestring[0])
 		return fr_ipc_error("dump: \"session\" must name a session");
-	if (get_int(req, "window_ns", 1000000000LL, 3600000000000LL, &window, &resp) < 0)
+	if (get_int(req, "dump", "window_ns", 1000000000LL, 3600000000000LL, &window, &resp) < 0)
 		return resp;
 	if (!peer_privileged(d, peer) && !may_dump(d, name->valuestring, peer->uid)) {
 		fr_log_info("refused a dump of session %s to uid %u (pid %d): not among its users",
@@ -1807,7 +1812,7 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 	if (peer->hold)
 		return fr_ipc_error("consume: this connection already holds rates; open another "
 				    "connection for more");
-	if (get_int(req, "hz", 0, INT32_MAX, &hz, &resp) < 0)
+	if (get_int(req, "consume", "hz", 0, INT32_MAX, &hz, &resp) < 0)
 		return resp;
 	if (hz > max_rate)
 		return fr_ipc_error("consume: a rate of %lld Hz is above this recorder's limit of "
@@ -1862,6 +1867,7 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 		c->hz[i] = user_max;
 	}
 	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
+	c->uid = peer->uid;
 	if (wait_reconciled(d, consumer_add(d, c)) < 0) {
 		consumer_remove(d, c);
 		return fr_ipc_error("consume: the recorder did not apply the rates in time");
@@ -1915,20 +1921,21 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
  * it is the asker's own) nor where the configuration file is. */
 static cJSON *status_for(struct daemon *d, cJSON *r, const struct fr_ipc_peer *peer)
 {
-	char own[64];
 	cJSON *c;
 
 	if (!r || peer_privileged(d, peer))
 		return r;
 	cJSON_DeleteItemFromObjectCaseSensitive(r, "config");
-	snprintf(own, sizeof(own), "client pid %d", (int)peer->pid);
 	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "consumers")) {
-		const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
+		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(c, "uid");
 
-		if (cJSON_IsString(name) && strncmp(name->valuestring, "client pid ", 11) == 0 &&
-		    strcmp(name->valuestring, own) != 0)
+		/* Integers of a reply are raw text (fr_ipc_add_int()). */
+		if (uid && !(cJSON_IsRaw(uid) &&
+			     strtoull(uid->valuestring, NULL, 10) == (unsigned long long)peer->uid)) {
 			cJSON_ReplaceItemInObjectCaseSensitive(c, "name",
 							       cJSON_CreateString("a client"));
+			cJSON_DeleteItemFromObjectCaseSensitive(c, "uid");
+		}
 	}
 	return r;
 }

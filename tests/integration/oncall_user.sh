@@ -58,12 +58,14 @@ as_user() { runuser -u "$U" -- "$@"; }
 
 as_user "$FLIGHTREC" status >"$T/status.user" 2>&1 || fail "status as $U failed: $(cat "$T/status.user")"
 # The user's status has the numbers but not root's configuration path, nor
-# which of root's processes follow.
-mkdir -p "$T/rootfollow"
+# which of root's processes follow; its own follower it does see.
+mkdir -p "$T/rootfollow" "$T/u/ownfollow" && chown "$U" "$T/u/ownfollow"
 "$FLIGHTREC" attach --follow --hz 49 --window 30s --count 1 -o "$T/rootfollow" >/dev/null 2>&1 &
 ROOT_FOLLOW=$!
-for _ in $(seq 50); do
-	"$FLIGHTREC" status --json 2>/dev/null | grep -q '"client pid ' && break
+as_user "$FLIGHTREC" attach --follow --hz 49 --window 30s --count 1 -o "$T/u/ownfollow" >/dev/null 2>"$T/ownfollow.err" &
+USER_FOLLOW=$!
+for _ in $(seq 100); do
+	[ "$("$FLIGHTREC" status --json 2>/dev/null | grep -o '"client pid ' | wc -l)" = 2 ] && break
 	sleep 0.1
 done
 "$FLIGHTREC" status --json >"$T/status.root.json" || fail "status as root failed"
@@ -71,10 +73,13 @@ as_user "$FLIGHTREC" status --json >"$T/status.user.json" || fail "status --json
 grep -q '"config"' "$T/status.root.json" || fail "root's status lacks the configuration"
 grep -q '"config"' "$T/status.user.json" && fail "the user's status shows the configuration path"
 grep -q '"client pid ' "$T/status.root.json" || fail "root's status does not name the following client"
-grep -q '"client pid ' "$T/status.user.json" && fail "the user's status names root's following client"
-grep -q '"a client"' "$T/status.user.json" || fail "the user's status hides the follower altogether"
-kill "$ROOT_FOLLOW" 2>/dev/null
-wait "$ROOT_FOLLOW" 2>/dev/null
+[ "$(grep -o '"client pid ' "$T/status.root.json" | wc -l)" = 2 ] ||
+	fail "root's status does not name both followers: $(cat "$T/ownfollow.err")"
+[ "$(grep -o '"client pid ' "$T/status.user.json" | wc -l)" = 1 ] ||
+	fail "the user's status should name its own follower and no other: $(cat "$T/status.user.json")"
+grep -q '"a client"' "$T/status.user.json" || fail "the user's status hides root's follower altogether"
+kill "$ROOT_FOLLOW" "$USER_FOLLOW" 2>/dev/null
+wait "$ROOT_FOLLOW" "$USER_FOLLOW" 2>/dev/null
 
 # One busy process of root's, one of the user's, at the same time.
 "$T/rootburn" 3 1 0 >"$T/root.out" &
