@@ -7,7 +7,8 @@
  *   mtime), shared by every cache of the process: concurrent profiles that
  *   name libc parse it once. A cache holds a reference to each image it
  *   resolved to, dropped by fr_symbols_free(); an image nobody holds is
- *   freed, so an idle daemon keeps no symbol tables. An image holds the PT_LOAD headers, the GNU build id and a
+ *   freed, so an idle daemon keeps no symbol tables. An image holds the
+ *   PT_LOAD headers, the GNU build id and a
  *   sorted, de-duplicated array of function symbols (.symtab merged with
  *   .dynsym; for a file without .symtab, the .symtab of its separate debug
  *   file under /usr/lib/debug/.build-id when one is installed). A file is
@@ -19,27 +20,24 @@
  *   A repeated look-up therefore costs one hash and one binary search, with
  *   no system call, and a missing file is opened once.
  *
- * The kernel table is read from kallsyms on first use. The file buffer is
- * kept and the names are terminated in place, so parsing 100k+ lines is a
- * single pass with no per-symbol allocation.
+ * The kernel's table (core/kallsyms.h) is taken on first use.
  *
  * Every file is one a user may control (a library in their home, a path
  * inside their container): files are opened with fr_open_untrusted() (no
- * blocking on a FIFO, no final symlink, regular files of at most
- * FR_ELF_MAX_SIZE), and libelf reads them with pread into private memory
+ * symlink followed, no driver's open, no wait on a FIFO, regular files of
+ * at most FR_ELF_MAX_SIZE), and libelf reads them with pread into private memory
  * (ELF_C_READ), never through a mapping of the file: a user who truncates
  * the file while it is read makes a read come up short (an error), where
  * a mapping would kill the reader with SIGBUS. Sections and notes that
  * claim to lie beyond the end of the file are not read at all.
  *
- * Opening and parsing a file run on a short-lived thread of their own,
- * waited for at most FILE_DEADLINE_MS: a file on a FUSE mount whose owner
- * never answers (or a hung network mount) would otherwise hold the
- * caller, an attach, forever. A call that misses its deadline is left to
- * finish alone and frees what it made; the file counts as unreadable.
- * Once a cache has waited out FILE_WAIT_BUDGET_MS in total, further files
- * get FILE_LATE_DEADLINE_MS, and while FILE_STUCK_MAX calls of the whole
- * process are still stuck no new one starts.
+ * Opening, parsing and closing a file run on the cache's worker thread
+ * (core/worker.h), waited for at most FILE_DEADLINE_MS: a file on a FUSE
+ * mount whose owner never answers (or a hung network mount) would
+ * otherwise hold the caller, an attach, forever. A call that misses its
+ * deadline is left to finish alone and frees what it made; the file
+ * counts as unreadable for this cache. Once a cache has waited out
+ * FILE_WAIT_BUDGET_MS in total, further files get FILE_LATE_DEADLINE_MS.
  *
  * Invariants: image->addrs is sorted with unique addresses, image->syms
  * parallel to it; kernel syms likewise. Names returned to callers point
@@ -60,14 +58,13 @@
 #include <unistd.h>
 
 #include "core/fs.h"
+#include "core/kallsyms.h"
 #include "core/log.h"
+#include "core/search.h"
+#include "core/worker.h"
 
 #define BUILD_ID_MAX 64
 #define DEBUG_BUILD_ID_DIR "/usr/lib/debug/.build-id/"
-/* How far past the last text symbol of a module (or of the whole table) an
- * address may lie and still be attributed to it: beyond that it is more
- * likely module data or garbage than a very long function. */
-#define KSYM_TAIL_MAX (64 * 1024)
 /* How many preceding symbols may enclose an address that falls past the
  * end of the nearest one (nested asm entry points). */
 #define ENCLOSING_LOOKBACK 4
@@ -82,7 +79,6 @@
 #define FILE_DEADLINE_MS 2000
 #define FILE_LATE_DEADLINE_MS 50
 #define FILE_WAIT_BUDGET_MS 10000
-#define FILE_STUCK_MAX 64
 
 struct hnode {
 	struct hnode *next;
@@ -150,44 +146,15 @@ struct request {
 	char key[]; /* root '\0' path '\0' build id */
 };
 
-/* Kernel symbol flags. */
-#define KSYM_LOCAL 0x1 /* t, w */
-#define KSYM_MARKER 0x2 /* section boundary label, not a function */
-#define KSYM_END 0x4 /* end of a text section: nothing lies here */
-
-struct ksym {
-	uint64_t addr;
-	const char *name; /* in kernel.buf */
-	uint32_t module; /* 0: core kernel, else one id per module */
-	uint32_t flags;
-};
-
-/* A parsed kallsyms, shared read-only by every struct fr_symbols of the
- * process and replaced when older than KERNEL_TTL_NS: reading and parsing
- * /proc/kallsyms costs ~100 ms, too much to pay on every profile, while
- * the table changes only when modules or BPF programs come and go. */
-#define KERNEL_TTL_NS (30 * 1000000000LL)
-
-struct kernel {
-	int refs;    /* under kernel_lock */
-	char *path;
-	int64_t loaded_ns;
-	int err;
-	char *buf;
-	uint64_t *addrs; /* syms[i].addr, dense for the search */
-	struct ksym *syms;
-	size_t nsyms;
-};
-
 struct fr_symbols {
 	char *kallsyms;
 	struct htable requests;
 	struct image **held; /* references to shared images, dropped at free */
 	size_t nheld, capheld;
 	struct request *last;
-	struct kernel *kernel; /* shared; NULL until the first kernel lookup */
+	struct fr_kallsyms *kernel; /* shared; NULL until the first kernel lookup */
 	int64_t waited_ms;     /* spent on file calls that missed their deadline */
-	struct file_worker *worker; /* NULL until the first file, or after one hung */
+	struct fr_worker *worker; /* NULL until the first file, or after one hung */
 	bool need_build_id;    /* fr_symbols_require_build_id() */
 };
 
@@ -195,14 +162,6 @@ struct fr_symbols {
 static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct htable shared_images; /* under images_lock */
 
-/* File calls still running after their caller gave up on them. */
-static unsigned file_calls_stuck;
-
-struct file_worker;
-static void file_worker_free(struct file_worker *w);
-
-static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct kernel *kernel_cache;
 
 /* Candidate symbol while an image is being built; names still point into
  * libelf's section data. */
@@ -446,15 +405,6 @@ static int cand_push(struct cand_vec *cv, const struct cand *c)
 	return 0;
 }
 
-static unsigned leading_underscores(const char *s)
-{
-	unsigned n = 0;
-
-	while (s[n] == '_')
-		n++;
-	return n;
-}
-
 static unsigned bind_rank(unsigned bind)
 {
 	switch (bind) {
@@ -478,8 +428,8 @@ static int cand_cmp(const void *pa, const void *pb)
 
 	if (a->addr != b->addr)
 		return a->addr < b->addr ? -1 : 1;
-	ua = leading_underscores(a->name);
-	ub = leading_underscores(b->name);
+	ua = fr_leading_underscores(a->name);
+	ub = fr_leading_underscores(b->name);
 	if (ua != ub)
 		return ua < ub ? -1 : 1;
 	ra = bind_rank(a->bind);
@@ -783,18 +733,6 @@ struct file_call {
 	int ret;
 };
 
-/* A thread that runs one call at a time for one cache. A caller waits for
- * it within the deadline; when it gives up, the worker (and the call in
- * it) is abandoned: it frees both when the call returns, and the cache
- * starts a new worker for its next call. */
-struct file_worker {
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct file_call *call; /* under lock: running or to run */
-	bool done, stop, abandoned; /* under lock */
-};
-
 static void file_call_free(struct file_call *c)
 {
 	if (c->fd >= 0)
@@ -833,127 +771,39 @@ static void file_call_do(struct file_call *c)
 	}
 }
 
-static void file_worker_destroy(struct file_worker *w)
+static void file_call_run_v(void *c)
 {
-	pthread_cond_destroy(&w->cond);
-	pthread_mutex_destroy(&w->lock);
-	free(w);
+	file_call_do(c);
 }
 
-static void *file_worker_main(void *arg)
+static void file_call_free_v(void *c)
 {
-	struct file_worker *w = arg;
-
-	pthread_mutex_lock(&w->lock);
-	for (;;) {
-		struct file_call *c;
-
-		while ((!w->call || w->done) && !w->stop)
-			pthread_cond_wait(&w->cond, &w->lock);
-		if (w->stop)
-			break;
-		c = w->call;
-		pthread_mutex_unlock(&w->lock);
-		file_call_do(c);
-		pthread_mutex_lock(&w->lock);
-		w->done = true;
-		pthread_cond_broadcast(&w->cond);
-		if (w->abandoned) {
-			pthread_mutex_unlock(&w->lock);
-			file_call_free(c);
-			file_worker_destroy(w);
-			__atomic_sub_fetch(&file_calls_stuck, 1, __ATOMIC_RELAXED);
-			return NULL;
-		}
-	}
-	pthread_mutex_unlock(&w->lock);
-	return NULL;
-}
-
-static struct file_worker *file_worker_new(void)
-{
-	struct file_worker *w = calloc(1, sizeof(*w));
-	pthread_condattr_t ca;
-	pthread_attr_t ta;
-	int ret;
-
-	if (!w)
-		return NULL;
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_attr_init(&ta);
-	pthread_attr_setstacksize(&ta, 256 * 1024);
-	ret = pthread_create(&w->thread, &ta, file_worker_main, w);
-	pthread_attr_destroy(&ta);
-	if (ret != 0) {
-		file_worker_destroy(w);
-		return NULL;
-	}
-	return w;
-}
-
-/* Stops an idle worker. Accepts NULL. */
-static void file_worker_free(struct file_worker *w)
-{
-	if (!w)
-		return;
-	pthread_mutex_lock(&w->lock);
-	w->stop = true;
-	pthread_cond_broadcast(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-	pthread_join(w->thread, NULL);
-	file_worker_destroy(w);
+	file_call_free(c);
 }
 
 /* Runs `c` on the cache's worker and waits for it within the deadline.
  * Returns 0 with `c` done (the caller frees it), or -ETIMEDOUT, -EAGAIN
- * (too many calls of the process are stuck) or -ENOMEM with `c` no longer
- * the caller's. */
+ * (too many workers of the process are stuck) or -ENOMEM with `c` no
+ * longer the caller's. */
 static int file_call_run(struct fr_symbols *s, struct file_call *c)
 {
 	int deadline_ms = s->waited_ms >= FILE_WAIT_BUDGET_MS ? FILE_LATE_DEADLINE_MS
 							      : FILE_DEADLINE_MS;
-	struct file_worker *w;
-	struct timespec ts;
-	int ret = 0;
+	char name[256];
+	int ret;
 
-	if (!s->worker) {
-		if (__atomic_load_n(&file_calls_stuck, __ATOMIC_RELAXED) >= FILE_STUCK_MAX) {
-			file_call_free(c);
-			return -EAGAIN;
-		}
-		s->worker = file_worker_new();
-		if (!s->worker) {
-			file_call_free(c);
-			return -ENOMEM;
-		}
-	}
-	w = s->worker;
-	fr_mono_deadline(&ts, (int64_t)deadline_ms * 1000000);
-	pthread_mutex_lock(&w->lock);
-	w->call = c;
-	w->done = false;
-	pthread_cond_broadcast(&w->cond);
-	while (!w->done && ret == 0)
-		ret = pthread_cond_timedwait(&w->cond, &w->lock, &ts);
-	if (!w->done) {
-		w->abandoned = true;
-		pthread_detach(w->thread);
-		__atomic_add_fetch(&file_calls_stuck, 1, __ATOMIC_RELAXED);
-		/* Said before unlocking: from then on `c` is the worker's. */
-		fr_log_warn("reading %s took over %d ms; going on without its symbols", c->file,
-			    deadline_ms);
-		pthread_mutex_unlock(&w->lock);
-		s->worker = NULL;
+	/* Copied first: past a deadline `c` is the abandoned worker's. */
+	snprintf(name, sizeof(name), "%s", c->file);
+	ret = fr_worker_call(&s->worker, file_call_run_v, file_call_free_v, c,
+			     (int64_t)deadline_ms * 1000000);
+	if (ret == -ETIMEDOUT) {
 		s->waited_ms += deadline_ms;
-		return -ETIMEDOUT;
+		fr_log_warn("reading %s took over %d ms; going on without its symbols", name,
+			    deadline_ms);
+	} else if (ret < 0) {
+		file_call_free(c);
 	}
-	w->call = NULL;
-	pthread_mutex_unlock(&w->lock);
-	return 0;
+	return ret;
 }
 
 static struct file_call *file_call_new(enum file_op op, const char *file, const char *root)
@@ -1359,28 +1209,9 @@ static int image_translate(const struct image *img, uint64_t off, uint64_t *vadd
 	return -ENOENT;
 }
 
-/* Number of entries of the sorted array a[0..n) that are <= x, i.e. the
- * index of the first one above it. Branch-free: a profile's addresses are
- * scattered and a mispredicted branch per level costs more than the
- * conditional move. */
-static size_t count_le(const uint64_t *a, size_t n, uint64_t x)
-{
-	const uint64_t *base = a;
-
-	if (!n)
-		return 0;
-	while (n > 1) {
-		size_t half = n / 2;
-
-		base = base[half] <= x ? base + half : base;
-		n -= half;
-	}
-	return (size_t)(base - a) + (*base <= x);
-}
-
 static int table_lookup(const struct image *img, uint64_t vaddr, const char **name)
 {
-	size_t lo = count_le(img->addrs, img->nsyms, vaddr);
+	size_t lo = fr_count_le(img->addrs, img->nsyms, vaddr);
 
 	if (!lo)
 		return -ENOENT;
@@ -1436,289 +1267,13 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
 	return image_lookup(req, vaddr, name);
 }
 
-/* ---- kernel ---- */
-
-static int read_whole(const char *path, char **out, size_t *len_out)
-{
-	size_t cap = 1 << 20, len = 0;
-	char *buf = NULL;
-	int fd, ret;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(cap);
-	if (!buf) {
-		ret = -ENOMEM;
-		goto err;
-	}
-	for (;;) {
-		ssize_t r;
-
-		if (cap - len < 4096 + 1) {
-			char *nb = realloc(buf, cap * 2);
-
-			if (!nb) {
-				ret = -ENOMEM;
-				goto err;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + len, cap - len - 1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = -errno;
-			goto err;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	buf[len] = '\0';
-	close(fd);
-	*out = buf;
-	*len_out = len;
-	return 0;
-err:
-	free(buf);
-	close(fd);
-	return ret;
-}
-
-static int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c |= 0x20;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-static bool ksym_is_marker(const char *name, bool *is_end)
-{
-	*is_end = strcmp(name, "_etext") == 0 || strcmp(name, "_einittext") == 0;
-	return *is_end || strcmp(name, "_text") == 0 || strcmp(name, "_stext") == 0 ||
-	       strcmp(name, "_sinittext") == 0;
-}
-
-/* Among aliases at one address: functions before section markers, global
- * before local, public spelling before underscored. */
-static int ksym_cmp(const void *pa, const void *pb)
-{
-	const struct ksym *a = pa, *b = pb;
-	unsigned ua, ub;
-
-	if (a->addr != b->addr)
-		return a->addr < b->addr ? -1 : 1;
-	if ((a->flags & KSYM_MARKER) != (b->flags & KSYM_MARKER))
-		return (a->flags & KSYM_MARKER) ? 1 : -1;
-	if ((a->flags & KSYM_LOCAL) != (b->flags & KSYM_LOCAL))
-		return (a->flags & KSYM_LOCAL) ? 1 : -1;
-	ua = leading_underscores(a->name);
-	ub = leading_underscores(b->name);
-	if (ua != ub)
-		return ua < ub ? -1 : 1;
-	return strcmp(a->name, b->name);
-}
-
-/* Parses "ADDR TYPE NAME[\t[MODULE]]\n" lines, keeping text symbols. Names
- * and module names are terminated in place in `buf`. */
-static int kernel_parse(struct kernel *k, char *buf, size_t len)
-{
-	const char *prev_mod = NULL;
-	char *p = buf, *end = buf + len;
-	size_t cap = 0, n = 0;
-	uint32_t module = 0;
-	bool nonzero = false;
-	struct ksym *v = NULL;
-
-	while (p < end) {
-		char *line_end = memchr(p, '\n', (size_t)(end - p));
-		char *name, *mod = NULL, *q;
-		uint64_t addr = 0;
-		unsigned char type;
-		struct ksym *e;
-		bool is_end;
-		int h, digits = 0;
-
-		if (!line_end)
-			line_end = end;
-		*line_end = '\0';
-		q = p;
-		p = line_end + 1;
-		while ((h = hexval((unsigned char)*q)) >= 0) {
-			addr = addr << 4 | (unsigned)h;
-			q++;
-			digits++;
-		}
-		if (!digits || digits > 16 || q[0] != ' ' || !q[1] || q[2] != ' ')
-			continue;
-		type = (unsigned char)q[1];
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
-		name = q + 3;
-		q = name;
-		while (*q && *q != '\t' && *q != ' ')
-			q++;
-		if (*q) {
-			*q++ = '\0';
-			while (*q == '\t' || *q == ' ')
-				q++;
-			if (*q == '[') {
-				mod = ++q;
-				q = strchr(q, ']');
-				if (q)
-					*q = '\0';
-			}
-		}
-		if (!name[0])
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16384;
-			struct ksym *nv = realloc(v, nc * sizeof(*nv));
-
-			if (!nv) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap = nc;
-		}
-		/* kallsyms lists each module's symbols together. */
-		if (!mod) {
-			prev_mod = NULL;
-		} else if (!prev_mod || strcmp(prev_mod, mod) != 0) {
-			module++;
-			prev_mod = mod;
-		}
-		e = &v[n++];
-		e->addr = addr;
-		e->name = name;
-		e->module = mod ? module : 0;
-		e->flags = (type == 't' || type == 'w') ? KSYM_LOCAL : 0;
-		if (!mod && ksym_is_marker(name, &is_end))
-			e->flags |= KSYM_MARKER | (is_end ? KSYM_END : 0);
-		if (addr)
-			nonzero = true;
-	}
-	if (!nonzero) {
-		/* kptr_restrict hides every address: nothing can be resolved. */
-		free(v);
-		return -ENOENT;
-	}
-	qsort(v, n, sizeof(*v), ksym_cmp);
-	k->nsyms = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (k->nsyms && v[k->nsyms - 1].addr == v[i].addr)
-			continue;
-		v[k->nsyms++] = v[i];
-	}
-	k->addrs = malloc((k->nsyms ? k->nsyms : 1) * sizeof(*k->addrs));
-	if (!k->addrs) {
-		free(v);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < k->nsyms; i++)
-		k->addrs[i] = v[i].addr;
-	k->syms = v;
-	return 0;
-}
-
-static void kernel_free(struct kernel *k)
-{
-	free(k->addrs);
-	free(k->syms);
-	free(k->buf);
-	free(k->path);
-	free(k);
-}
-
-static void kernel_put(struct kernel *k)
-{
-	int last;
-
-	if (!k)
-		return;
-	pthread_mutex_lock(&kernel_lock);
-	last = --k->refs == 0;
-	pthread_mutex_unlock(&kernel_lock);
-	if (last)
-		kernel_free(k);
-}
-
-/* Returns a reference to a parsed table of `path` (possibly with k->err
- * set), from the shared cache when it is fresh; NULL on allocation failure. */
-static struct kernel *kernel_get(const char *path)
-{
-	int64_t now = fr_now_mono_ns();
-	struct kernel *k, *old = NULL;
-	size_t len = 0;
-	int ret;
-
-	pthread_mutex_lock(&kernel_lock);
-	k = kernel_cache;
-	if (k && strcmp(k->path, path) == 0 && now - k->loaded_ns < KERNEL_TTL_NS) {
-		k->refs++;
-		pthread_mutex_unlock(&kernel_lock);
-		return k;
-	}
-	pthread_mutex_unlock(&kernel_lock);
-
-	k = calloc(1, sizeof(*k));
-	if (!k)
-		return NULL;
-	k->path = strdup(path);
-	if (!k->path) {
-		free(k);
-		return NULL;
-	}
-	k->loaded_ns = now;
-	ret = read_whole(path, &k->buf, &len);
-	if (ret == 0)
-		ret = kernel_parse(k, k->buf, len);
-	if (ret < 0) {
-		fr_log_debug("no kernel symbols from %s: %s", path, strerror(-ret));
-		free(k->buf);
-		k->buf = NULL;
-		k->err = ret;
-	}
-
-	pthread_mutex_lock(&kernel_lock);
-	old = kernel_cache;
-	kernel_cache = k;
-	k->refs = 2; /* the cache's and the caller's */
-	pthread_mutex_unlock(&kernel_lock);
-	kernel_put(old); /* the cache's reference to the table it replaced */
-	return k;
-}
-
 int fr_symbols_kernel(struct fr_symbols *s, uint64_t addr, const char **name)
 {
-	struct kernel *k;
-	const struct ksym *e;
-	size_t lo;
-
 	if (!s || !name)
 		return -ENOENT;
 	if (!s->kernel)
-		s->kernel = kernel_get(s->kallsyms);
-	k = s->kernel;
-	if (!k || k->err < 0 || !k->nsyms)
-		return -ENOENT;
-	lo = count_le(k->addrs, k->nsyms, addr);
-	if (!lo)
-		return -ENOENT;
-	e = &k->syms[lo - 1];
-	/* Past _etext or _einittext lies no function of the core kernel. */
-	if (e->flags & KSYM_END)
-		return -ENOENT;
-	if ((lo == k->nsyms || k->syms[lo].module != e->module) && addr - e->addr >= KSYM_TAIL_MAX)
-		return -ENOENT;
-	*name = e->name;
-	return 0;
+		s->kernel = fr_kallsyms_get(s->kallsyms);
+	return fr_kallsyms_lookup(s->kernel, addr, name);
 }
 
 /* ---- lifecycle ---- */
@@ -1744,12 +1299,12 @@ void fr_symbols_free(struct fr_symbols *s)
 {
 	if (!s)
 		return;
-	file_worker_free(s->worker);
+	fr_worker_free(s->worker);
 	htable_fini(&s->requests, request_free);
 	for (size_t i = 0; i < s->nheld; i++)
 		image_put(s->held[i]);
 	free(s->held);
-	kernel_put(s->kernel);
+	fr_kallsyms_put(s->kernel);
 	free(s->kallsyms);
 	free(s);
 }
