@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/elf_image.h"
+
 struct fr_symbols;
 
 /* Creates an empty cache. `kallsyms` is the kernel symbol file to read on
@@ -54,23 +56,5 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
 /* Resolves a kernel address from kallsyms (modules included). Returns 0 and
  * the symbol name (owned by the cache), or -ENOENT. */
 int fr_symbols_kernel(struct fr_symbols *s, uint64_t addr, const char **name);
-
-/* ELF files larger than this are not read (a sparse file of a terabyte
- * costs its owner nothing and the reader everything). */
-#define FR_ELF_MAX_SIZE (1ULL << 30)
-
-/* Reads the GNU build id note of the ELF file open on `fd` into `out`
- * (capacity `cap`), with pread (never a mapping of the file, which its
- * owner could truncate under the reader). Returns its length, -ENOENT when
- * the file has none, -ENOSPC when `cap` is too small, -ENOEXEC for
- * something that is not a regular ELF file, or -errno. */
-int fr_elf_build_id_fd(int fd, uint8_t *out, size_t cap);
-
-/* The same for a trusted path (tests, the CLI): follows symbolic links,
- * but never blocks opening a FIFO. */
-int fr_elf_build_id(const char *path, uint8_t *out, size_t cap);
-
-/* Formats a build id as lowercase hex into buf (2*len+1 bytes). */
-char *fr_build_id_hex(const uint8_t *id, size_t len, char *buf);
 
 #endif

@@ -23,7 +23,7 @@
 
 #include "core/fs.h"
 #include "core/log.h"
-#include "core/symbols.h"
+#include "core/elf_image.h"
 
 #define STOP_WAIT_MS 1000
 #define STUCK_NS_DEFAULT (5 * 1000000000LL)

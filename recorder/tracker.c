@@ -49,7 +49,7 @@
 
 #include "core/hash.h"
 #include "core/log.h"
-#include "core/symbols.h"
+#include "core/elf_image.h"
 #include "recorder/buildids.h"
 
 #define NBUCKETS 8192
