@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/openat2.h>
 #include <limits.h>
 #include <stdio.h>
@@ -15,35 +16,6 @@
 #include <unistd.h>
 
 #include "core/log.h"
-
-int fr_mkdir_p(const char *dir, mode_t mode, char *err, size_t errlen)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (len == 0 || len >= sizeof(buf)) {
-		fr_set_err(err, errlen, "cannot create directory %s: %s", dir,
-			   strerror(ENAMETOOLONG));
-		return -ENAMETOOLONG;
-	}
-	memcpy(buf, dir, len + 1);
-	for (char *p = buf + 1;; p++) {
-		char saved = *p;
-
-		if (saved != '/' && saved != '\0')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) < 0 && errno != EEXIST) {
-			int e = errno;
-
-			fr_set_err(err, errlen, "cannot create directory %s: %s", buf, strerror(e));
-			return -e;
-		}
-		*p = saved;
-		if (saved == '\0')
-			return 0;
-	}
-}
 
 int fr_mkdir_parent(const char *path, mode_t mode, char *err, size_t errlen)
 {
@@ -165,7 +137,15 @@ int fr_dir_open_private(const char *dir, mode_t mode, char *err, size_t errlen)
 		 * root can change (or sticky): otherwise another user could
 		 * rename what is checked here and put their own in its place
 		 * once the caller goes back to the path. */
-		if (fstat(fd, &st) < 0 || !dir_trusted(&st, uid)) {
+		if (fstat(fd, &st) < 0) {
+			int e = errno;
+
+			fr_set_err(err, errlen, "cannot inspect a directory of %s: %s", dir,
+				   strerror(e));
+			close(fd);
+			return -e;
+		}
+		if (!dir_trusted(&st, uid)) {
 			fr_set_err(err, errlen,
 				   "%s: %s is in a directory other users can change (owner uid %u, "
 				   "mode %04o)",
@@ -298,4 +278,12 @@ int fr_open_untrusted(const char *root, const char *path, uint64_t max_size, str
 	ret = fr_reopen_regular(pfd, max_size, st);
 	close(pfd);
 	return ret;
+}
+
+bool fr_fd_hung_up(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLRDHUP};
+
+	return fd >= 0 && poll(&pfd, 1, 0) > 0 &&
+	       (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }

@@ -4,15 +4,11 @@
 #ifndef FR_CORE_FS_H
 #define FR_CORE_FS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-
-/* Creates directory `dir` and its missing parents with `mode`; existing
- * ones are left as they are. Returns 0, or -errno with "cannot create
- * directory X: reason" in `err`. */
-int fr_mkdir_p(const char *dir, mode_t mode, char *err, size_t errlen);
 
 /* Creates the directory holding `path` (everything before its last '/')
  * and checks it as fr_dir_open_private() does: the ring's and the
@@ -65,5 +61,10 @@ int fr_open_untrusted(const char *root, const char *path, uint64_t max_size, str
  * through /proc/self/fd. `st` (may be NULL) receives its fstat. Returns
  * the descriptor or -errno. */
 int fr_reopen_regular(int pathfd, uint64_t max_size, struct stat *st);
+
+/* Whether the peer at the other end of socket, pipe or terminal `fd` has
+ * hung up or shut down its side (POLLRDHUP, POLLHUP, POLLERR); false for
+ * -1 and for a peer still there. Never waits. */
+bool fr_fd_hung_up(int fd);
 
 #endif

@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/log.h"
 
 /* Largest single transfer submitted, as the kernel's MAX_RW_COUNT. */
@@ -194,8 +195,6 @@ static ssize_t sync_op(enum op_kind kind, int fd, void *buf, size_t n, int64_t o
 
 			/* The caller waits for room itself, with a deadline. */
 			ret = pwritev2(fd, &iov, 1, off < 0 ? -1 : (off_t)off, RWF_NOWAIT);
-			if (ret < 0 && errno == EAGAIN)
-				return -EAGAIN;
 			break;
 		}
 		case OP_READ:
@@ -337,15 +336,6 @@ void fr_uring_writer_limit(struct fr_uring_writer *w, int64_t stall_ns, int64_t 
 	w->paced = fstat(w->fd, &st) == 0 && !S_ISREG(st.st_mode);
 }
 
-/* Whether the peer behind `fd` hung up (or -1: no peer to ask). */
-static bool hung_up(int fd)
-{
-	struct pollfd pfd = {.fd = fd, .events = POLLRDHUP};
-
-	return fd >= 0 && poll(&pfd, 1, 0) > 0 &&
-	       (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
-}
-
 /* Waits until `fd` has room, up to the stall deadline counted from
  * `progress` or the total deadline, or until the hang-up descriptor hangs
  * up. Returns 0 (try again), -ETIMEDOUT, -ECONNRESET or -errno. */
@@ -365,92 +355,89 @@ static int wait_room(struct fr_uring_writer *w, int fd, int64_t progress)
 								 : 60000)) < 0 &&
 	    errno != EINTR)
 		return -errno;
-	if (w->hangup_fd >= 0 && (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+	if (w->hangup_fd >= 0 && fr_fd_hung_up(w->hangup_fd))
 		return -ECONNRESET;
 	return 0;
 }
 
-/* For a descriptor whose writes cannot be asked not to wait (a FIFO or
- * terminal opened by path): a second open file description of the same
- * file, made non-blocking (the client's own description is left as it
- * is), written with write() and poll(). Returns len or -errno. */
-static ssize_t reopened_write(struct fr_uring_writer *w, const unsigned char *p, size_t len)
+/* For a FIFO or terminal opened by path, whose description takes no
+ * RWF_NOWAIT: a second open file description of the same file, made
+ * non-blocking (the client's own is left as it is). Only those two kinds:
+ * reopening runs the file's open, and a device's driver may act on that.
+ * Returns the descriptor or -errno. */
+static int reopen_nonblocking(int fd)
 {
-	int64_t progress = fr_now_mono_ns();
 	char proc[64];
-	size_t done = 0;
-	ssize_t ret = (ssize_t)len;
-	int fd;
+	struct stat st;
+	int nfd;
 
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->fd);
-	fd = open(proc, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISFIFO(st.st_mode) && !isatty(fd))
 		return -EOPNOTSUPP;
-	while (done < len) {
-		ssize_t n = write(fd, p + done, len - done);
-		int r;
-
-		if (n > 0) {
-			done += (size_t)n;
-			progress = fr_now_mono_ns();
-			continue;
-		}
-		if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-			ret = n == 0 ? -EIO : -errno;
-			break;
-		}
-		r = wait_room(w, fd, progress);
-		if (r < 0) {
-			ret = r;
-			break;
-		}
-	}
-	close(fd);
-	return ret;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	nfd = open(proc, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	return nfd < 0 ? -errno : nfd;
 }
 
 /* Writes `len` bytes to a pipe, socket or device without ever blocking in
- * the kernel: RWF_NOWAIT writes, and between them a poll for room that
- * ends at the stall or total deadline or when the hang-up descriptor hangs
- * up. Returns len or -errno (-ETIMEDOUT, -ECONNRESET). */
+ * the kernel: non-blocking writes (RWF_NOWAIT, or write() on a
+ * non-blocking description of the same file where the kernel takes no
+ * RWF_NOWAIT), and between them a poll for room that ends at the stall or
+ * total deadline or when the hang-up descriptor hangs up. Returns len or
+ * -errno (-ETIMEDOUT, -ECONNRESET). */
 static ssize_t paced_write(struct fr_uring_writer *w, const unsigned char *p, size_t len)
 {
 	int64_t progress = fr_now_mono_ns();
 	size_t done = 0;
+	ssize_t ret = (ssize_t)len;
+	int nbfd = -1;
 
 	while (done < len) {
 		size_t n = len - done < URING_MAX_IO ? len - done : URING_MAX_IO;
-		ssize_t res = do_op(w->uring, OP_WRITE_NOWAIT, w->fd, (void *)(p + done), n, -1);
+		ssize_t res;
 		int r;
 
+		if (nbfd >= 0) {
+			res = write(nbfd, p + done, n);
+			if (res < 0)
+				res = -errno;
+		} else {
+			res = do_op(w->uring, OP_WRITE_NOWAIT, w->fd, (void *)(p + done), n, -1);
+		}
 		if (res > 0) {
 			done += (size_t)res;
 			progress = fr_now_mono_ns();
 			continue;
 		}
-		/* No non-blocking writes on this description (a FIFO or a
-		 * terminal opened by path): a plain write could wait forever,
-		 * on a thread nothing can wake. */
-		if (res == -EOPNOTSUPP) {
-			res = reopened_write(w, p + done, len - done);
-			return res < 0 ? res : (ssize_t)len;
+		if (res == -EOPNOTSUPP && nbfd < 0) {
+			nbfd = reopen_nonblocking(w->fd);
+			if (nbfd >= 0)
+				continue;
+			res = nbfd;
 		}
 		if (res == 0)
-			return -EIO;
-		if (res != -EAGAIN && res != -EINTR)
-			return res;
-		r = wait_room(w, w->fd, progress);
-		if (r < 0)
-			return r;
+			res = -EIO;
+		if (res != -EAGAIN && res != -EINTR) {
+			ret = res;
+			break;
+		}
+		r = wait_room(w, nbfd >= 0 ? nbfd : w->fd, progress);
+		if (r < 0) {
+			ret = r;
+			break;
+		}
 	}
-	return (ssize_t)len;
+	if (nbfd >= 0)
+		close(nbfd);
+	return ret;
 }
 
 static int writer_out(struct fr_uring_writer *w, const void *buf, size_t len)
 {
 	ssize_t ret;
 
-	if (hung_up(w->hangup_fd))
+	if (fr_fd_hung_up(w->hangup_fd))
 		ret = -ECONNRESET;
 	else if (w->paced)
 		ret = paced_write(w, buf, len);

@@ -702,10 +702,8 @@ void fr_ipc_server_close(struct fr_ipc_server *s)
 int fr_ipc_peer_gone(void *peer)
 {
 	const struct fr_ipc_peer *p = peer;
-	struct pollfd pfd = {.fd = p->sock, .events = POLLRDHUP};
 
 	/* A client that is done sending shuts nothing down: it waits for the
 	 * reply. POLLRDHUP means it closed or shut down its side. */
-	return poll(&pfd, 1, 0) > 0 &&
-	       (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+	return fr_fd_hung_up(p->sock);
 }

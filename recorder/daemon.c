@@ -1548,7 +1548,7 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		goto out;
 	}
 	if (ret == -EOPNOTSUPP) {
-		resp = fr_ipc_error("attach: the output (a terminal?) does not take non-blocking "
+		resp = fr_ipc_error("attach: the output is a device that takes no non-blocking "
 				    "writes; write to a file or a pipe (| cat)");
 		goto out;
 	}

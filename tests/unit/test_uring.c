@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,6 +342,39 @@ static void test_writer_limits(struct fr_uring *u)
 	pthread_join(th, NULL);
 	CHECK(d.got == LEN && memcmp(a, b, LEN) == 0, "paced pipe data differs (%zu bytes)", d.got);
 	close(p[0]);
+
+	/* A FIFO opened by path takes no RWF_NOWAIT: the writer reopens it
+	 * non-blocking, so an unread one still times out (a plain write
+	 * would block forever), and a read one gets every byte. */
+	snprintf(path, sizeof(path), "/tmp/fr-test-fifo-%d", (int)getpid());
+	if (mkfifo(path, 0600) < 0) {
+		CHECK(0, "mkfifo");
+		goto out;
+	}
+	p[0] = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	CHECK(p[0] >= 0 && fd >= 0, "open the FIFO");
+	fr_uring_writer_init(w, u, fd);
+	fr_uring_writer_limit(w, 200000000LL, 60000000000LL, -1);
+	ret = limited_write(w, a, LEN);
+	CHECK(ret == -ETIMEDOUT, "unread FIFO: %d, want -ETIMEDOUT", ret);
+	close(fd);
+	close(p[0]);
+	p[0] = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	fcntl(p[0], F_SETFL, 0);
+	d = (struct pacer){.fd = p[0], .piece = 65536, .buf = b, .len = LEN};
+	pthread_create(&th, NULL, pace_drain, &d);
+	fr_uring_writer_init(w, u, fd);
+	fr_uring_writer_limit(w, 10000000000LL, 60000000000LL, -1);
+	ret = limited_write(w, a, LEN);
+	CHECK(ret == 0 && w->written == LEN, "read FIFO: %d, %llu bytes", ret,
+	      (unsigned long long)w->written);
+	close(fd);
+	pthread_join(th, NULL);
+	CHECK(d.got == LEN && memcmp(a, b, LEN) == 0, "FIFO data differs (%zu bytes)", d.got);
+	close(p[0]);
+	unlink(path);
 
 	/* A reader that takes a little now and then never stalls the writer
 	 * for long, but the total time is bounded too. */
