@@ -269,22 +269,10 @@ int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char
 		tmp[0] = '\0';
 		free(json);
 		json = sidecar_json(req, &res, name, w->written);
+		/* No sidecar of this name can appear once its profile is
+		 * published: names are claimed by the profile, in a directory
+		 * only this user changes. */
 		ret = json ? write_small(dirfd, side, json, mode) : -ENOMEM;
-		if (ret == -EEXIST) {
-			/* A sidecar of that name appeared meanwhile: take the
-			 * profile back to a temporary name and move on. */
-			int tfd = create_tmp(dirfd, name, mode, tmp, sizeof(tmp));
-
-			ret = tfd;
-			if (tfd >= 0) {
-				close(tfd);
-				if (renameat(dirfd, name, dirfd, tmp) == 0)
-					continue;
-				ret = -errno;
-				unlinkat(dirfd, tmp, 0);
-			}
-			tmp[0] = '\0';
-		}
 		if (ret < 0) {
 			fr_set_err(err, errlen, "cannot write %s/%s: %s", req->dir, side,
 				   strerror(-ret));
