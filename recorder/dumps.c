@@ -166,10 +166,58 @@ static char *sidecar_json(const struct fr_dump_request *req, const struct fr_pro
 	return text;
 }
 
+/* Publishes the finished profile at temporary name `tmp` under the first
+ * free name of STEM, STEM-2, ... (two dumps fired in the same millisecond
+ * each get their own; a leftover sidecar without its profile only moves
+ * the name on), then writes its sidecar: retention and readers take a dump
+ * by its sidecar. Returns 0 with the profile's name in `name` (NAME_MAX +
+ * 1 bytes) and `tmp` consumed, or -errno with the reason in `err`. */
+static int publish_dump(int dirfd, const struct fr_dump_request *req, const char *stem,
+			const char *tmp, const struct fr_profile_result *res, uint64_t bytes,
+			mode_t mode, char *name, char *err, size_t errlen)
+{
+	char side[NAME_MAX + 1];
+	char *json;
+	int ret;
+
+	for (int i = 1; i <= MAX_SAME; i++) {
+		char suffix[16] = "";
+
+		if (i > 1)
+			snprintf(suffix, sizeof(suffix), "-%d", i);
+		snprintf(name, NAME_MAX + 1, "%s%s" PROFILE_SUFFIX, stem, suffix);
+		snprintf(side, sizeof(side), "%s%s" SIDECAR_SUFFIX, stem, suffix);
+		if (faccessat(dirfd, side, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		ret = publish(dirfd, tmp, name);
+		if (ret == -EEXIST)
+			continue;
+		if (ret < 0) {
+			fr_set_err(err, errlen, "cannot rename %s/%s into place: %s", req->dir, name,
+				   strerror(-ret));
+			return ret;
+		}
+		/* No sidecar of this name can appear once its profile is
+		 * published: names are claimed by the profile, in a directory
+		 * only this user changes. */
+		json = sidecar_json(req, res, name, bytes);
+		ret = json ? write_small(dirfd, side, json, mode) : -ENOMEM;
+		free(json);
+		if (ret < 0) {
+			fr_set_err(err, errlen, "cannot write %s/%s: %s", req->dir, side,
+				   strerror(-ret));
+			unlinkat(dirfd, name, 0);
+		}
+		return ret;
+	}
+	fr_set_err(err, errlen, "%s holds %d dumps named %s already", req->dir, MAX_SAME, stem);
+	return -EEXIST;
+}
+
 int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char *path,
 		   size_t pathlen, char *err, size_t errlen)
 {
-	char host[128], stamp[32], stem[NAME_MAX - 31], name[NAME_MAX + 1], side[NAME_MAX + 1];
+	char host[128], stamp[32], stem[NAME_MAX - 31], name[NAME_MAX + 1];
 	char tmp[NAME_MAX + 1];
 	struct fr_profile_result res;
 	struct fr_uring *uring = NULL;
@@ -177,7 +225,6 @@ int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char
 	struct tm tm;
 	time_t secs = (time_t)(req->fire_ns / 1000000000);
 	mode_t mode = req->mode ? req->mode : FR_DUMPS_MODE;
-	char *json = NULL;
 	int dirfd, fd = -1, ret, n;
 
 	err[0] = '\0';
@@ -239,50 +286,11 @@ int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char
 	}
 	close(fd);
 	fd = -1;
-	/* The first free name of STEM, STEM-2, ...: two dumps fired in the same
-	 * millisecond each get their own (and a leftover sidecar without its
-	 * profile only moves the name on). The profile is published first, then
-	 * its sidecar; retention and readers take a dump by its sidecar. */
-	for (int i = 1;; i++) {
-		char suffix[16] = "";
-
-		if (i > MAX_SAME) {
-			ret = -EEXIST;
-			fr_set_err(err, errlen, "%s holds %d dumps named %s already", req->dir,
-				   MAX_SAME, stem);
-			goto err;
-		}
-		if (i > 1)
-			snprintf(suffix, sizeof(suffix), "-%d", i);
-		snprintf(name, sizeof(name), "%s%s" PROFILE_SUFFIX, stem, suffix);
-		snprintf(side, sizeof(side), "%s%s" SIDECAR_SUFFIX, stem, suffix);
-		if (faccessat(dirfd, side, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-			continue;
-		ret = publish(dirfd, tmp, name);
-		if (ret == -EEXIST)
-			continue;
-		if (ret < 0) {
-			fr_set_err(err, errlen, "cannot rename %s/%s into place: %s", req->dir, name,
-				   strerror(-ret));
-			goto err;
-		}
-		tmp[0] = '\0';
-		free(json);
-		json = sidecar_json(req, &res, name, w->written);
-		/* No sidecar of this name can appear once its profile is
-		 * published: names are claimed by the profile, in a directory
-		 * only this user changes. */
-		ret = json ? write_small(dirfd, side, json, mode) : -ENOMEM;
-		if (ret < 0) {
-			fr_set_err(err, errlen, "cannot write %s/%s: %s", req->dir, side,
-				   strerror(-ret));
-			unlinkat(dirfd, name, 0);
-			goto err;
-		}
-		break;
-	}
+	ret = publish_dump(dirfd, req, stem, tmp, &res, w->written, mode, name, err, errlen);
+	if (ret < 0)
+		goto err;
+	tmp[0] = '\0';
 	snprintf(path, pathlen, "%s/%s", req->dir, name);
-	free(json);
 	fr_uring_close(uring);
 	free(w);
 	ret = fr_dumps_retain(dirfd, req->keep, req->max_bytes);
@@ -292,7 +300,6 @@ int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char
 	return 0;
 
 err:
-	free(json);
 	if (fd >= 0)
 		close(fd);
 	if (tmp[0])
