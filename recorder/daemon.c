@@ -89,6 +89,9 @@ struct consumer {
 	char name[96];
 	int session; /* from the configuration: replaced on reload */
 	uid_t uid;   /* a following client's; (uid_t)-1 for others */
+	/* A user who is not privileged: follows events without a rate
+	 * (offcpu) only while others record them; never keeps one open. */
+	bool follows_only;
 	uint32_t nevents;
 	uint32_t events[FR_PROFILE_MAX_EVENTS];
 	uint32_t hz[FR_PROFILE_MAX_EVENTS];
@@ -577,6 +580,9 @@ static void collect_wants(struct daemon *d, struct wants *w, uint64_t *gen)
 	for (const struct consumer *c = d->consumers; c; c = c->next) {
 		for (uint32_t e = 0; e < c->nevents; e++) {
 			unsigned i;
+
+			if (c->follows_only && !fr_event_has_rate(c->events[e]))
+				continue;
 			for (i = 0; i < w->n && w->event[i] != c->events[e]; i++)
 				;
 			if (i == w->n) {
@@ -1799,14 +1805,96 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ip
  * lives (attach --follow): the sources are raised to it at once and fall
  * back when the connection ends. Answers when the rates are in force, with
  * "start_ns", from when on the data is at these rates. */
-static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
+/* The rate a follower gets for its rated events: what it asked (99 Hz
+ * when it did not, within limits.max_rate_hz), at most
+ * limits.user_max_rate_hz for a user who is not privileged: raising rates
+ * costs every process on the machine, so such a user is capped and told so
+ * in `capped`, not refused (it still gets a profile). */
+static uint32_t consume_rate(struct daemon *d, int64_t hz, int privileged, char *capped,
+			     size_t cappedlen)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
 	uint32_t user_max = __atomic_load_n(&d->user_max_rate_hz, __ATOMIC_RELAXED);
-	struct consumer *c;
-	cJSON *resp = NULL, *events, *warnings;
-	int64_t hz = 0, start;
+	uint32_t rate = hz ? (uint32_t)hz : max_rate < 99 ? max_rate : 99;
+
+	if (privileged || rate <= user_max)
+		return rate;
+	snprintf(capped, cappedlen,
+		 "%u Hz is above the limit for users (limits.user_max_rate_hz); recording at %u Hz",
+		 rate, user_max);
+	return user_max;
+}
+
+/* An event without a rate (offcpu: every context switch) has no limit to
+ * cap: a user who is not privileged may follow it while something else
+ * records it, never start it for the whole machine (collect_wants() does
+ * not count such a follower for it). Returns 0, or -1 with `failed` set
+ * when the user asks for one that is not recorded now. */
+static int check_follow_only(struct daemon *d, const struct consumer *c, char *failed,
+			     size_t failedlen)
+{
+	char name[FR_EVENT_NAME_MAX];
+
+	for (uint32_t i = 0; i < c->nevents; i++) {
+		struct source *src;
+		int recording;
+
+		if (fr_event_has_rate(c->events[i]))
+			continue;
+		pthread_mutex_lock(&d->src_lock);
+		src = find_source(d, c->events[i]);
+		recording = src && src->perf;
+		pthread_mutex_unlock(&d->src_lock);
+		if (!recording) {
+			snprintf(failed, failedlen,
+				 "consume: %s is not being recorded, and it records every context "
+				 "switch of the machine; only root and members of socket.admin_group "
+				 "may start it",
+				 fr_event_format(c->events[i], name, sizeof(name)));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The answer to a consume that holds its rates from `start` on. */
+static cJSON *consume_reply(struct daemon *d, const struct consumer *c, int64_t start,
+			    const char *capped)
+{
+	char name[FR_EVENT_NAME_MAX];
+	cJSON *resp = fr_ipc_ok(), *events, *warnings;
+
+	if (!resp)
+		return NULL;
+	warnings = cJSON_AddArrayToObject(resp, "warnings");
+	if (warnings && capped[0])
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(capped));
+	fr_ipc_add_int(resp, "start_ns", start);
+	events = cJSON_AddArrayToObject(resp, "events");
+	pthread_mutex_lock(&d->src_lock);
+	for (uint32_t i = 0; events && i < c->nevents; i++) {
+		struct source *src = find_source(d, c->events[i]);
+		cJSON *ev = cJSON_CreateObject();
+
+		if (!ev)
+			break;
+		cJSON_AddItemToArray(events, ev);
+		cJSON_AddStringToObject(ev, "event", fr_event_format(c->events[i], name, sizeof(name)));
+		fr_ipc_add_int(ev, "hz", c->hz[i]);
+		fr_ipc_add_int(ev, "recording_hz", src ? src->hz : 0);
+	}
+	pthread_mutex_unlock(&d->src_lock);
+	return resp;
+}
+
+static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
+{
+	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED), rate;
+	int privileged = peer_privileged(d, peer);
 	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "";
+	struct consumer *c;
+	cJSON *resp = NULL;
+	int64_t hz = 0, start;
 	int n;
 
 	if (peer->hold)
@@ -1826,46 +1914,14 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 		return resp;
 	}
 	c->nevents = (uint32_t)n;
-	/* An event without a rate (offcpu: every context switch) has no
-	 * limit to cap; a user may follow it only while it is recorded
-	 * anyway, never start it for the whole machine. */
-	if (!peer_privileged(d, peer)) {
-		for (int i = 0; i < n && !failed[0]; i++) {
-			struct source *src;
-
-			if (fr_event_has_rate(c->events[i]))
-				continue;
-			pthread_mutex_lock(&d->src_lock);
-			src = find_source(d, c->events[i]);
-			if (!src || !src->perf)
-				snprintf(failed, sizeof(failed),
-					 "consume: %s is not being recorded, and it records every "
-					 "context switch of the machine; only root and members of "
-					 "socket.admin_group may start it",
-					 fr_event_format(c->events[i], name, sizeof(name)));
-			pthread_mutex_unlock(&d->src_lock);
-		}
-		if (failed[0]) {
-			free(c);
-			return fr_ipc_error("%s", failed);
-		}
+	c->follows_only = !privileged;
+	if (!privileged && check_follow_only(d, c, failed, sizeof(failed)) < 0) {
+		free(c);
+		return fr_ipc_error("%s", failed);
 	}
+	rate = consume_rate(d, hz, privileged, capped, sizeof(capped));
 	for (int i = 0; i < n; i++)
-		c->hz[i] = fr_event_has_rate(c->events[i])
-				   ? (uint32_t)(hz ? hz : max_rate < 99 ? max_rate : 99)
-				   : 0;
-	/* Raising rates costs every process on the machine; a user who is
-	 * not privileged gets at most its own limit, told so rather than
-	 * refused (it still gets a profile). */
-	for (int i = 0; i < n; i++) {
-		if (c->hz[i] <= user_max || peer_privileged(d, peer))
-			continue;
-		if (!capped[0])
-			snprintf(capped, sizeof(capped),
-				 "%u Hz is above the limit for users (limits.user_max_rate_hz); "
-				 "recording at %u Hz", c->hz[i], user_max);
-		c->hz[i] = user_max;
-	}
+		c->hz[i] = fr_event_has_rate(c->events[i]) ? rate : 0;
 	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
 	c->uid = peer->uid;
 	if (wait_reconciled(d, consumer_add(d, c)) < 0) {
@@ -1891,29 +1947,7 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 	fr_log_info("%s (uid %u) asks for %s%s at %lld Hz%s%s", c->name, (unsigned)peer->uid,
 		    fr_event_format(c->events[0], name, sizeof(name)), n > 1 ? " and more" : "",
 		    (long long)c->hz[0], capped[0] ? ": " : "", capped);
-
-	resp = fr_ipc_ok();
-	if (!resp)
-		return NULL;
-	warnings = cJSON_AddArrayToObject(resp, "warnings");
-	if (warnings && capped[0])
-		cJSON_AddItemToArray(warnings, cJSON_CreateString(capped));
-	fr_ipc_add_int(resp, "start_ns", start);
-	events = cJSON_AddArrayToObject(resp, "events");
-	pthread_mutex_lock(&d->src_lock);
-	for (int i = 0; events && i < n; i++) {
-		struct source *src = find_source(d, c->events[i]);
-		cJSON *ev = cJSON_CreateObject();
-
-		if (!ev)
-			break;
-		cJSON_AddItemToArray(events, ev);
-		cJSON_AddStringToObject(ev, "event", fr_event_format(c->events[i], name, sizeof(name)));
-		fr_ipc_add_int(ev, "hz", c->hz[i]);
-		fr_ipc_add_int(ev, "recording_hz", src ? src->hz : 0);
-	}
-	pthread_mutex_unlock(&d->src_lock);
-	return resp;
+	return consume_reply(d, c, start, capped);
 }
 
 /* What status tells a user who is not privileged: the same numbers, but

@@ -150,6 +150,25 @@ if as_user "$FLIGHTREC" attach --follow --event offcpu --window 1s --count 1 -o 
 fi
 grep -q "offcpu is not being recorded, and it records every context switch" "$T/offcpu.err" ||
 	fail "the refused offcpu follow does not say why: $(cat "$T/offcpu.err")"
+# While root records offcpu, the user may follow it; when root stops, the
+# user's follower does not keep it open.
+offcpu_on() { "$FLIGHTREC" status --json | python3 -c 'import json,sys; print(any(e["event"] == "offcpu" and e["state"] == "recording" for e in json.load(sys.stdin)["events"]))'; }
+mkdir -p "$T/rootoff"
+"$FLIGHTREC" attach --follow --event offcpu --window 60s --count 1 -o "$T/rootoff" >/dev/null 2>&1 &
+ROOT_OFF=$!
+for _ in $(seq 100); do [ "$(offcpu_on)" = True ] && break; sleep 0.1; done
+[ "$(offcpu_on)" = True ] || fail "root's offcpu follow did not start offcpu"
+as_user "$FLIGHTREC" attach --follow --event offcpu --window 60s --count 1 -o "$T/u/follow" \
+	>/dev/null 2>"$T/useroff.err" &
+USER_OFF=$!
+for _ in $(seq 100); do grep -q following "$T/useroff.err" && break; sleep 0.1; done
+grep -q following "$T/useroff.err" || fail "the user could not follow offcpu: $(cat "$T/useroff.err")"
+kill "$ROOT_OFF"
+wait "$ROOT_OFF" 2>/dev/null
+for _ in $(seq 100); do [ "$(offcpu_on)" = False ] && break; sleep 0.1; done
+[ "$(offcpu_on)" = False ] || fail "the user's follower kept offcpu open after root's left"
+kill "$USER_OFF" 2>/dev/null
+wait "$USER_OFF" 2>/dev/null
 
 # A session that does not list the user cannot be dumped by it; one that
 # does can.
