@@ -59,7 +59,6 @@
 #define MAX_SOURCES 16
 /* How long an attach waits for query memory before it is told to retry. */
 #define QUERY_WAIT_NS (30LL * 1000000000LL)
-#define QUERY_MEMORY_DEFAULT (256ull << 20)
 /* A pipe or socket the client passed for the profile must take bytes at
  * least this often, and the whole profile within the total. */
 #define OUTPUT_STALL_NS (15LL * 1000000000LL)
@@ -155,6 +154,8 @@ struct daemon {
 	int64_t admin_gid;   /* -1: no admin group */
 	/* What attach queries together may hold (limits.query_memory). */
 	struct fr_budget query_budget;
+	/* What uid-limited queries together may hold: a quarter of it. */
+	struct fr_budget users_budget;
 	int64_t reloaded_ns; /* Unix ns of the last successful reload, 0 if none */
 	uint64_t reloads_rejected;
 	/* The configuration in force (ingest thread only): opts->config until
@@ -984,6 +985,7 @@ static void reload(struct daemon *d)
 	__atomic_store_n(&d->admin_gid, n->has_admin_group ? (int64_t)n->admin_gid : -1,
 			 __ATOMIC_RELAXED);
 	fr_budget_set_limit(&d->query_budget, n->query_memory);
+	fr_budget_set_limit(&d->users_budget, n->query_memory / 4);
 	pthread_mutex_lock(&d->config_lock);
 	if (d->owned_config) {
 		fr_config_fini(d->owned_config);
@@ -1405,29 +1407,28 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
  * cache has of it. Returns the bytes reserved or -EBUSY. */
 static int64_t reserve_query(struct daemon *d, struct fr_profile_request *preq)
 {
-	int64_t want = fr_profile_estimate(d->ring, preq), got;
+	int64_t want = fr_profile_estimate(d->ring, preq), ask, got, users = 0;
 
 	if (want < 0)
 		want = 0;
-	/* A profile limited to one user's processes (a user who is not
-	 * privileged) reserves at most a quarter of the budget: the estimate
-	 * counts every sample of the window, and one such user must not
-	 * hold everyone else's queries off. What it keeps of its own
-	 * samples is smaller; its decoded-chunk cache shrinks to fit. */
+	/* Profiles limited to one user's processes (users who are not
+	 * privileged) hold together at most a quarter of the budget: each
+	 * estimate counts every sample of the window, and such users must
+	 * not hold root's queries off. What they keep of their own samples
+	 * is smaller; their decoded-chunk caches shrink to fit. */
+	ask = want;
 	if (preq->has_uid) {
-		int64_t quarter = (int64_t)(fr_budget_limit(&d->query_budget) / 4);
-
-		if (want > quarter) {
-			got = fr_budget_acquire(&d->query_budget, (uint64_t)quarter,
-						QUERY_WAIT_NS);
-			if (got >= 0)
-				preq->cache_bytes = (size_t)(got / 3) + 1;
-			return got;
-		}
+		users = fr_budget_acquire(&d->users_budget, (uint64_t)want, QUERY_WAIT_NS);
+		if (users < 0)
+			return users;
+		ask = users;
 	}
-	got = fr_budget_acquire(&d->query_budget, (uint64_t)want, QUERY_WAIT_NS);
-	if (got < 0)
+	got = fr_budget_acquire(&d->query_budget, (uint64_t)ask, QUERY_WAIT_NS);
+	if (got < 0) {
+		if (preq->has_uid)
+			fr_budget_release(&d->users_budget, (uint64_t)users);
 		return got;
+	}
 	fr_log_debug("attach: reserved %lld bytes of query memory (estimated %lld)",
 		     (long long)got, (long long)want);
 	/* A reservation cut to the budget holds the decoded-chunk cache to
@@ -1435,6 +1436,19 @@ static int64_t reserve_query(struct daemon *d, struct fr_profile_request *preq)
 	if (got < want)
 		preq->cache_bytes = (size_t)(got / 3) + 1;
 	return got;
+}
+
+/* Gives back what reserve_query() took, and the memory behind it: a heavy
+ * query leaves its arena's free memory mapped, so the daemon's RSS would
+ * not return to its idle size. */
+static void release_query(struct daemon *d, int has_uid, int64_t reserved)
+{
+	if (!reserved)
+		return;
+	fr_budget_release(&d->query_budget, (uint64_t)reserved);
+	if (has_uid)
+		fr_budget_release(&d->users_budget, (uint64_t)reserved);
+	malloc_trim(0);
 }
 
 static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
@@ -1606,12 +1620,7 @@ out:
 	fr_uring_close(uring);
 	free(w);
 	close(fd);
-	if (reserved) {
-		fr_budget_release(&d->query_budget, (uint64_t)reserved);
-		/* A heavy query leaves its arena's free memory mapped; give it
-		 * back, so the daemon's RSS returns to its idle size. */
-		malloc_trim(0);
-	}
+	release_query(d, preq.has_uid, reserved);
 	return resp;
 }
 
@@ -1706,11 +1715,8 @@ static int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	dr.pid = fire->pid;
 	dr.profile = preq;
 	ret = fr_dumps_write(d->ring, &dr, path, sizeof(path), err, sizeof(err));
+	release_query(d, preq->has_uid, reserved);
 	free(preq);
-	if (reserved) {
-		fr_budget_release(&d->query_budget, (uint64_t)reserved);
-		malloc_trim(0);
-	}
 	if (ret < 0) {
 		fr_log_err("dump of session %s (%s) failed: %s", fire->session, fire->kind, err);
 		if (out)
@@ -2063,8 +2069,8 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	publish_sessions(d, opts->config);
 	d->flush_efd = d->sig_fd = d->reconcile_efd = -1;
 	pthread_mutex_init(&d->config_lock, NULL);
-	fr_budget_init(&d->query_budget, opts->config->query_memory ? opts->config->query_memory
-								   : QUERY_MEMORY_DEFAULT);
+	fr_budget_init(&d->query_budget, opts->config->query_memory);
+	fr_budget_init(&d->users_budget, opts->config->query_memory / 4);
 	pthread_mutex_init(&d->src_lock, NULL);
 	pthread_mutex_init(&d->consumers_lock, NULL);
 	{
@@ -2284,6 +2290,7 @@ out:
 	pthread_mutex_destroy(&d->sessions_lock);
 	pthread_mutex_destroy(&d->config_lock);
 	fr_budget_destroy(&d->query_budget);
+	fr_budget_destroy(&d->users_budget);
 	free(d->dumps_default_dir);
 	free(d->sessions_json);
 	free(d);
