@@ -176,6 +176,32 @@ int fr_proc_read_cgroup(const char *proc, uint32_t pid, char *dst, size_t len)
 	return ret;
 }
 
+int fr_proc_read_uid(const char *proc, uint32_t pid, uint32_t *uid)
+{
+	char path[160], buf[2048], *u, *end;
+	unsigned long v;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/status", proc, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ENOENT;
+	buf[n] = '\0';
+	u = strstr(buf, "\nUid:");
+	if (!u)
+		return -ENOENT;
+	v = strtoul(u + 5, &end, 10);
+	if (end == u + 5 || v >= UINT32_MAX)
+		return -ENOENT;
+	*uid = (uint32_t)v;
+	return 0;
+}
+
 static struct proc *find_proc(struct fr_tracker *t, uint32_t pid)
 {
 	for (struct proc *p = t->procs[fr_hash_u32(pid) % NBUCKETS]; p; p = p->next)
@@ -335,7 +361,6 @@ static const struct map *lookup_map(const struct proc *p, uint64_t addr)
 	return NULL;
 }
 
-static void read_uid(struct fr_tracker *t, const char *proc, uint32_t pid, struct proc *p);
 
 void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm,
 		     int exec)
@@ -355,7 +380,7 @@ void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const cha
 		/* Its cgroup as it is now; if it is gone already, what was
 		 * inherited or read before stays. */
 		fr_proc_read_cgroup("/proc", pid, p->cgroup, sizeof(p->cgroup));
-		read_uid(t, "/proc", pid, p);
+		fr_proc_read_uid("/proc", pid, &p->uid);
 	}
 	if (exec || pid == tid || !p->comm[0])
 		copy_name(p->comm, comm);
@@ -525,19 +550,6 @@ static ssize_t read_small(struct fr_tracker *t, const char *path)
 
 /* Sets p->uid from PROC/PID/status (the first "Uid:" field, the real
  * uid); when it cannot be read, the uid known so far stays. */
-static void read_uid(struct fr_tracker *t, const char *proc, uint32_t pid, struct proc *p)
-{
-	char path[128];
-	char *u;
-
-	snprintf(path, sizeof(path), "%s/%u/status", proc, pid);
-	if (read_small(t, path) <= 0)
-		return;
-	u = strstr(t->scratch, "\nUid:");
-	if (u)
-		p->uid = (uint32_t)strtoul(u + 5, NULL, 10);
-}
-
 static void chomp(char *s)
 {
 	size_t n = strlen(s);
@@ -617,7 +629,7 @@ int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid)
 					      (int64_t)(start * (1000000000ull / (unsigned long)t->clk_tck));
 		}
 	}
-	read_uid(t, proc, pid, p);
+	fr_proc_read_uid(proc, pid, &p->uid);
 	fr_proc_read_cgroup(proc, pid, p->cgroup, sizeof(p->cgroup));
 	snprintf(path, sizeof(path), "%s/exe", dir);
 	n = readlink(path, link, sizeof(link) - 1);

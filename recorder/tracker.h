@@ -26,6 +26,10 @@ struct fr_tracker;
  * v1-only machine); `dst` is then unchanged. */
 int fr_proc_read_cgroup(const char *proc, uint32_t pid, char *dst, size_t len);
 
+/* Reads the real uid of `pid` from `proc`/PID/status into *uid. Returns 0,
+ * or -ENOENT when the process is gone (*uid unchanged). */
+int fr_proc_read_uid(const char *proc, uint32_t pid, uint32_t *uid);
+
 struct fr_tracker *fr_tracker_new(void);
 
 /* Frees the tracker; accepts NULL. */

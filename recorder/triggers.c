@@ -426,17 +426,9 @@ static int read_comm(uint32_t pid, char comm[COMM_LEN])
  * tracker records it), or UID_UNKNOWN. A zombie still shows it. */
 static uint32_t read_uid(uint32_t pid)
 {
-	char path[64], buf[2048], *u, *end;
-	unsigned long v;
+	uint32_t uid;
 
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	if (read_text(path, buf, sizeof(buf)) <= 0)
-		return UID_UNKNOWN;
-	u = strstr(buf, "\nUid:");
-	if (!u)
-		return UID_UNKNOWN;
-	v = strtoul(u + 5, &end, 10);
-	return end == u + 5 || v >= UID_UNKNOWN ? UID_UNKNOWN : (uint32_t)v;
+	return fr_proc_read_uid("/proc", pid, &uid) == 0 ? uid : UID_UNKNOWN;
 }
 
 struct pstat {
