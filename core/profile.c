@@ -528,37 +528,27 @@ static int wanted_pid(const struct builder *b, uint32_t pid)
 }
 
 /* Whether the process `pid` of chunk `c` has one of the requested command
- * names. Names are compared whole: the kernel keeps 15 characters, and
- * so do the chunks. */
-static int wanted_comm(const struct fr_profile_request *req, const struct fr_chunk *c,
+ * names (compared whole: the kernel keeps 15 characters, and so do the
+ * chunks) and belonged to the requested uid when the chunk was sealed. A
+ * process the chunk does not describe is not known to be anyone's, so a
+ * uid restriction leaves it out: it keeps users from seeing each other's
+ * processes. */
+static int wanted_proc(const struct fr_profile_request *req, const struct fr_chunk *c,
 		       uint32_t pid)
 {
 	const struct fr_chunk_proc *p;
+	int comm_ok = !req->ncomms;
 
-	if (!req->ncomms)
+	if (!req->ncomms && !req->has_uid)
 		return 1;
 	p = fr_chunk_find_proc(c, pid);
 	if (!p)
 		return 0;
-	for (uint32_t i = 0; i < req->ncomms; i++)
-		if (strncmp(c->strings[p->comm], req->comms[i], FR_PROFILE_COMM_MAX) == 0)
-			return 1;
-	return 0;
-}
-
-/* Whether the process `pid` of chunk `c` belonged to the requested uid
- * when the chunk was sealed. A process the chunk does not describe is not
- * known to be anyone's, so it is left out: this filter keeps users from
- * seeing each other's processes. */
-static int wanted_uid(const struct fr_profile_request *req, const struct fr_chunk *c,
-		      uint32_t pid)
-{
-	const struct fr_chunk_proc *p;
-
-	if (!req->has_uid)
-		return 1;
-	p = fr_chunk_find_proc(c, pid);
-	return p && p->uid == req->uid;
+	if (req->has_uid && p->uid != req->uid)
+		return 0;
+	for (uint32_t i = 0; i < req->ncomms && !comm_ok; i++)
+		comm_ok = strncmp(c->strings[p->comm], req->comms[i], FR_PROFILE_COMM_MAX) == 0;
+	return comm_ok;
 }
 
 static int add_edge(struct builder *b, uint32_t pid, uint32_t ppid)
@@ -708,8 +698,7 @@ static int chunk_targets(struct builder *b, const struct fr_chunk *c, int names)
 	for (uint32_t k = 0; k < c->nstacks; k++) {
 		uint32_t pid = c->stacks[k].pid;
 
-		b->stack_ok[k] = (uint8_t)(wanted_pid(b, pid) && wanted_comm(req, c, pid) &&
-					   wanted_uid(req, c, pid));
+		b->stack_ok[k] = (uint8_t)(wanted_pid(b, pid) && wanted_proc(req, c, pid));
 	}
 	for (uint32_t k = 0; k < c->nlabelsets; k++) {
 		struct fr_chunk_proc_labels l;
@@ -839,9 +828,6 @@ static bool same_root(uint32_t pid, const char *self_ns)
 static int symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms)
 {
 	struct fr_symbols *syms = fr_symbols_new(kallsyms);
-
-	if (syms && b->req->has_uid)
-		fr_symbols_require_build_id(syms);
 	char buf[4200], root[64];
 	uint32_t root_pid = UINT32_MAX;
 	bool root_same = false;
@@ -850,6 +836,11 @@ static int symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms
 	int ret = 0;
 
 	self_ns[n > 0 ? n : 0] = '\0';
+	/* For a user limited to their own processes, only a file whose build
+	 * id matches the mapping's names it: the path could lead, in the
+	 * user's mount namespace or since, to a file only root may read. */
+	if (syms && b->req->has_uid)
+		fr_symbols_require_build_id(syms);
 
 	for (uint32_t i = 0; i < b->nlocs; i++) {
 		struct gloc *l = &b->locs[i];
@@ -873,12 +864,7 @@ static int symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms
 				root_same = same_root(m->pid, self_ns);
 				snprintf(root, sizeof(root), "/proc/%u/root", m->pid);
 			}
-			/* For a user limited to their own processes, only a file
-			 * whose build id matches the mapping's names it: the
-			 * path could lead, in the user's mount namespace or
-			 * since, to a file only root may read. */
-			if (syms && (!b->req->has_uid || m->bid_len) &&
-			    fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
+			if (syms && fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
 						    m->bid_len, m->start, m->pgoff, l->addr, &name,
 						    &elf_addr) == 0) {
 				snprintf(buf, sizeof(buf), "%s", name);

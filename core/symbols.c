@@ -728,6 +728,10 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
 		return -EINVAL;
 	if (addr < map_start)
 		return -ENOENT;
+	/* Asked for proof, and no build id to prove it with: no file is
+	 * opened at all. */
+	if (s->need_build_id && (!build_id || !build_id_len))
+		return -ESTALE;
 	ret = request_get(s, root, path, build_id, build_id_len, &req);
 	if (ret < 0)
 		return ret;

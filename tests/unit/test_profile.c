@@ -1055,6 +1055,8 @@ static void test_aggregation(void)
 				CHECK(strstr(raw.text, hex), "no build id %s", hex);
 			}
 			CHECK(strstr(raw.text, "[kernel.kallsyms]"), "no kernel mapping");
+			/* The control for the uid-limited profile below. */
+			CHECK(strstr(raw.text, "ffffffff81"), "no kernel addresses in root's profile");
 			dump_on_failure(&raw, before);
 			raw_free(&raw);
 		} else {
