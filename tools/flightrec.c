@@ -373,7 +373,9 @@ static void progress_stop(struct progress *p)
 
 /* Adds the query's events and targets to a request. */
 /* Sends the attach request `req` with a new file at `path` and commits the
- * file when the recorder succeeds. Returns 0, or 1 after saying why. */
+ * file when the recorder succeeds. Returns 0; 2 when the profile was kept
+ * but may end early (the recorder could not flush), after saying so; or 1
+ * after saying why it failed. */
 static int attach_one(int sock, const char *socket_path, cJSON *req, const char *path)
 {
 	struct output out = {.fd = -1};
@@ -412,7 +414,7 @@ static int attach_one(int sock, const char *socket_path, cJSON *req, const char 
 	/* The profile is kept (it holds what the ring had), but a script
 	 * must not take it for the whole window. */
 	w = cJSON_GetObjectItemCaseSensitive(resp, "incomplete");
-	ret = cJSON_IsString(w) ? 1 : 0;
+	ret = cJSON_IsString(w) ? 2 : 0;
 	if (ret)
 		fprintf(stderr, "%s: %s: %s\n", prog, path, w->valuestring);
 	cJSON_Delete(resp);
@@ -439,7 +441,7 @@ static int follow(int sock, const char *socket_path, const struct fr_query_args 
 	char host[256] = "host";
 	int64_t t0;
 	uint64_t written = 0;
-	int status = 1;
+	int status = 1, incomplete = 0;
 
 	if (!req)
 		return 1;
@@ -511,7 +513,11 @@ static int follow(int sock, const char *socket_path, const struct fr_query_args 
 		ret = attach_one(sock, socket_path, req, path);
 		cJSON_Delete(req);
 		req = NULL;
-		if (ret) {
+		/* One window that could not be flushed does not end a follow
+		 * of hours; the exit status says it happened. */
+		if (ret == 2)
+			incomplete = 1;
+		else if (ret) {
 			free(path);
 			goto out;
 		}
@@ -525,7 +531,7 @@ static int follow(int sock, const char *socket_path, const struct fr_query_args 
 		written++;
 		t0 = t1;
 	}
-	status = 0;
+	status = incomplete;
 out:
 	cJSON_Delete(req);
 	cJSON_Delete(resp);
@@ -630,7 +636,7 @@ static int cmd_attach(int argc, char **argv)
 			goto out;
 		q.out_s = out_name;
 	}
-	if (attach_one(sock, socket_path, req, q.out_s))
+	if (attach_one(sock, socket_path, req, q.out_s) != 0)
 		goto out;
 	if (out_name)
 		printf("%s\n", out_name);
