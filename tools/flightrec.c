@@ -708,13 +708,12 @@ static void print_ring(const cJSON *ring, double lost)
 		const char *sb = str(ring, "superblock");
 		bool copy = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ring, "superblock_copy"));
 
-		if (!sb[0])
-			; /* a recorder from before superblock copies */
-		else if (!strcmp(sb, "copy"))
+		/* No "superblock": a recorder from before superblock copies. */
+		if (!strcmp(sb, "copy"))
 			printf("superblock: damaged; read through its copy at the end of the file\n");
 		else if (!strcmp(sb, "repaired"))
 			printf("superblock: was damaged; rewritten from its copy at the end of the file\n");
-		else
+		else if (sb[0])
 			printf("superblock: intact, %s\n",
 			       copy ? "with a copy at the end of the file"
 				    : "no copy (made before copies existed; a recorder adds one)");

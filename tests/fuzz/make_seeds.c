@@ -725,7 +725,8 @@ static void make_ring_seeds(void)
 		write_seed("ring", "sb-flipped", FUZZ_RING_FILE, d, len);
 		memset(d, 0, FR_RING_SB_LEN);
 		write_seed("ring", "sb-zeroed", FUZZ_RING_FILE, d, len);
-		d[len - FR_RING_SB_LEN + FUZZ_SB_OFF_NSEGMENTS] ^= 0x01;
+		/* Both zeroed: no magic left anywhere, only chunk headers. */
+		memset(d + len - FR_RING_SB_LEN, 0, FR_RING_SB_LEN);
 		write_seed("ring", "sb-both", FUZZ_RING_FILE, d, len);
 		free(d);
 	}

@@ -2,7 +2,8 @@
 # Slow clients cannot lock the daemon: more connections than
 # limits.max_clients, each sending a byte of a request every 4 s (under
 # any per-receive timeout), are dropped once their request deadline
-# passes, and status gets in meanwhile (the last slot is kept for it).
+# passes, and status gets in meanwhile. (That the last slot is kept for
+# status is test_ipc's status_slot: here the slow clients take it too.)
 # An attach whose output is a pipe nobody reads gives up and frees its
 # connection. The daemon keeps recording throughout.
 . "$(dirname "$0")/lib.sh"
@@ -25,8 +26,8 @@ for _ in $(seq 1 100); do
 done
 grep -q '^connected 70$' "$T/slow.out" || fail "the slow client did not connect: $(cat "$T/slow.err")"
 
-# status answers while the slow clients are there (bounded poll: the slot
-# kept for status may itself be held by a slow client until its deadline).
+# status answers while the slow clients are there (bounded poll: a slow
+# client holds the slot kept for status, too, until its deadline).
 ok=
 for _ in $(seq 1 150); do
 	if "$FLIGHTREC" status >"$T/status.out" 2>"$T/status.err"; then

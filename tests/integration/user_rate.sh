@@ -28,6 +28,9 @@ as_nobody "$FLIGHTREC" attach --follow --count 1 --window 1s --hz 500 -o "$T/out
 # Root may go up to limits.max_rate_hz.
 "$FLIGHTREC" attach --follow --count 1 --window 1s --hz 999 -o "$T/out" \
 	>"$T/out.txt" 2>"$T/err.txt" || fail "root's follow at 999 Hz failed: $(cat "$T/err.txt")"
+grep -q "user_max_rate_hz" "$T/err.txt" && fail "root's follow was capped: $(cat "$T/err.txt")"
+grep -q "following cpu at 999 Hz" "$T/err.txt" ||
+	fail "root's follow did not run at 999 Hz: $(cat "$T/err.txt")"
 daemon_alive || fail "the daemon died"
 stop_daemon
 echo "user_rate: ok"
