@@ -44,114 +44,11 @@
 #include "core/log.h"
 #include "core/merge.h"
 #include "core/uring.h"
-
-#define NS_PER_SEC 1000000000LL
-
-/* Payloads of the newest chunks up to this many bytes are checked when the
- * ring is opened: more than a sync interval's worth of writes. */
-#define VERIFY_TAIL_BYTES (16u << 20)
-
-/* Journal chunks merged at most at once. */
-#define GROUP_MAX_PARTS 64
-#define JOURNAL_MAX (16ull << 20)
-
-struct fr_ring {
-	char *path;
-	int fd;
-	bool rdonly;
-	struct fr_uring *uring; /* NULL: plain pwrite/fdatasync */
-	pthread_mutex_t io_lock; /* serializes use of the uring */
-
-	uint64_t file_size;
-	uint64_t segment_size;
-	uint32_t nsegments;
-	uint32_t chunk_version;
-	uint32_t version;      /* of the file: 1 or 2 */
-	uint64_t journal_size; /* 0: none */
-	unsigned char *sb;     /* the superblock in force, FR_RING_SB_LEN bytes */
-	bool sb_copy;          /* the file holds an intact copy of it */
-	enum fr_ring_sb sb_state;
-
-	/* Appending thread only. */
-	uint32_t cur_seg;
-	uint64_t cur_off; /* within cur_seg */
-	uint64_t next_seq;
-	int64_t sync_interval;  /* atomic: set from any thread */
-	int64_t last_sync_ns;   /* atomic: fr_ring_sync() may run elsewhere */
-	int dirty;              /* atomic */
-	uint64_t jcur;          /* journal write offset, from the journal start */
-	int64_t group_ns;       /* atomic */
-	int64_t group_start;    /* monotonic time of the group's first chunk */
-	bool group_due;         /* a group found on opening: store it first */
-	bool opened;            /* fr_ring_open() succeeded */
-
-	/* Guarded by lock. */
-	pthread_rwlock_t lock;
-	struct fr_ring_ref *idx;
-	size_t idx_cap, idx_head, idx_count;
-	uint32_t *seg_chunks;
-	uint64_t bytes_used, samples, raw_bytes;
-	uint64_t corrupt;
-	/* The journal's current chunks (the group), in sequence order. */
-	struct fr_ring_ref *jidx;
-	size_t jcount, jcap;
-};
-
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_le64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_le64(const unsigned char *p)
-{
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
-
-static bool all_zero(const unsigned char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
-static uint64_t align8(uint64_t v)
-{
-	return (v + 7) & ~(uint64_t)7;
-}
-
-static uint64_t seg_base(const struct fr_ring *r, uint32_t seg)
-{
-	return FR_RING_SB_LEN + r->journal_size + (uint64_t)seg * r->segment_size;
-}
-
-static uint32_t seg_of(const struct fr_ring *r, uint64_t offset)
-{
-	return (uint32_t)((offset - FR_RING_SB_LEN - r->journal_size) / r->segment_size);
-}
-
-static bool in_journal(const struct fr_ring *r, uint64_t offset)
-{
-	return offset >= FR_RING_SB_LEN && offset < FR_RING_SB_LEN + r->journal_size;
-}
+#include "core/ring_int.h"
 
 /* Reads exactly `len` bytes unless the file ends first. Returns the bytes
  * read or -errno. */
-static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
+ssize_t ring_pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
 	unsigned char *p = buf;
 	size_t done = 0;
@@ -171,7 +68,7 @@ static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return (ssize_t)done;
 }
 
-static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+int ring_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 {
 	const unsigned char *p = buf;
 	size_t done = 0;
@@ -196,7 +93,7 @@ static int ring_write(struct fr_ring *r, const void *buf, size_t len, uint64_t o
 	int ret;
 
 	if (!r->uring)
-		return pwrite_full(r->fd, buf, len, off);
+		return ring_pwrite_full(r->fd, buf, len, off);
 	pthread_mutex_lock(&r->io_lock);
 	ssize_t n = fr_uring_write(r->uring, r->fd, buf, len, (int64_t)off);
 	pthread_mutex_unlock(&r->io_lock);
@@ -224,7 +121,7 @@ static struct fr_ring_ref *idx_at(const struct fr_ring *r, size_t i)
 	return &r->idx[(r->idx_head + i) % r->idx_cap];
 }
 
-static int idx_reserve(struct fr_ring *r, size_t want)
+int ring_idx_reserve(struct fr_ring *r, size_t want)
 {
 	struct fr_ring_ref *n;
 	size_t cap = r->idx_cap ? r->idx_cap : 64;
@@ -246,7 +143,7 @@ static int idx_reserve(struct fr_ring *r, size_t want)
 }
 
 /* Callers hold the write lock and have reserved room. */
-static void idx_push(struct fr_ring *r, const struct fr_ring_ref *ref)
+void ring_idx_push(struct fr_ring *r, const struct fr_ring_ref *ref)
 {
 	*idx_at(r, r->idx_count) = *ref;
 	r->idx_count++;
@@ -316,7 +213,7 @@ static void idx_remove_at(struct fr_ring *r, size_t pos)
 }
 
 /* The index entry of a chunk with header `h` at file offset `offset`. */
-static struct fr_ring_ref ref_of(const struct fr_chunk_header *h, uint64_t offset)
+struct fr_ring_ref ring_ref_of(const struct fr_chunk_header *h, uint64_t offset)
 {
 	return (struct fr_ring_ref){
 		.seq = h->seq,
@@ -331,7 +228,7 @@ static struct fr_ring_ref ref_of(const struct fr_chunk_header *h, uint64_t offse
 }
 
 /* The journal's current chunks. Callers hold the write lock. */
-static int jidx_push(struct fr_ring *r, const struct fr_ring_ref *ref)
+int ring_jidx_push(struct fr_ring *r, const struct fr_ring_ref *ref)
 {
 	if (r->jcount == r->jcap) {
 		size_t cap = r->jcap ? 2 * r->jcap : 16;
@@ -358,866 +255,6 @@ static void jidx_remove_at(struct fr_ring *r, size_t pos)
 	r->raw_bytes -= ref->raw_len;
 	memmove(&r->jidx[pos], &r->jidx[pos + 1], (r->jcount - pos - 1) * sizeof(*r->jidx));
 	r->jcount--;
-}
-
-/* ------------------------------------------------------------------ */
-/* Superblock                                                           */
-
-static void sb_encode(unsigned char *sb, const struct fr_ring *r, int64_t created_ns,
-		      const unsigned char id[16])
-{
-	memset(sb, 0, FR_RING_SB_LEN);
-	memcpy(sb, FR_RING_MAGIC, 16);
-	put_le32(sb + 16, FR_RING_VERSION);
-	put_le32(sb + 20, FR_RING_SB_LEN);
-	put_le64(sb + 24, r->file_size);
-	put_le64(sb + 32, r->segment_size);
-	put_le32(sb + 40, r->nsegments);
-	put_le32(sb + 44, FR_CHUNK_VERSION);
-	put_le64(sb + 48, (uint64_t)created_ns);
-	memcpy(sb + 56, id, 16);
-	put_le64(sb + 72, r->journal_size);
-	put_le32(sb + 80, fr_crc32c(0, sb, 80));
-}
-
-static int check_geometry(const char *path, uint64_t size, uint64_t segment_size,
-			  char *err, size_t errlen)
-{
-	if (segment_size < FR_RING_MIN_SEGMENT || segment_size % 4096 != 0 ||
-	    segment_size > (1ull << 31)) {
-		fr_set_err(err, errlen,
-			"invalid segment size %" PRIu64 " for %s: must be a multiple of 4096 "
-			"between %d and %llu bytes",
-			segment_size, path, FR_RING_MIN_SEGMENT, 1ull << 32);
-		return -EINVAL;
-	}
-	/* The superblock and its copy come out of the size. */
-	if (size < 2 * FR_RING_SB_LEN || (size - 2 * FR_RING_SB_LEN) / segment_size < 2 ||
-	    (size - 2 * FR_RING_SB_LEN) / segment_size > UINT32_MAX) {
-		fr_set_err(err, errlen,
-			"invalid ring size %" PRIu64 " for %s: must hold two 4096-byte superblocks "
-			"(one a copy) and at least 2 segments of %" PRIu64 " bytes",
-			size, path, segment_size);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* The journal a ring of `size` bytes gets (core/ring.h) when `reserved`
- * of them go to superblocks: 2 * FR_RING_SB_LEN (the superblock and its
- * copy), or FR_RING_SB_LEN for a ring made before copies existed. */
-static uint64_t journal_for(uint64_t size, uint64_t segment_size, uint64_t reserved)
-{
-	uint64_t j = (size / 64) & ~(uint64_t)4095;
-
-	if (j > JOURNAL_MAX)
-		j = JOURNAL_MAX;
-	if (j < 2 * segment_size)
-		j = 2 * segment_size;
-	if (j > JOURNAL_MAX || size < reserved)
-		return 0;
-	if ((size - reserved) / segment_size < 4 || size - reserved < j ||
-	    (size - reserved - j) / segment_size < 4)
-		return 0;
-	return j;
-}
-
-/* The file_size (the superblock's field: the bytes before any copy) of a
- * ring made for `size` bytes with `reserved` bytes of superblocks (above),
- * or 0 when `size` cannot hold one. */
-static uint64_t layout_for(uint64_t size, uint64_t segment_size, bool journal,
-			   uint64_t reserved)
-{
-	uint64_t j;
-
-	if (size <= reserved || !segment_size)
-		return 0;
-	j = journal ? journal_for(size, segment_size, reserved) : 0;
-	if (size - reserved < j)
-		return 0;
-	return FR_RING_SB_LEN + j + (size - reserved - j) / segment_size * segment_size;
-}
-
-static int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size, bool journal,
-		       char *err, size_t errlen)
-{
-	unsigned char id[16];
-	int ret;
-
-	r->version = FR_RING_VERSION;
-	r->segment_size = segment_size;
-	r->journal_size = journal ? journal_for(size, segment_size, 2 * FR_RING_SB_LEN) : 0;
-	r->nsegments = (uint32_t)((size - 2 * FR_RING_SB_LEN - r->journal_size) / segment_size);
-	r->file_size = FR_RING_SB_LEN + r->journal_size + (uint64_t)r->nsegments * segment_size;
-
-	/* The copy of the superblock follows the segments. */
-	ret = posix_fallocate(r->fd, 0, (off_t)(r->file_size + FR_RING_SB_LEN));
-	if (ret != 0) {
-		fr_set_err(err, errlen, "cannot allocate %" PRIu64 " bytes for %s: %s",
-			r->file_size + FR_RING_SB_LEN, r->path, strerror(ret));
-		return -ret;
-	}
-	if (getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id)) {
-		uint64_t a = (uint64_t)fr_now_real_ns(), b = (uint64_t)getpid();
-
-		a *= 0x9e3779b97f4a7c15ull;
-		memcpy(id, &a, 8);
-		memcpy(id + 8, &b, 8);
-	}
-	r->sb = calloc(1, FR_RING_SB_LEN);
-	if (!r->sb)
-		return -ENOMEM;
-	sb_encode(r->sb, r, fr_now_real_ns(), id);
-	/* A crash between the two writes leaves one of them, from which the
-	 * next writable open restores the other. */
-	ret = pwrite_full(r->fd, r->sb, FR_RING_SB_LEN, r->file_size);
-	if (ret == 0)
-		ret = pwrite_full(r->fd, r->sb, FR_RING_SB_LEN, 0);
-	if (ret == 0 && fsync(r->fd) < 0)
-		ret = -errno;
-	if (ret < 0) {
-		fr_set_err(err, errlen, "cannot write the superblock of %s: %s", r->path,
-			strerror(-ret));
-		return ret;
-	}
-	r->sb_copy = true;
-	r->chunk_version = FR_CHUNK_VERSION;
-	return 0;
-}
-
-/* What a superblock says. */
-struct sb_geom {
-	uint32_t version, chunk_version, nsegments;
-	uint64_t file_size, segment_size, journal_size;
-};
-
-/* sb_decode(): a version this build does not know, whose checksum is not
- * where versions 1 and 2 keep it: a newer format, or a flipped bit. */
-#define SB_UNKNOWN_VERSION (-10000)
-
-/* Decodes one superblock image of `n` bytes. Returns 0 with the geometry
- * in *g; -EMEDIUMTYPE without the ring magic; -EUCLEAN with the magic but
- * a checksum or geometry that does not hold (damage); -EPROTONOSUPPORT for
- * a ring or chunk format version this build does not read, the checksum
- * holding; SB_UNKNOWN_VERSION (above). */
-static int sb_decode(const unsigned char *sb, size_t n, struct sb_geom *g)
-{
-	uint32_t crc_at;
-
-	if (n < 16 || memcmp(sb, FR_RING_MAGIC, 16) != 0)
-		return -EMEDIUMTYPE;
-	if (n < FR_RING_SB_LEN)
-		return -EUCLEAN;
-	g->version = get_le32(sb + 16);
-	if (g->version != 1 && g->version != FR_RING_VERSION) {
-		if (get_le32(sb + 80) == fr_crc32c(0, sb, 80) ||
-		    get_le32(sb + 72) == fr_crc32c(0, sb, 72))
-			return -EPROTONOSUPPORT;
-		return SB_UNKNOWN_VERSION;
-	}
-	crc_at = g->version == 1 ? 72 : 80;
-	if (get_le32(sb + crc_at) != fr_crc32c(0, sb, crc_at))
-		return -EUCLEAN;
-	g->file_size = get_le64(sb + 24);
-	g->segment_size = get_le64(sb + 32);
-	g->nsegments = get_le32(sb + 40);
-	g->chunk_version = get_le32(sb + 44);
-	g->journal_size = g->version == 1 ? 0 : get_le64(sb + 72);
-	if (get_le32(sb + 20) != FR_RING_SB_LEN || g->segment_size < FR_RING_MIN_SEGMENT ||
-	    g->segment_size % 4096 != 0 || g->segment_size > (1ull << 31) ||
-	    g->nsegments < 2 || g->journal_size % 4096 != 0 || g->journal_size > JOURNAL_MAX ||
-	    (g->journal_size && g->journal_size < 2 * g->segment_size) ||
-	    g->file_size != FR_RING_SB_LEN + g->journal_size +
-				    (uint64_t)g->nsegments * g->segment_size)
-		return -EUCLEAN;
-	if (g->chunk_version != FR_CHUNK_VERSION)
-		return -EPROTONOSUPPORT;
-	return 0;
-}
-
-/* Whether the file holds an intact chunk header (its magic and header crc
- * right) on an 8-byte boundary within the first CHUNK_EVIDENCE_BYTES after
- * the superblock, where the journal and the first segments of any ring
- * lie. Such a header is evidence the file was a ring: nothing else writes
- * them, and their crc rules out chance. Returns 1, 0 or -errno. */
-#define CHUNK_EVIDENCE_BYTES (32ull << 20)
-static int chunk_evidence(int fd, uint64_t size)
-{
-	const size_t block = 1u << 20;
-	unsigned char *buf = malloc(block + FR_CHUNK_HEADER_LEN);
-	uint64_t end = size < FR_RING_SB_LEN + CHUNK_EVIDENCE_BYTES
-			       ? size
-			       : FR_RING_SB_LEN + CHUNK_EVIDENCE_BYTES;
-	int found = 0;
-
-	if (!buf)
-		return -ENOMEM;
-	for (uint64_t off = FR_RING_SB_LEN; off < end && !found; off += block) {
-		struct fr_chunk_header h;
-		ssize_t n = pread_full(fd, buf, block + FR_CHUNK_HEADER_LEN, off);
-
-		if (n < 0) {
-			found = (int)n;
-			break;
-		}
-		for (size_t i = 0; i + FR_CHUNK_HEADER_LEN <= (size_t)n && i < block; i += 8) {
-			if (get_le32(buf + i) == FR_CHUNK_MAGIC &&
-			    fr_chunk_header_parse(buf + i, FR_CHUNK_HEADER_LEN, &h) == 0) {
-				found = 1;
-				break;
-			}
-		}
-	}
-	free(buf);
-	return found;
-}
-
-static const char *sb_problem(int ret)
-{
-	switch (ret) {
-	case -EMEDIUMTYPE:
-		return "bad magic";
-	case -EUCLEAN:
-		return "checksum or geometry mismatch";
-	case SB_UNKNOWN_VERSION:
-		return "unknown format version, checksum mismatch";
-	default:
-		return "unreadable";
-	}
-}
-
-/* Reads the superblock: the primary at offset 0, or when it is damaged
- * its copy, the file's last FR_RING_SB_LEN bytes (taken only when the
- * geometry it describes ends exactly there). Returns 0; -EPROTONOSUPPORT
- * for a format this build does not read; -EUCLEAN for a ring whose
- * superblocks are both damaged (the magic survives in one of them, or
- * intact chunk headers say the file was a ring); -EMEDIUMTYPE for a file
- * that does not look like a ring; or -errno. */
-static int sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t errlen)
-{
-	unsigned char *sb = malloc(2 * FR_RING_SB_LEN), *copy = sb + FR_RING_SB_LEN;
-	struct sb_geom g, cg;
-	ssize_t n, cn = 0;
-	int p, c = -EMEDIUMTYPE, ret;
-
-	if (!sb)
-		return -ENOMEM;
-	n = pread_full(r->fd, sb, FR_RING_SB_LEN, 0);
-	if (n < 0) {
-		fr_set_err(err, errlen, "cannot read %s: %s", r->path, strerror((int)-n));
-		ret = (int)n;
-		goto out;
-	}
-	p = sb_decode(sb, (size_t)n, &g);
-	if (p == 0 && actual_size >= g.file_size + FR_RING_SB_LEN) {
-		/* Is the copy there (and the same)? */
-		cn = pread_full(r->fd, copy, FR_RING_SB_LEN, g.file_size);
-		r->sb_copy = cn == FR_RING_SB_LEN && memcmp(sb, copy, FR_RING_SB_LEN) == 0;
-	}
-	/* A format this build does not read is not damage: no copy of ours
-	 * can stand for it. */
-	if (p != 0 && p != -EPROTONOSUPPORT && actual_size >= 2 * FR_RING_SB_LEN) {
-		cn = pread_full(r->fd, copy, FR_RING_SB_LEN, actual_size - FR_RING_SB_LEN);
-		if (cn < 0) {
-			fr_set_err(err, errlen, "cannot read %s: %s", r->path,
-				   strerror((int)-cn));
-			ret = (int)cn;
-			goto out;
-		}
-		c = sb_decode(copy, (size_t)cn, &cg);
-		if (c == 0 && cg.file_size != actual_size - FR_RING_SB_LEN)
-			c = -EUCLEAN; /* a superblock, not where its own copy would be */
-		if (c == 0) {
-			fr_log_warn("%s: the superblock is damaged (%s); reading the ring through "
-				    "its copy at offset %" PRIu64,
-				    r->path, sb_problem(p), cg.file_size);
-			memcpy(sb, copy, FR_RING_SB_LEN);
-			g = cg;
-			p = 0;
-			r->sb_copy = true;
-			r->sb_state = FR_RING_SB_FROM_COPY;
-		}
-	}
-	/* A version this build does not know, in either superblock, may be a
-	 * newer format: refused, never repaired or moved aside. */
-	if (p == SB_UNKNOWN_VERSION)
-		p = -EPROTONOSUPPORT;
-	if (c == SB_UNKNOWN_VERSION)
-		c = -EPROTONOSUPPORT;
-	if (p == -EPROTONOSUPPORT || (p != 0 && c == -EPROTONOSUPPORT)) {
-		const unsigned char *v = p == -EPROTONOSUPPORT ? sb : copy;
-
-		if (get_le32(v + 16) != 1 && get_le32(v + 16) != FR_RING_VERSION)
-			fr_set_err(err, errlen,
-				"%s is a flightrec ring of format version %" PRIu32
-				"; this build reads versions 1 to %d",
-				r->path, get_le32(v + 16), FR_RING_VERSION);
-		else
-			fr_set_err(err, errlen,
-				"%s holds chunks of format version %" PRIu32
-				"; this build reads version %d",
-				r->path, get_le32(v + 44), FR_CHUNK_VERSION);
-		ret = -EPROTONOSUPPORT;
-		goto out;
-	}
-	if (p != 0) {
-		/* Neither superblock holds. A ring (the magic in either, or its
-		 * chunks) is damaged; anything else is not ours. */
-		int ev = p == -EUCLEAN || c == -EUCLEAN ? 1 : chunk_evidence(r->fd, actual_size);
-
-		if (ev < 0) {
-			fr_set_err(err, errlen, "cannot read %s: %s", r->path, strerror(-ev));
-			ret = ev;
-		} else if (ev) {
-			fr_set_err(err, errlen,
-				"%s is a flightrec ring whose superblock is damaged (%s) and "
-				"has no intact copy; its geometry is unknown, so its chunks "
-				"cannot be read",
-				r->path, sb_problem(p));
-			ret = -EUCLEAN;
-		} else {
-			fr_set_err(err, errlen,
-				"%s is not a flightrec ring (%s); refusing to overwrite it",
-				r->path,
-				p == -EMEDIUMTYPE ? "bad magic" : "damaged superblock, no chunks");
-			ret = -EMEDIUMTYPE;
-		}
-		goto out;
-	}
-	r->version = g.version;
-	r->file_size = g.file_size;
-	r->segment_size = g.segment_size;
-	r->nsegments = g.nsegments;
-	r->chunk_version = g.chunk_version;
-	r->journal_size = g.journal_size;
-	r->sb = sb;
-	sb = NULL;
-	/* A file shorter than its superblock says was truncated: what is
-	 * left is read (the missing tail reads as zeroes, never-written
-	 * space); fr_ring_open() restores the size of a writable ring. */
-	ret = 0;
-out:
-	free(sb);
-	return ret;
-}
-
-/* A writable open of a ring read through its copy writes the primary
- * back from it. */
-static void sb_repair(struct fr_ring *r)
-{
-	int ret = pwrite_full(r->fd, r->sb, FR_RING_SB_LEN, 0);
-
-	if (ret == 0 && fdatasync(r->fd) < 0)
-		ret = -errno;
-	if (ret < 0) {
-		fr_log_err("%s: cannot rewrite the damaged superblock from its copy: %s; "
-			   "the ring is still read through the copy",
-			   r->path, strerror(-ret));
-		return;
-	}
-	r->sb_state = FR_RING_SB_REPAIRED;
-	fr_log_warn("%s: rewrote the damaged superblock from its copy", r->path);
-}
-
-/* A writable open of a ring without a copy of its superblock (made
- * before copies existed, or whose copy was damaged) adds one after the
- * segments, where nothing of the ring lies. Bytes there that are neither
- * zeroes nor a superblock are not the ring's: they are left alone, and the
- * ring goes without a copy. */
-static void sb_add_copy(struct fr_ring *r, uint64_t actual_size)
-{
-	uint64_t at = r->file_size;
-	unsigned char *buf;
-	ssize_t n = 0;
-	int ret;
-
-	if (actual_size > at + FR_RING_SB_LEN) {
-		fr_log_warn("%s holds %" PRIu64 " bytes past the ring's end; no copy of the "
-			    "superblock is added there",
-			    r->path, actual_size - at);
-		return;
-	}
-	buf = calloc(1, FR_RING_SB_LEN);
-	if (!buf)
-		return;
-	if (actual_size > at)
-		n = pread_full(r->fd, buf, actual_size - at, at);
-	if (n < 0 || (!all_zero(buf, (size_t)n) &&
-		      ((size_t)n < 16 || memcmp(buf, FR_RING_MAGIC, 16) != 0))) {
-		free(buf);
-		fr_log_warn("%s holds data past the ring's end; no copy of the superblock is "
-			    "added there", r->path);
-		return;
-	}
-	free(buf);
-	ret = posix_fallocate(r->fd, (off_t)at, FR_RING_SB_LEN);
-	if (ret) {
-		fr_log_warn("%s: cannot add a copy of the superblock: %s; the ring goes "
-			    "without one", r->path, strerror(ret));
-		return;
-	}
-	ret = pwrite_full(r->fd, r->sb, FR_RING_SB_LEN, at);
-	if (ret == 0 && fdatasync(r->fd) < 0)
-		ret = -errno;
-	if (ret < 0) {
-		fr_log_warn("%s: cannot write a copy of the superblock: %s", r->path,
-			    strerror(-ret));
-		return;
-	}
-	r->sb_copy = true;
-	fr_log_info("%s: added a copy of the superblock at offset %" PRIu64, r->path, at);
-}
-
-/* Renames a ring whose superblocks are both damaged to PATH.damaged-TIME
- * (never over an existing file) and opens a new empty file at PATH in its
- * place, locked. Returns 0 or -errno with `err` set. */
-static int move_aside(struct fr_ring *r, const char *why, char *err, size_t errlen)
-{
-	size_t len = strlen(r->path) + 64;
-	char *aside = malloc(len), stamp[32];
-	struct tm tm;
-	time_t now = time(NULL);
-	int ret = -EEXIST;
-
-	if (!aside) {
-		fr_set_err(err, errlen, "cannot open %s: out of memory", r->path);
-		return -ENOMEM;
-	}
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	for (int i = 0; i < 100 && ret == -EEXIST; i++) {
-		if (i)
-			snprintf(aside, len, "%s.damaged-%s.%d", r->path, stamp, i);
-		else
-			snprintf(aside, len, "%s.damaged-%s", r->path, stamp);
-		ret = renameat2(AT_FDCWD, r->path, AT_FDCWD, aside, RENAME_NOREPLACE) < 0
-			      ? -errno
-			      : 0;
-	}
-	if (ret < 0) {
-		fr_set_err(err, errlen, "%s; cannot move it aside: %s", why, strerror(-ret));
-		goto out;
-	}
-	fr_log_warn("%s; moved it aside to %s and starting a new ring", why, aside);
-	/* Unlocks the old file, which is no longer at the path. */
-	close(r->fd);
-	r->fd = open(r->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (r->fd < 0 || flock(r->fd, LOCK_EX | LOCK_NB) < 0) {
-		ret = -errno;
-		fr_set_err(err, errlen, "cannot create %s after moving the damaged ring aside: %s",
-			   r->path, strerror(errno));
-		goto out;
-	}
-	ret = 0;
-out:
-	free(aside);
-	return ret;
-}
-
-/* ------------------------------------------------------------------ */
-/* Recovery                                                             */
-
-struct cand {
-	struct fr_ring_ref ref;
-	bool verified;
-	bool damaged; /* header intact, payload not: counted, dropped later */
-};
-
-struct scan {
-	struct cand *c;
-	size_t n, cap;
-	unsigned char *segbuf; /* one segment, for resyncing */
-	uint64_t max_seq;
-	bool any_seq;
-	/* Per segment: where its scan met an all-zero header (the end of its
-	 * data, or a zeroed page), or NO_ZERO_STOP. */
-	uint64_t *zero_stop;
-};
-
-#define NO_ZERO_STOP UINT64_MAX
-
-static int scan_add(struct scan *s, const struct fr_ring_ref *ref)
-{
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 256;
-		struct cand *c = realloc(s->c, cap * sizeof(*c));
-
-		if (!c)
-			return -ENOMEM;
-		s->c = c;
-		s->cap = cap;
-	}
-	s->c[s->n].ref = *ref;
-	s->c[s->n].verified = false;
-	s->c[s->n].damaged = false;
-	s->n++;
-	return 0;
-}
-
-/* A header at `off` within the segment that parses and whose chunk fits
- * in the rest of the segment. */
-static bool header_ok(const struct fr_ring *r, const unsigned char *p, uint64_t off,
-		      struct fr_chunk_header *h)
-{
-	if (fr_chunk_header_parse(p, FR_CHUNK_HEADER_LEN, h) < 0)
-		return false;
-	return FR_CHUNK_HEADER_LEN + (uint64_t)h->comp_len <= r->segment_size - off;
-}
-
-/* Scans segment `seg` from offset `start`. An all-zero header normally
- * ends the segment's data; with `zeros_are_damage` it is searched past
- * like any other bad header. */
-static int scan_segment(struct fr_ring *r, struct scan *s, uint32_t seg, uint64_t start,
-			bool zeros_are_damage)
-{
-	uint64_t base = seg_base(r, seg), off = start, last_seq = 0;
-	bool have_last = false, loaded = false;
-	int ret;
-
-	while (off + FR_CHUNK_HEADER_LEN <= r->segment_size) {
-		unsigned char hbuf[FR_CHUNK_HEADER_LEN];
-		const unsigned char *hp;
-		struct fr_chunk_header h;
-		struct fr_ring_ref ref;
-
-		if (loaded) {
-			hp = s->segbuf + off;
-		} else {
-			ssize_t n = pread_full(r->fd, hbuf, sizeof(hbuf), base + off);
-
-			if (n < 0)
-				return (int)n;
-			if ((size_t)n < sizeof(hbuf))
-				memset(hbuf + n, 0, sizeof(hbuf) - (size_t)n);
-			hp = hbuf;
-		}
-		/* Never written: the end of this segment's data (or a zeroed
-		 * page, which ring_recover() looks past when chunks are missing). */
-		if (!zeros_are_damage && all_zero(hp, FR_CHUNK_HEADER_LEN)) {
-			s->zero_stop[seg] = off;
-			break;
-		}
-		if (!header_ok(r, hp, off, &h)) {
-			bool found = false;
-
-			/* Search forward for the next valid header. */
-			if (!loaded) {
-				ssize_t n = pread_full(r->fd, s->segbuf, r->segment_size, base);
-
-				if (n < 0)
-					return (int)n;
-				if ((size_t)n < r->segment_size)
-					memset(s->segbuf + n, 0, r->segment_size - (size_t)n);
-				loaded = true;
-			}
-			for (off += 8; off + FR_CHUNK_HEADER_LEN <= r->segment_size; off += 8) {
-				if (get_le32(s->segbuf + off) == FR_CHUNK_MAGIC &&
-				    header_ok(r, s->segbuf + off, off, &h)) {
-					found = true;
-					break;
-				}
-			}
-			if (!found)
-				break;
-		}
-		/* Sequence numbers increase within a segment's current use;
-		 * a lower one is a leftover of its previous use. */
-		if (have_last && h.seq <= last_seq)
-			break;
-		have_last = true;
-		last_seq = h.seq;
-		if (!s->any_seq || h.seq > s->max_seq)
-			s->max_seq = h.seq;
-		s->any_seq = true;
-
-		ref = ref_of(&h, base + off);
-		ret = scan_add(s, &ref);
-		if (ret < 0)
-			return ret;
-		if (loaded) {
-			/* The payload is in memory already: check it now. A damaged
-			 * chunk stays a candidate, marked, so its sequence number is
-			 * not mistaken for a hole. */
-			if (fr_chunk_verify(s->segbuf + off, ref.len) < 0) {
-				s->c[s->n - 1].damaged = true;
-				r->corrupt++;
-			} else {
-				s->c[s->n - 1].verified = true;
-			}
-		}
-		off += align8(ref.len);
-	}
-	return 0;
-}
-
-static int cmp_cand_seq(const void *a, const void *b)
-{
-	const struct cand *x = a, *y = b;
-
-	return (x->ref.seq > y->ref.seq) - (x->ref.seq < y->ref.seq);
-}
-
-/* Checks payloads of the newest chunks, newest first, dropping damaged
- * ones (s->c sorted by seq). */
-static int verify_tail(struct fr_ring *r, struct scan *s)
-{
-	uint64_t checked = 0;
-	unsigned char *buf = malloc(r->segment_size);
-
-	if (!buf)
-		return -ENOMEM;
-	for (size_t i = s->n; i-- > 0 && checked < VERIFY_TAIL_BYTES;) {
-		struct cand *c = &s->c[i];
-		ssize_t n;
-
-		checked += c->ref.len;
-		if (c->verified || c->damaged)
-			continue;
-		n = pread_full(r->fd, buf, c->ref.len, c->ref.offset);
-		if (n < 0) {
-			free(buf);
-			return (int)n;
-		}
-		if ((size_t)n != c->ref.len || fr_chunk_verify(buf, c->ref.len) < 0) {
-			if (!c->damaged)
-				r->corrupt++;
-			c->damaged = true;
-			continue;
-		}
-		c->verified = true;
-	}
-	free(buf);
-	return 0;
-}
-
-/* Reads the whole journal into a malloc'd buffer (bytes past the end of a
- * truncated file read as zeroes). Returns 0 or -errno. */
-static int journal_load(struct fr_ring *r, unsigned char **out)
-{
-	unsigned char *buf = malloc(r->journal_size);
-	ssize_t n;
-
-	*out = NULL;
-	if (!buf)
-		return -ENOMEM;
-	n = pread_full(r->fd, buf, r->journal_size, FR_RING_SB_LEN);
-	if (n < 0) {
-		free(buf);
-		return (int)n;
-	}
-	if ((uint64_t)n < r->journal_size)
-		memset(buf + n, 0, r->journal_size - (uint64_t)n);
-	*out = buf;
-	return 0;
-}
-
-/* The first valid chunk header at or after `off` (8-byte aligned) in the
- * journal image `buf` whose chunk lies inside the journal: its offset, with
- * the header in *h, or UINT64_MAX. The journal is circular and overwritten
- * in place, so leftovers lie between chunks: every aligned offset is
- * looked at. */
-static uint64_t journal_next(const struct fr_ring *r, const unsigned char *buf, uint64_t off,
-			     struct fr_chunk_header *h)
-{
-	for (; off + FR_CHUNK_HEADER_LEN <= r->journal_size; off += 8)
-		if (fr_chunk_header_parse(buf + off, FR_CHUNK_HEADER_LEN, h) == 0 &&
-		    FR_CHUNK_HEADER_LEN + (uint64_t)h->comp_len <= r->journal_size - off)
-			return off;
-	return UINT64_MAX;
-}
-
-/* The offset after the chunk of header `h` at `off`. */
-static uint64_t journal_after(uint64_t off, const struct fr_chunk_header *h)
-{
-	return off + align8(FR_CHUNK_HEADER_LEN + (uint64_t)h->comp_len);
-}
-
-/* Reads the whole journal: its intact chunks numbered above `main_max`
- * (the newest intact chunk of the segments) become the group, in sequence
- * order. Damaged ones among them are counted, and so are numbers missing
- * between them. The journal cursor resumes after the chunk with the
- * highest number, and the numbering after every number seen. */
-static int journal_recover(struct fr_ring *r, uint64_t main_max)
-{
-	struct scan js = {0};
-	struct fr_chunk_header h;
-	unsigned char *buf;
-	uint64_t top_seq = 0, top_end = 0;
-	size_t keep = 0;
-	int ret = journal_load(r, &buf);
-
-	if (ret < 0)
-		return ret;
-	for (uint64_t off = journal_next(r, buf, 0, &h); off != UINT64_MAX;
-	     off = journal_next(r, buf, journal_after(off, &h), &h)) {
-		struct fr_ring_ref ref = ref_of(&h, FR_RING_SB_LEN + off);
-
-		if (h.seq > top_seq) {
-			top_seq = h.seq;
-			top_end = journal_after(off, &h);
-		}
-		if (h.seq <= main_max)
-			continue; /* merged since */
-		ref.covers = 0;
-		ret = scan_add(&js, &ref);
-		if (ret < 0)
-			goto out;
-		js.c[js.n - 1].damaged = fr_chunk_verify(buf + off, ref.len) < 0;
-	}
-	if (js.n > 1)
-		qsort(js.c, js.n, sizeof(*js.c), cmp_cand_seq);
-	/* One chunk per number (an intact one first), the numbers missing
-	 * between them and the damaged ones counted. */
-	for (size_t i = 0; i < js.n; i++) {
-		struct cand *c = js.c;
-
-		if (keep && c[keep - 1].ref.seq == c[i].ref.seq) {
-			if (c[keep - 1].damaged && !c[i].damaged)
-				c[keep - 1] = c[i];
-			continue;
-		}
-		if (keep && c[i].ref.seq > c[keep - 1].ref.seq + 1)
-			r->corrupt += c[i].ref.seq - c[keep - 1].ref.seq - 1;
-		c[keep++] = c[i];
-	}
-	for (size_t i = 0; i < keep; i++) {
-		if (js.c[i].damaged) {
-			r->corrupt++;
-			continue;
-		}
-		ret = jidx_push(r, &js.c[i].ref);
-		if (ret < 0)
-			goto out;
-	}
-	if (top_seq >= r->next_seq)
-		r->next_seq = top_seq + 1;
-	r->jcur = top_end >= r->journal_size ? 0 : top_end;
-	r->group_start = fr_now_mono_ns();
-	r->group_due = r->jcount > 0;
-out:
-	free(js.c);
-	free(buf);
-	return ret;
-}
-
-static int ring_recover(struct fr_ring *r)
-{
-	struct scan s;
-	size_t keep;
-	int ret;
-
-	memset(&s, 0, sizeof(s));
-	s.segbuf = malloc(r->segment_size);
-	s.zero_stop = malloc(r->nsegments * sizeof(*s.zero_stop));
-	if (!s.segbuf || !s.zero_stop) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (uint32_t seg = 0; seg < r->nsegments; seg++) {
-		s.zero_stop[seg] = NO_ZERO_STOP;
-		ret = scan_segment(r, &s, seg, 0, false);
-		if (ret < 0)
-			goto out;
-	}
-	if (s.n > 1)
-		qsort(s.c, s.n, sizeof(*s.c), cmp_cand_seq);
-
-	/* Sequence numbers are consecutive in a ring that is only appended
-	 * to, wrapped and expired. A gap means chunks are missing between
-	 * ones that were found: when a zeroed page took a header, the chunks
-	 * behind it in its segment were taken for never-written space. Look
-	 * past the zeros of those segments then (and only then: reading the
-	 * untouched tails of a healthy ring would slow every open). */
-	for (size_t i = 1; i < s.n; i++) {
-		if (s.c[i].ref.seq - s.c[i].ref.covers <= s.c[i - 1].ref.seq + 1)
-			continue;
-		for (uint32_t seg = 0; seg < r->nsegments; seg++) {
-			if (s.zero_stop[seg] == NO_ZERO_STOP)
-				continue;
-			ret = scan_segment(r, &s, seg, s.zero_stop[seg], true);
-			if (ret < 0)
-				goto out;
-		}
-		qsort(s.c, s.n, sizeof(*s.c), cmp_cand_seq);
-		break;
-	}
-	ret = verify_tail(r, &s);
-	if (ret < 0)
-		goto out;
-
-	/* Duplicate sequence numbers cannot come from this writer; keep the
-	 * first of each. */
-	keep = 0;
-	for (size_t i = 0; i < s.n; i++)
-		if (keep == 0 || s.c[i].ref.seq != s.c[keep - 1].ref.seq)
-			s.c[keep++] = s.c[i];
-	s.n = keep;
-
-	/* A hole that remains is a chunk whose header was destroyed: count it
-	 * too. Then only the intact chunks go on. */
-	for (size_t i = 1; i < s.n; i++) {
-		uint64_t first = s.c[i].ref.seq - s.c[i].ref.covers;
-
-		if (first > s.c[i - 1].ref.seq + 1)
-			r->corrupt += first - s.c[i - 1].ref.seq - 1;
-	}
-	keep = 0;
-	for (size_t i = 0; i < s.n; i++)
-		if (!s.c[i].damaged)
-			s.c[keep++] = s.c[i];
-	s.n = keep;
-
-	/* The cursor resumes after the newest valid chunk; anything after it
-	 * in its segment is older data about to be overwritten. */
-	if (s.n > 0) {
-		const struct fr_ring_ref *top = &s.c[s.n - 1].ref;
-		uint32_t cseg = seg_of(r, top->offset);
-		uint64_t cend = top->offset + align8(top->len);
-
-		r->cur_seg = cseg;
-		r->cur_off = cend - seg_base(r, cseg);
-		keep = 0;
-		for (size_t i = 0; i < s.n; i++) {
-			const struct fr_ring_ref *ref = &s.c[i].ref;
-
-			if (seg_of(r, ref->offset) == cseg && ref->offset >= cend)
-				continue;
-			s.c[keep++] = s.c[i];
-		}
-		s.n = keep;
-	} else {
-		r->cur_seg = 0;
-		r->cur_off = 0;
-	}
-	/* Numbering resumes after the newest intact chunk, so a torn last
-	 * write leaves no hole once it is overwritten. */
-	r->next_seq = s.n > 0 ? s.c[s.n - 1].ref.seq + 1 : s.any_seq ? s.max_seq + 1 : 1;
-
-	/* What a damaged file claims a chunk stands for never reaches over
-	 * the chunk before it. */
-	for (size_t i = 1; i < s.n; i++) {
-		struct fr_ring_ref *ref = &s.c[i].ref;
-
-		if (ref->seq - ref->covers <= s.c[i - 1].ref.seq)
-			ref->covers = (uint32_t)(ref->seq - s.c[i - 1].ref.seq - 1);
-	}
-	ret = idx_reserve(r, s.n + 1);
-	if (ret < 0)
-		goto out;
-	for (size_t i = 0; i < s.n; i++)
-		idx_push(r, &s.c[i].ref);
-	if (r->journal_size) {
-		ret = journal_recover(r, s.n > 0 ? s.c[s.n - 1].ref.seq : 0);
-		if (ret < 0)
-			goto out;
-	}
-	if (r->corrupt)
-		fr_log_warn("%s: skipped %" PRIu64 " damaged chunk(s)", r->path, r->corrupt);
-out:
-	free(s.c);
-	free(s.segbuf);
-	free(s.zero_stop);
-	return ret;
 }
 
 static int merge_group(struct fr_ring *r);
@@ -1265,7 +302,7 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 
 	r->fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (r->fd < 0 && errno == ENOENT && !rdonly && (flags & FR_RING_CREATE)) {
-		ret = check_geometry(path, size, segment_size, err, errlen);
+		ret = ring_check_geometry(path, size, segment_size, err, errlen);
 		if (ret < 0)
 			goto err;
 		r->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -1296,16 +333,16 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 	}
 
 	if (st.st_size > 0) {
-		ret = sb_load(r, (uint64_t)st.st_size, err, errlen);
+		ret = ring_sb_load(r, (uint64_t)st.st_size, err, errlen);
 		if (ret == -EUCLEAN && !rdonly && (flags & FR_RING_CREATE)) {
 			/* Nothing of it can be read: keep it for whoever wants to
 			 * look, and record rather than refuse. */
 			char why[512];
 
 			snprintf(why, sizeof(why), "%s", err);
-			ret = check_geometry(path, size, segment_size, err, errlen);
+			ret = ring_check_geometry(path, size, segment_size, err, errlen);
 			if (ret == 0)
-				ret = move_aside(r, why, err, errlen);
+				ret = ring_move_aside(r, why, err, errlen);
 			if (ret == 0) {
 				created = true;
 				st.st_size = 0;
@@ -1320,7 +357,7 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 			fr_set_err(err, errlen, "%s is empty, not a flightrec ring", path);
 			goto err;
 		}
-		ret = check_geometry(path, size, segment_size, err, errlen);
+		ret = ring_check_geometry(path, size, segment_size, err, errlen);
 		if (ret < 0)
 			goto err;
 		ret = ring_create(r, size, segment_size, flags & FR_RING_JOURNAL, err, errlen);
@@ -1354,16 +391,16 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 			actual = r->file_size;
 		}
 		if (!rdonly && r->sb_state == FR_RING_SB_FROM_COPY)
-			sb_repair(r);
+			ring_sb_repair(r);
 		else if (!rdonly && !r->sb_copy)
-			sb_add_copy(r, actual);
+			ring_sb_add_copy(r, actual);
 		/* A size maps to the superblocks plus whole segments; compare
 		 * what the request would have created (with a copy, or before
 		 * copies existed), not the raw number. */
 		uint64_t seg = segment_size ? segment_size : r->segment_size;
 		bool j = r->journal_size != 0;
-		bool same = !size || r->file_size == layout_for(size, seg, j, 2 * FR_RING_SB_LEN) ||
-			    r->file_size == layout_for(size, seg, j, FR_RING_SB_LEN);
+		bool same = !size || r->file_size == ring_layout_for(size, seg, j, 2 * FR_RING_SB_LEN) ||
+			    r->file_size == ring_layout_for(size, seg, j, FR_RING_SB_LEN);
 		if (!same || (segment_size && segment_size != r->segment_size))
 			fr_set_err(err, errlen,
 				"%s keeps its geometry (%" PRIu64 " bytes in %" PRIu32
@@ -1497,7 +534,7 @@ static int append_segment(struct fr_ring *r, void *chunk, size_t len, uint64_t s
 	fr_chunk_set_seq(chunk, seq, covers);
 	fr_chunk_header_parse(chunk, len, &h);
 	pthread_rwlock_wrlock(&r->lock);
-	ret = idx_reserve(r, r->idx_count + 1);
+	ret = ring_idx_reserve(r, r->idx_count + 1);
 	if (ret < 0) {
 		pthread_rwlock_unlock(&r->lock);
 		return ret;
@@ -1516,9 +553,9 @@ static int append_segment(struct fr_ring *r, void *chunk, size_t len, uint64_t s
 		return ret;
 	__atomic_store_n(&r->dirty, 1, __ATOMIC_RELAXED);
 
-	ref = ref_of(&h, off);
+	ref = ring_ref_of(&h, off);
 	pthread_rwlock_wrlock(&r->lock);
-	idx_push(r, &ref);
+	ring_idx_push(r, &ref);
 	for (size_t i = 0; i < parts; i++)
 		jidx_remove_at(r, 0);
 	if (seq >= r->next_seq)
@@ -1576,7 +613,7 @@ static int merge_group(struct fr_ring *r)
 			ret = -ENOMEM;
 			goto out;
 		}
-		got = pread_full(r->fd, raw[i], ref.len, ref.offset);
+		got = ring_pread_full(r->fd, raw[i], ref.len, ref.offset);
 		if (got < 0) {
 			ret = (int)got;
 			goto out;
@@ -1704,9 +741,9 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
 	if (ret < 0)
 		return ret;
 	__atomic_store_n(&r->dirty, 1, __ATOMIC_RELAXED);
-	ref = ref_of(&h, FR_RING_SB_LEN + at);
+	ref = ring_ref_of(&h, FR_RING_SB_LEN + at);
 	pthread_rwlock_wrlock(&r->lock);
-	ret = jidx_push(r, &ref);
+	ret = ring_jidx_push(r, &ref);
 	if (ret == 0)
 		r->next_seq++;
 	pthread_rwlock_unlock(&r->lock);
@@ -1725,12 +762,12 @@ static int journal_erase(struct fr_ring *r, int64_t before_ns)
 	uint64_t floor = r->jcount ? r->jidx[0].seq : r->next_seq;
 	struct fr_chunk_header h;
 	unsigned char *buf;
-	int ret = journal_load(r, &buf);
+	int ret = ring_journal_load(r, &buf);
 
 	if (ret < 0)
 		return ret;
-	for (uint64_t off = journal_next(r, buf, 0, &h); off != UINT64_MAX;
-	     off = journal_next(r, buf, journal_after(off, &h), &h)) {
+	for (uint64_t off = ring_journal_next(r, buf, 0, &h); off != UINT64_MAX;
+	     off = ring_journal_next(r, buf, ring_journal_after(off, &h), &h)) {
 		uint64_t len = FR_CHUNK_HEADER_LEN + (uint64_t)h.comp_len;
 
 		if (h.seq >= floor || h.last_ns >= before_ns)
@@ -1845,7 +882,7 @@ int fr_ring_read(struct fr_ring *r, const struct fr_ring_ref *ref, void **buf)
 	p = malloc(ref->len);
 	if (!p)
 		return -ENOMEM;
-	n = pread_full(r->fd, p, ref->len, ref->offset);
+	n = ring_pread_full(r->fd, p, ref->len, ref->offset);
 	if (n < 0) {
 		ret = (int)n;
 		goto err;
