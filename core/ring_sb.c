@@ -90,8 +90,6 @@ uint64_t ring_layout_for(uint64_t size, uint64_t segment_size, bool journal,
 	if (size <= reserved || !segment_size)
 		return 0;
 	j = journal ? journal_for(size, segment_size, reserved) : 0;
-	if (size - reserved < j)
-		return 0;
 	return FR_RING_SB_LEN + j + (size - reserved - j) / segment_size * segment_size;
 }
 
@@ -104,8 +102,8 @@ int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size, bool jo
 	r->version = FR_RING_VERSION;
 	r->segment_size = segment_size;
 	r->journal_size = journal ? journal_for(size, segment_size, 2 * FR_RING_SB_LEN) : 0;
-	r->nsegments = (uint32_t)((size - 2 * FR_RING_SB_LEN - r->journal_size) / segment_size);
-	r->file_size = FR_RING_SB_LEN + r->journal_size + (uint64_t)r->nsegments * segment_size;
+	r->file_size = ring_layout_for(size, segment_size, journal, 2 * FR_RING_SB_LEN);
+	r->nsegments = (uint32_t)((r->file_size - FR_RING_SB_LEN - r->journal_size) / segment_size);
 
 	/* The copy of the superblock follows the segments. */
 	ret = posix_fallocate(r->fd, 0, (off_t)(r->file_size + FR_RING_SB_LEN));

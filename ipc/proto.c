@@ -398,8 +398,6 @@ cJSON *fr_ipc_ring_json(const char *path, const struct fr_ring_stats *st)
 				     st->superblock == FR_RING_SB_FROM_COPY ? "copy"
 				     : st->superblock == FR_RING_SB_REPAIRED ? "repaired"
 									      : "primary") ||
-	    !cJSON_AddBoolToObject(ring, "superblock_damaged",
-				   st->superblock != FR_RING_SB_PRIMARY) ||
 	    !cJSON_AddBoolToObject(ring, "superblock_copy", st->superblock_copy)) {
 		cJSON_Delete(ring);
 		return NULL;
