@@ -1,0 +1,920 @@
+/* What clients ask flightrecd over its socket (status, sessions, attach,
+ * consume, dump) and the dumps the trigger engine asks for: parsing the
+ * request, deciding what the peer may see and do, reserving query memory,
+ * writing the profile into the descriptor the client passed.
+ *
+ * Runs on the IPC server's connection threads (and the trigger thread for
+ * dumps); reads the ring (thread-safe queries) and never waits on the
+ * ingest thread except for a bounded flush barrier.
+ */
+#include "recorder/daemon_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/fs.h"
+#include "core/log.h"
+#include "core/parse.h"
+#include "core/uring.h"
+#include "fr_version.h"
+#include "ipc/proto.h"
+#include "recorder/dumps.h"
+
+/* ---- requests ---------------------------------------------------------- */
+
+/* "ingest": whether the ingest thread keeps up, and the build id reader
+ * beside it. `stalled` is true while the last drain is older than a
+ * stall; a reader busy for seconds is reading a file that does not
+ * answer (recording goes on without that build id). */
+static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
+{
+	cJSON *o = cJSON_AddObjectToObject(r, "ingest");
+	int64_t last = __atomic_load_n(&d->last_drain_mono, __ATOMIC_RELAXED), busy = 0;
+	uint32_t pending = 0;
+
+	if (!o)
+		return 0;
+	fr_ipc_add_int(o, "last_drain_ns", __atomic_load_n(&d->last_drain_real, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "last_seal_ns", __atomic_load_n(&d->last_seal_real, __ATOMIC_RELAXED));
+	cJSON_AddBoolToObject(o, "stalled", last && now - last > STALL_NS);
+	fr_ipc_add_int(o, "stalls", (int64_t)__atomic_load_n(&d->stalls, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "flush_timeouts",
+		       (int64_t)__atomic_load_n(&d->flush_timeouts, __ATOMIC_RELAXED));
+	fr_tracker_file_state(d->tracker, &pending, &busy);
+	fr_ipc_add_int(o, "build_id_reads_pending", pending);
+	fr_ipc_add_int(o, "build_id_read_busy_ns", busy ? now - busy : 0);
+	return 1;
+}
+
+/* Whether `peer` may see and do everything: root, the daemon's own user
+ * (a private instance) and members of the admin group. Anyone else came
+ * in through the socket's group and sees only its own processes. */
+static int peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer)
+{
+	int64_t admin = __atomic_load_n(&d->admin_gid, __ATOMIC_RELAXED);
+
+	return peer->uid == 0 || peer->uid == geteuid() ||
+	       (admin >= 0 && fr_ipc_peer_in_group(peer, (gid_t)admin));
+}
+
+static cJSON *handle_status(struct daemon *d)
+{
+	cJSON *r = fr_ipc_ok();
+	int64_t now = fr_now_mono_ns();
+
+	if (!r)
+		return NULL;
+	cJSON_AddStringToObject(r, "version", FR_VERSION);
+	fr_ipc_add_int(r, "pid", getpid());
+	fr_ipc_add_int(r, "started_ns", (int64_t)d->start_real);
+	fr_ipc_add_int(r, "uptime_ns", (int64_t)(now - d->start_mono));
+	cJSON_AddStringToObject(r, "config", d->opts->config_source);
+	fr_ipc_add_int(r, "reloaded_ns", __atomic_load_n(&d->reloaded_ns, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "reloads_rejected",
+		       (int64_t)__atomic_load_n(&d->reloads_rejected, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "cpus", d->ncpus);
+	fr_ipc_add_int(r, "query_memory", (int64_t)fr_budget_limit(&d->query_budget));
+	fr_ipc_add_int(r, "query_memory_used", (int64_t)fr_budget_used(&d->query_budget));
+	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "chunks_sealed", (int64_t)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "chunks_dropped", (int64_t)__atomic_load_n(&d->chunks_dropped, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "write_errors", (int64_t)__atomic_load_n(&d->write_errors, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
+	if (!add_ingest(d, r, now)) {
+		cJSON_Delete(r);
+		return NULL;
+	}
+	if (!daemon_add_recording(d, r)) {
+		cJSON_Delete(r);
+		return NULL;
+	}
+	{
+		struct fr_ring_stats st;
+		cJSON *ring;
+
+		fr_ring_get_stats(d->ring, &st);
+		ring = fr_ipc_ring_json(fr_ring_path(d->ring), &st);
+		if (!ring) {
+			cJSON_Delete(r);
+			return NULL;
+		}
+		cJSON_AddItemToObject(r, "ring", ring);
+	}
+	return r;
+}
+
+/* Reads an integer member; returns 1 if present and valid, 0 if absent,
+ * -1 (with an error response built) if present and not an integer. */
+static int get_int(const cJSON *req, const char *cmd, const char *key, int64_t min, int64_t max,
+		   int64_t *out, cJSON **error)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble) {
+		*error = fr_ipc_error("%s: \"%s\" must be an integer", cmd, key);
+		return -1;
+	}
+	if (v->valuedouble < (double)min || v->valuedouble > (double)max) {
+		*error = fr_ipc_error("%s: \"%s\" must be %lld..%lld, got %.0f", cmd, key,
+				      (long long)min, (long long)max, v->valuedouble);
+		return -1;
+	}
+	*out = (int64_t)v->valuedouble;
+	return 1;
+}
+
+/* Reads "events" (an array of event names; absent: cpu) into ids.
+ * Returns the count, or -1 with an error response built. */
+static int get_events(const cJSON *req, const char *cmd, uint32_t *ids, cJSON **error)
+{
+	const cJSON *events = cJSON_GetObjectItemCaseSensitive(req, "events"), *e;
+	int n = 0;
+
+	if (!events || cJSON_IsNull(events)) {
+		ids[0] = FR_EVENT_CPU;
+		return 1;
+	}
+	if (!cJSON_IsArray(events) || cJSON_GetArraySize(events) == 0) {
+		*error = fr_ipc_error("%s: \"events\" must be a non-empty array of event names", cmd);
+		return -1;
+	}
+	cJSON_ArrayForEach(e, events) {
+		int64_t id = cJSON_IsString(e) ? fr_event_lookup(e->valuestring) : -ENOENT;
+
+		if (id < 0) {
+			*error = fr_ipc_error("%s: unknown event %s%s%s (accepted: " FR_EVENT_NAMES ")",
+					      cmd, cJSON_IsString(e) ? "\"" : "",
+					      cJSON_IsString(e) ? e->valuestring : "(not a string)",
+					      cJSON_IsString(e) ? "\"" : "");
+			return -1;
+		}
+		for (int i = 0; i < n; i++) {
+			if (ids[i] == (uint32_t)id) {
+				*error = fr_ipc_error("%s: event \"%s\" is listed twice", cmd,
+						      e->valuestring);
+				return -1;
+			}
+		}
+		if (n == FR_PROFILE_MAX_EVENTS) {
+			*error = fr_ipc_error("%s: at most %d events per request", cmd,
+					      FR_PROFILE_MAX_EVENTS);
+			return -1;
+		}
+		ids[n++] = (uint32_t)id;
+	}
+	return n;
+}
+
+/* Reads the targets of a request ("pids", "comm", "cgroup") into `preq`.
+ * Returns 0, or -1 with an error response built. */
+static int get_targets(const cJSON *req, const char *cmd, struct fr_profile_request *preq,
+		       cJSON **error)
+{
+	const cJSON *pids = cJSON_GetObjectItemCaseSensitive(req, "pids"), *p;
+	const cJSON *comm = cJSON_GetObjectItemCaseSensitive(req, "comm");
+	const cJSON *cgroup = cJSON_GetObjectItemCaseSensitive(req, "cgroup");
+	const cJSON *children = cJSON_GetObjectItemCaseSensitive(req, "children");
+
+	if (pids && !cJSON_IsNull(pids)) {
+		if (!cJSON_IsArray(pids)) {
+			*error = fr_ipc_error("%s: \"pids\" must be an array of process ids", cmd);
+			return -1;
+		}
+		cJSON_ArrayForEach(p, pids) {
+			if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > INT32_MAX ||
+			    p->valuedouble != (double)(int64_t)p->valuedouble) {
+				*error = fr_ipc_error("%s: \"pids\" must hold positive process ids",
+						      cmd);
+				return -1;
+			}
+			if (preq->npids == FR_PROFILE_MAX_PIDS) {
+				*error = fr_ipc_error("%s: at most %d pids per request", cmd,
+						      FR_PROFILE_MAX_PIDS);
+				return -1;
+			}
+			preq->pids[preq->npids++] = (uint32_t)p->valuedouble;
+		}
+	}
+	if (comm && !cJSON_IsNull(comm)) {
+		if (!cJSON_IsArray(comm)) {
+			*error = fr_ipc_error("%s: \"comm\" must be an array of command names", cmd);
+			return -1;
+		}
+		cJSON_ArrayForEach(p, comm) {
+			if (!cJSON_IsString(p) || !p->valuestring[0] ||
+			    strlen(p->valuestring) >= FR_PROFILE_COMM_MAX) {
+				*error = fr_ipc_error("%s: \"comm\" must hold command names of 1..%d "
+						      "characters (as the kernel keeps them)", cmd,
+						      FR_PROFILE_COMM_MAX - 1);
+				return -1;
+			}
+			if (preq->ncomms == FR_PROFILE_MAX_COMMS) {
+				*error = fr_ipc_error("%s: at most %d command names per request", cmd,
+						      FR_PROFILE_MAX_COMMS);
+				return -1;
+			}
+			snprintf(preq->comms[preq->ncomms++], FR_PROFILE_COMM_MAX, "%s",
+				 p->valuestring);
+		}
+	}
+	if (children && !cJSON_IsNull(children)) {
+		if (!cJSON_IsBool(children)) {
+			*error = fr_ipc_error("%s: \"children\" must be true or false", cmd);
+			return -1;
+		}
+		preq->children = cJSON_IsTrue(children);
+		if (preq->children && !preq->npids) {
+			*error = fr_ipc_error("%s: \"children\" goes with \"pids\"", cmd);
+			return -1;
+		}
+	}
+	if (cgroup && !cJSON_IsNull(cgroup)) {
+		if (!cJSON_IsString(cgroup) || cgroup->valuestring[0] != '/' ||
+		    strlen(cgroup->valuestring) >= FR_PROFILE_CGROUP_MAX) {
+			*error = fr_ipc_error("%s: \"cgroup\" must be a cgroup v2 path like "
+					      "\"/system.slice/nginx.service\" (at most %d characters)",
+					      cmd, FR_PROFILE_CGROUP_MAX - 1);
+			return -1;
+		}
+		snprintf(preq->cgroup, sizeof(preq->cgroup), "%s", cgroup->valuestring);
+	}
+	return 0;
+}
+
+/* For a window query: every event must be recordable. An event that is
+ * being recorded is fine; one whose source failed is refused with the
+ * reason; one nobody records is tried (opened and closed again) so that
+ * the user learns at once whether it could be, and gets a warning that
+ * the ring holds only what earlier consumers recorded of it. Returns 0, or
+ * -1 with an error response built. */
+static int check_events(struct daemon *d, const uint32_t *ids, int n, const char *cmd,
+			int privileged, char *warn, size_t warnlen, cJSON **error)
+{
+	char name[FR_EVENT_NAME_MAX];
+
+	for (int i = 0; i < n; i++) {
+		struct source *src;
+		struct consumer *probe;
+		char failed[256] = "";
+		int recording = 0;
+
+		pthread_mutex_lock(&d->src_lock);
+		src = daemon_find_source(d, ids[i]);
+		if (src && src->perf)
+			recording = 1;
+		else if (src)
+			snprintf(failed, sizeof(failed), "%s", src->error);
+		pthread_mutex_unlock(&d->src_lock);
+		if (recording)
+			continue;
+		/* The probe opens the event for a moment, machine-wide: offcpu
+		 * records every context switch. Only a privileged asker may. */
+		if (!failed[0] && privileged) {
+			probe = calloc(1, sizeof(*probe));
+			if (!probe) {
+				*error = fr_ipc_error("%s: out of memory", cmd);
+				return -1;
+			}
+			snprintf(probe->name, sizeof(probe->name), "%s check of %s", cmd,
+				 fr_event_format(ids[i], name, sizeof(name)));
+			probe->uid = (uid_t)-1;
+			probe->nevents = 1;
+			probe->events[0] = ids[i];
+			probe->hz[0] = fr_event_has_rate(ids[i]) ? 1 : 0;
+			daemon_wait_reconciled(d, daemon_consumer_add(d, probe));
+			pthread_mutex_lock(&d->src_lock);
+			src = daemon_find_source(d, ids[i]);
+			if (src && !src->perf)
+				snprintf(failed, sizeof(failed), "%s", src->error);
+			pthread_mutex_unlock(&d->src_lock);
+			daemon_consumer_remove(d, probe);
+		}
+		if (failed[0]) {
+			*error = fr_ipc_error("%s", failed);
+			return -1;
+		}
+		if (!warn[0] && privileged)
+			snprintf(warn, warnlen,
+				 "%s is not being recorded (no session or client asks for it); the "
+				 "profile holds only what the ring has of it. `flightrec attach "
+				 "--follow --event %s` records it from now on",
+				 fr_event_format(ids[i], name, sizeof(name)), name);
+		else if (!warn[0])
+			snprintf(warn, warnlen,
+				 "%s is not being recorded (no session or client asks for it); the "
+				 "profile holds only what the ring has of it",
+				 fr_event_format(ids[i], name, sizeof(name)));
+	}
+	return 0;
+}
+
+/* Reserves what the query `preq` may take from the query budget, waiting
+ * up to QUERY_WAIT_NS, and caps its decoded-chunk cache to the share the
+ * cache has of it. Returns the bytes reserved or -EBUSY. */
+static int64_t reserve_query(struct daemon *d, struct fr_profile_request *preq)
+{
+	int64_t want = fr_profile_estimate(d->ring, preq), ask, got, users = 0;
+
+	if (want < 0)
+		want = 0;
+	/* Profiles limited to one user's processes (users who are not
+	 * privileged) hold together at most a quarter of the budget: each
+	 * estimate counts every sample of the window, and such users must
+	 * not hold root's queries off. What they keep of their own samples
+	 * is smaller; their decoded-chunk caches shrink to fit. */
+	ask = want;
+	if (preq->has_uid) {
+		users = fr_budget_acquire(&d->users_budget, (uint64_t)want, QUERY_WAIT_NS);
+		if (users < 0)
+			return users;
+		ask = users;
+	}
+	got = fr_budget_acquire(&d->query_budget, (uint64_t)ask, QUERY_WAIT_NS);
+	if (got < 0) {
+		if (preq->has_uid)
+			fr_budget_release(&d->users_budget, (uint64_t)users);
+		return got;
+	}
+	fr_log_debug("attach: reserved %lld bytes of query memory (estimated %lld)",
+		     (long long)got, (long long)want);
+	/* A reservation cut to the budget holds the decoded-chunk cache to
+	 * a third of what it got; the rest is for aggregation. */
+	if (got < want)
+		preq->cache_bytes = (size_t)(got / 3) + 1;
+	return got;
+}
+
+/* Gives back what reserve_query() took, and the memory behind it: a heavy
+ * query leaves its arena's free memory mapped, so the daemon's RSS would
+ * not return to its idle size. */
+static void release_query(struct daemon *d, int has_uid, int64_t reserved)
+{
+	if (!reserved)
+		return;
+	fr_budget_release(&d->query_budget, (uint64_t)reserved);
+	if (has_uid)
+		fr_budget_release(&d->users_budget, (uint64_t)reserved);
+	malloc_trim(0);
+}
+
+static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
+{
+	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
+	int64_t reserved = 0;
+	struct fr_profile_request preq;
+	struct fr_profile_result res;
+	struct fr_uring *uring = NULL;
+	struct fr_uring_writer *w = NULL;
+	cJSON *resp = NULL, *warnings, *events;
+	const cJSON *format;
+	int64_t window = 0, from = 0, to = 0, hz = 0, now;
+	int has_window, has_from, has_to, flags, ret, n;
+	char err[512], buf[64], warn[512] = "", name[FR_EVENT_NAME_MAX];
+
+	memset(&preq, 0, sizeof(preq));
+	if (fd < 0)
+		return fr_ipc_error("attach needs the output file passed with the request");
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
+		resp = fr_ipc_error("attach: the output descriptor is not open for writing");
+		goto out;
+	}
+	if ((has_window = get_int(req, "attach", "window_ns", 1, INT64_MAX, &window, &resp)) < 0 ||
+	    (has_from = get_int(req, "attach", "from_ns", 0, INT64_MAX, &from, &resp)) < 0 ||
+	    (has_to = get_int(req, "attach", "to_ns", 0, INT64_MAX, &to, &resp)) < 0 ||
+	    get_int(req, "attach", "hz", 0, INT32_MAX, &hz, &resp) < 0)
+		goto out;
+	if (hz > max_rate) {
+		resp = fr_ipc_error("attach: a rate of %lld Hz is above this recorder's limit of "
+				    "%u Hz (limits.max_rate_hz)", (long long)hz, max_rate);
+		goto out;
+	}
+	now = fr_now_real_ns();
+	if (has_window) {
+		preq.t1 = now;
+		preq.t0 = now - window;
+	} else if (has_from) {
+		preq.t0 = from;
+		preq.t1 = has_to ? to : now;
+		if (preq.t1 <= preq.t0) {
+			resp = fr_ipc_error("attach: the window ends (%s) before it starts",
+					    fr_format_time(preq.t1, buf, sizeof(buf)));
+			goto out;
+		}
+	} else {
+		resp = fr_ipc_error("attach needs \"window_ns\" or \"from_ns\"");
+		goto out;
+	}
+	if (get_targets(req, "attach", &preq, &resp) < 0)
+		goto out;
+	n = get_events(req, "attach", preq.events, &resp);
+	if (n < 0)
+		goto out;
+	preq.nevents = (uint32_t)n;
+	if (check_events(d, preq.events, n, "attach", peer_privileged(d, peer), warn, sizeof(warn),
+			 &resp) < 0)
+		goto out;
+	format = cJSON_GetObjectItemCaseSensitive(req, "format");
+	if (format && !cJSON_IsNull(format)) {
+		int f = cJSON_IsString(format) ? fr_profile_format_parse(format->valuestring)
+					       : -EINVAL;
+		if (f < 0) {
+			resp = fr_ipc_error("attach: \"format\" must be one of: "
+					    FR_PROFILE_FORMAT_NAMES);
+			goto out;
+		}
+		preq.format = (enum fr_profile_format)f;
+	}
+	preq.hz = (uint32_t)hz;
+	preq.version = FR_VERSION;
+	/* From the credentials, never from the request: a user sees the
+	 * processes it ran, whatever it asks for. */
+	if (!peer_privileged(d, peer)) {
+		preq.has_uid = 1;
+		preq.uid = (uint32_t)peer->uid;
+	}
+
+	/* Samples up to the request must be in the ring before reading it. */
+	ret = daemon_flush_barrier(d);
+	if (ret < 0) {
+		fr_log_warn("flush before attach timed out; the last second may be missing");
+		preq.note = FLUSH_NOTE;
+	}
+
+	reserved = reserve_query(d, &preq);
+	if (reserved < 0) {
+		reserved = 0;
+		resp = fr_ipc_error("attach: busy: other queries hold the daemon's query memory "
+				    "(limits.query_memory, %s) for over %lld s; retry later",
+				    fr_format_size(fr_budget_limit(&d->query_budget), buf, sizeof(buf)),
+				    (long long)(QUERY_WAIT_NS / 1000000000LL));
+		goto out;
+	}
+	/* Work for a client that hung up stops at the next chunk. */
+	preq.stop = fr_ipc_peer_gone;
+	preq.stop_arg = peer;
+
+	w = malloc(sizeof(*w));
+	ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
+	if (ret < 0) {
+		resp = fr_ipc_error("attach: cannot set up the output: %s", strerror(-ret));
+		goto out;
+	}
+	fr_uring_writer_init(w, uring, fd);
+	fr_uring_writer_limit(w, OUTPUT_STALL_NS, OUTPUT_TOTAL_NS, peer->sock);
+	err[0] = '\0';
+	ret = fr_profile_write(d->ring, &preq, fr_uring_writer_write, w, &res, err, sizeof(err));
+	if (ret == 0)
+		ret = fr_uring_writer_flush(w);
+	if (ret == -ETIMEDOUT) {
+		resp = fr_ipc_error("attach: the output took no bytes for %lld s (or the whole "
+				    "profile not within %lld s): is anything reading it? Gave up",
+				    (long long)(OUTPUT_STALL_NS / 1000000000LL),
+				    (long long)(OUTPUT_TOTAL_NS / 1000000000LL));
+		goto out;
+	}
+	if (ret == -EOPNOTSUPP) {
+		resp = fr_ipc_error("attach: the output is a device that takes no non-blocking "
+				    "writes; write to a file or a pipe (| cat)");
+		goto out;
+	}
+	if (ret < 0) {
+		resp = fr_ipc_error("attach: %s", err[0] ? err : strerror(-ret));
+		goto out;
+	}
+	resp = fr_ipc_ok();
+	if (!resp)
+		goto out;
+	fr_ipc_add_int(resp, "samples", (int64_t)res.samples_kept);
+	fr_ipc_add_int(resp, "samples_in_window", (int64_t)res.samples_seen);
+	fr_ipc_add_int(resp, "stacks", (int64_t)res.stacks);
+	fr_ipc_add_int(resp, "bytes", (int64_t)w->written);
+	fr_ipc_add_int(resp, "hz", res.hz);
+	fr_ipc_add_int(resp, "lost", (int64_t)res.lost);
+	fr_ipc_add_int(resp, "t0_ns", (int64_t)preq.t0);
+	fr_ipc_add_int(resp, "t1_ns", (int64_t)preq.t1);
+	fr_ipc_add_int(resp, "covered_t0_ns", (int64_t)res.covered_t0);
+	events = cJSON_AddArrayToObject(resp, "events");
+	for (uint32_t e = 0; events && e < res.nevents; e++) {
+		const struct fr_profile_event_result *er = &res.events[e];
+		cJSON *ev = cJSON_CreateObject();
+
+		if (!ev)
+			break;
+		cJSON_AddItemToArray(events, ev);
+		cJSON_AddStringToObject(ev, "event", fr_event_format(er->event, name, sizeof(name)));
+		fr_ipc_add_int(ev, "hz", er->hz);
+		fr_ipc_add_int(ev, "samples", (int64_t)er->samples_kept);
+		fr_ipc_add_int(ev, "samples_in_window", (int64_t)er->samples_seen);
+		fr_ipc_add_int(ev, "lost", (int64_t)er->lost);
+		fr_ipc_add_int(ev, "throttled", (int64_t)er->throttled);
+		fr_ipc_add_int(ev, "truncated", (int64_t)er->truncated);
+	}
+	if (preq.note)
+		cJSON_AddStringToObject(resp, "incomplete", preq.note);
+	warnings = cJSON_AddArrayToObject(resp, "warnings");
+	if (warnings && warn[0])
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(warn));
+	if (warnings && res.warning[0])
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(res.warning));
+	if (warnings && preq.has_uid) {
+		snprintf(warn, sizeof(warn), "the profile holds only your own processes (uid %u); "
+			 "root and members of socket.admin_group see the whole machine", preq.uid);
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(warn));
+	}
+out:
+	fr_uring_close(uring);
+	free(w);
+	close(fd);
+	release_query(d, preq.has_uid, reserved);
+	return resp;
+}
+
+/* ---- dumps ------------------------------------------------------------- */
+
+/* The trigger engine's callback: writes the window of `fire` for the
+ * session's events and targets into the dumps directory. Runs on the
+ * trigger thread (or a manual dump's connection thread). */
+int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
+		       size_t outlen)
+{
+	struct daemon *d = arg;
+	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
+	struct fr_dump_request dr = {0};
+	const struct fr_config_session *sess = NULL;
+	char path[4096], err[512], dir[4096];
+	uint32_t keep, mode;
+	uint64_t max_bytes;
+	int64_t reserved;
+	int ret;
+
+	if (!preq) {
+		fr_log_err("dump of session %s (%s) failed: out of memory", fire->session,
+			   fire->kind);
+		if (out)
+			snprintf(out, outlen, "out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&d->config_lock);
+	for (uint32_t i = 0; i < d->config->nsessions; i++)
+		if (strcmp(d->config->sessions[i].name, fire->session) == 0)
+			sess = &d->config->sessions[i];
+	if (sess) {
+		for (uint32_t e = 0; e < sess->nevents && e < FR_PROFILE_MAX_EVENTS; e++)
+			preq->events[preq->nevents++] = sess->events[e].event;
+		for (uint32_t i = 0; i < sess->npids && i < FR_PROFILE_MAX_PIDS; i++)
+			preq->pids[preq->npids++] = sess->pids[i];
+		for (uint32_t i = 0; i < sess->ncomms && i < FR_PROFILE_MAX_COMMS; i++)
+			snprintf(preq->comms[preq->ncomms++], FR_PROFILE_COMM_MAX, "%s",
+				 sess->comms[i]);
+		snprintf(preq->cgroup, sizeof(preq->cgroup), "%s", sess->cgroup);
+		preq->has_uid = sess->has_uid;
+		preq->uid = sess->uid;
+	}
+	snprintf(dir, sizeof(dir), "%s",
+		 d->config->dumps_dir ? d->config->dumps_dir : d->dumps_default_dir);
+	keep = d->config->dumps_keep;
+	max_bytes = d->config->dumps_max_bytes;
+	mode = d->config->dumps_mode;
+	pthread_mutex_unlock(&d->config_lock);
+	if (!sess) {
+		free(preq);
+		fr_log_warn("dump of session %s: the session is gone (reloaded)", fire->session);
+		if (out)
+			snprintf(out, outlen, "the session is gone (reloaded)");
+		return -ENOENT;
+	}
+	preq->t0 = fire->t0_ns;
+	preq->t1 = fire->t1_ns;
+	preq->version = FR_VERSION;
+
+	/* Samples up to the end of the window must be in the ring. */
+	if (daemon_flush_barrier(d) < 0) {
+		fr_log_warn("flush before a dump timed out; the last second may be missing");
+		preq->note = FLUSH_NOTE;
+	}
+	/* Dumps share the query memory. A manual dump (a client's request)
+	 * is refused busy, as an attach is; a trigger's dump is written
+	 * anyway rather than lost: sessions and cooldowns bound those. */
+	reserved = reserve_query(d, preq);
+	if (reserved < 0) {
+		reserved = 0;
+		if (strcmp(fire->kind, "manual") == 0) {
+			free(preq);
+			fr_log_warn("manual dump of session %s refused: query memory busy",
+				    fire->session);
+			return -EAGAIN;
+		}
+		fr_log_warn("dump of session %s (%s): the query memory is busy; writing it anyway",
+			    fire->session, fire->kind);
+	}
+	dr.dir = dir;
+	dr.keep = keep;
+	dr.max_bytes = max_bytes;
+	dr.mode = (mode_t)mode;
+	dr.session = fire->session;
+	dr.trigger = fire->kind;
+	dr.reason = fire->reason;
+	dr.fire_ns = fire->fire_ns;
+	dr.window_ns = fire->trigger ? fire->trigger->window_ns : fire->t1_ns - fire->t0_ns;
+	dr.after_ns = fire->trigger ? fire->trigger->after_ns : 0;
+	dr.pid = fire->pid;
+	dr.profile = preq;
+	ret = fr_dumps_write(d->ring, &dr, path, sizeof(path), err, sizeof(err));
+	release_query(d, preq->has_uid, reserved);
+	free(preq);
+	if (ret < 0) {
+		fr_log_err("dump of session %s (%s) failed: %s", fire->session, fire->kind, err);
+		if (out)
+			snprintf(out, outlen, "%s", err);
+		return ret;
+	}
+	fr_log_info("session %s: %s dump written to %s", fire->session, fire->kind, path);
+	if (out)
+		snprintf(out, outlen, "%s", path);
+	return 0;
+}
+
+/* Whether a user who is not privileged is among the session's "users". */
+static int may_dump(struct daemon *d, const char *session, uid_t uid)
+{
+	int ok = 0;
+
+	pthread_mutex_lock(&d->config_lock);
+	for (uint32_t i = 0; i < d->config->nsessions; i++) {
+		const struct fr_config_session *sess = &d->config->sessions[i];
+
+		if (strcmp(sess->name, session) != 0)
+			continue;
+		for (uint32_t k = 0; k < sess->nusers; k++)
+			if (sess->users[k] == (uint32_t)uid)
+				ok = 1;
+	}
+	pthread_mutex_unlock(&d->config_lock);
+	return ok;
+}
+
+/* flightrec dump --session NAME: fires the session by hand. A dump holds
+ * whatever the session targets, of every user, and costs the daemon a
+ * write; so only root, the admin group and the session's "users" may. */
+static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "session");
+	struct fr_trigger_fire fire;
+	char path[4096] = "";
+	cJSON *resp = NULL;
+	int64_t window = 0;
+	int ret;
+
+	if (!cJSON_IsString(name) || !name->valuestring[0])
+		return fr_ipc_error("dump: \"session\" must name a session");
+	if (get_int(req, "dump", "window_ns", 1000000000LL, 3600000000000LL, &window, &resp) < 0)
+		return resp;
+	if (!peer_privileged(d, peer) && !may_dump(d, name->valuestring, peer->uid)) {
+		fr_log_info("refused a dump of session %s to uid %u (pid %d): not among its users",
+			    name->valuestring, (unsigned)peer->uid, (int)peer->pid);
+		return fr_ipc_error("dump: uid %u may not dump session \"%s\": only root, the "
+				    "admin group (socket.admin_group) and the session's \"users\" "
+				    "may", (unsigned)peer->uid, name->valuestring);
+	}
+	if (!d->triggers)
+		return fr_ipc_error("dump: this recorder runs without triggers (see its log)");
+	memset(&fire, 0, sizeof(fire));
+	ret = fr_triggers_manual(d->triggers, name->valuestring, window, &fire, path,
+				 sizeof(path));
+	/* Only the engine's own refusals leave `path` empty; a failed dump
+	 * says why there, whatever its errno (a rename's ENOENT is no
+	 * missing session). */
+	if (ret == -ENOENT && !path[0])
+		return fr_ipc_error("dump: no session named \"%s\" (see flightrec sessions)",
+				    name->valuestring);
+	if (ret == -EBUSY && !path[0])
+		return fr_ipc_error("dump of session %s refused: busy, a dump of it requested by "
+				    "hand is being written; try again when it is done",
+				    name->valuestring);
+	if (ret == -EAGAIN && !path[0]) {
+		char size[32];
+
+		return fr_ipc_error("dump: busy: other queries hold the daemon's query memory "
+				    "(limits.query_memory, %s) for over %lld s; retry later",
+				    fr_format_size(fr_budget_limit(&d->query_budget), size,
+						   sizeof(size)),
+				    (long long)(QUERY_WAIT_NS / 1000000000LL));
+	}
+	if (ret < 0)
+		return fr_ipc_error("dump of session %s failed: %s", name->valuestring,
+				    path[0] ? path : strerror(-ret));
+	resp = fr_ipc_ok();
+	if (!resp)
+		return NULL;
+	cJSON_AddStringToObject(resp, "path", path);
+	fr_ipc_add_int(resp, "t0_ns", fire.t0_ns);
+	fr_ipc_add_int(resp, "t1_ns", fire.t1_ns);
+	return resp;
+}
+
+/* A client asks for events at a rate for as long as its connection
+ * lives (attach --follow): the sources are raised to it at once and fall
+ * back when the connection ends. Answers when the rates are in force, with
+ * "start_ns", from when on the data is at these rates. */
+/* The rate a follower gets for its rated events: what it asked (99 Hz
+ * when it did not, within limits.max_rate_hz), at most
+ * limits.user_max_rate_hz for a user who is not privileged: raising rates
+ * costs every process on the machine, so such a user is capped and told so
+ * in `capped`, not refused (it still gets a profile). */
+static uint32_t consume_rate(struct daemon *d, int64_t hz, int privileged, char *capped,
+			     size_t cappedlen)
+{
+	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
+	uint32_t user_max = __atomic_load_n(&d->user_max_rate_hz, __ATOMIC_RELAXED);
+	uint32_t rate = hz ? (uint32_t)hz : max_rate < 99 ? max_rate : 99;
+
+	if (privileged || rate <= user_max)
+		return rate;
+	snprintf(capped, cappedlen,
+		 "%u Hz is above the limit for users (limits.user_max_rate_hz); recording at %u Hz",
+		 rate, user_max);
+	return user_max;
+}
+
+/* An event without a rate (offcpu: every context switch) has no limit to
+ * cap: a user who is not privileged may follow it while something else
+ * records it, never start it for the whole machine (collect_wants() does
+ * not count such a follower for it). Returns 0, or -1 with `failed` set
+ * when the user asks for one that is not recorded now. */
+static int check_follow_only(struct daemon *d, const struct consumer *c, char *failed,
+			     size_t failedlen)
+{
+	char name[FR_EVENT_NAME_MAX];
+
+	for (uint32_t i = 0; i < c->nevents; i++) {
+		struct source *src;
+		int recording;
+
+		if (fr_event_has_rate(c->events[i]))
+			continue;
+		pthread_mutex_lock(&d->src_lock);
+		src = daemon_find_source(d, c->events[i]);
+		recording = src && src->perf;
+		pthread_mutex_unlock(&d->src_lock);
+		if (!recording) {
+			snprintf(failed, failedlen,
+				 "consume: %s is not being recorded, and it records every context "
+				 "switch of the machine; only root and members of socket.admin_group "
+				 "may start it",
+				 fr_event_format(c->events[i], name, sizeof(name)));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The answer to a consume that holds its rates from `start` on. */
+static cJSON *consume_reply(struct daemon *d, const struct consumer *c, int64_t start,
+			    const char *capped)
+{
+	char name[FR_EVENT_NAME_MAX];
+	cJSON *resp = fr_ipc_ok(), *events, *warnings;
+
+	if (!resp)
+		return NULL;
+	warnings = cJSON_AddArrayToObject(resp, "warnings");
+	if (warnings && capped[0])
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(capped));
+	fr_ipc_add_int(resp, "start_ns", start);
+	events = cJSON_AddArrayToObject(resp, "events");
+	pthread_mutex_lock(&d->src_lock);
+	for (uint32_t i = 0; events && i < c->nevents; i++) {
+		struct source *src = daemon_find_source(d, c->events[i]);
+		cJSON *ev = cJSON_CreateObject();
+
+		if (!ev)
+			break;
+		cJSON_AddItemToArray(events, ev);
+		cJSON_AddStringToObject(ev, "event", fr_event_format(c->events[i], name, sizeof(name)));
+		fr_ipc_add_int(ev, "hz", c->hz[i]);
+		fr_ipc_add_int(ev, "recording_hz", src ? src->hz : 0);
+	}
+	pthread_mutex_unlock(&d->src_lock);
+	return resp;
+}
+
+static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
+{
+	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED), rate;
+	int privileged = peer_privileged(d, peer);
+	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "";
+	struct consumer *c;
+	cJSON *resp = NULL;
+	int64_t hz = 0, start;
+	int n;
+
+	if (peer->hold)
+		return fr_ipc_error("consume: this connection already holds rates; open another "
+				    "connection for more");
+	if (get_int(req, "consume", "hz", 0, INT32_MAX, &hz, &resp) < 0)
+		return resp;
+	if (hz > max_rate)
+		return fr_ipc_error("consume: a rate of %lld Hz is above this recorder's limit of "
+				    "%u Hz (limits.max_rate_hz)", (long long)hz, max_rate);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	n = get_events(req, "consume", c->events, &resp);
+	if (n < 0) {
+		free(c);
+		return resp;
+	}
+	c->nevents = (uint32_t)n;
+	c->follows_only = !privileged;
+	if (!privileged && check_follow_only(d, c, failed, sizeof(failed)) < 0) {
+		free(c);
+		return fr_ipc_error("%s", failed);
+	}
+	rate = consume_rate(d, hz, privileged, capped, sizeof(capped));
+	for (int i = 0; i < n; i++)
+		c->hz[i] = fr_event_has_rate(c->events[i]) ? rate : 0;
+	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
+	c->uid = peer->uid;
+	if (daemon_wait_reconciled(d, daemon_consumer_add(d, c)) < 0) {
+		daemon_consumer_remove(d, c);
+		return fr_ipc_error("consume: the recorder did not apply the rates in time");
+	}
+	/* Rates take effect at the next sample of each CPU; a window that
+	 * starts now has them throughout. */
+	start = fr_now_real_ns();
+	pthread_mutex_lock(&d->src_lock);
+	for (int i = 0; i < n; i++) {
+		struct source *src = daemon_find_source(d, c->events[i]);
+		if (src && !src->perf && !failed[0])
+			snprintf(failed, sizeof(failed), "%s", src->error);
+	}
+	pthread_mutex_unlock(&d->src_lock);
+	if (failed[0]) {
+		daemon_consumer_remove(d, c);
+		return fr_ipc_error("%s", failed);
+	}
+	peer->hold = c;
+	peer->release = daemon_consumer_release;
+	fr_log_info("%s (uid %u) asks for %s%s at %lld Hz%s%s", c->name, (unsigned)peer->uid,
+		    fr_event_format(c->events[0], name, sizeof(name)), n > 1 ? " and more" : "",
+		    (long long)c->hz[0], capped[0] ? ": " : "", capped);
+	return consume_reply(d, c, start, capped);
+}
+
+/* What status tells a user who is not privileged: the same numbers, but
+ * not which processes of others follow (a consumer is "a client" unless
+ * it is the asker's own) nor where the configuration file is. */
+static cJSON *status_for(struct daemon *d, cJSON *r, const struct fr_ipc_peer *peer)
+{
+	cJSON *c;
+
+	if (!r || peer_privileged(d, peer))
+		return r;
+	cJSON_DeleteItemFromObjectCaseSensitive(r, "config");
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "consumers")) {
+		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(c, "uid");
+
+		/* Integers of a reply are raw text (fr_ipc_add_int()). */
+		if (uid && !(cJSON_IsRaw(uid) &&
+			     strtoull(uid->valuestring, NULL, 10) == (unsigned long long)peer->uid)) {
+			cJSON_ReplaceItemInObjectCaseSensitive(c, "name",
+							       cJSON_CreateString("a client"));
+			cJSON_DeleteItemFromObjectCaseSensitive(c, "uid");
+		}
+	}
+	return r;
+}
+
+cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int fd,
+			     struct fr_ipc_peer *peer)
+{
+	struct daemon *d = arg;
+
+	if (strcmp(cmd, "attach") == 0)
+		return handle_attach(d, req, fd, peer);
+	if (fd >= 0)
+		close(fd);
+	if (strcmp(cmd, "status") == 0)
+		return status_for(d, handle_status(d), peer);
+	if (strcmp(cmd, "sessions") == 0)
+		return status_for(d, daemon_handle_sessions(d), peer);
+	if (strcmp(cmd, "consume") == 0)
+		return handle_consume(d, req, peer);
+	if (strcmp(cmd, "dump") == 0)
+		return handle_dump(d, req, peer);
+	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, consume, "
+			    "dump, status, sessions)", cmd);
+}
+
