@@ -368,104 +368,79 @@ static void release_query(struct daemon *d, int has_uid, int64_t reserved)
 	malloc_trim(0);
 }
 
-static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
+/* Reads an attach request into `preq`: the window (ending now, or from/to),
+ * the rate, targets, events and format. `warn` may receive a note for the
+ * user. Returns 0, or -1 with an error reply in *error. */
+static int attach_parse(struct daemon *d, const cJSON *req, int privileged,
+			struct fr_profile_request *preq, char *warn, size_t warnlen, cJSON **error)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
-	int64_t reserved = 0;
-	struct fr_profile_request preq;
-	struct fr_profile_result res;
-	struct fr_uring *uring = NULL;
-	struct fr_uring_writer *w = NULL;
-	cJSON *resp = NULL, *warnings, *events;
+	int64_t window = 0, from = 0, to = 0, hz = 0, now = fr_now_real_ns();
+	int has_window, has_from, has_to, n;
 	const cJSON *format;
-	int64_t window = 0, from = 0, to = 0, hz = 0, now;
-	int has_window, has_from, has_to, flags, ret, n;
-	char err[512], buf[64], warn[512] = "", name[FR_EVENT_NAME_MAX];
+	char buf[64];
 
-	memset(&preq, 0, sizeof(preq));
-	if (fd < 0)
-		return fr_ipc_error("attach needs the output file passed with the request");
-	flags = fcntl(fd, F_GETFL);
-	if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
-		resp = fr_ipc_error("attach: the output descriptor is not open for writing");
-		goto out;
-	}
-	if ((has_window = get_int(req, "attach", "window_ns", 1, INT64_MAX, &window, &resp)) < 0 ||
-	    (has_from = get_int(req, "attach", "from_ns", 0, INT64_MAX, &from, &resp)) < 0 ||
-	    (has_to = get_int(req, "attach", "to_ns", 0, INT64_MAX, &to, &resp)) < 0 ||
-	    get_int(req, "attach", "hz", 0, INT32_MAX, &hz, &resp) < 0)
-		goto out;
+	if ((has_window = get_int(req, "attach", "window_ns", 1, INT64_MAX, &window, error)) < 0 ||
+	    (has_from = get_int(req, "attach", "from_ns", 0, INT64_MAX, &from, error)) < 0 ||
+	    (has_to = get_int(req, "attach", "to_ns", 0, INT64_MAX, &to, error)) < 0 ||
+	    get_int(req, "attach", "hz", 0, INT32_MAX, &hz, error) < 0)
+		return -1;
 	if (hz > max_rate) {
-		resp = fr_ipc_error("attach: a rate of %lld Hz is above this recorder's limit of "
-				    "%u Hz (limits.max_rate_hz)", (long long)hz, max_rate);
-		goto out;
+		*error = fr_ipc_error("attach: a rate of %lld Hz is above this recorder's limit of "
+				      "%u Hz (limits.max_rate_hz)", (long long)hz, max_rate);
+		return -1;
 	}
-	now = fr_now_real_ns();
 	if (has_window) {
-		preq.t1 = now;
-		preq.t0 = now - window;
+		preq->t1 = now;
+		preq->t0 = now - window;
 	} else if (has_from) {
-		preq.t0 = from;
-		preq.t1 = has_to ? to : now;
-		if (preq.t1 <= preq.t0) {
-			resp = fr_ipc_error("attach: the window ends (%s) before it starts",
-					    fr_format_time(preq.t1, buf, sizeof(buf)));
-			goto out;
+		preq->t0 = from;
+		preq->t1 = has_to ? to : now;
+		if (preq->t1 <= preq->t0) {
+			*error = fr_ipc_error("attach: the window ends (%s) before it starts",
+					      fr_format_time(preq->t1, buf, sizeof(buf)));
+			return -1;
 		}
 	} else {
-		resp = fr_ipc_error("attach needs \"window_ns\" or \"from_ns\"");
-		goto out;
+		*error = fr_ipc_error("attach needs \"window_ns\" or \"from_ns\"");
+		return -1;
 	}
-	if (get_targets(req, "attach", &preq, &resp) < 0)
-		goto out;
-	n = get_events(req, "attach", preq.events, &resp);
+	if (get_targets(req, "attach", preq, error) < 0)
+		return -1;
+	n = get_events(req, "attach", preq->events, error);
 	if (n < 0)
-		goto out;
-	preq.nevents = (uint32_t)n;
-	if (check_events(d, preq.events, n, "attach", peer_privileged(d, peer), warn, sizeof(warn),
-			 &resp) < 0)
-		goto out;
+		return -1;
+	preq->nevents = (uint32_t)n;
+	if (check_events(d, preq->events, n, "attach", privileged, warn, warnlen, error) < 0)
+		return -1;
 	format = cJSON_GetObjectItemCaseSensitive(req, "format");
 	if (format && !cJSON_IsNull(format)) {
 		int f = cJSON_IsString(format) ? fr_profile_format_parse(format->valuestring)
 					       : -EINVAL;
 		if (f < 0) {
-			resp = fr_ipc_error("attach: \"format\" must be one of: "
-					    FR_PROFILE_FORMAT_NAMES);
-			goto out;
+			*error = fr_ipc_error("attach: \"format\" must be one of: "
+					      FR_PROFILE_FORMAT_NAMES);
+			return -1;
 		}
-		preq.format = (enum fr_profile_format)f;
+		preq->format = (enum fr_profile_format)f;
 	}
-	preq.hz = (uint32_t)hz;
-	preq.version = FR_VERSION;
-	/* From the credentials, never from the request: a user sees the
-	 * processes it ran, whatever it asks for. */
-	if (!peer_privileged(d, peer)) {
-		preq.has_uid = 1;
-		preq.uid = (uint32_t)peer->uid;
-	}
+	preq->hz = (uint32_t)hz;
+	return 0;
+}
 
-	/* Samples up to the request must be in the ring before reading it. */
-	ret = daemon_flush_barrier(d);
-	if (ret < 0) {
-		fr_log_warn("flush before attach timed out; the last second may be missing");
-		preq.note = FLUSH_NOTE;
-	}
+/* Writes the profile of `preq` into the client's descriptor `fd` with
+ * output deadlines. Returns NULL with *res and *written filled, or an
+ * error reply. */
+static cJSON *attach_output(struct daemon *d, const struct fr_profile_request *preq, int fd,
+			    struct fr_ipc_peer *peer, struct fr_profile_result *res,
+			    uint64_t *written)
+{
+	struct fr_uring *uring = NULL;
+	struct fr_uring_writer *w = malloc(sizeof(*w));
+	cJSON *resp = NULL;
+	char err[512] = "";
+	int ret;
 
-	reserved = reserve_query(d, &preq);
-	if (reserved < 0) {
-		reserved = 0;
-		resp = fr_ipc_error("attach: busy: other queries hold the daemon's query memory "
-				    "(limits.query_memory, %s) for over %lld s; retry later",
-				    fr_format_size(fr_budget_limit(&d->query_budget), buf, sizeof(buf)),
-				    (long long)(QUERY_WAIT_NS / 1000000000LL));
-		goto out;
-	}
-	/* Work for a client that hung up stops at the next chunk. */
-	preq.stop = fr_ipc_peer_gone;
-	preq.stop_arg = peer;
-
-	w = malloc(sizeof(*w));
 	ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
 	if (ret < 0) {
 		resp = fr_ipc_error("attach: cannot set up the output: %s", strerror(-ret));
@@ -473,41 +448,47 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 	}
 	fr_uring_writer_init(w, uring, fd);
 	fr_uring_writer_limit(w, OUTPUT_STALL_NS, OUTPUT_TOTAL_NS, peer->sock);
-	err[0] = '\0';
-	ret = fr_profile_write(d->ring, &preq, fr_uring_writer_write, w, &res, err, sizeof(err));
+	ret = fr_profile_write(d->ring, preq, fr_uring_writer_write, w, res, err, sizeof(err));
 	if (ret == 0)
 		ret = fr_uring_writer_flush(w);
-	if (ret == -ETIMEDOUT) {
+	*written = w->written;
+	if (ret == -ETIMEDOUT)
 		resp = fr_ipc_error("attach: the output took no bytes for %lld s (or the whole "
 				    "profile not within %lld s): is anything reading it? Gave up",
 				    (long long)(OUTPUT_STALL_NS / 1000000000LL),
 				    (long long)(OUTPUT_TOTAL_NS / 1000000000LL));
-		goto out;
-	}
-	if (ret == -EOPNOTSUPP) {
+	else if (ret == -EOPNOTSUPP)
 		resp = fr_ipc_error("attach: the output is a device that takes no non-blocking "
 				    "writes; write to a file or a pipe (| cat)");
-		goto out;
-	}
-	if (ret < 0) {
+	else if (ret < 0)
 		resp = fr_ipc_error("attach: %s", err[0] ? err : strerror(-ret));
-		goto out;
-	}
-	resp = fr_ipc_ok();
+out:
+	fr_uring_close(uring);
+	free(w);
+	return resp;
+}
+
+/* The answer to an attach that wrote its profile. */
+static cJSON *attach_reply(const struct fr_profile_request *preq,
+			   const struct fr_profile_result *res, uint64_t written, const char *warn)
+{
+	char name[FR_EVENT_NAME_MAX], line[512];
+	cJSON *resp = fr_ipc_ok(), *warnings, *events;
+
 	if (!resp)
-		goto out;
-	fr_ipc_add_int(resp, "samples", (int64_t)res.samples_kept);
-	fr_ipc_add_int(resp, "samples_in_window", (int64_t)res.samples_seen);
-	fr_ipc_add_int(resp, "stacks", (int64_t)res.stacks);
-	fr_ipc_add_int(resp, "bytes", (int64_t)w->written);
-	fr_ipc_add_int(resp, "hz", res.hz);
-	fr_ipc_add_int(resp, "lost", (int64_t)res.lost);
-	fr_ipc_add_int(resp, "t0_ns", (int64_t)preq.t0);
-	fr_ipc_add_int(resp, "t1_ns", (int64_t)preq.t1);
-	fr_ipc_add_int(resp, "covered_t0_ns", (int64_t)res.covered_t0);
+		return NULL;
+	fr_ipc_add_int(resp, "samples", (int64_t)res->samples_kept);
+	fr_ipc_add_int(resp, "samples_in_window", (int64_t)res->samples_seen);
+	fr_ipc_add_int(resp, "stacks", (int64_t)res->stacks);
+	fr_ipc_add_int(resp, "bytes", (int64_t)written);
+	fr_ipc_add_int(resp, "hz", res->hz);
+	fr_ipc_add_int(resp, "lost", (int64_t)res->lost);
+	fr_ipc_add_int(resp, "t0_ns", (int64_t)preq->t0);
+	fr_ipc_add_int(resp, "t1_ns", (int64_t)preq->t1);
+	fr_ipc_add_int(resp, "covered_t0_ns", (int64_t)res->covered_t0);
 	events = cJSON_AddArrayToObject(resp, "events");
-	for (uint32_t e = 0; events && e < res.nevents; e++) {
-		const struct fr_profile_event_result *er = &res.events[e];
+	for (uint32_t e = 0; events && e < res->nevents; e++) {
+		const struct fr_profile_event_result *er = &res->events[e];
 		cJSON *ev = cJSON_CreateObject();
 
 		if (!ev)
@@ -521,21 +502,77 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		fr_ipc_add_int(ev, "throttled", (int64_t)er->throttled);
 		fr_ipc_add_int(ev, "truncated", (int64_t)er->truncated);
 	}
-	if (preq.note)
-		cJSON_AddStringToObject(resp, "incomplete", preq.note);
+	if (preq->note)
+		cJSON_AddStringToObject(resp, "incomplete", preq->note);
 	warnings = cJSON_AddArrayToObject(resp, "warnings");
 	if (warnings && warn[0])
 		cJSON_AddItemToArray(warnings, cJSON_CreateString(warn));
-	if (warnings && res.warning[0])
-		cJSON_AddItemToArray(warnings, cJSON_CreateString(res.warning));
-	if (warnings && preq.has_uid) {
-		snprintf(warn, sizeof(warn), "the profile holds only your own processes (uid %u); "
-			 "root and members of socket.admin_group see the whole machine", preq.uid);
-		cJSON_AddItemToArray(warnings, cJSON_CreateString(warn));
+	if (warnings && res->warning[0])
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(res->warning));
+	if (warnings && preq->has_uid) {
+		snprintf(line, sizeof(line), "the profile holds only your own processes (uid %u); "
+			 "root and members of socket.admin_group see the whole machine", preq->uid);
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(line));
 	}
+	return resp;
+}
+
+/* The reply when the query memory stays taken. */
+static cJSON *busy_error(struct daemon *d, const char *cmd)
+{
+	char size[32];
+
+	return fr_ipc_error("%s: busy: other queries hold the daemon's query memory "
+			    "(limits.query_memory, %s) for over %lld s; retry later",
+			    cmd, fr_format_size(fr_budget_limit(&d->query_budget), size, sizeof(size)),
+			    (long long)(QUERY_WAIT_NS / 1000000000LL));
+}
+
+static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
+{
+	int privileged = peer_privileged(d, peer), flags;
+	struct fr_profile_request preq;
+	struct fr_profile_result res;
+	int64_t reserved = 0;
+	uint64_t written = 0;
+	char warn[512] = "";
+	cJSON *resp = NULL;
+
+	memset(&preq, 0, sizeof(preq));
+	if (fd < 0)
+		return fr_ipc_error("attach needs the output file passed with the request");
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
+		resp = fr_ipc_error("attach: the output descriptor is not open for writing");
+		goto out;
+	}
+	if (attach_parse(d, req, privileged, &preq, warn, sizeof(warn), &resp) < 0)
+		goto out;
+	preq.version = FR_VERSION;
+	/* From the credentials, never from the request: a user sees the
+	 * processes it ran, whatever it asks for. */
+	if (!privileged) {
+		preq.has_uid = 1;
+		preq.uid = (uint32_t)peer->uid;
+	}
+	/* Samples up to the request must be in the ring before reading it. */
+	if (daemon_flush_barrier(d) < 0) {
+		fr_log_warn("flush before attach timed out; the last second may be missing");
+		preq.note = FLUSH_NOTE;
+	}
+	reserved = reserve_query(d, &preq);
+	if (reserved < 0) {
+		reserved = 0;
+		resp = busy_error(d, "attach");
+		goto out;
+	}
+	/* Work for a client that hung up stops at the next chunk. */
+	preq.stop = fr_ipc_peer_gone;
+	preq.stop_arg = peer;
+	resp = attach_output(d, &preq, fd, peer, &res, &written);
+	if (!resp)
+		resp = attach_reply(&preq, &res, written, warn);
 out:
-	fr_uring_close(uring);
-	free(w);
 	close(fd);
 	release_query(d, preq.has_uid, reserved);
 	return resp;
@@ -703,15 +740,8 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ip
 		return fr_ipc_error("dump of session %s refused: busy, a dump of it requested by "
 				    "hand is being written; try again when it is done",
 				    name->valuestring);
-	if (ret == -EAGAIN && !path[0]) {
-		char size[32];
-
-		return fr_ipc_error("dump: busy: other queries hold the daemon's query memory "
-				    "(limits.query_memory, %s) for over %lld s; retry later",
-				    fr_format_size(fr_budget_limit(&d->query_budget), size,
-						   sizeof(size)),
-				    (long long)(QUERY_WAIT_NS / 1000000000LL));
-	}
+	if (ret == -EAGAIN && !path[0])
+		return busy_error(d, "dump");
 	if (ret < 0)
 		return fr_ipc_error("dump of session %s failed: %s", name->valuestring,
 				    path[0] ? path : strerror(-ret));
