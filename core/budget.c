@@ -12,7 +12,6 @@
 
 int fr_budget_init(struct fr_budget *b, uint64_t limit)
 {
-	pthread_condattr_t attr;
 	int ret;
 
 	if (limit == 0)
@@ -22,20 +21,10 @@ int fr_budget_init(struct fr_budget *b, uint64_t limit)
 	ret = pthread_mutex_init(&b->lock, NULL);
 	if (ret)
 		return -ret;
-	ret = pthread_condattr_init(&attr);
-	if (ret)
-		goto err_mutex;
-	ret = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	if (ret == 0)
-		ret = pthread_cond_init(&b->cond, &attr);
-	pthread_condattr_destroy(&attr);
-	if (ret)
-		goto err_mutex;
-	return 0;
-
-err_mutex:
-	pthread_mutex_destroy(&b->lock);
-	return -ret;
+	ret = fr_mono_cond_init(&b->cond);
+	if (ret < 0)
+		pthread_mutex_destroy(&b->lock);
+	return ret;
 }
 
 void fr_budget_destroy(struct fr_budget *b)

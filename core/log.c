@@ -103,3 +103,17 @@ void fr_mono_deadline(struct timespec *ts, int64_t ns)
 		ts->tv_nsec -= 1000000000L;
 	}
 }
+
+int fr_mono_cond_init(pthread_cond_t *cond)
+{
+	pthread_condattr_t attr;
+	int ret = pthread_condattr_init(&attr);
+
+	if (ret)
+		return -ret;
+	ret = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	if (ret == 0)
+		ret = pthread_cond_init(cond, &attr);
+	pthread_condattr_destroy(&attr);
+	return -ret;
+}

@@ -9,6 +9,7 @@
 #define FR_CORE_LOG_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 
 enum fr_log_level {
@@ -79,5 +80,10 @@ struct timespec;
 /* Sets *ts to `ns` from now on CLOCK_MONOTONIC: the deadline for a
  * pthread_cond_timedwait() on a condition variable of that clock. */
 void fr_mono_deadline(struct timespec *ts, int64_t ns);
+
+/* Initializes a condition variable whose timed waits use CLOCK_MONOTONIC
+ * (so that setting the wall clock moves no deadline). Returns 0 or
+ * -errno. */
+int fr_mono_cond_init(pthread_cond_t *cond);
 
 #endif

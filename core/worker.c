@@ -65,17 +65,13 @@ static void *worker_main(void *p)
 static struct fr_worker *worker_new(void)
 {
 	struct fr_worker *w = calloc(1, sizeof(*w));
-	pthread_condattr_t ca;
 	pthread_attr_t ta;
 	int ret;
 
 	if (!w)
 		return NULL;
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	fr_mono_cond_init(&w->cond);
 	pthread_attr_init(&ta);
 	pthread_attr_setstacksize(&ta, 256 * 1024);
 	ret = pthread_create(&w->thread, &ta, worker_main, w);

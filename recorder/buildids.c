@@ -221,7 +221,6 @@ static void check_stuck(struct fr_buildids *b)
 struct fr_buildids *fr_buildids_new(void)
 {
 	struct fr_buildids *b = calloc(1, sizeof(*b));
-	pthread_condattr_t ca;
 	int ret;
 
 	if (!b)
@@ -231,10 +230,7 @@ struct fr_buildids *fr_buildids_new(void)
 	b->stuck_ns = STUCK_NS_DEFAULT;
 	b->refs = 1;
 	pthread_mutex_init(&b->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&b->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	fr_mono_cond_init(&b->cond);
 	pthread_mutex_lock(&b->lock);
 	ret = start_reader(b);
 	pthread_mutex_unlock(&b->lock);

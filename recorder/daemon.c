@@ -1012,20 +1012,13 @@ static void print_banner(struct daemon *d)
 	free(client_default);
 }
 
-int fr_daemon_run(const struct fr_daemon_options *opts)
+/* Allocates the daemon's state, its locks and what other threads read. */
+static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 {
-	const struct fr_config *cfg = opts->config;
-	struct daemon *d;
-	sigset_t mask;
-	char err[1024];
-	int ret, status = 1, n;
-	size_t max_raw;
+	struct daemon *d = calloc(1, sizeof(*d));
 
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		fprintf(stderr, "flightrecd: out of memory\n");
-		return 1;
-	}
+	if (!d)
+		return NULL;
 	d->opts = opts;
 	d->config = opts->config;
 	d->handler = (struct fr_perf_handler){
@@ -1046,25 +1039,25 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	fr_budget_init(&d->users_budget, opts->config->query_memory / 4);
 	pthread_mutex_init(&d->src_lock, NULL);
 	pthread_mutex_init(&d->consumers_lock, NULL);
-	{
-		pthread_condattr_t ca;
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&d->consumers_cond, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	fr_mono_cond_init(&d->consumers_cond);
 	d->start_real = fr_now_real_ns();
 	d->start_mono = fr_now_mono_ns();
 	pthread_mutex_init(&d->lock, NULL);
-	{
-		pthread_condattr_t ca;
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&d->cond, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	fr_mono_cond_init(&d->cond);
+	d->max_age_ns = opts->config->max_age_ns;
+	d->max_rate_hz = opts->config->max_rate_hz;
+	d->user_max_rate_hz = opts->config->user_max_rate_hz;
+	d->admin_gid = opts->config->has_admin_group ? (int64_t)opts->config->admin_gid : -1;
+	return d;
+}
 
-	/* Every thread inherits this mask; signals are read from sig_fd. */
+/* Blocks the signals the daemon reads from sig_fd, in every thread to
+ * come, and makes its event descriptors. Returns 0 or -1 after saying
+ * why. */
+static int daemon_signals(struct daemon *d)
+{
+	sigset_t mask;
+
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
@@ -1084,77 +1077,79 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	if (d->sig_fd < 0 || d->flush_efd < 0 || d->reconcile_efd < 0) {
 		fprintf(stderr, "flightrecd: cannot create event descriptors: %s\n",
 			strerror(errno));
-		goto out;
+		return -1;
 	}
+	return 0;
+}
 
-	/* The socket first: if a live recorder answers there, it owns the
-	 * ring too, and we must not touch either. */
-	ret = fr_ipc_server_open(&d->server, opts->socket_path, cfg->max_clients, daemon_handle_request,
-				 d, err, sizeof(err));
-	if (ret < 0) {
-		fprintf(stderr, "flightrecd: %s\n", err);
-		goto out;
-	}
-	if (cfg->has_socket_group) {
+/* The socket, then the ring. The socket first: if a live recorder answers
+ * there, it owns the ring too, and neither may be touched. Returns 0 or
+ * -1 after saying why. */
+static int daemon_open_files(struct daemon *d)
+{
+	const struct fr_daemon_options *opts = d->opts;
+	const struct fr_config *cfg = opts->config;
+	char err[1024] = "";
+	int ret;
+
+	ret = fr_ipc_server_open(&d->server, opts->socket_path, cfg->max_clients,
+				 daemon_handle_request, d, err, sizeof(err));
+	if (ret == 0 && cfg->has_socket_group)
 		ret = fr_ipc_server_share(d->server, (gid_t)cfg->socket_gid, err, sizeof(err));
-		if (ret < 0) {
-			fprintf(stderr, "flightrecd: %s\n", err);
-			goto out;
-		}
-	}
-
-	ret = fr_mkdir_parent(opts->ring_path, 0700, err, sizeof(err));
+	if (ret == 0)
+		ret = fr_mkdir_parent(opts->ring_path, 0700, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "flightrecd: %s\n", err);
-		goto out;
+		return -1;
 	}
-	err[0] = '\0';
 	ret = fr_ring_open(&d->ring, opts->ring_path, cfg->ring_size, cfg->segment_size,
 			   FR_RING_CREATE | FR_RING_JOURNAL, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "flightrecd: %s\n", err[0] ? err : strerror(-ret));
-		goto out;
+		return -1;
 	}
 	if (err[0])
 		fr_log_warn("%s", err);
 	fr_ring_set_sync_interval(d->ring, cfg->sync_ns);
-	d->max_age_ns = cfg->max_age_ns;
-	d->max_rate_hz = cfg->max_rate_hz;
-	d->user_max_rate_hz = cfg->user_max_rate_hz;
-	d->admin_gid = cfg->has_admin_group ? (int64_t)cfg->admin_gid : -1;
 	expire(d); /* before the writer thread exists, so no race */
+	return 0;
+}
+
+/* The tracker, the side band, the sessions' sources and the chunk
+ * builder. Returns 0 or -1 after saying why. */
+static int daemon_open_recording(struct daemon *d)
+{
+	char err[1024];
+	struct fr_ring_stats st;
+	unsigned open = 0;
+	size_t max_raw;
+	int ret, n;
 
 	d->tracker = fr_tracker_new();
 	if (!d->tracker) {
 		fprintf(stderr, "flightrecd: out of memory\n");
-		goto out;
+		return -1;
 	}
 	n = fr_tracker_scan(d->tracker, "/proc");
 	if (n < 0)
 		fr_log_warn("cannot scan /proc: %s; processes are learned as they run",
 			    strerror(-n));
-
 	ret = fr_perf_open_sideband(&d->sideband, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "flightrecd: %s\n", err);
-		goto out;
+		return -1;
 	}
 	d->ncpus = fr_perf_nfds(d->sideband);
 	/* The sessions' events: each that cannot be opened is reported and
 	 * the others record; with none at all there is nothing to run. */
-	set_session_consumers(d, cfg);
+	set_session_consumers(d, d->opts->config);
 	reconcile(d);
-	{
-		unsigned open = 0;
-
-		for (unsigned i = 0; i < d->nsources; i++)
-			open += d->sources[i].perf != NULL;
-		if (d->nsources && !open) {
-			fprintf(stderr, "flightrecd: %s\n", d->sources[0].error);
-			goto out;
-		}
+	for (unsigned i = 0; i < d->nsources; i++)
+		open += d->sources[i].perf != NULL;
+	if (d->nsources && !open) {
+		fprintf(stderr, "flightrecd: %s\n", d->sources[0].error);
+		return -1;
 	}
-
 	/* A chunk holds at most ~1 s of samples on every CPU (with room for
 	 * bursts) and must fit comfortably in a segment. */
 	max_raw = fr_ring_max_chunk(d->ring) / 2;
@@ -1163,60 +1158,39 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	d->builder = fr_chunk_builder_new(65536, max_raw);
 	if (!d->builder) {
 		fprintf(stderr, "flightrecd: out of memory\n");
-		goto out;
+		return -1;
 	}
-	{
-		struct fr_ring_stats st;
+	/* The journal's chunks are compressed again when merged. */
+	fr_ring_get_stats(d->ring, &st);
+	if (st.journal_size)
+		fr_chunk_builder_set_level(d->builder, 1);
+	return 0;
+}
 
-		/* The journal's chunks are compressed again when merged. */
-		fr_ring_get_stats(d->ring, &st);
-		if (st.journal_size)
-			fr_chunk_builder_set_level(d->builder, 1);
-	}
+/* The trigger engine, writing dumps beside the ring unless configured
+ * otherwise. Without it the daemon records all the same. */
+static void daemon_start_triggers(struct daemon *d)
+{
+	const char *ring_path = d->opts->ring_path;
+	char err[1024], *slash;
+	int ret = -ENOMEM;
 
-	ret = pthread_create(&d->writer, NULL, writer_main, d);
-	if (ret) {
-		fprintf(stderr, "flightrecd: cannot start the writer thread: %s\n", strerror(ret));
-		goto out;
+	d->dumps_default_dir = malloc(strlen(ring_path) + 8);
+	if (d->dumps_default_dir) {
+		strcpy(d->dumps_default_dir, ring_path);
+		slash = strrchr(d->dumps_default_dir, '/');
+		strcpy(slash ? slash + 1 : d->dumps_default_dir, "dumps");
+		ret = fr_triggers_start(&d->triggers, d->opts->config, daemon_dump, d, err,
+					sizeof(err));
 	}
-	/* Triggers before the socket: a manual dump is then never told that
-	 * this recorder runs without them. */
-	{
-		char *slash;
+	if (ret < 0)
+		fr_log_err("triggers are off: %s", ret == -ENOMEM ? "out of memory" : err);
+}
 
-		d->dumps_default_dir = malloc(strlen(opts->ring_path) + 8);
-		if (d->dumps_default_dir) {
-			strcpy(d->dumps_default_dir, opts->ring_path);
-			slash = strrchr(d->dumps_default_dir, '/');
-			strcpy(slash ? slash + 1 : d->dumps_default_dir, "dumps");
-		}
-		ret = d->dumps_default_dir ? fr_triggers_start(&d->triggers, cfg, daemon_dump, d,
-							       err, sizeof(err))
-					   : -ENOMEM;
-		if (ret < 0)
-			fr_log_err("triggers are off: %s", ret == -ENOMEM ? "out of memory" : err);
-	}
-	ret = fr_ipc_server_start(d->server);
-	if (ret < 0) {
-		fprintf(stderr, "flightrecd: cannot start the socket thread: %s\n", strerror(-ret));
-		goto out_writer;
-	}
-	ret = fr_perf_enable(d->sideband, 1);
-	if (ret < 0) {
-		fprintf(stderr, "flightrecd: cannot enable the side band: %s\n", strerror(-ret));
-		goto out_writer;
-	}
-	print_banner(d);
-
-	ret = ingest_loop(d);
-	for (unsigned i = 0; i < d->nsources; i++)
-		if (d->sources[i].perf)
-			fr_perf_enable(d->sources[i].perf, 0);
-	status = ret < 0 ? 1 : 0;
-
-out_writer:
-	/* Stop answering before the ring goes away, then let the writer
-	 * store everything queued. */
+/* Stops answering before the ring goes away, then lets the writer store
+ * everything queued. */
+static void daemon_stop(struct daemon *d)
+{
 	fr_ipc_server_close(d->server);
 	d->server = NULL;
 	/* After the socket: a manual dump runs on a connection's thread and
@@ -1230,9 +1204,10 @@ out_writer:
 	pthread_cond_broadcast(&d->cond);
 	pthread_mutex_unlock(&d->lock);
 	pthread_join(d->writer, NULL);
-	if (status == 0)
-		fr_log_info("stopped; the ring %s is complete", fr_ring_path(d->ring));
-out:
+}
+
+static void daemon_free(struct daemon *d)
+{
 	fr_ipc_server_close(d->server);
 	for (unsigned i = 0; i < d->nsources; i++)
 		fr_perf_close(d->sources[i].perf);
@@ -1267,5 +1242,49 @@ out:
 	free(d->dumps_default_dir);
 	free(d->sessions_json);
 	free(d);
+}
+
+int fr_daemon_run(const struct fr_daemon_options *opts)
+{
+	struct daemon *d = daemon_new(opts);
+	int ret, status = 1;
+
+	if (!d) {
+		fprintf(stderr, "flightrecd: out of memory\n");
+		return 1;
+	}
+	if (daemon_signals(d) < 0 || daemon_open_files(d) < 0 || daemon_open_recording(d) < 0)
+		goto out;
+	ret = pthread_create(&d->writer, NULL, writer_main, d);
+	if (ret) {
+		fprintf(stderr, "flightrecd: cannot start the writer thread: %s\n", strerror(ret));
+		goto out;
+	}
+	/* Triggers before the socket: a manual dump is then never told that
+	 * this recorder runs without them. */
+	daemon_start_triggers(d);
+	ret = fr_ipc_server_start(d->server);
+	if (ret < 0) {
+		fprintf(stderr, "flightrecd: cannot start the socket thread: %s\n", strerror(-ret));
+		goto out_writer;
+	}
+	ret = fr_perf_enable(d->sideband, 1);
+	if (ret < 0) {
+		fprintf(stderr, "flightrecd: cannot enable the side band: %s\n", strerror(-ret));
+		goto out_writer;
+	}
+	print_banner(d);
+
+	ret = ingest_loop(d);
+	for (unsigned i = 0; i < d->nsources; i++)
+		if (d->sources[i].perf)
+			fr_perf_enable(d->sources[i].perf, 0);
+	status = ret < 0 ? 1 : 0;
+out_writer:
+	daemon_stop(d);
+	if (status == 0)
+		fr_log_info("stopped; the ring %s is complete", fr_ring_path(d->ring));
+out:
+	daemon_free(d);
 	return status;
 }
