@@ -262,6 +262,77 @@ static int merge_group(struct fr_ring *r);
 /* ------------------------------------------------------------------ */
 /* Open / close                                                         */
 
+/* A closed ring of `path`, its locks made. NULL on allocation failure. */
+static struct fr_ring *ring_new(const char *path, bool rdonly)
+{
+	struct fr_ring *r = calloc(1, sizeof(*r));
+	pthread_rwlockattr_t attr;
+
+	if (!r)
+		return NULL;
+	r->fd = -1;
+	r->rdonly = rdonly;
+	r->sync_interval = NS_PER_SEC;
+	r->group_ns = FR_RING_GROUP_NS;
+	/* Readers must not starve the appending thread: glibc's default
+	 * rwlock lets a steady stream of readers hold it forever. */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&r->lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	pthread_mutex_init(&r->io_lock, NULL);
+	r->path = strdup(path);
+	if (!r->path) {
+		fr_ring_close(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* Opens the ring's file (creating it with O_EXCL when it is missing and
+ * the flags ask), checks it is a regular file and, for writing, takes the
+ * one-writer lock. Returns 0 with its fstat in *st and whether it was
+ * created in *created, or -errno with a message in `err`. */
+static int ring_open_file(struct fr_ring *r, uint64_t size, uint64_t segment_size,
+			  unsigned flags, struct stat *st, bool *created, char *err, size_t errlen)
+{
+	bool rdonly = r->rdonly;
+	int ret;
+
+	r->fd = open(r->path, (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (r->fd < 0 && errno == ENOENT && !rdonly && (flags & FR_RING_CREATE)) {
+		ret = ring_check_geometry(r->path, size, segment_size, err, errlen);
+		if (ret < 0)
+			return ret;
+		r->fd = open(r->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		*created = r->fd >= 0;
+	}
+	if (r->fd < 0) {
+		ret = -errno;
+		fr_set_err(err, errlen, "cannot open %s: %s", r->path, strerror(errno));
+		return ret;
+	}
+	if (fstat(r->fd, st) < 0) {
+		ret = -errno;
+		fr_set_err(err, errlen, "cannot stat %s: %s", r->path, strerror(errno));
+		return ret;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		ret = -EMEDIUMTYPE;
+		fr_set_err(err, errlen, "%s is not a regular file; refusing to use it as a ring",
+			r->path);
+		return ret;
+	}
+	/* One writer per ring: a second daemon would interleave chunks. */
+	if (!rdonly && flock(r->fd, LOCK_EX | LOCK_NB) < 0) {
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		fr_set_err(err, errlen, "%s is in use by another process (%s)", r->path,
+			errno == EWOULDBLOCK ? "locked by a running flightrecd?" : strerror(errno));
+		return ret;
+	}
+	return 0;
+}
+
 int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 		 uint64_t segment_size, unsigned flags, char *err, size_t errlen)
 {
@@ -272,65 +343,15 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 
 	*out = NULL;
 	fr_set_err(err, errlen, "%s", "");
-	r = calloc(1, sizeof(*r));
+	r = ring_new(path, rdonly);
 	if (!r) {
 		fr_set_err(err, errlen, "cannot open %s: out of memory", path);
 		return -ENOMEM;
 	}
-	r->fd = -1;
-	r->rdonly = rdonly;
-	r->sync_interval = NS_PER_SEC;
-	r->group_ns = FR_RING_GROUP_NS;
-	/* Readers must not starve the appending thread: glibc's default
-	 * rwlock lets a steady stream of readers hold it forever. */
-	{
-		pthread_rwlockattr_t attr;
 
-		pthread_rwlockattr_init(&attr);
-		pthread_rwlockattr_setkind_np(&attr,
-					      PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-		pthread_rwlock_init(&r->lock, &attr);
-		pthread_rwlockattr_destroy(&attr);
-	}
-	pthread_mutex_init(&r->io_lock, NULL);
-	r->path = strdup(path);
-	if (!r->path) {
-		ret = -ENOMEM;
-		fr_set_err(err, errlen, "cannot open %s: out of memory", path);
+	ret = ring_open_file(r, size, segment_size, flags, &st, &created, err, errlen);
+	if (ret < 0)
 		goto err;
-	}
-
-	r->fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-	if (r->fd < 0 && errno == ENOENT && !rdonly && (flags & FR_RING_CREATE)) {
-		ret = ring_check_geometry(path, size, segment_size, err, errlen);
-		if (ret < 0)
-			goto err;
-		r->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		created = r->fd >= 0;
-	}
-	if (r->fd < 0) {
-		ret = -errno;
-		fr_set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		goto err;
-	}
-	if (fstat(r->fd, &st) < 0) {
-		ret = -errno;
-		fr_set_err(err, errlen, "cannot stat %s: %s", path, strerror(errno));
-		goto err;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = -EMEDIUMTYPE;
-		fr_set_err(err, errlen, "%s is not a regular file; refusing to use it as a ring",
-			path);
-		goto err;
-	}
-	/* One writer per ring: a second daemon would interleave chunks. */
-	if (!rdonly && flock(r->fd, LOCK_EX | LOCK_NB) < 0) {
-		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		fr_set_err(err, errlen, "%s is in use by another process (%s)", path,
-			errno == EWOULDBLOCK ? "locked by a running flightrecd?" : strerror(errno));
-		goto err;
-	}
 
 	if (st.st_size > 0) {
 		ret = ring_sb_load(r, (uint64_t)st.st_size, err, errlen);
@@ -371,42 +392,9 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 			goto err;
 		}
 	} else {
-		uint64_t actual = (uint64_t)st.st_size;
-
-		if (actual < r->file_size && !rdonly) {
-			/* Give a truncated ring its size back, allocated, so
-			 * appends never find the disk full. */
-			ret = posix_fallocate(r->fd, st.st_size, (off_t)(r->file_size - (uint64_t)st.st_size));
-			if (ret) {
-				fr_set_err(err, errlen,
-					"%s was truncated to %" PRIu64 " bytes and its %" PRIu64
-					" bytes cannot be allocated again: %s",
-					path, (uint64_t)st.st_size, r->file_size, strerror(ret));
-				ret = -ret;
-				goto err;
-			}
-			fr_log_warn("%s was truncated to %" PRIu64 " bytes; its size of %" PRIu64
-				    " bytes is restored (chunks past the cut are lost)",
-				    path, (uint64_t)st.st_size, r->file_size);
-			actual = r->file_size;
-		}
-		if (!rdonly && r->sb_state == FR_RING_SB_FROM_COPY)
-			ring_sb_repair(r);
-		else if (!rdonly && !r->sb_copy)
-			ring_sb_add_copy(r, actual);
-		/* A size maps to the superblocks plus whole segments; compare
-		 * what the request would have created (with a copy, or before
-		 * copies existed), not the raw number. */
-		uint64_t seg = segment_size ? segment_size : r->segment_size;
-		bool j = r->journal_size != 0;
-		bool same = !size || r->file_size == ring_layout_for(size, seg, j, 2 * FR_RING_SB_LEN) ||
-			    r->file_size == ring_layout_for(size, seg, j, FR_RING_SB_LEN);
-		if (!same || (segment_size && segment_size != r->segment_size))
-			fr_set_err(err, errlen,
-				"%s keeps its geometry (%" PRIu64 " bytes in %" PRIu32
-				" segments of %" PRIu64 " bytes); the requested size applies "
-				"only to a new ring",
-				path, r->file_size, r->nsegments, r->segment_size);
+		ret = ring_sb_existing(r, (uint64_t)st.st_size, size, segment_size, err, errlen);
+		if (ret < 0)
+			goto err;
 	}
 
 	r->seg_chunks = calloc(r->nsegments, sizeof(*r->seg_chunks));

@@ -140,6 +140,9 @@ void ring_sb_repair(struct fr_ring *r);
 void ring_sb_add_copy(struct fr_ring *r, uint64_t actual_size);
 int ring_move_aside(struct fr_ring *r, const char *why, char *err, size_t errlen);
 
+int ring_sb_existing(struct fr_ring *r, uint64_t actual_size, uint64_t size,
+		     uint64_t segment_size, char *err, size_t errlen);
+
 /* core/ring_recover.c */
 int ring_journal_load(struct fr_ring *r, unsigned char **out);
 uint64_t ring_journal_next(const struct fr_ring *r, const unsigned char *buf, uint64_t off,

@@ -469,3 +469,49 @@ out:
 	return ret;
 }
 
+
+/* What opening an existing ring writable does to it: a truncated file gets
+ * its size back (allocated), a superblock read through its copy is
+ * rewritten from it, a ring from before copies gets one. Also says, as a
+ * note in `err`, when the requested size or segment size differs from the
+ * ring's own (which stays). Returns 0, or -errno with a message in `err`. */
+int ring_sb_existing(struct fr_ring *r, uint64_t actual_size, uint64_t size,
+		     uint64_t segment_size, char *err, size_t errlen)
+{
+	uint64_t actual = actual_size, seg = segment_size ? segment_size : r->segment_size;
+	bool j = r->journal_size != 0, same;
+	int ret;
+
+	if (actual < r->file_size && !r->rdonly) {
+		/* Give a truncated ring its size back, allocated, so
+		 * appends never find the disk full. */
+		ret = posix_fallocate(r->fd, actual_size, (off_t)(r->file_size - actual_size));
+		if (ret) {
+			fr_set_err(err, errlen,
+				"%s was truncated to %" PRIu64 " bytes and its %" PRIu64
+				" bytes cannot be allocated again: %s",
+				r->path, actual_size, r->file_size, strerror(ret));
+			return -ret;
+		}
+		fr_log_warn("%s was truncated to %" PRIu64 " bytes; its size of %" PRIu64
+			    " bytes is restored (chunks past the cut are lost)",
+			    r->path, actual_size, r->file_size);
+		actual = r->file_size;
+	}
+	if (!r->rdonly && r->sb_state == FR_RING_SB_FROM_COPY)
+		ring_sb_repair(r);
+	else if (!r->rdonly && !r->sb_copy)
+		ring_sb_add_copy(r, actual);
+	/* A size maps to the superblocks plus whole segments; compare
+	 * what the request would have created (with a copy, or before
+	 * copies existed), not the raw number. */
+	same = !size || r->file_size == ring_layout_for(size, seg, j, 2 * FR_RING_SB_LEN) ||
+		    r->file_size == ring_layout_for(size, seg, j, FR_RING_SB_LEN);
+	if (!same || (segment_size && segment_size != r->segment_size))
+		fr_set_err(err, errlen,
+			"%s keeps its geometry (%" PRIu64 " bytes in %" PRIu32
+			" segments of %" PRIu64 " bytes); the requested size applies "
+			"only to a new ring",
+			r->path, r->file_size, r->nsegments, r->segment_size);
+	return 0;
+}
