@@ -29,7 +29,7 @@
 #include "core/profile.h"
 #include "ipc/client.h"
 #include "ipc/proto.h"
-#include "tools/pprof_read.h"
+#include "core/pprof_read.h"
 #include "tools/query.h"
 
 #define MAX_FILE (1ULL << 32)

@@ -1,8 +1,8 @@
 /* flightrec top: a hand-made profile written by the project's own encoder
- * is read back by tools/pprof_read.c and aggregated; flat and cum must be
+ * is read back by core/pprof_read.c and aggregated; flat and cum must be
  * exact, recursion must count once per sample, and garbage or truncated
  * input must be refused with -EBADMSG without reading out of bounds. */
-#include "tools/pprof_read.h"
+#include "core/pprof_read.h"
 #include "tools/top.h"
 
 #include <errno.h>

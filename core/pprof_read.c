@@ -6,7 +6,7 @@
  * does not resolve. Nothing is read past `end`: each length is compared
  * with the bytes left before it is used.
  */
-#include "tools/pprof_read.h"
+#include "core/pprof_read.h"
 
 #include <errno.h>
 #include <stdlib.h>
