@@ -32,6 +32,7 @@
 
 #include "core/compress.h"
 #include "core/crc32c.h"
+#include "core/le.h"
 #include "core/log.h"
 
 /* Sealing happens about once a second; level 5 gets nearly all of what
@@ -41,58 +42,6 @@
  * lower level (fr_chunk_builder_set_level). */
 #define ZSTD_LEVEL 5
 #define EVENT_SLOTS 64
-
-/* Bytes a varint of `v` takes. */
-static unsigned vlen(uint64_t v)
-{
-	return 1 + (63 - (unsigned)__builtin_clzll(v | 1)) / 7;
-}
-
-static uint64_t zigzag(int64_t v)
-{
-	uint64_t u = (uint64_t)v;
-
-	return (u << 1) ^ (0 - (u >> 63));
-}
-
-static int64_t unzigzag(uint64_t u)
-{
-	return (int64_t)((u >> 1) ^ (0 - (u & 1)));
-}
-
-static void put_le16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_le64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint16_t get_le16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_le64(const unsigned char *p)
-{
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
 
 /* ------------------------------------------------------------------ */
 /* Builder                                                              */
@@ -249,10 +198,10 @@ static uint64_t stack_hash(uint32_t pid, unsigned nr_kernel, unsigned nr,
 static size_t stack_bytes(uint32_t pid, unsigned nr_kernel, unsigned nr,
 			  const uint64_t *ips)
 {
-	size_t n = vlen(pid) + vlen(nr_kernel) + vlen(nr);
+	size_t n = fr_varint_len(pid) + fr_varint_len(nr_kernel) + fr_varint_len(nr);
 
 	for (unsigned i = 0; i < nr; i++)
-		n += i == 0 ? vlen(ips[0]) : vlen(zigzag((int64_t)(ips[i] - ips[i - 1])));
+		n += i == 0 ? fr_varint_len(ips[0]) : fr_varint_len(fr_zigzag((int64_t)(ips[i] - ips[i - 1])));
 	return n;
 }
 
@@ -295,16 +244,16 @@ int fr_chunk_builder_add_known(struct fr_chunk_builder *b, const struct fr_sampl
 		}
 	}
 
-	need = vlen(zigzag((int64_t)((uint64_t)s->time_ns - (uint64_t)b->prev_ns))) +
-	       vlen(s->tid) + vlen(s->pid) + vlen(s->cpu) + vlen(s->event) +
-	       vlen(s->weight) + vlen(s->rate_hz) + 1 /* labelset */;
+	need = fr_varint_len(fr_zigzag((int64_t)((uint64_t)s->time_ns - (uint64_t)b->prev_ns))) +
+	       fr_varint_len(s->tid) + fr_varint_len(s->pid) + fr_varint_len(s->cpu) + fr_varint_len(s->event) +
+	       fr_varint_len(s->weight) + fr_varint_len(s->rate_hz) + 1 /* labelset */;
 	if (id == UINT32_MAX) {
 		if (b->nstacks >= b->max_stacks || nr > b->max_frames - b->nframes)
 			return -ENOSPC;
 		need += stack_bytes(s->pid, nr_kernel, nr, s->ips) + META_ALLOWANCE;
 		id = b->nstacks;
 	}
-	need += vlen(id);
+	need += fr_varint_len(id);
 	if (b->nsamples > 0 && b->raw_est + need > b->max_raw)
 		return -ENOSPC;
 
@@ -410,16 +359,12 @@ static void wb_v(struct wbuf *w, uint64_t v)
 	wb_reserve(w, 10);
 	if (w->err)
 		return;
-	while (v >= 0x80) {
-		w->p[w->len++] = (unsigned char)(v | 0x80);
-		v >>= 7;
-	}
-	w->p[w->len++] = (unsigned char)v;
+	w->len = (size_t)(fr_varint_put(w->p + w->len, v) - w->p);
 }
 
 static void wb_z(struct wbuf *w, int64_t v)
 {
-	wb_v(w, zigzag(v));
+	wb_v(w, fr_zigzag(v));
 }
 
 static void wb_bytes(struct wbuf *w, const void *p, size_t n)
@@ -1328,19 +1273,19 @@ static void seal_block(struct seal *s, const struct fr_chunk_builder *b, int64_t
 static void header_write(unsigned char *p, const struct fr_chunk_header *h)
 {
 	memset(p, 0, FR_CHUNK_HEADER_LEN);
-	put_le32(p + 0, h->magic);
-	put_le16(p + 4, h->version);
-	put_le16(p + 6, h->header_len);
-	put_le64(p + 8, h->seq);
-	put_le64(p + 16, (uint64_t)h->first_ns);
-	put_le64(p + 24, (uint64_t)h->last_ns);
-	put_le32(p + 32, h->nsamples);
-	put_le32(p + 36, h->raw_len);
-	put_le32(p + 40, h->comp_len);
-	put_le32(p + 44, h->covers);
-	put_le64(p + 48, (uint64_t)h->clock_offset);
-	put_le32(p + 56, h->payload_crc);
-	put_le32(p + 60, fr_crc32c(0, p, 60));
+	fr_put_le32(p + 0, h->magic);
+	fr_put_le16(p + 4, h->version);
+	fr_put_le16(p + 6, h->header_len);
+	fr_put_le64(p + 8, h->seq);
+	fr_put_le64(p + 16, (uint64_t)h->first_ns);
+	fr_put_le64(p + 24, (uint64_t)h->last_ns);
+	fr_put_le32(p + 32, h->nsamples);
+	fr_put_le32(p + 36, h->raw_len);
+	fr_put_le32(p + 40, h->comp_len);
+	fr_put_le32(p + 44, h->covers);
+	fr_put_le64(p + 48, (uint64_t)h->clock_offset);
+	fr_put_le32(p + 56, h->payload_crc);
+	fr_put_le32(p + 60, fr_crc32c(0, p, 60));
 }
 
 int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta_ops *ops,
@@ -1476,23 +1421,23 @@ int fr_chunk_header_parse(const void *buf, size_t len, struct fr_chunk_header *h
 
 	if (len < FR_CHUNK_HEADER_LEN)
 		return -EBADMSG;
-	if (get_le32(p) != FR_CHUNK_MAGIC)
+	if (fr_get_le32(p) != FR_CHUNK_MAGIC)
 		return -EBADMSG;
-	if (get_le32(p + 60) != fr_crc32c(0, p, 60))
+	if (fr_get_le32(p + 60) != fr_crc32c(0, p, 60))
 		return -EBADMSG;
-	h->magic = get_le32(p);
-	h->version = get_le16(p + 4);
-	h->header_len = get_le16(p + 6);
-	h->seq = get_le64(p + 8);
-	h->first_ns = (int64_t)get_le64(p + 16);
-	h->last_ns = (int64_t)get_le64(p + 24);
-	h->nsamples = get_le32(p + 32);
-	h->raw_len = get_le32(p + 36);
-	h->comp_len = get_le32(p + 40);
-	h->covers = get_le32(p + 44);
-	h->clock_offset = (int64_t)get_le64(p + 48);
-	h->payload_crc = get_le32(p + 56);
-	h->header_crc = get_le32(p + 60);
+	h->magic = fr_get_le32(p);
+	h->version = fr_get_le16(p + 4);
+	h->header_len = fr_get_le16(p + 6);
+	h->seq = fr_get_le64(p + 8);
+	h->first_ns = (int64_t)fr_get_le64(p + 16);
+	h->last_ns = (int64_t)fr_get_le64(p + 24);
+	h->nsamples = fr_get_le32(p + 32);
+	h->raw_len = fr_get_le32(p + 36);
+	h->comp_len = fr_get_le32(p + 40);
+	h->covers = fr_get_le32(p + 44);
+	h->clock_offset = (int64_t)fr_get_le64(p + 48);
+	h->payload_crc = fr_get_le32(p + 56);
+	h->header_crc = fr_get_le32(p + 60);
 	if (h->version != FR_CHUNK_VERSION)
 		return -EPROTONOSUPPORT;
 	if (h->header_len != FR_CHUNK_HEADER_LEN)
@@ -1534,9 +1479,9 @@ void fr_chunk_set_seq(void *buf, uint64_t seq, uint32_t covers)
 {
 	unsigned char *p = buf;
 
-	put_le64(p + 8, seq);
-	put_le32(p + 44, covers);
-	put_le32(p + 60, fr_crc32c(0, p, 60));
+	fr_put_le64(p + 8, seq);
+	fr_put_le32(p + 44, covers);
+	fr_put_le32(p + 60, fr_crc32c(0, p, 60));
 }
 
 /* ------------------------------------------------------------------ */
@@ -1553,24 +1498,7 @@ static size_t rd_left(const struct rd *r)
 
 static int rd_v(struct rd *r, uint64_t *out)
 {
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		unsigned char c;
-
-		if (r->p >= r->end)
-			return -EBADMSG;
-		c = *r->p++;
-		/* The tenth byte holds bit 63 only. */
-		if (shift == 63 && c > 1)
-			return -EBADMSG;
-		v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*out = v;
-			return 0;
-		}
-	}
-	return -EBADMSG;
+	return fr_varint_get(&r->p, r->end, out);
 }
 
 static int rd_z(struct rd *r, int64_t *out)
@@ -1579,7 +1507,7 @@ static int rd_z(struct rd *r, int64_t *out)
 
 	if (rd_v(r, &v) < 0)
 		return -EBADMSG;
-	*out = unzigzag(v);
+	*out = fr_unzigzag(v);
 	return 0;
 }
 

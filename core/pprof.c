@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/le.h"
+
 /* Profile field numbers (github.com/google/pprof/proto/profile.proto). */
 enum {
 	PROFILE_SAMPLE_TYPE = 1,
@@ -174,19 +176,12 @@ struct fr_pprof {
 
 static inline size_t varint_size(uint64_t v)
 {
-	int bits = 64 - __builtin_clzll(v | 1);
-
-	return (size_t)(bits + 6) / 7;
+	return fr_varint_len(v);
 }
 
 static inline uint8_t *put_varint(uint8_t *w, uint64_t v)
 {
-	while (v >= 0x80) {
-		*w++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*w++ = (uint8_t)v;
-	return w;
+	return fr_varint_put(w, v);
 }
 
 /* All field numbers used here are below 16, so every tag is one byte. */

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "core/le.h"
+
 struct pb {
 	const unsigned char *p;
 	const unsigned char *end;
@@ -20,20 +22,7 @@ struct pb {
 
 static int pb_varint(struct pb *b, uint64_t *v)
 {
-	uint64_t x = 0;
-
-	for (int shift = 0; shift < 64; shift += 7) {
-		if (b->p >= b->end)
-			return -EBADMSG;
-		unsigned char c = *b->p++;
-
-		x |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -EBADMSG;
+	return fr_varint_get(&b->p, b->end, v);
 }
 
 /* Reads a tag; field 0 and the group wire types (3, 4) are rejected. */

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "core/chunk.h"
+#include "core/le.h"
 #include "core/ring.h"
 
 #define NS_PER_SEC 1000000000LL
@@ -68,29 +69,6 @@ struct fr_ring {
 	struct fr_ring_ref *jidx;
 	size_t jcount, jcap;
 };
-
-static inline void put_le32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static inline void put_le64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static inline uint32_t get_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t get_le64(const unsigned char *p)
-{
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
 
 static inline bool all_zero(const unsigned char *p, size_t n)
 {

@@ -113,7 +113,7 @@ static int scan_segment(struct fr_ring *r, struct scan *s, uint32_t seg, uint64_
 				loaded = true;
 			}
 			for (off += 8; off + FR_CHUNK_HEADER_LEN <= r->segment_size; off += 8) {
-				if (get_le32(s->segbuf + off) == FR_CHUNK_MAGIC &&
+				if (fr_get_le32(s->segbuf + off) == FR_CHUNK_MAGIC &&
 				    header_ok(r, s->segbuf + off, off, &h)) {
 					found = true;
 					break;

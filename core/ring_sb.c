@@ -25,16 +25,16 @@ static void sb_encode(unsigned char *sb, const struct fr_ring *r, int64_t create
 {
 	memset(sb, 0, FR_RING_SB_LEN);
 	memcpy(sb, FR_RING_MAGIC, 16);
-	put_le32(sb + 16, FR_RING_VERSION);
-	put_le32(sb + 20, FR_RING_SB_LEN);
-	put_le64(sb + 24, r->file_size);
-	put_le64(sb + 32, r->segment_size);
-	put_le32(sb + 40, r->nsegments);
-	put_le32(sb + 44, FR_CHUNK_VERSION);
-	put_le64(sb + 48, (uint64_t)created_ns);
+	fr_put_le32(sb + 16, FR_RING_VERSION);
+	fr_put_le32(sb + 20, FR_RING_SB_LEN);
+	fr_put_le64(sb + 24, r->file_size);
+	fr_put_le64(sb + 32, r->segment_size);
+	fr_put_le32(sb + 40, r->nsegments);
+	fr_put_le32(sb + 44, FR_CHUNK_VERSION);
+	fr_put_le64(sb + 48, (uint64_t)created_ns);
 	memcpy(sb + 56, id, 16);
-	put_le64(sb + 72, r->journal_size);
-	put_le32(sb + 80, fr_crc32c(0, sb, 80));
+	fr_put_le64(sb + 72, r->journal_size);
+	fr_put_le32(sb + 80, fr_crc32c(0, sb, 80));
 }
 
 int ring_check_geometry(const char *path, uint64_t size, uint64_t segment_size,
@@ -163,22 +163,22 @@ static int sb_decode(const unsigned char *sb, size_t n, struct sb_geom *g)
 		return -EMEDIUMTYPE;
 	if (n < FR_RING_SB_LEN)
 		return -EUCLEAN;
-	g->version = get_le32(sb + 16);
+	g->version = fr_get_le32(sb + 16);
 	if (g->version != 1 && g->version != FR_RING_VERSION) {
-		if (get_le32(sb + 80) == fr_crc32c(0, sb, 80) ||
-		    get_le32(sb + 72) == fr_crc32c(0, sb, 72))
+		if (fr_get_le32(sb + 80) == fr_crc32c(0, sb, 80) ||
+		    fr_get_le32(sb + 72) == fr_crc32c(0, sb, 72))
 			return -EPROTONOSUPPORT;
 		return SB_UNKNOWN_VERSION;
 	}
 	crc_at = g->version == 1 ? 72 : 80;
-	if (get_le32(sb + crc_at) != fr_crc32c(0, sb, crc_at))
+	if (fr_get_le32(sb + crc_at) != fr_crc32c(0, sb, crc_at))
 		return -EUCLEAN;
-	g->file_size = get_le64(sb + 24);
-	g->segment_size = get_le64(sb + 32);
-	g->nsegments = get_le32(sb + 40);
-	g->chunk_version = get_le32(sb + 44);
-	g->journal_size = g->version == 1 ? 0 : get_le64(sb + 72);
-	if (get_le32(sb + 20) != FR_RING_SB_LEN || g->segment_size < FR_RING_MIN_SEGMENT ||
+	g->file_size = fr_get_le64(sb + 24);
+	g->segment_size = fr_get_le64(sb + 32);
+	g->nsegments = fr_get_le32(sb + 40);
+	g->chunk_version = fr_get_le32(sb + 44);
+	g->journal_size = g->version == 1 ? 0 : fr_get_le64(sb + 72);
+	if (fr_get_le32(sb + 20) != FR_RING_SB_LEN || g->segment_size < FR_RING_MIN_SEGMENT ||
 	    g->segment_size % 4096 != 0 || g->segment_size > (1ull << 31) ||
 	    g->nsegments < 2 || g->journal_size % 4096 != 0 || g->journal_size > JOURNAL_MAX ||
 	    (g->journal_size && g->journal_size < 2 * g->segment_size) ||
@@ -216,7 +216,7 @@ static int chunk_evidence(int fd, uint64_t size)
 			break;
 		}
 		for (size_t i = 0; i + FR_CHUNK_HEADER_LEN <= (size_t)n && i < block; i += 8) {
-			if (get_le32(buf + i) == FR_CHUNK_MAGIC &&
+			if (fr_get_le32(buf + i) == FR_CHUNK_MAGIC &&
 			    fr_chunk_header_parse(buf + i, FR_CHUNK_HEADER_LEN, &h) == 0) {
 				found = 1;
 				break;
@@ -302,16 +302,16 @@ int ring_sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t errl
 	if (p == -EPROTONOSUPPORT || (p != 0 && c == -EPROTONOSUPPORT)) {
 		const unsigned char *v = p == -EPROTONOSUPPORT ? sb : copy;
 
-		if (get_le32(v + 16) != 1 && get_le32(v + 16) != FR_RING_VERSION)
+		if (fr_get_le32(v + 16) != 1 && fr_get_le32(v + 16) != FR_RING_VERSION)
 			fr_set_err(err, errlen,
 				"%s is a flightrec ring of format version %" PRIu32
 				"; this build reads versions 1 to %d",
-				r->path, get_le32(v + 16), FR_RING_VERSION);
+				r->path, fr_get_le32(v + 16), FR_RING_VERSION);
 		else
 			fr_set_err(err, errlen,
 				"%s holds chunks of format version %" PRIu32
 				"; this build reads version %d",
-				r->path, get_le32(v + 44), FR_CHUNK_VERSION);
+				r->path, fr_get_le32(v + 44), FR_CHUNK_VERSION);
 		ret = -EPROTONOSUPPORT;
 		goto out;
 	}

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/le.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* A broken promise is a crash, so that libFuzzer records the input. */
@@ -29,34 +31,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 		}                                                                \
 	} while (0)
 
-static inline void fuzz_put_le16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static inline void fuzz_put_le32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static inline void fuzz_put_le64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static inline uint32_t fuzz_get_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t fuzz_get_le64(const unsigned char *p)
-{
-	return (uint64_t)fuzz_get_le32(p) | (uint64_t)fuzz_get_le32(p + 4) << 32;
-}
 
 /* Chunk header offsets (core/chunk.h, ON-DISK LAYOUT). */
 #define FUZZ_CHUNK_OFF_VERSION 4

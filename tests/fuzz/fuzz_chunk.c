@@ -48,9 +48,9 @@ static struct fr_zstd *zstd;
 
 static void fix_crcs(unsigned char *p, size_t len)
 {
-	fuzz_put_le32(p + FUZZ_CHUNK_OFF_PAYLOAD_CRC,
+	fr_put_le32(p + FUZZ_CHUNK_OFF_PAYLOAD_CRC,
 		      fr_crc32c(0, p + FR_CHUNK_HEADER_LEN, len - FR_CHUNK_HEADER_LEN));
-	fuzz_put_le32(p + FUZZ_CHUNK_OFF_HEADER_CRC, fr_crc32c(0, p, 60));
+	fr_put_le32(p + FUZZ_CHUNK_OFF_HEADER_CRC, fr_crc32c(0, p, 60));
 }
 
 /* Builds the chunk the mode asks for into a malloc'd buffer of exactly
@@ -80,7 +80,7 @@ static unsigned char *make_input(const uint8_t *data, size_t size, size_t *len)
 		if (!p)
 			return NULL;
 		memcpy(p, data, size);
-		fuzz_put_le32(p + FUZZ_CHUNK_OFF_COMP_LEN, (uint32_t)(size - FR_CHUNK_HEADER_LEN));
+		fr_put_le32(p + FUZZ_CHUNK_OFF_COMP_LEN, (uint32_t)(size - FR_CHUNK_HEADER_LEN));
 		fix_crcs(p, size);
 		*len = size;
 		return p;
@@ -104,15 +104,15 @@ static unsigned char *make_input(const uint8_t *data, size_t size, size_t *len)
 		comp = fr_zstd_compress(zstd, p + FR_CHUNK_HEADER_LEN, cap, block, raw);
 		FUZZ_CHECK(comp > 0, "compressing %zu bytes: %zd", raw, comp);
 		memset(p, 0, FR_CHUNK_HEADER_LEN);
-		fuzz_put_le32(p, FR_CHUNK_MAGIC);
-		fuzz_put_le16(p + FUZZ_CHUNK_OFF_VERSION, FR_CHUNK_VERSION);
-		fuzz_put_le16(p + FUZZ_CHUNK_OFF_HEADER_LEN, FR_CHUNK_HEADER_LEN);
-		fuzz_put_le64(p + FUZZ_CHUNK_OFF_SEQ, 1);
+		fr_put_le32(p, FR_CHUNK_MAGIC);
+		fr_put_le16(p + FUZZ_CHUNK_OFF_VERSION, FR_CHUNK_VERSION);
+		fr_put_le16(p + FUZZ_CHUNK_OFF_HEADER_LEN, FR_CHUNK_HEADER_LEN);
+		fr_put_le64(p + FUZZ_CHUNK_OFF_SEQ, 1);
 		memcpy(p + FUZZ_CHUNK_OFF_NSAMPLES, data, 4);
 		memcpy(p + FUZZ_CHUNK_OFF_FIRST_NS, data + 4, 8);
 		memcpy(p + FUZZ_CHUNK_OFF_LAST_NS, data + 12, 8);
-		fuzz_put_le32(p + FUZZ_CHUNK_OFF_RAW_LEN, (uint32_t)raw);
-		fuzz_put_le32(p + FUZZ_CHUNK_OFF_COMP_LEN, (uint32_t)comp);
+		fr_put_le32(p + FUZZ_CHUNK_OFF_RAW_LEN, (uint32_t)raw);
+		fr_put_le32(p + FUZZ_CHUNK_OFF_COMP_LEN, (uint32_t)comp);
 		*len = FR_CHUNK_HEADER_LEN + (size_t)comp;
 		fix_crcs(p, *len);
 		return p;
@@ -613,9 +613,9 @@ out:
 
 static void count(struct fr_chunk_builder *b, const unsigned char *p)
 {
-	uint32_t event = fuzz_get_le32(p);
-	uint64_t lost = fuzz_get_le64(p + 4), throttled = fuzz_get_le64(p + 12),
-		 truncated = fuzz_get_le64(p + 20);
+	uint32_t event = fr_get_le32(p);
+	uint64_t lost = fr_get_le64(p + 4), throttled = fr_get_le64(p + 12),
+		 truncated = fr_get_le64(p + 20);
 	struct fr_chunk_event_stats *e = NULL;
 
 	fr_chunk_builder_count(b, event, lost, throttled, truncated);
@@ -666,19 +666,19 @@ static void build(const uint8_t *data, size_t size)
 		if (size - pos - FUZZ_BUILD_SAMPLE_LEN < nr * 8u)
 			break;
 		s = (struct fr_sample){
-			.time_ns = (int64_t)fuzz_get_le64(p + 2),
-			.pid = fuzz_get_le32(p + 10),
-			.tid = fuzz_get_le32(p + 14),
-			.cpu = fuzz_get_le32(p + 18),
-			.event = fuzz_get_le32(p + 22),
-			.weight = fuzz_get_le64(p + 26),
-			.rate_hz = fuzz_get_le32(p + 34),
+			.time_ns = (int64_t)fr_get_le64(p + 2),
+			.pid = fr_get_le32(p + 10),
+			.tid = fr_get_le32(p + 14),
+			.cpu = fr_get_le32(p + 18),
+			.event = fr_get_le32(p + 22),
+			.weight = fr_get_le64(p + 26),
+			.rate_hz = fr_get_le32(p + 34),
 			.nr_kernel = (uint16_t)nk,
 			.nr_frames = (uint16_t)nr,
 			.ips = nr ? ips : NULL,
 		};
 		for (unsigned k = 0; k < nr; k++)
-			ips[k] = fuzz_get_le64(p + FUZZ_BUILD_SAMPLE_LEN + 8 * k);
+			ips[k] = fr_get_le64(p + FUZZ_BUILD_SAMPLE_LEN + 8 * k);
 		pos += FUZZ_BUILD_SAMPLE_LEN + 8 * (size_t)nr;
 
 		ret = fr_chunk_builder_add(b, &s);

@@ -46,17 +46,17 @@ static void write_sb(unsigned char *sb, uint32_t nseg, uint64_t journal)
 {
 	memset(sb, 0, FR_RING_SB_LEN);
 	memcpy(sb, FR_RING_MAGIC, 16);
-	fuzz_put_le32(sb + FUZZ_SB_OFF_VERSION, FR_RING_VERSION);
-	fuzz_put_le32(sb + FUZZ_SB_OFF_SB_LEN, FR_RING_SB_LEN);
-	fuzz_put_le64(sb + FUZZ_SB_OFF_FILE_SIZE,
+	fr_put_le32(sb + FUZZ_SB_OFF_VERSION, FR_RING_VERSION);
+	fr_put_le32(sb + FUZZ_SB_OFF_SB_LEN, FR_RING_SB_LEN);
+	fr_put_le64(sb + FUZZ_SB_OFF_FILE_SIZE,
 		      FR_RING_SB_LEN + journal + (uint64_t)nseg * FUZZ_RING_SEGMENT);
-	fuzz_put_le64(sb + FUZZ_SB_OFF_JOURNAL, journal);
-	fuzz_put_le64(sb + FUZZ_SB_OFF_SEGMENT_SIZE, FUZZ_RING_SEGMENT);
-	fuzz_put_le32(sb + FUZZ_SB_OFF_NSEGMENTS, nseg);
-	fuzz_put_le32(sb + FUZZ_SB_OFF_CHUNK_VERSION, FR_CHUNK_VERSION);
-	fuzz_put_le64(sb + FUZZ_SB_OFF_CREATED_NS, 1700000000000000000ull);
+	fr_put_le64(sb + FUZZ_SB_OFF_JOURNAL, journal);
+	fr_put_le64(sb + FUZZ_SB_OFF_SEGMENT_SIZE, FUZZ_RING_SEGMENT);
+	fr_put_le32(sb + FUZZ_SB_OFF_NSEGMENTS, nseg);
+	fr_put_le32(sb + FUZZ_SB_OFF_CHUNK_VERSION, FR_CHUNK_VERSION);
+	fr_put_le64(sb + FUZZ_SB_OFF_CREATED_NS, 1700000000000000000ull);
 	memset(sb + FUZZ_SB_OFF_RING_ID, 0x5a, 16);
-	fuzz_put_le32(sb + FUZZ_SB_OFF_CRC, fr_crc32c(0, sb, FUZZ_SB_OFF_CRC));
+	fr_put_le32(sb + FUZZ_SB_OFF_CRC, fr_crc32c(0, sb, FUZZ_SB_OFF_CRC));
 }
 
 /* Recomputes the crcs of everything that looks like a chunk, last first,
@@ -71,13 +71,13 @@ static void fix_chunk_crcs(unsigned char *img, size_t len)
 	for (;; off -= 8) {
 		unsigned char *p = img + off;
 
-		if (fuzz_get_le32(p) == FR_CHUNK_MAGIC) {
-			uint32_t comp = fuzz_get_le32(p + FUZZ_CHUNK_OFF_COMP_LEN);
+		if (fr_get_le32(p) == FR_CHUNK_MAGIC) {
+			uint32_t comp = fr_get_le32(p + FUZZ_CHUNK_OFF_COMP_LEN);
 
 			if (comp <= len - off - FR_CHUNK_HEADER_LEN)
-				fuzz_put_le32(p + FUZZ_CHUNK_OFF_PAYLOAD_CRC,
+				fr_put_le32(p + FUZZ_CHUNK_OFF_PAYLOAD_CRC,
 					      fr_crc32c(0, p + FR_CHUNK_HEADER_LEN, comp));
-			fuzz_put_le32(p + FUZZ_CHUNK_OFF_HEADER_CRC, fr_crc32c(0, p, 60));
+			fr_put_le32(p + FUZZ_CHUNK_OFF_HEADER_CRC, fr_crc32c(0, p, 60));
 		}
 		if (off == FR_RING_SB_LEN)
 			break;
@@ -112,7 +112,7 @@ static unsigned char *make_file(const uint8_t *data, size_t size, size_t *len,
 			unsigned at = img[FUZZ_SB_OFF_VERSION] == 1 ? FUZZ_SB_OFF_CRC_V1
 								    : FUZZ_SB_OFF_CRC;
 
-			fuzz_put_le32(img + at, fr_crc32c(0, img, at));
+			fr_put_le32(img + at, fr_crc32c(0, img, at));
 		}
 	} else {
 		size_t journal = mode & FUZZ_RING_JOURNAL ? 2 * FUZZ_RING_SEGMENT : 0;

@@ -299,7 +299,7 @@ static void *chunk_extreme(size_t *len)
 
 static void refix_header(unsigned char *p)
 {
-	fuzz_put_le32(p + FUZZ_CHUNK_OFF_HEADER_CRC, fr_crc32c(0, p, 60));
+	fr_put_le32(p + FUZZ_CHUNK_OFF_HEADER_CRC, fr_crc32c(0, p, 60));
 }
 
 /* Counters only: sealed at "now", so the times are fixed afterwards. */
@@ -314,8 +314,8 @@ static void *chunk_counters(size_t *len)
 		fr_chunk_builder_count(b, e, e * 3, e % 2, e * 1000);
 	buf = seal(b, &meta, len);
 	fr_chunk_builder_free(b);
-	fuzz_put_le64(buf + FUZZ_CHUNK_OFF_FIRST_NS, (uint64_t)T0);
-	fuzz_put_le64(buf + FUZZ_CHUNK_OFF_LAST_NS, (uint64_t)T0);
+	fr_put_le64(buf + FUZZ_CHUNK_OFF_FIRST_NS, (uint64_t)T0);
+	fr_put_le64(buf + FUZZ_CHUNK_OFF_LAST_NS, (uint64_t)T0);
 	refix_header(buf);
 	return buf;
 }
@@ -323,8 +323,8 @@ static void *chunk_counters(size_t *len)
 /* The raw block of an encoded chunk, behind the FUZZ_CHUNK_BLOCK prefix. */
 static unsigned char *block_seed(const unsigned char *chunk, size_t *len)
 {
-	uint32_t raw = fuzz_get_le32(chunk + FUZZ_CHUNK_OFF_RAW_LEN);
-	uint32_t comp = fuzz_get_le32(chunk + FUZZ_CHUNK_OFF_COMP_LEN);
+	uint32_t raw = fr_get_le32(chunk + FUZZ_CHUNK_OFF_RAW_LEN);
+	uint32_t comp = fr_get_le32(chunk + FUZZ_CHUNK_OFF_COMP_LEN);
 	unsigned char *out = malloc(FUZZ_CHUNK_BLOCK_PREFIX + (size_t)raw);
 
 	if (!out)
@@ -449,7 +449,7 @@ static void rec_u32(struct rec *r, uint32_t v)
 {
 	unsigned char b[4];
 
-	fuzz_put_le32(b, v);
+	fr_put_le32(b, v);
 	rec_bytes(r, b, 4);
 }
 
@@ -457,7 +457,7 @@ static void rec_u64(struct rec *r, uint64_t v)
 {
 	unsigned char b[8];
 
-	fuzz_put_le64(b, v);
+	fr_put_le64(b, v);
 	rec_bytes(r, b, 8);
 }
 
@@ -551,7 +551,7 @@ static void make_chunk_seeds(void)
 	free(blk);
 	/* Cut short, and of another format version. */
 	write_seed("chunk", "truncated", FUZZ_CHUNK_AS_IS, c, len / 2);
-	fuzz_put_le16(c + FUZZ_CHUNK_OFF_VERSION, FR_CHUNK_VERSION + 1);
+	fr_put_le16(c + FUZZ_CHUNK_OFF_VERSION, FR_CHUNK_VERSION + 1);
 	refix_header(c);
 	write_seed("chunk", "other-version", FUZZ_CHUNK_AS_IS, c, len);
 	free(c);
@@ -578,9 +578,9 @@ static void make_chunk_seeds(void)
 	blk = malloc(FUZZ_CHUNK_BLOCK_PREFIX + w.n);
 	if (!blk)
 		die("block", ENOMEM);
-	fuzz_put_le32(blk, 3);
-	fuzz_put_le64(blk + 4, (uint64_t)T0);
-	fuzz_put_le64(blk + 12, (uint64_t)T0 + 1);
+	fr_put_le32(blk, 3);
+	fr_put_le64(blk + 4, (uint64_t)T0);
+	fr_put_le64(blk + 12, (uint64_t)T0 + 1);
 	memcpy(blk + FUZZ_CHUNK_BLOCK_PREFIX, w.b, w.n);
 	write_seed("chunk", "labels-block", FUZZ_CHUNK_BLOCK, blk, FUZZ_CHUNK_BLOCK_PREFIX + w.n);
 	free(blk);
@@ -610,9 +610,9 @@ static unsigned char *slurp(const char *path, size_t *len)
 /* Creation time and ring id are the only varying bytes of a ring. */
 static void fix_sb(unsigned char *sb)
 {
-	fuzz_put_le64(sb + FUZZ_SB_OFF_CREATED_NS, (uint64_t)T0);
+	fr_put_le64(sb + FUZZ_SB_OFF_CREATED_NS, (uint64_t)T0);
 	memset(sb + FUZZ_SB_OFF_RING_ID, 0x5a, 16);
-	fuzz_put_le32(sb + FUZZ_SB_OFF_CRC, fr_crc32c(0, sb, FUZZ_SB_OFF_CRC));
+	fr_put_le32(sb + FUZZ_SB_OFF_CRC, fr_crc32c(0, sb, FUZZ_SB_OFF_CRC));
 }
 
 /* Offset of the first chunk header in `img` (a ring file) whose seq is
@@ -620,8 +620,8 @@ static void fix_sb(unsigned char *sb)
 static size_t find_seq(const unsigned char *img, size_t len, uint64_t seq)
 {
 	for (size_t off = FR_RING_SB_LEN; off + FR_CHUNK_HEADER_LEN <= len; off += 8)
-		if (fuzz_get_le32(img + off) == FR_CHUNK_MAGIC &&
-		    fuzz_get_le64(img + off + FUZZ_CHUNK_OFF_SEQ) == seq)
+		if (fr_get_le32(img + off) == FR_CHUNK_MAGIC &&
+		    fr_get_le64(img + off + FUZZ_CHUNK_OFF_SEQ) == seq)
 			return off;
 	return 0;
 }
@@ -819,16 +819,16 @@ static void make_ring_seeds(void)
 		write_seed("ring", "not-a-ring", FUZZ_RING_FILE, "#!/bin/sh\necho hello\n", 21);
 		memset(sb, 0, sizeof(sb));
 		memcpy(sb, FR_RING_MAGIC, 16);
-		fuzz_put_le32(sb + FUZZ_SB_OFF_VERSION, FR_RING_VERSION);
-		fuzz_put_le32(sb + FUZZ_SB_OFF_SB_LEN, FR_RING_SB_LEN);
-		fuzz_put_le64(sb + FUZZ_SB_OFF_FILE_SIZE, FR_RING_SB_LEN + 2 * FUZZ_RING_SEGMENT);
-		fuzz_put_le64(sb + FUZZ_SB_OFF_SEGMENT_SIZE, FUZZ_RING_SEGMENT);
-		fuzz_put_le32(sb + FUZZ_SB_OFF_NSEGMENTS, 2);
-		fuzz_put_le32(sb + FUZZ_SB_OFF_CHUNK_VERSION, FR_CHUNK_VERSION);
+		fr_put_le32(sb + FUZZ_SB_OFF_VERSION, FR_RING_VERSION);
+		fr_put_le32(sb + FUZZ_SB_OFF_SB_LEN, FR_RING_SB_LEN);
+		fr_put_le64(sb + FUZZ_SB_OFF_FILE_SIZE, FR_RING_SB_LEN + 2 * FUZZ_RING_SEGMENT);
+		fr_put_le64(sb + FUZZ_SB_OFF_SEGMENT_SIZE, FUZZ_RING_SEGMENT);
+		fr_put_le32(sb + FUZZ_SB_OFF_NSEGMENTS, 2);
+		fr_put_le32(sb + FUZZ_SB_OFF_CHUNK_VERSION, FR_CHUNK_VERSION);
 		fix_sb(sb);
 		/* Shorter than its superblock says. */
 		write_seed("ring", "truncated", FUZZ_RING_FILE | FUZZ_RING_FIX_CRC, sb, sizeof(sb));
-		fuzz_put_le32(sb + FUZZ_SB_OFF_CHUNK_VERSION, FR_CHUNK_VERSION + 1);
+		fr_put_le32(sb + FUZZ_SB_OFF_CHUNK_VERSION, FR_CHUNK_VERSION + 1);
 		fix_sb(sb);
 		write_seed("ring", "other-chunk-version", FUZZ_RING_FILE, sb, FR_RING_SB_LEN);
 	}
@@ -844,7 +844,7 @@ struct stream {
 
 static void frame_raw(struct stream *s, uint32_t len, const void *body, size_t body_len)
 {
-	fuzz_put_le32(s->b + s->n, len);
+	fr_put_le32(s->b + s->n, len);
 	s->n += 4;
 	memcpy(s->b + s->n, body, body_len);
 	s->n += body_len;
