@@ -19,6 +19,11 @@ uint64_t rng(void)
 	return rng_state;
 }
 
+void rng_seed(uint64_t seed)
+{
+	rng_state = seed;
+}
+
 /* ------------------------------------------------------------------ */
 /* Fake process tracker                                                 */
 

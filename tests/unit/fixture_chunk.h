@@ -14,9 +14,7 @@
 
 #define FR_TESTS_SHARED_FAILURES
 #include "tests/unit/check.h"
-
-/* A deterministic xorshift: every run sees the same "random" data. */
-uint64_t rng(void);
+#include "tests/unit/rng.h"
 
 /* ---- fake process tracker ---- */
 
