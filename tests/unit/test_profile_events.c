@@ -17,25 +17,17 @@
 
 #include "tests/unit/fixture.h"
 
-/* cpu and page-faults in one window: one row per (stack, pid, tid) with a
- * column per event, samples/count counting both; the page-faults column
- * is what -sample_index=page-faults reads; events not asked for are out;
- * folded stacks count the first event only. */
-static void test_two_events(void)
+/* app: cpu and page-fault samples of one stack and thread, db: cpu
+ * samples, web: page faults, and cycles of app that no request asks for;
+ * returns the ring, or NULL. */
+static struct fr_ring *events_ring(const char *name)
 {
-	static const uint32_t cpu_pf[] = {FR_EVENT_CPU, FR_EVENT_PAGE_FAULTS};
-	static const uint32_t pf_cpu[] = {FR_EVENT_PAGE_FAULTS, FR_EVENT_CPU};
-	struct fr_ring *r = test_ring_create("events");
-	struct fr_profile_request q;
-	struct fr_profile_result res;
+	struct fr_ring *r = test_ring_create(name);
 	struct writer w;
-	struct out o;
-	struct raw raw;
 	int64_t t = T0 + SEC;
-	int before = failures;
 
 	if (!r)
-		return;
+		return NULL;
 	w_init(&w, r);
 	/* app: 10 cpu samples and 4 page-fault samples (weights 1..4) of one
 	 * stack and thread; db: 5 cpu samples; web: 3 page-fault samples of
@@ -56,6 +48,25 @@ static void test_two_events(void)
 			w_seal(&w);
 	}
 	w_fini(&w);
+	return r;
+}
+
+/* cpu and page-faults in one window: one row per (stack, pid, tid) with a
+ * column per event, samples/count counting both; the page-faults column
+ * is what -sample_index=page-faults reads; events not asked for are out;
+ * folded stacks count the first event only. */
+static void test_two_events(void)
+{
+	static const uint32_t cpu_pf[] = {FR_EVENT_CPU, FR_EVENT_PAGE_FAULTS};
+	struct fr_ring *r = events_ring("events");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct out o;
+	struct raw raw;
+	int before = failures;
+
+	if (!r)
+		return;
 
 	req_init(&q, T0, T0 + 60 * SEC, 0);
 	req_events(&q, 2, cpu_pf);
@@ -121,11 +132,26 @@ static void test_two_events(void)
 		}
 	}
 	out_free(&o);
+	test_ring_done(r);
+}
 
+/* The same window asked for page-faults first, and as folded stacks. */
+static void test_two_events_pf_first(void)
+{
+	static const uint32_t pf_cpu[] = {FR_EVENT_PAGE_FAULTS, FR_EVENT_CPU};
+	struct fr_ring *r = events_ring("events-pf");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct out o;
+	struct raw raw;
+	int before = failures;
+
+	if (!r)
+		return;
 	/* page-faults first: it is the default and the period type, with the
 	 * mean faults per kept sample (31 / 7, rounded) as the period. */
+	req_init(&q, T0, T0 + 60 * SEC, 0);
 	req_events(&q, 2, pf_cpu);
-	before = failures;
 	if (run(r, &q, &res, &o, "events-pf") == 0) {
 		CHECK(res.hz == 99, "hz %u", res.hz);
 		if (raw_parse(&raw, o.path) == 0) {
@@ -543,6 +569,7 @@ int main(void)
 	if (fixture_init("profile-events") != 0)
 		return 1;
 	test_two_events();
+	test_two_events_pf_first();
 	test_event_downsampling();
 	test_offcpu();
 	test_event_losses();

@@ -304,19 +304,16 @@ static void add_n(struct writer *w, int64_t *t, uint32_t pid, int n, uint32_t hz
 /* --children: the descendants of a pid, found through the "ppid" labels
  * of every chunk of the window (a child's samples may come chunks after
  * its parent's, a shell between them may have none), however many. */
-static void test_children(void)
+/* The family of FAM(100) (see ppid_of() in fixture.c) over three chunks;
+ * returns the ring, or NULL. */
+static struct fr_ring *family_ring(void)
 {
 	struct fr_ring *r = test_ring_create("children");
-	struct fr_profile_request q;
-	struct fr_profile_result res;
 	struct writer w;
-	struct out o;
-	struct raw raw;
-	int64_t t = T0 + SEC, k;
-	char text[160];
+	int64_t t = T0 + SEC;
 
 	if (!r)
-		return;
+		return NULL;
 	w_init(&w, r);
 	add_n(&w, &t, FAM(100), 10, 99, ST_USER);
 	add_n(&w, &t, FAM(400), 7, 99, ST_OTHER);
@@ -334,6 +331,21 @@ static void test_children(void)
 	add_n(&w, &t, FAM(700), 2, 99, ST_USER);
 	w_fini(&w);
 	CHECK(w.chunks == 3, "wrote %u chunks, want 3", w.chunks);
+	return r;
+}
+
+static void test_children(void)
+{
+	struct fr_ring *r = family_ring();
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct out o;
+	struct raw raw;
+	int64_t k;
+	char text[160];
+
+	if (!r)
+		return;
 
 	req_init(&q, T0, T0 + 60 * SEC, 0);
 	q.npids = 1;
@@ -410,10 +422,19 @@ static void test_children(void)
 	}
 	out_free(&o);
 	test_ring_done(r);
+}
 
-	/* The rate of the profile is the lowest of the extended targets: a
-	 * child collected at 49 Hz brings its parent's 99 Hz down. */
-	r = test_ring_create("children-rates");
+/* The rate of the profile is the lowest of the extended targets: a child
+ * collected at 49 Hz brings its parent's 99 Hz down. */
+static void test_children_rates(void)
+{
+	struct fr_ring *r = test_ring_create("children-rates");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	int64_t t;
+
 	if (!r)
 		return;
 	w_init(&w, r);
@@ -449,5 +470,6 @@ int main(void)
 	test_uid_filter();
 	test_cgroup_filter();
 	test_children();
+	test_children_rates();
 	return fixture_fini();
 }
