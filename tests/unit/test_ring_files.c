@@ -17,6 +17,8 @@
 
 #include "tests/unit/fixture_ring.h"
 
+/* Files that are not rings, or rings of other versions: refused and left
+ * as they were, or (version 1) read. */
 static void test_foreign_files(void)
 {
 	char path[300], err[512];
@@ -106,6 +108,16 @@ static void test_foreign_files(void)
 		fr_ring_close(r);
 		r = NULL;
 	}
+}
+
+/* Empty and missing files, bad geometry, a file the disk cannot hold, and
+ * a directory. */
+static void test_open_refusals(void)
+{
+	char path[300], err[512];
+	struct fr_ring *r = NULL;
+	int ret;
+	FILE *f;
 
 	/* Empty files: created with FR_RING_CREATE, refused otherwise. */
 	path_of(path, sizeof(path), "empty.ring");
@@ -312,10 +324,70 @@ static struct fr_ring *open_journal(const char *path, unsigned flags)
 	return r;
 }
 
+/* A copy of the journal ring at `path` taken while it runs (as after a
+ * kill -9) holds everything, the journal's group included. */
+static void check_journal_copy(const char *path, const char *copy, uint64_t appended,
+			       uint64_t per)
+{
+	struct fr_ring *c;
+	struct fr_ring_stats st;
+	struct fr_ring_ref *refs = NULL;
+	size_t n = 0;
+
+	copy_file(path, copy);
+	c = open_journal(copy, FR_RING_RDONLY);
+	if (c) {
+		fr_ring_get_stats(c, &st);
+		CHECK(total_samples(c, "copy") == appended && st.corrupt_chunks == 0,
+		      "the copy lost samples of the journal (%llu corrupt)",
+		      (unsigned long long)st.corrupt_chunks);
+		fr_ring_close(c);
+	}
+	/* Reopened for writing, it goes on; closing stores the group. */
+	c = open_journal(copy, 0);
+	if (c) {
+		for (int i = 40; i < 45; i++)
+			CHECK(append_one(c, T0 + i * SEC, 3000) == 0, "append %d to the copy", i);
+		CHECK(total_samples(c, "copy reopened") == appended + 5 * per, "copy reopened");
+		fr_ring_close(c);
+	}
+	c = open_journal(copy, FR_RING_RDONLY);
+	if (c) {
+		fr_ring_get_stats(c, &st);
+		CHECK(st.journal_chunks == 0 && total_samples(c, "closed copy") == appended + 5 * per,
+		      "after a clean close: %llu journal chunks", (unsigned long long)st.journal_chunks);
+		all_refs(c, &refs, &n);
+		fr_ring_close(c);
+		/* A torn merge: the newest merged chunk damaged, its parts are
+		 * read from the journal again. */
+		if (n > 0 && refs[n - 1].covers > 0) {
+			unsigned char x;
+
+			peek(copy, refs[n - 1].offset + FR_CHUNK_HEADER_LEN + 5, &x, 1);
+			x ^= 0x10;
+			poke(copy, refs[n - 1].offset + FR_CHUNK_HEADER_LEN + 5, &x, 1);
+			c = open_journal(copy, FR_RING_RDONLY);
+			if (c) {
+				fr_ring_get_stats(c, &st);
+				CHECK(total_samples(c, "torn merge") == appended + 5 * per &&
+					      st.corrupt_chunks == 1 &&
+					      st.journal_chunks == refs[n - 1].covers + 1,
+				      "torn merge: %llu corrupt, %llu journal chunks",
+				      (unsigned long long)st.corrupt_chunks,
+				      (unsigned long long)st.journal_chunks);
+				fr_ring_close(c);
+			}
+		} else {
+			CHECK(0, "the newest chunk after a close is not merged");
+		}
+		free(refs);
+	}
+}
+
 static void test_journal(void)
 {
 	char path[300], copy[300];
-	struct fr_ring *r, *c;
+	struct fr_ring *r;
 	struct fr_ring_stats st;
 	struct fr_ring_ref *refs = NULL;
 	size_t n = 0;
@@ -368,56 +440,7 @@ static void test_journal(void)
 	CHECK(merged > 0, "no chunk was merged");
 	free(refs);
 
-	/* A copy taken while it runs (as after a kill -9) holds everything,
-	 * the journal's group included. */
-	copy_file(path, copy);
-	c = open_journal(copy, FR_RING_RDONLY);
-	if (c) {
-		fr_ring_get_stats(c, &st);
-		CHECK(total_samples(c, "copy") == appended && st.corrupt_chunks == 0,
-		      "the copy lost samples of the journal (%llu corrupt)",
-		      (unsigned long long)st.corrupt_chunks);
-		fr_ring_close(c);
-	}
-	/* Reopened for writing, it goes on; closing stores the group. */
-	c = open_journal(copy, 0);
-	if (c) {
-		for (int i = 40; i < 45; i++)
-			CHECK(append_one(c, T0 + i * SEC, 3000) == 0, "append %d to the copy", i);
-		CHECK(total_samples(c, "copy reopened") == appended + 5 * per, "copy reopened");
-		fr_ring_close(c);
-	}
-	c = open_journal(copy, FR_RING_RDONLY);
-	if (c) {
-		fr_ring_get_stats(c, &st);
-		CHECK(st.journal_chunks == 0 && total_samples(c, "closed copy") == appended + 5 * per,
-		      "after a clean close: %llu journal chunks", (unsigned long long)st.journal_chunks);
-		all_refs(c, &refs, &n);
-		fr_ring_close(c);
-		/* A torn merge: the newest merged chunk damaged, its parts are
-		 * read from the journal again. */
-		if (n > 0 && refs[n - 1].covers > 0) {
-			unsigned char x;
-
-			peek(copy, refs[n - 1].offset + FR_CHUNK_HEADER_LEN + 5, &x, 1);
-			x ^= 0x10;
-			poke(copy, refs[n - 1].offset + FR_CHUNK_HEADER_LEN + 5, &x, 1);
-			c = open_journal(copy, FR_RING_RDONLY);
-			if (c) {
-				fr_ring_get_stats(c, &st);
-				CHECK(total_samples(c, "torn merge") == appended + 5 * per &&
-					      st.corrupt_chunks == 1 &&
-					      st.journal_chunks == refs[n - 1].covers + 1,
-				      "torn merge: %llu corrupt, %llu journal chunks",
-				      (unsigned long long)st.corrupt_chunks,
-				      (unsigned long long)st.journal_chunks);
-				fr_ring_close(c);
-			}
-		} else {
-			CHECK(0, "the newest chunk after a close is not merged");
-		}
-		free(refs);
-	}
+	check_journal_copy(path, copy, appended, per);
 
 	/* Merging at every append; a reader still holding refs to journal
 	 * chunks merged since reads them (the journal has not come round). */
@@ -472,6 +495,7 @@ int main(void)
 	if (ring_dir_init() != 0)
 		return 1;
 	test_foreign_files();
+	test_open_refusals();
 	test_expire();
 	test_journal();
 	return ring_dir_fini("test_ring_files");
