@@ -12,73 +12,15 @@
 
 #include "tests/unit/fixture_chunk.h"
 
-static void test_corruption(void)
+/* Mutated blocks of the chunk `buf` (200 samples) with valid checksums:
+ * decode fails cleanly or yields a consistent chunk. Returns -1 when the
+ * block cannot be taken out of `buf` to begin with. */
+static int check_mutated_blocks(const unsigned char *buf)
 {
-	struct fr_chunk_builder *b = fr_chunk_builder_new(200, 1u << 20);
-	struct stored st, prev;
-	unsigned char *buf = NULL, *raw = NULL, *mut = NULL;
-	struct fr_chunk *c;
-	size_t len;
+	unsigned char *raw = NULL, *mut = NULL;
+	struct fr_chunk *c = NULL;
 	int ret;
 
-	for (int i = 0; i < 200; i++) {
-		make_sample(&st, i, i ? &prev : NULL);
-		fr_chunk_builder_add(b, &st.s);
-		prev = st;
-	}
-	fr_chunk_builder_count(b, 0, 1, 2, 3);
-	if (fr_chunk_builder_seal(b, &fake_ops, 0, (void **)&buf, &len) < 0) {
-		CHECK(0, "seal");
-		goto out;
-	}
-
-	/* Every bit of the header and a spread of payload bits. */
-	for (size_t bit = 0; bit < len * 8; bit += bit < 64 * 8 ? 1 : 13) {
-		buf[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-		c = NULL;
-		ret = fr_chunk_decode(buf, len, &c);
-		CHECK(ret == -EBADMSG, "flipped bit %zu: decode returned %d", bit, ret);
-		CHECK(fr_chunk_verify(buf, len) == -EBADMSG, "flipped bit %zu verified", bit);
-		fr_chunk_free(c);
-		buf[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-		if (failures > 20)
-			goto out;
-	}
-	/* Truncated or extended. */
-	for (size_t l = 0; l < len; l += 1 + l / 4) {
-		c = NULL;
-		CHECK(fr_chunk_decode(buf, l, &c) == -EBADMSG, "truncated to %zu decoded", l);
-	}
-	c = NULL;
-	mut = malloc(len + 8);
-	memcpy(mut, buf, len);
-	memset(mut + len, 0, 8);
-	CHECK(fr_chunk_decode(mut, len + 8, &c) == -EBADMSG, "extended chunk decoded");
-	free(mut);
-	mut = NULL;
-
-	/* Valid headers of other versions: the first format, and a later one. */
-	for (unsigned char version = 1; version <= 3; version += 2) {
-		unsigned char h[64];
-		struct fr_chunk_header hdr;
-
-		memcpy(h, buf, 64);
-		h[4] = version;
-		fix_header_crc(h);
-		CHECK(fr_chunk_header_parse(h, 64, &hdr) == -EPROTONOSUPPORT,
-		      "version %u header not reported as unsupported", version);
-		mut = malloc(len);
-		memcpy(mut, buf, len);
-		memcpy(mut, h, 64);
-		c = NULL;
-		CHECK(fr_chunk_decode(mut, len, &c) == -EPROTONOSUPPORT,
-		      "version %u chunk not refused as unsupported", version);
-		free(mut);
-		mut = NULL;
-	}
-
-	/* Mutated blocks with valid checksums: decode fails cleanly or
-	 * yields a consistent chunk. */
 	uint32_t raw_len = get_le32(buf + 36);
 
 	raw = malloc(raw_len + 64);
@@ -86,7 +28,9 @@ static void test_corruption(void)
 	if (!raw || !mut ||
 	    fr_zstd_decompress(raw, raw_len, buf + 64, get_le32(buf + 40)) != (ssize_t)raw_len) {
 		CHECK(0, "decompress for mutation");
-		goto out;
+		free(raw);
+		free(mut);
+		return -1;
 	}
 	{
 		size_t l;
@@ -148,6 +92,78 @@ static void test_corruption(void)
 	}
 	printf("mutated blocks: %d decoded consistently, %d rejected\n", ok, bad);
 	CHECK(bad > 1000, "only %d mutated blocks rejected", bad);
+	free(raw);
+	free(mut);
+	return 0;
+}
+
+static void test_corruption(void)
+{
+	struct fr_chunk_builder *b = fr_chunk_builder_new(200, 1u << 20);
+	struct stored st, prev;
+	unsigned char *buf = NULL, *mut = NULL;
+	struct fr_chunk *c;
+	size_t len;
+	int ret;
+
+	for (int i = 0; i < 200; i++) {
+		make_sample(&st, i, i ? &prev : NULL);
+		fr_chunk_builder_add(b, &st.s);
+		prev = st;
+	}
+	fr_chunk_builder_count(b, 0, 1, 2, 3);
+	if (fr_chunk_builder_seal(b, &fake_ops, 0, (void **)&buf, &len) < 0) {
+		CHECK(0, "seal");
+		goto out;
+	}
+
+	/* Every bit of the header and a spread of payload bits. */
+	for (size_t bit = 0; bit < len * 8; bit += bit < 64 * 8 ? 1 : 13) {
+		buf[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+		c = NULL;
+		ret = fr_chunk_decode(buf, len, &c);
+		CHECK(ret == -EBADMSG, "flipped bit %zu: decode returned %d", bit, ret);
+		CHECK(fr_chunk_verify(buf, len) == -EBADMSG, "flipped bit %zu verified", bit);
+		fr_chunk_free(c);
+		buf[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+		if (failures > 20)
+			goto out;
+	}
+	/* Truncated or extended. */
+	for (size_t l = 0; l < len; l += 1 + l / 4) {
+		c = NULL;
+		CHECK(fr_chunk_decode(buf, l, &c) == -EBADMSG, "truncated to %zu decoded", l);
+	}
+	c = NULL;
+	mut = malloc(len + 8);
+	memcpy(mut, buf, len);
+	memset(mut + len, 0, 8);
+	CHECK(fr_chunk_decode(mut, len + 8, &c) == -EBADMSG, "extended chunk decoded");
+	free(mut);
+	mut = NULL;
+
+	/* Valid headers of other versions: the first format, and a later one. */
+	for (unsigned char version = 1; version <= 3; version += 2) {
+		unsigned char h[64];
+		struct fr_chunk_header hdr;
+
+		memcpy(h, buf, 64);
+		h[4] = version;
+		fix_header_crc(h);
+		CHECK(fr_chunk_header_parse(h, 64, &hdr) == -EPROTONOSUPPORT,
+		      "version %u header not reported as unsupported", version);
+		mut = malloc(len);
+		memcpy(mut, buf, len);
+		memcpy(mut, h, 64);
+		c = NULL;
+		CHECK(fr_chunk_decode(mut, len, &c) == -EPROTONOSUPPORT,
+		      "version %u chunk not refused as unsupported", version);
+		free(mut);
+		mut = NULL;
+	}
+
+	if (check_mutated_blocks(buf) != 0)
+		goto out;
 
 	/* Random garbage, some with a valid-looking header. */
 	for (int iter = 0; iter < 2000; iter++) {
@@ -169,7 +185,6 @@ static void test_corruption(void)
 		free(g);
 	}
 out:
-	free(raw);
 	free(mut);
 	free(buf);
 	fr_chunk_builder_free(b);
