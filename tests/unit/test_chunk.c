@@ -23,6 +23,55 @@ static int cmp_pa(const void *a, const void *b)
 	return x[1] < y[1] ? -1 : x[1] > y[1];
 }
 
+/* The distinct stacks (pid, frames) among `n` samples. */
+static uint32_t distinct_stacks(const struct stored *in, int n)
+{
+	uint32_t distinct = 0;
+
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+
+		for (int j = 0; j < i && !seen; j++)
+			seen = in[j].s.pid == in[i].s.pid &&
+			       in[j].s.nr_kernel == in[i].s.nr_kernel &&
+			       in[j].s.nr_frames == in[i].s.nr_frames &&
+			       memcmp(in[j].ips, in[i].ips, in[i].s.nr_frames * 8) == 0;
+		distinct += !seen;
+	}
+	return distinct;
+}
+
+/* The mapping lookups sealing `n` samples should make: one per fake
+ * mapping touched and one per distinct unmapped (pid, address). */
+static int lookups_wanted(const struct stored *in, int n)
+{
+	struct pa {
+		uint64_t pid, addr;
+	} *un = malloc((size_t)n * FR_MAX_FRAMES * sizeof(*un));
+	size_t nun = 0;
+	int want = 0, touched[NFAKE_MAPS] = {0};
+
+	for (int i = 0; un && i < n; i++) {
+		const struct fr_sample *s = &in[i].s;
+
+		for (unsigned k = s->nr_kernel; k < s->nr_frames; k++) {
+			const struct fake_map *fm = fake_find(s->pid, in[i].ips[k]);
+
+			if (fm)
+				touched[fm - fake_maps] = 1;
+			else
+				un[nun++] = (struct pa){s->pid, in[i].ips[k]};
+		}
+	}
+	qsort(un, nun, sizeof(*un), cmp_pa);
+	for (size_t i = 0; i < nun; i++)
+		want += i == 0 || un[i].pid != un[i - 1].pid || un[i].addr != un[i - 1].addr;
+	for (size_t m = 0; m < NFAKE_MAPS; m++)
+		want += touched[m];
+	free(un);
+	return want;
+}
+
 static void test_round_trip(void)
 {
 	struct fr_chunk_builder *b = fr_chunk_builder_new(NSAMPLES, 4u << 20);
@@ -31,7 +80,7 @@ static void test_round_trip(void)
 	void *buf = NULL;
 	size_t len = 0;
 	uint32_t distinct = 0;
-	int ret;
+	int ret, want;
 
 	if (!b || !in) {
 		CHECK(0, "setup");
@@ -46,17 +95,7 @@ static void test_round_trip(void)
 		if (ret)
 			goto out;
 	}
-	/* Distinct stacks of the input. */
-	for (int i = 0; i < NSAMPLES; i++) {
-		int seen = 0;
-
-		for (int j = 0; j < i && !seen; j++)
-			seen = in[j].s.pid == in[i].s.pid &&
-			       in[j].s.nr_kernel == in[i].s.nr_kernel &&
-			       in[j].s.nr_frames == in[i].s.nr_frames &&
-			       memcmp(in[j].ips, in[i].ips, in[i].s.nr_frames * 8) == 0;
-		distinct += !seen;
-	}
+	distinct = distinct_stacks(in, NSAMPLES);
 	CHECK(fr_chunk_builder_samples(b) == NSAMPLES, "builder sample count");
 	fr_chunk_builder_count(b, FR_EVENT_CPU, 3, 1, 7);
 	fr_chunk_builder_count(b, FR_EVENT_OFFCPU, 0, 0, 2);
@@ -69,34 +108,8 @@ static void test_round_trip(void)
 		goto out;
 	/* One lookup per mapping touched and per distinct unmapped address,
 	 * not one per frame. */
-	{
-		struct pa {
-			uint64_t pid, addr;
-		} *un = malloc((size_t)NSAMPLES * FR_MAX_FRAMES * sizeof(*un));
-		size_t nun = 0;
-		int want = 0, touched[NFAKE_MAPS] = {0};
-
-		for (int i = 0; un && i < NSAMPLES; i++) {
-			const struct fr_sample *s = &in[i].s;
-
-			for (unsigned k = s->nr_kernel; k < s->nr_frames; k++) {
-				const struct fake_map *fm = fake_find(s->pid, in[i].ips[k]);
-
-				if (fm)
-					touched[fm - fake_maps] = 1;
-				else
-					un[nun++] = (struct pa){s->pid, in[i].ips[k]};
-			}
-		}
-		qsort(un, nun, sizeof(*un), cmp_pa);
-		for (size_t i = 0; i < nun; i++)
-			want += i == 0 || un[i].pid != un[i - 1].pid || un[i].addr != un[i - 1].addr;
-		for (size_t m = 0; m < NFAKE_MAPS; m++)
-			want += touched[m];
-		free(un);
-		CHECK(nmapping_calls == want, "%d mapping lookups, want %d", nmapping_calls,
-		      want);
-	}
+	want = lookups_wanted(in, NSAMPLES);
+	CHECK(nmapping_calls == want, "%d mapping lookups, want %d", nmapping_calls, want);
 	CHECK(fr_chunk_builder_samples(b) == 0, "builder not reset after seal");
 	CHECK(fr_chunk_verify(buf, len) == 0, "verify of a fresh chunk");
 	CHECK(fr_chunk_verify(buf, len - 1) == -EBADMSG, "verify of a short chunk");
