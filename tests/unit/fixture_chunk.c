@@ -266,6 +266,82 @@ void pairing_fini(struct pairing *pr)
 	free(pr->index);
 }
 
+/* The process and thread of sample `s` as the tracker described them. */
+static void check_sample_meta(const struct fr_chunk *c, const struct fr_sample *s)
+{
+	const struct fr_chunk_proc *p = fr_chunk_find_proc(c, s->pid);
+
+	if (s->pid == 400) {
+		CHECK(p == NULL, "unknown pid 400 has a process entry");
+	} else if (!p) {
+		CHECK(0, "pid %u has no process entry", s->pid);
+	} else {
+		char want[64];
+
+		snprintf(want, sizeof(want), "comm-%u", s->pid);
+		CHECK(p->pid == s->pid && p->uid == s->pid * 10, "proc ids");
+		CHECK(strcmp(str(c, p->comm), want) == 0, "comm %s", str(c, p->comm));
+		snprintf(want, sizeof(want), "/usr/bin/exe-%u", s->pid);
+		CHECK(strcmp(str(c, p->exe), s->pid == 300 ? "" : want) == 0, "exe %s",
+		      str(c, p->exe));
+		CHECK(p->start_ns == (s->pid == 200 ? -5 : (int64_t)s->pid * 1000000007),
+		      "start_ns");
+		CHECK(p->build_id_len == (s->pid == 100 ? 20 : 0), "proc build id len");
+		for (int q = 0; q < p->build_id_len; q++)
+			CHECK(p->build_id[q] == (uint8_t)(s->pid + q), "proc build id");
+	}
+	const struct fr_chunk_thread *t = fr_chunk_find_thread(c, s->tid);
+
+	if (s->tid % 7 == 3) {
+		CHECK(t == NULL, "unknown tid has a thread entry");
+	} else if (!t) {
+		CHECK(0, "tid %u has no thread entry", s->tid);
+	} else {
+		char want[32];
+
+		snprintf(want, sizeof(want), "thread-%u", s->tid);
+		CHECK(t->tid == s->tid && t->pid == s->tid / 10 * 10, "thread ids");
+		CHECK(strcmp(str(c, t->name), s->tid % 5 == 0 ? "worker" : want) == 0,
+		      "thread name %s", str(c, t->name));
+	}
+}
+
+/* Every user frame of `st` resolves to the tracker's mapping, and no
+ * kernel frame has one. */
+static void check_sample_maps(const struct fr_chunk *c, const struct stored *st)
+{
+	const struct fr_sample *s = &st->s;
+
+	for (unsigned f = s->nr_kernel; f < s->nr_frames; f++) {
+		uint64_t addr = st->ips[f];
+		const struct fake_map *fm = fake_find(s->pid, addr);
+		const struct fr_chunk_map *m = fr_chunk_find_map(c, s->pid, addr);
+
+		if (!fm) {
+			CHECK(m == NULL, "unmapped %llx has a mapping",
+			      (unsigned long long)addr);
+			continue;
+		}
+		if (!m) {
+			CHECK(0, "pid %u addr %llx: no mapping", s->pid,
+			      (unsigned long long)addr);
+			continue;
+		}
+		CHECK(m->start == fm->start && m->end == fm->end && m->pgoff == fm->pgoff,
+		      "mapping bounds");
+		CHECK(strcmp(str(c, m->path), fm->path) == 0, "mapping path");
+		CHECK(m->build_id_len == fm->build_id_len, "mapping build id len");
+		for (int b = 0; b < m->build_id_len; b++)
+			CHECK(m->build_id[b] ==
+				      (uint8_t)((size_t)(fm - fake_maps) * 16 + (size_t)b),
+			      "mapping build id");
+	}
+	/* Kernel frames have no mapping. */
+	for (unsigned f = 0; f < s->nr_kernel; f++)
+		CHECK(fr_chunk_find_map(c, s->pid, st->ips[f]) == NULL,
+		      "kernel frame mapped");
+}
+
 void check_decoded(const struct fr_chunk *c, const struct stored *unsorted, uint32_t n,
 		   int64_t clock_offset)
 {
@@ -316,72 +392,8 @@ void check_decoded(const struct fr_chunk *c, const struct stored *unsorted, uint
 				     s->nr_frames * sizeof(uint64_t)) == 0,
 			      "sample %u frames differ", i);
 
-		/* Processes and threads as the tracker described them. */
-		const struct fr_chunk_proc *p = fr_chunk_find_proc(c, s->pid);
-
-		if (s->pid == 400) {
-			CHECK(p == NULL, "unknown pid 400 has a process entry");
-		} else if (!p) {
-			CHECK(0, "pid %u has no process entry", s->pid);
-		} else {
-			char want[64];
-
-			snprintf(want, sizeof(want), "comm-%u", s->pid);
-			CHECK(p->pid == s->pid && p->uid == s->pid * 10, "proc ids");
-			CHECK(strcmp(str(c, p->comm), want) == 0, "comm %s", str(c, p->comm));
-			snprintf(want, sizeof(want), "/usr/bin/exe-%u", s->pid);
-			CHECK(strcmp(str(c, p->exe), s->pid == 300 ? "" : want) == 0, "exe %s",
-			      str(c, p->exe));
-			CHECK(p->start_ns == (s->pid == 200 ? -5 : (int64_t)s->pid * 1000000007),
-			      "start_ns");
-			CHECK(p->build_id_len == (s->pid == 100 ? 20 : 0), "proc build id len");
-			for (int q = 0; q < p->build_id_len; q++)
-				CHECK(p->build_id[q] == (uint8_t)(s->pid + q), "proc build id");
-		}
-		const struct fr_chunk_thread *t = fr_chunk_find_thread(c, s->tid);
-
-		if (s->tid % 7 == 3) {
-			CHECK(t == NULL, "unknown tid has a thread entry");
-		} else if (!t) {
-			CHECK(0, "tid %u has no thread entry", s->tid);
-		} else {
-			char want[32];
-
-			snprintf(want, sizeof(want), "thread-%u", s->tid);
-			CHECK(t->tid == s->tid && t->pid == s->tid / 10 * 10, "thread ids");
-			CHECK(strcmp(str(c, t->name), s->tid % 5 == 0 ? "worker" : want) == 0,
-			      "thread name %s", str(c, t->name));
-		}
-
-		/* Every user frame resolves to the tracker's mapping. */
-		for (unsigned f = s->nr_kernel; f < s->nr_frames; f++) {
-			uint64_t addr = in[k].ips[f];
-			const struct fake_map *fm = fake_find(s->pid, addr);
-			const struct fr_chunk_map *m = fr_chunk_find_map(c, s->pid, addr);
-
-			if (!fm) {
-				CHECK(m == NULL, "unmapped %llx has a mapping",
-				      (unsigned long long)addr);
-				continue;
-			}
-			if (!m) {
-				CHECK(0, "pid %u addr %llx: no mapping", s->pid,
-				      (unsigned long long)addr);
-				continue;
-			}
-			CHECK(m->start == fm->start && m->end == fm->end && m->pgoff == fm->pgoff,
-			      "mapping bounds");
-			CHECK(strcmp(str(c, m->path), fm->path) == 0, "mapping path");
-			CHECK(m->build_id_len == fm->build_id_len, "mapping build id len");
-			for (int b = 0; b < m->build_id_len; b++)
-				CHECK(m->build_id[b] ==
-					      (uint8_t)((size_t)(fm - fake_maps) * 16 + (size_t)b),
-				      "mapping build id");
-		}
-		/* Kernel frames have no mapping. */
-		for (unsigned f = 0; f < s->nr_kernel; f++)
-			CHECK(fr_chunk_find_map(c, s->pid, in[k].ips[f]) == NULL,
-			      "kernel frame mapped");
+		check_sample_meta(c, s);
+		check_sample_maps(c, &in[k]);
 		if (failures > 20)
 			break;
 	}
