@@ -343,11 +343,24 @@ static void test_ppid_labels(void)
 	CHECK(pp_calls[80] == 1 && pp_calls[50] == 1 && pp_calls[10] == 1,
 	      "the unknown parent asked %d times, 50 %d, 10 %d; want once each", pp_calls[80],
 	      pp_calls[50], pp_calls[10]);
+out:
 	fr_chunk_free(c);
-	c = NULL;
+	fr_chunk_builder_free(b);
+}
 
-	/* A chain of 2000 ancestors: the walk up stops, after the pids of the
-	 * chunk plus 64. */
+/* A chain of 2000 ancestors: the walk up stops, after the pids of the
+ * chunk plus 64. */
+static void test_ppid_deep_chain(void)
+{
+	struct fr_chunk_builder *b = fr_chunk_builder_new(1024, 1 << 20);
+	struct fr_chunk *c = NULL;
+	uint32_t got, n;
+
+	if (!b) {
+		CHECK(0, "setup");
+		return;
+	}
+	memset(pp, 0, sizeof(pp));
 	for (uint32_t pid = 100; pid < 2099; pid++)
 		pp_set(pid, NULL, pid + 1);
 	pp_set(2099, NULL, 1);
@@ -370,6 +383,7 @@ int main(void)
 {
 	test_cgroup_labels();
 	test_ppid_labels();
+	test_ppid_deep_chain();
 	if (failures) {
 		fprintf(stderr, "test_chunk: %d failure(s)\n", failures);
 		return 1;
