@@ -266,23 +266,14 @@ out:
 	return c ? len : 0;
 }
 
-static void test_encoding(void)
+/* Steady cpu-clock at 999 Hz on two CPUs, handed over CPU by CPU in
+ * batches as the recorder drains them: two threads, eight stacks
+ * sharing their roots, a few with kernel frames on top, jitter of a
+ * few microseconds and some idle gaps. */
+static void steady_stream(struct stored *in, uint32_t n)
 {
-	enum { N = 4000 };
-	struct stored *in = calloc(N, sizeof(*in));
 	uint64_t tree[8][FR_MAX_FRAMES];
-	uint32_t raw = 0;
-	size_t len;
 
-	if (!in) {
-		CHECK(0, "setup");
-		return;
-	}
-
-	/* Steady cpu-clock at 999 Hz on two CPUs, handed over CPU by CPU in
-	 * batches as the recorder drains them: two threads, eight stacks
-	 * sharing their roots, a few with kernel frames on top, jitter of a
-	 * few microseconds and some idle gaps. */
 	for (int k = 0; k < 8; k++)
 		for (int f = 0; f < FR_MAX_FRAMES; f++)
 			tree[k][f] = 0x555555554000ull + (uint64_t)(f * 0x40) + (f < 3 ? (uint64_t)k * 8 : 0);
@@ -290,9 +281,9 @@ static void test_encoding(void)
 		int64_t t[2] = {BASE_NS, BASE_NS + 333333};
 		uint32_t i = 0;
 
-		while (i < N) {
-			for (uint32_t cpu = 0; cpu < 2 && i < N; cpu++) {
-				for (int k = 0; k < 50 && i < N; k++, i++) {
+		while (i < n) {
+			for (uint32_t cpu = 0; cpu < 2 && i < n; cpu++) {
+				for (int k = 0; k < 50 && i < n; k++, i++) {
 					struct fr_sample *s = &in[i].s;
 					int st = (int)(rng() % 8);
 
@@ -314,6 +305,21 @@ static void test_encoding(void)
 			}
 		}
 	}
+}
+
+static void test_encoding(void)
+{
+	enum { N = 4000 };
+	struct stored *in = calloc(N, sizeof(*in));
+	uint32_t raw = 0;
+	size_t len;
+
+	if (!in) {
+		CHECK(0, "setup");
+		return;
+	}
+
+	steady_stream(in, N);
 	len = round_trip(in, N, "steady", &raw);
 	printf("steady 999 Hz stream: %.2f bytes/sample stored, raw %.2f\n", (double)len / N,
 	       (double)raw / N);
