@@ -302,6 +302,63 @@ static void make_block(struct blk *b, enum variant v)
 		bv(b, 0);
 }
 
+/* The decoded V_GOOD block: its label sets, samples, tables and lookups. */
+static void check_handmade_good(const struct fr_chunk *c)
+{
+	static const int64_t times[] = {1000, 1010, 1005};
+	static const uint32_t cpus[] = {0, 0, 1}, stacks[] = {0, 1, 0}, pids[] = {1, 2, 1};
+	static const uint64_t weights[] = {5, 6, 6};
+
+	CHECK(c->nlabelsets == 3, "%u label sets", c->nlabelsets);
+	CHECK(c->labelsets[1].npairs == 1 &&
+		      strcmp(c->strings[c->label_keys[c->labelsets[1].first]], "k") == 0 &&
+		      strcmp(c->strings[c->label_values[c->labelsets[1].first]], "v") == 0,
+	      "label set 1");
+	CHECK(c->labelsets[2].npairs == 2 &&
+		      strcmp(c->strings[c->label_values[c->labelsets[2].first + 1]], "k") == 0,
+	      "label set 2");
+	CHECK(c->nsamples == 3, "%u samples", c->nsamples);
+	for (uint32_t i = 0; i < 3 && i < c->nsamples; i++) {
+		CHECK(c->time_ns[i] == times[i], "sample %u time %lld", i,
+		      (long long)c->time_ns[i]);
+		CHECK(c->cpu[i] == cpus[i] && c->stack[i] == stacks[i] &&
+			      c->pid[i] == pids[i] && c->tid[i] == pids[i],
+		      "sample %u ids", i);
+		CHECK(c->weight[i] == weights[i] && c->rate_hz[i] == 99 && c->event[i] == 0,
+		      "sample %u runs", i);
+		CHECK(c->labelset[i] == (i ? 2u : 1u), "sample %u label set", i);
+	}
+	CHECK(c->nstacks == 2 && c->stacks[0].nr_frames == 2 && c->stacks[1].nr_frames == 3 &&
+		      c->stacks[0].pid == 1 && c->stacks[1].pid == 2,
+	      "stack shapes");
+	if (c->nstacks == 2) {
+		const uint64_t *f0 = &c->frames[c->stacks[0].first];
+		const uint64_t *f1 = &c->frames[c->stacks[1].first];
+
+		CHECK(f0[0] == 0x1100 && f0[1] == 0x11f0, "frames of stack 0");
+		CHECK(f1[0] == 0x1180 && f1[1] == 0x1100 && f1[2] == 0x11f0,
+		      "frames of stack 1 (shared root)");
+	}
+	CHECK(c->nprocs == 2 && c->procs[0].pid == 1 && c->procs[0].start_ns == 993 &&
+		      c->procs[0].build_id_len == 4 && c->procs[0].build_id[3] == 0xa3 &&
+		      c->procs[1].build_id_len == 0,
+	      "procs");
+	CHECK(c->nthreads == 1 && c->threads[0].tid == 1 && c->threads[0].pid == 1 &&
+		      strcmp(c->strings[c->threads[0].name], "v") == 0,
+	      "thread");
+	CHECK(c->nmaps == 2 && c->maps[1].start == 0x2000 && c->maps[1].pgoff == 0x10 &&
+		      c->maps[1].build_id_len == 4 && c->maps[0].build_id_len == 0,
+	      "maps");
+	CHECK(fr_chunk_find_map(c, 1, 0x1100) == &c->maps[0], "find map 0");
+	CHECK(fr_chunk_find_map(c, 1, 0x2fff) == &c->maps[1], "find map 1 end");
+	CHECK(fr_chunk_find_map(c, 1, 0x3000) == NULL, "find past map 1");
+	CHECK(fr_chunk_find_map(c, 1, 0xfff) == NULL, "find before map 0");
+	CHECK(fr_chunk_find_map(c, 2, 0x1100) == NULL, "find other pid");
+	CHECK(fr_chunk_find_proc(c, 2) == &c->procs[1], "find proc 2");
+	CHECK(fr_chunk_find_proc(c, 3) == NULL, "find proc 3");
+	CHECK(fr_chunk_find_thread(c, 1) == &c->threads[0], "find thread");
+}
+
 static void test_handmade(void)
 {
 	unsigned char tmpl[64] = {0};
@@ -324,58 +381,7 @@ static void test_handmade(void)
 	CHECK(w && fr_chunk_decode(w, l, &c) == 0, "hand-made block does not decode");
 	free(w);
 	if (c) {
-		static const int64_t times[] = {1000, 1010, 1005};
-		static const uint32_t cpus[] = {0, 0, 1}, stacks[] = {0, 1, 0}, pids[] = {1, 2, 1};
-		static const uint64_t weights[] = {5, 6, 6};
-
-		CHECK(c->nlabelsets == 3, "%u label sets", c->nlabelsets);
-		CHECK(c->labelsets[1].npairs == 1 &&
-			      strcmp(c->strings[c->label_keys[c->labelsets[1].first]], "k") == 0 &&
-			      strcmp(c->strings[c->label_values[c->labelsets[1].first]], "v") == 0,
-		      "label set 1");
-		CHECK(c->labelsets[2].npairs == 2 &&
-			      strcmp(c->strings[c->label_values[c->labelsets[2].first + 1]], "k") == 0,
-		      "label set 2");
-		CHECK(c->nsamples == 3, "%u samples", c->nsamples);
-		for (uint32_t i = 0; i < 3 && i < c->nsamples; i++) {
-			CHECK(c->time_ns[i] == times[i], "sample %u time %lld", i,
-			      (long long)c->time_ns[i]);
-			CHECK(c->cpu[i] == cpus[i] && c->stack[i] == stacks[i] &&
-				      c->pid[i] == pids[i] && c->tid[i] == pids[i],
-			      "sample %u ids", i);
-			CHECK(c->weight[i] == weights[i] && c->rate_hz[i] == 99 && c->event[i] == 0,
-			      "sample %u runs", i);
-			CHECK(c->labelset[i] == (i ? 2u : 1u), "sample %u label set", i);
-		}
-		CHECK(c->nstacks == 2 && c->stacks[0].nr_frames == 2 && c->stacks[1].nr_frames == 3 &&
-			      c->stacks[0].pid == 1 && c->stacks[1].pid == 2,
-		      "stack shapes");
-		if (c->nstacks == 2) {
-			const uint64_t *f0 = &c->frames[c->stacks[0].first];
-			const uint64_t *f1 = &c->frames[c->stacks[1].first];
-
-			CHECK(f0[0] == 0x1100 && f0[1] == 0x11f0, "frames of stack 0");
-			CHECK(f1[0] == 0x1180 && f1[1] == 0x1100 && f1[2] == 0x11f0,
-			      "frames of stack 1 (shared root)");
-		}
-		CHECK(c->nprocs == 2 && c->procs[0].pid == 1 && c->procs[0].start_ns == 993 &&
-			      c->procs[0].build_id_len == 4 && c->procs[0].build_id[3] == 0xa3 &&
-			      c->procs[1].build_id_len == 0,
-		      "procs");
-		CHECK(c->nthreads == 1 && c->threads[0].tid == 1 && c->threads[0].pid == 1 &&
-			      strcmp(c->strings[c->threads[0].name], "v") == 0,
-		      "thread");
-		CHECK(c->nmaps == 2 && c->maps[1].start == 0x2000 && c->maps[1].pgoff == 0x10 &&
-			      c->maps[1].build_id_len == 4 && c->maps[0].build_id_len == 0,
-		      "maps");
-		CHECK(fr_chunk_find_map(c, 1, 0x1100) == &c->maps[0], "find map 0");
-		CHECK(fr_chunk_find_map(c, 1, 0x2fff) == &c->maps[1], "find map 1 end");
-		CHECK(fr_chunk_find_map(c, 1, 0x3000) == NULL, "find past map 1");
-		CHECK(fr_chunk_find_map(c, 1, 0xfff) == NULL, "find before map 0");
-		CHECK(fr_chunk_find_map(c, 2, 0x1100) == NULL, "find other pid");
-		CHECK(fr_chunk_find_proc(c, 2) == &c->procs[1], "find proc 2");
-		CHECK(fr_chunk_find_proc(c, 3) == NULL, "find proc 3");
-		CHECK(fr_chunk_find_thread(c, 1) == &c->threads[0], "find thread");
+		check_handmade_good(c);
 		fr_chunk_free(c);
 		c = NULL;
 	}
