@@ -1,12 +1,18 @@
 /* Shared by the unit tests: CHECK(cond, fmt, ...) reports the failed
  * condition with file and line and counts it; a test's main() returns
- * non-zero when `failures` is. */
+ * non-zero when `failures` is. A test over tests/unit/fixture.h shares one
+ * count with the fixture. */
 #ifndef FR_TESTS_CHECK_H
 #define FR_TESTS_CHECK_H
 
 #include <stdio.h>
 
+#ifdef FR_TESTS_SHARED_FAILURES
+/* Defined once, in fixture.c, for the tests built over the fixture. */
+extern int failures;
+#else
 static int failures;
+#endif
 
 #define CHECK(cond, ...)                                              \
 	do {                                                          \
