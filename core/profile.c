@@ -39,15 +39,11 @@
 #include "core/profile.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/chunk.h"
-#include "core/log.h"
 #include "core/parse.h"
 #include "core/pprof.h"
 #include "core/profile_int.h"
