@@ -181,4 +181,27 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		     fr_write_fn sink, void *sink_arg, struct fr_profile_result *res,
 		     char *err, size_t errlen);
 
+/* Bounds on the output of fr_profile_write_fd(), as
+ * fr_uring_writer_limit() applies them: when `fd` is not a regular file,
+ * -ETIMEDOUT once its reader took no byte for `stall_ns` or the whole
+ * profile is not out within `total_ns`; -ECONNRESET once `hangup_fd` (a
+ * socket, borrowed; -1 for none) hangs up. */
+struct fr_profile_limits {
+	int64_t stall_ns;
+	int64_t total_ns;
+	int hangup_fd;
+};
+
+/* fr_profile_write() into `fd` (borrowed) through an io_uring writer of
+ * its own, flushed at the end; with `limits` (NULL: none) bounded so. Sets
+ * *written to the bytes handed to the kernel, also on failure. Returns 0
+ * or -errno: those of fr_profile_write() with its message in `err`;
+ * -ENOMEM or io_uring's -errno, "cannot set up the output: ..." in `err`;
+ * or the output's -errno (-ETIMEDOUT, -ECONNRESET, -EOPNOTSUPP for a
+ * device that takes no non-blocking writes, ...), where `err` may be left
+ * empty for the caller to name the output. */
+int fr_profile_write_fd(struct fr_ring *ring, const struct fr_profile_request *req, int fd,
+			const struct fr_profile_limits *limits, struct fr_profile_result *res,
+			uint64_t *written, char *err, size_t errlen);
+
 #endif

@@ -27,7 +27,6 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/sample.h"
-#include "core/uring.h"
 #include "fr_version.h"
 #include "ipc/proto.h"
 
@@ -220,11 +219,10 @@ int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char
 	char host[128], stamp[32], stem[NAME_MAX - 31], name[NAME_MAX + 1];
 	char tmp[NAME_MAX + 1];
 	struct fr_profile_result res;
-	struct fr_uring *uring = NULL;
-	struct fr_uring_writer *w = NULL;
 	struct tm tm;
 	time_t secs = (time_t)(req->fire_ns / 1000000000);
 	mode_t mode = req->mode ? req->mode : FR_DUMPS_MODE;
+	uint64_t written = 0;
 	int dirfd, fd = -1, ret, n;
 
 	err[0] = '\0';
@@ -265,17 +263,7 @@ int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char
 			   strerror(-ret));
 		goto err;
 	}
-	w = malloc(sizeof(*w));
-	ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
-	if (ret < 0) {
-		fr_set_err(err, errlen, "cannot set up the output of %s/%s: %s", req->dir, name,
-			   strerror(-ret));
-		goto err;
-	}
-	fr_uring_writer_init(w, uring, fd);
-	ret = fr_profile_write(ring, req->profile, fr_uring_writer_write, w, &res, err, errlen);
-	if (ret == 0)
-		ret = fr_uring_writer_flush(w);
+	ret = fr_profile_write_fd(ring, req->profile, fd, NULL, &res, &written, err, errlen);
 	if (ret == 0 && fsync(fd) < 0)
 		ret = -errno;
 	if (ret < 0) {
@@ -286,13 +274,11 @@ int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char
 	}
 	close(fd);
 	fd = -1;
-	ret = publish_dump(dirfd, req, stem, tmp, &res, w->written, mode, name, err, errlen);
+	ret = publish_dump(dirfd, req, stem, tmp, &res, written, mode, name, err, errlen);
 	if (ret < 0)
 		goto err;
 	tmp[0] = '\0';
 	snprintf(path, pathlen, "%s/%s", req->dir, name);
-	fr_uring_close(uring);
-	free(w);
 	ret = fr_dumps_retain(dirfd, req->keep, req->max_bytes);
 	if (ret < 0)
 		fr_log_warn("cannot apply dump retention in %s: %s", req->dir, strerror(-ret));
@@ -304,8 +290,6 @@ err:
 		close(fd);
 	if (tmp[0])
 		unlinkat(dirfd, tmp, 0);
-	fr_uring_close(uring);
-	free(w);
 	close(dirfd);
 	return ret;
 }

@@ -22,7 +22,6 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/parse.h"
-#include "core/uring.h"
 #include "fr_version.h"
 #include "ipc/proto.h"
 #include "recorder/dumps.h"
@@ -435,23 +434,14 @@ static cJSON *attach_output(struct daemon *d, const struct fr_profile_request *p
 			    struct fr_ipc_peer *peer, struct fr_profile_result *res,
 			    uint64_t *written)
 {
-	struct fr_uring *uring = NULL;
-	struct fr_uring_writer *w = malloc(sizeof(*w));
+	struct fr_profile_limits limits = {
+		.stall_ns = OUTPUT_STALL_NS, .total_ns = OUTPUT_TOTAL_NS, .hangup_fd = peer->sock,
+	};
 	cJSON *resp = NULL;
 	char err[512] = "";
 	int ret;
 
-	ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
-	if (ret < 0) {
-		resp = fr_ipc_error("attach: cannot set up the output: %s", strerror(-ret));
-		goto out;
-	}
-	fr_uring_writer_init(w, uring, fd);
-	fr_uring_writer_limit(w, OUTPUT_STALL_NS, OUTPUT_TOTAL_NS, peer->sock);
-	ret = fr_profile_write(d->ring, preq, fr_uring_writer_write, w, res, err, sizeof(err));
-	if (ret == 0)
-		ret = fr_uring_writer_flush(w);
-	*written = w->written;
+	ret = fr_profile_write_fd(d->ring, preq, fd, &limits, res, written, err, sizeof(err));
 	if (ret == -ETIMEDOUT)
 		resp = fr_ipc_error("attach: the output took no bytes for %lld s (or the whole "
 				    "profile not within %lld s): is anything reading it? Gave up",
@@ -462,9 +452,6 @@ static cJSON *attach_output(struct daemon *d, const struct fr_profile_request *p
 				    "writes; write to a file or a pipe (| cat)");
 	else if (ret < 0)
 		resp = fr_ipc_error("attach: %s", err[0] ? err : strerror(-ret));
-out:
-	fr_uring_close(uring);
-	free(w);
 	return resp;
 }
 

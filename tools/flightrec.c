@@ -28,7 +28,6 @@
 #include "core/parse.h"
 #include "core/profile.h"
 #include "core/ring.h"
-#include "core/uring.h"
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "ipc/proto.h"
@@ -1130,12 +1129,11 @@ static int cmd_dump(int argc, char **argv)
 	struct fr_ring_stats st;
 	struct fr_profile_request req;
 	struct fr_profile_result res;
-	struct fr_uring *uring = NULL;
-	struct fr_uring_writer *w = NULL;
 	struct output out = {.fd = -1};
 	struct progress prog_line;
 	char *out_name = NULL;
 	char err[512];
+	uint64_t written = 0;
 	int c, info = 0, json = 0, status = EXIT_USAGE, ret;
 
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -1242,20 +1240,11 @@ static int cmd_dump(int argc, char **argv)
 			goto out;
 		q.out_s = out_name;
 	}
-	w = malloc(sizeof(*w));
-	ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
-	if (ret < 0) {
-		fprintf(stderr, "%s dump: cannot set up the output: %s\n", prog, strerror(-ret));
-		goto out;
-	}
 	if (open_output(&out, q.out_s) < 0)
 		goto out;
-	fr_uring_writer_init(w, uring, out.fd);
 	progress_start(&prog_line, "building the profile");
-	ret = fr_profile_write(ring, &req, fr_uring_writer_write, w, &res, err, sizeof(err));
+	ret = fr_profile_write_fd(ring, &req, out.fd, NULL, &res, &written, err, sizeof(err));
 	progress_stop(&prog_line);
-	if (ret == 0)
-		ret = fr_uring_writer_flush(w);
 	if (ret < 0) {
 		fprintf(stderr, "%s dump: %s\n", prog, err[0] ? err : strerror(-ret));
 		commit_output(&out, 0);
@@ -1265,13 +1254,11 @@ static int cmd_dump(int argc, char **argv)
 		goto out;
 	if (res.warning[0])
 		fprintf(stderr, "%s: warning: %s\n", prog, res.warning);
-	print_summary(q.out_s, res.samples_kept, res.stacks, req.t0, req.t1, res.hz, w->written);
+	print_summary(q.out_s, res.samples_kept, res.stacks, req.t0, req.t1, res.hz, written);
 	if (out_name)
 		printf("%s\n", out_name);
 	status = 0;
 out:
-	fr_uring_close(uring);
-	free(w);
 	free(out_name);
 	fr_ring_close(ring);
 	return status;
