@@ -198,125 +198,157 @@ static void handle_switch(struct fr_perf *p, const struct sample_view *v,
 
 /* ---- records ------------------------------------------------------------ */
 
+static void handle_sample_record(struct fr_perf *p, const struct perf_event_header *h,
+				 const struct fr_perf_handler *cb, int64_t clock_offset)
+{
+	struct sample_view v;
+
+	if (!cb->sample || p->sideband_only || decode_sample(p, h, &v) != 0)
+		return;
+	if (p->offcpu)
+		handle_switch(p, &v, cb, clock_offset);
+	else
+		handle_sample(p, &v, cb, clock_offset);
+}
+
+static void handle_mmap2(const struct perf_event_header *h, const struct fr_perf_handler *cb)
+{
+	const char *end = (const char *)h + h->size;
+	const struct {
+		uint32_t pid, tid;
+		uint64_t addr, len, pgoff;
+		union {
+			struct {
+				uint32_t maj, min;
+				uint64_t ino, ino_generation;
+			};
+			struct {
+				uint8_t build_id_size, reserved1;
+				uint16_t reserved2;
+				uint8_t build_id[20];
+			};
+		};
+		uint32_t prot, flags;
+		char filename[];
+	} *m = (const void *)(h + 1);
+	char path[4096];
+	size_t maxlen;
+	uint8_t bid_len = 0;
+
+	if (!cb->mmap || (const char *)(m + 1) >= end)
+		return;
+	maxlen = (size_t)(end - m->filename);
+	if (maxlen >= sizeof(path))
+		maxlen = sizeof(path) - 1;
+	memcpy(path, m->filename, maxlen);
+	path[maxlen] = '\0';
+	if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
+		bid_len = m->build_id_size <= 20 ? m->build_id_size : 20;
+	cb->mmap(cb->arg, m->pid, m->addr, m->len, m->pgoff, m->prot, path,
+		 bid_len ? m->build_id : NULL, bid_len);
+}
+
+static void handle_comm(const struct perf_event_header *h, const struct fr_perf_handler *cb)
+{
+	const char *end = (const char *)h + h->size;
+	const struct {
+		uint32_t pid, tid;
+		char comm[];
+	} *c = (const void *)(h + 1);
+	char comm[17];
+	size_t maxlen;
+
+	if (!cb->comm || (const char *)(c + 1) >= end)
+		return;
+	maxlen = (size_t)(end - c->comm);
+	if (maxlen > 16)
+		maxlen = 16;
+	memcpy(comm, c->comm, maxlen);
+	comm[maxlen] = '\0';
+	cb->comm(cb->arg, c->pid, c->tid, comm, !!(h->misc & PERF_RECORD_MISC_COMM_EXEC));
+}
+
+/* FORK and EXIT share their layout. */
+static void handle_task(const struct perf_event_header *h, const struct fr_perf_handler *cb,
+			int64_t clock_offset)
+{
+	const char *end = (const char *)h + h->size;
+	const struct {
+		uint32_t pid, ppid, tid, ptid;
+		uint64_t time;
+	} *f = (const void *)(h + 1);
+
+	if ((const char *)(f + 1) > end)
+		return;
+	if (h->type == PERF_RECORD_FORK && cb->fork)
+		cb->fork(cb->arg, f->pid, f->ppid, f->tid, f->ptid, (int64_t)f->time + clock_offset);
+	else if (h->type == PERF_RECORD_EXIT && cb->exit)
+		cb->exit(cb->arg, f->pid, f->tid, (int64_t)f->time + clock_offset);
+}
+
+static void handle_lost(struct fr_perf *p, const struct perf_event_header *h,
+			const struct fr_perf_handler *cb)
+{
+	const char *end = (const char *)h + h->size;
+	const struct {
+		uint64_t id, lost;
+	} *l = (const void *)(h + 1);
+
+	if ((const char *)(l + 1) <= end && cb->lost)
+		cb->lost(cb->arg, p->cfg.event, l->lost);
+}
+
+/* A context switch record of an offcpu source: an "in" record completes
+ * the pair of the thread switched in. */
+static void handle_context_switch(struct fr_perf *p, const struct perf_event_header *h,
+				  const struct fr_perf_handler *cb, int64_t clock_offset)
+{
+	const char *end = (const char *)h + h->size;
+	/* next_prev_pid/tid, then the sample_id trailer (TID, TIME, CPU) of
+	 * the task running when it was written: for an "in" record, the task
+	 * switched in. */
+	const struct {
+		uint32_t next_prev_pid, next_prev_tid;
+		uint32_t pid, tid;
+		uint64_t time;
+		uint32_t cpu, res;
+	} *sw = (const void *)(h + 1);
+	struct fr_offcpu_pair pair;
+
+	if (!p->offcpu || !cb->sample || (h->misc & PERF_RECORD_MISC_SWITCH_OUT) ||
+	    (const char *)(sw + 1) > end || sw->tid == 0)
+		return;
+	if (fr_offcpu_switch_in(p->offcpu, sw->tid, sw->time, &pair))
+		offcpu_emit(cb, clock_offset, &pair);
+}
+
 static void handle_record(struct fr_perf *p, const struct perf_event_header *h,
 			  const struct fr_perf_handler *cb, int64_t clock_offset)
 {
-	const char *body = (const char *)(h + 1);
-	const char *end = (const char *)h + h->size;
-
 	switch (h->type) {
-	case PERF_RECORD_SAMPLE: {
-		struct sample_view v;
-
-		if (!cb->sample || p->sideband_only || decode_sample(p, h, &v) != 0)
-			break;
-		if (p->offcpu)
-			handle_switch(p, &v, cb, clock_offset);
-		else
-			handle_sample(p, &v, cb, clock_offset);
+	case PERF_RECORD_SAMPLE:
+		handle_sample_record(p, h, cb, clock_offset);
 		break;
-	}
-	case PERF_RECORD_MMAP2: {
-		const struct {
-			uint32_t pid, tid;
-			uint64_t addr, len, pgoff;
-			union {
-				struct {
-					uint32_t maj, min;
-					uint64_t ino, ino_generation;
-				};
-				struct {
-					uint8_t build_id_size, reserved1;
-					uint16_t reserved2;
-					uint8_t build_id[20];
-				};
-			};
-			uint32_t prot, flags;
-			char filename[];
-		} *m = (const void *)body;
-		char path[4096];
-		size_t maxlen;
-		uint8_t bid_len = 0;
-
-		if (!cb->mmap || (const char *)(m + 1) >= end)
-			break;
-		maxlen = (size_t)(end - m->filename);
-		if (maxlen >= sizeof(path))
-			maxlen = sizeof(path) - 1;
-		memcpy(path, m->filename, maxlen);
-		path[maxlen] = '\0';
-		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
-			bid_len = m->build_id_size <= 20 ? m->build_id_size : 20;
-		cb->mmap(cb->arg, m->pid, m->addr, m->len, m->pgoff, m->prot, path,
-			 bid_len ? m->build_id : NULL, bid_len);
+	case PERF_RECORD_MMAP2:
+		handle_mmap2(h, cb);
 		break;
-	}
-	case PERF_RECORD_COMM: {
-		const struct {
-			uint32_t pid, tid;
-			char comm[];
-		} *c = (const void *)body;
-		char comm[17];
-		size_t maxlen;
-
-		if (!cb->comm || (const char *)(c + 1) >= end)
-			break;
-		maxlen = (size_t)(end - c->comm);
-		if (maxlen > 16)
-			maxlen = 16;
-		memcpy(comm, c->comm, maxlen);
-		comm[maxlen] = '\0';
-		cb->comm(cb->arg, c->pid, c->tid, comm, !!(h->misc & PERF_RECORD_MISC_COMM_EXEC));
+	case PERF_RECORD_COMM:
+		handle_comm(h, cb);
 		break;
-	}
 	case PERF_RECORD_FORK:
-	case PERF_RECORD_EXIT: {
-		const struct {
-			uint32_t pid, ppid, tid, ptid;
-			uint64_t time;
-		} *f = (const void *)body;
-
-		if ((const char *)(f + 1) > end)
-			break;
-		if (h->type == PERF_RECORD_FORK && cb->fork)
-			cb->fork(cb->arg, f->pid, f->ppid, f->tid, f->ptid,
-				 (int64_t)f->time + clock_offset);
-		else if (h->type == PERF_RECORD_EXIT && cb->exit)
-			cb->exit(cb->arg, f->pid, f->tid, (int64_t)f->time + clock_offset);
+	case PERF_RECORD_EXIT:
+		handle_task(h, cb, clock_offset);
 		break;
-	}
-	case PERF_RECORD_LOST: {
-		const struct {
-			uint64_t id, lost;
-		} *l = (const void *)body;
-
-		if ((const char *)(l + 1) <= end && cb->lost)
-			cb->lost(cb->arg, p->cfg.event, l->lost);
+	case PERF_RECORD_LOST:
+		handle_lost(p, h, cb);
 		break;
-	}
 	case PERF_RECORD_THROTTLE:
 		if (cb->throttle)
 			cb->throttle(cb->arg, p->cfg.event);
 		break;
-	case PERF_RECORD_SWITCH_CPU_WIDE: {
-		/* next_prev_pid/tid, then the sample_id trailer (TID, TIME,
-		 * CPU) of the task running when it was written: for an "in"
-		 * record, the task switched in. */
-		const struct {
-			uint32_t next_prev_pid, next_prev_tid;
-			uint32_t pid, tid;
-			uint64_t time;
-			uint32_t cpu, res;
-		} *sw = (const void *)body;
-		struct fr_offcpu_pair pair;
-
-		if (!p->offcpu || !cb->sample || (h->misc & PERF_RECORD_MISC_SWITCH_OUT) ||
-		    (const char *)(sw + 1) > end || sw->tid == 0)
-			break;
-		if (fr_offcpu_switch_in(p->offcpu, sw->tid, sw->time, &pair))
-			offcpu_emit(cb, clock_offset, &pair);
+	case PERF_RECORD_SWITCH_CPU_WIDE:
+		handle_context_switch(p, h, cb, clock_offset);
 		break;
-	}
 	default:
 		break;
 	}
