@@ -484,6 +484,58 @@ static int drain_in_time_order(struct fr_perf *p)
 	return p->heap ? 0 : -ENOMEM;
 }
 
+/* The attr of an offcpu source: sched:sched_switch with its raw fields
+ * (whose layout goes to p->swfmt), and the pairing table it needs. */
+static int offcpu_attr(struct fr_perf *p, struct perf_event_attr *attr, char *err, size_t errlen)
+{
+	uint64_t config = 0;
+	int ret;
+
+	ret = find_sched_switch(&config, &p->swfmt, err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = fr_offcpu_new(&p->offcpu, FR_OFFCPU_ENTRIES);
+	if (ret < 0)
+		return ret;
+	/* Every switch: a sample is a pair of them, so none may be
+	 * skipped; the raw fields say how the thread left.
+	 *
+	 * The switch-in comes from context_switch records, not from
+	 * the tracepoint's next_pid: the tracepoint fires in the
+	 * context of the task leaving, and some kernels (seen on a
+	 * 6.18 VM) drop every perf record made in the idle task of
+	 * some CPUs, so the switch from idle to a waking thread, the
+	 * most common switch-in of all, went missing there. The
+	 * SWITCH_CPU_WIDE "in" record is written by the thread
+	 * coming in, never by the idle task we skip anyway. */
+	attr->type = PERF_TYPE_TRACEPOINT;
+	attr->config = config;
+	attr->sample_period = 1;
+	attr->sample_type |= PERF_SAMPLE_RAW;
+	attr->context_switch = 1;
+	return 0;
+}
+
+/* The attr of a sampling event of kernel `type` and `config` at cfg->hz. */
+static void sampling_attr(struct perf_event_attr *attr, const struct fr_perf_config *cfg,
+			  uint32_t type, uint64_t config, int hardware)
+{
+	attr->type = type;
+	attr->config = config;
+	if (cfg->event == FR_EVENT_CPU) {
+		/* A fixed period: the weight is exactly 1e9/hz ns. */
+		attr->sample_period = 1000000000ull / cfg->hz;
+	} else {
+		/* Counts of unknown rate: the kernel adapts the period
+		 * to hit hz samples a second and reports it in each
+		 * sample, which is then the sample's weight. */
+		attr->freq = 1;
+		attr->sample_freq = cfg->hz;
+	}
+	if (hardware)
+		attr->precise_ip = 3; /* the least skid the PMU offers */
+}
+
 int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err,
 		 size_t errlen)
 {
@@ -516,47 +568,12 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 
 	base_attr(&attr);
 	if (cfg->event == FR_EVENT_OFFCPU) {
-		struct switch_format fmt;
-
-		ret = find_sched_switch(&config, &fmt, err, errlen);
+		ret = offcpu_attr(p, &attr, err, errlen);
 		if (ret < 0)
 			goto err_close;
-		ret = fr_offcpu_new(&p->offcpu, FR_OFFCPU_ENTRIES);
-		if (ret < 0)
-			goto err_close;
-		p->swfmt = fmt;
-		/* Every switch: a sample is a pair of them, so none may be
-		 * skipped; the raw fields say how the thread left.
-		 *
-		 * The switch-in comes from context_switch records, not from
-		 * the tracepoint's next_pid: the tracepoint fires in the
-		 * context of the task leaving, and some kernels (seen on a
-		 * 6.18 VM) drop every perf record made in the idle task of
-		 * some CPUs, so the switch from idle to a waking thread, the
-		 * most common switch-in of all, went missing there. The
-		 * SWITCH_CPU_WIDE "in" record is written by the thread
-		 * coming in, never by the idle task we skip anyway. */
-		attr.type = PERF_TYPE_TRACEPOINT;
-		attr.config = config;
-		attr.sample_period = 1;
-		attr.sample_type |= PERF_SAMPLE_RAW;
-		attr.context_switch = 1;
 		pages = OFFCPU_PAGES;
 	} else {
-		attr.type = type;
-		attr.config = config;
-		if (cfg->event == FR_EVENT_CPU) {
-			/* A fixed period: the weight is exactly 1e9/hz ns. */
-			attr.sample_period = 1000000000ull / cfg->hz;
-		} else {
-			/* Counts of unknown rate: the kernel adapts the period
-			 * to hit hz samples a second and reports it in each
-			 * sample, which is then the sample's weight. */
-			attr.freq = 1;
-			attr.sample_freq = cfg->hz;
-		}
-		if (hardware)
-			attr.precise_ip = 3; /* the least skid the PMU offers */
+		sampling_attr(&attr, cfg, type, config, hardware);
 		pages = ring_pages(cfg->hz, p->page_size);
 	}
 	ret = open_rings(p, &attr, pages, name, hardware, err, errlen);
