@@ -1,0 +1,87 @@
+/* The off-CPU pairing table: threads switched out and waiting to be
+ * switched in again.
+ *
+ * An offcpu sample needs two records, a thread's switch-out (with its
+ * stack) and its next switch-in, often read from different CPUs' rings
+ * and not always in the order they happened. The table keeps whichever
+ * half came first, keyed by tid, until the other half completes the pair.
+ * It knows nothing of perf_event: recorder/perf_drain.c decodes the
+ * records and hands each half over; a unit test can do the same.
+ *
+ * Rules (what the drain relies on):
+ *  - a pair is believed only when the switch-in is after the switch-out
+ *    and at most FR_OFFCPU_MAX_GAP_NS later; a pair further apart is
+ *    dropped (a record lost in between);
+ *  - a switch-in read before its switch-out is remembered (its time only)
+ *    and pairs with the first switch-out before it;
+ *  - of two halves of the same kind for one thread, the newer one stays
+ *    (the other lost its partner);
+ *  - an exiting thread's switch-out is never kept;
+ *  - when every entry is in use, the oldest of a few consecutive entries
+ *    is dropped and counted (fr_offcpu_take_evicted).
+ *
+ * The table is allocated whole at fr_offcpu_new; nothing else allocates.
+ * Not thread-safe: the ingest thread owns it.
+ */
+#ifndef FR_RECORDER_OFFCPU_H
+#define FR_RECORDER_OFFCPU_H
+
+#include <stdint.h>
+
+/* A pair further apart than this is not believed (a record lost in
+ * between, or a thread asleep for so long its stack no longer matters). */
+#define FR_OFFCPU_MAX_GAP_NS (3600LL * 1000000000LL)
+
+/* Threads the recorder follows at once: a machine rarely has that many
+ * that ran since the recorder started. */
+#define FR_OFFCPU_ENTRIES 65536u
+
+struct fr_offcpu;
+
+/* One switch-out: thread `tid` of process `pid` left cpu `cpu` at `time`
+ * (CLOCK_MONOTONIC ns) with the stack `ips` (nr_frames frames, the first
+ * nr_kernel of them kernel frames). */
+struct fr_offcpu_switch {
+	uint64_t time;
+	uint32_t pid, tid, cpu;
+	uint16_t nr_kernel, nr_frames;
+	const uint64_t *ips;
+};
+
+/* A completed pair: `out` is the switch-out (its stack included), `in_time`
+ * when the thread came back. */
+struct fr_offcpu_pair {
+	struct fr_offcpu_switch out;
+	uint64_t in_time;
+};
+
+/* Allocates a table for `capacity` threads (a power of two, at least 8;
+ * the recorder uses FR_OFFCPU_ENTRIES). Entries are mapped untouched, so
+ * memory is used only as they are (about 1 KiB each). Returns 0 with
+ * *out set, -EINVAL for a bad capacity or -ENOMEM. */
+int fr_offcpu_new(struct fr_offcpu **out, uint32_t capacity);
+
+/* Frees the table; accepts NULL. */
+void fr_offcpu_free(struct fr_offcpu *o);
+
+/* Thread sw->tid was switched out; `exiting` when it will never run
+ * again. Returns 1 when a switch-in read earlier completes the pair, then
+ * filled in `pair` (its pointers stay valid until the next call on the
+ * table), else 0 (the switch-out waits, or was not kept). */
+int fr_offcpu_switch_out(struct fr_offcpu *o, const struct fr_offcpu_switch *sw, int exiting,
+			 struct fr_offcpu_pair *pair);
+
+/* Thread `tid` was switched in at `time`. Returns 1 when it completes the
+ * pair of a waiting switch-out, then filled in `pair` (valid until the
+ * next call on the table), else 0. */
+int fr_offcpu_switch_in(struct fr_offcpu *o, uint32_t tid, uint64_t time,
+			struct fr_offcpu_pair *pair);
+
+/* Threads waiting (either half) now. */
+uint32_t fr_offcpu_waiting(const struct fr_offcpu *o);
+
+/* Entries dropped from a full table since the last call (each one a
+ * sample lost), and resets the count. */
+uint64_t fr_offcpu_take_evicted(struct fr_offcpu *o);
+
+#endif

@@ -1,0 +1,515 @@
+/* Draining perf_event rings: records read up to the kernel's data_head
+ * and decoded, the space given back by publishing data_tail, so a drain
+ * never blocks and never allocates.
+ *
+ * A sampling event's rings are read CPU after CPU. The side band's and
+ * offcpu's are read merged in time order across CPUs (a k-way merge on
+ * each record's time), because what they carry pairs up across CPUs: a
+ * fork and the child's exec, a thread's switch-out and its switch-in.
+ * Offcpu switch records go to the pairing table (recorder/offcpu.c),
+ * which says when a pair makes a sample.
+ */
+#include "recorder/perf_int.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/log.h"
+
+#ifndef PERF_RECORD_MISC_MMAP_BUILD_ID
+#define PERF_RECORD_MISC_MMAP_BUILD_ID (1 << 14)
+#endif
+
+/* prev_state bits of a task that is exiting: it will never be switched in
+ * again, so its switch-out is not kept. These are EXIT_DEAD ("X") and
+ * EXIT_ZOMBIE ("Z") as the tracepoint's print format names them; their
+ * values have been stable since Linux 4.14. */
+#define SCHED_STATE_EXITING 0x30u
+
+/* A sample record decoded; its frames are in fr_perf.ips. */
+struct sample_view {
+	uint32_t pid, tid, cpu;
+	uint64_t time, period;
+	uint16_t nr_kernel, nr_frames;
+	const unsigned char *raw; /* PERF_SAMPLE_RAW data, when asked for */
+	uint32_t raw_size;
+};
+
+/* Decodes a sample record: IP, TID, TIME, CPU, PERIOD, CALLCHAIN and, when
+ * the source asked for it, RAW, in this order. Frames go to p->ips, kernel
+ * frames first, then user frames, each leaf first. Returns 0, 1 for a
+ * sample of tid 0 (the idle task, a CPU with nothing to run, or a task
+ * outside the recorder's pid namespace, which no record would name): not
+ * recorded, so its callchain is not read; or -EBADMSG when the record is
+ * shorter than its fields say. */
+static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
+			 struct sample_view *v)
+{
+	const struct {
+		uint64_t ip;
+		uint32_t pid, tid;
+		uint64_t time;
+		uint32_t cpu, res;
+		uint64_t period;
+		uint64_t nr;
+	} *s = (const void *)(h + 1);
+	const uint64_t *chain = (const uint64_t *)(s + 1);
+	const char *end = (const char *)h + h->size;
+	uint64_t context = PERF_CONTEXT_KERNEL;
+	uint16_t nk = 0, nu = 0, nframes;
+	uint64_t user[FR_MAX_FRAMES];
+
+	if ((const char *)(s + 1) > end || s->nr > (uint64_t)(end - (const char *)chain) / 8)
+		return -EBADMSG;
+	if (s->tid == 0)
+		return 1;
+	v->pid = s->pid;
+	v->tid = s->tid;
+	v->time = s->time;
+	v->cpu = s->cpu;
+	v->period = s->period;
+	v->raw = NULL;
+	v->raw_size = 0;
+	if (p->offcpu) {
+		const char *raw = (const char *)(chain + s->nr);
+		uint32_t size;
+
+		if (raw + sizeof(size) > end)
+			return -EBADMSG;
+		memcpy(&size, raw, sizeof(size));
+		if (size > (size_t)(end - raw) - sizeof(size))
+			return -EBADMSG;
+		v->raw = (const unsigned char *)raw + sizeof(size);
+		v->raw_size = size;
+	}
+
+	/* The callchain interleaves context markers with addresses. */
+	for (uint64_t i = 0; i < s->nr; i++) {
+		uint64_t ip = chain[i];
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			context = ip;
+			continue;
+		}
+		if (context == PERF_CONTEXT_KERNEL) {
+			if (nk < FR_MAX_FRAMES)
+				p->ips[nk++] = ip;
+		} else if (context == PERF_CONTEXT_USER) {
+			if (nu < FR_MAX_FRAMES)
+				user[nu++] = ip;
+		}
+	}
+	if (nk == 0 && nu == 0 && s->ip) {
+		/* No callchain (e.g. a kernel that could not walk): the IP alone. */
+		if (h->misc & PERF_RECORD_MISC_KERNEL)
+			p->ips[nk++] = s->ip;
+		else
+			user[nu++] = s->ip;
+	}
+	nframes = nk;
+	for (uint16_t i = 0; i < nu && nframes < FR_MAX_FRAMES; i++)
+		p->ips[nframes++] = user[i];
+	v->nr_kernel = nk;
+	v->nr_frames = nframes;
+	return 0;
+}
+
+static void handle_sample(struct fr_perf *p, const struct sample_view *v,
+			  const struct fr_perf_handler *cb, int64_t clock_offset)
+{
+	struct fr_sample out;
+
+	out.time_ns = (int64_t)v->time + clock_offset;
+	out.pid = v->pid;
+	out.tid = v->tid;
+	out.cpu = v->cpu;
+	out.event = p->cfg.event;
+	/* cpu: the period field keeps reporting the period the event was
+	 * opened with after PERF_EVENT_IOC_PERIOD, so weight by the rate we
+	 * set. Frequency mode: the period is what the kernel chose for this
+	 * sample, the count it stands for. */
+	out.weight = p->cfg.event == FR_EVENT_CPU ? 1000000000ull / p->hz : v->period;
+	out.rate_hz = p->hz;
+	out.nr_kernel = v->nr_kernel;
+	out.nr_frames = v->nr_frames;
+	out.ips = p->ips;
+	cb->sample(cb->arg, &out);
+}
+
+/* ---- offcpu: switch records to the pairing table ------------------------ */
+
+/* Hands over one offcpu sample: the time it was switched out, stamped
+ * with the time it came back. */
+static void offcpu_emit(const struct fr_perf_handler *cb, int64_t clock_offset,
+			const struct fr_offcpu_pair *pair)
+{
+	struct fr_sample s = {
+		.time_ns = (int64_t)pair->in_time + clock_offset,
+		.pid = pair->out.pid,
+		.tid = pair->out.tid,
+		.cpu = pair->out.cpu,
+		.event = FR_EVENT_OFFCPU,
+		.weight = pair->in_time - pair->out.time,
+		.rate_hz = 0,
+		.nr_kernel = pair->out.nr_kernel,
+		.nr_frames = pair->out.nr_frames,
+		.ips = pair->out.ips,
+	};
+
+	cb->sample(cb->arg, &s);
+}
+
+static uint64_t raw_field(const unsigned char *raw, uint32_t off, uint32_t size)
+{
+	uint32_t v32;
+	uint64_t v64;
+
+	if (size == 8) {
+		memcpy(&v64, raw + off, sizeof(v64));
+		return v64;
+	}
+	memcpy(&v32, raw + off, sizeof(v32));
+	return v32;
+}
+
+/* A sched_switch sample: its task (the sample's tid) leaves the CPU at
+ * v->time with the stack in p->ips. */
+static void handle_switch(struct fr_perf *p, const struct sample_view *v,
+			  const struct fr_perf_handler *cb, int64_t clock_offset)
+{
+	const struct switch_format *f = &p->swfmt;
+	const struct fr_offcpu_switch sw = {
+		.time = v->time,
+		.pid = v->pid,
+		.tid = v->tid,
+		.cpu = v->cpu,
+		.nr_kernel = v->nr_kernel,
+		.nr_frames = v->nr_frames,
+		.ips = p->ips,
+	};
+	struct fr_offcpu_pair pair;
+	uint64_t state;
+
+	if (!v->raw || v->raw_size < f->min_size)
+		return;
+	state = raw_field(v->raw, f->prev_state, f->prev_state_size);
+	if (fr_offcpu_switch_out(p->offcpu, &sw, !!(state & SCHED_STATE_EXITING), &pair))
+		offcpu_emit(cb, clock_offset, &pair);
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+static void handle_sample_record(struct fr_perf *p, const struct perf_event_header *h,
+				 const struct fr_perf_handler *cb, int64_t clock_offset)
+{
+	struct sample_view v;
+
+	if (!cb->sample || p->sideband_only || decode_sample(p, h, &v) != 0)
+		return;
+	if (p->offcpu)
+		handle_switch(p, &v, cb, clock_offset);
+	else
+		handle_sample(p, &v, cb, clock_offset);
+}
+
+static void handle_mmap2(const struct perf_event_header *h, const struct fr_perf_handler *cb)
+{
+	const char *end = (const char *)h + h->size;
+	const struct {
+		uint32_t pid, tid;
+		uint64_t addr, len, pgoff;
+		union {
+			struct {
+				uint32_t maj, min;
+				uint64_t ino, ino_generation;
+			};
+			struct {
+				uint8_t build_id_size, reserved1;
+				uint16_t reserved2;
+				uint8_t build_id[20];
+			};
+		};
+		uint32_t prot, flags;
+		char filename[];
+	} *m = (const void *)(h + 1);
+	char path[4096];
+	size_t maxlen;
+	uint8_t bid_len = 0;
+
+	if (!cb->mmap || (const char *)(m + 1) >= end)
+		return;
+	maxlen = (size_t)(end - m->filename);
+	if (maxlen >= sizeof(path))
+		maxlen = sizeof(path) - 1;
+	memcpy(path, m->filename, maxlen);
+	path[maxlen] = '\0';
+	if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
+		bid_len = m->build_id_size <= 20 ? m->build_id_size : 20;
+	cb->mmap(cb->arg, m->pid, m->addr, m->len, m->pgoff, m->prot, path,
+		 bid_len ? m->build_id : NULL, bid_len);
+}
+
+static void handle_comm(const struct perf_event_header *h, const struct fr_perf_handler *cb)
+{
+	const char *end = (const char *)h + h->size;
+	const struct {
+		uint32_t pid, tid;
+		char comm[];
+	} *c = (const void *)(h + 1);
+	char comm[17];
+	size_t maxlen;
+
+	if (!cb->comm || (const char *)(c + 1) >= end)
+		return;
+	maxlen = (size_t)(end - c->comm);
+	if (maxlen > 16)
+		maxlen = 16;
+	memcpy(comm, c->comm, maxlen);
+	comm[maxlen] = '\0';
+	cb->comm(cb->arg, c->pid, c->tid, comm, !!(h->misc & PERF_RECORD_MISC_COMM_EXEC));
+}
+
+/* FORK and EXIT share their layout. */
+static void handle_task(const struct perf_event_header *h, const struct fr_perf_handler *cb,
+			int64_t clock_offset)
+{
+	const char *end = (const char *)h + h->size;
+	const struct {
+		uint32_t pid, ppid, tid, ptid;
+		uint64_t time;
+	} *f = (const void *)(h + 1);
+
+	if ((const char *)(f + 1) > end)
+		return;
+	if (h->type == PERF_RECORD_FORK && cb->fork)
+		cb->fork(cb->arg, f->pid, f->ppid, f->tid, f->ptid, (int64_t)f->time + clock_offset);
+	else if (h->type == PERF_RECORD_EXIT && cb->exit)
+		cb->exit(cb->arg, f->pid, f->tid, (int64_t)f->time + clock_offset);
+}
+
+static void handle_lost(struct fr_perf *p, const struct perf_event_header *h,
+			const struct fr_perf_handler *cb)
+{
+	const char *end = (const char *)h + h->size;
+	const struct {
+		uint64_t id, lost;
+	} *l = (const void *)(h + 1);
+
+	if ((const char *)(l + 1) <= end && cb->lost)
+		cb->lost(cb->arg, p->cfg.event, l->lost);
+}
+
+/* A context switch record of an offcpu source: an "in" record completes
+ * the pair of the thread switched in. */
+static void handle_context_switch(struct fr_perf *p, const struct perf_event_header *h,
+				  const struct fr_perf_handler *cb, int64_t clock_offset)
+{
+	const char *end = (const char *)h + h->size;
+	/* next_prev_pid/tid, then the sample_id trailer (TID, TIME, CPU) of
+	 * the task running when it was written: for an "in" record, the task
+	 * switched in. */
+	const struct {
+		uint32_t next_prev_pid, next_prev_tid;
+		uint32_t pid, tid;
+		uint64_t time;
+		uint32_t cpu, res;
+	} *sw = (const void *)(h + 1);
+	struct fr_offcpu_pair pair;
+
+	if (!p->offcpu || !cb->sample || (h->misc & PERF_RECORD_MISC_SWITCH_OUT) ||
+	    (const char *)(sw + 1) > end || sw->tid == 0)
+		return;
+	if (fr_offcpu_switch_in(p->offcpu, sw->tid, sw->time, &pair))
+		offcpu_emit(cb, clock_offset, &pair);
+}
+
+static void handle_record(struct fr_perf *p, const struct perf_event_header *h,
+			  const struct fr_perf_handler *cb, int64_t clock_offset)
+{
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		handle_sample_record(p, h, cb, clock_offset);
+		break;
+	case PERF_RECORD_MMAP2:
+		handle_mmap2(h, cb);
+		break;
+	case PERF_RECORD_COMM:
+		handle_comm(h, cb);
+		break;
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		handle_task(h, cb, clock_offset);
+		break;
+	case PERF_RECORD_LOST:
+		handle_lost(p, h, cb);
+		break;
+	case PERF_RECORD_THROTTLE:
+		if (cb->throttle)
+			cb->throttle(cb->arg, p->cfg.event);
+		break;
+	case PERF_RECORD_SWITCH_CPU_WIDE:
+		handle_context_switch(p, h, cb, clock_offset);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The record at `tail` of ring `r`, or NULL when what is there cannot be
+ * framed. A record that wraps around the end of the ring is copied to
+ * p->wrap_buf (records are at most 64 KiB); the header itself never wraps,
+ * as records are 8-byte aligned and the ring a multiple of 8 bytes. */
+static const struct perf_event_header *ring_record(struct fr_perf *p, const struct cpu_ring *r,
+						   uint64_t tail, uint64_t head)
+{
+	unsigned char *data = (unsigned char *)r->base + p->page_size;
+	uint64_t mask = r->data_size - 1;
+	const struct perf_event_header *hdr = (const void *)&data[tail & mask];
+	size_t size = hdr->size, first = r->data_size - (tail & mask);
+
+	if (size < sizeof(*hdr) || size > head - tail) {
+		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+				   "cpu %d: malformed perf record of %zu bytes; skipping %llu bytes",
+				   r->cpu, size, (unsigned long long)(head - tail));
+		return NULL;
+	}
+	if (size > first) {
+		memcpy(p->wrap_buf, hdr, first);
+		memcpy(p->wrap_buf + first, data, size - first);
+		hdr = (const void *)p->wrap_buf;
+	}
+	return hdr;
+}
+
+/* The time of the record at r->tail without copying it: a sample's TIME
+ * field, or the TIME of another record's sample_id trailer. Both are
+ * 8-byte aligned, so neither straddles the end of the ring. Records too
+ * short to carry one sort first. */
+static uint64_t ring_record_time(const struct fr_perf *p, const struct cpu_ring *r)
+{
+	const unsigned char *data = (const unsigned char *)r->base + p->page_size;
+	uint64_t mask = r->data_size - 1, pos, t;
+	const struct perf_event_header *hdr = (const void *)&data[r->tail & mask];
+
+	if (hdr->size < sizeof(*hdr) + 3 * sizeof(uint64_t))
+		return 0;
+	if (hdr->type == PERF_RECORD_SAMPLE)
+		pos = r->tail + sizeof(*hdr) + 2 * sizeof(uint64_t); /* after IP, TID */
+	else
+		pos = r->tail + hdr->size - 2 * sizeof(uint64_t); /* TID, [TIME], CPU */
+	memcpy(&t, &data[pos & mask], sizeof(t));
+	return t;
+}
+
+static int ring_before(const struct fr_perf *p, unsigned a, unsigned b)
+{
+	return p->rings[a].next_time < p->rings[b].next_time;
+}
+
+static void heap_down(struct fr_perf *p, unsigned n, unsigned i)
+{
+	unsigned *h = p->heap;
+
+	for (;;) {
+		unsigned l = 2 * i + 1, r = l + 1, m = i, tmp;
+
+		if (l < n && ring_before(p, h[l], h[m]))
+			m = l;
+		if (r < n && ring_before(p, h[r], h[m]))
+			m = r;
+		if (m == i)
+			return;
+		tmp = h[i];
+		h[i] = h[m];
+		h[m] = tmp;
+		i = m;
+	}
+}
+
+/* Gives the space up to r->tail back to the kernel. */
+static void publish_tail(struct cpu_ring *r)
+{
+	struct perf_event_mmap_page *meta = r->base;
+
+	__atomic_store_n(&meta->data_tail, r->tail, __ATOMIC_RELEASE);
+}
+
+/* Drains all rings merged by time (a k-way merge over a heap of rings).
+ * Each ring is in time order on its own; merged, a thread's switch-in on
+ * one CPU comes after its switch-out on another, and a process's exec
+ * after its fork, whatever order the rings are in. Only records written between the first and the last head read
+ * can still come out of order, which the pairing tolerates. */
+static uint64_t drain_ordered(struct fr_perf *p, const struct fr_perf_handler *h,
+			      int64_t clock_offset)
+{
+	uint64_t records = 0;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < p->ncpus; i++) {
+		struct cpu_ring *r = &p->rings[i];
+		struct perf_event_mmap_page *meta = r->base;
+
+		r->head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+		r->tail = meta->data_tail;
+		if (r->tail < r->head) {
+			r->next_time = ring_record_time(p, r);
+			p->heap[n++] = i;
+		}
+	}
+	for (unsigned i = n / 2; i-- > 0;)
+		heap_down(p, n, i);
+	while (n > 0) {
+		struct cpu_ring *r = &p->rings[p->heap[0]];
+		const struct perf_event_header *hdr = ring_record(p, r, r->tail, r->head);
+
+		if (hdr) {
+			handle_record(p, hdr, h, clock_offset);
+			records++;
+			r->tail += hdr->size;
+		} else {
+			r->tail = r->head;
+		}
+		if (r->tail < r->head) {
+			r->next_time = ring_record_time(p, r);
+		} else {
+			publish_tail(r);
+			p->heap[0] = p->heap[--n];
+		}
+		heap_down(p, n, 0);
+	}
+	if (p->offcpu && h->lost) {
+		/* Switch-outs dropped from a full table: samples lost. */
+		uint64_t evicted = fr_offcpu_take_evicted(p->offcpu);
+
+		if (evicted)
+			h->lost(h->arg, p->cfg.event, evicted);
+	}
+	return records;
+}
+
+uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h, int64_t clock_offset)
+{
+	uint64_t records = 0;
+
+	if (p->heap)
+		return drain_ordered(p, h, clock_offset);
+	for (unsigned i = 0; i < p->ncpus; i++) {
+		struct cpu_ring *r = &p->rings[i];
+		struct perf_event_mmap_page *meta = r->base;
+
+		r->head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+		r->tail = meta->data_tail;
+		while (r->tail < r->head) {
+			const struct perf_event_header *hdr = ring_record(p, r, r->tail, r->head);
+
+			if (!hdr) {
+				r->tail = r->head;
+				break;
+			}
+			handle_record(p, hdr, h, clock_offset);
+			r->tail += hdr->size;
+			records++;
+		}
+		publish_tail(r);
+	}
+	return records;
+}

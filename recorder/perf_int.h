@@ -1,0 +1,61 @@
+/* What the perf_event source files share, private to them:
+ * recorder/perf.c opens sources (attrs, perf_event_open, mmap, the source
+ * table) and recorder/perf_drain.c drains their rings and decodes the
+ * records. recorder/perf.h is the public interface.
+ */
+#ifndef FR_RECORDER_PERF_INT_H
+#define FR_RECORDER_PERF_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/perf_event.h>
+
+#include "core/sample.h"
+#include "recorder/offcpu.h"
+#include "recorder/perf.h"
+
+/* Every source asks for these sample fields, in the kernel's order. TID,
+ * TIME and CPU also make up the sample_id trailer (sample_id_all) of every
+ * other record, which is how the time-ordered drain finds their time: it is
+ * the second of the trailer's three u64s. */
+#define SAMPLE_TYPE                                                                 \
+	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |   \
+	 PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN)
+
+struct cpu_ring {
+	int fd;
+	int cpu;
+	void *base;       /* metadata page + data pages */
+	size_t data_size; /* power of two */
+	/* Drain cursor: from data_tail to the data_head read at its start;
+	 * next_time orders the rings of a time-ordered drain. */
+	uint64_t tail, head, next_time;
+};
+
+/* Where sched_switch keeps the fields we read, from its format file. */
+struct switch_format {
+	uint32_t prev_state, prev_state_size;
+	uint32_t min_size; /* raw data shorter than this is not a sched_switch */
+};
+
+struct fr_perf {
+	struct fr_perf_config cfg;
+	uint32_t hz;
+	int sideband_only;
+	unsigned ncpus;
+	struct cpu_ring *rings;
+	size_t page_size;
+	/* offcpu sources only: the pairing table and the tracepoint's
+	 * layout. */
+	struct fr_offcpu *offcpu;
+	struct switch_format swfmt;
+	/* offcpu and the side band: rings ordered by their next record's
+	 * time, for drains merged in time order across CPUs. */
+	unsigned *heap;
+	/* Records that wrap around the end of a ring are copied here. */
+	unsigned char wrap_buf[65536];
+	uint64_t ips[FR_MAX_FRAMES];
+};
+
+#endif
