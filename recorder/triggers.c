@@ -30,10 +30,7 @@
  */
 #include "recorder/triggers.h"
 
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -51,7 +48,7 @@
 #include "core/log.h"
 #include "core/parse.h"
 #include "recorder/procwatch.h"
-#include "recorder/tracker.h"
+#include "recorder/proc.h"
 
 #define NS_PER_S 1000000000LL
 #define TICK_NS NS_PER_S
@@ -64,7 +61,7 @@
 #define LOG_INTERVAL_NS (10 * NS_PER_S)
 #define PT_MAX 65536
 #define PT_BUCKETS 16384
-#define COMM_LEN 16
+#define COMM_LEN FR_PROC_COMM_LEN
 /* Process cgroup paths as read; longer ones are cut (and then match
  * nothing they would not have matched whole, but for a cut exactly at a
  * configured path's end). */
@@ -304,6 +301,7 @@ struct fr_triggers {
 	uint64_t seen_gen;
 	struct proc_table procs;
 	long clk_tck;
+	const char *proc; /* "/proc" */
 	char cgroot[512]; /* where cgroup2 is mounted */
 };
 
@@ -387,171 +385,23 @@ static int targets_equal(const struct fr_config_session *a, const struct fr_conf
 
 /* ---- /proc readers ----------------------------------------------------- */
 
-/* Reads at most len - 1 bytes of `path`, NUL-terminated. Returns the
- * length or -errno. */
-static ssize_t read_text(const char *path, char *buf, size_t len)
+/* The name of `pid` up to its first newline, as exit triggers match it. */
+static int read_comm(const struct fr_triggers *t, uint32_t pid, char comm[COMM_LEN])
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	int ret = fr_proc_read_comm(t->proc, pid, 0, comm, COMM_LEN);
 
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0)
-		n = -errno;
-	else
-		buf[n] = '\0';
-	close(fd);
-	return n;
-}
-
-static int read_comm(uint32_t pid, char comm[COMM_LEN])
-{
-	char path[64], buf[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	n = read_text(path, buf, sizeof(buf));
-	if (n <= 0)
-		return n < 0 ? (int)n : -ENOENT;
-	n = (ssize_t)strcspn(buf, "\n");
-	if (n >= COMM_LEN)
-		n = COMM_LEN - 1;
-	memcpy(comm, buf, (size_t)n);
-	comm[n] = '\0';
-	return 0;
+	if (ret == 0)
+		comm[strcspn(comm, "\n")] = '\0';
+	return ret;
 }
 
 /* The real uid of `pid` (the first of /proc/PID/status "Uid:", as the
  * tracker records it), or UID_UNKNOWN. A zombie still shows it. */
-static uint32_t read_uid(uint32_t pid)
+static uint32_t read_uid(const struct fr_triggers *t, uint32_t pid)
 {
 	uint32_t uid;
 
-	return fr_proc_read_uid("/proc", pid, &uid) == 0 ? uid : UID_UNKNOWN;
-}
-
-struct pstat {
-	char comm[COMM_LEN];
-	char state;
-	uint64_t ticks; /* utime + stime */
-	uint64_t start; /* starttime */
-};
-
-/* Parses /proc/PID/stat. The name may hold spaces and parentheses, so
- * the fields are counted from the last ')'. Returns 0 or -errno. */
-static int read_stat(uint32_t pid, struct pstat *ps)
-{
-	char path[64], buf[1024], *lp, *rp, *p;
-	uint64_t utime = 0, stime = 0;
-	ssize_t n;
-	size_t clen;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	n = read_text(path, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	lp = strchr(buf, '(');
-	rp = strrchr(buf, ')');
-	if (!lp || !rp || rp < lp || rp[1] != ' ')
-		return -EPROTO;
-	clen = (size_t)(rp - lp - 1);
-	if (clen >= COMM_LEN)
-		clen = COMM_LEN - 1;
-	memcpy(ps->comm, lp + 1, clen);
-	ps->comm[clen] = '\0';
-	p = rp + 2;
-	ps->state = *p;
-	/* Field 3 is the state; utime, stime are 14, 15; starttime 22. */
-	for (int field = 3; field <= 22; field++) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			return -EPROTO;
-		if (field == 14)
-			utime = strtoull(p, NULL, 10);
-		else if (field == 15)
-			stime = strtoull(p, NULL, 10);
-		else if (field == 22)
-			ps->start = strtoull(p, NULL, 10);
-		while (*p && *p != ' ')
-			p++;
-	}
-	ps->ticks = utime + stime;
-	return 0;
-}
-
-/* Busy and total ticks of all CPUs from the first line of /proc/stat;
- * busy is everything but idle and iowait. */
-static int read_machine(uint64_t *busy, uint64_t *total)
-{
-	char buf[512], *p;
-	uint64_t v[10] = {0}, sum = 0;
-	ssize_t n = read_text("/proc/stat", buf, sizeof(buf));
-
-	if (n < 0)
-		return (int)n;
-	if (strncmp(buf, "cpu ", 4) != 0)
-		return -EPROTO;
-	p = buf + 4;
-	/* user nice system idle iowait irq softirq steal (guest and
-	 * guest_nice are already in user and nice). */
-	for (int i = 0; i < 8; i++) {
-		char *end;
-
-		v[i] = strtoull(p, &end, 10);
-		if (end == p)
-			return -EPROTO;
-		p = end;
-		sum += v[i];
-	}
-	*total = sum;
-	*busy = sum - v[3] - v[4];
-	return 0;
-}
-
-static int read_cgroup_usage(const struct fr_triggers *t, const char *cgroup, uint64_t *usec)
-{
-	char path[sizeof(t->cgroot) + FR_CONFIG_CGROUP_MAX + 16], buf[1024], *p;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "%s%s%s/cpu.stat", t->cgroot, cgroup[0] == '/' ? "" : "/",
-		 cgroup);
-	n = read_text(path, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, "usage_usec ", 11) == 0) {
-			*usec = strtoull(p + 11, NULL, 10);
-			return 0;
-		}
-	}
-	return -EPROTO;
-}
-
-/* Where cgroup2 is mounted: /sys/fs/cgroup on unified machines,
- * /sys/fs/cgroup/unified on hybrid ones. */
-static void find_cgroot(char *dst, size_t len)
-{
-	char line[4096];
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-
-	snprintf(dst, len, "/sys/fs/cgroup");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *sep = strstr(line, " - cgroup2 ");
-		int start = 0, end = 0;
-
-		/* Fields: id parent major:minor root mountpoint ... */
-		if (sep && sscanf(line, "%*s %*s %*s %*s %n%*s%n", &start, &end) == 0 && end > start &&
-		    (size_t)(end - start) < len) {
-			memcpy(dst, line + start, (size_t)(end - start));
-			dst[end - start] = '\0';
-			break;
-		}
-	}
-	fclose(f);
+	return fr_proc_read_uid(t->proc, pid, &uid) == 0 ? uid : UID_UNKNOWN;
 }
 
 static uint64_t boot_ticks(const struct fr_triggers *t)
@@ -730,21 +580,21 @@ static void learn(struct fr_triggers *t, uint32_t pid, uint32_t parent)
 {
 	char comm[COMM_LEN] = "", cg[CG_LEN] = "";
 	int32_t pi = parent ? pt_find(&t->procs, parent) : -1;
-	uint32_t uid = read_uid(pid);
+	uint32_t uid = read_uid(t, pid);
 
 	if (uid == UID_UNKNOWN && parent)
-		uid = pi >= 0 ? t->procs.e[pi].uid : read_uid(parent);
-	if (read_comm(pid, comm) < 0 && parent) {
+		uid = pi >= 0 ? t->procs.e[pi].uid : read_uid(t, parent);
+	if (read_comm(t, pid, comm) < 0 && parent) {
 		if (pi >= 0)
 			snprintf(comm, sizeof(comm), "%s", t->procs.e[pi].comm);
 		else
-			(void)read_comm(parent, comm);
+			(void)read_comm(t, parent, comm);
 	}
-	if (t->track_cgroup && fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg)) < 0 && parent) {
+	if (t->track_cgroup && fr_proc_read_cgroup(t->proc, pid, cg, sizeof(cg)) < 0 && parent) {
 		if (pi >= 0 && t->procs.e[pi].cgroup)
 			snprintf(cg, sizeof(cg), "%s", t->procs.e[pi].cgroup);
 		else
-			(void)fr_proc_read_cgroup("/proc", parent, cg, sizeof(cg));
+			(void)fr_proc_read_cgroup(t->proc, parent, cg, sizeof(cg));
 	}
 	follow(t, pid, comm, cg, uid);
 }
@@ -783,12 +633,12 @@ static void on_comm(void *arg, uint32_t pid, const char *comm)
 	/* A rename is the moment a process may start to look like a
 	 * target, so its uid is read fresh rather than trusted from a
 	 * fork long ago (a setuid since). */
-	uint32_t uid = read_uid(pid);
+	uint32_t uid = read_uid(t, pid);
 
 	if (i >= 0 && t->procs.e[i].cgroup)
 		snprintf(cg, sizeof(cg), "%s", t->procs.e[i].cgroup);
 	else if (i < 0 && t->track_cgroup)
-		(void)fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg));
+		(void)fr_proc_read_cgroup(t->proc, pid, cg, sizeof(cg));
 	if (uid == UID_UNKNOWN && i >= 0)
 		uid = t->procs.e[i].uid;
 	follow(t, pid, comm, cg, uid);
@@ -801,7 +651,7 @@ static void on_exit_event(void *arg, uint32_t pid, uint32_t tgid, uint32_t exit_
 	int status = (int)exit_code;
 	char comm[COMM_LEN] = "", cg[CG_LEN] = "", reason[256], what[64];
 	uint32_t uid = UID_UNKNOWN;
-	struct pstat ps;
+	struct fr_proc_stat ps;
 	int32_t i;
 
 	(void)tgid;
@@ -813,11 +663,11 @@ static void on_exit_event(void *arg, uint32_t pid, uint32_t tgid, uint32_t exit_
 	/* While the parent has not reaped it, the zombie still shows its name,
 	 * cgroup and uid, fresher than the table (a move without exec, a
 	 * setuid); a live process under that pid would be a new one. */
-	if (read_stat(pid, &ps) == 0 && (ps.state == 'Z' || ps.state == 'X')) {
+	if (fr_proc_read_stat(t->proc, pid, &ps) == 0 && (ps.state == 'Z' || ps.state == 'X')) {
 		snprintf(comm, sizeof(comm), "%s", ps.comm);
 		if (t->track_cgroup)
-			(void)fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg));
-		uid = read_uid(pid);
+			(void)fr_proc_read_cgroup(t->proc, pid, cg, sizeof(cg));
+		uid = read_uid(t, pid);
 	}
 	i = pt_find(&t->procs, pid);
 	if (i >= 0) {
@@ -855,30 +705,23 @@ static void on_exit_event(void *arg, uint32_t pid, uint32_t tgid, uint32_t exit_
 	}
 }
 
+static void seed_one(void *arg, uint32_t pid)
+{
+	learn(arg, pid, 0);
+}
+
 /* Fills the process table from /proc (start and reloads). */
 static void seed_procs(struct fr_triggers *t)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *de;
+	int ret = fr_proc_each_pid(t->proc, seed_one, t);
 
-	if (!d) {
-		fr_log_warn("exit triggers: cannot list /proc: %s", strerror(errno));
-		return;
-	}
-	while ((de = readdir(d))) {
-		char *end;
-		unsigned long pid = strtoul(de->d_name, &end, 10);
-
-		if (*end || pid == 0 || pid > UINT32_MAX)
-			continue;
-		learn(t, (uint32_t)pid, 0);
-	}
-	closedir(d);
+	if (ret < 0)
+		fr_log_warn("exit triggers: cannot list %s: %s", t->proc, strerror(-ret));
 }
 
 /* ---- CPU use ----------------------------------------------------------- */
 
-static int add_sample(struct cpu_meter *m, uint32_t pid, const struct pstat *ps)
+static int add_sample(struct cpu_meter *m, uint32_t pid, const struct fr_proc_stat *ps)
 {
 	if (m->nnext == m->cap_next) {
 		uint32_t cap = m->cap_next ? m->cap_next * 2 : 64;
@@ -932,7 +775,7 @@ static int is_proc_session(const struct fr_config_session *s)
 /* Adds process `pid` to the measurement of every session whose targets
  * it is of (a session with a cgroup besides pids or comm counts only its
  * processes in the cgroup). */
-static void sample_process(struct fr_triggers *t, uint32_t pid, const struct pstat *ps)
+static void sample_process(struct fr_triggers *t, uint32_t pid, const struct fr_proc_stat *ps)
 {
 	char cg[CG_LEN];
 	int cg_state = 0; /* 0 not read, 1 read, -1 unknown */
@@ -945,9 +788,9 @@ static void sample_process(struct fr_triggers *t, uint32_t pid, const struct pst
 		if (!is_proc_session(s))
 			continue;
 		if (s->cgroup[0] && cg_state == 0)
-			cg_state = fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg)) == 0 ? 1 : -1;
+			cg_state = fr_proc_read_cgroup(t->proc, pid, cg, sizeof(cg)) == 0 ? 1 : -1;
 		if (s->has_uid && !uid_read) {
-			uid = read_uid(pid);
+			uid = read_uid(t, pid);
 			uid_read = 1;
 		}
 		if (!targets_match(s, pid, ps->comm, cg_state == 1 ? cg : NULL, uid))
@@ -992,6 +835,16 @@ static void cpu_evaluate(struct fr_triggers *t, uint32_t si, double pct, int64_t
 	}
 }
 
+/* Measures process `pid` for the sessions it is a target of. */
+static void sample_pid(void *arg, uint32_t pid)
+{
+	struct fr_triggers *t = arg;
+	struct fr_proc_stat ps;
+
+	if (fr_proc_read_stat(t->proc, pid, &ps) == 0)
+		sample_process(t, pid, &ps);
+}
+
 /* One measurement of every session with a cpu_above trigger. */
 static void cpu_tick(struct fr_triggers *t)
 {
@@ -1015,7 +868,7 @@ static void cpu_tick(struct fr_triggers *t)
 			need_scan = 1;
 	}
 	if (need_machine) {
-		int ret = read_machine(&busy, &total);
+		int ret = fr_proc_read_machine(t->proc, &busy, &total);
 
 		machine_ok = ret == 0;
 		if (ret < 0)
@@ -1023,20 +876,7 @@ static void cpu_tick(struct fr_triggers *t)
 					   "cpu_above: cannot read /proc/stat: %s", strerror(-ret));
 	}
 	if (need_scan) {
-		DIR *d = opendir("/proc");
-		struct dirent *de;
-
-		while (d && (de = readdir(d))) {
-			char *end;
-			unsigned long pid = strtoul(de->d_name, &end, 10);
-			struct pstat ps;
-
-			if (*end || pid == 0 || pid > UINT32_MAX || read_stat((uint32_t)pid, &ps) < 0)
-				continue;
-			sample_process(t, (uint32_t)pid, &ps);
-		}
-		if (d)
-			closedir(d);
+		(void)fr_proc_each_pid(t->proc, sample_pid, t);
 	} else {
 		for (uint32_t si = 0; si < t->nsessions; si++) {
 			const struct fr_config_session *s = &t->sessions[si];
@@ -1044,9 +884,9 @@ static void cpu_tick(struct fr_triggers *t)
 			if (!is_proc_session(s))
 				continue;
 			for (uint32_t k = 0; k < s->npids; k++) {
-				struct pstat ps;
+				struct fr_proc_stat ps;
 
-				if (read_stat(s->pids[k], &ps) == 0)
+				if (fr_proc_read_stat(t->proc, s->pids[k], &ps) == 0)
 					sample_process(t, s->pids[k], &ps);
 			}
 		}
@@ -1072,7 +912,7 @@ static void cpu_tick(struct fr_triggers *t)
 			 * pids or comm it selects among their processes. */
 			if (s->cgroup[0] && !is_proc_session(s)) {
 				uint64_t usec = 0;
-				int ret = read_cgroup_usage(t, s->cgroup, &usec);
+				int ret = fr_proc_read_cgroup_usage(t->cgroot, s->cgroup, &usec);
 
 				if (ret < 0) {
 					if (!m->warned)
@@ -1410,7 +1250,8 @@ int fr_triggers_start(struct fr_triggers **out, const struct fr_config *cfg,
 	t->clk_tck = sysconf(_SC_CLK_TCK);
 	if (t->clk_tck <= 0)
 		t->clk_tck = 100;
-	find_cgroot(t->cgroot, sizeof(t->cgroot));
+	t->proc = "/proc";
+	fr_proc_cgroup_root(t->proc, t->cgroot, sizeof(t->cgroot));
 	t->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (t->evfd < 0) {
 		ret = -errno;
