@@ -13,6 +13,8 @@
  *   machine  busy and total ticks of /proc/stat; a malformed line.
  *   listing  only directories named by digits are processes.
  *   mounts   where cgroup2 is mounted, and the default without it.
+ *   table    the process table updates in place, forgets, and when full
+ *            makes room by dropping the entry put longest ago.
  *   tracker  fr_tracker_scan reads names and threads through the same
  *            readers.
  */
@@ -26,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "recorder/proc_table.h"
 #include "recorder/tracker.h"
 
 #include "tests/unit/check.h"
@@ -216,6 +219,41 @@ static void test_mounts(void)
 	CHECK(fr_proc_read_cgroup_usage(dir, "/none", &usec) == -ENOENT, "a missing cgroup");
 }
 
+static void test_table(void)
+{
+	struct fr_proc_table pt;
+	int32_t i;
+	int ok = 1;
+
+	fr_proc_table_init(&pt);
+	CHECK(fr_proc_table_find(&pt, 1) < 0, "an empty table finds pid 1");
+	CHECK(fr_proc_table_put(&pt, 1, "init-with-a-long-name", "/init.scope", 0) == 0, "put");
+	CHECK(fr_proc_table_put(&pt, 2, "kthreadd", NULL, 0) == 0, "put");
+	i = fr_proc_table_find(&pt, 1);
+	CHECK(i >= 0 && strcmp(pt.e[i].comm, "init-with-a-lo") != 0 &&
+	      strcmp(pt.e[i].comm, "init-with-a-lon") == 0 && pt.e[i].cgroup &&
+	      strcmp(pt.e[i].cgroup, "/init.scope") == 0,
+	      "pid 1: comm \"%s\", want 15 bytes of the name", i >= 0 ? pt.e[i].comm : "");
+	/* Updating pid 1 makes it the newest: pid 2 goes first when full. */
+	CHECK(fr_proc_table_put(&pt, 1, "systemd", "", 5) == 0, "update");
+	i = fr_proc_table_find(&pt, 1);
+	CHECK(i >= 0 && strcmp(pt.e[i].comm, "systemd") == 0 && !pt.e[i].cgroup &&
+	      pt.e[i].uid == 5 && pt.used == 2, "pid 1 after the update");
+	for (uint32_t pid = 10; pid < 10 + FR_PROC_TABLE_MAX - 2 && ok; pid++)
+		ok = fr_proc_table_put(&pt, pid, "x", NULL, 0) == 0;
+	CHECK(ok && pt.used == FR_PROC_TABLE_MAX, "filling the table: %u entries", pt.used);
+	CHECK(fr_proc_table_put(&pt, 7, "new", NULL, 0) == 0 && pt.used == FR_PROC_TABLE_MAX,
+	      "a put into a full table");
+	CHECK(fr_proc_table_find(&pt, 2) < 0 && fr_proc_table_find(&pt, 1) >= 0 &&
+	      fr_proc_table_find(&pt, 7) >= 0,
+	      "a full table did not drop the entry put longest ago");
+	fr_proc_table_del(&pt, 1);
+	fr_proc_table_del(&pt, 424242);
+	CHECK(fr_proc_table_find(&pt, 1) < 0 && pt.used == FR_PROC_TABLE_MAX - 1, "del");
+	fr_proc_table_fini(&pt);
+	CHECK(pt.used == 0 && fr_proc_table_find(&pt, 7) < 0, "fini leaves an empty table");
+}
+
 /* The tracker's scan reads through the same readers: names, the parent
  * from stat, and thread names without their trailing blanks. */
 static void test_tracker_scan(void)
@@ -267,6 +305,7 @@ int main(void)
 	test_machine();
 	test_listing();
 	test_mounts();
+	test_table();
 	test_tracker_scan();
 	cleanup();
 	if (failures)
