@@ -50,72 +50,58 @@ int trig_config_has_exit(const struct fr_config *cfg)
 	return 0;
 }
 
-/* Installs the sessions of `cfg`, carrying over what belongs to sessions
- * and triggers that stay: per session (by name) its counters and, when
- * its targets are the same, its CPU measurement; per trigger (same session
- * name, same index, same kind) its cooldown, and for cpu_above with the
- * same threshold its run above it. Pending dumps follow their session to
- * its new index; those of removed sessions are dropped. Called with the
- * lock held. Returns 0 or -ENOMEM (nothing changed). */
-int trig_apply(struct fr_triggers *t, const struct fr_config *cfg)
+/* A copy of configured session `src` with its strings terminated and
+ * its counts within the arrays, whatever the caller filled in. */
+static void copy_session(struct fr_config_session *s, const struct fr_config_session *src)
 {
-	uint32_t n = cfg->nsessions < FR_CONFIG_MAX_SESSIONS ? cfg->nsessions
-							       : FR_CONFIG_MAX_SESSIONS;
-	struct fr_config_session *sessions = calloc(n ? n : 1, sizeof(*sessions));
-	struct sess_state *state = calloc(n ? n : 1, sizeof(*state));
-	uint32_t kept = 0;
+	*s = *src;
+	s->name[sizeof(s->name) - 1] = '\0';
+	s->cgroup[sizeof(s->cgroup) - 1] = '\0';
+	if (s->ntriggers > FR_CONFIG_MAX_TRIGGERS)
+		s->ntriggers = FR_CONFIG_MAX_TRIGGERS;
+	if (s->npids > FR_CONFIG_MAX_TARGETS)
+		s->npids = FR_CONFIG_MAX_TARGETS;
+	if (s->ncomms > FR_CONFIG_MAX_COMMS)
+		s->ncomms = FR_CONFIG_MAX_COMMS;
+	for (uint32_t k = 0; k < s->ncomms; k++)
+		s->comms[k][FR_CONFIG_COMM_MAX - 1] = '\0';
+}
 
-	if (!sessions || !state) {
-		free(sessions);
-		free(state);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		struct fr_config_session *s = &sessions[i];
-		int old;
+/* Carries into `st`, the state of new session `s`, what belongs to it of
+ * `ost`, the state of old session `os` of the same name (see
+ * trig_apply). The CPU measurement moves: `ost` no longer has it. */
+static void carry_over(struct sess_state *st, const struct fr_config_session *s,
+		       struct sess_state *ost, const struct fr_config_session *os)
+{
+	st->last_dump_ns = ost->last_dump_ns;
+	st->suppressed = ost->suppressed;
+	for (uint32_t k = 0; k < s->ntriggers && k < os->ntriggers; k++) {
+		const struct fr_config_trigger *a = &s->triggers[k], *b = &os->triggers[k];
 
-		*s = cfg->sessions[i];
-		s->name[sizeof(s->name) - 1] = '\0';
-		s->cgroup[sizeof(s->cgroup) - 1] = '\0';
-		if (s->ntriggers > FR_CONFIG_MAX_TRIGGERS)
-			s->ntriggers = FR_CONFIG_MAX_TRIGGERS;
-		if (s->npids > FR_CONFIG_MAX_TARGETS)
-			s->npids = FR_CONFIG_MAX_TARGETS;
-		if (s->ncomms > FR_CONFIG_MAX_COMMS)
-			s->ncomms = FR_CONFIG_MAX_COMMS;
-		for (uint32_t k = 0; k < s->ncomms; k++)
-			s->comms[k][FR_CONFIG_COMM_MAX - 1] = '\0';
-
-		old = trig_find_session(t, s->name);
-		if (old < 0)
+		if (a->kind != b->kind)
 			continue;
-		{
-			const struct fr_config_session *os = &t->sessions[old];
-			struct sess_state *ost = &t->state[old];
-
-			state[i].last_dump_ns = ost->last_dump_ns;
-			state[i].suppressed = ost->suppressed;
-			for (uint32_t k = 0; k < s->ntriggers && k < os->ntriggers; k++) {
-				const struct fr_config_trigger *a = &s->triggers[k], *b = &os->triggers[k];
-
-				if (a->kind != b->kind)
-					continue;
-				state[i].trig[k].fired = ost->trig[k].fired;
-				state[i].trig[k].last_fire_mono = ost->trig[k].last_fire_mono;
-				if (a->kind == FR_TRIGGER_CPU_ABOVE && a->percent == b->percent &&
-				    targets_equal(s, os)) {
-					state[i].trig[k].above_since = ost->trig[k].above_since;
-					state[i].trig[k].above_pct_ns = ost->trig[k].above_pct_ns;
-					state[i].trig[k].above_ns = ost->trig[k].above_ns;
-				}
-			}
-			if (trig_has_kind(s, FR_TRIGGER_CPU_ABOVE) && trig_has_kind(os, FR_TRIGGER_CPU_ABOVE) &&
-			    targets_equal(s, os)) {
-				state[i].meter = ost->meter;
-				memset(&ost->meter, 0, sizeof(ost->meter));
-			}
+		st->trig[k].fired = ost->trig[k].fired;
+		st->trig[k].last_fire_mono = ost->trig[k].last_fire_mono;
+		if (a->kind == FR_TRIGGER_CPU_ABOVE && a->percent == b->percent &&
+		    targets_equal(s, os)) {
+			st->trig[k].above_since = ost->trig[k].above_since;
+			st->trig[k].above_pct_ns = ost->trig[k].above_pct_ns;
+			st->trig[k].above_ns = ost->trig[k].above_ns;
 		}
 	}
+	if (trig_has_kind(s, FR_TRIGGER_CPU_ABOVE) && trig_has_kind(os, FR_TRIGGER_CPU_ABOVE) &&
+	    targets_equal(s, os)) {
+		st->meter = ost->meter;
+		memset(&ost->meter, 0, sizeof(ost->meter));
+	}
+}
+
+/* Moves each pending dump to its session's index among the `n` new
+ * `sessions`, dropping (and logging) those of sessions removed. */
+static void move_pending(struct fr_triggers *t, const struct fr_config_session *sessions,
+			 uint32_t n)
+{
+	uint32_t kept = 0;
 
 	for (uint32_t p = 0; p < t->npending; p++) {
 		struct pending *pd = &t->pending[p];
@@ -134,6 +120,36 @@ int trig_apply(struct fr_triggers *t, const struct fr_config *cfg)
 		t->pending[kept++] = *pd;
 	}
 	t->npending = kept;
+}
+
+/* Installs the sessions of `cfg`, carrying over what belongs to sessions
+ * and triggers that stay: per session (by name) its counters and, when
+ * its targets are the same, its CPU measurement; per trigger (same session
+ * name, same index, same kind) its cooldown, and for cpu_above with the
+ * same threshold its run above it. Pending dumps follow their session to
+ * its new index; those of removed sessions are dropped. Called with the
+ * lock held. Returns 0 or -ENOMEM (nothing changed). */
+int trig_apply(struct fr_triggers *t, const struct fr_config *cfg)
+{
+	uint32_t n = cfg->nsessions < FR_CONFIG_MAX_SESSIONS ? cfg->nsessions
+							       : FR_CONFIG_MAX_SESSIONS;
+	struct fr_config_session *sessions = calloc(n ? n : 1, sizeof(*sessions));
+	struct sess_state *state = calloc(n ? n : 1, sizeof(*state));
+
+	if (!sessions || !state) {
+		free(sessions);
+		free(state);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		int old;
+
+		copy_session(&sessions[i], &cfg->sessions[i]);
+		old = trig_find_session(t, sessions[i].name);
+		if (old >= 0)
+			carry_over(&state[i], &sessions[i], &t->state[old], &t->sessions[old]);
+	}
+	move_pending(t, sessions, n);
 
 	for (uint32_t i = 0; i < t->nsessions; i++)
 		trig_meter_free(&t->state[i].meter);
@@ -155,4 +171,3 @@ int trig_apply(struct fr_triggers *t, const struct fr_config *cfg)
 	t->gen++;
 	return 0;
 }
-
