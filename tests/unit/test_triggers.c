@@ -12,10 +12,6 @@
  *             trigger (or 60 s, or the one asked), -ENOENT for an unknown
  *             session, the callback's error passed back, cooldowns
  *             ignored.
- *   cpu       cpu_above at 1% for 1 s fires, while a thread spins, for the
- *             whole machine, this pid, this command name and this cgroup
- *             (when its cpu.stat is readable); it does not fire for a
- *             sleeping child.
  *   parsed    a configuration from fr_config_parse drives the engine.
  *   reload    cooldowns and counters follow a session to its new index;
  *             a trigger at another index starts afresh; a pending dump
@@ -24,9 +20,9 @@
  * The engine runs on a clock of the test's (struct fr_trigger_clock):
  * time moves only when a test moves it, and fr_triggers_sync() returns
  * once the engine has acted on everything before it, so cooldowns and
- * `after` are checked to the nanosecond without sleeping. Only cpu_above
- * (CPU time against wall time) and exits (the kernel's proc connector)
- * run on the machine's time; they wait on state with generous bounds. */
+ * `after` are checked to the nanosecond without sleeping. cpu_above and
+ * exit triggers, which need the machine's time and processes, are in
+ * test_triggers_procs.c. */
 #include "recorder/triggers.h"
 
 #include <errno.h>
@@ -36,25 +32,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <grp.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/log.h"
 
-#include "tests/unit/check.h"
+#include "tests/unit/triggers_rec.h"
 
 const char *__ubsan_default_options(void);
 const char *__ubsan_default_options(void)
 {
 	return "halt_on_error=1:print_stacktrace=1";
 }
-
-#define NS_PER_MS ((int64_t)1000000)
-#define NS_PER_S ((int64_t)1000000000)
-#define MAX_REC 64
 
 /* ---- the engine's clock -------------------------------------------------- */
 
@@ -84,195 +73,6 @@ static void advance(struct fr_triggers *t, int64_t ns)
 	__atomic_add_fetch(&test_mono, ns, __ATOMIC_ACQ_REL);
 	__atomic_add_fetch(&test_real, ns, __ATOMIC_ACQ_REL);
 	fr_triggers_sync(t);
-}
-
-/* ---- a dump callback that records ----------------------------------- */
-
-struct rec_fire {
-	struct fr_trigger_fire f;
-	char session[FR_CONFIG_NAME_MAX];
-	int has_trigger;
-	struct fr_config_trigger trigger;
-	int64_t called_mono;
-	pthread_t thread;
-};
-
-struct rec {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int n;
-	struct rec_fire fires[MAX_REC];
-	int fail_with; /* returned by the next call when non-zero */
-	char hold[FR_CONFIG_NAME_MAX]; /* a call for this session waits while set */
-	int held;                      /* such a call is waiting */
-};
-
-static void rec_init(struct rec *r)
-{
-	memset(r, 0, sizeof(*r));
-	pthread_mutex_init(&r->lock, NULL);
-	pthread_cond_init(&r->cond, NULL);
-}
-
-static void rec_fini(struct rec *r)
-{
-	pthread_mutex_destroy(&r->lock);
-	pthread_cond_destroy(&r->cond);
-}
-
-static int on_dump(void *arg, const struct fr_trigger_fire *f, char *path, size_t pathlen)
-{
-	struct rec *r = arg;
-	int ret;
-
-	pthread_mutex_lock(&r->lock);
-	if (r->n < MAX_REC) {
-		struct rec_fire *x = &r->fires[r->n++];
-
-		x->f = *f;
-		x->f.session = NULL;
-		x->f.trigger = NULL;
-		snprintf(x->session, sizeof(x->session), "%s", f->session ? f->session : "(null)");
-		x->has_trigger = f->trigger != NULL;
-		if (f->trigger)
-			x->trigger = *f->trigger;
-		x->called_mono = clock_mono(NULL);
-		x->thread = pthread_self();
-	}
-	/* Only the first call waits: a second one reaching the callback is
-	 * recorded and returns, so the test sees it rather than hangs. */
-	if (r->hold[0] && !r->held && f->session && strcmp(f->session, r->hold) == 0) {
-		r->held = 1;
-		pthread_cond_broadcast(&r->cond);
-		while (r->hold[0])
-			pthread_cond_wait(&r->cond, &r->lock);
-		r->held = 0;
-	}
-	ret = r->fail_with;
-	r->fail_with = 0;
-	if (path && ret == 0)
-		snprintf(path, pathlen, "dump-of-%s", f->session);
-	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->lock);
-	return ret;
-}
-
-/* The CLOCK_REALTIME time `ms` from now, for pthread_cond_timedwait. */
-static struct timespec deadline(int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
-static int rec_count(struct rec *r)
-{
-	int n;
-
-	pthread_mutex_lock(&r->lock);
-	n = r->n;
-	pthread_mutex_unlock(&r->lock);
-	return n;
-}
-
-/* The first recorded dump of `session`, or NULL. */
-static const struct rec_fire *rec_find(struct rec *r, const char *session)
-{
-	const struct rec_fire *x = NULL;
-
-	pthread_mutex_lock(&r->lock);
-	for (int i = 0; i < r->n && !x; i++)
-		if (strcmp(r->fires[i].session, session) == 0)
-			x = &r->fires[i];
-	pthread_mutex_unlock(&r->lock);
-	return x;
-}
-
-/* Waits for up to `ms` for a dump of `session` naming process `pid` (0:
- * any). */
-static const struct rec_fire *rec_wait_pid(struct rec *r, const char *session, uint32_t pid,
-					   int ms)
-{
-	struct timespec ts = deadline(ms);
-	const struct rec_fire *x;
-
-	pthread_mutex_lock(&r->lock);
-	for (;;) {
-		x = NULL;
-		for (int i = 0; i < r->n && !x; i++)
-			if (strcmp(r->fires[i].session, session) == 0 &&
-			    (!pid || r->fires[i].f.pid == pid))
-				x = &r->fires[i];
-		if (x || pthread_cond_timedwait(&r->cond, &r->lock, &ts) != 0)
-			break;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return x;
-}
-
-/* Waits for a dump of `session` for up to `ms`. */
-static const struct rec_fire *rec_wait_session(struct rec *r, const char *session, int ms)
-{
-	return rec_wait_pid(r, session, 0, ms);
-}
-
-/* ---- configurations by hand -------------------------------------------- */
-
-static struct fr_config *cfg_new(void)
-{
-	struct fr_config *c = calloc(1, sizeof(*c));
-
-	if (!c) {
-		fprintf(stderr, "out of memory\n");
-		exit(1);
-	}
-	return c;
-}
-
-static struct fr_config_session *add_session(struct fr_config *c, const char *name)
-{
-	struct fr_config_session *s = &c->sessions[c->nsessions++];
-
-	memset(s, 0, sizeof(*s));
-	snprintf(s->name, sizeof(s->name), "%s", name);
-	s->nevents = 1;
-	return s;
-}
-
-/* A trigger with the parser's defaults: window 60s, after 0, cooldown
- * 60s, for 10s. */
-static struct fr_config_trigger *add_trigger(struct fr_config_session *s, uint32_t kind)
-{
-	struct fr_config_trigger *tr = &s->triggers[s->ntriggers++];
-
-	memset(tr, 0, sizeof(*tr));
-	tr->kind = kind;
-	tr->window_ns = 60 * NS_PER_S;
-	tr->after_ns = 0;
-	tr->cooldown_ns = 60 * NS_PER_S;
-	tr->for_ns = 10 * NS_PER_S;
-	return tr;
-}
-
-/* Starts the engine on `clock` (NULL: the machine's). */
-static struct fr_triggers *start_on(const struct fr_config *c, struct rec *r,
-				    const struct fr_trigger_clock *clock)
-{
-	struct fr_triggers *t = NULL;
-	char err[256] = "";
-	int ret = fr_triggers_start_clock(&t, c, clock, on_dump, r, err, sizeof(err));
-
-	CHECK(ret == 0 && t, "fr_triggers_start: %d (%s)", ret, err);
-	if (!t)
-		exit(1);
-	return t;
 }
 
 static struct fr_triggers *start(const struct fr_config *c, struct rec *r)
@@ -588,173 +388,6 @@ static void test_manual_busy(void)
 	free(c);
 }
 
-/* ---- cpu_above ----------------------------------------------------------- */
-
-static int spin_stop;
-
-static void *spin(void *arg)
-{
-	volatile uint64_t x = 0;
-
-	(void)arg;
-	while (!__atomic_load_n(&spin_stop, __ATOMIC_RELAXED))
-		x++;
-	return NULL;
-}
-
-static int read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fgets(buf, (int)len, f) != NULL;
-	fclose(f);
-	if (!ok)
-		return -1;
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
-
-/* This process's cgroup v2 path when its cpu.stat can be read, else "". */
-static void own_cgroup(char *dst, size_t len)
-{
-	static const char *roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
-	char line[4096], path[8192];
-	FILE *f = fopen("/proc/self/cgroup", "re");
-
-	dst[0] = '\0';
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "0::", 3) != 0)
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-			snprintf(path, sizeof(path), "%s%s/cpu.stat", roots[i], line + 3);
-			/* The engine uses the cgroup2 mount; only test a
-			 * cgroup whose counter is at the usual places. */
-			if (access(path, R_OK) == 0 && strlen(line + 3) < len) {
-				memcpy(dst, line + 3, strlen(line + 3) + 1);
-				break;
-			}
-		}
-		break;
-	}
-	fclose(f);
-}
-
-static void test_cpu(void)
-{
-	struct fr_config *c = cfg_new();
-	struct fr_config_session *s;
-	struct fr_config_trigger *tr;
-	struct fr_triggers *t;
-	struct rec r;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int nspin = ncpu > 50 ? (int)(ncpu / 50) + 1 : 1;
-	pthread_t spinners[64];
-	char comm[64] = "", cg[256];
-	const char *names[] = {"machine", "mypid", "mycomm", "mycg"};
-	pid_t sleeper;
-
-	rec_init(&r);
-	if (read_line("/proc/self/comm", comm, sizeof(comm)) < 0)
-		snprintf(comm, sizeof(comm), "test_triggers");
-	own_cgroup(cg, sizeof(cg));
-	sleeper = fork();
-	if (sleeper == 0) {
-		pause();
-		_exit(0);
-	}
-	CHECK(sleeper > 0, "fork: %s", strerror(errno));
-
-	tr = add_trigger(add_session(c, "machine"), FR_TRIGGER_CPU_ABOVE);
-	tr->percent = 1;
-	tr->for_ns = NS_PER_S;
-	s = add_session(c, "mypid");
-	s->pids[s->npids++] = (uint32_t)getpid();
-	tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
-	tr->percent = 1;
-	tr->for_ns = NS_PER_S;
-	s = add_session(c, "mycomm");
-	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "%.15s", comm);
-	tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
-	tr->percent = 1;
-	tr->for_ns = NS_PER_S;
-	if (cg[0]) {
-		s = add_session(c, "mycg");
-		snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
-		tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
-		tr->percent = 1;
-		tr->for_ns = NS_PER_S;
-	} else {
-		printf("note: no readable cgroup v2 cpu.stat for this process; cgroup not tested\n");
-	}
-	s = add_session(c, "sleeper");
-	s->pids[s->npids++] = (uint32_t)(sleeper > 0 ? sleeper : 1);
-	tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
-	tr->percent = 1;
-	tr->for_ns = NS_PER_S;
-	/* Kinds of targets combine with AND, as in profiles: this process
-	 * under another name, and the sleeper in this busy cgroup, are
-	 * nobody's. */
-	s = add_session(c, "mypid-othercomm");
-	s->pids[s->npids++] = (uint32_t)getpid();
-	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "no-such-comm");
-	tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
-	tr->percent = 1;
-	tr->for_ns = NS_PER_S;
-	if (cg[0]) {
-		s = add_session(c, "sleeper-mycg");
-		s->pids[s->npids++] = (uint32_t)(sleeper > 0 ? sleeper : 1);
-		snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
-		tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
-		tr->percent = 1;
-		tr->for_ns = NS_PER_S;
-	}
-
-	if (nspin > 64)
-		nspin = 64;
-	for (int i = 0; i < nspin; i++)
-		pthread_create(&spinners[i], NULL, spin, NULL);
-	/* CPU time is measured against the machine's wall time. */
-	t = start_on(c, &r, NULL);
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		const struct rec_fire *x;
-
-		if (strcmp(names[i], "mycg") == 0 && !cg[0])
-			continue;
-		x = rec_wait_session(&r, names[i], 8000);
-		CHECK(x, "cpu_above 1%% for 1s of session %s did not fire in 8 s while %d thread(s) "
-		      "spun", names[i], nspin);
-		if (!x)
-			continue;
-		CHECK(strcmp(x->f.kind, "cpu_above") == 0, "kind %s", x->f.kind);
-		CHECK(strncmp(x->f.reason, "cpu ", 4) == 0 && strstr(x->f.reason, "% >= 1% for 1s"),
-		      "session %s: reason \"%s\", want \"cpu N%% >= 1%% for 1s\"", names[i],
-		      x->f.reason);
-		CHECK(x->f.t1_ns - x->f.t0_ns == 60 * NS_PER_S, "window of %s", names[i]);
-	}
-	CHECK(!rec_find(&r, "sleeper"), "cpu_above fired for a process that sleeps");
-	CHECK(!rec_find(&r, "mypid-othercomm"),
-	      "cpu_above fired for a pid whose command name is not the session's");
-	CHECK(!rec_find(&r, "sleeper-mycg"),
-	      "cpu_above counted the cgroup's other processes for a pid target");
-	__atomic_store_n(&spin_stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < nspin; i++)
-		pthread_join(spinners[i], NULL);
-	fr_triggers_stop(t);
-	if (sleeper > 0) {
-		kill(sleeper, SIGKILL);
-		waitpid(sleeper, NULL, 0);
-	}
-	rec_fini(&r);
-	free(c);
-}
-
 /* ---- reload ----------------------------------------------------------------- */
 
 static void test_reload(void)
@@ -957,107 +590,6 @@ static void test_args(void)
 	free(c);
 }
 
-/* ---- exit triggers and the uid of their targets ------------------------ */
-
-/* Forks a process that takes `uid` (unless 0), renames itself `comm` and
- * exits with status 3, and leaves it unreaped: the engine reads a
- * process's uid from /proc, which a zombie still shows, so how far the
- * engine lags behind (a loaded machine) does not matter. Returns its pid,
- * or -1. */
-static pid_t spawn_exit(const char *comm, uid_t uid)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		if (uid && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
-			    setresuid(uid, uid, uid) < 0))
-			_exit(100);
-		prctl(PR_SET_NAME, comm, 0, 0, 0);
-		_exit(3);
-	}
-	return pid;
-}
-
-/* Reaps `pid`; whether it exited with status 3. */
-static int reaped(pid_t pid)
-{
-	int status;
-
-	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-	       WEXITSTATUS(status) == 3;
-}
-
-static pid_t exit_badly(const char *comm, uid_t uid)
-{
-	pid_t pid = spawn_exit(comm, uid);
-
-	return reaped(pid) ? pid : -1;
-}
-
-/* A command-name target restricted to a uid: another user's process of the
- * same name exiting badly does not fire the trigger (anyone may call a
- * process anything), the target user's does. Needs the proc connector,
- * that is root. */
-static void test_exit_uid(void)
-{
-	struct fr_config *c;
-	struct fr_config_session *s;
-	struct fr_triggers *t;
-	const struct rec_fire *x;
-	struct rec r;
-	pid_t victim, other, marker;
-	int ready = 0;
-
-	if (geteuid() != 0) {
-		printf("skip test_exit_uid: exit triggers need root (the proc connector)\n");
-		return;
-	}
-	c = cfg_new();
-	s = add_session(c, "victim");
-	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "frvictimsvc");
-	s->has_uid = 1;
-	s->uid = 0;
-	add_trigger(s, FR_TRIGGER_EXIT);
-	/* Exits are handled one at a time in the order the kernel reports
-	 * them, so once a marker's exit has fired, every exit before it has
-	 * been judged. */
-	s = add_session(c, "marker");
-	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "frmarker");
-	add_trigger(s, FR_TRIGGER_EXIT)->cooldown_ns = 0;
-	rec_init(&r);
-	t = start(c, &r);
-
-	/* The watcher is live once a marker fires. */
-	for (int i = 0; i < 50 && !ready; i++) {
-		CHECK(exit_badly("frmarker", 0) > 0, "marker process");
-		ready = rec_wait_session(&r, "marker", 200) != NULL;
-	}
-	CHECK(ready, "the exit watcher never reported a marker's exit");
-	if (!ready)
-		goto out;
-
-	other = spawn_exit("frvictimsvc", 65534);
-	CHECK(other > 0, "a process of uid 65534 named frvictimsvc");
-	marker = exit_badly("frmarker", 0);
-	CHECK(marker > 0, "marker process");
-	CHECK(rec_wait_pid(&r, "marker", (uint32_t)marker, 10000),
-	      "the marker after the other user's process was not seen");
-	CHECK(rec_find(&r, "victim") == NULL && fr_triggers_suppressed(t, 0) == 0,
-	      "another uid's process named like the target fired the exit trigger");
-	CHECK(reaped(other), "the process of uid 65534 did not exit with status 3");
-
-	victim = spawn_exit("frvictimsvc", 0);
-	CHECK(victim > 0, "a root process named frvictimsvc");
-	x = rec_wait_session(&r, "victim", 10000);
-	CHECK(x && x->f.pid == (uint32_t)victim, "the target's own exit did not fire (pid %u)",
-	      x ? x->f.pid : 0);
-	CHECK(reaped(victim), "the root process did not exit with status 3");
-out:
-	fr_triggers_stop(t);
-	rec_fini(&r);
-	free(c);
-}
-
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1068,8 +600,6 @@ int main(void)
 	test_manual();
 	test_manual_busy();
 	test_reload();
-	test_cpu();
-	test_exit_uid();
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);
 	return failures ? 1 : 0;
