@@ -35,8 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/fs.h"
