@@ -99,7 +99,8 @@ static void sample_process(struct fr_triggers *t, uint32_t pid, const struct fr_
 		if (s->cgroup[0] && cg_state == 0)
 			cg_state = fr_proc_read_cgroup(t->proc, pid, cg, sizeof(cg)) == 0 ? 1 : -1;
 		if (s->has_uid && !uid_read) {
-			uid = trig_read_uid(t, pid);
+			if (fr_proc_read_uid(t->proc, pid, &uid) < 0)
+				uid = UID_UNKNOWN;
 			uid_read = 1;
 		}
 		if (!trig_targets_match(s, pid, ps->comm, cg_state == 1 ? cg : NULL, uid))

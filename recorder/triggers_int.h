@@ -5,7 +5,8 @@
  *                      dumps, cooldowns, writing what is due
  *   triggers_config.c  installing a configuration, carrying state over
  *   triggers_cpu.c     cpu_above: measuring CPU use, deciding a run above
- *   triggers_exit.c    exit: following possible targets, judging exits
+ *   triggers_exit.c    exit: which processes the table (proc_table.c)
+ *                      follows, and whether an exit fires
  *
  * Everything in struct fr_triggers but the atomics is guarded by its
  * lock; the functions below are called with it held.
@@ -31,14 +32,9 @@
 #define MAX_SIGNAL 64
 #define LOG_INTERVAL_NS (10 * NS_PER_S)
 #define COMM_LEN FR_PROC_COMM_LEN
-/* Process cgroup paths as read; longer ones are cut (and then match
- * nothing they would not have matched whole, but for a cut exactly at a
- * configured path's end). */
-#define CG_LEN 4096
-
-/* A process whose uid could not be read: matches no uid target. (uid_t)-1
- * is no one's uid. */
-#define UID_UNKNOWN UINT32_MAX
+#define CG_LEN FR_PROC_CGROUP_LEN
+/* A process whose uid could not be read: matches no uid target. */
+#define UID_UNKNOWN FR_PROC_UID_UNKNOWN
 
 struct trig_state {
 	int fired;
@@ -152,8 +148,6 @@ void trig_meter_free(struct cpu_meter *m);
 void trig_cpu_tick(struct fr_triggers *t);
 
 /* triggers_exit.c */
-/* The real uid of `pid`, or UID_UNKNOWN. */
-uint32_t trig_read_uid(const struct fr_triggers *t, uint32_t pid);
 /* Fills the process table from /proc (start and reloads). */
 void trig_seed_procs(struct fr_triggers *t);
 /* The exit watcher's callbacks, for `t`. */

@@ -15,6 +15,10 @@
  *   mounts   where cgroup2 is mounted, and the default without it.
  *   table    the process table updates in place, forgets, and when full
  *            makes room by dropping the entry put longest ago.
+ *   follow   the table learns processes at exec from /proc, at fork from
+ *            the parent it follows (or the parent's /proc when the child
+ *            is gone), keeps only those its owner wants, and at exit
+ *            prefers what a zombie shows to what it knew.
  *   tracker  fr_tracker_scan reads names and threads through the same
  *            readers.
  */
@@ -254,6 +258,87 @@ static void test_table(void)
 	CHECK(pt.used == 0 && fr_proc_table_find(&pt, 7) < 0, "fini leaves an empty table");
 }
 
+/* Keeps processes whose name starts with "target". */
+static int keep_targets(void *arg, uint32_t pid, const char *comm, const char *cgroup,
+			uint32_t uid)
+{
+	(void)arg;
+	(void)pid;
+	(void)cgroup;
+	(void)uid;
+	return strncmp(comm, "target", 6) == 0;
+}
+
+static void test_follow(void)
+{
+	char dir[128];
+	struct fr_proc_table pt;
+	struct fr_proc_source src = {.proc = dir, .cgroups = 1, .keep = keep_targets,
+				     .who = "test"};
+	struct fr_proc_last last;
+	int32_t i;
+	int n;
+
+	snprintf(dir, sizeof(dir), "%s/follow", root);
+	put("follow/500/comm", "target-a\n");
+	put("follow/500/status", "Name:\tx\nUid:\t1000\t1000\t1000\t1000\n");
+	put("follow/500/cgroup", "0::/app\n");
+	put("follow/503/comm", "target-b\n");
+	put("follow/503/status", "Name:\tx\nUid:\t33\t33\t33\t33\n");
+	put("follow/503/cgroup", "0::/web\n");
+	put("follow/505/comm", "bash\n");
+	fr_proc_table_init(&pt);
+
+	fr_proc_table_exec(&pt, &src, 500);
+	i = fr_proc_table_find(&pt, 500);
+	CHECK(i >= 0 && strcmp(pt.e[i].comm, "target-a") == 0 && pt.e[i].uid == 1000 &&
+	      pt.e[i].cgroup && strcmp(pt.e[i].cgroup, "/app") == 0,
+	      "exec of 500 not learned from /proc");
+	fr_proc_table_exec(&pt, &src, 505);
+	CHECK(fr_proc_table_find(&pt, 505) < 0, "a process the owner does not want was kept");
+
+	/* A child of a followed parent, gone from /proc: the parent's. */
+	fr_proc_table_fork(&pt, &src, 501, 500);
+	i = fr_proc_table_find(&pt, 501);
+	CHECK(i >= 0 && strcmp(pt.e[i].comm, "target-a") == 0 && pt.e[i].uid == 1000 &&
+	      pt.e[i].cgroup && strcmp(pt.e[i].cgroup, "/app") == 0,
+	      "a fork did not inherit its followed parent");
+	/* A child of a parent the table missed, itself gone: the parent's
+	 * /proc. */
+	fr_proc_table_fork(&pt, &src, 502, 503);
+	i = fr_proc_table_find(&pt, 502);
+	CHECK(i >= 0 && strcmp(pt.e[i].comm, "target-b") == 0 && pt.e[i].uid == 33 &&
+	      pt.e[i].cgroup && strcmp(pt.e[i].cgroup, "/web") == 0,
+	      "a fork did not learn from its parent's /proc");
+
+	/* A rename away from the targets: forgotten. */
+	fr_proc_table_rename(&pt, &src, 501, "other");
+	CHECK(fr_proc_table_find(&pt, 501) < 0, "a rename away from the targets was kept");
+
+	/* At exit a zombie's /proc wins; a pid gone from /proc has what the
+	 * table knew; an unknown vanished pid has nothing. */
+	put("follow/500/stat", "500 (target-z) Z 1 500 500 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 9 0 0\n");
+	fr_proc_table_exited(&pt, &src, 500, &last);
+	CHECK(strcmp(last.comm, "target-z") == 0 && last.uid == 1000 &&
+	      strcmp(last.cgroup, "/app") == 0 && fr_proc_table_find(&pt, 500) < 0,
+	      "zombie 500 exited as \"%s\" uid %u cgroup \"%s\"", last.comm, last.uid,
+	      last.cgroup);
+	fr_proc_table_exited(&pt, &src, 502, &last);
+	CHECK(strcmp(last.comm, "target-b") == 0 && last.uid == 33 &&
+	      strcmp(last.cgroup, "/web") == 0 && fr_proc_table_find(&pt, 502) < 0,
+	      "502 exited as \"%s\" uid %u, want what the table knew", last.comm, last.uid);
+	fr_proc_table_exited(&pt, &src, 999, &last);
+	CHECK(!last.comm[0] && !last.cgroup[0] && last.uid == FR_PROC_UID_UNKNOWN,
+	      "an unknown vanished pid exited as \"%s\"", last.comm);
+
+	fr_proc_table_fini(&pt);
+	n = fr_proc_table_seed(&pt, &src);
+	CHECK(n == 3 && fr_proc_table_find(&pt, 500) >= 0 && fr_proc_table_find(&pt, 503) >= 0 &&
+	      fr_proc_table_find(&pt, 505) < 0 && pt.used == 2,
+	      "seed listed %d, kept %u, want 3 and the 2 targets", n, pt.used);
+	fr_proc_table_fini(&pt);
+}
+
 /* The tracker's scan reads through the same readers: names, the parent
  * from stat, and thread names without their trailing blanks. */
 static void test_tracker_scan(void)
@@ -306,6 +391,7 @@ int main(void)
 	test_listing();
 	test_mounts();
 	test_table();
+	test_follow();
 	test_tracker_scan();
 	cleanup();
 	if (failures)
