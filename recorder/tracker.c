@@ -34,10 +34,7 @@
  */
 #include "recorder/tracker.h"
 
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +48,7 @@
 #include "core/log.h"
 #include "core/elf_image.h"
 #include "recorder/buildids.h"
+#include "recorder/proc.h"
 
 #define NBUCKETS 8192
 #define COMM_LEN 17
@@ -107,7 +105,6 @@ struct fr_tracker {
 	long clk_tck;
 	struct fr_chunk_meta_ops ops;
 	struct fr_buildids *bids;
-	char scratch[4096];
 };
 
 
@@ -146,60 +143,6 @@ static void copy_name(char dst[COMM_LEN], const char *src)
 
 	memcpy(dst, src, n);
 	dst[n] = '\0';
-}
-
-int fr_proc_read_cgroup(const char *proc, uint32_t pid, char *dst, size_t len)
-{
-	char path[160], line[4096 + 8];
-	FILE *f;
-	int ret = -ENOENT;
-
-	snprintf(path, sizeof(path), "%s/%u/cgroup", proc, pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -ENOENT;
-	/* Line by line: on machines with many v1 controllers the v2 line,
-	 * which comes last, may lie beyond any fixed-size first read. */
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "0::", 3) == 0) {
-			size_t n = strcspn(line + 3, "\n");
-
-			if (n >= len)
-				n = len - 1;
-			memcpy(dst, line + 3, n);
-			dst[n] = '\0';
-			ret = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return ret;
-}
-
-int fr_proc_read_uid(const char *proc, uint32_t pid, uint32_t *uid)
-{
-	char path[160], buf[2048], *u, *end;
-	unsigned long v;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%u/status", proc, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -ENOENT;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -ENOENT;
-	buf[n] = '\0';
-	u = strstr(buf, "\nUid:");
-	if (!u)
-		return -ENOENT;
-	v = strtoul(u + 5, &end, 10);
-	if (end == u + 5 || v >= UINT32_MAX)
-		return -ENOENT;
-	*uid = (uint32_t)v;
-	return 0;
 }
 
 static struct proc *find_proc(struct fr_tracker *t, uint32_t pid)
@@ -531,25 +474,7 @@ void fr_tracker_sealed(struct fr_tracker *t)
 	}
 }
 
-/* Reads a small file into t->scratch; returns its length or -errno. */
-static ssize_t read_small(struct fr_tracker *t, const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, t->scratch, sizeof(t->scratch) - 1);
-	if (n < 0)
-		n = -errno;
-	else
-		t->scratch[n] = '\0';
-	close(fd);
-	return n;
-}
-
-/* Sets p->uid from PROC/PID/status (the first "Uid:" field, the real
- * uid); when it cannot be read, the uid known so far stays. */
+/* Drops trailing newlines and spaces. */
 static void chomp(char *s)
 {
 	size_t n = strlen(s);
@@ -587,50 +512,60 @@ static void scan_maps(struct fr_tracker *t, struct proc *p, const char *dir)
 	fclose(f);
 }
 
+/* Takes name, parent and start time of process `p` from PROC/PID/stat. */
+static void scan_stat(struct fr_tracker *t, struct proc *p, const struct fr_proc_stat *ps)
+{
+	if (ps->fields < 2)
+		return;
+	snprintf(p->comm, sizeof(p->comm), "%s", ps->comm);
+	/* A parent learned from the FORK record stays (see above). */
+	if (!p->ppid && ps->fields >= 4)
+		p->ppid = ps->ppid;
+	if (ps->fields >= 22)
+		p->start_ns = t->boot_ns +
+			      (int64_t)(ps->start * (1000000000ull / (unsigned long)t->clk_tck));
+}
+
+struct scan_threads {
+	struct fr_tracker *t;
+	const char *proc;
+	uint32_t pid;
+};
+
+/* Adds thread `tid` of the process being scanned, with its name. */
+static void scan_thread(void *arg, uint32_t tid)
+{
+	struct scan_threads *st = arg;
+	struct thread *th = get_thread(st->t, tid, st->pid);
+	char name[64];
+
+	if (!th)
+		return;
+	if (fr_proc_read_comm(st->proc, st->pid, tid, name, sizeof(name)) == 0) {
+		chomp(name);
+		copy_name(th->name, name);
+	}
+}
+
 int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid)
 {
 	char dir[64], path[128], link[4096];
+	struct scan_threads st = {.t = t, .proc = proc, .pid = pid};
+	struct fr_proc_stat ps;
 	struct proc *p;
 	ssize_t n;
+	int ret;
 
-	snprintf(dir, sizeof(dir), "%s/%u", proc, pid);
-	snprintf(path, sizeof(path), "%s/stat", dir);
-	n = read_small(t, path);
-	if (n < 0)
+	ret = fr_proc_read_stat(proc, pid, &ps);
+	if (ret < 0 && ret != -EPROTO)
 		return -ENOENT;
 	p = get_proc(t, pid);
 	if (!p)
 		return -ENOMEM;
-	{
-		/* comm is in parentheses and may contain spaces; fields after
-		 * the last ')' are: state ppid ... starttime (22nd overall). */
-		char *rp = strrchr(t->scratch, ')');
-		char *lp = strchr(t->scratch, '(');
-		unsigned long long start = 0;
-		unsigned int ppid = 0;
-
-		if (lp && rp && rp > lp) {
-			size_t len = (size_t)(rp - lp - 1);
-			if (len >= COMM_LEN)
-				len = COMM_LEN - 1;
-			memcpy(p->comm, lp + 1, len);
-			p->comm[len] = '\0';
-			/* A parent learned from the FORK record stays (see above). */
-			if (!p->ppid && sscanf(rp + 1, " %*c %u", &ppid) == 1)
-				p->ppid = ppid;
-			char *f = rp + 2;
-			for (int field = 3; field < 22 && f; field++) {
-				f = strchr(f, ' ');
-				if (f)
-					f++;
-			}
-			if (f && sscanf(f, "%llu", &start) == 1)
-				p->start_ns = t->boot_ns +
-					      (int64_t)(start * (1000000000ull / (unsigned long)t->clk_tck));
-		}
-	}
+	scan_stat(t, p, &ps);
 	fr_proc_read_uid(proc, pid, &p->uid);
 	fr_proc_read_cgroup(proc, pid, p->cgroup, sizeof(p->cgroup));
+	snprintf(dir, sizeof(dir), "%s/%u", proc, pid);
 	snprintf(path, sizeof(path), "%s/exe", dir);
 	n = readlink(path, link, sizeof(link) - 1);
 	if (n > 0) {
@@ -641,47 +576,30 @@ int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid)
 
 	/* Threads and their names. */
 	snprintf(path, sizeof(path), "%s/task", dir);
-	DIR *d = opendir(path);
-	if (d) {
-		struct dirent *de;
-		while ((de = readdir(d))) {
-			char tpath[160];
-			uint32_t tid;
-			struct thread *th;
-
-			if (!isdigit((unsigned char)de->d_name[0]))
-				continue;
-			tid = (uint32_t)strtoul(de->d_name, NULL, 10);
-			th = get_thread(t, tid, pid);
-			if (!th)
-				continue;
-			snprintf(tpath, sizeof(tpath), "%s/task/%u/comm", dir, tid);
-			if (read_small(t, tpath) > 0) {
-				chomp(t->scratch);
-				copy_name(th->name, t->scratch);
-			}
-		}
-		closedir(d);
-	}
+	(void)fr_proc_each_pid(path, scan_thread, &st);
 	return 0;
+}
+
+struct scan_all {
+	struct fr_tracker *t;
+	const char *proc;
+	int n;
+};
+
+static void scan_one(void *arg, uint32_t pid)
+{
+	struct scan_all *sa = arg;
+
+	if (fr_tracker_scan_pid(sa->t, sa->proc, pid) == 0)
+		sa->n++;
 }
 
 int fr_tracker_scan(struct fr_tracker *t, const char *proc)
 {
-	DIR *d = opendir(proc);
-	struct dirent *de;
-	int n = 0;
+	struct scan_all sa = {.t = t, .proc = proc};
+	int ret = fr_proc_each_pid(proc, scan_one, &sa);
 
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		if (fr_tracker_scan_pid(t, proc, (uint32_t)strtoul(de->d_name, NULL, 10)) == 0)
-			n++;
-	}
-	closedir(d);
-	return n;
+	return ret < 0 ? ret : sa.n;
 }
 
 /* Takes the build ids read since the last call into their paths. */

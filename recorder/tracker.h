@@ -19,17 +19,6 @@
 struct fr_tracker;
 
 /* Creates an empty tracker. Returns NULL on allocation failure. */
-/* Reads the cgroup v2 path of `pid` from `proc`/PID/cgroup (the line
- * "0::PATH"; v1 hierarchies have other numbers) into `dst`, cut to `len`.
- * The path is relative to the root of the reader's cgroup namespace.
- * Returns 0, or -ENOENT when the process is gone or has no v2 line (a
- * v1-only machine); `dst` is then unchanged. */
-int fr_proc_read_cgroup(const char *proc, uint32_t pid, char *dst, size_t len);
-
-/* Reads the real uid of `pid` from `proc`/PID/status into *uid. Returns 0,
- * or -ENOENT when the process is gone (*uid unchanged). */
-int fr_proc_read_uid(const char *proc, uint32_t pid, uint32_t *uid);
-
 struct fr_tracker *fr_tracker_new(void);
 
 /* Frees the tracker; accepts NULL. */

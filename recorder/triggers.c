@@ -15,25 +15,18 @@
  * are counted in atomics and the eventfd is written with write(2), so
  * fr_triggers_signal() is async-signal-safe.
  *
- * Exit triggers must name a process after it is gone. The exit event
- * carries only pids and the wait status, so the engine keeps a table of
- * the processes that may be targets (pid -> command name, cgroup, uid),
- * seeded from /proc and kept current with the connector's fork, exec and
- * comm events; at exit it prefers what the zombie still shows in /proc.
- * The table holds at most 65536 processes, the oldest entry making room.
+ * The engine reads time from the clock it was given (the machine's
+ * monotonic and real-time clocks in the daemon), so a test can move time
+ * itself; fr_triggers_sync() then tells it when the engine has acted on
+ * what it was told.
  *
- * CPU use is measured per session once a second: the whole machine from
- * /proc/stat (busy = all but idle and iowait), processes from
- * /proc/PID/stat (utime + stime, following each process by pid and start
- * time so exits and pid reuse do not make the sum jump), a cgroup from
- * its cpu.stat usage_usec. percent = CPU time / (wall time x CPUs) x 100.
+ * What cpu_above and exit triggers decide lives in triggers_cpu.c and
+ * triggers_exit.c, the taking over of a configuration in
+ * triggers_config.c; triggers_int.h is what they share.
  */
 #include "recorder/triggers.h"
 
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -42,274 +35,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/fs.h"
-#include "core/hash.h"
 #include "core/log.h"
 #include "core/parse.h"
-#include "recorder/procwatch.h"
-#include "recorder/tracker.h"
-
-#define NS_PER_S 1000000000LL
-#define TICK_NS NS_PER_S
-/* A run above the threshold counts as long enough when it misses `for`
- * by less than this: ticks are a second apart and never exact. */
-#define TICK_SLACK_NS (TICK_NS / 10)
-#define DEFAULT_WINDOW_NS (60 * NS_PER_S)
-#define MAX_PENDING 256
-#define MAX_SIGNAL 64
-#define LOG_INTERVAL_NS (10 * NS_PER_S)
-#define PT_MAX 65536
-#define PT_BUCKETS 16384
-#define COMM_LEN 16
-/* Process cgroup paths as read; longer ones are cut (and then match
- * nothing they would not have matched whole, but for a cut exactly at a
- * configured path's end). */
-#define CG_LEN 4096
-
-/* A process whose uid could not be read: matches no uid target. (uid_t)-1
- * is no one's uid. */
-#define UID_UNKNOWN UINT32_MAX
-
-/* ---- process table: pid -> command name, cgroup, uid ------------------- */
-
-struct pt_entry {
-	uint32_t pid;
-	int32_t hnext;        /* next in its bucket, or in the free list */
-	int32_t older, newer; /* insertion order, for eviction */
-	char comm[COMM_LEN];
-	char *cgroup;         /* NULL: unknown */
-	uint32_t uid;         /* real uid, or UID_UNKNOWN */
-};
-
-struct proc_table {
-	struct pt_entry *e;
-	uint32_t used, cap;
-	int32_t *buckets; /* PT_BUCKETS heads; NULL until the first entry */
-	int32_t free_head;
-	int32_t oldest, newest;
-};
-
-static uint32_t pt_hash(uint32_t pid)
-{
-	return fr_hash_u32(pid) % PT_BUCKETS;
-}
-
-static void pt_init(struct proc_table *pt)
-{
-	memset(pt, 0, sizeof(*pt));
-	pt->free_head = pt->oldest = pt->newest = -1;
-}
-
-static int32_t pt_find(const struct proc_table *pt, uint32_t pid)
-{
-	if (!pt->buckets)
-		return -1;
-	for (int32_t i = pt->buckets[pt_hash(pid)]; i >= 0; i = pt->e[i].hnext)
-		if (pt->e[i].pid == pid)
-			return i;
-	return -1;
-}
-
-static void pt_unlink_age(struct proc_table *pt, int32_t i)
-{
-	struct pt_entry *x = &pt->e[i];
-
-	if (x->older >= 0)
-		pt->e[x->older].newer = x->newer;
-	else
-		pt->oldest = x->newer;
-	if (x->newer >= 0)
-		pt->e[x->newer].older = x->older;
-	else
-		pt->newest = x->older;
-	x->older = x->newer = -1;
-}
-
-static void pt_link_newest(struct proc_table *pt, int32_t i)
-{
-	pt->e[i].older = pt->newest;
-	pt->e[i].newer = -1;
-	if (pt->newest >= 0)
-		pt->e[pt->newest].newer = i;
-	else
-		pt->oldest = i;
-	pt->newest = i;
-}
-
-static void pt_del(struct proc_table *pt, uint32_t pid)
-{
-	int32_t *link, i;
-
-	if (!pt->buckets)
-		return;
-	for (link = &pt->buckets[pt_hash(pid)]; (i = *link) >= 0; link = &pt->e[i].hnext) {
-		if (pt->e[i].pid != pid)
-			continue;
-		*link = pt->e[i].hnext;
-		pt_unlink_age(pt, i);
-		free(pt->e[i].cgroup);
-		pt->e[i].cgroup = NULL;
-		pt->e[i].hnext = pt->free_head;
-		pt->free_head = i;
-		pt->used--;
-		return;
-	}
-}
-
-/* Inserts or updates `pid`; `cgroup` NULL or "" when unknown. Returns 0 or
- * -ENOMEM (the table is then unchanged). */
-static int pt_put(struct proc_table *pt, uint32_t pid, const char *comm, const char *cgroup,
-		  uint32_t uid)
-{
-	char *cg = NULL;
-	int32_t i;
-
-	if (cgroup && cgroup[0]) {
-		cg = strdup(cgroup);
-		if (!cg)
-			return -ENOMEM;
-	}
-	if (!pt->buckets) {
-		pt->buckets = malloc(PT_BUCKETS * sizeof(*pt->buckets));
-		if (!pt->buckets)
-			goto err_nomem;
-		for (uint32_t b = 0; b < PT_BUCKETS; b++)
-			pt->buckets[b] = -1;
-	}
-	i = pt_find(pt, pid);
-	if (i >= 0) {
-		pt_unlink_age(pt, i);
-		free(pt->e[i].cgroup);
-		goto fill;
-	}
-	if (pt->used >= PT_MAX)
-		pt_del(pt, pt->e[pt->oldest].pid);
-	if (pt->free_head < 0) {
-		uint32_t cap = pt->cap ? pt->cap * 2 : 256;
-		struct pt_entry *e;
-
-		if (cap > PT_MAX)
-			cap = PT_MAX;
-		e = realloc(pt->e, cap * sizeof(*e));
-		if (!e)
-			goto err_nomem;
-		pt->e = e;
-		for (uint32_t k = cap; k-- > pt->cap;) {
-			e[k].hnext = pt->free_head;
-			e[k].cgroup = NULL;
-			pt->free_head = (int32_t)k;
-		}
-		pt->cap = cap;
-	}
-	i = pt->free_head;
-	pt->free_head = pt->e[i].hnext;
-	pt->e[i].pid = pid;
-	pt->e[i].hnext = pt->buckets[pt_hash(pid)];
-	pt->buckets[pt_hash(pid)] = i;
-	pt->used++;
-fill:
-	snprintf(pt->e[i].comm, sizeof(pt->e[i].comm), "%s", comm ? comm : "");
-	pt->e[i].cgroup = cg;
-	pt->e[i].uid = uid;
-	pt_link_newest(pt, i);
-	return 0;
-
-err_nomem:
-	free(cg);
-	return -ENOMEM;
-}
-
-static void pt_fini(struct proc_table *pt)
-{
-	for (uint32_t i = 0; i < pt->cap; i++)
-		free(pt->e[i].cgroup);
-	free(pt->e);
-	free(pt->buckets);
-	pt_init(pt);
-}
-
-/* ---- engine state ------------------------------------------------------ */
-
-struct trig_state {
-	int fired;
-	int64_t last_fire_mono;
-	int64_t above_since; /* cpu_above: start of the run above; 0: none */
-	double above_pct_ns; /* sum of percent x duration over the run */
-	int64_t above_ns;
-};
-
-struct proc_sample {
-	uint32_t pid;
-	uint64_t start; /* clock ticks after boot */
-	uint64_t ticks; /* utime + stime */
-};
-
-struct cpu_meter {
-	int valid; /* a previous measurement exists */
-	int warned;
-	int64_t mono;
-	uint64_t busy, total;   /* whole machine, /proc/stat ticks */
-	uint64_t usage_us;      /* cgroup */
-	uint64_t boot_ticks;    /* clock ticks after boot at `mono` */
-	struct proc_sample *procs, *next;
-	uint32_t nprocs, nnext, cap_procs, cap_next;
-};
-
-struct sess_state {
-	struct trig_state trig[FR_CONFIG_MAX_TRIGGERS];
-	struct cpu_meter meter;
-	int64_t last_dump_ns;
-	uint64_t suppressed;
-};
-
-struct pending {
-	int64_t due_mono;
-	struct fr_trigger_fire fire;
-	struct fr_config_trigger trigger;
-	char session[FR_CONFIG_NAME_MAX];
-};
-
-/* A dump by hand in progress, on its caller's stack. */
-struct manual_run {
-	const char *session;
-	struct manual_run *next;
-};
-
-struct fr_triggers {
-	pthread_t thread;
-	pthread_mutex_t lock;     /* guards everything below but the atomics */
-	pthread_mutex_t set_lock; /* one fr_triggers_set at a time */
-	fr_trigger_dump_fn dump;
-	void *arg;
-	int evfd;
-	int stop;                             /* atomic */
-	uint32_t sigcount[MAX_SIGNAL + 1];    /* atomic: forwarded, not handled */
-
-	struct fr_config_session *sessions;
-	struct sess_state *state;
-	uint32_t nsessions;
-	int has_cpu, has_exit, track_cgroup;
-	uint64_t gen;                  /* bumped by each configuration */
-	struct fr_procwatch *watch_new; /* handed to the thread */
-	struct pending *pending;
-	uint32_t npending;
-	struct manual_run *manual;     /* dumps by hand being written */
-
-	/* The thread's own. */
-	struct fr_procwatch *watch;
-	uint64_t seen_gen;
-	struct proc_table procs;
-	long clk_tck;
-	char cgroot[512]; /* where cgroup2 is mounted */
-};
+#include "recorder/triggers_int.h"
 
 /* Durations in log lines and reasons: whole seconds as seconds ("60s",
  * as people configure them), anything else as fr_format_duration. */
-static char *fmt_dur(int64_t ns, char *buf, size_t len)
+char *trig_fmt_dur(int64_t ns, char *buf, size_t len)
 {
 	if (ns > 0 && ns % NS_PER_S == 0)
 		snprintf(buf, len, "%llds", (long long)(ns / NS_PER_S));
@@ -328,12 +63,12 @@ static void wake(struct fr_triggers *t)
 
 /* ---- targets ----------------------------------------------------------- */
 
-static int has_targets(const struct fr_config_session *s)
+int trig_has_targets(const struct fr_config_session *s)
 {
 	return s->npids || s->ncomms || s->cgroup[0] || s->has_uid;
 }
 
-static int has_kind(const struct fr_config_session *s, uint32_t kind)
+int trig_has_kind(const struct fr_config_session *s, uint32_t kind)
 {
 	for (uint32_t i = 0; i < s->ntriggers; i++)
 		if (s->triggers[i].kind == kind)
@@ -364,7 +99,7 @@ static int comm_listed(const struct fr_config_session *s, const char *comm)
  * (core/profile.h). The uid matters because anyone can name a process
  * anything: without it, another user's process called like the target
  * would fire the trigger. */
-static int targets_match(const struct fr_config_session *s, uint32_t pid, const char *comm,
+int trig_targets_match(const struct fr_config_session *s, uint32_t pid, const char *comm,
 			 const char *cgroup, uint32_t uid)
 {
 	return (!s->npids || pid_listed(s, pid)) && (!s->ncomms || comm_listed(s, comm)) &&
@@ -372,200 +107,9 @@ static int targets_match(const struct fr_config_session *s, uint32_t pid, const 
 	       (!s->has_uid || (uid != UID_UNKNOWN && uid == s->uid));
 }
 
-static int targets_equal(const struct fr_config_session *a, const struct fr_config_session *b)
-{
-	if (a->npids != b->npids || a->ncomms != b->ncomms || strcmp(a->cgroup, b->cgroup) != 0 ||
-	    a->has_uid != b->has_uid || (a->has_uid && a->uid != b->uid))
-		return 0;
-	if (memcmp(a->pids, b->pids, a->npids * sizeof(a->pids[0])) != 0)
-		return 0;
-	for (uint32_t i = 0; i < a->ncomms; i++)
-		if (strcmp(a->comms[i], b->comms[i]) != 0)
-			return 0;
-	return 1;
-}
-
-/* ---- /proc readers ----------------------------------------------------- */
-
-/* Reads at most len - 1 bytes of `path`, NUL-terminated. Returns the
- * length or -errno. */
-static ssize_t read_text(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0)
-		n = -errno;
-	else
-		buf[n] = '\0';
-	close(fd);
-	return n;
-}
-
-static int read_comm(uint32_t pid, char comm[COMM_LEN])
-{
-	char path[64], buf[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	n = read_text(path, buf, sizeof(buf));
-	if (n <= 0)
-		return n < 0 ? (int)n : -ENOENT;
-	n = (ssize_t)strcspn(buf, "\n");
-	if (n >= COMM_LEN)
-		n = COMM_LEN - 1;
-	memcpy(comm, buf, (size_t)n);
-	comm[n] = '\0';
-	return 0;
-}
-
-/* The real uid of `pid` (the first of /proc/PID/status "Uid:", as the
- * tracker records it), or UID_UNKNOWN. A zombie still shows it. */
-static uint32_t read_uid(uint32_t pid)
-{
-	uint32_t uid;
-
-	return fr_proc_read_uid("/proc", pid, &uid) == 0 ? uid : UID_UNKNOWN;
-}
-
-struct pstat {
-	char comm[COMM_LEN];
-	char state;
-	uint64_t ticks; /* utime + stime */
-	uint64_t start; /* starttime */
-};
-
-/* Parses /proc/PID/stat. The name may hold spaces and parentheses, so
- * the fields are counted from the last ')'. Returns 0 or -errno. */
-static int read_stat(uint32_t pid, struct pstat *ps)
-{
-	char path[64], buf[1024], *lp, *rp, *p;
-	uint64_t utime = 0, stime = 0;
-	ssize_t n;
-	size_t clen;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	n = read_text(path, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	lp = strchr(buf, '(');
-	rp = strrchr(buf, ')');
-	if (!lp || !rp || rp < lp || rp[1] != ' ')
-		return -EPROTO;
-	clen = (size_t)(rp - lp - 1);
-	if (clen >= COMM_LEN)
-		clen = COMM_LEN - 1;
-	memcpy(ps->comm, lp + 1, clen);
-	ps->comm[clen] = '\0';
-	p = rp + 2;
-	ps->state = *p;
-	/* Field 3 is the state; utime, stime are 14, 15; starttime 22. */
-	for (int field = 3; field <= 22; field++) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			return -EPROTO;
-		if (field == 14)
-			utime = strtoull(p, NULL, 10);
-		else if (field == 15)
-			stime = strtoull(p, NULL, 10);
-		else if (field == 22)
-			ps->start = strtoull(p, NULL, 10);
-		while (*p && *p != ' ')
-			p++;
-	}
-	ps->ticks = utime + stime;
-	return 0;
-}
-
-/* Busy and total ticks of all CPUs from the first line of /proc/stat;
- * busy is everything but idle and iowait. */
-static int read_machine(uint64_t *busy, uint64_t *total)
-{
-	char buf[512], *p;
-	uint64_t v[10] = {0}, sum = 0;
-	ssize_t n = read_text("/proc/stat", buf, sizeof(buf));
-
-	if (n < 0)
-		return (int)n;
-	if (strncmp(buf, "cpu ", 4) != 0)
-		return -EPROTO;
-	p = buf + 4;
-	/* user nice system idle iowait irq softirq steal (guest and
-	 * guest_nice are already in user and nice). */
-	for (int i = 0; i < 8; i++) {
-		char *end;
-
-		v[i] = strtoull(p, &end, 10);
-		if (end == p)
-			return -EPROTO;
-		p = end;
-		sum += v[i];
-	}
-	*total = sum;
-	*busy = sum - v[3] - v[4];
-	return 0;
-}
-
-static int read_cgroup_usage(const struct fr_triggers *t, const char *cgroup, uint64_t *usec)
-{
-	char path[sizeof(t->cgroot) + FR_CONFIG_CGROUP_MAX + 16], buf[1024], *p;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "%s%s%s/cpu.stat", t->cgroot, cgroup[0] == '/' ? "" : "/",
-		 cgroup);
-	n = read_text(path, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, "usage_usec ", 11) == 0) {
-			*usec = strtoull(p + 11, NULL, 10);
-			return 0;
-		}
-	}
-	return -EPROTO;
-}
-
-/* Where cgroup2 is mounted: /sys/fs/cgroup on unified machines,
- * /sys/fs/cgroup/unified on hybrid ones. */
-static void find_cgroot(char *dst, size_t len)
-{
-	char line[4096];
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-
-	snprintf(dst, len, "/sys/fs/cgroup");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *sep = strstr(line, " - cgroup2 ");
-		int start = 0, end = 0;
-
-		/* Fields: id parent major:minor root mountpoint ... */
-		if (sep && sscanf(line, "%*s %*s %*s %*s %n%*s%n", &start, &end) == 0 && end > start &&
-		    (size_t)(end - start) < len) {
-			memcpy(dst, line + start, (size_t)(end - start));
-			dst[end - start] = '\0';
-			break;
-		}
-	}
-	fclose(f);
-}
-
-static uint64_t boot_ticks(const struct fr_triggers *t)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * (uint64_t)t->clk_tck +
-	       (uint64_t)ts.tv_nsec * (uint64_t)t->clk_tck / NS_PER_S;
-}
-
 /* ---- firing ------------------------------------------------------------ */
 
-static int find_session(const struct fr_triggers *t, const char *name)
+int trig_find_session(const struct fr_triggers *t, const char *name)
 {
 	for (uint32_t i = 0; i < t->nsessions; i++)
 		if (strcmp(t->sessions[i].name, name) == 0)
@@ -573,22 +117,22 @@ static int find_session(const struct fr_triggers *t, const char *name)
 	return -1;
 }
 
-static int64_t window_of(const struct fr_config_trigger *tr)
+int64_t trig_window_of(const struct fr_config_trigger *tr)
 {
 	return tr->window_ns > 0 ? tr->window_ns : DEFAULT_WINDOW_NS;
 }
 
 /* Trigger `ti` of session `si` fired: queues its dump unless it is in its
  * cooldown. Called with the lock held. */
-static void fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reason,
+void trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reason,
 		 uint32_t pid)
 {
 	const struct fr_config_session *s = &t->sessions[si];
 	const struct fr_config_trigger *tr = &s->triggers[ti];
 	struct sess_state *ss = &t->state[si];
 	struct trig_state *st = &ss->trig[ti];
-	int64_t mono = fr_now_mono_ns(), real = fr_now_real_ns();
-	int64_t window = window_of(tr), after = tr->after_ns > 0 ? tr->after_ns : 0;
+	int64_t mono = trig_mono(t), real = trig_real(t);
+	int64_t window = trig_window_of(tr), after = tr->after_ns > 0 ? tr->after_ns : 0;
 	char w[32], a[32];
 	struct pending *p;
 
@@ -598,19 +142,19 @@ static void fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *re
 				   "session %s: %s fired (%s) within its cooldown of %s; no dump "
 				   "(%" PRIu64 " suppressed so far)",
 				   s->name, fr_config_trigger_kind(tr->kind), reason,
-				   fmt_dur(tr->cooldown_ns, w, sizeof(w)), ss->suppressed);
+				   trig_fmt_dur(tr->cooldown_ns, w, sizeof(w)), ss->suppressed);
 		return;
 	}
 	st->fired = 1;
 	st->last_fire_mono = mono;
 	if (after)
 		fr_log_info("session %s: %s fired (%s); dumping %s and the next %s", s->name,
-			    fr_config_trigger_kind(tr->kind), reason, fmt_dur(window, w, sizeof(w)),
-			    fmt_dur(after, a, sizeof(a)));
+			    fr_config_trigger_kind(tr->kind), reason, trig_fmt_dur(window, w, sizeof(w)),
+			    trig_fmt_dur(after, a, sizeof(a)));
 	else
 		fr_log_info("session %s: %s fired (%s); dumping %s", s->name,
 			    fr_config_trigger_kind(tr->kind),
-			    reason, fmt_dur(window, w, sizeof(w)));
+			    reason, trig_fmt_dur(window, w, sizeof(w)));
 	if (t->npending >= MAX_PENDING) {
 		fr_log_err("session %s: %u dumps are waiting already; this one is dropped",
 			   s->name, t->npending);
@@ -633,7 +177,7 @@ static void fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *re
 
 static void record_dump(struct fr_triggers *t, const char *session, int64_t fire_ns)
 {
-	int si = find_session(t, session);
+	int si = trig_find_session(t, session);
 
 	if (si >= 0 && t->state[si].last_dump_ns < fire_ns)
 		t->state[si].last_dump_ns = fire_ns;
@@ -644,7 +188,7 @@ static void run_due(struct fr_triggers *t)
 {
 	while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
 		struct pending p;
-		int64_t now = fr_now_mono_ns();
+		int64_t now = trig_mono(t);
 		int best = -1, ret;
 
 		pthread_mutex_lock(&t->lock);
@@ -692,563 +236,9 @@ static void handle_signals(struct fr_triggers *t)
 						&t->sessions[si].triggers[ti];
 
 					if (tr->kind == FR_TRIGGER_SIGNAL && tr->signal == signo)
-						fire(t, si, ti, name, 0);
+						trig_fire(t, si, ti, name, 0);
 				}
 	}
-}
-
-/* ---- process exits ----------------------------------------------------- */
-
-/* Whether a process may be some exit trigger's target. */
-static int may_matter(const struct fr_triggers *t, uint32_t pid, const char *comm,
-		      const char *cgroup, uint32_t uid)
-{
-	for (uint32_t si = 0; si < t->nsessions; si++)
-		if (has_kind(&t->sessions[si], FR_TRIGGER_EXIT) &&
-		    targets_match(&t->sessions[si], pid, comm, cgroup, uid))
-			return 1;
-	return 0;
-}
-
-/* Keeps process `pid` (called `comm`, in cgroup `cg`, of `uid`) in the
- * table when it may be some exit trigger's target, else forgets it. */
-static void follow(struct fr_triggers *t, uint32_t pid, const char *comm, const char *cg,
-		   uint32_t uid)
-{
-	if (!may_matter(t, pid, comm, cg, uid))
-		pt_del(&t->procs, pid);
-	else if (pt_put(&t->procs, pid, comm, cg, uid) < 0)
-		fr_log_ratelimited(FR_LOG_WARN, LOG_INTERVAL_NS,
-				   "exit triggers: out of memory; process %u (%s) is not followed",
-				   pid, comm);
-}
-
-/* Learns what process `pid` is called and where it lives, from /proc or
- * (when it is gone already) from its parent's, and keeps it when it may
- * be a target. */
-static void learn(struct fr_triggers *t, uint32_t pid, uint32_t parent)
-{
-	char comm[COMM_LEN] = "", cg[CG_LEN] = "";
-	int32_t pi = parent ? pt_find(&t->procs, parent) : -1;
-	uint32_t uid = read_uid(pid);
-
-	if (uid == UID_UNKNOWN && parent)
-		uid = pi >= 0 ? t->procs.e[pi].uid : read_uid(parent);
-	if (read_comm(pid, comm) < 0 && parent) {
-		if (pi >= 0)
-			snprintf(comm, sizeof(comm), "%s", t->procs.e[pi].comm);
-		else
-			(void)read_comm(parent, comm);
-	}
-	if (t->track_cgroup && fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg)) < 0 && parent) {
-		if (pi >= 0 && t->procs.e[pi].cgroup)
-			snprintf(cg, sizeof(cg), "%s", t->procs.e[pi].cgroup);
-		else
-			(void)fr_proc_read_cgroup("/proc", parent, cg, sizeof(cg));
-	}
-	follow(t, pid, comm, cg, uid);
-}
-
-static void on_fork(void *arg, uint32_t pid, uint32_t parent)
-{
-	struct fr_triggers *t = arg;
-	int32_t pi = pt_find(&t->procs, parent);
-
-	/* A child starts with its parent's name, cgroup and uid: copied from a
-	 * parent that is followed, without reading /proc (forks are the
-	 * busiest events). A parent not followed did not matter; its child
-	 * is read in case the table missed the parent. */
-	if (pi >= 0) {
-		char comm[COMM_LEN], cg[CG_LEN] = "";
-
-		memcpy(comm, t->procs.e[pi].comm, sizeof(comm));
-		if (t->procs.e[pi].cgroup)
-			snprintf(cg, sizeof(cg), "%s", t->procs.e[pi].cgroup);
-		follow(t, pid, comm, cg, t->procs.e[pi].uid);
-		return;
-	}
-	learn(t, pid, parent);
-}
-
-static void on_exec(void *arg, uint32_t pid)
-{
-	learn(arg, pid, 0);
-}
-
-static void on_comm(void *arg, uint32_t pid, const char *comm)
-{
-	struct fr_triggers *t = arg;
-	int32_t i = pt_find(&t->procs, pid);
-	char cg[CG_LEN] = "";
-	/* A rename is the moment a process may start to look like a
-	 * target, so its uid is read fresh rather than trusted from a
-	 * fork long ago (a setuid since). */
-	uint32_t uid = read_uid(pid);
-
-	if (i >= 0 && t->procs.e[i].cgroup)
-		snprintf(cg, sizeof(cg), "%s", t->procs.e[i].cgroup);
-	else if (i < 0 && t->track_cgroup)
-		(void)fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg));
-	if (uid == UID_UNKNOWN && i >= 0)
-		uid = t->procs.e[i].uid;
-	follow(t, pid, comm, cg, uid);
-}
-
-static void on_exit_event(void *arg, uint32_t pid, uint32_t tgid, uint32_t exit_code,
-			  uint32_t exit_signal)
-{
-	struct fr_triggers *t = arg;
-	int status = (int)exit_code;
-	char comm[COMM_LEN] = "", cg[CG_LEN] = "", reason[256], what[64];
-	uint32_t uid = UID_UNKNOWN;
-	struct pstat ps;
-	int32_t i;
-
-	(void)tgid;
-	(void)exit_signal;
-	if (status == 0) {
-		pt_del(&t->procs, pid);
-		return;
-	}
-	/* While the parent has not reaped it, the zombie still shows its name,
-	 * cgroup and uid, fresher than the table (a move without exec, a
-	 * setuid); a live process under that pid would be a new one. */
-	if (read_stat(pid, &ps) == 0 && (ps.state == 'Z' || ps.state == 'X')) {
-		snprintf(comm, sizeof(comm), "%s", ps.comm);
-		if (t->track_cgroup)
-			(void)fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg));
-		uid = read_uid(pid);
-	}
-	i = pt_find(&t->procs, pid);
-	if (i >= 0) {
-		if (!comm[0])
-			snprintf(comm, sizeof(comm), "%s", t->procs.e[i].comm);
-		if (!cg[0] && t->procs.e[i].cgroup)
-			snprintf(cg, sizeof(cg), "%s", t->procs.e[i].cgroup);
-		if (uid == UID_UNKNOWN)
-			uid = t->procs.e[i].uid;
-		pt_del(&t->procs, pid);
-	}
-
-	if (WIFSIGNALED(status)) {
-		char sig[32];
-
-		fr_config_signal_name(WTERMSIG(status), sig, sizeof(sig));
-		snprintf(what, sizeof(what), "killed by %s%s", sig,
-			 WCOREDUMP(status) ? " (core dumped)" : "");
-	} else {
-		snprintf(what, sizeof(what), "exited with status %d", WEXITSTATUS(status));
-	}
-	if (comm[0])
-		snprintf(reason, sizeof(reason), "pid %u (%s) %s", pid, comm, what);
-	else
-		snprintf(reason, sizeof(reason), "pid %u %s", pid, what);
-
-	for (uint32_t si = 0; si < t->nsessions; si++) {
-		const struct fr_config_session *s = &t->sessions[si];
-
-		if (!has_kind(s, FR_TRIGGER_EXIT) || !targets_match(s, pid, comm, cg, uid))
-			continue;
-		for (uint32_t ti = 0; ti < s->ntriggers; ti++)
-			if (s->triggers[ti].kind == FR_TRIGGER_EXIT)
-				fire(t, si, ti, reason, pid);
-	}
-}
-
-/* Fills the process table from /proc (start and reloads). */
-static void seed_procs(struct fr_triggers *t)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-
-	if (!d) {
-		fr_log_warn("exit triggers: cannot list /proc: %s", strerror(errno));
-		return;
-	}
-	while ((de = readdir(d))) {
-		char *end;
-		unsigned long pid = strtoul(de->d_name, &end, 10);
-
-		if (*end || pid == 0 || pid > UINT32_MAX)
-			continue;
-		learn(t, (uint32_t)pid, 0);
-	}
-	closedir(d);
-}
-
-/* ---- CPU use ----------------------------------------------------------- */
-
-static int add_sample(struct cpu_meter *m, uint32_t pid, const struct pstat *ps)
-{
-	if (m->nnext == m->cap_next) {
-		uint32_t cap = m->cap_next ? m->cap_next * 2 : 64;
-		struct proc_sample *n = realloc(m->next, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		m->next = n;
-		m->cap_next = cap;
-	}
-	m->next[m->nnext++] = (struct proc_sample){.pid = pid, .start = ps->start,
-						   .ticks = ps->ticks};
-	return 0;
-}
-
-static int cmp_sample(const void *a, const void *b)
-{
-	const struct proc_sample *x = a, *y = b;
-
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-/* CPU ticks the processes of `m->next` used since `m->procs` was taken:
- * a process seen both times by its increase, one started since by all it
- * used, one that only now became a target (an exec) by nothing. */
-static uint64_t procs_delta(const struct cpu_meter *m)
-{
-	uint64_t sum = 0;
-	uint32_t i = 0;
-
-	for (uint32_t j = 0; j < m->nnext; j++) {
-		const struct proc_sample *c = &m->next[j];
-
-		while (i < m->nprocs && m->procs[i].pid < c->pid)
-			i++;
-		if (i < m->nprocs && m->procs[i].pid == c->pid && m->procs[i].start == c->start) {
-			if (c->ticks > m->procs[i].ticks)
-				sum += c->ticks - m->procs[i].ticks;
-		} else if (c->start >= m->boot_ticks) {
-			sum += c->ticks;
-		}
-	}
-	return sum;
-}
-
-static int is_proc_session(const struct fr_config_session *s)
-{
-	return has_kind(s, FR_TRIGGER_CPU_ABOVE) && (s->npids || s->ncomms || s->has_uid);
-}
-
-/* Adds process `pid` to the measurement of every session whose targets
- * it is of (a session with a cgroup besides pids or comm counts only its
- * processes in the cgroup). */
-static void sample_process(struct fr_triggers *t, uint32_t pid, const struct pstat *ps)
-{
-	char cg[CG_LEN];
-	int cg_state = 0; /* 0 not read, 1 read, -1 unknown */
-	uint32_t uid = UID_UNKNOWN;
-	int uid_read = 0;
-
-	for (uint32_t si = 0; si < t->nsessions; si++) {
-		const struct fr_config_session *s = &t->sessions[si];
-
-		if (!is_proc_session(s))
-			continue;
-		if (s->cgroup[0] && cg_state == 0)
-			cg_state = fr_proc_read_cgroup("/proc", pid, cg, sizeof(cg)) == 0 ? 1 : -1;
-		if (s->has_uid && !uid_read) {
-			uid = read_uid(pid);
-			uid_read = 1;
-		}
-		if (!targets_match(s, pid, ps->comm, cg_state == 1 ? cg : NULL, uid))
-			continue;
-		if (add_sample(&t->state[si].meter, pid, ps) < 0)
-			fr_log_ratelimited(FR_LOG_WARN, LOG_INTERVAL_NS,
-					   "session %s: out of memory measuring CPU use", s->name);
-	}
-}
-
-static void cpu_evaluate(struct fr_triggers *t, uint32_t si, double pct, int64_t start,
-			 int64_t end)
-{
-	const struct fr_config_session *s = &t->sessions[si];
-
-	for (uint32_t ti = 0; ti < s->ntriggers; ti++) {
-		const struct fr_config_trigger *tr = &s->triggers[ti];
-		struct trig_state *st = &t->state[si].trig[ti];
-		char reason[128], dur[32];
-
-		if (tr->kind != FR_TRIGGER_CPU_ABOVE)
-			continue;
-		if (pct < 0 || pct < (double)tr->percent) {
-			st->above_since = 0;
-			continue;
-		}
-		if (!st->above_since) {
-			st->above_since = start;
-			st->above_pct_ns = 0;
-			st->above_ns = 0;
-		}
-		st->above_pct_ns += pct * (double)(end - start);
-		st->above_ns += end - start;
-		if (end - st->above_since + TICK_SLACK_NS < tr->for_ns)
-			continue;
-		snprintf(reason, sizeof(reason), "cpu %.0f%% >= %u%% for %s",
-			 st->above_ns > 0 ? st->above_pct_ns / (double)st->above_ns : pct,
-			 tr->percent, fmt_dur(tr->for_ns, dur, sizeof(dur)));
-		/* A new run must last `for` again before the next fire. */
-		st->above_since = 0;
-		fire(t, si, ti, reason, 0);
-	}
-}
-
-/* One measurement of every session with a cpu_above trigger. */
-static void cpu_tick(struct fr_triggers *t)
-{
-	int64_t now = fr_now_mono_ns();
-	uint64_t bt = boot_ticks(t), busy = 0, total = 0;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int need_machine = 0, need_scan = 0, machine_ok = 0;
-
-	if (ncpu < 1)
-		ncpu = 1;
-	for (uint32_t si = 0; si < t->nsessions; si++) {
-		const struct fr_config_session *s = &t->sessions[si];
-
-		if (!has_kind(s, FR_TRIGGER_CPU_ABOVE))
-			continue;
-		t->state[si].meter.nnext = 0;
-		if (!has_targets(s))
-			need_machine = 1;
-		/* Processes by name or by owner: only a scan finds them. */
-		if (s->ncomms || (s->has_uid && !s->npids))
-			need_scan = 1;
-	}
-	if (need_machine) {
-		int ret = read_machine(&busy, &total);
-
-		machine_ok = ret == 0;
-		if (ret < 0)
-			fr_log_ratelimited(FR_LOG_WARN, 60 * NS_PER_S,
-					   "cpu_above: cannot read /proc/stat: %s", strerror(-ret));
-	}
-	if (need_scan) {
-		DIR *d = opendir("/proc");
-		struct dirent *de;
-
-		while (d && (de = readdir(d))) {
-			char *end;
-			unsigned long pid = strtoul(de->d_name, &end, 10);
-			struct pstat ps;
-
-			if (*end || pid == 0 || pid > UINT32_MAX || read_stat((uint32_t)pid, &ps) < 0)
-				continue;
-			sample_process(t, (uint32_t)pid, &ps);
-		}
-		if (d)
-			closedir(d);
-	} else {
-		for (uint32_t si = 0; si < t->nsessions; si++) {
-			const struct fr_config_session *s = &t->sessions[si];
-
-			if (!is_proc_session(s))
-				continue;
-			for (uint32_t k = 0; k < s->npids; k++) {
-				struct pstat ps;
-
-				if (read_stat(s->pids[k], &ps) == 0)
-					sample_process(t, s->pids[k], &ps);
-			}
-		}
-	}
-
-	for (uint32_t si = 0; si < t->nsessions; si++) {
-		const struct fr_config_session *s = &t->sessions[si];
-		struct cpu_meter *m = &t->state[si].meter;
-		int64_t wall = now - m->mono;
-		double pct = -1, cpu_ns = 0;
-		int ok = 1;
-
-		if (!has_kind(s, FR_TRIGGER_CPU_ABOVE))
-			continue;
-		if (!has_targets(s)) {
-			ok = machine_ok;
-			if (ok && m->valid && total > m->total)
-				pct = (double)(busy - m->busy) / (double)(total - m->total) * 100.0;
-			m->busy = busy;
-			m->total = total;
-		} else {
-			/* A cgroup alone is measured by its own counter; with
-			 * pids or comm it selects among their processes. */
-			if (s->cgroup[0] && !is_proc_session(s)) {
-				uint64_t usec = 0;
-				int ret = read_cgroup_usage(t, s->cgroup, &usec);
-
-				if (ret < 0) {
-					if (!m->warned)
-						fr_log_warn("session %s: cannot read the CPU use of "
-							    "cgroup %s (%s%s/cpu.stat: %s); its cpu_above "
-							    "triggers wait until it can be read",
-							    s->name, s->cgroup, t->cgroot, s->cgroup,
-							    strerror(-ret));
-					m->warned = 1;
-					ok = 0;
-				} else {
-					m->warned = 0;
-					if (m->valid && usec >= m->usage_us)
-						cpu_ns += (double)(usec - m->usage_us) * 1000.0;
-					m->usage_us = usec;
-				}
-			}
-			if (is_proc_session(s)) {
-				struct proc_sample *swap_p = m->procs;
-				uint32_t swap_cap = m->cap_procs;
-
-				if (m->nnext > 1)
-					qsort(m->next, m->nnext, sizeof(*m->next), cmp_sample);
-				if (m->valid)
-					cpu_ns += (double)procs_delta(m) * (double)NS_PER_S /
-						  (double)t->clk_tck;
-				m->procs = m->next;
-				m->nprocs = m->nnext;
-				m->cap_procs = m->cap_next;
-				m->next = swap_p;
-				m->cap_next = swap_cap;
-				m->nnext = 0;
-			}
-			if (ok && m->valid && wall > 0)
-				pct = cpu_ns / ((double)wall * (double)ncpu) * 100.0;
-		}
-		if (pct >= 0)
-			cpu_evaluate(t, si, pct, m->mono, now);
-		else if (!ok)
-			cpu_evaluate(t, si, -1, m->mono, now);
-		m->valid = ok;
-		m->mono = now;
-		m->boot_ticks = bt;
-	}
-}
-
-/* ---- configuration ----------------------------------------------------- */
-
-static void meter_free(struct cpu_meter *m)
-{
-	free(m->procs);
-	free(m->next);
-	memset(m, 0, sizeof(*m));
-}
-
-static int config_has_exit(const struct fr_config *cfg)
-{
-	uint32_t n = cfg->nsessions < FR_CONFIG_MAX_SESSIONS ? cfg->nsessions
-							       : FR_CONFIG_MAX_SESSIONS;
-
-	for (uint32_t i = 0; i < n; i++) {
-		const struct fr_config_session *s = &cfg->sessions[i];
-		uint32_t nt = s->ntriggers < FR_CONFIG_MAX_TRIGGERS ? s->ntriggers
-								    : FR_CONFIG_MAX_TRIGGERS;
-
-		for (uint32_t k = 0; k < nt; k++)
-			if (s->triggers[k].kind == FR_TRIGGER_EXIT)
-				return 1;
-	}
-	return 0;
-}
-
-/* Installs the sessions of `cfg`, carrying over what belongs to sessions
- * and triggers that stay: per session (by name) its counters and, when
- * its targets are the same, its CPU measurement; per trigger (same session
- * name, same index, same kind) its cooldown, and for cpu_above with the
- * same threshold its run above it. Pending dumps follow their session to
- * its new index; those of removed sessions are dropped. Called with the
- * lock held. Returns 0 or -ENOMEM (nothing changed). */
-static int apply(struct fr_triggers *t, const struct fr_config *cfg)
-{
-	uint32_t n = cfg->nsessions < FR_CONFIG_MAX_SESSIONS ? cfg->nsessions
-							       : FR_CONFIG_MAX_SESSIONS;
-	struct fr_config_session *sessions = calloc(n ? n : 1, sizeof(*sessions));
-	struct sess_state *state = calloc(n ? n : 1, sizeof(*state));
-	uint32_t kept = 0;
-
-	if (!sessions || !state) {
-		free(sessions);
-		free(state);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		struct fr_config_session *s = &sessions[i];
-		int old;
-
-		*s = cfg->sessions[i];
-		s->name[sizeof(s->name) - 1] = '\0';
-		s->cgroup[sizeof(s->cgroup) - 1] = '\0';
-		if (s->ntriggers > FR_CONFIG_MAX_TRIGGERS)
-			s->ntriggers = FR_CONFIG_MAX_TRIGGERS;
-		if (s->npids > FR_CONFIG_MAX_TARGETS)
-			s->npids = FR_CONFIG_MAX_TARGETS;
-		if (s->ncomms > FR_CONFIG_MAX_COMMS)
-			s->ncomms = FR_CONFIG_MAX_COMMS;
-		for (uint32_t k = 0; k < s->ncomms; k++)
-			s->comms[k][FR_CONFIG_COMM_MAX - 1] = '\0';
-
-		old = find_session(t, s->name);
-		if (old < 0)
-			continue;
-		{
-			const struct fr_config_session *os = &t->sessions[old];
-			struct sess_state *ost = &t->state[old];
-
-			state[i].last_dump_ns = ost->last_dump_ns;
-			state[i].suppressed = ost->suppressed;
-			for (uint32_t k = 0; k < s->ntriggers && k < os->ntriggers; k++) {
-				const struct fr_config_trigger *a = &s->triggers[k], *b = &os->triggers[k];
-
-				if (a->kind != b->kind)
-					continue;
-				state[i].trig[k].fired = ost->trig[k].fired;
-				state[i].trig[k].last_fire_mono = ost->trig[k].last_fire_mono;
-				if (a->kind == FR_TRIGGER_CPU_ABOVE && a->percent == b->percent &&
-				    targets_equal(s, os)) {
-					state[i].trig[k].above_since = ost->trig[k].above_since;
-					state[i].trig[k].above_pct_ns = ost->trig[k].above_pct_ns;
-					state[i].trig[k].above_ns = ost->trig[k].above_ns;
-				}
-			}
-			if (has_kind(s, FR_TRIGGER_CPU_ABOVE) && has_kind(os, FR_TRIGGER_CPU_ABOVE) &&
-			    targets_equal(s, os)) {
-				state[i].meter = ost->meter;
-				memset(&ost->meter, 0, sizeof(ost->meter));
-			}
-		}
-	}
-
-	for (uint32_t p = 0; p < t->npending; p++) {
-		struct pending *pd = &t->pending[p];
-		int si = -1;
-
-		for (uint32_t i = 0; i < n; i++)
-			if (strcmp(sessions[i].name, pd->session) == 0)
-				si = (int)i;
-		if (si < 0) {
-			fr_log_warn("session %s: removed by the reload; its pending dump (%s: %s) "
-				    "is dropped",
-				    pd->session, pd->fire.kind, pd->fire.reason);
-			continue;
-		}
-		pd->fire.session_index = (uint32_t)si;
-		t->pending[kept++] = *pd;
-	}
-	t->npending = kept;
-
-	for (uint32_t i = 0; i < t->nsessions; i++)
-		meter_free(&t->state[i].meter);
-	free(t->sessions);
-	free(t->state);
-	t->sessions = sessions;
-	t->state = state;
-	t->nsessions = n;
-	t->has_cpu = t->has_exit = t->track_cgroup = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (has_kind(&sessions[i], FR_TRIGGER_CPU_ABOVE))
-			t->has_cpu = 1;
-		if (has_kind(&sessions[i], FR_TRIGGER_EXIT)) {
-			t->has_exit = 1;
-			if (sessions[i].cgroup[0])
-				t->track_cgroup = 1;
-		}
-	}
-	t->gen++;
-	return 0;
 }
 
 /* ---- the thread -------------------------------------------------------- */
@@ -1266,89 +256,118 @@ static void adopt(struct fr_triggers *t)
 		fr_procwatch_close(t->watch);
 		t->watch = NULL;
 	}
-	pt_fini(&t->procs);
+	fr_proc_table_fini(&t->procs);
 	if (t->watch)
-		seed_procs(t);
+		trig_seed_procs(t);
 	t->seen_gen = t->gen;
+}
+
+/* Handles what arrived since the last pass: a new configuration,
+ * signals, process events, and the CPU measurement when `*next_tick` has
+ * come. Returns -ECANCELED once the engine is stopping. Called with the
+ * lock held. */
+static int engine_pass(struct fr_triggers *t, struct fr_procwatch_handler *h, int watch_ready,
+		       int64_t *next_tick)
+{
+	int64_t now;
+
+	if (t->seen_gen != t->gen)
+		adopt(t);
+	if (__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE))
+		return -ECANCELED;
+	handle_signals(t);
+	if (t->watch && watch_ready) {
+		int ret = fr_procwatch_read_events(t->watch, h);
+
+		if (ret < 0)
+			fr_log_ratelimited(FR_LOG_ERR, LOG_INTERVAL_NS,
+					   "exit triggers: reading the proc connector "
+					   "failed: %s",
+					   strerror(-ret));
+	}
+	now = trig_mono(t);
+	if (t->has_cpu && now >= *next_tick) {
+		trig_cpu_tick(t);
+		*next_tick = (*next_tick ? *next_tick : now) + TICK_NS;
+		if (*next_tick <= now)
+			*next_tick = now + TICK_NS;
+	}
+	return 0;
+}
+
+/* Sleeps until the next tick, the next due dump, a wake-up or a process
+ * event. Returns whether the exit watcher has events to read. */
+static int engine_wait(struct fr_triggers *t, int64_t next_tick)
+{
+	struct pollfd pfd[2];
+	nfds_t nfds = 1;
+	int64_t now, wake_at = INT64_MAX;
+	int timeout = -1;
+
+	pthread_mutex_lock(&t->lock);
+	now = trig_mono(t);
+	if (t->has_cpu)
+		wake_at = next_tick;
+	for (uint32_t i = 0; i < t->npending; i++)
+		if (t->pending[i].due_mono < wake_at)
+			wake_at = t->pending[i].due_mono;
+	pfd[0] = (struct pollfd){.fd = t->evfd, .events = POLLIN};
+	if (t->watch)
+		pfd[nfds++] = (struct pollfd){.fd = fr_procwatch_fd(t->watch), .events = POLLIN};
+	pthread_mutex_unlock(&t->lock);
+
+	if (wake_at != INT64_MAX) {
+		int64_t ms = wake_at > now ? (wake_at - now + 999999) / 1000000 : 0;
+
+		timeout = ms > 60000 ? 60000 : (int)ms;
+	}
+	if (poll(pfd, nfds, timeout) < 0 && errno != EINTR) {
+		fr_log_ratelimited(FR_LOG_ERR, LOG_INTERVAL_NS, "triggers: poll: %s",
+				   strerror(errno));
+		usleep(100000);
+	}
+	if (pfd[0].revents & POLLIN) {
+		uint64_t v;
+		ssize_t r = read(t->evfd, &v, sizeof(v));
+
+		(void)r;
+	}
+	return nfds > 1 && (pfd[1].revents & (POLLIN | POLLERR));
 }
 
 static void *engine_main(void *arg)
 {
 	struct fr_triggers *t = arg;
-	struct fr_procwatch_handler h = {
-		.exit = on_exit_event,
-		.fork = on_fork,
-		.exec = on_exec,
-		.comm = on_comm,
-		.arg = t,
-	};
+	struct fr_procwatch_handler h;
 	int64_t next_tick = 0;
 	int watch_ready = 0;
 
+	trig_exit_handlers(t, &h);
 	for (;;) {
-		struct pollfd pfd[2];
-		nfds_t nfds = 1;
-		int64_t now, wake_at = INT64_MAX;
-		int timeout = -1;
+		uint64_t sync_req;
+		int ret;
 
 		pthread_mutex_lock(&t->lock);
-		if (t->seen_gen != t->gen)
-			adopt(t);
-		if (__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
-			pthread_mutex_unlock(&t->lock);
-			break;
-		}
-		handle_signals(t);
-		if (t->watch && watch_ready) {
-			int ret = fr_procwatch_read_events(t->watch, &h);
-
-			if (ret < 0)
-				fr_log_ratelimited(FR_LOG_ERR, LOG_INTERVAL_NS,
-						   "exit triggers: reading the proc connector "
-						   "failed: %s",
-						   strerror(-ret));
-		}
-		now = fr_now_mono_ns();
-		if (t->has_cpu && now >= next_tick) {
-			cpu_tick(t);
-			next_tick = (next_tick ? next_tick : now) + TICK_NS;
-			if (next_tick <= now)
-				next_tick = now + TICK_NS;
-		}
+		/* Read first: what was asked before this is handled below. */
+		sync_req = t->sync_req;
+		ret = engine_pass(t, &h, watch_ready, &next_tick);
 		pthread_mutex_unlock(&t->lock);
+		if (ret < 0)
+			break;
 
 		run_due(t);
 
 		pthread_mutex_lock(&t->lock);
-		now = fr_now_mono_ns();
-		if (t->has_cpu)
-			wake_at = next_tick;
-		for (uint32_t i = 0; i < t->npending; i++)
-			if (t->pending[i].due_mono < wake_at)
-				wake_at = t->pending[i].due_mono;
-		pfd[0] = (struct pollfd){.fd = t->evfd, .events = POLLIN};
-		if (t->watch)
-			pfd[nfds++] = (struct pollfd){.fd = fr_procwatch_fd(t->watch), .events = POLLIN};
+		t->sync_done = sync_req;
+		pthread_cond_broadcast(&t->synced);
 		pthread_mutex_unlock(&t->lock);
 
-		if (wake_at != INT64_MAX) {
-			int64_t ms = wake_at > now ? (wake_at - now + 999999) / 1000000 : 0;
-
-			timeout = ms > 60000 ? 60000 : (int)ms;
-		}
-		if (poll(pfd, nfds, timeout) < 0 && errno != EINTR) {
-			fr_log_ratelimited(FR_LOG_ERR, LOG_INTERVAL_NS, "triggers: poll: %s",
-					   strerror(errno));
-			usleep(100000);
-		}
-		if (pfd[0].revents & POLLIN) {
-			uint64_t v;
-			ssize_t r = read(t->evfd, &v, sizeof(v));
-
-			(void)r;
-		}
-		watch_ready = nfds > 1 && (pfd[1].revents & (POLLIN | POLLERR));
+		watch_ready = engine_wait(t, next_tick);
 	}
+	pthread_mutex_lock(&t->lock);
+	t->sync_done = UINT64_MAX;
+	pthread_cond_broadcast(&t->synced);
+	pthread_mutex_unlock(&t->lock);
 	return NULL;
 }
 
@@ -1357,17 +376,18 @@ static void *engine_main(void *arg)
 static void engine_free(struct fr_triggers *t)
 {
 	for (uint32_t i = 0; i < t->nsessions; i++)
-		meter_free(&t->state[i].meter);
+		trig_meter_free(&t->state[i].meter);
 	free(t->sessions);
 	free(t->state);
 	free(t->pending);
-	pt_fini(&t->procs);
+	fr_proc_table_fini(&t->procs);
 	fr_procwatch_close(t->watch);
 	fr_procwatch_close(t->watch_new);
 	if (t->evfd >= 0)
 		close(t->evfd);
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->set_lock);
+	pthread_cond_destroy(&t->synced);
 	free(t);
 }
 
@@ -1384,8 +404,27 @@ static struct fr_procwatch *open_watch(void)
 	return w;
 }
 
+static int64_t machine_mono(void *ctx)
+{
+	(void)ctx;
+	return fr_now_mono_ns();
+}
+
+static int64_t machine_real(void *ctx)
+{
+	(void)ctx;
+	return fr_now_real_ns();
+}
+
 int fr_triggers_start(struct fr_triggers **out, const struct fr_config *cfg,
 		      fr_trigger_dump_fn dump, void *arg, char *err, size_t errlen)
+{
+	return fr_triggers_start_clock(out, cfg, NULL, dump, arg, err, errlen);
+}
+
+int fr_triggers_start_clock(struct fr_triggers **out, const struct fr_config *cfg,
+			    const struct fr_trigger_clock *clock, fr_trigger_dump_fn dump,
+			    void *arg, char *err, size_t errlen)
 {
 	struct fr_triggers *t;
 	sigset_t all, old;
@@ -1404,13 +443,19 @@ int fr_triggers_start(struct fr_triggers **out, const struct fr_config *cfg,
 	}
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_mutex_init(&t->set_lock, NULL);
-	pt_init(&t->procs);
+	pthread_cond_init(&t->synced, NULL);
+	fr_proc_table_init(&t->procs);
+	if (clock && clock->mono_ns && clock->real_ns)
+		t->clock = *clock;
+	else
+		t->clock = (struct fr_trigger_clock){.mono_ns = machine_mono, .real_ns = machine_real};
 	t->dump = dump;
 	t->arg = arg;
 	t->clk_tck = sysconf(_SC_CLK_TCK);
 	if (t->clk_tck <= 0)
 		t->clk_tck = 100;
-	find_cgroot(t->cgroot, sizeof(t->cgroot));
+	t->proc = "/proc";
+	fr_proc_cgroup_root(t->proc, t->cgroot, sizeof(t->cgroot));
 	t->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (t->evfd < 0) {
 		ret = -errno;
@@ -1418,7 +463,7 @@ int fr_triggers_start(struct fr_triggers **out, const struct fr_config *cfg,
 		goto err_free;
 	}
 	t->pending = calloc(MAX_PENDING, sizeof(*t->pending));
-	if (!t->pending || apply(t, cfg) < 0) {
+	if (!t->pending || trig_apply(t, cfg) < 0) {
 		ret = -ENOMEM;
 		fr_set_err(err, errlen, "triggers: out of memory");
 		goto err_free;
@@ -1451,7 +496,7 @@ int fr_triggers_set(struct fr_triggers *t, const struct fr_config *cfg)
 
 	if (!t || !cfg)
 		return -EINVAL;
-	need = config_has_exit(cfg);
+	need = trig_config_has_exit(cfg);
 	pthread_mutex_lock(&t->set_lock);
 	pthread_mutex_lock(&t->lock);
 	have = t->watch || t->watch_new; /* both change only under the lock */
@@ -1461,7 +506,7 @@ int fr_triggers_set(struct fr_triggers *t, const struct fr_config *cfg)
 		w = open_watch();
 
 	pthread_mutex_lock(&t->lock);
-	ret = apply(t, cfg);
+	ret = trig_apply(t, cfg);
 	if (ret < 0) {
 		pthread_mutex_unlock(&t->lock);
 		fr_procwatch_close(w);
@@ -1480,6 +525,22 @@ int fr_triggers_set(struct fr_triggers *t, const struct fr_config *cfg)
 out:
 	pthread_mutex_unlock(&t->set_lock);
 	return ret;
+}
+
+void fr_triggers_sync(struct fr_triggers *t)
+{
+	uint64_t ticket;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	ticket = ++t->sync_req;
+	pthread_mutex_unlock(&t->lock);
+	wake(t);
+	pthread_mutex_lock(&t->lock);
+	while (t->sync_done < ticket)
+		pthread_cond_wait(&t->synced, &t->lock);
+	pthread_mutex_unlock(&t->lock);
 }
 
 void fr_triggers_signal(struct fr_triggers *t, int signo)
@@ -1508,7 +569,7 @@ int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_n
 	fire->session = name;
 	fire->kind = "manual";
 	pthread_mutex_lock(&t->lock);
-	si = find_session(t, name);
+	si = trig_find_session(t, name);
 	if (si < 0) {
 		pthread_mutex_unlock(&t->lock);
 		return -ENOENT;
@@ -1526,16 +587,16 @@ int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_n
 	t->manual = &run;
 	s = &t->sessions[si];
 	if (window_ns <= 0)
-		window_ns = s->ntriggers ? window_of(&s->triggers[0]) : DEFAULT_WINDOW_NS;
+		window_ns = s->ntriggers ? trig_window_of(&s->triggers[0]) : DEFAULT_WINDOW_NS;
 	fire->session_index = (uint32_t)si;
 	snprintf(fire->reason, sizeof(fire->reason), "requested by hand");
-	fire->fire_ns = fr_now_real_ns();
+	fire->fire_ns = trig_real(t);
 	fire->t0_ns = fire->fire_ns - window_ns;
 	fire->t1_ns = fire->fire_ns;
 	pthread_mutex_unlock(&t->lock);
 
 	fr_log_info("session %s: dump requested by hand; dumping %s", name,
-		    fmt_dur(window_ns, w, sizeof(w)));
+		    trig_fmt_dur(window_ns, w, sizeof(w)));
 	ret = t->dump(t->arg, fire, path, pathlen);
 
 	pthread_mutex_lock(&t->lock);
@@ -1584,7 +645,7 @@ void fr_triggers_stop(struct fr_triggers *t)
 	wake(t);
 	pthread_join(t->thread, NULL);
 	for (uint32_t i = 0; i < t->npending; i++) {
-		int64_t left = t->pending[i].due_mono - fr_now_mono_ns();
+		int64_t left = t->pending[i].due_mono - trig_mono(t);
 		char a[32];
 
 		/* In whole milliseconds, which read better than nanoseconds. */
@@ -1592,7 +653,7 @@ void fr_triggers_stop(struct fr_triggers *t)
 		fr_log_warn("session %s: the dump for %s (%s), due in %s, is dropped: the "
 			    "recorder is stopping",
 			    t->pending[i].session, t->pending[i].fire.kind, t->pending[i].fire.reason,
-			    fmt_dur(left, a, sizeof(a)));
+			    trig_fmt_dur(left, a, sizeof(a)));
 	}
 	engine_free(t);
 }

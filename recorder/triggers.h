@@ -60,12 +60,37 @@ struct fr_trigger_fire {
 typedef int (*fr_trigger_dump_fn)(void *arg, const struct fr_trigger_fire *fire, char *path,
 				  size_t pathlen);
 
+/* The engine's clocks: `mono_ns` (CLOCK_MONOTONIC in the daemon) times
+ * cooldowns, `after` and CPU measurements; `real_ns` (CLOCK_REALTIME) is
+ * the fire time and the dump window. Both are called on the engine's
+ * thread and by fr_triggers_manual() with `ctx`; a clock given to the
+ * engine must outlive it. */
+struct fr_trigger_clock {
+	int64_t (*mono_ns)(void *ctx);
+	int64_t (*real_ns)(void *ctx);
+	void *ctx;
+};
+
 /* Creates the engine for the sessions of `cfg` (copied) and starts its
- * thread. The exit watcher is opened only when some session has an exit
+ * thread, on the machine's clocks (as fr_triggers_start_clock() with a
+ * NULL clock). The exit watcher is opened only when some session has an exit
  * trigger; if it cannot be opened (not root), the error is logged and the
  * exit triggers do not fire. Returns 0, or -errno with a message in `err`. */
 int fr_triggers_start(struct fr_triggers **out, const struct fr_config *cfg,
 		      fr_trigger_dump_fn dump, void *arg, char *err, size_t errlen);
+
+/* As fr_triggers_start(), on `clock` (NULL: the machine's monotonic and
+ * real-time clocks). With a clock of its own, a caller moves time itself
+ * and calls fr_triggers_sync() for the engine to act on it. */
+int fr_triggers_start_clock(struct fr_triggers **out, const struct fr_config *cfg,
+			    const struct fr_trigger_clock *clock, fr_trigger_dump_fn dump,
+			    void *arg, char *err, size_t errlen);
+
+/* Wakes the engine and returns once its thread has handled everything it
+ * was told before the call (signals, configurations) and written the
+ * dumps due by the engine's clock at that moment. Must not be called from
+ * the dump callback. */
+void fr_triggers_sync(struct fr_triggers *t);
 
 /* Replaces the sessions and triggers (configuration reload). */
 int fr_triggers_set(struct fr_triggers *t, const struct fr_config *cfg);

@@ -9,17 +9,21 @@ need_root_perf
 need_go
 
 DUMPS=$T/dumps
-# Programs with names of their own, for command-name targets.
-cp /bin/sh "$T/crashy"
-cp "$BURN" "$T/hot"
+# Programs with names of their own, for command-name targets: of this run
+# alone (the suffix of its directory), since exit and cpu_above triggers
+# watch the whole machine, where another run of this test may be busy.
+CRASHY_NAME=crashy-${T##*.}
+HOT_NAME=hot-${T##*.}
+cp /bin/sh "$T/$CRASHY_NAME"
+cp "$BURN" "$T/$HOT_NAME"
 cat >"$T/config.json" <<JSON
 {"dumps": {"dir": "$DUMPS", "keep": 4},
  "sessions": [
   {"name": "always", "events": [{"event": "cpu", "hz": 99}],
    "triggers": [{"on": "signal", "signal": "USR1", "window": "5s", "cooldown": "30s"}]},
-  {"name": "hot", "targets": {"comm": ["hot"]}, "events": [{"event": "cpu", "hz": 199}],
+  {"name": "hot", "targets": {"comm": ["$HOT_NAME"]}, "events": [{"event": "cpu", "hz": 199}],
    "triggers": [{"on": "cpu_above", "percent": 30, "for": "2s", "window": "4s", "cooldown": "1h"}]},
-  {"name": "crashy", "targets": {"comm": ["crashy"]}, "events": [{"event": "cpu", "hz": 99}],
+  {"name": "crashy", "targets": {"comm": ["$CRASHY_NAME"]}, "events": [{"event": "cpu", "hz": 99}],
    "triggers": [{"on": "exit", "window": "10s", "after": "1s", "cooldown": "1s"}]}
 ]}
 JSON
@@ -27,7 +31,7 @@ start_daemon --config "$T/config.json"
 "$FLIGHTREC" sessions >"$T/sessions" || fail "sessions failed"
 grep -Eq '^always +cpu@99Hz +all processes +signal:SIGUSR1 +never$' "$T/sessions" ||
 	fail "sessions does not show the signal trigger: $(cat "$T/sessions")"
-grep -Eq '^hot +cpu@199Hz +comm hot +cpu>30% +never$' "$T/sessions" ||
+grep -Eq '^hot +cpu@199Hz +comm '"$HOT_NAME"' +cpu>30% +never$' "$T/sessions" ||
 	fail "sessions does not show the cpu trigger: $(cat "$T/sessions")"
 
 # wait_dump GLOB SECONDS: waits for a dump matching GLOB (and its sidecar).
@@ -69,10 +73,10 @@ valid "$p"
 grep -q 'no session named "nosuch"' "$T/err" || fail "unclear error for an unknown session: $(cat "$T/err")"
 
 # 3. A target process that exits badly; one that exits well does not fire.
-"$T/crashy" -c 'exit 0'
+"$T/$CRASHY_NAME" -c 'exit 0'
 sleep 2
 ls "$DUMPS"/crashy-exit-*.pb.gz >/dev/null 2>&1 && fail "an exit with status 0 fired the exit trigger"
-"$T/crashy" -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exit 3' &
+"$T/$CRASHY_NAME" -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exit 3' &
 CRASHY=$!
 wait "$CRASHY"
 f=$(wait_dump "crashy-exit-*" 10) || fail "an exit with status 3 wrote no dump: $(tail -5 "$T/daemon.log")"
@@ -81,11 +85,11 @@ j=${f%.pb.gz}.json
 [ "$(sidecar "$j" 'd["pid"]')" = "$CRASHY" ] || fail "the exit dump names pid $(sidecar "$j" 'd.get("pid")'), not $CRASHY"
 sidecar "$j" 'd["reason"]' | grep -q "exited with status 3" || fail "the exit reason is unclear: $(cat "$j")"
 [ "$(sidecar "$j" 'd["t1_ns"] - d["t0_ns"]')" = 11000000000 ] || fail "the exit dump's window is not 10s + 1s: $(cat "$j")"
-"$GO" tool pprof -symbolize=none -traces "$f" 2>/dev/null | grep -q 'comm:  *crashy' ||
+"$GO" tool pprof -symbolize=none -traces "$f" 2>/dev/null | grep -q "comm:  *$CRASHY_NAME" ||
 	fail "the exit dump holds no samples of crashy (the seconds before its death)"
-"$GO" tool pprof -symbolize=none -traces "$f" 2>/dev/null | grep -v 'comm:  *crashy' | grep -q 'comm:' &&
+"$GO" tool pprof -symbolize=none -traces "$f" 2>/dev/null | grep -v "comm:  *$CRASHY_NAME" | grep -q 'comm:' &&
 	fail "the exit dump holds processes other than its targets"
-"$T/crashy" -c 'kill -SEGV $$' &
+"$T/$CRASHY_NAME" -c 'kill -SEGV $$' &
 SEGV=$!
 wait "$SEGV"
 for _ in $(seq 1 100); do
@@ -95,12 +99,12 @@ done
 grep -l "killed by SIGSEGV" "$DUMPS"/crashy-exit-*.json >/dev/null || fail "a death by SIGSEGV fired no dump"
 
 # 4. CPU above 30% of the machine for 2 s, by the "hot" processes only.
-"$T/hot" 6 2 0 >/dev/null &
+"$T/$HOT_NAME" 6 2 0 >/dev/null &
 HOT=$!
 f=$(wait_dump "hot-cpu_above-*" 12) || fail "cpu_above wrote no dump: $(tail -5 "$T/daemon.log")"
 valid "$f"
 sidecar "${f%.pb.gz}.json" 'd["reason"]' | grep -q 'cpu' || fail "the cpu reason is unclear"
-"$GO" tool pprof -symbolize=none -traces "$f" 2>/dev/null | grep 'comm:' | grep -vq 'comm:  *hot' &&
+"$GO" tool pprof -symbolize=none -traces "$f" 2>/dev/null | grep 'comm:' | grep -vq "comm:  *$HOT_NAME" &&
 	fail "the cpu dump holds processes other than hot"
 wait "$HOT"
 
