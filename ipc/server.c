@@ -381,6 +381,22 @@ static void describe_version(const cJSON *v, char *buf, size_t len)
 	cJSON_free(text);
 }
 
+/* The answer to a connection whose request did not come in time. A
+ * connection holding state (a follow) waits up to FOLLOW_WAIT_NS for a
+ * request to start, any other REQUEST_WAIT_NS; either has REQUEST_FRAME_NS
+ * from the first byte to finish it. The message names the bounds that
+ * applied, not a fixed 5 s. */
+static cJSON *timeout_error(bool holding)
+{
+	if (!holding && REQUEST_WAIT_NS == REQUEST_FRAME_NS)
+		return fr_ipc_error("no complete request within %lld s; closing the connection",
+				    (long long)(REQUEST_FRAME_NS / 1000000000LL));
+	return fr_ipc_error("no request within %lld s (or not whole within %lld s of its first "
+			    "byte); closing the connection",
+			    (long long)((holding ? FOLLOW_WAIT_NS : REQUEST_WAIT_NS) / 1000000000LL),
+			    (long long)(REQUEST_FRAME_NS / 1000000000LL));
+}
+
 /* Answers requests on one connection until the peer goes away, sends
  * something malformed, or the server shuts the socket down. Returns
  * nothing; the caller closes the socket. */
@@ -400,9 +416,7 @@ static void serve(struct conn *c)
 		if (ret == -ETIMEDOUT) {
 			fr_log_debug("client pid %d: no whole request in time; closing",
 				     (int)c->peer.pid);
-			reply(c->fd, fr_ipc_error("no complete request within %lld s; closing the "
-						  "connection",
-						  (long long)(REQUEST_FRAME_NS / 1000000000LL)));
+			reply(c->fd, timeout_error(c->peer.hold != NULL));
 			return;
 		}
 		if (ret == -EMSGSIZE || ret == -EBADMSG) {

@@ -4,6 +4,7 @@
  * checks, socket file handling (stale, live, not a socket, mode), client
  * limit, garbage from a client, and cleanup on close. */
 #include "ipc/client.h"
+#include "ipc/paths.h"
 #include "ipc/proto.h"
 #include "ipc/server.h"
 
