@@ -10,7 +10,10 @@
  * JSON object, is a protocol error: the receiver answers with an error
  * (when it can) and closes the connection.
  *
- * REQUESTS carry "v" (FR_IPC_VERSION) and "req" (the command):
+ * REQUESTS carry "v" (FR_IPC_VERSION) and "req" (the command). The
+ * members of attach, consume and dump and of their replies are typed,
+ * encoded and decoded in ipc/msg.h, which documents them field by field;
+ * in short:
  *
  *   {"v":1, "req":"status"}
  *   {"v":1, "req":"sessions"}   -> {"ok":true, "sessions":[{"name", "events":
