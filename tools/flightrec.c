@@ -31,6 +31,7 @@
 #include "core/uring.h"
 #include "fr_version.h"
 #include "ipc/client.h"
+#include "ipc/msg.h"
 #include "ipc/paths.h"
 #include "ipc/proto.h"
 #include "ipc/server.h"
@@ -372,53 +373,49 @@ static void progress_stop(struct progress *p)
 	p->running = 0;
 }
 
-/* Adds the query's events and targets to a request. */
-/* Sends the attach request `req` with a new file at `path` and commits the
+/* Sends the attach request `ar` with a new file at `path` and commits the
  * file when the recorder succeeds. Returns 0; 2 when the profile was kept
  * but may end early (the recorder could not flush), after saying so; or 1
  * after saying why it failed. */
-static int attach_one(int sock, const char *socket_path, cJSON *req, const char *path)
+static int attach_one(int sock, const char *socket_path, const struct fr_ipc_attach_req *ar,
+		      const char *path)
 {
 	struct output out = {.fd = -1};
-	cJSON *resp = NULL;
-	const cJSON *w, *warnings;
-	int ret;
-
+	struct fr_ipc_attach_reply *reply = malloc(sizeof(*reply));
 	struct progress prog_line;
+	cJSON *req = fr_ipc_attach_req_encode(ar), *resp = NULL;
+	char err[512];
+	int ret = 1;
 
-	if (open_output(&out, path) < 0)
-		return 1;
+	if (!req || !reply || open_output(&out, path) < 0)
+		goto out;
 	progress_start(&prog_line, "the recorder is building the profile");
 	ret = call(sock, socket_path, req, out.fd, &resp);
 	progress_stop(&prog_line);
-	if (ret < 0) {
+	if (ret < 0 || resp_error(resp) ||
+	    fr_ipc_attach_reply_decode(resp, reply, err, sizeof(err)) < 0) {
+		if (ret == 0)
+			fprintf(stderr, "%s: %s\n", prog, resp_error(resp) ? resp_error(resp) : err);
 		commit_output(&out, 0);
-		return 1;
+		ret = 1;
+		goto out;
 	}
-	if (resp_error(resp)) {
-		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
-		commit_output(&out, 0);
-		cJSON_Delete(resp);
-		return 1;
-	}
-	if (commit_output(&out, 1) < 0) {
-		cJSON_Delete(resp);
-		return 1;
-	}
-	warnings = cJSON_GetObjectItemCaseSensitive(resp, "warnings");
-	cJSON_ArrayForEach(w, warnings)
-		if (cJSON_IsString(w))
-			fprintf(stderr, "%s: warning: %s\n", prog, w->valuestring);
-	print_summary(path, (uint64_t)num(resp, "samples"), (uint64_t)num(resp, "stacks"),
-		      (int64_t)num(resp, "t0_ns"), (int64_t)num(resp, "t1_ns"),
-		      (uint32_t)num(resp, "hz"), (uint64_t)num(resp, "bytes"));
+	ret = 1;
+	if (commit_output(&out, 1) < 0)
+		goto out;
+	for (uint32_t i = 0; i < reply->nwarnings; i++)
+		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
+	print_summary(path, reply->samples, reply->stacks, reply->t0_ns, reply->t1_ns, reply->hz,
+		      reply->bytes);
 	/* The profile is kept (it holds what the ring had), but a script
 	 * must not take it for the whole window. */
-	w = cJSON_GetObjectItemCaseSensitive(resp, "incomplete");
-	ret = cJSON_IsString(w) ? 2 : 0;
+	ret = reply->incomplete[0] ? 2 : 0;
 	if (ret)
-		fprintf(stderr, "%s: %s: %s\n", prog, path, w->valuestring);
+		fprintf(stderr, "%s: %s: %s\n", prog, path, reply->incomplete);
+out:
+	cJSON_Delete(req);
 	cJSON_Delete(resp);
+	free(reply);
 	return ret;
 }
 
@@ -430,6 +427,101 @@ static void on_follow_signal(int sig)
 	follow_stop = 1;
 }
 
+/* Asks the recorder to hold the query's rates on this connection and
+ * says what it holds. Returns 0 with *start_ns, from when on the data is
+ * at these rates, or 1 after saying why not. */
+static int follow_start(int sock, const char *socket_path, const struct fr_query_args *q,
+			int64_t *start_ns)
+{
+	struct fr_ipc_consume_req cq;
+	struct fr_ipc_consume_reply *reply = malloc(sizeof(*reply));
+	cJSON *req, *resp = NULL;
+	char name[FR_EVENT_NAME_MAX], err[512];
+	int status = 1;
+
+	fr_query_consume_req(q, &cq);
+	req = fr_ipc_consume_req_encode(&cq);
+	if (!req || !reply || call(sock, socket_path, req, -1, &resp) < 0)
+		goto out;
+	if (resp_error(resp) || fr_ipc_consume_reply_decode(resp, reply, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, resp_error(resp) ? resp_error(resp) : err);
+		goto out;
+	}
+	*start_ns = reply->start_ns;
+	for (uint32_t i = 0; i < reply->nwarnings; i++)
+		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
+	for (uint32_t i = 0; i < reply->nevents; i++)
+		fprintf(stderr, "%s: following %s at %u Hz (recording at %u Hz)\n", prog,
+			fr_event_format(reply->events[i].event, name, sizeof(name)),
+			reply->events[i].hz, reply->events[i].recording_hz);
+	status = 0;
+out:
+	cJSON_Delete(req);
+	cJSON_Delete(resp);
+	free(reply);
+	return status;
+}
+
+/* Waits until the window [t0, *t1) has passed; a signal ends it early
+ * (*t1 becomes now). Returns 0, or -1 when stopped before it began. */
+static int follow_wait(int64_t t0, int64_t *t1)
+{
+	int64_t now;
+
+	while (!follow_stop && (now = fr_now_real_ns()) < *t1) {
+		int64_t left = *t1 - now;
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = left < 100000000 ? left : 100000000};
+
+		nanosleep(&ts, NULL);
+	}
+	if (follow_stop) {
+		now = fr_now_real_ns();
+		if (now < *t1)
+			*t1 = now;
+		if (*t1 <= t0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Writes the profile of [t0, t1) into `dir`, named after the host and the
+ * window's start, and prints its path. Returns as attach_one(). */
+static int follow_window(int sock, const char *socket_path, const struct fr_query_args *q,
+			 const char *dir, const char *host, int64_t t0, int64_t t1)
+{
+	struct fr_ipc_attach_req *ar = malloc(sizeof(*ar));
+	char *path = NULL, stamp[48];
+	time_t secs = (time_t)(t0 / 1000000000);
+	struct tm tm;
+	int ret = 1;
+
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	if (!ar || asprintf(&path, "%s/flightrec-%s-%s.%03dZ.%s", dir, host, stamp,
+			    (int)(t0 / 1000000 % 1000),
+			    q->format == FR_PROFILE_FOLDED ? "folded" : "pb.gz") < 0) {
+		free(ar);
+		return 1;
+	}
+	fr_query_attach_req(q, ar);
+	ar->window_ns = 0;
+	ar->has_from = ar->has_to = 1;
+	ar->from_ns = t0;
+	ar->to_ns = t1;
+	ret = attach_one(sock, socket_path, ar, path);
+	if (ret == 0 || ret == 2) {
+		/* The exact window, for --from/--to of other queries. */
+		fprintf(stderr, "%s: window %" PRId64 ".%09" PRId64 " .. %" PRId64 ".%09" PRId64
+			" (Unix seconds)\n", prog, t0 / 1000000000, t0 % 1000000000,
+			t1 / 1000000000, t1 % 1000000000);
+		printf("%s\n", path);
+		fflush(stdout);
+	}
+	free(path);
+	free(ar);
+	return ret;
+}
+
 /* attach --follow: holds the rates for as long as it runs and writes one
  * profile per window into `dir`, windows that tile time exactly from the
  * moment the rates were in force. SIGINT/SIGTERM write the window so far
@@ -438,105 +530,35 @@ static int follow(int sock, const char *socket_path, const struct fr_query_args 
 		  uint64_t count)
 {
 	struct sigaction sa = {.sa_handler = on_follow_signal};
-	cJSON *req = cJSON_CreateObject(), *resp = NULL;
 	char host[256] = "host";
-	int64_t t0;
+	int64_t t0 = 0;
 	uint64_t written = 0;
-	int status = 1, incomplete = 0;
+	int incomplete = 0;
 
-	if (!req)
-		return 1;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	fr_host_name(host, sizeof(host));
 
-	cJSON_AddStringToObject(req, "req", "consume");
-	fr_query_add(req, q);
-	cJSON_DeleteItemFromObjectCaseSensitive(req, "format");
-	if (call(sock, socket_path, req, -1, &resp) < 0)
-		goto out;
-	if (resp_error(resp)) {
-		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
-		goto out;
-	}
-	cJSON_Delete(req);
-	req = NULL;
-	t0 = (int64_t)num(resp, "start_ns");
-	{
-		const cJSON *ev;
-		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "warnings"))
-			if (cJSON_IsString(ev))
-				fprintf(stderr, "%s: warning: %s\n", prog, ev->valuestring);
-		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "events"))
-			fprintf(stderr, "%s: following %s at %.0f Hz (recording at %.0f Hz)\n", prog,
-				str(ev, "event"), num(ev, "hz"), num(ev, "recording_hz"));
-	}
-	cJSON_Delete(resp);
-	resp = NULL;
-
+	if (follow_start(sock, socket_path, q, &t0))
+		return 1;
 	while (!follow_stop && (!count || written < count)) {
-		int64_t t1 = t0 + q->window, now;
-		char *path = NULL, stamp[48];
-		struct tm tm;
-		time_t secs = (time_t)(t0 / 1000000000);
+		int64_t t1 = t0 + q->window;
 		int ret;
 
-		/* Wait for the window to pass; a signal ends it early. */
-		while (!follow_stop && (now = fr_now_real_ns()) < t1) {
-			int64_t left = t1 - now;
-			struct timespec ts = {.tv_sec = 0,
-					      .tv_nsec = left < 100000000 ? left : 100000000};
-			nanosleep(&ts, NULL);
-		}
-		if (follow_stop) {
-			now = fr_now_real_ns();
-			if (now < t1)
-				t1 = now;
-			if (t1 <= t0)
-				break;
-		}
-		gmtime_r(&secs, &tm);
-		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-		if (asprintf(&path, "%s/flightrec-%s-%s.%03dZ.%s", dir, host, stamp,
-			     (int)(t0 / 1000000 % 1000),
-			     q->format == FR_PROFILE_FOLDED ? "folded" : "pb.gz") < 0)
-			goto out;
-		req = cJSON_CreateObject();
-		if (!req) {
-			free(path);
-			goto out;
-		}
-		cJSON_AddStringToObject(req, "req", "attach");
-		fr_ipc_add_int(req, "from_ns", t0);
-		fr_ipc_add_int(req, "to_ns", t1);
-		fr_query_add(req, q);
-		ret = attach_one(sock, socket_path, req, path);
-		cJSON_Delete(req);
-		req = NULL;
+		if (follow_wait(t0, &t1) < 0)
+			break;
+		ret = follow_window(sock, socket_path, q, dir, host, t0, t1);
 		/* One window that could not be flushed does not end a follow
 		 * of hours; the exit status says it happened. */
 		if (ret == 2)
 			incomplete = 1;
-		else if (ret) {
-			free(path);
-			goto out;
-		}
-		/* The exact window, for --from/--to of other queries. */
-		fprintf(stderr, "%s: window %" PRId64 ".%09" PRId64 " .. %" PRId64 ".%09" PRId64
-			" (Unix seconds)\n", prog, t0 / 1000000000, t0 % 1000000000,
-			t1 / 1000000000, t1 % 1000000000);
-		printf("%s\n", path);
-		fflush(stdout);
-		free(path);
+		else if (ret)
+			return 1;
 		written++;
 		t0 = t1;
 	}
-	status = incomplete;
-out:
-	cJSON_Delete(req);
-	cJSON_Delete(resp);
-	return status;
+	return incomplete;
 }
 
 static int cmd_attach(int argc, char **argv)
@@ -551,7 +573,7 @@ static int cmd_attach(int argc, char **argv)
 	};
 	struct fr_query_args q = {0};
 	const char *socket_s = NULL, *count_s = NULL;
-	cJSON *req = NULL;
+	struct fr_ipc_attach_req ar;
 	char *socket_path = NULL, *out_name = NULL;
 	uint64_t count = 0;
 	int c, sock = -1, status = EXIT_USAGE, ret, follow_mode = 0;
@@ -620,24 +642,14 @@ static int cmd_attach(int argc, char **argv)
 		goto out;
 	}
 
-	req = cJSON_CreateObject();
-	if (!req)
-		goto out;
-	cJSON_AddStringToObject(req, "req", "attach");
-	if (q.window_s)
-		fr_ipc_add_int(req, "window_ns", q.window);
-	if (q.from_s)
-		fr_ipc_add_int(req, "from_ns", q.from);
-	if (q.to_s)
-		fr_ipc_add_int(req, "to_ns", q.to);
-	fr_query_add(req, &q);
+	fr_query_attach_req(&q, &ar);
 	if (!q.out_s) {
 		out_name = default_output_name(q.format);
 		if (!out_name)
 			goto out;
 		q.out_s = out_name;
 	}
-	if (attach_one(sock, socket_path, req, q.out_s) != 0)
+	if (attach_one(sock, socket_path, &ar, q.out_s) != 0)
 		goto out;
 	if (out_name)
 		printf("%s\n", out_name);
@@ -645,7 +657,6 @@ static int cmd_attach(int argc, char **argv)
 out:
 	if (sock >= 0)
 		close(sock);
-	cJSON_Delete(req);
 	free(socket_path);
 	free(out_name);
 	return status;
@@ -1072,43 +1083,41 @@ out:
 /* dump --session NAME: asks the recorder to fire the session now. */
 static int dump_session(const char *name, const char *window_s, const char *socket_s)
 {
-	cJSON *req = cJSON_CreateObject(), *resp = NULL;
-	char *socket_path = NULL;
-	int64_t window = 0;
+	struct fr_ipc_dump_req dq = {.session = name};
+	struct fr_ipc_dump_reply *reply = NULL;
+	cJSON *req = NULL, *resp = NULL;
+	char *socket_path = NULL, err[512];
 	int sock = -1, status = 1;
 
-	if (window_s && (fr_parse_duration(window_s, &window) < 0 || window < 1000000000LL ||
-			 window > 3600000000000LL)) {
+	if (window_s && (fr_parse_duration(window_s, &dq.window_ns) < 0 ||
+			 dq.window_ns < FR_IPC_DUMP_WINDOW_MIN_NS ||
+			 dq.window_ns > FR_IPC_DUMP_WINDOW_MAX_NS)) {
 		fprintf(stderr, "%s dump: --window: expected a duration of 1s..1h, got \"%s\"\n",
 			prog, window_s);
-		cJSON_Delete(req);
 		return EXIT_USAGE;
 	}
-	if (!req)
-		return 1;
-	cJSON_AddStringToObject(req, "req", "dump");
-	cJSON_AddStringToObject(req, "session", name);
-	if (window)
-		fr_ipc_add_int(req, "window_ns", window);
+	req = fr_ipc_dump_req_encode(&dq);
+	reply = malloc(sizeof(*reply));
 	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
-	if (!socket_path)
+	if (!req || !reply || !socket_path)
 		goto out;
 	sock = connect_daemon(socket_path);
 	if (sock < 0)
 		goto out;
 	if (call(sock, socket_path, req, -1, &resp) < 0)
 		goto out;
-	if (resp_error(resp)) {
-		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
+	if (resp_error(resp) || fr_ipc_dump_reply_decode(resp, reply, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, resp_error(resp) ? resp_error(resp) : err);
 		goto out;
 	}
-	printf("%s\n", str(resp, "path"));
+	printf("%s\n", reply->path);
 	status = 0;
 out:
 	if (sock >= 0)
 		close(sock);
 	cJSON_Delete(req);
 	cJSON_Delete(resp);
+	free(reply);
 	free(socket_path);
 	return status;
 }
