@@ -961,9 +961,7 @@ static int cmd_sessions(int argc, char **argv)
 	}
 	{
 		const cJSON *ev;
-		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "warnings"))
-			if (cJSON_IsString(ev))
-				fprintf(stderr, "%s: warning: %s\n", prog, ev->valuestring);
+
 		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "events")) {
 			if (strcmp(str(ev, "state"), "recording") != 0)
 				printf("recording: %s failed: %s\n", str(ev, "event"),
