@@ -157,7 +157,16 @@ out:
 	return status;
 }
 
-int fr_cmd_dump(int argc, char **argv)
+/* The options of flightrec dump. */
+struct dump_args {
+	struct fr_query_args q;
+	const char *ring_s, *session_s, *socket_s;
+	int info, json;
+};
+
+/* Parses and checks the options. Returns 0, or the exit status when the
+ * command is done (help, a usage error). */
+static int dump_parse(int argc, char **argv, struct dump_args *a)
 {
 	static const struct option longopts[] = {
 		FR_QUERY_LONGOPTS,
@@ -169,32 +178,20 @@ int fr_cmd_dump(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct fr_query_args q = {0};
-	const char *ring_s = NULL, *session_s = NULL, *socket_s = NULL;
-	struct fr_ring *ring = NULL;
-	struct fr_ring_stats st;
-	struct fr_profile_request req;
-	struct fr_profile_result res;
-	struct fr_uring *uring = NULL;
-	struct fr_uring_writer *w = NULL;
-	struct fr_cli_output out = {.fd = -1};
-	struct fr_cli_progress prog_line;
-	char *out_name = NULL;
-	char err[512];
-	int c, info = 0, json = 0, status = EXIT_USAGE, ret;
+	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		if ((ret = fr_query_opt("flightrec dump", c, optarg, &q)) == 1)
+		if ((ret = fr_query_opt("flightrec dump", c, optarg, &a->q)) == 1)
 			continue;
 		if (ret)
 			return ret;
 		switch (c) {
-		case FR_OPT_RING: ring_s = optarg; break;
-		case FR_OPT_INFO: info = 1; break;
-		case FR_OPT_JSON: json = 1; break;
-		case FR_OPT_SESSION: session_s = optarg; break;
-		case FR_OPT_SOCKET: socket_s = optarg; break;
-		case 'h': usage_dump(stdout); return 0;
+		case FR_OPT_RING: a->ring_s = optarg; break;
+		case FR_OPT_INFO: a->info = 1; break;
+		case FR_OPT_JSON: a->json = 1; break;
+		case FR_OPT_SESSION: a->session_s = optarg; break;
+		case FR_OPT_SOCKET: a->socket_s = optarg; break;
+		case 'h': usage_dump(stdout); return -1;
 		default: return fr_cli_bad_option("dump", argv);
 		}
 	}
@@ -203,101 +200,103 @@ int fr_cmd_dump(int argc, char **argv)
 			argv[optind], prog);
 		return EXIT_USAGE;
 	}
-	if (session_s) {
-		if (ring_s || info || json || q.from_s || q.to_s || q.out_s || q.npids || q.hz ||
-		    q.format || q.nevents || q.ncomms || q.cgroup[0]) {
-			fprintf(stderr, "%s dump: --session takes only --window and --socket (the "
-				"session says what to record and where the dump goes)\n", prog);
-			return EXIT_USAGE;
-		}
-		return dump_session(session_s, q.window_s, socket_s);
-	}
-	if (socket_s) {
+	return 0;
+}
+
+/* Checks that the options of a ring dump (not --session) go together.
+ * Returns 0 or EXIT_USAGE (after saying why). */
+static int dump_check(struct dump_args *a)
+{
+	struct fr_query_args *q = &a->q;
+
+	if (a->socket_s) {
 		fprintf(stderr, "%s dump: --socket goes with --session\n", prog);
 		return EXIT_USAGE;
 	}
-	if (!ring_s) {
+	if (!a->ring_s) {
 		fprintf(stderr, "%s dump: --ring FILE is required (the recorder's is "
 			"/var/lib/flightrec/ring)\n", prog);
 		return EXIT_USAGE;
 	}
-	if (json && !info) {
+	if (a->json && !a->info) {
 		fprintf(stderr, "%s dump: --json goes with --info\n", prog);
 		return EXIT_USAGE;
 	}
-	if (info && (q.window_s || q.from_s || q.to_s || q.out_s || q.npids || q.hz || q.format ||
-		     q.nevents || q.ncomms || q.cgroup[0])) {
+	if (a->info && (q->window_s || q->from_s || q->to_s || q->out_s || q->npids || q->hz ||
+			q->format || q->nevents || q->ncomms || q->cgroup[0])) {
 		fprintf(stderr, "%s dump: --info takes no window, output, pid, rate or format "
 			"options\n", prog);
 		return EXIT_USAGE;
 	}
-	if (!info && fr_query_finish("flightrec dump", &q))
+	if (!a->info && fr_query_finish("flightrec dump", q))
 		return EXIT_USAGE;
+	return 0;
+}
 
-	status = 1;
-	err[0] = '\0';
-	fr_cli_progress_start(&prog_line, "scanning the ring");
-	ret = fr_ring_open(&ring, ring_s, 0, 0, FR_RING_RDONLY, err, sizeof(err));
-	fr_cli_progress_stop(&prog_line);
-	if (ret < 0) {
-		fprintf(stderr, "%s dump: %s\n", prog, err[0] ? err : strerror(-ret));
-		return 1;
-	}
-	if (info) {
-		status = dump_info(ring, json);
-		goto out;
-	}
+/* The profile request of a ring dump: the window ends where the recording
+ * ends, not now (after a crash the interesting minutes are the last ones
+ * the ring holds). Returns 0, or 1 after saying why there is none. */
+static int dump_request(struct fr_ring *ring, const char *ring_s, const struct fr_query_args *q,
+			struct fr_profile_request *req)
+{
+	struct fr_ring_stats st;
+	char when[64];
 
 	fr_ring_get_stats(ring, &st);
 	if (!st.chunks) {
 		fprintf(stderr, "%s dump: %s holds no samples; nothing to write\n", prog, ring_s);
-		goto out;
+		return 1;
 	}
-	memset(&req, 0, sizeof(req));
-	if (q.window_s) {
-		/* The window ends where the recording ends, not now: after a crash
-		 * the interesting minutes are the last ones the ring holds. */
-		req.t1 = st.newest_ns + 1;
-		req.t0 = req.t1 - q.window;
+	memset(req, 0, sizeof(*req));
+	if (q->window_s) {
+		req->t1 = st.newest_ns + 1;
+		req->t0 = req->t1 - q->window;
 	} else {
-		req.t0 = q.from;
-		req.t1 = q.to_s ? q.to : st.newest_ns + 1;
-		if (req.t1 <= req.t0) {
-			char when[64];
+		req->t0 = q->from;
+		req->t1 = q->to_s ? q->to : st.newest_ns + 1;
+		if (req->t1 <= req->t0) {
 			fprintf(stderr, "%s dump: the ring's newest sample (%s) is before --from\n",
 				prog, fr_format_time(st.newest_ns, when, sizeof(when)));
-			goto out;
+			return 1;
 		}
 	}
-	req.npids = q.npids;
-	memcpy(req.pids, q.pids, sizeof(req.pids));
-	req.nevents = q.nevents;
-	memcpy(req.events, q.events, sizeof(req.events));
-	req.ncomms = q.ncomms;
-	memcpy(req.comms, q.comms, sizeof(req.comms));
-	memcpy(req.cgroup, q.cgroup, sizeof(req.cgroup));
-	req.children = q.children;
-	req.hz = (uint32_t)q.hz;
-	req.format = q.format;
-	req.version = FR_VERSION;
+	req->npids = q->npids;
+	memcpy(req->pids, q->pids, sizeof(req->pids));
+	req->nevents = q->nevents;
+	memcpy(req->events, q->events, sizeof(req->events));
+	req->ncomms = q->ncomms;
+	memcpy(req->comms, q->comms, sizeof(req->comms));
+	memcpy(req->cgroup, q->cgroup, sizeof(req->cgroup));
+	req->children = q->children;
+	req->hz = (uint32_t)q->hz;
+	req->format = q->format;
+	req->version = FR_VERSION;
+	return 0;
+}
 
-	if (!q.out_s) {
-		out_name = fr_cli_default_output_name(q.format);
-		if (!out_name)
-			goto out;
-		q.out_s = out_name;
-	}
-	w = malloc(sizeof(*w));
+/* Writes the profile of `req` to `path` (atomically, for a file) and says
+ * what it holds. Returns 0, or 1 after saying why not. */
+static int dump_write(struct fr_ring *ring, const struct fr_profile_request *req,
+		      const char *path)
+{
+	struct fr_cli_output out = {.fd = -1};
+	struct fr_cli_progress prog_line;
+	struct fr_profile_result res;
+	struct fr_uring *uring = NULL;
+	struct fr_uring_writer *w = malloc(sizeof(*w));
+	char err[512] = "";
+	int ret, status = 1;
+
 	ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
 	if (ret < 0) {
 		fprintf(stderr, "%s dump: cannot set up the output: %s\n", prog, strerror(-ret));
 		goto out;
 	}
-	if (fr_cli_output_open(&out, q.out_s) < 0)
+	if (fr_cli_output_open(&out, path) < 0)
 		goto out;
 	fr_uring_writer_init(w, uring, out.fd);
 	fr_cli_progress_start(&prog_line, "building the profile");
-	ret = fr_profile_write(ring, &req, fr_uring_writer_write, w, &res, err, sizeof(err));
+	ret = fr_profile_write(ring, req, fr_uring_writer_write, w, &res, err, sizeof(err));
 	fr_cli_progress_stop(&prog_line);
 	if (ret == 0)
 		ret = fr_uring_writer_flush(w);
@@ -310,13 +309,69 @@ int fr_cmd_dump(int argc, char **argv)
 		goto out;
 	if (res.warning[0])
 		fprintf(stderr, "%s: warning: %s\n", prog, res.warning);
-	fr_cli_print_summary(q.out_s, res.samples_kept, res.stacks, req.t0, req.t1, res.hz, w->written);
-	if (out_name)
-		printf("%s\n", out_name);
+	fr_cli_print_summary(path, res.samples_kept, res.stacks, req->t0, req->t1, res.hz,
+			     w->written);
 	status = 0;
 out:
 	fr_uring_close(uring);
 	free(w);
+	return status;
+}
+
+int fr_cmd_dump(int argc, char **argv)
+{
+	struct dump_args a;
+	struct fr_query_args *q = &a.q;
+	struct fr_ring *ring = NULL;
+	struct fr_profile_request *req = NULL;
+	struct fr_cli_progress prog_line;
+	char *out_name = NULL;
+	char err[512];
+	int status, ret;
+
+	memset(&a, 0, sizeof(a));
+	status = dump_parse(argc, argv, &a);
+	if (status)
+		return status < 0 ? 0 : status;
+	if (a.session_s) {
+		if (a.ring_s || a.info || a.json || q->from_s || q->to_s || q->out_s || q->npids ||
+		    q->hz || q->format || q->nevents || q->ncomms || q->cgroup[0]) {
+			fprintf(stderr, "%s dump: --session takes only --window and --socket (the "
+				"session says what to record and where the dump goes)\n", prog);
+			return EXIT_USAGE;
+		}
+		return dump_session(a.session_s, q->window_s, a.socket_s);
+	}
+	if (dump_check(&a))
+		return EXIT_USAGE;
+
+	err[0] = '\0';
+	fr_cli_progress_start(&prog_line, "scanning the ring");
+	ret = fr_ring_open(&ring, a.ring_s, 0, 0, FR_RING_RDONLY, err, sizeof(err));
+	fr_cli_progress_stop(&prog_line);
+	if (ret < 0) {
+		fprintf(stderr, "%s dump: %s\n", prog, err[0] ? err : strerror(-ret));
+		return 1;
+	}
+	status = 1;
+	if (a.info) {
+		status = dump_info(ring, a.json);
+		goto out;
+	}
+	req = malloc(sizeof(*req));
+	if (!req || dump_request(ring, a.ring_s, q, req))
+		goto out;
+	if (!q->out_s) {
+		out_name = fr_cli_default_output_name(q->format);
+		if (!out_name)
+			goto out;
+		q->out_s = out_name;
+	}
+	status = dump_write(ring, req, q->out_s);
+	if (status == 0 && out_name)
+		printf("%s\n", out_name);
+out:
+	free(req);
 	free(out_name);
 	fr_ring_close(ring);
 	return status;
