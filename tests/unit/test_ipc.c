@@ -420,6 +420,30 @@ static cJSON *handler(void *arg, const char *cmd, const cJSON *req, int fd,
 	return fr_ipc_error("unknown request \"%s\"", cmd);
 }
 
+/* Opens a server at tmpdir/`name` with `max_clients` slots, answered by
+ * handler() counting into *calls, and starts it; `path` receives the
+ * socket's path. Returns the server, or NULL after a failed check. */
+static struct fr_ipc_server *start_server(const char *name, unsigned max_clients, int *calls,
+					  char *path, size_t pathlen)
+{
+	struct fr_ipc_server *s = NULL;
+	char err[256] = "";
+	int ret;
+
+	snprintf(path, pathlen, "%s/%s", tmpdir, name);
+	ret = fr_ipc_server_open(&s, path, max_clients, handler, calls, err, sizeof(err));
+	CHECK(ret == 0, "open %s: %d %s", name, ret, err);
+	if (ret < 0)
+		return NULL;
+	ret = fr_ipc_server_start(s);
+	CHECK(ret == 0, "start %s: %d", name, ret);
+	if (ret < 0) {
+		fr_ipc_server_close(s);
+		return NULL;
+	}
+	return s;
+}
+
 static cJSON *call(int sock, const char *cmd, int pass_fd)
 {
 	cJSON *req = cJSON_CreateObject(), *resp = NULL;
@@ -664,16 +688,13 @@ static void test_stale_and_foreign(void)
 static void test_client_limit(void)
 {
 	struct fr_ipc_server *s = NULL;
-	char path[256], err[256];
+	char path[256];
 	cJSON *resp;
 	int calls = 0, a, b, ret;
 
-	snprintf(path, sizeof(path), "%s/limit.sock", tmpdir);
-	ret = fr_ipc_server_open(&s, path, 1, handler, &calls, err, sizeof(err));
-	CHECK(ret == 0, "open: %d %s", ret, err);
-	if (ret < 0)
+	s = start_server("limit.sock", 1, &calls, path, sizeof(path));
+	if (!s)
 		return;
-	CHECK(fr_ipc_server_start(s) == 0, "start");
 
 	a = fr_ipc_connect(path);
 	resp = call(a, "echo", -1); /* the first client's thread now runs */
@@ -713,16 +734,13 @@ static void test_client_limit(void)
 static void test_hold(void)
 {
 	struct fr_ipc_server *s = NULL;
-	char path[256], err[256];
+	char path[256];
 	cJSON *resp;
-	int calls = 0, a, b, ret;
+	int calls = 0, a, b;
 
-	snprintf(path, sizeof(path), "%s/hold.sock", tmpdir);
-	ret = fr_ipc_server_open(&s, path, 4, handler, &calls, err, sizeof(err));
-	CHECK(ret == 0, "open: %d %s", ret, err);
-	if (ret < 0)
+	s = start_server("hold.sock", 4, &calls, path, sizeof(path));
+	if (!s)
 		return;
-	CHECK(fr_ipc_server_start(s) == 0, "start");
 
 	a = fr_ipc_connect(path);
 	b = fr_ipc_connect(path);
@@ -899,16 +917,13 @@ static void test_slow_request_dropped(void)
 {
 	struct fr_ipc_server *s = NULL;
 	unsigned char hdr[4] = {0, 4, 0, 0}; /* a 1 KiB frame that never completes */
-	char path[256], err[256];
+	char path[256];
 	cJSON *resp = NULL;
-	int calls = 0, fd, ret, got = 0;
+	int calls = 0, fd, got = 0;
 
-	snprintf(path, sizeof(path), "%s/slow.sock", tmpdir);
-	ret = fr_ipc_server_open(&s, path, 4, handler, &calls, err, sizeof(err));
-	CHECK(ret == 0, "open: %d %s", ret, err);
-	if (ret < 0)
+	s = start_server("slow.sock", 4, &calls, path, sizeof(path));
+	if (!s)
 		return;
-	CHECK(fr_ipc_server_start(s) == 0, "start");
 	fd = fr_ipc_connect(path);
 	CHECK(fd >= 0, "connect: %d", fd);
 	/* Bounded: 60 bytes, 30 s; the deadline is 5 s from the first. */
@@ -939,16 +954,13 @@ static void test_slow_request_dropped(void)
 static void test_status_slot(void)
 {
 	struct fr_ipc_server *s = NULL;
-	char path[256], err[256];
+	char path[256];
 	cJSON *resp;
-	int calls = 0, a, b, c, ret;
+	int calls = 0, a, b, c;
 
-	snprintf(path, sizeof(path), "%s/status.sock", tmpdir);
-	ret = fr_ipc_server_open(&s, path, 3, handler, &calls, err, sizeof(err));
-	CHECK(ret == 0, "open: %d %s", ret, err);
-	if (ret < 0)
+	s = start_server("status.sock", 3, &calls, path, sizeof(path));
+	if (!s)
 		return;
-	CHECK(fr_ipc_server_start(s) == 0, "start");
 
 	/* Two ordinary slots, taken (each answered once, so its thread runs). */
 	a = fr_ipc_connect(path);
