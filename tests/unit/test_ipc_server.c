@@ -552,6 +552,44 @@ static void test_slow_request_dropped(void)
 	fr_ipc_server_close(s);
 }
 
+/* Regression: a connection holding state (a follow) that timed out was
+ * told "no complete request within 5 s" although it may wait over an hour
+ * between requests; the answer names both bounds that applied. */
+static void test_follow_timeout_names_bounds(void)
+{
+	struct fr_ipc_server *s = NULL;
+	unsigned char hdr[4] = {0, 4, 0, 0}; /* a 1 KiB frame that never completes */
+	char path[256];
+	cJSON *resp = NULL;
+	int calls = 0, fd, got = 0;
+
+	s = start_server("follow.sock", 4, &calls, path, sizeof(path));
+	if (!s)
+		return;
+	fd = fr_ipc_connect(path);
+	CHECK(fd >= 0, "connect: %d", fd);
+	resp = fd >= 0 ? call(fd, "hold", -1) : NULL;
+	CHECK(resp && is_ok(resp), "hold refused");
+	cJSON_Delete(resp);
+	resp = NULL;
+	/* Bounded: 60 bytes, 30 s; the frame's deadline is 5 s. */
+	for (int i = 0; fd >= 0 && i < 60 && !got; i++) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+		send(fd, i < 4 ? (const void *)&hdr[i] : "x", 1, MSG_NOSIGNAL);
+		got = poll(&pfd, 1, 500) > 0;
+	}
+	CHECK(got, "the server kept a holding connection's trickling request open for 30 s");
+	if (got) {
+		CHECK(fr_ipc_recv_json(fd, &resp, NULL) == 0, "no reply before the close");
+		check_error(resp, "no request within 3660 s (or not whole within 5 s of its first "
+			    "byte); closing the connection", "holding connection's timeout");
+	}
+	if (fd >= 0)
+		close(fd);
+	fr_ipc_server_close(s);
+}
+
 /* With every other slot taken, one more client still gets in for status
  * (and only status), so an operator can see what holds the daemon. */
 static void test_status_slot(void)
@@ -620,6 +658,7 @@ int main(void)
 	test_hold();
 	test_share();
 	test_slow_request_dropped();
+	test_follow_timeout_names_bounds();
 	test_status_slot();
 
 	{
