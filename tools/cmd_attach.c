@@ -257,6 +257,34 @@ static int follow(int sock, const char *socket_path, const struct fr_query_args 
 	return incomplete;
 }
 
+/* Checks the options of attach --follow: a --window (each profile's
+ * length) the recorder waits for, and a directory to write into. Returns
+ * 0 or EXIT_USAGE (after saying why). */
+static int follow_check(const struct fr_query_args *q)
+{
+	struct stat st;
+	const char *dir = q->out_s ? q->out_s : ".";
+
+	if (!q->window_s) {
+		fprintf(stderr, "%s attach: --follow takes --window DURATION (the length of "
+			"each profile), not --from/--to\n", prog);
+		return EXIT_USAGE;
+	}
+	/* The recorder waits at most this long (plus a minute) for a
+	 * follower's next request. */
+	if (q->window > FR_IPC_FOLLOW_WINDOW_MAX_NS) {
+		fprintf(stderr, "%s attach: --follow takes a --window of at most 1h, got "
+			"\"%s\"\n", prog, q->window_s);
+		return EXIT_USAGE;
+	}
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s attach: --follow writes one file per window into a "
+			"directory; %s is not a directory\n", prog, dir);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 int fr_cmd_attach(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -303,28 +331,8 @@ int fr_cmd_attach(int argc, char **argv)
 			"got \"%s\"\n", prog, count_s);
 		return EXIT_USAGE;
 	}
-	if (follow_mode) {
-		struct stat st;
-		const char *dir = q.out_s ? q.out_s : ".";
-
-		if (!q.window_s) {
-			fprintf(stderr, "%s attach: --follow takes --window DURATION (the length of "
-				"each profile), not --from/--to\n", prog);
-			return EXIT_USAGE;
-		}
-		/* The recorder waits at most this long (plus a minute) for a
-		 * follower's next request. */
-		if (q.window > FR_IPC_FOLLOW_WINDOW_MAX_NS) {
-			fprintf(stderr, "%s attach: --follow takes a --window of at most 1h, got "
-				"\"%s\"\n", prog, q.window_s);
-			return EXIT_USAGE;
-		}
-		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "%s attach: --follow writes one file per window into a "
-				"directory; %s is not a directory\n", prog, dir);
-			return EXIT_USAGE;
-		}
-	}
+	if (follow_mode && follow_check(&q))
+		return EXIT_USAGE;
 
 	status = 1;
 	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
