@@ -124,7 +124,7 @@ struct fr_config {
 	uint64_t segment_size;
 	int64_t sync_ns;       /* < 0: never fdatasync */
 	int64_t max_age_ns;    /* > 0: samples older than this are dropped */
-	char *socket_path;     /* NULL: the default runtime directory */
+	char *socket_path;     /* NULL: fr_ipc_default_socket(), ipc/paths.h */
 	int has_socket_group;  /* socket 0660 root:socket_gid; else 0600 */
 	uint32_t socket_gid;
 	int has_admin_group;   /* members of admin_gid are treated like root */

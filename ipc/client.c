@@ -15,30 +15,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "ipc/paths.h"
 #include "ipc/proto.h"
 
 #define RECV_TIMEOUT_S 120
-
-char *fr_ipc_default_socket(void)
-{
-	const char *xdg;
-	char *path = NULL;
-
-	if (geteuid() == 0)
-		return strdup("/run/flightrec/flightrec.sock");
-
-	/* XDG_RUNTIME_DIR must be absolute to be used at all (basedir
-	 * specification); a relative one would depend on the cwd. */
-	xdg = getenv("XDG_RUNTIME_DIR");
-	if (xdg && xdg[0] == '/') {
-		if (asprintf(&path, "%s/flightrec.sock", xdg) < 0)
-			return NULL;
-		return path;
-	}
-	if (asprintf(&path, "/tmp/flightrec-%u/flightrec.sock", (unsigned)geteuid()) < 0)
-		return NULL;
-	return path;
-}
 
 char *fr_ipc_client_socket_path(void)
 {

@@ -5,14 +5,9 @@
 #include <cjson/cJSON.h>
 
 /* The socket path a client uses when none is given: $FLIGHTREC_SOCKET,
- * else the daemon's default (see fr_ipc_default_socket). Returns a
+ * else the daemon's default (fr_ipc_default_socket(), ipc/paths.h). Returns a
  * malloc'd string. */
 char *fr_ipc_client_socket_path(void);
-
-/* The daemon's default socket path: /run/flightrec/flightrec.sock for
- * root, $XDG_RUNTIME_DIR/flightrec.sock (or /tmp/flightrec-UID/...)
- * otherwise. Returns a malloc'd string. */
-char *fr_ipc_default_socket(void);
 
 /* Connects to the daemon. Returns the socket fd (O_CLOEXEC) or -errno:
  * -ENOENT / -ECONNREFUSED when no daemon listens at `path`. */

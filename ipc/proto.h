@@ -10,7 +10,10 @@
  * JSON object, is a protocol error: the receiver answers with an error
  * (when it can) and closes the connection.
  *
- * REQUESTS carry "v" (FR_IPC_VERSION) and "req" (the command):
+ * REQUESTS carry "v" (FR_IPC_VERSION) and "req" (the command). The
+ * members of attach, consume and dump and of their replies are typed,
+ * encoded and decoded in ipc/msg.h, which documents them field by field;
+ * in short:
  *
  *   {"v":1, "req":"status"}
  *   {"v":1, "req":"sessions"}   -> {"ok":true, "sessions":[{"name", "events":
@@ -83,7 +86,9 @@
  * LIMITS. A request must start within 5 s of the connection (or of the
  * previous reply) and arrive whole within 5 s of its first byte, else the
  * daemon answers {"ok":false,"error":"no complete request within 5 s; ..."}
- * and closes. When all connection slots but one are taken, the last
+ * and closes. A connection that holds rates (consume) may wait
+ * FR_IPC_FOLLOW_WINDOW_MAX_NS plus a minute for its next request; its
+ * timeout answer names that bound. When all connection slots but one are taken, the last
  * answers only "status" (anything else: "busy: all N client slots are in
  * use ..."). An attach that finds no query memory within 30 s is answered
  * "attach: busy: ... retry later"; one whose output (a pipe or socket)
@@ -103,6 +108,11 @@
 
 #define FR_IPC_VERSION 1
 #define FR_IPC_MAX_FRAME (64 * 1024)
+
+/* The longest window a follow (a connection holding rates) may ask for
+ * at a time: the server waits this long plus a minute for its next
+ * request, and the CLI refuses a longer --follow --window. */
+#define FR_IPC_FOLLOW_WINDOW_MAX_NS (3600LL * 1000000000LL)
 
 /* Sends one frame holding `len` bytes of `json`, with `pass_fd` attached
  * when >= 0. Retries on EINTR, loops over short writes. Returns 0, -EMSGSIZE

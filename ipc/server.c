@@ -152,12 +152,61 @@ static int clear_stale(const struct sockaddr_un *addr, const char *path, char *e
 	return 0;
 }
 
+/* Binds the listening socket of `s` at `path` (mode 0600 from the start)
+ * and listens. Returns 0, or -errno with a message in `err`; a socket file
+ * it bound is removed again (never a file that replaced it). */
+static int bind_listen(struct fr_ipc_server *s, const struct sockaddr_un *addr, const char *path,
+		       char *err, size_t errlen)
+{
+	struct stat st;
+	int ret;
+
+	/* The socket file takes its mode from the socket inode, masked by
+	 * the umask, at bind time. Setting the inode to 0600 first means
+	 * the file never exists with wider permissions, without touching the
+	 * process-wide umask that other threads rely on. */
+	if (fchmod(s->listen_fd, 0600) < 0) {
+		ret = -errno;
+		fr_set_err(err, errlen, "cannot set the socket mode: %s", strerror(errno));
+		return ret;
+	}
+	if (bind(s->listen_fd, (const struct sockaddr *)addr, sizeof(*addr)) < 0) {
+		ret = -errno;
+		if (ret == -EADDRINUSE)
+			fr_set_err(err, errlen, "another flightrecd is already listening at %s", path);
+		else
+			fr_set_err(err, errlen, "cannot bind %s: %s", path, strerror(errno));
+		return ret;
+	}
+	/* Never through a symlink put at the path since bind. */
+	if (fchmodat(AT_FDCWD, path, 0600, AT_SYMLINK_NOFOLLOW) < 0 || lstat(path, &st) < 0) {
+		ret = -errno;
+		fr_set_err(err, errlen, "cannot set the mode of %s: %s", path, strerror(errno));
+		goto err_unlink;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		fr_set_err(err, errlen, "%s was replaced right after it was created", path);
+		return -EEXIST;
+	}
+	s->sock_dev = st.st_dev;
+	s->sock_ino = st.st_ino;
+	if (listen(s->listen_fd, LISTEN_BACKLOG) < 0) {
+		ret = -errno;
+		fr_set_err(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+		goto err_unlink;
+	}
+	return 0;
+
+err_unlink:
+	unlink(path);
+	return ret;
+}
+
 int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned max_clients,
 		       fr_ipc_handler handler, void *arg, char *err, size_t errlen)
 {
 	struct fr_ipc_server *s;
 	struct sockaddr_un addr;
-	struct stat st;
 	int ret;
 
 	*out = NULL;
@@ -222,47 +271,13 @@ int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned ma
 		goto err_fds;
 	}
 
-	/* The socket file takes its mode from the socket inode, masked by
-	 * the umask, at bind time. Setting the inode to 0600 first means
-	 * the file never exists with wider permissions, without touching the
-	 * process-wide umask that other threads rely on. */
-	if (fchmod(s->listen_fd, 0600) < 0) {
-		ret = -errno;
-		fr_set_err(err, errlen, "cannot set the socket mode: %s", strerror(errno));
+	ret = bind_listen(s, &addr, path, err, errlen);
+	if (ret < 0)
 		goto err_fds;
-	}
-	if (bind(s->listen_fd, (const struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		ret = -errno;
-		if (ret == -EADDRINUSE)
-			fr_set_err(err, errlen, "another flightrecd is already listening at %s", path);
-		else
-			fr_set_err(err, errlen, "cannot bind %s: %s", path, strerror(errno));
-		goto err_fds;
-	}
-	/* Never through a symlink put at the path since bind. */
-	if (fchmodat(AT_FDCWD, path, 0600, AT_SYMLINK_NOFOLLOW) < 0 || lstat(path, &st) < 0) {
-		ret = -errno;
-		fr_set_err(err, errlen, "cannot set the mode of %s: %s", path, strerror(errno));
-		goto err_unlink;
-	}
-	if (!S_ISSOCK(st.st_mode)) {
-		ret = -EEXIST;
-		fr_set_err(err, errlen, "%s was replaced right after it was created", path);
-		goto err_fds;
-	}
-	s->sock_dev = st.st_dev;
-	s->sock_ino = st.st_ino;
-	if (listen(s->listen_fd, LISTEN_BACKLOG) < 0) {
-		ret = -errno;
-		fr_set_err(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
-		goto err_unlink;
-	}
 
 	*out = s;
 	return 0;
 
-err_unlink:
-	unlink(path);
 err_fds:
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
@@ -381,6 +396,22 @@ static void describe_version(const cJSON *v, char *buf, size_t len)
 	cJSON_free(text);
 }
 
+/* The answer to a connection whose request did not come in time. A
+ * connection holding state (a follow) waits up to FOLLOW_WAIT_NS for a
+ * request to start, any other REQUEST_WAIT_NS; either has REQUEST_FRAME_NS
+ * from the first byte to finish it. The message names the bounds that
+ * applied, not a fixed 5 s. */
+static cJSON *timeout_error(bool holding)
+{
+	if (!holding && REQUEST_WAIT_NS == REQUEST_FRAME_NS)
+		return fr_ipc_error("no complete request within %lld s; closing the connection",
+				    (long long)(REQUEST_FRAME_NS / 1000000000LL));
+	return fr_ipc_error("no request within %lld s (or not whole within %lld s of its first "
+			    "byte); closing the connection",
+			    (long long)((holding ? FOLLOW_WAIT_NS : REQUEST_WAIT_NS) / 1000000000LL),
+			    (long long)(REQUEST_FRAME_NS / 1000000000LL));
+}
+
 /* Answers requests on one connection until the peer goes away, sends
  * something malformed, or the server shuts the socket down. Returns
  * nothing; the caller closes the socket. */
@@ -400,9 +431,7 @@ static void serve(struct conn *c)
 		if (ret == -ETIMEDOUT) {
 			fr_log_debug("client pid %d: no whole request in time; closing",
 				     (int)c->peer.pid);
-			reply(c->fd, fr_ipc_error("no complete request within %lld s; closing the "
-						  "connection",
-						  (long long)(REQUEST_FRAME_NS / 1000000000LL)));
+			reply(c->fd, timeout_error(c->peer.hold != NULL));
 			return;
 		}
 		if (ret == -EMSGSIZE || ret == -EBADMSG) {

@@ -2,7 +2,7 @@
  * connection (bounded), request dispatch.
  *
  * Each accepted connection gets its own thread, so a slow or dead client
- * costs only its own request. A request must arrive whole within 5 s (see
+ * costs only its own request. A request must arrive whole in time (see
  * ipc/server.c for the deadlines), and the last slot is kept for status.
  */
 #ifndef FR_IPC_SERVER_H
@@ -45,11 +45,6 @@ int fr_ipc_peer_gone(void *peer);
  * frees; NULL means out of memory. Runs on the connection's thread. */
 typedef cJSON *(*fr_ipc_handler)(void *arg, const char *cmd, const cJSON *req, int fd,
 				 struct fr_ipc_peer *peer);
-
-/* The longest window a follow (a connection holding rates) may ask for
- * at a time: the server waits this long plus a minute for its next
- * request. */
-#define FR_IPC_FOLLOW_WINDOW_MAX_NS (3600LL * 1000000000LL)
 
 struct fr_ipc_server;
 

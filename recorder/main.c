@@ -12,7 +12,7 @@
 #include "core/parse.h"
 #include "core/sample.h"
 #include "fr_version.h"
-#include "ipc/client.h"
+#include "ipc/paths.h"
 #include "recorder/daemon.h"
 
 static void usage(FILE *f)
@@ -27,7 +27,7 @@ static void usage(FILE *f)
 		"  --ring PATH         ring file (default /var/lib/flightrec/ring as root,\n"
 		"                      else $XDG_STATE_HOME/flightrec/ring)\n"
 		"  --ring-size SIZE    ring size for a new ring, e.g. 256MiB (default 256MiB)\n"
-		"  --socket PATH       control socket (default /run/flightrec/flightrec.sock\n"
+		"  --socket PATH       control socket (default " FR_IPC_SYSTEM_SOCKET "\n"
 		"                      as root, else $XDG_RUNTIME_DIR/flightrec.sock)\n"
 		"  --hz N              cpu samples per second per CPU (default 99)\n"
 		"  -v, --verbose       log more (repeat for debug)\n"

@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "core/parse.h"
 #include "fr_version.h"
+#include "ipc/msg.h"
 #include "ipc/proto.h"
 #include "recorder/dumps.h"
 
@@ -109,146 +110,6 @@ static cJSON *handle_status(struct daemon *d)
 		cJSON_AddItemToObject(r, "ring", ring);
 	}
 	return r;
-}
-
-/* Reads an integer member; returns 1 if present and valid, 0 if absent,
- * -1 (with an error response built) if present and not an integer. */
-static int get_int(const cJSON *req, const char *cmd, const char *key, int64_t min, int64_t max,
-		   int64_t *out, cJSON **error)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
-
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble) {
-		*error = fr_ipc_error("%s: \"%s\" must be an integer", cmd, key);
-		return -1;
-	}
-	if (v->valuedouble < (double)min || v->valuedouble > (double)max) {
-		*error = fr_ipc_error("%s: \"%s\" must be %lld..%lld, got %.0f", cmd, key,
-				      (long long)min, (long long)max, v->valuedouble);
-		return -1;
-	}
-	*out = (int64_t)v->valuedouble;
-	return 1;
-}
-
-/* Reads "events" (an array of event names; absent: cpu) into ids.
- * Returns the count, or -1 with an error response built. */
-static int get_events(const cJSON *req, const char *cmd, uint32_t *ids, cJSON **error)
-{
-	const cJSON *events = cJSON_GetObjectItemCaseSensitive(req, "events"), *e;
-	int n = 0;
-
-	if (!events || cJSON_IsNull(events)) {
-		ids[0] = FR_EVENT_CPU;
-		return 1;
-	}
-	if (!cJSON_IsArray(events) || cJSON_GetArraySize(events) == 0) {
-		*error = fr_ipc_error("%s: \"events\" must be a non-empty array of event names", cmd);
-		return -1;
-	}
-	cJSON_ArrayForEach(e, events) {
-		int64_t id = cJSON_IsString(e) ? fr_event_lookup(e->valuestring) : -ENOENT;
-
-		if (id < 0) {
-			*error = fr_ipc_error("%s: unknown event %s%s%s (accepted: " FR_EVENT_NAMES ")",
-					      cmd, cJSON_IsString(e) ? "\"" : "",
-					      cJSON_IsString(e) ? e->valuestring : "(not a string)",
-					      cJSON_IsString(e) ? "\"" : "");
-			return -1;
-		}
-		for (int i = 0; i < n; i++) {
-			if (ids[i] == (uint32_t)id) {
-				*error = fr_ipc_error("%s: event \"%s\" is listed twice", cmd,
-						      e->valuestring);
-				return -1;
-			}
-		}
-		if (n == FR_PROFILE_MAX_EVENTS) {
-			*error = fr_ipc_error("%s: at most %d events per request", cmd,
-					      FR_PROFILE_MAX_EVENTS);
-			return -1;
-		}
-		ids[n++] = (uint32_t)id;
-	}
-	return n;
-}
-
-/* Reads the targets of a request ("pids", "comm", "cgroup") into `preq`.
- * Returns 0, or -1 with an error response built. */
-static int get_targets(const cJSON *req, const char *cmd, struct fr_profile_request *preq,
-		       cJSON **error)
-{
-	const cJSON *pids = cJSON_GetObjectItemCaseSensitive(req, "pids"), *p;
-	const cJSON *comm = cJSON_GetObjectItemCaseSensitive(req, "comm");
-	const cJSON *cgroup = cJSON_GetObjectItemCaseSensitive(req, "cgroup");
-	const cJSON *children = cJSON_GetObjectItemCaseSensitive(req, "children");
-
-	if (pids && !cJSON_IsNull(pids)) {
-		if (!cJSON_IsArray(pids)) {
-			*error = fr_ipc_error("%s: \"pids\" must be an array of process ids", cmd);
-			return -1;
-		}
-		cJSON_ArrayForEach(p, pids) {
-			if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > INT32_MAX ||
-			    p->valuedouble != (double)(int64_t)p->valuedouble) {
-				*error = fr_ipc_error("%s: \"pids\" must hold positive process ids",
-						      cmd);
-				return -1;
-			}
-			if (preq->npids == FR_PROFILE_MAX_PIDS) {
-				*error = fr_ipc_error("%s: at most %d pids per request", cmd,
-						      FR_PROFILE_MAX_PIDS);
-				return -1;
-			}
-			preq->pids[preq->npids++] = (uint32_t)p->valuedouble;
-		}
-	}
-	if (comm && !cJSON_IsNull(comm)) {
-		if (!cJSON_IsArray(comm)) {
-			*error = fr_ipc_error("%s: \"comm\" must be an array of command names", cmd);
-			return -1;
-		}
-		cJSON_ArrayForEach(p, comm) {
-			if (!cJSON_IsString(p) || !p->valuestring[0] ||
-			    strlen(p->valuestring) >= FR_PROFILE_COMM_MAX) {
-				*error = fr_ipc_error("%s: \"comm\" must hold command names of 1..%d "
-						      "characters (as the kernel keeps them)", cmd,
-						      FR_PROFILE_COMM_MAX - 1);
-				return -1;
-			}
-			if (preq->ncomms == FR_PROFILE_MAX_COMMS) {
-				*error = fr_ipc_error("%s: at most %d command names per request", cmd,
-						      FR_PROFILE_MAX_COMMS);
-				return -1;
-			}
-			snprintf(preq->comms[preq->ncomms++], FR_PROFILE_COMM_MAX, "%s",
-				 p->valuestring);
-		}
-	}
-	if (children && !cJSON_IsNull(children)) {
-		if (!cJSON_IsBool(children)) {
-			*error = fr_ipc_error("%s: \"children\" must be true or false", cmd);
-			return -1;
-		}
-		preq->children = cJSON_IsTrue(children);
-		if (preq->children && !preq->npids) {
-			*error = fr_ipc_error("%s: \"children\" goes with \"pids\"", cmd);
-			return -1;
-		}
-	}
-	if (cgroup && !cJSON_IsNull(cgroup)) {
-		if (!cJSON_IsString(cgroup) || cgroup->valuestring[0] != '/' ||
-		    strlen(cgroup->valuestring) >= FR_PROFILE_CGROUP_MAX) {
-			*error = fr_ipc_error("%s: \"cgroup\" must be a cgroup v2 path like "
-					      "\"/system.slice/nginx.service\" (at most %d characters)",
-					      cmd, FR_PROFILE_CGROUP_MAX - 1);
-			return -1;
-		}
-		snprintf(preq->cgroup, sizeof(preq->cgroup), "%s", cgroup->valuestring);
-	}
-	return 0;
 }
 
 /* For a window query: every event must be recordable. An event that is
@@ -367,6 +228,21 @@ static void release_query(struct daemon *d, int has_uid, int64_t reserved)
 	malloc_trim(0);
 }
 
+/* Copies what a decoded attach request selects into `preq`. */
+static void attach_select(const struct fr_ipc_attach_req *ar, struct fr_profile_request *preq)
+{
+	preq->nevents = ar->nevents;
+	memcpy(preq->events, ar->events, sizeof(preq->events));
+	preq->npids = ar->npids;
+	memcpy(preq->pids, ar->pids, sizeof(preq->pids));
+	preq->ncomms = ar->ncomms;
+	memcpy(preq->comms, ar->comms, sizeof(preq->comms));
+	memcpy(preq->cgroup, ar->cgroup, sizeof(preq->cgroup));
+	preq->children = ar->children;
+	preq->format = ar->format;
+	preq->hz = ar->hz;
+}
+
 /* Reads an attach request into `preq`: the window (ending now, or from/to),
  * the rate, targets, events and format. `warn` may receive a note for the
  * user. Returns 0, or -1 with an error reply in *error. */
@@ -374,57 +250,44 @@ static int attach_parse(struct daemon *d, const cJSON *req, int privileged,
 			struct fr_profile_request *preq, char *warn, size_t warnlen, cJSON **error)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
-	int64_t window = 0, from = 0, to = 0, hz = 0, now = fr_now_real_ns();
-	int has_window, has_from, has_to, n;
-	const cJSON *format;
-	char buf[64];
+	int64_t now = fr_now_real_ns();
+	struct fr_ipc_attach_req *ar = malloc(sizeof(*ar));
+	char buf[64], err[512];
+	int ret = -1;
 
-	if ((has_window = get_int(req, "attach", "window_ns", 1, INT64_MAX, &window, error)) < 0 ||
-	    (has_from = get_int(req, "attach", "from_ns", 0, INT64_MAX, &from, error)) < 0 ||
-	    (has_to = get_int(req, "attach", "to_ns", 0, INT64_MAX, &to, error)) < 0 ||
-	    get_int(req, "attach", "hz", 0, INT32_MAX, &hz, error) < 0)
-		return -1;
-	if (hz > max_rate) {
-		*error = fr_ipc_error("attach: a rate of %lld Hz is above this recorder's limit of "
-				      "%u Hz (limits.max_rate_hz)", (long long)hz, max_rate);
+	if (!ar) {
+		*error = fr_ipc_error("attach: out of memory");
 		return -1;
 	}
-	if (has_window) {
+	if (fr_ipc_attach_req_decode(req, ar, err, sizeof(err)) < 0) {
+		*error = fr_ipc_error("%s", err);
+		goto out;
+	}
+	if (ar->hz > max_rate) {
+		*error = fr_ipc_error("attach: a rate of %lld Hz is above this recorder's limit of "
+				      "%u Hz (limits.max_rate_hz)", (long long)ar->hz, max_rate);
+		goto out;
+	}
+	if (ar->window_ns) {
 		preq->t1 = now;
-		preq->t0 = now - window;
-	} else if (has_from) {
-		preq->t0 = from;
-		preq->t1 = has_to ? to : now;
+		preq->t0 = now - ar->window_ns;
+	} else {
+		preq->t0 = ar->from_ns;
+		preq->t1 = ar->has_to ? ar->to_ns : now;
 		if (preq->t1 <= preq->t0) {
 			*error = fr_ipc_error("attach: the window ends (%s) before it starts",
 					      fr_format_time(preq->t1, buf, sizeof(buf)));
-			return -1;
+			goto out;
 		}
-	} else {
-		*error = fr_ipc_error("attach needs \"window_ns\" or \"from_ns\"");
-		return -1;
 	}
-	if (get_targets(req, "attach", preq, error) < 0)
-		return -1;
-	n = get_events(req, "attach", preq->events, error);
-	if (n < 0)
-		return -1;
-	preq->nevents = (uint32_t)n;
-	if (check_events(d, preq->events, n, "attach", privileged, warn, warnlen, error) < 0)
-		return -1;
-	format = cJSON_GetObjectItemCaseSensitive(req, "format");
-	if (format && !cJSON_IsNull(format)) {
-		int f = cJSON_IsString(format) ? fr_profile_format_parse(format->valuestring)
-					       : -EINVAL;
-		if (f < 0) {
-			*error = fr_ipc_error("attach: \"format\" must be one of: "
-					      FR_PROFILE_FORMAT_NAMES);
-			return -1;
-		}
-		preq->format = (enum fr_profile_format)f;
-	}
-	preq->hz = (uint32_t)hz;
-	return 0;
+	attach_select(ar, preq);
+	if (check_events(d, preq->events, (int)preq->nevents, "attach", privileged, warn, warnlen,
+			 error) < 0)
+		goto out;
+	ret = 0;
+out:
+	free(ar);
+	return ret;
 }
 
 /* Writes the profile of `preq` into the client's descriptor `fd` with
@@ -459,48 +322,46 @@ static cJSON *attach_output(struct daemon *d, const struct fr_profile_request *p
 static cJSON *attach_reply(const struct fr_profile_request *preq,
 			   const struct fr_profile_result *res, uint64_t written, const char *warn)
 {
-	char name[FR_EVENT_NAME_MAX], line[512];
-	cJSON *resp = fr_ipc_ok(), *warnings, *events;
+	struct fr_ipc_attach_reply *r = calloc(1, sizeof(*r));
+	char line[512];
+	cJSON *resp;
 
-	if (!resp)
+	if (!r)
 		return NULL;
-	fr_ipc_add_int(resp, "samples", (int64_t)res->samples_kept);
-	fr_ipc_add_int(resp, "samples_in_window", (int64_t)res->samples_seen);
-	fr_ipc_add_int(resp, "stacks", (int64_t)res->stacks);
-	fr_ipc_add_int(resp, "bytes", (int64_t)written);
-	fr_ipc_add_int(resp, "hz", res->hz);
-	fr_ipc_add_int(resp, "lost", (int64_t)res->lost);
-	fr_ipc_add_int(resp, "t0_ns", (int64_t)preq->t0);
-	fr_ipc_add_int(resp, "t1_ns", (int64_t)preq->t1);
-	fr_ipc_add_int(resp, "covered_t0_ns", (int64_t)res->covered_t0);
-	events = cJSON_AddArrayToObject(resp, "events");
-	for (uint32_t e = 0; events && e < res->nevents; e++) {
+	r->samples = res->samples_kept;
+	r->samples_in_window = res->samples_seen;
+	r->stacks = res->stacks;
+	r->bytes = written;
+	r->hz = res->hz;
+	r->lost = res->lost;
+	r->t0_ns = preq->t0;
+	r->t1_ns = preq->t1;
+	r->covered_t0_ns = res->covered_t0;
+	for (uint32_t e = 0; e < res->nevents && e < FR_PROFILE_MAX_EVENTS; e++) {
 		const struct fr_profile_event_result *er = &res->events[e];
-		cJSON *ev = cJSON_CreateObject();
+		struct fr_ipc_event_counts *c = &r->events[r->nevents++];
 
-		if (!ev)
-			break;
-		cJSON_AddItemToArray(events, ev);
-		cJSON_AddStringToObject(ev, "event", fr_event_format(er->event, name, sizeof(name)));
-		fr_ipc_add_int(ev, "hz", er->hz);
-		fr_ipc_add_int(ev, "samples", (int64_t)er->samples_kept);
-		fr_ipc_add_int(ev, "samples_in_window", (int64_t)er->samples_seen);
-		fr_ipc_add_int(ev, "lost", (int64_t)er->lost);
-		fr_ipc_add_int(ev, "throttled", (int64_t)er->throttled);
-		fr_ipc_add_int(ev, "truncated", (int64_t)er->truncated);
+		c->event = er->event;
+		c->hz = er->hz;
+		c->samples = er->samples_kept;
+		c->samples_in_window = er->samples_seen;
+		c->lost = er->lost;
+		c->throttled = er->throttled;
+		c->truncated = er->truncated;
 	}
 	if (preq->note)
-		cJSON_AddStringToObject(resp, "incomplete", preq->note);
-	warnings = cJSON_AddArrayToObject(resp, "warnings");
-	if (warnings && warn[0])
-		cJSON_AddItemToArray(warnings, cJSON_CreateString(warn));
-	if (warnings && res->warning[0])
-		cJSON_AddItemToArray(warnings, cJSON_CreateString(res->warning));
-	if (warnings && preq->has_uid) {
+		snprintf(r->incomplete, sizeof(r->incomplete), "%s", preq->note);
+	if (warn[0])
+		fr_ipc_warn(r->warnings, &r->nwarnings, warn);
+	if (res->warning[0])
+		fr_ipc_warn(r->warnings, &r->nwarnings, res->warning);
+	if (preq->has_uid) {
 		snprintf(line, sizeof(line), "the profile holds only your own processes (uid %u); "
 			 "root and members of socket.admin_group see the whole machine", preq->uid);
-		cJSON_AddItemToArray(warnings, cJSON_CreateString(line));
+		fr_ipc_warn(r->warnings, &r->nwarnings, line);
 	}
+	resp = fr_ipc_attach_reply_encode(r);
+	free(r);
 	return resp;
 }
 
@@ -694,50 +555,49 @@ static int may_dump(struct daemon *d, const char *session, uid_t uid)
  * write; so only root, the admin group and the session's "users" may. */
 static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer)
 {
-	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "session");
+	struct fr_ipc_dump_req dq;
+	struct fr_ipc_dump_reply *reply;
 	struct fr_trigger_fire fire;
-	char path[4096] = "";
-	cJSON *resp = NULL;
-	int64_t window = 0;
+	char path[4096] = "", err[512];
+	cJSON *resp;
 	int ret;
 
-	if (!cJSON_IsString(name) || !name->valuestring[0])
-		return fr_ipc_error("dump: \"session\" must name a session");
-	if (get_int(req, "dump", "window_ns", 1000000000LL, 3600000000000LL, &window, &resp) < 0)
-		return resp;
-	if (!peer_privileged(d, peer) && !may_dump(d, name->valuestring, peer->uid)) {
+	if (fr_ipc_dump_req_decode(req, &dq, err, sizeof(err)) < 0)
+		return fr_ipc_error("%s", err);
+	if (!peer_privileged(d, peer) && !may_dump(d, dq.session, peer->uid)) {
 		fr_log_info("refused a dump of session %s to uid %u (pid %d): not among its users",
-			    name->valuestring, (unsigned)peer->uid, (int)peer->pid);
+			    dq.session, (unsigned)peer->uid, (int)peer->pid);
 		return fr_ipc_error("dump: uid %u may not dump session \"%s\": only root, the "
 				    "admin group (socket.admin_group) and the session's \"users\" "
-				    "may", (unsigned)peer->uid, name->valuestring);
+				    "may", (unsigned)peer->uid, dq.session);
 	}
 	if (!d->triggers)
 		return fr_ipc_error("dump: this recorder runs without triggers (see its log)");
 	memset(&fire, 0, sizeof(fire));
-	ret = fr_triggers_manual(d->triggers, name->valuestring, window, &fire, path,
-				 sizeof(path));
+	ret = fr_triggers_manual(d->triggers, dq.session, dq.window_ns, &fire, path, sizeof(path));
 	/* Only the engine's own refusals leave `path` empty; a failed dump
 	 * says why there, whatever its errno (a rename's ENOENT is no
 	 * missing session). */
 	if (ret == -ENOENT && !path[0])
 		return fr_ipc_error("dump: no session named \"%s\" (see flightrec sessions)",
-				    name->valuestring);
+				    dq.session);
 	if (ret == -EBUSY && !path[0])
 		return fr_ipc_error("dump of session %s refused: busy, a dump of it requested by "
 				    "hand is being written; try again when it is done",
-				    name->valuestring);
+				    dq.session);
 	if (ret == -EAGAIN && !path[0])
 		return busy_error(d, "dump");
 	if (ret < 0)
-		return fr_ipc_error("dump of session %s failed: %s", name->valuestring,
+		return fr_ipc_error("dump of session %s failed: %s", dq.session,
 				    path[0] ? path : strerror(-ret));
-	resp = fr_ipc_ok();
-	if (!resp)
+	reply = calloc(1, sizeof(*reply));
+	if (!reply)
 		return NULL;
-	cJSON_AddStringToObject(resp, "path", path);
-	fr_ipc_add_int(resp, "t0_ns", fire.t0_ns);
-	fr_ipc_add_int(resp, "t1_ns", fire.t1_ns);
+	snprintf(reply->path, sizeof(reply->path), "%s", path);
+	reply->t0_ns = fire.t0_ns;
+	reply->t1_ns = fire.t1_ns;
+	resp = fr_ipc_dump_reply_encode(reply);
+	free(reply);
 	return resp;
 }
 
@@ -801,58 +661,48 @@ static int check_follow_only(struct daemon *d, const struct consumer *c, char *f
 static cJSON *consume_reply(struct daemon *d, const struct consumer *c, int64_t start,
 			    const char *capped)
 {
-	char name[FR_EVENT_NAME_MAX];
-	cJSON *resp = fr_ipc_ok(), *events, *warnings;
+	struct fr_ipc_consume_reply r;
 
-	if (!resp)
-		return NULL;
-	warnings = cJSON_AddArrayToObject(resp, "warnings");
-	if (warnings && capped[0])
-		cJSON_AddItemToArray(warnings, cJSON_CreateString(capped));
-	fr_ipc_add_int(resp, "start_ns", start);
-	events = cJSON_AddArrayToObject(resp, "events");
+	memset(&r, 0, sizeof(r));
+	if (capped[0])
+		fr_ipc_warn(r.warnings, &r.nwarnings, capped);
+	r.start_ns = start;
 	pthread_mutex_lock(&d->src_lock);
-	for (uint32_t i = 0; events && i < c->nevents; i++) {
+	for (uint32_t i = 0; i < c->nevents && i < FR_PROFILE_MAX_EVENTS; i++) {
 		struct source *src = daemon_find_source(d, c->events[i]);
-		cJSON *ev = cJSON_CreateObject();
 
-		if (!ev)
-			break;
-		cJSON_AddItemToArray(events, ev);
-		cJSON_AddStringToObject(ev, "event", fr_event_format(c->events[i], name, sizeof(name)));
-		fr_ipc_add_int(ev, "hz", c->hz[i]);
-		fr_ipc_add_int(ev, "recording_hz", src ? src->hz : 0);
+		r.events[r.nevents].event = c->events[i];
+		r.events[r.nevents].hz = c->hz[i];
+		r.events[r.nevents++].recording_hz = src ? src->hz : 0;
 	}
 	pthread_mutex_unlock(&d->src_lock);
-	return resp;
+	return fr_ipc_consume_reply_encode(&r);
 }
 
 static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED), rate;
 	int privileged = peer_privileged(d, peer);
-	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "";
+	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "", err[512];
+	struct fr_ipc_consume_req cq;
 	struct consumer *c;
-	cJSON *resp = NULL;
 	int64_t hz = 0, start;
 	int n;
 
 	if (peer->hold)
 		return fr_ipc_error("consume: this connection already holds rates; open another "
 				    "connection for more");
-	if (get_int(req, "consume", "hz", 0, INT32_MAX, &hz, &resp) < 0)
-		return resp;
+	if (fr_ipc_consume_req_decode(req, &cq, err, sizeof(err)) < 0)
+		return fr_ipc_error("%s", err);
+	hz = cq.hz;
 	if (hz > max_rate)
 		return fr_ipc_error("consume: a rate of %lld Hz is above this recorder's limit of "
 				    "%u Hz (limits.max_rate_hz)", (long long)hz, max_rate);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	n = get_events(req, "consume", c->events, &resp);
-	if (n < 0) {
-		free(c);
-		return resp;
-	}
+	n = (int)cq.nevents;
+	memcpy(c->events, cq.events, sizeof(cq.events));
 	c->nevents = (uint32_t)n;
 	c->follows_only = !privileged;
 	if (!privileged && check_follow_only(d, c, failed, sizeof(failed)) < 0) {

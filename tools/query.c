@@ -8,7 +8,6 @@
 
 #include "core/parse.h"
 #include "core/sample.h"
-#include "ipc/proto.h"
 
 /* Calls `take` for each comma-separated item of `arg`; `take` says what is
  * wrong with an item (returning non-zero) or stores it. An empty list is
@@ -184,27 +183,31 @@ int fr_query_finish(const char *cmd, struct fr_query_args *q)
 	return 0;
 }
 
-void fr_query_add(cJSON *req, const struct fr_query_args *q)
+void fr_query_attach_req(const struct fr_query_args *q, struct fr_ipc_attach_req *r)
 {
-	cJSON *arr;
-	char name[FR_EVENT_NAME_MAX];
+	memset(r, 0, sizeof(*r));
+	if (q->window_s)
+		r->window_ns = q->window;
+	r->has_from = q->from_s != NULL;
+	r->from_ns = q->from;
+	r->has_to = q->to_s != NULL;
+	r->to_ns = q->to;
+	r->hz = (uint32_t)q->hz;
+	r->nevents = q->nevents;
+	memcpy(r->events, q->events, sizeof(r->events));
+	r->npids = q->npids;
+	memcpy(r->pids, q->pids, sizeof(r->pids));
+	r->ncomms = q->ncomms;
+	memcpy(r->comms, q->comms, sizeof(r->comms));
+	memcpy(r->cgroup, q->cgroup, sizeof(r->cgroup));
+	r->children = q->children;
+	r->format = q->format;
+}
 
-	if (q->hz)
-		fr_ipc_add_int(req, "hz", (int64_t)q->hz);
-	if (q->nevents && (arr = cJSON_AddArrayToObject(req, "events")))
-		for (uint32_t i = 0; i < q->nevents; i++)
-			cJSON_AddItemToArray(arr, cJSON_CreateString(
-							  fr_event_format(q->events[i], name, sizeof(name))));
-	if (q->npids && (arr = cJSON_AddArrayToObject(req, "pids")))
-		for (uint32_t i = 0; i < q->npids; i++)
-			cJSON_AddItemToArray(arr, cJSON_CreateNumber(q->pids[i]));
-	if (q->ncomms && (arr = cJSON_AddArrayToObject(req, "comm")))
-		for (uint32_t i = 0; i < q->ncomms; i++)
-			cJSON_AddItemToArray(arr, cJSON_CreateString(q->comms[i]));
-	if (q->cgroup[0])
-		cJSON_AddStringToObject(req, "cgroup", q->cgroup);
-	if (q->children)
-		cJSON_AddTrueToObject(req, "children");
-	if (q->format == FR_PROFILE_FOLDED)
-		cJSON_AddStringToObject(req, "format", "folded");
+void fr_query_consume_req(const struct fr_query_args *q, struct fr_ipc_consume_req *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->hz = (uint32_t)q->hz;
+	r->nevents = q->nevents;
+	memcpy(r->events, q->events, sizeof(r->events));
 }

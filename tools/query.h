@@ -6,9 +6,8 @@
 
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include "core/profile.h"
+#include "ipc/msg.h"
 
 #define EXIT_USAGE 2
 
@@ -59,8 +58,12 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
  * Returns 0 or EXIT_USAGE (after saying why). */
 int fr_query_finish(const char *cmd, struct fr_query_args *q);
 
-/* Adds the query's events, processes, rate and format to an attach or
- * dump request. */
-void fr_query_add(cJSON *req, const struct fr_query_args *q);
+/* Fills an attach request with the query: its window (as given: --window,
+ * or --from and maybe --to), events, processes, rate and format. */
+void fr_query_attach_req(const struct fr_query_args *q, struct fr_ipc_attach_req *r);
+
+/* Fills a consume request (attach --follow) with the query's events and
+ * rate. */
+void fr_query_consume_req(const struct fr_query_args *q, struct fr_ipc_consume_req *r);
 
 #endif

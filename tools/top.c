@@ -28,6 +28,7 @@
 #include "core/parse.h"
 #include "core/profile.h"
 #include "ipc/client.h"
+#include "ipc/msg.h"
 #include "ipc/proto.h"
 #include "core/pprof_read.h"
 #include "tools/query.h"
@@ -455,22 +456,18 @@ static const char *resp_error(const cJSON *resp)
 static int show_window(const struct fr_query_args *q, const char *socket_s, size_t limit,
 		       int sort_cum)
 {
+	struct fr_ipc_attach_req ar;
+	struct fr_ipc_attach_reply reply;
 	cJSON *req = NULL, *resp = NULL;
-	char *socket_path = NULL;
+	char *socket_path = NULL, err[512];
 	void *buf = NULL;
 	size_t len;
 	int sock = -1, fd = -1, status = 1, ret;
 
-	req = cJSON_CreateObject();
-	if (!req || !cJSON_AddStringToObject(req, "req", "attach"))
+	fr_query_attach_req(q, &ar);
+	req = fr_ipc_attach_req_encode(&ar);
+	if (!req)
 		goto nomem;
-	if (q->window)
-		fr_ipc_add_int(req, "window_ns", q->window);
-	if (q->from)
-		fr_ipc_add_int(req, "from_ns", q->from);
-	if (q->to)
-		fr_ipc_add_int(req, "to_ns", q->to);
-	fr_query_add(req, q);
 	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
 	if (!socket_path)
 		goto nomem;
@@ -511,13 +508,12 @@ static int show_window(const struct fr_query_args *q, const char *socket_s, size
 		fprintf(stderr, "%s: %s\n", prog, resp_error(resp));
 		goto out;
 	}
-	{
-		const cJSON *w, *warnings = cJSON_GetObjectItemCaseSensitive(resp, "warnings");
-
-		cJSON_ArrayForEach(w, warnings)
-			if (cJSON_IsString(w))
-				fprintf(stderr, "%s: warning: %s\n", prog, w->valuestring);
+	if (fr_ipc_attach_reply_decode(resp, &reply, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		goto out;
 	}
+	for (uint32_t i = 0; i < reply.nwarnings; i++)
+		fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
 	ret = read_all(fd, &buf, &len);
 	if (ret < 0) {
 		fprintf(stderr, "%s: cannot read the recorder's profile back: %s\n", prog,

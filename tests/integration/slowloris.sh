@@ -3,7 +3,7 @@
 # limits.max_clients, each sending a byte of a request every 4 s (under
 # any per-receive timeout), are dropped once their request deadline
 # passes, and status gets in meanwhile. (That the last slot is kept for
-# status is test_ipc's status_slot: here the slow clients take it too.)
+# status is test_ipc_server's status_slot: here the slow clients take it too.)
 # An attach whose output is a pipe nobody reads gives up and frees its
 # connection. The daemon keeps recording throughout.
 . "$(dirname "$0")/lib.sh"

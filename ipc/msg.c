@@ -1,0 +1,645 @@
+/* Encoders and decoders of the protocol's messages (ipc/msg.h).
+ *
+ * A decoder reads only what it is given: a member of the wrong type or out
+ * of range is refused with a message naming it, never clamped, because the
+ * peer on the other side may be a script or a hostile local user. The
+ * request decoders' messages are those the daemon has always answered, so
+ * scripts that match them keep working.
+ */
+#include "ipc/msg.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/sample.h"
+#include "ipc/proto.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Writes the message and returns -EINVAL: every decoder's one error. */
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static const cJSON *member(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+/* The value of a number member: a parsed number, or the raw text of one
+ * built by fr_ipc_add_int() (an object decoded without printing it).
+ * Returns 0, or -EINVAL when it is neither. */
+static int number(const cJSON *v, double *out)
+{
+	char *end;
+
+	if (cJSON_IsNumber(v)) {
+		*out = v->valuedouble;
+		return 0;
+	}
+	if (cJSON_IsRaw(v) && v->valuestring) {
+		*out = strtod(v->valuestring, &end);
+		return end != v->valuestring && !*end ? 0 : -EINVAL;
+	}
+	return -EINVAL;
+}
+
+/* Reads the integer member `key` within min..max. Returns 1 when present,
+ * 0 when absent (or null), or -EINVAL with the message. */
+static int get_int(const cJSON *obj, const char *cmd, const char *key, int64_t min, int64_t max,
+		   int64_t *out, char *err, size_t errlen)
+{
+	const cJSON *v = member(obj, key);
+	double d;
+
+	if (!v)
+		return 0;
+	/* Beyond int64_t, the conversion below is undefined: such a value
+	 * is no integer this protocol has. */
+	if (number(v, &d) < 0 || !(d >= -9223372036854775808.0 && d < 9223372036854775808.0) ||
+	    d != (double)(int64_t)d)
+		return fail(err, errlen, "%s: \"%s\" must be an integer", cmd, key);
+	if (d < (double)min || d > (double)max)
+		return fail(err, errlen, "%s: \"%s\" must be %lld..%lld, got %.0f", cmd, key,
+			    (long long)min, (long long)max, d);
+	*out = (int64_t)d;
+	return 1;
+}
+
+/* Reads "events" (absent: [cpu]). Returns 0 or -EINVAL. */
+static int get_events(const cJSON *obj, const char *cmd, uint32_t *ids, uint32_t *n, char *err,
+		      size_t errlen)
+{
+	const cJSON *events = member(obj, "events"), *e;
+
+	*n = 0;
+	if (!events) {
+		ids[(*n)++] = FR_EVENT_CPU;
+		return 0;
+	}
+	if (!cJSON_IsArray(events) || cJSON_GetArraySize(events) == 0)
+		return fail(err, errlen, "%s: \"events\" must be a non-empty array of event names",
+			    cmd);
+	cJSON_ArrayForEach(e, events) {
+		int64_t id = cJSON_IsString(e) ? fr_event_lookup(e->valuestring) : -ENOENT;
+
+		if (id < 0)
+			return fail(err, errlen, "%s: unknown event %s%s%s (accepted: " FR_EVENT_NAMES
+				    ")", cmd, cJSON_IsString(e) ? "\"" : "",
+				    cJSON_IsString(e) ? e->valuestring : "(not a string)",
+				    cJSON_IsString(e) ? "\"" : "");
+		for (uint32_t i = 0; i < *n; i++)
+			if (ids[i] == (uint32_t)id)
+				return fail(err, errlen, "%s: event \"%s\" is listed twice", cmd,
+					    e->valuestring);
+		if (*n == FR_PROFILE_MAX_EVENTS)
+			return fail(err, errlen, "%s: at most %d events per request", cmd,
+				    FR_PROFILE_MAX_EVENTS);
+		ids[(*n)++] = (uint32_t)id;
+	}
+	return 0;
+}
+
+static int get_pids(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req *r, char *err,
+		    size_t errlen)
+{
+	const cJSON *pids = member(obj, "pids"), *p;
+
+	if (!pids)
+		return 0;
+	if (!cJSON_IsArray(pids))
+		return fail(err, errlen, "%s: \"pids\" must be an array of process ids", cmd);
+	cJSON_ArrayForEach(p, pids) {
+		if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > INT32_MAX ||
+		    p->valuedouble != (double)(int64_t)p->valuedouble)
+			return fail(err, errlen, "%s: \"pids\" must hold positive process ids", cmd);
+		if (r->npids == FR_PROFILE_MAX_PIDS)
+			return fail(err, errlen, "%s: at most %d pids per request", cmd,
+				    FR_PROFILE_MAX_PIDS);
+		r->pids[r->npids++] = (uint32_t)p->valuedouble;
+	}
+	return 0;
+}
+
+static int get_comms(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req *r, char *err,
+		     size_t errlen)
+{
+	const cJSON *comm = member(obj, "comm"), *p;
+
+	if (!comm)
+		return 0;
+	if (!cJSON_IsArray(comm))
+		return fail(err, errlen, "%s: \"comm\" must be an array of command names", cmd);
+	cJSON_ArrayForEach(p, comm) {
+		if (!cJSON_IsString(p) || !p->valuestring[0] ||
+		    strlen(p->valuestring) >= FR_PROFILE_COMM_MAX)
+			return fail(err, errlen, "%s: \"comm\" must hold command names of 1..%d "
+				    "characters (as the kernel keeps them)", cmd,
+				    FR_PROFILE_COMM_MAX - 1);
+		if (r->ncomms == FR_PROFILE_MAX_COMMS)
+			return fail(err, errlen, "%s: at most %d command names per request", cmd,
+				    FR_PROFILE_MAX_COMMS);
+		snprintf(r->comms[r->ncomms++], FR_PROFILE_COMM_MAX, "%s", p->valuestring);
+	}
+	return 0;
+}
+
+/* Reads the targets: "pids", "comm", "children" (with pids), "cgroup". */
+static int get_targets(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req *r, char *err,
+		       size_t errlen)
+{
+	const cJSON *cgroup = member(obj, "cgroup");
+	const cJSON *children = member(obj, "children");
+
+	if (get_pids(obj, cmd, r, err, errlen) < 0 || get_comms(obj, cmd, r, err, errlen) < 0)
+		return -EINVAL;
+	if (children) {
+		if (!cJSON_IsBool(children))
+			return fail(err, errlen, "%s: \"children\" must be true or false", cmd);
+		r->children = cJSON_IsTrue(children);
+		if (r->children && !r->npids)
+			return fail(err, errlen, "%s: \"children\" goes with \"pids\"", cmd);
+	}
+	if (cgroup) {
+		if (!cJSON_IsString(cgroup) || cgroup->valuestring[0] != '/' ||
+		    strlen(cgroup->valuestring) >= FR_PROFILE_CGROUP_MAX)
+			return fail(err, errlen, "%s: \"cgroup\" must be a cgroup v2 path like "
+				    "\"/system.slice/nginx.service\" (at most %d characters)", cmd,
+				    FR_PROFILE_CGROUP_MAX - 1);
+		snprintf(r->cgroup, sizeof(r->cgroup), "%s", cgroup->valuestring);
+	}
+	return 0;
+}
+
+/* Adds "events": [names] when n > 0. Returns 0 or -ENOMEM. */
+static int add_event_names(cJSON *obj, const uint32_t *ids, uint32_t n)
+{
+	char name[FR_EVENT_NAME_MAX];
+	cJSON *arr;
+
+	if (!n)
+		return 0;
+	arr = cJSON_AddArrayToObject(obj, "events");
+	if (!arr)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		cJSON *s = cJSON_CreateString(fr_event_format(ids[i], name, sizeof(name)));
+
+		if (!s || !cJSON_AddItemToArray(arr, s)) {
+			cJSON_Delete(s);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Adds "warnings": [...], empty when n is 0. Returns 0 or -ENOMEM. */
+static int add_warnings(cJSON *obj, const char (*warnings)[FR_IPC_WARNING_MAX], uint32_t n)
+{
+	cJSON *arr = cJSON_AddArrayToObject(obj, "warnings");
+
+	if (!arr)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		cJSON *s = cJSON_CreateString(warnings[i]);
+
+		if (!s || !cJSON_AddItemToArray(arr, s)) {
+			cJSON_Delete(s);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void fr_ipc_warn(char (*warnings)[FR_IPC_WARNING_MAX], uint32_t *nwarnings, const char *text)
+{
+	if (*nwarnings == FR_IPC_MAX_WARNINGS)
+		return;
+	snprintf(warnings[(*nwarnings)++], FR_IPC_WARNING_MAX, "%s", text);
+}
+
+/* Reads "warnings" of a reply: an array of strings, absent: none. */
+static int get_warnings(const cJSON *obj, const char *what, char (*warnings)[FR_IPC_WARNING_MAX],
+			uint32_t *n, char *err, size_t errlen)
+{
+	const cJSON *arr = member(obj, "warnings"), *w;
+
+	*n = 0;
+	if (!arr)
+		return 0;
+	if (!cJSON_IsArray(arr))
+		return fail(err, errlen, "%s: \"warnings\" must be an array of strings", what);
+	cJSON_ArrayForEach(w, arr) {
+		if (!cJSON_IsString(w))
+			return fail(err, errlen, "%s: \"warnings\" must be an array of strings",
+				    what);
+		fr_ipc_warn(warnings, n, w->valuestring);
+	}
+	return 0;
+}
+
+/* Reads a reply's event name into *id. */
+static int get_event_name(const cJSON *ev, const char *what, uint32_t *id, char *err,
+			  size_t errlen)
+{
+	const cJSON *name = member(ev, "event");
+	int64_t v = cJSON_IsString(name) ? fr_event_lookup(name->valuestring) : -ENOENT;
+
+	if (v < 0)
+		return fail(err, errlen, "%s: \"events\" must hold objects naming a known \"event\"",
+			    what);
+	*id = (uint32_t)v;
+	return 0;
+}
+
+/* Reads the array member "events" of a reply: at most `max` objects. */
+static int get_event_array(const cJSON *obj, const char *what, uint32_t max, const cJSON **arr,
+			   char *err, size_t errlen)
+{
+	*arr = member(obj, "events");
+	if (*arr && (!cJSON_IsArray(*arr) || (uint32_t)cJSON_GetArraySize(*arr) > max))
+		return fail(err, errlen, "%s: \"events\" must be an array of at most %u objects",
+			    what, max);
+	return 0;
+}
+
+/* Unsigned and signed reply members, absent: 0. */
+static int get_u64(const cJSON *obj, const char *what, const char *key, uint64_t *out, char *err,
+		   size_t errlen)
+{
+	int64_t v = 0;
+	int ret = get_int(obj, what, key, 0, INT64_MAX, &v, err, errlen);
+
+	*out = (uint64_t)v;
+	return ret < 0 ? ret : 0;
+}
+
+static int get_u32(const cJSON *obj, const char *what, const char *key, uint32_t *out, char *err,
+		   size_t errlen)
+{
+	int64_t v = 0;
+	int ret = get_int(obj, what, key, 0, UINT32_MAX, &v, err, errlen);
+
+	*out = (uint32_t)v;
+	return ret < 0 ? ret : 0;
+}
+
+static int get_i64(const cJSON *obj, const char *what, const char *key, int64_t *out, char *err,
+		   size_t errlen)
+{
+	int ret;
+
+	*out = 0;
+	ret = get_int(obj, what, key, INT64_MIN, INT64_MAX, out, err, errlen);
+	return ret < 0 ? ret : 0;
+}
+
+/* {"req":cmd} */
+static cJSON *new_request(const char *cmd)
+{
+	cJSON *obj = cJSON_CreateObject();
+
+	if (obj && !cJSON_AddStringToObject(obj, "req", cmd)) {
+		cJSON_Delete(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+/* ---- attach ----------------------------------------------------------- */
+
+static int add_attach_targets(cJSON *obj, const struct fr_ipc_attach_req *r)
+{
+	cJSON *arr;
+
+	if (r->npids) {
+		if (!(arr = cJSON_AddArrayToObject(obj, "pids")))
+			return -ENOMEM;
+		for (uint32_t i = 0; i < r->npids; i++)
+			if (!cJSON_AddItemToArray(arr, cJSON_CreateNumber(r->pids[i])))
+				return -ENOMEM;
+	}
+	if (r->ncomms) {
+		if (!(arr = cJSON_AddArrayToObject(obj, "comm")))
+			return -ENOMEM;
+		for (uint32_t i = 0; i < r->ncomms; i++)
+			if (!cJSON_AddItemToArray(arr, cJSON_CreateString(r->comms[i])))
+				return -ENOMEM;
+	}
+	if (r->cgroup[0] && !cJSON_AddStringToObject(obj, "cgroup", r->cgroup))
+		return -ENOMEM;
+	if (r->children && !cJSON_AddTrueToObject(obj, "children"))
+		return -ENOMEM;
+	return 0;
+}
+
+cJSON *fr_ipc_attach_req_encode(const struct fr_ipc_attach_req *r)
+{
+	cJSON *obj = new_request("attach");
+
+	if (!obj)
+		return NULL;
+	if ((r->window_ns && !fr_ipc_add_int(obj, "window_ns", r->window_ns)) ||
+	    (r->has_from && !fr_ipc_add_int(obj, "from_ns", r->from_ns)) ||
+	    (r->has_to && !fr_ipc_add_int(obj, "to_ns", r->to_ns)) ||
+	    (r->hz && !fr_ipc_add_int(obj, "hz", r->hz)) ||
+	    add_event_names(obj, r->events, r->nevents) < 0 || add_attach_targets(obj, r) < 0 ||
+	    (r->format == FR_PROFILE_FOLDED && !cJSON_AddStringToObject(obj, "format", "folded")))
+		goto err;
+	return obj;
+err:
+	cJSON_Delete(obj);
+	return NULL;
+}
+
+int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, char *err,
+			     size_t errlen)
+{
+	const cJSON *format;
+	int64_t hz = 0;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (get_int(obj, "attach", "window_ns", 1, INT64_MAX, &out->window_ns, err, errlen) < 0 ||
+	    (out->has_from = get_int(obj, "attach", "from_ns", 0, INT64_MAX, &out->from_ns, err,
+				     errlen)) < 0 ||
+	    (out->has_to = get_int(obj, "attach", "to_ns", 0, INT64_MAX, &out->to_ns, err,
+				   errlen)) < 0 ||
+	    get_int(obj, "attach", "hz", 0, INT32_MAX, &hz, err, errlen) < 0)
+		return -EINVAL;
+	out->hz = (uint32_t)hz;
+	if (!out->window_ns && !out->has_from)
+		return fail(err, errlen, "attach needs \"window_ns\" or \"from_ns\"");
+	ret = get_targets(obj, "attach", out, err, errlen);
+	if (ret == 0)
+		ret = get_events(obj, "attach", out->events, &out->nevents, err, errlen);
+	if (ret < 0)
+		return ret;
+	format = member(obj, "format");
+	if (format) {
+		int f = cJSON_IsString(format) ? fr_profile_format_parse(format->valuestring)
+					       : -EINVAL;
+		if (f < 0)
+			return fail(err, errlen, "attach: \"format\" must be one of: "
+				    FR_PROFILE_FORMAT_NAMES);
+		out->format = (enum fr_profile_format)f;
+	}
+	return 0;
+}
+
+static int add_event_counts(cJSON *obj, const struct fr_ipc_event_counts *events, uint32_t n)
+{
+	char name[FR_EVENT_NAME_MAX];
+	cJSON *arr = cJSON_AddArrayToObject(obj, "events");
+
+	if (!arr)
+		return -ENOMEM;
+	for (uint32_t e = 0; e < n; e++) {
+		const struct fr_ipc_event_counts *c = &events[e];
+		cJSON *ev = cJSON_CreateObject();
+
+		if (!ev || !cJSON_AddItemToArray(arr, ev)) {
+			cJSON_Delete(ev);
+			return -ENOMEM;
+		}
+		if (!cJSON_AddStringToObject(ev, "event", fr_event_format(c->event, name, sizeof(name))) ||
+		    !fr_ipc_add_int(ev, "hz", c->hz) ||
+		    !fr_ipc_add_int(ev, "samples", (int64_t)c->samples) ||
+		    !fr_ipc_add_int(ev, "samples_in_window", (int64_t)c->samples_in_window) ||
+		    !fr_ipc_add_int(ev, "lost", (int64_t)c->lost) ||
+		    !fr_ipc_add_int(ev, "throttled", (int64_t)c->throttled) ||
+		    !fr_ipc_add_int(ev, "truncated", (int64_t)c->truncated))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+cJSON *fr_ipc_attach_reply_encode(const struct fr_ipc_attach_reply *r)
+{
+	cJSON *obj = fr_ipc_ok();
+
+	if (!obj)
+		return NULL;
+	if (!fr_ipc_add_int(obj, "samples", (int64_t)r->samples) ||
+	    !fr_ipc_add_int(obj, "samples_in_window", (int64_t)r->samples_in_window) ||
+	    !fr_ipc_add_int(obj, "stacks", (int64_t)r->stacks) ||
+	    !fr_ipc_add_int(obj, "bytes", (int64_t)r->bytes) ||
+	    !fr_ipc_add_int(obj, "hz", r->hz) ||
+	    !fr_ipc_add_int(obj, "lost", (int64_t)r->lost) ||
+	    !fr_ipc_add_int(obj, "t0_ns", r->t0_ns) ||
+	    !fr_ipc_add_int(obj, "t1_ns", r->t1_ns) ||
+	    !fr_ipc_add_int(obj, "covered_t0_ns", r->covered_t0_ns) ||
+	    add_event_counts(obj, r->events, r->nevents) < 0 ||
+	    (r->incomplete[0] && !cJSON_AddStringToObject(obj, "incomplete", r->incomplete)) ||
+	    add_warnings(obj, r->warnings, r->nwarnings) < 0)
+		goto err;
+	return obj;
+err:
+	cJSON_Delete(obj);
+	return NULL;
+}
+
+static int get_event_counts(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err,
+			    size_t errlen)
+{
+	const char *what = "attach reply";
+	const cJSON *arr, *ev;
+
+	if (get_event_array(obj, what, FR_PROFILE_MAX_EVENTS, &arr, err, errlen) < 0)
+		return -EINVAL;
+	cJSON_ArrayForEach(ev, arr) {
+		struct fr_ipc_event_counts *c = &out->events[out->nevents++];
+
+		if (get_event_name(ev, what, &c->event, err, errlen) < 0 ||
+		    get_u32(ev, what, "hz", &c->hz, err, errlen) < 0 ||
+		    get_u64(ev, what, "samples", &c->samples, err, errlen) < 0 ||
+		    get_u64(ev, what, "samples_in_window", &c->samples_in_window, err, errlen) < 0 ||
+		    get_u64(ev, what, "lost", &c->lost, err, errlen) < 0 ||
+		    get_u64(ev, what, "throttled", &c->throttled, err, errlen) < 0 ||
+		    get_u64(ev, what, "truncated", &c->truncated, err, errlen) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int fr_ipc_attach_reply_decode(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err,
+			       size_t errlen)
+{
+	const char *what = "attach reply";
+	const cJSON *incomplete = member(obj, "incomplete");
+
+	memset(out, 0, sizeof(*out));
+	if (get_u64(obj, what, "samples", &out->samples, err, errlen) < 0 ||
+	    get_u64(obj, what, "samples_in_window", &out->samples_in_window, err, errlen) < 0 ||
+	    get_u64(obj, what, "stacks", &out->stacks, err, errlen) < 0 ||
+	    get_u64(obj, what, "bytes", &out->bytes, err, errlen) < 0 ||
+	    get_u32(obj, what, "hz", &out->hz, err, errlen) < 0 ||
+	    get_u64(obj, what, "lost", &out->lost, err, errlen) < 0 ||
+	    get_i64(obj, what, "t0_ns", &out->t0_ns, err, errlen) < 0 ||
+	    get_i64(obj, what, "t1_ns", &out->t1_ns, err, errlen) < 0 ||
+	    get_i64(obj, what, "covered_t0_ns", &out->covered_t0_ns, err, errlen) < 0 ||
+	    get_event_counts(obj, out, err, errlen) < 0 ||
+	    get_warnings(obj, what, out->warnings, &out->nwarnings, err, errlen) < 0)
+		return -EINVAL;
+	if (incomplete && !cJSON_IsString(incomplete))
+		return fail(err, errlen, "%s: \"incomplete\" must be a string", what);
+	if (incomplete)
+		snprintf(out->incomplete, sizeof(out->incomplete), "%s", incomplete->valuestring);
+	return 0;
+}
+
+/* ---- consume ---------------------------------------------------------- */
+
+cJSON *fr_ipc_consume_req_encode(const struct fr_ipc_consume_req *r)
+{
+	cJSON *obj = new_request("consume");
+
+	if (!obj)
+		return NULL;
+	if ((r->hz && !fr_ipc_add_int(obj, "hz", r->hz)) ||
+	    add_event_names(obj, r->events, r->nevents) < 0) {
+		cJSON_Delete(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+int fr_ipc_consume_req_decode(const cJSON *obj, struct fr_ipc_consume_req *out, char *err,
+			      size_t errlen)
+{
+	int64_t hz = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (get_int(obj, "consume", "hz", 0, INT32_MAX, &hz, err, errlen) < 0)
+		return -EINVAL;
+	out->hz = (uint32_t)hz;
+	return get_events(obj, "consume", out->events, &out->nevents, err, errlen);
+}
+
+cJSON *fr_ipc_consume_reply_encode(const struct fr_ipc_consume_reply *r)
+{
+	char name[FR_EVENT_NAME_MAX];
+	cJSON *obj = fr_ipc_ok(), *events;
+
+	if (!obj)
+		return NULL;
+	if (add_warnings(obj, r->warnings, r->nwarnings) < 0 ||
+	    !fr_ipc_add_int(obj, "start_ns", r->start_ns) ||
+	    !(events = cJSON_AddArrayToObject(obj, "events")))
+		goto err;
+	for (uint32_t i = 0; i < r->nevents; i++) {
+		cJSON *ev = cJSON_CreateObject();
+
+		if (!ev || !cJSON_AddItemToArray(events, ev)) {
+			cJSON_Delete(ev);
+			goto err;
+		}
+		if (!cJSON_AddStringToObject(ev, "event",
+					     fr_event_format(r->events[i].event, name, sizeof(name))) ||
+		    !fr_ipc_add_int(ev, "hz", r->events[i].hz) ||
+		    !fr_ipc_add_int(ev, "recording_hz", r->events[i].recording_hz))
+			goto err;
+	}
+	return obj;
+err:
+	cJSON_Delete(obj);
+	return NULL;
+}
+
+int fr_ipc_consume_reply_decode(const cJSON *obj, struct fr_ipc_consume_reply *out, char *err,
+				size_t errlen)
+{
+	const char *what = "consume reply";
+	const cJSON *arr, *ev;
+
+	memset(out, 0, sizeof(*out));
+	if (get_warnings(obj, what, out->warnings, &out->nwarnings, err, errlen) < 0 ||
+	    get_i64(obj, what, "start_ns", &out->start_ns, err, errlen) < 0 ||
+	    get_event_array(obj, what, FR_PROFILE_MAX_EVENTS, &arr, err, errlen) < 0)
+		return -EINVAL;
+	cJSON_ArrayForEach(ev, arr) {
+		struct fr_ipc_consume_event *c = &out->events[out->nevents++];
+
+		if (get_event_name(ev, what, &c->event, err, errlen) < 0 ||
+		    get_u32(ev, what, "hz", &c->hz, err, errlen) < 0 ||
+		    get_u32(ev, what, "recording_hz", &c->recording_hz, err, errlen) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- dump ------------------------------------------------------------- */
+
+cJSON *fr_ipc_dump_req_encode(const struct fr_ipc_dump_req *r)
+{
+	cJSON *obj = new_request("dump");
+
+	if (!obj)
+		return NULL;
+	if (!cJSON_AddStringToObject(obj, "session", r->session ? r->session : "") ||
+	    (r->window_ns && !fr_ipc_add_int(obj, "window_ns", r->window_ns))) {
+		cJSON_Delete(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+int fr_ipc_dump_req_decode(const cJSON *obj, struct fr_ipc_dump_req *out, char *err,
+			   size_t errlen)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "session");
+
+	memset(out, 0, sizeof(*out));
+	if (!cJSON_IsString(name) || !name->valuestring[0])
+		return fail(err, errlen, "dump: \"session\" must name a session");
+	out->session = name->valuestring;
+	if (get_int(obj, "dump", "window_ns", FR_IPC_DUMP_WINDOW_MIN_NS, FR_IPC_DUMP_WINDOW_MAX_NS,
+		    &out->window_ns, err, errlen) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+cJSON *fr_ipc_dump_reply_encode(const struct fr_ipc_dump_reply *r)
+{
+	cJSON *obj = fr_ipc_ok();
+
+	if (!obj)
+		return NULL;
+	if (!cJSON_AddStringToObject(obj, "path", r->path) ||
+	    !fr_ipc_add_int(obj, "t0_ns", r->t0_ns) || !fr_ipc_add_int(obj, "t1_ns", r->t1_ns)) {
+		cJSON_Delete(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+int fr_ipc_dump_reply_decode(const cJSON *obj, struct fr_ipc_dump_reply *out, char *err,
+			     size_t errlen)
+{
+	const char *what = "dump reply";
+	const cJSON *path = cJSON_GetObjectItemCaseSensitive(obj, "path");
+
+	memset(out, 0, sizeof(*out));
+	if (!cJSON_IsString(path) || !path->valuestring[0] ||
+	    strlen(path->valuestring) >= sizeof(out->path))
+		return fail(err, errlen, "%s: \"path\" must be a file path", what);
+	snprintf(out->path, sizeof(out->path), "%s", path->valuestring);
+	if (get_i64(obj, what, "t0_ns", &out->t0_ns, err, errlen) < 0 ||
+	    get_i64(obj, what, "t1_ns", &out->t1_ns, err, errlen) < 0)
+		return -EINVAL;
+	return 0;
+}

@@ -1,0 +1,171 @@
+/* The messages of the wire protocol (ipc/proto.h), one typed struct each,
+ * with the encoder and the decoder both ends use: the CLI encodes
+ * requests and decodes replies, the daemon the other way round. No other
+ * file builds or parses these messages by hand, so the two ends cannot
+ * drift apart.
+ *
+ * Every decoder has the same contract: it fills *out from a parsed JSON
+ * object and returns 0, or -EINVAL with a one-line message in `err` that
+ * names the offending field ("attach: \"hz\" must be an integer"). A
+ * member that is absent or null takes its default. The daemon answers a
+ * request decoder's message as {"ok":false,"error":...}.
+ *
+ * Every encoder returns a new object the caller frees, or NULL when out of
+ * memory. Integers are added with fr_ipc_add_int(), so 64-bit values stay
+ * exact; the members come out in the order older clients and daemons
+ * wrote them, so the bytes on the wire are unchanged.
+ */
+#ifndef FR_IPC_MSG_H
+#define FR_IPC_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/profile.h"
+
+/* Most warnings a reply carries, and the longest one kept (with NUL). */
+#define FR_IPC_MAX_WARNINGS 4
+#define FR_IPC_WARNING_MAX 512
+
+/* ---- attach --------------------------------------------------------- */
+
+/* {"req":"attach", ...} with the output descriptor passed alongside. */
+struct fr_ipc_attach_req {
+	/* "window_ns": 1..INT64_MAX, the window ending now; 0 when absent. */
+	int64_t window_ns;
+	/* "from_ns", "to_ns": 0..INT64_MAX Unix ns, when has_from/has_to.
+	 * One of window_ns and from_ns is required; to_ns defaults to now. */
+	int64_t from_ns, to_ns;
+	int has_from, has_to;
+	/* "hz": 0..INT32_MAX; 0 (or absent) is the rate as recorded. */
+	uint32_t hz;
+	/* "events": names as in core/sample.h, each once, at most
+	 * FR_PROFILE_MAX_EVENTS. Decoded as [cpu] when absent; not encoded
+	 * when nevents is 0. */
+	uint32_t nevents;
+	uint32_t events[FR_PROFILE_MAX_EVENTS];
+	/* "pids": positive process ids, at most FR_PROFILE_MAX_PIDS. */
+	uint32_t npids;
+	uint32_t pids[FR_PROFILE_MAX_PIDS];
+	/* "comm": command names of 1..FR_PROFILE_COMM_MAX-1 characters, at
+	 * most FR_PROFILE_MAX_COMMS. */
+	uint32_t ncomms;
+	char comms[FR_PROFILE_MAX_COMMS][FR_PROFILE_COMM_MAX];
+	/* "cgroup": a cgroup v2 path starting with '/'; "" when absent. */
+	char cgroup[FR_PROFILE_CGROUP_MAX];
+	/* "children": true or false; true needs "pids". */
+	int children;
+	/* "format": "pprof" (default) or "folded"; encoded only when folded. */
+	enum fr_profile_format format;
+};
+
+/* The per-event counts of an attach reply ("events": [...]). */
+struct fr_ipc_event_counts {
+	uint32_t event;             /* "event", by name */
+	uint32_t hz;                /* "hz" */
+	uint64_t samples;           /* "samples": kept in the profile */
+	uint64_t samples_in_window; /* "samples_in_window" */
+	uint64_t lost;              /* "lost" */
+	uint64_t throttled;         /* "throttled" */
+	uint64_t truncated;         /* "truncated" */
+};
+
+/* {"ok":true, ...}: what an attach wrote. */
+struct fr_ipc_attach_reply {
+	uint64_t samples;           /* "samples": kept in the profile */
+	uint64_t samples_in_window; /* "samples_in_window" */
+	uint64_t stacks;            /* "stacks" */
+	uint64_t bytes;             /* "bytes" written to the descriptor */
+	uint32_t hz;                /* "hz" of the profile */
+	uint64_t lost;              /* "lost" */
+	int64_t t0_ns, t1_ns;       /* "t0_ns", "t1_ns": the window */
+	int64_t covered_t0_ns;      /* "covered_t0_ns": oldest data in it */
+	uint32_t nevents;           /* "events" */
+	struct fr_ipc_event_counts events[FR_PROFILE_MAX_EVENTS];
+	/* "incomplete": why the profile may end early; "" when absent. */
+	char incomplete[FR_IPC_WARNING_MAX];
+	/* "warnings": lines for the user (always encoded, maybe empty). */
+	uint32_t nwarnings;
+	char warnings[FR_IPC_MAX_WARNINGS][FR_IPC_WARNING_MAX];
+};
+
+cJSON *fr_ipc_attach_req_encode(const struct fr_ipc_attach_req *r);
+int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, char *err,
+			     size_t errlen);
+cJSON *fr_ipc_attach_reply_encode(const struct fr_ipc_attach_reply *r);
+int fr_ipc_attach_reply_decode(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err,
+			       size_t errlen);
+
+/* ---- consume -------------------------------------------------------- */
+
+/* {"req":"consume", ...}: hold these rates while the connection lives. */
+struct fr_ipc_consume_req {
+	/* "hz": 0..INT32_MAX; 0 (or absent) is the daemon's default. */
+	uint32_t hz;
+	/* "events": as in attach (decoded as [cpu] when absent). */
+	uint32_t nevents;
+	uint32_t events[FR_PROFILE_MAX_EVENTS];
+};
+
+/* One event of a consume reply. */
+struct fr_ipc_consume_event {
+	uint32_t event;        /* "event", by name */
+	uint32_t hz;           /* "hz": the rate this connection holds */
+	uint32_t recording_hz; /* "recording_hz": the source's rate now */
+};
+
+/* {"ok":true, ...}: the rates are in force from start_ns on. */
+struct fr_ipc_consume_reply {
+	uint32_t nwarnings;    /* "warnings" (always encoded, maybe empty) */
+	char warnings[FR_IPC_MAX_WARNINGS][FR_IPC_WARNING_MAX];
+	int64_t start_ns;      /* "start_ns", Unix ns */
+	uint32_t nevents;      /* "events" */
+	struct fr_ipc_consume_event events[FR_PROFILE_MAX_EVENTS];
+};
+
+cJSON *fr_ipc_consume_req_encode(const struct fr_ipc_consume_req *r);
+int fr_ipc_consume_req_decode(const cJSON *obj, struct fr_ipc_consume_req *out, char *err,
+			      size_t errlen);
+cJSON *fr_ipc_consume_reply_encode(const struct fr_ipc_consume_reply *r);
+int fr_ipc_consume_reply_decode(const cJSON *obj, struct fr_ipc_consume_reply *out, char *err,
+				size_t errlen);
+
+/* ---- dump ----------------------------------------------------------- */
+
+/* The bounds of a manual dump's "window_ns". */
+#define FR_IPC_DUMP_WINDOW_MIN_NS 1000000000LL
+#define FR_IPC_DUMP_WINDOW_MAX_NS 3600000000000LL
+
+/* {"req":"dump", ...}: write a session's dump now. */
+struct fr_ipc_dump_req {
+	/* "session": a non-empty name. Decoded, it points into the request
+	 * object and lives as long as that. */
+	const char *session;
+	/* "window_ns": FR_IPC_DUMP_WINDOW_MIN_NS..FR_IPC_DUMP_WINDOW_MAX_NS;
+	 * 0 when absent (the session's first trigger's window, or 60 s). */
+	int64_t window_ns;
+};
+
+/* The longest dump path a reply carries (with NUL). */
+#define FR_IPC_PATH_MAX 4096
+
+/* {"ok":true, ...}: where the dump went and what window it holds. */
+struct fr_ipc_dump_reply {
+	char path[FR_IPC_PATH_MAX]; /* "path" */
+	int64_t t0_ns, t1_ns;       /* "t0_ns", "t1_ns" */
+};
+
+cJSON *fr_ipc_dump_req_encode(const struct fr_ipc_dump_req *r);
+int fr_ipc_dump_req_decode(const cJSON *obj, struct fr_ipc_dump_req *out, char *err,
+			   size_t errlen);
+cJSON *fr_ipc_dump_reply_encode(const struct fr_ipc_dump_reply *r);
+int fr_ipc_dump_reply_decode(const cJSON *obj, struct fr_ipc_dump_reply *out, char *err,
+			     size_t errlen);
+
+/* Appends `text` to a reply's warnings (cut to FR_IPC_WARNING_MAX); one
+ * past FR_IPC_MAX_WARNINGS is dropped. */
+void fr_ipc_warn(char (*warnings)[FR_IPC_WARNING_MAX], uint32_t *nwarnings, const char *text);
+
+#endif

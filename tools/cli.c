@@ -1,0 +1,382 @@
+/* What the flightrec commands share (tools/cli.h): talking to the
+ * recorder, reading its replies, writing an output file atomically, a
+ * progress line, and printing the ring. */
+#include "tools/cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/fs.h"
+#include "core/log.h"
+#include "core/parse.h"
+#include "ipc/client.h"
+#include "tools/query.h"
+
+static const char *prog = FR_CLI_PROG;
+/* The caller's umask, read in main() while this is the only thread (umask
+ * can only be read by setting it). */
+mode_t fr_cli_umask = 022;
+
+int fr_cli_bad_option(const char *cmd, char **argv)
+{
+	const char *arg = argv[optind - 1];
+
+	if (optopt && optopt < 256)
+		fprintf(stderr, "%s %s: option -%c is unknown or needs a value (see %s %s --help)\n",
+			prog, cmd, optopt, prog, cmd);
+	else
+		fprintf(stderr, "%s %s: unknown option or missing value: %s (see %s %s --help)\n",
+			prog, cmd, arg, prog, cmd);
+	return EXIT_USAGE;
+}
+
+/* Connects, printing the standard message when nothing listens. */
+int fr_cli_connect(const char *path)
+{
+	int fd = fr_ipc_connect(path);
+
+	if (fd == -ENOENT || fd == -ECONNREFUSED)
+		fprintf(stderr, "%s: no recorder listening at %s (is flightrecd running?)\n", prog,
+			path);
+	else if (fd == -EACCES || fd == -EPERM)
+		fprintf(stderr, "%s: not allowed to talk to the recorder at %s (run as root)\n", prog,
+			path);
+	else if (fd < 0)
+		fprintf(stderr, "%s: cannot connect to %s: %s\n", prog, path, strerror(-fd));
+	return fd;
+}
+
+const char *fr_cli_resp_error(const cJSON *resp)
+{
+	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(resp, "ok");
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(resp, "error");
+
+	if (cJSON_IsTrue(ok))
+		return NULL;
+	return cJSON_IsString(e) ? e->valuestring : "the recorder refused the request";
+}
+
+void fr_cli_report_call_error(int ret, const char *path, cJSON **resp)
+{
+	if (ret == -EPROTO) {
+		fprintf(stderr, "%s: the recorder at %s speaks another protocol version: %s\n",
+			prog, path, *resp && fr_cli_resp_error(*resp) ? fr_cli_resp_error(*resp) : "no details");
+		cJSON_Delete(*resp);
+		*resp = NULL;
+	} else if (ret == -EAGAIN) {
+		fprintf(stderr, "%s: the recorder at %s did not answer in time\n", prog, path);
+	} else {
+		fprintf(stderr, "%s: lost the connection to the recorder at %s: %s\n", prog, path,
+			strerror(-ret));
+	}
+}
+
+int fr_cli_call(int sock, const char *path, cJSON *req, int pass_fd, cJSON **resp)
+{
+	int ret = fr_ipc_call(sock, req, pass_fd, resp);
+
+	if (ret < 0)
+		fr_cli_report_call_error(ret, path, resp);
+	return ret;
+}
+
+/* A number of a reply, or of an object built here, where integers are raw
+ * text (fr_ipc_add_int keeps 64-bit values exact). */
+double fr_cli_num(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (cJSON_IsNumber(v))
+		return v->valuedouble;
+	if (cJSON_IsRaw(v) && v->valuestring)
+		return strtod(v->valuestring, NULL);
+	return 0;
+}
+
+const char *fr_cli_str(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+void fr_cli_print_summary(const char *out, uint64_t samples, uint64_t stacks, int64_t t0,
+			  int64_t t1, uint32_t hz, uint64_t bytes)
+{
+	char dur[32], size[32];
+
+	fprintf(stderr, "%s: wrote %s: %llu samples, %llu stacks, %s window at %u Hz (%s)\n",
+		prog, out, (unsigned long long)samples, (unsigned long long)stacks,
+		fr_format_duration(t1 - t0, dur, sizeof(dur)), hz,
+		fr_format_size_human(bytes, size, sizeof(size)));
+}
+
+char *fr_cli_default_output_name(enum fr_profile_format format)
+{
+	char host[256], stamp[32], *name = NULL;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	fr_host_name(host, sizeof(host));
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	return asprintf(&name, "flightrec-%s-%s.%s", host, stamp,
+			format == FR_PROFILE_FOLDED ? "folded" : "pb.gz") < 0 ? NULL : name;
+}
+
+int fr_cli_output_open(struct fr_cli_output *o, const char *path)
+{
+	struct stat st;
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+
+	o->path = path;
+	o->tmp = NULL;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s: cannot write %s: it is a directory\n", prog, path);
+		return -EISDIR;
+	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		o->fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (o->fd < 0) {
+			fprintf(stderr, "%s: cannot open %s: %s\n", prog, path, strerror(errno));
+			return -errno;
+		}
+		return 0;
+	}
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path + 1), path);
+	else
+		dir[0] = '\0';
+	if (asprintf(&o->tmp, "%s.%s.tmp.XXXXXX", dir[0] ? dir : "./", slash ? slash + 1 : path) <
+	    0) {
+		o->tmp = NULL;
+		return -ENOMEM;
+	}
+	o->fd = mkostemp(o->tmp, O_CLOEXEC);
+	if (o->fd < 0) {
+		int e = errno;
+		fprintf(stderr, "%s: cannot create %s: %s\n", prog, path, strerror(e));
+		free(o->tmp);
+		o->tmp = NULL;
+		return -e;
+	}
+	/* mkostemp creates 0600; the profile gets the mode any new file of
+	 * the caller's gets. It names commands, threads and files of every
+	 * user, so a umask of 077 keeps it private, as asked. */
+	if (fchmod(o->fd, 0666 & ~fr_cli_umask) < 0) {
+		int e = errno;
+
+		fprintf(stderr, "%s: cannot set the mode of %s: %s\n", prog, path, strerror(e));
+		close(o->fd);
+		unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+		return -e;
+	}
+	return 0;
+}
+
+int fr_cli_output_commit(struct fr_cli_output *o, int ok)
+{
+	int ret = 0;
+
+	if (o->tmp) {
+		if (ok && fsync(o->fd) < 0)
+			ret = -errno;
+		if (ok && ret == 0 && rename(o->tmp, o->path) < 0)
+			ret = -errno;
+		if (!ok || ret < 0)
+			unlink(o->tmp);
+		if (ret < 0)
+			fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->path, strerror(-ret));
+		free(o->tmp);
+	}
+	close(o->fd);
+	return ret;
+}
+
+static void *progress_main(void *arg)
+{
+	struct fr_cli_progress *p = arg;
+	struct timespec deadline;
+	int first = 1;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->done) {
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_nsec += first ? 300000000 : 200000000;
+		if (deadline.tv_nsec >= 1000000000) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000;
+		}
+		first = 0;
+		if (pthread_cond_timedwait(&p->cond, &p->lock, &deadline) == 0 || p->done)
+			continue;
+		fprintf(stderr, "\r%s: %s... %.1fs", prog, p->what,
+			(double)(fr_now_mono_ns() - p->start_ns) / 1e9);
+		p->drawn = 1;
+	}
+	if (p->drawn)
+		fprintf(stderr, "\r\033[K");
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+void fr_cli_progress_start(struct fr_cli_progress *p, const char *what)
+{
+	memset(p, 0, sizeof(*p));
+	if (!isatty(STDERR_FILENO))
+		return;
+	p->what = what;
+	p->start_ns = fr_now_mono_ns();
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->running = pthread_create(&p->thread, NULL, progress_main, p) == 0;
+}
+
+void fr_cli_progress_stop(struct fr_cli_progress *p)
+{
+	if (!p->running)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->done = 1;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+	p->running = 0;
+}
+
+/* Sends the request `cmd` (no arguments) to the recorder and returns its
+ * successful reply, parsed in *resp and as received in *text (both freed
+ * by the caller). Returns 0, or 1 after saying what went wrong. */
+int fr_cli_simple_request(const char *cmd, const char *socket_s, cJSON **resp, char **text)
+{
+	char *socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
+	cJSON *req = cJSON_CreateObject();
+	int sock = -1, status = 1, ret;
+
+	*resp = NULL;
+	*text = NULL;
+	if (!socket_path || !req)
+		goto out;
+	cJSON_AddStringToObject(req, "req", cmd);
+	sock = fr_cli_connect(socket_path);
+	if (sock < 0)
+		goto out;
+	ret = fr_ipc_call_text(sock, req, -1, resp, text);
+	if (ret < 0) {
+		fr_cli_report_call_error(ret, socket_path, resp);
+		goto out;
+	}
+	if (fr_cli_resp_error(*resp)) {
+		fprintf(stderr, "%s: %s\n", prog, fr_cli_resp_error(*resp));
+		goto out;
+	}
+	status = 0;
+out:
+	if (sock >= 0)
+		close(sock);
+	cJSON_Delete(req);
+	free(socket_path);
+	return status;
+}
+
+void fr_cli_human_duration(int64_t ns, char *buf, size_t len)
+{
+	int64_t s = ns / 1000000000;
+
+	if (s >= 86400)
+		snprintf(buf, len, "%lldd %lldh %lldm", (long long)(s / 86400),
+			 (long long)(s % 86400 / 3600), (long long)(s % 3600 / 60));
+	else if (s >= 3600)
+		snprintf(buf, len, "%lldh %lldm %llds", (long long)(s / 3600),
+			 (long long)(s % 3600 / 60), (long long)(s % 60));
+	else if (s >= 60)
+		snprintf(buf, len, "%lldm %llds", (long long)(s / 60), (long long)(s % 60));
+	else
+		snprintf(buf, len, "%.1fs", (double)ns / 1e9);
+}
+
+/* The ring facts shared by status and dump --info. */
+void fr_cli_print_ring(const cJSON *ring, double lost)
+{
+	char a[64], b[64], size[32], seg[32], used[32];
+	double samples = fr_cli_num(ring, "samples"), bytes = fr_cli_num(ring, "bytes_used");
+
+	printf("ring:     %s, %s in %.0f segments of %s; %.0f segments in use, %s of chunks "
+	       "(%.0f%%)\n",
+	       fr_cli_str(ring, "path"), fr_format_size_human((uint64_t)fr_cli_num(ring, "size"), size, sizeof(size)),
+	       fr_cli_num(ring, "segments"),
+	       fr_format_size_human((uint64_t)fr_cli_num(ring, "segment_size"), seg, sizeof(seg)),
+	       fr_cli_num(ring, "segments_used"), fr_format_size_human((uint64_t)bytes, used, sizeof(used)),
+	       fr_cli_num(ring, "size") > 0 ? 100.0 * bytes / fr_cli_num(ring, "size") : 0.0);
+	if (fr_cli_num(ring, "chunks") > 0) {
+		char span[64];
+		fr_cli_human_duration((int64_t)(fr_cli_num(ring, "newest_ns") - fr_cli_num(ring, "oldest_ns")), span,
+			       sizeof(span));
+		printf("span:     %s .. %s (%s)\n",
+		       fr_format_time((int64_t)fr_cli_num(ring, "oldest_ns"), a, sizeof(a)),
+		       fr_format_time((int64_t)fr_cli_num(ring, "newest_ns"), b, sizeof(b)), span);
+	} else {
+		printf("span:     empty\n");
+	}
+	printf("stored:   %.0f samples in %.0f chunks", samples, fr_cli_num(ring, "chunks"));
+	if (samples > 0)
+		printf(", %.1f bytes/sample, compression %.1fx", bytes / samples,
+		       bytes > 0 ? fr_cli_num(ring, "raw_bytes") / bytes : 0.0);
+	printf(" (format version %.0f)\n", fr_cli_num(ring, "format_version"));
+	if (fr_cli_num(ring, "journal_size") > 0) {
+		char js[32], jb[32];
+
+		printf("journal:  %s; %.0f samples of the last seconds in %.0f chunks (%s), "
+		       "not yet merged\n",
+		       fr_format_size_human((uint64_t)fr_cli_num(ring, "journal_size"), js, sizeof(js)),
+		       fr_cli_num(ring, "journal_samples"), fr_cli_num(ring, "journal_chunks"),
+		       fr_format_size_human((uint64_t)fr_cli_num(ring, "journal_bytes"), jb, sizeof(jb)));
+	}
+	printf("damage:   %.0f corrupt chunks skipped\n", fr_cli_num(ring, "corrupt_chunks"));
+	{
+		const char *sb = fr_cli_str(ring, "superblock");
+		bool copy = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ring, "superblock_copy"));
+
+		/* No "superblock": a recorder from before superblock copies. */
+		if (!strcmp(sb, "copy"))
+			printf("superblock: damaged; read through its copy at the end of the file\n");
+		else if (!strcmp(sb, "repaired"))
+			printf("superblock: was damaged; rewritten from its copy at the end of the file\n");
+		else if (sb[0])
+			printf("superblock: intact, %s\n",
+			       copy ? "with a copy at the end of the file"
+				    : "no copy (made before copies existed; a recorder adds one)");
+	}
+	printf("lost:     %.0f samples lost by the kernel\n", lost);
+}
+
+/* "cpu@99Hz,offcpu": a reply's list of {"event", "hz"}, hz left out when
+ * 0 (offcpu). Cut at `len`. */
+void fr_cli_format_events(const cJSON *events, char *buf, size_t len)
+{
+	const cJSON *e;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach(e, events) {
+		int k = fr_cli_num(e, "hz") > 0 ? snprintf(buf + used, len - used, "%s%s@%.0fHz",
+						    used ? "," : "", fr_cli_str(e, "event"), fr_cli_num(e, "hz"))
+					 : snprintf(buf + used, len - used, "%s%s", used ? "," : "",
+						    fr_cli_str(e, "event"));
+		if (k < 0 || (size_t)k >= len - used)
+			break;
+		used += (size_t)k;
+	}
+}

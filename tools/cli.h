@@ -1,0 +1,106 @@
+/* What the flightrec commands share: the program's name, talking to the
+ * recorder and reading its replies, writing an output file atomically, a
+ * progress line on a terminal, and how the ring is printed. One file per
+ * command uses these: cmd_attach.c, cmd_status.c (status, sessions),
+ * cmd_dump.c; flightrec.c picks the command. */
+#ifndef FR_TOOLS_CLI_H
+#define FR_TOOLS_CLI_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/profile.h"
+
+#define FR_CLI_PROG "flightrec"
+
+/* The caller's umask, set by main() while it is the only thread: a new
+ * profile gets the mode any new file of the caller's gets. */
+extern mode_t fr_cli_umask;
+
+/* The commands: each parses its options (argv[0] is the command's name)
+ * and returns the exit status: 0 success, 1 failure, 2 usage error. */
+int fr_cmd_attach(int argc, char **argv);
+int fr_cmd_status(int argc, char **argv);
+int fr_cmd_sessions(int argc, char **argv);
+int fr_cmd_dump(int argc, char **argv);
+
+/* Says which option of `cmd` getopt refused. Returns EXIT_USAGE. */
+int fr_cli_bad_option(const char *cmd, char **argv);
+
+/* Connects to the recorder at `path`, saying why not when it cannot.
+ * Returns the socket or -errno. */
+int fr_cli_connect(const char *path);
+
+/* The error of a reply with "ok": false (or not true), NULL for success. */
+const char *fr_cli_resp_error(const cJSON *resp);
+
+/* Says why fr_ipc_call() failed with `ret`; frees *resp on -EPROTO. */
+void fr_cli_report_call_error(int ret, const char *path, cJSON **resp);
+
+/* fr_ipc_call(), saying why it failed. Returns as fr_ipc_call(). */
+int fr_cli_call(int sock, const char *path, cJSON *req, int pass_fd, cJSON **resp);
+
+/* A number member of a reply, or of an object built here, where integers
+ * are raw text; 0 when absent. */
+double fr_cli_num(const cJSON *obj, const char *key);
+
+/* A string member of a reply; "" when absent. */
+const char *fr_cli_str(const cJSON *obj, const char *key);
+
+/* Prints the line that says what a profile holds and where it went. */
+void fr_cli_print_summary(const char *out, uint64_t samples, uint64_t stacks, int64_t t0,
+			  int64_t t1, uint32_t hz, uint64_t bytes);
+
+/* flightrec-HOST-UTCTIME.pb.gz (.folded): malloc'd, NULL on failure. */
+char *fr_cli_default_output_name(enum fr_profile_format format);
+
+/* The output of a profile. For a regular (or new) file, a temporary file
+ * in the same directory that fr_cli_output_commit() renames into place. */
+struct fr_cli_output {
+	const char *path;
+	char *tmp; /* NULL when writing to `path` directly (fifo, device) */
+	int fd;
+};
+
+/* Opens the output at `path`, saying why not. Returns 0 or -errno. */
+int fr_cli_output_open(struct fr_cli_output *o, const char *path);
+
+/* With `ok`, syncs the file and renames it into place; else removes it.
+ * Closes the descriptor. Returns 0 or -errno (after saying why). */
+int fr_cli_output_commit(struct fr_cli_output *o, int ok);
+
+/* Progress on a terminal for operations that can take a while: after a
+ * quiet 300 ms, a line on stderr with what is going on and the time spent,
+ * redrawn every 200 ms and erased at the end. Nothing when stderr is not
+ * a terminal (piped, in scripts, in logs). */
+struct fr_cli_progress {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const char *what;
+	int running, done, drawn;
+	int64_t start_ns;
+};
+
+void fr_cli_progress_start(struct fr_cli_progress *p, const char *what);
+void fr_cli_progress_stop(struct fr_cli_progress *p);
+
+/* Sends the request `cmd` (no arguments) to the recorder and returns its
+ * successful reply, parsed in *resp and as received in *text (both freed
+ * by the caller). Returns 0, or 1 after saying what went wrong. */
+int fr_cli_simple_request(const char *cmd, const char *socket_s, cJSON **resp, char **text);
+
+/* "1h 2m 3s": a duration for a person. */
+void fr_cli_human_duration(int64_t ns, char *buf, size_t len);
+
+/* The ring facts shared by status and dump --info. */
+void fr_cli_print_ring(const cJSON *ring, double lost);
+
+/* "cpu 99 Hz, offcpu": the events of a reply's "events" array. */
+void fr_cli_format_events(const cJSON *events, char *buf, size_t len);
+
+#endif

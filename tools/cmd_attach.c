@@ -1,0 +1,367 @@
+/* flightrec attach: a profile of a window into a file, or with --follow one
+ * profile per window for as long as it runs. The file is written under a
+ * temporary name next to the target and renamed into place only when the
+ * recorder reports success: a failed attach leaves no file, a reader
+ * never sees a partial one. */
+#include "tools/cli.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/fs.h"
+#include "core/log.h"
+#include "core/parse.h"
+#include "core/sample.h"
+#include "ipc/client.h"
+#include "ipc/msg.h"
+#include "ipc/proto.h"
+#include "tools/query.h"
+
+static const char *prog = FR_CLI_PROG;
+
+static void usage_attach(FILE *f)
+{
+	fprintf(f,
+		"Usage: flightrec attach --window DURATION [OPTION]...\n"
+		"       flightrec attach --from TIME [--to TIME] [OPTION]...\n"
+		"Write a gzip'ed pprof profile of the samples the recorder holds for a window\n"
+		"of time: --window 60s is the last 60 seconds, up to now.\n"
+		"\n"
+		"  --window DURATION  500ms, 10s, 5m, 1h, ...\n"
+		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix seconds\n"
+		"  --to TIME          window end (default now)\n"
+		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here,\n"
+		"                     .folded for --format folded)\n"
+		"  --event E[,E...]   events, one value column each (default cpu): cpu, cycles,\n"
+		"                     instructions, cache-references, cache-misses,\n"
+		"                     branch-instructions, branch-misses, page-faults,\n"
+		"                     context-switches, cpu-migrations, offcpu, raw:0xNNNN\n"
+		"  --pid PID[,PID...] only these processes (all their threads)\n"
+		"  --children         with --pid: also every process they started, and theirs\n"
+		"  --comm NAME[,...]  only processes with these command names\n"
+		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
+		"  --hz N             samples per second per CPU in the profile (default: as\n"
+		"                     recorded; higher rates are downsampled deterministically;\n"
+		"                     with --follow, the recorder samples at least this fast)\n"
+		"  --format FORMAT    pprof (default: gzip'ed pprof) or folded (collapsed\n"
+		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
+		"  --follow           from now on, write one profile per --window into the\n"
+		"                     directory -o DIR (default .) until interrupted; the\n"
+		"                     windows tile time exactly, and the recorder keeps the\n"
+		"                     events and --hz asked for while it runs\n"
+		"  --count N          with --follow: stop after N windows\n"
+		"  --socket PATH      the recorder's socket\n"
+		"  -h, --help         show this help\n"
+		"\n"
+		"Examples:\n"
+		"  flightrec attach --window 60s -o incident.pb.gz\n"
+		"  flightrec attach --window 5m --pid 1234 -o api.pb.gz\n"
+		"  flightrec attach --window 60s --event cpu,offcpu --comm postgres -o db.pb.gz\n"
+		"  flightrec attach --window 60s --format folded -o cpu.folded\n"
+		"  flightrec attach --follow --window 10s --hz 999 -o /var/tmp/profiles/\n"
+		"  flightrec attach --follow --count 1 --window 30s --event offcpu -o .\n");
+}
+
+/* Sends the attach request `ar` with a new file at `path` and commits the
+ * file when the recorder succeeds. Returns 0; 2 when the profile was kept
+ * but may end early (the recorder could not flush), after saying so; or 1
+ * after saying why it failed. */
+static int attach_one(int sock, const char *socket_path, const struct fr_ipc_attach_req *ar,
+		      const char *path)
+{
+	struct fr_cli_output out = {.fd = -1};
+	struct fr_ipc_attach_reply *reply = malloc(sizeof(*reply));
+	struct fr_cli_progress prog_line;
+	cJSON *req = fr_ipc_attach_req_encode(ar), *resp = NULL;
+	char err[512];
+	int ret = 1;
+
+	if (!req || !reply || fr_cli_output_open(&out, path) < 0)
+		goto out;
+	fr_cli_progress_start(&prog_line, "the recorder is building the profile");
+	ret = fr_cli_call(sock, socket_path, req, out.fd, &resp);
+	fr_cli_progress_stop(&prog_line);
+	if (ret < 0 || fr_cli_resp_error(resp) ||
+	    fr_ipc_attach_reply_decode(resp, reply, err, sizeof(err)) < 0) {
+		if (ret == 0)
+			fprintf(stderr, "%s: %s\n", prog, fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
+		fr_cli_output_commit(&out, 0);
+		ret = 1;
+		goto out;
+	}
+	ret = 1;
+	if (fr_cli_output_commit(&out, 1) < 0)
+		goto out;
+	for (uint32_t i = 0; i < reply->nwarnings; i++)
+		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
+	fr_cli_print_summary(path, reply->samples, reply->stacks, reply->t0_ns, reply->t1_ns, reply->hz,
+		      reply->bytes);
+	/* The profile is kept (it holds what the ring had), but a script
+	 * must not take it for the whole window. */
+	ret = reply->incomplete[0] ? 2 : 0;
+	if (ret)
+		fprintf(stderr, "%s: %s: %s\n", prog, path, reply->incomplete);
+out:
+	cJSON_Delete(req);
+	cJSON_Delete(resp);
+	free(reply);
+	return ret;
+}
+
+static volatile sig_atomic_t follow_stop;
+
+static void on_follow_signal(int sig)
+{
+	(void)sig;
+	follow_stop = 1;
+}
+
+/* Asks the recorder to hold the query's rates on this connection and
+ * says what it holds. Returns 0 with *start_ns, from when on the data is
+ * at these rates, or 1 after saying why not. */
+static int follow_start(int sock, const char *socket_path, const struct fr_query_args *q,
+			int64_t *start_ns)
+{
+	struct fr_ipc_consume_req cq;
+	struct fr_ipc_consume_reply *reply = malloc(sizeof(*reply));
+	cJSON *req, *resp = NULL;
+	char name[FR_EVENT_NAME_MAX], err[512];
+	int status = 1;
+
+	fr_query_consume_req(q, &cq);
+	req = fr_ipc_consume_req_encode(&cq);
+	if (!req || !reply || fr_cli_call(sock, socket_path, req, -1, &resp) < 0)
+		goto out;
+	if (fr_cli_resp_error(resp) || fr_ipc_consume_reply_decode(resp, reply, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
+		goto out;
+	}
+	*start_ns = reply->start_ns;
+	for (uint32_t i = 0; i < reply->nwarnings; i++)
+		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
+	for (uint32_t i = 0; i < reply->nevents; i++)
+		fprintf(stderr, "%s: following %s at %u Hz (recording at %u Hz)\n", prog,
+			fr_event_format(reply->events[i].event, name, sizeof(name)),
+			reply->events[i].hz, reply->events[i].recording_hz);
+	status = 0;
+out:
+	cJSON_Delete(req);
+	cJSON_Delete(resp);
+	free(reply);
+	return status;
+}
+
+/* Waits until the window [t0, *t1) has passed; a signal ends it early
+ * (*t1 becomes now). Returns 0, or -1 when stopped before it began. */
+static int follow_wait(int64_t t0, int64_t *t1)
+{
+	int64_t now;
+
+	while (!follow_stop && (now = fr_now_real_ns()) < *t1) {
+		int64_t left = *t1 - now;
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = left < 100000000 ? left : 100000000};
+
+		nanosleep(&ts, NULL);
+	}
+	if (follow_stop) {
+		now = fr_now_real_ns();
+		if (now < *t1)
+			*t1 = now;
+		if (*t1 <= t0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Writes the profile of [t0, t1) into `dir`, named after the host and the
+ * window's start, and prints its path. Returns as attach_one(). */
+static int follow_window(int sock, const char *socket_path, const struct fr_query_args *q,
+			 const char *dir, const char *host, int64_t t0, int64_t t1)
+{
+	struct fr_ipc_attach_req *ar = malloc(sizeof(*ar));
+	char *path = NULL, stamp[48];
+	time_t secs = (time_t)(t0 / 1000000000);
+	struct tm tm;
+	int ret = 1;
+
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	if (!ar || asprintf(&path, "%s/flightrec-%s-%s.%03dZ.%s", dir, host, stamp,
+			    (int)(t0 / 1000000 % 1000),
+			    q->format == FR_PROFILE_FOLDED ? "folded" : "pb.gz") < 0) {
+		free(ar);
+		return 1;
+	}
+	fr_query_attach_req(q, ar);
+	ar->window_ns = 0;
+	ar->has_from = ar->has_to = 1;
+	ar->from_ns = t0;
+	ar->to_ns = t1;
+	ret = attach_one(sock, socket_path, ar, path);
+	if (ret == 0 || ret == 2) {
+		/* The exact window, for --from/--to of other queries. */
+		fprintf(stderr, "%s: window %" PRId64 ".%09" PRId64 " .. %" PRId64 ".%09" PRId64
+			" (Unix seconds)\n", prog, t0 / 1000000000, t0 % 1000000000,
+			t1 / 1000000000, t1 % 1000000000);
+		printf("%s\n", path);
+		fflush(stdout);
+	}
+	free(path);
+	free(ar);
+	return ret;
+}
+
+/* attach --follow: holds the rates for as long as it runs and writes one
+ * profile per window into `dir`, windows that tile time exactly from the
+ * moment the rates were in force. SIGINT/SIGTERM write the window so far
+ * and stop. Returns the exit status. */
+static int follow(int sock, const char *socket_path, const struct fr_query_args *q, const char *dir,
+		  uint64_t count)
+{
+	struct sigaction sa = {.sa_handler = on_follow_signal};
+	char host[256] = "host";
+	int64_t t0 = 0;
+	uint64_t written = 0;
+	int incomplete = 0;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	fr_host_name(host, sizeof(host));
+
+	if (follow_start(sock, socket_path, q, &t0))
+		return 1;
+	while (!follow_stop && (!count || written < count)) {
+		int64_t t1 = t0 + q->window;
+		int ret;
+
+		if (follow_wait(t0, &t1) < 0)
+			break;
+		ret = follow_window(sock, socket_path, q, dir, host, t0, t1);
+		/* One window that could not be flushed does not end a follow
+		 * of hours; the exit status says it happened. */
+		if (ret == 2)
+			incomplete = 1;
+		else if (ret)
+			return 1;
+		written++;
+		t0 = t1;
+	}
+	return incomplete;
+}
+
+/* Checks the options of attach --follow: a --window (each profile's
+ * length) the recorder waits for, and a directory to write into. Returns
+ * 0 or EXIT_USAGE (after saying why). */
+static int follow_check(const struct fr_query_args *q)
+{
+	struct stat st;
+	const char *dir = q->out_s ? q->out_s : ".";
+
+	if (!q->window_s) {
+		fprintf(stderr, "%s attach: --follow takes --window DURATION (the length of "
+			"each profile), not --from/--to\n", prog);
+		return EXIT_USAGE;
+	}
+	/* The recorder waits at most this long (plus a minute) for a
+	 * follower's next request. */
+	if (q->window > FR_IPC_FOLLOW_WINDOW_MAX_NS) {
+		fprintf(stderr, "%s attach: --follow takes a --window of at most 1h, got "
+			"\"%s\"\n", prog, q->window_s);
+		return EXIT_USAGE;
+	}
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s attach: --follow writes one file per window into a "
+			"directory; %s is not a directory\n", prog, dir);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+int fr_cmd_attach(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		FR_QUERY_LONGOPTS,
+		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"follow", no_argument, NULL, FR_OPT_FOLLOW},
+		{"count", required_argument, NULL, FR_OPT_COUNT},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct fr_query_args q = {0};
+	const char *socket_s = NULL, *count_s = NULL;
+	struct fr_ipc_attach_req ar;
+	char *socket_path = NULL, *out_name = NULL;
+	uint64_t count = 0;
+	int c, sock = -1, status = EXIT_USAGE, ret, follow_mode = 0;
+
+	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		if ((ret = fr_query_opt("flightrec attach", c, optarg, &q)) == 1)
+			continue;
+		if (ret)
+			return ret;
+		switch (c) {
+		case FR_OPT_SOCKET: socket_s = optarg; break;
+		case FR_OPT_FOLLOW: follow_mode = 1; break;
+		case FR_OPT_COUNT: count_s = optarg; break;
+		case 'h': usage_attach(stdout); return 0;
+		default: return fr_cli_bad_option("attach", argv);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s attach: unexpected argument \"%s\" (see %s attach --help)\n",
+			prog, argv[optind], prog);
+		return EXIT_USAGE;
+	}
+	if (fr_query_finish("flightrec attach", &q))
+		return EXIT_USAGE;
+	if (count_s && !follow_mode) {
+		fprintf(stderr, "%s attach: --count goes with --follow\n", prog);
+		return EXIT_USAGE;
+	}
+	if (count_s && fr_parse_u64(count_s, 1, 1000000000, &count) < 0) {
+		fprintf(stderr, "%s attach: --count: expected a number of windows of at least 1, "
+			"got \"%s\"\n", prog, count_s);
+		return EXIT_USAGE;
+	}
+	if (follow_mode && follow_check(&q))
+		return EXIT_USAGE;
+
+	status = 1;
+	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
+	if (!socket_path)
+		goto out;
+	sock = fr_cli_connect(socket_path);
+	if (sock < 0)
+		goto out;
+	if (follow_mode) {
+		status = follow(sock, socket_path, &q, q.out_s ? q.out_s : ".", count);
+		goto out;
+	}
+
+	fr_query_attach_req(&q, &ar);
+	if (!q.out_s) {
+		out_name = fr_cli_default_output_name(q.format);
+		if (!out_name)
+			goto out;
+		q.out_s = out_name;
+	}
+	if (attach_one(sock, socket_path, &ar, q.out_s) != 0)
+		goto out;
+	if (out_name)
+		printf("%s\n", out_name);
+	status = 0;
+out:
+	if (sock >= 0)
+		close(sock);
+	free(socket_path);
+	free(out_name);
+	return status;
+}

@@ -1,0 +1,364 @@
+/* flightrec dump: a profile read straight from a ring file, with no
+ * recorder running (after a crash), the ring's facts (--info), or a
+ * session's dump written now by the recorder (--session). */
+#include "tools/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/chunk.h"
+#include "core/parse.h"
+#include "core/profile.h"
+#include "core/ring.h"
+#include "fr_version.h"
+#include "ipc/client.h"
+#include "ipc/msg.h"
+#include "ipc/proto.h"
+#include "tools/query.h"
+
+static const char *prog = FR_CLI_PROG;
+
+static void usage_dump(FILE *f)
+{
+	fprintf(f,
+		"Usage: flightrec dump --ring FILE --window DURATION [OPTION]...\n"
+		"       flightrec dump --ring FILE --from TIME [--to TIME] [OPTION]...\n"
+		"       flightrec dump --ring FILE --info [--json]\n"
+		"       flightrec dump --session NAME [--window DURATION] [--socket PATH]\n"
+		"Read a ring file directly, with no recorder running (after a crash of the\n"
+		"recorder or of the host, or on a copy taken while it was writing), and write\n"
+		"the same gzip'ed pprof profile attach writes. The file is only read.\n"
+		"With --session, ask the running recorder to write that session's dump now\n"
+		"(its events and targets, the window of its first trigger or --window) into\n"
+		"its dumps directory, as a trigger would; the dump's path is printed.\n"
+		"\n"
+		"  --ring FILE        the ring (e.g. /var/lib/flightrec/ring)\n"
+		"  --window DURATION  the last DURATION the ring recorded, ending at its newest\n"
+		"                     sample (the moment of the crash)\n"
+		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix seconds\n"
+		"  --to TIME          window end (default: the newest sample)\n"
+		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here,\n"
+		"                     .folded for --format folded)\n"
+		"  --pid PID[,PID...] only these processes\n"
+		"  --children         with --pid: also every process they started, and theirs\n"
+		"  --event E[,E...]   events, one value column each (default cpu; see attach)\n"
+		"  --comm NAME[,...]  only processes with these command names\n"
+		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
+		"  --hz N             samples per second per CPU in the profile\n"
+		"  --format FORMAT    pprof (default: gzip'ed pprof) or folded (collapsed\n"
+		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
+		"  --info             show the ring's span, use, samples, compression, damage\n"
+		"  --json             with --info: one JSON object (times in Unix ns, sizes in bytes)\n"
+		"  --session NAME     dump a configured session now, through the recorder\n"
+		"  --socket PATH      with --session: the recorder's socket\n"
+		"  -h, --help         show this help\n"
+		"\n"
+		"Examples:\n"
+		"  flightrec dump --ring /var/lib/flightrec/ring --window 10m -o crash.pb.gz\n"
+		"  flightrec dump --ring ring.copy --info --json\n"
+		"  flightrec dump --session db --window 2m\n");
+}
+
+/* dump --info: the ring's facts, plus what only decoding tells (losses). */
+static int dump_info(struct fr_ring *ring, int json)
+{
+	struct fr_ring_ref *refs = NULL;
+	struct fr_ring_stats st;
+	uint64_t lost = 0;
+	size_t n = 0;
+	cJSON *obj = NULL, *ring_json;
+	int status = 1;
+
+	if (fr_ring_query(ring, INT64_MIN, INT64_MAX, &refs, &n) < 0) {
+		fprintf(stderr, "%s dump: out of memory\n", prog);
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		void *buf = NULL;
+		struct fr_chunk *c = NULL;
+
+		/* A chunk found damaged here is counted by the ring. */
+		if (fr_ring_read(ring, &refs[i], &buf) == 0 &&
+		    fr_chunk_decode(buf, refs[i].len, &c) == 0)
+			for (uint32_t e = 0; e < c->nevents; e++)
+				lost += c->events[e].lost;
+		fr_chunk_free(c);
+		free(buf);
+	}
+	free(refs);
+	fr_ring_get_stats(ring, &st);
+	ring_json = fr_ipc_ring_json(fr_ring_path(ring), &st);
+	obj = cJSON_CreateObject();
+	if (!ring_json || !obj) {
+		cJSON_Delete(ring_json);
+		goto out;
+	}
+	cJSON_AddItemToObject(obj, "ring", ring_json);
+	fr_ipc_add_int(obj, "samples_lost", (int64_t)lost);
+	if (json) {
+		char *text = cJSON_PrintUnformatted(obj);
+		if (!text)
+			goto out;
+		printf("%s\n", text);
+		free(text);
+	} else {
+		fr_cli_print_ring(ring_json, (double)lost);
+	}
+	status = 0;
+out:
+	cJSON_Delete(obj);
+	return status;
+}
+
+/* dump --session NAME: asks the recorder to fire the session now. */
+static int dump_session(const char *name, const char *window_s, const char *socket_s)
+{
+	struct fr_ipc_dump_req dq = {.session = name};
+	struct fr_ipc_dump_reply *reply = NULL;
+	cJSON *req = NULL, *resp = NULL;
+	char *socket_path = NULL, err[512];
+	int sock = -1, status = 1;
+
+	if (window_s && (fr_parse_duration(window_s, &dq.window_ns) < 0 ||
+			 dq.window_ns < FR_IPC_DUMP_WINDOW_MIN_NS ||
+			 dq.window_ns > FR_IPC_DUMP_WINDOW_MAX_NS)) {
+		fprintf(stderr, "%s dump: --window: expected a duration of 1s..1h, got \"%s\"\n",
+			prog, window_s);
+		return EXIT_USAGE;
+	}
+	req = fr_ipc_dump_req_encode(&dq);
+	reply = malloc(sizeof(*reply));
+	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
+	if (!req || !reply || !socket_path)
+		goto out;
+	sock = fr_cli_connect(socket_path);
+	if (sock < 0)
+		goto out;
+	if (fr_cli_call(sock, socket_path, req, -1, &resp) < 0)
+		goto out;
+	if (fr_cli_resp_error(resp) || fr_ipc_dump_reply_decode(resp, reply, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
+		goto out;
+	}
+	printf("%s\n", reply->path);
+	status = 0;
+out:
+	if (sock >= 0)
+		close(sock);
+	cJSON_Delete(req);
+	cJSON_Delete(resp);
+	free(reply);
+	free(socket_path);
+	return status;
+}
+
+/* The options of flightrec dump. */
+struct dump_args {
+	struct fr_query_args q;
+	const char *ring_s, *session_s, *socket_s;
+	int info, json;
+};
+
+/* Parses and checks the options. Returns 0, or the exit status when the
+ * command is done (help, a usage error). */
+static int dump_parse(int argc, char **argv, struct dump_args *a)
+{
+	static const struct option longopts[] = {
+		FR_QUERY_LONGOPTS,
+		{"ring", required_argument, NULL, FR_OPT_RING},
+		{"info", no_argument, NULL, FR_OPT_INFO},
+		{"json", no_argument, NULL, FR_OPT_JSON},
+		{"session", required_argument, NULL, FR_OPT_SESSION},
+		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		if ((ret = fr_query_opt("flightrec dump", c, optarg, &a->q)) == 1)
+			continue;
+		if (ret)
+			return ret;
+		switch (c) {
+		case FR_OPT_RING: a->ring_s = optarg; break;
+		case FR_OPT_INFO: a->info = 1; break;
+		case FR_OPT_JSON: a->json = 1; break;
+		case FR_OPT_SESSION: a->session_s = optarg; break;
+		case FR_OPT_SOCKET: a->socket_s = optarg; break;
+		case 'h': usage_dump(stdout); return -1;
+		default: return fr_cli_bad_option("dump", argv);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s dump: unexpected argument \"%s\" (see %s dump --help)\n", prog,
+			argv[optind], prog);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Checks that the options of a ring dump (not --session) go together.
+ * Returns 0 or EXIT_USAGE (after saying why). */
+static int dump_check(struct dump_args *a)
+{
+	struct fr_query_args *q = &a->q;
+
+	if (a->socket_s) {
+		fprintf(stderr, "%s dump: --socket goes with --session\n", prog);
+		return EXIT_USAGE;
+	}
+	if (!a->ring_s) {
+		fprintf(stderr, "%s dump: --ring FILE is required (the recorder's is "
+			"/var/lib/flightrec/ring)\n", prog);
+		return EXIT_USAGE;
+	}
+	if (a->json && !a->info) {
+		fprintf(stderr, "%s dump: --json goes with --info\n", prog);
+		return EXIT_USAGE;
+	}
+	if (a->info && (q->window_s || q->from_s || q->to_s || q->out_s || q->npids || q->hz ||
+			q->format || q->nevents || q->ncomms || q->cgroup[0])) {
+		fprintf(stderr, "%s dump: --info takes no window, output, pid, rate or format "
+			"options\n", prog);
+		return EXIT_USAGE;
+	}
+	if (!a->info && fr_query_finish("flightrec dump", q))
+		return EXIT_USAGE;
+	return 0;
+}
+
+/* The profile request of a ring dump: the window ends where the recording
+ * ends, not now (after a crash the interesting minutes are the last ones
+ * the ring holds). Returns 0, or 1 after saying why there is none. */
+static int dump_request(struct fr_ring *ring, const char *ring_s, const struct fr_query_args *q,
+			struct fr_profile_request *req)
+{
+	struct fr_ring_stats st;
+	char when[64];
+
+	fr_ring_get_stats(ring, &st);
+	if (!st.chunks) {
+		fprintf(stderr, "%s dump: %s holds no samples; nothing to write\n", prog, ring_s);
+		return 1;
+	}
+	memset(req, 0, sizeof(*req));
+	if (q->window_s) {
+		req->t1 = st.newest_ns + 1;
+		req->t0 = req->t1 - q->window;
+	} else {
+		req->t0 = q->from;
+		req->t1 = q->to_s ? q->to : st.newest_ns + 1;
+		if (req->t1 <= req->t0) {
+			fprintf(stderr, "%s dump: the ring's newest sample (%s) is before --from\n",
+				prog, fr_format_time(st.newest_ns, when, sizeof(when)));
+			return 1;
+		}
+	}
+	req->npids = q->npids;
+	memcpy(req->pids, q->pids, sizeof(req->pids));
+	req->nevents = q->nevents;
+	memcpy(req->events, q->events, sizeof(req->events));
+	req->ncomms = q->ncomms;
+	memcpy(req->comms, q->comms, sizeof(req->comms));
+	memcpy(req->cgroup, q->cgroup, sizeof(req->cgroup));
+	req->children = q->children;
+	req->hz = (uint32_t)q->hz;
+	req->format = q->format;
+	req->version = FR_VERSION;
+	return 0;
+}
+
+/* Writes the profile of `req` to `path` (atomically, for a file) and says
+ * what it holds. Returns 0, or 1 after saying why not. */
+static int dump_write(struct fr_ring *ring, const struct fr_profile_request *req,
+		      const char *path)
+{
+	struct fr_cli_output out = {.fd = -1};
+	struct fr_cli_progress prog_line;
+	struct fr_profile_result res;
+	uint64_t written = 0;
+	char err[512] = "";
+	int ret;
+
+	if (fr_cli_output_open(&out, path) < 0)
+		return 1;
+	fr_cli_progress_start(&prog_line, "building the profile");
+	ret = fr_profile_write_fd(ring, req, out.fd, NULL, &res, &written, err, sizeof(err));
+	fr_cli_progress_stop(&prog_line);
+	if (ret < 0) {
+		fprintf(stderr, "%s dump: %s\n", prog, err[0] ? err : strerror(-ret));
+		fr_cli_output_commit(&out, 0);
+		return 1;
+	}
+	if (fr_cli_output_commit(&out, 1) < 0)
+		return 1;
+	if (res.warning[0])
+		fprintf(stderr, "%s: warning: %s\n", prog, res.warning);
+	fr_cli_print_summary(path, res.samples_kept, res.stacks, req->t0, req->t1, res.hz,
+			     written);
+	return 0;
+}
+
+int fr_cmd_dump(int argc, char **argv)
+{
+	struct dump_args a;
+	struct fr_query_args *q = &a.q;
+	struct fr_ring *ring = NULL;
+	struct fr_profile_request *req = NULL;
+	struct fr_cli_progress prog_line;
+	char *out_name = NULL;
+	char err[512];
+	int status, ret;
+
+	memset(&a, 0, sizeof(a));
+	status = dump_parse(argc, argv, &a);
+	if (status)
+		return status < 0 ? 0 : status;
+	if (a.session_s) {
+		if (a.ring_s || a.info || a.json || q->from_s || q->to_s || q->out_s || q->npids ||
+		    q->hz || q->format || q->nevents || q->ncomms || q->cgroup[0]) {
+			fprintf(stderr, "%s dump: --session takes only --window and --socket (the "
+				"session says what to record and where the dump goes)\n", prog);
+			return EXIT_USAGE;
+		}
+		return dump_session(a.session_s, q->window_s, a.socket_s);
+	}
+	if (dump_check(&a))
+		return EXIT_USAGE;
+
+	err[0] = '\0';
+	fr_cli_progress_start(&prog_line, "scanning the ring");
+	ret = fr_ring_open(&ring, a.ring_s, 0, 0, FR_RING_RDONLY, err, sizeof(err));
+	fr_cli_progress_stop(&prog_line);
+	if (ret < 0) {
+		fprintf(stderr, "%s dump: %s\n", prog, err[0] ? err : strerror(-ret));
+		return 1;
+	}
+	status = 1;
+	if (a.info) {
+		status = dump_info(ring, a.json);
+		goto out;
+	}
+	req = malloc(sizeof(*req));
+	if (!req || dump_request(ring, a.ring_s, q, req))
+		goto out;
+	if (!q->out_s) {
+		out_name = fr_cli_default_output_name(q->format);
+		if (!out_name)
+			goto out;
+		q->out_s = out_name;
+	}
+	status = dump_write(ring, req, q->out_s);
+	if (status == 0 && out_name)
+		printf("%s\n", out_name);
+out:
+	free(req);
+	free(out_name);
+	fr_ring_close(ring);
+	return status;
+}

@@ -1,0 +1,224 @@
+/* flightrec status and flightrec sessions: what the recorder is doing,
+ * and the sessions of its configuration. */
+#include "tools/cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/parse.h"
+#include "tools/query.h"
+
+static const char *prog = FR_CLI_PROG;
+
+static void usage_status(FILE *f)
+{
+	fprintf(f,
+		"Usage: flightrec status [--json] [--socket PATH]\n"
+		"Show the recorder's version, uptime, events and rates, the ring's path, size,\n"
+		"use and span, and the samples stored and lost.\n"
+		"\n"
+		"  --json         print one JSON object (times in Unix ns, sizes in bytes)\n"
+		"  --socket PATH  the recorder's socket\n"
+		"  -h, --help     show this help\n");
+}
+
+/* The ingest thread's progress: one line, louder when it is stuck. */
+static void print_ingest(const cJSON *in)
+{
+	char when[64], busy[64];
+
+	if (!in)
+		return;
+	fr_format_time((int64_t)fr_cli_num(in, "last_drain_ns"), when, sizeof(when));
+	printf("ingest:   %s, last drain %s, %.0f stalls, %.0f flush timeouts\n",
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "stalled")) ? "STALLED" : "running",
+	       when, fr_cli_num(in, "stalls"), fr_cli_num(in, "flush_timeouts"));
+	if (fr_cli_num(in, "build_id_read_busy_ns") > 1e9) {
+		fr_cli_human_duration((int64_t)fr_cli_num(in, "build_id_read_busy_ns"), busy, sizeof(busy));
+		printf("files:    a build id read has taken %s (%.0f waiting); recording goes on "
+		       "without it\n", busy, fr_cli_num(in, "build_id_reads_pending"));
+	}
+}
+
+static void print_status(const cJSON *r)
+{
+	const cJSON *events = cJSON_GetObjectItemCaseSensitive(r, "events"), *ev;
+	char up[64];
+
+	fr_cli_human_duration((int64_t)fr_cli_num(r, "uptime_ns"), up, sizeof(up));
+	printf("flightrecd %s, pid %.0f, up %s (config: %s)\n", fr_cli_str(r, "version"), fr_cli_num(r, "pid"),
+	       up, fr_cli_str(r, "config"));
+	cJSON_ArrayForEach(ev, events) {
+		if (strcmp(fr_cli_str(ev, "state"), "recording") != 0) {
+			printf("event:    %s not recording: %s\n", fr_cli_str(ev, "event"), fr_cli_str(ev, "error"));
+			continue;
+		}
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "every_switch")))
+			printf("event:    %s at every context switch", fr_cli_str(ev, "event"));
+		else
+			printf("event:    %s at %.0f Hz", fr_cli_str(ev, "event"), fr_cli_num(ev, "hz"));
+		printf(" on %.0f CPUs (%s stacks): %.0f samples, %.0f lost, %.0f throttled, "
+		       "%.0f truncated stacks\n", fr_cli_num(r, "cpus"), fr_cli_str(ev, "stacks"),
+		       fr_cli_num(ev, "samples"), fr_cli_num(ev, "lost"), fr_cli_num(ev, "throttled"),
+		       fr_cli_num(ev, "truncated_stacks"));
+	}
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(r, "consumers")) {
+		char wants[256];
+
+		fr_cli_format_events(cJSON_GetObjectItemCaseSensitive(ev, "events"), wants, sizeof(wants));
+		printf("consumer: %s wants %s\n", fr_cli_str(ev, "name"), wants);
+	}
+	fr_cli_print_ring(cJSON_GetObjectItemCaseSensitive(r, "ring"), fr_cli_num(r, "samples_lost"));
+	if (fr_cli_num(r, "chunks_dropped") > 0 || fr_cli_num(r, "write_errors") > 0)
+		printf("writes:   %.0f chunks dropped (disk too slow), %.0f write errors\n",
+		       fr_cli_num(r, "chunks_dropped"), fr_cli_num(r, "write_errors"));
+	printf("tracking: %.0f processes, %.0f threads\n", fr_cli_num(r, "processes"), fr_cli_num(r, "threads"));
+	print_ingest(cJSON_GetObjectItemCaseSensitive(r, "ingest"));
+}
+
+int fr_cmd_status(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"json", no_argument, NULL, FR_OPT_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *socket_s = NULL;
+	cJSON *resp = NULL;
+	char *text = NULL;
+	int c, json = 0, status;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case FR_OPT_SOCKET: socket_s = optarg; break;
+		case FR_OPT_JSON: json = 1; break;
+		case 'h': usage_status(stdout); return 0;
+		default: return fr_cli_bad_option("status", argv);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s status: unexpected argument \"%s\" (see %s status --help)\n", prog,
+			argv[optind], prog);
+		return EXIT_USAGE;
+	}
+	status = fr_cli_simple_request("status", socket_s, &resp, &text);
+	if (status == 0) {
+		/* --json prints the reply as received: its integers are exact,
+		 * unlike cJSON's doubles. */
+		if (json)
+			printf("%s\n", text);
+		else
+			print_status(resp);
+	}
+	cJSON_Delete(resp);
+	free(text);
+	return status;
+}
+
+static void usage_sessions(FILE *f)
+{
+	fprintf(f,
+		"Usage: flightrec sessions [--json] [--socket PATH]\n"
+		"List the recorder's sessions (from its configuration): their events and\n"
+		"rates, targets, triggers and last dump, and the rate the recorder samples\n"
+		"at (the highest any session asks for, unless flightrecd --hz set it).\n"
+		"\n"
+		"  --json         print the recorder's reply as one JSON object\n"
+		"  --socket PATH  the recorder's socket\n"
+		"  -h, --help     show this help\n");
+}
+
+int fr_cmd_sessions(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"json", no_argument, NULL, FR_OPT_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *socket_s = NULL;
+	char *text = NULL;
+	cJSON *resp = NULL;
+	const cJSON *sess;
+	int c, json = 0, status;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case FR_OPT_SOCKET: socket_s = optarg; break;
+		case FR_OPT_JSON: json = 1; break;
+		case 'h': usage_sessions(stdout); return 0;
+		default: return fr_cli_bad_option("sessions", argv);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s sessions: unexpected argument \"%s\" (see %s sessions --help)\n",
+			prog, argv[optind], prog);
+		return EXIT_USAGE;
+	}
+	status = fr_cli_simple_request("sessions", socket_s, &resp, &text);
+	if (status)
+		goto out;
+	if (json) {
+		printf("%s\n", text);
+		goto out;
+	}
+	printf("%-20s %-24s %-16s %-10s %s\n", "SESSION", "EVENTS", "TARGETS", "TRIGGERS",
+	       "LAST DUMP");
+	cJSON_ArrayForEach(sess, cJSON_GetObjectItemCaseSensitive(resp, "sessions")) {
+		char events[256], last[64] = "never";
+		const cJSON *triggers = cJSON_GetObjectItemCaseSensitive(sess, "triggers");
+
+		fr_cli_format_events(cJSON_GetObjectItemCaseSensitive(sess, "events"), events, sizeof(events));
+		char trig[256] = "";
+		const cJSON *tr;
+		size_t tused = 0;
+
+		cJSON_ArrayForEach(tr, triggers) {
+			int k;
+			if (strcmp(fr_cli_str(tr, "on"), "signal") == 0)
+				k = snprintf(trig + tused, sizeof(trig) - tused, "%ssignal:%s",
+					     tused ? "," : "", fr_cli_str(tr, "signal"));
+			else if (strcmp(fr_cli_str(tr, "on"), "cpu_above") == 0)
+				k = snprintf(trig + tused, sizeof(trig) - tused, "%scpu>%.0f%%",
+					     tused ? "," : "", fr_cli_num(tr, "percent"));
+			else
+				k = snprintf(trig + tused, sizeof(trig) - tused, "%s%s",
+					     tused ? "," : "", fr_cli_str(tr, "on"));
+			if (k < 0 || (size_t)k >= sizeof(trig) - tused)
+				break;
+			tused += (size_t)k;
+		}
+		if (fr_cli_num(sess, "last_dump_ns") > 0)
+			fr_format_time((int64_t)fr_cli_num(sess, "last_dump_ns"), last, sizeof(last));
+		printf("%-20s %-24s %-16s %-10s %s\n", fr_cli_str(sess, "name"), events, fr_cli_str(sess, "targets"),
+		       trig[0] ? trig : "none", last);
+	}
+	{
+		const cJSON *ev;
+
+		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "events")) {
+			if (strcmp(fr_cli_str(ev, "state"), "recording") != 0)
+				printf("recording: %s failed: %s\n", fr_cli_str(ev, "event"),
+				       fr_cli_str(ev, "error"));
+			else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "every_switch")))
+				printf("recording: %s at every context switch (config: %s)\n",
+				       fr_cli_str(ev, "event"), fr_cli_str(resp, "config"));
+			else
+				printf("recording: %s at %.0f Hz per CPU (%s; config: %s)\n",
+				       fr_cli_str(ev, "event"), fr_cli_num(ev, "hz"),
+				       strcmp(fr_cli_str(ev, "event"), "cpu") == 0 &&
+						       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+							       resp, "hz_from_command_line"))
+					       ? "set by flightrecd --hz"
+					       : "the highest rate any session or client asks for",
+				       fr_cli_str(resp, "config"));
+		}
+	}
+out:
+	cJSON_Delete(resp);
+	free(text);
+	return status;
+}
