@@ -1,0 +1,617 @@
+/* The configuration's document, key by key: the top level, limits, ring,
+ * socket, dumps and sessions (a session's name, targets, users and events;
+ * its triggers are config/config_trigger.c's). The order of the walk is
+ * the one config/config.c describes: what bounds a value is read before
+ * the value.
+ */
+#include "config/config_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "core/parse.h"
+#include "core/sample.h"
+
+static int parse_limits(struct config_ctx *c, const cJSON *limits, struct fr_config *cfg)
+{
+	static const char *const keys[] = {"max_rate_hz", "max_clients", "user_max_rate_hz",
+					   "query_memory"};
+	const cJSON *it;
+	int ret;
+
+	if (!limits)
+		goto user_default;
+	if (!cJSON_IsObject(limits)) {
+		char got[64];
+
+		return config_fail(c, "limits", "must be an object like {\"max_rate_hz\": 10000}, got %s",
+			    config_describe(limits, got, sizeof(got)));
+	}
+	ret = config_check_keys(c, limits, "limits", keys, ARRAY_SIZE(keys));
+	if (ret < 0)
+		return ret;
+	it = cJSON_GetObjectItemCaseSensitive(limits, "max_rate_hz");
+	if (it) {
+		ret = config_get_uint(c, it, "limits.max_rate_hz", 1, MAX_RATE_HZ_LIMIT, &cfg->max_rate_hz);
+		if (ret < 0)
+			return ret;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(limits, "max_clients");
+	if (it) {
+		ret = config_get_uint(c, it, "limits.max_clients", 1, MAX_CLIENTS_LIMIT, &cfg->max_clients);
+		if (ret < 0)
+			return ret;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(limits, "query_memory");
+	if (it) {
+		char got[64];
+
+		ret = config_get_size(c, it, "limits.query_memory", &cfg->query_memory);
+		if (ret < 0)
+			return ret;
+		if (cfg->query_memory < MIN_QUERY_MEMORY)
+			return config_fail(c, "limits.query_memory", "must be at least 1MiB, got %s",
+				    config_describe(it, got, sizeof(got)));
+	}
+	/* After max_rate_hz, which bounds it: a user cannot be allowed more
+	 * than root. */
+	it = cJSON_GetObjectItemCaseSensitive(limits, "user_max_rate_hz");
+	if (it)
+		return config_get_uint(c, it, "limits.user_max_rate_hz", 1, cfg->max_rate_hz,
+				&cfg->user_max_rate_hz);
+user_default:
+	cfg->user_max_rate_hz = cfg->max_rate_hz < DEFAULT_USER_MAX_RATE_HZ
+					? cfg->max_rate_hz : DEFAULT_USER_MAX_RATE_HZ;
+	return 0;
+}
+
+/* "socket": a path, or {"path": PATH, "group": GROUP, "admin_group": GROUP}. */
+static int parse_socket(struct config_ctx *c, const cJSON *sock, struct fr_config *cfg)
+{
+	static const char *const keys[] = {"path", "group", "admin_group"};
+	const size_t max = sizeof(((struct sockaddr_un *)0)->sun_path) - 1;
+	const cJSON *it;
+	char got[64];
+	int ret;
+
+	if (!sock)
+		return 0;
+	if (cJSON_IsString(sock))
+		return config_get_path(c, sock, "socket", max, &cfg->socket_path);
+	if (!cJSON_IsObject(sock))
+		return config_fail(c, "socket", "must be a path string or an object like "
+			    "{\"group\": \"flightrec\"}, got %s", config_describe(sock, got, sizeof(got)));
+	ret = config_check_keys(c, sock, "socket", keys, ARRAY_SIZE(keys));
+	if (ret < 0)
+		return ret;
+	it = cJSON_GetObjectItemCaseSensitive(sock, "path");
+	if (it) {
+		ret = config_get_path(c, it, "socket.path", max, &cfg->socket_path);
+		if (ret < 0)
+			return ret;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(sock, "group");
+	if (it) {
+		ret = config_get_id(c, it, "socket.group", 1, &cfg->socket_gid);
+		if (ret < 0)
+			return ret;
+		cfg->has_socket_group = 1;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(sock, "admin_group");
+	if (it) {
+		ret = config_get_id(c, it, "socket.admin_group", 1, &cfg->admin_gid);
+		if (ret < 0)
+			return ret;
+		cfg->has_admin_group = 1;
+	}
+	return 0;
+}
+
+static int parse_ring(struct config_ctx *c, const cJSON *ring, struct fr_config *cfg)
+{
+	static const char *const keys[] = {"path", "size", "segment", "sync", "max_age"};
+	const cJSON *path, *size, *segment, *sync, *max_age;
+	char got[64], a[32], b[32];
+	int ret;
+
+	if (!ring)
+		return 0;
+	if (!cJSON_IsObject(ring))
+		return config_fail(c, "ring", "must be an object like {\"size\": \"256MiB\"}, got %s",
+			    config_describe(ring, got, sizeof(got)));
+	ret = config_check_keys(c, ring, "ring", keys, ARRAY_SIZE(keys));
+	if (ret < 0)
+		return ret;
+
+	path = cJSON_GetObjectItemCaseSensitive(ring, "path");
+	if (path) {
+		ret = config_get_path(c, path, "ring.path", 4095, &cfg->ring_path);
+		if (ret < 0)
+			return ret;
+	}
+
+	size = cJSON_GetObjectItemCaseSensitive(ring, "size");
+	if (size) {
+		ret = config_get_size(c, size, "ring.size", &cfg->ring_size);
+		if (ret < 0)
+			return ret;
+	}
+
+	segment = cJSON_GetObjectItemCaseSensitive(ring, "segment");
+	if (segment) {
+		ret = config_get_size(c, segment, "ring.segment", &cfg->segment_size);
+		if (ret < 0)
+			return ret;
+		if (cfg->segment_size < MIN_SEGMENT_SIZE)
+			return config_fail(c, "ring.segment", "must be at least 64KiB, got %s",
+				    config_describe(segment, got, sizeof(got)));
+		if (cfg->segment_size % SEGMENT_ALIGN)
+			return config_fail(c, "ring.segment", "must be a multiple of 4KiB, got %s",
+				    config_describe(segment, got, sizeof(got)));
+	}
+
+	/* Blame the value the user wrote: the size if given, else the
+	 * segment that does not fit twice into the default size. */
+	if (cfg->segment_size > cfg->ring_size / 2) {
+		fr_format_size(cfg->segment_size * 2, a, sizeof(a));
+		fr_format_size(cfg->segment_size, b, sizeof(b));
+		if (size)
+			return config_fail(c, "ring.size",
+				    "must hold at least 2 segments (%s with a segment of %s), got %s", a,
+				    b, config_describe(size, got, sizeof(got)));
+		fr_format_size(cfg->ring_size / 2, a, sizeof(a));
+		return config_fail(c, "ring.segment", "must be at most half of ring.size (%s), got %s", a,
+			    config_describe(segment, got, sizeof(got)));
+	}
+
+	sync = cJSON_GetObjectItemCaseSensitive(ring, "sync");
+	if (sync) {
+		if (cJSON_IsString(sync) && strcmp(sync->valuestring, "off") == 0) {
+			cfg->sync_ns = -1;
+		} else if (!cJSON_IsString(sync) ||
+			   fr_parse_duration(sync->valuestring, &cfg->sync_ns) < 0) {
+			return config_fail(c, "ring.sync", "must be a duration like \"1s\", or \"off\", got %s",
+				    config_describe(sync, got, sizeof(got)));
+		}
+	}
+
+	max_age = cJSON_GetObjectItemCaseSensitive(ring, "max_age");
+	if (max_age) {
+		if (!cJSON_IsString(max_age) ||
+		    fr_parse_duration(max_age->valuestring, &cfg->max_age_ns) < 0 ||
+		    cfg->max_age_ns < 1000000000LL) {
+			cfg->max_age_ns = 0;
+			return config_fail(c, "ring.max_age",
+				    "must be a duration of at least 1s like \"7d\" or \"12h\", got %s",
+				    config_describe(max_age, got, sizeof(got)));
+		}
+	}
+	return 0;
+}
+
+/* "mode": an octal string of read and write bits for dump files. The
+ * owner always reads and writes (the recorder replaces nothing, but an
+ * operator cleans up); nobody else writes, since a dump is evidence. A
+ * JSON number is refused: 640 would be decimal, not the mode meant. */
+static int get_file_mode(struct config_ctx *c, const cJSON *item, const char *path, uint32_t *out)
+{
+	const char *text = cJSON_IsString(item) ? item->valuestring : NULL;
+	char got[64], *end = NULL;
+	unsigned long v;
+
+	if (text && text[0] >= '0' && text[0] <= '7' && strlen(text) <= 4) {
+		v = strtoul(text, &end, 8);
+		if (*end == '\0' && (v & ~0644ul) == 0 && (v & 0600) == 0600) {
+			*out = (uint32_t)v;
+			return 0;
+		}
+	}
+	return config_fail(c, path,
+		    "must be an octal string like \"0640\" with the owner's read and write "
+		    "bits and at most read for group and others (0600..0644), got %s",
+		    config_describe(item, got, sizeof(got)));
+}
+
+/* "dumps": {"dir": PATH, "keep": N, "max_bytes": SIZE, "mode": OCTAL}: where
+ * the dumps of triggers go, how many of them are kept and who may read
+ * them. */
+static int parse_dumps(struct config_ctx *c, const cJSON *dumps, struct fr_config *cfg)
+{
+	static const char *const keys[] = {"dir", "keep", "max_bytes", "mode"};
+	const cJSON *it;
+	char got[64];
+	int ret;
+
+	if (!dumps)
+		return 0;
+	if (!cJSON_IsObject(dumps))
+		return config_fail(c, "dumps", "must be an object like {\"keep\": 50}, got %s",
+			    config_describe(dumps, got, sizeof(got)));
+	ret = config_check_keys(c, dumps, "dumps", keys, ARRAY_SIZE(keys));
+	if (ret < 0)
+		return ret;
+	it = cJSON_GetObjectItemCaseSensitive(dumps, "dir");
+	if (it) {
+		ret = config_get_path(c, it, "dumps.dir", FR_CONFIG_PATH_MAX - 1, &cfg->dumps_dir);
+		if (ret < 0)
+			return ret;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(dumps, "keep");
+	if (it) {
+		ret = config_get_uint(c, it, "dumps.keep", 1, MAX_DUMPS_KEEP, &cfg->dumps_keep);
+		if (ret < 0)
+			return ret;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(dumps, "max_bytes");
+	if (it) {
+		ret = config_get_size(c, it, "dumps.max_bytes", &cfg->dumps_max_bytes);
+		if (ret < 0)
+			return ret;
+		/* 0 stands for "no limit" inside; written out it would read
+		 * as "keep nothing", so it is refused rather than guessed. */
+		if (cfg->dumps_max_bytes == 0)
+			return config_fail(c, "dumps.max_bytes",
+				    "must be more than 0 (leave it out for no byte limit), got %s",
+				    config_describe(it, got, sizeof(got)));
+	}
+	it = cJSON_GetObjectItemCaseSensitive(dumps, "mode");
+	if (it) {
+		ret = get_file_mode(c, it, "dumps.mode", &cfg->dumps_mode);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static void event_list(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", FR_EVENT_NAMES);
+}
+
+static uint32_t default_hz(const struct fr_config *cfg)
+{
+	/* An implicit rate follows a lowered limit rather than breaking it. */
+	return cfg->max_rate_hz < DEFAULT_HZ ? cfg->max_rate_hz : DEFAULT_HZ;
+}
+
+static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
+		       struct fr_config_session *sess, struct fr_config *cfg)
+{
+	static const char *const keys[] = {"event", "hz"};
+	char sub[PATH_MAX_LEN], got[64], names[256];
+	struct fr_config_event *out = &sess->events[sess->nevents];
+	const cJSON *name, *hz;
+	int64_t id;
+	int ret;
+
+	if (!cJSON_IsObject(ev))
+		return config_fail(c, path, "must be an object like {\"event\": \"cpu\", \"hz\": 99}, got %s",
+			    config_describe(ev, got, sizeof(got)));
+	ret = config_check_keys(c, ev, path, keys, ARRAY_SIZE(keys));
+	if (ret < 0)
+		return ret;
+
+	config_join(sub, path, "event");
+	event_list(names, sizeof(names));
+	name = cJSON_GetObjectItemCaseSensitive(ev, "event");
+	if (!name)
+		return config_fail(c, sub, "missing; name the event to record (accepted: %s)", names);
+	if (!cJSON_IsString(name))
+		return config_fail(c, sub, "must be an event name string, got %s",
+			    config_describe(name, got, sizeof(got)));
+	id = fr_event_lookup(name->valuestring);
+	if (id < 0)
+		return config_fail(c, sub, "unknown event %s (accepted: %s)", config_describe(name, got, sizeof(got)),
+			    names);
+	for (uint32_t i = 0; i < sess->nevents; i++)
+		if (sess->events[i].event == (uint32_t)id)
+			return config_fail(c, sub, "\"%s\" is already listed in this session",
+				    name->valuestring);
+	out->event = (uint32_t)id;
+
+	hz = cJSON_GetObjectItemCaseSensitive(ev, "hz");
+	if (!fr_event_has_rate((uint32_t)id)) {
+		/* offcpu records every context switch; there is no rate. */
+		if (hz) {
+			config_join(sub, path, "hz");
+			return config_fail(c, sub, "%s records every context switch and takes no rate; "
+				    "leave \"hz\" out", name->valuestring);
+		}
+		out->hz = 0;
+		sess->nevents++;
+		return 0;
+	}
+	out->hz = default_hz(cfg);
+	if (hz) {
+		config_join(sub, path, "hz");
+		ret = config_get_uint(c, hz, sub, 1, cfg->max_rate_hz, &out->hz);
+		if (ret < 0)
+			return ret;
+	}
+	sess->nevents++;
+	return 0;
+}
+
+static int check_name(struct config_ctx *c, const cJSON *name, const char *path,
+		      const struct fr_config *cfg)
+{
+	char got[64];
+	const char *s;
+	size_t len;
+
+	if (!cJSON_IsString(name))
+		return config_fail(c, path, "must be a string, got %s", config_describe(name, got, sizeof(got)));
+	s = name->valuestring;
+	len = strlen(s);
+	if (len == 0)
+		return config_fail(c, path, "must not be empty");
+	if (len >= FR_CONFIG_NAME_MAX)
+		return config_fail(c, path, "must be at most %d characters, got %zu", FR_CONFIG_NAME_MAX - 1,
+			    len);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		char shown[8];
+
+		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		    (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-')
+			continue;
+		if (ch >= 0x20 && ch < 0x7f)
+			snprintf(shown, sizeof(shown), "'%c'", ch);
+		else
+			snprintf(shown, sizeof(shown), "0x%02x", ch);
+		return config_fail(c, path, "%s has the character %s (accepted: A-Z a-z 0-9 _ . -)",
+			    config_describe(name, got, sizeof(got)), shown);
+	}
+	for (uint32_t i = 0; i < cfg->nsessions; i++)
+		if (strcmp(cfg->sessions[i].name, s) == 0)
+			return config_fail(c, path, "\"%s\" is already the name of sessions[%" PRIu32 "]", s,
+				    i);
+	return 0;
+}
+
+/* "targets": {"pids": [N...], "comm": ["name"...], "cgroup": "/path",
+ * "uid": USER}. */
+static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
+			 struct fr_config_session *sess)
+{
+	static const char *const keys[] = {"pids", "comm", "cgroup", "uid"};
+	char sub[PATH_MAX_LEN], item[PATH_MAX_LEN], got[64];
+	const cJSON *pids, *comm, *cgroup, *uid, *v;
+	int ret, i;
+
+	if (!cJSON_IsObject(t))
+		return config_fail(c, path, "must be an object like {\"comm\": [\"postgres\"]}, got %s",
+			    config_describe(t, got, sizeof(got)));
+	ret = config_check_keys(c, t, path, keys, ARRAY_SIZE(keys));
+	if (ret < 0)
+		return ret;
+	pids = cJSON_GetObjectItemCaseSensitive(t, "pids");
+	if (pids) {
+		config_join(sub, path, "pids");
+		if (!cJSON_IsArray(pids) || cJSON_GetArraySize(pids) == 0)
+			return config_fail(c, sub, "must be a non-empty array of process ids, got %s",
+				    config_describe(pids, got, sizeof(got)));
+		if (cJSON_GetArraySize(pids) > FR_CONFIG_MAX_TARGETS)
+			return config_fail(c, sub, "at most %d pids", FR_CONFIG_MAX_TARGETS);
+		i = 0;
+		cJSON_ArrayForEach(v, pids) {
+			config_join_index(item, sub, i++);
+			ret = config_get_uint(c, v, item, 1, INT32_MAX, &sess->pids[sess->npids]);
+			if (ret < 0)
+				return ret;
+			sess->npids++;
+		}
+	}
+	comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
+	if (comm) {
+		config_join(sub, path, "comm");
+		if (!cJSON_IsArray(comm) || cJSON_GetArraySize(comm) == 0)
+			return config_fail(c, sub, "must be a non-empty array of command names, got %s",
+				    config_describe(comm, got, sizeof(got)));
+		if (cJSON_GetArraySize(comm) > FR_CONFIG_MAX_COMMS)
+			return config_fail(c, sub, "at most %d command names", FR_CONFIG_MAX_COMMS);
+		i = 0;
+		cJSON_ArrayForEach(v, comm) {
+			config_join_index(item, sub, i++);
+			if (!cJSON_IsString(v) || !v->valuestring[0] ||
+			    strlen(v->valuestring) >= FR_CONFIG_COMM_MAX)
+				return config_fail(c, item, "must be a command name of 1..%d characters (as "
+					    "the kernel keeps it), got %s", FR_CONFIG_COMM_MAX - 1,
+					    config_describe(v, got, sizeof(got)));
+			snprintf(sess->comms[sess->ncomms++], FR_CONFIG_COMM_MAX, "%s",
+				 v->valuestring);
+		}
+	}
+	cgroup = cJSON_GetObjectItemCaseSensitive(t, "cgroup");
+	if (cgroup) {
+		config_join(sub, path, "cgroup");
+		if (!cJSON_IsString(cgroup) || cgroup->valuestring[0] != '/' ||
+		    strlen(cgroup->valuestring) >= FR_CONFIG_CGROUP_MAX)
+			return config_fail(c, sub, "must be a cgroup v2 path like "
+				    "\"/system.slice/nginx.service\" (at most %d characters), got %s",
+				    FR_CONFIG_CGROUP_MAX - 1, config_describe(cgroup, got, sizeof(got)));
+		snprintf(sess->cgroup, sizeof(sess->cgroup), "%s", cgroup->valuestring);
+	}
+	uid = cJSON_GetObjectItemCaseSensitive(t, "uid");
+	if (uid) {
+		config_join(sub, path, "uid");
+		ret = config_get_id(c, uid, sub, 0, &sess->uid);
+		if (ret < 0)
+			return ret;
+		sess->has_uid = 1;
+	}
+	return 0;
+}
+
+/* "users": [USER...], who besides root and the admin group may dump the
+ * session by hand. */
+static int parse_users(struct config_ctx *c, const cJSON *users, const char *path,
+		       struct fr_config_session *sess)
+{
+	char item[PATH_MAX_LEN], got[64];
+	const cJSON *v;
+	int i = 0, ret;
+
+	if (!cJSON_IsArray(users) || cJSON_GetArraySize(users) == 0)
+		return config_fail(c, path, "must be a non-empty array of user names or uids, got %s",
+			    config_describe(users, got, sizeof(got)));
+	if (cJSON_GetArraySize(users) > FR_CONFIG_MAX_USERS)
+		return config_fail(c, path, "at most %d users", FR_CONFIG_MAX_USERS);
+	cJSON_ArrayForEach(v, users) {
+		config_join_index(item, path, i++);
+		ret = config_get_id(c, v, item, 0, &sess->users[sess->nusers]);
+		if (ret < 0)
+			return ret;
+		sess->nusers++;
+	}
+	return 0;
+}
+
+static int parse_session(struct config_ctx *c, const cJSON *js, const char *path,
+			 struct fr_config *cfg)
+{
+	static const char *const keys[] = {"name", "targets", "triggers", "events", "users"};
+	struct fr_config_session *sess = &cfg->sessions[cfg->nsessions];
+	char sub[PATH_MAX_LEN], evpath[PATH_MAX_LEN], got[64];
+	const cJSON *name, *events, *ev;
+	int n, i, ret;
+
+	if (!cJSON_IsObject(js))
+		return config_fail(c, path,
+			    "must be an object like {\"name\": \"always\", \"events\": [...]}, got %s",
+			    config_describe(js, got, sizeof(got)));
+	ret = config_check_keys(c, js, path, keys, ARRAY_SIZE(keys));
+	if (ret < 0)
+		return ret;
+
+	config_join(sub, path, "name");
+	name = cJSON_GetObjectItemCaseSensitive(js, "name");
+	if (!name)
+		return config_fail(c, sub, "missing; every session needs a unique name");
+	ret = check_name(c, name, sub, cfg);
+	if (ret < 0)
+		return ret;
+	memset(sess, 0, sizeof(*sess));
+	snprintf(sess->name, sizeof(sess->name), "%s", name->valuestring);
+
+	if (cJSON_GetObjectItemCaseSensitive(js, "targets")) {
+		config_join(sub, path, "targets");
+		ret = parse_targets(c, cJSON_GetObjectItemCaseSensitive(js, "targets"), sub, sess);
+		if (ret < 0)
+			return ret;
+	}
+
+	if (cJSON_GetObjectItemCaseSensitive(js, "users")) {
+		config_join(sub, path, "users");
+		ret = parse_users(c, cJSON_GetObjectItemCaseSensitive(js, "users"), sub, sess);
+		if (ret < 0)
+			return ret;
+	}
+
+	if (cJSON_GetObjectItemCaseSensitive(js, "triggers")) {
+		config_join(sub, path, "triggers");
+		ret = config_parse_triggers(c, cJSON_GetObjectItemCaseSensitive(js, "triggers"), sub,
+				     sess);
+		if (ret < 0)
+			return ret;
+	}
+
+	config_join(sub, path, "events");
+	events = cJSON_GetObjectItemCaseSensitive(js, "events");
+	if (!events) {
+		sess->events[0].event = FR_EVENT_CPU;
+		sess->events[0].hz = default_hz(cfg);
+		sess->nevents = 1;
+		cfg->nsessions++;
+		return 0;
+	}
+	if (!cJSON_IsArray(events))
+		return config_fail(c, sub,
+			    "must be an array like [{\"event\": \"cpu\", \"hz\": 99}], got %s",
+			    config_describe(events, got, sizeof(got)));
+	n = cJSON_GetArraySize(events);
+	if (n == 0)
+		return config_fail(c, sub, "must list at least one event");
+	if (n > FR_CONFIG_MAX_EVENTS)
+		return config_fail(c, sub, "at most %d events per session, got %d", FR_CONFIG_MAX_EVENTS, n);
+	i = 0;
+	cJSON_ArrayForEach(ev, events) {
+		config_join_index(evpath, sub, i++);
+		ret = parse_event(c, ev, evpath, sess, cfg);
+		if (ret < 0)
+			return ret;
+	}
+	cfg->nsessions++;
+	return 0;
+}
+
+static int parse_sessions(struct config_ctx *c, const cJSON *sessions, struct fr_config *cfg)
+{
+	char path[PATH_MAX_LEN], got[64];
+	const cJSON *js;
+	int n, i, ret;
+
+	if (!sessions) {
+		struct fr_config_session *sess = &cfg->sessions[0];
+
+		memset(sess, 0, sizeof(*sess));
+		snprintf(sess->name, sizeof(sess->name), "%s", DEFAULT_SESSION);
+		sess->events[0].event = FR_EVENT_CPU;
+		sess->events[0].hz = default_hz(cfg);
+		sess->nevents = 1;
+		cfg->nsessions = 1;
+		return 0;
+	}
+	if (!cJSON_IsArray(sessions))
+		return config_fail(c, "sessions", "must be an array of sessions, got %s",
+			    config_describe(sessions, got, sizeof(got)));
+	n = cJSON_GetArraySize(sessions);
+	if (n == 0)
+		return config_fail(c, "sessions",
+			    "must list at least one session (leave the key out for the default)");
+	if (n > FR_CONFIG_MAX_SESSIONS)
+		return config_fail(c, "sessions", "at most %d sessions, got %d", FR_CONFIG_MAX_SESSIONS, n);
+	i = 0;
+	cJSON_ArrayForEach(js, sessions) {
+		config_join_index(path, "sessions", i++);
+		ret = parse_session(c, js, path, cfg);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int config_parse_root(struct config_ctx *c, const cJSON *root, struct fr_config *cfg)
+{
+	static const char *const keys[] = {"ring", "socket", "dumps", "limits", "sessions"};
+	const cJSON *sock;
+	char got[64];
+	int ret;
+
+	if (!cJSON_IsObject(root))
+		return config_fail(c, NULL, "the top level must be a JSON object, got %s",
+			    config_describe(root, got, sizeof(got)));
+	ret = config_check_keys(c, root, "", keys, ARRAY_SIZE(keys));
+	if (ret < 0)
+		return ret;
+
+	ret = parse_limits(c, cJSON_GetObjectItemCaseSensitive(root, "limits"), cfg);
+	if (ret < 0)
+		return ret;
+	ret = parse_ring(c, cJSON_GetObjectItemCaseSensitive(root, "ring"), cfg);
+	if (ret < 0)
+		return ret;
+	sock = cJSON_GetObjectItemCaseSensitive(root, "socket");
+	ret = parse_socket(c, sock, cfg);
+	if (ret < 0)
+		return ret;
+	ret = parse_dumps(c, cJSON_GetObjectItemCaseSensitive(root, "dumps"), cfg);
+	if (ret < 0)
+		return ret;
+	return parse_sessions(c, cJSON_GetObjectItemCaseSensitive(root, "sessions"), cfg);
+}

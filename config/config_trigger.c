@@ -1,0 +1,346 @@
+/* A session's triggers: what fires each one (a signal, CPU use above a
+ * threshold, a failing target) and the window its dump covers; and the
+ * names of signals, as triggers accept them and as everything prints
+ * them.
+ */
+#include "config/config_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/parse.h"
+
+/* Signals a trigger may wait for. The daemon handles HUP, INT, TERM
+ * itself, ignores PIPE and reaps with CHLD; KILL and STOP cannot be
+ * caught; the others have a default action or a meaning (a fault, job
+ * control, a timer) that a dump must not hijack. What is left is what
+ * the kernel sets aside for applications: USR1, USR2 and the real-time
+ * signals. */
+#define ACCEPTED_SIGNALS "USR1, USR2, RTMIN..RTMAX forms"
+
+static const struct {
+	const char *name;
+	int signo;
+} signal_names[] = {
+	{"HUP", SIGHUP},       {"INT", SIGINT},     {"QUIT", SIGQUIT},   {"ILL", SIGILL},
+	{"TRAP", SIGTRAP},     {"ABRT", SIGABRT},   {"IOT", SIGIOT},     {"BUS", SIGBUS},
+	{"FPE", SIGFPE},       {"KILL", SIGKILL},   {"USR1", SIGUSR1},   {"SEGV", SIGSEGV},
+	{"USR2", SIGUSR2},     {"PIPE", SIGPIPE},   {"ALRM", SIGALRM},   {"TERM", SIGTERM},
+#ifdef SIGSTKFLT
+	{"STKFLT", SIGSTKFLT},
+#endif
+	{"CHLD", SIGCHLD},     {"CLD", SIGCHLD},    {"CONT", SIGCONT},   {"STOP", SIGSTOP},
+	{"TSTP", SIGTSTP},     {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},   {"URG", SIGURG},
+	{"XCPU", SIGXCPU},     {"XFSZ", SIGXFSZ},   {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},
+	{"WINCH", SIGWINCH},   {"IO", SIGIO},       {"POLL", SIGPOLL},
+#ifdef SIGPWR
+	{"PWR", SIGPWR},
+#endif
+	{"SYS", SIGSYS},
+};
+
+static bool signal_accepted(int signo)
+{
+	return signo == SIGUSR1 || signo == SIGUSR2 || (signo >= SIGRTMIN && signo <= SIGRTMAX);
+}
+
+char *fr_config_signal_name(int signo, char *buf, size_t len)
+{
+	if (signo >= SIGRTMIN && signo <= SIGRTMAX) {
+		if (signo == SIGRTMIN)
+			snprintf(buf, len, "SIGRTMIN");
+		else
+			snprintf(buf, len, "SIGRTMIN+%d", signo - SIGRTMIN);
+		return buf;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(signal_names); i++)
+		if (signal_names[i].signo == signo) {
+			snprintf(buf, len, "SIG%s", signal_names[i].name);
+			return buf;
+		}
+	snprintf(buf, len, "signal %d", signo);
+	return buf;
+}
+
+/* Reads "USR1", "SIGUSR1", "sigusr1", "RTMIN", "SIGRTMIN+3", "RTMAX-2"
+ * into a signal number and the name to show for it. Returns 0, -ENOENT
+ * (no such name) or -ERANGE (a real-time form past the range the C
+ * library leaves to applications). */
+static int lookup_signal(const char *text, int *signo, char *name, size_t len)
+{
+	const char *s = text, *rest;
+	int base, sign, n = 0;
+
+	if (strncasecmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (size_t i = 0; i < ARRAY_SIZE(signal_names); i++)
+		if (strcasecmp(s, signal_names[i].name) == 0) {
+			*signo = signal_names[i].signo;
+			snprintf(name, len, "SIG%s", signal_names[i].name);
+			return 0;
+		}
+	if (strncasecmp(s, "RTMIN", 5) == 0) {
+		base = SIGRTMIN;
+		sign = 1;
+	} else if (strncasecmp(s, "RTMAX", 5) == 0) {
+		base = SIGRTMAX;
+		sign = -1;
+	} else {
+		return -ENOENT;
+	}
+	rest = s + 5;
+	if (*rest) {
+		if (*rest != (sign > 0 ? '+' : '-') || !rest[1])
+			return -ENOENT;
+		for (rest++; *rest; rest++) {
+			if (*rest < '0' || *rest > '9')
+				return -ENOENT;
+			if (n < 1000)
+				n = n * 10 + (*rest - '0');
+		}
+	}
+	snprintf(name, len, "SIGRT%s%c%d", sign > 0 ? "MIN" : "MAX", sign > 0 ? '+' : '-', n);
+	if (n > SIGRTMAX - SIGRTMIN)
+		return -ERANGE;
+	*signo = base + sign * n;
+	return 0;
+}
+
+static int get_signal(struct config_ctx *c, const cJSON *item, const char *path,
+		      const struct fr_config_session *sess, struct fr_config_trigger *t)
+{
+	char got[64], name[32];
+	int signo, ret;
+
+	if (!cJSON_IsString(item))
+		return config_fail(c, path, "must be a signal name like \"USR1\" (accepted: %s), got %s",
+			    ACCEPTED_SIGNALS, config_describe(item, got, sizeof(got)));
+	ret = lookup_signal(item->valuestring, &signo, name, sizeof(name));
+	if (ret == -ERANGE)
+		return config_fail(c, path,
+			    "%s is past SIGRTMAX, which is SIGRTMIN+%d here (accepted: %s)", name,
+			    SIGRTMAX - SIGRTMIN, ACCEPTED_SIGNALS);
+	if (ret < 0)
+		return config_fail(c, path, "unknown signal %s (accepted: %s)",
+			    config_describe(item, got, sizeof(got)), ACCEPTED_SIGNALS);
+	if (signo == SIGHUP || signo == SIGINT || signo == SIGTERM || signo == SIGPIPE ||
+	    signo == SIGCHLD)
+		return config_fail(c, path, "%s is the daemon's own (accepted: %s)", name,
+			    ACCEPTED_SIGNALS);
+	if (signo == SIGKILL || signo == SIGSTOP)
+		return config_fail(c, path, "%s cannot be caught (accepted: %s)", name, ACCEPTED_SIGNALS);
+	if (!signal_accepted(signo))
+		return config_fail(c, path, "%s cannot be used for triggers (accepted: %s)", name,
+			    ACCEPTED_SIGNALS);
+	/* One signal, one trigger per session: two would always fire
+	 * together and write the same dump twice. */
+	for (uint32_t i = 0; i < sess->ntriggers; i++)
+		if (sess->triggers[i].kind == FR_TRIGGER_SIGNAL &&
+		    sess->triggers[i].signal == signo)
+			return config_fail(c, path, "%s is already the signal of triggers[%" PRIu32 "]",
+				    fr_config_signal_name(signo, name, sizeof(name)), i);
+	t->signal = signo;
+	return 0;
+}
+
+/* Indexed by enum fr_trigger_kind. */
+static const char *const trigger_kinds[] = {"signal", "cpu_above", "exit"};
+
+const char *fr_config_trigger_kind(uint32_t kind)
+{
+	return kind < ARRAY_SIZE(trigger_kinds) ? trigger_kinds[kind] : "unknown";
+}
+#define TRIGGER_KINDS "signal, cpu_above, exit"
+
+static const char *const signal_keys[] = {"on", "signal", "window", "after", "cooldown"};
+static const char *const cpu_keys[] = {"on", "percent", "for", "window", "after", "cooldown"};
+static const char *const exit_keys[] = {"on", "window", "after", "cooldown"};
+
+static const struct {
+	const char *const *keys;
+	size_t nkeys;
+} trigger_keys[] = {
+	{signal_keys, ARRAY_SIZE(signal_keys)},
+	{cpu_keys, ARRAY_SIZE(cpu_keys)},
+	{exit_keys, ARRAY_SIZE(exit_keys)},
+};
+
+static bool has_key(const char *const *keys, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(keys[i], key) == 0)
+			return true;
+	return false;
+}
+
+/* check_keys for a trigger of `kind`, but a key that belongs to another
+ * kind ("percent" on a signal trigger) says which kind takes it: the
+ * user has the right key on the wrong trigger, or the wrong "on". */
+static int check_trigger_keys(struct config_ctx *c, const cJSON *jt, const char *path, uint32_t kind)
+{
+	const char *const *keys = trigger_keys[kind].keys;
+	size_t nkeys = trigger_keys[kind].nkeys;
+	char sub[PATH_MAX_LEN], list[128] = "";
+	const cJSON *it;
+
+	for (size_t i = 0; i < nkeys; i++) {
+		if (i)
+			strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+		strncat(list, keys[i], sizeof(list) - strlen(list) - 1);
+	}
+	cJSON_ArrayForEach(it, jt) {
+		if (has_key(keys, nkeys, it->string))
+			continue;
+		for (uint32_t k = 0; k < ARRAY_SIZE(trigger_keys); k++) {
+			if (!has_key(trigger_keys[k].keys, trigger_keys[k].nkeys, it->string))
+				continue;
+			config_join(sub, path, it->string);
+			return config_fail(c, sub, "only %s triggers take \"%s\" (accepted for %s: %s)",
+				    trigger_kinds[k], it->string, trigger_kinds[kind], list);
+		}
+	}
+	return config_check_keys(c, jt, path, keys, nkeys);
+}
+
+static int parse_trigger(struct config_ctx *c, const cJSON *jt, const char *path,
+			 struct fr_config_session *sess)
+{
+	struct fr_config_trigger *t = &sess->triggers[sess->ntriggers];
+	char sub[PATH_MAX_LEN], got[64], a[32], b[32];
+	const cJSON *on, *it, *after;
+	uint32_t kind;
+	int ret;
+
+	if (!cJSON_IsObject(jt))
+		return config_fail(c, path,
+			    "must be an object like {\"on\": \"signal\", \"signal\": \"USR1\"}, got %s",
+			    config_describe(jt, got, sizeof(got)));
+	config_join(sub, path, "on");
+	on = cJSON_GetObjectItemCaseSensitive(jt, "on");
+	if (!on)
+		return config_fail(c, sub, "missing; say what fires the trigger (accepted: " TRIGGER_KINDS
+			    ")");
+	if (!cJSON_IsString(on))
+		return config_fail(c, sub, "must be a string (accepted: " TRIGGER_KINDS "), got %s",
+			    config_describe(on, got, sizeof(got)));
+	for (kind = 0; kind < ARRAY_SIZE(trigger_kinds); kind++)
+		if (strcmp(on->valuestring, trigger_kinds[kind]) == 0)
+			break;
+	if (kind == ARRAY_SIZE(trigger_kinds))
+		return config_fail(c, sub, "unknown trigger %s (accepted: " TRIGGER_KINDS ")",
+			    config_describe(on, got, sizeof(got)));
+	ret = check_trigger_keys(c, jt, path, kind);
+	if (ret < 0)
+		return ret;
+
+	memset(t, 0, sizeof(*t));
+	t->kind = kind;
+	t->window_ns = DEFAULT_TRIGGER_WINDOW_NS;
+	t->after_ns = 0;
+	t->cooldown_ns = DEFAULT_TRIGGER_COOLDOWN_NS;
+
+	switch (kind) {
+	case FR_TRIGGER_SIGNAL:
+		config_join(sub, path, "signal");
+		it = cJSON_GetObjectItemCaseSensitive(jt, "signal");
+		if (!it)
+			return config_fail(c, sub, "missing; name the signal that fires the trigger "
+				    "(accepted: " ACCEPTED_SIGNALS ")");
+		ret = get_signal(c, it, sub, sess, t);
+		if (ret < 0)
+			return ret;
+		break;
+	case FR_TRIGGER_CPU_ABOVE:
+		config_join(sub, path, "percent");
+		it = cJSON_GetObjectItemCaseSensitive(jt, "percent");
+		if (!it)
+			return config_fail(c, sub, "missing; give the CPU use that fires the trigger, "
+				    "1..100 (percent of all CPUs)");
+		ret = config_get_uint(c, it, sub, 1, 100, &t->percent);
+		if (ret < 0)
+			return ret;
+		t->for_ns = DEFAULT_TRIGGER_FOR_NS;
+		it = cJSON_GetObjectItemCaseSensitive(jt, "for");
+		if (it) {
+			config_join(sub, path, "for");
+			ret = config_get_duration(c, it, sub, NS_PER_S, "\"10s\" or \"1m\"", &t->for_ns);
+			if (ret < 0)
+				return ret;
+		}
+		break;
+	case FR_TRIGGER_EXIT:
+		/* Without targets every process of the machine would count,
+		 * and some process fails all the time (a grep that found
+		 * nothing exits with 1). */
+		if (!sess->npids && !sess->ncomms && !sess->cgroup[0] && !sess->has_uid)
+			return config_fail(c, sub, "an exit trigger needs the session's targets (pids, "
+				    "comm, cgroup or uid): without them any failing process of the "
+				    "machine would fire it");
+		break;
+	}
+
+	it = cJSON_GetObjectItemCaseSensitive(jt, "window");
+	if (it) {
+		config_join(sub, path, "window");
+		ret = config_get_duration(c, it, sub, NS_PER_S, "\"60s\" or \"2m\"", &t->window_ns);
+		if (ret < 0)
+			return ret;
+	}
+	after = cJSON_GetObjectItemCaseSensitive(jt, "after");
+	if (after) {
+		config_join(sub, path, "after");
+		ret = config_get_duration(c, after, sub, 0, "\"10s\" (\"0s\" for none)", &t->after_ns);
+		if (ret < 0)
+			return ret;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(jt, "cooldown");
+	if (it) {
+		config_join(sub, path, "cooldown");
+		ret = config_get_duration(c, it, sub, NS_PER_S, "\"60s\" or \"10m\"", &t->cooldown_ns);
+		if (ret < 0)
+			return ret;
+	}
+	/* The dump is read from the ring, and the tail is waited for: both
+	 * bounded so that one trigger cannot ask for hours of either. Blame
+	 * "after" when it was given, as it is the part added to the window. */
+	if (t->window_ns > MAX_TRIGGER_SPAN_NS ||
+	    t->after_ns > MAX_TRIGGER_SPAN_NS - t->window_ns) {
+		config_join(sub, path, after ? "after" : "window");
+		return config_fail(c, sub, "window + after must be at most 1h, got %s + %s",
+			    config_duration_text(t->window_ns, a, sizeof(a)),
+			    config_duration_text(t->after_ns, b, sizeof(b)));
+	}
+	sess->ntriggers++;
+	return 0;
+}
+
+int config_parse_triggers(struct config_ctx *c, const cJSON *triggers, const char *path,
+			  struct fr_config_session *sess)
+{
+	char sub[PATH_MAX_LEN], got[64];
+	const cJSON *jt;
+	int n, i, ret;
+
+	if (!cJSON_IsArray(triggers))
+		return config_fail(c, path,
+			    "must be an array like [{\"on\": \"signal\", \"signal\": \"USR1\"}], "
+			    "got %s",
+			    config_describe(triggers, got, sizeof(got)));
+	n = cJSON_GetArraySize(triggers);
+	if (n > FR_CONFIG_MAX_TRIGGERS)
+		return config_fail(c, path, "at most %d triggers per session, got %d",
+			    FR_CONFIG_MAX_TRIGGERS, n);
+	i = 0;
+	cJSON_ArrayForEach(jt, triggers) {
+		config_join_index(sub, path, i++);
+		ret = parse_trigger(c, jt, sub, sess);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
