@@ -64,30 +64,30 @@ static bool add_triggers(cJSON *js, const struct fr_config_session *sess)
 	return true;
 }
 
-char *fr_config_to_json(const struct fr_config *cfg)
+static bool add_ring(cJSON *root, const struct fr_config *cfg)
 {
-	cJSON *root, *ring, *dumps, *limits, *sessions;
+	cJSON *ring = cJSON_AddObjectToObject(root, "ring");
 	char buf[64];
-	char *text = NULL, *out = NULL;
 
-	root = cJSON_CreateObject();
-	if (!root)
-		return NULL;
-
-	ring = cJSON_AddObjectToObject(root, "ring");
 	if (!ring)
-		goto out;
+		return false;
 	if (cfg->ring_path && !cJSON_AddStringToObject(ring, "path", cfg->ring_path))
-		goto out;
+		return false;
 	if (!cJSON_AddStringToObject(ring, "size", size_text(cfg->ring_size, buf, sizeof(buf))) ||
 	    !cJSON_AddStringToObject(ring, "segment",
 				     size_text(cfg->segment_size, buf, sizeof(buf))) ||
 	    !cJSON_AddStringToObject(ring, "sync", cfg->sync_ns < 0 ? "off" :
 						   config_duration_text(cfg->sync_ns, buf, sizeof(buf))))
-		goto out;
+		return false;
 	if (cfg->max_age_ns > 0 &&
 	    !cJSON_AddStringToObject(ring, "max_age", config_duration_text(cfg->max_age_ns, buf, sizeof(buf))))
-		goto out;
+		return false;
+	return true;
+}
+
+/* "socket" is a plain path unless a group is set, as it is written. */
+static bool add_socket(cJSON *root, const struct fr_config *cfg)
+{
 	if (cfg->has_socket_group || cfg->has_admin_group) {
 		cJSON *sock = cJSON_AddObjectToObject(root, "socket");
 
@@ -97,93 +97,135 @@ char *fr_config_to_json(const struct fr_config *cfg)
 		     !cJSON_AddNumberToObject(sock, "group", cfg->socket_gid)) ||
 		    (cfg->has_admin_group &&
 		     !cJSON_AddNumberToObject(sock, "admin_group", cfg->admin_gid)))
-			goto out;
+			return false;
 	} else if (cfg->socket_path && !cJSON_AddStringToObject(root, "socket", cfg->socket_path)) {
-		goto out;
+		return false;
 	}
+	return true;
+}
 
-	dumps = cJSON_AddObjectToObject(root, "dumps");
+static bool add_dumps(cJSON *root, const struct fr_config *cfg)
+{
+	cJSON *dumps = cJSON_AddObjectToObject(root, "dumps");
+	char buf[64];
+
 	if (!dumps || (cfg->dumps_dir && !cJSON_AddStringToObject(dumps, "dir", cfg->dumps_dir)) ||
 	    !cJSON_AddNumberToObject(dumps, "keep", cfg->dumps_keep))
-		goto out;
+		return false;
 	if (cfg->dumps_max_bytes &&
 	    !cJSON_AddStringToObject(dumps, "max_bytes",
 				     size_text(cfg->dumps_max_bytes, buf, sizeof(buf))))
-		goto out;
+		return false;
 	snprintf(buf, sizeof(buf), "%04o", (unsigned)cfg->dumps_mode);
 	if (cfg->dumps_mode != DEFAULT_DUMPS_MODE && !cJSON_AddStringToObject(dumps, "mode", buf))
-		goto out;
+		return false;
+	return true;
+}
 
-	limits = cJSON_AddObjectToObject(root, "limits");
-	if (!limits || !cJSON_AddNumberToObject(limits, "max_rate_hz", cfg->max_rate_hz) ||
-	    !cJSON_AddNumberToObject(limits, "max_clients", cfg->max_clients) ||
-	    !cJSON_AddNumberToObject(limits, "user_max_rate_hz", cfg->user_max_rate_hz) ||
-	    !cJSON_AddStringToObject(limits, "query_memory",
-				     size_text(cfg->query_memory, buf, sizeof(buf))))
-		goto out;
+static bool add_limits(cJSON *root, const struct fr_config *cfg)
+{
+	cJSON *limits = cJSON_AddObjectToObject(root, "limits");
+	char buf[64];
 
+	return limits && cJSON_AddNumberToObject(limits, "max_rate_hz", cfg->max_rate_hz) &&
+	       cJSON_AddNumberToObject(limits, "max_clients", cfg->max_clients) &&
+	       cJSON_AddNumberToObject(limits, "user_max_rate_hz", cfg->user_max_rate_hz) &&
+	       cJSON_AddStringToObject(limits, "query_memory",
+				       size_text(cfg->query_memory, buf, sizeof(buf)));
+}
+
+static bool add_events(cJSON *js, const struct fr_config_session *sess)
+{
+	cJSON *events = cJSON_AddArrayToObject(js, "events");
+
+	if (!events)
+		return false;
+	for (uint32_t e = 0; e < sess->nevents; e++) {
+		cJSON *ev = cJSON_CreateObject();
+		char name[FR_EVENT_NAME_MAX];
+
+		if (!ev)
+			return false;
+		cJSON_AddItemToArray(events, ev);
+		if (!cJSON_AddStringToObject(ev, "event",
+					     fr_event_format(sess->events[e].event, name,
+							     sizeof(name))) ||
+		    (fr_event_has_rate(sess->events[e].event) &&
+		     !cJSON_AddNumberToObject(ev, "hz", sess->events[e].hz)))
+			return false;
+	}
+	return true;
+}
+
+/* "targets", only when the session has some. */
+static bool add_targets(cJSON *js, const struct fr_config_session *sess)
+{
+	cJSON *t, *a;
+
+	if (!sess->npids && !sess->ncomms && !sess->cgroup[0] && !sess->has_uid)
+		return true;
+	t = cJSON_AddObjectToObject(js, "targets");
+	if (!t)
+		return false;
+	if (sess->npids) {
+		if (!(a = cJSON_AddArrayToObject(t, "pids")))
+			return false;
+		for (uint32_t i = 0; i < sess->npids; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(sess->pids[i]));
+	}
+	if (sess->ncomms) {
+		if (!(a = cJSON_AddArrayToObject(t, "comm")))
+			return false;
+		for (uint32_t i = 0; i < sess->ncomms; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateString(sess->comms[i]));
+	}
+	if (sess->cgroup[0] && !cJSON_AddStringToObject(t, "cgroup", sess->cgroup))
+		return false;
+	if (sess->has_uid && !cJSON_AddNumberToObject(t, "uid", sess->uid))
+		return false;
+	return true;
+}
+
+static bool add_session(cJSON *sessions, const struct fr_config_session *sess)
+{
+	cJSON *js = cJSON_CreateObject();
+
+	if (!js)
+		return false;
+	cJSON_AddItemToArray(sessions, js);
+	if (!cJSON_AddStringToObject(js, "name", sess->name) || !add_events(js, sess) ||
+	    !add_targets(js, sess))
+		return false;
+	if (sess->nusers) {
+		cJSON *a = cJSON_AddArrayToObject(js, "users");
+
+		if (!a)
+			return false;
+		for (uint32_t i = 0; i < sess->nusers; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(sess->users[i]));
+	}
+	if (sess->ntriggers && !add_triggers(js, sess))
+		return false;
+	return true;
+}
+
+char *fr_config_to_json(const struct fr_config *cfg)
+{
+	cJSON *root, *sessions;
+	char *text = NULL, *out = NULL;
+
+	root = cJSON_CreateObject();
+	if (!root)
+		return NULL;
+	if (!add_ring(root, cfg) || !add_socket(root, cfg) || !add_dumps(root, cfg) ||
+	    !add_limits(root, cfg))
+		goto out;
 	sessions = cJSON_AddArrayToObject(root, "sessions");
 	if (!sessions)
 		goto out;
-	for (uint32_t s = 0; s < cfg->nsessions; s++) {
-		const struct fr_config_session *sess = &cfg->sessions[s];
-		cJSON *js = cJSON_CreateObject(), *events;
-
-		if (!js)
+	for (uint32_t s = 0; s < cfg->nsessions; s++)
+		if (!add_session(sessions, &cfg->sessions[s]))
 			goto out;
-		cJSON_AddItemToArray(sessions, js);
-		if (!cJSON_AddStringToObject(js, "name", sess->name))
-			goto out;
-		events = cJSON_AddArrayToObject(js, "events");
-		if (!events)
-			goto out;
-		for (uint32_t e = 0; e < sess->nevents; e++) {
-			cJSON *ev = cJSON_CreateObject();
-			char name[FR_EVENT_NAME_MAX];
-
-			if (!ev)
-				goto out;
-			cJSON_AddItemToArray(events, ev);
-			if (!cJSON_AddStringToObject(ev, "event",
-						     fr_event_format(sess->events[e].event, name,
-								     sizeof(name))) ||
-			    (fr_event_has_rate(sess->events[e].event) &&
-			     !cJSON_AddNumberToObject(ev, "hz", sess->events[e].hz)))
-				goto out;
-		}
-		if (sess->npids || sess->ncomms || sess->cgroup[0] || sess->has_uid) {
-			cJSON *t = cJSON_AddObjectToObject(js, "targets"), *a;
-
-			if (!t)
-				goto out;
-			if (sess->npids) {
-				if (!(a = cJSON_AddArrayToObject(t, "pids")))
-					goto out;
-				for (uint32_t i = 0; i < sess->npids; i++)
-					cJSON_AddItemToArray(a, cJSON_CreateNumber(sess->pids[i]));
-			}
-			if (sess->ncomms) {
-				if (!(a = cJSON_AddArrayToObject(t, "comm")))
-					goto out;
-				for (uint32_t i = 0; i < sess->ncomms; i++)
-					cJSON_AddItemToArray(a, cJSON_CreateString(sess->comms[i]));
-			}
-			if (sess->cgroup[0] && !cJSON_AddStringToObject(t, "cgroup", sess->cgroup))
-				goto out;
-			if (sess->has_uid && !cJSON_AddNumberToObject(t, "uid", sess->uid))
-				goto out;
-		}
-		if (sess->nusers) {
-			cJSON *a = cJSON_AddArrayToObject(js, "users");
-
-			if (!a)
-				goto out;
-			for (uint32_t i = 0; i < sess->nusers; i++)
-				cJSON_AddItemToArray(a, cJSON_CreateNumber(sess->users[i]));
-		}
-		if (sess->ntriggers && !add_triggers(js, sess))
-			goto out;
-	}
 
 	/* Returned to be released with free(), whatever allocator cJSON was
 	 * built or hooked with. */

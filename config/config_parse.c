@@ -17,6 +17,13 @@
 #include "core/parse.h"
 #include "core/sample.h"
 
+/* A user's cap follows a lowered max_rate_hz rather than exceeding it. */
+static void default_user_rate(struct fr_config *cfg)
+{
+	cfg->user_max_rate_hz = cfg->max_rate_hz < DEFAULT_USER_MAX_RATE_HZ
+					? cfg->max_rate_hz : DEFAULT_USER_MAX_RATE_HZ;
+}
+
 static int parse_limits(struct config_ctx *c, const cJSON *limits, struct fr_config *cfg)
 {
 	static const char *const keys[] = {"max_rate_hz", "max_clients", "user_max_rate_hz",
@@ -24,8 +31,10 @@ static int parse_limits(struct config_ctx *c, const cJSON *limits, struct fr_con
 	const cJSON *it;
 	int ret;
 
-	if (!limits)
-		goto user_default;
+	if (!limits) {
+		default_user_rate(cfg);
+		return 0;
+	}
 	if (!cJSON_IsObject(limits)) {
 		char got[64];
 
@@ -63,10 +72,8 @@ static int parse_limits(struct config_ctx *c, const cJSON *limits, struct fr_con
 	it = cJSON_GetObjectItemCaseSensitive(limits, "user_max_rate_hz");
 	if (it)
 		return config_get_uint(c, it, "limits.user_max_rate_hz", 1, cfg->max_rate_hz,
-				&cfg->user_max_rate_hz);
-user_default:
-	cfg->user_max_rate_hz = cfg->max_rate_hz < DEFAULT_USER_MAX_RATE_HZ
-					? cfg->max_rate_hz : DEFAULT_USER_MAX_RATE_HZ;
+				       &cfg->user_max_rate_hz);
+	default_user_rate(cfg);
 	return 0;
 }
 

@@ -207,19 +207,14 @@ static int check_trigger_keys(struct config_ctx *c, const cJSON *jt, const char 
 	return config_check_keys(c, jt, path, keys, nkeys);
 }
 
-static int parse_trigger(struct config_ctx *c, const cJSON *jt, const char *path,
-			 struct fr_config_session *sess)
+/* "on": which kind of trigger this is. Returns the enum fr_trigger_kind,
+ * or -EINVAL with the message set. */
+static int trigger_kind(struct config_ctx *c, const cJSON *jt, const char *path)
 {
-	struct fr_config_trigger *t = &sess->triggers[sess->ntriggers];
-	char sub[PATH_MAX_LEN], got[64], a[32], b[32];
-	const cJSON *on, *it, *after;
+	char sub[PATH_MAX_LEN], got[64];
+	const cJSON *on;
 	uint32_t kind;
-	int ret;
 
-	if (!cJSON_IsObject(jt))
-		return config_fail(c, path,
-			    "must be an object like {\"on\": \"signal\", \"signal\": \"USR1\"}, got %s",
-			    config_describe(jt, got, sizeof(got)));
 	config_join(sub, path, "on");
 	on = cJSON_GetObjectItemCaseSensitive(jt, "on");
 	if (!on)
@@ -230,31 +225,28 @@ static int parse_trigger(struct config_ctx *c, const cJSON *jt, const char *path
 			    config_describe(on, got, sizeof(got)));
 	for (kind = 0; kind < ARRAY_SIZE(trigger_kinds); kind++)
 		if (strcmp(on->valuestring, trigger_kinds[kind]) == 0)
-			break;
-	if (kind == ARRAY_SIZE(trigger_kinds))
-		return config_fail(c, sub, "unknown trigger %s (accepted: " TRIGGER_KINDS ")",
-			    config_describe(on, got, sizeof(got)));
-	ret = check_trigger_keys(c, jt, path, kind);
-	if (ret < 0)
-		return ret;
+			return (int)kind;
+	return config_fail(c, sub, "unknown trigger %s (accepted: " TRIGGER_KINDS ")",
+		    config_describe(on, got, sizeof(got)));
+}
 
-	memset(t, 0, sizeof(*t));
-	t->kind = kind;
-	t->window_ns = DEFAULT_TRIGGER_WINDOW_NS;
-	t->after_ns = 0;
-	t->cooldown_ns = DEFAULT_TRIGGER_COOLDOWN_NS;
+/* What fires a trigger of t->kind: its signal, its threshold, or (exit)
+ * the session's targets, which must exist. */
+static int parse_cause(struct config_ctx *c, const cJSON *jt, const char *path,
+		       const struct fr_config_session *sess, struct fr_config_trigger *t)
+{
+	char sub[PATH_MAX_LEN];
+	const cJSON *it;
+	int ret;
 
-	switch (kind) {
+	switch (t->kind) {
 	case FR_TRIGGER_SIGNAL:
 		config_join(sub, path, "signal");
 		it = cJSON_GetObjectItemCaseSensitive(jt, "signal");
 		if (!it)
 			return config_fail(c, sub, "missing; name the signal that fires the trigger "
 				    "(accepted: " ACCEPTED_SIGNALS ")");
-		ret = get_signal(c, it, sub, sess, t);
-		if (ret < 0)
-			return ret;
-		break;
+		return get_signal(c, it, sub, sess, t);
 	case FR_TRIGGER_CPU_ABOVE:
 		config_join(sub, path, "percent");
 		it = cJSON_GetObjectItemCaseSensitive(jt, "percent");
@@ -268,21 +260,33 @@ static int parse_trigger(struct config_ctx *c, const cJSON *jt, const char *path
 		it = cJSON_GetObjectItemCaseSensitive(jt, "for");
 		if (it) {
 			config_join(sub, path, "for");
-			ret = config_get_duration(c, it, sub, NS_PER_S, "\"10s\" or \"1m\"", &t->for_ns);
-			if (ret < 0)
-				return ret;
+			return config_get_duration(c, it, sub, NS_PER_S, "\"10s\" or \"1m\"",
+						   &t->for_ns);
 		}
-		break;
+		return 0;
 	case FR_TRIGGER_EXIT:
 		/* Without targets every process of the machine would count,
 		 * and some process fails all the time (a grep that found
-		 * nothing exits with 1). */
+		 * nothing exits with 1). The message names "on", as the
+		 * trigger's kind is what asks for targets. */
+		config_join(sub, path, "on");
 		if (!sess->npids && !sess->ncomms && !sess->cgroup[0] && !sess->has_uid)
 			return config_fail(c, sub, "an exit trigger needs the session's targets (pids, "
 				    "comm, cgroup or uid): without them any failing process of the "
 				    "machine would fire it");
-		break;
+		return 0;
 	}
+	return 0;
+}
+
+/* "window", "after" and "cooldown": what the dump covers and how often
+ * it may be written. */
+static int parse_times(struct config_ctx *c, const cJSON *jt, const char *path,
+		       struct fr_config_trigger *t)
+{
+	char sub[PATH_MAX_LEN], a[32], b[32];
+	const cJSON *it, *after;
+	int ret;
 
 	it = cJSON_GetObjectItemCaseSensitive(jt, "window");
 	if (it) {
@@ -315,6 +319,38 @@ static int parse_trigger(struct config_ctx *c, const cJSON *jt, const char *path
 			    config_duration_text(t->window_ns, a, sizeof(a)),
 			    config_duration_text(t->after_ns, b, sizeof(b)));
 	}
+	return 0;
+}
+
+static int parse_trigger(struct config_ctx *c, const cJSON *jt, const char *path,
+			 struct fr_config_session *sess)
+{
+	struct fr_config_trigger *t = &sess->triggers[sess->ntriggers];
+	char got[64];
+	int kind, ret;
+
+	if (!cJSON_IsObject(jt))
+		return config_fail(c, path,
+			    "must be an object like {\"on\": \"signal\", \"signal\": \"USR1\"}, got %s",
+			    config_describe(jt, got, sizeof(got)));
+	kind = trigger_kind(c, jt, path);
+	if (kind < 0)
+		return kind;
+	ret = check_trigger_keys(c, jt, path, (uint32_t)kind);
+	if (ret < 0)
+		return ret;
+
+	memset(t, 0, sizeof(*t));
+	t->kind = (uint32_t)kind;
+	t->window_ns = DEFAULT_TRIGGER_WINDOW_NS;
+	t->after_ns = 0;
+	t->cooldown_ns = DEFAULT_TRIGGER_COOLDOWN_NS;
+	ret = parse_cause(c, jt, path, sess, t);
+	if (ret < 0)
+		return ret;
+	ret = parse_times(c, jt, path, t);
+	if (ret < 0)
+		return ret;
 	sess->ntriggers++;
 	return 0;
 }

@@ -181,44 +181,30 @@ int config_get_path(struct config_ctx *c, const cJSON *item, const char *path, s
 	return *out ? 0 : -ENOMEM;
 }
 
-/* A user or group of this machine, by name or number: a JSON number, or a
- * string holding a name or a number. Names are resolved here, once, so a
- * typo is a config error rather than a socket nobody can reach. Returns 0
- * with the id in `out`, or -EINVAL (-ENOMEM) with the message set. */
-int config_get_id(struct config_ctx *c, const cJSON *item, const char *path, int group,
-		  uint32_t *out)
+/* An id written as a number, a JSON number or a string of digits: one
+ * range for both forms. (uid_t)-1 means "no change" to chown and friends,
+ * so it is no one's id. */
+static int id_number(struct config_ctx *c, const cJSON *item, const char *path,
+		     const char *what, double d, uint32_t *out)
 {
-	const char *what = group ? "group" : "user";
-	char got[64], *buf = NULL, *end;
-	long size;
+	char got[64];
+
+	if (!(d >= 0 && d < (double)UINT32_MAX) || d != floor(d))
+		return config_fail(c, path, "must be a %s name or number 0..%u, got %s", what,
+				   UINT32_MAX - 1, config_describe(item, got, sizeof(got)));
+	*out = (uint32_t)d;
+	return 0;
+}
+
+/* Looks a user or group name up in this machine's databases. Returns 0
+ * with the id, -ENOMEM, or the positive errno of the get*nam_r functions
+ * (ENOENT: no such name). */
+static int lookup_id(const char *name, int group, uint32_t *out)
+{
+	long size = sysconf(group ? _SC_GETGR_R_SIZE_MAX : _SC_GETPW_R_SIZE_MAX);
+	char *buf = NULL;
 	int ret;
 
-	if (cJSON_IsNumber(item)) {
-		double d = item->valuedouble;
-
-		/* (uid_t)-1 means "no change" to chown and friends. */
-		if (!(d >= 0 && d < (double)UINT32_MAX) || d != floor(d))
-			return config_fail(c, path, "must be a %s name or number 0..%u, got %s", what,
-				    UINT32_MAX - 1, config_describe(item, got, sizeof(got)));
-		*out = (uint32_t)d;
-		return 0;
-	}
-	if (!cJSON_IsString(item) || !item->valuestring[0])
-		return config_fail(c, path, "must be a %s name or number, got %s", what,
-			    config_describe(item, got, sizeof(got)));
-	errno = 0;
-	{
-		unsigned long long n = strtoull(item->valuestring, &end, 10);
-
-		if (!*end && item->valuestring[0] >= '0' && item->valuestring[0] <= '9') {
-			if (errno || n >= UINT32_MAX)
-				return config_fail(c, path, "must be a %s name or number 0..%u, got %s",
-					    what, UINT32_MAX - 1, config_describe(item, got, sizeof(got)));
-			*out = (uint32_t)n;
-			return 0;
-		}
-	}
-	size = sysconf(group ? _SC_GETGR_R_SIZE_MAX : _SC_GETPW_R_SIZE_MAX);
 	if (size < 1024)
 		size = 1024;
 	for (;;) {
@@ -232,7 +218,7 @@ int config_get_id(struct config_ctx *c, const cJSON *item, const char *path, int
 		if (group) {
 			struct group gr, *res = NULL;
 
-			ret = getgrnam_r(item->valuestring, &gr, buf, (size_t)size, &res);
+			ret = getgrnam_r(name, &gr, buf, (size_t)size, &res);
 			if (!ret && res)
 				*out = (uint32_t)gr.gr_gid;
 			else if (!ret)
@@ -240,7 +226,7 @@ int config_get_id(struct config_ctx *c, const cJSON *item, const char *path, int
 		} else {
 			struct passwd pw, *res = NULL;
 
-			ret = getpwnam_r(item->valuestring, &pw, buf, (size_t)size, &res);
+			ret = getpwnam_r(name, &pw, buf, (size_t)size, &res);
 			if (!ret && res)
 				*out = (uint32_t)pw.pw_uid;
 			else if (!ret)
@@ -251,12 +237,44 @@ int config_get_id(struct config_ctx *c, const cJSON *item, const char *path, int
 		size *= 2;
 	}
 	free(buf);
+	return ret;
+}
+
+/* A user or group of this machine, by name or number: a JSON number, or a
+ * string holding a name or a number. Names are resolved here, once, so a
+ * typo is a config error rather than a socket nobody can reach. Returns 0
+ * with the id in `out`, or -EINVAL (-ENOMEM) with the message set. */
+int config_get_id(struct config_ctx *c, const cJSON *item, const char *path, int group,
+		  uint32_t *out)
+{
+	const char *what = group ? "group" : "user";
+	const char *text;
+	char got[64], *end;
+	int ret;
+
+	if (cJSON_IsNumber(item))
+		return id_number(c, item, path, what, item->valuedouble, out);
+	if (!cJSON_IsString(item) || !item->valuestring[0])
+		return config_fail(c, path, "must be a %s name or number, got %s", what,
+				   config_describe(item, got, sizeof(got)));
+	text = item->valuestring;
+	if (text[0] >= '0' && text[0] <= '9') {
+		double d;
+
+		errno = 0;
+		d = (double)strtoull(text, &end, 10);
+		if (!*end)
+			return id_number(c, item, path, what, errno ? -1 : d, out);
+	}
+	ret = lookup_id(text, group, out);
+	if (ret == -ENOMEM)
+		return ret;
 	if (ret == ENOENT)
 		return config_fail(c, path, "no %s named %s on this machine", what,
-			    config_describe(item, got, sizeof(got)));
+				   config_describe(item, got, sizeof(got)));
 	if (ret)
 		return config_fail(c, path, "cannot look up %s %s: %s", what,
-			    config_describe(item, got, sizeof(got)), strerror(ret));
+				   config_describe(item, got, sizeof(got)), strerror(ret));
 	return 0;
 }
 
