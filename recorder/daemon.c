@@ -44,133 +44,18 @@
 #include "recorder/perf.h"
 #include "recorder/tracker.h"
 #include "recorder/triggers.h"
+#include "recorder/writer.h"
 #include "recorder/daemon_int.h"
-
-/* ---- writer thread ---------------------------------------------------- */
-
-/* Queues a sealed chunk (or NULL) for the writer, followed by barrier
- * generation `barrier` when non-zero. Takes ownership of `chunk`. */
-static void enqueue(struct daemon *d, void *chunk, size_t len, uint64_t barrier)
-{
-	struct queue_item *it = calloc(1, sizeof(*it));
-	void *dropped = NULL;
-
-	if (!it) {
-		/* A lost barrier only makes its attach wait out its timeout. */
-		free(chunk);
-		__atomic_add_fetch(&d->chunks_dropped, 1, __ATOMIC_RELAXED);
-		return;
-	}
-	pthread_mutex_lock(&d->lock);
-	if (chunk && d->queued_bytes + len > QUEUE_MAX_BYTES) {
-		/* The disk is not keeping up: keep the daemon's memory bounded. */
-		dropped = chunk;
-		chunk = NULL;
-	}
-	if (chunk || barrier) {
-		it->chunk = chunk;
-		it->len = len;
-		it->barrier = barrier;
-		if (chunk)
-			d->queued_bytes += len;
-		if (d->tail)
-			d->tail->next = it;
-		else
-			d->head = it;
-		d->tail = it;
-		it = NULL;
-		pthread_cond_broadcast(&d->cond);
-	}
-	pthread_mutex_unlock(&d->lock);
-	free(it);
-	if (dropped) {
-		__atomic_add_fetch(&d->chunks_dropped, 1, __ATOMIC_RELAXED);
-		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
-				   "ring writes are falling behind; dropping a chunk");
-		free(dropped);
-	}
-}
-
-/* ring.max_age: forget and erase what is older. Writer thread only. */
-static void expire(struct daemon *d)
-{
-	int64_t max_age = __atomic_load_n(&d->max_age_ns, __ATOMIC_RELAXED);
-	int ret;
-
-	if (max_age <= 0)
-		return;
-	ret = fr_ring_expire(d->ring, fr_now_real_ns() - max_age);
-
-	if (ret < 0)
-		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot erase expired data in %s: %s",
-				   fr_ring_path(d->ring), strerror(-ret));
-}
-
-static void *writer_main(void *arg)
-{
-	struct daemon *d = arg;
-
-	pthread_mutex_lock(&d->lock);
-	for (;;) {
-		struct queue_item *it;
-
-		while (!d->head && !d->writer_stop)
-			pthread_cond_wait(&d->cond, &d->lock);
-		if (!d->head)
-			break;
-		it = d->head;
-		d->head = it->next;
-		if (!d->head)
-			d->tail = NULL;
-		if (it->chunk)
-			d->queued_bytes -= it->len;
-		pthread_mutex_unlock(&d->lock);
-
-		if (it->chunk) {
-			int ret = fr_ring_append(d->ring, it->chunk, it->len);
-			if (ret < 0) {
-				__atomic_add_fetch(&d->write_errors, 1, __ATOMIC_RELAXED);
-				fr_log_ratelimited(FR_LOG_ERR, 10000000000LL,
-						   "cannot store a chunk in %s: %s",
-						   fr_ring_path(d->ring), strerror(-ret));
-			}
-			free(it->chunk);
-			expire(d);
-		}
-
-		pthread_mutex_lock(&d->lock);
-		if (it->barrier > d->barrier_done) {
-			d->barrier_done = it->barrier;
-			pthread_cond_broadcast(&d->cond);
-		}
-		free(it);
-	}
-	pthread_mutex_unlock(&d->lock);
-	fr_ring_sync(d->ring);
-	return NULL;
-}
 
 /* Asks the ingest thread to seal and waits until the writer stored it.
  * Returns 0, or -ETIMEDOUT. */
 int daemon_flush_barrier(struct daemon *d)
 {
-	uint64_t one = 1, target;
-	struct timespec deadline;
-	int ret = 0;
+	uint64_t one = 1, target = fr_writer_barrier_ask(&d->writer);
 
-	pthread_mutex_lock(&d->lock);
-	target = ++d->barrier_req;
-	pthread_mutex_unlock(&d->lock);
 	if (write(d->flush_efd, &one, sizeof(one)) < 0)
 		return -errno;
-
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += FLUSH_TIMEOUT_MS / 1000;
-	pthread_mutex_lock(&d->lock);
-	while (d->barrier_done < target && ret == 0)
-		ret = pthread_cond_timedwait(&d->cond, &d->lock, &deadline);
-	pthread_mutex_unlock(&d->lock);
-	if (ret == ETIMEDOUT) {
+	if (fr_writer_barrier_wait(&d->writer, target, FLUSH_TIMEOUT_MS) < 0) {
 		__atomic_add_fetch(&d->flush_timeouts, 1, __ATOMIC_RELAXED);
 		return -ETIMEDOUT;
 	}
@@ -199,7 +84,7 @@ static void seal(struct daemon *d, uint64_t barrier)
 	__atomic_store_n(&d->nprocs, fr_tracker_nprocs(d->tracker), __ATOMIC_RELAXED);
 	__atomic_store_n(&d->nthreads, fr_tracker_nthreads(d->tracker), __ATOMIC_RELAXED);
 	if (ret == 0 || barrier)
-		enqueue(d, ret == 0 ? chunk : NULL, len, barrier);
+		fr_writer_enqueue(&d->writer, ret == 0 ? chunk : NULL, len, barrier);
 }
 
 /* The source of `event`, or NULL. Ingest thread (or under src_lock). */
@@ -843,7 +728,7 @@ static void reload(struct daemon *d)
 	set_session_consumers(d, n);
 	reconcile(d);
 	fr_ring_set_sync_interval(d->ring, n->sync_ns);
-	__atomic_store_n(&d->max_age_ns, n->max_age_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->writer.max_age_ns, n->max_age_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->max_rate_hz, n->max_rate_hz, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->user_max_rate_hz, n->user_max_rate_hz, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->admin_gid, n->has_admin_group ? (int64_t)n->admin_gid : -1,
@@ -951,9 +836,7 @@ static int ingest_loop(struct daemon *d)
 		if ((rec->revents & POLLIN) && read(d->reconcile_efd, &n, sizeof(n)) == sizeof(n))
 			rebuild |= reconcile(d);
 		if ((flush->revents & POLLIN) && read(d->flush_efd, &n, sizeof(n)) == sizeof(n)) {
-			pthread_mutex_lock(&d->lock);
-			barrier = d->barrier_req;
-			pthread_mutex_unlock(&d->lock);
+			barrier = fr_writer_barrier_asked(&d->writer);
 		}
 		drain_all(d);
 		if (barrier || stop ||
@@ -1042,9 +925,7 @@ static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 	fr_mono_cond_init(&d->consumers_cond);
 	d->start_real = fr_now_real_ns();
 	d->start_mono = fr_now_mono_ns();
-	pthread_mutex_init(&d->lock, NULL);
-	fr_mono_cond_init(&d->cond);
-	d->max_age_ns = opts->config->max_age_ns;
+	fr_writer_init(&d->writer, opts->config->max_age_ns);
 	d->max_rate_hz = opts->config->max_rate_hz;
 	d->user_max_rate_hz = opts->config->user_max_rate_hz;
 	d->admin_gid = opts->config->has_admin_group ? (int64_t)opts->config->admin_gid : -1;
@@ -1111,7 +992,6 @@ static int daemon_open_files(struct daemon *d)
 	if (err[0])
 		fr_log_warn("%s", err);
 	fr_ring_set_sync_interval(d->ring, cfg->sync_ns);
-	expire(d); /* before the writer thread exists, so no race */
 	return 0;
 }
 
@@ -1199,11 +1079,7 @@ static void daemon_stop(struct daemon *d)
 	 * still runs. */
 	fr_triggers_stop(d->triggers);
 	d->triggers = NULL;
-	pthread_mutex_lock(&d->lock);
-	d->writer_stop = 1;
-	pthread_cond_broadcast(&d->cond);
-	pthread_mutex_unlock(&d->lock);
-	pthread_join(d->writer, NULL);
+	fr_writer_stop(&d->writer);
 }
 
 static void daemon_free(struct daemon *d)
@@ -1229,8 +1105,7 @@ static void daemon_free(struct daemon *d)
 		close(d->sig_fd);
 	if (d->flush_efd >= 0)
 		close(d->flush_efd);
-	pthread_cond_destroy(&d->cond);
-	pthread_mutex_destroy(&d->lock);
+	fr_writer_fini(&d->writer);
 	if (d->owned_config) {
 		fr_config_fini(d->owned_config);
 		free(d->owned_config);
@@ -1255,9 +1130,9 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	}
 	if (daemon_signals(d) < 0 || daemon_open_files(d) < 0 || daemon_open_recording(d) < 0)
 		goto out;
-	ret = pthread_create(&d->writer, NULL, writer_main, d);
-	if (ret) {
-		fprintf(stderr, "flightrecd: cannot start the writer thread: %s\n", strerror(ret));
+	ret = fr_writer_start(&d->writer, d->ring);
+	if (ret < 0) {
+		fprintf(stderr, "flightrecd: cannot start the writer thread: %s\n", strerror(-ret));
 		goto out;
 	}
 	/* Triggers before the socket: a manual dump is then never told that

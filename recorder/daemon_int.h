@@ -23,13 +23,13 @@
 #include "recorder/perf.h"
 #include "recorder/tracker.h"
 #include "recorder/triggers.h"
+#include "recorder/writer.h"
 
 #define SEAL_INTERVAL_NS 1000000000LL
 /* The ingest thread sleeps until the next seal is due (at most this long),
  * or until a perf ring is half full, a request or a signal arrives: an idle
  * recorder wakes about once a second, not ten times. */
 #define POLL_MAX_MS 1000
-#define QUEUE_MAX_BYTES (64u << 20)
 #define FLUSH_TIMEOUT_MS 3000
 /* The ingest loop wakes at least every POLL_MAX_MS; a gap between two
  * drains longer than this is a stall, counted and logged. */
@@ -77,13 +77,6 @@ struct consumer {
 	int64_t since_ns;
 };
 
-struct queue_item {
-	struct queue_item *next;
-	void *chunk; /* NULL for a pure barrier */
-	size_t len;
-	uint64_t barrier; /* non-zero: barrier generation completed after this item */
-};
-
 struct daemon {
 	const struct fr_daemon_options *opts;
 	struct fr_ring *ring;
@@ -108,14 +101,7 @@ struct daemon {
 	struct consumer *consumers;
 	uint64_t consumers_gen, reconciled_gen;
 
-	pthread_t writer;
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* queue changed or barrier completed */
-	struct queue_item *head, *tail;
-	size_t queued_bytes;
-	int writer_stop;
-	uint64_t barrier_req;
-	uint64_t barrier_done;
+	struct fr_writer writer;
 
 	int64_t last_seal_mono;
 	/* What status shows of the ingest thread's progress (atomics): Unix
@@ -128,7 +114,6 @@ struct daemon {
 	uint32_t ncpus;
 
 	/* Settings a reload may change (atomics). */
-	int64_t max_age_ns;
 	uint32_t max_rate_hz;
 	uint32_t user_max_rate_hz;
 	int64_t admin_gid;   /* -1: no admin group */
@@ -153,7 +138,7 @@ struct daemon {
 	char *sessions_json;
 
 	/* Counters read by status requests (atomics), all events together. */
-	uint64_t samples, lost, chunks_sealed, chunks_dropped, write_errors;
+	uint64_t samples, lost, chunks_sealed;
 	uint32_t nprocs, nthreads;
 };
 

@@ -85,8 +85,8 @@ static cJSON *handle_status(struct daemon *d)
 	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "chunks_sealed", (int64_t)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "chunks_dropped", (int64_t)__atomic_load_n(&d->chunks_dropped, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "write_errors", (int64_t)__atomic_load_n(&d->write_errors, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "chunks_dropped", (int64_t)__atomic_load_n(&d->writer.chunks_dropped, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "write_errors", (int64_t)__atomic_load_n(&d->writer.write_errors, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
 	if (!add_ingest(d, r, now)) {
