@@ -29,87 +29,15 @@
 
 /* ---- requests ---------------------------------------------------------- */
 
-/* "ingest": whether the ingest thread keeps up, and the build id reader
- * beside it. `stalled` is true while the last drain is older than a
- * stall; a reader busy for seconds is reading a file that does not
- * answer (recording goes on without that build id). */
-static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
-{
-	cJSON *o = cJSON_AddObjectToObject(r, "ingest");
-	int64_t last = __atomic_load_n(&d->last_drain_mono, __ATOMIC_RELAXED), busy = 0;
-	uint32_t pending = 0;
-
-	if (!o)
-		return 0;
-	fr_ipc_add_int(o, "last_drain_ns", __atomic_load_n(&d->last_drain_real, __ATOMIC_RELAXED));
-	fr_ipc_add_int(o, "last_seal_ns", __atomic_load_n(&d->last_seal_real, __ATOMIC_RELAXED));
-	cJSON_AddBoolToObject(o, "stalled", last && now - last > STALL_NS);
-	fr_ipc_add_int(o, "stalls", (int64_t)__atomic_load_n(&d->stalls, __ATOMIC_RELAXED));
-	fr_ipc_add_int(o, "flush_timeouts",
-		       (int64_t)__atomic_load_n(&d->flush_timeouts, __ATOMIC_RELAXED));
-	fr_tracker_file_state(d->tracker, &pending, &busy);
-	fr_ipc_add_int(o, "build_id_reads_pending", pending);
-	fr_ipc_add_int(o, "build_id_read_busy_ns", busy ? now - busy : 0);
-	return 1;
-}
-
-/* Whether `peer` may see and do everything: root, the daemon's own user
- * (a private instance) and members of the admin group. Anyone else came
- * in through the socket's group and sees only its own processes. */
-static int peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer)
+/* Anyone who is not privileged came in through the socket's group and
+ * sees only its own processes. The daemon's own user is a private
+ * instance. */
+int daemon_peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer)
 {
 	int64_t admin = __atomic_load_n(&d->admin_gid, __ATOMIC_RELAXED);
 
 	return peer->uid == 0 || peer->uid == geteuid() ||
 	       (admin >= 0 && fr_ipc_peer_in_group(peer, (gid_t)admin));
-}
-
-static cJSON *handle_status(struct daemon *d)
-{
-	cJSON *r = fr_ipc_ok();
-	int64_t now = fr_now_mono_ns();
-
-	if (!r)
-		return NULL;
-	cJSON_AddStringToObject(r, "version", FR_VERSION);
-	fr_ipc_add_int(r, "pid", getpid());
-	fr_ipc_add_int(r, "started_ns", (int64_t)d->start_real);
-	fr_ipc_add_int(r, "uptime_ns", (int64_t)(now - d->start_mono));
-	cJSON_AddStringToObject(r, "config", d->opts->config_source);
-	fr_ipc_add_int(r, "reloaded_ns", __atomic_load_n(&d->reloaded_ns, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "reloads_rejected",
-		       (int64_t)__atomic_load_n(&d->reloads_rejected, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "cpus", d->ncpus);
-	fr_ipc_add_int(r, "query_memory", (int64_t)fr_budget_limit(&d->query_budget));
-	fr_ipc_add_int(r, "query_memory_used", (int64_t)fr_budget_used(&d->query_budget));
-	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "chunks_sealed", (int64_t)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "chunks_dropped", (int64_t)__atomic_load_n(&d->writer.chunks_dropped, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "write_errors", (int64_t)__atomic_load_n(&d->writer.write_errors, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
-	if (!add_ingest(d, r, now)) {
-		cJSON_Delete(r);
-		return NULL;
-	}
-	if (!daemon_add_recording(d, r)) {
-		cJSON_Delete(r);
-		return NULL;
-	}
-	{
-		struct fr_ring_stats st;
-		cJSON *ring;
-
-		fr_ring_get_stats(d->ring, &st);
-		ring = fr_ipc_ring_json(fr_ring_path(d->ring), &st);
-		if (!ring) {
-			cJSON_Delete(r);
-			return NULL;
-		}
-		cJSON_AddItemToObject(r, "ring", ring);
-	}
-	return r;
 }
 
 /* Reads an integer member; returns 1 if present and valid, 0 if absent,
@@ -264,19 +192,10 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 	char name[FR_EVENT_NAME_MAX];
 
 	for (int i = 0; i < n; i++) {
-		struct source *src;
-		struct consumer *probe;
+		struct fr_consumer *probe;
 		char failed[256] = "";
-		int recording = 0;
 
-		pthread_mutex_lock(&d->src_lock);
-		src = daemon_find_source(d, ids[i]);
-		if (src && src->perf)
-			recording = 1;
-		else if (src)
-			snprintf(failed, sizeof(failed), "%s", src->error);
-		pthread_mutex_unlock(&d->src_lock);
-		if (recording)
+		if (fr_sources_state(&d->sources, ids[i], failed, sizeof(failed)) > 0)
 			continue;
 		/* The probe opens the event for a moment, machine-wide: offcpu
 		 * records every context switch. Only a privileged asker may. */
@@ -292,13 +211,9 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 			probe->nevents = 1;
 			probe->events[0] = ids[i];
 			probe->hz[0] = fr_event_has_rate(ids[i]) ? 1 : 0;
-			daemon_wait_reconciled(d, daemon_consumer_add(d, probe));
-			pthread_mutex_lock(&d->src_lock);
-			src = daemon_find_source(d, ids[i]);
-			if (src && !src->perf)
-				snprintf(failed, sizeof(failed), "%s", src->error);
-			pthread_mutex_unlock(&d->src_lock);
-			daemon_consumer_remove(d, probe);
+			fr_sources_wait_reconciled(&d->sources, fr_consumer_add(&d->sources, probe));
+			fr_sources_state(&d->sources, ids[i], failed, sizeof(failed));
+			fr_consumer_remove(&d->sources, probe);
 		}
 		if (failed[0]) {
 			*error = fr_ipc_error("%s", failed);
@@ -530,7 +445,7 @@ static cJSON *busy_error(struct daemon *d, const char *cmd)
 
 static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
 {
-	int privileged = peer_privileged(d, peer), flags;
+	int privileged = daemon_peer_privileged(d, peer), flags;
 	struct fr_profile_request preq;
 	struct fr_profile_result res;
 	int64_t reserved = 0;
@@ -718,7 +633,7 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ip
 		return fr_ipc_error("dump: \"session\" must name a session");
 	if (get_int(req, "dump", "window_ns", 1000000000LL, 3600000000000LL, &window, &resp) < 0)
 		return resp;
-	if (!peer_privileged(d, peer) && !may_dump(d, name->valuestring, peer->uid)) {
+	if (!daemon_peer_privileged(d, peer) && !may_dump(d, name->valuestring, peer->uid)) {
 		fr_log_info("refused a dump of session %s to uid %u (pid %d): not among its users",
 			    name->valuestring, (unsigned)peer->uid, (int)peer->pid);
 		return fr_ipc_error("dump: uid %u may not dump session \"%s\": only root, the "
@@ -783,22 +698,15 @@ static uint32_t consume_rate(struct daemon *d, int64_t hz, int privileged, char 
  * records it, never start it for the whole machine (collect_wants() does
  * not count such a follower for it). Returns 0, or -1 with `failed` set
  * when the user asks for one that is not recorded now. */
-static int check_follow_only(struct daemon *d, const struct consumer *c, char *failed,
+static int check_follow_only(struct daemon *d, const struct fr_consumer *c, char *failed,
 			     size_t failedlen)
 {
 	char name[FR_EVENT_NAME_MAX];
 
 	for (uint32_t i = 0; i < c->nevents; i++) {
-		struct source *src;
-		int recording;
-
 		if (fr_event_has_rate(c->events[i]))
 			continue;
-		pthread_mutex_lock(&d->src_lock);
-		src = daemon_find_source(d, c->events[i]);
-		recording = src && src->perf;
-		pthread_mutex_unlock(&d->src_lock);
-		if (!recording) {
+		if (fr_sources_state(&d->sources, c->events[i], failed, failedlen) <= 0) {
 			snprintf(failed, failedlen,
 				 "consume: %s is not being recorded, and it records every context "
 				 "switch of the machine; only root and members of socket.admin_group "
@@ -811,7 +719,7 @@ static int check_follow_only(struct daemon *d, const struct consumer *c, char *f
 }
 
 /* The answer to a consume that holds its rates from `start` on. */
-static cJSON *consume_reply(struct daemon *d, const struct consumer *c, int64_t start,
+static cJSON *consume_reply(struct daemon *d, const struct fr_consumer *c, int64_t start,
 			    const char *capped)
 {
 	char name[FR_EVENT_NAME_MAX];
@@ -824,9 +732,7 @@ static cJSON *consume_reply(struct daemon *d, const struct consumer *c, int64_t 
 		cJSON_AddItemToArray(warnings, cJSON_CreateString(capped));
 	fr_ipc_add_int(resp, "start_ns", start);
 	events = cJSON_AddArrayToObject(resp, "events");
-	pthread_mutex_lock(&d->src_lock);
 	for (uint32_t i = 0; events && i < c->nevents; i++) {
-		struct source *src = daemon_find_source(d, c->events[i]);
 		cJSON *ev = cJSON_CreateObject();
 
 		if (!ev)
@@ -834,18 +740,17 @@ static cJSON *consume_reply(struct daemon *d, const struct consumer *c, int64_t 
 		cJSON_AddItemToArray(events, ev);
 		cJSON_AddStringToObject(ev, "event", fr_event_format(c->events[i], name, sizeof(name)));
 		fr_ipc_add_int(ev, "hz", c->hz[i]);
-		fr_ipc_add_int(ev, "recording_hz", src ? src->hz : 0);
+		fr_ipc_add_int(ev, "recording_hz", fr_sources_hz(&d->sources, c->events[i]));
 	}
-	pthread_mutex_unlock(&d->src_lock);
 	return resp;
 }
 
 static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED), rate;
-	int privileged = peer_privileged(d, peer);
+	int privileged = daemon_peer_privileged(d, peer);
 	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "";
-	struct consumer *c;
+	struct fr_consumer *c;
 	cJSON *resp = NULL;
 	int64_t hz = 0, start;
 	int n;
@@ -877,54 +782,25 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 		c->hz[i] = fr_event_has_rate(c->events[i]) ? rate : 0;
 	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
 	c->uid = peer->uid;
-	if (daemon_wait_reconciled(d, daemon_consumer_add(d, c)) < 0) {
-		daemon_consumer_remove(d, c);
+	if (fr_sources_wait_reconciled(&d->sources, fr_consumer_add(&d->sources, c)) < 0) {
+		fr_consumer_remove(&d->sources, c);
 		return fr_ipc_error("consume: the recorder did not apply the rates in time");
 	}
 	/* Rates take effect at the next sample of each CPU; a window that
 	 * starts now has them throughout. */
 	start = fr_now_real_ns();
-	pthread_mutex_lock(&d->src_lock);
-	for (int i = 0; i < n; i++) {
-		struct source *src = daemon_find_source(d, c->events[i]);
-		if (src && !src->perf && !failed[0])
-			snprintf(failed, sizeof(failed), "%s", src->error);
-	}
-	pthread_mutex_unlock(&d->src_lock);
+	for (int i = 0; i < n && !failed[0]; i++)
+		fr_sources_state(&d->sources, c->events[i], failed, sizeof(failed));
 	if (failed[0]) {
-		daemon_consumer_remove(d, c);
+		fr_consumer_remove(&d->sources, c);
 		return fr_ipc_error("%s", failed);
 	}
 	peer->hold = c;
-	peer->release = daemon_consumer_release;
+	peer->release = fr_consumer_release;
 	fr_log_info("%s (uid %u) asks for %s%s at %lld Hz%s%s", c->name, (unsigned)peer->uid,
 		    fr_event_format(c->events[0], name, sizeof(name)), n > 1 ? " and more" : "",
 		    (long long)c->hz[0], capped[0] ? ": " : "", capped);
 	return consume_reply(d, c, start, capped);
-}
-
-/* What status tells a user who is not privileged: the same numbers, but
- * not which processes of others follow (a consumer is "a client" unless
- * it is the asker's own) nor where the configuration file is. */
-static cJSON *status_for(struct daemon *d, cJSON *r, const struct fr_ipc_peer *peer)
-{
-	cJSON *c;
-
-	if (!r || peer_privileged(d, peer))
-		return r;
-	cJSON_DeleteItemFromObjectCaseSensitive(r, "config");
-	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "consumers")) {
-		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(c, "uid");
-
-		/* Integers of a reply are raw text (fr_ipc_add_int()). */
-		if (uid && !(cJSON_IsRaw(uid) &&
-			     strtoull(uid->valuestring, NULL, 10) == (unsigned long long)peer->uid)) {
-			cJSON_ReplaceItemInObjectCaseSensitive(c, "name",
-							       cJSON_CreateString("a client"));
-			cJSON_DeleteItemFromObjectCaseSensitive(c, "uid");
-		}
-	}
-	return r;
 }
 
 cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int fd,
@@ -937,9 +813,9 @@ cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int f
 	if (fd >= 0)
 		close(fd);
 	if (strcmp(cmd, "status") == 0)
-		return status_for(d, handle_status(d), peer);
+		return daemon_handle_status(d, peer);
 	if (strcmp(cmd, "sessions") == 0)
-		return status_for(d, daemon_handle_sessions(d), peer);
+		return daemon_handle_sessions(d, peer);
 	if (strcmp(cmd, "consume") == 0)
 		return handle_consume(d, req, peer);
 	if (strcmp(cmd, "dump") == 0)
