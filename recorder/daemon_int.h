@@ -124,6 +124,16 @@ void daemon_publish_sessions(struct daemon *d, const struct fr_config *cfg);
 cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer);
 cJSON *daemon_handle_sessions(struct daemon *d, const struct fr_ipc_peer *viewer);
 
+/* recorder/querymem.c */
+/* Reserves what the query `preq` may take from the query memory, waiting
+ * up to QUERY_WAIT_NS, and caps its decoded-chunk cache to the share it
+ * got. Returns the bytes reserved (give them back with
+ * daemon_query_release()) or -EBUSY. */
+int64_t daemon_query_reserve(struct daemon *d, struct fr_profile_request *preq);
+void daemon_query_release(struct daemon *d, int has_uid, int64_t reserved);
+/* The error reply of `cmd` when the query memory stays taken. */
+cJSON *daemon_query_busy(struct daemon *d, const char *cmd);
+
 /* recorder/requests.c */
 /* Whether `peer` may see and do everything: root, the daemon's own user
  * and members of the admin group. */

@@ -234,55 +234,6 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 	return 0;
 }
 
-/* Reserves what the query `preq` may take from the query budget, waiting
- * up to QUERY_WAIT_NS, and caps its decoded-chunk cache to the share the
- * cache has of it. Returns the bytes reserved or -EBUSY. */
-static int64_t reserve_query(struct daemon *d, struct fr_profile_request *preq)
-{
-	int64_t want = fr_profile_estimate(d->ring, preq), ask, got, users = 0;
-
-	if (want < 0)
-		want = 0;
-	/* Profiles limited to one user's processes (users who are not
-	 * privileged) hold together at most a quarter of the budget: each
-	 * estimate counts every sample of the window, and such users must
-	 * not hold root's queries off. What they keep of their own samples
-	 * is smaller; their decoded-chunk caches shrink to fit. */
-	ask = want;
-	if (preq->has_uid) {
-		users = fr_budget_acquire(&d->users_budget, (uint64_t)want, QUERY_WAIT_NS);
-		if (users < 0)
-			return users;
-		ask = users;
-	}
-	got = fr_budget_acquire(&d->query_budget, (uint64_t)ask, QUERY_WAIT_NS);
-	if (got < 0) {
-		if (preq->has_uid)
-			fr_budget_release(&d->users_budget, (uint64_t)users);
-		return got;
-	}
-	fr_log_debug("attach: reserved %lld bytes of query memory (estimated %lld)",
-		     (long long)got, (long long)want);
-	/* A reservation cut to the budget holds the decoded-chunk cache to
-	 * a third of what it got; the rest is for aggregation. */
-	if (got < want)
-		preq->cache_bytes = (size_t)(got / 3) + 1;
-	return got;
-}
-
-/* Gives back what reserve_query() took, and the memory behind it: a heavy
- * query leaves its arena's free memory mapped, so the daemon's RSS would
- * not return to its idle size. */
-static void release_query(struct daemon *d, int has_uid, int64_t reserved)
-{
-	if (!reserved)
-		return;
-	fr_budget_release(&d->query_budget, (uint64_t)reserved);
-	if (has_uid)
-		fr_budget_release(&d->users_budget, (uint64_t)reserved);
-	malloc_trim(0);
-}
-
 /* Reads an attach request into `preq`: the window (ending now, or from/to),
  * the rate, targets, events and format. `warn` may receive a note for the
  * user. Returns 0, or -1 with an error reply in *error. */
@@ -432,17 +383,6 @@ static cJSON *attach_reply(const struct fr_profile_request *preq,
 	return resp;
 }
 
-/* The reply when the query memory stays taken. */
-static cJSON *busy_error(struct daemon *d, const char *cmd)
-{
-	char size[32];
-
-	return fr_ipc_error("%s: busy: other queries hold the daemon's query memory "
-			    "(limits.query_memory, %s) for over %lld s; retry later",
-			    cmd, fr_format_size(fr_budget_limit(&d->query_budget), size, sizeof(size)),
-			    (long long)(QUERY_WAIT_NS / 1000000000LL));
-}
-
 static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
 {
 	int privileged = daemon_peer_privileged(d, peer), flags;
@@ -475,10 +415,10 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		fr_log_warn("flush before attach timed out; the last second may be missing");
 		preq.note = FLUSH_NOTE;
 	}
-	reserved = reserve_query(d, &preq);
+	reserved = daemon_query_reserve(d, &preq);
 	if (reserved < 0) {
 		reserved = 0;
-		resp = busy_error(d, "attach");
+		resp = daemon_query_busy(d, "attach");
 		goto out;
 	}
 	/* Work for a client that hung up stops at the next chunk. */
@@ -489,35 +429,22 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		resp = attach_reply(&preq, &res, written, warn);
 out:
 	close(fd);
-	release_query(d, preq.has_uid, reserved);
+	daemon_query_release(d, preq.has_uid, reserved);
 	return resp;
 }
 
 /* ---- dumps ------------------------------------------------------------- */
 
-/* The trigger engine's callback: writes the window of `fire` for the
- * session's events and targets into the dumps directory. Runs on the
- * trigger thread (or a manual dump's connection thread). */
-int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
-		       size_t outlen)
+/* What a dump of `fire` asks for: the session's events and targets into
+ * `preq`, and where and how to write it into `dr` (its directory copied
+ * into `dir`), read under config_lock from the configuration in force.
+ * Returns 0, or -ENOENT when a reload removed the session. */
+static int dump_prepare(struct daemon *d, const struct fr_trigger_fire *fire,
+			struct fr_profile_request *preq, struct fr_dump_request *dr, char *dir,
+			size_t dirlen)
 {
-	struct daemon *d = arg;
-	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
-	struct fr_dump_request dr = {0};
 	const struct fr_config_session *sess = NULL;
-	char path[4096], err[512], dir[4096];
-	uint32_t keep, mode;
-	uint64_t max_bytes;
-	int64_t reserved;
-	int ret;
 
-	if (!preq) {
-		fr_log_err("dump of session %s (%s) failed: out of memory", fire->session,
-			   fire->kind);
-		if (out)
-			snprintf(out, outlen, "out of memory");
-		return -ENOMEM;
-	}
 	pthread_mutex_lock(&d->config_lock);
 	for (uint32_t i = 0; i < d->config->nsessions; i++)
 		if (strcmp(d->config->sessions[i].name, fire->session) == 0)
@@ -534,22 +461,56 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 		preq->has_uid = sess->has_uid;
 		preq->uid = sess->uid;
 	}
-	snprintf(dir, sizeof(dir), "%s",
+	snprintf(dir, dirlen, "%s",
 		 d->config->dumps_dir ? d->config->dumps_dir : d->dumps_default_dir);
-	keep = d->config->dumps_keep;
-	max_bytes = d->config->dumps_max_bytes;
-	mode = d->config->dumps_mode;
+	dr->keep = d->config->dumps_keep;
+	dr->max_bytes = d->config->dumps_max_bytes;
+	dr->mode = (mode_t)d->config->dumps_mode;
 	pthread_mutex_unlock(&d->config_lock);
-	if (!sess) {
+	if (!sess)
+		return -ENOENT;
+	preq->t0 = fire->t0_ns;
+	preq->t1 = fire->t1_ns;
+	preq->version = FR_VERSION;
+	dr->dir = dir;
+	dr->session = fire->session;
+	dr->trigger = fire->kind;
+	dr->reason = fire->reason;
+	dr->fire_ns = fire->fire_ns;
+	dr->window_ns = fire->trigger ? fire->trigger->window_ns : fire->t1_ns - fire->t0_ns;
+	dr->after_ns = fire->trigger ? fire->trigger->after_ns : 0;
+	dr->pid = fire->pid;
+	dr->profile = preq;
+	return 0;
+}
+
+/* The trigger engine's callback: writes the window of `fire` for the
+ * session's events and targets into the dumps directory. Runs on the
+ * trigger thread (or a manual dump's connection thread). */
+int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
+		       size_t outlen)
+{
+	struct daemon *d = arg;
+	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
+	struct fr_dump_request dr = {0};
+	char path[4096], err[512], dir[4096];
+	int64_t reserved;
+	int ret;
+
+	if (!preq) {
+		fr_log_err("dump of session %s (%s) failed: out of memory", fire->session,
+			   fire->kind);
+		if (out)
+			snprintf(out, outlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (dump_prepare(d, fire, preq, &dr, dir, sizeof(dir)) < 0) {
 		free(preq);
 		fr_log_warn("dump of session %s: the session is gone (reloaded)", fire->session);
 		if (out)
 			snprintf(out, outlen, "the session is gone (reloaded)");
 		return -ENOENT;
 	}
-	preq->t0 = fire->t0_ns;
-	preq->t1 = fire->t1_ns;
-	preq->version = FR_VERSION;
 
 	/* Samples up to the end of the window must be in the ring. */
 	if (daemon_flush_barrier(d) < 0) {
@@ -559,7 +520,7 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	/* Dumps share the query memory. A manual dump (a client's request)
 	 * is refused busy, as an attach is; a trigger's dump is written
 	 * anyway rather than lost: sessions and cooldowns bound those. */
-	reserved = reserve_query(d, preq);
+	reserved = daemon_query_reserve(d, preq);
 	if (reserved < 0) {
 		reserved = 0;
 		if (strcmp(fire->kind, "manual") == 0) {
@@ -571,20 +532,8 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 		fr_log_warn("dump of session %s (%s): the query memory is busy; writing it anyway",
 			    fire->session, fire->kind);
 	}
-	dr.dir = dir;
-	dr.keep = keep;
-	dr.max_bytes = max_bytes;
-	dr.mode = (mode_t)mode;
-	dr.session = fire->session;
-	dr.trigger = fire->kind;
-	dr.reason = fire->reason;
-	dr.fire_ns = fire->fire_ns;
-	dr.window_ns = fire->trigger ? fire->trigger->window_ns : fire->t1_ns - fire->t0_ns;
-	dr.after_ns = fire->trigger ? fire->trigger->after_ns : 0;
-	dr.pid = fire->pid;
-	dr.profile = preq;
 	ret = fr_dumps_write(d->ring, &dr, path, sizeof(path), err, sizeof(err));
-	release_query(d, preq->has_uid, reserved);
+	daemon_query_release(d, preq->has_uid, reserved);
 	free(preq);
 	if (ret < 0) {
 		fr_log_err("dump of session %s (%s) failed: %s", fire->session, fire->kind, err);
@@ -656,7 +605,7 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ip
 				    "hand is being written; try again when it is done",
 				    name->valuestring);
 	if (ret == -EAGAIN && !path[0])
-		return busy_error(d, "dump");
+		return daemon_query_busy(d, "dump");
 	if (ret < 0)
 		return fr_ipc_error("dump of session %s failed: %s", name->valuestring,
 				    path[0] ? path : strerror(-ret));
