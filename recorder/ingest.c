@@ -39,6 +39,8 @@ int daemon_flush_barrier(struct daemon *d)
 	return 0;
 }
 
+/* Seals what the builder holds (if anything) and queues it for the
+ * writer, followed by barrier generation `barrier` when non-zero. */
 static void seal(struct daemon *d, uint64_t barrier)
 {
 	void *chunk = NULL;

@@ -10,7 +10,8 @@
 #ifndef FR_RECORDER_POLLER_H
 #define FR_RECORDER_POLLER_H
 
-/* Called with the descriptor's revents; `fd` as registered. */
+/* One registered descriptor: `fn` is called with `fd` as registered, the
+ * revents poll reported and `ctx`. */
 struct fr_poller_entry {
 	int fd;
 	short events;
