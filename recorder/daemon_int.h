@@ -1,7 +1,9 @@
-/* What the parts of flightrecd share: recorder/daemon.c (start and stop,
- * the writer thread, ingest, consumers and rate composition) and
- * recorder/requests.c (what a client asks over the socket, and the dumps
- * the trigger engine asks for). Private to them.
+/* What the parts of flightrecd share: recorder/daemon.c (start-up and
+ * shutdown), recorder/ingest.c (the ingest thread), recorder/requests.c
+ * (what a client asks over the socket, and the dumps the trigger engine
+ * asks for) and recorder/status.c (status and sessions replies). The
+ * writer and the sources are objects of their own (recorder/writer.h,
+ * recorder/sources.h). Private to them.
  */
 #ifndef FR_RECORDER_DAEMON_INT_H
 #define FR_RECORDER_DAEMON_INT_H
@@ -21,22 +23,21 @@
 #include "ipc/server.h"
 #include "recorder/daemon.h"
 #include "recorder/perf.h"
+#include "recorder/poller.h"
+#include "recorder/sources.h"
 #include "recorder/tracker.h"
 #include "recorder/triggers.h"
+#include "recorder/writer.h"
 
 #define SEAL_INTERVAL_NS 1000000000LL
 /* The ingest thread sleeps until the next seal is due (at most this long),
  * or until a perf ring is half full, a request or a signal arrives: an idle
  * recorder wakes about once a second, not ten times. */
 #define POLL_MAX_MS 1000
-#define QUEUE_MAX_BYTES (64u << 20)
 #define FLUSH_TIMEOUT_MS 3000
 /* The ingest loop wakes at least every POLL_MAX_MS; a gap between two
  * drains longer than this is a stall, counted and logged. */
 #define STALL_NS 3000000000LL
-#define RECONCILE_TIMEOUT_MS 3000
-/* Distinct events recorded at once (each is one perf event per CPU). */
-#define MAX_SOURCES 16
 /* How long an attach waits for query memory before it is told to retry. */
 #define QUERY_WAIT_NS (30LL * 1000000000LL)
 /* A pipe or socket the client passed for the profile must take bytes at
@@ -44,91 +45,33 @@
 #define OUTPUT_STALL_NS (15LL * 1000000000LL)
 #define OUTPUT_TOTAL_NS (600LL * 1000000000LL)
 
-/* One event being recorded: a perf source on every CPU, at the highest
- * rate any consumer asks for. The ingest thread opens, retunes and closes
- * sources and is the only one to touch `perf`; the table is changed under
- * src_lock so request threads can read it. */
-struct source {
-	uint32_t event;
-	struct fr_perf *perf; /* NULL: could not be opened, see error */
-	uint32_t hz;          /* the rate in force (0 for offcpu) */
-	char error[256];      /* why it is not recording; "" when it is */
-	int64_t since_ns;     /* Unix ns it started recording at this rate */
-	/* Counters (atomics). */
-	uint64_t samples, lost, throttled, truncated;
-};
-
-/* Someone who wants events at rates: a configured session, or a client
- * that holds a rate for as long as its connection lives (attach --follow).
- * The list is under consumers_lock; every change bumps consumers_gen and
- * pokes the ingest thread, which reconciles the sources with it. */
-struct consumer {
-	struct consumer *next;
-	struct daemon *d;
-	char name[96];
-	int session; /* from the configuration: replaced on reload */
-	uid_t uid;   /* a following client's; (uid_t)-1 for others */
-	/* A user who is not privileged: follows events without a rate
-	 * (offcpu) only while others record them; never keeps one open. */
-	bool follows_only;
-	uint32_t nevents;
-	uint32_t events[FR_PROFILE_MAX_EVENTS];
-	uint32_t hz[FR_PROFILE_MAX_EVENTS];
-	int64_t since_ns;
-};
-
-struct queue_item {
-	struct queue_item *next;
-	void *chunk; /* NULL for a pure barrier */
-	size_t len;
-	uint64_t barrier; /* non-zero: barrier generation completed after this item */
-};
-
 struct daemon {
 	const struct fr_daemon_options *opts;
 	struct fr_ring *ring;
-	struct fr_perf *sideband; /* MMAP2, COMM, FORK, EXIT for every profile */
-	pthread_mutex_t src_lock;
-	struct source sources[MAX_SOURCES];
-	unsigned nsources;
-	/* The source being drained (ingest thread): every record a drain
-	 * delivers is its, so the sample path counts without a lookup. NULL
-	 * while the side band drains. */
-	struct source *draining;
-	struct fr_perf_handler handler;
+	struct fr_sources sources;
+	struct fr_writer writer;
+	struct fr_perf_handler handler; /* the ingest callbacks, for the sources' drains */
 	struct fr_tracker *tracker;
 	struct fr_chunk_builder *builder;
 	struct fr_ipc_server *server;
 	int flush_efd;
 	int sig_fd;
-	int reconcile_efd;
 
-	pthread_mutex_t consumers_lock;
-	pthread_cond_t consumers_cond; /* reconciled_gen advanced */
-	struct consumer *consumers;
-	uint64_t consumers_gen, reconciled_gen;
-
-	pthread_t writer;
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* queue changed or barrier completed */
-	struct queue_item *head, *tail;
-	size_t queued_bytes;
-	int writer_stop;
-	uint64_t barrier_req;
-	uint64_t barrier_done;
-
+	/* The ingest thread's own (ingest.c): what it polls, whether it
+	 * stops, the barrier to seal with after this wake-up's drain. */
+	struct fr_poller poller;
+	int stopping;
+	uint64_t barrier;
 	int64_t last_seal_mono;
 	/* What status shows of the ingest thread's progress (atomics): Unix
 	 * ns of the last drain and seal, CLOCK_MONOTONIC ns of the last
 	 * drain, stalls seen and flush barriers that timed out. */
 	int64_t last_drain_real, last_seal_real, last_drain_mono;
 	uint64_t stalls, flush_timeouts;
-	int64_t clock_offset;
 	int64_t start_real, start_mono;
 	uint32_t ncpus;
 
 	/* Settings a reload may change (atomics). */
-	int64_t max_age_ns;
 	uint32_t max_rate_hz;
 	uint32_t user_max_rate_hz;
 	int64_t admin_gid;   /* -1: no admin group */
@@ -153,7 +96,7 @@ struct daemon {
 	char *sessions_json;
 
 	/* Counters read by status requests (atomics), all events together. */
-	uint64_t samples, lost, chunks_sealed, chunks_dropped, write_errors;
+	uint64_t samples, lost, chunks_sealed;
 	uint32_t nprocs, nthreads;
 };
 
@@ -163,17 +106,38 @@ struct daemon {
 	"incomplete: the recorder did not store its last samples within 3 s (see "          \
 	"flightrec status: ingest); the profile may end early"
 
-/* recorder/daemon.c */
+/* recorder/ingest.c */
+/* Sets the record callbacks the sources' drains deliver to. */
+void daemon_ingest_init(struct daemon *d);
+/* Runs the ingest thread until SIGINT or SIGTERM (the open chunk sealed
+ * and queued). Returns 0, or -ENOMEM when it cannot poll. */
+int daemon_ingest_loop(struct daemon *d);
+/* Asks the ingest thread to seal and waits until the writer stored it.
+ * Returns 0, or -ETIMEDOUT. */
 int daemon_flush_barrier(struct daemon *d);
-struct source *daemon_find_source(struct daemon *d, uint32_t event);
-int daemon_wait_reconciled(struct daemon *d, uint64_t gen);
-uint64_t daemon_consumer_add(struct daemon *d, struct consumer *c);
-void daemon_consumer_remove(struct daemon *d, struct consumer *c);
-void daemon_consumer_release(void *hold);
-int daemon_add_recording(struct daemon *d, cJSON *r);
-cJSON *daemon_handle_sessions(struct daemon *d);
+
+/* recorder/status.c */
+/* Publishes the sessions of `cfg` for `sessions` requests. */
+void daemon_publish_sessions(struct daemon *d, const struct fr_config *cfg);
+/* The replies to status and sessions, built for `viewer`. NULL when out
+ * of memory. */
+cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer);
+cJSON *daemon_handle_sessions(struct daemon *d, const struct fr_ipc_peer *viewer);
+
+/* recorder/querymem.c */
+/* Reserves what the query `preq` may take from the query memory, waiting
+ * up to QUERY_WAIT_NS, and caps its decoded-chunk cache to the share it
+ * got. Returns the bytes reserved (give them back with
+ * daemon_query_release()) or -EBUSY. */
+int64_t daemon_query_reserve(struct daemon *d, struct fr_profile_request *preq);
+void daemon_query_release(struct daemon *d, int has_uid, int64_t reserved);
+/* The error reply of `cmd` when the query memory stays taken. */
+cJSON *daemon_query_busy(struct daemon *d, const char *cmd);
 
 /* recorder/requests.c */
+/* Whether `peer` may see and do everything: root, the daemon's own user
+ * and members of the admin group. */
+int daemon_peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer);
 int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 		       size_t outlen);
 cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int fd,

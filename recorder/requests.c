@@ -29,87 +29,15 @@
 
 /* ---- requests ---------------------------------------------------------- */
 
-/* "ingest": whether the ingest thread keeps up, and the build id reader
- * beside it. `stalled` is true while the last drain is older than a
- * stall; a reader busy for seconds is reading a file that does not
- * answer (recording goes on without that build id). */
-static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
-{
-	cJSON *o = cJSON_AddObjectToObject(r, "ingest");
-	int64_t last = __atomic_load_n(&d->last_drain_mono, __ATOMIC_RELAXED), busy = 0;
-	uint32_t pending = 0;
-
-	if (!o)
-		return 0;
-	fr_ipc_add_int(o, "last_drain_ns", __atomic_load_n(&d->last_drain_real, __ATOMIC_RELAXED));
-	fr_ipc_add_int(o, "last_seal_ns", __atomic_load_n(&d->last_seal_real, __ATOMIC_RELAXED));
-	cJSON_AddBoolToObject(o, "stalled", last && now - last > STALL_NS);
-	fr_ipc_add_int(o, "stalls", (int64_t)__atomic_load_n(&d->stalls, __ATOMIC_RELAXED));
-	fr_ipc_add_int(o, "flush_timeouts",
-		       (int64_t)__atomic_load_n(&d->flush_timeouts, __ATOMIC_RELAXED));
-	fr_tracker_file_state(d->tracker, &pending, &busy);
-	fr_ipc_add_int(o, "build_id_reads_pending", pending);
-	fr_ipc_add_int(o, "build_id_read_busy_ns", busy ? now - busy : 0);
-	return 1;
-}
-
-/* Whether `peer` may see and do everything: root, the daemon's own user
- * (a private instance) and members of the admin group. Anyone else came
- * in through the socket's group and sees only its own processes. */
-static int peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer)
+/* Anyone who is not privileged came in through the socket's group and
+ * sees only its own processes. The daemon's own user is a private
+ * instance. */
+int daemon_peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer)
 {
 	int64_t admin = __atomic_load_n(&d->admin_gid, __ATOMIC_RELAXED);
 
 	return peer->uid == 0 || peer->uid == geteuid() ||
 	       (admin >= 0 && fr_ipc_peer_in_group(peer, (gid_t)admin));
-}
-
-static cJSON *handle_status(struct daemon *d)
-{
-	cJSON *r = fr_ipc_ok();
-	int64_t now = fr_now_mono_ns();
-
-	if (!r)
-		return NULL;
-	cJSON_AddStringToObject(r, "version", FR_VERSION);
-	fr_ipc_add_int(r, "pid", getpid());
-	fr_ipc_add_int(r, "started_ns", (int64_t)d->start_real);
-	fr_ipc_add_int(r, "uptime_ns", (int64_t)(now - d->start_mono));
-	cJSON_AddStringToObject(r, "config", d->opts->config_source);
-	fr_ipc_add_int(r, "reloaded_ns", __atomic_load_n(&d->reloaded_ns, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "reloads_rejected",
-		       (int64_t)__atomic_load_n(&d->reloads_rejected, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "cpus", d->ncpus);
-	fr_ipc_add_int(r, "query_memory", (int64_t)fr_budget_limit(&d->query_budget));
-	fr_ipc_add_int(r, "query_memory_used", (int64_t)fr_budget_used(&d->query_budget));
-	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "chunks_sealed", (int64_t)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "chunks_dropped", (int64_t)__atomic_load_n(&d->chunks_dropped, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "write_errors", (int64_t)__atomic_load_n(&d->write_errors, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
-	if (!add_ingest(d, r, now)) {
-		cJSON_Delete(r);
-		return NULL;
-	}
-	if (!daemon_add_recording(d, r)) {
-		cJSON_Delete(r);
-		return NULL;
-	}
-	{
-		struct fr_ring_stats st;
-		cJSON *ring;
-
-		fr_ring_get_stats(d->ring, &st);
-		ring = fr_ipc_ring_json(fr_ring_path(d->ring), &st);
-		if (!ring) {
-			cJSON_Delete(r);
-			return NULL;
-		}
-		cJSON_AddItemToObject(r, "ring", ring);
-	}
-	return r;
 }
 
 /* For a window query: every event must be recordable. An event that is
@@ -124,19 +52,10 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 	char name[FR_EVENT_NAME_MAX];
 
 	for (int i = 0; i < n; i++) {
-		struct source *src;
-		struct consumer *probe;
+		struct fr_consumer *probe;
 		char failed[256] = "";
-		int recording = 0;
 
-		pthread_mutex_lock(&d->src_lock);
-		src = daemon_find_source(d, ids[i]);
-		if (src && src->perf)
-			recording = 1;
-		else if (src)
-			snprintf(failed, sizeof(failed), "%s", src->error);
-		pthread_mutex_unlock(&d->src_lock);
-		if (recording)
+		if (fr_sources_state(&d->sources, ids[i], failed, sizeof(failed)) > 0)
 			continue;
 		/* The probe opens the event for a moment, machine-wide: offcpu
 		 * records every context switch. Only a privileged asker may. */
@@ -152,13 +71,9 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 			probe->nevents = 1;
 			probe->events[0] = ids[i];
 			probe->hz[0] = fr_event_has_rate(ids[i]) ? 1 : 0;
-			daemon_wait_reconciled(d, daemon_consumer_add(d, probe));
-			pthread_mutex_lock(&d->src_lock);
-			src = daemon_find_source(d, ids[i]);
-			if (src && !src->perf)
-				snprintf(failed, sizeof(failed), "%s", src->error);
-			pthread_mutex_unlock(&d->src_lock);
-			daemon_consumer_remove(d, probe);
+			fr_sources_wait_reconciled(&d->sources, fr_consumer_add(&d->sources, probe));
+			fr_sources_state(&d->sources, ids[i], failed, sizeof(failed));
+			fr_consumer_remove(&d->sources, probe);
 		}
 		if (failed[0]) {
 			*error = fr_ipc_error("%s", failed);
@@ -177,55 +92,6 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 				 fr_event_format(ids[i], name, sizeof(name)));
 	}
 	return 0;
-}
-
-/* Reserves what the query `preq` may take from the query budget, waiting
- * up to QUERY_WAIT_NS, and caps its decoded-chunk cache to the share the
- * cache has of it. Returns the bytes reserved or -EBUSY. */
-static int64_t reserve_query(struct daemon *d, struct fr_profile_request *preq)
-{
-	int64_t want = fr_profile_estimate(d->ring, preq), ask, got, users = 0;
-
-	if (want < 0)
-		want = 0;
-	/* Profiles limited to one user's processes (users who are not
-	 * privileged) hold together at most a quarter of the budget: each
-	 * estimate counts every sample of the window, and such users must
-	 * not hold root's queries off. What they keep of their own samples
-	 * is smaller; their decoded-chunk caches shrink to fit. */
-	ask = want;
-	if (preq->has_uid) {
-		users = fr_budget_acquire(&d->users_budget, (uint64_t)want, QUERY_WAIT_NS);
-		if (users < 0)
-			return users;
-		ask = users;
-	}
-	got = fr_budget_acquire(&d->query_budget, (uint64_t)ask, QUERY_WAIT_NS);
-	if (got < 0) {
-		if (preq->has_uid)
-			fr_budget_release(&d->users_budget, (uint64_t)users);
-		return got;
-	}
-	fr_log_debug("attach: reserved %lld bytes of query memory (estimated %lld)",
-		     (long long)got, (long long)want);
-	/* A reservation cut to the budget holds the decoded-chunk cache to
-	 * a third of what it got; the rest is for aggregation. */
-	if (got < want)
-		preq->cache_bytes = (size_t)(got / 3) + 1;
-	return got;
-}
-
-/* Gives back what reserve_query() took, and the memory behind it: a heavy
- * query leaves its arena's free memory mapped, so the daemon's RSS would
- * not return to its idle size. */
-static void release_query(struct daemon *d, int has_uid, int64_t reserved)
-{
-	if (!reserved)
-		return;
-	fr_budget_release(&d->query_budget, (uint64_t)reserved);
-	if (has_uid)
-		fr_budget_release(&d->users_budget, (uint64_t)reserved);
-	malloc_trim(0);
 }
 
 /* Copies what a decoded attach request selects into `preq`. */
@@ -365,20 +231,9 @@ static cJSON *attach_reply(const struct fr_profile_request *preq,
 	return resp;
 }
 
-/* The reply when the query memory stays taken. */
-static cJSON *busy_error(struct daemon *d, const char *cmd)
-{
-	char size[32];
-
-	return fr_ipc_error("%s: busy: other queries hold the daemon's query memory "
-			    "(limits.query_memory, %s) for over %lld s; retry later",
-			    cmd, fr_format_size(fr_budget_limit(&d->query_budget), size, sizeof(size)),
-			    (long long)(QUERY_WAIT_NS / 1000000000LL));
-}
-
 static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
 {
-	int privileged = peer_privileged(d, peer), flags;
+	int privileged = daemon_peer_privileged(d, peer), flags;
 	struct fr_profile_request preq;
 	struct fr_profile_result res;
 	int64_t reserved = 0;
@@ -408,10 +263,10 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		fr_log_warn("flush before attach timed out; the last second may be missing");
 		preq.note = FLUSH_NOTE;
 	}
-	reserved = reserve_query(d, &preq);
+	reserved = daemon_query_reserve(d, &preq);
 	if (reserved < 0) {
 		reserved = 0;
-		resp = busy_error(d, "attach");
+		resp = daemon_query_busy(d, "attach");
 		goto out;
 	}
 	/* Work for a client that hung up stops at the next chunk. */
@@ -422,35 +277,22 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		resp = attach_reply(&preq, &res, written, warn);
 out:
 	close(fd);
-	release_query(d, preq.has_uid, reserved);
+	daemon_query_release(d, preq.has_uid, reserved);
 	return resp;
 }
 
 /* ---- dumps ------------------------------------------------------------- */
 
-/* The trigger engine's callback: writes the window of `fire` for the
- * session's events and targets into the dumps directory. Runs on the
- * trigger thread (or a manual dump's connection thread). */
-int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
-		       size_t outlen)
+/* What a dump of `fire` asks for: the session's events and targets into
+ * `preq`, and where and how to write it into `dr` (its directory copied
+ * into `dir`), read under config_lock from the configuration in force.
+ * Returns 0, or -ENOENT when a reload removed the session. */
+static int dump_prepare(struct daemon *d, const struct fr_trigger_fire *fire,
+			struct fr_profile_request *preq, struct fr_dump_request *dr, char *dir,
+			size_t dirlen)
 {
-	struct daemon *d = arg;
-	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
-	struct fr_dump_request dr = {0};
 	const struct fr_config_session *sess = NULL;
-	char path[4096], err[512], dir[4096];
-	uint32_t keep, mode;
-	uint64_t max_bytes;
-	int64_t reserved;
-	int ret;
 
-	if (!preq) {
-		fr_log_err("dump of session %s (%s) failed: out of memory", fire->session,
-			   fire->kind);
-		if (out)
-			snprintf(out, outlen, "out of memory");
-		return -ENOMEM;
-	}
 	pthread_mutex_lock(&d->config_lock);
 	for (uint32_t i = 0; i < d->config->nsessions; i++)
 		if (strcmp(d->config->sessions[i].name, fire->session) == 0)
@@ -467,22 +309,56 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 		preq->has_uid = sess->has_uid;
 		preq->uid = sess->uid;
 	}
-	snprintf(dir, sizeof(dir), "%s",
+	snprintf(dir, dirlen, "%s",
 		 d->config->dumps_dir ? d->config->dumps_dir : d->dumps_default_dir);
-	keep = d->config->dumps_keep;
-	max_bytes = d->config->dumps_max_bytes;
-	mode = d->config->dumps_mode;
+	dr->keep = d->config->dumps_keep;
+	dr->max_bytes = d->config->dumps_max_bytes;
+	dr->mode = (mode_t)d->config->dumps_mode;
 	pthread_mutex_unlock(&d->config_lock);
-	if (!sess) {
+	if (!sess)
+		return -ENOENT;
+	preq->t0 = fire->t0_ns;
+	preq->t1 = fire->t1_ns;
+	preq->version = FR_VERSION;
+	dr->dir = dir;
+	dr->session = fire->session;
+	dr->trigger = fire->kind;
+	dr->reason = fire->reason;
+	dr->fire_ns = fire->fire_ns;
+	dr->window_ns = fire->trigger ? fire->trigger->window_ns : fire->t1_ns - fire->t0_ns;
+	dr->after_ns = fire->trigger ? fire->trigger->after_ns : 0;
+	dr->pid = fire->pid;
+	dr->profile = preq;
+	return 0;
+}
+
+/* The trigger engine's callback: writes the window of `fire` for the
+ * session's events and targets into the dumps directory. Runs on the
+ * trigger thread (or a manual dump's connection thread). */
+int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
+		       size_t outlen)
+{
+	struct daemon *d = arg;
+	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
+	struct fr_dump_request dr = {0};
+	char path[4096], err[512], dir[4096];
+	int64_t reserved;
+	int ret;
+
+	if (!preq) {
+		fr_log_err("dump of session %s (%s) failed: out of memory", fire->session,
+			   fire->kind);
+		if (out)
+			snprintf(out, outlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (dump_prepare(d, fire, preq, &dr, dir, sizeof(dir)) < 0) {
 		free(preq);
 		fr_log_warn("dump of session %s: the session is gone (reloaded)", fire->session);
 		if (out)
 			snprintf(out, outlen, "the session is gone (reloaded)");
 		return -ENOENT;
 	}
-	preq->t0 = fire->t0_ns;
-	preq->t1 = fire->t1_ns;
-	preq->version = FR_VERSION;
 
 	/* Samples up to the end of the window must be in the ring. */
 	if (daemon_flush_barrier(d) < 0) {
@@ -492,7 +368,7 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 	/* Dumps share the query memory. A manual dump (a client's request)
 	 * is refused busy, as an attach is; a trigger's dump is written
 	 * anyway rather than lost: sessions and cooldowns bound those. */
-	reserved = reserve_query(d, preq);
+	reserved = daemon_query_reserve(d, preq);
 	if (reserved < 0) {
 		reserved = 0;
 		if (strcmp(fire->kind, "manual") == 0) {
@@ -504,20 +380,8 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 		fr_log_warn("dump of session %s (%s): the query memory is busy; writing it anyway",
 			    fire->session, fire->kind);
 	}
-	dr.dir = dir;
-	dr.keep = keep;
-	dr.max_bytes = max_bytes;
-	dr.mode = (mode_t)mode;
-	dr.session = fire->session;
-	dr.trigger = fire->kind;
-	dr.reason = fire->reason;
-	dr.fire_ns = fire->fire_ns;
-	dr.window_ns = fire->trigger ? fire->trigger->window_ns : fire->t1_ns - fire->t0_ns;
-	dr.after_ns = fire->trigger ? fire->trigger->after_ns : 0;
-	dr.pid = fire->pid;
-	dr.profile = preq;
 	ret = fr_dumps_write(d->ring, &dr, path, sizeof(path), err, sizeof(err));
-	release_query(d, preq->has_uid, reserved);
+	daemon_query_release(d, preq->has_uid, reserved);
 	free(preq);
 	if (ret < 0) {
 		fr_log_err("dump of session %s (%s) failed: %s", fire->session, fire->kind, err);
@@ -564,7 +428,7 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ip
 
 	if (fr_ipc_dump_req_decode(req, &dq, err, sizeof(err)) < 0)
 		return fr_ipc_error("%s", err);
-	if (!peer_privileged(d, peer) && !may_dump(d, dq.session, peer->uid)) {
+	if (!daemon_peer_privileged(d, peer) && !may_dump(d, dq.session, peer->uid)) {
 		fr_log_info("refused a dump of session %s to uid %u (pid %d): not among its users",
 			    dq.session, (unsigned)peer->uid, (int)peer->pid);
 		return fr_ipc_error("dump: uid %u may not dump session \"%s\": only root, the "
@@ -586,7 +450,7 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ip
 				    "hand is being written; try again when it is done",
 				    dq.session);
 	if (ret == -EAGAIN && !path[0])
-		return busy_error(d, "dump");
+		return daemon_query_busy(d, "dump");
 	if (ret < 0)
 		return fr_ipc_error("dump of session %s failed: %s", dq.session,
 				    path[0] ? path : strerror(-ret));
@@ -630,22 +494,15 @@ static uint32_t consume_rate(struct daemon *d, int64_t hz, int privileged, char 
  * records it, never start it for the whole machine (collect_wants() does
  * not count such a follower for it). Returns 0, or -1 with `failed` set
  * when the user asks for one that is not recorded now. */
-static int check_follow_only(struct daemon *d, const struct consumer *c, char *failed,
+static int check_follow_only(struct daemon *d, const struct fr_consumer *c, char *failed,
 			     size_t failedlen)
 {
 	char name[FR_EVENT_NAME_MAX];
 
 	for (uint32_t i = 0; i < c->nevents; i++) {
-		struct source *src;
-		int recording;
-
 		if (fr_event_has_rate(c->events[i]))
 			continue;
-		pthread_mutex_lock(&d->src_lock);
-		src = daemon_find_source(d, c->events[i]);
-		recording = src && src->perf;
-		pthread_mutex_unlock(&d->src_lock);
-		if (!recording) {
+		if (fr_sources_state(&d->sources, c->events[i], failed, failedlen) <= 0) {
 			snprintf(failed, failedlen,
 				 "consume: %s is not being recorded, and it records every context "
 				 "switch of the machine; only root and members of socket.admin_group "
@@ -658,7 +515,7 @@ static int check_follow_only(struct daemon *d, const struct consumer *c, char *f
 }
 
 /* The answer to a consume that holds its rates from `start` on. */
-static cJSON *consume_reply(struct daemon *d, const struct consumer *c, int64_t start,
+static cJSON *consume_reply(struct daemon *d, const struct fr_consumer *c, int64_t start,
 			    const char *capped)
 {
 	struct fr_ipc_consume_reply r;
@@ -667,25 +524,21 @@ static cJSON *consume_reply(struct daemon *d, const struct consumer *c, int64_t 
 	if (capped[0])
 		fr_ipc_warn(r.warnings, &r.nwarnings, capped);
 	r.start_ns = start;
-	pthread_mutex_lock(&d->src_lock);
 	for (uint32_t i = 0; i < c->nevents && i < FR_PROFILE_MAX_EVENTS; i++) {
-		struct source *src = daemon_find_source(d, c->events[i]);
-
 		r.events[r.nevents].event = c->events[i];
 		r.events[r.nevents].hz = c->hz[i];
-		r.events[r.nevents++].recording_hz = src ? src->hz : 0;
+		r.events[r.nevents++].recording_hz = fr_sources_hz(&d->sources, c->events[i]);
 	}
-	pthread_mutex_unlock(&d->src_lock);
 	return fr_ipc_consume_reply_encode(&r);
 }
 
 static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED), rate;
-	int privileged = peer_privileged(d, peer);
+	int privileged = daemon_peer_privileged(d, peer);
 	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "", err[512];
 	struct fr_ipc_consume_req cq;
-	struct consumer *c;
+	struct fr_consumer *c;
 	int64_t hz = 0, start;
 	int n;
 
@@ -714,54 +567,25 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 		c->hz[i] = fr_event_has_rate(c->events[i]) ? rate : 0;
 	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
 	c->uid = peer->uid;
-	if (daemon_wait_reconciled(d, daemon_consumer_add(d, c)) < 0) {
-		daemon_consumer_remove(d, c);
+	if (fr_sources_wait_reconciled(&d->sources, fr_consumer_add(&d->sources, c)) < 0) {
+		fr_consumer_remove(&d->sources, c);
 		return fr_ipc_error("consume: the recorder did not apply the rates in time");
 	}
 	/* Rates take effect at the next sample of each CPU; a window that
 	 * starts now has them throughout. */
 	start = fr_now_real_ns();
-	pthread_mutex_lock(&d->src_lock);
-	for (int i = 0; i < n; i++) {
-		struct source *src = daemon_find_source(d, c->events[i]);
-		if (src && !src->perf && !failed[0])
-			snprintf(failed, sizeof(failed), "%s", src->error);
-	}
-	pthread_mutex_unlock(&d->src_lock);
+	for (int i = 0; i < n && !failed[0]; i++)
+		fr_sources_state(&d->sources, c->events[i], failed, sizeof(failed));
 	if (failed[0]) {
-		daemon_consumer_remove(d, c);
+		fr_consumer_remove(&d->sources, c);
 		return fr_ipc_error("%s", failed);
 	}
 	peer->hold = c;
-	peer->release = daemon_consumer_release;
+	peer->release = fr_consumer_release;
 	fr_log_info("%s (uid %u) asks for %s%s at %lld Hz%s%s", c->name, (unsigned)peer->uid,
 		    fr_event_format(c->events[0], name, sizeof(name)), n > 1 ? " and more" : "",
 		    (long long)c->hz[0], capped[0] ? ": " : "", capped);
 	return consume_reply(d, c, start, capped);
-}
-
-/* What status tells a user who is not privileged: the same numbers, but
- * not which processes of others follow (a consumer is "a client" unless
- * it is the asker's own) nor where the configuration file is. */
-static cJSON *status_for(struct daemon *d, cJSON *r, const struct fr_ipc_peer *peer)
-{
-	cJSON *c;
-
-	if (!r || peer_privileged(d, peer))
-		return r;
-	cJSON_DeleteItemFromObjectCaseSensitive(r, "config");
-	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "consumers")) {
-		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(c, "uid");
-
-		/* Integers of a reply are raw text (fr_ipc_add_int()). */
-		if (uid && !(cJSON_IsRaw(uid) &&
-			     strtoull(uid->valuestring, NULL, 10) == (unsigned long long)peer->uid)) {
-			cJSON_ReplaceItemInObjectCaseSensitive(c, "name",
-							       cJSON_CreateString("a client"));
-			cJSON_DeleteItemFromObjectCaseSensitive(c, "uid");
-		}
-	}
-	return r;
 }
 
 cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int fd,
@@ -774,9 +598,9 @@ cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int f
 	if (fd >= 0)
 		close(fd);
 	if (strcmp(cmd, "status") == 0)
-		return status_for(d, handle_status(d), peer);
+		return daemon_handle_status(d, peer);
 	if (strcmp(cmd, "sessions") == 0)
-		return status_for(d, daemon_handle_sessions(d), peer);
+		return daemon_handle_sessions(d, peer);
 	if (strcmp(cmd, "consume") == 0)
 		return handle_consume(d, req, peer);
 	if (strcmp(cmd, "dump") == 0)

@@ -4,8 +4,9 @@
  *
  * fuse_hang_start() forks a minimal FUSE server speaking the kernel
  * protocol on /dev/fuse (no libfuse): it answers INIT, LOOKUP and GETATTR
- * (every name is a regular file of 64 KiB) and never answers OPEN or
- * READ. fuse_hang_stop() unmounts it and kills the server, which aborts
+ * (every name is a regular file of 64 KiB, except hidden names starting
+ * with "." which do not exist) and never answers OPEN, CREATE or READ: a
+ * file created there waits as long as an opened one. fuse_hang_stop() unmounts it and kills the server, which aborts
  * every request still waiting (they fail with ENOTCONN).
  *
  * Needs root and /dev/fuse: returns -EPERM/-ENOENT otherwise, for the
@@ -84,6 +85,10 @@ static void fuse_hang_serve(int fd)
 		case FUSE_LOOKUP: {
 			struct fuse_entry_out o;
 
+			if (buf[sizeof(*in)] == '.') {
+				fuse_hang_reply(fd, in, -ENOENT, NULL, 0);
+				break;
+			}
 			memset(&o, 0, sizeof(o));
 			o.nodeid = 2;
 			o.attr_valid = o.entry_valid = 3600;
@@ -101,6 +106,7 @@ static void fuse_hang_serve(int fd)
 			break;
 		}
 		case FUSE_OPEN:
+		case FUSE_CREATE:
 		case FUSE_READ:
 		case FUSE_FORGET:
 		case FUSE_BATCH_FORGET:

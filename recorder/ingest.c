@@ -1,0 +1,329 @@
+/* flightrecd's ingest thread: drains the perf rings, feeds the process
+ * tracker and the chunk builder, seals a chunk at least once a second and
+ * hands it to the writer; reloads the configuration on SIGHUP.
+ *
+ * Invariants:
+ * - Only the ingest thread touches the perf rings, the tracker and the
+ *   chunk builder; it never blocks on disk or clients.
+ * - A flush barrier asked before a wake-up is queued behind the chunk
+ *   sealed after that wake-up's drain, so when the writer reaches it every
+ *   sample up to the request is in the ring.
+ */
+#include "recorder/daemon_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/parse.h"
+
+/* Asks the ingest thread to seal and waits until the writer stored it.
+ * Returns 0, or -ETIMEDOUT. */
+int daemon_flush_barrier(struct daemon *d)
+{
+	uint64_t one = 1, target = fr_writer_barrier_ask(&d->writer);
+
+	if (write(d->flush_efd, &one, sizeof(one)) < 0)
+		return -errno;
+	if (fr_writer_barrier_wait(&d->writer, target, FLUSH_TIMEOUT_MS) < 0) {
+		__atomic_add_fetch(&d->flush_timeouts, 1, __ATOMIC_RELAXED);
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* Seals what the builder holds (if anything) and queues it for the
+ * writer, followed by barrier generation `barrier` when non-zero. */
+static void seal(struct daemon *d, uint64_t barrier)
+{
+	void *chunk = NULL;
+	size_t len = 0;
+	int ret;
+
+	ret = fr_chunk_builder_seal(d->builder, fr_tracker_ops(d->tracker), d->sources.clock_offset,
+				    &chunk, &len);
+	if (ret < 0 && ret != -ENODATA)
+		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot seal a chunk: %s",
+				   strerror(-ret));
+	if (ret == 0)
+		__atomic_add_fetch(&d->chunks_sealed, 1, __ATOMIC_RELAXED);
+	d->last_seal_mono = fr_now_mono_ns();
+	__atomic_store_n(&d->last_seal_real, fr_now_real_ns(), __ATOMIC_RELAXED);
+	fr_tracker_sealed(d->tracker);
+	__atomic_store_n(&d->nprocs, fr_tracker_nprocs(d->tracker), __ATOMIC_RELAXED);
+	__atomic_store_n(&d->nthreads, fr_tracker_nthreads(d->tracker), __ATOMIC_RELAXED);
+	if (ret == 0 || barrier)
+		fr_writer_enqueue(&d->writer, ret == 0 ? chunk : NULL, len, barrier);
+}
+
+
+static void on_sample(void *arg, const struct fr_sample *s)
+{
+	struct daemon *d = arg;
+	struct fr_source *src = d->sources.draining;
+	int ret = fr_chunk_builder_add(d->builder, s);
+
+	if (ret == -ENOSPC) {
+		seal(d, 0);
+		ret = fr_chunk_builder_add(d->builder, s);
+	}
+	if (ret == 0) {
+		__atomic_add_fetch(&d->samples, 1, __ATOMIC_RELAXED);
+		if (src)
+			__atomic_add_fetch(&src->samples, 1, __ATOMIC_RELAXED);
+	}
+	if (s->nr_frames == FR_MAX_FRAMES) {
+		fr_chunk_builder_count(d->builder, s->event, 0, 0, 1);
+		if (src)
+			__atomic_add_fetch(&src->truncated, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec)
+{
+	fr_tracker_comm(((struct daemon *)arg)->tracker, pid, tid, comm, exec);
+}
+
+static void on_mmap(void *arg, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+		    uint32_t prot, const char *path, const uint8_t *build_id, uint8_t build_id_len)
+{
+	fr_tracker_mmap(((struct daemon *)arg)->tracker, pid, start, len, pgoff, prot, path,
+			build_id, build_id_len);
+}
+
+static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
+		    int64_t time_ns)
+{
+	fr_tracker_fork(((struct daemon *)arg)->tracker, pid, ppid, tid, ptid, time_ns);
+}
+
+static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns)
+{
+	fr_tracker_exit(((struct daemon *)arg)->tracker, pid, tid, time_ns);
+}
+
+static void on_lost(void *arg, uint32_t event, uint64_t lost)
+{
+	struct daemon *d = arg;
+	struct fr_source *src = d->sources.draining;
+
+	if (!src) {
+		/* The side band's records, not samples: some processes may go
+		 * unnamed or unsymbolized, no sample is missing. */
+		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+				   "the side band lost %" PRIu64 " records (process names and "
+				   "mappings); its rings are too small for this machine's churn",
+				   lost);
+		return;
+	}
+	fr_chunk_builder_count(d->builder, event, lost, 0, 0);
+	__atomic_add_fetch(&d->lost, lost, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&src->lost, lost, __ATOMIC_RELAXED);
+}
+
+static void on_throttle(void *arg, uint32_t event)
+{
+	struct daemon *d = arg;
+	struct fr_source *src = d->sources.draining;
+
+	fr_chunk_builder_count(d->builder, event, 0, 1, 0);
+	if (src)
+		__atomic_add_fetch(&src->throttled, 1, __ATOMIC_RELAXED);
+}
+
+
+/* Runs before every drain: counts a stall, and takes the clock offset
+ * the records are converted with. */
+static void before_drain(void *arg)
+{
+	struct daemon *d = arg;
+	int64_t now = fr_now_mono_ns(), last = d->last_drain_mono;
+
+	/* Nothing the ingest thread does should take this long; if it did,
+	 * samples may have been lost in full perf rings, and status says
+	 * so. */
+	if (last && now - last > STALL_NS) {
+		__atomic_add_fetch(&d->stalls, 1, __ATOMIC_RELAXED);
+		fr_log_warn("the ingest thread was held up for %lld ms",
+			    (long long)((now - last) / 1000000));
+	}
+	__atomic_store_n(&d->last_drain_mono, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->last_drain_real, fr_now_real_ns(), __ATOMIC_RELAXED);
+	d->sources.clock_offset = fr_perf_clock_offset();
+}
+
+void daemon_ingest_init(struct daemon *d)
+{
+	d->handler = (struct fr_perf_handler){
+		.sample = on_sample,
+		.comm = on_comm,
+		.mmap = on_mmap,
+		.fork = on_fork,
+		.exit = on_exit_rec,
+		.lost = on_lost,
+		.throttle = on_throttle,
+		.arg = d,
+	};
+	d->sources.before_drain = before_drain;
+	d->sources.before_drain_arg = d;
+}
+
+static int differs(const char *a, const char *b)
+{
+	return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
+}
+
+
+/* SIGHUP: reloads the configuration file and applies what can change
+ * while recording. Ingest thread. */
+static void reload(struct daemon *d)
+{
+	const struct fr_daemon_options *o = d->opts;
+	const struct fr_config *old = d->config;
+	struct fr_config *n;
+	char err[1024], sync[32], age[32], rates[256];
+	int ret;
+
+	if (!o->config_path) {
+		fr_log_info("SIGHUP: running the embedded default; there is no configuration "
+			    "file to reload");
+		return;
+	}
+	n = calloc(1, sizeof(*n));
+	ret = n ? fr_config_load(n, o->config_path, err, sizeof(err)) : -ENOMEM;
+	if (ret < 0) {
+		fr_log_err("reload rejected; the running configuration stays: %s",
+			   n ? err : "out of memory");
+		__atomic_add_fetch(&d->reloads_rejected, 1, __ATOMIC_RELAXED);
+		free(n);
+		return;
+	}
+	if (differs(n->ring_path, old->ring_path) || n->ring_size != old->ring_size ||
+	    n->segment_size != old->segment_size || differs(n->socket_path, old->socket_path) ||
+	    n->max_clients != old->max_clients || n->has_socket_group != old->has_socket_group ||
+	    n->socket_gid != old->socket_gid)
+		fr_log_warn("reload: ring.path, ring.size, ring.segment, socket, socket.group and "
+			    "limits.max_clients take effect at the next start");
+
+	fr_sources_set_sessions(&d->sources, n, o->hz_fixed, o->hz);
+	fr_sources_reconcile(&d->sources);
+	fr_ring_set_sync_interval(d->ring, n->sync_ns);
+	__atomic_store_n(&d->writer.max_age_ns, n->max_age_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->max_rate_hz, n->max_rate_hz, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->user_max_rate_hz, n->user_max_rate_hz, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->admin_gid, n->has_admin_group ? (int64_t)n->admin_gid : -1,
+			 __ATOMIC_RELAXED);
+	fr_budget_set_limit(&d->query_budget, n->query_memory);
+	fr_budget_set_limit(&d->users_budget, n->query_memory / 4);
+	pthread_mutex_lock(&d->config_lock);
+	if (d->owned_config) {
+		fr_config_fini(d->owned_config);
+		free(d->owned_config);
+	}
+	d->owned_config = n;
+	d->config = n;
+	pthread_mutex_unlock(&d->config_lock);
+	if (d->triggers && fr_triggers_set(d->triggers, n) < 0)
+		fr_log_err("reload: the new triggers could not be set; the old ones stay");
+	daemon_publish_sessions(d, n);
+	__atomic_store_n(&d->reloaded_ns, fr_now_real_ns(), __ATOMIC_RELAXED);
+	fr_sources_describe(&d->sources, 1, rates, sizeof(rates));
+	fr_log_info("reloaded %s: %s%s, ring.sync %s, ring.max_age %s, limits.max_rate_hz %u",
+		    o->config_path, rates[0] ? rates : "no events",
+		    o->hz_fixed ? " (cpu rate from --hz)" : "",
+		    n->sync_ns < 0 ? "off" : fr_format_duration(n->sync_ns, sync, sizeof(sync)),
+		    n->max_age_ns > 0 ? fr_format_duration(n->max_age_ns, age, sizeof(age)) : "none",
+		    n->max_rate_hz);
+}
+
+
+/* SIGHUP reloads, SIGINT and SIGTERM stop, any other signal goes to the
+ * triggers that name it. */
+static void on_signal(int fd, short revents, void *arg)
+{
+	struct daemon *d = arg;
+	struct signalfd_siginfo si;
+
+	(void)revents;
+	if (read(fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	if (si.ssi_signo == SIGHUP) {
+		reload(d);
+	} else if (si.ssi_signo != SIGINT && si.ssi_signo != SIGTERM) {
+		if (d->triggers)
+			fr_triggers_signal(d->triggers, (int)si.ssi_signo);
+	} else {
+		fr_log_info("received %s; storing the open chunk and exiting",
+			    strsignal((int)si.ssi_signo));
+		d->stopping = 1;
+	}
+}
+
+/* A request asked for a flush barrier: seal after this wake-up's drain. */
+static void on_flush(int fd, short revents, void *arg)
+{
+	struct daemon *d = arg;
+	uint64_t n;
+
+	(void)revents;
+	if (read(fd, &n, sizeof(n)) == sizeof(n))
+		d->barrier = fr_writer_barrier_asked(&d->writer);
+}
+
+/* How long to sleep: until the next seal is due, at most POLL_MAX_MS. */
+static int poll_timeout(struct daemon *d)
+{
+	int64_t now = fr_now_mono_ns(), due = SEAL_INTERVAL_NS - (now - d->last_seal_mono);
+	int timeout;
+
+	if (due <= 0 && fr_chunk_builder_samples(d->builder) == 0) {
+		/* Nothing to seal: the next chunk's second starts now. */
+		d->last_seal_mono = now;
+		due = SEAL_INTERVAL_NS;
+	}
+	timeout = due <= 0 ? 0 : (int)(due / 1000000) + 1;
+	return timeout > POLL_MAX_MS ? POLL_MAX_MS : timeout;
+}
+
+int daemon_ingest_loop(struct daemon *d)
+{
+	int ret;
+
+	/* In this order: a signal (a reload) is handled before a
+	 * reconcile, both before a flush barrier. */
+	ret = fr_poller_add(&d->poller, d->sig_fd, POLLIN, on_signal, d);
+	if (ret == 0)
+		ret = fr_sources_listen(&d->sources);
+	if (ret == 0)
+		ret = fr_poller_add(&d->poller, d->flush_efd, POLLIN, on_flush, d);
+	if (ret < 0)
+		return ret;
+	d->last_seal_mono = fr_now_mono_ns();
+
+	while (!d->stopping) {
+		d->barrier = 0;
+		ret = fr_poller_poll(&d->poller, poll_timeout(d));
+		if (ret == -ENOMEM) {
+			fr_log_err("out of memory rebuilding the poll set; stopping");
+			seal(d, 0);
+			break;
+		}
+		if (ret < 0) {
+			fr_log_err("poll: %s", strerror(-ret));
+			break;
+		}
+		fr_sources_drain(&d->sources);
+		if (d->barrier || d->stopping ||
+		    (fr_chunk_builder_samples(d->builder) > 0 &&
+		     fr_now_mono_ns() - d->last_seal_mono >= SEAL_INTERVAL_NS))
+			seal(d, d->barrier);
+	}
+	return 0;
+}

@@ -1,0 +1,563 @@
+/* The sources flightrecd records and the consumers that ask for them
+ * (see recorder/sources.h): rate composition, reconcile, drain, and what
+ * status shows of them.
+ *
+ * Invariants:
+ * - Only the ingest thread changes the table, opens, retunes, drains and
+ *   closes perf events; it does so under `lock` when request threads may
+ *   read what changes.
+ * - Every perf descriptor of an open source (and of the side band) is
+ *   registered in the poller until just before it is closed.
+ * - What a source's kernel rings hold is drained before the source closes
+ *   or changes rate, so every sample is weighted by the rate it was
+ *   taken at.
+ */
+#include "recorder/sources.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "ipc/proto.h"
+
+int fr_sources_init(struct fr_sources *s, struct fr_poller *poller,
+		    const struct fr_perf_handler *handler)
+{
+	memset(s, 0, sizeof(*s));
+	s->poller = poller;
+	s->handler = handler;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->consumers_lock, NULL);
+	fr_mono_cond_init(&s->consumers_cond);
+	s->reconcile_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	return s->reconcile_efd < 0 ? -errno : 0;
+}
+
+void fr_sources_fini(struct fr_sources *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		fr_perf_close(s->table[i].perf);
+	fr_perf_close(s->sideband);
+	while (s->consumers) {
+		struct fr_consumer *c = s->consumers;
+		s->consumers = c->next;
+		free(c);
+	}
+	if (s->reconcile_efd >= 0)
+		close(s->reconcile_efd);
+	pthread_cond_destroy(&s->consumers_cond);
+	pthread_mutex_destroy(&s->consumers_lock);
+	pthread_mutex_destroy(&s->lock);
+}
+
+/* Registers (or forgets) every CPU's descriptor of `perf` in the poller:
+ * a ready perf ring only wakes the ingest thread, which drains them all. */
+static void watch(struct fr_sources *s, struct fr_perf *perf, int on)
+{
+	for (unsigned i = 0; perf && i < fr_perf_nfds(perf); i++) {
+		int ret = on ? fr_poller_add(s->poller, fr_perf_fd(perf, i), POLLIN, NULL, NULL)
+			     : fr_poller_remove(s->poller, fr_perf_fd(perf, i));
+
+		/* Unwatched, a ring is still drained at least every second. */
+		if (ret < 0 && on)
+			fr_log_ratelimited(FR_LOG_ERR, 10000000000LL,
+					   "cannot poll a perf ring: %s; it is drained once a "
+					   "second", strerror(-ret));
+	}
+}
+
+static void on_reconcile(int fd, short revents, void *arg)
+{
+	uint64_t n;
+
+	(void)revents;
+	if (read(fd, &n, sizeof(n)) == sizeof(n))
+		fr_sources_reconcile(arg);
+}
+
+int fr_sources_listen(struct fr_sources *s)
+{
+	return fr_poller_add(s->poller, s->reconcile_efd, POLLIN, on_reconcile, s);
+}
+
+int fr_sources_open_sideband(struct fr_sources *s, char *err, size_t errlen)
+{
+	int ret = fr_perf_open_sideband(&s->sideband, err, errlen);
+
+	if (ret == 0)
+		watch(s, s->sideband, 1);
+	return ret;
+}
+
+void fr_sources_drain(struct fr_sources *s)
+{
+	if (s->before_drain)
+		s->before_drain(s->before_drain_arg);
+	s->draining = NULL;
+	fr_perf_drain(s->sideband, s->handler, s->clock_offset);
+	for (unsigned i = 0; i < s->n; i++) {
+		s->draining = &s->table[i];
+		if (s->table[i].perf)
+			fr_perf_drain(s->table[i].perf, s->handler, s->clock_offset);
+	}
+	s->draining = NULL;
+}
+
+struct fr_source *fr_sources_find(struct fr_sources *s, uint32_t event)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->table[i].event == event)
+			return &s->table[i];
+	return NULL;
+}
+
+int fr_sources_state(struct fr_sources *s, uint32_t event, char *err, size_t errlen)
+{
+	struct fr_source *src;
+	int state = 0;
+
+	pthread_mutex_lock(&s->lock);
+	src = fr_sources_find(s, event);
+	if (src && src->perf) {
+		state = 1;
+	} else if (src) {
+		snprintf(err, errlen, "%s", src->error);
+		state = -1;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return state;
+}
+
+uint32_t fr_sources_hz(struct fr_sources *s, uint32_t event)
+{
+	struct fr_source *src;
+	uint32_t hz = 0;
+
+	pthread_mutex_lock(&s->lock);
+	src = fr_sources_find(s, event);
+	if (src)
+		hz = src->hz;
+	pthread_mutex_unlock(&s->lock);
+	return hz;
+}
+
+void fr_sources_enable(struct fr_sources *s, int on)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->table[i].perf)
+			fr_perf_enable(s->table[i].perf, on);
+}
+
+const char *fr_sources_all_failed(struct fr_sources *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->table[i].perf)
+			return NULL;
+	return s->n ? s->table[0].error : NULL;
+}
+
+/* ---- consumers ---------------------------------------------------------- */
+
+/* Asks the ingest thread to bring the sources in line with the consumers.
+ * Returns the generation to wait for. Under consumers_lock. */
+static uint64_t consumers_changed_locked(struct fr_sources *s)
+{
+	uint64_t one = 1, gen = ++s->consumers_gen;
+
+	if (write(s->reconcile_efd, &one, sizeof(one)) < 0)
+		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL, "cannot wake the ingest thread: %s",
+				   strerror(errno));
+	return gen;
+}
+
+int fr_sources_wait_reconciled(struct fr_sources *s, uint64_t gen)
+{
+	struct timespec deadline;
+	int ret = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += FR_SOURCES_RECONCILE_TIMEOUT_MS / 1000;
+	pthread_mutex_lock(&s->consumers_lock);
+	while (s->reconciled_gen < gen && ret == 0)
+		ret = pthread_cond_timedwait(&s->consumers_cond, &s->consumers_lock, &deadline);
+	pthread_mutex_unlock(&s->consumers_lock);
+	return ret == ETIMEDOUT ? -ETIMEDOUT : 0;
+}
+
+uint64_t fr_consumer_add(struct fr_sources *s, struct fr_consumer *c)
+{
+	uint64_t gen;
+
+	c->sources = s;
+	c->since_ns = fr_now_real_ns();
+	pthread_mutex_lock(&s->consumers_lock);
+	c->next = s->consumers;
+	s->consumers = c;
+	gen = consumers_changed_locked(s);
+	pthread_mutex_unlock(&s->consumers_lock);
+	return gen;
+}
+
+void fr_consumer_remove(struct fr_sources *s, struct fr_consumer *c)
+{
+	pthread_mutex_lock(&s->consumers_lock);
+	for (struct fr_consumer **pp = &s->consumers; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	consumers_changed_locked(s);
+	pthread_mutex_unlock(&s->consumers_lock);
+	free(c);
+}
+
+void fr_consumer_release(void *hold)
+{
+	struct fr_consumer *c = hold;
+
+	fr_log_info("%s left; rates follow the remaining consumers", c->name);
+	fr_consumer_remove(c->sources, c);
+}
+
+/* The consumer of one configured session. */
+static struct fr_consumer *session_consumer(struct fr_sources *s,
+					   const struct fr_config_session *sess, int hz_fixed,
+					   uint32_t hz)
+{
+	struct fr_consumer *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		fr_log_err("out of memory; session %s is not recorded", sess->name);
+		return NULL;
+	}
+	c->sources = s;
+	c->session = 1;
+	c->since_ns = fr_now_real_ns();
+	snprintf(c->name, sizeof(c->name), "session %s", sess->name);
+	c->uid = (uid_t)-1;
+	for (uint32_t e = 0; e < sess->nevents && c->nevents < FR_PROFILE_MAX_EVENTS; e++) {
+		c->events[c->nevents] = sess->events[e].event;
+		c->hz[c->nevents] = sess->events[e].event == FR_EVENT_CPU && hz_fixed
+					    ? hz
+					    : sess->events[e].hz;
+		c->nevents++;
+	}
+	return c;
+}
+
+void fr_sources_set_sessions(struct fr_sources *s, const struct fr_config *cfg, int hz_fixed,
+			     uint32_t hz)
+{
+	struct fr_consumer *list = NULL;
+
+	for (uint32_t i = 0; i < cfg->nsessions; i++) {
+		struct fr_consumer *c = session_consumer(s, &cfg->sessions[i], hz_fixed, hz);
+
+		if (!c)
+			continue;
+		c->next = list;
+		list = c;
+	}
+	pthread_mutex_lock(&s->consumers_lock);
+	for (struct fr_consumer **pp = &s->consumers; *pp;) {
+		struct fr_consumer *c = *pp;
+		if (c->session) {
+			*pp = c->next;
+			free(c);
+		} else {
+			pp = &c->next;
+		}
+	}
+	while (list) {
+		struct fr_consumer *c = list;
+		list = c->next;
+		c->next = s->consumers;
+		s->consumers = c;
+	}
+	consumers_changed_locked(s);
+	pthread_mutex_unlock(&s->consumers_lock);
+}
+
+/* ---- rate composition and reconcile ------------------------------------ */
+
+/* What the consumers want: the events and, for each, the highest rate. */
+struct wants {
+	unsigned n;
+	uint32_t event[FR_SOURCES_MAX];
+	uint32_t hz[FR_SOURCES_MAX];
+};
+
+/* Adds what `c` wants to `w`. Under consumers_lock. */
+static void want_consumer(struct wants *w, const struct fr_consumer *c)
+{
+	for (uint32_t e = 0; e < c->nevents; e++) {
+		unsigned i;
+
+		if (c->follows_only && !fr_event_has_rate(c->events[e]))
+			continue;
+		for (i = 0; i < w->n && w->event[i] != c->events[e]; i++)
+			;
+		if (i == w->n) {
+			if (w->n == FR_SOURCES_MAX) {
+				fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+						   "more than %d distinct events asked for; "
+						   "%s is not recorded", FR_SOURCES_MAX, c->name);
+				continue;
+			}
+			w->event[w->n] = c->events[e];
+			w->hz[w->n++] = 0;
+		}
+		if (c->hz[e] > w->hz[i])
+			w->hz[i] = c->hz[e];
+	}
+}
+
+static void collect_wants(struct fr_sources *s, struct wants *w, uint64_t *gen)
+{
+	w->n = 0;
+	pthread_mutex_lock(&s->consumers_lock);
+	*gen = s->consumers_gen;
+	for (const struct fr_consumer *c = s->consumers; c; c = c->next)
+		want_consumer(w, c);
+	pthread_mutex_unlock(&s->consumers_lock);
+}
+
+/* Closes the sources nobody wants any more. Returns 1 if any closed. */
+static int drop_unwanted(struct fr_sources *s, const struct wants *w, int *drained)
+{
+	char name[FR_EVENT_NAME_MAX];
+	int changed = 0;
+
+	for (unsigned i = 0; i < s->n;) {
+		struct fr_source *src = &s->table[i];
+		unsigned k;
+
+		for (k = 0; k < w->n && w->event[k] != src->event; k++)
+			;
+		if (k < w->n) {
+			i++;
+			continue;
+		}
+		if (src->perf) {
+			if (!(*drained)++)
+				fr_sources_drain(s);
+			fr_log_info("%s: no consumer asks for it any more; stopped",
+				    fr_event_format(src->event, name, sizeof(name)));
+		}
+		watch(s, src->perf, 0);
+		pthread_mutex_lock(&s->lock);
+		fr_perf_close(src->perf);
+		memmove(src, src + 1, (s->n - i - 1) * sizeof(*src));
+		s->n--;
+		pthread_mutex_unlock(&s->lock);
+		changed = 1;
+	}
+	return changed;
+}
+
+/* Opens the perf event of `src` at `hz` (0: every context switch). On
+ * failure the source stays in the table with the reason. Returns 1 if it
+ * opened. */
+static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
+		       const char *name)
+{
+	struct fr_perf_config cfg = {.event = src->event, .hz = hz ? hz : 1};
+	struct fr_perf *perf = NULL;
+	char err[256];
+	int ret = fr_perf_open(&perf, &cfg, err, sizeof(err));
+
+	if (ret == 0)
+		ret = fr_perf_enable(perf, 1);
+	pthread_mutex_lock(&s->lock);
+	if (ret < 0) {
+		if (strcmp(src->error, err) != 0)
+			fr_log_err("%s; recording the other events", err);
+		snprintf(src->error, sizeof(src->error), "%s", err[0] ? err : strerror(-ret));
+		fr_perf_close(perf);
+	} else {
+		src->perf = perf;
+		src->error[0] = '\0';
+		src->hz = hz;
+		src->since_ns = fr_now_real_ns();
+		if (hz)
+			fr_log_info("%s: recording at %u Hz", name, hz);
+		else
+			fr_log_info("%s: recording every context switch", name);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (ret < 0)
+		return 0;
+	watch(s, perf, 1);
+	return 1;
+}
+
+/* Changes the rate of an open source to `hz`. */
+static void retune(struct fr_sources *s, struct fr_source *src, uint32_t hz, const char *name,
+		   int *drained)
+{
+	int ret;
+
+	/* What the kernel holds was collected at the old rate: take it
+	 * first, so every sample is weighted by it. */
+	if (!(*drained)++)
+		fr_sources_drain(s);
+	ret = fr_perf_set_hz(src->perf, hz);
+	if (ret < 0) {
+		fr_log_err("%s: cannot change the rate to %u Hz (%s); it stays %u Hz", name, hz,
+			   strerror(-ret), src->hz);
+	} else {
+		fr_log_info("%s: rate %u Hz -> %u Hz", name, src->hz, hz);
+		__atomic_store_n(&src->hz, hz, __ATOMIC_RELAXED);
+		src->since_ns = fr_now_real_ns();
+	}
+}
+
+int fr_sources_reconcile(struct fr_sources *s)
+{
+	struct wants w;
+	uint64_t gen;
+	int changed, drained = 0;
+	char name[FR_EVENT_NAME_MAX];
+
+	collect_wants(s, &w, &gen);
+	changed = drop_unwanted(s, &w, &drained);
+	for (unsigned k = 0; k < w.n; k++) {
+		struct fr_source *src = fr_sources_find(s, w.event[k]);
+		uint32_t hz = fr_event_has_rate(w.event[k]) ? w.hz[k] : 0;
+
+		fr_event_format(w.event[k], name, sizeof(name));
+		if (!src) {
+			pthread_mutex_lock(&s->lock);
+			src = &s->table[s->n++];
+			memset(src, 0, sizeof(*src));
+			src->event = w.event[k];
+			pthread_mutex_unlock(&s->lock);
+		}
+		if (!src->perf)
+			changed |= open_source(s, src, hz, name);
+		else if (hz && hz != src->hz)
+			retune(s, src, hz, name, &drained);
+	}
+
+	pthread_mutex_lock(&s->consumers_lock);
+	if (gen > s->reconciled_gen)
+		s->reconciled_gen = gen;
+	pthread_cond_broadcast(&s->consumers_cond);
+	pthread_mutex_unlock(&s->consumers_lock);
+	return changed;
+}
+
+/* ---- what status shows ------------------------------------------------- */
+
+void fr_sources_describe(struct fr_sources *s, int failed, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < s->n && used < len; i++) {
+		const struct fr_source *src = &s->table[i];
+		char name[FR_EVENT_NAME_MAX];
+		int k = 0;
+
+		fr_event_format(src->event, name, sizeof(name));
+		if (!src->perf && failed)
+			k = snprintf(buf + used, len - used, "%s%s not recording", used ? ", " : "",
+				     name);
+		else if (src->perf && src->hz)
+			k = snprintf(buf + used, len - used, "%s%s at %u Hz", used ? ", " : "", name,
+				     src->hz);
+		else if (src->perf)
+			k = snprintf(buf + used, len - used, "%s%s at every context switch",
+				     used ? ", " : "", name);
+		used += k > 0 ? (size_t)k : 0;
+	}
+}
+
+/* One element of "events". */
+static cJSON *source_json(const struct fr_source *src)
+{
+	cJSON *ev = cJSON_CreateObject();
+	char name[FR_EVENT_NAME_MAX];
+
+	if (!ev)
+		return NULL;
+	cJSON_AddStringToObject(ev, "event", fr_event_format(src->event, name, sizeof(name)));
+	cJSON_AddStringToObject(ev, "unit", fr_event_unit(src->event));
+	cJSON_AddStringToObject(ev, "state", src->perf ? "recording" : "failed");
+	if (!src->perf)
+		cJSON_AddStringToObject(ev, "error", src->error);
+	fr_ipc_add_int(ev, "hz", src->perf ? __atomic_load_n(&src->hz, __ATOMIC_RELAXED) : 0);
+	cJSON_AddBoolToObject(ev, "every_switch", !fr_event_has_rate(src->event));
+	fr_ipc_add_int(ev, "since_ns", src->since_ns);
+	cJSON_AddStringToObject(ev, "stacks", "kernel+user");
+	fr_ipc_add_int(ev, "samples", (int64_t)__atomic_load_n(&src->samples, __ATOMIC_RELAXED));
+	fr_ipc_add_int(ev, "lost", (int64_t)__atomic_load_n(&src->lost, __ATOMIC_RELAXED));
+	fr_ipc_add_int(ev, "throttled", (int64_t)__atomic_load_n(&src->throttled, __ATOMIC_RELAXED));
+	fr_ipc_add_int(ev, "truncated_stacks",
+		       (int64_t)__atomic_load_n(&src->truncated, __ATOMIC_RELAXED));
+	return ev;
+}
+
+/* One element of "consumers". Another user's client is "a client", without
+ * its uid, to a viewer who is not privileged: which processes of others
+ * follow is not theirs to see. */
+static cJSON *consumer_json(const struct fr_consumer *c, int privileged, uid_t viewer_uid)
+{
+	int hidden = !privileged && c->uid != (uid_t)-1 && c->uid != viewer_uid;
+	char name[FR_EVENT_NAME_MAX];
+	cJSON *o = cJSON_CreateObject(), *evs;
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "name", hidden ? "a client" : c->name);
+	if (c->uid != (uid_t)-1 && !hidden)
+		fr_ipc_add_int(o, "uid", c->uid);
+	fr_ipc_add_int(o, "since_ns", c->since_ns);
+	evs = cJSON_AddArrayToObject(o, "events");
+	for (uint32_t e = 0; evs && e < c->nevents; e++) {
+		cJSON *ev = cJSON_CreateObject();
+		if (!ev)
+			break;
+		cJSON_AddItemToArray(evs, ev);
+		cJSON_AddStringToObject(ev, "event", fr_event_format(c->events[e], name, sizeof(name)));
+		fr_ipc_add_int(ev, "hz", c->hz[e]);
+	}
+	return o;
+}
+
+int fr_sources_add_json(struct fr_sources *s, cJSON *r, int privileged, uid_t viewer_uid)
+{
+	cJSON *events = cJSON_AddArrayToObject(r, "events");
+	cJSON *consumers = cJSON_AddArrayToObject(r, "consumers");
+
+	if (!events || !consumers)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < s->n; i++) {
+		cJSON *ev = source_json(&s->table[i]);
+
+		if (!ev)
+			break;
+		cJSON_AddItemToArray(events, ev);
+	}
+	pthread_mutex_unlock(&s->lock);
+
+	pthread_mutex_lock(&s->consumers_lock);
+	for (const struct fr_consumer *c = s->consumers; c; c = c->next) {
+		cJSON *o = consumer_json(c, privileged, viewer_uid);
+
+		if (!o)
+			break;
+		cJSON_AddItemToArray(consumers, o);
+	}
+	pthread_mutex_unlock(&s->consumers_lock);
+	return 1;
+}

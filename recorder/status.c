@@ -1,0 +1,244 @@
+/* What status and sessions requests answer, and the sessions list the
+ * daemon publishes at start and on each reload.
+ *
+ * A viewer who is not privileged gets the same numbers, but not which
+ * processes of others follow (a consumer is "a client" unless it is the
+ * viewer's own) nor where the configuration file is: the replies are
+ * built for their viewer, never edited afterwards.
+ */
+#include "recorder/daemon_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "fr_version.h"
+#include "ipc/proto.h"
+
+/* "all processes", or e.g. "pid 12,13; comm postgres; cgroup /a/b". */
+static const char *describe_targets(const struct fr_config_session *sess, char *buf, size_t len)
+{
+	size_t used = 0;
+	int k;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < sess->npids && used < len; i++) {
+		k = snprintf(buf + used, len - used, "%s%u", i ? "," : "pid ", sess->pids[i]);
+		used += k > 0 ? (size_t)k : 0;
+	}
+	for (uint32_t i = 0; i < sess->ncomms && used < len; i++) {
+		k = snprintf(buf + used, len - used, "%s%s", i ? "," : used ? "; comm " : "comm ",
+			     sess->comms[i]);
+		used += k > 0 ? (size_t)k : 0;
+	}
+	if (sess->cgroup[0] && used < len) {
+		k = snprintf(buf + used, len - used, "%scgroup %s", used ? "; " : "", sess->cgroup);
+		used += k > 0 ? (size_t)k : 0;
+	}
+	if (sess->has_uid && used < len)
+		snprintf(buf + used, len - used, "%suid %u", used ? "; " : "", sess->uid);
+	return buf[0] ? buf : "all processes";
+}
+
+/* The session's triggers, as `sessions` shows them. */
+static void add_triggers(cJSON *o, const struct fr_config_session *sess)
+{
+	cJSON *triggers = cJSON_AddArrayToObject(o, "triggers");
+
+	for (uint32_t t = 0; triggers && t < sess->ntriggers; t++) {
+		const struct fr_config_trigger *tr = &sess->triggers[t];
+		cJSON *to = cJSON_CreateObject();
+
+		if (!to)
+			break;
+		cJSON_AddItemToArray(triggers, to);
+		cJSON_AddStringToObject(to, "on", fr_config_trigger_kind(tr->kind));
+		if (tr->kind == FR_TRIGGER_SIGNAL) {
+			char sig[32];
+
+			cJSON_AddStringToObject(to, "signal",
+						fr_config_signal_name(tr->signal, sig,
+								      sizeof(sig)));
+		}
+		if (tr->kind == FR_TRIGGER_CPU_ABOVE) {
+			fr_ipc_add_int(to, "percent", tr->percent);
+			fr_ipc_add_int(to, "for_ns", tr->for_ns);
+		}
+		fr_ipc_add_int(to, "window_ns", tr->window_ns);
+		fr_ipc_add_int(to, "after_ns", tr->after_ns);
+		fr_ipc_add_int(to, "cooldown_ns", tr->cooldown_ns);
+	}
+}
+
+void daemon_publish_sessions(struct daemon *d, const struct fr_config *cfg)
+{
+	cJSON *arr = cJSON_CreateArray();
+	char *text, targets[512];
+
+	for (uint32_t i = 0; arr && i < cfg->nsessions; i++) {
+		const struct fr_config_session *sess = &cfg->sessions[i];
+		cJSON *o = cJSON_CreateObject(), *events;
+
+		if (!o)
+			break;
+		cJSON_AddItemToArray(arr, o);
+		cJSON_AddStringToObject(o, "name", sess->name);
+		events = cJSON_AddArrayToObject(o, "events");
+		for (uint32_t e = 0; events && e < sess->nevents; e++) {
+			cJSON *ev = cJSON_CreateObject();
+			char name[FR_EVENT_NAME_MAX];
+			uint32_t hz = sess->events[e].hz;
+
+			if (!ev)
+				break;
+			cJSON_AddStringToObject(ev, "event", fr_event_format(sess->events[e].event,
+									     name, sizeof(name)));
+			if (sess->events[e].event == FR_EVENT_CPU && d->opts->hz_fixed)
+				hz = d->opts->hz;
+			fr_ipc_add_int(ev, "hz", hz);
+			cJSON_AddItemToArray(events, ev);
+		}
+		cJSON_AddStringToObject(o, "targets", describe_targets(sess, targets,
+								       sizeof(targets)));
+		add_triggers(o, sess);
+	}
+	text = arr ? cJSON_PrintUnformatted(arr) : NULL;
+	cJSON_Delete(arr);
+	if (!text)
+		return; /* out of memory: keep answering with the previous list */
+	pthread_mutex_lock(&d->sessions_lock);
+	free(d->sessions_json);
+	d->sessions_json = text;
+	pthread_mutex_unlock(&d->sessions_lock);
+}
+
+/* Each session's last dump and suppressed count, from the trigger engine. */
+static void add_dump_state(struct daemon *d, cJSON *list)
+{
+	const cJSON *sess;
+	uint32_t i = 0;
+
+	/* The list is the configuration in force, in order: the
+	 * engine's session i is the list's i. */
+	cJSON_ArrayForEach(sess, list) {
+		int64_t last = d->triggers ? fr_triggers_last_dump(d->triggers, i) : 0;
+		uint64_t sup = d->triggers ? fr_triggers_suppressed(d->triggers, i) : 0;
+
+		if (last)
+			fr_ipc_add_int((cJSON *)sess, "last_dump_ns", last);
+		else
+			cJSON_AddNullToObject((cJSON *)sess, "last_dump_ns");
+		fr_ipc_add_int((cJSON *)sess, "suppressed", (int64_t)sup);
+		i++;
+	}
+}
+
+/* `sessions`: the configured sessions, what they record and what their
+ * triggers did; to `viewer`. */
+cJSON *daemon_handle_sessions(struct daemon *d, const struct fr_ipc_peer *viewer)
+{
+	int privileged = daemon_peer_privileged(d, viewer);
+	cJSON *r = fr_ipc_ok(), *list = NULL;
+
+	if (!r)
+		return NULL;
+	pthread_mutex_lock(&d->sessions_lock);
+	if (d->sessions_json)
+		list = cJSON_Parse(d->sessions_json);
+	pthread_mutex_unlock(&d->sessions_lock);
+	if (!list) {
+		cJSON_Delete(r);
+		return fr_ipc_error("sessions: out of memory");
+	}
+	add_dump_state(d, list);
+	cJSON_AddItemToObject(r, "sessions", list);
+	/* Where the configuration file is, only to those who may read it. */
+	if (privileged)
+		cJSON_AddStringToObject(r, "config", d->opts->config_source);
+	fr_ipc_add_int(r, "cpu_hz", fr_sources_hz(&d->sources, FR_EVENT_CPU));
+	if (!fr_sources_add_json(&d->sources, r, privileged, viewer->uid)) {
+		cJSON_Delete(r);
+		return NULL;
+	}
+	cJSON_AddBoolToObject(r, "hz_from_command_line", d->opts->hz_fixed);
+	return r;
+}
+
+/* "ingest": whether the ingest thread keeps up, and the build id reader
+ * beside it. `stalled` is true while the last drain is older than a
+ * stall; a reader busy for seconds is reading a file that does not
+ * answer (recording goes on without that build id). */
+static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
+{
+	cJSON *o = cJSON_AddObjectToObject(r, "ingest");
+	int64_t last = __atomic_load_n(&d->last_drain_mono, __ATOMIC_RELAXED), busy = 0;
+	uint32_t pending = 0;
+
+	if (!o)
+		return 0;
+	fr_ipc_add_int(o, "last_drain_ns", __atomic_load_n(&d->last_drain_real, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "last_seal_ns", __atomic_load_n(&d->last_seal_real, __ATOMIC_RELAXED));
+	cJSON_AddBoolToObject(o, "stalled", last && now - last > STALL_NS);
+	fr_ipc_add_int(o, "stalls", (int64_t)__atomic_load_n(&d->stalls, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "flush_timeouts",
+		       (int64_t)__atomic_load_n(&d->flush_timeouts, __ATOMIC_RELAXED));
+	fr_tracker_file_state(d->tracker, &pending, &busy);
+	fr_ipc_add_int(o, "build_id_reads_pending", pending);
+	fr_ipc_add_int(o, "build_id_read_busy_ns", busy ? now - busy : 0);
+	return 1;
+}
+
+/* `status`: what the recorder is doing, its counters and its ring; to
+ * `viewer` (who is not told where the configuration file is unless
+ * privileged). */
+cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
+{
+	int privileged = daemon_peer_privileged(d, viewer);
+	cJSON *r = fr_ipc_ok();
+	int64_t now = fr_now_mono_ns();
+
+	if (!r)
+		return NULL;
+	cJSON_AddStringToObject(r, "version", FR_VERSION);
+	fr_ipc_add_int(r, "pid", getpid());
+	fr_ipc_add_int(r, "started_ns", (int64_t)d->start_real);
+	fr_ipc_add_int(r, "uptime_ns", (int64_t)(now - d->start_mono));
+	if (privileged)
+		cJSON_AddStringToObject(r, "config", d->opts->config_source);
+	fr_ipc_add_int(r, "reloaded_ns", __atomic_load_n(&d->reloaded_ns, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "reloads_rejected",
+		       (int64_t)__atomic_load_n(&d->reloads_rejected, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "cpus", d->ncpus);
+	fr_ipc_add_int(r, "query_memory", (int64_t)fr_budget_limit(&d->query_budget));
+	fr_ipc_add_int(r, "query_memory_used", (int64_t)fr_budget_used(&d->query_budget));
+	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "chunks_sealed", (int64_t)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "chunks_dropped", (int64_t)__atomic_load_n(&d->writer.chunks_dropped, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "write_errors", (int64_t)__atomic_load_n(&d->writer.write_errors, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
+	if (!add_ingest(d, r, now)) {
+		cJSON_Delete(r);
+		return NULL;
+	}
+	if (!fr_sources_add_json(&d->sources, r, privileged, viewer->uid)) {
+		cJSON_Delete(r);
+		return NULL;
+	}
+	{
+		struct fr_ring_stats st;
+		cJSON *ring;
+
+		fr_ring_get_stats(d->ring, &st);
+		ring = fr_ipc_ring_json(fr_ring_path(d->ring), &st);
+		if (!ring) {
+			cJSON_Delete(r);
+			return NULL;
+		}
+		cJSON_AddItemToObject(r, "ring", ring);
+	}
+	return r;
+}

@@ -1,0 +1,216 @@
+/* The ring's writer thread: a FIFO of sealed chunks and flush barriers
+ * from the ingest thread, appended to the ring in order (see
+ * recorder/writer.h).
+ *
+ * Invariants:
+ * - Only this thread appends to the ring or erases expired data (after
+ *   it started).
+ * - barrier_done only grows, and only after every chunk queued before
+ *   that barrier was appended (or failed to be: a failed append is
+ *   counted and logged, and the barrier still completes).
+ */
+#include "recorder/writer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/log.h"
+
+struct fr_writer_item {
+	struct fr_writer_item *next;
+	void *chunk; /* NULL for a pure barrier */
+	size_t len;
+	uint64_t barrier; /* non-zero: barrier generation completed after this item */
+};
+
+void fr_writer_init(struct fr_writer *w, int64_t max_age_ns)
+{
+	memset(w, 0, sizeof(*w));
+	w->max_age_ns = max_age_ns;
+	pthread_mutex_init(&w->lock, NULL);
+	fr_mono_cond_init(&w->cond);
+}
+
+void fr_writer_enqueue(struct fr_writer *w, void *chunk, size_t len, uint64_t barrier)
+{
+	struct fr_writer_item *it = calloc(1, sizeof(*it));
+	void *dropped = NULL;
+
+	if (!it) {
+		/* A lost barrier only makes its attach wait out its timeout. */
+		free(chunk);
+		__atomic_add_fetch(&w->chunks_dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	pthread_mutex_lock(&w->lock);
+	if (chunk && w->queued_bytes + len > FR_WRITER_QUEUE_MAX) {
+		/* The disk is not keeping up: keep the daemon's memory bounded. */
+		dropped = chunk;
+		chunk = NULL;
+	}
+	if (chunk || barrier) {
+		it->chunk = chunk;
+		it->len = len;
+		it->barrier = barrier;
+		if (chunk)
+			w->queued_bytes += len;
+		if (w->tail)
+			w->tail->next = it;
+		else
+			w->head = it;
+		w->tail = it;
+		it = NULL;
+		pthread_cond_broadcast(&w->cond);
+	}
+	pthread_mutex_unlock(&w->lock);
+	free(it);
+	if (dropped) {
+		__atomic_add_fetch(&w->chunks_dropped, 1, __ATOMIC_RELAXED);
+		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+				   "ring writes are falling behind; dropping a chunk");
+		free(dropped);
+	}
+}
+
+void fr_writer_expire(struct fr_writer *w)
+{
+	int64_t max_age = __atomic_load_n(&w->max_age_ns, __ATOMIC_RELAXED);
+	int ret;
+
+	if (max_age <= 0)
+		return;
+	ret = fr_ring_expire(w->ring, fr_now_real_ns() - max_age);
+
+	if (ret < 0)
+		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot erase expired data in %s: %s",
+				   fr_ring_path(w->ring), strerror(-ret));
+}
+
+/* Appends one chunk, outside the lock. */
+static void store(struct fr_writer *w, struct fr_writer_item *it)
+{
+	int ret = fr_ring_append(w->ring, it->chunk, it->len);
+
+	if (ret < 0) {
+		__atomic_add_fetch(&w->write_errors, 1, __ATOMIC_RELAXED);
+		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot store a chunk in %s: %s",
+				   fr_ring_path(w->ring), strerror(-ret));
+	}
+	free(it->chunk);
+	fr_writer_expire(w);
+}
+
+static void *writer_main(void *arg)
+{
+	struct fr_writer *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		struct fr_writer_item *it;
+
+		while (!w->head && !w->stop)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (!w->head)
+			break;
+		it = w->head;
+		w->head = it->next;
+		if (!w->head)
+			w->tail = NULL;
+		if (it->chunk)
+			w->queued_bytes -= it->len;
+		pthread_mutex_unlock(&w->lock);
+
+		if (it->chunk)
+			store(w, it);
+
+		pthread_mutex_lock(&w->lock);
+		if (it->barrier > w->barrier_done) {
+			w->barrier_done = it->barrier;
+			pthread_cond_broadcast(&w->cond);
+		}
+		free(it);
+	}
+	pthread_mutex_unlock(&w->lock);
+	fr_ring_sync(w->ring);
+	return NULL;
+}
+
+int fr_writer_start(struct fr_writer *w, struct fr_ring *ring)
+{
+	int ret;
+
+	w->ring = ring;
+	fr_writer_expire(w); /* before the thread exists, so no race */
+	ret = pthread_create(&w->thread, NULL, writer_main, w);
+	if (ret)
+		return -ret;
+	w->started = 1;
+	return 0;
+}
+
+uint64_t fr_writer_barrier_ask(struct fr_writer *w)
+{
+	uint64_t target;
+
+	pthread_mutex_lock(&w->lock);
+	target = ++w->barrier_req;
+	pthread_mutex_unlock(&w->lock);
+	return target;
+}
+
+uint64_t fr_writer_barrier_asked(struct fr_writer *w)
+{
+	uint64_t req;
+
+	pthread_mutex_lock(&w->lock);
+	req = w->barrier_req;
+	pthread_mutex_unlock(&w->lock);
+	return req;
+}
+
+int fr_writer_barrier_wait(struct fr_writer *w, uint64_t target, int timeout_ms)
+{
+	struct timespec deadline;
+	int ret = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&w->lock);
+	while (w->barrier_done < target && ret == 0)
+		ret = pthread_cond_timedwait(&w->cond, &w->lock, &deadline);
+	pthread_mutex_unlock(&w->lock);
+	return ret == ETIMEDOUT ? -ETIMEDOUT : 0;
+}
+
+void fr_writer_stop(struct fr_writer *w)
+{
+	if (!w->started)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stop = 1;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	w->started = 0;
+}
+
+void fr_writer_fini(struct fr_writer *w)
+{
+	while (w->head) {
+		struct fr_writer_item *it = w->head;
+
+		w->head = it->next;
+		free(it->chunk);
+		free(it);
+	}
+	w->tail = NULL;
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+}

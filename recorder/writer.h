@@ -1,0 +1,78 @@
+/* The ring's writer: the only thread that appends to the ring.
+ *
+ * Sealed chunks travel from the ingest thread to the writer through a
+ * FIFO; flush barriers travel through the same FIFO, so when the writer
+ * reaches a barrier every chunk queued before it is in the ring. The FIFO
+ * holds at most FR_WRITER_QUEUE_MAX bytes: when the disk does not keep up,
+ * the newest chunk is dropped (and counted) rather than the daemon's
+ * memory growing. After each append the writer erases what is older than
+ * ring.max_age.
+ */
+#ifndef FR_RECORDER_WRITER_H
+#define FR_RECORDER_WRITER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/ring.h"
+
+#define FR_WRITER_QUEUE_MAX (64u << 20)
+
+struct fr_writer_item;
+
+struct fr_writer {
+	struct fr_ring *ring; /* borrowed */
+	pthread_t thread;
+	int started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* queue changed or barrier completed */
+	struct fr_writer_item *head, *tail;
+	size_t queued_bytes;
+	int stop;
+	uint64_t barrier_req;  /* the last barrier generation asked for */
+	uint64_t barrier_done; /* the last one stored */
+	/* ring.max_age (atomic; a reload may change it). */
+	int64_t max_age_ns;
+	/* Counters read by status requests (atomics). */
+	uint64_t chunks_dropped, write_errors;
+};
+
+/* Initializes `w`, which erases what is older than `max_age_ns` (0:
+ * nothing). Pair with fr_writer_fini(). */
+void fr_writer_init(struct fr_writer *w, int64_t max_age_ns);
+
+/* Erases what `ring` holds beyond ring.max_age, then starts the writer
+ * thread on it. `ring` is borrowed: it must outlive fr_writer_stop().
+ * Returns 0 or -errno. */
+int fr_writer_start(struct fr_writer *w, struct fr_ring *ring);
+
+/* Queues a sealed chunk (or NULL) for the writer, followed by barrier
+ * generation `barrier` when non-zero. Takes ownership of `chunk`; a chunk
+ * that does not fit the queue (or an item that cannot be allocated) is
+ * dropped and counted. */
+void fr_writer_enqueue(struct fr_writer *w, void *chunk, size_t len, uint64_t barrier);
+
+/* Asks for a new barrier generation and returns it; whoever seals next
+ * queues it (fr_writer_barrier_asked()). */
+uint64_t fr_writer_barrier_ask(struct fr_writer *w);
+
+/* The last barrier generation asked for (0: none yet). */
+uint64_t fr_writer_barrier_asked(struct fr_writer *w);
+
+/* Waits up to `timeout_ms` until barrier generation `target` is stored.
+ * Returns 0 or -ETIMEDOUT. */
+int fr_writer_barrier_wait(struct fr_writer *w, uint64_t target, int timeout_ms);
+
+/* ring.max_age: erases what is older. Writer thread only, or before it
+ * starts. */
+void fr_writer_expire(struct fr_writer *w);
+
+/* Lets the writer store everything queued, then joins it and syncs the
+ * ring. Accepts a writer that never started. */
+void fr_writer_stop(struct fr_writer *w);
+
+/* Frees what is still queued and the locks. After fr_writer_stop(). */
+void fr_writer_fini(struct fr_writer *w);
+
+#endif

@@ -1,0 +1,30 @@
+/* Mounts a file system that never answers an open (tests/unit/fuse_hang.h)
+ * and prints its directory; unmounts it and exits on SIGTERM, which makes
+ * every request still waiting on it fail. Exits 77 when it cannot mount
+ * (no root or no /dev/fuse). For stop_during_dump.sh. */
+#include <signal.h>
+#include <stdio.h>
+
+#include "tests/unit/fuse_hang.h"
+
+int main(void)
+{
+	struct fuse_hang h;
+	sigset_t mask;
+	int sig, ret;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	ret = fuse_hang_start(&h);
+	if (ret < 0) {
+		fprintf(stderr, "fuse_hold: cannot mount: %s\n", strerror(-ret));
+		return 77;
+	}
+	printf("%s\n", h.dir);
+	fflush(stdout);
+	sigwait(&mask, &sig);
+	fuse_hang_stop(&h);
+	return 0;
+}
