@@ -47,6 +47,10 @@
  *   of one session on the same signal. "percent" is required. A session's
  *   "exit" trigger needs targets.
  *
+ *   A session lists at most FR_LIMIT_EVENTS events, FR_LIMIT_SESSION_PIDS
+ *   pids and FR_LIMIT_COMMS command names (core/limits.h): what its
+ *   consumer and its dumps hold; more is refused, never cut.
+ *
  *   EVENT is one of FR_EVENT_NAMES (core/sample.h). "offcpu" takes no "hz"
  *   (it records every context switch); other events default to 99 Hz.
  *   "targets" (default: the whole machine) narrows what the session's
@@ -63,13 +67,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/limits.h"
+
 #define FR_CONFIG_MAX_SESSIONS 64
-#define FR_CONFIG_MAX_EVENTS 16
 #define FR_CONFIG_NAME_MAX 64
-#define FR_CONFIG_MAX_TARGETS 64
-#define FR_CONFIG_MAX_COMMS 16
-#define FR_CONFIG_COMM_MAX 16
-#define FR_CONFIG_CGROUP_MAX 256
 #define FR_CONFIG_MAX_TRIGGERS 8
 #define FR_CONFIG_PATH_MAX 4096
 #define FR_CONFIG_MAX_USERS 16
@@ -103,10 +104,10 @@ struct fr_config_event {
 struct fr_config_session {
 	char name[FR_CONFIG_NAME_MAX];
 	uint32_t npids;
-	uint32_t pids[FR_CONFIG_MAX_TARGETS];
+	uint32_t pids[FR_LIMIT_SESSION_PIDS];
 	uint32_t ncomms;
-	char comms[FR_CONFIG_MAX_COMMS][FR_CONFIG_COMM_MAX];
-	char cgroup[FR_CONFIG_CGROUP_MAX]; /* "" : any */
+	char comms[FR_LIMIT_COMMS][FR_LIMIT_COMM_LEN];
+	char cgroup[FR_LIMIT_CGROUP_LEN]; /* "" : any */
 	int has_uid;       /* targets.uid given: only processes of `uid` */
 	uint32_t uid;
 	uint32_t nusers;   /* users besides root and the admin group who may
@@ -115,7 +116,7 @@ struct fr_config_session {
 	uint32_t ntriggers;
 	struct fr_config_trigger triggers[FR_CONFIG_MAX_TRIGGERS];
 	uint32_t nevents;
-	struct fr_config_event events[FR_CONFIG_MAX_EVENTS];
+	struct fr_config_event events[FR_LIMIT_EVENTS];
 };
 
 struct fr_config {

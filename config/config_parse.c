@@ -403,8 +403,8 @@ static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 		if (!cJSON_IsArray(pids) || cJSON_GetArraySize(pids) == 0)
 			return config_fail(c, sub, "must be a non-empty array of process ids, got %s",
 				    config_describe(pids, got, sizeof(got)));
-		if (cJSON_GetArraySize(pids) > FR_CONFIG_MAX_TARGETS)
-			return config_fail(c, sub, "at most %d pids", FR_CONFIG_MAX_TARGETS);
+		if (cJSON_GetArraySize(pids) > FR_LIMIT_SESSION_PIDS)
+			return config_fail(c, sub, "at most %d pids", FR_LIMIT_SESSION_PIDS);
 		i = 0;
 		cJSON_ArrayForEach(v, pids) {
 			config_join_index(item, sub, i++);
@@ -420,17 +420,17 @@ static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 		if (!cJSON_IsArray(comm) || cJSON_GetArraySize(comm) == 0)
 			return config_fail(c, sub, "must be a non-empty array of command names, got %s",
 				    config_describe(comm, got, sizeof(got)));
-		if (cJSON_GetArraySize(comm) > FR_CONFIG_MAX_COMMS)
-			return config_fail(c, sub, "at most %d command names", FR_CONFIG_MAX_COMMS);
+		if (cJSON_GetArraySize(comm) > FR_LIMIT_COMMS)
+			return config_fail(c, sub, "at most %d command names", FR_LIMIT_COMMS);
 		i = 0;
 		cJSON_ArrayForEach(v, comm) {
 			config_join_index(item, sub, i++);
 			if (!cJSON_IsString(v) || !v->valuestring[0] ||
-			    strlen(v->valuestring) >= FR_CONFIG_COMM_MAX)
+			    strlen(v->valuestring) >= FR_LIMIT_COMM_LEN)
 				return config_fail(c, item, "must be a command name of 1..%d characters (as "
-					    "the kernel keeps it), got %s", FR_CONFIG_COMM_MAX - 1,
+					    "the kernel keeps it), got %s", FR_LIMIT_COMM_LEN - 1,
 					    config_describe(v, got, sizeof(got)));
-			snprintf(sess->comms[sess->ncomms++], FR_CONFIG_COMM_MAX, "%s",
+			snprintf(sess->comms[sess->ncomms++], FR_LIMIT_COMM_LEN, "%s",
 				 v->valuestring);
 		}
 	}
@@ -438,10 +438,10 @@ static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 	if (cgroup) {
 		config_join(sub, path, "cgroup");
 		if (!cJSON_IsString(cgroup) || cgroup->valuestring[0] != '/' ||
-		    strlen(cgroup->valuestring) >= FR_CONFIG_CGROUP_MAX)
+		    strlen(cgroup->valuestring) >= FR_LIMIT_CGROUP_LEN)
 			return config_fail(c, sub, "must be a cgroup v2 path like "
 				    "\"/system.slice/nginx.service\" (at most %d characters), got %s",
-				    FR_CONFIG_CGROUP_MAX - 1, config_describe(cgroup, got, sizeof(got)));
+				    FR_LIMIT_CGROUP_LEN - 1, config_describe(cgroup, got, sizeof(got)));
 		snprintf(sess->cgroup, sizeof(sess->cgroup), "%s", cgroup->valuestring);
 	}
 	uid = cJSON_GetObjectItemCaseSensitive(t, "uid");
@@ -544,8 +544,10 @@ static int parse_session(struct config_ctx *c, const cJSON *js, const char *path
 	n = cJSON_GetArraySize(events);
 	if (n == 0)
 		return config_fail(c, sub, "must list at least one event");
-	if (n > FR_CONFIG_MAX_EVENTS)
-		return config_fail(c, sub, "at most %d events per session, got %d", FR_CONFIG_MAX_EVENTS, n);
+	if (n > FR_LIMIT_EVENTS)
+		return config_fail(c, sub,
+				   "at most %d events per session (the value columns of one "
+				   "profile), got %d", FR_LIMIT_EVENTS, n);
 	i = 0;
 	cJSON_ArrayForEach(ev, events) {
 		config_join_index(evpath, sub, i++);

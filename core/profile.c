@@ -99,9 +99,9 @@ static int setup_request(struct builder *b, struct fr_profile_result *res, char 
 	const struct fr_profile_request *req = b->req;
 	size_t n;
 
-	if (req->nevents > FR_PROFILE_MAX_EVENTS) {
+	if (req->nevents > FR_LIMIT_EVENTS) {
 		snprintf(err, errlen, "a profile has at most %d events; %u were asked for",
-			 FR_PROFILE_MAX_EVENTS, req->nevents);
+			 FR_LIMIT_EVENTS, req->nevents);
 		return -EINVAL;
 	}
 	b->nev = req->nevents ? req->nevents : 1;
@@ -126,25 +126,25 @@ static int setup_request(struct builder *b, struct fr_profile_result *res, char 
 		g->res->event = g->id;
 	}
 	res->nevents = b->nev;
-	if (req->npids > FR_PROFILE_MAX_PIDS || req->ncomms > FR_PROFILE_MAX_COMMS) {
+	if (req->npids > FR_LIMIT_PIDS || req->ncomms > FR_LIMIT_COMMS) {
 		snprintf(err, errlen, "a profile has at most %d pids and %d command names",
-			 FR_PROFILE_MAX_PIDS, FR_PROFILE_MAX_COMMS);
+			 FR_LIMIT_PIDS, FR_LIMIT_COMMS);
 		return -EINVAL;
 	}
 	for (uint32_t i = 0; i < req->ncomms; i++) {
-		if (strnlen(req->comms[i], FR_PROFILE_COMM_MAX) == FR_PROFILE_COMM_MAX) {
+		if (strnlen(req->comms[i], FR_LIMIT_COMM_LEN) == FR_LIMIT_COMM_LEN) {
 			snprintf(err, errlen,
 				 "command name \"%.*s...\" is longer than the %d characters the "
-				 "kernel keeps", FR_PROFILE_COMM_MAX, req->comms[i],
-				 FR_PROFILE_COMM_MAX - 1);
+				 "kernel keeps", FR_LIMIT_COMM_LEN, req->comms[i],
+				 FR_LIMIT_COMM_LEN - 1);
 			return -EINVAL;
 		}
 	}
-	n = strnlen(req->cgroup, FR_PROFILE_CGROUP_MAX);
-	if (n == FR_PROFILE_CGROUP_MAX || (n && req->cgroup[0] != '/')) {
+	n = strnlen(req->cgroup, FR_LIMIT_CGROUP_LEN);
+	if (n == FR_LIMIT_CGROUP_LEN || (n && req->cgroup[0] != '/')) {
 		snprintf(err, errlen,
 			 "the cgroup must be a cgroup v2 path such as /system.slice/nginx.service, "
-			 "at most %d characters", FR_PROFILE_CGROUP_MAX - 1);
+			 "at most %d characters", FR_LIMIT_CGROUP_LEN - 1);
 		return -EINVAL;
 	}
 	return 0;

@@ -52,15 +52,10 @@
 #include <stdint.h>
 
 #include "core/compress.h"
+#include "core/limits.h"
 
 struct fr_ring;
 struct fr_symbols;
-
-#define FR_PROFILE_MAX_PIDS 256
-#define FR_PROFILE_MAX_EVENTS 8
-#define FR_PROFILE_MAX_COMMS 16
-#define FR_PROFILE_COMM_MAX 16  /* a command name, as the kernel keeps it, + NUL */
-#define FR_PROFILE_CGROUP_MAX 256
 
 enum fr_profile_format {
 	FR_PROFILE_PPROF = 0, /* gzip'ed pprof */
@@ -90,7 +85,7 @@ int fr_profile_format_parse(const char *name);
  * all the window's chunks ("ppid" labels: of each process's samples, and
  * of the sets chunks keep for ancestors without samples) are walked down
  * from the given pids, so a child that only ran between two seals, or a
- * grandchild whose parent was never sampled, is in. FR_PROFILE_MAX_PIDS
+ * grandchild whose parent was never sampled, is in. FR_LIMIT_PIDS
  * bounds the request, not the extension. Chunks of recorders that did not
  * store parents add no descendants. comms and cgroup still apply to the
  * extended set, and the rates are those of the extended targets. The
@@ -105,15 +100,15 @@ int fr_profile_format_parse(const char *name);
 struct fr_profile_request {
 	int64_t t0, t1;       /* window, Unix ns */
 	uint32_t nevents;     /* 0: cpu only */
-	uint32_t events[FR_PROFILE_MAX_EVENTS]; /* distinct ids; value columns in this order */
+	uint32_t events[FR_LIMIT_EVENTS]; /* distinct ids; value columns in this order */
 	uint32_t npids;       /* 0: every process */
-	uint32_t pids[FR_PROFILE_MAX_PIDS];
+	uint32_t pids[FR_LIMIT_PIDS];
 	int children;         /* with pids: also every process descended from
 			       * them (by the "ppid" labels of the window's
 			       * chunks), however short-lived */
 	uint32_t ncomms;      /* 0: any command name */
-	char comms[FR_PROFILE_MAX_COMMS][FR_PROFILE_COMM_MAX];
-	char cgroup[FR_PROFILE_CGROUP_MAX]; /* "": any cgroup; else "/a/b" */
+	char comms[FR_LIMIT_COMMS][FR_LIMIT_COMM_LEN];
+	char cgroup[FR_LIMIT_CGROUP_LEN]; /* "": any cgroup; else "/a/b" */
 	int has_uid;          /* only processes of `uid` */
 	uint32_t uid;
 	uint32_t hz;          /* wanted rate of every rate-sampled event; 0: as collected */
@@ -147,7 +142,7 @@ struct fr_profile_event_result {
 
 struct fr_profile_result {
 	uint32_t nevents;         /* == the request's (1 when it named none) */
-	struct fr_profile_event_result events[FR_PROFILE_MAX_EVENTS];
+	struct fr_profile_event_result events[FR_LIMIT_EVENTS];
 	uint64_t chunks;          /* chunks read */
 	uint64_t chunks_skipped;  /* damaged or overwritten while reading */
 	uint64_t samples_seen;    /* in the window and target */
@@ -172,10 +167,10 @@ int64_t fr_profile_estimate(struct fr_ring *ring, const struct fr_profile_reques
 /* Builds the profile for `req` from `ring` and writes it to `sink` in
  * req->format.
  * Returns 0 and fills `res`, or -errno with a one-line message in `err`:
- * -EINVAL (nothing written) for more than FR_PROFILE_MAX_EVENTS events, an
+ * -EINVAL (nothing written) for more than FR_LIMIT_EVENTS events, an
  * event named twice or unknown, too many pids or comms, a comm of 16
  * characters or more, a cgroup that is not an absolute path of at most
- * FR_PROFILE_CGROUP_MAX - 1 characters; -ENOMEM; the ring's or the sink's
+ * FR_LIMIT_CGROUP_LEN - 1 characters; -ENOMEM; the ring's or the sink's
  * -errno. */
 int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 		     fr_write_fn sink, void *sink_arg, struct fr_profile_result *res,

@@ -173,7 +173,7 @@ void profile_emit(struct builder *b, struct fr_pprof *p)
 	for (uint32_t i = 0; ids && i < b->nsamples; i++) {
 		const struct gsample *s = &b->samples[i];
 		uint64_t locs[FR_MAX_FRAMES];
-		int64_t values[1 + FR_PROFILE_MAX_EVENTS];
+		int64_t values[1 + FR_LIMIT_EVENTS];
 		struct fr_pprof_label labels[6] = {
 			{.key = "pid", .num = s->pid},
 			{.key = "tid", .num = s->tid},
@@ -391,8 +391,8 @@ static void loss_comments(const struct builder *b, struct fr_pprof *p)
 /* "--children: N descendant processes of PID[,PID] included". */
 static void children_comment(const struct builder *b, struct fr_pprof *p)
 {
-	/* FR_PROFILE_MAX_PIDS pids of up to 10 digits and a comma each. */
-	char line[96 + FR_PROFILE_MAX_PIDS * 11];
+	/* FR_LIMIT_PIDS pids of up to 10 digits and a comma each. */
+	char line[96 + FR_LIMIT_PIDS * 11];
 	size_t n;
 
 	/* A user limited to their own processes is not told how many others

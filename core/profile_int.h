@@ -87,7 +87,7 @@ struct gevent {
 
 struct builder {
 	const struct fr_profile_request *req;
-	struct gevent ev[FR_PROFILE_MAX_EVENTS];
+	struct gevent ev[FR_LIMIT_EVENTS];
 	uint32_t nev;
 	struct gmap *maps;
 	uint32_t nmaps, maps_cap;

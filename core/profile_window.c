@@ -95,7 +95,7 @@ static int wanted_proc(const struct fr_profile_request *req, const struct fr_chu
 	if (req->has_uid && p->uid != req->uid)
 		return 0;
 	for (uint32_t i = 0; i < req->ncomms && !comm_ok; i++)
-		comm_ok = strncmp(c->strings[p->comm], req->comms[i], FR_PROFILE_COMM_MAX) == 0;
+		comm_ok = strncmp(c->strings[p->comm], req->comms[i], FR_LIMIT_COMM_LEN) == 0;
 	return comm_ok;
 }
 

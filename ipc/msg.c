@@ -106,9 +106,9 @@ static int get_events(const cJSON *obj, const char *cmd, uint32_t *ids, uint32_t
 			if (ids[i] == (uint32_t)id)
 				return fail(err, errlen, "%s: event \"%s\" is listed twice", cmd,
 					    e->valuestring);
-		if (*n == FR_PROFILE_MAX_EVENTS)
+		if (*n == FR_LIMIT_EVENTS)
 			return fail(err, errlen, "%s: at most %d events per request", cmd,
-				    FR_PROFILE_MAX_EVENTS);
+				    FR_LIMIT_EVENTS);
 		ids[(*n)++] = (uint32_t)id;
 	}
 	return 0;
@@ -127,9 +127,9 @@ static int get_pids(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req 
 		if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > INT32_MAX ||
 		    p->valuedouble != (double)(int64_t)p->valuedouble)
 			return fail(err, errlen, "%s: \"pids\" must hold positive process ids", cmd);
-		if (r->npids == FR_PROFILE_MAX_PIDS)
+		if (r->npids == FR_LIMIT_PIDS)
 			return fail(err, errlen, "%s: at most %d pids per request", cmd,
-				    FR_PROFILE_MAX_PIDS);
+				    FR_LIMIT_PIDS);
 		r->pids[r->npids++] = (uint32_t)p->valuedouble;
 	}
 	return 0;
@@ -146,14 +146,14 @@ static int get_comms(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req
 		return fail(err, errlen, "%s: \"comm\" must be an array of command names", cmd);
 	cJSON_ArrayForEach(p, comm) {
 		if (!cJSON_IsString(p) || !p->valuestring[0] ||
-		    strlen(p->valuestring) >= FR_PROFILE_COMM_MAX)
+		    strlen(p->valuestring) >= FR_LIMIT_COMM_LEN)
 			return fail(err, errlen, "%s: \"comm\" must hold command names of 1..%d "
 				    "characters (as the kernel keeps them)", cmd,
-				    FR_PROFILE_COMM_MAX - 1);
-		if (r->ncomms == FR_PROFILE_MAX_COMMS)
+				    FR_LIMIT_COMM_LEN - 1);
+		if (r->ncomms == FR_LIMIT_COMMS)
 			return fail(err, errlen, "%s: at most %d command names per request", cmd,
-				    FR_PROFILE_MAX_COMMS);
-		snprintf(r->comms[r->ncomms++], FR_PROFILE_COMM_MAX, "%s", p->valuestring);
+				    FR_LIMIT_COMMS);
+		snprintf(r->comms[r->ncomms++], FR_LIMIT_COMM_LEN, "%s", p->valuestring);
 	}
 	return 0;
 }
@@ -176,10 +176,10 @@ static int get_targets(const cJSON *obj, const char *cmd, struct fr_ipc_attach_r
 	}
 	if (cgroup) {
 		if (!cJSON_IsString(cgroup) || cgroup->valuestring[0] != '/' ||
-		    strlen(cgroup->valuestring) >= FR_PROFILE_CGROUP_MAX)
+		    strlen(cgroup->valuestring) >= FR_LIMIT_CGROUP_LEN)
 			return fail(err, errlen, "%s: \"cgroup\" must be a cgroup v2 path like "
 				    "\"/system.slice/nginx.service\" (at most %d characters)", cmd,
-				    FR_PROFILE_CGROUP_MAX - 1);
+				    FR_LIMIT_CGROUP_LEN - 1);
 		snprintf(r->cgroup, sizeof(r->cgroup), "%s", cgroup->valuestring);
 	}
 	return 0;
@@ -459,7 +459,7 @@ static int get_event_counts(const cJSON *obj, struct fr_ipc_attach_reply *out, c
 	const char *what = "attach reply";
 	const cJSON *arr, *ev;
 
-	if (get_event_array(obj, what, FR_PROFILE_MAX_EVENTS, &arr, err, errlen) < 0)
+	if (get_event_array(obj, what, FR_LIMIT_EVENTS, &arr, err, errlen) < 0)
 		return -EINVAL;
 	cJSON_ArrayForEach(ev, arr) {
 		struct fr_ipc_event_counts *c = &out->events[out->nevents++];
@@ -569,7 +569,7 @@ int fr_ipc_consume_reply_decode(const cJSON *obj, struct fr_ipc_consume_reply *o
 	memset(out, 0, sizeof(*out));
 	if (get_warnings(obj, what, out->warnings, &out->nwarnings, err, errlen) < 0 ||
 	    get_i64(obj, what, "start_ns", &out->start_ns, err, errlen) < 0 ||
-	    get_event_array(obj, what, FR_PROFILE_MAX_EVENTS, &arr, err, errlen) < 0)
+	    get_event_array(obj, what, FR_LIMIT_EVENTS, &arr, err, errlen) < 0)
 		return -EINVAL;
 	cJSON_ArrayForEach(ev, arr) {
 		struct fr_ipc_consume_event *c = &out->events[out->nevents++];

@@ -42,19 +42,19 @@ struct fr_ipc_attach_req {
 	/* "hz": 0..INT32_MAX; 0 (or absent) is the rate as recorded. */
 	uint32_t hz;
 	/* "events": names as in core/sample.h, each once, at most
-	 * FR_PROFILE_MAX_EVENTS. Decoded as [cpu] when absent; not encoded
+	 * FR_LIMIT_EVENTS. Decoded as [cpu] when absent; not encoded
 	 * when nevents is 0. */
 	uint32_t nevents;
-	uint32_t events[FR_PROFILE_MAX_EVENTS];
-	/* "pids": positive process ids, at most FR_PROFILE_MAX_PIDS. */
+	uint32_t events[FR_LIMIT_EVENTS];
+	/* "pids": positive process ids, at most FR_LIMIT_PIDS. */
 	uint32_t npids;
-	uint32_t pids[FR_PROFILE_MAX_PIDS];
-	/* "comm": command names of 1..FR_PROFILE_COMM_MAX-1 characters, at
-	 * most FR_PROFILE_MAX_COMMS. */
+	uint32_t pids[FR_LIMIT_PIDS];
+	/* "comm": command names of 1..FR_LIMIT_COMM_LEN-1 characters, at
+	 * most FR_LIMIT_COMMS. */
 	uint32_t ncomms;
-	char comms[FR_PROFILE_MAX_COMMS][FR_PROFILE_COMM_MAX];
+	char comms[FR_LIMIT_COMMS][FR_LIMIT_COMM_LEN];
 	/* "cgroup": a cgroup v2 path starting with '/'; "" when absent. */
-	char cgroup[FR_PROFILE_CGROUP_MAX];
+	char cgroup[FR_LIMIT_CGROUP_LEN];
 	/* "children": true or false; true needs "pids". */
 	int children;
 	/* "format": "pprof" (default) or "folded"; encoded only when folded. */
@@ -83,7 +83,7 @@ struct fr_ipc_attach_reply {
 	int64_t t0_ns, t1_ns;       /* "t0_ns", "t1_ns": the window */
 	int64_t covered_t0_ns;      /* "covered_t0_ns": oldest data in it */
 	uint32_t nevents;           /* "events" */
-	struct fr_ipc_event_counts events[FR_PROFILE_MAX_EVENTS];
+	struct fr_ipc_event_counts events[FR_LIMIT_EVENTS];
 	/* "incomplete": why the profile may end early; "" when absent. */
 	char incomplete[FR_IPC_WARNING_MAX];
 	/* "warnings": lines for the user (always encoded, maybe empty). */
@@ -106,7 +106,7 @@ struct fr_ipc_consume_req {
 	uint32_t hz;
 	/* "events": as in attach (decoded as [cpu] when absent). */
 	uint32_t nevents;
-	uint32_t events[FR_PROFILE_MAX_EVENTS];
+	uint32_t events[FR_LIMIT_EVENTS];
 };
 
 /* One event of a consume reply. */
@@ -122,7 +122,7 @@ struct fr_ipc_consume_reply {
 	char warnings[FR_IPC_MAX_WARNINGS][FR_IPC_WARNING_MAX];
 	int64_t start_ns;      /* "start_ns", Unix ns */
 	uint32_t nevents;      /* "events" */
-	struct fr_ipc_consume_event events[FR_PROFILE_MAX_EVENTS];
+	struct fr_ipc_consume_event events[FR_LIMIT_EVENTS];
 };
 
 cJSON *fr_ipc_consume_req_encode(const struct fr_ipc_consume_req *r);

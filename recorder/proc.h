@@ -18,8 +18,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/limits.h"
+
 /* Command names as the kernel keeps them: 15 bytes and a NUL. */
-#define FR_PROC_COMM_LEN 16
+#define FR_PROC_COMM_LEN FR_LIMIT_COMM_LEN
 
 /* What /proc/PID/stat says, up to starttime. */
 struct fr_proc_stat {

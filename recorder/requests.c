@@ -203,7 +203,7 @@ static cJSON *attach_reply(const struct fr_profile_request *preq,
 	r->t0_ns = preq->t0;
 	r->t1_ns = preq->t1;
 	r->covered_t0_ns = res->covered_t0;
-	for (uint32_t e = 0; e < res->nevents && e < FR_PROFILE_MAX_EVENTS; e++) {
+	for (uint32_t e = 0; e < res->nevents && e < FR_LIMIT_EVENTS; e++) {
 		const struct fr_profile_event_result *er = &res->events[e];
 		struct fr_ipc_event_counts *c = &r->events[r->nevents++];
 
@@ -298,12 +298,12 @@ static int dump_prepare(struct daemon *d, const struct fr_trigger_fire *fire,
 		if (strcmp(d->config->sessions[i].name, fire->session) == 0)
 			sess = &d->config->sessions[i];
 	if (sess) {
-		for (uint32_t e = 0; e < sess->nevents && e < FR_PROFILE_MAX_EVENTS; e++)
+		for (uint32_t e = 0; e < sess->nevents && e < FR_LIMIT_EVENTS; e++)
 			preq->events[preq->nevents++] = sess->events[e].event;
-		for (uint32_t i = 0; i < sess->npids && i < FR_PROFILE_MAX_PIDS; i++)
+		for (uint32_t i = 0; i < sess->npids && i < FR_LIMIT_PIDS; i++)
 			preq->pids[preq->npids++] = sess->pids[i];
-		for (uint32_t i = 0; i < sess->ncomms && i < FR_PROFILE_MAX_COMMS; i++)
-			snprintf(preq->comms[preq->ncomms++], FR_PROFILE_COMM_MAX, "%s",
+		for (uint32_t i = 0; i < sess->ncomms && i < FR_LIMIT_COMMS; i++)
+			snprintf(preq->comms[preq->ncomms++], FR_LIMIT_COMM_LEN, "%s",
 				 sess->comms[i]);
 		snprintf(preq->cgroup, sizeof(preq->cgroup), "%s", sess->cgroup);
 		preq->has_uid = sess->has_uid;
@@ -524,7 +524,7 @@ static cJSON *consume_reply(struct daemon *d, const struct fr_consumer *c, int64
 	if (capped[0])
 		fr_ipc_warn(r.warnings, &r.nwarnings, capped);
 	r.start_ns = start;
-	for (uint32_t i = 0; i < c->nevents && i < FR_PROFILE_MAX_EVENTS; i++) {
+	for (uint32_t i = 0; i < c->nevents && i < FR_LIMIT_EVENTS; i++) {
 		r.events[r.nevents].event = c->events[i];
 		r.events[r.nevents].hz = c->hz[i];
 		r.events[r.nevents++].recording_hz = fr_sources_hz(&d->sources, c->events[i]);

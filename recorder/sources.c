@@ -243,7 +243,7 @@ static struct fr_consumer *session_consumer(struct fr_sources *s,
 	c->since_ns = fr_now_real_ns();
 	snprintf(c->name, sizeof(c->name), "session %s", sess->name);
 	c->uid = (uid_t)-1;
-	for (uint32_t e = 0; e < sess->nevents && c->nevents < FR_PROFILE_MAX_EVENTS; e++) {
+	for (uint32_t e = 0; e < sess->nevents && c->nevents < FR_LIMIT_EVENTS; e++) {
 		c->events[c->nevents] = sess->events[e].event;
 		c->hz[c->nevents] = sess->events[e].event == FR_EVENT_CPU && hz_fixed
 					    ? hz

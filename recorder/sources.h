@@ -54,8 +54,8 @@ struct fr_consumer {
 	 * (offcpu) only while others record them; never keeps one open. */
 	bool follows_only;
 	uint32_t nevents;
-	uint32_t events[FR_PROFILE_MAX_EVENTS];
-	uint32_t hz[FR_PROFILE_MAX_EVENTS];
+	uint32_t events[FR_LIMIT_EVENTS];
+	uint32_t hz[FR_LIMIT_EVENTS];
 	int64_t since_ns;
 };
 

@@ -45,16 +45,17 @@
 #include <unistd.h>
 
 #include "core/hash.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/elf_image.h"
 #include "recorder/buildids.h"
 #include "recorder/proc.h"
 
 #define NBUCKETS 8192
-#define COMM_LEN 17
+#define COMM_LEN FR_LIMIT_COMM_LEN
 /* Longest cgroup path kept, with its NUL; longer paths are cut. Kubernetes
  * pod paths, among the longest in use, are under 200 bytes. */
-#define CGROUP_LEN 256
+#define CGROUP_LEN FR_LIMIT_CGROUP_LEN
 
 struct path_entry {
 	struct path_entry *next;

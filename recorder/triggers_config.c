@@ -59,12 +59,12 @@ static void copy_session(struct fr_config_session *s, const struct fr_config_ses
 	s->cgroup[sizeof(s->cgroup) - 1] = '\0';
 	if (s->ntriggers > FR_CONFIG_MAX_TRIGGERS)
 		s->ntriggers = FR_CONFIG_MAX_TRIGGERS;
-	if (s->npids > FR_CONFIG_MAX_TARGETS)
-		s->npids = FR_CONFIG_MAX_TARGETS;
-	if (s->ncomms > FR_CONFIG_MAX_COMMS)
-		s->ncomms = FR_CONFIG_MAX_COMMS;
+	if (s->npids > FR_LIMIT_SESSION_PIDS)
+		s->npids = FR_LIMIT_SESSION_PIDS;
+	if (s->ncomms > FR_LIMIT_COMMS)
+		s->ncomms = FR_LIMIT_COMMS;
 	for (uint32_t k = 0; k < s->ncomms; k++)
-		s->comms[k][FR_CONFIG_COMM_MAX - 1] = '\0';
+		s->comms[k][FR_LIMIT_COMM_LEN - 1] = '\0';
 }
 
 /* Carries into `st`, the state of new session `s`, what belongs to it of

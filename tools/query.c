@@ -49,9 +49,9 @@ static int take_event(const char *cmd, const char *name, struct fr_query_args *q
 			return -1;
 		}
 	}
-	if (q->nevents == FR_PROFILE_MAX_EVENTS) {
+	if (q->nevents == FR_LIMIT_EVENTS) {
 		fprintf(stderr, "%s: --event: at most %d events\n", cmd,
-			FR_PROFILE_MAX_EVENTS);
+			FR_LIMIT_EVENTS);
 		return -1;
 	}
 	q->events[q->nevents++] = (uint32_t)id;
@@ -60,13 +60,13 @@ static int take_event(const char *cmd, const char *name, struct fr_query_args *q
 
 static int take_comm(const char *cmd, const char *name, struct fr_query_args *q)
 {
-	if (strlen(name) >= FR_PROFILE_COMM_MAX || q->ncomms == FR_PROFILE_MAX_COMMS) {
+	if (strlen(name) >= FR_LIMIT_COMM_LEN || q->ncomms == FR_LIMIT_COMMS) {
 		fprintf(stderr, "%s: --comm: expected at most %d command names of at most %d "
 			"characters (as the kernel keeps them), got \"%s\"\n", cmd,
-			FR_PROFILE_MAX_COMMS, FR_PROFILE_COMM_MAX - 1, name);
+			FR_LIMIT_COMMS, FR_LIMIT_COMM_LEN - 1, name);
 		return -1;
 	}
-	snprintf(q->comms[q->ncomms++], FR_PROFILE_COMM_MAX, "%s", name);
+	snprintf(q->comms[q->ncomms++], FR_LIMIT_COMM_LEN, "%s", name);
 	return 0;
 }
 
@@ -82,10 +82,10 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 	case FR_OPT_TO: q->to_s = arg; return 1;
 	case 'o': q->out_s = arg; return 1;
 	case FR_OPT_PID:
-		ret = fr_parse_pid_list(arg, q->pids, FR_PROFILE_MAX_PIDS, &q->npids);
+		ret = fr_parse_pid_list(arg, q->pids, FR_LIMIT_PIDS, &q->npids);
 		if (ret == -E2BIG)
 			fprintf(stderr, "%s: --pid: at most %d processes\n", cmd,
-				FR_PROFILE_MAX_PIDS);
+				FR_LIMIT_PIDS);
 		else if (ret < 0)
 			fprintf(stderr, "%s: --pid: expected process ids like 1234 or 1234,5678, "
 				"got \"%s\"\n", cmd, arg);
@@ -109,7 +109,7 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 		q->children = 1;
 		return 1;
 	case FR_OPT_CGROUP:
-		if (arg[0] != '/' || strlen(arg) >= FR_PROFILE_CGROUP_MAX) {
+		if (arg[0] != '/' || strlen(arg) >= FR_LIMIT_CGROUP_LEN) {
 			fprintf(stderr, "%s: --cgroup: expected a cgroup v2 path like "
 				"/system.slice/nginx.service, got \"%s\"\n", cmd, arg);
 			return EXIT_USAGE;

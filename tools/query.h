@@ -27,12 +27,12 @@ struct fr_query_args {
 	uint64_t hz;
 	enum fr_profile_format format;
 	uint32_t npids;
-	uint32_t pids[FR_PROFILE_MAX_PIDS];
+	uint32_t pids[FR_LIMIT_PIDS];
 	uint32_t nevents; /* 0: cpu */
-	uint32_t events[FR_PROFILE_MAX_EVENTS];
+	uint32_t events[FR_LIMIT_EVENTS];
 	uint32_t ncomms;
-	char comms[FR_PROFILE_MAX_COMMS][FR_PROFILE_COMM_MAX];
-	char cgroup[FR_PROFILE_CGROUP_MAX];
+	char comms[FR_LIMIT_COMMS][FR_LIMIT_COMM_LEN];
+	char cgroup[FR_LIMIT_CGROUP_LEN];
 	int children;
 };
 

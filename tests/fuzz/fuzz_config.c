@@ -127,7 +127,7 @@ static void check_valid(const struct fr_config *cfg)
 
 		FUZZ_CHECK(x->name[0] && memchr(x->name, '\0', sizeof(x->name)),
 			   "session %u name", s);
-		FUZZ_CHECK(x->nevents >= 1 && x->nevents <= FR_CONFIG_MAX_EVENTS,
+		FUZZ_CHECK(x->nevents >= 1 && x->nevents <= FR_LIMIT_EVENTS,
 			   "session %u has %u events", s, x->nevents);
 		for (uint32_t e = 0; e < x->nevents; e++)
 			FUZZ_CHECK(fr_event_has_rate(x->events[e].event)
@@ -135,7 +135,7 @@ static void check_valid(const struct fr_config *cfg)
 					   : x->events[e].hz == 0,
 				   "session %u event %u at %u Hz (limit %u)", s, e, x->events[e].hz,
 				   cfg->max_rate_hz);
-		FUZZ_CHECK(x->npids <= FR_CONFIG_MAX_TARGETS && x->ncomms <= FR_CONFIG_MAX_COMMS &&
+		FUZZ_CHECK(x->npids <= FR_LIMIT_SESSION_PIDS && x->ncomms <= FR_LIMIT_COMMS &&
 				   memchr(x->cgroup, '\0', sizeof(x->cgroup)),
 			   "session %u targets out of bounds", s);
 		FUZZ_CHECK(x->ntriggers <= FR_CONFIG_MAX_TRIGGERS, "session %u has %u triggers", s,

@@ -340,9 +340,9 @@ static int test_engine(void)
 	if (!c)
 		return 1;
 	s = add_exit_session(c, "crashy");
-	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "%s", TARGET_COMM);
+	snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "%s", TARGET_COMM);
 	s = add_exit_session(c, "nobody");
-	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "fr-pw-nobody");
+	snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "fr-pw-nobody");
 
 	cgroup2_root(root, sizeof(root));
 	snprintf(cgname, sizeof(cgname), "/fr-pw-%d", (int)getpid());

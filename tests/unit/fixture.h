@@ -115,7 +115,7 @@ void out_free(struct out *o);
 
 /* ---- reading the profile back ---- */
 
-#define MAX_VALUES (1 + FR_PROFILE_MAX_EVENTS)
+#define MAX_VALUES (1 + FR_LIMIT_EVENTS)
 
 /* A sample as decoded: its values, its locations (indices + 1 into
  * struct raw's loc_name) and its labels as "key:[value] " strings. */

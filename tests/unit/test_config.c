@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/limits.h"
 #include "core/sample.h"
 
 #include "tests/unit/check.h"
@@ -1080,6 +1081,46 @@ static void test_load(void)
 	rmdir(dir);
 }
 
+/* A session's events become the value columns of its dumps and of the
+ * consumer that records it, which hold FR_LIMIT_EVENTS: a session with
+ * more used to be accepted and its last events silently dropped there.
+ * It is refused, naming the limit; a session at the limit keeps every
+ * event. */
+static void test_more_events_than_a_dump_keeps(void)
+{
+	static const char *const names[] = {
+		"cpu", "cycles", "instructions", "cache-references", "cache-misses",
+		"branch-instructions", "branch-misses", "page-faults", "context-switches",
+	};
+	struct fr_config cfg;
+	char buf[1024], err[256], want[256];
+	size_t n;
+	int ret;
+
+	for (uint32_t count = FR_LIMIT_EVENTS; count <= FR_LIMIT_EVENTS + 1; count++) {
+		n = (size_t)snprintf(buf, sizeof(buf), "{\"sessions\":[{\"name\":\"s\",\"events\":[");
+		for (uint32_t i = 0; i < count; i++)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s{\"event\":\"%s\"}",
+					      i ? "," : "", names[i]);
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "]}]}");
+		ret = fr_config_parse(&cfg, buf, n, SRC, err, sizeof(err));
+		if (count == FR_LIMIT_EVENTS) {
+			CHECK(ret == 0 && cfg.sessions[0].nevents == count &&
+				      cfg.sessions[0].events[count - 1].event ==
+					      (uint32_t)fr_event_lookup(names[count - 1]),
+			      "%u events: %d %s", count, ret, err);
+			fr_config_fini(&cfg);
+			continue;
+		}
+		snprintf(want, sizeof(want),
+			 SRC ": sessions[0].events: at most %d events per session (the value "
+			     "columns of one profile), got %u",
+			 FR_LIMIT_EVENTS, count);
+		CHECK(ret == -EINVAL && strcmp(err, want) == 0, "%u events: %d %s", count, ret, err);
+		CHECK(is_empty(&cfg), "%u events left state behind", count);
+	}
+}
+
 int main(void)
 {
 	test_default();
@@ -1091,6 +1132,7 @@ int main(void)
 	test_round_trip();
 	test_load();
 	test_oncall();
+	test_more_events_than_a_dump_keeps();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

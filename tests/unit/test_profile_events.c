@@ -552,7 +552,7 @@ static void test_bad_events(void)
 	CHECK(fr_profile_write(r, &q, sink_mem, &o, &res, err, sizeof(err)) == -EINVAL &&
 		      strstr(err, "cycles"),
 	      "an event twice: \"%s\"", err);
-	q.nevents = FR_PROFILE_MAX_EVENTS + 1;
+	q.nevents = FR_LIMIT_EVENTS + 1;
 	CHECK(fr_profile_write(r, &q, sink_mem, &o, &res, err, sizeof(err)) == -EINVAL,
 	      "too many events: \"%s\"", err);
 	q.nevents = 1;

@@ -166,7 +166,7 @@ static void test_bad_request(struct fr_ring *ring)
 	if (fd < 0)
 		return;
 	init_request(&req);
-	req.nevents = FR_PROFILE_MAX_EVENTS + 1;
+	req.nevents = FR_LIMIT_EVENTS + 1;
 	ret = fr_profile_write_fd(ring, &req, fd, NULL, &res, &written, err, sizeof(err));
 	CHECK(ret == -EINVAL && strstr(err, "at most") != NULL, "too many events: %d %s", ret,
 	      err);

@@ -49,9 +49,9 @@ static void set_comms(struct fr_profile_request *q, const char *a, const char *b
 {
 	q->ncomms = 0;
 	if (a)
-		snprintf(q->comms[q->ncomms++], FR_PROFILE_COMM_MAX, "%s", a);
+		snprintf(q->comms[q->ncomms++], FR_LIMIT_COMM_LEN, "%s", a);
 	if (b)
-		snprintf(q->comms[q->ncomms++], FR_PROFILE_COMM_MAX, "%s", b);
+		snprintf(q->comms[q->ncomms++], FR_LIMIT_COMM_LEN, "%s", b);
 }
 
 static void test_comm_filter(void)
@@ -95,7 +95,7 @@ static void test_comm_filter(void)
 	/* A name longer than the kernel keeps cannot match: refused. */
 	req_init(&q, T0, T0 + 60 * SEC, 0);
 	q.ncomms = 1;
-	memset(q.comms[0], 'x', FR_PROFILE_COMM_MAX);
+	memset(q.comms[0], 'x', FR_LIMIT_COMM_LEN);
 	CHECK(fr_profile_write(r, &q, sink_mem, &(struct out){0}, &res, err, sizeof(err)) ==
 			      -EINVAL &&
 		      strstr(err, "longer"),

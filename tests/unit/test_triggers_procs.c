@@ -107,7 +107,7 @@ static void cpu_sessions(struct fr_config *c, const char *comm, const char *cg, 
 	s->pids[s->npids++] = (uint32_t)getpid();
 	cpu_1pct(s);
 	s = add_session(c, "mycomm");
-	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "%.15s", comm);
+	snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "%.15s", comm);
 	cpu_1pct(s);
 	if (cg[0]) {
 		s = add_session(c, "mycg");
@@ -124,7 +124,7 @@ static void cpu_sessions(struct fr_config *c, const char *comm, const char *cg, 
 	 * nobody's. */
 	s = add_session(c, "mypid-othercomm");
 	s->pids[s->npids++] = (uint32_t)getpid();
-	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "no-such-comm");
+	snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "no-such-comm");
 	cpu_1pct(s);
 	if (cg[0]) {
 		s = add_session(c, "sleeper-mycg");
@@ -256,7 +256,7 @@ static void test_exit_uid(void)
 	}
 	c = cfg_new();
 	s = add_session(c, "victim");
-	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "frvictimsvc");
+	snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "frvictimsvc");
 	s->has_uid = 1;
 	s->uid = 0;
 	add_trigger(s, FR_TRIGGER_EXIT);
@@ -264,7 +264,7 @@ static void test_exit_uid(void)
 	 * them, so once a marker's exit has fired, every exit before it has
 	 * been judged. */
 	s = add_session(c, "marker");
-	snprintf(s->comms[s->ncomms++], FR_CONFIG_COMM_MAX, "frmarker");
+	snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "frmarker");
 	add_trigger(s, FR_TRIGGER_EXIT)->cooldown_ns = 0;
 	rec_init(&r);
 	t = start_on(c, &r, NULL);
