@@ -68,6 +68,7 @@
 #include <stdint.h>
 
 #include "core/limits.h"
+#include "core/targets.h"
 
 #define FR_CONFIG_MAX_SESSIONS 64
 #define FR_CONFIG_NAME_MAX 64
@@ -103,13 +104,9 @@ struct fr_config_event {
 
 struct fr_config_session {
 	char name[FR_CONFIG_NAME_MAX];
-	uint32_t npids;
-	uint32_t pids[FR_LIMIT_SESSION_PIDS];
-	uint32_t ncomms;
-	char comms[FR_LIMIT_COMMS][FR_LIMIT_COMM_LEN];
-	char cgroup[FR_LIMIT_CGROUP_LEN]; /* "" : any */
-	int has_uid;       /* targets.uid given: only processes of `uid` */
-	uint32_t uid;
+	/* "targets": at most FR_LIMIT_SESSION_PIDS pids; children unused
+	 * (0); has_uid when targets.uid is given. */
+	struct fr_targets targets;
 	uint32_t nusers;   /* users besides root and the admin group who may
 			    * dump the session by hand */
 	uint32_t users[FR_CONFIG_MAX_USERS];

@@ -158,30 +158,30 @@ static bool add_events(cJSON *js, const struct fr_config_session *sess)
 }
 
 /* "targets", only when the session has some. */
-static bool add_targets(cJSON *js, const struct fr_config_session *sess)
+static bool add_targets(cJSON *js, const struct fr_targets *tg)
 {
 	cJSON *t, *a;
 
-	if (!sess->npids && !sess->ncomms && !sess->cgroup[0] && !sess->has_uid)
+	if (!fr_targets_given(tg))
 		return true;
 	t = cJSON_AddObjectToObject(js, "targets");
 	if (!t)
 		return false;
-	if (sess->npids) {
+	if (tg->npids) {
 		if (!(a = cJSON_AddArrayToObject(t, "pids")))
 			return false;
-		for (uint32_t i = 0; i < sess->npids; i++)
-			cJSON_AddItemToArray(a, cJSON_CreateNumber(sess->pids[i]));
+		for (uint32_t i = 0; i < tg->npids; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(tg->pids[i]));
 	}
-	if (sess->ncomms) {
+	if (tg->ncomms) {
 		if (!(a = cJSON_AddArrayToObject(t, "comm")))
 			return false;
-		for (uint32_t i = 0; i < sess->ncomms; i++)
-			cJSON_AddItemToArray(a, cJSON_CreateString(sess->comms[i]));
+		for (uint32_t i = 0; i < tg->ncomms; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateString(tg->comms[i]));
 	}
-	if (sess->cgroup[0] && !cJSON_AddStringToObject(t, "cgroup", sess->cgroup))
+	if (tg->cgroup[0] && !cJSON_AddStringToObject(t, "cgroup", tg->cgroup))
 		return false;
-	if (sess->has_uid && !cJSON_AddNumberToObject(t, "uid", sess->uid))
+	if (tg->has_uid && !cJSON_AddNumberToObject(t, "uid", tg->uid))
 		return false;
 	return true;
 }
@@ -194,7 +194,7 @@ static bool add_session(cJSON *sessions, const struct fr_config_session *sess)
 		return false;
 	cJSON_AddItemToArray(sessions, js);
 	if (!cJSON_AddStringToObject(js, "name", sess->name) || !add_events(js, sess) ||
-	    !add_targets(js, sess))
+	    !add_targets(js, &sess->targets))
 		return false;
 	if (sess->nusers) {
 		cJSON *a = cJSON_AddArrayToObject(js, "users");

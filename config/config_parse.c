@@ -384,7 +384,7 @@ static int check_name(struct config_ctx *c, const cJSON *name, const char *path,
 /* "targets": {"pids": [N...], "comm": ["name"...], "cgroup": "/path",
  * "uid": USER}. */
 static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
-			 struct fr_config_session *sess)
+			 struct fr_targets *tg)
 {
 	static const char *const keys[] = {"pids", "comm", "cgroup", "uid"};
 	char sub[PATH_MAX_LEN], item[PATH_MAX_LEN], got[64];
@@ -408,10 +408,10 @@ static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 		i = 0;
 		cJSON_ArrayForEach(v, pids) {
 			config_join_index(item, sub, i++);
-			ret = config_get_uint(c, v, item, 1, INT32_MAX, &sess->pids[sess->npids]);
+			ret = config_get_uint(c, v, item, 1, INT32_MAX, &tg->pids[tg->npids]);
 			if (ret < 0)
 				return ret;
-			sess->npids++;
+			tg->npids++;
 		}
 	}
 	comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
@@ -430,7 +430,7 @@ static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 				return config_fail(c, item, "must be a command name of 1..%d characters (as "
 					    "the kernel keeps it), got %s", FR_LIMIT_COMM_LEN - 1,
 					    config_describe(v, got, sizeof(got)));
-			snprintf(sess->comms[sess->ncomms++], FR_LIMIT_COMM_LEN, "%s",
+			snprintf(tg->comms[tg->ncomms++], FR_LIMIT_COMM_LEN, "%s",
 				 v->valuestring);
 		}
 	}
@@ -442,15 +442,15 @@ static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 			return config_fail(c, sub, "must be a cgroup v2 path like "
 				    "\"/system.slice/nginx.service\" (at most %d characters), got %s",
 				    FR_LIMIT_CGROUP_LEN - 1, config_describe(cgroup, got, sizeof(got)));
-		snprintf(sess->cgroup, sizeof(sess->cgroup), "%s", cgroup->valuestring);
+		snprintf(tg->cgroup, sizeof(tg->cgroup), "%s", cgroup->valuestring);
 	}
 	uid = cJSON_GetObjectItemCaseSensitive(t, "uid");
 	if (uid) {
 		config_join(sub, path, "uid");
-		ret = config_get_id(c, uid, sub, 0, &sess->uid);
+		ret = config_get_id(c, uid, sub, 0, &tg->uid);
 		if (ret < 0)
 			return ret;
-		sess->has_uid = 1;
+		tg->has_uid = 1;
 	}
 	return 0;
 }
@@ -508,7 +508,8 @@ static int parse_session(struct config_ctx *c, const cJSON *js, const char *path
 
 	if (cJSON_GetObjectItemCaseSensitive(js, "targets")) {
 		config_join(sub, path, "targets");
-		ret = parse_targets(c, cJSON_GetObjectItemCaseSensitive(js, "targets"), sub, sess);
+		ret = parse_targets(c, cJSON_GetObjectItemCaseSensitive(js, "targets"), sub,
+				    &sess->targets);
 		if (ret < 0)
 			return ret;
 	}

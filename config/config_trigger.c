@@ -270,7 +270,7 @@ static int parse_cause(struct config_ctx *c, const cJSON *jt, const char *path,
 		 * nothing exits with 1). The message names "on", as the
 		 * trigger's kind is what asks for targets. */
 		config_join(sub, path, "on");
-		if (!sess->npids && !sess->ncomms && !sess->cgroup[0] && !sess->has_uid)
+		if (!fr_targets_given(&sess->targets))
 			return config_fail(c, sub, "an exit trigger needs the session's targets (pids, "
 				    "comm, cgroup or uid): without them any failing process of the "
 				    "machine would fire it");

@@ -126,22 +126,22 @@ static int setup_request(struct builder *b, struct fr_profile_result *res, char 
 		g->res->event = g->id;
 	}
 	res->nevents = b->nev;
-	if (req->npids > FR_LIMIT_PIDS || req->ncomms > FR_LIMIT_COMMS) {
+	if (req->targets.npids > FR_LIMIT_PIDS || req->targets.ncomms > FR_LIMIT_COMMS) {
 		snprintf(err, errlen, "a profile has at most %d pids and %d command names",
 			 FR_LIMIT_PIDS, FR_LIMIT_COMMS);
 		return -EINVAL;
 	}
-	for (uint32_t i = 0; i < req->ncomms; i++) {
-		if (strnlen(req->comms[i], FR_LIMIT_COMM_LEN) == FR_LIMIT_COMM_LEN) {
+	for (uint32_t i = 0; i < req->targets.ncomms; i++) {
+		if (strnlen(req->targets.comms[i], FR_LIMIT_COMM_LEN) == FR_LIMIT_COMM_LEN) {
 			snprintf(err, errlen,
 				 "command name \"%.*s...\" is longer than the %d characters the "
-				 "kernel keeps", FR_LIMIT_COMM_LEN, req->comms[i],
+				 "kernel keeps", FR_LIMIT_COMM_LEN, req->targets.comms[i],
 				 FR_LIMIT_COMM_LEN - 1);
 			return -EINVAL;
 		}
 	}
-	n = strnlen(req->cgroup, FR_LIMIT_CGROUP_LEN);
-	if (n == FR_LIMIT_CGROUP_LEN || (n && req->cgroup[0] != '/')) {
+	n = strnlen(req->targets.cgroup, FR_LIMIT_CGROUP_LEN);
+	if (n == FR_LIMIT_CGROUP_LEN || (n && req->targets.cgroup[0] != '/')) {
 		snprintf(err, errlen,
 			 "the cgroup must be a cgroup v2 path such as /system.slice/nginx.service, "
 			 "at most %d characters", FR_LIMIT_CGROUP_LEN - 1);
@@ -224,7 +224,7 @@ static int read_rates(struct builder *b, struct window *w, struct fr_profile_res
 	const struct fr_profile_request *req = b->req;
 	size_t cache_cap = req->cache_bytes ? req->cache_bytes : FR_PROFILE_CACHE_DEFAULT;
 	size_t cached_bytes = 0;
-	int children = req->children && req->npids, ret;
+	int children = req->targets.children && req->targets.npids, ret;
 
 	for (size_t r = 0; r < w->nrefs; r++) {
 		struct fr_chunk *c = NULL;

@@ -53,6 +53,7 @@
 
 #include "core/compress.h"
 #include "core/limits.h"
+#include "core/targets.h"
 
 struct fr_ring;
 struct fr_symbols;
@@ -69,8 +70,9 @@ enum fr_profile_format {
  * Returns the format, or -EINVAL for any other name. */
 int fr_profile_format_parse(const char *name);
 
-/* Targets: a sample is in the profile when it is in the window, of one of
- * the events, and (for each of pids, comms and cgroup that is given) of one
+/* Targets (`targets`, core/targets.h): a sample is in the profile when it
+ * is in the window, of one of the events, and (for each of pids, comms and
+ * cgroup that is given) of one
  * of the pids, of a process whose command name is one of comms, and of a
  * process in the cgroup (its "cgroup" label, a cgroup v2 path, is the
  * given path or below it). Kinds combine with AND, values of one kind with
@@ -101,16 +103,7 @@ struct fr_profile_request {
 	int64_t t0, t1;       /* window, Unix ns */
 	uint32_t nevents;     /* 0: cpu only */
 	uint32_t events[FR_LIMIT_EVENTS]; /* distinct ids; value columns in this order */
-	uint32_t npids;       /* 0: every process */
-	uint32_t pids[FR_LIMIT_PIDS];
-	int children;         /* with pids: also every process descended from
-			       * them (by the "ppid" labels of the window's
-			       * chunks), however short-lived */
-	uint32_t ncomms;      /* 0: any command name */
-	char comms[FR_LIMIT_COMMS][FR_LIMIT_COMM_LEN];
-	char cgroup[FR_LIMIT_CGROUP_LEN]; /* "": any cgroup; else "/a/b" */
-	int has_uid;          /* only processes of `uid` */
-	uint32_t uid;
+	struct fr_targets targets;
 	uint32_t hz;          /* wanted rate of every rate-sampled event; 0: as collected */
 	const char *version;  /* recorder version for the comment */
 	const char *kallsyms; /* NULL: /proc/kallsyms */

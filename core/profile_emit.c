@@ -67,7 +67,7 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 	/* For a user limited to their own processes, only a file whose build
 	 * id matches the mapping's names it: the path could lead, in the
 	 * user's mount namespace or since, to a file only root may read. */
-	if (syms && b->req->has_uid)
+	if (syms && b->req->targets.has_uid)
 		fr_symbols_require_build_id(syms);
 
 	for (uint32_t i = 0; i < b->nlocs; i++) {
@@ -79,7 +79,7 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 			file = "[kernel.kallsyms]";
 			if (syms && fr_symbols_kernel(syms, l->addr, &name) == 0)
 				snprintf(buf, sizeof(buf), "[k] %s", name);
-			else if (b->req->has_uid)
+			else if (b->req->targets.has_uid)
 				snprintf(buf, sizeof(buf), "[k] (unknown)");
 			else
 				snprintf(buf, sizeof(buf), "[k] 0x%" PRIx64, l->addr);
@@ -156,7 +156,7 @@ void profile_emit(struct builder *b, struct fr_pprof *p)
 	/* A user limited to their own processes gets kernel names, not
 	 * kernel addresses (which would undo the kernel's address layout
 	 * randomization, as kptr_restrict hides them from /proc/kallsyms). */
-	if (b->req->has_uid && kmin != UINT64_MAX)
+	if (b->req->targets.has_uid && kmin != UINT64_MAX)
 		kmin = kmax = 0;
 	/* Last: readers take the first mapping as the profile's main binary. */
 	if (kmin != UINT64_MAX)
@@ -165,7 +165,7 @@ void profile_emit(struct builder *b, struct fr_pprof *p)
 	ids = malloc(b->nlocs ? b->nlocs * sizeof(*ids) : 1);
 	for (uint32_t i = 0; ids && i < b->nlocs; i++) {
 		const struct gloc *l = &b->locs[i];
-		uint64_t addr = l->map == KERNEL_MAP && b->req->has_uid ? 0 : l->addr;
+		uint64_t addr = l->map == KERNEL_MAP && b->req->targets.has_uid ? 0 : l->addr;
 
 		ids[i] = fr_pprof_location(p, l->map ? b->maps[l->map].pprof_id : 0, addr,
 					   l->function_id);
@@ -397,14 +397,14 @@ static void children_comment(const struct builder *b, struct fr_pprof *p)
 
 	/* A user limited to their own processes is not told how many others
 	 * ran. */
-	if (b->req->has_uid)
+	if (b->req->targets.has_uid)
 		n = (size_t)snprintf(line, sizeof(line), "--children: descendant processes of ");
 	else
 		n = (size_t)snprintf(line, sizeof(line),
 				     "--children: %u descendant processes of ", b->ndescendants);
-	for (uint32_t i = 0; i < b->req->npids && n < sizeof(line); i++)
+	for (uint32_t i = 0; i < b->req->targets.npids && n < sizeof(line); i++)
 		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%u", i ? "," : "",
-				      b->req->pids[i]);
+				      b->req->targets.pids[i]);
 	if (n < sizeof(line))
 		snprintf(line + n, sizeof(line) - n, " included");
 	comment(p, line);
@@ -450,8 +450,8 @@ void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_r
 		comment(p, req->note);
 	if (b->children)
 		children_comment(b, p);
-	if (req->has_uid) {
-		snprintf(line, sizeof(line), "limited to the processes of uid %" PRIu32, req->uid);
+	if (req->targets.has_uid) {
+		snprintf(line, sizeof(line), "limited to the processes of uid %" PRIu32, req->targets.uid);
 		comment(p, line);
 	}
 	rate_comments(b, p, res);

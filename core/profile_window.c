@@ -64,13 +64,13 @@ static int wanted_pid(const struct builder *b, uint32_t pid)
 {
 	const struct fr_profile_request *req = b->req;
 
-	if (!req->npids)
+	if (!req->targets.npids)
 		return 1;
 	/* Once extended, the set holds every asked pid but 0. */
 	if (b->children && pid)
 		return kset_has(&b->pids, pid);
-	for (uint32_t i = 0; i < req->npids; i++)
-		if (req->pids[i] == pid)
+	for (uint32_t i = 0; i < req->targets.npids; i++)
+		if (req->targets.pids[i] == pid)
 			return 1;
 	return 0;
 }
@@ -85,17 +85,17 @@ static int wanted_proc(const struct fr_profile_request *req, const struct fr_chu
 		       uint32_t pid)
 {
 	const struct fr_chunk_proc *p;
-	int comm_ok = !req->ncomms;
+	int comm_ok = !req->targets.ncomms;
 
-	if (!req->ncomms && !req->has_uid)
+	if (!req->targets.ncomms && !req->targets.has_uid)
 		return 1;
 	p = fr_chunk_find_proc(c, pid);
 	if (!p)
 		return 0;
-	if (req->has_uid && p->uid != req->uid)
+	if (req->targets.has_uid && p->uid != req->targets.uid)
 		return 0;
-	for (uint32_t i = 0; i < req->ncomms && !comm_ok; i++)
-		comm_ok = strncmp(c->strings[p->comm], req->comms[i], FR_LIMIT_COMM_LEN) == 0;
+	for (uint32_t i = 0; i < req->targets.ncomms && !comm_ok; i++)
+		comm_ok = strncmp(c->strings[p->comm], req->targets.comms[i], FR_LIMIT_COMM_LEN) == 0;
 	return comm_ok;
 }
 
@@ -160,7 +160,7 @@ int profile_extend_pids(struct builder *b)
 	int ret = 0;
 
 	down = malloc(((size_t)b->edges.n + 1) * sizeof(*down));
-	queue = malloc(((size_t)req->npids + b->edges.n + 1) * sizeof(*queue));
+	queue = malloc(((size_t)req->targets.npids + b->edges.n + 1) * sizeof(*queue));
 	if (!down || !queue) {
 		ret = -ENOMEM;
 		goto out;
@@ -172,14 +172,14 @@ int profile_extend_pids(struct builder *b)
 			down[n++] = (e << 32) | (e >> 32);
 	}
 	qsort(down, n, sizeof(*down), cmp_u64);
-	for (uint32_t i = 0; i < req->npids; i++) {
-		if (!req->pids[i])
+	for (uint32_t i = 0; i < req->targets.npids; i++) {
+		if (!req->targets.pids[i])
 			continue;
-		ret = kset_add(&b->pids, req->pids[i]);
+		ret = kset_add(&b->pids, req->targets.pids[i]);
 		if (ret < 0)
 			goto out;
 		if (ret == 1)
-			queue[tail++] = req->pids[i];
+			queue[tail++] = req->targets.pids[i];
 	}
 	ret = 0;
 	while (head < tail) {
@@ -217,7 +217,7 @@ out:
 /* Whether a process in cgroup `path` is of the request's cgroup. */
 static int wanted_cgroup(const struct builder *b, const char *path)
 {
-	return !b->req->cgroup[0] || fr_cgroup_within(path, b->req->cgroup);
+	return !b->req->targets.cgroup[0] || fr_cgroup_within(path, b->req->targets.cgroup);
 }
 
 /* Decides which stacks and label sets of chunk `c` are of the request's

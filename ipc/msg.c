@@ -127,10 +127,10 @@ static int get_pids(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req 
 		if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > INT32_MAX ||
 		    p->valuedouble != (double)(int64_t)p->valuedouble)
 			return fail(err, errlen, "%s: \"pids\" must hold positive process ids", cmd);
-		if (r->npids == FR_LIMIT_PIDS)
+		if (r->targets.npids == FR_LIMIT_PIDS)
 			return fail(err, errlen, "%s: at most %d pids per request", cmd,
 				    FR_LIMIT_PIDS);
-		r->pids[r->npids++] = (uint32_t)p->valuedouble;
+		r->targets.pids[r->targets.npids++] = (uint32_t)p->valuedouble;
 	}
 	return 0;
 }
@@ -150,10 +150,10 @@ static int get_comms(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req
 			return fail(err, errlen, "%s: \"comm\" must hold command names of 1..%d "
 				    "characters (as the kernel keeps them)", cmd,
 				    FR_LIMIT_COMM_LEN - 1);
-		if (r->ncomms == FR_LIMIT_COMMS)
+		if (r->targets.ncomms == FR_LIMIT_COMMS)
 			return fail(err, errlen, "%s: at most %d command names per request", cmd,
 				    FR_LIMIT_COMMS);
-		snprintf(r->comms[r->ncomms++], FR_LIMIT_COMM_LEN, "%s", p->valuestring);
+		snprintf(r->targets.comms[r->targets.ncomms++], FR_LIMIT_COMM_LEN, "%s", p->valuestring);
 	}
 	return 0;
 }
@@ -170,8 +170,8 @@ static int get_targets(const cJSON *obj, const char *cmd, struct fr_ipc_attach_r
 	if (children) {
 		if (!cJSON_IsBool(children))
 			return fail(err, errlen, "%s: \"children\" must be true or false", cmd);
-		r->children = cJSON_IsTrue(children);
-		if (r->children && !r->npids)
+		r->targets.children = cJSON_IsTrue(children);
+		if (r->targets.children && !r->targets.npids)
 			return fail(err, errlen, "%s: \"children\" goes with \"pids\"", cmd);
 	}
 	if (cgroup) {
@@ -180,7 +180,7 @@ static int get_targets(const cJSON *obj, const char *cmd, struct fr_ipc_attach_r
 			return fail(err, errlen, "%s: \"cgroup\" must be a cgroup v2 path like "
 				    "\"/system.slice/nginx.service\" (at most %d characters)", cmd,
 				    FR_LIMIT_CGROUP_LEN - 1);
-		snprintf(r->cgroup, sizeof(r->cgroup), "%s", cgroup->valuestring);
+		snprintf(r->targets.cgroup, sizeof(r->targets.cgroup), "%s", cgroup->valuestring);
 	}
 	return 0;
 }
@@ -326,23 +326,23 @@ static int add_attach_targets(cJSON *obj, const struct fr_ipc_attach_req *r)
 {
 	cJSON *arr;
 
-	if (r->npids) {
+	if (r->targets.npids) {
 		if (!(arr = cJSON_AddArrayToObject(obj, "pids")))
 			return -ENOMEM;
-		for (uint32_t i = 0; i < r->npids; i++)
-			if (!cJSON_AddItemToArray(arr, cJSON_CreateNumber(r->pids[i])))
+		for (uint32_t i = 0; i < r->targets.npids; i++)
+			if (!cJSON_AddItemToArray(arr, cJSON_CreateNumber(r->targets.pids[i])))
 				return -ENOMEM;
 	}
-	if (r->ncomms) {
+	if (r->targets.ncomms) {
 		if (!(arr = cJSON_AddArrayToObject(obj, "comm")))
 			return -ENOMEM;
-		for (uint32_t i = 0; i < r->ncomms; i++)
-			if (!cJSON_AddItemToArray(arr, cJSON_CreateString(r->comms[i])))
+		for (uint32_t i = 0; i < r->targets.ncomms; i++)
+			if (!cJSON_AddItemToArray(arr, cJSON_CreateString(r->targets.comms[i])))
 				return -ENOMEM;
 	}
-	if (r->cgroup[0] && !cJSON_AddStringToObject(obj, "cgroup", r->cgroup))
+	if (r->targets.cgroup[0] && !cJSON_AddStringToObject(obj, "cgroup", r->targets.cgroup))
 		return -ENOMEM;
-	if (r->children && !cJSON_AddTrueToObject(obj, "children"))
+	if (r->targets.children && !cJSON_AddTrueToObject(obj, "children"))
 		return -ENOMEM;
 	return 0;
 }

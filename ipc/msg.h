@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/profile.h"
+#include "core/targets.h"
 
 /* Most warnings a reply carries, and the longest one kept (with NUL). */
 #define FR_IPC_MAX_WARNINGS 4
@@ -46,17 +47,14 @@ struct fr_ipc_attach_req {
 	 * when nevents is 0. */
 	uint32_t nevents;
 	uint32_t events[FR_LIMIT_EVENTS];
-	/* "pids": positive process ids, at most FR_LIMIT_PIDS. */
-	uint32_t npids;
-	uint32_t pids[FR_LIMIT_PIDS];
-	/* "comm": command names of 1..FR_LIMIT_COMM_LEN-1 characters, at
-	 * most FR_LIMIT_COMMS. */
-	uint32_t ncomms;
-	char comms[FR_LIMIT_COMMS][FR_LIMIT_COMM_LEN];
-	/* "cgroup": a cgroup v2 path starting with '/'; "" when absent. */
-	char cgroup[FR_LIMIT_CGROUP_LEN];
-	/* "children": true or false; true needs "pids". */
-	int children;
+	/* The targets (has_uid and uid are not on the wire: the daemon
+	 * decides them from the peer):
+	 * "pids": positive process ids, at most FR_LIMIT_PIDS;
+	 * "comm": command names of 1..FR_LIMIT_COMM_LEN-1 characters, at
+	 * most FR_LIMIT_COMMS;
+	 * "cgroup": a cgroup v2 path starting with '/'; "" when absent;
+	 * "children": true or false; true needs "pids". */
+	struct fr_targets targets;
 	/* "format": "pprof" (default) or "folded"; encoded only when folded. */
 	enum fr_profile_format format;
 };

@@ -29,7 +29,7 @@ int64_t daemon_query_reserve(struct daemon *d, struct fr_profile_request *preq)
 	 * not hold root's queries off. What they keep of their own samples
 	 * is smaller; their decoded-chunk caches shrink to fit. */
 	ask = want;
-	if (preq->has_uid) {
+	if (preq->targets.has_uid) {
 		users = fr_budget_acquire(&d->users_budget, (uint64_t)want, QUERY_WAIT_NS);
 		if (users < 0)
 			return users;
@@ -37,7 +37,7 @@ int64_t daemon_query_reserve(struct daemon *d, struct fr_profile_request *preq)
 	}
 	got = fr_budget_acquire(&d->query_budget, (uint64_t)ask, QUERY_WAIT_NS);
 	if (got < 0) {
-		if (preq->has_uid)
+		if (preq->targets.has_uid)
 			fr_budget_release(&d->users_budget, (uint64_t)users);
 		return got;
 	}

@@ -99,12 +99,9 @@ static void attach_select(const struct fr_ipc_attach_req *ar, struct fr_profile_
 {
 	preq->nevents = ar->nevents;
 	memcpy(preq->events, ar->events, sizeof(preq->events));
-	preq->npids = ar->npids;
-	memcpy(preq->pids, ar->pids, sizeof(preq->pids));
-	preq->ncomms = ar->ncomms;
-	memcpy(preq->comms, ar->comms, sizeof(preq->comms));
-	memcpy(preq->cgroup, ar->cgroup, sizeof(preq->cgroup));
-	preq->children = ar->children;
+	preq->targets = ar->targets;
+	/* Who the peer is decides has_uid, never the request. */
+	preq->targets.has_uid = 0;
 	preq->format = ar->format;
 	preq->hz = ar->hz;
 }
@@ -221,9 +218,9 @@ static cJSON *attach_reply(const struct fr_profile_request *preq,
 		fr_ipc_warn(r->warnings, &r->nwarnings, warn);
 	if (res->warning[0])
 		fr_ipc_warn(r->warnings, &r->nwarnings, res->warning);
-	if (preq->has_uid) {
+	if (preq->targets.has_uid) {
 		snprintf(line, sizeof(line), "the profile holds only your own processes (uid %u); "
-			 "root and members of socket.admin_group see the whole machine", preq->uid);
+			 "root and members of socket.admin_group see the whole machine", preq->targets.uid);
 		fr_ipc_warn(r->warnings, &r->nwarnings, line);
 	}
 	resp = fr_ipc_attach_reply_encode(r);
@@ -255,8 +252,8 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 	/* From the credentials, never from the request: a user sees the
 	 * processes it ran, whatever it asks for. */
 	if (!privileged) {
-		preq.has_uid = 1;
-		preq.uid = (uint32_t)peer->uid;
+		preq.targets.has_uid = 1;
+		preq.targets.uid = (uint32_t)peer->uid;
 	}
 	/* Samples up to the request must be in the ring before reading it. */
 	if (daemon_flush_barrier(d) < 0) {
@@ -277,7 +274,7 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		resp = attach_reply(&preq, &res, written, warn);
 out:
 	close(fd);
-	daemon_query_release(d, preq.has_uid, reserved);
+	daemon_query_release(d, preq.targets.has_uid, reserved);
 	return resp;
 }
 
@@ -300,14 +297,8 @@ static int dump_prepare(struct daemon *d, const struct fr_trigger_fire *fire,
 	if (sess) {
 		for (uint32_t e = 0; e < sess->nevents && e < FR_LIMIT_EVENTS; e++)
 			preq->events[preq->nevents++] = sess->events[e].event;
-		for (uint32_t i = 0; i < sess->npids && i < FR_LIMIT_PIDS; i++)
-			preq->pids[preq->npids++] = sess->pids[i];
-		for (uint32_t i = 0; i < sess->ncomms && i < FR_LIMIT_COMMS; i++)
-			snprintf(preq->comms[preq->ncomms++], FR_LIMIT_COMM_LEN, "%s",
-				 sess->comms[i]);
-		snprintf(preq->cgroup, sizeof(preq->cgroup), "%s", sess->cgroup);
-		preq->has_uid = sess->has_uid;
-		preq->uid = sess->uid;
+		/* A session's targets fit a request whole (core/limits.h). */
+		preq->targets = sess->targets;
 	}
 	snprintf(dir, dirlen, "%s",
 		 d->config->dumps_dir ? d->config->dumps_dir : d->dumps_default_dir);
@@ -381,7 +372,7 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
 			    fire->session, fire->kind);
 	}
 	ret = fr_dumps_write(d->ring, &dr, path, sizeof(path), err, sizeof(err));
-	daemon_query_release(d, preq->has_uid, reserved);
+	daemon_query_release(d, preq->targets.has_uid, reserved);
 	free(preq);
 	if (ret < 0) {
 		fr_log_err("dump of session %s (%s) failed: %s", fire->session, fire->kind, err);

@@ -24,21 +24,21 @@ static const char *describe_targets(const struct fr_config_session *sess, char *
 	int k;
 
 	buf[0] = '\0';
-	for (uint32_t i = 0; i < sess->npids && used < len; i++) {
-		k = snprintf(buf + used, len - used, "%s%u", i ? "," : "pid ", sess->pids[i]);
+	for (uint32_t i = 0; i < sess->targets.npids && used < len; i++) {
+		k = snprintf(buf + used, len - used, "%s%u", i ? "," : "pid ", sess->targets.pids[i]);
 		used += k > 0 ? (size_t)k : 0;
 	}
-	for (uint32_t i = 0; i < sess->ncomms && used < len; i++) {
+	for (uint32_t i = 0; i < sess->targets.ncomms && used < len; i++) {
 		k = snprintf(buf + used, len - used, "%s%s", i ? "," : used ? "; comm " : "comm ",
-			     sess->comms[i]);
+			     sess->targets.comms[i]);
 		used += k > 0 ? (size_t)k : 0;
 	}
-	if (sess->cgroup[0] && used < len) {
-		k = snprintf(buf + used, len - used, "%scgroup %s", used ? "; " : "", sess->cgroup);
+	if (sess->targets.cgroup[0] && used < len) {
+		k = snprintf(buf + used, len - used, "%scgroup %s", used ? "; " : "", sess->targets.cgroup);
 		used += k > 0 ? (size_t)k : 0;
 	}
-	if (sess->has_uid && used < len)
-		snprintf(buf + used, len - used, "%suid %u", used ? "; " : "", sess->uid);
+	if (sess->targets.has_uid && used < len)
+		snprintf(buf + used, len - used, "%suid %u", used ? "; " : "", sess->targets.uid);
 	return buf[0] ? buf : "all processes";
 }
 

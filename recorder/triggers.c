@@ -65,7 +65,7 @@ static void wake(struct fr_triggers *t)
 
 int trig_has_targets(const struct fr_config_session *s)
 {
-	return s->npids || s->ncomms || s->cgroup[0] || s->has_uid;
+	return s->targets.npids || s->targets.ncomms || s->targets.cgroup[0] || s->targets.has_uid;
 }
 
 int trig_has_kind(const struct fr_config_session *s, uint32_t kind)
@@ -78,8 +78,8 @@ int trig_has_kind(const struct fr_config_session *s, uint32_t kind)
 
 static int pid_listed(const struct fr_config_session *s, uint32_t pid)
 {
-	for (uint32_t i = 0; i < s->npids; i++)
-		if (s->pids[i] == pid)
+	for (uint32_t i = 0; i < s->targets.npids; i++)
+		if (s->targets.pids[i] == pid)
 			return 1;
 	return 0;
 }
@@ -88,8 +88,8 @@ static int comm_listed(const struct fr_config_session *s, const char *comm)
 {
 	if (!comm || !comm[0])
 		return 0;
-	for (uint32_t i = 0; i < s->ncomms; i++)
-		if (strcmp(s->comms[i], comm) == 0)
+	for (uint32_t i = 0; i < s->targets.ncomms; i++)
+		if (strcmp(s->targets.comms[i], comm) == 0)
 			return 1;
 	return 0;
 }
@@ -102,9 +102,9 @@ static int comm_listed(const struct fr_config_session *s, const char *comm)
 int trig_targets_match(const struct fr_config_session *s, uint32_t pid, const char *comm,
 			 const char *cgroup, uint32_t uid)
 {
-	return (!s->npids || pid_listed(s, pid)) && (!s->ncomms || comm_listed(s, comm)) &&
-	       (!s->cgroup[0] || fr_cgroup_within(cgroup, s->cgroup)) &&
-	       (!s->has_uid || (uid != UID_UNKNOWN && uid == s->uid));
+	return (!s->targets.npids || pid_listed(s, pid)) && (!s->targets.ncomms || comm_listed(s, comm)) &&
+	       (!s->targets.cgroup[0] || fr_cgroup_within(cgroup, s->targets.cgroup)) &&
+	       (!s->targets.has_uid || (uid != UID_UNKNOWN && uid == s->targets.uid));
 }
 
 /* ---- firing ------------------------------------------------------------ */

@@ -15,13 +15,13 @@
 
 static int targets_equal(const struct fr_config_session *a, const struct fr_config_session *b)
 {
-	if (a->npids != b->npids || a->ncomms != b->ncomms || strcmp(a->cgroup, b->cgroup) != 0 ||
-	    a->has_uid != b->has_uid || (a->has_uid && a->uid != b->uid))
+	if (a->targets.npids != b->targets.npids || a->targets.ncomms != b->targets.ncomms || strcmp(a->targets.cgroup, b->targets.cgroup) != 0 ||
+	    a->targets.has_uid != b->targets.has_uid || (a->targets.has_uid && a->targets.uid != b->targets.uid))
 		return 0;
-	if (memcmp(a->pids, b->pids, a->npids * sizeof(a->pids[0])) != 0)
+	if (memcmp(a->targets.pids, b->targets.pids, a->targets.npids * sizeof(a->targets.pids[0])) != 0)
 		return 0;
-	for (uint32_t i = 0; i < a->ncomms; i++)
-		if (strcmp(a->comms[i], b->comms[i]) != 0)
+	for (uint32_t i = 0; i < a->targets.ncomms; i++)
+		if (strcmp(a->targets.comms[i], b->targets.comms[i]) != 0)
 			return 0;
 	return 1;
 }
@@ -56,15 +56,15 @@ static void copy_session(struct fr_config_session *s, const struct fr_config_ses
 {
 	*s = *src;
 	s->name[sizeof(s->name) - 1] = '\0';
-	s->cgroup[sizeof(s->cgroup) - 1] = '\0';
+	s->targets.cgroup[sizeof(s->targets.cgroup) - 1] = '\0';
 	if (s->ntriggers > FR_CONFIG_MAX_TRIGGERS)
 		s->ntriggers = FR_CONFIG_MAX_TRIGGERS;
-	if (s->npids > FR_LIMIT_SESSION_PIDS)
-		s->npids = FR_LIMIT_SESSION_PIDS;
-	if (s->ncomms > FR_LIMIT_COMMS)
-		s->ncomms = FR_LIMIT_COMMS;
-	for (uint32_t k = 0; k < s->ncomms; k++)
-		s->comms[k][FR_LIMIT_COMM_LEN - 1] = '\0';
+	if (s->targets.npids > FR_LIMIT_SESSION_PIDS)
+		s->targets.npids = FR_LIMIT_SESSION_PIDS;
+	if (s->targets.ncomms > FR_LIMIT_COMMS)
+		s->targets.ncomms = FR_LIMIT_COMMS;
+	for (uint32_t k = 0; k < s->targets.ncomms; k++)
+		s->targets.comms[k][FR_LIMIT_COMM_LEN - 1] = '\0';
 }
 
 /* Carries into `st`, the state of new session `s`, what belongs to it of
@@ -164,7 +164,7 @@ int trig_apply(struct fr_triggers *t, const struct fr_config *cfg)
 			t->has_cpu = 1;
 		if (trig_has_kind(&sessions[i], FR_TRIGGER_EXIT)) {
 			t->has_exit = 1;
-			if (sessions[i].cgroup[0])
+			if (sessions[i].targets.cgroup[0])
 				t->track_cgroup = 1;
 		}
 	}

@@ -78,7 +78,7 @@ static uint64_t procs_delta(const struct cpu_meter *m)
 
 static int is_proc_session(const struct fr_config_session *s)
 {
-	return trig_has_kind(s, FR_TRIGGER_CPU_ABOVE) && (s->npids || s->ncomms || s->has_uid);
+	return trig_has_kind(s, FR_TRIGGER_CPU_ABOVE) && (s->targets.npids || s->targets.ncomms || s->targets.has_uid);
 }
 
 /* Adds process `pid` to the measurement of every session whose targets
@@ -96,9 +96,9 @@ static void sample_process(struct fr_triggers *t, uint32_t pid, const struct fr_
 
 		if (!is_proc_session(s))
 			continue;
-		if (s->cgroup[0] && cg_state == 0)
+		if (s->targets.cgroup[0] && cg_state == 0)
 			cg_state = fr_proc_read_cgroup(t->proc, pid, cg, sizeof(cg)) == 0 ? 1 : -1;
-		if (s->has_uid && !uid_read) {
+		if (s->targets.has_uid && !uid_read) {
 			if (fr_proc_read_uid(t->proc, pid, &uid) < 0)
 				uid = UID_UNKNOWN;
 			uid_read = 1;
@@ -176,7 +176,7 @@ static void tick_begin(struct fr_triggers *t, int *need_scan, struct machine_use
 		if (!trig_has_targets(s))
 			need_machine = 1;
 		/* Processes by name or by owner: only a scan finds them. */
-		if (s->ncomms || (s->has_uid && !s->npids))
+		if (s->targets.ncomms || (s->targets.has_uid && !s->targets.npids))
 			*need_scan = 1;
 	}
 	if (need_machine) {
@@ -202,11 +202,11 @@ static void tick_sample(struct fr_triggers *t, int need_scan)
 
 		if (!is_proc_session(s))
 			continue;
-		for (uint32_t k = 0; k < s->npids; k++) {
+		for (uint32_t k = 0; k < s->targets.npids; k++) {
 			struct fr_proc_stat ps;
 
-			if (fr_proc_read_stat(t->proc, s->pids[k], &ps) == 0)
-				sample_process(t, s->pids[k], &ps);
+			if (fr_proc_read_stat(t->proc, s->targets.pids[k], &ps) == 0)
+				sample_process(t, s->targets.pids[k], &ps);
 		}
 	}
 }
@@ -218,14 +218,14 @@ static int cgroup_use(const struct fr_triggers *t, const struct fr_config_sessio
 		      struct cpu_meter *m, double *cpu_ns)
 {
 	uint64_t usec = 0;
-	int ret = fr_proc_read_cgroup_usage(t->cgroot, s->cgroup, &usec);
+	int ret = fr_proc_read_cgroup_usage(t->cgroot, s->targets.cgroup, &usec);
 
 	if (ret < 0) {
 		if (!m->warned)
 			fr_log_warn("session %s: cannot read the CPU use of "
 				    "cgroup %s (%s%s/cpu.stat: %s); its cpu_above "
 				    "triggers wait until it can be read",
-				    s->name, s->cgroup, t->cgroot, s->cgroup, strerror(-ret));
+				    s->name, s->targets.cgroup, t->cgroot, s->targets.cgroup, strerror(-ret));
 		m->warned = 1;
 		return -1;
 	}
@@ -278,7 +278,7 @@ static double session_use(struct fr_triggers *t, uint32_t si, const struct machi
 	}
 	/* A cgroup alone is measured by its own counter; with pids or comm
 	 * it selects among their processes. */
-	if (s->cgroup[0] && !is_proc_session(s) && cgroup_use(t, s, m, &cpu_ns) < 0)
+	if (s->targets.cgroup[0] && !is_proc_session(s) && cgroup_use(t, s, m, &cpu_ns) < 0)
 		*ok = 0;
 	if (is_proc_session(s))
 		cpu_ns += procs_use(t, m);

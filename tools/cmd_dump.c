@@ -221,8 +221,8 @@ static int dump_check(struct dump_args *a)
 		fprintf(stderr, "%s dump: --json goes with --info\n", prog);
 		return EXIT_USAGE;
 	}
-	if (a->info && (q->window_s || q->from_s || q->to_s || q->out_s || q->npids || q->hz ||
-			q->format || q->nevents || q->ncomms || q->cgroup[0])) {
+	if (a->info && (q->window_s || q->from_s || q->to_s || q->out_s || q->targets.npids || q->hz ||
+			q->format || q->nevents || q->targets.ncomms || q->targets.cgroup[0])) {
 		fprintf(stderr, "%s dump: --info takes no window, output, pid, rate or format "
 			"options\n", prog);
 		return EXIT_USAGE;
@@ -259,14 +259,9 @@ static int dump_request(struct fr_ring *ring, const char *ring_s, const struct f
 			return 1;
 		}
 	}
-	req->npids = q->npids;
-	memcpy(req->pids, q->pids, sizeof(req->pids));
+	req->targets = q->targets;
 	req->nevents = q->nevents;
 	memcpy(req->events, q->events, sizeof(req->events));
-	req->ncomms = q->ncomms;
-	memcpy(req->comms, q->comms, sizeof(req->comms));
-	memcpy(req->cgroup, q->cgroup, sizeof(req->cgroup));
-	req->children = q->children;
 	req->hz = (uint32_t)q->hz;
 	req->format = q->format;
 	req->version = FR_VERSION;
@@ -320,8 +315,8 @@ int fr_cmd_dump(int argc, char **argv)
 	if (status)
 		return status < 0 ? 0 : status;
 	if (a.session_s) {
-		if (a.ring_s || a.info || a.json || q->from_s || q->to_s || q->out_s || q->npids ||
-		    q->hz || q->format || q->nevents || q->ncomms || q->cgroup[0]) {
+		if (a.ring_s || a.info || a.json || q->from_s || q->to_s || q->out_s || q->targets.npids ||
+		    q->hz || q->format || q->nevents || q->targets.ncomms || q->targets.cgroup[0]) {
 			fprintf(stderr, "%s dump: --session takes only --window and --socket (the "
 				"session says what to record and where the dump goes)\n", prog);
 			return EXIT_USAGE;

@@ -60,13 +60,13 @@ static int take_event(const char *cmd, const char *name, struct fr_query_args *q
 
 static int take_comm(const char *cmd, const char *name, struct fr_query_args *q)
 {
-	if (strlen(name) >= FR_LIMIT_COMM_LEN || q->ncomms == FR_LIMIT_COMMS) {
+	if (strlen(name) >= FR_LIMIT_COMM_LEN || q->targets.ncomms == FR_LIMIT_COMMS) {
 		fprintf(stderr, "%s: --comm: expected at most %d command names of at most %d "
 			"characters (as the kernel keeps them), got \"%s\"\n", cmd,
 			FR_LIMIT_COMMS, FR_LIMIT_COMM_LEN - 1, name);
 		return -1;
 	}
-	snprintf(q->comms[q->ncomms++], FR_LIMIT_COMM_LEN, "%s", name);
+	snprintf(q->targets.comms[q->targets.ncomms++], FR_LIMIT_COMM_LEN, "%s", name);
 	return 0;
 }
 
@@ -82,7 +82,7 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 	case FR_OPT_TO: q->to_s = arg; return 1;
 	case 'o': q->out_s = arg; return 1;
 	case FR_OPT_PID:
-		ret = fr_parse_pid_list(arg, q->pids, FR_LIMIT_PIDS, &q->npids);
+		ret = fr_parse_pid_list(arg, q->targets.pids, FR_LIMIT_PIDS, &q->targets.npids);
 		if (ret == -E2BIG)
 			fprintf(stderr, "%s: --pid: at most %d processes\n", cmd,
 				FR_LIMIT_PIDS);
@@ -102,11 +102,11 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 		return parse_list(cmd, "--event", arg, "event names like cpu or cpu,offcpu",
 				  take_event, q) ? EXIT_USAGE : 1;
 	case FR_OPT_COMM:
-		q->ncomms = 0;
+		q->targets.ncomms = 0;
 		return parse_list(cmd, "--comm", arg, "command names like postgres", take_comm, q)
 			       ? EXIT_USAGE : 1;
 	case FR_OPT_CHILDREN:
-		q->children = 1;
+		q->targets.children = 1;
 		return 1;
 	case FR_OPT_CGROUP:
 		if (arg[0] != '/' || strlen(arg) >= FR_LIMIT_CGROUP_LEN) {
@@ -114,7 +114,7 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 				"/system.slice/nginx.service, got \"%s\"\n", cmd, arg);
 			return EXIT_USAGE;
 		}
-		snprintf(q->cgroup, sizeof(q->cgroup), "%s", arg);
+		snprintf(q->targets.cgroup, sizeof(q->targets.cgroup), "%s", arg);
 		return 1;
 	case FR_OPT_FORMAT:
 		ret = fr_profile_format_parse(arg);
@@ -134,7 +134,7 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
  * Returns 0 or EXIT_USAGE (after saying why). */
 int fr_query_finish(const char *cmd, struct fr_query_args *q)
 {
-	if (q->children && !q->npids) {
+	if (q->targets.children && !q->targets.npids) {
 		fprintf(stderr, "%s: --children goes with --pid (whose children?)\n", cmd);
 		return EXIT_USAGE;
 	}
@@ -195,12 +195,12 @@ void fr_query_attach_req(const struct fr_query_args *q, struct fr_ipc_attach_req
 	r->hz = (uint32_t)q->hz;
 	r->nevents = q->nevents;
 	memcpy(r->events, q->events, sizeof(r->events));
-	r->npids = q->npids;
-	memcpy(r->pids, q->pids, sizeof(r->pids));
-	r->ncomms = q->ncomms;
-	memcpy(r->comms, q->comms, sizeof(r->comms));
-	memcpy(r->cgroup, q->cgroup, sizeof(r->cgroup));
-	r->children = q->children;
+	r->targets.npids = q->targets.npids;
+	memcpy(r->targets.pids, q->targets.pids, sizeof(r->targets.pids));
+	r->targets.ncomms = q->targets.ncomms;
+	memcpy(r->targets.comms, q->targets.comms, sizeof(r->targets.comms));
+	memcpy(r->targets.cgroup, q->targets.cgroup, sizeof(r->targets.cgroup));
+	r->targets.children = q->targets.children;
 	r->format = q->format;
 }
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "core/profile.h"
+#include "core/targets.h"
 #include "ipc/msg.h"
 
 #define EXIT_USAGE 2
@@ -26,14 +27,9 @@ struct fr_query_args {
 	int64_t window, from, to;
 	uint64_t hz;
 	enum fr_profile_format format;
-	uint32_t npids;
-	uint32_t pids[FR_LIMIT_PIDS];
 	uint32_t nevents; /* 0: cpu */
 	uint32_t events[FR_LIMIT_EVENTS];
-	uint32_t ncomms;
-	char comms[FR_LIMIT_COMMS][FR_LIMIT_COMM_LEN];
-	char cgroup[FR_LIMIT_CGROUP_LEN];
-	int children;
+	struct fr_targets targets; /* has_uid unused: the daemon decides */
 };
 
 #define FR_QUERY_LONGOPTS                                          \

@@ -49,8 +49,8 @@ static void check_same(const struct fr_config *a, const struct fr_config *b)
 		const struct fr_config_session *x = &a->sessions[s], *y = &b->sessions[s];
 
 		FUZZ_CHECK(strcmp(x->name, y->name) == 0 && x->nevents == y->nevents &&
-				   x->npids == y->npids && x->ncomms == y->ncomms &&
-				   strcmp(x->cgroup, y->cgroup) == 0 && x->ntriggers == y->ntriggers,
+				   x->targets.npids == y->targets.npids && x->targets.ncomms == y->targets.ncomms &&
+				   strcmp(x->targets.cgroup, y->targets.cgroup) == 0 && x->ntriggers == y->ntriggers,
 			   "session %u changed", s);
 		for (uint32_t t = 0; t < x->ntriggers; t++) {
 			const struct fr_config_trigger *p = &x->triggers[t], *q = &y->triggers[t];
@@ -100,7 +100,7 @@ static void check_trigger(const struct fr_config_session *x, uint32_t s, uint32_
 	case FR_TRIGGER_EXIT:
 		FUZZ_CHECK(t->signal == 0 && t->percent == 0 && t->for_ns == 0,
 			   "session %u trigger %u: an exit trigger with other fields", s, i);
-		FUZZ_CHECK(x->npids || x->ncomms || x->cgroup[0],
+		FUZZ_CHECK(x->targets.npids || x->targets.ncomms || x->targets.cgroup[0],
 			   "session %u trigger %u: an exit trigger without targets", s, i);
 		break;
 	default:
@@ -135,8 +135,8 @@ static void check_valid(const struct fr_config *cfg)
 					   : x->events[e].hz == 0,
 				   "session %u event %u at %u Hz (limit %u)", s, e, x->events[e].hz,
 				   cfg->max_rate_hz);
-		FUZZ_CHECK(x->npids <= FR_LIMIT_SESSION_PIDS && x->ncomms <= FR_LIMIT_COMMS &&
-				   memchr(x->cgroup, '\0', sizeof(x->cgroup)),
+		FUZZ_CHECK(x->targets.npids <= FR_LIMIT_SESSION_PIDS && x->targets.ncomms <= FR_LIMIT_COMMS &&
+				   memchr(x->targets.cgroup, '\0', sizeof(x->targets.cgroup)),
 			   "session %u targets out of bounds", s);
 		FUZZ_CHECK(x->ntriggers <= FR_CONFIG_MAX_TRIGGERS, "session %u has %u triggers", s,
 			   x->ntriggers);

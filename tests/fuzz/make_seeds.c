@@ -893,12 +893,12 @@ static void make_message_seeds(void)
 	ar.nevents = 2;
 	ar.events[0] = FR_EVENT_CPU;
 	ar.events[1] = (uint32_t)fr_event_lookup("offcpu");
-	ar.npids = 1;
-	ar.pids[0] = 1234;
-	ar.children = 1;
-	ar.ncomms = 1;
-	snprintf(ar.comms[0], sizeof(ar.comms[0]), "postgres");
-	snprintf(ar.cgroup, sizeof(ar.cgroup), "/system.slice/x.service");
+	ar.targets.npids = 1;
+	ar.targets.pids[0] = 1234;
+	ar.targets.children = 1;
+	ar.targets.ncomms = 1;
+	snprintf(ar.targets.comms[0], sizeof(ar.targets.comms[0]), "postgres");
+	snprintf(ar.targets.cgroup, sizeof(ar.targets.cgroup), "/system.slice/x.service");
 	ar.format = FR_PROFILE_FOLDED;
 	ap.samples = ap.samples_in_window = 5940;
 	ap.stacks = 212;

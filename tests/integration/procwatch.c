@@ -340,9 +340,9 @@ static int test_engine(void)
 	if (!c)
 		return 1;
 	s = add_exit_session(c, "crashy");
-	snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "%s", TARGET_COMM);
+	snprintf(s->targets.comms[s->targets.ncomms++], FR_LIMIT_COMM_LEN, "%s", TARGET_COMM);
 	s = add_exit_session(c, "nobody");
-	snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "fr-pw-nobody");
+	snprintf(s->targets.comms[s->targets.ncomms++], FR_LIMIT_COMM_LEN, "fr-pw-nobody");
 
 	cgroup2_root(root, sizeof(root));
 	snprintf(cgname, sizeof(cgname), "/fr-pw-%d", (int)getpid());
@@ -356,7 +356,7 @@ static int test_engine(void)
 	}
 	if (cgdir[0]) {
 		s = add_exit_session(c, "cg");
-		snprintf(s->cgroup, sizeof(s->cgroup), "%s", cgname);
+		snprintf(s->targets.cgroup, sizeof(s->targets.cgroup), "%s", cgname);
 	}
 
 	ret = fr_triggers_start(&t, c, on_dump, NULL, err, sizeof(err));
@@ -413,7 +413,7 @@ static int test_engine(void)
 	}
 	close(gate[0]);
 	s = add_exit_session(c, "bypid");
-	s->pids[s->npids++] = (uint32_t)byp;
+	s->targets.pids[s->targets.npids++] = (uint32_t)byp;
 	CHECK(fr_triggers_set(t, c) == 0, "reload");
 	usleep(300000);
 	close(gate[1]);

@@ -46,11 +46,11 @@ static int cfg_equal(const struct fr_config *a, const struct fr_config *b)
 		const struct fr_config_session *x = &a->sessions[s], *y = &b->sessions[s];
 
 		if (strcmp(x->name, y->name) != 0 || x->nevents != y->nevents ||
-		    x->npids != y->npids || x->ncomms != y->ncomms ||
-		    strcmp(x->cgroup, y->cgroup) != 0 ||
-		    memcmp(x->pids, y->pids, x->npids * sizeof(x->pids[0])) != 0 ||
-		    memcmp(x->comms, y->comms, sizeof(x->comms)) != 0 ||
-		    x->has_uid != y->has_uid || x->uid != y->uid || x->nusers != y->nusers ||
+		    x->targets.npids != y->targets.npids || x->targets.ncomms != y->targets.ncomms ||
+		    strcmp(x->targets.cgroup, y->targets.cgroup) != 0 ||
+		    memcmp(x->targets.pids, y->targets.pids, x->targets.npids * sizeof(x->targets.pids[0])) != 0 ||
+		    memcmp(x->targets.comms, y->targets.comms, sizeof(x->targets.comms)) != 0 ||
+		    x->targets.has_uid != y->targets.has_uid || x->targets.uid != y->targets.uid || x->nusers != y->nusers ||
 		    memcmp(x->users, y->users, x->nusers * sizeof(x->users[0])) != 0 ||
 		    x->ntriggers != y->ntriggers)
 			return 0;
@@ -928,9 +928,9 @@ static void test_round_trip(void)
 	{
 		const struct fr_config_session *db = &cfg.sessions[3];
 
-		CHECK(db->npids == 2 && db->pids[0] == 7 && db->pids[1] == 9, "targets.pids");
-		CHECK(db->ncomms == 1 && strcmp(db->comms[0], "postgres") == 0, "targets.comm");
-		CHECK(strcmp(db->cgroup, "/system.slice/pg.service") == 0, "targets.cgroup");
+		CHECK(db->targets.npids == 2 && db->targets.pids[0] == 7 && db->targets.pids[1] == 9, "targets.pids");
+		CHECK(db->targets.ncomms == 1 && strcmp(db->targets.comms[0], "postgres") == 0, "targets.comm");
+		CHECK(strcmp(db->targets.cgroup, "/system.slice/pg.service") == 0, "targets.cgroup");
 		CHECK(db->nevents == 3 && db->events[0].event == FR_EVENT_OFFCPU &&
 			      db->events[0].hz == 0,
 		      "offcpu has no rate");
@@ -1016,8 +1016,8 @@ static void test_oncall(void)
 	CHECK(cfg.sessions[0].nusers == 2 && cfg.sessions[0].users[0] == 65534 &&
 		      cfg.sessions[0].users[1] == 1234,
 	      "users by name and number");
-	CHECK(cfg.sessions[0].has_uid && cfg.sessions[0].uid == 0, "targets.uid by name");
-	CHECK(cfg.sessions[1].has_uid && cfg.sessions[1].uid == 4000,
+	CHECK(cfg.sessions[0].targets.has_uid && cfg.sessions[0].targets.uid == 0, "targets.uid by name");
+	CHECK(cfg.sessions[1].targets.has_uid && cfg.sessions[1].targets.uid == 4000,
 	      "targets.uid alone is a target (an exit trigger may use it)");
 	text = fr_config_to_json(&cfg);
 	CHECK(text != NULL, "to_json");

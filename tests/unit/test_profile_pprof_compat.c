@@ -356,8 +356,8 @@ static void test_same_as_go(void)
 	q.cpu_label = 1;
 	compare(r, &q, "compat-down", NULL);
 	req_init(&q, T0, T0 + 20 * SEC, 0);
-	q.has_uid = 1;
-	q.uid = 0;
+	q.targets.has_uid = 1;
+	q.targets.uid = 0;
 	compare(r, &q, "compat-uid", NULL);
 	test_ring_done(r);
 }

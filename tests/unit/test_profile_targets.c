@@ -47,11 +47,11 @@ static int64_t kept_of(struct fr_ring *r, const struct fr_profile_request *q, co
 
 static void set_comms(struct fr_profile_request *q, const char *a, const char *b)
 {
-	q->ncomms = 0;
+	q->targets.ncomms = 0;
 	if (a)
-		snprintf(q->comms[q->ncomms++], FR_LIMIT_COMM_LEN, "%s", a);
+		snprintf(q->targets.comms[q->targets.ncomms++], FR_LIMIT_COMM_LEN, "%s", a);
 	if (b)
-		snprintf(q->comms[q->ncomms++], FR_LIMIT_COMM_LEN, "%s", b);
+		snprintf(q->targets.comms[q->targets.ncomms++], FR_LIMIT_COMM_LEN, "%s", b);
 }
 
 static void test_comm_filter(void)
@@ -82,20 +82,20 @@ static void test_comm_filter(void)
 	CHECK(k == 0, "comm prefixes: kept %" PRId64 ", want 0", k);
 	/* AND with pids, OR within each. */
 	set_comms(&q, "frtest-app", "frtest-db");
-	q.npids = 2;
-	q.pids[0] = PID_DB;
-	q.pids[1] = PID_WEB;
+	q.targets.npids = 2;
+	q.targets.pids[0] = PID_DB;
+	q.targets.pids[1] = PID_WEB;
 	k = kept_of(r, &q, "comm-pid");
 	CHECK(k == 20, "comms app, db and pids db, web: kept %" PRId64 ", want 20 (db)", k);
-	q.npids = 1;
-	q.pids[0] = PID_WEB;
+	q.targets.npids = 1;
+	q.targets.pids[0] = PID_WEB;
 	k = kept_of(r, &q, "comm-pid-none");
 	CHECK(k == 0, "comms app, db and pid web: kept %" PRId64 ", want 0", k);
 
 	/* A name longer than the kernel keeps cannot match: refused. */
 	req_init(&q, T0, T0 + 60 * SEC, 0);
-	q.ncomms = 1;
-	memset(q.comms[0], 'x', FR_LIMIT_COMM_LEN);
+	q.targets.ncomms = 1;
+	memset(q.targets.comms[0], 'x', FR_LIMIT_COMM_LEN);
 	CHECK(fr_profile_write(r, &q, sink_mem, &(struct out){0}, &res, err, sizeof(err)) ==
 			      -EINVAL &&
 		      strstr(err, "longer"),
@@ -105,7 +105,7 @@ static void test_comm_filter(void)
 
 static void set_cgroup(struct fr_profile_request *q, const char *path)
 {
-	snprintf(q->cgroup, sizeof(q->cgroup), "%s", path);
+	snprintf(q->targets.cgroup, sizeof(q->targets.cgroup), "%s", path);
 }
 
 static void test_cgroup_filter(void)
@@ -159,13 +159,13 @@ static void test_cgroup_filter(void)
 	/* AND with pids. */
 	req_init(&q, T0, T0 + 60 * SEC, 0);
 	set_cgroup(&q, "/system.slice");
-	q.npids = 2;
-	q.pids[0] = PID_DB;
-	q.pids[1] = PID_WEB;
+	q.targets.npids = 2;
+	q.targets.pids[0] = PID_DB;
+	q.targets.pids[1] = PID_WEB;
 	k = kept_of(r, &q, "cgroup-pid");
 	CHECK(k == 20, "cgroup /system.slice and pids db, web: kept %" PRId64 ", want 20", k);
 	/* AND with comms. */
-	q.npids = 0;
+	q.targets.npids = 0;
 	set_comms(&q, "frtest-sub", "frtest-web");
 	k = kept_of(r, &q, "cgroup-comm");
 	CHECK(k == 5, "cgroup /system.slice and comms sub, web: kept %" PRId64 ", want 5", k);
@@ -270,26 +270,26 @@ static void test_uid_filter(void)
 	w_fini(&w);
 
 	req_init(&q, T0, T0 + 60 * SEC, 0);
-	q.has_uid = 1;
-	q.uid = 1000;
+	q.targets.has_uid = 1;
+	q.targets.uid = 1000;
 	check_children(r, &q, "uid-1000", 45, (const uint32_t[]){PID_APP, PID_WEB, PID_SUB, 0},
 		       (const uint32_t[]){PID_DB, 0}, "limited to the processes of uid 1000");
-	q.uid = 0;
+	q.targets.uid = 0;
 	check_children(r, &q, "uid-0", 20, (const uint32_t[]){PID_DB, 0},
 		       (const uint32_t[]){PID_APP, PID_WEB, PID_SUB, 0},
 		       "limited to the processes of uid 0");
 	/* A user asking for root's process by name or pid gets nothing. */
-	q.uid = 1000;
+	q.targets.uid = 1000;
 	set_comms(&q, "frtest-db", NULL);
 	k = kept_of(r, &q, "uid-1000-comm-db");
 	CHECK(k == 0, "uid 1000 and comm db: kept %" PRId64 ", want 0", k);
-	q.ncomms = 0;
-	q.npids = 1;
-	q.pids[0] = PID_DB;
+	q.targets.ncomms = 0;
+	q.targets.npids = 1;
+	q.targets.pids[0] = PID_DB;
 	k = kept_of(r, &q, "uid-1000-pid-db");
 	CHECK(k == 0, "uid 1000 and pid db: kept %" PRId64 ", want 0", k);
-	q.npids = 0;
-	q.uid = 4242;
+	q.targets.npids = 0;
+	q.targets.uid = 4242;
 	check_children(r, &q, "uid-nobody", 0, none, (const uint32_t[]){PID_APP, PID_DB, 0},
 		       "limited to the processes of uid 4242");
 	test_ring_done(r);
@@ -348,12 +348,12 @@ static void test_children(void)
 		return;
 
 	req_init(&q, T0, T0 + 60 * SEC, 0);
-	q.npids = 1;
-	q.pids[0] = FAM(100);
+	q.targets.npids = 1;
+	q.targets.pids[0] = FAM(100);
 	check_children(r, &q, "children-off", 15, (const uint32_t[]){FAM(100), 0},
 		       (const uint32_t[]){FAM(200), FAM(300), FAM(350), FAM(400), 0}, NULL);
 
-	q.children = 1;
+	q.targets.children = 1;
 	snprintf(text, sizeof(text), "--children: 4 descendant processes of %u included",
 		 FAM(100));
 	check_children(r, &q, "children", 15 + 20 + 30 + 4,
@@ -374,7 +374,7 @@ static void test_children(void)
 	out_free(&o);
 
 	/* From the middle of the tree: not the parent. */
-	q.pids[0] = FAM(200);
+	q.targets.pids[0] = FAM(200);
 	snprintf(text, sizeof(text), "--children: 3 descendant processes of %u included",
 		 FAM(200));
 	check_children(r, &q, "children-200", 20 + 30 + 4,
@@ -382,33 +382,33 @@ static void test_children(void)
 		       (const uint32_t[]){FAM(100), FAM(400), 0}, text);
 
 	/* Two pids, one of them a descendant of nothing asked. */
-	q.npids = 2;
-	q.pids[0] = FAM(400);
-	q.pids[1] = FAM(300);
+	q.targets.npids = 2;
+	q.targets.pids[0] = FAM(400);
+	q.targets.pids[1] = FAM(300);
 	snprintf(text, sizeof(text), "--children: 0 descendant processes of %u,%u included",
 		 FAM(400), FAM(300));
 	check_children(r, &q, "children-two", 10 + 30, (const uint32_t[]){FAM(400), FAM(300), 0},
 		       (const uint32_t[]){FAM(100), FAM(200), FAM(350), 0}, text);
 
 	/* Parents in a cycle, and a process that is its own: the walk ends. */
-	q.npids = 1;
-	q.pids[0] = FAM(500);
+	q.targets.npids = 1;
+	q.targets.pids[0] = FAM(500);
 	snprintf(text, sizeof(text), "--children: 1 descendant processes of %u included",
 		 FAM(500));
 	check_children(r, &q, "children-cycle", 4, (const uint32_t[]){FAM(500), FAM(600), 0},
 		       (const uint32_t[]){FAM(700), FAM(100), 0}, text);
-	q.pids[0] = FAM(700);
+	q.targets.pids[0] = FAM(700);
 	snprintf(text, sizeof(text), "--children: 0 descendant processes of %u included",
 		 FAM(700));
 	check_children(r, &q, "children-self", 2, (const uint32_t[]){FAM(700), 0},
 		       (const uint32_t[]){FAM(500), FAM(600), 0}, text);
 
 	/* Without pids, children changes nothing; folded output too. */
-	q.npids = 0;
+	q.targets.npids = 0;
 	k = kept_of(r, &q, "children-all");
 	CHECK(k == 85, "children without pids: kept %" PRId64 ", want 85", k);
-	q.npids = 1;
-	q.pids[0] = FAM(100);
+	q.targets.npids = 1;
+	q.targets.pids[0] = FAM(100);
 	q.format = FR_PROFILE_FOLDED;
 	k = kept_of(r, &q, "children-folded");
 	CHECK(k == 69, "children, folded: kept %" PRId64 ", want 69", k);
@@ -445,13 +445,13 @@ static void test_children_rates(void)
 	add_n(&w, &t, FAM(200), 10, 49, ST_USER);
 	w_fini(&w);
 	req_init(&q, T0, T0 + 60 * SEC, 0);
-	q.npids = 1;
-	q.pids[0] = FAM(100);
+	q.targets.npids = 1;
+	q.targets.pids[0] = FAM(100);
 	if (run(r, &q, &res, &o, "children-rate-off") == 0)
 		CHECK(res.hz == 99 && res.samples_seen == 40, "without children: %u Hz, seen %"
 		      PRIu64, res.hz, res.samples_seen);
 	out_free(&o);
-	q.children = 1;
+	q.targets.children = 1;
 	if (run(r, &q, &res, &o, "children-rate") == 0)
 		CHECK(res.hz == 49 && res.samples_seen == 50 && res.events[0].min_rate == 49 &&
 			      res.events[0].max_rate == 99 && res.samples_kept < 50,

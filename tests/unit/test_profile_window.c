@@ -134,9 +134,9 @@ static void test_pid_filter(void)
 	w_fini(&w);
 
 	req_init(&q, T0, T0 + 10 * SEC, 0);
-	q.npids = 2;
-	q.pids[0] = PID_WEB;
-	q.pids[1] = PID_APP;
+	q.targets.npids = 2;
+	q.targets.pids[0] = PID_WEB;
+	q.targets.pids[1] = PID_APP;
 	if (run(r, &q, &res, &o, "pids") == 0) {
 		CHECK(res.samples_seen == 40 && res.samples_kept == 40 && res.stacks == 2,
 		      "pids app+web: seen %" PRIu64 " kept %" PRIu64 " stacks %" PRIu64 ", want 40 40 2",
@@ -163,15 +163,15 @@ static void test_pid_filter(void)
 	}
 	out_free(&o);
 
-	q.npids = 1;
-	q.pids[0] = PID_DB;
+	q.targets.npids = 1;
+	q.targets.pids[0] = PID_DB;
 	if (run(r, &q, &res, &o, "pids-db") == 0)
 		CHECK(res.samples_seen == 20 && res.samples_kept == 20 && res.stacks == 1,
 		      "pid db: seen %" PRIu64 " kept %" PRIu64 " stacks %" PRIu64, res.samples_seen,
 		      res.samples_kept, res.stacks);
 	out_free(&o);
 
-	q.pids[0] = PID_BASE + 99;
+	q.targets.pids[0] = PID_BASE + 99;
 	if (run(r, &q, &res, &o, "pids-none") == 0) {
 		CHECK(res.samples_seen == 0 && res.stacks == 0,
 		      "absent pid: seen %" PRIu64 " stacks %" PRIu64, res.samples_seen, res.stacks);
@@ -318,8 +318,8 @@ static void test_aggregation_views(void)
 	 * kernel functions but gives no kernel address: those would undo
 	 * the kernel's address layout randomization. PID_DB runs as uid 0
 	 * and has the kernel stacks. */
-	q.has_uid = 1;
-	q.uid = 0;
+	q.targets.has_uid = 1;
+	q.targets.uid = 0;
 	if (run(r, &q, &res, &o, "aggregate-uid") == 0) {
 		if (raw_parse(&raw, o.path) == 0) {
 			CHECK(strstr(raw.text, "frk_schedule"), "no kernel function names");
@@ -330,7 +330,7 @@ static void test_aggregation_views(void)
 		}
 	}
 	out_free(&o);
-	q.has_uid = 0;
+	q.targets.has_uid = 0;
 
 	/* With a cpu label, samples of one thread on different cpus stay apart. */
 	q.cpu_label = 1;

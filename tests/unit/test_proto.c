@@ -66,13 +66,13 @@ static void test_attach_req(void)
 	r.nevents = 2;
 	r.events[0] = FR_EVENT_CPU;
 	r.events[1] = (uint32_t)fr_event_lookup("offcpu");
-	r.npids = 2;
-	r.pids[0] = 1234;
-	r.pids[1] = 5678;
-	r.children = 1;
-	r.ncomms = 1;
-	snprintf(r.comms[0], sizeof(r.comms[0]), "postgres");
-	snprintf(r.cgroup, sizeof(r.cgroup), "/system.slice/x.service");
+	r.targets.npids = 2;
+	r.targets.pids[0] = 1234;
+	r.targets.pids[1] = 5678;
+	r.targets.children = 1;
+	r.targets.ncomms = 1;
+	snprintf(r.targets.comms[0], sizeof(r.targets.comms[0]), "postgres");
+	snprintf(r.targets.cgroup, sizeof(r.targets.cgroup), "/system.slice/x.service");
 	r.format = FR_PROFILE_FOLDED;
 	check_text(fr_ipc_attach_req_encode(&r),
 		   "{\"req\":\"attach\",\"window_ns\":60000000000,\"hz\":99,"
@@ -101,7 +101,7 @@ static void test_attach_req(void)
 	CHECK(back.window_ns == 5 && !back.has_from && !back.has_to && back.hz == 0,
 	      "attach window defaults");
 	CHECK(back.nevents == 1 && back.events[0] == FR_EVENT_CPU, "attach events default to cpu");
-	CHECK(back.format == FR_PROFILE_PPROF && back.npids == 0 && !back.cgroup[0],
+	CHECK(back.format == FR_PROFILE_PPROF && back.targets.npids == 0 && !back.targets.cgroup[0],
 	      "attach format and targets default");
 	cJSON_Delete(obj);
 }

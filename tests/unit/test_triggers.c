@@ -574,7 +574,7 @@ static void test_args(void)
 		struct fr_config_trigger *tr;
 		struct rec r;
 
-		snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "fr-no-such");
+		snprintf(s->targets.comms[s->targets.ncomms++], FR_LIMIT_COMM_LEN, "fr-no-such");
 		add_trigger(s, FR_TRIGGER_EXIT);
 		tr = add_trigger(s, FR_TRIGGER_SIGNAL);
 		tr->signal = SIGUSR1;

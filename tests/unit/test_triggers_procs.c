@@ -104,32 +104,32 @@ static void cpu_sessions(struct fr_config *c, const char *comm, const char *cg, 
 
 	cpu_1pct(add_session(c, "machine"));
 	s = add_session(c, "mypid");
-	s->pids[s->npids++] = (uint32_t)getpid();
+	s->targets.pids[s->targets.npids++] = (uint32_t)getpid();
 	cpu_1pct(s);
 	s = add_session(c, "mycomm");
-	snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "%.15s", comm);
+	snprintf(s->targets.comms[s->targets.ncomms++], FR_LIMIT_COMM_LEN, "%.15s", comm);
 	cpu_1pct(s);
 	if (cg[0]) {
 		s = add_session(c, "mycg");
-		snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
+		snprintf(s->targets.cgroup, sizeof(s->targets.cgroup), "%s", cg);
 		cpu_1pct(s);
 	} else {
 		printf("note: no readable cgroup v2 cpu.stat for this process; cgroup not tested\n");
 	}
 	s = add_session(c, "sleeper");
-	s->pids[s->npids++] = (uint32_t)(sleeper > 0 ? sleeper : 1);
+	s->targets.pids[s->targets.npids++] = (uint32_t)(sleeper > 0 ? sleeper : 1);
 	cpu_1pct(s);
 	/* Kinds of targets combine with AND, as in profiles: this process
 	 * under another name, and the sleeper in this busy cgroup, are
 	 * nobody's. */
 	s = add_session(c, "mypid-othercomm");
-	s->pids[s->npids++] = (uint32_t)getpid();
-	snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "no-such-comm");
+	s->targets.pids[s->targets.npids++] = (uint32_t)getpid();
+	snprintf(s->targets.comms[s->targets.ncomms++], FR_LIMIT_COMM_LEN, "no-such-comm");
 	cpu_1pct(s);
 	if (cg[0]) {
 		s = add_session(c, "sleeper-mycg");
-		s->pids[s->npids++] = (uint32_t)(sleeper > 0 ? sleeper : 1);
-		snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
+		s->targets.pids[s->targets.npids++] = (uint32_t)(sleeper > 0 ? sleeper : 1);
+		snprintf(s->targets.cgroup, sizeof(s->targets.cgroup), "%s", cg);
 		cpu_1pct(s);
 	}
 }
@@ -256,15 +256,15 @@ static void test_exit_uid(void)
 	}
 	c = cfg_new();
 	s = add_session(c, "victim");
-	snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "frvictimsvc");
-	s->has_uid = 1;
-	s->uid = 0;
+	snprintf(s->targets.comms[s->targets.ncomms++], FR_LIMIT_COMM_LEN, "frvictimsvc");
+	s->targets.has_uid = 1;
+	s->targets.uid = 0;
 	add_trigger(s, FR_TRIGGER_EXIT);
 	/* Exits are handled one at a time in the order the kernel reports
 	 * them, so once a marker's exit has fired, every exit before it has
 	 * been judged. */
 	s = add_session(c, "marker");
-	snprintf(s->comms[s->ncomms++], FR_LIMIT_COMM_LEN, "frmarker");
+	snprintf(s->targets.comms[s->targets.ncomms++], FR_LIMIT_COMM_LEN, "frmarker");
 	add_trigger(s, FR_TRIGGER_EXIT)->cooldown_ns = 0;
 	rec_init(&r);
 	t = start_on(c, &r, NULL);
