@@ -56,7 +56,14 @@ static char *default_ring_path(void)
 	return asprintf(&path, "/tmp/flightrec-%u/ring", (unsigned)geteuid()) < 0 ? NULL : path;
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+struct args {
+	const char *config_path, *check_path, *ring_opt, *socket_opt, *size_opt, *hz_opt;
+};
+
+/* Reads the options into `a`. Returns -1 to go on, else the exit status
+ * (0 after --help or --version, 2 after a usage error). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	enum { OPT_CONFIG = 256, OPT_CHECK, OPT_RING, OPT_RING_SIZE, OPT_SOCKET, OPT_HZ,
 	       OPT_VERSION };
@@ -72,25 +79,18 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, OPT_VERSION},
 		{NULL, 0, NULL, 0},
 	};
-	const char *config_path = NULL, *check_path = NULL, *ring_opt = NULL, *socket_opt = NULL;
-	const char *size_opt = NULL, *hz_opt = NULL;
-	struct fr_config cfg;
-	struct fr_daemon_options opts;
-	char err[1024];
-	char *ring_path = NULL, *socket_path = NULL;
-	uint64_t hz = 0;
-	int c, ret, status;
+	int c;
 
-	fr_log_set_ident("flightrecd");
+	memset(a, 0, sizeof(*a));
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (c) {
-		case OPT_CONFIG: config_path = optarg; break;
-		case OPT_CHECK: check_path = optarg; break;
-		case OPT_RING: ring_opt = optarg; break;
-		case OPT_RING_SIZE: size_opt = optarg; break;
-		case OPT_SOCKET: socket_opt = optarg; break;
-		case OPT_HZ: hz_opt = optarg; break;
+		case OPT_CONFIG: a->config_path = optarg; break;
+		case OPT_CHECK: a->check_path = optarg; break;
+		case OPT_RING: a->ring_opt = optarg; break;
+		case OPT_RING_SIZE: a->size_opt = optarg; break;
+		case OPT_SOCKET: a->socket_opt = optarg; break;
+		case OPT_HZ: a->hz_opt = optarg; break;
 		case 'v': fr_log_level++; break;
 		case 'h': usage(stdout); return 0;
 		case OPT_VERSION: printf("flightrecd %s\n", FR_VERSION); return 0;
@@ -108,52 +108,85 @@ int main(int argc, char **argv)
 		fprintf(stderr, "flightrecd: unexpected argument \"%s\" (see --help)\n", argv[optind]);
 		return 2;
 	}
+	return -1;
+}
 
-	if (check_path) {
-		ret = fr_config_load(&cfg, check_path, err, sizeof(err));
-		if (ret < 0) {
-			fprintf(stderr, "flightrecd: %s\n", err);
-			return 1;
-		}
-		char *json = fr_config_to_json(&cfg);
-		printf("%s\n", json ? json : "");
-		free(json);
-		fr_config_fini(&cfg);
-		return 0;
+/* --check-config: validates a file and prints it as the daemon reads it. */
+static int check_config(const char *path)
+{
+	struct fr_config cfg;
+	char err[1024];
+	char *json;
+
+	if (fr_config_load(&cfg, path, err, sizeof(err)) < 0) {
+		fprintf(stderr, "flightrecd: %s\n", err);
+		return 1;
 	}
+	json = fr_config_to_json(&cfg);
+	printf("%s\n", json ? json : "");
+	free(json);
+	fr_config_fini(&cfg);
+	return 0;
+}
 
-	ret = config_path ? fr_config_load(&cfg, config_path, err, sizeof(err))
-			  : fr_config_default(&cfg);
+/* --ring-size and --hz over the configuration. Returns 0, or -1 after
+ * saying why not. */
+static int apply_overrides(const struct args *a, struct fr_config *cfg, uint64_t *hz)
+{
+	if (a->size_opt) {
+		uint64_t size;
+		if (fr_parse_size(a->size_opt, &size) < 0 || size < 2 * cfg->segment_size + 4096) {
+			fprintf(stderr, "flightrecd: --ring-size: expected a size of at least two "
+				"segments plus 4KiB, like 256MiB, got \"%s\"\n", a->size_opt);
+			return -1;
+		}
+		cfg->ring_size = size;
+	}
+	if (a->hz_opt) {
+		if (fr_parse_u64(a->hz_opt, 1, cfg->max_rate_hz, hz) < 0) {
+			fprintf(stderr, "flightrecd: --hz: expected 1..%u samples per second, got \"%s\"\n",
+				cfg->max_rate_hz, a->hz_opt);
+			return -1;
+		}
+	} else {
+		*hz = fr_config_max_hz(cfg, FR_EVENT_CPU);
+		if (!*hz)
+			*hz = 99;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	struct fr_config cfg;
+	struct fr_daemon_options opts;
+	char err[1024];
+	char *ring_path = NULL, *socket_path = NULL;
+	uint64_t hz = 0;
+	int ret, status;
+
+	fr_log_set_ident("flightrecd");
+	status = parse_args(argc, argv, &a);
+	if (status >= 0)
+		return status;
+	if (a.check_path)
+		return check_config(a.check_path);
+
+	ret = a.config_path ? fr_config_load(&cfg, a.config_path, err, sizeof(err))
+			    : fr_config_default(&cfg);
 	if (ret < 0) {
-		fprintf(stderr, "flightrecd: %s\n", config_path ? err : "cannot load the default configuration");
+		fprintf(stderr, "flightrecd: %s\n", a.config_path ? err : "cannot load the default configuration");
 		return 1;
 	}
 	status = 2;
-	if (size_opt) {
-		uint64_t size;
-		if (fr_parse_size(size_opt, &size) < 0 || size < 2 * cfg.segment_size + 4096) {
-			fprintf(stderr, "flightrecd: --ring-size: expected a size of at least two "
-				"segments plus 4KiB, like 256MiB, got \"%s\"\n", size_opt);
-			goto out;
-		}
-		cfg.ring_size = size;
-	}
-	if (hz_opt) {
-		if (fr_parse_u64(hz_opt, 1, cfg.max_rate_hz, &hz) < 0) {
-			fprintf(stderr, "flightrecd: --hz: expected 1..%u samples per second, got \"%s\"\n",
-				cfg.max_rate_hz, hz_opt);
-			goto out;
-		}
-	} else {
-		hz = fr_config_max_hz(&cfg, FR_EVENT_CPU);
-		if (!hz)
-			hz = 99;
-	}
+	if (apply_overrides(&a, &cfg, &hz) < 0)
+		goto out;
 	status = 1;
-	ring_path = ring_opt ? strdup(ring_opt)
-			     : cfg.ring_path ? strdup(cfg.ring_path) : default_ring_path();
-	socket_path = socket_opt ? strdup(socket_opt)
-				 : cfg.socket_path ? strdup(cfg.socket_path) : fr_ipc_default_socket();
+	ring_path = a.ring_opt ? strdup(a.ring_opt)
+			       : cfg.ring_path ? strdup(cfg.ring_path) : default_ring_path();
+	socket_path = a.socket_opt ? strdup(a.socket_opt)
+				   : cfg.socket_path ? strdup(cfg.socket_path) : fr_ipc_default_socket();
 	if (!ring_path || !socket_path) {
 		fprintf(stderr, "flightrecd: out of memory\n");
 		goto out;
@@ -163,9 +196,9 @@ int main(int argc, char **argv)
 	opts.ring_path = ring_path;
 	opts.socket_path = socket_path;
 	opts.hz = (uint32_t)hz;
-	opts.hz_fixed = hz_opt != NULL;
-	opts.config_path = config_path;
-	opts.config_source = config_path ? config_path : "embedded default";
+	opts.hz_fixed = a.hz_opt != NULL;
+	opts.config_path = a.config_path;
+	opts.config_source = a.config_path ? a.config_path : "embedded default";
 	status = fr_daemon_run(&opts);
 out:
 	free(ring_path);
