@@ -41,7 +41,8 @@ struct fr_ring {
 	uint32_t chunk_version;
 	uint32_t version;      /* of the file: 1 or 2 */
 	uint64_t journal_size; /* 0: none */
-	unsigned char *sb;     /* the superblock in force, FR_RING_SB_LEN bytes */
+	unsigned char *sb;     /* the superblock in force, FR_RING_SB_LEN bytes;
+	                        * opening only: NULL once open */
 	bool sb_copy;          /* the file holds an intact copy of it */
 	enum fr_ring_sb sb_state;
 
