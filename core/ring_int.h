@@ -1,5 +1,6 @@
-/* What the parts of the ring store share (core/ring.c: writing, reading
- * and the index; core/ring_sb.c: the superblock and its copy, creating a
+/* What the parts of the ring store share (core/ring.c: opening, closing
+ * and reading; core/ring_index.c: the index; core/ring_append.c: writing;
+ * core/ring_sb.c: the superblock and its copy, creating a
  * ring, moving a damaged one aside; core/ring_recover.c: finding the
  * chunks of a ring when it is opened). Private to them; the ring's users
  * include core/ring.h.
