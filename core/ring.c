@@ -192,6 +192,32 @@ static int ring_open_file(struct fr_ring *r, uint64_t size, uint64_t segment_siz
 	return 0;
 }
 
+/* Reads the superblock of the non-empty file opened. When both copies
+ * are damaged and the flags allow creating a ring, moves the file aside
+ * and opens an empty one in its place: then st->st_size is 0 and *created
+ * true. Returns 0, or -errno with a message in `err`. */
+static int ring_load_sb(struct fr_ring *r, uint64_t size, uint64_t segment_size,
+			unsigned flags, struct stat *st, bool *created, char *err, size_t errlen)
+{
+	int ret = ring_sb_load(r, (uint64_t)st->st_size, err, errlen);
+
+	if (ret == -EUCLEAN && !r->rdonly && (flags & FR_RING_CREATE)) {
+		/* Nothing of it can be read: keep it for whoever wants to
+		 * look, and record rather than refuse. */
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", err);
+		ret = ring_check_geometry(r->path, size, segment_size, err, errlen);
+		if (ret == 0)
+			ret = ring_move_aside(r, why, err, errlen);
+		if (ret == 0) {
+			*created = true;
+			st->st_size = 0;
+		}
+	}
+	return ret;
+}
+
 int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 		 uint64_t segment_size, unsigned flags, char *err, size_t errlen)
 {
@@ -213,21 +239,7 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
 		goto err;
 
 	if (st.st_size > 0) {
-		ret = ring_sb_load(r, (uint64_t)st.st_size, err, errlen);
-		if (ret == -EUCLEAN && !rdonly && (flags & FR_RING_CREATE)) {
-			/* Nothing of it can be read: keep it for whoever wants to
-			 * look, and record rather than refuse. */
-			char why[512];
-
-			snprintf(why, sizeof(why), "%s", err);
-			ret = ring_check_geometry(path, size, segment_size, err, errlen);
-			if (ret == 0)
-				ret = ring_move_aside(r, why, err, errlen);
-			if (ret == 0) {
-				created = true;
-				st.st_size = 0;
-			}
-		}
+		ret = ring_load_sb(r, size, segment_size, flags, &st, &created, err, errlen);
 		if (ret < 0)
 			goto err;
 	}
