@@ -71,7 +71,7 @@
  *                  else the last frame of that kind stored so far;
  *                - otherwise, when the frame at position p - 1 (the
  *                  caller, C) is the caller recorded in slot
- *                  h(C) = mix(0, C) mod 4096 (mix as in core/chunk.c:
+ *                  h(C) = mix(0, C) mod 4096 (mix as in core/chunk_int.h:
  *                  x = C; x *= 0x9e3779b97f4a7c15; x ^= x >> 29), the frame
  *                  recorded with it there;
  *                - else C if it is of the same kind, else the last frame of

@@ -1,5 +1,6 @@
-/* What the parts of the ring store share (core/ring.c: writing, reading
- * and the index; core/ring_sb.c: the superblock and its copy, creating a
+/* What the parts of the ring store share (core/ring.c: opening, closing
+ * and reading; core/ring_index.c: the index; core/ring_append.c: writing;
+ * core/ring_sb.c: the superblock and its copy, creating a
  * ring, moving a damaged one aside; core/ring_recover.c: finding the
  * chunks of a ring when it is opened). Private to them; the ring's users
  * include core/ring.h.
@@ -41,7 +42,8 @@ struct fr_ring {
 	uint32_t chunk_version;
 	uint32_t version;      /* of the file: 1 or 2 */
 	uint64_t journal_size; /* 0: none */
-	unsigned char *sb;     /* the superblock in force, FR_RING_SB_LEN bytes */
+	unsigned char *sb;     /* the superblock in force, FR_RING_SB_LEN bytes;
+	                        * opening only: NULL once open */
 	bool sb_copy;          /* the file holds an intact copy of it */
 	enum fr_ring_sb sb_state;
 
@@ -98,13 +100,33 @@ static inline bool in_journal(const struct fr_ring *r, uint64_t offset)
 	return offset >= FR_RING_SB_LEN && offset < FR_RING_SB_LEN + r->journal_size;
 }
 
-/* core/ring.c: whole reads and writes, and the index. */
+/* Entry i of the index, from its oldest. */
+static inline struct fr_ring_ref *ring_idx_at(const struct fr_ring *r, size_t i)
+{
+	return &r->idx[(r->idx_head + i) % r->idx_cap];
+}
+
+/* core/ring.c: whole reads and writes; writes and syncs through the
+ * uring when the ring has one. */
 ssize_t ring_pread_full(int fd, void *buf, size_t len, uint64_t off);
 int ring_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+int ring_write(struct fr_ring *r, const void *buf, size_t len, uint64_t off);
+int ring_fdatasync(struct fr_ring *r);
+
+/* core/ring_index.c: the index and the journal's group. */
 int ring_idx_reserve(struct fr_ring *r, size_t want);
 void ring_idx_push(struct fr_ring *r, const struct fr_ring_ref *ref);
+void ring_idx_account_drop(struct fr_ring *r, const struct fr_ring_ref *ref);
+void ring_idx_drop_segment(struct fr_ring *r, uint32_t seg);
+ssize_t ring_idx_find(const struct fr_ring *r, uint64_t seq);
+void ring_idx_remove_at(struct fr_ring *r, size_t pos);
 struct fr_ring_ref ring_ref_of(const struct fr_chunk_header *h, uint64_t offset);
 int ring_jidx_push(struct fr_ring *r, const struct fr_ring_ref *ref);
+void ring_jidx_remove_at(struct fr_ring *r, size_t pos);
+
+/* core/ring_append.c: stores the journal's group as one chunk of the
+ * segments and empties the journal. */
+int ring_merge_group(struct fr_ring *r);
 
 /* core/ring_sb.c */
 int ring_check_geometry(const char *path, uint64_t size, uint64_t segment_size,

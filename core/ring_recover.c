@@ -302,10 +302,106 @@ out:
 	return ret;
 }
 
+/* Scans every segment into s, s->c sorted by sequence number, looking past
+ * zeros where chunks are missing (below). Returns 0 or -errno. */
+static int scan_segments(struct fr_ring *r, struct scan *s)
+{
+	int ret;
+
+	for (uint32_t seg = 0; seg < r->nsegments; seg++) {
+		s->zero_stop[seg] = NO_ZERO_STOP;
+		ret = scan_segment(r, s, seg, 0, false);
+		if (ret < 0)
+			return ret;
+	}
+	if (s->n > 1)
+		qsort(s->c, s->n, sizeof(*s->c), cmp_cand_seq);
+
+	/* Sequence numbers are consecutive in a ring that is only appended
+	 * to, wrapped and expired. A gap means chunks are missing between
+	 * ones that were found: when a zeroed page took a header, the chunks
+	 * behind it in its segment were taken for never-written space. Look
+	 * past the zeros of those segments then (and only then: reading the
+	 * untouched tails of a healthy ring would slow every open). */
+	for (size_t i = 1; i < s->n; i++) {
+		if (s->c[i].ref.seq - s->c[i].ref.covers <= s->c[i - 1].ref.seq + 1)
+			continue;
+		for (uint32_t seg = 0; seg < r->nsegments; seg++) {
+			if (s->zero_stop[seg] == NO_ZERO_STOP)
+				continue;
+			ret = scan_segment(r, s, seg, s->zero_stop[seg], true);
+			if (ret < 0)
+				return ret;
+		}
+		qsort(s->c, s->n, sizeof(*s->c), cmp_cand_seq);
+		break;
+	}
+	return 0;
+}
+
+/* Leaves in s (sorted, its tail verified) one intact chunk per sequence
+ * number, counting the damaged ones and the holes between them. */
+static void keep_intact(struct fr_ring *r, struct scan *s)
+{
+	size_t keep;
+
+	/* Duplicate sequence numbers cannot come from this writer; keep the
+	 * first of each. */
+	keep = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (keep == 0 || s->c[i].ref.seq != s->c[keep - 1].ref.seq)
+			s->c[keep++] = s->c[i];
+	s->n = keep;
+
+	/* A hole that remains is a chunk whose header was destroyed: count it
+	 * too. Then only the intact chunks go on. */
+	for (size_t i = 1; i < s->n; i++) {
+		uint64_t first = s->c[i].ref.seq - s->c[i].ref.covers;
+
+		if (first > s->c[i - 1].ref.seq + 1)
+			r->corrupt += first - s->c[i - 1].ref.seq - 1;
+	}
+	keep = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->c[i].damaged)
+			s->c[keep++] = s->c[i];
+	s->n = keep;
+}
+
+/* Sets the append cursor and the numbering from the intact chunks in s,
+ * dropping those the cursor is about to overwrite. */
+static void resume_cursor(struct fr_ring *r, struct scan *s)
+{
+	/* The cursor resumes after the newest valid chunk; anything after it
+	 * in its segment is older data about to be overwritten. */
+	if (s->n > 0) {
+		const struct fr_ring_ref *top = &s->c[s->n - 1].ref;
+		uint32_t cseg = seg_of(r, top->offset);
+		uint64_t cend = top->offset + align8(top->len);
+		size_t keep = 0;
+
+		r->cur_seg = cseg;
+		r->cur_off = cend - seg_base(r, cseg);
+		for (size_t i = 0; i < s->n; i++) {
+			const struct fr_ring_ref *ref = &s->c[i].ref;
+
+			if (seg_of(r, ref->offset) == cseg && ref->offset >= cend)
+				continue;
+			s->c[keep++] = s->c[i];
+		}
+		s->n = keep;
+	} else {
+		r->cur_seg = 0;
+		r->cur_off = 0;
+	}
+	/* Numbering resumes after the newest intact chunk, so a torn last
+	 * write leaves no hole once it is overwritten. */
+	r->next_seq = s->n > 0 ? s->c[s->n - 1].ref.seq + 1 : s->any_seq ? s->max_seq + 1 : 1;
+}
+
 int ring_recover(struct fr_ring *r)
 {
 	struct scan s;
-	size_t keep;
 	int ret;
 
 	memset(&s, 0, sizeof(s));
@@ -315,85 +411,14 @@ int ring_recover(struct fr_ring *r)
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (uint32_t seg = 0; seg < r->nsegments; seg++) {
-		s.zero_stop[seg] = NO_ZERO_STOP;
-		ret = scan_segment(r, &s, seg, 0, false);
-		if (ret < 0)
-			goto out;
-	}
-	if (s.n > 1)
-		qsort(s.c, s.n, sizeof(*s.c), cmp_cand_seq);
-
-	/* Sequence numbers are consecutive in a ring that is only appended
-	 * to, wrapped and expired. A gap means chunks are missing between
-	 * ones that were found: when a zeroed page took a header, the chunks
-	 * behind it in its segment were taken for never-written space. Look
-	 * past the zeros of those segments then (and only then: reading the
-	 * untouched tails of a healthy ring would slow every open). */
-	for (size_t i = 1; i < s.n; i++) {
-		if (s.c[i].ref.seq - s.c[i].ref.covers <= s.c[i - 1].ref.seq + 1)
-			continue;
-		for (uint32_t seg = 0; seg < r->nsegments; seg++) {
-			if (s.zero_stop[seg] == NO_ZERO_STOP)
-				continue;
-			ret = scan_segment(r, &s, seg, s.zero_stop[seg], true);
-			if (ret < 0)
-				goto out;
-		}
-		qsort(s.c, s.n, sizeof(*s.c), cmp_cand_seq);
-		break;
-	}
+	ret = scan_segments(r, &s);
+	if (ret < 0)
+		goto out;
 	ret = verify_tail(r, &s);
 	if (ret < 0)
 		goto out;
-
-	/* Duplicate sequence numbers cannot come from this writer; keep the
-	 * first of each. */
-	keep = 0;
-	for (size_t i = 0; i < s.n; i++)
-		if (keep == 0 || s.c[i].ref.seq != s.c[keep - 1].ref.seq)
-			s.c[keep++] = s.c[i];
-	s.n = keep;
-
-	/* A hole that remains is a chunk whose header was destroyed: count it
-	 * too. Then only the intact chunks go on. */
-	for (size_t i = 1; i < s.n; i++) {
-		uint64_t first = s.c[i].ref.seq - s.c[i].ref.covers;
-
-		if (first > s.c[i - 1].ref.seq + 1)
-			r->corrupt += first - s.c[i - 1].ref.seq - 1;
-	}
-	keep = 0;
-	for (size_t i = 0; i < s.n; i++)
-		if (!s.c[i].damaged)
-			s.c[keep++] = s.c[i];
-	s.n = keep;
-
-	/* The cursor resumes after the newest valid chunk; anything after it
-	 * in its segment is older data about to be overwritten. */
-	if (s.n > 0) {
-		const struct fr_ring_ref *top = &s.c[s.n - 1].ref;
-		uint32_t cseg = seg_of(r, top->offset);
-		uint64_t cend = top->offset + align8(top->len);
-
-		r->cur_seg = cseg;
-		r->cur_off = cend - seg_base(r, cseg);
-		keep = 0;
-		for (size_t i = 0; i < s.n; i++) {
-			const struct fr_ring_ref *ref = &s.c[i].ref;
-
-			if (seg_of(r, ref->offset) == cseg && ref->offset >= cend)
-				continue;
-			s.c[keep++] = s.c[i];
-		}
-		s.n = keep;
-	} else {
-		r->cur_seg = 0;
-		r->cur_off = 0;
-	}
-	/* Numbering resumes after the newest intact chunk, so a torn last
-	 * write leaves no hole once it is overwritten. */
-	r->next_seq = s.n > 0 ? s.c[s.n - 1].ref.seq + 1 : s.any_seq ? s.max_seq + 1 : 1;
+	keep_intact(r, &s);
+	resume_cursor(r, &s);
 
 	/* What a damaged file claims a chunk stands for never reaches over
 	 * the chunk before it. */
@@ -421,4 +446,3 @@ out:
 	free(s.zero_stop);
 	return ret;
 }
-

@@ -241,6 +241,94 @@ static const char *sb_problem(int ret)
 	}
 }
 
+/* When the primary superblock (sb_decode() said *p) does not hold, reads
+ * the copy, the file's last FR_RING_SB_LEN bytes, into `copy` and puts
+ * what sb_decode() says of it in *c. A copy that holds, and ends exactly
+ * where its own geometry puts it, becomes the superblock in force: it is
+ * copied to `sb`, its geometry to *g, and *p becomes 0. Returns 0, or
+ * -errno with a message in `err` when the copy cannot be read. */
+static int sb_load_copy(struct fr_ring *r, uint64_t actual_size, unsigned char *sb,
+			unsigned char *copy, struct sb_geom *g, int *p, int *c, char *err,
+			size_t errlen)
+{
+	struct sb_geom cg;
+	ssize_t cn;
+
+	/* A format this build does not read is not damage: no copy of ours
+	 * can stand for it. */
+	if (*p == 0 || *p == -EPROTONOSUPPORT || actual_size < 2 * FR_RING_SB_LEN)
+		return 0;
+	cn = ring_pread_full(r->fd, copy, FR_RING_SB_LEN, actual_size - FR_RING_SB_LEN);
+	if (cn < 0) {
+		fr_set_err(err, errlen, "cannot read %s: %s", r->path, strerror((int)-cn));
+		return (int)cn;
+	}
+	*c = sb_decode(copy, (size_t)cn, &cg);
+	if (*c == 0 && cg.file_size != actual_size - FR_RING_SB_LEN)
+		*c = -EUCLEAN; /* a superblock, not where its own copy would be */
+	if (*c == 0) {
+		fr_log_warn("%s: the superblock is damaged (%s); reading the ring through "
+			    "its copy at offset %" PRIu64,
+			    r->path, sb_problem(*p), cg.file_size);
+		memcpy(sb, copy, FR_RING_SB_LEN);
+		*g = cg;
+		*p = 0;
+		r->sb_copy = true;
+		r->sb_state = FR_RING_SB_FROM_COPY;
+	}
+	return 0;
+}
+
+/* Neither the superblock nor its copy holds (sb_decode() said p of the
+ * one in `sb` and c of the one in `copy`): says why in `err` and returns
+ * -EPROTONOSUPPORT, -EUCLEAN, -EMEDIUMTYPE or -errno, as
+ * ring_sb_load(). */
+static int sb_load_failed(struct fr_ring *r, uint64_t actual_size, const unsigned char *sb,
+			  const unsigned char *copy, int p, int c, char *err, size_t errlen)
+{
+	int ev;
+
+	/* A version this build does not know, in either superblock, may be a
+	 * newer format: refused, never repaired or moved aside. */
+	if (p == SB_UNKNOWN_VERSION)
+		p = -EPROTONOSUPPORT;
+	if (c == SB_UNKNOWN_VERSION)
+		c = -EPROTONOSUPPORT;
+	if (p == -EPROTONOSUPPORT || c == -EPROTONOSUPPORT) {
+		const unsigned char *v = p == -EPROTONOSUPPORT ? sb : copy;
+
+		if (fr_get_le32(v + 16) != 1 && fr_get_le32(v + 16) != FR_RING_VERSION)
+			fr_set_err(err, errlen,
+				"%s is a flightrec ring of format version %" PRIu32
+				"; this build reads versions 1 to %d",
+				r->path, fr_get_le32(v + 16), FR_RING_VERSION);
+		else
+			fr_set_err(err, errlen,
+				"%s holds chunks of format version %" PRIu32
+				"; this build reads version %d",
+				r->path, fr_get_le32(v + 44), FR_CHUNK_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	/* A ring (the magic in either superblock, or its chunks) is damaged;
+	 * anything else is not ours. */
+	ev = p == -EUCLEAN || c == -EUCLEAN ? 1 : chunk_evidence(r->fd, actual_size);
+	if (ev < 0) {
+		fr_set_err(err, errlen, "cannot read %s: %s", r->path, strerror(-ev));
+		return ev;
+	}
+	if (ev) {
+		fr_set_err(err, errlen,
+			"%s is a flightrec ring whose superblock is damaged (%s) and "
+			"has no intact copy; its geometry is unknown, so its chunks "
+			"cannot be read",
+			r->path, sb_problem(p));
+		return -EUCLEAN;
+	}
+	fr_set_err(err, errlen, "%s is not a flightrec ring (%s); refusing to overwrite it",
+		r->path, p == -EMEDIUMTYPE ? "bad magic" : "damaged superblock, no chunks");
+	return -EMEDIUMTYPE;
+}
+
 /* Reads the superblock: the primary at offset 0, or when it is damaged
  * its copy, the file's last FR_RING_SB_LEN bytes (taken only when the
  * geometry it describes ends exactly there). Returns 0; -EPROTONOSUPPORT
@@ -251,8 +339,8 @@ static const char *sb_problem(int ret)
 int ring_sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t errlen)
 {
 	unsigned char *sb = malloc(2 * FR_RING_SB_LEN), *copy = sb + FR_RING_SB_LEN;
-	struct sb_geom g, cg;
-	ssize_t n, cn = 0;
+	struct sb_geom g;
+	ssize_t n, cn;
 	int p, c = -EMEDIUMTYPE, ret;
 
 	if (!sb)
@@ -269,74 +357,11 @@ int ring_sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t errl
 		cn = ring_pread_full(r->fd, copy, FR_RING_SB_LEN, g.file_size);
 		r->sb_copy = cn == FR_RING_SB_LEN && memcmp(sb, copy, FR_RING_SB_LEN) == 0;
 	}
-	/* A format this build does not read is not damage: no copy of ours
-	 * can stand for it. */
-	if (p != 0 && p != -EPROTONOSUPPORT && actual_size >= 2 * FR_RING_SB_LEN) {
-		cn = ring_pread_full(r->fd, copy, FR_RING_SB_LEN, actual_size - FR_RING_SB_LEN);
-		if (cn < 0) {
-			fr_set_err(err, errlen, "cannot read %s: %s", r->path,
-				   strerror((int)-cn));
-			ret = (int)cn;
-			goto out;
-		}
-		c = sb_decode(copy, (size_t)cn, &cg);
-		if (c == 0 && cg.file_size != actual_size - FR_RING_SB_LEN)
-			c = -EUCLEAN; /* a superblock, not where its own copy would be */
-		if (c == 0) {
-			fr_log_warn("%s: the superblock is damaged (%s); reading the ring through "
-				    "its copy at offset %" PRIu64,
-				    r->path, sb_problem(p), cg.file_size);
-			memcpy(sb, copy, FR_RING_SB_LEN);
-			g = cg;
-			p = 0;
-			r->sb_copy = true;
-			r->sb_state = FR_RING_SB_FROM_COPY;
-		}
-	}
-	/* A version this build does not know, in either superblock, may be a
-	 * newer format: refused, never repaired or moved aside. */
-	if (p == SB_UNKNOWN_VERSION)
-		p = -EPROTONOSUPPORT;
-	if (c == SB_UNKNOWN_VERSION)
-		c = -EPROTONOSUPPORT;
-	if (p == -EPROTONOSUPPORT || (p != 0 && c == -EPROTONOSUPPORT)) {
-		const unsigned char *v = p == -EPROTONOSUPPORT ? sb : copy;
-
-		if (fr_get_le32(v + 16) != 1 && fr_get_le32(v + 16) != FR_RING_VERSION)
-			fr_set_err(err, errlen,
-				"%s is a flightrec ring of format version %" PRIu32
-				"; this build reads versions 1 to %d",
-				r->path, fr_get_le32(v + 16), FR_RING_VERSION);
-		else
-			fr_set_err(err, errlen,
-				"%s holds chunks of format version %" PRIu32
-				"; this build reads version %d",
-				r->path, fr_get_le32(v + 44), FR_CHUNK_VERSION);
-		ret = -EPROTONOSUPPORT;
+	ret = sb_load_copy(r, actual_size, sb, copy, &g, &p, &c, err, errlen);
+	if (ret < 0)
 		goto out;
-	}
 	if (p != 0) {
-		/* Neither superblock holds. A ring (the magic in either, or its
-		 * chunks) is damaged; anything else is not ours. */
-		int ev = p == -EUCLEAN || c == -EUCLEAN ? 1 : chunk_evidence(r->fd, actual_size);
-
-		if (ev < 0) {
-			fr_set_err(err, errlen, "cannot read %s: %s", r->path, strerror(-ev));
-			ret = ev;
-		} else if (ev) {
-			fr_set_err(err, errlen,
-				"%s is a flightrec ring whose superblock is damaged (%s) and "
-				"has no intact copy; its geometry is unknown, so its chunks "
-				"cannot be read",
-				r->path, sb_problem(p));
-			ret = -EUCLEAN;
-		} else {
-			fr_set_err(err, errlen,
-				"%s is not a flightrec ring (%s); refusing to overwrite it",
-				r->path,
-				p == -EMEDIUMTYPE ? "bad magic" : "damaged superblock, no chunks");
-			ret = -EMEDIUMTYPE;
-		}
+		ret = sb_load_failed(r, actual_size, sb, copy, p, c, err, errlen);
 		goto out;
 	}
 	r->version = g.version;
