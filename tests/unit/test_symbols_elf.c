@@ -70,24 +70,21 @@ static uint32_t strtab_add(char *tab, size_t *len, const char *str)
 	return off;
 }
 
-/* Writes a minimal ELF64 file: one PT_LOAD covering headers and .text, a
- * PT_NOTE with the GNU build id, and one symbol table. */
-static int fake_elf_write(const char *path, const struct fake_elf *fe)
+/* Where the parts of a fake ELF file lie, as its writing steps place them. */
+struct fake_layout {
+	size_t note_len;
+	size_t sym_off, str_off, str_len;
+	size_t shstr_off, sh_off;
+};
+
+/* The ELF header, the GNU build id note, the two program headers (one
+ * PT_LOAD covering headers and .text, one PT_NOTE) and .text itself. */
+static void fake_elf_headers(uint8_t *buf, const struct fake_elf *fe, struct fake_layout *lo)
 {
-	const size_t cap = 0x4000;
-	uint8_t *buf = calloc(1, cap);
-	char shstr[128], *str;
-	size_t shlen = 1, str_len = 1, off, sym_off, str_off, shstr_off, sh_off, note_len;
 	Elf64_Ehdr *eh;
 	Elf64_Phdr *ph;
-	Elf64_Shdr *sh;
-	Elf64_Sym *sym;
 	Elf64_Nhdr *nh;
-	int fd, ret = -1;
 
-	if (!buf)
-		return -1;
-	shstr[0] = '\0';
 	eh = (Elf64_Ehdr *)buf;
 	memcpy(eh->e_ident, ELFMAG, SELFMAG);
 	eh->e_ident[EI_CLASS] = ELFCLASS64;
@@ -102,7 +99,7 @@ static int fake_elf_write(const char *path, const struct fake_elf *fe)
 	eh->e_ehsize = sizeof(*eh);
 	eh->e_phentsize = sizeof(*ph);
 	eh->e_phnum = 2;
-	eh->e_shentsize = sizeof(*sh);
+	eh->e_shentsize = sizeof(Elf64_Shdr);
 	eh->e_shnum = 6;
 	eh->e_shstrndx = 5;
 
@@ -112,7 +109,7 @@ static int fake_elf_write(const char *path, const struct fake_elf *fe)
 	nh->n_type = NT_GNU_BUILD_ID;
 	memcpy(nh + 1, "GNU", 4);
 	memcpy((uint8_t *)(nh + 1) + 4, fe->bid, fe->bid_len);
-	note_len = sizeof(*nh) + 4 + ((fe->bid_len + 3) & ~(size_t)3);
+	lo->note_len = sizeof(*nh) + 4 + ((fe->bid_len + 3) & ~(size_t)3);
 
 	ph = (Elf64_Phdr *)(buf + sizeof(*eh));
 	ph[0].p_type = PT_LOAD;
@@ -124,22 +121,29 @@ static int fake_elf_write(const char *path, const struct fake_elf *fe)
 	ph[1].p_flags = PF_R;
 	ph[1].p_offset = FAKE_NOTE_OFF;
 	ph[1].p_vaddr = ph[1].p_paddr = fe->base + FAKE_NOTE_OFF;
-	ph[1].p_filesz = ph[1].p_memsz = note_len;
+	ph[1].p_filesz = ph[1].p_memsz = lo->note_len;
 	ph[1].p_align = 4;
 	if (!fe->debug_only)
 		memset(buf + FAKE_TEXT_OFF, 0xcc, FAKE_TEXT_SIZE);
+}
 
-	off = FAKE_TEXT_OFF + FAKE_TEXT_SIZE;
-	sym_off = off;
-	sym = (Elf64_Sym *)(buf + sym_off);
-	str_off = sym_off + (fe->nsyms + 1) * sizeof(*sym);
-	str = (char *)buf + str_off;
+/* The symbol table and its string table, after .text. */
+static void fake_elf_symbols(uint8_t *buf, const struct fake_elf *fe, struct fake_layout *lo)
+{
+	Elf64_Sym *sym;
+	char *str;
+
+	lo->str_len = 1;
+	lo->sym_off = FAKE_TEXT_OFF + FAKE_TEXT_SIZE;
+	sym = (Elf64_Sym *)(buf + lo->sym_off);
+	lo->str_off = lo->sym_off + (fe->nsyms + 1) * sizeof(*sym);
+	str = (char *)buf + lo->str_off;
 	str[0] = '\0';
 	for (size_t i = 0; i < fe->nsyms; i++) {
 		const struct fake_sym *f = &fe->syms[i];
 		Elf64_Sym *e = &sym[i + 1];
 
-		e->st_name = strtab_add(str, &str_len, f->name);
+		e->st_name = strtab_add(str, &lo->str_len, f->name);
 		e->st_info = f->info;
 		if (f->value != FAKE_UNDEF) {
 			e->st_shndx = 1;
@@ -147,10 +151,22 @@ static int fake_elf_write(const char *path, const struct fake_elf *fe)
 			e->st_size = f->size;
 		}
 	}
-	shstr_off = str_off + str_len;
-	sh_off = (shstr_off + sizeof(shstr) + 7) & ~(size_t)7;
-	eh->e_shoff = sh_off;
-	sh = (Elf64_Shdr *)(buf + sh_off);
+}
+
+/* The section names and headers: .text, the note, the symbol and string
+ * tables, .shstrtab. Returns the length of the whole file. */
+static size_t fake_elf_sections(uint8_t *buf, const struct fake_elf *fe, struct fake_layout *lo)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)buf;
+	Elf64_Shdr *sh;
+	char shstr[128];
+	size_t shlen = 1;
+
+	shstr[0] = '\0';
+	lo->shstr_off = lo->str_off + lo->str_len;
+	lo->sh_off = (lo->shstr_off + sizeof(shstr) + 7) & ~(size_t)7;
+	eh->e_shoff = lo->sh_off;
+	sh = (Elf64_Shdr *)(buf + lo->sh_off);
 	sh[1].sh_name = strtab_add(shstr, &shlen, ".text");
 	sh[1].sh_type = fe->debug_only ? SHT_NOBITS : SHT_PROGBITS;
 	sh[1].sh_flags = SHF_ALLOC | SHF_EXECINSTR;
@@ -163,30 +179,47 @@ static int fake_elf_write(const char *path, const struct fake_elf *fe)
 	sh[2].sh_flags = SHF_ALLOC;
 	sh[2].sh_addr = fe->base + FAKE_NOTE_OFF;
 	sh[2].sh_offset = FAKE_NOTE_OFF;
-	sh[2].sh_size = note_len;
+	sh[2].sh_size = lo->note_len;
 	sh[2].sh_addralign = 4;
 	sh[3].sh_name = strtab_add(shstr, &shlen,
 				   fe->symtab_type == SHT_SYMTAB ? ".symtab" : ".dynsym");
 	sh[3].sh_type = fe->symtab_type;
-	sh[3].sh_offset = sym_off;
-	sh[3].sh_size = (fe->nsyms + 1) * sizeof(*sym);
+	sh[3].sh_offset = lo->sym_off;
+	sh[3].sh_size = (fe->nsyms + 1) * sizeof(Elf64_Sym);
 	sh[3].sh_link = 4;
 	sh[3].sh_info = 1;
-	sh[3].sh_entsize = sizeof(*sym);
+	sh[3].sh_entsize = sizeof(Elf64_Sym);
 	sh[3].sh_addralign = 8;
 	sh[4].sh_name = strtab_add(shstr, &shlen,
 				   fe->symtab_type == SHT_SYMTAB ? ".strtab" : ".dynstr");
 	sh[4].sh_type = SHT_STRTAB;
-	sh[4].sh_offset = str_off;
-	sh[4].sh_size = str_len;
+	sh[4].sh_offset = lo->str_off;
+	sh[4].sh_size = lo->str_len;
 	sh[4].sh_addralign = 1;
 	sh[5].sh_name = strtab_add(shstr, &shlen, ".shstrtab");
 	sh[5].sh_type = SHT_STRTAB;
-	sh[5].sh_offset = shstr_off;
+	sh[5].sh_offset = lo->shstr_off;
 	sh[5].sh_size = shlen;
 	sh[5].sh_addralign = 1;
-	memcpy(buf + shstr_off, shstr, shlen);
-	off = sh_off + 6 * sizeof(*sh);
+	memcpy(buf + lo->shstr_off, shstr, shlen);
+	return lo->sh_off + 6 * sizeof(*sh);
+}
+
+/* Writes a minimal ELF64 file: one PT_LOAD covering headers and .text, a
+ * PT_NOTE with the GNU build id, and one symbol table. */
+static int fake_elf_write(const char *path, const struct fake_elf *fe)
+{
+	const size_t cap = 0x4000;
+	uint8_t *buf = calloc(1, cap);
+	struct fake_layout lo;
+	size_t off;
+	int fd, ret = -1;
+
+	if (!buf)
+		return -1;
+	fake_elf_headers(buf, fe, &lo);
+	fake_elf_symbols(buf, fe, &lo);
+	off = fake_elf_sections(buf, fe, &lo);
 
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd >= 0) {
@@ -258,56 +291,92 @@ static int mkdir_p(char *path)
 	return 0;
 }
 
+static const uint8_t fake_bid[20] = { 0xfe, 0xed, 0xfa, 0xce, 1, 2, 3, 4, 5, 6,
+				      7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+
+/* The files test_fake_elf resolves in, all under one new directory. */
+struct fake_files {
+	char dir[sizeof("/tmp/fr-test-elf-XXXXXX")];
+	char exec_path[256], dyn_path[256], lib_path[256], dbg_path[256];
+};
+
+/* A non-PIE executable, a shared object, and a stripped library at
+ * lib/ with its separate debug file under usr/lib/debug/.build-id/. */
+static void fake_files_write(struct fake_files *ff)
+{
+	struct fake_elf fe = {
+		.bid = fake_bid,
+		.bid_len = sizeof(fake_bid),
+		.syms = fake_syms,
+		.nsyms = sizeof(fake_syms) / sizeof(fake_syms[0]),
+		.symtab_type = SHT_SYMTAB,
+	};
+	char hex[41];
+
+	snprintf(ff->exec_path, sizeof(ff->exec_path), "%s/exec", ff->dir);
+	snprintf(ff->dyn_path, sizeof(ff->dyn_path), "%s/libfull.so", ff->dir);
+	snprintf(ff->lib_path, sizeof(ff->lib_path), "%s/lib/libfake.so", ff->dir);
+	snprintf(ff->dbg_path, sizeof(ff->dbg_path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
+		 ff->dir, fr_build_id_hex(fake_bid, sizeof(fake_bid), hex), hex + 2);
+
+	fe.type = ET_EXEC;
+	fe.base = 0x400000;
+	CHECK(fake_elf_write(ff->exec_path, &fe) == 0, "write %s", ff->exec_path);
+	fe.type = ET_DYN;
+	fe.base = 0;
+	CHECK(fake_elf_write(ff->dyn_path, &fe) == 0, "write %s", ff->dyn_path);
+	CHECK(mkdir_p(ff->lib_path) == 0 && mkdir_p(ff->dbg_path) == 0, "mkdir under %s",
+	      ff->dir);
+	fe.debug_only = 1;
+	CHECK(fake_elf_write(ff->dbg_path, &fe) == 0, "write %s", ff->dbg_path);
+	fe.debug_only = 0;
+	fe.syms = fake_dynsyms;
+	fe.nsyms = sizeof(fake_dynsyms) / sizeof(fake_dynsyms[0]);
+	fe.symtab_type = SHT_DYNSYM;
+	CHECK(fake_elf_write(ff->lib_path, &fe) == 0, "write %s", ff->lib_path);
+}
+
+static void fake_files_remove(struct fake_files *ff)
+{
+	unlink(ff->exec_path);
+	unlink(ff->dyn_path);
+	unlink(ff->lib_path);
+	unlink(ff->dbg_path);
+	for (int i = 0; i < 6; i++) {
+		/* dbg_path's directories, then lib_path's, deepest first. */
+		char *slash = strrchr(ff->dbg_path, '/');
+
+		if (slash && slash > ff->dbg_path + strlen(ff->dir)) {
+			*slash = '\0';
+			rmdir(ff->dbg_path);
+		}
+	}
+	*strrchr(ff->lib_path, '/') = '\0';
+	rmdir(ff->lib_path);
+	rmdir(ff->dir);
+}
+
 static void test_fake_elf(void)
 {
-	static const uint8_t bid[20] = { 0xfe, 0xed, 0xfa, 0xce, 1, 2, 3, 4, 5, 6,
-					 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 	static const struct ucase stripped_cases[] = {
 		{ 0x010, "main_fn" },
 		{ 0x210, NULL },
 		{ 0x540, "outer" },
 	};
-	char dir[] = "/tmp/fr-test-elf-XXXXXX";
-	char exec_path[256], dyn_path[256], lib_path[256], dbg_path[256], hex[41];
-	struct fake_elf fe = {
-		.bid = bid,
-		.bid_len = sizeof(bid),
-		.syms = fake_syms,
-		.nsyms = sizeof(fake_syms) / sizeof(fake_syms[0]),
-		.symtab_type = SHT_SYMTAB,
-	};
-	uint8_t wrong[sizeof(bid)], got[64];
+	struct fake_files ff = { .dir = "/tmp/fr-test-elf-XXXXXX" };
+	uint8_t wrong[sizeof(fake_bid)], got[64];
 	struct fr_symbols *s = NULL;
 	const char *name = NULL;
 	int ret;
 
-	if (!mkdtemp(dir)) {
+	if (!mkdtemp(ff.dir)) {
 		CHECK(0, "mkdtemp: %s", strerror(errno));
 		return;
 	}
-	snprintf(exec_path, sizeof(exec_path), "%s/exec", dir);
-	snprintf(dyn_path, sizeof(dyn_path), "%s/libfull.so", dir);
-	snprintf(lib_path, sizeof(lib_path), "%s/lib/libfake.so", dir);
-	snprintf(dbg_path, sizeof(dbg_path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", dir,
-		 fr_build_id_hex(bid, sizeof(bid), hex), hex + 2);
+	fake_files_write(&ff);
 
-	fe.type = ET_EXEC;
-	fe.base = 0x400000;
-	CHECK(fake_elf_write(exec_path, &fe) == 0, "write %s", exec_path);
-	fe.type = ET_DYN;
-	fe.base = 0;
-	CHECK(fake_elf_write(dyn_path, &fe) == 0, "write %s", dyn_path);
-	CHECK(mkdir_p(lib_path) == 0 && mkdir_p(dbg_path) == 0, "mkdir under %s", dir);
-	fe.debug_only = 1;
-	CHECK(fake_elf_write(dbg_path, &fe) == 0, "write %s", dbg_path);
-	fe.debug_only = 0;
-	fe.syms = fake_dynsyms;
-	fe.nsyms = sizeof(fake_dynsyms) / sizeof(fake_dynsyms[0]);
-	fe.symtab_type = SHT_DYNSYM;
-	CHECK(fake_elf_write(lib_path, &fe) == 0, "write %s", lib_path);
-
-	ret = fr_elf_build_id(exec_path, got, sizeof(got));
-	CHECK(ret == (int)sizeof(bid) && memcmp(got, bid, sizeof(bid)) == 0,
+	ret = fr_elf_build_id(ff.exec_path, got, sizeof(got));
+	CHECK(ret == (int)sizeof(fake_bid) && memcmp(got, fake_bid, sizeof(fake_bid)) == 0,
 	      "fake build id: %d", ret);
 
 	s = fr_symbols_new(NULL);
@@ -316,49 +385,35 @@ static void test_fake_elf(void)
 		goto out;
 	/* Non-PIE: text mapped alone at its link address, and the whole file
 	 * mapped from offset 0. */
-	check_cases(s, "exec text map", NULL, exec_path, 0x400000, 0x401000, 0x1000,
+	check_cases(s, "exec text map", NULL, ff.exec_path, 0x400000, 0x401000, 0x1000,
 		    full_cases, sizeof(full_cases) / sizeof(full_cases[0]));
-	check_cases(s, "exec whole map", NULL, exec_path, 0x400000, 0x400000, 0, full_cases,
+	check_cases(s, "exec whole map", NULL, ff.exec_path, 0x400000, 0x400000, 0, full_cases,
 		    sizeof(full_cases) / sizeof(full_cases[0]));
 	/* Shared object loaded anywhere. */
-	check_cases(s, "dyn", NULL, dyn_path, 0, 0x7f1234561000, 0x1000, full_cases,
+	check_cases(s, "dyn", NULL, ff.dyn_path, 0, 0x7f1234561000, 0x1000, full_cases,
 		    sizeof(full_cases) / sizeof(full_cases[0]));
 	/* Stripped library found by path only: no debug file, exports only. */
-	check_cases(s, "stripped", NULL, lib_path, 0, 0x7f0000001000, 0x1000, stripped_cases,
+	check_cases(s, "stripped", NULL, ff.lib_path, 0, 0x7f0000001000, 0x1000, stripped_cases,
 		    sizeof(stripped_cases) / sizeof(stripped_cases[0]));
 	/* The same library inside its root: the debug file beside it is used. */
-	check_cases(s, "debug file", dir, "/lib/libfake.so", 0, 0x7f0000001000, 0x1000,
+	check_cases(s, "debug file", ff.dir, "/lib/libfake.so", 0, 0x7f0000001000, 0x1000,
 		    full_cases, sizeof(full_cases) / sizeof(full_cases[0]));
 
-	ret = fr_symbols_user(s, NULL, exec_path, bid, sizeof(bid), 0x400000, 0, 0x401010,
-			      &name, NULL);
+	ret = fr_symbols_user(s, NULL, ff.exec_path, fake_bid, sizeof(fake_bid), 0x400000, 0,
+			      0x401010, &name, NULL);
 	CHECK(ret == 0 && strcmp(name, "main_fn") == 0, "fake, right build id: %d", ret);
-	memcpy(wrong, bid, sizeof(bid));
+	memcpy(wrong, fake_bid, sizeof(fake_bid));
 	wrong[sizeof(wrong) - 1] ^= 1;
-	ret = fr_symbols_user(s, NULL, exec_path, wrong, sizeof(wrong), 0x400000, 0, 0x401010,
-			      &name, NULL);
+	ret = fr_symbols_user(s, NULL, ff.exec_path, wrong, sizeof(wrong), 0x400000, 0,
+			      0x401010, &name, NULL);
 	CHECK(ret == -ESTALE, "fake, wrong build id: %d, want -ESTALE", ret);
 	/* Outside every PT_LOAD. */
-	ret = fr_symbols_user(s, NULL, exec_path, NULL, 0, 0x400000, 0, 0x480000, &name, NULL);
+	ret = fr_symbols_user(s, NULL, ff.exec_path, NULL, 0, 0x400000, 0, 0x480000, &name,
+			      NULL);
 	CHECK(ret == -ENOENT, "outside PT_LOAD: %d", ret);
 out:
 	fr_symbols_free(s);
-	unlink(exec_path);
-	unlink(dyn_path);
-	unlink(lib_path);
-	unlink(dbg_path);
-	for (int i = 0; i < 6; i++) {
-		/* dbg_path's directories, then lib_path's, deepest first. */
-		char *slash = strrchr(dbg_path, '/');
-
-		if (slash && slash > dbg_path + strlen(dir)) {
-			*slash = '\0';
-			rmdir(dbg_path);
-		}
-	}
-	*strrchr(lib_path, '/') = '\0';
-	rmdir(lib_path);
-	rmdir(dir);
+	fake_files_remove(&ff);
 }
 
 static int write_file(char *tmpl, const char *text)
