@@ -141,8 +141,7 @@ struct raw {
 	const char **loc_name; /* by location index + 1; [0] is NULL */
 };
 
-/* Reads the gzipped profile FILE with fr_pprof_read() (plus the labels,
- * period, comments and mappings that decoder leaves out). Returns 0, or -1
+/* Reads the gzipped profile FILE with fr_pprof_read(). Returns 0, or -1
  * after printing why. */
 int raw_parse(struct raw *r, const char *file);
 void raw_free(struct raw *r);
