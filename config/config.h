@@ -48,10 +48,10 @@
  *   "exit" trigger needs targets.
  *
  *   A session lists at most FR_LIMIT_EVENTS events, FR_LIMIT_SESSION_PIDS
- *   pids and FR_LIMIT_COMMS command names (core/limits.h): what its
+ *   pids and FR_LIMIT_COMMS command names (core/util/limits.h): what its
  *   consumer and its dumps hold; more is refused, never cut.
  *
- *   EVENT is one of FR_EVENT_NAMES (core/sample.h). "offcpu" takes no "hz"
+ *   EVENT is one of FR_EVENT_NAMES (core/store/sample.h). "offcpu" takes no "hz"
  *   (it records every context switch); other events default to 99 Hz.
  *   "targets" (default: the whole machine) narrows what the session's
  *   profiles hold: pids, command names, a cgroup v2 path (and below).
@@ -67,8 +67,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/limits.h"
-#include "core/targets.h"
+#include "core/util/limits.h"
+#include "core/query/targets.h"
 
 #define FR_CONFIG_MAX_SESSIONS 64
 #define FR_CONFIG_NAME_MAX 64
@@ -98,7 +98,7 @@ struct fr_config_trigger {
 };
 
 struct fr_config_event {
-	uint32_t event; /* event id (core/sample.h) */
+	uint32_t event; /* event id (core/store/sample.h) */
 	uint32_t hz;    /* 0 for events without a rate (offcpu) */
 };
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/parse.h"
-#include "core/sample.h"
+#include "core/util/parse.h"
+#include "core/store/sample.h"
 
 /* A size as the config accepts it: the friendly form when it reads back
  * exactly, else plain bytes. */

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "core/parse.h"
-#include "core/sample.h"
+#include "core/util/parse.h"
+#include "core/store/sample.h"
 
 /* A user's cap follows a lowered max_rate_hz rather than exceeding it. */
 static void default_user_rate(struct fr_config *cfg)

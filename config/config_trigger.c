@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/parse.h"
+#include "core/util/parse.h"
 
 /* Signals a trigger may wait for. The daemon handles HUP, INT, TERM
  * itself, ignores PIPE and reaps with CHLD; KILL and STOP cannot be

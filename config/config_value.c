@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/parse.h"
+#include "core/util/parse.h"
 
 int config_fail(struct config_ctx *c, const char *path, const char *fmt, ...)
 {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sample.h"
+#include "core/store/sample.h"
 #include "ipc/proto.h"
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)

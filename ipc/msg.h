@@ -23,8 +23,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "core/profile.h"
-#include "core/targets.h"
+#include "core/query/profile.h"
+#include "core/query/targets.h"
 
 /* Most warnings a reply carries, and the longest one kept (with NUL). */
 #define FR_IPC_MAX_WARNINGS 4
@@ -42,7 +42,7 @@ struct fr_ipc_attach_req {
 	int has_from, has_to;
 	/* "hz": 0..INT32_MAX; 0 (or absent) is the rate as recorded. */
 	uint32_t hz;
-	/* "events": names as in core/sample.h, each once, at most
+	/* "events": names as in core/store/sample.h, each once, at most
 	 * FR_LIMIT_EVENTS. Decoded as [cpu] when absent; not encoded
 	 * when nevents is 0. */
 	uint32_t nevents;

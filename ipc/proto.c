@@ -9,8 +9,8 @@
  */
 #include "ipc/proto.h"
 
-#include "core/log.h"
-#include "core/ring.h"
+#include "core/util/log.h"
+#include "core/store/ring.h"
 
 #include <errno.h>
 #include <poll.h>

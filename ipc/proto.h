@@ -33,10 +33,10 @@
  *
  *   attach: optional "from_ns"/"to_ns" (Unix ns) instead of window_ns; "hz"
  *   0 or absent = the rate the data was collected at; "events" (default
- *   ["cpu"]) one value column each, names as in core/sample.h; targets
+ *   ["cpu"]) one value column each, names as in core/store/sample.h; targets
  *   "pids", "comm", "cgroup" (each optional, AND-ed); "format": "pprof"
  *   (the default when absent) or "folded" (folded stacks as plain text,
- *   see core/profile.h), any other value is refused. The daemon writes the
+ *   see core/query/profile.h), any other value is refused. The daemon writes the
  *   profile to the descriptor passed with the request (the client opened
  *   it, so it can only write where its user may). An event nobody records
  *   is opened briefly to check it can be: if it cannot (no PMU), the error

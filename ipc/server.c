@@ -46,8 +46,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "core/fs.h"
-#include "core/log.h"
+#include "core/util/fs.h"
+#include "core/util/log.h"
 #include "ipc/proto.h"
 #include "ipc/share.h"
 

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 #include "ipc/server.h"
 
 /* Whether members of `gid` (who are not its owner) may search `st`. */

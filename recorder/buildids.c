@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/fs.h"
-#include "core/log.h"
-#include "core/elf_image.h"
+#include "core/util/fs.h"
+#include "core/util/log.h"
+#include "core/query/elf_image.h"
 
 #define STOP_WAIT_MS 1000
 #define STUCK_NS_DEFAULT (5 * 1000000000LL)

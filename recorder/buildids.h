@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-#include "core/chunk.h"
+#include "core/store/chunk.h"
 
 /* Requests waiting beyond this are refused (-EAGAIN) and asked again. */
 #define FR_BUILDIDS_MAX_PENDING 4096

@@ -21,9 +21,9 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "core/fs.h"
-#include "core/log.h"
-#include "core/parse.h"
+#include "core/util/fs.h"
+#include "core/util/log.h"
+#include "core/util/parse.h"
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "recorder/daemon_int.h"

@@ -16,10 +16,10 @@
 #include <cjson/cJSON.h>
 
 #include "config/config.h"
-#include "core/budget.h"
-#include "core/chunk.h"
-#include "core/profile.h"
-#include "core/ring.h"
+#include "core/util/budget.h"
+#include "core/store/chunk.h"
+#include "core/query/profile.h"
+#include "core/store/ring.h"
 #include "ipc/server.h"
 #include "recorder/daemon.h"
 #include "recorder/perf.h"

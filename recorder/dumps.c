@@ -24,9 +24,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "core/fs.h"
-#include "core/log.h"
-#include "core/sample.h"
+#include "core/util/fs.h"
+#include "core/util/log.h"
+#include "core/store/sample.h"
 #include "fr_version.h"
 #include "ipc/proto.h"
 

@@ -37,7 +37,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "core/profile.h"
+#include "core/query/profile.h"
 
 struct fr_ring;
 

@@ -21,8 +21,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "core/log.h"
-#include "core/parse.h"
+#include "core/util/log.h"
+#include "core/util/parse.h"
 
 /* Asks the ingest thread to seal and waits until the writer stored it.
  * Returns 0, or -ETIMEDOUT. */

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "config/config.h"
-#include "core/log.h"
-#include "core/parse.h"
-#include "core/sample.h"
+#include "core/util/log.h"
+#include "core/util/parse.h"
+#include "core/store/sample.h"
 #include "fr_version.h"
 #include "ipc/paths.h"
 #include "recorder/daemon.h"

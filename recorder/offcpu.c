@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/hash.h"
-#include "core/sample.h"
+#include "core/util/hash.h"
+#include "core/store/sample.h"
 
 /* When the table is full, the oldest of this many consecutive entries is
  * dropped (an approximation of least recently switched out). */

@@ -41,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 
 /* Ring sizes (data pages per CPU, powers of two). A context switch costs
  * offcpu about 0.6 KiB (the tracepoint sample with its callchain and raw

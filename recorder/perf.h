@@ -5,7 +5,7 @@
  * side-band source (fr_perf_open_sideband) that carries the MMAP2, COMM,
  * FORK and EXIT records every profile needs whatever its events.
  *
- * Event kinds (see core/sample.h for the ids):
+ * Event kinds (see core/store/sample.h for the ids):
  *   cpu            software cpu-clock, fixed period 1e9/hz ns; weight is
  *                  1e9/hz of the rate set with the last fr_perf_set_hz.
  *   hardware, raw  PERF_TYPE_HARDWARE / PERF_TYPE_RAW in frequency mode
@@ -37,12 +37,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/chunk.h"
+#include "core/store/chunk.h"
 
 struct fr_perf;
 
 struct fr_perf_config {
-	uint32_t event;   /* event id (core/sample.h), raw ids included */
+	uint32_t event;   /* event id (core/store/sample.h), raw ids included */
 	uint32_t hz;      /* samples per second per CPU; ignored for offcpu */
 };
 

@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 
 #ifndef PERF_RECORD_MISC_MMAP_BUILD_ID
 #define PERF_RECORD_MISC_MMAP_BUILD_ID (1 << 14)

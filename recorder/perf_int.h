@@ -11,7 +11,7 @@
 
 #include <linux/perf_event.h>
 
-#include "core/sample.h"
+#include "core/store/sample.h"
 #include "recorder/offcpu.h"
 #include "recorder/perf.h"
 

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "core/limits.h"
+#include "core/util/limits.h"
 
 /* Command names as the kernel keeps them: 15 bytes and a NUL. */
 #define FR_PROC_COMM_LEN FR_LIMIT_COMM_LEN

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/hash.h"
-#include "core/log.h"
+#include "core/util/hash.h"
+#include "core/util/log.h"
 
 #define BUCKETS 16384
 #define LOG_INTERVAL_NS (10 * 1000000000LL)

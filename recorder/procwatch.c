@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 
 #define NS_PER_S 1000000000LL
 /* Events come in bursts (a build forks thousands of processes); a large

@@ -3,15 +3,15 @@
  * the limit, and what users who are not privileged may hold of it.
  *
  * Runs on connection threads and the trigger thread; the budgets are
- * thread-safe (core/budget.c).
+ * thread-safe (core/util/budget.c).
  */
 #include "recorder/daemon_int.h"
 
 #include <malloc.h>
 #include <stdint.h>
 
-#include "core/log.h"
-#include "core/parse.h"
+#include "core/util/log.h"
+#include "core/util/parse.h"
 #include "ipc/proto.h"
 
 /* Reserves what the query `preq` may take from the query budget, waiting

@@ -19,9 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/fs.h"
-#include "core/log.h"
-#include "core/parse.h"
+#include "core/util/fs.h"
+#include "core/util/log.h"
+#include "core/util/parse.h"
 #include "fr_version.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
@@ -297,7 +297,7 @@ static int dump_prepare(struct daemon *d, const struct fr_trigger_fire *fire,
 	if (sess) {
 		for (uint32_t e = 0; e < sess->nevents && e < FR_LIMIT_EVENTS; e++)
 			preq->events[preq->nevents++] = sess->events[e].event;
-		/* A session's targets fit a request whole (core/limits.h). */
+		/* A session's targets fit a request whole (core/util/limits.h). */
 		preq->targets = sess->targets;
 	}
 	snprintf(dir, dirlen, "%s",

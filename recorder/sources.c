@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 #include "ipc/proto.h"
 
 int fr_sources_init(struct fr_sources *s, struct fr_poller *poller,

@@ -25,7 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "config/config.h"
-#include "core/profile.h"
+#include "core/query/profile.h"
 #include "recorder/perf.h"
 #include "recorder/poller.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 #include "fr_version.h"
 #include "ipc/proto.h"
 

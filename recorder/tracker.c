@@ -44,10 +44,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/hash.h"
-#include "core/limits.h"
-#include "core/log.h"
-#include "core/elf_image.h"
+#include "core/util/hash.h"
+#include "core/util/limits.h"
+#include "core/util/log.h"
+#include "core/query/elf_image.h"
 #include "recorder/buildids.h"
 #include "recorder/proc.h"
 

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "core/chunk.h"
+#include "core/store/chunk.h"
 
 struct fr_tracker;
 

@@ -37,9 +37,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "core/fs.h"
-#include "core/log.h"
-#include "core/parse.h"
+#include "core/util/fs.h"
+#include "core/util/log.h"
+#include "core/util/parse.h"
 #include "recorder/triggers_int.h"
 
 /* Durations in log lines and reasons: whole seconds as seconds ("60s",
@@ -96,7 +96,7 @@ static int comm_listed(const struct fr_config_session *s, const char *comm)
 
 /* Whether a process is of the session's targets: of each kind given (pids,
  * comm, cgroup, uid), one of its values, as profiles select
- * (core/profile.h). The uid matters because anyone can name a process
+ * (core/query/profile.h). The uid matters because anyone can name a process
  * anything: without it, another user's process called like the target
  * would fire the trigger. */
 int trig_targets_match(const struct fr_config_session *s, uint32_t pid, const char *comm,

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 
 static int targets_equal(const struct fr_config_session *a, const struct fr_config_session *b)
 {

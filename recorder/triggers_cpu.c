@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 
 static uint64_t boot_ticks(const struct fr_triggers *t)
 {

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 
 /* Whether a process may be some exit trigger's target (fr_proc_keep_fn). */
 static int may_matter(void *arg, uint32_t pid, const char *comm, const char *cgroup,

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 
 struct fr_writer_item {
 	struct fr_writer_item *next;

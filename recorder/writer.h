@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/ring.h"
+#include "core/store/ring.h"
 
 #define FR_WRITER_QUEUE_MAX (64u << 20)
 

@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/fs.h"
-#include "core/log.h"
-#include "core/parse.h"
+#include "core/util/fs.h"
+#include "core/util/log.h"
+#include "core/util/parse.h"
 #include "ipc/client.h"
 #include "tools/query.h"
 

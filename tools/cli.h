@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "core/profile.h"
+#include "core/query/profile.h"
 
 #define FR_CLI_PROG "flightrec"
 

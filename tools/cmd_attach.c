@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/fs.h"
-#include "core/log.h"
-#include "core/parse.h"
-#include "core/sample.h"
+#include "core/util/fs.h"
+#include "core/util/log.h"
+#include "core/util/parse.h"
+#include "core/store/sample.h"
 #include "ipc/client.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/chunk.h"
-#include "core/parse.h"
-#include "core/profile.h"
-#include "core/ring.h"
+#include "core/store/chunk.h"
+#include "core/util/parse.h"
+#include "core/query/profile.h"
+#include "core/store/ring.h"
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "ipc/msg.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/parse.h"
+#include "core/util/parse.h"
 #include "tools/query.h"
 
 static const char *prog = FR_CLI_PROG;

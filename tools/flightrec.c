@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 #include "fr_version.h"
 #include "ipc/paths.h"
 #include "tools/cli.h"

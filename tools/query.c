@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/parse.h"
-#include "core/sample.h"
+#include "core/util/parse.h"
+#include "core/store/sample.h"
 
 /* Calls `take` for each comma-separated item of `arg`; `take` says what is
  * wrong with an item (returning non-zero) or stores it. An empty list is

@@ -6,8 +6,8 @@
 
 #include <stdint.h>
 
-#include "core/profile.h"
-#include "core/targets.h"
+#include "core/query/profile.h"
+#include "core/query/targets.h"
 #include "ipc/msg.h"
 
 #define EXIT_USAGE 2

@@ -24,13 +24,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/compress.h"
-#include "core/parse.h"
-#include "core/profile.h"
+#include "core/util/compress.h"
+#include "core/util/parse.h"
+#include "core/query/profile.h"
 #include "ipc/client.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
-#include "core/pprof_read.h"
+#include "core/query/pprof_read.h"
 #include "tools/query.h"
 
 #define MAX_FILE (1ULL << 32)

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/chunk.h"
-#include "core/ring.h"
+#include "core/store/chunk.h"
+#include "core/store/ring.h"
 #include "synth.h"
 
 static double cpu_seconds(void)

@@ -10,11 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/chunk.h"
-#include "core/log.h"
-#include "core/profile.h"
-#include "core/ring.h"
-#include "core/uring.h"
+#include "core/store/chunk.h"
+#include "core/util/log.h"
+#include "core/query/profile.h"
+#include "core/store/ring.h"
+#include "core/util/uring.h"
 #include "synth.h"
 
 static double now(void)

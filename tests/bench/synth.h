@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/chunk.h"
-#include "core/sample.h"
+#include "core/store/chunk.h"
+#include "core/store/sample.h"
 
 #define SYNTH_STACKS 400
 #define SYNTH_PROCS 24

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/le.h"
+#include "core/util/le.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 	} while (0)
 
 
-/* Chunk header offsets (core/chunk.h, ON-DISK LAYOUT). */
+/* Chunk header offsets (core/store/chunk.h, ON-DISK LAYOUT). */
 #define FUZZ_CHUNK_OFF_VERSION 4
 #define FUZZ_CHUNK_OFF_HEADER_LEN 6
 #define FUZZ_CHUNK_OFF_SEQ 8
@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FUZZ_CHUNK_OFF_PAYLOAD_CRC 56
 #define FUZZ_CHUNK_OFF_HEADER_CRC 60
 
-/* Superblock offsets (core/ring.h, FILE LAYOUT). */
+/* Superblock offsets (core/store/ring.h, FILE LAYOUT). */
 #define FUZZ_SB_OFF_VERSION 16
 #define FUZZ_SB_OFF_SB_LEN 20
 #define FUZZ_SB_OFF_FILE_SIZE 24

@@ -1,4 +1,4 @@
-/* Fuzz target for the chunk decoder (core/chunk.h).
+/* Fuzz target for the chunk decoder (core/store/chunk.h).
  *
  * Checksums guard every chunk, so random mutations of an encoded chunk
  * almost never get past the crc check. The first input byte therefore
@@ -23,7 +23,7 @@
  * and a chunk that decodes must be consistent: every id inside its table,
  * every table sorted as documented, every lookup finding what the tables
  * hold. A decoded chunk is then rebuilt from its own samples and tables
- * the way the ring merges its journal (core/merge.h, a group of one), and
+ * the way the ring merges its journal (core/store/merge.h, a group of one), and
  * the rebuilt chunk must decode to the same samples with the same
  * metadata: what the decoder accepts, the encoder can write, and merging
  * keeps it.
@@ -34,11 +34,11 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "core/chunk.h"
-#include "core/compress.h"
-#include "core/crc32c.h"
-#include "core/log.h"
-#include "core/merge.h"
+#include "core/store/chunk.h"
+#include "core/util/compress.h"
+#include "core/store/crc32c.h"
+#include "core/util/log.h"
+#include "core/store/merge.h"
 
 /* Rebuilding is quadratic-ish in the worst case (stack per sample); the
  * property is as well tested on small chunks. */
@@ -367,7 +367,7 @@ static void check_same_meta(const struct fr_chunk *a, const struct fr_chunk *b, 
 	}
 }
 
-/* Rebuilt as the ring rebuilds a group of one (core/merge.h): the same
+/* Rebuilt as the ring rebuilds a group of one (core/store/merge.h): the same
  * samples, counters and metadata. */
 static void rebuild(struct fr_chunk *c)
 {

@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "config/config.h"
-#include "core/sample.h"
-#include "core/log.h"
-#include "core/ring.h"
+#include "core/store/sample.h"
+#include "core/util/log.h"
+#include "core/store/ring.h"
 
 #define SOURCE "fuzz.json"
 

@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
 

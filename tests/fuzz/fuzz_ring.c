@@ -1,4 +1,4 @@
-/* Fuzz target for ring recovery (core/ring.h): opening a ring file of any
+/* Fuzz target for ring recovery (core/store/ring.h): opening a ring file of any
  * content read-only, then querying and reading everything it indexed.
  *
  * The file lives in a memfd, opened through /proc/self/fd, so no disk is
@@ -34,10 +34,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/chunk.h"
-#include "core/crc32c.h"
-#include "core/log.h"
-#include "core/ring.h"
+#include "core/store/chunk.h"
+#include "core/store/crc32c.h"
+#include "core/util/log.h"
+#include "core/store/ring.h"
 
 static int memfd = -1;
 static char memfd_path[64];

@@ -24,10 +24,10 @@
 #include <unistd.h>
 
 #include "config/config.h"
-#include "core/chunk.h"
-#include "core/compress.h"
-#include "core/crc32c.h"
-#include "core/ring.h"
+#include "core/store/chunk.h"
+#include "core/util/compress.h"
+#include "core/store/crc32c.h"
+#include "core/store/ring.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
 
@@ -368,7 +368,7 @@ static void bz(struct blk *w, int64_t v)
 }
 
 /* What the builder never writes: label sets. A block of the layout in
- * core/chunk.h with one of everything and three samples, the first two
+ * core/store/chunk.h with one of everything and three samples, the first two
  * labelled. Written by hand, so it follows the format only as long as
  * this function is kept up to date. */
 static void block_labels(struct blk *w)

@@ -47,8 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/sample.h"
-#include "core/symbols.h"
+#include "core/store/sample.h"
+#include "core/query/symbols.h"
 #include "tests/unit/check.h"
 
 #define SKIP 77

@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 #include "tests/unit/check.h"
 
 #define SKIP 77

@@ -14,7 +14,7 @@ length, with a valid header crc); and for the superblock: sbflip (one bit
 of the superblock flipped, which bit chosen by the seed), sbzero (the
 first page zeroed), sbboth (one bit flipped in the superblock and one in
 its copy at the end of the file: every chunk intact, the geometry lost). The layout is the one documented in
-core/ring.h and core/chunk.h. Damage goes to the segments; the journal's
+core/store/ring.h and core/store/chunk.h. Damage goes to the segments; the journal's
 chunks that recovery then takes as current (numbered above the newest
 intact chunk of the segments: the parts of a damaged merged chunk) count as
 readable too.
@@ -60,7 +60,7 @@ def superblock_ok(sb):
 
 def superblock(buf):
     """The superblock in force: the primary, else its copy (the file's
-    last page, core/ring.h)."""
+    last page, core/store/ring.h)."""
     if superblock_ok(buf[:SB_LEN]):
         return buf[:SB_LEN]
     if superblock_ok(buf[-SB_LEN:]):

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #ifdef FR_TESTS_SHARED_FAILURES
-/* Defined once, in fixture.c, for the tests built over the fixture. */
+/* Defined once, in fixture_check.c, for the tests built over a fixture. */
 extern int failures;
 #else
 static int failures;

@@ -11,11 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/compress.h"
-#include "core/elf_image.h"
-#include "core/ring.h"
-
-int failures;
+#include "core/util/compress.h"
+#include "core/query/elf_image.h"
+#include "core/store/ring.h"
 
 /* In a sanitizer build, undefined behaviour in the code under test fails
  * the test rather than printing a line nobody reads. Unused otherwise. */

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/compress.h"
-#include "core/crc32c.h"
+#include "core/util/compress.h"
+#include "core/store/crc32c.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/chunk.h"
-#include "core/sample.h"
+#include "core/store/chunk.h"
+#include "core/store/sample.h"
 
 #define FR_TESTS_SHARED_FAILURES
 #include "tests/unit/check.h"

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/compress.h"
+#include "core/util/compress.h"
 
 /* Appends one label to `s` as `go tool pprof -raw` prints it. */
 static void label_append(const struct fr_pprof_rlabel *l, struct rsample *s)

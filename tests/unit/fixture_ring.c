@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/chunk.h"
+#include "core/store/chunk.h"
 
 char dir[256];
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/ring.h"
+#include "core/store/ring.h"
 
 #define FR_TESTS_SHARED_FAILURES
 #include "tests/unit/check.h"

@@ -1,7 +1,7 @@
 /* The query memory budget: reservations within the limit, a reservation
  * larger than the whole budget cut to it, a bounded wait that ends busy,
  * a release that lets a waiter in, and a reload that changes the limit. */
-#include "core/budget.h"
+#include "core/util/budget.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/chunk.h"
-#include "core/compress.h"
-#include "core/crc32c.h"
+#include "core/store/chunk.h"
+#include "core/util/compress.h"
+#include "core/store/crc32c.h"
 
 #include "tests/unit/fixture_chunk.h"
 

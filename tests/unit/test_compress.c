@@ -1,6 +1,6 @@
 /* zstd frames and gzip streams: round trips, and hostile input that must
  * come back as -EBADMSG rather than a crash. */
-#include "core/compress.h"
+#include "core/util/compress.h"
 
 #include <errno.h>
 #include <stdio.h>

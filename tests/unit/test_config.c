@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/limits.h"
-#include "core/sample.h"
+#include "core/util/limits.h"
+#include "core/store/sample.h"
 
 #include "tests/unit/check.h"
 

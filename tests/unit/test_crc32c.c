@@ -1,6 +1,6 @@
 /* CRC-32C: known vectors (RFC 3720 B.4), chaining, and the instruction
  * path against the table path on random buffers of every alignment. */
-#include "core/crc32c.h"
+#include "core/store/crc32c.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/fs.h"
-#include "core/log.h"
-#include "core/ring.h"
+#include "core/util/fs.h"
+#include "core/util/log.h"
+#include "core/store/ring.h"
 #include "recorder/dumps.h"
 #include "tests/unit/check.h"
 

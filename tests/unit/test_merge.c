@@ -2,14 +2,14 @@
  * answered (process, thread, mapping, cgroup and parent, ancestors), keeps
  * every sample and counter, and parts that disagree (an exec, a remapped
  * range, a reused tid, another cgroup) are not merged. */
-#include "core/merge.h"
+#include "core/store/merge.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/chunk.h"
+#include "core/store/chunk.h"
 
 #include "tests/unit/check.h"
 

@@ -1,6 +1,6 @@
 /* Durations, sizes, times and integers as users type them, and the
  * formatters reading back to the same values. */
-#include "core/parse.h"
+#include "core/util/parse.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -3,7 +3,7 @@
  * and that output leaves while samples are still being added), and, when
  * FR_GO names a Go toolchain, `go tool pprof` (an independent reader) must
  * read the profile and show what was put in. */
-#include "core/pprof.h"
+#include "core/query/pprof.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/chunk.h"
-#include "core/profile.h"
-#include "core/ring.h"
-#include "core/sample.h"
+#include "core/store/chunk.h"
+#include "core/query/profile.h"
+#include "core/store/ring.h"
+#include "core/store/sample.h"
 
 #include "tests/unit/fixture.h"
 

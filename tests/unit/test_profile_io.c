@@ -12,12 +12,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/compress.h"
-#include "core/fs.h"
-#include "core/pprof_read.h"
-#include "core/profile.h"
-#include "core/ring.h"
-#include "core/uring.h"
+#include "core/util/compress.h"
+#include "core/util/fs.h"
+#include "core/query/pprof_read.h"
+#include "core/query/profile.h"
+#include "core/store/ring.h"
+#include "core/util/uring.h"
 #include "tests/unit/check.h"
 
 static char dir[64];

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/profile.h"
-#include "core/sample.h"
+#include "core/query/profile.h"
+#include "core/store/sample.h"
 
 /* Before the fixture: its parameter named tmpdir would shadow the global. */
 #include "tests/unit/gopprof.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sample.h"
+#include "core/store/sample.h"
 #include "tests/unit/check.h"
 
 /* Prints `obj` as it goes on the wire and parses it back, as the peer

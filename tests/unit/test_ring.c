@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/chunk.h"
-#include "core/crc32c.h"
-#include "core/ring.h"
+#include "core/store/chunk.h"
+#include "core/store/crc32c.h"
+#include "core/store/ring.h"
 
 #include "tests/unit/fixture_ring.h"
 

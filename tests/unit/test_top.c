@@ -1,16 +1,16 @@
 /* flightrec top: a hand-made profile written by the project's own encoder
- * is read back by core/pprof_read.c and aggregated; flat and cum must be
+ * is read back by core/query/pprof_read.c and aggregated; flat and cum must be
  * exact, recursion must count once per sample, and garbage or truncated
  * input must be refused with -EBADMSG without reading out of bounds. */
-#include "core/pprof_read.h"
+#include "core/query/pprof_read.h"
 #include "tools/top.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/compress.h"
-#include "core/pprof.h"
+#include "core/util/compress.h"
+#include "core/query/pprof.h"
 #include "tests/unit/check.h"
 
 struct mem {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/chunk.h"
+#include "core/store/chunk.h"
 
 #include "tests/unit/check.h"
 #include "tests/unit/tracker_check.h"

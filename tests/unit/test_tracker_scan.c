@@ -21,8 +21,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/chunk.h"
-#include "core/symbols.h"
+#include "core/store/chunk.h"
+#include "core/query/symbols.h"
 #include "recorder/buildids.h"
 
 #include "tests/unit/check.h"

@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 
 #include "tests/unit/triggers_rec.h"
 

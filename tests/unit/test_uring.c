@@ -1,7 +1,7 @@
 /* io_uring wrapper: positioned and file-position writes and reads,
  * fdatasync, pipes (offset -1, short writes), large transfers and the
  * buffered writer. Exits 77 when the kernel has io_uring disabled. */
-#include "core/uring.h"
+#include "core/util/uring.h"
 
 #include <errno.h>
 #include <fcntl.h>

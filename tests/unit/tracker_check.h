@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/chunk.h"
+#include "core/store/chunk.h"
 #include "recorder/tracker.h"
 
 #include "tests/unit/check.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/log.h"
+#include "core/util/log.h"
 #include "recorder/triggers.h"
 
 #include "tests/unit/check.h"

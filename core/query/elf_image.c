@@ -1,0 +1,543 @@
+/* Reading ELF files other users may control: their build id, and their
+ * function symbols into an image (see elf_image.h). The only file that talks to
+ * libelf.
+ *
+ * libelf reads with pread into private memory (ELF_C_READ), never through
+ * a mapping of the file: a user who truncates the file while it is read
+ * makes a read come up short (an error), where a mapping would kill the
+ * reader with SIGBUS. Sections and notes that claim to lie beyond the end
+ * of the file, and tables too large to be real, are not read at all.
+ *
+ * Invariants: image->addrs is sorted with unique addresses, image->syms
+ * parallel to it.
+ */
+#include "core/query/elf_image.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/util/fs.h"
+#include "core/query/search.h"
+
+#define DEBUG_BUILD_ID_DIR "/usr/lib/debug/.build-id/"
+/* How many preceding symbols may enclose an address that falls past the
+ * end of the nearest one (nested asm entry points). */
+#define ENCLOSING_LOOKBACK 4
+/* Notes bigger than this are not searched for a build id: real ones are a
+ * few hundred bytes. */
+#define NOTE_MAX (1 << 20)
+/* A symbol or string table larger than this is not read: libelf copies a
+ * whole section into memory, and overlapping sparse sections of a file
+ * under FR_ELF_MAX_SIZE could otherwise cost several times its size. The
+ * largest real ones (a browser's .strtab) are a few tens of MiB. */
+#define SECTION_MAX (256u << 20)
+
+/* Symbol addresses are kept apart from the rest (image->addrs) so the
+ * binary search touches a dense array: a third of the cache lines. */
+struct fr_elf_sym {
+	uint64_t size; /* 0: extends to the next symbol */
+	const char *name; /* in one of image->arenas */
+};
+
+/* Names of an image. A table rebuilt with a debug file gets a new arena;
+ * the old one stays, since callers may still hold names from it. */
+struct fr_elf_arena {
+	struct fr_elf_arena *next;
+	char data[];
+};
+
+struct fr_elf_load {
+	uint64_t offset;
+	uint64_t vaddr;
+	uint64_t filesz;
+};
+
+/* Candidate symbol while an image is being built; names still point into
+ * libelf's section data. */
+struct cand {
+	uint64_t addr;
+	uint64_t size;
+	const char *name;
+	unsigned bind;
+};
+
+struct cand_vec {
+	struct cand *v;
+	size_t n;
+	size_t cap;
+};
+
+char *fr_build_id_hex(const uint8_t *id, size_t len, char *buf)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		buf[2 * i] = hex[id[i] >> 4];
+		buf[2 * i + 1] = hex[id[i] & 0xf];
+	}
+	buf[2 * len] = '\0';
+	return buf;
+}
+
+/* Whether [off, off + len) lies inside a file of `fsize` bytes. */
+static bool within_file(uint64_t off, uint64_t len, uint64_t fsize)
+{
+	return off <= fsize && len <= fsize - off;
+}
+
+static int note_find_build_id(Elf_Data *d, uint8_t *out, size_t cap)
+{
+	size_t off = 0, next, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	if (!d || !d->d_buf)
+		return -ENOENT;
+	while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		const char *nm = (const char *)d->d_buf + name_off;
+
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp(nm, "GNU", 4) == 0 && nh.n_descsz > 0) {
+			if (nh.n_descsz > cap)
+				return -ENOSPC;
+			memcpy(out, (const char *)d->d_buf + desc_off, nh.n_descsz);
+			return (int)nh.n_descsz;
+		}
+		off = next;
+	}
+	return -ENOENT;
+}
+
+/* Build id from the PT_NOTE segments, else from SHT_NOTE sections (debug
+ * files and objects without program headers). */
+static int elf_read_build_id(Elf *elf, uint64_t fsize, uint8_t *out, size_t cap)
+{
+	size_t phnum = 0;
+	Elf_Scn *scn = NULL;
+	int ret;
+
+	if (elf_getphdrnum(elf, &phnum) == 0) {
+		for (size_t i = 0; i < phnum; i++) {
+			GElf_Phdr ph;
+			Elf_Data *d;
+
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE ||
+			    !within_file(ph.p_offset, ph.p_filesz, fsize) || ph.p_filesz > NOTE_MAX)
+				continue;
+			d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+						 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+			ret = note_find_build_id(d, out, cap);
+			if (ret != -ENOENT)
+				return ret;
+		}
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    !within_file(sh.sh_offset, sh.sh_size, fsize) || sh.sh_size > NOTE_MAX)
+			continue;
+		ret = note_find_build_id(elf_getdata(scn, NULL), out, cap);
+		if (ret != -ENOENT)
+			return ret;
+	}
+	return -ENOENT;
+}
+
+static Elf *elf_open_fd(int fd, int *err)
+{
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		*err = -ENOSYS;
+		return NULL;
+	}
+	/* ELF_C_READ, not ELF_C_READ_MMAP: see the top of this file. */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf) {
+		*err = -EBADMSG;
+		return NULL;
+	}
+	if (elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		*err = -ENOEXEC;
+		return NULL;
+	}
+	return elf;
+}
+
+int fr_elf_build_id_fd(int fd, uint8_t *out, size_t cap)
+{
+	struct stat st;
+	int ret = 0;
+	Elf *elf;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOEXEC;
+	elf = elf_open_fd(fd, &ret);
+	if (!elf)
+		return ret;
+	ret = elf_read_build_id(elf, (uint64_t)st.st_size, out, cap);
+	elf_end(elf);
+	return ret;
+}
+
+int fr_elf_build_id(const char *path, uint8_t *out, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = fr_elf_build_id_fd(fd, out, cap);
+	close(fd);
+	return ret;
+}
+
+static int cand_push(struct cand_vec *cv, const struct cand *c)
+{
+	if (cv->n == cv->cap) {
+		size_t cap = cv->cap ? cv->cap * 2 : 256;
+		struct cand *v = realloc(cv->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		cv->v = v;
+		cv->cap = cap;
+	}
+	cv->v[cv->n++] = *c;
+	return 0;
+}
+
+static unsigned bind_rank(unsigned bind)
+{
+	switch (bind) {
+	case STB_GLOBAL:
+		return 0;
+	case STB_WEAK:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+/* Address order; among aliases at one address the best name first: the
+ * public spelling (fewest leading underscores, so "getpid" before
+ * "__getpid"), then global before weak before local, then the shorter. */
+static int cand_cmp(const void *pa, const void *pb)
+{
+	const struct cand *a = pa, *b = pb;
+	unsigned ua, ub, ra, rb;
+	size_t la, lb;
+
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	ua = fr_leading_underscores(a->name);
+	ub = fr_leading_underscores(b->name);
+	if (ua != ub)
+		return ua < ub ? -1 : 1;
+	ra = bind_rank(a->bind);
+	rb = bind_rank(b->bind);
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	la = strlen(a->name);
+	lb = strlen(b->name);
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* Appends the function symbols of every symbol table of `type` in `elf`.
+ * Returns the number of tables read, or -ENOMEM. */
+static int collect_symbols(Elf *elf, uint64_t fsize, unsigned type, bool arm,
+			   struct cand_vec *cv)
+{
+	Elf_Scn *scn = NULL;
+	int tables = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t n;
+
+		GElf_Shdr strh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize ||
+		    !within_file(sh.sh_offset, sh.sh_size, fsize) || sh.sh_size > SECTION_MAX)
+			continue;
+		/* The names' table, read whole by elf_strptr(), must be in the
+		 * file too. */
+		if (!gelf_getshdr(elf_getscn(elf, sh.sh_link), &strh) ||
+		    !within_file(strh.sh_offset, strh.sh_size, fsize) || strh.sh_size > SECTION_MAX)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		if (n > 1)
+			tables++;
+		for (size_t i = 1; i < n; i++) {
+			GElf_Sym es;
+			struct cand c;
+			unsigned st;
+
+			if (!gelf_getsym(d, (int)i, &es))
+				break;
+			st = GELF_ST_TYPE(es.st_info);
+			if (st != STT_FUNC && st != STT_GNU_IFUNC)
+				continue;
+			if (es.st_shndx == SHN_UNDEF || !es.st_value)
+				continue;
+			c.name = elf_strptr(elf, sh.sh_link, es.st_name);
+			if (!c.name || !c.name[0])
+				continue;
+			/* Thumb functions have the low bit set in st_value. */
+			c.addr = arm ? es.st_value & ~1ULL : es.st_value;
+			c.size = es.st_size;
+			c.bind = GELF_ST_BIND(es.st_info);
+			if (cand_push(cv, &c) < 0)
+				return -ENOMEM;
+		}
+	}
+	return tables;
+}
+
+/* Sorts, merges aliases (keeping the best name and the largest size) and
+ * copies the surviving names into a new arena; replaces the image's table. */
+static int image_set_symbols(struct fr_elf_image *img, struct cand_vec *cv)
+{
+	size_t n = 0, arena_len = 0;
+	struct fr_elf_arena *arena;
+	struct fr_elf_sym *syms;
+	uint64_t *addrs;
+	char *p;
+
+	if (!cv->n)
+		return 0;
+	qsort(cv->v, cv->n, sizeof(*cv->v), cand_cmp);
+	for (size_t i = 0; i < cv->n; i++) {
+		if (n && cv->v[n - 1].addr == cv->v[i].addr) {
+			if (cv->v[i].size > cv->v[n - 1].size)
+				cv->v[n - 1].size = cv->v[i].size;
+			continue;
+		}
+		cv->v[n++] = cv->v[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		arena_len += strlen(cv->v[i].name) + 1;
+	addrs = malloc(n * sizeof(*addrs));
+	syms = malloc(n * sizeof(*syms));
+	arena = malloc(sizeof(*arena) + arena_len);
+	if (!addrs || !syms || !arena)
+		goto err_free;
+	p = arena->data;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(cv->v[i].name) + 1;
+
+		memcpy(p, cv->v[i].name, len);
+		addrs[i] = cv->v[i].addr;
+		syms[i].size = cv->v[i].size;
+		syms[i].name = p;
+		p += len;
+	}
+	free(img->addrs);
+	free(img->syms);
+	img->addrs = addrs;
+	img->syms = syms;
+	img->nsyms = n;
+	arena->next = img->arenas;
+	img->arenas = arena;
+	return 0;
+err_free:
+	free(addrs);
+	free(syms);
+	free(arena);
+	return -ENOMEM;
+}
+
+static int image_read_loads(struct fr_elf_image *img, Elf *elf)
+{
+	size_t phnum = 0, n = 0;
+
+	if (elf_getphdrnum(elf, &phnum) != 0 || !phnum)
+		return 0;
+	img->loads = calloc(phnum, sizeof(*img->loads));
+	if (!img->loads)
+		return -ENOMEM;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		img->loads[n].offset = ph.p_offset;
+		img->loads[n].vaddr = ph.p_vaddr;
+		img->loads[n].filesz = ph.p_filesz;
+		n++;
+	}
+	img->nloads = n;
+	return 0;
+}
+
+/* Opens root + /usr/lib/debug/.build-id/xx/yyyy.debug when it carries the
+ * image's build id. Returns the Elf handle and its fd in *fd_out, or NULL. */
+static Elf *open_debug_file(const struct fr_elf_image *img, const char *root, int *fd_out,
+			    uint64_t *size_out)
+{
+	struct stat st;
+	char hex[2 * FR_ELF_BUILD_ID_MAX + 1], path[4096];
+	uint8_t bid[FR_ELF_BUILD_ID_MAX];
+	int fd, err;
+	Elf *elf;
+
+	if (img->build_id_len < 2)
+		return NULL;
+	fr_build_id_hex(img->build_id, img->build_id_len, hex);
+	snprintf(path, sizeof(path), "%s%.2s/%s.debug", DEBUG_BUILD_ID_DIR, hex, hex + 2);
+	fd = fr_open_untrusted(root, path, FR_ELF_MAX_SIZE, &st);
+	if (fd < 0)
+		return NULL;
+	elf = elf_open_fd(fd, &err);
+	if (elf &&
+	    elf_read_build_id(elf, (uint64_t)st.st_size, bid, sizeof(bid)) ==
+		    (int)img->build_id_len &&
+	    memcmp(bid, img->build_id, img->build_id_len) == 0) {
+		*fd_out = fd;
+		*size_out = (uint64_t)st.st_size;
+		return elf;
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return NULL;
+}
+
+int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root)
+{
+	struct cand_vec cv = { 0 };
+	int dbg_fd = -1, ret = 0;
+	uint64_t dbg_size = 0;
+	Elf *e;
+
+	e = open_debug_file(dbg, root, &dbg_fd, &dbg_size);
+	if (!e)
+		return 0;
+	if (collect_symbols(e, dbg_size, SHT_SYMTAB, dbg->arm, &cv) < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = image_set_symbols(dbg, &cv);
+	if (ret == 0)
+		dbg->debug_missing = false;
+out:
+	free(cv.v);
+	elf_end(e);
+	close(dbg_fd);
+	return ret;
+}
+
+int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size)
+{
+	struct cand_vec cv = { 0 };
+	Elf *elf, *dbg = NULL;
+	int dbg_fd = -1, ret = 0, tables;
+	uint64_t dbg_size = 0;
+	GElf_Ehdr eh;
+
+	elf = elf_open_fd(fd, &ret);
+	if (!elf)
+		return ret;
+	if (!gelf_getehdr(elf, &eh)) {
+		ret = -EBADMSG;
+		goto out;
+	}
+	img->arm = eh.e_machine == EM_ARM;
+	ret = image_read_loads(img, elf);
+	if (ret < 0)
+		goto out;
+	ret = elf_read_build_id(elf, size, img->build_id,
+				sizeof(img->build_id));
+	img->build_id_len = ret > 0 ? (size_t)ret : 0;
+
+	/* .dynsym is merged with .symtab rather than used only as a fallback:
+	 * it costs little and covers binaries whose .symtab was trimmed. */
+	tables = collect_symbols(elf, size, SHT_SYMTAB, img->arm, &cv);
+	if (tables < 0 ||
+	    (ret = collect_symbols(elf, size, SHT_DYNSYM, img->arm, &cv)) < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (tables == 0) {
+		dbg = open_debug_file(img, NULL, &dbg_fd, &dbg_size);
+		if (dbg && collect_symbols(dbg, dbg_size, SHT_SYMTAB, img->arm, &cv) < 0) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		img->debug_missing = !dbg && img->build_id_len >= 2;
+	}
+	/* Names are copied before either Elf handle is released. */
+	ret = image_set_symbols(img, &cv);
+out:
+	free(cv.v);
+	if (dbg)
+		elf_end(dbg);
+	if (dbg_fd >= 0)
+		close(dbg_fd);
+	elf_end(elf);
+	return ret;
+}
+
+void fr_elf_image_fini(struct fr_elf_image *img)
+{
+	free(img->addrs);
+	free(img->syms);
+	free(img->loads);
+	while (img->arenas) {
+		struct fr_elf_arena *next = img->arenas->next;
+
+		free(img->arenas);
+		img->arenas = next;
+	}
+	memset(img, 0, sizeof(*img));
+}
+
+int fr_elf_image_translate(const struct fr_elf_image *img, uint64_t off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < img->nloads; i++) {
+		const struct fr_elf_load *l = &img->loads[i];
+
+		if (off >= l->offset && off - l->offset < l->filesz) {
+			*vaddr = off - l->offset + l->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int fr_elf_image_lookup(const struct fr_elf_image *img, uint64_t vaddr, const char **name)
+{
+	size_t lo = fr_count_le(img->addrs, img->nsyms, vaddr);
+
+	if (!lo)
+		return -ENOENT;
+	if (!img->syms[lo - 1].size) {
+		*name = img->syms[lo - 1].name;
+		return 0;
+	}
+	for (size_t i = lo, k = 0; i > 0 && k < ENCLOSING_LOOKBACK; i--, k++) {
+		const struct fr_elf_sym *e = &img->syms[i - 1];
+
+		if (e->size && vaddr - img->addrs[i - 1] < e->size) {
+			*name = e->name;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,80 @@
+/* ELF files other users may control, read safely: their GNU build id, and
+ * their function symbols and load segments as an image that answers "which
+ * function holds this address". The only part of flightrec that talks to
+ * libelf; the caching, the deadlines and the choice of file are the
+ * symbolizer's (core/query/symbols.h).
+ */
+#ifndef FR_CORE_ELF_IMAGE_H
+#define FR_CORE_ELF_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FR_ELF_BUILD_ID_MAX 64
+
+/* ELF files larger than this are not read (a sparse file of a terabyte
+ * costs its owner nothing and the reader everything). */
+#define FR_ELF_MAX_SIZE (1ULL << 30)
+
+/* Reads the GNU build id note of the ELF file open on `fd` into `out`
+ * (capacity `cap`), with pread (never a mapping of the file, which its
+ * owner could truncate under the reader). Returns its length, -ENOENT when
+ * the file has none, -ENOSPC when `cap` is too small, -ENOEXEC for
+ * something that is not a regular ELF file, or -errno. */
+int fr_elf_build_id_fd(int fd, uint8_t *out, size_t cap);
+
+/* The same for a trusted path (tests, the CLI): follows symbolic links,
+ * but never blocks opening a FIFO. */
+int fr_elf_build_id(const char *path, uint8_t *out, size_t cap);
+
+/* Formats a build id as lowercase hex into buf (2*len+1 bytes). */
+char *fr_build_id_hex(const uint8_t *id, size_t len, char *buf);
+
+struct fr_elf_sym;
+struct fr_elf_load;
+struct fr_elf_arena;
+
+/* A parsed file: zeroed before fr_elf_image_load(), fr_elf_image_fini()
+ * after. For fr_elf_debug_load(), the caller fills build_id, build_id_len
+ * and arm, and sets debug_missing. */
+struct fr_elf_image {
+	uint8_t build_id[FR_ELF_BUILD_ID_MAX];
+	size_t build_id_len; /* 0: none */
+	uint64_t *addrs;     /* sorted, unique; syms parallel */
+	struct fr_elf_sym *syms;
+	size_t nsyms;
+	struct fr_elf_load *loads;
+	size_t nloads;
+	struct fr_elf_arena *arenas; /* the names, newest first */
+	bool arm; /* Thumb bit in symbol values */
+	/* No .symtab, and no debug file with the build id under the host's
+	 * /usr/lib/debug/.build-id: one may still lie inside a process's root. */
+	bool debug_missing;
+};
+
+/* Fills `img` from the ELF file of `size` bytes open on `fd` (the caller
+ * opened it safely and closes it): build id, load segments, the function
+ * symbols of .symtab and .dynsym, and for a file without .symtab those of
+ * the host's debug file for its build id. Returns 0, or the error to keep
+ * for the file (-ENOEXEC not ELF, -EBADMSG corrupt), or -ENOMEM. */
+int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size);
+
+/* Fills `dbg` with the .symtab of the debug file for dbg->build_id under
+ * `root` (a process's root: "/proc/PID/root"), opened with
+ * fr_open_untrusted(); clears dbg->debug_missing when there is one.
+ * Returns 0 (also when there is none) or -ENOMEM. */
+int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root);
+
+/* Frees what an image holds (names included); the image is zeroed. */
+void fr_elf_image_fini(struct fr_elf_image *img);
+
+/* File offset -> link-time virtual address, through the PT_LOAD covering
+ * it. Returns 0 or -ENOENT. */
+int fr_elf_image_translate(const struct fr_elf_image *img, uint64_t off, uint64_t *vaddr);
+
+/* The function covering link-time address `vaddr`: 0 and its name (owned
+ * by the image), or -ENOENT. */
+int fr_elf_image_lookup(const struct fr_elf_image *img, uint64_t vaddr, const char **name);
+
+#endif

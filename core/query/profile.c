@@ -1,0 +1,416 @@
+/* Window queries.
+ *
+ * Two passes over the chunks of the window. The first finds, for each
+ * requested event, the lowest rate any of its samples in the window was
+ * collected at (an event has one rate in a profile, so all of its samples
+ * are downsampled to that rate or to the requested one, whichever is
+ * lower; offcpu records every switch and is never downsampled). The
+ * second keeps each sample with probability target/collected, decided by
+ * a hash of the sample itself, so the same request always gives the same
+ * profile, and aggregates the kept ones by (stack, pid, tid, cgroup): one
+ * row per key, with a count and a value per event. Decoded chunks are
+ * kept between the passes while they fit in a memory budget, and decoded
+ * again otherwise.
+ *
+ * Which samples are of the request's targets (pids, command names,
+ * cgroup, uid) is decided once per stack and once per label set of each chunk,
+ * not per sample.
+ *
+ * With `children`, the first pass only gathers the (pid, parent) pairs
+ * the chunks hold in their "ppid" labels (a sample's label set gives its
+ * process's parent; a set with a "pid" gives an unsampled ancestor's).
+ * The asked pids are then extended with every process below them, walking
+ * down the pairs breadth first with each pid entering the set once (so a
+ * cycle of parents ends the walk), and the rates are taken over the
+ * extended targets before the second pass selects by them. Pairs and the
+ * extended set live in hash sets, sized by what the window holds.
+ *
+ * Frames are turned into locations keyed by (mapping, address), where a
+ * return address is stored minus one so it falls inside the call
+ * instruction (as pprof expects of caller frames). Symbolization happens
+ * once per distinct location, after aggregation; the pprof emitter and the
+ * folded-stacks emitter share everything up to there.
+ *
+ * This file holds the entry points and the two passes; which samples a
+ * request takes and at what rate is core/query/profile_window.c, the rows they
+ * aggregate into core/query/profile_agg.c, naming the frames and writing the
+ * output core/query/profile_emit.c (core/query/profile_int.h what they share).
+ */
+#include "core/query/profile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/store/chunk.h"
+#include "core/util/parse.h"
+#include "core/query/pprof.h"
+#include "core/query/profile_int.h"
+#include "core/store/ring.h"
+#include "core/store/sample.h"
+
+/* Counts what the profile hands to the caller's sink. */
+struct counting_sink {
+	fr_write_fn sink;
+	void *arg;
+	uint64_t bytes;
+};
+
+static int counting_write(void *arg, const void *buf, size_t len)
+{
+	struct counting_sink *c = arg;
+	int ret = c->sink(c->arg, buf, len);
+
+	if (ret == 0)
+		c->bytes += len;
+	return ret;
+}
+
+struct cached {
+	struct fr_chunk *chunk; /* NULL: decode again in pass 2 */
+};
+
+int fr_profile_format_parse(const char *name)
+{
+	if (strcmp(name, "pprof") == 0)
+		return FR_PROFILE_PPROF;
+	if (strcmp(name, "folded") == 0)
+		return FR_PROFILE_FOLDED;
+	return -EINVAL;
+}
+
+static int load(struct fr_ring *ring, const struct fr_ring_ref *ref, struct fr_chunk **out)
+{
+	void *buf = NULL;
+	int ret = fr_ring_read(ring, ref, &buf);
+
+	if (ret == 0)
+		ret = fr_chunk_decode(buf, ref->len, out);
+	free(buf);
+	return ret;
+}
+
+/* Checks the request and sets up the events and the cgroup of `b`.
+ * Returns 0, or -EINVAL with a message in `err`. */
+static int setup_request(struct builder *b, struct fr_profile_result *res, char *err,
+			 size_t errlen)
+{
+	const struct fr_profile_request *req = b->req;
+	size_t n;
+
+	if (req->nevents > FR_LIMIT_EVENTS) {
+		snprintf(err, errlen, "a profile has at most %d events; %u were asked for",
+			 FR_LIMIT_EVENTS, req->nevents);
+		return -EINVAL;
+	}
+	b->nev = req->nevents ? req->nevents : 1;
+	for (uint32_t e = 0; e < b->nev; e++) {
+		struct gevent *g = &b->ev[e];
+
+		g->id = req->nevents ? req->events[e] : FR_EVENT_CPU;
+		if (FR_EVENT_IS_RAW(g->id) ? FR_EVENT_RAW_CODE(g->id) == 0
+					   : g->id >= FR_EVENT_COUNT || g->id == FR_EVENT_RAW) {
+			snprintf(err, errlen, "event id %#x is not an event flightrec knows (%s)",
+				 g->id, FR_EVENT_NAMES);
+			return -EINVAL;
+		}
+		fr_event_format(g->id, g->name, sizeof(g->name));
+		for (uint32_t k = 0; k < e; k++) {
+			if (b->ev[k].id == g->id) {
+				snprintf(err, errlen, "event %s is asked for twice", g->name);
+				return -EINVAL;
+			}
+		}
+		g->res = &res->events[e];
+		g->res->event = g->id;
+	}
+	res->nevents = b->nev;
+	if (req->targets.npids > FR_LIMIT_PIDS || req->targets.ncomms > FR_LIMIT_COMMS) {
+		snprintf(err, errlen, "a profile has at most %d pids and %d command names",
+			 FR_LIMIT_PIDS, FR_LIMIT_COMMS);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < req->targets.ncomms; i++) {
+		if (strnlen(req->targets.comms[i], FR_LIMIT_COMM_LEN) == FR_LIMIT_COMM_LEN) {
+			snprintf(err, errlen,
+				 "command name \"%.*s...\" is longer than the %d characters the "
+				 "kernel keeps", FR_LIMIT_COMM_LEN, req->targets.comms[i],
+				 FR_LIMIT_COMM_LEN - 1);
+			return -EINVAL;
+		}
+	}
+	n = strnlen(req->targets.cgroup, FR_LIMIT_CGROUP_LEN);
+	if (n == FR_LIMIT_CGROUP_LEN || (n && req->targets.cgroup[0] != '/')) {
+		snprintf(err, errlen,
+			 "the cgroup must be a cgroup v2 path such as /system.slice/nginx.service, "
+			 "at most %d characters", FR_LIMIT_CGROUP_LEN - 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Whether the asker gave up (see fr_profile_request.stop); says so in
+ * `err` when it did. */
+static int stopped(const struct fr_profile_request *req, char *err, size_t errlen)
+{
+	if (!req->stop || !req->stop(req->stop_arg))
+		return 0;
+	snprintf(err, errlen, "stopped: the client went away");
+	return 1;
+}
+
+/* Decoded, a chunk takes about twice its raw block (the pass-1 cache
+ * counts it so). Aggregation's tables (rows, stacks, locations, the pprof
+ * and folded output) grow with the distinct stacks, which the samples
+ * bound: measured at 350-400 bytes a sample when most stacks differ
+ * (tests/bench/query_memory.sh, docs/performance.md). Symbolizing adds the
+ * symbol tables of the files the stacks name: a few MiB. */
+#define ESTIMATE_PER_SAMPLE 400u
+#define ESTIMATE_FIXED ((uint64_t)8 << 20)
+
+int64_t fr_profile_estimate(struct fr_ring *ring, const struct fr_profile_request *req)
+{
+	size_t cache_cap = req->cache_bytes ? req->cache_bytes : FR_PROFILE_CACHE_DEFAULT;
+	struct fr_ring_ref *refs = NULL;
+	uint64_t raw = 0, samples = 0, cached;
+	size_t nrefs = 0;
+	int ret;
+
+	ret = fr_ring_query(ring, req->t0, req->t1, &refs, &nrefs);
+	if (ret < 0)
+		return ret;
+	for (size_t r = 0; r < nrefs; r++) {
+		raw += refs[r].raw_len;
+		samples += refs[r].nsamples;
+	}
+	free(refs);
+	cached = 2 * raw < cache_cap ? 2 * raw : cache_cap;
+	return (int64_t)(cached + samples * ESTIMATE_PER_SAMPLE + ESTIMATE_FIXED);
+}
+
+/* The chunks of a window, and those kept decoded between the passes. */
+struct window {
+	struct fr_ring *ring;
+	struct fr_ring_ref *refs;
+	size_t nrefs;
+	struct cached *cache;
+};
+
+/* Chunk `r` of the window, decoded again unless cached; NULL when it
+ * cannot be read. Give it back with put_chunk(). */
+static struct fr_chunk *get_chunk(const struct window *w, size_t r)
+{
+	struct fr_chunk *c = w->cache[r].chunk;
+
+	if (!c && load(w->ring, &w->refs[r], &c) < 0)
+		return NULL;
+	return c;
+}
+
+static void put_chunk(const struct window *w, size_t r, struct fr_chunk *c)
+{
+	if (c != w->cache[r].chunk)
+		fr_chunk_free(c);
+}
+
+/* Pass 1: the lowest collection rate of each event in the window; with
+ * children, the parents of its processes first, then the rates over the
+ * extended targets. Keeps decoded chunks in the cache while they fit.
+ * Returns 0, -ECANCELED or -ENOMEM with a message in `err`. */
+static int read_rates(struct builder *b, struct window *w, struct fr_profile_result *res,
+		      char *err, size_t errlen)
+{
+	const struct fr_profile_request *req = b->req;
+	size_t cache_cap = req->cache_bytes ? req->cache_bytes : FR_PROFILE_CACHE_DEFAULT;
+	size_t cached_bytes = 0;
+	int children = req->targets.children && req->targets.npids, ret;
+
+	for (size_t r = 0; r < w->nrefs; r++) {
+		struct fr_chunk *c = NULL;
+
+		if (stopped(req, err, errlen))
+			return -ECANCELED;
+		ret = load(w->ring, &w->refs[r], &c);
+		if (ret < 0) {
+			res->chunks_skipped++;
+			continue;
+		}
+		res->chunks++;
+		profile_count_losses(b, c);
+		ret = children ? profile_collect_parents(b, c) : profile_chunk_rates(b, c);
+		if (ret < 0) {
+			fr_chunk_free(c);
+			snprintf(err, errlen, "out of memory while reading the window");
+			return ret;
+		}
+		if (cached_bytes + w->refs[r].raw_len * 2u <= cache_cap) {
+			w->cache[r].chunk = c;
+			cached_bytes += w->refs[r].raw_len * 2u;
+		} else {
+			fr_chunk_free(c);
+		}
+	}
+	if (!children)
+		return 0;
+	/* The rates are those of the extended targets. */
+	ret = profile_extend_pids(b);
+	for (size_t r = 0; ret == 0 && r < w->nrefs; r++) {
+		struct fr_chunk *c = get_chunk(w, r);
+
+		if (!c)
+			continue;
+		ret = profile_chunk_rates(b, c);
+		put_chunk(w, r, c);
+	}
+	if (ret < 0)
+		snprintf(err, errlen, "out of memory while finding the child processes");
+	return ret;
+}
+
+/* Pass 2: downsamples and aggregates the samples of the window, then
+ * totals the events' counts in `res`. Returns 0, -ECANCELED or -ENOMEM
+ * with a message in `err`. */
+static int aggregate(struct builder *b, const struct window *w, struct fr_profile_result *res,
+		     char *err, size_t errlen)
+{
+	int ret;
+
+	/* Index 0 of maps is "no mapping", index 1 the kernel. */
+	b->nmaps = 2;
+	b->maps_cap = 256;
+	b->maps = calloc(b->maps_cap, sizeof(*b->maps));
+	if (!b->maps)
+		return -ENOMEM;
+	for (size_t r = 0; r < w->nrefs; r++) {
+		struct fr_chunk *c;
+
+		if (stopped(b->req, err, errlen))
+			return -ECANCELED;
+		c = get_chunk(w, r);
+		if (!c)
+			continue;
+		ret = profile_chunk_aggregate(b, c);
+		put_chunk(w, r, c);
+		if (ret < 0) {
+			snprintf(err, errlen, "out of memory while aggregating the window");
+			return ret;
+		}
+	}
+	for (uint32_t e = 0; e < b->nev; e++) {
+		res->samples_seen += b->ev[e].res->samples_seen;
+		res->samples_kept += b->ev[e].res->samples_kept;
+		res->lost += b->ev[e].res->lost;
+	}
+	return 0;
+}
+
+/* What the ring covers of the request's window: sets res->covered_t0 and
+ * the warning to give the user, and returns where the profile starts. */
+static int64_t coverage(struct fr_ring *ring, const struct fr_profile_request *req,
+			struct fr_profile_result *res)
+{
+	struct fr_ring_stats st;
+	char a[64], bb[64], dur[32];
+	int64_t eff_t0 = req->t0;
+
+	fr_ring_get_stats(ring, &st);
+	res->covered_t0 = st.oldest_ns;
+	if (!st.chunks) {
+		snprintf(res->warning, sizeof(res->warning),
+			 "the ring holds no samples yet; the profile is empty");
+	} else if (st.oldest_ns > req->t0) {
+		eff_t0 = st.oldest_ns < req->t1 ? st.oldest_ns : req->t1;
+		snprintf(res->warning, sizeof(res->warning),
+			 "the window asks for %s but the ring holds samples only since %s; "
+			 "the profile covers the last %s",
+			 fr_format_duration(req->t1 - req->t0, a, sizeof(a)),
+			 fr_format_time(st.oldest_ns, bb, sizeof(bb)),
+			 fr_format_duration((req->t1 - eff_t0) / 1000000 * 1000000, dur, sizeof(dur)));
+	}
+	return eff_t0;
+}
+
+/* Names the frames of the aggregate and writes it, from `eff_t0`, to
+ * `counter` in the request's format. Returns 0, -ENOMEM or the sink's
+ * -errno with a message in `err`. */
+static int write_aggregate(struct builder *b, int64_t eff_t0, struct counting_sink *counter,
+			   struct fr_profile_result *res, char *err, size_t errlen)
+{
+	const struct fr_profile_request *req = b->req;
+	int64_t period = profile_period(b);
+	struct fr_pprof *p = NULL;
+	int ret;
+
+	if (req->format == FR_PROFILE_PPROF) {
+		p = profile_pprof_new(b, eff_t0, period, counting_write, counter);
+		if (!p)
+			return -ENOMEM;
+	}
+	profile_comments(b, p, res, period);
+	ret = profile_symbolize(b, p, req->kallsyms);
+	if (ret < 0) {
+		snprintf(err, errlen, "out of memory while naming the frames");
+		goto out;
+	}
+	if (p) {
+		profile_emit(b, p);
+		res->stacks = b->nsamples;
+		ret = fr_pprof_finish(p);
+	} else {
+		ret = profile_emit_folded(b, counting_write, counter, &res->stacks);
+	}
+	res->bytes = counter->bytes;
+	if (ret < 0)
+		snprintf(err, errlen, "cannot write the profile: %s", strerror(-ret));
+out:
+	fr_pprof_free(p);
+	return ret;
+}
+
+int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
+		     fr_write_fn sink, void *sink_arg, struct fr_profile_result *res,
+		     char *err, size_t errlen)
+{
+	struct builder b;
+	struct window w = {.ring = ring};
+	struct counting_sink counter = {.sink = sink, .arg = sink_arg};
+	int ret;
+
+	memset(&b, 0, sizeof(b));
+	memset(res, 0, sizeof(*res));
+	b.req = req;
+	err[0] = '\0';
+
+	ret = setup_request(&b, res, err, errlen);
+	if (ret < 0)
+		goto out;
+	ret = fr_ring_query(ring, req->t0, req->t1, &w.refs, &w.nrefs);
+	if (ret < 0) {
+		snprintf(err, errlen, "cannot query the ring: %s", strerror(-ret));
+		goto out;
+	}
+	w.cache = calloc(w.nrefs ? w.nrefs : 1, sizeof(*w.cache));
+	if (!w.cache) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = read_rates(&b, &w, res, err, errlen);
+	if (ret < 0)
+		goto out;
+	profile_set_targets(&b, res);
+	ret = aggregate(&b, &w, res, err, errlen);
+	if (ret < 0)
+		goto out;
+	ret = write_aggregate(&b, coverage(ring, req, res), &counter, res, err, errlen);
+
+out:
+	if (ret < 0 && !err[0])
+		snprintf(err, errlen, "%s", strerror(-ret));
+	for (size_t r = 0; w.cache && r < w.nrefs; r++)
+		fr_chunk_free(w.cache[r].chunk);
+	free(w.cache);
+	free(w.refs);
+	profile_free_builder(&b);
+	return ret < 0 ? ret : 0;
+}

@@ -1,0 +1,195 @@
+/* Window queries: build a pprof profile (or folded stacks) from the ring.
+ *
+ * A request names a time window [t0, t1) in Unix nanoseconds, the events
+ * to profile, optional targets (pids, command names, a cgroup) and a
+ * sampling rate. The chunks overlapping the window are read and decoded;
+ * samples outside the window, of other events or of other targets are
+ * dropped; the remaining ones are downsampled, each event on its own, by
+ * a deterministic hash of each sample (so the same request gives the same
+ * profile and the same bytes), identical (stack, labels) are aggregated,
+ * addresses are symbolized, and the result is streamed as gzip'ed pprof,
+ * or as folded stacks.
+ *
+ * DOWNSAMPLING: a rate-sampled event e is brought to target_e = the lowest
+ * rate e was collected at in the window, or req->hz if that is lower; a
+ * sample collected at R > target_e is kept with probability target_e / R
+ * and then counts R / target_e times its weight. offcpu (rate 0: every
+ * switch is recorded) is never downsampled.
+ *
+ * PPROF: sample types are samples/count (kept samples of every event),
+ * then one column per event in request order, named fr_event_format()
+ * with unit fr_event_unit(): cpu/nanoseconds, offcpu/nanoseconds,
+ * cycles/count, raw:0x1a2/count... The first event is the default sample
+ * type and the period type. period: for cpu 1e9 / its rate in the profile
+ * (each kept cpu sample counts exactly that); for offcpu 1 (its values
+ * are measured nanoseconds, not sampled); for frequency-mode events, whose
+ * kernel period varies, the mean value per kept sample, rounded (0 when
+ * none was kept); a comment says so. A row is one (stack, pid, tid,
+ * cgroup[, cpu]) with a value for each event, so a stack seen for two
+ * events is one sample with two non-zero columns. Labels: pid, tid, comm,
+ * thread, cpu (when asked), cgroup (when the sample has one); never the
+ * parent. Comments give each event's rate, downsampling, and the
+ * kernel's lost, throttled and truncated counts for it, and with
+ * `children` how many descendants were included.
+ *
+ * FOLDED STACKS (FR_PROFILE_FOLDED) are the collapsed-stack text that
+ * flamegraph.pl, speedscope and inferno read: uncompressed, one line per
+ * distinct stack, sorted bytewise,
+ *
+ *   COMM;USER_ROOT;...;USER_LEAF;[k] KERNEL_OUTER;...;[k] KERNEL_LEAF COUNT\n
+ *
+ * COMM is the process's command name ("[unknown]" when not known), frames
+ * are named as in the pprof output, and COUNT is the number of kept
+ * samples of the FIRST event of the request (other events are not
+ * counted; stacks seen only for them have no line). Threads and processes
+ * with the same folded text share one line. A ';' or newline inside a name
+ * is written as '_' so it cannot split a frame or a line.
+ */
+#ifndef FR_CORE_PROFILE_H
+#define FR_CORE_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/util/compress.h"
+#include "core/util/limits.h"
+#include "core/query/targets.h"
+
+struct fr_ring;
+struct fr_symbols;
+
+enum fr_profile_format {
+	FR_PROFILE_PPROF = 0, /* gzip'ed pprof */
+	FR_PROFILE_FOLDED,    /* folded stacks, plain text (see above) */
+};
+
+/* The accepted format names, for messages. */
+#define FR_PROFILE_FORMAT_NAMES "pprof, folded"
+
+/* Maps a format name ("pprof", "folded") to its enum fr_profile_format.
+ * Returns the format, or -EINVAL for any other name. */
+int fr_profile_format_parse(const char *name);
+
+/* Targets (`targets`, core/query/targets.h): a sample is in the profile when it
+ * is in the window, of one of the events, and (for each of pids, comms and
+ * cgroup that is given) of one
+ * of the pids, of a process whose command name is one of comms, and of a
+ * process in the cgroup (its "cgroup" label, a cgroup v2 path, is the
+ * given path or below it). Kinds combine with AND, values of one kind with
+ * OR. comms match the process's command name exactly (the kernel keeps 15
+ * characters, so a longer name matches nothing and is refused). cgroup
+ * "/a/b" takes "/a/b" and "/a/b/c" but not "/a/bc" (a trailing '/' is
+ * ignored); "/" takes every sample that has a cgroup label. Samples of
+ * chunks without cgroup labels match only when no cgroup is given.
+ *
+ * With `children` and pids, the pids are first extended with every
+ * process descended from them, transitively: the (pid, parent) pairs of
+ * all the window's chunks ("ppid" labels: of each process's samples, and
+ * of the sets chunks keep for ancestors without samples) are walked down
+ * from the given pids, so a child that only ran between two seals, or a
+ * grandchild whose parent was never sampled, is in. FR_LIMIT_PIDS
+ * bounds the request, not the extension. Chunks of recorders that did not
+ * store parents add no descendants. comms and cgroup still apply to the
+ * extended set, and the rates are those of the extended targets. The
+ * profile says "--children: N descendant processes of PID[,PID] included"
+ * in a comment, N counting every descendant found in the window.
+ *
+ * With `has_uid`, only processes whose (real) uid, as the chunk recorded
+ * it, is `uid`; a process the chunk does not describe matches nothing.
+ * The daemon sets it from the asker's credentials for users who are not
+ * root (never from what the request says), and from a session's
+ * targets.uid; the profile says so in a comment. */
+struct fr_profile_request {
+	int64_t t0, t1;       /* window, Unix ns */
+	uint32_t nevents;     /* 0: cpu only */
+	uint32_t events[FR_LIMIT_EVENTS]; /* distinct ids; value columns in this order */
+	struct fr_targets targets;
+	uint32_t hz;          /* wanted rate of every rate-sampled event; 0: as collected */
+	const char *version;  /* recorder version for the comment */
+	const char *kallsyms; /* NULL: /proc/kallsyms */
+	int cpu_label;        /* add a "cpu" label to samples (pprof only) */
+	enum fr_profile_format format;
+	const char *note;     /* non-NULL: one more comment, e.g. why the
+			       * profile may end early */
+	/* Decoded chunks kept between the two passes (the rest are decoded
+	 * again); 0: FR_PROFILE_CACHE_DEFAULT. A caller under a memory
+	 * budget passes what it reserved. */
+	size_t cache_bytes;
+	/* Non-NULL: asked before each chunk is read; non-zero ends the query
+	 * with -ECANCELED (e.g. the client that asked hung up). */
+	int (*stop)(void *arg);
+	void *stop_arg;
+};
+
+#define FR_PROFILE_CACHE_DEFAULT ((size_t)128 << 20)
+
+/* What a profile says about one of its events. */
+struct fr_profile_event_result {
+	uint32_t event;
+	uint32_t hz;              /* rate of this event in the profile; 0 offcpu */
+	uint32_t min_rate, max_rate; /* collection rates seen in the window */
+	uint64_t samples_seen;    /* in the window and target */
+	uint64_t samples_kept;    /* after downsampling */
+	uint64_t lost, throttled, truncated; /* kernel counters in the window */
+};
+
+struct fr_profile_result {
+	uint32_t nevents;         /* == the request's (1 when it named none) */
+	struct fr_profile_event_result events[FR_LIMIT_EVENTS];
+	uint64_t chunks;          /* chunks read */
+	uint64_t chunks_skipped;  /* damaged or overwritten while reading */
+	uint64_t samples_seen;    /* in the window and target */
+	uint64_t samples_kept;    /* after downsampling */
+	uint64_t stacks;          /* distinct pprof samples (folded: lines) written */
+	uint64_t lost;            /* records the kernel lost in the window (all events) */
+	uint32_t hz;              /* rate of the first event of the profile */
+	int64_t covered_t0;       /* first time the ring has data for */
+	uint64_t bytes;           /* bytes written */
+	char warning[512];        /* non-empty: say this to the user */
+};
+
+/* What building the profile for `req` may take in memory, in bytes, from
+ * the chunks of its window (their decoded size, as kept between passes
+ * within req->cache_bytes; the tables aggregation builds, by their
+ * samples; a fixed part for symbols): for reserving it against a budget
+ * before the query. An estimate, on the safe side when most stacks
+ * differ; a window of few distinct stacks takes less. Returns >= 0 or
+ * -errno. */
+int64_t fr_profile_estimate(struct fr_ring *ring, const struct fr_profile_request *req);
+
+/* Builds the profile for `req` from `ring` and writes it to `sink` in
+ * req->format.
+ * Returns 0 and fills `res`, or -errno with a one-line message in `err`:
+ * -EINVAL (nothing written) for more than FR_LIMIT_EVENTS events, an
+ * event named twice or unknown, too many pids or comms, a comm of 16
+ * characters or more, a cgroup that is not an absolute path of at most
+ * FR_LIMIT_CGROUP_LEN - 1 characters; -ENOMEM; the ring's or the sink's
+ * -errno. */
+int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
+		     fr_write_fn sink, void *sink_arg, struct fr_profile_result *res,
+		     char *err, size_t errlen);
+
+/* Bounds on the output of fr_profile_write_fd(), as
+ * fr_uring_writer_limit() applies them: when `fd` is not a regular file,
+ * -ETIMEDOUT once its reader took no byte for `stall_ns` or the whole
+ * profile is not out within `total_ns`; -ECONNRESET once `hangup_fd` (a
+ * socket, borrowed; -1 for none) hangs up. */
+struct fr_profile_limits {
+	int64_t stall_ns;
+	int64_t total_ns;
+	int hangup_fd;
+};
+
+/* fr_profile_write() into `fd` (borrowed) through an io_uring writer of
+ * its own, flushed at the end; with `limits` (NULL: none) bounded so. Sets
+ * *written to the bytes handed to the kernel, also on failure. Returns 0
+ * or -errno: those of fr_profile_write() with its message in `err`;
+ * -ENOMEM or io_uring's -errno, "cannot set up the output: ..." in `err`;
+ * or the output's -errno (-ETIMEDOUT, -ECONNRESET, -EOPNOTSUPP for a
+ * device that takes no non-blocking writes, ...), where `err` may be left
+ * empty for the caller to name the output. */
+int fr_profile_write_fd(struct fr_ring *ring, const struct fr_profile_request *req, int fd,
+			const struct fr_profile_limits *limits, struct fr_profile_result *res,
+			uint64_t *written, char *err, size_t errlen);
+
+#endif

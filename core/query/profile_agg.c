@@ -1,0 +1,352 @@
+/* Aggregation of the kept samples of a window (see core/query/profile.c): rows
+ * keyed by (stack, pid, tid, cpu, cgroup), each with a count and a value
+ * per event, and the interned strings, mappings and locations they refer
+ * to. Each table is an array with an open-addressing index of its own.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/store/chunk.h"
+#include "core/query/profile_int.h"
+
+static int hidx_grow(struct hidx *h, uint64_t (*hash_of)(void *ctx, uint32_t idx), void *ctx)
+{
+	uint32_t cap = h->cap ? h->cap * 2 : 1024;
+	uint32_t *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < h->cap; i++) {
+		uint32_t v = h->slots[i];
+		if (!v)
+			continue;
+		uint32_t s = (uint32_t)hash_of(ctx, v - 1) & (cap - 1);
+		while (slots[s])
+			s = (s + 1) & (cap - 1);
+		slots[s] = v;
+	}
+	free(h->slots);
+	h->slots = slots;
+	h->cap = cap;
+	return 0;
+}
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static int grow(void **arr, uint32_t *cap, size_t elem)
+{
+	uint32_t ncap = *cap ? *cap * 2 : 256;
+	void *p = realloc(*arr, (size_t)ncap * elem);
+
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+static uint64_t str_hash_of(void *ctx, uint32_t i)
+{
+	struct builder *b = ctx;
+	return hash_bytes(0xcbf29ce484222325ull, b->strs[i], strlen(b->strs[i]));
+}
+
+/* Interns a label string; returns its index or -ENOMEM. */
+int64_t profile_intern_str(struct builder *b, const char *s)
+{
+	uint64_t h = hash_bytes(0xcbf29ce484222325ull, s, strlen(s));
+	uint32_t slot;
+
+	if ((b->str_idx.n + 1) * 2 > b->str_idx.cap && hidx_grow(&b->str_idx, str_hash_of, b) < 0)
+		return -ENOMEM;
+	for (slot = (uint32_t)h & (b->str_idx.cap - 1); b->str_idx.slots[slot];
+	     slot = (slot + 1) & (b->str_idx.cap - 1))
+		if (strcmp(b->strs[b->str_idx.slots[slot] - 1], s) == 0)
+			return b->str_idx.slots[slot] - 1;
+	if (b->nstrs == b->strs_cap && grow((void **)&b->strs, &b->strs_cap, sizeof(char *)) < 0)
+		return -ENOMEM;
+	b->strs[b->nstrs] = strdup(s);
+	if (!b->strs[b->nstrs])
+		return -ENOMEM;
+	b->str_idx.slots[slot] = ++b->nstrs;
+	b->str_idx.n++;
+	return b->nstrs - 1;
+}
+
+static uint64_t map_hash_of(void *ctx, uint32_t i)
+{
+	return ((struct builder *)ctx)->maps[i].hash;
+}
+
+static uint64_t map_key_hash(const char *path, uint64_t start, uint64_t end, uint64_t pgoff)
+{
+	uint64_t h = hash_bytes(0xcbf29ce484222325ull, path, strlen(path));
+	return mix64(h ^ mix64(start) ^ mix64(end * 3) ^ mix64(pgoff * 7));
+}
+
+/* Interns a mapping of chunk `c`; returns its index or -ENOMEM. */
+static int64_t intern_map(struct builder *b, const struct fr_chunk *c, const struct fr_chunk_map *m)
+{
+	const char *path = c->strings[m->path];
+	uint64_t h = map_key_hash(path, m->start, m->end, m->pgoff);
+	uint32_t slot;
+	struct gmap *g;
+
+	if ((b->map_idx.n + 1) * 2 > b->map_idx.cap && hidx_grow(&b->map_idx, map_hash_of, b) < 0)
+		return -ENOMEM;
+	for (slot = (uint32_t)h & (b->map_idx.cap - 1); b->map_idx.slots[slot];
+	     slot = (slot + 1) & (b->map_idx.cap - 1)) {
+		g = &b->maps[b->map_idx.slots[slot] - 1];
+		if (g->hash == h && g->start == m->start && g->end == m->end &&
+		    g->pgoff == m->pgoff && strcmp(g->path, path) == 0)
+			return b->map_idx.slots[slot] - 1;
+	}
+	if (b->nmaps == b->maps_cap && grow((void **)&b->maps, &b->maps_cap, sizeof(*b->maps)) < 0)
+		return -ENOMEM;
+	g = &b->maps[b->nmaps];
+	memset(g, 0, sizeof(*g));
+	g->path = strdup(path);
+	if (!g->path)
+		return -ENOMEM;
+	g->start = m->start;
+	g->end = m->end;
+	g->pgoff = m->pgoff;
+	g->pid = m->pid;
+	g->bid_len = m->build_id_len;
+	memcpy(g->bid, m->build_id, m->build_id_len);
+	g->hash = h;
+	b->map_idx.slots[slot] = ++b->nmaps;
+	b->map_idx.n++;
+	return b->nmaps - 1;
+}
+
+static uint64_t loc_hash_of(void *ctx, uint32_t i)
+{
+	return ((struct builder *)ctx)->locs[i].hash;
+}
+
+static int64_t intern_loc(struct builder *b, uint32_t map, uint64_t addr)
+{
+	uint64_t h = mix64(addr ^ ((uint64_t)map << 48) ^ map);
+	uint32_t slot;
+
+	if ((b->loc_idx.n + 1) * 2 > b->loc_idx.cap && hidx_grow(&b->loc_idx, loc_hash_of, b) < 0)
+		return -ENOMEM;
+	for (slot = (uint32_t)h & (b->loc_idx.cap - 1); b->loc_idx.slots[slot];
+	     slot = (slot + 1) & (b->loc_idx.cap - 1)) {
+		const struct gloc *l = &b->locs[b->loc_idx.slots[slot] - 1];
+		if (l->addr == addr && l->map == map)
+			return b->loc_idx.slots[slot] - 1;
+	}
+	if (b->nlocs == b->locs_cap && grow((void **)&b->locs, &b->locs_cap, sizeof(*b->locs)) < 0)
+		return -ENOMEM;
+	b->locs[b->nlocs] = (struct gloc){.map = map, .addr = addr, .hash = h};
+	b->loc_idx.slots[slot] = ++b->nlocs;
+	b->loc_idx.n++;
+	return b->nlocs - 1;
+}
+
+static uint64_t sample_hash_of(void *ctx, uint32_t i)
+{
+	return ((struct builder *)ctx)->samples[i].hash;
+}
+
+/* Locations of stack `sid` of chunk `c`, memoized per chunk in the arena.
+ * Returns 0 or -ENOMEM. */
+static int stack_locations(struct builder *b, const struct fr_chunk *c, uint32_t sid,
+			   uint64_t *off, uint32_t *n)
+{
+	const struct fr_chunk_stack *st = &c->stacks[sid];
+
+	if (b->stack_n[sid] != UINT32_MAX) {
+		*off = b->stack_off[sid];
+		*n = b->stack_n[sid];
+		return 0;
+	}
+	if (b->arena_len + st->nr_frames > b->arena_cap) {
+		uint64_t cap = b->arena_cap ? b->arena_cap * 2 : 65536;
+		while (cap < b->arena_len + st->nr_frames)
+			cap *= 2;
+		uint32_t *a = realloc(b->arena, cap * sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		b->arena = a;
+		b->arena_cap = cap;
+	}
+	for (uint32_t j = 0; j < st->nr_frames; j++) {
+		uint64_t addr = c->frames[st->first + j];
+		/* Every frame but the very first is a return address. */
+		uint64_t lookup = j == 0 ? addr : addr - 1;
+		int64_t map = 0, loc;
+
+		if (j < st->nr_kernel) {
+			map = KERNEL_MAP;
+		} else {
+			const struct fr_chunk_map *m = fr_chunk_find_map(c, st->pid, addr);
+			if (m) {
+				map = intern_map(b, c, m);
+				if (map < 0)
+					return -ENOMEM;
+			}
+		}
+		loc = intern_loc(b, (uint32_t)map, lookup);
+		if (loc < 0)
+			return -ENOMEM;
+		b->arena[b->arena_len + j] = (uint32_t)loc;
+	}
+	b->stack_off[sid] = b->arena_len;
+	b->stack_n[sid] = st->nr_frames;
+	b->arena_len += st->nr_frames;
+	*off = b->stack_off[sid];
+	*n = st->nr_frames;
+	return 0;
+}
+
+/* Adds `w` collected at `rate` to a cell of an event whose profile rate is
+ * `target`: a sample kept with probability target/rate stands for
+ * rate/target of its kind, so w * rate / target, kept exact across samples
+ * by carrying the remainder. */
+static void cell_add(struct gcell *cl, uint64_t w, uint32_t rate, uint32_t target)
+{
+	uint64_t r, rem;
+
+	cl->n++;
+	if (!target || !rate || rate <= target) {
+		cl->v += w;
+		return;
+	}
+	/* (w / target) * rate + (w % target) * rate / target, without
+	 * overflow: both factors of the second product are below 2^32. */
+	r = (w % target) * rate;
+	cl->v += w / target * rate + r / target;
+	rem = (uint64_t)cl->rem + r % target;
+	if (rem >= target) {
+		cl->v++;
+		rem -= target;
+	}
+	cl->rem = (uint32_t)rem;
+}
+
+/* Adds sample `i` of chunk `c`, of requested event `e`, to its row.
+ * Returns 0 or -ENOMEM. */
+int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e)
+{
+	uint32_t sid = c->stack[i], nlocs, slot;
+	uint32_t cpu = b->req->cpu_label ? c->cpu[i] : 0;
+	uint32_t cgroup = b->ls_cgroup[c->labelset[i]];
+	uint64_t off, h;
+	const struct fr_chunk_proc *proc;
+	const struct fr_chunk_thread *th;
+	struct gsample *s;
+	int64_t comm, thread;
+	int ret;
+
+	ret = stack_locations(b, c, sid, &off, &nlocs);
+	if (ret < 0)
+		return ret;
+	h = mix64(((uint64_t)c->pid[i] << 32 | c->tid[i]) ^ mix64(cpu + 1) ^
+		  mix64((uint64_t)cgroup << 1));
+	h = hash_bytes(h, &b->arena[off], nlocs * sizeof(uint32_t));
+
+	if ((b->sample_idx.n + 1) * 2 > b->sample_idx.cap &&
+	    hidx_grow(&b->sample_idx, sample_hash_of, b) < 0)
+		return -ENOMEM;
+	for (slot = (uint32_t)h & (b->sample_idx.cap - 1); b->sample_idx.slots[slot];
+	     slot = (slot + 1) & (b->sample_idx.cap - 1)) {
+		uint32_t row = b->sample_idx.slots[slot] - 1;
+
+		s = &b->samples[row];
+		if (s->hash == h && s->pid == c->pid[i] && s->tid == c->tid[i] && s->cpu == cpu &&
+		    s->cgroup == cgroup && s->nlocs == nlocs &&
+		    memcmp(&b->arena[s->locs], &b->arena[off], nlocs * sizeof(uint32_t)) == 0) {
+			s->count++;
+			cell_add(&b->cells[(size_t)row * b->nev + e], c->weight[i], c->rate_hz[i],
+				 b->ev[e].target);
+			return 0;
+		}
+	}
+	proc = fr_chunk_find_proc(c, c->pid[i]);
+	th = fr_chunk_find_thread(c, c->tid[i]);
+	comm = profile_intern_str(b, proc ? c->strings[proc->comm] : "");
+	thread = profile_intern_str(b, th ? c->strings[th->name] : "");
+	if (comm < 0 || thread < 0)
+		return -ENOMEM;
+	if (b->nsamples == b->samples_cap) {
+		uint32_t cap = b->samples_cap;
+		struct gcell *cells;
+
+		if (grow((void **)&b->samples, &b->samples_cap, sizeof(*b->samples)) < 0)
+			return -ENOMEM;
+		cells = realloc(b->cells, (size_t)b->samples_cap * b->nev * sizeof(*cells));
+		if (!cells) {
+			/* Keep both arrays the same length for the next try. */
+			b->samples_cap = cap;
+			return -ENOMEM;
+		}
+		b->cells = cells;
+	}
+	b->samples[b->nsamples] = (struct gsample){
+		.pid = c->pid[i], .tid = c->tid[i], .cpu = cpu,
+		.comm = (uint32_t)comm, .thread = (uint32_t)thread, .cgroup = cgroup,
+		.nlocs = nlocs, .locs = off, .count = 1, .hash = h,
+	};
+	memset(&b->cells[(size_t)b->nsamples * b->nev], 0, b->nev * sizeof(*b->cells));
+	cell_add(&b->cells[(size_t)b->nsamples * b->nev + e], c->weight[i], c->rate_hz[i],
+		 b->ev[e].target);
+	b->sample_idx.slots[slot] = ++b->nsamples;
+	b->sample_idx.n++;
+	return 0;
+}
+
+void profile_free_builder(struct builder *b)
+{
+	for (uint32_t i = 0; i < b->nmaps; i++)
+		free(b->maps[i].path);
+	free(b->maps);
+	free(b->map_idx.slots);
+	free(b->locs);
+	free(b->loc_idx.slots);
+	free(b->samples);
+	free(b->cells);
+	free(b->sample_idx.slots);
+	free(b->arena);
+	for (uint32_t i = 0; i < b->nstrs; i++)
+		free(b->strs[i]);
+	free(b->strs);
+	free(b->str_idx.slots);
+	free(b->stack_off);
+	free(b->stack_n);
+	free(b->stack_ok);
+	free(b->ls_ok);
+	free(b->ls_cgroup);
+	free(b->edges.slots);
+	free(b->pids.slots);
+	free(b->ls_ppid);
+}
+
+int profile_reset_stack_memo(struct builder *b, uint32_t nstacks)
+{
+	if (nstacks == 0)
+		return 0;
+	if (nstacks > b->stack_cap) {
+		uint64_t *off = realloc(b->stack_off, nstacks * sizeof(*off));
+		if (!off)
+			return -ENOMEM;
+		b->stack_off = off;
+		uint32_t *n = realloc(b->stack_n, nstacks * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		b->stack_n = n;
+		b->stack_cap = nstacks;
+	}
+	memset(b->stack_n, 0xff, nstacks * sizeof(*b->stack_n));
+	return 0;
+}

@@ -1,0 +1,478 @@
+/* Writing the aggregate of a window (see core/query/profile.c): naming its
+ * locations, the pprof emitter with the comments that say how the profile
+ * was sampled, and the folded-stacks emitter.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/store/chunk.h"
+#include "core/util/parse.h"
+#include "core/query/pprof.h"
+#include "core/query/profile_int.h"
+#include "core/store/sample.h"
+#include "core/query/symbols.h"
+
+/* Adds a comment line to the pprof profile; folded output has none. */
+static void comment(struct fr_pprof *p, const char *line)
+{
+	if (p)
+		fr_pprof_comment(p, line);
+}
+
+/* Whether `pid` sees the file system as this process does: the same
+ * mount namespace and "/" as its root. Its files are then looked up by
+ * their paths alone, so the symbolizer opens each once however many
+ * processes map it; a process that is gone counts as such too (its
+ * /proc/PID/root would not resolve). Only procfs links are read. */
+static bool same_root(uint32_t pid, const char *self_ns)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	if (!self_ns[0])
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/root", pid);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return errno == ENOENT;
+	if (n != 1 || link[0] != '/')
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/ns/mnt", pid);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return errno == ENOENT;
+	link[n] = '\0';
+	return strcmp(link, self_ns) == 0;
+}
+
+/* Names every location. With `p`, functions are added to the profile as
+ * found; without, the names are interned for the folded emitter.
+ * Returns 0 or -ENOMEM. */
+int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms)
+{
+	struct fr_symbols *syms = fr_symbols_new(kallsyms);
+	char buf[4200], root[64];
+	uint32_t root_pid = UINT32_MAX;
+	bool root_same = false;
+	char self_ns[64] = "";
+	ssize_t n = readlink("/proc/self/ns/mnt", self_ns, sizeof(self_ns) - 1);
+	int ret = 0;
+
+	self_ns[n > 0 ? n : 0] = '\0';
+	/* For a user limited to their own processes, only a file whose build
+	 * id matches the mapping's names it: the path could lead, in the
+	 * user's mount namespace or since, to a file only root may read. */
+	if (syms && b->req->targets.has_uid)
+		fr_symbols_require_build_id(syms);
+
+	for (uint32_t i = 0; i < b->nlocs; i++) {
+		struct gloc *l = &b->locs[i];
+		const char *name = NULL, *file = NULL;
+		uint64_t elf_addr = 0;
+
+		if (l->map == KERNEL_MAP) {
+			file = "[kernel.kallsyms]";
+			if (syms && fr_symbols_kernel(syms, l->addr, &name) == 0)
+				snprintf(buf, sizeof(buf), "[k] %s", name);
+			else if (b->req->targets.has_uid)
+				snprintf(buf, sizeof(buf), "[k] (unknown)");
+			else
+				snprintf(buf, sizeof(buf), "[k] 0x%" PRIx64, l->addr);
+			b->maps[KERNEL_MAP].has_functions = 1;
+		} else if (l->map) {
+			struct gmap *m = &b->maps[l->map];
+			file = m->path;
+			if (m->pid != root_pid) {
+				root_pid = m->pid;
+				root_same = same_root(m->pid, self_ns);
+				snprintf(root, sizeof(root), "/proc/%u/root", m->pid);
+			}
+			if (syms && fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
+						    m->bid_len, m->start, m->pgoff, l->addr, &name,
+						    &elf_addr) == 0) {
+				snprintf(buf, sizeof(buf), "%s", name);
+				m->has_functions = 1;
+			} else {
+				const char *base = strrchr(m->path, '/');
+				snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base ? base + 1 : m->path,
+					 l->addr - m->start + m->pgoff);
+			}
+		} else {
+			snprintf(buf, sizeof(buf), "[unknown] 0x%" PRIx64, l->addr);
+		}
+		if (p) {
+			l->function_id = fr_pprof_function(p, buf, buf, file);
+		} else {
+			int64_t idx = profile_intern_str(b, buf);
+			if (idx < 0) {
+				ret = -ENOMEM;
+				break;
+			}
+			l->name = (uint32_t)idx;
+		}
+	}
+	fr_symbols_free(syms);
+	return ret;
+}
+
+/* The value of row `row` for event `e`: for cpu, kept samples times the
+ * period (every kept sample stands for exactly 1e9/hz ns, and the total
+ * stays a whole multiple of it); for the others, the scaled weights. */
+static int64_t cell_value(const struct builder *b, uint32_t row, uint32_t e)
+{
+	const struct gcell *cl = &b->cells[(size_t)row * b->nev + e];
+
+	if (b->ev[e].id == FR_EVENT_CPU)
+		return (int64_t)cl->n * (NS_PER_SEC / b->ev[e].target);
+	return (int64_t)cl->v;
+}
+
+void profile_emit(struct builder *b, struct fr_pprof *p)
+{
+	char bid[2 * FR_BUILD_ID_MAX + 1];
+	uint64_t kmin = UINT64_MAX, kmax = 0;
+	uint64_t *ids = NULL;
+
+	for (uint32_t i = 0; i < b->nlocs; i++) {
+		if (b->locs[i].map == KERNEL_MAP) {
+			if (b->locs[i].addr < kmin)
+				kmin = b->locs[i].addr;
+			if (b->locs[i].addr > kmax)
+				kmax = b->locs[i].addr;
+		}
+	}
+	for (uint32_t i = 2; i < b->nmaps; i++) {
+		struct gmap *m = &b->maps[i];
+		m->pprof_id = fr_pprof_mapping(p, m->start, m->end, m->pgoff, m->path,
+					       m->bid_len ? fr_build_id_hex(m->bid, m->bid_len, bid)
+							  : NULL,
+					       m->has_functions);
+	}
+	/* A user limited to their own processes gets kernel names, not
+	 * kernel addresses (which would undo the kernel's address layout
+	 * randomization, as kptr_restrict hides them from /proc/kallsyms). */
+	if (b->req->targets.has_uid && kmin != UINT64_MAX)
+		kmin = kmax = 0;
+	/* Last: readers take the first mapping as the profile's main binary. */
+	if (kmin != UINT64_MAX)
+		b->maps[KERNEL_MAP].pprof_id =
+			fr_pprof_mapping(p, kmin, kmax + 1, 0, "[kernel.kallsyms]", NULL, 1);
+	ids = malloc(b->nlocs ? b->nlocs * sizeof(*ids) : 1);
+	for (uint32_t i = 0; ids && i < b->nlocs; i++) {
+		const struct gloc *l = &b->locs[i];
+		uint64_t addr = l->map == KERNEL_MAP && b->req->targets.has_uid ? 0 : l->addr;
+
+		ids[i] = fr_pprof_location(p, l->map ? b->maps[l->map].pprof_id : 0, addr,
+					   l->function_id);
+	}
+	for (uint32_t i = 0; ids && i < b->nsamples; i++) {
+		const struct gsample *s = &b->samples[i];
+		uint64_t locs[FR_MAX_FRAMES];
+		int64_t values[1 + FR_LIMIT_EVENTS];
+		struct fr_pprof_label labels[6] = {
+			{.key = "pid", .num = s->pid},
+			{.key = "tid", .num = s->tid},
+			{.key = "comm", .str = b->strs[s->comm]},
+			{.key = "thread", .str = b->strs[s->thread]},
+		};
+		size_t nlabels = 4;
+
+		if (b->req->cpu_label)
+			labels[nlabels++] = (struct fr_pprof_label){.key = "cpu", .num = s->cpu};
+		if (s->cgroup != NO_CGROUP)
+			labels[nlabels++] =
+				(struct fr_pprof_label){.key = "cgroup", .str = b->strs[s->cgroup]};
+		values[0] = (int64_t)s->count;
+		for (uint32_t e = 0; e < b->nev; e++)
+			values[1 + e] = cell_value(b, i, e);
+		for (uint32_t j = 0; j < s->nlocs && j < FR_MAX_FRAMES; j++)
+			locs[j] = ids[b->arena[s->locs + j]];
+		fr_pprof_sample(p, locs, s->nlocs, values, 1 + b->nev, labels, nlabels);
+	}
+	free(ids);
+}
+
+struct folded_line {
+	char *text;
+	uint64_t count;
+};
+
+static int cmp_folded(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
+}
+
+/* Appends frame name `s` at `out`, keeping ';' and newlines out of it;
+ * returns the end. */
+static char *put_frame(char *out, const char *s)
+{
+	for (; *s; s++)
+		*out++ = *s == ';' || *s == '\n' ? '_' : *s;
+	return out;
+}
+
+/* Writes the aggregate as folded stacks (see core/query/profile.h): the count of
+ * a line is the kept samples of the first event, so rows with none of it
+ * are left out. Samples that differ only in pid, tid, cpu or cgroup fold
+ * into one line, so lines are sorted and equal neighbours merged.
+ * Returns 0, -ENOMEM, or the sink's -errno. */
+int profile_emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t *nlines)
+{
+	struct folded_line *v = calloc(b->nsamples ? b->nsamples : 1, sizeof(*v));
+	uint32_t n = 0;
+	int ret = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < b->nsamples; i++) {
+		const struct gsample *s = &b->samples[i];
+		const char *comm = b->strs[s->comm][0] ? b->strs[s->comm] : "[unknown]";
+		uint64_t count = b->cells[(size_t)i * b->nev].n;
+		size_t len = strlen(comm) + 1;
+		char *t;
+
+		if (!count)
+			continue;
+		for (uint32_t j = 0; j < s->nlocs; j++)
+			len += 1 + strlen(b->strs[b->locs[b->arena[s->locs + j]].name]);
+		t = v[n].text = malloc(len);
+		if (!t) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		v[n++].count = count;
+		t = put_frame(t, comm);
+		/* The arena holds the leaf first, kernel frames before user ones:
+		 * reversed, it is root first with the kernel frames as leaves. */
+		for (uint32_t j = s->nlocs; j-- > 0;) {
+			*t++ = ';';
+			t = put_frame(t, b->strs[b->locs[b->arena[s->locs + j]].name]);
+		}
+		*t = '\0';
+	}
+	qsort(v, n, sizeof(*v), cmp_folded);
+	for (uint32_t i = 0; i < n && ret == 0;) {
+		uint64_t count = 0;
+		uint32_t j = i;
+		char num[32];
+		int len;
+
+		for (; j < n && strcmp(v[j].text, v[i].text) == 0; j++)
+			count += v[j].count;
+		len = snprintf(num, sizeof(num), " %" PRIu64 "\n", count);
+		ret = sink(arg, v[i].text, strlen(v[i].text));
+		if (ret == 0)
+			ret = sink(arg, num, (size_t)len);
+		(*nlines)++;
+		i = j;
+	}
+out:
+	for (uint32_t i = 0; i < n; i++)
+		free(v[i].text);
+	free(v);
+	return ret;
+}
+
+/* period and its type are those of the first event. What one kept sample
+ * of it stands for:
+ *   cpu:     1e9/hz nanoseconds, exactly (each kept sample counts that).
+ *   offcpu:  1: its values are nanoseconds measured at each switch, not
+ *            counts of a sampled event, so there is no sampling period.
+ *   others:  frequency mode, where the kernel varies the period to hold
+ *            the rate, so there is no fixed one: the mean value per kept
+ *            sample (the column's total over its kept samples, rounded),
+ *            which is what a sample stands for on average; 0 when none
+ *            was kept. */
+int64_t profile_period(const struct builder *b)
+{
+	const struct gevent *g = &b->ev[0];
+	uint64_t total = 0, n = g->res->samples_kept;
+
+	if (g->id == FR_EVENT_CPU)
+		return NS_PER_SEC / g->target;
+	if (!fr_event_has_rate(g->id))
+		return 1;
+	if (!n)
+		return 0;
+	for (uint32_t i = 0; i < b->nsamples; i++)
+		total += b->cells[(size_t)i * b->nev].v;
+	return (int64_t)((total + n / 2) / n);
+}
+
+/* Comments on how each event was sampled, and the warning if the request
+ * asked for more than the window holds. */
+static void rate_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_result *res)
+{
+	char line[512];
+
+	for (uint32_t e = 0; e < b->nev; e++) {
+		const struct gevent *g = &b->ev[e];
+
+		if (g->id == FR_EVENT_CPU)
+			snprintf(line, sizeof(line),
+				 "cpu sampled at %u Hz per CPU (cpu-clock, kernel+user stacks)",
+				 g->target);
+		else if (!fr_event_has_rate(g->id))
+			snprintf(line, sizeof(line),
+				 "%s: every context switch, value = nanoseconds switched out", g->name);
+		else if (g->target)
+			snprintf(line, sizeof(line),
+				 "%s sampled at %u Hz (frequency mode, per CPU; value = %s counted, "
+				 "scaled up where downsampled)", g->name, g->target, g->name);
+		else
+			snprintf(line, sizeof(line), "%s: no samples in this window", g->name);
+		comment(p, line);
+	}
+	for (uint32_t e = 0; e < b->nev; e++) {
+		const struct gevent *g = &b->ev[e];
+		const struct fr_profile_event_result *er = g->res;
+
+		if (!g->target)
+			continue;
+		if (b->req->hz && er->min_rate && b->req->hz > er->min_rate) {
+			if (er->max_rate > g->target)
+				snprintf(line, sizeof(line),
+					 "%s: downsampled: part of the window was collected at %u Hz, "
+					 "below the requested %u Hz, so all of %s is at %u Hz "
+					 "(downsampled from up to %u Hz)", g->name, er->min_rate,
+					 b->req->hz, g->name, g->target, er->max_rate);
+			else
+				snprintf(line, sizeof(line),
+					 "%s: the window was collected at %u Hz, below the requested "
+					 "%u Hz, so %s is at %u Hz", g->name, er->min_rate, b->req->hz,
+					 g->name, g->target);
+			comment(p, line);
+			if (!res->warning[0])
+				snprintf(res->warning, sizeof(res->warning), "%s", line);
+		} else if (er->max_rate > g->target) {
+			snprintf(line, sizeof(line), "%s: downsampled from %u Hz to %u Hz", g->name,
+				 er->max_rate, g->target);
+			comment(p, line);
+		}
+	}
+}
+
+/* What the kernel reported losing, per event. */
+static void loss_comments(const struct builder *b, struct fr_pprof *p)
+{
+	char line[512];
+
+	for (uint32_t e = 0; e < b->nev; e++) {
+		const struct gevent *g = &b->ev[e];
+		const struct fr_profile_event_result *er = g->res;
+
+		if (er->lost) {
+			snprintf(line, sizeof(line),
+				 "%s: %" PRIu64 " samples lost by the kernel in this window (the "
+				 "recorder fell behind)", g->name, er->lost);
+			comment(p, line);
+		}
+		if (er->throttled) {
+			snprintf(line, sizeof(line),
+				 "%s: the kernel throttled sampling %" PRIu64 " times in this window "
+				 "(too many samples per second; some are missing)", g->name,
+				 er->throttled);
+			comment(p, line);
+		}
+		if (er->truncated) {
+			snprintf(line, sizeof(line),
+				 "%s: %" PRIu64 " stacks were truncated at %d frames (their outermost "
+				 "callers are missing)", g->name, er->truncated, FR_MAX_FRAMES);
+			comment(p, line);
+		}
+	}
+}
+
+/* "--children: N descendant processes of PID[,PID] included". */
+static void children_comment(const struct builder *b, struct fr_pprof *p)
+{
+	/* FR_LIMIT_PIDS pids of up to 10 digits and a comma each. */
+	char line[96 + FR_LIMIT_PIDS * 11];
+	size_t n;
+
+	/* A user limited to their own processes is not told how many others
+	 * ran. */
+	if (b->req->targets.has_uid)
+		n = (size_t)snprintf(line, sizeof(line), "--children: descendant processes of ");
+	else
+		n = (size_t)snprintf(line, sizeof(line),
+				     "--children: %u descendant processes of ", b->ndescendants);
+	for (uint32_t i = 0; i < b->req->targets.npids && n < sizeof(line); i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%u", i ? "," : "",
+				      b->req->targets.pids[i]);
+	if (n < sizeof(line))
+		snprintf(line + n, sizeof(line) - n, " included");
+	comment(p, line);
+}
+
+/* Starts the pprof profile of `b`, written to `sink`: samples/count counts
+ * the kept samples of every event; then a column per event, in the order
+ * asked; the first is the default and gives the period. Returns NULL when
+ * out of memory. */
+struct fr_pprof *profile_pprof_new(const struct builder *b, int64_t t0, int64_t period,
+				   fr_write_fn sink, void *arg)
+{
+	struct fr_pprof *p = fr_pprof_new(6, sink, arg);
+
+	if (!p)
+		return NULL;
+	fr_pprof_sample_type(p, "samples", "count");
+	for (uint32_t e = 0; e < b->nev; e++)
+		fr_pprof_sample_type(p, b->ev[e].name, fr_event_unit(b->ev[e].id));
+	fr_pprof_default_sample_type(p, b->ev[0].name);
+	fr_pprof_period(p, b->ev[0].name, fr_event_unit(b->ev[0].id), period);
+	fr_pprof_time(p, t0, b->req->t1 - t0);
+	return p;
+}
+
+/* The comments that head the profile (none without `p`): the version and
+ * window, the request's note and restrictions, how each event was sampled
+ * (and res->warning, set here when the window was collected below the
+ * asked rate), what was lost, and what the period means. */
+void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_result *res,
+		      int64_t period)
+{
+	const struct fr_profile_request *req = b->req;
+	char line[512], a[64], bb[64], dur[32];
+
+	snprintf(line, sizeof(line), "flightrec %s", req->version ? req->version : "");
+	comment(p, line);
+	snprintf(line, sizeof(line), "window %s .. %s (%s)", fr_format_time(req->t0, a, sizeof(a)),
+		 fr_format_time(req->t1, bb, sizeof(bb)),
+		 fr_format_duration(req->t1 - req->t0, dur, sizeof(dur)));
+	comment(p, line);
+	if (req->note && req->note[0])
+		comment(p, req->note);
+	if (b->children)
+		children_comment(b, p);
+	if (req->targets.has_uid) {
+		snprintf(line, sizeof(line), "limited to the processes of uid %" PRIu32, req->targets.uid);
+		comment(p, line);
+	}
+	rate_comments(b, p, res);
+	if (res->warning[0])
+		comment(p, res->warning);
+	loss_comments(b, p);
+	if (res->chunks_skipped) {
+		snprintf(line, sizeof(line),
+			 "%" PRIu64 " chunks of the window could not be read (damaged or overwritten)",
+			 res->chunks_skipped);
+		comment(p, line);
+	}
+	if (b->ev[0].id != FR_EVENT_CPU) {
+		if (fr_event_has_rate(b->ev[0].id))
+			snprintf(line, sizeof(line),
+				 "period %" PRId64 ": the mean %s per kept sample (frequency mode has "
+				 "no fixed period)", period, b->ev[0].name);
+		else
+			snprintf(line, sizeof(line),
+				 "period 1: %s values are measured nanoseconds, not sampled counts",
+				 b->ev[0].name);
+		comment(p, line);
+	}
+}

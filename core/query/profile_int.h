@@ -1,0 +1,162 @@
+/* What the parts of a window query share (core/query/profile.c: the entry
+ * points and the two passes over the window; core/query/profile_window.c: which
+ * samples the request takes, their rates and downsampling;
+ * core/query/profile_agg.c: the rows the kept samples aggregate into;
+ * core/query/profile_emit.c: naming the frames and writing pprof or folded
+ * stacks). Private to them; the profile's users include core/query/profile.h.
+ */
+#ifndef FR_CORE_PROFILE_INT_H
+#define FR_CORE_PROFILE_INT_H
+
+#include <stdint.h>
+
+#include "core/util/compress.h"
+#include "core/query/profile.h"
+#include "core/store/sample.h"
+
+struct fr_chunk;
+struct fr_pprof;
+
+#define KERNEL_MAP 1 /* index of the kernel pseudo-mapping in maps[] */
+#define NO_CGROUP UINT32_MAX
+#define NS_PER_SEC 1000000000LL
+
+/* ---- a small open-addressing index: slots hold entry index + 1 -------- */
+
+struct hidx {
+	uint32_t *slots;
+	uint32_t cap; /* power of two */
+	uint32_t n;
+};
+
+/* ---- builder state ------------------------------------------------------ */
+
+/* A set of non-zero 64-bit keys (open addressing, grows). */
+struct kset {
+	uint64_t *slots; /* 0: empty */
+	uint32_t cap;    /* power of two, or 0 */
+	uint32_t n;
+};
+
+
+struct gmap {
+	char *path;
+	uint64_t start, end, pgoff;
+	uint32_t pid; /* a process that mapped it, for /proc/PID/root */
+	uint8_t bid_len;
+	uint8_t bid[FR_BUILD_ID_MAX];
+	int has_functions;
+	uint64_t pprof_id;
+	uint64_t hash;
+};
+
+struct gloc {
+	uint32_t map; /* 0: no mapping */
+	uint64_t addr;
+	uint64_t function_id;
+	uint32_t name; /* index into strs; folded output only */
+	uint64_t hash;
+};
+
+struct gsample {
+	uint32_t pid, tid, cpu;
+	uint32_t comm, thread; /* indexes into strs */
+	uint32_t cgroup;       /* index into strs, or NO_CGROUP */
+	uint32_t nlocs;
+	uint64_t locs; /* offset into locs arena */
+	uint64_t count; /* kept samples of every event */
+	uint64_t hash;
+};
+
+/* What a row holds for one event: n kept samples, and v the sum of their
+ * weights scaled for downsampling (weight * rate / target), rounded down
+ * once for the sum rather than per sample: rem carries the remainder, in
+ * 1/target units. cpu uses only n: its value is n times the period. */
+struct gcell {
+	uint64_t n, v;
+	uint32_t rem;
+};
+
+/* A requested event. */
+struct gevent {
+	uint32_t id;
+	uint32_t target; /* rate of the profile; 0: not rate-sampled */
+	char name[FR_EVENT_NAME_MAX];
+	struct fr_profile_event_result *res;
+};
+
+struct builder {
+	const struct fr_profile_request *req;
+	struct gevent ev[FR_LIMIT_EVENTS];
+	uint32_t nev;
+	struct gmap *maps;
+	uint32_t nmaps, maps_cap;
+	struct hidx map_idx;
+	struct gloc *locs;
+	uint32_t nlocs, locs_cap;
+	struct hidx loc_idx;
+	struct gsample *samples;
+	uint32_t nsamples, samples_cap;
+	struct hidx sample_idx;
+	struct gcell *cells; /* nev per sample row */
+	uint32_t *arena;
+	uint64_t arena_len, arena_cap;
+	char **strs;
+	uint32_t nstrs, strs_cap;
+	struct hidx str_idx;
+	/* Scratch for one stack being looked up. */
+	uint32_t key[FR_MAX_FRAMES];
+	/* Per-chunk memo: stack id -> (arena offset, count) of its locations. */
+	uint64_t *stack_off;
+	uint32_t *stack_n;
+	uint32_t stack_cap;
+	/* Per-chunk targets: stack id -> of a wanted pid and comm; label set
+	 * -> of the wanted cgroup, and its cgroup (index into strs). */
+	uint8_t *stack_ok;
+	uint8_t *ls_ok;
+	uint32_t *ls_cgroup;
+	uint32_t targets_cap; /* entries of each of the three */
+	/* --children: (pid << 32 | ppid) pairs of the window; then, once
+	 * extended, `pids` holds the asked pids and their descendants. */
+	int children;
+	struct kset edges, pids;
+	uint32_t ndescendants;
+	uint32_t *ls_ppid; /* per-chunk: label set -> its "ppid" (0: none) */
+	uint32_t ls_ppid_cap;
+};
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+/* core/query/profile_agg.c */
+int64_t profile_intern_str(struct builder *b, const char *s);
+int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e);
+int profile_reset_stack_memo(struct builder *b, uint32_t nstacks);
+void profile_free_builder(struct builder *b);
+
+/* core/query/profile_window.c */
+int profile_collect_parents(struct builder *b, const struct fr_chunk *c);
+int profile_extend_pids(struct builder *b);
+int profile_chunk_rates(struct builder *b, const struct fr_chunk *c);
+void profile_set_targets(struct builder *b, struct fr_profile_result *res);
+void profile_count_losses(struct builder *b, const struct fr_chunk *c);
+int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c);
+
+/* core/query/profile_emit.c */
+struct fr_pprof *profile_pprof_new(const struct builder *b, int64_t t0, int64_t period,
+				   fr_write_fn sink, void *arg);
+void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_result *res,
+		      int64_t period);
+int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms);
+void profile_emit(struct builder *b, struct fr_pprof *p);
+int profile_emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t *nlines);
+int64_t profile_period(const struct builder *b);
+
+#endif

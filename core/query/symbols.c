@@ -1,0 +1,791 @@
+/* Symbolization of user addresses from ELF files and of kernel addresses
+ * from kallsyms.
+ *
+ * Two caches sit behind a struct fr_symbols:
+ *
+ * - images: one parsed ELF file per on-disk identity (device, inode, size,
+ *   mtime), shared by every cache of the process: concurrent profiles that
+ *   name libc parse it once. A cache holds a reference to each image it
+ *   resolved to, dropped by fr_symbols_free(); an image nobody holds is
+ *   freed, so an idle daemon keeps no symbol tables. An image holds the
+ *   PT_LOAD headers, the GNU build id and a
+ *   sorted, de-duplicated array of function symbols (.symtab merged with
+ *   .dynsym; for a file without .symtab, the .symtab of its separate debug
+ *   file under /usr/lib/debug/.build-id when one is installed). A file is
+ *   parsed once however many processes map it and through whichever
+ *   /proc/PID/root it is reached; a file that cannot be parsed is cached
+ *   too, with its error.
+ * - requests: what a caller asked for, keyed by (root, path, expected build
+ *   id), pointing at the image it resolved to or holding the error it got.
+ *   A repeated look-up therefore costs one hash and one binary search, with
+ *   no system call, and a missing file is opened once.
+ *
+ * The kernel's table (core/query/kallsyms.h) is taken on first use.
+ *
+ * Every file is one a user may control (a library in their home, a path
+ * inside their container): files are opened with fr_open_untrusted() (no
+ * symlink followed, no driver's open, no wait on a FIFO, regular files of
+ * at most FR_ELF_MAX_SIZE) and read by core/query/elf_image.c, never mapped.
+ *
+ * Opening, parsing and closing a file run on the cache's worker thread
+ * (core/util/worker.h), waited for at most FILE_DEADLINE_MS: a file on a FUSE
+ * mount whose owner never answers (or a hung network mount) would
+ * otherwise hold the caller, an attach, forever. A call that misses its
+ * deadline is left to finish alone and frees what it made; the file
+ * counts as unreadable for this cache. Once a cache has waited out
+ * FILE_WAIT_BUDGET_MS in total, further files get FILE_LATE_DEADLINE_MS.
+ *
+ * Invariants: image->addrs is sorted with unique addresses, image->syms
+ * parallel to it; kernel syms likewise. Names returned to callers point
+ * into arenas (or the kallsyms buffer) freed only by fr_symbols_free().
+ */
+#include "core/query/symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/query/elf_image.h"
+#include "core/util/fs.h"
+#include "core/query/kallsyms.h"
+#include "core/util/log.h"
+#include "core/query/search.h"
+#include "core/util/worker.h"
+
+#define FILE_DEADLINE_MS 2000
+#define FILE_LATE_DEADLINE_MS 50
+#define FILE_WAIT_BUDGET_MS 10000
+
+struct hnode {
+	struct hnode *next;
+	uint64_t hash;
+};
+
+struct htable {
+	struct hnode **buckets;
+	size_t nbuckets; /* power of two, or 0 before first insert */
+	size_t count;
+};
+
+/* A file's parsed image in the process-wide table, by on-disk identity. */
+struct image {
+	struct hnode node; /* first: a struct hnode * is a struct image * */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int err; /* < 0: the file is unusable */
+	int refs; /* under images_lock, for images in shared_images */
+	struct fr_elf_image elf;
+};
+
+struct request {
+	struct hnode node; /* first */
+	struct image *image; /* NULL when err < 0 */
+	/* The symbols of a debug file found under this request's root for an
+	 * image that had none; this cache's alone. NULL: none. */
+	struct fr_elf_image *debug;
+	int err;
+	size_t root_len;
+	size_t path_len;
+	size_t bid_len;
+	char key[]; /* root '\0' path '\0' build id */
+};
+
+struct fr_symbols {
+	char *kallsyms;
+	struct htable requests;
+	struct image **held; /* references to shared images, dropped at free */
+	size_t nheld, capheld;
+	struct request *last;
+	struct fr_kallsyms *kernel; /* shared; NULL until the first kernel lookup */
+	int64_t waited_ms;     /* spent on file calls that missed their deadline */
+	struct fr_worker *worker; /* NULL until the first file, or after one hung */
+	bool need_build_id;    /* fr_symbols_require_build_id() */
+};
+
+/* Parsed images of every cache, by identity. */
+static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct htable shared_images; /* under images_lock */
+
+
+/* ---- hashing ---- */
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= FNV_PRIME;
+	}
+	return h;
+}
+
+static int htable_insert(struct htable *t, struct hnode *n)
+{
+	if (t->count >= t->nbuckets) {
+		size_t nb = t->nbuckets ? t->nbuckets * 2 : 64;
+		struct hnode **b = calloc(nb, sizeof(*b));
+
+		if (!b)
+			return -ENOMEM;
+		for (size_t i = 0; i < t->nbuckets; i++) {
+			struct hnode *e = t->buckets[i];
+
+			while (e) {
+				struct hnode *next = e->next;
+
+				e->next = b[e->hash & (nb - 1)];
+				b[e->hash & (nb - 1)] = e;
+				e = next;
+			}
+		}
+		free(t->buckets);
+		t->buckets = b;
+		t->nbuckets = nb;
+	}
+	n->next = t->buckets[n->hash & (t->nbuckets - 1)];
+	t->buckets[n->hash & (t->nbuckets - 1)] = n;
+	t->count++;
+	return 0;
+}
+
+static struct hnode *htable_first(const struct htable *t, uint64_t hash)
+{
+	if (!t->nbuckets)
+		return NULL;
+	return t->buckets[hash & (t->nbuckets - 1)];
+}
+
+static void htable_remove(struct htable *t, struct hnode *n)
+{
+	struct hnode **pp;
+
+	if (!t->nbuckets)
+		return;
+	for (pp = &t->buckets[n->hash & (t->nbuckets - 1)]; *pp; pp = &(*pp)->next)
+		if (*pp == n) {
+			*pp = n->next;
+			t->count--;
+			return;
+		}
+}
+
+static void htable_fini(struct htable *t, void (*free_node)(struct hnode *))
+{
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		struct hnode *e = t->buckets[i];
+
+		while (e) {
+			struct hnode *next = e->next;
+
+			free_node(e);
+			e = next;
+		}
+	}
+	free(t->buckets);
+	t->buckets = NULL;
+	t->nbuckets = 0;
+	t->count = 0;
+}
+
+static void image_free(struct hnode *n)
+{
+	struct image *img = (struct image *)n;
+
+	fr_elf_image_fini(&img->elf);
+	free(img);
+}
+
+static void elf_free(struct fr_elf_image *e)
+{
+	if (e) {
+		fr_elf_image_fini(e);
+		free(e);
+	}
+}
+
+static uint64_t image_hash(const struct stat *st)
+{
+	uint64_t h = FNV_OFFSET;
+
+	h = fnv1a(h, &st->st_dev, sizeof(st->st_dev));
+	h = fnv1a(h, &st->st_ino, sizeof(st->st_ino));
+	h = fnv1a(h, &st->st_size, sizeof(st->st_size));
+	h = fnv1a(h, &st->st_mtim.tv_sec, sizeof(st->st_mtim.tv_sec));
+	return fnv1a(h, &st->st_mtim.tv_nsec, sizeof(st->st_mtim.tv_nsec));
+}
+
+/* ---- file calls with a deadline ---- */
+
+enum file_op { FILE_OPEN, FILE_LOAD, FILE_ADD_DEBUG, FILE_CLOSE };
+
+/* One piece of file work, handed to the cache's worker thread. */
+struct file_call {
+	enum file_op op;
+	char *file, *root;   /* owned copies */
+	int fd;              /* OPEN: result; LOAD: input (owned) */
+	struct stat st;      /* OPEN: result */
+	struct image *img;   /* LOAD: the image filled (owned) */
+	struct fr_elf_image *dbg; /* ADD_DEBUG: the debug file's symbols (owned) */
+	int ret;
+};
+
+static void file_call_free(struct file_call *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->img)
+		image_free(&c->img->node);
+	elf_free(c->dbg);
+	free(c->file);
+	free(c->root);
+	free(c);
+}
+
+static void file_call_do(struct file_call *c)
+{
+	int ret;
+
+	switch (c->op) {
+	case FILE_OPEN:
+		ret = fr_open_untrusted(c->root, c->file, FR_ELF_MAX_SIZE, &c->st);
+		c->fd = ret >= 0 ? ret : -1;
+		c->ret = ret >= 0 ? 0 : ret;
+		break;
+	case FILE_LOAD:
+		c->ret = fr_elf_image_load(&c->img->elf, c->fd, (uint64_t)c->img->size);
+		/* Here too: a close can wait on the file system (FUSE). */
+		close(c->fd);
+		c->fd = -1;
+		break;
+	case FILE_CLOSE:
+		close(c->fd);
+		c->fd = -1;
+		c->ret = 0;
+		break;
+	default:
+		c->ret = fr_elf_debug_load(c->dbg, c->root);
+		break;
+	}
+}
+
+static void file_call_run_v(void *c)
+{
+	file_call_do(c);
+}
+
+static void file_call_free_v(void *c)
+{
+	file_call_free(c);
+}
+
+/* Runs `c` on the cache's worker and waits for it within the deadline.
+ * Returns 0 with `c` done (the caller frees it), or -ETIMEDOUT, -EAGAIN
+ * (too many workers of the process are stuck) or -ENOMEM with `c` no
+ * longer the caller's. */
+static int file_call_run(struct fr_symbols *s, struct file_call *c)
+{
+	int deadline_ms = s->waited_ms >= FILE_WAIT_BUDGET_MS ? FILE_LATE_DEADLINE_MS
+							      : FILE_DEADLINE_MS;
+	char name[256];
+	int ret;
+
+	/* Copied first: past a deadline `c` is the abandoned worker's. */
+	snprintf(name, sizeof(name), "%s", c->file);
+	ret = fr_worker_call(&s->worker, file_call_run_v, file_call_free_v, c,
+			     (int64_t)deadline_ms * 1000000);
+	if (ret == -ETIMEDOUT) {
+		s->waited_ms += deadline_ms;
+		fr_log_warn("reading %s took over %d ms; going on without its symbols", name,
+			    deadline_ms);
+	} else if (ret < 0) {
+		file_call_free(c);
+	}
+	return ret;
+}
+
+static struct file_call *file_call_new(enum file_op op, const char *file, const char *root)
+{
+	struct file_call *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->op = op;
+	c->fd = -1;
+	c->file = strdup(file);
+	c->root = root ? strdup(root) : NULL;
+	if (!c->file || (root && !c->root)) {
+		free(c->file);
+		free(c->root);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* fr_open_untrusted() of `file` under `root` within the deadline.
+ * Returns the fd with *st, or -errno (-ETIMEDOUT). */
+static int timed_open(struct fr_symbols *s, const char *root, const char *file,
+		      struct stat *st)
+{
+	struct file_call *c = file_call_new(FILE_OPEN, file, root);
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	ret = file_call_run(s, c);
+	if (ret < 0)
+		return ret;
+	ret = c->ret < 0 ? c->ret : c->fd;
+	*st = c->st;
+	c->fd = -1;
+	file_call_free(c);
+	return ret;
+}
+
+/* Closes `fd` of a file a user may control on the worker: on FUSE a close
+ * waits for the server's answer to FLUSH. */
+static void timed_close(struct fr_symbols *s, int fd)
+{
+	struct file_call *c = file_call_new(FILE_CLOSE, "(close)", NULL);
+
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	if (file_call_run(s, c) == 0)
+		file_call_free(c);
+}
+
+/* image_load() of `*imgp` from `fd` (taken) within the deadline. The
+ * image travels with the call: it comes back in *imgp with its err set,
+ * or on a timeout *imgp is a new image of the same identity whose err
+ * says so (the old one is freed by the call when it ends). Returns 0, or
+ * -ENOMEM. */
+static int timed_load(struct fr_symbols *s, struct image **imgp, int fd, const char *file)
+{
+	struct image *img = *imgp, *copy = calloc(1, sizeof(*copy));
+	struct file_call *c = file_call_new(FILE_LOAD, file, NULL);
+	int ret;
+
+	if (!c || !copy) {
+		close(fd);
+		free(copy);
+		if (c)
+			file_call_free(c);
+		return -ENOMEM;
+	}
+	copy->node.hash = img->node.hash;
+	copy->dev = img->dev;
+	copy->ino = img->ino;
+	copy->size = img->size;
+	copy->mtime = img->mtime;
+	c->img = img;
+	c->fd = fd;
+	ret = file_call_run(s, c);
+	if (ret < 0) {
+		copy->err = ret == -ENOMEM ? -ENOMEM : -ETIMEDOUT;
+		*imgp = copy;
+		return 0;
+	}
+	free(copy);
+	img->err = c->ret;
+	c->img = NULL;
+	file_call_free(c);
+	return 0;
+}
+
+/* Reads the symbols of `img`'s debug file under `root`, within the
+ * deadline (a file that misses it is gone without), into a new image in
+ * *out (NULL when there is none). Returns 0 or -ENOMEM. */
+static int timed_debug(struct fr_symbols *s, const struct image *img, const char *file,
+		       const char *root, struct fr_elf_image **out)
+{
+	struct fr_elf_image *dbg = calloc(1, sizeof(*dbg));
+	struct file_call *c = file_call_new(FILE_ADD_DEBUG, file, root);
+	int ret;
+
+	if (!c || !dbg) {
+		free(dbg);
+		if (c)
+			file_call_free(c);
+		return -ENOMEM;
+	}
+	memcpy(dbg->build_id, img->elf.build_id, sizeof(dbg->build_id));
+	dbg->build_id_len = img->elf.build_id_len;
+	dbg->arm = img->elf.arm;
+	dbg->debug_missing = true;
+	c->dbg = dbg;
+	if (file_call_run(s, c) < 0)
+		return 0;
+	ret = c->ret;
+	if (ret == 0 && !dbg->debug_missing) {
+		*out = dbg;
+		c->dbg = NULL;
+	}
+	file_call_free(c);
+	return ret;
+}
+
+/* Drops a reference to a shared image; the last one frees it. */
+static void image_put(struct image *img)
+{
+	bool last;
+
+	pthread_mutex_lock(&images_lock);
+	last = --img->refs == 0;
+	if (last)
+		htable_remove(&shared_images, &img->node);
+	pthread_mutex_unlock(&images_lock);
+	if (last)
+		image_free(&img->node);
+}
+
+/* The shared image of identity `st`, with a reference taken, or NULL.
+ * Under images_lock. */
+static struct image *shared_find(const struct stat *st, uint64_t hash)
+{
+	for (struct hnode *n = htable_first(&shared_images, hash); n; n = n->next) {
+		struct image *img = (struct image *)n;
+
+		if (n->hash == hash && img->dev == st->st_dev && img->ino == st->st_ino &&
+		    img->size == st->st_size && img->mtime.tv_sec == st->st_mtim.tv_sec &&
+		    img->mtime.tv_nsec == st->st_mtim.tv_nsec) {
+			img->refs++;
+			return img;
+		}
+	}
+	return NULL;
+}
+
+/* Keeps the reference `img` for this cache. Returns 0, or -ENOMEM having
+ * dropped it. */
+static int hold(struct fr_symbols *s, struct image *img)
+{
+	if (s->nheld == s->capheld) {
+		size_t cap = s->capheld ? s->capheld * 2 : 64;
+		struct image **v = realloc(s->held, cap * sizeof(*v));
+
+		if (!v) {
+			image_put(img);
+			return -ENOMEM;
+		}
+		s->held = v;
+		s->capheld = cap;
+	}
+	s->held[s->nheld++] = img;
+	return 0;
+}
+
+static int image_get(struct fr_symbols *s, const char *root, const char *file,
+		     struct image **out)
+{
+	struct image *img, *found;
+	struct stat st;
+	uint64_t hash;
+	int fd, ret;
+
+	fd = timed_open(s, root, file, &st);
+	if (fd < 0)
+		return fd;
+	hash = image_hash(&st);
+	pthread_mutex_lock(&images_lock);
+	found = shared_find(&st, hash);
+	pthread_mutex_unlock(&images_lock);
+	if (found) {
+		timed_close(s, fd);
+		ret = hold(s, found);
+		if (ret == 0)
+			*out = found;
+		return ret;
+	}
+	img = calloc(1, sizeof(*img));
+	if (!img) {
+		timed_close(s, fd);
+		return -ENOMEM;
+	}
+	img->node.hash = hash;
+	img->dev = st.st_dev;
+	img->ino = st.st_ino;
+	img->size = st.st_size;
+	img->mtime = st.st_mtim;
+	ret = timed_load(s, &img, fd, file);
+	if (ret < 0) {
+		image_free(&img->node);
+		return ret;
+	}
+	if (img->err == -ENOMEM) {
+		/* Not cached: the next look-up may have memory to succeed. */
+		image_free(&img->node);
+		return -ENOMEM;
+	}
+	if (img->err < 0)
+		fr_log_debug("cannot read symbols of %s: %s", file, strerror(-img->err));
+	img->refs = 1;
+	/* A file this cache gave up on (its deadline, its budget) is this
+	 * cache's failure, not everyone's: not shared. */
+	if (img->err == -ETIMEDOUT || img->err == -EAGAIN)
+		return hold(s, img) == 0 ? (*out = img, 0) : -ENOMEM;
+	/* Another cache may have parsed the same file meanwhile: use one,
+	 * the one that worked. */
+	ret = 0;
+	pthread_mutex_lock(&images_lock);
+	found = shared_find(&st, hash);
+	if (found && found->err < 0 && img->err == 0) {
+		htable_remove(&shared_images, &found->node);
+		found->refs--; /* ours from shared_find; holders keep theirs */
+		if (found->refs == 0) {
+			pthread_mutex_unlock(&images_lock);
+			image_free(&found->node);
+			pthread_mutex_lock(&images_lock);
+		}
+		found = NULL;
+	}
+	if (!found)
+		ret = htable_insert(&shared_images, &img->node);
+	pthread_mutex_unlock(&images_lock);
+	if (found) {
+		image_free(&img->node);
+		img = found;
+	} else if (ret < 0) {
+		image_free(&img->node);
+		return -ENOMEM;
+	}
+	ret = hold(s, img);
+	if (ret == 0)
+		*out = img;
+	return ret;
+}
+
+/* Returns 0 with the usable image of `file`, -ESTALE when its build id is
+ * not the expected one, or the error that makes it unusable. */
+static int image_try(struct fr_symbols *s, struct request *req, const char *root,
+		     const char *file, const uint8_t *bid, size_t bid_len)
+{
+	struct image *img = NULL;
+	int ret = image_get(s, root, file, &img);
+
+	if (ret < 0)
+		return ret;
+	if (img->err < 0)
+		return img->err;
+	/* A file without a build id cannot be checked; it is trusted, unless
+	 * the caller asked for proof. */
+	if (s->need_build_id && (!bid_len || !img->elf.build_id_len))
+		return -ESTALE;
+	if (bid_len && img->elf.build_id_len &&
+	    (bid_len != img->elf.build_id_len || memcmp(bid, img->elf.build_id, bid_len) != 0))
+		return -ESTALE;
+	/* No debug file on the host: look beside this root, for this
+	 * request alone. */
+	if (img->elf.debug_missing && root && root[0] &&
+	    timed_debug(s, img, file, root, &req->debug) < 0)
+		return -ENOMEM;
+	req->image = img;
+	return 0;
+}
+
+/* Resolves a request to an image: root + path first, then path. A build id
+ * mismatch is reported in preference to a missing file because it says
+ * more: the mapped file was replaced. */
+static int request_resolve(struct fr_symbols *s, struct request *req, const char *root,
+			   const char *path, const uint8_t *bid, size_t bid_len)
+{
+	int rooted = 0, ret;
+
+	if (path[0] != '/')
+		return -ENOENT; /* [vdso], [heap], anonymous memory */
+	if (req->root_len) {
+		rooted = image_try(s, req, root, path, bid, bid_len);
+		if (rooted == 0 || rooted == -ENOMEM)
+			return rooted;
+	}
+	ret = image_try(s, req, NULL, path, bid, bid_len);
+	if (ret == 0 || ret == -ENOMEM || !rooted)
+		return ret;
+	return ret == -ESTALE ? ret : rooted;
+}
+
+static uint64_t request_hash(const char *root, size_t root_len, const char *path,
+			     size_t path_len, const uint8_t *bid, size_t bid_len)
+{
+	uint64_t h = FNV_OFFSET;
+
+	h = fnv1a(h, root, root_len + 1);
+	h = fnv1a(h, path, path_len + 1);
+	return fnv1a(h, bid, bid_len);
+}
+
+static bool request_match(const struct request *r, const char *root, size_t root_len,
+			  const char *path, size_t path_len, const uint8_t *bid,
+			  size_t bid_len)
+{
+	return r->root_len == root_len && r->path_len == path_len && r->bid_len == bid_len &&
+	       memcmp(r->key, root, root_len) == 0 &&
+	       memcmp(r->key + root_len + 1, path, path_len) == 0 &&
+	       (!bid_len || memcmp(r->key + root_len + path_len + 2, bid, bid_len) == 0);
+}
+
+static int request_get(struct fr_symbols *s, const char *root, const char *path,
+		       const uint8_t *bid, size_t bid_len, struct request **out)
+{
+	size_t root_len, path_len;
+	struct request *req;
+	uint64_t hash;
+	int ret;
+
+	if (!root)
+		root = "";
+	if (!bid)
+		bid_len = 0;
+	root_len = strlen(root);
+	path_len = strlen(path);
+	if (s->last && request_match(s->last, root, root_len, path, path_len, bid, bid_len)) {
+		*out = s->last;
+		return 0;
+	}
+	hash = request_hash(root, root_len, path, path_len, bid, bid_len);
+	for (struct hnode *n = htable_first(&s->requests, hash); n; n = n->next) {
+		req = (struct request *)n;
+		if (n->hash == hash &&
+		    request_match(req, root, root_len, path, path_len, bid, bid_len)) {
+			s->last = req;
+			*out = req;
+			return 0;
+		}
+	}
+	req = calloc(1, sizeof(*req) + root_len + path_len + bid_len + 2);
+	if (!req)
+		return -ENOMEM;
+	req->node.hash = hash;
+	req->root_len = root_len;
+	req->path_len = path_len;
+	req->bid_len = bid_len;
+	memcpy(req->key, root, root_len + 1);
+	memcpy(req->key + root_len + 1, path, path_len + 1);
+	if (bid_len)
+		memcpy(req->key + root_len + path_len + 2, bid, bid_len);
+	ret = request_resolve(s, req, root, path, bid, bid_len);
+	if (ret == -ENOMEM)
+		goto err_free;
+	req->err = ret;
+	if (ret < 0)
+		req->image = NULL;
+	if (htable_insert(&s->requests, &req->node) < 0) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	s->last = req;
+	*out = req;
+	return 0;
+err_free:
+	free(req);
+	return ret;
+}
+
+static void request_free(struct hnode *n)
+{
+	struct request *req = (struct request *)n;
+
+	if (req->debug)
+		elf_free(req->debug);
+	free(n);
+}
+
+/* A debug file's .symtab, when the request found one, names more than the
+ * image's own (.dynsym only) tables: it is asked first. */
+static int image_lookup(const struct request *req, uint64_t vaddr, const char **name)
+{
+	if (req->debug && fr_elf_image_lookup(req->debug, vaddr, name) == 0)
+		return 0;
+	return fr_elf_image_lookup(&req->image->elf, vaddr, name);
+}
+
+/* *elf_addr is also stored when the address lies in a PT_LOAD segment but
+ * no symbol covers it (-ENOENT): the caller can still report a stable,
+ * load-address independent location. */
+int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
+		    const uint8_t *build_id, size_t build_id_len, uint64_t map_start,
+		    uint64_t map_pgoff, uint64_t addr, const char **name, uint64_t *elf_addr)
+{
+	struct request *req;
+	uint64_t vaddr;
+	int ret;
+
+	if (!s || !path || !name)
+		return -EINVAL;
+	if (addr < map_start)
+		return -ENOENT;
+	/* Asked for proof, and no build id to prove it with: no file is
+	 * opened at all. */
+	if (s->need_build_id && (!build_id || !build_id_len))
+		return -ESTALE;
+	ret = request_get(s, root, path, build_id, build_id_len, &req);
+	if (ret < 0)
+		return ret;
+	if (req->err < 0)
+		return req->err;
+	ret = fr_elf_image_translate(&req->image->elf, addr - map_start + map_pgoff, &vaddr);
+	if (ret < 0)
+		return ret;
+	if (elf_addr)
+		*elf_addr = vaddr;
+	return image_lookup(req, vaddr, name);
+}
+
+int fr_symbols_kernel(struct fr_symbols *s, uint64_t addr, const char **name)
+{
+	if (!s || !name)
+		return -ENOENT;
+	if (!s->kernel)
+		s->kernel = fr_kallsyms_get(s->kallsyms);
+	return fr_kallsyms_lookup(s->kernel, addr, name);
+}
+
+/* ---- lifecycle ---- */
+
+struct fr_symbols *fr_symbols_new(const char *kallsyms)
+{
+	struct fr_symbols *s;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->kallsyms = strdup(kallsyms ? kallsyms : "/proc/kallsyms");
+	if (!s->kallsyms) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void fr_symbols_free(struct fr_symbols *s)
+{
+	if (!s)
+		return;
+	fr_worker_free(s->worker);
+	htable_fini(&s->requests, request_free);
+	for (size_t i = 0; i < s->nheld; i++)
+		image_put(s->held[i]);
+	free(s->held);
+	fr_kallsyms_put(s->kernel);
+	free(s->kallsyms);
+	free(s);
+}
+
+void fr_symbols_require_build_id(struct fr_symbols *s)
+{
+	s->need_build_id = true;
+}

@@ -1,0 +1,60 @@
+/* Symbolization: function names for user addresses from the ELF files on
+ * disk (.symtab, else .dynsym) and for kernel addresses from
+ * /proc/kallsyms. The only file that talks to libelf.
+ *
+ * A struct fr_symbols caches every file it has read (keyed by path and build
+ * id) and the kernel table, so a profile with a thousand frames in libc
+ * opens libc once. Not thread-safe: use one per thread. The parsed files
+ * behind it are shared by every struct fr_symbols of the process (each
+ * holds references until it is freed), so concurrent profiles that name
+ * the same files parse and keep them once.
+ */
+#ifndef FR_CORE_SYMBOLS_H
+#define FR_CORE_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/query/elf_image.h"
+
+struct fr_symbols;
+
+/* Creates an empty cache. `kallsyms` is the kernel symbol file to read on
+ * first use (NULL for "/proc/kallsyms"). Returns NULL on allocation failure. */
+struct fr_symbols *fr_symbols_new(const char *kallsyms);
+
+/* From now on, names user addresses only from a file whose build id is
+ * the mapping's (-ESTALE otherwise, a missing build id on either side
+ * included): for a profile of a user who is not privileged, whose
+ * mapping's path may lead to a file only root may read. */
+void fr_symbols_require_build_id(struct fr_symbols *s);
+
+/* Frees the cache and every name it returned; accepts NULL. */
+void fr_symbols_free(struct fr_symbols *s);
+
+/* Resolves a user address of a process.
+ *
+ * The address `addr` lies in a mapping [map_start, ...) of file `path`
+ * mapped at file offset `map_pgoff`. `root` is a directory the path is
+ * relative to (e.g. "/proc/1234/root" so files inside containers are
+ * found), or NULL; the path itself is tried when the rooted one fails.
+ * When `build_id` is given (len > 0) and the file on disk has another build
+ * id, the file is not used (it was replaced since it was mapped).
+ *
+ * The file is opened with fr_open_untrusted(): a symbolic link, a FIFO or
+ * device, or a file over FR_ELF_MAX_SIZE at the path is not used
+ * (-ELOOP, -ENOEXEC, -EFBIG).
+ *
+ * On success returns 0, the function name in *name (owned by the cache),
+ * and the file-relative virtual address in *elf_addr when non-NULL.
+ * -ENOENT when no symbol covers the address, -ESTALE on a build id
+ * mismatch, or -errno when the file cannot be read. */
+int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
+		    const uint8_t *build_id, size_t build_id_len, uint64_t map_start,
+		    uint64_t map_pgoff, uint64_t addr, const char **name, uint64_t *elf_addr);
+
+/* Resolves a kernel address from kallsyms (modules included). Returns 0 and
+ * the symbol name (owned by the cache), or -ENOENT. */
+int fr_symbols_kernel(struct fr_symbols *s, uint64_t addr, const char **name);
+
+#endif

@@ -1,0 +1,414 @@
+/* Merging consecutive chunks (core/store/merge.h).
+ *
+ * The parts are decoded chunks; the merge feeds their samples back through
+ * a chunk builder and answers its questions about processes, threads and
+ * mappings from the parts, the newest part that knows first. What a part
+ * says of a process's cgroup and parent is in its label sets: the set of
+ * the process's samples ({"cgroup", "ppid"}) or, for an ancestor without
+ * samples, a set {"pid", "ppid"} (fr_chunk_labelset_proc reads both).
+ */
+#include "core/store/merge.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What one part says of a process's place: cgroup (NULL: unknown) and
+ * parent (0: unknown). */
+struct plabel {
+	uint32_t pid;
+	uint32_t ppid;
+	const char *cgroup;
+	bool sampled;   /* the part has samples of the process, else only its
+			 * ancestor set */
+	uint32_t order; /* while collecting: the first noted wins */
+};
+
+struct part {
+	const struct fr_chunk *c;
+	struct plabel *lab; /* sorted by pid, one per pid */
+	uint32_t nlab;
+};
+
+static int cmp_plabel(const void *a, const void *b)
+{
+	const struct plabel *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return (x->pid > y->pid) - (x->pid < y->pid);
+	return (x->order > y->order) - (x->order < y->order);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Notes each process part `c` has samples of, and what it says of each
+ * process's cgroup and parent: from its samples' set (one per
+ * process, found through its stacks), then from
+ * the ancestor sets (of processes without samples). */
+static int part_init(struct part *p, const struct fr_chunk *c)
+{
+	uint32_t *pids = malloc((c->nstacks + 1) * sizeof(*pids));
+	uint32_t *stack_pidx = malloc((c->nstacks + 1) * sizeof(*stack_pidx));
+	uint32_t *ls_of = NULL, np = 0;
+	size_t n = 0, keep = 0;
+	int ret = -ENOMEM;
+
+	p->c = c;
+	p->lab = NULL;
+	if (!pids || !stack_pidx)
+		goto out;
+	/* The processes sampled: those of the stacks. */
+	for (uint32_t k = 0; k < c->nstacks; k++)
+		pids[k] = c->stacks[k].pid;
+	qsort(pids, c->nstacks, sizeof(*pids), cmp_u32);
+	for (uint32_t k = 0; k < c->nstacks; k++)
+		if (!np || pids[np - 1] != pids[k])
+			pids[np++] = pids[k];
+	for (uint32_t k = 0; k < c->nstacks; k++) {
+		const uint32_t *at = bsearch(&c->stacks[k].pid, pids, np, sizeof(*pids), cmp_u32);
+
+		stack_pidx[k] = (uint32_t)(at - pids);
+	}
+	/* Each one's label set: all its samples have the same. */
+	ls_of = calloc(np + 1, sizeof(*ls_of));
+	p->lab = malloc((np + c->nlabelsets + 1) * sizeof(*p->lab));
+	if (!ls_of || !p->lab)
+		goto out;
+	for (uint32_t i = 0; i < c->nsamples; i++) {
+		uint32_t k = stack_pidx[c->stack[i]];
+
+		if (c->labelset[i] && !ls_of[k])
+			ls_of[k] = c->labelset[i];
+	}
+	for (uint32_t k = 0; k < np; k++) {
+		struct fr_chunk_proc_labels pl;
+
+		fr_chunk_labelset_proc(c, ls_of[k], &pl);
+		p->lab[n] = (struct plabel){.pid = pids[k], .ppid = pl.ppid, .cgroup = pl.cgroup,
+					    .sampled = true, .order = (uint32_t)n};
+		n++;
+	}
+	/* Then the ancestors, named by sets of their own. */
+	for (uint32_t ls = 1; ls < c->nlabelsets; ls++) {
+		struct fr_chunk_proc_labels pl;
+
+		fr_chunk_labelset_proc(c, ls, &pl);
+		if (!pl.pid)
+			continue;
+		p->lab[n] = (struct plabel){.pid = pl.pid, .ppid = pl.ppid, .cgroup = pl.cgroup,
+					    .order = (uint32_t)n};
+		n++;
+	}
+	qsort(p->lab, n, sizeof(*p->lab), cmp_plabel);
+	for (size_t i = 0; i < n; i++)
+		if (!keep || p->lab[keep - 1].pid != p->lab[i].pid)
+			p->lab[keep++] = p->lab[i];
+	p->nlab = (uint32_t)keep;
+	ret = 0;
+out:
+	free(pids);
+	free(stack_pidx);
+	free(ls_of);
+	return ret;
+}
+
+static const struct plabel *find_label(const struct part *p, uint32_t pid)
+{
+	uint32_t lo = 0, hi = p->nlab;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (p->lab[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->nlab && p->lab[lo].pid == pid ? &p->lab[lo] : NULL;
+}
+
+static void parts_fini(struct part *ps, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ps[i].lab);
+	free(ps);
+}
+
+static struct part *parts_init(struct fr_chunk *const *parts, size_t n)
+{
+	struct part *ps = calloc(n, sizeof(*ps));
+
+	if (!ps)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (part_init(&ps[i], parts[i]) < 0) {
+			parts_fini(ps, n);
+			return NULL;
+		}
+	}
+	return ps;
+}
+
+/* ------------------------------------------------------------------ */
+/* Agreement                                                            */
+
+static bool same_bid(uint8_t la, const uint8_t *a, uint8_t lb, const uint8_t *b)
+{
+	return la == lb && memcmp(a, b, la) == 0;
+}
+
+static bool same_proc(const struct fr_chunk *a, const struct fr_chunk_proc *x,
+		      const struct fr_chunk *b, const struct fr_chunk_proc *y)
+{
+	return x->uid == y->uid && x->start_ns == y->start_ns &&
+	       same_bid(x->build_id_len, x->build_id, y->build_id_len, y->build_id) &&
+	       strcmp(a->strings[x->comm], b->strings[y->comm]) == 0 &&
+	       strcmp(a->strings[x->exe], b->strings[y->exe]) == 0;
+}
+
+static bool same_map(const struct fr_chunk *a, const struct fr_chunk_map *x,
+		     const struct fr_chunk *b, const struct fr_chunk_map *y)
+{
+	return x->start == y->start && x->end == y->end && x->pgoff == y->pgoff &&
+	       same_bid(x->build_id_len, x->build_id, y->build_id_len, y->build_id) &&
+	       strcmp(a->strings[x->path], b->strings[y->path]) == 0;
+}
+
+/* Whether every mapping of `a` agrees with what `b` maps at its ends. */
+static bool maps_agree(const struct fr_chunk *a, const struct fr_chunk *b)
+{
+	for (uint32_t i = 0; i < a->nmaps; i++) {
+		const struct fr_chunk_map *m = &a->maps[i], *x;
+
+		x = fr_chunk_find_map(b, m->pid, m->start);
+		if (x && !same_map(a, m, b, x))
+			return false;
+		x = fr_chunk_find_map(b, m->pid, m->end - 1);
+		if (x && !same_map(a, m, b, x))
+			return false;
+	}
+	return true;
+}
+
+/* Whether part j agrees with each of parts 0..j-1. */
+static bool agrees(const struct part *ps, size_t j)
+{
+	const struct fr_chunk *c = ps[j].c;
+
+	for (size_t i = 0; i < j; i++) {
+		const struct fr_chunk *o = ps[i].c;
+
+		for (uint32_t k = 0; k < c->nprocs; k++) {
+			const struct fr_chunk_proc *q = fr_chunk_find_proc(o, c->procs[k].pid);
+
+			if (q && !same_proc(c, &c->procs[k], o, q))
+				return false;
+		}
+		for (uint32_t k = 0; k < ps[j].nlab; k++) {
+			const struct plabel *l = &ps[j].lab[k], *m = find_label(&ps[i], l->pid);
+
+			if (!m)
+				continue;
+			if (l->ppid && m->ppid && l->ppid != m->ppid)
+				return false;
+			if (l->cgroup && m->cgroup && strcmp(l->cgroup, m->cgroup) != 0)
+				return false;
+		}
+		for (uint32_t k = 0; k < c->nthreads; k++) {
+			const struct fr_chunk_thread *t = fr_chunk_find_thread(o, c->threads[k].tid);
+
+			if (t && t->pid != c->threads[k].pid)
+				return false;
+		}
+		if (!maps_agree(c, o) || !maps_agree(o, c))
+			return false;
+	}
+	return true;
+}
+
+int fr_chunk_merge_span(struct fr_chunk *const *parts, size_t n, size_t max_raw)
+{
+	struct part *ps;
+	uint64_t raw;
+	size_t k;
+
+	if (n <= 1)
+		return (int)n;
+	ps = parts_init(parts, n);
+	if (!ps)
+		return -ENOMEM;
+	raw = parts[0]->hdr.raw_len;
+	for (k = 1; k < n; k++) {
+		raw += parts[k]->hdr.raw_len;
+		if (raw > max_raw || !agrees(ps, k))
+			break;
+	}
+	parts_fini(ps, n);
+	return (int)k;
+}
+
+/* ------------------------------------------------------------------ */
+/* Merge                                                                */
+
+struct ctx {
+	struct part *ps;
+	size_t n;
+};
+
+/* A process with a process entry in some part: that entry (the newest)
+ * and the newest cgroup and parent known. A process that no part has
+ * samples of (an ancestor): only its parent, for the ancestor sets. Else
+ * unknown, as it was in its parts. */
+static int m_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
+{
+	const struct ctx *x = arg;
+	const struct fr_chunk_proc *p = NULL;
+	const struct fr_chunk *c = NULL;
+	bool sampled = false;
+
+	for (size_t i = x->n; i-- > 0 && !p;) {
+		c = x->ps[i].c;
+		p = fr_chunk_find_proc(c, pid);
+	}
+	out->pid = pid;
+	out->comm = out->exe = "";
+	if (p) {
+		out->uid = p->uid;
+		out->comm = c->strings[p->comm];
+		out->exe = c->strings[p->exe];
+		out->start_ns = p->start_ns;
+		out->build_id_len = p->build_id_len;
+		memcpy(out->build_id, p->build_id, p->build_id_len);
+	}
+	for (size_t i = x->n; i-- > 0;) {
+		const struct plabel *l = find_label(&x->ps[i], pid);
+
+		if (!l)
+			continue;
+		sampled |= l->sampled;
+		if (!out->cgroup && l->cgroup)
+			out->cgroup = l->cgroup;
+		if (!out->ppid && l->ppid)
+			out->ppid = l->ppid;
+	}
+	if (p)
+		return 0;
+	if (sampled || !out->ppid)
+		return -ENOENT;
+	out->cgroup = NULL;
+	return 0;
+}
+
+static int m_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
+{
+	const struct ctx *x = arg;
+
+	for (size_t i = x->n; i-- > 0;) {
+		const struct fr_chunk_thread *t = fr_chunk_find_thread(x->ps[i].c, tid);
+
+		if (t) {
+			out->tid = tid;
+			out->pid = t->pid;
+			out->name = x->ps[i].c->strings[t->name];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int m_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_info *out)
+{
+	const struct ctx *x = arg;
+
+	for (size_t i = x->n; i-- > 0;) {
+		const struct fr_chunk_map *m = fr_chunk_find_map(x->ps[i].c, pid, addr);
+
+		if (m) {
+			out->start = m->start;
+			out->end = m->end;
+			out->pgoff = m->pgoff;
+			out->path = x->ps[i].c->strings[m->path];
+			out->build_id_len = m->build_id_len;
+			memcpy(out->build_id, m->build_id, m->build_id_len);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int fr_chunk_merge(struct fr_chunk *const *parts, size_t n, size_t max_raw, void **out,
+		   size_t *out_len)
+{
+	struct fr_chunk_builder *b = NULL;
+	struct ctx x = {.n = n};
+	struct fr_chunk_meta_ops ops = {
+		.proc = m_proc, .thread = m_thread, .mapping = m_mapping, .arg = &x,
+	};
+	uint64_t total = 0;
+	int ret;
+
+	*out = NULL;
+	*out_len = 0;
+	for (size_t i = 0; i < n; i++)
+		total += parts[i]->nsamples;
+	if (n == 0 || total >= (1u << 26))
+		return -EFBIG;
+	x.ps = parts_init(parts, n);
+	b = fr_chunk_builder_new(total ? (uint32_t)total : 1, max_raw);
+	if (!x.ps || !b) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct fr_chunk *c = parts[i];
+		/* The merged stack id of each of the part's stacks, once known. */
+		uint32_t *ids = malloc((c->nstacks ? c->nstacks : 1) * sizeof(*ids));
+
+		if (!ids) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		memset(ids, 0xff, (c->nstacks ? c->nstacks : 1) * sizeof(*ids));
+		for (uint32_t k = 0; k < c->nsamples; k++) {
+			const struct fr_chunk_stack *st = &c->stacks[c->stack[k]];
+			struct fr_sample s = {
+				.time_ns = c->time_ns[k],
+				.pid = c->pid[k],
+				.tid = c->tid[k],
+				.cpu = c->cpu[k],
+				.event = c->event[k],
+				.weight = c->weight[k],
+				.rate_hz = c->rate_hz[k],
+				.nr_kernel = (uint16_t)st->nr_kernel,
+				.nr_frames = (uint16_t)st->nr_frames,
+				.ips = st->nr_frames ? &c->frames[st->first] : NULL,
+			};
+
+			ret = fr_chunk_builder_add_known(b, &s, &ids[c->stack[k]]);
+			if (ret < 0) {
+				free(ids);
+				ret = -EFBIG;
+				goto out;
+			}
+		}
+		free(ids);
+		for (uint32_t e = 0; e < c->nevents; e++)
+			fr_chunk_builder_count(b, c->events[e].event, c->events[e].lost,
+					       c->events[e].throttled, c->events[e].truncated);
+	}
+	ret = fr_chunk_builder_seal(b, &ops, parts[n - 1]->hdr.clock_offset, out, out_len);
+	if (ret == -ENODATA)
+		ret = -EFBIG;
+out:
+	fr_chunk_builder_free(b);
+	if (x.ps)
+		parts_fini(x.ps, n);
+	return ret;
+}

@@ -1,0 +1,91 @@
+/* Names and units of the sampled events. Ids are stored in chunks, so the
+ * table is append-only. */
+#include "core/store/sample.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	const char *unit;
+} events[FR_EVENT_COUNT] = {
+	[FR_EVENT_CPU] = {"cpu", "nanoseconds"},
+	[FR_EVENT_CYCLES] = {"cycles", "count"},
+	[FR_EVENT_INSTRUCTIONS] = {"instructions", "count"},
+	[FR_EVENT_CACHE_REFERENCES] = {"cache-references", "count"},
+	[FR_EVENT_CACHE_MISSES] = {"cache-misses", "count"},
+	[FR_EVENT_BRANCH_INSTRUCTIONS] = {"branch-instructions", "count"},
+	[FR_EVENT_BRANCH_MISSES] = {"branch-misses", "count"},
+	[FR_EVENT_PAGE_FAULTS] = {"page-faults", "count"},
+	[FR_EVENT_CONTEXT_SWITCHES] = {"context-switches", "count"},
+	[FR_EVENT_CPU_MIGRATIONS] = {"cpu-migrations", "count"},
+	[FR_EVENT_OFFCPU] = {"offcpu", "nanoseconds"},
+	[FR_EVENT_RAW] = {"raw", "count"},
+};
+
+const char *fr_event_name(uint32_t event)
+{
+	if (FR_EVENT_IS_RAW(event))
+		return "raw";
+	return event < FR_EVENT_COUNT ? events[event].name : "unknown";
+}
+
+const char *fr_event_unit(uint32_t event)
+{
+	if (FR_EVENT_IS_RAW(event))
+		return "count";
+	return event < FR_EVENT_COUNT ? events[event].unit : "count";
+}
+
+char *fr_event_format(uint32_t event, char *buf, size_t len)
+{
+	if (FR_EVENT_IS_RAW(event))
+		snprintf(buf, len, "raw:0x%x", FR_EVENT_RAW_CODE(event));
+	else
+		snprintf(buf, len, "%s", fr_event_name(event));
+	return buf;
+}
+
+int64_t fr_event_lookup(const char *name)
+{
+	if (strncmp(name, "raw:0x", 6) == 0 || strncmp(name, "raw:0X", 6) == 0) {
+		const char *p = name + 6;
+		uint64_t code = 0;
+
+		if (!*p)
+			return -ENOENT;
+		for (; *p; p++) {
+			int d;
+			if (*p >= '0' && *p <= '9')
+				d = *p - '0';
+			else if (*p >= 'a' && *p <= 'f')
+				d = *p - 'a' + 10;
+			else if (*p >= 'A' && *p <= 'F')
+				d = *p - 'A' + 10;
+			else
+				return -ENOENT;
+			code = code * 16 + (uint64_t)d;
+			if (code > 0x7fffffff)
+				return -ENOENT;
+		}
+		if (code == 0)
+			return -ENOENT;
+		return (int64_t)(FR_EVENT_RAW_BASE | (uint32_t)code);
+	}
+	for (int i = 0; i < FR_EVENT_COUNT; i++)
+		if (i != FR_EVENT_RAW && strcmp(events[i].name, name) == 0)
+			return i;
+	return -ENOENT;
+}
+
+int fr_event_has_rate(uint32_t event)
+{
+	return event != FR_EVENT_OFFCPU;
+}
+
+int fr_event_is_hardware(uint32_t event)
+{
+	return FR_EVENT_IS_RAW(event) ||
+	       (event >= FR_EVENT_CYCLES && event <= FR_EVENT_BRANCH_MISSES);
+}

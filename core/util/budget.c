@@ -1,0 +1,99 @@
+/* A memory budget shared by concurrent queries (see core/util/budget.h).
+ *
+ * The condition variable runs on CLOCK_MONOTONIC so that a change of the
+ * wall clock neither cuts a wait short nor stretches it.
+ */
+#include "core/util/budget.h"
+
+#include <errno.h>
+#include <time.h>
+
+#include "core/util/log.h"
+
+int fr_budget_init(struct fr_budget *b, uint64_t limit)
+{
+	int ret;
+
+	if (limit == 0)
+		return -EINVAL;
+	b->limit = limit;
+	b->used = 0;
+	ret = pthread_mutex_init(&b->lock, NULL);
+	if (ret)
+		return -ret;
+	ret = fr_mono_cond_init(&b->cond);
+	if (ret < 0)
+		pthread_mutex_destroy(&b->lock);
+	return ret;
+}
+
+void fr_budget_destroy(struct fr_budget *b)
+{
+	pthread_cond_destroy(&b->cond);
+	pthread_mutex_destroy(&b->lock);
+}
+
+void fr_budget_set_limit(struct fr_budget *b, uint64_t limit)
+{
+	if (limit == 0)
+		return;
+	pthread_mutex_lock(&b->lock);
+	b->limit = limit;
+	/* A larger budget may let waiters in now. */
+	pthread_cond_broadcast(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
+int64_t fr_budget_acquire(struct fr_budget *b, uint64_t bytes, int64_t wait_ns)
+{
+	struct timespec deadline;
+	int64_t got = -EBUSY;
+
+	fr_mono_deadline(&deadline, wait_ns);
+	if (bytes == 0)
+		bytes = 1;
+
+	pthread_mutex_lock(&b->lock);
+	for (;;) {
+		/* Read under the lock each time: a reload may change it. */
+		uint64_t want = bytes < b->limit ? bytes : b->limit;
+
+		if (b->used + want <= b->limit) {
+			b->used += want;
+			got = (int64_t)want;
+			break;
+		}
+		if (pthread_cond_timedwait(&b->cond, &b->lock, &deadline) == ETIMEDOUT)
+			break;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return got;
+}
+
+void fr_budget_release(struct fr_budget *b, uint64_t bytes)
+{
+	pthread_mutex_lock(&b->lock);
+	b->used = bytes < b->used ? b->used - bytes : 0;
+	pthread_cond_broadcast(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
+uint64_t fr_budget_limit(struct fr_budget *b)
+{
+	uint64_t limit;
+
+	pthread_mutex_lock(&b->lock);
+	limit = b->limit;
+	pthread_mutex_unlock(&b->lock);
+	return limit;
+}
+
+uint64_t fr_budget_used(struct fr_budget *b)
+{
+	uint64_t used;
+
+	pthread_mutex_lock(&b->lock);
+	used = b->used;
+	pthread_mutex_unlock(&b->lock);
+	return used;
+}

@@ -1,0 +1,458 @@
+/* Durations, sizes and time points as people type them.
+ *
+ * Every parser here is strict: the whole text must be consumed, there is
+ * no leading or trailing whitespace, no sign, and a number that does not fit
+ * is -ERANGE rather than a silently wrapped value. Fractions are computed
+ * with 128-bit intermediates so "1.5s" is exactly 1500000000 ns and nothing
+ * depends on floating point rounding. Formatters produce text the parsers
+ * read back to the same value.
+ */
+#include "core/util/parse.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+__extension__ typedef unsigned __int128 u128;
+
+#define NS_PER_SEC 1000000000LL
+
+/* Digits after the point beyond this are validated but ignored: 10^-18 of
+ * the largest unit (a day, or a TiB) is far below one nanosecond or byte. */
+#define MAX_FRAC_DIGITS 18
+
+struct decimal {
+	uint64_t whole;
+	uint64_t frac;     /* fraction digits as an integer */
+	uint64_t frac_den; /* 10^(number of kept fraction digits); 1 if none */
+	int has_point;
+};
+
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Reads "<digits>" after a decimal point into d->frac / d->frac_den and
+ * advances *pos. Returns -EINVAL when there is no digit. */
+static int read_fraction(const char **pos, struct decimal *d)
+{
+	const char *s = *pos;
+	int kept = 0;
+
+	if (!is_digit(*s))
+		return -EINVAL;
+	d->has_point = 1;
+	for (; is_digit(*s); s++) {
+		if (kept == MAX_FRAC_DIGITS)
+			continue;
+		d->frac = d->frac * 10 + (uint64_t)(*s - '0');
+		d->frac_den *= 10;
+		kept++;
+	}
+	*pos = s;
+	return 0;
+}
+
+/* Reads "<digits>[.<digits>]" from *pos and advances it. Returns 0,
+ * -EINVAL when there is no number (or a point with no digit after it),
+ * -ERANGE when the integer part does not fit in 64 bits. */
+static int read_decimal(const char **pos, struct decimal *d)
+{
+	const char *s = *pos;
+	int overflow = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->frac_den = 1;
+	if (!is_digit(*s))
+		return -EINVAL;
+	for (; is_digit(*s); s++) {
+		unsigned digit = (unsigned)(*s - '0');
+
+		if (d->whole > (UINT64_MAX - digit) / 10)
+			overflow = 1;
+		else
+			d->whole = d->whole * 10 + digit;
+	}
+	if (*s == '.') {
+		s++;
+		if (read_fraction(&s, d) < 0)
+			return -EINVAL;
+	}
+	*pos = s;
+	return overflow ? -ERANGE : 0;
+}
+
+/* whole * unit + frac * unit / frac_den (truncated), or -ERANGE above max. */
+static int scale_decimal(const struct decimal *d, uint64_t unit, uint64_t max,
+			 uint64_t *out)
+{
+	u128 v = (u128)d->whole * unit + (u128)d->frac * unit / d->frac_den;
+
+	if (v > max)
+		return -ERANGE;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+struct unit {
+	const char *name;
+	uint64_t factor;
+};
+
+static const struct unit duration_units[] = {
+	{ "ns", 1ULL },
+	{ "us", 1000ULL },
+	{ "ms", 1000000ULL },
+	{ "s", 1000000000ULL },
+	{ "m", 60ULL * 1000000000ULL },
+	{ "h", 3600ULL * 1000000000ULL },
+	{ "d", 86400ULL * 1000000000ULL },
+};
+
+#define KIB (1ULL << 10)
+#define MIB (1ULL << 20)
+#define GIB (1ULL << 30)
+#define TIB (1ULL << 40)
+
+static const struct unit size_units[] = {
+	{ "B", 1 },
+	{ "KiB", KIB }, { "MiB", MIB }, { "GiB", GIB }, { "TiB", TIB },
+	{ "K", KIB }, { "M", MIB }, { "G", GIB }, { "T", TIB },
+	{ "KB", KIB }, { "MB", MIB }, { "GB", GIB }, { "TB", TIB },
+};
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+int fr_parse_duration(const char *text, int64_t *ns)
+{
+	const char *s = text;
+	struct decimal d;
+	uint64_t v;
+	size_t i;
+	int ret;
+
+	if (!text)
+		return -EINVAL;
+	ret = read_decimal(&s, &d);
+	if (ret == -EINVAL)
+		return ret;
+	for (i = 0; i < ARRAY_SIZE(duration_units); i++) {
+		if (strcmp(s, duration_units[i].name) == 0)
+			break;
+	}
+	/* A well-formed number with a bad unit is -EINVAL, not -ERANGE. */
+	if (i == ARRAY_SIZE(duration_units))
+		return -EINVAL;
+	if (ret < 0)
+		return ret;
+	ret = scale_decimal(&d, duration_units[i].factor, INT64_MAX, &v);
+	if (ret < 0)
+		return ret;
+	*ns = (int64_t)v;
+	return 0;
+}
+
+int fr_parse_size(const char *text, uint64_t *bytes)
+{
+	const char *s = text;
+	struct decimal d;
+	uint64_t factor = 1;
+	size_t i;
+	int ret;
+
+	if (!text)
+		return -EINVAL;
+	ret = read_decimal(&s, &d);
+	if (ret == -EINVAL)
+		return ret;
+	if (*s) {
+		/* Units are matched without regard to case: "256mb", "1g". */
+		for (i = 0; i < ARRAY_SIZE(size_units); i++) {
+			if (strcasecmp(s, size_units[i].name) == 0)
+				break;
+		}
+		if (i == ARRAY_SIZE(size_units))
+			return -EINVAL;
+		factor = size_units[i].factor;
+	}
+	/* A fraction of a byte is meaningless; "1.5GiB" is fine. */
+	if (d.has_point && factor == 1)
+		return -EINVAL;
+	if (ret < 0)
+		return ret;
+	return scale_decimal(&d, factor, UINT64_MAX, bytes);
+}
+
+int fr_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out)
+{
+	const char *s = text;
+	uint64_t v = 0;
+	int overflow = 0;
+
+	if (!text || !is_digit(*s))
+		return -EINVAL;
+	for (; is_digit(*s); s++) {
+		unsigned digit = (unsigned)(*s - '0');
+
+		if (v > (UINT64_MAX - digit) / 10)
+			overflow = 1;
+		else
+			v = v * 10 + digit;
+	}
+	if (*s)
+		return -EINVAL;
+	if (overflow || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+/* Reads exactly `n` digits as a number; -1 if any is missing. */
+static int read_fixed(const char **pos, int n)
+{
+	const char *s = *pos;
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!is_digit(s[i]))
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*pos = s + n;
+	return v;
+}
+
+static int expect(const char **pos, char c)
+{
+	if (**pos != c)
+		return 0;
+	(*pos)++;
+	return 1;
+}
+
+static int is_leap(int year)
+{
+	return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+}
+
+static int days_in_month(int year, int month)
+{
+	static const int days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+
+	return month == 2 && is_leap(year) ? 29 : days[month - 1];
+}
+
+/* Seconds plus nanoseconds to Unix nanoseconds, or -EINVAL when the point
+ * lies outside what int64 nanoseconds can hold (years 1678..2262). */
+static int to_unix_ns(int64_t sec, int64_t nsec, int64_t *unix_ns)
+{
+	int64_t v;
+
+	if (__builtin_mul_overflow(sec, NS_PER_SEC, &v) ||
+	    __builtin_add_overflow(v, nsec, &v))
+		return -EINVAL;
+	*unix_ns = v;
+	return 0;
+}
+
+/* Fraction digits as nanoseconds; digits past the ninth are truncated. */
+static int64_t frac_to_ns(const struct decimal *d)
+{
+	return (int64_t)((u128)d->frac * NS_PER_SEC / d->frac_den);
+}
+
+static int parse_rfc3339(const char *s, int64_t *unix_ns)
+{
+	struct tm tm;
+	struct decimal frac = { .frac_den = 1 };
+	int year, mon, day, hour, min, sec;
+	int64_t offset = 0;
+	time_t t;
+
+	year = read_fixed(&s, 4);
+	if (year < 0 || !expect(&s, '-'))
+		return -EINVAL;
+	mon = read_fixed(&s, 2);
+	if (mon < 1 || mon > 12 || !expect(&s, '-'))
+		return -EINVAL;
+	day = read_fixed(&s, 2);
+	if (day < 1 || day > days_in_month(year, mon))
+		return -EINVAL;
+	/* RFC 3339 allows 't' and, by note, a space for readability. */
+	if (!expect(&s, 'T') && !expect(&s, 't') && !expect(&s, ' '))
+		return -EINVAL;
+	hour = read_fixed(&s, 2);
+	if (hour < 0 || hour > 23 || !expect(&s, ':'))
+		return -EINVAL;
+	min = read_fixed(&s, 2);
+	if (min < 0 || min > 59 || !expect(&s, ':'))
+		return -EINVAL;
+	/* 60 is a leap second; timegm() folds it into the next minute. */
+	sec = read_fixed(&s, 2);
+	if (sec < 0 || sec > 60)
+		return -EINVAL;
+	if (expect(&s, '.') && read_fraction(&s, &frac) < 0)
+		return -EINVAL;
+	if (expect(&s, 'Z') || expect(&s, 'z')) {
+		offset = 0;
+	} else if (*s == '+' || *s == '-') {
+		int sign = *s == '-' ? -1 : 1;
+		int oh, om;
+
+		s++;
+		oh = read_fixed(&s, 2);
+		if (oh < 0 || oh > 23 || !expect(&s, ':'))
+			return -EINVAL;
+		om = read_fixed(&s, 2);
+		if (om < 0 || om > 59)
+			return -EINVAL;
+		offset = sign * (oh * 3600 + om * 60);
+	} else {
+		return -EINVAL;
+	}
+	if (*s)
+		return -EINVAL;
+
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = year - 1900;
+	tm.tm_mon = mon - 1;
+	tm.tm_mday = day;
+	tm.tm_hour = hour;
+	tm.tm_min = min;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	return to_unix_ns((int64_t)t - offset, frac_to_ns(&frac), unix_ns);
+}
+
+int fr_parse_time(const char *text, int64_t *unix_ns)
+{
+	const char *s = text;
+	struct decimal d;
+
+	if (!text)
+		return -EINVAL;
+	/* Digits with an optional fraction are Unix seconds; anything else
+	 * must be RFC 3339. */
+	if (read_decimal(&s, &d) == 0 && *s == '\0') {
+		if (d.whole > INT64_MAX)
+			return -EINVAL;
+		return to_unix_ns((int64_t)d.whole, frac_to_ns(&d), unix_ns);
+	}
+	return parse_rfc3339(text, unix_ns);
+}
+
+char *fr_format_duration(int64_t ns, char *buf, size_t len)
+{
+	/* Magnitude as unsigned so INT64_MIN has one. */
+	uint64_t mag = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;
+	size_t i = ARRAY_SIZE(duration_units) - 1;
+
+	if (mag == 0) {
+		snprintf(buf, len, "0s");
+		return buf;
+	}
+	while (i > 0 && mag % duration_units[i].factor != 0)
+		i--;
+	snprintf(buf, len, "%s%" PRIu64 "%s", ns < 0 ? "-" : "",
+		 mag / duration_units[i].factor, duration_units[i].name);
+	return buf;
+}
+
+char *fr_format_size(uint64_t bytes, char *buf, size_t len)
+{
+	static const struct unit units[] = {
+		{ "B", 1 }, { "KiB", KIB }, { "MiB", MIB }, { "GiB", GIB }, { "TiB", TIB },
+	};
+	size_t i = ARRAY_SIZE(units) - 1;
+	uint64_t whole, cents;
+
+	/* The largest unit in which the value is exact with at most two
+	 * decimals, so the text reads back to the same number of bytes. */
+	for (; i > 0; i--) {
+		if (bytes >= units[i].factor && (bytes % units[i].factor) * 100 % units[i].factor == 0)
+			break;
+	}
+	whole = bytes / units[i].factor;
+	cents = (bytes % units[i].factor) * 100 / units[i].factor;
+	if (cents == 0)
+		snprintf(buf, len, "%" PRIu64 "%s", whole, units[i].name);
+	else if (cents % 10 == 0)
+		snprintf(buf, len, "%" PRIu64 ".%" PRIu64 "%s", whole, cents / 10, units[i].name);
+	else
+		snprintf(buf, len, "%" PRIu64 ".%02" PRIu64 "%s", whole, cents, units[i].name);
+	return buf;
+}
+
+char *fr_format_time(int64_t unix_ns, char *buf, size_t len)
+{
+	/* Floor division, so times before 1970 keep a positive fraction. */
+	int64_t sec = unix_ns / NS_PER_SEC;
+	int64_t rem = unix_ns % NS_PER_SEC;
+	time_t t;
+	struct tm tm;
+
+	if (rem < 0) {
+		rem += NS_PER_SEC;
+		sec--;
+	}
+	t = (time_t)sec;
+	if (!gmtime_r(&t, &tm)) {
+		snprintf(buf, len, "invalid-time");
+		return buf;
+	}
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 (int)(rem / 1000000));
+	return buf;
+}
+
+char *fr_format_size_human(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	int u = -1;
+
+	while (v >= 1024 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%lluB", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, "%.1f%s", v, units[u]);
+	return buf;
+}
+
+int fr_parse_pid_list(const char *text, uint32_t *pids, uint32_t cap, uint32_t *n)
+{
+	const char *p = text;
+
+	if (!*p)
+		return -EINVAL;
+	while (*p) {
+		char *end;
+		unsigned long v;
+
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		errno = 0;
+		v = strtoul(p, &end, 10);
+		if (errno || v == 0 || v > INT32_MAX)
+			return -EINVAL;
+		if (*n == cap)
+			return -E2BIG;
+		pids[(*n)++] = (uint32_t)v;
+		if (*end == ',' && end[1])
+			p = end + 1;
+		else if (*end == '\0')
+			p = end;
+		else
+			return -EINVAL;
+	}
+	return 0;
+}

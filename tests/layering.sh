@@ -1,0 +1,39 @@
+#!/bin/sh
+# The direction of dependencies between the parts, checked on includes:
+# each part may include only itself and the parts below it.
+#   core/util <- core/store <- core/query <- config, ipc <- recorder, tools
+# (linking each library's unit tests with only that library and those
+# below checks the calls the same way). Prints each violation and fails.
+set -eu
+cd "${FR_SOURCE_DIR:-$(dirname "$0")/..}"
+
+# check PART ALLOWED...: prints the includes of PART outside PART and ALLOWED.
+check() {
+	part=$1
+	shift
+	find "$part" -name '*.[ch]' | sort | while read -r f; do
+		sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f" | while read -r inc; do
+			case $inc in fr_version.h) continue ;; esac
+			ok=0
+			for a in "$part" "$@"; do
+				case $inc in "$a"/*) ok=1 ;; esac
+			done
+			[ $ok = 1 ] || echo "$f includes \"$inc\": $part may use only ${*:-itself}"
+		done
+	done
+}
+
+bad=$(
+	check core/util
+	check core/store core/util
+	check core/query core/store core/util
+	check config core
+	check ipc core config
+	check recorder core config ipc
+	check tools core config ipc
+)
+if [ -n "$bad" ]; then
+	echo "$bad"
+	exit 1
+fi
+echo "every include of core/, config/, ipc/, recorder/ and tools/ goes down"
