@@ -130,26 +130,10 @@ static void check_string(const struct fr_chunk *c, uint32_t id, const char *what
 		   what, id);
 }
 
-static void check_chunk(const struct fr_chunk *c, const struct fr_chunk_header *h)
+/* The process and thread tables: names in range, sorted by id, and each
+ * entry found by its id. */
+static void check_chunk_tasks(const struct fr_chunk *c)
 {
-	uint64_t frames_end = 0;
-
-	FUZZ_CHECK(c->hdr.magic == h->magic && c->hdr.version == h->version &&
-			   c->hdr.header_len == h->header_len && c->hdr.seq == h->seq &&
-			   c->hdr.first_ns == h->first_ns && c->hdr.last_ns == h->last_ns &&
-			   c->hdr.nsamples == h->nsamples && c->hdr.raw_len == h->raw_len &&
-			   c->hdr.comp_len == h->comp_len && c->hdr.covers == h->covers &&
-			   c->hdr.clock_offset == h->clock_offset &&
-			   c->hdr.payload_crc == h->payload_crc && c->hdr.header_crc == h->header_crc,
-		   "decoded header differs from parsed");
-	FUZZ_CHECK(c->nsamples == h->nsamples, "%u samples, header says %u", c->nsamples,
-		   h->nsamples);
-
-	FUZZ_CHECK(c->nstrings >= 1 && c->strings[0] && c->strings[0][0] == '\0',
-		   "string 0 must be \"\"");
-	for (uint32_t i = 0; i < c->nstrings; i++)
-		check_string(c, i, "strings");
-
 	for (uint32_t i = 0; i < c->nprocs; i++) {
 		const struct fr_chunk_proc *p = &c->procs[i];
 
@@ -168,6 +152,12 @@ static void check_chunk(const struct fr_chunk *c, const struct fr_chunk_header *
 			   i);
 		FUZZ_CHECK(fr_chunk_find_thread(c, t->tid) == t, "find_thread(%u)", t->tid);
 	}
+}
+
+/* The maps: sorted by pid and address without overlap, each found by
+ * its first and last address and not by the address before it. */
+static void check_chunk_maps(const struct fr_chunk *c)
+{
 	for (uint32_t i = 0; i < c->nmaps; i++) {
 		const struct fr_chunk_map *m = &c->maps[i];
 
@@ -188,6 +178,13 @@ static void check_chunk(const struct fr_chunk *c, const struct fr_chunk_header *
 			FUZZ_CHECK(before != m, "find_map(start - 1 of %u)", i);
 		}
 	}
+}
+
+/* The stacks: frames back to back in frames[], and every user frame's
+ * map lookup giving a map that holds it. */
+static void check_chunk_stacks(const struct fr_chunk *c)
+{
+	uint64_t frames_end = 0;
 
 	for (uint32_t i = 0; i < c->nstacks; i++) {
 		const struct fr_chunk_stack *st = &c->stacks[i];
@@ -211,7 +208,12 @@ static void check_chunk(const struct fr_chunk *c, const struct fr_chunk_header *
 				   (unsigned long long)addr);
 		}
 	}
+}
 
+/* Label sets, event columns and the samples: every index in range, every
+ * column read. */
+static void check_chunk_samples(const struct fr_chunk *c, const struct fr_chunk_header *h)
+{
 	FUZZ_CHECK(c->nlabelsets >= 1 && c->labelsets[0].npairs == 0,
 		   "labelset 0 must be the empty set");
 	for (uint32_t i = 0; i < c->nlabelsets; i++) {
@@ -240,6 +242,31 @@ static void check_chunk(const struct fr_chunk *c, const struct fr_chunk_header *
 		(void)*(volatile uint32_t *)&c->event[i];
 		(void)*(volatile uint32_t *)&c->rate_hz[i];
 	}
+}
+
+/* A decoded chunk agrees with its parsed header and with itself. */
+static void check_chunk(const struct fr_chunk *c, const struct fr_chunk_header *h)
+{
+	FUZZ_CHECK(c->hdr.magic == h->magic && c->hdr.version == h->version &&
+			   c->hdr.header_len == h->header_len && c->hdr.seq == h->seq &&
+			   c->hdr.first_ns == h->first_ns && c->hdr.last_ns == h->last_ns &&
+			   c->hdr.nsamples == h->nsamples && c->hdr.raw_len == h->raw_len &&
+			   c->hdr.comp_len == h->comp_len && c->hdr.covers == h->covers &&
+			   c->hdr.clock_offset == h->clock_offset &&
+			   c->hdr.payload_crc == h->payload_crc && c->hdr.header_crc == h->header_crc,
+		   "decoded header differs from parsed");
+	FUZZ_CHECK(c->nsamples == h->nsamples, "%u samples, header says %u", c->nsamples,
+		   h->nsamples);
+
+	FUZZ_CHECK(c->nstrings >= 1 && c->strings[0] && c->strings[0][0] == '\0',
+		   "string 0 must be \"\"");
+	for (uint32_t i = 0; i < c->nstrings; i++)
+		check_string(c, i, "strings");
+
+	check_chunk_tasks(c);
+	check_chunk_maps(c);
+	check_chunk_stacks(c);
+	check_chunk_samples(c, h);
 }
 
 /* ------------------------------------------------------------------ */

@@ -172,53 +172,46 @@ static int cmp_offset(const void *a, const void *b)
 	return (x->offset > y->offset) - (x->offset < y->offset);
 }
 
-static void check_ring(struct fr_ring *r)
+/* The ring's geometry and counts agree with each other. */
+static void check_stats(const struct fr_ring_stats *st)
 {
-	struct fr_ring_stats st, st2;
-	struct fr_ring_ref *refs = NULL, *sorted;
-	size_t n = 0, nbad = 0;
-	uint64_t bytes = 0, samples = 0, raw = 0;
-	int ret;
-
-	fr_ring_get_stats(r, &st);
-	FUZZ_CHECK(st.nsegments >= 2 && st.segment_size >= FR_RING_MIN_SEGMENT &&
-			   st.file_size == FR_RING_SB_LEN + st.journal_size +
-						   (uint64_t)st.nsegments * st.segment_size,
-		   "geometry %u x %llu in %llu bytes", st.nsegments,
-		   (unsigned long long)st.segment_size, (unsigned long long)st.file_size);
-	FUZZ_CHECK(st.segments_used <= st.nsegments && st.bytes_used <= st.file_size,
-		   "%u segments used, %llu bytes used", st.segments_used,
-		   (unsigned long long)st.bytes_used);
-	FUZZ_CHECK((st.chunks - st.journal_chunks == 0) == (st.segments_used == 0),
-		   "%llu chunks (%llu in the journal) in %u segments", (unsigned long long)st.chunks,
-		   (unsigned long long)st.journal_chunks, st.segments_used);
-	FUZZ_CHECK(st.journal_chunks <= st.chunks && st.journal_bytes <= st.bytes_used &&
-			   st.journal_samples <= st.samples && (st.journal_size || !st.journal_chunks),
+	FUZZ_CHECK(st->nsegments >= 2 && st->segment_size >= FR_RING_MIN_SEGMENT &&
+			   st->file_size == FR_RING_SB_LEN + st->journal_size +
+						   (uint64_t)st->nsegments * st->segment_size,
+		   "geometry %u x %llu in %llu bytes", st->nsegments,
+		   (unsigned long long)st->segment_size, (unsigned long long)st->file_size);
+	FUZZ_CHECK(st->segments_used <= st->nsegments && st->bytes_used <= st->file_size,
+		   "%u segments used, %llu bytes used", st->segments_used,
+		   (unsigned long long)st->bytes_used);
+	FUZZ_CHECK((st->chunks - st->journal_chunks == 0) == (st->segments_used == 0),
+		   "%llu chunks (%llu in the journal) in %u segments", (unsigned long long)st->chunks,
+		   (unsigned long long)st->journal_chunks, st->segments_used);
+	FUZZ_CHECK(st->journal_chunks <= st->chunks && st->journal_bytes <= st->bytes_used &&
+			   st->journal_samples <= st->samples && (st->journal_size || !st->journal_chunks),
 		   "journal stats do not add up");
+}
 
-	ret = fr_ring_query(r, INT64_MIN, INT64_MAX, &refs, &n);
-	if (ret == -ENOMEM)
-		return;
-	FUZZ_CHECK(ret == 0, "query returned %d", ret);
-	/* [INT64_MIN, INT64_MAX) leaves out only a chunk starting at INT64_MAX. */
-	FUZZ_CHECK(n <= st.chunks, "query gave %zu of %llu chunks", n,
-		   (unsigned long long)st.chunks);
+/* Each ref in sequence order, inside one segment or the journal, and
+ * (when the query gave every chunk) adding up to the stats. */
+static void check_refs(const struct fr_ring_ref *refs, size_t n, const struct fr_ring_stats *st)
+{
+	uint64_t bytes = 0, samples = 0, raw = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct fr_ring_ref *ref = &refs[i];
 		uint64_t rel = ref->offset - FR_RING_SB_LEN;
-		bool journal = rel < st.journal_size;
+		bool journal = rel < st->journal_size;
 
 		FUZZ_CHECK(i == 0 || refs[i - 1].seq < ref->seq - ref->covers,
 			   "refs out of sequence order, or covering each other, at %zu", i);
-		FUZZ_CHECK(ref->seq < st.next_seq, "seq %llu, next_seq %llu",
-			   (unsigned long long)ref->seq, (unsigned long long)st.next_seq);
+		FUZZ_CHECK(ref->seq < st->next_seq, "seq %llu, next_seq %llu",
+			   (unsigned long long)ref->seq, (unsigned long long)st->next_seq);
 		FUZZ_CHECK(ref->offset >= FR_RING_SB_LEN && rel % 8 == 0 &&
 				   ref->len >= FR_CHUNK_HEADER_LEN &&
-				   (journal ? rel + ref->len <= st.journal_size
-					    : (rel - st.journal_size) % st.segment_size + ref->len <=
-						      st.segment_size) &&
-				   ref->offset + ref->len <= st.file_size,
+				   (journal ? rel + ref->len <= st->journal_size
+					    : (rel - st->journal_size) % st->segment_size + ref->len <=
+						      st->segment_size) &&
+				   ref->offset + ref->len <= st->file_size,
 			   "chunk %llu at %llu + %u does not lie inside one segment or the journal",
 			   (unsigned long long)ref->seq, (unsigned long long)ref->offset, ref->len);
 		FUZZ_CHECK(ref->first_ns <= ref->last_ns, "chunk %llu: time span reversed",
@@ -227,12 +220,18 @@ static void check_ring(struct fr_ring *r)
 		samples += ref->nsamples;
 		raw += ref->raw_len;
 	}
-	if (n == st.chunks) {
-		FUZZ_CHECK(bytes == st.bytes_used && samples == st.samples && raw == st.raw_bytes,
+	if (n == st->chunks) {
+		FUZZ_CHECK(bytes == st->bytes_used && samples == st->samples && raw == st->raw_bytes,
 			   "stats do not add up: %llu/%llu bytes, %llu/%llu samples",
-			   (unsigned long long)bytes, (unsigned long long)st.bytes_used,
-			   (unsigned long long)samples, (unsigned long long)st.samples);
+			   (unsigned long long)bytes, (unsigned long long)st->bytes_used,
+			   (unsigned long long)samples, (unsigned long long)st->samples);
 	}
+}
+
+/* No two chunks share a byte of the file. */
+static void check_no_overlap(const struct fr_ring_ref *refs, size_t n)
+{
+	struct fr_ring_ref *sorted;
 
 	sorted = malloc((n ? n : 1) * sizeof(*sorted));
 	if (sorted) {
@@ -246,6 +245,14 @@ static void check_ring(struct fr_ring *r)
 				   (unsigned long long)sorted[i].seq);
 		free(sorted);
 	}
+}
+
+/* Reads and decodes every chunk, which must match its ref or be found
+ * damaged. Returns how many were damaged. */
+static size_t read_refs(struct fr_ring *r, const struct fr_ring_ref *refs, size_t n)
+{
+	size_t nbad = 0;
+	int ret;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct fr_ring_ref *ref = &refs[i];
@@ -279,6 +286,31 @@ static void check_ring(struct fr_ring *r)
 		fr_chunk_free(c);
 		free(buf);
 	}
+	return nbad;
+}
+
+/* What recovery and the index promise of any ring it opened. */
+static void check_ring(struct fr_ring *r)
+{
+	struct fr_ring_stats st, st2;
+	struct fr_ring_ref *refs = NULL;
+	size_t n = 0, nbad;
+	int ret;
+
+	fr_ring_get_stats(r, &st);
+	check_stats(&st);
+
+	ret = fr_ring_query(r, INT64_MIN, INT64_MAX, &refs, &n);
+	if (ret == -ENOMEM)
+		return;
+	FUZZ_CHECK(ret == 0, "query returned %d", ret);
+	/* [INT64_MIN, INT64_MAX) leaves out only a chunk starting at INT64_MAX. */
+	FUZZ_CHECK(n <= st.chunks, "query gave %zu of %llu chunks", n,
+		   (unsigned long long)st.chunks);
+
+	check_refs(refs, n, &st);
+	check_no_overlap(refs, n);
+	nbad = read_refs(r, refs, n);
 
 	/* Damaged chunks found by reading leave the index and are counted. */
 	fr_ring_get_stats(r, &st2);

@@ -327,43 +327,34 @@ static pid_t spawn_in_cgroup(const char *dir)
 	return pid;
 }
 
-static int test_engine(void)
+/* Makes the cgroup /fr-pw-PID under the cgroup2 root: its name in
+ * `cgname`, its directory in `cgdir`, or "" in `cgdir` when there is none. */
+static void make_test_cgroup(char *cgname, size_t name_len, char *cgdir, size_t dir_len)
 {
-	struct fr_config *c = calloc(1, sizeof(*c));
-	struct fr_config_session *s;
-	struct fr_triggers *t = NULL;
-	char err[256] = "", root[1024], cgname[64], cgdir[1200] = "";
-	struct dumped d;
-	pid_t kids[3], byp = -1, cgkid = -1;
-	int gate[2] = {-1, -1}, status, ret;
+	char root[1024];
 
-	if (!c)
-		return 1;
-	s = add_exit_session(c, "crashy");
-	snprintf(s->targets.comms[s->targets.ncomms++], FR_LIMIT_COMM_LEN, "%s", TARGET_COMM);
-	s = add_exit_session(c, "nobody");
-	snprintf(s->targets.comms[s->targets.ncomms++], FR_LIMIT_COMM_LEN, "fr-pw-nobody");
-
+	cgdir[0] = '\0';
 	cgroup2_root(root, sizeof(root));
-	snprintf(cgname, sizeof(cgname), "/fr-pw-%d", (int)getpid());
+	snprintf(cgname, name_len, "/fr-pw-%d", (int)getpid());
 	if (root[0]) {
-		snprintf(cgdir, sizeof(cgdir), "%s%s", root, cgname);
+		snprintf(cgdir, dir_len, "%s%s", root, cgname);
 		if (mkdir(cgdir, 0755) < 0) {
 			printf("note: cannot create cgroup %s (%s); cgroup targets not tested\n", cgdir,
 			       strerror(errno));
 			cgdir[0] = '\0';
 		}
 	}
-	if (cgdir[0]) {
-		s = add_exit_session(c, "cg");
-		snprintf(s->targets.cgroup, sizeof(s->targets.cgroup), "%s", cgname);
-	}
+}
 
-	ret = fr_triggers_start(&t, c, on_dump, NULL, err, sizeof(err));
-	CHECK(ret == 0, "fr_triggers_start: %s", err);
-	if (ret < 0)
-		goto out;
-	usleep(300000); /* the engine learns the processes alive now */
+/* Children named TARGET_COMM exit with 3, die of SIGSEGV and exit with 0:
+ * the first two fire the "crashy" session with their reasons, the last
+ * does not, and the "nobody" session never fires. Returns the pid of the
+ * first, a process outside any test cgroup. */
+static pid_t check_comm_target(void)
+{
+	struct dumped d;
+	pid_t kids[3];
+	int status;
 
 	kids[0] = spawn(CHILD_EXIT3, NULL);
 	kids[1] = spawn(CHILD_SEGV, NULL);
@@ -398,10 +389,20 @@ static int test_engine(void)
 	      d.reason);
 	CHECK(count_dumps("crashy") == 2, "%d dumps of crashy, want 2", count_dumps("crashy"));
 	CHECK(count_dumps("nobody") == 0, "a session for another name fired");
+	return kids[0];
+}
 
-	/* A reload adds a session for one pid, alive before it. */
+/* A reload adds a session for one pid, alive before it. Returns 0, or
+ * -1 when the child could not be made. */
+static int check_reload_pid_target(struct fr_triggers *t, struct fr_config *c)
+{
+	struct fr_config_session *s;
+	struct dumped d;
+	int gate[2] = {-1, -1}, status;
+	pid_t byp;
+
 	if (pipe2(gate, O_CLOEXEC) < 0)
-		goto out;
+		return -1;
 	byp = fork();
 	if (byp == 0) {
 		char b;
@@ -428,26 +429,69 @@ static int test_engine(void)
 	} else {
 		CHECK(0, "no dump for pid %d, a target added by a reload", byp);
 	}
+	return 0;
+}
 
-	if (cgdir[0]) {
-		cgkid = spawn_in_cgroup(cgdir);
-		waitpid(cgkid, &status, 0);
-		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 5,
-		      "the cgroup child ended with 0x%x (90: could not move)", status);
-		if (wait_dump("cg", (uint32_t)cgkid, 5000, &d)) {
-			char want[128];
+/* A child in cgroup `cgdir` fires the "cg" session and not the name
+ * session; `outside`, a child elsewhere, did not fire "cg". */
+static void check_cgroup_target(const char *cgdir, const char *cgname, pid_t outside)
+{
+	struct dumped d;
+	pid_t cgkid;
+	int status;
 
-			snprintf(want, sizeof(want), "pid %d (sh) exited with status 5", cgkid);
-			CHECK(strcmp(d.reason, want) == 0, "reason \"%s\", want \"%s\"", d.reason,
-			      want);
-		} else {
-			CHECK(0, "no dump for pid %d in cgroup %s", cgkid, cgname);
-		}
-		CHECK(!wait_dump("crashy", (uint32_t)cgkid, 0, &d),
-		      "the name session fired for the cgroup child");
-		CHECK(!wait_dump("cg", (uint32_t)kids[0], 0, &d),
-		      "the cgroup session fired for a child outside it");
+	cgkid = spawn_in_cgroup(cgdir);
+	waitpid(cgkid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 5,
+	      "the cgroup child ended with 0x%x (90: could not move)", status);
+	if (wait_dump("cg", (uint32_t)cgkid, 5000, &d)) {
+		char want[128];
+
+		snprintf(want, sizeof(want), "pid %d (sh) exited with status 5", cgkid);
+		CHECK(strcmp(d.reason, want) == 0, "reason \"%s\", want \"%s\"", d.reason,
+		      want);
+	} else {
+		CHECK(0, "no dump for pid %d in cgroup %s", cgkid, cgname);
 	}
+	CHECK(!wait_dump("crashy", (uint32_t)cgkid, 0, &d),
+	      "the name session fired for the cgroup child");
+	CHECK(!wait_dump("cg", (uint32_t)outside, 0, &d),
+	      "the cgroup session fired for a child outside it");
+}
+
+static int test_engine(void)
+{
+	struct fr_config *c = calloc(1, sizeof(*c));
+	struct fr_config_session *s;
+	struct fr_triggers *t = NULL;
+	char err[256] = "", cgname[64], cgdir[1200] = "";
+	pid_t outside;
+	int ret;
+
+	if (!c)
+		return 1;
+	s = add_exit_session(c, "crashy");
+	snprintf(s->targets.comms[s->targets.ncomms++], FR_LIMIT_COMM_LEN, "%s", TARGET_COMM);
+	s = add_exit_session(c, "nobody");
+	snprintf(s->targets.comms[s->targets.ncomms++], FR_LIMIT_COMM_LEN, "fr-pw-nobody");
+
+	make_test_cgroup(cgname, sizeof(cgname), cgdir, sizeof(cgdir));
+	if (cgdir[0]) {
+		s = add_exit_session(c, "cg");
+		snprintf(s->targets.cgroup, sizeof(s->targets.cgroup), "%s", cgname);
+	}
+
+	ret = fr_triggers_start(&t, c, on_dump, NULL, err, sizeof(err));
+	CHECK(ret == 0, "fr_triggers_start: %s", err);
+	if (ret < 0)
+		goto out;
+	usleep(300000); /* the engine learns the processes alive now */
+
+	outside = check_comm_target();
+	if (check_reload_pid_target(t, c) < 0)
+		goto out;
+	if (cgdir[0])
+		check_cgroup_target(cgdir, cgname, outside);
 
 out:
 	fr_triggers_stop(t);

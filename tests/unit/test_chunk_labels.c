@@ -245,31 +245,13 @@ static int seal_pids(struct fr_chunk_builder *b, const uint32_t *pids, size_t n,
 	return ret;
 }
 
-static void test_ppid_labels(void)
+/* The tracker's answers for test_ppid_labels: processes 10-22 with
+ * their cgroups and parents, ancestors never sampled, cycles, processes
+ * that are their own parent and parents the tracker does not know. */
+static void set_ppid_tree(void)
 {
 	static const char *A = "/system.slice/a.service", *B = "/system.slice/b.service";
-	static const uint32_t pids[] = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
-	static const struct {
-		uint32_t pid;
-		const char *cgroup;
-		uint32_t ppid;
-	} want[] = {
-		{10, "/system.slice/a.service", 1}, {11, "/system.slice/a.service", 10},
-		{12, "/system.slice/a.service", 10}, {13, "/system.slice/b.service", 10},
-		{14, NULL, 50}, {15, "/system.slice/a.service", 0}, {16, NULL, 60},
-		{17, NULL, 17}, {18, NULL, 70}, {19, NULL, 0}, {20, NULL, UINT32_MAX},
-		{21, NULL, 80}, {22, NULL, 80},
-	};
-	/* Ancestors without samples, and the parent each set must give. */
-	static const uint32_t anc[][2] = {{50, 51}, {51, 10}, {60, 61}, {61, 60}, {70, 70}};
-	struct fr_chunk_builder *b = fr_chunk_builder_new(1024, 1 << 20);
-	struct fr_chunk *c = NULL;
-	uint32_t got, n;
 
-	if (!b) {
-		CHECK(0, "setup");
-		return;
-	}
 	memset(pp, 0, sizeof(pp));
 	pp_set(1, "/init.scope", 0);
 	pp_set(10, A, 1);
@@ -290,6 +272,51 @@ static void test_ppid_labels(void)
 	pp_set(20, NULL, UINT32_MAX);
 	pp_set(21, NULL, 80); /* 80 is unknown: asked once, not recorded */
 	pp_set(22, NULL, 80);
+}
+
+/* The label sets of ancestors without samples, each with the parent it
+ * must give, and none for a sampled process. */
+static void check_ancestor_sets(const struct fr_chunk *c)
+{
+	static const uint32_t anc[][2] = {{50, 51}, {51, 10}, {60, 61}, {61, 60}, {70, 70}};
+	uint32_t got, n;
+
+	n = ancestor_sets(c, 0, &got);
+	CHECK(n == sizeof(anc) / sizeof(anc[0]), "%u ancestor sets, want %zu", n,
+	      sizeof(anc) / sizeof(anc[0]));
+	for (size_t k = 0; k < sizeof(anc) / sizeof(anc[0]); k++) {
+		ancestor_sets(c, anc[k][0], &got);
+		CHECK(got == anc[k][1], "ancestor %u: ppid %u, want %u", anc[k][0], got, anc[k][1]);
+	}
+	/* Sampled processes are not ancestor sets; pid 1 has no parent. */
+	for (uint32_t pid = 1; pid < 23; pid++) {
+		ancestor_sets(c, pid, &got);
+		CHECK(got == 0, "pid %u has an ancestor set (ppid %u)", pid, got);
+	}
+}
+
+static void test_ppid_labels(void)
+{
+	static const uint32_t pids[] = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
+	static const struct {
+		uint32_t pid;
+		const char *cgroup;
+		uint32_t ppid;
+	} want[] = {
+		{10, "/system.slice/a.service", 1}, {11, "/system.slice/a.service", 10},
+		{12, "/system.slice/a.service", 10}, {13, "/system.slice/b.service", 10},
+		{14, NULL, 50}, {15, "/system.slice/a.service", 0}, {16, NULL, 60},
+		{17, NULL, 17}, {18, NULL, 70}, {19, NULL, 0}, {20, NULL, UINT32_MAX},
+		{21, NULL, 80}, {22, NULL, 80},
+	};
+	struct fr_chunk_builder *b = fr_chunk_builder_new(1024, 1 << 20);
+	struct fr_chunk *c = NULL;
+
+	if (!b) {
+		CHECK(0, "setup");
+		return;
+	}
+	set_ppid_tree();
 
 	if (seal_pids(b, pids, sizeof(pids) / sizeof(pids[0]), &c) < 0)
 		goto out;
@@ -325,18 +352,7 @@ static void test_ppid_labels(void)
 				CHECK(c->labelset[i] != c->labelset[j], "11 and 13 in one set");
 		}
 	}
-	n = ancestor_sets(c, 0, &got);
-	CHECK(n == sizeof(anc) / sizeof(anc[0]), "%u ancestor sets, want %zu", n,
-	      sizeof(anc) / sizeof(anc[0]));
-	for (size_t k = 0; k < sizeof(anc) / sizeof(anc[0]); k++) {
-		ancestor_sets(c, anc[k][0], &got);
-		CHECK(got == anc[k][1], "ancestor %u: ppid %u, want %u", anc[k][0], got, anc[k][1]);
-	}
-	/* Sampled processes are not ancestor sets; pid 1 has no parent. */
-	for (uint32_t pid = 1; pid < 23; pid++) {
-		ancestor_sets(c, pid, &got);
-		CHECK(got == 0, "pid %u has an ancestor set (ppid %u)", pid, got);
-	}
+	check_ancestor_sets(c);
 	/* The empty set, 10 sets of the 13 processes (11 and 12 share one,
 	 * 21 and 22 another, 19 has none) and the 5 ancestors'. */
 	CHECK(c->nlabelsets == 1 + 10 + 5, "%u label sets, want 16", c->nlabelsets);

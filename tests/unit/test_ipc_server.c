@@ -157,33 +157,14 @@ static void check_error(cJSON *resp, const char *want, const char *what)
 	cJSON_Delete(resp);
 }
 
-static void test_server(void)
+/* A call, with the caller's credentials seen by the handler; several
+ * requests on one connection, one of them with a descriptor; an unknown
+ * request. */
+static void check_calls(const char *path)
 {
-	struct fr_ipc_server *s = NULL, *s2 = NULL;
-	char path[256], dir[200], err[256], want[512];
-	struct stat st;
 	cJSON *resp;
-	int calls = 0;
-	int ret, sock;
-	mode_t old_umask;
+	int sock;
 
-	snprintf(dir, sizeof(dir), "%s/run/sub", tmpdir);
-	snprintf(path, sizeof(path), "%s/flightrec.sock", dir);
-
-	/* With an empty umask, 0600 can only come from the server itself. */
-	old_umask = umask(0);
-	ret = fr_ipc_server_open(&s, path, 4, handler, &calls, err, sizeof(err));
-	umask(old_umask);
-	CHECK(ret == 0, "open: %d %s", ret, err);
-	if (ret < 0)
-		return;
-	CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700,
-	      "created directory mode %o, want 0700", st.st_mode & 07777);
-	CHECK(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode), "socket file missing");
-	CHECK((st.st_mode & 07777) == 0600, "socket mode %o, want 0600", st.st_mode & 07777);
-	CHECK(fr_ipc_server_start(s) == 0, "start");
-
-	/* A call, with the caller's credentials seen by the handler. */
 	sock = fr_ipc_connect(path);
 	CHECK(sock >= 0, "connect: %d", sock);
 	resp = call(sock, "echo", -1);
@@ -216,6 +197,13 @@ static void test_server(void)
 	resp = call(sock, "nope", -1);
 	check_error(resp, "unknown request \"nope\"", "unknown request");
 	close(sock);
+}
+
+/* Requests of the wrong version or without a command, and garbage and
+ * malformed frames: each gets its error reply. */
+static void check_bad_requests(const char *path)
+{
+	int sock;
 
 	/* Version checks. */
 	check_error(frame_exchange(path, "{\"v\":2,\"req\":\"echo\"}"),
@@ -244,6 +232,36 @@ static void test_server(void)
 	sock = fr_ipc_connect(path);
 	write_all(sock, "\x40\x00\x00\x00{\"v\"", 8);
 	close(sock);
+}
+
+static void test_server(void)
+{
+	struct fr_ipc_server *s = NULL, *s2 = NULL;
+	char path[256], dir[200], err[256], want[512];
+	struct stat st;
+	cJSON *resp;
+	int calls = 0;
+	int ret, sock;
+	mode_t old_umask;
+
+	snprintf(dir, sizeof(dir), "%s/run/sub", tmpdir);
+	snprintf(path, sizeof(path), "%s/flightrec.sock", dir);
+
+	/* With an empty umask, 0600 can only come from the server itself. */
+	old_umask = umask(0);
+	ret = fr_ipc_server_open(&s, path, 4, handler, &calls, err, sizeof(err));
+	umask(old_umask);
+	CHECK(ret == 0, "open: %d %s", ret, err);
+	if (ret < 0)
+		return;
+	CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700,
+	      "created directory mode %o, want 0700", st.st_mode & 07777);
+	CHECK(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode), "socket file missing");
+	CHECK((st.st_mode & 07777) == 0600, "socket mode %o, want 0600", st.st_mode & 07777);
+	CHECK(fr_ipc_server_start(s) == 0, "start");
+
+	check_calls(path);
+	check_bad_requests(path);
 
 	sock = fr_ipc_connect(path);
 	CHECK(sock >= 0, "connect after garbage: %d", sock);

@@ -224,6 +224,48 @@ static void write_events(struct writer *w, int64_t t, int seconds, uint64_t n[3]
 	}
 }
 
+/* The profile of test_event_downsampling's three events: its value
+ * columns, each event's sum standing for what was collected, and the
+ * comments that say which event was downsampled. */
+static void check_downsampled_profile(const struct out *o, const struct fr_profile_result *res,
+				      const uint64_t n[3], int before)
+{
+	const struct fr_profile_event_result *cpu = &res->events[0], *cyc = &res->events[1];
+	struct raw raw;
+
+	if (raw_parse(&raw, o->path) == 0) {
+		CHECK(strcmp(raw.types, "samples/count cpu/nanoseconds[dflt] cycles/count "
+					"page-faults/count") == 0,
+		      "sample types \"%s\"", raw.types);
+		CHECK(raw.period == PERIOD_99, "period %" PRId64 ", want %" PRId64, raw.period,
+		      PERIOD_99);
+		CHECK(raw_column(&raw, 0) == (int64_t)res->samples_kept,
+		      "samples column %" PRId64, raw_column(&raw, 0));
+		CHECK(raw_column(&raw, 1) == (int64_t)cpu->samples_kept * PERIOD_99,
+		      "cpu column %" PRId64 ", want %" PRIu64 " x %" PRId64,
+		      raw_column(&raw, 1), cpu->samples_kept, PERIOD_99);
+		/* 99 cycles kept with probability 99/999 stand for 999. */
+		CHECK(raw_column(&raw, 2) == (int64_t)cyc->samples_kept * 999,
+		      "cycles column %" PRId64 ", want %" PRIu64 " x 999", raw_column(&raw, 2),
+		      cyc->samples_kept);
+		CHECK(raw_column(&raw, 3) == (int64_t)n[2] * 3,
+		      "page-faults column %" PRId64 ", want %" PRIu64, raw_column(&raw, 3),
+		      n[2] * 3);
+		CHECK(strstr(raw.text, "Comment: cpu: downsampled from 999 Hz to 99 Hz"),
+		      "no cpu downsampling comment");
+		CHECK(strstr(raw.text, "Comment: cycles: downsampled from 999 Hz to 99 Hz"),
+		      "no cycles downsampling comment");
+		CHECK(!strstr(raw.text, "page-faults: downsampled"),
+		      "page-faults said to be downsampled");
+		CHECK(strstr(raw.text, "Comment: page-faults sampled at 49 Hz"),
+		      "no page-faults rate comment");
+		dump_on_failure(&raw, before);
+		raw_free(&raw);
+	} else {
+		CHECK(0, "cannot read the per-event downsampled profile");
+	}
+}
+
 /* Each event is downsampled to its own target: cpu and cycles from 999 Hz
  * to the requested 99 Hz, page-faults (collected at 49 Hz) not at all. */
 static void test_event_downsampling(void)
@@ -274,37 +316,7 @@ static void test_event_downsampling(void)
 		      pf->samples_kept, n[2]);
 		CHECK(res.samples_kept == cpu->samples_kept + cyc->samples_kept + pf->samples_kept,
 		      "samples_kept %" PRIu64 " is not the sum over events", res.samples_kept);
-		if (raw_parse(&raw, o.path) == 0) {
-			CHECK(strcmp(raw.types, "samples/count cpu/nanoseconds[dflt] cycles/count "
-						"page-faults/count") == 0,
-			      "sample types \"%s\"", raw.types);
-			CHECK(raw.period == PERIOD_99, "period %" PRId64 ", want %" PRId64, raw.period,
-			      PERIOD_99);
-			CHECK(raw_column(&raw, 0) == (int64_t)res.samples_kept,
-			      "samples column %" PRId64, raw_column(&raw, 0));
-			CHECK(raw_column(&raw, 1) == (int64_t)cpu->samples_kept * PERIOD_99,
-			      "cpu column %" PRId64 ", want %" PRIu64 " x %" PRId64,
-			      raw_column(&raw, 1), cpu->samples_kept, PERIOD_99);
-			/* 99 cycles kept with probability 99/999 stand for 999. */
-			CHECK(raw_column(&raw, 2) == (int64_t)cyc->samples_kept * 999,
-			      "cycles column %" PRId64 ", want %" PRIu64 " x 999", raw_column(&raw, 2),
-			      cyc->samples_kept);
-			CHECK(raw_column(&raw, 3) == (int64_t)n[2] * 3,
-			      "page-faults column %" PRId64 ", want %" PRIu64, raw_column(&raw, 3),
-			      n[2] * 3);
-			CHECK(strstr(raw.text, "Comment: cpu: downsampled from 999 Hz to 99 Hz"),
-			      "no cpu downsampling comment");
-			CHECK(strstr(raw.text, "Comment: cycles: downsampled from 999 Hz to 99 Hz"),
-			      "no cycles downsampling comment");
-			CHECK(!strstr(raw.text, "page-faults: downsampled"),
-			      "page-faults said to be downsampled");
-			CHECK(strstr(raw.text, "Comment: page-faults sampled at 49 Hz"),
-			      "no page-faults rate comment");
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the per-event downsampled profile");
-		}
+		check_downsampled_profile(&o, &res, n, before);
 		if (run(r, &q, &res2, &o2, "event-down-again") == 0)
 			CHECK(o.len == o2.len && memcmp(o.buf, o2.buf, o.len) == 0,
 			      "the same request gave different profiles (%zu and %zu bytes)", o.len,

@@ -108,6 +108,48 @@ static void set_cgroup(struct fr_profile_request *q, const char *path)
 	snprintf(q->targets.cgroup, sizeof(q->targets.cgroup), "%s", path);
 }
 
+/* The cgroup label, on the samples that have one; web's samples from
+ * before and after its move are apart. */
+static void check_cgroup_labels(struct fr_ring *r, int before)
+{
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct out o;
+	struct raw raw;
+
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	if (run(r, &q, &res, &o, "cgroup-labels") == 0) {
+		if (raw_parse(&raw, o.path) == 0) {
+			const char *app[] = {"cgroup:[" CG_NGINX "]", "comm:[frtest-app]", NULL};
+			const char *sub[] = {"cgroup:[" CG_SUB "]", "comm:[frtest-sub]", NULL};
+			const char *web_in[] = {"cgroup:[/user.slice/user-1000.slice]",
+						"comm:[frtest-web]", NULL};
+			const struct rsample *s = find_sample(&raw, ST_USER, app);
+			int unlabelled_web = 0;
+
+			CHECK(s && s->v[0] == 10, "app with its cgroup label: %" PRId64,
+			      s ? s->v[0] : -1);
+			s = find_sample(&raw, ST_USER, sub);
+			CHECK(s && s->v[0] == 5, "sub with its cgroup label: %" PRId64,
+			      s ? s->v[0] : -1);
+			s = find_sample(&raw, ST_OTHER, web_in);
+			CHECK(s && s->v[0] == 7, "web after the move: %" PRId64, s ? s->v[0] : -1);
+			for (int i = 0; i < raw.nsamples; i++)
+				if (strstr(raw.s[i].labels, "comm:[frtest-web]") &&
+				    !strstr(raw.s[i].labels, "cgroup:"))
+					unlabelled_web += (int)raw.s[i].v[0];
+			CHECK(unlabelled_web == 30, "web before the move, without a label: %d",
+			      unlabelled_web);
+			CHECK(raw.nsamples == 5, "pprof shows %d samples, want 5", raw.nsamples);
+			dump_on_failure(&raw, before);
+			raw_free(&raw);
+		} else {
+			CHECK(0, "cannot read the profile with cgroup labels");
+		}
+	}
+	out_free(&o);
+}
+
 static void test_cgroup_filter(void)
 {
 	static const struct {
@@ -130,8 +172,6 @@ static void test_cgroup_filter(void)
 	struct fr_profile_request q;
 	struct fr_profile_result res;
 	struct writer w;
-	struct out o;
-	struct raw raw;
 	char err[512];
 	int before = failures;
 	int64_t k;
@@ -170,39 +210,7 @@ static void test_cgroup_filter(void)
 	k = kept_of(r, &q, "cgroup-comm");
 	CHECK(k == 5, "cgroup /system.slice and comms sub, web: kept %" PRId64 ", want 5", k);
 
-	/* The label, on the samples that have one; web's samples from before
-	 * and after its move are apart. */
-	req_init(&q, T0, T0 + 60 * SEC, 0);
-	if (run(r, &q, &res, &o, "cgroup-labels") == 0) {
-		if (raw_parse(&raw, o.path) == 0) {
-			const char *app[] = {"cgroup:[" CG_NGINX "]", "comm:[frtest-app]", NULL};
-			const char *sub[] = {"cgroup:[" CG_SUB "]", "comm:[frtest-sub]", NULL};
-			const char *web_in[] = {"cgroup:[/user.slice/user-1000.slice]",
-						"comm:[frtest-web]", NULL};
-			const struct rsample *s = find_sample(&raw, ST_USER, app);
-			int unlabelled_web = 0;
-
-			CHECK(s && s->v[0] == 10, "app with its cgroup label: %" PRId64,
-			      s ? s->v[0] : -1);
-			s = find_sample(&raw, ST_USER, sub);
-			CHECK(s && s->v[0] == 5, "sub with its cgroup label: %" PRId64,
-			      s ? s->v[0] : -1);
-			s = find_sample(&raw, ST_OTHER, web_in);
-			CHECK(s && s->v[0] == 7, "web after the move: %" PRId64, s ? s->v[0] : -1);
-			for (int i = 0; i < raw.nsamples; i++)
-				if (strstr(raw.s[i].labels, "comm:[frtest-web]") &&
-				    !strstr(raw.s[i].labels, "cgroup:"))
-					unlabelled_web += (int)raw.s[i].v[0];
-			CHECK(unlabelled_web == 30, "web before the move, without a label: %d",
-			      unlabelled_web);
-			CHECK(raw.nsamples == 5, "pprof shows %d samples, want 5", raw.nsamples);
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the profile with cgroup labels");
-		}
-	}
-	out_free(&o);
+	check_cgroup_labels(r, before);
 
 	req_init(&q, T0, T0 + 60 * SEC, 0);
 	set_cgroup(&q, "system.slice");

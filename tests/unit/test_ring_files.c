@@ -384,6 +384,61 @@ static void check_journal_copy(const char *path, const char *copy, uint64_t appe
 	}
 }
 
+/* Too small to keep four segments besides a journal: none. */
+static void check_small_ring_no_journal(void)
+{
+	char small[300];
+	struct fr_ring *t = NULL;
+	struct fr_ring_stats st;
+	char err[256];
+
+	path_of(small, sizeof(small), "small-journal.ring");
+	CHECK(fr_ring_open(&t, small, 8192 + 5 * SEG, SEG, FR_RING_CREATE | FR_RING_JOURNAL,
+			   err, sizeof(err)) == 0,
+	      "small ring: %s", err);
+	if (t) {
+		fr_ring_get_stats(t, &st);
+		CHECK(st.journal_size == 0 && st.nsegments == 5, "small ring: journal %llu",
+		      (unsigned long long)st.journal_size);
+		fr_ring_close(t);
+	}
+}
+
+/* Refs to journal chunks taken before they were merged still read. */
+static void check_stale_journal_refs(struct fr_ring *r, const struct fr_ring_ref *refs, size_t n)
+{
+	size_t stale_journal = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		void *buf = NULL;
+
+		if (refs[i].offset >= 4096 + 128 * 1024)
+			continue;
+		stale_journal++;
+		CHECK(fr_ring_read(r, &refs[i], &buf) == 0,
+		      "journal chunk %llu, merged since the query, does not read",
+		      (unsigned long long)refs[i].seq);
+		free(buf);
+	}
+	CHECK(stale_journal > 0, "the query held no journal chunk");
+}
+
+/* The closed ring file at `path` holds nothing in its journal. */
+static void check_journal_erased(const char *path)
+{
+	size_t len = 0;
+	unsigned char *file = slurp(path, &len);
+	int zero = 1;
+
+	for (size_t i = 4096; file && i < 4096 + 128 * 1024; i++)
+		if (file[i]) {
+			zero = 0;
+			break;
+		}
+	CHECK(file && zero, "the journal keeps expired data");
+	free(file);
+}
+
 static void test_journal(void)
 {
 	char path[300], copy[300];
@@ -399,23 +454,7 @@ static void test_journal(void)
 	r = open_journal(path, FR_RING_CREATE);
 	if (!r)
 		return;
-	{
-		/* Too small to keep four segments besides a journal: none. */
-		char small[300];
-		struct fr_ring *t = NULL;
-		char err[256];
-
-		path_of(small, sizeof(small), "small-journal.ring");
-		CHECK(fr_ring_open(&t, small, 8192 + 5 * SEG, SEG, FR_RING_CREATE | FR_RING_JOURNAL,
-				   err, sizeof(err)) == 0,
-		      "small ring: %s", err);
-		if (t) {
-			fr_ring_get_stats(t, &st);
-			CHECK(st.journal_size == 0 && st.nsegments == 5, "small ring: journal %llu",
-			      (unsigned long long)st.journal_size);
-			fr_ring_close(t);
-		}
-	}
+	check_small_ring_no_journal();
 	fr_ring_get_stats(r, &st);
 	CHECK(st.format_version == FR_RING_VERSION && st.journal_size == 128 * 1024 &&
 		      st.nsegments == (RING_SIZE - 8192 - 128 * 1024) / SEG,
@@ -449,22 +488,7 @@ static void test_journal(void)
 	CHECK(append_one(r, T0 + 40 * SEC, 3000) == 0 && append_one(r, T0 + 41 * SEC, 3000) == 0,
 	      "appends merging each time");
 	appended += 2 * per;
-	{
-		size_t stale_journal = 0;
-
-		for (size_t i = 0; i < n; i++) {
-			void *buf = NULL;
-
-			if (refs[i].offset >= 4096 + 128 * 1024)
-				continue;
-			stale_journal++;
-			CHECK(fr_ring_read(r, &refs[i], &buf) == 0,
-			      "journal chunk %llu, merged since the query, does not read",
-			      (unsigned long long)refs[i].seq);
-			free(buf);
-		}
-		CHECK(stale_journal > 0, "the query held no journal chunk");
-	}
+	check_stale_journal_refs(r, refs, n);
 	free(refs);
 	fr_ring_get_stats(r, &st);
 	CHECK(st.journal_chunks == 1 && total_samples(r, "group 0") == appended,
@@ -475,19 +499,7 @@ static void test_journal(void)
 	fr_ring_get_stats(r, &st);
 	CHECK(st.chunks == 0 && st.samples == 0, "expired: %llu chunks", (unsigned long long)st.chunks);
 	fr_ring_close(r);
-	{
-		size_t len = 0;
-		unsigned char *file = slurp(path, &len);
-		int zero = 1;
-
-		for (size_t i = 4096; file && i < 4096 + 128 * 1024; i++)
-			if (file[i]) {
-				zero = 0;
-				break;
-			}
-		CHECK(file && zero, "the journal keeps expired data");
-		free(file);
-	}
+	check_journal_erased(path);
 }
 
 int main(void)

@@ -295,33 +295,26 @@ static int limited_write(struct fr_uring_writer *w, const unsigned char *a, size
 	return ret ? ret : fr_uring_writer_flush(w);
 }
 
-/* fr_uring_writer_limit: the reader of a pipe decides when the writer
- * moves on, so it must not be able to hold it forever. */
-static void test_writer_limits(struct fr_uring *u)
+enum { LIMITS_LEN = 1024 * 1024 };
+
+/* Pipes: one nobody reads, one whose reader keeps up. Returns -1 when
+ * the setup failed. */
+static int check_pipe_limits(struct fr_uring *u, struct fr_uring_writer *w,
+			     const unsigned char *a, unsigned char *b)
 {
-	enum { LEN = 1024 * 1024 };
-	struct fr_uring_writer *w = malloc(sizeof(*w));
-	unsigned char *a = malloc(LEN), *b = malloc(LEN);
 	struct pacer d;
 	pthread_t th;
-	char path[256];
-	int p[2], sv[2], fd, ret;
-
-	if (!w || !a || !b) {
-		CHECK(0, "setup failed");
-		goto out;
-	}
-	fill(a, LEN, 5);
+	int p[2], ret;
 
 	/* A pipe nobody reads: the writer gives up once no byte was taken
 	 * for the stall time, instead of waiting for a reader forever. */
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		CHECK(0, "pipe");
-		goto out;
+		return -1;
 	}
 	fr_uring_writer_init(w, u, p[1]);
 	fr_uring_writer_limit(w, 200000000LL, 60000000000LL, -1);
-	ret = limited_write(w, a, LEN);
+	ret = limited_write(w, a, LIMITS_LEN);
 	CHECK(ret == -ETIMEDOUT, "unread pipe: %d, want -ETIMEDOUT", ret);
 	close(p[0]);
 	close(p[1]);
@@ -329,19 +322,31 @@ static void test_writer_limits(struct fr_uring *u)
 	/* A reader that keeps up gets every byte. */
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		CHECK(0, "pipe");
-		goto out;
+		return -1;
 	}
-	d = (struct pacer){.fd = p[0], .piece = 65536, .buf = b, .len = LEN};
+	d = (struct pacer){.fd = p[0], .piece = 65536, .buf = b, .len = LIMITS_LEN};
 	pthread_create(&th, NULL, pace_drain, &d);
 	fr_uring_writer_init(w, u, p[1]);
 	fr_uring_writer_limit(w, 10000000000LL, 60000000000LL, -1);
-	ret = limited_write(w, a, LEN);
-	CHECK(ret == 0 && w->written == LEN, "read pipe: %d, %llu bytes", ret,
+	ret = limited_write(w, a, LIMITS_LEN);
+	CHECK(ret == 0 && w->written == LIMITS_LEN, "read pipe: %d, %llu bytes", ret,
 	      (unsigned long long)w->written);
 	close(p[1]);
 	pthread_join(th, NULL);
-	CHECK(d.got == LEN && memcmp(a, b, LEN) == 0, "paced pipe data differs (%zu bytes)", d.got);
+	CHECK(d.got == LIMITS_LEN && memcmp(a, b, LIMITS_LEN) == 0, "paced pipe data differs (%zu bytes)", d.got);
 	close(p[0]);
+	return 0;
+}
+
+/* A FIFO opened by path, unread and read. Returns -1 when
+ * the setup failed. */
+static int check_fifo_limits(struct fr_uring *u, struct fr_uring_writer *w,
+			     const unsigned char *a, unsigned char *b)
+{
+	struct pacer d;
+	pthread_t th;
+	char path[256];
+	int p[2], fd, ret;
 
 	/* A FIFO opened by path takes no RWF_NOWAIT: the writer reopens it
 	 * non-blocking, so an unread one still times out (a plain write
@@ -349,45 +354,57 @@ static void test_writer_limits(struct fr_uring *u)
 	snprintf(path, sizeof(path), "/tmp/fr-test-fifo-%d", (int)getpid());
 	if (mkfifo(path, 0600) < 0) {
 		CHECK(0, "mkfifo");
-		goto out;
+		return -1;
 	}
 	p[0] = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	CHECK(p[0] >= 0 && fd >= 0, "open the FIFO");
 	fr_uring_writer_init(w, u, fd);
 	fr_uring_writer_limit(w, 200000000LL, 60000000000LL, -1);
-	ret = limited_write(w, a, LEN);
+	ret = limited_write(w, a, LIMITS_LEN);
 	CHECK(ret == -ETIMEDOUT, "unread FIFO: %d, want -ETIMEDOUT", ret);
 	close(fd);
 	close(p[0]);
 	p[0] = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	fcntl(p[0], F_SETFL, 0);
-	d = (struct pacer){.fd = p[0], .piece = 65536, .buf = b, .len = LEN};
+	d = (struct pacer){.fd = p[0], .piece = 65536, .buf = b, .len = LIMITS_LEN};
 	pthread_create(&th, NULL, pace_drain, &d);
 	fr_uring_writer_init(w, u, fd);
 	fr_uring_writer_limit(w, 10000000000LL, 60000000000LL, -1);
-	ret = limited_write(w, a, LEN);
-	CHECK(ret == 0 && w->written == LEN, "read FIFO: %d, %llu bytes", ret,
+	ret = limited_write(w, a, LIMITS_LEN);
+	CHECK(ret == 0 && w->written == LIMITS_LEN, "read FIFO: %d, %llu bytes", ret,
 	      (unsigned long long)w->written);
 	close(fd);
 	pthread_join(th, NULL);
-	CHECK(d.got == LEN && memcmp(a, b, LEN) == 0, "FIFO data differs (%zu bytes)", d.got);
+	CHECK(d.got == LIMITS_LEN && memcmp(a, b, LIMITS_LEN) == 0, "FIFO data differs (%zu bytes)", d.got);
 	close(p[0]);
 	unlink(path);
+	return 0;
+}
+
+/* A reader that trickles, and a client that hung up. Returns -1 when
+ * the setup failed. */
+static int check_slow_or_gone_reader(struct fr_uring *u, struct fr_uring_writer *w,
+				     const unsigned char *a, unsigned char *b)
+{
+	struct pacer d;
+	pthread_t th;
+	char path[256];
+	int p[2], sv[2], fd, ret;
 
 	/* A reader that takes a little now and then never stalls the writer
 	 * for long, but the total time is bounded too. */
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		CHECK(0, "pipe");
-		goto out;
+		return -1;
 	}
 	d = (struct pacer){.fd = p[0], .piece = 4096, .pause_ns = 50000000L, .buf = NULL,
 			   .len = 0};
 	pthread_create(&th, NULL, pace_drain, &d);
 	fr_uring_writer_init(w, u, p[1]);
 	fr_uring_writer_limit(w, 10000000000LL, 500000000LL, -1);
-	ret = limited_write(w, a, LEN);
+	ret = limited_write(w, a, LIMITS_LEN);
 	CHECK(ret == -ETIMEDOUT, "trickling reader: %d, want -ETIMEDOUT", ret);
 	close(p[1]);
 	pthread_join(th, NULL);
@@ -397,16 +414,34 @@ static void test_writer_limits(struct fr_uring *u)
 	fd = tmpfile_fd(path, sizeof(path));
 	if (fd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		CHECK(0, "setup failed");
-		goto out;
+		return -1;
 	}
 	unlink(path);
 	close(sv[1]);
 	fr_uring_writer_init(w, u, fd);
 	fr_uring_writer_limit(w, 10000000000LL, 60000000000LL, sv[0]);
-	ret = limited_write(w, a, LEN);
+	ret = limited_write(w, a, LIMITS_LEN);
 	CHECK(ret == -ECONNRESET, "hung-up client: %d, want -ECONNRESET", ret);
 	close(sv[0]);
 	close(fd);
+	return 0;
+}
+
+/* fr_uring_writer_limit: the reader of a pipe decides when the writer
+ * moves on, so it must not be able to hold it forever. */
+static void test_writer_limits(struct fr_uring *u)
+{
+	struct fr_uring_writer *w = malloc(sizeof(*w));
+	unsigned char *a = malloc(LIMITS_LEN), *b = malloc(LIMITS_LEN);
+
+	if (!w || !a || !b) {
+		CHECK(0, "setup failed");
+		goto out;
+	}
+	fill(a, LIMITS_LEN, 5);
+	if (check_pipe_limits(u, w, a, b) < 0 || check_fifo_limits(u, w, a, b) < 0 ||
+	    check_slow_or_gone_reader(u, w, a, b) < 0)
+		goto out;
 out:
 	free(w);
 	free(a);

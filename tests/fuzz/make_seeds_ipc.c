@@ -1,0 +1,179 @@
+/* Seeds of the ipc target: streams of framed messages, every message of
+ * ipc/msg.h as its encoder writes it, and broken frames. */
+#include "tests/fuzz/make_seeds.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/store/sample.h"
+#include "ipc/msg.h"
+#include "ipc/proto.h"
+
+#include "tests/fuzz/fuzz.h"
+
+struct stream {
+	unsigned char b[8192];
+	size_t n;
+};
+
+static void frame_raw(struct stream *s, uint32_t len, const void *body, size_t body_len)
+{
+	fr_put_le32(s->b + s->n, len);
+	s->n += 4;
+	memcpy(s->b + s->n, body, body_len);
+	s->n += body_len;
+}
+
+static void frame(struct stream *s, const char *json)
+{
+	frame_raw(s, (uint32_t)strlen(json), json, strlen(json));
+}
+
+/* Frames `obj` (freed) as its encoder wrote it, with "v" as a client adds
+ * it to requests. */
+static void frame_msg(struct stream *s, cJSON *obj, int request)
+{
+	char *text;
+
+	if (!obj)
+		die("out of memory", ENOMEM);
+	if (request)
+		cJSON_AddNumberToObject(obj, "v", FR_IPC_VERSION);
+	text = cJSON_PrintUnformatted(obj);
+	if (!text)
+		die("out of memory", ENOMEM);
+	frame(s, text);
+	cJSON_free(text);
+	cJSON_Delete(obj);
+}
+
+/* Every message of ipc/msg.h as its encoder writes it, so the seeds follow
+ * the protocol: an attach with every member and its reply, a consume and
+ * its reply, a dump and its reply. */
+static void make_message_seeds(void)
+{
+	static struct fr_ipc_attach_req ar;
+	static struct fr_ipc_attach_reply ap;
+	struct fr_ipc_consume_req cr = {.hz = 999, .nevents = 2};
+	struct fr_ipc_consume_reply cp = {.start_ns = 1700000000000000000LL, .nevents = 1};
+	struct fr_ipc_dump_req dr = {.session = "db", .window_ns = 120000000000LL};
+	struct fr_ipc_dump_reply dp = {.t0_ns = 1700000000000000000LL,
+				       .t1_ns = 1700000060000000000LL};
+	struct stream s;
+
+	ar.window_ns = 60000000000LL;
+	ar.hz = 99;
+	ar.nevents = 2;
+	ar.events[0] = FR_EVENT_CPU;
+	ar.events[1] = (uint32_t)fr_event_lookup("offcpu");
+	ar.targets.npids = 1;
+	ar.targets.pids[0] = 1234;
+	ar.targets.children = 1;
+	ar.targets.ncomms = 1;
+	snprintf(ar.targets.comms[0], sizeof(ar.targets.comms[0]), "postgres");
+	snprintf(ar.targets.cgroup, sizeof(ar.targets.cgroup), "/system.slice/x.service");
+	ar.format = FR_PROFILE_FOLDED;
+	ap.samples = ap.samples_in_window = 5940;
+	ap.stacks = 212;
+	ap.bytes = 48211;
+	ap.hz = 99;
+	ap.t0_ns = 1700000000000000000LL;
+	ap.t1_ns = 1700000060000000000LL;
+	ap.covered_t0_ns = ap.t0_ns;
+	ap.nevents = 1;
+	ap.events[0] = (struct fr_ipc_event_counts){FR_EVENT_CPU, 99, 5940, 5940, 0, 1, 2};
+	snprintf(ap.incomplete, sizeof(ap.incomplete), "incomplete: the recorder did not "
+		 "store its last samples within 3 s");
+	fr_ipc_warn(ap.warnings, &ap.nwarnings, "pid 5678 exited before the window");
+	cr.events[0] = FR_EVENT_CPU;
+	cr.events[1] = (uint32_t)fr_event_lookup("cycles");
+	fr_ipc_warn(cp.warnings, &cp.nwarnings, "999 Hz is above the limit for users");
+	cp.events[0] = (struct fr_ipc_consume_event){FR_EVENT_CPU, 999, 999};
+	snprintf(dp.path, sizeof(dp.path), "/var/lib/flightrec/dumps/db-manual-h-t.pb.gz");
+
+	s.n = 0;
+	frame_msg(&s, fr_ipc_attach_req_encode(&ar), 1);
+	frame_msg(&s, fr_ipc_attach_reply_encode(&ap), 0);
+	frame_msg(&s, fr_ipc_consume_req_encode(&cr), 1);
+	frame_msg(&s, fr_ipc_consume_reply_encode(&cp), 0);
+	frame_msg(&s, fr_ipc_dump_req_encode(&dr), 1);
+	frame_msg(&s, fr_ipc_dump_reply_encode(&dp), 0);
+	write_seed("ipc", "messages", -1, s.b, s.n);
+
+	/* Members each decoder refuses, one per frame. */
+	s.n = 0;
+	frame(&s, "{\"v\":1,\"req\":\"attach\",\"window_ns\":1.5,\"hz\":-1}");
+	frame(&s, "{\"v\":1,\"req\":\"attach\",\"from_ns\":1,\"pids\":[0],\"comm\":[\"\"]}");
+	frame(&s, "{\"v\":1,\"req\":\"attach\",\"window_ns\":1,\"children\":true,"
+		  "\"cgroup\":\"x\",\"format\":\"svg\"}");
+	frame(&s, "{\"v\":1,\"req\":\"consume\",\"events\":[\"cpu\",\"cpu\"],\"hz\":1e30}");
+	frame(&s, "{\"v\":1,\"req\":\"dump\",\"session\":\"\",\"window_ns\":999}");
+	frame(&s, "{\"ok\":true,\"events\":[{\"event\":\"raw:0x1\",\"hz\":4294967296}],"
+		  "\"warnings\":[1],\"incomplete\":true,\"path\":7}");
+	write_seed("ipc", "bad-fields", -1, s.b, s.n);
+}
+
+void make_ipc_seeds(void)
+{
+	struct stream s;
+
+	clean_dir("ipc");
+
+	s.n = 0;
+	frame(&s, "{\"v\":1,\"req\":\"status\"}");
+	frame(&s, "{\"v\":1,\"req\":\"attach\",\"window_ns\":60000000000,\"hz\":99,"
+		  "\"pids\":[1234,5678]}");
+	frame(&s, "{\"ok\":true,\"samples\":5940,\"stacks\":212,\"bytes\":48211,\"hz\":99,"
+		  "\"t0_ns\":1700000000000000000,\"t1_ns\":1700000060000000000,"
+		  "\"warnings\":[\"pid 5678 exited before the window\"]}");
+	frame(&s, "{\"ok\":false,\"error\":\"protocol version 2 is not supported; this "
+		  "daemon speaks version 1\"}");
+	write_seed("ipc", "conversation", -1, s.b, s.n);
+
+	s.n = 0;
+	frame(&s, "{\"v\":1,\"req\":\"attach\",\"from_ns\":1700000000000000000,"
+		  "\"to_ns\":1700000001000000000,\"hz\":0,\"pids\":[]}");
+	frame_raw(&s, 100, "{\"v\":1,\"req\":", 13);
+	write_seed("ipc", "truncated", -1, s.b, s.n);
+
+	s.n = 0;
+	frame_raw(&s, 0, "", 0);
+	write_seed("ipc", "empty-frame", -1, s.b, s.n);
+
+	s.n = 0;
+	frame_raw(&s, FR_IPC_MAX_FRAME + 1, "{}", 2);
+	write_seed("ipc", "oversize", -1, s.b, s.n);
+
+	s.n = 0;
+	frame(&s, "{}");
+	frame(&s, "[1,2,{\"v\":1}]");
+	write_seed("ipc", "not-an-object", -1, s.b, s.n);
+
+	s.n = 0;
+	frame_raw(&s, 16, "{\"v\":1}\0{\"v\":2}", 16);
+	write_seed("ipc", "nul", -1, s.b, s.n);
+
+	s.n = 0;
+	frame(&s, "{\"v\":1,\"req\":\"status\"} {\"v\":1}");
+	write_seed("ipc", "trailing", -1, s.b, s.n);
+
+	{
+		char deep[1200];
+		size_t n = 0;
+
+		n += (size_t)sprintf(deep + n, "{\"v\":1,\"x\":");
+		for (int i = 0; i < 300; i++)
+			deep[n++] = '[';
+		n += (size_t)sprintf(deep + n, "\"\\u00e9\\ud83d\\ude00\\n\",1e308,-0.5,null,true");
+		for (int i = 0; i < 300; i++)
+			deep[n++] = ']';
+		deep[n++] = '}';
+		s.n = 0;
+		frame_raw(&s, (uint32_t)n, deep, n);
+		write_seed("ipc", "nested", -1, s.b, s.n);
+	}
+	make_message_seeds();
+}

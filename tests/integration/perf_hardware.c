@@ -1,0 +1,299 @@
+/* The hardware, pmu and retune parts of perf_events (perf_events.c says
+ * what each checks): hardware events sampled or refused with the
+ * documented message, and sources retuned with fr_perf_set_hz. */
+#include "tests/integration/perf_test.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <link.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+
+#include "core/store/sample.h"
+
+struct hw_result {
+	uint32_t event, tid, hz;
+	uint64_t samples, mine, weight, bad;
+};
+
+static struct hw_result hw;
+
+static void on_hw(void *arg, const struct fr_sample *s)
+{
+	(void)arg;
+	if (s->event != hw.event || s->rate_hz != hw.hz || s->weight == 0) {
+		hw.bad++;
+		return;
+	}
+	hw.samples++;
+	if (s->tid == hw.tid) {
+		hw.mine++;
+		hw.weight += s->weight;
+	}
+}
+
+/* Samples `event` while this thread spins. Returns 0 when it opened (the
+ * checks then counted), -errno with `err` set when it did not. */
+static int sample_hardware(uint32_t event, char *err, size_t errlen)
+{
+	const struct fr_perf_config cfg = {.event = event, .hz = 1000};
+	const struct fr_perf_handler h = {.sample = on_hw};
+	struct fr_perf *p;
+	char name[FR_EVENT_NAME_MAX];
+	int ret = fr_perf_open(&p, &cfg, err, errlen);
+
+	if (ret < 0)
+		return ret;
+	memset(&hw, 0, sizeof(hw));
+	hw.event = event;
+	hw.hz = cfg.hz;
+	hw.tid = gettid_u32();
+	fr_perf_enable(p, 1);
+	spin_ms(400);
+	fr_perf_drain(p, &h, fr_perf_clock_offset());
+	fr_perf_close(p);
+	fr_event_format(event, name, sizeof(name));
+	printf("%s: %" PRIu64 " samples, %" PRIu64 " of the spinning thread (weight %" PRIu64
+	       ")\n", name, hw.samples, hw.mine, hw.weight);
+	CHECK(hw.bad == 0, "%s: %" PRIu64 " samples with a wrong event, rate or weight", name,
+	      hw.bad);
+	CHECK(hw.mine >= 40, "%s: %" PRIu64 " samples of a thread spinning 400 ms at 1000 Hz",
+	      name, hw.mine);
+	return 0;
+}
+
+/* A PMU-less machine's answer must be the documented sentence. */
+static void check_no_pmu_message(uint32_t event, int ret, const char *err)
+{
+	char name[FR_EVENT_NAME_MAX], want[256];
+	const char *ename = ret == -ENOENT ? "ENOENT" : ret == -EOPNOTSUPP ? "EOPNOTSUPP"
+				     : ret == -ENODEV ? "ENODEV" : NULL;
+
+	fr_event_format(event, name, sizeof(name));
+	CHECK(ename, "%s: failed with %d (%s), not a missing-PMU errno", name, ret, err);
+	if (!ename)
+		return;
+	snprintf(want, sizeof(want),
+		 "%s: hardware counters are not available on this machine (perf_event_open: %s)",
+		 name, ename);
+	CHECK(strcmp(err, want) == 0, "%s says\n  %s\nwant\n  %s", name, err, want);
+	printf("%s: \"%s\"\n", name, err);
+}
+
+int test_hardware(void)
+{
+	const uint32_t events[] = {FR_EVENT_CYCLES, FR_EVENT_INSTRUCTIONS,
+				   FR_EVENT_RAW_BASE | 0x3c};
+	char err[512];
+
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		int ret = sample_hardware(events[i], err, sizeof(err));
+
+		if (ret < 0)
+			check_no_pmu_message(events[i], ret, err);
+	}
+	/* Not a PMU question: the rate is checked before the kernel is asked. */
+	{
+		const struct fr_perf_config cfg = {.event = FR_EVENT_CYCLES, .hz = 0};
+		struct fr_perf *p;
+		int ret = fr_perf_open(&p, &cfg, err, sizeof(err));
+
+		CHECK(ret == -EINVAL && strstr(err, "cycles: rate must be"),
+		      "cycles at 0 Hz: %d (%s)", ret, err);
+		if (ret == 0)
+			fr_perf_close(p);
+	}
+	return failures ? 1 : 0;
+}
+
+int test_pmu(void)
+{
+	char err[512];
+	int ret = sample_hardware(FR_EVENT_CYCLES, err, sizeof(err));
+
+	if (ret < 0) {
+		fprintf(stderr, "SKIP: no hardware PMU: %s\n", err);
+		return SKIP;
+	}
+	ret = sample_hardware(FR_EVENT_INSTRUCTIONS, err, sizeof(err));
+	CHECK(ret == 0, "cycles opened but instructions did not: %s", err);
+	return failures ? 1 : 0;
+}
+
+/* ---- retune --------------------------------------------------------------- */
+
+struct rate_result {
+	uint32_t event, tid, want_hz;
+	uint64_t samples, wrong_rate, mine, idle;
+	uint64_t min_weight, max_weight, bad_cpu_weight;
+};
+
+static struct rate_result rr;
+
+static void on_rate(void *arg, const struct fr_sample *s)
+{
+	(void)arg;
+	if (s->event != rr.event)
+		return;
+	rr.samples++;
+	if (s->tid == 0)
+		rr.idle++;
+	if (s->rate_hz != rr.want_hz && rr.wrong_rate++ < 3)
+		fprintf(stderr, "sample at rate %u, want %u\n", s->rate_hz, rr.want_hz);
+	if (s->event == FR_EVENT_CPU && s->weight != 1000000000ull / rr.want_hz &&
+	    !rr.bad_cpu_weight)
+		rr.bad_cpu_weight = s->weight;
+	if (!rr.min_weight || s->weight < rr.min_weight)
+		rr.min_weight = s->weight;
+	if (s->weight > rr.max_weight)
+		rr.max_weight = s->weight;
+	if (s->tid == rr.tid)
+		rr.mine++;
+}
+
+/* Faults in fresh anonymous memory, one per page, for `ms`. */
+static void fault_ms(int ms)
+{
+	const size_t len = 8 << 20;
+	int64_t end = mono_ns() + ms * NS_PER_MS;
+	long page = sysconf(_SC_PAGESIZE);
+
+	while (mono_ns() < end) {
+		char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			       0);
+
+		if (m == MAP_FAILED)
+			return;
+		madvise(m, len, MADV_NOHUGEPAGE);
+		for (size_t at = 0; at < len; at += (size_t)page)
+			m[at] = 1;
+		munmap(m, len);
+	}
+}
+
+static long max_sample_rate(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+	long rate = 0;
+
+	if (f) {
+		if (fscanf(f, "%ld", &rate) != 1)
+			rate = 0;
+		fclose(f);
+	}
+	return rate;
+}
+
+static void reset_rate_result(uint32_t hz)
+{
+	rr.samples = rr.wrong_rate = rr.mine = rr.idle = 0;
+	rr.min_weight = rr.max_weight = rr.bad_cpu_weight = 0;
+	rr.want_hz = hz;
+}
+
+/* One phase at `hz`: what the previous rate left in the rings is drained
+ * (and must carry that rate) before the change; then this thread works,
+ * draining as it goes, until it has a few samples of its own. Every sample
+ * drained after the change must carry `hz`. */
+static void rate_phase(struct fr_perf *p, const struct fr_perf_handler *h, uint32_t hz,
+		       const char *what)
+{
+	int64_t start = mono_ns();
+
+	if (hz != fr_perf_hz(p)) {
+		int ret;
+
+		fr_perf_drain(p, h, fr_perf_clock_offset());
+		CHECK(rr.wrong_rate == 0, "%s: %" PRIu64 " samples drained before the change "
+		      "to %u Hz do not carry %u Hz", what, rr.wrong_rate, hz, rr.want_hz);
+		ret = fr_perf_set_hz(p, hz);
+		CHECK(ret == 0, "%s: fr_perf_set_hz(%u): %s", what, hz, strerror(-ret));
+		CHECK(fr_perf_hz(p) == hz, "%s: fr_perf_hz %u after set_hz(%u)", what,
+		      fr_perf_hz(p), hz);
+	}
+	reset_rate_result(hz);
+	/* Frequency mode adapts its period from what it saw and may overshoot
+	 * for a while: wait for samples rather than assume a number. */
+	while (rr.mine < 2 && mono_ns() - start < 10 * NS_PER_S) {
+		if (rr.event == FR_EVENT_PAGE_FAULTS)
+			fault_ms(100);
+		else
+			spin_ms(100);
+		fr_perf_drain(p, h, fr_perf_clock_offset());
+	}
+	printf("%s at %u Hz: %" PRIu64 " samples (%" PRIu64 " of this thread) in %.1f s, "
+	       "weights %" PRIu64 "..%" PRIu64 "\n", what, hz, rr.samples, rr.mine,
+	       (mono_ns() - start) / 1e9, rr.min_weight, rr.max_weight);
+	CHECK(rr.mine >= 2, "%s at %u Hz: %" PRIu64 " samples of the working thread in 10 s", what,
+	      hz, rr.mine);
+	CHECK(rr.wrong_rate == 0, "%s at %u Hz: %" PRIu64 " of %" PRIu64 " samples at another rate",
+	      what, hz, rr.wrong_rate, rr.samples);
+	/* cpu-clock fires on idle CPUs too; the idle task is never a sample. */
+	CHECK(rr.idle == 0, "%s at %u Hz: %" PRIu64 " samples of the idle task", what, hz,
+	      rr.idle);
+	if (rr.event == FR_EVENT_CPU)
+		CHECK(rr.bad_cpu_weight == 0, "cpu at %u Hz: weight %" PRIu64 ", want %u", hz,
+		      rr.bad_cpu_weight, 1000000000u / hz);
+}
+
+int test_retune(void)
+{
+	const uint32_t events[] = {FR_EVENT_PAGE_FAULTS, FR_EVENT_CPU};
+	const struct fr_perf_handler h = {.sample = on_rate};
+
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		/* Rates high enough that samples come less than two ticks
+		 * apart: then the kernel adapts a frequency-mode period at each
+		 * sample, not only from the tick, which misjudges it after idle
+		 * (seconds between samples on some virtual machines). */
+		const struct fr_perf_config cfg = {.event = events[i], .hz = 500};
+		struct fr_perf *p;
+		char err[512], name[FR_EVENT_NAME_MAX];
+		int ret = fr_perf_open(&p, &cfg, err, sizeof(err));
+
+		if (ret < 0) {
+			fprintf(stderr, "FAIL: %s\n", err);
+			return 1;
+		}
+		fr_event_format(events[i], name, sizeof(name));
+		CHECK(fr_perf_hz(p) == 500, "fr_perf_hz %u after opening at 500", fr_perf_hz(p));
+		rr.event = events[i];
+		rr.tid = gettid_u32();
+		reset_rate_result(500);
+		fr_perf_enable(p, 1);
+		rate_phase(p, &h, 500, name);
+		if (events[i] == FR_EVENT_PAGE_FAULTS)
+			/* The weight is the kernel's period, not 1e9/hz: a fresh
+			 * frequency-mode event starts at period 1 and adapts. */
+			CHECK(rr.min_weight == 1 && rr.max_weight > 1,
+			      "page-faults weights %" PRIu64 "..%" PRIu64 ", want the kernel's "
+			      "periods from 1 up", rr.min_weight, rr.max_weight);
+		rate_phase(p, &h, 250, name);
+		rate_phase(p, &h, 1000, name);
+		CHECK(fr_perf_set_hz(p, 0) == -EINVAL, "%s: set_hz(0) accepted", name);
+		if (events[i] == FR_EVENT_PAGE_FAULTS && max_sample_rate() < 999999) {
+			/* Refused by the kernel: no CPU may keep the new rate. */
+			ret = fr_perf_set_hz(p, 999999);
+			CHECK(ret == -EINVAL, "%s: set_hz above perf_event_max_sample_rate: %d",
+			      name, ret);
+		}
+		CHECK(fr_perf_hz(p) == 1000, "%s: a refused set_hz changed the rate to %u", name,
+		      fr_perf_hz(p));
+		fr_perf_close(p);
+	}
+	return failures ? 1 : 0;
+}
+
