@@ -27,6 +27,8 @@ static const struct {
 	const char *name;
 	int signo;
 } signal_names[] = {
+	/* A table, four to a row. */
+	/* clang-format off */
 	{"HUP", SIGHUP},       {"INT", SIGINT},     {"QUIT", SIGQUIT},   {"ILL", SIGILL},
 	{"TRAP", SIGTRAP},     {"ABRT", SIGABRT},   {"IOT", SIGIOT},     {"BUS", SIGBUS},
 	{"FPE", SIGFPE},       {"KILL", SIGKILL},   {"USR1", SIGUSR1},   {"SEGV", SIGSEGV},
@@ -42,6 +44,7 @@ static const struct {
 	{"PWR", SIGPWR},
 #endif
 	{"SYS", SIGSYS},
+	/* clang-format on */
 };
 
 static bool signal_accepted(int signo)

@@ -13,12 +13,14 @@
 #define EXIT_USAGE 2
 
 /* Option ids of the flightrec commands (getopt_long values). */
+/* clang-format off */
 enum {
 	FR_OPT_WINDOW = 256, FR_OPT_FROM, FR_OPT_TO, FR_OPT_PID, FR_OPT_HZ, FR_OPT_SOCKET,
 	FR_OPT_RING, FR_OPT_INFO, FR_OPT_JSON, FR_OPT_FORMAT, FR_OPT_EVENT, FR_OPT_COMM,
 	FR_OPT_CGROUP, FR_OPT_FOLLOW, FR_OPT_COUNT, FR_OPT_SESSION, FR_OPT_CHILDREN,
 	FR_OPT_SORT,
 };
+/* clang-format on */
 
 /* Options shared by attach and dump: which window, which processes, which
  * rate, where to write. */
@@ -32,6 +34,8 @@ struct fr_query_args {
 	struct fr_targets targets; /* has_uid unused: the daemon decides */
 };
 
+/* One option a line. */
+/* clang-format off */
 #define FR_QUERY_LONGOPTS                                          \
 	{"window", required_argument, NULL, FR_OPT_WINDOW},        \
 	{"from", required_argument, NULL, FR_OPT_FROM},            \
@@ -44,6 +48,7 @@ struct fr_query_args {
 	{"cgroup", required_argument, NULL, FR_OPT_CGROUP},        \
 	{"children", no_argument, NULL, FR_OPT_CHILDREN},          \
 	{"format", required_argument, NULL, FR_OPT_FORMAT}
+/* clang-format on */
 
 /* Takes option `c` if it is a query option: returns 1 when taken, 0 when
  * not a query option, EXIT_USAGE (after saying why, prefixed with `cmd`,
