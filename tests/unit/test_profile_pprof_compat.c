@@ -7,6 +7,7 @@
  * The other profile tests rely on that decoder; this one keeps it honest.
  * It needs Go: without FR_GO (set by meson when `go` is found) it skips. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,7 +236,9 @@ static void compare_samples(const struct raw *ours, const struct goraw *theirs, 
 			const char *na = ours->loc_name[a->loc[k]];
 			const char *nb = b->loc[k] < MAX_LOCS ? theirs->loc_name[b->loc[k]] : NULL;
 
-			same = na && nb && strcmp(na, nb) == 0;
+			/* An address with no function has no name on
+			 * either side: both must agree it has none. */
+			same = na && nb ? strcmp(na, nb) == 0 : !na && !nb;
 		}
 		CHECK(same, "%s: sample %d differs in values or stack (%d values, %d frames; go "
 			    "%d, %d)", name, i, a->nv, a->nlocs, b->nv, b->nlocs);
@@ -285,24 +288,20 @@ static void compare_top(const struct raw *ours, const char *type, const char *fi
 	free(top);
 }
 
-static void compare(struct fr_ring *r, const struct fr_profile_request *q, const char *name,
-		    const char *count_type)
+/* Go's reading of the profile FILE against the decoder's. */
+static void compare_file(const char *file, const char *name, const char *count_type)
 {
-	struct fr_profile_result res;
-	struct out o;
 	struct raw ours;
 	struct goraw theirs;
 
-	if (run(r, q, &res, &o, name) != 0)
-		goto out;
-	if (raw_parse(&ours, o.path) != 0) {
+	if (raw_parse(&ours, file) != 0) {
 		CHECK(0, "%s: the decoder cannot read the profile", name);
-		goto out;
+		return;
 	}
-	if (go_parse(&theirs, o.path) != 0) {
+	if (go_parse(&theirs, file) != 0) {
 		CHECK(0, "%s: go tool pprof cannot read the profile", name);
 		raw_free(&ours);
-		goto out;
+		return;
 	}
 	CHECK(ours.nsamples > 0, "%s: an empty profile compares nothing", name);
 	CHECK(strcmp(ours.types, theirs.types) == 0, "%s: sample types \"%s\", go \"%s\"", name,
@@ -311,12 +310,21 @@ static void compare(struct fr_ring *r, const struct fr_profile_request *q, const
 	      ours.period, theirs.period);
 	compare_samples(&ours, &theirs, name);
 	compare_lines(&ours, &theirs, name);
-	compare_top(&ours, "samples", o.path, name);
+	compare_top(&ours, "samples", file, name);
 	if (count_type)
-		compare_top(&ours, count_type, o.path, name);
+		compare_top(&ours, count_type, file, name);
 	raw_free(&ours);
 	go_free(&theirs);
-out:
+}
+
+static void compare(struct fr_ring *r, const struct fr_profile_request *q, const char *name,
+		    const char *count_type)
+{
+	struct fr_profile_result res;
+	struct out o;
+
+	if (run(r, q, &res, &o, name) == 0)
+		compare_file(o.path, name, count_type);
 	out_free(&o);
 }
 
@@ -362,6 +370,151 @@ static void test_same_as_go(void)
 	test_ring_done(r);
 }
 
+/* ---- the encoder's own profiles (tests/unit/gopprof.h) ---- */
+
+static int sink_fd(void *arg, const void *buf, size_t len)
+{
+	return write(*(int *)arg, buf, len) == (ssize_t)len ? 0 : -EIO;
+}
+
+/* Writes TMPDIR/NAME.pb.gz with BUILD; returns what BUILD returned (>= 0),
+ * or -1 (a failed CHECK). */
+static int64_t write_profile(char *path, size_t len, const char *name,
+			     int64_t (*build)(struct fr_pprof *p))
+{
+	struct fr_pprof *p;
+	int64_t built = -1, ret = -1;
+	int fd;
+
+	snprintf(path, len, "%s/%s.pb.gz", tmpdir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+	if (fd < 0)
+		return -1;
+	p = fr_pprof_new(6, sink_fd, &fd);
+	CHECK(p, "fr_pprof_new");
+	if (p)
+		built = build(p);
+	if (built >= 0 && fr_pprof_finish(p) == 0)
+		ret = built;
+	CHECK(ret >= 0, "%s: writing the profile failed", name);
+	fr_pprof_free(p);
+	close(fd);
+	return ret;
+}
+
+static int64_t build_small(struct fr_pprof *p)
+{
+	struct fr_test_small_ids id;
+
+	fr_test_pprof_small(p, &id);
+	return 0;
+}
+
+static void expect_in(const char *out, const char *what, const char *want)
+{
+	CHECK(out && strstr(out, want), "%s output lacks \"%s\"", what, want);
+}
+
+/* Checks the flat and cum columns of `name`'s row in `pprof -top`. */
+static void expect_top(const char *out, const char *name, long flat, long cum)
+{
+	char pat[128];
+	const char *line;
+	long f = -1, c = -1;
+
+	snprintf(pat, sizeof(pat), "  %s\n", name);
+	line = out ? strstr(out, pat) : NULL;
+	CHECK(line, "-top output has no row for %s", name);
+	if (!line)
+		return;
+	while (line > out && line[-1] != '\n')
+		line--;
+	CHECK(sscanf(line, "%ld %*s %*s %ld", &f, &c) == 2 && f == flat && c == cum,
+	      "-top row of %s: flat %ld cum %ld, want %ld %ld", name, f, c, flat, cum);
+}
+
+/* What go's -raw shows of the small profile, word for word. */
+static void small_raw(const char *path)
+{
+	char *out = fr_test_go_pprof(go, "-raw -symbolize=none", path, tmpdir);
+
+	CHECK(out, "go tool pprof -raw failed");
+	if (!out)
+		return;
+	expect_in(out, "-raw", "Comment: recorded by flightrec-test");
+	expect_in(out, "-raw", "Comment: second comment line");
+	expect_in(out, "-raw", "PeriodType: cpu nanoseconds");
+	expect_in(out, "-raw", "Period: 10000000\n");
+	expect_in(out, "-raw", "Duration: 2.5s");
+	expect_in(out, "-raw", "samples/count cpu/nanoseconds[dflt]");
+	/* pprof renumbers locations, so stacks are checked by -top. */
+	expect_in(out, "-raw", "          3   30000000: ");
+	expect_in(out, "-raw", "          5   50000000: ");
+	expect_in(out, "-raw", "          1   10000000: ");
+	expect_in(out, "-raw", "thread:[worker-1]");
+	expect_in(out, "-raw", "bytes:[4096]");
+	expect_in(out, "-raw", "cpu:[3]");
+	expect_in(out, "-raw", "0x401000 M=1 frtest_main app.c:0");
+	expect_in(out, "-raw", "0x7f0000001234 M=2 frtest_memcpy :0 s=0(__memcpy_avx2)");
+	expect_in(out, "-raw", "0xdeadbeef ");
+	expect_in(out, "-raw", "1: 0x400000/0x500000/0x0 /usr/bin/frtestapp "
+			       "0123456789abcdef0123456789abcdef01234567 [FN]");
+	expect_in(out, "-raw", "2: 0x7f0000000000/0x7f0000200000/0x28000 /usr/lib/libc.so.6");
+	if (failures)
+		fprintf(stderr, "pprof -raw output:\n%s", out);
+	free(out);
+}
+
+/* The stacks of the small profile, through go's -top. */
+static void small_top(const char *path)
+{
+	char *out = fr_test_go_pprof(go, "-top -symbolize=none -sample_index=samples", path,
+				     tmpdir);
+
+	CHECK(out, "go tool pprof -top failed");
+	if (!out)
+		return;
+	expect_in(out, "-top", "Showing nodes accounting for 9, 100% of 9 total");
+	expect_top(out, "frtest_work", 5, 8);
+	expect_top(out, "frtest_main", 0, 8);
+	expect_top(out, "frtest_memcpy", 3, 3);
+	expect_top(out, "<unknown>", 1, 1);
+	if (failures)
+		fprintf(stderr, "pprof -top output:\n%s", out);
+	free(out);
+}
+
+/* The encoder's small profile (every field it writes) as go reads it. */
+static void test_encoder_small(void)
+{
+	char path[512];
+
+	if (write_profile(path, sizeof(path), "small", build_small) < 0)
+		return;
+	small_raw(path);
+	small_top(path);
+	compare_file(path, "encoder-small", NULL);
+}
+
+/* The encoder's large profile (streamed, interned at scale): go reads it
+ * all and counts every sample. */
+static void test_encoder_big(void)
+{
+	char path[512], want[128], *out;
+	int64_t sum = write_profile(path, sizeof(path), "big", fr_test_pprof_big);
+
+	if (sum < 0)
+		return;
+	out = fr_test_go_pprof(go, "-top -symbolize=none -sample_index=samples -nodecount=3", path,
+			       tmpdir);
+	CHECK(out, "go tool pprof -top on the large profile failed");
+	snprintf(want, sizeof(want), "of %" PRId64 " total", sum);
+	expect_in(out, "-top (large)", want);
+	expect_in(out, "-top (large)", "ns::Class::method_");
+	free(out);
+}
+
 static void setup_go_env(void)
 {
 	char path[300];
@@ -388,5 +541,7 @@ int main(void)
 		return 1;
 	setup_go_env();
 	test_same_as_go();
+	test_encoder_small();
+	test_encoder_big();
 	return fixture_fini();
 }
