@@ -58,8 +58,9 @@ static int syntax_error(struct config_ctx *c, const char *text, size_t len, size
 		}
 	}
 	if (pos >= len)
-		return config_fail(c, NULL, "line %zu, column %zu: invalid JSON (unexpected end of input)",
-			    line, col);
+		return config_fail(c, NULL,
+				   "line %zu, column %zu: invalid JSON (unexpected end of input)",
+				   line, col);
 	return config_fail(c, NULL, "line %zu, column %zu: invalid JSON", line, col);
 }
 
@@ -164,8 +165,9 @@ int fr_config_load(struct fr_config *cfg, const char *path, char *err, size_t er
 
 			if (cap >= MAX_CONFIG_BYTES) {
 				ret = -EFBIG;
-				snprintf(err, errlen, "%s: larger than %u bytes; is this a config file?",
-					 path, MAX_CONFIG_BYTES);
+				snprintf(err, errlen,
+					 "%s: larger than %u bytes; is this a config file?", path,
+					 MAX_CONFIG_BYTES);
 				goto out;
 			}
 			grown = realloc(buf, cap * 2);

@@ -87,11 +87,11 @@ enum fr_trigger_kind {
 };
 
 struct fr_config_trigger {
-	uint32_t kind;       /* enum fr_trigger_kind */
-	int signal;          /* FR_TRIGGER_SIGNAL: SIGUSR1, SIGUSR2 or
+	uint32_t kind;	     /* enum fr_trigger_kind */
+	int signal;	     /* FR_TRIGGER_SIGNAL: SIGUSR1, SIGUSR2 or
 			      * SIGRTMIN..SIGRTMAX; else 0 */
 	uint32_t percent;    /* FR_TRIGGER_CPU_ABOVE: 1..100 x 1 (of all CPUs); else 0 */
-	int64_t for_ns;      /* FR_TRIGGER_CPU_ABOVE: how long, >= 1s; else 0 */
+	int64_t for_ns;	     /* FR_TRIGGER_CPU_ABOVE: how long, >= 1s; else 0 */
 	int64_t window_ns;   /* the dump covers [fire - window, fire + after) */
 	int64_t after_ns;    /* tail recorded after the trigger fired, >= 0 */
 	int64_t cooldown_ns; /* no second dump of this trigger sooner than this */
@@ -99,7 +99,7 @@ struct fr_config_trigger {
 
 struct fr_config_event {
 	uint32_t event; /* event id (core/store/sample.h) */
-	uint32_t hz;    /* 0 for events without a rate (offcpu) */
+	uint32_t hz;	/* 0 for events without a rate (offcpu) */
 };
 
 struct fr_config_session {
@@ -107,7 +107,7 @@ struct fr_config_session {
 	/* "targets": at most FR_LIMIT_SESSION_PIDS pids; children unused
 	 * (0); has_uid when targets.uid is given. */
 	struct fr_targets targets;
-	uint32_t nusers;   /* users besides root and the admin group who may
+	uint32_t nusers; /* users besides root and the admin group who may
 			    * dump the session by hand */
 	uint32_t users[FR_CONFIG_MAX_USERS];
 	uint32_t ntriggers;
@@ -117,24 +117,24 @@ struct fr_config_session {
 };
 
 struct fr_config {
-	char *ring_path;       /* NULL: the default state directory */
+	char *ring_path; /* NULL: the default state directory */
 	uint64_t ring_size;
 	uint64_t segment_size;
-	int64_t sync_ns;       /* < 0: never fdatasync */
-	int64_t max_age_ns;    /* > 0: samples older than this are dropped */
-	char *socket_path;     /* NULL: fr_ipc_default_socket(), ipc/paths.h */
-	int has_socket_group;  /* socket 0660 root:socket_gid; else 0600 */
+	int64_t sync_ns;      /* < 0: never fdatasync */
+	int64_t max_age_ns;   /* > 0: samples older than this are dropped */
+	char *socket_path;    /* NULL: fr_ipc_default_socket(), ipc/paths.h */
+	int has_socket_group; /* socket 0660 root:socket_gid; else 0600 */
 	uint32_t socket_gid;
-	int has_admin_group;   /* members of admin_gid are treated like root */
+	int has_admin_group; /* members of admin_gid are treated like root */
 	uint32_t admin_gid;
 	uint32_t max_rate_hz;
 	uint32_t user_max_rate_hz; /* what a user who is not an admin may raise rates to */
 	uint32_t max_clients;
-	uint64_t query_memory;  /* bytes all queries together may reserve */
-	char *dumps_dir;       /* NULL: the default state directory's "dumps" */
-	uint32_t dumps_keep;   /* dumps kept, oldest removed first */
+	uint64_t query_memory;	  /* bytes all queries together may reserve */
+	char *dumps_dir;	  /* NULL: the default state directory's "dumps" */
+	uint32_t dumps_keep;	  /* dumps kept, oldest removed first */
 	uint64_t dumps_max_bytes; /* 0: no limit; else bytes of dumps kept */
-	uint32_t dumps_mode;   /* of dump files: 0600 unless configured */
+	uint32_t dumps_mode;	  /* of dump files: 0600 unless configured */
 	uint32_t nsessions;
 	struct fr_config_session sessions[FR_CONFIG_MAX_SESSIONS];
 };

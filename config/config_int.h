@@ -89,8 +89,8 @@ int config_get_path(struct config_ctx *c, const cJSON *item, const char *path, s
 int config_get_id(struct config_ctx *c, const cJSON *item, const char *path, int group,
 		  uint32_t *out);
 /* A duration of at least `min_ns`; `like` shows examples in messages. */
-int config_get_duration(struct config_ctx *c, const cJSON *item, const char *path,
-			int64_t min_ns, const char *like, int64_t *out);
+int config_get_duration(struct config_ctx *c, const cJSON *item, const char *path, int64_t min_ns,
+			const char *like, int64_t *out);
 
 /* A duration as the config accepts it; plain ns when the friendly form
  * would not read back exactly. Returns buf. */

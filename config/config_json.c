@@ -46,7 +46,8 @@ static bool add_triggers(cJSON *js, const struct fr_config_session *sess)
 		    !cJSON_AddStringToObject(o, "on", fr_config_trigger_kind(t->kind)))
 			return false;
 		if (t->kind == FR_TRIGGER_SIGNAL &&
-		    !cJSON_AddStringToObject(o, "signal", fr_config_signal_name(t->signal, buf, sizeof(buf))))
+		    !cJSON_AddStringToObject(o, "signal",
+					     fr_config_signal_name(t->signal, buf, sizeof(buf))))
 			return false;
 		if (t->kind == FR_TRIGGER_CPU_ABOVE &&
 		    (!cJSON_AddNumberToObject(o, "percent", t->percent) ||
@@ -54,11 +55,13 @@ static bool add_triggers(cJSON *js, const struct fr_config_session *sess)
 					      config_duration_text(t->for_ns, buf, sizeof(buf)))))
 			return false;
 		if (!cJSON_AddStringToObject(o, "window",
-					     config_duration_text(t->window_ns, buf, sizeof(buf))) ||
+					     config_duration_text(t->window_ns, buf,
+								  sizeof(buf))) ||
 		    !cJSON_AddStringToObject(o, "after",
 					     config_duration_text(t->after_ns, buf, sizeof(buf))) ||
 		    !cJSON_AddStringToObject(o, "cooldown",
-					     config_duration_text(t->cooldown_ns, buf, sizeof(buf))))
+					     config_duration_text(t->cooldown_ns, buf,
+								  sizeof(buf))))
 			return false;
 	}
 	return true;
@@ -76,11 +79,14 @@ static bool add_ring(cJSON *root, const struct fr_config *cfg)
 	if (!cJSON_AddStringToObject(ring, "size", size_text(cfg->ring_size, buf, sizeof(buf))) ||
 	    !cJSON_AddStringToObject(ring, "segment",
 				     size_text(cfg->segment_size, buf, sizeof(buf))) ||
-	    !cJSON_AddStringToObject(ring, "sync", cfg->sync_ns < 0 ? "off" :
-						   config_duration_text(cfg->sync_ns, buf, sizeof(buf))))
+	    !cJSON_AddStringToObject(ring, "sync",
+				     cfg->sync_ns < 0 ? "off"
+						      : config_duration_text(cfg->sync_ns, buf,
+									     sizeof(buf))))
 		return false;
 	if (cfg->max_age_ns > 0 &&
-	    !cJSON_AddStringToObject(ring, "max_age", config_duration_text(cfg->max_age_ns, buf, sizeof(buf))))
+	    !cJSON_AddStringToObject(ring, "max_age",
+				     config_duration_text(cfg->max_age_ns, buf, sizeof(buf))))
 		return false;
 	return true;
 }
@@ -91,8 +97,9 @@ static bool add_socket(cJSON *root, const struct fr_config *cfg)
 	if (cfg->has_socket_group || cfg->has_admin_group) {
 		cJSON *sock = cJSON_AddObjectToObject(root, "socket");
 
-		if (!sock || (cfg->socket_path &&
-			      !cJSON_AddStringToObject(sock, "path", cfg->socket_path)) ||
+		if (!sock ||
+		    (cfg->socket_path &&
+		     !cJSON_AddStringToObject(sock, "path", cfg->socket_path)) ||
 		    (cfg->has_socket_group &&
 		     !cJSON_AddNumberToObject(sock, "group", cfg->socket_gid)) ||
 		    (cfg->has_admin_group &&

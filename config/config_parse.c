@@ -21,7 +21,8 @@
 static void default_user_rate(struct fr_config *cfg)
 {
 	cfg->user_max_rate_hz = cfg->max_rate_hz < DEFAULT_USER_MAX_RATE_HZ
-					? cfg->max_rate_hz : DEFAULT_USER_MAX_RATE_HZ;
+					? cfg->max_rate_hz
+					: DEFAULT_USER_MAX_RATE_HZ;
 }
 
 static int parse_limits(struct config_ctx *c, const cJSON *limits, struct fr_config *cfg)
@@ -38,21 +39,24 @@ static int parse_limits(struct config_ctx *c, const cJSON *limits, struct fr_con
 	if (!cJSON_IsObject(limits)) {
 		char got[64];
 
-		return config_fail(c, "limits", "must be an object like {\"max_rate_hz\": 10000}, got %s",
-			    config_describe(limits, got, sizeof(got)));
+		return config_fail(c, "limits",
+				   "must be an object like {\"max_rate_hz\": 10000}, got %s",
+				   config_describe(limits, got, sizeof(got)));
 	}
 	ret = config_check_keys(c, limits, "limits", keys, ARRAY_SIZE(keys));
 	if (ret < 0)
 		return ret;
 	it = cJSON_GetObjectItemCaseSensitive(limits, "max_rate_hz");
 	if (it) {
-		ret = config_get_uint(c, it, "limits.max_rate_hz", 1, MAX_RATE_HZ_LIMIT, &cfg->max_rate_hz);
+		ret = config_get_uint(c, it, "limits.max_rate_hz", 1, MAX_RATE_HZ_LIMIT,
+				      &cfg->max_rate_hz);
 		if (ret < 0)
 			return ret;
 	}
 	it = cJSON_GetObjectItemCaseSensitive(limits, "max_clients");
 	if (it) {
-		ret = config_get_uint(c, it, "limits.max_clients", 1, MAX_CLIENTS_LIMIT, &cfg->max_clients);
+		ret = config_get_uint(c, it, "limits.max_clients", 1, MAX_CLIENTS_LIMIT,
+				      &cfg->max_clients);
 		if (ret < 0)
 			return ret;
 	}
@@ -64,8 +68,9 @@ static int parse_limits(struct config_ctx *c, const cJSON *limits, struct fr_con
 		if (ret < 0)
 			return ret;
 		if (cfg->query_memory < MIN_QUERY_MEMORY)
-			return config_fail(c, "limits.query_memory", "must be at least 1MiB, got %s",
-				    config_describe(it, got, sizeof(got)));
+			return config_fail(c, "limits.query_memory",
+					   "must be at least 1MiB, got %s",
+					   config_describe(it, got, sizeof(got)));
 	}
 	/* After max_rate_hz, which bounds it: a user cannot be allowed more
 	 * than root. */
@@ -91,8 +96,10 @@ static int parse_socket(struct config_ctx *c, const cJSON *sock, struct fr_confi
 	if (cJSON_IsString(sock))
 		return config_get_path(c, sock, "socket", max, &cfg->socket_path);
 	if (!cJSON_IsObject(sock))
-		return config_fail(c, "socket", "must be a path string or an object like "
-			    "{\"group\": \"flightrec\"}, got %s", config_describe(sock, got, sizeof(got)));
+		return config_fail(c, "socket",
+				   "must be a path string or an object like "
+				   "{\"group\": \"flightrec\"}, got %s",
+				   config_describe(sock, got, sizeof(got)));
 	ret = config_check_keys(c, sock, "socket", keys, ARRAY_SIZE(keys));
 	if (ret < 0)
 		return ret;
@@ -129,8 +136,9 @@ static int parse_ring(struct config_ctx *c, const cJSON *ring, struct fr_config 
 	if (!ring)
 		return 0;
 	if (!cJSON_IsObject(ring))
-		return config_fail(c, "ring", "must be an object like {\"size\": \"256MiB\"}, got %s",
-			    config_describe(ring, got, sizeof(got)));
+		return config_fail(c, "ring",
+				   "must be an object like {\"size\": \"256MiB\"}, got %s",
+				   config_describe(ring, got, sizeof(got)));
 	ret = config_check_keys(c, ring, "ring", keys, ARRAY_SIZE(keys));
 	if (ret < 0)
 		return ret;
@@ -156,10 +164,10 @@ static int parse_ring(struct config_ctx *c, const cJSON *ring, struct fr_config 
 			return ret;
 		if (cfg->segment_size < MIN_SEGMENT_SIZE)
 			return config_fail(c, "ring.segment", "must be at least 64KiB, got %s",
-				    config_describe(segment, got, sizeof(got)));
+					   config_describe(segment, got, sizeof(got)));
 		if (cfg->segment_size % SEGMENT_ALIGN)
 			return config_fail(c, "ring.segment", "must be a multiple of 4KiB, got %s",
-				    config_describe(segment, got, sizeof(got)));
+					   config_describe(segment, got, sizeof(got)));
 	}
 
 	/* Blame the value the user wrote: the size if given, else the
@@ -168,12 +176,14 @@ static int parse_ring(struct config_ctx *c, const cJSON *ring, struct fr_config 
 		fr_format_size(cfg->segment_size * 2, a, sizeof(a));
 		fr_format_size(cfg->segment_size, b, sizeof(b));
 		if (size)
-			return config_fail(c, "ring.size",
-				    "must hold at least 2 segments (%s with a segment of %s), got %s", a,
-				    b, config_describe(size, got, sizeof(got)));
+			return config_fail(
+				c, "ring.size",
+				"must hold at least 2 segments (%s with a segment of %s), got %s",
+				a, b, config_describe(size, got, sizeof(got)));
 		fr_format_size(cfg->ring_size / 2, a, sizeof(a));
-		return config_fail(c, "ring.segment", "must be at most half of ring.size (%s), got %s", a,
-			    config_describe(segment, got, sizeof(got)));
+		return config_fail(c, "ring.segment",
+				   "must be at most half of ring.size (%s), got %s", a,
+				   config_describe(segment, got, sizeof(got)));
 	}
 
 	sync = cJSON_GetObjectItemCaseSensitive(ring, "sync");
@@ -182,8 +192,9 @@ static int parse_ring(struct config_ctx *c, const cJSON *ring, struct fr_config 
 			cfg->sync_ns = -1;
 		} else if (!cJSON_IsString(sync) ||
 			   fr_parse_duration(sync->valuestring, &cfg->sync_ns) < 0) {
-			return config_fail(c, "ring.sync", "must be a duration like \"1s\", or \"off\", got %s",
-				    config_describe(sync, got, sizeof(got)));
+			return config_fail(c, "ring.sync",
+					   "must be a duration like \"1s\", or \"off\", got %s",
+					   config_describe(sync, got, sizeof(got)));
 		}
 	}
 
@@ -193,9 +204,10 @@ static int parse_ring(struct config_ctx *c, const cJSON *ring, struct fr_config 
 		    fr_parse_duration(max_age->valuestring, &cfg->max_age_ns) < 0 ||
 		    cfg->max_age_ns < 1000000000LL) {
 			cfg->max_age_ns = 0;
-			return config_fail(c, "ring.max_age",
-				    "must be a duration of at least 1s like \"7d\" or \"12h\", got %s",
-				    config_describe(max_age, got, sizeof(got)));
+			return config_fail(
+				c, "ring.max_age",
+				"must be a duration of at least 1s like \"7d\" or \"12h\", got %s",
+				config_describe(max_age, got, sizeof(got)));
 		}
 	}
 	return 0;
@@ -219,9 +231,9 @@ static int get_file_mode(struct config_ctx *c, const cJSON *item, const char *pa
 		}
 	}
 	return config_fail(c, path,
-		    "must be an octal string like \"0640\" with the owner's read and write "
-		    "bits and at most read for group and others (0600..0644), got %s",
-		    config_describe(item, got, sizeof(got)));
+			   "must be an octal string like \"0640\" with the owner's read and write "
+			   "bits and at most read for group and others (0600..0644), got %s",
+			   config_describe(item, got, sizeof(got)));
 }
 
 /* "dumps": {"dir": PATH, "keep": N, "max_bytes": SIZE, "mode": OCTAL}: where
@@ -238,7 +250,7 @@ static int parse_dumps(struct config_ctx *c, const cJSON *dumps, struct fr_confi
 		return 0;
 	if (!cJSON_IsObject(dumps))
 		return config_fail(c, "dumps", "must be an object like {\"keep\": 50}, got %s",
-			    config_describe(dumps, got, sizeof(got)));
+				   config_describe(dumps, got, sizeof(got)));
 	ret = config_check_keys(c, dumps, "dumps", keys, ARRAY_SIZE(keys));
 	if (ret < 0)
 		return ret;
@@ -262,9 +274,10 @@ static int parse_dumps(struct config_ctx *c, const cJSON *dumps, struct fr_confi
 		/* 0 stands for "no limit" inside; written out it would read
 		 * as "keep nothing", so it is refused rather than guessed. */
 		if (cfg->dumps_max_bytes == 0)
-			return config_fail(c, "dumps.max_bytes",
-				    "must be more than 0 (leave it out for no byte limit), got %s",
-				    config_describe(it, got, sizeof(got)));
+			return config_fail(
+				c, "dumps.max_bytes",
+				"must be more than 0 (leave it out for no byte limit), got %s",
+				config_describe(it, got, sizeof(got)));
 	}
 	it = cJSON_GetObjectItemCaseSensitive(dumps, "mode");
 	if (it) {
@@ -297,8 +310,9 @@ static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 	int ret;
 
 	if (!cJSON_IsObject(ev))
-		return config_fail(c, path, "must be an object like {\"event\": \"cpu\", \"hz\": 99}, got %s",
-			    config_describe(ev, got, sizeof(got)));
+		return config_fail(c, path,
+				   "must be an object like {\"event\": \"cpu\", \"hz\": 99}, got %s",
+				   config_describe(ev, got, sizeof(got)));
 	ret = config_check_keys(c, ev, path, keys, ARRAY_SIZE(keys));
 	if (ret < 0)
 		return ret;
@@ -307,18 +321,19 @@ static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 	event_list(names, sizeof(names));
 	name = cJSON_GetObjectItemCaseSensitive(ev, "event");
 	if (!name)
-		return config_fail(c, sub, "missing; name the event to record (accepted: %s)", names);
+		return config_fail(c, sub, "missing; name the event to record (accepted: %s)",
+				   names);
 	if (!cJSON_IsString(name))
 		return config_fail(c, sub, "must be an event name string, got %s",
-			    config_describe(name, got, sizeof(got)));
+				   config_describe(name, got, sizeof(got)));
 	id = fr_event_lookup(name->valuestring);
 	if (id < 0)
-		return config_fail(c, sub, "unknown event %s (accepted: %s)", config_describe(name, got, sizeof(got)),
-			    names);
+		return config_fail(c, sub, "unknown event %s (accepted: %s)",
+				   config_describe(name, got, sizeof(got)), names);
 	for (uint32_t i = 0; i < sess->nevents; i++)
 		if (sess->events[i].event == (uint32_t)id)
 			return config_fail(c, sub, "\"%s\" is already listed in this session",
-				    name->valuestring);
+					   name->valuestring);
 	out->event = (uint32_t)id;
 
 	hz = cJSON_GetObjectItemCaseSensitive(ev, "hz");
@@ -326,8 +341,10 @@ static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 		/* offcpu records every context switch; there is no rate. */
 		if (hz) {
 			config_join(sub, path, "hz");
-			return config_fail(c, sub, "%s records every context switch and takes no rate; "
-				    "leave \"hz\" out", name->valuestring);
+			return config_fail(c, sub,
+					   "%s records every context switch and takes no rate; "
+					   "leave \"hz\" out",
+					   name->valuestring);
 		}
 		out->hz = 0;
 		sess->nevents++;
@@ -352,14 +369,15 @@ static int check_name(struct config_ctx *c, const cJSON *name, const char *path,
 	size_t len;
 
 	if (!cJSON_IsString(name))
-		return config_fail(c, path, "must be a string, got %s", config_describe(name, got, sizeof(got)));
+		return config_fail(c, path, "must be a string, got %s",
+				   config_describe(name, got, sizeof(got)));
 	s = name->valuestring;
 	len = strlen(s);
 	if (len == 0)
 		return config_fail(c, path, "must not be empty");
 	if (len >= FR_CONFIG_NAME_MAX)
-		return config_fail(c, path, "must be at most %d characters, got %zu", FR_CONFIG_NAME_MAX - 1,
-			    len);
+		return config_fail(c, path, "must be at most %d characters, got %zu",
+				   FR_CONFIG_NAME_MAX - 1, len);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = (unsigned char)s[i];
 		char shown[8];
@@ -372,12 +390,13 @@ static int check_name(struct config_ctx *c, const cJSON *name, const char *path,
 		else
 			snprintf(shown, sizeof(shown), "0x%02x", ch);
 		return config_fail(c, path, "%s has the character %s (accepted: A-Z a-z 0-9 _ . -)",
-			    config_describe(name, got, sizeof(got)), shown);
+				   config_describe(name, got, sizeof(got)), shown);
 	}
 	for (uint32_t i = 0; i < cfg->nsessions; i++)
 		if (strcmp(cfg->sessions[i].name, s) == 0)
-			return config_fail(c, path, "\"%s\" is already the name of sessions[%" PRIu32 "]", s,
-				    i);
+			return config_fail(c, path,
+					   "\"%s\" is already the name of sessions[%" PRIu32 "]", s,
+					   i);
 	return 0;
 }
 
@@ -392,8 +411,9 @@ static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 	int ret, i;
 
 	if (!cJSON_IsObject(t))
-		return config_fail(c, path, "must be an object like {\"comm\": [\"postgres\"]}, got %s",
-			    config_describe(t, got, sizeof(got)));
+		return config_fail(c, path,
+				   "must be an object like {\"comm\": [\"postgres\"]}, got %s",
+				   config_describe(t, got, sizeof(got)));
 	ret = config_check_keys(c, t, path, keys, ARRAY_SIZE(keys));
 	if (ret < 0)
 		return ret;
@@ -401,8 +421,9 @@ static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 	if (pids) {
 		config_join(sub, path, "pids");
 		if (!cJSON_IsArray(pids) || cJSON_GetArraySize(pids) == 0)
-			return config_fail(c, sub, "must be a non-empty array of process ids, got %s",
-				    config_describe(pids, got, sizeof(got)));
+			return config_fail(c, sub,
+					   "must be a non-empty array of process ids, got %s",
+					   config_describe(pids, got, sizeof(got)));
 		if (cJSON_GetArraySize(pids) > FR_LIMIT_SESSION_PIDS)
 			return config_fail(c, sub, "at most %d pids", FR_LIMIT_SESSION_PIDS);
 		i = 0;
@@ -418,8 +439,9 @@ static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 	if (comm) {
 		config_join(sub, path, "comm");
 		if (!cJSON_IsArray(comm) || cJSON_GetArraySize(comm) == 0)
-			return config_fail(c, sub, "must be a non-empty array of command names, got %s",
-				    config_describe(comm, got, sizeof(got)));
+			return config_fail(c, sub,
+					   "must be a non-empty array of command names, got %s",
+					   config_describe(comm, got, sizeof(got)));
 		if (cJSON_GetArraySize(comm) > FR_LIMIT_COMMS)
 			return config_fail(c, sub, "at most %d command names", FR_LIMIT_COMMS);
 		i = 0;
@@ -427,11 +449,12 @@ static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 			config_join_index(item, sub, i++);
 			if (!cJSON_IsString(v) || !v->valuestring[0] ||
 			    strlen(v->valuestring) >= FR_LIMIT_COMM_LEN)
-				return config_fail(c, item, "must be a command name of 1..%d characters (as "
-					    "the kernel keeps it), got %s", FR_LIMIT_COMM_LEN - 1,
-					    config_describe(v, got, sizeof(got)));
-			snprintf(tg->comms[tg->ncomms++], FR_LIMIT_COMM_LEN, "%s",
-				 v->valuestring);
+				return config_fail(c, item,
+						   "must be a command name of 1..%d characters (as "
+						   "the kernel keeps it), got %s",
+						   FR_LIMIT_COMM_LEN - 1,
+						   config_describe(v, got, sizeof(got)));
+			snprintf(tg->comms[tg->ncomms++], FR_LIMIT_COMM_LEN, "%s", v->valuestring);
 		}
 	}
 	cgroup = cJSON_GetObjectItemCaseSensitive(t, "cgroup");
@@ -439,9 +462,11 @@ static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 		config_join(sub, path, "cgroup");
 		if (!cJSON_IsString(cgroup) || cgroup->valuestring[0] != '/' ||
 		    strlen(cgroup->valuestring) >= FR_LIMIT_CGROUP_LEN)
-			return config_fail(c, sub, "must be a cgroup v2 path like "
-				    "\"/system.slice/nginx.service\" (at most %d characters), got %s",
-				    FR_LIMIT_CGROUP_LEN - 1, config_describe(cgroup, got, sizeof(got)));
+			return config_fail(
+				c, sub,
+				"must be a cgroup v2 path like "
+				"\"/system.slice/nginx.service\" (at most %d characters), got %s",
+				FR_LIMIT_CGROUP_LEN - 1, config_describe(cgroup, got, sizeof(got)));
 		snprintf(tg->cgroup, sizeof(tg->cgroup), "%s", cgroup->valuestring);
 	}
 	uid = cJSON_GetObjectItemCaseSensitive(t, "uid");
@@ -465,8 +490,9 @@ static int parse_users(struct config_ctx *c, const cJSON *users, const char *pat
 	int i = 0, ret;
 
 	if (!cJSON_IsArray(users) || cJSON_GetArraySize(users) == 0)
-		return config_fail(c, path, "must be a non-empty array of user names or uids, got %s",
-			    config_describe(users, got, sizeof(got)));
+		return config_fail(c, path,
+				   "must be a non-empty array of user names or uids, got %s",
+				   config_describe(users, got, sizeof(got)));
 	if (cJSON_GetArraySize(users) > FR_CONFIG_MAX_USERS)
 		return config_fail(c, path, "at most %d users", FR_CONFIG_MAX_USERS);
 	cJSON_ArrayForEach(v, users) {
@@ -489,9 +515,10 @@ static int parse_session(struct config_ctx *c, const cJSON *js, const char *path
 	int n, i, ret;
 
 	if (!cJSON_IsObject(js))
-		return config_fail(c, path,
-			    "must be an object like {\"name\": \"always\", \"events\": [...]}, got %s",
-			    config_describe(js, got, sizeof(got)));
+		return config_fail(
+			c, path,
+			"must be an object like {\"name\": \"always\", \"events\": [...]}, got %s",
+			config_describe(js, got, sizeof(got)));
 	ret = config_check_keys(c, js, path, keys, ARRAY_SIZE(keys));
 	if (ret < 0)
 		return ret;
@@ -523,8 +550,8 @@ static int parse_session(struct config_ctx *c, const cJSON *js, const char *path
 
 	if (cJSON_GetObjectItemCaseSensitive(js, "triggers")) {
 		config_join(sub, path, "triggers");
-		ret = config_parse_triggers(c, cJSON_GetObjectItemCaseSensitive(js, "triggers"), sub,
-				     sess);
+		ret = config_parse_triggers(c, cJSON_GetObjectItemCaseSensitive(js, "triggers"),
+					    sub, sess);
 		if (ret < 0)
 			return ret;
 	}
@@ -539,16 +566,17 @@ static int parse_session(struct config_ctx *c, const cJSON *js, const char *path
 		return 0;
 	}
 	if (!cJSON_IsArray(events))
-		return config_fail(c, sub,
-			    "must be an array like [{\"event\": \"cpu\", \"hz\": 99}], got %s",
-			    config_describe(events, got, sizeof(got)));
+		return config_fail(
+			c, sub, "must be an array like [{\"event\": \"cpu\", \"hz\": 99}], got %s",
+			config_describe(events, got, sizeof(got)));
 	n = cJSON_GetArraySize(events);
 	if (n == 0)
 		return config_fail(c, sub, "must list at least one event");
 	if (n > FR_LIMIT_EVENTS)
 		return config_fail(c, sub,
 				   "at most %d events per session (the value columns of one "
-				   "profile), got %d", FR_LIMIT_EVENTS, n);
+				   "profile), got %d",
+				   FR_LIMIT_EVENTS, n);
 	i = 0;
 	cJSON_ArrayForEach(ev, events) {
 		config_join_index(evpath, sub, i++);
@@ -579,13 +607,15 @@ static int parse_sessions(struct config_ctx *c, const cJSON *sessions, struct fr
 	}
 	if (!cJSON_IsArray(sessions))
 		return config_fail(c, "sessions", "must be an array of sessions, got %s",
-			    config_describe(sessions, got, sizeof(got)));
+				   config_describe(sessions, got, sizeof(got)));
 	n = cJSON_GetArraySize(sessions);
 	if (n == 0)
-		return config_fail(c, "sessions",
-			    "must list at least one session (leave the key out for the default)");
+		return config_fail(
+			c, "sessions",
+			"must list at least one session (leave the key out for the default)");
 	if (n > FR_CONFIG_MAX_SESSIONS)
-		return config_fail(c, "sessions", "at most %d sessions, got %d", FR_CONFIG_MAX_SESSIONS, n);
+		return config_fail(c, "sessions", "at most %d sessions, got %d",
+				   FR_CONFIG_MAX_SESSIONS, n);
 	i = 0;
 	cJSON_ArrayForEach(js, sessions) {
 		config_join_index(path, "sessions", i++);
@@ -605,7 +635,7 @@ int config_parse_root(struct config_ctx *c, const cJSON *root, struct fr_config 
 
 	if (!cJSON_IsObject(root))
 		return config_fail(c, NULL, "the top level must be a JSON object, got %s",
-			    config_describe(root, got, sizeof(got)));
+				   config_describe(root, got, sizeof(got)));
 	ret = config_check_keys(c, root, "", keys, ARRAY_SIZE(keys));
 	if (ret < 0)
 		return ret;

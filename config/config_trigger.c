@@ -121,32 +121,35 @@ static int get_signal(struct config_ctx *c, const cJSON *item, const char *path,
 	int signo, ret;
 
 	if (!cJSON_IsString(item))
-		return config_fail(c, path, "must be a signal name like \"USR1\" (accepted: %s), got %s",
-			    ACCEPTED_SIGNALS, config_describe(item, got, sizeof(got)));
+		return config_fail(c, path,
+				   "must be a signal name like \"USR1\" (accepted: %s), got %s",
+				   ACCEPTED_SIGNALS, config_describe(item, got, sizeof(got)));
 	ret = lookup_signal(item->valuestring, &signo, name, sizeof(name));
 	if (ret == -ERANGE)
 		return config_fail(c, path,
-			    "%s is past SIGRTMAX, which is SIGRTMIN+%d here (accepted: %s)", name,
-			    SIGRTMAX - SIGRTMIN, ACCEPTED_SIGNALS);
+				   "%s is past SIGRTMAX, which is SIGRTMIN+%d here (accepted: %s)",
+				   name, SIGRTMAX - SIGRTMIN, ACCEPTED_SIGNALS);
 	if (ret < 0)
 		return config_fail(c, path, "unknown signal %s (accepted: %s)",
-			    config_describe(item, got, sizeof(got)), ACCEPTED_SIGNALS);
+				   config_describe(item, got, sizeof(got)), ACCEPTED_SIGNALS);
 	if (signo == SIGHUP || signo == SIGINT || signo == SIGTERM || signo == SIGPIPE ||
 	    signo == SIGCHLD)
 		return config_fail(c, path, "%s is the daemon's own (accepted: %s)", name,
-			    ACCEPTED_SIGNALS);
+				   ACCEPTED_SIGNALS);
 	if (signo == SIGKILL || signo == SIGSTOP)
-		return config_fail(c, path, "%s cannot be caught (accepted: %s)", name, ACCEPTED_SIGNALS);
+		return config_fail(c, path, "%s cannot be caught (accepted: %s)", name,
+				   ACCEPTED_SIGNALS);
 	if (!signal_accepted(signo))
 		return config_fail(c, path, "%s cannot be used for triggers (accepted: %s)", name,
-			    ACCEPTED_SIGNALS);
+				   ACCEPTED_SIGNALS);
 	/* One signal, one trigger per session: two would always fire
 	 * together and write the same dump twice. */
 	for (uint32_t i = 0; i < sess->ntriggers; i++)
 		if (sess->triggers[i].kind == FR_TRIGGER_SIGNAL &&
 		    sess->triggers[i].signal == signo)
-			return config_fail(c, path, "%s is already the signal of triggers[%" PRIu32 "]",
-				    fr_config_signal_name(signo, name, sizeof(name)), i);
+			return config_fail(c, path,
+					   "%s is already the signal of triggers[%" PRIu32 "]",
+					   fr_config_signal_name(signo, name, sizeof(name)), i);
 	t->signal = signo;
 	return 0;
 }
@@ -184,7 +187,8 @@ static bool has_key(const char *const *keys, size_t n, const char *key)
 /* check_keys for a trigger of `kind`, but a key that belongs to another
  * kind ("percent" on a signal trigger) says which kind takes it: the
  * user has the right key on the wrong trigger, or the wrong "on". */
-static int check_trigger_keys(struct config_ctx *c, const cJSON *jt, const char *path, uint32_t kind)
+static int check_trigger_keys(struct config_ctx *c, const cJSON *jt, const char *path,
+			      uint32_t kind)
 {
 	const char *const *keys = trigger_keys[kind].keys;
 	size_t nkeys = trigger_keys[kind].nkeys;
@@ -203,8 +207,9 @@ static int check_trigger_keys(struct config_ctx *c, const cJSON *jt, const char 
 			if (!has_key(trigger_keys[k].keys, trigger_keys[k].nkeys, it->string))
 				continue;
 			config_join(sub, path, it->string);
-			return config_fail(c, sub, "only %s triggers take \"%s\" (accepted for %s: %s)",
-				    trigger_kinds[k], it->string, trigger_kinds[kind], list);
+			return config_fail(c, sub,
+					   "only %s triggers take \"%s\" (accepted for %s: %s)",
+					   trigger_kinds[k], it->string, trigger_kinds[kind], list);
 		}
 	}
 	return config_check_keys(c, jt, path, keys, nkeys);
@@ -221,16 +226,17 @@ static int trigger_kind(struct config_ctx *c, const cJSON *jt, const char *path)
 	config_join(sub, path, "on");
 	on = cJSON_GetObjectItemCaseSensitive(jt, "on");
 	if (!on)
-		return config_fail(c, sub, "missing; say what fires the trigger (accepted: " TRIGGER_KINDS
-			    ")");
+		return config_fail(c, sub,
+				   "missing; say what fires the trigger (accepted: " TRIGGER_KINDS
+				   ")");
 	if (!cJSON_IsString(on))
 		return config_fail(c, sub, "must be a string (accepted: " TRIGGER_KINDS "), got %s",
-			    config_describe(on, got, sizeof(got)));
+				   config_describe(on, got, sizeof(got)));
 	for (kind = 0; kind < ARRAY_SIZE(trigger_kinds); kind++)
 		if (strcmp(on->valuestring, trigger_kinds[kind]) == 0)
 			return (int)kind;
 	return config_fail(c, sub, "unknown trigger %s (accepted: " TRIGGER_KINDS ")",
-		    config_describe(on, got, sizeof(got)));
+			   config_describe(on, got, sizeof(got)));
 }
 
 /* What fires a trigger of t->kind: its signal, its threshold, or (exit)
@@ -247,15 +253,17 @@ static int parse_cause(struct config_ctx *c, const cJSON *jt, const char *path,
 		config_join(sub, path, "signal");
 		it = cJSON_GetObjectItemCaseSensitive(jt, "signal");
 		if (!it)
-			return config_fail(c, sub, "missing; name the signal that fires the trigger "
-				    "(accepted: " ACCEPTED_SIGNALS ")");
+			return config_fail(c, sub,
+					   "missing; name the signal that fires the trigger "
+					   "(accepted: " ACCEPTED_SIGNALS ")");
 		return get_signal(c, it, sub, sess, t);
 	case FR_TRIGGER_CPU_ABOVE:
 		config_join(sub, path, "percent");
 		it = cJSON_GetObjectItemCaseSensitive(jt, "percent");
 		if (!it)
-			return config_fail(c, sub, "missing; give the CPU use that fires the trigger, "
-				    "1..100 (percent of all CPUs)");
+			return config_fail(c, sub,
+					   "missing; give the CPU use that fires the trigger, "
+					   "1..100 (percent of all CPUs)");
 		ret = config_get_uint(c, it, sub, 1, 100, &t->percent);
 		if (ret < 0)
 			return ret;
@@ -274,9 +282,11 @@ static int parse_cause(struct config_ctx *c, const cJSON *jt, const char *path,
 		 * trigger's kind is what asks for targets. */
 		config_join(sub, path, "on");
 		if (!fr_targets_given(&sess->targets))
-			return config_fail(c, sub, "an exit trigger needs the session's targets (pids, "
-				    "comm, cgroup or uid): without them any failing process of the "
-				    "machine would fire it");
+			return config_fail(
+				c, sub,
+				"an exit trigger needs the session's targets (pids, "
+				"comm, cgroup or uid): without them any failing process of the "
+				"machine would fire it");
 		return 0;
 	}
 	return 0;
@@ -301,14 +311,16 @@ static int parse_times(struct config_ctx *c, const cJSON *jt, const char *path,
 	after = cJSON_GetObjectItemCaseSensitive(jt, "after");
 	if (after) {
 		config_join(sub, path, "after");
-		ret = config_get_duration(c, after, sub, 0, "\"10s\" (\"0s\" for none)", &t->after_ns);
+		ret = config_get_duration(c, after, sub, 0, "\"10s\" (\"0s\" for none)",
+					  &t->after_ns);
 		if (ret < 0)
 			return ret;
 	}
 	it = cJSON_GetObjectItemCaseSensitive(jt, "cooldown");
 	if (it) {
 		config_join(sub, path, "cooldown");
-		ret = config_get_duration(c, it, sub, NS_PER_S, "\"60s\" or \"10m\"", &t->cooldown_ns);
+		ret = config_get_duration(c, it, sub, NS_PER_S, "\"60s\" or \"10m\"",
+					  &t->cooldown_ns);
 		if (ret < 0)
 			return ret;
 	}
@@ -319,8 +331,8 @@ static int parse_times(struct config_ctx *c, const cJSON *jt, const char *path,
 	    t->after_ns > MAX_TRIGGER_SPAN_NS - t->window_ns) {
 		config_join(sub, path, after ? "after" : "window");
 		return config_fail(c, sub, "window + after must be at most 1h, got %s + %s",
-			    config_duration_text(t->window_ns, a, sizeof(a)),
-			    config_duration_text(t->after_ns, b, sizeof(b)));
+				   config_duration_text(t->window_ns, a, sizeof(a)),
+				   config_duration_text(t->after_ns, b, sizeof(b)));
 	}
 	return 0;
 }
@@ -333,9 +345,10 @@ static int parse_trigger(struct config_ctx *c, const cJSON *jt, const char *path
 	int kind, ret;
 
 	if (!cJSON_IsObject(jt))
-		return config_fail(c, path,
-			    "must be an object like {\"on\": \"signal\", \"signal\": \"USR1\"}, got %s",
-			    config_describe(jt, got, sizeof(got)));
+		return config_fail(
+			c, path,
+			"must be an object like {\"on\": \"signal\", \"signal\": \"USR1\"}, got %s",
+			config_describe(jt, got, sizeof(got)));
 	kind = trigger_kind(c, jt, path);
 	if (kind < 0)
 		return kind;
@@ -366,14 +379,15 @@ int config_parse_triggers(struct config_ctx *c, const cJSON *triggers, const cha
 	int n, i, ret;
 
 	if (!cJSON_IsArray(triggers))
-		return config_fail(c, path,
-			    "must be an array like [{\"on\": \"signal\", \"signal\": \"USR1\"}], "
-			    "got %s",
-			    config_describe(triggers, got, sizeof(got)));
+		return config_fail(
+			c, path,
+			"must be an array like [{\"on\": \"signal\", \"signal\": \"USR1\"}], "
+			"got %s",
+			config_describe(triggers, got, sizeof(got)));
 	n = cJSON_GetArraySize(triggers);
 	if (n > FR_CONFIG_MAX_TRIGGERS)
 		return config_fail(c, path, "at most %d triggers per session, got %d",
-			    FR_CONFIG_MAX_TRIGGERS, n);
+				   FR_CONFIG_MAX_TRIGGERS, n);
 	i = 0;
 	cJSON_ArrayForEach(jt, triggers) {
 		config_join_index(sub, path, i++);

@@ -127,12 +127,12 @@ int config_get_uint(struct config_ctx *c, const cJSON *item, const char *path, u
 	double d;
 
 	if (!cJSON_IsNumber(item))
-		return config_fail(c, path, "must be an integer %" PRIu32 "..%" PRIu32 ", got %s", min, max,
-			    config_describe(item, got, sizeof(got)));
+		return config_fail(c, path, "must be an integer %" PRIu32 "..%" PRIu32 ", got %s",
+				   min, max, config_describe(item, got, sizeof(got)));
 	d = item->valuedouble;
 	if (!(d >= min && d <= max) || d != floor(d))
 		return config_fail(c, path, "must be %" PRIu32 "..%" PRIu32 ", got %s", min, max,
-			    config_describe(item, got, sizeof(got)));
+				   config_describe(item, got, sizeof(got)));
 	*out = (uint32_t)d;
 	return 0;
 }
@@ -144,13 +144,14 @@ int config_get_size(struct config_ctx *c, const cJSON *item, const char *path, u
 
 	if (!cJSON_IsString(item))
 		return config_fail(c, path, "must be a size string like \"256MiB\", got %s",
-			    config_describe(item, got, sizeof(got)));
+				   config_describe(item, got, sizeof(got)));
 	ret = fr_parse_size(item->valuestring, out);
 	if (ret == -ERANGE)
-		return config_fail(c, path, "too large, got %s", config_describe(item, got, sizeof(got)));
+		return config_fail(c, path, "too large, got %s",
+				   config_describe(item, got, sizeof(got)));
 	if (ret < 0)
 		return config_fail(c, path, "must be a size string like \"256MiB\", got %s",
-			    config_describe(item, got, sizeof(got)));
+				   config_describe(item, got, sizeof(got)));
 	return 0;
 }
 
@@ -166,17 +167,19 @@ char *config_duration_text(int64_t ns, char *buf, size_t len)
 	return buf;
 }
 
-int config_get_path(struct config_ctx *c, const cJSON *item, const char *path, size_t max, char **out)
+int config_get_path(struct config_ctx *c, const cJSON *item, const char *path, size_t max,
+		    char **out)
 {
 	char got[64];
 	size_t len;
 
 	if (!cJSON_IsString(item) || !item->valuestring[0])
 		return config_fail(c, path, "must be a non-empty path string, got %s",
-			    config_describe(item, got, sizeof(got)));
+				   config_describe(item, got, sizeof(got)));
 	len = strlen(item->valuestring);
 	if (len > max)
-		return config_fail(c, path, "must be at most %zu bytes long, got %zu bytes", max, len);
+		return config_fail(c, path, "must be at most %zu bytes long, got %zu bytes", max,
+				   len);
 	*out = strdup(item->valuestring);
 	return *out ? 0 : -ENOMEM;
 }
@@ -184,8 +187,8 @@ int config_get_path(struct config_ctx *c, const cJSON *item, const char *path, s
 /* An id written as a number, a JSON number or a string of digits: one
  * range for both forms. (uid_t)-1 means "no change" to chown and friends,
  * so it is no one's id. */
-static int id_number(struct config_ctx *c, const cJSON *item, const char *path,
-		     const char *what, double d, uint32_t *out)
+static int id_number(struct config_ctx *c, const cJSON *item, const char *path, const char *what,
+		     double d, uint32_t *out)
 {
 	char got[64];
 
@@ -292,8 +295,8 @@ int config_get_duration(struct config_ctx *c, const cJSON *item, const char *pat
 	}
 	if (min_ns > 0)
 		return config_fail(c, path, "must be a duration of at least %s like %s, got %s",
-			    fr_format_duration(min_ns, min, sizeof(min)), like,
-			    config_describe(item, got, sizeof(got)));
+				   fr_format_duration(min_ns, min, sizeof(min)), like,
+				   config_describe(item, got, sizeof(got)));
 	return config_fail(c, path, "must be a duration like %s, got %s", like,
-		    config_describe(item, got, sizeof(got)));
+			   config_describe(item, got, sizeof(got)));
 }

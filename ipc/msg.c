@@ -98,8 +98,9 @@ static int get_events(const cJSON *obj, const char *cmd, uint32_t *ids, uint32_t
 		int64_t id = cJSON_IsString(e) ? fr_event_lookup(e->valuestring) : -ENOENT;
 
 		if (id < 0)
-			return fail(err, errlen, "%s: unknown event %s%s%s (accepted: " FR_EVENT_NAMES
-				    ")", cmd, cJSON_IsString(e) ? "\"" : "",
+			return fail(err, errlen,
+				    "%s: unknown event %s%s%s (accepted: " FR_EVENT_NAMES ")", cmd,
+				    cJSON_IsString(e) ? "\"" : "",
 				    cJSON_IsString(e) ? e->valuestring : "(not a string)",
 				    cJSON_IsString(e) ? "\"" : "");
 		for (uint32_t i = 0; i < *n; i++)
@@ -126,7 +127,8 @@ static int get_pids(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req 
 	cJSON_ArrayForEach(p, pids) {
 		if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > INT32_MAX ||
 		    p->valuedouble != (double)(int64_t)p->valuedouble)
-			return fail(err, errlen, "%s: \"pids\" must hold positive process ids", cmd);
+			return fail(err, errlen, "%s: \"pids\" must hold positive process ids",
+				    cmd);
 		if (r->targets.npids == FR_LIMIT_PIDS)
 			return fail(err, errlen, "%s: at most %d pids per request", cmd,
 				    FR_LIMIT_PIDS);
@@ -147,13 +149,15 @@ static int get_comms(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req
 	cJSON_ArrayForEach(p, comm) {
 		if (!cJSON_IsString(p) || !p->valuestring[0] ||
 		    strlen(p->valuestring) >= FR_LIMIT_COMM_LEN)
-			return fail(err, errlen, "%s: \"comm\" must hold command names of 1..%d "
-				    "characters (as the kernel keeps them)", cmd,
-				    FR_LIMIT_COMM_LEN - 1);
+			return fail(err, errlen,
+				    "%s: \"comm\" must hold command names of 1..%d "
+				    "characters (as the kernel keeps them)",
+				    cmd, FR_LIMIT_COMM_LEN - 1);
 		if (r->targets.ncomms == FR_LIMIT_COMMS)
 			return fail(err, errlen, "%s: at most %d command names per request", cmd,
 				    FR_LIMIT_COMMS);
-		snprintf(r->targets.comms[r->targets.ncomms++], FR_LIMIT_COMM_LEN, "%s", p->valuestring);
+		snprintf(r->targets.comms[r->targets.ncomms++], FR_LIMIT_COMM_LEN, "%s",
+			 p->valuestring);
 	}
 	return 0;
 }
@@ -177,9 +181,10 @@ static int get_targets(const cJSON *obj, const char *cmd, struct fr_ipc_attach_r
 	if (cgroup) {
 		if (!cJSON_IsString(cgroup) || cgroup->valuestring[0] != '/' ||
 		    strlen(cgroup->valuestring) >= FR_LIMIT_CGROUP_LEN)
-			return fail(err, errlen, "%s: \"cgroup\" must be a cgroup v2 path like "
-				    "\"/system.slice/nginx.service\" (at most %d characters)", cmd,
-				    FR_LIMIT_CGROUP_LEN - 1);
+			return fail(err, errlen,
+				    "%s: \"cgroup\" must be a cgroup v2 path like "
+				    "\"/system.slice/nginx.service\" (at most %d characters)",
+				    cmd, FR_LIMIT_CGROUP_LEN - 1);
 		snprintf(r->targets.cgroup, sizeof(r->targets.cgroup), "%s", cgroup->valuestring);
 	}
 	return 0;
@@ -253,15 +258,14 @@ static int get_warnings(const cJSON *obj, const char *what, char (*warnings)[FR_
 }
 
 /* Reads a reply's event name into *id. */
-static int get_event_name(const cJSON *ev, const char *what, uint32_t *id, char *err,
-			  size_t errlen)
+static int get_event_name(const cJSON *ev, const char *what, uint32_t *id, char *err, size_t errlen)
 {
 	const cJSON *name = member(ev, "event");
 	int64_t v = cJSON_IsString(name) ? fr_event_lookup(name->valuestring) : -ENOENT;
 
 	if (v < 0)
-		return fail(err, errlen, "%s: \"events\" must hold objects naming a known \"event\"",
-			    what);
+		return fail(err, errlen,
+			    "%s: \"events\" must hold objects naming a known \"event\"", what);
 	*id = (uint32_t)v;
 	return 0;
 }
@@ -377,8 +381,8 @@ int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, ch
 	if (get_int(obj, "attach", "window_ns", 1, INT64_MAX, &out->window_ns, err, errlen) < 0 ||
 	    (out->has_from = get_int(obj, "attach", "from_ns", 0, INT64_MAX, &out->from_ns, err,
 				     errlen)) < 0 ||
-	    (out->has_to = get_int(obj, "attach", "to_ns", 0, INT64_MAX, &out->to_ns, err,
-				   errlen)) < 0 ||
+	    (out->has_to =
+		     get_int(obj, "attach", "to_ns", 0, INT64_MAX, &out->to_ns, err, errlen)) < 0 ||
 	    get_int(obj, "attach", "hz", 0, INT32_MAX, &hz, err, errlen) < 0)
 		return -EINVAL;
 	out->hz = (uint32_t)hz;
@@ -394,8 +398,8 @@ int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, ch
 		int f = cJSON_IsString(format) ? fr_profile_format_parse(format->valuestring)
 					       : -EINVAL;
 		if (f < 0)
-			return fail(err, errlen, "attach: \"format\" must be one of: "
-				    FR_PROFILE_FORMAT_NAMES);
+			return fail(err, errlen,
+				    "attach: \"format\" must be one of: " FR_PROFILE_FORMAT_NAMES);
 		out->format = (enum fr_profile_format)f;
 	}
 	return 0;
@@ -416,7 +420,8 @@ static int add_event_counts(cJSON *obj, const struct fr_ipc_event_counts *events
 			cJSON_Delete(ev);
 			return -ENOMEM;
 		}
-		if (!cJSON_AddStringToObject(ev, "event", fr_event_format(c->event, name, sizeof(name))) ||
+		if (!cJSON_AddStringToObject(ev, "event",
+					     fr_event_format(c->event, name, sizeof(name))) ||
 		    !fr_ipc_add_int(ev, "hz", c->hz) ||
 		    !fr_ipc_add_int(ev, "samples", (int64_t)c->samples) ||
 		    !fr_ipc_add_int(ev, "samples_in_window", (int64_t)c->samples_in_window) ||
@@ -437,11 +442,9 @@ cJSON *fr_ipc_attach_reply_encode(const struct fr_ipc_attach_reply *r)
 	if (!fr_ipc_add_int(obj, "samples", (int64_t)r->samples) ||
 	    !fr_ipc_add_int(obj, "samples_in_window", (int64_t)r->samples_in_window) ||
 	    !fr_ipc_add_int(obj, "stacks", (int64_t)r->stacks) ||
-	    !fr_ipc_add_int(obj, "bytes", (int64_t)r->bytes) ||
-	    !fr_ipc_add_int(obj, "hz", r->hz) ||
+	    !fr_ipc_add_int(obj, "bytes", (int64_t)r->bytes) || !fr_ipc_add_int(obj, "hz", r->hz) ||
 	    !fr_ipc_add_int(obj, "lost", (int64_t)r->lost) ||
-	    !fr_ipc_add_int(obj, "t0_ns", r->t0_ns) ||
-	    !fr_ipc_add_int(obj, "t1_ns", r->t1_ns) ||
+	    !fr_ipc_add_int(obj, "t0_ns", r->t0_ns) || !fr_ipc_add_int(obj, "t1_ns", r->t1_ns) ||
 	    !fr_ipc_add_int(obj, "covered_t0_ns", r->covered_t0_ns) ||
 	    add_event_counts(obj, r->events, r->nevents) < 0 ||
 	    (r->incomplete[0] && !cJSON_AddStringToObject(obj, "incomplete", r->incomplete)) ||
@@ -467,7 +470,8 @@ static int get_event_counts(const cJSON *obj, struct fr_ipc_attach_reply *out, c
 		if (get_event_name(ev, what, &c->event, err, errlen) < 0 ||
 		    get_u32(ev, what, "hz", &c->hz, err, errlen) < 0 ||
 		    get_u64(ev, what, "samples", &c->samples, err, errlen) < 0 ||
-		    get_u64(ev, what, "samples_in_window", &c->samples_in_window, err, errlen) < 0 ||
+		    get_u64(ev, what, "samples_in_window", &c->samples_in_window, err, errlen) <
+			    0 ||
 		    get_u64(ev, what, "lost", &c->lost, err, errlen) < 0 ||
 		    get_u64(ev, what, "throttled", &c->throttled, err, errlen) < 0 ||
 		    get_u64(ev, what, "truncated", &c->truncated, err, errlen) < 0)
@@ -549,7 +553,8 @@ cJSON *fr_ipc_consume_reply_encode(const struct fr_ipc_consume_reply *r)
 			goto err;
 		}
 		if (!cJSON_AddStringToObject(ev, "event",
-					     fr_event_format(r->events[i].event, name, sizeof(name))) ||
+					     fr_event_format(r->events[i].event, name,
+							     sizeof(name))) ||
 		    !fr_ipc_add_int(ev, "hz", r->events[i].hz) ||
 		    !fr_ipc_add_int(ev, "recording_hz", r->events[i].recording_hz))
 			goto err;
@@ -598,8 +603,7 @@ cJSON *fr_ipc_dump_req_encode(const struct fr_ipc_dump_req *r)
 	return obj;
 }
 
-int fr_ipc_dump_req_decode(const cJSON *obj, struct fr_ipc_dump_req *out, char *err,
-			   size_t errlen)
+int fr_ipc_dump_req_decode(const cJSON *obj, struct fr_ipc_dump_req *out, char *err, size_t errlen)
 {
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "session");
 

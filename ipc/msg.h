@@ -61,26 +61,26 @@ struct fr_ipc_attach_req {
 
 /* The per-event counts of an attach reply ("events": [...]). */
 struct fr_ipc_event_counts {
-	uint32_t event;             /* "event", by name */
-	uint32_t hz;                /* "hz" */
-	uint64_t samples;           /* "samples": kept in the profile */
+	uint32_t event;		    /* "event", by name */
+	uint32_t hz;		    /* "hz" */
+	uint64_t samples;	    /* "samples": kept in the profile */
 	uint64_t samples_in_window; /* "samples_in_window" */
-	uint64_t lost;              /* "lost" */
-	uint64_t throttled;         /* "throttled" */
-	uint64_t truncated;         /* "truncated" */
+	uint64_t lost;		    /* "lost" */
+	uint64_t throttled;	    /* "throttled" */
+	uint64_t truncated;	    /* "truncated" */
 };
 
 /* {"ok":true, ...}: what an attach wrote. */
 struct fr_ipc_attach_reply {
-	uint64_t samples;           /* "samples": kept in the profile */
+	uint64_t samples;	    /* "samples": kept in the profile */
 	uint64_t samples_in_window; /* "samples_in_window" */
-	uint64_t stacks;            /* "stacks" */
-	uint64_t bytes;             /* "bytes" written to the descriptor */
-	uint32_t hz;                /* "hz" of the profile */
-	uint64_t lost;              /* "lost" */
-	int64_t t0_ns, t1_ns;       /* "t0_ns", "t1_ns": the window */
-	int64_t covered_t0_ns;      /* "covered_t0_ns": oldest data in it */
-	uint32_t nevents;           /* "events" */
+	uint64_t stacks;	    /* "stacks" */
+	uint64_t bytes;		    /* "bytes" written to the descriptor */
+	uint32_t hz;		    /* "hz" of the profile */
+	uint64_t lost;		    /* "lost" */
+	int64_t t0_ns, t1_ns;	    /* "t0_ns", "t1_ns": the window */
+	int64_t covered_t0_ns;	    /* "covered_t0_ns": oldest data in it */
+	uint32_t nevents;	    /* "events" */
 	struct fr_ipc_event_counts events[FR_LIMIT_EVENTS];
 	/* "incomplete": why the profile may end early; "" when absent. */
 	char incomplete[FR_IPC_WARNING_MAX];
@@ -109,17 +109,17 @@ struct fr_ipc_consume_req {
 
 /* One event of a consume reply. */
 struct fr_ipc_consume_event {
-	uint32_t event;        /* "event", by name */
-	uint32_t hz;           /* "hz": the rate this connection holds */
+	uint32_t event;	       /* "event", by name */
+	uint32_t hz;	       /* "hz": the rate this connection holds */
 	uint32_t recording_hz; /* "recording_hz": the source's rate now */
 };
 
 /* {"ok":true, ...}: the rates are in force from start_ns on. */
 struct fr_ipc_consume_reply {
-	uint32_t nwarnings;    /* "warnings" (always encoded, maybe empty) */
+	uint32_t nwarnings; /* "warnings" (always encoded, maybe empty) */
 	char warnings[FR_IPC_MAX_WARNINGS][FR_IPC_WARNING_MAX];
-	int64_t start_ns;      /* "start_ns", Unix ns */
-	uint32_t nevents;      /* "events" */
+	int64_t start_ns; /* "start_ns", Unix ns */
+	uint32_t nevents; /* "events" */
 	struct fr_ipc_consume_event events[FR_LIMIT_EVENTS];
 };
 
@@ -152,12 +152,11 @@ struct fr_ipc_dump_req {
 /* {"ok":true, ...}: where the dump went and what window it holds. */
 struct fr_ipc_dump_reply {
 	char path[FR_IPC_PATH_MAX]; /* "path" */
-	int64_t t0_ns, t1_ns;       /* "t0_ns", "t1_ns" */
+	int64_t t0_ns, t1_ns;	    /* "t0_ns", "t1_ns" */
 };
 
 cJSON *fr_ipc_dump_req_encode(const struct fr_ipc_dump_req *r);
-int fr_ipc_dump_req_decode(const cJSON *obj, struct fr_ipc_dump_req *out, char *err,
-			   size_t errlen);
+int fr_ipc_dump_req_decode(const cJSON *obj, struct fr_ipc_dump_req *out, char *err, size_t errlen);
 cJSON *fr_ipc_dump_reply_encode(const struct fr_ipc_dump_reply *r);
 int fr_ipc_dump_reply_decode(const cJSON *obj, struct fr_ipc_dump_reply *out, char *err,
 			     size_t errlen);

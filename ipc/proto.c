@@ -132,8 +132,9 @@ static int wait_readable(int sock, int64_t deadline)
 			return -ETIMEDOUT;
 		/* Rounded up, so a poll never returns just before the
 		 * deadline and spins. */
-		ret = poll(&pfd, 1, (int)((left + 999999) / 1000000 < 60000
-						  ? (left + 999999) / 1000000 : 60000));
+		ret = poll(&pfd, 1,
+			   (int)((left + 999999) / 1000000 < 60000 ? (left + 999999) / 1000000
+								   : 60000));
 		if (ret < 0) {
 			if (errno == EINTR)
 				continue;
@@ -147,8 +148,7 @@ static int wait_readable(int sock, int64_t deadline)
 /* Reads exactly `len` bytes (collecting descriptors into *fd), by
  * `deadline` (CLOCK_MONOTONIC ns) unless it is < 0. Returns the number of
  * bytes read before EOF (short only at EOF), -ETIMEDOUT, or -errno. */
-static ssize_t recv_full(int sock, void *buf, size_t len, int *fd, int want_fd,
-			 int64_t deadline)
+static ssize_t recv_full(int sock, void *buf, size_t len, int *fd, int want_fd, int64_t deadline)
 {
 	union {
 		char buf[CMSG_SPACE(MAX_RECV_FDS * sizeof(int))];
@@ -314,8 +314,7 @@ int fr_ipc_recv_json(int sock, cJSON **obj, int *fd_out)
 	return fr_ipc_recv_json_timed(sock, obj, fd_out, -1, -1);
 }
 
-int fr_ipc_recv_json_timed(int sock, cJSON **obj, int *fd_out, int64_t wait_ns,
-			   int64_t frame_ns)
+int fr_ipc_recv_json_timed(int sock, cJSON **obj, int *fd_out, int64_t wait_ns, int64_t frame_ns)
 {
 	char *text;
 	size_t len;
@@ -395,9 +394,9 @@ cJSON *fr_ipc_ring_json(const char *path, const struct fr_ring_stats *st)
 	    !fr_ipc_add_int(ring, "journal_bytes", (int64_t)st->journal_bytes) ||
 	    !fr_ipc_add_int(ring, "journal_samples", (int64_t)st->journal_samples) ||
 	    !cJSON_AddStringToObject(ring, "superblock",
-				     st->superblock == FR_RING_SB_FROM_COPY ? "copy"
+				     st->superblock == FR_RING_SB_FROM_COPY  ? "copy"
 				     : st->superblock == FR_RING_SB_REPAIRED ? "repaired"
-									      : "primary") ||
+									     : "primary") ||
 	    !cJSON_AddBoolToObject(ring, "superblock_copy", st->superblock_copy)) {
 		cJSON_Delete(ring);
 		return NULL;

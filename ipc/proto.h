@@ -146,8 +146,7 @@ int fr_ipc_send_json(int sock, const cJSON *obj, int pass_fd);
 int fr_ipc_recv_json(int sock, cJSON **obj, int *fd_out);
 
 /* fr_ipc_recv_json() with the deadlines of fr_ipc_recv_timed(). */
-int fr_ipc_recv_json_timed(int sock, cJSON **obj, int *fd_out, int64_t wait_ns,
-			   int64_t frame_ns);
+int fr_ipc_recv_json_timed(int sock, cJSON **obj, int *fd_out, int64_t wait_ns, int64_t frame_ns);
 
 /* Parses `len` bytes of frame text (no NUL) into a JSON object the caller
  * frees. Returns 0 or -EBADMSG when it is not exactly one JSON object. */

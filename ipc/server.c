@@ -61,7 +61,7 @@ struct conn {
 	struct fr_ipc_server *server;
 	pthread_t thread;
 	int fd;
-	bool status_only;       /* took the slot kept for status */
+	bool status_only; /* took the slot kept for status */
 	struct fr_ipc_peer peer;
 	struct conn *next;
 };
@@ -81,12 +81,11 @@ struct fr_ipc_server {
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool stopping;          /* under lock */
-	unsigned nlive;         /* under lock */
-	struct conn *live;      /* under lock */
-	struct conn *finished;  /* under lock; threads waiting to be joined */
+	bool stopping;	       /* under lock */
+	unsigned nlive;	       /* under lock */
+	struct conn *live;     /* under lock */
+	struct conn *finished; /* under lock; threads waiting to be joined */
 };
-
 
 static int fill_addr(struct sockaddr_un *addr, const char *path)
 {
@@ -102,8 +101,7 @@ static int fill_addr(struct sockaddr_un *addr, const char *path)
 
 /* Decides what to do about a file already at `path`: 0 when it is gone
  * (or was a dead socket, now removed), else -errno with a message. */
-static int clear_stale(const struct sockaddr_un *addr, const char *path, char *err,
-		       size_t errlen)
+static int clear_stale(const struct sockaddr_un *addr, const char *path, char *err, size_t errlen)
 {
 	struct stat st;
 	int probe, ret;
@@ -116,7 +114,8 @@ static int clear_stale(const struct sockaddr_un *addr, const char *path, char *e
 		return ret;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
-		fr_set_err(err, errlen, "%s exists and is not a socket; refusing to replace it", path);
+		fr_set_err(err, errlen, "%s exists and is not a socket; refusing to replace it",
+			   path);
 		return -EEXIST;
 	}
 
@@ -140,7 +139,7 @@ static int clear_stale(const struct sockaddr_un *addr, const char *path, char *e
 		return 0;
 	if (ret != -ECONNREFUSED) {
 		fr_set_err(err, errlen, "cannot check whether a daemon listens at %s: %s", path,
-			strerror(-ret));
+			   strerror(-ret));
 		return ret;
 	}
 	if (unlink(path) < 0 && errno != ENOENT) {
@@ -173,7 +172,8 @@ static int bind_listen(struct fr_ipc_server *s, const struct sockaddr_un *addr, 
 	if (bind(s->listen_fd, (const struct sockaddr *)addr, sizeof(*addr)) < 0) {
 		ret = -errno;
 		if (ret == -EADDRINUSE)
-			fr_set_err(err, errlen, "another flightrecd is already listening at %s", path);
+			fr_set_err(err, errlen, "another flightrecd is already listening at %s",
+				   path);
 		else
 			fr_set_err(err, errlen, "cannot bind %s: %s", path, strerror(errno));
 		return ret;
@@ -218,7 +218,7 @@ int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned ma
 	}
 	if (fill_addr(&addr, path) < 0) {
 		fr_set_err(err, errlen, "socket path %s is too long (at most %zu bytes)", path,
-			sizeof(addr.sun_path) - 1);
+			   sizeof(addr.sun_path) - 1);
 		return -ENAMETOOLONG;
 	}
 
@@ -315,8 +315,10 @@ int fr_ipc_server_share(struct fr_ipc_server *s, gid_t gid, char *err, size_t er
 	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_dev != s->sock_dev ||
 	    st.st_ino != s->sock_ino) {
 		close(fd);
-		fr_set_err(err, errlen, "%s is no longer the socket this daemon bound; refusing to "
-			   "change its owner", s->path);
+		fr_set_err(err, errlen,
+			   "%s is no longer the socket this daemon bound; refusing to "
+			   "change its owner",
+			   s->path);
 		return -ESTALE;
 	}
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
@@ -408,7 +410,8 @@ static cJSON *timeout_error(bool holding)
 				    (long long)(REQUEST_FRAME_NS / 1000000000LL));
 	return fr_ipc_error("no request within %lld s (or not whole within %lld s of its first "
 			    "byte); closing the connection",
-			    (long long)((holding ? FOLLOW_WAIT_NS : REQUEST_WAIT_NS) / 1000000000LL),
+			    (long long)((holding ? FOLLOW_WAIT_NS : REQUEST_WAIT_NS) /
+					1000000000LL),
 			    (long long)(REQUEST_FRAME_NS / 1000000000LL));
 }
 
@@ -435,9 +438,10 @@ static void serve(struct conn *c)
 			return;
 		}
 		if (ret == -EMSGSIZE || ret == -EBADMSG) {
-			reply(c->fd, fr_ipc_error("malformed request: expected a frame of 1..%d bytes "
-						  "holding one JSON object",
-						  FR_IPC_MAX_FRAME));
+			reply(c->fd,
+			      fr_ipc_error("malformed request: expected a frame of 1..%d bytes "
+					   "holding one JSON object",
+					   FR_IPC_MAX_FRAME));
 			return;
 		}
 		if (ret < 0) {
@@ -452,8 +456,8 @@ static void serve(struct conn *c)
 			char got[64];
 
 			describe_version(v, got, sizeof(got));
-			resp = fr_ipc_error("protocol version %s not supported (daemon speaks %d)", got,
-					    FR_IPC_VERSION);
+			resp = fr_ipc_error("protocol version %s not supported (daemon speaks %d)",
+					    got, FR_IPC_VERSION);
 			/* Lets a client of another version tell this apart
 			 * from an ordinary failure. */
 			if (resp && !cJSON_AddNumberToObject(resp, "v", FR_IPC_VERSION)) {
@@ -476,9 +480,11 @@ static void serve(struct conn *c)
 			if (fd >= 0)
 				close(fd);
 			cJSON_Delete(req);
-			reply(c->fd, fr_ipc_error("busy: all %u client slots are in use (limits."
-						  "max_clients); only status is answered now, retry "
-						  "later", s->max_clients));
+			reply(c->fd,
+			      fr_ipc_error("busy: all %u client slots are in use (limits."
+					   "max_clients); only status is answered now, retry "
+					   "later",
+					   s->max_clients));
 			return;
 		} else {
 			resp = s->handler(s->arg, cmd->valuestring, req, fd, &c->peer);

@@ -66,9 +66,8 @@ void fr_ipc_share_dirs(const char *path, gid_t gid)
 		dir[len] = '\0';
 	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && fstat(fd, &st) == 0 && !group_may_pass(&st, gid) &&
-	    st.st_uid == geteuid() && (st.st_mode & 07777) == 0700 &&
-	    holds_only(fd, slash ? slash + 1 : path)) {
+	if (fd >= 0 && fstat(fd, &st) == 0 && !group_may_pass(&st, gid) && st.st_uid == geteuid() &&
+	    (st.st_mode & 07777) == 0700 && holds_only(fd, slash ? slash + 1 : path)) {
 		if (fchown(fd, (uid_t)-1, gid) == 0 && fchmod(fd, 0710) == 0)
 			fr_log_info("%s: group %u may pass (mode 0710) to reach the socket", dir,
 				    (unsigned)gid);

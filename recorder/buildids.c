@@ -38,22 +38,22 @@ struct job {
 
 struct reader {
 	struct fr_buildids *b;
-	struct job *job;       /* under b->lock: being read */
-	int64_t busy_since;    /* under b->lock; 0 when idle */
-	bool abandoned;        /* under b->lock */
+	struct job *job;    /* under b->lock: being read */
+	int64_t busy_since; /* under b->lock; 0 when idle */
+	bool abandoned;	    /* under b->lock */
 };
 
 struct fr_buildids {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;     /* work queued, answer posted, a reader left */
+	pthread_cond_t cond;		 /* work queued, answer posted, a reader left */
 	struct job *queue, **queue_tail; /* under lock */
-	struct job *done, **done_tail;   /* under lock */
-	uint32_t pending;        /* queued or being read by `cur`; under lock */
-	struct reader *cur;      /* the reader serving the queue; under lock */
-	unsigned refs;           /* the owner's and each reader's; under lock */
-	unsigned stuck;          /* readers left behind, still reading */
+	struct job *done, **done_tail;	 /* under lock */
+	uint32_t pending;		 /* queued or being read by `cur`; under lock */
+	struct reader *cur;		 /* the reader serving the queue; under lock */
+	unsigned refs;			 /* the owner's and each reader's; under lock */
+	unsigned stuck;			 /* readers left behind, still reading */
 	int64_t stuck_ns;
-	bool stop;               /* under lock */
+	bool stop; /* under lock */
 };
 
 static void free_list(struct job *j)

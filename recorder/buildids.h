@@ -31,9 +31,9 @@
 struct fr_buildids;
 
 struct fr_buildid_result {
-	char *path;    /* the path asked about; the caller frees it */
-	int err;       /* 0, or why there is no build id (-errno) */
-	uint8_t len;   /* 0: none */
+	char *path;  /* the path asked about; the caller frees it */
+	int err;     /* 0, or why there is no build id (-errno) */
+	uint8_t len; /* 0: none */
 	uint8_t id[FR_BUILD_ID_MAX];
 };
 

@@ -22,12 +22,12 @@
 
 struct fr_daemon_options {
 	const struct fr_config *config; /* the configuration at start (borrowed) */
-	const char *config_path;        /* the file to reload on SIGHUP, or NULL */
-	const char *ring_path;          /* resolved */
-	const char *socket_path;        /* resolved */
-	uint32_t hz;                    /* cpu rate */
-	int hz_fixed;                   /* --hz given: reloads keep it */
-	const char *config_source;      /* "embedded default" or the file */
+	const char *config_path;	/* the file to reload on SIGHUP, or NULL */
+	const char *ring_path;		/* resolved */
+	const char *socket_path;	/* resolved */
+	uint32_t hz;			/* cpu rate */
+	int hz_fixed;			/* --hz given: reloads keep it */
+	const char *config_source;	/* "embedded default" or the file */
 };
 
 /* Runs the daemon until SIGINT or SIGTERM, then seals the open chunk,

@@ -74,7 +74,7 @@ struct daemon {
 	/* Settings a reload may change (atomics). */
 	uint32_t max_rate_hz;
 	uint32_t user_max_rate_hz;
-	int64_t admin_gid;   /* -1: no admin group */
+	int64_t admin_gid; /* -1: no admin group */
 	/* What attach queries together may hold (limits.query_memory). */
 	struct fr_budget query_budget;
 	/* What uid-limited queries together may hold: a quarter of it. */
@@ -102,8 +102,8 @@ struct daemon {
 
 /* What a profile that could not be flushed says, in a comment and to its
  * asker. */
-#define FLUSH_NOTE                                                                          \
-	"incomplete: the recorder did not store its last samples within 3 s (see "          \
+#define FLUSH_NOTE                                                                 \
+	"incomplete: the recorder did not store its last samples within 3 s (see " \
 	"flightrec status: ingest); the profile may end early"
 
 /* recorder/ingest.c */
@@ -138,8 +138,7 @@ cJSON *daemon_query_busy(struct daemon *d, const char *cmd);
 /* Whether `peer` may see and do everything: root, the daemon's own user
  * and members of the admin group. */
 int daemon_peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer);
-int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
-		       size_t outlen);
+int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t outlen);
 cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int fd,
 			     struct fr_ipc_peer *peer);
 

@@ -192,8 +192,8 @@ static int publish_dump(int dirfd, const struct fr_dump_request *req, const char
 		if (ret == -EEXIST)
 			continue;
 		if (ret < 0) {
-			fr_set_err(err, errlen, "cannot rename %s/%s into place: %s", req->dir, name,
-				   strerror(-ret));
+			fr_set_err(err, errlen, "cannot rename %s/%s into place: %s", req->dir,
+				   name, strerror(-ret));
 			return ret;
 		}
 		/* No sidecar of this name can appear once its profile is

@@ -46,16 +46,16 @@ struct fr_ring;
 #define FR_DUMPS_MODE 0600
 
 struct fr_dump_request {
-	const char *dir;             /* the dumps directory (created 0700) */
-	uint32_t keep;               /* at least 1 */
-	uint64_t max_bytes;          /* 0: no limit */
-	mode_t mode;                 /* of both files; 0: FR_DUMPS_MODE */
+	const char *dir;    /* the dumps directory (created 0700) */
+	uint32_t keep;	    /* at least 1 */
+	uint64_t max_bytes; /* 0: no limit */
+	mode_t mode;	    /* of both files; 0: FR_DUMPS_MODE */
 	const char *session;
-	const char *trigger;         /* "signal", "cpu_above", "exit", "manual" */
+	const char *trigger; /* "signal", "cpu_above", "exit", "manual" */
 	const char *reason;
 	int64_t fire_ns;
 	int64_t window_ns, after_ns;
-	uint32_t pid;                /* exit: the process; else 0 */
+	uint32_t pid;				  /* exit: the process; else 0 */
 	const struct fr_profile_request *profile; /* window, events, targets */
 };
 

@@ -63,7 +63,6 @@ static void seal(struct daemon *d, uint64_t barrier)
 		fr_writer_enqueue(&d->writer, ret == 0 ? chunk : NULL, len, barrier);
 }
 
-
 static void on_sample(void *arg, const struct fr_sample *s)
 {
 	struct daemon *d = arg;
@@ -138,7 +137,6 @@ static void on_throttle(void *arg, uint32_t event)
 		__atomic_add_fetch(&src->throttled, 1, __ATOMIC_RELAXED);
 }
 
-
 /* Runs before every drain: counts a stall, and takes the clock offset
  * the records are converted with. */
 static void before_drain(void *arg)
@@ -179,7 +177,6 @@ static int differs(const char *a, const char *b)
 {
 	return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
 }
-
 
 /* SIGHUP: reloads the configuration file and applies what can change
  * while recording. Ingest thread. */
@@ -239,10 +236,10 @@ static void reload(struct daemon *d)
 		    o->config_path, rates[0] ? rates : "no events",
 		    o->hz_fixed ? " (cpu rate from --hz)" : "",
 		    n->sync_ns < 0 ? "off" : fr_format_duration(n->sync_ns, sync, sizeof(sync)),
-		    n->max_age_ns > 0 ? fr_format_duration(n->max_age_ns, age, sizeof(age)) : "none",
+		    n->max_age_ns > 0 ? fr_format_duration(n->max_age_ns, age, sizeof(age))
+				      : "none",
 		    n->max_rate_hz);
 }
-
 
 /* SIGHUP reloads, SIGINT and SIGTERM stop, any other signal goes to the
  * triggers that name it. */

@@ -17,28 +17,27 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: flightrecd [OPTION]...\n"
-		"Record what every process on this machine is doing (CPU stacks) into a\n"
-		"persistent ring, always on, for `flightrec attach` to read back.\n"
-		"\n"
-		"  --config FILE       JSON configuration (default: the embedded default)\n"
-		"  --check-config FILE validate FILE, print the effective configuration, exit\n"
-		"  --ring PATH         ring file (default /var/lib/flightrec/ring as root,\n"
-		"                      else $XDG_STATE_HOME/flightrec/ring)\n"
-		"  --ring-size SIZE    ring size for a new ring, e.g. 256MiB (default 256MiB)\n"
-		"  --socket PATH       control socket (default " FR_IPC_SYSTEM_SOCKET "\n"
-		"                      as root, else $XDG_RUNTIME_DIR/flightrec.sock)\n"
-		"  --hz N              cpu samples per second per CPU (default 99)\n"
-		"  -v, --verbose       log more (repeat for debug)\n"
-		"  -h, --help          show this help\n"
-		"  --version           show the version\n"
-		"\n"
-		"SIGINT or SIGTERM stores the open chunk and exits. SIGHUP reloads the\n"
-		"configuration file without pausing the recording (an invalid file is\n"
-		"rejected and logged; the running configuration stays).\n"
-		"Example:\n"
-		"  flightrecd --ring /tmp/fr/ring --socket /tmp/fr/sock --hz 999\n");
+	fprintf(f, "Usage: flightrecd [OPTION]...\n"
+		   "Record what every process on this machine is doing (CPU stacks) into a\n"
+		   "persistent ring, always on, for `flightrec attach` to read back.\n"
+		   "\n"
+		   "  --config FILE       JSON configuration (default: the embedded default)\n"
+		   "  --check-config FILE validate FILE, print the effective configuration, exit\n"
+		   "  --ring PATH         ring file (default /var/lib/flightrec/ring as root,\n"
+		   "                      else $XDG_STATE_HOME/flightrec/ring)\n"
+		   "  --ring-size SIZE    ring size for a new ring, e.g. 256MiB (default 256MiB)\n"
+		   "  --socket PATH       control socket (default " FR_IPC_SYSTEM_SOCKET "\n"
+		   "                      as root, else $XDG_RUNTIME_DIR/flightrec.sock)\n"
+		   "  --hz N              cpu samples per second per CPU (default 99)\n"
+		   "  -v, --verbose       log more (repeat for debug)\n"
+		   "  -h, --help          show this help\n"
+		   "  --version           show the version\n"
+		   "\n"
+		   "SIGINT or SIGTERM stores the open chunk and exits. SIGHUP reloads the\n"
+		   "configuration file without pausing the recording (an invalid file is\n"
+		   "rejected and logged; the running configuration stays).\n"
+		   "Example:\n"
+		   "  flightrecd --ring /tmp/fr/ring --socket /tmp/fr/sock --hz 999\n");
 }
 
 static char *default_ring_path(void)
@@ -65,8 +64,15 @@ struct args {
  * (0 after --help or --version, 2 after a usage error). */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	enum { OPT_CONFIG = 256, OPT_CHECK, OPT_RING, OPT_RING_SIZE, OPT_SOCKET, OPT_HZ,
-	       OPT_VERSION };
+	enum {
+		OPT_CONFIG = 256,
+		OPT_CHECK,
+		OPT_RING,
+		OPT_RING_SIZE,
+		OPT_SOCKET,
+		OPT_HZ,
+		OPT_VERSION
+	};
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, OPT_CONFIG},
 		{"check-config", required_argument, NULL, OPT_CHECK},
@@ -97,15 +103,18 @@ static int parse_args(int argc, char **argv, struct args *a)
 		default:
 			if (optopt)
 				fprintf(stderr, "flightrecd: option -%c %s (see --help)\n", optopt,
-					strchr("vh", optopt) ? "takes no value" : "is unknown or needs a value");
+					strchr("vh", optopt) ? "takes no value"
+							     : "is unknown or needs a value");
 			else
-				fprintf(stderr, "flightrecd: unknown option or missing value: %s (see --help)\n",
+				fprintf(stderr,
+					"flightrecd: unknown option or missing value: %s (see --help)\n",
 					argv[optind - 1]);
 			return 2;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "flightrecd: unexpected argument \"%s\" (see --help)\n", argv[optind]);
+		fprintf(stderr, "flightrecd: unexpected argument \"%s\" (see --help)\n",
+			argv[optind]);
 		return 2;
 	}
 	return -1;
@@ -136,15 +145,18 @@ static int apply_overrides(const struct args *a, struct fr_config *cfg, uint64_t
 	if (a->size_opt) {
 		uint64_t size;
 		if (fr_parse_size(a->size_opt, &size) < 0 || size < 2 * cfg->segment_size + 4096) {
-			fprintf(stderr, "flightrecd: --ring-size: expected a size of at least two "
-				"segments plus 4KiB, like 256MiB, got \"%s\"\n", a->size_opt);
+			fprintf(stderr,
+				"flightrecd: --ring-size: expected a size of at least two "
+				"segments plus 4KiB, like 256MiB, got \"%s\"\n",
+				a->size_opt);
 			return -1;
 		}
 		cfg->ring_size = size;
 	}
 	if (a->hz_opt) {
 		if (fr_parse_u64(a->hz_opt, 1, cfg->max_rate_hz, hz) < 0) {
-			fprintf(stderr, "flightrecd: --hz: expected 1..%u samples per second, got \"%s\"\n",
+			fprintf(stderr,
+				"flightrecd: --hz: expected 1..%u samples per second, got \"%s\"\n",
 				cfg->max_rate_hz, a->hz_opt);
 			return -1;
 		}
@@ -176,17 +188,20 @@ int main(int argc, char **argv)
 	ret = a.config_path ? fr_config_load(&cfg, a.config_path, err, sizeof(err))
 			    : fr_config_default(&cfg);
 	if (ret < 0) {
-		fprintf(stderr, "flightrecd: %s\n", a.config_path ? err : "cannot load the default configuration");
+		fprintf(stderr, "flightrecd: %s\n",
+			a.config_path ? err : "cannot load the default configuration");
 		return 1;
 	}
 	status = 2;
 	if (apply_overrides(&a, &cfg, &hz) < 0)
 		goto out;
 	status = 1;
-	ring_path = a.ring_opt ? strdup(a.ring_opt)
-			       : cfg.ring_path ? strdup(cfg.ring_path) : default_ring_path();
-	socket_path = a.socket_opt ? strdup(a.socket_opt)
-				   : cfg.socket_path ? strdup(cfg.socket_path) : fr_ipc_default_socket();
+	ring_path = a.ring_opt	    ? strdup(a.ring_opt)
+		    : cfg.ring_path ? strdup(cfg.ring_path)
+				    : default_ring_path();
+	socket_path = a.socket_opt	? strdup(a.socket_opt)
+		      : cfg.socket_path ? strdup(cfg.socket_path)
+					: fr_ipc_default_socket();
 	if (!ring_path || !socket_path) {
 		fprintf(stderr, "flightrecd: out of memory\n");
 		goto out;

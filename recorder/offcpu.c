@@ -21,12 +21,12 @@
 #define OFFCPU_EVICT_SCAN 8
 
 struct offcpu_entry {
-	uint32_t tid;        /* the key */
+	uint32_t tid;	     /* the key */
 	uint8_t switched_in; /* 0: a switch-out with its stack; 1: a switch-in
 			      * seen before its switch-out (time only) */
 	uint16_t nr_kernel, nr_frames;
-	uint32_t pid, cpu;   /* of the switch-out, as samples name them */
-	uint64_t time;          /* CLOCK_MONOTONIC ns of the switch */
+	uint32_t pid, cpu; /* of the switch-out, as samples name them */
+	uint64_t time;	   /* CLOCK_MONOTONIC ns of the switch */
 	uint64_t ips[FR_MAX_FRAMES];
 };
 
@@ -56,8 +56,7 @@ int fr_offcpu_new(struct fr_offcpu **out, uint32_t capacity)
 {
 	struct fr_offcpu *o;
 
-	if (capacity < OFFCPU_EVICT_SCAN || capacity > (1u << 30) ||
-	    (capacity & (capacity - 1)))
+	if (capacity < OFFCPU_EVICT_SCAN || capacity > (1u << 30) || (capacity & (capacity - 1)))
 		return -EINVAL;
 	o = calloc(1, sizeof(*o));
 	if (!o)

@@ -70,7 +70,8 @@ int64_t fr_perf_clock_offset(void)
 	clock_gettime(CLOCK_REALTIME, &r);
 	clock_gettime(CLOCK_MONOTONIC, &m2);
 	int64_t mono = ((int64_t)m1.tv_sec * 1000000000 + m1.tv_nsec +
-			(int64_t)m2.tv_sec * 1000000000 + m2.tv_nsec) / 2;
+			(int64_t)m2.tv_sec * 1000000000 + m2.tv_nsec) /
+		       2;
 	return (int64_t)r.tv_sec * 1000000000 + r.tv_nsec - mono;
 }
 
@@ -92,8 +93,7 @@ static int event_attr(uint32_t event, uint32_t *type, uint64_t *config)
 						  PERF_COUNT_HW_BRANCH_INSTRUCTIONS},
 		[FR_EVENT_BRANCH_MISSES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES},
 		[FR_EVENT_PAGE_FAULTS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS},
-		[FR_EVENT_CONTEXT_SWITCHES] = {PERF_TYPE_SOFTWARE,
-					       PERF_COUNT_SW_CONTEXT_SWITCHES},
+		[FR_EVENT_CONTEXT_SWITCHES] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
 		[FR_EVENT_CPU_MIGRATIONS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
 	};
 
@@ -178,11 +178,13 @@ static void describe_open_error(char *err, size_t errlen, const char *name, int 
 	if (hardware && (e == ENOENT || e == EOPNOTSUPP || e == ENODEV))
 		fr_set_err(err, errlen,
 			   "%s: hardware counters are not available on this machine "
-			   "(perf_event_open: %s)", name, fr_errno_name(e));
+			   "(perf_event_open: %s)",
+			   name, fr_errno_name(e));
 	else if (e == EACCES || e == EPERM)
 		fr_set_err(err, errlen,
 			   "%s: not permitted to sample the whole machine (perf_event_open: %s); "
-			   "run flightrecd as root or with CAP_PERFMON", name, fr_errno_name(e));
+			   "run flightrecd as root or with CAP_PERFMON",
+			   name, fr_errno_name(e));
 	else if (e == EINVAL && attr->freq && (max_rate = max_sample_rate()) &&
 		 attr->sample_freq > max_rate)
 		fr_set_err(err, errlen,
@@ -293,8 +295,9 @@ static int open_rings(struct fr_perf *p, struct perf_event_attr *attr, size_t pa
 			       MAP_SHARED, r->fd, 0);
 		if (r->base == MAP_FAILED) {
 			ret = -errno;
-			fr_set_err(err, errlen, "%s: cannot map the perf ring of cpu %d (%zu KiB): %s",
-				   name, cpus[i], r->data_size / 1024, strerror(errno));
+			fr_set_err(err, errlen,
+				   "%s: cannot map the perf ring of cpu %d (%zu KiB): %s", name,
+				   cpus[i], r->data_size / 1024, strerror(errno));
 			r->base = NULL;
 			close(r->fd);
 			goto err_cpus;
@@ -409,15 +412,15 @@ static int find_sched_switch(uint64_t *id, struct switch_format *fmt, char *err,
 	if (m == 0)
 		return find_sched_switch_once(id, fmt, err, errlen);
 	if (m != -EEXIST)
-		fr_set_err(err, errlen,
-			   "offcpu: the sched:sched_switch tracepoint is not available (tracefs is not "
-			   "mounted and mounting it at /sys/kernel/tracing failed: %s)",
-			   fr_errno_name(-m));
+		fr_set_err(
+			err, errlen,
+			"offcpu: the sched:sched_switch tracepoint is not available (tracefs is not "
+			"mounted and mounting it at /sys/kernel/tracing failed: %s)",
+			fr_errno_name(-m));
 	return ret;
 }
 
-static int find_sched_switch_once(uint64_t *id, struct switch_format *fmt, char *err,
-				  size_t errlen)
+static int find_sched_switch_once(uint64_t *id, struct switch_format *fmt, char *err, size_t errlen)
 {
 	char path[128], buf[64], first[128] = "";
 	int first_err = 0;
@@ -445,17 +448,18 @@ static int find_sched_switch_once(uint64_t *id, struct switch_format *fmt, char 
 			 tracefs_roots[i]);
 		ret = read_switch_format(path, fmt);
 		if (ret < 0) {
-			fr_set_err(err, errlen,
-				   "offcpu: cannot read the layout of sched:sched_switch from %s (%s)",
-				   path, ret == -EPROTO ? "prev_state missing"
-							: fr_errno_name(-ret));
+			fr_set_err(
+				err, errlen,
+				"offcpu: cannot read the layout of sched:sched_switch from %s (%s)",
+				path, ret == -EPROTO ? "prev_state missing" : fr_errno_name(-ret));
 			return ret;
 		}
 		return 0;
 	}
 	fr_set_err(err, errlen,
 		   "offcpu: the sched:sched_switch tracepoint is not available "
-		   "(cannot read %s: %s)", first, fr_errno_name(first_err));
+		   "(cannot read %s: %s)",
+		   first, fr_errno_name(first_err));
 	return -first_err;
 }
 
@@ -536,8 +540,7 @@ static void sampling_attr(struct perf_event_attr *attr, const struct fr_perf_con
 		attr->precise_ip = 3; /* the least skid the PMU offers */
 }
 
-int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err,
-		 size_t errlen)
+int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err, size_t errlen)
 {
 	struct fr_perf *p;
 	struct perf_event_attr attr;
@@ -632,7 +635,6 @@ int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen)
 	*out = p;
 	return 0;
 }
-
 
 int fr_perf_enable(struct fr_perf *p, int enable)
 {

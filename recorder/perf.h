@@ -42,8 +42,8 @@
 struct fr_perf;
 
 struct fr_perf_config {
-	uint32_t event;   /* event id (core/store/sample.h), raw ids included */
-	uint32_t hz;      /* samples per second per CPU; ignored for offcpu */
+	uint32_t event; /* event id (core/store/sample.h), raw ids included */
+	uint32_t hz;	/* samples per second per CPU; ignored for offcpu */
 };
 
 /* Callbacks for decoded records. Sample times are already converted to
@@ -75,8 +75,7 @@ struct fr_perf_handler {
  *    /sys/kernel/debug/tracing; -EPROTO when its format lacks a field),
  *   "cpu: rate must be 1..1000000 Hz, got 0" (-EINVAL; not for offcpu),
  *   "raw: this event cannot be sampled by this version" (-EOPNOTSUPP). */
-int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err,
-		 size_t errlen);
+int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err, size_t errlen);
 
 /* Opens a side-band-only source: a software dummy event on every online
  * CPU that delivers MMAP2 (with build ids where the kernel gives them),
@@ -108,8 +107,7 @@ int fr_perf_fd(const struct fr_perf *p, unsigned i);
  * NULL are skipped). Never blocks, never allocates. `clock_offset`
  * (CLOCK_REALTIME - CLOCK_MONOTONIC) converts sample times. Returns the
  * number of records handled (for offcpu, switch records, not samples). */
-uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h,
-		       int64_t clock_offset);
+uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h, int64_t clock_offset);
 
 /* Closes every descriptor and unmaps the rings; accepts NULL. */
 void fr_perf_close(struct fr_perf *p);

@@ -281,7 +281,8 @@ static void handle_task(const struct perf_event_header *h, const struct fr_perf_
 	if ((const char *)(f + 1) > end)
 		return;
 	if (h->type == PERF_RECORD_FORK && cb->fork)
-		cb->fork(cb->arg, f->pid, f->ppid, f->tid, f->ptid, (int64_t)f->time + clock_offset);
+		cb->fork(cb->arg, f->pid, f->ppid, f->tid, f->ptid,
+			 (int64_t)f->time + clock_offset);
 	else if (h->type == PERF_RECORD_EXIT && cb->exit)
 		cb->exit(cb->arg, f->pid, f->tid, (int64_t)f->time + clock_offset);
 }
@@ -326,31 +327,18 @@ static void handle_record(struct fr_perf *p, const struct perf_event_header *h,
 			  const struct fr_perf_handler *cb, int64_t clock_offset)
 {
 	switch (h->type) {
-	case PERF_RECORD_SAMPLE:
-		handle_sample_record(p, h, cb, clock_offset);
-		break;
-	case PERF_RECORD_MMAP2:
-		handle_mmap2(h, cb);
-		break;
-	case PERF_RECORD_COMM:
-		handle_comm(h, cb);
-		break;
+	case PERF_RECORD_SAMPLE: handle_sample_record(p, h, cb, clock_offset); break;
+	case PERF_RECORD_MMAP2: handle_mmap2(h, cb); break;
+	case PERF_RECORD_COMM: handle_comm(h, cb); break;
 	case PERF_RECORD_FORK:
-	case PERF_RECORD_EXIT:
-		handle_task(h, cb, clock_offset);
-		break;
-	case PERF_RECORD_LOST:
-		handle_lost(p, h, cb);
-		break;
+	case PERF_RECORD_EXIT: handle_task(h, cb, clock_offset); break;
+	case PERF_RECORD_LOST: handle_lost(p, h, cb); break;
 	case PERF_RECORD_THROTTLE:
 		if (cb->throttle)
 			cb->throttle(cb->arg, p->cfg.event);
 		break;
-	case PERF_RECORD_SWITCH_CPU_WIDE:
-		handle_context_switch(p, h, cb, clock_offset);
-		break;
-	default:
-		break;
+	case PERF_RECORD_SWITCH_CPU_WIDE: handle_context_switch(p, h, cb, clock_offset); break;
+	default: break;
 	}
 }
 

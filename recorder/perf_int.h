@@ -19,14 +19,14 @@
  * TIME and CPU also make up the sample_id trailer (sample_id_all) of every
  * other record, which is how the time-ordered drain finds their time: it is
  * the second of the trailer's three u64s. */
-#define SAMPLE_TYPE                                                                 \
-	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |   \
+#define SAMPLE_TYPE                                                              \
+	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | \
 	 PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN)
 
 struct cpu_ring {
 	int fd;
 	int cpu;
-	void *base;       /* metadata page + data pages */
+	void *base;	  /* metadata page + data pages */
 	size_t data_size; /* power of two */
 	/* Drain cursor: from data_tail to the data_head read at its start;
 	 * next_time orders the rings of a time-ordered drain. */

@@ -48,8 +48,8 @@ int fr_poller_add(struct fr_poller *p, int fd, short events,
 		p->entries = e;
 		p->cap = cap;
 	}
-	p->entries[p->n++] = (struct fr_poller_entry){.fd = fd, .events = events, .fn = fn,
-						      .ctx = ctx};
+	p->entries[p->n++] =
+		(struct fr_poller_entry){.fd = fd, .events = events, .fn = fn, .ctx = ctx};
 	p->dirty = 1;
 	return 0;
 }

@@ -200,8 +200,8 @@ void fr_proc_cgroup_root(const char *proc, char *dst, size_t len)
 		int start = 0, end = 0;
 
 		/* Fields: id parent major:minor root mountpoint ... */
-		if (sep && sscanf(line, "%*s %*s %*s %*s %n%*s%n", &start, &end) == 0 && end > start &&
-		    (size_t)(end - start) < len) {
+		if (sep && sscanf(line, "%*s %*s %*s %*s %n%*s%n", &start, &end) == 0 &&
+		    end > start && (size_t)(end - start) < len) {
 			memcpy(dst, line + start, (size_t)(end - start));
 			dst[end - start] = '\0';
 			break;

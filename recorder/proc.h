@@ -26,11 +26,11 @@
 /* What /proc/PID/stat says, up to starttime. */
 struct fr_proc_stat {
 	char comm[FR_PROC_COMM_LEN]; /* cut to 15 bytes */
-	char state;                  /* 'R', 'S', 'Z', ... */
+	char state;		     /* 'R', 'S', 'Z', ... */
 	uint32_t ppid;
-	uint64_t ticks;              /* utime + stime, clock ticks */
-	uint64_t start;              /* starttime, clock ticks after boot */
-	int fields;                  /* the last field parsed: 2 (comm) .. 22 */
+	uint64_t ticks; /* utime + stime, clock ticks */
+	uint64_t start; /* starttime, clock ticks after boot */
+	int fields;	/* the last field parsed: 2 (comm) .. 22 */
 };
 
 /* Reads at most `len` - 1 bytes of `path` with one read, NUL-terminated.

@@ -92,7 +92,7 @@ void fr_proc_table_del(struct fr_proc_table *pt, uint32_t pid)
 }
 
 int fr_proc_table_put(struct fr_proc_table *pt, uint32_t pid, const char *comm, const char *cgroup,
-		  uint32_t uid)
+		      uint32_t uid)
 {
 	char *cg = NULL;
 	int32_t i;
@@ -160,7 +160,6 @@ void fr_proc_table_fini(struct fr_proc_table *pt)
 	free(pt->buckets);
 	fr_proc_table_init(pt);
 }
-
 
 /* ---- following processes ------------------------------------------------ */
 
@@ -241,14 +240,13 @@ void fr_proc_table_fork(struct fr_proc_table *pt, const struct fr_proc_source *s
 	learn(pt, src, pid, parent);
 }
 
-void fr_proc_table_exec(struct fr_proc_table *pt, const struct fr_proc_source *src,
-			uint32_t pid)
+void fr_proc_table_exec(struct fr_proc_table *pt, const struct fr_proc_source *src, uint32_t pid)
 {
 	learn(pt, src, pid, 0);
 }
 
-void fr_proc_table_rename(struct fr_proc_table *pt, const struct fr_proc_source *src,
-			  uint32_t pid, const char *comm)
+void fr_proc_table_rename(struct fr_proc_table *pt, const struct fr_proc_source *src, uint32_t pid,
+			  const char *comm)
 {
 	int32_t i = fr_proc_table_find(pt, pid);
 	char cg[FR_PROC_CGROUP_LEN] = "";
@@ -285,8 +283,8 @@ int fr_proc_table_seed(struct fr_proc_table *pt, const struct fr_proc_source *sr
 	return fr_proc_each_pid(src->proc, seed_one, &sd);
 }
 
-void fr_proc_table_exited(struct fr_proc_table *pt, const struct fr_proc_source *src,
-			  uint32_t pid, struct fr_proc_last *last)
+void fr_proc_table_exited(struct fr_proc_table *pt, const struct fr_proc_source *src, uint32_t pid,
+			  struct fr_proc_last *last)
 {
 	struct fr_proc_stat ps;
 	int32_t i;
@@ -299,7 +297,8 @@ void fr_proc_table_exited(struct fr_proc_table *pt, const struct fr_proc_source 
 	if (fr_proc_read_stat(src->proc, pid, &ps) == 0 && (ps.state == 'Z' || ps.state == 'X')) {
 		snprintf(last->comm, sizeof(last->comm), "%s", ps.comm);
 		if (src->cgroups)
-			(void)fr_proc_read_cgroup(src->proc, pid, last->cgroup, sizeof(last->cgroup));
+			(void)fr_proc_read_cgroup(src->proc, pid, last->cgroup,
+						  sizeof(last->cgroup));
 		last->uid = read_uid(src->proc, pid);
 	}
 	i = fr_proc_table_find(pt, pid);

@@ -26,11 +26,11 @@
 
 struct fr_proc_entry {
 	uint32_t pid;
-	int32_t hnext;        /* next in its bucket, or in the free list */
+	int32_t hnext;	      /* next in its bucket, or in the free list */
 	int32_t older, newer; /* insertion order, for eviction */
 	char comm[FR_PROC_COMM_LEN];
-	char *cgroup;         /* NULL: unknown */
-	uint32_t uid;         /* real uid, or FR_PROC_UID_UNKNOWN */
+	char *cgroup; /* NULL: unknown */
+	uint32_t uid; /* real uid, or FR_PROC_UID_UNKNOWN */
 };
 
 struct fr_proc_table {
@@ -54,8 +54,8 @@ int32_t fr_proc_table_find(const struct fr_proc_table *pt, uint32_t pid);
 /* Inserts or updates `pid` (a copy of `comm`, cut to 15 bytes, and of
  * `cgroup`, NULL or "" when unknown), making it the newest entry.
  * Returns 0 or -ENOMEM (the table is then unchanged). */
-int fr_proc_table_put(struct fr_proc_table *pt, uint32_t pid, const char *comm,
-		      const char *cgroup, uint32_t uid);
+int fr_proc_table_put(struct fr_proc_table *pt, uint32_t pid, const char *comm, const char *cgroup,
+		      uint32_t uid);
 
 /* Forgets `pid`; nothing when it is not there. */
 void fr_proc_table_del(struct fr_proc_table *pt, uint32_t pid);
@@ -68,17 +68,17 @@ typedef int (*fr_proc_keep_fn)(void *arg, uint32_t pid, const char *comm, const 
 /* How the table learns processes. */
 struct fr_proc_source {
 	const char *proc;     /* proc root: "/proc" */
-	int cgroups;          /* read cgroup paths (otherwise "") */
+	int cgroups;	      /* read cgroup paths (otherwise "") */
 	fr_proc_keep_fn keep; /* which processes the table keeps */
-	void *arg;            /* for keep */
+	void *arg;	      /* for keep */
 	const char *who;      /* the owner, in log lines: "exit triggers" */
 };
 
 /* What is known of a process as it exits. */
 struct fr_proc_last {
-	char comm[FR_PROC_COMM_LEN];   /* "" when unknown */
+	char comm[FR_PROC_COMM_LEN];	 /* "" when unknown */
 	char cgroup[FR_PROC_CGROUP_LEN]; /* "" when unknown */
-	uint32_t uid;                  /* FR_PROC_UID_UNKNOWN when unknown */
+	uint32_t uid;			 /* FR_PROC_UID_UNKNOWN when unknown */
 };
 
 /* Process `pid` was forked by `parent`: it starts with its parent's name,
@@ -89,12 +89,11 @@ void fr_proc_table_fork(struct fr_proc_table *pt, const struct fr_proc_source *s
 
 /* Process `pid` exec'ed: what it is called, where it lives and who runs it
  * is read again from /proc. */
-void fr_proc_table_exec(struct fr_proc_table *pt, const struct fr_proc_source *src,
-			uint32_t pid);
+void fr_proc_table_exec(struct fr_proc_table *pt, const struct fr_proc_source *src, uint32_t pid);
 
 /* Process `pid` renamed itself `comm`; its uid is read again. */
-void fr_proc_table_rename(struct fr_proc_table *pt, const struct fr_proc_source *src,
-			  uint32_t pid, const char *comm);
+void fr_proc_table_rename(struct fr_proc_table *pt, const struct fr_proc_source *src, uint32_t pid,
+			  const char *comm);
 
 /* Learns every process of src->proc (at start and after a reload).
  * Returns the number listed or -errno when src->proc cannot be listed. */
@@ -102,7 +101,7 @@ int fr_proc_table_seed(struct fr_proc_table *pt, const struct fr_proc_source *sr
 
 /* Process `pid` exited: fills *last with what its zombie still shows in
  * /proc, else what the table knew, and forgets it. */
-void fr_proc_table_exited(struct fr_proc_table *pt, const struct fr_proc_source *src,
-			  uint32_t pid, struct fr_proc_last *last);
+void fr_proc_table_exited(struct fr_proc_table *pt, const struct fr_proc_source *src, uint32_t pid,
+			  struct fr_proc_last *last);
 
 #endif

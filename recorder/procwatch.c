@@ -150,12 +150,11 @@ static int parse_datagram(struct fr_procwatch *w, union msgbuf *mb, size_t len,
 			if (ev.event_data.exit.process_pid != ev.event_data.exit.process_tgid)
 				break; /* a thread, not the process */
 			h->exit(h->arg, (uint32_t)ev.event_data.exit.process_pid,
-				(uint32_t)ev.event_data.exit.process_tgid, ev.event_data.exit.exit_code,
-				ev.event_data.exit.exit_signal);
+				(uint32_t)ev.event_data.exit.process_tgid,
+				ev.event_data.exit.exit_code, ev.event_data.exit.exit_signal);
 			delivered++;
 			break;
-		default:
-			break;
+		default: break;
 		}
 	}
 	return delivered;

@@ -41,8 +41,8 @@ int64_t daemon_query_reserve(struct daemon *d, struct fr_profile_request *preq)
 			fr_budget_release(&d->users_budget, (uint64_t)users);
 		return got;
 	}
-	fr_log_debug("attach: reserved %lld bytes of query memory (estimated %lld)",
-		     (long long)got, (long long)want);
+	fr_log_debug("attach: reserved %lld bytes of query memory (estimated %lld)", (long long)got,
+		     (long long)want);
 	/* A reservation cut to the budget holds the decoded-chunk cache to
 	 * a third of what it got; the rest is for aggregation. */
 	if (got < want)
@@ -70,6 +70,7 @@ cJSON *daemon_query_busy(struct daemon *d, const char *cmd)
 
 	return fr_ipc_error("%s: busy: other queries hold the daemon's query memory "
 			    "(limits.query_memory, %s) for over %lld s; retry later",
-			    cmd, fr_format_size(fr_budget_limit(&d->query_budget), size, sizeof(size)),
+			    cmd,
+			    fr_format_size(fr_budget_limit(&d->query_budget), size, sizeof(size)),
 			    (long long)(QUERY_WAIT_NS / 1000000000LL));
 }

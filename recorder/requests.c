@@ -71,7 +71,8 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 			probe->nevents = 1;
 			probe->events[0] = ids[i];
 			probe->hz[0] = fr_event_has_rate(ids[i]) ? 1 : 0;
-			fr_sources_wait_reconciled(&d->sources, fr_consumer_add(&d->sources, probe));
+			fr_sources_wait_reconciled(&d->sources,
+						   fr_consumer_add(&d->sources, probe));
 			fr_sources_state(&d->sources, ids[i], failed, sizeof(failed));
 			fr_consumer_remove(&d->sources, probe);
 		}
@@ -128,7 +129,8 @@ static int attach_parse(struct daemon *d, const cJSON *req, int privileged,
 	}
 	if (ar->hz > max_rate) {
 		*error = fr_ipc_error("attach: a rate of %lld Hz is above this recorder's limit of "
-				      "%u Hz (limits.max_rate_hz)", (long long)ar->hz, max_rate);
+				      "%u Hz (limits.max_rate_hz)",
+				      (long long)ar->hz, max_rate);
 		goto out;
 	}
 	if (ar->window_ns) {
@@ -161,7 +163,9 @@ static cJSON *attach_output(struct daemon *d, const struct fr_profile_request *p
 			    uint64_t *written)
 {
 	struct fr_profile_limits limits = {
-		.stall_ns = OUTPUT_STALL_NS, .total_ns = OUTPUT_TOTAL_NS, .hangup_fd = peer->sock,
+		.stall_ns = OUTPUT_STALL_NS,
+		.total_ns = OUTPUT_TOTAL_NS,
+		.hangup_fd = peer->sock,
 	};
 	cJSON *resp = NULL;
 	char err[512] = "";
@@ -219,8 +223,10 @@ static cJSON *attach_reply(const struct fr_profile_request *preq,
 	if (res->warning[0])
 		fr_ipc_warn(r->warnings, &r->nwarnings, res->warning);
 	if (preq->targets.has_uid) {
-		snprintf(line, sizeof(line), "the profile holds only your own processes (uid %u); "
-			 "root and members of socket.admin_group see the whole machine", preq->targets.uid);
+		snprintf(line, sizeof(line),
+			 "the profile holds only your own processes (uid %u); "
+			 "root and members of socket.admin_group see the whole machine",
+			 preq->targets.uid);
 		fr_ipc_warn(r->warnings, &r->nwarnings, line);
 	}
 	resp = fr_ipc_attach_reply_encode(r);
@@ -326,8 +332,7 @@ static int dump_prepare(struct daemon *d, const struct fr_trigger_fire *fire,
 /* The trigger engine's callback: writes the window of `fire` for the
  * session's events and targets into the dumps directory. Runs on the
  * trigger thread (or a manual dump's connection thread). */
-int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out,
-		       size_t outlen)
+int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t outlen)
 {
 	struct daemon *d = arg;
 	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
@@ -424,7 +429,8 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ip
 			    dq.session, (unsigned)peer->uid, (int)peer->pid);
 		return fr_ipc_error("dump: uid %u may not dump session \"%s\": only root, the "
 				    "admin group (socket.admin_group) and the session's \"users\" "
-				    "may", (unsigned)peer->uid, dq.session);
+				    "may",
+				    (unsigned)peer->uid, dq.session);
 	}
 	if (!d->triggers)
 		return fr_ipc_error("dump: this recorder runs without triggers (see its log)");
@@ -541,7 +547,8 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 	hz = cq.hz;
 	if (hz > max_rate)
 		return fr_ipc_error("consume: a rate of %lld Hz is above this recorder's limit of "
-				    "%u Hz (limits.max_rate_hz)", (long long)hz, max_rate);
+				    "%u Hz (limits.max_rate_hz)",
+				    (long long)hz, max_rate);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
@@ -597,6 +604,6 @@ cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int f
 	if (strcmp(cmd, "dump") == 0)
 		return handle_dump(d, req, peer);
 	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, consume, "
-			    "dump, status, sessions)", cmd);
+			    "dump, status, sessions)",
+			    cmd);
 }
-

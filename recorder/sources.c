@@ -69,7 +69,8 @@ static void watch(struct fr_sources *s, struct fr_perf *perf, int on)
 		if (ret < 0 && on)
 			fr_log_ratelimited(FR_LOG_ERR, 10000000000LL,
 					   "cannot poll a perf ring: %s; it is drained once a "
-					   "second", strerror(-ret));
+					   "second",
+					   strerror(-ret));
 	}
 }
 
@@ -229,8 +230,8 @@ void fr_consumer_release(void *hold)
 
 /* The consumer of one configured session. */
 static struct fr_consumer *session_consumer(struct fr_sources *s,
-					   const struct fr_config_session *sess, int hz_fixed,
-					   uint32_t hz)
+					    const struct fr_config_session *sess, int hz_fixed,
+					    uint32_t hz)
 {
 	struct fr_consumer *c = calloc(1, sizeof(*c));
 
@@ -245,9 +246,8 @@ static struct fr_consumer *session_consumer(struct fr_sources *s,
 	c->uid = (uid_t)-1;
 	for (uint32_t e = 0; e < sess->nevents && c->nevents < FR_LIMIT_EVENTS; e++) {
 		c->events[c->nevents] = sess->events[e].event;
-		c->hz[c->nevents] = sess->events[e].event == FR_EVENT_CPU && hz_fixed
-					    ? hz
-					    : sess->events[e].hz;
+		c->hz[c->nevents] =
+			sess->events[e].event == FR_EVENT_CPU && hz_fixed ? hz : sess->events[e].hz;
 		c->nevents++;
 	}
 	return c;
@@ -309,7 +309,8 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 			if (w->n == FR_SOURCES_MAX) {
 				fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
 						   "more than %d distinct events asked for; "
-						   "%s is not recorded", FR_SOURCES_MAX, c->name);
+						   "%s is not recorded",
+						   FR_SOURCES_MAX, c->name);
 				continue;
 			}
 			w->event[w->n] = c->events[e];
@@ -366,8 +367,7 @@ static int drop_unwanted(struct fr_sources *s, const struct wants *w, int *drain
 /* Opens the perf event of `src` at `hz` (0: every context switch). On
  * failure the source stays in the table with the reason. Returns 1 if it
  * opened. */
-static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
-		       const char *name)
+static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz, const char *name)
 {
 	struct fr_perf_config cfg = {.event = src->event, .hz = hz ? hz : 1};
 	struct fr_perf *perf = NULL;
@@ -472,8 +472,8 @@ void fr_sources_describe(struct fr_sources *s, int failed, char *buf, size_t len
 			k = snprintf(buf + used, len - used, "%s%s not recording", used ? ", " : "",
 				     name);
 		else if (src->perf && src->hz)
-			k = snprintf(buf + used, len - used, "%s%s at %u Hz", used ? ", " : "", name,
-				     src->hz);
+			k = snprintf(buf + used, len - used, "%s%s at %u Hz", used ? ", " : "",
+				     name, src->hz);
 		else if (src->perf)
 			k = snprintf(buf + used, len - used, "%s%s at every context switch",
 				     used ? ", " : "", name);
@@ -500,7 +500,8 @@ static cJSON *source_json(const struct fr_source *src)
 	cJSON_AddStringToObject(ev, "stacks", "kernel+user");
 	fr_ipc_add_int(ev, "samples", (int64_t)__atomic_load_n(&src->samples, __ATOMIC_RELAXED));
 	fr_ipc_add_int(ev, "lost", (int64_t)__atomic_load_n(&src->lost, __ATOMIC_RELAXED));
-	fr_ipc_add_int(ev, "throttled", (int64_t)__atomic_load_n(&src->throttled, __ATOMIC_RELAXED));
+	fr_ipc_add_int(ev, "throttled",
+		       (int64_t)__atomic_load_n(&src->throttled, __ATOMIC_RELAXED));
 	fr_ipc_add_int(ev, "truncated_stacks",
 		       (int64_t)__atomic_load_n(&src->truncated, __ATOMIC_RELAXED));
 	return ev;
@@ -527,7 +528,8 @@ static cJSON *consumer_json(const struct fr_consumer *c, int privileged, uid_t v
 		if (!ev)
 			break;
 		cJSON_AddItemToArray(evs, ev);
-		cJSON_AddStringToObject(ev, "event", fr_event_format(c->events[e], name, sizeof(name)));
+		cJSON_AddStringToObject(ev, "event",
+					fr_event_format(c->events[e], name, sizeof(name)));
 		fr_ipc_add_int(ev, "hz", c->hz[e]);
 	}
 	return o;

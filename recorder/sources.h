@@ -37,7 +37,7 @@
 struct fr_source {
 	uint32_t event;
 	struct fr_perf *perf; /* NULL: could not be opened, see error */
-	uint32_t hz;          /* the rate in force (0 for offcpu) */
+	uint32_t hz;	      /* the rate in force (0 for offcpu) */
 	char error[256];      /* why it is not recording; "" when it is */
 	int64_t since_ns;     /* Unix ns it started recording at this rate */
 	/* Counters (atomics). */

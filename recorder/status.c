@@ -25,16 +25,21 @@ static const char *describe_targets(const struct fr_config_session *sess, char *
 
 	buf[0] = '\0';
 	for (uint32_t i = 0; i < sess->targets.npids && used < len; i++) {
-		k = snprintf(buf + used, len - used, "%s%u", i ? "," : "pid ", sess->targets.pids[i]);
+		k = snprintf(buf + used, len - used, "%s%u", i ? "," : "pid ",
+			     sess->targets.pids[i]);
 		used += k > 0 ? (size_t)k : 0;
 	}
 	for (uint32_t i = 0; i < sess->targets.ncomms && used < len; i++) {
-		k = snprintf(buf + used, len - used, "%s%s", i ? "," : used ? "; comm " : "comm ",
+		k = snprintf(buf + used, len - used, "%s%s",
+			     i	    ? ","
+			     : used ? "; comm "
+				    : "comm ",
 			     sess->targets.comms[i]);
 		used += k > 0 ? (size_t)k : 0;
 	}
 	if (sess->targets.cgroup[0] && used < len) {
-		k = snprintf(buf + used, len - used, "%scgroup %s", used ? "; " : "", sess->targets.cgroup);
+		k = snprintf(buf + used, len - used, "%scgroup %s", used ? "; " : "",
+			     sess->targets.cgroup);
 		used += k > 0 ? (size_t)k : 0;
 	}
 	if (sess->targets.has_uid && used < len)
@@ -93,15 +98,16 @@ void daemon_publish_sessions(struct daemon *d, const struct fr_config *cfg)
 
 			if (!ev)
 				break;
-			cJSON_AddStringToObject(ev, "event", fr_event_format(sess->events[e].event,
-									     name, sizeof(name)));
+			cJSON_AddStringToObject(ev, "event",
+						fr_event_format(sess->events[e].event, name,
+								sizeof(name)));
 			if (sess->events[e].event == FR_EVENT_CPU && d->opts->hz_fixed)
 				hz = d->opts->hz;
 			fr_ipc_add_int(ev, "hz", hz);
 			cJSON_AddItemToArray(events, ev);
 		}
-		cJSON_AddStringToObject(o, "targets", describe_targets(sess, targets,
-								       sizeof(targets)));
+		cJSON_AddStringToObject(o, "targets",
+					describe_targets(sess, targets, sizeof(targets)));
 		add_triggers(o, sess);
 	}
 	text = arr ? cJSON_PrintUnformatted(arr) : NULL;
@@ -215,9 +221,12 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 	fr_ipc_add_int(r, "query_memory_used", (int64_t)fr_budget_used(&d->query_budget));
 	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "chunks_sealed", (int64_t)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "chunks_dropped", (int64_t)__atomic_load_n(&d->writer.chunks_dropped, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "write_errors", (int64_t)__atomic_load_n(&d->writer.write_errors, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "chunks_sealed",
+		       (int64_t)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "chunks_dropped",
+		       (int64_t)__atomic_load_n(&d->writer.chunks_dropped, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "write_errors",
+		       (int64_t)__atomic_load_n(&d->writer.write_errors, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
 	if (!add_ingest(d, r, now)) {

@@ -81,7 +81,7 @@ struct proc {
 	uint32_t exited_gen; /* 0 while alive */
 	int exe_pending;     /* exec seen, executable not mapped yet */
 	int64_t start_ns;
-	uint32_t ppid;       /* 0 when unknown */
+	uint32_t ppid; /* 0 when unknown */
 	char comm[COMM_LEN];
 	char cgroup[CGROUP_LEN]; /* "" when unknown */
 	struct path_entry *exe;
@@ -101,13 +101,12 @@ struct fr_tracker {
 	struct thread *threads[NBUCKETS];
 	struct path_entry *paths[NBUCKETS];
 	uint32_t nprocs, nthreads;
-	uint32_t gen; /* seals so far, starting at 1 */
+	uint32_t gen;	 /* seals so far, starting at 1 */
 	int64_t boot_ns; /* Unix time of boot, for /proc start times */
 	long clk_tck;
 	struct fr_chunk_meta_ops ops;
 	struct fr_buildids *bids;
 };
-
 
 static uint32_t hash_str(const char *s)
 {
@@ -274,7 +273,10 @@ static void add_map(struct proc *p, uint64_t start, uint64_t end, uint64_t pgoff
 		memmove(&p->maps[i], &p->maps[j], (p->nmaps - j) * sizeof(*p->maps));
 		p->nmaps -= j - i;
 	}
-	m = (struct map){.start = start, .end = end, .pgoff = pgoff, .path = path,
+	m = (struct map){.start = start,
+			 .end = end,
+			 .pgoff = pgoff,
+			 .path = path,
 			 .bid_len = bid_len};
 	if (bid_len)
 		memcpy(m.bid, bid, bid_len);
@@ -305,9 +307,7 @@ static const struct map *lookup_map(const struct proc *p, uint64_t addr)
 	return NULL;
 }
 
-
-void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm,
-		     int exec)
+void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm, int exec)
 {
 	struct proc *p = get_proc(t, pid);
 	struct thread *th = get_thread(t, tid, pid);
@@ -357,8 +357,8 @@ void fr_tracker_mmap(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_
 	add_map(p, start, start + len, pgoff, pe, build_id, build_id_len);
 }
 
-void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t tid,
-		     uint32_t ptid, int64_t time_ns)
+void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
+		     int64_t time_ns)
 {
 	struct thread *parent_thread = find_thread(t, ptid);
 	struct thread *th = find_thread(t, tid);

@@ -35,13 +35,12 @@ int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid);
 
 /* Side-band records. A FORK gives a new process its parent's cgroup (or
  * the one /proc shows for it); an exec COMM reads it again from /proc. */
-void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm,
-		     int exec);
+void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm, int exec);
 void fr_tracker_mmap(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_t len,
 		     uint64_t pgoff, uint32_t prot, const char *path, const uint8_t *build_id,
 		     uint8_t build_id_len);
-void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t tid,
-		     uint32_t ptid, int64_t time_ns);
+void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
+		     int64_t time_ns);
 void fr_tracker_exit(struct fr_tracker *t, uint32_t pid, uint32_t tid, int64_t time_ns);
 
 /* Called after each seal: forgets processes and threads that exited

@@ -100,9 +100,10 @@ static int comm_listed(const struct fr_config_session *s, const char *comm)
  * anything: without it, another user's process called like the target
  * would fire the trigger. */
 int trig_targets_match(const struct fr_config_session *s, uint32_t pid, const char *comm,
-			 const char *cgroup, uint32_t uid)
+		       const char *cgroup, uint32_t uid)
 {
-	return (!s->targets.npids || pid_listed(s, pid)) && (!s->targets.ncomms || comm_listed(s, comm)) &&
+	return (!s->targets.npids || pid_listed(s, pid)) &&
+	       (!s->targets.ncomms || comm_listed(s, comm)) &&
 	       (!s->targets.cgroup[0] || fr_cgroup_within(cgroup, s->targets.cgroup)) &&
 	       (!s->targets.has_uid || (uid != UID_UNKNOWN && uid == s->targets.uid));
 }
@@ -124,8 +125,7 @@ int64_t trig_window_of(const struct fr_config_trigger *tr)
 
 /* Trigger `ti` of session `si` fired: queues its dump unless it is in its
  * cooldown. Called with the lock held. */
-void trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reason,
-		 uint32_t pid)
+void trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reason, uint32_t pid)
 {
 	const struct fr_config_session *s = &t->sessions[si];
 	const struct fr_config_trigger *tr = &s->triggers[ti];
@@ -149,15 +149,15 @@ void trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reas
 	st->last_fire_mono = mono;
 	if (after)
 		fr_log_info("session %s: %s fired (%s); dumping %s and the next %s", s->name,
-			    fr_config_trigger_kind(tr->kind), reason, trig_fmt_dur(window, w, sizeof(w)),
-			    trig_fmt_dur(after, a, sizeof(a)));
+			    fr_config_trigger_kind(tr->kind), reason,
+			    trig_fmt_dur(window, w, sizeof(w)), trig_fmt_dur(after, a, sizeof(a)));
 	else
 		fr_log_info("session %s: %s fired (%s); dumping %s", s->name,
-			    fr_config_trigger_kind(tr->kind),
-			    reason, trig_fmt_dur(window, w, sizeof(w)));
+			    fr_config_trigger_kind(tr->kind), reason,
+			    trig_fmt_dur(window, w, sizeof(w)));
 	if (t->npending >= MAX_PENDING) {
-		fr_log_err("session %s: %u dumps are waiting already; this one is dropped",
-			   s->name, t->npending);
+		fr_log_err("session %s: %u dumps are waiting already; this one is dropped", s->name,
+			   t->npending);
 		return;
 	}
 	p = &t->pending[t->npending++];
@@ -448,7 +448,8 @@ int fr_triggers_start_clock(struct fr_triggers **out, const struct fr_config *cf
 	if (clock && clock->mono_ns && clock->real_ns)
 		t->clock = *clock;
 	else
-		t->clock = (struct fr_trigger_clock){.mono_ns = machine_mono, .real_ns = machine_real};
+		t->clock =
+			(struct fr_trigger_clock){.mono_ns = machine_mono, .real_ns = machine_real};
 	t->dump = dump;
 	t->arg = arg;
 	t->clk_tck = sysconf(_SC_CLK_TCK);
@@ -652,8 +653,8 @@ void fr_triggers_stop(struct fr_triggers *t)
 		left = left > 0 ? (left + 999999) / 1000000 * 1000000 : 0;
 		fr_log_warn("session %s: the dump for %s (%s), due in %s, is dropped: the "
 			    "recorder is stopping",
-			    t->pending[i].session, t->pending[i].fire.kind, t->pending[i].fire.reason,
-			    trig_fmt_dur(left, a, sizeof(a)));
+			    t->pending[i].session, t->pending[i].fire.kind,
+			    t->pending[i].fire.reason, trig_fmt_dur(left, a, sizeof(a)));
 	}
 	engine_free(t);
 }

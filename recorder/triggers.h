@@ -40,17 +40,17 @@ struct fr_triggers;
 
 /* What fired, for the dump callback and the sidecar. */
 struct fr_trigger_fire {
-	const char *session;          /* session name */
-	uint32_t session_index;       /* index in the configuration in force */
-	uint32_t trigger_index;       /* index in the session's triggers */
+	const char *session;	/* session name */
+	uint32_t session_index; /* index in the configuration in force */
+	uint32_t trigger_index; /* index in the session's triggers */
 	const struct fr_config_trigger *trigger;
-	const char *kind;             /* "signal", "cpu_above", "exit" */
-	char reason[256];             /* e.g. "SIGUSR1", "cpu 93% >= 90% for 10s",
+	const char *kind;     /* "signal", "cpu_above", "exit" */
+	char reason[256];     /* e.g. "SIGUSR1", "cpu 93% >= 90% for 10s",
 				       * "pid 1234 (postgres) exited with status 3",
 				       * "pid 1234 (postgres) killed by SIGSEGV" */
-	int64_t fire_ns;              /* Unix ns the trigger fired */
-	int64_t t0_ns, t1_ns;         /* the window to dump */
-	uint32_t pid;                 /* exit: the process that exited; else 0 */
+	int64_t fire_ns;      /* Unix ns the trigger fired */
+	int64_t t0_ns, t1_ns; /* the window to dump */
+	uint32_t pid;	      /* exit: the process that exited; else 0 */
 };
 
 /* Writes the dump of `fire` and, when `path` is not NULL, its file name

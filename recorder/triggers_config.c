@@ -15,10 +15,13 @@
 
 static int targets_equal(const struct fr_config_session *a, const struct fr_config_session *b)
 {
-	if (a->targets.npids != b->targets.npids || a->targets.ncomms != b->targets.ncomms || strcmp(a->targets.cgroup, b->targets.cgroup) != 0 ||
-	    a->targets.has_uid != b->targets.has_uid || (a->targets.has_uid && a->targets.uid != b->targets.uid))
+	if (a->targets.npids != b->targets.npids || a->targets.ncomms != b->targets.ncomms ||
+	    strcmp(a->targets.cgroup, b->targets.cgroup) != 0 ||
+	    a->targets.has_uid != b->targets.has_uid ||
+	    (a->targets.has_uid && a->targets.uid != b->targets.uid))
 		return 0;
-	if (memcmp(a->targets.pids, b->targets.pids, a->targets.npids * sizeof(a->targets.pids[0])) != 0)
+	if (memcmp(a->targets.pids, b->targets.pids,
+		   a->targets.npids * sizeof(a->targets.pids[0])) != 0)
 		return 0;
 	for (uint32_t i = 0; i < a->targets.ncomms; i++)
 		if (strcmp(a->targets.comms[i], b->targets.comms[i]) != 0)
@@ -36,7 +39,7 @@ void trig_meter_free(struct cpu_meter *m)
 int trig_config_has_exit(const struct fr_config *cfg)
 {
 	uint32_t n = cfg->nsessions < FR_CONFIG_MAX_SESSIONS ? cfg->nsessions
-							       : FR_CONFIG_MAX_SESSIONS;
+							     : FR_CONFIG_MAX_SESSIONS;
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct fr_config_session *s = &cfg->sessions[i];
@@ -132,7 +135,7 @@ static void move_pending(struct fr_triggers *t, const struct fr_config_session *
 int trig_apply(struct fr_triggers *t, const struct fr_config *cfg)
 {
 	uint32_t n = cfg->nsessions < FR_CONFIG_MAX_SESSIONS ? cfg->nsessions
-							       : FR_CONFIG_MAX_SESSIONS;
+							     : FR_CONFIG_MAX_SESSIONS;
 	struct fr_config_session *sessions = calloc(n ? n : 1, sizeof(*sessions));
 	struct sess_state *state = calloc(n ? n : 1, sizeof(*state));
 

@@ -28,8 +28,6 @@ static uint64_t boot_ticks(const struct fr_triggers *t)
 	       (uint64_t)ts.tv_nsec * (uint64_t)t->clk_tck / NS_PER_S;
 }
 
-
-
 static int add_sample(struct cpu_meter *m, uint32_t pid, const struct fr_proc_stat *ps)
 {
 	if (m->nnext == m->cap_next) {
@@ -41,8 +39,8 @@ static int add_sample(struct cpu_meter *m, uint32_t pid, const struct fr_proc_st
 		m->next = n;
 		m->cap_next = cap;
 	}
-	m->next[m->nnext++] = (struct proc_sample){.pid = pid, .start = ps->start,
-						   .ticks = ps->ticks};
+	m->next[m->nnext++] =
+		(struct proc_sample){.pid = pid, .start = ps->start, .ticks = ps->ticks};
 	return 0;
 }
 
@@ -78,7 +76,8 @@ static uint64_t procs_delta(const struct cpu_meter *m)
 
 static int is_proc_session(const struct fr_config_session *s)
 {
-	return trig_has_kind(s, FR_TRIGGER_CPU_ABOVE) && (s->targets.npids || s->targets.ncomms || s->targets.has_uid);
+	return trig_has_kind(s, FR_TRIGGER_CPU_ABOVE) &&
+	       (s->targets.npids || s->targets.ncomms || s->targets.has_uid);
 }
 
 /* Adds process `pid` to the measurement of every session whose targets
@@ -111,8 +110,7 @@ static void sample_process(struct fr_triggers *t, uint32_t pid, const struct fr_
 	}
 }
 
-static void cpu_evaluate(struct fr_triggers *t, uint32_t si, double pct, int64_t start,
-			 int64_t end)
+static void cpu_evaluate(struct fr_triggers *t, uint32_t si, double pct, int64_t start, int64_t end)
 {
 	const struct fr_config_session *s = &t->sessions[si];
 
@@ -225,7 +223,8 @@ static int cgroup_use(const struct fr_triggers *t, const struct fr_config_sessio
 			fr_log_warn("session %s: cannot read the CPU use of "
 				    "cgroup %s (%s%s/cpu.stat: %s); its cpu_above "
 				    "triggers wait until it can be read",
-				    s->name, s->targets.cgroup, t->cgroot, s->targets.cgroup, strerror(-ret));
+				    s->name, s->targets.cgroup, t->cgroot, s->targets.cgroup,
+				    strerror(-ret));
 		m->warned = 1;
 		return -1;
 	}

@@ -20,8 +20,7 @@
 #include "core/util/log.h"
 
 /* Whether a process may be some exit trigger's target (fr_proc_keep_fn). */
-static int may_matter(void *arg, uint32_t pid, const char *comm, const char *cgroup,
-		      uint32_t uid)
+static int may_matter(void *arg, uint32_t pid, const char *comm, const char *cgroup, uint32_t uid)
 {
 	const struct fr_triggers *t = arg;
 

@@ -54,9 +54,9 @@ struct cpu_meter {
 	int valid; /* a previous measurement exists */
 	int warned;
 	int64_t mono;
-	uint64_t busy, total;   /* whole machine, /proc/stat ticks */
-	uint64_t usage_us;      /* cgroup */
-	uint64_t boot_ticks;    /* clock ticks after boot at `mono` */
+	uint64_t busy, total; /* whole machine, /proc/stat ticks */
+	uint64_t usage_us;    /* cgroup */
+	uint64_t boot_ticks;  /* clock ticks after boot at `mono` */
 	struct proc_sample *procs, *next;
 	uint32_t nprocs, nnext, cap_procs, cap_next;
 };
@@ -83,27 +83,27 @@ struct manual_run {
 
 struct fr_triggers {
 	pthread_t thread;
-	pthread_mutex_t lock;     /* guards everything below but the atomics */
+	pthread_mutex_t lock;	  /* guards everything below but the atomics */
 	pthread_mutex_t set_lock; /* one fr_triggers_set at a time */
-	pthread_cond_t synced;    /* sync_done moved */
+	pthread_cond_t synced;	  /* sync_done moved */
 	struct fr_trigger_clock clock;
 	fr_trigger_dump_fn dump;
 	void *arg;
 	int evfd;
-	int stop;                             /* atomic */
-	uint32_t sigcount[MAX_SIGNAL + 1];    /* atomic: forwarded, not handled */
+	int stop;			   /* atomic */
+	uint32_t sigcount[MAX_SIGNAL + 1]; /* atomic: forwarded, not handled */
 
 	struct fr_config_session *sessions;
 	struct sess_state *state;
 	uint32_t nsessions;
 	int has_cpu, has_exit, track_cgroup;
-	uint64_t gen;                  /* bumped by each configuration */
+	uint64_t gen;			/* bumped by each configuration */
 	struct fr_procwatch *watch_new; /* handed to the thread */
 	struct pending *pending;
 	uint32_t npending;
-	struct manual_run *manual;     /* dumps by hand being written */
-	uint64_t sync_req;             /* fr_triggers_sync() calls so far */
-	uint64_t sync_done;            /* those the thread has caught up with */
+	struct manual_run *manual; /* dumps by hand being written */
+	uint64_t sync_req;	   /* fr_triggers_sync() calls so far */
+	uint64_t sync_done;	   /* those the thread has caught up with */
 
 	/* The thread's own. */
 	struct fr_procwatch *watch;
@@ -134,8 +134,7 @@ int trig_find_session(const struct fr_triggers *t, const char *name);
 int64_t trig_window_of(const struct fr_config_trigger *tr);
 /* Trigger `ti` of session `si` fired: queues its dump unless it is in its
  * cooldown. */
-void trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reason,
-	       uint32_t pid);
+void trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reason, uint32_t pid);
 
 /* triggers_config.c */
 int trig_config_has_exit(const struct fr_config *cfg);

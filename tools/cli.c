@@ -30,8 +30,9 @@ int fr_cli_bad_option(const char *cmd, char **argv)
 	const char *arg = argv[optind - 1];
 
 	if (optopt && optopt < 256)
-		fprintf(stderr, "%s %s: option -%c is unknown or needs a value (see %s %s --help)\n",
-			prog, cmd, optopt, prog, cmd);
+		fprintf(stderr,
+			"%s %s: option -%c is unknown or needs a value (see %s %s --help)\n", prog,
+			cmd, optopt, prog, cmd);
 	else
 		fprintf(stderr, "%s %s: unknown option or missing value: %s (see %s %s --help)\n",
 			prog, cmd, arg, prog, cmd);
@@ -47,8 +48,8 @@ int fr_cli_connect(const char *path)
 		fprintf(stderr, "%s: no recorder listening at %s (is flightrecd running?)\n", prog,
 			path);
 	else if (fd == -EACCES || fd == -EPERM)
-		fprintf(stderr, "%s: not allowed to talk to the recorder at %s (run as root)\n", prog,
-			path);
+		fprintf(stderr, "%s: not allowed to talk to the recorder at %s (run as root)\n",
+			prog, path);
 	else if (fd < 0)
 		fprintf(stderr, "%s: cannot connect to %s: %s\n", prog, path, strerror(-fd));
 	return fd;
@@ -68,7 +69,9 @@ void fr_cli_report_call_error(int ret, const char *path, cJSON **resp)
 {
 	if (ret == -EPROTO) {
 		fprintf(stderr, "%s: the recorder at %s speaks another protocol version: %s\n",
-			prog, path, *resp && fr_cli_resp_error(*resp) ? fr_cli_resp_error(*resp) : "no details");
+			prog, path,
+			*resp && fr_cli_resp_error(*resp) ? fr_cli_resp_error(*resp)
+							  : "no details");
 		cJSON_Delete(*resp);
 		*resp = NULL;
 	} else if (ret == -EAGAIN) {
@@ -112,8 +115,8 @@ void fr_cli_print_summary(const char *out, uint64_t samples, uint64_t stacks, in
 {
 	char dur[32], size[32];
 
-	fprintf(stderr, "%s: wrote %s: %llu samples, %llu stacks, %s window at %u Hz (%s)\n",
-		prog, out, (unsigned long long)samples, (unsigned long long)stacks,
+	fprintf(stderr, "%s: wrote %s: %llu samples, %llu stacks, %s window at %u Hz (%s)\n", prog,
+		out, (unsigned long long)samples, (unsigned long long)stacks,
 		fr_format_duration(t1 - t0, dur, sizeof(dur)), hz,
 		fr_format_size_human(bytes, size, sizeof(size)));
 }
@@ -128,7 +131,9 @@ char *fr_cli_default_output_name(enum fr_profile_format format)
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
 	return asprintf(&name, "flightrec-%s-%s.%s", host, stamp,
-			format == FR_PROFILE_FOLDED ? "folded" : "pb.gz") < 0 ? NULL : name;
+			format == FR_PROFILE_FOLDED ? "folded" : "pb.gz") < 0
+		       ? NULL
+		       : name;
 }
 
 int fr_cli_output_open(struct fr_cli_output *o, const char *path)
@@ -315,15 +320,18 @@ void fr_cli_print_ring(const cJSON *ring, double lost)
 
 	printf("ring:     %s, %s in %.0f segments of %s; %.0f segments in use, %s of chunks "
 	       "(%.0f%%)\n",
-	       fr_cli_str(ring, "path"), fr_format_size_human((uint64_t)fr_cli_num(ring, "size"), size, sizeof(size)),
+	       fr_cli_str(ring, "path"),
+	       fr_format_size_human((uint64_t)fr_cli_num(ring, "size"), size, sizeof(size)),
 	       fr_cli_num(ring, "segments"),
 	       fr_format_size_human((uint64_t)fr_cli_num(ring, "segment_size"), seg, sizeof(seg)),
-	       fr_cli_num(ring, "segments_used"), fr_format_size_human((uint64_t)bytes, used, sizeof(used)),
+	       fr_cli_num(ring, "segments_used"),
+	       fr_format_size_human((uint64_t)bytes, used, sizeof(used)),
 	       fr_cli_num(ring, "size") > 0 ? 100.0 * bytes / fr_cli_num(ring, "size") : 0.0);
 	if (fr_cli_num(ring, "chunks") > 0) {
 		char span[64];
-		fr_cli_human_duration((int64_t)(fr_cli_num(ring, "newest_ns") - fr_cli_num(ring, "oldest_ns")), span,
-			       sizeof(span));
+		fr_cli_human_duration((int64_t)(fr_cli_num(ring, "newest_ns") -
+						fr_cli_num(ring, "oldest_ns")),
+				      span, sizeof(span));
 		printf("span:     %s .. %s (%s)\n",
 		       fr_format_time((int64_t)fr_cli_num(ring, "oldest_ns"), a, sizeof(a)),
 		       fr_format_time((int64_t)fr_cli_num(ring, "newest_ns"), b, sizeof(b)), span);
@@ -340,9 +348,11 @@ void fr_cli_print_ring(const cJSON *ring, double lost)
 
 		printf("journal:  %s; %.0f samples of the last seconds in %.0f chunks (%s), "
 		       "not yet merged\n",
-		       fr_format_size_human((uint64_t)fr_cli_num(ring, "journal_size"), js, sizeof(js)),
+		       fr_format_size_human((uint64_t)fr_cli_num(ring, "journal_size"), js,
+					    sizeof(js)),
 		       fr_cli_num(ring, "journal_samples"), fr_cli_num(ring, "journal_chunks"),
-		       fr_format_size_human((uint64_t)fr_cli_num(ring, "journal_bytes"), jb, sizeof(jb)));
+		       fr_format_size_human((uint64_t)fr_cli_num(ring, "journal_bytes"), jb,
+					    sizeof(jb)));
 	}
 	printf("damage:   %.0f corrupt chunks skipped\n", fr_cli_num(ring, "corrupt_chunks"));
 	{
@@ -371,10 +381,11 @@ void fr_cli_format_events(const cJSON *events, char *buf, size_t len)
 
 	buf[0] = '\0';
 	cJSON_ArrayForEach(e, events) {
-		int k = fr_cli_num(e, "hz") > 0 ? snprintf(buf + used, len - used, "%s%s@%.0fHz",
-						    used ? "," : "", fr_cli_str(e, "event"), fr_cli_num(e, "hz"))
-					 : snprintf(buf + used, len - used, "%s%s", used ? "," : "",
-						    fr_cli_str(e, "event"));
+		int k = fr_cli_num(e, "hz") > 0
+				? snprintf(buf + used, len - used, "%s%s@%.0fHz", used ? "," : "",
+					   fr_cli_str(e, "event"), fr_cli_num(e, "hz"))
+				: snprintf(buf + used, len - used, "%s%s", used ? "," : "",
+					   fr_cli_str(e, "event"));
 		if (k < 0 || (size_t)k >= len - used)
 			break;
 		used += (size_t)k;

@@ -91,7 +91,8 @@ static int attach_one(int sock, const char *socket_path, const struct fr_ipc_att
 	if (ret < 0 || fr_cli_resp_error(resp) ||
 	    fr_ipc_attach_reply_decode(resp, reply, err, sizeof(err)) < 0) {
 		if (ret == 0)
-			fprintf(stderr, "%s: %s\n", prog, fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
+			fprintf(stderr, "%s: %s\n", prog,
+				fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
 		fr_cli_output_commit(&out, 0);
 		ret = 1;
 		goto out;
@@ -101,8 +102,8 @@ static int attach_one(int sock, const char *socket_path, const struct fr_ipc_att
 		goto out;
 	for (uint32_t i = 0; i < reply->nwarnings; i++)
 		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
-	fr_cli_print_summary(path, reply->samples, reply->stacks, reply->t0_ns, reply->t1_ns, reply->hz,
-		      reply->bytes);
+	fr_cli_print_summary(path, reply->samples, reply->stacks, reply->t0_ns, reply->t1_ns,
+			     reply->hz, reply->bytes);
 	/* The profile is kept (it holds what the ring had), but a script
 	 * must not take it for the whole window. */
 	ret = reply->incomplete[0] ? 2 : 0;
@@ -139,8 +140,10 @@ static int follow_start(int sock, const char *socket_path, const struct fr_query
 	req = fr_ipc_consume_req_encode(&cq);
 	if (!req || !reply || fr_cli_call(sock, socket_path, req, -1, &resp) < 0)
 		goto out;
-	if (fr_cli_resp_error(resp) || fr_ipc_consume_reply_decode(resp, reply, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
+	if (fr_cli_resp_error(resp) ||
+	    fr_ipc_consume_reply_decode(resp, reply, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog,
+			fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
 		goto out;
 	}
 	*start_ns = reply->start_ns;
@@ -207,9 +210,10 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
 	ret = attach_one(sock, socket_path, ar, path);
 	if (ret == 0 || ret == 2) {
 		/* The exact window, for --from/--to of other queries. */
-		fprintf(stderr, "%s: window %" PRId64 ".%09" PRId64 " .. %" PRId64 ".%09" PRId64
-			" (Unix seconds)\n", prog, t0 / 1000000000, t0 % 1000000000,
-			t1 / 1000000000, t1 % 1000000000);
+		fprintf(stderr,
+			"%s: window %" PRId64 ".%09" PRId64 " .. %" PRId64 ".%09" PRId64
+			" (Unix seconds)\n",
+			prog, t0 / 1000000000, t0 % 1000000000, t1 / 1000000000, t1 % 1000000000);
 		printf("%s\n", path);
 		fflush(stdout);
 	}
@@ -266,20 +270,26 @@ static int follow_check(const struct fr_query_args *q)
 	const char *dir = q->out_s ? q->out_s : ".";
 
 	if (!q->window_s) {
-		fprintf(stderr, "%s attach: --follow takes --window DURATION (the length of "
-			"each profile), not --from/--to\n", prog);
+		fprintf(stderr,
+			"%s attach: --follow takes --window DURATION (the length of "
+			"each profile), not --from/--to\n",
+			prog);
 		return EXIT_USAGE;
 	}
 	/* The recorder waits at most this long (plus a minute) for a
 	 * follower's next request. */
 	if (q->window > FR_IPC_FOLLOW_WINDOW_MAX_NS) {
-		fprintf(stderr, "%s attach: --follow takes a --window of at most 1h, got "
-			"\"%s\"\n", prog, q->window_s);
+		fprintf(stderr,
+			"%s attach: --follow takes a --window of at most 1h, got "
+			"\"%s\"\n",
+			prog, q->window_s);
 		return EXIT_USAGE;
 	}
 	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "%s attach: --follow writes one file per window into a "
-			"directory; %s is not a directory\n", prog, dir);
+		fprintf(stderr,
+			"%s attach: --follow writes one file per window into a "
+			"directory; %s is not a directory\n",
+			prog, dir);
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -327,8 +337,10 @@ int fr_cmd_attach(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (count_s && fr_parse_u64(count_s, 1, 1000000000, &count) < 0) {
-		fprintf(stderr, "%s attach: --count: expected a number of windows of at least 1, "
-			"got \"%s\"\n", prog, count_s);
+		fprintf(stderr,
+			"%s attach: --count: expected a number of windows of at least 1, "
+			"got \"%s\"\n",
+			prog, count_s);
 		return EXIT_USAGE;
 	}
 	if (follow_mode && follow_check(&q))

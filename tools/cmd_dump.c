@@ -140,8 +140,10 @@ static int dump_session(const char *name, const char *window_s, const char *sock
 		goto out;
 	if (fr_cli_call(sock, socket_path, req, -1, &resp) < 0)
 		goto out;
-	if (fr_cli_resp_error(resp) || fr_ipc_dump_reply_decode(resp, reply, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
+	if (fr_cli_resp_error(resp) ||
+	    fr_ipc_dump_reply_decode(resp, reply, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog,
+			fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
 		goto out;
 	}
 	printf("%s\n", reply->path);
@@ -213,18 +215,23 @@ static int dump_check(struct dump_args *a)
 		return EXIT_USAGE;
 	}
 	if (!a->ring_s) {
-		fprintf(stderr, "%s dump: --ring FILE is required (the recorder's is "
-			"/var/lib/flightrec/ring)\n", prog);
+		fprintf(stderr,
+			"%s dump: --ring FILE is required (the recorder's is "
+			"/var/lib/flightrec/ring)\n",
+			prog);
 		return EXIT_USAGE;
 	}
 	if (a->json && !a->info) {
 		fprintf(stderr, "%s dump: --json goes with --info\n", prog);
 		return EXIT_USAGE;
 	}
-	if (a->info && (q->window_s || q->from_s || q->to_s || q->out_s || q->targets.npids || q->hz ||
-			q->format || q->nevents || q->targets.ncomms || q->targets.cgroup[0])) {
-		fprintf(stderr, "%s dump: --info takes no window, output, pid, rate or format "
-			"options\n", prog);
+	if (a->info &&
+	    (q->window_s || q->from_s || q->to_s || q->out_s || q->targets.npids || q->hz ||
+	     q->format || q->nevents || q->targets.ncomms || q->targets.cgroup[0])) {
+		fprintf(stderr,
+			"%s dump: --info takes no window, output, pid, rate or format "
+			"options\n",
+			prog);
 		return EXIT_USAGE;
 	}
 	if (!a->info && fr_query_finish("flightrec dump", q))
@@ -270,8 +277,7 @@ static int dump_request(struct fr_ring *ring, const char *ring_s, const struct f
 
 /* Writes the profile of `req` to `path` (atomically, for a file) and says
  * what it holds. Returns 0, or 1 after saying why not. */
-static int dump_write(struct fr_ring *ring, const struct fr_profile_request *req,
-		      const char *path)
+static int dump_write(struct fr_ring *ring, const struct fr_profile_request *req, const char *path)
 {
 	struct fr_cli_output out = {.fd = -1};
 	struct fr_cli_progress prog_line;
@@ -294,8 +300,7 @@ static int dump_write(struct fr_ring *ring, const struct fr_profile_request *req
 		return 1;
 	if (res.warning[0])
 		fprintf(stderr, "%s: warning: %s\n", prog, res.warning);
-	fr_cli_print_summary(path, res.samples_kept, res.stacks, req->t0, req->t1, res.hz,
-			     written);
+	fr_cli_print_summary(path, res.samples_kept, res.stacks, req->t0, req->t1, res.hz, written);
 	return 0;
 }
 
@@ -315,10 +320,13 @@ int fr_cmd_dump(int argc, char **argv)
 	if (status)
 		return status < 0 ? 0 : status;
 	if (a.session_s) {
-		if (a.ring_s || a.info || a.json || q->from_s || q->to_s || q->out_s || q->targets.npids ||
-		    q->hz || q->format || q->nevents || q->targets.ncomms || q->targets.cgroup[0]) {
-			fprintf(stderr, "%s dump: --session takes only --window and --socket (the "
-				"session says what to record and where the dump goes)\n", prog);
+		if (a.ring_s || a.info || a.json || q->from_s || q->to_s || q->out_s ||
+		    q->targets.npids || q->hz || q->format || q->nevents || q->targets.ncomms ||
+		    q->targets.cgroup[0]) {
+			fprintf(stderr,
+				"%s dump: --session takes only --window and --socket (the "
+				"session says what to record and where the dump goes)\n",
+				prog);
 			return EXIT_USAGE;
 		}
 		return dump_session(a.session_s, q->window_s, a.socket_s);

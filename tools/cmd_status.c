@@ -14,14 +14,13 @@ static const char *prog = FR_CLI_PROG;
 
 static void usage_status(FILE *f)
 {
-	fprintf(f,
-		"Usage: flightrec status [--json] [--socket PATH]\n"
-		"Show the recorder's version, uptime, events and rates, the ring's path, size,\n"
-		"use and span, and the samples stored and lost.\n"
-		"\n"
-		"  --json         print one JSON object (times in Unix ns, sizes in bytes)\n"
-		"  --socket PATH  the recorder's socket\n"
-		"  -h, --help     show this help\n");
+	fprintf(f, "Usage: flightrec status [--json] [--socket PATH]\n"
+		   "Show the recorder's version, uptime, events and rates, the ring's path, size,\n"
+		   "use and span, and the samples stored and lost.\n"
+		   "\n"
+		   "  --json         print one JSON object (times in Unix ns, sizes in bytes)\n"
+		   "  --socket PATH  the recorder's socket\n"
+		   "  -h, --help     show this help\n");
 }
 
 /* The ingest thread's progress: one line, louder when it is stuck. */
@@ -33,12 +32,15 @@ static void print_ingest(const cJSON *in)
 		return;
 	fr_format_time((int64_t)fr_cli_num(in, "last_drain_ns"), when, sizeof(when));
 	printf("ingest:   %s, last drain %s, %.0f stalls, %.0f flush timeouts\n",
-	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "stalled")) ? "STALLED" : "running",
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "stalled")) ? "STALLED"
+									     : "running",
 	       when, fr_cli_num(in, "stalls"), fr_cli_num(in, "flush_timeouts"));
 	if (fr_cli_num(in, "build_id_read_busy_ns") > 1e9) {
-		fr_cli_human_duration((int64_t)fr_cli_num(in, "build_id_read_busy_ns"), busy, sizeof(busy));
+		fr_cli_human_duration((int64_t)fr_cli_num(in, "build_id_read_busy_ns"), busy,
+				      sizeof(busy));
 		printf("files:    a build id read has taken %s (%.0f waiting); recording goes on "
-		       "without it\n", busy, fr_cli_num(in, "build_id_reads_pending"));
+		       "without it\n",
+		       busy, fr_cli_num(in, "build_id_reads_pending"));
 	}
 }
 
@@ -48,33 +50,39 @@ static void print_status(const cJSON *r)
 	char up[64];
 
 	fr_cli_human_duration((int64_t)fr_cli_num(r, "uptime_ns"), up, sizeof(up));
-	printf("flightrecd %s, pid %.0f, up %s (config: %s)\n", fr_cli_str(r, "version"), fr_cli_num(r, "pid"),
-	       up, fr_cli_str(r, "config"));
+	printf("flightrecd %s, pid %.0f, up %s (config: %s)\n", fr_cli_str(r, "version"),
+	       fr_cli_num(r, "pid"), up, fr_cli_str(r, "config"));
 	cJSON_ArrayForEach(ev, events) {
 		if (strcmp(fr_cli_str(ev, "state"), "recording") != 0) {
-			printf("event:    %s not recording: %s\n", fr_cli_str(ev, "event"), fr_cli_str(ev, "error"));
+			printf("event:    %s not recording: %s\n", fr_cli_str(ev, "event"),
+			       fr_cli_str(ev, "error"));
 			continue;
 		}
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "every_switch")))
 			printf("event:    %s at every context switch", fr_cli_str(ev, "event"));
 		else
-			printf("event:    %s at %.0f Hz", fr_cli_str(ev, "event"), fr_cli_num(ev, "hz"));
+			printf("event:    %s at %.0f Hz", fr_cli_str(ev, "event"),
+			       fr_cli_num(ev, "hz"));
 		printf(" on %.0f CPUs (%s stacks): %.0f samples, %.0f lost, %.0f throttled, "
-		       "%.0f truncated stacks\n", fr_cli_num(r, "cpus"), fr_cli_str(ev, "stacks"),
-		       fr_cli_num(ev, "samples"), fr_cli_num(ev, "lost"), fr_cli_num(ev, "throttled"),
+		       "%.0f truncated stacks\n",
+		       fr_cli_num(r, "cpus"), fr_cli_str(ev, "stacks"), fr_cli_num(ev, "samples"),
+		       fr_cli_num(ev, "lost"), fr_cli_num(ev, "throttled"),
 		       fr_cli_num(ev, "truncated_stacks"));
 	}
 	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(r, "consumers")) {
 		char wants[256];
 
-		fr_cli_format_events(cJSON_GetObjectItemCaseSensitive(ev, "events"), wants, sizeof(wants));
+		fr_cli_format_events(cJSON_GetObjectItemCaseSensitive(ev, "events"), wants,
+				     sizeof(wants));
 		printf("consumer: %s wants %s\n", fr_cli_str(ev, "name"), wants);
 	}
-	fr_cli_print_ring(cJSON_GetObjectItemCaseSensitive(r, "ring"), fr_cli_num(r, "samples_lost"));
+	fr_cli_print_ring(cJSON_GetObjectItemCaseSensitive(r, "ring"),
+			  fr_cli_num(r, "samples_lost"));
 	if (fr_cli_num(r, "chunks_dropped") > 0 || fr_cli_num(r, "write_errors") > 0)
 		printf("writes:   %.0f chunks dropped (disk too slow), %.0f write errors\n",
 		       fr_cli_num(r, "chunks_dropped"), fr_cli_num(r, "write_errors"));
-	printf("tracking: %.0f processes, %.0f threads\n", fr_cli_num(r, "processes"), fr_cli_num(r, "threads"));
+	printf("tracking: %.0f processes, %.0f threads\n", fr_cli_num(r, "processes"),
+	       fr_cli_num(r, "threads"));
 	print_ingest(cJSON_GetObjectItemCaseSensitive(r, "ingest"));
 }
 
@@ -100,8 +108,8 @@ int fr_cmd_status(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "%s status: unexpected argument \"%s\" (see %s status --help)\n", prog,
-			argv[optind], prog);
+		fprintf(stderr, "%s status: unexpected argument \"%s\" (see %s status --help)\n",
+			prog, argv[optind], prog);
 		return EXIT_USAGE;
 	}
 	status = fr_cli_simple_request("status", socket_s, &resp, &text);
@@ -120,15 +128,14 @@ int fr_cmd_status(int argc, char **argv)
 
 static void usage_sessions(FILE *f)
 {
-	fprintf(f,
-		"Usage: flightrec sessions [--json] [--socket PATH]\n"
-		"List the recorder's sessions (from its configuration): their events and\n"
-		"rates, targets, triggers and last dump, and the rate the recorder samples\n"
-		"at (the highest any session asks for, unless flightrecd --hz set it).\n"
-		"\n"
-		"  --json         print the recorder's reply as one JSON object\n"
-		"  --socket PATH  the recorder's socket\n"
-		"  -h, --help     show this help\n");
+	fprintf(f, "Usage: flightrec sessions [--json] [--socket PATH]\n"
+		   "List the recorder's sessions (from its configuration): their events and\n"
+		   "rates, targets, triggers and last dump, and the rate the recorder samples\n"
+		   "at (the highest any session asks for, unless flightrecd --hz set it).\n"
+		   "\n"
+		   "  --json         print the recorder's reply as one JSON object\n"
+		   "  --socket PATH  the recorder's socket\n"
+		   "  -h, --help     show this help\n");
 }
 
 int fr_cmd_sessions(int argc, char **argv)
@@ -154,8 +161,9 @@ int fr_cmd_sessions(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "%s sessions: unexpected argument \"%s\" (see %s sessions --help)\n",
-			prog, argv[optind], prog);
+		fprintf(stderr,
+			"%s sessions: unexpected argument \"%s\" (see %s sessions --help)\n", prog,
+			argv[optind], prog);
 		return EXIT_USAGE;
 	}
 	status = fr_cli_simple_request("sessions", socket_s, &resp, &text);
@@ -171,7 +179,8 @@ int fr_cmd_sessions(int argc, char **argv)
 		char events[256], last[64] = "never";
 		const cJSON *triggers = cJSON_GetObjectItemCaseSensitive(sess, "triggers");
 
-		fr_cli_format_events(cJSON_GetObjectItemCaseSensitive(sess, "events"), events, sizeof(events));
+		fr_cli_format_events(cJSON_GetObjectItemCaseSensitive(sess, "events"), events,
+				     sizeof(events));
 		char trig[256] = "";
 		const cJSON *tr;
 		size_t tused = 0;
@@ -192,9 +201,10 @@ int fr_cmd_sessions(int argc, char **argv)
 			tused += (size_t)k;
 		}
 		if (fr_cli_num(sess, "last_dump_ns") > 0)
-			fr_format_time((int64_t)fr_cli_num(sess, "last_dump_ns"), last, sizeof(last));
-		printf("%-20s %-24s %-16s %-10s %s\n", fr_cli_str(sess, "name"), events, fr_cli_str(sess, "targets"),
-		       trig[0] ? trig : "none", last);
+			fr_format_time((int64_t)fr_cli_num(sess, "last_dump_ns"), last,
+				       sizeof(last));
+		printf("%-20s %-24s %-16s %-10s %s\n", fr_cli_str(sess, "name"), events,
+		       fr_cli_str(sess, "targets"), trig[0] ? trig : "none", last);
 	}
 	{
 		const cJSON *ev;

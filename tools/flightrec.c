@@ -80,7 +80,8 @@ int main(int argc, char **argv)
 		return fr_cmd_sessions(argc, argv);
 	if (strcmp(cmd, "top") == 0)
 		return fr_top_main(argc, argv);
-	fprintf(stderr, "%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top; see %s --help)\n",
+	fprintf(stderr,
+		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }

@@ -26,8 +26,7 @@ static int parse_list(const char *cmd, const char *opt, const char *arg, const c
 		n++;
 	}
 	if (!ret && n == 0) {
-		fprintf(stderr, "%s: %s: expected %s, got \"%s\"\n", cmd, opt, example,
-			arg);
+		fprintf(stderr, "%s: %s: expected %s, got \"%s\"\n", cmd, opt, example, arg);
 		ret = EXIT_USAGE;
 	}
 	free(copy);
@@ -39,8 +38,9 @@ static int take_event(const char *cmd, const char *name, struct fr_query_args *q
 	int64_t id = fr_event_lookup(name);
 
 	if (id < 0) {
-		fprintf(stderr, "%s: --event: unknown event \"%s\" (accepted: " FR_EVENT_NAMES
-			")\n", cmd, name);
+		fprintf(stderr,
+			"%s: --event: unknown event \"%s\" (accepted: " FR_EVENT_NAMES ")\n", cmd,
+			name);
 		return -1;
 	}
 	for (uint32_t i = 0; i < q->nevents; i++) {
@@ -50,8 +50,7 @@ static int take_event(const char *cmd, const char *name, struct fr_query_args *q
 		}
 	}
 	if (q->nevents == FR_LIMIT_EVENTS) {
-		fprintf(stderr, "%s: --event: at most %d events\n", cmd,
-			FR_LIMIT_EVENTS);
+		fprintf(stderr, "%s: --event: at most %d events\n", cmd, FR_LIMIT_EVENTS);
 		return -1;
 	}
 	q->events[q->nevents++] = (uint32_t)id;
@@ -61,9 +60,10 @@ static int take_event(const char *cmd, const char *name, struct fr_query_args *q
 static int take_comm(const char *cmd, const char *name, struct fr_query_args *q)
 {
 	if (strlen(name) >= FR_LIMIT_COMM_LEN || q->targets.ncomms == FR_LIMIT_COMMS) {
-		fprintf(stderr, "%s: --comm: expected at most %d command names of at most %d "
-			"characters (as the kernel keeps them), got \"%s\"\n", cmd,
-			FR_LIMIT_COMMS, FR_LIMIT_COMM_LEN - 1, name);
+		fprintf(stderr,
+			"%s: --comm: expected at most %d command names of at most %d "
+			"characters (as the kernel keeps them), got \"%s\"\n",
+			cmd, FR_LIMIT_COMMS, FR_LIMIT_COMM_LEN - 1, name);
 		return -1;
 	}
 	snprintf(q->targets.comms[q->targets.ncomms++], FR_LIMIT_COMM_LEN, "%s", name);
@@ -84,34 +84,40 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 	case FR_OPT_PID:
 		ret = fr_parse_pid_list(arg, q->targets.pids, FR_LIMIT_PIDS, &q->targets.npids);
 		if (ret == -E2BIG)
-			fprintf(stderr, "%s: --pid: at most %d processes\n", cmd,
-				FR_LIMIT_PIDS);
+			fprintf(stderr, "%s: --pid: at most %d processes\n", cmd, FR_LIMIT_PIDS);
 		else if (ret < 0)
-			fprintf(stderr, "%s: --pid: expected process ids like 1234 or 1234,5678, "
-				"got \"%s\"\n", cmd, arg);
+			fprintf(stderr,
+				"%s: --pid: expected process ids like 1234 or 1234,5678, "
+				"got \"%s\"\n",
+				cmd, arg);
 		return ret < 0 ? EXIT_USAGE : 1;
 	case FR_OPT_HZ:
 		if (fr_parse_u64(arg, 1, 1000000, &q->hz) < 0) {
-			fprintf(stderr, "%s: --hz: expected a rate of 1..1000000 samples per "
-				"second, got \"%s\"\n", cmd, arg);
+			fprintf(stderr,
+				"%s: --hz: expected a rate of 1..1000000 samples per "
+				"second, got \"%s\"\n",
+				cmd, arg);
 			return EXIT_USAGE;
 		}
 		return 1;
 	case FR_OPT_EVENT:
 		q->nevents = 0;
 		return parse_list(cmd, "--event", arg, "event names like cpu or cpu,offcpu",
-				  take_event, q) ? EXIT_USAGE : 1;
+				  take_event, q)
+			       ? EXIT_USAGE
+			       : 1;
 	case FR_OPT_COMM:
 		q->targets.ncomms = 0;
 		return parse_list(cmd, "--comm", arg, "command names like postgres", take_comm, q)
-			       ? EXIT_USAGE : 1;
-	case FR_OPT_CHILDREN:
-		q->targets.children = 1;
-		return 1;
+			       ? EXIT_USAGE
+			       : 1;
+	case FR_OPT_CHILDREN: q->targets.children = 1; return 1;
 	case FR_OPT_CGROUP:
 		if (arg[0] != '/' || strlen(arg) >= FR_LIMIT_CGROUP_LEN) {
-			fprintf(stderr, "%s: --cgroup: expected a cgroup v2 path like "
-				"/system.slice/nginx.service, got \"%s\"\n", cmd, arg);
+			fprintf(stderr,
+				"%s: --cgroup: expected a cgroup v2 path like "
+				"/system.slice/nginx.service, got \"%s\"\n",
+				cmd, arg);
 			return EXIT_USAGE;
 		}
 		snprintf(q->targets.cgroup, sizeof(q->targets.cgroup), "%s", arg);
@@ -119,14 +125,15 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 	case FR_OPT_FORMAT:
 		ret = fr_profile_format_parse(arg);
 		if (ret < 0) {
-			fprintf(stderr, "%s: --format: expected one of " FR_PROFILE_FORMAT_NAMES
-				", got \"%s\"\n", cmd, arg);
+			fprintf(stderr,
+				"%s: --format: expected one of " FR_PROFILE_FORMAT_NAMES
+				", got \"%s\"\n",
+				cmd, arg);
 			return EXIT_USAGE;
 		}
 		q->format = (enum fr_profile_format)ret;
 		return 1;
-	default:
-		return 0;
+	default: return 0;
 	}
 }
 
@@ -143,8 +150,10 @@ int fr_query_finish(const char *cmd, struct fr_query_args *q)
 		return EXIT_USAGE;
 	}
 	if (!q->window_s && !q->from_s) {
-		fprintf(stderr, "%s: --window DURATION (or --from TIME) is required, "
-			"e.g. --window 60s\n", cmd);
+		fprintf(stderr,
+			"%s: --window DURATION (or --from TIME) is required, "
+			"e.g. --window 60s\n",
+			cmd);
 		return EXIT_USAGE;
 	}
 	if (q->to_s && !q->from_s) {
@@ -153,26 +162,31 @@ int fr_query_finish(const char *cmd, struct fr_query_args *q)
 	}
 	if (q->window_s) {
 		if (fr_parse_duration(q->window_s, &q->window) < 0) {
-			fprintf(stderr, "%s: --window: expected a duration like 500ms, 10s, 5m "
-				"or 1h, got \"%s\"\n", cmd, q->window_s);
+			fprintf(stderr,
+				"%s: --window: expected a duration like 500ms, 10s, 5m "
+				"or 1h, got \"%s\"\n",
+				cmd, q->window_s);
 			return EXIT_USAGE;
 		}
 		if (q->window <= 0) {
-			fprintf(stderr, "%s: --window: must be longer than zero, got \"%s\"\n",
-				cmd, q->window_s);
+			fprintf(stderr, "%s: --window: must be longer than zero, got \"%s\"\n", cmd,
+				q->window_s);
 			return EXIT_USAGE;
 		}
 	}
 	if (q->from_s && fr_parse_time(q->from_s, &q->from) < 0) {
-		fprintf(stderr, "%s: --from: expected RFC 3339 time like 2026-11-22T13:05:00Z "
-			"or Unix seconds, got \"%s\"\n", cmd, q->from_s);
+		fprintf(stderr,
+			"%s: --from: expected RFC 3339 time like 2026-11-22T13:05:00Z "
+			"or Unix seconds, got \"%s\"\n",
+			cmd, q->from_s);
 		return EXIT_USAGE;
 	}
 	if (q->to_s) {
 		if (fr_parse_time(q->to_s, &q->to) < 0) {
-			fprintf(stderr, "%s: --to: expected RFC 3339 time like "
-				"2026-11-22T13:06:00Z or Unix seconds, got \"%s\"\n", cmd,
-				q->to_s);
+			fprintf(stderr,
+				"%s: --to: expected RFC 3339 time like "
+				"2026-11-22T13:06:00Z or Unix seconds, got \"%s\"\n",
+				cmd, q->to_s);
 			return EXIT_USAGE;
 		}
 		if (q->to <= q->from) {

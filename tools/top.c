@@ -142,12 +142,13 @@ ssize_t fr_top_aggregate(const struct fr_pprof_data *d, size_t col, ssize_t samp
 		int leaf = 1;
 
 		for (size_t k = 0; k < sm->nloc; k++) {
-			const struct fr_pprof_rlocation *l = &d->locations[d->sample_locs[sm->loc + k]];
+			const struct fr_pprof_rlocation *l =
+				&d->locations[d->sample_locs[sm->loc + k]];
 			size_t nl = l->nline ? l->nline : 1;
 
 			for (size_t j = 0; j < nl; j++) {
-				uint32_t r = l->nline ? fn_row[d->line_funcs[l->line + j]] :
-					loc_row[l - d->locations];
+				uint32_t r = l->nline ? fn_row[d->line_funcs[l->line + j]]
+						      : loc_row[l - d->locations];
 
 				if (leaf) {
 					t.rows[r].flat += v;
@@ -234,7 +235,10 @@ static void sig3(double v, const char *unit, char *buf, size_t len)
  * bytes, the plain number otherwise. */
 static void format_value(int64_t v, const char *unit, char *buf, size_t len)
 {
-	static const struct { double scale; const char *name; } ns_units[] = {
+	static const struct {
+		double scale;
+		const char *name;
+	} ns_units[] = {
 		{3600e9, "h"}, {60e9, "m"}, {1e9, "s"}, {1e6, "ms"}, {1e3, "us"}, {1, "ns"},
 	};
 	double a = v < 0 ? -(double)v : (double)v;
@@ -300,8 +304,8 @@ static int print_top(const struct fr_pprof_data *d, size_t limit, int sort_cum)
 		return (int)n;
 	for (size_t s = 0; s < d->nsamples; s++) {
 		total += d->values[d->samples[s].val + col];
-		total_samples += samples_col >= 0 ?
-			d->values[d->samples[s].val + (size_t)samples_col] : 1;
+		total_samples +=
+			samples_col >= 0 ? d->values[d->samples[s].val + (size_t)samples_col] : 1;
 	}
 	if (n)
 		qsort(rows, (size_t)n, sizeof(*rows), sort_cum ? by_cum : by_flat);
@@ -319,8 +323,8 @@ static int print_top(const struct fr_pprof_data *d, size_t limit, int sort_cum)
 		format_value(rows[i].flat, unit, f, sizeof(f));
 		format_value(rows[i].cum, unit, c, sizeof(c));
 		printf("%10s %5.1f%% %10s %5.1f%% %9" PRId64 "  %s\n", f, pct(rows[i].flat, total),
-		       c, pct(rows[i].cum, total), sort_cum ? rows[i].cum_samples :
-		       rows[i].flat_samples, rows[i].name);
+		       c, pct(rows[i].cum, total),
+		       sort_cum ? rows[i].cum_samples : rows[i].flat_samples, rows[i].name);
 	}
 	free(rows);
 	free(names);
@@ -493,7 +497,8 @@ static int show_window(const struct fr_query_args *q, const char *socket_s, size
 	ret = fr_ipc_call(sock, req, fd, &resp);
 	if (ret == -EPROTO) {
 		fprintf(stderr, "%s: the recorder at %s speaks another protocol version: %s\n",
-			prog, socket_path, resp && resp_error(resp) ? resp_error(resp) : "no details");
+			prog, socket_path,
+			resp && resp_error(resp) ? resp_error(resp) : "no details");
 		goto out;
 	} else if (ret == -EAGAIN) {
 		fprintf(stderr, "%s: the recorder at %s did not answer in time\n", prog,
@@ -586,17 +591,24 @@ int fr_top_main(int argc, char **argv)
 			break;
 		case 'n':
 			if (fr_parse_u64(optarg, 1, 1000000, &limit) < 0) {
-				usage_error("-n: expected a count of 1..1000000, got \"%s\"", optarg);
+				usage_error("-n: expected a count of 1..1000000, got \"%s\"",
+					    optarg);
 				goto out;
 			}
 			break;
-		case 'h': usage(stdout); ret = 0; goto out;
+		case 'h':
+			usage(stdout);
+			ret = 0;
+			goto out;
 		default:
 			if (optopt && optopt < 256)
-				fprintf(stderr, "%s: option -%c is unknown or needs a value "
-					"(see flightrec top --help)\n", prog, optopt);
+				fprintf(stderr,
+					"%s: option -%c is unknown or needs a value "
+					"(see flightrec top --help)\n",
+					prog, optopt);
 			else
-				usage_error("unknown option or missing value: %s", argv[optind - 1]);
+				usage_error("unknown option or missing value: %s",
+					    argv[optind - 1]);
 			goto out;
 		}
 	}
@@ -612,8 +624,9 @@ int fr_top_main(int argc, char **argv)
 		goto out;
 	}
 	if (file) {
-		if (q->window_s || q->from_s || q->to_s || q->targets.npids || socket_s || q->nevents ||
-		    q->targets.ncomms || q->targets.cgroup[0] || q->hz || q->targets.children)
+		if (q->window_s || q->from_s || q->to_s || q->targets.npids || socket_s ||
+		    q->nevents || q->targets.ncomms || q->targets.cgroup[0] || q->hz ||
+		    q->targets.children)
 			usage_error("give either FILE or --window/--from, not both%s", "");
 		else
 			ret = show_file(file, (size_t)limit, sort_cum);

@@ -43,7 +43,7 @@
 /* Symbol addresses are kept apart from the rest (image->addrs) so the
  * binary search touches a dense array: a third of the cache lines. */
 struct fr_elf_sym {
-	uint64_t size; /* 0: extends to the next symbol */
+	uint64_t size;	  /* 0: extends to the next symbol */
 	const char *name; /* in one of image->arenas */
 };
 
@@ -103,8 +103,8 @@ static int note_find_build_id(Elf_Data *d, uint8_t *out, size_t cap)
 	while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
 		const char *nm = (const char *)d->d_buf + name_off;
 
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-		    memcmp(nm, "GNU", 4) == 0 && nh.n_descsz > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(nm, "GNU", 4) == 0 &&
+		    nh.n_descsz > 0) {
 			if (nh.n_descsz > cap)
 				return -ENOSPC;
 			memcpy(out, (const char *)d->d_buf + desc_off, nh.n_descsz);
@@ -220,12 +220,9 @@ static int cand_push(struct cand_vec *cv, const struct cand *c)
 static unsigned bind_rank(unsigned bind)
 {
 	switch (bind) {
-	case STB_GLOBAL:
-		return 0;
-	case STB_WEAK:
-		return 1;
-	default:
-		return 2;
+	case STB_GLOBAL: return 0;
+	case STB_WEAK: return 1;
+	default: return 2;
 	}
 }
 
@@ -257,8 +254,7 @@ static int cand_cmp(const void *pa, const void *pb)
 
 /* Appends the function symbols of every symbol table of `type` in `elf`.
  * Returns the number of tables read, or -ENOMEM. */
-static int collect_symbols(Elf *elf, uint64_t fsize, unsigned type, bool arm,
-			   struct cand_vec *cv)
+static int collect_symbols(Elf *elf, uint64_t fsize, unsigned type, bool arm, struct cand_vec *cv)
 {
 	Elf_Scn *scn = NULL;
 	int tables = 0;
@@ -421,7 +417,7 @@ static Elf *open_debug_file(const struct fr_elf_image *img, const char *root, in
 
 int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root)
 {
-	struct cand_vec cv = { 0 };
+	struct cand_vec cv = {0};
 	int dbg_fd = -1, ret = 0;
 	uint64_t dbg_size = 0;
 	Elf *e;
@@ -445,7 +441,7 @@ out:
 
 int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size)
 {
-	struct cand_vec cv = { 0 };
+	struct cand_vec cv = {0};
 	Elf *elf, *dbg = NULL;
 	int dbg_fd = -1, ret = 0, tables;
 	uint64_t dbg_size = 0;
@@ -462,15 +458,13 @@ int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size)
 	ret = image_read_loads(img, elf);
 	if (ret < 0)
 		goto out;
-	ret = elf_read_build_id(elf, size, img->build_id,
-				sizeof(img->build_id));
+	ret = elf_read_build_id(elf, size, img->build_id, sizeof(img->build_id));
 	img->build_id_len = ret > 0 ? (size_t)ret : 0;
 
 	/* .dynsym is merged with .symtab rather than used only as a fallback:
 	 * it costs little and covers binaries whose .symtab was trimmed. */
 	tables = collect_symbols(elf, size, SHT_SYMTAB, img->arm, &cv);
-	if (tables < 0 ||
-	    (ret = collect_symbols(elf, size, SHT_DYNSYM, img->arm, &cv)) < 0) {
+	if (tables < 0 || (ret = collect_symbols(elf, size, SHT_DYNSYM, img->arm, &cv)) < 0) {
 		ret = -ENOMEM;
 		goto out;
 	}

@@ -47,7 +47,7 @@ struct fr_elf_image {
 	struct fr_elf_load *loads;
 	size_t nloads;
 	struct fr_elf_arena *arenas; /* the names, newest first */
-	bool arm; /* Thumb bit in symbol values */
+	bool arm;		     /* Thumb bit in symbol values */
 	/* No .symtab, and no debug file with the build id under the host's
 	 * /usr/lib/debug/.build-id: one may still lie inside a process's root. */
 	bool debug_missing;

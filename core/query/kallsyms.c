@@ -24,14 +24,14 @@
 #define KSYM_TAIL_MAX (64 * 1024)
 
 /* Kernel symbol flags. */
-#define KSYM_LOCAL 0x1 /* t, w */
+#define KSYM_LOCAL 0x1	/* t, w */
 #define KSYM_MARKER 0x2 /* section boundary label, not a function */
-#define KSYM_END 0x4 /* end of a text section: nothing lies here */
+#define KSYM_END 0x4	/* end of a text section: nothing lies here */
 
 struct ksym {
 	uint64_t addr;
 	const char *name; /* in kernel.buf */
-	uint32_t module; /* 0: core kernel, else one id per module */
+	uint32_t module;  /* 0: core kernel, else one id per module */
 	uint32_t flags;
 };
 
@@ -42,7 +42,7 @@ struct ksym {
 #define KERNEL_TTL_NS (30 * 1000000000LL)
 
 struct fr_kallsyms {
-	int refs;    /* under kernel_lock */
+	int refs; /* under kernel_lock */
 	char *path;
 	int64_t loaded_ns;
 	int err;
@@ -54,7 +54,6 @@ struct fr_kallsyms {
 
 static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fr_kallsyms *kernel_cache;
-
 
 static int read_whole(const char *path, char **out, size_t *len_out)
 {

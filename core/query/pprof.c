@@ -309,8 +309,8 @@ static int index_init(struct index_table *t)
 
 /* Doubles the table when `count` entries would fill more than half of it;
  * `hash_of` gives the stored hash of a 1-based entry. */
-static int index_grow(struct index_table *t, uint32_t count, const void *entries,
-		      size_t entry_size, size_t hash_offset)
+static int index_grow(struct index_table *t, uint32_t count, const void *entries, size_t entry_size,
+		      size_t hash_offset)
 {
 	uint32_t new_size, new_mask, i, j, h;
 	uint32_t *slots;
@@ -469,7 +469,7 @@ struct fr_pprof *fr_pprof_new(int gzip_level, fr_write_fn sink, void *arg)
 	if (!p->strs)
 		goto err;
 	/* Index 0 is "", stored in the table so lookups of "" find it. */
-	p->strs[0] = (struct str_entry){ .ptr = "", .len = 0, .hash = hash_bytes("", 0) };
+	p->strs[0] = (struct str_entry){.ptr = "", .len = 0, .hash = hash_bytes("", 0)};
 	p->str_index.slots[p->strs[0].hash & p->str_index.mask] = 1;
 	p->nstrs = 1;
 	emit_string(p, "", 0);
@@ -577,17 +577,15 @@ void fr_pprof_comment(struct fr_pprof *p, const char *text)
 	commit(p, start, w, n);
 }
 
-uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start_addr, uint64_t limit,
-			  uint64_t offset, const char *file, const char *build_id,
-			  int has_functions)
+uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start_addr, uint64_t limit, uint64_t offset,
+			  const char *file, const char *build_id, int has_functions)
 {
 	uint64_t id = ++p->nmappings;
 	uint32_t f = intern_cstr(p, file);
 	uint32_t b = intern_cstr(p, build_id);
 	size_t body = varint_field_size(id) + varint_field_size(start_addr) +
-		      varint_field_size(limit) + varint_field_size(offset) +
-		      varint_field_size(f) + varint_field_size(b) +
-		      varint_field_size(has_functions ? 1 : 0);
+		      varint_field_size(limit) + varint_field_size(offset) + varint_field_size(f) +
+		      varint_field_size(b) + varint_field_size(has_functions ? 1 : 0);
 	size_t n = len_field_size(body);
 	uint8_t *start = reserve(p, n), *w;
 
@@ -622,8 +620,8 @@ static void emit_function(struct fr_pprof *p, uint64_t id, const struct func_ent
 	commit(p, start, w, n);
 }
 
-uint64_t fr_pprof_function(struct fr_pprof *p, const char *name,
-			   const char *system_name, const char *filename)
+uint64_t fr_pprof_function(struct fr_pprof *p, const char *name, const char *system_name,
+			   const char *filename)
 {
 	struct func_entry key, *e;
 	uint32_t i, id;
@@ -692,8 +690,8 @@ static size_t label_body_size(const struct label_idx *l)
 }
 
 void fr_pprof_sample(struct fr_pprof *p, const uint64_t *locations, size_t nlocations,
-		     const int64_t *values, size_t nvalues,
-		     const struct fr_pprof_label *labels, size_t nlabels)
+		     const int64_t *values, size_t nvalues, const struct fr_pprof_label *labels,
+		     size_t nlabels)
 {
 	size_t loc_len = 0, val_len = 0, body = 0, n, i;
 	uint8_t *start, *w;

@@ -47,14 +47,13 @@ void fr_pprof_comment(struct fr_pprof *p, const char *text);
 
 /* Adds a mapping and returns its id (ids start at 1). `build_id` is the hex
  * string or NULL. */
-uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start, uint64_t limit,
-			  uint64_t offset, const char *file, const char *build_id,
-			  int has_functions);
+uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start, uint64_t limit, uint64_t offset,
+			  const char *file, const char *build_id, int has_functions);
 
 /* Returns the id of the function (name, system_name, filename), adding it
  * on first use (ids start at 1). system_name and filename may be NULL. */
-uint64_t fr_pprof_function(struct fr_pprof *p, const char *name,
-			   const char *system_name, const char *filename);
+uint64_t fr_pprof_function(struct fr_pprof *p, const char *name, const char *system_name,
+			   const char *filename);
 
 /* Adds a location and returns its id (ids start at 1). `mapping_id` 0 for
  * none; `function_id` 0 for an unsymbolized address. */
@@ -70,8 +69,8 @@ struct fr_pprof_label {
 
 /* Adds a sample: location ids leaf first, one value per sample type. */
 void fr_pprof_sample(struct fr_pprof *p, const uint64_t *locations, size_t nlocations,
-		     const int64_t *values, size_t nvalues,
-		     const struct fr_pprof_label *labels, size_t nlabels);
+		     const int64_t *values, size_t nvalues, const struct fr_pprof_label *labels,
+		     size_t nlabels);
 
 /* Writes everything still pending and the gzip trailer. Returns 0 or the
  * first -errno of the whole profile (allocation or sink failure); after

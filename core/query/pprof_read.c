@@ -141,19 +141,19 @@ struct raw_mapping {
 };
 
 struct reader {
-	struct vec strings;   /* char * */
-	struct vec types;     /* uint64_t pairs: type, unit string index */
-	struct vec samples;   /* struct fr_pprof_rsample */
-	struct vec locs;      /* uint64_t location ids, then indices */
-	struct vec values;    /* int64_t as uint64_t */
-	struct vec labels;    /* struct raw_label */
-	struct vec locations; /* struct fr_pprof_rlocation */
-	struct vec loc_maps;  /* uint64_t mapping id per location, read order */
-	struct vec funcs;     /* uint64_t function ids, then indices */
-	struct vec functions; /* struct fr_pprof_rfunction */
-	struct vec names;     /* uint64_t name string index per function */
-	struct vec mappings;  /* struct raw_mapping */
-	struct vec comments;  /* uint64_t string indices */
+	struct vec strings;	 /* char * */
+	struct vec types;	 /* uint64_t pairs: type, unit string index */
+	struct vec samples;	 /* struct fr_pprof_rsample */
+	struct vec locs;	 /* uint64_t location ids, then indices */
+	struct vec values;	 /* int64_t as uint64_t */
+	struct vec labels;	 /* struct raw_label */
+	struct vec locations;	 /* struct fr_pprof_rlocation */
+	struct vec loc_maps;	 /* uint64_t mapping id per location, read order */
+	struct vec funcs;	 /* uint64_t function ids, then indices */
+	struct vec functions;	 /* struct fr_pprof_rfunction */
+	struct vec names;	 /* uint64_t name string index per function */
+	struct vec mappings;	 /* struct raw_mapping */
+	struct vec comments;	 /* uint64_t string indices */
 	uint64_t period_type[2]; /* type, unit string index */
 	int has_period_type;
 	int64_t period;
@@ -266,8 +266,11 @@ static int read_location(struct reader *r, struct pb *b)
 	l = vec_push(&r->locations, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	*l = (struct fr_pprof_rlocation){.id = id, .address = address, .line = first,
-					 .nline = r->funcs.n - first, .mapping = -1};
+	*l = (struct fr_pprof_rlocation){.id = id,
+					 .address = address,
+					 .line = first,
+					 .nline = r->funcs.n - first,
+					 .mapping = -1};
 	return vec_push_u64(&r->loc_maps, mapping);
 }
 
@@ -412,20 +415,23 @@ static int read_profile(struct reader *r, struct pb *b)
 		if (pb_tag(b, &field, &wt) < 0)
 			return -EBADMSG;
 		switch (field) {
-		case 1: case 2: case 3: case 4: case 5: case 6: case 11:
+		case 1:
+		case 2:
+		case 3:
+		case 4:
+		case 5:
+		case 6:
+		case 11:
 			if (wt != 2 || pb_bytes(b, &sub) < 0)
 				return -EBADMSG;
 			ret = read_message(r, field, &sub);
 			break;
-		case 9: case 10: case 12: case 14:
-			ret = read_scalar(r, field, b, wt);
-			break;
-		case 13:
-			ret = read_repeated(b, wt, &r->comments);
-			break;
-		default:
-			ret = pb_skip(b, wt);
-			break;
+		case 9:
+		case 10:
+		case 12:
+		case 14: ret = read_scalar(r, field, b, wt); break;
+		case 13: ret = read_repeated(b, wt, &r->comments); break;
+		default: ret = pb_skip(b, wt); break;
 		}
 		if (ret < 0)
 			return ret;
@@ -524,7 +530,8 @@ static int resolve_mappings(struct reader *r, struct fr_pprof_data *d)
 	for (size_t i = 0; i < n; i++) {
 		struct fr_pprof_rmapping *m = &d->mappings[i];
 
-		*m = (struct fr_pprof_rmapping){.id = raw[i].id, .memory_start = raw[i].start,
+		*m = (struct fr_pprof_rmapping){.id = raw[i].id,
+						.memory_start = raw[i].start,
 						.memory_limit = raw[i].limit,
 						.file_offset = raw[i].offset};
 		if (string_at(r, raw[i].file, &m->filename) < 0 ||
@@ -654,9 +661,8 @@ static int resolve_header(struct reader *r, struct fr_pprof_data *d)
 	for (size_t i = 0; i < r->comments.n; i++)
 		if (string_at(r, comments[i], &d->comments[i]) < 0)
 			return -EBADMSG;
-	if (r->has_period_type &&
-	    (string_at(r, r->period_type[0], &d->period_type.type) < 0 ||
-	     string_at(r, r->period_type[1], &d->period_type.unit) < 0))
+	if (r->has_period_type && (string_at(r, r->period_type[0], &d->period_type.type) < 0 ||
+				   string_at(r, r->period_type[1], &d->period_type.unit) < 0))
 		return -EBADMSG;
 	return 0;
 }

@@ -93,8 +93,7 @@ static int load(struct fr_ring *ring, const struct fr_ring_ref *ref, struct fr_c
 
 /* Checks the request and sets up the events and the cgroup of `b`.
  * Returns 0, or -EINVAL with a message in `err`. */
-static int setup_request(struct builder *b, struct fr_profile_result *res, char *err,
-			 size_t errlen)
+static int setup_request(struct builder *b, struct fr_profile_result *res, char *err, size_t errlen)
 {
 	const struct fr_profile_request *req = b->req;
 	size_t n;
@@ -135,8 +134,8 @@ static int setup_request(struct builder *b, struct fr_profile_result *res, char 
 		if (strnlen(req->targets.comms[i], FR_LIMIT_COMM_LEN) == FR_LIMIT_COMM_LEN) {
 			snprintf(err, errlen,
 				 "command name \"%.*s...\" is longer than the %d characters the "
-				 "kernel keeps", FR_LIMIT_COMM_LEN, req->targets.comms[i],
-				 FR_LIMIT_COMM_LEN - 1);
+				 "kernel keeps",
+				 FR_LIMIT_COMM_LEN, req->targets.comms[i], FR_LIMIT_COMM_LEN - 1);
 			return -EINVAL;
 		}
 	}
@@ -144,7 +143,8 @@ static int setup_request(struct builder *b, struct fr_profile_result *res, char 
 	if (n == FR_LIMIT_CGROUP_LEN || (n && req->targets.cgroup[0] != '/')) {
 		snprintf(err, errlen,
 			 "the cgroup must be a cgroup v2 path such as /system.slice/nginx.service, "
-			 "at most %d characters", FR_LIMIT_CGROUP_LEN - 1);
+			 "at most %d characters",
+			 FR_LIMIT_CGROUP_LEN - 1);
 		return -EINVAL;
 	}
 	return 0;
@@ -218,8 +218,8 @@ static void put_chunk(const struct window *w, size_t r, struct fr_chunk *c)
  * children, the parents of its processes first, then the rates over the
  * extended targets. Keeps decoded chunks in the cache while they fit.
  * Returns 0, -ECANCELED or -ENOMEM with a message in `err`. */
-static int read_rates(struct builder *b, struct window *w, struct fr_profile_result *res,
-		      char *err, size_t errlen)
+static int read_rates(struct builder *b, struct window *w, struct fr_profile_result *res, char *err,
+		      size_t errlen)
 {
 	const struct fr_profile_request *req = b->req;
 	size_t cache_cap = req->cache_bytes ? req->cache_bytes : FR_PROFILE_CACHE_DEFAULT;
@@ -326,7 +326,8 @@ static int64_t coverage(struct fr_ring *ring, const struct fr_profile_request *r
 			 "the profile covers the last %s",
 			 fr_format_duration(req->t1 - req->t0, a, sizeof(a)),
 			 fr_format_time(st.oldest_ns, bb, sizeof(bb)),
-			 fr_format_duration((req->t1 - eff_t0) / 1000000 * 1000000, dur, sizeof(dur)));
+			 fr_format_duration((req->t1 - eff_t0) / 1000000 * 1000000, dur,
+					    sizeof(dur)));
 	}
 	return eff_t0;
 }
@@ -368,9 +369,8 @@ out:
 	return ret;
 }
 
-int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
-		     fr_write_fn sink, void *sink_arg, struct fr_profile_result *res,
-		     char *err, size_t errlen)
+int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req, fr_write_fn sink,
+		     void *sink_arg, struct fr_profile_result *res, char *err, size_t errlen)
 {
 	struct builder b;
 	struct window w = {.ring = ring};

@@ -100,16 +100,16 @@ int fr_profile_format_parse(const char *name);
  * root (never from what the request says), and from a session's
  * targets.uid; the profile says so in a comment. */
 struct fr_profile_request {
-	int64_t t0, t1;       /* window, Unix ns */
-	uint32_t nevents;     /* 0: cpu only */
+	int64_t t0, t1;			  /* window, Unix ns */
+	uint32_t nevents;		  /* 0: cpu only */
 	uint32_t events[FR_LIMIT_EVENTS]; /* distinct ids; value columns in this order */
 	struct fr_targets targets;
-	uint32_t hz;          /* wanted rate of every rate-sampled event; 0: as collected */
+	uint32_t hz;	      /* wanted rate of every rate-sampled event; 0: as collected */
 	const char *version;  /* recorder version for the comment */
 	const char *kallsyms; /* NULL: /proc/kallsyms */
-	int cpu_label;        /* add a "cpu" label to samples (pprof only) */
+	int cpu_label;	      /* add a "cpu" label to samples (pprof only) */
 	enum fr_profile_format format;
-	const char *note;     /* non-NULL: one more comment, e.g. why the
+	const char *note; /* non-NULL: one more comment, e.g. why the
 			       * profile may end early */
 	/* Decoded chunks kept between the two passes (the rest are decoded
 	 * again); 0: FR_PROFILE_CACHE_DEFAULT. A caller under a memory
@@ -126,26 +126,26 @@ struct fr_profile_request {
 /* What a profile says about one of its events. */
 struct fr_profile_event_result {
 	uint32_t event;
-	uint32_t hz;              /* rate of this event in the profile; 0 offcpu */
-	uint32_t min_rate, max_rate; /* collection rates seen in the window */
-	uint64_t samples_seen;    /* in the window and target */
-	uint64_t samples_kept;    /* after downsampling */
+	uint32_t hz;			     /* rate of this event in the profile; 0 offcpu */
+	uint32_t min_rate, max_rate;	     /* collection rates seen in the window */
+	uint64_t samples_seen;		     /* in the window and target */
+	uint64_t samples_kept;		     /* after downsampling */
 	uint64_t lost, throttled, truncated; /* kernel counters in the window */
 };
 
 struct fr_profile_result {
-	uint32_t nevents;         /* == the request's (1 when it named none) */
+	uint32_t nevents; /* == the request's (1 when it named none) */
 	struct fr_profile_event_result events[FR_LIMIT_EVENTS];
-	uint64_t chunks;          /* chunks read */
-	uint64_t chunks_skipped;  /* damaged or overwritten while reading */
-	uint64_t samples_seen;    /* in the window and target */
-	uint64_t samples_kept;    /* after downsampling */
-	uint64_t stacks;          /* distinct pprof samples (folded: lines) written */
-	uint64_t lost;            /* records the kernel lost in the window (all events) */
-	uint32_t hz;              /* rate of the first event of the profile */
-	int64_t covered_t0;       /* first time the ring has data for */
-	uint64_t bytes;           /* bytes written */
-	char warning[512];        /* non-empty: say this to the user */
+	uint64_t chunks;	 /* chunks read */
+	uint64_t chunks_skipped; /* damaged or overwritten while reading */
+	uint64_t samples_seen;	 /* in the window and target */
+	uint64_t samples_kept;	 /* after downsampling */
+	uint64_t stacks;	 /* distinct pprof samples (folded: lines) written */
+	uint64_t lost;		 /* records the kernel lost in the window (all events) */
+	uint32_t hz;		 /* rate of the first event of the profile */
+	int64_t covered_t0;	 /* first time the ring has data for */
+	uint64_t bytes;		 /* bytes written */
+	char warning[512];	 /* non-empty: say this to the user */
 };
 
 /* What building the profile for `req` may take in memory, in bytes, from
@@ -165,9 +165,8 @@ int64_t fr_profile_estimate(struct fr_ring *ring, const struct fr_profile_reques
  * characters or more, a cgroup that is not an absolute path of at most
  * FR_LIMIT_CGROUP_LEN - 1 characters; -ENOMEM; the ring's or the sink's
  * -errno. */
-int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
-		     fr_write_fn sink, void *sink_arg, struct fr_profile_result *res,
-		     char *err, size_t errlen);
+int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req, fr_write_fn sink,
+		     void *sink_arg, struct fr_profile_result *res, char *err, size_t errlen);
 
 /* Bounds on the output of fr_profile_write_fd(), as
  * fr_uring_writer_limit() applies them: when `fd` is not a regular file,

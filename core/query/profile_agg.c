@@ -161,8 +161,8 @@ static uint64_t sample_hash_of(void *ctx, uint32_t i)
 
 /* Locations of stack `sid` of chunk `c`, memoized per chunk in the arena.
  * Returns 0 or -ENOMEM. */
-static int stack_locations(struct builder *b, const struct fr_chunk *c, uint32_t sid,
-			   uint64_t *off, uint32_t *n)
+static int stack_locations(struct builder *b, const struct fr_chunk *c, uint32_t sid, uint64_t *off,
+			   uint32_t *n)
 {
 	const struct fr_chunk_stack *st = &c->stacks[sid];
 
@@ -294,9 +294,16 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 		b->cells = cells;
 	}
 	b->samples[b->nsamples] = (struct gsample){
-		.pid = c->pid[i], .tid = c->tid[i], .cpu = cpu,
-		.comm = (uint32_t)comm, .thread = (uint32_t)thread, .cgroup = cgroup,
-		.nlocs = nlocs, .locs = off, .count = 1, .hash = h,
+		.pid = c->pid[i],
+		.tid = c->tid[i],
+		.cpu = cpu,
+		.comm = (uint32_t)comm,
+		.thread = (uint32_t)thread,
+		.cgroup = cgroup,
+		.nlocs = nlocs,
+		.locs = off,
+		.count = 1,
+		.hash = h,
 	};
 	memset(&b->cells[(size_t)b->nsamples * b->nev], 0, b->nev * sizeof(*b->cells));
 	cell_add(&b->cells[(size_t)b->nsamples * b->nev + e], c->weight[i], c->rate_hz[i],

@@ -99,8 +99,8 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 				m->has_functions = 1;
 			} else {
 				const char *base = strrchr(m->path, '/');
-				snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base ? base + 1 : m->path,
-					 l->addr - m->start + m->pgoff);
+				snprintf(buf, sizeof(buf), "%s+0x%" PRIx64,
+					 base ? base + 1 : m->path, l->addr - m->start + m->pgoff);
 			}
 		} else {
 			snprintf(buf, sizeof(buf), "[unknown] 0x%" PRIx64, l->addr);
@@ -319,11 +319,13 @@ static void rate_comments(struct builder *b, struct fr_pprof *p, struct fr_profi
 				 g->target);
 		else if (!fr_event_has_rate(g->id))
 			snprintf(line, sizeof(line),
-				 "%s: every context switch, value = nanoseconds switched out", g->name);
+				 "%s: every context switch, value = nanoseconds switched out",
+				 g->name);
 		else if (g->target)
 			snprintf(line, sizeof(line),
 				 "%s sampled at %u Hz (frequency mode, per CPU; value = %s counted, "
-				 "scaled up where downsampled)", g->name, g->target, g->name);
+				 "scaled up where downsampled)",
+				 g->name, g->target, g->name);
 		else
 			snprintf(line, sizeof(line), "%s: no samples in this window", g->name);
 		comment(p, line);
@@ -339,13 +341,14 @@ static void rate_comments(struct builder *b, struct fr_pprof *p, struct fr_profi
 				snprintf(line, sizeof(line),
 					 "%s: downsampled: part of the window was collected at %u Hz, "
 					 "below the requested %u Hz, so all of %s is at %u Hz "
-					 "(downsampled from up to %u Hz)", g->name, er->min_rate,
-					 b->req->hz, g->name, g->target, er->max_rate);
+					 "(downsampled from up to %u Hz)",
+					 g->name, er->min_rate, b->req->hz, g->name, g->target,
+					 er->max_rate);
 			else
 				snprintf(line, sizeof(line),
 					 "%s: the window was collected at %u Hz, below the requested "
-					 "%u Hz, so %s is at %u Hz", g->name, er->min_rate, b->req->hz,
-					 g->name, g->target);
+					 "%u Hz, so %s is at %u Hz",
+					 g->name, er->min_rate, b->req->hz, g->name, g->target);
 			comment(p, line);
 			if (!res->warning[0])
 				snprintf(res->warning, sizeof(res->warning), "%s", line);
@@ -369,20 +372,24 @@ static void loss_comments(const struct builder *b, struct fr_pprof *p)
 		if (er->lost) {
 			snprintf(line, sizeof(line),
 				 "%s: %" PRIu64 " samples lost by the kernel in this window (the "
-				 "recorder fell behind)", g->name, er->lost);
+				 "recorder fell behind)",
+				 g->name, er->lost);
 			comment(p, line);
 		}
 		if (er->throttled) {
 			snprintf(line, sizeof(line),
-				 "%s: the kernel throttled sampling %" PRIu64 " times in this window "
-				 "(too many samples per second; some are missing)", g->name,
-				 er->throttled);
+				 "%s: the kernel throttled sampling %" PRIu64
+				 " times in this window "
+				 "(too many samples per second; some are missing)",
+				 g->name, er->throttled);
 			comment(p, line);
 		}
 		if (er->truncated) {
 			snprintf(line, sizeof(line),
-				 "%s: %" PRIu64 " stacks were truncated at %d frames (their outermost "
-				 "callers are missing)", g->name, er->truncated, FR_MAX_FRAMES);
+				 "%s: %" PRIu64
+				 " stacks were truncated at %d frames (their outermost "
+				 "callers are missing)",
+				 g->name, er->truncated, FR_MAX_FRAMES);
 			comment(p, line);
 		}
 	}
@@ -400,8 +407,8 @@ static void children_comment(const struct builder *b, struct fr_pprof *p)
 	if (b->req->targets.has_uid)
 		n = (size_t)snprintf(line, sizeof(line), "--children: descendant processes of ");
 	else
-		n = (size_t)snprintf(line, sizeof(line),
-				     "--children: %u descendant processes of ", b->ndescendants);
+		n = (size_t)snprintf(line, sizeof(line), "--children: %u descendant processes of ",
+				     b->ndescendants);
 	for (uint32_t i = 0; i < b->req->targets.npids && n < sizeof(line); i++)
 		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%u", i ? "," : "",
 				      b->req->targets.pids[i]);
@@ -451,7 +458,8 @@ void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_r
 	if (b->children)
 		children_comment(b, p);
 	if (req->targets.has_uid) {
-		snprintf(line, sizeof(line), "limited to the processes of uid %" PRIu32, req->targets.uid);
+		snprintf(line, sizeof(line), "limited to the processes of uid %" PRIu32,
+			 req->targets.uid);
 		comment(p, line);
 	}
 	rate_comments(b, p, res);
@@ -460,15 +468,18 @@ void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_r
 	loss_comments(b, p);
 	if (res->chunks_skipped) {
 		snprintf(line, sizeof(line),
-			 "%" PRIu64 " chunks of the window could not be read (damaged or overwritten)",
+			 "%" PRIu64
+			 " chunks of the window could not be read (damaged or overwritten)",
 			 res->chunks_skipped);
 		comment(p, line);
 	}
 	if (b->ev[0].id != FR_EVENT_CPU) {
 		if (fr_event_has_rate(b->ev[0].id))
 			snprintf(line, sizeof(line),
-				 "period %" PRId64 ": the mean %s per kept sample (frequency mode has "
-				 "no fixed period)", period, b->ev[0].name);
+				 "period %" PRId64
+				 ": the mean %s per kept sample (frequency mode has "
+				 "no fixed period)",
+				 period, b->ev[0].name);
 		else
 			snprintf(line, sizeof(line),
 				 "period 1: %s values are measured nanoseconds, not sampled counts",

@@ -34,10 +34,9 @@ struct hidx {
 /* A set of non-zero 64-bit keys (open addressing, grows). */
 struct kset {
 	uint64_t *slots; /* 0: empty */
-	uint32_t cap;    /* power of two, or 0 */
+	uint32_t cap;	 /* power of two, or 0 */
 	uint32_t n;
 };
-
 
 struct gmap {
 	char *path;
@@ -63,7 +62,7 @@ struct gsample {
 	uint32_t comm, thread; /* indexes into strs */
 	uint32_t cgroup;       /* index into strs, or NO_CGROUP */
 	uint32_t nlocs;
-	uint64_t locs; /* offset into locs arena */
+	uint64_t locs;	/* offset into locs arena */
 	uint64_t count; /* kept samples of every event */
 	uint64_t hash;
 };

@@ -81,8 +81,7 @@ static int wanted_pid(const struct builder *b, uint32_t pid)
  * process the chunk does not describe is not known to be anyone's, so a
  * uid restriction leaves it out: it keeps users from seeing each other's
  * processes. */
-static int wanted_proc(const struct fr_profile_request *req, const struct fr_chunk *c,
-		       uint32_t pid)
+static int wanted_proc(const struct fr_profile_request *req, const struct fr_chunk *c, uint32_t pid)
 {
 	const struct fr_chunk_proc *p;
 	int comm_ok = !req->targets.ncomms;
@@ -95,7 +94,8 @@ static int wanted_proc(const struct fr_profile_request *req, const struct fr_chu
 	if (req->targets.has_uid && p->uid != req->targets.uid)
 		return 0;
 	for (uint32_t i = 0; i < req->targets.ncomms && !comm_ok; i++)
-		comm_ok = strncmp(c->strings[p->comm], req->targets.comms[i], FR_LIMIT_COMM_LEN) == 0;
+		comm_ok = strncmp(c->strings[p->comm], req->targets.comms[i], FR_LIMIT_COMM_LEN) ==
+			  0;
 	return comm_ok;
 }
 

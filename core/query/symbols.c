@@ -80,13 +80,13 @@ struct image {
 	ino_t ino;
 	off_t size;
 	struct timespec mtime;
-	int err; /* < 0: the file is unusable */
+	int err;  /* < 0: the file is unusable */
 	int refs; /* under images_lock, for images in shared_images */
 	struct fr_elf_image elf;
 };
 
 struct request {
-	struct hnode node; /* first */
+	struct hnode node;   /* first */
 	struct image *image; /* NULL when err < 0 */
 	/* The symbols of a debug file found under this request's root for an
 	 * image that had none; this cache's alone. NULL: none. */
@@ -105,15 +105,14 @@ struct fr_symbols {
 	size_t nheld, capheld;
 	struct request *last;
 	struct fr_kallsyms *kernel; /* shared; NULL until the first kernel lookup */
-	int64_t waited_ms;     /* spent on file calls that missed their deadline */
-	struct fr_worker *worker; /* NULL until the first file, or after one hung */
-	bool need_build_id;    /* fr_symbols_require_build_id() */
+	int64_t waited_ms;	    /* spent on file calls that missed their deadline */
+	struct fr_worker *worker;   /* NULL until the first file, or after one hung */
+	bool need_build_id;	    /* fr_symbols_require_build_id() */
 };
 
 /* Parsed images of every cache, by identity. */
 static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct htable shared_images; /* under images_lock */
-
 
 /* ---- hashing ---- */
 
@@ -233,10 +232,10 @@ enum file_op { FILE_OPEN, FILE_LOAD, FILE_ADD_DEBUG, FILE_CLOSE };
 /* One piece of file work, handed to the cache's worker thread. */
 struct file_call {
 	enum file_op op;
-	char *file, *root;   /* owned copies */
-	int fd;              /* OPEN: result; LOAD: input (owned) */
-	struct stat st;      /* OPEN: result */
-	struct image *img;   /* LOAD: the image filled (owned) */
+	char *file, *root;	  /* owned copies */
+	int fd;			  /* OPEN: result; LOAD: input (owned) */
+	struct stat st;		  /* OPEN: result */
+	struct image *img;	  /* LOAD: the image filled (owned) */
 	struct fr_elf_image *dbg; /* ADD_DEBUG: the debug file's symbols (owned) */
 	int ret;
 };
@@ -274,9 +273,7 @@ static void file_call_do(struct file_call *c)
 		c->fd = -1;
 		c->ret = 0;
 		break;
-	default:
-		c->ret = fr_elf_debug_load(c->dbg, c->root);
-		break;
+	default: c->ret = fr_elf_debug_load(c->dbg, c->root); break;
 	}
 }
 
@@ -336,8 +333,7 @@ static struct file_call *file_call_new(enum file_op op, const char *file, const 
 
 /* fr_open_untrusted() of `file` under `root` within the deadline.
  * Returns the fd with *st, or -errno (-ETIMEDOUT). */
-static int timed_open(struct fr_symbols *s, const char *root, const char *file,
-		      struct stat *st)
+static int timed_open(struct fr_symbols *s, const char *root, const char *file, struct stat *st)
 {
 	struct file_call *c = file_call_new(FILE_OPEN, file, root);
 	int ret;
@@ -489,8 +485,7 @@ static int hold(struct fr_symbols *s, struct image *img)
 	return 0;
 }
 
-static int image_get(struct fr_symbols *s, const char *root, const char *file,
-		     struct image **out)
+static int image_get(struct fr_symbols *s, const char *root, const char *file, struct image **out)
 {
 	struct image *img, *found;
 	struct stat st;
@@ -571,8 +566,8 @@ static int image_get(struct fr_symbols *s, const char *root, const char *file,
 
 /* Returns 0 with the usable image of `file`, -ESTALE when its build id is
  * not the expected one, or the error that makes it unusable. */
-static int image_try(struct fr_symbols *s, struct request *req, const char *root,
-		     const char *file, const uint8_t *bid, size_t bid_len)
+static int image_try(struct fr_symbols *s, struct request *req, const char *root, const char *file,
+		     const uint8_t *bid, size_t bid_len)
 {
 	struct image *img = NULL;
 	int ret = image_get(s, root, file, &img);
@@ -618,8 +613,8 @@ static int request_resolve(struct fr_symbols *s, struct request *req, const char
 	return ret == -ESTALE ? ret : rooted;
 }
 
-static uint64_t request_hash(const char *root, size_t root_len, const char *path,
-			     size_t path_len, const uint8_t *bid, size_t bid_len)
+static uint64_t request_hash(const char *root, size_t root_len, const char *path, size_t path_len,
+			     const uint8_t *bid, size_t bid_len)
 {
 	uint64_t h = FNV_OFFSET;
 
@@ -629,8 +624,7 @@ static uint64_t request_hash(const char *root, size_t root_len, const char *path
 }
 
 static bool request_match(const struct request *r, const char *root, size_t root_len,
-			  const char *path, size_t path_len, const uint8_t *bid,
-			  size_t bid_len)
+			  const char *path, size_t path_len, const uint8_t *bid, size_t bid_len)
 {
 	return r->root_len == root_len && r->path_len == path_len && r->bid_len == bid_len &&
 	       memcmp(r->key, root, root_len) == 0 &&
@@ -638,8 +632,8 @@ static bool request_match(const struct request *r, const char *root, size_t root
 	       (!bid_len || memcmp(r->key + root_len + path_len + 2, bid, bid_len) == 0);
 }
 
-static int request_get(struct fr_symbols *s, const char *root, const char *path,
-		       const uint8_t *bid, size_t bid_len, struct request **out)
+static int request_get(struct fr_symbols *s, const char *root, const char *path, const uint8_t *bid,
+		       size_t bid_len, struct request **out)
 {
 	size_t root_len, path_len;
 	struct request *req;

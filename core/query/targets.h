@@ -19,15 +19,15 @@
 #include "core/util/limits.h"
 
 struct fr_targets {
-	uint32_t npids;       /* 0: every process */
+	uint32_t npids; /* 0: every process */
 	uint32_t pids[FR_LIMIT_PIDS];
-	int children;         /* with pids: also every process descended from
+	int children;	 /* with pids: also every process descended from
 			       * them (by the "ppid" labels of the window's
 			       * chunks), however short-lived */
-	uint32_t ncomms;      /* 0: any command name */
+	uint32_t ncomms; /* 0: any command name */
 	char comms[FR_LIMIT_COMMS][FR_LIMIT_COMM_LEN];
 	char cgroup[FR_LIMIT_CGROUP_LEN]; /* "": any cgroup; else "/a/b" */
-	int has_uid;          /* only processes whose real uid is `uid` */
+	int has_uid;			  /* only processes whose real uid is `uid` */
 	uint32_t uid;
 };
 

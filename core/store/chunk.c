@@ -38,7 +38,6 @@ void chunk_header_write(unsigned char *p, const struct fr_chunk_header *h)
 	fr_put_le32(p + 60, fr_crc32c(0, p, 60));
 }
 
-
 int fr_chunk_header_parse(const void *buf, size_t len, struct fr_chunk_header *h)
 {
 	const unsigned char *p = buf;
@@ -126,8 +125,7 @@ static uint32_t label_pid(const char *v)
 	return (uint32_t)n;
 }
 
-void fr_chunk_labelset_proc(const struct fr_chunk *c, uint32_t ls,
-			    struct fr_chunk_proc_labels *out)
+void fr_chunk_labelset_proc(const struct fr_chunk *c, uint32_t ls, struct fr_chunk_proc_labels *out)
 {
 	const struct fr_chunk_labelset *l = &c->labelsets[ls];
 

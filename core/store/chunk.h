@@ -251,8 +251,8 @@ int fr_chunk_builder_add_known(struct fr_chunk_builder *b, const struct fr_sampl
 /* Counts records the kernel lost, throttling and truncated stacks for
  * `event` in the chunk being built. Up to 64 distinct event ids per chunk
  * are counted. Never allocates. */
-void fr_chunk_builder_count(struct fr_chunk_builder *b, uint32_t event,
-			    uint64_t lost, uint64_t throttled, uint64_t truncated);
+void fr_chunk_builder_count(struct fr_chunk_builder *b, uint32_t event, uint64_t lost,
+			    uint64_t throttled, uint64_t truncated);
 
 /* Samples in the chunk being built, and the time of the earliest of them
  * (0 when there are none). */

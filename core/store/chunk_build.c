@@ -76,8 +76,8 @@ struct fr_chunk_builder *fr_chunk_builder_new(uint32_t max_samples, size_t max_r
 	b->stacks = malloc(b->max_stacks * sizeof(*b->stacks));
 	b->frames = malloc(b->max_frames * sizeof(*b->frames));
 	b->table = malloc(slots * sizeof(*b->table));
-	if (!b->time || !b->tid || !b->cpu || !b->event || !b->rate ||
-	    !b->stack || !b->weight || !b->stacks || !b->frames || !b->table)
+	if (!b->time || !b->tid || !b->cpu || !b->event || !b->rate || !b->stack || !b->weight ||
+	    !b->stacks || !b->frames || !b->table)
 		goto err_free;
 	chunk_builder_reset(b);
 	return b;
@@ -114,8 +114,7 @@ void fr_chunk_builder_free(struct fr_chunk_builder *b)
 	free(b);
 }
 
-static uint64_t stack_hash(uint32_t pid, unsigned nr_kernel, unsigned nr,
-			   const uint64_t *ips)
+static uint64_t stack_hash(uint32_t pid, unsigned nr_kernel, unsigned nr, const uint64_t *ips)
 {
 	uint64_t h = mix(0x243f6a8885a308d3ull, (uint64_t)pid << 32 | nr_kernel << 16 | nr);
 
@@ -125,13 +124,13 @@ static uint64_t stack_hash(uint32_t pid, unsigned nr_kernel, unsigned nr,
 }
 
 /* Encoded size of a stack entry. */
-static size_t stack_bytes(uint32_t pid, unsigned nr_kernel, unsigned nr,
-			  const uint64_t *ips)
+static size_t stack_bytes(uint32_t pid, unsigned nr_kernel, unsigned nr, const uint64_t *ips)
 {
 	size_t n = fr_varint_len(pid) + fr_varint_len(nr_kernel) + fr_varint_len(nr);
 
 	for (unsigned i = 0; i < nr; i++)
-		n += i == 0 ? fr_varint_len(ips[0]) : fr_varint_len(fr_zigzag((int64_t)(ips[i] - ips[i - 1])));
+		n += i == 0 ? fr_varint_len(ips[0])
+			    : fr_varint_len(fr_zigzag((int64_t)(ips[i] - ips[i - 1])));
 	return n;
 }
 
@@ -175,8 +174,9 @@ int fr_chunk_builder_add_known(struct fr_chunk_builder *b, const struct fr_sampl
 	}
 
 	need = fr_varint_len(fr_zigzag((int64_t)((uint64_t)s->time_ns - (uint64_t)b->prev_ns))) +
-	       fr_varint_len(s->tid) + fr_varint_len(s->pid) + fr_varint_len(s->cpu) + fr_varint_len(s->event) +
-	       fr_varint_len(s->weight) + fr_varint_len(s->rate_hz) + 1 /* labelset */;
+	       fr_varint_len(s->tid) + fr_varint_len(s->pid) + fr_varint_len(s->cpu) +
+	       fr_varint_len(s->event) + fr_varint_len(s->weight) + fr_varint_len(s->rate_hz) +
+	       1 /* labelset */;
 	if (id == UINT32_MAX) {
 		if (b->nstacks >= b->max_stacks || nr > b->max_frames - b->nframes)
 			return -ENOSPC;
@@ -221,8 +221,8 @@ int fr_chunk_builder_add_known(struct fr_chunk_builder *b, const struct fr_sampl
 	return 0;
 }
 
-void fr_chunk_builder_count(struct fr_chunk_builder *b, uint32_t event,
-			    uint64_t lost, uint64_t throttled, uint64_t truncated)
+void fr_chunk_builder_count(struct fr_chunk_builder *b, uint32_t event, uint64_t lost,
+			    uint64_t throttled, uint64_t truncated)
 {
 	struct fr_chunk_event_stats *e = NULL;
 

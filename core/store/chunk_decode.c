@@ -17,7 +17,6 @@
 #include "core/util/le.h"
 #include "core/util/log.h"
 
-
 struct rd {
 	const unsigned char *p, *end;
 };
@@ -96,10 +95,10 @@ static void *alloc_array(size_t n, size_t size)
 	return calloc(n ? n : 1, size);
 }
 
-#define TRY(expr)                        \
-	do {                             \
-		if ((expr) < 0)          \
-			goto err_bad;    \
+#define TRY(expr)                     \
+	do {                          \
+		if ((expr) < 0)       \
+			goto err_bad; \
 	} while (0)
 
 /* Decoding state beyond the chunk itself. */

@@ -20,7 +20,6 @@
 #include "core/util/le.h"
 #include "core/util/log.h"
 
-
 static int cmp_stacks(const void *a, const void *b, void *arg)
 {
 	const struct fr_chunk_builder *bl = arg;
@@ -189,7 +188,8 @@ static void seal_stacks(struct seal *s, const struct fr_chunk_builder *b)
 		for (unsigned p = 0; p < nr; p++)
 			cur[p] = ROOT_FRAME(&b->frames[st->first], nr, p);
 		for (unsigned p = shared[i]; p < nr; p++) {
-			uint64_t pred = frame_pred(pr, cur, nu, i ? prev : NULL, prev_nr, prev_nu, p);
+			uint64_t pred =
+				frame_pred(pr, cur, nu, i ? prev : NULL, prev_nr, prev_nu, p);
 
 			wb_z(w, (int64_t)(cur[p] - pred));
 			pred_update(pr, cur, nu, p);
@@ -337,8 +337,8 @@ static void seal_block(struct seal *s, const struct fr_chunk_builder *b, int64_t
 /* Compresses the encoded block into a new chunk, header first: *out
  * (malloc'd) and *out_len. Returns 0, -ENOMEM, -EFBIG (too large for the
  * format) or a compression error. */
-static int seal_frame(struct seal *s, struct fr_chunk_builder *b, int64_t first_ns,
-		      int64_t last_ns, int64_t clock_offset, void **out, size_t *out_len)
+static int seal_frame(struct seal *s, struct fr_chunk_builder *b, int64_t first_ns, int64_t last_ns,
+		      int64_t clock_offset, void **out, size_t *out_len)
 {
 	struct fr_chunk_header h;
 	unsigned char *buf = NULL, *shrunk;
@@ -353,8 +353,8 @@ static int seal_frame(struct seal *s, struct fr_chunk_builder *b, int64_t first_
 	buf = malloc(FR_CHUNK_HEADER_LEN + fr_zstd_bound(s->block.len));
 	if (!buf)
 		return -ENOMEM;
-	comp = fr_zstd_compress(b->zstd, buf + FR_CHUNK_HEADER_LEN,
-				fr_zstd_bound(s->block.len), s->block.p, s->block.len);
+	comp = fr_zstd_compress(b->zstd, buf + FR_CHUNK_HEADER_LEN, fr_zstd_bound(s->block.len),
+				s->block.p, s->block.len);
 	if (comp < 0) {
 		ret = (int)comp;
 		goto err_free;

@@ -49,7 +49,7 @@ struct fr_chunk_builder {
 
 	struct fr_chunk_event_stats events[EVENT_SLOTS];
 	struct fr_zstd *zstd; /* created on the first seal */
-	int level;            /* zstd level */
+	int level;	      /* zstd level */
 };
 
 /* Ten table counts, the length of the "" string, the sample count and
@@ -68,7 +68,7 @@ static inline uint64_t mix(uint64_t h, uint64_t v)
 }
 
 /* Root-first frame p of a stack whose frames are stored leaf first. */
-#define ROOT_FRAME(f, nr, p) ((f)[(nr) - 1 - (p)])
+#define ROOT_FRAME(f, nr, p) ((f)[(nr)-1 - (p)])
 
 /* Frame prediction, the same on both sides. A frame is stored as its
  * difference from a predicted address: the frame that last followed the
@@ -187,7 +187,7 @@ struct strtab {
 	struct wbuf blob;
 	struct {
 		uint32_t off, len;
-	} *ent;
+	} * ent;
 	uint32_t n, cap;
 	uint32_t *slots; /* index + 1 */
 	uint32_t mask;
@@ -243,7 +243,7 @@ struct seal {
 	uint32_t *stack_order; /* encoding position -> builder stack id */
 	uint32_t *stack_rank;  /* builder stack id -> encoding position */
 	uint32_t *order;       /* samples by (cpu, time) */
-	uint64_t *col;         /* one sample column in that order */
+	uint64_t *col;	       /* one sample column in that order */
 	struct wbuf block;
 };
 

@@ -91,7 +91,6 @@ void chunk_strtab_write(struct wbuf *w, const struct strtab *t, uint32_t from)
 	}
 }
 
-
 /* Sealing sorts every distinct pid and tid and every user frame of every
  * stack; with qsort's callback per comparison that was 40% of the ingest
  * cost. LSD radix sorts, 8 bits a pass, skipping passes whose digit is the
@@ -223,8 +222,8 @@ static int seal_collect(struct seal *s, const struct fr_chunk_builder *b)
 		const struct bstack *st = &b->stacks[i];
 
 		for (unsigned k = st->nr_kernel; k < st->nr_frames; k++)
-			s->pairs[s->npairs++] = (struct pidaddr){
-				.pid = st->pid, .addr = b->frames[st->first + k]};
+			s->pairs[s->npairs++] =
+				(struct pidaddr){.pid = st->pid, .addr = b->frames[st->first + k]};
 	}
 	if (s->npairs)
 		radix_pidaddr(s->pairs, tmp, s->npairs);
@@ -282,8 +281,8 @@ static int64_t proc_labelset(struct seal *s, const char *path, uint32_t ppid)
 		return -ENOMEM;
 	if (!cg && !pp)
 		return 0;
-	for (slot = (uint32_t)mix((uint64_t)cg << 32, (uint64_t)pp) & s->ls_mask;
-	     s->ls_slots[slot]; slot = (slot + 1) & s->ls_mask) {
+	for (slot = (uint32_t)mix((uint64_t)cg << 32, (uint64_t)pp) & s->ls_mask; s->ls_slots[slot];
+	     slot = (slot + 1) & s->ls_mask) {
 		const struct lset *l = &s->ls[s->ls_slots[slot] - 1];
 
 		if (l->cgroup == cg && l->ppid == pp)

@@ -61,14 +61,10 @@ uint32_t fr_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 	while (len >= 8) {
 		uint64_t v = load_le64(p) ^ c;
 
-		c = crc_table[7][v & 0xff] ^
-		    crc_table[6][(v >> 8) & 0xff] ^
-		    crc_table[5][(v >> 16) & 0xff] ^
-		    crc_table[4][(v >> 24) & 0xff] ^
-		    crc_table[3][(v >> 32) & 0xff] ^
-		    crc_table[2][(v >> 40) & 0xff] ^
-		    crc_table[1][(v >> 48) & 0xff] ^
-		    crc_table[0][(v >> 56) & 0xff];
+		c = crc_table[7][v & 0xff] ^ crc_table[6][(v >> 8) & 0xff] ^
+		    crc_table[5][(v >> 16) & 0xff] ^ crc_table[4][(v >> 24) & 0xff] ^
+		    crc_table[3][(v >> 32) & 0xff] ^ crc_table[2][(v >> 40) & 0xff] ^
+		    crc_table[1][(v >> 48) & 0xff] ^ crc_table[0][(v >> 56) & 0xff];
 		p += 8;
 		len -= 8;
 	}
@@ -81,8 +77,8 @@ uint32_t fr_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 
 #if defined(__x86_64__)
 
-__attribute__((target("sse4.2")))
-static uint32_t crc32c_hw(uint32_t crc, const void *buf, size_t len)
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const void *buf,
+							    size_t len)
 {
 	const unsigned char *p = buf;
 	uint64_t c = ~crc;

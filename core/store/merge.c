@@ -21,7 +21,7 @@ struct plabel {
 	uint32_t pid;
 	uint32_t ppid;
 	const char *cgroup;
-	bool sampled;   /* the part has samples of the process, else only its
+	bool sampled;	/* the part has samples of the process, else only its
 			 * ancestor set */
 	uint32_t order; /* while collecting: the first noted wins */
 };
@@ -91,8 +91,11 @@ static int part_init(struct part *p, const struct fr_chunk *c)
 		struct fr_chunk_proc_labels pl;
 
 		fr_chunk_labelset_proc(c, ls_of[k], &pl);
-		p->lab[n] = (struct plabel){.pid = pids[k], .ppid = pl.ppid, .cgroup = pl.cgroup,
-					    .sampled = true, .order = (uint32_t)n};
+		p->lab[n] = (struct plabel){.pid = pids[k],
+					    .ppid = pl.ppid,
+					    .cgroup = pl.cgroup,
+					    .sampled = true,
+					    .order = (uint32_t)n};
 		n++;
 	}
 	/* Then the ancestors, named by sets of their own. */
@@ -102,7 +105,9 @@ static int part_init(struct part *p, const struct fr_chunk *c)
 		fr_chunk_labelset_proc(c, ls, &pl);
 		if (!pl.pid)
 			continue;
-		p->lab[n] = (struct plabel){.pid = pl.pid, .ppid = pl.ppid, .cgroup = pl.cgroup,
+		p->lab[n] = (struct plabel){.pid = pl.pid,
+					    .ppid = pl.ppid,
+					    .cgroup = pl.cgroup,
 					    .order = (uint32_t)n};
 		n++;
 	}
@@ -222,7 +227,8 @@ static bool agrees(const struct part *ps, size_t j)
 				return false;
 		}
 		for (uint32_t k = 0; k < c->nthreads; k++) {
-			const struct fr_chunk_thread *t = fr_chunk_find_thread(o, c->threads[k].tid);
+			const struct fr_chunk_thread *t =
+				fr_chunk_find_thread(o, c->threads[k].tid);
 
 			if (t && t->pid != c->threads[k].pid)
 				return false;
@@ -349,7 +355,10 @@ int fr_chunk_merge(struct fr_chunk *const *parts, size_t n, size_t max_raw, void
 	struct fr_chunk_builder *b = NULL;
 	struct ctx x = {.n = n};
 	struct fr_chunk_meta_ops ops = {
-		.proc = m_proc, .thread = m_thread, .mapping = m_mapping, .arg = &x,
+		.proc = m_proc,
+		.thread = m_thread,
+		.mapping = m_mapping,
+		.arg = &x,
 	};
 	uint64_t total = 0;
 	int ret;

@@ -117,7 +117,6 @@ int ring_fdatasync(struct fr_ring *r)
 	return ret;
 }
 
-
 /* ------------------------------------------------------------------ */
 /* Open / close                                                         */
 
@@ -152,8 +151,8 @@ static struct fr_ring *ring_new(const char *path, bool rdonly)
  * the flags ask), checks it is a regular file and, for writing, takes the
  * one-writer lock. Returns 0 with its fstat in *st and whether it was
  * created in *created, or -errno with a message in `err`. */
-static int ring_open_file(struct fr_ring *r, uint64_t size, uint64_t segment_size,
-			  unsigned flags, struct stat *st, bool *created, char *err, size_t errlen)
+static int ring_open_file(struct fr_ring *r, uint64_t size, uint64_t segment_size, unsigned flags,
+			  struct stat *st, bool *created, char *err, size_t errlen)
 {
 	bool rdonly = r->rdonly;
 	int ret;
@@ -179,14 +178,15 @@ static int ring_open_file(struct fr_ring *r, uint64_t size, uint64_t segment_siz
 	if (!S_ISREG(st->st_mode)) {
 		ret = -EMEDIUMTYPE;
 		fr_set_err(err, errlen, "%s is not a regular file; refusing to use it as a ring",
-			r->path);
+			   r->path);
 		return ret;
 	}
 	/* One writer per ring: a second daemon would interleave chunks. */
 	if (!rdonly && flock(r->fd, LOCK_EX | LOCK_NB) < 0) {
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		fr_set_err(err, errlen, "%s is in use by another process (%s)", r->path,
-			errno == EWOULDBLOCK ? "locked by a running flightrecd?" : strerror(errno));
+			   errno == EWOULDBLOCK ? "locked by a running flightrecd?"
+						: strerror(errno));
 		return ret;
 	}
 	return 0;
@@ -196,8 +196,8 @@ static int ring_open_file(struct fr_ring *r, uint64_t size, uint64_t segment_siz
  * are damaged and the flags allow creating a ring, moves the file aside
  * and opens an empty one in its place: then st->st_size is 0 and *created
  * true. Returns 0, or -errno with a message in `err`. */
-static int ring_load_sb(struct fr_ring *r, uint64_t size, uint64_t segment_size,
-			unsigned flags, struct stat *st, bool *created, char *err, size_t errlen)
+static int ring_load_sb(struct fr_ring *r, uint64_t size, uint64_t segment_size, unsigned flags,
+			struct stat *st, bool *created, char *err, size_t errlen)
 {
 	int ret = ring_sb_load(r, (uint64_t)st->st_size, err, errlen);
 
@@ -218,8 +218,8 @@ static int ring_load_sb(struct fr_ring *r, uint64_t size, uint64_t segment_size,
 	return ret;
 }
 
-int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
-		 uint64_t segment_size, unsigned flags, char *err, size_t errlen)
+int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size, uint64_t segment_size,
+		 unsigned flags, char *err, size_t errlen)
 {
 	struct fr_ring *r;
 	struct stat st;
@@ -355,8 +355,7 @@ size_t fr_ring_max_chunk(const struct fr_ring *r)
 /* ------------------------------------------------------------------ */
 /* Readers                                                              */
 
-int fr_ring_query(struct fr_ring *r, int64_t t0, int64_t t1,
-		  struct fr_ring_ref **refs, size_t *n)
+int fr_ring_query(struct fr_ring *r, int64_t t0, int64_t t1, struct fr_ring_ref **refs, size_t *n)
 {
 	struct fr_ring_ref *out;
 	size_t k = 0;
@@ -402,7 +401,8 @@ int fr_ring_read(struct fr_ring *r, const struct fr_ring_ref *ref, void **buf)
 	if (in_journal(r, ref->offset)
 		    ? ref->offset - FR_RING_SB_LEN + ref->len > r->journal_size
 		    : (ref->offset - FR_RING_SB_LEN - r->journal_size) % r->segment_size +
-				      ref->len > r->segment_size)
+				      ref->len >
+			      r->segment_size)
 		return -EINVAL;
 	p = malloc(ref->len);
 	if (!p)
@@ -471,8 +471,8 @@ void fr_ring_get_stats(struct fr_ring *r, struct fr_ring_stats *st)
 	st->samples = r->samples;
 	st->raw_bytes = r->raw_bytes;
 	for (size_t i = 0; i < r->idx_count + r->jcount; i++) {
-		const struct fr_ring_ref *ref =
-			i < r->idx_count ? ring_idx_at(r, i) : &r->jidx[i - r->idx_count];
+		const struct fr_ring_ref *ref = i < r->idx_count ? ring_idx_at(r, i)
+								 : &r->jidx[i - r->idx_count];
 
 		if (i == 0 || ref->first_ns < st->oldest_ns)
 			st->oldest_ns = ref->first_ns;

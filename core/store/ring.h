@@ -114,8 +114,8 @@
 #define FR_RING_MIN_SEGMENT (64 * 1024)
 
 enum fr_ring_flags {
-	FR_RING_RDONLY = 1 << 0, /* open an existing ring read-only (dump) */
-	FR_RING_CREATE = 1 << 1, /* create the file when it does not exist or is empty */
+	FR_RING_RDONLY = 1 << 0,  /* open an existing ring read-only (dump) */
+	FR_RING_CREATE = 1 << 1,  /* create the file when it does not exist or is empty */
 	FR_RING_JOURNAL = 1 << 2, /* with CREATE: give a new ring a journal */
 };
 
@@ -154,8 +154,8 @@ struct fr_ring;
  * On success returns 0 and the ring in *out; `err` may hold a note (empty
  * string otherwise). On failure `err` holds a one-line message naming the
  * file and the reason. Close with fr_ring_close(). */
-int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size,
-		 uint64_t segment_size, unsigned flags, char *err, size_t errlen);
+int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size, uint64_t segment_size,
+		 unsigned flags, char *err, size_t errlen);
 
 /* Stores the journal's group (merged) and syncs the file if writable, then
  * frees everything; accepts NULL. */
@@ -199,7 +199,7 @@ int fr_ring_sync(struct fr_ring *r);
 struct fr_ring_ref {
 	uint64_t seq;
 	uint64_t offset; /* file offset of the chunk header */
-	uint32_t len;    /* header + payload */
+	uint32_t len;	 /* header + payload */
 	uint32_t nsamples;
 	int64_t first_ns, last_ns;
 	uint32_t raw_len;
@@ -210,8 +210,7 @@ struct fr_ring_ref {
  * order (the journal's last), as a malloc'd array the caller frees: a
  * consistent set, every sample once. Thread-safe against the appending
  * thread. Returns 0 (possibly with *n == 0) or -ENOMEM. */
-int fr_ring_query(struct fr_ring *r, int64_t t0, int64_t t1,
-		  struct fr_ring_ref **refs, size_t *n);
+int fr_ring_query(struct fr_ring *r, int64_t t0, int64_t t1, struct fr_ring_ref **refs, size_t *n);
 
 /* Reads and verifies one chunk from the index into a malloc'd buffer the
  * caller frees. Thread-safe. A journal chunk merged since the query still
@@ -226,30 +225,30 @@ int fr_ring_read(struct fr_ring *r, const struct fr_ring_ref *ref, void **buf);
 /* Which superblock a ring was opened with. */
 enum fr_ring_sb {
 	FR_RING_SB_PRIMARY = 0, /* the one at offset 0 */
-	FR_RING_SB_FROM_COPY,   /* the primary is damaged; read through the copy */
-	FR_RING_SB_REPAIRED,    /* the primary was damaged; rewritten from the copy */
+	FR_RING_SB_FROM_COPY,	/* the primary is damaged; read through the copy */
+	FR_RING_SB_REPAIRED,	/* the primary was damaged; rewritten from the copy */
 };
 
 struct fr_ring_stats {
 	uint64_t file_size;
 	uint64_t segment_size;
 	uint32_t nsegments;
-	uint32_t segments_used;   /* segments holding at least one chunk */
-	uint64_t bytes_used;      /* bytes of chunks in the index */
+	uint32_t segments_used; /* segments holding at least one chunk */
+	uint64_t bytes_used;	/* bytes of chunks in the index */
 	uint64_t chunks;
 	uint64_t samples;
-	uint64_t raw_bytes;       /* sum of raw_len: for the compression ratio */
-	int64_t oldest_ns;        /* 0 when empty */
+	uint64_t raw_bytes; /* sum of raw_len: for the compression ratio */
+	int64_t oldest_ns;  /* 0 when empty */
 	int64_t newest_ns;
-	uint64_t corrupt_chunks;  /* skipped as damaged when opened */
+	uint64_t corrupt_chunks; /* skipped as damaged when opened */
 	uint64_t next_seq;
 	uint32_t format_version;
-	uint64_t journal_size;    /* 0: no journal */
+	uint64_t journal_size;	  /* 0: no journal */
 	uint64_t journal_chunks;  /* current journal chunks (in chunks above) */
-	uint64_t journal_bytes;   /* their bytes (in bytes_used above) */
+	uint64_t journal_bytes;	  /* their bytes (in bytes_used above) */
 	uint64_t journal_samples; /* their samples (in samples above) */
 	enum fr_ring_sb superblock;
-	bool superblock_copy;     /* the file holds an intact superblock copy */
+	bool superblock_copy; /* the file holds an intact superblock copy */
 };
 
 /* Fills `st`. Thread-safe. */

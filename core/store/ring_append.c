@@ -41,8 +41,8 @@ static int maybe_sync(struct fr_ring *r)
 	int64_t interval = __atomic_load_n(&r->sync_interval, __ATOMIC_RELAXED);
 
 	if (interval == 0 ||
-	    (interval > 0 && fr_now_mono_ns() - __atomic_load_n(&r->last_sync_ns, __ATOMIC_RELAXED) >=
-				     interval))
+	    (interval > 0 &&
+	     fr_now_mono_ns() - __atomic_load_n(&r->last_sync_ns, __ATOMIC_RELAXED) >= interval))
 		return fr_ring_sync(r);
 	return 0;
 }
@@ -50,8 +50,8 @@ static int maybe_sync(struct fr_ring *r)
 /* Writes a verified chunk at the segments' cursor as number `seq` standing
  * for `covers` more, and in the same change of the index drops the first
  * `parts` chunks of the journal (those it stores). */
-static int append_segment(struct fr_ring *r, void *chunk, size_t len, uint64_t seq,
-			  uint32_t covers, size_t parts)
+static int append_segment(struct fr_ring *r, void *chunk, size_t len, uint64_t seq, uint32_t covers,
+			  size_t parts)
 {
 	struct fr_chunk_header h;
 	struct fr_ring_ref ref;
@@ -250,11 +250,10 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
 		return ret < 0 ? ret : maybe_sync(r);
 	}
 	now = fr_now_mono_ns();
-	if (r->jcount &&
-	    (r->group_due ||
-	     now - r->group_start >= __atomic_load_n(&r->group_ns, __ATOMIC_RELAXED) ||
-	     group_raw(r) + h.raw_len > group_raw_max(r) || r->jcount >= GROUP_MAX_PARTS ||
-	     journal_place(r, alen) == UINT64_MAX)) {
+	if (r->jcount && (r->group_due ||
+			  now - r->group_start >= __atomic_load_n(&r->group_ns, __ATOMIC_RELAXED) ||
+			  group_raw(r) + h.raw_len > group_raw_max(r) ||
+			  r->jcount >= GROUP_MAX_PARTS || journal_place(r, alen) == UINT64_MAX)) {
 		ret = ring_merge_group(r);
 		if (ret < 0)
 			return ret;

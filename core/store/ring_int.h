@@ -33,7 +33,7 @@ struct fr_ring {
 	char *path;
 	int fd;
 	bool rdonly;
-	struct fr_uring *uring; /* NULL: plain pwrite/fdatasync */
+	struct fr_uring *uring;	 /* NULL: plain pwrite/fdatasync */
 	pthread_mutex_t io_lock; /* serializes use of the uring */
 
 	uint64_t file_size;
@@ -44,21 +44,21 @@ struct fr_ring {
 	uint64_t journal_size; /* 0: none */
 	unsigned char *sb;     /* the superblock in force, FR_RING_SB_LEN bytes;
 	                        * opening only: NULL once open */
-	bool sb_copy;          /* the file holds an intact copy of it */
+	bool sb_copy;	       /* the file holds an intact copy of it */
 	enum fr_ring_sb sb_state;
 
 	/* Appending thread only. */
 	uint32_t cur_seg;
 	uint64_t cur_off; /* within cur_seg */
 	uint64_t next_seq;
-	int64_t sync_interval;  /* atomic: set from any thread */
-	int64_t last_sync_ns;   /* atomic: fr_ring_sync() may run elsewhere */
-	int dirty;              /* atomic */
-	uint64_t jcur;          /* journal write offset, from the journal start */
-	int64_t group_ns;       /* atomic */
-	int64_t group_start;    /* monotonic time of the group's first chunk */
-	bool group_due;         /* a group found on opening: store it first */
-	bool opened;            /* fr_ring_open() succeeded */
+	int64_t sync_interval; /* atomic: set from any thread */
+	int64_t last_sync_ns;  /* atomic: fr_ring_sync() may run elsewhere */
+	int dirty;	       /* atomic */
+	uint64_t jcur;	       /* journal write offset, from the journal start */
+	int64_t group_ns;      /* atomic */
+	int64_t group_start;   /* monotonic time of the group's first chunk */
+	bool group_due;	       /* a group found on opening: store it first */
+	bool opened;	       /* fr_ring_open() succeeded */
 
 	/* Guarded by lock. */
 	pthread_rwlock_t lock;
@@ -129,24 +129,23 @@ void ring_jidx_remove_at(struct fr_ring *r, size_t pos);
 int ring_merge_group(struct fr_ring *r);
 
 /* core/store/ring_sb.c */
-int ring_check_geometry(const char *path, uint64_t size, uint64_t segment_size,
-			  char *err, size_t errlen);
-uint64_t ring_layout_for(uint64_t size, uint64_t segment_size, bool journal,
-			   uint64_t reserved);
-int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size, bool journal,
-		       char *err, size_t errlen);
+int ring_check_geometry(const char *path, uint64_t size, uint64_t segment_size, char *err,
+			size_t errlen);
+uint64_t ring_layout_for(uint64_t size, uint64_t segment_size, bool journal, uint64_t reserved);
+int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size, bool journal, char *err,
+		size_t errlen);
 int ring_sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t errlen);
 void ring_sb_repair(struct fr_ring *r);
 void ring_sb_add_copy(struct fr_ring *r, uint64_t actual_size);
 int ring_move_aside(struct fr_ring *r, const char *why, char *err, size_t errlen);
 
-int ring_sb_existing(struct fr_ring *r, uint64_t actual_size, uint64_t size,
-		     uint64_t segment_size, char *err, size_t errlen);
+int ring_sb_existing(struct fr_ring *r, uint64_t actual_size, uint64_t size, uint64_t segment_size,
+		     char *err, size_t errlen);
 
 /* core/store/ring_recover.c */
 int ring_journal_load(struct fr_ring *r, unsigned char **out);
 uint64_t ring_journal_next(const struct fr_ring *r, const unsigned char *buf, uint64_t off,
-			     struct fr_chunk_header *h);
+			   struct fr_chunk_header *h);
 uint64_t ring_journal_after(uint64_t off, const struct fr_chunk_header *h);
 int ring_recover(struct fr_ring *r);
 

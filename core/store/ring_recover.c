@@ -104,7 +104,8 @@ static int scan_segment(struct fr_ring *r, struct scan *s, uint32_t seg, uint64_
 
 			/* Search forward for the next valid header. */
 			if (!loaded) {
-				ssize_t n = ring_pread_full(r->fd, s->segbuf, r->segment_size, base);
+				ssize_t n =
+					ring_pread_full(r->fd, s->segbuf, r->segment_size, base);
 
 				if (n < 0)
 					return (int)n;
@@ -219,7 +220,7 @@ int ring_journal_load(struct fr_ring *r, unsigned char **out)
  * in place, so leftovers lie between chunks: every aligned offset is
  * looked at. */
 uint64_t ring_journal_next(const struct fr_ring *r, const unsigned char *buf, uint64_t off,
-			     struct fr_chunk_header *h)
+			   struct fr_chunk_header *h)
 {
 	for (; off + FR_CHUNK_HEADER_LEN <= r->journal_size; off += 8)
 		if (fr_chunk_header_parse(buf + off, FR_CHUNK_HEADER_LEN, h) == 0 &&

@@ -37,24 +37,25 @@ static void sb_encode(unsigned char *sb, const struct fr_ring *r, int64_t create
 	fr_put_le32(sb + 80, fr_crc32c(0, sb, 80));
 }
 
-int ring_check_geometry(const char *path, uint64_t size, uint64_t segment_size,
-			  char *err, size_t errlen)
+int ring_check_geometry(const char *path, uint64_t size, uint64_t segment_size, char *err,
+			size_t errlen)
 {
 	if (segment_size < FR_RING_MIN_SEGMENT || segment_size % 4096 != 0 ||
 	    segment_size > (1ull << 31)) {
 		fr_set_err(err, errlen,
-			"invalid segment size %" PRIu64 " for %s: must be a multiple of 4096 "
-			"between %d and %llu bytes",
-			segment_size, path, FR_RING_MIN_SEGMENT, 1ull << 32);
+			   "invalid segment size %" PRIu64 " for %s: must be a multiple of 4096 "
+			   "between %d and %llu bytes",
+			   segment_size, path, FR_RING_MIN_SEGMENT, 1ull << 32);
 		return -EINVAL;
 	}
 	/* The superblock and its copy come out of the size. */
 	if (size < 2 * FR_RING_SB_LEN || (size - 2 * FR_RING_SB_LEN) / segment_size < 2 ||
 	    (size - 2 * FR_RING_SB_LEN) / segment_size > UINT32_MAX) {
 		fr_set_err(err, errlen,
-			"invalid ring size %" PRIu64 " for %s: must hold two 4096-byte superblocks "
-			"(one a copy) and at least 2 segments of %" PRIu64 " bytes",
-			size, path, segment_size);
+			   "invalid ring size %" PRIu64
+			   " for %s: must hold two 4096-byte superblocks "
+			   "(one a copy) and at least 2 segments of %" PRIu64 " bytes",
+			   size, path, segment_size);
 		return -EINVAL;
 	}
 	return 0;
@@ -82,8 +83,7 @@ static uint64_t journal_for(uint64_t size, uint64_t segment_size, uint64_t reser
 /* The file_size (the superblock's field: the bytes before any copy) of a
  * ring made for `size` bytes with `reserved` bytes of superblocks (above),
  * or 0 when `size` cannot hold one. */
-uint64_t ring_layout_for(uint64_t size, uint64_t segment_size, bool journal,
-			   uint64_t reserved)
+uint64_t ring_layout_for(uint64_t size, uint64_t segment_size, bool journal, uint64_t reserved)
 {
 	uint64_t j;
 
@@ -93,8 +93,8 @@ uint64_t ring_layout_for(uint64_t size, uint64_t segment_size, bool journal,
 	return FR_RING_SB_LEN + j + (size - reserved - j) / segment_size * segment_size;
 }
 
-int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size, bool journal,
-		       char *err, size_t errlen)
+int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size, bool journal, char *err,
+		size_t errlen)
 {
 	unsigned char id[16];
 	int ret;
@@ -109,7 +109,7 @@ int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size, bool jo
 	ret = posix_fallocate(r->fd, 0, (off_t)(r->file_size + FR_RING_SB_LEN));
 	if (ret != 0) {
 		fr_set_err(err, errlen, "cannot allocate %" PRIu64 " bytes for %s: %s",
-			r->file_size + FR_RING_SB_LEN, r->path, strerror(ret));
+			   r->file_size + FR_RING_SB_LEN, r->path, strerror(ret));
 		return -ret;
 	}
 	if (getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id)) {
@@ -132,7 +132,7 @@ int ring_create(struct fr_ring *r, uint64_t size, uint64_t segment_size, bool jo
 		ret = -errno;
 	if (ret < 0) {
 		fr_set_err(err, errlen, "cannot write the superblock of %s: %s", r->path,
-			strerror(-ret));
+			   strerror(-ret));
 		return ret;
 	}
 	r->sb_copy = true;
@@ -179,11 +179,11 @@ static int sb_decode(const unsigned char *sb, size_t n, struct sb_geom *g)
 	g->chunk_version = fr_get_le32(sb + 44);
 	g->journal_size = g->version == 1 ? 0 : fr_get_le64(sb + 72);
 	if (fr_get_le32(sb + 20) != FR_RING_SB_LEN || g->segment_size < FR_RING_MIN_SEGMENT ||
-	    g->segment_size % 4096 != 0 || g->segment_size > (1ull << 31) ||
-	    g->nsegments < 2 || g->journal_size % 4096 != 0 || g->journal_size > JOURNAL_MAX ||
+	    g->segment_size % 4096 != 0 || g->segment_size > (1ull << 31) || g->nsegments < 2 ||
+	    g->journal_size % 4096 != 0 || g->journal_size > JOURNAL_MAX ||
 	    (g->journal_size && g->journal_size < 2 * g->segment_size) ||
-	    g->file_size != FR_RING_SB_LEN + g->journal_size +
-				    (uint64_t)g->nsegments * g->segment_size)
+	    g->file_size !=
+		    FR_RING_SB_LEN + g->journal_size + (uint64_t)g->nsegments * g->segment_size)
 		return -EUCLEAN;
 	if (g->chunk_version != FR_CHUNK_VERSION)
 		return -EPROTONOSUPPORT;
@@ -230,14 +230,10 @@ static int chunk_evidence(int fd, uint64_t size)
 static const char *sb_problem(int ret)
 {
 	switch (ret) {
-	case -EMEDIUMTYPE:
-		return "bad magic";
-	case -EUCLEAN:
-		return "checksum or geometry mismatch";
-	case SB_UNKNOWN_VERSION:
-		return "unknown format version, checksum mismatch";
-	default:
-		return "unreadable";
+	case -EMEDIUMTYPE: return "bad magic";
+	case -EUCLEAN: return "checksum or geometry mismatch";
+	case SB_UNKNOWN_VERSION: return "unknown format version, checksum mismatch";
+	default: return "unreadable";
 	}
 }
 
@@ -299,14 +295,14 @@ static int sb_load_failed(struct fr_ring *r, uint64_t actual_size, const unsigne
 
 		if (fr_get_le32(v + 16) != 1 && fr_get_le32(v + 16) != FR_RING_VERSION)
 			fr_set_err(err, errlen,
-				"%s is a flightrec ring of format version %" PRIu32
-				"; this build reads versions 1 to %d",
-				r->path, fr_get_le32(v + 16), FR_RING_VERSION);
+				   "%s is a flightrec ring of format version %" PRIu32
+				   "; this build reads versions 1 to %d",
+				   r->path, fr_get_le32(v + 16), FR_RING_VERSION);
 		else
 			fr_set_err(err, errlen,
-				"%s holds chunks of format version %" PRIu32
-				"; this build reads version %d",
-				r->path, fr_get_le32(v + 44), FR_CHUNK_VERSION);
+				   "%s holds chunks of format version %" PRIu32
+				   "; this build reads version %d",
+				   r->path, fr_get_le32(v + 44), FR_CHUNK_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	/* A ring (the magic in either superblock, or its chunks) is damaged;
@@ -318,14 +314,14 @@ static int sb_load_failed(struct fr_ring *r, uint64_t actual_size, const unsigne
 	}
 	if (ev) {
 		fr_set_err(err, errlen,
-			"%s is a flightrec ring whose superblock is damaged (%s) and "
-			"has no intact copy; its geometry is unknown, so its chunks "
-			"cannot be read",
-			r->path, sb_problem(p));
+			   "%s is a flightrec ring whose superblock is damaged (%s) and "
+			   "has no intact copy; its geometry is unknown, so its chunks "
+			   "cannot be read",
+			   r->path, sb_problem(p));
 		return -EUCLEAN;
 	}
 	fr_set_err(err, errlen, "%s is not a flightrec ring (%s); refusing to overwrite it",
-		r->path, p == -EMEDIUMTYPE ? "bad magic" : "damaged superblock, no chunks");
+		   r->path, p == -EMEDIUMTYPE ? "bad magic" : "damaged superblock, no chunks");
 	return -EMEDIUMTYPE;
 }
 
@@ -426,14 +422,16 @@ void ring_sb_add_copy(struct fr_ring *r, uint64_t actual_size)
 		      ((size_t)n < 16 || memcmp(buf, FR_RING_MAGIC, 16) != 0))) {
 		free(buf);
 		fr_log_warn("%s holds data past the ring's end; no copy of the superblock is "
-			    "added there", r->path);
+			    "added there",
+			    r->path);
 		return;
 	}
 	free(buf);
 	ret = posix_fallocate(r->fd, (off_t)at, FR_RING_SB_LEN);
 	if (ret) {
 		fr_log_warn("%s: cannot add a copy of the superblock: %s; the ring goes "
-			    "without one", r->path, strerror(ret));
+			    "without one",
+			    r->path, strerror(ret));
 		return;
 	}
 	ret = ring_pwrite_full(r->fd, r->sb, FR_RING_SB_LEN, at);
@@ -470,9 +468,8 @@ int ring_move_aside(struct fr_ring *r, const char *why, char *err, size_t errlen
 			snprintf(aside, len, "%s.damaged-%s.%d", r->path, stamp, i);
 		else
 			snprintf(aside, len, "%s.damaged-%s", r->path, stamp);
-		ret = renameat2(AT_FDCWD, r->path, AT_FDCWD, aside, RENAME_NOREPLACE) < 0
-			      ? -errno
-			      : 0;
+		ret = renameat2(AT_FDCWD, r->path, AT_FDCWD, aside, RENAME_NOREPLACE) < 0 ? -errno
+											  : 0;
 	}
 	if (ret < 0) {
 		fr_set_err(err, errlen, "%s; cannot move it aside: %s", why, strerror(-ret));
@@ -494,14 +491,13 @@ out:
 	return ret;
 }
 
-
 /* What opening an existing ring writable does to it: a truncated file gets
  * its size back (allocated), a superblock read through its copy is
  * rewritten from it, a ring from before copies gets one. Also says, as a
  * note in `err`, when the requested size or segment size differs from the
  * ring's own (which stays). Returns 0, or -errno with a message in `err`. */
-int ring_sb_existing(struct fr_ring *r, uint64_t actual_size, uint64_t size,
-		     uint64_t segment_size, char *err, size_t errlen)
+int ring_sb_existing(struct fr_ring *r, uint64_t actual_size, uint64_t size, uint64_t segment_size,
+		     char *err, size_t errlen)
 {
 	uint64_t actual = actual_size, seg = segment_size ? segment_size : r->segment_size;
 	bool j = r->journal_size != 0, same;
@@ -513,9 +509,9 @@ int ring_sb_existing(struct fr_ring *r, uint64_t actual_size, uint64_t size,
 		ret = posix_fallocate(r->fd, actual_size, (off_t)(r->file_size - actual_size));
 		if (ret) {
 			fr_set_err(err, errlen,
-				"%s was truncated to %" PRIu64 " bytes and its %" PRIu64
-				" bytes cannot be allocated again: %s",
-				r->path, actual_size, r->file_size, strerror(ret));
+				   "%s was truncated to %" PRIu64 " bytes and its %" PRIu64
+				   " bytes cannot be allocated again: %s",
+				   r->path, actual_size, r->file_size, strerror(ret));
 			return -ret;
 		}
 		fr_log_warn("%s was truncated to %" PRIu64 " bytes; its size of %" PRIu64
@@ -531,12 +527,12 @@ int ring_sb_existing(struct fr_ring *r, uint64_t actual_size, uint64_t size,
 	 * what the request would have created (with a copy, or before
 	 * copies existed), not the raw number. */
 	same = !size || r->file_size == ring_layout_for(size, seg, j, 2 * FR_RING_SB_LEN) ||
-		    r->file_size == ring_layout_for(size, seg, j, FR_RING_SB_LEN);
+	       r->file_size == ring_layout_for(size, seg, j, FR_RING_SB_LEN);
 	if (!same || (segment_size && segment_size != r->segment_size))
 		fr_set_err(err, errlen,
-			"%s keeps its geometry (%" PRIu64 " bytes in %" PRIu32
-			" segments of %" PRIu64 " bytes); the requested size applies "
-			"only to a new ring",
-			r->path, r->file_size, r->nsegments, r->segment_size);
+			   "%s keeps its geometry (%" PRIu64 " bytes in %" PRIu32
+			   " segments of %" PRIu64 " bytes); the requested size applies "
+			   "only to a new ring",
+			   r->path, r->file_size, r->nsegments, r->segment_size);
 	return 0;
 }

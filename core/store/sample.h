@@ -15,7 +15,7 @@
  * column is a varint). The names and units are fixed by fr_event_name() and
  * fr_event_unit(); new events are appended, never renumbered. */
 enum fr_event {
-	FR_EVENT_CPU = 0,          /* software cpu-clock, weight in ns */
+	FR_EVENT_CPU = 0, /* software cpu-clock, weight in ns */
 	FR_EVENT_CYCLES,
 	FR_EVENT_INSTRUCTIONS,
 	FR_EVENT_CACHE_REFERENCES,
@@ -25,38 +25,38 @@ enum fr_event {
 	FR_EVENT_PAGE_FAULTS,
 	FR_EVENT_CONTEXT_SWITCHES,
 	FR_EVENT_CPU_MIGRATIONS,
-	FR_EVENT_OFFCPU,           /* sched_switch, weight in wall ns */
-	FR_EVENT_RAW,              /* reserved: raw events use FR_EVENT_RAW_BASE */
+	FR_EVENT_OFFCPU, /* sched_switch, weight in wall ns */
+	FR_EVENT_RAW,	 /* reserved: raw events use FR_EVENT_RAW_BASE */
 	FR_EVENT_COUNT
 };
 
 /* A raw PMU event "raw:0xNNNN" is stored as FR_EVENT_RAW_BASE | code, code
  * below 2^31 (the perf_event_attr.config of a PERF_TYPE_RAW event). */
 #define FR_EVENT_RAW_BASE 0x80000000u
-#define FR_EVENT_IS_RAW(id) (((id) & FR_EVENT_RAW_BASE) != 0)
+#define FR_EVENT_IS_RAW(id) (((id)&FR_EVENT_RAW_BASE) != 0)
 #define FR_EVENT_RAW_CODE(id) ((id) & ~FR_EVENT_RAW_BASE)
 /* Longest event name fr_event_format() writes, with its NUL. */
 #define FR_EVENT_NAME_MAX 24
 /* The accepted event names, for messages. */
-#define FR_EVENT_NAMES                                                              \
-	"cpu, cycles, instructions, cache-references, cache-misses, "                \
-	"branch-instructions, branch-misses, page-faults, context-switches, "        \
+#define FR_EVENT_NAMES                                                        \
+	"cpu, cycles, instructions, cache-references, cache-misses, "         \
+	"branch-instructions, branch-misses, page-faults, context-switches, " \
 	"cpu-migrations, offcpu, raw:0xNNNN"
 
 /* One sample as the recorder hands it to the chunk builder. All pointers
  * are borrowed for the duration of the call that receives the sample. */
 struct fr_sample {
-	int64_t time_ns;       /* CLOCK_REALTIME, Unix nanoseconds */
+	int64_t time_ns; /* CLOCK_REALTIME, Unix nanoseconds */
 	uint32_t pid;
 	uint32_t tid;
 	uint32_t cpu;
-	uint32_t event;        /* enum fr_event */
-	uint64_t weight;       /* in the event's unit (ns for cpu) */
-	uint32_t rate_hz;      /* sampling rate this sample was collected at; 0 for
+	uint32_t event;	    /* enum fr_event */
+	uint64_t weight;    /* in the event's unit (ns for cpu) */
+	uint32_t rate_hz;   /* sampling rate this sample was collected at; 0 for
 				* events that are not rate-sampled (offcpu: every
 				* switch is recorded) */
-	uint16_t nr_kernel;    /* leading entries of ips[] that are kernel frames */
-	uint16_t nr_frames;    /* entries in ips[], leaf first, <= FR_MAX_FRAMES */
+	uint16_t nr_kernel; /* leading entries of ips[] that are kernel frames */
+	uint16_t nr_frames; /* entries in ips[], leaf first, <= FR_MAX_FRAMES */
 	const uint64_t *ips;
 };
 

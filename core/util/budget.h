@@ -14,9 +14,9 @@
 
 struct fr_budget {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;   /* CLOCK_MONOTONIC; signalled on release */
-	uint64_t limit;        /* under lock */
-	uint64_t used;         /* under lock */
+	pthread_cond_t cond; /* CLOCK_MONOTONIC; signalled on release */
+	uint64_t limit;	     /* under lock */
+	uint64_t used;	     /* under lock */
 };
 
 /* Sets up a budget of `limit` bytes (> 0). Returns 0 or -errno. */

@@ -61,8 +61,7 @@ void fr_zstd_free(struct fr_zstd *z)
 	free(z);
 }
 
-ssize_t fr_zstd_compress(struct fr_zstd *z, void *dst, size_t cap,
-			 const void *src, size_t len)
+ssize_t fr_zstd_compress(struct fr_zstd *z, void *dst, size_t cap, const void *src, size_t len)
 {
 	size_t ret;
 

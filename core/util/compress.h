@@ -25,8 +25,7 @@ void fr_zstd_free(struct fr_zstd *z);
 
 /* Compresses `src` into `dst` as one zstd frame. Returns the compressed
  * length, -ENOBUFS when `cap` is too small, -EIO on another zstd error. */
-ssize_t fr_zstd_compress(struct fr_zstd *z, void *dst, size_t cap,
-			 const void *src, size_t len);
+ssize_t fr_zstd_compress(struct fr_zstd *z, void *dst, size_t cap, const void *src, size_t len);
 
 /* Decompresses one zstd frame whose decompressed size must be exactly
  * `raw_len` into `dst` (capacity >= raw_len). Returns raw_len, or -EBADMSG

@@ -78,7 +78,8 @@ static int open_component(int at, const char *name, const char *dir, int last, m
 	if ((e == ELOOP || e == ENOTDIR) && fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISLNK(st.st_mode)) {
 		if (last) {
-			fr_set_err(err, errlen, "%s is a symlink; it must be a directory itself", dir);
+			fr_set_err(err, errlen, "%s is a symlink; it must be a directory itself",
+				   dir);
 			return -ELOOP;
 		}
 		if (st.st_uid != uid && st.st_uid != 0) {
@@ -169,7 +170,8 @@ int fr_dir_open_private(const char *dir, mode_t mode, char *err, size_t errlen)
 	}
 	if (st.st_uid != uid) {
 		close(fd);
-		fr_set_err(err, errlen, "directory %s is owned by uid %u, not by uid %u (this process's user)",
+		fr_set_err(err, errlen,
+			   "directory %s is owned by uid %u, not by uid %u (this process's user)",
 			   dir, (unsigned)st.st_uid, (unsigned)uid);
 		return -EPERM;
 	}
@@ -179,8 +181,8 @@ int fr_dir_open_private(const char *dir, mode_t mode, char *err, size_t errlen)
 			   "directory %s is writable by %s (mode %04o); it must not be (chmod go-w)",
 			   dir,
 			   (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "group and others"
-			   : (st.st_mode & S_IWGRP)                          ? "group"
-									     : "others",
+			   : (st.st_mode & S_IWGRP)			    ? "group"
+									    : "others",
 			   (unsigned)(st.st_mode & 07777));
 		return -EPERM;
 	}

@@ -38,8 +38,7 @@ static inline uint16_t fr_get_le16(const unsigned char *p)
 
 static inline uint32_t fr_get_le32(const unsigned char *p)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 static inline uint64_t fr_get_le64(const unsigned char *p)
@@ -70,8 +69,7 @@ static inline unsigned char *fr_varint_put(unsigned char *p, uint64_t v)
  * it runs off the end or is longer than ten bytes, or if its tenth byte
  * holds more than bit 63 (so no two spellings overflow to one value).
  */
-static inline int fr_varint_get(const unsigned char **p, const unsigned char *end,
-				uint64_t *out)
+static inline int fr_varint_get(const unsigned char **p, const unsigned char *end, uint64_t *out)
 {
 	uint64_t v = 0;
 

@@ -36,7 +36,6 @@
  * labels a process with it (longer paths of processes are cut there). */
 #define FR_LIMIT_CGROUP_LEN 256
 
-_Static_assert(FR_LIMIT_SESSION_PIDS <= FR_LIMIT_PIDS,
-	       "a session's pids make one dump request");
+_Static_assert(FR_LIMIT_SESSION_PIDS <= FR_LIMIT_PIDS, "a session's pids make one dump request");
 
 #endif

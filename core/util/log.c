@@ -50,8 +50,8 @@ int fr_log_ratelimit_pass(int64_t *last_ns, uint64_t *dropped, int64_t interval_
 	*last_ns = now;
 	uint64_t n = __atomic_exchange_n(dropped, 0, __ATOMIC_RELAXED);
 	if (n)
-		fr_log_write(FR_LOG_INFO, __FILE__, __LINE__,
-			     "%llu similar messages suppressed", (unsigned long long)n);
+		fr_log_write(FR_LOG_INFO, __FILE__, __LINE__, "%llu similar messages suppressed",
+			     (unsigned long long)n);
 	return 1;
 }
 

@@ -31,9 +31,9 @@ void fr_log_write(int level, const char *file, int line, const char *fmt, ...)
  * string is borrowed and must outlive all logging. */
 void fr_log_set_ident(const char *ident);
 
-#define fr_log(lvl, ...)                                                 \
-	do {                                                             \
-		if ((lvl) <= fr_log_level)                               \
+#define fr_log(lvl, ...)                                                      \
+	do {                                                                  \
+		if ((lvl) <= fr_log_level)                                    \
 			fr_log_write((lvl), __FILE__, __LINE__, __VA_ARGS__); \
 	} while (0)
 
@@ -45,16 +45,14 @@ void fr_log_set_ident(const char *ident);
 /* Rate-limited variant for hot paths: at most one message per `interval_ns`
  * per call site; the number of suppressed messages is reported with the
  * next one that gets through. */
-#define fr_log_ratelimited(lvl, interval_ns, ...)                        \
-	do {                                                             \
-		static int64_t fr__last_;                                \
-		static uint64_t fr__dropped_;                            \
-		if ((lvl) <= fr_log_level) {                             \
-			if (fr_log_ratelimit_pass(&fr__last_, &fr__dropped_, \
-						  (interval_ns)))        \
-				fr_log_write((lvl), __FILE__, __LINE__,  \
-					     __VA_ARGS__);               \
-		}                                                        \
+#define fr_log_ratelimited(lvl, interval_ns, ...)                                            \
+	do {                                                                                 \
+		static int64_t fr__last_;                                                    \
+		static uint64_t fr__dropped_;                                                \
+		if ((lvl) <= fr_log_level) {                                                 \
+			if (fr_log_ratelimit_pass(&fr__last_, &fr__dropped_, (interval_ns))) \
+				fr_log_write((lvl), __FILE__, __LINE__, __VA_ARGS__);        \
+		}                                                                            \
 	} while (0)
 
 /* Helper for fr_log_ratelimited(); returns non-zero when the message may be

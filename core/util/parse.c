@@ -27,7 +27,7 @@ __extension__ typedef unsigned __int128 u128;
 
 struct decimal {
 	uint64_t whole;
-	uint64_t frac;     /* fraction digits as an integer */
+	uint64_t frac;	   /* fraction digits as an integer */
 	uint64_t frac_den; /* 10^(number of kept fraction digits); 1 if none */
 	int has_point;
 };
@@ -88,8 +88,7 @@ static int read_decimal(const char **pos, struct decimal *d)
 }
 
 /* whole * unit + frac * unit / frac_den (truncated), or -ERANGE above max. */
-static int scale_decimal(const struct decimal *d, uint64_t unit, uint64_t max,
-			 uint64_t *out)
+static int scale_decimal(const struct decimal *d, uint64_t unit, uint64_t max, uint64_t *out)
 {
 	u128 v = (u128)d->whole * unit + (u128)d->frac * unit / d->frac_den;
 
@@ -105,13 +104,13 @@ struct unit {
 };
 
 static const struct unit duration_units[] = {
-	{ "ns", 1ULL },
-	{ "us", 1000ULL },
-	{ "ms", 1000000ULL },
-	{ "s", 1000000000ULL },
-	{ "m", 60ULL * 1000000000ULL },
-	{ "h", 3600ULL * 1000000000ULL },
-	{ "d", 86400ULL * 1000000000ULL },
+	{"ns", 1ULL},
+	{"us", 1000ULL},
+	{"ms", 1000000ULL},
+	{"s", 1000000000ULL},
+	{"m", 60ULL * 1000000000ULL},
+	{"h", 3600ULL * 1000000000ULL},
+	{"d", 86400ULL * 1000000000ULL},
 };
 
 #define KIB (1ULL << 10)
@@ -120,10 +119,8 @@ static const struct unit duration_units[] = {
 #define TIB (1ULL << 40)
 
 static const struct unit size_units[] = {
-	{ "B", 1 },
-	{ "KiB", KIB }, { "MiB", MIB }, { "GiB", GIB }, { "TiB", TIB },
-	{ "K", KIB }, { "M", MIB }, { "G", GIB }, { "T", TIB },
-	{ "KB", KIB }, { "MB", MIB }, { "GB", GIB }, { "TB", TIB },
+	{"B", 1},   {"KiB", KIB}, {"MiB", MIB}, {"GiB", GIB}, {"TiB", TIB}, {"K", KIB},	 {"M", MIB},
+	{"G", GIB}, {"T", TIB},	  {"KB", KIB},	{"MB", MIB},  {"GB", GIB},  {"TB", TIB},
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -242,7 +239,7 @@ static int is_leap(int year)
 
 static int days_in_month(int year, int month)
 {
-	static const int days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
 
 	return month == 2 && is_leap(year) ? 29 : days[month - 1];
 }
@@ -253,8 +250,7 @@ static int to_unix_ns(int64_t sec, int64_t nsec, int64_t *unix_ns)
 {
 	int64_t v;
 
-	if (__builtin_mul_overflow(sec, NS_PER_SEC, &v) ||
-	    __builtin_add_overflow(v, nsec, &v))
+	if (__builtin_mul_overflow(sec, NS_PER_SEC, &v) || __builtin_add_overflow(v, nsec, &v))
 		return -EINVAL;
 	*unix_ns = v;
 	return 0;
@@ -269,7 +265,7 @@ static int64_t frac_to_ns(const struct decimal *d)
 static int parse_rfc3339(const char *s, int64_t *unix_ns)
 {
 	struct tm tm;
-	struct decimal frac = { .frac_den = 1 };
+	struct decimal frac = {.frac_den = 1};
 	int year, mon, day, hour, min, sec;
 	int64_t offset = 0;
 	time_t t;
@@ -358,15 +354,15 @@ char *fr_format_duration(int64_t ns, char *buf, size_t len)
 	}
 	while (i > 0 && mag % duration_units[i].factor != 0)
 		i--;
-	snprintf(buf, len, "%s%" PRIu64 "%s", ns < 0 ? "-" : "",
-		 mag / duration_units[i].factor, duration_units[i].name);
+	snprintf(buf, len, "%s%" PRIu64 "%s", ns < 0 ? "-" : "", mag / duration_units[i].factor,
+		 duration_units[i].name);
 	return buf;
 }
 
 char *fr_format_size(uint64_t bytes, char *buf, size_t len)
 {
 	static const struct unit units[] = {
-		{ "B", 1 }, { "KiB", KIB }, { "MiB", MIB }, { "GiB", GIB }, { "TiB", TIB },
+		{"B", 1}, {"KiB", KIB}, {"MiB", MIB}, {"GiB", GIB}, {"TiB", TIB},
 	};
 	size_t i = ARRAY_SIZE(units) - 1;
 	uint64_t whole, cents;
@@ -374,7 +370,8 @@ char *fr_format_size(uint64_t bytes, char *buf, size_t len)
 	/* The largest unit in which the value is exact with at most two
 	 * decimals, so the text reads back to the same number of bytes. */
 	for (; i > 0; i--) {
-		if (bytes >= units[i].factor && (bytes % units[i].factor) * 100 % units[i].factor == 0)
+		if (bytes >= units[i].factor &&
+		    (bytes % units[i].factor) * 100 % units[i].factor == 0)
 			break;
 	}
 	whole = bytes / units[i].factor;
@@ -405,9 +402,8 @@ char *fr_format_time(int64_t unix_ns, char *buf, size_t len)
 		snprintf(buf, len, "invalid-time");
 		return buf;
 	}
-	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 (int)(rem / 1000000));
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(rem / 1000000));
 	return buf;
 }
 

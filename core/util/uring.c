@@ -201,9 +201,7 @@ static ssize_t sync_op(enum op_kind kind, int fd, void *buf, size_t n, int64_t o
 			ret = off < 0 ? read(fd, buf, n) : pread(fd, buf, n, (off_t)off);
 			pfd.events = POLLIN;
 			break;
-		default:
-			ret = fdatasync(fd);
-			break;
+		default: ret = fdatasync(fd); break;
 		}
 		if (ret >= 0)
 			return ret;
@@ -229,19 +227,13 @@ static ssize_t do_op(struct fr_uring *u, enum op_kind kind, int fd, void *buf, s
 		if (!sqe)
 			return -EBUSY;
 		switch (kind) {
-		case OP_WRITE:
-			io_uring_prep_write(sqe, fd, buf, (unsigned)n, pos);
-			break;
+		case OP_WRITE: io_uring_prep_write(sqe, fd, buf, (unsigned)n, pos); break;
 		case OP_WRITE_NOWAIT:
 			io_uring_prep_write(sqe, fd, buf, (unsigned)n, pos);
 			sqe->rw_flags = RWF_NOWAIT;
 			break;
-		case OP_READ:
-			io_uring_prep_read(sqe, fd, buf, (unsigned)n, pos);
-			break;
-		default:
-			io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
-			break;
+		case OP_READ: io_uring_prep_read(sqe, fd, buf, (unsigned)n, pos); break;
+		default: io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC); break;
 		}
 		io_uring_sqe_set_data64(sqe, TAG_OP);
 		res = run_one(u);
@@ -251,8 +243,7 @@ static ssize_t do_op(struct fr_uring *u, enum op_kind kind, int fd, void *buf, s
 	return sync_op(kind, fd, buf, n, off);
 }
 
-ssize_t fr_uring_write(struct fr_uring *u, int fd, const void *buf, size_t len,
-		       int64_t off)
+ssize_t fr_uring_write(struct fr_uring *u, int fd, const void *buf, size_t len, int64_t off)
 {
 	const unsigned char *p = buf;
 	size_t done = 0;
@@ -285,8 +276,8 @@ ssize_t fr_uring_read(struct fr_uring *u, int fd, void *buf, size_t len, int64_t
 		return -EINVAL;
 	while (done < len) {
 		size_t n = len - done < URING_MAX_IO ? len - done : URING_MAX_IO;
-		ssize_t res = do_op(u, OP_READ, fd, p + done, n,
-				    off < 0 ? -1 : off + (int64_t)done);
+		ssize_t res =
+			do_op(u, OP_READ, fd, p + done, n, off < 0 ? -1 : off + (int64_t)done);
 
 		if (res == -EINTR || res == -EAGAIN)
 			continue;
@@ -352,7 +343,7 @@ static int wait_room(struct fr_uring_writer *w, int fd, int64_t progress)
 		return -ETIMEDOUT;
 	if (poll(pfd, w->hangup_fd >= 0 ? 2 : 1,
 		 (int)((until - now + 999999) / 1000000 < 60000 ? (until - now + 999999) / 1000000
-								 : 60000)) < 0 &&
+								: 60000)) < 0 &&
 	    errno != EINTR)
 		return -errno;
 	if (w->hangup_fd >= 0 && fr_fd_hung_up(w->hangup_fd))

@@ -26,8 +26,7 @@ void fr_uring_close(struct fr_uring *u);
 /* Writes all `len` bytes of `buf` to `fd` at `off`, or at and advancing the
  * file position when `off` is -1 (works for pipes and sockets too).
  * Returns `len`, or -errno from the first failed completion. */
-ssize_t fr_uring_write(struct fr_uring *u, int fd, const void *buf, size_t len,
-		       int64_t off);
+ssize_t fr_uring_write(struct fr_uring *u, int fd, const void *buf, size_t len, int64_t off);
 
 /* Reads up to `len` bytes from `fd` at `off` (looping over short reads
  * until EOF). Returns the number of bytes read or -errno. */
@@ -41,14 +40,14 @@ int fr_uring_fdatasync(struct fr_uring *u, int fd);
  * and written when it fills, at the file position (offset -1). */
 struct fr_uring_writer {
 	struct fr_uring *uring; /* borrowed */
-	int fd;                 /* borrowed */
-	uint64_t written;       /* bytes handed to the kernel so far */
+	int fd;			/* borrowed */
+	uint64_t written;	/* bytes handed to the kernel so far */
 	size_t used;
-	int error;              /* first -errno, sticky */
-	bool paced;             /* not a regular file: writes wait with deadlines */
-	int64_t stall_ns;       /* see fr_uring_writer_limit() */
-	int64_t deadline_ns;    /* CLOCK_MONOTONIC */
-	int hangup_fd;          /* borrowed, or -1 */
+	int error;	     /* first -errno, sticky */
+	bool paced;	     /* not a regular file: writes wait with deadlines */
+	int64_t stall_ns;    /* see fr_uring_writer_limit() */
+	int64_t deadline_ns; /* CLOCK_MONOTONIC */
+	int hangup_fd;	     /* borrowed, or -1 */
 	unsigned char buf[256 * 1024];
 };
 

@@ -95,8 +95,8 @@ void fr_worker_free(struct fr_worker *w)
 	worker_destroy(w);
 }
 
-int fr_worker_call(struct fr_worker **wp, void (*fn)(void *arg), void (*drop)(void *arg),
-		   void *arg, int64_t deadline_ns)
+int fr_worker_call(struct fr_worker **wp, void (*fn)(void *arg), void (*drop)(void *arg), void *arg,
+		   int64_t deadline_ns)
 {
 	struct fr_worker *w = *wp;
 	struct timespec ts;

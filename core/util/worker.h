@@ -24,8 +24,8 @@ struct fr_worker;
  * in time: *w is then NULL and the call belongs to the abandoned worker,
  * which runs drop(arg) after fn. -EAGAIN (too many workers stuck) or
  * -ENOMEM: fn did not run and `arg` is still the caller's. */
-int fr_worker_call(struct fr_worker **w, void (*fn)(void *arg), void (*drop)(void *arg),
-		   void *arg, int64_t deadline_ns);
+int fr_worker_call(struct fr_worker **w, void (*fn)(void *arg), void (*drop)(void *arg), void *arg,
+		   int64_t deadline_ns);
 
 /* Stops a worker that is not running a call; accepts NULL. */
 void fr_worker_free(struct fr_worker *w);

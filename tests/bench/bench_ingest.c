@@ -39,8 +39,8 @@ int main(int argc, char **argv)
 	if (!b || !mkdtemp(dir))
 		return 1;
 	snprintf(path, sizeof(path), "%s/ring", dir);
-	if (fr_ring_open(&ring, path, 1024ull << 20, 1u << 20, FR_RING_CREATE | FR_RING_JOURNAL, err,
-			 sizeof(err)) < 0) {
+	if (fr_ring_open(&ring, path, 1024ull << 20, 1u << 20, FR_RING_CREATE | FR_RING_JOURNAL,
+			 err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
@@ -86,8 +86,8 @@ int main(int argc, char **argv)
 	t_total = cpu_seconds() - t_total;
 	t_build = t_total - t_seal - t_append;
 	t0 = t_total;
-	printf("samples            %llu (%u Hz x %u CPUs, %llu chunks)\n", (unsigned long long)n, hz,
-	       cpus, (unsigned long long)chunks);
+	printf("samples            %llu (%u Hz x %u CPUs, %llu chunks)\n", (unsigned long long)n,
+	       hz, cpus, (unsigned long long)chunks);
 	printf("add (+ synthesis)  %.3f s  (%.0f ns/sample)\n", t_build, t_build / n * 1e9);
 	printf("seal+zstd          %.3f s  (%.0f ns/sample)\n", t_seal, t_seal / n * 1e9);
 	printf("ring append+merge  %.3f s  (%.0f ns/sample)\n", t_append, t_append / n * 1e9);

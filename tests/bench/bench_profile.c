@@ -46,7 +46,8 @@ int main(int argc, char **argv)
 	if (!b || !mkdtemp(dir) || fr_uring_open(&u, 8) < 0)
 		return 1;
 	snprintf(path, sizeof(path), "%s/ring", dir);
-	if (fr_ring_open(&ring, path, 256ull << 20, 1u << 20, FR_RING_CREATE, err, sizeof(err)) < 0) {
+	if (fr_ring_open(&ring, path, 256ull << 20, 1u << 20, FR_RING_CREATE, err, sizeof(err)) <
+	    0) {
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
@@ -72,7 +73,8 @@ int main(int argc, char **argv)
 	for (int run = 0; run < 5; run++) {
 		double a = now();
 		fr_uring_writer_init(&w, u, fd);
-		if (fr_profile_write(ring, &req, fr_uring_writer_write, &w, &res, err, sizeof(err)) < 0) {
+		if (fr_profile_write(ring, &req, fr_uring_writer_write, &w, &res, err,
+				     sizeof(err)) < 0) {
 			fprintf(stderr, "%s\n", err);
 			return 1;
 		}

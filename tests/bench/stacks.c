@@ -65,24 +65,24 @@ void fr_stacks_f7(struct walk *w);
 /* Each function has its own eight call sites, so the return addresses in a
  * stack depend on the whole path. The store after the call keeps the call
  * from becoming a jump (no frame). */
-#define STEP(n)                                                   \
+#define STEP(n)                                                       \
 	__attribute__((noinline)) void fr_stacks_f##n(struct walk *w) \
-	{                                                         \
-		if (--w->left <= 0) {                             \
-			leaf();                                   \
-		} else {                                          \
-			switch (next(&w->rng) & 7) {              \
-			case 0: fr_stacks_f0(w); break;           \
-			case 1: fr_stacks_f1(w); break;           \
-			case 2: fr_stacks_f2(w); break;           \
-			case 3: fr_stacks_f3(w); break;           \
-			case 4: fr_stacks_f4(w); break;           \
-			case 5: fr_stacks_f5(w); break;           \
-			case 6: fr_stacks_f6(w); break;           \
-			default: fr_stacks_f7(w); break;          \
-			}                                         \
-		}                                                 \
-		sink += (uint64_t)w->left;                        \
+	{                                                             \
+		if (--w->left <= 0) {                                 \
+			leaf();                                       \
+		} else {                                              \
+			switch (next(&w->rng) & 7) {                  \
+			case 0: fr_stacks_f0(w); break;               \
+			case 1: fr_stacks_f1(w); break;               \
+			case 2: fr_stacks_f2(w); break;               \
+			case 3: fr_stacks_f3(w); break;               \
+			case 4: fr_stacks_f4(w); break;               \
+			case 5: fr_stacks_f5(w); break;               \
+			case 6: fr_stacks_f6(w); break;               \
+			default: fr_stacks_f7(w); break;              \
+			}                                             \
+		}                                                     \
+		sink += (uint64_t)w->left;                            \
 	}
 
 STEP(0)

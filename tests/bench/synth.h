@@ -44,9 +44,11 @@ static inline void synth_init(struct synth *s, uint64_t seed)
 		/* Stacks share their roots (main, the event loop) like real ones. */
 		for (int j = 0; j < depth; j++) {
 			if (j < nk)
-				s->frames[i][j] = 0xffffffff81000000ull + (synth_next(s) % 0x800000);
+				s->frames[i][j] =
+					0xffffffff81000000ull + (synth_next(s) % 0x800000);
 			else if (j >= depth - 6)
-				s->frames[i][j] = 0x555555554000ull + 0x1000 + (uint64_t)(depth - j) * 0x40;
+				s->frames[i][j] =
+					0x555555554000ull + 0x1000 + (uint64_t)(depth - j) * 0x40;
 			else if (j % 3 == 0)
 				s->frames[i][j] = 0x7ffff7c00000ull + (synth_next(s) % 0x180000);
 			else
@@ -121,7 +123,10 @@ static inline int synth_mapping(void *arg, uint32_t pid, uint64_t addr, struct f
 }
 
 static const struct fr_chunk_meta_ops synth_ops = {
-	.proc = synth_proc, .thread = synth_thread, .mapping = synth_mapping, .arg = NULL,
+	.proc = synth_proc,
+	.thread = synth_thread,
+	.mapping = synth_mapping,
+	.arg = NULL,
 };
 
 #endif

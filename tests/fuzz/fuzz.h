@@ -20,17 +20,15 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* A broken promise is a crash, so that libFuzzer records the input. */
-#define FUZZ_CHECK(cond, ...)                                                    \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__,   \
-				__LINE__, #cond);                                \
-			fprintf(stderr, __VA_ARGS__);                            \
-			fputc('\n', stderr);                                     \
-			abort();                                                 \
-		}                                                                \
+#define FUZZ_CHECK(cond, ...)                                                                    \
+	do {                                                                                     \
+		if (!(cond)) {                                                                   \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                                            \
+			fputc('\n', stderr);                                                     \
+			abort();                                                                 \
+		}                                                                                \
 	} while (0)
-
 
 /* Chunk header offsets (core/store/chunk.h, ON-DISK LAYOUT). */
 #define FUZZ_CHUNK_OFF_VERSION 4
@@ -61,11 +59,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Input modes of fuzz_chunk: the first byte, modulo FUZZ_CHUNK_MODES. */
 enum {
-	FUZZ_CHUNK_AS_IS = 0,   /* the rest is an encoded chunk, used unchanged */
+	FUZZ_CHUNK_AS_IS = 0,	/* the rest is an encoded chunk, used unchanged */
 	FUZZ_CHUNK_FIX_CRC = 1, /* the rest is a chunk; comp_len and crcs are fixed */
-	FUZZ_CHUNK_BLOCK = 2,   /* u32 nsamples, i64 first_ns, i64 last_ns, then a
+	FUZZ_CHUNK_BLOCK = 2,	/* u32 nsamples, i64 first_ns, i64 last_ns, then a
 				 * raw block that the target compresses and frames */
-	FUZZ_CHUNK_BUILD = 3,   /* records fed to the chunk builder (below) */
+	FUZZ_CHUNK_BUILD = 3,	/* records fed to the chunk builder (below) */
 	FUZZ_CHUNK_MODES = 4,
 };
 #define FUZZ_CHUNK_BLOCK_PREFIX 20
@@ -85,13 +83,13 @@ enum {
  * the built-in superblock has a journal of two segments' size before the
  * segments (bit 5; the journal is then the first region filled). */
 enum {
-	FUZZ_RING_FILE = 0,  /* the rest is the whole ring file */
+	FUZZ_RING_FILE = 0,   /* the rest is the whole ring file */
 	FUZZ_RING_LINEAR = 1, /* a valid superblock; the rest fills the regions in order */
-	FUZZ_RING_SPLIT = 2, /* a valid superblock; the rest is cut into one equal
+	FUZZ_RING_SPLIT = 2,  /* a valid superblock; the rest is cut into one equal
 			      * part per region (journal, segments), each at its
 			      * region's start */
 };
-#define FUZZ_RING_LAYOUT(b) ((b) & 3)
+#define FUZZ_RING_LAYOUT(b) ((b)&3)
 #define FUZZ_RING_NSEG(b) (((b) >> 2 & 3) == 3 ? 2u : 2u + ((b) >> 2 & 3))
 #define FUZZ_RING_FIX_CRC 0x10
 #define FUZZ_RING_JOURNAL 0x20

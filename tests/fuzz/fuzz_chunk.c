@@ -49,7 +49,7 @@ static struct fr_zstd *zstd;
 static void fix_crcs(unsigned char *p, size_t len)
 {
 	fr_put_le32(p + FUZZ_CHUNK_OFF_PAYLOAD_CRC,
-		      fr_crc32c(0, p + FR_CHUNK_HEADER_LEN, len - FR_CHUNK_HEADER_LEN));
+		    fr_crc32c(0, p + FR_CHUNK_HEADER_LEN, len - FR_CHUNK_HEADER_LEN));
 	fr_put_le32(p + FUZZ_CHUNK_OFF_HEADER_CRC, fr_crc32c(0, p, 60));
 }
 
@@ -66,7 +66,8 @@ static unsigned char *make_input(const uint8_t *data, size_t size, size_t *len)
 	data++;
 	size--;
 
-	if (mode == FUZZ_CHUNK_AS_IS || (mode == FUZZ_CHUNK_FIX_CRC && size < FR_CHUNK_HEADER_LEN)) {
+	if (mode == FUZZ_CHUNK_AS_IS ||
+	    (mode == FUZZ_CHUNK_FIX_CRC && size < FR_CHUNK_HEADER_LEN)) {
 		p = malloc(size ? size : 1);
 		if (p && size)
 			memcpy(p, data, size);
@@ -126,8 +127,8 @@ static void check_string(const struct fr_chunk *c, uint32_t id, const char *what
 {
 	FUZZ_CHECK(id < c->nstrings, "%s: string id %u of %u", what, id, c->nstrings);
 	FUZZ_CHECK(c->strings[id] != NULL, "%s: string %u is NULL", what, id);
-	FUZZ_CHECK(strlen(c->strings[id]) <= FR_CHUNK_STRING_MAX, "%s: string %u too long",
-		   what, id);
+	FUZZ_CHECK(strlen(c->strings[id]) <= FR_CHUNK_STRING_MAX, "%s: string %u too long", what,
+		   id);
 }
 
 /* The process and thread tables: names in range, sorted by id, and each
@@ -139,8 +140,7 @@ static void check_chunk_tasks(const struct fr_chunk *c)
 
 		check_string(c, p->comm, "proc comm");
 		check_string(c, p->exe, "proc exe");
-		FUZZ_CHECK(p->build_id_len <= FR_BUILD_ID_MAX, "proc build id %u",
-			   p->build_id_len);
+		FUZZ_CHECK(p->build_id_len <= FR_BUILD_ID_MAX, "proc build id %u", p->build_id_len);
 		FUZZ_CHECK(i == 0 || c->procs[i - 1].pid < p->pid, "procs not sorted at %u", i);
 		FUZZ_CHECK(fr_chunk_find_proc(c, p->pid) == p, "find_proc(%u)", p->pid);
 	}
@@ -148,8 +148,7 @@ static void check_chunk_tasks(const struct fr_chunk *c)
 		const struct fr_chunk_thread *t = &c->threads[i];
 
 		check_string(c, t->name, "thread name");
-		FUZZ_CHECK(i == 0 || c->threads[i - 1].tid < t->tid, "threads not sorted at %u",
-			   i);
+		FUZZ_CHECK(i == 0 || c->threads[i - 1].tid < t->tid, "threads not sorted at %u", i);
 		FUZZ_CHECK(fr_chunk_find_thread(c, t->tid) == t, "find_thread(%u)", t->tid);
 	}
 }
@@ -167,13 +166,15 @@ static void check_chunk_maps(const struct fr_chunk *c)
 		if (i > 0) {
 			const struct fr_chunk_map *prev = &c->maps[i - 1];
 
-			FUZZ_CHECK(prev->pid < m->pid || (prev->pid == m->pid && prev->end <= m->start),
+			FUZZ_CHECK(prev->pid < m->pid ||
+					   (prev->pid == m->pid && prev->end <= m->start),
 				   "maps %u and %u out of order or overlapping", i - 1, i);
 		}
 		FUZZ_CHECK(fr_chunk_find_map(c, m->pid, m->start) == m, "find_map(start of %u)", i);
 		FUZZ_CHECK(fr_chunk_find_map(c, m->pid, m->end - 1) == m, "find_map(end of %u)", i);
 		if (m->start > 0) {
-			const struct fr_chunk_map *before = fr_chunk_find_map(c, m->pid, m->start - 1);
+			const struct fr_chunk_map *before =
+				fr_chunk_find_map(c, m->pid, m->start - 1);
 
 			FUZZ_CHECK(before != m, "find_map(start - 1 of %u)", i);
 		}
@@ -253,7 +254,8 @@ static void check_chunk(const struct fr_chunk *c, const struct fr_chunk_header *
 			   c->hdr.nsamples == h->nsamples && c->hdr.raw_len == h->raw_len &&
 			   c->hdr.comp_len == h->comp_len && c->hdr.covers == h->covers &&
 			   c->hdr.clock_offset == h->clock_offset &&
-			   c->hdr.payload_crc == h->payload_crc && c->hdr.header_crc == h->header_crc,
+			   c->hdr.payload_crc == h->payload_crc &&
+			   c->hdr.header_crc == h->header_crc,
 		   "decoded header differs from parsed");
 	FUZZ_CHECK(c->nsamples == h->nsamples, "%u samples, header says %u", c->nsamples,
 		   h->nsamples);
@@ -291,8 +293,8 @@ static int cmp_sview(const void *a, const void *b)
 {
 	const struct sview *x = a, *y = b;
 
-#define CMP_FIELD(f)                        \
-	if (x->f != y->f)                   \
+#define CMP_FIELD(f)      \
+	if (x->f != y->f) \
 		return x->f < y->f ? -1 : 1;
 	CMP_FIELD(time_ns);
 	CMP_FIELD(pid);
@@ -360,7 +362,8 @@ static void check_same_meta(const struct fr_chunk *a, const struct fr_chunk *b, 
 {
 	const struct fr_chunk_stack *sb = &b->stacks[b->stack[i]];
 	uint32_t pid = b->pid[i], tid = b->tid[i];
-	const struct fr_chunk_proc *pa = fr_chunk_find_proc(a, pid), *pb = fr_chunk_find_proc(b, pid);
+	const struct fr_chunk_proc *pa = fr_chunk_find_proc(a, pid),
+				   *pb = fr_chunk_find_proc(b, pid);
 	const struct fr_chunk_thread *ta = fr_chunk_find_thread(a, tid),
 				     *tb = fr_chunk_find_thread(b, tid);
 
@@ -387,9 +390,11 @@ static void check_same_meta(const struct fr_chunk *a, const struct fr_chunk *b, 
 		FUZZ_CHECK(!ma == !mb, "sample %u frame %u: mapping in one chunk only", i, k);
 		if (ma)
 			FUZZ_CHECK(ma->start == mb->start && ma->end == mb->end &&
-					   ma->pgoff == mb->pgoff && same_str(a, ma->path, b, mb->path) &&
+					   ma->pgoff == mb->pgoff &&
+					   same_str(a, ma->path, b, mb->path) &&
 					   ma->build_id_len == mb->build_id_len &&
-					   memcmp(ma->build_id, mb->build_id, ma->build_id_len) == 0,
+					   memcmp(ma->build_id, mb->build_id, ma->build_id_len) ==
+						   0,
 				   "sample %u frame %u: rebuilt mapping differs", i, k);
 	}
 }
@@ -590,7 +595,8 @@ static void check_built(const struct fr_chunk *c)
 			bool found = false;
 
 			for (uint32_t k = 0; k < c->nevents && !found; k++)
-				found = c->events[k].event == x->event && c->events[k].lost == x->lost &&
+				found = c->events[k].event == x->event &&
+					c->events[k].lost == x->lost &&
 					c->events[k].throttled == x->throttled &&
 					c->events[k].truncated == x->truncated;
 			FUZZ_CHECK(found, "counters of event %u decoded differently", x->event);
@@ -762,8 +768,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (hret == -EPROTONOSUPPORT)
 		FUZZ_CHECK(dret == -EPROTONOSUPPORT, "other version: decode returned %d", dret);
 	if (dret == 0) {
-		FUZZ_CHECK(hret == 0 && vret == 0, "decode accepts what header_parse (%d) or "
-			   "verify (%d) rejects", hret, vret);
+		FUZZ_CHECK(hret == 0 && vret == 0,
+			   "decode accepts what header_parse (%d) or "
+			   "verify (%d) rejects",
+			   hret, vret);
 		check_chunk(c, &h);
 		rebuild(c);
 	}

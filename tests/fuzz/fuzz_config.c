@@ -49,15 +49,18 @@ static void check_same(const struct fr_config *a, const struct fr_config *b)
 		const struct fr_config_session *x = &a->sessions[s], *y = &b->sessions[s];
 
 		FUZZ_CHECK(strcmp(x->name, y->name) == 0 && x->nevents == y->nevents &&
-				   x->targets.npids == y->targets.npids && x->targets.ncomms == y->targets.ncomms &&
-				   strcmp(x->targets.cgroup, y->targets.cgroup) == 0 && x->ntriggers == y->ntriggers,
+				   x->targets.npids == y->targets.npids &&
+				   x->targets.ncomms == y->targets.ncomms &&
+				   strcmp(x->targets.cgroup, y->targets.cgroup) == 0 &&
+				   x->ntriggers == y->ntriggers,
 			   "session %u changed", s);
 		for (uint32_t t = 0; t < x->ntriggers; t++) {
 			const struct fr_config_trigger *p = &x->triggers[t], *q = &y->triggers[t];
 
 			FUZZ_CHECK(p->kind == q->kind && p->signal == q->signal &&
 					   p->percent == q->percent && p->for_ns == q->for_ns &&
-					   p->window_ns == q->window_ns && p->after_ns == q->after_ns &&
+					   p->window_ns == q->window_ns &&
+					   p->after_ns == q->after_ns &&
 					   p->cooldown_ns == q->cooldown_ns,
 				   "session %u trigger %u changed", s, t);
 		}
@@ -103,15 +106,14 @@ static void check_trigger(const struct fr_config_session *x, uint32_t s, uint32_
 		FUZZ_CHECK(x->targets.npids || x->targets.ncomms || x->targets.cgroup[0],
 			   "session %u trigger %u: an exit trigger without targets", s, i);
 		break;
-	default:
-		FUZZ_CHECK(0, "session %u trigger %u of kind %u", s, i, t->kind);
+	default: FUZZ_CHECK(0, "session %u trigger %u of kind %u", s, i, t->kind);
 	}
 }
 
 static void check_valid(const struct fr_config *cfg)
 {
-	FUZZ_CHECK(cfg->nsessions >= 1 && cfg->nsessions <= FR_CONFIG_MAX_SESSIONS,
-		   "%u sessions", cfg->nsessions);
+	FUZZ_CHECK(cfg->nsessions >= 1 && cfg->nsessions <= FR_CONFIG_MAX_SESSIONS, "%u sessions",
+		   cfg->nsessions);
 	FUZZ_CHECK(cfg->max_rate_hz >= 1 && cfg->max_clients >= 1, "limits out of range");
 	FUZZ_CHECK(cfg->segment_size >= FR_RING_MIN_SEGMENT &&
 			   cfg->segment_size <= cfg->ring_size / 2,
@@ -125,17 +127,19 @@ static void check_valid(const struct fr_config *cfg)
 	for (uint32_t s = 0; s < cfg->nsessions; s++) {
 		const struct fr_config_session *x = &cfg->sessions[s];
 
-		FUZZ_CHECK(x->name[0] && memchr(x->name, '\0', sizeof(x->name)),
-			   "session %u name", s);
+		FUZZ_CHECK(x->name[0] && memchr(x->name, '\0', sizeof(x->name)), "session %u name",
+			   s);
 		FUZZ_CHECK(x->nevents >= 1 && x->nevents <= FR_LIMIT_EVENTS,
 			   "session %u has %u events", s, x->nevents);
 		for (uint32_t e = 0; e < x->nevents; e++)
 			FUZZ_CHECK(fr_event_has_rate(x->events[e].event)
-					   ? x->events[e].hz >= 1 && x->events[e].hz <= cfg->max_rate_hz
+					   ? x->events[e].hz >= 1 &&
+						     x->events[e].hz <= cfg->max_rate_hz
 					   : x->events[e].hz == 0,
 				   "session %u event %u at %u Hz (limit %u)", s, e, x->events[e].hz,
 				   cfg->max_rate_hz);
-		FUZZ_CHECK(x->targets.npids <= FR_LIMIT_SESSION_PIDS && x->targets.ncomms <= FR_LIMIT_COMMS &&
+		FUZZ_CHECK(x->targets.npids <= FR_LIMIT_SESSION_PIDS &&
+				   x->targets.ncomms <= FR_LIMIT_COMMS &&
 				   memchr(x->targets.cgroup, '\0', sizeof(x->targets.cgroup)),
 			   "session %u targets out of bounds", s);
 		FUZZ_CHECK(x->ntriggers <= FR_CONFIG_MAX_TRIGGERS, "session %u has %u triggers", s,

@@ -41,8 +41,7 @@ ssize_t fuzz_pread64(int fd, void *buf, size_t n, off_t off)
 
 ssize_t fuzz_pread(int fd, void *buf, size_t n, off_t off)
 {
-	if (cut_fd >= 0 && cut_after && ++reads == cut_after &&
-	    ftruncate(cut_fd, cut_to) < 0)
+	if (cut_fd >= 0 && cut_after && ++reads == cut_after && ftruncate(cut_fd, cut_to) < 0)
 		abort();
 	return syscall(SYS_pread64, fd, buf, n, off);
 }
@@ -57,7 +56,7 @@ static void reset(int fd, const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char path[] = "/tmp/fr-fuzz-elf-XXXXXX";
-	static const uint8_t other_id[20] = { 1, 2, 3 };
+	static const uint8_t other_id[20] = {1, 2, 3};
 	uint8_t id[FR_BUILD_ID_MAX + 4];
 	struct fr_symbols *s;
 	const char *name = NULL;
@@ -81,8 +80,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(rfd >= 0, "open: %s", strerror(errno));
 	ret = fr_elf_build_id_fd(rfd, id, FR_BUILD_ID_MAX);
 	close(rfd);
-	FUZZ_CHECK(ret < 0 ? ret > -4096 : ret >= 1 && ret <= FR_BUILD_ID_MAX,
-		   "build id length %d", ret);
+	FUZZ_CHECK(ret < 0 ? ret > -4096 : ret >= 1 && ret <= FR_BUILD_ID_MAX, "build id length %d",
+		   ret);
 
 	/* A new cache each time: every look-up parses the file again. */
 	for (int round = 0; round < 2; round++) {

@@ -119,20 +119,19 @@ static int decoded(int ret, const char *err, const char *what)
  * `decode`) and checks it is the same `size` bytes. Objects are decoded
  * as built (integers as raw text) and also printed, as they would be
  * sent. */
-#define ROUND_TRIP(what, encode, decode, msg, again)                                   \
-	do {                                                                           \
-		cJSON *enc = encode(msg);                                              \
-		char err2[512] = "", *text;                                            \
-		int r2;                                                                \
-									       \
-		FUZZ_CHECK(enc, "%s: encoding a decoded message failed", what);        \
-		r2 = decode(enc, again, err2, sizeof(err2));                           \
-		FUZZ_CHECK(r2 == 0, "%s: an encoded message is refused: %s", what,     \
-			   err2);                                                      \
-		text = cJSON_PrintUnformatted(enc);                                    \
-		FUZZ_CHECK(text, "%s: printing an encoded message failed", what);      \
-		cJSON_free(text);                                                      \
-		cJSON_Delete(enc);                                                     \
+#define ROUND_TRIP(what, encode, decode, msg, again)                                      \
+	do {                                                                              \
+		cJSON *enc = encode(msg);                                                 \
+		char err2[512] = "", *text;                                               \
+		int r2;                                                                   \
+                                                                                          \
+		FUZZ_CHECK(enc, "%s: encoding a decoded message failed", what);           \
+		r2 = decode(enc, again, err2, sizeof(err2));                              \
+		FUZZ_CHECK(r2 == 0, "%s: an encoded message is refused: %s", what, err2); \
+		text = cJSON_PrintUnformatted(enc);                                       \
+		FUZZ_CHECK(text, "%s: printing an encoded message failed", what);         \
+		cJSON_free(text);                                                         \
+		cJSON_Delete(enc);                                                        \
 	} while (0)
 
 /* Runs every message decoder of ipc/msg.h over `obj`. */
@@ -149,7 +148,8 @@ static void decode_messages(const cJSON *obj)
 	err[0] = '\0';
 	if (decoded(fr_ipc_attach_req_decode(obj, &ar, err, sizeof(err)), err, "attach")) {
 		ROUND_TRIP("attach", fr_ipc_attach_req_encode, fr_ipc_attach_req_decode, &ar, &ar2);
-		FUZZ_CHECK(memcmp(&ar, &ar2, sizeof(ar)) == 0, "attach: differs after a round trip");
+		FUZZ_CHECK(memcmp(&ar, &ar2, sizeof(ar)) == 0,
+			   "attach: differs after a round trip");
 	}
 	err[0] = '\0';
 	if (decoded(fr_ipc_attach_reply_decode(obj, &ap, err, sizeof(err)), err, "attach reply")) {
@@ -162,13 +162,14 @@ static void decode_messages(const cJSON *obj)
 	if (decoded(fr_ipc_consume_req_decode(obj, &cr, err, sizeof(err)), err, "consume")) {
 		ROUND_TRIP("consume", fr_ipc_consume_req_encode, fr_ipc_consume_req_decode, &cr,
 			   &cr2);
-		FUZZ_CHECK(memcmp(&cr, &cr2, sizeof(cr)) == 0, "consume: differs after a round trip");
+		FUZZ_CHECK(memcmp(&cr, &cr2, sizeof(cr)) == 0,
+			   "consume: differs after a round trip");
 	}
 	err[0] = '\0';
 	if (decoded(fr_ipc_consume_reply_decode(obj, &cp, err, sizeof(err)), err,
 		    "consume reply")) {
-		ROUND_TRIP("consume reply", fr_ipc_consume_reply_encode, fr_ipc_consume_reply_decode,
-			   &cp, &cp2);
+		ROUND_TRIP("consume reply", fr_ipc_consume_reply_encode,
+			   fr_ipc_consume_reply_decode, &cp, &cp2);
 		FUZZ_CHECK(memcmp(&cp, &cp2, sizeof(cp)) == 0,
 			   "consume reply: differs after a round trip");
 	}
@@ -214,14 +215,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   "frame %d: recv_json returned %d", frames, ret);
 		FUZZ_CHECK((ret == 0) == (obj != NULL), "recv_json returned %d and %p", ret,
 			   (void *)obj);
-		FUZZ_CHECK(ret == 0 || fd == -1, "recv_json failed (%d) but gave descriptor %d", ret,
-			   fd);
+		FUZZ_CHECK(ret == 0 || fd == -1, "recv_json failed (%d) but gave descriptor %d",
+			   ret, fd);
 		if (ret < 0)
 			break;
 		FUZZ_CHECK(cJSON_IsObject(obj), "recv_json gave a non-object");
 		if (fd >= 0) {
 			FUZZ_CHECK(frames == 0, "descriptor arrived with frame %d", frames);
-			FUZZ_CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC, "received descriptor not CLOEXEC");
+			FUZZ_CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC,
+				   "received descriptor not CLOEXEC");
 			close(fd);
 		}
 		echo(obj);

@@ -49,7 +49,7 @@ static void write_sb(unsigned char *sb, uint32_t nseg, uint64_t journal)
 	fr_put_le32(sb + FUZZ_SB_OFF_VERSION, FR_RING_VERSION);
 	fr_put_le32(sb + FUZZ_SB_OFF_SB_LEN, FR_RING_SB_LEN);
 	fr_put_le64(sb + FUZZ_SB_OFF_FILE_SIZE,
-		      FR_RING_SB_LEN + journal + (uint64_t)nseg * FUZZ_RING_SEGMENT);
+		    FR_RING_SB_LEN + journal + (uint64_t)nseg * FUZZ_RING_SEGMENT);
 	fr_put_le64(sb + FUZZ_SB_OFF_JOURNAL, journal);
 	fr_put_le64(sb + FUZZ_SB_OFF_SEGMENT_SIZE, FUZZ_RING_SEGMENT);
 	fr_put_le32(sb + FUZZ_SB_OFF_NSEGMENTS, nseg);
@@ -76,7 +76,7 @@ static void fix_chunk_crcs(unsigned char *img, size_t len)
 
 			if (comp <= len - off - FR_CHUNK_HEADER_LEN)
 				fr_put_le32(p + FUZZ_CHUNK_OFF_PAYLOAD_CRC,
-					      fr_crc32c(0, p + FR_CHUNK_HEADER_LEN, comp));
+					    fr_crc32c(0, p + FR_CHUNK_HEADER_LEN, comp));
 			fr_put_le32(p + FUZZ_CHUNK_OFF_HEADER_CRC, fr_crc32c(0, p, 60));
 		}
 		if (off == FR_RING_SB_LEN)
@@ -86,8 +86,7 @@ static void fix_chunk_crcs(unsigned char *img, size_t len)
 
 /* Lays the file out as the mode byte asks. Returns a malloc'd image of
  * *len bytes, or NULL. */
-static unsigned char *make_file(const uint8_t *data, size_t size, size_t *len,
-				bool *valid_sb)
+static unsigned char *make_file(const uint8_t *data, size_t size, size_t *len, bool *valid_sb)
 {
 	unsigned mode, layout, nseg;
 	unsigned char *img;
@@ -133,9 +132,10 @@ static unsigned char *make_file(const uint8_t *data, size_t size, size_t *len,
 			if (part > FUZZ_RING_SEGMENT)
 				part = FUZZ_RING_SEGMENT;
 			for (unsigned i = 0; i < nreg; i++) {
-				size_t at = journal && i == 0 ? 0
-					    : journal + (size_t)(i - (journal ? 1 : 0)) *
-								FUZZ_RING_SEGMENT;
+				size_t at = journal && i == 0
+						    ? 0
+						    : journal + (size_t)(i - (journal ? 1 : 0)) *
+									FUZZ_RING_SEGMENT;
 
 				memcpy(img + FR_RING_SB_LEN + at, data + i * part, part);
 			}
@@ -177,17 +177,19 @@ static void check_stats(const struct fr_ring_stats *st)
 {
 	FUZZ_CHECK(st->nsegments >= 2 && st->segment_size >= FR_RING_MIN_SEGMENT &&
 			   st->file_size == FR_RING_SB_LEN + st->journal_size +
-						   (uint64_t)st->nsegments * st->segment_size,
+						    (uint64_t)st->nsegments * st->segment_size,
 		   "geometry %u x %llu in %llu bytes", st->nsegments,
 		   (unsigned long long)st->segment_size, (unsigned long long)st->file_size);
 	FUZZ_CHECK(st->segments_used <= st->nsegments && st->bytes_used <= st->file_size,
 		   "%u segments used, %llu bytes used", st->segments_used,
 		   (unsigned long long)st->bytes_used);
 	FUZZ_CHECK((st->chunks - st->journal_chunks == 0) == (st->segments_used == 0),
-		   "%llu chunks (%llu in the journal) in %u segments", (unsigned long long)st->chunks,
-		   (unsigned long long)st->journal_chunks, st->segments_used);
+		   "%llu chunks (%llu in the journal) in %u segments",
+		   (unsigned long long)st->chunks, (unsigned long long)st->journal_chunks,
+		   st->segments_used);
 	FUZZ_CHECK(st->journal_chunks <= st->chunks && st->journal_bytes <= st->bytes_used &&
-			   st->journal_samples <= st->samples && (st->journal_size || !st->journal_chunks),
+			   st->journal_samples <= st->samples &&
+			   (st->journal_size || !st->journal_chunks),
 		   "journal stats do not add up");
 }
 
@@ -209,7 +211,8 @@ static void check_refs(const struct fr_ring_ref *refs, size_t n, const struct fr
 		FUZZ_CHECK(ref->offset >= FR_RING_SB_LEN && rel % 8 == 0 &&
 				   ref->len >= FR_CHUNK_HEADER_LEN &&
 				   (journal ? rel + ref->len <= st->journal_size
-					    : (rel - st->journal_size) % st->segment_size + ref->len <=
+					    : (rel - st->journal_size) % st->segment_size +
+							      ref->len <=
 						      st->segment_size) &&
 				   ref->offset + ref->len <= st->file_size,
 			   "chunk %llu at %llu + %u does not lie inside one segment or the journal",
@@ -221,7 +224,8 @@ static void check_refs(const struct fr_ring_ref *refs, size_t n, const struct fr
 		raw += ref->raw_len;
 	}
 	if (n == st->chunks) {
-		FUZZ_CHECK(bytes == st->bytes_used && samples == st->samples && raw == st->raw_bytes,
+		FUZZ_CHECK(bytes == st->bytes_used && samples == st->samples &&
+				   raw == st->raw_bytes,
 			   "stats do not add up: %llu/%llu bytes, %llu/%llu samples",
 			   (unsigned long long)bytes, (unsigned long long)st->bytes_used,
 			   (unsigned long long)samples, (unsigned long long)st->samples);
@@ -314,8 +318,7 @@ static void check_ring(struct fr_ring *r)
 
 	/* Damaged chunks found by reading leave the index and are counted. */
 	fr_ring_get_stats(r, &st2);
-	FUZZ_CHECK(st2.chunks == st.chunks - nbad &&
-			   st2.corrupt_chunks == st.corrupt_chunks + nbad,
+	FUZZ_CHECK(st2.chunks == st.chunks - nbad && st2.corrupt_chunks == st.corrupt_chunks + nbad,
 		   "%zu damaged chunks read: chunks %llu -> %llu, corrupt %llu -> %llu", nbad,
 		   (unsigned long long)st.chunks, (unsigned long long)st2.chunks,
 		   (unsigned long long)st.corrupt_chunks, (unsigned long long)st2.corrupt_chunks);
@@ -343,16 +346,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	err[0] = 'x';
 	ret = fr_ring_open(&r, memfd_path, 0, 0, FR_RING_RDONLY, err, sizeof(err));
-	FUZZ_CHECK(ret == 0 || ret == -EMEDIUMTYPE || ret == -EPROTONOSUPPORT ||
-			   ret == -EUCLEAN || ret == -EBADMSG || ret == -ENOMEM,
+	FUZZ_CHECK(ret == 0 || ret == -EMEDIUMTYPE || ret == -EPROTONOSUPPORT || ret == -EUCLEAN ||
+			   ret == -EBADMSG || ret == -ENOMEM,
 		   "open returned %d (%s)", ret, err);
 	FUZZ_CHECK((ret == 0) == (r != NULL), "open returned %d and %p", ret, (void *)r);
 	if (ret < 0) {
 		FUZZ_CHECK(err[0] != '\0' && !strchr(err, '\n'),
 			   "open failed (%d) without a one-line message", ret);
 		/* Whatever the segments hold, a valid superblock opens. */
-		FUZZ_CHECK(!valid_sb || ret == -ENOMEM, "a ring with a valid superblock failed "
-			   "to open: %d (%s)", ret, err);
+		FUZZ_CHECK(!valid_sb || ret == -ENOMEM,
+			   "a ring with a valid superblock failed "
+			   "to open: %d (%s)",
+			   ret, err);
 		return 0;
 	}
 	check_ring(r);

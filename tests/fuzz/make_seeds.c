@@ -71,8 +71,7 @@ void clean_dir(const char *target)
 }
 
 /* Writes CORPUS/target/seed-name: the mode byte (when >= 0), then data. */
-void write_seed(const char *target, const char *name, int mode, const void *data,
-		       size_t len)
+void write_seed(const char *target, const char *name, int mode, const void *data, size_t len)
 {
 	char path[4096];
 	unsigned char m = (unsigned char)mode;
@@ -125,43 +124,48 @@ static void make_config_seeds(void)
 		    " \"max_age\": \"1.5s\"},"
 		    " \"limits\": {\"max_rate_hz\": 10}}");
 	config_seed("unknown-key", "{\"ring\": {\"sise\": \"1GiB\"}}");
-	config_seed("hz-above-limit",
-		    "{\"limits\": {\"max_rate_hz\": 100},\n"
-		    " \"sessions\": [{\"name\": \"a\", \"events\": [{\"event\": \"cpu\", \"hz\": 101}]}]}");
-	config_seed("targets",
-		    "{\"limits\": {\"max_rate_hz\": 500},\n"
-		    " \"sessions\": [{\"name\": \"db\", \"targets\": {\"pids\": [1, 4194304], \"comm\": [\"postgres\", \"pgbouncer\"],\n"
-		    "   \"cgroup\": \"/system.slice/postgresql.service\"},\n"
-		    "  \"events\": [{\"event\": \"offcpu\"}, {\"event\": \"raw:0x1c2\", \"hz\": 499}, {\"event\": \"page-faults\"}]}]}\n");
-	config_seed("triggers",
-		    "{\n"
-		    "  \"dumps\": {\"dir\": \"/var/lib/flightrec/dumps\", \"keep\": 200, \"max_bytes\": \"2GiB\"},\n"
-		    "  \"sessions\": [\n"
-		    "    {\"name\": \"oncall\", \"triggers\": [{\"on\": \"signal\", \"signal\": \"USR1\", \"window\": \"2m\"},\n"
-		    "                                    {\"on\": \"signal\", \"signal\": \"SIGRTMIN+3\", \"after\": \"10s\"}]},\n"
-		    "    {\"name\": \"hot\", \"events\": [{\"event\": \"cpu\", \"hz\": 99}],\n"
-		    "     \"triggers\": [{\"on\": \"cpu_above\", \"percent\": 90, \"for\": \"10s\", \"window\": \"5m\",\n"
-		    "                   \"after\": \"30s\", \"cooldown\": \"15m\"}]},\n"
-		    "    {\"name\": \"api\", \"targets\": {\"comm\": [\"api-server\"]},\n"
-		    "     \"events\": [{\"event\": \"cpu\", \"hz\": 199}, {\"event\": \"offcpu\"}],\n"
-		    "     \"triggers\": [{\"on\": \"exit\", \"window\": \"60s\", \"cooldown\": \"5m\"},\n"
-		    "                  {\"on\": \"signal\", \"signal\": \"sigusr2\"}]}\n"
-		    "  ]\n"
-		    "}\n");
-	config_seed("trigger-errors",
-		    "{\"dumps\": {\"keep\": 100000},\n"
-		    " \"sessions\": [{\"name\": \"a\", \"targets\": {\"pids\": [1]},\n"
-		    "   \"triggers\": [{\"on\": \"signal\", \"signal\": \"RTMAX-1\", \"window\": \"59m\", \"after\": \"1m\"},\n"
-		    "                {\"on\": \"cpu_above\", \"percent\": 100, \"for\": \"1s\", \"cooldown\": \"1s\"},\n"
-		    "                {\"on\": \"exit\", \"signal\": \"TERM\", \"percent\": 0, \"for\": \"500ms\"}]}]}\n");
+	config_seed(
+		"hz-above-limit",
+		"{\"limits\": {\"max_rate_hz\": 100},\n"
+		" \"sessions\": [{\"name\": \"a\", \"events\": [{\"event\": \"cpu\", \"hz\": 101}]}]}");
+	config_seed(
+		"targets",
+		"{\"limits\": {\"max_rate_hz\": 500},\n"
+		" \"sessions\": [{\"name\": \"db\", \"targets\": {\"pids\": [1, 4194304], \"comm\": [\"postgres\", \"pgbouncer\"],\n"
+		"   \"cgroup\": \"/system.slice/postgresql.service\"},\n"
+		"  \"events\": [{\"event\": \"offcpu\"}, {\"event\": \"raw:0x1c2\", \"hz\": 499}, {\"event\": \"page-faults\"}]}]}\n");
+	config_seed(
+		"triggers",
+		"{\n"
+		"  \"dumps\": {\"dir\": \"/var/lib/flightrec/dumps\", \"keep\": 200, \"max_bytes\": \"2GiB\"},\n"
+		"  \"sessions\": [\n"
+		"    {\"name\": \"oncall\", \"triggers\": [{\"on\": \"signal\", \"signal\": \"USR1\", \"window\": \"2m\"},\n"
+		"                                    {\"on\": \"signal\", \"signal\": \"SIGRTMIN+3\", \"after\": \"10s\"}]},\n"
+		"    {\"name\": \"hot\", \"events\": [{\"event\": \"cpu\", \"hz\": 99}],\n"
+		"     \"triggers\": [{\"on\": \"cpu_above\", \"percent\": 90, \"for\": \"10s\", \"window\": \"5m\",\n"
+		"                   \"after\": \"30s\", \"cooldown\": \"15m\"}]},\n"
+		"    {\"name\": \"api\", \"targets\": {\"comm\": [\"api-server\"]},\n"
+		"     \"events\": [{\"event\": \"cpu\", \"hz\": 199}, {\"event\": \"offcpu\"}],\n"
+		"     \"triggers\": [{\"on\": \"exit\", \"window\": \"60s\", \"cooldown\": \"5m\"},\n"
+		"                  {\"on\": \"signal\", \"signal\": \"sigusr2\"}]}\n"
+		"  ]\n"
+		"}\n");
+	config_seed(
+		"trigger-errors",
+		"{\"dumps\": {\"keep\": 100000},\n"
+		" \"sessions\": [{\"name\": \"a\", \"targets\": {\"pids\": [1]},\n"
+		"   \"triggers\": [{\"on\": \"signal\", \"signal\": \"RTMAX-1\", \"window\": \"59m\", \"after\": \"1m\"},\n"
+		"                {\"on\": \"cpu_above\", \"percent\": 100, \"for\": \"1s\", \"cooldown\": \"1s\"},\n"
+		"                {\"on\": \"exit\", \"signal\": \"TERM\", \"percent\": 0, \"for\": \"500ms\"}]}]}\n");
 	config_seed("syntax-error", "{\n  \"ring\": {\n    \"size\": 256MiB\n  }\n}\n");
 }
 
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: %s CORPUS_DIR\n"
-				"Writes the seed-* inputs of every fuzz target under CORPUS_DIR.\n",
+		fprintf(stderr,
+			"usage: %s CORPUS_DIR\n"
+			"Writes the seed-* inputs of every fuzz target under CORPUS_DIR.\n",
 			argv[0]);
 		return 1;
 	}
@@ -175,4 +179,3 @@ int main(int argc, char **argv)
 	printf("make_seeds: wrote %d files, %zu bytes, under %s\n", nfiles, nbytes, corpus);
 	return 0;
 }
-

@@ -161,7 +161,9 @@ static void *chunk_deep(size_t *len)
 			.weight = 1,
 			.rate_hz = 999,
 			.nr_kernel = (uint16_t)(n == 2 ? FR_MAX_FRAMES : 40),
-			.nr_frames = (uint16_t)(n < 3 ? FR_MAX_FRAMES : n == 3 ? FR_MAX_FRAMES + 10 : 0),
+			.nr_frames = (uint16_t)(n < 3	 ? FR_MAX_FRAMES
+						: n == 3 ? FR_MAX_FRAMES + 10
+							 : 0),
 			.ips = n == 5 ? NULL : ips,
 		};
 
@@ -327,13 +329,13 @@ static void block_labels(struct blk *w)
 	bv(w, 0), bv(w, 1), bv(w, 2), bv(w, 3);
 	/* samples */
 	bv(w, 3);
-	bv(w, 1), bv(w, 0), bv(w, 3), bv(w, 0), bv(w, 0); /* one cpu run, no period */
-	bz(w, 1), bz(w, -1);				  /* jitter: +1, -1 */
-	bz(w, 0), bz(w, 0), bz(w, 0);			  /* stack */
-	bz(w, 0), bz(w, 0), bz(w, 1);			  /* tid - pid */
-	bv(w, 2), bv(w, 0), bv(w, 2), bv(w, 10), bv(w, 1);  /* event runs */
+	bv(w, 1), bv(w, 0), bv(w, 3), bv(w, 0), bv(w, 0);     /* one cpu run, no period */
+	bz(w, 1), bz(w, -1);				      /* jitter: +1, -1 */
+	bz(w, 0), bz(w, 0), bz(w, 0);			      /* stack */
+	bz(w, 0), bz(w, 0), bz(w, 1);			      /* tid - pid */
+	bv(w, 2), bv(w, 0), bv(w, 2), bv(w, 10), bv(w, 1);    /* event runs */
 	bv(w, 2), bv(w, 100), bv(w, 2), bv(w, 300), bv(w, 1); /* weight runs */
-	bv(w, 1), bv(w, 99), bv(w, 3);			  /* rate runs */
+	bv(w, 1), bv(w, 99), bv(w, 3);			      /* rate runs */
 	bv(w, 3), bv(w, 1), bv(w, 1), bv(w, 2), bv(w, 1), bv(w, 0), bv(w, 1); /* labelsets */
 }
 
@@ -424,7 +426,8 @@ static void make_build_seeds(void)
 
 		for (int k = 0; k < 12; k++)
 			ips[k] = k < s.nr_kernel ? 0xffffffff81000000ull + (uint64_t)(n * 64 + k)
-						 : 0x555555554000ull + (uint64_t)((n % 5) * 0x30000 + k * 0x90);
+						 : 0x555555554000ull +
+							   (uint64_t)((n % 5) * 0x30000 + k * 0x90);
 		rec_sample(&r, &s);
 		if (n % 10 == 0)
 			rec_counters(&r, (uint32_t)(n % 3), 1, 2, 3);

@@ -85,7 +85,8 @@ static void make_message_seeds(void)
 	ap.covered_t0_ns = ap.t0_ns;
 	ap.nevents = 1;
 	ap.events[0] = (struct fr_ipc_event_counts){FR_EVENT_CPU, 99, 5940, 5940, 0, 1, 2};
-	snprintf(ap.incomplete, sizeof(ap.incomplete), "incomplete: the recorder did not "
+	snprintf(ap.incomplete, sizeof(ap.incomplete),
+		 "incomplete: the recorder did not "
 		 "store its last samples within 3 s");
 	fr_ipc_warn(ap.warnings, &ap.nwarnings, "pid 5678 exited before the window");
 	cr.events[0] = FR_EVENT_CPU;

@@ -213,8 +213,7 @@ static void write_hand_segment_seeds(void)
 	/* bits 2-3 = 1: three segments */
 	write_split_seed("split3", FUZZ_RING_SPLIT | 1 << 2, reg, used);
 	/* Two segments, the first one's data only, crcs fixed up. */
-	write_seed("ring", "linear2-fixcrc", FUZZ_RING_LINEAR | FUZZ_RING_FIX_CRC, reg[1],
-		   used[1]);
+	write_seed("ring", "linear2-fixcrc", FUZZ_RING_LINEAR | FUZZ_RING_FIX_CRC, reg[1], used[1]);
 	for (int i = 0; i < 3; i++)
 		free(reg[i]);
 }
@@ -225,8 +224,8 @@ static void write_hand_segment_seeds(void)
 static void write_journal_seed(void)
 {
 	char dir[] = "/tmp/fr-seeds-XXXXXX", path[256];
-	struct fr_ring *r = open_tmp_ring(dir, path, sizeof(path), 6,
-					  FR_RING_CREATE | FR_RING_JOURNAL);
+	struct fr_ring *r =
+		open_tmp_ring(dir, path, sizeof(path), 6, FR_RING_CREATE | FR_RING_JOURNAL);
 	unsigned char *img;
 	size_t len;
 

@@ -136,9 +136,10 @@ int main(int argc, char **argv)
 	long total = 0;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s FILE|DIR...\n"
-				"Runs the fuzz target over each file, and each file in each "
-				"directory.\n",
+		fprintf(stderr,
+			"usage: %s FILE|DIR...\n"
+			"Runs the fuzz target over each file, and each file in each "
+			"directory.\n",
 			argv[0]);
 		return 1;
 	}

@@ -29,12 +29,12 @@ static double now(void)
 }
 
 /* Each function has its own loop so that each is a leaf (flat time). */
-#define SPIN(n)                                                            \
-	do {                                                               \
-		uint64_t x = (n);                                          \
-		for (uint64_t i = 0; i < (n); i++)                         \
+#define SPIN(n)                                                                  \
+	do {                                                                     \
+		uint64_t x = (n);                                                \
+		for (uint64_t i = 0; i < (n); i++)                               \
 			x = x * 6364136223846793005ull + 1442695040888963407ull; \
-		sink += x;                                                 \
+		sink += x;                                                       \
 	} while (0)
 
 __attribute__((noinline)) void fr_burn_heavy(void)

@@ -48,7 +48,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #include "core/store/sample.h"
 #include "core/query/symbols.h"
 
@@ -112,7 +111,7 @@ struct sb_result {
 	uint32_t child;
 	char exe[4096];
 	int fork, exec_comm, mmap_exe, exit;
-	int seq, fork_at, exec_at, exit_at; /* delivery order */
+	int seq, fork_at, exec_at, exit_at;    /* delivery order */
 	uint8_t bid[FR_BUILD_ID_MAX], bid_len; /* of the executable's MMAP2 */
 	uint64_t samples;
 };
@@ -185,8 +184,11 @@ static void pin_cpu(unsigned cpu)
 
 int test_sideband(void)
 {
-	const struct fr_perf_handler h = {.sample = sb_sample, .comm = sb_comm, .mmap = sb_mmap,
-					  .fork = sb_fork, .exit = sb_exit};
+	const struct fr_perf_handler h = {.sample = sb_sample,
+					  .comm = sb_comm,
+					  .mmap = sb_mmap,
+					  .fork = sb_fork,
+					  .exit = sb_exit};
 	struct fr_perf *p;
 	char err[512];
 	pid_t child;
@@ -220,9 +222,9 @@ int test_sideband(void)
 	spin_ms(50); /* samples a dummy event must not produce */
 	fr_perf_drain(p, &h, fr_perf_clock_offset());
 	fr_perf_close(p);
-	printf("side band for child %u: fork %d, exec comm %d, mmap %s %d, exit %d, samples %"
-	       PRIu64 "\n", sb.child, sb.fork, sb.exec_comm, sb.exe, sb.mmap_exe, sb.exit,
-	       sb.samples);
+	printf("side band for child %u: fork %d, exec comm %d, mmap %s %d, exit %d, samples %" PRIu64
+	       "\n",
+	       sb.child, sb.fork, sb.exec_comm, sb.exe, sb.mmap_exe, sb.exit, sb.samples);
 	CHECK(sb.fork == 1, "%d FORK records for the child", sb.fork);
 	CHECK(sb.exec_comm == 1, "%d exec COMM \"true\" records for the child", sb.exec_comm);
 	CHECK(sb.mmap_exe >= 1, "no executable MMAP2 of %s for the child", sb.exe);
@@ -255,8 +257,8 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*fn)(void);
 	} parts[] = {
-		{"offcpu", test_offcpu},     {"hardware", test_hardware}, {"pmu", test_pmu},
-		{"retune", test_retune},     {"sideband", test_sideband},
+		{"offcpu", test_offcpu}, {"hardware", test_hardware}, {"pmu", test_pmu},
+		{"retune", test_retune}, {"sideband", test_sideband},
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -278,4 +280,3 @@ int main(int argc, char **argv)
 	fprintf(stderr, "unknown part %s\n", argv[1]);
 	return 2;
 }
-

@@ -21,7 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #include "core/store/sample.h"
 
 struct hw_result {
@@ -66,12 +65,12 @@ static int sample_hardware(uint32_t event, char *err, size_t errlen)
 	fr_perf_drain(p, &h, fr_perf_clock_offset());
 	fr_perf_close(p);
 	fr_event_format(event, name, sizeof(name));
-	printf("%s: %" PRIu64 " samples, %" PRIu64 " of the spinning thread (weight %" PRIu64
-	       ")\n", name, hw.samples, hw.mine, hw.weight);
+	printf("%s: %" PRIu64 " samples, %" PRIu64 " of the spinning thread (weight %" PRIu64 ")\n",
+	       name, hw.samples, hw.mine, hw.weight);
 	CHECK(hw.bad == 0, "%s: %" PRIu64 " samples with a wrong event, rate or weight", name,
 	      hw.bad);
-	CHECK(hw.mine >= 40, "%s: %" PRIu64 " samples of a thread spinning 400 ms at 1000 Hz",
-	      name, hw.mine);
+	CHECK(hw.mine >= 40, "%s: %" PRIu64 " samples of a thread spinning 400 ms at 1000 Hz", name,
+	      hw.mine);
 	return 0;
 }
 
@@ -79,8 +78,10 @@ static int sample_hardware(uint32_t event, char *err, size_t errlen)
 static void check_no_pmu_message(uint32_t event, int ret, const char *err)
 {
 	char name[FR_EVENT_NAME_MAX], want[256];
-	const char *ename = ret == -ENOENT ? "ENOENT" : ret == -EOPNOTSUPP ? "EOPNOTSUPP"
-				     : ret == -ENODEV ? "ENODEV" : NULL;
+	const char *ename = ret == -ENOENT	 ? "ENOENT"
+			    : ret == -EOPNOTSUPP ? "EOPNOTSUPP"
+			    : ret == -ENODEV	 ? "ENODEV"
+						 : NULL;
 
 	fr_event_format(event, name, sizeof(name));
 	CHECK(ename, "%s: failed with %d (%s), not a missing-PMU errno", name, ret, err);
@@ -172,8 +173,8 @@ static void fault_ms(int ms)
 	long page = sysconf(_SC_PAGESIZE);
 
 	while (mono_ns() < end) {
-		char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-			       0);
+		char *m =
+			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (m == MAP_FAILED)
 			return;
@@ -217,8 +218,10 @@ static void rate_phase(struct fr_perf *p, const struct fr_perf_handler *h, uint3
 		int ret;
 
 		fr_perf_drain(p, h, fr_perf_clock_offset());
-		CHECK(rr.wrong_rate == 0, "%s: %" PRIu64 " samples drained before the change "
-		      "to %u Hz do not carry %u Hz", what, rr.wrong_rate, hz, rr.want_hz);
+		CHECK(rr.wrong_rate == 0,
+		      "%s: %" PRIu64 " samples drained before the change "
+		      "to %u Hz do not carry %u Hz",
+		      what, rr.wrong_rate, hz, rr.want_hz);
 		ret = fr_perf_set_hz(p, hz);
 		CHECK(ret == 0, "%s: fr_perf_set_hz(%u): %s", what, hz, strerror(-ret));
 		CHECK(fr_perf_hz(p) == hz, "%s: fr_perf_hz %u after set_hz(%u)", what,
@@ -235,15 +238,15 @@ static void rate_phase(struct fr_perf *p, const struct fr_perf_handler *h, uint3
 		fr_perf_drain(p, h, fr_perf_clock_offset());
 	}
 	printf("%s at %u Hz: %" PRIu64 " samples (%" PRIu64 " of this thread) in %.1f s, "
-	       "weights %" PRIu64 "..%" PRIu64 "\n", what, hz, rr.samples, rr.mine,
-	       (mono_ns() - start) / 1e9, rr.min_weight, rr.max_weight);
+	       "weights %" PRIu64 "..%" PRIu64 "\n",
+	       what, hz, rr.samples, rr.mine, (mono_ns() - start) / 1e9, rr.min_weight,
+	       rr.max_weight);
 	CHECK(rr.mine >= 2, "%s at %u Hz: %" PRIu64 " samples of the working thread in 10 s", what,
 	      hz, rr.mine);
 	CHECK(rr.wrong_rate == 0, "%s at %u Hz: %" PRIu64 " of %" PRIu64 " samples at another rate",
 	      what, hz, rr.wrong_rate, rr.samples);
 	/* cpu-clock fires on idle CPUs too; the idle task is never a sample. */
-	CHECK(rr.idle == 0, "%s at %u Hz: %" PRIu64 " samples of the idle task", what, hz,
-	      rr.idle);
+	CHECK(rr.idle == 0, "%s at %u Hz: %" PRIu64 " samples of the idle task", what, hz, rr.idle);
 	if (rr.event == FR_EVENT_CPU)
 		CHECK(rr.bad_cpu_weight == 0, "cpu at %u Hz: weight %" PRIu64 ", want %u", hz,
 		      rr.bad_cpu_weight, 1000000000u / hz);
@@ -280,7 +283,8 @@ int test_retune(void)
 			 * frequency-mode event starts at period 1 and adapts. */
 			CHECK(rr.min_weight == 1 && rr.max_weight > 1,
 			      "page-faults weights %" PRIu64 "..%" PRIu64 ", want the kernel's "
-			      "periods from 1 up", rr.min_weight, rr.max_weight);
+			      "periods from 1 up",
+			      rr.min_weight, rr.max_weight);
 		rate_phase(p, &h, 250, name);
 		rate_phase(p, &h, 1000, name);
 		CHECK(fr_perf_set_hz(p, 0) == -EINVAL, "%s: set_hz(0) accepted", name);
@@ -296,4 +300,3 @@ int test_retune(void)
 	}
 	return failures ? 1 : 0;
 }
-

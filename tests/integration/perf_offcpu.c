@@ -21,7 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #include "core/store/sample.h"
 #include "core/query/symbols.h"
 
@@ -59,14 +58,14 @@ struct offcpu_round {
 };
 
 struct offcpu_result {
-	uint64_t lo, hi;         /* [fr_test_block_here, + its size) */
-	uint32_t tid;            /* the blocking thread */
-	int64_t start_real;      /* bounds for sample times */
-	uint64_t in_fn_ns;       /* weights of its samples in fr_test_block_here */
+	uint64_t lo, hi;    /* [fr_test_block_here, + its size) */
+	uint32_t tid;	    /* the blocking thread */
+	int64_t start_real; /* bounds for sample times */
+	uint64_t in_fn_ns;  /* weights of its samples in fr_test_block_here */
 	uint64_t in_fn_samples;
-	uint64_t tid_samples;    /* all its samples */
+	uint64_t tid_samples; /* all its samples */
 	uint64_t samples, lost, bad;
-	int64_t truth_ns;        /* measured around the blocking calls */
+	int64_t truth_ns; /* measured around the blocking calls */
 	int done, moves;
 };
 
@@ -259,7 +258,7 @@ int test_offcpu(void)
 		 * so the machine's mounts stay as they are. */
 		if (private_mounts() < 0) {
 			fprintf(stderr, "SKIP: tracefs is not mounted and no private mount "
-				"namespace can be made here\n");
+					"namespace can be made here\n");
 			return SKIP;
 		}
 		ret = fr_perf_open(&p, &cfg, err, sizeof(err));
@@ -283,4 +282,3 @@ int test_offcpu(void)
 		offcpu_round(&rounds[i], lo, lo + sym->st_size);
 	return failures ? 1 : 0;
 }
-

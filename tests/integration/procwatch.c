@@ -93,8 +93,7 @@ static pid_t spawn(enum child_kind kind, uint32_t *thread_tid)
 			raise(SIGSEGV);
 			_exit(102);
 		}
-		case CHILD_EXIT0:
-			_exit(0);
+		case CHILD_EXIT0: _exit(0);
 		}
 		_exit(103);
 	}
@@ -194,15 +193,17 @@ static int test_watcher(struct fr_procwatch *w)
 		      count_seen(&seen, (uint32_t)kids[i]));
 		CHECK(s->pid == (uint32_t)kids[i] && s->tgid == (uint32_t)kids[i],
 		      "child %d: pid %u tgid %u, want %d", i, s->pid, s->tgid, kids[i]);
-		CHECK(s->code == (uint32_t)status[i], "child %d: exit code 0x%x, waitpid saw 0x%x", i,
-		      s->code, (unsigned)status[i]);
+		CHECK(s->code == (uint32_t)status[i], "child %d: exit code 0x%x, waitpid saw 0x%x",
+		      i, s->code, (unsigned)status[i]);
 		CHECK(s->sig == SIGCHLD, "child %d: exit signal %u, want SIGCHLD", i, s->sig);
 		printf("child %d: pid %u status 0x%x signal %u\n", i, s->pid, s->code, s->sig);
 	}
-	CHECK(WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 3, "child 0 status 0x%x", status[0]);
+	CHECK(WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 3, "child 0 status 0x%x",
+	      status[0]);
 	CHECK(WIFSIGNALED(status[1]) && WTERMSIG(status[1]) == SIGSEGV, "child 1 status 0x%x",
 	      status[1]);
-	CHECK(WIFEXITED(status[2]) && WEXITSTATUS(status[2]) == 0, "child 2 status 0x%x", status[2]);
+	CHECK(WIFEXITED(status[2]) && WEXITSTATUS(status[2]) == 0, "child 2 status 0x%x",
+	      status[2]);
 	CHECK(tid == 0 || count_seen(&seen, tid) == 0, "the exit of thread %u was reported", tid);
 	printf("watcher: %d exits seen, %" PRIu64 " overruns\n", seen.n, fr_procwatch_overruns(w));
 	return failures ? 1 : 0;
@@ -339,8 +340,8 @@ static void make_test_cgroup(char *cgname, size_t name_len, char *cgdir, size_t 
 	if (root[0]) {
 		snprintf(cgdir, dir_len, "%s%s", root, cgname);
 		if (mkdir(cgdir, 0755) < 0) {
-			printf("note: cannot create cgroup %s (%s); cgroup targets not tested\n", cgdir,
-			       strerror(errno));
+			printf("note: cannot create cgroup %s (%s); cgroup targets not tested\n",
+			       cgdir, strerror(errno));
 			cgdir[0] = '\0';
 		}
 	}
@@ -424,7 +425,7 @@ static int check_reload_pid_target(struct fr_triggers *t, struct fr_config *c)
 
 		snprintf(want, sizeof(want), "pid %d (", byp);
 		CHECK(strncmp(d.reason, want, strlen(want)) == 0 &&
-		      strstr(d.reason, ") exited with status 7"),
+			      strstr(d.reason, ") exited with status 7"),
 		      "reason \"%s\"", d.reason);
 	} else {
 		CHECK(0, "no dump for pid %d, a target added by a reload", byp);
@@ -448,8 +449,7 @@ static void check_cgroup_target(const char *cgdir, const char *cgname, pid_t out
 		char want[128];
 
 		snprintf(want, sizeof(want), "pid %d (sh) exited with status 5", cgkid);
-		CHECK(strcmp(d.reason, want) == 0, "reason \"%s\", want \"%s\"", d.reason,
-		      want);
+		CHECK(strcmp(d.reason, want) == 0, "reason \"%s\", want \"%s\"", d.reason, want);
 	} else {
 		CHECK(0, "no dump for pid %d in cgroup %s", cgkid, cgname);
 	}

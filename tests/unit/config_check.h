@@ -33,32 +33,35 @@ static inline int cfg_equal(const struct fr_config *a, const struct fr_config *b
 	    a->ring_size != b->ring_size || a->segment_size != b->segment_size ||
 	    a->sync_ns != b->sync_ns || a->max_rate_hz != b->max_rate_hz ||
 	    a->max_clients != b->max_clients || a->max_age_ns != b->max_age_ns ||
-	    a->query_memory != b->query_memory ||
-	    a->nsessions != b->nsessions || !str_eq(a->dumps_dir, b->dumps_dir) ||
-	    a->dumps_keep != b->dumps_keep || a->dumps_max_bytes != b->dumps_max_bytes ||
+	    a->query_memory != b->query_memory || a->nsessions != b->nsessions ||
+	    !str_eq(a->dumps_dir, b->dumps_dir) || a->dumps_keep != b->dumps_keep ||
+	    a->dumps_max_bytes != b->dumps_max_bytes ||
 	    a->has_socket_group != b->has_socket_group || a->socket_gid != b->socket_gid ||
 	    a->has_admin_group != b->has_admin_group || a->admin_gid != b->admin_gid ||
-	    a->user_max_rate_hz != b->user_max_rate_hz ||
-	    a->dumps_mode != b->dumps_mode)
+	    a->user_max_rate_hz != b->user_max_rate_hz || a->dumps_mode != b->dumps_mode)
 		return 0;
 	for (uint32_t s = 0; s < a->nsessions; s++) {
 		const struct fr_config_session *x = &a->sessions[s], *y = &b->sessions[s];
 
 		if (strcmp(x->name, y->name) != 0 || x->nevents != y->nevents ||
-		    x->targets.npids != y->targets.npids || x->targets.ncomms != y->targets.ncomms ||
+		    x->targets.npids != y->targets.npids ||
+		    x->targets.ncomms != y->targets.ncomms ||
 		    strcmp(x->targets.cgroup, y->targets.cgroup) != 0 ||
-		    memcmp(x->targets.pids, y->targets.pids, x->targets.npids * sizeof(x->targets.pids[0])) != 0 ||
+		    memcmp(x->targets.pids, y->targets.pids,
+			   x->targets.npids * sizeof(x->targets.pids[0])) != 0 ||
 		    memcmp(x->targets.comms, y->targets.comms, sizeof(x->targets.comms)) != 0 ||
-		    x->targets.has_uid != y->targets.has_uid || x->targets.uid != y->targets.uid || x->nusers != y->nusers ||
+		    x->targets.has_uid != y->targets.has_uid || x->targets.uid != y->targets.uid ||
+		    x->nusers != y->nusers ||
 		    memcmp(x->users, y->users, x->nusers * sizeof(x->users[0])) != 0 ||
 		    x->ntriggers != y->ntriggers)
 			return 0;
 		for (uint32_t t = 0; t < x->ntriggers; t++) {
 			const struct fr_config_trigger *p = &x->triggers[t], *q = &y->triggers[t];
 
-			if (p->kind != q->kind || p->signal != q->signal || p->percent != q->percent ||
-			    p->for_ns != q->for_ns || p->window_ns != q->window_ns ||
-			    p->after_ns != q->after_ns || p->cooldown_ns != q->cooldown_ns)
+			if (p->kind != q->kind || p->signal != q->signal ||
+			    p->percent != q->percent || p->for_ns != q->for_ns ||
+			    p->window_ns != q->window_ns || p->after_ns != q->after_ns ||
+			    p->cooldown_ns != q->cooldown_ns)
 				return 0;
 		}
 		for (uint32_t e = 0; e < x->nevents; e++)

@@ -59,15 +59,14 @@ static __attribute__((noinline, used)) int frtest_other(int x)
 }
 
 static int (*volatile const frtest_fns[])(int) = {frtest_leaf, frtest_middle, frtest_root,
-						   frtest_other};
+						  frtest_other};
 
-static const char fake_kallsyms[] =
-	"ffffffff81000000 T _text\n"
-	"ffffffff81000000 T _stext\n"
-	"ffffffff81000100 T frk_entry_syscall\n"
-	"ffffffff81000200 t frk_do_sys_read\n"
-	"ffffffff81000300 T frk_schedule\n"
-	"ffffffff81000500 T _etext\n";
+static const char fake_kallsyms[] = "ffffffff81000000 T _text\n"
+				    "ffffffff81000000 T _stext\n"
+				    "ffffffff81000100 T frk_entry_syscall\n"
+				    "ffffffff81000200 t frk_do_sys_read\n"
+				    "ffffffff81000300 T frk_schedule\n"
+				    "ffffffff81000500 T _etext\n";
 
 /* ---- the stacks samples are taken from ---- */
 struct stack stacks[NSTACKS];
@@ -88,7 +87,8 @@ static void init_stacks(void)
 		.names = {"frtest_leaf", "frtest_middle", "frtest_root"},
 	};
 	stacks[ST_KERNEL] = (struct stack){
-		.nr_kernel = 3, .nr_frames = 6,
+		.nr_kernel = 3,
+		.nr_frames = 6,
 		.ips = {0xffffffff81000310, 0xffffffff81000220, 0xffffffff81000130,
 			code(frtest_fns[0], 6), code(frtest_fns[1], 6), code(frtest_fns[2], 6)},
 		.names = {"[k] frk_schedule", "[k] frk_do_sys_read", "[k] frk_entry_syscall",
@@ -150,34 +150,20 @@ static int load_self(void)
 static const char *comm_of(uint32_t pid)
 {
 	switch (pid) {
-	case PID_APP:
-		return "frtest-app";
-	case PID_DB:
-		return "frtest-db";
-	case PID_WEB:
-		return "frtest-web";
-	case PID_SUB:
-		return "frtest-sub";
-	case FAM(100):
-		return "frtest-100";
-	case FAM(200):
-		return "frtest-200";
-	case FAM(250):
-		return "frtest-sh";
-	case FAM(300):
-		return "frtest-300";
-	case FAM(350):
-		return "frtest-350";
-	case FAM(400):
-		return "frtest-400";
-	case FAM(500):
-		return "frtest-500";
-	case FAM(600):
-		return "frtest-600";
-	case FAM(700):
-		return "frtest-700";
-	default:
-		return NULL;
+	case PID_APP: return "frtest-app";
+	case PID_DB: return "frtest-db";
+	case PID_WEB: return "frtest-web";
+	case PID_SUB: return "frtest-sub";
+	case FAM(100): return "frtest-100";
+	case FAM(200): return "frtest-200";
+	case FAM(250): return "frtest-sh";
+	case FAM(300): return "frtest-300";
+	case FAM(350): return "frtest-350";
+	case FAM(400): return "frtest-400";
+	case FAM(500): return "frtest-500";
+	case FAM(600): return "frtest-600";
+	case FAM(700): return "frtest-700";
+	default: return NULL;
 	}
 }
 
@@ -189,23 +175,15 @@ static uint32_t ppid_of(uint32_t pid)
 {
 	switch (pid) {
 	case FAM(100):
-	case FAM(400):
-		return 1;
-	case FAM(200):
-		return FAM(100);
+	case FAM(400): return 1;
+	case FAM(200): return FAM(100);
 	case FAM(250):
-	case FAM(300):
-		return FAM(200);
-	case FAM(350):
-		return FAM(250);
-	case FAM(500):
-		return FAM(600);
-	case FAM(600):
-		return FAM(500);
-	case FAM(700):
-		return FAM(700);
-	default:
-		return 0;
+	case FAM(300): return FAM(200);
+	case FAM(350): return FAM(250);
+	case FAM(500): return FAM(600);
+	case FAM(600): return FAM(500);
+	case FAM(700): return FAM(700);
+	default: return 0;
 	}
 }
 
@@ -214,18 +192,12 @@ const char *web_cgroup;
 static const char *cgroup_of(uint32_t pid)
 {
 	switch (pid) {
-	case PID_APP:
-		return CG_NGINX;
-	case PID_SUB:
-		return CG_SUB;
-	case PID_DB:
-		return CG_DB;
-	case PID_WEB:
-		return web_cgroup;
-	case FAM(100):
-		return CG_NGINX;
-	default:
-		return NULL;
+	case PID_APP: return CG_NGINX;
+	case PID_SUB: return CG_SUB;
+	case PID_DB: return CG_DB;
+	case PID_WEB: return web_cgroup;
+	case FAM(100): return CG_NGINX;
+	default: return NULL;
 	}
 }
 
@@ -284,7 +256,9 @@ static int meta_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_in
 }
 
 const struct fr_chunk_meta_ops meta_ops = {
-	.proc = meta_proc, .thread = meta_thread, .mapping = meta_mapping,
+	.proc = meta_proc,
+	.thread = meta_thread,
+	.mapping = meta_mapping,
 };
 
 /* ---- writing chunks into a ring ---- */
@@ -348,13 +322,19 @@ void w_fini(struct writer *w)
 
 /* Adds a sample of any event: `weight` as the recorder stores it, `hz`
  * the rate it was collected at (0 for offcpu). */
-void w_add_ev(struct writer *w, int64_t t, uint32_t pid, uint32_t tid, uint32_t cpu,
-		     uint32_t event, uint32_t hz, uint64_t weight, int st)
+void w_add_ev(struct writer *w, int64_t t, uint32_t pid, uint32_t tid, uint32_t cpu, uint32_t event,
+	      uint32_t hz, uint64_t weight, int st)
 {
 	struct fr_sample s = {
-		.time_ns = t, .pid = pid, .tid = tid, .cpu = cpu, .event = event,
-		.weight = weight, .rate_hz = hz,
-		.nr_kernel = stacks[st].nr_kernel, .nr_frames = stacks[st].nr_frames,
+		.time_ns = t,
+		.pid = pid,
+		.tid = tid,
+		.cpu = cpu,
+		.event = event,
+		.weight = weight,
+		.rate_hz = hz,
+		.nr_kernel = stacks[st].nr_kernel,
+		.nr_frames = stacks[st].nr_frames,
 		.ips = stacks[st].ips,
 	};
 	int ret = fr_chunk_builder_add(w->b, &s);
@@ -366,13 +346,19 @@ void w_add_ev(struct writer *w, int64_t t, uint32_t pid, uint32_t tid, uint32_t 
 	CHECK(ret == 0, "fr_chunk_builder_add: %d", ret);
 }
 
-void w_add(struct writer *w, int64_t t, uint32_t pid, uint32_t tid, uint32_t cpu,
-		  uint32_t hz, int st)
+void w_add(struct writer *w, int64_t t, uint32_t pid, uint32_t tid, uint32_t cpu, uint32_t hz,
+	   int st)
 {
 	struct fr_sample s = {
-		.time_ns = t, .pid = pid, .tid = tid, .cpu = cpu, .event = FR_EVENT_CPU,
-		.weight = 1000000000u / hz, .rate_hz = hz,
-		.nr_kernel = stacks[st].nr_kernel, .nr_frames = stacks[st].nr_frames,
+		.time_ns = t,
+		.pid = pid,
+		.tid = tid,
+		.cpu = cpu,
+		.event = FR_EVENT_CPU,
+		.weight = 1000000000u / hz,
+		.rate_hz = hz,
+		.nr_kernel = stacks[st].nr_kernel,
+		.nr_frames = stacks[st].nr_frames,
 		.ips = stacks[st].ips,
 	};
 	int ret = fr_chunk_builder_add(w->b, &s);
@@ -416,7 +402,7 @@ void req_init(struct fr_profile_request *q, int64_t t0, int64_t t1, uint32_t hz)
 
 /* Runs the query; the profile is left in o->buf and in the file o->path. */
 int run(struct fr_ring *r, const struct fr_profile_request *q, struct fr_profile_result *res,
-	       struct out *o, const char *name)
+	struct out *o, const char *name)
 {
 	char err[512] = "";
 	int ret, fd;
@@ -461,8 +447,8 @@ int fixture_init(const char *name)
 	}
 	snprintf(kallsyms_path, 300, "%s/kallsyms", tmpdir);
 	fd = open(kallsyms_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ok = fd >= 0 && write(fd, fake_kallsyms, strlen(fake_kallsyms)) ==
-				(ssize_t)strlen(fake_kallsyms);
+	ok = fd >= 0 &&
+	     write(fd, fake_kallsyms, strlen(fake_kallsyms)) == (ssize_t)strlen(fake_kallsyms);
 	if (fd >= 0)
 		close(fd);
 	if (!ok) {

@@ -89,8 +89,8 @@ void w_seal(struct writer *w);
 void w_fini(struct writer *w);
 /* Adds a sample of any event: `weight` as the recorder stores it, `hz`
  * the rate it was collected at (0 for offcpu). */
-void w_add_ev(struct writer *w, int64_t t, uint32_t pid, uint32_t tid, uint32_t cpu,
-	      uint32_t event, uint32_t hz, uint64_t weight, int st);
+void w_add_ev(struct writer *w, int64_t t, uint32_t pid, uint32_t tid, uint32_t cpu, uint32_t event,
+	      uint32_t hz, uint64_t weight, int st);
 /* Adds a cpu sample at `hz` with stack `st`. */
 void w_add(struct writer *w, int64_t t, uint32_t pid, uint32_t tid, uint32_t cpu, uint32_t hz,
 	   int st);

@@ -114,18 +114,10 @@ void user_frame(uint32_t pid, uint64_t *out)
 {
 	/* Mostly mapped addresses, some unmapped. */
 	switch (rng() % 5) {
-	case 0:
-		*out = 0x400000 + rng() % 0x80000;
-		break;
-	case 1:
-		*out = 0x7f0000000000 + rng() % 0x300000;
-		break;
-	case 2:
-		*out = 0x10000 + rng() % 0x10000;
-		break;
-	case 3:
-		*out = 0x400000 + rng() % 0x100000;
-		break;
+	case 0: *out = 0x400000 + rng() % 0x80000; break;
+	case 1: *out = 0x7f0000000000 + rng() % 0x300000; break;
+	case 2: *out = 0x10000 + rng() % 0x10000; break;
+	case 3: *out = 0x400000 + rng() % 0x100000; break;
 	default:
 		*out = 0x12345678 + rng() % 4096; /* unmapped */
 		break;
@@ -196,9 +188,9 @@ int cmp_stored(const void *a, const void *b)
 	const struct stored *x = a, *y = b;
 	const struct fr_sample *s = &x->s, *t = &y->s;
 
-#define KEY(f)                          \
-	if (s->f != t->f)               \
-		return s->f < t->f ? -1 : 1
+#define KEY(f)            \
+	if (s->f != t->f) \
+	return s->f < t->f ? -1 : 1
 	KEY(time_ns);
 	KEY(cpu);
 	KEY(tid);
@@ -219,8 +211,7 @@ static int cmp_indexed(const void *a, const void *b, void *arg)
 	return cmp_stored(&v[*(const uint32_t *)a], &v[*(const uint32_t *)b]);
 }
 
-int pair_samples(const struct fr_chunk *c, const struct stored *in, uint32_t n,
-		 struct pairing *pr)
+int pair_samples(const struct fr_chunk *c, const struct stored *in, uint32_t n, struct pairing *pr)
 {
 	struct stored *dec;
 
@@ -318,13 +309,11 @@ static void check_sample_maps(const struct fr_chunk *c, const struct stored *st)
 		const struct fr_chunk_map *m = fr_chunk_find_map(c, s->pid, addr);
 
 		if (!fm) {
-			CHECK(m == NULL, "unmapped %llx has a mapping",
-			      (unsigned long long)addr);
+			CHECK(m == NULL, "unmapped %llx has a mapping", (unsigned long long)addr);
 			continue;
 		}
 		if (!m) {
-			CHECK(0, "pid %u addr %llx: no mapping", s->pid,
-			      (unsigned long long)addr);
+			CHECK(0, "pid %u addr %llx: no mapping", s->pid, (unsigned long long)addr);
 			continue;
 		}
 		CHECK(m->start == fm->start && m->end == fm->end && m->pgoff == fm->pgoff,
@@ -338,8 +327,7 @@ static void check_sample_maps(const struct fr_chunk *c, const struct stored *st)
 	}
 	/* Kernel frames have no mapping. */
 	for (unsigned f = 0; f < s->nr_kernel; f++)
-		CHECK(fr_chunk_find_map(c, s->pid, st->ips[f]) == NULL,
-		      "kernel frame mapped");
+		CHECK(fr_chunk_find_map(c, s->pid, st->ips[f]) == NULL, "kernel frame mapped");
 }
 
 void check_decoded(const struct fr_chunk *c, const struct stored *unsorted, uint32_t n,
@@ -353,8 +341,8 @@ void check_decoded(const struct fr_chunk *c, const struct stored *unsorted, uint
 	      "header identity");
 	CHECK(c->hdr.seq == 0, "seq %llu, want 0", (unsigned long long)c->hdr.seq);
 	CHECK(c->hdr.clock_offset == clock_offset, "clock_offset");
-	CHECK(c->hdr.nsamples == n && c->nsamples == n, "nsamples %u/%u, want %u",
-	      c->hdr.nsamples, c->nsamples, n);
+	CHECK(c->hdr.nsamples == n && c->nsamples == n, "nsamples %u/%u, want %u", c->hdr.nsamples,
+	      c->nsamples, n);
 	CHECK(c->nstrings >= 1 && strcmp(c->strings[0], "") == 0, "string 0 is not \"\"");
 	CHECK(c->nlabelsets == 1 && c->labelsets[0].npairs == 0, "label-free chunk");
 	if (c->nsamples != n || pair_samples(c, unsorted, n, &pr) < 0)
@@ -423,8 +411,7 @@ void put_le32(unsigned char *p, uint32_t v)
 
 uint32_t get_le32(const unsigned char *p)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 void fix_header_crc(unsigned char *p)

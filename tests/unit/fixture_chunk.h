@@ -68,8 +68,7 @@ struct pairing {
 /* String `id` of a decoded chunk. */
 const char *str(const struct fr_chunk *c, uint32_t id);
 int cmp_stored(const void *a, const void *b);
-int pair_samples(const struct fr_chunk *c, const struct stored *in, uint32_t n,
-		 struct pairing *pr);
+int pair_samples(const struct fr_chunk *c, const struct stored *in, uint32_t n, struct pairing *pr);
 void pairing_fini(struct pairing *pr);
 /* Every decoded sample and its metadata equal what went in. */
 void check_decoded(const struct fr_chunk *c, const struct stored *unsorted, uint32_t n,

@@ -43,8 +43,8 @@ static void print_header(struct raw *r, FILE *head, FILE *maps)
 		fprintf(head, "Comment: %s\n", d->comments[i]);
 	if (d->period_type.type)
 		fprintf(head, "PeriodType: %s %s\n", d->period_type.type, d->period_type.unit);
-	fprintf(head, "Period: %" PRId64 "\nTime: %" PRId64 "\nDuration: %" PRId64 "\n",
-		r->period, r->time_ns, r->duration_ns);
+	fprintf(head, "Period: %" PRId64 "\nTime: %" PRId64 "\nDuration: %" PRId64 "\n", r->period,
+		r->time_ns, r->duration_ns);
 }
 
 /* Samples, values and locations from the decoded data. */
@@ -242,8 +242,8 @@ void check_values(const struct raw *r, int64_t period, const char *what)
 {
 	for (int i = 0; i < r->nsamples; i++)
 		CHECK(r->s[i].v[1] == r->s[i].v[0] * period,
-		      "%s: sample %d values [%" PRId64 ", %" PRId64 "], want [n, n*%" PRId64 "]", what,
-		      i, r->s[i].v[0], r->s[i].v[1], period);
+		      "%s: sample %d values [%" PRId64 ", %" PRId64 "], want [n, n*%" PRId64 "]",
+		      what, i, r->s[i].v[0], r->s[i].v[1], period);
 }
 
 void dump_on_failure(const struct raw *r, int before)

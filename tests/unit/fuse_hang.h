@@ -43,8 +43,8 @@ static void fuse_hang_attr(struct fuse_attr *a, uint64_t ino)
 	a->blksize = 4096;
 }
 
-static void fuse_hang_reply(int fd, const struct fuse_in_header *in, int error,
-			    const void *body, size_t len)
+static void fuse_hang_reply(int fd, const struct fuse_in_header *in, int error, const void *body,
+			    size_t len)
 {
 	char buf[512];
 	struct fuse_out_header *out = (struct fuse_out_header *)buf;
@@ -110,11 +110,8 @@ static void fuse_hang_serve(int fd)
 		case FUSE_READ:
 		case FUSE_FORGET:
 		case FUSE_BATCH_FORGET:
-		case FUSE_INTERRUPT:
-			break; /* never answered (or needs no answer) */
-		default:
-			fuse_hang_reply(fd, in, -ENOSYS, NULL, 0);
-			break;
+		case FUSE_INTERRUPT: break; /* never answered (or needs no answer) */
+		default: fuse_hang_reply(fd, in, -ENOSYS, NULL, 0); break;
 		}
 	}
 }

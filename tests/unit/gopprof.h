@@ -31,14 +31,14 @@ struct fr_test_small_ids {
 static inline void fr_test_pprof_small(struct fr_pprof *p, struct fr_test_small_ids *id)
 {
 	struct fr_pprof_label labels[3] = {
-		{ .key = "thread", .str = "worker-1" },
-		{ .key = "bytes", .num = 4096 },
-		{ .key = "cpu", .num = 3 },
+		{.key = "thread", .str = "worker-1"},
+		{.key = "bytes", .num = 4096},
+		{.key = "cpu", .num = 3},
 	};
 	uint64_t stack1[3], stack2[2], stack3[1], l_work, l_memcpy;
-	int64_t v1[2] = { 3, 3 * FR_TEST_PERIOD };
-	int64_t v2[2] = { 5, 5 * FR_TEST_PERIOD };
-	int64_t v3[2] = { 1, FR_TEST_PERIOD };
+	int64_t v1[2] = {3, 3 * FR_TEST_PERIOD};
+	int64_t v2[2] = {5, 5 * FR_TEST_PERIOD};
+	int64_t v3[2] = {1, FR_TEST_PERIOD};
 
 	fr_pprof_sample_type(p, "samples", "count");
 	fr_pprof_sample_type(p, "cpu", "nanoseconds");
@@ -100,10 +100,10 @@ static inline int64_t fr_test_pprof_big(struct fr_pprof *p)
 		 * go tool pprof quick while every sample is still encoded. */
 		uint32_t x = (uint32_t)((i % 1000) * 2654435761u);
 		size_t depth = 4 + x % 28;
-		int64_t v[2] = { 1 + (int64_t)(x % 3), 0 };
+		int64_t v[2] = {1 + (int64_t)(x % 3), 0};
 		struct fr_pprof_label label[2] = {
-			{ .key = "thread", .str = thread },
-			{ .key = "tid", .num = (int64_t)(i % 64) },
+			{.key = "thread", .str = thread},
+			{.key = "tid", .num = (int64_t)(i % 64)},
 		};
 
 		v[1] = v[0] * FR_TEST_PERIOD;
@@ -115,11 +115,11 @@ static inline int64_t fr_test_pprof_big(struct fr_pprof *p)
 			/* Functions and their locations are interned lazily,
 			 * the way a symbolizer would. */
 			if (!locs[fi]) {
-				snprintf(name, sizeof(name), "ns::Class::method_%u(int, char const*)",
-					 fi);
-				locs[fi] = fr_pprof_location(
-					p, 1, 0x400000 + 16 * fi,
-					fr_pprof_function(p, name, name, "big.cc"));
+				snprintf(name, sizeof(name),
+					 "ns::Class::method_%u(int, char const*)", fi);
+				locs[fi] = fr_pprof_location(p, 1, 0x400000 + 16 * fi,
+							     fr_pprof_function(p, name, name,
+									       "big.cc"));
 			}
 			stack[k] = locs[fi];
 		}

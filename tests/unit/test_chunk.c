@@ -231,8 +231,7 @@ static void check_samples(const struct fr_chunk *c, const struct stored *in, uin
 
 /* Seals `in` in one chunk, decodes and compares it. Returns the chunk's
  * size, or 0 on failure. */
-static size_t round_trip(const struct stored *in, uint32_t n, const char *what,
-			 uint32_t *raw_len)
+static size_t round_trip(const struct stored *in, uint32_t n, const char *what, uint32_t *raw_len)
 {
 	struct fr_chunk_builder *b = fr_chunk_builder_new(n, 8u << 20);
 	struct fr_chunk *c = NULL;
@@ -276,7 +275,8 @@ static void steady_stream(struct stored *in, uint32_t n)
 
 	for (int k = 0; k < 8; k++)
 		for (int f = 0; f < FR_MAX_FRAMES; f++)
-			tree[k][f] = 0x555555554000ull + (uint64_t)(f * 0x40) + (f < 3 ? (uint64_t)k * 8 : 0);
+			tree[k][f] = 0x555555554000ull + (uint64_t)(f * 0x40) +
+				     (f < 3 ? (uint64_t)k * 8 : 0);
 	{
 		int64_t t[2] = {BASE_NS, BASE_NS + 333333};
 		uint32_t i = 0;
@@ -287,7 +287,8 @@ static void steady_stream(struct stored *in, uint32_t n)
 					struct fr_sample *s = &in[i].s;
 					int st = (int)(rng() % 8);
 
-					t[cpu] += 1001001 * (rng() % 50 ? 1 : 1 + (int64_t)(rng() % 30));
+					t[cpu] += 1001001 *
+						  (rng() % 50 ? 1 : 1 + (int64_t)(rng() % 30));
 					s->time_ns = t[cpu] + (int64_t)(rng() % 6000) - 3000;
 					s->cpu = cpu;
 					s->pid = 100;
@@ -299,7 +300,8 @@ static void steady_stream(struct stored *in, uint32_t n)
 					s->nr_frames = (uint16_t)(s->nr_kernel + 12);
 					for (int f = 0; f < s->nr_kernel; f++)
 						in[i].ips[f] = KERNEL_BASE + 0x100 * (uint64_t)f;
-					memcpy(in[i].ips + s->nr_kernel, tree[st], 12 * sizeof(uint64_t));
+					memcpy(in[i].ips + s->nr_kernel, tree[st],
+					       12 * sizeof(uint64_t));
 					s->ips = in[i].ips;
 				}
 			}
@@ -368,8 +370,8 @@ static void test_encoding(void)
 		s->rate_hz = 999;
 		s->nr_frames = (uint16_t)depth;
 		for (unsigned p = 0; p < depth; p++) /* root first */
-			in[i].ips[depth - 1 - p] =
-				p < 36 ? 0x400000 + p * 0x100 : 0x400000 + (rng() % 0x100000);
+			in[i].ips[depth - 1 - p] = p < 36 ? 0x400000 + p * 0x100
+							  : 0x400000 + (rng() % 0x100000);
 		s->ips = in[i].ips;
 	}
 	len = round_trip(in, N, "shared roots", &raw);
@@ -444,8 +446,12 @@ static void test_enospc(void)
 	b = fr_chunk_builder_new(4, 65536);
 	{
 		uint64_t deep[200];
-		struct fr_sample s = {.pid = 1, .tid = 1, .nr_kernel = 3, .nr_frames = 200,
-				      .ips = deep, .time_ns = 1};
+		struct fr_sample s = {.pid = 1,
+				      .tid = 1,
+				      .nr_kernel = 3,
+				      .nr_frames = 200,
+				      .ips = deep,
+				      .time_ns = 1};
 		struct fr_chunk *c = NULL;
 
 		for (int k = 0; k < 200; k++)

@@ -50,24 +50,19 @@ static int check_mutated_blocks(const unsigned char *buf)
 
 		memcpy(mut, raw, raw_len);
 		switch (iter % 5) {
-		case 0: /* one random byte */
-			mut[rng() % mlen] = (unsigned char)rng();
-			break;
+		case 0: /* one random byte */ mut[rng() % mlen] = (unsigned char)rng(); break;
 		case 1: /* a few bit flips */
 			for (int k = 0; k < 3; k++)
 				mut[rng() % mlen] ^= (unsigned char)(1u << (rng() % 8));
 			break;
-		case 2: /* truncate */
-			mlen = 1 + rng() % mlen;
-			break;
+		case 2: /* truncate */ mlen = 1 + rng() % mlen; break;
 		case 3: /* a huge varint somewhere */
-			{
-				size_t at = rng() % (mlen > 10 ? mlen - 10 : 1);
+		{
+			size_t at = rng() % (mlen > 10 ? mlen - 10 : 1);
 
-				for (int k = 0; k < 10 && at + (size_t)k < mlen; k++)
-					mut[at + (size_t)k] = k == 9 ? (unsigned char)(rng() & 0x7f) : 0xff;
-			}
-			break;
+			for (int k = 0; k < 10 && at + (size_t)k < mlen; k++)
+				mut[at + (size_t)k] = k == 9 ? (unsigned char)(rng() & 0x7f) : 0xff;
+		} break;
 		default: /* wrong sample count in the header */
 			ns = (uint32_t)(rng() % 400);
 			mut[rng() % mlen] = (unsigned char)rng();
@@ -254,50 +249,102 @@ static void make_block(struct blk *b, enum variant v)
 	for (int i = 0; i < (v == V_BIG_BUILD_ID ? 21 : 4); i++)
 		b->p[b->n++] = (unsigned char)(0xa0 + i);
 	bv(b, 2); /* pids: 1, 2 */
-	bv(b, 1); bv(b, 0);
+	bv(b, 1);
+	bv(b, 0);
 	bv(b, 2); /* procs: index gap, uid, comm, exe, start, build id */
-	bv(b, 0); bv(b, 0); bv(b, 1); bv(b, 3); bz(b, -7); bv(b, v == V_BUILD_ID_REF ? 2 : 1);
-	bv(b, v == V_PROC_INDEX ? 1 : 0); bv(b, 0); bv(b, 1); bv(b, 3); bv(b, 0); bv(b, 0);
+	bv(b, 0);
+	bv(b, 0);
+	bv(b, 1);
+	bv(b, 3);
+	bz(b, -7);
+	bv(b, v == V_BUILD_ID_REF ? 2 : 1);
+	bv(b, v == V_PROC_INDEX ? 1 : 0);
+	bv(b, 0);
+	bv(b, 1);
+	bv(b, 3);
+	bv(b, 0);
+	bv(b, 0);
 	bv(b, 1); /* threads: tid gap, pid - tid, name */
-	bv(b, 1); bz(b, 0); bv(b, 2);
+	bv(b, 1);
+	bz(b, 0);
+	bv(b, 2);
 	bv(b, 2); /* maps: pid index delta, start (gap), len, pgoff, path, build id */
-	bv(b, 0); bv(b, 0x1000); bv(b, 0x1000); bv(b, 0); bv(b, 3); bv(b, 0);
-	bv(b, 0); bv(b, 0);
+	bv(b, 0);
+	bv(b, 0x1000);
+	bv(b, 0x1000);
+	bv(b, 0);
+	bv(b, 3);
+	bv(b, 0);
+	bv(b, 0);
+	bv(b, 0);
 	if (v == V_MAP_WRAP)
 		bv(b, UINT64_MAX - 0x1000);
 	else
 		bv(b, 0x1000);
-	bv(b, 0x10); bv(b, 3); bv(b, 1);
+	bv(b, 0x10);
+	bv(b, 3);
+	bv(b, 1);
 	bv(b, 2); /* stacks: pid index, nr_kernel, nr_frames, shared columns */
-	bv(b, 0); bv(b, 1);
-	bv(b, v == V_KERNEL_GT_FRAMES ? 3 : 0); bv(b, 0);
-	bv(b, 2); bv(b, 3);
-	bv(b, 0); bv(b, v == V_SHARED_TOO_MANY ? 3 : 2);
+	bv(b, 0);
+	bv(b, 1);
+	bv(b, v == V_KERNEL_GT_FRAMES ? 3 : 0);
+	bv(b, 0);
+	bv(b, 2);
+	bv(b, 3);
+	bv(b, 0);
+	bv(b, v == V_SHARED_TOO_MANY ? 3 : 2);
 	/* Frames root first: 0x11f0 (from 0), 0x1100 (from its caller); then
 	 * 0x1180 (from its caller 0x1100). */
-	bz(b, 0x11f0); bz(b, -0xf0);
+	bz(b, 0x11f0);
+	bz(b, -0xf0);
 	bz(b, 0x80);
 	bv(b, 2); /* labelsets */
-	bv(b, 1); bv(b, 1); bv(b, v == V_BAD_LABEL_STRING ? 4 : 2);
-	bv(b, 2); bv(b, 2); bv(b, 1); bv(b, 1); bv(b, 1);
+	bv(b, 1);
+	bv(b, 1);
+	bv(b, v == V_BAD_LABEL_STRING ? 4 : 2);
+	bv(b, 2);
+	bv(b, 2);
+	bv(b, 1);
+	bv(b, 1);
+	bv(b, 1);
 	bv(b, 0); /* events */
 	bv(b, 3); /* samples */
 	bv(b, 2); /* cpu runs: cpu gap, length, period, first time */
-	bv(b, v == V_CPU_OVERFLOW ? UINT32_MAX : 0); bv(b, 2); bv(b, 4); bv(b, 0);
-	bv(b, 0); bv(b, 1); bv(b, 0); bv(b, 5);
-	bv(b, 2); /* periods: 1000 + 2 x 4 */
+	bv(b, v == V_CPU_OVERFLOW ? UINT32_MAX : 0);
+	bv(b, 2);
+	bv(b, 4);
+	bv(b, 0);
+	bv(b, 0);
+	bv(b, 1);
+	bv(b, 0);
+	bv(b, 5);
+	bv(b, 2);			    /* periods: 1000 + 2 x 4 */
 	bz(b, v == V_TIME_OUTSIDE ? 3 : 2); /* jitter: 1010 */
-	bz(b, 0); bz(b, v == V_STACK_ID ? 2 : 1); bz(b, -1); /* stacks 0, 1, 0 */
-	bz(b, 0); /* tids: pid - tid */
+	bz(b, 0);
+	bz(b, v == V_STACK_ID ? 2 : 1);
+	bz(b, -1); /* stacks 0, 1, 0 */
+	bz(b, 0);  /* tids: pid - tid */
 	if (v == V_PID_OVERFLOW)
 		bz(b, 1ll << 33);
 	else
 		bz(b, 0);
 	bz(b, 0);
-	bv(b, 1); bv(b, 0); bv(b, 3); /* event runs */
-	bv(b, 2); bv(b, 5); bv(b, 1); bv(b, 6); bv(b, v == V_RUNS_SHORT ? 1 : v == V_RUNS_LONG ? 3 : 2);
-	bv(b, 1); bv(b, 99); bv(b, 3); /* rate */
-	bv(b, 2); bv(b, 1); bv(b, 1); bv(b, v == V_BAD_LABELSET_ID ? 3 : 2); bv(b, 2);
+	bv(b, 1);
+	bv(b, 0);
+	bv(b, 3); /* event runs */
+	bv(b, 2);
+	bv(b, 5);
+	bv(b, 1);
+	bv(b, 6);
+	bv(b, v == V_RUNS_SHORT ? 1 : v == V_RUNS_LONG ? 3 : 2);
+	bv(b, 1);
+	bv(b, 99);
+	bv(b, 3); /* rate */
+	bv(b, 2);
+	bv(b, 1);
+	bv(b, 1);
+	bv(b, v == V_BAD_LABELSET_ID ? 3 : 2);
+	bv(b, 2);
 	if (v == V_TRAILING)
 		bv(b, 0);
 }
@@ -321,8 +368,8 @@ static void check_handmade_good(const struct fr_chunk *c)
 	for (uint32_t i = 0; i < 3 && i < c->nsamples; i++) {
 		CHECK(c->time_ns[i] == times[i], "sample %u time %lld", i,
 		      (long long)c->time_ns[i]);
-		CHECK(c->cpu[i] == cpus[i] && c->stack[i] == stacks[i] &&
-			      c->pid[i] == pids[i] && c->tid[i] == pids[i],
+		CHECK(c->cpu[i] == cpus[i] && c->stack[i] == stacks[i] && c->pid[i] == pids[i] &&
+			      c->tid[i] == pids[i],
 		      "sample %u ids", i);
 		CHECK(c->weight[i] == weights[i] && c->rate_hz[i] == 99 && c->event[i] == 0,
 		      "sample %u runs", i);

@@ -21,16 +21,11 @@ static const char *cgroup_of(uint32_t pid)
 {
 	switch (pid) {
 	case 1:
-	case 3:
-		return "/system.slice/nginx.service";
-	case 2:
-		return "/user.slice/user-1000.slice/session-2.scope";
-	case 4:
-		return "/";
-	case 5:
-		return "";
-	default:
-		return NULL;
+	case 3: return "/system.slice/nginx.service";
+	case 2: return "/user.slice/user-1000.slice/session-2.scope";
+	case 4: return "/";
+	case 5: return "";
+	default: return NULL;
 	}
 }
 
@@ -81,9 +76,14 @@ static void test_cgroup_labels(void)
 	/* Samples of pids 1..7 on two stacks each, interleaved across cpus. */
 	for (int i = 0; i < 70; i++) {
 		struct fr_sample s = {
-			.time_ns = BASE_NS + i * 1000, .pid = 1 + (uint32_t)i % 7,
-			.tid = 100 + (uint32_t)i % 7, .cpu = (uint32_t)i % 3, .weight = 1,
-			.rate_hz = 99, .nr_frames = (uint16_t)(1 + i % 2), .ips = ips,
+			.time_ns = BASE_NS + i * 1000,
+			.pid = 1 + (uint32_t)i % 7,
+			.tid = 100 + (uint32_t)i % 7,
+			.cpu = (uint32_t)i % 3,
+			.weight = 1,
+			.rate_hz = 99,
+			.nr_frames = (uint16_t)(1 + i % 2),
+			.ips = ips,
 		};
 		CHECK(fr_chunk_builder_add(b, &s) == 0, "add %d", i);
 	}
@@ -113,7 +113,8 @@ static void test_cgroup_labels(void)
 	for (uint32_t i = 0; i < c->nsamples; i++)
 		for (uint32_t j = 0; j < c->nsamples; j++)
 			if (c->pid[i] == 1 && c->pid[j] == 3)
-				CHECK(c->labelset[i] == c->labelset[j], "pids 1 and 3 differ in set");
+				CHECK(c->labelset[i] == c->labelset[j],
+				      "pids 1 and 3 differ in set");
 	fr_chunk_free(c);
 	c = NULL;
 	free(buf);
@@ -124,8 +125,13 @@ static void test_cgroup_labels(void)
 	 * no label sets, every sample in set 0. */
 	for (int i = 0; i < 5; i++) {
 		struct fr_sample s = {
-			.time_ns = BASE_NS + i, .pid = 1, .tid = 1, .weight = 1, .rate_hz = 99,
-			.nr_frames = 1, .ips = ips,
+			.time_ns = BASE_NS + i,
+			.pid = 1,
+			.tid = 1,
+			.weight = 1,
+			.rate_hz = 99,
+			.nr_frames = 1,
+			.ips = ips,
 		};
 		CHECK(fr_chunk_builder_add(b, &s) == 0, "add %d", i);
 	}
@@ -205,9 +211,8 @@ static uint32_t ancestor_sets(const struct fr_chunk *c, uint32_t pid, uint32_t *
 			continue;
 		n++;
 		CHECK(!used, "label set %u with a pid is a sample's", k);
-		CHECK(c->labelsets[k].npairs == 2 && parent,
-		      "ancestor set %u: %u pairs, ppid %s", k, c->labelsets[k].npairs,
-		      parent ? parent : "(none)");
+		CHECK(c->labelsets[k].npairs == 2 && parent, "ancestor set %u: %u pairs, ppid %s",
+		      k, c->labelsets[k].npairs, parent ? parent : "(none)");
 		if (parent && strcmp(p, want) == 0) {
 			CHECK(*ppid == 0, "two ancestor sets for pid %u", pid);
 			*ppid = (uint32_t)strtoul(parent, NULL, 10);
@@ -228,9 +233,14 @@ static int seal_pids(struct fr_chunk_builder *b, const uint32_t *pids, size_t n,
 	/* Three samples of each pid, interleaved across cpus. */
 	for (size_t i = 0; i < 3 * n; i++) {
 		struct fr_sample s = {
-			.time_ns = BASE_NS + (int64_t)i * 1000, .pid = pids[i % n],
-			.tid = pids[i % n], .cpu = (uint32_t)i % 2, .weight = 1,
-			.rate_hz = 99, .nr_frames = 1, .ips = ips,
+			.time_ns = BASE_NS + (int64_t)i * 1000,
+			.pid = pids[i % n],
+			.tid = pids[i % n],
+			.cpu = (uint32_t)i % 2,
+			.weight = 1,
+			.rate_hz = 99,
+			.nr_frames = 1,
+			.ips = ips,
 		};
 		CHECK(fr_chunk_builder_add(b, &s) == 0, "add %zu", i);
 	}
@@ -303,11 +313,19 @@ static void test_ppid_labels(void)
 		const char *cgroup;
 		uint32_t ppid;
 	} want[] = {
-		{10, "/system.slice/a.service", 1}, {11, "/system.slice/a.service", 10},
-		{12, "/system.slice/a.service", 10}, {13, "/system.slice/b.service", 10},
-		{14, NULL, 50}, {15, "/system.slice/a.service", 0}, {16, NULL, 60},
-		{17, NULL, 17}, {18, NULL, 70}, {19, NULL, 0}, {20, NULL, UINT32_MAX},
-		{21, NULL, 80}, {22, NULL, 80},
+		{10, "/system.slice/a.service", 1},
+		{11, "/system.slice/a.service", 10},
+		{12, "/system.slice/a.service", 10},
+		{13, "/system.slice/b.service", 10},
+		{14, NULL, 50},
+		{15, "/system.slice/a.service", 0},
+		{16, NULL, 60},
+		{17, NULL, 17},
+		{18, NULL, 70},
+		{19, NULL, 0},
+		{20, NULL, UINT32_MAX},
+		{21, NULL, 80},
+		{22, NULL, 80},
 	};
 	struct fr_chunk_builder *b = fr_chunk_builder_new(1024, 1 << 20);
 	struct fr_chunk *c = NULL;
@@ -339,7 +357,8 @@ static void test_ppid_labels(void)
 		      want[k].ppid ? num : "(none)");
 		CHECK(!label_of(c, c->labelset[i], "pid"), "pid %u: a sample with a pid label",
 		      c->pid[i]);
-		CHECK(c->labelsets[c->labelset[i]].npairs == (uint32_t)((cg != NULL) + (ppid != NULL)),
+		CHECK(c->labelsets[c->labelset[i]].npairs ==
+			      (uint32_t)((cg != NULL) + (ppid != NULL)),
 		      "pid %u: %u pairs", c->pid[i], c->labelsets[c->labelset[i]].npairs);
 	}
 	/* One set per distinct (cgroup, ppid): 11 and 12 share one, 13 (same
@@ -388,8 +407,10 @@ static void test_ppid_deep_chain(void)
 			goto out;
 	}
 	n = ancestor_sets(c, 100, &got);
-	CHECK(n == 64 + 1 && got == 101, "a deep chain: %u ancestor sets (want 65), "
-	      "100's parent %u", n, got);
+	CHECK(n == 64 + 1 && got == 101,
+	      "a deep chain: %u ancestor sets (want 65), "
+	      "100's parent %u",
+	      n, got);
 out:
 	fr_chunk_free(c);
 	fr_chunk_builder_free(b);

@@ -100,7 +100,7 @@ static void test_zstd(void)
 
 	/* A skippable frame is not an empty chunk. */
 	{
-		static const unsigned char skippable[8] = { 0x50, 0x2a, 0x4d, 0x18, 0, 0, 0, 0 };
+		static const unsigned char skippable[8] = {0x50, 0x2a, 0x4d, 0x18, 0, 0, 0, 0};
 
 		CHECK(fr_zstd_decompress(back, 0, skippable, sizeof(skippable)) == -EBADMSG,
 		      "zstd skippable frame accepted as data");
@@ -155,7 +155,7 @@ static int sink_write(void *arg, const void *buf, size_t len)
  * fr_gunzip() gives it back. */
 static void gzip_round_trip(const unsigned char *raw, size_t len, size_t step, int level)
 {
-	struct sink s = { 0 };
+	struct sink s = {0};
 	struct fr_gzip *g = fr_gzip_new(level, sink_write, &s);
 	void *out = NULL;
 	size_t out_len = 0;
@@ -210,7 +210,7 @@ static void test_gzip_sink_error(void)
 {
 	const size_t len = 2 * 1024 * 1024;
 	unsigned char *raw = malloc(len);
-	struct sink s = { .fail_after = 1 };
+	struct sink s = {.fail_after = 1};
 	struct fr_gzip *g;
 	size_t calls;
 	int ret = 0;
@@ -243,7 +243,7 @@ static void test_gunzip_bad(void)
 {
 	const size_t len = 300000;
 	unsigned char *raw = malloc(len), *mangled = NULL;
-	struct sink s = { 0 };
+	struct sink s = {0};
 	struct fr_gzip *g = fr_gzip_new(6, sink_write, &s);
 	void *out = NULL;
 	size_t out_len = 0;

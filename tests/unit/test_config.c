@@ -30,8 +30,7 @@ static void test_default(void)
 	CHECK(cfg.ring_path == NULL, "default ring path should be unset");
 	CHECK(cfg.socket_path == NULL, "default socket should be unset");
 	CHECK(cfg.ring_size == 256ull << 20, "ring size %llu", (unsigned long long)cfg.ring_size);
-	CHECK(cfg.segment_size == 1ull << 20, "segment %llu",
-	      (unsigned long long)cfg.segment_size);
+	CHECK(cfg.segment_size == 1ull << 20, "segment %llu", (unsigned long long)cfg.segment_size);
 	CHECK(cfg.sync_ns == 1000000000ll, "sync %lld", (long long)cfg.sync_ns);
 	CHECK(cfg.max_rate_hz == 10000, "max_rate_hz %u", cfg.max_rate_hz);
 	CHECK(cfg.max_clients == 64, "max_clients %u", cfg.max_clients);
@@ -79,7 +78,6 @@ static void test_default(void)
 	fr_config_fini(NULL);
 }
 
-
 struct bad {
 	const char *json;
 	const char *msg;
@@ -95,10 +93,11 @@ static const struct bad bad_configs[] = {
 	/* unknown and repeated keys */
 	{"{\"ring\":{\"sise\":\"1MiB\"}}",
 	 SRC ": ring.sise: unknown key (accepted: path, size, segment, sync, max_age)"},
-	{"{\"dump\":{}}", SRC ": dump: unknown key (accepted: ring, socket, dumps, limits, sessions)"},
+	{"{\"dump\":{}}",
+	 SRC ": dump: unknown key (accepted: ring, socket, dumps, limits, sessions)"},
 	{"{\"limits\":{\"rate\":1}}",
 	 SRC ": limits.rate: unknown key (accepted: max_rate_hz, max_clients, user_max_rate_hz, "
-	 "query_memory)"},
+	     "query_memory)"},
 	{"{\"limits\":{\"query_memory\":\"512KiB\"}}",
 	 SRC ": limits.query_memory: must be at least 1MiB, got \"512KiB\""},
 	{"{\"limits\":{\"query_memory\":256}}",
@@ -109,15 +108,17 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].events[0].rate: unknown key (accepted: event, hz)"},
 	{"{\"ring\":{\"size\":\"4MiB\",\"size\":\"8MiB\"}}", SRC ": ring.size: given twice"},
 	/* types */
-	{"{\"ring\":{\"size\":12}}", SRC ": ring.size: must be a size string like \"256MiB\", got 12"},
+	{"{\"ring\":{\"size\":12}}",
+	 SRC ": ring.size: must be a size string like \"256MiB\", got 12"},
 	{"{\"ring\":{\"size\":\"12 parsecs\"}}",
 	 SRC ": ring.size: must be a size string like \"256MiB\", got \"12 parsecs\""},
 	{"{\"ring\":[]}", SRC ": ring: must be an object like {\"size\": \"256MiB\"}, got []"},
-	{"{\"ring\":{\"path\":\"\"}}", SRC ": ring.path: must be a non-empty path string, got \"\""},
+	{"{\"ring\":{\"path\":\"\"}}",
+	 SRC ": ring.path: must be a non-empty path string, got \"\""},
 	{"{\"ring\":{\"sync\":5}}",
 	 SRC ": ring.sync: must be a duration like \"1s\", or \"off\", got 5"},
-	{"{\"ring\":{\"max_age\":\"500ms\"}}",
-	 SRC ": ring.max_age: must be a duration of at least 1s like \"7d\" or \"12h\", got \"500ms\""},
+	{"{\"ring\":{\"max_age\":\"500ms\"}}", SRC
+	 ": ring.max_age: must be a duration of at least 1s like \"7d\" or \"12h\", got \"500ms\""},
 	{"{\"sessions\":[{\"name\":\"x\",\"events\":[{\"event\":\"offcpu\",\"hz\":99}]}]}",
 	 SRC ": sessions[0].events[0].hz: offcpu records every context switch and takes no rate; "
 	     "leave \"hz\" out"},
@@ -134,18 +135,21 @@ static const struct bad bad_configs[] = {
 	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"pid\":[1]}}]}",
 	 SRC ": sessions[0].targets.pid: unknown key (accepted: pids, comm, cgroup, uid)"},
 	{"{\"socket\":true}", SRC ": socket: must be a path string or an object like "
-	 "{\"group\": \"flightrec\"}, got true"},
-	{"{\"socket\":{\"path\":\"\"}}", SRC ": socket.path: must be a non-empty path string, got \"\""},
+				  "{\"group\": \"flightrec\"}, got true"},
+	{"{\"socket\":{\"path\":\"\"}}",
+	 SRC ": socket.path: must be a non-empty path string, got \"\""},
 	{"{\"socket\":{\"mode\":\"0666\"}}",
 	 SRC ": socket.mode: unknown key (accepted: path, group, admin_group)"},
 	{"{\"socket\":{\"group\":\"fr-no-such-group\"}}",
 	 SRC ": socket.group: no group named \"fr-no-such-group\" on this machine"},
 	{"{\"socket\":{\"admin_group\":-1}}",
 	 SRC ": socket.admin_group: must be a group name or number 0..4294967294, got -1"},
-	{"{\"socket\":{\"group\":true}}", SRC ": socket.group: must be a group name or number, got true"},
+	{"{\"socket\":{\"group\":true}}",
+	 SRC ": socket.group: must be a group name or number, got true"},
 	{"{\"limits\":{\"max_rate_hz\":500,\"user_max_rate_hz\":501}}",
 	 SRC ": limits.user_max_rate_hz: must be 1..500, got 501"},
-	{"{\"limits\":{\"user_max_rate_hz\":0}}", SRC ": limits.user_max_rate_hz: must be 1..10000, got 0"},
+	{"{\"limits\":{\"user_max_rate_hz\":0}}",
+	 SRC ": limits.user_max_rate_hz: must be 1..10000, got 0"},
 	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"uid\":\"fr-no-such-user\"}}]}",
 	 SRC ": sessions[0].targets.uid: no user named \"fr-no-such-user\" on this machine"},
 	{"{\"sessions\":[{\"name\":\"x\",\"users\":[]}]}",
@@ -166,39 +170,43 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].events[0].hz: must be 1..500, got 999"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"hz\":1.5}]}]}",
 	 SRC ": sessions[0].events[0].hz: must be 1..10000, got 1.5"},
-	{"{\"limits\":{\"max_rate_hz\":100001}}", SRC ": limits.max_rate_hz: must be 1..100000, got 100001"},
+	{"{\"limits\":{\"max_rate_hz\":100001}}",
+	 SRC ": limits.max_rate_hz: must be 1..100000, got 100001"},
 	{"{\"limits\":{\"max_clients\":0}}", SRC ": limits.max_clients: must be 1..1024, got 0"},
-	{"{\"ring\":{\"segment\":\"32KiB\"}}", SRC ": ring.segment: must be at least 64KiB, got \"32KiB\""},
+	{"{\"ring\":{\"segment\":\"32KiB\"}}",
+	 SRC ": ring.segment: must be at least 64KiB, got \"32KiB\""},
 	{"{\"ring\":{\"segment\":\"65537B\"}}",
 	 SRC ": ring.segment: must be a multiple of 4KiB, got \"65537B\""},
-	{"{\"ring\":{\"size\":\"1MiB\"}}",
-	 SRC ": ring.size: must hold at least 2 segments (2MiB with a segment of 1MiB), got \"1MiB\""},
+	{"{\"ring\":{\"size\":\"1MiB\"}}", SRC
+	 ": ring.size: must hold at least 2 segments (2MiB with a segment of 1MiB), got \"1MiB\""},
 	{"{\"ring\":{\"segment\":\"200MiB\"}}",
 	 SRC ": ring.segment: must be at most half of ring.size (128MiB), got \"200MiB\""},
 	/* events */
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpux\"}]}]}",
 	 SRC ": sessions[0].events[0].event: unknown event \"cpux\" (accepted: " EVENTS ")"},
-	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"hz\":9}]}]}",
-	 SRC ": sessions[0].events[0].event: missing; name the event to record (accepted: " EVENTS
-	     ")"},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"hz\":9}]}]}", SRC
+	 ": sessions[0].events[0].event: missing; name the event to record (accepted: " EVENTS ")"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\"},{\"event\":\"cpu\"}]}]}",
 	 SRC ": sessions[0].events[1].event: \"cpu\" is already listed in this session"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[]}]}",
 	 SRC ": sessions[0].events: must list at least one event"},
 	/* dumps */
 	{"{\"dumps\":[]}", SRC ": dumps: must be an object like {\"keep\": 50}, got []"},
-	{"{\"dumps\":{\"kep\":5}}", SRC ": dumps.kep: unknown key (accepted: dir, keep, max_bytes, mode)"},
+	{"{\"dumps\":{\"kep\":5}}",
+	 SRC ": dumps.kep: unknown key (accepted: dir, keep, max_bytes, mode)"},
 	{"{\"dumps\":{\"keep\":0}}", SRC ": dumps.keep: must be 1..100000, got 0"},
 	{"{\"dumps\":{\"keep\":100001}}", SRC ": dumps.keep: must be 1..100000, got 100001"},
-	{"{\"dumps\":{\"keep\":\"50\"}}", SRC ": dumps.keep: must be an integer 1..100000, got \"50\""},
-	{"{\"dumps\":{\"dir\":\"\"}}", SRC ": dumps.dir: must be a non-empty path string, got \"\""},
+	{"{\"dumps\":{\"keep\":\"50\"}}",
+	 SRC ": dumps.keep: must be an integer 1..100000, got \"50\""},
+	{"{\"dumps\":{\"dir\":\"\"}}",
+	 SRC ": dumps.dir: must be a non-empty path string, got \"\""},
 	{"{\"dumps\":{\"dir\":[]}}", SRC ": dumps.dir: must be a non-empty path string, got []"},
 	{"{\"dumps\":{\"max_bytes\":\"0\"}}",
 	 SRC ": dumps.max_bytes: must be more than 0 (leave it out for no byte limit), got \"0\""},
 	{"{\"dumps\":{\"max_bytes\":100}}",
 	 SRC ": dumps.max_bytes: must be a size string like \"256MiB\", got 100"},
 	{"{\"dumps\":{\"keep\":5,\"keep\":6}}", SRC ": dumps.keep: given twice"},
-#define MODE_ERR                                                                       \
+#define MODE_ERR                                                                             \
 	SRC ": dumps.mode: must be an octal string like \"0640\" with the owner's read and " \
 	    "write bits and at most read for group and others (0600..0644), got "
 	{"{\"dumps\":{\"mode\":640}}", MODE_ERR "640"},
@@ -211,12 +219,15 @@ static const struct bad bad_configs[] = {
 	{"{\"dumps\":{\"mode\":\"04600\"}}", MODE_ERR "\"04600\""},
 	/* triggers: the array and "on" */
 	{TRIG("{}"), SRC ": sessions[0].triggers: must be an array like [{\"on\": \"signal\", "
-		     "\"signal\": \"USR1\"}], got {}"},
-	{TRIGS("5"), T0 ": must be an object like {\"on\": \"signal\", \"signal\": \"USR1\"}, got 5"},
-	{TRIGS("{}"), T0 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit)"},
+			 "\"signal\": \"USR1\"}], got {}"},
+	{TRIGS("5"),
+	 T0 ": must be an object like {\"on\": \"signal\", \"signal\": \"USR1\"}, got 5"},
+	{TRIGS("{}"),
+	 T0 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit)"},
 	{TRIGS("{\"window\":\"10s\"}"),
 	 T0 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit)"},
-	{TRIGS("{\"on\":1}"), T0 ".on: must be a string (accepted: signal, cpu_above, exit), got 1"},
+	{TRIGS("{\"on\":1}"),
+	 T0 ".on: must be a string (accepted: signal, cpu_above, exit), got 1"},
 	{"{\"sessions\":[{\"name\":\"a\"},{\"name\":\"b\",\"triggers\":[{\"on\":\"cpu\"}]}]}",
 	 SRC ": sessions[1].triggers[0].on: unknown trigger \"cpu\" (accepted: signal, cpu_above, "
 	     "exit)"},
@@ -229,9 +240,9 @@ static const struct bad bad_configs[] = {
 	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"for\":\"10s\"}"),
 	 T0 ".for: only cpu_above triggers take \"for\" (accepted for signal: on, signal, window, "
 	    "after, cooldown)"},
-	{TRIGS("{\"on\":\"cpu_above\",\"percent\":90,\"signal\":\"USR1\"}"),
-	 T0 ".signal: only signal triggers take \"signal\" (accepted for cpu_above: on, percent, for, "
-	    "window, after, cooldown)"},
+	{TRIGS("{\"on\":\"cpu_above\",\"percent\":90,\"signal\":\"USR1\"}"), T0
+	 ".signal: only signal triggers take \"signal\" (accepted for cpu_above: on, percent, for, "
+	 "window, after, cooldown)"},
 	{TRIGS("{\"on\":\"exit\",\"signal\":\"USR1\"}"),
 	 T0 ".signal: only signal triggers take \"signal\" (accepted for exit: on, window, after, "
 	    "cooldown)"},
@@ -305,9 +316,9 @@ static const struct bad bad_configs[] = {
 	{TRIGS("{\"on\":\"cpu_above\",\"percent\":90,\"for\":10}"),
 	 T0 ".for: must be a duration of at least 1s like \"10s\" or \"1m\", got 10"},
 	/* triggers: exit */
-	{TRIGS("{\"on\":\"exit\"}"),
-	 T0 ".on: an exit trigger needs the session's targets (pids, comm, cgroup or uid): without them "
-	    "any failing process of the machine would fire it"},
+	{TRIGS("{\"on\":\"exit\"}"), T0
+	 ".on: an exit trigger needs the session's targets (pids, comm, cgroup or uid): without them "
+	 "any failing process of the machine would fire it"},
 	/* triggers: window, after, cooldown */
 	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"window\":\"0s\"}"),
 	 T0 ".window: must be a duration of at least 1s like \"60s\" or \"2m\", got \"0s\""},
@@ -346,8 +357,8 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].name: \"a/b\" has the character '/' (accepted: A-Z a-z 0-9 _ . -)"},
 	{"{\"sessions\":[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"a\"}]}",
 	 SRC ": sessions[2].name: \"a\" is already the name of sessions[0]"},
-	{"{\"sessions\":[5]}",
-	 SRC ": sessions[0]: must be an object like {\"name\": \"always\", \"events\": [...]}, got 5"},
+	{"{\"sessions\":[5]}", SRC
+	 ": sessions[0]: must be an object like {\"name\": \"always\", \"events\": [...]}, got 5"},
 };
 
 static void test_errors(void)
@@ -372,8 +383,9 @@ static void test_errors(void)
  * copied when the session failed), and messages work without a source. */
 static void test_all_or_nothing(void)
 {
-	const char *json = "{\"ring\":{\"path\":\"/var/r\"},\"socket\":\"/run/s\","
-			   "\"sessions\":[{\"name\":\"x\",\"events\":[{\"event\":\"cpu\",\"hz\":-1}]}]}";
+	const char *json =
+		"{\"ring\":{\"path\":\"/var/r\"},\"socket\":\"/run/s\","
+		"\"sessions\":[{\"name\":\"x\",\"events\":[{\"event\":\"cpu\",\"hz\":-1}]}]}";
 	struct fr_config cfg;
 	char err[256];
 	int ret;
@@ -393,7 +405,9 @@ static void test_all_or_nothing(void)
 		snprintf(buf, sizeof(buf), "{\"sessions\":[{\"name\":\"%s\"}]}", name);
 		ret = fr_config_parse(&cfg, buf, strlen(buf), SRC, err, sizeof(err));
 		CHECK(ret == -EINVAL &&
-			      strcmp(err, SRC ": sessions[0].name: must be at most 63 characters, got 64") == 0,
+			      strcmp(err, SRC
+				     ": sessions[0].name: must be at most 63 characters, got 64") ==
+				      0,
 		      "64-char name: %s", err);
 		name[63] = '\0';
 		snprintf(buf, sizeof(buf), "{\"sessions\":[{\"name\":\"%s\"}]}", name);
@@ -412,7 +426,8 @@ static void test_all_or_nothing(void)
 			n += (size_t)sprintf(buf + n, "%s{\"name\":\"s%d\"}", i ? "," : "", i);
 		n += (size_t)sprintf(buf + n, "]}");
 		ret = fr_config_parse(&cfg, buf, n, SRC, err, sizeof(err));
-		CHECK(ret == -EINVAL && strcmp(err, SRC ": sessions: at most 64 sessions, got 65") == 0,
+		CHECK(ret == -EINVAL &&
+			      strcmp(err, SRC ": sessions: at most 64 sessions, got 65") == 0,
 		      "65 sessions: %s", err);
 		free(buf);
 	}
@@ -427,7 +442,9 @@ static void test_all_or_nothing(void)
 		snprintf(buf, sizeof(buf), "{\"socket\":\"%s\"}", p);
 		ret = fr_config_parse(&cfg, buf, strlen(buf), SRC, err, sizeof(err));
 		CHECK(ret == -EINVAL &&
-			      strcmp(err, SRC ": socket: must be at most 107 bytes long, got 150 bytes") == 0,
+			      strcmp(err, SRC
+				     ": socket: must be at most 107 bytes long, got 150 bytes") ==
+				      0,
 		      "long socket: %s", err);
 	}
 
@@ -467,7 +484,8 @@ static void test_oncall(void)
 	CHECK(cfg.sessions[0].nusers == 2 && cfg.sessions[0].users[0] == 65534 &&
 		      cfg.sessions[0].users[1] == 1234,
 	      "users by name and number");
-	CHECK(cfg.sessions[0].targets.has_uid && cfg.sessions[0].targets.uid == 0, "targets.uid by name");
+	CHECK(cfg.sessions[0].targets.has_uid && cfg.sessions[0].targets.uid == 0,
+	      "targets.uid by name");
 	CHECK(cfg.sessions[1].targets.has_uid && cfg.sessions[1].targets.uid == 4000,
 	      "targets.uid alone is a target (an exit trigger may use it)");
 	text = fr_config_to_json(&cfg);
@@ -495,7 +513,6 @@ static void test_oncall(void)
 	fr_config_fini(&cfg);
 }
 
-
 /* A session's events become the value columns of its dumps and of the
  * consumer that records it, which hold FR_LIMIT_EVENTS: a session with
  * more used to be accepted and its last events silently dropped there.
@@ -504,8 +521,15 @@ static void test_oncall(void)
 static void test_more_events_than_a_dump_keeps(void)
 {
 	static const char *const names[] = {
-		"cpu", "cycles", "instructions", "cache-references", "cache-misses",
-		"branch-instructions", "branch-misses", "page-faults", "context-switches",
+		"cpu",
+		"cycles",
+		"instructions",
+		"cache-references",
+		"cache-misses",
+		"branch-instructions",
+		"branch-misses",
+		"page-faults",
+		"context-switches",
 	};
 	struct fr_config cfg;
 	char buf[1024], err[256], want[256];
@@ -513,7 +537,8 @@ static void test_more_events_than_a_dump_keeps(void)
 	int ret;
 
 	for (uint32_t count = FR_LIMIT_EVENTS; count <= FR_LIMIT_EVENTS + 1; count++) {
-		n = (size_t)snprintf(buf, sizeof(buf), "{\"sessions\":[{\"name\":\"s\",\"events\":[");
+		n = (size_t)snprintf(buf, sizeof(buf),
+				     "{\"sessions\":[{\"name\":\"s\",\"events\":[");
 		for (uint32_t i = 0; i < count; i++)
 			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s{\"event\":\"%s\"}",
 					      i ? "," : "", names[i]);
@@ -531,7 +556,8 @@ static void test_more_events_than_a_dump_keeps(void)
 			 SRC ": sessions[0].events: at most %d events per session (the value "
 			     "columns of one profile), got %u",
 			 FR_LIMIT_EVENTS, count);
-		CHECK(ret == -EINVAL && strcmp(err, want) == 0, "%u events: %d %s", count, ret, err);
+		CHECK(ret == -EINVAL && strcmp(err, want) == 0, "%u events: %d %s", count, ret,
+		      err);
 		CHECK(is_empty(&cfg), "%u events left state behind", count);
 	}
 }

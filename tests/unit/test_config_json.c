@@ -65,7 +65,8 @@ static void test_dumps(void)
 		fr_config_fini(&cfg);
 	}
 	/* A relative directory is taken as written (like ring.path). */
-	if (parse_ok(&cfg, "{\"dumps\":{\"dir\":\"dumps\",\"max_bytes\":\"1000001\"}}", NULL) == 0) {
+	if (parse_ok(&cfg, "{\"dumps\":{\"dir\":\"dumps\",\"max_bytes\":\"1000001\"}}", NULL) ==
+	    0) {
 		CHECK(cfg.dumps_dir && strcmp(cfg.dumps_dir, "dumps") == 0 &&
 			      cfg.dumps_max_bytes == 1000001,
 		      "relative dir, odd byte count");
@@ -83,8 +84,9 @@ static void test_dumps(void)
 		snprintf(buf, n, "{\"dumps\":{\"dir\":\"%s\"}}", dir);
 		ret = fr_config_parse(&cfg, buf, strlen(buf), SRC, err, sizeof(err));
 		CHECK(ret == -EINVAL &&
-			      strcmp(err, SRC ": dumps.dir: must be at most 4095 bytes long, got 4096 "
-					  "bytes") == 0,
+			      strcmp(err,
+				     SRC ": dumps.dir: must be at most 4095 bytes long, got 4096 "
+					 "bytes") == 0,
 		      "4096-byte dumps dir: %s", err);
 		CHECK(is_empty(&cfg), "long dumps dir left state behind");
 		dir[FR_CONFIG_PATH_MAX - 1] = '\0';
@@ -161,11 +163,12 @@ static void check_full_targets_events(const struct fr_config *cfg)
 {
 	const struct fr_config_session *db = &cfg->sessions[3];
 
-	CHECK(db->targets.npids == 2 && db->targets.pids[0] == 7 && db->targets.pids[1] == 9, "targets.pids");
-	CHECK(db->targets.ncomms == 1 && strcmp(db->targets.comms[0], "postgres") == 0, "targets.comm");
+	CHECK(db->targets.npids == 2 && db->targets.pids[0] == 7 && db->targets.pids[1] == 9,
+	      "targets.pids");
+	CHECK(db->targets.ncomms == 1 && strcmp(db->targets.comms[0], "postgres") == 0,
+	      "targets.comm");
 	CHECK(strcmp(db->targets.cgroup, "/system.slice/pg.service") == 0, "targets.cgroup");
-	CHECK(db->nevents == 3 && db->events[0].event == FR_EVENT_OFFCPU &&
-		      db->events[0].hz == 0,
+	CHECK(db->nevents == 3 && db->events[0].event == FR_EVENT_OFFCPU && db->events[0].hz == 0,
 	      "offcpu has no rate");
 	CHECK(db->events[1].event == FR_EVENT_CYCLES && db->events[1].hz == 49, "cycles");
 	CHECK(db->events[2].event == (FR_EVENT_RAW_BASE | 0x1a2) && db->events[2].hz == 99,
@@ -197,8 +200,10 @@ static void test_round_trip(void)
 	CHECK(cfg.ring_size == 300000000ull, "ring size %llu", (unsigned long long)cfg.ring_size);
 	CHECK(cfg.segment_size == 256 << 10, "segment");
 	CHECK(cfg.sync_ns == 250000000, "sync %lld", (long long)cfg.sync_ns);
-	CHECK(cfg.max_age_ns == 7 * 86400 * 1000000000LL, "max_age %lld", (long long)cfg.max_age_ns);
-	CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/run/flightrec/test.sock") == 0, "socket");
+	CHECK(cfg.max_age_ns == 7 * 86400 * 1000000000LL, "max_age %lld",
+	      (long long)cfg.max_age_ns);
+	CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/run/flightrec/test.sock") == 0,
+	      "socket");
 	CHECK(cfg.max_rate_hz == 5000 && cfg.max_clients == 8, "limits");
 	CHECK(cfg.dumps_dir && strcmp(cfg.dumps_dir, "/var/lib/flightrec/dumps") == 0, "dumps dir");
 	CHECK(cfg.dumps_keep == 20 && cfg.dumps_max_bytes == 1ull << 30, "dumps keep, max_bytes");
@@ -280,8 +285,8 @@ static void test_load(void)
 	CHECK(write(fd, "{\"ring\": {\"sise\": 1}}", 21) == 21, "write");
 	close(fd);
 	ret = fr_config_load(&cfg, path, err, sizeof(err));
-	snprintf(want, sizeof(want), "%s: ring.sise: unknown key (accepted: path, size, segment, sync, max_age)",
-		 path);
+	snprintf(want, sizeof(want),
+		 "%s: ring.sise: unknown key (accepted: path, size, segment, sync, max_age)", path);
 	CHECK(ret == -EINVAL && strcmp(err, want) == 0, "load error: %s", err);
 
 	unlink(path);
@@ -301,4 +306,3 @@ int main(void)
 	printf("config_json: all checks passed\n");
 	return 0;
 }
-

@@ -32,17 +32,14 @@ static void check_signal_form(const struct signal_form *f)
 	t = &cfg.sessions[0].triggers[0];
 	CHECK(cfg.sessions[0].ntriggers == 1 && t->kind == FR_TRIGGER_SIGNAL,
 	      "%s: not one signal trigger", f->text);
-	CHECK(t->signal == f->signo, "%s: signal %d, want %d", f->text, t->signal,
-	      f->signo);
-	CHECK(t->window_ns == 60000000000ll && t->after_ns == 0 &&
-		      t->cooldown_ns == 60000000000ll,
+	CHECK(t->signal == f->signo, "%s: signal %d, want %d", f->text, t->signal, f->signo);
+	CHECK(t->window_ns == 60000000000ll && t->after_ns == 0 && t->cooldown_ns == 60000000000ll,
 	      "%s: window %lld after %lld cooldown %lld, want 60s 0s 60s", f->text,
 	      (long long)t->window_ns, (long long)t->after_ns, (long long)t->cooldown_ns);
-	CHECK(t->percent == 0 && t->for_ns == 0, "%s: cpu fields set on a signal trigger",
-	      f->text);
+	CHECK(t->percent == 0 && t->for_ns == 0, "%s: cpu fields set on a signal trigger", f->text);
 	snprintf(quoted, sizeof(quoted), "\"%s\"", f->printed);
-	CHECK(text && strstr(text, quoted), "%s: not printed as %s:\n%s", f->text,
-	      quoted, text ? text : "(null)");
+	CHECK(text && strstr(text, quoted), "%s: not printed as %s:\n%s", f->text, quoted,
+	      text ? text : "(null)");
 	CHECK(text && strstr(text, "\"window\":\t\"1m\"") && strstr(text, "\"after\":\t\"0s\"") &&
 		      strstr(text, "\"cooldown\":\t\"1m\"") && !strstr(text, "\"percent\"") &&
 		      !strstr(text, "\"for\""),
@@ -55,18 +52,12 @@ static void test_trigger_signals(void)
 {
 	char rtmin3[32], rtmax_2[32], rtmax[32], rtlast[40];
 	const struct signal_form forms[] = {
-		{"USR1", SIGUSR1, "SIGUSR1"},
-		{"SIGUSR1", SIGUSR1, "SIGUSR1"},
-		{"usr2", SIGUSR2, "SIGUSR2"},
-		{"SIGUSR2", SIGUSR2, "SIGUSR2"},
-		{"SigUsr1", SIGUSR1, "SIGUSR1"},
-		{"RTMIN", SIGRTMIN, "SIGRTMIN"},
-		{"SIGRTMIN+0", SIGRTMIN, "SIGRTMIN"},
-		{"SIGRTMIN+3", SIGRTMIN + 3, rtmin3},
-		{"rtmin+03", SIGRTMIN + 3, rtmin3},
-		{"SIGRTMAX-2", SIGRTMAX - 2, rtmax_2},
-		{"RTMAX", SIGRTMAX, rtmax},
-		{rtlast, SIGRTMAX, rtmax},
+		{"USR1", SIGUSR1, "SIGUSR1"},	      {"SIGUSR1", SIGUSR1, "SIGUSR1"},
+		{"usr2", SIGUSR2, "SIGUSR2"},	      {"SIGUSR2", SIGUSR2, "SIGUSR2"},
+		{"SigUsr1", SIGUSR1, "SIGUSR1"},      {"RTMIN", SIGRTMIN, "SIGRTMIN"},
+		{"SIGRTMIN+0", SIGRTMIN, "SIGRTMIN"}, {"SIGRTMIN+3", SIGRTMIN + 3, rtmin3},
+		{"rtmin+03", SIGRTMIN + 3, rtmin3},   {"SIGRTMAX-2", SIGRTMAX - 2, rtmax_2},
+		{"RTMAX", SIGRTMAX, rtmax},	      {rtlast, SIGRTMAX, rtmax},
 	};
 
 	snprintf(rtmin3, sizeof(rtmin3), "SIGRTMIN+3");
@@ -103,16 +94,18 @@ static void test_trigger_signals_refused(void)
 	snprintf(buf, sizeof(buf), TRIG("[{\"on\":\"signal\",\"signal\":\"%s\"}]"), rtpast);
 	ret = fr_config_parse(&cfg, buf, strlen(buf), SRC, err, sizeof(err));
 	snprintf(want, sizeof(want),
-		 T0 ".signal: SIG%s is past SIGRTMAX, which is SIGRTMIN+%d here (accepted: " ACC ")",
+		 T0 ".signal: SIG%s is past SIGRTMAX, which is SIGRTMIN+%d here (accepted: " ACC
+		    ")",
 		 rtpast, SIGRTMAX - SIGRTMIN);
 	CHECK(ret == -EINVAL && strcmp(err, want) == 0, "%s:\n  got  %s\n  want %s", rtpast, err,
 	      want);
 	CHECK(is_empty(&cfg), "signal out of range left state behind");
 
 	/* The same real-time signal written two ways is one signal. */
-	snprintf(buf, sizeof(buf),
-		 TRIGS("{\"on\":\"signal\",\"signal\":\"RTMAX\"},{\"on\":\"signal\",\"signal\":\"%s\"}"),
-		 rtlast);
+	snprintf(
+		buf, sizeof(buf),
+		TRIGS("{\"on\":\"signal\",\"signal\":\"RTMAX\"},{\"on\":\"signal\",\"signal\":\"%s\"}"),
+		rtlast);
 	ret = fr_config_parse(&cfg, buf, strlen(buf), SRC, err, sizeof(err));
 	snprintf(want, sizeof(want),
 		 SRC ": sessions[0].triggers[1].signal: %s is already the signal of triggers[0]",
@@ -161,25 +154,28 @@ static void test_cpu_above_triggers(void)
 			      t->cooldown_ns == 60000000000ll,
 		      "cpu_above window defaults");
 		CHECK(text && strstr(text, "\"on\":\t\"cpu_above\"") &&
-			      strstr(text, "\"percent\":\t90") && strstr(text, "\"for\":\t\"10s\"") &&
-			      !strstr(text, "\"signal\""),
+			      strstr(text, "\"percent\":\t90") &&
+			      strstr(text, "\"for\":\t\"10s\"") && !strstr(text, "\"signal\""),
 		      "cpu_above printed:\n%s", text ? text : "(null)");
 		free(text);
 		text = NULL;
 		fr_config_fini(&cfg);
 	}
-	if (parse_ok(&cfg,
-		     TRIGS("{\"cooldown\":\"10m\",\"on\":\"cpu_above\",\"percent\":1,\"for\":\"1s\","
-			   "\"window\":\"2m\",\"after\":\"15s\"},"
-			   "{\"on\":\"cpu_above\",\"percent\":100,\"for\":\"1.5s\",\"cooldown\":\"1s\"}"),
-		     NULL) == 0) {
+	if (parse_ok(
+		    &cfg,
+		    TRIGS("{\"cooldown\":\"10m\",\"on\":\"cpu_above\",\"percent\":1,\"for\":\"1s\","
+			  "\"window\":\"2m\",\"after\":\"15s\"},"
+			  "{\"on\":\"cpu_above\",\"percent\":100,\"for\":\"1.5s\",\"cooldown\":\"1s\"}"),
+		    NULL) == 0) {
 		t = &cfg.sessions[0].triggers[0];
-		CHECK(t->percent == 1 && t->for_ns == 1000000000ll && t->window_ns == 120000000000ll &&
-			      t->after_ns == 15000000000ll && t->cooldown_ns == 600000000000ll,
+		CHECK(t->percent == 1 && t->for_ns == 1000000000ll &&
+			      t->window_ns == 120000000000ll && t->after_ns == 15000000000ll &&
+			      t->cooldown_ns == 600000000000ll,
 		      "cpu_above given: %u %lld %lld %lld %lld", t->percent, (long long)t->for_ns,
 		      (long long)t->window_ns, (long long)t->after_ns, (long long)t->cooldown_ns);
 		t = &cfg.sessions[0].triggers[1];
-		CHECK(t->percent == 100 && t->for_ns == 1500000000ll && t->cooldown_ns == 1000000000ll,
+		CHECK(t->percent == 100 && t->for_ns == 1500000000ll &&
+			      t->cooldown_ns == 1000000000ll,
 		      "second cpu_above: %u %lld %lld", t->percent, (long long)t->for_ns,
 		      (long long)t->cooldown_ns);
 		fr_config_fini(&cfg);
@@ -233,15 +229,16 @@ static void test_trigger_limits(void)
 	int ret;
 
 	/* window + after: exactly 1h is accepted, in either share. */
-	if (parse_ok(&cfg,
-		     TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"window\":\"1h\",\"after\":\"0s\"},"
-			   "{\"on\":\"signal\",\"signal\":\"USR2\",\"window\":\"1s\",\"after\":\"3599s\"},"
-			   "{\"on\":\"cpu_above\",\"percent\":50,\"window\":\"59m\",\"after\":\"1m\"}"),
-		     NULL) == 0) {
+	if (parse_ok(
+		    &cfg,
+		    TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"window\":\"1h\",\"after\":\"0s\"},"
+			  "{\"on\":\"signal\",\"signal\":\"USR2\",\"window\":\"1s\",\"after\":\"3599s\"},"
+			  "{\"on\":\"cpu_above\",\"percent\":50,\"window\":\"59m\",\"after\":\"1m\"}"),
+		    NULL) == 0) {
 		for (uint32_t i = 0; i < 3; i++) {
 			t = &cfg.sessions[0].triggers[i];
-			CHECK(t->window_ns + t->after_ns == 3600000000000ll, "trigger %u spans %lld", i,
-			      (long long)(t->window_ns + t->after_ns));
+			CHECK(t->window_ns + t->after_ns == 3600000000000ll,
+			      "trigger %u spans %lld", i, (long long)(t->window_ns + t->after_ns));
 		}
 		fr_config_fini(&cfg);
 	}
@@ -261,7 +258,8 @@ static void test_trigger_limits(void)
 	n = (size_t)snprintf(buf, sizeof(buf), "{\"sessions\":[{\"name\":\"a\",\"triggers\":[");
 	for (int i = 0; i < FR_CONFIG_MAX_TRIGGERS; i++)
 		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-				      "%s{\"on\":\"signal\",\"signal\":\"RTMIN+%d\"}", i ? "," : "", i);
+				      "%s{\"on\":\"signal\",\"signal\":\"RTMIN+%d\"}", i ? "," : "",
+				      i);
 	snprintf(buf + n, sizeof(buf) - n, "]}]}");
 	if (parse_ok(&cfg, buf, NULL) == 0) {
 		CHECK(cfg.sessions[0].ntriggers == FR_CONFIG_MAX_TRIGGERS, "%u triggers",
@@ -274,8 +272,8 @@ static void test_trigger_limits(void)
 	snprintf(buf + n, sizeof(buf) - n, ",{\"on\":\"cpu_above\",\"percent\":5}]}]}");
 	ret = fr_config_parse(&cfg, buf, strlen(buf), SRC, err, sizeof(err));
 	CHECK(ret == -EINVAL &&
-		      strcmp(err, SRC ": sessions[0].triggers: at most 8 triggers per session, got 9") ==
-			      0,
+		      strcmp(err, SRC
+			     ": sessions[0].triggers: at most 8 triggers per session, got 9") == 0,
 	      "9 triggers: %s", err);
 	CHECK(is_empty(&cfg), "9 triggers left state behind");
 }
@@ -295,5 +293,3 @@ int main(void)
 	printf("config_triggers: all checks passed\n");
 	return 0;
 }
-
-

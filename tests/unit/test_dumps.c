@@ -81,7 +81,7 @@ static void test_keep(void)
 	make_dump("db-manual-host-" STAMP(5), 1000, 10);
 	/* Not dumps: never touched, whatever their age. */
 	make_file("notes.txt", 10, 100);
-	make_file("other.pb.gz", 10, 100);                       /* no time in its name */
+	make_file("other.pb.gz", 10, 100);			     /* no time in its name */
 	make_file("lonely-signal-host-" STAMP(0) ".pb.gz", 10, 100); /* no sidecar */
 	make_file("db-signal-host-" STAMP(6) ".pb.gz.tmp", 10, 100);
 
@@ -90,7 +90,8 @@ static void test_keep(void)
 	CHECK(!exists("db-signal-host-" STAMP(1) ".pb.gz") &&
 		      !exists("db-signal-host-" STAMP(1) ".json"),
 	      "the oldest dump (and its sidecar) stayed");
-	CHECK(!exists("db-exit-host-" STAMP(2) ".pb.gz") && !exists("db-exit-host-" STAMP(2) ".json"),
+	CHECK(!exists("db-exit-host-" STAMP(2) ".pb.gz") &&
+		      !exists("db-exit-host-" STAMP(2) ".json"),
 	      "the second oldest dump stayed");
 	CHECK(exists("web-cpu_above-host-" STAMP(3) ".pb.gz") &&
 		      exists("db-manual-host-" STAMP(4) ".pb.gz") &&
@@ -269,8 +270,8 @@ static void test_dir_checks(void)
 	CHECK(ret == -EPERM && strstr(err, "mode 0777"),
 	      "a root symlink in a world-writable directory: %d %s", ret, err);
 	CHECK(chmod(dir, 01777) == 0, "chmod");
-	CHECK(open_private(q, err, sizeof(err)) == 0,
-	      "a root symlink in a sticky directory: %s", err);
+	CHECK(open_private(q, err, sizeof(err)) == 0, "a root symlink in a sticky directory: %s",
+	      err);
 	CHECK(chmod(dir, 0700) == 0, "chmod");
 }
 
@@ -298,8 +299,7 @@ static void test_write(void)
 	struct dirent *de;
 
 	snprintf(ringpath, sizeof(ringpath), "%s.ring", dir);
-	ret = fr_ring_open(&ring, ringpath, 8u << 20, 256u << 10, FR_RING_CREATE, err,
-			   sizeof(err));
+	ret = fr_ring_open(&ring, ringpath, 8u << 20, 256u << 10, FR_RING_CREATE, err, sizeof(err));
 	CHECK(ret == 0, "fr_ring_open: %d %s", ret, err);
 	if (ret < 0)
 		return;
@@ -347,8 +347,10 @@ static void test_write(void)
 			n++;
 	if (d)
 		closedir(d);
-	CHECK(n == 7, "%d files in the dumps directory, want 3 dumps, their sidecars and the "
-		      "leftover sidecar", n);
+	CHECK(n == 7,
+	      "%d files in the dumps directory, want 3 dumps, their sidecars and the "
+	      "leftover sidecar",
+	      n);
 
 	/* Unsafe: refused with the reason, nothing written. */
 	CHECK(chmod(dumps, 0777) == 0, "chmod");

@@ -332,8 +332,7 @@ static void test_stale_and_foreign(void)
 	close(fd);
 	s = NULL;
 	ret = fr_ipc_server_open(&s, path, 2, handler, &calls, err, sizeof(err));
-	snprintf(want, sizeof(want), "%s exists and is not a socket; refusing to replace it",
-		 path);
+	snprintf(want, sizeof(want), "%s exists and is not a socket; refusing to replace it", path);
 	CHECK(ret == -EEXIST && !s, "regular file: %d", ret);
 	CHECK(strcmp(err, want) == 0, "regular file message \"%s\"", err);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -481,8 +480,7 @@ static void test_share(void)
 
 	sock = fr_ipc_connect(path);
 	resp = sock >= 0 ? call(sock, "echo", -1) : NULL;
-	CHECK(resp && cJSON_IsTrue(cJSON_GetObjectItem(resp, "in_4242")) ==
-			      (getegid() == 4242),
+	CHECK(resp && cJSON_IsTrue(cJSON_GetObjectItem(resp, "in_4242")) == (getegid() == 4242),
 	      "a peer outside group 4242 is seen in it");
 	cJSON_Delete(resp);
 	if (sock >= 0)
@@ -600,8 +598,10 @@ static void test_follow_timeout_names_bounds(void)
 	CHECK(got, "the server kept a holding connection's trickling request open for 30 s");
 	if (got) {
 		CHECK(fr_ipc_recv_json(fd, &resp, NULL) == 0, "no reply before the close");
-		check_error(resp, "no request within 3660 s (or not whole within 5 s of its first "
-			    "byte); closing the connection", "holding connection's timeout");
+		check_error(resp,
+			    "no request within 3660 s (or not whole within 5 s of its first "
+			    "byte); closing the connection",
+			    "holding connection's timeout");
 	}
 	if (fd >= 0)
 		close(fd);
@@ -660,8 +660,10 @@ static void test_status_slot(void)
 		resp = NULL;
 		sleep_ms(10);
 	}
-	check_error(resp, "busy: all 3 client slots are in use (limits.max_clients); only status "
-		    "is answered now, retry later", "non-status request in the last slot");
+	check_error(resp,
+		    "busy: all 3 client slots are in use (limits.max_clients); only status "
+		    "is answered now, retry later",
+		    "non-status request in the last slot");
 
 	close(a);
 	close(b);
@@ -699,4 +701,3 @@ int main(void)
 	printf("ipc_server: all checks passed\n");
 	return 0;
 }
-

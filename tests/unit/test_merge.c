@@ -58,10 +58,22 @@ static int w_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
 {
 	out->tid = tid;
 	switch (tid) {
-	case 10: out->pid = 10; out->name = "a"; return 0;
-	case 11: out->pid = 10; out->name = world.thread_11; return 0;
-	case 12: out->pid = world.tid_12_pid; out->name = "w"; return 0;
-	case 20: out->pid = 20; out->name = "b"; return 0;
+	case 10:
+		out->pid = 10;
+		out->name = "a";
+		return 0;
+	case 11:
+		out->pid = 10;
+		out->name = world.thread_11;
+		return 0;
+	case 12:
+		out->pid = world.tid_12_pid;
+		out->name = "w";
+		return 0;
+	case 20:
+		out->pid = 20;
+		out->name = "b";
+		return 0;
 	}
 	return -ENOENT;
 }
@@ -174,13 +186,14 @@ static void describe(const struct fr_chunk *c, uint32_t i, char *out, size_t len
 	const char *cg = label(c, c->labelset[i], "cgroup"), *pp = label(c, c->labelset[i], "ppid");
 	int k = snprintf(out, len, "%lld %u/%u cpu%u ev%u w%llu r%u %s %s %lld %s %s |",
 			 (long long)c->time_ns[i], c->pid[i], c->tid[i], c->cpu[i], c->event[i],
-			 (unsigned long long)c->weight[i], c->rate_hz[i], p ? s_of(c, p->comm) : "-",
-			 p ? s_of(c, p->exe) : "-", p ? (long long)p->start_ns : 0LL,
-			 cg ? cg : "-", pp ? pp : "-");
+			 (unsigned long long)c->weight[i], c->rate_hz[i],
+			 p ? s_of(c, p->comm) : "-", p ? s_of(c, p->exe) : "-",
+			 p ? (long long)p->start_ns : 0LL, cg ? cg : "-", pp ? pp : "-");
 
 	for (uint32_t f = 0; f < st->nr_frames && k > 0 && (size_t)k < len; f++) {
 		uint64_t a = c->frames[st->first + f];
-		const struct fr_chunk_map *m = f < st->nr_kernel ? NULL : fr_chunk_find_map(c, c->pid[i], a);
+		const struct fr_chunk_map *m =
+			f < st->nr_kernel ? NULL : fr_chunk_find_map(c, c->pid[i], a);
 
 		k += snprintf(out + k, len - (size_t)k, " %llx@%s+%llx", (unsigned long long)a,
 			      m ? s_of(c, m->path) : "-",
@@ -208,8 +221,9 @@ static void check_same(struct fr_chunk *const *parts, size_t n, const struct fr_
 	}
 	for (uint32_t e = 0; e < m->nevents; e++)
 		mlost += m->events[e].lost;
-	CHECK(m->nsamples == total && lost == mlost, "%s: %u samples (want %zu), %llu lost (want %llu)",
-	      what, m->nsamples, total, (unsigned long long)mlost, (unsigned long long)lost);
+	CHECK(m->nsamples == total && lost == mlost,
+	      "%s: %u samples (want %zu), %llu lost (want %llu)", what, m->nsamples, total,
+	      (unsigned long long)mlost, (unsigned long long)lost);
 	if (m->nsamples != total)
 		return;
 	want = calloc(total, sizeof(*want));
@@ -227,7 +241,8 @@ static void check_same(struct fr_chunk *const *parts, size_t n, const struct fr_
 	qsort(got, total, sizeof(*got), cmp_str);
 	for (size_t j = 0; j < total; j++) {
 		if (strcmp(want[j], got[j]) != 0) {
-			CHECK(0, "%s: a sample changed:\n  part:   %s\n  merged: %s", what, want[j], got[j]);
+			CHECK(0, "%s: a sample changed:\n  part:   %s\n  merged: %s", what, want[j],
+			      got[j]);
 			break;
 		}
 	}
@@ -248,7 +263,8 @@ static struct fr_chunk *merge_ok(struct fr_chunk *const *parts, size_t n, const 
 
 	CHECK(ret == 0 && buf, "%s: merge: %d", what, ret);
 	if (buf)
-		CHECK(fr_chunk_decode(buf, len, &m) == 0, "%s: the merged chunk does not decode", what);
+		CHECK(fr_chunk_decode(buf, len, &m) == 0, "%s: the merged chunk does not decode",
+		      what);
 	free(buf);
 	return m;
 }
@@ -300,7 +316,8 @@ int main(void)
 		p[5] = part(5, &ns);
 		CHECK(fr_chunk_merge_span(p, 8, 1u << 20) == 5, "%s: span %d, want 5", kinds[kind],
 		      fr_chunk_merge_span(p, 8, 1u << 20));
-		CHECK(fr_chunk_merge_span(&p[5], 3, 1u << 20) == 1, "%s: span after it", kinds[kind]);
+		CHECK(fr_chunk_merge_span(&p[5], 3, 1u << 20) == 1, "%s: span after it",
+		      kinds[kind]);
 		m = merge_ok(p, 5, kinds[kind]);
 		if (m) {
 			check_same(p, 5, m, kinds[kind]);

@@ -44,8 +44,8 @@ static struct fr_offcpu_switch make_out(uint64_t *ips, uint32_t pid, uint32_t ti
 
 /* Checks that `pair` is the switch-out made by make_out(pid, tid, cpu,
  * out_time) completed at in_time. */
-static void check_pair(const struct fr_offcpu_pair *pair, uint32_t pid, uint32_t tid,
-		       uint32_t cpu, uint64_t out_time, uint64_t in_time, int line)
+static void check_pair(const struct fr_offcpu_pair *pair, uint32_t pid, uint32_t tid, uint32_t cpu,
+		       uint64_t out_time, uint64_t in_time, int line)
 {
 	uint64_t want[8];
 	struct fr_offcpu_switch w = make_out(want, pid, tid, cpu, out_time);

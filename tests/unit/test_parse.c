@@ -75,8 +75,8 @@ static void size_ok(const char *text, uint64_t want)
 	uint64_t b = 1;
 	int ret = fr_parse_size(text, &b);
 
-	CHECK(ret == 0 && b == want, "size \"%s\": ret %d, %" PRIu64 ", want %" PRIu64, text,
-	      ret, b, want);
+	CHECK(ret == 0 && b == want, "size \"%s\": ret %d, %" PRIu64 ", want %" PRIu64, text, ret,
+	      b, want);
 }
 
 static void size_bad(const char *text, int want_err)
@@ -129,8 +129,8 @@ static void time_ok(const char *text, int64_t want)
 	int64_t ns = -1;
 	int ret = fr_parse_time(text, &ns);
 
-	CHECK(ret == 0 && ns == want, "time \"%s\": ret %d, %" PRId64 ", want %" PRId64, text,
-	      ret, ns, want);
+	CHECK(ret == 0 && ns == want, "time \"%s\": ret %d, %" PRId64 ", want %" PRId64, text, ret,
+	      ns, want);
 }
 
 static void time_bad(const char *text)
@@ -205,8 +205,8 @@ static void format_duration_is(int64_t ns, const char *want)
 	int64_t back = -1;
 
 	fr_format_duration(ns, buf, sizeof(buf));
-	CHECK(strcmp(buf, want) == 0, "format_duration(%" PRId64 ") = \"%s\", want \"%s\"", ns,
-	      buf, want);
+	CHECK(strcmp(buf, want) == 0, "format_duration(%" PRId64 ") = \"%s\", want \"%s\"", ns, buf,
+	      want);
 	if (ns >= 0)
 		CHECK(fr_parse_duration(buf, &back) == 0 && back == ns,
 		      "duration \"%s\" reads back as %" PRId64 ", want %" PRId64, buf, back, ns);
@@ -218,8 +218,8 @@ static void format_size_is(uint64_t bytes, const char *want)
 	uint64_t back = 1;
 
 	fr_format_size(bytes, buf, sizeof(buf));
-	CHECK(strcmp(buf, want) == 0, "format_size(%" PRIu64 ") = \"%s\", want \"%s\"", bytes,
-	      buf, want);
+	CHECK(strcmp(buf, want) == 0, "format_size(%" PRIu64 ") = \"%s\", want \"%s\"", bytes, buf,
+	      want);
 	CHECK(fr_parse_size(buf, &back) == 0 && back == bytes,
 	      "size \"%s\" reads back as %" PRIu64 ", want %" PRIu64, buf, back, bytes);
 }
@@ -295,8 +295,8 @@ static void test_human_sizes(void)
 		uint64_t bytes;
 		const char *want;
 	} cases[] = {
-		{0, "0B"}, {1023, "1023B"}, {1024, "1.0KiB"}, {21811, "21.3KiB"},
-		{267390976, "255.0MiB"}, {3ull << 30, "3.0GiB"},
+		{0, "0B"},	    {1023, "1023B"},	     {1024, "1.0KiB"},
+		{21811, "21.3KiB"}, {267390976, "255.0MiB"}, {3ull << 30, "3.0GiB"},
 	};
 	char buf[32];
 

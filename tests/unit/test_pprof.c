@@ -102,8 +102,8 @@ static int str_is(const char *s, const char *want)
 /* Gunzips the sink, checks its size against the encoder's count and
  * decodes it; returns the decoded profile or NULL (a failed CHECK). The raw
  * bytes are left in *raw for the caller to free. */
-static struct fr_pprof_data *read_back(const struct sink *s, const struct fr_pprof *p,
-				       void **raw, size_t *raw_len)
+static struct fr_pprof_data *read_back(const struct sink *s, const struct fr_pprof *p, void **raw,
+				       size_t *raw_len)
 {
 	struct fr_pprof_data *d = NULL;
 	int ret;
@@ -148,13 +148,13 @@ static void check_small_fields(const void *raw, size_t raw_len)
 	      "fields 1..6 occur %zu %zu %zu %zu %zu %zu times", n[1], n[2], n[3], n[4], n[5],
 	      n[6]);
 	CHECK(n[9] == 1 && n[10] == 1 && n[11] == 1 && n[12] == 1 && n[13] == 2 && n[14] == 1,
-	      "fields 9..14 occur %zu %zu %zu %zu %zu %zu times", n[9], n[10], n[11], n[12],
-	      n[13], n[14]);
+	      "fields 9..14 occur %zu %zu %zu %zu %zu %zu times", n[9], n[10], n[11], n[12], n[13],
+	      n[14]);
 }
 
 static void check_small_header(const struct fr_pprof_data *d)
 {
-	int64_t sum[2] = { 0, 0 };
+	int64_t sum[2] = {0, 0};
 	size_t nlocs = 0;
 
 	CHECK(d->ntypes == 2, "sample_type count %zu", d->ntypes);
@@ -168,15 +168,15 @@ static void check_small_header(const struct fr_pprof_data *d)
 	      "period_type");
 	CHECK(d->period == FR_TEST_PERIOD, "period");
 	CHECK(d->ncomments == 2 && str_is(d->comments[0], "recorded by flightrec-test") &&
-	      str_is(d->comments[1], "second comment line"), "comments");
+		      str_is(d->comments[1], "second comment line"),
+	      "comments");
 	CHECK(d->default_type == 1 && str_is(d->types[1].type, "cpu"), "default_sample_type");
 	for (size_t i = 0; i < d->nsamples; i++) {
 		nlocs += d->samples[i].nloc;
 		sum[0] += d->values[d->samples[i].val];
 		sum[1] += d->values[d->samples[i].val + 1];
 	}
-	CHECK(d->nsamples == 3 && nlocs == 6, "samples %zu, location refs %zu", d->nsamples,
-	      nlocs);
+	CHECK(d->nsamples == 3 && nlocs == 6, "samples %zu, location refs %zu", d->nsamples, nlocs);
 	CHECK(sum[0] == 9 && sum[1] == 9 * FR_TEST_PERIOD, "value sums %" PRId64 " %" PRId64,
 	      sum[0], sum[1]);
 }
@@ -193,21 +193,22 @@ static void check_small_strings(const struct fr_pprof_data *d)
 		return;
 	CHECK(str_is(s[0], ""), "string 0 is not \"\"");
 	CHECK(str_is(s[1], "samples") && str_is(s[2], "count") && str_is(s[3], "cpu") &&
-	      str_is(s[4], "nanoseconds") && str_is(s[5], "recorded by flightrec-test") &&
-	      str_is(s[7], "/usr/bin/frtestapp") && str_is(s[9], "/usr/lib/libc.so.6") &&
-	      str_is(s[10], "frtest_main"), "string table order");
+		      str_is(s[4], "nanoseconds") && str_is(s[5], "recorded by flightrec-test") &&
+		      str_is(s[7], "/usr/bin/frtestapp") && str_is(s[9], "/usr/lib/libc.so.6") &&
+		      str_is(s[10], "frtest_main"),
+	      "string table order");
 	for (size_t i = 0; i < d->nstrings; i++)
 		for (size_t j = i + 1; j < d->nstrings; j++)
 			CHECK(strcmp(s[i], s[j]) != 0, "strings %zu and %zu are equal", i, j);
 	CHECK(d->samples[0].nlabel == 3 && str_is(l[0].key, "thread") &&
-	      str_is(l[0].str, "worker-1") && str_is(l[1].key, "bytes") && !l[1].str &&
-	      l[1].num == 4096 && str_is(l[2].key, "cpu") && l[2].num == 3,
+		      str_is(l[0].str, "worker-1") && str_is(l[1].key, "bytes") && !l[1].str &&
+		      l[1].num == 4096 && str_is(l[2].key, "cpu") && l[2].num == 3,
 	      "labels of the first sample");
 }
 
 static void test_small(void)
 {
-	struct sink s = { 0 };
+	struct sink s = {0};
 	struct fr_test_small_ids id;
 	struct fr_pprof *p = fr_pprof_new(6, sink_write, &s);
 	struct fr_pprof_data *d = NULL;
@@ -249,24 +250,24 @@ static void test_small(void)
 static void test_tiny_bytes(void)
 {
 	static const unsigned char want[] = {
-		0x32, 0x00,				/* string 0 "" */
-		0x32, 0x01, 's', 0x32, 0x01, 'c',	/* strings 1, 2 */
-		0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,	/* sample_type {1, 2} */
-		0x32, 0x01, 't', 0x32, 0x01, 'u',	/* strings 3, 4 */
-		0x0a, 0x04, 0x08, 0x03, 0x10, 0x04,	/* sample_type {3, 4} */
-		0x22, 0x04, 0x08, 0x01, 0x18, 0x10,	/* location {id 1, address 0x10} */
-		0x22, 0x04, 0x08, 0x02, 0x18, 0x20,	/* location {id 2, address 0x20} */
-		0x32, 0x01, 'n',			/* string 5 */
-		0x12, 0x0e,				/* sample, 14 bytes: */
-		0x0a, 0x02, 0x01, 0x02,			/*   location_id [1, 2] packed */
-		0x12, 0x02, 0x03, 0x00,			/*   value [3, 0] packed */
-		0x1a, 0x04, 0x08, 0x05, 0x18, 0x02,	/*   label {key 5, num 2} */
+		0x32, 0x00,			    /* string 0 "" */
+		0x32, 0x01, 's',  0x32, 0x01, 'c',  /* strings 1, 2 */
+		0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, /* sample_type {1, 2} */
+		0x32, 0x01, 't',  0x32, 0x01, 'u',  /* strings 3, 4 */
+		0x0a, 0x04, 0x08, 0x03, 0x10, 0x04, /* sample_type {3, 4} */
+		0x22, 0x04, 0x08, 0x01, 0x18, 0x10, /* location {id 1, address 0x10} */
+		0x22, 0x04, 0x08, 0x02, 0x18, 0x20, /* location {id 2, address 0x20} */
+		0x32, 0x01, 'n',		    /* string 5 */
+		0x12, 0x0e,			    /* sample, 14 bytes: */
+		0x0a, 0x02, 0x01, 0x02,		    /*   location_id [1, 2] packed */
+		0x12, 0x02, 0x03, 0x00,		    /*   value [3, 0] packed */
+		0x1a, 0x04, 0x08, 0x05, 0x18, 0x02, /*   label {key 5, num 2} */
 	};
-	struct fr_pprof_label label = { .key = "n", .num = 2 };
-	struct sink s = { 0 };
+	struct fr_pprof_label label = {.key = "n", .num = 2};
+	struct sink s = {0};
 	struct fr_pprof *p = fr_pprof_new(1, sink_write, &s);
 	uint64_t loc[2];
-	int64_t v[2] = { 3, 0 };
+	int64_t v[2] = {3, 0};
 	void *raw = NULL;
 	size_t raw_len = 0;
 	int ret;
@@ -315,7 +316,7 @@ static void check_big(const struct fr_pprof_data *d, int64_t want_sum)
 
 static void test_big(void)
 {
-	struct sink s = { 0 };
+	struct sink s = {0};
 	struct fr_pprof *p = fr_pprof_new(1, sink_write, &s);
 	struct fr_pprof_data *d = NULL;
 	void *raw = NULL;
@@ -333,8 +334,8 @@ static void test_big(void)
 	CHECK(ret == 0, "finish returned %d", ret);
 	/* Output leaves while samples are added, not at the end. */
 	CHECK(before_finish > s.len / 2 && s.calls > 4,
-	      "only %zu of %zu bytes written before finish (%zu sink calls)", before_finish,
-	      s.len, s.calls);
+	      "only %zu of %zu bytes written before finish (%zu sink calls)", before_finish, s.len,
+	      s.calls);
 
 	d = read_back(&s, p, &raw, &raw_len);
 	if (d)
@@ -348,7 +349,7 @@ static void test_big(void)
 /* A failing sink makes finish fail, with no crash in between. */
 static void test_sink_error(void)
 {
-	struct sink s = { .fail_at = 2 };
+	struct sink s = {.fail_at = 2};
 	struct fr_pprof *p = fr_pprof_new(1, sink_write, &s);
 	int64_t v = 1;
 	char name[32];
@@ -375,7 +376,7 @@ static void test_sink_error(void)
 /* A profile nobody finishes is freed without output or leak. */
 static void test_unfinished(void)
 {
-	struct sink s = { 0 };
+	struct sink s = {0};
 	struct fr_pprof *p = fr_pprof_new(6, sink_write, &s);
 
 	CHECK(p, "fr_pprof_new");

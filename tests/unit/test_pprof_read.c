@@ -44,12 +44,12 @@ static int sink_write(void *arg, const void *buf, size_t len)
 static void build_small(struct fr_pprof *p)
 {
 	struct fr_pprof_label labels[3] = {
-		{ .key = "thread", .str = "worker-1" },
-		{ .key = "bytes", .num = 4096 },
-		{ .key = "cpu", .num = 3 },
+		{.key = "thread", .str = "worker-1"},
+		{.key = "bytes", .num = 4096},
+		{.key = "cpu", .num = 3},
 	};
 	uint64_t m_app, m_libc, stack1[3], stack2[2], stack3[1];
-	int64_t v1[2] = { 3, 3 * PERIOD }, v2[2] = { 5, 5 * PERIOD }, v3[2] = { 1, PERIOD };
+	int64_t v1[2] = {3, 3 * PERIOD}, v2[2] = {5, 5 * PERIOD}, v3[2] = {1, PERIOD};
 
 	fr_pprof_sample_type(p, "samples", "count");
 	fr_pprof_sample_type(p, "cpu", "nanoseconds");
@@ -59,8 +59,8 @@ static void build_small(struct fr_pprof *p)
 	fr_pprof_comment(p, "second comment line");
 	m_app = fr_pprof_mapping(p, 0x400000, 0x500000, 0, "/usr/bin/frtestapp",
 				 "0123456789abcdef0123456789abcdef01234567", 1);
-	m_libc = fr_pprof_mapping(p, 0x7f0000000000, 0x7f0000200000, 0x28000,
-				  "/usr/lib/libc.so.6", NULL, 1);
+	m_libc = fr_pprof_mapping(p, 0x7f0000000000, 0x7f0000200000, 0x28000, "/usr/lib/libc.so.6",
+				  NULL, 1);
 	stack2[1] = stack1[2] = fr_pprof_location(p, m_app, 0x401000,
 						  fr_pprof_function(p, "frtest_main", NULL, NULL));
 	stack2[0] = stack1[1] = fr_pprof_location(p, m_app, 0x402000,
@@ -86,8 +86,8 @@ static void check_read_labels(const struct fr_pprof_data *d)
 	const struct fr_pprof_rlabel *l = d->labels + s[0].label;
 
 	CHECK(d->nsamples == 3 && s[0].nlabel == 3 && s[1].nlabel == 1 && s[2].nlabel == 0 &&
-	      d->nlabels == 4, "label counts %zu %zu %zu of %zu", s[0].nlabel, s[1].nlabel,
-	      s[2].nlabel, d->nlabels);
+		      d->nlabels == 4,
+	      "label counts %zu %zu %zu of %zu", s[0].nlabel, s[1].nlabel, s[2].nlabel, d->nlabels);
 	if (d->nsamples != 3 || s[0].nlabel != 3 || s[1].nlabel != 1)
 		return;
 	CHECK(str_eq(l[0].key, "thread") && str_eq(l[0].str, "worker-1") && !l[0].num_unit,
@@ -109,23 +109,23 @@ static void check_read_mappings(const struct fr_pprof_data *d)
 	if (d->nmappings != 2)
 		return;
 	CHECK(m[0].id == 1 && m[0].memory_start == 0x400000 && m[0].memory_limit == 0x500000 &&
-	      m[0].file_offset == 0 && str_eq(m[0].filename, "/usr/bin/frtestapp") &&
-	      str_eq(m[0].build_id, "0123456789abcdef0123456789abcdef01234567"),
+		      m[0].file_offset == 0 && str_eq(m[0].filename, "/usr/bin/frtestapp") &&
+		      str_eq(m[0].build_id, "0123456789abcdef0123456789abcdef01234567"),
 	      "mapping 1: %" PRIu64 " %s %s", m[0].id, m[0].filename, m[0].build_id);
 	CHECK(m[1].id == 2 && m[1].memory_start == 0x7f0000000000 &&
-	      m[1].memory_limit == 0x7f0000200000 && m[1].file_offset == 0x28000 &&
-	      str_eq(m[1].filename, "/usr/lib/libc.so.6") && str_eq(m[1].build_id, ""),
+		      m[1].memory_limit == 0x7f0000200000 && m[1].file_offset == 0x28000 &&
+		      str_eq(m[1].filename, "/usr/lib/libc.so.6") && str_eq(m[1].build_id, ""),
 	      "mapping 2: %" PRIu64 " %s '%s'", m[1].id, m[1].filename, m[1].build_id);
 	/* locations 1..3 lie in mappings 1, 1, 2; location 4 in none */
 	CHECK(d->nlocations == 4 && d->locations[0].mapping == 0 && d->locations[1].mapping == 0 &&
-	      d->locations[2].mapping == 1 && d->locations[3].mapping == -1,
-	      "location mappings %zd %zd %zd %zd", d->locations[0].mapping,
-	      d->locations[1].mapping, d->locations[2].mapping, d->locations[3].mapping);
+		      d->locations[2].mapping == 1 && d->locations[3].mapping == -1,
+	      "location mappings %zd %zd %zd %zd", d->locations[0].mapping, d->locations[1].mapping,
+	      d->locations[2].mapping, d->locations[3].mapping);
 }
 
 static void test_read_round_trip(void)
 {
-	struct sink s = { 0 };
+	struct sink s = {0};
 	struct fr_pprof *p = fr_pprof_new(1, sink_write, &s);
 	struct fr_pprof_data *d = NULL;
 	void *raw = NULL;
@@ -143,14 +143,13 @@ static void test_read_round_trip(void)
 		check_read_labels(d);
 		check_read_mappings(d);
 		CHECK(str_eq(d->period_type.type, "cpu") &&
-		      str_eq(d->period_type.unit, "nanoseconds") && d->period == PERIOD,
-		      "period %s %s %" PRId64, d->period_type.type, d->period_type.unit,
-		      d->period);
+			      str_eq(d->period_type.unit, "nanoseconds") && d->period == PERIOD,
+		      "period %s %s %" PRId64, d->period_type.type, d->period_type.unit, d->period);
 		CHECK(d->time_nanos == TIME_NS && d->duration_nanos == DURATION_NS,
 		      "time %" PRId64 " duration %" PRId64, d->time_nanos, d->duration_nanos);
 		CHECK(d->ncomments == 2 && str_eq(d->comments[0], "recorded by flightrec-test") &&
-		      str_eq(d->comments[1], "second comment line"), "%zu comments",
-		      d->ncomments);
+			      str_eq(d->comments[1], "second comment line"),
+		      "%zu comments", d->ncomments);
 	}
 	fr_pprof_data_free(d);
 	fr_pprof_free(p);
@@ -199,15 +198,20 @@ struct refs {
 };
 
 static const struct refs good_refs = {
-	.label_key = 1, .label_str = 2, .label_unit = 0, .loc_mapping = 1, .map_id2 = 2,
-	.map_file = 3, .comment = 2, .period_type = 1,
+	.label_key = 1,
+	.label_str = 2,
+	.label_unit = 0,
+	.loc_mapping = 1,
+	.map_id2 = 2,
+	.map_file = 3,
+	.comment = 2,
+	.period_type = 1,
 };
 
 static void make_profile(struct pbw *w, const struct refs *r)
 {
-	static const char *strings[] = { "", "key", "val", "file" };
-	struct pbw label = { 0 }, sample = { 0 }, map = { 0 }, map2 = { 0 }, loc = { 0 },
-		   ptype = { 0 };
+	static const char *strings[] = {"", "key", "val", "file"};
+	struct pbw label = {0}, sample = {0}, map = {0}, map2 = {0}, loc = {0}, ptype = {0};
 
 	pbw_u64(&label, 1, r->label_key);
 	pbw_u64(&label, 2, r->label_str);
@@ -249,14 +253,14 @@ static void test_read_malformed(void)
 		size_t off; /* the member of struct refs to spoil */
 		uint64_t value;
 	} cases[] = {
-		{ "label key index out of range", offsetof(struct refs, label_key), 4 },
-		{ "label str index out of range", offsetof(struct refs, label_str), 9 },
-		{ "label num_unit index out of range", offsetof(struct refs, label_unit), 4 },
-		{ "location naming an unknown mapping", offsetof(struct refs, loc_mapping), 3 },
-		{ "two mappings with one id", offsetof(struct refs, map_id2), 1 },
-		{ "mapping filename out of range", offsetof(struct refs, map_file), 4 },
-		{ "comment index out of range", offsetof(struct refs, comment), 4 },
-		{ "period_type index out of range", offsetof(struct refs, period_type), 4 },
+		{"label key index out of range", offsetof(struct refs, label_key), 4},
+		{"label str index out of range", offsetof(struct refs, label_str), 9},
+		{"label num_unit index out of range", offsetof(struct refs, label_unit), 4},
+		{"location naming an unknown mapping", offsetof(struct refs, loc_mapping), 3},
+		{"two mappings with one id", offsetof(struct refs, map_id2), 1},
+		{"mapping filename out of range", offsetof(struct refs, map_file), 4},
+		{"comment index out of range", offsetof(struct refs, comment), 4},
+		{"period_type index out of range", offsetof(struct refs, period_type), 4},
 	};
 	struct fr_pprof_data *d = NULL;
 	int ret = read_refs(&good_refs, &d);
@@ -265,10 +269,11 @@ static void test_read_malformed(void)
 	CHECK(ret == 0, "the well-formed hand-made profile: %d", ret);
 	if (ret == 0) {
 		CHECK(d->nlabels == 1 && str_eq(d->labels[0].key, "key") &&
-		      str_eq(d->labels[0].str, "val") && d->nmappings == 2 &&
-		      d->locations[0].mapping == 0 && str_eq(d->mappings[0].filename, "file") &&
-		      d->ncomments == 1 && str_eq(d->comments[0], "val") &&
-		      str_eq(d->period_type.type, "key"), "the hand-made profile reads wrong");
+			      str_eq(d->labels[0].str, "val") && d->nmappings == 2 &&
+			      d->locations[0].mapping == 0 &&
+			      str_eq(d->mappings[0].filename, "file") && d->ncomments == 1 &&
+			      str_eq(d->comments[0], "val") && str_eq(d->period_type.type, "key"),
+		      "the hand-made profile reads wrong");
 	}
 	fr_pprof_data_free(d);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {

@@ -75,26 +75,31 @@ static void test_comm(void)
 
 	put("100/comm", "postgres\n");
 	CHECK(fr_proc_read_comm(root, 100, 0, comm, sizeof(comm)) == 0 &&
-	      strcmp(comm, "postgres") == 0, "comm \"%s\", want postgres", comm);
+		      strcmp(comm, "postgres") == 0,
+	      "comm \"%s\", want postgres", comm);
 
 	put("101/comm", "a\nb\n");
-	CHECK(fr_proc_read_comm(root, 101, 0, comm, sizeof(comm)) == 0 &&
-	      strcmp(comm, "a\nb") == 0, "a name with a newline read as \"%s\"", comm);
+	CHECK(fr_proc_read_comm(root, 101, 0, comm, sizeof(comm)) == 0 && strcmp(comm, "a\nb") == 0,
+	      "a name with a newline read as \"%s\"", comm);
 
 	put("102/comm", "abcdefghijklmnopqrstuvwxyz\n");
 	CHECK(fr_proc_read_comm(root, 102, 0, comm, sizeof(comm)) == 0 &&
-	      strcmp(comm, "abcdefghijklmno") == 0, "long name read as \"%s\"", comm);
+		      strcmp(comm, "abcdefghijklmno") == 0,
+	      "long name read as \"%s\"", comm);
 	CHECK(fr_proc_read_comm(root, 100, 0, small, sizeof(small)) == 0 &&
-	      strcmp(small, "pos") == 0, "name cut to 4 bytes: \"%s\"", small);
+		      strcmp(small, "pos") == 0,
+	      "name cut to 4 bytes: \"%s\"", small);
 
 	put("100/task/105/comm", "worker\n");
 	CHECK(fr_proc_read_comm(root, 100, 105, comm, sizeof(comm)) == 0 &&
-	      strcmp(comm, "worker") == 0, "thread name \"%s\"", comm);
+		      strcmp(comm, "worker") == 0,
+	      "thread name \"%s\"", comm);
 
 	put("103/comm", "");
 	snprintf(comm, sizeof(comm), "kept");
 	CHECK(fr_proc_read_comm(root, 103, 0, comm, sizeof(comm)) == -ENOENT &&
-	      strcmp(comm, "kept") == 0, "an empty comm file changed the name to \"%s\"", comm);
+		      strcmp(comm, "kept") == 0,
+	      "an empty comm file changed the name to \"%s\"", comm);
 }
 
 static void test_stat(void)
@@ -109,14 +114,15 @@ static void test_stat(void)
 	CHECK(strcmp(ps.comm, "a) b) c") == 0, "name \"%s\", want everything to the last ')'",
 	      ps.comm);
 	CHECK(ps.state == 'S' && ps.ppid == 17 && ps.ticks == 38 && ps.start == 4242 &&
-	      ps.fields == 22,
-	      "state %c ppid %u ticks %" PRIu64 " start %" PRIu64 " fields %d, want S 17 38 4242 22",
+		      ps.fields == 22,
+	      "state %c ppid %u ticks %" PRIu64 " start %" PRIu64
+	      " fields %d, want S 17 38 4242 22",
 	      ps.state, ps.ppid, ps.ticks, ps.start, ps.fields);
 
 	put("201/stat", "201 (cut) Z 1 201\n");
 	ret = fr_proc_read_stat(root, 201, &ps);
 	CHECK(ret == -EPROTO && ps.fields == 5 && ps.state == 'Z' && ps.ppid == 1 &&
-	      strcmp(ps.comm, "cut") == 0,
+		      strcmp(ps.comm, "cut") == 0,
 	      "a stat line cut short: %d, fields %d, state %c, ppid %u", ret, ps.fields, ps.state,
 	      ps.ppid);
 
@@ -136,7 +142,8 @@ static void test_uid_cgroup(void)
 
 	put("300/cgroup", "12:cpuset:/\n3:memory:/x\n0::/system.slice/db.service\n");
 	CHECK(fr_proc_read_cgroup(root, 300, cg, sizeof(cg)) == 0 &&
-	      strcmp(cg, "/system.slice/db.service") == 0, "cgroup \"%s\"", cg);
+		      strcmp(cg, "/system.slice/db.service") == 0,
+	      "cgroup \"%s\"", cg);
 
 	/* A process without a cgroup file (a kernel without cgroups) and a
 	 * v1-only machine: the destination keeps what it had. */
@@ -162,7 +169,8 @@ static void test_gone(void)
 	CHECK(fr_proc_read_stat(root, 999, &ps) == -ENOENT, "stat of a gone pid");
 	CHECK(fr_proc_read_uid(root, 999, &uid) == -ENOENT && uid == 7, "uid of a gone pid");
 	CHECK(fr_proc_read_cgroup(root, 999, buf, sizeof(buf)) == -ENOENT &&
-	      strcmp(buf, "kept") == 0, "cgroup of a gone pid");
+		      strcmp(buf, "kept") == 0,
+	      "cgroup of a gone pid");
 }
 
 static void test_machine(void)
@@ -235,21 +243,22 @@ static void test_table(void)
 	CHECK(fr_proc_table_put(&pt, 2, "kthreadd", NULL, 0) == 0, "put");
 	i = fr_proc_table_find(&pt, 1);
 	CHECK(i >= 0 && strcmp(pt.e[i].comm, "init-with-a-lo") != 0 &&
-	      strcmp(pt.e[i].comm, "init-with-a-lon") == 0 && pt.e[i].cgroup &&
-	      strcmp(pt.e[i].cgroup, "/init.scope") == 0,
+		      strcmp(pt.e[i].comm, "init-with-a-lon") == 0 && pt.e[i].cgroup &&
+		      strcmp(pt.e[i].cgroup, "/init.scope") == 0,
 	      "pid 1: comm \"%s\", want 15 bytes of the name", i >= 0 ? pt.e[i].comm : "");
 	/* Updating pid 1 makes it the newest: pid 2 goes first when full. */
 	CHECK(fr_proc_table_put(&pt, 1, "systemd", "", 5) == 0, "update");
 	i = fr_proc_table_find(&pt, 1);
 	CHECK(i >= 0 && strcmp(pt.e[i].comm, "systemd") == 0 && !pt.e[i].cgroup &&
-	      pt.e[i].uid == 5 && pt.used == 2, "pid 1 after the update");
+		      pt.e[i].uid == 5 && pt.used == 2,
+	      "pid 1 after the update");
 	for (uint32_t pid = 10; pid < 10 + FR_PROC_TABLE_MAX - 2 && ok; pid++)
 		ok = fr_proc_table_put(&pt, pid, "x", NULL, 0) == 0;
 	CHECK(ok && pt.used == FR_PROC_TABLE_MAX, "filling the table: %u entries", pt.used);
 	CHECK(fr_proc_table_put(&pt, 7, "new", NULL, 0) == 0 && pt.used == FR_PROC_TABLE_MAX,
 	      "a put into a full table");
 	CHECK(fr_proc_table_find(&pt, 2) < 0 && fr_proc_table_find(&pt, 1) >= 0 &&
-	      fr_proc_table_find(&pt, 7) >= 0,
+		      fr_proc_table_find(&pt, 7) >= 0,
 	      "a full table did not drop the entry put longest ago");
 	fr_proc_table_del(&pt, 1);
 	fr_proc_table_del(&pt, 424242);
@@ -259,8 +268,7 @@ static void test_table(void)
 }
 
 /* Keeps processes whose name starts with "target". */
-static int keep_targets(void *arg, uint32_t pid, const char *comm, const char *cgroup,
-			uint32_t uid)
+static int keep_targets(void *arg, uint32_t pid, const char *comm, const char *cgroup, uint32_t uid)
 {
 	(void)arg;
 	(void)pid;
@@ -273,8 +281,7 @@ static void test_follow(void)
 {
 	char dir[128];
 	struct fr_proc_table pt;
-	struct fr_proc_source src = {.proc = dir, .cgroups = 1, .keep = keep_targets,
-				     .who = "test"};
+	struct fr_proc_source src = {.proc = dir, .cgroups = 1, .keep = keep_targets, .who = "test"};
 	struct fr_proc_last last;
 	int32_t i;
 	int n;
@@ -292,7 +299,7 @@ static void test_follow(void)
 	fr_proc_table_exec(&pt, &src, 500);
 	i = fr_proc_table_find(&pt, 500);
 	CHECK(i >= 0 && strcmp(pt.e[i].comm, "target-a") == 0 && pt.e[i].uid == 1000 &&
-	      pt.e[i].cgroup && strcmp(pt.e[i].cgroup, "/app") == 0,
+		      pt.e[i].cgroup && strcmp(pt.e[i].cgroup, "/app") == 0,
 	      "exec of 500 not learned from /proc");
 	fr_proc_table_exec(&pt, &src, 505);
 	CHECK(fr_proc_table_find(&pt, 505) < 0, "a process the owner does not want was kept");
@@ -301,14 +308,14 @@ static void test_follow(void)
 	fr_proc_table_fork(&pt, &src, 501, 500);
 	i = fr_proc_table_find(&pt, 501);
 	CHECK(i >= 0 && strcmp(pt.e[i].comm, "target-a") == 0 && pt.e[i].uid == 1000 &&
-	      pt.e[i].cgroup && strcmp(pt.e[i].cgroup, "/app") == 0,
+		      pt.e[i].cgroup && strcmp(pt.e[i].cgroup, "/app") == 0,
 	      "a fork did not inherit its followed parent");
 	/* A child of a parent the table missed, itself gone: the parent's
 	 * /proc. */
 	fr_proc_table_fork(&pt, &src, 502, 503);
 	i = fr_proc_table_find(&pt, 502);
 	CHECK(i >= 0 && strcmp(pt.e[i].comm, "target-b") == 0 && pt.e[i].uid == 33 &&
-	      pt.e[i].cgroup && strcmp(pt.e[i].cgroup, "/web") == 0,
+		      pt.e[i].cgroup && strcmp(pt.e[i].cgroup, "/web") == 0,
 	      "a fork did not learn from its parent's /proc");
 
 	/* A rename away from the targets: forgotten. */
@@ -317,15 +324,15 @@ static void test_follow(void)
 
 	/* At exit a zombie's /proc wins; a pid gone from /proc has what the
 	 * table knew; an unknown vanished pid has nothing. */
-	put("follow/500/stat", "500 (target-z) Z 1 500 500 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 9 0 0\n");
+	put("follow/500/stat",
+	    "500 (target-z) Z 1 500 500 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 9 0 0\n");
 	fr_proc_table_exited(&pt, &src, 500, &last);
 	CHECK(strcmp(last.comm, "target-z") == 0 && last.uid == 1000 &&
-	      strcmp(last.cgroup, "/app") == 0 && fr_proc_table_find(&pt, 500) < 0,
-	      "zombie 500 exited as \"%s\" uid %u cgroup \"%s\"", last.comm, last.uid,
-	      last.cgroup);
+		      strcmp(last.cgroup, "/app") == 0 && fr_proc_table_find(&pt, 500) < 0,
+	      "zombie 500 exited as \"%s\" uid %u cgroup \"%s\"", last.comm, last.uid, last.cgroup);
 	fr_proc_table_exited(&pt, &src, 502, &last);
 	CHECK(strcmp(last.comm, "target-b") == 0 && last.uid == 33 &&
-	      strcmp(last.cgroup, "/web") == 0 && fr_proc_table_find(&pt, 502) < 0,
+		      strcmp(last.cgroup, "/web") == 0 && fr_proc_table_find(&pt, 502) < 0,
 	      "502 exited as \"%s\" uid %u, want what the table knew", last.comm, last.uid);
 	fr_proc_table_exited(&pt, &src, 999, &last);
 	CHECK(!last.comm[0] && !last.cgroup[0] && last.uid == FR_PROC_UID_UNKNOWN,
@@ -334,7 +341,7 @@ static void test_follow(void)
 	fr_proc_table_fini(&pt);
 	n = fr_proc_table_seed(&pt, &src);
 	CHECK(n == 3 && fr_proc_table_find(&pt, 500) >= 0 && fr_proc_table_find(&pt, 503) >= 0 &&
-	      fr_proc_table_find(&pt, 505) < 0 && pt.used == 2,
+		      fr_proc_table_find(&pt, 505) < 0 && pt.used == 2,
 	      "seed listed %d, kept %u, want 3 and the 2 targets", n, pt.used);
 	fr_proc_table_fini(&pt);
 }
@@ -366,10 +373,11 @@ static void test_tracker_scan(void)
 	CHECK(n == 1, "scan found %d processes, want 1 (403 has no stat)", n);
 	ops = fr_tracker_ops(t);
 	memset(&pi, 0, sizeof(pi));
-	CHECK(ops->proc(ops->arg, 400, &pi) == 0 && pi.comm && strcmp(pi.comm, "my (daemon)") == 0 &&
-	      pi.uid == 33 && pi.ppid == 1 && pi.cgroup && strcmp(pi.cgroup, "/web") == 0,
-	      "process 400: comm \"%s\" uid %u ppid %u cgroup %s", pi.comm ? pi.comm : "",
-	      pi.uid, pi.ppid, pi.cgroup ? pi.cgroup : "");
+	CHECK(ops->proc(ops->arg, 400, &pi) == 0 && pi.comm &&
+		      strcmp(pi.comm, "my (daemon)") == 0 && pi.uid == 33 && pi.ppid == 1 &&
+		      pi.cgroup && strcmp(pi.cgroup, "/web") == 0,
+	      "process 400: comm \"%s\" uid %u ppid %u cgroup %s", pi.comm ? pi.comm : "", pi.uid,
+	      pi.ppid, pi.cgroup ? pi.cgroup : "");
 	memset(&ti, 0, sizeof(ti));
 	CHECK(ops->thread(ops->arg, 401, &ti) == 0 && ti.name && strcmp(ti.name, "pool") == 0,
 	      "thread 401 named \"%s\", want \"pool\"", ti.name ? ti.name : "");

@@ -42,8 +42,7 @@ static struct fr_ring *events_ring(const char *name)
 		if (i < 3)
 			w_add_ev(&w, t += 1000, PID_WEB, PID_WEB, 0, FR_EVENT_PAGE_FAULTS, 99, 7,
 				 ST_OTHER);
-		w_add_ev(&w, t += 1000, PID_APP, PID_APP, 1, FR_EVENT_CYCLES, 99, 1000000,
-			 ST_USER);
+		w_add_ev(&w, t += 1000, PID_APP, PID_APP, 1, FR_EVENT_CYCLES, 99, 1000000, ST_USER);
 		if (i == 4)
 			w_seal(&w);
 	}
@@ -99,11 +98,12 @@ static void test_two_events(void)
 			      "period %" PRId64 ", want cpu nanoseconds %" PRId64, raw.period,
 			      PERIOD_99);
 			CHECK(raw.nsamples == 3, "pprof shows %d samples, want 3", raw.nsamples);
-			CHECK(app && app->nv == 3 && app->v[0] == 14 && app->v[1] == 10 * PERIOD_99 &&
-				      app->v[2] == 10,
+			CHECK(app && app->nv == 3 && app->v[0] == 14 &&
+				      app->v[1] == 10 * PERIOD_99 && app->v[2] == 10,
 			      "app row [%" PRId64 " %" PRId64 " %" PRId64 "], want [14 %" PRId64
-			      " 10]", app ? app->v[0] : -1, app ? app->v[1] : -1,
-			      app ? app->v[2] : -1, 10 * PERIOD_99);
+			      " 10]",
+			      app ? app->v[0] : -1, app ? app->v[1] : -1, app ? app->v[2] : -1,
+			      10 * PERIOD_99);
 			CHECK(db && db->nv == 3 && db->v[0] == 5 && db->v[1] == 5 * PERIOD_99 &&
 				      db->v[2] == 0,
 			      "db row [%" PRId64 " %" PRId64 " %" PRId64 "]", db ? db->v[0] : -1,
@@ -116,12 +116,15 @@ static void test_two_events(void)
 				      raw_column(&raw, 2) == 31,
 			      "column totals %" PRId64 " %" PRId64 " %" PRId64, raw_column(&raw, 0),
 			      raw_column(&raw, 1), raw_column(&raw, 2));
-			CHECK(strstr(raw.text, "Comment: page-faults sampled at 99 Hz (frequency mode"),
+			CHECK(strstr(raw.text,
+				     "Comment: page-faults sampled at 99 Hz (frequency mode"),
 			      "no rate comment for page-faults");
-			CHECK(!strstr(raw.text, "cycles"), "cycles, not asked for, is in the profile");
+			CHECK(!strstr(raw.text, "cycles"),
+			      "cycles, not asked for, is in the profile");
 			/* What a reader asked for -sample_index=page-faults sums. */
 			CHECK(raw_type_index(&raw, "page-faults") == 2 && raw_column(&raw, 2) == 31,
-			      "page-faults: column %d of 31 total", raw_type_index(&raw, "page-faults"));
+			      "page-faults: column %d of 31 total",
+			      raw_type_index(&raw, "page-faults"));
 			CHECK(raw.d->default_type >= 0 &&
 				      strcmp(raw.d->types[raw.d->default_type].type, "cpu") == 0,
 			      "default sample type %zd, want cpu", raw.d->default_type);
@@ -160,11 +163,14 @@ static void test_two_events_pf_first(void)
 			CHECK(strcmp(raw.types,
 				     "samples/count page-faults/count[dflt] cpu/nanoseconds") == 0,
 			      "sample types \"%s\"", raw.types);
-			CHECK(strstr(raw.text, "PeriodType: page-faults count\n") && raw.period == 4,
+			CHECK(strstr(raw.text, "PeriodType: page-faults count\n") &&
+				      raw.period == 4,
 			      "page-faults first: period %" PRId64 ", want 4", raw.period);
-			CHECK(strstr(raw.text, "Comment: period 4: the mean page-faults per kept sample"),
+			CHECK(strstr(raw.text,
+				     "Comment: period 4: the mean page-faults per kept sample"),
 			      "no comment on what the period means");
-			CHECK(app && app->v[0] == 14 && app->v[1] == 10 && app->v[2] == 10 * PERIOD_99,
+			CHECK(app && app->v[0] == 14 && app->v[1] == 10 &&
+				      app->v[2] == 10 * PERIOD_99,
 			      "app row [%" PRId64 " %" PRId64 " %" PRId64 "]", app ? app->v[0] : -1,
 			      app ? app->v[1] : -1, app ? app->v[2] : -1);
 			dump_on_failure(&raw, before);
@@ -184,8 +190,9 @@ static void test_two_events_pf_first(void)
 
 		CHECK(o.len == strlen(want) && memcmp(o.buf, want, o.len) == 0,
 		      "folded output is\n%.*s\nwant\n%s", (int)o.len, (char *)o.buf, want);
-		CHECK(res.stacks == 2 && res.samples_kept == 22, "folded: lines %" PRIu64
-		      " kept %" PRIu64 ", want 2 22", res.stacks, res.samples_kept);
+		CHECK(res.stacks == 2 && res.samples_kept == 22,
+		      "folded: lines %" PRIu64 " kept %" PRIu64 ", want 2 22", res.stacks,
+		      res.samples_kept);
 	}
 	out_free(&o);
 	test_ring_done(r);
@@ -239,11 +246,11 @@ static void check_downsampled_profile(const struct out *o, const struct fr_profi
 		      "sample types \"%s\"", raw.types);
 		CHECK(raw.period == PERIOD_99, "period %" PRId64 ", want %" PRId64, raw.period,
 		      PERIOD_99);
-		CHECK(raw_column(&raw, 0) == (int64_t)res->samples_kept,
-		      "samples column %" PRId64, raw_column(&raw, 0));
+		CHECK(raw_column(&raw, 0) == (int64_t)res->samples_kept, "samples column %" PRId64,
+		      raw_column(&raw, 0));
 		CHECK(raw_column(&raw, 1) == (int64_t)cpu->samples_kept * PERIOD_99,
-		      "cpu column %" PRId64 ", want %" PRIu64 " x %" PRId64,
-		      raw_column(&raw, 1), cpu->samples_kept, PERIOD_99);
+		      "cpu column %" PRId64 ", want %" PRIu64 " x %" PRId64, raw_column(&raw, 1),
+		      cpu->samples_kept, PERIOD_99);
 		/* 99 cycles kept with probability 99/999 stand for 999. */
 		CHECK(raw_column(&raw, 2) == (int64_t)cyc->samples_kept * 999,
 		      "cycles column %" PRId64 ", want %" PRIu64 " x 999", raw_column(&raw, 2),
@@ -296,8 +303,8 @@ static void test_event_downsampling(void)
 
 		CHECK(res.nevents == 3, "nevents %u", res.nevents);
 		CHECK(res.hz == 99 && cpu->hz == 99 && cyc->hz == 99 && pf->hz == 49,
-		      "rates: profile %u, cpu %u cycles %u page-faults %u; want 99 99 99 49", res.hz,
-		      cpu->hz, cyc->hz, pf->hz);
+		      "rates: profile %u, cpu %u cycles %u page-faults %u; want 99 99 99 49",
+		      res.hz, cpu->hz, cyc->hz, pf->hz);
 		CHECK(cpu->min_rate == 999 && cpu->max_rate == 999 && pf->min_rate == 49 &&
 			      pf->max_rate == 49,
 		      "collected rates cpu %u..%u page-faults %u..%u", cpu->min_rate, cpu->max_rate,
@@ -332,7 +339,8 @@ static void test_event_downsampling(void)
 		CHECK(res.hz == 99, "cycles first: hz %u", res.hz);
 		if (raw_parse(&raw, o.path) == 0) {
 			CHECK(strstr(raw.text, "PeriodType: cycles count\n") && raw.period == 999,
-			      "cycles first: period %" PRId64 ", want cycles count 999", raw.period);
+			      "cycles first: period %" PRId64 ", want cycles count 999",
+			      raw.period);
 			dump_on_failure(&raw, before);
 			raw_free(&raw);
 		} else {
@@ -367,8 +375,8 @@ static void test_offcpu(void)
 
 			w_add(&w, ts, PID_DB, TID(PID_DB, i % 4), 0, 99, ST_USER);
 			ncpu++;
-			w_add_ev(&w, ts + 5000, PID_DB, TID(PID_DB, i % 4), 1, FR_EVENT_OFFCPU, 0, ns,
-				 ST_KERNEL);
+			w_add_ev(&w, ts + 5000, PID_DB, TID(PID_DB, i % 4), 1, FR_EVENT_OFFCPU, 0,
+				 ns, ST_KERNEL);
 			total += ns;
 			noff++;
 		}
@@ -386,23 +394,27 @@ static void test_offcpu(void)
 		      "offcpu seen %" PRIu64 " kept %" PRIu64 ", want all %" PRIu64,
 		      res.events[0].samples_seen, res.events[0].samples_kept, noff);
 		CHECK(res.events[1].samples_kept < ncpu / 3,
-		      "cpu kept %" PRIu64 " of %" PRIu64 " at 99 -> 19 Hz", res.events[1].samples_kept,
-		      ncpu);
+		      "cpu kept %" PRIu64 " of %" PRIu64 " at 99 -> 19 Hz",
+		      res.events[1].samples_kept, ncpu);
 		if (raw_parse(&raw, o.path) == 0) {
 			CHECK(strcmp(raw.types,
 				     "samples/count offcpu/nanoseconds[dflt] cpu/nanoseconds") == 0,
 			      "sample types \"%s\"", raw.types);
-			CHECK(strstr(raw.text, "PeriodType: offcpu nanoseconds\n") && raw.period == 1,
+			CHECK(strstr(raw.text, "PeriodType: offcpu nanoseconds\n") &&
+				      raw.period == 1,
 			      "offcpu first: period %" PRId64 ", want offcpu nanoseconds 1",
 			      raw.period);
 			CHECK(raw_column(&raw, 1) == (int64_t)total,
-			      "offcpu column %" PRId64 ", want %" PRIu64, raw_column(&raw, 1), total);
-			CHECK(raw_column(&raw, 2) == (int64_t)res.events[1].samples_kept * (SEC / 19),
+			      "offcpu column %" PRId64 ", want %" PRIu64, raw_column(&raw, 1),
+			      total);
+			CHECK(raw_column(&raw, 2) ==
+				      (int64_t)res.events[1].samples_kept * (SEC / 19),
 			      "cpu column %" PRId64, raw_column(&raw, 2));
 			CHECK(strstr(raw.text, "Comment: offcpu: every context switch, value = "
 					       "nanoseconds switched out"),
 			      "no offcpu comment");
-			CHECK(!strstr(raw.text, "offcpu: downsampled"), "offcpu said to be downsampled");
+			CHECK(!strstr(raw.text, "offcpu: downsampled"),
+			      "offcpu said to be downsampled");
 			CHECK(strstr(raw.text, "Comment: cpu: downsampled from 99 Hz to 19 Hz"),
 			      "no cpu downsampling comment");
 			dump_on_failure(&raw, before);
@@ -459,11 +471,14 @@ static void test_event_losses(void)
 		if (raw_parse(&raw, o.path) == 0) {
 			CHECK(strstr(raw.text, "Comment: cpu: 12 samples lost by the kernel"),
 			      "no cpu lost comment");
-			CHECK(strstr(raw.text, "Comment: cpu: the kernel throttled sampling 3 times"),
+			CHECK(strstr(raw.text,
+				     "Comment: cpu: the kernel throttled sampling 3 times"),
 			      "no cpu throttled comment");
-			CHECK(strstr(raw.text, "Comment: cpu: 5 stacks were truncated at 127 frames"),
+			CHECK(strstr(raw.text,
+				     "Comment: cpu: 5 stacks were truncated at 127 frames"),
 			      "no cpu truncated comment");
-			CHECK(strstr(raw.text, "Comment: page-faults: 7 samples lost by the kernel"),
+			CHECK(strstr(raw.text,
+				     "Comment: page-faults: 7 samples lost by the kernel"),
 			      "no page-faults lost comment");
 			CHECK(strstr(raw.text,
 				     "Comment: page-faults: 2 stacks were truncated at 127 frames"),
@@ -525,15 +540,16 @@ static void test_raw_event(void)
 		if (raw_parse(&raw, o.path) == 0) {
 			const struct rsample *s = find_pid(&raw, ST_KERNEL, PID_DB);
 
-			CHECK(strcmp(raw.types, "samples/count cpu/nanoseconds[dflt] raw:0x1a2/count") ==
-				      0,
+			CHECK(strcmp(raw.types,
+				     "samples/count cpu/nanoseconds[dflt] raw:0x1a2/count") == 0,
 			      "sample types \"%s\"", raw.types);
 			CHECK(s && s->v[0] == 10 && s->v[1] == 0 && s->v[2] == 50000,
 			      "raw row [%" PRId64 " %" PRId64 " %" PRId64 "], want [10 0 50000]",
 			      s ? s->v[0] : -1, s ? s->v[1] : -1, s ? s->v[2] : -1);
 			CHECK(strstr(raw.text, "Comment: raw:0x1a2 sampled at 99 Hz"),
 			      "no raw event comment");
-			CHECK(raw_type_index(&raw, "raw:0x1a2") == 2 && raw_column(&raw, 2) == 50000,
+			CHECK(raw_type_index(&raw, "raw:0x1a2") == 2 &&
+				      raw_column(&raw, 2) == 50000,
 			      "raw:0x1a2: column %d, want 2 of 50000 total",
 			      raw_type_index(&raw, "raw:0x1a2"));
 			dump_on_failure(&raw, before);

@@ -81,9 +81,10 @@ static void test_file(struct fr_ring *ring)
 	      "the file holds %lld bytes, want %zu", (long long)st.st_size, want.len);
 	got = malloc(want.len);
 	CHECK(got && pread(fd, got, want.len, 0) == (ssize_t)want.len &&
-	      memcmp(got, want.buf, want.len) == 0, "the file differs from the profile");
+		      memcmp(got, want.buf, want.len) == 0,
+	      "the file differs from the profile");
 	CHECK(fr_gunzip(got, want.len, &raw, &raw_len) == 0 &&
-	      fr_pprof_read(raw, raw_len, &d) == 0 && d->ntypes == 2,
+		      fr_pprof_read(raw, raw_len, &d) == 0 && d->ntypes == 2,
 	      "the file is not a profile of samples and cpu");
 	close(fd);
 out:
@@ -97,7 +98,9 @@ out:
 static void test_stall(struct fr_ring *ring)
 {
 	struct fr_profile_limits limits = {
-		.stall_ns = 200000000LL, .total_ns = 60000000000LL, .hangup_fd = -1,
+		.stall_ns = 200000000LL,
+		.total_ns = 60000000000LL,
+		.hangup_fd = -1,
 	};
 	struct fr_profile_request req;
 	struct fr_profile_result res;
@@ -125,7 +128,8 @@ static void test_stall(struct fr_ring *ring)
 static void test_hangup(struct fr_ring *ring)
 {
 	struct fr_profile_limits limits = {
-		.stall_ns = 10000000000LL, .total_ns = 60000000000LL,
+		.stall_ns = 10000000000LL,
+		.total_ns = 60000000000LL,
 	};
 	struct fr_profile_request req;
 	struct fr_profile_result res;
@@ -168,8 +172,7 @@ static void test_bad_request(struct fr_ring *ring)
 	init_request(&req);
 	req.nevents = FR_LIMIT_EVENTS + 1;
 	ret = fr_profile_write_fd(ring, &req, fd, NULL, &res, &written, err, sizeof(err));
-	CHECK(ret == -EINVAL && strstr(err, "at most") != NULL, "too many events: %d %s", ret,
-	      err);
+	CHECK(ret == -EINVAL && strstr(err, "at most") != NULL, "too many events: %d %s", ret, err);
 	CHECK(written == 0 && fstat(fd, &st) == 0 && st.st_size == 0,
 	      "a refused request wrote %llu bytes", (unsigned long long)written);
 	close(fd);
@@ -193,8 +196,7 @@ int main(void)
 		return 1;
 	}
 	snprintf(ringpath, sizeof(ringpath), "%s/ring", dir);
-	ret = fr_ring_open(&ring, ringpath, 8u << 20, 256u << 10, FR_RING_CREATE, err,
-			   sizeof(err));
+	ret = fr_ring_open(&ring, ringpath, 8u << 20, 256u << 10, FR_RING_CREATE, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "fr_ring_open: %d %s\n", ret, err);
 		return 1;

@@ -24,7 +24,6 @@
 
 static const char *go;
 
-
 #define MAX_LOCS 1024
 #define MAX_SAMPLES 2048
 
@@ -179,7 +178,8 @@ static int go_parse(struct goraw *r, const char *file)
 				snprintf(s->labels + n, sizeof(s->labels) - n, "%s ", line);
 			}
 		} else if (state == LOCATIONS) {
-			if (sscanf(line, " %u: 0x%llx %n", &id, &a, &at) == 2 && at && id < MAX_LOCS)
+			if (sscanf(line, " %u: 0x%llx %n", &id, &a, &at) == 2 && at &&
+			    id < MAX_LOCS)
 				r->loc_name[id] = location_name(line + at);
 		}
 	}
@@ -240,11 +240,14 @@ static void compare_samples(const struct raw *ours, const struct goraw *theirs, 
 			 * either side: both must agree it has none. */
 			same = na && nb ? strcmp(na, nb) == 0 : !na && !nb;
 		}
-		CHECK(same, "%s: sample %d differs in values or stack (%d values, %d frames; go "
-			    "%d, %d)", name, i, a->nv, a->nlocs, b->nv, b->nlocs);
+		CHECK(same,
+		      "%s: sample %d differs in values or stack (%d values, %d frames; go "
+		      "%d, %d)",
+		      name, i, a->nv, a->nlocs, b->nv, b->nlocs);
 		label_words(a->labels, la, sizeof(la));
 		label_words(b->labels, lb, sizeof(lb));
-		CHECK(strcmp(la, lb) == 0, "%s: sample %d labels \"%s\", go \"%s\"", name, i, la, lb);
+		CHECK(strcmp(la, lb) == 0, "%s: sample %d labels \"%s\", go \"%s\"", name, i, la,
+		      lb);
 	}
 }
 
@@ -458,8 +461,9 @@ static void small_raw(const char *path)
 	expect_in(out, "-raw", "0x401000 M=1 frtest_main app.c:0");
 	expect_in(out, "-raw", "0x7f0000001234 M=2 frtest_memcpy :0 s=0(__memcpy_avx2)");
 	expect_in(out, "-raw", "0xdeadbeef ");
-	expect_in(out, "-raw", "1: 0x400000/0x500000/0x0 /usr/bin/frtestapp "
-			       "0123456789abcdef0123456789abcdef01234567 [FN]");
+	expect_in(out, "-raw",
+		  "1: 0x400000/0x500000/0x0 /usr/bin/frtestapp "
+		  "0123456789abcdef0123456789abcdef01234567 [FN]");
 	expect_in(out, "-raw", "2: 0x7f0000000000/0x7f0000200000/0x28000 /usr/lib/libc.so.6");
 	if (failures)
 		fprintf(stderr, "pprof -raw output:\n%s", out);
@@ -469,8 +473,8 @@ static void small_raw(const char *path)
 /* The stacks of the small profile, through go's -top. */
 static void small_top(const char *path)
 {
-	char *out = fr_test_go_pprof(go, "-top -symbolize=none -sample_index=samples", path,
-				     tmpdir);
+	char *out =
+		fr_test_go_pprof(go, "-top -symbolize=none -sample_index=samples", path, tmpdir);
 
 	CHECK(out, "go tool pprof -top failed");
 	if (!out)

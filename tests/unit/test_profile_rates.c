@@ -60,7 +60,8 @@ static void test_downsampling(void)
 	req_init(&q, T0, T0 + 60 * SEC, 99);
 	if (run(r, &q, &res, &o, "down") == 0) {
 		want = (double)n * 99 / 999;
-		CHECK(res.samples_seen == n, "seen %" PRIu64 ", want %" PRIu64, res.samples_seen, n);
+		CHECK(res.samples_seen == n, "seen %" PRIu64 ", want %" PRIu64, res.samples_seen,
+		      n);
 		CHECK(res.hz == 99, "hz %u, want 99", res.hz);
 		CHECK(res.samples_kept > want * 0.95 && res.samples_kept < want * 1.05,
 		      "kept %" PRIu64 " of %" PRIu64 " at 999 Hz -> 99 Hz, want about %.0f",
@@ -69,8 +70,8 @@ static void test_downsampling(void)
 			const char *none[] = {NULL};
 			int64_t other = 0, total = raw_total(&raw);
 
-			CHECK(raw.period == PERIOD_99, "period %" PRId64 ", want %" PRId64, raw.period,
-			      PERIOD_99);
+			CHECK(raw.period == PERIOD_99, "period %" PRId64 ", want %" PRId64,
+			      raw.period, PERIOD_99);
 			check_values(&raw, PERIOD_99, "downsampled");
 			CHECK(total == (int64_t)res.samples_kept,
 			      "pprof total %" PRId64 " differs from samples_kept %" PRIu64, total,
@@ -107,15 +108,17 @@ static void test_downsampling(void)
 	req_init(&q, T0, T0 + 60 * SEC, 0);
 	if (run(r, &q, &res, &o, "down-asis") == 0) {
 		CHECK(res.hz == 999 && res.samples_kept == n,
-		      "hz 0 over 999 Hz: hz %u kept %" PRIu64 " of %" PRIu64, res.hz, res.samples_kept,
-		      n);
+		      "hz 0 over 999 Hz: hz %u kept %" PRIu64 " of %" PRIu64, res.hz,
+		      res.samples_kept, n);
 		if (raw_parse(&raw, o.path) == 0) {
 			CHECK(raw.period == SEC / 999, "period %" PRId64 ", want %" PRId64,
 			      raw.period, SEC / 999);
-			CHECK(raw_total(&raw) == (int64_t)n, "pprof total %" PRId64, raw_total(&raw));
+			CHECK(raw_total(&raw) == (int64_t)n, "pprof total %" PRId64,
+			      raw_total(&raw));
 			check_values(&raw, SEC / 999, "as collected");
-			CHECK(!strstr(raw.text, "downsampled"), "a profile at the collected rate says "
-								"it was downsampled");
+			CHECK(!strstr(raw.text, "downsampled"),
+			      "a profile at the collected rate says "
+			      "it was downsampled");
 			raw_free(&raw);
 		} else {
 			CHECK(0, "cannot read the 999 Hz profile");
@@ -151,7 +154,7 @@ static void test_mixed_rates(void)
 		CHECK(res.hz == 99, "mixed, hz 0: profile at %u Hz, want 99", res.hz);
 		CHECK(res.samples_seen == fast + slow, "seen %" PRIu64, res.samples_seen);
 		CHECK(res.samples_kept > want - (double)fast * 99 / 999 * 0.1 &&
-		      res.samples_kept < want + (double)fast * 99 / 999 * 0.1,
+			      res.samples_kept < want + (double)fast * 99 / 999 * 0.1,
 		      "mixed: kept %" PRIu64 ", want about %.0f (all %" PRIu64
 		      " at 99 Hz and ~1/10 of %" PRIu64 " at 999 Hz)",
 		      res.samples_kept, want, slow, fast);

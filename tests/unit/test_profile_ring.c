@@ -184,8 +184,8 @@ static void test_result_fields(void)
 		return;
 	w_init(&w, r);
 	for (int i = 0; i < 30; i++)
-		w_add(&w, T0 + i * PERIOD_99, i % 2 ? PID_APP : PID_DB, i % 2 ? PID_APP : PID_DB,
-		      0, 99, i % 3 ? ST_USER : ST_KERNEL);
+		w_add(&w, T0 + i * PERIOD_99, i % 2 ? PID_APP : PID_DB, i % 2 ? PID_APP : PID_DB, 0,
+		      99, i % 3 ? ST_USER : ST_KERNEL);
 	fr_chunk_builder_count(w.b, FR_EVENT_CPU, 7, 1, 2);
 	w_seal(&w);
 	for (int i = 30; i < 40; i++)
@@ -197,8 +197,10 @@ static void test_result_fields(void)
 	if (run(r, &q, &res, &o, "fields") == 0) {
 		CHECK(res.chunks == 2, "chunks %" PRIu64 ", want 2", res.chunks);
 		CHECK(res.chunks_skipped == 0, "chunks skipped %" PRIu64, res.chunks_skipped);
-		CHECK(res.samples_seen == 40, "samples seen %" PRIu64 ", want 40", res.samples_seen);
-		CHECK(res.samples_kept == 40, "samples kept %" PRIu64 ", want 40", res.samples_kept);
+		CHECK(res.samples_seen == 40, "samples seen %" PRIu64 ", want 40",
+		      res.samples_seen);
+		CHECK(res.samples_kept == 40, "samples kept %" PRIu64 ", want 40",
+		      res.samples_kept);
 		/* app and db each with the user and the kernel stack, web with one. */
 		CHECK(res.stacks == 5, "stacks %" PRIu64 ", want 5", res.stacks);
 		CHECK(res.hz == 99, "hz %u, want 99", res.hz);
@@ -209,8 +211,8 @@ static void test_result_fields(void)
 		      o.len);
 		CHECK(res.warning[0] == '\0', "warning \"%s\"", res.warning);
 		if (raw_parse(&raw, o.path) == 0) {
-			CHECK(raw.nsamples == (int)res.stacks, "pprof shows %d samples, stacks %" PRIu64,
-			      raw.nsamples, res.stacks);
+			CHECK(raw.nsamples == (int)res.stacks,
+			      "pprof shows %d samples, stacks %" PRIu64, raw.nsamples, res.stacks);
 			CHECK(raw_total(&raw) == 40, "pprof total %" PRId64, raw_total(&raw));
 			CHECK(strstr(raw.text, "Comment: cpu: 12 samples lost by the kernel"),
 			      "no comment about lost samples");
@@ -254,7 +256,8 @@ static void test_counters_only_chunk(void)
 		CHECK(res.chunks == 2, "chunks %" PRIu64 ", want 2", res.chunks);
 		CHECK(res.lost == 3, "lost %" PRIu64 ", want 3", res.lost);
 		CHECK(res.samples_kept == 5 && res.stacks == 1,
-		      "kept %" PRIu64 " stacks %" PRIu64 ", want 5 1", res.samples_kept, res.stacks);
+		      "kept %" PRIu64 " stacks %" PRIu64 ", want 5 1", res.samples_kept,
+		      res.stacks);
 		if (raw_parse(&raw, o.path) == 0) {
 			CHECK(raw_total(&raw) == 5, "pprof total %" PRId64, raw_total(&raw));
 			raw_free(&raw);
@@ -312,8 +315,9 @@ static void test_budget_and_stop(void)
 				      res_small.stacks == res.stacks && o_small.len == o.len &&
 				      memcmp(o_small.buf, o.buf, o.len) == 0,
 			      "without a cache: kept %" PRIu64 " stacks %" PRIu64 " (want %" PRIu64
-			      ", %" PRIu64 ")", res_small.samples_kept, res_small.stacks,
-			      res.samples_kept, res.stacks);
+			      ", %" PRIu64 ")",
+			      res_small.samples_kept, res_small.stacks, res.samples_kept,
+			      res.stacks);
 	}
 	out_free(&o);
 	out_free(&o_small);

@@ -22,7 +22,9 @@ static void write_targets(struct writer *w)
 	static const struct {
 		uint32_t pid;
 		int n, st;
-	} procs[] = {{PID_APP, 10, ST_USER}, {PID_DB, 20, ST_KERNEL}, {PID_WEB, 30, ST_OTHER},
+	} procs[] = {{PID_APP, 10, ST_USER},
+		     {PID_DB, 20, ST_KERNEL},
+		     {PID_WEB, 30, ST_OTHER},
 		     {PID_SUB, 5, ST_USER}};
 	int64_t t = T0 + SEC;
 
@@ -241,7 +243,8 @@ static void check_children(struct fr_ring *r, struct fr_profile_request *q, cons
 	      res.samples_kept, kept);
 	if (raw_parse(&raw, o.path) == 0) {
 		for (int i = 0; pids[i]; i++)
-			CHECK(find_pid(&raw, -1, pids[i]), "%s: no samples of pid %u", name, pids[i]);
+			CHECK(find_pid(&raw, -1, pids[i]), "%s: no samples of pid %u", name,
+			      pids[i]);
 		for (int i = 0; absent[i]; i++)
 			CHECK(!find_pid(&raw, -1, absent[i]), "%s: samples of pid %u", name,
 			      absent[i]);
@@ -362,8 +365,7 @@ static void test_children(void)
 		       (const uint32_t[]){FAM(200), FAM(300), FAM(350), FAM(400), 0}, NULL);
 
 	q.targets.children = 1;
-	snprintf(text, sizeof(text), "--children: 4 descendant processes of %u included",
-		 FAM(100));
+	snprintf(text, sizeof(text), "--children: 4 descendant processes of %u included", FAM(100));
 	check_children(r, &q, "children", 15 + 20 + 30 + 4,
 		       (const uint32_t[]){FAM(100), FAM(200), FAM(300), FAM(350), 0},
 		       (const uint32_t[]){FAM(400), FAM(500), FAM(600), FAM(700), 0}, text);
@@ -383,8 +385,7 @@ static void test_children(void)
 
 	/* From the middle of the tree: not the parent. */
 	q.targets.pids[0] = FAM(200);
-	snprintf(text, sizeof(text), "--children: 3 descendant processes of %u included",
-		 FAM(200));
+	snprintf(text, sizeof(text), "--children: 3 descendant processes of %u included", FAM(200));
 	check_children(r, &q, "children-200", 20 + 30 + 4,
 		       (const uint32_t[]){FAM(200), FAM(300), FAM(350), 0},
 		       (const uint32_t[]){FAM(100), FAM(400), 0}, text);
@@ -401,13 +402,11 @@ static void test_children(void)
 	/* Parents in a cycle, and a process that is its own: the walk ends. */
 	q.targets.npids = 1;
 	q.targets.pids[0] = FAM(500);
-	snprintf(text, sizeof(text), "--children: 1 descendant processes of %u included",
-		 FAM(500));
+	snprintf(text, sizeof(text), "--children: 1 descendant processes of %u included", FAM(500));
 	check_children(r, &q, "children-cycle", 4, (const uint32_t[]){FAM(500), FAM(600), 0},
 		       (const uint32_t[]){FAM(700), FAM(100), 0}, text);
 	q.targets.pids[0] = FAM(700);
-	snprintf(text, sizeof(text), "--children: 0 descendant processes of %u included",
-		 FAM(700));
+	snprintf(text, sizeof(text), "--children: 0 descendant processes of %u included", FAM(700));
 	check_children(r, &q, "children-self", 2, (const uint32_t[]){FAM(700), 0},
 		       (const uint32_t[]){FAM(500), FAM(600), 0}, text);
 
@@ -456,8 +455,8 @@ static void test_children_rates(void)
 	q.targets.npids = 1;
 	q.targets.pids[0] = FAM(100);
 	if (run(r, &q, &res, &o, "children-rate-off") == 0)
-		CHECK(res.hz == 99 && res.samples_seen == 40, "without children: %u Hz, seen %"
-		      PRIu64, res.hz, res.samples_seen);
+		CHECK(res.hz == 99 && res.samples_seen == 40,
+		      "without children: %u Hz, seen %" PRIu64, res.hz, res.samples_seen);
 	out_free(&o);
 	q.targets.children = 1;
 	if (run(r, &q, &res, &o, "children-rate") == 0)

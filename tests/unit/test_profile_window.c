@@ -38,12 +38,12 @@ static void test_window(void)
 		int64_t t;
 		int in;
 	} samples[] = {
-		{0, T0 - 30 * SEC, 0}, {0, T0 - 1, 0},                  /* ends just before t0 */
-		{1, T0 - 2 * SEC, 0}, {1, T0 - 1, 0}, {1, T0, 1},       /* ends at t0 */
-		{2, T0 + 1, 1}, {2, T0 + 5 * SEC, 1}, {2, T0 + 10 * SEC - 1, 1},
-		{2, T0 + 10 * SEC, 0},                                  /* ends at t1 */
-		{3, T0 + 10 * SEC, 0}, {3, T0 + 11 * SEC, 0},           /* starts at t1 */
-		{4, T0 + 60 * SEC, 0},                                  /* after */
+		{0, T0 - 30 * SEC, 0}, {0, T0 - 1, 0},			  /* ends just before t0 */
+		{1, T0 - 2 * SEC, 0},  {1, T0 - 1, 0},	      {1, T0, 1}, /* ends at t0 */
+		{2, T0 + 1, 1},	       {2, T0 + 5 * SEC, 1},  {2, T0 + 10 * SEC - 1, 1},
+		{2, T0 + 10 * SEC, 0},			      /* ends at t1 */
+		{3, T0 + 10 * SEC, 0}, {3, T0 + 11 * SEC, 0}, /* starts at t1 */
+		{4, T0 + 60 * SEC, 0},			      /* after */
 	};
 	const size_t n = sizeof(samples) / sizeof(samples[0]);
 
@@ -74,15 +74,17 @@ static void test_window(void)
 		if (raw_parse(&raw, o.path) == 0) {
 			CHECK(raw.nsamples == 4, "pprof shows %d samples, want 4", raw.nsamples);
 			for (size_t i = 0; i < n; i++) {
-				const char *want[] = {
-					label(l1, sizeof(l1), "tid", TID(PID_APP, i + 1)), NULL};
+				const char *want[] = {label(l1, sizeof(l1), "tid",
+							    TID(PID_APP, i + 1)),
+						      NULL};
 				const struct rsample *s = find_sample(&raw, ST_USER, want);
 
-				CHECK(!s == !samples[i].in, "sample at t0%+" PRId64 " ns: %s, want %s",
-				      samples[i].t - T0, s ? "in" : "out",
-				      samples[i].in ? "in" : "out");
+				CHECK(!s == !samples[i].in,
+				      "sample at t0%+" PRId64 " ns: %s, want %s", samples[i].t - T0,
+				      s ? "in" : "out", samples[i].in ? "in" : "out");
 				if (s)
-					CHECK(s->v[0] == 1, "sample at t0%+" PRId64 ": count %" PRId64,
+					CHECK(s->v[0] == 1,
+					      "sample at t0%+" PRId64 ": count %" PRId64,
 					      samples[i].t - T0, s->v[0]);
 			}
 			dump_on_failure(&raw, before);
@@ -139,7 +141,8 @@ static void test_pid_filter(void)
 	q.targets.pids[1] = PID_APP;
 	if (run(r, &q, &res, &o, "pids") == 0) {
 		CHECK(res.samples_seen == 40 && res.samples_kept == 40 && res.stacks == 2,
-		      "pids app+web: seen %" PRIu64 " kept %" PRIu64 " stacks %" PRIu64 ", want 40 40 2",
+		      "pids app+web: seen %" PRIu64 " kept %" PRIu64 " stacks %" PRIu64
+		      ", want 40 40 2",
 		      res.samples_seen, res.samples_kept, res.stacks);
 		if (raw_parse(&raw, o.path) == 0) {
 			const char *app[] = {label(l1, sizeof(l1), "pid", PID_APP), NULL};
@@ -236,7 +239,8 @@ static void test_aggregation(void)
 		      "seen %" PRIu64 " kept %" PRIu64 ", want 15 15", res.samples_seen,
 		      res.samples_kept);
 		CHECK(res.stacks == 5, "stacks %" PRIu64 ", want 5", res.stacks);
-		CHECK(res.chunks == 2 && res.hz == 99, "chunks %" PRIu64 " hz %u", res.chunks, res.hz);
+		CHECK(res.chunks == 2 && res.hz == 99, "chunks %" PRIu64 " hz %u", res.chunks,
+		      res.hz);
 		if (raw_parse(&raw, o.path) == 0) {
 			static const struct {
 				int st;
@@ -262,9 +266,9 @@ static void test_aggregation(void)
 			CHECK(raw.nsamples == 5, "pprof shows %d samples, want 5", raw.nsamples);
 			for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 				char lc[64], lt[64];
-				const char *labels[] = {
-					label(l1, sizeof(l1), "pid", want[i].pid),
-					label(l2, sizeof(l2), "tid", want[i].tid), lc, lt, NULL};
+				const char *labels[] = {label(l1, sizeof(l1), "pid", want[i].pid),
+							label(l2, sizeof(l2), "tid", want[i].tid),
+							lc, lt, NULL};
 				const struct rsample *s;
 
 				snprintf(lc, sizeof(lc), "comm:[%s]", want[i].comm);
@@ -274,7 +278,7 @@ static void test_aggregation(void)
 				      stacks[want[i].st].names[0], stacks[want[i].st].names[1]);
 				if (s)
 					CHECK(s->v[0] == want[i].count &&
-					      s->v[1] == want[i].count * PERIOD_99,
+						      s->v[1] == want[i].count * PERIOD_99,
 					      "%s %s stack %s: values [%" PRId64 " %" PRId64
 					      "], want [%" PRId64 " %" PRId64 "]",
 					      l1, l2, stacks[want[i].st].names[0], s->v[0], s->v[1],
@@ -289,7 +293,8 @@ static void test_aggregation(void)
 			}
 			CHECK(strstr(raw.text, "[kernel.kallsyms]"), "no kernel mapping");
 			/* The control for the uid-limited profile below. */
-			CHECK(strstr(raw.text, "ffffffff81"), "no kernel addresses in root's profile");
+			CHECK(strstr(raw.text, "ffffffff81"),
+			      "no kernel addresses in root's profile");
 			dump_on_failure(&raw, before);
 			raw_free(&raw);
 		} else {
@@ -323,7 +328,8 @@ static void test_aggregation_views(void)
 	if (run(r, &q, &res, &o, "aggregate-uid") == 0) {
 		if (raw_parse(&raw, o.path) == 0) {
 			CHECK(strstr(raw.text, "frk_schedule"), "no kernel function names");
-			CHECK(!strstr(raw.text, "ffffffff81"), "kernel addresses in a user's profile");
+			CHECK(!strstr(raw.text, "ffffffff81"),
+			      "kernel addresses in a user's profile");
 			raw_free(&raw);
 		} else {
 			CHECK(0, "cannot read the uid-limited profile");
@@ -336,13 +342,15 @@ static void test_aggregation_views(void)
 	q.cpu_label = 1;
 	if (run(r, &q, &res, &o, "aggregate-cpu") == 0) {
 		CHECK(res.samples_kept == 15 && res.stacks == 14,
-		      "cpu label: kept %" PRIu64 " stacks %" PRIu64 ", want 15 14", res.samples_kept,
-		      res.stacks);
+		      "cpu label: kept %" PRIu64 " stacks %" PRIu64 ", want 15 14",
+		      res.samples_kept, res.stacks);
 		if (raw_parse(&raw, o.path) == 0) {
-			const char *labels[] = {label(l1, sizeof(l1), "pid", PID_WEB), "cpu:[3]", NULL};
+			const char *labels[] = {label(l1, sizeof(l1), "pid", PID_WEB), "cpu:[3]",
+						NULL};
 			const struct rsample *s = find_sample(&raw, ST_USER, labels);
 
-			CHECK(s && s->v[0] == 2, "web on cpu 3: %" PRId64 ", want 2", s ? s->v[0] : -1);
+			CHECK(s && s->v[0] == 2, "web on cpu 3: %" PRId64 ", want 2",
+			      s ? s->v[0] : -1);
 			raw_free(&raw);
 		} else {
 			CHECK(0, "cannot read the profile with cpu labels");
@@ -398,8 +406,9 @@ static void test_folded(void)
 	out_free(&o);
 	test_ring_done(r);
 	CHECK(fr_profile_format_parse("pprof") == FR_PROFILE_PPROF &&
-	      fr_profile_format_parse("folded") == FR_PROFILE_FOLDED &&
-	      fr_profile_format_parse("svg") == -EINVAL && fr_profile_format_parse("") == -EINVAL,
+		      fr_profile_format_parse("folded") == FR_PROFILE_FOLDED &&
+		      fr_profile_format_parse("svg") == -EINVAL &&
+		      fr_profile_format_parse("") == -EINVAL,
 	      "fr_profile_format_parse");
 }
 

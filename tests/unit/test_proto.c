@@ -93,7 +93,8 @@ static void test_attach_req(void)
 	r.to_ns = 1795000010123456789LL;
 	check_text(fr_ipc_attach_req_encode(&r),
 		   "{\"req\":\"attach\",\"from_ns\":1795000000123456789,"
-		   "\"to_ns\":1795000010123456789}", "attach request by from/to");
+		   "\"to_ns\":1795000010123456789}",
+		   "attach request by from/to");
 
 	/* Absent members take their defaults: events [cpu], pprof. */
 	obj = parse("{\"req\":\"attach\",\"v\":1,\"window_ns\":5,\"pids\":null}");
@@ -163,7 +164,8 @@ static const struct bad bad_consume[] = {
 	{"{\"hz\":\"fast\"}", "consume: \"hz\" must be an integer"},
 	{"{\"hz\":-1}", "consume: \"hz\" must be 0..2147483647, got -1"},
 	{"{\"events\":{}}", "consume: \"events\" must be a non-empty array of event names"},
-	{"{\"events\":[\"nope\"]}", "consume: unknown event \"nope\" (accepted: " FR_EVENT_NAMES ")"},
+	{"{\"events\":[\"nope\"]}",
+	 "consume: unknown event \"nope\" (accepted: " FR_EVENT_NAMES ")"},
 	{"{\"events\":[\"offcpu\",\"offcpu\"]}", "consume: event \"offcpu\" is listed twice"},
 };
 
@@ -192,7 +194,8 @@ static const struct bad bad_attach_reply[] = {
 	 "attach reply: \"lost\" must be 0..9223372036854775807, got -2"},
 	{"{\"ok\":true,\"warnings\":\"careful\"}",
 	 "attach reply: \"warnings\" must be an array of strings"},
-	{"{\"ok\":true,\"warnings\":[1]}", "attach reply: \"warnings\" must be an array of strings"},
+	{"{\"ok\":true,\"warnings\":[1]}",
+	 "attach reply: \"warnings\" must be an array of strings"},
 	{"{\"ok\":true,\"incomplete\":true}", "attach reply: \"incomplete\" must be a string"},
 };
 
@@ -202,7 +205,8 @@ static const struct bad bad_consume_reply[] = {
 	 "consume reply: \"events\" must hold objects naming a known \"event\""},
 	{"{\"ok\":true,\"events\":[{\"event\":\"cpu\",\"recording_hz\":4294967296}]}",
 	 "consume reply: \"recording_hz\" must be 0..4294967295, got 4294967296"},
-	{"{\"ok\":true,\"warnings\":{}}", "consume reply: \"warnings\" must be an array of strings"},
+	{"{\"ok\":true,\"warnings\":{}}",
+	 "consume reply: \"warnings\" must be an array of strings"},
 };
 
 static const struct bad bad_dump_reply[] = {
@@ -297,14 +301,15 @@ static void test_attach_reply(void)
 	r.events[0] = (struct fr_ipc_event_counts){FR_EVENT_CPU, 99, 10, 12, 1, 2, 3};
 	snprintf(r.incomplete, sizeof(r.incomplete), "incomplete: late");
 	fr_ipc_warn(r.warnings, &r.nwarnings, "pid 5678 exited before the window");
-	check_text(fr_ipc_attach_reply_encode(&r),
-		   "{\"ok\":true,\"samples\":10,\"samples_in_window\":12,\"stacks\":3,"
-		   "\"bytes\":4096,\"hz\":99,\"lost\":1,\"t0_ns\":1795000000123456789,"
-		   "\"t1_ns\":1795000060123456789,\"covered_t0_ns\":1795000001000000000,"
-		   "\"events\":[{\"event\":\"cpu\",\"hz\":99,\"samples\":10,\"samples_in_window\":12,"
-		   "\"lost\":1,\"throttled\":2,\"truncated\":3}],\"incomplete\":\"incomplete: late\","
-		   "\"warnings\":[\"pid 5678 exited before the window\"]}",
-		   "attach reply");
+	check_text(
+		fr_ipc_attach_reply_encode(&r),
+		"{\"ok\":true,\"samples\":10,\"samples_in_window\":12,\"stacks\":3,"
+		"\"bytes\":4096,\"hz\":99,\"lost\":1,\"t0_ns\":1795000000123456789,"
+		"\"t1_ns\":1795000060123456789,\"covered_t0_ns\":1795000001000000000,"
+		"\"events\":[{\"event\":\"cpu\",\"hz\":99,\"samples\":10,\"samples_in_window\":12,"
+		"\"lost\":1,\"throttled\":2,\"truncated\":3}],\"incomplete\":\"incomplete: late\","
+		"\"warnings\":[\"pid 5678 exited before the window\"]}",
+		"attach reply");
 
 	/* Times whose doubles are exact: cJSON parses numbers as doubles. */
 	r.t0_ns = 1LL << 60;
@@ -338,7 +343,8 @@ static void test_consume(void)
 	cJSON_Delete(obj);
 	obj = parse("{\"req\":\"consume\"}");
 	CHECK(fr_ipc_consume_req_decode(obj, &qb, err, sizeof(err)) == 0 && qb.hz == 0 &&
-	      qb.nevents == 1 && qb.events[0] == FR_EVENT_CPU, "consume defaults");
+		      qb.nevents == 1 && qb.events[0] == FR_EVENT_CPU,
+	      "consume defaults");
 	cJSON_Delete(obj);
 
 	memset(&r, 0, sizeof(r));
@@ -350,7 +356,8 @@ static void test_consume(void)
 	check_text(fr_ipc_consume_reply_encode(&r),
 		   "{\"ok\":true,\"warnings\":[\"capped\"],\"start_ns\":1152921504606846976,"
 		   "\"events\":[{\"event\":\"cpu\",\"hz\":999,\"recording_hz\":999},"
-		   "{\"event\":\"offcpu\",\"hz\":0,\"recording_hz\":0}]}", "consume reply");
+		   "{\"event\":\"offcpu\",\"hz\":0,\"recording_hz\":0}]}",
+		   "consume reply");
 	obj = over_wire(fr_ipc_consume_reply_encode(&r), NULL);
 	CHECK(obj && fr_ipc_consume_reply_decode(obj, &back, err, sizeof(err)) == 0,
 	      "consume reply round trip: %s", err);
@@ -366,7 +373,8 @@ static void test_dump(void)
 	cJSON *obj;
 
 	check_text(fr_ipc_dump_req_encode(&q),
-		   "{\"req\":\"dump\",\"session\":\"db\",\"window_ns\":120000000000}", "dump request");
+		   "{\"req\":\"dump\",\"session\":\"db\",\"window_ns\":120000000000}",
+		   "dump request");
 	obj = over_wire(fr_ipc_dump_req_encode(&q), NULL);
 	CHECK(obj && fr_ipc_dump_req_decode(obj, &qb, err, sizeof(err)) == 0,
 	      "dump request round trip: %s", err);
@@ -380,7 +388,8 @@ static void test_dump(void)
 	r.t1_ns = (1LL << 60) + (1LL << 30);
 	check_text(fr_ipc_dump_reply_encode(&r),
 		   "{\"ok\":true,\"path\":\"/var/lib/flightrec/dumps/db-manual-h-t.pb.gz\","
-		   "\"t0_ns\":1152921504606846976,\"t1_ns\":1152921505680588800}", "dump reply");
+		   "\"t0_ns\":1152921504606846976,\"t1_ns\":1152921505680588800}",
+		   "dump reply");
 	obj = over_wire(fr_ipc_dump_reply_encode(&r), NULL);
 	CHECK(obj && fr_ipc_dump_reply_decode(obj, &back, err, sizeof(err)) == 0,
 	      "dump reply round trip: %s", err);

@@ -83,8 +83,7 @@ static void test_basic(void)
 	{
 		struct fr_ring *r2 = NULL;
 		char err[256];
-		int ret = fr_ring_open(&r2, path, RING_SIZE, SEG, FR_RING_CREATE, err,
-				       sizeof(err));
+		int ret = fr_ring_open(&r2, path, RING_SIZE, SEG, FR_RING_CREATE, err, sizeof(err));
 
 		CHECK(ret == -EBUSY, "second writer: %d %s", ret, err);
 		fr_ring_close(r2);
@@ -132,8 +131,7 @@ static void test_wrap_reopen(void)
 	      st.segments_used);
 	CHECK(st.bytes_used <= (uint64_t)NSEG * SEG, "bytes used");
 	all_refs(r, &before, &nb);
-	CHECK(nb == st.chunks, "query all returned %zu of %llu", nb,
-	      (unsigned long long)st.chunks);
+	CHECK(nb == st.chunks, "query all returned %zu of %llu", nb, (unsigned long long)st.chunks);
 	/* Contiguous up to the newest: the oldest went first. */
 	CHECK(nb && before[nb - 1].seq == (uint64_t)total, "newest seq");
 	for (size_t i = 1; i < nb; i++)
@@ -170,7 +168,8 @@ static void test_wrap_reopen(void)
 	      "reopened stats differ");
 	free(after);
 	for (int i = total; i < total + 30; i++)
-		CHECK(append_one(r, T0 + i * SEC, 2000 + rng() % 20000) == 0, "append after reopen");
+		CHECK(append_one(r, T0 + i * SEC, 2000 + rng() % 20000) == 0,
+		      "append after reopen");
 	all_refs(r, &after, &na);
 	CHECK(na && after[na - 1].seq == (uint64_t)total + 30, "seq after reopen");
 	for (size_t i = 1; i < na; i++)
@@ -190,7 +189,6 @@ static void test_wrap_reopen(void)
 out:
 	free(before);
 }
-
 
 static void test_torn_tail(void)
 {
@@ -238,9 +236,8 @@ static void test_torn_tail(void)
 		all_refs(r, &after, &na);
 		CHECK(na == n - 1 && same_refs(refs, after, na),
 		      "variant %d: torn chunk not dropped cleanly (%zu refs)", variant, na);
-		CHECK(st.corrupt_chunks == (variant < 2 ? 1u : 0u),
-		      "variant %d: %llu corrupt", variant,
-		      (unsigned long long)st.corrupt_chunks);
+		CHECK(st.corrupt_chunks == (variant < 2 ? 1u : 0u), "variant %d: %llu corrupt",
+		      variant, (unsigned long long)st.corrupt_chunks);
 		free(after);
 		/* The next append goes where the torn chunk was. */
 		CHECK(append_one(r, T0 + 100 * SEC, 1000) == 0, "append after torn");
@@ -285,7 +282,8 @@ static void test_damaged_middle(void)
 	r = open_ok(path, 0);
 	if (r) {
 		fr_ring_get_stats(r, &st);
-		CHECK(st.corrupt_chunks == 1, "%llu corrupt", (unsigned long long)st.corrupt_chunks);
+		CHECK(st.corrupt_chunks == 1, "%llu corrupt",
+		      (unsigned long long)st.corrupt_chunks);
 		all_refs(r, &after, &na);
 		CHECK(na == n - 1, "%zu refs after a flipped bit", na);
 		for (size_t i = 0, k = 0; i < n && k < na; i++) {
@@ -312,7 +310,8 @@ static void test_damaged_middle(void)
 	r = open_ok(path, 0);
 	if (r) {
 		all_refs(r, &after, &na);
-		CHECK(na == n - 1 && after[4].seq == refs[5].seq && after[na - 1].seq == refs[n - 1].seq,
+		CHECK(na == n - 1 && after[4].seq == refs[5].seq &&
+			      after[na - 1].seq == refs[n - 1].seq,
 		      "resync after a damaged header (%zu refs)", na);
 		free(after);
 		check_readable(r, "after damaged header");
@@ -395,9 +394,7 @@ static void test_random_damage(void)
 			if (off + len > RING_BYTES)
 				len = RING_BYTES - off;
 			switch (rng() % 3) {
-			case 0:
-				memset(junk, 0, len);
-				break;
+			case 0: memset(junk, 0, len); break;
 			case 1:
 				for (size_t i = 0; i < len; i++)
 					junk[i] = (unsigned char)rng();
@@ -504,7 +501,6 @@ static void test_race(void)
 	}
 	fr_ring_close(r);
 }
-
 
 int main(void)
 {

@@ -37,10 +37,12 @@ static void test_foreign_files(void)
 	before = slurp(path, &lb);
 	ret = fr_ring_open(&r, path, RING_SIZE, SEG, FR_RING_CREATE, err, sizeof(err));
 	CHECK(ret == -EMEDIUMTYPE && r == NULL, "random file: %d", ret);
-	CHECK(strstr(err, path) && strstr(err, "is not a flightrec ring (bad magic); refusing to overwrite it"),
+	CHECK(strstr(err, path) &&
+		      strstr(err, "is not a flightrec ring (bad magic); refusing to overwrite it"),
 	      "random file message: %s", err);
 	after = slurp(path, &la);
-	CHECK(before && after && la == lb && memcmp(before, after, lb) == 0, "random file modified");
+	CHECK(before && after && la == lb && memcmp(before, after, lb) == 0,
+	      "random file modified");
 	free(before);
 	free(after);
 
@@ -232,7 +234,8 @@ static void test_expire(void)
 					break;
 				}
 			if (expired && !kept) {
-				CHECK(zero, "segment %u held only expired chunks and is not erased", seg);
+				CHECK(zero, "segment %u held only expired chunks and is not erased",
+				      seg);
 				erased++;
 			}
 			if (kept)
@@ -263,7 +266,6 @@ static void test_expire(void)
 	fr_ring_close(r);
 }
 
-
 /* ------------------------------------------------------------------ */
 /* Journal                                                              */
 
@@ -282,7 +284,8 @@ static uint64_t total_samples(struct fr_ring *r, const char *what)
 		int ret = fr_ring_read(r, &refs[i], &buf);
 
 		CHECK(ret == 0 && fr_chunk_decode(buf, refs[i].len, &c) == 0,
-		      "%s: chunk %llu does not read: %d", what, (unsigned long long)refs[i].seq, ret);
+		      "%s: chunk %llu does not read: %d", what, (unsigned long long)refs[i].seq,
+		      ret);
 		if (i > 0)
 			CHECK(refs[i].seq - refs[i].covers > refs[i - 1].seq,
 			      "%s: chunks %llu and %llu overlap", what,
@@ -326,8 +329,7 @@ static struct fr_ring *open_journal(const char *path, unsigned flags)
 
 /* A copy of the journal ring at `path` taken while it runs (as after a
  * kill -9) holds everything, the journal's group included. */
-static void check_journal_copy(const char *path, const char *copy, uint64_t appended,
-			       uint64_t per)
+static void check_journal_copy(const char *path, const char *copy, uint64_t appended, uint64_t per)
 {
 	struct fr_ring *c;
 	struct fr_ring_stats st;
@@ -354,8 +356,10 @@ static void check_journal_copy(const char *path, const char *copy, uint64_t appe
 	c = open_journal(copy, FR_RING_RDONLY);
 	if (c) {
 		fr_ring_get_stats(c, &st);
-		CHECK(st.journal_chunks == 0 && total_samples(c, "closed copy") == appended + 5 * per,
-		      "after a clean close: %llu journal chunks", (unsigned long long)st.journal_chunks);
+		CHECK(st.journal_chunks == 0 &&
+			      total_samples(c, "closed copy") == appended + 5 * per,
+		      "after a clean close: %llu journal chunks",
+		      (unsigned long long)st.journal_chunks);
 		all_refs(c, &refs, &n);
 		fr_ring_close(c);
 		/* A torn merge: the newest merged chunk damaged, its parts are
@@ -393,8 +397,8 @@ static void check_small_ring_no_journal(void)
 	char err[256];
 
 	path_of(small, sizeof(small), "small-journal.ring");
-	CHECK(fr_ring_open(&t, small, 8192 + 5 * SEG, SEG, FR_RING_CREATE | FR_RING_JOURNAL,
-			   err, sizeof(err)) == 0,
+	CHECK(fr_ring_open(&t, small, 8192 + 5 * SEG, SEG, FR_RING_CREATE | FR_RING_JOURNAL, err,
+			   sizeof(err)) == 0,
 	      "small ring: %s", err);
 	if (t) {
 		fr_ring_get_stats(t, &st);
@@ -471,8 +475,8 @@ static void test_journal(void)
 	CHECK(!bad, "%d appends saw samples missing or twice", bad);
 	fr_ring_get_stats(r, &st);
 	CHECK(st.journal_chunks > 0 && st.chunks < 40 && st.samples == appended,
-	      "%llu chunks (%llu in the journal) for 40 appended",
-	      (unsigned long long)st.chunks, (unsigned long long)st.journal_chunks);
+	      "%llu chunks (%llu in the journal) for 40 appended", (unsigned long long)st.chunks,
+	      (unsigned long long)st.journal_chunks);
 	all_refs(r, &refs, &n);
 	for (size_t i = 0; i < n; i++)
 		merged += refs[i].covers;
@@ -497,7 +501,8 @@ static void test_journal(void)
 	/* Expiring everything erases the journal's copies too. */
 	CHECK(fr_ring_expire(r, T0 + 1000 * SEC) > 0, "expire all");
 	fr_ring_get_stats(r, &st);
-	CHECK(st.chunks == 0 && st.samples == 0, "expired: %llu chunks", (unsigned long long)st.chunks);
+	CHECK(st.chunks == 0 && st.samples == 0, "expired: %llu chunks",
+	      (unsigned long long)st.chunks);
 	fr_ring_close(r);
 	check_journal_erased(path);
 }

@@ -43,8 +43,8 @@ static uint64_t make_sb_ring(const char *path)
 /* Opens `path` with `flags` and checks it holds the `samples` of the ring
  * before the damage, every chunk readable, and says which superblock it
  * was opened with. */
-static void check_sb_open(const char *path, unsigned flags, uint64_t samples,
-			  enum fr_ring_sb want, const char *what)
+static void check_sb_open(const char *path, unsigned flags, uint64_t samples, enum fr_ring_sb want,
+			  const char *what)
 {
 	struct fr_ring *r = NULL;
 	struct fr_ring_stats st;
@@ -91,9 +91,10 @@ static void test_sb_damaged_primary(void)
 		uint64_t off; /* -1: zero the first page */
 		int bit;
 	} cases[] = {
-		{"magic", 3, 0},       {"version", 16, 0},  {"file size", 26, 4},
-		{"segment size", 34, 1}, {"created", 50, 7}, {"journal size", 73, 2},
-		{"crc", 81, 5},        {"zeroed page", UINT64_MAX, 0},
+		{"magic", 3, 0},      {"version", 16, 0},
+		{"file size", 26, 4}, {"segment size", 34, 1},
+		{"created", 50, 7},   {"journal size", 73, 2},
+		{"crc", 81, 5},	      {"zeroed page", UINT64_MAX, 0},
 	};
 	char path[300];
 

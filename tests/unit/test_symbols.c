@@ -65,10 +65,10 @@ static int find_note_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 static void test_build_id(void)
 {
-	struct note_search ns = { .len = 0 };
+	struct note_search ns = {.len = 0};
 	uint8_t id[64], small[2];
 	char hex[129];
-	const uint8_t known[] = { 0x01, 0xab, 0xff, 0x00 };
+	const uint8_t known[] = {0x01, 0xab, 0xff, 0x00};
 	int ret;
 
 	CHECK(strcmp(fr_build_id_hex(known, sizeof(known), hex), "01abff00") == 0,
@@ -97,7 +97,7 @@ static void test_self(void)
 	uint64_t elf_addr = 0;
 	uint8_t id[64], wrong[64];
 	const char *name = NULL, *name2 = NULL;
-	struct note_search ns = { .len = 0 };
+	struct note_search ns = {.len = 0};
 	struct mapping m;
 	int ret, idlen;
 
@@ -111,8 +111,7 @@ static void test_self(void)
 	}
 	dl_iterate_phdr(find_note_cb, &ns);
 
-	ret = fr_symbols_user(s, NULL, m.path, NULL, 0, m.start, m.pgoff, fn + 3, &name,
-			      &elf_addr);
+	ret = fr_symbols_user(s, NULL, m.path, NULL, 0, m.start, m.pgoff, fn + 3, &name, &elf_addr);
 	CHECK(ret == 0, "own function: %d (%s)", ret, m.path);
 	CHECK(ret == 0 && strcmp(name, "fr_test_marker_fn") == 0, "own function named %s",
 	      ret == 0 ? name : "(none)");
@@ -127,13 +126,13 @@ static void test_self(void)
 
 	/* Rooted path, and a root that does not exist falls back to the path. */
 	name2 = NULL;
-	ret = fr_symbols_user(s, "/proc/self/root", m.path, NULL, 0, m.start, m.pgoff, fn,
-			      &name2, NULL);
-	CHECK(ret == 0 && name2 && strcmp(name2, "fr_test_marker_fn") == 0,
-	      "rooted look-up: %d", ret);
+	ret = fr_symbols_user(s, "/proc/self/root", m.path, NULL, 0, m.start, m.pgoff, fn, &name2,
+			      NULL);
+	CHECK(ret == 0 && name2 && strcmp(name2, "fr_test_marker_fn") == 0, "rooted look-up: %d",
+	      ret);
 	name2 = NULL;
-	ret = fr_symbols_user(s, "/nonexistent-root", m.path, NULL, 0, m.start, m.pgoff, fn,
-			      &name2, NULL);
+	ret = fr_symbols_user(s, "/nonexistent-root", m.path, NULL, 0, m.start, m.pgoff, fn, &name2,
+			      NULL);
 	CHECK(ret == 0 && name2 && strcmp(name2, "fr_test_marker_fn") == 0,
 	      "fallback from a missing root: %d", ret);
 
@@ -146,23 +145,21 @@ static void test_self(void)
 		CHECK(ret == 0, "matching build id: %d", ret);
 		memcpy(wrong, id, (size_t)idlen);
 		wrong[0] ^= 0xff;
-		ret = fr_symbols_user(s, NULL, m.path, wrong, (size_t)idlen, m.start, m.pgoff,
-				      fn, &name2, NULL);
+		ret = fr_symbols_user(s, NULL, m.path, wrong, (size_t)idlen, m.start, m.pgoff, fn,
+				      &name2, NULL);
 		CHECK(ret == -ESTALE, "wrong build id: %d, want -ESTALE", ret);
-		ret = fr_symbols_user(s, "/nonexistent-root", m.path, wrong, (size_t)idlen,
-				      m.start, m.pgoff, fn, &name2, NULL);
-		CHECK(ret == -ESTALE, "wrong build id via missing root: %d, want -ESTALE", ret);
-		ret = fr_symbols_user(s, NULL, m.path, wrong, (size_t)idlen - 1, m.start,
+		ret = fr_symbols_user(s, "/nonexistent-root", m.path, wrong, (size_t)idlen, m.start,
 				      m.pgoff, fn, &name2, NULL);
+		CHECK(ret == -ESTALE, "wrong build id via missing root: %d, want -ESTALE", ret);
+		ret = fr_symbols_user(s, NULL, m.path, wrong, (size_t)idlen - 1, m.start, m.pgoff,
+				      fn, &name2, NULL);
 		CHECK(ret == -ESTALE, "truncated build id: %d, want -ESTALE", ret);
 	}
 
 	/* The ELF header is mapped but is no function. */
 	if (ns.bias && find_mapping(ns.bias, &m) == 0 && m.pgoff == 0) {
-		ret = fr_symbols_user(s, NULL, m.path, NULL, 0, m.start, 0, m.start, &name2,
-				      NULL);
-		CHECK(ret == -ENOENT, "ELF header resolved: %d %s", ret,
-		      ret == 0 ? name2 : "");
+		ret = fr_symbols_user(s, NULL, m.path, NULL, 0, m.start, 0, m.start, &name2, NULL);
+		CHECK(ret == -ENOENT, "ELF header resolved: %d %s", ret, ret == 0 ? name2 : "");
 	}
 out:
 	fr_symbols_free(s);
@@ -190,16 +187,16 @@ static void test_libc(void)
 			      &elf_addr);
 	CHECK(ret == 0 && strstr(name, "getpid"), "getpid in %s: %d %s", m.path, ret,
 	      ret == 0 ? name : "");
-	CHECK(elf_addr == addr + 1 - (uint64_t)(uintptr_t)di.dli_fbase,
-	      "libc elf_addr %#" PRIx64, elf_addr);
+	CHECK(elf_addr == addr + 1 - (uint64_t)(uintptr_t)di.dli_fbase, "libc elf_addr %#" PRIx64,
+	      elf_addr);
 
 	/* Many addresses of one file: parsed once, each look-up cheap. */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (uint64_t i = 0; i < 200000; i++) {
 		uint64_t a = m.start + (i * 2654435761u) % (m.end - m.start);
 
-		if (fr_symbols_user(s, NULL, m.path, NULL, 0, m.start, m.pgoff, a, &name,
-				    NULL) == 0)
+		if (fr_symbols_user(s, NULL, m.path, NULL, 0, m.start, m.pgoff, a, &name, NULL) ==
+		    0)
 			resolved++;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -226,13 +223,12 @@ static void test_missing(void)
 	ret = fr_symbols_user(s, NULL, "/nonexistent/flightrec/libnone.so", NULL, 0, 0x1000, 0,
 			      0x1234, &name, NULL);
 	CHECK(ret == -ENOENT, "missing file: %d, want -ENOENT", ret);
-	ret = fr_symbols_user(s, "/proc/self/root", "/nonexistent/flightrec/libnone.so", NULL,
-			      0, 0x1000, 0, 0x1234, &name, NULL);
+	ret = fr_symbols_user(s, "/proc/self/root", "/nonexistent/flightrec/libnone.so", NULL, 0,
+			      0x1000, 0, 0x1234, &name, NULL);
 	CHECK(ret == -ENOENT, "missing rooted file: %d, want -ENOENT", ret);
 	ret = fr_symbols_user(s, NULL, "[vdso]", NULL, 0, 0x1000, 0, 0x1234, &name, NULL);
 	CHECK(ret < 0, "[vdso] resolved: %d", ret);
-	ret = fr_symbols_user(s, NULL, "/proc/self/maps", NULL, 0, 0x1000, 0, 0x1234, &name,
-			      NULL);
+	ret = fr_symbols_user(s, NULL, "/proc/self/maps", NULL, 0, 0x1000, 0, 0x1234, &name, NULL);
 	CHECK(ret < 0 && ret != -ENOMEM, "non-ELF file: %d", ret);
 	ret = fr_symbols_user(s, NULL, "/dev/null", NULL, 0, 0x1000, 0, 0x1234, &name, NULL);
 	CHECK(ret < 0, "/dev/null resolved: %d", ret);
@@ -252,8 +248,7 @@ static void test_missing(void)
 	if (n > 0) {
 		exe[n] = '\0';
 		CHECK(symlink(exe, link_path) == 0, "symlink: %s", strerror(errno));
-		ret = fr_symbols_user(s, NULL, link_path, NULL, 0, 0x1000, 0, 0x1234, &name,
-				      NULL);
+		ret = fr_symbols_user(s, NULL, link_path, NULL, 0, 0x1000, 0, 0x1234, &name, NULL);
 		CHECK(ret == -ENOENT, "negative result not cached: %d", ret);
 		fr_symbols_free(s);
 		s = fr_symbols_new(NULL);
@@ -266,8 +261,8 @@ static void test_missing(void)
 				/* A mapped path is what the kernel resolved; a
 				 * symlink there was put by someone since, and
 				 * is not followed. */
-				ret = fr_symbols_user(s, NULL, link_path, NULL, 0, m.start,
-						      m.pgoff, fn, &name, NULL);
+				ret = fr_symbols_user(s, NULL, link_path, NULL, 0, m.start, m.pgoff,
+						      fn, &name, NULL);
 				CHECK(ret == -ELOOP, "symlink followed: %d, want -ELOOP", ret);
 				unlink(link_path);
 				CHECK(test_copy_file(exe, link_path, 0600) == 0, "copy %s: %s", exe,
@@ -336,7 +331,7 @@ static void test_shared_images(void)
 	      "two caches did not share the parsed file: %d %d, %p %p", r1, r2, (void *)n1,
 	      (void *)n2);
 	for (int i = 0; i < 4; i++) {
-		args[i] = (struct share_arg){ .m = m, .fn = fn };
+		args[i] = (struct share_arg){.m = m, .fn = fn};
 		CHECK(pthread_create(&th[i], NULL, share_main, &args[i]) == 0, "pthread_create");
 	}
 	for (int i = 0; i < 4; i++) {

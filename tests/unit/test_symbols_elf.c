@@ -33,21 +33,21 @@ struct fake_sym {
 };
 
 static const struct fake_sym fake_syms[] = {
-	{ "__main_fn", 0x000, 0x40, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC) },
-	{ "main_fn", 0x000, 0x40, ELF64_ST_INFO(STB_WEAK, STT_FUNC) },
-	{ "asm_entry", 0x100, 0, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC) },
-	{ "table", 0x180, 0x10, ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT) },
-	{ "local_fn", 0x200, 0x100, ELF64_ST_INFO(STB_LOCAL, STT_FUNC) },
-	{ "ifunc_fn", 0x400, 0x20, ELF64_ST_INFO(STB_GLOBAL, STT_GNU_IFUNC) },
-	{ "outer", 0x500, 0x100, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC) },
-	{ "inner", 0x520, 0x10, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC) },
-	{ "printf", FAKE_UNDEF, 0, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC) },
+	{"__main_fn", 0x000, 0x40, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC)},
+	{"main_fn", 0x000, 0x40, ELF64_ST_INFO(STB_WEAK, STT_FUNC)},
+	{"asm_entry", 0x100, 0, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC)},
+	{"table", 0x180, 0x10, ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT)},
+	{"local_fn", 0x200, 0x100, ELF64_ST_INFO(STB_LOCAL, STT_FUNC)},
+	{"ifunc_fn", 0x400, 0x20, ELF64_ST_INFO(STB_GLOBAL, STT_GNU_IFUNC)},
+	{"outer", 0x500, 0x100, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC)},
+	{"inner", 0x520, 0x10, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC)},
+	{"printf", FAKE_UNDEF, 0, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC)},
 };
 
 /* What a stripped library keeps: its exported functions. */
 static const struct fake_sym fake_dynsyms[] = {
-	{ "main_fn", 0x000, 0x40, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC) },
-	{ "outer", 0x500, 0x100, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC) },
+	{"main_fn", 0x000, 0x40, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC)},
+	{"outer", 0x500, 0x100, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC)},
 };
 
 struct fake_elf {
@@ -58,7 +58,7 @@ struct fake_elf {
 	const struct fake_sym *syms;
 	size_t nsyms;
 	uint32_t symtab_type; /* SHT_SYMTAB or SHT_DYNSYM */
-	int debug_only; /* .text is NOBITS, as in a separate debug file */
+	int debug_only;	      /* .text is NOBITS, as in a separate debug file */
 };
 
 static uint32_t strtab_add(char *tab, size_t *len, const char *str)
@@ -89,7 +89,7 @@ static void fake_elf_headers(uint8_t *buf, const struct fake_elf *fe, struct fak
 	memcpy(eh->e_ident, ELFMAG, SELFMAG);
 	eh->e_ident[EI_CLASS] = ELFCLASS64;
 	eh->e_ident[EI_DATA] = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB
-									: ELFDATA2MSB;
+									 : ELFDATA2MSB;
 	eh->e_ident[EI_VERSION] = EV_CURRENT;
 	eh->e_type = fe->type;
 	eh->e_machine = EM_X86_64;
@@ -181,8 +181,8 @@ static size_t fake_elf_sections(uint8_t *buf, const struct fake_elf *fe, struct 
 	sh[2].sh_offset = FAKE_NOTE_OFF;
 	sh[2].sh_size = lo->note_len;
 	sh[2].sh_addralign = 4;
-	sh[3].sh_name = strtab_add(shstr, &shlen,
-				   fe->symtab_type == SHT_SYMTAB ? ".symtab" : ".dynsym");
+	sh[3].sh_name =
+		strtab_add(shstr, &shlen, fe->symtab_type == SHT_SYMTAB ? ".symtab" : ".dynsym");
 	sh[3].sh_type = fe->symtab_type;
 	sh[3].sh_offset = lo->sym_off;
 	sh[3].sh_size = (fe->nsyms + 1) * sizeof(Elf64_Sym);
@@ -190,8 +190,8 @@ static size_t fake_elf_sections(uint8_t *buf, const struct fake_elf *fe, struct 
 	sh[3].sh_info = 1;
 	sh[3].sh_entsize = sizeof(Elf64_Sym);
 	sh[3].sh_addralign = 8;
-	sh[4].sh_name = strtab_add(shstr, &shlen,
-				   fe->symtab_type == SHT_SYMTAB ? ".strtab" : ".dynstr");
+	sh[4].sh_name =
+		strtab_add(shstr, &shlen, fe->symtab_type == SHT_SYMTAB ? ".strtab" : ".dynstr");
 	sh[4].sh_type = SHT_STRTAB;
 	sh[4].sh_offset = lo->str_off;
 	sh[4].sh_size = lo->str_len;
@@ -232,12 +232,12 @@ static int fake_elf_write(const char *path, const struct fake_elf *fe)
 }
 
 struct ucase {
-	uint64_t off; /* from the start of .text */
+	uint64_t off;	  /* from the start of .text */
 	const char *want; /* NULL: -ENOENT */
 };
 
-static void check_cases(struct fr_symbols *s, const char *what, const char *root,
-			const char *path, uint64_t base, uint64_t map_start, uint64_t map_pgoff,
+static void check_cases(struct fr_symbols *s, const char *what, const char *root, const char *path,
+			uint64_t base, uint64_t map_start, uint64_t map_pgoff,
 			const struct ucase *cases, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -245,8 +245,8 @@ static void check_cases(struct fr_symbols *s, const char *what, const char *root
 		uint64_t addr = map_start - map_pgoff + (vaddr - base);
 		uint64_t elf_addr = 0;
 		const char *name = NULL;
-		int ret = fr_symbols_user(s, root, path, NULL, 0, map_start, map_pgoff, addr,
-					  &name, &elf_addr);
+		int ret = fr_symbols_user(s, root, path, NULL, 0, map_start, map_pgoff, addr, &name,
+					  &elf_addr);
 
 		if (cases[i].want)
 			CHECK(ret == 0 && strcmp(name, cases[i].want) == 0,
@@ -261,19 +261,13 @@ static void check_cases(struct fr_symbols *s, const char *what, const char *root
 }
 
 static const struct ucase full_cases[] = {
-	{ 0x000, "main_fn" }, /* alias: the public spelling wins */
-	{ 0x03f, "main_fn" },
-	{ 0x040, NULL }, /* gap between functions */
-	{ 0x0ff, NULL },
-	{ 0x100, "asm_entry" }, /* zero size: up to the next function */
-	{ 0x1f0, "asm_entry" }, /* data objects are not functions */
-	{ 0x2ff, "local_fn" },
-	{ 0x300, NULL },
-	{ 0x410, "ifunc_fn" },
-	{ 0x525, "inner" },
-	{ 0x540, "outer" }, /* past the nested symbol, inside the outer one */
-	{ 0x600, NULL },
-	{ 0xfff, NULL },
+	{0x000, "main_fn"},			    /* alias: the public spelling wins */
+	{0x03f, "main_fn"},   {0x040, NULL},	    /* gap between functions */
+	{0x0ff, NULL},	      {0x100, "asm_entry"}, /* zero size: up to the next function */
+	{0x1f0, "asm_entry"},			    /* data objects are not functions */
+	{0x2ff, "local_fn"},  {0x300, NULL},	    {0x410, "ifunc_fn"},
+	{0x525, "inner"},     {0x540, "outer"}, /* past the nested symbol, inside the outer one */
+	{0x600, NULL},	      {0xfff, NULL},
 };
 
 static int mkdir_p(char *path)
@@ -291,8 +285,8 @@ static int mkdir_p(char *path)
 	return 0;
 }
 
-static const uint8_t fake_bid[20] = { 0xfe, 0xed, 0xfa, 0xce, 1, 2, 3, 4, 5, 6,
-				      7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+static const uint8_t fake_bid[20] = {0xfe, 0xed, 0xfa, 0xce, 1,	 2,  3,	 4,  5,	 6,
+				     7,	   8,	 9,    10,   11, 12, 13, 14, 15, 16};
 
 /* The files test_fake_elf resolves in, all under one new directory. */
 struct fake_files {
@@ -325,8 +319,7 @@ static void fake_files_write(struct fake_files *ff)
 	fe.type = ET_DYN;
 	fe.base = 0;
 	CHECK(fake_elf_write(ff->dyn_path, &fe) == 0, "write %s", ff->dyn_path);
-	CHECK(mkdir_p(ff->lib_path) == 0 && mkdir_p(ff->dbg_path) == 0, "mkdir under %s",
-	      ff->dir);
+	CHECK(mkdir_p(ff->lib_path) == 0 && mkdir_p(ff->dbg_path) == 0, "mkdir under %s", ff->dir);
 	fe.debug_only = 1;
 	CHECK(fake_elf_write(ff->dbg_path, &fe) == 0, "write %s", ff->dbg_path);
 	fe.debug_only = 0;
@@ -359,11 +352,11 @@ static void fake_files_remove(struct fake_files *ff)
 static void test_fake_elf(void)
 {
 	static const struct ucase stripped_cases[] = {
-		{ 0x010, "main_fn" },
-		{ 0x210, NULL },
-		{ 0x540, "outer" },
+		{0x010, "main_fn"},
+		{0x210, NULL},
+		{0x540, "outer"},
 	};
-	struct fake_files ff = { .dir = "/tmp/fr-test-elf-XXXXXX" };
+	struct fake_files ff = {.dir = "/tmp/fr-test-elf-XXXXXX"};
 	uint8_t wrong[sizeof(fake_bid)], got[64];
 	struct fr_symbols *s = NULL;
 	const char *name = NULL;
@@ -385,8 +378,8 @@ static void test_fake_elf(void)
 		goto out;
 	/* Non-PIE: text mapped alone at its link address, and the whole file
 	 * mapped from offset 0. */
-	check_cases(s, "exec text map", NULL, ff.exec_path, 0x400000, 0x401000, 0x1000,
-		    full_cases, sizeof(full_cases) / sizeof(full_cases[0]));
+	check_cases(s, "exec text map", NULL, ff.exec_path, 0x400000, 0x401000, 0x1000, full_cases,
+		    sizeof(full_cases) / sizeof(full_cases[0]));
 	check_cases(s, "exec whole map", NULL, ff.exec_path, 0x400000, 0x400000, 0, full_cases,
 		    sizeof(full_cases) / sizeof(full_cases[0]));
 	/* Shared object loaded anywhere. */
@@ -404,12 +397,11 @@ static void test_fake_elf(void)
 	CHECK(ret == 0 && strcmp(name, "main_fn") == 0, "fake, right build id: %d", ret);
 	memcpy(wrong, fake_bid, sizeof(fake_bid));
 	wrong[sizeof(wrong) - 1] ^= 1;
-	ret = fr_symbols_user(s, NULL, ff.exec_path, wrong, sizeof(wrong), 0x400000, 0,
-			      0x401010, &name, NULL);
+	ret = fr_symbols_user(s, NULL, ff.exec_path, wrong, sizeof(wrong), 0x400000, 0, 0x401010,
+			      &name, NULL);
 	CHECK(ret == -ESTALE, "fake, wrong build id: %d, want -ESTALE", ret);
 	/* Outside every PT_LOAD. */
-	ret = fr_symbols_user(s, NULL, ff.exec_path, NULL, 0, 0x400000, 0, 0x480000, &name,
-			      NULL);
+	ret = fr_symbols_user(s, NULL, ff.exec_path, NULL, 0, 0x400000, 0, 0x480000, &name, NULL);
 	CHECK(ret == -ENOENT, "outside PT_LOAD: %d", ret);
 out:
 	fr_symbols_free(s);
@@ -462,31 +454,31 @@ struct kcase {
 static void test_kernel_fake(void)
 {
 	static const struct kcase cases[] = {
-		{ 0xffffffff81000000, "startup_64" },
-		{ 0xffffffff81000010, "startup_64" },
-		{ 0xffffffff81000100, "local_fn" },
-		{ 0xffffffff81000105, "local_fn" },
-		{ 0xffffffff81000200, "schedule" },
-		{ 0xffffffff81000210, "schedule" },
-		{ 0xffffffff81000290, "schedule_alias" },
-		{ 0xffffffff81000308, "weak_fn" },
-		{ 0xffffffff81000390, "weak_fn" }, /* rodata is no function */
-		{ 0xffffffff81000500, NULL }, /* _etext */
-		{ 0xffffffff81000600, NULL },
-		{ 0xffffffff81700000, NULL },
-		{ 0xffffffff81800004, "init_fn" },
-		{ 0xffffffff81800100, NULL }, /* _einittext */
-		{ 0xffffffff82000000, NULL }, /* data */
-		{ 0xffffffff82000180, NULL },
-		{ 0xffffffffc0001000, "mod_a_fn" },
-		{ 0xffffffffc0001050, "mod_a_fn" },
-		{ 0xffffffffc0001110, "mod_a_fn2" },
-		{ 0xffffffffc0002020, "mod_b_fn" },
-		{ 0xffffffffc0003008, "bpf_prog_6deef7357e7b4530_sd_fw_egress" },
-		{ 0xffffffffc0003000 + (1u << 20), NULL }, /* far past the last symbol */
-		{ 0xffffffff80000000, NULL }, /* below the first symbol */
-		{ 0x1000, NULL },
-		{ 0, NULL },
+		{0xffffffff81000000, "startup_64"},
+		{0xffffffff81000010, "startup_64"},
+		{0xffffffff81000100, "local_fn"},
+		{0xffffffff81000105, "local_fn"},
+		{0xffffffff81000200, "schedule"},
+		{0xffffffff81000210, "schedule"},
+		{0xffffffff81000290, "schedule_alias"},
+		{0xffffffff81000308, "weak_fn"},
+		{0xffffffff81000390, "weak_fn"}, /* rodata is no function */
+		{0xffffffff81000500, NULL},	 /* _etext */
+		{0xffffffff81000600, NULL},
+		{0xffffffff81700000, NULL},
+		{0xffffffff81800004, "init_fn"},
+		{0xffffffff81800100, NULL}, /* _einittext */
+		{0xffffffff82000000, NULL}, /* data */
+		{0xffffffff82000180, NULL},
+		{0xffffffffc0001000, "mod_a_fn"},
+		{0xffffffffc0001050, "mod_a_fn"},
+		{0xffffffffc0001110, "mod_a_fn2"},
+		{0xffffffffc0002020, "mod_b_fn"},
+		{0xffffffffc0003008, "bpf_prog_6deef7357e7b4530_sd_fw_egress"},
+		{0xffffffffc0003000 + (1u << 20), NULL}, /* far past the last symbol */
+		{0xffffffff80000000, NULL},		 /* below the first symbol */
+		{0x1000, NULL},
+		{0, NULL},
 	};
 	char path[] = "/tmp/fr-test-kallsyms-XXXXXX";
 	struct fr_symbols *s;
@@ -532,10 +524,9 @@ static void test_kernel_restricted(void)
 	struct fr_symbols *s;
 	int ret;
 
-	CHECK(write_file(path,
-			 "0000000000000000 T _text\n"
-			 "0000000000000000 T schedule\n"
-			 "0000000000000000 t mod_fn\t[mod]\n") == 0,
+	CHECK(write_file(path, "0000000000000000 T _text\n"
+			       "0000000000000000 T schedule\n"
+			       "0000000000000000 t mod_fn\t[mod]\n") == 0,
 	      "write fake kallsyms");
 	s = fr_symbols_new(path);
 	CHECK(s, "fr_symbols_new failed");

@@ -55,8 +55,7 @@ static void test_huge_refused(void)
 	CHECK(s && fd >= 0, "set-up: %s", strerror(errno));
 	if (!s || fd < 0)
 		goto out;
-	CHECK(ftruncate(fd, (off_t)FR_ELF_MAX_SIZE + 4096) == 0, "ftruncate: %s",
-	      strerror(errno));
+	CHECK(ftruncate(fd, (off_t)FR_ELF_MAX_SIZE + 4096) == 0, "ftruncate: %s", strerror(errno));
 	ret = fr_symbols_user(s, NULL, path, NULL, 0, 0x1000, 0, 0x1234, &name, NULL);
 	CHECK(ret == -EFBIG, "a file over FR_ELF_MAX_SIZE: %d, want -EFBIG", ret);
 out:
@@ -102,7 +101,7 @@ static void test_truncated_while_read(void)
 {
 	char path[] = "/tmp/fr-test-trunc-XXXXXX", *data = NULL;
 	uint64_t fn = (uint64_t)(uintptr_t)&fr_test_marker_fn;
-	struct truncator t = { .path = path };
+	struct truncator t = {.path = path};
 	unsigned reads = 0, named = 0;
 	struct mapping m;
 	struct stat st;
@@ -125,8 +124,7 @@ static void test_truncated_while_read(void)
 	}
 	data = malloc((size_t)st.st_size);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	CHECK(data && fd >= 0 && read(fd, data, (size_t)st.st_size) == st.st_size,
-	      "read %s", path);
+	CHECK(data && fd >= 0 && read(fd, data, (size_t)st.st_size) == st.st_size, "read %s", path);
 	if (fd >= 0)
 		close(fd);
 	t.data = data;
@@ -210,8 +208,7 @@ static void test_symlinked_dir(void)
 	CHECK(symlink("/dev", link) == 0, "symlink: %s", strerror(errno));
 	ret = fr_symbols_user(s, NULL, path, NULL, 0, 0x1000, 0, 0x1234, &name, NULL);
 	CHECK(ret == -ELOOP, "a path through a symlinked directory: %d, want -ELOOP", ret);
-	ret = fr_symbols_user(s, "/proc/self/root", path, NULL, 0, 0x1000, 0, 0x1234, &name,
-			      NULL);
+	ret = fr_symbols_user(s, "/proc/self/root", path, NULL, 0, 0x1000, 0, 0x1234, &name, NULL);
 	CHECK(ret == -ELOOP, "the same under a root: %d, want -ELOOP", ret);
 	unlink(link);
 	rmdir(dir);

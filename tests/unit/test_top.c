@@ -94,7 +94,8 @@ static void test_roundtrip(const void *raw, size_t len)
 	if (!d)
 		return;
 	CHECK(d->ntypes == 2 && strcmp(d->types[1].type, "cpu") == 0 &&
-	      strcmp(d->types[1].unit, "nanoseconds") == 0, "sample types");
+		      strcmp(d->types[1].unit, "nanoseconds") == 0,
+	      "sample types");
 	CHECK(d->nsamples == 4, "%zu samples", d->nsamples);
 	CHECK(d->duration_nanos == 10000000000LL, "duration %lld", (long long)d->duration_nanos);
 	n = fr_top_aggregate(d, 1, 0, &rows, &names);
@@ -118,10 +119,10 @@ static void test_bad(const unsigned char *raw, size_t len)
 {
 	static const unsigned char garbage[][12] = {
 		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
-		{0x12, 0x7f, 0x08},              /* sample longer than the input */
-		{0x00, 0x01},                    /* field 0 */
-		{0x0b, 0x00},                    /* group wire type */
-		{0x12, 0x02, 0x08, 0x05},        /* sample with a dangling location id */
+		{0x12, 0x7f, 0x08},			   /* sample longer than the input */
+		{0x00, 0x01},				   /* field 0 */
+		{0x0b, 0x00},				   /* group wire type */
+		{0x12, 0x02, 0x08, 0x05},		   /* sample with a dangling location id */
 		{0x32, 0x01, 'x', 0x0a, 0x02, 0x08, 0x07}, /* sample type string 7 of 1 */
 		{0x22, 0x02, 0x08, 0x01, 0x22, 0x02, 0x08, 0x01}, /* duplicate location id */
 		{0x0a, 0x00, 0x12, 0x02, 0x10, 0x01, 0x10, 0x02}, /* 2 values, 1 type */

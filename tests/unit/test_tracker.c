@@ -38,8 +38,8 @@ static void test_fork_copies_parent(void)
 	      p.start_ns);
 	EXPECT_THREAD(t, child, child, "parent");
 	EXPECT_MAP(t, child, 0x400123, "/usr/bin/parent", 0x400000, 0x402000, 0);
-	EXPECT_MAP(t, child, 0x7f000000fff0, "/usr/lib/libc.so.6", 0x7f0000000000,
-		   0x7f0000010000, 0x1000);
+	EXPECT_MAP(t, child, 0x7f000000fff0, "/usr/lib/libc.so.6", 0x7f0000000000, 0x7f0000010000,
+		   0x1000);
 	m = map_of(t, child, 0x400123);
 	CHECK(m.bid_len == 20 && memcmp(m.bid, bid_parent, 20) == 0,
 	      "child mapping lacks the parent's build id (len %u)", m.bid_len);
@@ -58,7 +58,8 @@ static void test_fork_copies_parent(void)
 			      chunk_thread(c, child));
 			CHECK(streq(chunk_map_path(c, child, 0x400123), "/usr/bin/parent"),
 			      "chunk mapping of child: %s", chunk_map_path(c, child, 0x400123));
-			CHECK(streq(chunk_map_path(c, parent, 0x7f0000000100), "/usr/lib/libc.so.6"),
+			CHECK(streq(chunk_map_path(c, parent, 0x7f0000000100),
+				    "/usr/lib/libc.so.6"),
 			      "chunk mapping of parent: %s",
 			      chunk_map_path(c, parent, 0x7f0000000100));
 			fr_chunk_free(c);
@@ -155,8 +156,8 @@ static void test_exec(void)
 	fr_tracker_mmap(t, pid, 0x7f0000100000, 0x20000, 0, RX, "/usr/lib/ld-linux.so.2", NULL, 0);
 	EXPECT_PROC(t, pid, "newprog", "/usr/bin/newprog");
 	EXPECT_MAP(t, pid, 0x500000, "/usr/bin/newprog", 0x500000, 0x503000, 0x1000);
-	EXPECT_MAP(t, pid, 0x7f000011ffff, "/usr/lib/ld-linux.so.2", 0x7f0000100000,
-		   0x7f0000120000, 0);
+	EXPECT_MAP(t, pid, 0x7f000011ffff, "/usr/lib/ld-linux.so.2", 0x7f0000100000, 0x7f0000120000,
+		   0);
 	EXPECT_NO_MAP(t, pid, 0x503000);
 
 	/* A rename that is no exec keeps the executable and the mappings. */
@@ -219,8 +220,11 @@ static void test_overlap_replaces(void)
 	/* The sealed chunk's mapping table holds no overlaps (the decoder
 	 * would reject it) and answers the same. */
 	{
-		const uint32_t who[5][2] = {
-			{pid, pid}, {pid, pid}, {pid, pid}, {pid, pid}, {pid, pid}};
+		const uint32_t who[5][2] = {{pid, pid},
+					    {pid, pid},
+					    {pid, pid},
+					    {pid, pid},
+					    {pid, pid}};
 		const uint64_t addrs[5] = {0x40010, 0x18010, 0x1fff0, 0x60900, 0x62100};
 
 		c = seal_view(t, who, addrs, 5);
@@ -279,7 +283,8 @@ static void test_thread_rename(void)
 			      chunk_comm(c, pid));
 			CHECK(streq(chunk_thread(c, tid), "worker-1"), "chunk thread: %s",
 			      chunk_thread(c, tid));
-			CHECK(fr_chunk_find_thread(c, tid) && fr_chunk_find_thread(c, tid)->pid == pid,
+			CHECK(fr_chunk_find_thread(c, tid) &&
+				      fr_chunk_find_thread(c, tid)->pid == pid,
 			      "chunk thread %u not of pid %u", tid, pid);
 			fr_chunk_free(c);
 		}
@@ -323,8 +328,8 @@ static void test_exit_kept_two_seals(void)
 		EXPECT_MAP(t, pid, 0x400123, "/usr/bin/parent", 0x400000, 0x402000, 0);
 		c = seal_view(t, who, addrs, 1);
 		if (c) {
-			CHECK(streq(chunk_comm(c, pid), "short"), "seal %d after exit: comm %s", seal,
-			      chunk_comm(c, pid));
+			CHECK(streq(chunk_comm(c, pid), "short"), "seal %d after exit: comm %s",
+			      seal, chunk_comm(c, pid));
 			CHECK(streq(chunk_map_path(c, pid, 0x400100), "/usr/bin/parent"),
 			      "seal %d after exit: mapping %s", seal,
 			      chunk_map_path(c, pid, 0x400100));

@@ -40,8 +40,8 @@ static void fake_proc_pid(const char *proc, uint32_t pid, const char *comm, cons
 	snprintf(dir, sizeof(dir), "%s/%u", proc, pid);
 	CHECK(mkdir(dir, 0755) == 0, "mkdir %s: %s", dir, strerror(errno));
 	snprintf(stat, sizeof(stat),
-		 "%u (%s) S 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 12345 1000000 100\n",
-		 pid, comm);
+		 "%u (%s) S 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 12345 1000000 100\n", pid,
+		 comm);
 	write_file(dir, "stat", stat);
 	if (cgroup)
 		write_file(dir, "cgroup", cgroup);
@@ -96,10 +96,9 @@ static void test_cgroup(void)
 		struct pinfo p = proc_of(t, deep);
 		size_t n = strlen(p.cgroup);
 
-		CHECK(n >= 200 && n < sizeof(longpath) - 1 &&
-		      strncmp(p.cgroup, longpath, n) == 0,
-		      "a %zu-byte cgroup path kept as %zu bytes \"%.20s...\"", strlen(longpath),
-		      n, p.cgroup);
+		CHECK(n >= 200 && n < sizeof(longpath) - 1 && strncmp(p.cgroup, longpath, n) == 0,
+		      "a %zu-byte cgroup path kept as %zu bytes \"%.20s...\"", strlen(longpath), n,
+		      p.cgroup);
 	}
 
 	/* A child starts in its parent's cgroup (no /proc entry to say else),
@@ -244,8 +243,10 @@ static void test_ppid(void)
 			CHECK(chunk_ppid(c, shell) == 0, "chunk: ppid of bash %u, want none",
 			      chunk_ppid(c, shell));
 			/* cmd and early share a parent, so a set. */
-			CHECK(c->nlabelsets == 3, "%u label sets, want 3 (empty, {ppid sub}, "
-			      "{pid sub, ppid shell})", c->nlabelsets);
+			CHECK(c->nlabelsets == 3,
+			      "%u label sets, want 3 (empty, {ppid sub}, "
+			      "{pid sub, ppid shell})",
+			      c->nlabelsets);
 			fr_chunk_free(c);
 		}
 	}

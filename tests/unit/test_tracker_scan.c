@@ -125,7 +125,8 @@ static void check_self_proc(struct fr_tracker *t, const struct self *s)
 	clock_gettime(CLOCK_REALTIME, &now);
 	{
 		int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-		CHECK(p.start_ns > now_ns - 600 * 1000000000LL && p.start_ns < now_ns + 5000000000LL,
+		CHECK(p.start_ns > now_ns - 600 * 1000000000LL &&
+			      p.start_ns < now_ns + 5000000000LL,
 		      "start_ns %" PRId64 " is not near now (%" PRId64 ")", p.start_ns, now_ns);
 	}
 	EXPECT_THREAD(t, s->pid, s->pid, s->comm);
@@ -151,7 +152,7 @@ static void check_self_mapping(struct fr_tracker *t, const struct self *s, uint6
 		      s->exe);
 		if (s->bid_len > 0)
 			CHECK(m.bid_len == s->bid_len &&
-			      memcmp(m.bid, s->bid, (size_t)s->bid_len) == 0,
+				      memcmp(m.bid, s->bid, (size_t)s->bid_len) == 0,
 			      "build id of the mapping (len %u) differs from the file's (len %d)",
 			      m.bid_len, s->bid_len);
 		else
@@ -185,7 +186,7 @@ static void check_self_chunk(struct fr_tracker *t, const struct self *s, uint64_
 	      cm ? c->strings[cm->path] : "(none)");
 	if (cm && s->bid_len > 0)
 		CHECK(cm->build_id_len == s->bid_len &&
-		      memcmp(cm->build_id, s->bid, (size_t)s->bid_len) == 0,
+			      memcmp(cm->build_id, s->bid, (size_t)s->bid_len) == 0,
 		      "chunk mapping build id differs from the file's");
 	fr_chunk_free(c);
 }
@@ -308,8 +309,7 @@ static void test_fifo_swap(void)
 
 	/* The process is gone, so is its mapping: the path is a FIFO and must
 	 * be refused without waiting. */
-	fr_tracker_mmap(t, self + 1000000, 0x10000, 0x1000, 0, PROT_READ | PROT_EXEC, lib, NULL,
-			0);
+	fr_tracker_mmap(t, self + 1000000, 0x10000, 0x1000, 0, PROT_READ | PROT_EXEC, lib, NULL, 0);
 	{
 		uint8_t id[FR_BUILD_ID_MAX];
 		int n = fr_buildid_read_mapped(self + 1000000, 0x10000, 0x11000, lib, id,
@@ -400,10 +400,12 @@ static void test_exec_uid(void)
 	close(pfd[0]);
 	if (child > 0) {
 		fr_tracker_fork(t, (uint32_t)child, parent, (uint32_t)child, parent, 1);
-		CHECK(proc_of(t, (uint32_t)child).uid == geteuid(), "a child starts with its parent's uid");
+		CHECK(proc_of(t, (uint32_t)child).uid == geteuid(),
+		      "a child starts with its parent's uid");
 		fr_tracker_comm(t, (uint32_t)child, (uint32_t)child, "userprog", 1);
 		CHECK(proc_of(t, (uint32_t)child).uid == 65534,
-		      "after exec the process is uid %u, want 65534", proc_of(t, (uint32_t)child).uid);
+		      "after exec the process is uid %u, want 65534",
+		      proc_of(t, (uint32_t)child).uid);
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
 	}

@@ -114,7 +114,8 @@ static void test_signal(void)
 	      x->f.session_index, x->f.trigger_index);
 	CHECK(x->f.kind && strcmp(x->f.kind, "signal") == 0, "kind %s", x->f.kind);
 	CHECK(strcmp(x->f.reason, "SIGUSR1") == 0, "reason \"%s\"", x->f.reason);
-	CHECK(x->has_trigger && x->trigger.kind == FR_TRIGGER_SIGNAL && x->trigger.signal == SIGUSR1,
+	CHECK(x->has_trigger && x->trigger.kind == FR_TRIGGER_SIGNAL &&
+		      x->trigger.signal == SIGUSR1,
 	      "the fire does not carry its trigger");
 	CHECK(x->f.fire_ns == sent, "fire time %" PRId64 ", want the signal's %" PRId64,
 	      x->f.fire_ns, sent);
@@ -161,7 +162,8 @@ static void test_signal(void)
 	if (rec_count(&r) == 3) {
 		x = &r.fires[2];
 		CHECK(strcmp(x->session, "web") == 0 && x->f.session_index == 2 &&
-		      strcmp(x->f.reason, "SIGUSR2") == 0 && x->f.t1_ns - x->f.t0_ns == 7 * NS_PER_S,
+			      strcmp(x->f.reason, "SIGUSR2") == 0 &&
+			      x->f.t1_ns - x->f.t0_ns == 7 * NS_PER_S,
 		      "SIGUSR2 gave session %s index %u reason %s window %" PRId64, x->session,
 		      x->f.session_index, x->f.reason, x->f.t1_ns - x->f.t0_ns);
 	}
@@ -223,7 +225,7 @@ static void test_after(void)
 		      "dumped %" PRId64 " ns after the signal, want 1500 ms (after)",
 		      tail->called_mono - sent_mono);
 		CHECK(tail->f.t1_ns == tail->f.fire_ns + 1500 * NS_PER_MS &&
-		      tail->f.t0_ns == tail->f.fire_ns - 2 * NS_PER_S,
+			      tail->f.t0_ns == tail->f.fire_ns - 2 * NS_PER_S,
 		      "window [fire%+" PRId64 " ms, fire%+" PRId64 " ms), want [-2000, +1500)",
 		      (tail->f.t0_ns - tail->f.fire_ns) / NS_PER_MS,
 		      (tail->f.t1_ns - tail->f.fire_ns) / NS_PER_MS);
@@ -280,12 +282,13 @@ static void test_manual(void)
 		CHECK(x->f.t1_ns - x->f.t0_ns == 30 * NS_PER_S && x->f.t1_ns == x->f.fire_ns,
 		      "manual window %" PRId64 " ms ending %" PRId64 " ms after the fire, want the "
 		      "first trigger's 30 s ending at it",
-		      (x->f.t1_ns - x->f.t0_ns) / NS_PER_MS, (x->f.t1_ns - x->f.fire_ns) / NS_PER_MS);
+		      (x->f.t1_ns - x->f.t0_ns) / NS_PER_MS,
+		      (x->f.t1_ns - x->f.fire_ns) / NS_PER_MS);
 		CHECK(x->f.fire_ns == before, "fire time %" PRId64 ", want the clock's %" PRId64,
 		      x->f.fire_ns, before);
 	}
 	CHECK(f.session && strcmp(f.session, "db") == 0 && f.t1_ns - f.t0_ns == 30 * NS_PER_S &&
-	      f.kind && f.fire_ns > 0,
+		      f.kind && f.fire_ns > 0,
 	      "`fire` not filled");
 	CHECK(fr_triggers_last_dump(t, 0) == f.fire_ns, "last dump after a manual one");
 
@@ -422,8 +425,10 @@ static void test_reload(void)
 	      fr_triggers_last_dump(t, 0), fr_triggers_last_dump(t, 1), first);
 	fr_triggers_signal(t, SIGUSR1);
 	fr_triggers_sync(t);
-	CHECK(fr_triggers_suppressed(t, 1) == 1, "the cooldown did not survive the reload "
-	      "(suppressed %" PRIu64 ")", fr_triggers_suppressed(t, 1));
+	CHECK(fr_triggers_suppressed(t, 1) == 1,
+	      "the cooldown did not survive the reload "
+	      "(suppressed %" PRIu64 ")",
+	      fr_triggers_suppressed(t, 1));
 	CHECK(rec_count(&r) == 1, "dumped inside a cooldown kept across the reload");
 	CHECK(fr_triggers_suppressed(t, 0) == 0, "the new session counts suppressions");
 
@@ -520,13 +525,14 @@ static void test_parsed(void)
 		const struct rec_fire *x = &r.fires[0];
 
 		CHECK(strcmp(x->session, "db") == 0 && x->f.session_index == 1 &&
-		      x->f.trigger_index == 1,
+			      x->f.trigger_index == 1,
 		      "fired %s %u/%u, want db 1/1", x->session, x->f.session_index,
 		      x->f.trigger_index);
 		CHECK(x->f.t0_ns == x->f.fire_ns - 2 * NS_PER_S &&
-		      x->f.t1_ns == x->f.fire_ns + 100 * NS_PER_MS,
+			      x->f.t1_ns == x->f.fire_ns + 100 * NS_PER_MS,
 		      "window [fire%+" PRId64 " ms, fire%+" PRId64 " ms), want [-2000, +100)",
-		      (x->f.t0_ns - x->f.fire_ns) / NS_PER_MS, (x->f.t1_ns - x->f.fire_ns) / NS_PER_MS);
+		      (x->f.t0_ns - x->f.fire_ns) / NS_PER_MS,
+		      (x->f.t1_ns - x->f.fire_ns) / NS_PER_MS);
 		CHECK(x->has_trigger && x->trigger.cooldown_ns == NS_PER_S, "cooldown %" PRId64,
 		      x->trigger.cooldown_ns);
 	}
@@ -559,7 +565,8 @@ static void test_args(void)
 		rec_init(&r);
 		t = start(c, &r);
 		fr_triggers_signal(t, SIGUSR1);
-		CHECK(fr_triggers_manual(t, "db", 0, &f, NULL, 0) == -ENOENT, "manual without sessions");
+		CHECK(fr_triggers_manual(t, "db", 0, &f, NULL, 0) == -ENOENT,
+		      "manual without sessions");
 		fr_triggers_sync(t);
 		CHECK(rec_count(&r) == 0, "dumps without sessions");
 		fr_triggers_stop(t);

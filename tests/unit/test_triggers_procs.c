@@ -172,8 +172,10 @@ static void test_cpu(void)
 		if (strcmp(names[i], "mycg") == 0 && !cg[0])
 			continue;
 		x = rec_wait_session(&r, names[i], 8000);
-		CHECK(x, "cpu_above 1%% for 1s of session %s did not fire in 8 s while %d thread(s) "
-		      "spun", names[i], nspin);
+		CHECK(x,
+		      "cpu_above 1%% for 1s of session %s did not fire in 8 s while %d thread(s) "
+		      "spun",
+		      names[i], nspin);
 		if (!x)
 			continue;
 		CHECK(strcmp(x->f.kind, "cpu_above") == 0, "kind %s", x->f.kind);

@@ -100,8 +100,7 @@ static void test_file(struct fr_uring *u)
 	      "-1 writes not at the file position");
 	CHECK(lseek(fd, 100, SEEK_SET) == 100, "lseek");
 	memset(b, 0, 8);
-	CHECK(fr_uring_read(u, fd, b, 6, -1) == 6 && memcmp(b, "abcdef", 6) == 0,
-	      "read at -1");
+	CHECK(fr_uring_read(u, fd, b, 6, -1) == 6 && memcmp(b, "abcdef", 6) == 0, "read at -1");
 
 	/* Errors come back as -errno. */
 	CHECK(fr_uring_write(u, -1, "x", 1, 0) == -EBADF, "write to bad fd");
@@ -171,8 +170,7 @@ static void test_writer(struct fr_uring *u)
 		step = step * 3 + 1;
 	}
 	CHECK(fr_uring_writer_flush(w) == 0, "writer flush");
-	CHECK(w->written == LEN, "writer wrote %llu, want %d",
-	      (unsigned long long)w->written, LEN);
+	CHECK(w->written == LEN, "writer wrote %llu, want %d", (unsigned long long)w->written, LEN);
 	CHECK(pread(fd, b, LEN, 0) == LEN && memcmp(a, b, LEN) == 0, "writer data differs");
 	close(fd);
 
@@ -256,8 +254,8 @@ out:
 
 struct pacer {
 	int fd;
-	size_t piece;    /* bytes per read */
-	long pause_ns;   /* between reads */
+	size_t piece;  /* bytes per read */
+	long pause_ns; /* between reads */
 	unsigned char *buf;
 	size_t len, got;
 };
@@ -299,8 +297,8 @@ enum { LIMITS_LEN = 1024 * 1024 };
 
 /* Pipes: one nobody reads, one whose reader keeps up. Returns -1 when
  * the setup failed. */
-static int check_pipe_limits(struct fr_uring *u, struct fr_uring_writer *w,
-			     const unsigned char *a, unsigned char *b)
+static int check_pipe_limits(struct fr_uring *u, struct fr_uring_writer *w, const unsigned char *a,
+			     unsigned char *b)
 {
 	struct pacer d;
 	pthread_t th;
@@ -333,15 +331,16 @@ static int check_pipe_limits(struct fr_uring *u, struct fr_uring_writer *w,
 	      (unsigned long long)w->written);
 	close(p[1]);
 	pthread_join(th, NULL);
-	CHECK(d.got == LIMITS_LEN && memcmp(a, b, LIMITS_LEN) == 0, "paced pipe data differs (%zu bytes)", d.got);
+	CHECK(d.got == LIMITS_LEN && memcmp(a, b, LIMITS_LEN) == 0,
+	      "paced pipe data differs (%zu bytes)", d.got);
 	close(p[0]);
 	return 0;
 }
 
 /* A FIFO opened by path, unread and read. Returns -1 when
  * the setup failed. */
-static int check_fifo_limits(struct fr_uring *u, struct fr_uring_writer *w,
-			     const unsigned char *a, unsigned char *b)
+static int check_fifo_limits(struct fr_uring *u, struct fr_uring_writer *w, const unsigned char *a,
+			     unsigned char *b)
 {
 	struct pacer d;
 	pthread_t th;
@@ -377,7 +376,8 @@ static int check_fifo_limits(struct fr_uring *u, struct fr_uring_writer *w,
 	      (unsigned long long)w->written);
 	close(fd);
 	pthread_join(th, NULL);
-	CHECK(d.got == LIMITS_LEN && memcmp(a, b, LIMITS_LEN) == 0, "FIFO data differs (%zu bytes)", d.got);
+	CHECK(d.got == LIMITS_LEN && memcmp(a, b, LIMITS_LEN) == 0, "FIFO data differs (%zu bytes)",
+	      d.got);
 	close(p[0]);
 	unlink(path);
 	return 0;
@@ -399,8 +399,7 @@ static int check_slow_or_gone_reader(struct fr_uring *u, struct fr_uring_writer 
 		CHECK(0, "pipe");
 		return -1;
 	}
-	d = (struct pacer){.fd = p[0], .piece = 4096, .pause_ns = 50000000L, .buf = NULL,
-			   .len = 0};
+	d = (struct pacer){.fd = p[0], .piece = 4096, .pause_ns = 50000000L, .buf = NULL, .len = 0};
 	pthread_create(&th, NULL, pace_drain, &d);
 	fr_uring_writer_init(w, u, p[1]);
 	fr_uring_writer_limit(w, 10000000000LL, 500000000LL, -1);

@@ -120,7 +120,7 @@ static inline struct minfo map_of(struct fr_tracker *t, uint32_t pid, uint64_t a
 }
 
 static inline void expect_proc(struct fr_tracker *t, int line, uint32_t pid, const char *comm,
-			const char *exe)
+			       const char *exe)
 {
 	struct pinfo p = proc_of(t, pid);
 
@@ -131,14 +131,15 @@ static inline void expect_proc(struct fr_tracker *t, int line, uint32_t pid, con
 		return;
 	}
 	if (strcmp(p.comm, comm) != 0 || (exe && strcmp(p.exe, exe) != 0)) {
-		fprintf(stderr, "%s:%d: FAIL: proc(%u) = comm \"%s\" exe \"%s\", want \"%s\" \"%s\"\n",
+		fprintf(stderr,
+			"%s:%d: FAIL: proc(%u) = comm \"%s\" exe \"%s\", want \"%s\" \"%s\"\n",
 			__FILE__, line, pid, p.comm, p.exe, comm, exe ? exe : "(any)");
 		failures++;
 	}
 }
 
 static inline void expect_thread(struct fr_tracker *t, int line, uint32_t tid, uint32_t pid,
-			  const char *name)
+				 const char *name)
 {
 	struct tinfo th = thread_of(t, tid);
 
@@ -151,7 +152,7 @@ static inline void expect_thread(struct fr_tracker *t, int line, uint32_t tid, u
 
 /* path NULL: no mapping expected. */
 static inline void expect_map(struct fr_tracker *t, int line, uint32_t pid, uint64_t addr,
-		       const char *path, uint64_t start, uint64_t end, uint64_t pgoff)
+			      const char *path, uint64_t start, uint64_t end, uint64_t pgoff)
 {
 	struct minfo m = map_of(t, pid, addr);
 
@@ -186,7 +187,7 @@ static inline void expect_map(struct fr_tracker *t, int line, uint32_t pid, uint
 /* Seals one chunk holding a sample per (pid, tid, address) triple and
  * returns it decoded, or NULL after reporting why. */
 static inline struct fr_chunk *seal_view(struct fr_tracker *t, const uint32_t (*who)[2],
-				  const uint64_t *addrs, size_t n)
+					 const uint64_t *addrs, size_t n)
 {
 	struct fr_chunk_builder *b = fr_chunk_builder_new(64, 1 << 20);
 	struct fr_chunk *c = NULL;
@@ -200,8 +201,13 @@ static inline struct fr_chunk *seal_view(struct fr_tracker *t, const uint32_t (*
 	for (size_t i = 0; i < n; i++) {
 		struct fr_sample s = {
 			.time_ns = 1700000000000000000 + (int64_t)i * 1000000,
-			.pid = who[i][0], .tid = who[i][1], .event = FR_EVENT_CPU,
-			.weight = 10101010, .rate_hz = 99, .nr_frames = 1, .ips = &addrs[i],
+			.pid = who[i][0],
+			.tid = who[i][1],
+			.event = FR_EVENT_CPU,
+			.weight = 10101010,
+			.rate_hz = 99,
+			.nr_frames = 1,
+			.ips = &addrs[i],
 		};
 		ret = fr_chunk_builder_add(b, &s);
 		CHECK(ret == 0, "fr_chunk_builder_add: %d", ret);
@@ -250,8 +256,8 @@ static inline void make_parent(struct fr_tracker *t, uint32_t pid, const char *c
 {
 	fr_tracker_comm(t, pid, pid, comm, 1);
 	fr_tracker_mmap(t, pid, 0x400000, 0x2000, 0, RX, "/usr/bin/parent", bid_parent, 20);
-	fr_tracker_mmap(t, pid, 0x7f0000000000, 0x10000, 0x1000, RX, "/usr/lib/libc.so.6",
-			bid_libc, 20);
+	fr_tracker_mmap(t, pid, 0x7f0000000000, 0x10000, 0x1000, RX, "/usr/lib/libc.so.6", bid_libc,
+			20);
 }
 
 #endif

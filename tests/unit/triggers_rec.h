@@ -36,9 +36,9 @@ struct rec {
 	pthread_cond_t cond;
 	int n;
 	struct rec_fire fires[MAX_REC];
-	int fail_with; /* returned by the next call when non-zero */
-	char hold[FR_CONFIG_NAME_MAX]; /* a call for this session waits while set */
-	int held;                      /* such a call is waiting */
+	int fail_with;			      /* returned by the next call when non-zero */
+	char hold[FR_CONFIG_NAME_MAX];	      /* a call for this session waits while set */
+	int held;			      /* such a call is waiting */
 	const struct fr_trigger_clock *clock; /* the engine's; NULL: the machine's */
 };
 
@@ -133,7 +133,7 @@ static inline const struct rec_fire *rec_find(struct rec *r, const char *session
 /* Waits for up to `ms` for a dump of `session` naming process `pid` (0:
  * any). */
 static inline const struct rec_fire *rec_wait_pid(struct rec *r, const char *session, uint32_t pid,
-					   int ms)
+						  int ms)
 {
 	struct timespec ts = deadline(ms);
 	const struct rec_fire *x;
