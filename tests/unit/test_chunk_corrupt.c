@@ -234,11 +234,10 @@ static void bz(struct blk *b, int64_t v)
 	bv(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
-/* A version 2 block of three samples: pids {1, 2}; two stacks sharing
- * their two root frames; cpu 0 on a 4 ns grid and cpu 1 without one. */
-static void make_block(struct blk *b, enum variant v)
+/* The metadata of make_block()'s block: strings, build ids, pids,
+ * processes, threads and mappings. */
+static void make_block_meta(struct blk *b, enum variant v)
 {
-	b->n = 0;
 	bv(b, 4); /* strings */
 	bs(b, v == V_NONEMPTY_STRING0 ? "x" : "");
 	bs(b, "k");
@@ -284,6 +283,14 @@ static void make_block(struct blk *b, enum variant v)
 	bv(b, 0x10);
 	bv(b, 3);
 	bv(b, 1);
+}
+
+/* A version 2 block of three samples: pids {1, 2}; two stacks sharing
+ * their two root frames; cpu 0 on a 4 ns grid and cpu 1 without one. */
+static void make_block(struct blk *b, enum variant v)
+{
+	b->n = 0;
+	make_block_meta(b, v);
 	bv(b, 2); /* stacks: pid index, nr_kernel, nr_frames, shared columns */
 	bv(b, 0);
 	bv(b, 1);
