@@ -17,7 +17,7 @@ cd "$here"
 packages=(
 	build-essential meson ninja-build pkg-config
 	liburing-dev libzstd-dev zlib1g-dev libcjson-dev libelf-dev
-	golang-go linux-perf python3 gzip
+	golang-go linux-perf python3 gzip clang-format
 )
 
 install_deps() {
