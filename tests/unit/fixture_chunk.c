@@ -43,7 +43,7 @@ int fake_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
 	if (pid != 100 && pid != 200 && pid != 300)
 		return -ENOENT;
 	snprintf(comm, sizeof(comm), "comm-%u", pid);
-	snprintf(exe, sizeof(exe), pid == 300 ? "" : "/usr/bin/exe-%u", pid);
+	snprintf(exe, sizeof(exe), "/usr/bin/exe-%u", pid);
 	out->pid = pid;
 	out->uid = pid * 10;
 	out->comm = comm;
