@@ -162,28 +162,31 @@ struct reader {
 	uint64_t default_type; /* string index; 0: none */
 };
 
-static int read_label(struct reader *r, struct pb *b)
+/* Reads a message of varint fields 1..n into slot[1..n] (slot[0] unused),
+ * skipping any other field. */
+static int read_fields(struct pb *b, uint64_t *const *slot, uint32_t n)
 {
-	struct raw_label *l = vec_push(&r->labels, sizeof(*l));
-	uint64_t *slot[5];
 	uint32_t field;
 	int wt, ret;
 
-	if (!l)
-		return -ENOMEM;
-	*l = (struct raw_label){0};
-	slot[1] = &l->key;
-	slot[2] = &l->str;
-	slot[3] = &l->num;
-	slot[4] = &l->unit;
 	while (b->p < b->end) {
 		if (pb_tag(b, &field, &wt) < 0)
 			return -EBADMSG;
-		ret = field >= 1 && field <= 4 ? read_u64(b, wt, slot[field]) : pb_skip(b, wt);
+		ret = field >= 1 && field <= n ? read_u64(b, wt, slot[field]) : pb_skip(b, wt);
 		if (ret < 0)
 			return ret;
 	}
 	return 0;
+}
+
+static int read_label(struct reader *r, struct pb *b)
+{
+	struct raw_label *l = vec_push(&r->labels, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	*l = (struct raw_label){0};
+	return read_fields(b, (uint64_t *const[]){NULL, &l->key, &l->str, &l->num, &l->unit}, 4);
 }
 
 static int read_sample(struct reader *r, struct pb *b)
@@ -277,26 +280,17 @@ static int read_location(struct reader *r, struct pb *b)
 static int read_mapping(struct reader *r, struct pb *b)
 {
 	struct raw_mapping *m = vec_push(&r->mappings, sizeof(*m));
-	uint64_t *slot[7];
-	uint32_t field;
-	int wt, ret;
+	int ret;
 
 	if (!m)
 		return -ENOMEM;
 	*m = (struct raw_mapping){0};
-	slot[1] = &m->id;
-	slot[2] = &m->start;
-	slot[3] = &m->limit;
-	slot[4] = &m->offset;
-	slot[5] = &m->file;
-	slot[6] = &m->build_id;
-	while (b->p < b->end) {
-		if (pb_tag(b, &field, &wt) < 0)
-			return -EBADMSG;
-		ret = field >= 1 && field <= 6 ? read_u64(b, wt, slot[field]) : pb_skip(b, wt);
-		if (ret < 0)
-			return ret;
-	}
+	ret = read_fields(b,
+			  (uint64_t *const[]){NULL, &m->id, &m->start, &m->limit, &m->offset,
+					      &m->file, &m->build_id},
+			  6);
+	if (ret < 0)
+		return ret;
 	return m->id ? 0 : -EBADMSG;
 }
 
