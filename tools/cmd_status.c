@@ -86,7 +86,11 @@ static void print_status(const cJSON *r)
 	print_ingest(cJSON_GetObjectItemCaseSensitive(r, "ingest"));
 }
 
-int fr_cmd_status(int argc, char **argv)
+/* status and sessions: options --socket and --json, one request, the
+ * reply printed by `print` or, with --json, as received (its integers are
+ * exact, unlike cJSON's doubles). */
+static int report_cmd(int argc, char **argv, const char *cmd, void (*usage)(FILE *f),
+		      void (*print)(const cJSON *r))
 {
 	static const struct option longopts[] = {
 		{"socket", required_argument, NULL, FR_OPT_SOCKET},
@@ -103,27 +107,30 @@ int fr_cmd_status(int argc, char **argv)
 		switch (c) {
 		case FR_OPT_SOCKET: socket_s = optarg; break;
 		case FR_OPT_JSON: json = 1; break;
-		case 'h': usage_status(stdout); return 0;
-		default: return fr_cli_bad_option("status", argv);
+		case 'h': usage(stdout); return 0;
+		default: return fr_cli_bad_option(cmd, argv);
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "%s status: unexpected argument \"%s\" (see %s status --help)\n",
-			prog, argv[optind], prog);
+		fprintf(stderr, "%s %s: unexpected argument \"%s\" (see %s %s --help)\n", prog, cmd,
+			argv[optind], prog, cmd);
 		return EXIT_USAGE;
 	}
-	status = fr_cli_simple_request("status", socket_s, &resp, &text);
+	status = fr_cli_simple_request(cmd, socket_s, &resp, &text);
 	if (status == 0) {
-		/* --json prints the reply as received: its integers are exact,
-		 * unlike cJSON's doubles. */
 		if (json)
 			printf("%s\n", text);
 		else
-			print_status(resp);
+			print(resp);
 	}
 	cJSON_Delete(resp);
 	free(text);
 	return status;
+}
+
+int fr_cmd_status(int argc, char **argv)
+{
+	return report_cmd(argc, argv, "status", usage_status, print_status);
 }
 
 static void usage_sessions(FILE *f)
@@ -138,41 +145,11 @@ static void usage_sessions(FILE *f)
 		   "  -h, --help     show this help\n");
 }
 
-int fr_cmd_sessions(int argc, char **argv)
+/* The sessions table, then what is recorded for them. */
+static void print_sessions(const cJSON *resp)
 {
-	static const struct option longopts[] = {
-		{"socket", required_argument, NULL, FR_OPT_SOCKET},
-		{"json", no_argument, NULL, FR_OPT_JSON},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	const char *socket_s = NULL;
-	char *text = NULL;
-	cJSON *resp = NULL;
 	const cJSON *sess;
-	int c, json = 0, status;
 
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case FR_OPT_SOCKET: socket_s = optarg; break;
-		case FR_OPT_JSON: json = 1; break;
-		case 'h': usage_sessions(stdout); return 0;
-		default: return fr_cli_bad_option("sessions", argv);
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr,
-			"%s sessions: unexpected argument \"%s\" (see %s sessions --help)\n", prog,
-			argv[optind], prog);
-		return EXIT_USAGE;
-	}
-	status = fr_cli_simple_request("sessions", socket_s, &resp, &text);
-	if (status)
-		goto out;
-	if (json) {
-		printf("%s\n", text);
-		goto out;
-	}
 	printf("%-20s %-24s %-16s %-10s %s\n", "SESSION", "EVENTS", "TARGETS", "TRIGGERS",
 	       "LAST DUMP");
 	cJSON_ArrayForEach(sess, cJSON_GetObjectItemCaseSensitive(resp, "sessions")) {
@@ -227,8 +204,9 @@ int fr_cmd_sessions(int argc, char **argv)
 				       fr_cli_str(resp, "config"));
 		}
 	}
-out:
-	cJSON_Delete(resp);
-	free(text);
-	return status;
+}
+
+int fr_cmd_sessions(int argc, char **argv)
+{
+	return report_cmd(argc, argv, "sessions", usage_sessions, print_sessions);
 }
