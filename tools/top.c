@@ -6,7 +6,9 @@
  * anonymous memfd, read back from offset 0 once the recorder answers, so
  * nothing is left on disk.
  *
- * Functions are keyed by name, as pprof's default granularity does. Flat
+ * Functions are keyed by name, as pprof's default granularity does; a
+ * frame on the kernel's mapping is shown as folded stacks show it, with
+ * the "_[k]" suffix, so kernel functions stay apart from user ones. Flat
  * is the value of samples whose leaf frame (first line of the first
  * location) is the function; cum is the value of samples with the function
  * anywhere on the stack, counted once per sample even under recursion.
@@ -99,12 +101,59 @@ static uint32_t table_intern(struct table *t, const char *name)
 	return (uint32_t)(t->nrows - 1);
 }
 
+/* Whether location `l` is a kernel frame: on the kernel's mapping. */
+static int on_kernel(const struct fr_pprof_data *d, const struct fr_pprof_rlocation *l)
+{
+	return l->mapping >= 0 &&
+	       strcmp(d->mappings[l->mapping].filename, FR_PROFILE_KERNEL_MAPPING) == 0;
+}
+
+/* The row of every function, and of every unsymbolized location (named
+ * by its address, in `buf`). A frame on the kernel mapping gets a row of
+ * its own, its name with the "_[k]" suffix of folded stacks, so that the
+ * table still tells kernel functions apart now that pprof gives them
+ * their plain names. `buf` holds ADDR_LEN bytes per location, then room
+ * for one suffixed copy of every function name; kfn_row starts all
+ * UINT32_MAX. */
+#define ADDR_LEN (2 + 16 + sizeof(FR_PROFILE_KERNEL_SUFFIX))
+static void name_rows(struct table *t, const struct fr_pprof_data *d, uint32_t *fn_row,
+		      uint32_t *kfn_row, uint32_t *loc_row, char *buf)
+{
+	char *knames = buf + ADDR_LEN * d->nlocations;
+
+	for (size_t i = 0; i < d->nfunctions; i++)
+		fn_row[i] = table_intern(t, d->functions[i].name);
+	for (size_t i = 0; i < d->nlocations; i++) {
+		const struct fr_pprof_rlocation *l = &d->locations[i];
+		int kernel = on_kernel(d, l);
+
+		/* An unsymbolized location stands for itself, named by its
+		 * address */
+		if (!l->nline) {
+			snprintf(buf + ADDR_LEN * i, ADDR_LEN, "0x%" PRIx64 "%s", l->address,
+				 kernel ? FR_PROFILE_KERNEL_SUFFIX : "");
+			loc_row[i] = table_intern(t, buf + ADDR_LEN * i);
+		}
+		for (size_t j = 0; kernel && j < l->nline; j++) {
+			uint64_t f = d->line_funcs[l->line + j];
+			int n;
+
+			if (kfn_row[f] != UINT32_MAX)
+				continue;
+			n = sprintf(knames, "%s%s", d->functions[f].name, FR_PROFILE_KERNEL_SUFFIX);
+			kfn_row[f] = table_intern(t, knames);
+			knames += n + 1;
+		}
+	}
+}
+
 ssize_t fr_top_aggregate(const struct fr_pprof_data *d, size_t col, ssize_t samples_col,
 			 struct fr_top_row **rows, char **names)
 {
-	size_t nkeys = d->nfunctions + d->nlocations, cap = 16;
+	size_t nkeys = 2 * d->nfunctions + d->nlocations, cap = 16;
+	size_t len = ADDR_LEN * d->nlocations + 1;
 	struct table t = {0};
-	uint32_t *fn_row = NULL, *loc_row = NULL;
+	uint32_t *fn_row = NULL, *kfn_row = NULL, *loc_row = NULL;
 	uint64_t *seen = NULL;
 	char *addr = NULL;
 	ssize_t ret = -ENOMEM;
@@ -118,20 +167,16 @@ ssize_t fr_top_aggregate(const struct fr_pprof_data *d, size_t col, ssize_t samp
 	t.rows = calloc(nkeys + 1, sizeof(*t.rows));
 	t.slots = calloc(cap, sizeof(*t.slots));
 	t.mask = cap - 1;
-	fn_row = calloc(d->nfunctions + 1, sizeof(*fn_row));
-	loc_row = calloc(d->nlocations + 1, sizeof(*loc_row));
-	addr = calloc(d->nlocations + 1, 19);
-	if (!t.rows || !t.slots || !fn_row || !loc_row || !addr)
-		goto out;
 	for (size_t i = 0; i < d->nfunctions; i++)
-		fn_row[i] = table_intern(&t, d->functions[i].name);
-	/* An unsymbolized location stands for itself, named by its address */
-	for (size_t i = 0; i < d->nlocations; i++) {
-		if (d->locations[i].nline)
-			continue;
-		snprintf(addr + 19 * i, 19, "0x%" PRIx64, d->locations[i].address);
-		loc_row[i] = table_intern(&t, addr + 19 * i);
-	}
+		len += strlen(d->functions[i].name) + sizeof(FR_PROFILE_KERNEL_SUFFIX);
+	fn_row = calloc(d->nfunctions + 1, sizeof(*fn_row));
+	kfn_row = malloc((d->nfunctions + 1) * sizeof(*kfn_row));
+	loc_row = calloc(d->nlocations + 1, sizeof(*loc_row));
+	addr = calloc(len, 1);
+	if (!t.rows || !t.slots || !fn_row || !kfn_row || !loc_row || !addr)
+		goto out;
+	memset(kfn_row, 0xff, (d->nfunctions + 1) * sizeof(*kfn_row));
+	name_rows(&t, d, fn_row, kfn_row, loc_row, addr);
 	seen = calloc(t.nrows + 1, sizeof(*seen));
 	if (!seen)
 		goto out;
@@ -147,8 +192,10 @@ ssize_t fr_top_aggregate(const struct fr_pprof_data *d, size_t col, ssize_t samp
 			size_t nl = l->nline ? l->nline : 1;
 
 			for (size_t j = 0; j < nl; j++) {
-				uint32_t r = l->nline ? fn_row[d->line_funcs[l->line + j]]
-						      : loc_row[l - d->locations];
+				uint64_t f = l->nline ? d->line_funcs[l->line + j] : 0;
+				uint32_t r = !l->nline	       ? loc_row[l - d->locations]
+					     : on_kernel(d, l) ? kfn_row[f]
+							       : fn_row[f];
 
 				if (leaf) {
 					t.rows[r].flat += v;
@@ -182,6 +229,7 @@ out:
 	free(t.rows);
 	free(t.slots);
 	free(fn_row);
+	free(kfn_row);
 	free(loc_row);
 	free(seen);
 	free(addr);

@@ -25,7 +25,8 @@ struct fr_top_row {
  * `col` (samples are counted from column `samples_col`, or one per sample
  * when it is -1). Returns the number of rows and a malloc'd array the
  * caller frees in *rows (names borrowed from `d`, or from *names, a
- * malloc'd block the caller frees too, for unsymbolized addresses), or
+ * malloc'd block the caller frees too, for unsymbolized addresses and
+ * for kernel functions, named "name_[k]" as in folded stacks), or
  * -ENOMEM. */
 ssize_t fr_top_aggregate(const struct fr_pprof_data *d, size_t col, ssize_t samples_col,
 			 struct fr_top_row **rows, char **names);

@@ -32,16 +32,26 @@
  * kernel's lost, throttled and truncated counts for it, and with
  * `children` how many descendants were included.
  *
+ * KERNEL FRAMES carry the kernel's plain function name (so -focus and
+ * regexes match them as written) and are told apart by their location's
+ * mapping, FR_PROFILE_KERNEL_MAPPING, the name perf gives the kernel image:
+ * every kernel location is on it. A kernel address kallsyms does not name
+ * is a location with no function, on that mapping; in a profile limited
+ * to a uid its address is 0 (kernel addresses would undo KASLR).
+ *
  * FOLDED STACKS (FR_PROFILE_FOLDED) are the collapsed-stack text that
  * flamegraph.pl, speedscope and inferno read: uncompressed, one line per
  * distinct stack, sorted bytewise,
  *
- *   COMM;USER_ROOT;...;USER_LEAF;[k] KERNEL_OUTER;...;[k] KERNEL_LEAF COUNT\n
+ *   COMM;USER_ROOT;...;USER_LEAF;KERNEL_OUTER_[k];...;KERNEL_LEAF_[k] COUNT\n
  *
  * COMM is the process's command name ("[unknown]" when not known), frames
- * are named as in the pprof output, and COUNT is the number of kept
- * samples of the FIRST event of the request (other events are not
- * counted; stacks seen only for them have no line). Threads and processes
+ * are named as in the pprof output, kernel ones with the "_[k]" suffix of
+ * `stackcollapse-perf.pl --kernel` (which `flamegraph.pl --colors=java`
+ * paints as kernel code); a kernel address kallsyms does not name is
+ * "0xADDR_[k]", or "[unknown]_[k]" in a profile limited to a uid. COUNT
+ * is the number of kept samples of the FIRST event of the request (other
+ * events are not counted; stacks seen only for them have no line). Threads and processes
  * with the same folded text share one line. A ';' or newline inside a name
  * is written as '_' so it cannot split a frame or a line.
  */
@@ -62,6 +72,11 @@ enum fr_profile_format {
 	FR_PROFILE_PPROF = 0, /* gzip'ed pprof */
 	FR_PROFILE_FOLDED,    /* folded stacks, plain text (see above) */
 };
+
+/* The pprof mapping of every kernel frame, and the suffix of a kernel
+ * frame in folded stacks (see above). */
+#define FR_PROFILE_KERNEL_MAPPING "[kernel.kallsyms]"
+#define FR_PROFILE_KERNEL_SUFFIX "_[k]"
 
 /* The accepted format names, for messages. */
 #define FR_PROFILE_FORMAT_NAMES "pprof, folded"

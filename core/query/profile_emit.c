@@ -76,14 +76,26 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 		uint64_t elf_addr = 0;
 
 		if (l->map == KERNEL_MAP) {
-			file = "[kernel.kallsyms]";
-			if (syms && fr_symbols_kernel(syms, l->addr, &name) == 0)
-				snprintf(buf, sizeof(buf), "[k] %s", name);
-			else if (b->req->targets.has_uid)
-				snprintf(buf, sizeof(buf), "[k] (unknown)");
-			else
-				snprintf(buf, sizeof(buf), "[k] 0x%" PRIx64, l->addr);
-			b->maps[KERNEL_MAP].has_functions = 1;
+			/* The plain name, so that regexes and -focus match a kernel
+			 * function as they match a user one: pprof tells kernel frames
+			 * apart by their mapping, folded stacks by the suffix
+			 * flame-graph tools know. An address kallsyms does not name
+			 * stays an address; a user limited to their own processes
+			 * gets no address (see profile_emit()). */
+			file = FR_PROFILE_KERNEL_MAPPING;
+			if (syms && fr_symbols_kernel(syms, l->addr, &name) == 0) {
+				b->maps[KERNEL_MAP].has_functions = 1;
+				snprintf(buf, sizeof(buf), "%s%s", name,
+					 p ? "" : FR_PROFILE_KERNEL_SUFFIX);
+			} else if (p) {
+				l->function_id = 0;
+				continue;
+			} else if (b->req->targets.has_uid) {
+				snprintf(buf, sizeof(buf), "[unknown]" FR_PROFILE_KERNEL_SUFFIX);
+			} else {
+				snprintf(buf, sizeof(buf), "0x%" PRIx64 FR_PROFILE_KERNEL_SUFFIX,
+					 l->addr);
+			}
 		} else if (l->map) {
 			struct gmap *m = &b->maps[l->map];
 			file = m->path;
@@ -160,8 +172,9 @@ void profile_emit(struct builder *b, struct fr_pprof *p)
 		kmin = kmax = 0;
 	/* Last: readers take the first mapping as the profile's main binary. */
 	if (kmin != UINT64_MAX)
-		b->maps[KERNEL_MAP].pprof_id =
-			fr_pprof_mapping(p, kmin, kmax + 1, 0, "[kernel.kallsyms]", NULL, 1);
+		b->maps[KERNEL_MAP].pprof_id = fr_pprof_mapping(p, kmin, kmax + 1, 0,
+								FR_PROFILE_KERNEL_MAPPING, NULL,
+								b->maps[KERNEL_MAP].has_functions);
 	ids = malloc(b->nlocs ? b->nlocs * sizeof(*ids) : 1);
 	for (uint32_t i = 0; ids && i < b->nlocs; i++) {
 		const struct gloc *l = &b->locs[i];

@@ -91,8 +91,8 @@ static void init_stacks(void)
 		.nr_frames = 6,
 		.ips = {0xffffffff81000310, 0xffffffff81000220, 0xffffffff81000130,
 			code(frtest_fns[0], 6), code(frtest_fns[1], 6), code(frtest_fns[2], 6)},
-		.names = {"[k] frk_schedule", "[k] frk_do_sys_read", "[k] frk_entry_syscall",
-			  "frtest_leaf", "frtest_middle", "frtest_root"},
+		.names = {"frk_schedule", "frk_do_sys_read", "frk_entry_syscall", "frtest_leaf",
+			  "frtest_middle", "frtest_root"},
 	};
 	stacks[ST_OTHER] = (struct stack){
 		.nr_frames = 2,

@@ -367,8 +367,8 @@ static void test_folded(void)
 	static const char want[] =
 		"frtest-app;frtest_root;frtest_middle;frtest_leaf 5\n"
 		"frtest-app;frtest_root;frtest_other 1\n"
-		"frtest-db;frtest_root;frtest_middle;frtest_leaf;[k] frk_entry_syscall;"
-		"[k] frk_do_sys_read;[k] frk_schedule 4\n"
+		"frtest-db;frtest_root;frtest_middle;frtest_leaf;frk_entry_syscall_[k];"
+		"frk_do_sys_read_[k];frk_schedule_[k] 4\n"
 		"frtest-web;frtest_root;frtest_middle;frtest_leaf 2\n";
 	struct fr_ring *r = test_ring_create("folded");
 	struct fr_profile_request q;

@@ -1,6 +1,7 @@
 /* flightrec top: a hand-made profile written by the project's own encoder
  * is read back by core/query/pprof_read.c and aggregated; flat and cum must be
- * exact, recursion must count once per sample, and garbage or truncated
+ * exact, recursion must count once per sample, kernel frames (on the
+ * kernel's mapping) must stay apart from user ones, and garbage or truncated
  * input must be refused with -EBADMSG without reading out of bounds. */
 #include "core/query/pprof_read.h"
 #include "tools/top.h"
@@ -11,6 +12,7 @@
 
 #include "core/util/compress.h"
 #include "core/query/pprof.h"
+#include "core/query/profile.h"
 #include "tests/unit/check.h"
 
 struct mem {
@@ -115,6 +117,62 @@ static void test_roundtrip(const void *raw, size_t len)
 	fr_pprof_data_free(d);
 }
 
+/* Kernel frames carry plain names in pprof and are told apart by their
+ * mapping: the table shows them as "name_[k]", apart from a user function
+ * of the same name, and an unnamed kernel address as "0xADDR_[k]".
+ * main -> read -> kernel read -> kernel 0xffffffff81000010; main -> read. */
+static void test_kernel(void)
+{
+	struct mem m = {0};
+	struct fr_pprof *p = fr_pprof_new(6, mem_write, &m);
+	struct fr_pprof_data *d = NULL;
+	struct fr_top_row *rows = NULL;
+	char *names = NULL;
+	void *raw = NULL;
+	size_t len = 0;
+	ssize_t n;
+
+	CHECK(p, "fr_pprof_new");
+	if (!p)
+		return;
+	fr_pprof_sample_type(p, "samples", "count");
+	{
+		uint64_t exe = fr_pprof_mapping(p, 0x1000, 0x2000, 0, "/bin/x", NULL, 1);
+		uint64_t kmap = fr_pprof_mapping(p, 0xffffffff81000000, 0xffffffff82000000, 0,
+						 FR_PROFILE_KERNEL_MAPPING, NULL, 1);
+		uint64_t lmain = fr_pprof_location(p, exe, 0x1010,
+						   fr_pprof_function(p, "main", NULL, "/bin/x"));
+		uint64_t lread = fr_pprof_location(p, exe, 0x1020,
+						   fr_pprof_function(p, "read", NULL, "/bin/x"));
+		uint64_t lkread = fr_pprof_location(p, kmap, 0xffffffff81000100,
+						    fr_pprof_function(p, "read", NULL,
+								      FR_PROFILE_KERNEL_MAPPING));
+		uint64_t lkaddr = fr_pprof_location(p, kmap, 0xffffffff81000010, 0);
+		const uint64_t s1[] = {lkaddr, lkread, lread, lmain}, s2[] = {lread, lmain};
+		const int64_t v1[] = {3}, v2[] = {2};
+
+		fr_pprof_sample(p, s1, 4, v1, 1, NULL, 0);
+		fr_pprof_sample(p, s2, 2, v2, 1, NULL, 0);
+	}
+	CHECK(fr_pprof_finish(p) == 0, "fr_pprof_finish");
+	fr_pprof_free(p);
+	CHECK(fr_gunzip(m.buf, m.len, &raw, &len) == 0 && fr_pprof_read(raw, len, &d) == 0,
+	      "decode the kernel profile");
+	if (d) {
+		n = fr_top_aggregate(d, 0, -1, &rows, &names);
+		CHECK(n == 4, "%zd functions, want 4", n);
+		check_row(rows, n, "0xffffffff81000010_[k]", 3, 3, 1, 1);
+		check_row(rows, n, "read_[k]", 0, 3, 0, 1);
+		check_row(rows, n, "read", 2, 5, 1, 2);
+		check_row(rows, n, "main", 0, 5, 0, 2);
+	}
+	free(rows);
+	free(names);
+	fr_pprof_data_free(d);
+	free(raw);
+	free(m.buf);
+}
+
 static void test_bad(const unsigned char *raw, size_t len)
 {
 	static const unsigned char garbage[][12] = {
@@ -168,5 +226,6 @@ int main(void)
 	}
 	free(raw);
 	free(m.buf);
+	test_kernel();
 	return failures ? 1 : 0;
 }

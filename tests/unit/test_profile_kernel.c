@@ -1,0 +1,178 @@
+/* Kernel frames in profiles: their functions carry the kernel's plain
+ * names (so `go tool pprof -focus` and regexes match them as written),
+ * every kernel location is on the kernel mapping, an address kallsyms
+ * does not name stays an address on it, and folded stacks mark kernel
+ * frames with the "_[k]" suffix flame-graph tools know. */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/query/profile.h"
+#include "core/store/ring.h"
+
+#include "tests/unit/fixture.h"
+
+/* Below _text of the fake kallsyms: no kernel function holds it. */
+#define KADDR_UNNAMED 0xffffffff80000010ull
+
+/* The mapping of location `loc` (an index + 1, as in struct rsample), or
+ * NULL when it names none. */
+static const struct fr_pprof_rmapping *loc_mapping(const struct raw *r, uint32_t loc)
+{
+	const struct fr_pprof_rlocation *l = &r->d->locations[loc - 1];
+
+	return l->mapping < 0 ? NULL : &r->d->mappings[l->mapping];
+}
+
+static int on_kernel_mapping(const struct raw *r, uint32_t loc)
+{
+	const struct fr_pprof_rmapping *m = loc_mapping(r, loc);
+
+	return m && strcmp(m->filename, FR_PROFILE_KERNEL_MAPPING) == 0;
+}
+
+/* The kernel frames of `s` (its first `nr_kernel` locations) are on the
+ * kernel mapping, the others are not. */
+static void check_sample_mappings(const struct raw *r, const struct rsample *s, int nr_kernel,
+				  const char *what)
+{
+	for (int k = 0; k < s->nlocs; k++)
+		CHECK(on_kernel_mapping(r, s->loc[k]) == (k < nr_kernel),
+		      "%s: frame %d is %son the mapping %s", what, k, k < nr_kernel ? "not " : "",
+		      FR_PROFILE_KERNEL_MAPPING);
+}
+
+/* A ring where db's main thread has the kernel stack and its thread 1 a
+ * kernel stack whose leaf kallsyms does not name (db runs as uid 0). */
+static struct fr_ring *kernel_ring(const char *name)
+{
+	struct fr_ring *r = test_ring_create(name);
+	struct stack saved = stacks[ST_OTHER];
+	struct writer w;
+	int64_t t = T0 + SEC;
+
+	if (!r)
+		return NULL;
+	stacks[ST_OTHER] = stacks[ST_KERNEL];
+	stacks[ST_OTHER].ips[0] = KADDR_UNNAMED;
+	w_init(&w, r);
+	for (uint32_t i = 0; i < 3; i++) {
+		w_add(&w, t += 1000, PID_DB, PID_DB, i, 99, ST_KERNEL);
+		w_add(&w, t += 1000, PID_APP, PID_APP, i, 99, ST_USER);
+	}
+	w_add(&w, t += 1000, PID_DB, TID(PID_DB, 1), 0, 99, ST_OTHER);
+	w_fini(&w);
+	stacks[ST_OTHER] = saved;
+	return r;
+}
+
+/* The sample of db's thread 1, whose kernel leaf has no name: a location
+ * with no function, at `addr`, on the kernel mapping. */
+static void check_unnamed(const struct raw *r, uint64_t addr, const char *what)
+{
+	char l1[64];
+	const char *want[] = {label(l1, sizeof(l1), "tid", TID(PID_DB, 1)), NULL};
+	const struct rsample *s = find_sample(r, -1, want);
+	const struct fr_pprof_rlocation *leaf;
+
+	CHECK(s && s->nlocs == stacks[ST_KERNEL].nr_frames, "%s: no sample of db's thread 1", what);
+	if (!s || s->nlocs != stacks[ST_KERNEL].nr_frames)
+		return;
+	leaf = &r->d->locations[s->loc[0] - 1];
+	CHECK(leaf->nline == 0 && leaf->address == addr,
+	      "%s: unnamed kernel leaf has %zu functions, address 0x%" PRIx64
+	      ", want none at 0x%" PRIx64,
+	      what, leaf->nline, leaf->address, addr);
+	check_sample_mappings(r, s, stacks[ST_KERNEL].nr_kernel, what);
+}
+
+/* pprof: plain kernel names, kernel locations on the kernel mapping; no
+ * function anywhere carries the old "[k] " prefix. */
+static void test_pprof(void)
+{
+	struct fr_ring *r = kernel_ring("kernel-pprof");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct out o;
+	struct raw raw;
+	int before = failures;
+
+	if (!r)
+		return;
+	req_init(&q, T0, T0 + 60 * SEC, 99);
+	for (int uid = 0; uid < 2; uid++) {
+		const struct rsample *s;
+
+		/* A user limited to their own processes (db and web run as
+		 * uid 0) still gets the names, but no kernel address. */
+		q.targets.has_uid = uid;
+		q.targets.uid = 0;
+		if (run(r, &q, &res, &o, uid ? "kernel-uid" : "kernel") != 0 ||
+		    raw_parse(&raw, o.path) != 0) {
+			CHECK(0, "cannot make or read the profile (uid %d)", uid);
+			out_free(&o);
+			continue;
+		}
+		s = find_pid(&raw, ST_KERNEL, PID_DB);
+		CHECK(s && s->v[0] == 3, "db's kernel stack with plain names: %" PRId64 ", want 3",
+		      s ? s->v[0] : -1);
+		if (s)
+			check_sample_mappings(&raw, s, stacks[ST_KERNEL].nr_kernel, "db");
+		s = find_pid(&raw, ST_USER, PID_APP);
+		if (s)
+			check_sample_mappings(&raw, s, 0, "app");
+		for (size_t i = 0; i < raw.d->nfunctions; i++)
+			CHECK(strncmp(raw.d->functions[i].name, "[k]", 3) != 0,
+			      "function \"%s\" is prefixed", raw.d->functions[i].name);
+		check_unnamed(&raw, uid ? 0 : KADDR_UNNAMED, uid ? "uid" : "root");
+		dump_on_failure(&raw, before);
+		raw_free(&raw);
+		out_free(&o);
+	}
+	test_ring_done(r);
+}
+
+/* Folded stacks: kernel frames end in "_[k]", an unnamed one is its
+ * address with the suffix, or "[unknown]_[k]" for a user (who does not
+ * see app, of another uid). */
+static void test_folded(void)
+{
+	static const char want[] =
+		"%s"
+		"frtest-db;frtest_root;frtest_middle;frtest_leaf;frk_entry_syscall_[k];"
+		"frk_do_sys_read_[k];%s_[k] 1\n"
+		"frtest-db;frtest_root;frtest_middle;frtest_leaf;frk_entry_syscall_[k];"
+		"frk_do_sys_read_[k];frk_schedule_[k] 3\n";
+	struct fr_ring *r = kernel_ring("kernel-folded");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct out o;
+	char text[512];
+
+	if (!r)
+		return;
+	req_init(&q, T0, T0 + 60 * SEC, 99);
+	q.format = FR_PROFILE_FOLDED;
+	for (int uid = 0; uid < 2; uid++) {
+		snprintf(text, sizeof(text), want,
+			 uid ? "" : "frtest-app;frtest_root;frtest_middle;frtest_leaf 3\n",
+			 uid ? "[unknown]" : "0xffffffff80000010");
+		q.targets.has_uid = uid;
+		q.targets.uid = 0;
+		if (run(r, &q, &res, &o, uid ? "kernel-uid-folded" : "kernel-folded") == 0)
+			CHECK(o.len == strlen(text) && memcmp(o.buf, text, o.len) == 0,
+			      "folded output is\n%.*s\nwant\n%s", (int)o.len, (char *)o.buf, text);
+		out_free(&o);
+	}
+	test_ring_done(r);
+}
+
+int main(void)
+{
+	if (fixture_init("profile-kernel") != 0)
+		return 1;
+	test_pprof();
+	test_folded();
+	return fixture_fini();
+}
