@@ -7,7 +7,7 @@
  *
  * Regression: a stub used to be named after the symbol before it, _init
  * (size 0), which extended over the whole PLT. */
-#include "core/query/elf_image.h"
+#include "core/query/symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -152,6 +152,42 @@ static void check_sized(const char *path, const struct fr_elf_image *img)
 	CHECK(n < 0 || checked > 0, "%s: no sized function checked", path);
 }
 
+/* A stripped copy of `path` inside a root, with its debug file under the
+ * root's /usr/lib/debug/.build-id: the debug file's .symtab is asked
+ * first, but its PLT has no contents and its _init (size 0) would cover
+ * the stubs; `stub` (the address of strlen@plt) is still named from the
+ * file. Regression: it was named _init. */
+static void check_debug_root(const char *path, uint64_t stub)
+{
+	char root[] = "/tmp/fr-plt-XXXXXX", cmd[4096], hex[2 * FR_ELF_BUILD_ID_MAX + 1];
+	uint8_t bid[FR_ELF_BUILD_ID_MAX];
+	const char *name = NULL;
+	int len = fr_elf_build_id(path, bid, sizeof(bid)), ret;
+	struct fr_symbols *s;
+	uint64_t vaddr = 0;
+
+	CHECK(len >= 2, "%s: no build id: %d", path, len);
+	if (len < 2 || !mkdtemp(root))
+		return;
+	fr_build_id_hex(bid, (size_t)len, hex);
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %s/bin %s/usr/lib/debug/.build-id/%.2s && strip -o %s/bin/prog '%s' && "
+		 "objcopy --only-keep-debug '%s' %s/usr/lib/debug/.build-id/%.2s/%s.debug",
+		 root, root, hex, root, path, path, root, hex, hex + 2);
+	CHECK(system(cmd) == 0, "%s", cmd);
+	s = fr_symbols_new(NULL);
+	/* Mapped whole at 0x10000000: its .plt lies at the same file offset
+	 * as its address (elf_addr checks it). */
+	ret = fr_symbols_user(s, root, "/bin/prog", bid, (size_t)len, 0x10000000, 0,
+			      0x10000000 + stub, &name, &vaddr);
+	CHECK(ret == 0 && vaddr == stub && strcmp(name, "strlen@plt") == 0,
+	      "%s stripped, with its debug file: %#" PRIx64 " -> %d %#" PRIx64 " %s", path, stub,
+	      ret, vaddr, ret == 0 ? name : "");
+	fr_symbols_free(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	CHECK(system(cmd) == 0, "%s", cmd);
+}
+
 static void check_program(const char *path)
 {
 	struct fr_elf_image img;
@@ -162,6 +198,12 @@ static void check_program(const char *path)
 	if (system("objdump --version >/dev/null 2>&1") == 0) {
 		check_stubs(path, &img);
 		check_sized(path, &img);
+		for (size_t i = 0; i < img.nsyms; i++) {
+			const char *name = lookup(&img, img.addrs[i]);
+
+			if (name && strcmp(name, "strlen@plt") == 0)
+				check_debug_root(path, img.addrs[i]);
+		}
 	} else {
 		printf("no objdump: %s checked against its own reading only\n", path);
 	}
