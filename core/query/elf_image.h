@@ -48,6 +48,9 @@ struct fr_elf_image {
 	size_t nloads;
 	struct fr_elf_arena *arenas; /* the names, newest first */
 	bool arm;		     /* Thumb bit in symbol values */
+	/* The PLT's sections (.plt, .plt.sec, .plt.got): [plt_start, plt_end),
+	 * empty when the file has none or they were not read. */
+	uint64_t plt_start, plt_end;
 	/* No .symtab, and no debug file with the build id under the host's
 	 * /usr/lib/debug/.build-id: one may still lie inside a process's root. */
 	bool debug_missing;
@@ -55,7 +58,8 @@ struct fr_elf_image {
 
 /* Fills `img` from the ELF file of `size` bytes open on `fd` (the caller
  * opened it safely and closes it): build id, load segments, the function
- * symbols of .symtab and .dynsym, and for a file without .symtab those of
+ * symbols of .symtab and .dynsym, a symbol NAME@plt for each PLT stub
+ * (x86-64) that jumps to NAME, and for a file without .symtab those of
  * the host's debug file for its build id. Returns 0, or the error to keep
  * for the file (-ENOEXEC not ELF, -EBADMSG corrupt), or -ENOMEM. */
 int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size);
@@ -74,7 +78,12 @@ void fr_elf_image_fini(struct fr_elf_image *img);
 int fr_elf_image_translate(const struct fr_elf_image *img, uint64_t off, uint64_t *vaddr);
 
 /* The function covering link-time address `vaddr`: 0 and its name (owned
- * by the image), or -ENOENT. */
+ * by the image), or -ENOENT. A symbol with a size covers only its bytes;
+ * one without extends to the next symbol, but not into the PLT. */
 int fr_elf_image_lookup(const struct fr_elf_image *img, uint64_t vaddr, const char **name);
+
+/* Whether `vaddr` lies in the image's PLT, which only the file itself
+ * names (a debug file's copy of it has no contents). */
+bool fr_elf_image_in_plt(const struct fr_elf_image *img, uint64_t vaddr);
 
 #endif

@@ -699,10 +699,13 @@ static void request_free(struct hnode *n)
 }
 
 /* A debug file's .symtab, when the request found one, names more than the
- * image's own (.dynsym only) tables: it is asked first. */
+ * image's own (.dynsym only) tables: it is asked first, except in the PLT,
+ * whose stubs only the image names (a debug file would name them after
+ * _init). */
 static int image_lookup(const struct request *req, uint64_t vaddr, const char **name)
 {
-	if (req->debug && fr_elf_image_lookup(req->debug, vaddr, name) == 0)
+	if (req->debug && !fr_elf_image_in_plt(&req->image->elf, vaddr) &&
+	    fr_elf_image_lookup(req->debug, vaddr, name) == 0)
 		return 0;
 	return fr_elf_image_lookup(&req->image->elf, vaddr, name);
 }
