@@ -38,12 +38,15 @@ for i in $(seq 8); do
 done
 ok=0
 for i in $(seq 8); do
-	if wait "${pids[$((i - 1))]}"; then
+	st=0
+	wait "${pids[$((i - 1))]}" || st=$?
+	if [ "$st" = 0 ]; then
 		ok=$((ok + 1))
 		[ -s "$T/p$i.pb.gz" ] || fail "attach $i succeeded but wrote nothing"
 	else
+		[ -e "$T/err$i" ] || fail "attach $i ended with status $st before it could write its stderr ($(ls "$T" | tr '\n' ' '))"
 		grep -q "^flightrec: attach: busy: other queries hold the daemon's query memory (limits.query_memory, 8.0MiB) for over 30 s; retry later$" "$T/err$i" ||
-			fail "attach $i failed without the busy message: $(cat "$T/err$i")"
+			fail "attach $i failed (status $st) without the busy message: $(cat "$T/err$i")"
 		[ ! -e "$T/p$i.pb.gz" ] || fail "a busy attach left $T/p$i.pb.gz"
 	fi
 done
