@@ -54,6 +54,7 @@
 #include "core/query/elf_image.h"
 #include "core/util/fs.h"
 #include "core/query/kallsyms.h"
+#include "core/query/perfmap.h"
 #include "core/util/log.h"
 #include "core/query/search.h"
 #include "core/util/worker.h"
@@ -107,6 +108,7 @@ struct fr_symbols {
 	struct fr_kallsyms *kernel; /* shared; NULL until the first kernel lookup */
 	int64_t waited_ms;	    /* spent on file calls that missed their deadline */
 	struct fr_worker *worker;   /* NULL until the first file, or after one hung */
+	struct fr_perfmaps *jit;    /* perf maps, from the first JIT frame on */
 	bool need_build_id;	    /* fr_symbols_require_build_id() */
 };
 
@@ -742,6 +744,16 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
 	return image_lookup(req, vaddr, name);
 }
 
+int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, bool same_root, const char *path,
+		   uint64_t addr, const char **name)
+{
+	if (!s || !path || !name || !fr_perfmap_is_anon(path))
+		return -ENOENT;
+	if (!s->jit && !(s->jit = fr_perfmaps_new()))
+		return -ENOMEM;
+	return fr_perfmaps_lookup(s->jit, pid, same_root, addr, name);
+}
+
 int fr_symbols_kernel(struct fr_symbols *s, uint64_t addr, const char **name)
 {
 	if (!s || !name)
@@ -773,6 +785,7 @@ void fr_symbols_free(struct fr_symbols *s)
 	if (!s)
 		return;
 	fr_worker_free(s->worker);
+	fr_perfmaps_free(s->jit);
 	htable_fini(&s->requests, request_free);
 	for (size_t i = 0; i < s->nheld; i++)
 		image_put(s->held[i]);
