@@ -51,6 +51,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/query/debuglink.h"
 #include "core/query/elf_image.h"
 #include "core/util/fs.h"
 #include "core/query/kallsyms.h"
@@ -275,7 +276,11 @@ static void file_call_do(struct file_call *c)
 		c->fd = -1;
 		c->ret = 0;
 		break;
-	default: c->ret = fr_elf_debug_load(c->dbg, c->root); break;
+	default:
+		c->ret = c->root ? fr_elf_debug_load(c->dbg, c->root) : 0;
+		if (c->ret == 0 && c->dbg->debug_missing)
+			c->ret = fr_debuglink_load(c->dbg, c->root, c->file);
+		break;
 	}
 }
 
@@ -424,6 +429,8 @@ static int timed_debug(struct fr_symbols *s, const struct image *img, const char
 	memcpy(dbg->build_id, img->elf.build_id, sizeof(dbg->build_id));
 	dbg->build_id_len = img->elf.build_id_len;
 	dbg->arm = img->elf.arm;
+	memcpy(dbg->debuglink, img->elf.debuglink, sizeof(dbg->debuglink));
+	dbg->debuglink_crc = img->elf.debuglink_crc;
 	dbg->debug_missing = true;
 	c->dbg = dbg;
 	if (file_call_run(s, c) < 0)
@@ -585,9 +592,9 @@ static int image_try(struct fr_symbols *s, struct request *req, const char *root
 	if (bid_len && img->elf.build_id_len &&
 	    (bid_len != img->elf.build_id_len || memcmp(bid, img->elf.build_id, bid_len) != 0))
 		return -ESTALE;
-	/* No debug file on the host: look beside this root, for this
-	 * request alone. */
-	if (img->elf.debug_missing && root && root[0] &&
+	/* No debug file on the host: look beside this root, and where
+	 * .gnu_debuglink says, for this request alone. */
+	if (img->elf.debug_missing && ((root && root[0]) || img->elf.debuglink[0]) &&
 	    timed_debug(s, img, file, root, &req->debug) < 0)
 		return -ENOMEM;
 	req->image = img;
