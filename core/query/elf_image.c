@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/query/debuglink.h"
 #include "core/util/fs.h"
 #include "core/query/search.h"
 
@@ -632,28 +633,77 @@ static Elf *open_debug_file(const struct fr_elf_image *img, const char *root, in
 	return NULL;
 }
 
-int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root)
+/* Takes dbg's symbols from the debug file `e` of `size` bytes. */
+static int debug_symbols(struct fr_elf_image *dbg, Elf *e, uint64_t size)
 {
 	struct cand_vec cv = {0};
-	int dbg_fd = -1, ret = 0;
+	int ret;
+
+	if (collect_symbols(e, size, SHT_SYMTAB, dbg->arm, &cv) < 0)
+		ret = -ENOMEM;
+	else
+		ret = image_set_symbols(dbg, &cv);
+	if (ret == 0)
+		dbg->debug_missing = false;
+	cand_vec_fini(&cv);
+	return ret;
+}
+
+int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root)
+{
+	int dbg_fd = -1, ret;
 	uint64_t dbg_size = 0;
 	Elf *e;
 
 	e = open_debug_file(dbg, root, &dbg_fd, &dbg_size);
 	if (!e)
 		return 0;
-	if (collect_symbols(e, dbg_size, SHT_SYMTAB, dbg->arm, &cv) < 0) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = image_set_symbols(dbg, &cv);
-	if (ret == 0)
-		dbg->debug_missing = false;
-out:
-	cand_vec_fini(&cv);
+	ret = debug_symbols(dbg, e, dbg_size);
 	elf_end(e);
 	close(dbg_fd);
 	return ret;
+}
+
+int fr_elf_debug_load_fd(struct fr_elf_image *dbg, int fd, uint64_t size)
+{
+	uint8_t bid[FR_ELF_BUILD_ID_MAX];
+	int ret, len;
+	Elf *e = elf_open_fd(fd, &ret);
+
+	if (!e)
+		return ret;
+	/* A debug file of another build is another program's. */
+	len = elf_read_build_id(e, size, bid, sizeof(bid));
+	if (len > 0 && ((size_t)len != dbg->build_id_len || memcmp(bid, dbg->build_id, len) != 0))
+		ret = -ESTALE;
+	else
+		ret = debug_symbols(dbg, e, size);
+	elf_end(e);
+	return ret;
+}
+
+/* Hands the bytes of .gnu_debuglink to fr_debuglink_parse(). */
+static void read_debuglink(struct fr_elf_image *img, Elf *elf, uint64_t fsize)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	Elf_Data *d;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !within_file(sh.sh_offset, sh.sh_size, fsize) || sh.sh_size > 4096)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && strcmp(name, ".gnu_debuglink") == 0 && (d = elf_getdata(scn, NULL)) &&
+		    d->d_buf)
+			fr_debuglink_parse(img, d->d_buf, d->d_size,
+					   elf_getident(elf, NULL)[EI_DATA] == ELFDATA2MSB);
+	}
 }
 
 int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size)
@@ -695,7 +745,9 @@ int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size)
 			ret = -ENOMEM;
 			goto out;
 		}
-		img->debug_missing = !dbg && img->build_id_len >= 2;
+		if (!dbg)
+			read_debuglink(img, elf, size);
+		img->debug_missing = !dbg && (img->build_id_len >= 2 || img->debuglink[0]);
 	}
 	/* Names are copied before either Elf handle is released. */
 	ret = image_set_symbols(img, &cv);

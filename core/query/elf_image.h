@@ -52,8 +52,12 @@ struct fr_elf_image {
 	 * empty when the file has none or they were not read. */
 	uint64_t plt_start, plt_end;
 	/* No .symtab, and no debug file with the build id under the host's
-	 * /usr/lib/debug/.build-id: one may still lie inside a process's root. */
+	 * /usr/lib/debug/.build-id: one may still lie inside a process's root,
+	 * or where .gnu_debuglink says (core/query/debuglink.h). */
 	bool debug_missing;
+	/* .gnu_debuglink: the debug file's name ("" for none) and CRC-32. */
+	char debuglink[256];
+	uint32_t debuglink_crc;
 };
 
 /* Fills `img` from the ELF file of `size` bytes open on `fd` (the caller
@@ -69,6 +73,13 @@ int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size);
  * fr_open_untrusted(); clears dbg->debug_missing when there is one.
  * Returns 0 (also when there is none) or -ENOMEM. */
 int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root);
+
+/* Fills `dbg` with the .symtab of the debug file of `size` bytes open on
+ * `fd` (the caller opened it safely and closes it), unless that file has a
+ * build id other than dbg->build_id (-ESTALE); clears dbg->debug_missing.
+ * Returns 0, -ENOEXEC or -EBADMSG for a file that is no ELF file, or
+ * -ENOMEM. */
+int fr_elf_debug_load_fd(struct fr_elf_image *dbg, int fd, uint64_t size);
 
 /* Frees what an image holds (names included); the image is zeroed. */
 void fr_elf_image_fini(struct fr_elf_image *img);

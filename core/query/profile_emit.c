@@ -104,9 +104,11 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 				root_same = same_root(m->pid, self_ns);
 				snprintf(root, sizeof(root), "/proc/%u/root", m->pid);
 			}
-			if (syms && fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
-						    m->bid_len, m->start, m->pgoff, l->addr, &name,
-						    &elf_addr) == 0) {
+			if (syms && (fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
+						     m->bid_len, m->start, m->pgoff, l->addr, &name,
+						     &elf_addr) == 0 ||
+				     fr_symbols_jit(syms, m->pid, root_same, m->path, l->addr,
+						    &name) == 0)) {
 				snprintf(buf, sizeof(buf), "%s", name);
 				m->has_functions = 1;
 			} else {

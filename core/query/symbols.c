@@ -51,9 +51,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/query/debuglink.h"
 #include "core/query/elf_image.h"
 #include "core/util/fs.h"
 #include "core/query/kallsyms.h"
+#include "core/query/perfmap.h"
 #include "core/util/log.h"
 #include "core/query/search.h"
 #include "core/util/worker.h"
@@ -107,6 +109,7 @@ struct fr_symbols {
 	struct fr_kallsyms *kernel; /* shared; NULL until the first kernel lookup */
 	int64_t waited_ms;	    /* spent on file calls that missed their deadline */
 	struct fr_worker *worker;   /* NULL until the first file, or after one hung */
+	struct fr_perfmaps *jit;    /* perf maps, from the first JIT frame on */
 	bool need_build_id;	    /* fr_symbols_require_build_id() */
 };
 
@@ -273,7 +276,11 @@ static void file_call_do(struct file_call *c)
 		c->fd = -1;
 		c->ret = 0;
 		break;
-	default: c->ret = fr_elf_debug_load(c->dbg, c->root); break;
+	default:
+		c->ret = c->root ? fr_elf_debug_load(c->dbg, c->root) : 0;
+		if (c->ret == 0 && c->dbg->debug_missing)
+			c->ret = fr_debuglink_load(c->dbg, c->root, c->file);
+		break;
 	}
 }
 
@@ -422,6 +429,8 @@ static int timed_debug(struct fr_symbols *s, const struct image *img, const char
 	memcpy(dbg->build_id, img->elf.build_id, sizeof(dbg->build_id));
 	dbg->build_id_len = img->elf.build_id_len;
 	dbg->arm = img->elf.arm;
+	memcpy(dbg->debuglink, img->elf.debuglink, sizeof(dbg->debuglink));
+	dbg->debuglink_crc = img->elf.debuglink_crc;
 	dbg->debug_missing = true;
 	c->dbg = dbg;
 	if (file_call_run(s, c) < 0)
@@ -583,9 +592,9 @@ static int image_try(struct fr_symbols *s, struct request *req, const char *root
 	if (bid_len && img->elf.build_id_len &&
 	    (bid_len != img->elf.build_id_len || memcmp(bid, img->elf.build_id, bid_len) != 0))
 		return -ESTALE;
-	/* No debug file on the host: look beside this root, for this
-	 * request alone. */
-	if (img->elf.debug_missing && root && root[0] &&
+	/* No debug file on the host: look beside this root, and where
+	 * .gnu_debuglink says, for this request alone. */
+	if (img->elf.debug_missing && ((root && root[0]) || img->elf.debuglink[0]) &&
 	    timed_debug(s, img, file, root, &req->debug) < 0)
 		return -ENOMEM;
 	req->image = img;
@@ -742,6 +751,16 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
 	return image_lookup(req, vaddr, name);
 }
 
+int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, bool same_root, const char *path,
+		   uint64_t addr, const char **name)
+{
+	if (!s || !path || !name || !fr_perfmap_is_anon(path))
+		return -ENOENT;
+	if (!s->jit && !(s->jit = fr_perfmaps_new()))
+		return -ENOMEM;
+	return fr_perfmaps_lookup(s->jit, pid, same_root, addr, name);
+}
+
 int fr_symbols_kernel(struct fr_symbols *s, uint64_t addr, const char **name)
 {
 	if (!s || !name)
@@ -773,6 +792,7 @@ void fr_symbols_free(struct fr_symbols *s)
 	if (!s)
 		return;
 	fr_worker_free(s->worker);
+	fr_perfmaps_free(s->jit);
 	htable_fini(&s->requests, request_free);
 	for (size_t i = 0; i < s->nheld; i++)
 		image_put(s->held[i]);

@@ -12,6 +12,7 @@
 #ifndef FR_CORE_SYMBOLS_H
 #define FR_CORE_SYMBOLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,15 @@ void fr_symbols_free(struct fr_symbols *s);
 int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
 		    const uint8_t *build_id, size_t build_id_len, uint64_t map_start,
 		    uint64_t map_pgoff, uint64_t addr, const char **name, uint64_t *elf_addr);
+
+/* Names an address of process `pid` in its anonymous executable mapping
+ * `path` ("//anon" and the like: JIT-compiled code) from the process's
+ * perf map, /tmp/perf-PID.map (core/query/perfmap.h), under its
+ * /proc/PID/root unless `same_root`. The process must still run. Returns
+ * 0 with *name (owned by the cache), -ENOENT (not anonymous memory, or no
+ * entry), or the error reading the map got. */
+int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, bool same_root, const char *path,
+		   uint64_t addr, const char **name);
 
 /* Resolves a kernel address from kallsyms (modules included). Returns 0 and
  * the symbol name (owned by the cache), or -ENOENT. */

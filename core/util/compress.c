@@ -313,3 +313,18 @@ err:
 	free(buf);
 	return ret;
 }
+
+uint32_t fr_crc32(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	/* zlib takes a uInt length. */
+	while (len > 0) {
+		uInt n = len > (1u << 30) ? 1u << 30 : (uInt)len;
+
+		crc = (uint32_t)crc32(crc, p, n);
+		p += n;
+		len -= n;
+	}
+	return crc;
+}

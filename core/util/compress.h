@@ -58,4 +58,8 @@ void fr_gzip_free(struct fr_gzip *g);
  * -EBADMSG when the input is not valid gzip, -ENOMEM. */
 int fr_gunzip(const void *in, size_t len, void **out, size_t *out_len);
 
+/* The CRC-32 (ISO-HDLC, zlib's and .gnu_debuglink's) of `len` bytes,
+ * continuing `crc` (0 to start). */
+uint32_t fr_crc32(uint32_t crc, const void *buf, size_t len);
+
 #endif

@@ -1,0 +1,114 @@
+/* .gnu_debuglink debug files (see core/query/debuglink.h). The paths are
+ * those gdb searches, less its global debug directories other than
+ * /usr/lib/debug; the file is checked whole against the CRC the binary
+ * carries, so a stale debug file beside a rebuilt binary names nothing.
+ */
+#include "core/query/debuglink.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/util/compress.h"
+#include "core/util/fs.h"
+
+#define CRC_CHUNK (256u << 10)
+
+void fr_debuglink_parse(struct fr_elf_image *img, const void *sec, size_t len, bool msb)
+{
+	const char *name = sec;
+	size_t name_len = strnlen(name, len), crc_at;
+	uint32_t crc;
+
+	img->debuglink[0] = '\0';
+	if (!name_len || name_len >= sizeof(img->debuglink) || name_len == len ||
+	    memchr(name, '/', name_len) || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return;
+	crc_at = (name_len + 4) & ~(size_t)3;
+	if (crc_at + 4 > len)
+		return;
+	memcpy(&crc, name + crc_at, 4);
+	if (msb != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__))
+		crc = __builtin_bswap32(crc);
+	img->debuglink_crc = crc;
+	memcpy(img->debuglink, name, name_len + 1);
+}
+
+/* The CRC-32 of the `size` bytes of the file open on `fd`. Returns 0 or
+ * -errno (-EIO for a file shorter than `size`). */
+static int file_crc(int fd, uint64_t size, uint32_t *crc)
+{
+	char *buf = malloc(CRC_CHUNK);
+	uint64_t off = 0;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	*crc = 0;
+	while (off < size) {
+		size_t want = size - off < CRC_CHUNK ? (size_t)(size - off) : CRC_CHUNK;
+		ssize_t n = pread(fd, buf, want, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			break;
+		}
+		*crc = fr_crc32(*crc, buf, (size_t)n);
+		off += (uint64_t)n;
+	}
+	free(buf);
+	return ret;
+}
+
+/* Tries the debug file at `path` under `root`. Returns 0 when it was used
+ * (or -ENOMEM), another -errno when it was not. */
+static int try_file(struct fr_elf_image *dbg, const char *root, const char *path)
+{
+	struct stat st;
+	uint32_t crc;
+	int fd, ret;
+
+	fd = fr_open_untrusted(root, path, FR_ELF_MAX_SIZE, &st);
+	if (fd < 0)
+		return fd;
+	ret = file_crc(fd, (uint64_t)st.st_size, &crc);
+	if (ret == 0 && crc != dbg->debuglink_crc)
+		ret = -EBADMSG;
+	if (ret == 0)
+		ret = fr_elf_debug_load_fd(dbg, fd, (uint64_t)st.st_size);
+	close(fd);
+	if (ret == 0 && dbg->debug_missing)
+		ret = -ENOENT;
+	return ret;
+}
+
+int fr_debuglink_load(struct fr_elf_image *dbg, const char *root, const char *file)
+{
+	static const char *const formats[] = {"%.*s%s", "%.*s.debug/%s", "/usr/lib/debug%.*s%s"};
+	const char *slash = strrchr(file, '/');
+	int dir_len;
+	char path[4096];
+
+	if (!dbg->debuglink[0] || file[0] != '/' || !slash)
+		return 0;
+	/* The directory with its trailing '/'. */
+	dir_len = (int)(slash - file + 1);
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		int n = snprintf(path, sizeof(path), formats[i], dir_len, file, dbg->debuglink);
+
+		/* The binary itself is not its own debug file. */
+		if (n < 0 || (size_t)n >= sizeof(path) || strcmp(path, file) == 0)
+			continue;
+		if (try_file(dbg, root, path) == -ENOMEM)
+			return -ENOMEM;
+		if (!dbg->debug_missing)
+			return 0;
+	}
+	return 0;
+}
