@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/util/fs.h"
+#include "core/query/dwarf_lines.h"
 #include "core/query/search.h"
 
 #define DEBUG_BUILD_ID_DIR "/usr/lib/debug/.build-id/"
@@ -647,8 +648,10 @@ int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root)
 		goto out;
 	}
 	ret = image_set_symbols(dbg, &cv);
-	if (ret == 0)
+	if (ret == 0) {
 		dbg->debug_missing = false;
+		dbg->dwarf = fr_dwarf_lines_read(e, dbg_fd, dbg_size);
+	}
 out:
 	cand_vec_fini(&cv);
 	elf_end(e);
@@ -699,6 +702,11 @@ int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size)
 	}
 	/* Names are copied before either Elf handle is released. */
 	ret = image_set_symbols(img, &cv);
+	/* Lines are optional: without them functions keep their names. */
+	if (ret == 0)
+		img->dwarf = fr_dwarf_lines_read(elf, fd, size);
+	if (ret == 0 && !img->dwarf && dbg)
+		img->dwarf = fr_dwarf_lines_read(dbg, dbg_fd, dbg_size);
 out:
 	cand_vec_fini(&cv);
 	if (dbg)
@@ -714,6 +722,7 @@ void fr_elf_image_fini(struct fr_elf_image *img)
 	free(img->addrs);
 	free(img->syms);
 	free(img->loads);
+	fr_dwarf_lines_free(img->dwarf);
 	while (img->arenas) {
 		struct fr_elf_arena *next = img->arenas->next;
 

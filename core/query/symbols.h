@@ -53,6 +53,15 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
 		    const uint8_t *build_id, size_t build_id_len, uint64_t map_start,
 		    uint64_t map_pgoff, uint64_t addr, const char **name, uint64_t *elf_addr);
 
+/* The source lines and inline frames (core/query/dwarf_lines.h) of the
+ * file fr_symbols_user() resolved for the same root, path and build id:
+ * the file's own DWARF, else its debug file's. NULL when there is none or
+ * the file was not usable. Owned by the cache; lookups on it take
+ * link-time addresses (fr_symbols_user()'s *elf_addr). */
+struct fr_dwarf_lines *fr_symbols_user_dwarf(struct fr_symbols *s, const char *root,
+					     const char *path, const uint8_t *build_id,
+					     size_t build_id_len);
+
 /* Resolves a kernel address from kallsyms (modules included). Returns 0 and
  * the symbol name (owned by the cache), or -ENOENT. */
 int fr_symbols_kernel(struct fr_symbols *s, uint64_t addr, const char **name);
