@@ -705,6 +705,8 @@ int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size)
 	/* Lines are optional: without them functions keep their names. */
 	if (ret == 0)
 		img->dwarf = fr_dwarf_lines_read(elf, fd, size);
+	if (ret == 0 && !img->dwarf && !dbg && tables > 0)
+		dbg = open_debug_file(img, NULL, &dbg_fd, &dbg_size);
 	if (ret == 0 && !img->dwarf && dbg)
 		img->dwarf = fr_dwarf_lines_read(dbg, dbg_fd, dbg_size);
 out:

@@ -581,13 +581,6 @@ void fr_pprof_comment(struct fr_pprof *p, const char *text)
 	commit(p, start, w, n);
 }
 
-/* Bytes of the has_* fields (each a one-byte key and a one-byte 1) the
- * FR_PPROF_HAS_* bits of `flags` set; fields that are 0 are omitted. */
-static size_t popcount4(int flags)
-{
-	return (size_t)__builtin_popcount((unsigned)flags & 0xf);
-}
-
 uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start_addr, uint64_t limit, uint64_t offset,
 			  const char *file, const char *build_id, int flags)
 {
@@ -596,7 +589,9 @@ uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start_addr, uint64_t limi
 	uint32_t b = intern_cstr(p, build_id);
 	size_t body = varint_field_size(id) + varint_field_size(start_addr) +
 		      varint_field_size(limit) + varint_field_size(offset) + varint_field_size(f) +
-		      varint_field_size(b) + 2 * popcount4(flags);
+		      varint_field_size(b) +
+		      /* one key byte and a 1 per has_* field set; 0 is omitted */
+		      2 * (size_t)__builtin_popcount((unsigned)flags & 0xf);
 	size_t n = len_field_size(body);
 	uint8_t *start = reserve(p, n), *w;
 
