@@ -4,8 +4,9 @@
  * The ELF image is handed over in private memory (elf_memory()), so a file
  * its owner truncates or rewrites under the reader cannot change what is
  * parsed. libdw parses a compilation unit on first use and keeps it with
- * the Dwarf handle, which lives as long as the parsed image of the file:
- * a second profile naming the same file finds its units parsed.
+ * the Dwarf handle, which lives as long as the parsed image of the file;
+ * the frames of each address looked up are kept too (up to a bound): a
+ * second profile naming the same file finds its addresses resolved.
  *
  * Broken DWARF gives -ENOENT or fewer frames, never more: every DIE read
  * is checked, and the scope walk stops at the enclosing function.
@@ -23,11 +24,26 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Addresses resolved before, for the next profile that names them: a
+ * hash table of (address, frames) whose frames sit in one array. Bounded:
+ * once full, further addresses are looked up every time. */
+#define CACHE_SLOTS 4096 /* power of two */
+#define CACHE_MAX_FRAMES (4 * CACHE_SLOTS)
+
+struct cache_slot {
+	uint64_t addr;
+	uint32_t frame; /* into frames */
+	int16_t n;	/* the lookup's result; 0: empty slot */
+};
+
 struct fr_dwarf_lines {
 	pthread_mutex_t lock; /* libdw's lazy parsing is not thread-safe */
 	void *data;
 	Elf *elf;
 	Dwarf *dw;
+	struct cache_slot *slots; /* CACHE_SLOTS, NULL until the first lookup */
+	struct fr_dwarf_frame *frames;
+	uint32_t nframes, nslots_used;
 };
 
 struct fr_dwarf_lines *fr_dwarf_lines_new(void *data, size_t size)
@@ -105,6 +121,8 @@ void fr_dwarf_lines_free(struct fr_dwarf_lines *d)
 		return;
 	dwarf_end(d->dw);
 	elf_end(d->elf);
+	free(d->slots);
+	free(d->frames);
 	free(d->data);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -202,9 +220,48 @@ static int scope_frames(Dwarf_Die *cu, uint64_t vaddr, const char *file, uint32_
 	return (int)n;
 }
 
+/* The slot of `vaddr`: its own, or the empty one it would take; NULL
+ * when the table is missing or full. */
+static struct cache_slot *cache_slot(struct fr_dwarf_lines *d, uint64_t vaddr)
+{
+	size_t i;
+
+	if (!d->slots)
+		d->slots = calloc(CACHE_SLOTS, sizeof(*d->slots));
+	if (!d->slots)
+		return NULL;
+	i = (size_t)((vaddr * 0x9e3779b97f4a7c15ULL) >> 52) & (CACHE_SLOTS - 1);
+	for (size_t probe = 0; probe < CACHE_SLOTS; probe++, i = (i + 1) & (CACHE_SLOTS - 1))
+		if (!d->slots[i].n || d->slots[i].addr == vaddr)
+			return &d->slots[i];
+	return NULL;
+}
+
+/* Keeps a lookup's result (frames or -ENOENT) in slot `sl` when it is
+ * empty and there is room. */
+static void cache_put(struct fr_dwarf_lines *d, struct cache_slot *sl, uint64_t vaddr,
+		      const struct fr_dwarf_frame *fr, int n)
+{
+	uint32_t need = n > 0 ? (uint32_t)n : 0;
+
+	/* A table kept three quarters empty keeps probes short. */
+	if (!sl || sl->n || d->nslots_used >= CACHE_SLOTS / 4 * 3 ||
+	    d->nframes + need > CACHE_MAX_FRAMES)
+		return;
+	if (!d->frames)
+		d->frames = malloc(CACHE_MAX_FRAMES * sizeof(*d->frames));
+	if (!d->frames)
+		return;
+	memcpy(d->frames + d->nframes, fr, need * sizeof(*fr));
+	*sl = (struct cache_slot){.addr = vaddr, .frame = d->nframes, .n = (int16_t)n};
+	d->nframes += need;
+	d->nslots_used++;
+}
+
 int fr_dwarf_lines_lookup(struct fr_dwarf_lines *d, uint64_t vaddr, struct fr_dwarf_frame *out,
 			  size_t cap)
 {
+	struct cache_slot *sl;
 	const char *file = NULL;
 	Dwarf_Die cu;
 	Dwarf_Line *ln;
@@ -213,6 +270,13 @@ int fr_dwarf_lines_lookup(struct fr_dwarf_lines *d, uint64_t vaddr, struct fr_dw
 	if (!d || cap == 0)
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
+	sl = cache_slot(d, vaddr);
+	if (sl && sl->n && sl->n <= (int)cap) {
+		ret = sl->n;
+		if (ret > 0)
+			memcpy(out, d->frames + sl->frame, (size_t)ret * sizeof(*out));
+		goto out_locked;
+	}
 	if (!dwarf_addrdie(d->dw, vaddr, &cu))
 		goto out;
 	ln = dwarf_getsrc_die(&cu, vaddr);
@@ -223,6 +287,9 @@ int fr_dwarf_lines_lookup(struct fr_dwarf_lines *d, uint64_t vaddr, struct fr_dw
 	}
 	ret = scope_frames(&cu, vaddr, file, (uint32_t)line, out, cap);
 out:
+	if (cap == FR_DWARF_MAX_FRAMES)
+		cache_put(d, sl, vaddr, out, ret);
+out_locked:
 	pthread_mutex_unlock(&d->lock);
 	return ret;
 }

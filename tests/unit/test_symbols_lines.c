@@ -166,6 +166,16 @@ int main(int argc, char **argv)
 			inlined += check_frames(a, frames[n], nframes[n], &e);
 		n++;
 	}
+	/* A second round is answered from the cache: the same frames. */
+	for (size_t i = 0; i < n; i++) {
+		struct fr_dwarf_frame again[FR_DWARF_MAX_FRAMES];
+		int k = fr_dwarf_lines_lookup(img.dwarf, addrs[i], again, FR_DWARF_MAX_FRAMES);
+
+		CHECK(k == nframes[i] &&
+			      (k <= 0 || memcmp(again, frames[i], (size_t)k * sizeof(*again)) == 0),
+		      "0x%" PRIx64 ": a second lookup gives %d frames, the first %d", addrs[i], k,
+		      nframes[i]);
+	}
 	CHECK(n > 0, "outer_work not found at 0x%" PRIx64, e.outer);
 	CHECK(inlined > 0, "no address of outer_work has leaf_add inlined");
 	if (n && access("/usr/bin/addr2line", X_OK) == 0)
