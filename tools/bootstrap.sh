@@ -16,7 +16,7 @@ cd "$here"
 
 packages=(
 	build-essential meson ninja-build pkg-config
-	liburing-dev libzstd-dev zlib1g-dev libcjson-dev libelf-dev
+	liburing-dev libzstd-dev zlib1g-dev libcjson-dev libelf-dev libdw-dev
 	golang-go linux-perf python3 gzip clang-format
 )
 

@@ -26,6 +26,7 @@
 
 #include "core/query/debuglink.h"
 #include "core/util/fs.h"
+#include "core/query/dwarf_lines.h"
 #include "core/query/search.h"
 
 #define DEBUG_BUILD_ID_DIR "/usr/lib/debug/.build-id/"
@@ -633,8 +634,9 @@ static Elf *open_debug_file(const struct fr_elf_image *img, const char *root, in
 	return NULL;
 }
 
-/* Takes dbg's symbols from the debug file `e` of `size` bytes. */
-static int debug_symbols(struct fr_elf_image *dbg, Elf *e, uint64_t size)
+/* Takes dbg's symbols, and its source lines and inline frames when it has
+ * DWARF, from the debug file `e` of `size` bytes open on `fd`. */
+static int debug_symbols(struct fr_elf_image *dbg, Elf *e, int fd, uint64_t size)
 {
 	struct cand_vec cv = {0};
 	int ret;
@@ -643,8 +645,10 @@ static int debug_symbols(struct fr_elf_image *dbg, Elf *e, uint64_t size)
 		ret = -ENOMEM;
 	else
 		ret = image_set_symbols(dbg, &cv);
-	if (ret == 0)
+	if (ret == 0) {
 		dbg->debug_missing = false;
+		dbg->dwarf = fr_dwarf_lines_read(e, fd, size);
+	}
 	cand_vec_fini(&cv);
 	return ret;
 }
@@ -658,7 +662,7 @@ int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root)
 	e = open_debug_file(dbg, root, &dbg_fd, &dbg_size);
 	if (!e)
 		return 0;
-	ret = debug_symbols(dbg, e, dbg_size);
+	ret = debug_symbols(dbg, e, dbg_fd, dbg_size);
 	elf_end(e);
 	close(dbg_fd);
 	return ret;
@@ -677,7 +681,7 @@ int fr_elf_debug_load_fd(struct fr_elf_image *dbg, int fd, uint64_t size)
 	if (len > 0 && ((size_t)len != dbg->build_id_len || memcmp(bid, dbg->build_id, len) != 0))
 		ret = -ESTALE;
 	else
-		ret = debug_symbols(dbg, e, size);
+		ret = debug_symbols(dbg, e, fd, size);
 	elf_end(e);
 	return ret;
 }
@@ -751,6 +755,13 @@ int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size)
 	}
 	/* Names are copied before either Elf handle is released. */
 	ret = image_set_symbols(img, &cv);
+	/* Lines are optional: without them functions keep their names. */
+	if (ret == 0)
+		img->dwarf = fr_dwarf_lines_read(elf, fd, size);
+	if (ret == 0 && !img->dwarf && !dbg && tables > 0)
+		dbg = open_debug_file(img, NULL, &dbg_fd, &dbg_size);
+	if (ret == 0 && !img->dwarf && dbg)
+		img->dwarf = fr_dwarf_lines_read(dbg, dbg_fd, dbg_size);
 out:
 	cand_vec_fini(&cv);
 	if (dbg)
@@ -766,6 +777,7 @@ void fr_elf_image_fini(struct fr_elf_image *img)
 	free(img->addrs);
 	free(img->syms);
 	free(img->loads);
+	fr_dwarf_lines_free(img->dwarf);
 	while (img->arenas) {
 		struct fr_elf_arena *next = img->arenas->next;
 

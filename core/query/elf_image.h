@@ -34,6 +34,7 @@ char *fr_build_id_hex(const uint8_t *id, size_t len, char *buf);
 struct fr_elf_sym;
 struct fr_elf_load;
 struct fr_elf_arena;
+struct fr_dwarf_lines;
 
 /* A parsed file: zeroed before fr_elf_image_load(), fr_elf_image_fini()
  * after. For fr_elf_debug_load(), the caller fills build_id, build_id_len
@@ -58,6 +59,9 @@ struct fr_elf_image {
 	/* .gnu_debuglink: the debug file's name ("" for none) and CRC-32. */
 	char debuglink[256];
 	uint32_t debuglink_crc;
+	/* Source lines and inline frames (core/query/dwarf_lines.h) of the
+	 * file, else of its debug file; NULL: none. */
+	struct fr_dwarf_lines *dwarf;
 };
 
 /* Fills `img` from the ELF file of `size` bytes open on `fd` (the caller

@@ -72,6 +72,9 @@ enum {
 	MAPPING_FILENAME = 5,
 	MAPPING_BUILD_ID = 6,
 	MAPPING_HAS_FUNCTIONS = 7,
+	MAPPING_HAS_FILENAMES = 8,
+	MAPPING_HAS_LINE_NUMBERS = 9,
+	MAPPING_HAS_INLINE_FRAMES = 10,
 };
 
 enum {
@@ -83,6 +86,7 @@ enum {
 
 enum {
 	LINE_FUNCTION_ID = 1,
+	LINE_LINE = 2,
 };
 
 enum {
@@ -578,14 +582,16 @@ void fr_pprof_comment(struct fr_pprof *p, const char *text)
 }
 
 uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start_addr, uint64_t limit, uint64_t offset,
-			  const char *file, const char *build_id, int has_functions)
+			  const char *file, const char *build_id, int flags)
 {
 	uint64_t id = ++p->nmappings;
 	uint32_t f = intern_cstr(p, file);
 	uint32_t b = intern_cstr(p, build_id);
 	size_t body = varint_field_size(id) + varint_field_size(start_addr) +
 		      varint_field_size(limit) + varint_field_size(offset) + varint_field_size(f) +
-		      varint_field_size(b) + varint_field_size(has_functions ? 1 : 0);
+		      varint_field_size(b) +
+		      /* one key byte and a 1 per has_* field set; 0 is omitted */
+		      2 * (size_t)__builtin_popcount((unsigned)flags & 0xf);
 	size_t n = len_field_size(body);
 	uint8_t *start = reserve(p, n), *w;
 
@@ -598,7 +604,10 @@ uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start_addr, uint64_t limi
 	w = put_varint_field(w, MAPPING_FILE_OFFSET, offset);
 	w = put_varint_field(w, MAPPING_FILENAME, f);
 	w = put_varint_field(w, MAPPING_BUILD_ID, b);
-	w = put_varint_field(w, MAPPING_HAS_FUNCTIONS, has_functions ? 1 : 0);
+	w = put_varint_field(w, MAPPING_HAS_FUNCTIONS, !!(flags & FR_PPROF_HAS_FUNCTIONS));
+	w = put_varint_field(w, MAPPING_HAS_FILENAMES, !!(flags & FR_PPROF_HAS_FILENAMES));
+	w = put_varint_field(w, MAPPING_HAS_LINE_NUMBERS, !!(flags & FR_PPROF_HAS_LINE_NUMBERS));
+	w = put_varint_field(w, MAPPING_HAS_INLINE_FRAMES, !!(flags & FR_PPROF_HAS_INLINE_FRAMES));
 	commit(p, start, w, n);
 	return id;
 }
@@ -660,28 +669,46 @@ err_nomem:
 	return 0;
 }
 
-uint64_t fr_pprof_location(struct fr_pprof *p, uint64_t mapping_id, uint64_t address,
-			   uint64_t function_id)
+static size_t line_body_size(const struct fr_pprof_line *l)
+{
+	return varint_field_size(l->function_id) + (l->line ? varint_field_size(l->line) : 0);
+}
+
+uint64_t fr_pprof_location_lines(struct fr_pprof *p, uint64_t mapping_id, uint64_t address,
+				 const struct fr_pprof_line *lines, size_t nlines)
 {
 	uint64_t id = ++p->nlocations;
-	size_t line = function_id ? varint_field_size(function_id) : 0;
-	size_t body = varint_field_size(id) + varint_field_size(mapping_id) +
-		      varint_field_size(address) + (function_id ? len_field_size(line) : 0);
-	size_t n = len_field_size(body);
-	uint8_t *start = reserve(p, n), *w;
+	size_t body =
+		varint_field_size(id) + varint_field_size(mapping_id) + varint_field_size(address);
+	size_t n, i;
+	uint8_t *start, *w;
 
+	for (i = 0; i < nlines; i++)
+		body += len_field_size(line_body_size(&lines[i]));
+	n = len_field_size(body);
+	start = reserve(p, n);
 	if (!start)
 		return id;
 	w = put_len_header(start, PROFILE_LOCATION, body);
 	w = put_varint_field(w, LOCATION_ID, id);
 	w = put_varint_field(w, LOCATION_MAPPING_ID, mapping_id);
 	w = put_varint_field(w, LOCATION_ADDRESS, address);
-	if (function_id) {
-		w = put_len_header(w, LOCATION_LINE, line);
-		w = put_varint_field(w, LINE_FUNCTION_ID, function_id);
+	for (i = 0; i < nlines; i++) {
+		w = put_len_header(w, LOCATION_LINE, line_body_size(&lines[i]));
+		w = put_varint_field(w, LINE_FUNCTION_ID, lines[i].function_id);
+		if (lines[i].line)
+			w = put_varint_field(w, LINE_LINE, lines[i].line);
 	}
 	commit(p, start, w, n);
 	return id;
+}
+
+uint64_t fr_pprof_location(struct fr_pprof *p, uint64_t mapping_id, uint64_t address,
+			   uint64_t function_id)
+{
+	struct fr_pprof_line line = {.function_id = function_id};
+
+	return fr_pprof_location_lines(p, mapping_id, address, &line, function_id ? 1 : 0);
 }
 
 static size_t label_body_size(const struct label_idx *l)

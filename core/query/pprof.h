@@ -45,10 +45,19 @@ void fr_pprof_default_sample_type(struct fr_pprof *p, const char *type);
 /* Adds a comment line. */
 void fr_pprof_comment(struct fr_pprof *p, const char *text);
 
+/* What a mapping's locations carry, for fr_pprof_mapping()'s `flags`:
+ * pprof's has_functions, has_filenames, has_line_numbers and
+ * has_inline_frames, each set only when every symbolized location of the
+ * mapping that could have it does. */
+#define FR_PPROF_HAS_FUNCTIONS 1
+#define FR_PPROF_HAS_FILENAMES 2
+#define FR_PPROF_HAS_LINE_NUMBERS 4
+#define FR_PPROF_HAS_INLINE_FRAMES 8
+
 /* Adds a mapping and returns its id (ids start at 1). `build_id` is the hex
- * string or NULL. */
+ * string or NULL; `flags` FR_PPROF_HAS_* (1 is has_functions alone). */
 uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start, uint64_t limit, uint64_t offset,
-			  const char *file, const char *build_id, int has_functions);
+			  const char *file, const char *build_id, int flags);
 
 /* Returns the id of the function (name, system_name, filename), adding it
  * on first use (ids start at 1). system_name and filename may be NULL. */
@@ -59,6 +68,18 @@ uint64_t fr_pprof_function(struct fr_pprof *p, const char *name, const char *sys
  * none; `function_id` 0 for an unsymbolized address. */
 uint64_t fr_pprof_location(struct fr_pprof *p, uint64_t mapping_id, uint64_t address,
 			   uint64_t function_id);
+
+/* One Line of a location: a function and its source line (0: unknown). */
+struct fr_pprof_line {
+	uint64_t function_id;
+	uint64_t line;
+};
+
+/* Adds a location with `nlines` lines, innermost first: the functions
+ * inlined at `address`, then the one they were inlined into. Returns its
+ * id (ids start at 1). */
+uint64_t fr_pprof_location_lines(struct fr_pprof *p, uint64_t mapping_id, uint64_t address,
+				 const struct fr_pprof_line *lines, size_t nlines);
 
 /* A sample label: a string label when `str` is non-NULL, else numeric. */
 struct fr_pprof_label {

@@ -320,6 +320,7 @@ void profile_free_builder(struct builder *b)
 	free(b->maps);
 	free(b->map_idx.slots);
 	free(b->locs);
+	free(b->lines);
 	free(b->loc_idx.slots);
 	free(b->samples);
 	free(b->cells);

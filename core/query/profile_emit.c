@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/store/chunk.h"
 #include "core/util/parse.h"
+#include "core/query/dwarf_lines.h"
 #include "core/query/pprof.h"
 #include "core/query/profile_int.h"
 #include "core/store/sample.h"
@@ -50,6 +52,68 @@ static bool same_root(uint32_t pid, const char *self_ns)
 	return strcmp(link, self_ns) == 0;
 }
 
+/* Time one profile may spend reading source lines; past it, locations
+ * keep their function names alone (as symbols.c bounds file reading). */
+#define LINES_BUDGET_NS (2 * NS_PER_SEC)
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
+}
+
+/* Gives user location `l`, named `name` from a symbol of the mapping's
+ * file `m`, the lines its DWARF has for link-time address `elf_addr`:
+ * inlined functions innermost first, then `name` at its line. Charges the
+ * time to *spent_ns and does nothing once it passes LINES_BUDGET_NS.
+ * Returns 0 (also without lines) or -ENOMEM. */
+static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lines *dw,
+		      struct gloc *l, struct gmap *m, uint64_t elf_addr, const char *name,
+		      int64_t *spent_ns)
+{
+	struct fr_dwarf_frame fr[FR_DWARF_MAX_FRAMES];
+	int64_t t0;
+	int n;
+
+	m->nnamed++;
+	if (!dw || *spent_ns >= LINES_BUDGET_NS)
+		return 0;
+	t0 = mono_ns();
+	n = fr_dwarf_lines_lookup(dw, elf_addr, fr, FR_DWARF_MAX_FRAMES);
+	*spent_ns += mono_ns() - t0;
+	if (n <= 0 || !fr[0].file || !fr[0].line)
+		return 0;
+	if (b->nlines + (uint32_t)n > b->lines_cap) {
+		uint32_t cap = b->lines_cap ? 2 * b->lines_cap : 256;
+		struct fr_pprof_line *g;
+
+		while (cap < b->nlines + (uint32_t)n)
+			cap *= 2;
+		g = realloc(b->lines, cap * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		b->lines = g;
+		b->lines_cap = cap;
+	}
+	l->line0 = b->nlines;
+	l->nlines = (uint32_t)n;
+	for (int i = 0; i < n; i++) {
+		/* The outermost frame is the symbol's function, named as
+		 * everywhere else; an inlined one by its DWARF name. */
+		const char *fn = i == n - 1 || !fr[i].function ? name : fr[i].function;
+		const char *file = fr[i].file ? fr[i].file : m->path;
+
+		b->lines[b->nlines++] = (struct fr_pprof_line){
+			.function_id = fr_pprof_function(p, fn, fn, file),
+			.line = fr[i].line,
+		};
+	}
+	m->nlined++;
+	return 0;
+}
+
 /* Names every location. With `p`, functions are added to the profile as
  * found; without, the names are interned for the folded emitter.
  * Returns 0 or -ENOMEM. */
@@ -61,6 +125,7 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 	bool root_same = false;
 	char self_ns[64] = "";
 	ssize_t n = readlink("/proc/self/ns/mnt", self_ns, sizeof(self_ns) - 1);
+	int64_t lines_ns = 0;
 	int ret = 0;
 
 	self_ns[n > 0 ? n : 0] = '\0';
@@ -111,6 +176,16 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 						    &name) == 0)) {
 				snprintf(buf, sizeof(buf), "%s", name);
 				m->has_functions = 1;
+				if (p &&
+				    user_lines(b, p,
+					       fr_symbols_user_dwarf(syms, root_same ? NULL : root,
+								     m->path, m->bid, m->bid_len),
+					       l, m, elf_addr, buf, &lines_ns) < 0) {
+					ret = -ENOMEM;
+					break;
+				}
+				if (l->nlines)
+					continue;
 			} else {
 				const char *base = strrchr(m->path, '/');
 				snprintf(buf, sizeof(buf), "%s+0x%" PRIx64,
@@ -146,6 +221,18 @@ static int64_t cell_value(const struct builder *b, uint32_t row, uint32_t e)
 	return (int64_t)cl->v;
 }
 
+/* The mapping's FR_PPROF_HAS_*: lines and inline frames only when every
+ * location named from its file got them, so a reader trusts them. */
+static int map_flags(const struct gmap *m)
+{
+	int flags = m->has_functions ? FR_PPROF_HAS_FUNCTIONS : 0;
+
+	if (m->nnamed && m->nlined == m->nnamed)
+		flags |= FR_PPROF_HAS_FILENAMES | FR_PPROF_HAS_LINE_NUMBERS |
+			 FR_PPROF_HAS_INLINE_FRAMES;
+	return flags;
+}
+
 void profile_emit(struct builder *b, struct fr_pprof *p)
 {
 	char bid[2 * FR_BUILD_ID_MAX + 1];
@@ -165,7 +252,7 @@ void profile_emit(struct builder *b, struct fr_pprof *p)
 		m->pprof_id = fr_pprof_mapping(p, m->start, m->end, m->pgoff, m->path,
 					       m->bid_len ? fr_build_id_hex(m->bid, m->bid_len, bid)
 							  : NULL,
-					       m->has_functions);
+					       map_flags(m));
 	}
 	/* A user limited to their own processes gets kernel names, not
 	 * kernel addresses (which would undo the kernel's address layout
@@ -182,8 +269,11 @@ void profile_emit(struct builder *b, struct fr_pprof *p)
 		const struct gloc *l = &b->locs[i];
 		uint64_t addr = l->map == KERNEL_MAP && b->req->targets.has_uid ? 0 : l->addr;
 
-		ids[i] = fr_pprof_location(p, l->map ? b->maps[l->map].pprof_id : 0, addr,
-					   l->function_id);
+		uint64_t map_id = l->map ? b->maps[l->map].pprof_id : 0;
+
+		ids[i] = l->nlines ? fr_pprof_location_lines(p, map_id, addr, b->lines + l->line0,
+							     l->nlines)
+				   : fr_pprof_location(p, map_id, addr, l->function_id);
 	}
 	for (uint32_t i = 0; ids && i < b->nsamples; i++) {
 		const struct gsample *s = &b->samples[i];

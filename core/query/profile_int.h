@@ -45,6 +45,10 @@ struct gmap {
 	uint8_t bid_len;
 	uint8_t bid[FR_BUILD_ID_MAX];
 	int has_functions;
+	/* Locations named from a symbol, and of them those DWARF gave a
+	 * file:line and the inline chain: the mapping's has_filenames,
+	 * has_line_numbers and has_inline_frames when all are. */
+	uint32_t nnamed, nlined;
 	uint64_t pprof_id;
 	uint64_t hash;
 };
@@ -53,6 +57,9 @@ struct gloc {
 	uint32_t map; /* 0: no mapping */
 	uint64_t addr;
 	uint64_t function_id;
+	/* Lines from DWARF, innermost first: b->lines[line0, line0 + nlines);
+	 * none when the location has function_id alone. pprof output only. */
+	uint32_t line0, nlines;
 	uint32_t name; /* index into strs; folded output only */
 	uint64_t hash;
 };
@@ -86,6 +93,8 @@ struct gevent {
 
 struct builder {
 	const struct fr_profile_request *req;
+	struct fr_pprof_line *lines; /* of every location, see struct gloc */
+	uint32_t nlines, lines_cap;
 	struct gevent ev[FR_LIMIT_EVENTS];
 	uint32_t nev;
 	struct gmap *maps;

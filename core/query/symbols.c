@@ -761,6 +761,21 @@ int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, bool same_root, const cha
 	return fr_perfmaps_lookup(s->jit, pid, same_root, addr, name);
 }
 
+struct fr_dwarf_lines *fr_symbols_user_dwarf(struct fr_symbols *s, const char *root,
+					     const char *path, const uint8_t *build_id,
+					     size_t build_id_len)
+{
+	struct request *req;
+
+	/* The request fr_symbols_user() made: no file is opened here. */
+	if (!s || !path || request_get(s, root, path, build_id, build_id_len, &req) < 0 ||
+	    req->err < 0)
+		return NULL;
+	if (req->image->elf.dwarf)
+		return req->image->elf.dwarf;
+	return req->debug ? req->debug->dwarf : NULL;
+}
+
 int fr_symbols_kernel(struct fr_symbols *s, uint64_t addr, const char **name)
 {
 	if (!s || !name)

@@ -62,6 +62,14 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
  * entry), or the error reading the map got. */
 int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, bool same_root, const char *path,
 		   uint64_t addr, const char **name);
+/* The source lines and inline frames (core/query/dwarf_lines.h) of the
+ * file fr_symbols_user() resolved for the same root, path and build id:
+ * the file's own DWARF, else its debug file's. NULL when there is none or
+ * the file was not usable. Owned by the cache; lookups on it take
+ * link-time addresses (fr_symbols_user()'s *elf_addr). */
+struct fr_dwarf_lines *fr_symbols_user_dwarf(struct fr_symbols *s, const char *root,
+					     const char *path, const uint8_t *build_id,
+					     size_t build_id_len);
 
 /* Resolves a kernel address from kallsyms (modules included). Returns 0 and
  * the symbol name (owned by the cache), or -ENOENT. */

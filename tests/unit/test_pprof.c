@@ -292,6 +292,81 @@ static void test_tiny_bytes(void)
 	free(s.buf);
 }
 
+/* ---- source lines and inline frames ---- */
+
+/* Occurrences of the `n` bytes `b` in the `len` bytes at `p`. */
+static size_t count_bytes(const void *p, size_t len, const unsigned char *b, size_t n)
+{
+	const unsigned char *at = p, *end = at + len;
+	size_t count = 0;
+
+	while ((at = memmem(at, (size_t)(end - at), b, n))) {
+		count++;
+		at++;
+	}
+	return count;
+}
+
+/* A location with an inlined call is one address with two Lines, innermost
+ * first, each with its line number; the mapping's has_* flags are written
+ * as fields 7 to 10, and only those asked for. */
+static void test_inline_lines(void)
+{
+	struct sink s = {0};
+	struct fr_pprof *p = fr_pprof_new(1, sink_write, &s);
+	struct fr_pprof_data *d = NULL;
+	struct fr_pprof_line lines[2];
+	uint64_t m_all, m_fn, loc;
+	int64_t v = 1;
+	void *raw = NULL;
+	size_t raw_len = 0;
+
+	CHECK(p, "fr_pprof_new");
+	if (!p)
+		return;
+	fr_pprof_sample_type(p, "samples", "count");
+	m_all = fr_pprof_mapping(p, 0x1000, 0x2000, 0, "/bin/lines", NULL,
+				 FR_PPROF_HAS_FUNCTIONS | FR_PPROF_HAS_FILENAMES |
+					 FR_PPROF_HAS_LINE_NUMBERS | FR_PPROF_HAS_INLINE_FRAMES);
+	m_fn = fr_pprof_mapping(p, 0x3000, 0x4000, 0, "/bin/names", NULL, FR_PPROF_HAS_FUNCTIONS);
+	lines[0] = (struct fr_pprof_line){fr_pprof_function(p, "leaf", NULL, "a.c"), 22};
+	lines[1] = (struct fr_pprof_line){fr_pprof_function(p, "outer", NULL, "a.c"), 35};
+	loc = fr_pprof_location_lines(p, m_all, 0x1010, lines, 2);
+	fr_pprof_sample(p, &loc, 1, &v, 1, NULL, 0);
+	CHECK(fr_pprof_finish(p) == 0, "finish");
+	d = read_back(&s, p, &raw, &raw_len);
+	if (d) {
+		const struct fr_pprof_rlocation *l = &d->locations[0];
+		static const unsigned char flags_all[] = {0x38, 1, 0x40, 1, 0x48, 1, 0x50, 1};
+		static const unsigned char has_fn[] = {0x38, 1}, has_files[] = {0x40, 1};
+		const unsigned char line_leaf[] = {0x22, 4,
+						   0x08, (unsigned char)lines[0].function_id,
+						   0x10, 22};
+		const unsigned char line_outer[] = {0x22, 4,
+						    0x08, (unsigned char)lines[1].function_id,
+						    0x10, 35};
+
+		CHECK(d->nlocations == 1 && l->nline == 2, "%zu locations, %zu lines",
+		      d->nlocations, d->nlocations ? l->nline : 0);
+		CHECK(d->nlocations == 1 && l->nline == 2 &&
+			      str_is(d->functions[d->line_funcs[l->line]].name, "leaf") &&
+			      str_is(d->functions[d->line_funcs[l->line + 1]].name, "outer"),
+		      "lines not innermost first");
+		CHECK(memmem(raw, raw_len, flags_all, sizeof(flags_all)), "has_* fields missing");
+		CHECK(count_bytes(raw, raw_len, has_fn, 2) == 2 &&
+			      count_bytes(raw, raw_len, has_files, 2) == 1,
+		      "a mapping with functions alone claims more");
+		CHECK(memmem(raw, raw_len, line_leaf, sizeof(line_leaf)) &&
+			      memmem(raw, raw_len, line_outer, sizeof(line_outer)),
+		      "line numbers missing");
+	}
+	(void)m_fn;
+	fr_pprof_data_free(d);
+	fr_pprof_free(p);
+	free(raw);
+	free(s.buf);
+}
+
 /* ---- many samples: streaming, interning at scale ---- */
 
 static void check_big(const struct fr_pprof_data *d, int64_t want_sum)
@@ -393,6 +468,7 @@ int main(void)
 	test_small();
 	test_big();
 	test_tiny_bytes();
+	test_inline_lines();
 	test_sink_error();
 	test_unfinished();
 	if (failures) {

@@ -1,0 +1,295 @@
+/* Source lines and inline frames from DWARF (see dwarf_lines.h). The only
+ * file that talks to libdw.
+ *
+ * The ELF image is handed over in private memory (elf_memory()), so a file
+ * its owner truncates or rewrites under the reader cannot change what is
+ * parsed. libdw parses a compilation unit on first use and keeps it with
+ * the Dwarf handle, which lives as long as the parsed image of the file;
+ * the frames of each address looked up are kept too (up to a bound): a
+ * second profile naming the same file finds its addresses resolved.
+ *
+ * Broken DWARF gives -ENOENT or fewer frames, never more: every DIE read
+ * is checked, and the scope walk stops at the enclosing function.
+ */
+#include "core/query/dwarf_lines.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Addresses resolved before, for the next profile that names them: a
+ * hash table of (address, frames) whose frames sit in one array. Bounded:
+ * once full, further addresses are looked up every time. */
+#define CACHE_SLOTS 4096 /* power of two */
+#define CACHE_MAX_FRAMES (4 * CACHE_SLOTS)
+
+struct cache_slot {
+	uint64_t addr;
+	uint32_t frame; /* into frames */
+	int16_t n;	/* the lookup's result; 0: empty slot */
+};
+
+struct fr_dwarf_lines {
+	pthread_mutex_t lock; /* libdw's lazy parsing is not thread-safe */
+	void *data;
+	Elf *elf;
+	Dwarf *dw;
+	struct cache_slot *slots; /* CACHE_SLOTS, NULL until the first lookup */
+	struct fr_dwarf_frame *frames;
+	uint32_t nframes, nslots_used;
+};
+
+struct fr_dwarf_lines *fr_dwarf_lines_new(void *data, size_t size)
+{
+	struct fr_dwarf_lines *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		goto err_data;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		goto err_free;
+	d->data = data;
+	d->elf = elf_memory(data, size);
+	if (!d->elf)
+		goto err_free;
+	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
+	if (!d->dw)
+		goto err_elf;
+	pthread_mutex_init(&d->lock, NULL);
+	return d;
+err_elf:
+	elf_end(d->elf);
+err_free:
+	free(d);
+err_data:
+	free(data);
+	return NULL;
+}
+
+/* Whether `elf` has section `name` with contents inside the file. */
+static bool has_section(Elf *elf, size_t shstrndx, const char *name, uint64_t size)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (n && strcmp(n, name) == 0)
+			return sh.sh_offset <= size && sh.sh_size <= size - sh.sh_offset;
+	}
+	return false;
+}
+
+struct fr_dwarf_lines *fr_dwarf_lines_read(struct Elf *elf, int fd, uint64_t size)
+{
+	size_t shstrndx, done = 0;
+	uint8_t *data;
+
+	if (size > FR_DWARF_MAX_SIZE || elf_getshdrstrndx(elf, &shstrndx) != 0 ||
+	    !has_section(elf, shstrndx, ".debug_info", size) ||
+	    !has_section(elf, shstrndx, ".debug_line", size))
+		return NULL;
+	data = malloc(size ? size : 1);
+	if (!data)
+		return NULL;
+	/* A file that shrinks while it is read is not used. */
+	while (done < size) {
+		ssize_t r = pread(fd, data + done, size - done, (off_t)done);
+
+		if (r <= 0) {
+			free(data);
+			return NULL;
+		}
+		done += (size_t)r;
+	}
+	return fr_dwarf_lines_new(data, size);
+}
+
+void fr_dwarf_lines_free(struct fr_dwarf_lines *d)
+{
+	if (!d)
+		return;
+	dwarf_end(d->dw);
+	elf_end(d->elf);
+	free(d->slots);
+	free(d->frames);
+	free(d->data);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+/* File `idx` of the unit's file table, or NULL. */
+static const char *unit_file(Dwarf_Die *cu, Dwarf_Word idx)
+{
+	Dwarf_Files *files;
+	size_t n;
+
+	if (dwarf_getsrcfiles(cu, &files, &n) != 0 || idx >= n)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+/* The call site of inlined subroutine `die`: the file and line its caller
+ * is at. */
+static void call_site(Dwarf_Die *cu, Dwarf_Die *die, const char **file, uint32_t *line)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word w;
+
+	*file = NULL;
+	*line = 0;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &w) == 0)
+		*file = unit_file(cu, w);
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &w) == 0)
+		*line = w > UINT32_MAX ? 0 : (uint32_t)w;
+}
+
+static bool is_function(Dwarf_Die *die)
+{
+	int tag = dwarf_tag(die);
+
+	return tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram;
+}
+
+/* The physical chain of scopes around `vaddr`, innermost first, into
+ * *scopes (malloc'd): dwarf_getscopes() leaves an inlined instance for its
+ * abstract definition's containers, so the chain is rebuilt from the
+ * innermost function with dwarf_getscopes_die(), which follows the
+ * instance's callers. Returns how many, or <= 0. */
+static int function_scopes(Dwarf_Die *cu, uint64_t vaddr, Dwarf_Die **scopes)
+{
+	Dwarf_Die *all = NULL, inner;
+	int n = dwarf_getscopes(cu, vaddr, &all), i = 0;
+
+	while (i < n && !is_function(&all[i]))
+		i++;
+	if (i >= n) {
+		free(all);
+		return 0;
+	}
+	inner = all[i];
+	free(all);
+	return dwarf_getscopes_die(&inner, scopes);
+}
+
+/* Walks the functions around `vaddr` (innermost first): each inlined
+ * subroutine is a frame at the current file:line and moves it to its call
+ * site; the enclosing subprogram is the last frame. */
+static int scope_frames(Dwarf_Die *cu, uint64_t vaddr, const char *file, uint32_t line,
+			struct fr_dwarf_frame *out, size_t cap)
+{
+	Dwarf_Die *scopes = NULL;
+	int nscopes = function_scopes(cu, vaddr, &scopes);
+	size_t n = 0;
+
+	for (int i = 0; i < nscopes; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (!is_function(&scopes[i]))
+			continue;
+		/* Keep room for the real function: a deeper chain loses its
+		 * outer inlined frames, not its ends. */
+		if (n < cap - 1 || tag == DW_TAG_subprogram) {
+			out[n].function = dwarf_diename(&scopes[i]);
+			out[n].file = file;
+			out[n].line = line;
+			n++;
+		}
+		if (tag == DW_TAG_subprogram)
+			break;
+		call_site(cu, &scopes[i], &file, &line);
+	}
+	free(scopes);
+	if (n == 0) {
+		/* Lines without a described function (assembly). */
+		if (!file)
+			return -ENOENT;
+		out[0] = (struct fr_dwarf_frame){.function = NULL, .file = file, .line = line};
+		n = 1;
+	}
+	return (int)n;
+}
+
+/* The slot of `vaddr`: its own, or the empty one it would take; NULL
+ * when the table is missing or full. */
+static struct cache_slot *cache_slot(struct fr_dwarf_lines *d, uint64_t vaddr)
+{
+	size_t i;
+
+	if (!d->slots)
+		d->slots = calloc(CACHE_SLOTS, sizeof(*d->slots));
+	if (!d->slots)
+		return NULL;
+	i = (size_t)((vaddr * 0x9e3779b97f4a7c15ULL) >> 52) & (CACHE_SLOTS - 1);
+	for (size_t probe = 0; probe < CACHE_SLOTS; probe++, i = (i + 1) & (CACHE_SLOTS - 1))
+		if (!d->slots[i].n || d->slots[i].addr == vaddr)
+			return &d->slots[i];
+	return NULL;
+}
+
+/* Keeps a lookup's result (frames or -ENOENT) in slot `sl` when it is
+ * empty and there is room. */
+static void cache_put(struct fr_dwarf_lines *d, struct cache_slot *sl, uint64_t vaddr,
+		      const struct fr_dwarf_frame *fr, int n)
+{
+	uint32_t need = n > 0 ? (uint32_t)n : 0;
+
+	/* A table kept three quarters empty keeps probes short. */
+	if (!sl || sl->n || d->nslots_used >= CACHE_SLOTS / 4 * 3 ||
+	    d->nframes + need > CACHE_MAX_FRAMES)
+		return;
+	if (!d->frames)
+		d->frames = malloc(CACHE_MAX_FRAMES * sizeof(*d->frames));
+	if (!d->frames)
+		return;
+	memcpy(d->frames + d->nframes, fr, need * sizeof(*fr));
+	*sl = (struct cache_slot){.addr = vaddr, .frame = d->nframes, .n = (int16_t)n};
+	d->nframes += need;
+	d->nslots_used++;
+}
+
+int fr_dwarf_lines_lookup(struct fr_dwarf_lines *d, uint64_t vaddr, struct fr_dwarf_frame *out,
+			  size_t cap)
+{
+	struct cache_slot *sl;
+	const char *file = NULL;
+	Dwarf_Die cu;
+	Dwarf_Line *ln;
+	int line = 0, ret = -ENOENT;
+
+	if (!d || cap == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	sl = cache_slot(d, vaddr);
+	if (sl && sl->n && sl->n <= (int)cap) {
+		ret = sl->n;
+		if (ret > 0)
+			memcpy(out, d->frames + sl->frame, (size_t)ret * sizeof(*out));
+		goto out_locked;
+	}
+	if (!dwarf_addrdie(d->dw, vaddr, &cu))
+		goto out;
+	ln = dwarf_getsrc_die(&cu, vaddr);
+	if (ln) {
+		file = dwarf_linesrc(ln, NULL, NULL);
+		if (dwarf_lineno(ln, &line) != 0 || line < 0)
+			line = 0;
+	}
+	ret = scope_frames(&cu, vaddr, file, (uint32_t)line, out, cap);
+out:
+	if (cap == FR_DWARF_MAX_FRAMES)
+		cache_put(d, sl, vaddr, out, ret);
+out_locked:
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}

@@ -1,0 +1,59 @@
+/* Source lines and inline frames of an ELF file's DWARF (.debug_line,
+ * .debug_info): for an address, the innermost-first chain of (function,
+ * file, line). The only part of flightrec that talks to libdw.
+ *
+ * It reads an ELF image already in private memory (never a path, never a
+ * mapping of a file others control); what it returns points into that
+ * memory and lives as long as the struct fr_dwarf_lines. Lookups are
+ * serialized by a lock of their own, so one object may be shared by
+ * threads (the parsed images of core/query/symbols.c are).
+ */
+#ifndef FR_CORE_DWARF_LINES_H
+#define FR_CORE_DWARF_LINES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Files whose DWARF sections together exceed this are not read for lines:
+ * their functions keep their names, without file and line. */
+#define FR_DWARF_MAX_SIZE (256ULL << 20)
+
+/* Frames of one address at most (inline depth + 1); deeper chains keep
+ * their innermost frames and the real function. */
+#define FR_DWARF_MAX_FRAMES 16
+
+struct fr_dwarf_lines;
+struct Elf; /* libelf's Elf */
+
+/* One frame: `function` NULL when DWARF does not name it (the caller's
+ * symbol name serves), `file` NULL and `line` 0 when unknown. */
+struct fr_dwarf_frame {
+	const char *function;
+	const char *file;
+	uint32_t line;
+};
+
+/* Reads the DWARF of the ELF file of `size` bytes open on `fd` (the caller
+ * opened it safely, read it as `elf` with libelf, and closes both): when
+ * `elf` has a .debug_info and a .debug_line with contents and the file is
+ * under FR_DWARF_MAX_SIZE, the whole file is read with pread into private
+ * memory and kept. Returns the object, or NULL when there is no DWARF to
+ * read, the file is too large or broken, or memory ran out (the caller
+ * then names functions without lines). */
+struct fr_dwarf_lines *fr_dwarf_lines_read(struct Elf *elf, int fd, uint64_t size);
+
+/* The same on an ELF image in memory: takes ownership of the malloc'd
+ * `data` of `size` bytes (freed on every path). For tests and fuzzing. */
+struct fr_dwarf_lines *fr_dwarf_lines_new(void *data, size_t size);
+
+/* Frees the object, its memory and the image; accepts NULL. */
+void fr_dwarf_lines_free(struct fr_dwarf_lines *d);
+
+/* The frames at link-time address `vaddr`, innermost first, into `out`
+ * (capacity `cap` >= 1): inlined functions first, the function they were
+ * inlined into last. Returns how many (>= 1), or -ENOENT when DWARF does
+ * not describe the address. */
+int fr_dwarf_lines_lookup(struct fr_dwarf_lines *d, uint64_t vaddr, struct fr_dwarf_frame *out,
+			  size_t cap);
+
+#endif
