@@ -58,22 +58,12 @@
 #include "core/query/perfmap.h"
 #include "core/util/log.h"
 #include "core/query/search.h"
+#include "core/util/htable.h"
 #include "core/util/worker.h"
 
 #define FILE_DEADLINE_MS 2000
 #define FILE_LATE_DEADLINE_MS 50
 #define FILE_WAIT_BUDGET_MS 10000
-
-struct hnode {
-	struct hnode *next;
-	uint64_t hash;
-};
-
-struct htable {
-	struct hnode **buckets;
-	size_t nbuckets; /* power of two, or 0 before first insert */
-	size_t count;
-};
 
 /* A file's parsed image in the process-wide table, by on-disk identity. */
 struct image {
@@ -117,90 +107,6 @@ struct fr_symbols {
 static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct htable shared_images; /* under images_lock */
 
-/* ---- hashing ---- */
-
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= FNV_PRIME;
-	}
-	return h;
-}
-
-static int htable_insert(struct htable *t, struct hnode *n)
-{
-	if (t->count >= t->nbuckets) {
-		size_t nb = t->nbuckets ? t->nbuckets * 2 : 64;
-		struct hnode **b = calloc(nb, sizeof(*b));
-
-		if (!b)
-			return -ENOMEM;
-		for (size_t i = 0; i < t->nbuckets; i++) {
-			struct hnode *e = t->buckets[i];
-
-			while (e) {
-				struct hnode *next = e->next;
-
-				e->next = b[e->hash & (nb - 1)];
-				b[e->hash & (nb - 1)] = e;
-				e = next;
-			}
-		}
-		free(t->buckets);
-		t->buckets = b;
-		t->nbuckets = nb;
-	}
-	n->next = t->buckets[n->hash & (t->nbuckets - 1)];
-	t->buckets[n->hash & (t->nbuckets - 1)] = n;
-	t->count++;
-	return 0;
-}
-
-static struct hnode *htable_first(const struct htable *t, uint64_t hash)
-{
-	if (!t->nbuckets)
-		return NULL;
-	return t->buckets[hash & (t->nbuckets - 1)];
-}
-
-static void htable_remove(struct htable *t, struct hnode *n)
-{
-	struct hnode **pp;
-
-	if (!t->nbuckets)
-		return;
-	for (pp = &t->buckets[n->hash & (t->nbuckets - 1)]; *pp; pp = &(*pp)->next)
-		if (*pp == n) {
-			*pp = n->next;
-			t->count--;
-			return;
-		}
-}
-
-static void htable_fini(struct htable *t, void (*free_node)(struct hnode *))
-{
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		struct hnode *e = t->buckets[i];
-
-		while (e) {
-			struct hnode *next = e->next;
-
-			free_node(e);
-			e = next;
-		}
-	}
-	free(t->buckets);
-	t->buckets = NULL;
-	t->nbuckets = 0;
-	t->count = 0;
-}
-
 static void image_free(struct hnode *n)
 {
 	struct image *img = (struct image *)n;
@@ -219,13 +125,13 @@ static void elf_free(struct fr_elf_image *e)
 
 static uint64_t image_hash(const struct stat *st)
 {
-	uint64_t h = FNV_OFFSET;
+	uint64_t h = FR_FNV_OFFSET;
 
-	h = fnv1a(h, &st->st_dev, sizeof(st->st_dev));
-	h = fnv1a(h, &st->st_ino, sizeof(st->st_ino));
-	h = fnv1a(h, &st->st_size, sizeof(st->st_size));
-	h = fnv1a(h, &st->st_mtim.tv_sec, sizeof(st->st_mtim.tv_sec));
-	return fnv1a(h, &st->st_mtim.tv_nsec, sizeof(st->st_mtim.tv_nsec));
+	h = fr_fnv1a(h, &st->st_dev, sizeof(st->st_dev));
+	h = fr_fnv1a(h, &st->st_ino, sizeof(st->st_ino));
+	h = fr_fnv1a(h, &st->st_size, sizeof(st->st_size));
+	h = fr_fnv1a(h, &st->st_mtim.tv_sec, sizeof(st->st_mtim.tv_sec));
+	return fr_fnv1a(h, &st->st_mtim.tv_nsec, sizeof(st->st_mtim.tv_nsec));
 }
 
 /* ---- file calls with a deadline ---- */
@@ -452,7 +358,7 @@ static void image_put(struct image *img)
 	pthread_mutex_lock(&images_lock);
 	last = --img->refs == 0;
 	if (last)
-		htable_remove(&shared_images, &img->node);
+		fr_htable_remove(&shared_images, &img->node);
 	pthread_mutex_unlock(&images_lock);
 	if (last)
 		image_free(&img->node);
@@ -462,7 +368,7 @@ static void image_put(struct image *img)
  * Under images_lock. */
 static struct image *shared_find(const struct stat *st, uint64_t hash)
 {
-	for (struct hnode *n = htable_first(&shared_images, hash); n; n = n->next) {
+	for (struct hnode *n = fr_htable_first(&shared_images, hash); n; n = n->next) {
 		struct image *img = (struct image *)n;
 
 		if (n->hash == hash && img->dev == st->st_dev && img->ino == st->st_ino &&
@@ -548,7 +454,7 @@ static int image_get(struct fr_symbols *s, const char *root, const char *file, s
 	pthread_mutex_lock(&images_lock);
 	found = shared_find(&st, hash);
 	if (found && found->err < 0 && img->err == 0) {
-		htable_remove(&shared_images, &found->node);
+		fr_htable_remove(&shared_images, &found->node);
 		found->refs--; /* ours from shared_find; holders keep theirs */
 		if (found->refs == 0) {
 			pthread_mutex_unlock(&images_lock);
@@ -558,7 +464,7 @@ static int image_get(struct fr_symbols *s, const char *root, const char *file, s
 		found = NULL;
 	}
 	if (!found)
-		ret = htable_insert(&shared_images, &img->node);
+		ret = fr_htable_insert(&shared_images, &img->node);
 	pthread_mutex_unlock(&images_lock);
 	if (found) {
 		image_free(&img->node);
@@ -625,11 +531,11 @@ static int request_resolve(struct fr_symbols *s, struct request *req, const char
 static uint64_t request_hash(const char *root, size_t root_len, const char *path, size_t path_len,
 			     const uint8_t *bid, size_t bid_len)
 {
-	uint64_t h = FNV_OFFSET;
+	uint64_t h = FR_FNV_OFFSET;
 
-	h = fnv1a(h, root, root_len + 1);
-	h = fnv1a(h, path, path_len + 1);
-	return fnv1a(h, bid, bid_len);
+	h = fr_fnv1a(h, root, root_len + 1);
+	h = fr_fnv1a(h, path, path_len + 1);
+	return fr_fnv1a(h, bid, bid_len);
 }
 
 static bool request_match(const struct request *r, const char *root, size_t root_len,
@@ -660,7 +566,7 @@ static int request_get(struct fr_symbols *s, const char *root, const char *path,
 		return 0;
 	}
 	hash = request_hash(root, root_len, path, path_len, bid, bid_len);
-	for (struct hnode *n = htable_first(&s->requests, hash); n; n = n->next) {
+	for (struct hnode *n = fr_htable_first(&s->requests, hash); n; n = n->next) {
 		req = (struct request *)n;
 		if (n->hash == hash &&
 		    request_match(req, root, root_len, path, path_len, bid, bid_len)) {
@@ -686,7 +592,7 @@ static int request_get(struct fr_symbols *s, const char *root, const char *path,
 	req->err = ret;
 	if (ret < 0)
 		req->image = NULL;
-	if (htable_insert(&s->requests, &req->node) < 0) {
+	if (fr_htable_insert(&s->requests, &req->node) < 0) {
 		ret = -ENOMEM;
 		goto err_free;
 	}
@@ -808,7 +714,7 @@ void fr_symbols_free(struct fr_symbols *s)
 		return;
 	fr_worker_free(s->worker);
 	fr_perfmaps_free(s->jit);
-	htable_fini(&s->requests, request_free);
+	fr_htable_fini(&s->requests, request_free);
 	for (size_t i = 0; i < s->nheld; i++)
 		image_put(s->held[i]);
 	free(s->held);
