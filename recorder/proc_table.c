@@ -195,27 +195,31 @@ static void follow(struct fr_proc_table *pt, const struct fr_proc_source *src, u
 }
 
 /* Learns what process `pid` is called and where it lives, from /proc or
- * (when it is gone already) from its parent's, and keeps it when it may
- * matter. */
+ * (when it is gone already) from what the table knew of it, else from its
+ * parent's, and keeps it when it may matter. A process that execs and
+ * dies at once is gone before its exec event is read: the comm event exec
+ * sent first (its rename) is then all there is to know. */
 static void learn(struct fr_proc_table *pt, const struct fr_proc_source *src, uint32_t pid,
 		  uint32_t parent)
 {
 	char comm[FR_PROC_COMM_LEN] = "", cg[FR_PROC_CGROUP_LEN] = "";
-	int32_t pi = parent ? fr_proc_table_find(pt, parent) : -1;
+	int32_t self = fr_proc_table_find(pt, pid);
+	int32_t pi = self >= 0 ? self : parent ? fr_proc_table_find(pt, parent) : -1;
 	uint32_t uid = read_uid(src->proc, pid);
 
-	if (uid == FR_PROC_UID_UNKNOWN && parent)
+	if (uid == FR_PROC_UID_UNKNOWN && (pi >= 0 || parent))
 		uid = pi >= 0 ? pt->e[pi].uid : read_uid(src->proc, parent);
-	if (read_comm(src->proc, pid, comm) < 0 && parent) {
+	if (read_comm(src->proc, pid, comm) < 0 && (pi >= 0 || parent)) {
 		if (pi >= 0)
 			snprintf(comm, sizeof(comm), "%s", pt->e[pi].comm);
 		else
 			(void)read_comm(src->proc, parent, comm);
 	}
-	if (src->cgroups && fr_proc_read_cgroup(src->proc, pid, cg, sizeof(cg)) < 0 && parent) {
+	if (src->cgroups && fr_proc_read_cgroup(src->proc, pid, cg, sizeof(cg)) < 0 &&
+	    (pi >= 0 || parent)) {
 		if (pi >= 0 && pt->e[pi].cgroup)
 			snprintf(cg, sizeof(cg), "%s", pt->e[pi].cgroup);
-		else
+		else if (self < 0)
 			(void)fr_proc_read_cgroup(src->proc, parent, cg, sizeof(cg));
 	}
 	follow(pt, src, pid, comm, cg, uid);

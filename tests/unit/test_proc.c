@@ -338,6 +338,18 @@ static void test_follow(void)
 	CHECK(!last.comm[0] && !last.cgroup[0] && last.uid == FR_PROC_UID_UNKNOWN,
 	      "an unknown vanished pid exited as \"%s\"", last.comm);
 
+	/* A process that execs and dies at once: the connector's comm event
+	 * (exec renames it) names it, and the exec event that follows finds
+	 * no /proc/PID any more; what the rename taught must stay. */
+	fr_proc_table_rename(&pt, &src, 510, "target-quick");
+	fr_proc_table_exec(&pt, &src, 510);
+	i = fr_proc_table_find(&pt, 510);
+	CHECK(i >= 0 && strcmp(pt.e[i].comm, "target-quick") == 0,
+	      "an exec of a process gone from /proc forgot the name its rename gave");
+	fr_proc_table_exited(&pt, &src, 510, &last);
+	CHECK(strcmp(last.comm, "target-quick") == 0,
+	      "a process that exec'd and died at once exited as \"%s\"", last.comm);
+
 	fr_proc_table_fini(&pt);
 	n = fr_proc_table_seed(&pt, &src);
 	CHECK(n == 3 && fr_proc_table_find(&pt, 500) >= 0 && fr_proc_table_find(&pt, 503) >= 0 &&
