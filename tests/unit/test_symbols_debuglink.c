@@ -147,7 +147,8 @@ static void test_parse(void)
 
 int main(int argc, char **argv)
 {
-	const char *prog, *stripped, *debug, *mislinked, *other_debug;
+	const char *stripped, *debug, *mislinked, *other_debug;
+	char *prog;
 	uint64_t off;
 
 	test_parse();
@@ -200,6 +201,7 @@ int main(int argc, char **argv)
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 		CHECK(system(cmd) == 0, "%s", cmd);
 	}
+	free(prog);
 	if (failures) {
 		fprintf(stderr, "%d failure(s)\n", failures);
 		return 1;
