@@ -14,9 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Files whose DWARF sections together exceed this are not read for lines:
- * their functions keep their names, without file and line. */
-#define FR_DWARF_MAX_SIZE (256ULL << 20)
+/* Files larger than this are not read for lines: their functions keep
+ * their names, without file and line. The whole file is copied into
+ * memory for every profile that names it (parsed images live as long as
+ * the profile), so this bounds what one file costs a query in memory and
+ * read time, and keeps the read well inside the file's 2 s deadline. */
+#define FR_DWARF_MAX_SIZE (64ULL << 20)
 
 /* Frames of one address at most (inline depth + 1); deeper chains keep
  * their innermost frames and the real function. */
