@@ -226,16 +226,10 @@ static int read_sample(struct reader *r, struct pb *b)
 static int read_line(struct reader *r, struct pb *b)
 {
 	uint64_t id = 0;
-	uint32_t field;
-	int wt, ret;
+	int ret = read_fields(b, (uint64_t *const[]){NULL, &id}, 1);
 
-	while (b->p < b->end) {
-		if (pb_tag(b, &field, &wt) < 0)
-			return -EBADMSG;
-		ret = field == 1 ? read_u64(b, wt, &id) : pb_skip(b, wt);
-		if (ret < 0)
-			return ret;
-	}
+	if (ret < 0)
+		return ret;
 	return id ? vec_push_u64(&r->funcs, id) : 0;
 }
 
@@ -298,22 +292,7 @@ static int read_mapping(struct reader *r, struct pb *b)
  * fields 1 and 2 (id and name; type and unit). */
 static int read_fields_1_2(struct pb *b, uint64_t *one, uint64_t *two)
 {
-	uint32_t field;
-	int wt, ret;
-
-	while (b->p < b->end) {
-		if (pb_tag(b, &field, &wt) < 0)
-			return -EBADMSG;
-		if (field == 1)
-			ret = read_u64(b, wt, one);
-		else if (field == 2)
-			ret = read_u64(b, wt, two);
-		else
-			ret = pb_skip(b, wt);
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
+	return read_fields(b, (uint64_t *const[]){NULL, one, two}, 2);
 }
 
 static int read_function(struct reader *r, struct pb *b)
