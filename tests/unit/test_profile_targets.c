@@ -121,7 +121,7 @@ static void check_cgroup_labels(struct fr_ring *r, int before)
 
 	req_init(&q, T0, T0 + 60 * SEC, 0);
 	if (run(r, &q, &res, &o, "cgroup-labels") == 0) {
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the profile with cgroup labels") == 0) {
 			const char *app[] = {"cgroup:[" CG_NGINX "]", "comm:[frtest-app]", NULL};
 			const char *sub[] = {"cgroup:[" CG_SUB "]", "comm:[frtest-sub]", NULL};
 			const char *web_in[] = {"cgroup:[/user.slice/user-1000.slice]",
@@ -143,10 +143,7 @@ static void check_cgroup_labels(struct fr_ring *r, int before)
 			CHECK(unlabelled_web == 30, "web before the move, without a label: %d",
 			      unlabelled_web);
 			CHECK(raw.nsamples == 5, "pprof shows %d samples, want 5", raw.nsamples);
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the profile with cgroup labels");
+			raw_done(&raw, before);
 		}
 	}
 	out_free(&o);
