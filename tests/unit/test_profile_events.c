@@ -480,7 +480,7 @@ static void test_event_losses(void)
 	if (run(r, &q, &res, &o, "losses-cpu") == 0) {
 		CHECK(res.lost == 12 && res.nevents == 1, "cpu only: lost %" PRIu64 ", want 12",
 		      res.lost);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the cpu-only profile") == 0) {
 			CHECK(!strstr(raw.text, "page-faults"), "page-faults in a cpu profile");
 			raw_free(&raw);
 		}

@@ -238,7 +238,7 @@ static void check_children(struct fr_ring *r, struct fr_profile_request *q, cons
 	CHECK((int64_t)res.samples_kept == kept && res.samples_seen == res.samples_kept,
 	      "%s: seen %" PRIu64 " kept %" PRIu64 ", want %" PRId64, name, res.samples_seen,
 	      res.samples_kept, kept);
-	if (raw_parse(&raw, o.path) == 0) {
+	if (raw_read(&raw, &o, name) == 0) {
 		for (int i = 0; pids[i]; i++)
 			CHECK(find_pid(&raw, -1, pids[i]), "%s: no samples of pid %u", name,
 			      pids[i]);
@@ -368,7 +368,8 @@ static void test_children(void)
 		       (const uint32_t[]){FAM(400), FAM(500), FAM(600), FAM(700), 0}, text);
 	/* The labels are those of any profile: 100's samples of both chunks
 	 * are one row, with its cgroup. */
-	if (run(r, &q, &res, &o, "children-labels") == 0 && raw_parse(&raw, o.path) == 0) {
+	if (run(r, &q, &res, &o, "children-labels") == 0 &&
+	    raw_read(&raw, &o, "the children-labels profile") == 0) {
 		char l1[64];
 		const char *want[] = {label(l1, sizeof(l1), "pid", FAM(100)),
 				      "cgroup:[" CG_NGINX "]", NULL};
