@@ -161,6 +161,11 @@ int raw_type_index(const struct raw *r, const char *type);
 void check_values(const struct raw *r, int64_t period, const char *what);
 /* Prints r->text when checks failed since `before`. */
 void dump_on_failure(const struct raw *r, int before);
+/* Reads the profile of run() back into `r`: 0, or -1 after a failed
+ * CHECK "cannot read WHAT". */
+int raw_read(struct raw *r, const struct out *o, const char *what);
+/* dump_on_failure(r, before), then raw_free(r). */
+void raw_done(struct raw *r, int before);
 /* time_nanos and duration_nanos of a profile in memory. */
 int profile_times(const struct out *o, int64_t *time_ns, int64_t *dur_ns);
 /* "key:[v]" in buf, as the labels of struct rsample show a number. */

@@ -252,6 +252,20 @@ void dump_on_failure(const struct raw *r, int before)
 		fprintf(stderr, "---- pprof -raw ----\n%s--------\n", r->text);
 }
 
+int raw_read(struct raw *r, const struct out *o, const char *what)
+{
+	if (raw_parse(r, o->path) == 0)
+		return 0;
+	CHECK(0, "cannot read %s", what);
+	return -1;
+}
+
+void raw_done(struct raw *r, int before)
+{
+	dump_on_failure(r, before);
+	raw_free(r);
+}
+
 /* time_nanos and duration_nanos of the profile in `o`. */
 int profile_times(const struct out *o, int64_t *time_ns, int64_t *dur_ns)
 {

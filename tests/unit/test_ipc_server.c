@@ -529,13 +529,29 @@ static void test_share(void)
 	unlink(path);
 }
 
+/* Sends the header of a 1 KiB frame that never completes, then filler, a
+ * byte every 500 ms (at most 60), until the server answers; whether it did.
+ * Does nothing on fd < 0. */
+static int trickle(int fd)
+{
+	static const unsigned char hdr[4] = {0, 4, 0, 0};
+	int got = 0;
+
+	for (int i = 0; fd >= 0 && i < 60 && !got; i++) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+		send(fd, i < 4 ? (const void *)&hdr[i] : "x", 1, MSG_NOSIGNAL);
+		got = poll(&pfd, 1, 500) > 0;
+	}
+	return got;
+}
+
 /* A client that sends a byte every 500 ms (each receive quick, the
  * request never whole) is answered and dropped once its request deadline
  * passes, rather than holding its slot for as long as it keeps sending. */
 static void test_slow_request_dropped(void)
 {
 	struct fr_ipc_server *s = NULL;
-	unsigned char hdr[4] = {0, 4, 0, 0}; /* a 1 KiB frame that never completes */
 	char path[256];
 	cJSON *resp = NULL;
 	int calls = 0, fd, got = 0;
@@ -546,12 +562,7 @@ static void test_slow_request_dropped(void)
 	fd = fr_ipc_connect(path);
 	CHECK(fd >= 0, "connect: %d", fd);
 	/* Bounded: 60 bytes, 30 s; the deadline is 5 s from the first. */
-	for (int i = 0; fd >= 0 && i < 60 && !got; i++) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-
-		send(fd, i < 4 ? (const void *)&hdr[i] : "x", 1, MSG_NOSIGNAL);
-		got = poll(&pfd, 1, 500) > 0;
-	}
+	got = trickle(fd);
 	CHECK(got, "the server kept a trickling request open for 30 s");
 	if (got) {
 		CHECK(fr_ipc_recv_json(fd, &resp, NULL) == 0, "no reply before the close");
@@ -574,7 +585,6 @@ static void test_slow_request_dropped(void)
 static void test_follow_timeout_names_bounds(void)
 {
 	struct fr_ipc_server *s = NULL;
-	unsigned char hdr[4] = {0, 4, 0, 0}; /* a 1 KiB frame that never completes */
 	char path[256];
 	cJSON *resp = NULL;
 	int calls = 0, fd, got = 0;
@@ -589,12 +599,7 @@ static void test_follow_timeout_names_bounds(void)
 	cJSON_Delete(resp);
 	resp = NULL;
 	/* Bounded: 60 bytes, 30 s; the frame's deadline is 5 s. */
-	for (int i = 0; fd >= 0 && i < 60 && !got; i++) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-
-		send(fd, i < 4 ? (const void *)&hdr[i] : "x", 1, MSG_NOSIGNAL);
-		got = poll(&pfd, 1, 500) > 0;
-	}
+	got = trickle(fd);
 	CHECK(got, "the server kept a holding connection's trickling request open for 30 s");
 	if (got) {
 		CHECK(fr_ipc_recv_json(fd, &resp, NULL) == 0, "no reply before the close");

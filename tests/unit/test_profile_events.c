@@ -85,7 +85,7 @@ static void test_two_events(void)
 		      res.samples_seen, res.samples_kept, res.stacks);
 		CHECK(res.hz == 99 && res.events[0].hz == 99 && res.events[1].hz == 99,
 		      "hz %u [%u %u]", res.hz, res.events[0].hz, res.events[1].hz);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the two-event profile") == 0) {
 			const struct rsample *app = find_pid(&raw, ST_USER, PID_APP);
 			const struct rsample *db = find_pid(&raw, ST_KERNEL, PID_DB);
 			const struct rsample *web = find_pid(&raw, ST_OTHER, PID_WEB);
@@ -128,10 +128,7 @@ static void test_two_events(void)
 			CHECK(raw.d->default_type >= 0 &&
 				      strcmp(raw.d->types[raw.d->default_type].type, "cpu") == 0,
 			      "default sample type %zd, want cpu", raw.d->default_type);
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the two-event profile");
+			raw_done(&raw, before);
 		}
 	}
 	out_free(&o);
@@ -157,7 +154,7 @@ static void test_two_events_pf_first(void)
 	req_events(&q, 2, pf_cpu);
 	if (run(r, &q, &res, &o, "events-pf") == 0) {
 		CHECK(res.hz == 99, "hz %u", res.hz);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the page-faults-first profile") == 0) {
 			const struct rsample *app = find_pid(&raw, ST_USER, PID_APP);
 
 			CHECK(strcmp(raw.types,
@@ -173,10 +170,7 @@ static void test_two_events_pf_first(void)
 				      app->v[2] == 10 * PERIOD_99,
 			      "app row [%" PRId64 " %" PRId64 " %" PRId64 "]", app ? app->v[0] : -1,
 			      app ? app->v[1] : -1, app ? app->v[2] : -1);
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the page-faults-first profile");
+			raw_done(&raw, before);
 		}
 	}
 	out_free(&o);
@@ -240,7 +234,7 @@ static void check_downsampled_profile(const struct out *o, const struct fr_profi
 	const struct fr_profile_event_result *cpu = &res->events[0], *cyc = &res->events[1];
 	struct raw raw;
 
-	if (raw_parse(&raw, o->path) == 0) {
+	if (raw_read(&raw, o, "the per-event downsampled profile") == 0) {
 		CHECK(strcmp(raw.types, "samples/count cpu/nanoseconds[dflt] cycles/count "
 					"page-faults/count") == 0,
 		      "sample types \"%s\"", raw.types);
@@ -266,10 +260,7 @@ static void check_downsampled_profile(const struct out *o, const struct fr_profi
 		      "page-faults said to be downsampled");
 		CHECK(strstr(raw.text, "Comment: page-faults sampled at 49 Hz"),
 		      "no page-faults rate comment");
-		dump_on_failure(&raw, before);
-		raw_free(&raw);
-	} else {
-		CHECK(0, "cannot read the per-event downsampled profile");
+		raw_done(&raw, before);
 	}
 }
 
@@ -337,14 +328,11 @@ static void test_event_downsampling(void)
 	before = failures;
 	if (run(r, &q, &res, &o, "event-down-cycles") == 0) {
 		CHECK(res.hz == 99, "cycles first: hz %u", res.hz);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the cycles-first profile") == 0) {
 			CHECK(strstr(raw.text, "PeriodType: cycles count\n") && raw.period == 999,
 			      "cycles first: period %" PRId64 ", want cycles count 999",
 			      raw.period);
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the cycles-first profile");
+			raw_done(&raw, before);
 		}
 	}
 	out_free(&o);
@@ -396,7 +384,7 @@ static void test_offcpu(void)
 		CHECK(res.events[1].samples_kept < ncpu / 3,
 		      "cpu kept %" PRIu64 " of %" PRIu64 " at 99 -> 19 Hz",
 		      res.events[1].samples_kept, ncpu);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the offcpu profile") == 0) {
 			CHECK(strcmp(raw.types,
 				     "samples/count offcpu/nanoseconds[dflt] cpu/nanoseconds") == 0,
 			      "sample types \"%s\"", raw.types);
@@ -417,10 +405,7 @@ static void test_offcpu(void)
 			      "offcpu said to be downsampled");
 			CHECK(strstr(raw.text, "Comment: cpu: downsampled from 99 Hz to 19 Hz"),
 			      "no cpu downsampling comment");
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the offcpu profile");
+			raw_done(&raw, before);
 		}
 	}
 	out_free(&o);
@@ -468,7 +453,7 @@ static void test_event_losses(void)
 			      res.events[1].truncated == 2,
 		      "page-faults counters %" PRIu64 " %" PRIu64 " %" PRIu64 ", want 7 0 2",
 		      res.events[1].lost, res.events[1].throttled, res.events[1].truncated);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the profile") == 0) {
 			CHECK(strstr(raw.text, "Comment: cpu: 12 samples lost by the kernel"),
 			      "no cpu lost comment");
 			CHECK(strstr(raw.text,
@@ -486,10 +471,7 @@ static void test_event_losses(void)
 			CHECK(!strstr(raw.text, "page-faults: the kernel throttled"),
 			      "a throttling comment for page-faults, which was not throttled");
 			CHECK(!strstr(raw.text, "cycles"), "counters of cycles, not asked for");
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the profile");
+			raw_done(&raw, before);
 		}
 	}
 	out_free(&o);
@@ -498,7 +480,7 @@ static void test_event_losses(void)
 	if (run(r, &q, &res, &o, "losses-cpu") == 0) {
 		CHECK(res.lost == 12 && res.nevents == 1, "cpu only: lost %" PRIu64 ", want 12",
 		      res.lost);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the cpu-only profile") == 0) {
 			CHECK(!strstr(raw.text, "page-faults"), "page-faults in a cpu profile");
 			raw_free(&raw);
 		}
@@ -537,7 +519,7 @@ static void test_raw_event(void)
 		CHECK(res.events[1].event == raw_id && res.events[1].samples_kept == 10,
 		      "raw event result %#x kept %" PRIu64, res.events[1].event,
 		      res.events[1].samples_kept);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the raw-event profile") == 0) {
 			const struct rsample *s = find_pid(&raw, ST_KERNEL, PID_DB);
 
 			CHECK(strcmp(raw.types,
@@ -552,10 +534,7 @@ static void test_raw_event(void)
 				      raw_column(&raw, 2) == 50000,
 			      "raw:0x1a2: column %d, want 2 of 50000 total",
 			      raw_type_index(&raw, "raw:0x1a2"));
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the raw-event profile");
+			raw_done(&raw, before);
 		}
 	}
 	out_free(&o);

@@ -119,7 +119,10 @@ static void test_pprof(void)
 		      s ? s->v[0] : -1);
 		if (s)
 			check_sample_mappings(&raw, s, stacks[ST_KERNEL].nr_kernel, "db");
+		/* app, of uid 1000, is only in root's profile. */
 		s = find_pid(&raw, ST_USER, PID_APP);
+		CHECK(uid ? !s : s != NULL, "app's user stack %s (uid %d)",
+		      uid ? "shown to uid 0" : "missing", uid);
 		if (s)
 			check_sample_mappings(&raw, s, 0, "app");
 		for (size_t i = 0; i < raw.d->nfunctions; i++)

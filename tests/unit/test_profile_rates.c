@@ -66,7 +66,7 @@ static void test_downsampling(void)
 		CHECK(res.samples_kept > want * 0.95 && res.samples_kept < want * 1.05,
 		      "kept %" PRIu64 " of %" PRIu64 " at 999 Hz -> 99 Hz, want about %.0f",
 		      res.samples_kept, n, want);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the downsampled profile") == 0) {
 			const char *none[] = {NULL};
 			int64_t other = 0, total = raw_total(&raw);
 
@@ -86,10 +86,7 @@ static void test_downsampling(void)
 			CHECK(find_sample(&raw, ST_USER, none), "no sample of frtest_leaf");
 			CHECK(strstr(raw.text, "Comment: cpu: downsampled from 999 Hz to 99 Hz"),
 			      "no downsampling comment");
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the downsampled profile");
+			raw_done(&raw, before);
 		}
 		/* The same request, the same bytes. */
 		if (run(r, &q, &res2, &o2, "down-again") == 0) {
@@ -110,7 +107,7 @@ static void test_downsampling(void)
 		CHECK(res.hz == 999 && res.samples_kept == n,
 		      "hz 0 over 999 Hz: hz %u kept %" PRIu64 " of %" PRIu64, res.hz,
 		      res.samples_kept, n);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the 999 Hz profile") == 0) {
 			CHECK(raw.period == SEC / 999, "period %" PRId64 ", want %" PRId64,
 			      raw.period, SEC / 999);
 			CHECK(raw_total(&raw) == (int64_t)n, "pprof total %" PRId64,
@@ -120,8 +117,6 @@ static void test_downsampling(void)
 			      "a profile at the collected rate says "
 			      "it was downsampled");
 			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the 999 Hz profile");
 		}
 	}
 	out_free(&o);
@@ -158,17 +153,14 @@ static void test_mixed_rates(void)
 		      "mixed: kept %" PRIu64 ", want about %.0f (all %" PRIu64
 		      " at 99 Hz and ~1/10 of %" PRIu64 " at 999 Hz)",
 		      res.samples_kept, want, slow, fast);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the mixed-rate profile") == 0) {
 			CHECK(raw.period == PERIOD_99, "period %" PRId64, raw.period);
 			check_values(&raw, PERIOD_99, "mixed");
 			CHECK(raw_total(&raw) == (int64_t)res.samples_kept, "pprof total %" PRId64,
 			      raw_total(&raw));
 			CHECK(strstr(raw.text, "Comment: ") && strstr(raw.text, "downsampled"),
 			      "no comment says the profile was downsampled");
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the mixed-rate profile");
+			raw_done(&raw, before);
 		}
 	}
 	out_free(&o);
@@ -182,12 +174,10 @@ static void test_mixed_rates(void)
 		      slow);
 		CHECK(strstr(res.warning, "99 Hz") && strstr(res.warning, "999"),
 		      "warning does not name the rates: \"%s\"", res.warning);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the 99 Hz profile") == 0) {
 			CHECK(raw.period == PERIOD_99, "period %" PRId64, raw.period);
 			check_values(&raw, PERIOD_99, "upsample");
 			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the 99 Hz profile");
 		}
 	}
 	out_free(&o);

@@ -121,7 +121,7 @@ static void check_cgroup_labels(struct fr_ring *r, int before)
 
 	req_init(&q, T0, T0 + 60 * SEC, 0);
 	if (run(r, &q, &res, &o, "cgroup-labels") == 0) {
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the profile with cgroup labels") == 0) {
 			const char *app[] = {"cgroup:[" CG_NGINX "]", "comm:[frtest-app]", NULL};
 			const char *sub[] = {"cgroup:[" CG_SUB "]", "comm:[frtest-sub]", NULL};
 			const char *web_in[] = {"cgroup:[/user.slice/user-1000.slice]",
@@ -143,10 +143,7 @@ static void check_cgroup_labels(struct fr_ring *r, int before)
 			CHECK(unlabelled_web == 30, "web before the move, without a label: %d",
 			      unlabelled_web);
 			CHECK(raw.nsamples == 5, "pprof shows %d samples, want 5", raw.nsamples);
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the profile with cgroup labels");
+			raw_done(&raw, before);
 		}
 	}
 	out_free(&o);
@@ -241,7 +238,7 @@ static void check_children(struct fr_ring *r, struct fr_profile_request *q, cons
 	CHECK((int64_t)res.samples_kept == kept && res.samples_seen == res.samples_kept,
 	      "%s: seen %" PRIu64 " kept %" PRIu64 ", want %" PRId64, name, res.samples_seen,
 	      res.samples_kept, kept);
-	if (raw_parse(&raw, o.path) == 0) {
+	if (raw_read(&raw, &o, name) == 0) {
 		for (int i = 0; pids[i]; i++)
 			CHECK(find_pid(&raw, -1, pids[i]), "%s: no samples of pid %u", name,
 			      pids[i]);
@@ -371,7 +368,8 @@ static void test_children(void)
 		       (const uint32_t[]){FAM(400), FAM(500), FAM(600), FAM(700), 0}, text);
 	/* The labels are those of any profile: 100's samples of both chunks
 	 * are one row, with its cgroup. */
-	if (run(r, &q, &res, &o, "children-labels") == 0 && raw_parse(&raw, o.path) == 0) {
+	if (run(r, &q, &res, &o, "children-labels") == 0 &&
+	    raw_read(&raw, &o, "the children-labels profile") == 0) {
 		char l1[64];
 		const char *want[] = {label(l1, sizeof(l1), "pid", FAM(100)),
 				      "cgroup:[" CG_NGINX "]", NULL};

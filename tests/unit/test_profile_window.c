@@ -71,7 +71,7 @@ static void test_window(void)
 		CHECK(profile_times(&o, &tn, &dn) == 0, "cannot decode the profile");
 		CHECK(tn == t0 && dn == t1 - t0,
 		      "time %" PRId64 " duration %" PRId64 ", want the window", tn, dn);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the window profile") == 0) {
 			CHECK(raw.nsamples == 4, "pprof shows %d samples, want 4", raw.nsamples);
 			for (size_t i = 0; i < n; i++) {
 				const char *want[] = {label(l1, sizeof(l1), "tid",
@@ -87,10 +87,7 @@ static void test_window(void)
 					      "sample at t0%+" PRId64 ": count %" PRId64,
 					      samples[i].t - T0, s->v[0]);
 			}
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the window profile");
+			raw_done(&raw, before);
 		}
 	}
 	out_free(&o);
@@ -102,11 +99,9 @@ static void test_window(void)
 		CHECK(res.chunks == 1 && res.samples_seen == 0 && res.stacks == 0,
 		      "gap: chunks %" PRIu64 " seen %" PRIu64 " stacks %" PRIu64, res.chunks,
 		      res.samples_seen, res.stacks);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the empty-window profile") == 0) {
 			CHECK(raw.nsamples == 0, "gap: pprof shows %d samples", raw.nsamples);
 			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the empty-window profile");
 		}
 	}
 	out_free(&o);
@@ -144,7 +139,7 @@ static void test_pid_filter(void)
 		      "pids app+web: seen %" PRIu64 " kept %" PRIu64 " stacks %" PRIu64
 		      ", want 40 40 2",
 		      res.samples_seen, res.samples_kept, res.stacks);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the pid-filtered profile") == 0) {
 			const char *app[] = {label(l1, sizeof(l1), "pid", PID_APP), NULL};
 			const struct rsample *s = find_sample(&raw, ST_USER, app);
 			char l2[64], l3[64];
@@ -158,10 +153,7 @@ static void test_pid_filter(void)
 			      s ? s->v[0] : -1);
 			CHECK(!find_sample(&raw, -1, db), "pid db is in a profile of app and web");
 			CHECK(raw.nsamples == 2, "pprof shows %d samples, want 2", raw.nsamples);
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the pid-filtered profile");
+			raw_done(&raw, before);
 		}
 	}
 	out_free(&o);
@@ -178,10 +170,8 @@ static void test_pid_filter(void)
 	if (run(r, &q, &res, &o, "pids-none") == 0) {
 		CHECK(res.samples_seen == 0 && res.stacks == 0,
 		      "absent pid: seen %" PRIu64 " stacks %" PRIu64, res.samples_seen, res.stacks);
-		if (raw_parse(&raw, o.path) == 0)
+		if (raw_read(&raw, &o, "the profile of an absent pid") == 0)
 			raw_free(&raw);
-		else
-			CHECK(0, "cannot read the profile of an absent pid");
 	}
 	out_free(&o);
 	test_ring_done(r);
@@ -241,7 +231,7 @@ static void test_aggregation(void)
 		CHECK(res.stacks == 5, "stacks %" PRIu64 ", want 5", res.stacks);
 		CHECK(res.chunks == 2 && res.hz == 99, "chunks %" PRIu64 " hz %u", res.chunks,
 		      res.hz);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the aggregated profile") == 0) {
 			static const struct {
 				int st;
 				uint32_t pid, tid;
@@ -295,10 +285,7 @@ static void test_aggregation(void)
 			/* The control for the uid-limited profile below. */
 			CHECK(strstr(raw.text, "ffffffff81"),
 			      "no kernel addresses in root's profile");
-			dump_on_failure(&raw, before);
-			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the aggregated profile");
+			raw_done(&raw, before);
 		}
 	}
 	out_free(&o);
@@ -326,13 +313,11 @@ static void test_aggregation_views(void)
 	q.targets.has_uid = 1;
 	q.targets.uid = 0;
 	if (run(r, &q, &res, &o, "aggregate-uid") == 0) {
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the uid-limited profile") == 0) {
 			CHECK(strstr(raw.text, "frk_schedule"), "no kernel function names");
 			CHECK(!strstr(raw.text, "ffffffff81"),
 			      "kernel addresses in a user's profile");
 			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the uid-limited profile");
 		}
 	}
 	out_free(&o);
@@ -344,7 +329,7 @@ static void test_aggregation_views(void)
 		CHECK(res.samples_kept == 15 && res.stacks == 14,
 		      "cpu label: kept %" PRIu64 " stacks %" PRIu64 ", want 15 14",
 		      res.samples_kept, res.stacks);
-		if (raw_parse(&raw, o.path) == 0) {
+		if (raw_read(&raw, &o, "the profile with cpu labels") == 0) {
 			const char *labels[] = {label(l1, sizeof(l1), "pid", PID_WEB), "cpu:[3]",
 						NULL};
 			const struct rsample *s = find_sample(&raw, ST_USER, labels);
@@ -352,8 +337,6 @@ static void test_aggregation_views(void)
 			CHECK(s && s->v[0] == 2, "web on cpu 3: %" PRId64 ", want 2",
 			      s ? s->v[0] : -1);
 			raw_free(&raw);
-		} else {
-			CHECK(0, "cannot read the profile with cpu labels");
 		}
 	}
 	out_free(&o);
