@@ -227,7 +227,7 @@ void fr_perfmap_free(struct fr_perfmap *m)
 
 int fr_perfmap_load(int fd, uint64_t size, struct fr_perfmap **out)
 {
-	size_t got = 0;
+	ssize_t got;
 	char *buf;
 	int ret;
 
@@ -236,21 +236,9 @@ int fr_perfmap_load(int fd, uint64_t size, struct fr_perfmap **out)
 	buf = malloc(size ? size : 1);
 	if (!buf)
 		return -ENOMEM;
-	while (got < size) {
-		ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			goto err_free;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	ret = fr_perfmap_parse(buf, got, out);
-err_free:
+	/* A file that shrank is parsed as far as it goes. */
+	got = fr_pread_full(fd, buf, (size_t)size, 0);
+	ret = got < 0 ? (int)got : fr_perfmap_parse(buf, (size_t)got, out);
 	free(buf);
 	return ret;
 }
