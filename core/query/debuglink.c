@@ -51,16 +51,14 @@ static int file_crc(int fd, uint64_t size, uint32_t *crc)
 	*crc = 0;
 	while (off < size) {
 		size_t want = size - off < CRC_CHUNK ? (size_t)(size - off) : CRC_CHUNK;
-		ssize_t n = pread(fd, buf, want, (off_t)off);
+		ssize_t n = fr_pread_full(fd, buf, want, off);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			ret = n < 0 ? -errno : -EIO;
+		if (n < 0 || (size_t)n < want) {
+			ret = n < 0 ? (int)n : -EIO;
 			break;
 		}
-		*crc = fr_crc32(*crc, buf, (size_t)n);
-		off += (uint64_t)n;
+		*crc = fr_crc32(*crc, buf, want);
+		off += want;
 	}
 	free(buf);
 	return ret;

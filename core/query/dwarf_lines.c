@@ -24,6 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/util/fs.h"
+
 /* Addresses resolved before, for the next profile that names them: a
  * hash table of (address, frames) whose frames sit in one array. Bounded:
  * once full, further addresses are looked up every time. */
@@ -92,7 +94,7 @@ static bool has_section(Elf *elf, size_t shstrndx, const char *name, uint64_t si
 
 struct fr_dwarf_lines *fr_dwarf_lines_read(struct Elf *elf, int fd, uint64_t size)
 {
-	size_t shstrndx, done = 0;
+	size_t shstrndx;
 	uint8_t *data;
 
 	if (size > FR_DWARF_MAX_SIZE || elf_getshdrstrndx(elf, &shstrndx) != 0 ||
@@ -103,14 +105,9 @@ struct fr_dwarf_lines *fr_dwarf_lines_read(struct Elf *elf, int fd, uint64_t siz
 	if (!data)
 		return NULL;
 	/* A file that shrinks while it is read is not used. */
-	while (done < size) {
-		ssize_t r = pread(fd, data + done, size - done, (off_t)done);
-
-		if (r <= 0) {
-			free(data);
-			return NULL;
-		}
-		done += (size_t)r;
+	if (fr_pread_full(fd, data, (size_t)size, 0) != (ssize_t)size) {
+		free(data);
+		return NULL;
 	}
 	return fr_dwarf_lines_new(data, size);
 }

@@ -227,7 +227,7 @@ void fr_perfmap_free(struct fr_perfmap *m)
 
 int fr_perfmap_load(int fd, uint64_t size, struct fr_perfmap **out)
 {
-	size_t got = 0;
+	ssize_t got;
 	char *buf;
 	int ret;
 
@@ -236,33 +236,25 @@ int fr_perfmap_load(int fd, uint64_t size, struct fr_perfmap **out)
 	buf = malloc(size ? size : 1);
 	if (!buf)
 		return -ENOMEM;
-	while (got < size) {
-		ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			goto err_free;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	ret = fr_perfmap_parse(buf, got, out);
-err_free:
+	/* A file that shrank is parsed as far as it goes. */
+	got = fr_pread_full(fd, buf, (size_t)size, 0);
+	ret = got < 0 ? (int)got : fr_perfmap_parse(buf, (size_t)got, out);
 	free(buf);
 	return ret;
 }
 
-int fr_perfmap_read(const char *root, uint32_t ns_pid, uid_t uid, struct fr_perfmap **out)
+/* fr_perfmap_read() of a map of at most `max_size` bytes; *size gets the
+ * bytes it read. */
+static int read_map(const char *root, uint32_t ns_pid, uid_t uid, uint64_t max_size, uint64_t *size,
+		    struct fr_perfmap **out)
 {
 	char path[64];
 	struct stat st;
 	int fd, ret;
 
+	*size = 0;
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", ns_pid);
-	fd = fr_open_untrusted(root, path, FR_PERFMAP_MAX_SIZE, &st);
+	fd = fr_open_untrusted(root, path, max_size, &st);
 	if (fd < 0)
 		return fd;
 	/* Anyone may create /tmp/perf-PID.map before the process does (or
@@ -270,12 +262,21 @@ int fr_perfmap_read(const char *root, uint32_t ns_pid, uid_t uid, struct fr_perf
 	 * either, unlike perf (which runs as the user): a process in its own
 	 * user and mount namespaces can bind-mount a file only root may read
 	 * there, and the daemon reads as root. */
-	if (st.st_uid != uid)
+	if (st.st_uid != uid) {
 		ret = -EPERM;
-	else
+	} else {
+		*size = (uint64_t)st.st_size;
 		ret = fr_perfmap_load(fd, (uint64_t)st.st_size, out);
+	}
 	close(fd);
 	return ret;
+}
+
+int fr_perfmap_read(const char *root, uint32_t ns_pid, uid_t uid, struct fr_perfmap **out)
+{
+	uint64_t size;
+
+	return read_map(root, ns_pid, uid, FR_PERFMAP_MAX_SIZE, &size, out);
 }
 
 /* ---- the cache ---- */
@@ -291,7 +292,8 @@ struct fr_perfmaps {
 	size_t n, cap;
 	size_t last;
 	struct fr_worker *worker;
-	bool gave_up; /* a read missed its deadline: no more for this cache */
+	bool gave_up;	     /* a read missed its deadline: no more for this cache */
+	uint64_t read_bytes; /* of maps read, at most FR_PERFMAPS_MAX_TOTAL */
 };
 
 /* One read handed to the worker. */
@@ -299,6 +301,7 @@ struct read_call {
 	char root[64];
 	uint32_t ns_pid;
 	uid_t uid;
+	uint64_t max_size, size;
 	struct fr_perfmap *map;
 	int ret;
 };
@@ -307,7 +310,8 @@ static void read_call_run(void *arg)
 {
 	struct read_call *c = arg;
 
-	c->ret = fr_perfmap_read(c->root[0] ? c->root : NULL, c->ns_pid, c->uid, &c->map);
+	c->ret = read_map(c->root[0] ? c->root : NULL, c->ns_pid, c->uid, c->max_size, &c->size,
+			  &c->map);
 }
 
 static void read_call_drop(void *arg)
@@ -355,6 +359,9 @@ static int timed_read(struct fr_perfmaps *c, uint32_t pid, bool same_root, struc
 
 	if (c->gave_up)
 		return -ETIMEDOUT;
+	/* Many processes' maps would otherwise cost a profile their sum. */
+	if (c->read_bytes >= FR_PERFMAPS_MAX_TOTAL)
+		return -EFBIG;
 	rc = calloc(1, sizeof(*rc));
 	if (!rc)
 		return -ENOMEM;
@@ -363,6 +370,9 @@ static int timed_read(struct fr_perfmaps *c, uint32_t pid, bool same_root, struc
 		goto err_free;
 	if (!same_root)
 		snprintf(rc->root, sizeof(rc->root), "/proc/%u/root", pid);
+	rc->max_size = FR_PERFMAPS_MAX_TOTAL - c->read_bytes;
+	if (rc->max_size > FR_PERFMAP_MAX_SIZE)
+		rc->max_size = FR_PERFMAP_MAX_SIZE;
 	ret = fr_worker_call(&c->worker, read_call_run, read_call_drop, rc,
 			     (int64_t)PERFMAP_DEADLINE_MS * 1000000);
 	if (ret == -ETIMEDOUT) {
@@ -373,6 +383,7 @@ static int timed_read(struct fr_perfmaps *c, uint32_t pid, bool same_root, struc
 	}
 	if (ret < 0)
 		goto err_free;
+	c->read_bytes += rc->size;
 	ret = rc->ret;
 	*map = rc->map;
 	rc->map = NULL;

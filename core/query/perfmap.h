@@ -21,6 +21,9 @@
 #define FR_PERFMAP_MAX_SIZE (64ULL << 20)
 #define FR_PERFMAP_MAX_ENTRIES (1U << 20)
 #define FR_PERFMAP_MAX_NAME 512
+/* The perf map bytes one cache (one profile) reads in all: past them, a
+ * further process's map is not read (-EFBIG). */
+#define FR_PERFMAPS_MAX_TOTAL (256ULL << 20)
 
 /* One parsed perf map. */
 struct fr_perfmap;

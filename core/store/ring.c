@@ -50,28 +50,6 @@
 #include "core/util/uring.h"
 #include "core/store/ring_int.h"
 
-/* Reads exactly `len` bytes unless the file ends first. Returns the bytes
- * read or -errno. */
-ssize_t ring_pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	unsigned char *p = buf;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, p + done, len - done, (off_t)(off + done));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
 int ring_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 {
 	const unsigned char *p = buf;
@@ -407,7 +385,7 @@ int fr_ring_read(struct fr_ring *r, const struct fr_ring_ref *ref, void **buf)
 	p = malloc(ref->len);
 	if (!p)
 		return -ENOMEM;
-	n = ring_pread_full(r->fd, p, ref->len, ref->offset);
+	n = fr_pread_full(r->fd, p, ref->len, ref->offset);
 	if (n < 0) {
 		ret = (int)n;
 		goto err;

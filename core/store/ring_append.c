@@ -140,7 +140,7 @@ int ring_merge_group(struct fr_ring *r)
 			ret = -ENOMEM;
 			goto out;
 		}
-		got = ring_pread_full(r->fd, raw[i], ref.len, ref.offset);
+		got = fr_pread_full(r->fd, raw[i], ref.len, ref.offset);
 		if (got < 0) {
 			ret = (int)got;
 			goto out;

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "core/store/chunk.h"
+#include "core/util/fs.h"
 #include "core/util/le.h"
 #include "core/store/ring.h"
 
@@ -106,9 +107,8 @@ static inline struct fr_ring_ref *ring_idx_at(const struct fr_ring *r, size_t i)
 	return &r->idx[(r->idx_head + i) % r->idx_cap];
 }
 
-/* core/store/ring.c: whole reads and writes; writes and syncs through the
- * uring when the ring has one. */
-ssize_t ring_pread_full(int fd, void *buf, size_t len, uint64_t off);
+/* core/store/ring.c: whole writes and syncs, through the uring when the
+ * ring has one (whole reads: fr_pread_full()). */
 int ring_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
 int ring_write(struct fr_ring *r, const void *buf, size_t len, uint64_t off);
 int ring_fdatasync(struct fr_ring *r);

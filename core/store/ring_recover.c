@@ -85,7 +85,7 @@ static int scan_segment(struct fr_ring *r, struct scan *s, uint32_t seg, uint64_
 		if (loaded) {
 			hp = s->segbuf + off;
 		} else {
-			ssize_t n = ring_pread_full(r->fd, hbuf, sizeof(hbuf), base + off);
+			ssize_t n = fr_pread_full(r->fd, hbuf, sizeof(hbuf), base + off);
 
 			if (n < 0)
 				return (int)n;
@@ -104,8 +104,7 @@ static int scan_segment(struct fr_ring *r, struct scan *s, uint32_t seg, uint64_
 
 			/* Search forward for the next valid header. */
 			if (!loaded) {
-				ssize_t n =
-					ring_pread_full(r->fd, s->segbuf, r->segment_size, base);
+				ssize_t n = fr_pread_full(r->fd, s->segbuf, r->segment_size, base);
 
 				if (n < 0)
 					return (int)n;
@@ -176,7 +175,7 @@ static int verify_tail(struct fr_ring *r, struct scan *s)
 		checked += c->ref.len;
 		if (c->verified || c->damaged)
 			continue;
-		n = ring_pread_full(r->fd, buf, c->ref.len, c->ref.offset);
+		n = fr_pread_full(r->fd, buf, c->ref.len, c->ref.offset);
 		if (n < 0) {
 			free(buf);
 			return (int)n;
@@ -203,7 +202,7 @@ int ring_journal_load(struct fr_ring *r, unsigned char **out)
 	*out = NULL;
 	if (!buf)
 		return -ENOMEM;
-	n = ring_pread_full(r->fd, buf, r->journal_size, FR_RING_SB_LEN);
+	n = fr_pread_full(r->fd, buf, r->journal_size, FR_RING_SB_LEN);
 	if (n < 0) {
 		free(buf);
 		return (int)n;

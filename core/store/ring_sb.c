@@ -209,7 +209,7 @@ static int chunk_evidence(int fd, uint64_t size)
 		return -ENOMEM;
 	for (uint64_t off = FR_RING_SB_LEN; off < end && !found; off += block) {
 		struct fr_chunk_header h;
-		ssize_t n = ring_pread_full(fd, buf, block + FR_CHUNK_HEADER_LEN, off);
+		ssize_t n = fr_pread_full(fd, buf, block + FR_CHUNK_HEADER_LEN, off);
 
 		if (n < 0) {
 			found = (int)n;
@@ -254,7 +254,7 @@ static int sb_load_copy(struct fr_ring *r, uint64_t actual_size, unsigned char *
 	 * can stand for it. */
 	if (*p == 0 || *p == -EPROTONOSUPPORT || actual_size < 2 * FR_RING_SB_LEN)
 		return 0;
-	cn = ring_pread_full(r->fd, copy, FR_RING_SB_LEN, actual_size - FR_RING_SB_LEN);
+	cn = fr_pread_full(r->fd, copy, FR_RING_SB_LEN, actual_size - FR_RING_SB_LEN);
 	if (cn < 0) {
 		fr_set_err(err, errlen, "cannot read %s: %s", r->path, strerror((int)-cn));
 		return (int)cn;
@@ -341,7 +341,7 @@ int ring_sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t errl
 
 	if (!sb)
 		return -ENOMEM;
-	n = ring_pread_full(r->fd, sb, FR_RING_SB_LEN, 0);
+	n = fr_pread_full(r->fd, sb, FR_RING_SB_LEN, 0);
 	if (n < 0) {
 		fr_set_err(err, errlen, "cannot read %s: %s", r->path, strerror((int)-n));
 		ret = (int)n;
@@ -350,7 +350,7 @@ int ring_sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t errl
 	p = sb_decode(sb, (size_t)n, &g);
 	if (p == 0 && actual_size >= g.file_size + FR_RING_SB_LEN) {
 		/* Is the copy there (and the same)? */
-		cn = ring_pread_full(r->fd, copy, FR_RING_SB_LEN, g.file_size);
+		cn = fr_pread_full(r->fd, copy, FR_RING_SB_LEN, g.file_size);
 		r->sb_copy = cn == FR_RING_SB_LEN && memcmp(sb, copy, FR_RING_SB_LEN) == 0;
 	}
 	ret = sb_load_copy(r, actual_size, sb, copy, &g, &p, &c, err, errlen);
@@ -417,7 +417,7 @@ void ring_sb_add_copy(struct fr_ring *r, uint64_t actual_size)
 	if (!buf)
 		return;
 	if (actual_size > at)
-		n = ring_pread_full(r->fd, buf, actual_size - at, at);
+		n = fr_pread_full(r->fd, buf, actual_size - at, at);
 	if (n < 0 || (!all_zero(buf, (size_t)n) &&
 		      ((size_t)n < 16 || memcmp(buf, FR_RING_MAGIC, 16) != 0))) {
 		free(buf);

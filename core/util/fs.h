@@ -62,6 +62,11 @@ int fr_open_untrusted(const char *root, const char *path, uint64_t max_size, str
  * the descriptor or -errno. */
 int fr_reopen_regular(int pathfd, uint64_t max_size, struct stat *st);
 
+/* Reads `len` bytes at `off` of `fd` unless the file ends first, retrying
+ * after EINTR. Returns the bytes read (fewer at the end of the file) or
+ * -errno. */
+ssize_t fr_pread_full(int fd, void *buf, size_t len, uint64_t off);
+
 /* Whether the peer at the other end of socket, pipe or terminal `fd` has
  * hung up or shut down its side (POLLRDHUP, POLLHUP, POLLERR); false for
  * -1 and for a peer still there. Never waits. */

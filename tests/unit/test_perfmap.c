@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +281,44 @@ static void test_symbols_jit(void)
 	fr_symbols_free(s);
 }
 
+/* One profile reads at most FR_PERFMAPS_MAX_TOTAL bytes of perf maps, so
+ * many processes with large maps cannot make it read (and keep) their sum. */
+static void test_maps_total_bounded(void)
+{
+	enum { LARGE = (int)(FR_PERFMAPS_MAX_TOTAL / FR_PERFMAP_MAX_SIZE) };
+	struct fr_symbols *s = fr_symbols_new(NULL);
+	pid_t kids[LARGE + 1];
+	const char *name = NULL;
+	char path[64];
+	int ret = 0;
+
+	for (int i = 0; i <= LARGE; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			pause();
+			_exit(0);
+		}
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)kids[i]);
+		write_file(path, "7f0000001000 100 jit_big\n");
+		/* Sparse: the rest is zeros, one last line without its newline. */
+		if (i < LARGE && truncate(path, (off_t)FR_PERFMAP_MAX_SIZE) != 0)
+			CHECK(0, "truncate %s", path);
+	}
+	for (int i = 0; i < LARGE; i++) {
+		ret = fr_symbols_jit(s, (uint32_t)kids[i], true, "//anon", 0x7f0000001010, &name);
+		CHECK(ret == 0, "map %d of %d: %d", i, LARGE, ret);
+	}
+	ret = fr_symbols_jit(s, (uint32_t)kids[LARGE], true, "//anon", 0x7f0000001010, &name);
+	CHECK(ret == -EFBIG, "a map past the total: %d, want -EFBIG", ret);
+	fr_symbols_free(s);
+	for (int i = 0; i <= LARGE; i++) {
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)kids[i]);
+		unlink(path);
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+}
+
 int main(void)
 {
 	test_good();
@@ -290,6 +329,7 @@ int main(void)
 	test_read_untrusted();
 	test_growing();
 	test_symbols_jit();
+	test_maps_total_bounded();
 	if (failures) {
 		fprintf(stderr, "%d failure(s)\n", failures);
 		return 1;
