@@ -67,14 +67,8 @@ test)
 	fi
 	meson compile -C "$asan" >/dev/null || status=1
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		meson test -C "$asan" --suite unit --suite fuzz --print-errorlogs || status=$?
-	# Alone and one at a time, as in the first run: the unit tests mount
-	# and abort FUSE file systems of their own.
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		meson test -C "$asan" --suite sanitized --num-processes 1 --logbase sanitized \
-		--print-errorlogs || status=$?
-	python3 - "$build/meson-logs/testlog.json" "$asan/meson-logs/testlog.json" \
-		"$asan/meson-logs/sanitized.json" <<'PY'
+		meson test -C "$asan" --suite unit --suite fuzz --suite sanitized --print-errorlogs || status=$?
+	python3 - "$build/meson-logs/testlog.json" "$asan/meson-logs/testlog.json" <<'PY'
 import json, os, sys
 counts = {}
 for path in sys.argv[1:]:
