@@ -92,6 +92,9 @@ struct request {
 
 struct fr_symbols {
 	char *kallsyms;
+	char *cache_dir;   /* the recorder's symbol cache; NULL: none */
+	char **debug_dirs; /* where separate debug files are looked for */
+	size_t ndebug_dirs;
 	struct htable requests;
 	struct image **held; /* references to shared images, dropped at free */
 	size_t nheld, capheld;
@@ -146,6 +149,9 @@ struct file_call {
 	struct stat st;		  /* OPEN: result */
 	struct image *img;	  /* LOAD: the image filled (owned) */
 	struct fr_elf_image *dbg; /* ADD_DEBUG: the debug file's symbols (owned) */
+	char **dirs;		  /* ADD_DEBUG: debug directories (owned copies) */
+	size_t ndirs;
+	bool touch; /* OPEN: mark the file used (a symbol cache entry) */
 	int ret;
 };
 
@@ -156,9 +162,28 @@ static void file_call_free(struct file_call *c)
 	if (c->img)
 		image_free(&c->img->node);
 	elf_free(c->dbg);
+	for (size_t i = 0; i < c->ndirs; i++)
+		free(c->dirs[i]);
+	free(c->dirs);
 	free(c->file);
 	free(c->root);
 	free(c);
+}
+
+/* The debug file of c->dbg: by build id under each debug directory of
+ * the host, then of the process's root, then where .gnu_debuglink says. */
+static int find_debug(struct file_call *c)
+{
+	const char *const *dirs = (const char *const *)c->dirs;
+	int ret = 0;
+
+	for (size_t i = 0; i < c->ndirs && ret == 0 && c->dbg->debug_missing; i++)
+		ret = fr_elf_debug_load(c->dbg, NULL, dirs[i]);
+	for (size_t i = 0; c->root && i < c->ndirs && ret == 0 && c->dbg->debug_missing; i++)
+		ret = fr_elf_debug_load(c->dbg, c->root, dirs[i]);
+	if (ret == 0 && c->dbg->debug_missing)
+		ret = fr_debuglink_load(c->dbg, c->root, c->file, dirs, c->ndirs);
+	return ret;
 }
 
 static void file_call_do(struct file_call *c)
@@ -170,6 +195,10 @@ static void file_call_do(struct file_call *c)
 		ret = fr_open_untrusted(c->root, c->file, FR_ELF_MAX_SIZE, &c->st);
 		c->fd = ret >= 0 ? ret : -1;
 		c->ret = ret >= 0 ? 0 : ret;
+		/* Least recently used goes first when the recorder evicts; a
+		 * cache this reader may not write (a copy) is used as it is. */
+		if (ret >= 0 && c->touch)
+			(void)futimens(c->fd, NULL);
 		break;
 	case FILE_LOAD:
 		c->ret = fr_elf_image_load(&c->img->elf, c->fd, (uint64_t)c->img->size);
@@ -182,11 +211,7 @@ static void file_call_do(struct file_call *c)
 		c->fd = -1;
 		c->ret = 0;
 		break;
-	default:
-		c->ret = c->root ? fr_elf_debug_load(c->dbg, c->root) : 0;
-		if (c->ret == 0 && c->dbg->debug_missing)
-			c->ret = fr_debuglink_load(c->dbg, c->root, c->file);
-		break;
+	default: c->ret = find_debug(c); break;
 	}
 }
 
@@ -246,13 +271,15 @@ static struct file_call *file_call_new(enum file_op op, const char *file, const 
 
 /* fr_open_untrusted() of `file` under `root` within the deadline.
  * Returns the fd with *st, or -errno (-ETIMEDOUT). */
-static int timed_open(struct fr_symbols *s, const char *root, const char *file, struct stat *st)
+static int timed_open(struct fr_symbols *s, const char *root, const char *file, bool touch,
+		      struct stat *st)
 {
 	struct file_call *c = file_call_new(FILE_OPEN, file, root);
 	int ret;
 
 	if (!c)
 		return -ENOMEM;
+	c->touch = touch;
 	ret = file_call_run(s, c);
 	if (ret < 0)
 		return ret;
@@ -339,6 +366,16 @@ static int timed_debug(struct fr_symbols *s, const struct image *img, const char
 	dbg->debuglink_crc = img->elf.debuglink_crc;
 	dbg->debug_missing = true;
 	c->dbg = dbg;
+	if (s->ndebug_dirs) {
+		c->dirs = calloc(s->ndebug_dirs, sizeof(*c->dirs));
+		for (size_t i = 0; c->dirs && i < s->ndebug_dirs; i++, c->ndirs++)
+			if (!(c->dirs[i] = strdup(s->debug_dirs[i])))
+				break;
+		if (c->ndirs < s->ndebug_dirs) {
+			file_call_free(c);
+			return -ENOMEM;
+		}
+	}
 	if (file_call_run(s, c) < 0)
 		return 0;
 	ret = c->ret;
@@ -400,14 +437,15 @@ static int hold(struct fr_symbols *s, struct image *img)
 	return 0;
 }
 
-static int image_get(struct fr_symbols *s, const char *root, const char *file, struct image **out)
+static int image_get(struct fr_symbols *s, const char *root, const char *file, bool cached,
+		     struct image **out)
 {
 	struct image *img, *found;
 	struct stat st;
 	uint64_t hash;
 	int fd, ret;
 
-	fd = timed_open(s, root, file, &st);
+	fd = timed_open(s, root, file, cached, &st);
 	if (fd < 0)
 		return fd;
 	hash = image_hash(&st);
@@ -479,29 +517,31 @@ static int image_get(struct fr_symbols *s, const char *root, const char *file, s
 	return ret;
 }
 
-/* Returns 0 with the usable image of `file`, -ESTALE when its build id is
- * not the expected one, or the error that makes it unusable. */
+/* Returns 0 with the usable image of `file` (a copy in the symbol cache
+ * when `cached`, whose debug files are still those of `path`), -ESTALE
+ * when its build id is not the expected one, or the error that makes it
+ * unusable. */
 static int image_try(struct fr_symbols *s, struct request *req, const char *root, const char *file,
-		     const uint8_t *bid, size_t bid_len)
+		     const char *path, bool cached, const uint8_t *bid, size_t bid_len)
 {
 	struct image *img = NULL;
-	int ret = image_get(s, root, file, &img);
+	int ret = image_get(s, root, file, cached, &img);
 
 	if (ret < 0)
 		return ret;
 	if (img->err < 0)
 		return img->err;
 	/* A file without a build id cannot be checked; it is trusted, unless
-	 * the caller asked for proof. */
-	if (s->need_build_id && (!bid_len || !img->elf.build_id_len))
+	 * the caller asked for proof, or it is a cache entry (named by the
+	 * build id it must carry). */
+	if ((s->need_build_id || cached) && (!bid_len || !img->elf.build_id_len))
 		return -ESTALE;
 	if (bid_len && img->elf.build_id_len &&
 	    (bid_len != img->elf.build_id_len || memcmp(bid, img->elf.build_id, bid_len) != 0))
 		return -ESTALE;
 	/* No debug file on the host: look beside this root, and where
 	 * .gnu_debuglink says, for this request alone. */
-	if (img->elf.debug_missing && ((root && root[0]) || img->elf.debuglink[0]) &&
-	    timed_debug(s, img, file, root, &req->debug) < 0)
+	if (img->elf.debug_missing && timed_debug(s, img, path, root, &req->debug) < 0)
 		return -ENOMEM;
 	req->image = img;
 	return 0;
@@ -513,19 +553,31 @@ static int image_try(struct fr_symbols *s, struct request *req, const char *root
 static int request_resolve(struct fr_symbols *s, struct request *req, const char *root,
 			   const char *path, const uint8_t *bid, size_t bid_len)
 {
-	int rooted = 0, ret;
+	char hex[2 * FR_ELF_BUILD_ID_MAX + 1], *entry;
+	int rooted = 0, ret, cached;
 
 	if (path[0] != '/')
 		return -ENOENT; /* [vdso], [heap], anonymous memory */
 	if (req->root_len) {
-		rooted = image_try(s, req, root, path, bid, bid_len);
+		rooted = image_try(s, req, root, path, path, false, bid, bid_len);
 		if (rooted == 0 || rooted == -ENOMEM)
 			return rooted;
 	}
-	ret = image_try(s, req, NULL, path, bid, bid_len);
-	if (ret == 0 || ret == -ENOMEM || !rooted)
+	ret = image_try(s, req, NULL, path, path, false, bid, bid_len);
+	if (ret == 0 || ret == -ENOMEM)
 		return ret;
-	return ret == -ESTALE ? ret : rooted;
+	if (rooted && ret != -ESTALE)
+		ret = rooted;
+	/* The mapped file is gone or was replaced: the copy the recorder
+	 * kept of it, named by its build id (recorder/symcache.h). */
+	if (!s->cache_dir || !bid_len || bid_len > FR_ELF_BUILD_ID_MAX)
+		return ret;
+	fr_build_id_hex(bid, bid_len, hex);
+	if (asprintf(&entry, "%s/%s", s->cache_dir, hex) < 0)
+		return -ENOMEM;
+	cached = image_try(s, req, NULL, entry, path, true, bid, bid_len);
+	free(entry);
+	return cached == 0 || cached == -ENOMEM ? cached : ret;
 }
 
 static uint64_t request_hash(const char *root, size_t root_len, const char *path, size_t path_len,
@@ -657,14 +709,26 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
 	return image_lookup(req, vaddr, name);
 }
 
-int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, bool same_root, const char *path,
-		   uint64_t addr, const char **name)
+int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, int64_t start_ns, bool same_root,
+		   const char *path, uint64_t addr, const char **name)
 {
+	char cached[4200];
+
 	if (!s || !path || !name || !fr_perfmap_is_anon(path))
 		return -ENOENT;
 	if (!s->jit && !(s->jit = fr_perfmaps_new()))
 		return -ENOMEM;
-	return fr_perfmaps_lookup(s->jit, pid, same_root, addr, name);
+	if (s->cache_dir && start_ns > 0)
+		fr_symcache_perfmap_name(cached, sizeof(cached), s->cache_dir, pid, start_ns);
+	return fr_perfmaps_lookup(s->jit, pid, same_root,
+				  s->cache_dir && start_ns > 0 ? cached : NULL, addr, name);
+}
+
+int fr_symcache_perfmap_name(char *buf, size_t len, const char *dir, uint32_t pid, int64_t start_ns)
+{
+	int n = snprintf(buf, len, "%s/perf-%u-%lld.map", dir, pid, (long long)start_ns);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 struct fr_dwarf_lines *fr_symbols_user_dwarf(struct fr_symbols *s, const char *root,
@@ -701,17 +765,53 @@ struct fr_symbols *fr_symbols_new(const char *kallsyms)
 	if (!s)
 		return NULL;
 	s->kallsyms = strdup(kallsyms ? kallsyms : "/proc/kallsyms");
-	if (!s->kallsyms) {
+	if (!s->kallsyms || fr_symbols_set_paths(s, NULL, NULL, 0) < 0) {
+		free(s->kallsyms);
 		free(s);
 		return NULL;
 	}
 	return s;
 }
 
+static void free_dirs(struct fr_symbols *s)
+{
+	for (size_t i = 0; i < s->ndebug_dirs; i++)
+		free(s->debug_dirs[i]);
+	free(s->debug_dirs);
+	free(s->cache_dir);
+	s->debug_dirs = NULL;
+	s->ndebug_dirs = 0;
+	s->cache_dir = NULL;
+}
+
+int fr_symbols_set_paths(struct fr_symbols *s, const char *cache_dir, const char *const *debug_dirs,
+			 size_t ndebug_dirs)
+{
+	static const char *const defaults[] = {FR_SYMBOLS_DEBUG_DIR};
+
+	if (!debug_dirs) {
+		debug_dirs = defaults;
+		ndebug_dirs = 1;
+	}
+	free_dirs(s);
+	if (cache_dir && !(s->cache_dir = strdup(cache_dir)))
+		return -ENOMEM;
+	if (ndebug_dirs && !(s->debug_dirs = calloc(ndebug_dirs, sizeof(*s->debug_dirs))))
+		goto err;
+	for (; s->ndebug_dirs < ndebug_dirs; s->ndebug_dirs++)
+		if (!(s->debug_dirs[s->ndebug_dirs] = strdup(debug_dirs[s->ndebug_dirs])))
+			goto err;
+	return 0;
+err:
+	free_dirs(s);
+	return -ENOMEM;
+}
+
 void fr_symbols_free(struct fr_symbols *s)
 {
 	if (!s)
 		return;
+	free_dirs(s);
 	fr_worker_free(s->worker);
 	fr_perfmaps_free(s->jit);
 	fr_htable_fini(&s->requests, request_free);
