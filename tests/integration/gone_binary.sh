@@ -70,6 +70,9 @@ echo "replaced binary, attach: $total samples, $old in gone_old_hot, $new in gon
 [ "$new" = 0 ] || fail "frames of the old process were named from the new file"
 [ $((old * 2)) -gt "$total" ] || { head "$T/app.folded"; fail "gone_old_hot is not named"; }
 
+"$FLIGHTREC" status >"$T/status.out" || fail "status failed"
+grep -E "^symbols: +[1-9][0-9]* files, .* cached in $T/symbols$" "$T/status.out" ||
+	{ cat "$T/status.out"; fail "status does not show the symbol cache"; }
 stop_daemon
 
 # 3. Offline, after the daemon stopped: the cache beside the ring.
