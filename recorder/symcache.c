@@ -122,15 +122,35 @@ static bool has_build_id(int fd, const uint8_t *bid, uint8_t len)
 	return fr_elf_build_id_fd(fd, got, sizeof(got)) == (int)len && memcmp(got, bid, len) == 0;
 }
 
-/* Copies `size` bytes of `src` into a new temporary file of the cache and
- * renames it to `name`, when `bid` (len > 0) is still the copy's build
- * id. Returns 0 or -errno (nothing left behind). */
-static int write_copy(struct copy_call *c, int src, uint64_t size, const char *name,
+/* Copies the range `r` of `src` to the same offset of `dst`. Returns 0
+ * or -errno (-EIO for a source truncated meanwhile). */
+static int copy_range(int src, int dst, const struct fr_elf_range *r, char *buf)
+{
+	for (uint64_t done = 0; done < r->len;) {
+		size_t want = r->len - done < COPY_BUF ? (size_t)(r->len - done) : COPY_BUF;
+		ssize_t n = fr_pread_full(src, buf, want, r->off + done);
+
+		if (n < 0 || (size_t)n < want)
+			return n < 0 ? (int)n : -EIO;
+		if (pwrite(dst, buf, want, (off_t)(r->off + done)) != (ssize_t)want)
+			return -EIO;
+		done += want;
+	}
+	return 0;
+}
+
+/* Copies the `nranges` ranges of `src` (a file of `size` bytes) into a
+ * new temporary file of the cache, the same size, zeros (holes)
+ * elsewhere, and renames it to `name`, when `bid` (len > 0) is still the
+ * copy's build id. Adds the disk it takes to c->bytes. Returns 0 or
+ * -errno (nothing left behind). */
+static int write_copy(struct copy_call *c, int src, uint64_t size,
+		      const struct fr_elf_range *ranges, size_t nranges, const char *name,
 		      const uint8_t *bid, uint8_t bid_len)
 {
 	static unsigned counter;
 	char tmp[256], *buf = malloc(COPY_BUF);
-	uint64_t off = 0;
+	struct stat st;
 	int fd, ret = 0;
 
 	if (!buf)
@@ -143,21 +163,17 @@ static int write_copy(struct copy_call *c, int src, uint64_t size, const char *n
 		free(buf);
 		return -errno;
 	}
-	while (off < size && ret == 0) {
-		size_t want = size - off < COPY_BUF ? (size_t)(size - off) : COPY_BUF;
-		ssize_t n = fr_pread_full(src, buf, want, off);
-
-		if (n < 0 || (size_t)n < want)
-			ret = n < 0 ? (int)n : -EIO; /* truncated meanwhile */
-		else if (write(fd, buf, want) != (ssize_t)want)
-			ret = -EIO;
-		off += want;
-	}
+	for (size_t i = 0; i < nranges && ret == 0; i++)
+		ret = copy_range(src, fd, &ranges[i], buf);
 	free(buf);
+	if (ret == 0 && ftruncate(fd, (off_t)size) < 0)
+		ret = -errno;
 	/* The file may have been rewritten while it was read. */
 	if (ret == 0 && bid_len && !has_build_id(fd, bid, bid_len))
 		ret = -ESTALE;
 	if (ret == 0 && fsync(fd) < 0)
+		ret = -errno;
+	if (ret == 0 && fstat(fd, &st) < 0)
 		ret = -errno;
 	close(fd);
 	/* rename() replaces the entry itself: a symlink at `name` is not
@@ -167,7 +183,7 @@ static int write_copy(struct copy_call *c, int src, uint64_t size, const char *n
 	if (ret < 0)
 		unlinkat(c->dirfd, tmp, 0);
 	else
-		c->bytes = size;
+		c->bytes += (uint64_t)st.st_blocks * 512;
 	return ret;
 }
 
@@ -175,6 +191,8 @@ static int copy_elf(struct copy_call *c)
 {
 	const struct job *j = c->job;
 	char name[2 * FR_ELF_BUILD_ID_MAX + 1];
+	struct fr_elf_range *ranges = NULL;
+	size_t nranges = 0;
 	struct stat st;
 	int fd, ret;
 
@@ -187,9 +205,14 @@ static int copy_elf(struct copy_call *c)
 	fd = open_mapped(j, c->file_max, &st);
 	if (fd < 0)
 		return fd;
+	/* Code and data are not copied: a copy is for naming addresses. */
 	ret = has_build_id(fd, j->bid, j->bid_len)
-		      ? write_copy(c, fd, (uint64_t)st.st_size, name, j->bid, j->bid_len)
+		      ? fr_elf_symbol_ranges(fd, (uint64_t)st.st_size, &ranges, &nranges)
 		      : -ESTALE;
+	if (ret == 0)
+		ret = write_copy(c, fd, (uint64_t)st.st_size, ranges, nranges, name, j->bid,
+				 j->bid_len);
+	free(ranges);
 	close(fd);
 	return ret;
 }
@@ -250,10 +273,9 @@ static int copy_perfmap(struct copy_call *c)
 		return 0;
 	}
 	if (ret == 0) {
-		ret = write_copy(c, fd, (uint64_t)st.st_size, name, NULL, 0);
-		/* It replaced the previous copy. */
-		if (ret == 0 && S_ISREG(old.st_mode) && (uint64_t)old.st_size <= c->bytes)
-			c->bytes -= (uint64_t)old.st_size;
+		struct fr_elf_range all = {0, (uint64_t)st.st_size};
+
+		ret = write_copy(c, fd, (uint64_t)st.st_size, &all, 1, name, NULL, 0);
 	}
 	close(fd);
 	return ret;
@@ -333,7 +355,7 @@ static ssize_t list_entries(int dirfd, bool clean, struct entry **out)
 		}
 		strcpy(v[n].name, de->d_name);
 		v[n].mtime = st.st_mtim;
-		v[n].size = (uint64_t)st.st_size;
+		v[n].size = (uint64_t)st.st_blocks * 512; /* copies have holes */
 		n++;
 	}
 	closedir(d);

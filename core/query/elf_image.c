@@ -582,3 +582,82 @@ bool fr_elf_image_in_plt(const struct fr_elf_image *img, uint64_t vaddr)
 {
 	return vaddr >= img->plt_start && vaddr < img->plt_end;
 }
+
+/* Code and data: what a symbolizer never reads (see fr_elf_symbol_ranges()). */
+static bool section_is_body(const char *name, const GElf_Shdr *sh)
+{
+	static const char *const bodies[] = {".text",	     ".rodata", ".data",
+					     ".data.rel.ro", ".ltext",	".lrodata",
+					     ".ldata",	     ".tdata",	".gcc_except_table"};
+
+	if (sh->sh_type != SHT_PROGBITS || !(sh->sh_flags & SHF_ALLOC) || !name)
+		return false;
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++)
+		if (strcmp(name, bodies[i]) == 0)
+			return true;
+	return false;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct fr_elf_range *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The complement of the sorted `skip` ranges within [0, size), into out
+ * (room for nskip + 1). Returns how many. */
+static size_t complement(const struct fr_elf_range *skip, size_t nskip, uint64_t size,
+			 struct fr_elf_range *out)
+{
+	uint64_t at = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < nskip; i++) {
+		if (skip[i].off > at)
+			out[n++] = (struct fr_elf_range){at, skip[i].off - at};
+		if (skip[i].off + skip[i].len > at)
+			at = skip[i].off + skip[i].len;
+	}
+	if (at < size)
+		out[n++] = (struct fr_elf_range){at, size - at};
+	return n;
+}
+
+int fr_elf_symbol_ranges(int fd, uint64_t size, struct fr_elf_range **out, size_t *n)
+{
+	struct fr_elf_range *skip = NULL, *keep = NULL;
+	size_t shnum = 0, shstrndx, nskip = 0;
+	Elf_Scn *scn = NULL;
+	int ret = 0;
+	Elf *elf = elf_open_fd(fd, &ret);
+
+	if (!elf)
+		return ret;
+	if (elf_getshdrnum(elf, &shnum) != 0 || elf_getshdrstrndx(elf, &shstrndx) != 0) {
+		ret = -EBADMSG;
+		goto out;
+	}
+	skip = calloc(shnum + 1, sizeof(*skip));
+	keep = calloc(shnum + 2, sizeof(*keep));
+	if (!skip || !keep) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	while ((scn = elf_nextscn(elf, scn)) && nskip < shnum) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && within_file(sh.sh_offset, sh.sh_size, size) &&
+		    section_is_body(elf_strptr(elf, shstrndx, sh.sh_name), &sh))
+			skip[nskip++] = (struct fr_elf_range){sh.sh_offset, sh.sh_size};
+	}
+	qsort(skip, nskip, sizeof(*skip), range_cmp);
+	*n = complement(skip, nskip, size, keep);
+	*out = keep;
+	keep = NULL;
+out:
+	free(skip);
+	free(keep);
+	elf_end(elf);
+	return ret;
+}

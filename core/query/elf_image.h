@@ -28,6 +28,22 @@ int fr_elf_build_id_fd(int fd, uint8_t *out, size_t cap);
  * but never blocks opening a FIFO. */
 int fr_elf_build_id(const char *path, uint8_t *out, size_t cap);
 
+/* A byte range [off, off + len) of a file. */
+struct fr_elf_range {
+	uint64_t off, len;
+};
+
+/* The byte ranges of the ELF file of `size` bytes open on `fd` that
+ * naming its addresses reads: all of it but the contents of its code and
+ * data sections (.text, .rodata, .data and the like), which no symbol
+ * table, PLT stub, note or DWARF look-up needs. Headers, notes, symbol and
+ * string tables, relocations, the PLT, unwind and debug sections stay,
+ * so a copy holding only these ranges (zeros elsewhere, at the same
+ * offsets) names every address as the file does. Sorted, not
+ * overlapping. Returns 0 with *out (free() it) and *n, -ENOEXEC for a file
+ * that is not ELF, -EBADMSG for a corrupt one, or -ENOMEM. */
+int fr_elf_symbol_ranges(int fd, uint64_t size, struct fr_elf_range **out, size_t *n);
+
 /* Formats a build id as lowercase hex into buf (2*len+1 bytes). */
 char *fr_build_id_hex(const uint8_t *id, size_t len, char *buf);
 

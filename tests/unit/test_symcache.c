@@ -26,6 +26,7 @@ static struct mapping self;
 static uint8_t bid[FR_ELF_BUILD_ID_MAX];
 static int bid_len;
 static char hex[2 * FR_ELF_BUILD_ID_MAX + 1];
+static uint64_t copy_bytes; /* disk the copy of this executable takes */
 
 static void path_of(char *buf, size_t len, const char *dir, const char *name)
 {
@@ -38,6 +39,41 @@ static int same_file(const char *a, const char *b)
 
 	snprintf(cmd, sizeof(cmd), "cmp -s '%s' '%s'", a, b);
 	return system(cmd) == 0;
+}
+
+/* Names the marker function through the cache `dir` alone (the mapped
+ * path given is gone). Returns 0, or the symbolizer's error. */
+static int names_marker(const char *dir)
+{
+	uint64_t addr = (uint64_t)(uintptr_t)fr_test_marker_fn;
+	struct fr_symbols *s = fr_symbols_new(NULL);
+	const char *name = NULL;
+	int ret;
+
+	if (!s || fr_symbols_set_paths(s, dir, NULL, 0) < 0) {
+		fr_symbols_free(s);
+		return -ENOMEM;
+	}
+	ret = fr_symbols_user(s, NULL, "/nonexistent/flightrec-test-gone", bid, (size_t)bid_len,
+			      self.start, self.pgoff, addr, &name, NULL);
+	if (ret == 0 && strcmp(name, "fr_test_marker_fn") != 0)
+		ret = -EBADMSG;
+	fr_symbols_free(s);
+	return ret;
+}
+
+/* Whether `entry` is the cache's copy of this executable: a regular 0600
+ * file of the same size and build id that names the marker (code and
+ * data are holes, so the bytes differ). */
+static int is_copy(const char *dir, const char *entry)
+{
+	uint8_t got[FR_ELF_BUILD_ID_MAX];
+	struct stat st, orig;
+
+	return lstat(entry, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0777) == 0600 &&
+	       stat(self.path, &orig) == 0 && st.st_size == orig.st_size &&
+	       fr_elf_build_id(entry, got, sizeof(got)) == bid_len &&
+	       memcmp(got, bid, (size_t)bid_len) == 0 && names_marker(dir) == 0;
 }
 
 static struct fr_symcache *open_cache(const char *dir, uint64_t max_bytes)
@@ -65,7 +101,7 @@ static void want_self(struct fr_symcache *c)
 static void test_copy(void)
 {
 	struct fr_symcache *c = open_cache("copy", 1ull << 30);
-	char entry[256];
+	char entry[256], dir[256];
 	struct stat st;
 	uint64_t files = 0, bytes = 0;
 
@@ -73,11 +109,12 @@ static void test_copy(void)
 		return;
 	want_self(c);
 	path_of(entry, sizeof(entry), "copy", hex);
-	CHECK(lstat(entry, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0777) == 0600,
-	      "no 0600 copy at %s", entry);
-	CHECK(same_file(entry, self.path), "the copy differs from %s", self.path);
+	snprintf(dir, sizeof(dir), "%s/copy", base);
+	CHECK(is_copy(dir, entry), "no copy of %s at %s", self.path, entry);
+	CHECK(!same_file(entry, self.path), "the code was copied too");
 	fr_symcache_usage(c, &files, &bytes);
-	CHECK(files == 1 && bytes == (uint64_t)st.st_size, "usage %llu files %llu bytes",
+	copy_bytes = lstat(entry, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+	CHECK(copy_bytes && files == 1 && bytes == copy_bytes, "usage %llu files %llu bytes",
 	      (unsigned long long)files, (unsigned long long)bytes);
 	fr_symcache_close(c);
 }
@@ -88,7 +125,6 @@ static void test_symlink_entry_not_followed(void)
 {
 	char dir[256], entry[256], victim[256], buf[16] = "";
 	struct fr_symcache *c;
-	struct stat st;
 	int fd;
 
 	snprintf(dir, sizeof(dir), "%s/link", base);
@@ -108,8 +144,7 @@ static void test_symlink_entry_not_followed(void)
 	CHECK(fd >= 0 && read(fd, buf, sizeof(buf) - 1) == 6 && strcmp(buf, "victim") == 0,
 	      "the symlink's target was written: \"%s\"", buf);
 	close(fd);
-	CHECK(lstat(entry, &st) == 0 && S_ISREG(st.st_mode) && same_file(entry, self.path),
-	      "the planted symlink was not replaced by the copy");
+	CHECK(is_copy(dir, entry), "the planted symlink was not replaced by the copy");
 }
 
 /* Regression: a FIFO planted at the cache path is never opened (an open
@@ -118,7 +153,6 @@ static void test_fifo_entry_not_opened(void)
 {
 	char dir[256], entry[256];
 	struct fr_symcache *c;
-	struct stat st;
 
 	snprintf(dir, sizeof(dir), "%s/fifo", base);
 	mkdir(dir, 0700);
@@ -129,8 +163,7 @@ static void test_fifo_entry_not_opened(void)
 		return;
 	want_self(c);
 	fr_symcache_close(c);
-	CHECK(lstat(entry, &st) == 0 && S_ISREG(st.st_mode) && same_file(entry, self.path),
-	      "the planted FIFO was not replaced by the copy");
+	CHECK(is_copy(dir, entry), "the planted FIFO was not replaced by the copy");
 }
 
 /* Regression: a symlink as the cache directory is refused. */
@@ -176,9 +209,9 @@ static int exists(const char *dir, const char *name)
 static void test_evict_lru(void)
 {
 	time_t now = time(NULL);
-	uint64_t files, bytes, exe;
+	uint64_t files, bytes, file;
 	struct fr_symcache *c;
-	char dir[256];
+	char dir[256], path[256];
 	struct stat st;
 
 	snprintf(dir, sizeof(dir), "%s/lru", base);
@@ -186,28 +219,32 @@ static void test_evict_lru(void)
 	make_file("lru", "aaaa", 100000, now - 300);
 	make_file("lru", "bbbb", 100000, now - 100); /* used most recently */
 	make_file("lru", "cccc", 100000, now - 200);
-	c = open_cache("lru", 250000);
+	path_of(path, sizeof(path), "lru", "bbbb");
+	file = stat(path, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0; /* on disk */
+	CHECK(file >= 100000 && file < 125000, "100000 bytes take %llu on disk",
+	      (unsigned long long)file);
+	/* Room for two of the three: the oldest goes. */
+	c = open_cache("lru", 2 * file + file / 2);
 	if (!c)
 		return;
 	fr_symcache_usage(c, &files, &bytes);
 	CHECK(!exists("lru", "aaaa") && exists("lru", "bbbb") && exists("lru", "cccc"),
 	      "at open: the oldest file was not the one evicted");
-	CHECK(files == 2 && bytes == 200000, "at open: %llu files %llu bytes",
+	CHECK(files == 2 && bytes == 2 * file, "at open: %llu files %llu bytes",
 	      (unsigned long long)files, (unsigned long long)bytes);
 	fr_symcache_close(c);
 
-	CHECK(stat(self.path, &st) == 0, "stat self");
-	exe = (uint64_t)st.st_size;
 	/* Room for the copy and one of the two: the older goes. */
-	c = open_cache("lru", exe + 150000);
+	c = open_cache("lru", copy_bytes + file + file / 2);
 	if (!c)
 		return;
 	want_self(c);
 	fr_symcache_usage(c, &files, &bytes);
 	CHECK(exists("lru", hex) && exists("lru", "bbbb") && !exists("lru", "cccc"),
 	      "after a copy: cccc (older) should be evicted, bbbb and the copy kept");
-	CHECK(bytes <= exe + 150000 && files == 2, "after a copy: %llu files %llu bytes",
-	      (unsigned long long)files, (unsigned long long)bytes);
+	CHECK(bytes <= copy_bytes + file + file / 2 && files == 2,
+	      "after a copy: %llu files %llu bytes", (unsigned long long)files,
+	      (unsigned long long)bytes);
 	fr_symcache_close(c);
 }
 
