@@ -6,19 +6,26 @@
  * Layout of the cache directory (0700, the daemon's user's; see
  * fr_dir_open_private()):
  *
- *   HEX_BUILD_ID                  a byte-for-byte copy of an ELF file
- *                                 whose GNU build id is HEX_BUILD_ID
- *                                 (lowercase hex), mode 0600
+ *   HEX_BUILD_ID                  a copy of an ELF file whose GNU build
+ *                                 id is HEX_BUILD_ID (lowercase hex),
+ *                                 mode 0600: the same size and offsets,
+ *                                 every byte but its code and data
+ *                                 sections (.text, .rodata, .data...:
+ *                                 holes, read as zeros), see
+ *                                 fr_elf_symbol_ranges()
  *   perf-PID-START_NS.map         the perf map (/tmp/perf-NSPID.map) of
  *                                 JIT process PID started at START_NS
  *                                 (Unix ns, as chunks record it), 0600
  *   .tmp-*                        a copy being written (removed at start)
  *
  * The symbolizer (core/query/symbols.h, fr_symbols_set_paths()) reads
- * them; only the recorder writes and evicts. Whole copies rather than
- * symbol tables: the symbolizer then reads a cached file exactly as it
- * reads the original (symbols, PLT stubs, DWARF lines, .gnu_debuglink),
- * and the cost is bounded by `file_max` and `max_bytes` below.
+ * them; only the recorder writes and evicts. Sparse copies rather than
+ * extracted symbol tables: the symbolizer reads a cached file exactly as
+ * it reads the original (symbols, PLT stubs, DWARF lines,
+ * .gnu_debuglink), with no second format, while code and data, most of a
+ * large library and never read to name an address, take no disk. The
+ * cost is bounded by `file_max` (the file's size) and `max_bytes` (disk
+ * blocks) below.
  *
  * Only files that samples hit are copied: the tracker asks for each
  * mapping a sealed chunk refers to (fr_symcache_want_elf()), so the cache
