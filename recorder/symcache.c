@@ -359,7 +359,8 @@ static ssize_t list_entries(int dirfd, bool clean, struct entry **out)
 		n++;
 	}
 	closedir(d);
-	qsort(v, n, sizeof(*v), entry_cmp);
+	if (n)
+		qsort(v, n, sizeof(*v), entry_cmp);
 	*out = v;
 	return (ssize_t)n;
 }
