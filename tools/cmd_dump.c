@@ -386,7 +386,7 @@ int fr_cmd_dump(int argc, char **argv)
 	if (a.session_s) {
 		if (a.ring_s || a.info || a.json || q->from_s || q->to_s || q->out_s ||
 		    q->targets.npids || q->hz || q->format || q->nevents || q->targets.ncomms ||
-		    q->targets.cgroup[0]) {
+		    q->targets.cgroup[0] || a.symbol_cache_s || a.ndebug_dirs) {
 			fprintf(stderr,
 				"%s dump: --session takes only --window and --socket (the "
 				"session says what to record and where the dump goes)\n",
