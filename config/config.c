@@ -87,6 +87,11 @@ int fr_config_parse(struct fr_config *cfg, const char *json, size_t len, const c
 	cfg->query_memory = DEFAULT_QUERY_MEMORY;
 	cfg->dumps_keep = DEFAULT_DUMPS_KEEP;
 	cfg->dumps_mode = DEFAULT_DUMPS_MODE;
+	if (config_symbols_default(cfg) < 0) {
+		ret = -ENOMEM;
+		config_fail(&c, NULL, "out of memory");
+		goto err;
+	}
 
 	/* The parser wants a NUL-terminated copy; it is also told to insist
 	 * that the terminator follows the value, so trailing text is an
@@ -228,5 +233,6 @@ void fr_config_fini(struct fr_config *cfg)
 	free(cfg->ring_path);
 	free(cfg->socket_path);
 	free(cfg->dumps_dir);
+	config_symbols_fini(cfg);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -9,6 +9,8 @@
  *     "dumps":   {"dir": STRING, "keep": 1..100000, "max_bytes": SIZE, "mode": OCTAL},
  *     "limits":  {"max_rate_hz": 1..100000, "max_clients": 1..1024,
  *                 "user_max_rate_hz": 1..max_rate_hz, "query_memory": SIZE >= 1MiB},
+ *     "symbols": {"debug_dirs": [PATH...], "cache_dir": PATH, "cache_size": SIZE,
+ *                 "cache_file_max": SIZE},
  *     "sessions": [ {"name": STRING,
  *                    "targets": {"pids": [PID...], "comm": [NAME...], "cgroup": PATH,
  *                                "uid": USER},
@@ -32,6 +34,19 @@
  *   "mode" (of dump files, an octal string like "0640": read and write
  *   bits only, the owner's read and write always, nobody else's write) to
  *   "0600".
+ *
+ *   "symbols": where names come from besides the mapped files.
+ *   "debug_dirs" (default ["/usr/lib/debug"], at most FR_CONFIG_MAX_DEBUG_DIRS
+ *   absolute paths; [] for none) are searched in order for separate debug
+ *   files, DIR/.build-id/xx/rest.debug and DIR/BINARY_DIR/LINK_NAME, at
+ *   each query (a file installed later is used by the next one).
+ *   "cache_dir" (default NULL: "symbols" beside the ring) is the on-disk
+ *   symbol cache (recorder/symcache.h): a copy of each ELF file samples hit,
+ *   named by build id, and the perf maps of JIT processes, so profiles
+ *   name frames of binaries deleted or replaced since. "cache_size"
+ *   (default 1GiB; "0B" turns the cache off) bounds it, least recently
+ *   used first out; files over "cache_file_max" (default 256MiB, at most
+ *   1GiB) are not copied.
  *
  *   TRIGGER: {"on": "signal", "signal": "USR1"|"USR2"|"SIGUSR1"|...,
  *             "window": DURATION, "after": DURATION, "cooldown": DURATION}
@@ -75,6 +90,7 @@
 #define FR_CONFIG_MAX_TRIGGERS 8
 #define FR_CONFIG_PATH_MAX 4096
 #define FR_CONFIG_MAX_USERS 16
+#define FR_CONFIG_MAX_DEBUG_DIRS 8
 
 /* What makes a session write a dump on its own. */
 enum fr_trigger_kind {
@@ -116,6 +132,15 @@ struct fr_config_session {
 	struct fr_config_event events[FR_LIMIT_EVENTS];
 };
 
+/* "symbols" (see above). */
+struct fr_config_symbols {
+	uint32_t ndebug_dirs;
+	char *debug_dirs[FR_CONFIG_MAX_DEBUG_DIRS]; /* absolute, in search order */
+	char *cache_dir;			    /* NULL: "symbols" beside the ring */
+	uint64_t cache_size;			    /* 0: no cache */
+	uint64_t cache_file_max;		    /* larger files are not cached */
+};
+
 struct fr_config {
 	char *ring_path; /* NULL: the default state directory */
 	uint64_t ring_size;
@@ -135,6 +160,7 @@ struct fr_config {
 	uint32_t dumps_keep;	  /* dumps kept, oldest removed first */
 	uint64_t dumps_max_bytes; /* 0: no limit; else bytes of dumps kept */
 	uint32_t dumps_mode;	  /* of dump files: 0600 unless configured */
+	struct fr_config_symbols symbols;
 	uint32_t nsessions;
 	struct fr_config_session sessions[FR_CONFIG_MAX_SESSIONS];
 };

@@ -12,6 +12,7 @@
 #ifndef FR_CONFIG_CONFIG_INT_H
 #define FR_CONFIG_CONFIG_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,10 @@
 #define DEFAULT_HZ 99
 #define DEFAULT_DUMPS_KEEP 50
 #define DEFAULT_DUMPS_MODE 0600
+#define DEFAULT_DEBUG_DIR "/usr/lib/debug"
+#define DEFAULT_SYMBOL_CACHE_SIZE (1ull << 30)
+#define DEFAULT_SYMBOL_CACHE_FILE_MAX (256ull << 20)
+#define MAX_SYMBOL_CACHE_FILE_MAX (1ull << 30)
 #define NS_PER_S 1000000000ll
 #define DEFAULT_TRIGGER_WINDOW_NS (60 * NS_PER_S)
 #define DEFAULT_TRIGGER_COOLDOWN_NS (60 * NS_PER_S)
@@ -99,6 +104,21 @@ char *config_duration_text(int64_t ns, char *buf, size_t len);
 /* The document's top level (an object) into cfg, which holds the
  * defaults. Returns 0, -EINVAL with the message set, or -ENOMEM. */
 int config_parse_root(struct config_ctx *c, const cJSON *root, struct fr_config *cfg);
+
+/* "symbols" into cfg->symbols, which holds the defaults
+ * (config/config_symbols.c). Returns 0, -EINVAL with the message set, or
+ * -ENOMEM. */
+int config_parse_symbols(struct config_ctx *c, const cJSON *symbols, struct fr_config *cfg);
+
+/* Sets cfg->symbols to the defaults. Returns 0 or -ENOMEM. */
+int config_symbols_default(struct fr_config *cfg);
+
+/* Frees what cfg->symbols owns. */
+void config_symbols_fini(struct fr_config *cfg);
+
+/* Adds "symbols" to the printed configuration. Returns false out of
+ * memory. */
+bool config_symbols_json(cJSON *root, const struct fr_config *cfg);
 
 /* "triggers" of a session whose targets are already parsed. Returns 0 or
  * -EINVAL with the message set. */

@@ -27,6 +27,7 @@
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "recorder/daemon_int.h"
+#include "recorder/symcache.h"
 
 /* ---- start and stop ---------------------------------------------------- */
 
@@ -156,6 +157,40 @@ static int daemon_open_files(struct daemon *d)
 	return 0;
 }
 
+/* The symbol cache (recorder/symcache.h), "symbols" beside the ring unless
+ * configured elsewhere. Without it the daemon records all the same; its
+ * profiles then name only binaries that are still there. */
+static void daemon_open_symcache(struct daemon *d)
+{
+	const struct fr_config_symbols *cfg = &d->opts->config->symbols;
+	const char *ring_path = d->opts->ring_path, *slash = strrchr(ring_path, '/');
+	struct fr_symcache_options o = {.max_bytes = cfg->cache_size,
+					.file_max = cfg->cache_file_max};
+	char err[1024];
+	int ret;
+
+	if (!cfg->cache_size)
+		return;
+	if (cfg->cache_dir)
+		d->symcache_dir = strdup(cfg->cache_dir);
+	else if (asprintf(&d->symcache_dir, "%.*ssymbols", slash ? (int)(slash - ring_path + 1) : 0,
+			  ring_path) < 0)
+		d->symcache_dir = NULL;
+	if (!d->symcache_dir) {
+		fr_log_err("the symbol cache is off: out of memory");
+		return;
+	}
+	o.dir = d->symcache_dir;
+	ret = fr_symcache_open(&d->symcache, &o, err, sizeof(err));
+	if (ret < 0) {
+		fr_log_err("the symbol cache %s is off: %s", d->symcache_dir, err);
+		free(d->symcache_dir);
+		d->symcache_dir = NULL;
+		return;
+	}
+	fr_tracker_set_symcache(d->tracker, d->symcache);
+}
+
 /* The tracker, the side band, the sessions' sources and the chunk
  * builder. Returns 0 or -1 after saying why. */
 static int daemon_open_recording(struct daemon *d)
@@ -171,6 +206,7 @@ static int daemon_open_recording(struct daemon *d)
 		fprintf(stderr, "flightrecd: out of memory\n");
 		return -1;
 	}
+	daemon_open_symcache(d);
 	n = fr_tracker_scan(d->tracker, "/proc");
 	if (n < 0)
 		fr_log_warn("cannot scan /proc: %s; processes are learned as they run",
@@ -249,6 +285,8 @@ static void daemon_free(struct daemon *d)
 	fr_poller_fini(&d->poller);
 	fr_chunk_builder_free(d->builder);
 	fr_tracker_free(d->tracker);
+	fr_symcache_close(d->symcache);
+	free(d->symcache_dir);
 	fr_ring_close(d->ring);
 	if (d->sig_fd >= 0)
 		close(d->sig_fd);

@@ -52,6 +52,8 @@ struct daemon {
 	struct fr_writer writer;
 	struct fr_perf_handler handler; /* the ingest callbacks, for the sources' drains */
 	struct fr_tracker *tracker;
+	struct fr_symcache *symcache; /* NULL: off (symbols.cache_size 0) */
+	char *symcache_dir;	      /* where queries look; NULL: off */
 	struct fr_chunk_builder *builder;
 	struct fr_ipc_server *server;
 	int flush_efd;
@@ -135,6 +137,18 @@ void daemon_query_release(struct daemon *d, int has_uid, int64_t reserved);
 cJSON *daemon_query_busy(struct daemon *d, const char *cmd);
 
 /* recorder/requests.c */
+/* The symbol paths of a query (fr_profile_request.symbol_cache,
+ * debug_dirs), copied from the configuration in force. */
+struct daemon_symbol_paths {
+	uint32_t n;
+	char *dirs[FR_CONFIG_MAX_DEBUG_DIRS];
+};
+/* Points `preq` at the daemon's symbol cache and at the debug directories
+ * of the configuration in force, copied into `sp` (release with
+ * daemon_symbol_paths_fini() after the query). Returns 0 or -ENOMEM. */
+int daemon_symbol_paths(struct daemon *d, struct fr_profile_request *preq,
+			struct daemon_symbol_paths *sp);
+void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp);
 /* Whether `peer` may see and do everything: root, the daemon's own user
  * and members of the admin group. */
 int daemon_peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer);

@@ -208,6 +208,11 @@ static void reload(struct daemon *d)
 	    n->socket_gid != old->socket_gid)
 		fr_log_warn("reload: ring.path, ring.size, ring.segment, socket, socket.group and "
 			    "limits.max_clients take effect at the next start");
+	if (differs(n->symbols.cache_dir, old->symbols.cache_dir) ||
+	    n->symbols.cache_size != old->symbols.cache_size ||
+	    n->symbols.cache_file_max != old->symbols.cache_file_max)
+		fr_log_warn("reload: symbols.cache_dir, cache_size and cache_file_max take effect "
+			    "at the next start; symbols.debug_dirs at once");
 
 	fr_sources_set_sessions(&d->sources, n, o->hz_fixed, o->hz);
 	fr_sources_reconcile(&d->sources);

@@ -234,8 +234,37 @@ static cJSON *attach_reply(const struct fr_profile_request *preq,
 	return resp;
 }
 
+int daemon_symbol_paths(struct daemon *d, struct fr_profile_request *preq,
+			struct daemon_symbol_paths *sp)
+{
+	int ret = 0;
+
+	memset(sp, 0, sizeof(*sp));
+	preq->symbol_cache = d->symcache_dir;
+	pthread_mutex_lock(&d->config_lock);
+	for (; sp->n < d->config->symbols.ndebug_dirs && ret == 0; sp->n++)
+		if (!(sp->dirs[sp->n] = strdup(d->config->symbols.debug_dirs[sp->n])))
+			ret = -ENOMEM;
+	pthread_mutex_unlock(&d->config_lock);
+	if (ret < 0) {
+		daemon_symbol_paths_fini(sp);
+		return ret;
+	}
+	preq->debug_dirs = (const char *const *)sp->dirs;
+	preq->ndebug_dirs = sp->n;
+	return 0;
+}
+
+void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp)
+{
+	for (uint32_t i = 0; i < sp->n; i++)
+		free(sp->dirs[i]);
+	memset(sp, 0, sizeof(*sp));
+}
+
 static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
 {
+	struct daemon_symbol_paths sp = {0};
 	int privileged = daemon_peer_privileged(d, peer), flags;
 	struct fr_profile_request preq;
 	struct fr_profile_result res;
@@ -275,11 +304,16 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 	/* Work for a client that hung up stops at the next chunk. */
 	preq.stop = fr_ipc_peer_gone;
 	preq.stop_arg = peer;
+	if (daemon_symbol_paths(d, &preq, &sp) < 0) {
+		resp = fr_ipc_error("attach: out of memory");
+		goto out;
+	}
 	resp = attach_output(d, &preq, fd, peer, &res, &written);
 	if (!resp)
 		resp = attach_reply(&preq, &res, written, warn);
 out:
 	close(fd);
+	daemon_symbol_paths_fini(&sp);
 	daemon_query_release(d, preq.targets.has_uid, reserved);
 	return resp;
 }
@@ -336,6 +370,7 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t
 {
 	struct daemon *d = arg;
 	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
+	struct daemon_symbol_paths sp = {0};
 	struct fr_dump_request dr = {0};
 	char path[4096], err[512], dir[4096];
 	int64_t reserved;
@@ -376,7 +411,12 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t
 		fr_log_warn("dump of session %s (%s): the query memory is busy; writing it anyway",
 			    fire->session, fire->kind);
 	}
-	ret = fr_dumps_write(d->ring, &dr, path, sizeof(path), err, sizeof(err));
+	ret = daemon_symbol_paths(d, preq, &sp);
+	if (ret < 0)
+		snprintf(err, sizeof(err), "out of memory");
+	else
+		ret = fr_dumps_write(d->ring, &dr, path, sizeof(path), err, sizeof(err));
+	daemon_symbol_paths_fini(&sp);
 	daemon_query_release(d, preq->targets.has_uid, reserved);
 	free(preq);
 	if (ret < 0) {

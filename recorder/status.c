@@ -16,6 +16,7 @@
 #include "core/util/log.h"
 #include "fr_version.h"
 #include "ipc/proto.h"
+#include "recorder/symcache.h"
 
 /* "all processes", or e.g. "pid 12,13; comm postgres; cgroup /a/b". */
 static const char *describe_targets(const struct fr_config_session *sess, char *buf, size_t len)
@@ -196,6 +197,21 @@ static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
 	return 1;
 }
 
+/* "symbol_cache": what the symbol cache holds (recorder/symcache.h); its
+ * directory only to a privileged viewer. */
+static int add_symcache(struct daemon *d, cJSON *r, int privileged)
+{
+	cJSON *o = cJSON_AddObjectToObject(r, "symbol_cache");
+	uint64_t files = 0, bytes = 0;
+
+	if (!o || (privileged && !cJSON_AddStringToObject(o, "dir", d->symcache_dir)))
+		return 0;
+	fr_symcache_usage(d->symcache, &files, &bytes);
+	fr_ipc_add_int(o, "files", (int64_t)files);
+	fr_ipc_add_int(o, "bytes", (int64_t)bytes);
+	return 1;
+}
+
 /* `status`: what the recorder is doing, its counters and its ring; to
  * `viewer` (who is not told where the configuration file is unless
  * privileged). */
@@ -229,7 +245,7 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 		       (int64_t)__atomic_load_n(&d->writer.write_errors, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
-	if (!add_ingest(d, r, now)) {
+	if (!add_ingest(d, r, now) || (d->symcache && !add_symcache(d, r, privileged))) {
 		cJSON_Delete(r);
 		return NULL;
 	}

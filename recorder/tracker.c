@@ -48,8 +48,10 @@
 #include "core/util/limits.h"
 #include "core/util/log.h"
 #include "core/query/elf_image.h"
+#include "core/query/perfmap.h"
 #include "recorder/buildids.h"
 #include "recorder/proc.h"
+#include "recorder/symcache.h"
 
 #define NBUCKETS 8192
 #define COMM_LEN FR_LIMIT_COMM_LEN
@@ -106,6 +108,7 @@ struct fr_tracker {
 	long clk_tck;
 	struct fr_chunk_meta_ops ops;
 	struct fr_buildids *bids;
+	struct fr_symcache *symcache; /* borrowed; NULL: none */
 };
 
 static uint32_t hash_str(const char *s)
@@ -707,7 +710,19 @@ static int ops_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_inf
 	out->pgoff = m->pgoff;
 	out->path = m->path->path;
 	map_build_id(t, pid, m, out);
+	/* What a sealed chunk refers to is what profiles will name: the
+	 * symbol cache keeps a copy of it (or of the JIT's perf map). */
+	if (out->build_id_len)
+		fr_symcache_want_elf(t->symcache, pid, m->start, m->end, out->path, out->build_id,
+				     out->build_id_len);
+	else if (t->symcache && fr_perfmap_is_anon(out->path))
+		fr_symcache_want_perfmap(t->symcache, pid, p->start_ns, p->uid);
 	return 0;
+}
+
+void fr_tracker_set_symcache(struct fr_tracker *t, struct fr_symcache *c)
+{
+	t->symcache = c;
 }
 
 struct fr_tracker *fr_tracker_new(void)

@@ -56,6 +56,12 @@ int fr_tracker_settle(struct fr_tracker *t, int timeout_ms);
  * ns, 0 when idle) the current one has been reading. */
 void fr_tracker_file_state(struct fr_tracker *t, uint32_t *pending, int64_t *busy_since_ns);
 
+/* From now on, each mapping a sealed chunk refers to is handed to the
+ * symbol cache `c` (recorder/symcache.h; borrowed, NULL: none), which
+ * must outlive the tracker's use of it. */
+struct fr_symcache;
+void fr_tracker_set_symcache(struct fr_tracker *t, struct fr_symcache *c);
+
 /* The callbacks for fr_chunk_builder_seal(). */
 const struct fr_chunk_meta_ops *fr_tracker_ops(struct fr_tracker *t);
 

@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "core/store/chunk.h"
 #include "core/util/parse.h"
 #include "core/query/profile.h"
@@ -51,6 +53,12 @@ static void usage_dump(FILE *f)
 		"  --hz N             samples per second per CPU in the profile\n"
 		"  --format FORMAT    pprof (default: gzip'ed pprof) or folded (collapsed\n"
 		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
+		"  --symbol-cache DIR the recorder's symbol cache, which names binaries deleted\n"
+		"                     or replaced since (default: FILE's directory's symbols/\n"
+		"                     when there is one)\n"
+		"  --debug-dir DIR    where separate debug files are (DIR/.build-id/xx/*.debug\n"
+		"                     and .gnu_debuglink names); repeatable, searched in order;\n"
+		"                     default /usr/lib/debug\n"
 		"  --info             show the ring's span, use, samples, compression, damage\n"
 		"  --json             with --info: one JSON object (times in Unix ns, sizes in bytes)\n"
 		"  --session NAME     dump a configured session now, through the recorder\n"
@@ -158,10 +166,15 @@ out:
 	return status;
 }
 
+/* Options of dump alone, numbered past tools/query.h's. */
+enum { OPT_SYMBOL_CACHE = 1024, OPT_DEBUG_DIR };
+
 /* The options of flightrec dump. */
 struct dump_args {
 	struct fr_query_args q;
-	const char *ring_s, *session_s, *socket_s;
+	const char *ring_s, *session_s, *socket_s, *symbol_cache_s;
+	const char *debug_dirs[FR_CONFIG_MAX_DEBUG_DIRS];
+	uint32_t ndebug_dirs;
 	int info, json;
 };
 
@@ -176,6 +189,8 @@ static int dump_parse(int argc, char **argv, struct dump_args *a)
 		{"json", no_argument, NULL, FR_OPT_JSON},
 		{"session", required_argument, NULL, FR_OPT_SESSION},
 		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"symbol-cache", required_argument, NULL, OPT_SYMBOL_CACHE},
+		{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -192,6 +207,15 @@ static int dump_parse(int argc, char **argv, struct dump_args *a)
 		case FR_OPT_JSON: a->json = 1; break;
 		case FR_OPT_SESSION: a->session_s = optarg; break;
 		case FR_OPT_SOCKET: a->socket_s = optarg; break;
+		case OPT_SYMBOL_CACHE: a->symbol_cache_s = optarg; break;
+		case OPT_DEBUG_DIR:
+			if (a->ndebug_dirs == FR_CONFIG_MAX_DEBUG_DIRS) {
+				fprintf(stderr, "%s dump: at most %d --debug-dir options\n", prog,
+					FR_CONFIG_MAX_DEBUG_DIRS);
+				return EXIT_USAGE;
+			}
+			a->debug_dirs[a->ndebug_dirs++] = optarg;
+			break;
 		case 'h': usage_dump(stdout); return -1;
 		default: return fr_cli_bad_option("dump", argv);
 		}
@@ -223,6 +247,12 @@ static int dump_check(struct dump_args *a)
 	}
 	if (a->json && !a->info) {
 		fprintf(stderr, "%s dump: --json goes with --info\n", prog);
+		return EXIT_USAGE;
+	}
+	if (a->info && (a->symbol_cache_s || a->ndebug_dirs)) {
+		fprintf(stderr,
+			"%s dump: --info names no frames: no --symbol-cache or --debug-dir\n",
+			prog);
 		return EXIT_USAGE;
 	}
 	if (a->info &&
@@ -304,6 +334,40 @@ static int dump_write(struct fr_ring *ring, const struct fr_profile_request *req
 	return 0;
 }
 
+/* Where the dump's names come from besides the mapped files: the symbol
+ * cache given, else the one the recorder keeps beside the ring (when the
+ * ring was copied with it), and the debug directories given. Returns 0,
+ * or -1 after saying why. *cache_dir is the caller's to free. */
+static int dump_symbol_paths(const struct dump_args *a, struct fr_profile_request *req,
+			     char **cache_dir)
+{
+	const char *slash = strrchr(a->ring_s, '/');
+	struct stat st;
+
+	if (a->ndebug_dirs) {
+		req->debug_dirs = a->debug_dirs;
+		req->ndebug_dirs = a->ndebug_dirs;
+	}
+	if (a->symbol_cache_s && (stat(a->symbol_cache_s, &st) < 0 || !S_ISDIR(st.st_mode))) {
+		fprintf(stderr, "%s dump: --symbol-cache %s is not a directory\n", prog,
+			a->symbol_cache_s);
+		return -1;
+	}
+	if (a->symbol_cache_s)
+		*cache_dir = strdup(a->symbol_cache_s);
+	else if (asprintf(cache_dir, "%.*ssymbols", slash ? (int)(slash - a->ring_s + 1) : 0,
+			  a->ring_s) < 0)
+		*cache_dir = NULL;
+	if (!*cache_dir) {
+		fprintf(stderr, "%s dump: out of memory\n", prog);
+		return -1;
+	}
+	/* The default is used only when it is there. */
+	if (a->symbol_cache_s || (stat(*cache_dir, &st) == 0 && S_ISDIR(st.st_mode)))
+		req->symbol_cache = *cache_dir;
+	return 0;
+}
+
 int fr_cmd_dump(int argc, char **argv)
 {
 	struct dump_args a;
@@ -311,7 +375,7 @@ int fr_cmd_dump(int argc, char **argv)
 	struct fr_ring *ring = NULL;
 	struct fr_profile_request *req = NULL;
 	struct fr_cli_progress prog_line;
-	char *out_name = NULL;
+	char *out_name = NULL, *cache_dir = NULL;
 	char err[512];
 	int status, ret;
 
@@ -322,7 +386,7 @@ int fr_cmd_dump(int argc, char **argv)
 	if (a.session_s) {
 		if (a.ring_s || a.info || a.json || q->from_s || q->to_s || q->out_s ||
 		    q->targets.npids || q->hz || q->format || q->nevents || q->targets.ncomms ||
-		    q->targets.cgroup[0]) {
+		    q->targets.cgroup[0] || a.symbol_cache_s || a.ndebug_dirs) {
 			fprintf(stderr,
 				"%s dump: --session takes only --window and --socket (the "
 				"session says what to record and where the dump goes)\n",
@@ -350,6 +414,8 @@ int fr_cmd_dump(int argc, char **argv)
 	req = malloc(sizeof(*req));
 	if (!req || dump_request(ring, a.ring_s, q, req))
 		goto out;
+	if (dump_symbol_paths(&a, req, &cache_dir) < 0)
+		goto out;
 	if (!q->out_s) {
 		out_name = fr_cli_default_output_name(q->format);
 		if (!out_name)
@@ -362,6 +428,7 @@ int fr_cmd_dump(int argc, char **argv)
 out:
 	free(req);
 	free(out_name);
+	free(cache_dir);
 	fr_ring_close(ring);
 	return status;
 }

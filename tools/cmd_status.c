@@ -23,6 +23,17 @@ static void usage_status(FILE *f)
 		   "  -h, --help     show this help\n");
 }
 
+/* The symbol cache: files and bytes (and where, for root). */
+static void print_symbol_cache(const cJSON *sc)
+{
+	if (!sc)
+		return;
+	printf("symbols:  %.0f files, %.1f MiB cached%s%s\n", fr_cli_num(sc, "files"),
+	       fr_cli_num(sc, "bytes") / (1 << 20),
+	       cJSON_GetObjectItemCaseSensitive(sc, "dir") ? " in " : "",
+	       cJSON_GetObjectItemCaseSensitive(sc, "dir") ? fr_cli_str(sc, "dir") : "");
+}
+
 /* The ingest thread's progress: one line, louder when it is stuck. */
 static void print_ingest(const cJSON *in)
 {
@@ -84,6 +95,7 @@ static void print_status(const cJSON *r)
 	printf("tracking: %.0f processes, %.0f threads\n", fr_cli_num(r, "processes"),
 	       fr_cli_num(r, "threads"));
 	print_ingest(cJSON_GetObjectItemCaseSensitive(r, "ingest"));
+	print_symbol_cache(cJSON_GetObjectItemCaseSensitive(r, "symbol_cache"));
 }
 
 /* status and sessions: options --socket and --json, one request, the

@@ -1,6 +1,6 @@
 /* .gnu_debuglink debug files (see core/query/debuglink.h). The paths are
- * those gdb searches, less its global debug directories other than
- * /usr/lib/debug; the file is checked whole against the CRC the binary
+ * those gdb searches, with the configured debug directories as its global
+ * ones; the file is checked whole against the CRC the binary
  * carries, so a stale debug file beside a rebuilt binary names nothing.
  */
 #include "core/query/debuglink.h"
@@ -86,9 +86,9 @@ static int try_file(struct fr_elf_image *dbg, const char *root, const char *path
 	return ret;
 }
 
-int fr_debuglink_load(struct fr_elf_image *dbg, const char *root, const char *file)
+int fr_debuglink_load(struct fr_elf_image *dbg, const char *root, const char *file,
+		      const char *const *dirs, size_t ndirs)
 {
-	static const char *const formats[] = {"%.*s%s", "%.*s.debug/%s", "/usr/lib/debug%.*s%s"};
 	const char *slash = strrchr(file, '/');
 	int dir_len;
 	char path[4096];
@@ -97,8 +97,14 @@ int fr_debuglink_load(struct fr_elf_image *dbg, const char *root, const char *fi
 		return 0;
 	/* The directory with its trailing '/'. */
 	dir_len = (int)(slash - file + 1);
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
-		int n = snprintf(path, sizeof(path), formats[i], dir_len, file, dbg->debuglink);
+	/* Beside the binary, in its .debug/, then under each debug dir. */
+	for (size_t i = 0; i < 2 + ndirs; i++) {
+		int n = i == 0	 ? snprintf(path, sizeof(path), "%.*s%s", dir_len, file,
+					    dbg->debuglink)
+			: i == 1 ? snprintf(path, sizeof(path), "%.*s.debug/%s", dir_len, file,
+					    dbg->debuglink)
+				 : snprintf(path, sizeof(path), "%s%.*s%s", dirs[i - 2], dir_len,
+					    file, dbg->debuglink);
 
 		/* The binary itself is not its own debug file. */
 		if (n < 0 || (size_t)n >= sizeof(path) || strcmp(path, file) == 0)

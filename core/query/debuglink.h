@@ -1,7 +1,7 @@
 /* Separate debug files named by a binary's .gnu_debuglink (a file name and
  * the CRC-32 of the debug file), where distributions and `objcopy
  * --add-gnu-debuglink` put them: beside the binary, in its .debug/
- * subdirectory, and under /usr/lib/debug/ plus the binary's directory.
+ * subdirectory, and under each debug directory plus the binary's directory.
  */
 #ifndef FR_CORE_DEBUGLINK_H
 #define FR_CORE_DEBUGLINK_H
@@ -19,11 +19,14 @@ void fr_debuglink_parse(struct fr_elf_image *img, const void *sec, size_t len, b
 /* Fills `dbg` (as for fr_elf_debug_load(): build id, arm, debuglink and
  * debuglink_crc filled, debug_missing set) with the .symtab of the first
  * debug file named by dbg->debuglink, for the binary at `file`, found
- * under `root` (a process's root, or NULL for "/"). Each is opened with
+ * under `root` (a process's root, or NULL for "/"): beside it, in its
+ * .debug/, then under each of the `ndirs` debug directories `dirs`
+ * ("/usr/lib/debug" + the binary's directory). Each is opened with
  * fr_open_untrusted() and used only when its CRC-32 is dbg->debuglink_crc
  * and it has no build id other than the binary's. Clears
  * dbg->debug_missing when one is used. Returns 0 (also when there is
  * none) or -ENOMEM. Reads whole files: run on a worker. */
-int fr_debuglink_load(struct fr_elf_image *dbg, const char *root, const char *file);
+int fr_debuglink_load(struct fr_elf_image *dbg, const char *root, const char *file,
+		      const char *const *dirs, size_t ndirs);
 
 #endif

@@ -30,7 +30,6 @@
 #include "core/query/dwarf_lines.h"
 #include "core/query/search.h"
 
-#define DEBUG_BUILD_ID_DIR "/usr/lib/debug/.build-id/"
 /* How many preceding symbols may enclose an address that falls past the
  * end of the nearest one (nested asm entry points). */
 #define ENCLOSING_LOOKBACK 4
@@ -365,10 +364,10 @@ static int image_read_loads(struct fr_elf_image *img, Elf *elf)
 	return 0;
 }
 
-/* Opens root + /usr/lib/debug/.build-id/xx/yyyy.debug when it carries the
- * image's build id. Returns the Elf handle and its fd in *fd_out, or NULL. */
-static Elf *open_debug_file(const struct fr_elf_image *img, const char *root, int *fd_out,
-			    uint64_t *size_out)
+/* Opens root + DIR/.build-id/xx/yyyy.debug when it carries the image's
+ * build id. Returns the Elf handle and its fd in *fd_out, or NULL. */
+static Elf *open_debug_file(const struct fr_elf_image *img, const char *root, const char *dir,
+			    int *fd_out, uint64_t *size_out)
 {
 	struct stat st;
 	char hex[2 * FR_ELF_BUILD_ID_MAX + 1], path[4096];
@@ -379,7 +378,9 @@ static Elf *open_debug_file(const struct fr_elf_image *img, const char *root, in
 	if (img->build_id_len < 2)
 		return NULL;
 	fr_build_id_hex(img->build_id, img->build_id_len, hex);
-	snprintf(path, sizeof(path), "%s%.2s/%s.debug", DEBUG_BUILD_ID_DIR, hex, hex + 2);
+	if (snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", dir, hex, hex + 2) >=
+	    (int)sizeof(path))
+		return NULL;
 	fd = fr_open_untrusted(root, path, FR_ELF_MAX_SIZE, &st);
 	if (fd < 0)
 		return NULL;
@@ -417,13 +418,13 @@ static int debug_symbols(struct fr_elf_image *dbg, Elf *e, int fd, uint64_t size
 	return ret;
 }
 
-int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root)
+int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root, const char *dir)
 {
 	int dbg_fd = -1, ret;
 	uint64_t dbg_size = 0;
 	Elf *e;
 
-	e = open_debug_file(dbg, root, &dbg_fd, &dbg_size);
+	e = open_debug_file(dbg, root, dir, &dbg_fd, &dbg_size);
 	if (!e)
 		return 0;
 	ret = debug_symbols(dbg, e, dbg_fd, dbg_size);
@@ -477,10 +478,9 @@ static void read_debuglink(struct fr_elf_image *img, Elf *elf, uint64_t fsize)
 int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size)
 {
 	struct cand_vec cv = {0};
-	Elf *elf, *dbg = NULL;
-	int dbg_fd = -1, ret = 0, tables;
-	uint64_t dbg_size = 0;
+	int ret = 0, tables;
 	GElf_Ehdr eh;
+	Elf *elf;
 
 	elf = elf_open_fd(fd, &ret);
 	if (!elf)
@@ -507,31 +507,19 @@ int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size)
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (tables == 0) {
-		dbg = open_debug_file(img, NULL, &dbg_fd, &dbg_size);
-		if (dbg && collect_symbols(dbg, dbg_size, SHT_SYMTAB, img->arm, &cv) < 0) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		if (!dbg)
-			read_debuglink(img, elf, size);
-		img->debug_missing = !dbg && (img->build_id_len >= 2 || img->debuglink[0]);
-	}
-	/* Names are copied before either Elf handle is released. */
+	/* Names are copied before the Elf handle is released. */
 	ret = image_set_symbols(img, &cv);
 	/* Lines are optional: without them functions keep their names. */
 	if (ret == 0)
 		img->dwarf = fr_dwarf_lines_read(elf, fd, size);
-	if (ret == 0 && !img->dwarf && !dbg && tables > 0)
-		dbg = open_debug_file(img, NULL, &dbg_fd, &dbg_size);
-	if (ret == 0 && !img->dwarf && dbg)
-		img->dwarf = fr_dwarf_lines_read(dbg, dbg_fd, dbg_size);
+	/* Where the debug file is, the caller knows (its debug directories,
+	 * a process's root): the image only says one is wanted. */
+	if (ret == 0 && (tables == 0 || !img->dwarf)) {
+		read_debuglink(img, elf, size);
+		img->debug_missing = img->build_id_len >= 2 || img->debuglink[0];
+	}
 out:
 	cand_vec_fini(&cv);
-	if (dbg)
-		elf_end(dbg);
-	if (dbg_fd >= 0)
-		close(dbg_fd);
 	elf_end(elf);
 	return ret;
 }
@@ -593,4 +581,83 @@ int fr_elf_image_lookup(const struct fr_elf_image *img, uint64_t vaddr, const ch
 bool fr_elf_image_in_plt(const struct fr_elf_image *img, uint64_t vaddr)
 {
 	return vaddr >= img->plt_start && vaddr < img->plt_end;
+}
+
+/* Code and data: what a symbolizer never reads (see fr_elf_symbol_ranges()). */
+static bool section_is_body(const char *name, const GElf_Shdr *sh)
+{
+	static const char *const bodies[] = {".text",	     ".rodata", ".data",
+					     ".data.rel.ro", ".ltext",	".lrodata",
+					     ".ldata",	     ".tdata",	".gcc_except_table"};
+
+	if (sh->sh_type != SHT_PROGBITS || !(sh->sh_flags & SHF_ALLOC) || !name)
+		return false;
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++)
+		if (strcmp(name, bodies[i]) == 0)
+			return true;
+	return false;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct fr_elf_range *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The complement of the sorted `skip` ranges within [0, size), into out
+ * (room for nskip + 1). Returns how many. */
+static size_t complement(const struct fr_elf_range *skip, size_t nskip, uint64_t size,
+			 struct fr_elf_range *out)
+{
+	uint64_t at = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < nskip; i++) {
+		if (skip[i].off > at)
+			out[n++] = (struct fr_elf_range){at, skip[i].off - at};
+		if (skip[i].off + skip[i].len > at)
+			at = skip[i].off + skip[i].len;
+	}
+	if (at < size)
+		out[n++] = (struct fr_elf_range){at, size - at};
+	return n;
+}
+
+int fr_elf_symbol_ranges(int fd, uint64_t size, struct fr_elf_range **out, size_t *n)
+{
+	struct fr_elf_range *skip = NULL, *keep = NULL;
+	size_t shnum = 0, shstrndx, nskip = 0;
+	Elf_Scn *scn = NULL;
+	int ret = 0;
+	Elf *elf = elf_open_fd(fd, &ret);
+
+	if (!elf)
+		return ret;
+	if (elf_getshdrnum(elf, &shnum) != 0 || elf_getshdrstrndx(elf, &shstrndx) != 0) {
+		ret = -EBADMSG;
+		goto out;
+	}
+	skip = calloc(shnum + 1, sizeof(*skip));
+	keep = calloc(shnum + 2, sizeof(*keep));
+	if (!skip || !keep) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	while ((scn = elf_nextscn(elf, scn)) && nskip < shnum) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && within_file(sh.sh_offset, sh.sh_size, size) &&
+		    section_is_body(elf_strptr(elf, shstrndx, sh.sh_name), &sh))
+			skip[nskip++] = (struct fr_elf_range){sh.sh_offset, sh.sh_size};
+	}
+	qsort(skip, nskip, sizeof(*skip), range_cmp);
+	*n = complement(skip, nskip, size, keep);
+	*out = keep;
+	keep = NULL;
+out:
+	free(skip);
+	free(keep);
+	elf_end(elf);
+	return ret;
 }

@@ -28,6 +28,22 @@ int fr_elf_build_id_fd(int fd, uint8_t *out, size_t cap);
  * but never blocks opening a FIFO. */
 int fr_elf_build_id(const char *path, uint8_t *out, size_t cap);
 
+/* A byte range [off, off + len) of a file. */
+struct fr_elf_range {
+	uint64_t off, len;
+};
+
+/* The byte ranges of the ELF file of `size` bytes open on `fd` that
+ * naming its addresses reads: all of it but the contents of its code and
+ * data sections (.text, .rodata, .data and the like), which no symbol
+ * table, PLT stub, note or DWARF look-up needs. Headers, notes, symbol and
+ * string tables, relocations, the PLT, unwind and debug sections stay,
+ * so a copy holding only these ranges (zeros elsewhere, at the same
+ * offsets) names every address as the file does. Sorted, not
+ * overlapping. Returns 0 with *out (free() it) and *n, -ENOEXEC for a file
+ * that is not ELF, -EBADMSG for a corrupt one, or -ENOMEM. */
+int fr_elf_symbol_ranges(int fd, uint64_t size, struct fr_elf_range **out, size_t *n);
+
 /* Formats a build id as lowercase hex into buf (2*len+1 bytes). */
 char *fr_build_id_hex(const uint8_t *id, size_t len, char *buf);
 
@@ -52,9 +68,10 @@ struct fr_elf_image {
 	/* The PLT's sections (.plt, .plt.sec, .plt.got): [plt_start, plt_end),
 	 * empty when the file has none or they were not read. */
 	uint64_t plt_start, plt_end;
-	/* No .symtab, and no debug file with the build id under the host's
-	 * /usr/lib/debug/.build-id: one may still lie inside a process's root,
-	 * or where .gnu_debuglink says (core/query/debuglink.h). */
+	/* No .symtab or no DWARF, and a build id or .gnu_debuglink to find a
+	 * separate debug file by: the symbolizer looks for one in its debug
+	 * directories, under a process's root, and where .gnu_debuglink says
+	 * (core/query/debuglink.h). Cleared in a debug image once found. */
 	bool debug_missing;
 	/* .gnu_debuglink: the debug file's name ("" for none) and CRC-32. */
 	char debuglink[256];
@@ -67,16 +84,18 @@ struct fr_elf_image {
 /* Fills `img` from the ELF file of `size` bytes open on `fd` (the caller
  * opened it safely and closes it): build id, load segments, the function
  * symbols of .symtab and .dynsym, a symbol NAME@plt for each PLT stub
- * (x86-64) that jumps to NAME, and for a file without .symtab those of
- * the host's debug file for its build id. Returns 0, or the error to keep
- * for the file (-ENOEXEC not ELF, -EBADMSG corrupt), or -ENOMEM. */
+ * (x86-64) that jumps to NAME, its DWARF lines, and debug_missing when a
+ * separate debug file would name more (no file is opened here). Returns
+ * 0, or the error to keep for the file (-ENOEXEC not ELF, -EBADMSG
+ * corrupt), or -ENOMEM. */
 int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size);
 
-/* Fills `dbg` with the .symtab of the debug file for dbg->build_id under
- * `root` (a process's root: "/proc/PID/root"), opened with
- * fr_open_untrusted(); clears dbg->debug_missing when there is one.
- * Returns 0 (also when there is none) or -ENOMEM. */
-int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root);
+/* Fills `dbg` with the .symtab (and DWARF) of the debug file for
+ * dbg->build_id, `dir`/.build-id/xx/yyyy.debug ("/usr/lib/debug" and the
+ * like) under `root` (a process's root: "/proc/PID/root"; NULL: "/"),
+ * opened with fr_open_untrusted(); clears dbg->debug_missing when there
+ * is one. Returns 0 (also when there is none) or -ENOMEM. */
+int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root, const char *dir);
 
 /* Fills `dbg` with the .symtab of the debug file of `size` bytes open on
  * `fd` (the caller opened it safely and closes it), unless that file has a

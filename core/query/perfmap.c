@@ -272,6 +272,28 @@ static int read_map(const char *root, uint32_t ns_pid, uid_t uid, uint64_t max_s
 	return ret;
 }
 
+/* The symbol cache's copy of a perf map (recorder/symcache.h): written by
+ * the recorder, so owned by root or by whoever runs this reader (a copy
+ * of the cache taken off the machine); anyone else's file is not used. */
+static int read_cached(const char *file, uint64_t max_size, uint64_t *size, struct fr_perfmap **out)
+{
+	struct stat st;
+	int fd, ret;
+
+	*size = 0;
+	fd = fr_open_untrusted(NULL, file, max_size, &st);
+	if (fd < 0)
+		return fd;
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		ret = -EPERM;
+	} else {
+		*size = (uint64_t)st.st_size;
+		ret = fr_perfmap_load(fd, (uint64_t)st.st_size, out);
+	}
+	close(fd);
+	return ret;
+}
+
 int fr_perfmap_read(const char *root, uint32_t ns_pid, uid_t uid, struct fr_perfmap **out)
 {
 	uint64_t size;
@@ -298,6 +320,7 @@ struct fr_perfmaps {
 
 /* One read handed to the worker. */
 struct read_call {
+	char *cached; /* non-NULL: read this copy (the symbol cache's) instead */
 	char root[64];
 	uint32_t ns_pid;
 	uid_t uid;
@@ -310,8 +333,11 @@ static void read_call_run(void *arg)
 {
 	struct read_call *c = arg;
 
-	c->ret = read_map(c->root[0] ? c->root : NULL, c->ns_pid, c->uid, c->max_size, &c->size,
-			  &c->map);
+	if (c->cached)
+		c->ret = read_cached(c->cached, c->max_size, &c->size, &c->map);
+	else
+		c->ret = read_map(c->root[0] ? c->root : NULL, c->ns_pid, c->uid, c->max_size,
+				  &c->size, &c->map);
 }
 
 static void read_call_drop(void *arg)
@@ -319,6 +345,7 @@ static void read_call_drop(void *arg)
 	struct read_call *c = arg;
 
 	fr_perfmap_free(c->map);
+	free(c->cached);
 	free(c);
 }
 
@@ -352,7 +379,8 @@ static int proc_ids(uint32_t pid, uid_t *uid, uint32_t *ns_pid)
 
 /* Reads the perf map of `pid` within the deadline. Returns 0 with *map, or
  * -errno. */
-static int timed_read(struct fr_perfmaps *c, uint32_t pid, bool same_root, struct fr_perfmap **map)
+static int timed_read(struct fr_perfmaps *c, uint32_t pid, bool same_root, const char *cached,
+		      struct fr_perfmap **map)
 {
 	struct read_call *rc;
 	int ret;
@@ -365,7 +393,12 @@ static int timed_read(struct fr_perfmaps *c, uint32_t pid, bool same_root, struc
 	rc = calloc(1, sizeof(*rc));
 	if (!rc)
 		return -ENOMEM;
-	ret = proc_ids(pid, &rc->uid, &rc->ns_pid);
+	if (cached) {
+		rc->cached = strdup(cached);
+		ret = rc->cached ? 0 : -ENOMEM;
+	} else {
+		ret = proc_ids(pid, &rc->uid, &rc->ns_pid);
+	}
 	if (ret < 0)
 		goto err_free;
 	if (!same_root)
@@ -393,7 +426,8 @@ err_free:
 }
 
 /* The cache's entry of `pid`, read when new. Returns it or NULL (ENOMEM). */
-static struct proc_map *proc_get(struct fr_perfmaps *c, uint32_t pid, bool same_root)
+static struct proc_map *proc_get(struct fr_perfmaps *c, uint32_t pid, bool same_root,
+				 const char *cached)
 {
 	struct proc_map *pm;
 
@@ -417,21 +451,24 @@ static struct proc_map *proc_get(struct fr_perfmaps *c, uint32_t pid, bool same_
 	pm = &c->procs[c->n];
 	pm->pid = pid;
 	pm->map = NULL;
-	pm->err = timed_read(c, pid, same_root, &pm->map);
+	pm->err = timed_read(c, pid, same_root, NULL, &pm->map);
+	/* The process is gone: its map as the recorder copied it. */
+	if (pm->err == -ESRCH && cached && timed_read(c, pid, true, cached, &pm->map) == 0)
+		pm->err = 0;
 	if (pm->err == -ENOMEM)
 		return NULL;
 	c->last = c->n++;
 	return pm;
 }
 
-int fr_perfmaps_lookup(struct fr_perfmaps *c, uint32_t pid, bool same_root, uint64_t addr,
-		       const char **name)
+int fr_perfmaps_lookup(struct fr_perfmaps *c, uint32_t pid, bool same_root, const char *cached,
+		       uint64_t addr, const char **name)
 {
 	struct proc_map *pm;
 
 	if (!c || !name)
 		return -EINVAL;
-	pm = proc_get(c, pid, same_root);
+	pm = proc_get(c, pid, same_root, cached);
 	if (!pm)
 		return -ENOMEM;
 	if (pm->err < 0)

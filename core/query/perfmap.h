@@ -75,13 +75,15 @@ struct fr_perfmaps *fr_perfmaps_new(void);
 /* Names `addr` in anonymous memory of process `pid` from its perf map,
  * read once per process for the cache's life (a profile), within a
  * deadline on a worker thread (a /tmp on FUSE or a hung mount cannot hold
- * the caller). The process must still be running: its user and its pid in
- * its namespace are taken from /proc/PID/status, and the map is looked for
+ * the caller). While the process runs, its user and its pid in its
+ * namespace are taken from /proc/PID/status, and the map is looked for
  * under /proc/PID/root unless `same_root` (the process sees "/" as this
- * one does). Returns 0 with *name (owned by the cache), or -ENOENT,
- * -ESRCH (process gone) or the error the map's reading got. */
-int fr_perfmaps_lookup(struct fr_perfmaps *c, uint32_t pid, bool same_root, uint64_t addr,
-		       const char **name);
+ * one does). Once it is gone, `cached` (NULL: none) is the recorder's copy
+ * of its map (recorder/symcache.h), read when owned by root or by this
+ * process's user. Returns 0 with *name (owned by the cache), or -ENOENT,
+ * -ESRCH (process gone, no copy) or the error the map's reading got. */
+int fr_perfmaps_lookup(struct fr_perfmaps *c, uint32_t pid, bool same_root, const char *cached,
+		       uint64_t addr, const char **name);
 
 /* Frees the cache and every name it returned; accepts NULL. */
 void fr_perfmaps_free(struct fr_perfmaps *c);

@@ -122,7 +122,14 @@ struct fr_profile_request {
 	uint32_t hz;	      /* wanted rate of every rate-sampled event; 0: as collected */
 	const char *version;  /* recorder version for the comment */
 	const char *kallsyms; /* NULL: /proc/kallsyms */
-	int cpu_label;	      /* add a "cpu" label to samples (pprof only) */
+	/* Where names come from besides the mapped files
+	 * (fr_symbols_set_paths(), core/query/symbols.h): the recorder's
+	 * symbol cache (NULL: none) and the debug directories (NULL:
+	 * /usr/lib/debug; with ndebug_dirs 0 none). */
+	const char *symbol_cache;
+	const char *const *debug_dirs;
+	uint32_t ndebug_dirs;
+	int cpu_label; /* add a "cpu" label to samples (pprof only) */
 	enum fr_profile_format format;
 	const char *note; /* non-NULL: one more comment, e.g. why the
 			       * profile may end early */

@@ -134,6 +134,11 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 	 * user's mount namespace or since, to a file only root may read. */
 	if (syms && b->req->targets.has_uid)
 		fr_symbols_require_build_id(syms);
+	if (syms && fr_symbols_set_paths(syms, b->req->symbol_cache, b->req->debug_dirs,
+					 b->req->ndebug_dirs) < 0) {
+		fr_symbols_free(syms);
+		return -ENOMEM;
+	}
 
 	for (uint32_t i = 0; i < b->nlocs; i++) {
 		struct gloc *l = &b->locs[i];
@@ -172,8 +177,8 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 			if (syms && (fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
 						     m->bid_len, m->start, m->pgoff, l->addr, &name,
 						     &elf_addr) == 0 ||
-				     fr_symbols_jit(syms, m->pid, root_same, m->path, l->addr,
-						    &name) == 0)) {
+				     fr_symbols_jit(syms, m->pid, m->pid_start_ns, root_same,
+						    m->path, l->addr, &name) == 0)) {
 				snprintf(buf, sizeof(buf), "%s", name);
 				m->has_functions = 1;
 				if (p &&

@@ -41,7 +41,8 @@ struct kset {
 struct gmap {
 	char *path;
 	uint64_t start, end, pgoff;
-	uint32_t pid; /* a process that mapped it, for /proc/PID/root */
+	uint32_t pid;	      /* a process that mapped it, for /proc/PID/root */
+	int64_t pid_start_ns; /* its start (0: unknown), for its cached perf map */
 	uint8_t bid_len;
 	uint8_t bid[FR_BUILD_ID_MAX];
 	int has_functions;

@@ -10,15 +10,19 @@
  *   freed, so an idle daemon keeps no symbol tables. An image holds the
  *   PT_LOAD headers, the GNU build id and a
  *   sorted, de-duplicated array of function symbols (.symtab merged with
- *   .dynsym; for a file without .symtab, the .symtab of its separate debug
- *   file under /usr/lib/debug/.build-id when one is installed). A file is
- *   parsed once however many processes map it and through whichever
- *   /proc/PID/root it is reached; a file that cannot be parsed is cached
- *   too, with its error.
+ *   .dynsym). A file is parsed once however many processes map it and
+ *   through whichever /proc/PID/root it is reached; a file that cannot be
+ *   parsed is cached too, with its error.
  * - requests: what a caller asked for, keyed by (root, path, expected build
- *   id), pointing at the image it resolved to or holding the error it got.
- *   A repeated look-up therefore costs one hash and one binary search, with
- *   no system call, and a missing file is opened once.
+ *   id), pointing at the image it resolved to or holding the error it got,
+ *   and at the symbols of its separate debug file when the image has no
+ *   .symtab or no DWARF (searched per cache, that is per profile, in the
+ *   cache's debug directories: a debug file installed since is found by
+ *   the next profile). A file that is gone or has another build id is
+ *   taken from the recorder's symbol cache when there is a copy with the
+ *   expected build id (fr_symbols_set_paths()). A repeated look-up
+ *   therefore costs one hash and one binary search, with no system call,
+ *   and a missing file is opened once.
  *
  * The kernel's table (core/query/kallsyms.h) is taken on first use.
  *
@@ -28,10 +32,10 @@
  * at most FR_ELF_MAX_SIZE) and read by core/query/elf_image.c, never mapped.
  *
  * Opening, parsing and closing a file run on the cache's worker thread
- * (core/util/worker.h), waited for at most FILE_DEADLINE_MS: a file on a FUSE
- * mount whose owner never answers (or a hung network mount) would
- * otherwise hold the caller, an attach, forever. A call that misses its
- * deadline is left to finish alone and frees what it made; the file
+ * (core/query/symbols_io.c), waited for at most FILE_DEADLINE_MS: a file
+ * on a FUSE mount whose owner never answers (or a hung network mount)
+ * would otherwise hold the caller, an attach, forever. A call that misses
+ * its deadline is left to finish alone and frees what it made; the file
  * counts as unreadable for this cache. Once a cache has waited out
  * FILE_WAIT_BUDGET_MS in total, further files get FILE_LATE_DEADLINE_MS.
  *
@@ -60,68 +64,11 @@
 #include "core/query/search.h"
 #include "core/util/htable.h"
 #include "core/util/worker.h"
-
-#define FILE_DEADLINE_MS 2000
-#define FILE_LATE_DEADLINE_MS 50
-#define FILE_WAIT_BUDGET_MS 10000
-
-/* A file's parsed image in the process-wide table, by on-disk identity. */
-struct image {
-	struct hnode node; /* first: a struct hnode * is a struct image * */
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime;
-	int err;  /* < 0: the file is unusable */
-	int refs; /* under images_lock, for images in shared_images */
-	struct fr_elf_image elf;
-};
-
-struct request {
-	struct hnode node;   /* first */
-	struct image *image; /* NULL when err < 0 */
-	/* The symbols of a debug file found under this request's root for an
-	 * image that had none; this cache's alone. NULL: none. */
-	struct fr_elf_image *debug;
-	int err;
-	size_t root_len;
-	size_t path_len;
-	size_t bid_len;
-	char key[]; /* root '\0' path '\0' build id */
-};
-
-struct fr_symbols {
-	char *kallsyms;
-	struct htable requests;
-	struct image **held; /* references to shared images, dropped at free */
-	size_t nheld, capheld;
-	struct request *last;
-	struct fr_kallsyms *kernel; /* shared; NULL until the first kernel lookup */
-	int64_t waited_ms;	    /* spent on file calls that missed their deadline */
-	struct fr_worker *worker;   /* NULL until the first file, or after one hung */
-	struct fr_perfmaps *jit;    /* perf maps, from the first JIT frame on */
-	bool need_build_id;	    /* fr_symbols_require_build_id() */
-};
+#include "core/query/symbols_int.h"
 
 /* Parsed images of every cache, by identity. */
 static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct htable shared_images; /* under images_lock */
-
-static void image_free(struct hnode *n)
-{
-	struct image *img = (struct image *)n;
-
-	fr_elf_image_fini(&img->elf);
-	free(img);
-}
-
-static void elf_free(struct fr_elf_image *e)
-{
-	if (e) {
-		fr_elf_image_fini(e);
-		free(e);
-	}
-}
 
 static uint64_t image_hash(const struct stat *st)
 {
@@ -132,222 +79,6 @@ static uint64_t image_hash(const struct stat *st)
 	h = fr_fnv1a(h, &st->st_size, sizeof(st->st_size));
 	h = fr_fnv1a(h, &st->st_mtim.tv_sec, sizeof(st->st_mtim.tv_sec));
 	return fr_fnv1a(h, &st->st_mtim.tv_nsec, sizeof(st->st_mtim.tv_nsec));
-}
-
-/* ---- file calls with a deadline ---- */
-
-enum file_op { FILE_OPEN, FILE_LOAD, FILE_ADD_DEBUG, FILE_CLOSE };
-
-/* One piece of file work, handed to the cache's worker thread. */
-struct file_call {
-	enum file_op op;
-	char *file, *root;	  /* owned copies */
-	int fd;			  /* OPEN: result; LOAD: input (owned) */
-	struct stat st;		  /* OPEN: result */
-	struct image *img;	  /* LOAD: the image filled (owned) */
-	struct fr_elf_image *dbg; /* ADD_DEBUG: the debug file's symbols (owned) */
-	int ret;
-};
-
-static void file_call_free(struct file_call *c)
-{
-	if (c->fd >= 0)
-		close(c->fd);
-	if (c->img)
-		image_free(&c->img->node);
-	elf_free(c->dbg);
-	free(c->file);
-	free(c->root);
-	free(c);
-}
-
-static void file_call_do(struct file_call *c)
-{
-	int ret;
-
-	switch (c->op) {
-	case FILE_OPEN:
-		ret = fr_open_untrusted(c->root, c->file, FR_ELF_MAX_SIZE, &c->st);
-		c->fd = ret >= 0 ? ret : -1;
-		c->ret = ret >= 0 ? 0 : ret;
-		break;
-	case FILE_LOAD:
-		c->ret = fr_elf_image_load(&c->img->elf, c->fd, (uint64_t)c->img->size);
-		/* Here too: a close can wait on the file system (FUSE). */
-		close(c->fd);
-		c->fd = -1;
-		break;
-	case FILE_CLOSE:
-		close(c->fd);
-		c->fd = -1;
-		c->ret = 0;
-		break;
-	default:
-		c->ret = c->root ? fr_elf_debug_load(c->dbg, c->root) : 0;
-		if (c->ret == 0 && c->dbg->debug_missing)
-			c->ret = fr_debuglink_load(c->dbg, c->root, c->file);
-		break;
-	}
-}
-
-static void file_call_run_v(void *c)
-{
-	file_call_do(c);
-}
-
-static void file_call_free_v(void *c)
-{
-	file_call_free(c);
-}
-
-/* Runs `c` on the cache's worker and waits for it within the deadline.
- * Returns 0 with `c` done (the caller frees it), or -ETIMEDOUT, -EAGAIN
- * (too many workers of the process are stuck) or -ENOMEM with `c` no
- * longer the caller's. */
-static int file_call_run(struct fr_symbols *s, struct file_call *c)
-{
-	int deadline_ms = s->waited_ms >= FILE_WAIT_BUDGET_MS ? FILE_LATE_DEADLINE_MS
-							      : FILE_DEADLINE_MS;
-	char name[256];
-	int ret;
-
-	/* Copied first: past a deadline `c` is the abandoned worker's. */
-	snprintf(name, sizeof(name), "%s", c->file);
-	ret = fr_worker_call(&s->worker, file_call_run_v, file_call_free_v, c,
-			     (int64_t)deadline_ms * 1000000);
-	if (ret == -ETIMEDOUT) {
-		s->waited_ms += deadline_ms;
-		fr_log_warn("reading %s took over %d ms; going on without its symbols", name,
-			    deadline_ms);
-	} else if (ret < 0) {
-		file_call_free(c);
-	}
-	return ret;
-}
-
-static struct file_call *file_call_new(enum file_op op, const char *file, const char *root)
-{
-	struct file_call *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return NULL;
-	c->op = op;
-	c->fd = -1;
-	c->file = strdup(file);
-	c->root = root ? strdup(root) : NULL;
-	if (!c->file || (root && !c->root)) {
-		free(c->file);
-		free(c->root);
-		free(c);
-		return NULL;
-	}
-	return c;
-}
-
-/* fr_open_untrusted() of `file` under `root` within the deadline.
- * Returns the fd with *st, or -errno (-ETIMEDOUT). */
-static int timed_open(struct fr_symbols *s, const char *root, const char *file, struct stat *st)
-{
-	struct file_call *c = file_call_new(FILE_OPEN, file, root);
-	int ret;
-
-	if (!c)
-		return -ENOMEM;
-	ret = file_call_run(s, c);
-	if (ret < 0)
-		return ret;
-	ret = c->ret < 0 ? c->ret : c->fd;
-	*st = c->st;
-	c->fd = -1;
-	file_call_free(c);
-	return ret;
-}
-
-/* Closes `fd` of a file a user may control on the worker: on FUSE a close
- * waits for the server's answer to FLUSH. */
-static void timed_close(struct fr_symbols *s, int fd)
-{
-	struct file_call *c = file_call_new(FILE_CLOSE, "(close)", NULL);
-
-	if (!c) {
-		close(fd);
-		return;
-	}
-	c->fd = fd;
-	if (file_call_run(s, c) == 0)
-		file_call_free(c);
-}
-
-/* image_load() of `*imgp` from `fd` (taken) within the deadline. The
- * image travels with the call: it comes back in *imgp with its err set,
- * or on a timeout *imgp is a new image of the same identity whose err
- * says so (the old one is freed by the call when it ends). Returns 0, or
- * -ENOMEM. */
-static int timed_load(struct fr_symbols *s, struct image **imgp, int fd, const char *file)
-{
-	struct image *img = *imgp, *copy = calloc(1, sizeof(*copy));
-	struct file_call *c = file_call_new(FILE_LOAD, file, NULL);
-	int ret;
-
-	if (!c || !copy) {
-		close(fd);
-		free(copy);
-		if (c)
-			file_call_free(c);
-		return -ENOMEM;
-	}
-	copy->node.hash = img->node.hash;
-	copy->dev = img->dev;
-	copy->ino = img->ino;
-	copy->size = img->size;
-	copy->mtime = img->mtime;
-	c->img = img;
-	c->fd = fd;
-	ret = file_call_run(s, c);
-	if (ret < 0) {
-		copy->err = ret == -ENOMEM ? -ENOMEM : -ETIMEDOUT;
-		*imgp = copy;
-		return 0;
-	}
-	free(copy);
-	img->err = c->ret;
-	c->img = NULL;
-	file_call_free(c);
-	return 0;
-}
-
-/* Reads the symbols of `img`'s debug file under `root`, within the
- * deadline (a file that misses it is gone without), into a new image in
- * *out (NULL when there is none). Returns 0 or -ENOMEM. */
-static int timed_debug(struct fr_symbols *s, const struct image *img, const char *file,
-		       const char *root, struct fr_elf_image **out)
-{
-	struct fr_elf_image *dbg = calloc(1, sizeof(*dbg));
-	struct file_call *c = file_call_new(FILE_ADD_DEBUG, file, root);
-	int ret;
-
-	if (!c || !dbg) {
-		free(dbg);
-		if (c)
-			file_call_free(c);
-		return -ENOMEM;
-	}
-	memcpy(dbg->build_id, img->elf.build_id, sizeof(dbg->build_id));
-	dbg->build_id_len = img->elf.build_id_len;
-	dbg->arm = img->elf.arm;
-	memcpy(dbg->debuglink, img->elf.debuglink, sizeof(dbg->debuglink));
-	dbg->debuglink_crc = img->elf.debuglink_crc;
-	dbg->debug_missing = true;
-	c->dbg = dbg;
-	if (file_call_run(s, c) < 0)
-		return 0;
-	ret = c->ret;
-	if (ret == 0 && !dbg->debug_missing) {
-		*out = dbg;
-		c->dbg = NULL;
-	}
-	file_call_free(c);
-	return ret;
 }
 
 /* Drops a reference to a shared image; the last one frees it. */
@@ -361,7 +92,7 @@ static void image_put(struct image *img)
 		fr_htable_remove(&shared_images, &img->node);
 	pthread_mutex_unlock(&images_lock);
 	if (last)
-		image_free(&img->node);
+		symbols_image_free(&img->node);
 }
 
 /* The shared image of identity `st`, with a reference taken, or NULL.
@@ -400,14 +131,15 @@ static int hold(struct fr_symbols *s, struct image *img)
 	return 0;
 }
 
-static int image_get(struct fr_symbols *s, const char *root, const char *file, struct image **out)
+static int image_get(struct fr_symbols *s, const char *root, const char *file, bool cached,
+		     struct image **out)
 {
 	struct image *img, *found;
 	struct stat st;
 	uint64_t hash;
 	int fd, ret;
 
-	fd = timed_open(s, root, file, &st);
+	fd = symbols_timed_open(s, root, file, cached, &st);
 	if (fd < 0)
 		return fd;
 	hash = image_hash(&st);
@@ -415,7 +147,7 @@ static int image_get(struct fr_symbols *s, const char *root, const char *file, s
 	found = shared_find(&st, hash);
 	pthread_mutex_unlock(&images_lock);
 	if (found) {
-		timed_close(s, fd);
+		symbols_timed_close(s, fd);
 		ret = hold(s, found);
 		if (ret == 0)
 			*out = found;
@@ -423,7 +155,7 @@ static int image_get(struct fr_symbols *s, const char *root, const char *file, s
 	}
 	img = calloc(1, sizeof(*img));
 	if (!img) {
-		timed_close(s, fd);
+		symbols_timed_close(s, fd);
 		return -ENOMEM;
 	}
 	img->node.hash = hash;
@@ -431,14 +163,14 @@ static int image_get(struct fr_symbols *s, const char *root, const char *file, s
 	img->ino = st.st_ino;
 	img->size = st.st_size;
 	img->mtime = st.st_mtim;
-	ret = timed_load(s, &img, fd, file);
+	ret = symbols_timed_load(s, &img, fd, file);
 	if (ret < 0) {
-		image_free(&img->node);
+		symbols_image_free(&img->node);
 		return ret;
 	}
 	if (img->err == -ENOMEM) {
 		/* Not cached: the next look-up may have memory to succeed. */
-		image_free(&img->node);
+		symbols_image_free(&img->node);
 		return -ENOMEM;
 	}
 	if (img->err < 0)
@@ -458,7 +190,7 @@ static int image_get(struct fr_symbols *s, const char *root, const char *file, s
 		found->refs--; /* ours from shared_find; holders keep theirs */
 		if (found->refs == 0) {
 			pthread_mutex_unlock(&images_lock);
-			image_free(&found->node);
+			symbols_image_free(&found->node);
 			pthread_mutex_lock(&images_lock);
 		}
 		found = NULL;
@@ -467,10 +199,10 @@ static int image_get(struct fr_symbols *s, const char *root, const char *file, s
 		ret = fr_htable_insert(&shared_images, &img->node);
 	pthread_mutex_unlock(&images_lock);
 	if (found) {
-		image_free(&img->node);
+		symbols_image_free(&img->node);
 		img = found;
 	} else if (ret < 0) {
-		image_free(&img->node);
+		symbols_image_free(&img->node);
 		return -ENOMEM;
 	}
 	ret = hold(s, img);
@@ -479,29 +211,31 @@ static int image_get(struct fr_symbols *s, const char *root, const char *file, s
 	return ret;
 }
 
-/* Returns 0 with the usable image of `file`, -ESTALE when its build id is
- * not the expected one, or the error that makes it unusable. */
+/* Returns 0 with the usable image of `file` (a copy in the symbol cache
+ * when `cached`, whose debug files are still those of `path`), -ESTALE
+ * when its build id is not the expected one, or the error that makes it
+ * unusable. */
 static int image_try(struct fr_symbols *s, struct request *req, const char *root, const char *file,
-		     const uint8_t *bid, size_t bid_len)
+		     const char *path, bool cached, const uint8_t *bid, size_t bid_len)
 {
 	struct image *img = NULL;
-	int ret = image_get(s, root, file, &img);
+	int ret = image_get(s, root, file, cached, &img);
 
 	if (ret < 0)
 		return ret;
 	if (img->err < 0)
 		return img->err;
 	/* A file without a build id cannot be checked; it is trusted, unless
-	 * the caller asked for proof. */
-	if (s->need_build_id && (!bid_len || !img->elf.build_id_len))
+	 * the caller asked for proof, or it is a cache entry (named by the
+	 * build id it must carry). */
+	if ((s->need_build_id || cached) && (!bid_len || !img->elf.build_id_len))
 		return -ESTALE;
 	if (bid_len && img->elf.build_id_len &&
 	    (bid_len != img->elf.build_id_len || memcmp(bid, img->elf.build_id, bid_len) != 0))
 		return -ESTALE;
 	/* No debug file on the host: look beside this root, and where
 	 * .gnu_debuglink says, for this request alone. */
-	if (img->elf.debug_missing && ((root && root[0]) || img->elf.debuglink[0]) &&
-	    timed_debug(s, img, file, root, &req->debug) < 0)
+	if (img->elf.debug_missing && symbols_timed_debug(s, img, path, root, &req->debug) < 0)
 		return -ENOMEM;
 	req->image = img;
 	return 0;
@@ -513,19 +247,31 @@ static int image_try(struct fr_symbols *s, struct request *req, const char *root
 static int request_resolve(struct fr_symbols *s, struct request *req, const char *root,
 			   const char *path, const uint8_t *bid, size_t bid_len)
 {
-	int rooted = 0, ret;
+	char hex[2 * FR_ELF_BUILD_ID_MAX + 1], *entry;
+	int rooted = 0, ret, cached;
 
 	if (path[0] != '/')
 		return -ENOENT; /* [vdso], [heap], anonymous memory */
 	if (req->root_len) {
-		rooted = image_try(s, req, root, path, bid, bid_len);
+		rooted = image_try(s, req, root, path, path, false, bid, bid_len);
 		if (rooted == 0 || rooted == -ENOMEM)
 			return rooted;
 	}
-	ret = image_try(s, req, NULL, path, bid, bid_len);
-	if (ret == 0 || ret == -ENOMEM || !rooted)
+	ret = image_try(s, req, NULL, path, path, false, bid, bid_len);
+	if (ret == 0 || ret == -ENOMEM)
 		return ret;
-	return ret == -ESTALE ? ret : rooted;
+	if (rooted && ret != -ESTALE)
+		ret = rooted;
+	/* The mapped file is gone or was replaced: the copy the recorder
+	 * kept of it, named by its build id (recorder/symcache.h). */
+	if (!s->cache_dir || !bid_len || bid_len > FR_ELF_BUILD_ID_MAX)
+		return ret;
+	fr_build_id_hex(bid, bid_len, hex);
+	if (asprintf(&entry, "%s/%s", s->cache_dir, hex) < 0)
+		return -ENOMEM;
+	cached = image_try(s, req, NULL, entry, path, true, bid, bid_len);
+	free(entry);
+	return cached == 0 || cached == -ENOMEM ? cached : ret;
 }
 
 static uint64_t request_hash(const char *root, size_t root_len, const char *path, size_t path_len,
@@ -609,7 +355,7 @@ static void request_free(struct hnode *n)
 	struct request *req = (struct request *)n;
 
 	if (req->debug)
-		elf_free(req->debug);
+		symbols_elf_free(req->debug);
 	free(n);
 }
 
@@ -657,14 +403,26 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
 	return image_lookup(req, vaddr, name);
 }
 
-int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, bool same_root, const char *path,
-		   uint64_t addr, const char **name)
+int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, int64_t start_ns, bool same_root,
+		   const char *path, uint64_t addr, const char **name)
 {
+	char cached[4200];
+
 	if (!s || !path || !name || !fr_perfmap_is_anon(path))
 		return -ENOENT;
 	if (!s->jit && !(s->jit = fr_perfmaps_new()))
 		return -ENOMEM;
-	return fr_perfmaps_lookup(s->jit, pid, same_root, addr, name);
+	if (s->cache_dir && start_ns > 0)
+		fr_symcache_perfmap_name(cached, sizeof(cached), s->cache_dir, pid, start_ns);
+	return fr_perfmaps_lookup(s->jit, pid, same_root,
+				  s->cache_dir && start_ns > 0 ? cached : NULL, addr, name);
+}
+
+int fr_symcache_perfmap_name(char *buf, size_t len, const char *dir, uint32_t pid, int64_t start_ns)
+{
+	int n = snprintf(buf, len, "%s/perf-%u-%lld.map", dir, pid, (long long)start_ns);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 struct fr_dwarf_lines *fr_symbols_user_dwarf(struct fr_symbols *s, const char *root,
@@ -701,17 +459,53 @@ struct fr_symbols *fr_symbols_new(const char *kallsyms)
 	if (!s)
 		return NULL;
 	s->kallsyms = strdup(kallsyms ? kallsyms : "/proc/kallsyms");
-	if (!s->kallsyms) {
+	if (!s->kallsyms || fr_symbols_set_paths(s, NULL, NULL, 0) < 0) {
+		free(s->kallsyms);
 		free(s);
 		return NULL;
 	}
 	return s;
 }
 
+static void free_dirs(struct fr_symbols *s)
+{
+	for (size_t i = 0; i < s->ndebug_dirs; i++)
+		free(s->debug_dirs[i]);
+	free(s->debug_dirs);
+	free(s->cache_dir);
+	s->debug_dirs = NULL;
+	s->ndebug_dirs = 0;
+	s->cache_dir = NULL;
+}
+
+int fr_symbols_set_paths(struct fr_symbols *s, const char *cache_dir, const char *const *debug_dirs,
+			 size_t ndebug_dirs)
+{
+	static const char *const defaults[] = {FR_SYMBOLS_DEBUG_DIR};
+
+	if (!debug_dirs) {
+		debug_dirs = defaults;
+		ndebug_dirs = 1;
+	}
+	free_dirs(s);
+	if (cache_dir && !(s->cache_dir = strdup(cache_dir)))
+		return -ENOMEM;
+	if (ndebug_dirs && !(s->debug_dirs = calloc(ndebug_dirs, sizeof(*s->debug_dirs))))
+		goto err;
+	for (; s->ndebug_dirs < ndebug_dirs; s->ndebug_dirs++)
+		if (!(s->debug_dirs[s->ndebug_dirs] = strdup(debug_dirs[s->ndebug_dirs])))
+			goto err;
+	return 0;
+err:
+	free_dirs(s);
+	return -ENOMEM;
+}
+
 void fr_symbols_free(struct fr_symbols *s)
 {
 	if (!s)
 		return;
+	free_dirs(s);
 	fr_worker_free(s->worker);
 	fr_perfmaps_free(s->jit);
 	fr_htable_fini(&s->requests, request_free);

@@ -24,6 +24,38 @@ struct fr_symbols;
  * first use (NULL for "/proc/kallsyms"). Returns NULL on allocation failure. */
 struct fr_symbols *fr_symbols_new(const char *kallsyms);
 
+/* Where separate debug files are looked for when none is given. */
+#define FR_SYMBOLS_DEBUG_DIR "/usr/lib/debug"
+
+/* Where names come from besides the mapped files, copied (call before the
+ * first look-up):
+ *
+ * - `cache_dir` (NULL: none), the recorder's symbol cache
+ *   (recorder/symcache.h): when the file through the process is gone or
+ *   has another build id than the mapping's, CACHE_DIR/HEX_BUILD_ID is
+ *   used instead, when it carries exactly that build id (a cache entry
+ *   without one, or with another, is never used); its mtime is touched,
+ *   so the recorder evicts the least recently used first. The perf map of
+ *   a process that has exited is CACHE_DIR/perf-PID-START_NS.map
+ *   (fr_symcache_perfmap_name()).
+ * - `debug_dirs` (NULL: FR_SYMBOLS_DEBUG_DIR alone; `ndebug_dirs` 0: none),
+ *   searched in order for DIR/.build-id/xx/rest.debug on the host, then
+ *   under the process's root, then for the .gnu_debuglink name beside the
+ *   binary, in its .debug/ and under DIR + the binary's directory
+ *   (core/query/debuglink.h). Looked for at each new struct fr_symbols (a
+ *   profile): a debug file installed meanwhile is found by the next one.
+ *
+ * Returns 0 or -ENOMEM (the cache then has no cache_dir and no debug
+ * directory). */
+int fr_symbols_set_paths(struct fr_symbols *s, const char *cache_dir, const char *const *debug_dirs,
+			 size_t ndebug_dirs);
+
+/* The symbol cache's name of the perf map of process `pid` started at
+ * `start_ns` (Unix ns, as chunks record it) in `dir`, into buf. Returns 0
+ * or -ENAMETOOLONG. */
+int fr_symcache_perfmap_name(char *buf, size_t len, const char *dir, uint32_t pid,
+			     int64_t start_ns);
+
 /* From now on, names user addresses only from a file whose build id is
  * the mapping's (-ESTALE otherwise, a missing build id on either side
  * included): for a profile of a user who is not privileged, whose
@@ -38,7 +70,8 @@ void fr_symbols_free(struct fr_symbols *s);
  * The address `addr` lies in a mapping [map_start, ...) of file `path`
  * mapped at file offset `map_pgoff`. `root` is a directory the path is
  * relative to (e.g. "/proc/1234/root" so files inside containers are
- * found), or NULL; the path itself is tried when the rooted one fails.
+ * found), or NULL; the path itself is tried when the rooted one fails,
+ * and then the symbol cache's copy (fr_symbols_set_paths()).
  * When `build_id` is given (len > 0) and the file on disk has another build
  * id, the file is not used (it was replaced since it was mapped).
  *
@@ -57,11 +90,12 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
 /* Names an address of process `pid` in its anonymous executable mapping
  * `path` ("//anon" and the like: JIT-compiled code) from the process's
  * perf map, /tmp/perf-PID.map (core/query/perfmap.h), under its
- * /proc/PID/root unless `same_root`. The process must still run. Returns
- * 0 with *name (owned by the cache), -ENOENT (not anonymous memory, or no
- * entry), or the error reading the map got. */
-int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, bool same_root, const char *path,
-		   uint64_t addr, const char **name);
+ * /proc/PID/root unless `same_root`; once the process has exited, from
+ * the symbol cache's copy for `pid` started at `start_ns` (0: unknown, no
+ * copy). Returns 0 with *name (owned by the cache), -ENOENT (not
+ * anonymous memory, or no entry), or the error reading the map got. */
+int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, int64_t start_ns, bool same_root,
+		   const char *path, uint64_t addr, const char **name);
 /* The source lines and inline frames (core/query/dwarf_lines.h) of the
  * file fr_symbols_user() resolved for the same root, path and build id:
  * the file's own DWARF, else its debug file's. NULL when there is none or

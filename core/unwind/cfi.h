@@ -67,7 +67,7 @@ struct fr_cfi_table {
 	uint32_t nloads;
 	struct fr_cfi_load loads[FR_CFI_MAX_LOADS];
 	uint8_t build_id[64];
-	uint8_t build_id_len; /* 0: the file has none */
+	uint8_t build_id_len;	  /* 0: the file has none */
 	uint8_t from_debug_frame; /* rows came from .debug_frame */
 	struct fr_cfi_row rows[];
 };

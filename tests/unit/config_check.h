@@ -38,8 +38,15 @@ static inline int cfg_equal(const struct fr_config *a, const struct fr_config *b
 	    a->dumps_max_bytes != b->dumps_max_bytes ||
 	    a->has_socket_group != b->has_socket_group || a->socket_gid != b->socket_gid ||
 	    a->has_admin_group != b->has_admin_group || a->admin_gid != b->admin_gid ||
-	    a->user_max_rate_hz != b->user_max_rate_hz || a->dumps_mode != b->dumps_mode)
+	    a->user_max_rate_hz != b->user_max_rate_hz || a->dumps_mode != b->dumps_mode ||
+	    !str_eq(a->symbols.cache_dir, b->symbols.cache_dir) ||
+	    a->symbols.cache_size != b->symbols.cache_size ||
+	    a->symbols.cache_file_max != b->symbols.cache_file_max ||
+	    a->symbols.ndebug_dirs != b->symbols.ndebug_dirs)
 		return 0;
+	for (uint32_t i = 0; i < a->symbols.ndebug_dirs; i++)
+		if (!str_eq(a->symbols.debug_dirs[i], b->symbols.debug_dirs[i]))
+			return 0;
 	for (uint32_t s = 0; s < a->nsessions; s++) {
 		const struct fr_config_session *x = &a->sessions[s], *y = &b->sessions[s];
 

@@ -293,9 +293,86 @@ static void test_load(void)
 	rmdir(dir);
 }
 
+/* "symbols": defaults, every key, the round trip and each refusal with
+ * its JSON path. */
+static void test_symbols(void)
+{
+	struct fr_config cfg;
+	char err[512], *text = NULL;
+	int ret;
+
+	if (parse_ok(&cfg, "{}", &text) == 0) {
+		CHECK(cfg.symbols.ndebug_dirs == 1 &&
+			      strcmp(cfg.symbols.debug_dirs[0], "/usr/lib/debug") == 0 &&
+			      !cfg.symbols.cache_dir && cfg.symbols.cache_size == 1ull << 30 &&
+			      cfg.symbols.cache_file_max == 256ull << 20,
+		      "symbols defaults");
+		CHECK(text && strstr(text, "\"/usr/lib/debug\"") && strstr(text, "\"1GiB\""),
+		      "default symbols printed as:\n%s", text ? text : "(null)");
+		free(text);
+		text = NULL;
+		fr_config_fini(&cfg);
+	}
+	if (parse_ok(&cfg,
+		     "{\"symbols\":{\"debug_dirs\":[\"/opt/debug\",\"/usr/lib/debug\"],"
+		     "\"cache_dir\":\"/var/cache/fr\",\"cache_size\":\"10MiB\","
+		     "\"cache_file_max\":\"1MiB\"}}",
+		     NULL) == 0) {
+		CHECK(cfg.symbols.ndebug_dirs == 2 &&
+			      strcmp(cfg.symbols.debug_dirs[0], "/opt/debug") == 0 &&
+			      strcmp(cfg.symbols.debug_dirs[1], "/usr/lib/debug") == 0,
+		      "debug_dirs in order");
+		CHECK(cfg.symbols.cache_dir &&
+			      strcmp(cfg.symbols.cache_dir, "/var/cache/fr") == 0 &&
+			      cfg.symbols.cache_size == 10ull << 20 &&
+			      cfg.symbols.cache_file_max == 1ull << 20,
+		      "cache keys");
+		fr_config_fini(&cfg);
+	}
+	/* No debug directory at all, and no cache. */
+	if (parse_ok(&cfg, "{\"symbols\":{\"debug_dirs\":[],\"cache_size\":\"0B\"}}", NULL) == 0) {
+		CHECK(cfg.symbols.ndebug_dirs == 0 && cfg.symbols.cache_size == 0, "empty dirs");
+		fr_config_fini(&cfg);
+	}
+	static const struct {
+		const char *json, *want;
+	} bad[] = {
+		{"{\"symbols\":[]}",
+		 "symbols: must be an object like {\"cache_size\": \"1GiB\"}, got []"},
+		{"{\"symbols\":{\"debug_dir\":[]}}",
+		 "symbols.debug_dir: unknown key (accepted: debug_dirs, cache_dir, cache_size, "
+		 "cache_file_max)"},
+		{"{\"symbols\":{\"debug_dirs\":\"/usr/lib/debug\"}}",
+		 "symbols.debug_dirs: must be an array of paths like [\"/usr/lib/debug\"], got "
+		 "\"/usr/lib/debug\""},
+		{"{\"symbols\":{\"debug_dirs\":[\"/a\",\"debug\"]}}",
+		 "symbols.debug_dirs[1]: must be an absolute path, got \"debug\""},
+		{"{\"symbols\":{\"debug_dirs\":[\"/1\",\"/2\",\"/3\",\"/4\",\"/5\",\"/6\",\"/7\",\"/8\","
+		 "\"/9\"]}}",
+		 "symbols.debug_dirs: must list at most 8 directories, got 9"},
+		{"{\"symbols\":{\"cache_dir\":\"\"}}",
+		 "symbols.cache_dir: must be a non-empty path string, got \"\""},
+		{"{\"symbols\":{\"cache_size\":5}}",
+		 "symbols.cache_size: must be a size string like \"256MiB\", got 5"},
+		{"{\"symbols\":{\"cache_file_max\":\"2GiB\"}}",
+		 "symbols.cache_file_max: must be 4KiB..1GiB (the largest ELF file read), got "
+		 "\"2GiB\""},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[512];
+
+		ret = fr_config_parse(&cfg, bad[i].json, strlen(bad[i].json), SRC, err,
+				      sizeof(err));
+		snprintf(want, sizeof(want), SRC ": %s", bad[i].want);
+		CHECK(ret == -EINVAL && strcmp(err, want) == 0 && is_empty(&cfg),
+		      "%s: %d %s\n  want %s", bad[i].json, ret, err, want);
+	}
+}
+
 int main(void)
 {
 	test_dumps();
+	test_symbols();
 	test_round_trip();
 	test_sync_off_round_trip();
 	test_load();

@@ -255,17 +255,17 @@ static void test_symbols_jit(void)
 
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
 	write_file(path, "7f0000001000 100 jit_spin\n");
-	ret = fr_symbols_jit(s, (uint32_t)getpid(), true, "//anon", 0x7f0000001010, &name);
+	ret = fr_symbols_jit(s, (uint32_t)getpid(), 0, true, "//anon", 0x7f0000001010, &name);
 	CHECK(ret == 0 && name && strcmp(name, "jit_spin") == 0, "//anon: %d %s", ret,
 	      name ? name : "(null)");
-	ret = fr_symbols_jit(s, (uint32_t)getpid(), true, "/usr/lib/libc.so.6", 0x7f0000001010,
+	ret = fr_symbols_jit(s, (uint32_t)getpid(), 0, true, "/usr/lib/libc.so.6", 0x7f0000001010,
 			     &name);
 	CHECK(ret == -ENOENT, "a file mapping: %d, want -ENOENT", ret);
 	fr_symbols_free(s);
 
 	s = fr_symbols_new(NULL);
 	name = NULL;
-	ret = fr_symbols_jit(s, (uint32_t)getpid(), false, "[anon:jit]", 0x7f0000001010, &name);
+	ret = fr_symbols_jit(s, (uint32_t)getpid(), 0, false, "[anon:jit]", 0x7f0000001010, &name);
 	CHECK(ret == 0 && name && strcmp(name, "jit_spin") == 0, "under /proc/PID/root: %d", ret);
 	unlink(path);
 
@@ -275,7 +275,7 @@ static void test_symbols_jit(void)
 	waitpid(child, NULL, 0);
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)child);
 	write_file(path, "7f0000001000 100 stale\n");
-	ret = fr_symbols_jit(s, (uint32_t)child, true, "//anon", 0x7f0000001010, &name);
+	ret = fr_symbols_jit(s, (uint32_t)child, 0, true, "//anon", 0x7f0000001010, &name);
 	CHECK(ret == -ESRCH, "a process gone: %d, want -ESRCH", ret);
 	unlink(path);
 	fr_symbols_free(s);
@@ -305,10 +305,11 @@ static void test_maps_total_bounded(void)
 			CHECK(0, "truncate %s", path);
 	}
 	for (int i = 0; i < LARGE; i++) {
-		ret = fr_symbols_jit(s, (uint32_t)kids[i], true, "//anon", 0x7f0000001010, &name);
+		ret = fr_symbols_jit(s, (uint32_t)kids[i], 0, true, "//anon", 0x7f0000001010,
+				     &name);
 		CHECK(ret == 0, "map %d of %d: %d", i, LARGE, ret);
 	}
-	ret = fr_symbols_jit(s, (uint32_t)kids[LARGE], true, "//anon", 0x7f0000001010, &name);
+	ret = fr_symbols_jit(s, (uint32_t)kids[LARGE], 0, true, "//anon", 0x7f0000001010, &name);
 	CHECK(ret == -EFBIG, "a map past the total: %d, want -EFBIG", ret);
 	fr_symbols_free(s);
 	for (int i = 0; i <= LARGE; i++) {

@@ -1,0 +1,94 @@
+/* The on-disk symbol cache: what profiles need to name the frames of
+ * binaries that are gone (the process exited and the file was deleted,
+ * replaced by a deploy, or its container's root went away), kept beside
+ * the ring.
+ *
+ * Layout of the cache directory (0700, the daemon's user's; see
+ * fr_dir_open_private()):
+ *
+ *   HEX_BUILD_ID                  a copy of an ELF file whose GNU build
+ *                                 id is HEX_BUILD_ID (lowercase hex),
+ *                                 mode 0600: the same size and offsets,
+ *                                 every byte but its code and data
+ *                                 sections (.text, .rodata, .data...:
+ *                                 holes, read as zeros), see
+ *                                 fr_elf_symbol_ranges()
+ *   perf-PID-START_NS.map         the perf map (/tmp/perf-NSPID.map) of
+ *                                 JIT process PID started at START_NS
+ *                                 (Unix ns, as chunks record it), 0600
+ *   .tmp-*                        a copy being written (removed at start)
+ *
+ * The symbolizer (core/query/symbols.h, fr_symbols_set_paths()) reads
+ * them; only the recorder writes and evicts. Sparse copies rather than
+ * extracted symbol tables: the symbolizer reads a cached file exactly as
+ * it reads the original (symbols, PLT stubs, DWARF lines,
+ * .gnu_debuglink), with no second format, while code and data, most of a
+ * large library and never read to name an address, take no disk. The
+ * cost is bounded by `file_max` (the file's size) and `max_bytes` (disk
+ * blocks) below.
+ *
+ * Only files that samples hit are copied: the tracker asks for each
+ * mapping a sealed chunk refers to (fr_symcache_want_elf()), so the cache
+ * holds what the ring refers to. Asking again refreshes the entry's mtime
+ * (at most once a minute), and queries touch it too, so eviction (least
+ * recently used first, down to `max_bytes`) removes what neither the
+ * recorder nor a query used for longest.
+ *
+ * Every source is a file users control: the mapped inode through
+ * /proc/PID/map_files/START-END (else the path under /proc/PID/root, then
+ * the path, with fr_open_untrusted()), read with pread into private
+ * memory on a worker thread under a deadline (core/util/worker.h), its
+ * build id checked before and after the copy. Copies are written to an
+ * O_EXCL|O_NOFOLLOW temporary file in the directory, fsync'd and renamed
+ * into place, so nothing at a cache path (a symlink, a FIFO) is ever
+ * followed or opened, and a reader never sees half a file.
+ *
+ * Thread-safe: the ingest thread asks, a thread of the cache copies.
+ */
+#ifndef FR_RECORDER_SYMCACHE_H
+#define FR_RECORDER_SYMCACHE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct fr_symcache;
+
+struct fr_symcache_options {
+	const char *dir;    /* created (0700) when missing */
+	uint64_t max_bytes; /* total size kept */
+	uint64_t file_max;  /* larger files are not copied (logged once each) */
+	/* A copy that takes longer is given up (0: 60 s). */
+	int64_t deadline_ns;
+};
+
+/* Opens (creating) the cache directory, removes unfinished copies and
+ * starts the copying thread. Returns 0 with *out, or -errno with a
+ * message in `err`. */
+int fr_symcache_open(struct fr_symcache **out, const struct fr_symcache_options *o, char *err,
+		     size_t errlen);
+
+/* Stops the thread (a copy in progress is abandoned to its worker, which
+ * cleans up after itself) and frees the cache; accepts NULL. */
+void fr_symcache_close(struct fr_symcache *c);
+
+/* A sealed chunk refers to what process `pid` maps at [start, end) from
+ * `path`, with build id `bid`: makes sure the cache holds a copy. Never
+ * waits: a request beyond FR_SYMCACHE_MAX_PENDING is dropped (asked
+ * again at a later seal). */
+void fr_symcache_want_elf(struct fr_symcache *c, uint32_t pid, uint64_t start, uint64_t end,
+			  const char *path, const uint8_t *bid, uint8_t bid_len);
+
+/* A sealed chunk holds samples of process `pid` (started at `start_ns`,
+ * user `uid`) in anonymous executable memory: copies its perf map, again
+ * at most every 5 s while it grows. */
+void fr_symcache_want_perfmap(struct fr_symcache *c, uint32_t pid, int64_t start_ns, uid_t uid);
+
+/* Waits until every request so far is done. Returns 0 or -ETIMEDOUT. */
+int fr_symcache_wait(struct fr_symcache *c, int timeout_ms);
+
+/* Files and bytes the cache holds now. */
+void fr_symcache_usage(struct fr_symcache *c, uint64_t *files, uint64_t *bytes);
+
+#define FR_SYMCACHE_MAX_PENDING 1024
+
+#endif
