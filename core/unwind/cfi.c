@@ -215,11 +215,19 @@ static bool decode_fde(struct cfi_section *s, const Dwarf_CFI_Entry *e, struct f
 	return true;
 }
 
-static bool in_loads(const struct fr_cfi_table *t, uint64_t addr)
+/* Keeps an FDE that starts in an executable load, cut to its end: rows
+ * beyond it could only describe code that is not there. */
+static bool clip_to_load(const struct fr_cfi_table *t, struct fde *f)
 {
-	for (uint32_t i = 0; i < t->nloads; i++)
-		if (addr >= t->loads[i].vaddr && addr - t->loads[i].vaddr < t->loads[i].filesz)
+	for (uint32_t i = 0; i < t->nloads; i++) {
+		const struct fr_cfi_load *l = &t->loads[i];
+
+		if (f->start >= l->vaddr && f->start - l->vaddr < l->filesz) {
+			if (f->end - l->vaddr > l->filesz)
+				f->end = l->vaddr + l->filesz;
 			return true;
+		}
+	}
 	return false;
 }
 
@@ -232,7 +240,7 @@ static int cmp_fde(const void *a, const void *b)
 	return x->end < y->end ? -1 : x->end > y->end;
 }
 
-/* Every FDE of section `s` starting in an executable load, sorted, into
+/* Every FDE of section `s` in an executable load, sorted, into
  * *out (malloc'd). Returns how many, or -errno. */
 static long list_fdes(struct cfi_section *s, const struct fr_cfi_table *t, struct fde **out)
 {
@@ -254,7 +262,7 @@ static long list_fdes(struct cfi_section *s, const struct fr_cfi_table *t, struc
 		if (next <= off)
 			break;
 		off = next;
-		if (e.CIE_id == LIBDW_CIE_ID || !decode_fde(s, &e, &f) || !in_loads(t, f.start))
+		if (e.CIE_id == LIBDW_CIE_ID || !decode_fde(s, &e, &f) || !clip_to_load(t, &f))
 			continue;
 		if (n == cap) {
 			struct fde *nv;
