@@ -84,8 +84,13 @@ static void test_self(void)
  * (rip right after it, at 168, which cfi.c checked) and rbp at 120. */
 static void test_libc(void)
 {
-	const struct self_map *m = self_map_of(&maps, (uint64_t)(uintptr_t)&qsort);
+	const struct self_map *m = NULL;
 	unsigned signal = 0;
+
+	/* By name: a sanitizer's runtime may stand in for libc's symbols. */
+	for (int i = 0; i < maps.n && !m; i++)
+		if (strstr(maps.map[i].path, "/libc.so"))
+			m = &maps.map[i];
 
 	CHECK(m && m->table, "no table for libc (%d)", m ? m->err : 0);
 	if (!m || !m->table)

@@ -109,6 +109,17 @@ const struct fr_cfi_table *self_find(void *arg, uint64_t addr, uint64_t *vaddr, 
 	return s->table;
 }
 
+/* The stack as the kernel copies it, redzones of the sanitizers' builds
+ * included: byte by byte, without instrumentation (memcpy would be
+ * intercepted). */
+__attribute__((no_sanitize_address)) static void copy_stack(uint8_t *dst, uint64_t sp, size_t n)
+{
+	const volatile uint8_t *src = (const volatile uint8_t *)(uintptr_t)sp;
+
+	for (size_t i = 0; i < n; i++)
+		dst[i] = src[i];
+}
+
 __attribute__((noinline, noclone)) void self_capture(struct self_snap *s, size_t copy)
 {
 	uint64_t ip, sp, bp;
@@ -124,7 +135,7 @@ __attribute__((noinline, noclone)) void self_capture(struct self_snap *s, size_t
 		copy = sizeof(s->data);
 	if (self_stack_end > sp && self_stack_end - sp < copy)
 		copy = (size_t)(self_stack_end - sp);
-	memcpy(s->data, (const void *)(uintptr_t)sp, copy);
+	copy_stack(s->data, sp, copy);
 	s->stack = (struct fr_unwind_stack){.sp = sp, .data = s->data, .size = copy};
 	s->nbt = backtrace(s->bt, SELF_MAX_BT);
 }
