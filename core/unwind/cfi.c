@@ -1,8 +1,7 @@
 /* Compiling a binary's CFI into a table of rows (see cfi.h).
  *
- * The FDEs are enumerated with dwarf_next_cfi() (the same walk for
- * .eh_frame and .debug_frame; the pointer encodings of .eh_frame are
- * decoded here), sorted by start address, and each FDE's rows are walked
+ * The FDEs are enumerated (cfi_fde.c), sorted by start address, and each
+ * FDE's rows are walked
  * with dwarf_cfi_addrframe(): one call per row, each giving the row's
  * extent [start, end) and its rules, which are compiled to a struct
  * fr_cfi_row. libdw interprets the FDE's instructions from its start at
@@ -11,6 +10,7 @@
  * hostile file cannot keep the builder busy for long.
  */
 #include "core/unwind/cfi.h"
+#include "core/unwind/cfi_int.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -35,11 +35,6 @@
 #define REG_RSP 7
 #define REG_RA 16
 
-struct fde {
-	uint64_t start, end;
-	uint64_t cost; /* bytes libdw interprets per row looked up */
-};
-
 struct builder {
 	Dwarf_CFI *cfi;
 	struct fr_cfi_table *t;
@@ -47,233 +42,6 @@ struct builder {
 	uint64_t work, work_max;
 	bool have_last; /* t->rows[t->nrows - 1] is valid */
 };
-
-/* ---- FDE enumeration ---------------------------------------------- */
-
-struct cfi_section {
-	const unsigned char *ident;
-	Elf_Data *data;
-	uint64_t addr; /* sh_addr: for pc-relative pointers */
-	bool eh;
-	/* The last CIE looked up. */
-	Dwarf_Off cie_off;
-	uint8_t cie_enc;
-	uint64_t cie_len;
-	bool cie_ok;
-};
-
-static bool read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t r = 0;
-
-	for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
-		uint8_t b = *(*p)++;
-
-		r |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*v = r;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* Reads a pointer of encoding `enc` (DW_EH_PE_*) at *p; `rel` applies the
- * pc-relative part (an FDE's initial location, not its range). Only what
- * .eh_frame of linked files uses: absptr and pcrel, of the fixed sizes and
- * uleb128. */
-static bool read_ptr(const struct cfi_section *s, const uint8_t **p, const uint8_t *end,
-		     uint8_t enc, bool rel, uint64_t *v)
-{
-	const uint8_t *q = *p;
-	uint64_t field = s->addr + (uint64_t)(q - (const uint8_t *)s->data->d_buf);
-	uint64_t r;
-	unsigned size;
-
-	if (enc == DW_EH_PE_omit || (enc & DW_EH_PE_indirect))
-		return false;
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr:
-	case DW_EH_PE_udata8:
-	case DW_EH_PE_sdata8: size = 8; break;
-	case DW_EH_PE_udata2:
-	case DW_EH_PE_sdata2: size = 2; break;
-	case DW_EH_PE_udata4:
-	case DW_EH_PE_sdata4: size = 4; break;
-	case DW_EH_PE_uleb128:
-		if (!read_uleb(p, end, &r))
-			return false;
-		size = 0;
-		break;
-	default: return false;
-	}
-	if (size) {
-		if ((size_t)(end - q) < size)
-			return false;
-		if (size == 8) {
-			memcpy(&r, q, 8);
-		} else if (size == 4) {
-			uint32_t u;
-
-			memcpy(&u, q, 4);
-			r = (enc & 0x08) ? (uint64_t)(int64_t)(int32_t)u : u;
-		} else {
-			uint16_t u;
-
-			memcpy(&u, q, 2);
-			r = (enc & 0x08) ? (uint64_t)(int64_t)(int16_t)u : u;
-		}
-		*p = q + size;
-	}
-	if (rel) {
-		switch (enc & 0x70) {
-		case DW_EH_PE_absptr: break;
-		case DW_EH_PE_pcrel: r += field; break;
-		default: return false;
-		}
-	}
-	*v = r;
-	return true;
-}
-
-/* The FDE pointer encoding of the CIE at `off` (its 'R' augmentation;
- * absptr without one), cached for the next FDE of the same CIE. */
-static bool cie_encoding(struct cfi_section *s, Dwarf_Off off)
-{
-	Dwarf_CFI_Entry e;
-	Dwarf_Off next;
-	const uint8_t *a, *aend;
-
-	if (s->cie_ok && s->cie_off == off)
-		return true;
-	s->cie_ok = false;
-	s->cie_off = off;
-	if (dwarf_next_cfi(s->ident, s->data, s->eh, off, &next, &e) != 0 ||
-	    e.CIE_id != LIBDW_CIE_ID)
-		return false;
-	s->cie_enc = DW_EH_PE_absptr;
-	s->cie_len = (uint64_t)(e.cie.initial_instructions_end - e.cie.initial_instructions);
-	if (e.cie.augmentation[0] == '\0') {
-		s->cie_ok = true;
-		return true;
-	}
-	if (e.cie.augmentation[0] != 'z' || !e.cie.augmentation_data)
-		return false;
-	a = e.cie.augmentation_data;
-	aend = a + e.cie.augmentation_data_size;
-	for (const char *c = e.cie.augmentation + 1; *c; c++) {
-		uint64_t skip;
-
-		switch (*c) {
-		case 'L':
-			if (a >= aend)
-				return false;
-			a++;
-			break;
-		case 'P':
-			if (a >= aend)
-				return false;
-			a++;
-			/* The personality routine's pointer: only its size
-			 * matters. */
-			if (!read_ptr(s, &a, aend, a[-1] & 0x0f, false, &skip))
-				return false;
-			break;
-		case 'R':
-			if (a >= aend)
-				return false;
-			s->cie_enc = *a++;
-			break;
-		case 'S':
-		case 'B': break;
-		default: return false;
-		}
-	}
-	s->cie_ok = true;
-	return true;
-}
-
-/* Decodes the FDE `e` (at section offset `off`) into *f. False for an FDE
- * to skip (an encoding not understood, an empty range). */
-static bool decode_fde(struct cfi_section *s, const Dwarf_CFI_Entry *e, struct fde *f)
-{
-	const uint8_t *p = e->fde.start;
-	uint64_t start, range;
-	uint8_t enc;
-
-	if (!cie_encoding(s, e->fde.CIE_pointer))
-		return false;
-	enc = s->eh ? s->cie_enc : DW_EH_PE_absptr;
-	if (!read_ptr(s, &p, e->fde.end, enc, true, &start) ||
-	    !read_ptr(s, &p, e->fde.end, enc & 0x0f, false, &range))
-		return false;
-	if (range == 0 || start + range < start)
-		return false;
-	f->start = start;
-	f->end = start + range;
-	f->cost = s->cie_len + (uint64_t)(e->fde.end - e->fde.start) + 16;
-	return true;
-}
-
-static bool in_loads(const struct fr_cfi_table *t, uint64_t addr)
-{
-	for (uint32_t i = 0; i < t->nloads; i++)
-		if (addr >= t->loads[i].vaddr && addr - t->loads[i].vaddr < t->loads[i].filesz)
-			return true;
-	return false;
-}
-
-static int cmp_fde(const void *a, const void *b)
-{
-	const struct fde *x = a, *y = b;
-
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->end < y->end ? -1 : x->end > y->end;
-}
-
-/* Every FDE of section `s` starting in an executable load, sorted, into
- * *out (malloc'd). Returns how many, or -errno. */
-static long list_fdes(struct cfi_section *s, const struct fr_cfi_table *t, struct fde **out)
-{
-	size_t cap = 0, n = 0;
-	struct fde *v = NULL;
-	Dwarf_Off off = 0, next;
-
-	for (;;) {
-		Dwarf_CFI_Entry e;
-		struct fde f;
-		int r = dwarf_next_cfi(s->ident, s->data, s->eh, off, &next, &e);
-
-		if (r > 0)
-			break;
-		if (r < 0) {
-			/* Corrupt past this point: keep what was read. */
-			break;
-		}
-		if (next <= off)
-			break;
-		off = next;
-		if (e.CIE_id == LIBDW_CIE_ID || !decode_fde(s, &e, &f) || !in_loads(t, f.start))
-			continue;
-		if (n == cap) {
-			struct fde *nv;
-
-			cap = cap ? 2 * cap : 1024;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		v[n++] = f;
-	}
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_fde);
-	*out = v;
-	return (long)n;
-}
 
 /* ---- rows ---------------------------------------------------------- */
 
@@ -593,7 +361,7 @@ static void read_build_id(Elf *elf, struct fr_cfi_table *t)
 static int compile(struct builder *b, struct cfi_section *s)
 {
 	struct fde *v;
-	long n = list_fdes(s, b->t, &v);
+	long n = fr_cfi_list_fdes(s, b->t, &v);
 	int err;
 
 	if (n < 0)
@@ -608,37 +376,50 @@ static int compile(struct builder *b, struct cfi_section *s)
 	return err;
 }
 
-static int build_elf(Elf *elf, struct builder *b)
+/* Compiles the CFI of section `name` (".eh_frame" or ".debug_frame"). */
+static int compile_section(Elf *elf, struct builder *b, const char *name)
 {
 	struct cfi_section s = {0};
 	GElf_Shdr sh;
-	Elf_Scn *scn;
+	Elf_Scn *scn = find_section(elf, name, &sh);
 	Dwarf *dw = NULL;
-	int err;
+	int err = -ENOENT;
 
+	if (!scn)
+		return -ENOENT;
 	s.ident = (const unsigned char *)elf_getident(elf, NULL);
-	if ((err = read_loads(elf, b->t)) < 0)
-		return err;
-	read_build_id(elf, b->t);
-	if ((scn = find_section(elf, ".eh_frame", &sh))) {
-		s.eh = true;
+	s.eh = strcmp(name, ".eh_frame") == 0;
+	s.addr = sh.sh_addr;
+	if (s.eh) {
 		b->cfi = dwarf_getcfi_elf(elf);
-	} else if ((scn = find_section(elf, ".debug_frame", &sh))) {
+	} else {
 		dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
 		b->cfi = dw ? dwarf_getcfi(dw) : NULL;
-		b->t->from_debug_frame = 1;
 	}
-	if (!scn || !b->cfi || !(s.data = elf_getdata(scn, NULL)) || !s.data->d_buf) {
-		err = -ENOENT;
-		goto out;
-	}
-	s.addr = sh.sh_addr;
-	err = compile(b, &s);
-out:
+	if (b->cfi && (s.data = elf_getdata(scn, NULL)) && s.data->d_buf)
+		err = compile(b, &s);
 	if (b->cfi && s.eh)
 		dwarf_cfi_end(b->cfi);
+	b->cfi = NULL;
 	if (dw)
 		dwarf_end(dw);
+	return err;
+}
+
+static int build_elf(Elf *elf, struct builder *b)
+{
+	int err = read_loads(elf, b->t);
+
+	if (err < 0)
+		return err;
+	read_build_id(elf, b->t);
+	err = compile_section(elf, b, ".eh_frame");
+	/* A file whose .eh_frame describes nothing (only the C runtime's
+	 * CIE, say) may still have .debug_frame. */
+	if (err == -ENOENT && b->t->nrows == 0) {
+		b->t->from_debug_frame = 1;
+		err = compile_section(elf, b, ".debug_frame");
+	}
 	return err;
 }
 
