@@ -65,6 +65,7 @@ struct daemon {
 	int stopping;
 	uint64_t barrier;
 	int64_t last_seal_mono;
+	int64_t unwind_wait_left; /* ns this drain may still wait for tables */
 	/* What status shows of the ingest thread's progress (atomics): Unix
 	 * ns of the last drain and seal, CLOCK_MONOTONIC ns of the last
 	 * drain, stalls seen and flush barriers that timed out. */

@@ -123,6 +123,25 @@ static const struct fr_cfi_table *on_unwind_find(void *arg, uint32_t pid, uint64
 	return fr_unwind_tables_find(d->unwind_tables, pid, &m, addr, vaddr, miss);
 }
 
+/* How long one drain may wait, in all, for tables being built: a new
+ * program's first samples come with its first build. */
+#define UNWIND_WAIT_PER_DRAIN_NS (50 * 1000000LL)
+
+static int on_unwind_wait(void *arg)
+{
+	struct daemon *d = arg;
+	int64_t t0, waited;
+	int ret;
+
+	if (!d->unwind_tables || d->unwind_wait_left <= 0)
+		return 0;
+	t0 = fr_now_mono_ns();
+	ret = fr_unwind_tables_wait(d->unwind_tables, d->unwind_wait_left);
+	waited = fr_now_mono_ns() - t0;
+	d->unwind_wait_left -= waited > 0 ? waited : 0;
+	return ret;
+}
+
 static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
 		    int64_t time_ns)
 {
@@ -184,6 +203,7 @@ static void before_drain(void *arg)
 	/* Tables built since the last drain serve this one. */
 	if (d->unwind_tables)
 		fr_unwind_tables_collect(d->unwind_tables);
+	d->unwind_wait_left = UNWIND_WAIT_PER_DRAIN_NS;
 }
 
 void daemon_ingest_init(struct daemon *d)
@@ -198,6 +218,7 @@ void daemon_ingest_init(struct daemon *d)
 		.throttle = on_throttle,
 		.mmap_inode = on_mmap_inode,
 		.unwind_find = on_unwind_find,
+		.unwind_wait = on_unwind_wait,
 		.arg = d,
 	};
 	d->sources.before_drain = before_drain;

@@ -85,6 +85,10 @@ struct fr_perf_handler {
 	 * NULL: such samples keep their kernel frames and the user IP. */
 	const struct fr_cfi_table *(*unwind_find)(void *arg, uint32_t pid, uint64_t addr,
 						  uint64_t *vaddr, int *miss);
+	/* Optional: an unwind stopped at a table not built yet; returns 1
+	 * when tables became ready since (after a short, bounded wait), and
+	 * the sample is unwound once more. */
+	int (*unwind_wait)(void *arg);
 	void *arg;
 };
 

@@ -126,6 +126,8 @@ static uint16_t unwind_user(struct fr_perf *p, const struct sample_view *v, uint
 	}
 	/* One slot stays free for the marker. */
 	end = fr_unwind(&v->regs, &v->stack, find_table, &f, p->ips + nk, room - 1, &n);
+	if (end == FR_UNWIND_PENDING && cb->unwind_wait && cb->unwind_wait(cb->arg))
+		end = fr_unwind(&v->regs, &v->stack, find_table, &f, p->ips + nk, room - 1, &n);
 	if (end >= FR_UNWIND_END_COUNT)
 		end = FR_UNWIND_BAD;
 	__atomic_add_fetch(&p->unwind.stacks, 1, __ATOMIC_RELAXED);

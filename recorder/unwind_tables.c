@@ -570,6 +570,28 @@ const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uin
 	return e->table;
 }
 
+int fr_unwind_tables_wait(struct fr_unwind_tables *u, int64_t max_ns)
+{
+	struct timespec deadline;
+	int64_t ns;
+	bool any;
+
+	if (max_ns <= 0 || __atomic_load_n(&u->st.pending, __ATOMIC_RELAXED) == 0)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	ns = deadline.tv_nsec + max_ns;
+	deadline.tv_sec += ns / 1000000000;
+	deadline.tv_nsec = ns % 1000000000;
+	pthread_mutex_lock(&u->lock);
+	while (!u->done && pthread_cond_timedwait(&u->cond, &u->lock, &deadline) != ETIMEDOUT)
+		;
+	any = u->done != NULL;
+	pthread_mutex_unlock(&u->lock);
+	if (any)
+		fr_unwind_tables_collect(u);
+	return any;
+}
+
 int fr_unwind_tables_settle(struct fr_unwind_tables *u, int timeout_ms)
 {
 	int64_t deadline = fr_now_mono_ns() + (int64_t)timeout_ms * 1000000;

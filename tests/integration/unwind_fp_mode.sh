@@ -1,0 +1,37 @@
+#!/bin/bash
+# "unwind": "fp" switches CFI unwinding off for an event: the same
+# program without frame pointers as unwind_nofp.sh gives the kernel's
+# frame-pointer stacks again, which cannot show cmp's callers, no marker
+# frames, and status says the event is unwound by frame pointers. Proves
+# the switch works (and what "dwarf" buys).
+. "$(dirname "$0")/lib.sh"
+need_root_perf
+need_go
+NOFP=$BUILD/tests/integration/nofp_sort
+
+printf '{"sessions": [{"name": "fp", "events": [{"event": "cpu", "hz": 99, "unwind": "fp"}]}]}\n' \
+	>"$T/config.json"
+start_daemon --config "$T/config.json"
+grep -q "cpu: recording at 99 Hz, user stacks by frame pointers" "$T/daemon.log" ||
+	fail "the cpu source was not opened with frame pointers"
+
+"$NOFP" 6 >"$T/nofp.out" &
+NOFP_PID=$!
+wait "$NOFP_PID" || fail "nofp_sort failed"
+"$FLIGHTREC" attach --window 30s --pid "$NOFP_PID" --format folded -o "$T/nofp.folded" \
+	2>"$T/attach.err" || { cat "$T/attach.err"; fail "attach --pid failed"; }
+total=$(awk '{ n += $NF } END { print n + 0 }' "$T/nofp.folded")
+chain=$(awk '/;main;outer_a;sort_phase;qsort(_r)?;.*;cmp [0-9]+$/ { n += $NF } END { print n + 0 }' "$T/nofp.folded")
+cmp_all=$(awk '/;cmp [0-9]+$/ { n += $NF } END { print n + 0 }' "$T/nofp.folded")
+marked=$(awk '/\[truncated: / { n += $NF } END { print n + 0 }' "$T/nofp.folded")
+echo "fp mode: $total samples, $cmp_all in cmp, $chain under main;outer_a;sort_phase;qsort, $marked truncated"
+sort -k2 -n -r -t' ' "$T/nofp.folded" | head -5 | cut -c1-300
+[ "$total" -ge 50 ] || fail "only $total samples of nofp_sort"
+[ "$cmp_all" -gt 0 ] || fail "no sample in cmp"
+[ "$chain" = 0 ] || fail "$chain samples show cmp's callers: frame pointers cannot find them here"
+[ "$marked" = 0 ] || fail "$marked marker frames with frame-pointer unwinding"
+"$FLIGHTREC" status --json >"$T/status.json" || fail "status --json failed"
+grep -q '"unwind": *"fp"' "$T/status.json" || fail "status does not say cpu is unwound by frame pointers"
+grep -q '"unwinding"' "$T/status.json" && fail "status shows CFI unwinding for an fp event"
+stop_daemon
+echo PASS

@@ -1,0 +1,88 @@
+#!/bin/bash
+# Stacks of code built without frame pointers, unwound with CFI tables at
+# ingest (the default "unwind": "dwarf"): nofp_sort, built like Debian's
+# packages (-O2, no frame pointers) and calling into libc's qsort (no
+# frame pointers either), shows main -> outer_a -> sort_phase -> qsort ->
+# ... -> cmp in one stack, with few samples whose unwinding stopped early.
+# Then code without CFI (jit_spin runs code it wrote into anonymous
+# memory): its samples end in the "[truncated: no unwind info]" marker
+# rather than in callers made up from a stale frame pointer.
+. "$(dirname "$0")/lib.sh"
+need_root_perf
+need_go
+[ "$(uname -m)" = x86_64 ] || skip "CFI unwinding is x86-64 only"
+NOFP=$BUILD/tests/integration/nofp_sort
+JIT_SPIN=$BUILD/tests/integration/jit_spin
+
+# traces PROFILE OUT: one line per pprof sample, "COUNT root;...;leaf", from
+# go tool pprof -traces (frames leaf first, one per line, between rules).
+traces() {
+	"$GO" tool pprof -symbolize=none -sample_index=samples -traces "$1" >"$2.raw" 2>"$T/pprof.err" ||
+		{ cat "$T/pprof.err"; fail "go tool pprof -traces could not read $1"; }
+	awk '
+		function flush() { if (s != "") print n, s; s = ""; n = 0 }
+		/^-+\+-+$/ { flush(); next }
+		/^ *[a-z_]+:\[/ { next }
+		NF == 0 { next }
+		s == "" && n == 0 && $1 ~ /^[0-9]+$/ { n = $1; sub(/^ *[0-9]+ +/, ""); s = $0; next }
+		n > 0 { sub(/^ +/, ""); s = $0 ";" s }
+		END { flush() }' "$2.raw" >"$2"
+}
+
+start_daemon
+
+"$NOFP" 8 >"$T/nofp.out" &
+NOFP_PID=$!
+wait "$NOFP_PID" || fail "nofp_sort failed"
+grep -q "^pid=$NOFP_PID\$" "$T/nofp.out" || fail "nofp_sort did not report its pid"
+"$FLIGHTREC" attach --window 30s --pid "$NOFP_PID" -o "$T/nofp.pb.gz" 2>"$T/attach.err" ||
+	{ cat "$T/attach.err"; fail "attach --pid failed"; }
+traces "$T/nofp.pb.gz" "$T/nofp.traces"
+total=$(awk '{ n += $1 } END { print n + 0 }' "$T/nofp.traces")
+chain=$(awk '/(^| |;)main;outer_a;sort_phase;qsort(_r)?;.*;cmp$/ { n += $1 } END { print n + 0 }' "$T/nofp.traces")
+cmp_all=$(awk '/;cmp$/ { n += $1 } END { print n + 0 }' "$T/nofp.traces")
+marked=$(awk '/\[truncated: / { n += $1 } END { print n + 0 }' "$T/nofp.traces")
+echo "nofp_sort: $total samples, $cmp_all in cmp, $chain of them under main;outer_a;sort_phase;qsort, $marked truncated"
+sort -n -r "$T/nofp.traces" | head -5 | cut -c1-300
+[ "$total" -ge 100 ] || fail "only $total samples of nofp_sort"
+[ "$cmp_all" -gt 0 ] || fail "no sample in cmp"
+# Every sample in cmp is reached through the whole chain, but for the few
+# caught where unwinding cannot be exact.
+[ $((chain * 100)) -ge $((cmp_all * 90)) ] ||
+	fail "only $chain of $cmp_all samples in cmp show main -> outer_a -> sort_phase -> qsort"
+[ $((marked * 100)) -le $((total * 5)) ] || fail "$marked of $total stacks were truncated"
+"$GO" tool pprof -symbolize=none -raw "$T/nofp.pb.gz" >"$T/nofp.pprof.raw" 2>/dev/null
+grep -q "unwinding stopped early" "$T/nofp.pprof.raw" && [ "$marked" = 0 ] &&
+	fail "a comment counts truncated stacks the profile does not have"
+
+# Code without CFI: the marker, not a made-up caller.
+"$JIT_SPIN" 4 >"$T/jit.out" &
+JIT_PID=$!
+MAP=/tmp/perf-$JIT_PID.map
+for _ in $(seq 600); do
+	grep -qs '^spun$' "$T/jit.out" && break
+	kill -0 "$JIT_PID" 2>/dev/null || break
+	sleep 0.1
+done
+grep -q '^spun$' "$T/jit.out" || { rm -f "$MAP"; fail "jit_spin did not spin"; }
+"$FLIGHTREC" attach --window 20s --pid "$JIT_PID" -o "$T/jit.pb.gz" 2>"$T/attach.err"
+ret=$?
+kill "$JIT_PID"
+wait "$JIT_PID" 2>/dev/null
+rm -f "$MAP"
+[ "$ret" = 0 ] || { cat "$T/attach.err"; fail "attach --pid of jit_spin failed"; }
+traces "$T/jit.pb.gz" "$T/jit.traces"
+jit=$(awk '/;jit_spin$/ { n += $1 } END { print n + 0 }' "$T/jit.traces")
+jit_marked=$(awk '/(^| )\[truncated: no unwind info\];jit_spin$/ { n += $1 } END { print n + 0 }' "$T/jit.traces")
+echo "jit_spin: $jit samples in the JIT code, $jit_marked of them end in [truncated: no unwind info]"
+sort -n -r "$T/jit.traces" | head -5
+[ "$jit" -ge 50 ] || fail "only $jit samples in the JIT code"
+[ $((jit_marked * 100)) -ge $((jit * 95)) ] ||
+	fail "only $jit_marked of $jit samples in code without CFI end in the marker"
+"$GO" tool pprof -symbolize=none -raw "$T/jit.pb.gz" >"$T/jit.pprof.raw" 2>/dev/null
+grep -q "cpu: unwinding stopped early in [0-9]* of [0-9]* samples:.*no unwind info [0-9]" \
+	"$T/jit.pprof.raw" || fail "the profile has no comment counting the truncated stacks"
+"$FLIGHTREC" status >"$T/status" || fail "status failed"
+grep -q "^unwind: " "$T/status" || fail "status does not show the unwinding: $(cat "$T/status")"
+stop_daemon
+echo PASS
