@@ -3,7 +3,8 @@
 # program without frame pointers as unwind_nofp.sh gives the kernel's
 # frame-pointer stacks again, which cannot show cmp's callers, no marker
 # frames, and status says the event is unwound by frame pointers. Proves
-# the switch works (and what "dwarf" buys).
+# the switch works (and what "dwarf" buys). Then a reload to "dwarf"
+# reopens the event with a stack copy and the callers come back.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 need_go
@@ -33,5 +34,29 @@ sort -k2 -n -r -t' ' "$T/nofp.folded" | head -5 | cut -c1-300
 "$FLIGHTREC" status --json >"$T/status.json" || fail "status --json failed"
 grep -q '"unwind": *"fp"' "$T/status.json" || fail "status does not say cpu is unwound by frame pointers"
 grep -q '"unwinding"' "$T/status.json" && fail "status shows CFI unwinding for an fp event"
+
+# A reload that asks for "dwarf" (and a larger copy) reopens the event
+# with a stack copy; cmp's callers come back.
+printf '{"sessions": [{"name": "dw", "events": [{"event": "cpu", "hz": 99, "unwind": "dwarf", "stack_copy": "16KiB"}]}]}\n' \
+	>"$T/config.json"
+kill -HUP "$DAEMON_PID"
+for _ in $(seq 50); do
+	grep -q "cpu: recording at 99 Hz, user stacks unwound from 16384-byte copies" "$T/daemon.log" && break
+	sleep 0.1
+done
+grep -q "cpu: user stacks change from user stacks by frame pointers; reopening" "$T/daemon.log" ||
+	fail "the reload did not reopen cpu"
+grep -q "cpu: recording at 99 Hz, user stacks unwound from 16384-byte copies" "$T/daemon.log" ||
+	fail "cpu was not reopened with a 16 KiB stack copy"
+"$FLIGHTREC" status --json >"$T/status.json" || fail "status --json failed"
+grep -q '"stack_copy": *16384' "$T/status.json" || fail "status does not show the 16 KiB stack copy"
+"$NOFP" 4 >"$T/nofp2.out" &
+NOFP_PID=$!
+wait "$NOFP_PID" || fail "nofp_sort failed"
+"$FLIGHTREC" attach --window 30s --pid "$NOFP_PID" --format folded -o "$T/nofp2.folded" \
+	2>"$T/attach.err" || { cat "$T/attach.err"; fail "attach --pid failed"; }
+chain=$(awk '/;main;outer_a;sort_phase;qsort(_r)?;.*;cmp [0-9]+$/ { n += $NF } END { print n + 0 }' "$T/nofp2.folded")
+echo "after the reload to dwarf: $chain samples under main;outer_a;sort_phase;qsort;...;cmp"
+[ "$chain" -gt 0 ] || fail "no stack shows cmp's callers after the reload to dwarf"
 stop_daemon
 echo PASS
