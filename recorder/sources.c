@@ -446,14 +446,15 @@ static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
 	return 1;
 }
 
-/* Closes an open source whose stack copy changed, after draining what its
- * rings hold; open_source() opens it again. */
+/* Closes an open source whose stack copy changed, or whose rings are too
+ * small for its copies at a higher rate, after draining what its rings
+ * hold; open_source() opens it again. */
 static void close_for_reopen(struct fr_sources *s, struct fr_source *src, const char *name,
 			     int *drained)
 {
 	if (!(*drained)++)
 		fr_sources_drain(s);
-	fr_log_info("%s: user stacks change from %s; reopening", name,
+	fr_log_info("%s: reopening (was at %u Hz, %s)", name, src->hz,
 		    unwind_text(src->stack_copy));
 	watch(s, src->perf, 0);
 	pthread_mutex_lock(&s->lock);
@@ -505,7 +506,8 @@ int fr_sources_reconcile(struct fr_sources *s)
 			src->event = w.event[k];
 			pthread_mutex_unlock(&s->lock);
 		}
-		if (src->perf && stack_copy != src->stack_copy) {
+		if (src->perf && (stack_copy != src->stack_copy ||
+				  (hz > src->hz && fr_perf_rings_too_small(src->perf, hz)))) {
 			close_for_reopen(s, src, name, &drained);
 			changed = 1;
 		}

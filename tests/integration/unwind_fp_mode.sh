@@ -44,7 +44,7 @@ for _ in $(seq 50); do
 	grep -q "cpu: recording at 99 Hz, user stacks unwound from 16384-byte copies" "$T/daemon.log" && break
 	sleep 0.1
 done
-grep -q "cpu: user stacks change from user stacks by frame pointers; reopening" "$T/daemon.log" ||
+grep -q "cpu: reopening (was at 99 Hz, user stacks by frame pointers)" "$T/daemon.log" ||
 	fail "the reload did not reopen cpu"
 grep -q "cpu: recording at 99 Hz, user stacks unwound from 16384-byte copies" "$T/daemon.log" ||
 	fail "cpu was not reopened with a 16 KiB stack copy"
