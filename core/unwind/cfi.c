@@ -263,10 +263,12 @@ static int walk_fde(struct builder *b, const struct fde *f, uint64_t pc)
 		}
 		compile_row(fr, signal, &row);
 		free(fr);
+		/* A row that does not cover pc (libdw found another FDE):
+		 * nothing trustworthy for the rest of this one. */
+		if (start > pc || end <= pc)
+			return add_row(b, pc, &undef);
 		if ((err = add_row(b, pc, &row)) < 0)
 			return err;
-		if (end <= pc)
-			return -EBADMSG;
 		pc = end < f->end ? end : f->end;
 	}
 	return 0;
