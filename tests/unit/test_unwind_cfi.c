@@ -1,9 +1,9 @@
 /* The CFI tables (core/unwind/cfi.c) of real files: this test program
  * (built without frame pointers, calling libc through its PLT), libc (its
- * signal trampoline), a copy of a program without .eh_frame (argv[1]:
- * -ENOENT) and one whose only CFI is .debug_frame (argv[2]); bytes that
- * are no x86-64 ELF file (-ENOEXEC); and FDEs made to cost the builder
- * as much as they can. */
+ * signal trampoline), the vDSO's image in memory, a copy of a program
+ * without .eh_frame (argv[1]: -ENOENT) and one whose only CFI is
+ * .debug_frame (argv[2]); bytes that are no x86-64 ELF file (-ENOEXEC);
+ * and FDEs made to cost the builder as much as they can. */
 #include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -107,6 +107,44 @@ static void test_libc(void)
 		      r->fp_off);
 	}
 	CHECK(signal == 1, "libc: %u signal rows", signal);
+}
+
+/* The vDSO has no file, but its image is in every process's memory, the
+ * same for all of them on one kernel: a recorder can compile its own
+ * copy (and match the build id) for the [vdso] of the processes it
+ * samples. */
+static void test_vdso(void)
+{
+	const struct self_map *m = NULL;
+	struct fr_cfi_table *t = NULL;
+	const struct fr_cfi_row *r;
+	uint8_t *copy;
+	size_t size;
+	int err;
+
+	for (int i = 0; i < maps.n && !m; i++)
+		if (strcmp(maps.map[i].path, "[vdso]") == 0)
+			m = &maps.map[i];
+	if (!m) {
+		fprintf(stderr, "no [vdso] mapped: not tested\n");
+		return;
+	}
+	/* The executable mapping is the whole image (data pages aside). */
+	size = (size_t)(m->end - m->start);
+	copy = malloc(size);
+	if (!copy)
+		return;
+	memcpy(copy, (const void *)(uintptr_t)m->start, size);
+	err = fr_cfi_build(copy, size, &t);
+	CHECK(err == 0, "vdso: %d", err);
+	if (t) {
+		check_invariants("vdso", t);
+		CHECK(t->build_id_len == 20, "vdso: build id of %u bytes", t->build_id_len);
+		r = fr_cfi_lookup(t, t->base);
+		CHECK(r && r->kind == FR_CFA_SP && r->cfa_off == 8, "vdso: first row");
+	}
+	fr_cfi_free(t);
+	free(copy);
 }
 
 static void test_not_elf(void)
@@ -294,6 +332,7 @@ int main(int argc, char **argv)
 	}
 	test_self();
 	test_libc();
+	test_vdso();
 	test_not_elf();
 	test_hostile();
 	if (argc >= 3) {
