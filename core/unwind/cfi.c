@@ -399,6 +399,8 @@ static int compile_section(Elf *elf, struct builder *b, const char *name)
 		dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
 		b->cfi = dw ? dwarf_getcfi(dw) : NULL;
 	}
+	/* After dwarf_begin_elf(), which decompresses a compressed
+	 * .debug_frame in place: the walk reads what libdw reads. */
 	if (b->cfi && (s.data = elf_getdata(scn, NULL)) && s.data->d_buf)
 		err = compile(b, &s);
 	if (b->cfi && s.eh)

@@ -2,8 +2,9 @@
  * (built without frame pointers, calling libc through its PLT), libc (its
  * signal trampoline), the vDSO's image in memory, a copy of a program
  * without .eh_frame (argv[1]: -ENOENT) and one whose only CFI is
- * .debug_frame (argv[2]); bytes that are no x86-64 ELF file (-ENOEXEC);
- * and FDEs made to cost the builder as much as they can. */
+ * .debug_frame (argv[2]; argv[3] compressed with zlib); bytes that are
+ * no x86-64 ELF file (-ENOEXEC); and FDEs made to cost the builder as
+ * much as they can. */
 #include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -335,9 +336,10 @@ int main(int argc, char **argv)
 	test_vdso();
 	test_not_elf();
 	test_hostile();
-	if (argc >= 3) {
+	if (argc >= 4) {
 		test_file(argv[1], -ENOENT, 0);
 		test_file(argv[2], 0, 1);
+		test_file(argv[3], 0, 1);
 	} else {
 		fprintf(stderr, "objcopy missing: files without .eh_frame not tested\n");
 	}
