@@ -6,11 +6,15 @@
  * that only CFI unwinding can walk, since neither this program nor libc
  * keeps frame pointers.
  *
- *   nofp_sort SECONDS
+ *   nofp_sort SECONDS [vdso]
  *
+ * With "vdso" the work is a loop on clock_gettime() instead, whose time
+ * is spent in the vDSO (no file: its CFI comes from the kernel's image):
+ * main -> outer_a -> clock_loop -> clock_gettime -> [vdso].
  * Prints its pid first. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,9 +40,22 @@ __attribute__((noinline, noclone)) static void sort_phase(unsigned *v, size_t n)
 	sink += v[n / 2];
 }
 
-__attribute__((noinline, noclone)) static void outer_a(unsigned *v, size_t n)
+__attribute__((noinline, noclone)) static void clock_loop(void)
 {
-	sort_phase(v, n);
+	struct timespec t;
+
+	for (int i = 0; i < 100000; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		sink += t.tv_nsec;
+	}
+}
+
+__attribute__((noinline, noclone)) static void outer_a(unsigned *v, size_t n, int vdso)
+{
+	if (vdso)
+		clock_loop();
+	else
+		sort_phase(v, n);
 	sink++;
 }
 
@@ -46,6 +63,7 @@ int main(int argc, char **argv)
 {
 	struct timespec start, now;
 	double seconds = argc > 1 ? atof(argv[1]) : 5;
+	int vdso = argc > 2 && strcmp(argv[2], "vdso") == 0;
 	size_t n = 20000;
 	unsigned *v = malloc(n * sizeof(*v));
 
@@ -55,7 +73,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	do {
-		outer_a(v, n);
+		outer_a(v, n, vdso);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 	} while ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 <
 		 seconds);

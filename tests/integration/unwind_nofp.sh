@@ -4,9 +4,12 @@
 # packages (-O2, no frame pointers) and calling into libc's qsort (no
 # frame pointers either), shows main -> outer_a -> sort_phase -> qsort ->
 # ... -> cmp in one stack, with few samples whose unwinding stopped early.
-# Then code without CFI (jit_spin runs code it wrote into anonymous
-# memory): its samples end in the "[truncated: no unwind info]" marker
-# rather than in callers made up from a stale frame pointer.
+# The same program deleted while it runs (its table is read through the
+# mapped inode) and spending its time in the vDSO (whose table comes from
+# the kernel's image) unwinds as deep. Then code without CFI (jit_spin
+# runs code it wrote into anonymous memory): its samples end in the
+# "[truncated: no unwind info]" marker rather than in callers made up
+# from a stale frame pointer.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 need_go
@@ -54,6 +57,26 @@ sort -n -r "$T/nofp.traces" | head -5 | cut -c1-300
 "$GO" tool pprof -symbolize=none -raw "$T/nofp.pb.gz" >"$T/nofp.pprof.raw" 2>/dev/null
 grep -q "unwinding stopped early" "$T/nofp.pprof.raw" && [ "$marked" = 0 ] &&
 	fail "a comment counts truncated stacks the profile does not have"
+
+# A copy deleted at once: nothing left at its path when its first sample
+# asks for its table. Its functions cannot be named from the file any
+# more, so the check is on depth: every stack reaches libc's
+# __libc_start_main, through the copy's frames.
+cp "$NOFP" "$T/nofp_deleted"
+"$T/nofp_deleted" 4 vdso >"$T/deleted.out" &
+DEL_PID=$!
+rm "$T/nofp_deleted"
+wait "$DEL_PID" || fail "the deleted copy of nofp_sort failed"
+"$FLIGHTREC" attach --window 30s --pid "$DEL_PID" -o "$T/deleted.pb.gz" 2>"$T/attach.err" ||
+	{ cat "$T/attach.err"; fail "attach --pid of the deleted copy failed"; }
+traces "$T/deleted.pb.gz" "$T/deleted.traces"
+dtotal=$(awk '{ n += $1 } END { print n + 0 }' "$T/deleted.traces")
+dvdso=$(awk '/__libc_start_main;__libc_start_call_main;[^;]*;[^;]*;[^;]*;clock_gettime/ { n += $1 } END { print n + 0 }' "$T/deleted.traces")
+echo "deleted copy in the vDSO: $dtotal samples, $dvdso from __libc_start_main through __libc_start_call_main and 3 frames of the copy to clock_gettime"
+sort -n -r "$T/deleted.traces" | head -3 | cut -c1-300
+[ "$dtotal" -ge 50 ] || fail "only $dtotal samples of the deleted copy"
+[ $((dvdso * 100)) -ge $((dtotal * 80)) ] ||
+	fail "only $dvdso of $dtotal samples of the deleted copy unwind from clock_gettime to __libc_start_main"
 
 # Code without CFI: the marker, not a made-up caller.
 "$JIT_SPIN" 4 >"$T/jit.out" &
