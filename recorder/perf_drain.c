@@ -73,7 +73,9 @@ static int decode_user_stack(const char *at, const char *end, struct sample_view
 			return -EBADMSG;
 		memcpy(regs, at, sizeof(regs));
 		at += sizeof(regs);
-		v->has_regs = 1;
+		/* A 32-bit process's stack is not one x86-64 CFI describes:
+		 * its sample keeps the kernel frames and the IP. */
+		v->has_regs = abi == PERF_SAMPLE_REGS_ABI_64;
 		v->regs.bp = regs[0];
 		v->regs.sp = regs[1];
 		v->regs.ip = regs[2];

@@ -3,7 +3,7 @@
  * on records written by hand into a ring laid out as the kernel lays it
  * out: a well-formed sample is unwound after its kernel frames and ends
  * in the marker of why it stopped; a kernel thread's sample (ABI NONE, no
- * copy) keeps its kernel frames; records whose sizes disagree with their
+ * copy) and a 32-bit process's keep their kernel frames; records whose sizes disagree with their
  * length are dropped and counted, never read past their end. */
 #include "recorder/perf_int.h"
 
@@ -184,6 +184,27 @@ static void test_kernel_thread(struct ring *rg)
 	      (unsigned long long)after.no_regs);
 }
 
+/* A 32-bit process: registers and a copy, but no x86-64 CFI describes
+ * its stack, so it is not unwound. */
+static void test_compat(struct ring *rg)
+{
+	struct rec r;
+	struct got g;
+	uint64_t stack[COPY / 8] = {0};
+
+	head(&r);
+	put64(&r, PERF_SAMPLE_REGS_ABI_32);
+	put64(&r, 0xffd00040);
+	put64(&r, 0xffd00000);
+	put64(&r, 0x8049000);
+	put64(&r, COPY);
+	put(&r, stack, sizeof(stack));
+	put64(&r, COPY);
+	drain_one(rg, &r, &g);
+	CHECK(g.samples == 1 && g.finds == 0 && g.s.nr_frames == 2,
+	      "32-bit: %d samples, %d look-ups, %u frames", g.samples, g.finds, g.s.nr_frames);
+}
+
 /* Records whose fields do not fit: dropped, counted, nothing read past
  * their end (the sanitizer build would see it). */
 static void test_malformed(struct ring *rg)
@@ -226,6 +247,7 @@ int main(void)
 	ring_init(&rg);
 	test_unwound(&rg);
 	test_kernel_thread(&rg);
+	test_compat(&rg);
 	test_malformed(&rg);
 	ring_fini(&rg);
 	if (failures) {
