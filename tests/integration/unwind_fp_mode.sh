@@ -22,7 +22,7 @@ wait "$NOFP_PID" || fail "nofp_sort failed"
 "$FLIGHTREC" attach --window 30s --pid "$NOFP_PID" --format folded -o "$T/nofp.folded" \
 	2>"$T/attach.err" || { cat "$T/attach.err"; fail "attach --pid failed"; }
 total=$(awk '{ n += $NF } END { print n + 0 }' "$T/nofp.folded")
-chain=$(awk '/;main;outer_a;sort_phase;qsort(_r)?;.*;cmp [0-9]+$/ { n += $NF } END { print n + 0 }' "$T/nofp.folded")
+chain=$(awk '/;main;outer_a;sort_phase;[^;]*qsort[^;]*;(.*;)?cmp [0-9]+$/ { n += $NF } END { print n + 0 }' "$T/nofp.folded")
 cmp_all=$(awk '/;cmp [0-9]+$/ { n += $NF } END { print n + 0 }' "$T/nofp.folded")
 marked=$(awk '/\[truncated: / { n += $NF } END { print n + 0 }' "$T/nofp.folded")
 echo "fp mode: $total samples, $cmp_all in cmp, $chain under main;outer_a;sort_phase;qsort, $marked truncated"
@@ -55,7 +55,7 @@ NOFP_PID=$!
 wait "$NOFP_PID" || fail "nofp_sort failed"
 "$FLIGHTREC" attach --window 30s --pid "$NOFP_PID" --format folded -o "$T/nofp2.folded" \
 	2>"$T/attach.err" || { cat "$T/attach.err"; fail "attach --pid failed"; }
-chain=$(awk '/;main;outer_a;sort_phase;qsort(_r)?;.*;cmp [0-9]+$/ { n += $NF } END { print n + 0 }' "$T/nofp2.folded")
+chain=$(awk '/;main;outer_a;sort_phase;[^;]*qsort[^;]*;(.*;)?cmp [0-9]+$/ { n += $NF } END { print n + 0 }' "$T/nofp2.folded")
 echo "after the reload to dwarf: $chain samples under main;outer_a;sort_phase;qsort;...;cmp"
 [ "$chain" -gt 0 ] || fail "no stack shows cmp's callers after the reload to dwarf"
 stop_daemon
