@@ -4,7 +4,8 @@
 # frame-pointer stacks again, which cannot show cmp's callers, no marker
 # frames, and status says the event is unwound by frame pointers. Proves
 # the switch works (and what "dwarf" buys). Then a reload to "dwarf"
-# reopens the event with a stack copy and the callers come back.
+# reopens the event with a stack copy and the callers come back, and a
+# follower at 999 Hz reopens it with rings large enough for the copies.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 need_go
@@ -58,5 +59,22 @@ wait "$NOFP_PID" || fail "nofp_sort failed"
 chain=$(awk '/;main;outer_a;sort_phase;[^;]*qsort[^;]*;(.*;)?cmp [0-9]+$/ { n += $NF } END { print n + 0 }' "$T/nofp2.folded")
 echo "after the reload to dwarf: $chain samples under main;outer_a;sort_phase;qsort;...;cmp"
 [ "$chain" -gt 0 ] || fail "no stack shows cmp's callers after the reload to dwarf"
+
+# A follower raising cpu tenfold: the rings sized for 99 Hz would hold
+# ~50 ms of 16 KiB copies at 999 Hz, so the event is reopened with larger
+# ones rather than retuned; when the follower leaves, the rate is simply
+# retuned down.
+mkdir -p "$T/follow"
+"$FLIGHTREC" attach --follow --count 1 --window 2s --hz 999 -o "$T/follow" \
+	>"$T/follow.out" 2>"$T/follow.err" || fail "attach --follow failed: $(cat "$T/follow.err")"
+grep -q "cpu: reopening (was at 99 Hz, user stacks unwound from 16384-byte copies)" "$T/daemon.log" ||
+	fail "raising cpu to 999 Hz did not reopen it with rings for its copies"
+grep -q "cpu: recording at 999 Hz, user stacks unwound from 16384-byte copies" "$T/daemon.log" ||
+	fail "cpu was not reopened at 999 Hz"
+for _ in $(seq 50); do
+	grep -q "cpu: rate 999 Hz -> 99 Hz" "$T/daemon.log" && break
+	sleep 0.1
+done
+grep -q "cpu: rate 999 Hz -> 99 Hz" "$T/daemon.log" || fail "cpu did not fall back to 99 Hz"
 stop_daemon
 echo PASS
