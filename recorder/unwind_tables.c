@@ -464,7 +464,9 @@ static int map_key(uint32_t pid, const struct fr_tracker_map *m, struct key *k)
 		k->kind = KEY_VDSO;
 		return 1;
 	}
-	if (m->path[0] != '/')
+	/* "//anon" (perf's name for anonymous memory), "[heap]", ...: no
+	 * file. */
+	if (m->path[0] != '/' || m->path[1] == '/')
 		return 0;
 	if (m->build_id_len) {
 		k->kind = KEY_BUILD_ID;
@@ -472,7 +474,7 @@ static int map_key(uint32_t pid, const struct fr_tracker_map *m, struct key *k)
 		memcpy(k->bid, m->build_id, k->len);
 		return 1;
 	}
-	if (m->inode == FR_TRACKER_INODE_NONE)
+	if (m->inode == FR_TRACKER_INODE_NONE || !m->ino)
 		return 0;
 	k->kind = KEY_INODE;
 	k->dev = m->dev;
