@@ -82,6 +82,11 @@ grep -q "unwinding stopped early" "$T/nofp.pprof.raw" && [ "$marked" = 0 ] &&
 cp "$BUILD/tests/integration/nofp_sort_b" "$T/nofp_deleted"
 "$T/nofp_deleted" 4 vdso >"$T/deleted.out" &
 DEL_PID=$!
+# Deleted once it runs (it prints its pid first), not before its exec.
+for _ in $(seq 100); do
+	grep -qs "^pid=$DEL_PID\$" "$T/deleted.out" && break
+	sleep 0.05
+done
 rm "$T/nofp_deleted"
 wait "$DEL_PID" || fail "the deleted copy of nofp_sort failed"
 "$FLIGHTREC" attach --window 30s --pid "$DEL_PID" -o "$T/deleted.pb.gz" 2>"$T/attach.err" ||
