@@ -78,6 +78,7 @@ struct job {
 struct fr_unwind_tables {
 	/* The ingest thread's. */
 	struct entry *buckets[NBUCKETS];
+	uint32_t nentries;
 	uint64_t clock; /* look-ups so far: the LRU's time */
 	uint64_t budget;
 	/* Shared, under lock. */
@@ -519,7 +520,29 @@ static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
 	return 0;
 }
 
-/* The entry of `k`, created (and its build asked for) the first time. */
+/* Frees the entries that hold no table and wait for none (failed or
+ * dropped): forgetting a failure costs at most one more try. */
+static void sweep(struct fr_unwind_tables *u)
+{
+	for (unsigned b = 0; b < NBUCKETS; b++) {
+		for (struct entry **pp = &u->buckets[b]; *pp;) {
+			struct entry *e = *pp;
+
+			if (e->state == ST_FAILED || e->state == ST_DROPPED) {
+				*pp = e->next;
+				free(e);
+				u->nentries--;
+			} else {
+				pp = &e->next;
+			}
+		}
+	}
+}
+
+/* The entry of `k`, created (and its build asked for) the first time.
+ * NULL when out of memory or when FR_UNWIND_TABLES_MAX_ENTRIES hold
+ * tables or wait for them (a user mapping ever new files cannot grow the
+ * recorder without bound). */
 static struct entry *get_entry(struct fr_unwind_tables *u, const struct key *k, uint32_t pid,
 			       const struct fr_tracker_map *m)
 {
@@ -530,9 +553,14 @@ static struct entry *get_entry(struct fr_unwind_tables *u, const struct key *k, 
 		if (e->hash == h && memcmp(&e->key, k, sizeof(*k)) == 0)
 			break;
 	if (!e) {
+		if (u->nentries >= FR_UNWIND_TABLES_MAX_ENTRIES)
+			sweep(u);
+		if (u->nentries >= FR_UNWIND_TABLES_MAX_ENTRIES)
+			return NULL;
 		e = calloc(1, sizeof(*e));
 		if (!e)
 			return NULL;
+		u->nentries++;
 		e->key = *k;
 		e->hash = h;
 		e->state = ST_DROPPED; /* asked for just below */

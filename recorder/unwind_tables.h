@@ -43,6 +43,9 @@
 /* Builds waiting beyond this are not asked for (the miss stays PENDING
  * and is asked again by a later sample). */
 #define FR_UNWIND_TABLES_MAX_PENDING 1024
+/* Files known at once (about 150 bytes each, and the table of those that
+ * have one). Beyond it, those without a table are forgotten first. */
+#define FR_UNWIND_TABLES_MAX_ENTRIES 65536
 
 struct fr_unwind_tables;
 
