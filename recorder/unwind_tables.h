@@ -45,7 +45,9 @@
 #define FR_UNWIND_TABLES_MAX_PENDING 1024
 /* Files known at once (about 150 bytes each, and the table of those that
  * have one). Beyond it, those without a table are forgotten first. */
-#define FR_UNWIND_TABLES_MAX_ENTRIES 65536
+#ifndef FR_UNWIND_TABLES_MAX_ENTRIES
+#define FR_UNWIND_TABLES_MAX_ENTRIES 65536 /* a test builds with fewer */
+#endif
 
 struct fr_unwind_tables;
 
