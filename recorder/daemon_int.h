@@ -26,6 +26,7 @@
 #include "recorder/poller.h"
 #include "recorder/sources.h"
 #include "recorder/tracker.h"
+#include "recorder/unwind_tables.h"
 #include "recorder/triggers.h"
 #include "recorder/writer.h"
 
@@ -54,6 +55,7 @@ struct daemon {
 	struct fr_tracker *tracker;
 	struct fr_symcache *symcache; /* NULL: off (symbols.cache_size 0) */
 	char *symcache_dir;	      /* where queries look; NULL: off */
+	struct fr_unwind_tables *unwind_tables; /* the CFI tables samples unwind with */
 	struct fr_chunk_builder *builder;
 	struct fr_ipc_server *server;
 	int flush_efd;
@@ -65,6 +67,16 @@ struct daemon {
 	int stopping;
 	uint64_t barrier;
 	int64_t last_seal_mono;
+	int64_t unwind_wait_left; /* ns this drain may still wait for tables */
+	/* The mappings whose tables the last frames used, for the frames to
+	 * come (a stack goes back and forth between a few files). Valid for
+	 * one drain: emptied whenever tables or mappings may change. */
+	struct {
+		uint32_t pid;
+		uint64_t start, end, pgoff;
+		const struct fr_cfi_table *table;
+	} unwind_mru[4];
+	unsigned unwind_mru_n, unwind_mru_next;
 	/* What status shows of the ingest thread's progress (atomics): Unix
 	 * ns of the last drain and seal, CLOCK_MONOTONIC ns of the last
 	 * drain, stalls seen and flush barriers that timed out. */

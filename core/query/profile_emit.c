@@ -83,6 +83,14 @@ static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lin
 	t0 = mono_ns();
 	n = fr_dwarf_lines_lookup(dw, elf_addr, fr, FR_DWARF_MAX_FRAMES);
 	*spent_ns += mono_ns() - t0;
+	if (n == -ENOENT) {
+		/* The file's DWARF says nothing of this address (_start, from
+		 * an object built without -g): that is all there is to know,
+		 * so it does not make the mapping's lines incomplete. Whole
+		 * user stacks reach such frames. */
+		m->nnamed--;
+		return 0;
+	}
 	if (n <= 0 || !fr[0].file || !fr[0].line)
 		return 0;
 	if (b->nlines + (uint32_t)n > b->lines_cap) {
@@ -196,6 +204,10 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 				snprintf(buf, sizeof(buf), "%s+0x%" PRIx64,
 					 base ? base + 1 : m->path, l->addr - m->start + m->pgoff);
 			}
+		} else if (FR_FRAME_IS_MARK(l->addr)) {
+			/* Where the recorder's unwinding stopped, and why. */
+			snprintf(buf, sizeof(buf), "[truncated: %s]",
+				 fr_frame_mark_name(FR_FRAME_MARK_REASON(l->addr)));
 		} else {
 			snprintf(buf, sizeof(buf), "[unknown] 0x%" PRIx64, l->addr);
 		}
@@ -505,6 +517,35 @@ static void loss_comments(const struct builder *b, struct fr_pprof *p)
 	}
 }
 
+/* "cpu: unwinding stopped early in N of M samples: stack copy too small
+ * A, no unwind info B, ...": the reasons with a count, as the marker
+ * frames name them. */
+static void unwind_comments(const struct builder *b, struct fr_pprof *p)
+{
+	char line[512];
+
+	for (uint32_t e = 0; e < b->nev; e++) {
+		const struct fr_profile_event_result *er = b->ev[e].res;
+		uint64_t stopped = 0;
+		size_t n;
+
+		for (unsigned r = 1; r < FR_FRAME_MARK_COUNT; r++)
+			stopped += er->unwind_stopped[r];
+		if (!stopped)
+			continue;
+		n = (size_t)snprintf(line, sizeof(line),
+				     "%s: unwinding stopped early in %" PRIu64 " of %" PRIu64
+				     " samples:",
+				     b->ev[e].name, stopped, er->samples_kept);
+		for (unsigned r = 1; r < FR_FRAME_MARK_COUNT && n < sizeof(line); r++)
+			if (er->unwind_stopped[r])
+				n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %s %" PRIu64,
+						      n && line[n - 1] == ':' ? "" : ",",
+						      fr_frame_mark_name(r), er->unwind_stopped[r]);
+		comment(p, line);
+	}
+}
+
 /* "--children: N descendant processes of PID[,PID] included". */
 static void children_comment(const struct builder *b, struct fr_pprof *p)
 {
@@ -576,6 +617,7 @@ void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_r
 	if (res->warning[0])
 		comment(p, res->warning);
 	loss_comments(b, p);
+	unwind_comments(b, p);
 	if (res->chunks_skipped) {
 		snprintf(line, sizeof(line),
 			 "%" PRIu64
