@@ -53,8 +53,8 @@ struct daemon {
 	struct fr_writer writer;
 	struct fr_perf_handler handler; /* the ingest callbacks, for the sources' drains */
 	struct fr_tracker *tracker;
-	struct fr_symcache *symcache; /* NULL: off (symbols.cache_size 0) */
-	char *symcache_dir;	      /* where queries look; NULL: off */
+	struct fr_symcache *symcache;		/* NULL: off (symbols.cache_size 0) */
+	char *symcache_dir;			/* where queries look; NULL: off */
 	struct fr_unwind_tables *unwind_tables; /* the CFI tables samples unwind with */
 	struct fr_chunk_builder *builder;
 	struct fr_ipc_server *server;
