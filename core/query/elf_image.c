@@ -202,6 +202,19 @@ static unsigned bind_rank(unsigned bind)
 	}
 }
 
+/* A symbol's name without the version a symbol table may spell into it
+ * ("__libc_start_main@@GLIBC_2.34" in a debug file's .symtab): the name
+ * users and other tools know, which -focus regexes match. "NAME@plt", the
+ * name of a PLT stub, keeps its suffix. */
+static size_t sym_name_len(const char *name)
+{
+	const char *at = strchr(name, '@');
+
+	if (!at || at == name || strcmp(at, "@plt") == 0)
+		return strlen(name);
+	return (size_t)(at - name);
+}
+
 /* Address order; among aliases at one address the best name first: the
  * public spelling (fewest leading underscores, so "getpid" before
  * "__getpid"), then global before weak before local, then the shorter. */
@@ -221,8 +234,8 @@ static int cand_cmp(const void *pa, const void *pb)
 	rb = bind_rank(b->bind);
 	if (ra != rb)
 		return ra < rb ? -1 : 1;
-	la = strlen(a->name);
-	lb = strlen(b->name);
+	la = sym_name_len(a->name);
+	lb = sym_name_len(b->name);
 	if (la != lb)
 		return la < lb ? -1 : 1;
 	return strcmp(a->name, b->name);
@@ -310,7 +323,7 @@ static int image_set_symbols(struct fr_elf_image *img, struct cand_vec *cv)
 		cv->v[n++] = cv->v[i];
 	}
 	for (size_t i = 0; i < n; i++)
-		arena_len += strlen(cv->v[i].name) + 1;
+		arena_len += sym_name_len(cv->v[i].name) + 1;
 	addrs = malloc(n * sizeof(*addrs));
 	syms = malloc(n * sizeof(*syms));
 	arena = malloc(sizeof(*arena) + arena_len);
@@ -318,9 +331,10 @@ static int image_set_symbols(struct fr_elf_image *img, struct cand_vec *cv)
 		goto err_free;
 	p = arena->data;
 	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(cv->v[i].name) + 1;
+		size_t len = sym_name_len(cv->v[i].name);
 
 		memcpy(p, cv->v[i].name, len);
+		p[len++] = '\0';
 		addrs[i] = cv->v[i].addr;
 		syms[i].size = cv->v[i].size;
 		syms[i].name = p;

@@ -41,6 +41,9 @@ static const struct fake_sym fake_syms[] = {
 	{"ifunc_fn", 0x400, 0x20, ELF64_ST_INFO(STB_GLOBAL, STT_GNU_IFUNC)},
 	{"outer", 0x500, 0x100, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC)},
 	{"inner", 0x520, 0x10, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC)},
+	/* Versions spelled into the names, as in a debug file's .symtab. */
+	{"versioned_fn@@V_2", 0x700, 0x20, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC)},
+	{"versioned_fn@V_1", 0x700, 0x20, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC)},
 	{"printf", FAKE_UNDEF, 0, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC)},
 };
 
@@ -260,14 +263,22 @@ static void check_cases(struct fr_symbols *s, const char *what, const char *root
 	}
 }
 
-static const struct ucase full_cases[] = {
-	{0x000, "main_fn"},			    /* alias: the public spelling wins */
-	{0x03f, "main_fn"},   {0x040, NULL},	    /* gap between functions */
-	{0x0ff, NULL},	      {0x100, "asm_entry"}, /* zero size: up to the next function */
-	{0x1f0, "asm_entry"},			    /* data objects are not functions */
-	{0x2ff, "local_fn"},  {0x300, NULL},	    {0x410, "ifunc_fn"},
-	{0x525, "inner"},     {0x540, "outer"}, /* past the nested symbol, inside the outer one */
-	{0x600, NULL},	      {0xfff, NULL},
+static const struct ucase full_cases[] =
+	{
+		{0x000, "main_fn"}, /* alias: the public spelling wins */
+		{0x03f, "main_fn"},
+		{0x040, NULL}, /* gap between functions */
+		{0x0ff, NULL},
+		{0x100, "asm_entry"}, /* zero size: up to the next function */
+		{0x1f0, "asm_entry"}, /* data objects are not functions */
+		{0x2ff, "local_fn"},
+		{0x300, NULL},
+		{0x410, "ifunc_fn"},
+		{0x525, "inner"},
+		{0x540, "outer"}, /* past the nested symbol, inside the outer one */
+		{0x600, NULL},
+		{0xfff, NULL},
+		{0x710, "versioned_fn"}, /* regression: was "versioned_fn@@V_2" */
 };
 
 static int mkdir_p(char *path)
