@@ -1,4 +1,5 @@
-/* Process tracker.
+/* Process tracker: its tables and the side band (the start from /proc is
+ * recorder/tracker_scan.c; what both share, recorder/tracker_int.h).
  *
  * Processes and threads live in chained hash tables keyed by pid and tid.
  * Each process keeps its executable mappings sorted by start address, so
@@ -40,7 +41,6 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,65 +54,7 @@
 #include "recorder/proc.h"
 #include "recorder/symcache.h"
 
-#define NBUCKETS 8192
-#define COMM_LEN FR_LIMIT_COMM_LEN
-/* Longest cgroup path kept, with its NUL; longer paths are cut. Kubernetes
- * pod paths, among the longest in use, are under 200 bytes. */
-#define CGROUP_LEN FR_LIMIT_CGROUP_LEN
-
-struct path_entry {
-	struct path_entry *next;
-	uint32_t hash;
-	uint8_t bid_state; /* BID_*; bid_len may be 0 when read */
-	uint8_t bid_len;
-	uint8_t bid[FR_BUILD_ID_MAX];
-	char path[];
-};
-
-enum { BID_UNREAD, BID_READ, BID_ASKED };
-
-struct map {
-	uint64_t start, end, pgoff;
-	struct path_entry *path;
-	uint8_t bid_len;
-	uint8_t inode; /* FR_TRACKER_INODE_* */
-	uint8_t bid[FR_BUILD_ID_MAX];
-	uint64_t dev, ino, ino_gen; /* when inode is set */
-};
-
-struct proc {
-	struct proc *next;
-	uint32_t pid, uid;
-	uint32_t exited_gen; /* 0 while alive */
-	int exe_pending;     /* exec seen, executable not mapped yet */
-	int64_t start_ns;
-	uint32_t ppid; /* 0 when unknown */
-	char comm[COMM_LEN];
-	char cgroup[CGROUP_LEN]; /* "" when unknown */
-	struct path_entry *exe;
-	struct map *maps;
-	uint32_t nmaps, cap;
-};
-
-struct thread {
-	struct thread *next;
-	uint32_t tid, pid;
-	uint32_t exited_gen;
-	char name[COMM_LEN];
-};
-
-struct fr_tracker {
-	struct proc *procs[NBUCKETS];
-	struct thread *threads[NBUCKETS];
-	struct path_entry *paths[NBUCKETS];
-	uint32_t nprocs, nthreads;
-	uint32_t gen;	 /* seals so far, starting at 1 */
-	int64_t boot_ns; /* Unix time of boot, for /proc start times */
-	long clk_tck;
-	struct fr_chunk_meta_ops ops;
-	struct fr_buildids *bids;
-	struct fr_symcache *symcache; /* borrowed; NULL: none */
-};
+#include "recorder/tracker_int.h"
 
 static uint32_t hash_str(const char *s)
 {
@@ -123,7 +65,7 @@ static uint32_t hash_str(const char *s)
 	return h;
 }
 
-static struct path_entry *intern_path(struct fr_tracker *t, const char *path)
+struct path_entry *tracker_intern_path(struct fr_tracker *t, const char *path)
 {
 	uint32_t h = hash_str(path);
 	struct path_entry **b = &t->paths[h % NBUCKETS], *e;
@@ -143,7 +85,7 @@ static struct path_entry *intern_path(struct fr_tracker *t, const char *path)
 }
 
 /* Copies a command or thread name, cut to the kernel's 15 characters. */
-static void copy_name(char dst[COMM_LEN], const char *src)
+void tracker_copy_name(char dst[COMM_LEN], const char *src)
 {
 	size_t n = strnlen(src, COMM_LEN - 1);
 
@@ -190,7 +132,7 @@ static void unlink_proc(struct fr_tracker *t, uint32_t pid)
 
 /* Returns the live process `pid`, creating it (replacing an exited one of
  * the same pid, which has been reused) when needed. */
-static struct proc *get_proc(struct fr_tracker *t, uint32_t pid)
+struct proc *tracker_get_proc(struct fr_tracker *t, uint32_t pid)
 {
 	struct proc *p = find_proc(t, pid);
 
@@ -208,7 +150,7 @@ static struct proc *get_proc(struct fr_tracker *t, uint32_t pid)
 	return p;
 }
 
-static struct thread *get_thread(struct fr_tracker *t, uint32_t tid, uint32_t pid)
+struct thread *tracker_get_thread(struct fr_tracker *t, uint32_t tid, uint32_t pid)
 {
 	struct thread *th = find_thread(t, tid);
 
@@ -249,8 +191,8 @@ static int reserve_maps(struct proc *p, uint32_t more)
 /* Inserts [start, end) keeping the array sorted. As with mmap(MAP_FIXED),
  * the new mapping replaces the part of any old one it overlaps; what an
  * old mapping has outside the new range stays mapped. */
-static void add_map(struct proc *p, uint64_t start, uint64_t end, uint64_t pgoff,
-		    struct path_entry *path, const uint8_t *bid, uint8_t bid_len)
+void tracker_add_map(struct proc *p, uint64_t start, uint64_t end, uint64_t pgoff,
+		     struct path_entry *path, const uint8_t *bid, uint8_t bid_len)
 {
 	struct map left = {0}, right = {0}, m;
 	int has_left = 0, has_right = 0;
@@ -297,7 +239,7 @@ static void add_map(struct proc *p, uint64_t start, uint64_t end, uint64_t pgoff
 	p->nmaps += n;
 }
 
-static const struct map *lookup_map(const struct proc *p, uint64_t addr)
+const struct map *tracker_lookup_map(const struct proc *p, uint64_t addr)
 {
 	uint32_t lo = 0, hi = p->nmaps;
 
@@ -315,11 +257,11 @@ static const struct map *lookup_map(const struct proc *p, uint64_t addr)
 
 void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm, int exec)
 {
-	struct proc *p = get_proc(t, pid);
-	struct thread *th = get_thread(t, tid, pid);
+	struct proc *p = tracker_get_proc(t, pid);
+	struct thread *th = tracker_get_thread(t, tid, pid);
 
 	if (th)
-		copy_name(th->name, comm);
+		tracker_copy_name(th->name, comm);
 	if (!p)
 		return;
 	if (exec) {
@@ -333,19 +275,19 @@ void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const cha
 		fr_proc_read_uid("/proc", pid, &p->uid);
 	}
 	if (exec || pid == tid || !p->comm[0])
-		copy_name(p->comm, comm);
+		tracker_copy_name(p->comm, comm);
 }
 
 void fr_tracker_mmap(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_t len,
 		     uint64_t pgoff, uint32_t prot, const char *path, const uint8_t *build_id,
 		     uint8_t build_id_len)
 {
-	struct proc *p = get_proc(t, pid);
+	struct proc *p = tracker_get_proc(t, pid);
 	struct path_entry *pe;
 
 	if (!p || pid == (uint32_t)-1)
 		return;
-	pe = intern_path(t, path);
+	pe = tracker_intern_path(t, path);
 	if (!pe)
 		return;
 	if (p->exe_pending && path[0] == '/') {
@@ -360,7 +302,7 @@ void fr_tracker_mmap(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_
 		pe->bid_len = build_id_len;
 		pe->bid_state = 1;
 	}
-	add_map(p, start, start + len, pgoff, pe, build_id, build_id_len);
+	tracker_add_map(p, start, start + len, pgoff, pe, build_id, build_id_len);
 }
 
 void fr_tracker_mmap_inode(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_t dev,
@@ -369,7 +311,8 @@ void fr_tracker_mmap_inode(struct fr_tracker *t, uint32_t pid, uint64_t start, u
 	struct proc *p = find_proc(t, pid);
 	struct map *m;
 
-	if (!p || p->exited_gen || !(m = (struct map *)lookup_map(p, start)) || m->start != start)
+	if (!p || p->exited_gen || !(m = (struct map *)tracker_lookup_map(p, start)) ||
+	    m->start != start)
 		return;
 	m->inode = FR_TRACKER_INODE_MMAP2;
 	m->dev = dev;
@@ -383,7 +326,7 @@ int fr_tracker_find_map(struct fr_tracker *t, uint32_t pid, uint64_t addr,
 	struct proc *p = find_proc(t, pid);
 	const struct map *m;
 
-	if (!p || !(m = lookup_map(p, addr)))
+	if (!p || !(m = tracker_lookup_map(p, addr)))
 		return -ENOENT;
 	out->start = m->start;
 	out->end = m->end;
@@ -424,7 +367,7 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 				known->start_ns = time_ns;
 			if (!known->ppid)
 				known->ppid = ppid;
-		} else if ((p = get_proc(t, pid))) {
+		} else if ((p = tracker_get_proc(t, pid))) {
 			p->start_ns = time_ns;
 			p->ppid = ppid;
 			parent = find_proc(t, ppid);
@@ -439,8 +382,8 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 				memcpy(p->cgroup, parent->cgroup, sizeof(p->cgroup));
 				for (uint32_t i = 0; i < parent->nmaps; i++) {
 					const struct map *m = &parent->maps[i];
-					add_map(p, m->start, m->end, m->pgoff, m->path, m->bid,
-						m->bid_len);
+					tracker_add_map(p, m->start, m->end, m->pgoff, m->path,
+							m->bid, m->bid_len);
 				}
 			}
 			/* clone3(CLONE_INTO_CGROUP), as systemd starts services,
@@ -448,7 +391,7 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 			fr_proc_read_cgroup("/proc", pid, p->cgroup, sizeof(p->cgroup));
 		}
 	}
-	if (!thread_known && (th = get_thread(t, tid, pid)))
+	if (!thread_known && (th = tracker_get_thread(t, tid, pid)))
 		memcpy(th->name, name, sizeof(th->name));
 }
 
@@ -517,152 +460,13 @@ void fr_tracker_sealed(struct fr_tracker *t)
 	}
 }
 
-/* Drops trailing newlines and spaces. */
-static void chomp(char *s)
-{
-	size_t n = strlen(s);
-
-	while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
-		s[--n] = '\0';
-}
-
-static void scan_maps(struct fr_tracker *t, struct proc *p, const char *dir)
-{
-	char path[128], line[4608];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/maps", dir);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	p->nmaps = 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, off, ino = 0;
-		unsigned maj = 0, min = 0;
-		char perms[8];
-		int name_at = 0;
-
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
-			   &maj, &min, &ino, &name_at) < 4)
-			continue;
-		if (perms[2] != 'x')
-			continue;
-		chomp(line + name_at);
-		const char *name = name_at ? line + name_at : "";
-		struct path_entry *pe = intern_path(t, name[0] ? name : "//anon");
-		if (!pe)
-			continue;
-		add_map(p, start, end, off, pe, NULL, 0);
-		if (ino) {
-			struct map *m = (struct map *)lookup_map(p, start);
-
-			if (m && m->start == start) {
-				m->inode = FR_TRACKER_INODE_PROC;
-				m->dev = makedev(maj, min);
-				m->ino = ino;
-			}
-		}
-	}
-	fclose(f);
-}
-
-/* Takes name, parent and start time of process `p` from PROC/PID/stat. */
-static void scan_stat(struct fr_tracker *t, struct proc *p, const struct fr_proc_stat *ps)
-{
-	if (ps->fields < 2)
-		return;
-	snprintf(p->comm, sizeof(p->comm), "%s", ps->comm);
-	/* A parent learned from the FORK record stays (see above). */
-	if (!p->ppid && ps->fields >= 4)
-		p->ppid = ps->ppid;
-	if (ps->fields >= 22)
-		p->start_ns = t->boot_ns +
-			      (int64_t)(ps->start * (1000000000ull / (unsigned long)t->clk_tck));
-}
-
-struct scan_threads {
-	struct fr_tracker *t;
-	const char *proc;
-	uint32_t pid;
-};
-
-/* Adds thread `tid` of the process being scanned, with its name. */
-static void scan_thread(void *arg, uint32_t tid)
-{
-	struct scan_threads *st = arg;
-	struct thread *th = get_thread(st->t, tid, st->pid);
-	char name[64];
-
-	if (!th)
-		return;
-	if (fr_proc_read_comm(st->proc, st->pid, tid, name, sizeof(name)) == 0) {
-		chomp(name);
-		copy_name(th->name, name);
-	}
-}
-
-int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid)
-{
-	char dir[64], path[128], link[4096];
-	struct scan_threads st = {.t = t, .proc = proc, .pid = pid};
-	struct fr_proc_stat ps;
-	struct proc *p;
-	ssize_t n;
-	int ret;
-
-	ret = fr_proc_read_stat(proc, pid, &ps);
-	if (ret < 0 && ret != -EPROTO)
-		return -ENOENT;
-	p = get_proc(t, pid);
-	if (!p)
-		return -ENOMEM;
-	scan_stat(t, p, &ps);
-	fr_proc_read_uid(proc, pid, &p->uid);
-	fr_proc_read_cgroup(proc, pid, p->cgroup, sizeof(p->cgroup));
-	snprintf(dir, sizeof(dir), "%s/%u", proc, pid);
-	snprintf(path, sizeof(path), "%s/exe", dir);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n > 0) {
-		link[n] = '\0';
-		p->exe = intern_path(t, link);
-	}
-	scan_maps(t, p, dir);
-
-	/* Threads and their names. */
-	snprintf(path, sizeof(path), "%s/task", dir);
-	(void)fr_proc_each_pid(path, scan_thread, &st);
-	return 0;
-}
-
-struct scan_all {
-	struct fr_tracker *t;
-	const char *proc;
-	int n;
-};
-
-static void scan_one(void *arg, uint32_t pid)
-{
-	struct scan_all *sa = arg;
-
-	if (fr_tracker_scan_pid(sa->t, sa->proc, pid) == 0)
-		sa->n++;
-}
-
-int fr_tracker_scan(struct fr_tracker *t, const char *proc)
-{
-	struct scan_all sa = {.t = t, .proc = proc};
-	int ret = fr_proc_each_pid(proc, scan_one, &sa);
-
-	return ret < 0 ? ret : sa.n;
-}
-
 /* Takes the build ids read since the last call into their paths. */
 static void collect_build_ids(struct fr_tracker *t)
 {
 	struct fr_buildid_result r;
 
 	while (t->bids && fr_buildids_take(t->bids, &r) == 1) {
-		struct path_entry *pe = intern_path(t, r.path);
+		struct path_entry *pe = tracker_intern_path(t, r.path);
 
 		if (pe) {
 			pe->bid_len = r.len;
@@ -752,7 +556,7 @@ static int ops_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_inf
 	struct proc *p = find_proc(t, pid);
 	const struct map *m;
 
-	if (!p || !(m = lookup_map(p, addr)))
+	if (!p || !(m = tracker_lookup_map(p, addr)))
 		return -ENOENT;
 	memset(out, 0, sizeof(*out));
 	out->start = m->start;
