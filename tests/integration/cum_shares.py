@@ -21,9 +21,11 @@ counts. The inlined frames are checked apart (--inline): they must appear
 as inner Lines in flightrec's profile.
 
 Names are compared after dropping what only one reader keeps: symbol
-versions (__libc_start_main@@GLIBC_2.34) and the suffixes of the parts
-GCC splits a function into (.cold, .part.N, .isra.N, .constprop.N), which
-are one function to a reader of the source.
+versions (__libc_start_main@@GLIBC_2.34), the suffixes of the parts GCC
+splits a function into (.cold, .part.N, .isra.N, .constprop.N), which are
+one function to a reader of the source, and the prefixes that tell aliases
+of one address apart (__GI___qsort_r, __qsort_r and qsort_r are one
+function; each reader picks its own alias). Names are printed that way.
 
 Compared: the --require functions (which must be on both sides), and every
 function named on both sides whose share is at least --min-share (default
@@ -45,7 +47,13 @@ MARK = "[truncated: "
 def norm(name):
     if not name.endswith("@plt"):
         name = name.split("@", 1)[0]
-    return SPLIT.sub("", name)
+    name = SPLIT.sub("", name)
+    # Aliases of one address: glibc's internal __GI_ names (from its debug
+    # file's symbol table) and the underscored twins of public names
+    # (__random and random, __qsort_r and qsort_r); C++ names keep theirs.
+    if name.startswith("__GI_"):
+        name = name[5:]
+    return name if name.startswith("_Z") else name.lstrip("_") or name
 
 
 def named(name):
