@@ -28,6 +28,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/store/sample.h"
+
 /* Config files are small; this bounds what a mistaken path (a log file, a
  * device) can make the daemon read. */
 #define MAX_CONFIG_BYTES (1u << 20)
@@ -207,6 +209,17 @@ int fr_config_default(struct fr_config *cfg)
 			      "built-in default", err, sizeof(err));
 	/* The embedded text is valid; only memory can fail here. */
 	return ret == -EINVAL ? -ENOMEM : ret;
+}
+
+void fr_config_event_defaults(struct fr_config_event *ev)
+{
+	if (FR_CONFIG_HAS_DWARF && fr_event_has_rate(ev->event)) {
+		ev->unwind = FR_CONFIG_UNWIND_DWARF;
+		ev->stack_copy = FR_CONFIG_STACK_COPY_DEFAULT;
+	} else {
+		ev->unwind = FR_CONFIG_UNWIND_FP;
+		ev->stack_copy = 0;
+	}
 }
 
 uint32_t fr_config_max_hz(const struct fr_config *cfg, uint32_t event)

@@ -13,7 +13,8 @@
  *                    "targets": {"pids": [PID...], "comm": [NAME...], "cgroup": PATH,
  *                                "uid": USER},
  *                    "users": [USER...],
- *                    "events": [ {"event": EVENT, "hz": 1..max_rate_hz} ],
+ *                    "events": [ {"event": EVENT, "hz": 1..max_rate_hz,
+ *                                 "unwind": "dwarf"|"fp", "stack_copy": SIZE} ],
  *                    "triggers": [ TRIGGER ] } ]
  *
  *   GROUP is a group name or number, USER a user name or uid; a name that
@@ -53,6 +54,16 @@
  *
  *   EVENT is one of FR_EVENT_NAMES (core/store/sample.h). "offcpu" takes no "hz"
  *   (it records every context switch); other events default to 99 Hz.
+ *   "unwind" says how user stacks are walked: "dwarf" (the kernel copies
+ *   "stack_copy" bytes of the user stack and the registers at each sample,
+ *   and the recorder unwinds them with the binaries' CFI; frame pointers
+ *   where a module has none; x86-64 only, elsewhere an error) or "fp" (the
+ *   kernel's frame-pointer callchain only). Defaults: "dwarf" with
+ *   "stack_copy" 8KiB for rate-sampled events, "fp" for offcpu (a stack
+ *   copy at every context switch costs too much by default). "stack_copy"
+ *   is 512B..64KiB-8, rounded up to a multiple of 8 (the kernel's limit),
+ *   and only with "dwarf". When several sessions record one event, it is
+ *   unwound with "dwarf" if any asks for it, with the largest stack_copy.
  *   "targets" (default: the whole machine) narrows what the session's
  *   profiles hold: pids, command names, a cgroup v2 path (and below).
  *   }
@@ -97,9 +108,30 @@ struct fr_config_trigger {
 	int64_t cooldown_ns; /* no second dump of this trigger sooner than this */
 };
 
+/* How an event's user stacks are walked ("unwind"). */
+enum fr_config_unwind {
+	FR_CONFIG_UNWIND_FP = 0, /* the kernel's frame-pointer callchain */
+	FR_CONFIG_UNWIND_DWARF,	 /* a stack copy unwound with CFI tables */
+};
+
+/* "stack_copy" bounds and default, in bytes. The kernel takes at most
+ * 64 KiB - 8 (the record's size is 16 bits) in multiples of 8. */
+#define FR_CONFIG_STACK_COPY_MIN 512u
+#define FR_CONFIG_STACK_COPY_MAX (65536u - 8u)
+#define FR_CONFIG_STACK_COPY_DEFAULT 8192u
+
+/* Whether this build can unwind with CFI (x86-64 only). */
+#if defined(__x86_64__)
+#define FR_CONFIG_HAS_DWARF 1
+#else
+#define FR_CONFIG_HAS_DWARF 0
+#endif
+
 struct fr_config_event {
-	uint32_t event; /* event id (core/store/sample.h) */
-	uint32_t hz;	/* 0 for events without a rate (offcpu) */
+	uint32_t event;	     /* event id (core/store/sample.h) */
+	uint32_t hz;	     /* 0 for events without a rate (offcpu) */
+	uint32_t unwind;     /* enum fr_config_unwind */
+	uint32_t stack_copy; /* bytes, a multiple of 8; 0 with FR_CONFIG_UNWIND_FP */
 };
 
 struct fr_config_session {
@@ -158,6 +190,11 @@ int fr_config_default(struct fr_config *cfg);
 
 /* The highest rate any session asks for `event`; 0 when none does. */
 uint32_t fr_config_max_hz(const struct fr_config *cfg, uint32_t event);
+
+/* Sets ev->unwind and ev->stack_copy to the defaults of ev->event: dwarf
+ * with FR_CONFIG_STACK_COPY_DEFAULT for rate-sampled events where this
+ * build can unwind with CFI, fp otherwise. */
+void fr_config_event_defaults(struct fr_config_event *ev);
 
 /* "signal", "cpu_above", "exit" for an enum fr_trigger_kind ("unknown"
  * out of range). */

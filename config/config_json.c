@@ -144,6 +144,7 @@ static bool add_limits(cJSON *root, const struct fr_config *cfg)
 static bool add_events(cJSON *js, const struct fr_config_session *sess)
 {
 	cJSON *events = cJSON_AddArrayToObject(js, "events");
+	char buf[32];
 
 	if (!events)
 		return false;
@@ -158,7 +159,15 @@ static bool add_events(cJSON *js, const struct fr_config_session *sess)
 					     fr_event_format(sess->events[e].event, name,
 							     sizeof(name))) ||
 		    (fr_event_has_rate(sess->events[e].event) &&
-		     !cJSON_AddNumberToObject(ev, "hz", sess->events[e].hz)))
+		     !cJSON_AddNumberToObject(ev, "hz", sess->events[e].hz)) ||
+		    !cJSON_AddStringToObject(ev, "unwind",
+					     sess->events[e].unwind == FR_CONFIG_UNWIND_DWARF
+						     ? "dwarf"
+						     : "fp") ||
+		    (sess->events[e].unwind == FR_CONFIG_UNWIND_DWARF &&
+		     !cJSON_AddStringToObject(ev, "stack_copy",
+					      size_text(sess->events[e].stack_copy, buf,
+							sizeof(buf)))))
 			return false;
 	}
 	return true;

@@ -299,10 +299,63 @@ static uint32_t default_hz(const struct fr_config *cfg)
 	return cfg->max_rate_hz < DEFAULT_HZ ? cfg->max_rate_hz : DEFAULT_HZ;
 }
 
+/* "unwind" and "stack_copy" of an event whose id is set (defaults
+ * already in `out`). */
+static int parse_unwind(struct config_ctx *c, const cJSON *ev, const char *path,
+			struct fr_config_event *out)
+{
+	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(ev, "unwind");
+	const cJSON *copy = cJSON_GetObjectItemCaseSensitive(ev, "stack_copy");
+	char sub[PATH_MAX_LEN], got[64];
+	uint64_t bytes;
+	int ret;
+
+	if (mode) {
+		config_join(sub, path, "unwind");
+		if (!cJSON_IsString(mode) || (strcmp(mode->valuestring, "dwarf") != 0 &&
+					      strcmp(mode->valuestring, "fp") != 0))
+			return config_fail(c, sub, "must be \"dwarf\" or \"fp\", got %s",
+					   config_describe(mode, got, sizeof(got)));
+		if (strcmp(mode->valuestring, "fp") == 0) {
+			out->unwind = FR_CONFIG_UNWIND_FP;
+		} else if (!FR_CONFIG_HAS_DWARF) {
+			return config_fail(c, sub,
+					   "\"dwarf\" unwinding is only supported on x86-64; "
+					   "use \"fp\"");
+		} else {
+			out->unwind = FR_CONFIG_UNWIND_DWARF;
+		}
+	}
+	if (out->unwind == FR_CONFIG_UNWIND_FP) {
+		out->stack_copy = 0;
+		if (copy) {
+			config_join(sub, path, "stack_copy");
+			return config_fail(c, sub,
+					   "only used with \"unwind\": \"dwarf\"; leave it out "
+					   "with \"fp\"");
+		}
+		return 0;
+	}
+	if (!out->stack_copy)
+		out->stack_copy = FR_CONFIG_STACK_COPY_DEFAULT;
+	if (!copy)
+		return 0;
+	config_join(sub, path, "stack_copy");
+	ret = config_get_size(c, copy, sub, &bytes);
+	if (ret < 0)
+		return ret;
+	if (bytes < FR_CONFIG_STACK_COPY_MIN || bytes > FR_CONFIG_STACK_COPY_MAX)
+		return config_fail(c, sub, "must be 512B..65528B (64KiB - 8), got %s",
+				   config_describe(copy, got, sizeof(got)));
+	/* The kernel copies multiples of 8 bytes. */
+	out->stack_copy = (uint32_t)((bytes + 7) & ~7ull);
+	return 0;
+}
+
 static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 		       struct fr_config_session *sess, struct fr_config *cfg)
 {
-	static const char *const keys[] = {"event", "hz"};
+	static const char *const keys[] = {"event", "hz", "unwind", "stack_copy"};
 	char sub[PATH_MAX_LEN], got[64], names[256];
 	struct fr_config_event *out = &sess->events[sess->nevents];
 	const cJSON *name, *hz;
@@ -334,7 +387,12 @@ static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 		if (sess->events[i].event == (uint32_t)id)
 			return config_fail(c, sub, "\"%s\" is already listed in this session",
 					   name->valuestring);
+	memset(out, 0, sizeof(*out));
 	out->event = (uint32_t)id;
+	fr_config_event_defaults(out);
+	ret = parse_unwind(c, ev, path, out);
+	if (ret < 0)
+		return ret;
 
 	hz = cJSON_GetObjectItemCaseSensitive(ev, "hz");
 	if (!fr_event_has_rate((uint32_t)id)) {
@@ -561,6 +619,7 @@ static int parse_session(struct config_ctx *c, const cJSON *js, const char *path
 	if (!events) {
 		sess->events[0].event = FR_EVENT_CPU;
 		sess->events[0].hz = default_hz(cfg);
+		fr_config_event_defaults(&sess->events[0]);
 		sess->nevents = 1;
 		cfg->nsessions++;
 		return 0;
@@ -601,6 +660,7 @@ static int parse_sessions(struct config_ctx *c, const cJSON *sessions, struct fr
 		snprintf(sess->name, sizeof(sess->name), "%s", DEFAULT_SESSION);
 		sess->events[0].event = FR_EVENT_CPU;
 		sess->events[0].hz = default_hz(cfg);
+		fr_config_event_defaults(&sess->events[0]);
 		sess->nevents = 1;
 		cfg->nsessions = 1;
 		return 0;

@@ -171,6 +171,12 @@ static int daemon_open_recording(struct daemon *d)
 		fprintf(stderr, "flightrecd: out of memory\n");
 		return -1;
 	}
+	/* After the signals are blocked: its builder thread inherits that. */
+	d->unwind_tables = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	if (!d->unwind_tables)
+		fr_log_err("cannot start the unwind table builder (%s); user stacks of "
+			   "\"dwarf\" events stop at their first frame",
+			   strerror(errno));
 	n = fr_tracker_scan(d->tracker, "/proc");
 	if (n < 0)
 		fr_log_warn("cannot scan /proc: %s; processes are learned as they run",
@@ -249,6 +255,7 @@ static void daemon_free(struct daemon *d)
 	fr_poller_fini(&d->poller);
 	fr_chunk_builder_free(d->builder);
 	fr_tracker_free(d->tracker);
+	fr_unwind_tables_free(d->unwind_tables);
 	fr_ring_close(d->ring);
 	if (d->sig_fd >= 0)
 		close(d->sig_fd);

@@ -26,6 +26,7 @@
 #include "recorder/poller.h"
 #include "recorder/sources.h"
 #include "recorder/tracker.h"
+#include "recorder/unwind_tables.h"
 #include "recorder/triggers.h"
 #include "recorder/writer.h"
 
@@ -52,6 +53,7 @@ struct daemon {
 	struct fr_writer writer;
 	struct fr_perf_handler handler; /* the ingest callbacks, for the sources' drains */
 	struct fr_tracker *tracker;
+	struct fr_unwind_tables *unwind_tables; /* the CFI tables samples unwind with */
 	struct fr_chunk_builder *builder;
 	struct fr_ipc_server *server;
 	int flush_efd;

@@ -97,6 +97,32 @@ static void on_mmap(void *arg, uint32_t pid, uint64_t start, uint64_t len, uint6
 			build_id, build_id_len);
 }
 
+static void on_mmap_inode(void *arg, uint32_t pid, uint64_t start, uint64_t dev, uint64_t ino,
+			  uint64_t ino_generation)
+{
+	fr_tracker_mmap_inode(((struct daemon *)arg)->tracker, pid, start, dev, ino,
+			      ino_generation);
+}
+
+/* The unwinder's look-up: the process's mapping of `addr` (tracker), then
+ * that file's table (unwind_tables). */
+static const struct fr_cfi_table *on_unwind_find(void *arg, uint32_t pid, uint64_t addr,
+						 uint64_t *vaddr, int *miss)
+{
+	struct daemon *d = arg;
+	struct fr_tracker_map m;
+
+	if (fr_tracker_find_map(d->tracker, pid, addr, &m) < 0) {
+		*miss = FR_UNWIND_MISS_NOMAP;
+		return NULL;
+	}
+	if (!d->unwind_tables) {
+		*miss = FR_UNWIND_MISS_NOCFI;
+		return NULL;
+	}
+	return fr_unwind_tables_find(d->unwind_tables, pid, &m, addr, vaddr, miss);
+}
+
 static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
 		    int64_t time_ns)
 {
@@ -155,6 +181,9 @@ static void before_drain(void *arg)
 	__atomic_store_n(&d->last_drain_mono, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->last_drain_real, fr_now_real_ns(), __ATOMIC_RELAXED);
 	d->sources.clock_offset = fr_perf_clock_offset();
+	/* Tables built since the last drain serve this one. */
+	if (d->unwind_tables)
+		fr_unwind_tables_collect(d->unwind_tables);
 }
 
 void daemon_ingest_init(struct daemon *d)
@@ -167,6 +196,8 @@ void daemon_ingest_init(struct daemon *d)
 		.exit = on_exit_rec,
 		.lost = on_lost,
 		.throttle = on_throttle,
+		.mmap_inode = on_mmap_inode,
+		.unwind_find = on_unwind_find,
 		.arg = d,
 	};
 	d->sources.before_drain = before_drain;

@@ -38,12 +38,28 @@
 #include <stdint.h>
 
 #include "core/store/chunk.h"
+#include "core/unwind/unwind.h"
 
 struct fr_perf;
 
 struct fr_perf_config {
-	uint32_t event; /* event id (core/store/sample.h), raw ids included */
-	uint32_t hz;	/* samples per second per CPU; ignored for offcpu */
+	uint32_t event;	     /* event id (core/store/sample.h), raw ids included */
+	uint32_t hz;	     /* samples per second per CPU; ignored for offcpu */
+	uint32_t stack_copy; /* 0: user stacks from the kernel's frame-pointer
+			      * callchain; else bytes of user stack (a multiple
+			      * of 8, < 64 KiB) copied at each sample with the
+			      * user registers, unwound with the handler's
+			      * unwind_find (x86-64 only) */
+};
+
+/* How the user stacks of a source's samples were unwound (stack_copy
+ * sources); counters only grow. */
+struct fr_perf_unwind_stats {
+	uint64_t stacks;		    /* samples unwound from a stack copy */
+	uint64_t ends[FR_UNWIND_END_COUNT]; /* by how they ended */
+	uint64_t no_regs;		    /* samples without user registers (a
+					      * kernel thread): kernel frames only */
+	uint64_t bad_records;		    /* records shorter than their fields */
 };
 
 /* Callbacks for decoded records. Sample times are already converted to
@@ -59,6 +75,16 @@ struct fr_perf_handler {
 	void (*exit)(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns);
 	void (*lost)(void *arg, uint32_t event, uint64_t lost);
 	void (*throttle)(void *arg, uint32_t event);
+	/* Optional, with an MMAP2 record that carries the file's inode
+	 * instead of a build id: the mapping at `start` of `pid` is of that
+	 * inode (dev is makedev(maj, min)). */
+	void (*mmap_inode)(void *arg, uint32_t pid, uint64_t start, uint64_t dev, uint64_t ino,
+			   uint64_t ino_generation);
+	/* stack_copy sources: finds the CFI table of absolute address `addr`
+	 * in process `pid`, as fr_unwind_find_fn (core/unwind/unwind.h) says.
+	 * NULL: such samples keep their kernel frames and the user IP. */
+	const struct fr_cfi_table *(*unwind_find)(void *arg, uint32_t pid, uint64_t addr,
+						  uint64_t *vaddr, int *miss);
 	void *arg;
 };
 
@@ -108,6 +134,13 @@ int fr_perf_fd(const struct fr_perf *p, unsigned i);
  * (CLOCK_REALTIME - CLOCK_MONOTONIC) converts sample times. Returns the
  * number of records handled (for offcpu, switch records, not samples). */
 uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h, int64_t clock_offset);
+
+/* How `p`'s samples were unwound so far (any thread; the counters are
+ * read with relaxed atomics). */
+void fr_perf_unwind_stats(const struct fr_perf *p, struct fr_perf_unwind_stats *out);
+
+/* The stack copy `p` was opened with (0: frame pointers). */
+uint32_t fr_perf_stack_copy(const struct fr_perf *p);
 
 /* Closes every descriptor and unmaps the rings; accepts NULL. */
 void fr_perf_close(struct fr_perf *p);

@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
 
 #include "core/util/log.h"
 
@@ -26,6 +28,15 @@
  * values have been stable since Linux 4.14. */
 #define SCHED_STATE_EXITING 0x30u
 
+/* The marker frames of core/store/sample.h are the unwinder's ends. */
+_Static_assert((int)FR_FRAME_MARK_STACK_COPY == (int)FR_UNWIND_STACK_COPY &&
+		       (int)FR_FRAME_MARK_NO_CFI == (int)FR_UNWIND_NO_CFI &&
+		       (int)FR_FRAME_MARK_PENDING == (int)FR_UNWIND_PENDING &&
+		       (int)FR_FRAME_MARK_BAD == (int)FR_UNWIND_BAD &&
+		       (int)FR_FRAME_MARK_MAX_DEPTH == (int)FR_UNWIND_MAX_DEPTH &&
+		       (int)FR_FRAME_MARK_COUNT == (int)FR_UNWIND_END_COUNT,
+	       "marker frames and unwind ends must agree");
+
 /* A sample record decoded; its frames are in fr_perf.ips. */
 struct sample_view {
 	uint32_t pid, tid, cpu;
@@ -33,17 +44,110 @@ struct sample_view {
 	uint16_t nr_kernel, nr_frames;
 	const unsigned char *raw; /* PERF_SAMPLE_RAW data, when asked for */
 	uint32_t raw_size;
+	/* Stack copy sources: the user registers (has_regs: the ABI was not
+	 * NONE) and the copy of the user stack. */
+	int has_regs;
+	struct fr_unwind_regs regs;
+	struct fr_unwind_stack stack;
 };
 
+/* Decodes REGS_USER and STACK_USER at `at` (after CALLCHAIN and RAW):
+ * u64 abi, then one u64 per bit of the mask unless the ABI is NONE (a
+ * kernel thread); u64 size, size bytes of stack, then u64 dyn_size (the
+ * bytes the kernel really copied) when size is not 0. Returns 0 or
+ * -EBADMSG. */
+static int decode_user_stack(const char *at, const char *end, struct sample_view *v)
+{
+	uint64_t abi, size, dyn_size, regs[3];
+
+	v->has_regs = 0;
+	v->stack.size = 0;
+	v->stack.data = NULL;
+	if ((size_t)(end - at) < sizeof(abi))
+		return -EBADMSG;
+	memcpy(&abi, at, sizeof(abi));
+	at += sizeof(abi);
+	if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+		/* Bit order of SAMPLE_REGS_UNWIND: bp, sp, ip. */
+		if ((size_t)(end - at) < sizeof(regs))
+			return -EBADMSG;
+		memcpy(regs, at, sizeof(regs));
+		at += sizeof(regs);
+		v->has_regs = 1;
+		v->regs.bp = regs[0];
+		v->regs.sp = regs[1];
+		v->regs.ip = regs[2];
+	}
+	if ((size_t)(end - at) < sizeof(size))
+		return -EBADMSG;
+	memcpy(&size, at, sizeof(size));
+	at += sizeof(size);
+	if (size == 0)
+		return 0;
+	if (size > (size_t)(end - at) || (size_t)(end - at) - size < sizeof(dyn_size))
+		return -EBADMSG;
+	memcpy(&dyn_size, at + size, sizeof(dyn_size));
+	if (dyn_size > size)
+		return -EBADMSG;
+	v->stack.sp = v->regs.sp;
+	v->stack.data = (const uint8_t *)at;
+	v->stack.size = dyn_size;
+	return 0;
+}
+
+/* fr_unwind's find callback: the handler's, for the sample's process. */
+struct find_ctx {
+	const struct fr_perf_handler *cb;
+	uint32_t pid;
+};
+
+static const struct fr_cfi_table *find_table(void *arg, uint64_t addr, uint64_t *vaddr, int *miss)
+{
+	const struct find_ctx *f = arg;
+
+	return f->cb->unwind_find(f->cb->arg, f->pid, addr, vaddr, miss);
+}
+
+/* Unwinds the user stack of `v` into p->ips after the kernel's nk frames,
+ * with a marker frame as the root when it stopped early. Returns the
+ * number of frames in p->ips. */
+static uint16_t unwind_user(struct fr_perf *p, const struct sample_view *v, uint16_t nk,
+			    const struct fr_perf_handler *cb)
+{
+	struct find_ctx f = {.cb = cb, .pid = v->pid};
+	enum fr_unwind_end end;
+	unsigned room = FR_MAX_FRAMES - nk, n = 0;
+
+	if (room < 2 || !cb->unwind_find) {
+		/* No room for a frame and its marker, or nobody to ask. */
+		if (room >= 1)
+			p->ips[nk++] = v->regs.ip;
+		return nk;
+	}
+	/* One slot stays free for the marker. */
+	end = fr_unwind(&v->regs, &v->stack, find_table, &f, p->ips + nk, room - 1, &n);
+	if (end >= FR_UNWIND_END_COUNT)
+		end = FR_UNWIND_BAD;
+	__atomic_add_fetch(&p->unwind.stacks, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&p->unwind.ends[end], 1, __ATOMIC_RELAXED);
+	if (n > room - 1)
+		n = room - 1;
+	if (end != FR_UNWIND_DONE)
+		p->ips[nk + n++] = FR_FRAME_MARK_ADDR(end);
+	return (uint16_t)(nk + n);
+}
+
 /* Decodes a sample record: IP, TID, TIME, CPU, PERIOD, CALLCHAIN and, when
- * the source asked for it, RAW, in this order. Frames go to p->ips, kernel
- * frames first, then user frames, each leaf first. Returns 0, 1 for a
- * sample of tid 0 (the idle task, a CPU with nothing to run, or a task
+ * the source asked for them, RAW, REGS_USER and STACK_USER, in this order.
+ * Frames go to p->ips, kernel frames first, then user frames, each leaf
+ * first; a stack copy source's user frames are unwound here (so that an
+ * offcpu switch-out keeps its addresses, not the copy). Returns 0, 1 for
+ * a sample of tid 0 (the idle task, a CPU with nothing to run, or a task
  * outside the recorder's pid namespace, which no record would name): not
  * recorded, so its callchain is not read; or -EBADMSG when the record is
  * shorter than its fields say. */
 static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
-			 struct sample_view *v)
+			 const struct fr_perf_handler *cb, struct sample_view *v)
 {
 	const struct {
 		uint64_t ip;
@@ -54,7 +158,7 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 		uint64_t nr;
 	} *s = (const void *)(h + 1);
 	const uint64_t *chain = (const uint64_t *)(s + 1);
-	const char *end = (const char *)h + h->size;
+	const char *end = (const char *)h + h->size, *after = NULL;
 	uint64_t context = PERF_CONTEXT_KERNEL;
 	uint16_t nk = 0, nu = 0, nframes;
 	uint64_t user[FR_MAX_FRAMES];
@@ -70,8 +174,10 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 	v->period = s->period;
 	v->raw = NULL;
 	v->raw_size = 0;
+	v->has_regs = 0;
+	after = (const char *)(chain + s->nr);
 	if (p->offcpu) {
-		const char *raw = (const char *)(chain + s->nr);
+		const char *raw = after;
 		uint32_t size;
 
 		if (raw + sizeof(size) > end)
@@ -81,7 +187,13 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 			return -EBADMSG;
 		v->raw = (const unsigned char *)raw + sizeof(size);
 		v->raw_size = size;
+		/* The u32 size and the data are padded to 8 bytes. */
+		after = raw + ((sizeof(size) + size + 7) & ~(size_t)7);
+		if (after > end)
+			return -EBADMSG;
 	}
+	if (p->cfg.stack_copy && decode_user_stack(after, end, v) < 0)
+		return -EBADMSG;
 
 	/* The callchain interleaves context markers with addresses. */
 	for (uint64_t i = 0; i < s->nr; i++) {
@@ -98,6 +210,13 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 				user[nu++] = ip;
 		}
 	}
+	if (v->has_regs) {
+		v->nr_kernel = nk;
+		v->nr_frames = unwind_user(p, v, nk, cb);
+		return 0;
+	}
+	if (p->cfg.stack_copy)
+		__atomic_add_fetch(&p->unwind.no_regs, 1, __ATOMIC_RELAXED);
 	if (nk == 0 && nu == 0 && s->ip) {
 		/* No callchain (e.g. a kernel that could not walk): the IP alone. */
 		if (h->misc & PERF_RECORD_MISC_KERNEL)
@@ -202,8 +321,14 @@ static void handle_sample_record(struct fr_perf *p, const struct perf_event_head
 				 const struct fr_perf_handler *cb, int64_t clock_offset)
 {
 	struct sample_view v;
+	int ret;
 
-	if (!cb->sample || p->sideband_only || decode_sample(p, h, &v) != 0)
+	if (!cb->sample || p->sideband_only)
+		return;
+	ret = decode_sample(p, h, cb, &v);
+	if (ret < 0 && p->cfg.stack_copy)
+		__atomic_add_fetch(&p->unwind.bad_records, 1, __ATOMIC_RELAXED);
+	if (ret != 0)
 		return;
 	if (p->offcpu)
 		handle_switch(p, &v, cb, clock_offset);
@@ -246,6 +371,9 @@ static void handle_mmap2(const struct perf_event_header *h, const struct fr_perf
 		bid_len = m->build_id_size <= 20 ? m->build_id_size : 20;
 	cb->mmap(cb->arg, m->pid, m->addr, m->len, m->pgoff, m->prot, path,
 		 bid_len ? m->build_id : NULL, bid_len);
+	if (!(h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) && cb->mmap_inode && (m->prot & PROT_EXEC))
+		cb->mmap_inode(cb->arg, m->pid, m->addr, makedev(m->maj, m->min), m->ino,
+			       m->ino_generation);
 }
 
 static void handle_comm(const struct perf_event_header *h, const struct fr_perf_handler *cb)

@@ -10,6 +10,15 @@
 #include <stdint.h>
 
 #include <linux/perf_event.h>
+#if defined(__x86_64__)
+#include <asm/perf_regs.h>
+#else
+/* Only x86-64 unwinds with CFI (the configuration refuses "dwarf"
+ * elsewhere); these keep the attr code compiling. */
+#define PERF_REG_X86_BP 6
+#define PERF_REG_X86_SP 7
+#define PERF_REG_X86_IP 8
+#endif
 
 #include "core/store/sample.h"
 #include "recorder/offcpu.h"
@@ -22,6 +31,14 @@
 #define SAMPLE_TYPE                                                              \
 	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | \
 	 PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN)
+
+/* A source with a stack copy (fr_perf_config.stack_copy) also asks for
+ * these, which the kernel writes after CALLCHAIN and RAW: the user
+ * registers the unwinder starts from (rbp, rsp, rip, in the mask's bit
+ * order) and the copy of the user stack. */
+#define SAMPLE_TYPE_UNWIND (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
+#define SAMPLE_REGS_UNWIND \
+	((1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) | (1ull << PERF_REG_X86_IP))
 
 struct cpu_ring {
 	int fd;
@@ -53,6 +70,8 @@ struct fr_perf {
 	/* offcpu and the side band: rings ordered by their next record's
 	 * time, for drains merged in time order across CPUs. */
 	unsigned *heap;
+	/* stack_copy sources: how their user stacks ended (atomics). */
+	struct fr_perf_unwind_stats unwind;
 	/* Records that wrap around the end of a ring are copied here. */
 	unsigned char wrap_buf[65536];
 	uint64_t ips[FR_MAX_FRAMES];

@@ -248,6 +248,8 @@ static struct fr_consumer *session_consumer(struct fr_sources *s,
 		c->events[c->nevents] = sess->events[e].event;
 		c->hz[c->nevents] =
 			sess->events[e].event == FR_EVENT_CPU && hz_fixed ? hz : sess->events[e].hz;
+		c->unwind[c->nevents] = (uint8_t)(sess->events[e].unwind + 1);
+		c->stack_copy[c->nevents] = sess->events[e].stack_copy;
 		c->nevents++;
 	}
 	return c;
@@ -288,12 +290,30 @@ void fr_sources_set_sessions(struct fr_sources *s, const struct fr_config *cfg, 
 
 /* ---- rate composition and reconcile ------------------------------------ */
 
-/* What the consumers want: the events and, for each, the highest rate. */
+/* What the consumers want: the events and, for each, the highest rate,
+ * and how its stacks are unwound: with a stack copy if any consumer asks
+ * for one (the largest asked), with frame pointers if all that say
+ * anything say so, as the event's default when nobody says. */
 struct wants {
 	unsigned n;
 	uint32_t event[FR_SOURCES_MAX];
 	uint32_t hz[FR_SOURCES_MAX];
+	bool dwarf[FR_SOURCES_MAX], fp[FR_SOURCES_MAX];
+	uint32_t stack_copy[FR_SOURCES_MAX];
 };
+
+/* The stack copy event k of `w` is to be opened with (0: frame pointers). */
+static uint32_t wanted_stack_copy(const struct wants *w, unsigned k)
+{
+	struct fr_config_event def = {.event = w->event[k]};
+
+	if (w->dwarf[k])
+		return w->stack_copy[k];
+	if (w->fp[k])
+		return 0;
+	fr_config_event_defaults(&def);
+	return def.stack_copy;
+}
 
 /* Adds what `c` wants to `w`. Under consumers_lock. */
 static void want_consumer(struct wants *w, const struct fr_consumer *c)
@@ -314,10 +334,19 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 				continue;
 			}
 			w->event[w->n] = c->events[e];
+			w->dwarf[w->n] = w->fp[w->n] = false;
+			w->stack_copy[w->n] = 0;
 			w->hz[w->n++] = 0;
 		}
 		if (c->hz[e] > w->hz[i])
 			w->hz[i] = c->hz[e];
+		if (c->unwind[e] == FR_CONFIG_UNWIND_DWARF + 1) {
+			w->dwarf[i] = true;
+			if (c->stack_copy[e] > w->stack_copy[i])
+				w->stack_copy[i] = c->stack_copy[e];
+		} else if (c->unwind[e] == FR_CONFIG_UNWIND_FP + 1) {
+			w->fp[i] = true;
+		}
 	}
 }
 
@@ -364,12 +393,27 @@ static int drop_unwanted(struct fr_sources *s, const struct wants *w, int *drain
 	return changed;
 }
 
+/* "user stacks by frame pointers" or "user stacks unwound from 8192-byte
+ * copies", for logs. */
+static const char *unwind_text(uint32_t stack_copy)
+{
+	static __thread char buf[64];
+
+	if (!stack_copy)
+		return "user stacks by frame pointers";
+	snprintf(buf, sizeof(buf), "user stacks unwound from %u-byte copies", stack_copy);
+	return buf;
+}
+
 /* Opens the perf event of `src` at `hz` (0: every context switch). On
  * failure the source stays in the table with the reason. Returns 1 if it
  * opened. */
-static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz, const char *name)
+static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
+		       uint32_t stack_copy, const char *name)
 {
-	struct fr_perf_config cfg = {.event = src->event, .hz = hz ? hz : 1};
+	struct fr_perf_config cfg = {.event = src->event,
+				     .hz = hz ? hz : 1,
+				     .stack_copy = stack_copy};
 	struct fr_perf *perf = NULL;
 	char err[256];
 	int ret = fr_perf_open(&perf, &cfg, err, sizeof(err));
@@ -386,17 +430,36 @@ static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
 		src->perf = perf;
 		src->error[0] = '\0';
 		src->hz = hz;
+		src->stack_copy = stack_copy;
 		src->since_ns = fr_now_real_ns();
 		if (hz)
-			fr_log_info("%s: recording at %u Hz", name, hz);
+			fr_log_info("%s: recording at %u Hz, %s", name, hz,
+				    unwind_text(stack_copy));
 		else
-			fr_log_info("%s: recording every context switch", name);
+			fr_log_info("%s: recording every context switch, %s", name,
+				    unwind_text(stack_copy));
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (ret < 0)
 		return 0;
 	watch(s, perf, 1);
 	return 1;
+}
+
+/* Closes an open source whose stack copy changed, after draining what its
+ * rings hold; open_source() opens it again. */
+static void close_for_reopen(struct fr_sources *s, struct fr_source *src, const char *name,
+			     int *drained)
+{
+	if (!(*drained)++)
+		fr_sources_drain(s);
+	fr_log_info("%s: user stacks change from %s; reopening", name,
+		    unwind_text(src->stack_copy));
+	watch(s, src->perf, 0);
+	pthread_mutex_lock(&s->lock);
+	fr_perf_close(src->perf);
+	src->perf = NULL;
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* Changes the rate of an open source to `hz`. */
@@ -432,6 +495,7 @@ int fr_sources_reconcile(struct fr_sources *s)
 	for (unsigned k = 0; k < w.n; k++) {
 		struct fr_source *src = fr_sources_find(s, w.event[k]);
 		uint32_t hz = fr_event_has_rate(w.event[k]) ? w.hz[k] : 0;
+		uint32_t stack_copy = wanted_stack_copy(&w, k);
 
 		fr_event_format(w.event[k], name, sizeof(name));
 		if (!src) {
@@ -441,8 +505,12 @@ int fr_sources_reconcile(struct fr_sources *s)
 			src->event = w.event[k];
 			pthread_mutex_unlock(&s->lock);
 		}
+		if (src->perf && stack_copy != src->stack_copy) {
+			close_for_reopen(s, src, name, &drained);
+			changed = 1;
+		}
 		if (!src->perf)
-			changed |= open_source(s, src, hz, name);
+			changed |= open_source(s, src, hz, stack_copy, name);
 		else if (hz && hz != src->hz)
 			retune(s, src, hz, name, &drained);
 	}

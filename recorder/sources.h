@@ -38,6 +38,7 @@ struct fr_source {
 	uint32_t event;
 	struct fr_perf *perf; /* NULL: could not be opened, see error */
 	uint32_t hz;	      /* the rate in force (0 for offcpu) */
+	uint32_t stack_copy;  /* bytes of user stack copied (0: frame pointers) */
 	char error[256];      /* why it is not recording; "" when it is */
 	int64_t since_ns;     /* Unix ns it started recording at this rate */
 	/* Counters (atomics). */
@@ -56,6 +57,11 @@ struct fr_consumer {
 	uint32_t nevents;
 	uint32_t events[FR_LIMIT_EVENTS];
 	uint32_t hz[FR_LIMIT_EVENTS];
+	/* How it wants the stacks of each event unwound: 0 no opinion (a
+	 * client: the event's default unless a session says), else
+	 * FR_CONFIG_UNWIND_* + 1, with the stack copy for dwarf. */
+	uint8_t unwind[FR_LIMIT_EVENTS];
+	uint32_t stack_copy[FR_LIMIT_EVENTS];
 	int64_t since_ns;
 };
 

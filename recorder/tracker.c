@@ -40,6 +40,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,7 +73,9 @@ struct map {
 	uint64_t start, end, pgoff;
 	struct path_entry *path;
 	uint8_t bid_len;
+	uint8_t inode; /* FR_TRACKER_INODE_* */
 	uint8_t bid[FR_BUILD_ID_MAX];
+	uint64_t dev, ino, ino_gen; /* when inode is set */
 };
 
 struct proc {
@@ -357,6 +360,42 @@ void fr_tracker_mmap(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_
 	add_map(p, start, start + len, pgoff, pe, build_id, build_id_len);
 }
 
+void fr_tracker_mmap_inode(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_t dev,
+			   uint64_t ino, uint64_t ino_generation)
+{
+	struct proc *p = find_proc(t, pid);
+	struct map *m;
+
+	if (!p || p->exited_gen || !(m = (struct map *)lookup_map(p, start)) || m->start != start)
+		return;
+	m->inode = FR_TRACKER_INODE_MMAP2;
+	m->dev = dev;
+	m->ino = ino;
+	m->ino_gen = ino_generation;
+}
+
+int fr_tracker_find_map(struct fr_tracker *t, uint32_t pid, uint64_t addr,
+			struct fr_tracker_map *out)
+{
+	struct proc *p = find_proc(t, pid);
+	const struct map *m;
+
+	if (!p || !(m = lookup_map(p, addr)))
+		return -ENOENT;
+	out->start = m->start;
+	out->end = m->end;
+	out->pgoff = m->pgoff;
+	out->path = m->path->path;
+	out->path_id = m->path;
+	out->build_id = m->bid_len ? m->bid : NULL;
+	out->build_id_len = m->bid_len;
+	out->inode = m->inode;
+	out->dev = m->dev;
+	out->ino = m->ino;
+	out->ino_generation = m->ino_gen;
+	return 0;
+}
+
 void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
 		     int64_t time_ns)
 {
@@ -495,20 +534,31 @@ static void scan_maps(struct fr_tracker *t, struct proc *p, const char *dir)
 		return;
 	p->nmaps = 0;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, off;
+		unsigned long long start, end, off, ino = 0;
+		unsigned maj = 0, min = 0;
 		char perms[8];
 		int name_at = 0;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off,
-			   &name_at) < 4)
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
+			   &maj, &min, &ino, &name_at) < 4)
 			continue;
 		if (perms[2] != 'x')
 			continue;
 		chomp(line + name_at);
 		const char *name = name_at ? line + name_at : "";
 		struct path_entry *pe = intern_path(t, name[0] ? name : "//anon");
-		if (pe)
-			add_map(p, start, end, off, pe, NULL, 0);
+		if (!pe)
+			continue;
+		add_map(p, start, end, off, pe, NULL, 0);
+		if (ino) {
+			struct map *m = (struct map *)lookup_map(p, start);
+
+			if (m && m->start == start) {
+				m->inode = FR_TRACKER_INODE_PROC;
+				m->dev = makedev(maj, min);
+				m->ino = ino;
+			}
+		}
 	}
 	fclose(f);
 }

@@ -39,6 +39,11 @@ void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const cha
 void fr_tracker_mmap(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_t len,
 		     uint64_t pgoff, uint32_t prot, const char *path, const uint8_t *build_id,
 		     uint8_t build_id_len);
+/* With an MMAP2 record that gave the file's inode rather than its build
+ * id: the executable mapping of `pid` that starts at `start` is of inode
+ * `ino` (generation `ino_generation`) on device `dev`. */
+void fr_tracker_mmap_inode(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_t dev,
+			   uint64_t ino, uint64_t ino_generation);
 void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
 		     int64_t time_ns);
 void fr_tracker_exit(struct fr_tracker *t, uint32_t pid, uint32_t tid, int64_t time_ns);
@@ -58,6 +63,30 @@ void fr_tracker_file_state(struct fr_tracker *t, uint32_t *pending, int64_t *bus
 
 /* The callbacks for fr_chunk_builder_seal(). */
 const struct fr_chunk_meta_ops *fr_tracker_ops(struct fr_tracker *t);
+
+/* An executable mapping as the unwinder's tables need it. Pointers are
+ * the tracker's, valid until the next side-band record. */
+struct fr_tracker_map {
+	uint64_t start, end, pgoff;
+	const char *path;	 /* "/usr/lib/...", "[vdso]", "//anon", ... */
+	const void *path_id;	 /* the same for every mapping of this path */
+	const uint8_t *build_id; /* the kernel's (MMAP2), NULL when it gave none */
+	uint8_t build_id_len;
+	uint8_t inode; /* FR_TRACKER_INODE_*: where dev/ino come from */
+	uint64_t dev, ino, ino_generation;
+};
+
+enum {
+	FR_TRACKER_INODE_NONE = 0,
+	FR_TRACKER_INODE_MMAP2, /* an MMAP2 record: with its generation */
+	FR_TRACKER_INODE_PROC,	/* /proc/PID/maps: no generation */
+};
+
+/* The executable mapping of `pid` that holds `addr`. Returns 0, or
+ * -ENOENT when the process or the mapping is not known. Never reads
+ * /proc: for the sampling path. */
+int fr_tracker_find_map(struct fr_tracker *t, uint32_t pid, uint64_t addr,
+			struct fr_tracker_map *out);
 
 /* Number of live processes and threads known. */
 uint32_t fr_tracker_nprocs(const struct fr_tracker *t);

@@ -2,6 +2,7 @@
 # The direction of dependencies between the parts, checked on includes:
 # each part may include only itself and the parts below it.
 #   core/util <- core/store <- core/query <- config, ipc <- recorder, tools
+#   core/util <- core/unwind <- recorder, tools
 # (linking each library's unit tests with only that library and those
 # below checks the calls the same way). Prints each violation and fails.
 set -eu
@@ -26,6 +27,7 @@ check() {
 bad=$(
 	check core/util
 	check core/store core/util
+	check core/unwind core/util
 	check core/query core/store core/util
 	check config core
 	check ipc core config

@@ -61,6 +61,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/store/sample.h"
 #include "core/util/compress.h"
 #include "core/util/limits.h"
 #include "core/query/targets.h"
@@ -146,6 +147,9 @@ struct fr_profile_event_result {
 	uint64_t samples_seen;		     /* in the window and target */
 	uint64_t samples_kept;		     /* after downsampling */
 	uint64_t lost, throttled, truncated; /* kernel counters in the window */
+	/* Kept samples whose user stack ends in a marker frame
+	 * (core/store/sample.h), by reason: unwinding stopped early. */
+	uint64_t unwind_stopped[FR_FRAME_MARK_COUNT];
 };
 
 struct fr_profile_result {

@@ -189,6 +189,10 @@ static int stack_locations(struct builder *b, const struct fr_chunk *c, uint32_t
 
 		if (j < st->nr_kernel) {
 			map = KERNEL_MAP;
+		} else if (FR_FRAME_IS_MARK(addr)) {
+			/* A marker frame: no mapping, its own address (named in
+			 * profile_symbolize()). */
+			lookup = addr;
 		} else {
 			const struct fr_chunk_map *m = fr_chunk_find_map(c, st->pid, addr);
 			if (m) {
@@ -252,6 +256,13 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 	ret = stack_locations(b, c, sid, &off, &nlocs);
 	if (ret < 0)
 		return ret;
+	if (c->stacks[sid].nr_frames > c->stacks[sid].nr_kernel) {
+		const struct fr_chunk_stack *st = &c->stacks[sid];
+		uint64_t root = c->frames[st->first + st->nr_frames - 1];
+
+		if (FR_FRAME_IS_MARK(root))
+			b->ev[e].res->unwind_stopped[FR_FRAME_MARK_REASON(root)]++;
+	}
 	h = mix64(((uint64_t)c->pid[i] << 32 | c->tid[i]) ^ mix64(cpu + 1) ^
 		  mix64((uint64_t)cgroup << 1));
 	h = hash_bytes(h, &b->arena[off], nlocs * sizeof(uint32_t));

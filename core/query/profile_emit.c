@@ -191,6 +191,10 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 				snprintf(buf, sizeof(buf), "%s+0x%" PRIx64,
 					 base ? base + 1 : m->path, l->addr - m->start + m->pgoff);
 			}
+		} else if (FR_FRAME_IS_MARK(l->addr)) {
+			/* Where the recorder's unwinding stopped, and why. */
+			snprintf(buf, sizeof(buf), "[truncated: %s]",
+				 fr_frame_mark_name(FR_FRAME_MARK_REASON(l->addr)));
 		} else {
 			snprintf(buf, sizeof(buf), "[unknown] 0x%" PRIx64, l->addr);
 		}
@@ -500,6 +504,35 @@ static void loss_comments(const struct builder *b, struct fr_pprof *p)
 	}
 }
 
+/* "cpu: unwinding stopped early in N of M samples: stack copy too small
+ * A, no unwind info B, ...": the reasons with a count, as the marker
+ * frames name them. */
+static void unwind_comments(const struct builder *b, struct fr_pprof *p)
+{
+	char line[512];
+
+	for (uint32_t e = 0; e < b->nev; e++) {
+		const struct fr_profile_event_result *er = b->ev[e].res;
+		uint64_t stopped = 0;
+		size_t n;
+
+		for (unsigned r = 1; r < FR_FRAME_MARK_COUNT; r++)
+			stopped += er->unwind_stopped[r];
+		if (!stopped)
+			continue;
+		n = (size_t)snprintf(line, sizeof(line),
+				     "%s: unwinding stopped early in %" PRIu64 " of %" PRIu64
+				     " samples:",
+				     b->ev[e].name, stopped, er->samples_kept);
+		for (unsigned r = 1; r < FR_FRAME_MARK_COUNT && n < sizeof(line); r++)
+			if (er->unwind_stopped[r])
+				n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %s %" PRIu64,
+						      n && line[n - 1] == ':' ? "" : ",",
+						      fr_frame_mark_name(r), er->unwind_stopped[r]);
+		comment(p, line);
+	}
+}
+
 /* "--children: N descendant processes of PID[,PID] included". */
 static void children_comment(const struct builder *b, struct fr_pprof *p)
 {
@@ -571,6 +604,7 @@ void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_r
 	if (res->warning[0])
 		comment(p, res->warning);
 	loss_comments(b, p);
+	unwind_comments(b, p);
 	if (res->chunks_skipped) {
 		snprintf(line, sizeof(line),
 			 "%" PRIu64

@@ -89,3 +89,16 @@ int fr_event_is_hardware(uint32_t event)
 	return FR_EVENT_IS_RAW(event) ||
 	       (event >= FR_EVENT_CYCLES && event <= FR_EVENT_BRANCH_MISSES);
 }
+
+const char *fr_frame_mark_name(unsigned reason)
+{
+	static const char *const names[FR_FRAME_MARK_COUNT] = {
+		[FR_FRAME_MARK_STACK_COPY] = "stack copy too small",
+		[FR_FRAME_MARK_NO_CFI] = "no unwind info",
+		[FR_FRAME_MARK_PENDING] = "unwind table not ready",
+		[FR_FRAME_MARK_BAD] = "bad unwind data",
+		[FR_FRAME_MARK_MAX_DEPTH] = "too many frames",
+	};
+
+	return reason > 0 && reason < FR_FRAME_MARK_COUNT ? names[reason] : "unknown";
+}

@@ -11,6 +11,28 @@
  * counted as truncated. */
 #define FR_MAX_FRAMES 127
 
+/* Marker frames. When a user stack could not be unwound to its outermost
+ * frame, the recorder appends one pseudo address as the root (last) user
+ * frame, saying why it stopped; the query side names it
+ * "[truncated: ...]" and counts it in a comment. The values are below the
+ * first page, where no code is ever mapped, and equal to the unwinder's
+ * enum fr_unwind_end (core/unwind/unwind.h; the recorder checks that they
+ * agree) times 16. */
+enum fr_frame_mark {
+	FR_FRAME_MARK_STACK_COPY = 1, /* the stack copy was too small */
+	FR_FRAME_MARK_NO_CFI,	      /* code without unwind information */
+	FR_FRAME_MARK_PENDING,	      /* its unwind table was not built yet */
+	FR_FRAME_MARK_BAD,	      /* the unwind data led nowhere sound */
+	FR_FRAME_MARK_MAX_DEPTH,      /* FR_MAX_FRAMES reached */
+	FR_FRAME_MARK_COUNT	      /* one past the last */
+};
+#define FR_FRAME_MARK_ADDR(end) ((uint64_t)(end)*16)
+#define FR_FRAME_IS_MARK(addr)                                                                  \
+	((addr) >= FR_FRAME_MARK_ADDR(1) && (addr) < FR_FRAME_MARK_ADDR(FR_FRAME_MARK_COUNT) && \
+	 ((addr)&15) == 0)
+/* The reason (enum fr_frame_mark) of a marker address. */
+#define FR_FRAME_MARK_REASON(addr) ((unsigned)((addr) / 16))
+
 /* Event identifiers as stored in chunks (one byte on disk is enough, the
  * column is a varint). The names and units are fixed by fr_event_name() and
  * fr_event_unit(); new events are appended, never renumbered. */
@@ -80,5 +102,10 @@ int fr_event_has_rate(uint32_t event);
 /* Whether an event is a hardware (PMU) event: cycles .. branch-misses and
  * raw events. */
 int fr_event_is_hardware(uint32_t event);
+
+/* What a marker frame's reason (enum fr_frame_mark) says: "stack copy too
+ * small", "no unwind info", "unwind table not ready", "bad unwind data",
+ * "too many frames"; "unknown" out of range. */
+const char *fr_frame_mark_name(unsigned reason);
 
 #endif

@@ -28,10 +28,13 @@ enum fr_cfa_kind {
 	FR_CFA_SP,	  /* CFA = rsp + cfa_off */
 	FR_CFA_FP,	  /* CFA = rbp + cfa_off */
 	FR_CFA_PLT,	  /* the PLT's expression: rsp + cfa_off, + 8 when
-			   * (rip & 15) >= 11 */
+			   * (rip & 15) >= fp_off (11 for the lazy PLT: from
+			   * there its stub has pushed the relocation index) */
 	FR_CFA_SIGNAL,	  /* a signal frame (__restore_rt): the interrupted
 			   * rsp, rip and rbp are loaded from rsp + cfa_off,
-			   * rsp + ra_off and rsp + fp_off */
+			   * rsp + cfa_off + 8 and rsp + fp_off (struct
+			   * sigcontext keeps rip right after rsp; a signal
+			   * frame whose CFI says otherwise is FR_CFA_UNDEF) */
 	FR_CFA_END,	  /* the outermost frame: return address undefined */
 };
 
@@ -47,7 +50,8 @@ struct fr_cfi_row {
 	uint32_t pc;	 /* link-time address - table->base */
 	int32_t cfa_off; /* see enum fr_cfa_kind */
 	int16_t fp_off;	 /* FR_FP_SAVED: offset from the CFA; FR_CFA_SIGNAL:
-			  * offset of the saved rbp from rsp */
+			  * offset of the saved rbp from rsp; FR_CFA_PLT:
+			  * the (rip & 15) from which 8 is added */
 	uint8_t kind;	 /* enum fr_cfa_kind */
 	uint8_t fp_rule; /* enum fr_fp_rule; FR_CFA_SIGNAL: unused */
 };
@@ -67,7 +71,7 @@ struct fr_cfi_table {
 	uint32_t nloads;
 	struct fr_cfi_load loads[FR_CFI_MAX_LOADS];
 	uint8_t build_id[64];
-	uint8_t build_id_len; /* 0: the file has none */
+	uint8_t build_id_len;	  /* 0: the file has none */
 	uint8_t from_debug_frame; /* rows came from .debug_frame */
 	struct fr_cfi_row rows[];
 };
@@ -90,7 +94,9 @@ size_t fr_cfi_size(const struct fr_cfi_table *t);
 /* The row covering link-time address `vaddr`, or NULL when none does
  * (outside [base, limit), or in a gap between FDEs: such a gap has an
  * FR_CFA_UNDEF row, so that a look-up never lands on the previous
- * function's row). Binary search, no allocation. */
+ * function's row). An FR_CFA_UNDEF row inside an FDE (a rule the table
+ * cannot express) gives NULL too: either way there is nothing to unwind
+ * with. Binary search, no allocation. */
 const struct fr_cfi_row *fr_cfi_lookup(const struct fr_cfi_table *t, uint64_t vaddr);
 
 /* File offset -> link-time address through the executable loads.

@@ -66,7 +66,9 @@ static inline int cfg_equal(const struct fr_config *a, const struct fr_config *b
 		}
 		for (uint32_t e = 0; e < x->nevents; e++)
 			if (x->events[e].event != y->events[e].event ||
-			    x->events[e].hz != y->events[e].hz)
+			    x->events[e].hz != y->events[e].hz ||
+			    x->events[e].unwind != y->events[e].unwind ||
+			    x->events[e].stack_copy != y->events[e].stack_copy)
 				return 0;
 	}
 	return 1;

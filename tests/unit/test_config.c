@@ -105,7 +105,7 @@ static const struct bad bad_configs[] = {
 	{"{\"sessions\":[{\"name\":\"a\",\"evnts\":[]}]}",
 	 SRC ": sessions[0].evnts: unknown key (accepted: name, targets, triggers, events, users)"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"rate\":9}]}]}",
-	 SRC ": sessions[0].events[0].rate: unknown key (accepted: event, hz)"},
+	 SRC ": sessions[0].events[0].rate: unknown key (accepted: event, hz, unwind, stack_copy)"},
 	{"{\"ring\":{\"size\":\"4MiB\",\"size\":\"8MiB\"}}", SRC ": ring.size: given twice"},
 	/* types */
 	{"{\"ring\":{\"size\":12}}",
@@ -357,6 +357,26 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].name: \"a/b\" has the character '/' (accepted: A-Z a-z 0-9 _ . -)"},
 	{"{\"sessions\":[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"a\"}]}",
 	 SRC ": sessions[2].name: \"a\" is already the name of sessions[0]"},
+	/* unwinding */
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"unwind\":\"lbr\"}]}]}",
+	 SRC ": sessions[0].events[0].unwind: must be \"dwarf\" or \"fp\", got \"lbr\""},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"unwind\":1}]}]}",
+	 SRC ": sessions[0].events[0].unwind: must be \"dwarf\" or \"fp\", got 1"},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"stack_copy\":\"256B\"}]}]}",
+	 SRC ": sessions[0].events[0].stack_copy: must be 512B..65528B (64KiB - 8), got \"256B\""},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"stack_copy\":\"64KiB\"}]}]}",
+	 SRC ": sessions[0].events[0].stack_copy: must be 512B..65528B (64KiB - 8), got \"64KiB\""},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"stack_copy\":8192}]}]}",
+	 SRC ": sessions[0].events[0].stack_copy: must be a size string like \"256MiB\", got 8192"},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"unwind\":\"fp\","
+	 "\"stack_copy\":\"8KiB\"}]}]}",
+	 SRC ": sessions[0].events[0].stack_copy: only used with \"unwind\": \"dwarf\"; leave it "
+	     "out with \"fp\""},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"stack_copy\":\"8KiB\"}]}]}",
+	 SRC ": sessions[0].events[0].stack_copy: only used with \"unwind\": \"dwarf\"; leave it "
+	     "out with \"fp\""},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"unwnd\":\"fp\"}]}]}", SRC
+	 ": sessions[0].events[0].unwnd: unknown key (accepted: event, hz, unwind, stack_copy)"},
 	{"{\"sessions\":[5]}", SRC
 	 ": sessions[0]: must be an object like {\"name\": \"always\", \"events\": [...]}, got 5"},
 };
@@ -562,9 +582,61 @@ static void test_more_events_than_a_dump_keeps(void)
 	}
 }
 
+/* "unwind" and "stack_copy": the defaults of each kind of event, what is
+ * written, rounding to the kernel's multiple of 8, and the round trip. */
+static void test_unwind(void)
+{
+	struct fr_config cfg;
+	const struct fr_config_event *ev;
+
+	if (parse_ok(&cfg, "{}", NULL) == 0) {
+		ev = &cfg.sessions[0].events[0];
+		CHECK(ev->event == FR_EVENT_CPU &&
+			      ev->unwind == (FR_CONFIG_HAS_DWARF ? FR_CONFIG_UNWIND_DWARF
+								 : FR_CONFIG_UNWIND_FP),
+		      "default cpu unwind %u", ev->unwind);
+		CHECK(ev->stack_copy == (FR_CONFIG_HAS_DWARF ? 8192u : 0u), "default copy %u",
+		      ev->stack_copy);
+		fr_config_fini(&cfg);
+	}
+	if (!FR_CONFIG_HAS_DWARF) {
+		char err[512];
+		const char *j = "{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\","
+				"\"unwind\":\"dwarf\"}]}]}";
+
+		CHECK(fr_config_parse(&cfg, j, strlen(j), SRC, err, sizeof(err)) == -EINVAL &&
+			      strstr(err, "only supported on x86-64"),
+		      "dwarf off x86-64: %s", err);
+		return;
+	}
+	if (parse_ok(&cfg,
+		     "{\"sessions\":[{\"name\":\"a\",\"events\":["
+		     "{\"event\":\"cpu\",\"stack_copy\":\"1001B\"},"
+		     "{\"event\":\"offcpu\"},"
+		     "{\"event\":\"page-faults\",\"unwind\":\"fp\"},"
+		     "{\"event\":\"cycles\",\"unwind\":\"dwarf\",\"stack_copy\":\"65528B\"}]},"
+		     "{\"name\":\"b\",\"events\":[{\"event\":\"offcpu\",\"unwind\":\"dwarf\"}]}]}",
+		     NULL) == 0) {
+		ev = cfg.sessions[0].events;
+		CHECK(ev[0].unwind == FR_CONFIG_UNWIND_DWARF && ev[0].stack_copy == 1008,
+		      "cpu 1001B: %u %u", ev[0].unwind, ev[0].stack_copy);
+		CHECK(ev[1].unwind == FR_CONFIG_UNWIND_FP && ev[1].stack_copy == 0,
+		      "offcpu default: %u %u", ev[1].unwind, ev[1].stack_copy);
+		CHECK(ev[2].unwind == FR_CONFIG_UNWIND_FP && ev[2].stack_copy == 0, "fp: %u %u",
+		      ev[2].unwind, ev[2].stack_copy);
+		CHECK(ev[3].unwind == FR_CONFIG_UNWIND_DWARF && ev[3].stack_copy == 65528,
+		      "largest copy: %u %u", ev[3].unwind, ev[3].stack_copy);
+		ev = cfg.sessions[1].events;
+		CHECK(ev[0].unwind == FR_CONFIG_UNWIND_DWARF && ev[0].stack_copy == 8192,
+		      "offcpu dwarf: %u %u", ev[0].unwind, ev[0].stack_copy);
+		fr_config_fini(&cfg);
+	}
+}
+
 int main(void)
 {
 	test_default();
+	test_unwind();
 	test_errors();
 	test_all_or_nothing();
 	test_oncall();

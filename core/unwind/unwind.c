@@ -1,0 +1,172 @@
+/* The table unwinder (see unwind.h): one step per frame, from the row that
+ * covers the frame's address to the caller's rip, rsp and rbp, with every
+ * load checked against the stack copy.
+ */
+#include "core/unwind/unwind.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+/* What a step returns when the unwind goes on. */
+#define STEP_ON (-1)
+
+struct frame {
+	uint64_t ip, sp, bp;
+	bool bp_known; /* an rbp rule said the caller's rbp is lost */
+	bool exact;    /* ip is no return address: look it up as is */
+};
+
+static bool load(const struct fr_unwind_stack *s, uint64_t addr, uint64_t *v)
+{
+	uint64_t off = addr - s->sp;
+
+	if (addr < s->sp || off > s->size || s->size - off < sizeof(*v))
+		return false;
+	memcpy(v, s->data + off, sizeof(*v));
+	return true;
+}
+
+/* A step with the frame pointer, for code without CFI: rbp must point
+ * into the copy, above the current frame, where a `push %rbp; mov %rsp,
+ * %rbp` prologue leaves the caller's rbp and the return address above
+ * it. */
+static int step_fp(const struct fr_unwind_stack *s, struct frame *f)
+{
+	uint64_t bp = f->bp, ra, caller_bp;
+
+	if (!f->bp_known || bp < f->sp || (bp & 7) || bp - s->sp >= s->size)
+		return FR_UNWIND_NO_CFI;
+	if (!load(s, bp, &caller_bp) || !load(s, bp + 8, &ra))
+		return FR_UNWIND_STACK_COPY;
+	f->ip = ra;
+	f->bp = caller_bp;
+	f->sp = bp + 16;
+	f->exact = false;
+	return STEP_ON;
+}
+
+/* The interrupted context of a signal frame, from the ucontext the
+ * kernel saved on the stack (rip follows rsp there, see cfi.c). */
+static int step_signal(const struct fr_unwind_stack *s, const struct fr_cfi_row *r, struct frame *f)
+{
+	uint64_t sp, ip, bp;
+
+	if (!load(s, f->sp + (uint64_t)(int64_t)r->cfa_off, &sp) ||
+	    !load(s, f->sp + (uint64_t)(int64_t)r->cfa_off + 8, &ip) ||
+	    !load(s, f->sp + (uint64_t)(int64_t)r->fp_off, &bp))
+		return FR_UNWIND_STACK_COPY;
+	f->ip = ip;
+	f->sp = sp;
+	f->bp = bp;
+	f->bp_known = true;
+	/* The interrupted instruction itself, not a return address. */
+	f->exact = true;
+	return STEP_ON;
+}
+
+static int step_row(const struct fr_unwind_stack *s, const struct fr_cfi_row *r, uint64_t vaddr,
+		    struct frame *f)
+{
+	uint64_t cfa, ra, bp = f->bp;
+
+	switch (r->kind) {
+	case FR_CFA_SP: cfa = f->sp + (uint64_t)(int64_t)r->cfa_off; break;
+	case FR_CFA_FP:
+		if (!f->bp_known)
+			return FR_UNWIND_BAD;
+		cfa = f->bp + (uint64_t)(int64_t)r->cfa_off;
+		break;
+	case FR_CFA_PLT:
+		/* fp_off holds the stub offset from which the index has been
+		 * pushed. */
+		cfa = f->sp + (uint64_t)(int64_t)r->cfa_off +
+		      ((vaddr & 15) >= (uint64_t)r->fp_off ? 8 : 0);
+		break;
+	case FR_CFA_SIGNAL: return step_signal(s, r, f);
+	case FR_CFA_END: return FR_UNWIND_DONE;
+	default: return FR_UNWIND_BAD;
+	}
+	if (!load(s, cfa - 8, &ra))
+		return FR_UNWIND_STACK_COPY;
+	if (r->kind == FR_CFA_SP || r->kind == FR_CFA_FP) {
+		if (r->fp_rule == FR_FP_SAVED && !load(s, cfa + (uint64_t)(int64_t)r->fp_off, &bp))
+			return FR_UNWIND_STACK_COPY;
+		if (r->fp_rule == FR_FP_UNDEF)
+			f->bp_known = false;
+		else if (r->fp_rule == FR_FP_SAVED)
+			f->bp_known = true;
+	}
+	f->ip = ra;
+	f->sp = cfa;
+	f->bp = bp;
+	f->exact = false;
+	return STEP_ON;
+}
+
+/* One frame: from f's registers to its caller's. */
+static int step(const struct fr_unwind_stack *s, fr_unwind_find_fn find, void *arg, bool first,
+		struct frame *f)
+{
+	uint64_t vaddr = 0;
+	int miss = 0;
+	const struct fr_cfi_table *t = find(arg, f->exact ? f->ip : f->ip - 1, &vaddr, &miss);
+	const struct fr_cfi_row *r;
+
+	if (!t) {
+		switch (miss) {
+		case FR_UNWIND_MISS_PENDING: return FR_UNWIND_PENDING;
+		case FR_UNWIND_MISS_NOCFI:
+		case FR_UNWIND_MISS_VDSO: return step_fp(s, f);
+		case FR_UNWIND_MISS_NOMAP:
+			/* The sampled instruction may be in anonymous code; a
+			 * return address into nothing is a wrong unwind. */
+			return first ? step_fp(s, f) : FR_UNWIND_BAD;
+		default: return FR_UNWIND_BAD;
+		}
+	}
+	r = fr_cfi_lookup(t, vaddr);
+	if (!r)
+		return FR_UNWIND_BAD;
+	return step_row(s, r, vaddr, f);
+}
+
+enum fr_unwind_end fr_unwind(const struct fr_unwind_regs *regs, const struct fr_unwind_stack *stack,
+			     fr_unwind_find_fn find, void *arg, uint64_t *ips, unsigned max,
+			     unsigned *n)
+{
+	struct frame f = {.ip = regs->ip,
+			  .sp = regs->sp,
+			  .bp = regs->bp,
+			  .bp_known = true,
+			  .exact = true};
+	int end;
+
+	*n = 0;
+	for (;;) {
+		uint64_t sp = f.sp;
+
+		if (*n == max)
+			return FR_UNWIND_MAX_DEPTH;
+		ips[(*n)++] = f.ip;
+		end = step(stack, find, arg, *n == 1, &f);
+		if (end != STEP_ON)
+			return (enum fr_unwind_end)end;
+		if (f.ip == 0)
+			return FR_UNWIND_DONE;
+		/* Each caller's frame is above its callee's: no progress
+		 * means the CFI (or the stack) lies, and would loop. */
+		if (f.sp <= sp)
+			return FR_UNWIND_BAD;
+	}
+}
+
+const char *fr_unwind_end_name(enum fr_unwind_end end)
+{
+	static const char *const names[FR_UNWIND_END_COUNT] = {
+		[FR_UNWIND_DONE] = "done",     [FR_UNWIND_STACK_COPY] = "stack copy",
+		[FR_UNWIND_NO_CFI] = "no cfi", [FR_UNWIND_PENDING] = "pending",
+		[FR_UNWIND_BAD] = "bad",       [FR_UNWIND_MAX_DEPTH] = "max depth",
+	};
+
+	return (unsigned)end < FR_UNWIND_END_COUNT ? names[end] : "unknown";
+}

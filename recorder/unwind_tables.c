@@ -1,0 +1,594 @@
+/* The machine's CFI tables (see unwind_tables.h).
+ *
+ * Two sides. The ingest thread owns the entries: a hash table of keys to
+ * states (pending, ready with its table, failed, dropped), which it alone
+ * reads and changes, so a look-up per frame takes no lock. The builder
+ * thread owns nothing but the job it works on: a queue of jobs and a list
+ * of finished ones under `lock` connect the two, and the ingest thread
+ * takes the finished ones once per drain (fr_unwind_tables_collect()).
+ *
+ * The builder reads a file on a deadline worker (core/util/worker.h): a
+ * read that misses FR_UNWIND_TABLES_READ_DEADLINE_NS is left to its worker
+ * and the table fails with -ETIMEDOUT, so later tables are not held up.
+ * Compiling the CFI (fr_cfi_build()) works on private memory only and runs
+ * on the builder itself.
+ *
+ * The structure is freed by whichever of the owner and the builder lets
+ * go last: shutdown waits at most a second for a builder busy compiling a
+ * large file.
+ */
+#include "recorder/unwind_tables.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/query/elf_image.h"
+#include "core/util/fs.h"
+#include "core/util/log.h"
+#include "core/util/worker.h"
+
+#define NBUCKETS 4096
+#define STOP_WAIT_MS 1000
+
+enum { KEY_BUILD_ID = 1, KEY_INODE, KEY_VDSO };
+enum { ST_PENDING, ST_READY, ST_FAILED, ST_DROPPED };
+
+/* What identifies a file's table; zeroed before it is filled, so that it
+ * compares and hashes as bytes. */
+struct key {
+	uint8_t kind;
+	uint8_t len; /* of bid */
+	uint8_t bid[FR_BUILD_ID_MAX];
+	uint32_t pid; /* KEY_INODE from /proc (no generation): the process */
+	uint64_t dev, ino, gen;
+	const void *path_id; /* KEY_INODE from /proc: the tracker's path */
+};
+
+struct entry {
+	struct entry *next;
+	struct key key;
+	uint32_t hash;
+	uint8_t state;
+	struct fr_cfi_table *table; /* ST_READY */
+	size_t bytes;
+	uint64_t last_use;
+};
+
+struct job {
+	struct job *next;
+	struct entry *entry; /* the ingest thread's; the builder never touches it */
+	struct key key;
+	uint32_t pid;
+	uint64_t start, end;
+	char *path;
+	/* The answer. */
+	struct fr_cfi_table *table;
+	int err;
+};
+
+struct fr_unwind_tables {
+	/* The ingest thread's. */
+	struct entry *buckets[NBUCKETS];
+	uint64_t clock; /* look-ups so far: the LRU's time */
+	uint64_t budget;
+	/* Shared, under lock. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* work queued, answer posted, builder gone */
+	struct job *queue, **queue_tail;
+	struct job *done, **done_tail;
+	unsigned refs; /* the owner's and the builder's */
+	bool stop, builder_gone;
+	/* The builder's. */
+	struct fr_worker *worker;
+	/* Counters (atomics). */
+	struct fr_unwind_tables_stats st;
+};
+
+static void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	fr_cfi_free(j->table);
+	free(j->path);
+	free(j);
+}
+
+static void destroy(struct fr_unwind_tables *u)
+{
+	for (struct job *j = u->queue, *n; j; j = n) {
+		n = j->next;
+		job_free(j);
+	}
+	for (struct job *j = u->done, *n; j; j = n) {
+		n = j->next;
+		job_free(j);
+	}
+	pthread_cond_destroy(&u->cond);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+}
+
+/* ---- the builder -------------------------------------------------------- */
+
+/* One file read on the deadline worker; freed by read_drop when the
+ * worker was abandoned, else by the builder. */
+struct read_call {
+	uint32_t pid;
+	uint64_t start, end;
+	char *path;
+	void *buf;
+	size_t size;
+	struct stat st;
+	int err;
+};
+
+static void read_drop(void *arg)
+{
+	struct read_call *rc = arg;
+
+	free(rc->buf);
+	free(rc->path);
+	free(rc);
+}
+
+/* Opens what `pid` maps at [start, end): the mapped inode, else the path
+ * in the process's root, else the path; the caller checks it is the file
+ * it wanted. */
+static int open_mapped(const struct read_call *rc, struct stat *st)
+{
+	char buf[4200];
+	int fd, pfd;
+
+	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%llx-%llx", rc->pid,
+		 (unsigned long long)rc->start, (unsigned long long)rc->end);
+	pfd = open(buf, O_PATH | O_CLOEXEC);
+	if (pfd >= 0) {
+		fd = fr_reopen_regular(pfd, FR_ELF_MAX_SIZE, st);
+		close(pfd);
+		return fd;
+	}
+	snprintf(buf, sizeof(buf), "/proc/%u/root", rc->pid);
+	fd = fr_open_untrusted(buf, rc->path, FR_ELF_MAX_SIZE, st);
+	if (fd < 0 && fd != -ELOOP && fd != -ENOEXEC && fd != -EFBIG)
+		fd = fr_open_untrusted(NULL, rc->path, FR_ELF_MAX_SIZE, st);
+	return fd;
+}
+
+/* The whole file into private memory. */
+static void read_file(void *arg)
+{
+	struct read_call *rc = arg;
+	ssize_t n;
+	int fd = open_mapped(rc, &rc->st);
+
+	if (fd < 0) {
+		rc->err = fd;
+		return;
+	}
+	rc->size = (size_t)rc->st.st_size;
+	rc->buf = malloc(rc->size ? rc->size : 1);
+	if (!rc->buf) {
+		rc->err = -ENOMEM;
+	} else {
+		n = fr_pread_full(fd, rc->buf, rc->size, 0);
+		/* A file cut short since its fstat is not the file mapped. */
+		rc->err = n < 0 ? (int)n : (size_t)n != rc->size ? -ESTALE : 0;
+	}
+	close(fd);
+}
+
+/* The daemon's own vDSO, copied: the same image every 64-bit process
+ * maps, and no file to read. Its size is that of the [vdso] line of
+ * /proc/self/maps. */
+static int read_vdso(void **buf, size_t *size)
+{
+	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	char line[512];
+	FILE *f;
+	int ret = -ENOENT;
+
+	if (!base)
+		return -ENOENT;
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end;
+
+		if (sscanf(line, "%llx-%llx", &start, &end) == 2 && start == base &&
+		    strstr(line, "[vdso]")) {
+			*size = (size_t)(end - start);
+			*buf = malloc(*size);
+			ret = *buf ? 0 : -ENOMEM;
+			if (*buf)
+				memcpy(*buf, (const void *)base, *size);
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* Reads the file of `j` on the worker; 0 with the bytes, or -errno. */
+static int build_read(struct fr_unwind_tables *u, struct job *j, void **buf, size_t *size)
+{
+	struct read_call *rc = calloc(1, sizeof(*rc));
+	int ret;
+
+	if (!rc || !(rc->path = strdup(j->path))) {
+		free(rc);
+		return -ENOMEM;
+	}
+	rc->pid = j->pid;
+	rc->start = j->start;
+	rc->end = j->end;
+	ret = fr_worker_call(&u->worker, read_file, read_drop, rc,
+			     FR_UNWIND_TABLES_READ_DEADLINE_NS);
+	if (ret == -ETIMEDOUT)
+		return ret; /* the worker frees rc when the read returns */
+	if (ret == 0)
+		ret = rc->err;
+	/* A file without a build id is known by its inode: what is at the
+	 * path now may be another. */
+	if (ret == 0 && j->key.kind == KEY_INODE &&
+	    (rc->st.st_dev != j->key.dev || rc->st.st_ino != j->key.ino))
+		ret = -ESTALE;
+	if (ret == 0) {
+		*buf = rc->buf;
+		*size = rc->size;
+		rc->buf = NULL;
+	}
+	read_drop(rc);
+	return ret;
+}
+
+static void build(struct fr_unwind_tables *u, struct job *j)
+{
+	void *buf = NULL;
+	size_t size = 0;
+	int ret;
+
+	ret = j->key.kind == KEY_VDSO ? read_vdso(&buf, &size) : build_read(u, j, &buf, &size);
+	if (ret == 0)
+		ret = fr_cfi_build(buf, size, &j->table);
+	free(buf);
+	/* A file read by its path must be the one the build id names. */
+	if (ret == 0 && j->key.kind == KEY_BUILD_ID &&
+	    (j->table->build_id_len != j->key.len ||
+	     memcmp(j->table->build_id, j->key.bid, j->key.len) != 0)) {
+		fr_cfi_free(j->table);
+		j->table = NULL;
+		ret = -ESTALE;
+	}
+	j->err = ret;
+}
+
+static void *builder_main(void *arg)
+{
+	struct fr_unwind_tables *u = arg;
+	bool last;
+
+	pthread_mutex_lock(&u->lock);
+	for (;;) {
+		struct job *j;
+
+		while (!u->queue && !u->stop)
+			pthread_cond_wait(&u->cond, &u->lock);
+		if (u->stop)
+			break;
+		j = u->queue;
+		u->queue = j->next;
+		if (!u->queue)
+			u->queue_tail = &u->queue;
+		pthread_mutex_unlock(&u->lock);
+
+		build(u, j);
+
+		pthread_mutex_lock(&u->lock);
+		j->next = NULL;
+		*u->done_tail = j;
+		u->done_tail = &j->next;
+		pthread_cond_broadcast(&u->cond);
+	}
+	fr_worker_free(u->worker);
+	u->worker = NULL;
+	u->builder_gone = true;
+	last = --u->refs == 0;
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+	if (last)
+		destroy(u);
+	return NULL;
+}
+
+/* ---- the ingest thread's side ------------------------------------------- */
+
+struct fr_unwind_tables *fr_unwind_tables_new(uint64_t budget)
+{
+	struct fr_unwind_tables *u = calloc(1, sizeof(*u));
+	pthread_attr_t ta;
+	pthread_t th;
+	int ret;
+
+	if (!u)
+		return NULL;
+	u->budget = budget;
+	u->queue_tail = &u->queue;
+	u->done_tail = &u->done;
+	u->refs = 2;
+	pthread_mutex_init(&u->lock, NULL);
+	fr_mono_cond_init(&u->cond);
+	pthread_attr_init(&ta);
+	pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&th, &ta, builder_main, u);
+	pthread_attr_destroy(&ta);
+	if (ret != 0) {
+		pthread_cond_destroy(&u->cond);
+		pthread_mutex_destroy(&u->lock);
+		free(u);
+		errno = ret;
+		return NULL;
+	}
+	return u;
+}
+
+void fr_unwind_tables_free(struct fr_unwind_tables *u)
+{
+	struct timespec deadline;
+	bool last;
+
+	if (!u)
+		return;
+	for (unsigned b = 0; b < NBUCKETS; b++) {
+		for (struct entry *e = u->buckets[b], *n; e; e = n) {
+			n = e->next;
+			fr_cfi_free(e->table);
+			free(e);
+		}
+		u->buckets[b] = NULL;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += STOP_WAIT_MS / 1000;
+	pthread_mutex_lock(&u->lock);
+	u->stop = true;
+	pthread_cond_broadcast(&u->cond);
+	while (!u->builder_gone &&
+	       pthread_cond_timedwait(&u->cond, &u->lock, &deadline) != ETIMEDOUT)
+		;
+	if (!u->builder_gone)
+		fr_log_warn("the unwind table builder is still busy; leaving it to finish alone");
+	last = --u->refs == 0;
+	pthread_mutex_unlock(&u->lock);
+	if (last)
+		destroy(u);
+}
+
+static uint32_t key_hash(const struct key *k)
+{
+	const unsigned char *p = (const unsigned char *)k;
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < sizeof(*k); i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+static void stat_add(uint64_t *counter, int64_t delta)
+{
+	__atomic_add_fetch(counter, (uint64_t)delta, __ATOMIC_RELAXED);
+}
+
+/* Drops ready tables, least recently used first, until the budget holds. */
+static void evict(struct fr_unwind_tables *u)
+{
+	while (__atomic_load_n(&u->st.bytes, __ATOMIC_RELAXED) > u->budget) {
+		struct entry *lru = NULL;
+
+		for (unsigned b = 0; b < NBUCKETS; b++)
+			for (struct entry *e = u->buckets[b]; e; e = e->next)
+				if (e->state == ST_READY && (!lru || e->last_use < lru->last_use))
+					lru = e;
+		if (!lru)
+			return;
+		stat_add(&u->st.bytes, -(int64_t)lru->bytes);
+		stat_add(&u->st.tables, -1);
+		stat_add(&u->st.evicted, 1);
+		fr_cfi_free(lru->table);
+		lru->table = NULL;
+		lru->bytes = 0;
+		lru->state = ST_DROPPED;
+	}
+}
+
+void fr_unwind_tables_collect(struct fr_unwind_tables *u)
+{
+	struct job *done;
+
+	pthread_mutex_lock(&u->lock);
+	done = u->done;
+	u->done = NULL;
+	u->done_tail = &u->done;
+	pthread_mutex_unlock(&u->lock);
+	if (!done)
+		return;
+	while (done) {
+		struct job *j = done;
+		struct entry *e = j->entry;
+
+		done = j->next;
+		stat_add(&u->st.pending, -1);
+		if (j->err == 0) {
+			e->table = j->table;
+			j->table = NULL;
+			e->bytes = fr_cfi_size(e->table);
+			e->state = ST_READY;
+			e->last_use = u->clock;
+			stat_add(&u->st.built, 1);
+			stat_add(&u->st.tables, 1);
+			stat_add(&u->st.bytes, (int64_t)e->bytes);
+			fr_log_debug("unwind table of %s: %u rows, %zu KiB", j->path,
+				     e->table->nrows, e->bytes >> 10);
+		} else {
+			/* Remembered: a sample that needs it counts "no unwind
+			 * info" rather than asking again. */
+			e->state = ST_FAILED;
+			stat_add(&u->st.failed, 1);
+			fr_log_info("no unwind table for %s: %s", j->path,
+				    j->err == -ENOENT	 ? "the file has no CFI"
+				    : j->err == -ENOEXEC ? "not an x86-64 ELF file"
+				    : j->err == -ESTALE	 ? "the file at its path is another one now"
+				    : j->err == -ETIMEDOUT ? "reading it took too long"
+							   : strerror(-j->err));
+		}
+		job_free(j);
+	}
+	evict(u);
+}
+
+/* The key of mapping `m`, or 0 when it has no file a table can be built
+ * from (anonymous memory, [vsyscall], a file known by neither build id
+ * nor inode). */
+static int map_key(uint32_t pid, const struct fr_tracker_map *m, struct key *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (strcmp(m->path, "[vdso]") == 0) {
+		k->kind = KEY_VDSO;
+		return 1;
+	}
+	if (m->path[0] != '/')
+		return 0;
+	if (m->build_id_len) {
+		k->kind = KEY_BUILD_ID;
+		k->len = m->build_id_len < FR_BUILD_ID_MAX ? m->build_id_len : FR_BUILD_ID_MAX;
+		memcpy(k->bid, m->build_id, k->len);
+		return 1;
+	}
+	if (m->inode == FR_TRACKER_INODE_NONE)
+		return 0;
+	k->kind = KEY_INODE;
+	k->dev = m->dev;
+	k->ino = m->ino;
+	if (m->inode == FR_TRACKER_INODE_MMAP2) {
+		k->gen = m->ino_generation;
+	} else {
+		/* Without the generation a freed and reused inode number could
+		 * name another file: keep such a table to its process. */
+		k->gen = UINT64_MAX;
+		k->pid = pid;
+		k->path_id = m->path_id;
+	}
+	return 1;
+}
+
+/* Queues the build of `e`. Returns 0, or -EAGAIN when too many wait. */
+static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
+		   const struct fr_tracker_map *m)
+{
+	struct job *j;
+
+	if (__atomic_load_n(&u->st.pending, __ATOMIC_RELAXED) >= FR_UNWIND_TABLES_MAX_PENDING)
+		return -EAGAIN;
+	j = calloc(1, sizeof(*j));
+	if (!j || !(j->path = strdup(m->path))) {
+		free(j);
+		return -ENOMEM;
+	}
+	j->entry = e;
+	j->key = e->key;
+	j->pid = pid;
+	j->start = m->start;
+	j->end = m->end;
+	e->state = ST_PENDING;
+	stat_add(&u->st.pending, 1);
+	pthread_mutex_lock(&u->lock);
+	*u->queue_tail = j;
+	u->queue_tail = &j->next;
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+	return 0;
+}
+
+/* The entry of `k`, created (and its build asked for) the first time. */
+static struct entry *get_entry(struct fr_unwind_tables *u, const struct key *k, uint32_t pid,
+			       const struct fr_tracker_map *m)
+{
+	uint32_t h = key_hash(k);
+	struct entry **b = &u->buckets[h % NBUCKETS], *e;
+
+	for (e = *b; e; e = e->next)
+		if (e->hash == h && memcmp(&e->key, k, sizeof(*k)) == 0)
+			break;
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return NULL;
+		e->key = *k;
+		e->hash = h;
+		e->state = ST_DROPPED; /* asked for just below */
+		e->next = *b;
+		*b = e;
+	}
+	if (e->state == ST_DROPPED)
+		request(u, e, pid, m); /* refused: asked again by a later sample */
+	return e;
+}
+
+const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uint32_t pid,
+						 const struct fr_tracker_map *m, uint64_t addr,
+						 uint64_t *vaddr, int *miss)
+{
+	struct key k;
+	struct entry *e;
+
+	if (!map_key(pid, m, &k)) {
+		*miss = FR_UNWIND_MISS_NOCFI;
+		return NULL;
+	}
+	e = get_entry(u, &k, pid, m);
+	if (!e || e->state == ST_PENDING || e->state == ST_DROPPED) {
+		*miss = FR_UNWIND_MISS_PENDING;
+		return NULL;
+	}
+	if (e->state == ST_FAILED) {
+		*miss = k.kind == KEY_VDSO ? FR_UNWIND_MISS_VDSO : FR_UNWIND_MISS_NOCFI;
+		return NULL;
+	}
+	e->last_use = ++u->clock;
+	if (fr_cfi_translate(e->table, addr - m->start + m->pgoff, vaddr) < 0) {
+		*miss = FR_UNWIND_MISS_NOCFI;
+		return NULL;
+	}
+	return e->table;
+}
+
+int fr_unwind_tables_settle(struct fr_unwind_tables *u, int timeout_ms)
+{
+	int64_t deadline = fr_now_mono_ns() + (int64_t)timeout_ms * 1000000;
+
+	for (;;) {
+		fr_unwind_tables_collect(u);
+		if (__atomic_load_n(&u->st.pending, __ATOMIC_RELAXED) == 0)
+			return 0;
+		if (fr_now_mono_ns() >= deadline)
+			return -ETIMEDOUT;
+		usleep(2000);
+	}
+}
+
+void fr_unwind_tables_stats(struct fr_unwind_tables *u, struct fr_unwind_tables_stats *out)
+{
+	const uint64_t *in = (const uint64_t *)&u->st;
+	uint64_t *o = (uint64_t *)out;
+
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+}

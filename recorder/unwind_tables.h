@@ -1,0 +1,86 @@
+/* The machine's CFI tables (core/unwind/cfi.h): one per binary, shared by
+ * every process that maps it, built on a thread of their own the first
+ * time a sample needs one, and looked up by the ingest thread for every
+ * frame it unwinds.
+ *
+ * A table is keyed by the build id of its file, or, for a file without
+ * one, by the mapped inode (device, inode number and generation as an
+ * MMAP2 record gives them; a mapping learned from /proc/PID/maps, which
+ * has no generation, also by its process and path): a deploy that puts
+ * a new binary at the same path never finds the old binary's table.
+ *
+ * The file is read through the mapped inode (/proc/PID/map_files/START-END),
+ * else the path under /proc/PID/root, opened with fr_open_untrusted() and
+ * then checked against the key (the build id in the file, or its device
+ * and inode); whole, into private memory, at most FR_ELF_MAX_SIZE bytes,
+ * on a deadline worker (core/util/worker.h), so a file on a FUSE mount
+ * that never answers costs only its own table. The vDSO, which has no
+ * file, is built once from the daemon's own: every 64-bit process maps
+ * the same kernel image.
+ *
+ * A table not built yet is a miss that says so (FR_UNWIND_MISS_PENDING);
+ * a file that could not be read or has no CFI is remembered as such
+ * (FR_UNWIND_MISS_NOCFI), its error logged once. Tables are kept within a
+ * memory budget: past it, the least recently used are dropped (and built
+ * again when needed). Only the ingest thread looks up, takes finished
+ * tables and drops them, so a look-up takes no lock.
+ */
+#ifndef FR_RECORDER_UNWIND_TABLES_H
+#define FR_RECORDER_UNWIND_TABLES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/unwind/cfi.h"
+#include "core/unwind/unwind.h"
+#include "recorder/tracker.h"
+
+/* Bytes all tables together may take (a table is ~12 bytes per row: libc
+ * ~0.4 MiB, a 50 MB C++ binary some tens of MiB). */
+#define FR_UNWIND_TABLES_BUDGET (256ull << 20)
+/* How long reading one file may take before it is given up. */
+#define FR_UNWIND_TABLES_READ_DEADLINE_NS (10 * 1000000000LL)
+/* Builds waiting beyond this are not asked for (the miss stays PENDING
+ * and is asked again by a later sample). */
+#define FR_UNWIND_TABLES_MAX_PENDING 1024
+
+struct fr_unwind_tables;
+
+struct fr_unwind_tables_stats {
+	uint64_t built;	  /* tables built */
+	uint64_t failed;  /* files without usable CFI, or unreadable */
+	uint64_t pending; /* builds waiting or running */
+	uint64_t evicted; /* tables dropped over the budget */
+	uint64_t tables;  /* tables held */
+	uint64_t bytes;	  /* their memory */
+};
+
+/* Starts the builder thread; tables take at most `budget` bytes. Returns
+ * NULL on failure. */
+struct fr_unwind_tables *fr_unwind_tables_new(uint64_t budget);
+
+/* Stops the builder (a file read stuck past its deadline is left to its
+ * worker) and frees every table. Accepts NULL. */
+void fr_unwind_tables_free(struct fr_unwind_tables *u);
+
+/* Takes the tables built since the last call, and drops the least
+ * recently used over the budget. Ingest thread, once per drain. */
+void fr_unwind_tables_collect(struct fr_unwind_tables *u);
+
+/* The table of mapping `m` of process `pid` for absolute address `addr`,
+ * and the address as a link-time address of the file in *vaddr; or NULL
+ * and the reason (enum fr_unwind_miss) in *miss, asking for the table to
+ * be built when it is the first time. Ingest thread; never blocks. */
+const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uint32_t pid,
+						 const struct fr_tracker_map *m, uint64_t addr,
+						 uint64_t *vaddr, int *miss);
+
+/* Waits until no build is waiting or running, at most `timeout_ms`, and
+ * takes what was built. Ingest thread (or a test). Returns 0 or
+ * -ETIMEDOUT. */
+int fr_unwind_tables_settle(struct fr_unwind_tables *u, int timeout_ms);
+
+/* The counters, from any thread. */
+void fr_unwind_tables_stats(struct fr_unwind_tables *u, struct fr_unwind_tables_stats *out);
+
+#endif

@@ -1,0 +1,259 @@
+/* The unwinder (core/unwind) on this very process, built without frame
+ * pointers: stacks captured at known points are unwound with the tables
+ * of every mapped file and compared, frame by frame, with glibc's
+ * backtrace() taken at the same point (libgcc's unwinder, independent of
+ * ours): a plain chain of calls, a chain through libc's qsort (libc has
+ * no frame pointers), a chain through a signal frame (the handler
+ * interrupting a spinning function), and a stack copy too small for the
+ * stack. */
+#include <execinfo.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "core/unwind/unwind.h"
+#include "tests/unit/check.h"
+#include "tests/unit/unwind_self.h"
+
+#define NOINLINE __attribute__((noinline, noclone))
+
+static struct self_maps maps;
+static struct self_snap snap;
+static size_t copy_size = SELF_STACK_COPY;
+static volatile int depth_sink;
+
+/* ---- a plain chain ---- */
+
+static NOINLINE int chain3(int x)
+{
+	self_capture(&snap, copy_size);
+	return x + depth_sink;
+}
+
+static NOINLINE int chain2(int x)
+{
+	return chain3(x * 3) + 1;
+}
+
+static NOINLINE int chain1(int x)
+{
+	return chain2(x + 7) * 2;
+}
+
+/* ---- through qsort ---- */
+
+/* Calls of the comparison function so far: the capture is at the 100th,
+ * well inside libc's merge sort of 64 elements (about 300 comparisons),
+ * and past the 63 direct calls with which a sanitizer's qsort()
+ * interceptor checks the array first. */
+static int cmp_calls;
+
+static NOINLINE int by_value(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	if (++cmp_calls == 100)
+		self_capture(&snap, copy_size);
+	return (x > y) - (x < y);
+}
+
+static NOINLINE int sort_some(int seed)
+{
+	int v[64];
+
+	for (int i = 0; i < 64; i++)
+		v[i] = (i * 37 + seed) % 64;
+	qsort(v, 64, sizeof(v[0]), by_value);
+	return v[0] + depth_sink;
+}
+
+static NOINLINE int sort_caller(int seed)
+{
+	return sort_some(seed + 1) + 1;
+}
+
+/* ---- through a signal frame ---- */
+
+static volatile sig_atomic_t signalled;
+
+static void on_prof(int sig)
+{
+	(void)sig;
+	if (!signalled) {
+		self_capture(&snap, copy_size);
+		signalled = 1;
+	}
+}
+
+static NOINLINE uint64_t spin(void)
+{
+	uint64_t n = 0;
+
+	while (!signalled)
+		n++;
+	return n;
+}
+
+static NOINLINE uint64_t spin_caller(void)
+{
+	return spin() + 1;
+}
+
+/* Unwinds the snapshot and compares with its backtrace(): every return
+ * address backtrace() found must be ours at the same position. bt[0] is
+ * in self_capture, after ours; a sanitizer's backtrace() interceptor may
+ * add its own frames before self_capture's caller, which are skipped.
+ * Returns how many frames were ours. */
+static unsigned unwind_and_compare(const char *what, enum fr_unwind_end *endp, uint64_t *ips)
+{
+	unsigned n = 0, match, skip = 0;
+	enum fr_unwind_end end =
+		fr_unwind(&snap.regs, &snap.stack, self_find, &maps, ips, SELF_MAX_BT, &n);
+	const uint64_t *bt;
+	int nbt;
+
+	*endp = end;
+	CHECK(n >= 2, "%s: %u frames (%s)", what, n, fr_unwind_end_name(end));
+	while (n >= 2 && (int)skip < snap.nbt - 2 && skip < 3 &&
+	       (uint64_t)(uintptr_t)snap.bt[1 + skip] != ips[1])
+		skip++;
+	bt = (const uint64_t *)(snap.bt + skip);
+	nbt = snap.nbt - (int)skip;
+	for (match = 1; match < n && (int)match < nbt; match++)
+		if (ips[match] != bt[match])
+			break;
+	/* backtrace() may go one frame further than the outermost with a
+	 * return address (_start's caller), or stop there. */
+	CHECK((int)match >= nbt - 1,
+	      "%s: frame %u: 0x%" PRIx64 ", backtrace 0x%" PRIx64 " (%u frames, backtrace %d, %s)",
+	      what, match, match < n ? ips[match] : 0, (int)match < nbt ? bt[match] : 0, n, nbt,
+	      fr_unwind_end_name(end));
+	if ((int)match < nbt - 1) {
+		for (unsigned i = 0; i < n || (int)i < nbt; i++)
+			fprintf(stderr, "  %2u ours 0x%" PRIx64 " backtrace 0x%" PRIx64 "\n", i,
+				i < n ? ips[i] : 0, (int)i < nbt ? bt[i] : 0);
+	}
+	return n;
+}
+
+/* Index of the first frame in [lo, hi), or -1. */
+static int frame_in(const uint64_t *ips, unsigned n, uintptr_t lo, uintptr_t hi)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (ips[i] >= lo && ips[i] < hi)
+			return (int)i;
+	return -1;
+}
+
+static void test_chain(void)
+{
+	uint64_t ips[SELF_MAX_BT];
+	enum fr_unwind_end end;
+	unsigned n;
+
+	chain1(1);
+	n = unwind_and_compare("chain", &end, ips);
+	CHECK(end == FR_UNWIND_DONE, "chain: ended %s after %u frames", fr_unwind_end_name(end), n);
+	/* self_capture, chain3, chain2, chain1, test_chain, main, libc's
+	 * start (two), _start */
+	CHECK(n >= 8, "chain: %u frames", n);
+}
+
+static void test_qsort(void)
+{
+	uint64_t ips[SELF_MAX_BT];
+	enum fr_unwind_end end;
+	const struct self_map *self;
+	unsigned n, in_libc = 0;
+	int at_sort;
+
+	cmp_calls = 0;
+	sort_caller(5);
+	n = unwind_and_compare("qsort", &end, ips);
+	CHECK(end == FR_UNWIND_DONE, "qsort: ended %s after %u frames", fr_unwind_end_name(end), n);
+	/* After the comparison function, frames of other files only (libc's
+	 * merge sort; a sanitizer's interceptor), at least one of libc, then
+	 * this program again: sort_some, which called qsort. */
+	self = self_map_of(&maps, (uint64_t)(uintptr_t)&sort_some);
+	for (at_sort = 2; at_sort < (int)n && self_map_of(&maps, ips[at_sort]) != self; at_sort++) {
+		const struct self_map *m = self_map_of(&maps, ips[at_sort]);
+
+		in_libc += m && strstr(m->path, "/libc.so") != NULL;
+	}
+	CHECK(at_sort >= 3 && at_sort < (int)n, "qsort: back in this program at frame %d of %u",
+	      at_sort, n);
+	CHECK(in_libc >= 1, "qsort: %u frames of libc after the callback", in_libc);
+}
+
+static void test_signal(void)
+{
+	uint64_t ips[SELF_MAX_BT];
+	enum fr_unwind_end end;
+	struct sigaction sa = {.sa_handler = on_prof};
+	struct itimerval it = {.it_value = {.tv_usec = 2000}, .it_interval = {.tv_usec = 2000}};
+	struct itimerval off = {0};
+	unsigned n;
+	int at_spin, at_caller;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPROF, &sa, NULL);
+	signalled = 0;
+	setitimer(ITIMER_PROF, &it, NULL);
+	spin_caller();
+	setitimer(ITIMER_PROF, &off, NULL);
+	signal(SIGPROF, SIG_IGN);
+	n = unwind_and_compare("signal", &end, ips);
+	CHECK(end == FR_UNWIND_DONE, "signal: ended %s after %u frames", fr_unwind_end_name(end),
+	      n);
+	/* The interrupted instruction in spin() (exactly, not a return
+	 * address), then its caller. */
+	at_spin = frame_in(ips, n, (uintptr_t)&spin, (uintptr_t)&spin + 64);
+	at_caller = frame_in(ips, n, (uintptr_t)&spin_caller, (uintptr_t)&spin_caller + 64);
+	CHECK(at_spin >= 2, "signal: no frame in spin()");
+	CHECK(at_caller == at_spin + 1, "signal: spin_caller at frame %d, spin at %d", at_caller,
+	      at_spin);
+}
+
+static void test_small_copy(void)
+{
+	uint64_t ips[SELF_MAX_BT];
+	enum fr_unwind_end end;
+	unsigned n = 0;
+
+	copy_size = 256;
+	chain1(2);
+	copy_size = SELF_STACK_COPY;
+	CHECK(snap.stack.size == 256, "small: copied %zu", snap.stack.size);
+	end = fr_unwind(&snap.regs, &snap.stack, self_find, &maps, ips, SELF_MAX_BT, &n);
+	CHECK(end == FR_UNWIND_STACK_COPY, "small: ended %s after %u frames",
+	      fr_unwind_end_name(end), n);
+	CHECK(n >= 1 && n < 8, "small: %u frames", n);
+	/* And at most `max` frames. */
+	chain1(3);
+	end = fr_unwind(&snap.regs, &snap.stack, self_find, &maps, ips, 3, &n);
+	CHECK(end == FR_UNWIND_MAX_DEPTH && n == 3, "max: ended %s after %u frames",
+	      fr_unwind_end_name(end), n);
+}
+
+int main(void)
+{
+	void *warm[4];
+	int err;
+
+	/* backtrace() loads libgcc_s on first use: before the maps are
+	 * read. */
+	backtrace(warm, 4);
+	err = self_maps_load(&maps);
+	if (err < 0) {
+		fprintf(stderr, "SKIP: /proc/self/maps: %s\n", strerror(-err));
+		return 77;
+	}
+	test_chain();
+	test_qsort();
+	test_signal();
+	test_small_copy();
+	self_maps_free(&maps);
+	return failures ? 1 : 0;
+}
