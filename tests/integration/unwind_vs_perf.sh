@@ -56,6 +56,19 @@ start_daemon --config "$T/config.json"
 run_case() {
 	local name=$1 require=$2 inlined=$3 min=$4 prog=$BUILD/tests/integration/$1 pid truth
 	echo "=== $name"
+	# A first, short run: the recorder builds a binary's unwind table the
+	# first time a sample needs it, and until then marks the samples in
+	# it "[truncated: unwind table not ready]" (the first 50-350 ms of CPU
+	# in each new binary here). The comparison is of the steady state,
+	# with every table built; what the cold run lost is printed.
+	"$prog" 1 0 >/dev/null &
+	pid=$!
+	wait "$pid" || fail "$name failed"
+	sleep 0.5
+	"$FLIGHTREC" attach --window 60s --pid "$pid" -o "$T/$name.cold.pb.gz" 2>"$T/attach.err" ||
+		{ cat "$T/attach.err"; fail "attach --pid $pid failed"; }
+	"$GO" tool pprof -symbolize=none -comments "$T/$name.cold.pb.gz" 2>/dev/null |
+		sed -n 's/^cpu: unwinding stopped/cold run: unwinding stopped/p'
 	"$prog" "$SECONDS_RUN" 1 >"$T/$name.out" &
 	pid=$!
 	perf record --no-buildid --no-buildid-cache -e cpu-clock -F 999 --call-graph "$perf_cg" \
