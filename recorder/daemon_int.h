@@ -65,6 +65,16 @@ struct daemon {
 	int stopping;
 	uint64_t barrier;
 	int64_t last_seal_mono;
+	int64_t unwind_wait_left; /* ns this drain may still wait for tables */
+	/* The mappings whose tables the last frames used, for the frames to
+	 * come (a stack goes back and forth between a few files). Valid for
+	 * one drain: emptied whenever tables or mappings may change. */
+	struct {
+		uint32_t pid;
+		uint64_t start, end, pgoff;
+		const struct fr_cfi_table *table;
+	} unwind_mru[4];
+	unsigned unwind_mru_n, unwind_mru_next;
 	/* What status shows of the ingest thread's progress (atomics): Unix
 	 * ns of the last drain and seal, CLOCK_MONOTONIC ns of the last
 	 * drain, stalls seen and flush barriers that timed out. */

@@ -111,7 +111,21 @@ static const struct fr_cfi_table *on_unwind_find(void *arg, uint32_t pid, uint64
 {
 	struct daemon *d = arg;
 	struct fr_tracker_map m;
+	const struct fr_cfi_table *t;
+	unsigned i;
 
+	for (i = 0; i < d->unwind_mru_n; i++) {
+		if (d->unwind_mru[i].pid == pid && addr >= d->unwind_mru[i].start &&
+		    addr < d->unwind_mru[i].end) {
+			t = d->unwind_mru[i].table;
+			if (fr_cfi_translate(t,
+					     addr - d->unwind_mru[i].start + d->unwind_mru[i].pgoff,
+					     vaddr) == 0)
+				return t;
+			*miss = FR_UNWIND_MISS_NOCFI;
+			return NULL;
+		}
+	}
 	if (fr_tracker_find_map(d->tracker, pid, addr, &m) < 0) {
 		*miss = FR_UNWIND_MISS_NOMAP;
 		return NULL;
@@ -120,7 +134,39 @@ static const struct fr_cfi_table *on_unwind_find(void *arg, uint32_t pid, uint64
 		*miss = FR_UNWIND_MISS_NOCFI;
 		return NULL;
 	}
-	return fr_unwind_tables_find(d->unwind_tables, pid, &m, addr, vaddr, miss);
+	t = fr_unwind_tables_find(d->unwind_tables, pid, &m, addr, vaddr, miss);
+	if (t) {
+		i = d->unwind_mru_next++ % (sizeof(d->unwind_mru) / sizeof(d->unwind_mru[0]));
+		d->unwind_mru[i].pid = pid;
+		d->unwind_mru[i].start = m.start;
+		d->unwind_mru[i].end = m.end;
+		d->unwind_mru[i].pgoff = m.pgoff;
+		d->unwind_mru[i].table = t;
+		if (d->unwind_mru_n <= i)
+			d->unwind_mru_n = i + 1;
+	}
+	return t;
+}
+
+/* How long one drain may wait, in all, for tables being built: a new
+ * program's first samples come with its first build. */
+#define UNWIND_WAIT_PER_DRAIN_NS (50 * 1000000LL)
+
+static int on_unwind_wait(void *arg)
+{
+	struct daemon *d = arg;
+	int64_t t0, waited;
+	int ret;
+
+	if (!d->unwind_tables || d->unwind_wait_left <= 0)
+		return 0;
+	t0 = fr_now_mono_ns();
+	ret = fr_unwind_tables_wait(d->unwind_tables, d->unwind_wait_left);
+	if (ret)
+		d->unwind_mru_n = 0; /* tables taken, others perhaps dropped */
+	waited = fr_now_mono_ns() - t0;
+	d->unwind_wait_left -= waited > 0 ? waited : 0;
+	return ret;
 }
 
 static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
@@ -184,6 +230,11 @@ static void before_drain(void *arg)
 	/* Tables built since the last drain serve this one. */
 	if (d->unwind_tables)
 		fr_unwind_tables_collect(d->unwind_tables);
+	d->unwind_wait_left = UNWIND_WAIT_PER_DRAIN_NS;
+	/* The side band drained next may change mappings; the collect above
+	 * may have dropped tables. */
+	d->unwind_mru_n = 0;
+	d->unwind_mru_next = 0;
 }
 
 void daemon_ingest_init(struct daemon *d)
@@ -198,6 +249,7 @@ void daemon_ingest_init(struct daemon *d)
 		.throttle = on_throttle,
 		.mmap_inode = on_mmap_inode,
 		.unwind_find = on_unwind_find,
+		.unwind_wait = on_unwind_wait,
 		.arg = d,
 	};
 	d->sources.before_drain = before_drain;

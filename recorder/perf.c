@@ -720,6 +720,14 @@ uint32_t fr_perf_stack_copy(const struct fr_perf *p)
 	return p->cfg.stack_copy;
 }
 
+int fr_perf_rings_too_small(const struct fr_perf *p, uint32_t hz)
+{
+	if (!p->cfg.stack_copy || p->offcpu || p->sideband_only || !p->ncpus)
+		return 0;
+	return ring_pages(hz, p->cfg.stack_copy, p->page_size) * p->page_size >
+	       p->rings[0].data_size;
+}
+
 void fr_perf_unwind_stats(const struct fr_perf *p, struct fr_perf_unwind_stats *out)
 {
 	const uint64_t *in = (const uint64_t *)&p->unwind;

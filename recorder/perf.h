@@ -85,6 +85,10 @@ struct fr_perf_handler {
 	 * NULL: such samples keep their kernel frames and the user IP. */
 	const struct fr_cfi_table *(*unwind_find)(void *arg, uint32_t pid, uint64_t addr,
 						  uint64_t *vaddr, int *miss);
+	/* Optional: an unwind stopped at a table not built yet; returns 1
+	 * when tables became ready since (after a short, bounded wait), and
+	 * the sample is unwound once more. */
+	int (*unwind_wait)(void *arg);
 	void *arg;
 };
 
@@ -141,6 +145,11 @@ void fr_perf_unwind_stats(const struct fr_perf *p, struct fr_perf_unwind_stats *
 
 /* The stack copy `p` was opened with (0: frame pointers). */
 uint32_t fr_perf_stack_copy(const struct fr_perf *p);
+
+/* Whether `p`'s rings, sized for the rate it was opened at, are too small
+ * for its stack copies at `hz` (a rate raised tenfold by a follower): such
+ * a source is reopened rather than retuned. */
+int fr_perf_rings_too_small(const struct fr_perf *p, uint32_t hz);
 
 /* Closes every descriptor and unmaps the rings; accepts NULL. */
 void fr_perf_close(struct fr_perf *p);

@@ -73,7 +73,9 @@ static int decode_user_stack(const char *at, const char *end, struct sample_view
 			return -EBADMSG;
 		memcpy(regs, at, sizeof(regs));
 		at += sizeof(regs);
-		v->has_regs = 1;
+		/* A 32-bit process's stack is not one x86-64 CFI describes:
+		 * its sample keeps the kernel frames and the IP. */
+		v->has_regs = abi == PERF_SAMPLE_REGS_ABI_64;
 		v->regs.bp = regs[0];
 		v->regs.sp = regs[1];
 		v->regs.ip = regs[2];
@@ -126,6 +128,8 @@ static uint16_t unwind_user(struct fr_perf *p, const struct sample_view *v, uint
 	}
 	/* One slot stays free for the marker. */
 	end = fr_unwind(&v->regs, &v->stack, find_table, &f, p->ips + nk, room - 1, &n);
+	if (end == FR_UNWIND_PENDING && cb->unwind_wait && cb->unwind_wait(cb->arg))
+		end = fr_unwind(&v->regs, &v->stack, find_table, &f, p->ips + nk, room - 1, &n);
 	if (end >= FR_UNWIND_END_COUNT)
 		end = FR_UNWIND_BAD;
 	__atomic_add_fetch(&p->unwind.stacks, 1, __ATOMIC_RELAXED);

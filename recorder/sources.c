@@ -446,14 +446,15 @@ static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
 	return 1;
 }
 
-/* Closes an open source whose stack copy changed, after draining what its
- * rings hold; open_source() opens it again. */
+/* Closes an open source whose stack copy changed, or whose rings are too
+ * small for its copies at a higher rate, after draining what its rings
+ * hold; open_source() opens it again. */
 static void close_for_reopen(struct fr_sources *s, struct fr_source *src, const char *name,
 			     int *drained)
 {
 	if (!(*drained)++)
 		fr_sources_drain(s);
-	fr_log_info("%s: user stacks change from %s; reopening", name,
+	fr_log_info("%s: reopening (was at %u Hz, %s)", name, src->hz,
 		    unwind_text(src->stack_copy));
 	watch(s, src->perf, 0);
 	pthread_mutex_lock(&s->lock);
@@ -505,7 +506,8 @@ int fr_sources_reconcile(struct fr_sources *s)
 			src->event = w.event[k];
 			pthread_mutex_unlock(&s->lock);
 		}
-		if (src->perf && stack_copy != src->stack_copy) {
+		if (src->perf && (stack_copy != src->stack_copy ||
+				  (hz > src->hz && fr_perf_rings_too_small(src->perf, hz)))) {
 			close_for_reopen(s, src, name, &drained);
 			changed = 1;
 		}
@@ -549,6 +551,36 @@ void fr_sources_describe(struct fr_sources *s, int failed, char *buf, size_t len
 	}
 }
 
+/* "unwind", "stack_copy" and, with a stack copy, "unwinding": how the
+ * user stacks ended (enum fr_unwind_end), samples without user
+ * registers, malformed records. Returns 0 out of memory. */
+static int add_unwind_json(cJSON *ev, const struct fr_source *src)
+{
+	static const char *const end_keys[FR_UNWIND_END_COUNT] = {
+		[FR_UNWIND_DONE] = "done",     [FR_UNWIND_STACK_COPY] = "stack_copy",
+		[FR_UNWIND_NO_CFI] = "no_cfi", [FR_UNWIND_PENDING] = "pending",
+		[FR_UNWIND_BAD] = "bad",       [FR_UNWIND_MAX_DEPTH] = "max_depth",
+	};
+	struct fr_perf_unwind_stats st;
+	cJSON *u, *ends;
+
+	cJSON_AddStringToObject(ev, "unwind", src->stack_copy ? "dwarf" : "fp");
+	if (!src->stack_copy)
+		return 1;
+	fr_ipc_add_int(ev, "stack_copy", src->stack_copy);
+	fr_perf_unwind_stats(src->perf, &st);
+	u = cJSON_AddObjectToObject(ev, "unwinding");
+	ends = u ? cJSON_AddObjectToObject(u, "ends") : NULL;
+	if (!ends)
+		return 0;
+	fr_ipc_add_int(u, "stacks", (int64_t)st.stacks);
+	for (int e = 0; e < FR_UNWIND_END_COUNT; e++)
+		fr_ipc_add_int(ends, end_keys[e], (int64_t)st.ends[e]);
+	fr_ipc_add_int(u, "no_user_regs", (int64_t)st.no_regs);
+	fr_ipc_add_int(u, "bad_records", (int64_t)st.bad_records);
+	return 1;
+}
+
 /* One element of "events". */
 static cJSON *source_json(const struct fr_source *src)
 {
@@ -572,6 +604,8 @@ static cJSON *source_json(const struct fr_source *src)
 		       (int64_t)__atomic_load_n(&src->throttled, __ATOMIC_RELAXED));
 	fr_ipc_add_int(ev, "truncated_stacks",
 		       (int64_t)__atomic_load_n(&src->truncated, __ATOMIC_RELAXED));
+	if (src->perf)
+		add_unwind_json(ev, src); /* out of memory: the reply goes without it */
 	return ev;
 }
 

@@ -196,6 +196,29 @@ static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
 	return 1;
 }
 
+/* "unwind_tables": the CFI tables stacks are unwound with
+ * (recorder/unwind_tables.h). */
+static int add_unwind_tables(struct daemon *d, cJSON *r)
+{
+	struct fr_unwind_tables_stats st;
+	cJSON *o;
+
+	if (!d->unwind_tables)
+		return 1;
+	o = cJSON_AddObjectToObject(r, "unwind_tables");
+	if (!o)
+		return 0;
+	fr_unwind_tables_stats(d->unwind_tables, &st);
+	fr_ipc_add_int(o, "built", (int64_t)st.built);
+	fr_ipc_add_int(o, "failed", (int64_t)st.failed);
+	fr_ipc_add_int(o, "pending", (int64_t)st.pending);
+	fr_ipc_add_int(o, "evicted", (int64_t)st.evicted);
+	fr_ipc_add_int(o, "tables", (int64_t)st.tables);
+	fr_ipc_add_int(o, "bytes", (int64_t)st.bytes);
+	fr_ipc_add_int(o, "budget", (int64_t)FR_UNWIND_TABLES_BUDGET);
+	return 1;
+}
+
 /* `status`: what the recorder is doing, its counters and its ring; to
  * `viewer` (who is not told where the configuration file is unless
  * privileged). */
@@ -229,7 +252,7 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 		       (int64_t)__atomic_load_n(&d->writer.write_errors, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
-	if (!add_ingest(d, r, now)) {
+	if (!add_ingest(d, r, now) || !add_unwind_tables(d, r)) {
 		cJSON_Delete(r);
 		return NULL;
 	}

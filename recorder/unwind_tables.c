@@ -78,6 +78,7 @@ struct job {
 struct fr_unwind_tables {
 	/* The ingest thread's. */
 	struct entry *buckets[NBUCKETS];
+	uint32_t nentries;
 	uint64_t clock; /* look-ups so far: the LRU's time */
 	uint64_t budget;
 	/* Shared, under lock. */
@@ -464,7 +465,9 @@ static int map_key(uint32_t pid, const struct fr_tracker_map *m, struct key *k)
 		k->kind = KEY_VDSO;
 		return 1;
 	}
-	if (m->path[0] != '/')
+	/* "//anon" (perf's name for anonymous memory), "[heap]", ...: no
+	 * file. */
+	if (m->path[0] != '/' || m->path[1] == '/')
 		return 0;
 	if (m->build_id_len) {
 		k->kind = KEY_BUILD_ID;
@@ -472,7 +475,7 @@ static int map_key(uint32_t pid, const struct fr_tracker_map *m, struct key *k)
 		memcpy(k->bid, m->build_id, k->len);
 		return 1;
 	}
-	if (m->inode == FR_TRACKER_INODE_NONE)
+	if (m->inode == FR_TRACKER_INODE_NONE || !m->ino)
 		return 0;
 	k->kind = KEY_INODE;
 	k->dev = m->dev;
@@ -517,7 +520,29 @@ static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
 	return 0;
 }
 
-/* The entry of `k`, created (and its build asked for) the first time. */
+/* Frees the entries that hold no table and wait for none (failed or
+ * dropped): forgetting a failure costs at most one more try. */
+static void sweep(struct fr_unwind_tables *u)
+{
+	for (unsigned b = 0; b < NBUCKETS; b++) {
+		for (struct entry **pp = &u->buckets[b]; *pp;) {
+			struct entry *e = *pp;
+
+			if (e->state == ST_FAILED || e->state == ST_DROPPED) {
+				*pp = e->next;
+				free(e);
+				u->nentries--;
+			} else {
+				pp = &e->next;
+			}
+		}
+	}
+}
+
+/* The entry of `k`, created (and its build asked for) the first time.
+ * NULL when out of memory or when FR_UNWIND_TABLES_MAX_ENTRIES hold
+ * tables or wait for them (a user mapping ever new files cannot grow the
+ * recorder without bound). */
 static struct entry *get_entry(struct fr_unwind_tables *u, const struct key *k, uint32_t pid,
 			       const struct fr_tracker_map *m)
 {
@@ -528,9 +553,14 @@ static struct entry *get_entry(struct fr_unwind_tables *u, const struct key *k, 
 		if (e->hash == h && memcmp(&e->key, k, sizeof(*k)) == 0)
 			break;
 	if (!e) {
+		if (u->nentries >= FR_UNWIND_TABLES_MAX_ENTRIES)
+			sweep(u);
+		if (u->nentries >= FR_UNWIND_TABLES_MAX_ENTRIES)
+			return NULL;
 		e = calloc(1, sizeof(*e));
 		if (!e)
 			return NULL;
+		u->nentries++;
 		e->key = *k;
 		e->hash = h;
 		e->state = ST_DROPPED; /* asked for just below */
@@ -568,6 +598,28 @@ const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uin
 		return NULL;
 	}
 	return e->table;
+}
+
+int fr_unwind_tables_wait(struct fr_unwind_tables *u, int64_t max_ns)
+{
+	struct timespec deadline;
+	int64_t ns;
+	bool any;
+
+	if (max_ns <= 0 || __atomic_load_n(&u->st.pending, __ATOMIC_RELAXED) == 0)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	ns = deadline.tv_nsec + max_ns;
+	deadline.tv_sec += ns / 1000000000;
+	deadline.tv_nsec = ns % 1000000000;
+	pthread_mutex_lock(&u->lock);
+	while (!u->done && pthread_cond_timedwait(&u->cond, &u->lock, &deadline) != ETIMEDOUT)
+		;
+	any = u->done != NULL;
+	pthread_mutex_unlock(&u->lock);
+	if (any)
+		fr_unwind_tables_collect(u);
+	return any;
 }
 
 int fr_unwind_tables_settle(struct fr_unwind_tables *u, int timeout_ms)

@@ -43,6 +43,11 @@
 /* Builds waiting beyond this are not asked for (the miss stays PENDING
  * and is asked again by a later sample). */
 #define FR_UNWIND_TABLES_MAX_PENDING 1024
+/* Files known at once (about 150 bytes each, and the table of those that
+ * have one). Beyond it, those without a table are forgotten first. */
+#ifndef FR_UNWIND_TABLES_MAX_ENTRIES
+#define FR_UNWIND_TABLES_MAX_ENTRIES 65536 /* a test builds with fewer */
+#endif
 
 struct fr_unwind_tables;
 
@@ -74,6 +79,13 @@ void fr_unwind_tables_collect(struct fr_unwind_tables *u);
 const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uint32_t pid,
 						 const struct fr_tracker_map *m, uint64_t addr,
 						 uint64_t *vaddr, int *miss);
+
+/* Waits up to `max_ns` for builds asked for to finish, and takes those
+ * that did. Returns 1 when a table (or a failure) was taken, else 0.
+ * Ingest thread: a sample whose table is pending is unwound again after
+ * it, so that a program's first samples, taken before any table of its
+ * binaries existed, are not all truncated (builds take milliseconds). */
+int fr_unwind_tables_wait(struct fr_unwind_tables *u, int64_t max_ns);
 
 /* Waits until no build is waiting or running, at most `timeout_ms`, and
  * takes what was built. Ingest thread (or a test). Returns 0 or

@@ -44,6 +44,34 @@ static void print_ingest(const cJSON *in)
 	}
 }
 
+/* "unwind:   dwarf, 8192-byte stack copies: 1520 stacks, 1490 whole,
+ * stopped early: 30 (stack copy 2, no cfi 20, pending 8, bad 0, max depth
+ * 0)". */
+static void print_unwinding(const cJSON *ev)
+{
+	const cJSON *u = cJSON_GetObjectItemCaseSensitive(ev, "unwinding");
+	const cJSON *ends = cJSON_GetObjectItemCaseSensitive(u, "ends");
+
+	if (!u || !ends)
+		return;
+	printf("unwind:   %s with %.0f-byte stack copies: %.0f stacks, %.0f whole; stopped early: "
+	       "stack copy %.0f, no cfi %.0f, pending %.0f, bad %.0f, max depth %.0f\n",
+	       fr_cli_str(ev, "event"), fr_cli_num(ev, "stack_copy"), fr_cli_num(u, "stacks"),
+	       fr_cli_num(ends, "done"), fr_cli_num(ends, "stack_copy"), fr_cli_num(ends, "no_cfi"),
+	       fr_cli_num(ends, "pending"), fr_cli_num(ends, "bad"), fr_cli_num(ends, "max_depth"));
+}
+
+static void print_unwind_tables(const cJSON *t)
+{
+	if (!t)
+		return;
+	printf("tables:   %.0f CFI tables (%.1f MiB of %.0f MiB), %.0f built, %.0f failed, %.0f "
+	       "pending, %.0f dropped\n",
+	       fr_cli_num(t, "tables"), fr_cli_num(t, "bytes") / 1048576.0,
+	       fr_cli_num(t, "budget") / 1048576.0, fr_cli_num(t, "built"), fr_cli_num(t, "failed"),
+	       fr_cli_num(t, "pending"), fr_cli_num(t, "evicted"));
+}
+
 static void print_status(const cJSON *r)
 {
 	const cJSON *events = cJSON_GetObjectItemCaseSensitive(r, "events"), *ev;
@@ -68,7 +96,9 @@ static void print_status(const cJSON *r)
 		       fr_cli_num(r, "cpus"), fr_cli_str(ev, "stacks"), fr_cli_num(ev, "samples"),
 		       fr_cli_num(ev, "lost"), fr_cli_num(ev, "throttled"),
 		       fr_cli_num(ev, "truncated_stacks"));
+		print_unwinding(ev);
 	}
+	print_unwind_tables(cJSON_GetObjectItemCaseSensitive(r, "unwind_tables"));
 	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(r, "consumers")) {
 		char wants[256];
 

@@ -83,6 +83,14 @@ static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lin
 	t0 = mono_ns();
 	n = fr_dwarf_lines_lookup(dw, elf_addr, fr, FR_DWARF_MAX_FRAMES);
 	*spent_ns += mono_ns() - t0;
+	if (n == -ENOENT) {
+		/* The file's DWARF says nothing of this address (_start, from
+		 * an object built without -g): that is all there is to know,
+		 * so it does not make the mapping's lines incomplete. Whole
+		 * user stacks reach such frames. */
+		m->nnamed--;
+		return 0;
+	}
 	if (n <= 0 || !fr[0].file || !fr[0].line)
 		return 0;
 	if (b->nlines + (uint32_t)n > b->lines_cap) {

@@ -21,12 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rows one FDE may have: the largest functions of libLLVM have a few
- * thousand. */
-#define MAX_FDE_ROWS 16384
+/* Rows one FDE may have: the largest function of libclang-cpp.so.14 has
+ * 2,636, of libc 105. */
+#define MAX_FDE_ROWS 8192
 /* Bytes of CFI instructions libdw may interpret for one file, beyond a
- * multiple of the section's size (a real file needs a few times its
- * section: most FDEs have few rows). */
+ * multiple of the section's size: real files need 12 to 26 times their
+ * section (libc, python3, libLLVM), most FDEs having few rows. libdw
+ * interprets about a byte a nanosecond. */
 #define WORK_BASE (256ull << 20)
 #define WORK_PER_BYTE 64
 
@@ -262,10 +263,12 @@ static int walk_fde(struct builder *b, const struct fde *f, uint64_t pc)
 		}
 		compile_row(fr, signal, &row);
 		free(fr);
+		/* A row that does not cover pc (libdw found another FDE):
+		 * nothing trustworthy for the rest of this one. */
+		if (start > pc || end <= pc)
+			return add_row(b, pc, &undef);
 		if ((err = add_row(b, pc, &row)) < 0)
 			return err;
-		if (end <= pc)
-			return -EBADMSG;
 		pc = end < f->end ? end : f->end;
 	}
 	return 0;
@@ -396,6 +399,8 @@ static int compile_section(Elf *elf, struct builder *b, const char *name)
 		dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
 		b->cfi = dw ? dwarf_getcfi(dw) : NULL;
 	}
+	/* After dwarf_begin_elf(), which decompresses a compressed
+	 * .debug_frame in place: the walk reads what libdw reads. */
 	if (b->cfi && (s.data = elf_getdata(scn, NULL)) && s.data->d_buf)
 		err = compile(b, &s);
 	if (b->cfi && s.eh)

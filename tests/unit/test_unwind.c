@@ -5,7 +5,8 @@
  * ours): a plain chain of calls, a chain through libc's qsort (libc has
  * no frame pointers), a chain through a signal frame (the handler
  * interrupting a spinning function), and a stack copy too small for the
- * stack. */
+ * stack. And, on a stack made here, the frame-pointer steps through code
+ * without CFI and the other ends of an unwind. */
 #include <execinfo.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -237,6 +238,93 @@ static void test_small_copy(void)
 	      fr_unwind_end_name(end), n);
 }
 
+/* ---- frame pointers where there is no CFI, and the other ends ---- */
+
+#define FAKE_SP 0x7ff000000000ull
+
+/* What the look-up answers: NOCFI (code without CFI, JIT code say) up
+ * to `nocfi_below`, `miss` above. */
+struct fake_find {
+	uint64_t nocfi_below;
+	int miss;
+};
+
+static const struct fr_cfi_table *fake_find(void *arg, uint64_t addr, uint64_t *vaddr, int *miss)
+{
+	const struct fake_find *f = arg;
+
+	*vaddr = addr;
+	*miss = addr < f->nocfi_below ? FR_UNWIND_MISS_NOCFI : f->miss;
+	return NULL;
+}
+
+static void put_frame(uint8_t *stack, uint64_t at, uint64_t bp, uint64_t ra)
+{
+	memcpy(stack + (at - FAKE_SP), &bp, 8);
+	memcpy(stack + (at - FAKE_SP) + 8, &ra, 8);
+}
+
+/* A chain of rbp-linked frames (a JIT's, say) in a stack of 256 bytes:
+ * 0x1000 <- 0x2000 <- 0x3000 <- `last_ra` with `last_bp` saved. */
+static enum fr_unwind_end fake_unwind(uint64_t last_bp, uint64_t last_ra, uint64_t bp,
+				      const struct fake_find *f, unsigned max, uint64_t *ips,
+				      unsigned *n)
+{
+	static uint8_t data[256];
+	struct fr_unwind_regs regs = {.ip = 0x1000, .sp = FAKE_SP, .bp = bp};
+	struct fr_unwind_stack st = {.sp = FAKE_SP, .data = data, .size = sizeof(data)};
+
+	put_frame(data, FAKE_SP + 32, FAKE_SP + 96, 0x2000);
+	put_frame(data, FAKE_SP + 96, FAKE_SP + 160, 0x3000);
+	put_frame(data, FAKE_SP + 160, last_bp, last_ra);
+	return fr_unwind(&regs, &st, fake_find, (void *)(uintptr_t)f, ips, max, n);
+}
+
+static void test_ends(void)
+{
+	struct fake_find nocfi = {.nocfi_below = UINT64_MAX};
+	struct fake_find pending = {.nocfi_below = 0, .miss = FR_UNWIND_MISS_PENDING};
+	struct fake_find nomap = {.nocfi_below = 0x1800, .miss = FR_UNWIND_MISS_NOMAP};
+	uint64_t ips[8], bp = FAKE_SP + 32;
+	enum fr_unwind_end end;
+	unsigned n;
+
+	/* The chain ends with a zero return address: whole. */
+	end = fake_unwind(0, 0, bp, &nocfi, 8, ips, &n);
+	CHECK(end == FR_UNWIND_DONE && n == 3 && ips[0] == 0x1000 && ips[1] == 0x2000 &&
+		      ips[2] == 0x3000,
+	      "fp: %s, %u frames", fr_unwind_end_name(end), n);
+	/* The last saved rbp points out of the copy: the walk stops there. */
+	end = fake_unwind(FAKE_SP + 4096, 0x4000, bp, &nocfi, 8, ips, &n);
+	CHECK(end == FR_UNWIND_NO_CFI && n == 4 && ips[3] == 0x4000, "fp out: %s, %u frames",
+	      fr_unwind_end_name(end), n);
+	/* A saved rbp below the frame would go back down the stack. */
+	end = fake_unwind(FAKE_SP + 8, 0x4000, bp, &nocfi, 8, ips, &n);
+	CHECK(end == FR_UNWIND_NO_CFI && n == 4, "fp down: %s, %u frames", fr_unwind_end_name(end),
+	      n);
+	/* rbp misaligned, or not in the copy at all, from the start. */
+	end = fake_unwind(0, 0, bp + 1, &nocfi, 8, ips, &n);
+	CHECK(end == FR_UNWIND_NO_CFI && n == 1, "fp misaligned: %s, %u frames",
+	      fr_unwind_end_name(end), n);
+	end = fake_unwind(0, 0, 0x1234, &nocfi, 8, ips, &n);
+	CHECK(end == FR_UNWIND_NO_CFI && n == 1, "fp elsewhere: %s, %u frames",
+	      fr_unwind_end_name(end), n);
+	/* The table is not built yet. */
+	end = fake_unwind(0, 0, bp, &pending, 8, ips, &n);
+	CHECK(end == FR_UNWIND_PENDING && n == 1, "pending: %s, %u frames", fr_unwind_end_name(end),
+	      n);
+	/* A return address into no mapping is a wrong unwind. */
+	end = fake_unwind(0, 0, bp, &nomap, 8, ips, &n);
+	CHECK(end == FR_UNWIND_BAD && n == 2, "nomap: %s, %u frames", fr_unwind_end_name(end), n);
+	/* At most `max` frames. */
+	end = fake_unwind(0, 0, bp, &nocfi, 2, ips, &n);
+	CHECK(end == FR_UNWIND_MAX_DEPTH && n == 2, "max: %s, %u frames", fr_unwind_end_name(end),
+	      n);
+	for (int e = 0; e < FR_UNWIND_END_COUNT; e++)
+		CHECK(strcmp(fr_unwind_end_name((enum fr_unwind_end)e), "unknown") != 0,
+		      "end %d has no name", e);
+}
+
 int main(void)
 {
 	void *warm[4];
@@ -254,6 +342,7 @@ int main(void)
 	test_qsort();
 	test_signal();
 	test_small_copy();
+	test_ends();
 	self_maps_free(&maps);
 	return failures ? 1 : 0;
 }

@@ -1,8 +1,10 @@
 /* The CFI tables (core/unwind/cfi.c) of real files: this test program
  * (built without frame pointers, calling libc through its PLT), libc (its
- * signal trampoline), a copy of a program without .eh_frame (argv[1]:
- * -ENOENT) and one whose only CFI is .debug_frame (argv[2]); bytes that
- * are no x86-64 ELF file (-ENOEXEC). */
+ * signal trampoline), the vDSO's image in memory, a copy of a program
+ * without .eh_frame (argv[1]: -ENOENT) and one whose only CFI is
+ * .debug_frame (argv[2]; argv[3] compressed with zlib); bytes that are
+ * no x86-64 ELF file (-ENOEXEC); and FDEs made to cost the builder as
+ * much as they can. */
 #include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -108,6 +110,44 @@ static void test_libc(void)
 	CHECK(signal == 1, "libc: %u signal rows", signal);
 }
 
+/* The vDSO has no file, but its image is in every process's memory, the
+ * same for all of them on one kernel: a recorder can compile its own
+ * copy (and match the build id) for the [vdso] of the processes it
+ * samples. */
+static void test_vdso(void)
+{
+	const struct self_map *m = NULL;
+	struct fr_cfi_table *t = NULL;
+	const struct fr_cfi_row *r;
+	uint8_t *copy;
+	size_t size;
+	int err;
+
+	for (int i = 0; i < maps.n && !m; i++)
+		if (strcmp(maps.map[i].path, "[vdso]") == 0)
+			m = &maps.map[i];
+	if (!m) {
+		fprintf(stderr, "no [vdso] mapped: not tested\n");
+		return;
+	}
+	/* The executable mapping is the whole image (data pages aside). */
+	size = (size_t)(m->end - m->start);
+	copy = malloc(size);
+	if (!copy)
+		return;
+	memcpy(copy, (const void *)(uintptr_t)m->start, size);
+	err = fr_cfi_build(copy, size, &t);
+	CHECK(err == 0, "vdso: %d", err);
+	if (t) {
+		check_invariants("vdso", t);
+		CHECK(t->build_id_len == 20, "vdso: build id of %u bytes", t->build_id_len);
+		r = fr_cfi_lookup(t, t->base);
+		CHECK(r && r->kind == FR_CFA_SP && r->cfa_off == 8, "vdso: first row");
+	}
+	fr_cfi_free(t);
+	free(copy);
+}
+
 static void test_not_elf(void)
 {
 	static const char text[] = "#!/bin/sh\necho this is no ELF file\n";
@@ -156,6 +196,133 @@ static void test_file(const char *path, int want, int from_debug_frame)
 	free(data);
 }
 
+/* ---- hostile FDEs, in a minimal ELF file made here ---- */
+
+#define H_EH_OFF 0x100 /* .eh_frame at this offset and address */
+#define H_FUNC 0x10000 /* the FDE's function */
+
+static size_t put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+	return 4;
+}
+
+/* .eh_frame: a CIE (CFA = rsp + 8, return address at CFA - 8) and one
+ * FDE covering 1 GiB from H_FUNC whose instructions are `nadv`
+ * DW_CFA_advance_loc 1: a row per byte, as many as there are bytes. */
+static size_t hostile_eh_frame(uint8_t *p, size_t nadv)
+{
+	static const uint8_t cie[] = {0,    0, 0,    0,	 1, 'z',  'R',
+				      0,    1, 0x78, 16, 1, 0x1b, /* pcrel | sdata4 */
+				      0x0c, 7, 8,		  /* def_cfa rsp 8 */
+				      0x90, 1, 0,    0 /* offset r16 cfa-8, nops */};
+	size_t n = 0, fde, len;
+
+	n += put32(p + n, sizeof(cie));
+	memcpy(p + n, cie, sizeof(cie));
+	n += sizeof(cie);
+	fde = n;
+	len = 4 + 4 + 4 + 1 + nadv;
+	len = (len + 3) & ~(size_t)3;
+	n += put32(p + n, (uint32_t)len);
+	n += put32(p + n, (uint32_t)(n - 0)); /* back to the CIE at 0 */
+	n += put32(p + n, (uint32_t)(H_FUNC - (H_EH_OFF + n)));
+	n += put32(p + n, 1u << 30);
+	p[n++] = 0; /* no augmentation data */
+	memset(p + n, 0x41, nadv);
+	memset(p + n + nadv, 0, fde + 4 + len - (n + nadv));
+	n = fde + 4 + len;
+	n += put32(p + n, 0); /* terminator */
+	return n;
+}
+
+/* An x86-64 ELF file: one executable load of 2 GiB (its size is only a
+ * number here), .eh_frame and .shstrtab. Returns its size. */
+static size_t hostile_elf(uint8_t *buf, size_t nadv)
+{
+	static const char names[] = "\0.eh_frame\0.shstrtab";
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)buf;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(buf + sizeof(*eh));
+	size_t eh_len = hostile_eh_frame(buf + H_EH_OFF, nadv);
+	size_t names_off = H_EH_OFF + eh_len, sh_off = (names_off + sizeof(names) + 7) & ~7ul;
+	Elf64_Shdr *sh = (Elf64_Shdr *)(buf + sh_off);
+
+	memset(buf, 0, H_EH_OFF);
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_DYN;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_shoff = sh_off;
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 1;
+	eh->e_shentsize = sizeof(*sh);
+	eh->e_shnum = 3;
+	eh->e_shstrndx = 2;
+	*ph = (Elf64_Phdr){.p_type = PT_LOAD,
+			   .p_flags = PF_R | PF_X,
+			   .p_filesz = 2ul << 30,
+			   .p_memsz = 2ul << 30,
+			   .p_align = 4096};
+	memcpy(buf + names_off, names, sizeof(names));
+	memset(sh, 0, 3 * sizeof(*sh));
+	sh[1] = (Elf64_Shdr){.sh_name = 1,
+			     .sh_type = SHT_PROGBITS,
+			     .sh_flags = SHF_ALLOC,
+			     .sh_addr = H_EH_OFF,
+			     .sh_offset = H_EH_OFF,
+			     .sh_size = eh_len,
+			     .sh_addralign = 8};
+	sh[2] = (Elf64_Shdr){.sh_name = 11,
+			     .sh_type = SHT_STRTAB,
+			     .sh_offset = names_off,
+			     .sh_size = sizeof(names),
+			     .sh_addralign = 1};
+	return sh_off + 3 * sizeof(*sh);
+}
+
+/* A function of many rows stops being unwound after 8192 of them (the
+ * rest of it is undefined), and a file whose rows would take too much
+ * interpreting is refused (-EFBIG): either way the builder's work is
+ * bounded, whatever the FDE claims. */
+static void test_hostile(void)
+{
+	size_t cap = 64 << 10;
+	uint8_t *buf = malloc(cap);
+	struct fr_cfi_table *t = NULL;
+	const struct fr_cfi_row *r;
+	size_t size;
+	int err;
+
+	if (!buf)
+		return;
+	/* 20,000 one-byte rows (all alike) from a 20 KB FDE. */
+	size = hostile_elf(buf, 20000);
+	err = fr_cfi_build(buf, size, &t);
+	CHECK(err == 0, "many rows: %d", err);
+	if (t) {
+		check_invariants("many rows", t);
+		r = fr_cfi_lookup(t, H_FUNC + 100);
+		CHECK(r && r->kind == FR_CFA_SP && r->cfa_off == 8, "many rows: row at +100");
+		CHECK(fr_cfi_lookup(t, H_FUNC + 9000) == NULL, "many rows: a row past 8192");
+		CHECK(t->limit == 1u << 30 || t->limit == H_FUNC + (1u << 30),
+		      "many rows: limit 0x%" PRIx64, t->limit);
+		fr_cfi_free(t);
+		t = NULL;
+	}
+	/* 40,000 from a 40 KB FDE: 8192 look-ups of 40 KB each is more
+	 * than the file may cost. */
+	size = hostile_elf(buf, 40000);
+	err = fr_cfi_build(buf, size, &t);
+	CHECK(err == -EFBIG && !t, "costly rows: %d", err);
+	fr_cfi_free(t);
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	int err = self_maps_load(&maps);
@@ -166,10 +333,13 @@ int main(int argc, char **argv)
 	}
 	test_self();
 	test_libc();
+	test_vdso();
 	test_not_elf();
-	if (argc >= 3) {
+	test_hostile();
+	if (argc >= 4) {
 		test_file(argv[1], -ENOENT, 0);
 		test_file(argv[2], 0, 1);
+		test_file(argv[3], 0, 1);
 	} else {
 		fprintf(stderr, "objcopy missing: files without .eh_frame not tested\n");
 	}

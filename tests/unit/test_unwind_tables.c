@@ -1,0 +1,215 @@
+/* The machine's CFI tables (recorder/unwind_tables.c), on this test's own
+ * mappings: a table is asked for on the first look-up (pending), built
+ * off the caller's thread and taken at the next collect; keyed by build
+ * id or by inode, and a file that is not the one the key names (another
+ * build id, another inode) fails and is remembered as without CFI; the
+ * vDSO's table comes from the process's own image; anonymous memory has
+ * none; over the memory budget, tables are dropped and built again. */
+#include "recorder/unwind_tables.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "recorder/buildids.h"
+#include "tests/unit/check.h"
+
+/* The executable mapping of /proc/self/maps that holds `addr`, as the
+ * tracker would have it from /proc (inode, no build id). */
+static int self_map(uint64_t addr, struct fr_tracker_map *m, char *path, size_t len)
+{
+	char line[4608];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off, ino;
+		unsigned maj, min;
+		char perms[8];
+		int name_at = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
+			   &maj, &min, &ino, &name_at) < 7 ||
+		    perms[2] != 'x' || addr < start || addr >= end)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(path, len, "%s", name_at ? line + name_at : "");
+		*m = (struct fr_tracker_map){.start = start,
+					     .end = end,
+					     .pgoff = off,
+					     .path = path,
+					     .path_id = path,
+					     .inode = ino ? FR_TRACKER_INODE_MMAP2
+							  : FR_TRACKER_INODE_NONE,
+					     .dev = makedev(maj, min),
+					     .ino = ino};
+		found = 1;
+	}
+	fclose(f);
+	return found ? 0 : -1;
+}
+
+static const struct fr_cfi_table *find(struct fr_unwind_tables *u, const struct fr_tracker_map *m,
+				       uint64_t addr, int *miss)
+{
+	uint64_t vaddr = 0;
+
+	*miss = 0;
+	return fr_unwind_tables_find(u, (uint32_t)getpid(), m, addr, &vaddr, miss);
+}
+
+/* Asks, waits for the build, asks again: the table, or NULL with *miss. */
+static const struct fr_cfi_table *
+find_built(struct fr_unwind_tables *u, const struct fr_tracker_map *m, uint64_t addr, int *miss)
+{
+	const struct fr_cfi_table *t = find(u, m, addr, miss);
+
+	if (t || *miss != FR_UNWIND_MISS_PENDING)
+		return t;
+	CHECK(fr_unwind_tables_settle(u, 20000) == 0, "the build did not finish in 20 s");
+	return find(u, m, addr, miss);
+}
+
+static void test_keys(void)
+{
+	struct fr_unwind_tables *u = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	uint64_t addr = (uint64_t)(uintptr_t)&test_keys;
+	struct fr_tracker_map m, other;
+	struct fr_unwind_tables_stats st;
+	const struct fr_cfi_table *t;
+	uint8_t bid[FR_BUILD_ID_MAX];
+	char path[4096];
+	int miss, n;
+
+	if (!u || self_map(addr, &m, path, sizeof(path)) < 0) {
+		CHECK(0, "no tables or no mapping of this test");
+		fr_unwind_tables_free(u);
+		return;
+	}
+	/* By inode: pending first, then the table, shared by a second ask. */
+	t = find(u, &m, addr, &miss);
+	CHECK(!t && miss == FR_UNWIND_MISS_PENDING, "first look-up: %p, miss %d", (void *)t, miss);
+	t = find_built(u, &m, addr, &miss);
+	CHECK(t && t->nrows > 0, "by inode: no table (miss %d)", miss);
+	fr_unwind_tables_stats(u, &st);
+	CHECK(st.built == 1 && st.tables == 1 && st.bytes > 0 && st.pending == 0,
+	      "stats: built %llu tables %llu bytes %llu pending %llu", (unsigned long long)st.built,
+	      (unsigned long long)st.tables, (unsigned long long)st.bytes,
+	      (unsigned long long)st.pending);
+
+	/* By build id: another key, the same file, a table of its own. */
+	n = fr_buildid_read_mapped((uint32_t)getpid(), m.start, m.end, path, bid, sizeof(bid));
+	CHECK(n > 0, "no build id for %s: %d", path, n);
+	if (n > 0) {
+		other = m;
+		other.build_id = bid;
+		other.build_id_len = (uint8_t)n;
+		t = find_built(u, &other, addr, &miss);
+		CHECK(t && t->build_id_len == n && memcmp(t->build_id, bid, (size_t)n) == 0,
+		      "by build id: no table of that build id (miss %d)", miss);
+		/* A build id the file does not have: refused, remembered. */
+		bid[0] ^= 0xff;
+		t = find_built(u, &other, addr, &miss);
+		CHECK(!t && miss == FR_UNWIND_MISS_NOCFI, "another build id: %p, miss %d",
+		      (void *)t, miss);
+		t = find(u, &other, addr, &miss);
+		CHECK(!t && miss == FR_UNWIND_MISS_NOCFI, "the failure is not remembered: miss %d",
+		      miss);
+	}
+	/* An inode the mapped file does not have. */
+	other = m;
+	other.ino ^= 1;
+	t = find_built(u, &other, addr, &miss);
+	CHECK(!t && miss == FR_UNWIND_MISS_NOCFI, "another inode: %p, miss %d", (void *)t, miss);
+	/* Anonymous memory and a file known by neither build id nor inode. */
+	other = m;
+	other.path = "//anon";
+	t = find(u, &other, addr, &miss);
+	CHECK(!t && miss == FR_UNWIND_MISS_NOCFI, "anonymous memory: miss %d", miss);
+	other = m;
+	other.inode = FR_TRACKER_INODE_NONE;
+	t = find(u, &other, addr, &miss);
+	CHECK(!t && miss == FR_UNWIND_MISS_NOCFI, "no key: miss %d", miss);
+	fr_unwind_tables_stats(u, &st);
+	CHECK(st.failed == 2, "%llu failures, want 2", (unsigned long long)st.failed);
+	fr_unwind_tables_free(u);
+}
+
+/* The vDSO: no file, its table from this process's image. */
+static void test_vdso(void)
+{
+	struct fr_unwind_tables *u = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	struct fr_tracker_map m = {0};
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int miss, found = 0;
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		unsigned long long start, end;
+
+		if (strstr(line, "[vdso]") && sscanf(line, "%llx-%llx", &start, &end) == 2) {
+			m = (struct fr_tracker_map){.start = start, .end = end, .path = "[vdso]"};
+			found = 1;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (!found || !u) {
+		printf("no vDSO here; skipped\n");
+		fr_unwind_tables_free(u);
+		return;
+	}
+	/* Somewhere in its first page of code. */
+	const struct fr_cfi_table *t = find_built(u, &m, m.start + 0x800, &miss);
+
+	CHECK(t && t->nrows > 0, "vDSO: no table (miss %d)", miss);
+	fr_unwind_tables_free(u);
+}
+
+/* A budget smaller than one table: built, dropped at once, asked again. */
+static void test_budget(void)
+{
+	struct fr_unwind_tables *u = fr_unwind_tables_new(1);
+	uint64_t addr = (uint64_t)(uintptr_t)&test_budget;
+	struct fr_unwind_tables_stats st;
+	struct fr_tracker_map m;
+	char path[4096];
+	int miss;
+
+	if (!u || self_map(addr, &m, path, sizeof(path)) < 0) {
+		CHECK(0, "no tables or no mapping of this test");
+		fr_unwind_tables_free(u);
+		return;
+	}
+	CHECK(!find_built(u, &m, addr, &miss) && miss == FR_UNWIND_MISS_PENDING,
+	      "over the budget: a table was kept (miss %d)", miss);
+	fr_unwind_tables_settle(u, 20000);
+	fr_unwind_tables_stats(u, &st);
+	CHECK(st.built == 2 && st.evicted == 2 && st.tables == 0 && st.bytes == 0,
+	      "built %llu evicted %llu tables %llu bytes %llu", (unsigned long long)st.built,
+	      (unsigned long long)st.evicted, (unsigned long long)st.tables,
+	      (unsigned long long)st.bytes);
+	fr_unwind_tables_free(u);
+}
+
+int main(void)
+{
+#if !defined(__x86_64__)
+	printf("CFI tables are x86-64 only; skipped\n");
+	return 77;
+#endif
+	test_keys();
+	test_vdso();
+	test_budget();
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("unwind_tables: all checks passed\n");
+	return 0;
+}
