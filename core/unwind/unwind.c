@@ -89,12 +89,19 @@ static int step_row(const struct fr_unwind_stack *s, const struct fr_cfi_row *r,
 	if (!load(s, cfa - 8, &ra))
 		return FR_UNWIND_STACK_COPY;
 	if (r->kind == FR_CFA_SP || r->kind == FR_CFA_FP) {
-		if (r->fp_rule == FR_FP_SAVED && !load(s, cfa + (uint64_t)(int64_t)r->fp_off, &bp))
-			return FR_UNWIND_STACK_COPY;
+		uint64_t slot = cfa + (uint64_t)(int64_t)r->fp_off;
+
+		/* A slot below rsp was popped already (an epilogue after
+		 * `pop %rbp`, where GCC's CFI still names the save): rbp
+		 * holds the caller's value again, and the slot is not in the
+		 * copy, which starts at rsp. */
+		if (r->fp_rule == FR_FP_SAVED && slot >= f->sp) {
+			if (!load(s, slot, &bp))
+				return FR_UNWIND_STACK_COPY;
+			f->bp_known = true;
+		}
 		if (r->fp_rule == FR_FP_UNDEF)
 			f->bp_known = false;
-		else if (r->fp_rule == FR_FP_SAVED)
-			f->bp_known = true;
 	}
 	f->ip = ra;
 	f->sp = cfa;

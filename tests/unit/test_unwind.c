@@ -325,6 +325,56 @@ static void test_ends(void)
 		      "end %d has no name", e);
 }
 
+/* ---- an epilogue after `pop %rbp` (regression) ---- */
+
+/* A table of two functions at 0x10000: one stopped in its epilogue,
+ * after `pop %rbp` (CFA = rsp + 8, and the CFI, as GCC writes it, still
+ * saying rbp is saved at CFA - 48, now below rsp), and its caller, the
+ * outermost frame. */
+static const struct fr_cfi_table *epilogue_find(void *arg, uint64_t addr, uint64_t *vaddr,
+						int *miss)
+{
+	const struct fr_cfi_table *t = arg;
+
+	*vaddr = addr;
+	if (addr < t->base || addr >= t->limit) {
+		*miss = FR_UNWIND_MISS_NOMAP;
+		return NULL;
+	}
+	return t;
+}
+
+static void test_epilogue(void)
+{
+	static uint8_t data[64];
+	struct fr_cfi_table *t = calloc(1, sizeof(*t) + 2 * sizeof(struct fr_cfi_row));
+	struct fr_unwind_regs regs = {.ip = 0x10010, .sp = FAKE_SP, .bp = 0xabc0};
+	struct fr_unwind_stack st = {.sp = FAKE_SP, .data = data, .size = sizeof(data)};
+	uint64_t ra = 0x10101, ips[4];
+	enum fr_unwind_end end;
+	unsigned n = 0;
+
+	if (!t) {
+		CHECK(0, "calloc");
+		return;
+	}
+	t->base = 0x10000;
+	t->limit = 0x10200;
+	t->nrows = 2;
+	t->rows[0] = (struct fr_cfi_row){.pc = 0,
+					 .cfa_off = 8,
+					 .fp_off = -48,
+					 .kind = FR_CFA_SP,
+					 .fp_rule = FR_FP_SAVED};
+	t->rows[1] = (struct fr_cfi_row){.pc = 0x100, .kind = FR_CFA_END};
+	memcpy(data, &ra, sizeof(ra));
+	end = fr_unwind(&regs, &st, epilogue_find, t, ips, 4, &n);
+	/* Was "stack copy": the popped slot was loaded, below the copy. */
+	CHECK(end == FR_UNWIND_DONE && n == 2 && ips[0] == 0x10010 && ips[1] == ra,
+	      "epilogue: %s, %u frames", fr_unwind_end_name(end), n);
+	free(t);
+}
+
 int main(void)
 {
 	void *warm[4];
@@ -343,6 +393,7 @@ int main(void)
 	test_signal();
 	test_small_copy();
 	test_ends();
+	test_epilogue();
 	self_maps_free(&maps);
 	return failures ? 1 : 0;
 }
