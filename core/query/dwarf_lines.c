@@ -46,7 +46,27 @@ struct fr_dwarf_lines {
 	struct cache_slot *slots; /* CACHE_SLOTS, NULL until the first lookup */
 	struct fr_dwarf_frame *frames;
 	uint32_t nframes, nslots_used;
+	size_t bytes; /* fr_dwarf_lines_bytes() */
 };
+
+/* What libdw will decompress of the image's compressed sections (it does
+ * at dwarf_begin_elf()), by their headers' claims, bounded by the limit
+ * libdw itself keeps to for each. */
+static size_t decompressed_bytes(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	size_t n = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) &&
+		    gelf_getchdr(scn, &ch) && ch.ch_size < SIZE_MAX - n)
+			n += ch.ch_size;
+	}
+	return n;
+}
 
 struct fr_dwarf_lines *fr_dwarf_lines_new(void *data, size_t size)
 {
@@ -60,6 +80,8 @@ struct fr_dwarf_lines *fr_dwarf_lines_new(void *data, size_t size)
 	d->elf = elf_memory(data, size);
 	if (!d->elf)
 		goto err_free;
+	d->bytes = sizeof(*d) + size + decompressed_bytes(d->elf) +
+		   CACHE_SLOTS * sizeof(*d->slots) + CACHE_MAX_FRAMES * sizeof(*d->frames);
 	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
 	if (!d->dw)
 		goto err_elf;
@@ -110,6 +132,11 @@ struct fr_dwarf_lines *fr_dwarf_lines_read(struct Elf *elf, int fd, uint64_t siz
 		return NULL;
 	}
 	return fr_dwarf_lines_new(data, size);
+}
+
+size_t fr_dwarf_lines_bytes(const struct fr_dwarf_lines *d)
+{
+	return d ? d->bytes : 0;
 }
 
 void fr_dwarf_lines_free(struct fr_dwarf_lines *d)

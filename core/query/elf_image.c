@@ -48,6 +48,7 @@ struct fr_elf_sym {
  * the old one stays, since callers may still hold names from it. */
 struct fr_elf_arena {
 	struct fr_elf_arena *next;
+	size_t len;
 	char data[];
 };
 
@@ -316,6 +317,7 @@ static int image_set_symbols(struct fr_elf_image *img, struct cand_vec *cv)
 	arena = malloc(sizeof(*arena) + arena_len);
 	if (!addrs || !syms || !arena)
 		goto err_free;
+	arena->len = arena_len;
 	p = arena->data;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(cv->v[i].name) + 1;
@@ -537,6 +539,16 @@ void fr_elf_image_fini(struct fr_elf_image *img)
 		img->arenas = next;
 	}
 	memset(img, 0, sizeof(*img));
+}
+
+size_t fr_elf_image_bytes(const struct fr_elf_image *img)
+{
+	size_t n = img->nsyms * (sizeof(*img->addrs) + sizeof(*img->syms)) +
+		   img->nloads * sizeof(*img->loads) + fr_dwarf_lines_bytes(img->dwarf);
+
+	for (const struct fr_elf_arena *a = img->arenas; a; a = a->next)
+		n += sizeof(*a) + a->len;
+	return n;
 }
 
 int fr_elf_image_translate(const struct fr_elf_image *img, uint64_t off, uint64_t *vaddr)

@@ -107,6 +107,10 @@ int fr_elf_debug_load_fd(struct fr_elf_image *dbg, int fd, uint64_t size);
 /* Frees what an image holds (names included); the image is zeroed. */
 void fr_elf_image_fini(struct fr_elf_image *img);
 
+/* The bytes the image holds in memory (fr_dwarf_lines_bytes() of its
+ * DWARF included), for the bound on the images kept. */
+size_t fr_elf_image_bytes(const struct fr_elf_image *img);
+
 /* File offset -> link-time virtual address, through the PT_LOAD covering
  * it. Returns 0 or -ENOENT. */
 int fr_elf_image_translate(const struct fr_elf_image *img, uint64_t off, uint64_t *vaddr);
