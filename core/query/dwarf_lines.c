@@ -114,14 +114,20 @@ static bool has_section(Elf *elf, size_t shstrndx, const char *name, uint64_t si
 	return false;
 }
 
-struct fr_dwarf_lines *fr_dwarf_lines_read(struct Elf *elf, int fd, uint64_t size)
+bool fr_dwarf_lines_wanted(struct Elf *elf, uint64_t size)
 {
 	size_t shstrndx;
+
+	return size <= FR_DWARF_MAX_SIZE && elf_getshdrstrndx(elf, &shstrndx) == 0 &&
+	       has_section(elf, shstrndx, ".debug_info", size) &&
+	       has_section(elf, shstrndx, ".debug_line", size);
+}
+
+struct fr_dwarf_lines *fr_dwarf_lines_read(struct Elf *elf, int fd, uint64_t size)
+{
 	uint8_t *data;
 
-	if (size > FR_DWARF_MAX_SIZE || elf_getshdrstrndx(elf, &shstrndx) != 0 ||
-	    !has_section(elf, shstrndx, ".debug_info", size) ||
-	    !has_section(elf, shstrndx, ".debug_line", size))
+	if (!fr_dwarf_lines_wanted(elf, size))
 		return NULL;
 	data = malloc(size ? size : 1);
 	if (!data)

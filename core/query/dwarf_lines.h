@@ -11,6 +11,7 @@
 #ifndef FR_CORE_DWARF_LINES_H
 #define FR_CORE_DWARF_LINES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,11 @@ struct fr_dwarf_frame {
  * read, the file is too large or broken, or memory ran out (the caller
  * then names functions without lines). */
 struct fr_dwarf_lines *fr_dwarf_lines_read(struct Elf *elf, int fd, uint64_t size);
+
+/* Whether fr_dwarf_lines_read() would read the file of `size` bytes that
+ * `elf` is: it has a .debug_info and a .debug_line with contents and is
+ * under FR_DWARF_MAX_SIZE. */
+bool fr_dwarf_lines_wanted(struct Elf *elf, uint64_t size);
 
 /* The same on an ELF image in memory: takes ownership of the malloc'd
  * `data` of `size` bytes (freed on every path). For tests and fuzzing. */
