@@ -1,7 +1,7 @@
 /* Parsed images kept between profiles (core/query/symbols_images.c), on
  * real programs the build compiled:
  *
- *   test_symbols_warm INLINE_CALLS PLT_CALLS PLT_CALLS_IBT
+ *   test_symbols_warm INLINE_CALLS PLT_CALLS PLT_CALLS_IBT [PROG STRIPPED DEBUG]
  *
  * - a second profile of the same file parses nothing: the parse counter
  *   stays, the hit counter moves, and it gets the very DWARF object;
@@ -9,6 +9,9 @@
  *   back, is never named from the image of the old bytes;
  * - idle images are evicted least recently used first, and what stays
  *   fits the limit;
+ * - the debug file found by build id in a debug directory is kept with
+ *   its image: a second profile of the stripped program names its static
+ *   function without a search (when objcopy built PROG, STRIPPED, DEBUG);
  * - threads sharing the table while it evicts name every address right
  *   (run it under the sanitizers: meson setup -Db_sanitize=address,undefined).
  */
@@ -30,6 +33,10 @@
 #include "tests/unit/check.h"
 
 #define THREADS 4
+
+/* The debug directories of every profile (NULL: the default). */
+static const char *const *debug_dirs;
+static size_t ndebug_dirs;
 #define ROUNDS 40
 
 /* A program of the build and the function the tests name in it. */
@@ -138,7 +145,7 @@ static int name_once(const struct prog *p, const char *path, const uint8_t *bid,
 
 	if (!s)
 		return -ENOMEM;
-	fr_symbols_set_paths(s, NULL, NULL, 0);
+	fr_symbols_set_paths(s, NULL, debug_dirs, ndebug_dirs);
 	ret = fr_symbols_user(s, NULL, path, bid, bid_len, 0x10000, 0, 0x10000 + p->off, &name,
 			      NULL);
 	if (ret == 0 && strcmp(name, p->fn) != 0) {
@@ -279,6 +286,64 @@ static void test_eviction(const struct prog *a, const struct prog *b, uint64_t l
 	      (unsigned long long)(st.hits - before.hits));
 }
 
+/* STRIPPED names PROG's static function only from DEBUG, found in a
+ * debug directory by build id; the second profile finds it kept. */
+static void test_debug_kept(const char *prog, const char *stripped, const char *debug,
+			    const char *dir)
+{
+	char path[PATH_MAX + 64], hex[2 * FR_ELF_BUILD_ID_MAX + 1];
+	const char *dirs[] = {dir};
+	struct fr_symbols_stats st0, st1, st2;
+	size_t len = 0;
+	char *buf = slurp(debug, &len);
+	struct prog p;
+
+	if (prog_init(&p, prog, "fr_debuglink_marker") < 0 || !buf) {
+		CHECK(0, "%s, %s: unusable", prog, debug);
+		free(buf);
+		return;
+	}
+	fr_build_id_hex(p.bid, p.bid_len, hex);
+	snprintf(path, sizeof(path), "%s/.build-id", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s", dir, hex);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", dir, hex, hex + 2);
+	CHECK(spew(path, buf, len) == 0, "writing %s", path);
+	/* A copy away from the debug file beside it, which .gnu_debuglink
+	 * would find. */
+	free(buf);
+	buf = slurp(stripped, &len);
+	snprintf(p.path, sizeof(p.path), "%s/stripped", dir);
+	CHECK(buf && spew(p.path, buf, len) == 0, "copying %s", stripped);
+	fr_symbols_keep_limit(FR_SYMBOLS_KEEP_DEFAULT);
+	debug_dirs = dirs;
+	ndebug_dirs = 1;
+	fr_symbols_get_stats(&st0);
+	CHECK(name_once(&p, p.path, p.bid, p.bid_len, NULL) == 0, "stripped, first profile");
+	fr_symbols_get_stats(&st1);
+	CHECK(st1.debug_parses == st0.debug_parses + 1, "debug file not kept with its image");
+	CHECK(name_once(&p, p.path, p.bid, p.bid_len, NULL) == 0, "stripped, second profile");
+	fr_symbols_get_stats(&st2);
+	CHECK(st2.debug_parses == st1.debug_parses && st2.debug_hits == st1.debug_hits + 1,
+	      "second profile: %llu debug parses, %llu debug hits",
+	      (unsigned long long)(st2.debug_parses - st1.debug_parses),
+	      (unsigned long long)(st2.debug_hits - st1.debug_hits));
+	/* A profile whose debug directories do not hold it searches anew. */
+	debug_dirs = dirs;
+	ndebug_dirs = 0;
+	CHECK(name_once(&p, p.path, p.bid, p.bid_len, NULL) == -ENOENT,
+	      "named from a debug directory the profile does not have");
+	debug_dirs = NULL;
+	unlink(path);
+	unlink(p.path);
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s", dir, hex);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/.build-id", dir);
+	rmdir(path);
+	free(buf);
+}
+
 struct worker_arg {
 	const struct prog *progs;
 	size_t n;
@@ -370,6 +435,11 @@ int main(int argc, char **argv)
 	measure(p, 3, size);
 	test_eviction(&p[1], &p[2], size[1] > size[2] ? size[1] : size[2]);
 	test_threads(p, 3, size[0] > size[1] ? size[0] : size[1]);
+	if (argc >= 7)
+		test_debug_kept(argv[4], argv[5], argv[6], dir);
+	else
+		fprintf(stderr,
+			"no stripped program and debug file: debug files kept not tested\n");
 	rmdir(dir);
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);
