@@ -49,23 +49,46 @@ struct fr_dwarf_lines {
 	size_t bytes; /* fr_dwarf_lines_bytes() */
 };
 
-/* What libdw will decompress of the image's compressed sections (it does
- * at dwarf_begin_elf()), by their headers' claims, bounded by the limit
- * libdw itself keeps to for each. */
-static size_t decompressed_bytes(Elf *elf)
-{
-	Elf_Scn *scn = NULL;
-	size_t n = 0;
+/* What libdw's parsed units, abbreviations and line tables take at most,
+ * per byte of .debug_info, .debug_abbrev and .debug_line (decompressed):
+ * measured 2.6 for Debian's libc (its debug file) and 3.9 for flightrecd
+ * with every 16th byte of their code looked up (docs/performance.md). */
+#define PARSED_PER_BYTE 4
+/* libelf's and libdw's handles: section tables, the Dwarf itself. */
+#define HANDLE_BYTES (64u << 10)
 
+/* The image's bytes in memory besides its copy: the sections libdw
+ * decompresses (at dwarf_begin_elf()), by their headers' claims, and an
+ * estimate of what it parses from them. */
+static size_t libdw_bytes(Elf *elf)
+{
+	size_t shstrndx, n = 0, parsed = 0;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 0;
 	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		uint64_t size;
 		GElf_Shdr sh;
 		GElf_Chdr ch;
 
-		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) &&
-		    gelf_getchdr(scn, &ch) && ch.ch_size < SIZE_MAX - n)
-			n += ch.ch_size;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		size = sh.sh_size;
+		if (sh.sh_flags & SHF_COMPRESSED) {
+			if (!gelf_getchdr(scn, &ch))
+				continue;
+			size = ch.ch_size;
+			n += size < FR_DWARF_MAX_SIZE ? size : FR_DWARF_MAX_SIZE;
+		}
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name &&
+		    (strcmp(name, ".debug_info") == 0 || strcmp(name, ".debug_abbrev") == 0 ||
+		     strcmp(name, ".debug_line") == 0))
+			parsed += size < FR_DWARF_MAX_SIZE ? size : FR_DWARF_MAX_SIZE;
 	}
-	return n;
+	return n + parsed * PARSED_PER_BYTE;
 }
 
 struct fr_dwarf_lines *fr_dwarf_lines_new(void *data, size_t size)
@@ -80,7 +103,7 @@ struct fr_dwarf_lines *fr_dwarf_lines_new(void *data, size_t size)
 	d->elf = elf_memory(data, size);
 	if (!d->elf)
 		goto err_free;
-	d->bytes = sizeof(*d) + size + decompressed_bytes(d->elf) +
+	d->bytes = sizeof(*d) + HANDLE_BYTES + size + libdw_bytes(d->elf) +
 		   CACHE_SLOTS * sizeof(*d->slots) + CACHE_MAX_FRAMES * sizeof(*d->frames);
 	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
 	if (!d->dw)

@@ -56,9 +56,10 @@ bool fr_dwarf_lines_wanted(struct Elf *elf, uint64_t size);
  * `data` of `size` bytes (freed on every path). For tests and fuzzing. */
 struct fr_dwarf_lines *fr_dwarf_lines_new(void *data, size_t size);
 
-/* What the object holds in memory: the file's copy, the sections libdw
- * decompressed, the lookup cache at its largest; not libdw's parsed
- * units and line tables, which it grows as addresses are looked up.
+/* What the object holds in memory, at most: the file's copy, the
+ * sections libdw decompressed, the lookup cache at its largest, and an
+ * estimate of libdw's parsed units and line tables (grown as addresses
+ * are looked up), from the sizes of the sections they are parsed from.
  * 0 for NULL. */
 size_t fr_dwarf_lines_bytes(const struct fr_dwarf_lines *d);
 

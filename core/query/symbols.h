@@ -81,8 +81,8 @@ void fr_symbols_keep_limit(uint64_t bytes);
 
 /* The process-wide table of parsed images. `bytes` counts what images
  * hold in memory: their tables, the copy of the file their DWARF is read
- * from and libdw's decompressed sections, the lines cache; not libdw's
- * parsed units (see docs/performance.md for what those add). */
+ * from, libdw's decompressed sections and an upper estimate of what it
+ * parses (fr_dwarf_lines_bytes()), the lines cache. */
 struct fr_symbols_stats {
 	uint64_t parses;       /* files parsed and put in the table */
 	uint64_t hits;	       /* images a profile found there */
