@@ -18,10 +18,13 @@
  * An image some cache holds is in use; once no cache holds it, it stays
  * (idle, on an LRU list) when it has a build id and parsed without error,
  * and is freed otherwise: a file without a build id is parsed again by the
- * next profile, as before. Idle images are evicted least recently used
- * first whenever the table's bytes (in use and idle) pass the limit, so
- * the bound is exact for what is kept idle, and what profiles hold in use
- * is what they held before this table kept anything.
+ * next profile, as before. When a profile lets go of its images, idle
+ * images are evicted least recently used first while the table's bytes
+ * (in use and idle) pass the limit, so what is kept idle fits the limit,
+ * and what profiles hold in use is what they held before this table kept
+ * anything. Not on a parse: a profile whose files outgrow the limit would
+ * then evict, file by file, the very images it is about to ask for next
+ * (a scan through an LRU), and a second attach would find none of them.
  *
  * A debug file found by the image's build id in the host's debug
  * directories (root NULL) is the same for every profile: it is attached to
@@ -200,7 +203,7 @@ static int hold(struct fr_symbols *s, struct image *img)
  * the one that worked is kept and *imgp is it. Returns 0 or -ENOMEM. */
 static int table_add(struct image **imgp, const struct stat *st)
 {
-	struct image *img = *imgp, *found, *gone = NULL, *stale = NULL;
+	struct image *img = *imgp, *found, *stale = NULL;
 	int ret = 0;
 
 	pthread_mutex_lock(&images_lock);
@@ -221,13 +224,11 @@ static int table_add(struct image **imgp, const struct stat *st)
 			stats.bytes += img->bytes;
 			stats.images++;
 			stats.parses++;
-			gone = evict_over_limit();
 		}
 	}
 	pthread_mutex_unlock(&images_lock);
 	if (stale)
 		symbols_image_free(&stale->node);
-	free_chain(gone);
 	if (found) {
 		symbols_image_free(&img->node);
 		*imgp = found;
@@ -324,7 +325,6 @@ const struct fr_elf_image *images_debug(struct image *img, char *const *dirs, si
 bool images_set_debug(struct image *img, struct fr_elf_image *dbg, const char *dir)
 {
 	char *copy = strdup(dir);
-	struct image *gone = NULL;
 	bool taken = false;
 
 	if (!copy)
@@ -340,12 +340,10 @@ bool images_set_debug(struct image *img, struct fr_elf_image *dbg, const char *d
 		stats.bytes += bytes;
 		stats.debug_parses++;
 		taken = true;
-		gone = evict_over_limit();
 	}
 	pthread_mutex_unlock(&images_lock);
 	if (!taken)
 		free(copy);
-	free_chain(gone);
 	return taken;
 }
 

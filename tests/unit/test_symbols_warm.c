@@ -344,6 +344,45 @@ static void test_debug_kept(const char *prog, const char *stripped, const char *
 	free(buf);
 }
 
+/* One profile naming all `n` programs, in order. */
+static void name_all(const struct prog *p, size_t n)
+{
+	struct fr_symbols *s = fr_symbols_new(NULL);
+	const char *name;
+
+	CHECK(s, "fr_symbols_new");
+	for (size_t i = 0; s && i < n; i++)
+		CHECK(fr_symbols_user(s, NULL, p[i].path, p[i].bid, p[i].bid_len, 0x10000, 0,
+				      0x10000 + p[i].off, &name, NULL) == 0,
+		      "%s", p[i].path);
+	fr_symbols_free(s);
+}
+
+/* Profiles whose files outgrow the limit by one: the next profile parses
+ * that one again and finds the others kept; a parse never evicts an image
+ * the same profile is about to ask for. */
+static void test_scan(const struct prog *p, size_t n, const uint64_t *size)
+{
+	struct fr_symbols_stats st, before;
+	uint64_t all = 0;
+
+	for (size_t i = 0; i < n; i++)
+		all += size[i];
+	fr_symbols_keep_limit(0);
+	fr_symbols_keep_limit(all - 1);
+	name_all(p, n);
+	fr_symbols_get_stats(&before);
+	CHECK(before.images == n - 1 && before.bytes <= before.limit,
+	      "after a profile over the limit: %llu images, %llu bytes",
+	      (unsigned long long)before.images, (unsigned long long)before.bytes);
+	name_all(p, n);
+	fr_symbols_get_stats(&st);
+	CHECK(st.hits == before.hits + n - 1 && st.parses == before.parses + 1,
+	      "second profile over the limit: %llu hits, %llu parses, want %zu and 1",
+	      (unsigned long long)(st.hits - before.hits),
+	      (unsigned long long)(st.parses - before.parses), n - 1);
+}
+
 struct worker_arg {
 	const struct prog *progs;
 	size_t n;
@@ -434,6 +473,7 @@ int main(int argc, char **argv)
 	test_other_build(&p[0], &p[1], dir);
 	measure(p, 3, size);
 	test_eviction(&p[1], &p[2], size[1] > size[2] ? size[1] : size[2]);
+	test_scan(p, 3, size);
 	test_threads(p, 3, size[0] > size[1] ? size[0] : size[1]);
 	if (argc >= 7)
 		test_debug_kept(argv[4], argv[5], argv[6], dir);
