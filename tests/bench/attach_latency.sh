@@ -21,7 +21,7 @@ builds=("$build")
 [ -n "${5:-}" ] && builds+=("$(cd "$5" && pwd)")
 T=$(mktemp -d /tmp/fr-latency.XXXXXX)
 pids=()
-trap 'for p in "${pids[@]}"; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$T"' EXIT
+trap 'for p in "${pids[@]}"; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null || true; done; rm -rf "$T"' EXIT
 
 for k in "${!builds[@]}"; do
 	"${builds[$k]}/recorder/flightrecd" --ring "$T/ring$k" --socket "$T/sock$k" --hz "$hz" \
