@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/query/symbols.h"
 #include "core/util/log.h"
 #include "fr_version.h"
 #include "ipc/proto.h"
@@ -243,6 +244,7 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 	int privileged = daemon_peer_privileged(d, viewer);
 	cJSON *r = fr_ipc_ok();
 	int64_t now = fr_now_mono_ns();
+	struct fr_symbols_stats syms;
 
 	if (!r)
 		return NULL;
@@ -258,6 +260,12 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 	fr_ipc_add_int(r, "cpus", d->ncpus);
 	fr_ipc_add_int(r, "query_memory", (int64_t)fr_budget_limit(&d->query_budget));
 	fr_ipc_add_int(r, "query_memory_used", (int64_t)fr_budget_used(&d->query_budget));
+	/* Parsed symbol images kept between profiles: a bound of their own,
+	 * beside the query memory (core/query/symbols.h). */
+	fr_symbols_get_stats(&syms);
+	fr_ipc_add_int(r, "symbol_images", (int64_t)syms.images);
+	fr_ipc_add_int(r, "symbol_images_bytes", (int64_t)syms.bytes);
+	fr_ipc_add_int(r, "symbol_images_limit", (int64_t)syms.limit);
 	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "chunks_sealed",

@@ -1,7 +1,9 @@
 /* .gnu_debuglink debug files (see core/query/debuglink.h). The paths are
  * those gdb searches, with the configured debug directories as its global
- * ones; the file is checked whole against the CRC the binary
- * carries, so a stale debug file beside a rebuilt binary names nothing.
+ * ones; a candidate with a build id other than the binary's is passed
+ * over before it is read whole, and the file is checked whole against
+ * the CRC the binary carries, so a stale debug file beside a rebuilt
+ * binary names nothing.
  */
 #include "core/query/debuglink.h"
 
@@ -13,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/query/dwarf_lines.h"
 #include "core/util/compress.h"
 #include "core/util/fs.h"
 
@@ -64,22 +67,57 @@ static int file_crc(int fd, uint64_t size, uint32_t *crc)
 	return ret;
 }
 
+/* Checks and loads the debug file of `size` bytes open on `fd`. A
+ * candidate is read whole for its CRC; the file read for the CRC is the
+ * one parsed, from memory, so it is read once, and only after its build
+ * id (a few small reads) says it may be the binary's. */
+static int check_and_load(struct fr_elf_image *dbg, int fd, uint64_t size)
+{
+	uint8_t bid[FR_ELF_BUILD_ID_MAX];
+	uint32_t crc;
+	void *data;
+	int ret;
+
+	if (dbg->build_id_len) {
+		ret = fr_elf_build_id_fd(fd, bid, sizeof(bid));
+		if (ret > 0 && ((size_t)ret != dbg->build_id_len ||
+				memcmp(bid, dbg->build_id, dbg->build_id_len) != 0))
+			return -ESTALE;
+	}
+	/* Beyond what DWARF is read for, the file is not kept in memory:
+	 * its CRC in chunks, its symbols through libelf. */
+	if (size > FR_DWARF_MAX_SIZE) {
+		ret = file_crc(fd, size, &crc);
+		if (ret == 0 && crc != dbg->debuglink_crc)
+			ret = -EBADMSG;
+		return ret == 0 ? fr_elf_debug_load_fd(dbg, fd, size) : ret;
+	}
+	data = malloc(size ? (size_t)size : 1);
+	if (!data)
+		return -ENOMEM;
+	/* A file that shrinks while it is read is not used. */
+	if (fr_pread_full(fd, data, (size_t)size, 0) != (ssize_t)size) {
+		free(data);
+		return -EIO;
+	}
+	if (fr_crc32(0, data, (size_t)size) != dbg->debuglink_crc) {
+		free(data);
+		return -EBADMSG;
+	}
+	return fr_elf_debug_load_mem(dbg, data, size);
+}
+
 /* Tries the debug file at `path` under `root`. Returns 0 when it was used
  * (or -ENOMEM), another -errno when it was not. */
 static int try_file(struct fr_elf_image *dbg, const char *root, const char *path)
 {
 	struct stat st;
-	uint32_t crc;
 	int fd, ret;
 
 	fd = fr_open_untrusted(root, path, FR_ELF_MAX_SIZE, &st);
 	if (fd < 0)
 		return fd;
-	ret = file_crc(fd, (uint64_t)st.st_size, &crc);
-	if (ret == 0 && crc != dbg->debuglink_crc)
-		ret = -EBADMSG;
-	if (ret == 0)
-		ret = fr_elf_debug_load_fd(dbg, fd, (uint64_t)st.st_size);
+	ret = check_and_load(dbg, fd, (uint64_t)st.st_size);
 	close(fd);
 	if (ret == 0 && dbg->debug_missing)
 		ret = -ENOENT;

@@ -25,7 +25,9 @@ void fr_debuglink_parse(struct fr_elf_image *img, const void *sec, size_t len, b
  * fr_open_untrusted() and used only when its CRC-32 is dbg->debuglink_crc
  * and it has no build id other than the binary's. Clears
  * dbg->debug_missing when one is used. Returns 0 (also when there is
- * none) or -ENOMEM. Reads whole files: run on a worker. */
+ * none) or -ENOMEM. A candidate of another build id than the binary's is
+ * passed over unread; one that may be its debug file is read whole once
+ * (its CRC, then its symbols and DWARF from that copy): run on a worker. */
 int fr_debuglink_load(struct fr_elf_image *dbg, const char *root, const char *file,
 		      const char *const *dirs, size_t ndirs);
 

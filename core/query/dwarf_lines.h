@@ -11,14 +11,16 @@
 #ifndef FR_CORE_DWARF_LINES_H
 #define FR_CORE_DWARF_LINES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Files larger than this are not read for lines: their functions keep
  * their names, without file and line. The whole file is copied into
- * memory for every profile that names it (parsed images live as long as
- * the profile), so this bounds what one file costs a query in memory and
- * read time, and keeps the read well inside the file's 2 s deadline. */
+ * memory for the image that names it (kept between profiles within the
+ * symbolizer's bound, core/query/symbols.h), so this bounds what one file
+ * costs in memory and read time, and keeps the read well inside the
+ * file's 2 s deadline. */
 #define FR_DWARF_MAX_SIZE (64ULL << 20)
 
 /* Frames of one address at most (inline depth + 1); deeper chains keep
@@ -45,9 +47,21 @@ struct fr_dwarf_frame {
  * then names functions without lines). */
 struct fr_dwarf_lines *fr_dwarf_lines_read(struct Elf *elf, int fd, uint64_t size);
 
+/* Whether fr_dwarf_lines_read() would read the file of `size` bytes that
+ * `elf` is: it has a .debug_info and a .debug_line with contents and is
+ * under FR_DWARF_MAX_SIZE. */
+bool fr_dwarf_lines_wanted(struct Elf *elf, uint64_t size);
+
 /* The same on an ELF image in memory: takes ownership of the malloc'd
  * `data` of `size` bytes (freed on every path). For tests and fuzzing. */
 struct fr_dwarf_lines *fr_dwarf_lines_new(void *data, size_t size);
+
+/* What the object holds in memory, at most: the file's copy, the
+ * sections libdw decompressed, the lookup cache at its largest, and an
+ * estimate of libdw's parsed units and line tables (grown as addresses
+ * are looked up), from the sizes of the sections they are parsed from.
+ * 0 for NULL. */
+size_t fr_dwarf_lines_bytes(const struct fr_dwarf_lines *d);
 
 /* Frees the object, its memory and the image; accepts NULL. */
 void fr_dwarf_lines_free(struct fr_dwarf_lines *d);

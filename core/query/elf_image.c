@@ -48,6 +48,7 @@ struct fr_elf_sym {
  * the old one stays, since callers may still hold names from it. */
 struct fr_elf_arena {
 	struct fr_elf_arena *next;
+	size_t len;
 	char data[];
 };
 
@@ -329,6 +330,7 @@ static int image_set_symbols(struct fr_elf_image *img, struct cand_vec *cv)
 	arena = malloc(sizeof(*arena) + arena_len);
 	if (!addrs || !syms || !arena)
 		goto err_free;
+	arena->len = arena_len;
 	p = arena->data;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = sym_name_len(cv->v[i].name);
@@ -413,9 +415,8 @@ static Elf *open_debug_file(const struct fr_elf_image *img, const char *root, co
 	return NULL;
 }
 
-/* Takes dbg's symbols, and its source lines and inline frames when it has
- * DWARF, from the debug file `e` of `size` bytes open on `fd`. */
-static int debug_symbols(struct fr_elf_image *dbg, Elf *e, int fd, uint64_t size)
+/* Takes dbg's symbols from the debug file `e` of `size` bytes. */
+static int debug_symbols(struct fr_elf_image *dbg, Elf *e, uint64_t size)
 {
 	struct cand_vec cv = {0};
 	int ret;
@@ -424,12 +425,21 @@ static int debug_symbols(struct fr_elf_image *dbg, Elf *e, int fd, uint64_t size
 		ret = -ENOMEM;
 	else
 		ret = image_set_symbols(dbg, &cv);
-	if (ret == 0) {
+	if (ret == 0)
 		dbg->debug_missing = false;
-		dbg->dwarf = fr_dwarf_lines_read(e, fd, size);
-	}
 	cand_vec_fini(&cv);
 	return ret;
+}
+
+/* Whether the build id `e` carries, if any, is dbg's: a debug file of
+ * another build is another program's. */
+static bool debug_build_id_ok(const struct fr_elf_image *dbg, Elf *e, uint64_t size)
+{
+	uint8_t bid[FR_ELF_BUILD_ID_MAX];
+	int len = elf_read_build_id(e, size, bid, sizeof(bid));
+
+	return len <= 0 ||
+	       ((size_t)len == dbg->build_id_len && memcmp(bid, dbg->build_id, (size_t)len) == 0);
 }
 
 int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root, const char *dir)
@@ -441,7 +451,9 @@ int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root, const char *di
 	e = open_debug_file(dbg, root, dir, &dbg_fd, &dbg_size);
 	if (!e)
 		return 0;
-	ret = debug_symbols(dbg, e, dbg_fd, dbg_size);
+	ret = debug_symbols(dbg, e, dbg_size);
+	if (ret == 0)
+		dbg->dwarf = fr_dwarf_lines_read(e, dbg_fd, dbg_size);
 	elf_end(e);
 	close(dbg_fd);
 	return ret;
@@ -449,19 +461,46 @@ int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root, const char *di
 
 int fr_elf_debug_load_fd(struct fr_elf_image *dbg, int fd, uint64_t size)
 {
-	uint8_t bid[FR_ELF_BUILD_ID_MAX];
-	int ret, len;
+	int ret;
 	Elf *e = elf_open_fd(fd, &ret);
 
 	if (!e)
 		return ret;
-	/* A debug file of another build is another program's. */
-	len = elf_read_build_id(e, size, bid, sizeof(bid));
-	if (len > 0 && ((size_t)len != dbg->build_id_len || memcmp(bid, dbg->build_id, len) != 0))
+	if (!debug_build_id_ok(dbg, e, size))
 		ret = -ESTALE;
-	else
-		ret = debug_symbols(dbg, e, fd, size);
+	else if ((ret = debug_symbols(dbg, e, size)) == 0)
+		dbg->dwarf = fr_dwarf_lines_read(e, fd, size);
 	elf_end(e);
+	return ret;
+}
+
+int fr_elf_debug_load_mem(struct fr_elf_image *dbg, void *data, uint64_t size)
+{
+	bool dwarf = false;
+	int ret;
+	Elf *e;
+
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		free(data);
+		return -ENOSYS;
+	}
+	e = elf_memory(data, (size_t)size);
+	if (!e) {
+		free(data);
+		return -EBADMSG;
+	}
+	if (elf_kind(e) != ELF_K_ELF)
+		ret = -ENOEXEC;
+	else if (!debug_build_id_ok(dbg, e, size))
+		ret = -ESTALE;
+	else if ((ret = debug_symbols(dbg, e, size)) == 0)
+		dwarf = fr_dwarf_lines_wanted(e, size);
+	/* Names are copied: the handle goes before the bytes change hands. */
+	elf_end(e);
+	if (dwarf)
+		dbg->dwarf = fr_dwarf_lines_new(data, (size_t)size);
+	else
+		free(data);
 	return ret;
 }
 
@@ -551,6 +590,16 @@ void fr_elf_image_fini(struct fr_elf_image *img)
 		img->arenas = next;
 	}
 	memset(img, 0, sizeof(*img));
+}
+
+size_t fr_elf_image_bytes(const struct fr_elf_image *img)
+{
+	size_t n = img->nsyms * (sizeof(*img->addrs) + sizeof(*img->syms)) +
+		   img->nloads * sizeof(*img->loads) + fr_dwarf_lines_bytes(img->dwarf);
+
+	for (const struct fr_elf_arena *a = img->arenas; a; a = a->next)
+		n += sizeof(*a) + a->len;
+	return n;
 }
 
 int fr_elf_image_translate(const struct fr_elf_image *img, uint64_t off, uint64_t *vaddr)

@@ -104,8 +104,18 @@ int fr_elf_debug_load(struct fr_elf_image *dbg, const char *root, const char *di
  * -ENOMEM. */
 int fr_elf_debug_load_fd(struct fr_elf_image *dbg, int fd, uint64_t size);
 
+/* The same on the file's `size` bytes in private memory `data`
+ * (malloc'd; taken, and kept for the debug file's DWARF or freed): for a
+ * file its reader had to read whole anyway (a CRC-32 over it), so it is
+ * read once. */
+int fr_elf_debug_load_mem(struct fr_elf_image *dbg, void *data, uint64_t size);
+
 /* Frees what an image holds (names included); the image is zeroed. */
 void fr_elf_image_fini(struct fr_elf_image *img);
+
+/* The bytes the image holds in memory (fr_dwarf_lines_bytes() of its
+ * DWARF included), for the bound on the images kept. */
+size_t fr_elf_image_bytes(const struct fr_elf_image *img);
 
 /* File offset -> link-time virtual address, through the PT_LOAD covering
  * it. Returns 0 or -ENOENT. */

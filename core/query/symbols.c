@@ -4,21 +4,24 @@
  * Two caches sit behind a struct fr_symbols:
  *
  * - images: one parsed ELF file per on-disk identity (device, inode, size,
- *   mtime), shared by every cache of the process: concurrent profiles that
- *   name libc parse it once. A cache holds a reference to each image it
- *   resolved to, dropped by fr_symbols_free(); an image nobody holds is
- *   freed, so an idle daemon keeps no symbol tables. An image holds the
- *   PT_LOAD headers, the GNU build id and a
+ *   mtime, ctime), shared by every cache of the process and kept between
+ *   profiles (core/query/symbols_images.c): concurrent profiles that name
+ *   libc parse it once, and the next attach finds it parsed, its DWARF
+ *   lines already looked up. A cache holds a reference to each image it
+ *   resolved to, dropped by fr_symbols_free(); an image nobody holds stays
+ *   when it has a build id, within fr_symbols_keep_limit(), and is freed
+ *   otherwise. An image holds the PT_LOAD headers, the GNU build id and a
  *   sorted, de-duplicated array of function symbols (.symtab merged with
  *   .dynsym). A file is parsed once however many processes map it and
  *   through whichever /proc/PID/root it is reached; a file that cannot be
- *   parsed is cached too, with its error.
+ *   parsed is shared with its error while profiles hold it.
  * - requests: what a caller asked for, keyed by (root, path, expected build
  *   id), pointing at the image it resolved to or holding the error it got,
  *   and at the symbols of its separate debug file when the image has no
- *   .symtab or no DWARF (searched per cache, that is per profile, in the
- *   cache's debug directories: a debug file installed since is found by
- *   the next profile). A file that is gone or has another build id is
+ *   .symtab or no DWARF: the one found by build id in a host debug
+ *   directory is kept with the image; otherwise searched per cache, that
+ *   is per profile (a debug file installed since is found by the next
+ *   profile). A file that is gone or has another build id is
  *   taken from the recorder's symbol cache when there is a copy with the
  *   expected build id (fr_symbols_set_paths()). A repeated look-up
  *   therefore costs one hash and one binary search, with no system call,
@@ -66,149 +69,28 @@
 #include "core/util/worker.h"
 #include "core/query/symbols_int.h"
 
-/* Parsed images of every cache, by identity. */
-static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct htable shared_images; /* under images_lock */
-
-static uint64_t image_hash(const struct stat *st)
+/* The debug file of `img` for `req`: the one a profile before found by
+ * build id in a debug directory of the host, shared; else a search (the
+ * host's directories, then this root's, then where .gnu_debuglink says),
+ * whose find on the host is offered to every later profile, and whose
+ * find elsewhere is this request's alone. Returns 0 or -ENOMEM. */
+static int request_debug(struct fr_symbols *s, struct request *req, struct image *img,
+			 const char *root, const char *path)
 {
-	uint64_t h = FR_FNV_OFFSET;
+	struct fr_elf_image *dbg = NULL;
+	int host_dir = -1;
 
-	h = fr_fnv1a(h, &st->st_dev, sizeof(st->st_dev));
-	h = fr_fnv1a(h, &st->st_ino, sizeof(st->st_ino));
-	h = fr_fnv1a(h, &st->st_size, sizeof(st->st_size));
-	h = fr_fnv1a(h, &st->st_mtim.tv_sec, sizeof(st->st_mtim.tv_sec));
-	return fr_fnv1a(h, &st->st_mtim.tv_nsec, sizeof(st->st_mtim.tv_nsec));
-}
-
-/* Drops a reference to a shared image; the last one frees it. */
-static void image_put(struct image *img)
-{
-	bool last;
-
-	pthread_mutex_lock(&images_lock);
-	last = --img->refs == 0;
-	if (last)
-		fr_htable_remove(&shared_images, &img->node);
-	pthread_mutex_unlock(&images_lock);
-	if (last)
-		symbols_image_free(&img->node);
-}
-
-/* The shared image of identity `st`, with a reference taken, or NULL.
- * Under images_lock. */
-static struct image *shared_find(const struct stat *st, uint64_t hash)
-{
-	for (struct hnode *n = fr_htable_first(&shared_images, hash); n; n = n->next) {
-		struct image *img = (struct image *)n;
-
-		if (n->hash == hash && img->dev == st->st_dev && img->ino == st->st_ino &&
-		    img->size == st->st_size && img->mtime.tv_sec == st->st_mtim.tv_sec &&
-		    img->mtime.tv_nsec == st->st_mtim.tv_nsec) {
-			img->refs++;
-			return img;
-		}
-	}
-	return NULL;
-}
-
-/* Keeps the reference `img` for this cache. Returns 0, or -ENOMEM having
- * dropped it. */
-static int hold(struct fr_symbols *s, struct image *img)
-{
-	if (s->nheld == s->capheld) {
-		size_t cap = s->capheld ? s->capheld * 2 : 64;
-		struct image **v = realloc(s->held, cap * sizeof(*v));
-
-		if (!v) {
-			image_put(img);
-			return -ENOMEM;
-		}
-		s->held = v;
-		s->capheld = cap;
-	}
-	s->held[s->nheld++] = img;
+	req->debug = images_debug(img, s->debug_dirs, s->ndebug_dirs);
+	if (req->debug)
+		return 0;
+	if (symbols_timed_debug(s, img, path, root, &dbg, &host_dir) < 0)
+		return -ENOMEM;
+	if (!dbg)
+		return 0;
+	if (host_dir < 0 || !images_set_debug(img, dbg, s->debug_dirs[host_dir]))
+		req->own_debug = dbg;
+	req->debug = dbg;
 	return 0;
-}
-
-static int image_get(struct fr_symbols *s, const char *root, const char *file, bool cached,
-		     struct image **out)
-{
-	struct image *img, *found;
-	struct stat st;
-	uint64_t hash;
-	int fd, ret;
-
-	fd = symbols_timed_open(s, root, file, cached, &st);
-	if (fd < 0)
-		return fd;
-	hash = image_hash(&st);
-	pthread_mutex_lock(&images_lock);
-	found = shared_find(&st, hash);
-	pthread_mutex_unlock(&images_lock);
-	if (found) {
-		symbols_timed_close(s, fd);
-		ret = hold(s, found);
-		if (ret == 0)
-			*out = found;
-		return ret;
-	}
-	img = calloc(1, sizeof(*img));
-	if (!img) {
-		symbols_timed_close(s, fd);
-		return -ENOMEM;
-	}
-	img->node.hash = hash;
-	img->dev = st.st_dev;
-	img->ino = st.st_ino;
-	img->size = st.st_size;
-	img->mtime = st.st_mtim;
-	ret = symbols_timed_load(s, &img, fd, file);
-	if (ret < 0) {
-		symbols_image_free(&img->node);
-		return ret;
-	}
-	if (img->err == -ENOMEM) {
-		/* Not cached: the next look-up may have memory to succeed. */
-		symbols_image_free(&img->node);
-		return -ENOMEM;
-	}
-	if (img->err < 0)
-		fr_log_debug("cannot read symbols of %s: %s", file, strerror(-img->err));
-	img->refs = 1;
-	/* A file this cache gave up on (its deadline, its budget) is this
-	 * cache's failure, not everyone's: not shared. */
-	if (img->err == -ETIMEDOUT || img->err == -EAGAIN)
-		return hold(s, img) == 0 ? (*out = img, 0) : -ENOMEM;
-	/* Another cache may have parsed the same file meanwhile: use one,
-	 * the one that worked. */
-	ret = 0;
-	pthread_mutex_lock(&images_lock);
-	found = shared_find(&st, hash);
-	if (found && found->err < 0 && img->err == 0) {
-		fr_htable_remove(&shared_images, &found->node);
-		found->refs--; /* ours from shared_find; holders keep theirs */
-		if (found->refs == 0) {
-			pthread_mutex_unlock(&images_lock);
-			symbols_image_free(&found->node);
-			pthread_mutex_lock(&images_lock);
-		}
-		found = NULL;
-	}
-	if (!found)
-		ret = fr_htable_insert(&shared_images, &img->node);
-	pthread_mutex_unlock(&images_lock);
-	if (found) {
-		symbols_image_free(&img->node);
-		img = found;
-	} else if (ret < 0) {
-		symbols_image_free(&img->node);
-		return -ENOMEM;
-	}
-	ret = hold(s, img);
-	if (ret == 0)
-		*out = img;
-	return ret;
 }
 
 /* Returns 0 with the usable image of `file` (a copy in the symbol cache
@@ -219,7 +101,7 @@ static int image_try(struct fr_symbols *s, struct request *req, const char *root
 		     const char *path, bool cached, const uint8_t *bid, size_t bid_len)
 {
 	struct image *img = NULL;
-	int ret = image_get(s, root, file, cached, &img);
+	int ret = images_get(s, root, file, cached, &img);
 
 	if (ret < 0)
 		return ret;
@@ -233,9 +115,7 @@ static int image_try(struct fr_symbols *s, struct request *req, const char *root
 	if (bid_len && img->elf.build_id_len &&
 	    (bid_len != img->elf.build_id_len || memcmp(bid, img->elf.build_id, bid_len) != 0))
 		return -ESTALE;
-	/* No debug file on the host: look beside this root, and where
-	 * .gnu_debuglink says, for this request alone. */
-	if (img->elf.debug_missing && symbols_timed_debug(s, img, path, root, &req->debug) < 0)
+	if (img->elf.debug_missing && request_debug(s, req, img, root, path) < 0)
 		return -ENOMEM;
 	req->image = img;
 	return 0;
@@ -354,8 +234,7 @@ static void request_free(struct hnode *n)
 {
 	struct request *req = (struct request *)n;
 
-	if (req->debug)
-		symbols_elf_free(req->debug);
+	symbols_elf_free(req->own_debug);
 	free(n);
 }
 
@@ -510,7 +389,7 @@ void fr_symbols_free(struct fr_symbols *s)
 	fr_perfmaps_free(s->jit);
 	fr_htable_fini(&s->requests, request_free);
 	for (size_t i = 0; i < s->nheld; i++)
-		image_put(s->held[i]);
+		images_put(s->held[i]);
 	free(s->held);
 	fr_kallsyms_put(s->kernel);
 	free(s->kallsyms);

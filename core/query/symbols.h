@@ -8,6 +8,15 @@
  * behind it are shared by every struct fr_symbols of the process (each
  * holds references until it is freed), so concurrent profiles that name
  * the same files parse and keep them once.
+ *
+ * Parsed images kept: once no struct fr_symbols holds a parsed file, it
+ * stays in memory (its symbols, its DWARF and the lines already looked up
+ * in it, and the debug file found for it by build id on the host) for the
+ * next profile, when it has a build id, up to fr_symbols_keep_limit()
+ * bytes, least recently used evicted first. A later profile still opens
+ * the file and finds it by its identity (device, inode, size, mtime,
+ * ctime: a file changed in place is parsed anew), and still uses it only
+ * for a mapping whose build id is the file's.
  */
 #ifndef FR_CORE_SYMBOLS_H
 #define FR_CORE_SYMBOLS_H
@@ -61,6 +70,33 @@ int fr_symcache_perfmap_name(char *buf, size_t len, const char *dir, uint32_t pi
  * included): for a profile of a user who is not privileged, whose
  * mapping's path may lead to a file only root may read. */
 void fr_symbols_require_build_id(struct fr_symbols *s);
+
+/* What the process keeps of parsed images by default: 256 MiB. */
+#define FR_SYMBOLS_KEEP_DEFAULT (256ULL << 20)
+
+/* Sets how many bytes of parsed images the process keeps (in use and
+ * idle together) before it evicts idle ones; 0 keeps none past the
+ * profiles that use them. Evicts at once what no longer fits. */
+void fr_symbols_keep_limit(uint64_t bytes);
+
+/* The process-wide table of parsed images. `bytes` counts what images
+ * hold in memory: their tables, the copy of the file their DWARF is read
+ * from, libdw's decompressed sections and an upper estimate of what it
+ * parses (fr_dwarf_lines_bytes()), the lines cache. */
+struct fr_symbols_stats {
+	uint64_t parses;       /* files parsed and put in the table */
+	uint64_t hits;	       /* images a profile found there */
+	uint64_t debug_parses; /* host debug files attached to an image */
+	uint64_t debug_hits;   /* ... and used by a later profile */
+	uint64_t evictions;    /* idle images freed for the limit */
+	uint64_t images;       /* in the table, in use or idle */
+	uint64_t idle;	       /* of which no profile holds */
+	uint64_t bytes;	       /* held by the images in the table */
+	uint64_t limit;	       /* fr_symbols_keep_limit() */
+};
+
+/* A snapshot of the table's counters. */
+void fr_symbols_get_stats(struct fr_symbols_stats *out);
 
 /* Frees the cache and every name it returned; accepts NULL. */
 void fr_symbols_free(struct fr_symbols *s);

@@ -21,24 +21,37 @@ struct fr_perfmaps;
 #define FILE_LATE_DEADLINE_MS 50
 #define FILE_WAIT_BUDGET_MS 10000
 
-/* A file's parsed image in the process-wide table, by on-disk identity. */
+/* A file's parsed image in the process-wide table (symbols_images.c), by
+ * on-disk identity. */
 struct image {
 	struct hnode node; /* first: a struct hnode * is a struct image * */
 	dev_t dev;
 	ino_t ino;
 	off_t size;
-	struct timespec mtime;
-	int err;  /* < 0: the file is unusable */
-	int refs; /* under images_lock, for images in shared_images */
+	struct timespec mtime, ctime;
+	int err; /* < 0: the file is unusable */
+	/* The rest is under images_lock. */
+	int refs;     /* caches holding it; 0: idle, on the LRU list */
+	bool idle;    /* on the LRU list */
+	bool orphan;  /* not in the table: freed by its last holder */
+	size_t bytes; /* what it holds, its debug file's included */
+	struct image *lru_prev, *lru_next;
+	/* The debug file found by build id in the host's debug directory
+	 * `debug_dir`, shared by every profile; NULL: none yet. */
+	struct fr_elf_image *debug;
+	char *debug_dir;
 	struct fr_elf_image elf;
 };
 
 struct request {
 	struct hnode node;   /* first */
 	struct image *image; /* NULL when err < 0 */
-	/* The symbols of a debug file found under this request's root for an
-	 * image that had none; this cache's alone. NULL: none. */
-	struct fr_elf_image *debug;
+	/* The symbols of the image's separate debug file: the image's shared
+	 * one, or own_debug. NULL: none. */
+	const struct fr_elf_image *debug;
+	/* A debug file found under this request's root, or by
+	 * .gnu_debuglink, for this cache alone. */
+	struct fr_elf_image *own_debug;
 	int err;
 	size_t root_len;
 	size_t path_len;
@@ -67,6 +80,26 @@ struct fr_symbols {
 void symbols_image_free(struct hnode *n);
 void symbols_elf_free(struct fr_elf_image *e);
 
+/* The image of `file` under `root` (a copy in the symbol cache when
+ * `cached`): opened on the worker, then taken from the process-wide
+ * table by the file's identity or parsed and put there; held by `s`
+ * until fr_symbols_free(). Returns 0 with *out, or -errno (the open's,
+ * -ENOMEM). (symbols_images.c) */
+int images_get(struct fr_symbols *s, const char *root, const char *file, bool cached,
+	       struct image **out);
+
+/* Drops a reference images_get() gave. */
+void images_put(struct image *img);
+
+/* The debug file shared with `img`, when it was found in one of the
+ * `ndirs` directories `dirs`; NULL otherwise. Valid while `img` is held. */
+const struct fr_elf_image *images_debug(struct image *img, char *const *dirs, size_t ndirs);
+
+/* Offers `dbg`, found by build id in the host's debug directory `dir`,
+ * to every profile of `img`. Returns true when the image took it (it is
+ * the image's now), false when the caller keeps it. */
+bool images_set_debug(struct image *img, struct fr_elf_image *dbg, const char *dir);
+
 /* fr_open_untrusted() of `file` under `root` within the deadline; with
  * `touch`, the file's mtime is set to now (a symbol cache entry used).
  * Returns the fd with *st, or -errno (-ETIMEDOUT). */
@@ -84,8 +117,10 @@ int symbols_timed_load(struct fr_symbols *s, struct image **imgp, int fd, const 
 /* The symbols of `img`'s separate debug file (the cache's debug
  * directories on the host, then under `root`, then .gnu_debuglink's
  * places for the binary at `file`), within the deadline, into a new image
- * in *out (NULL when there is none). Returns 0 or -ENOMEM. */
+ * in *out (NULL when there is none), with in *host_dir the index of the
+ * debug directory it was found in by build id on the host, or -1 (found
+ * elsewhere). Returns 0 or -ENOMEM. */
 int symbols_timed_debug(struct fr_symbols *s, const struct image *img, const char *file,
-			const char *root, struct fr_elf_image **out);
+			const char *root, struct fr_elf_image **out, int *host_dir);
 
 #endif

@@ -24,6 +24,8 @@ void symbols_image_free(struct hnode *n)
 {
 	struct image *img = (struct image *)n;
 
+	symbols_elf_free(img->debug);
+	free(img->debug_dir);
 	fr_elf_image_fini(&img->elf);
 	free(img);
 }
@@ -50,7 +52,8 @@ struct file_call {
 	struct fr_elf_image *dbg; /* ADD_DEBUG: the debug file's symbols (owned) */
 	char **dirs;		  /* ADD_DEBUG: debug directories (owned copies) */
 	size_t ndirs;
-	bool touch; /* OPEN: mark the file used (a symbol cache entry) */
+	bool touch;   /* OPEN: mark the file used (a symbol cache entry) */
+	int host_dir; /* ADD_DEBUG: the dirs[] it was found in on the host, or -1 */
 	int ret;
 };
 
@@ -76,8 +79,12 @@ static int find_debug(struct file_call *c)
 	const char *const *dirs = (const char *const *)c->dirs;
 	int ret = 0;
 
-	for (size_t i = 0; i < c->ndirs && ret == 0 && c->dbg->debug_missing; i++)
+	c->host_dir = -1;
+	for (size_t i = 0; i < c->ndirs && ret == 0 && c->dbg->debug_missing; i++) {
 		ret = fr_elf_debug_load(c->dbg, NULL, dirs[i]);
+		if (!c->dbg->debug_missing)
+			c->host_dir = (int)i;
+	}
 	for (size_t i = 0; c->root && i < c->ndirs && ret == 0 && c->dbg->debug_missing; i++)
 		ret = fr_elf_debug_load(c->dbg, c->root, dirs[i]);
 	if (ret == 0 && c->dbg->debug_missing)
@@ -246,7 +253,7 @@ int symbols_timed_load(struct fr_symbols *s, struct image **imgp, int fd, const 
  * deadline (a file that misses it is gone without), into a new image in
  * *out (NULL when there is none). Returns 0 or -ENOMEM. */
 int symbols_timed_debug(struct fr_symbols *s, const struct image *img, const char *file,
-			const char *root, struct fr_elf_image **out)
+			const char *root, struct fr_elf_image **out, int *host_dir)
 {
 	struct fr_elf_image *dbg = calloc(1, sizeof(*dbg));
 	struct file_call *c = file_call_new(FILE_ADD_DEBUG, file, root);
@@ -280,6 +287,7 @@ int symbols_timed_debug(struct fr_symbols *s, const struct image *img, const cha
 	ret = c->ret;
 	if (ret == 0 && !dbg->debug_missing) {
 		*out = dbg;
+		*host_dir = c->host_dir;
 		c->dbg = NULL;
 	}
 	file_call_free(c);
