@@ -187,28 +187,64 @@ static int write_copy(struct copy_call *c, int src, uint64_t size,
 	return ret;
 }
 
+/* The owner of the file `j` maps, from the mapping's inode (stat, no
+ * open). Returns 0 or -errno (the process is gone). */
+static int mapped_owner(const struct job *j, uid_t *uid)
+{
+	char buf[96];
+	struct stat st;
+
+	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, j->pid, j->start,
+		 j->end);
+	if (stat(buf, &st) < 0)
+		return -errno;
+	*uid = st.st_uid;
+	return 0;
+}
+
+/* Whether the copy `name` is there; it is used again, so evicted last. */
+static bool cached_already(struct copy_call *c, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(c->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	utimensat(c->dirfd, name, NULL, AT_SYMLINK_NOFOLLOW);
+	return true;
+}
+
+/* A copy is named by its build id and, unless root owns the file, by its
+ * owner (fr_symcache_elf_name()): a build id is a note anyone can write
+ * into their own file, so a user's file never stands in for root's, and
+ * queries use it only for that user's processes. */
 static int copy_elf(struct copy_call *c)
 {
 	const struct job *j = c->job;
-	char name[2 * FR_ELF_BUILD_ID_MAX + 1];
+	char name[FR_SYMCACHE_NAME_MAX];
 	struct fr_elf_range *ranges = NULL;
 	size_t nranges = 0;
 	struct stat st;
+	uid_t uid = 0;
 	int fd, ret;
 
-	fr_build_id_hex(j->bid, j->bid_len, name);
-	/* Cached already: used again, so it is evicted last. */
-	if (fstatat(c->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-		utimensat(c->dirfd, name, NULL, AT_SYMLINK_NOFOLLOW);
+	if (mapped_owner(j, &uid) == 0 &&
+	    fr_symcache_elf_name(name, sizeof(name), j->bid, j->bid_len, uid) == 0 &&
+	    cached_already(c, name))
 		return 0;
-	}
 	fd = open_mapped(j, c->file_max, &st);
 	if (fd < 0)
 		return fd;
+	/* The owner of the file opened decides, whatever stat said. */
+	ret = fr_symcache_elf_name(name, sizeof(name), j->bid, j->bid_len, st.st_uid);
+	if (ret == 0 && cached_already(c, name)) {
+		close(fd);
+		return 0;
+	}
 	/* Code and data are not copied: a copy is for naming addresses. */
-	ret = has_build_id(fd, j->bid, j->bid_len)
-		      ? fr_elf_symbol_ranges(fd, (uint64_t)st.st_size, &ranges, &nranges)
-		      : -ESTALE;
+	if (ret == 0)
+		ret = has_build_id(fd, j->bid, j->bid_len)
+			      ? fr_elf_symbol_ranges(fd, (uint64_t)st.st_size, &ranges, &nranges)
+			      : -ESTALE;
 	if (ret == 0)
 		ret = write_copy(c, fd, (uint64_t)st.st_size, ranges, nranges, name, j->bid,
 				 j->bid_len);

@@ -92,9 +92,9 @@ static uint64_t map_key_hash(const char *path, uint64_t start, uint64_t end, uin
 	return mix64(h ^ mix64(start) ^ mix64(end * 3) ^ mix64(pgoff * 7));
 }
 
-/* The start time chunk `c` recorded for process `pid` (its processes are
- * sorted by pid), or 0. */
-static int64_t proc_start(const struct fr_chunk *c, uint32_t pid)
+/* The process chunk `c` recorded for `pid` (its processes are sorted by
+ * pid), or NULL. */
+static const struct fr_chunk_proc *chunk_proc(const struct fr_chunk *c, uint32_t pid)
 {
 	uint32_t lo = 0, hi = c->nprocs;
 
@@ -106,7 +106,7 @@ static int64_t proc_start(const struct fr_chunk *c, uint32_t pid)
 		else
 			hi = mid;
 	}
-	return lo < c->nprocs && c->procs[lo].pid == pid ? c->procs[lo].start_ns : 0;
+	return lo < c->nprocs && c->procs[lo].pid == pid ? &c->procs[lo] : NULL;
 }
 
 /* Interns a mapping of chunk `c`; returns its index or -ENOMEM. */
@@ -114,6 +114,7 @@ static int64_t intern_map(struct builder *b, const struct fr_chunk *c, const str
 {
 	const char *path = c->strings[m->path];
 	uint64_t h = map_key_hash(path, m->start, m->end, m->pgoff);
+	const struct fr_chunk_proc *p;
 	uint32_t slot;
 	struct gmap *g;
 
@@ -137,7 +138,9 @@ static int64_t intern_map(struct builder *b, const struct fr_chunk *c, const str
 	g->end = m->end;
 	g->pgoff = m->pgoff;
 	g->pid = m->pid;
-	g->pid_start_ns = proc_start(c, m->pid);
+	p = chunk_proc(c, m->pid);
+	g->pid_start_ns = p ? p->start_ns : 0;
+	g->pid_uid = p ? p->uid : 0;
 	g->bid_len = m->build_id_len;
 	memcpy(g->bid, m->build_id, m->build_id_len);
 	g->hash = h;

@@ -182,6 +182,8 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 				root_same = same_root(m->pid, self_ns);
 				snprintf(root, sizeof(root), "/proc/%u/root", m->pid);
 			}
+			if (syms)
+				fr_symbols_set_owner(syms, m->pid_uid);
 			if (syms && (fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
 						     m->bid_len, m->start, m->pgoff, l->addr, &name,
 						     &elf_addr) == 0 ||

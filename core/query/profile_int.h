@@ -43,6 +43,7 @@ struct gmap {
 	uint64_t start, end, pgoff;
 	uint32_t pid;	      /* a process that mapped it, for /proc/PID/root */
 	int64_t pid_start_ns; /* its start (0: unknown), for its cached perf map */
+	uint32_t pid_uid;     /* its uid, for the symbol cache's copies of its user's files */
 	uint8_t bid_len;
 	uint8_t bid[FR_BUILD_ID_MAX];
 	int has_functions;

@@ -127,7 +127,7 @@ static int image_try(struct fr_symbols *s, struct request *req, const char *root
 static int request_resolve(struct fr_symbols *s, struct request *req, const char *root,
 			   const char *path, const uint8_t *bid, size_t bid_len)
 {
-	char hex[2 * FR_ELF_BUILD_ID_MAX + 1], *entry;
+	char name[FR_SYMCACHE_NAME_MAX], *entry;
 	int rooted = 0, ret, cached;
 
 	if (path[0] != '/')
@@ -146,29 +146,38 @@ static int request_resolve(struct fr_symbols *s, struct request *req, const char
 	 * kept of it, named by its build id (recorder/symcache.h). */
 	if (!s->cache_dir || !bid_len || bid_len > FR_ELF_BUILD_ID_MAX)
 		return ret;
-	fr_build_id_hex(bid, bid_len, hex);
-	if (asprintf(&entry, "%s/%s", s->cache_dir, hex) < 0)
-		return -ENOMEM;
-	cached = image_try(s, req, NULL, entry, path, true, bid, bid_len);
-	free(entry);
-	return cached == 0 || cached == -ENOMEM ? cached : ret;
+	/* Root's copy first, then one of a file the process's user owned. */
+	for (int owner = 0; owner < (s->owner ? 2 : 1); owner++) {
+		if (fr_symcache_elf_name(name, sizeof(name), bid, bid_len, owner ? s->owner : 0) <
+			    0 ||
+		    asprintf(&entry, "%s/%s", s->cache_dir, name) < 0)
+			return -ENOMEM;
+		cached = image_try(s, req, NULL, entry, path, true, bid, bid_len);
+		free(entry);
+		if (cached == 0 || cached == -ENOMEM)
+			return cached;
+	}
+	return ret;
 }
 
 static uint64_t request_hash(const char *root, size_t root_len, const char *path, size_t path_len,
-			     const uint8_t *bid, size_t bid_len)
+			     const uint8_t *bid, size_t bid_len, uint32_t owner)
 {
-	uint64_t h = FR_FNV_OFFSET;
+	uint64_t h = fr_fnv1a(FR_FNV_OFFSET, &owner, sizeof(owner));
 
 	h = fr_fnv1a(h, root, root_len + 1);
 	h = fr_fnv1a(h, path, path_len + 1);
 	return fr_fnv1a(h, bid, bid_len);
 }
 
+/* A request is also the user's it was resolved for: the symbol cache's
+ * copies of a user's files serve only that user (fr_symbols_set_owner()). */
 static bool request_match(const struct request *r, const char *root, size_t root_len,
-			  const char *path, size_t path_len, const uint8_t *bid, size_t bid_len)
+			  const char *path, size_t path_len, const uint8_t *bid, size_t bid_len,
+			  uint32_t owner)
 {
-	return r->root_len == root_len && r->path_len == path_len && r->bid_len == bid_len &&
-	       memcmp(r->key, root, root_len) == 0 &&
+	return r->owner == owner && r->root_len == root_len && r->path_len == path_len &&
+	       r->bid_len == bid_len && memcmp(r->key, root, root_len) == 0 &&
 	       memcmp(r->key + root_len + 1, path, path_len) == 0 &&
 	       (!bid_len || memcmp(r->key + root_len + path_len + 2, bid, bid_len) == 0);
 }
@@ -187,15 +196,16 @@ static int request_get(struct fr_symbols *s, const char *root, const char *path,
 		bid_len = 0;
 	root_len = strlen(root);
 	path_len = strlen(path);
-	if (s->last && request_match(s->last, root, root_len, path, path_len, bid, bid_len)) {
+	if (s->last &&
+	    request_match(s->last, root, root_len, path, path_len, bid, bid_len, s->owner)) {
 		*out = s->last;
 		return 0;
 	}
-	hash = request_hash(root, root_len, path, path_len, bid, bid_len);
+	hash = request_hash(root, root_len, path, path_len, bid, bid_len, s->owner);
 	for (struct hnode *n = fr_htable_first(&s->requests, hash); n; n = n->next) {
 		req = (struct request *)n;
 		if (n->hash == hash &&
-		    request_match(req, root, root_len, path, path_len, bid, bid_len)) {
+		    request_match(req, root, root_len, path, path_len, bid, bid_len, s->owner)) {
 			s->last = req;
 			*out = req;
 			return 0;
@@ -205,6 +215,7 @@ static int request_get(struct fr_symbols *s, const char *root, const char *path,
 	if (!req)
 		return -ENOMEM;
 	req->node.hash = hash;
+	req->owner = s->owner;
 	req->root_len = root_len;
 	req->path_len = path_len;
 	req->bid_len = bid_len;
@@ -295,6 +306,23 @@ int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, int64_t start_ns, bool sa
 		fr_symcache_perfmap_name(cached, sizeof(cached), s->cache_dir, pid, start_ns);
 	return fr_perfmaps_lookup(s->jit, pid, same_root,
 				  s->cache_dir && start_ns > 0 ? cached : NULL, addr, name);
+}
+
+int fr_symcache_elf_name(char *buf, size_t len, const uint8_t *bid, size_t bid_len, uint32_t owner)
+{
+	char hex[2 * FR_ELF_BUILD_ID_MAX + 1];
+	int n;
+
+	if (!bid_len || bid_len > FR_ELF_BUILD_ID_MAX)
+		return -ENAMETOOLONG;
+	fr_build_id_hex(bid, bid_len, hex);
+	n = owner ? snprintf(buf, len, "%s.u%u", hex, owner) : snprintf(buf, len, "%s", hex);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+void fr_symbols_set_owner(struct fr_symbols *s, uint32_t uid)
+{
+	s->owner = uid;
 }
 
 int fr_symcache_perfmap_name(char *buf, size_t len, const char *dir, uint32_t pid, int64_t start_ns)

@@ -59,6 +59,18 @@ struct fr_symbols *fr_symbols_new(const char *kallsyms);
 int fr_symbols_set_paths(struct fr_symbols *s, const char *cache_dir, const char *const *debug_dirs,
 			 size_t ndebug_dirs);
 
+/* The uid of the process the next look-ups are for (as its chunk
+ * recorded it): besides the copies of root's files, the symbol cache's
+ * copies of files this user owned are used for it, never another user's
+ * (a user may write any build id into a file). Not called: root's only. */
+void fr_symbols_set_owner(struct fr_symbols *s, uint32_t uid);
+
+/* The symbol cache's name of the copy of an ELF file with build id `bid`
+ * whose owner is `owner`: the build id in hex, followed by ".u" and the
+ * owner's uid unless root owns it. Returns 0 or -ENAMETOOLONG. */
+#define FR_SYMCACHE_NAME_MAX 160
+int fr_symcache_elf_name(char *buf, size_t len, const uint8_t *bid, size_t bid_len, uint32_t owner);
+
 /* The symbol cache's name of the perf map of process `pid` started at
  * `start_ns` (Unix ns, as chunks record it) in `dir`, into buf. Returns 0
  * or -ENAMETOOLONG. */

@@ -53,6 +53,7 @@ struct request {
 	 * .gnu_debuglink, for this cache alone. */
 	struct fr_elf_image *own_debug;
 	int err;
+	uint32_t owner; /* fr_symbols_set_owner() when it was resolved */
 	size_t root_len;
 	size_t path_len;
 	size_t bid_len;
@@ -73,6 +74,7 @@ struct fr_symbols {
 	struct fr_worker *worker;   /* NULL until the first file, or after one hung */
 	struct fr_perfmaps *jit;    /* perf maps, from the first JIT frame on */
 	bool need_build_id;	    /* fr_symbols_require_build_id() */
+	uint32_t owner;		    /* fr_symbols_set_owner(); 0: root */
 };
 
 /* Frees an image (a struct image's node) and a heap-allocated ELF image

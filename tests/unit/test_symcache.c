@@ -304,6 +304,62 @@ static void test_reader_checks_build_id(void)
 	fr_symbols_free(s);
 }
 
+/* Names the marker from the cache `dir` for a process of user `owner`
+ * (-1: none set). Returns 0 or the symbolizer's error. */
+static int names_marker_for(const char *dir, long owner)
+{
+	uint64_t addr = (uint64_t)(uintptr_t)fr_test_marker_fn;
+	struct fr_symbols *s = fr_symbols_new(NULL);
+	const char *name = NULL;
+	int ret;
+
+	if (!s || fr_symbols_set_paths(s, dir, NULL, 0) < 0) {
+		fr_symbols_free(s);
+		return -ENOMEM;
+	}
+	if (owner >= 0)
+		fr_symbols_set_owner(s, (uint32_t)owner);
+	ret = fr_symbols_user(s, NULL, "/nonexistent/flightrec-test-gone", bid, (size_t)bid_len,
+			      self.start, self.pgoff, addr, &name, NULL);
+	fr_symbols_free(s);
+	return ret;
+}
+
+/* Regression: a build id is a note any user can write into a file, so a
+ * copy of a file a user owns is named for its owner ("<id>.u<uid>") and
+ * used only for that user's processes, never for root's or another's. */
+static void test_user_copy_serves_its_owner(void)
+{
+	char dir[256], entry[512], root_entry[512], cmd[8400];
+	struct fr_symcache *c;
+	struct stat st;
+
+	if (stat(self.path, &st) < 0 || chown(self.path, 4242, st.st_gid) < 0) {
+		CHECK(0, "chown %s: %s", self.path, strerror(errno));
+		return;
+	}
+	c = open_cache("owner", 1ull << 30);
+	if (c) {
+		want_self(c);
+		fr_symcache_close(c);
+	}
+	if (chown(self.path, st.st_uid, st.st_gid) < 0)
+		CHECK(0, "chown back: %s", strerror(errno));
+	snprintf(dir, sizeof(dir), "%s/owner", base);
+	snprintf(entry, sizeof(entry), "%s/%s.u4242", dir, hex);
+	snprintf(root_entry, sizeof(root_entry), "%s/%s", dir, hex);
+	CHECK(access(entry, F_OK) == 0, "no copy named for its owner at %s", entry);
+	CHECK(access(root_entry, F_OK) < 0, "a user's file was cached as root's");
+	CHECK(names_marker_for(dir, 4242) == 0, "the owner's copy did not serve its owner");
+	CHECK(names_marker_for(dir, -1) < 0, "a user's copy served a root process");
+	CHECK(names_marker_for(dir, 4243) < 0, "a user's copy served another user");
+	/* Root's copy serves everyone. */
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", self.path, root_entry);
+	CHECK(system(cmd) == 0, "cp");
+	CHECK(names_marker_for(dir, -1) == 0 && names_marker_for(dir, 4243) == 0,
+	      "root's copy did not serve every user");
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -325,6 +381,7 @@ int main(void)
 		return 1;
 	}
 	test_copy();
+	test_user_copy_serves_its_owner();
 	test_symlink_entry_not_followed();
 	test_fifo_entry_not_opened();
 	test_symlink_dir_refused();
