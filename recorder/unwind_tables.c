@@ -674,8 +674,10 @@ void fr_unwind_tables_prefetch(struct fr_unwind_tables *u, uint32_t pid,
 	struct key k;
 	bool asked;
 
-	if (map_key(pid, m, &k) && get_table_entry(u, &k, pid, m, &asked) && asked)
+	if (map_key(pid, m, &k) && get_table_entry(u, &k, pid, m, &asked) && asked) {
 		stat_add(&u->st.prefetched, 1);
+		fr_log_debug("unwind table of %s asked for as it is mapped", m->path);
+	}
 }
 
 int fr_unwind_tables_wait(struct fr_unwind_tables *u, int64_t max_ns)
