@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,7 @@ struct job {
 	uint32_t pid;
 	uint64_t start, end;
 	char *path;
+	bool prefetch; /* asked for at the mapping's MMAP2, not by a sample */
 	/* The answer: a table, or for a KEY_INODE job the file's build id
 	 * (bid_len > 0, no table), or err. */
 	struct fr_cfi_table *table;
@@ -283,6 +285,13 @@ static void build(struct fr_unwind_tables *u, struct job *j)
 	size_t size = 0;
 	int ret;
 
+	/* A program that ran a few milliseconds (a build's many short
+	 * execs) exited before its turn: its table may never be needed, and
+	 * a sample that needs it asks again. */
+	if (j->prefetch && kill((pid_t)j->pid, 0) < 0 && errno == ESRCH) {
+		j->err = -ESRCH;
+		return;
+	}
 	ret = j->key.kind == KEY_VDSO ? read_vdso(&buf, &size) : build_read(u, j, &buf, &size);
 	if (ret == 0 && j->bid_len)
 		return; /* linked to its build id's table by the ingest thread */
@@ -476,7 +485,7 @@ static int map_key(uint32_t pid, const struct fr_tracker_map *m, struct key *k)
 
 /* Queues the build of `e`. Returns 0, or -EAGAIN when too many wait. */
 static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
-		   const struct fr_tracker_map *m)
+		   const struct fr_tracker_map *m, bool prefetch)
 {
 	struct job *j;
 
@@ -492,6 +501,7 @@ static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
 	j->pid = pid;
 	j->start = m->start;
 	j->end = m->end;
+	j->prefetch = prefetch;
 	e->state = ST_PENDING;
 	stat_add(&u->st.pending, 1);
 	pthread_mutex_lock(&u->lock);
@@ -528,7 +538,7 @@ static void sweep(struct fr_unwind_tables *u)
  * or when FR_UNWIND_TABLES_MAX_ENTRIES hold tables or wait for them (a
  * user mapping ever new files cannot grow the recorder without bound). */
 static struct entry *get_entry(struct fr_unwind_tables *u, const struct key *k, uint32_t pid,
-			       const struct fr_tracker_map *m, bool *asked)
+			       const struct fr_tracker_map *m, bool prefetch, bool *asked)
 {
 	uint32_t h = key_hash(k);
 	struct entry **b = &u->buckets[h % NBUCKETS], *e;
@@ -554,7 +564,7 @@ static struct entry *get_entry(struct fr_unwind_tables *u, const struct key *k, 
 	}
 	/* Refused: asked again by a later sample. */
 	if (e->state == ST_DROPPED)
-		*asked = request(u, e, pid, m) == 0;
+		*asked = request(u, e, pid, m, prefetch) == 0;
 	return e;
 }
 
@@ -563,15 +573,15 @@ static struct entry *get_entry(struct fr_unwind_tables *u, const struct key *k, 
  * id's entry is looked up each time rather than pointed to, so that it
  * can be swept or dropped on its own. */
 static struct entry *get_table_entry(struct fr_unwind_tables *u, const struct key *k, uint32_t pid,
-				     const struct fr_tracker_map *m, bool *asked)
+				     const struct fr_tracker_map *m, bool prefetch, bool *asked)
 {
-	struct entry *e = get_entry(u, k, pid, m, asked);
+	struct entry *e = get_entry(u, k, pid, m, prefetch, asked);
 	struct key link;
 
 	if (!e || e->state != ST_LINKED)
 		return e;
 	link = e->link; /* e may be swept by the look-up */
-	return get_entry(u, &link, pid, m, asked);
+	return get_entry(u, &link, pid, m, prefetch, asked);
 }
 
 /* A finished job of entry `e`: its table, its failure, or the build id
@@ -591,7 +601,10 @@ static void take(struct fr_unwind_tables *u, struct job *j, struct entry *e)
 		e->link = link;
 		e->state = ST_LINKED;
 		stat_add(&u->st.linked, 1);
-		get_entry(u, &link, j->pid, &m, &asked); /* may sweep e */
+		get_entry(u, &link, j->pid, &m, j->prefetch, &asked); /* may sweep e */
+	} else if (j->err == -ESRCH) {
+		e->state = ST_DROPPED; /* asked for again when needed */
+		stat_add(&u->st.skipped, 1);
 	} else if (j->err == 0) {
 		e->table = j->table;
 		j->table = NULL;
@@ -651,7 +664,7 @@ const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uin
 		*miss = FR_UNWIND_MISS_NOCFI;
 		return NULL;
 	}
-	e = get_table_entry(u, &k, pid, m, &asked);
+	e = get_table_entry(u, &k, pid, m, false, &asked);
 	if (!e || e->state == ST_PENDING || e->state == ST_DROPPED || e->state == ST_LINKED) {
 		*miss = FR_UNWIND_MISS_PENDING;
 		return NULL;
@@ -674,7 +687,7 @@ void fr_unwind_tables_prefetch(struct fr_unwind_tables *u, uint32_t pid,
 	struct key k;
 	bool asked;
 
-	if (map_key(pid, m, &k) && get_table_entry(u, &k, pid, m, &asked) && asked) {
+	if (map_key(pid, m, &k) && get_table_entry(u, &k, pid, m, true, &asked) && asked) {
 		stat_add(&u->st.prefetched, 1);
 		fr_log_debug("unwind table of %s asked for as it is mapped", m->path);
 	}

@@ -16,7 +16,8 @@
  * MMAP2 record announces (a new program, a dlopen), at once
  * (fr_unwind_tables_prefetch()): its table is usually ready before its
  * first samples are drained. The processes found by the initial /proc
- * scan stay lazy: most never run while the daemon lives.
+ * scan stay lazy: most never run while the daemon lives. A build asked
+ * for that way is skipped when its process has exited by its turn.
  *
  * The file is read through the mapped inode (/proc/PID/map_files/START-END),
  * else the path under /proc/PID/root, opened with fr_open_untrusted() and
@@ -69,6 +70,7 @@ struct fr_unwind_tables_stats {
 	uint64_t bytes;	     /* their memory */
 	uint64_t linked;     /* mappings known by inode linked to a build id */
 	uint64_t prefetched; /* builds asked for when a mapping appeared */
+	uint64_t skipped;    /* of those, not built: the process had exited */
 };
 
 /* Starts the builder thread; tables take at most `budget` bytes. Returns

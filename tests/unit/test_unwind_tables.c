@@ -4,7 +4,11 @@
  * id or by inode, and a file that is not the one the key names (another
  * build id, another inode) fails and is remembered as without CFI; the
  * vDSO's table comes from the process's own image; anonymous memory has
- * none; over the memory budget, tables are dropped and built again. */
+ * none; over the memory budget, tables are dropped and built again. A
+ * mapping known by its inode is linked to its build id's table: one file
+ * mapped by two processes builds one table, two files at one path two.
+ * A table asked for as its mapping appears is built before any look-up,
+ * unless its process has exited by then. */
 #include "recorder/unwind_tables.h"
 
 #include <errno.h>
@@ -341,6 +345,50 @@ static void test_one_path(void)
 	fr_unwind_tables_free(u);
 }
 
+/* Asked for as a mapping appears: built before any look-up, once; not
+ * built when the process that mapped it has exited by the builder's turn
+ * (and then asked again by the next). */
+static void test_prefetch(void)
+{
+	struct fr_unwind_tables *u = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	uint64_t addr = (uint64_t)(uintptr_t)&test_prefetch;
+	struct fr_unwind_tables_stats st;
+	const struct fr_cfi_table *t;
+	struct fr_tracker_map m;
+	char path[4096];
+	pid_t gone;
+	int miss;
+
+	if (!u || self_map(addr, &m, path, sizeof(path)) < 0) {
+		CHECK(0, "no tables or no mapping of this test");
+		fr_unwind_tables_free(u);
+		return;
+	}
+	gone = fork();
+	if (gone == 0)
+		_exit(0);
+	CHECK(gone > 0 && waitpid(gone, NULL, 0) == gone, "fork: %s", strerror(errno));
+	fr_unwind_tables_prefetch(u, (uint32_t)gone, &m);
+	CHECK(fr_unwind_tables_settle(u, 20000) == 0, "the request did not finish in 20 s");
+	fr_unwind_tables_stats(u, &st);
+	CHECK(st.prefetched == 1 && st.skipped == 1 && st.built == 0 && st.linked == 0,
+	      "an exited process: prefetched %llu skipped %llu built %llu linked %llu",
+	      (unsigned long long)st.prefetched, (unsigned long long)st.skipped,
+	      (unsigned long long)st.built, (unsigned long long)st.linked);
+
+	fr_unwind_tables_prefetch(u, (uint32_t)getpid(), &m);
+	CHECK(fr_unwind_tables_settle(u, 20000) == 0, "the build did not finish in 20 s");
+	t = find(u, &m, addr, &miss);
+	CHECK(t && t->nrows > 0, "no table at the first look-up (miss %d)", miss);
+	fr_unwind_tables_prefetch(u, (uint32_t)getpid(), &m);
+	fr_unwind_tables_stats(u, &st);
+	CHECK(st.prefetched == 2 && st.built == 1 && st.linked == 1 && st.pending == 0,
+	      "prefetched %llu built %llu linked %llu pending %llu: want 2, 1, 1, 0",
+	      (unsigned long long)st.prefetched, (unsigned long long)st.built,
+	      (unsigned long long)st.linked, (unsigned long long)st.pending);
+	fr_unwind_tables_free(u);
+}
+
 int main(void)
 {
 #if !defined(__x86_64__)
@@ -352,6 +400,7 @@ int main(void)
 	test_budget();
 	test_linked();
 	test_one_path();
+	test_prefetch();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
