@@ -65,6 +65,8 @@ struct entry {
 	size_t bytes;
 	uint64_t last_use;
 	struct key link; /* ST_LINKED: the build id's key */
+	struct job *job; /* ST_PENDING: its job, until taken */
+	bool urgent;	 /* ST_PENDING: a sample waits for it */
 };
 
 struct job {
@@ -503,13 +505,46 @@ static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
 	j->end = m->end;
 	j->prefetch = prefetch;
 	e->state = ST_PENDING;
+	e->job = j;
+	e->urgent = !prefetch;
 	stat_add(&u->st.pending, 1);
 	pthread_mutex_lock(&u->lock);
-	*u->queue_tail = j;
-	u->queue_tail = &j->next;
+	if (prefetch) {
+		*u->queue_tail = j;
+		u->queue_tail = &j->next;
+	} else {
+		/* Samples wait for it: ahead of the tables asked for as their
+		 * mappings appeared, of which a busy machine has hundreds. */
+		j->next = u->queue;
+		u->queue = j;
+		if (u->queue_tail == &u->queue)
+			u->queue_tail = &j->next;
+	}
 	pthread_cond_broadcast(&u->cond);
 	pthread_mutex_unlock(&u->lock);
 	return 0;
+}
+
+/* A sample needs the table of `e`, asked for as its mapping appeared and
+ * still waiting: its job moves to the head of the queue (once). */
+static void promote(struct fr_unwind_tables *u, struct entry *e)
+{
+	struct job **pp;
+
+	e->urgent = true;
+	pthread_mutex_lock(&u->lock);
+	for (pp = &u->queue; *pp && *pp != e->job; pp = &(*pp)->next)
+		;
+	if (*pp && pp != &u->queue) {
+		*pp = e->job->next;
+		if (u->queue_tail == &e->job->next)
+			u->queue_tail = pp;
+		e->job->next = u->queue;
+		u->queue = e->job;
+	}
+	if (*pp || u->queue == e->job)
+		e->job->prefetch = false; /* not skipped: needed */
+	pthread_mutex_unlock(&u->lock);
 }
 
 /* Frees the entries that hold no table and wait for none (failed,
@@ -593,6 +628,8 @@ static void take(struct fr_unwind_tables *u, struct job *j, struct entry *e)
 	struct key link;
 	bool asked;
 
+	e->job = NULL;
+	e->urgent = false;
 	if (j->err == 0 && j->bid_len) {
 		memset(&link, 0, sizeof(link));
 		link.kind = KEY_BUILD_ID;
@@ -665,6 +702,8 @@ const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uin
 		return NULL;
 	}
 	e = get_table_entry(u, &k, pid, m, false, &asked);
+	if (e && e->state == ST_PENDING && !e->urgent)
+		promote(u, e);
 	if (!e || e->state == ST_PENDING || e->state == ST_DROPPED || e->state == ST_LINKED) {
 		*miss = FR_UNWIND_MISS_PENDING;
 		return NULL;
