@@ -491,7 +491,10 @@ static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
 {
 	struct job *j;
 
-	if (__atomic_load_n(&u->st.pending, __ATOMIC_RELAXED) >= FR_UNWIND_TABLES_MAX_PENDING)
+	/* Prefetches (a burst of execs) leave half the queue to the builds
+	 * samples wait for. */
+	if (__atomic_load_n(&u->st.pending, __ATOMIC_RELAXED) >=
+	    (prefetch ? FR_UNWIND_TABLES_MAX_PENDING / 2 : FR_UNWIND_TABLES_MAX_PENDING))
 		return -EAGAIN;
 	j = calloc(1, sizeof(*j));
 	if (!j || !(j->path = strdup(m->path))) {
@@ -529,21 +532,23 @@ static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
  * still waiting: its job moves to the head of the queue (once). */
 static void promote(struct fr_unwind_tables *u, struct entry *e)
 {
-	struct job **pp;
+	struct job **pp, *j = e->job;
 
 	e->urgent = true;
 	pthread_mutex_lock(&u->lock);
-	for (pp = &u->queue; *pp && *pp != e->job; pp = &(*pp)->next)
+	for (pp = &u->queue; *pp && *pp != j; pp = &(*pp)->next)
 		;
-	if (*pp && pp != &u->queue) {
-		*pp = e->job->next;
-		if (u->queue_tail == &e->job->next)
-			u->queue_tail = pp;
-		e->job->next = u->queue;
-		u->queue = e->job;
+	/* Not found: the builder has it already (and reads it unlocked). */
+	if (*pp == j) {
+		j->prefetch = false; /* not skipped: needed */
+		if (pp != &u->queue) {
+			*pp = j->next;
+			if (u->queue_tail == &j->next)
+				u->queue_tail = pp;
+			j->next = u->queue;
+			u->queue = j;
+		}
 	}
-	if (*pp || u->queue == e->job)
-		e->job->prefetch = false; /* not skipped: needed */
 	pthread_mutex_unlock(&u->lock);
 }
 

@@ -51,7 +51,7 @@
 /* How long reading one file may take before it is given up. */
 #define FR_UNWIND_TABLES_READ_DEADLINE_NS (10 * 1000000000LL)
 /* Builds waiting beyond this are not asked for (the miss stays PENDING
- * and is asked again by a later sample). */
+ * and is asked again by a later sample); prefetches beyond half of it. */
 #define FR_UNWIND_TABLES_MAX_PENDING 1024
 /* Files known at once (about 150 bytes each, and the table of those that
  * have one). Beyond it, those without a table are forgotten first. */
