@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -90,18 +91,44 @@ static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int
 	fr_tracker_comm(((struct daemon *)arg)->tracker, pid, tid, comm, exec);
 }
 
+/* A new executable mapping (an exec, a dlopen) has its table asked for
+ * at once when an event unwinds with CFI, so that it is built before the
+ * mapping's first samples are drained rather than after (those would end
+ * "unwind table not ready", or wait for it). The builds a busy machine's
+ * execs cost are in docs/performance.md. */
+static void prefetch_table(struct daemon *d, uint32_t pid, uint64_t start)
+{
+	struct fr_tracker_map m;
+	unsigned i;
+
+	if (!d->unwind_tables)
+		return;
+	for (i = 0; i < d->sources.n; i++)
+		if (d->sources.table[i].stack_copy && d->sources.table[i].perf)
+			break;
+	if (i == d->sources.n || fr_tracker_find_map(d->tracker, pid, start, &m) < 0)
+		return;
+	fr_unwind_tables_prefetch(d->unwind_tables, pid, &m);
+}
+
 static void on_mmap(void *arg, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
 		    uint32_t prot, const char *path, const uint8_t *build_id, uint8_t build_id_len)
 {
-	fr_tracker_mmap(((struct daemon *)arg)->tracker, pid, start, len, pgoff, prot, path,
-			build_id, build_id_len);
+	struct daemon *d = arg;
+
+	fr_tracker_mmap(d->tracker, pid, start, len, pgoff, prot, path, build_id, build_id_len);
+	/* Without a build id, the inode comes next (on_mmap_inode). */
+	if ((prot & PROT_EXEC) && (build_id_len || path[0] == '['))
+		prefetch_table(d, pid, start);
 }
 
 static void on_mmap_inode(void *arg, uint32_t pid, uint64_t start, uint64_t dev, uint64_t ino,
 			  uint64_t ino_generation)
 {
-	fr_tracker_mmap_inode(((struct daemon *)arg)->tracker, pid, start, dev, ino,
-			      ino_generation);
+	struct daemon *d = arg;
+
+	fr_tracker_mmap_inode(d->tracker, pid, start, dev, ino, ino_generation);
+	prefetch_table(d, pid, start);
 }
 
 /* The unwinder's look-up: the process's mapping of `addr` (tracker), then

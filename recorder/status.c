@@ -232,6 +232,9 @@ static int add_unwind_tables(struct daemon *d, cJSON *r)
 	fr_ipc_add_int(o, "evicted", (int64_t)st.evicted);
 	fr_ipc_add_int(o, "tables", (int64_t)st.tables);
 	fr_ipc_add_int(o, "bytes", (int64_t)st.bytes);
+	fr_ipc_add_int(o, "linked", (int64_t)st.linked);
+	fr_ipc_add_int(o, "prefetched", (int64_t)st.prefetched);
+	fr_ipc_add_int(o, "skipped", (int64_t)st.skipped);
 	fr_ipc_add_int(o, "budget", (int64_t)FR_UNWIND_TABLES_BUDGET);
 	return 1;
 }

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,9 @@
 #define STOP_WAIT_MS 1000
 
 enum { KEY_BUILD_ID = 1, KEY_INODE, KEY_VDSO };
-enum { ST_PENDING, ST_READY, ST_FAILED, ST_DROPPED };
+/* ST_LINKED: a file known by its inode whose build id was read; its
+ * table is that of the build id's entry. */
+enum { ST_PENDING, ST_READY, ST_FAILED, ST_DROPPED, ST_LINKED };
 
 /* What identifies a file's table; zeroed before it is filled, so that it
  * compares and hashes as bytes. */
@@ -61,6 +64,9 @@ struct entry {
 	struct fr_cfi_table *table; /* ST_READY */
 	size_t bytes;
 	uint64_t last_use;
+	struct key link; /* ST_LINKED: the build id's key */
+	struct job *job; /* ST_PENDING: its job, until taken */
+	bool urgent;	 /* ST_PENDING: a sample waits for it */
 };
 
 struct job {
@@ -70,8 +76,12 @@ struct job {
 	uint32_t pid;
 	uint64_t start, end;
 	char *path;
-	/* The answer. */
+	bool prefetch; /* asked for at the mapping's MMAP2, not by a sample */
+	/* The answer: a table, or for a KEY_INODE job the file's build id
+	 * (bid_len > 0, no table), or err. */
 	struct fr_cfi_table *table;
+	uint8_t bid[FR_BUILD_ID_MAX];
+	uint8_t bid_len;
 	int err;
 };
 
@@ -126,6 +136,9 @@ struct read_call {
 	uint32_t pid;
 	uint64_t start, end;
 	char *path;
+	bool bid_first; /* a file with a build id is not read further */
+	uint8_t bid[FR_ELF_BUILD_ID_MAX];
+	int bid_len;
 	void *buf;
 	size_t size;
 	struct stat st;
@@ -175,6 +188,16 @@ static void read_file(void *arg)
 		rc->err = fd;
 		return;
 	}
+	/* The build id alone (a few preads): the table may be built, or
+	 * being built, from another mapping of the same file. */
+	if (rc->bid_first) {
+		rc->bid_len = fr_elf_build_id_fd(fd, rc->bid, sizeof(rc->bid));
+		if (rc->bid_len > 0 && rc->bid_len <= FR_BUILD_ID_MAX) {
+			close(fd);
+			return;
+		}
+		rc->bid_len = 0;
+	}
 	rc->size = (size_t)rc->st.st_size;
 	rc->buf = malloc(rc->size ? rc->size : 1);
 	if (!rc->buf) {
@@ -219,7 +242,9 @@ static int read_vdso(void **buf, size_t *size)
 	return ret;
 }
 
-/* Reads the file of `j` on the worker; 0 with the bytes, or -errno. */
+/* Reads the file of `j` on the worker; 0 with the bytes, or -errno. A
+ * file known by its inode that has a build id is not read further: 0 with
+ * no bytes and its build id in the job. */
 static int build_read(struct fr_unwind_tables *u, struct job *j, void **buf, size_t *size)
 {
 	struct read_call *rc = calloc(1, sizeof(*rc));
@@ -232,6 +257,7 @@ static int build_read(struct fr_unwind_tables *u, struct job *j, void **buf, siz
 	rc->pid = j->pid;
 	rc->start = j->start;
 	rc->end = j->end;
+	rc->bid_first = j->key.kind == KEY_INODE;
 	ret = fr_worker_call(&u->worker, read_file, read_drop, rc,
 			     FR_UNWIND_TABLES_READ_DEADLINE_NS);
 	if (ret == -ETIMEDOUT)
@@ -243,7 +269,10 @@ static int build_read(struct fr_unwind_tables *u, struct job *j, void **buf, siz
 	if (ret == 0 && j->key.kind == KEY_INODE &&
 	    (rc->st.st_dev != j->key.dev || rc->st.st_ino != j->key.ino))
 		ret = -ESTALE;
-	if (ret == 0) {
+	if (ret == 0 && rc->bid_len > 0) {
+		memcpy(j->bid, rc->bid, (size_t)rc->bid_len);
+		j->bid_len = (uint8_t)rc->bid_len;
+	} else if (ret == 0) {
 		*buf = rc->buf;
 		*size = rc->size;
 		rc->buf = NULL;
@@ -258,7 +287,16 @@ static void build(struct fr_unwind_tables *u, struct job *j)
 	size_t size = 0;
 	int ret;
 
+	/* A program that ran a few milliseconds (a build's many short
+	 * execs) exited before its turn: its table may never be needed, and
+	 * a sample that needs it asks again. */
+	if (j->prefetch && kill((pid_t)j->pid, 0) < 0 && errno == ESRCH) {
+		j->err = -ESRCH;
+		return;
+	}
 	ret = j->key.kind == KEY_VDSO ? read_vdso(&buf, &size) : build_read(u, j, &buf, &size);
+	if (ret == 0 && j->bid_len)
+		return; /* linked to its build id's table by the ingest thread */
 	if (ret == 0)
 		ret = fr_cfi_build(buf, size, &j->table);
 	free(buf);
@@ -410,51 +448,6 @@ static void evict(struct fr_unwind_tables *u)
 	}
 }
 
-void fr_unwind_tables_collect(struct fr_unwind_tables *u)
-{
-	struct job *done;
-
-	pthread_mutex_lock(&u->lock);
-	done = u->done;
-	u->done = NULL;
-	u->done_tail = &u->done;
-	pthread_mutex_unlock(&u->lock);
-	if (!done)
-		return;
-	while (done) {
-		struct job *j = done;
-		struct entry *e = j->entry;
-
-		done = j->next;
-		stat_add(&u->st.pending, -1);
-		if (j->err == 0) {
-			e->table = j->table;
-			j->table = NULL;
-			e->bytes = fr_cfi_size(e->table);
-			e->state = ST_READY;
-			e->last_use = u->clock;
-			stat_add(&u->st.built, 1);
-			stat_add(&u->st.tables, 1);
-			stat_add(&u->st.bytes, (int64_t)e->bytes);
-			fr_log_debug("unwind table of %s: %u rows, %zu KiB", j->path,
-				     e->table->nrows, e->bytes >> 10);
-		} else {
-			/* Remembered: a sample that needs it counts "no unwind
-			 * info" rather than asking again. */
-			e->state = ST_FAILED;
-			stat_add(&u->st.failed, 1);
-			fr_log_info("no unwind table for %s: %s", j->path,
-				    j->err == -ENOENT	 ? "the file has no CFI"
-				    : j->err == -ENOEXEC ? "not an x86-64 ELF file"
-				    : j->err == -ESTALE	 ? "the file at its path is another one now"
-				    : j->err == -ETIMEDOUT ? "reading it took too long"
-							   : strerror(-j->err));
-		}
-		job_free(j);
-	}
-	evict(u);
-}
-
 /* The key of mapping `m`, or 0 when it has no file a table can be built
  * from (anonymous memory, [vsyscall], a file known by neither build id
  * nor inode). */
@@ -494,11 +487,14 @@ static int map_key(uint32_t pid, const struct fr_tracker_map *m, struct key *k)
 
 /* Queues the build of `e`. Returns 0, or -EAGAIN when too many wait. */
 static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
-		   const struct fr_tracker_map *m)
+		   const struct fr_tracker_map *m, bool prefetch)
 {
 	struct job *j;
 
-	if (__atomic_load_n(&u->st.pending, __ATOMIC_RELAXED) >= FR_UNWIND_TABLES_MAX_PENDING)
+	/* Prefetches (a burst of execs) leave half the queue to the builds
+	 * samples wait for. */
+	if (__atomic_load_n(&u->st.pending, __ATOMIC_RELAXED) >=
+	    (prefetch ? FR_UNWIND_TABLES_MAX_PENDING / 2 : FR_UNWIND_TABLES_MAX_PENDING))
 		return -EAGAIN;
 	j = calloc(1, sizeof(*j));
 	if (!j || !(j->path = strdup(m->path))) {
@@ -510,25 +506,63 @@ static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
 	j->pid = pid;
 	j->start = m->start;
 	j->end = m->end;
+	j->prefetch = prefetch;
 	e->state = ST_PENDING;
+	e->job = j;
+	e->urgent = !prefetch;
 	stat_add(&u->st.pending, 1);
 	pthread_mutex_lock(&u->lock);
-	*u->queue_tail = j;
-	u->queue_tail = &j->next;
+	if (prefetch) {
+		*u->queue_tail = j;
+		u->queue_tail = &j->next;
+	} else {
+		/* Samples wait for it: ahead of the tables asked for as their
+		 * mappings appeared, of which a busy machine has hundreds. */
+		j->next = u->queue;
+		u->queue = j;
+		if (u->queue_tail == &u->queue)
+			u->queue_tail = &j->next;
+	}
 	pthread_cond_broadcast(&u->cond);
 	pthread_mutex_unlock(&u->lock);
 	return 0;
 }
 
-/* Frees the entries that hold no table and wait for none (failed or
- * dropped): forgetting a failure costs at most one more try. */
+/* A sample needs the table of `e`, asked for as its mapping appeared and
+ * still waiting: its job moves to the head of the queue (once). */
+static void promote(struct fr_unwind_tables *u, struct entry *e)
+{
+	struct job **pp, *j = e->job;
+
+	e->urgent = true;
+	pthread_mutex_lock(&u->lock);
+	for (pp = &u->queue; *pp && *pp != j; pp = &(*pp)->next)
+		;
+	/* Not found: the builder has it already (and reads it unlocked). */
+	if (*pp == j) {
+		j->prefetch = false; /* not skipped: needed */
+		if (pp != &u->queue) {
+			*pp = j->next;
+			if (u->queue_tail == &j->next)
+				u->queue_tail = pp;
+			j->next = u->queue;
+			u->queue = j;
+		}
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
+/* Frees the entries that hold no table and wait for none (failed,
+ * dropped or linked): forgetting a failure costs at most one more try, a
+ * link one more read of a build id. */
 static void sweep(struct fr_unwind_tables *u)
 {
 	for (unsigned b = 0; b < NBUCKETS; b++) {
 		for (struct entry **pp = &u->buckets[b]; *pp;) {
 			struct entry *e = *pp;
 
-			if (e->state == ST_FAILED || e->state == ST_DROPPED) {
+			if (e->state == ST_FAILED || e->state == ST_DROPPED ||
+			    e->state == ST_LINKED) {
 				*pp = e->next;
 				free(e);
 				u->nentries--;
@@ -539,16 +573,17 @@ static void sweep(struct fr_unwind_tables *u)
 	}
 }
 
-/* The entry of `k`, created (and its build asked for) the first time.
- * NULL when out of memory or when FR_UNWIND_TABLES_MAX_ENTRIES hold
- * tables or wait for them (a user mapping ever new files cannot grow the
- * recorder without bound). */
+/* The entry of `k`, created (and its build asked for) the first time;
+ * *asked tells whether a build was asked for now. NULL when out of memory
+ * or when FR_UNWIND_TABLES_MAX_ENTRIES hold tables or wait for them (a
+ * user mapping ever new files cannot grow the recorder without bound). */
 static struct entry *get_entry(struct fr_unwind_tables *u, const struct key *k, uint32_t pid,
-			       const struct fr_tracker_map *m)
+			       const struct fr_tracker_map *m, bool prefetch, bool *asked)
 {
 	uint32_t h = key_hash(k);
 	struct entry **b = &u->buckets[h % NBUCKETS], *e;
 
+	*asked = false;
 	for (e = *b; e; e = e->next)
 		if (e->hash == h && memcmp(&e->key, k, sizeof(*k)) == 0)
 			break;
@@ -567,9 +602,96 @@ static struct entry *get_entry(struct fr_unwind_tables *u, const struct key *k, 
 		e->next = *b;
 		*b = e;
 	}
+	/* Refused: asked again by a later sample. */
 	if (e->state == ST_DROPPED)
-		request(u, e, pid, m); /* refused: asked again by a later sample */
+		*asked = request(u, e, pid, m, prefetch) == 0;
 	return e;
+}
+
+/* The entry whose table serves `k`: that of its build id for a file
+ * linked to one (whose build is asked for when it has none). The build
+ * id's entry is looked up each time rather than pointed to, so that it
+ * can be swept or dropped on its own. */
+static struct entry *get_table_entry(struct fr_unwind_tables *u, const struct key *k, uint32_t pid,
+				     const struct fr_tracker_map *m, bool prefetch, bool *asked)
+{
+	struct entry *e = get_entry(u, k, pid, m, prefetch, asked);
+	struct key link;
+
+	if (!e || e->state != ST_LINKED)
+		return e;
+	link = e->link; /* e may be swept by the look-up */
+	return get_entry(u, &link, pid, m, prefetch, asked);
+}
+
+/* A finished job of entry `e`: its table, its failure, or the build id
+ * that links it to another entry (whose build is asked for now, from the
+ * same mapping, when that build id is new). */
+static void take(struct fr_unwind_tables *u, struct job *j, struct entry *e)
+{
+	struct fr_tracker_map m = {.start = j->start, .end = j->end, .path = j->path};
+	struct key link;
+	bool asked;
+
+	e->job = NULL;
+	e->urgent = false;
+	if (j->err == 0 && j->bid_len) {
+		memset(&link, 0, sizeof(link));
+		link.kind = KEY_BUILD_ID;
+		link.len = j->bid_len;
+		memcpy(link.bid, j->bid, j->bid_len);
+		e->link = link;
+		e->state = ST_LINKED;
+		stat_add(&u->st.linked, 1);
+		get_entry(u, &link, j->pid, &m, j->prefetch, &asked); /* may sweep e */
+	} else if (j->err == -ESRCH) {
+		e->state = ST_DROPPED; /* asked for again when needed */
+		stat_add(&u->st.skipped, 1);
+	} else if (j->err == 0) {
+		e->table = j->table;
+		j->table = NULL;
+		e->bytes = fr_cfi_size(e->table);
+		e->state = ST_READY;
+		e->last_use = u->clock;
+		stat_add(&u->st.built, 1);
+		stat_add(&u->st.tables, 1);
+		stat_add(&u->st.bytes, (int64_t)e->bytes);
+		fr_log_debug("unwind table of %s: %u rows, %zu KiB", j->path, e->table->nrows,
+			     e->bytes >> 10);
+	} else {
+		/* Remembered: a sample that needs it counts "no unwind info"
+		 * rather than asking again. */
+		e->state = ST_FAILED;
+		stat_add(&u->st.failed, 1);
+		fr_log_info("no unwind table for %s: %s", j->path,
+			    j->err == -ENOENT	   ? "the file has no CFI"
+			    : j->err == -ENOEXEC   ? "not an x86-64 ELF file"
+			    : j->err == -ESTALE	   ? "the file at its path is another one now"
+			    : j->err == -ETIMEDOUT ? "reading it took too long"
+						   : strerror(-j->err));
+	}
+}
+
+void fr_unwind_tables_collect(struct fr_unwind_tables *u)
+{
+	struct job *done;
+
+	pthread_mutex_lock(&u->lock);
+	done = u->done;
+	u->done = NULL;
+	u->done_tail = &u->done;
+	pthread_mutex_unlock(&u->lock);
+	if (!done)
+		return;
+	while (done) {
+		struct job *j = done;
+
+		done = j->next;
+		stat_add(&u->st.pending, -1);
+		take(u, j, j->entry);
+		job_free(j);
+	}
+	evict(u);
 }
 
 const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uint32_t pid,
@@ -578,13 +700,16 @@ const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uin
 {
 	struct key k;
 	struct entry *e;
+	bool asked;
 
 	if (!map_key(pid, m, &k)) {
 		*miss = FR_UNWIND_MISS_NOCFI;
 		return NULL;
 	}
-	e = get_entry(u, &k, pid, m);
-	if (!e || e->state == ST_PENDING || e->state == ST_DROPPED) {
+	e = get_table_entry(u, &k, pid, m, false, &asked);
+	if (e && e->state == ST_PENDING && !e->urgent)
+		promote(u, e);
+	if (!e || e->state == ST_PENDING || e->state == ST_DROPPED || e->state == ST_LINKED) {
 		*miss = FR_UNWIND_MISS_PENDING;
 		return NULL;
 	}
@@ -598,6 +723,18 @@ const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uin
 		return NULL;
 	}
 	return e->table;
+}
+
+void fr_unwind_tables_prefetch(struct fr_unwind_tables *u, uint32_t pid,
+			       const struct fr_tracker_map *m)
+{
+	struct key k;
+	bool asked;
+
+	if (map_key(pid, m, &k) && get_table_entry(u, &k, pid, m, true, &asked) && asked) {
+		stat_add(&u->st.prefetched, 1);
+		fr_log_debug("unwind table of %s asked for as it is mapped", m->path);
+	}
 }
 
 int fr_unwind_tables_wait(struct fr_unwind_tables *u, int64_t max_ns)

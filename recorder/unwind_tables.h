@@ -7,7 +7,17 @@
  * one, by the mapped inode (device, inode number and generation as an
  * MMAP2 record gives them; a mapping learned from /proc/PID/maps, which
  * has no generation, also by its process and path): a deploy that puts
- * a new binary at the same path never finds the old binary's table.
+ * a new binary at the same path never finds the old binary's table. A
+ * mapping known by its inode first has the build id read from the mapped
+ * file; when it has one, the mapping is linked to that build id's table,
+ * so libc mapped by a hundred processes found in /proc is built once.
+ *
+ * Tables are asked for at a mapping's first sample, or, for a mapping an
+ * MMAP2 record announces (a new program, a dlopen), at once
+ * (fr_unwind_tables_prefetch()): its table is usually ready before its
+ * first samples are drained. The processes found by the initial /proc
+ * scan stay lazy: most never run while the daemon lives. A build asked
+ * for that way is skipped when its process has exited by its turn.
  *
  * The file is read through the mapped inode (/proc/PID/map_files/START-END),
  * else the path under /proc/PID/root, opened with fr_open_untrusted() and
@@ -41,7 +51,7 @@
 /* How long reading one file may take before it is given up. */
 #define FR_UNWIND_TABLES_READ_DEADLINE_NS (10 * 1000000000LL)
 /* Builds waiting beyond this are not asked for (the miss stays PENDING
- * and is asked again by a later sample). */
+ * and is asked again by a later sample); prefetches beyond half of it. */
 #define FR_UNWIND_TABLES_MAX_PENDING 1024
 /* Files known at once (about 150 bytes each, and the table of those that
  * have one). Beyond it, those without a table are forgotten first. */
@@ -52,12 +62,15 @@
 struct fr_unwind_tables;
 
 struct fr_unwind_tables_stats {
-	uint64_t built;	  /* tables built */
-	uint64_t failed;  /* files without usable CFI, or unreadable */
-	uint64_t pending; /* builds waiting or running */
-	uint64_t evicted; /* tables dropped over the budget */
-	uint64_t tables;  /* tables held */
-	uint64_t bytes;	  /* their memory */
+	uint64_t built;	     /* tables built */
+	uint64_t failed;     /* files without usable CFI, or unreadable */
+	uint64_t pending;    /* builds waiting or running */
+	uint64_t evicted;    /* tables dropped over the budget */
+	uint64_t tables;     /* tables held */
+	uint64_t bytes;	     /* their memory */
+	uint64_t linked;     /* mappings known by inode linked to a build id */
+	uint64_t prefetched; /* builds asked for when a mapping appeared */
+	uint64_t skipped;    /* of those, not built: the process had exited */
 };
 
 /* Starts the builder thread; tables take at most `budget` bytes. Returns
@@ -79,6 +92,13 @@ void fr_unwind_tables_collect(struct fr_unwind_tables *u);
 const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uint32_t pid,
 						 const struct fr_tracker_map *m, uint64_t addr,
 						 uint64_t *vaddr, int *miss);
+
+/* Mapping `m` of process `pid` has just appeared (an MMAP2 record: an
+ * exec or a dlopen): asks for its table now, unless it is known, so that
+ * it is ready for the mapping's first samples. Ingest thread; never
+ * blocks. */
+void fr_unwind_tables_prefetch(struct fr_unwind_tables *u, uint32_t pid,
+			       const struct fr_tracker_map *m);
 
 /* Waits up to `max_ns` for builds asked for to finish, and takes those
  * that did. Returns 1 when a table (or a failure) was taken, else 0.

@@ -4,14 +4,21 @@
  * id or by inode, and a file that is not the one the key names (another
  * build id, another inode) fails and is remembered as without CFI; the
  * vDSO's table comes from the process's own image; anonymous memory has
- * none; over the memory budget, tables are dropped and built again. */
+ * none; over the memory budget, tables are dropped and built again. A
+ * mapping known by its inode is linked to its build id's table: one file
+ * mapped by two processes builds one table, two files at one path two.
+ * A table asked for as its mapping appears is built before any look-up,
+ * unless its process has exited by then. */
 #include "recorder/unwind_tables.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "recorder/buildids.h"
@@ -102,16 +109,22 @@ static void test_keys(void)
 	      (unsigned long long)st.tables, (unsigned long long)st.bytes,
 	      (unsigned long long)st.pending);
 
-	/* By build id: another key, the same file, a table of its own. */
+	/* By build id: the table the inode was linked to, not built again. */
 	n = fr_buildid_read_mapped((uint32_t)getpid(), m.start, m.end, path, bid, sizeof(bid));
 	CHECK(n > 0, "no build id for %s: %d", path, n);
 	if (n > 0) {
+		const struct fr_cfi_table *by_inode = t;
+
 		other = m;
 		other.build_id = bid;
 		other.build_id_len = (uint8_t)n;
-		t = find_built(u, &other, addr, &miss);
-		CHECK(t && t->build_id_len == n && memcmp(t->build_id, bid, (size_t)n) == 0,
-		      "by build id: no table of that build id (miss %d)", miss);
+		t = find(u, &other, addr, &miss);
+		CHECK(t && t == by_inode && t->build_id_len == n &&
+			      memcmp(t->build_id, bid, (size_t)n) == 0,
+		      "by build id: not the inode's table (miss %d)", miss);
+		fr_unwind_tables_stats(u, &st);
+		CHECK(st.built == 1 && st.linked == 1, "built %llu, linked %llu: want 1 and 1",
+		      (unsigned long long)st.built, (unsigned long long)st.linked);
 		/* A build id the file does not have: refused, remembered. */
 		bid[0] ^= 0xff;
 		t = find_built(u, &other, addr, &miss);
@@ -197,6 +210,185 @@ static void test_budget(void)
 	fr_unwind_tables_free(u);
 }
 
+/* Two processes found in /proc mapping one file (two keys: a mapping
+ * learned from /proc is keyed by its process) build one table: each is
+ * linked to the file's build id. */
+static void test_linked(void)
+{
+	struct fr_unwind_tables *u = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	uint64_t addr = (uint64_t)(uintptr_t)&test_linked, vaddr;
+	const struct fr_cfi_table *t1, *t2;
+	struct fr_unwind_tables_stats st;
+	struct fr_tracker_map m;
+	char path[4096];
+	int miss1 = 0, miss2 = 0;
+	pid_t child;
+
+	if (!u || self_map(addr, &m, path, sizeof(path)) < 0) {
+		CHECK(0, "no tables or no mapping of this test");
+		fr_unwind_tables_free(u);
+		return;
+	}
+	m.inode = FR_TRACKER_INODE_PROC;
+	child = fork(); /* maps what this process maps, where it does */
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(child > 0, "fork: %s", strerror(errno));
+	if (child > 0) {
+		fr_unwind_tables_find(u, (uint32_t)getpid(), &m, addr, &vaddr, &miss1);
+		fr_unwind_tables_find(u, (uint32_t)child, &m, addr, &vaddr, &miss2);
+		CHECK(miss1 == FR_UNWIND_MISS_PENDING && miss2 == FR_UNWIND_MISS_PENDING,
+		      "first look-ups: miss %d and %d", miss1, miss2);
+		CHECK(fr_unwind_tables_settle(u, 20000) == 0, "the builds did not finish in 20 s");
+		t1 = fr_unwind_tables_find(u, (uint32_t)getpid(), &m, addr, &vaddr, &miss1);
+		t2 = fr_unwind_tables_find(u, (uint32_t)child, &m, addr, &vaddr, &miss2);
+		CHECK(t1 && t1 == t2, "two processes: tables %p and %p (miss %d, %d)", (void *)t1,
+		      (void *)t2, miss1, miss2);
+		fr_unwind_tables_stats(u, &st);
+		CHECK(st.built == 1 && st.linked == 2 && st.tables == 1,
+		      "built %llu, linked %llu, tables %llu: want 1, 2, 1",
+		      (unsigned long long)st.built, (unsigned long long)st.linked,
+		      (unsigned long long)st.tables);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	fr_unwind_tables_free(u);
+}
+
+/* Copies `from` to `to` through a new file renamed over it (a deploy):
+ * `to` is another inode. Returns 0 and its stat, or -1. */
+static int deploy(const char *from, const char *to, struct stat *st)
+{
+	char tmp[4200], buf[65536];
+	FILE *in = fopen(from, "rb"), *out;
+	size_t n;
+	int ret = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", to);
+	out = fopen(tmp, "wb");
+	while (in && out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, out) != n)
+			ret = -1;
+	if (!in || !out || ferror(in))
+		ret = -1;
+	if (in)
+		fclose(in);
+	if (out && fclose(out) != 0)
+		ret = -1;
+	if (ret == 0 && (rename(tmp, to) < 0 || stat(to, st) < 0))
+		ret = -1;
+	return ret;
+}
+
+/* Two different files at one path, one after the other (a mapping at an
+ * address this process has not mapped, so the file is read by its path):
+ * each has its own table, that of its own build id. A copy of this test's
+ * binary shares the table of the binary it was copied from. */
+static void test_one_path(void)
+{
+	struct fr_unwind_tables *u = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	uint64_t self_addr = (uint64_t)(uintptr_t)&test_one_path;
+	uint64_t libc_addr = (uint64_t)(uintptr_t)&qsort;
+	char dir[] = "/tmp/fr-unwind-tables-XXXXXX", at[4200];
+	char self_path[4096], libc_path[4096];
+	struct fr_tracker_map self, libc, m;
+	const struct fr_cfi_table *t_self, *t1, *t2;
+	struct fr_unwind_tables_stats st;
+	const uint64_t fake = 0x10000;
+	struct stat sb;
+	int miss;
+
+	if (!u || self_map(self_addr, &self, self_path, sizeof(self_path)) < 0 ||
+	    self_map(libc_addr, &libc, libc_path, sizeof(libc_path)) < 0 ||
+	    strcmp(self_path, libc_path) == 0 || !mkdtemp(dir)) {
+		printf("no mapping of libc apart from this test's; skipped\n");
+		fr_unwind_tables_free(u);
+		return;
+	}
+	snprintf(at, sizeof(at), "%s/prog", dir);
+	t_self = find_built(u, &self, self_addr, &miss);
+	CHECK(t_self, "this test's own table (miss %d)", miss);
+
+	CHECK(deploy(self_path, at, &sb) == 0, "cannot copy %s", self_path);
+	m = self;
+	m.start = fake;
+	m.end = fake + (self.end - self.start);
+	m.path = m.path_id = at;
+	m.inode = FR_TRACKER_INODE_PROC;
+	m.dev = sb.st_dev;
+	m.ino = sb.st_ino;
+	t1 = find_built(u, &m, fake + (self_addr - self.start), &miss);
+	CHECK(t1 && t1 == t_self, "the copy of this test: table %p, want %p (miss %d)", (void *)t1,
+	      (void *)t_self, miss);
+
+	CHECK(deploy(libc_path, at, &sb) == 0, "cannot copy %s", libc_path);
+	m = libc;
+	m.start = fake;
+	m.end = fake + (libc.end - libc.start);
+	m.path = m.path_id = at;
+	m.inode = FR_TRACKER_INODE_PROC;
+	m.dev = sb.st_dev;
+	m.ino = sb.st_ino;
+	t2 = find_built(u, &m, fake + (libc_addr - libc.start), &miss);
+	CHECK(t2 && t2 != t1 &&
+		      (t2->build_id_len != t1->build_id_len ||
+		       memcmp(t2->build_id, t1->build_id, t1->build_id_len) != 0),
+	      "the second file at %s: table %p, the first's %p (miss %d)", at, (void *)t2,
+	      (void *)t1, miss);
+	fr_unwind_tables_stats(u, &st);
+	CHECK(st.built == 2 && st.linked == 3, "built %llu, linked %llu: want 2 and 3",
+	      (unsigned long long)st.built, (unsigned long long)st.linked);
+	unlink(at);
+	rmdir(dir);
+	fr_unwind_tables_free(u);
+}
+
+/* Asked for as a mapping appears: built before any look-up, once; not
+ * built when the process that mapped it has exited by the builder's turn
+ * (and then asked again by the next). */
+static void test_prefetch(void)
+{
+	struct fr_unwind_tables *u = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	uint64_t addr = (uint64_t)(uintptr_t)&test_prefetch;
+	struct fr_unwind_tables_stats st;
+	const struct fr_cfi_table *t;
+	struct fr_tracker_map m;
+	char path[4096];
+	pid_t gone;
+	int miss;
+
+	if (!u || self_map(addr, &m, path, sizeof(path)) < 0) {
+		CHECK(0, "no tables or no mapping of this test");
+		fr_unwind_tables_free(u);
+		return;
+	}
+	gone = fork();
+	if (gone == 0)
+		_exit(0);
+	CHECK(gone > 0 && waitpid(gone, NULL, 0) == gone, "fork: %s", strerror(errno));
+	fr_unwind_tables_prefetch(u, (uint32_t)gone, &m);
+	CHECK(fr_unwind_tables_settle(u, 20000) == 0, "the request did not finish in 20 s");
+	fr_unwind_tables_stats(u, &st);
+	CHECK(st.prefetched == 1 && st.skipped == 1 && st.built == 0 && st.linked == 0,
+	      "an exited process: prefetched %llu skipped %llu built %llu linked %llu",
+	      (unsigned long long)st.prefetched, (unsigned long long)st.skipped,
+	      (unsigned long long)st.built, (unsigned long long)st.linked);
+
+	fr_unwind_tables_prefetch(u, (uint32_t)getpid(), &m);
+	CHECK(fr_unwind_tables_settle(u, 20000) == 0, "the build did not finish in 20 s");
+	t = find(u, &m, addr, &miss);
+	CHECK(t && t->nrows > 0, "no table at the first look-up (miss %d)", miss);
+	fr_unwind_tables_prefetch(u, (uint32_t)getpid(), &m);
+	fr_unwind_tables_stats(u, &st);
+	CHECK(st.prefetched == 2 && st.built == 1 && st.linked == 1 && st.pending == 0,
+	      "prefetched %llu built %llu linked %llu pending %llu: want 2, 1, 1, 0",
+	      (unsigned long long)st.prefetched, (unsigned long long)st.built,
+	      (unsigned long long)st.linked, (unsigned long long)st.pending);
+	fr_unwind_tables_free(u);
+}
+
 int main(void)
 {
 #if !defined(__x86_64__)
@@ -206,6 +398,9 @@ int main(void)
 	test_keys();
 	test_vdso();
 	test_budget();
+	test_linked();
+	test_one_path();
+	test_prefetch();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

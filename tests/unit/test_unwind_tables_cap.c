@@ -1,8 +1,8 @@
 /* The cap on the files recorder/unwind_tables.c knows at once, built here
  * with FR_UNWIND_TABLES_MAX_ENTRIES 4: a fifth file makes it forget the
- * failed ones (asked about again, they are tried again), and when the
- * four it knows all have tables, a fifth gets none and is not even asked
- * for. */
+ * failed ones (asked about again, they are tried again) and the mappings
+ * linked to a build id, and when the four it knows all have tables, a
+ * fifth gets none and is not even asked for. */
 #include "recorder/unwind_tables.h"
 
 #include <stdio.h>
@@ -11,14 +11,16 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "core/query/elf_image.h"
 #include "tests/unit/check.h"
 
 _Static_assert(FR_UNWIND_TABLES_MAX_ENTRIES == 4, "built with a cap of 4");
 
-/* The executable mapping of this test, keyed by inode. */
-static int self_map(struct fr_tracker_map *m, char *path, size_t len)
+/* The executable mapping that holds `addr` or, when `addr` is 0, whose
+ * path holds `name`, keyed by inode. */
+static int exec_map(uint64_t addr, const char *name, struct fr_tracker_map *m, char *path,
+		    size_t len)
 {
-	uint64_t addr = (uint64_t)(uintptr_t)&self_map;
 	char line[4608];
 	FILE *f = fopen("/proc/self/maps", "re");
 	int found = 0;
@@ -31,7 +33,8 @@ static int self_map(struct fr_tracker_map *m, char *path, size_t len)
 
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
 			   &maj, &min, &ino, &at) < 7 ||
-		    addr < start || addr >= end)
+		    perms[2] != 'x' || (addr && (addr < start || addr >= end)) ||
+		    (!addr && (!at || !strstr(line + at, name))))
 			continue;
 		line[strcspn(line, "\n")] = '\0';
 		snprintf(path, len, "%s", line + at);
@@ -48,6 +51,29 @@ static int self_map(struct fr_tracker_map *m, char *path, size_t len)
 	if (f)
 		fclose(f);
 	return found ? 0 : -1;
+}
+
+static int self_map(struct fr_tracker_map *m, char *path, size_t len)
+{
+	return exec_map((uint64_t)(uintptr_t)&self_map, NULL, m, path, len);
+}
+
+/* The mapping of `name`, keyed by its build id (in `bid`); "[vdso]" by
+ * its name. */
+static int bid_map(const char *name, struct fr_tracker_map *m, char *path, uint8_t *bid)
+{
+	int n;
+
+	if (exec_map(0, name, m, path, 4096) < 0)
+		return -1;
+	if (strcmp(name, "[vdso]") == 0)
+		return 0;
+	n = fr_elf_build_id(path, bid, FR_ELF_BUILD_ID_MAX);
+	if (n <= 0 || n > FR_BUILD_ID_MAX)
+		return -1;
+	m->build_id = bid;
+	m->build_id_len = (uint8_t)n;
+	return 0;
 }
 
 /* The look-up of `m` with inode generation `gen` (a key of its own),
@@ -92,9 +118,22 @@ int main(void)
 	fr_unwind_tables_stats(u, &st);
 	CHECK(st.failed == 5, "the forgotten failure was not tried again: %llu failures",
 	      (unsigned long long)st.failed);
-	/* Four with tables: a fifth file gets none, and no build. */
-	for (uint64_t g = 101; g < 104; g++)
-		CHECK(ask(u, &m, g, &miss) != NULL, "table %u: miss %d", (unsigned)g, miss);
+	/* Four files with tables (this test's, libc, the dynamic loader and
+	 * the vDSO, by build id: another generation of this test's inode would
+	 * only be linked to its build id): a fifth gets none, and no build. */
+	for (unsigned i = 0; i < 3; i++) {
+		static const char *const names[] = {"/libc.so", "/ld-linux", "[vdso]"};
+		struct fr_tracker_map o;
+		char opath[4096];
+		uint8_t bid[FR_ELF_BUILD_ID_MAX];
+
+		if (bid_map(names[i], &o, opath, bid) < 0) {
+			printf("no mapping of %s with a build id; skipped\n", names[i]);
+			fr_unwind_tables_free(u);
+			return 77;
+		}
+		CHECK(ask(u, &o, 0, &miss) != NULL, "%s: no table (miss %d)", opath, miss);
+	}
 	CHECK(!ask(u, &m, 200, &miss) && miss == FR_UNWIND_MISS_PENDING,
 	      "past the cap: a table or miss %d", miss);
 	fr_unwind_tables_stats(u, &st);
