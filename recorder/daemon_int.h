@@ -112,6 +112,10 @@ struct daemon {
 	/* Counters read by status requests (atomics), all events together. */
 	uint64_t samples, lost, chunks_sealed;
 	uint32_t nprocs, nthreads;
+	/* Open-wait records stored at the last seal (ingest thread): while
+	 * threads are blocked, a chunk is sealed every second even when
+	 * nothing ran, so the ring keeps saying who is stuck. */
+	uint32_t open_waits;
 };
 
 /* What a profile that could not be flushed says, in a comment and to its

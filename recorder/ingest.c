@@ -42,7 +42,7 @@ int daemon_flush_barrier(struct daemon *d)
 
 /* Seals what the builder holds (if anything) and queues it for the
  * writer, followed by barrier generation `barrier` when non-zero. */
-static void seal(struct daemon *d, uint64_t barrier)
+static void seal_chunk(struct daemon *d, uint64_t barrier)
 {
 	void *chunk = NULL;
 	size_t len = 0;
@@ -64,6 +64,38 @@ static void seal(struct daemon *d, uint64_t barrier)
 		fr_writer_enqueue(&d->writer, ret == 0 ? chunk : NULL, len, barrier);
 }
 
+/* One open-wait record into the chunk being sealed; a full chunk is
+ * sealed and the rest go to the next, stamped with the same time. */
+static void on_open_wait(void *arg, const struct fr_sample *s)
+{
+	struct daemon *d = arg;
+	int ret = fr_chunk_builder_add(d->builder, s);
+
+	if (ret == -ENOSPC) {
+		seal_chunk(d, 0);
+		ret = fr_chunk_builder_add(d->builder, s);
+	}
+	if (ret == 0)
+		d->open_waits++;
+}
+
+/* A periodic or asked-for seal: the threads blocked now go with the
+ * chunk (see "open waits" in core/store/chunk.h), so a reader of the
+ * ring, even after a crash, knows who was stuck since when and where. A
+ * chunk sealed because it is full carries none: the next periodic seal
+ * is at most a second away. */
+static void seal(struct daemon *d, uint64_t barrier)
+{
+	uint64_t now = fr_now_mono_ns();
+
+	d->open_waits = 0;
+	for (unsigned i = 0; i < d->sources.n; i++)
+		if (d->sources.table[i].perf)
+			fr_perf_offcpu_open(d->sources.table[i].perf, d->sources.clock_offset, now,
+					    on_open_wait, d);
+	seal_chunk(d, barrier);
+}
+
 static void on_sample(void *arg, const struct fr_sample *s)
 {
 	struct daemon *d = arg;
@@ -71,7 +103,7 @@ static void on_sample(void *arg, const struct fr_sample *s)
 	int ret = fr_chunk_builder_add(d->builder, s);
 
 	if (ret == -ENOSPC) {
-		seal(d, 0);
+		seal_chunk(d, 0);
 		ret = fr_chunk_builder_add(d->builder, s);
 	}
 	if (ret == 0) {
@@ -395,7 +427,7 @@ static int poll_timeout(struct daemon *d)
 	int64_t now = fr_now_mono_ns(), due = SEAL_INTERVAL_NS - (now - d->last_seal_mono);
 	int timeout;
 
-	if (due <= 0 && fr_chunk_builder_samples(d->builder) == 0) {
+	if (due <= 0 && fr_chunk_builder_samples(d->builder) == 0 && d->open_waits == 0) {
 		/* Nothing to seal: the next chunk's second starts now. */
 		d->last_seal_mono = now;
 		due = SEAL_INTERVAL_NS;
@@ -433,7 +465,7 @@ int daemon_ingest_loop(struct daemon *d)
 		}
 		fr_sources_drain(&d->sources);
 		if (d->barrier || d->stopping ||
-		    (fr_chunk_builder_samples(d->builder) > 0 &&
+		    ((fr_chunk_builder_samples(d->builder) > 0 || d->open_waits > 0) &&
 		     fr_now_mono_ns() - d->last_seal_mono >= SEAL_INTERVAL_NS))
 			seal(d, d->barrier);
 	}

@@ -19,11 +19,15 @@
 /* When the table is full, the oldest of this many consecutive entries is
  * dropped (an approximation of least recently switched out). */
 #define OFFCPU_EVICT_SCAN 8
+/* switched_in of an entry on the free list, so listing open waits can
+ * walk the entries without the index. */
+#define ENTRY_FREE 2
 
 struct offcpu_entry {
 	uint32_t tid;	     /* the key */
 	uint8_t switched_in; /* 0: a switch-out with its stack; 1: a switch-in
-			      * seen before its switch-out (time only) */
+			      * seen before its switch-out (time only);
+			      * ENTRY_FREE: on the free list */
 	uint16_t nr_kernel, nr_frames;
 	uint32_t pid, cpu; /* of the switch-out, as samples name them */
 	uint64_t time;	   /* CLOCK_MONOTONIC ns of the switch */
@@ -103,6 +107,7 @@ static void index_remove(struct fr_offcpu *o, uint32_t slot)
 	uint32_t hole = slot;
 
 	o->free_list[o->nfree++] = o->index[slot] - 1;
+	o->entries[o->index[slot] - 1].switched_in = ENTRY_FREE;
 	for (uint32_t j = (slot + 1) & mask; o->index[j]; j = (j + 1) & mask) {
 		uint32_t home = hash_tid(o, o->entries[o->index[j] - 1].tid);
 
@@ -234,6 +239,31 @@ int fr_offcpu_switch_in(struct fr_offcpu *o, uint32_t tid, uint64_t time,
 	e->switched_in = 1;
 	e->time = time;
 	e->nr_kernel = e->nr_frames = 0;
+	return 0;
+}
+
+int fr_offcpu_open_next(const struct fr_offcpu *o, uint32_t *cursor, struct fr_offcpu_switch *out)
+{
+	/* Entries at or above `used` were never touched: the walk stays in
+	 * the pages in use. */
+	for (uint32_t n = *cursor; n < o->used; n++) {
+		const struct offcpu_entry *e = &o->entries[n];
+
+		if (e->switched_in || e->tid == 0) /* tid 0: idle, not waiting */
+			continue;
+		*out = (struct fr_offcpu_switch){
+			.time = e->time,
+			.pid = e->pid,
+			.tid = e->tid,
+			.cpu = e->cpu,
+			.nr_kernel = e->nr_kernel,
+			.nr_frames = e->nr_frames,
+			.ips = e->ips,
+		};
+		*cursor = n + 1;
+		return 1;
+	}
+	*cursor = o->used;
 	return 0;
 }
 

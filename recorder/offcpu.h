@@ -10,15 +10,20 @@
  *
  * Rules (what the drain relies on):
  *  - a pair is believed only when the switch-in is after the switch-out
- *    and at most FR_OFFCPU_MAX_GAP_NS later; a pair further apart is
- *    dropped (a record lost in between);
+ *    and at most FR_OFFCPU_MAX_GAP_NS (30 days) later: waits of hours are
+ *    real (a reader on a pipe nobody writes) and are kept;
  *  - a switch-in read before its switch-out is remembered (its time only)
  *    and pairs with the first switch-out before it;
  *  - of two halves of the same kind for one thread, the newer one stays
  *    (the other lost its partner);
  *  - an exiting thread's switch-out is never kept;
  *  - when every entry is in use, the oldest of a few consecutive entries
- *    is dropped and counted (fr_offcpu_take_evicted).
+ *    is dropped and counted (fr_offcpu_take_evicted): the table is
+ *    bounded, and on overflow the longest waits are the ones forgotten
+ *    (their switch-in then pairs with nothing and is not counted);
+ *  - the switch-outs still waiting are the threads blocked now, and
+ *    fr_offcpu_open_next() lists them (the recorder stores them with
+ *    every sealed chunk, see "open waits" in core/store/chunk.h).
  *
  * The table is allocated whole at fr_offcpu_new; nothing else allocates.
  * Not thread-safe: the ingest thread owns it.
@@ -28,9 +33,9 @@
 
 #include <stdint.h>
 
-/* A pair further apart than this is not believed (a record lost in
- * between, or a thread asleep for so long its stack no longer matters). */
-#define FR_OFFCPU_MAX_GAP_NS (3600LL * 1000000000LL)
+/* A pair further apart than this is not believed (a clock gone wrong,
+ * or a record lost in between a month ago). */
+#define FR_OFFCPU_MAX_GAP_NS (30LL * 86400 * 1000000000LL)
 
 /* Threads the recorder follows at once: a machine rarely has that many
  * that ran since the recorder started. */
@@ -76,6 +81,12 @@ int fr_offcpu_switch_out(struct fr_offcpu *o, const struct fr_offcpu_switch *sw,
  * next call on the table), else 0. */
 int fr_offcpu_switch_in(struct fr_offcpu *o, uint32_t tid, uint64_t time,
 			struct fr_offcpu_pair *pair);
+
+/* The open waits: threads switched out and not yet back, as switch-outs
+ * (pointers valid until the next call on the table). Start with *cursor
+ * 0; returns 1 with *out filled in and *cursor advanced, 0 when there are
+ * no more. Switch-ins waiting for their switch-out are not listed. */
+int fr_offcpu_open_next(const struct fr_offcpu *o, uint32_t *cursor, struct fr_offcpu_switch *out);
 
 /* Threads waiting (either half) now. */
 uint32_t fr_offcpu_waiting(const struct fr_offcpu *o);

@@ -139,6 +139,14 @@ int fr_perf_fd(const struct fr_perf *p, unsigned i);
  * number of records handled (for offcpu, switch records, not samples). */
 uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h, int64_t clock_offset);
 
+/* For an offcpu source: calls `fn` with an open-wait record
+ * (FR_EVENT_OFFCPU_OPEN, see core/store/sample.h) for each thread switched
+ * out and not back as of `now_mono` (CLOCK_MONOTONIC ns, at or after the
+ * last drain), on the stack it left with. Returns how many; 0 for other
+ * sources. Never allocates. */
+uint32_t fr_perf_offcpu_open(const struct fr_perf *p, int64_t clock_offset, uint64_t now_mono,
+			     void (*fn)(void *arg, const struct fr_sample *s), void *arg);
+
 /* How `p`'s samples were unwound so far (any thread; the counters are
  * read with relaxed atomics). */
 void fr_perf_unwind_stats(const struct fr_perf *p, struct fr_perf_unwind_stats *out);

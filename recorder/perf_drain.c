@@ -281,6 +281,36 @@ static void offcpu_emit(const struct fr_perf_handler *cb, int64_t clock_offset,
 	cb->sample(cb->arg, &s);
 }
 
+uint32_t fr_perf_offcpu_open(const struct fr_perf *p, int64_t clock_offset, uint64_t now_mono,
+			     void (*fn)(void *arg, const struct fr_sample *s), void *arg)
+{
+	struct fr_offcpu_switch sw;
+	uint32_t cursor = 0, n = 0;
+
+	if (!p->offcpu)
+		return 0;
+	while (fr_offcpu_open_next(p->offcpu, &cursor, &sw)) {
+		/* The record is stamped with the moment the table was known
+		 * to be complete; the weight says since when it waits. */
+		struct fr_sample s = {
+			.time_ns = (int64_t)now_mono + clock_offset,
+			.pid = sw.pid,
+			.tid = sw.tid,
+			.cpu = sw.cpu,
+			.event = FR_EVENT_OFFCPU_OPEN,
+			.weight = now_mono > sw.time ? now_mono - sw.time : 0,
+			.rate_hz = 0,
+			.nr_kernel = sw.nr_kernel,
+			.nr_frames = sw.nr_frames,
+			.ips = sw.ips,
+		};
+
+		fn(arg, &s);
+		n++;
+	}
+	return n;
+}
+
 static uint64_t raw_field(const unsigned char *raw, uint32_t off, uint32_t size)
 {
 	uint32_t v32;

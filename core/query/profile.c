@@ -277,6 +277,7 @@ static int aggregate(struct builder *b, const struct window *w, struct fr_profil
 	int ret;
 
 	/* Index 0 of maps is "no mapping", index 1 the kernel. */
+	profile_open_prepare(b);
 	b->nmaps = 2;
 	b->maps_cap = 256;
 	b->maps = calloc(b->maps_cap, sizeof(*b->maps));

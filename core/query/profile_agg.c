@@ -262,7 +262,8 @@ static void cell_add(struct gcell *cl, uint64_t w, uint32_t rate, uint32_t targe
 
 /* Adds sample `i` of chunk `c`, of requested event `e`, to its row.
  * Returns 0 or -ENOMEM. */
-int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e)
+int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e,
+		       uint64_t weight)
 {
 	uint32_t sid = c->stack[i], nlocs, slot;
 	uint32_t cpu = b->req->cpu_label ? c->cpu[i] : 0;
@@ -300,7 +301,7 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 		    s->cgroup == cgroup && s->nlocs == nlocs &&
 		    memcmp(&b->arena[s->locs], &b->arena[off], nlocs * sizeof(uint32_t)) == 0) {
 			s->count++;
-			cell_add(&b->cells[(size_t)row * b->nev + e], c->weight[i], c->rate_hz[i],
+			cell_add(&b->cells[(size_t)row * b->nev + e], weight, c->rate_hz[i],
 				 b->ev[e].target);
 			return 0;
 		}
@@ -338,7 +339,7 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 		.hash = h,
 	};
 	memset(&b->cells[(size_t)b->nsamples * b->nev], 0, b->nev * sizeof(*b->cells));
-	cell_add(&b->cells[(size_t)b->nsamples * b->nev + e], c->weight[i], c->rate_hz[i],
+	cell_add(&b->cells[(size_t)b->nsamples * b->nev + e], weight, c->rate_hz[i],
 		 b->ev[e].target);
 	b->sample_idx.slots[slot] = ++b->nsamples;
 	b->sample_idx.n++;
@@ -370,6 +371,7 @@ void profile_free_builder(struct builder *b)
 	free(b->edges.slots);
 	free(b->pids.slots);
 	free(b->ls_ppid);
+	free(b->done);
 }
 
 int profile_reset_stack_memo(struct builder *b, uint32_t nstacks)

@@ -133,6 +133,15 @@ struct builder {
 	uint32_t ndescendants;
 	uint32_t *ls_ppid; /* per-chunk: label set -> its "ppid" (0: none) */
 	uint32_t ls_ppid_cap;
+	/* Open waits (core/query/profile_open.c): the time of the window's
+	 * latest open-wait records (0: none), and the offcpu samples of the
+	 * window's end, (tid, switch-in) sorted by tid once pass 1 is done. */
+	int64_t open_asof;
+	struct open_done {
+		uint32_t tid;
+		int64_t in_ns;
+	} * done;
+	uint32_t ndone, done_cap;
 };
 
 static inline uint64_t mix64(uint64_t x)
@@ -147,9 +156,17 @@ static inline uint64_t mix64(uint64_t x)
 
 /* core/query/profile_agg.c */
 int64_t profile_intern_str(struct builder *b, const char *s);
-int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e);
+/* Adds sample i of `c` with `weight` (its own, or the part of it inside
+ * the window) to event e's cell of its row. */
+int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e,
+		       uint64_t weight);
 int profile_reset_stack_memo(struct builder *b, uint32_t nstacks);
 void profile_free_builder(struct builder *b);
+
+/* core/query/profile_open.c */
+int profile_open_note(struct builder *b, const struct fr_chunk *c, uint32_t i);
+void profile_open_prepare(struct builder *b);
+uint64_t profile_open_weight(const struct builder *b, const struct fr_chunk *c, uint32_t i);
 
 /* core/query/profile_window.c */
 int profile_collect_parents(struct builder *b, const struct fr_chunk *c);

@@ -272,11 +272,14 @@ static int chunk_targets(struct builder *b, const struct fr_chunk *c, int names)
  * `c`), else -1. */
 static int select_sample(const struct builder *b, const struct fr_chunk *c, uint32_t i)
 {
+	/* Open-wait records count as offcpu (core/query/profile_open.c). */
+	uint32_t id = c->event[i] == FR_EVENT_OFFCPU_OPEN ? FR_EVENT_OFFCPU : c->event[i];
+
 	if (c->time_ns[i] < b->req->t0 || c->time_ns[i] >= b->req->t1 ||
 	    !b->stack_ok[c->stack[i]] || !b->ls_ok[c->labelset[i]])
 		return -1;
 	for (uint32_t e = 0; e < b->nev; e++)
-		if (b->ev[e].id == c->event[i])
+		if (b->ev[e].id == id)
 			return (int)e;
 	return -1;
 }
@@ -346,12 +349,18 @@ int profile_chunk_rates(struct builder *b, const struct fr_chunk *c)
 	if (ret < 0)
 		return ret;
 	for (uint32_t i = 0; i < c->nsamples; i++) {
-		int e = select_sample(b, c, i);
+		int e = c->event[i] == FR_EVENT_OFFCPU_OPEN ? -1 : select_sample(b, c, i);
 		struct fr_profile_event_result *er;
 		uint32_t rate = c->rate_hz[i];
 
+		/* Every open-wait record moves the window's latest (not only
+		 * the targets'); which count is known after this pass. */
+		if (c->event[i] == FR_EVENT_OFFCPU_OPEN)
+			profile_open_note(b, c, i);
 		if (e < 0)
 			continue;
+		if (profile_open_note(b, c, i) < 0)
+			return -ENOMEM;
 		er = b->ev[e].res;
 		er->samples_seen++;
 		if (rate && (!er->min_rate || rate < er->min_rate))
@@ -373,10 +382,18 @@ int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 		ret = chunk_targets(b, c, 1);
 	for (uint32_t i = 0; ret == 0 && i < c->nsamples; i++) {
 		int e = select_sample(b, c, i);
+		uint64_t w;
 
 		if (e < 0 || !keep_sample(c, i, b->ev[e].target))
 			continue;
-		ret = profile_add_sample(b, c, i, (uint32_t)e);
+		w = profile_open_weight(b, c, i);
+		if (c->event[i] == FR_EVENT_OFFCPU_OPEN) {
+			if (!w)
+				continue;
+			/* Seen in pass 1 only once it is known to count. */
+			b->ev[e].res->samples_seen++;
+		}
+		ret = profile_add_sample(b, c, i, (uint32_t)e, w);
 		b->ev[e].res->samples_kept++;
 	}
 	return ret;

@@ -120,6 +120,24 @@
  *              value, v length (>= 1); lengths add up to n.
  *   Nothing follows the last run list.
  *
+ * OPEN WAITS. A sample whose event is FR_EVENT_OFFCPU_OPEN (0x40000000,
+ * core/store/sample.h) is not a sample but an open-wait record: thread
+ * `tid` of `pid` was switched out and not yet back when the recorder
+ * sealed the chunk. It is stored as any sample, so its stack is interned
+ * with the others and the columns above encode it: time is the moment of
+ * the seal (the pairing table was complete up to then; Unix ns), weight
+ * how long the thread had been waiting then (ns: it left the CPU at time -
+ * weight), cpu the one it left, rate 0, stack where it blocked. The
+ * recorder writes one per blocked thread at every periodic or asked-for
+ * seal (a chunk sealed because it is full has none; when the records do
+ * not fit one chunk they continue in the next, with the same time), so the
+ * records of the latest seal say which threads were blocked at that moment,
+ * since when and where. Chunks written before have none and read the same;
+ * the format version is unchanged (a reader that does not know the event
+ * sees samples of an unknown event). Readers: core/query/profile_open.c.
+ * Cost: a few bytes per blocked thread per seal (the event column is one
+ * run, stacks are shared with the thread's earlier waits).
+ *
  * Ids, pids, tids, cpus, events, rates and counts are 32-bit; a varint
  * that does not fit its field, or that is longer than 10 bytes, is corrupt.
  * Decoding checks every count against the bytes left, every id and index

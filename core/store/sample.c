@@ -28,6 +28,8 @@ const char *fr_event_name(uint32_t event)
 {
 	if (FR_EVENT_IS_RAW(event))
 		return "raw";
+	if (event == FR_EVENT_OFFCPU_OPEN)
+		return "offcpu-open";
 	return event < FR_EVENT_COUNT ? events[event].name : "unknown";
 }
 
@@ -35,6 +37,8 @@ const char *fr_event_unit(uint32_t event)
 {
 	if (FR_EVENT_IS_RAW(event))
 		return "count";
+	if (event == FR_EVENT_OFFCPU_OPEN)
+		return "nanoseconds";
 	return event < FR_EVENT_COUNT ? events[event].unit : "count";
 }
 
@@ -81,7 +85,7 @@ int64_t fr_event_lookup(const char *name)
 
 int fr_event_has_rate(uint32_t event)
 {
-	return event != FR_EVENT_OFFCPU;
+	return event != FR_EVENT_OFFCPU && event != FR_EVENT_OFFCPU_OPEN;
 }
 
 int fr_event_is_hardware(uint32_t event)

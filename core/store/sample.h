@@ -52,6 +52,14 @@ enum fr_event {
 	FR_EVENT_COUNT
 };
 
+/* Not an event one records but a record kind stored in the event column:
+ * an open wait, a thread switched out and not yet back when the recorder
+ * sealed the chunk. Its time is that moment (Unix ns), its weight how long
+ * the thread had waited then (ns; it left the CPU at time - weight), its
+ * stack where it blocked. Never asked for by name; profiles of offcpu
+ * count it (see "open waits" in core/store/chunk.h). */
+#define FR_EVENT_OFFCPU_OPEN 0x40000000u
+
 /* A raw PMU event "raw:0xNNNN" is stored as FR_EVENT_RAW_BASE | code, code
  * below 2^31 (the perf_event_attr.config of a PERF_TYPE_RAW event). */
 #define FR_EVENT_RAW_BASE 0x80000000u

@@ -142,6 +142,46 @@ void *chunk_typical(int64_t t, uint32_t nsamples, bool random_ips, size_t *len)
 	}
 }
 
+/* Offcpu samples and the open-wait records of a seal (core/store/chunk.h,
+ * "open waits"): threads blocked for hours on stacks the samples share. */
+static void *chunk_open_waits(size_t *len)
+{
+	struct fr_chunk_builder *b = fr_chunk_builder_new(64, 1 << 20);
+	const int64_t seal_ns = T0 + 900 * MS;
+	uint64_t ips[3][6];
+
+	if (!b)
+		die("builder", ENOMEM);
+	/* Fixed addresses: the rng's stream, and so the other seeds, stay. */
+	for (int i = 0; i < 3; i++)
+		for (int k = 0; k < 6; k++)
+			ips[i][k] = k < 3 ? 0xffffffff81000000ull + 0x1234ull * (uint64_t)(i + k)
+					  : 0x555555554000ull + 0x777ull * (uint64_t)(i * 6 + k);
+	for (uint32_t n = 0; n < 24; n++) {
+		int open = n >= 16;
+		struct fr_sample s = {
+			.time_ns = open ? seal_ns : T0 + (int64_t)n * 50 * MS,
+			.pid = 2000,
+			.tid = 2000 + n % 8,
+			.cpu = n % 2,
+			.event = open ? FR_EVENT_OFFCPU_OPEN : FR_EVENT_OFFCPU,
+			.weight = open ? (uint64_t)(n - 15) * 3600 * 1000000000ull : 40000 + n,
+			.nr_kernel = 3,
+			.nr_frames = 6,
+			.ips = ips[n % 3],
+		};
+
+		if (fr_chunk_builder_add(b, &s) < 0)
+			die("builder_add", ENOSPC);
+	}
+	{
+		void *buf = seal(b, &meta, len);
+
+		fr_chunk_builder_free(b);
+		return buf;
+	}
+}
+
 /* Stacks at and past FR_MAX_FRAMES, all-kernel and empty ones. */
 static void *chunk_deep(size_t *len)
 {
@@ -490,6 +530,13 @@ void make_chunk_seeds(void)
 
 	c = chunk_counters(&len);
 	write_seed("chunk", "counters", FUZZ_CHUNK_AS_IS, c, len);
+	free(c);
+
+	c = chunk_open_waits(&len);
+	write_seed("chunk", "open-waits", FUZZ_CHUNK_AS_IS, c, len);
+	blk = block_seed(c, &blen);
+	write_seed("chunk", "open-waits-block", FUZZ_CHUNK_BLOCK, blk, blen);
+	free(blk);
 	free(c);
 
 	block_labels(&w);

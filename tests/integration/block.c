@@ -2,6 +2,7 @@
  * off-CPU checks.
  *
  *   block SECONDS [DELAY]
+ *   block pipe THREADS
  *
  * After sleeping DELAY seconds in main (so a profiler can attach first), a
  * thread calls fr_block_here() until SECONDS have been spent in it; each
@@ -9,6 +10,10 @@
  * "pid=PID tid=TID blocked_ns=N": the time measured around the blocking
  * calls. Built without inlining and with frame pointers so stacks unwind
  * through the caller.
+ *
+ * With "pipe", THREADS threads block in read() on a pipe nobody writes,
+ * in fr_read_stuck(), until the process is killed (the shape of a
+ * deadlock): it prints "pid=PID" once they were started.
  *
  * fr_block_here makes the nanosleep system call itself: libc's wrappers
  * have no frame pointer, so a frame-pointer unwind from inside them skips
@@ -19,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +53,47 @@ __attribute__((noinline)) void fr_block_here(void)
 	__asm__ volatile("" ::: "memory"); /* keep the call from being a tail call */
 }
 
+/* One read() that never returns: the pipe's write end stays open and
+ * nobody writes. The syscall is made here for the same reason as above. */
+__attribute__((noinline)) void fr_read_stuck(int fd);
+__attribute__((noinline)) void fr_read_stuck(int fd)
+{
+	char c;
+#if defined(__x86_64__)
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"((long)SYS_read), "D"((long)fd), "S"(&c), "d"(1L)
+			 : "rcx", "r11", "memory");
+	(void)ret;
+#else
+	syscall(SYS_read, fd, &c, 1);
+#endif
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *reader(void *arg)
+{
+	for (;;)
+		fr_read_stuck((int)(intptr_t)arg);
+	return NULL;
+}
+
+static int pipe_mode(int nthreads)
+{
+	int fds[2];
+	pthread_t t;
+
+	if (nthreads < 1 || pipe(fds) < 0)
+		return 2;
+	for (int i = 0; i < nthreads; i++)
+		pthread_create(&t, NULL, reader, (void *)(intptr_t)fds[0]);
+	printf("pid=%d\n", (int)getpid());
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 static double seconds;
 static int64_t blocked;
 static long tid;
@@ -68,9 +115,11 @@ int main(int argc, char **argv)
 	pthread_t t;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: block SECONDS [DELAY]\n");
+		fprintf(stderr, "usage: block SECONDS [DELAY] | block pipe THREADS\n");
 		return 2;
 	}
+	if (strcmp(argv[1], "pipe") == 0)
+		return pipe_mode(argc > 2 ? atoi(argv[2]) : 1);
 	seconds = atof(argv[1]);
 	if (argc > 2) {
 		double delay = atof(argv[2]);

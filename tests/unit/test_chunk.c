@@ -469,10 +469,65 @@ static void test_enospc(void)
 	fr_chunk_builder_free(b);
 }
 
+/* Open-wait records (FR_EVENT_OFFCPU_OPEN, "open waits" in chunk.h) go
+ * through the codec as samples: waits of hours keep their exact weight,
+ * the records share their stacks with the offcpu samples of the same
+ * threads, and a chunk of them cut short is refused, never trusted. */
+static void test_open_waits(void)
+{
+	enum { NTHREADS = 40 };
+	struct stored in[2 * NTHREADS];
+	const int64_t seal = BASE_NS + 900000000ll;
+	struct fr_chunk_builder *b = fr_chunk_builder_new(2 * NTHREADS, 1u << 20);
+	struct fr_chunk *c = NULL;
+	void *buf = NULL;
+	size_t len = 0;
+
+	memset(in, 0, sizeof(in));
+	for (int i = 0; i < NTHREADS; i++) {
+		struct stored *done = &in[i], *open = &in[NTHREADS + i];
+
+		make_sample(done, i, i ? &in[i - 1] : NULL);
+		done->s.event = FR_EVENT_OFFCPU;
+		done->s.rate_hz = 0;
+		done->s.weight = 1000 + (uint64_t)i;
+		done->s.ips = done->ips;
+		/* Blocked again on the same stack, for hours so far. */
+		*open = *done;
+		open->s.ips = open->ips;
+		open->s.event = FR_EVENT_OFFCPU_OPEN;
+		open->s.time_ns = seal;
+		open->s.weight = (uint64_t)(3 + i) * 3600 * 1000000000ull + (uint64_t)i;
+	}
+	round_trip(in, 2 * NTHREADS, "open waits", NULL);
+
+	for (int i = 0; b && i < 2 * NTHREADS; i++)
+		fr_chunk_builder_add(b, &in[i].s);
+	if (!b || fr_chunk_builder_seal(b, NULL, 0, &buf, &len) != 0 ||
+	    fr_chunk_decode(buf, len, &c) != 0) {
+		CHECK(0, "open waits: cannot build the chunk");
+		goto out;
+	}
+	CHECK(c->nstacks == distinct_stacks(in, NTHREADS),
+	      "open waits: %u stacks, want the %u of the offcpu samples", c->nstacks,
+	      distinct_stacks(in, NTHREADS));
+	for (size_t l = 0; l < len; l += 1 + l / 8) {
+		struct fr_chunk *t = NULL;
+
+		CHECK(fr_chunk_decode(buf, l, &t) == -EBADMSG, "open waits cut to %zu decoded", l);
+		fr_chunk_free(t);
+	}
+out:
+	fr_chunk_free(c);
+	free(buf);
+	fr_chunk_builder_free(b);
+}
+
 int main(void)
 {
 	test_round_trip();
 	test_counters_only();
+	test_open_waits();
 	test_encoding();
 	test_enospc();
 	if (failures) {

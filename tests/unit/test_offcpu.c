@@ -308,6 +308,61 @@ static void test_many(void)
 	fr_offcpu_free(o);
 }
 
+/* The open waits listed: every switch-out still waiting with its stack,
+ * none of the switch-ins read early, none of the pairs completed or the
+ * threads that exited, and idle (tid 0) never. */
+static void test_open_waits(void)
+{
+	struct fr_offcpu *o;
+	struct fr_offcpu_pair pair;
+	struct fr_offcpu_switch sw, ow;
+	uint64_t ips[8];
+	uint32_t cursor = 0, seen = 0;
+
+	if (fr_offcpu_new(&o, 64) != 0) {
+		CHECK(0, "cannot allocate");
+		return;
+	}
+	for (uint32_t tid = 0; tid < 20; tid++) {
+		sw = make_out(ips, 7, tid, tid % 4, 1000 + tid);
+		fr_offcpu_switch_out(o, &sw, tid == 13, &pair);
+	}
+	fr_offcpu_switch_in(o, 5, 2000, &pair);	 /* back: not open */
+	fr_offcpu_switch_in(o, 99, 2000, &pair); /* a switch-in read first */
+	while (fr_offcpu_open_next(o, &cursor, &ow)) {
+		uint32_t tid = ow.tid;
+
+		seen |= 1u << (tid < 31 ? tid : 31);
+		check_pair(&(struct fr_offcpu_pair){.out = ow, .in_time = 0}, 7, tid, tid % 4,
+			   1000 + tid, 0, __LINE__);
+	}
+	CHECK(seen == (0xfffffu & ~(1u << 0 | 1u << 5 | 1u << 13)),
+	      "open waits listed %#x, want tids 1..19 but 5 and 13", seen);
+	CHECK(fr_offcpu_open_next(o, &cursor, &ow) == 0, "the listing restarted");
+	fr_offcpu_free(o);
+}
+
+/* A thread blocked for hours is still paired when it comes back: long
+ * waits are reported, not dropped. */
+static void test_long_wait(void)
+{
+	const uint64_t t0 = 5000000000ull, hours = 5 * 3600 * 1000000000ull;
+	struct fr_offcpu *o;
+	struct fr_offcpu_pair pair;
+	struct fr_offcpu_switch sw;
+	uint64_t ips[8];
+
+	if (fr_offcpu_new(&o, 8) != 0) {
+		CHECK(0, "cannot allocate");
+		return;
+	}
+	sw = make_out(ips, 3, 4, 1, t0);
+	fr_offcpu_switch_out(o, &sw, 0, &pair);
+	CHECK(fr_offcpu_switch_in(o, 4, t0 + hours, &pair) == 1, "a 5 h wait was dropped");
+	check_pair(&pair, 3, 4, 1, t0, t0 + hours, __LINE__);
+	fr_offcpu_free(o);
+}
+
 int main(void)
 {
 	test_capacity();
@@ -318,6 +373,8 @@ int main(void)
 	test_exit_and_tid_reuse();
 	test_full();
 	test_many();
+	test_open_waits();
+	test_long_wait();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
 	return failures ? 1 : 0;
