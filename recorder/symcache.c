@@ -253,34 +253,6 @@ static int copy_elf(struct copy_call *c)
 	return ret;
 }
 
-/* The pid of `pid` in its own namespace and its effective uid, from
- * /proc/PID/status. Returns 0 or -ESRCH. */
-static int proc_ns_pid(uint32_t pid, uint32_t *ns_pid, uid_t *uid)
-{
-	char path[64], line[256];
-	int have = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -ESRCH;
-	*ns_pid = pid;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned r, e;
-		char *last;
-
-		if (sscanf(line, "Uid: %u %u", &r, &e) == 2) {
-			*uid = (uid_t)e;
-			have = 1;
-		} else if (strncmp(line, "NSpid:", 6) == 0 && (last = strrchr(line, '\t'))) {
-			*ns_pid = (uint32_t)strtoul(last + 1, NULL, 10);
-		}
-	}
-	fclose(f);
-	return have ? 0 : -ESRCH;
-}
-
 static int copy_perfmap(struct copy_call *c)
 {
 	const struct job *j = c->job;
@@ -290,7 +262,7 @@ static int copy_perfmap(struct copy_call *c)
 	uid_t uid;
 	int fd, ret;
 
-	ret = proc_ns_pid(j->pid, &ns_pid, &uid);
+	ret = fr_perfmap_proc_ids(j->pid, &uid, &ns_pid);
 	if (ret < 0)
 		return ret;
 	snprintf(root, sizeof(root), "/proc/%u/root", j->pid);

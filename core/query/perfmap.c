@@ -349,9 +349,7 @@ static void read_call_drop(void *arg)
 	free(c);
 }
 
-/* The effective uid and the innermost pid of process `pid`, from procfs.
- * Returns 0, or -ESRCH when the process is gone. */
-static int proc_ids(uint32_t pid, uid_t *uid, uint32_t *ns_pid)
+int fr_perfmap_proc_ids(uint32_t pid, uid_t *uid, uint32_t *ns_pid)
 {
 	char path[64], line[256];
 	int have = 0;
@@ -397,7 +395,7 @@ static int timed_read(struct fr_perfmaps *c, uint32_t pid, bool same_root, const
 		rc->cached = strdup(cached);
 		ret = rc->cached ? 0 : -ENOMEM;
 	} else {
-		ret = proc_ids(pid, &rc->uid, &rc->ns_pid);
+		ret = fr_perfmap_proc_ids(pid, &rc->uid, &rc->ns_pid);
 	}
 	if (ret < 0)
 		goto err_free;

@@ -88,4 +88,9 @@ int fr_perfmaps_lookup(struct fr_perfmaps *c, uint32_t pid, bool same_root, cons
 /* Frees the cache and every name it returned; accepts NULL. */
 void fr_perfmaps_free(struct fr_perfmaps *c);
 
+/* The effective uid of process `pid` (whose files a perf map must be) and
+ * its pid in its own namespace (the PID of its /tmp/perf-PID.map), from
+ * /proc/PID/status. Returns 0, or -ESRCH when the process is gone. */
+int fr_perfmap_proc_ids(uint32_t pid, uid_t *uid, uint32_t *ns_pid);
+
 #endif

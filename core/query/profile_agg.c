@@ -92,23 +92,6 @@ static uint64_t map_key_hash(const char *path, uint64_t start, uint64_t end, uin
 	return mix64(h ^ mix64(start) ^ mix64(end * 3) ^ mix64(pgoff * 7));
 }
 
-/* The process chunk `c` recorded for `pid` (its processes are sorted by
- * pid), or NULL. */
-static const struct fr_chunk_proc *chunk_proc(const struct fr_chunk *c, uint32_t pid)
-{
-	uint32_t lo = 0, hi = c->nprocs;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (c->procs[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < c->nprocs && c->procs[lo].pid == pid ? &c->procs[lo] : NULL;
-}
-
 /* Interns a mapping of chunk `c`; returns its index or -ENOMEM. */
 static int64_t intern_map(struct builder *b, const struct fr_chunk *c, const struct fr_chunk_map *m)
 {
@@ -138,7 +121,7 @@ static int64_t intern_map(struct builder *b, const struct fr_chunk *c, const str
 	g->end = m->end;
 	g->pgoff = m->pgoff;
 	g->pid = m->pid;
-	p = chunk_proc(c, m->pid);
+	p = fr_chunk_find_proc(c, m->pid);
 	g->pid_start_ns = p ? p->start_ns : 0;
 	g->pid_uid = p ? p->uid : 0;
 	g->bid_len = m->build_id_len;
