@@ -24,6 +24,7 @@
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/query/elf_image.h"
+#include "recorder/proc.h"
 
 #define STOP_WAIT_MS 1000
 #define STUCK_NS_DEFAULT (5 * 1000000000LL)
@@ -89,28 +90,11 @@ static void post(struct fr_buildids *b, struct job *j)
 int fr_buildid_read_mapped(uint32_t pid, uint64_t start, uint64_t end, const char *path,
 			   uint8_t *out, size_t cap)
 {
-	char buf[4200];
-	int fd, pfd, ret;
+	int fd = fr_proc_open_mapped(pid, start, end, path, FR_ELF_MAX_SIZE, NULL);
+	int ret;
 
-	/* The mapped inode, whatever its path names today: a magic link,
-	 * taken with O_PATH (no open of the file yet) and opened for reading
-	 * only when it is a regular file of bounded size. */
-	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
-		 (unsigned long long)end);
-	pfd = open(buf, O_PATH | O_CLOEXEC);
-	if (pfd >= 0) {
-		fd = fr_reopen_regular(pfd, FR_ELF_MAX_SIZE, NULL);
-		close(pfd);
-		if (fd < 0)
-			return fd;
-	} else {
-		snprintf(buf, sizeof(buf), "/proc/%u/root", pid);
-		fd = fr_open_untrusted(buf, path, FR_ELF_MAX_SIZE, NULL);
-		if (fd < 0 && fd != -ELOOP && fd != -ENOEXEC && fd != -EFBIG)
-			fd = fr_open_untrusted(NULL, path, FR_ELF_MAX_SIZE, NULL);
-		if (fd < 0)
-			return fd;
-	}
+	if (fd < 0)
+		return fd;
 	ret = fr_elf_build_id_fd(fd, out, cap);
 	close(fd);
 	return ret;

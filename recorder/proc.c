@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/util/fs.h"
+
 ssize_t fr_proc_read_text(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -247,4 +249,28 @@ int fr_proc_each_pid(const char *proc, void (*fn)(void *arg, uint32_t pid), void
 	}
 	closedir(d);
 	return n;
+}
+
+int fr_proc_open_mapped(uint32_t pid, uint64_t start, uint64_t end, const char *path, uint64_t max,
+			struct stat *st)
+{
+	char buf[4200];
+	int fd, pfd;
+
+	/* The mapped inode, whatever its path names today: a magic link,
+	 * taken with O_PATH (no open of the file yet) and opened for reading
+	 * only when it is a regular file of bounded size. */
+	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
+		 (unsigned long long)end);
+	pfd = open(buf, O_PATH | O_CLOEXEC);
+	if (pfd >= 0) {
+		fd = fr_reopen_regular(pfd, max, st);
+		close(pfd);
+		return fd;
+	}
+	snprintf(buf, sizeof(buf), "/proc/%u/root", pid);
+	fd = fr_open_untrusted(buf, path, max, st);
+	if (fd < 0 && fd != -ELOOP && fd != -ENOEXEC && fd != -EFBIG)
+		fd = fr_open_untrusted(NULL, path, max, st);
+	return fd;
 }

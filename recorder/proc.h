@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "core/util/limits.h"
@@ -82,5 +83,15 @@ int fr_proc_read_cgroup_usage(const char *root, const char *cgroup, uint64_t *us
  * only, not 0), in the order readdir gives them. Returns the number of
  * calls, or -errno when `proc` cannot be listed. */
 int fr_proc_each_pid(const char *proc, void (*fn)(void *arg, uint32_t pid), void *arg);
+
+/* Opens what process `pid` maps at [start, end) for reading: the mapped
+ * inode through /proc/PID/map_files, else `path` under /proc/PID/root,
+ * else `path` (both with fr_open_untrusted()); a regular file of at most
+ * `max` bytes, never a FIFO or a device, never through a symbolic link
+ * the path's owner planted. The caller checks it is the file it wanted
+ * (its build id or inode). Returns the descriptor (and *st when st is not
+ * NULL) or -errno. */
+int fr_proc_open_mapped(uint32_t pid, uint64_t start, uint64_t end, const char *path, uint64_t max,
+			struct stat *st);
 
 #endif

@@ -27,6 +27,7 @@
 #include "core/query/elf_image.h"
 #include "core/query/perfmap.h"
 #include "core/query/symbols.h"
+#include "recorder/proc.h"
 #include "core/util/fs.h"
 #include "core/util/htable.h"
 #include "core/util/log.h"
@@ -92,28 +93,6 @@ struct fr_symcache {
 };
 
 /* ---- copies (on a worker) ---- */
-
-/* Opens what `j` maps: the mapped inode, else its path (rooted, then
- * plain). Returns the fd with *st, or -errno. */
-static int open_mapped(const struct job *j, uint64_t max, struct stat *st)
-{
-	char buf[4200];
-	int fd, pfd;
-
-	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, j->pid, j->start,
-		 j->end);
-	pfd = open(buf, O_PATH | O_CLOEXEC);
-	if (pfd >= 0) {
-		fd = fr_reopen_regular(pfd, max, st);
-		close(pfd);
-		return fd;
-	}
-	snprintf(buf, sizeof(buf), "/proc/%u/root", j->pid);
-	fd = fr_open_untrusted(buf, j->path, max, st);
-	if (fd < 0 && fd != -ELOOP && fd != -ENOEXEC && fd != -EFBIG)
-		fd = fr_open_untrusted(NULL, j->path, max, st);
-	return fd;
-}
 
 static bool has_build_id(int fd, const uint8_t *bid, uint8_t len)
 {
@@ -231,7 +210,7 @@ static int copy_elf(struct copy_call *c)
 	    fr_symcache_elf_name(name, sizeof(name), j->bid, j->bid_len, uid) == 0 &&
 	    cached_already(c, name))
 		return 0;
-	fd = open_mapped(j, c->file_max, &st);
+	fd = fr_proc_open_mapped(j->pid, j->start, j->end, j->path, c->file_max, &st);
 	if (fd < 0)
 		return fd;
 	/* The owner of the file opened decides, whatever stat said. */

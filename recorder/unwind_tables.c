@@ -19,6 +19,8 @@
  */
 #include "recorder/unwind_tables.h"
 
+#include "recorder/proc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -154,35 +156,13 @@ static void read_drop(void *arg)
 	free(rc);
 }
 
-/* Opens what `pid` maps at [start, end): the mapped inode, else the path
- * in the process's root, else the path; the caller checks it is the file
- * it wanted. */
-static int open_mapped(const struct read_call *rc, struct stat *st)
-{
-	char buf[4200];
-	int fd, pfd;
-
-	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%llx-%llx", rc->pid,
-		 (unsigned long long)rc->start, (unsigned long long)rc->end);
-	pfd = open(buf, O_PATH | O_CLOEXEC);
-	if (pfd >= 0) {
-		fd = fr_reopen_regular(pfd, FR_ELF_MAX_SIZE, st);
-		close(pfd);
-		return fd;
-	}
-	snprintf(buf, sizeof(buf), "/proc/%u/root", rc->pid);
-	fd = fr_open_untrusted(buf, rc->path, FR_ELF_MAX_SIZE, st);
-	if (fd < 0 && fd != -ELOOP && fd != -ENOEXEC && fd != -EFBIG)
-		fd = fr_open_untrusted(NULL, rc->path, FR_ELF_MAX_SIZE, st);
-	return fd;
-}
-
 /* The whole file into private memory. */
 static void read_file(void *arg)
 {
 	struct read_call *rc = arg;
 	ssize_t n;
-	int fd = open_mapped(rc, &rc->st);
+	int fd = fr_proc_open_mapped(rc->pid, rc->start, rc->end, rc->path, FR_ELF_MAX_SIZE,
+				     &rc->st);
 
 	if (fd < 0) {
 		rc->err = fd;
