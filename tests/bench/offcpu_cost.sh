@@ -10,7 +10,9 @@
 #   COST_SECONDS  seconds each workload run lasts (default 4)
 #   COST_WORK     workloads (default "pingpong pool"), see switches.c
 #   COST_CONFIGS  recorders (default "none cpu cpu+offcpu perf"; also
-#                 "perf-nog": perf without -g, the tracepoint alone)
+#                 "perf-nog": perf without -g, the tracepoint alone;
+#                 "bpf-count": bpftrace running offcpu_probe.bt, the
+#                 per-switch bookkeeping of an eBPF design, no stacks)
 #   COST_CPUS     CPUs the workload is pinned to (taskset -c; default 0).
 #                 Pinned, its threads switch on one CPU and the figures do
 #                 not depend on where the scheduler placed them (unpinned,
@@ -99,6 +101,16 @@ start_recorder() {
 			"$build/tools/flightrec" status --socket "$T/sock" >/dev/null 2>&1 && break
 			sleep 0.1
 		done
+		;;
+	bpf-count)
+		command -v bpftrace >/dev/null || { echo "offcpu_cost.sh: bpftrace not found" >&2; exit 77; }
+		bpftrace "$(dirname "$0")/offcpu_probe.bt" >"$T/rec.log" 2>&1 &
+		ppid=$!
+		for _ in $(seq 200); do
+			grep -q '^Attaching' "$T/rec.log" && break
+			sleep 0.1
+		done
+		sleep 1
 		;;
 	perf | perf-nog)
 		local g=-g
