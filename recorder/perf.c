@@ -737,6 +737,18 @@ void fr_perf_unwind_stats(const struct fr_perf *p, struct fr_perf_unwind_stats *
 		o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
 }
 
+void fr_perf_offcpu_stats(const struct fr_perf *p, struct fr_perf_offcpu_stats *out)
+{
+	const struct fr_perf_offcpu_stats *in = &p->offcpu_stats;
+
+	out->switch_outs = __atomic_load_n(&in->switch_outs, __ATOMIC_RELAXED);
+	out->switch_ins = __atomic_load_n(&in->switch_ins, __ATOMIC_RELAXED);
+	out->samples = __atomic_load_n(&in->samples, __ATOMIC_RELAXED);
+	out->evicted = __atomic_load_n(&in->evicted, __ATOMIC_RELAXED);
+	out->waiting = __atomic_load_n(&in->waiting, __ATOMIC_RELAXED);
+	out->capacity = p->offcpu ? FR_OFFCPU_ENTRIES : 0;
+}
+
 unsigned fr_perf_nfds(const struct fr_perf *p)
 {
 	return p->ncpus;

@@ -62,6 +62,17 @@ struct fr_perf_unwind_stats {
 	uint64_t bad_records;		    /* records shorter than their fields */
 };
 
+/* What an offcpu source did with the context switches it saw; counters
+ * only grow, but `waiting`, which is the pairing table's size now. */
+struct fr_perf_offcpu_stats {
+	uint64_t switch_outs; /* sched_switch samples: threads leaving a CPU */
+	uint64_t switch_ins;  /* context switch records of threads coming in */
+	uint64_t samples;     /* pairs completed: offcpu samples kept */
+	uint64_t evicted;     /* switch-outs dropped from a full table */
+	uint32_t waiting;     /* threads in the pairing table (either half) */
+	uint32_t capacity;    /* the table's entries */
+};
+
 /* Callbacks for decoded records. Sample times are already converted to
  * Unix nanoseconds. Pointers are borrowed for the duration of the call. */
 struct fr_perf_handler {
@@ -150,6 +161,10 @@ uint32_t fr_perf_offcpu_open(const struct fr_perf *p, int64_t clock_offset, uint
 /* How `p`'s samples were unwound so far (any thread; the counters are
  * read with relaxed atomics). */
 void fr_perf_unwind_stats(const struct fr_perf *p, struct fr_perf_unwind_stats *out);
+
+/* What offcpu source `p` did with the switches it saw so far (any thread;
+ * read with relaxed atomics); all zero for other sources. */
+void fr_perf_offcpu_stats(const struct fr_perf *p, struct fr_perf_offcpu_stats *out);
 
 /* The stack copy `p` was opened with (0: frame pointers). */
 uint32_t fr_perf_stack_copy(const struct fr_perf *p);

@@ -262,7 +262,7 @@ static void handle_sample(struct fr_perf *p, const struct sample_view *v,
 
 /* Hands over one offcpu sample: the time it was switched out, stamped
  * with the time it came back. */
-static void offcpu_emit(const struct fr_perf_handler *cb, int64_t clock_offset,
+static void offcpu_emit(struct fr_perf *p, const struct fr_perf_handler *cb, int64_t clock_offset,
 			const struct fr_offcpu_pair *pair)
 {
 	struct fr_sample s = {
@@ -278,6 +278,7 @@ static void offcpu_emit(const struct fr_perf_handler *cb, int64_t clock_offset,
 		.ips = pair->out.ips,
 	};
 
+	__atomic_add_fetch(&p->offcpu_stats.samples, 1, __ATOMIC_RELAXED);
 	cb->sample(cb->arg, &s);
 }
 
@@ -345,8 +346,9 @@ static void handle_switch(struct fr_perf *p, const struct sample_view *v,
 	if (!v->raw || v->raw_size < f->min_size)
 		return;
 	state = raw_field(v->raw, f->prev_state, f->prev_state_size);
+	__atomic_add_fetch(&p->offcpu_stats.switch_outs, 1, __ATOMIC_RELAXED);
 	if (fr_offcpu_switch_out(p->offcpu, &sw, !!(state & SCHED_STATE_EXITING), &pair))
-		offcpu_emit(cb, clock_offset, &pair);
+		offcpu_emit(p, cb, clock_offset, &pair);
 }
 
 /* ---- records ------------------------------------------------------------ */
@@ -481,8 +483,9 @@ static void handle_context_switch(struct fr_perf *p, const struct perf_event_hea
 	if (!p->offcpu || !cb->sample || (h->misc & PERF_RECORD_MISC_SWITCH_OUT) ||
 	    (const char *)(sw + 1) > end || sw->tid == 0)
 		return;
+	__atomic_add_fetch(&p->offcpu_stats.switch_ins, 1, __ATOMIC_RELAXED);
 	if (fr_offcpu_switch_in(p->offcpu, sw->tid, sw->time, &pair))
-		offcpu_emit(cb, clock_offset, &pair);
+		offcpu_emit(p, cb, clock_offset, &pair);
 }
 
 static void handle_record(struct fr_perf *p, const struct perf_event_header *h,
@@ -630,9 +633,14 @@ static uint64_t drain_ordered(struct fr_perf *p, const struct fr_perf_handler *h
 		/* Switch-outs dropped from a full table: samples lost. */
 		uint64_t evicted = fr_offcpu_take_evicted(p->offcpu);
 
-		if (evicted)
+		if (evicted) {
+			__atomic_add_fetch(&p->offcpu_stats.evicted, evicted, __ATOMIC_RELAXED);
 			h->lost(h->arg, p->cfg.event, evicted);
+		}
 	}
+	if (p->offcpu)
+		__atomic_store_n(&p->offcpu_stats.waiting, fr_offcpu_waiting(p->offcpu),
+				 __ATOMIC_RELAXED);
 	return records;
 }
 

@@ -67,6 +67,9 @@ struct fr_perf {
 	 * layout. */
 	struct fr_offcpu *offcpu;
 	struct switch_format swfmt;
+	/* What the drain did with the switches (the ingest thread writes,
+	 * status reads: relaxed atomics). */
+	struct fr_perf_offcpu_stats offcpu_stats;
 	/* offcpu and the side band: rings ordered by their next record's
 	 * time, for drains merged in time order across CPUs. */
 	unsigned *heap;

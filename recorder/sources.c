@@ -581,6 +581,24 @@ static int add_unwind_json(cJSON *ev, const struct fr_source *src)
 	return 1;
 }
 
+/* An offcpu source's cost counters: what it did with the switches seen,
+ * so that what recording every switch costs is visible. */
+static void add_offcpu_json(cJSON *ev, const struct fr_source *src)
+{
+	struct fr_perf_offcpu_stats st;
+	cJSON *o = cJSON_AddObjectToObject(ev, "offcpu");
+
+	if (!o)
+		return;
+	fr_perf_offcpu_stats(src->perf, &st);
+	fr_ipc_add_int(o, "switch_outs", (int64_t)st.switch_outs);
+	fr_ipc_add_int(o, "switch_ins", (int64_t)st.switch_ins);
+	fr_ipc_add_int(o, "samples", (int64_t)st.samples);
+	fr_ipc_add_int(o, "evicted", (int64_t)st.evicted);
+	fr_ipc_add_int(o, "waiting", st.waiting);
+	fr_ipc_add_int(o, "capacity", st.capacity);
+}
+
 /* One element of "events". */
 static cJSON *source_json(const struct fr_source *src)
 {
@@ -606,6 +624,8 @@ static cJSON *source_json(const struct fr_source *src)
 		       (int64_t)__atomic_load_n(&src->truncated, __ATOMIC_RELAXED));
 	if (src->perf)
 		add_unwind_json(ev, src); /* out of memory: the reply goes without it */
+	if (src->perf && src->event == FR_EVENT_OFFCPU)
+		add_offcpu_json(ev, src);
 	return ev;
 }
 

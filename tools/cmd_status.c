@@ -72,6 +72,22 @@ static void print_unwinding(const cJSON *ev)
 	       fr_cli_num(ends, "pending"), fr_cli_num(ends, "bad"), fr_cli_num(ends, "max_depth"));
 }
 
+/* An offcpu source's cost counters: "offcpu:   1200 switches out, 1190
+ * in; 1180 samples kept, 0 evicted (table full); 12 of 65536 threads
+ * waiting". Switch-outs neither kept nor waiting lost their partner (a
+ * thread that exited, or a record lost). */
+static void print_offcpu(const cJSON *ev)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(ev, "offcpu");
+
+	if (!o)
+		return;
+	printf("offcpu:   %.0f switches out, %.0f in; %.0f samples kept, %.0f evicted (table full); "
+	       "%.0f of %.0f threads waiting\n",
+	       fr_cli_num(o, "switch_outs"), fr_cli_num(o, "switch_ins"), fr_cli_num(o, "samples"),
+	       fr_cli_num(o, "evicted"), fr_cli_num(o, "waiting"), fr_cli_num(o, "capacity"));
+}
+
 static void print_unwind_tables(const cJSON *t)
 {
 	if (!t)
@@ -108,6 +124,7 @@ static void print_status(const cJSON *r)
 		       fr_cli_num(ev, "lost"), fr_cli_num(ev, "throttled"),
 		       fr_cli_num(ev, "truncated_stacks"));
 		print_unwinding(ev);
+		print_offcpu(ev);
 	}
 	print_unwind_tables(cJSON_GetObjectItemCaseSensitive(r, "unwind_tables"));
 	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(r, "consumers")) {

@@ -41,6 +41,22 @@ wait "$BURN_PID" || fail "burn failed"
 truth=$(sed -n 's/.*blocked_ns=\([0-9]*\).*/\1/p' "$T/block.out")
 [ -n "$truth" ] || fail "block did not report its blocked time"
 
+# The offcpu source's cost counters: it saw switches both ways and kept
+# samples, the table is the recorder's, and the text says the same.
+"$FLIGHTREC" status --json >"$T/status.json" || fail "status --json failed"
+python3 - "$T/status.json" <<'PY' || fail "offcpu counters are wrong: $(cat "$T/status.json")"
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["events"] if e["event"] == "offcpu"][0]
+o = ev["offcpu"]
+assert o["switch_outs"] > 0 and o["switch_ins"] > 0, o
+assert 0 < o["samples"] <= min(o["switch_outs"], o["switch_ins"]), o
+assert o["capacity"] == 65536 and o["waiting"] <= o["capacity"], o
+assert o["evicted"] == 0, o
+PY
+"$FLIGHTREC" status >"$T/status" || fail "status failed"
+grep -Eq '^offcpu:   [1-9][0-9]* switches out, [1-9][0-9]* in; [1-9][0-9]* samples kept, 0 evicted \(table full\); [0-9]+ of 65536 threads waiting$' "$T/status" ||
+	fail "status does not show the offcpu counters: $(cat "$T/status")"
+
 # Off-CPU time of the blocked function, and cpu time, in one profile.
 "$FLIGHTREC" attach --window 30s --event offcpu,cpu --pid "$BLOCK_PID,$BURN_PID" \
 	-o "$T/both.pb.gz" 2>"$T/attach.err" || fail "attach --event offcpu,cpu failed: $(cat "$T/attach.err")"

@@ -23,6 +23,7 @@
 
 #include "core/store/sample.h"
 #include "core/query/symbols.h"
+#include "recorder/offcpu.h"
 
 void fr_test_block_here(long ns);
 long fr_test_sleep(long ns);
@@ -171,6 +172,28 @@ static int private_mounts(void)
 
 /* Runs one round against a fresh offcpu source, drained while the blocker
  * runs as the recorder drains (pairs made across drains and CPUs). */
+/* The cost counters status shows agree with what the drain handed over:
+ * every sample counted once, each from a switch-out and a switch-in seen,
+ * evictions among the losses reported. */
+static void check_offcpu_stats(const struct fr_perf *p, const struct offcpu_round *r)
+{
+	struct fr_perf_offcpu_stats st;
+
+	fr_perf_offcpu_stats(p, &st);
+	CHECK(st.samples == off.samples,
+	      "%s: status counts %" PRIu64 " offcpu samples, the drain handed over %" PRIu64,
+	      r->name, st.samples, off.samples);
+	CHECK(st.switch_outs >= st.samples && st.switch_ins >= st.samples &&
+		      st.switch_outs >= (uint64_t)r->blocks,
+	      "%s: %" PRIu64 " switch-outs and %" PRIu64 " switch-ins for %" PRIu64
+	      " samples, %d blocks",
+	      r->name, st.switch_outs, st.switch_ins, st.samples, r->blocks);
+	CHECK(st.capacity == FR_OFFCPU_ENTRIES && st.waiting <= st.capacity &&
+		      st.evicted <= off.lost,
+	      "%s: table %u of %u, %" PRIu64 " evicted, %" PRIu64 " lost", r->name, st.waiting,
+	      st.capacity, st.evicted, off.lost);
+}
+
 static void offcpu_round(const struct offcpu_round *r, uint64_t lo, uint64_t hi)
 {
 	const struct fr_perf_config cfg = {.event = FR_EVENT_OFFCPU, .hz = 0};
@@ -213,6 +236,7 @@ static void offcpu_round(const struct offcpu_round *r, uint64_t lo, uint64_t hi)
 	/* Its last switch-in is in a ring by now; take it. */
 	fr_perf_drain(p, &h, fr_perf_clock_offset());
 	fr_perf_enable(p, 0);
+	check_offcpu_stats(p, r);
 	fr_perf_close(p);
 
 	{

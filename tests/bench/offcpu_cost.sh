@@ -1,0 +1,186 @@
+#!/bin/bash
+# What recording off-CPU costs a program that switches context a lot:
+# flightrecd (cpu only; cpu + offcpu) against perf recording every
+# sched_switch with a callchain, against no recorder.
+#
+#   tests/bench/offcpu_cost.sh BUILD_DIR
+#
+# Environment (all optional):
+#   COST_RUNS     rounds; medians reported (default 3)
+#   COST_SECONDS  seconds each workload run lasts (default 4)
+#   COST_WORK     workloads (default "pingpong pool"), see switches.c
+#   COST_CONFIGS  recorders (default "none cpu cpu+offcpu perf"; also
+#                 "perf-nog": perf without -g, the tracepoint alone;
+#                 "bpf-count": bpftrace running offcpu_probe.bt, the
+#                 per-switch bookkeeping of an eBPF design, no stacks)
+#   COST_CPUS     CPUs the workload is pinned to (taskset -c; default 0).
+#                 Pinned, its threads switch on one CPU and the figures do
+#                 not depend on where the scheduler placed them (unpinned,
+#                 runs of the same workload differed by 2x on a shared VM);
+#                 the recorder is not pinned and runs on another CPU.
+#
+# The workloads (tests/bench/switches.c, built by meson as
+# BUILD_DIR/tests/bench/switches) run for a fixed time and report the work
+# they did and their CPU time:
+#   pingpong  two threads bouncing a byte through two pipes (a round trip
+#             is two waits and four switches; ~300,000 switches/s on a
+#             2 vCPU VM);
+#   pool      a producer feeding 8 workers one small task at a time through
+#             a condition variable (~200,000 switches/s).
+# The recorders, each started fresh for a run and stopped after it:
+#   none        nothing;
+#   cpu         flightrecd --config with the session
+#               {"event": "cpu", "hz": 99} (the default before off-CPU);
+#   cpu+offcpu  flightrecd --config with {"event": "cpu", "hz": 99},
+#               {"event": "offcpu", "unwind": "fp"} (FLIGHTRECD_CONFIG
+#               overrides the whole file, to measure another setting);
+#   perf        perf record --no-buildid --no-buildid-cache
+#               -e sched:sched_switch -g -a -o T/perf.data.
+# Each round runs every recorder once, the order rotating. Figures (medians
+# over the rounds):
+#   - ops/s: work per wall second, and its ratio to no recorder;
+#   - ops/cpu-s: work per CPU-second of the workload, and its ratio;
+#   - recorder CPU: user+sys of the recorder process (all its threads, from
+#     /proc/PID/stat) over the workload's run, as % of one CPU;
+#   - switches/s on the machine during the run (/proc/stat ctxt).
+# Prints markdown on stdout. Needs root. Figures, not pass/fail: see
+# docs/performance.md.
+set -eu
+build=$(cd "${1:?usage: offcpu_cost.sh BUILD_DIR}" && pwd)
+runs=${COST_RUNS:-3}
+secs=${COST_SECONDS:-4}
+works=${COST_WORK:-"pingpong pool"}
+configs=${COST_CONFIGS:-"none cpu cpu+offcpu perf"}
+cpus=${COST_CPUS:-0}
+tck=$(getconf CLK_TCK)
+sw=$build/tests/bench/switches
+
+if [ "$(id -u)" != 0 ]; then
+	echo "offcpu_cost.sh: needs root (system-wide perf events)" >&2
+	exit 77
+fi
+[ -x "$sw" ] || { echo "offcpu_cost.sh: no $sw (ninja -C $build)" >&2; exit 1; }
+case " $configs " in *" perf "*)
+	command -v perf >/dev/null || { echo "offcpu_cost.sh: perf not found" >&2; exit 77; } ;;
+esac
+
+T=$(mktemp -d /tmp/fr-offcpu-cost.XXXXXX)
+ppid=
+cleanup() {
+	[ -n "$ppid" ] && kill -INT "$ppid" 2>/dev/null && wait "$ppid" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo '{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99}]}]}' >"$T/cpu.json"
+if [ -n "${FLIGHTRECD_CONFIG:-}" ]; then
+	cp "$FLIGHTRECD_CONFIG" "$T/offcpu.json"
+else
+	echo '{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99},
+	  {"event": "offcpu", "unwind": "fp"}]}]}' >"$T/offcpu.json"
+fi
+
+# CPU seconds of process $1 so far (all threads).
+pcpu() {
+	awk -v t="$tck" '{ sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / t }' "/proc/$1/stat"
+}
+ctxt() { awk '/^ctxt/ { print $2 }' /proc/stat; }
+
+start_recorder() {
+	case $1 in
+	none) return ;;
+	cpu | cpu+offcpu)
+		local cfg=$T/cpu.json
+		[ "$1" = cpu+offcpu ] && cfg=$T/offcpu.json
+		rm -f "$T/ring" "$T/sock"
+		"$build/recorder/flightrecd" --config "$cfg" --ring "$T/ring" --ring-size 64MiB \
+			--socket "$T/sock" >"$T/rec.log" 2>&1 &
+		ppid=$!
+		for _ in $(seq 100); do
+			"$build/tools/flightrec" status --socket "$T/sock" >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		;;
+	bpf-count)
+		command -v bpftrace >/dev/null || { echo "offcpu_cost.sh: bpftrace not found" >&2; exit 77; }
+		bpftrace "$(dirname "$0")/offcpu_probe.bt" >"$T/rec.log" 2>&1 &
+		ppid=$!
+		for _ in $(seq 200); do
+			grep -q '^Attaching' "$T/rec.log" && break
+			sleep 0.1
+		done
+		sleep 1
+		;;
+	perf | perf-nog)
+		local g=-g
+		[ "$1" = perf-nog ] && g=
+		rm -f "$T/perf.data"
+		perf record -q --no-buildid --no-buildid-cache -e sched:sched_switch $g -a \
+			-o "$T/perf.data" >"$T/rec.log" 2>&1 &
+		ppid=$!
+		# perf synthesizes every process's mappings first.
+		sleep 1
+		;;
+	esac
+	sleep 0.5
+}
+
+stop_recorder() {
+	[ -z "$ppid" ] && return
+	kill -INT "$ppid"
+	wait "$ppid" || true
+	ppid=
+}
+
+# one WORK CONFIG: prints "OPS WALL CPU RECCPU SWITCHES"
+one() {
+	local c0=0 c1=0 x0 x1 out
+	start_recorder "$2"
+	[ -n "$ppid" ] && c0=$(pcpu "$ppid")
+	x0=$(ctxt)
+	out=$(taskset -c "$cpus" "$sw" "$1" "$secs")
+	x1=$(ctxt)
+	[ -n "$ppid" ] && c1=$(pcpu "$ppid")
+	stop_recorder
+	echo "$out $(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }') $((x1 - x0))"
+}
+
+for w in $works; do
+	: >"$T/res.$w"
+	set -- $configs
+	for r in $(seq "$runs"); do
+		# Rotate the order from round to round.
+		for i in $(seq 0 $(($# - 1))); do
+			k=$(((i + r) % $# + 1))
+			cfg=${!k}
+			res=$(one "$w" "$cfg")
+			echo "$w $cfg round $r: $res" >&2
+			echo "$cfg $res" >>"$T/res.$w"
+		done
+	done
+	echo
+	echo "### $w ($runs rounds of ${secs} s on CPU $cpus, medians)"
+	echo
+	echo "| recorder | ops/s | vs none | ops/cpu-s | vs none | recorder CPU | switches/s |"
+	echo "|---|---|---|---|---|---|---|"
+	python3 - "$T/res.$w" $configs <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    c, ops, wall, cpu, rc, x = line.split()
+    rows.setdefault(c, []).append((float(ops), float(wall), float(cpu), float(rc), float(x)))
+med = lambda v: statistics.median(v)
+def fig(c):
+    r = rows[c]
+    return (med([o / w for o, w, _, _, _ in r]), med([o / u for o, _, u, _, _ in r]),
+            med([p / w for _, w, _, p, _ in r]), med([x / w for _, w, _, _, x in r]))
+base = fig("none") if "none" in rows else None
+for c in sys.argv[2:]:
+    ops, opc, rc, xs = fig(c)
+    vs = lambda a, b: "%.3f" % (a / b) if base else "-"
+    print("| %s | %.0f | %s | %.0f | %s | %.1f%% | %.0f |" % (
+        c, ops, vs(ops, base[0]) if base else "-", opc, vs(opc, base[1]) if base else "-",
+        100 * rc, xs))
+PY
+done
