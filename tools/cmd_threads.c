@@ -140,6 +140,14 @@ static int by_group(const void *pa, const void *pb)
 	return a->tid < b->tid ? -1 : a->tid > b->tid;
 }
 
+/* Prints `text` with control bytes as '?': thread and function names are
+ * whatever the processes' owners chose, and must not drive the terminal. */
+static void put_safe(const char *text)
+{
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+		putchar(*p < 0x20 || *p == 0x7f ? '?' : *p);
+}
+
 static void print_duration(int64_t ns)
 {
 	if (ns >= 60000000000LL - 500000000LL)
@@ -167,8 +175,11 @@ static void print_group(const struct fr_pprof_data *pd, const struct rthread *t,
 		print_duration(most);
 	}
 	printf("\n    tids");
-	for (size_t i = 0; i < n && i < 16; i++)
-		printf(" %" PRId64 " (%s)", t[i].tid, t[i].name);
+	for (size_t i = 0; i < n && i < 16; i++) {
+		printf(" %" PRId64 " (", t[i].tid);
+		put_safe(t[i].name);
+		putchar(')');
+	}
 	if (n > 16)
 		printf(" and %zu more", n - 16);
 	printf("\n");
@@ -176,7 +187,9 @@ static void print_group(const struct fr_pprof_data *pd, const struct rthread *t,
 		printf("    (no stack in the last 60 s of the ring)\n");
 	for (size_t j = 0; j < t->s->nloc; j++) {
 		frame_text(pd, t, j, frame, sizeof(frame));
-		printf("    %s\n", frame);
+		printf("    ");
+		put_safe(frame);
+		putchar('\n');
 	}
 	printf("\n");
 }

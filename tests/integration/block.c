@@ -16,7 +16,8 @@
  * in fr_read_stuck(), until the process is killed (the shape of a
  * deadlock): it prints "pid=PID" once they were started.
  *
- * With "mix", the same THREADS readers (named "reader"), plus a thread
+ * With "mix", the same THREADS readers (named "reader", the last one
+ * "rd\033[2J": an escape sequence in a name), plus a thread
  * "sleeper" that sleeps 20 ms at a time in fr_block_here() and a thread
  * "spinner" that spins in fr_spin(), for flightrec threads: blocked,
  * sleeping and running threads side by side.
@@ -116,7 +117,9 @@ static int pipe_mode(int nthreads, int mix)
 		return 2;
 	for (int i = 0; i < nthreads; i++) {
 		pthread_create(&t, NULL, reader, (void *)(intptr_t)fds[0]);
-		pthread_setname_np(t, "reader");
+		/* With mix, the last reader's name holds a terminal escape, as
+		 * anyone may name a thread. */
+		pthread_setname_np(t, mix && i == nthreads - 1 ? "rd\033[2J" : "reader");
 	}
 	if (mix) {
 		pthread_create(&t, NULL, sleeper, NULL);

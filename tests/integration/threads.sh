@@ -31,6 +31,9 @@ awk '/^3 threads: sleeping in read, waiting/ { g = 1; next } g && /^$/ { exit }
 	g && /fr_read_stuck/ { s = 1 } END { exit !s }' "$T/text" ||
 	fail "no group of 3 readers sleeping in read with fr_read_stuck on their stack"
 grep -q '^1 thread: running$' "$T/text" || fail "the spinner is not shown running"
+# A thread's name is its owner's choice: its escape byte is not printed.
+grep -q $'\033' "$T/text" && fail "a thread name's escape sequence reached the output"
+grep -qF 'rd?[2J' "$T/text" || fail "the reader named rd<ESC>[2J is not shown as rd?[2J"
 awk '/^1 thread: running$/ { g = 1; next } g && /^$/ { exit } g && /fr_spin/ { s = 1 }
 	END { exit !s }' "$T/text" || fail "the spinner's stack has no fr_spin"
 
