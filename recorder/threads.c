@@ -5,16 +5,20 @@
  * Where each field comes from:
  *  - state, CPU time, name, wchan and the system call: /proc/PID/task/TID
  *    (recorder/proc_threads.h), read on the request's connection thread;
- *  - the stack and the time waited: a profile of the last THREADS_WINDOW_NS
- *    of the ring for the same processes, events offcpu and cpu, built by
- *    the query code (core/query/profile.h) after a flush barrier. A thread
- *    that is not running gets its off-CPU row with the most time: for a
- *    thread still blocked, the open-wait records of the last seal
- *    (core/query/profile_open.c) put its whole wait inside the window on
- *    the stack where it blocked, so that time is how long it has waited,
- *    capped at the window. A running thread (or one with no off-CPU row)
- *    gets its cpu row with the most samples. So the ingest thread's
- *    pairing table is never touched: the ring is the snapshot.
+ *  - how long a thread that is not running has waited: now minus when it
+ *    left the CPU, from the open-wait records (core/store/chunk.h "OPEN
+ *    WAITS") of the seal the request's flush barrier forced, read from
+ *    the ring right after it. So the ingest thread's pairing table is
+ *    never touched: the ring is the snapshot, as of a few milliseconds
+ *    before the answer (a thread that woke and blocked again in between
+ *    is counted from its earlier wait);
+ *  - the stack: a profile of the last THREADS_WINDOW_NS of the ring for
+ *    the same processes, events offcpu and cpu, built by the query code
+ *    (core/query/profile.h). A thread that is not running gets its
+ *    off-CPU row with the most time (for a thread still blocked, the open
+ *    waits put its whole wait in the window on the stack where it
+ *    blocked); a running thread (or one with no off-CPU row) its cpu row
+ *    with the most samples;
  *  - the creator thread is not given: fork records name the parent
  *    process, not the thread that forked, and threads (CLONE_THREAD) are
  *    not recorded at all.
@@ -40,6 +44,8 @@
 
 #include "core/query/pprof.h"
 #include "core/query/pprof_read.h"
+#include "core/store/chunk.h"
+#include "core/store/ring.h"
 #include "core/util/compress.h"
 #include "core/util/fs.h"
 #include "core/util/log.h"
@@ -59,6 +65,7 @@ struct thr {
 	struct fr_proc_thread t;
 	ssize_t off, cpu; /* best offcpu and cpu rows of the profile, or -1 */
 	int64_t off_ns, cpu_n;
+	int64_t out_ns; /* left the CPU then (Unix ns), by the latest records; 0: not */
 };
 
 struct listing {
@@ -117,7 +124,7 @@ static void add_tid(void *arg, uint32_t tid)
 		return;
 	th->pid = l->pid;
 	th->off = th->cpu = -1;
-	th->off_ns = th->cpu_n = 0;
+	th->off_ns = th->cpu_n = th->out_ns = 0;
 	l->n++;
 }
 
@@ -295,6 +302,57 @@ out:
 	return ret;
 }
 
+/* How far back the latest open-wait records are looked for: the seal the
+ * request's flush barrier forced wrote them, or (offcpu not recorded, a
+ * barrier that timed out) the periodic one of the last second. */
+#define OPEN_LOOK_NS (3LL * 1000000000LL)
+
+/* Records the open waits of `c` of the latest seal seen so far (*asof). */
+static void open_records(struct listing *l, const struct fr_chunk *c, int64_t *asof)
+{
+	for (uint32_t k = 0; k < c->nsamples; k++) {
+		struct thr key, *th;
+
+		if (c->event[k] != FR_EVENT_OFFCPU_OPEN || c->time_ns[k] < *asof)
+			continue;
+		if (c->time_ns[k] > *asof) {
+			/* A later seal: what older ones said no longer holds. */
+			for (size_t i = 0; i < l->n; i++)
+				l->thr[i].out_ns = 0;
+			*asof = c->time_ns[k];
+		}
+		key.t.tid = c->tid[k];
+		th = bsearch(&key, l->thr, l->n, sizeof(*l->thr), by_tid);
+		if (th && th->pid == c->pid[k])
+			th->out_ns = c->time_ns[k] - (int64_t)c->weight[k];
+	}
+}
+
+/* When each listed thread that was switched out at the latest seal left
+ * the CPU, from the open-wait records (core/store/chunk.h "OPEN WAITS")
+ * of the ring's last chunks: the ingest thread's table as of that seal,
+ * without touching it. */
+static void open_waits(struct daemon *d, struct listing *l, int64_t now)
+{
+	struct fr_ring_ref *refs = NULL;
+	int64_t asof = 0;
+	size_t n = 0;
+
+	if (fr_ring_query(d->ring, now - OPEN_LOOK_NS, now + 1, &refs, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct fr_chunk *c = NULL;
+		void *buf = NULL;
+
+		if (fr_ring_read(d->ring, &refs[i], &buf) == 0 &&
+		    fr_chunk_decode(buf, refs[i].len, &c) == 0)
+			open_records(l, c, &asof);
+		fr_chunk_free(c);
+		free(buf);
+	}
+	free(refs);
+}
+
 /* Locations, mappings and functions of the window's profile re-added to
  * the answer on first use. */
 struct emit {
@@ -349,16 +407,17 @@ static void wait_word(const struct fr_proc_thread *t, char *buf, size_t len)
 		snprintf(buf, len, "%s", t->wchan);
 }
 
-static void emit_thread(struct emit *e, const struct thr *th, long tick_ns)
+static void emit_thread(struct emit *e, const struct thr *th, long tick_ns, int64_t now)
 {
 	const struct fr_proc_thread *t = &th->t;
 	/* A running thread shows where it runs; any other where it blocked. */
 	int blocked = t->state != 'R' && th->off >= 0;
+	int waiting = t->state != 'R' && th->out_ns > 0 && th->out_ns <= now;
 	ssize_t row = blocked ? th->off : th->cpu;
 	struct fr_pprof_label labels[10];
 	char wait[64], sys[32] = "";
 	uint64_t locs[THREADS_MAX_LOCS];
-	int64_t values[2] = {1, blocked ? th->off_ns : 0};
+	int64_t values[2] = {1, waiting ? now - th->out_ns : 0};
 	size_t nl = 0, nlocs = 0;
 
 	wait_word(t, wait, sizeof(wait));
@@ -375,8 +434,8 @@ static void emit_thread(struct emit *e, const struct thr *th, long tick_ns)
 		labels[nl++] = (struct fr_pprof_label){.key = "syscall", .str = sys};
 	if (t->wchan[0] && t->state != 'R')
 		labels[nl++] = (struct fr_pprof_label){.key = "wchan", .str = t->wchan};
-	if (blocked)
-		labels[nl++] = (struct fr_pprof_label){.key = "waiting_ns", .num = th->off_ns};
+	if (waiting)
+		labels[nl++] = (struct fr_pprof_label){.key = "waiting_ns", .num = values[1]};
 	if (row >= 0) {
 		const struct fr_pprof_rsample *s = &e->pd->samples[row];
 
@@ -407,7 +466,8 @@ static int fd_sink(void *arg, const void *buf, size_t len)
 
 /* Writes the answer into `fd`: one sample per listed thread. Returns 0 or
  * -errno; *bytes is the size written. */
-static int write_answer(struct listing *l, const struct fr_pprof_data *pd, int fd, uint64_t *bytes)
+static int write_answer(struct listing *l, const struct fr_pprof_data *pd, int fd, int64_t now,
+			uint64_t *bytes)
 {
 	static const struct fr_pprof_data empty;
 	struct emit e = {.pd = pd ? pd : &empty};
@@ -423,15 +483,15 @@ static int write_answer(struct listing *l, const struct fr_pprof_data *pd, int f
 	fr_pprof_sample_type(e.p, "threads", "count");
 	fr_pprof_sample_type(e.p, "waiting", "nanoseconds");
 	fr_pprof_default_sample_type(e.p, "threads");
-	fr_pprof_time(e.p, fr_now_real_ns(), THREADS_WINDOW_NS);
+	fr_pprof_time(e.p, now, THREADS_WINDOW_NS);
 	snprintf(line, sizeof(line),
-		 "flightrec threads: state from /proc now; stacks and waiting from the last %lld s "
-		 "of the ring",
+		 "flightrec threads: state from /proc now; waiting from the recorder's open waits; "
+		 "stacks from the last %lld s of the ring",
 		 (long long)(THREADS_WINDOW_NS / 1000000000LL));
 	fr_pprof_comment(e.p, line);
 	qsort(l->thr, l->n, sizeof(*l->thr), by_pid_tid);
 	for (size_t i = 0; i < l->n; i++)
-		emit_thread(&e, &l->thr[i], tick > 0 ? 1000000000L / tick : 10000000L);
+		emit_thread(&e, &l->thr[i], tick > 0 ? 1000000000L / tick : 10000000L, now);
 	ret = fr_pprof_finish(e.p);
 out:
 	*bytes = 0;
@@ -478,6 +538,7 @@ cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
 	struct listing l = {0};
 	char err[512] = "";
 	cJSON *resp = NULL;
+	int64_t now = fr_now_real_ns();
 	struct stat st;
 	int ret;
 
@@ -507,6 +568,10 @@ cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
 		if (daemon_flush_barrier(d) < 0)
 			fr_log_warn(
 				"flush before threads timed out; the last second may be missing");
+		/* Right after the barrier, its seal's records are the latest
+		 * and still true: a thread asleep then may have woken since. */
+		now = fr_now_real_ns();
+		open_waits(d, &l, now);
 		ret = window_profile(d, &l, &pd, err, sizeof(err));
 		if (ret == -EBUSY) {
 			resp = daemon_query_busy(d, "threads");
@@ -518,7 +583,7 @@ cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
 		else
 			match_rows(&l, pd);
 	}
-	if (write_answer(&l, pd, fd, &r->bytes) < 0) {
+	if (write_answer(&l, pd, fd, now, &r->bytes) < 0) {
 		resp = fr_ipc_error("threads: cannot write the answer");
 		goto out;
 	}

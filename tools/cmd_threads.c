@@ -32,7 +32,7 @@ static void usage_threads(FILE *f)
 		"List every thread of the processes, now, without stopping them: its state,\n"
 		"what it waits in (system call or kernel function), how long it has waited,\n"
 		"its CPU time, and a stack: where it blocked (off-CPU data of the ring) or\n"
-		"where it ran last (cpu samples), both from the last 60 seconds of the ring.\n"
+		"where it ran (cpu samples), from the last 60 seconds of the ring.\n"
 		"\n"
 		"  --pid PID[,PID...] these processes\n"
 		"  --comm NAME[,...]  processes with these command names\n"
@@ -45,8 +45,9 @@ static void usage_threads(FILE *f)
 		"  -h, --help         show this help\n"
 		"\n"
 		"Threads with the same state, wait and stack are shown once, with their\n"
-		"number. A waiting time is counted within the last 60 s: \">= 60s\" means\n"
-		"longer. A user who is not root sees only its own processes.\n"
+		"number and the longest waiting time. A waiting time is how long the thread\n"
+		"has been off the CPU (needs offcpu recorded). A user who is not root sees\n"
+		"only its own processes.\n"
 		"\n"
 		"Examples:\n"
 		"  flightrec threads --pid 1234\n"
@@ -150,8 +151,10 @@ static void put_safe(const char *text)
 
 static void print_duration(int64_t ns)
 {
-	if (ns >= 60000000000LL - 500000000LL)
-		printf(">= 60s");
+	if (ns >= 3600000000000LL)
+		printf("%.1fh", (double)ns / 3.6e12);
+	else if (ns >= 60000000000LL)
+		printf("%.1fm", (double)ns / 6e10);
 	else if (ns >= 1000000000LL)
 		printf("%.1fs", (double)ns / 1e9);
 	else
