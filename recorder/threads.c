@@ -143,6 +143,9 @@ static void add_pid(void *arg, uint32_t pid)
 	if (fr_proc_each_tid(THREADS_PROC, pid, (uint32_t)(THREADS_MAX - l->n), add_tid, l) < 0 ||
 	    l->n == before)
 		return;
+	/* The bound may cut this process's list: say so. */
+	if (l->n >= THREADS_MAX)
+		l->full = 1;
 	if (l->npids == l->pids_cap) {
 		size_t cap = l->pids_cap ? l->pids_cap * 2 : 16;
 		uint32_t *p = realloc(l->pids, cap * sizeof(*p));
