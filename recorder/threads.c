@@ -230,14 +230,20 @@ static void match_rows(struct listing *l, const struct fr_pprof_data *pd)
 	for (size_t i = 0; i < pd->nsamples; i++) {
 		const struct fr_pprof_rsample *s = &pd->samples[i];
 		struct thr key, *th = NULL;
-		int64_t v;
+		int64_t v, pid = -1;
 
-		for (size_t k = 0; k < s->nlabel; k++)
-			if (strcmp(pd->labels[s->label + k].key, "tid") == 0) {
-				key.t.tid = (uint32_t)pd->labels[s->label + k].num;
+		for (size_t k = 0; k < s->nlabel; k++) {
+			const struct fr_pprof_rlabel *lb = &pd->labels[s->label + k];
+
+			if (strcmp(lb->key, "pid") == 0)
+				pid = lb->num;
+			if (strcmp(lb->key, "tid") == 0) {
+				key.t.tid = (uint32_t)lb->num;
 				th = bsearch(&key, l->thr, l->n, sizeof(*l->thr), by_tid);
 			}
-		if (!th)
+		}
+		/* A tid of the window may since be another process's. */
+		if (!th || th->pid != pid)
 			continue;
 		v = coff >= 0 ? pd->values[s->val + (size_t)coff] : 0;
 		if (v > th->off_ns) {
