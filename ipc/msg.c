@@ -115,7 +115,7 @@ static int get_events(const cJSON *obj, const char *cmd, uint32_t *ids, uint32_t
 	return 0;
 }
 
-static int get_pids(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req *r, char *err,
+static int get_pids(const cJSON *obj, const char *cmd, struct fr_targets *t, char *err,
 		    size_t errlen)
 {
 	const cJSON *pids = member(obj, "pids"), *p;
@@ -129,15 +129,15 @@ static int get_pids(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req 
 		    p->valuedouble != (double)(int64_t)p->valuedouble)
 			return fail(err, errlen, "%s: \"pids\" must hold positive process ids",
 				    cmd);
-		if (r->targets.npids == FR_LIMIT_PIDS)
+		if (t->npids == FR_LIMIT_PIDS)
 			return fail(err, errlen, "%s: at most %d pids per request", cmd,
 				    FR_LIMIT_PIDS);
-		r->targets.pids[r->targets.npids++] = (uint32_t)p->valuedouble;
+		t->pids[t->npids++] = (uint32_t)p->valuedouble;
 	}
 	return 0;
 }
 
-static int get_comms(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req *r, char *err,
+static int get_comms(const cJSON *obj, const char *cmd, struct fr_targets *t, char *err,
 		     size_t errlen)
 {
 	const cJSON *comm = member(obj, "comm"), *p;
@@ -153,29 +153,28 @@ static int get_comms(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req
 				    "%s: \"comm\" must hold command names of 1..%d "
 				    "characters (as the kernel keeps them)",
 				    cmd, FR_LIMIT_COMM_LEN - 1);
-		if (r->targets.ncomms == FR_LIMIT_COMMS)
+		if (t->ncomms == FR_LIMIT_COMMS)
 			return fail(err, errlen, "%s: at most %d command names per request", cmd,
 				    FR_LIMIT_COMMS);
-		snprintf(r->targets.comms[r->targets.ncomms++], FR_LIMIT_COMM_LEN, "%s",
-			 p->valuestring);
+		snprintf(t->comms[t->ncomms++], FR_LIMIT_COMM_LEN, "%s", p->valuestring);
 	}
 	return 0;
 }
 
 /* Reads the targets: "pids", "comm", "children" (with pids), "cgroup". */
-static int get_targets(const cJSON *obj, const char *cmd, struct fr_ipc_attach_req *r, char *err,
+static int get_targets(const cJSON *obj, const char *cmd, struct fr_targets *t, char *err,
 		       size_t errlen)
 {
 	const cJSON *cgroup = member(obj, "cgroup");
 	const cJSON *children = member(obj, "children");
 
-	if (get_pids(obj, cmd, r, err, errlen) < 0 || get_comms(obj, cmd, r, err, errlen) < 0)
+	if (get_pids(obj, cmd, t, err, errlen) < 0 || get_comms(obj, cmd, t, err, errlen) < 0)
 		return -EINVAL;
 	if (children) {
 		if (!cJSON_IsBool(children))
 			return fail(err, errlen, "%s: \"children\" must be true or false", cmd);
-		r->targets.children = cJSON_IsTrue(children);
-		if (r->targets.children && !r->targets.npids)
+		t->children = cJSON_IsTrue(children);
+		if (t->children && !t->npids)
 			return fail(err, errlen, "%s: \"children\" goes with \"pids\"", cmd);
 	}
 	if (cgroup) {
@@ -185,7 +184,7 @@ static int get_targets(const cJSON *obj, const char *cmd, struct fr_ipc_attach_r
 				    "%s: \"cgroup\" must be a cgroup v2 path like "
 				    "\"/system.slice/nginx.service\" (at most %d characters)",
 				    cmd, FR_LIMIT_CGROUP_LEN - 1);
-		snprintf(r->targets.cgroup, sizeof(r->targets.cgroup), "%s", cgroup->valuestring);
+		snprintf(t->cgroup, sizeof(t->cgroup), "%s", cgroup->valuestring);
 	}
 	return 0;
 }
@@ -326,27 +325,27 @@ static cJSON *new_request(const char *cmd)
 
 /* ---- attach ----------------------------------------------------------- */
 
-static int add_attach_targets(cJSON *obj, const struct fr_ipc_attach_req *r)
+static int add_targets(cJSON *obj, const struct fr_targets *t)
 {
 	cJSON *arr;
 
-	if (r->targets.npids) {
+	if (t->npids) {
 		if (!(arr = cJSON_AddArrayToObject(obj, "pids")))
 			return -ENOMEM;
-		for (uint32_t i = 0; i < r->targets.npids; i++)
-			if (!cJSON_AddItemToArray(arr, cJSON_CreateNumber(r->targets.pids[i])))
+		for (uint32_t i = 0; i < t->npids; i++)
+			if (!cJSON_AddItemToArray(arr, cJSON_CreateNumber(t->pids[i])))
 				return -ENOMEM;
 	}
-	if (r->targets.ncomms) {
+	if (t->ncomms) {
 		if (!(arr = cJSON_AddArrayToObject(obj, "comm")))
 			return -ENOMEM;
-		for (uint32_t i = 0; i < r->targets.ncomms; i++)
-			if (!cJSON_AddItemToArray(arr, cJSON_CreateString(r->targets.comms[i])))
+		for (uint32_t i = 0; i < t->ncomms; i++)
+			if (!cJSON_AddItemToArray(arr, cJSON_CreateString(t->comms[i])))
 				return -ENOMEM;
 	}
-	if (r->targets.cgroup[0] && !cJSON_AddStringToObject(obj, "cgroup", r->targets.cgroup))
+	if (t->cgroup[0] && !cJSON_AddStringToObject(obj, "cgroup", t->cgroup))
 		return -ENOMEM;
-	if (r->targets.children && !cJSON_AddTrueToObject(obj, "children"))
+	if (t->children && !cJSON_AddTrueToObject(obj, "children"))
 		return -ENOMEM;
 	return 0;
 }
@@ -361,7 +360,7 @@ cJSON *fr_ipc_attach_req_encode(const struct fr_ipc_attach_req *r)
 	    (r->has_from && !fr_ipc_add_int(obj, "from_ns", r->from_ns)) ||
 	    (r->has_to && !fr_ipc_add_int(obj, "to_ns", r->to_ns)) ||
 	    (r->hz && !fr_ipc_add_int(obj, "hz", r->hz)) ||
-	    add_event_names(obj, r->events, r->nevents) < 0 || add_attach_targets(obj, r) < 0 ||
+	    add_event_names(obj, r->events, r->nevents) < 0 || add_targets(obj, &r->targets) < 0 ||
 	    (r->format == FR_PROFILE_FOLDED && !cJSON_AddStringToObject(obj, "format", "folded")))
 		goto err;
 	return obj;
@@ -388,7 +387,7 @@ int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, ch
 	out->hz = (uint32_t)hz;
 	if (!out->window_ns && !out->has_from)
 		return fail(err, errlen, "attach needs \"window_ns\" or \"from_ns\"");
-	ret = get_targets(obj, "attach", out, err, errlen);
+	ret = get_targets(obj, "attach", &out->targets, err, errlen);
 	if (ret == 0)
 		ret = get_events(obj, "attach", out->events, &out->nevents, err, errlen);
 	if (ret < 0)
@@ -644,6 +643,67 @@ int fr_ipc_dump_reply_decode(const cJSON *obj, struct fr_ipc_dump_reply *out, ch
 	snprintf(out->path, sizeof(out->path), "%s", path->valuestring);
 	if (get_i64(obj, what, "t0_ns", &out->t0_ns, err, errlen) < 0 ||
 	    get_i64(obj, what, "t1_ns", &out->t1_ns, err, errlen) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- threads ---------------------------------------------------------- */
+
+cJSON *fr_ipc_threads_req_encode(const struct fr_ipc_threads_req *r)
+{
+	cJSON *obj = new_request("threads");
+
+	if (!obj)
+		return NULL;
+	if (add_targets(obj, &r->targets) < 0) {
+		cJSON_Delete(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+int fr_ipc_threads_req_decode(const cJSON *obj, struct fr_ipc_threads_req *out, char *err,
+			      size_t errlen)
+{
+	const struct fr_targets *t = &out->targets;
+
+	memset(out, 0, sizeof(*out));
+	if (member(obj, "children"))
+		return fail(err, errlen, "threads: \"children\" is not taken; name the processes");
+	if (get_targets(obj, "threads", &out->targets, err, errlen) < 0)
+		return -EINVAL;
+	/* The whole machine's threads would be a scan of every process. */
+	if (!t->npids && !t->ncomms && !t->cgroup[0])
+		return fail(err, errlen, "threads needs \"pids\", \"comm\" or \"cgroup\"");
+	return 0;
+}
+
+cJSON *fr_ipc_threads_reply_encode(const struct fr_ipc_threads_reply *r)
+{
+	cJSON *obj = fr_ipc_ok();
+
+	if (!obj)
+		return NULL;
+	if (!fr_ipc_add_int(obj, "processes", (int64_t)r->processes) ||
+	    !fr_ipc_add_int(obj, "threads", (int64_t)r->threads) ||
+	    !fr_ipc_add_int(obj, "bytes", (int64_t)r->bytes) ||
+	    add_warnings(obj, r->warnings, r->nwarnings) < 0) {
+		cJSON_Delete(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+int fr_ipc_threads_reply_decode(const cJSON *obj, struct fr_ipc_threads_reply *out, char *err,
+				size_t errlen)
+{
+	const char *what = "threads reply";
+
+	memset(out, 0, sizeof(*out));
+	if (get_u64(obj, what, "processes", &out->processes, err, errlen) < 0 ||
+	    get_u64(obj, what, "threads", &out->threads, err, errlen) < 0 ||
+	    get_u64(obj, what, "bytes", &out->bytes, err, errlen) < 0 ||
+	    get_warnings(obj, what, out->warnings, &out->nwarnings, err, errlen) < 0)
 		return -EINVAL;
 	return 0;
 }

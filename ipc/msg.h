@@ -161,6 +161,33 @@ cJSON *fr_ipc_dump_reply_encode(const struct fr_ipc_dump_reply *r);
 int fr_ipc_dump_reply_decode(const cJSON *obj, struct fr_ipc_dump_reply *out, char *err,
 			     size_t errlen);
 
+/* ---- threads -------------------------------------------------------- */
+
+/* {"req":"threads", ...} with the output descriptor passed alongside:
+ * every thread of the targets, now (flightrec threads). */
+struct fr_ipc_threads_req {
+	/* "pids", "comm", "cgroup" as in attach ("children" is refused:
+	 * a thread listing names the processes it wants). At least one. */
+	struct fr_targets targets;
+};
+
+/* {"ok":true, ...}: what a threads answer wrote. */
+struct fr_ipc_threads_reply {
+	uint64_t processes; /* "processes" listed */
+	uint64_t threads;   /* "threads" listed, one pprof sample each */
+	uint64_t bytes;	    /* "bytes" written to the descriptor */
+	/* "warnings": lines for the user (always encoded, maybe empty). */
+	uint32_t nwarnings;
+	char warnings[FR_IPC_MAX_WARNINGS][FR_IPC_WARNING_MAX];
+};
+
+cJSON *fr_ipc_threads_req_encode(const struct fr_ipc_threads_req *r);
+int fr_ipc_threads_req_decode(const cJSON *obj, struct fr_ipc_threads_req *out, char *err,
+			      size_t errlen);
+cJSON *fr_ipc_threads_reply_encode(const struct fr_ipc_threads_reply *r);
+int fr_ipc_threads_reply_decode(const cJSON *obj, struct fr_ipc_threads_reply *out, char *err,
+				size_t errlen);
+
 /* Appends `text` to a reply's warnings (cut to FR_IPC_WARNING_MAX); one
  * past FR_IPC_MAX_WARNINGS is dropped. */
 void fr_ipc_warn(char (*warnings)[FR_IPC_WARNING_MAX], uint32_t *nwarnings, const char *text);

@@ -30,6 +30,10 @@
  *                               -> {"ok":true, "start_ns":N, "events":
  *                                   [{"event","hz","recording_hz"}],
  *                                   "warnings":["..."]}
+ *   {"v":1, "req":"threads", "pids":[1234], "comm":[...], "cgroup":"/..."}
+ *                                             + a regular file descriptor
+ *                               -> {"ok":true, "processes":N, "threads":N,
+ *                                   "bytes":N, "warnings":["..."]}
  *
  *   attach: optional "from_ns"/"to_ns" (Unix ns) instead of window_ns; "hz"
  *   0 or absent = the rate the data was collected at; "events" (default
@@ -49,6 +53,10 @@
  *
  *   attach also takes "children": true with "pids" (their descendants too).
  *
+ *   threads: every thread of the targets (at least one of "pids", "comm",
+ *   "cgroup"; no "children"), now, written into the passed regular file as
+ *   gzip'ed pprof, one sample per thread (recorder/threads.c).
+ *
  *   consume: the connection becomes a consumer of the events at "hz"
  *   (default 99; offcpu has no rate) for as long as it stays open. The
  *   recorder raises each event's source to the highest rate any consumer
@@ -67,7 +75,7 @@
  * above. Any other user (one who reached a socket shared with
  * socket.group) gets attach profiles of its own uid's processes only,
  * consume "hz" capped at limits.user_max_rate_hz (with a "warnings" entry
- * saying so), consume of an event without a rate (offcpu) refused unless
+ * saying so), threads of its own uid's processes only, consume of an event without a rate (offcpu) refused unless
  * it is being recorded already, and a dump refused unless the session
  * lists it in "users".
  *

@@ -1,7 +1,8 @@
 /* What clients ask flightrecd over its socket (status, sessions, attach,
- * consume, dump) and the dumps the trigger engine asks for: parsing the
- * request, deciding what the peer may see and do, reserving query memory,
- * writing the profile into the descriptor the client passed.
+ * consume, dump; threads in recorder/threads.c) and the dumps the trigger
+ * engine asks for: parsing the request, deciding what the peer may see
+ * and do, reserving query memory, writing the profile into the descriptor
+ * the client passed.
  *
  * Runs on the IPC server's connection threads (and the trigger thread for
  * dumps); reads the ring (thread-safe queries) and never waits on the
@@ -26,6 +27,7 @@
 #include "ipc/msg.h"
 #include "ipc/proto.h"
 #include "recorder/dumps.h"
+#include "recorder/threads.h"
 
 /* ---- requests ---------------------------------------------------------- */
 
@@ -633,6 +635,8 @@ cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int f
 
 	if (strcmp(cmd, "attach") == 0)
 		return handle_attach(d, req, fd, peer);
+	if (strcmp(cmd, "threads") == 0)
+		return daemon_handle_threads(d, req, fd, peer);
 	if (fd >= 0)
 		close(fd);
 	if (strcmp(cmd, "status") == 0)
@@ -644,6 +648,6 @@ cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int f
 	if (strcmp(cmd, "dump") == 0)
 		return handle_dump(d, req, peer);
 	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, consume, "
-			    "dump, status, sessions)",
+			    "dump, status, sessions, threads)",
 			    cmd);
 }

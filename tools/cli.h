@@ -2,7 +2,7 @@
  * recorder and reading its replies, writing an output file atomically, a
  * progress line on a terminal, and how the ring is printed. One file per
  * command uses these: cmd_attach.c, cmd_status.c (status, sessions),
- * cmd_dump.c; flightrec.c picks the command. */
+ * cmd_dump.c, cmd_threads.c; flightrec.c picks the command. */
 #ifndef FR_TOOLS_CLI_H
 #define FR_TOOLS_CLI_H
 
@@ -27,6 +27,7 @@ int fr_cmd_attach(int argc, char **argv);
 int fr_cmd_status(int argc, char **argv);
 int fr_cmd_sessions(int argc, char **argv);
 int fr_cmd_dump(int argc, char **argv);
+int fr_cmd_threads(int argc, char **argv);
 
 /* Says which option of `cmd` getopt refused. Returns EXIT_USAGE. */
 int fr_cli_bad_option(const char *cmd, char **argv);

@@ -143,6 +143,8 @@ static void decode_messages(const cJSON *obj)
 	static struct fr_ipc_consume_reply cp, cp2;
 	static struct fr_ipc_dump_req dr, dr2;
 	static struct fr_ipc_dump_reply dp, dp2;
+	static struct fr_ipc_threads_req tr, tr2;
+	static struct fr_ipc_threads_reply tp, tp2;
 	char err[512];
 
 	err[0] = '\0';
@@ -186,6 +188,21 @@ static void decode_messages(const cJSON *obj)
 			   &dp2);
 		FUZZ_CHECK(memcmp(&dp, &dp2, sizeof(dp)) == 0,
 			   "dump reply: differs after a round trip");
+	}
+	err[0] = '\0';
+	if (decoded(fr_ipc_threads_req_decode(obj, &tr, err, sizeof(err)), err, "threads")) {
+		ROUND_TRIP("threads", fr_ipc_threads_req_encode, fr_ipc_threads_req_decode, &tr,
+			   &tr2);
+		FUZZ_CHECK(memcmp(&tr, &tr2, sizeof(tr)) == 0,
+			   "threads: differs after a round trip");
+	}
+	err[0] = '\0';
+	if (decoded(fr_ipc_threads_reply_decode(obj, &tp, err, sizeof(err)), err,
+		    "threads reply")) {
+		ROUND_TRIP("threads reply", fr_ipc_threads_reply_encode,
+			   fr_ipc_threads_reply_decode, &tp, &tp2);
+		FUZZ_CHECK(memcmp(&tp, &tp2, sizeof(tp)) == 0,
+			   "threads reply: differs after a round trip");
 	}
 }
 

@@ -52,7 +52,7 @@ static void frame_msg(struct stream *s, cJSON *obj, int request)
 
 /* Every message of ipc/msg.h as its encoder writes it, so the seeds follow
  * the protocol: an attach with every member and its reply, a consume and
- * its reply, a dump and its reply. */
+ * its reply, a dump and its reply, a threads request and its reply. */
 static void make_message_seeds(void)
 {
 	static struct fr_ipc_attach_req ar;
@@ -62,6 +62,8 @@ static void make_message_seeds(void)
 	struct fr_ipc_dump_req dr = {.session = "db", .window_ns = 120000000000LL};
 	struct fr_ipc_dump_reply dp = {.t0_ns = 1700000000000000000LL,
 				       .t1_ns = 1700000060000000000LL};
+	static struct fr_ipc_threads_req tr;
+	struct fr_ipc_threads_reply tp = {.processes = 1, .threads = 10001, .bytes = 90210};
 	struct stream s;
 
 	ar.window_ns = 60000000000LL;
@@ -94,6 +96,9 @@ static void make_message_seeds(void)
 	fr_ipc_warn(cp.warnings, &cp.nwarnings, "999 Hz is above the limit for users");
 	cp.events[0] = (struct fr_ipc_consume_event){FR_EVENT_CPU, 999, 999};
 	snprintf(dp.path, sizeof(dp.path), "/var/lib/flightrec/dumps/db-manual-h-t.pb.gz");
+	tr.targets = ar.targets;
+	tr.targets.children = 0;
+	fr_ipc_warn(tp.warnings, &tp.nwarnings, "only your own processes (uid 1000) are listed");
 
 	s.n = 0;
 	frame_msg(&s, fr_ipc_attach_req_encode(&ar), 1);
@@ -102,6 +107,8 @@ static void make_message_seeds(void)
 	frame_msg(&s, fr_ipc_consume_reply_encode(&cp), 0);
 	frame_msg(&s, fr_ipc_dump_req_encode(&dr), 1);
 	frame_msg(&s, fr_ipc_dump_reply_encode(&dp), 0);
+	frame_msg(&s, fr_ipc_threads_req_encode(&tr), 1);
+	frame_msg(&s, fr_ipc_threads_reply_encode(&tp), 0);
 	write_seed("ipc", "messages", -1, s.b, s.n);
 
 	/* Members each decoder refuses, one per frame. */
@@ -112,6 +119,8 @@ static void make_message_seeds(void)
 		  "\"cgroup\":\"x\",\"format\":\"svg\"}");
 	frame(&s, "{\"v\":1,\"req\":\"consume\",\"events\":[\"cpu\",\"cpu\"],\"hz\":1e30}");
 	frame(&s, "{\"v\":1,\"req\":\"dump\",\"session\":\"\",\"window_ns\":999}");
+	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[1],\"children\":true}");
+	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[]}");
 	frame(&s, "{\"ok\":true,\"events\":[{\"event\":\"raw:0x1\",\"hz\":4294967296}],"
 		  "\"warnings\":[1],\"incomplete\":true,\"path\":7}");
 	write_seed("ipc", "bad-fields", -1, s.b, s.n);

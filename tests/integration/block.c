@@ -3,6 +3,7 @@
  *
  *   block SECONDS [DELAY]
  *   block pipe THREADS
+ *   block mix THREADS
  *
  * After sleeping DELAY seconds in main (so a profiler can attach first), a
  * thread calls fr_block_here() until SECONDS have been spent in it; each
@@ -14,6 +15,12 @@
  * With "pipe", THREADS threads block in read() on a pipe nobody writes,
  * in fr_read_stuck(), until the process is killed (the shape of a
  * deadlock): it prints "pid=PID" once they were started.
+ *
+ * With "mix", the same THREADS readers (named "reader", the last one
+ * "rd\033[2J": an escape sequence in a name), plus a thread
+ * "sleeper" that sleeps 20 ms at a time in fr_block_here() and a thread
+ * "spinner" that spins in fr_spin(), for flightrec threads: blocked,
+ * sleeping and running threads side by side.
  *
  * fr_block_here makes the nanosleep system call itself: libc's wrappers
  * have no frame pointer, so a frame-pointer unwind from inside them skips
@@ -79,15 +86,47 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-static int pipe_mode(int nthreads)
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	for (;;)
+		fr_block_here();
+	return NULL;
+}
+
+__attribute__((noinline)) void fr_spin(void);
+__attribute__((noinline)) void fr_spin(void)
+{
+	for (volatile uint64_t i = 0;; i++)
+		;
+}
+
+static void *spinner(void *arg)
+{
+	(void)arg;
+	fr_spin();
+	return NULL;
+}
+
+static int pipe_mode(int nthreads, int mix)
 {
 	int fds[2];
 	pthread_t t;
 
 	if (nthreads < 1 || pipe(fds) < 0)
 		return 2;
-	for (int i = 0; i < nthreads; i++)
+	for (int i = 0; i < nthreads; i++) {
 		pthread_create(&t, NULL, reader, (void *)(intptr_t)fds[0]);
+		/* With mix, the last reader's name holds a terminal escape, as
+		 * anyone may name a thread. */
+		pthread_setname_np(t, mix && i == nthreads - 1 ? "rd\033[2J" : "reader");
+	}
+	if (mix) {
+		pthread_create(&t, NULL, sleeper, NULL);
+		pthread_setname_np(t, "sleeper");
+		pthread_create(&t, NULL, spinner, NULL);
+		pthread_setname_np(t, "spinner");
+	}
 	printf("pid=%d\n", (int)getpid());
 	fflush(stdout);
 	for (;;)
@@ -115,11 +154,13 @@ int main(int argc, char **argv)
 	pthread_t t;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: block SECONDS [DELAY] | block pipe THREADS\n");
+		fprintf(stderr, "usage: block SECONDS [DELAY] | block pipe|mix THREADS\n");
 		return 2;
 	}
 	if (strcmp(argv[1], "pipe") == 0)
-		return pipe_mode(argc > 2 ? atoi(argv[2]) : 1);
+		return pipe_mode(argc > 2 ? atoi(argv[2]) : 1, 0);
+	if (strcmp(argv[1], "mix") == 0)
+		return pipe_mode(argc > 2 ? atoi(argv[2]) : 1, 1);
 	seconds = atof(argv[1]);
 	if (argc > 2) {
 		double delay = atof(argv[2]);

@@ -1,6 +1,6 @@
 #!/bin/bash
 # On-call users without root: a real unprivileged user in the socket's
-# group gets status, attach and top over the socket, sees only its own
+# group gets status, attach, top and threads over the socket, sees only its own
 # processes, has its --follow rate capped, and cannot dump a session that
 # does not list it; a member of the admin group is served like root.
 . "$(dirname "$0")/lib.sh"
@@ -116,6 +116,30 @@ grep -q fr_burn_heavy "$T/top.user" || fail "top of the user's profile misses it
 as_user "$FLIGHTREC" top --window 15s -n 5 >"$T/topw.user" 2>&1 ||
 	fail "top --window as $U failed: $(cat "$T/topw.user")"
 grep -q fr_burn_heavy "$T/topw.user" || fail "top --window as $U misses its functions: $(cat "$T/topw.user")"
+
+# flightrec threads: the user sees the threads of its own processes, and
+# none of root's, asked by pid or by name.
+"$T/rootburn" 30 1 0 >/dev/null &
+ROOT_LIVE=$!
+as_user "$T/u/userburn" 30 1 0 >/dev/null &
+USER_LIVE=$!
+sleep 0.5
+USER_LIVE=$(pgrep -u "$U" -x userburn | head -1)
+as_user "$FLIGHTREC" threads --pid "$ROOT_LIVE" --json >"$T/threads.root" 2>&1 ||
+	fail "threads as $U failed: $(cat "$T/threads.root")"
+grep -q '"threads":\[\]' "$T/threads.root" ||
+	fail "the user sees root's threads: $(cat "$T/threads.root")"
+grep -q "only your own processes (uid $UID_U)" "$T/threads.root" ||
+	fail "threads as $U does not say it was limited: $(cat "$T/threads.root")"
+as_user "$FLIGHTREC" threads --comm rootburn,userburn --json >"$T/threads.user" 2>&1 ||
+	fail "threads --comm as $U failed: $(cat "$T/threads.user")"
+grep -q "\"pid\":$USER_LIVE," "$T/threads.user" ||
+	fail "the user misses its own threads: $(cat "$T/threads.user")"
+grep -q "\"pid\":$ROOT_LIVE," "$T/threads.user" && fail "the user sees rootburn's threads"
+"$FLIGHTREC" threads --comm rootburn,userburn --json >"$T/threads.all" 2>&1 || fail "threads as root failed"
+grep -q "\"pid\":$ROOT_LIVE," "$T/threads.all" && grep -q "\"pid\":$USER_LIVE," "$T/threads.all" ||
+	fail "root does not see both burns' threads: $(cat "$T/threads.all")"
+kill "$ROOT_LIVE" "$USER_LIVE" 2>/dev/null
 
 # Root, asking the same, sees both: the user's view was filtered, not empty.
 "$FLIGHTREC" attach --window 15s -o "$T/all.pb.gz" 2>"$T/attach.err" || fail "attach as root failed"

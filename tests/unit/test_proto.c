@@ -169,6 +169,26 @@ static const struct bad bad_consume[] = {
 	{"{\"events\":[\"offcpu\",\"offcpu\"]}", "consume: event \"offcpu\" is listed twice"},
 };
 
+static const struct bad bad_threads[] = {
+	{"{}", "threads needs \"pids\", \"comm\" or \"cgroup\""},
+	{"{\"pids\":[]}", "threads needs \"pids\", \"comm\" or \"cgroup\""},
+	{"{\"pids\":[0]}", "threads: \"pids\" must hold positive process ids"},
+	{"{\"pids\":\"1\"}", "threads: \"pids\" must be an array of process ids"},
+	{"{\"pids\":[1],\"children\":true}",
+	 "threads: \"children\" is not taken; name the processes"},
+	{"{\"comm\":[\"abcdefghijklmnop\"]}",
+	 "threads: \"comm\" must hold command names of 1..15 characters (as the kernel keeps them)"},
+	{"{\"cgroup\":\"x\"}", "threads: \"cgroup\" must be a cgroup v2 path like "
+			       "\"/system.slice/nginx.service\" (at most 255 characters)"},
+};
+
+static const struct bad bad_threads_reply[] = {
+	{"{\"processes\":\"1\",\"threads\":1,\"bytes\":2,\"warnings\":[]}",
+	 "threads reply: \"processes\" must be an integer"},
+	{"{\"processes\":1,\"threads\":-1,\"bytes\":2,\"warnings\":[]}",
+	 "threads reply: \"threads\" must be 0..9223372036854775807, got -1"},
+};
+
 static const struct bad bad_dump[] = {
 	{"{}", "dump: \"session\" must name a session"},
 	{"{\"session\":\"\"}", "dump: \"session\" must name a session"},
@@ -247,6 +267,18 @@ static int decode_consume_reply(const cJSON *o, char *err, size_t len)
 	return fr_ipc_consume_reply_decode(o, &r, err, len);
 }
 
+static int decode_threads(const cJSON *o, char *err, size_t len)
+{
+	static struct fr_ipc_threads_req r;
+	return fr_ipc_threads_req_decode(o, &r, err, len);
+}
+
+static int decode_threads_reply(const cJSON *o, char *err, size_t len)
+{
+	static struct fr_ipc_threads_reply r;
+	return fr_ipc_threads_reply_decode(o, &r, err, len);
+}
+
 static int decode_dump_reply(const cJSON *o, char *err, size_t len)
 {
 	static struct fr_ipc_dump_reply r;
@@ -279,6 +311,9 @@ static void test_refusals(void)
 		      decode_consume_reply);
 	check_refused(bad_dump_reply, sizeof(bad_dump_reply) / sizeof(bad_dump_reply[0]),
 		      decode_dump_reply);
+	check_refused(bad_threads, sizeof(bad_threads) / sizeof(bad_threads[0]), decode_threads);
+	check_refused(bad_threads_reply, sizeof(bad_threads_reply) / sizeof(bad_threads_reply[0]),
+		      decode_threads_reply);
 }
 
 static void test_attach_reply(void)
@@ -397,6 +432,44 @@ static void test_dump(void)
 	cJSON_Delete(obj);
 }
 
+/* flightrec threads: the targets as attach writes them, and the counts. */
+static void test_threads(void)
+{
+	static struct fr_ipc_threads_req q, qb;
+	static struct fr_ipc_threads_reply r, back;
+	char err[512] = "";
+	cJSON *obj;
+
+	memset(&q, 0, sizeof(q));
+	q.targets.pids[q.targets.npids++] = 42;
+	snprintf(q.targets.comms[q.targets.ncomms++], FR_LIMIT_COMM_LEN, "postgres");
+	snprintf(q.targets.cgroup, sizeof(q.targets.cgroup), "/db.slice");
+	check_text(fr_ipc_threads_req_encode(&q),
+		   "{\"req\":\"threads\",\"pids\":[42],\"comm\":[\"postgres\"],"
+		   "\"cgroup\":\"/db.slice\"}",
+		   "threads request");
+	obj = over_wire(fr_ipc_threads_req_encode(&q), NULL);
+	CHECK(obj && fr_ipc_threads_req_decode(obj, &qb, err, sizeof(err)) == 0,
+	      "threads request round trip: %s", err);
+	CHECK(memcmp(&q, &qb, sizeof(q)) == 0, "threads request differs after a round trip");
+	cJSON_Delete(obj);
+
+	memset(&r, 0, sizeof(r));
+	r.processes = 2;
+	r.threads = 10001;
+	r.bytes = 1ULL << 40;
+	fr_ipc_warn(r.warnings, &r.nwarnings, "only your own processes");
+	check_text(fr_ipc_threads_reply_encode(&r),
+		   "{\"ok\":true,\"processes\":2,\"threads\":10001,\"bytes\":1099511627776,"
+		   "\"warnings\":[\"only your own processes\"]}",
+		   "threads reply");
+	obj = over_wire(fr_ipc_threads_reply_encode(&r), NULL);
+	CHECK(obj && fr_ipc_threads_reply_decode(obj, &back, err, sizeof(err)) == 0,
+	      "threads reply round trip: %s", err);
+	CHECK(memcmp(&r, &back, sizeof(r)) == 0, "threads reply differs after a round trip");
+	cJSON_Delete(obj);
+}
+
 int main(void)
 {
 	test_attach_req();
@@ -404,6 +477,7 @@ int main(void)
 	test_attach_reply();
 	test_consume();
 	test_dump();
+	test_threads();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

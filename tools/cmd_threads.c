@@ -1,0 +1,418 @@
+/* flightrec threads: every thread of some processes, now: state, what it
+ * waits in and for how long, CPU time and a stack, without stopping
+ * anyone. The recorder writes the answer as a pprof profile with one
+ * sample per thread (recorder/threads.c says where each field comes
+ * from); this file renders it as a table grouped by identical stacks (as
+ * Go's goroutine dump, debug=1) or as JSON, or keeps the file (-o). */
+#include "tools/cli.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/query/pprof_read.h"
+#include "core/util/compress.h"
+#include "ipc/client.h"
+#include "ipc/msg.h"
+#include "ipc/proto.h"
+#include "tools/query.h"
+
+static const char *prog = FR_CLI_PROG;
+
+static void usage_threads(FILE *f)
+{
+	fprintf(f,
+		"Usage: flightrec threads (--pid PID[,PID...] | --comm NAME[,...] | --cgroup PATH)\n"
+		"                         [--json | -o FILE.pb.gz]\n"
+		"List every thread of the processes, now, without stopping them: its state,\n"
+		"what it waits in (system call or kernel function), how long it has waited,\n"
+		"its CPU time, and a stack: where it blocked (off-CPU data of the ring) or\n"
+		"where it ran (cpu samples), from the last 60 seconds of the ring.\n"
+		"\n"
+		"  --pid PID[,PID...] these processes\n"
+		"  --comm NAME[,...]  processes with these command names\n"
+		"  --cgroup PATH      processes in this cgroup v2 path or below it\n"
+		"  --json             one JSON object: {\"threads\": [...], \"warnings\": [...]}\n"
+		"  -o, --output FILE  write the answer as pprof, one sample per thread with\n"
+		"                     labels state, wait, waiting_ns, tid, thread, cpu_ns\n"
+		"                     (go tool pprof -traces FILE, -tags FILE)\n"
+		"  --socket PATH      the recorder's socket\n"
+		"  -h, --help         show this help\n"
+		"\n"
+		"Threads with the same state, wait and stack are shown once, with their\n"
+		"number and the longest waiting time. A waiting time is how long the thread\n"
+		"has been off the CPU (needs offcpu recorded). A user who is not root sees\n"
+		"only its own processes.\n"
+		"\n"
+		"Examples:\n"
+		"  flightrec threads --pid 1234\n"
+		"  flightrec threads --comm postgres --json | jq '.threads[] | .state'\n"
+		"  flightrec threads --pid 1234 -o threads.pb.gz && go tool pprof -traces threads.pb.gz\n");
+}
+
+/* One thread of the answer, read back from its pprof sample. */
+struct rthread {
+	const struct fr_pprof_rsample *s;
+	int64_t pid, tid, waiting_ns, cpu_ns;
+	const char *name, *state, *wait, *wchan, *syscall;
+	int has_waiting;
+};
+
+static void read_labels(const struct fr_pprof_data *pd, struct rthread *t)
+{
+	t->name = t->state = t->wait = t->wchan = t->syscall = "";
+	for (size_t k = 0; k < t->s->nlabel; k++) {
+		const struct fr_pprof_rlabel *l = &pd->labels[t->s->label + k];
+
+		if (strcmp(l->key, "pid") == 0)
+			t->pid = l->num;
+		else if (strcmp(l->key, "tid") == 0)
+			t->tid = l->num;
+		else if (strcmp(l->key, "cpu_ns") == 0)
+			t->cpu_ns = l->num;
+		else if (strcmp(l->key, "waiting_ns") == 0) {
+			t->waiting_ns = l->num;
+			t->has_waiting = 1;
+		} else if (l->str && strcmp(l->key, "thread") == 0)
+			t->name = l->str;
+		else if (l->str && strcmp(l->key, "state") == 0)
+			t->state = l->str;
+		else if (l->str && strcmp(l->key, "wait") == 0)
+			t->wait = l->str;
+		else if (l->str && strcmp(l->key, "wchan") == 0)
+			t->wchan = l->str;
+		else if (l->str && strcmp(l->key, "syscall") == 0)
+			t->syscall = l->str;
+	}
+}
+
+/* Frame `j` of a thread's stack as text: its functions, innermost first
+ * (inlined ones joined by " < "), else its address and file; kernel
+ * frames marked " [k]". */
+static void frame_text(const struct fr_pprof_data *pd, const struct rthread *t, size_t j, char *buf,
+		       size_t len)
+{
+	const struct fr_pprof_rlocation *loc = &pd->locations[pd->sample_locs[t->s->loc + j]];
+	const char *file = loc->mapping >= 0 ? pd->mappings[loc->mapping].filename : "";
+	int kernel = strcmp(file, FR_PROFILE_KERNEL_MAPPING) == 0;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < loc->nline && n < len; k++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", k ? " < " : "",
+				      pd->functions[pd->line_funcs[loc->line + k]].name);
+	if (!loc->nline)
+		n = (size_t)snprintf(buf, len, "0x%" PRIx64 "%s%s", loc->address,
+				     file[0] && !kernel ? " in " : "", kernel ? "" : file);
+	if (kernel && n < len)
+		snprintf(buf + n, len - n, " [k]");
+}
+
+/* Orders threads so that those to show together are next to each other:
+ * by pid, state, wait, then stack. */
+static const struct fr_pprof_data *sort_pd;
+
+static int same_stack(const struct rthread *a, const struct rthread *b)
+{
+	return a->s->nloc == b->s->nloc &&
+	       memcmp(&sort_pd->sample_locs[a->s->loc], &sort_pd->sample_locs[b->s->loc],
+		      a->s->nloc * sizeof(uint64_t)) == 0;
+}
+
+static int by_group(const void *pa, const void *pb)
+{
+	const struct rthread *a = pa, *b = pb;
+	int c;
+
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if ((c = strcmp(a->state, b->state)) || (c = strcmp(a->wait, b->wait)))
+		return c;
+	if (a->s->nloc != b->s->nloc)
+		return a->s->nloc < b->s->nloc ? -1 : 1;
+	if ((c = memcmp(&sort_pd->sample_locs[a->s->loc], &sort_pd->sample_locs[b->s->loc],
+			a->s->nloc * sizeof(uint64_t))))
+		return c;
+	return a->tid < b->tid ? -1 : a->tid > b->tid;
+}
+
+/* Prints `text` with control bytes as '?': thread and function names are
+ * whatever the processes' owners chose, and must not drive the terminal. */
+static void put_safe(const char *text)
+{
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+		putchar(*p < 0x20 || *p == 0x7f ? '?' : *p);
+}
+
+static void print_duration(int64_t ns)
+{
+	if (ns >= 3600000000000LL)
+		printf("%.1fh", (double)ns / 3.6e12);
+	else if (ns >= 60000000000LL)
+		printf("%.1fm", (double)ns / 6e10);
+	else if (ns >= 1000000000LL)
+		printf("%.1fs", (double)ns / 1e9);
+	else
+		printf("%.1fms", (double)ns / 1e6);
+}
+
+/* Prints the group of `n` threads starting at `t`. */
+static void print_group(const struct fr_pprof_data *pd, const struct rthread *t, size_t n)
+{
+	int64_t most = 0;
+	char frame[512];
+
+	printf("%zu thread%s: %s", n, n == 1 ? "" : "s", t->state);
+	if (t->wait[0])
+		printf(" in %s", t->wait);
+	for (size_t i = 0; i < n; i++)
+		if (t[i].has_waiting && t[i].waiting_ns > most)
+			most = t[i].waiting_ns;
+	if (most) {
+		printf(", waiting ");
+		print_duration(most);
+	}
+	printf("\n    tids");
+	for (size_t i = 0; i < n && i < 16; i++) {
+		printf(" %" PRId64 " (", t[i].tid);
+		put_safe(t[i].name);
+		putchar(')');
+	}
+	if (n > 16)
+		printf(" and %zu more", n - 16);
+	printf("\n");
+	if (!t->s->nloc)
+		printf("    (no stack in the last 60 s of the ring)\n");
+	for (size_t j = 0; j < t->s->nloc; j++) {
+		frame_text(pd, t, j, frame, sizeof(frame));
+		printf("    ");
+		put_safe(frame);
+		putchar('\n');
+	}
+	printf("\n");
+}
+
+static void print_text(const struct fr_pprof_data *pd, struct rthread *t, size_t n)
+{
+	for (size_t i = 0, j; i < n; i = j) {
+		if (i == 0 || t[i].pid != t[i - 1].pid) {
+			size_t k = i;
+
+			while (k < n && t[k].pid == t[i].pid)
+				k++;
+			printf("process %" PRId64 ": %zu thread%s\n\n", t[i].pid, k - i,
+			       k - i == 1 ? "" : "s");
+		}
+		for (j = i + 1;
+		     j < n && t[j].pid == t[i].pid && strcmp(t[j].state, t[i].state) == 0 &&
+		     strcmp(t[j].wait, t[i].wait) == 0 && same_stack(&t[j], &t[i]);
+		     j++)
+			;
+		print_group(pd, &t[i], j - i);
+	}
+}
+
+static cJSON *thread_json(const struct fr_pprof_data *pd, const struct rthread *t)
+{
+	cJSON *o = cJSON_CreateObject(), *stack;
+	char frame[512];
+
+	if (!o || !fr_ipc_add_int(o, "pid", t->pid) || !fr_ipc_add_int(o, "tid", t->tid) ||
+	    !cJSON_AddStringToObject(o, "thread", t->name) ||
+	    !cJSON_AddStringToObject(o, "state", t->state) ||
+	    !fr_ipc_add_int(o, "cpu_ns", t->cpu_ns) ||
+	    (t->wait[0] && !cJSON_AddStringToObject(o, "wait", t->wait)) ||
+	    (t->syscall[0] && !fr_ipc_add_int(o, "syscall", strtoll(t->syscall, NULL, 10))) ||
+	    (t->wchan[0] && !cJSON_AddStringToObject(o, "wchan", t->wchan)) ||
+	    (t->has_waiting && !fr_ipc_add_int(o, "waiting_ns", t->waiting_ns)) ||
+	    !(stack = cJSON_AddArrayToObject(o, "stack"))) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	for (size_t j = 0; j < t->s->nloc; j++) {
+		frame_text(pd, t, j, frame, sizeof(frame));
+		cJSON_AddItemToArray(stack, cJSON_CreateString(frame));
+	}
+	return o;
+}
+
+static int print_json(const struct fr_pprof_data *pd, const struct rthread *t, size_t n,
+		      const struct fr_ipc_threads_reply *r)
+{
+	cJSON *root = cJSON_CreateObject(), *arr, *warn;
+	char *text;
+
+	if (!root || !(arr = cJSON_AddArrayToObject(root, "threads")) ||
+	    !(warn = cJSON_AddArrayToObject(root, "warnings")))
+		goto err;
+	for (size_t i = 0; i < n; i++)
+		if (!cJSON_AddItemToArray(arr, thread_json(pd, &t[i])))
+			goto err;
+	for (uint32_t i = 0; i < r->nwarnings; i++)
+		cJSON_AddItemToArray(warn, cJSON_CreateString(r->warnings[i]));
+	if (!(text = cJSON_PrintUnformatted(root)))
+		goto err;
+	printf("%s\n", text);
+	free(text);
+	cJSON_Delete(root);
+	return 0;
+err:
+	cJSON_Delete(root);
+	fprintf(stderr, "%s threads: out of memory\n", prog);
+	return 1;
+}
+
+/* Reads the answer back from `fd` and prints it. Returns the exit status. */
+static int render(int fd, int json, const struct fr_ipc_threads_reply *r)
+{
+	struct fr_pprof_data *pd = NULL;
+	struct rthread *t = NULL;
+	void *gz = NULL, *raw = NULL;
+	size_t rawlen;
+	struct stat st;
+	int status = 1;
+
+	if (fstat(fd, &st) < 0 || st.st_size <= 0 || !(gz = malloc((size_t)st.st_size)) ||
+	    pread(fd, gz, (size_t)st.st_size, 0) != st.st_size ||
+	    fr_gunzip(gz, (size_t)st.st_size, &raw, &rawlen) < 0 ||
+	    fr_pprof_read(raw, rawlen, &pd) < 0) {
+		fprintf(stderr, "%s threads: the recorder's answer cannot be read\n", prog);
+		goto out;
+	}
+	if (pd->nsamples && !(t = calloc(pd->nsamples, sizeof(*t))))
+		goto out;
+	for (size_t i = 0; i < pd->nsamples; i++) {
+		t[i].s = &pd->samples[i];
+		read_labels(pd, &t[i]);
+	}
+	sort_pd = pd;
+	if (pd->nsamples)
+		qsort(t, pd->nsamples, sizeof(*t), by_group);
+	if (json) {
+		status = print_json(pd, t, pd->nsamples, r);
+		goto out;
+	}
+	for (uint32_t i = 0; i < r->nwarnings; i++)
+		fprintf(stderr, "%s: warning: %s\n", prog, r->warnings[i]);
+	if (!pd->nsamples)
+		printf("no threads: no such process%s\n",
+		       r->nwarnings ? " (see the warnings)" : " of yours");
+	print_text(pd, t, pd->nsamples);
+	status = 0;
+out:
+	free(t);
+	fr_pprof_data_free(pd);
+	free(raw);
+	free(gz);
+	return status;
+}
+
+/* Asks the recorder for the threads of `q` into `fd`. Returns 0 with
+ * *reply filled, or 1 after saying why not. */
+static int ask(const char *socket_path, const struct fr_ipc_threads_req *q, int fd,
+	       struct fr_ipc_threads_reply *reply)
+{
+	cJSON *req = fr_ipc_threads_req_encode(q), *resp = NULL;
+	char err[512] = "";
+	int sock = -1, ret = 1;
+
+	if (!req || (sock = fr_cli_connect(socket_path)) < 0)
+		goto out;
+	if (fr_cli_call(sock, socket_path, req, fd, &resp) < 0)
+		goto out;
+	if (fr_cli_resp_error(resp) ||
+	    fr_ipc_threads_reply_decode(resp, reply, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog,
+			fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
+		goto out;
+	}
+	ret = 0;
+out:
+	if (sock >= 0)
+		close(sock);
+	cJSON_Delete(req);
+	cJSON_Delete(resp);
+	return ret;
+}
+
+int fr_cmd_threads(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"pid", required_argument, NULL, FR_OPT_PID},
+		{"comm", required_argument, NULL, FR_OPT_COMM},
+		{"cgroup", required_argument, NULL, FR_OPT_CGROUP},
+		{"output", required_argument, NULL, 'o'},
+		{"json", no_argument, NULL, FR_OPT_JSON},
+		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	static struct fr_query_args qa;
+	static struct fr_ipc_threads_req q;
+	struct fr_ipc_threads_reply reply;
+	struct fr_cli_output out = {.fd = -1};
+	const char *socket_s = NULL;
+	char *socket_path = NULL;
+	int c, ret, json = 0, status = 1, fd = -1;
+
+	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		if ((ret = fr_query_opt("flightrec threads", c, optarg, &qa)) == 1)
+			continue;
+		if (ret)
+			return ret;
+		switch (c) {
+		case FR_OPT_JSON: json = 1; break;
+		case FR_OPT_SOCKET: socket_s = optarg; break;
+		case 'h': usage_threads(stdout); return 0;
+		default: return fr_cli_bad_option("threads", argv);
+		}
+	}
+	if (optind < argc || (json && qa.out_s) ||
+	    (!qa.targets.npids && !qa.targets.ncomms && !qa.targets.cgroup[0])) {
+		fprintf(stderr, "%s threads: %s (see %s threads --help)\n", prog,
+			optind < argc	   ? "unexpected argument"
+			: json && qa.out_s ? "--json and -o do not go together"
+					   : "name the processes: --pid, --comm or --cgroup",
+			prog);
+		return EXIT_USAGE;
+	}
+	q.targets = qa.targets;
+	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
+	if (!socket_path)
+		goto out;
+	if (qa.out_s) {
+		if (fr_cli_output_open(&out, qa.out_s) < 0)
+			goto out;
+		fd = out.fd;
+	} else if ((fd = memfd_create("flightrec-threads", MFD_CLOEXEC)) < 0) {
+		perror("flightrec threads: memfd_create");
+		goto out;
+	}
+	if (ask(socket_path, &q, fd, &reply) != 0) {
+		if (qa.out_s)
+			fr_cli_output_commit(&out, 0);
+		goto out;
+	}
+	if (qa.out_s) {
+		status = fr_cli_output_commit(&out, 1) < 0 ? 1 : 0;
+		for (uint32_t i = 0; i < reply.nwarnings; i++)
+			fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
+		if (!status)
+			printf("%s: %" PRIu64 " threads of %" PRIu64 " processes, %" PRIu64
+			       " bytes\n",
+			       qa.out_s, reply.threads, reply.processes, reply.bytes);
+		fd = -1;
+		goto out;
+	}
+	status = render(fd, json, &reply);
+out:
+	if (fd >= 0 && !qa.out_s)
+		close(fd);
+	free(socket_path);
+	return status;
+}
