@@ -201,6 +201,20 @@ int fr_offcpu_switch_out(struct fr_offcpu *o, const struct fr_offcpu_switch *sw,
 	return 0;
 }
 
+/* The switch-out an entry holds; its stack points into the entry. */
+static struct fr_offcpu_switch entry_switch(const struct offcpu_entry *e)
+{
+	return (struct fr_offcpu_switch){
+		.time = e->time,
+		.pid = e->pid,
+		.tid = e->tid,
+		.cpu = e->cpu,
+		.nr_kernel = e->nr_kernel,
+		.nr_frames = e->nr_frames,
+		.ips = e->ips,
+	};
+}
+
 int fr_offcpu_switch_in(struct fr_offcpu *o, uint32_t tid, uint64_t time,
 			struct fr_offcpu_pair *pair)
 {
@@ -213,15 +227,7 @@ int fr_offcpu_switch_in(struct fr_offcpu *o, uint32_t tid, uint64_t time,
 		if (paired) {
 			/* The entry's memory stays as it is until the next
 			 * entry_add, so the pair may point into it. */
-			pair->out = (struct fr_offcpu_switch){
-				.time = e->time,
-				.pid = e->pid,
-				.tid = e->tid,
-				.cpu = e->cpu,
-				.nr_kernel = e->nr_kernel,
-				.nr_frames = e->nr_frames,
-				.ips = e->ips,
-			};
+			pair->out = entry_switch(e);
 			pair->in_time = time;
 			index_remove(o, (uint32_t)slot);
 		} else if (time > e->time) {
@@ -251,15 +257,7 @@ int fr_offcpu_open_next(const struct fr_offcpu *o, uint32_t *cursor, struct fr_o
 
 		if (e->switched_in || e->tid == 0) /* tid 0: idle, not waiting */
 			continue;
-		*out = (struct fr_offcpu_switch){
-			.time = e->time,
-			.pid = e->pid,
-			.tid = e->tid,
-			.cpu = e->cpu,
-			.nr_kernel = e->nr_kernel,
-			.nr_frames = e->nr_frames,
-			.ips = e->ips,
-		};
+		*out = entry_switch(e);
 		*cursor = n + 1;
 		return 1;
 	}
