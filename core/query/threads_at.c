@@ -10,6 +10,10 @@
  *  - completed off-CPU samples, stamped when the thread came back: one
  *    after a record's switch-out means that wait ended before T;
  *  - cpu samples of the last FR_THREADS_AT_RUN_NS: the thread ran.
+ * A thread switched out less than FR_THREADS_AT_PREEMPT_NS before T that
+ * had a cpu sample less than that before it left was preempted, not
+ * blocked (a spinner is listed by a seal that found it off the CPU for a
+ * few microseconds): "running".
  * A thread that came back and blocked again after the seal is "running"
  * when it has cpu samples, else "unknown": nothing in the ring says where
  * it is. Everything is sorted by thread and merged, so the cost is one
@@ -112,7 +116,7 @@ static int by_thread(const void *a, const void *b)
 }
 
 /* Merges the evidence of one thread, v[0..n) sorted by time, into *th. */
-static void judge(const struct ev *v, size_t n, int64_t asof, struct fr_thread_at *th)
+static void judge(const struct ev *v, size_t n, int64_t asof, int64_t t, struct fr_thread_at *th)
 {
 	const struct ev *rec = NULL;
 	int64_t back = 0, cpu = 0;
@@ -134,7 +138,9 @@ static void judge(const struct ev *v, size_t n, int64_t asof, struct fr_thread_a
 			memcpy(th->comm, v[i].comm, sizeof(th->comm));
 		th->seen_ns = v[i].t;
 	}
-	if (rec && back <= rec->out && cpu <= rec->out) {
+	if (rec && back <= rec->out && cpu <= rec->out &&
+	    !(t - rec->out < FR_THREADS_AT_PREEMPT_NS &&
+	      cpu >= rec->out - FR_THREADS_AT_PREEMPT_NS)) {
 		th->state = FR_THREAD_BLOCKED;
 		th->out_ns = rec->out;
 	} else if (cpu) {
@@ -179,7 +185,7 @@ int fr_threads_at(struct fr_ring *r, int64_t t, const uint32_t *pids, size_t npi
 		for (j = i + 1; j < e.n && e.v[j].pid == e.v[i].pid && e.v[j].tid == e.v[i].tid;
 		     j++)
 			;
-		judge(&e.v[i], j - i, e.asof, &res[nres++]);
+		judge(&e.v[i], j - i, e.asof, t, &res[nres++]);
 	}
 	*out = res;
 	*n = nres;

@@ -8,10 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/query/profile.h"
 #include "core/store/ring.h"
 
 /* How far back from T cpu samples make a thread "running". */
 #define FR_THREADS_AT_RUN_NS 1000000000LL
+/* A thread switched out less than this before T, with a cpu sample less
+ * than this before it left, was preempted: running, not blocked. */
+#define FR_THREADS_AT_PREEMPT_NS (50LL * 1000000LL)
 /* How far back from T open-wait records are looked for: the recorder
  * seals at least once a second while threads are blocked. */
 #define FR_THREADS_AT_LOOK_NS (3LL * 1000000000LL)
@@ -31,7 +35,8 @@ struct fr_thread_at {
  * by (pid, tid), into *out (freed by the caller) and *n:
  *  - blocked: listed in the latest open-wait records at or before t (and
  *    within FR_THREADS_AT_LOOK_NS of it), left the CPU at record time -
- *    weight, and no completed off-CPU sample shows it back before t;
+ *    weight, no completed off-CPU sample shows it back before t, and it
+ *    was not preempted (FR_THREADS_AT_PREEMPT_NS);
  *  - running: not blocked, with a cpu sample in [t - FR_THREADS_AT_RUN_NS, t];
  *  - unknown: seen otherwise in that second or back from a listed wait.
  * Returns 0 or -errno. */
@@ -41,5 +46,21 @@ int fr_threads_at(struct fr_ring *r, int64_t t, const uint32_t *pids, size_t npi
 /* The time of the ring's last chunk's end (the last seal: for a ring whose
  * recorder crashed, the moment of the crash), or 0 for an empty ring. */
 int64_t fr_threads_at_last(struct fr_ring *r);
+
+/* How far back from T the stacks are looked for. */
+#define FR_THREADS_AT_STACK_NS (60LL * 1000000000LL)
+
+/* Writes the threads of the processes of req->targets.pids (all when none)
+ * at `t` to `fd` as the live `flightrec threads` answer is written
+ * (recorder/threads.c): a gzip'ed pprof, one sample per thread, values
+ * threads/count and waiting/nanoseconds, labels pid, tid, thread, state
+ * ("blocked", "running", "unknown"), waiting_ns (blocked: t - switch-out),
+ * stack ("blocked" or "on-cpu"). A blocked thread's stack is its off-CPU
+ * row with the most time in [t - FR_THREADS_AT_STACK_NS, t], where the
+ * open waits put its wait; any other's its cpu row with the most samples.
+ * `req` gives the targets and the symbol sources; its window and events
+ * are set here. Returns 0 or -errno, with a reason in err. */
+int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64_t t, int fd,
+			char *err, size_t errlen);
 
 #endif

@@ -29,6 +29,7 @@
 #define TB TID(PID_DB, 2)
 #define TC TID(PID_DB, 3)
 #define TE TID(PID_DB, 4)
+#define TP TID(PID_DB, 5)
 #define TW TID(PID_APP, 1)
 #define OUT_A (T0 - 5 * SEC)
 #define OUT_B (T0 + 1200 * MS)
@@ -74,6 +75,11 @@ static void write_ring(struct fr_ring *r)
 			record(&w, seal, TC, OUT_C);
 		if (OUT_E < seal && EXIT_E > seal)
 			record(&w, seal, TE, OUT_E);
+		/* P spins; the seal at 6.5 s found it preempted 0.1 ms before. */
+		if (k == 6) {
+			w_add(&w, seal - 10 * MS, PID_DB, TP, 1, 99, ST_USER);
+			record(&w, seal, TP, seal - MS / 10);
+		}
 		w_seal(&w);
 	}
 	w_fini(&w);
@@ -131,6 +137,12 @@ static void test_woke_before_t(struct fr_ring *r)
 	check_at(r, T0 + 5700 * MS, TB, FR_THREAD_UNKNOWN, 0);
 }
 
+/* Off the CPU for a moment right after a cpu sample: preempted, running. */
+static void test_preempted(struct fr_ring *r)
+{
+	check_at(r, T0 + 6501 * MS, TP, FR_THREAD_RUNNING, 0);
+}
+
 /* Only the asked processes, with the names of the chunks' tables. */
 static void test_targets_and_names(struct fr_ring *r)
 {
@@ -169,6 +181,7 @@ int main(void)
 		write_ring(r);
 		test_record_before_t(r);
 		test_woke_before_t(r);
+		test_preempted(r);
 		test_targets_and_names(r);
 		test_last(r);
 		test_ring_done(r);
