@@ -267,8 +267,9 @@ err:
 	return 1;
 }
 
-/* Reads the answer back from `fd` and prints it. Returns the exit status. */
-static int render(int fd, int json, const struct fr_ipc_threads_reply *r)
+/* Reads the answer back from `fd` and prints it. Returns the exit status.
+ * Also renders `flightrec dump --ring FILE --threads` (tools/cmd_dump.c). */
+int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r)
 {
 	struct fr_pprof_data *pd = NULL;
 	struct rthread *t = NULL;
@@ -281,7 +282,7 @@ static int render(int fd, int json, const struct fr_ipc_threads_reply *r)
 	    pread(fd, gz, (size_t)st.st_size, 0) != st.st_size ||
 	    fr_gunzip(gz, (size_t)st.st_size, &raw, &rawlen) < 0 ||
 	    fr_pprof_read(raw, rawlen, &pd) < 0) {
-		fprintf(stderr, "%s threads: the recorder's answer cannot be read\n", prog);
+		fprintf(stderr, "%s threads: the answer cannot be read\n", prog);
 		goto out;
 	}
 	if (pd->nsamples && !(t = calloc(pd->nsamples, sizeof(*t))))
@@ -409,7 +410,7 @@ int fr_cmd_threads(int argc, char **argv)
 		fd = -1;
 		goto out;
 	}
-	status = render(fd, json, &reply);
+	status = fr_cli_threads_render(fd, json, &reply);
 out:
 	if (fd >= 0 && !qa.out_s)
 		close(fd);
