@@ -43,12 +43,18 @@ struct evs {
 	int64_t asof; /* time of the latest records seen */
 };
 
-static int wanted(const uint32_t *pids, size_t npids, uint32_t pid)
+/* Whether sample i of `c` is of the targets: its pid, and its process's
+ * uid by the chunk's table (a process the table lacks is nobody's). */
+static int wanted(const struct fr_targets *t, const struct fr_chunk *c, uint32_t i)
 {
-	for (size_t i = 0; i < npids; i++)
-		if (pids[i] == pid)
-			return 1;
-	return !npids;
+	const struct fr_chunk_proc *p;
+	int ok = !t->npids;
+
+	for (uint32_t k = 0; k < t->npids && !ok; k++)
+		ok = t->pids[k] == c->pid[i];
+	if (ok && t->has_uid)
+		ok = (p = fr_chunk_find_proc(c, c->pid[i])) && p->uid == t->uid;
+	return ok;
 }
 
 static int push(struct evs *e, const struct fr_chunk *c, uint32_t i, int kind)
@@ -81,14 +87,14 @@ static int push(struct evs *e, const struct fr_chunk *c, uint32_t i, int kind)
 }
 
 /* Keeps the evidence of chunk `c` about the targets at `t`. */
-static int note_chunk(struct evs *e, const struct fr_chunk *c, int64_t t, const uint32_t *pids,
-		      size_t npids)
+static int note_chunk(struct evs *e, const struct fr_chunk *c, int64_t t,
+		      const struct fr_targets *targets)
 {
 	for (uint32_t i = 0; i < c->nsamples; i++) {
 		int64_t ts = c->time_ns[i];
 		int kind = -1;
 
-		if (ts > t || !wanted(pids, npids, c->pid[i]))
+		if (ts > t || !wanted(targets, c, i))
 			continue;
 		if (c->event[i] == FR_EVENT_OFFCPU_OPEN && ts >= e->asof) {
 			kind = EV_RECORD;
@@ -148,7 +154,7 @@ static void judge(const struct ev *v, size_t n, int64_t asof, int64_t t, struct 
 	}
 }
 
-int fr_threads_at(struct fr_ring *r, int64_t t, const uint32_t *pids, size_t npids,
+int fr_threads_at(struct fr_ring *r, int64_t t, const struct fr_targets *targets,
 		  struct fr_thread_at **out, size_t *n)
 {
 	struct fr_ring_ref *refs = NULL;
@@ -167,7 +173,7 @@ int fr_threads_at(struct fr_ring *r, int64_t t, const uint32_t *pids, size_t npi
 		/* A chunk torn by the crash is skipped, as every reader does. */
 		if (fr_ring_read(r, &refs[i], &buf) == 0 &&
 		    fr_chunk_decode(buf, refs[i].len, &c) == 0)
-			ret = note_chunk(&e, c, t, pids, npids);
+			ret = note_chunk(&e, c, t, targets);
 		fr_chunk_free(c);
 		free(buf);
 	}

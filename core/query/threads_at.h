@@ -31,16 +31,18 @@ struct fr_thread_at {
 	char comm[32];	 /* its process's, from the process table */
 };
 
-/* The threads of processes `pids` (all when npids is 0) at time `t`, sorted
+/* The threads of the processes of t->pids (all when none), and when
+ * t->has_uid only those whose process the chunks give real uid t->uid, at
+ * time `at`, sorted
  * by (pid, tid), into *out (freed by the caller) and *n:
- *  - blocked: listed in the latest open-wait records at or before t (and
+ *  - blocked: listed in the latest open-wait records at or before `at` (and
  *    within FR_THREADS_AT_LOOK_NS of it), left the CPU at record time -
  *    weight, no completed off-CPU sample shows it back before t, and it
  *    was not preempted (FR_THREADS_AT_PREEMPT_NS);
  *  - running: not blocked, with a cpu sample in [t - FR_THREADS_AT_RUN_NS, t];
  *  - unknown: seen otherwise in that second or back from a listed wait.
  * Returns 0 or -errno. */
-int fr_threads_at(struct fr_ring *r, int64_t t, const uint32_t *pids, size_t npids,
+int fr_threads_at(struct fr_ring *r, int64_t at, const struct fr_targets *t,
 		  struct fr_thread_at **out, size_t *n);
 
 /* The time of the ring's last chunk's end (the last seal: for a ring whose
@@ -50,7 +52,7 @@ int64_t fr_threads_at_last(struct fr_ring *r);
 /* How far back from T the stacks are looked for. */
 #define FR_THREADS_AT_STACK_NS (60LL * 1000000000LL)
 
-/* Writes the threads of the processes of req->targets.pids (all when none)
+/* Writes the threads of the processes of req->targets (pids and uid only)
  * at `t` to `fd` as the live `flightrec threads` answer is written
  * (recorder/threads.c): a gzip'ed pprof, one sample per thread, values
  * threads/count and waiting/nanoseconds, labels pid, tid, thread, state
@@ -59,8 +61,9 @@ int64_t fr_threads_at_last(struct fr_ring *r);
  * row with the most time in [t - FR_THREADS_AT_STACK_NS, t], where the
  * open waits put its wait; any other's its cpu row with the most samples.
  * `req` gives the targets and the symbol sources; its window and events
- * are set here. Returns 0 or -errno, with a reason in err. */
+ * are set here. Returns 0 and the number of threads written in *nthreads,
+ * or -errno with a reason in err. */
 int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64_t t, int fd,
-			char *err, size_t errlen);
+			size_t *nthreads, char *err, size_t errlen);
 
 #endif

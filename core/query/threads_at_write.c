@@ -193,7 +193,7 @@ static void emit_thread(struct emit *e, const struct fr_thread_at *th, int64_t t
 }
 
 int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64_t t, int fd,
-			char *err, size_t errlen)
+			size_t *nthreads, char *err, size_t errlen)
 {
 	struct fr_pprof_data *pd = NULL;
 	struct fr_thread_at *th = NULL;
@@ -201,7 +201,8 @@ int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64
 	size_t n = 0;
 	int ret;
 
-	ret = fr_threads_at(r, t, req->targets.pids, req->targets.npids, &th, &n);
+	*nthreads = 0;
+	ret = fr_threads_at(r, t, &req->targets, &th, &n);
 	if (ret == 0 && n)
 		ret = stacks(r, req, t, &pd, err, errlen);
 	if (ret < 0)
@@ -223,6 +224,7 @@ int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64
 	for (size_t i = 0; i < n; i++)
 		emit_thread(&e, &th[i], t);
 	ret = fr_pprof_finish(e.p);
+	*nthreads = n;
 out:
 	if (ret < 0 && err[0] == '\0')
 		snprintf(err, errlen, "threads at: %s", strerror(-ret));

@@ -85,7 +85,7 @@ static void write_ring(struct fr_ring *r)
 	w_fini(&w);
 }
 
-static const uint32_t db[] = {PID_DB};
+static const struct fr_targets db = {.npids = 1, .pids = {PID_DB}};
 
 /* Thread `tid` in the answer of fr_threads_at(r, t, db), or NULL. */
 static const struct fr_thread_at *find(const struct fr_thread_at *v, size_t n, uint32_t tid)
@@ -103,7 +103,7 @@ static void check_at(struct fr_ring *r, int64_t t, uint32_t tid, enum fr_thread_
 	struct fr_thread_at *v = NULL;
 	const struct fr_thread_at *th;
 	size_t n = 0;
-	int ret = fr_threads_at(r, t, db, 1, &v, &n);
+	int ret = fr_threads_at(r, t, &db, &v, &n);
 
 	CHECK(ret == 0, "fr_threads_at(%+" PRId64 " ms): %d", (t - T0) / MS, ret);
 	th = find(v, n, tid);
@@ -146,19 +146,25 @@ static void test_preempted(struct fr_ring *r)
 /* Only the asked processes, with the names of the chunks' tables. */
 static void test_targets_and_names(struct fr_ring *r)
 {
+	static const struct fr_targets all, user = {.has_uid = 1, .uid = 1000};
 	struct fr_thread_at *v = NULL;
 	const struct fr_thread_at *a;
 	size_t n = 0;
 
-	CHECK(fr_threads_at(r, T0 + 9600 * MS, db, 1, &v, &n) == 0, "fr_threads_at");
+	CHECK(fr_threads_at(r, T0 + 9600 * MS, &db, &v, &n) == 0, "fr_threads_at");
 	CHECK(!find(v, n, TW), "a thread of another process is listed");
 	a = find(v, n, TA);
 	CHECK(a && strcmp(a->name, "worker-1") == 0 && a->comm[0], "thread A named '%s' in '%s'",
 	      a ? a->name : "", a ? a->comm : "");
 	free(v);
-	CHECK(fr_threads_at(r, T0 + 9600 * MS, NULL, 0, &v, &n) == 0, "fr_threads_at all");
+	CHECK(fr_threads_at(r, T0 + 9600 * MS, &all, &v, &n) == 0, "fr_threads_at all");
 	a = find(v, n, TW);
 	CHECK(a && a->state == FR_THREAD_RUNNING, "all processes: W not listed running");
+	CHECK(find(v, n, TA) != NULL, "all processes: A not listed");
+	free(v);
+	/* A user sees its own processes only: db runs as root. */
+	CHECK(fr_threads_at(r, T0 + 9600 * MS, &user, &v, &n) == 0, "fr_threads_at uid");
+	CHECK(find(v, n, TW) && !find(v, n, TA), "uid 1000 sees W and not root's A");
 	free(v);
 }
 
