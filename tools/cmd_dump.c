@@ -410,6 +410,7 @@ static int dump_threads(struct fr_ring *ring, struct dump_args *a, struct fr_pro
 	struct fr_cli_output out = {.fd = -1};
 	const char *out_s = a->q.out_s;
 	char err[512] = "", when[64];
+	size_t n = 0;
 	int64_t t;
 	int fd, status = 1;
 
@@ -432,7 +433,7 @@ static int dump_threads(struct fr_ring *ring, struct dump_args *a, struct fr_pro
 		perror("flightrec dump: memfd_create");
 		return 1;
 	}
-	if (fr_threads_at_write(ring, req, t, fd, err, sizeof(err)) < 0) {
+	if (fr_threads_at_write(ring, req, t, fd, &n, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s dump: %s\n", prog, err);
 		if (out_s)
 			fr_cli_output_commit(&out, 0);

@@ -17,6 +17,7 @@
 
 #include "core/query/pprof_read.h"
 #include "core/util/compress.h"
+#include "core/util/parse.h"
 #include "ipc/client.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
@@ -24,11 +25,13 @@
 
 static const char *prog = FR_CLI_PROG;
 
+enum { OPT_AT = 1024 };
+
 static void usage_threads(FILE *f)
 {
 	fprintf(f,
 		"Usage: flightrec threads (--pid PID[,PID...] | --comm NAME[,...] | --cgroup PATH)\n"
-		"                         [--json | -o FILE.pb.gz]\n"
+		"                         [--at TIME] [--json | -o FILE.pb.gz]\n"
 		"List every thread of the processes, now, without stopping them: its state,\n"
 		"what it waits in (system call or kernel function), how long it has waited,\n"
 		"its CPU time, and a stack: where it blocked (off-CPU data of the ring) or\n"
@@ -37,6 +40,9 @@ static void usage_threads(FILE *f)
 		"  --pid PID[,PID...] these processes\n"
 		"  --comm NAME[,...]  processes with these command names\n"
 		"  --cgroup PATH      processes in this cgroup v2 path or below it\n"
+		"  --at TIME          the threads at that past moment (RFC 3339 or Unix\n"
+		"                     seconds), from the ring alone: blocked (since when,\n"
+		"                     where), running or unknown; with --pid only\n"
 		"  --json             one JSON object: {\"threads\": [...], \"warnings\": [...]}\n"
 		"  -o, --output FILE  write the answer as pprof, one sample per thread with\n"
 		"                     labels state, wait, waiting_ns, tid, thread, cpu_ns\n"
@@ -350,6 +356,7 @@ int fr_cmd_threads(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"json", no_argument, NULL, FR_OPT_JSON},
 		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"at", required_argument, NULL, OPT_AT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -369,9 +376,22 @@ int fr_cmd_threads(int argc, char **argv)
 		switch (c) {
 		case FR_OPT_JSON: json = 1; break;
 		case FR_OPT_SOCKET: socket_s = optarg; break;
+		case OPT_AT:
+			if (fr_parse_time(optarg, &q.at_ns) < 0 || q.at_ns <= 0) {
+				fprintf(stderr,
+					"%s threads: --at %s is not a time (RFC 3339 or Unix "
+					"seconds)\n",
+					prog, optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'h': usage_threads(stdout); return 0;
 		default: return fr_cli_bad_option("threads", argv);
 		}
+	}
+	if (q.at_ns && (qa.targets.ncomms || qa.targets.cgroup[0])) {
+		fprintf(stderr, "%s threads: --at goes with --pid only\n", prog);
+		return EXIT_USAGE;
 	}
 	if (optind < argc || (json && qa.out_s) ||
 	    (!qa.targets.npids && !qa.targets.ncomms && !qa.targets.cgroup[0])) {

@@ -4,7 +4,9 @@
 # offcpu; the recorder is killed with -9 while they are blocked. From the
 # ring alone, the readers are shown blocked with fr_read_stuck on their
 # stack and a waiting time that puts their switch-out at their start; the
-# spinner is running; --at an earlier moment gives the wait they had then.
+# spinner is running; --at an earlier moment gives the wait they had then,
+# from the dead recorder's ring and, before it died, through the daemon
+# (flightrec threads --at).
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 
@@ -22,7 +24,26 @@ done
 t_start=$(date +%s%N)
 sleep 4
 t_mid=$(date +%s.%N)
-sleep 3
+sleep 2
+"$FLIGHTREC" threads --pid "$BLOCK_PID" --at "$t_mid" --json >"$T/daemon_mid.json" ||
+	fail "threads --at failed"
+"$FLIGHTREC" threads --pid "$BLOCK_PID" --json >"$T/now.json" || fail "threads failed"
+python3 - "$T/daemon_mid.json" "$T/now.json" "$t_start" "$t_mid" <<'PY' ||
+import json, sys
+mid, now = (json.load(open(p)) for p in sys.argv[1:3])
+t_start, t_mid = int(sys.argv[3]), int(float(sys.argv[4]) * 1e9)
+r_mid = [t for t in mid["threads"] if t["thread"].startswith("r")]
+r_now = [t for t in now["threads"] if t["thread"].startswith("r")]
+assert len(r_mid) == 3 and len(r_now) == 3, (mid, now)
+for t in r_mid:
+    assert t["state"] == "blocked" and "fr_read_stuck" in t["stack"], t
+    assert t_start - 2e9 <= t_mid - t["waiting_ns"] <= t_start + 2e9, (t, t_mid, t_start)
+assert max(t["waiting_ns"] for t in r_mid) < min(t["waiting_ns"] for t in r_now) - 1e9, (mid, now)
+print("through the daemon: %.1f s at --at, %.1f s now" % (
+    max(t["waiting_ns"] for t in r_mid) / 1e9, min(t["waiting_ns"] for t in r_now) / 1e9))
+PY
+	fail "threads --at disagrees: $(cat "$T/daemon_mid.json")"
+sleep 1
 kill9_daemon
 kill "$BLOCK_PID"
 
