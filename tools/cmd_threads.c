@@ -66,7 +66,7 @@ struct rthread {
 	const struct fr_pprof_rsample *s;
 	int64_t pid, tid, waiting_ns, cpu_ns;
 	const char *name, *state, *wait, *wchan, *syscall;
-	int has_waiting;
+	int has_waiting, has_cpu; /* the answer at a past moment has no CPU time */
 };
 
 static void read_labels(const struct fr_pprof_data *pd, struct rthread *t)
@@ -79,9 +79,10 @@ static void read_labels(const struct fr_pprof_data *pd, struct rthread *t)
 			t->pid = l->num;
 		else if (strcmp(l->key, "tid") == 0)
 			t->tid = l->num;
-		else if (strcmp(l->key, "cpu_ns") == 0)
+		else if (strcmp(l->key, "cpu_ns") == 0) {
 			t->cpu_ns = l->num;
-		else if (strcmp(l->key, "waiting_ns") == 0) {
+			t->has_cpu = 1;
+		} else if (strcmp(l->key, "waiting_ns") == 0) {
 			t->waiting_ns = l->num;
 			t->has_waiting = 1;
 		} else if (l->str && strcmp(l->key, "thread") == 0)
@@ -231,7 +232,7 @@ static cJSON *thread_json(const struct fr_pprof_data *pd, const struct rthread *
 	if (!o || !fr_ipc_add_int(o, "pid", t->pid) || !fr_ipc_add_int(o, "tid", t->tid) ||
 	    !cJSON_AddStringToObject(o, "thread", t->name) ||
 	    !cJSON_AddStringToObject(o, "state", t->state) ||
-	    !fr_ipc_add_int(o, "cpu_ns", t->cpu_ns) ||
+	    (t->has_cpu && !fr_ipc_add_int(o, "cpu_ns", t->cpu_ns)) ||
 	    (t->wait[0] && !cJSON_AddStringToObject(o, "wait", t->wait)) ||
 	    (t->syscall[0] && !fr_ipc_add_int(o, "syscall", strtoll(t->syscall, NULL, 10))) ||
 	    (t->wchan[0] && !cJSON_AddStringToObject(o, "wchan", t->wchan)) ||

@@ -71,6 +71,7 @@ def readers(doc):
     assert len(r) == 3, doc
     for t in r:
         assert t["state"] == "blocked" and "fr_read_stuck" in t["stack"], t
+        assert "cpu_ns" not in t, t  # not in the ring: not shown as 0
     return r
 spin = [t for t in last["threads"] if t["thread"] == "spinner"]
 assert spin and spin[0]["state"] == "running", last
