@@ -655,7 +655,8 @@ cJSON *fr_ipc_threads_req_encode(const struct fr_ipc_threads_req *r)
 
 	if (!obj)
 		return NULL;
-	if (add_targets(obj, &r->targets) < 0) {
+	if (add_targets(obj, &r->targets) < 0 ||
+	    (r->at_ns && !fr_ipc_add_int(obj, "at_ns", r->at_ns))) {
 		cJSON_Delete(obj);
 		return NULL;
 	}
@@ -675,6 +676,12 @@ int fr_ipc_threads_req_decode(const cJSON *obj, struct fr_ipc_threads_req *out, 
 	/* The whole machine's threads would be a scan of every process. */
 	if (!t->npids && !t->ncomms && !t->cgroup[0])
 		return fail(err, errlen, "threads needs \"pids\", \"comm\" or \"cgroup\"");
+	if (get_int(obj, "threads", "at_ns", 1, INT64_MAX, &out->at_ns, err, errlen) < 0)
+		return -EINVAL;
+	/* The ring names no process's cgroup at a moment, and a command name
+	 * may since be another process's. */
+	if (out->at_ns && (t->ncomms || t->cgroup[0]))
+		return fail(err, errlen, "threads: \"at_ns\" takes \"pids\" only");
 	return 0;
 }
 

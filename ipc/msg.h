@@ -169,6 +169,9 @@ struct fr_ipc_threads_req {
 	/* "pids", "comm", "cgroup" as in attach ("children" is refused:
 	 * a thread listing names the processes it wants). At least one. */
 	struct fr_targets targets;
+	/* "at_ns": the threads at that past moment (Unix ns), from the ring
+	 * alone (core/query/threads_at.h); then "pids" only. 0: now. */
+	int64_t at_ns;
 };
 
 /* {"ok":true, ...}: what a threads answer wrote. */

@@ -44,6 +44,7 @@
 
 #include "core/query/pprof.h"
 #include "core/query/pprof_read.h"
+#include "core/query/threads_at.h"
 #include "core/store/chunk.h"
 #include "core/store/ring.h"
 #include "core/util/compress.h"
@@ -538,6 +539,63 @@ static void warn(struct daemon *d, const struct listing *l, struct fr_ipc_thread
 	}
 }
 
+/* The threads at q->at_ns, from the ring alone (core/query/threads_at.h),
+ * written into `fd`: the processes of q's pids the asker may see, by the
+ * uid the ring's chunks give them. Returns the reply or an error. */
+static cJSON *threads_at(struct daemon *d, const struct fr_ipc_threads_req *q, int fd,
+			 const struct listing *l, struct fr_ipc_threads_reply *r)
+{
+	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
+	struct daemon_symbol_paths sp = {0};
+	int64_t reserved = -1;
+	cJSON *resp = NULL;
+	char err[512] = "";
+	struct stat st;
+	size_t n = 0;
+
+	if (!preq)
+		return fr_ipc_error("threads: out of memory");
+	preq->version = FR_VERSION;
+	preq->targets = q->targets;
+	preq->targets.has_uid = l->has_uid;
+	preq->targets.uid = l->uid;
+	preq->t1 = q->at_ns + 1;
+	preq->t0 = q->at_ns - FR_THREADS_AT_STACK_NS;
+	preq->nevents = 2;
+	preq->events[0] = FR_EVENT_OFFCPU;
+	preq->events[1] = FR_EVENT_CPU;
+	reserved = daemon_query_reserve(d, preq);
+	if (reserved < 0) {
+		resp = daemon_query_busy(d, "threads");
+		goto out;
+	}
+	if (daemon_symbol_paths(d, preq, &sp) < 0 ||
+	    fr_threads_at_write(d->ring, preq, q->at_ns, fd, &n, err, sizeof(err)) < 0) {
+		resp = fr_ipc_error("threads: %s", err[0] ? err : "cannot write the answer");
+		goto out;
+	}
+	r->processes = q->targets.npids;
+	r->threads = n;
+	r->bytes = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+	fr_ipc_warn(r->warnings, &r->nwarnings,
+		    "from the ring alone: the kernel's exact state is not recorded; blocked and "
+		    "running are what the samples say");
+	if (l->has_uid) {
+		snprintf(err, sizeof(err),
+			 "only your own processes (uid %u) are listed; root and members of "
+			 "socket.admin_group see the whole machine",
+			 l->uid);
+		fr_ipc_warn(r->warnings, &r->nwarnings, err);
+	}
+	resp = fr_ipc_threads_reply_encode(r);
+out:
+	if (reserved >= 0)
+		daemon_query_release(d, preq->targets.has_uid, reserved);
+	daemon_symbol_paths_fini(&sp);
+	free(preq);
+	return resp;
+}
+
 cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
 			     const struct fr_ipc_peer *peer)
 {
@@ -570,6 +628,10 @@ cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
 	if (!daemon_peer_privileged(d, peer)) {
 		l.has_uid = 1;
 		l.uid = (uint32_t)peer->uid;
+	}
+	if (q->at_ns) {
+		resp = threads_at(d, q, fd, &l, r);
+		goto out;
 	}
 	list_threads(&l);
 	if (l.n) {

@@ -1,6 +1,8 @@
 /* flightrec dump: a profile read straight from a ring file, with no
- * recorder running (after a crash), the ring's facts (--info), or a
- * session's dump written now by the recorder (--session). */
+ * recorder running (after a crash), the ring's facts (--info), the
+ * threads at a moment (--threads, by default the ring's last seal: the
+ * moment of a crash), or a session's dump written now by the recorder
+ * (--session). */
 #include "tools/cli.h"
 
 #include <errno.h>
@@ -8,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +18,7 @@
 #include "core/store/chunk.h"
 #include "core/util/parse.h"
 #include "core/query/profile.h"
+#include "core/query/threads_at.h"
 #include "core/store/ring.h"
 #include "fr_version.h"
 #include "ipc/client.h"
@@ -30,6 +34,8 @@ static void usage_dump(FILE *f)
 		"Usage: flightrec dump --ring FILE --window DURATION [OPTION]...\n"
 		"       flightrec dump --ring FILE --from TIME [--to TIME] [OPTION]...\n"
 		"       flightrec dump --ring FILE --info [--json]\n"
+		"       flightrec dump --ring FILE --threads [--at TIME] [--pid PID,...]\n"
+		"                      [--json | -o FILE.pb.gz]\n"
 		"       flightrec dump --session NAME [--window DURATION] [--socket PATH]\n"
 		"Read a ring file directly, with no recorder running (after a crash of the\n"
 		"recorder or of the host, or on a copy taken while it was writing), and write\n"
@@ -60,7 +66,13 @@ static void usage_dump(FILE *f)
 		"                     and .gnu_debuglink names); repeatable, searched in order;\n"
 		"                     default /usr/lib/debug\n"
 		"  --info             show the ring's span, use, samples, compression, damage\n"
-		"  --json             with --info: one JSON object (times in Unix ns, sizes in bytes)\n"
+		"  --threads          the threads at a moment, as flightrec threads shows them,\n"
+		"                     from the ring alone: blocked (since when, where), running\n"
+		"                     (cpu samples in the second before) or unknown\n"
+		"  --at TIME          that moment (default: the ring's last seal, the moment\n"
+		"                     of a crash; RFC 3339 or Unix seconds)\n"
+		"  --json             with --info: one JSON object (times in Unix ns, sizes in\n"
+		"                     bytes); with --threads: as flightrec threads --json\n"
 		"  --session NAME     dump a configured session now, through the recorder\n"
 		"  --socket PATH      with --session: the recorder's socket\n"
 		"  -h, --help         show this help\n"
@@ -68,6 +80,7 @@ static void usage_dump(FILE *f)
 		"Examples:\n"
 		"  flightrec dump --ring /var/lib/flightrec/ring --window 10m -o crash.pb.gz\n"
 		"  flightrec dump --ring ring.copy --info --json\n"
+		"  flightrec dump --ring /var/lib/flightrec/ring --threads --pid 1234\n"
 		"  flightrec dump --session db --window 2m\n");
 }
 
@@ -167,15 +180,15 @@ out:
 }
 
 /* Options of dump alone, numbered past tools/query.h's. */
-enum { OPT_SYMBOL_CACHE = 1024, OPT_DEBUG_DIR };
+enum { OPT_SYMBOL_CACHE = 1024, OPT_DEBUG_DIR, OPT_THREADS, OPT_AT };
 
 /* The options of flightrec dump. */
 struct dump_args {
 	struct fr_query_args q;
-	const char *ring_s, *session_s, *socket_s, *symbol_cache_s;
+	const char *ring_s, *session_s, *socket_s, *symbol_cache_s, *at_s;
 	const char *debug_dirs[FR_CONFIG_MAX_DEBUG_DIRS];
 	uint32_t ndebug_dirs;
-	int info, json;
+	int info, json, threads;
 };
 
 /* Parses and checks the options. Returns 0, or the exit status when the
@@ -191,6 +204,8 @@ static int dump_parse(int argc, char **argv, struct dump_args *a)
 		{"socket", required_argument, NULL, FR_OPT_SOCKET},
 		{"symbol-cache", required_argument, NULL, OPT_SYMBOL_CACHE},
 		{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+		{"threads", no_argument, NULL, OPT_THREADS},
+		{"at", required_argument, NULL, OPT_AT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -208,6 +223,8 @@ static int dump_parse(int argc, char **argv, struct dump_args *a)
 		case FR_OPT_SESSION: a->session_s = optarg; break;
 		case FR_OPT_SOCKET: a->socket_s = optarg; break;
 		case OPT_SYMBOL_CACHE: a->symbol_cache_s = optarg; break;
+		case OPT_THREADS: a->threads = 1; break;
+		case OPT_AT: a->at_s = optarg; break;
 		case OPT_DEBUG_DIR:
 			if (a->ndebug_dirs == FR_CONFIG_MAX_DEBUG_DIRS) {
 				fprintf(stderr, "%s dump: at most %d --debug-dir options\n", prog,
@@ -244,6 +261,22 @@ static int dump_check(struct dump_args *a)
 			"/var/lib/flightrec/ring)\n",
 			prog);
 		return EXIT_USAGE;
+	}
+	if (a->at_s && !a->threads) {
+		fprintf(stderr, "%s dump: --at goes with --threads\n", prog);
+		return EXIT_USAGE;
+	}
+	if (a->threads) {
+		if (a->info || q->window_s || q->from_s || q->to_s || q->hz || q->format ||
+		    q->nevents || q->targets.ncomms || q->targets.cgroup[0] ||
+		    q->targets.children || (a->json && q->out_s)) {
+			fprintf(stderr,
+				"%s dump: --threads takes --at, --pid, --json or -o, and symbol "
+				"options only\n",
+				prog);
+			return EXIT_USAGE;
+		}
+		return 0;
 	}
 	if (a->json && !a->info) {
 		fprintf(stderr, "%s dump: --json goes with --info\n", prog);
@@ -368,6 +401,59 @@ static int dump_symbol_paths(const struct dump_args *a, struct fr_profile_reques
 	return 0;
 }
 
+/* dump --threads: the threads at --at (default: the last seal), written
+ * as the live command's answer (core/query/threads_at.h) and shown by its
+ * renderer, or kept in -o. Returns the exit status. */
+static int dump_threads(struct fr_ring *ring, struct dump_args *a, struct fr_profile_request *req)
+{
+	struct fr_ipc_threads_reply reply = {0};
+	struct fr_cli_output out = {.fd = -1};
+	const char *out_s = a->q.out_s;
+	char err[512] = "", when[64];
+	size_t n = 0;
+	int64_t t;
+	int fd, status = 1;
+
+	if (a->at_s && fr_parse_time(a->at_s, &t) < 0) {
+		fprintf(stderr, "%s dump: --at %s is not a time (RFC 3339 or Unix seconds)\n", prog,
+			a->at_s);
+		return EXIT_USAGE;
+	}
+	if (!a->at_s && !(t = fr_threads_at_last(ring))) {
+		fprintf(stderr, "%s dump: %s holds no samples\n", prog, a->ring_s);
+		return 1;
+	}
+	req->targets = a->q.targets;
+	req->version = FR_VERSION;
+	if (out_s) {
+		if (fr_cli_output_open(&out, out_s) < 0)
+			return 1;
+		fd = out.fd;
+	} else if ((fd = memfd_create("flightrec-threads", MFD_CLOEXEC)) < 0) {
+		perror("flightrec dump: memfd_create");
+		return 1;
+	}
+	if (fr_threads_at_write(ring, req, t, fd, &n, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s dump: %s\n", prog, err);
+		if (out_s)
+			fr_cli_output_commit(&out, 0);
+		else
+			close(fd);
+		return 1;
+	}
+	if (out_s)
+		return fr_cli_output_commit(&out, 1) < 0 ? 1 : 0;
+	snprintf(when, sizeof(when), "threads at ");
+	fr_format_time(t, when + strlen(when), sizeof(when) - strlen(when));
+	fr_ipc_warn(reply.warnings, &reply.nwarnings, when);
+	fr_ipc_warn(reply.warnings, &reply.nwarnings,
+		    "from the ring alone: the kernel's exact state is not recorded; blocked and "
+		    "running are what the samples say");
+	status = fr_cli_threads_render(fd, a->json, &reply);
+	close(fd);
+	return status;
+}
+
 int fr_cmd_dump(int argc, char **argv)
 {
 	struct dump_args a;
@@ -386,7 +472,8 @@ int fr_cmd_dump(int argc, char **argv)
 	if (a.session_s) {
 		if (a.ring_s || a.info || a.json || q->from_s || q->to_s || q->out_s ||
 		    q->targets.npids || q->hz || q->format || q->nevents || q->targets.ncomms ||
-		    q->targets.cgroup[0] || a.symbol_cache_s || a.ndebug_dirs) {
+		    q->targets.cgroup[0] || a.symbol_cache_s || a.ndebug_dirs || a.threads ||
+		    a.at_s) {
 			fprintf(stderr,
 				"%s dump: --session takes only --window and --socket (the "
 				"session says what to record and where the dump goes)\n",
@@ -411,7 +498,12 @@ int fr_cmd_dump(int argc, char **argv)
 		status = dump_info(ring, a.json);
 		goto out;
 	}
-	req = malloc(sizeof(*req));
+	req = calloc(1, sizeof(*req));
+	if (req && a.threads) {
+		if (dump_symbol_paths(&a, req, &cache_dir) == 0)
+			status = dump_threads(ring, &a, req);
+		goto out;
+	}
 	if (!req || dump_request(ring, a.ring_s, q, req))
 		goto out;
 	if (dump_symbol_paths(&a, req, &cache_dir) < 0)

@@ -17,6 +17,7 @@
 
 #include "core/query/pprof_read.h"
 #include "core/util/compress.h"
+#include "core/util/parse.h"
 #include "ipc/client.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
@@ -24,11 +25,13 @@
 
 static const char *prog = FR_CLI_PROG;
 
+enum { OPT_AT = 1024 };
+
 static void usage_threads(FILE *f)
 {
 	fprintf(f,
 		"Usage: flightrec threads (--pid PID[,PID...] | --comm NAME[,...] | --cgroup PATH)\n"
-		"                         [--json | -o FILE.pb.gz]\n"
+		"                         [--at TIME] [--json | -o FILE.pb.gz]\n"
 		"List every thread of the processes, now, without stopping them: its state,\n"
 		"what it waits in (system call or kernel function), how long it has waited,\n"
 		"its CPU time, and a stack: where it blocked (off-CPU data of the ring) or\n"
@@ -37,6 +40,9 @@ static void usage_threads(FILE *f)
 		"  --pid PID[,PID...] these processes\n"
 		"  --comm NAME[,...]  processes with these command names\n"
 		"  --cgroup PATH      processes in this cgroup v2 path or below it\n"
+		"  --at TIME          the threads at that past moment (RFC 3339 or Unix\n"
+		"                     seconds), from the ring alone: blocked (since when,\n"
+		"                     where), running or unknown; with --pid only\n"
 		"  --json             one JSON object: {\"threads\": [...], \"warnings\": [...]}\n"
 		"  -o, --output FILE  write the answer as pprof, one sample per thread with\n"
 		"                     labels state, wait, waiting_ns, tid, thread, cpu_ns\n"
@@ -60,7 +66,7 @@ struct rthread {
 	const struct fr_pprof_rsample *s;
 	int64_t pid, tid, waiting_ns, cpu_ns;
 	const char *name, *state, *wait, *wchan, *syscall;
-	int has_waiting;
+	int has_waiting, has_cpu; /* the answer at a past moment has no CPU time */
 };
 
 static void read_labels(const struct fr_pprof_data *pd, struct rthread *t)
@@ -73,9 +79,10 @@ static void read_labels(const struct fr_pprof_data *pd, struct rthread *t)
 			t->pid = l->num;
 		else if (strcmp(l->key, "tid") == 0)
 			t->tid = l->num;
-		else if (strcmp(l->key, "cpu_ns") == 0)
+		else if (strcmp(l->key, "cpu_ns") == 0) {
 			t->cpu_ns = l->num;
-		else if (strcmp(l->key, "waiting_ns") == 0) {
+			t->has_cpu = 1;
+		} else if (strcmp(l->key, "waiting_ns") == 0) {
 			t->waiting_ns = l->num;
 			t->has_waiting = 1;
 		} else if (l->str && strcmp(l->key, "thread") == 0)
@@ -225,7 +232,7 @@ static cJSON *thread_json(const struct fr_pprof_data *pd, const struct rthread *
 	if (!o || !fr_ipc_add_int(o, "pid", t->pid) || !fr_ipc_add_int(o, "tid", t->tid) ||
 	    !cJSON_AddStringToObject(o, "thread", t->name) ||
 	    !cJSON_AddStringToObject(o, "state", t->state) ||
-	    !fr_ipc_add_int(o, "cpu_ns", t->cpu_ns) ||
+	    (t->has_cpu && !fr_ipc_add_int(o, "cpu_ns", t->cpu_ns)) ||
 	    (t->wait[0] && !cJSON_AddStringToObject(o, "wait", t->wait)) ||
 	    (t->syscall[0] && !fr_ipc_add_int(o, "syscall", strtoll(t->syscall, NULL, 10))) ||
 	    (t->wchan[0] && !cJSON_AddStringToObject(o, "wchan", t->wchan)) ||
@@ -267,8 +274,9 @@ err:
 	return 1;
 }
 
-/* Reads the answer back from `fd` and prints it. Returns the exit status. */
-static int render(int fd, int json, const struct fr_ipc_threads_reply *r)
+/* Reads the answer back from `fd` and prints it. Returns the exit status.
+ * Also renders `flightrec dump --ring FILE --threads` (tools/cmd_dump.c). */
+int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r)
 {
 	struct fr_pprof_data *pd = NULL;
 	struct rthread *t = NULL;
@@ -281,7 +289,7 @@ static int render(int fd, int json, const struct fr_ipc_threads_reply *r)
 	    pread(fd, gz, (size_t)st.st_size, 0) != st.st_size ||
 	    fr_gunzip(gz, (size_t)st.st_size, &raw, &rawlen) < 0 ||
 	    fr_pprof_read(raw, rawlen, &pd) < 0) {
-		fprintf(stderr, "%s threads: the recorder's answer cannot be read\n", prog);
+		fprintf(stderr, "%s threads: the answer cannot be read\n", prog);
 		goto out;
 	}
 	if (pd->nsamples && !(t = calloc(pd->nsamples, sizeof(*t))))
@@ -349,6 +357,7 @@ int fr_cmd_threads(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"json", no_argument, NULL, FR_OPT_JSON},
 		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"at", required_argument, NULL, OPT_AT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -368,9 +377,22 @@ int fr_cmd_threads(int argc, char **argv)
 		switch (c) {
 		case FR_OPT_JSON: json = 1; break;
 		case FR_OPT_SOCKET: socket_s = optarg; break;
+		case OPT_AT:
+			if (fr_parse_time(optarg, &q.at_ns) < 0 || q.at_ns <= 0) {
+				fprintf(stderr,
+					"%s threads: --at %s is not a time (RFC 3339 or Unix "
+					"seconds)\n",
+					prog, optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'h': usage_threads(stdout); return 0;
 		default: return fr_cli_bad_option("threads", argv);
 		}
+	}
+	if (q.at_ns && (qa.targets.ncomms || qa.targets.cgroup[0])) {
+		fprintf(stderr, "%s threads: --at goes with --pid only\n", prog);
+		return EXIT_USAGE;
 	}
 	if (optind < argc || (json && qa.out_s) ||
 	    (!qa.targets.npids && !qa.targets.ncomms && !qa.targets.cgroup[0])) {
@@ -409,7 +431,7 @@ int fr_cmd_threads(int argc, char **argv)
 		fd = -1;
 		goto out;
 	}
-	status = render(fd, json, &reply);
+	status = fr_cli_threads_render(fd, json, &reply);
 out:
 	if (fd >= 0 && !qa.out_s)
 		close(fd);

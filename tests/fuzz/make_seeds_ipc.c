@@ -109,6 +109,8 @@ static void make_message_seeds(void)
 	frame_msg(&s, fr_ipc_dump_reply_encode(&dp), 0);
 	frame_msg(&s, fr_ipc_threads_req_encode(&tr), 1);
 	frame_msg(&s, fr_ipc_threads_reply_encode(&tp), 0);
+	/* The threads at a past moment: pids only. */
+	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[1,2],\"at_ns\":1795000000000000000}");
 	write_seed("ipc", "messages", -1, s.b, s.n);
 
 	/* Members each decoder refuses, one per frame. */
@@ -121,6 +123,7 @@ static void make_message_seeds(void)
 	frame(&s, "{\"v\":1,\"req\":\"dump\",\"session\":\"\",\"window_ns\":999}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[1],\"children\":true}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[]}");
+	frame(&s, "{\"v\":1,\"req\":\"threads\",\"comm\":[\"x\"],\"at_ns\":-1}");
 	frame(&s, "{\"ok\":true,\"events\":[{\"event\":\"raw:0x1\",\"hz\":4294967296}],"
 		  "\"warnings\":[1],\"incomplete\":true,\"path\":7}");
 	write_seed("ipc", "bad-fields", -1, s.b, s.n);

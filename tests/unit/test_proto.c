@@ -180,6 +180,9 @@ static const struct bad bad_threads[] = {
 	 "threads: \"comm\" must hold command names of 1..15 characters (as the kernel keeps them)"},
 	{"{\"cgroup\":\"x\"}", "threads: \"cgroup\" must be a cgroup v2 path like "
 			       "\"/system.slice/nginx.service\" (at most 255 characters)"},
+	{"{\"pids\":[1],\"at_ns\":0}", "threads: \"at_ns\" must be 1..9223372036854775807, got 0"},
+	{"{\"pids\":[1],\"at_ns\":\"1\"}", "threads: \"at_ns\" must be an integer"},
+	{"{\"comm\":[\"x\"],\"at_ns\":1}", "threads: \"at_ns\" takes \"pids\" only"},
 };
 
 static const struct bad bad_threads_reply[] = {
@@ -452,6 +455,15 @@ static void test_threads(void)
 	CHECK(obj && fr_ipc_threads_req_decode(obj, &qb, err, sizeof(err)) == 0,
 	      "threads request round trip: %s", err);
 	CHECK(memcmp(&q, &qb, sizeof(q)) == 0, "threads request differs after a round trip");
+	cJSON_Delete(obj);
+	/* At a past moment: pids only; a time a double holds exactly. */
+	memset(&q, 0, sizeof(q));
+	q.targets.pids[q.targets.npids++] = 42;
+	q.at_ns = 1795000000LL << 20;
+	obj = over_wire(fr_ipc_threads_req_encode(&q), NULL);
+	CHECK(obj && fr_ipc_threads_req_decode(obj, &qb, err, sizeof(err)) == 0,
+	      "threads --at request round trip: %s", err);
+	CHECK(memcmp(&q, &qb, sizeof(q)) == 0, "threads --at request differs after a round trip");
 	cJSON_Delete(obj);
 
 	memset(&r, 0, sizeof(r));

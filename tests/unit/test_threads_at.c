@@ -1,0 +1,196 @@
+/* The threads at a past moment from the ring alone (core/query/threads_at.c):
+ * blocked from the latest open-wait records at or before T, unless an
+ * off-CPU sample shows the thread back before T; running from cpu samples
+ * of the last second; names from the chunks' tables; only the asked
+ * processes. The ring is synthetic: chunk k is sealed at T0 + k s + 0.5 s
+ * with the samples since the previous seal and the records of the threads
+ * blocked at the seal, as the recorder writes them. */
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/query/threads_at.h"
+#include "core/store/chunk.h"
+#include "core/store/ring.h"
+#include "core/store/sample.h"
+
+#include "tests/unit/fixture.h"
+
+#define MS ((int64_t)1000000)
+#define NSEALS 10
+
+/* A blocked since 5 s before T0 and never back; B blocked from 1.2 s to
+ * 3.7 s, then running until 4.5 s; C running from 8 s, blocked from 8.8 s
+ * (after the seal at 8.5 s); E blocked from 5 s until it exited at 7 s
+ * (no completed wait: its records just stop); W, of another process,
+ * running throughout. */
+#define TA TID(PID_DB, 1)
+#define TB TID(PID_DB, 2)
+#define TC TID(PID_DB, 3)
+#define TE TID(PID_DB, 4)
+#define TP TID(PID_DB, 5)
+#define TW TID(PID_APP, 1)
+#define OUT_A (T0 - 5 * SEC)
+#define OUT_B (T0 + 1200 * MS)
+#define IN_B (T0 + 3700 * MS)
+#define OUT_C (T0 + 8800 * MS)
+#define OUT_E (T0 + 5 * SEC)
+#define EXIT_E (T0 + 7 * SEC)
+
+static void record(struct writer *w, int64_t asof, uint32_t tid, int64_t out)
+{
+	w_add_ev(w, asof, PID_DB, tid, 0, FR_EVENT_OFFCPU_OPEN, 0, (uint64_t)(asof - out),
+		 ST_KERNEL);
+}
+
+/* The cpu samples of the second before `seal`, every 100 ms. */
+static void cpu_samples(struct writer *w, int64_t seal)
+{
+	for (int64_t t = seal - SEC + 50 * MS; t < seal; t += 100 * MS) {
+		if (t > IN_B && t < T0 + 4500 * MS)
+			w_add(w, t, PID_DB, TB, 0, 99, ST_USER);
+		if (t > T0 + 8 * SEC && t < OUT_C)
+			w_add(w, t, PID_DB, TC, 0, 99, ST_USER);
+		w_add(w, t, PID_APP, TW, 1, 99, ST_OTHER);
+	}
+}
+
+static void write_ring(struct fr_ring *r)
+{
+	struct writer w;
+
+	w_init(&w, r);
+	for (int k = 0; k < NSEALS; k++) {
+		int64_t seal = T0 + k * SEC + 500 * MS;
+
+		cpu_samples(&w, seal);
+		if (IN_B <= seal && IN_B > seal - SEC)
+			w_add_ev(&w, IN_B, PID_DB, TB, 1, FR_EVENT_OFFCPU, 0,
+				 (uint64_t)(IN_B - OUT_B), ST_KERNEL);
+		record(&w, seal, TA, OUT_A);
+		if (OUT_B < seal && IN_B > seal)
+			record(&w, seal, TB, OUT_B);
+		if (OUT_C < seal)
+			record(&w, seal, TC, OUT_C);
+		if (OUT_E < seal && EXIT_E > seal)
+			record(&w, seal, TE, OUT_E);
+		/* P spins; the seal at 6.5 s found it preempted 0.1 ms before. */
+		if (k == 6) {
+			w_add(&w, seal - 10 * MS, PID_DB, TP, 1, 99, ST_USER);
+			record(&w, seal, TP, seal - MS / 10);
+		}
+		w_seal(&w);
+	}
+	w_fini(&w);
+}
+
+static const struct fr_targets db = {.npids = 1, .pids = {PID_DB}};
+
+/* Thread `tid` in the answer of fr_threads_at(r, t, db), or NULL. */
+static const struct fr_thread_at *find(const struct fr_thread_at *v, size_t n, uint32_t tid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].tid == tid)
+			return &v[i];
+	return NULL;
+}
+
+/* Checks the state of thread `tid` at `t` and, blocked, since when. */
+static void check_at(struct fr_ring *r, int64_t t, uint32_t tid, enum fr_thread_at_state state,
+		     int64_t out)
+{
+	struct fr_thread_at *v = NULL;
+	const struct fr_thread_at *th;
+	size_t n = 0;
+	int ret = fr_threads_at(r, t, &db, &v, &n);
+
+	CHECK(ret == 0, "fr_threads_at(%+" PRId64 " ms): %d", (t - T0) / MS, ret);
+	th = find(v, n, tid);
+	CHECK(th && th->state == state, "%+" PRId64 " ms: thread %u is %d, want %d", (t - T0) / MS,
+	      tid - PID_DB, th ? (int)th->state : -1, (int)state);
+	if (th && state == FR_THREAD_BLOCKED)
+		CHECK(th->out_ns == out, "%+" PRId64 " ms: thread %u out at %+" PRId64 " ms",
+		      (t - T0) / MS, tid - PID_DB, (th->out_ns - T0) / MS);
+	free(v);
+}
+
+/* Blocked from the latest records at or before T: a seal after T does not
+ * count, and a thread that blocked after the seal is not yet blocked. */
+static void test_record_before_t(struct fr_ring *r)
+{
+	check_at(r, T0 + 3600 * MS, TB, FR_THREAD_BLOCKED, OUT_B);
+	check_at(r, T0 + 5200 * MS, TA, FR_THREAD_BLOCKED, OUT_A);
+	check_at(r, T0 + 9400 * MS, TC, FR_THREAD_RUNNING, 0);
+	check_at(r, T0 + 9600 * MS, TC, FR_THREAD_BLOCKED, OUT_C);
+	/* Listed by the seal at 6.5 s, not by the one at 7.5 s. */
+	check_at(r, T0 + 7 * SEC, TE, FR_THREAD_BLOCKED, OUT_E);
+	check_at(r, T0 + 7600 * MS, TE, FR_THREAD_UNKNOWN, 0);
+}
+
+/* A record of the last seal says B is blocked, but its completed wait
+ * (back at 3.7 s) ended before T: it runs; a second later, with neither
+ * records nor cpu samples, nothing says where it is. */
+static void test_woke_before_t(struct fr_ring *r)
+{
+	check_at(r, T0 + 3800 * MS, TB, FR_THREAD_RUNNING, 0);
+	check_at(r, T0 + 5700 * MS, TB, FR_THREAD_UNKNOWN, 0);
+}
+
+/* Off the CPU for a moment right after a cpu sample: preempted, running. */
+static void test_preempted(struct fr_ring *r)
+{
+	check_at(r, T0 + 6501 * MS, TP, FR_THREAD_RUNNING, 0);
+}
+
+/* Only the asked processes, with the names of the chunks' tables. */
+static void test_targets_and_names(struct fr_ring *r)
+{
+	static const struct fr_targets all, user = {.has_uid = 1, .uid = 1000};
+	struct fr_thread_at *v = NULL;
+	const struct fr_thread_at *a;
+	size_t n = 0;
+
+	CHECK(fr_threads_at(r, T0 + 9600 * MS, &db, &v, &n) == 0, "fr_threads_at");
+	CHECK(!find(v, n, TW), "a thread of another process is listed");
+	a = find(v, n, TA);
+	CHECK(a && strcmp(a->name, "worker-1") == 0 && a->comm[0], "thread A named '%s' in '%s'",
+	      a ? a->name : "", a ? a->comm : "");
+	free(v);
+	CHECK(fr_threads_at(r, T0 + 9600 * MS, &all, &v, &n) == 0, "fr_threads_at all");
+	a = find(v, n, TW);
+	CHECK(a && a->state == FR_THREAD_RUNNING, "all processes: W not listed running");
+	CHECK(find(v, n, TA) != NULL, "all processes: A not listed");
+	free(v);
+	/* A user sees its own processes only: db runs as root. */
+	CHECK(fr_threads_at(r, T0 + 9600 * MS, &user, &v, &n) == 0, "fr_threads_at uid");
+	CHECK(find(v, n, TW) && !find(v, n, TA), "uid 1000 sees W and not root's A");
+	free(v);
+}
+
+/* The default moment of a ring whose recorder stopped: its last seal. */
+static void test_last(struct fr_ring *r)
+{
+	int64_t last = fr_threads_at_last(r);
+
+	CHECK(last == T0 + 9500 * MS, "last seal at %+" PRId64 " ms", (last - T0) / MS);
+}
+
+int main(void)
+{
+	struct fr_ring *r;
+
+	if (fixture_init("threads-at") != 0)
+		return 1;
+	r = test_ring_create("threads-at");
+	if (r) {
+		write_ring(r);
+		test_record_before_t(r);
+		test_woke_before_t(r);
+		test_preempted(r);
+		test_targets_and_names(r);
+		test_last(r);
+		test_ring_done(r);
+	}
+	return fixture_fini();
+}
