@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "core/query/pprof.h"
+#include "core/query/pprof_copy.h"
 #include "core/query/pprof_read.h"
 #include "core/query/threads_at.h"
 #include "core/store/chunk.h"
@@ -189,44 +190,10 @@ static void list_threads(struct listing *l)
 		qsort(l->thr, l->n, sizeof(*l->thr), by_tid);
 }
 
-struct membuf {
-	char *p;
-	size_t len, cap;
-};
-
-static int mem_sink(void *arg, const void *buf, size_t len)
-{
-	struct membuf *m = arg;
-
-	if (m->len + len > m->cap) {
-		size_t cap = m->cap ? m->cap : 65536;
-		char *p;
-
-		while (cap < m->len + len)
-			cap *= 2;
-		if (!(p = realloc(m->p, cap)))
-			return -ENOMEM;
-		m->p = p;
-		m->cap = cap;
-	}
-	memcpy(m->p + m->len, buf, len);
-	m->len += len;
-	return 0;
-}
-
-/* The value column of sample type `type`, or -1. */
-static ssize_t column(const struct fr_pprof_data *pd, const char *type)
-{
-	for (size_t i = 0; i < pd->ntypes; i++)
-		if (strcmp(pd->types[i].type, type) == 0)
-			return (ssize_t)i;
-	return -1;
-}
-
 /* Gives each listed thread its best offcpu and cpu rows of `pd`. */
 static void match_rows(struct listing *l, const struct fr_pprof_data *pd)
 {
-	ssize_t coff = column(pd, "offcpu"), ccpu = column(pd, "cpu");
+	ssize_t coff = fr_pprof_data_column(pd, "offcpu"), ccpu = fr_pprof_data_column(pd, "cpu");
 
 	for (size_t i = 0; i < pd->nsamples; i++) {
 		const struct fr_pprof_rsample *s = &pd->samples[i];
@@ -267,7 +234,7 @@ static int window_profile(struct daemon *d, struct listing *l, struct fr_pprof_d
 	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
 	struct daemon_symbol_paths sp = {0};
 	struct fr_profile_result *res = calloc(1, sizeof(*res));
-	struct membuf m = {0};
+	struct fr_membuf m = {0};
 	int64_t reserved = -1;
 	void *raw = NULL;
 	size_t rawlen;
@@ -298,7 +265,7 @@ static int window_profile(struct daemon *d, struct listing *l, struct fr_pprof_d
 	}
 	if (daemon_symbol_paths(d, preq, &sp) < 0)
 		goto out;
-	ret = fr_profile_write(d->ring, preq, mem_sink, &m, res, err, errlen);
+	ret = fr_profile_write(d->ring, preq, fr_membuf_sink, &m, res, err, errlen);
 	if (ret == 0 && (ret = fr_gunzip(m.p, m.len, &raw, &rawlen)) == 0)
 		ret = fr_pprof_read(raw, rawlen, out);
 out:
@@ -363,43 +330,6 @@ static void open_waits(struct daemon *d, struct listing *l, int64_t now)
 	free(refs);
 }
 
-/* Locations, mappings and functions of the window's profile re-added to
- * the answer on first use. */
-struct emit {
-	struct fr_pprof *p;
-	const struct fr_pprof_data *pd;
-	uint64_t *loc_ids; /* by location index; 0: not added yet */
-	uint64_t *map_ids; /* by mapping index */
-};
-
-static uint64_t emit_location(struct emit *e, size_t i)
-{
-	const struct fr_pprof_rlocation *loc = &e->pd->locations[i];
-	struct fr_pprof_line lines[64];
-	uint64_t map = 0;
-	size_t n = 0;
-
-	if (e->loc_ids[i])
-		return e->loc_ids[i];
-	if (loc->mapping >= 0) {
-		const struct fr_pprof_rmapping *m = &e->pd->mappings[loc->mapping];
-
-		if (!e->map_ids[loc->mapping])
-			e->map_ids[loc->mapping] =
-				fr_pprof_mapping(e->p, m->memory_start, m->memory_limit,
-						 m->file_offset, m->filename,
-						 m->build_id[0] ? m->build_id : NULL, 1);
-		map = e->map_ids[loc->mapping];
-	}
-	for (; n < loc->nline && n < sizeof(lines) / sizeof(lines[0]); n++) {
-		const char *name = e->pd->functions[e->pd->line_funcs[loc->line + n]].name;
-
-		lines[n] = (struct fr_pprof_line){fr_pprof_function(e->p, name, NULL, NULL), 0};
-	}
-	e->loc_ids[i] = fr_pprof_location_lines(e->p, map, loc->address, lines, n);
-	return e->loc_ids[i];
-}
-
 /* What a thread waits in, as a word: its system call by name, else the
  * kernel function it sleeps in; "" for a running thread or none known. */
 static void wait_word(const struct fr_proc_thread *t, char *buf, size_t len)
@@ -417,7 +347,7 @@ static void wait_word(const struct fr_proc_thread *t, char *buf, size_t len)
 		snprintf(buf, len, "%s", t->wchan);
 }
 
-static void emit_thread(struct emit *e, const struct thr *th, long tick_ns, int64_t now)
+static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick_ns, int64_t now)
 {
 	const struct fr_proc_thread *t = &th->t;
 	/* A running thread shows where it runs; any other where it blocked. */
@@ -452,26 +382,9 @@ static void emit_thread(struct emit *e, const struct thr *th, long tick_ns, int6
 		labels[nl++] = (struct fr_pprof_label){.key = "stack",
 						       .str = blocked ? "blocked" : "on-cpu"};
 		for (; nlocs < s->nloc && nlocs < THREADS_MAX_LOCS; nlocs++)
-			locs[nlocs] = emit_location(e, e->pd->sample_locs[s->loc + nlocs]);
+			locs[nlocs] = fr_pprof_copy_location(e, e->pd->sample_locs[s->loc + nlocs]);
 	}
 	fr_pprof_sample(e->p, locs, nlocs, values, 2, labels, nl);
-}
-
-static int fd_sink(void *arg, const void *buf, size_t len)
-{
-	int fd = *(int *)arg;
-
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		buf = (const char *)buf + n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /* Writes the answer into `fd`: one sample per listed thread. Returns 0 or
@@ -480,12 +393,12 @@ static int write_answer(struct listing *l, const struct fr_pprof_data *pd, int f
 			uint64_t *bytes)
 {
 	static const struct fr_pprof_data empty;
-	struct emit e = {.pd = pd ? pd : &empty};
+	struct fr_pprof_copy e = {.pd = pd ? pd : &empty};
 	long tick = sysconf(_SC_CLK_TCK);
 	char line[160];
 	int ret = -ENOMEM;
 
-	e.p = fr_pprof_new(6, fd_sink, &fd);
+	e.p = fr_pprof_new(6, fr_fd_sink, &fd);
 	e.loc_ids = calloc(e.pd->nlocations + 1, sizeof(*e.loc_ids));
 	e.map_ids = calloc(e.pd->nmappings + 1, sizeof(*e.map_ids));
 	if (!e.p || !e.loc_ids || !e.map_ids)

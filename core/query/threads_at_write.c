@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/query/pprof.h"
+#include "core/query/pprof_copy.h"
 #include "core/query/pprof_read.h"
 #include "core/store/sample.h"
 #include "core/util/compress.h"
@@ -19,54 +20,12 @@
 /* Most locations kept of one stack: kernel and user frames. */
 #define AT_MAX_LOCS (4 * FR_MAX_FRAMES)
 
-struct membuf {
-	char *p;
-	size_t len, cap;
-};
-
-static int mem_sink(void *arg, const void *buf, size_t len)
-{
-	struct membuf *m = arg;
-
-	if (m->len + len > m->cap) {
-		size_t cap = m->cap ? m->cap : 65536;
-		char *p;
-
-		while (cap < m->len + len)
-			cap *= 2;
-		if (!(p = realloc(m->p, cap)))
-			return -ENOMEM;
-		m->p = p;
-		m->cap = cap;
-	}
-	memcpy(m->p + m->len, buf, len);
-	m->len += len;
-	return 0;
-}
-
-static int fd_sink(void *arg, const void *buf, size_t len)
-{
-	int fd = *(int *)arg;
-
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		buf = (const char *)buf + n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* The profile of the stacks before `t`, decoded into *pd. */
 static int stacks(struct fr_ring *r, struct fr_profile_request *req, int64_t t,
 		  struct fr_pprof_data **pd, char *err, size_t errlen)
 {
 	struct fr_profile_result *res = calloc(1, sizeof(*res));
-	struct membuf m = {0};
+	struct fr_membuf m = {0};
 	void *raw = NULL;
 	size_t rawlen;
 	int ret = -ENOMEM;
@@ -80,22 +39,13 @@ static int stacks(struct fr_ring *r, struct fr_profile_request *req, int64_t t,
 	req->events[0] = FR_EVENT_OFFCPU;
 	req->events[1] = FR_EVENT_CPU;
 	req->format = 0;
-	ret = fr_profile_write(r, req, mem_sink, &m, res, err, errlen);
+	ret = fr_profile_write(r, req, fr_membuf_sink, &m, res, err, errlen);
 	if (ret == 0 && (ret = fr_gunzip(m.p, m.len, &raw, &rawlen)) == 0)
 		ret = fr_pprof_read(raw, rawlen, pd);
 	free(raw);
 	free(m.p);
 	free(res);
 	return ret;
-}
-
-/* The value column of sample type `type`, or -1. */
-static ssize_t column(const struct fr_pprof_data *pd, const char *type)
-{
-	for (size_t i = 0; i < pd->ntypes; i++)
-		if (strcmp(pd->types[i].type, type) == 0)
-			return (ssize_t)i;
-	return -1;
 }
 
 /* The row of `pd` of thread `th` with the most of column `col`, or -1. */
@@ -124,52 +74,16 @@ static ssize_t best_row(const struct fr_pprof_data *pd, const struct fr_thread_a
 	return best;
 }
 
-/* Locations, mappings and functions of the stacks' profile re-added to the
- * answer on first use. */
-struct emit {
-	struct fr_pprof *p;
-	const struct fr_pprof_data *pd;
-	uint64_t *loc_ids, *map_ids; /* by index; 0: not added yet */
-};
-
-static uint64_t emit_location(struct emit *e, size_t i)
-{
-	const struct fr_pprof_rlocation *loc = &e->pd->locations[i];
-	struct fr_pprof_line lines[64];
-	uint64_t map = 0;
-	size_t n = 0;
-
-	if (e->loc_ids[i])
-		return e->loc_ids[i];
-	if (loc->mapping >= 0) {
-		const struct fr_pprof_rmapping *m = &e->pd->mappings[loc->mapping];
-
-		if (!e->map_ids[loc->mapping])
-			e->map_ids[loc->mapping] =
-				fr_pprof_mapping(e->p, m->memory_start, m->memory_limit,
-						 m->file_offset, m->filename,
-						 m->build_id[0] ? m->build_id : NULL, 1);
-		map = e->map_ids[loc->mapping];
-	}
-	for (; n < loc->nline && n < sizeof(lines) / sizeof(lines[0]); n++) {
-		const char *name = e->pd->functions[e->pd->line_funcs[loc->line + n]].name;
-
-		lines[n] = (struct fr_pprof_line){fr_pprof_function(e->p, name, NULL, NULL), 0};
-	}
-	e->loc_ids[i] = fr_pprof_location_lines(e->p, map, loc->address, lines, n);
-	return e->loc_ids[i];
-}
-
 static const char *const state_names[] = {
 	[FR_THREAD_UNKNOWN] = "unknown",
 	[FR_THREAD_BLOCKED] = "blocked",
 	[FR_THREAD_RUNNING] = "running",
 };
 
-static void emit_thread(struct emit *e, const struct fr_thread_at *th, int64_t t)
+static void emit_thread(struct fr_pprof_copy *e, const struct fr_thread_at *th, int64_t t)
 {
 	int blocked = th->state == FR_THREAD_BLOCKED;
-	ssize_t row = best_row(e->pd, th, column(e->pd, blocked ? "offcpu" : "cpu"));
+	ssize_t row = best_row(e->pd, th, fr_pprof_data_column(e->pd, blocked ? "offcpu" : "cpu"));
 	struct fr_pprof_label labels[8];
 	uint64_t locs[AT_MAX_LOCS];
 	int64_t values[2] = {1, blocked ? t - th->out_ns : 0};
@@ -187,7 +101,7 @@ static void emit_thread(struct emit *e, const struct fr_thread_at *th, int64_t t
 		labels[nl++] = (struct fr_pprof_label){.key = "stack",
 						       .str = blocked ? "blocked" : "on-cpu"};
 		for (; nlocs < s->nloc && nlocs < AT_MAX_LOCS; nlocs++)
-			locs[nlocs] = emit_location(e, e->pd->sample_locs[s->loc + nlocs]);
+			locs[nlocs] = fr_pprof_copy_location(e, e->pd->sample_locs[s->loc + nlocs]);
 	}
 	fr_pprof_sample(e->p, locs, nlocs, values, 2, labels, nl);
 }
@@ -197,7 +111,7 @@ int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64
 {
 	struct fr_pprof_data *pd = NULL;
 	struct fr_thread_at *th = NULL;
-	struct emit e = {0};
+	struct fr_pprof_copy e = {0};
 	size_t n = 0;
 	int ret;
 
@@ -209,7 +123,7 @@ int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64
 		goto out;
 	ret = -ENOMEM;
 	e.pd = pd;
-	e.p = fr_pprof_new(6, fd_sink, &fd);
+	e.p = fr_pprof_new(6, fr_fd_sink, &fd);
 	e.loc_ids = calloc(pd ? pd->nlocations + 1 : 1, sizeof(*e.loc_ids));
 	e.map_ids = calloc(pd ? pd->nmappings + 1 : 1, sizeof(*e.map_ids));
 	if (!e.p || !e.loc_ids || !e.map_ids)
