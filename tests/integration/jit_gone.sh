@@ -6,25 +6,10 @@
 # name the code jit_spin (and a dump given an empty cache does not).
 . "$(dirname "$0")/lib.sh"
 need_root_perf
-JIT_SPIN=$BUILD/tests/integration/jit_spin
 
 start_daemon
 
-"$JIT_SPIN" 4 >"$T/jit.out" &
-JIT_PID=$!
-MAP=/tmp/perf-$JIT_PID.map
-for _ in $(seq 600); do
-	grep -qs '^spun$' "$T/jit.out" && break
-	kill -0 "$JIT_PID" 2>/dev/null || break
-	sleep 0.1
-done
-if ! grep -q '^spun$' "$T/jit.out"; then
-	kill "$JIT_PID" 2>/dev/null
-	wait "$JIT_PID"
-	[ $? = 77 ] && { echo "SKIP: jit_spin writes x86-64 code only"; exit 77; }
-	rm -f "$MAP"
-	fail "jit_spin did not spin"
-fi
+start_jit_spin 4
 sleep 1.5
 kill "$JIT_PID"
 wait "$JIT_PID" 2>/dev/null

@@ -5,26 +5,10 @@
 # rather than leaving an address in //anon.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
-JIT_SPIN=$BUILD/tests/integration/jit_spin
 
 start_daemon
 
-"$JIT_SPIN" 4 >"$T/jit.out" &
-JIT_PID=$!
-MAP=/tmp/perf-$JIT_PID.map
-# Waits for the spinning to end (the program then waits to be killed).
-for _ in $(seq 600); do
-	grep -qs '^spun$' "$T/jit.out" && break
-	kill -0 "$JIT_PID" 2>/dev/null || break
-	sleep 0.1
-done
-if ! grep -q '^spun$' "$T/jit.out"; then
-	kill "$JIT_PID" 2>/dev/null
-	wait "$JIT_PID"
-	[ $? = 77 ] && { echo "SKIP: jit_spin writes x86-64 code only"; exit 77; }
-	rm -f "$MAP"
-	fail "jit_spin did not spin"
-fi
+start_jit_spin 4
 
 "$FLIGHTREC" attach --window 20s --pid "$JIT_PID" --format folded -o "$T/jit.folded" \
 	2>"$T/attach.err"

@@ -104,3 +104,23 @@ flat_pct() {
 within() {
 	awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'
 }
+
+# start_jit_spin SECONDS: runs tests/integration/jit_spin in the background
+# (its pid in JIT_PID, its perf map in MAP) and waits until it has spun
+# the code it wrote; skips where it cannot write code (not x86-64).
+start_jit_spin() {
+	"$BUILD/tests/integration/jit_spin" "$1" >"$T/jit.out" &
+	JIT_PID=$!
+	MAP=/tmp/perf-$JIT_PID.map
+	for _ in $(seq 600); do
+		grep -qs '^spun$' "$T/jit.out" && break
+		kill -0 "$JIT_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q '^spun$' "$T/jit.out" && return 0
+	kill "$JIT_PID" 2>/dev/null
+	wait "$JIT_PID"
+	[ $? = 77 ] && skip "jit_spin writes x86-64 code only"
+	rm -f "$MAP"
+	fail "jit_spin did not spin"
+}
