@@ -47,6 +47,9 @@ struct fr_ipc_attach_req {
 	 * when nevents is 0. */
 	uint32_t nevents;
 	uint32_t events[FR_LIMIT_EVENTS];
+	/* "event_hz": the rate of each of "events" (0: "hz"); encoded only
+	 * when one is not 0, and then with "events". */
+	uint32_t event_hz[FR_LIMIT_EVENTS];
 	/* The targets (has_uid and uid are not on the wire: the daemon
 	 * decides them from the peer):
 	 * "pids": positive process ids, at most FR_LIMIT_PIDS;
@@ -105,6 +108,7 @@ struct fr_ipc_consume_req {
 	/* "events": as in attach (decoded as [cpu] when absent). */
 	uint32_t nevents;
 	uint32_t events[FR_LIMIT_EVENTS];
+	uint32_t event_hz[FR_LIMIT_EVENTS]; /* "event_hz": as in attach */
 };
 
 /* One event of a consume reply. */
