@@ -107,6 +107,16 @@ static void attach_select(const struct fr_ipc_attach_req *ar, struct fr_profile_
 	preq->targets.has_uid = 0;
 	preq->format = ar->format;
 	preq->hz = ar->hz;
+	memcpy(preq->event_hz, ar->event_hz, sizeof(preq->event_hz));
+}
+
+/* The highest rate of a request: its "hz" or one of its "event_hz". */
+static uint32_t highest_rate(uint32_t hz, const uint32_t *event_hz, uint32_t n)
+{
+	for (uint32_t i = 0; i < n && i < FR_LIMIT_EVENTS; i++)
+		if (event_hz[i] > hz)
+			hz = event_hz[i];
+	return hz;
 }
 
 /* Reads an attach request into `preq`: the window (ending now, or from/to),
@@ -129,10 +139,11 @@ static int attach_parse(struct daemon *d, const cJSON *req, int privileged,
 		*error = fr_ipc_error("%s", err);
 		goto out;
 	}
-	if (ar->hz > max_rate) {
+	if (highest_rate(ar->hz, ar->event_hz, ar->nevents) > max_rate) {
 		*error = fr_ipc_error("attach: a rate of %lld Hz is above this recorder's limit of "
 				      "%u Hz (limits.max_rate_hz)",
-				      (long long)ar->hz, max_rate);
+				      (long long)highest_rate(ar->hz, ar->event_hz, ar->nevents),
+				      max_rate);
 		goto out;
 	}
 	if (ar->window_ns) {
@@ -337,8 +348,12 @@ static int dump_prepare(struct daemon *d, const struct fr_trigger_fire *fire,
 		if (strcmp(d->config->sessions[i].name, fire->session) == 0)
 			sess = &d->config->sessions[i];
 	if (sess) {
-		for (uint32_t e = 0; e < sess->nevents && e < FR_LIMIT_EVENTS; e++)
+		/* At the session's rates: a session at 19 Hz gets a 19 Hz dump
+		 * even while another consumer records at 999 Hz. */
+		for (uint32_t e = 0; e < sess->nevents && e < FR_LIMIT_EVENTS; e++) {
+			preq->event_hz[preq->nevents] = sess->events[e].hz;
 			preq->events[preq->nevents++] = sess->events[e].event;
+		}
 		/* A session's targets fit a request whole (core/util/limits.h). */
 		preq->targets = sess->targets;
 	}
@@ -586,7 +601,7 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 				    "connection for more");
 	if (fr_ipc_consume_req_decode(req, &cq, err, sizeof(err)) < 0)
 		return fr_ipc_error("%s", err);
-	hz = cq.hz;
+	hz = highest_rate(cq.hz, cq.event_hz, cq.nevents);
 	if (hz > max_rate)
 		return fr_ipc_error("consume: a rate of %lld Hz is above this recorder's limit of "
 				    "%u Hz (limits.max_rate_hz)",
@@ -602,9 +617,14 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 		free(c);
 		return fr_ipc_error("%s", failed);
 	}
-	rate = consume_rate(d, hz, privileged, capped, sizeof(capped));
-	for (int i = 0; i < n; i++)
-		c->hz[i] = fr_event_has_rate(c->events[i]) ? rate : 0;
+	/* Each event at its own rate (event_hz), else at "hz". */
+	for (int i = 0; i < n; i++) {
+		if (!fr_event_has_rate(c->events[i]))
+			continue;
+		rate = consume_rate(d, cq.event_hz[i] ? cq.event_hz[i] : cq.hz, privileged, capped,
+				    sizeof(capped));
+		c->hz[i] = rate;
+	}
 	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
 	c->uid = peer->uid;
 	if (fr_sources_wait_reconciled(&d->sources, fr_consumer_add(&d->sources, c)) < 0) {

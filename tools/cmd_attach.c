@@ -50,6 +50,8 @@ static void usage_attach(FILE *f)
 		"  --hz N             samples per second per CPU in the profile (default: as\n"
 		"                     recorded; higher rates are downsampled deterministically;\n"
 		"                     with --follow, the recorder samples at least this fast)\n"
+		"  --hz E=N[,E=N...]  each event at its own rate, e.g. cpu=99,page-faults=19\n"
+		"                     (events named here are added to --event)\n"
 		"  --format FORMAT    pprof (default: gzip'ed pprof) or folded (collapsed\n"
 		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
 		"  --follow           from now on, write one profile per --window into the\n"
@@ -66,7 +68,8 @@ static void usage_attach(FILE *f)
 		"  flightrec attach --window 60s --event cpu,offcpu --comm postgres -o db.pb.gz\n"
 		"  flightrec attach --window 60s --format folded -o cpu.folded\n"
 		"  flightrec attach --follow --window 10s --hz 999 -o /var/tmp/profiles/\n"
-		"  flightrec attach --follow --count 1 --window 30s --event offcpu -o .\n");
+		"  flightrec attach --follow --count 1 --window 30s --event offcpu -o .\n"
+		"  flightrec attach --window 60s --hz cpu=99,page-faults=19 -o both.pb.gz\n");
 }
 
 /* Sends the attach request `ar` with a new file at `path` and commits the
