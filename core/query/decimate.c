@@ -8,11 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One stream: its key (cpu << 32 | event, plus one so that 0 is empty)
- * and the running sum of target/rate over its samples, in 2^-32 units. */
+/* One stream: its key (cpu << 32 | event, plus one so that 0 is empty),
+ * the running sum of target/rate over its samples, in 2^-32 units, and
+ * the seed of its points, from its first sample: another window draws
+ * other points, so no fixed choice of positions is shared by every
+ * profile of a (cpu, event). */
 struct fr_decimate_stream {
 	uint64_t key;
 	uint64_t acc;
+	uint64_t seed;
 };
 
 static uint64_t mix(uint64_t x)
@@ -63,8 +67,9 @@ static int grow(struct fr_decimator *d)
 	return 0;
 }
 
-/* The stream of `key`, added when new; NULL when out of memory. */
-static struct fr_decimate_stream *stream(struct fr_decimator *d, uint64_t key)
+/* The stream of `key`, added when new (seeded with `seed`); NULL when out
+ * of memory. */
+static struct fr_decimate_stream *stream(struct fr_decimator *d, uint64_t key, uint64_t seed)
 {
 	uint32_t i;
 
@@ -74,6 +79,7 @@ static struct fr_decimate_stream *stream(struct fr_decimator *d, uint64_t key)
 		if (d->slots[i].key == key)
 			return &d->slots[i];
 	d->slots[i].key = key;
+	d->slots[i].seed = mix(seed ^ key);
 	d->n++;
 	return &d->slots[i];
 }
@@ -81,11 +87,11 @@ static struct fr_decimate_stream *stream(struct fr_decimator *d, uint64_t key)
 /* The grid: the sample covers [acc, acc + step) of its stream, step =
  * target/rate in 2^-32 units (< 2^32, so at most two strata); stratum j's
  * point is j + u_j with u_j drawn from a hash of the stream and j. */
-static int grid(struct fr_decimator *d, uint32_t cpu, uint32_t event, uint32_t rate,
-		uint32_t target)
+static int grid(struct fr_decimator *d, uint32_t cpu, uint32_t event, int64_t time_ns, uint32_t tid,
+		uint32_t rate, uint32_t target)
 {
 	uint64_t key = ((uint64_t)cpu << 32 | event) + 1;
-	struct fr_decimate_stream *s = stream(d, key);
+	struct fr_decimate_stream *s = stream(d, key, (uint64_t)time_ns ^ mix(tid));
 	uint64_t step = ((uint64_t)target << 32) / rate, lo, hi;
 	int n = 0;
 
@@ -94,7 +100,7 @@ static int grid(struct fr_decimator *d, uint32_t cpu, uint32_t event, uint32_t r
 	lo = s->acc;
 	hi = lo + step;
 	for (uint64_t j = lo >> 32; j <= (hi - 1) >> 32; j++) {
-		uint64_t point = j << 32 | (mix(key ^ mix(j + 0x9e3779b97f4a7c15ull)) >> 32);
+		uint64_t point = j << 32 | (mix(s->seed ^ mix(j + 0x9e3779b97f4a7c15ull)) >> 32);
 
 		n += point >= lo && point < hi;
 	}
@@ -121,5 +127,5 @@ int fr_decimate(struct fr_decimator *d, uint32_t cpu, uint32_t event, int64_t ti
 		return 1;
 	if (d->method == FR_DECIMATE_HASH)
 		return hash_keep(cpu, event, time_ns, tid, rate, target);
-	return grid(d, cpu, event, rate, target);
+	return grid(d, cpu, event, time_ns, tid, rate, target);
 }

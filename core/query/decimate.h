@@ -5,7 +5,8 @@
  * (cpu, event), is cut into consecutive strata of R/T samples (by a
  * running sum of T/R per sample, so rates that change inside the window
  * are followed), and one point is drawn in each stratum at a position
- * given by a hash of (stream, stratum number). A sample counts as many
+ * given by a hash of (stream, its first sample, stratum number). A sample
+ * counts as many
  * times as points fall in it: 0 or 1, and rarely 2 when it straddles two
  * strata whose points both land in it (the end of one, the start of the
  * next).
