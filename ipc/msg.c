@@ -372,6 +372,19 @@ static cJSON *new_request(const char *cmd)
 
 /* ---- attach ----------------------------------------------------------- */
 
+int fr_ipc_cursor_name_ok(const char *name)
+{
+	size_t n = 0;
+
+	for (; name[n]; n++)
+		if (n >= FR_IPC_CURSOR_NAME_MAX ||
+		    !((name[n] >= 'a' && name[n] <= 'z') || (name[n] >= 'A' && name[n] <= 'Z') ||
+		      (name[n] >= '0' && name[n] <= '9') || name[n] == '_' || name[n] == '-' ||
+		      name[n] == '.'))
+			return 0;
+	return n > 0;
+}
+
 static int add_targets(cJSON *obj, const struct fr_targets *t)
 {
 	cJSON *arr;
@@ -409,7 +422,8 @@ cJSON *fr_ipc_attach_req_encode(const struct fr_ipc_attach_req *r)
 	    (r->hz && !fr_ipc_add_int(obj, "hz", r->hz)) ||
 	    add_event_names(obj, r->events, r->nevents) < 0 ||
 	    add_event_hz(obj, r->event_hz, r->nevents) < 0 || add_targets(obj, &r->targets) < 0 ||
-	    (r->format == FR_PROFILE_FOLDED && !cJSON_AddStringToObject(obj, "format", "folded")))
+	    (r->format == FR_PROFILE_FOLDED && !cJSON_AddStringToObject(obj, "format", "folded")) ||
+	    (r->since_last[0] && !cJSON_AddStringToObject(obj, "since_last", r->since_last)))
 		goto err;
 	return obj;
 err:
@@ -420,7 +434,7 @@ err:
 int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, char *err,
 			     size_t errlen)
 {
-	const cJSON *format;
+	const cJSON *format, *cursor;
 	int64_t hz = 0;
 	int ret;
 
@@ -433,7 +447,12 @@ int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, ch
 	    get_int(obj, "attach", "hz", 0, INT32_MAX, &hz, err, errlen) < 0)
 		return -EINVAL;
 	out->hz = (uint32_t)hz;
-	if (!out->window_ns && !out->has_from)
+	cursor = member(obj, "since_last");
+	if (cursor && (!cJSON_IsString(cursor) || !fr_ipc_cursor_name_ok(cursor->valuestring)))
+		return fail(err, errlen, "attach: \"since_last\": " FR_IPC_CURSOR_NAME_RULE);
+	if (cursor)
+		snprintf(out->since_last, sizeof(out->since_last), "%s", cursor->valuestring);
+	if (!out->window_ns && !out->has_from && !cursor)
 		return fail(err, errlen, "attach needs \"window_ns\" or \"from_ns\"");
 	ret = get_targets(obj, "attach", &out->targets, err, errlen);
 	if (ret == 0)

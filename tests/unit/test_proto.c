@@ -102,6 +102,17 @@ static void test_attach_req(void)
 	      "attach request with event rates, round trip: %s", err);
 	cJSON_Delete(obj);
 
+	/* A cursor, with no window: the window is the cursor's. */
+	obj = parse("{\"req\":\"attach\",\"since_last\":\"hourly.db-1\"}");
+	CHECK(fr_ipc_attach_req_decode(obj, &back, err, sizeof(err)) == 0 &&
+		      strcmp(back.since_last, "hourly.db-1") == 0 && !back.window_ns &&
+		      !back.has_from,
+	      "attach since_last: %s", err);
+	cJSON_Delete(obj);
+	check_text(fr_ipc_attach_req_encode(&back),
+		   "{\"req\":\"attach\",\"events\":[\"cpu\"],\"since_last\":\"hourly.db-1\"}",
+		   "attach request with a cursor");
+
 	/* A window by its ends, exact in nanoseconds past 2^53. */
 	memset(&r, 0, sizeof(r));
 	r.has_from = r.has_to = 1;
@@ -135,6 +146,15 @@ static const struct bad bad_attach[] = {
 	{"{\"window_ns\":1.5}", "attach: \"window_ns\" must be an integer"},
 	{"{\"window_ns\":1e30}", "attach: \"window_ns\" must be an integer"},
 	{"{\"window_ns\":0}", "attach: \"window_ns\" must be 1..9223372036854775807, got 0"},
+	{"{\"since_last\":\"a/b\"}",
+	 "attach: \"since_last\": a cursor name is 1 to 64 characters of letters, digits, '_', "
+	 "'-' and '.'"},
+	{"{\"since_last\":\"\"}",
+	 "attach: \"since_last\": a cursor name is 1 to 64 characters of letters, digits, '_', "
+	 "'-' and '.'"},
+	{"{\"since_last\":7}",
+	 "attach: \"since_last\": a cursor name is 1 to 64 characters of letters, digits, '_', "
+	 "'-' and '.'"},
 	{"{\"window_ns\":5,\"event_hz\":[99]}",
 	 "attach: \"event_hz\" must be an array of one rate per entry of \"events\""},
 	{"{\"window_ns\":5,\"events\":[\"cpu\",\"page-faults\"],\"event_hz\":[99]}",
