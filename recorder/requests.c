@@ -275,6 +275,74 @@ void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp)
 	memset(sp, 0, sizeof(*sp));
 }
 
+/* attach --since-last NAME: takes the peer's cursor NAME and starts the
+ * window where it stands (a new cursor keeps the window asked for, or
+ * the whole ring). Returns 0 (with *taken when a cursor is held), or -1
+ * with an error reply. */
+static int attach_cursor(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer,
+			 struct fr_profile_request *preq, char *name, int *taken, cJSON **error)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(req, "since_last");
+	char err[256] = "", a[64], b[64];
+	int64_t t = 0;
+	int exists = 0;
+
+	*taken = 0;
+	if (!cJSON_IsString(m))
+		return 0;
+	snprintf(name, FR_IPC_CURSOR_NAME_MAX + 1, "%s", m->valuestring);
+	if (!d->cursors) {
+		*error = fr_ipc_error("attach: --since-last is off on this recorder (see its log)");
+		return -1;
+	}
+	if (fr_cursor_take(d->cursors, (uint32_t)peer->uid, name, &t, &exists, err, sizeof(err)) <
+	    0) {
+		*error = fr_ipc_error("attach: %s", err);
+		return -1;
+	}
+	*taken = 1;
+	if (exists) {
+		preq->t0 = t;
+	} else if (!preq->t0) {
+		struct fr_ring_stats st;
+
+		/* The whole ring: from its oldest sample. */
+		fr_ring_get_stats(d->ring, &st);
+		if (st.chunks && st.oldest_ns < preq->t1)
+			preq->t0 = st.oldest_ns;
+	}
+	if (preq->t1 <= preq->t0) {
+		*error = fr_ipc_error("attach: cursor \"%s\" stands at %s, not before the window's "
+				      "end %s",
+				      name, fr_format_time(preq->t0, a, sizeof(a)),
+				      fr_format_time(preq->t1, b, sizeof(b)));
+		return -1;
+	}
+	return 0;
+}
+
+/* Ends attach --since-last's hold on its cursor: moved to the window's
+ * end when the profile was written (a cursor that could not be saved
+ * holds until the recorder restarts, and the reply says so). */
+static void attach_cursor_done(struct daemon *d, const struct fr_ipc_peer *peer, const char *name,
+			       int64_t t1, cJSON *resp, int written)
+{
+	char err[512] = "", line[768];
+	cJSON *w;
+
+	if (fr_cursor_release(d->cursors, (uint32_t)peer->uid, name, written, t1, err,
+			      sizeof(err)) == 0)
+		return;
+	fr_log_warn("cursor \"%s\" of uid %u: %s", name, (unsigned)peer->uid, err);
+	snprintf(line, sizeof(line),
+		 "the cursor \"%s\" moved but was not saved (%s): a restart of "
+		 "the recorder would give this window again",
+		 name, err);
+	w = resp ? cJSON_GetObjectItemCaseSensitive(resp, "warnings") : NULL;
+	if (cJSON_IsArray(w))
+		cJSON_AddItemToArray(w, cJSON_CreateString(line));
+}
+
 static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
 {
 	struct daemon_symbol_paths sp = {0};
@@ -283,7 +351,8 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 	struct fr_profile_result res;
 	int64_t reserved = 0;
 	uint64_t written = 0;
-	char warn[512] = "";
+	char warn[512] = "", cursor[FR_IPC_CURSOR_NAME_MAX + 1] = "";
+	int cursor_taken = 0, wrote = 0;
 	cJSON *resp = NULL;
 
 	memset(&preq, 0, sizeof(preq));
@@ -294,7 +363,8 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		resp = fr_ipc_error("attach: the output descriptor is not open for writing");
 		goto out;
 	}
-	if (attach_parse(d, req, privileged, &preq, warn, sizeof(warn), &resp) < 0)
+	if (attach_parse(d, req, privileged, &preq, warn, sizeof(warn), &resp) < 0 ||
+	    attach_cursor(d, req, peer, &preq, cursor, &cursor_taken, &resp) < 0)
 		goto out;
 	preq.version = FR_VERSION;
 	/* From the credentials, never from the request: a user sees the
@@ -322,9 +392,13 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		goto out;
 	}
 	resp = attach_output(d, &preq, fd, peer, &res, &written);
-	if (!resp)
+	if (!resp) {
 		resp = attach_reply(&preq, &res, written, warn);
+		wrote = resp != NULL;
+	}
 out:
+	if (cursor_taken)
+		attach_cursor_done(d, peer, cursor, preq.t1, resp, wrote);
 	close(fd);
 	daemon_symbol_paths_fini(&sp);
 	daemon_query_release(d, preq.targets.has_uid, reserved);
