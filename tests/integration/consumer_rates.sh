@@ -4,22 +4,27 @@
 # per busy CPU-second of the program, the same CPU total as the full-rate
 # profile of the same window, the 999 Hz samples brought to 19 Hz exactly
 # to within one per CPU), with its second event at its own rate; and
-# attach --hz cpu=99,page-faults=19 gets each event at its rate.
+# attach --hz cpu=99,page-faults=19 gets each event at its rate, and so
+# does a follower.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 need_go
 
 DUMPS=$T/dumps
+# A name of its own: the session takes every process of that name on the
+# machine, and other tests may run burn at the same time.
+NAME=rburn$$
+cp "$BURN" "$T/$NAME"
 cat >"$T/config.json" <<JSON
 {"dumps": {"dir": "$DUMPS"},
  "sessions": [
-  {"name": "slow", "targets": {"comm": ["burn"]},
+  {"name": "slow", "targets": {"comm": ["$NAME"]},
    "events": [{"event": "cpu", "hz": 19}, {"event": "page-faults", "hz": 7}]},
   {"name": "fast", "events": [{"event": "cpu", "hz": 999}, {"event": "page-faults", "hz": 99}]}]}
 JSON
 start_daemon --config "$T/config.json"
 sleep 1
-"$BURN" 3 2 0 >"$T/burn.out" || fail "burn failed"
+"$T/$NAME" 3 2 0 >"$T/burn.out" || fail "burn failed"
 cpu_s=$(sed -n 's/.*cpu_seconds=\([0-9.]*\).*/\1/p' "$T/burn.out")
 [ -n "$cpu_s" ] || fail "burn did not say its CPU time: $(cat "$T/burn.out")"
 sleep 1
@@ -53,7 +58,7 @@ awk -v a="$slow_n" -v e="$expect" 'BEGIN { exit !(a >= 0.85 * e - 2 && a <= 1.15
 # The full-rate profile of the same window and targets: the same CPU time,
 # and 19/999 of its samples to within one per CPU.
 read -r t0 t1 < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%d.%09d %d.%09d" % (d["t0_ns"]//10**9, d["t0_ns"]%10**9, d["t1_ns"]//10**9, d["t1_ns"]%10**9))' "$side")
-"$FLIGHTREC" attach --from "$t0" --to "$t1" --comm burn -o "$T/full.pb.gz" >/dev/null 2>"$T/err" ||
+"$FLIGHTREC" attach --from "$t0" --to "$t1" --comm "$NAME" -o "$T/full.pb.gz" >/dev/null 2>"$T/err" ||
 	fail "attach of the full-rate window failed: $(cat "$T/err")"
 "$GO" tool pprof -symbolize=none -raw "$T/full.pb.gz" >"$T/full.raw" 2>"$T/pprof.err" || fail "pprof -raw of the full profile failed"
 grep -q '^Period: 1001001$' "$T/full.raw" || fail "the full profile is not at 999 Hz: $(grep '^Period' "$T/full.raw")"
@@ -76,6 +81,12 @@ grep -q 'samples/count cpu/nanoseconds\[dflt\] page-faults/count' "$T/two.raw" |
 grep -q 'cpu: downsampled from 999 Hz to 99 Hz' "$T/two.comments" || fail "cpu is not said to be at 99 Hz: $(cat "$T/two.comments")"
 grep -q 'page-faults: downsampled from 99 Hz to 19 Hz' "$T/two.comments" ||
 	fail "page-faults is not said to be at 19 Hz: $(cat "$T/two.comments")"
+
+# A follower holds each event at its own rate.
+"$FLIGHTREC" attach --follow --window 1s --count 1 --hz cpu=199,page-faults=19 -o "$T" >/dev/null 2>"$T/follow.err" ||
+	fail "attach --follow --hz cpu=199,page-faults=19 failed: $(cat "$T/follow.err")"
+grep -q 'following cpu at 199 Hz' "$T/follow.err" && grep -q 'following page-faults at 19 Hz' "$T/follow.err" ||
+	fail "the follower does not hold each event at its rate: $(cat "$T/follow.err")"
 
 # Bad per-event rates are refused with a reason.
 "$FLIGHTREC" attach --window 1s --hz offcpu=99 -o "$T/x.pb.gz" 2>"$T/err" && fail "--hz offcpu=99 was accepted"
