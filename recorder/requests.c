@@ -377,6 +377,14 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 	if (daemon_flush_barrier(d) < 0) {
 		fr_log_warn("flush before attach timed out; the last second may be missing");
 		preq.note = FLUSH_NOTE;
+		/* A cursor moved past samples not yet stored would skip them
+		 * for good. */
+		if (cursor_taken) {
+			resp = fr_ipc_error("attach: the recorder could not store its last samples "
+					    "in time; cursor \"%s\" stays, try again",
+					    cursor);
+			goto out;
+		}
 	}
 	reserved = daemon_query_reserve(d, &preq);
 	if (reserved < 0) {
