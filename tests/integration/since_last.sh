@@ -32,7 +32,10 @@ cat >"$T/config.json" <<JSON
  "sessions": [{"name": "all", "events": [{"event": "cpu", "hz": 99}]}]}
 JSON
 start_daemon --config "$T/config.json"
-"$BURN" 60 2 0 >/dev/null &
+# A name of its own, apart from other tests' programs on the machine.
+NAME=slburn$$
+cp "$BURN" "$T/$NAME"
+"$T/$NAME" 60 2 0 >/dev/null &
 BURN_PID=$!
 
 poll() {
@@ -84,14 +87,14 @@ nw=$(awk '{ s += $NF } END { print s + 0 }' "$T/whole.sum")
 echo "8 deltas: $nd samples; one window over the span: $nw samples"
 [ "$nw" -gt 500 ] || fail "the span has only $nw samples"
 [ "$nd" = "$nw" ] || fail "the deltas have $nd samples, the whole window $nw"
-# Per process name; and stack by stack for burn, which runs throughout (a
+# Per process name; and stack by stack for our burn, which runs throughout (a
 # process that exited, as the recorders killed here did, may be named
 # differently by a later query).
 awk '{ split($1, c, ";"); s[c[1]] += $NF } END { for (k in s) print k, s[k] }' "$T/deltas.sum" | sort >"$T/deltas.comm"
 awk '{ split($1, c, ";"); s[c[1]] += $NF } END { for (k in s) print k, s[k] }' "$T/whole.sum" | sort >"$T/whole.comm"
 diff "$T/deltas.comm" "$T/whole.comm" >"$T/diff" || fail "the deltas are not the whole window, per command: $(cat "$T/diff")"
-grep -q '^burn;' "$T/deltas.sum" || fail "no samples of burn"
-diff <(grep '^burn;' "$T/deltas.sum") <(grep '^burn;' "$T/whole.sum") >"$T/diff" ||
+grep -q "^$NAME;" "$T/deltas.sum" || fail "no samples of $NAME"
+diff <(grep "^$NAME;" "$T/deltas.sum") <(grep "^$NAME;" "$T/whole.sum") >"$T/diff" ||
 	fail "the deltas are not the whole window, stack by stack: $(head -5 "$T/diff")"
 for i in 1 2 3 4 5 6 7 8; do
 	[ -s "$T/d$i.folded" ] || fail "delta $i is empty"
