@@ -31,6 +31,7 @@ static void usage_attach(FILE *f)
 	fprintf(f,
 		"Usage: flightrec attach --window DURATION [OPTION]...\n"
 		"       flightrec attach --from TIME [--to TIME] [OPTION]...\n"
+		"       flightrec attach --since-last NAME [OPTION]...\n"
 		"Write a gzip'ed pprof profile of the samples the recorder holds for a window\n"
 		"of time: --window 60s is the last 60 seconds, up to now.\n"
 		"\n"
