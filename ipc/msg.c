@@ -115,6 +115,53 @@ static int get_events(const cJSON *obj, const char *cmd, uint32_t *ids, uint32_t
 	return 0;
 }
 
+/* "event_hz": the rate of each of "events", in its order (0: "hz"), so one
+ * request asks cpu at 99 and page-faults at 19. Needs "events" of the
+ * same length. All 0 when absent. */
+static int get_event_hz(const cJSON *obj, const char *cmd, uint32_t n, int has_events, uint32_t *hz,
+			char *err, size_t errlen)
+{
+	const cJSON *arr = member(obj, "event_hz"), *e;
+	uint32_t k = 0;
+
+	memset(hz, 0, FR_LIMIT_EVENTS * sizeof(*hz));
+	if (!arr)
+		return 0;
+	if (!has_events || !cJSON_IsArray(arr) || (uint32_t)cJSON_GetArraySize(arr) != n)
+		return fail(err, errlen,
+			    "%s: \"event_hz\" must be an array of one rate per entry of "
+			    "\"events\"",
+			    cmd);
+	cJSON_ArrayForEach(e, arr) {
+		if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > INT32_MAX ||
+		    e->valuedouble != (double)(int64_t)e->valuedouble)
+			return fail(err, errlen,
+				    "%s: \"event_hz\" entries must be integers of 0..%d", cmd,
+				    INT32_MAX);
+		hz[k++] = (uint32_t)e->valuedouble;
+	}
+	return 0;
+}
+
+/* Adds "event_hz" when some event has a rate of its own. */
+static int add_event_hz(cJSON *obj, const uint32_t *hz, uint32_t n)
+{
+	cJSON *arr;
+	uint32_t i;
+
+	for (i = 0; i < n && !hz[i]; i++)
+		;
+	if (i == n)
+		return 0;
+	arr = cJSON_AddArrayToObject(obj, "event_hz");
+	if (!arr)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		if (!cJSON_AddItemToArray(arr, cJSON_CreateNumber(hz[i])))
+			return -ENOMEM;
+	return 0;
+}
+
 static int get_pids(const cJSON *obj, const char *cmd, struct fr_targets *t, char *err,
 		    size_t errlen)
 {
@@ -325,6 +372,19 @@ static cJSON *new_request(const char *cmd)
 
 /* ---- attach ----------------------------------------------------------- */
 
+int fr_ipc_cursor_name_ok(const char *name)
+{
+	size_t n = 0;
+
+	for (; name[n]; n++)
+		if (n >= FR_IPC_CURSOR_NAME_MAX ||
+		    !((name[n] >= 'a' && name[n] <= 'z') || (name[n] >= 'A' && name[n] <= 'Z') ||
+		      (name[n] >= '0' && name[n] <= '9') || name[n] == '_' || name[n] == '-' ||
+		      name[n] == '.'))
+			return 0;
+	return n > 0;
+}
+
 static int add_targets(cJSON *obj, const struct fr_targets *t)
 {
 	cJSON *arr;
@@ -360,8 +420,10 @@ cJSON *fr_ipc_attach_req_encode(const struct fr_ipc_attach_req *r)
 	    (r->has_from && !fr_ipc_add_int(obj, "from_ns", r->from_ns)) ||
 	    (r->has_to && !fr_ipc_add_int(obj, "to_ns", r->to_ns)) ||
 	    (r->hz && !fr_ipc_add_int(obj, "hz", r->hz)) ||
-	    add_event_names(obj, r->events, r->nevents) < 0 || add_targets(obj, &r->targets) < 0 ||
-	    (r->format == FR_PROFILE_FOLDED && !cJSON_AddStringToObject(obj, "format", "folded")))
+	    add_event_names(obj, r->events, r->nevents) < 0 ||
+	    add_event_hz(obj, r->event_hz, r->nevents) < 0 || add_targets(obj, &r->targets) < 0 ||
+	    (r->format == FR_PROFILE_FOLDED && !cJSON_AddStringToObject(obj, "format", "folded")) ||
+	    (r->since_last[0] && !cJSON_AddStringToObject(obj, "since_last", r->since_last)))
 		goto err;
 	return obj;
 err:
@@ -372,7 +434,7 @@ err:
 int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, char *err,
 			     size_t errlen)
 {
-	const cJSON *format;
+	const cJSON *format, *cursor;
 	int64_t hz = 0;
 	int ret;
 
@@ -385,11 +447,19 @@ int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, ch
 	    get_int(obj, "attach", "hz", 0, INT32_MAX, &hz, err, errlen) < 0)
 		return -EINVAL;
 	out->hz = (uint32_t)hz;
-	if (!out->window_ns && !out->has_from)
+	cursor = member(obj, "since_last");
+	if (cursor && (!cJSON_IsString(cursor) || !fr_ipc_cursor_name_ok(cursor->valuestring)))
+		return fail(err, errlen, "attach: \"since_last\": " FR_IPC_CURSOR_NAME_RULE);
+	if (cursor)
+		snprintf(out->since_last, sizeof(out->since_last), "%s", cursor->valuestring);
+	if (!out->window_ns && !out->has_from && !cursor)
 		return fail(err, errlen, "attach needs \"window_ns\" or \"from_ns\"");
 	ret = get_targets(obj, "attach", &out->targets, err, errlen);
 	if (ret == 0)
 		ret = get_events(obj, "attach", out->events, &out->nevents, err, errlen);
+	if (ret == 0)
+		ret = get_event_hz(obj, "attach", out->nevents, member(obj, "events") != NULL,
+				   out->event_hz, err, errlen);
 	if (ret < 0)
 		return ret;
 	format = member(obj, "format");
@@ -514,7 +584,8 @@ cJSON *fr_ipc_consume_req_encode(const struct fr_ipc_consume_req *r)
 	if (!obj)
 		return NULL;
 	if ((r->hz && !fr_ipc_add_int(obj, "hz", r->hz)) ||
-	    add_event_names(obj, r->events, r->nevents) < 0) {
+	    add_event_names(obj, r->events, r->nevents) < 0 ||
+	    add_event_hz(obj, r->event_hz, r->nevents) < 0) {
 		cJSON_Delete(obj);
 		return NULL;
 	}
@@ -530,7 +601,10 @@ int fr_ipc_consume_req_decode(const cJSON *obj, struct fr_ipc_consume_req *out, 
 	if (get_int(obj, "consume", "hz", 0, INT32_MAX, &hz, err, errlen) < 0)
 		return -EINVAL;
 	out->hz = (uint32_t)hz;
-	return get_events(obj, "consume", out->events, &out->nevents, err, errlen);
+	if (get_events(obj, "consume", out->events, &out->nevents, err, errlen) < 0)
+		return -EINVAL;
+	return get_event_hz(obj, "consume", out->nevents, member(obj, "events") != NULL,
+			    out->event_hz, err, errlen);
 }
 
 cJSON *fr_ipc_consume_reply_encode(const struct fr_ipc_consume_reply *r)

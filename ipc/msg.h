@@ -32,6 +32,14 @@
 
 /* ---- attach --------------------------------------------------------- */
 
+/* A cursor's name (attach "since_last", recorder/cursors.h): 1 to
+ * FR_IPC_CURSOR_NAME_MAX characters of [A-Za-z0-9_.-]: no spaces, no
+ * slashes, nothing a file or a log line could take another way. */
+#define FR_IPC_CURSOR_NAME_MAX 64
+#define FR_IPC_CURSOR_NAME_RULE \
+	"a cursor name is 1 to 64 characters of letters, digits, '_', '-' and '.'"
+int fr_ipc_cursor_name_ok(const char *name);
+
 /* {"req":"attach", ...} with the output descriptor passed alongside. */
 struct fr_ipc_attach_req {
 	/* "window_ns": 1..INT64_MAX, the window ending now; 0 when absent. */
@@ -47,6 +55,9 @@ struct fr_ipc_attach_req {
 	 * when nevents is 0. */
 	uint32_t nevents;
 	uint32_t events[FR_LIMIT_EVENTS];
+	/* "event_hz": the rate of each of "events" (0: "hz"); encoded only
+	 * when one is not 0, and then with "events". */
+	uint32_t event_hz[FR_LIMIT_EVENTS];
 	/* The targets (has_uid and uid are not on the wire: the daemon
 	 * decides them from the peer):
 	 * "pids": positive process ids, at most FR_LIMIT_PIDS;
@@ -57,6 +68,11 @@ struct fr_ipc_attach_req {
 	struct fr_targets targets;
 	/* "format": "pprof" (default) or "folded"; encoded only when folded. */
 	enum fr_profile_format format;
+	/* "since_last": a cursor's name (fr_ipc_cursor_name_ok()), "" when
+	 * absent. The window starts where the previous call with this name
+	 * ended (window_ns / from_ns then only start a new cursor, and may
+	 * both be absent: the whole ring), and ends at to_ns or now. */
+	char since_last[FR_IPC_CURSOR_NAME_MAX + 1];
 };
 
 /* The per-event counts of an attach reply ("events": [...]). */
@@ -105,6 +121,7 @@ struct fr_ipc_consume_req {
 	/* "events": as in attach (decoded as [cpu] when absent). */
 	uint32_t nevents;
 	uint32_t events[FR_LIMIT_EVENTS];
+	uint32_t event_hz[FR_LIMIT_EVENTS]; /* "event_hz": as in attach */
 };
 
 /* One event of a consume reply. */

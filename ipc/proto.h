@@ -52,6 +52,12 @@
  *   60 s), into the dumps directory; answers when it is written.
  *
  *   attach also takes "children": true with "pids" (their descendants too).
+ *   attach and consume take "event_hz": [N, ...], one rate per entry of
+ *   "events" (0: "hz"), so each event is at its own rate. attach takes
+ *   "since_last": NAME, the asker's cursor (recorder/cursors.h): the
+ *   window starts where the previous call with NAME ended (a new cursor:
+ *   "window_ns"/"from_ns", or the whole ring; neither is required), and
+ *   the cursor moves to its end once the profile is written.
  *
  *   threads: every thread of the targets (at least one of "pids", "comm",
  *   "cgroup"; no "children"), now, written into the passed regular file as

@@ -125,6 +125,20 @@ static int daemon_signals(struct daemon *d)
 	return 0;
 }
 
+/* The named cursors of attach --since-last, RING.cursors. Without them
+ * (out of memory) --since-last is refused and the rest works. */
+static void daemon_open_cursors(struct daemon *d)
+{
+	char *path = NULL, err[1024] = "";
+
+	if (asprintf(&path, "%s.cursors", d->opts->ring_path) < 0 ||
+	    fr_cursors_open(&d->cursors, path, err, sizeof(err)) < 0)
+		fr_log_err("attach --since-last is off: out of memory");
+	else if (err[0])
+		fr_log_warn("%s", err);
+	free(path);
+}
+
 /* The socket, then the ring. The socket first: if a live recorder answers
  * there, it owns the ring too, and neither may be touched. Returns 0 or
  * -1 after saying why. */
@@ -154,6 +168,7 @@ static int daemon_open_files(struct daemon *d)
 	if (err[0])
 		fr_log_warn("%s", err);
 	fr_ring_set_sync_interval(d->ring, cfg->sync_ns);
+	daemon_open_cursors(d);
 	return 0;
 }
 
@@ -310,6 +325,7 @@ static void daemon_free(struct daemon *d)
 	fr_budget_destroy(&d->users_budget);
 	free(d->dumps_default_dir);
 	free(d->sessions_json);
+	fr_cursors_close(d->cursors);
 	free(d);
 }
 

@@ -23,6 +23,7 @@
 #include "ipc/server.h"
 #include "recorder/daemon.h"
 #include "recorder/perf.h"
+#include "recorder/cursors.h"
 #include "recorder/poller.h"
 #include "recorder/sources.h"
 #include "recorder/tracker.h"
@@ -104,6 +105,9 @@ struct daemon {
 	pthread_mutex_t config_lock;
 	struct fr_triggers *triggers;
 	char *dumps_default_dir; /* next to the ring */
+	/* attach --since-last's named cursors, RING.cursors; NULL: none
+	 * (out of memory at start). */
+	struct fr_cursors *cursors;
 	/* What `sessions` requests answer: a JSON array rebuilt from the
 	 * configuration in force at start and on each reload. */
 	pthread_mutex_t sessions_lock;

@@ -107,6 +107,16 @@ static void attach_select(const struct fr_ipc_attach_req *ar, struct fr_profile_
 	preq->targets.has_uid = 0;
 	preq->format = ar->format;
 	preq->hz = ar->hz;
+	memcpy(preq->event_hz, ar->event_hz, sizeof(preq->event_hz));
+}
+
+/* The highest rate of a request: its "hz" or one of its "event_hz". */
+static uint32_t highest_rate(uint32_t hz, const uint32_t *event_hz, uint32_t n)
+{
+	for (uint32_t i = 0; i < n && i < FR_LIMIT_EVENTS; i++)
+		if (event_hz[i] > hz)
+			hz = event_hz[i];
+	return hz;
 }
 
 /* Reads an attach request into `preq`: the window (ending now, or from/to),
@@ -129,10 +139,11 @@ static int attach_parse(struct daemon *d, const cJSON *req, int privileged,
 		*error = fr_ipc_error("%s", err);
 		goto out;
 	}
-	if (ar->hz > max_rate) {
+	if (highest_rate(ar->hz, ar->event_hz, ar->nevents) > max_rate) {
 		*error = fr_ipc_error("attach: a rate of %lld Hz is above this recorder's limit of "
 				      "%u Hz (limits.max_rate_hz)",
-				      (long long)ar->hz, max_rate);
+				      (long long)highest_rate(ar->hz, ar->event_hz, ar->nevents),
+				      max_rate);
 		goto out;
 	}
 	if (ar->window_ns) {
@@ -264,6 +275,74 @@ void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp)
 	memset(sp, 0, sizeof(*sp));
 }
 
+/* attach --since-last NAME: takes the peer's cursor NAME and starts the
+ * window where it stands (a new cursor keeps the window asked for, or
+ * the whole ring). Returns 0 (with *taken when a cursor is held), or -1
+ * with an error reply. */
+static int attach_cursor(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer,
+			 struct fr_profile_request *preq, char *name, int *taken, cJSON **error)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(req, "since_last");
+	char err[256] = "", a[64], b[64];
+	int64_t t = 0;
+	int exists = 0;
+
+	*taken = 0;
+	if (!cJSON_IsString(m))
+		return 0;
+	snprintf(name, FR_IPC_CURSOR_NAME_MAX + 1, "%s", m->valuestring);
+	if (!d->cursors) {
+		*error = fr_ipc_error("attach: --since-last is off on this recorder (see its log)");
+		return -1;
+	}
+	if (fr_cursor_take(d->cursors, (uint32_t)peer->uid, name, &t, &exists, err, sizeof(err)) <
+	    0) {
+		*error = fr_ipc_error("attach: %s", err);
+		return -1;
+	}
+	*taken = 1;
+	if (exists) {
+		preq->t0 = t;
+	} else if (!preq->t0) {
+		struct fr_ring_stats st;
+
+		/* The whole ring: from its oldest sample. */
+		fr_ring_get_stats(d->ring, &st);
+		if (st.chunks && st.oldest_ns < preq->t1)
+			preq->t0 = st.oldest_ns;
+	}
+	if (preq->t1 <= preq->t0) {
+		*error = fr_ipc_error("attach: cursor \"%s\" stands at %s, not before the window's "
+				      "end %s",
+				      name, fr_format_time(preq->t0, a, sizeof(a)),
+				      fr_format_time(preq->t1, b, sizeof(b)));
+		return -1;
+	}
+	return 0;
+}
+
+/* Ends attach --since-last's hold on its cursor: moved to the window's
+ * end when the profile was written (a cursor that could not be saved
+ * holds until the recorder restarts, and the reply says so). */
+static void attach_cursor_done(struct daemon *d, const struct fr_ipc_peer *peer, const char *name,
+			       int64_t t1, cJSON *resp, int written)
+{
+	char err[512] = "", line[768];
+	cJSON *w;
+
+	if (fr_cursor_release(d->cursors, (uint32_t)peer->uid, name, written, t1, err,
+			      sizeof(err)) == 0)
+		return;
+	fr_log_warn("cursor \"%s\" of uid %u: %s", name, (unsigned)peer->uid, err);
+	snprintf(line, sizeof(line),
+		 "the cursor \"%s\" moved but was not saved (%s): a restart of "
+		 "the recorder would give this window again",
+		 name, err);
+	w = resp ? cJSON_GetObjectItemCaseSensitive(resp, "warnings") : NULL;
+	if (cJSON_IsArray(w))
+		cJSON_AddItemToArray(w, cJSON_CreateString(line));
+}
+
 static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
 {
 	struct daemon_symbol_paths sp = {0};
@@ -272,7 +351,8 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 	struct fr_profile_result res;
 	int64_t reserved = 0;
 	uint64_t written = 0;
-	char warn[512] = "";
+	char warn[512] = "", cursor[FR_IPC_CURSOR_NAME_MAX + 1] = "";
+	int cursor_taken = 0, wrote = 0;
 	cJSON *resp = NULL;
 
 	memset(&preq, 0, sizeof(preq));
@@ -283,7 +363,8 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		resp = fr_ipc_error("attach: the output descriptor is not open for writing");
 		goto out;
 	}
-	if (attach_parse(d, req, privileged, &preq, warn, sizeof(warn), &resp) < 0)
+	if (attach_parse(d, req, privileged, &preq, warn, sizeof(warn), &resp) < 0 ||
+	    attach_cursor(d, req, peer, &preq, cursor, &cursor_taken, &resp) < 0)
 		goto out;
 	preq.version = FR_VERSION;
 	/* From the credentials, never from the request: a user sees the
@@ -296,6 +377,14 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 	if (daemon_flush_barrier(d) < 0) {
 		fr_log_warn("flush before attach timed out; the last second may be missing");
 		preq.note = FLUSH_NOTE;
+		/* A cursor moved past samples not yet stored would skip them
+		 * for good. */
+		if (cursor_taken) {
+			resp = fr_ipc_error("attach: the recorder could not store its last samples "
+					    "in time; cursor \"%s\" stays, try again",
+					    cursor);
+			goto out;
+		}
 	}
 	reserved = daemon_query_reserve(d, &preq);
 	if (reserved < 0) {
@@ -311,9 +400,13 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		goto out;
 	}
 	resp = attach_output(d, &preq, fd, peer, &res, &written);
-	if (!resp)
+	if (!resp) {
 		resp = attach_reply(&preq, &res, written, warn);
+		wrote = resp != NULL;
+	}
 out:
+	if (cursor_taken)
+		attach_cursor_done(d, peer, cursor, preq.t1, resp, wrote);
 	close(fd);
 	daemon_symbol_paths_fini(&sp);
 	daemon_query_release(d, preq.targets.has_uid, reserved);
@@ -337,8 +430,12 @@ static int dump_prepare(struct daemon *d, const struct fr_trigger_fire *fire,
 		if (strcmp(d->config->sessions[i].name, fire->session) == 0)
 			sess = &d->config->sessions[i];
 	if (sess) {
-		for (uint32_t e = 0; e < sess->nevents && e < FR_LIMIT_EVENTS; e++)
+		/* At the session's rates: a session at 19 Hz gets a 19 Hz dump
+		 * even while another consumer records at 999 Hz. */
+		for (uint32_t e = 0; e < sess->nevents && e < FR_LIMIT_EVENTS; e++) {
+			preq->event_hz[preq->nevents] = sess->events[e].hz;
 			preq->events[preq->nevents++] = sess->events[e].event;
+		}
 		/* A session's targets fit a request whole (core/util/limits.h). */
 		preq->targets = sess->targets;
 	}
@@ -586,7 +683,7 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 				    "connection for more");
 	if (fr_ipc_consume_req_decode(req, &cq, err, sizeof(err)) < 0)
 		return fr_ipc_error("%s", err);
-	hz = cq.hz;
+	hz = highest_rate(cq.hz, cq.event_hz, cq.nevents);
 	if (hz > max_rate)
 		return fr_ipc_error("consume: a rate of %lld Hz is above this recorder's limit of "
 				    "%u Hz (limits.max_rate_hz)",
@@ -602,9 +699,14 @@ static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_p
 		free(c);
 		return fr_ipc_error("%s", failed);
 	}
-	rate = consume_rate(d, hz, privileged, capped, sizeof(capped));
-	for (int i = 0; i < n; i++)
-		c->hz[i] = fr_event_has_rate(c->events[i]) ? rate : 0;
+	/* Each event at its own rate (event_hz), else at "hz". */
+	for (int i = 0; i < n; i++) {
+		if (!fr_event_has_rate(c->events[i]))
+			continue;
+		rate = consume_rate(d, cq.event_hz[i] ? cq.event_hz[i] : cq.hz, privileged, capped,
+				    sizeof(capped));
+		c->hz[i] = rate;
+	}
 	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
 	c->uid = peer->uid;
 	if (fr_sources_wait_reconciled(&d->sources, fr_consumer_add(&d->sources, c)) < 0) {

@@ -31,6 +31,7 @@ static void usage_attach(FILE *f)
 	fprintf(f,
 		"Usage: flightrec attach --window DURATION [OPTION]...\n"
 		"       flightrec attach --from TIME [--to TIME] [OPTION]...\n"
+		"       flightrec attach --since-last NAME [OPTION]...\n"
 		"Write a gzip'ed pprof profile of the samples the recorder holds for a window\n"
 		"of time: --window 60s is the last 60 seconds, up to now.\n"
 		"\n"
@@ -50,6 +51,8 @@ static void usage_attach(FILE *f)
 		"  --hz N             samples per second per CPU in the profile (default: as\n"
 		"                     recorded; higher rates are downsampled deterministically;\n"
 		"                     with --follow, the recorder samples at least this fast)\n"
+		"  --hz E=N[,E=N...]  each event at its own rate, e.g. cpu=99,page-faults=19\n"
+		"                     (events named here are added to --event)\n"
 		"  --format FORMAT    pprof (default: gzip'ed pprof) or folded (collapsed\n"
 		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
 		"  --follow           from now on, write one profile per --window into the\n"
@@ -57,6 +60,10 @@ static void usage_attach(FILE *f)
 		"                     windows tile time exactly, and the recorder keeps the\n"
 		"                     events and --hz asked for while it runs\n"
 		"  --count N          with --follow: stop after N windows\n"
+		"  --since-last NAME  exactly the samples since the previous call with NAME\n"
+		"                     (a cursor the recorder keeps for your user, across\n"
+		"                     restarts); the first call takes --window/--from, or\n"
+		"                     the whole ring; with --follow, resume from the cursor\n"
 		"  --socket PATH      the recorder's socket\n"
 		"  -h, --help         show this help\n"
 		"\n"
@@ -66,15 +73,18 @@ static void usage_attach(FILE *f)
 		"  flightrec attach --window 60s --event cpu,offcpu --comm postgres -o db.pb.gz\n"
 		"  flightrec attach --window 60s --format folded -o cpu.folded\n"
 		"  flightrec attach --follow --window 10s --hz 999 -o /var/tmp/profiles/\n"
-		"  flightrec attach --follow --count 1 --window 30s --event offcpu -o .\n");
+		"  flightrec attach --follow --count 1 --window 30s --event offcpu -o .\n"
+		"  flightrec attach --window 60s --hz cpu=99,page-faults=19 -o both.pb.gz\n"
+		"  flightrec attach --since-last hourly -o delta.pb.gz   # run every hour\n");
 }
 
 /* Sends the attach request `ar` with a new file at `path` and commits the
  * file when the recorder succeeds. Returns 0; 2 when the profile was kept
  * but may end early (the recorder could not flush), after saying so; or 1
- * after saying why it failed. */
+ * after saying why it failed. With `t0` (may be NULL), the start of the
+ * window the recorder wrote (a cursor's may be earlier than asked). */
 static int attach_one(int sock, const char *socket_path, const struct fr_ipc_attach_req *ar,
-		      const char *path)
+		      const char *path, int64_t *t0)
 {
 	struct fr_cli_output out = {.fd = -1};
 	struct fr_ipc_attach_reply *reply = malloc(sizeof(*reply));
@@ -104,6 +114,8 @@ static int attach_one(int sock, const char *socket_path, const struct fr_ipc_att
 		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
 	fr_cli_print_summary(path, reply->samples, reply->stacks, reply->t0_ns, reply->t1_ns,
 			     reply->hz, reply->bytes);
+	if (t0)
+		*t0 = reply->t0_ns;
 	/* The profile is kept (it holds what the ring had), but a script
 	 * must not take it for the whole window. */
 	ret = reply->incomplete[0] ? 2 : 0;
@@ -184,9 +196,12 @@ static int follow_wait(int64_t t0, int64_t *t1)
 }
 
 /* Writes the profile of [t0, t1) into `dir`, named after the host and the
- * window's start, and prints its path. Returns as attach_one(). */
+ * window's start, and prints its path. With `cursor`, the recorder starts
+ * the window where the cursor stands (a resumed follow's first window
+ * reaches back to the previous run's last). Returns as attach_one(). */
 static int follow_window(int sock, const char *socket_path, const struct fr_query_args *q,
-			 const char *dir, const char *host, int64_t t0, int64_t t1)
+			 const char *dir, const char *host, int64_t t0, int64_t t1,
+			 const char *cursor)
 {
 	struct fr_ipc_attach_req *ar = malloc(sizeof(*ar));
 	char *path = NULL, stamp[48];
@@ -207,7 +222,9 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
 	ar->has_from = ar->has_to = 1;
 	ar->from_ns = t0;
 	ar->to_ns = t1;
-	ret = attach_one(sock, socket_path, ar, path);
+	if (cursor)
+		snprintf(ar->since_last, sizeof(ar->since_last), "%s", cursor);
+	ret = attach_one(sock, socket_path, ar, path, &t0);
 	if (ret == 0 || ret == 2) {
 		/* The exact window, for --from/--to of other queries. */
 		fprintf(stderr,
@@ -227,7 +244,7 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
  * moment the rates were in force. SIGINT/SIGTERM write the window so far
  * and stop. Returns the exit status. */
 static int follow(int sock, const char *socket_path, const struct fr_query_args *q, const char *dir,
-		  uint64_t count)
+		  uint64_t count, const char *cursor)
 {
 	struct sigaction sa = {.sa_handler = on_follow_signal};
 	char host[256] = "host";
@@ -248,7 +265,7 @@ static int follow(int sock, const char *socket_path, const struct fr_query_args 
 
 		if (follow_wait(t0, &t1) < 0)
 			break;
-		ret = follow_window(sock, socket_path, q, dir, host, t0, t1);
+		ret = follow_window(sock, socket_path, q, dir, host, t0, t1, cursor);
 		/* One window that could not be flushed does not end a follow
 		 * of hours; the exit status says it happened. */
 		if (ret == 2)
@@ -302,11 +319,12 @@ int fr_cmd_attach(int argc, char **argv)
 		{"socket", required_argument, NULL, FR_OPT_SOCKET},
 		{"follow", no_argument, NULL, FR_OPT_FOLLOW},
 		{"count", required_argument, NULL, FR_OPT_COUNT},
+		{"since-last", required_argument, NULL, FR_OPT_SINCE_LAST},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct fr_query_args q = {0};
-	const char *socket_s = NULL, *count_s = NULL;
+	const char *socket_s = NULL, *count_s = NULL, *cursor = NULL;
 	struct fr_ipc_attach_req ar;
 	char *socket_path = NULL, *out_name = NULL;
 	uint64_t count = 0;
@@ -321,6 +339,7 @@ int fr_cmd_attach(int argc, char **argv)
 		case FR_OPT_SOCKET: socket_s = optarg; break;
 		case FR_OPT_FOLLOW: follow_mode = 1; break;
 		case FR_OPT_COUNT: count_s = optarg; break;
+		case FR_OPT_SINCE_LAST: cursor = optarg; break;
 		case 'h': usage_attach(stdout); return 0;
 		default: return fr_cli_bad_option("attach", argv);
 		}
@@ -330,6 +349,15 @@ int fr_cmd_attach(int argc, char **argv)
 			prog, argv[optind], prog);
 		return EXIT_USAGE;
 	}
+	if (cursor && !fr_ipc_cursor_name_ok(cursor)) {
+		fprintf(stderr,
+			"%s attach: --since-last: " FR_IPC_CURSOR_NAME_RULE ", got \"%s\"\n", prog,
+			cursor);
+		return EXIT_USAGE;
+	}
+	/* A new cursor with no window starts at the oldest sample. */
+	if (cursor && !follow_mode && !q.window_s && !q.from_s)
+		q.from_s = "0";
 	if (fr_query_finish("flightrec attach", &q))
 		return EXIT_USAGE;
 	if (count_s && !follow_mode) {
@@ -354,18 +382,20 @@ int fr_cmd_attach(int argc, char **argv)
 	if (sock < 0)
 		goto out;
 	if (follow_mode) {
-		status = follow(sock, socket_path, &q, q.out_s ? q.out_s : ".", count);
+		status = follow(sock, socket_path, &q, q.out_s ? q.out_s : ".", count, cursor);
 		goto out;
 	}
 
 	fr_query_attach_req(&q, &ar);
+	if (cursor)
+		snprintf(ar.since_last, sizeof(ar.since_last), "%s", cursor);
 	if (!q.out_s) {
 		out_name = fr_cli_default_output_name(q.format);
 		if (!out_name)
 			goto out;
 		q.out_s = out_name;
 	}
-	if (attach_one(sock, socket_path, &ar, q.out_s) != 0)
+	if (attach_one(sock, socket_path, &ar, q.out_s, NULL) != 0)
 		goto out;
 	if (out_name)
 		printf("%s\n", out_name);

@@ -57,6 +57,7 @@ static void usage_dump(FILE *f)
 		"  --comm NAME[,...]  only processes with these command names\n"
 		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
 		"  --hz N             samples per second per CPU in the profile\n"
+		"  --hz E=N[,E=N...]  each event at its own rate, e.g. cpu=99,page-faults=19\n"
 		"  --format FORMAT    pprof (default: gzip'ed pprof) or folded (collapsed\n"
 		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
 		"  --symbol-cache DIR the recorder's symbol cache, which names binaries deleted\n"
@@ -267,8 +268,8 @@ static int dump_check(struct dump_args *a)
 		return EXIT_USAGE;
 	}
 	if (a->threads) {
-		if (a->info || q->window_s || q->from_s || q->to_s || q->hz || q->format ||
-		    q->nevents || q->targets.ncomms || q->targets.cgroup[0] ||
+		if (a->info || q->window_s || q->from_s || q->to_s || (q->hz || q->nrates) ||
+		    q->format || q->nevents || q->targets.ncomms || q->targets.cgroup[0] ||
 		    q->targets.children || (a->json && q->out_s)) {
 			fprintf(stderr,
 				"%s dump: --threads takes --at, --pid, --json or -o, and symbol "
@@ -288,9 +289,9 @@ static int dump_check(struct dump_args *a)
 			prog);
 		return EXIT_USAGE;
 	}
-	if (a->info &&
-	    (q->window_s || q->from_s || q->to_s || q->out_s || q->targets.npids || q->hz ||
-	     q->format || q->nevents || q->targets.ncomms || q->targets.cgroup[0])) {
+	if (a->info && (q->window_s || q->from_s || q->to_s || q->out_s || q->targets.npids ||
+			(q->hz || q->nrates) || q->format || q->nevents || q->targets.ncomms ||
+			q->targets.cgroup[0])) {
 		fprintf(stderr,
 			"%s dump: --info takes no window, output, pid, rate or format "
 			"options\n",
@@ -333,6 +334,7 @@ static int dump_request(struct fr_ring *ring, const char *ring_s, const struct f
 	req->nevents = q->nevents;
 	memcpy(req->events, q->events, sizeof(req->events));
 	req->hz = (uint32_t)q->hz;
+	memcpy(req->event_hz, q->event_hz, sizeof(req->event_hz));
 	req->format = q->format;
 	req->version = FR_VERSION;
 	return 0;
@@ -471,9 +473,9 @@ int fr_cmd_dump(int argc, char **argv)
 		return status < 0 ? 0 : status;
 	if (a.session_s) {
 		if (a.ring_s || a.info || a.json || q->from_s || q->to_s || q->out_s ||
-		    q->targets.npids || q->hz || q->format || q->nevents || q->targets.ncomms ||
-		    q->targets.cgroup[0] || a.symbol_cache_s || a.ndebug_dirs || a.threads ||
-		    a.at_s) {
+		    q->targets.npids || (q->hz || q->nrates) || q->format || q->nevents ||
+		    q->targets.ncomms || q->targets.cgroup[0] || a.symbol_cache_s ||
+		    a.ndebug_dirs || a.threads || a.at_s) {
 			fprintf(stderr,
 				"%s dump: --session takes only --window and --socket (the "
 				"session says what to record and where the dump goes)\n",

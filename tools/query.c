@@ -70,6 +70,76 @@ static int take_comm(const char *cmd, const char *name, struct fr_query_args *q)
 	return 0;
 }
 
+/* One item of --hz: N (every event) or EVENT=N. */
+static int take_rate(const char *cmd, const char *item, struct fr_query_args *q)
+{
+	const char *eq = strchr(item, '=');
+	char name[FR_EVENT_NAME_MAX];
+	int64_t id;
+	uint64_t hz;
+
+	if (fr_parse_u64(eq ? eq + 1 : item, 1, 1000000, &hz) < 0 ||
+	    (eq && (size_t)(eq - item) >= sizeof(name))) {
+		fprintf(stderr,
+			"%s: --hz: expected a rate of 1..1000000 samples per second, or "
+			"EVENT=RATE like cpu=99,page-faults=19, got \"%s\"\n",
+			cmd, item);
+		return -1;
+	}
+	if (!eq) {
+		q->hz = hz;
+		return 0;
+	}
+	snprintf(name, sizeof(name), "%.*s", (int)(eq - item), item);
+	id = fr_event_lookup(name);
+	if (id < 0) {
+		fprintf(stderr, "%s: --hz: unknown event \"%s\" (accepted: " FR_EVENT_NAMES ")\n",
+			cmd, name);
+		return -1;
+	}
+	if (!fr_event_has_rate((uint32_t)id)) {
+		fprintf(stderr, "%s: --hz: %s has no rate (it records every event)\n", cmd, name);
+		return -1;
+	}
+	for (uint32_t i = 0; i < q->nrates; i++) {
+		if (q->rate_event[i] == (uint32_t)id) {
+			fprintf(stderr, "%s: --hz: \"%s\" is given twice\n", cmd, name);
+			return -1;
+		}
+	}
+	if (q->nrates == FR_LIMIT_EVENTS) {
+		fprintf(stderr, "%s: --hz: at most %d events\n", cmd, FR_LIMIT_EVENTS);
+		return -1;
+	}
+	q->rate_event[q->nrates] = (uint32_t)id;
+	q->rate_hz[q->nrates++] = (uint32_t)hz;
+	return 0;
+}
+
+/* Gives each event its --hz EVENT=N rate, listing the events named there
+ * that --event did not (with no --event, cpu is not implied then: --hz
+ * page-faults=19 asks page-faults alone). Returns 0 or EXIT_USAGE. */
+static int finish_rates(const char *cmd, struct fr_query_args *q)
+{
+	memset(q->event_hz, 0, sizeof(q->event_hz));
+	for (uint32_t r = 0; r < q->nrates; r++) {
+		uint32_t i;
+
+		for (i = 0; i < q->nevents && q->events[i] != q->rate_event[r]; i++)
+			;
+		if (i == q->nevents) {
+			if (q->nevents == FR_LIMIT_EVENTS) {
+				fprintf(stderr, "%s: --event and --hz: at most %d events\n", cmd,
+					FR_LIMIT_EVENTS);
+				return EXIT_USAGE;
+			}
+			q->events[q->nevents++] = q->rate_event[r];
+		}
+		q->event_hz[i] = q->rate_hz[r];
+	}
+	return 0;
+}
+
 /* Takes option `c` if it is a query option: returns 1 when taken, 0 when
  * not a query option, EXIT_USAGE (after saying why) when its value is bad. */
 int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *q)
@@ -92,14 +162,12 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 				cmd, arg);
 		return ret < 0 ? EXIT_USAGE : 1;
 	case FR_OPT_HZ:
-		if (fr_parse_u64(arg, 1, 1000000, &q->hz) < 0) {
-			fprintf(stderr,
-				"%s: --hz: expected a rate of 1..1000000 samples per "
-				"second, got \"%s\"\n",
-				cmd, arg);
-			return EXIT_USAGE;
-		}
-		return 1;
+		q->hz = 0;
+		q->nrates = 0;
+		return parse_list(cmd, "--hz", arg, "a rate like 99 or cpu=99,page-faults=19",
+				  take_rate, q)
+			       ? EXIT_USAGE
+			       : 1;
 	case FR_OPT_EVENT:
 		q->nevents = 0;
 		return parse_list(cmd, "--event", arg, "event names like cpu or cpu,offcpu",
@@ -141,6 +209,8 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
  * Returns 0 or EXIT_USAGE (after saying why). */
 int fr_query_finish(const char *cmd, struct fr_query_args *q)
 {
+	if (finish_rates(cmd, q))
+		return EXIT_USAGE;
 	if (q->targets.children && !q->targets.npids) {
 		fprintf(stderr, "%s: --children goes with --pid (whose children?)\n", cmd);
 		return EXIT_USAGE;
@@ -209,6 +279,7 @@ void fr_query_attach_req(const struct fr_query_args *q, struct fr_ipc_attach_req
 	r->hz = (uint32_t)q->hz;
 	r->nevents = q->nevents;
 	memcpy(r->events, q->events, sizeof(r->events));
+	memcpy(r->event_hz, q->event_hz, sizeof(r->event_hz));
 	r->targets.npids = q->targets.npids;
 	memcpy(r->targets.pids, q->targets.pids, sizeof(r->targets.pids));
 	r->targets.ncomms = q->targets.ncomms;
@@ -224,4 +295,5 @@ void fr_query_consume_req(const struct fr_query_args *q, struct fr_ipc_consume_r
 	r->hz = (uint32_t)q->hz;
 	r->nevents = q->nevents;
 	memcpy(r->events, q->events, sizeof(r->events));
+	memcpy(r->event_hz, q->event_hz, sizeof(r->event_hz));
 }

@@ -18,7 +18,7 @@ enum {
 	FR_OPT_WINDOW = 256, FR_OPT_FROM, FR_OPT_TO, FR_OPT_PID, FR_OPT_HZ, FR_OPT_SOCKET,
 	FR_OPT_RING, FR_OPT_INFO, FR_OPT_JSON, FR_OPT_FORMAT, FR_OPT_EVENT, FR_OPT_COMM,
 	FR_OPT_CGROUP, FR_OPT_FOLLOW, FR_OPT_COUNT, FR_OPT_SESSION, FR_OPT_CHILDREN,
-	FR_OPT_SORT,
+	FR_OPT_SORT, FR_OPT_SINCE_LAST,
 };
 /* clang-format on */
 
@@ -27,10 +27,16 @@ enum {
 struct fr_query_args {
 	const char *window_s, *from_s, *to_s, *out_s;
 	int64_t window, from, to;
-	uint64_t hz;
+	uint64_t hz; /* --hz N: every event; 0: as recorded */
 	enum fr_profile_format format;
 	uint32_t nevents; /* 0: cpu */
 	uint32_t events[FR_LIMIT_EVENTS];
+	/* --hz EVENT=N,...: as given; fr_query_finish() lists the events
+	 * named here that --event did not (no --event: these are the
+	 * events) and sets event_hz, the rate of events[i] (0: hz). */
+	uint32_t nrates;
+	uint32_t rate_event[FR_LIMIT_EVENTS], rate_hz[FR_LIMIT_EVENTS];
+	uint32_t event_hz[FR_LIMIT_EVENTS];
 	struct fr_targets targets; /* has_uid unused: the daemon decides */
 };
 
@@ -55,8 +61,9 @@ struct fr_query_args {
  * e.g. "flightrec attach") when its value is bad. */
 int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *q);
 
-/* Checks that the window options make one window and parses them.
- * Returns 0 or EXIT_USAGE (after saying why). */
+/* Checks that the window options make one window and parses them, and
+ * gives each event its --hz rate. Returns 0 or EXIT_USAGE (after saying
+ * why). */
 int fr_query_finish(const char *cmd, struct fr_query_args *q);
 
 /* Fills an attach request with the query: its window (as given: --window,

@@ -673,8 +673,8 @@ int fr_top_main(int argc, char **argv)
 	}
 	if (file) {
 		if (q->window_s || q->from_s || q->to_s || q->targets.npids || socket_s ||
-		    q->nevents || q->targets.ncomms || q->targets.cgroup[0] || q->hz ||
-		    q->targets.children)
+		    q->nevents || q->targets.ncomms || q->targets.cgroup[0] ||
+		    (q->hz || q->nrates) || q->targets.children)
 			usage_error("give either FILE or --window/--from, not both%s", "");
 		else
 			ret = show_file(file, (size_t)limit, sort_cum);

@@ -123,6 +123,7 @@ static int setup_request(struct builder *b, struct fr_profile_result *res, char 
 		}
 		g->res = &res->events[e];
 		g->res->event = g->id;
+		g->wanted = req->event_hz[e] ? req->event_hz[e] : req->hz;
 	}
 	res->nevents = b->nev;
 	if (req->targets.npids > FR_LIMIT_PIDS || req->targets.ncomms > FR_LIMIT_COMMS) {

@@ -11,7 +11,8 @@
  * or as folded stacks.
  *
  * DOWNSAMPLING: a rate-sampled event e is brought to target_e = the lowest
- * rate e was collected at in the window, or req->hz if that is lower; a
+ * rate e was collected at in the window, or the wanted rate (event_hz[e],
+ * else hz) if that is lower; a
  * sample collected at R > target_e is kept with probability target_e / R
  * and then counts R / target_e times its weight. offcpu (rate 0: every
  * switch is recorded) is never downsampled.
@@ -120,7 +121,10 @@ struct fr_profile_request {
 	uint32_t nevents;		  /* 0: cpu only */
 	uint32_t events[FR_LIMIT_EVENTS]; /* distinct ids; value columns in this order */
 	struct fr_targets targets;
-	uint32_t hz;	      /* wanted rate of every rate-sampled event; 0: as collected */
+	uint32_t hz; /* wanted rate of every rate-sampled event; 0: as collected */
+	/* Wanted rate of events[e] (of cpu when nevents is 0), in place of
+	 * hz; 0: hz. A consumer asking cpu at 99 and page-faults at 19. */
+	uint32_t event_hz[FR_LIMIT_EVENTS];
 	const char *version;  /* recorder version for the comment */
 	const char *kallsyms; /* NULL: /proc/kallsyms */
 	/* Where names come from besides the mapped files

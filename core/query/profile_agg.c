@@ -355,6 +355,7 @@ void profile_free_builder(struct builder *b)
 	free(b->pids.slots);
 	free(b->ls_ppid);
 	free(b->done);
+	fr_decimator_fini(&b->dec);
 }
 
 int profile_reset_stack_memo(struct builder *b, uint32_t nstacks)

@@ -460,19 +460,19 @@ static void rate_comments(struct builder *b, struct fr_pprof *p, struct fr_profi
 
 		if (!g->target)
 			continue;
-		if (b->req->hz && er->min_rate && b->req->hz > er->min_rate) {
+		if (g->wanted && er->min_rate && g->wanted > er->min_rate) {
 			if (er->max_rate > g->target)
 				snprintf(line, sizeof(line),
 					 "%s: downsampled: part of the window was collected at %u Hz, "
 					 "below the requested %u Hz, so all of %s is at %u Hz "
 					 "(downsampled from up to %u Hz)",
-					 g->name, er->min_rate, b->req->hz, g->name, g->target,
+					 g->name, er->min_rate, g->wanted, g->name, g->target,
 					 er->max_rate);
 			else
 				snprintf(line, sizeof(line),
 					 "%s: the window was collected at %u Hz, below the requested "
 					 "%u Hz, so %s is at %u Hz",
-					 g->name, er->min_rate, b->req->hz, g->name, g->target);
+					 g->name, er->min_rate, g->wanted, g->name, g->target);
 			comment(p, line);
 			if (!res->warning[0])
 				snprintf(res->warning, sizeof(res->warning), "%s", line);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "core/util/compress.h"
+#include "core/query/decimate.h"
 #include "core/query/profile.h"
 #include "core/store/sample.h"
 
@@ -89,6 +90,7 @@ struct gcell {
 struct gevent {
 	uint32_t id;
 	uint32_t target; /* rate of the profile; 0: not rate-sampled */
+	uint32_t wanted; /* rate the request asks (event_hz, else hz); 0: as collected */
 	char name[FR_EVENT_NAME_MAX];
 	struct fr_profile_event_result *res;
 };
@@ -142,6 +144,9 @@ struct builder {
 		int64_t in_ns;
 	} * done;
 	uint32_t ndone, done_cap;
+	/* Downsampling's strata, per (cpu, event), over pass 2 (zeroed: the
+	 * grid method). */
+	struct fr_decimator dec;
 };
 
 static inline uint64_t mix64(uint64_t x)

@@ -1,7 +1,8 @@
 /* Which samples of a window a profile takes (see core/query/profile.c): the
  * request's targets (pids and, with children, their descendants; command
  * names; cgroup; uid), decided once per stack and label set of a chunk;
- * the rate of each event in the window; and downsampling to it.
+ * the rate of each event in the window; and downsampling to it
+ * (core/query/decimate.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -284,27 +285,9 @@ static int select_sample(const struct builder *b, const struct fr_chunk *c, uint
 	return -1;
 }
 
-/* Keeps a sample collected at `rate` with probability target/rate, decided
- * by a hash of the sample so the decision is the same on every request.
- * Samples of events that are not rate-sampled (target 0) are all kept. The
- * event is in the hash (mix64(0) is 0: cpu samples hash as they always
- * did), so samples of two events taken together are not kept together. */
-static int keep_sample(const struct fr_chunk *c, uint32_t i, uint32_t target)
-{
-	uint32_t rate = c->rate_hz[i];
-	uint64_t h;
-
-	if (!target || !rate || rate <= target)
-		return 1;
-	h = mix64((uint64_t)c->time_ns[i] ^ mix64(((uint64_t)c->tid[i] << 20) ^ c->cpu[i]) ^
-		  mix64(c->event[i]));
-	/* h / 2^64 < target / rate, without overflow: compare top 32 bits. */
-	return (h >> 32) * (uint64_t)rate < (uint64_t)target << 32;
-}
-
 /* Each rate-sampled event gets the lowest rate it was collected at in the
- * window, or the requested rate if lower; cpu with no samples, the
- * requested rate or the recorder's default. */
+ * window, or the rate asked for it if lower; cpu with no samples, the
+ * asked rate or the recorder's default. */
 void profile_set_targets(struct builder *b, struct fr_profile_result *res)
 {
 	for (uint32_t e = 0; e < b->nev; e++) {
@@ -313,8 +296,8 @@ void profile_set_targets(struct builder *b, struct fr_profile_result *res)
 
 		if (fr_event_has_rate(g->id)) {
 			t = g->res->min_rate;
-			if (b->req->hz && (!t || b->req->hz < t))
-				t = b->req->hz;
+			if (g->wanted && (!t || g->wanted < t))
+				t = g->wanted;
 			if (!t && g->id == FR_EVENT_CPU)
 				t = 99;
 		}
@@ -371,9 +354,10 @@ int profile_chunk_rates(struct builder *b, const struct fr_chunk *c)
 	return 0;
 }
 
-/* Pass 2 over chunk `c`: keeps each sample of the targets with the
- * probability its event's rate gives and adds it to its row. Returns 0 or
- * -ENOMEM. */
+/* Pass 2 over chunk `c`: decimates each sample of the targets to its
+ * event's rate in the profile (core/query/decimate.h: per cpu and event,
+ * exact in count) and adds it to its row as many times as it counts.
+ * Returns 0 or -ENOMEM. */
 int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 {
 	int ret = profile_reset_stack_memo(b, c->nstacks);
@@ -381,11 +365,17 @@ int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 	if (ret == 0)
 		ret = chunk_targets(b, c, 1);
 	for (uint32_t i = 0; ret == 0 && i < c->nsamples; i++) {
-		int e = select_sample(b, c, i);
+		int e = select_sample(b, c, i), m;
 		uint64_t w;
 
-		if (e < 0 || !keep_sample(c, i, b->ev[e].target))
+		if (e < 0)
 			continue;
+		m = fr_decimate(&b->dec, c->cpu[i], c->event[i], c->time_ns[i], c->tid[i],
+				c->rate_hz[i], b->ev[e].target);
+		if (m <= 0) {
+			ret = m;
+			continue;
+		}
 		w = profile_open_weight(b, c, i);
 		if (c->event[i] == FR_EVENT_OFFCPU_OPEN) {
 			if (!w)
@@ -393,8 +383,10 @@ int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 			/* Seen in pass 1 only once it is known to count. */
 			b->ev[e].res->samples_seen++;
 		}
-		ret = profile_add_sample(b, c, i, (uint32_t)e, w);
-		b->ev[e].res->samples_kept++;
+		for (; m > 0 && ret == 0; m--) {
+			ret = profile_add_sample(b, c, i, (uint32_t)e, w);
+			b->ev[e].res->samples_kept++;
+		}
 	}
 	return ret;
 }

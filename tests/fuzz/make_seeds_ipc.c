@@ -78,6 +78,8 @@ static void make_message_seeds(void)
 	snprintf(ar.targets.comms[0], sizeof(ar.targets.comms[0]), "postgres");
 	snprintf(ar.targets.cgroup, sizeof(ar.targets.cgroup), "/system.slice/x.service");
 	ar.format = FR_PROFILE_FOLDED;
+	ar.event_hz[1] = 19;
+	snprintf(ar.since_last, sizeof(ar.since_last), "hourly.db-1");
 	ap.samples = ap.samples_in_window = 5940;
 	ap.stacks = 212;
 	ap.bytes = 48211;
@@ -93,6 +95,7 @@ static void make_message_seeds(void)
 	fr_ipc_warn(ap.warnings, &ap.nwarnings, "pid 5678 exited before the window");
 	cr.events[0] = FR_EVENT_CPU;
 	cr.events[1] = (uint32_t)fr_event_lookup("cycles");
+	cr.event_hz[1] = 19;
 	fr_ipc_warn(cp.warnings, &cp.nwarnings, "999 Hz is above the limit for users");
 	cp.events[0] = (struct fr_ipc_consume_event){FR_EVENT_CPU, 999, 999};
 	snprintf(dp.path, sizeof(dp.path), "/var/lib/flightrec/dumps/db-manual-h-t.pb.gz");
@@ -120,6 +123,9 @@ static void make_message_seeds(void)
 	frame(&s, "{\"v\":1,\"req\":\"attach\",\"window_ns\":1,\"children\":true,"
 		  "\"cgroup\":\"x\",\"format\":\"svg\"}");
 	frame(&s, "{\"v\":1,\"req\":\"consume\",\"events\":[\"cpu\",\"cpu\"],\"hz\":1e30}");
+	frame(&s, "{\"v\":1,\"req\":\"attach\",\"since_last\":\"../x\",\"events\":[\"cpu\"],"
+		  "\"event_hz\":[1,2]}");
+	frame(&s, "{\"v\":1,\"req\":\"consume\",\"event_hz\":[-1]}");
 	frame(&s, "{\"v\":1,\"req\":\"dump\",\"session\":\"\",\"window_ns\":999}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[1],\"children\":true}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[]}");

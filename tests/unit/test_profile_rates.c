@@ -1,6 +1,7 @@
-/* Downsampling: a window collected at 999 Hz read at 99 Hz keeps about a
- * tenth of its samples, unbiased and reproducibly, with one period; a
- * window of mixed rates is read at the lowest. */
+/* Downsampling: a window collected at 999 Hz read at 99 Hz keeps a tenth
+ * of its samples, unbiased and reproducibly, with one period; exactly 99
+ * per busy CPU-second; a window of mixed rates is read at the lowest; two
+ * events at two rates of their own (event_hz). */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -184,11 +185,130 @@ static void test_mixed_rates(void)
 	test_ring_done(r);
 }
 
+/* Each busy CPU-second at 999 Hz read at 99 Hz gives 99 samples (98..100
+ * where the grid's strata straddle the second), and a 19 Hz profile has
+ * the 19 Hz period and 19 samples per CPU-second. */
+static void test_exact_seconds(void)
+{
+	struct fr_ring *r = test_ring_create("exact");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	int before = failures;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	write_rate(&w, T0, 10, 999, 2);
+	w_fini(&w);
+	for (int s = 0; s < 10; s++) {
+		req_init(&q, T0 + s * SEC, T0 + (s + 1) * SEC, 99);
+		if (run(r, &q, &res, &o, "exact-second") == 0)
+			CHECK(res.samples_kept >= 2 * 98 && res.samples_kept <= 2 * 100,
+			      "second %d on 2 busy CPUs kept %" PRIu64 ", want 198 (2 x 99)", s,
+			      res.samples_kept);
+		out_free(&o);
+	}
+	req_init(&q, T0, T0 + 10 * SEC, 19);
+	if (run(r, &q, &res, &o, "exact-19") == 0) {
+		CHECK(res.hz == 19, "hz %u, want 19", res.hz);
+		CHECK(res.samples_kept >= 2 * 190 - 2 && res.samples_kept <= 2 * 190 + 2,
+		      "10 s on 2 busy CPUs at 19 Hz kept %" PRIu64 ", want 380", res.samples_kept);
+		if (raw_read(&raw, &o, "the 19 Hz profile") == 0) {
+			CHECK(raw.period == SEC / 19, "period %" PRId64 ", want %" PRId64,
+			      raw.period, SEC / 19);
+			CHECK(raw_column(&raw, 1) == (int64_t)res.samples_kept * (SEC / 19),
+			      "cpu total %" PRId64 " is not kept x period", raw_column(&raw, 1));
+			raw_done(&raw, before);
+		}
+	}
+	out_free(&o);
+	test_ring_done(r);
+}
+
+/* cpu asked at 99 Hz and page-faults at 19 Hz in one request, both
+ * collected at 999 Hz: each at its own rate, counts exact to within one
+ * per CPU, and the page-faults column still totals the faults counted. */
+static void test_event_rates(void)
+{
+	static const uint32_t ev[] = {FR_EVENT_CPU, FR_EVENT_PAGE_FAULTS};
+	struct fr_ring *r = test_ring_create("event-rates");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	int before = failures;
+	uint64_t faults = 0;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	for (int sec = 0; sec < 10; sec++) {
+		for (uint32_t i = 0; i < 999; i++) {
+			for (uint32_t cpu = 0; cpu < 2; cpu++) {
+				int64_t ts = T0 + sec * SEC + (int64_t)i * (SEC / 999) + cpu * 1237;
+
+				w_add(&w, ts, PID_APP, TID(PID_APP, cpu), cpu, 999, ST_USER);
+				w_add_ev(&w, ts + 500, PID_APP, TID(PID_APP, cpu), cpu,
+					 FR_EVENT_PAGE_FAULTS, 999, 3 + i % 5, ST_OTHER);
+				faults += 3 + i % 5;
+			}
+		}
+		w_seal(&w);
+	}
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 10 * SEC, 0);
+	req_events(&q, 2, ev);
+	q.event_hz[0] = 99;
+	q.event_hz[1] = 19;
+	if (run(r, &q, &res, &o, "event-rates") == 0) {
+		CHECK(res.events[0].hz == 99 && res.events[1].hz == 19,
+		      "cpu at %u Hz and page-faults at %u Hz, want 99 and 19", res.events[0].hz,
+		      res.events[1].hz);
+		CHECK(res.events[0].samples_kept >= 1978 && res.events[0].samples_kept <= 1982,
+		      "cpu kept %" PRIu64 ", want 1980", res.events[0].samples_kept);
+		CHECK(res.events[1].samples_kept >= 378 && res.events[1].samples_kept <= 382,
+		      "page-faults kept %" PRIu64 ", want 380", res.events[1].samples_kept);
+		if (raw_read(&raw, &o, "the two-rate profile") == 0) {
+			int64_t pf = raw_column(&raw, 2);
+
+			CHECK(raw.period == PERIOD_99, "period %" PRId64, raw.period);
+			CHECK(raw_column(&raw, 1) ==
+				      (int64_t)res.events[0].samples_kept * PERIOD_99,
+			      "cpu total %" PRId64, raw_column(&raw, 1));
+			CHECK(pf > (int64_t)faults * 9 / 10 && pf < (int64_t)faults * 11 / 10,
+			      "page-faults total %" PRId64 ", want about %" PRIu64, pf, faults);
+			CHECK(strstr(raw.text, "page-faults: downsampled from 999 Hz to 19 Hz") &&
+				      strstr(raw.text, "cpu: downsampled from 999 Hz to 99 Hz"),
+			      "the comments do not give each event's rate");
+			raw_done(&raw, before);
+		}
+	}
+	out_free(&o);
+
+	/* An event's own rate wins over hz, in either direction. */
+	req_init(&q, T0, T0 + 10 * SEC, 99);
+	req_events(&q, 2, ev);
+	q.event_hz[1] = 499;
+	if (run(r, &q, &res, &o, "event-rates-hz") == 0)
+		CHECK(res.events[0].hz == 99 && res.events[1].hz == 499,
+		      "hz 99 with page-faults at 499: %u and %u", res.events[0].hz,
+		      res.events[1].hz);
+	out_free(&o);
+	test_ring_done(r);
+}
+
 int main(void)
 {
 	if (fixture_init("profile-rates") != 0)
 		return 1;
 	test_downsampling();
 	test_mixed_rates();
+	test_exact_seconds();
+	test_event_rates();
 	return fixture_fini();
 }

@@ -86,6 +86,33 @@ static void test_attach_req(void)
 	CHECK(memcmp(&r, &back, sizeof(r)) == 0, "attach request differs after a round trip");
 	cJSON_Delete(obj);
 
+	/* Each event at its own rate. */
+	r.format = FR_PROFILE_PPROF;
+	r.targets = (struct fr_targets){0};
+	r.events[1] = FR_EVENT_PAGE_FAULTS;
+	r.event_hz[0] = 0;
+	r.event_hz[1] = 19;
+	check_text(fr_ipc_attach_req_encode(&r),
+		   "{\"req\":\"attach\",\"window_ns\":60000000000,\"hz\":99,"
+		   "\"events\":[\"cpu\",\"page-faults\"],\"event_hz\":[0,19]}",
+		   "attach request with event rates");
+	obj = over_wire(fr_ipc_attach_req_encode(&r), NULL);
+	CHECK(obj && fr_ipc_attach_req_decode(obj, &back, err, sizeof(err)) == 0 &&
+		      back.event_hz[0] == 0 && back.event_hz[1] == 19 && back.hz == 99,
+	      "attach request with event rates, round trip: %s", err);
+	cJSON_Delete(obj);
+
+	/* A cursor, with no window: the window is the cursor's. */
+	obj = parse("{\"req\":\"attach\",\"since_last\":\"hourly.db-1\"}");
+	CHECK(fr_ipc_attach_req_decode(obj, &back, err, sizeof(err)) == 0 &&
+		      strcmp(back.since_last, "hourly.db-1") == 0 && !back.window_ns &&
+		      !back.has_from,
+	      "attach since_last: %s", err);
+	cJSON_Delete(obj);
+	check_text(fr_ipc_attach_req_encode(&back),
+		   "{\"req\":\"attach\",\"events\":[\"cpu\"],\"since_last\":\"hourly.db-1\"}",
+		   "attach request with a cursor");
+
 	/* A window by its ends, exact in nanoseconds past 2^53. */
 	memset(&r, 0, sizeof(r));
 	r.has_from = r.has_to = 1;
@@ -119,6 +146,25 @@ static const struct bad bad_attach[] = {
 	{"{\"window_ns\":1.5}", "attach: \"window_ns\" must be an integer"},
 	{"{\"window_ns\":1e30}", "attach: \"window_ns\" must be an integer"},
 	{"{\"window_ns\":0}", "attach: \"window_ns\" must be 1..9223372036854775807, got 0"},
+	{"{\"since_last\":\"a/b\"}",
+	 "attach: \"since_last\": a cursor name is 1 to 64 characters of letters, digits, '_', "
+	 "'-' and '.'"},
+	{"{\"since_last\":\"\"}",
+	 "attach: \"since_last\": a cursor name is 1 to 64 characters of letters, digits, '_', "
+	 "'-' and '.'"},
+	{"{\"since_last\":7}",
+	 "attach: \"since_last\": a cursor name is 1 to 64 characters of letters, digits, '_', "
+	 "'-' and '.'"},
+	{"{\"window_ns\":5,\"event_hz\":[99]}",
+	 "attach: \"event_hz\" must be an array of one rate per entry of \"events\""},
+	{"{\"window_ns\":5,\"events\":[\"cpu\",\"page-faults\"],\"event_hz\":[99]}",
+	 "attach: \"event_hz\" must be an array of one rate per entry of \"events\""},
+	{"{\"window_ns\":5,\"events\":[\"cpu\"],\"event_hz\":[-1]}",
+	 "attach: \"event_hz\" entries must be integers of 0..2147483647"},
+	{"{\"window_ns\":5,\"events\":[\"cpu\"],\"event_hz\":[1.5]}",
+	 "attach: \"event_hz\" entries must be integers of 0..2147483647"},
+	{"{\"window_ns\":5,\"events\":[\"cpu\"],\"event_hz\":{}}",
+	 "attach: \"event_hz\" must be an array of one rate per entry of \"events\""},
 	{"{\"from_ns\":-1}", "attach: \"from_ns\" must be 0..9223372036854775807, got -1"},
 	{"{\"from_ns\":1,\"to_ns\":true}", "attach: \"to_ns\" must be an integer"},
 	{"{\"window_ns\":1,\"hz\":-5}", "attach: \"hz\" must be 0..2147483647, got -5"},
@@ -161,6 +207,8 @@ static const struct bad bad_attach[] = {
 };
 
 static const struct bad bad_consume[] = {
+	{"{\"events\":[\"cpu\"],\"event_hz\":[\"fast\"]}",
+	 "consume: \"event_hz\" entries must be integers of 0..2147483647"},
 	{"{\"hz\":\"fast\"}", "consume: \"hz\" must be an integer"},
 	{"{\"hz\":-1}", "consume: \"hz\" must be 0..2147483647, got -1"},
 	{"{\"events\":{}}", "consume: \"events\" must be a non-empty array of event names"},
@@ -378,6 +426,18 @@ static void test_consume(void)
 	CHECK(obj && fr_ipc_consume_req_decode(obj, &qb, err, sizeof(err)) == 0,
 	      "consume request round trip: %s", err);
 	CHECK(memcmp(&q, &qb, sizeof(q)) == 0, "consume request differs after a round trip");
+	cJSON_Delete(obj);
+	q.nevents = 2;
+	q.events[1] = FR_EVENT_PAGE_FAULTS;
+	q.event_hz[1] = 19;
+	check_text(fr_ipc_consume_req_encode(&q),
+		   "{\"req\":\"consume\",\"hz\":999,\"events\":[\"cpu\",\"page-faults\"],"
+		   "\"event_hz\":[0,19]}",
+		   "consume request with event rates");
+	obj = over_wire(fr_ipc_consume_req_encode(&q), NULL);
+	CHECK(obj && fr_ipc_consume_req_decode(obj, &qb, err, sizeof(err)) == 0 &&
+		      memcmp(&q, &qb, sizeof(q)) == 0,
+	      "consume request with event rates, round trip: %s", err);
 	cJSON_Delete(obj);
 	obj = parse("{\"req\":\"consume\"}");
 	CHECK(fr_ipc_consume_req_decode(obj, &qb, err, sizeof(err)) == 0 && qb.hz == 0 &&
