@@ -376,7 +376,7 @@ int profile_chunk_rates(struct builder *b, const struct fr_chunk *c)
  * -ENOMEM. */
 int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 {
-	int ret = profile_reset_stack_memo(b, c->nstacks);
+	int ret = profile_reset_stack_memo(b, c->nstacks, c->nstrings);
 
 	if (ret == 0)
 		ret = chunk_targets(b, c, 1);

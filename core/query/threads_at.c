@@ -78,11 +78,14 @@ static int push(struct evs *e, const struct fr_chunk *c, uint32_t i, int kind)
 	v->kind = kind;
 	v->t = c->time_ns[i];
 	v->out = v->t - (int64_t)(c->weight[i] & INT64_MAX);
-	/* A thread of the table belongs to its process only. */
+	/* A thread of the table belongs to its process only. Names as they
+	 * were at the record's time (names over time, core/store/chunk.h). */
 	if (th && th->pid == v->pid)
-		strncpy(v->name, c->strings[th->name], sizeof(v->name) - 1);
+		strncpy(v->name, c->strings[fr_chunk_thread_name_at(c, v->tid, v->t)],
+			sizeof(v->name) - 1);
 	if (p)
-		strncpy(v->comm, c->strings[p->comm], sizeof(v->comm) - 1);
+		strncpy(v->comm, c->strings[fr_chunk_comm_at(c, v->pid, v->t)],
+			sizeof(v->comm) - 1);
 	return 0;
 }
 
