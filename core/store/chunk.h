@@ -142,7 +142,15 @@
  *              (tid == pid) name at t, so an entry may be of a main thread
  *              the thread table does not hold; without one, the process
  *              table's comm.
- * Section ids taken: 1 names.
+ *
+ * SECTION 2, CREATORS. The thread that created each thread of the thread
+ * table, when the recorder saw it happen (the FORK record's ptid: for a
+ * thread, the thread that called clone; for a process's main thread, the
+ * thread of the parent that forked). Threads that existed before the
+ * recorder started have no entry: their creator is unknown, not guessed.
+ *              v count; each: v gap (tid, as in section 1; the tid must be
+ *              in the thread table), v creator tid (>= 1).
+ * Section ids taken: 1 names, 2 creators.
  *
  * OPEN WAITS. A sample whose event is FR_EVENT_OFFCPU_OPEN (0x40000000,
  * core/store/sample.h) is not a sample but an open-wait record: thread
@@ -192,6 +200,7 @@
 #define FR_CHUNK_VERSION_MIN 2
 /* Section ids (see "sections"). */
 #define FR_CHUNK_SECTION_NAMES 1
+#define FR_CHUNK_SECTION_CREATORS 2
 #define FR_CHUNK_HEADER_LEN 64
 #define FR_BUILD_ID_MAX 20
 /* Sequence numbers at or above this are refused as corrupt. */
@@ -254,6 +263,8 @@ struct fr_thread_info {
 	uint32_t nchanges;
 	const struct fr_name_change *changes;
 	const char *before;
+	/* The thread that created it (0: unknown), see section 2. */
+	uint32_t creator;
 };
 
 struct fr_map_info {
@@ -359,7 +370,8 @@ struct fr_chunk_proc {
 
 struct fr_chunk_thread {
 	uint32_t tid, pid;
-	uint32_t name; /* string id */
+	uint32_t name;	  /* string id */
+	uint32_t creator; /* tid of the thread that created it; 0: unknown */
 };
 
 /* Names over time (section 1): entry k's changes are

@@ -621,11 +621,13 @@ static int decode_sections(struct rd *r, struct fr_chunk *c)
 		if (rd_v(r, &id) < 0 || (int64_t)id <= prev || id > UINT32_MAX ||
 		    rd_v(r, &len) < 0 || len > rd_left(r))
 			return -EBADMSG;
-		if (id == FR_CHUNK_SECTION_NAMES) {
+		ret = 0;
+		if (id == FR_CHUNK_SECTION_NAMES)
 			ret = chunk_decode_names(c, r->p, (size_t)len);
-			if (ret < 0)
-				return ret;
-		}
+		else if (id == FR_CHUNK_SECTION_CREATORS)
+			ret = chunk_decode_creators(c, r->p, (size_t)len);
+		if (ret < 0)
+			return ret;
 		r->p += len;
 		prev = (int64_t)id;
 	}

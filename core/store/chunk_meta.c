@@ -184,6 +184,7 @@ void chunk_seal_fini(struct seal *s)
 	free(s->threads.p);
 	free(s->maps.p);
 	free(s->names.p);
+	free(s->creators.p);
 	free(s->ls);
 	free(s->pid_ls);
 	free(s->ppids);
@@ -423,6 +424,7 @@ static int seal_threads(struct seal *s, const struct fr_chunk_meta_ops *ops)
 		wb_z(&s->threads, (int64_t)ti.pid - (int64_t)s->tids[i]);
 		wb_v(&s->threads, (uint64_t)name);
 		s->nthreads++;
+		chunk_seal_creator(s, s->tids[i], ti.creator);
 		prev = s->tids[i];
 	}
 	return s->threads.err;

@@ -1,4 +1,5 @@
-/* Names over time: section 1 of a chunk (format in core/store/chunk.h).
+/* A chunk's sections about its threads (format in core/store/chunk.h):
+ * names over time (section 1) and creators (section 2).
  *
  * A thread's name in the thread table is the one it had at seal time; a
  * thread renamed while the chunk was open (a pool thread that names itself
@@ -118,6 +119,17 @@ int chunk_seal_names(struct seal *s, const struct fr_chunk_meta_ops *ops, int64_
 	return each_named_tid(s, write_one, s, &x);
 }
 
+void chunk_seal_creator(struct seal *s, uint32_t tid, uint32_t creator)
+{
+	/* Threads are sealed in increasing tid order. */
+	if (!creator)
+		return;
+	wb_v(&s->creators, s->ncreators ? tid - s->creator_prev - 1 : tid);
+	wb_v(&s->creators, creator);
+	s->creator_prev = tid;
+	s->ncreators++;
+}
+
 /* ------------------------------------------------------------------ */
 /* Reading                                                              */
 
@@ -176,6 +188,31 @@ int chunk_decode_names(struct fr_chunk *c, const unsigned char *p, size_t len)
 		c->nnames = i + 1;
 	}
 	c->nname_changes = total;
+	return p == end ? 0 : -EBADMSG;
+}
+
+int chunk_decode_creators(struct fr_chunk *c, const unsigned char *p, size_t len)
+{
+	const unsigned char *end = p + len;
+	int64_t tid = -1;
+	uint32_t count;
+	uint64_t v;
+
+	if (get_u32(&p, end, (uint32_t)(len / 2) + 1, &count) < 0)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < count; i++) {
+		struct fr_chunk_thread *th;
+		uint32_t creator;
+
+		if (fr_varint_get(&p, end, &v) < 0 ||
+		    v > (uint64_t)UINT32_MAX - (uint64_t)(tid + 1))
+			return -EBADMSG;
+		tid += 1 + (int64_t)v;
+		th = (struct fr_chunk_thread *)fr_chunk_find_thread(c, (uint32_t)tid);
+		if (!th || get_u32(&p, end, UINT32_MAX, &creator) < 0 || !creator)
+			return -EBADMSG;
+		th->creator = creator;
+	}
 	return p == end ? 0 : -EBADMSG;
 }
 

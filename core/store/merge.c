@@ -435,12 +435,18 @@ static int m_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
 	for (size_t i = x->n; i-- > 0;) {
 		const struct fr_chunk_thread *t = fr_chunk_find_thread(x->ps[i].c, tid);
 
-		if (t) {
-			out->tid = tid;
-			out->pid = t->pid;
-			out->name = x->ps[i].c->strings[t->name];
-			return 0;
+		if (!t)
+			continue;
+		/* Its creator from any part that knew it (section 2). */
+		for (size_t k = i + 1; k-- > 0 && !out->creator;) {
+			const struct fr_chunk_thread *o = fr_chunk_find_thread(x->ps[k].c, tid);
+
+			out->creator = o ? o->creator : 0;
 		}
+		out->tid = tid;
+		out->pid = t->pid;
+		out->name = x->ps[i].c->strings[t->name];
+		return 0;
 	}
 	return m ? 0 : -ENOENT;
 }

@@ -183,7 +183,7 @@ static void *chunk_open_waits(size_t *len)
 }
 
 /* Names over time: thread 2001 renamed every 100 ms, pid 2000's main
- * thread (its comm) once, before the first sample. */
+ * thread (its comm) once, before the first sample; and creators. */
 static const char *const seed_names[] = {"A", "B"};
 static struct fr_name_change seed_ren[10], seed_main[1];
 
@@ -194,6 +194,8 @@ static int names_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
 	out->tid = tid;
 	out->pid = 2000;
 	out->name = tid == 2000 ? "main" : tid == 2001 ? seed_ren[9].name : "pool";
+	/* Creators (section 2): main made 2001, which made 2002; 2003 older. */
+	out->creator = tid == 2001 ? 2000 : tid == 2002 ? 2001 : 0;
 	if (tid == 2001) {
 		out->before = "pool";
 		out->nchanges = 10;

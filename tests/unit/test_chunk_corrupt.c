@@ -487,6 +487,9 @@ enum svariant {
 	S_LEN_LONGER,
 	S_TID_OVERFLOW,
 	S_ZERO_ID,
+	S_CREATOR_TID,
+	S_CREATOR_ZERO,
+	S_CREATORS_FIRST,
 };
 
 /* The V_GOOD block, then: section 1 (thread 1: "k", from 1000 "v", from
@@ -522,12 +525,23 @@ static void make_sections(struct blk *b, enum svariant v)
 	b->n += nm.n;
 	if (v == S_LEN_LONGER)
 		bv(b, 0);
+	/* Section 2: thread 1 created by thread 7. */
 	if (v != S_IDS_DOWN) {
+		bv(b, 2);
+		bv(b, 3);
+		bv(b, 1);
+		bv(b, v == S_CREATOR_TID ? 2 : 1);
+		bv(b, v == S_CREATOR_ZERO ? 0 : 7);
 		bv(b, 9);
 		bv(b, 3);
 		bv(b, 1);
 		bv(b, 2);
 		bv(b, 3);
+	}
+	if (v == S_CREATORS_FIRST) {
+		/* Section 2 again after 9: ids must increase. */
+		bv(b, 2);
+		bv(b, 0);
 	}
 }
 
@@ -572,6 +586,7 @@ static void test_handmade_sections(void)
 			      strcmp(c->strings[fr_chunk_comm_at(c, 1, 1001)], "v") == 0,
 		      "comm from the main thread's names");
 		CHECK(strcmp(name_at(c, 3, 1000), "") == 0, "unknown thread named");
+		CHECK(c->threads[0].creator == 7, "thread 1's creator: %u", c->threads[0].creator);
 		fr_chunk_free(c);
 		c = NULL;
 	}
@@ -583,7 +598,7 @@ static void test_handmade_sections(void)
 	fr_chunk_free(c);
 	c = NULL;
 	tmpl[4] = FR_CHUNK_VERSION;
-	for (int v = S_TIME_BACK; v <= S_ZERO_ID; v++) {
+	for (int v = S_TIME_BACK; v <= S_CREATORS_FIRST; v++) {
 		make_sections(&blk, (enum svariant)v);
 		w = wrap_block(tmpl, blk.p, blk.n, 3, &l);
 		CHECK(w && fr_chunk_decode(w, l, &c) == -EBADMSG, "section variant %d decoded", v);

@@ -28,6 +28,7 @@ static struct {
 	uint32_t n11, n20;
 	const char *before11, *before20;
 	const char *comm_20; /* comm of pid 20, name of its main thread */
+	uint32_t creator_12; /* thread 12's creator, known from some part on */
 } world;
 
 static int w_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
@@ -77,6 +78,7 @@ static int w_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
 	case 12:
 		out->pid = world.tid_12_pid;
 		out->name = "w";
+		out->creator = world.creator_12;
 		return 0;
 	case 20:
 		out->pid = 20;
@@ -120,6 +122,7 @@ static void world_reset(void)
 	world.cgroup_20 = "/y.service";
 	world.n11 = world.n20 = 0;
 	world.comm_20 = "b";
+	world.creator_12 = 0;
 }
 
 /* A second's chunk: samples of pids 10 (tids 10, 11, 12) and 20, stacks
@@ -377,6 +380,9 @@ int main(void)
 	 * than the ten. */
 	world_reset();
 	for (int i = 0; i < 8; i++) {
+		/* Known from the part of its FORK on (the parts before it
+		 * are of a recorder that had not seen it). */
+		world.creator_12 = i >= 3 ? 11 : 0;
 		if (i == 7) {
 			/* Thread names change freely: renamed in the last
 			 * second, from then on. */
@@ -398,6 +404,8 @@ int main(void)
 		CHECK(t && strcmp(s_of(m, t->name), "renamed") == 0,
 		      "the newest part's thread name: %s", t ? s_of(m, t->name) : "none");
 		CHECK(has_ancestor(m, "5", "1"), "the ancestor set of pid 5 is lost");
+		CHECK(fr_chunk_find_thread(m, 12) && fr_chunk_find_thread(m, 12)->creator == 11,
+		      "thread 12's creator lost in the merge");
 		CHECK(m->hdr.clock_offset == 7, "clock offset");
 		CHECK(FR_CHUNK_HEADER_LEN + m->hdr.comp_len < sum_len / 2,
 		      "merged: %u bytes, the parts %zu", FR_CHUNK_HEADER_LEN + m->hdr.comp_len,
