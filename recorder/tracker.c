@@ -170,6 +170,7 @@ struct thread *tracker_get_thread(struct fr_tracker *t, uint32_t tid, uint32_t p
 	th->name[0] = '\0';
 	free(th->hist);
 	th->hist = NULL;
+	th->creator = 0;
 	return th;
 }
 
@@ -403,6 +404,11 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 	}
 	if (!thread_known && (th = tracker_get_thread(t, tid, pid)))
 		memcpy(th->name, name, sizeof(th->name));
+	/* The thread that called clone (or fork): a thread's creator, or for
+	 * a new process's main thread the parent's thread that forked. */
+	if (th && th->tid == tid && th->pid == pid && !th->exited_gen && !th->creator && ptid &&
+	    ptid != tid)
+		th->creator = ptid;
 }
 
 void fr_tracker_exit(struct fr_tracker *t, uint32_t pid, uint32_t tid, int64_t time_ns)
@@ -559,6 +565,7 @@ static int ops_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
 	out->tid = tid;
 	out->pid = th->pid;
 	out->name = th->name;
+	out->creator = th->creator;
 	tracker_names_info(th, out);
 	return 0;
 }

@@ -73,6 +73,7 @@ struct thread {
 	uint32_t exited_gen;
 	char name[COMM_LEN];
 	struct name_hist *hist; /* NULL: no recent rename */
+	uint32_t creator;	/* tid that created it (FORK ptid); 0: unknown */
 };
 
 struct fr_tracker {

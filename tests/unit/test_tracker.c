@@ -478,6 +478,63 @@ static void test_rename_times(void)
 	fr_tracker_free(t);
 }
 
+/* Creators: the FORK record's ptid, for a thread and for a new process's
+ * main thread; unknown for a thread learned otherwise; in the chunk. */
+static void test_creators(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	const struct fr_chunk_meta_ops *ops;
+	uint32_t pid = PID_BASE + 80, x = PID_BASE + 81, y = PID_BASE + 82;
+	uint32_t child = PID_BASE + 83, old = PID_BASE + 84;
+	struct fr_thread_info ti;
+	struct fr_chunk *c;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	ops = fr_tracker_ops(t);
+	make_parent(t, pid, "server");
+	fr_tracker_fork(t, pid, pid, x, pid, 10);
+	fr_tracker_fork(t, pid, pid, y, x, 11);
+	fr_tracker_fork(t, child, pid, child, y, 12);
+	fr_tracker_comm(t, pid, old, "old", 0); /* learned without a FORK */
+	{
+		const uint32_t want[][2] = {{x, pid}, {y, x}, {child, y}, {old, 0}, {pid, 0}};
+
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			memset(&ti, 0, sizeof(ti));
+			CHECK(ops->thread(ops->arg, want[i][0], &ti) == 0 &&
+				      ti.creator == want[i][1],
+			      "thread %u: creator %u, want %u", want[i][0] - PID_BASE,
+			      ti.creator ? ti.creator - PID_BASE : 0,
+			      want[i][1] ? want[i][1] - PID_BASE : 0);
+		}
+	}
+	{
+		const uint32_t who[4][2] = {{pid, x}, {pid, y}, {child, child}, {pid, old}};
+		const uint64_t addrs[4] = {0x400100, 0x400100, 0x400100, 0x400100};
+
+		c = seal_view(t, who, addrs, 4);
+		CHECK(c && c->hdr.version == FR_CHUNK_VERSION, "a chunk with creators: version %u",
+		      c ? c->hdr.version : 0);
+		CHECK(c && fr_chunk_find_thread(c, y) && fr_chunk_find_thread(c, y)->creator == x &&
+			      fr_chunk_find_thread(c, x)->creator == pid &&
+			      fr_chunk_find_thread(c, child)->creator == y &&
+			      fr_chunk_find_thread(c, old)->creator == 0,
+		      "creators in the chunk");
+		fr_chunk_free(c);
+	}
+	/* A tid reused by another thread starts without a creator. */
+	fr_tracker_exit(t, pid, y, 20);
+	fr_tracker_sealed(t);
+	fr_tracker_sealed(t);
+	fr_tracker_comm(t, pid, y, "again", 0);
+	memset(&ti, 0, sizeof(ti));
+	CHECK(ops->thread(ops->arg, y, &ti) == 0 && ti.creator == 0,
+	      "a reused tid kept the old creator");
+	fr_tracker_free(t);
+}
+
 int main(void)
 {
 	test_fork_copies_parent();
@@ -488,6 +545,7 @@ int main(void)
 	test_overlap_replaces();
 	test_thread_rename();
 	test_rename_times();
+	test_creators();
 	test_exit_kept_two_seals();
 	test_pid_reuse();
 	if (failures) {
