@@ -57,6 +57,9 @@ struct fr_ipc_attach_req {
 	struct fr_targets targets;
 	/* "format": "pprof" (default) or "folded"; encoded only when folded. */
 	enum fr_profile_format format;
+	/* "by_cpu": true adds a "cpu" label to the samples (pprof); encoded
+	 * only when set. */
+	int by_cpu;
 };
 
 /* The per-event counts of an attach reply ("events": [...]). */

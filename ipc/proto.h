@@ -51,7 +51,8 @@
  *   targets; "window_ns" 1 s..1 h, default its first trigger's window or
  *   60 s), into the dumps directory; answers when it is written.
  *
- *   attach also takes "children": true with "pids" (their descendants too).
+ *   attach also takes "children": true with "pids" (their descendants too),
+ *   and "by_cpu": true (a "cpu" label on each sample; `--label-key cpu`).
  *
  *   threads: every thread of the targets (at least one of "pids", "comm",
  *   "cgroup"; no "children"), now, written into the passed regular file as

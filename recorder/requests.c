@@ -107,6 +107,7 @@ static void attach_select(const struct fr_ipc_attach_req *ar, struct fr_profile_
 	preq->targets.has_uid = 0;
 	preq->format = ar->format;
 	preq->hz = ar->hz;
+	preq->cpu_label = ar->by_cpu;
 }
 
 /* Reads an attach request into `preq`: the window (ending now, or from/to),

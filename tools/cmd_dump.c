@@ -57,6 +57,9 @@ static void usage_dump(FILE *f)
 		"  --comm NAME[,...]  only processes with these command names\n"
 		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
 		"  --hz N             samples per second per CPU in the profile\n"
+		"  --label-key cpu, --by-cpu\n"
+		"                     label each sample with the CPU it ran on (pprof label\n"
+		"                     cpu; off by default: one row per stack and CPU)\n"
 		"  --format FORMAT    pprof (default: gzip'ed pprof) or folded (collapsed\n"
 		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
 		"  --symbol-cache DIR the recorder's symbol cache, which names binaries deleted\n"
@@ -334,6 +337,7 @@ static int dump_request(struct fr_ring *ring, const char *ring_s, const struct f
 	memcpy(req->events, q->events, sizeof(req->events));
 	req->hz = (uint32_t)q->hz;
 	req->format = q->format;
+	req->cpu_label = q->by_cpu;
 	req->version = FR_VERSION;
 	return 0;
 }

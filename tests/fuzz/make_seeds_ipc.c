@@ -78,6 +78,7 @@ static void make_message_seeds(void)
 	snprintf(ar.targets.comms[0], sizeof(ar.targets.comms[0]), "postgres");
 	snprintf(ar.targets.cgroup, sizeof(ar.targets.cgroup), "/system.slice/x.service");
 	ar.format = FR_PROFILE_FOLDED;
+	ar.by_cpu = 1;
 	ap.samples = ap.samples_in_window = 5940;
 	ap.stacks = 212;
 	ap.bytes = 48211;
@@ -119,6 +120,7 @@ static void make_message_seeds(void)
 	frame(&s, "{\"v\":1,\"req\":\"attach\",\"from_ns\":1,\"pids\":[0],\"comm\":[\"\"]}");
 	frame(&s, "{\"v\":1,\"req\":\"attach\",\"window_ns\":1,\"children\":true,"
 		  "\"cgroup\":\"x\",\"format\":\"svg\"}");
+	frame(&s, "{\"v\":1,\"req\":\"attach\",\"window_ns\":1,\"by_cpu\":\"yes\"}");
 	frame(&s, "{\"v\":1,\"req\":\"consume\",\"events\":[\"cpu\",\"cpu\"],\"hz\":1e30}");
 	frame(&s, "{\"v\":1,\"req\":\"dump\",\"session\":\"\",\"window_ns\":999}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[1],\"children\":true}");
