@@ -151,7 +151,11 @@ static void check_chunk_tasks(const struct fr_chunk *c)
 		FUZZ_CHECK(i == 0 || c->threads[i - 1].tid < t->tid, "threads not sorted at %u", i);
 		FUZZ_CHECK(fr_chunk_find_thread(c, t->tid) == t, "find_thread(%u)", t->tid);
 	}
-	/* Names over time: sorted by tid, each with its changes in time order. */
+}
+
+/* Names over time: sorted by tid, each with its changes in time order. */
+static void check_chunk_names(const struct fr_chunk *c)
+{
 	for (uint32_t i = 0; i < c->nnames; i++) {
 		const struct fr_chunk_names *e = &c->names[i];
 
@@ -290,6 +294,7 @@ static void check_chunk(const struct fr_chunk *c, const struct fr_chunk_header *
 		check_string(c, i, "strings");
 
 	check_chunk_tasks(c);
+	check_chunk_names(c);
 	check_chunk_maps(c);
 	check_chunk_stacks(c);
 	check_chunk_samples(c, h);
