@@ -282,10 +282,20 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 	}
 	/* Names as they were at the sample's time: a thread renamed between
 	 * two samples has a row under each name. */
-	comm = chunk_str(b, c, fr_chunk_comm_at(c, c->pid[i], c->time_ns[i]));
-	thread = chunk_str(b, c, fr_chunk_thread_name_at(c, c->tid[i], c->time_ns[i]));
-	if (comm < 0 || thread < 0)
-		return -ENOMEM;
+	if (b->last_ok && b->last_pid == c->pid[i] && b->last_tid == c->tid[i]) {
+		comm = b->last_comm;
+		thread = b->last_thread;
+	} else {
+		comm = chunk_str(b, c, fr_chunk_comm_at(c, c->pid[i], c->time_ns[i]));
+		thread = chunk_str(b, c, fr_chunk_thread_name_at(c, c->tid[i], c->time_ns[i]));
+		if (comm < 0 || thread < 0)
+			return -ENOMEM;
+		b->last_ok = !c->nnames;
+		b->last_pid = c->pid[i];
+		b->last_tid = c->tid[i];
+		b->last_comm = comm;
+		b->last_thread = thread;
+	}
 	h = mix64(((uint64_t)c->pid[i] << 32 | c->tid[i]) ^ mix64(cpu + 1) ^
 		  mix64((uint64_t)cgroup << 1) ^ mix64((uint64_t)comm << 32 | (uint64_t)thread));
 	h = hash_bytes(h, &b->arena[off], nlocs * sizeof(uint32_t));
@@ -373,6 +383,7 @@ void profile_free_builder(struct builder *b)
 
 int profile_reset_stack_memo(struct builder *b, uint32_t nstacks, uint32_t nstrings)
 {
+	b->last_ok = 0;
 	if (nstrings > b->str_memo_cap) {
 		uint32_t *m = realloc(b->str_memo, nstrings * sizeof(*m));
 		if (!m)

@@ -124,6 +124,12 @@ struct builder {
 	 * yet), for the names each sample takes at its time. */
 	uint32_t *str_memo;
 	uint32_t str_memo_cap;
+	/* The names of the last (pid, tid) looked up in a chunk without names
+	 * over time, where they hold for the whole chunk (a CPU's samples
+	 * come in runs of one thread). */
+	int last_ok;
+	uint32_t last_pid, last_tid;
+	int64_t last_comm, last_thread;
 	/* Per-chunk targets: stack id -> of a wanted pid and comm; label set
 	 * -> of the wanted cgroup, and its cgroup (index into strs). */
 	uint8_t *stack_ok;
