@@ -255,9 +255,27 @@ static cJSON *thread_json(const struct fr_pprof_data *pd, const struct rthread *
 	return o;
 }
 
+/* The note when some threads have no creator: *buf, or 0 when all have
+ * one (or there are none). */
+static int creator_note(const struct rthread *t, size_t n, char *buf, size_t len)
+{
+	size_t unknown = 0;
+
+	for (size_t i = 0; i < n; i++)
+		unknown += !t[i].creator;
+	if (!unknown)
+		return 0;
+	snprintf(buf, len,
+		 "the creator of %zu of %zu threads is unknown: created before the recorder "
+		 "started, or not seen in the ring's last seconds",
+		 unknown, n);
+	return 1;
+}
+
 static int print_json(const struct fr_pprof_data *pd, const struct rthread *t, size_t n,
 		      const struct fr_ipc_threads_reply *r)
 {
+	char note[160];
 	cJSON *root = cJSON_CreateObject(), *arr, *warn;
 	char *text;
 
@@ -269,6 +287,8 @@ static int print_json(const struct fr_pprof_data *pd, const struct rthread *t, s
 			goto err;
 	for (uint32_t i = 0; i < r->nwarnings; i++)
 		cJSON_AddItemToArray(warn, cJSON_CreateString(r->warnings[i]));
+	if (creator_note(t, n, note, sizeof(note)))
+		cJSON_AddItemToArray(warn, cJSON_CreateString(note));
 	if (!(text = cJSON_PrintUnformatted(root)))
 		goto err;
 	printf("%s\n", text);
@@ -290,6 +310,7 @@ int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r
 	void *gz = NULL, *raw = NULL;
 	size_t rawlen;
 	struct stat st;
+	char note[160];
 	int status = 1;
 
 	if (fstat(fd, &st) < 0 || st.st_size <= 0 || !(gz = malloc((size_t)st.st_size)) ||
@@ -314,6 +335,8 @@ int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r
 	}
 	for (uint32_t i = 0; i < r->nwarnings; i++)
 		fprintf(stderr, "%s: warning: %s\n", prog, r->warnings[i]);
+	if (creator_note(t, pd->nsamples, note, sizeof(note)))
+		fprintf(stderr, "%s: note: %s\n", prog, note);
 	if (!pd->nsamples)
 		printf("no threads: no such process%s\n",
 		       r->nwarnings ? " (see the warnings)" : " of yours");

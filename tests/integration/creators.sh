@@ -45,11 +45,16 @@ assert by[(pid, maker)].get("creator") == main, by[(pid, maker)]
 for (p, tid), t in by.items():
     if p == old:
         assert "creator" not in t, t  # older than the recorder: unknown
+# ... and the answer says so.
+if any("creator" not in t for t in doc["threads"]):
+    assert any("creator of" in w and "unknown" in w for w in doc["warnings"]), doc["warnings"]
 PY
 }
 
 "$FLIGHTREC" threads --pid "$PID,$OLD_PID" --json >"$T/live.json" || fail "threads failed"
 check "$T/live.json" "live"
+grep -q '"the creator of 3 of 6 threads is unknown' "$T/live.json" ||
+	fail "no word on the old process's unknown creators: $(cat "$T/live.json")"
 "$FLIGHTREC" threads --pid "$PID,$OLD_PID" -o "$T/live.pb.gz" >/dev/null || fail "threads -o failed"
 "$FLIGHTREC" threads --pid "$PID" >"$T/live.txt" || fail "threads (text) failed"
 cat "$T/live.txt"
