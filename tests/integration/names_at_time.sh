@@ -18,18 +18,22 @@ start_daemon --config "$T/config.json"
 
 "$RENAMER" 4 >"$T/renames" || fail "renamer failed"
 PID=$(sed -n 's/^pid=\([0-9]*\) tid=.*/\1/p' "$T/renames")
-TID=$(sed -n 's/^pid=[0-9]* tid=\([0-9]*\)/\1/p' "$T/renames")
+TID=$(sed -n 's/^pid=[0-9]* tid=\([0-9]*\) .*/\1/p' "$T/renames")
 [ -n "$PID" ] && [ -n "$TID" ] || fail "renamer printed no pid: $(cat "$T/renames")"
 sleep 1.5
 stop_daemon
 
-# Profiles of the stretches between renames, 3 ms inside them.
+# Profiles of the stretches between renames, 3 ms inside them: the
+# renames' CLOCK_MONOTONIC times (perf's clock) made Unix times as the
+# ring's are.
 python3 - "$T/renames" <<'PY' >"$T/stretches" || fail "no renames logged"
-import sys
-r = [l.split() for l in open(sys.argv[1]) if l.startswith("rename ")]
+import re, sys
+text = open(sys.argv[1]).read()
+off = int(re.search(r"offset=(-?\d+)", text).group(1))
+r = [l.split() for l in text.splitlines() if l.startswith("rename ")]
 assert len(r) >= 30, r
 for (_, _, after, name), (_, before, _, _) in zip(r[1:-2], r[2:-1]):
-    lo, hi = int(after) + 3000000, int(before) - 3000000
+    lo, hi = int(after) + off + 3000000, int(before) + off - 3000000
     print("%d.%09d %d.%09d %s" % (lo // 10**9, lo % 10**9, hi // 10**9, hi % 10**9, name))
 PY
 n=0

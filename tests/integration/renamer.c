@@ -3,8 +3,10 @@
  *
  *   renamer SECONDS
  *
- * Prints "pid=PID tid=TID" and then, for each rename, the Unix time (ns,
- * CLOCK_REALTIME) just before and just after the call and the new name:
+ * Prints "pid=PID tid=TID offset=NS" (CLOCK_REALTIME - CLOCK_MONOTONIC,
+ * to turn the times below into the Unix times the ring holds) and then,
+ * for each rename, the CLOCK_MONOTONIC time (ns, the clock perf stamps
+ * records with) just before and just after the call and the new name:
  * "rename BEFORE_NS AFTER_NS NAME". The kernel stamps its COMM record
  * between the two. Runs on a second thread so the process's command name
  * (its main thread's) stays "renamer".
@@ -35,13 +37,20 @@ static void *work(void *arg)
 	volatile uint64_t x = 1;
 
 	(void)arg;
-	printf("pid=%d tid=%ld\n", getpid(), (long)syscall(SYS_gettid));
+	{
+		/* The offset, bracketed by two monotonic reads. */
+		int64_t m0 = now_ns(CLOCK_MONOTONIC), r = now_ns(CLOCK_REALTIME);
+		int64_t m1 = now_ns(CLOCK_MONOTONIC);
+
+		printf("pid=%d tid=%ld offset=%lld\n", getpid(), (long)syscall(SYS_gettid),
+		       (long long)(r - (m0 + (m1 - m0) / 2)));
+	}
 	for (int i = 0; now_ns(CLOCK_MONOTONIC) - start < (int64_t)(seconds * 1e9); i++) {
 		const char *name = i % 2 ? "B" : "A";
-		int64_t before = now_ns(CLOCK_REALTIME), after;
+		int64_t before = now_ns(CLOCK_MONOTONIC), after;
 
 		prctl(PR_SET_NAME, name, 0, 0, 0);
-		after = now_ns(CLOCK_REALTIME);
+		after = now_ns(CLOCK_MONOTONIC);
 		printf("rename %lld %lld %s\n", (long long)before, (long long)after, name);
 		fflush(stdout);
 		next += period;
