@@ -423,7 +423,8 @@ cJSON *fr_ipc_attach_req_encode(const struct fr_ipc_attach_req *r)
 	    add_event_names(obj, r->events, r->nevents) < 0 ||
 	    add_event_hz(obj, r->event_hz, r->nevents) < 0 || add_targets(obj, &r->targets) < 0 ||
 	    (r->format == FR_PROFILE_FOLDED && !cJSON_AddStringToObject(obj, "format", "folded")) ||
-	    (r->since_last[0] && !cJSON_AddStringToObject(obj, "since_last", r->since_last)))
+	    (r->since_last[0] && !cJSON_AddStringToObject(obj, "since_last", r->since_last)) ||
+	    (r->by_cpu && !cJSON_AddTrueToObject(obj, "by_cpu")))
 		goto err;
 	return obj;
 err:
@@ -434,7 +435,7 @@ err:
 int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, char *err,
 			     size_t errlen)
 {
-	const cJSON *format, *cursor;
+	const cJSON *format, *cursor, *by_cpu;
 	int64_t hz = 0;
 	int ret;
 
@@ -470,6 +471,12 @@ int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, ch
 			return fail(err, errlen,
 				    "attach: \"format\" must be one of: " FR_PROFILE_FORMAT_NAMES);
 		out->format = (enum fr_profile_format)f;
+	}
+	by_cpu = member(obj, "by_cpu");
+	if (by_cpu) {
+		if (!cJSON_IsBool(by_cpu))
+			return fail(err, errlen, "attach: \"by_cpu\" must be true or false");
+		out->by_cpu = cJSON_IsTrue(by_cpu);
 	}
 	return 0;
 }

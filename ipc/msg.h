@@ -73,6 +73,9 @@ struct fr_ipc_attach_req {
 	 * ended (window_ns / from_ns then only start a new cursor, and may
 	 * both be absent: the whole ring), and ends at to_ns or now. */
 	char since_last[FR_IPC_CURSOR_NAME_MAX + 1];
+	/* "by_cpu": true adds a "cpu" label to the samples (pprof); encoded
+	 * only when set. */
+	int by_cpu;
 };
 
 /* The per-event counts of an attach reply ("events": [...]). */

@@ -51,7 +51,8 @@
  *   targets; "window_ns" 1 s..1 h, default its first trigger's window or
  *   60 s), into the dumps directory; answers when it is written.
  *
- *   attach also takes "children": true with "pids" (their descendants too).
+ *   attach also takes "children": true with "pids" (their descendants too),
+ *   and "by_cpu": true (a "cpu" label on each sample; `--label-key cpu`).
  *   attach and consume take "event_hz": [N, ...], one rate per entry of
  *   "events" (0: "hz"), so each event is at its own rate. attach takes
  *   "since_last": NAME, the asker's cursor (recorder/cursors.h): the

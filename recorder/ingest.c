@@ -118,9 +118,10 @@ static void on_sample(void *arg, const struct fr_sample *s)
 	}
 }
 
-static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec)
+static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec,
+		    int64_t time_ns)
 {
-	fr_tracker_comm(((struct daemon *)arg)->tracker, pid, tid, comm, exec);
+	fr_tracker_comm_at(((struct daemon *)arg)->tracker, pid, tid, comm, exec, time_ns);
 }
 
 /* A new executable mapping (an exec, a dlopen) has its table asked for

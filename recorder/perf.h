@@ -77,7 +77,9 @@ struct fr_perf_offcpu_stats {
  * Unix nanoseconds. Pointers are borrowed for the duration of the call. */
 struct fr_perf_handler {
 	void (*sample)(void *arg, const struct fr_sample *s);
-	void (*comm)(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec);
+	/* time_ns: from the record's sample_id trailer, 0 when it has none. */
+	void (*comm)(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec,
+		     int64_t time_ns);
 	void (*mmap)(void *arg, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
 		     uint32_t prot, const char *path, const uint8_t *build_id,
 		     uint8_t build_id_len);

@@ -412,7 +412,8 @@ static void handle_mmap2(const struct perf_event_header *h, const struct fr_perf
 			       m->ino_generation);
 }
 
-static void handle_comm(const struct perf_event_header *h, const struct fr_perf_handler *cb)
+static void handle_comm(const struct perf_event_header *h, const struct fr_perf_handler *cb,
+			int64_t clock_offset)
 {
 	const char *end = (const char *)h + h->size;
 	const struct {
@@ -421,6 +422,8 @@ static void handle_comm(const struct perf_event_header *h, const struct fr_perf_
 	} *c = (const void *)(h + 1);
 	char comm[17];
 	size_t maxlen;
+	int64_t time_ns = 0;
+	uint64_t t;
 
 	if (!cb->comm || (const char *)(c + 1) >= end)
 		return;
@@ -429,7 +432,13 @@ static void handle_comm(const struct perf_event_header *h, const struct fr_perf_
 		maxlen = 16;
 	memcpy(comm, c->comm, maxlen);
 	comm[maxlen] = '\0';
-	cb->comm(cb->arg, c->pid, c->tid, comm, !!(h->misc & PERF_RECORD_MISC_COMM_EXEC));
+	/* The name is padded to 8 bytes; the sample_id trailer (TID, TIME,
+	 * CPU: 24 bytes) follows it, so TIME is 16 bytes from the end. */
+	if (h->size >= sizeof(*h) + 8 + 8 + 24) {
+		memcpy(&t, end - 16, sizeof(t));
+		time_ns = (int64_t)t + clock_offset;
+	}
+	cb->comm(cb->arg, c->pid, c->tid, comm, !!(h->misc & PERF_RECORD_MISC_COMM_EXEC), time_ns);
 }
 
 /* FORK and EXIT share their layout. */
@@ -494,7 +503,7 @@ static void handle_record(struct fr_perf *p, const struct perf_event_header *h,
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE: handle_sample_record(p, h, cb, clock_offset); break;
 	case PERF_RECORD_MMAP2: handle_mmap2(h, cb); break;
-	case PERF_RECORD_COMM: handle_comm(h, cb); break;
+	case PERF_RECORD_COMM: handle_comm(h, cb, clock_offset); break;
 	case PERF_RECORD_FORK:
 	case PERF_RECORD_EXIT: handle_task(h, cb, clock_offset); break;
 	case PERF_RECORD_LOST: handle_lost(p, h, cb); break;

@@ -19,14 +19,17 @@
  *    waits put its whole wait in the window on the stack where it
  *    blocked); a running thread (or one with no off-CPU row) its cpu row
  *    with the most samples;
- *  - the creator thread is not given: fork records name the parent
- *    process, not the thread that forked, and threads (CLONE_THREAD) are
- *    not recorded at all.
+ *  - the creator (the thread that created it): from the thread tables of
+ *    the same last chunks (core/store/chunk.h, section 2), which hold the
+ *    threads that ran or were blocked then (with offcpu recorded, every
+ *    blocked thread is, through its open-wait record); unknown for a
+ *    thread created before the recorder started, or absent from them.
  *
  * The answer is a gzip'ed pprof written into the regular file the client
  * passed: one sample per thread, values threads/count and
  * waiting/nanoseconds, labels pid, tid, thread, state, wait, syscall,
- * wchan, waiting_ns, cpu_ns, stack ("blocked", "on-cpu" or absent).
+ * wchan, waiting_ns, cpu_ns, creator, stack ("blocked", "on-cpu" or
+ * absent).
  *
  * Bounds: at most THREADS_MAX threads are listed; each costs three small
  * reads of /proc, and the profile is one query of the window for the
@@ -67,7 +70,8 @@ struct thr {
 	struct fr_proc_thread t;
 	ssize_t off, cpu; /* best offcpu and cpu rows of the profile, or -1 */
 	int64_t off_ns, cpu_n;
-	int64_t out_ns; /* left the CPU then (Unix ns), by the latest records; 0: not */
+	int64_t out_ns;	  /* left the CPU then (Unix ns), by the latest records; 0: not */
+	uint32_t creator; /* the thread that created it, by the ring's chunks; 0: unknown */
 };
 
 struct listing {
@@ -127,6 +131,7 @@ static void add_tid(void *arg, uint32_t tid)
 	th->pid = l->pid;
 	th->off = th->cpu = -1;
 	th->off_ns = th->cpu_n = th->out_ns = 0;
+	th->creator = 0;
 	l->n++;
 }
 
@@ -305,6 +310,22 @@ static void open_records(struct listing *l, const struct fr_chunk *c, int64_t *a
 	}
 }
 
+/* The creator of each listed thread the chunk's thread table knows one
+ * of (core/store/chunk.h, section 2). */
+static void note_creators(struct listing *l, const struct fr_chunk *c)
+{
+	for (uint32_t k = 0; k < c->nthreads; k++) {
+		struct thr key, *th;
+
+		if (!c->threads[k].creator)
+			continue;
+		key.t.tid = c->threads[k].tid;
+		th = bsearch(&key, l->thr, l->n, sizeof(*l->thr), by_tid);
+		if (th && th->pid == c->threads[k].pid)
+			th->creator = c->threads[k].creator;
+	}
+}
+
 /* When each listed thread that was switched out at the latest seal left
  * the CPU, from the open-wait records (core/store/chunk.h "OPEN WAITS")
  * of the ring's last chunks: the ingest thread's table as of that seal,
@@ -322,8 +343,10 @@ static void open_waits(struct daemon *d, struct listing *l, int64_t now)
 		void *buf = NULL;
 
 		if (fr_ring_read(d->ring, &refs[i], &buf) == 0 &&
-		    fr_chunk_decode(buf, refs[i].len, &c) == 0)
+		    fr_chunk_decode(buf, refs[i].len, &c) == 0) {
 			open_records(l, c, &asof);
+			note_creators(l, c);
+		}
 		fr_chunk_free(c);
 		free(buf);
 	}
@@ -354,7 +377,7 @@ static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick
 	int blocked = t->state != 'R' && th->off >= 0;
 	int waiting = t->state != 'R' && th->out_ns > 0 && th->out_ns <= now;
 	ssize_t row = blocked ? th->off : th->cpu;
-	struct fr_pprof_label labels[10];
+	struct fr_pprof_label labels[11];
 	char wait[64], sys[32] = "";
 	uint64_t locs[THREADS_MAX_LOCS];
 	int64_t values[2] = {1, waiting ? now - th->out_ns : 0};
@@ -376,6 +399,8 @@ static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick
 		labels[nl++] = (struct fr_pprof_label){.key = "wchan", .str = t->wchan};
 	if (waiting)
 		labels[nl++] = (struct fr_pprof_label){.key = "waiting_ns", .num = values[1]};
+	if (th->creator)
+		labels[nl++] = (struct fr_pprof_label){.key = "creator", .num = th->creator};
 	if (row >= 0) {
 		const struct fr_pprof_rsample *s = &e->pd->samples[row];
 

@@ -168,6 +168,9 @@ struct thread *tracker_get_thread(struct fr_tracker *t, uint32_t tid, uint32_t p
 	th->pid = pid;
 	th->exited_gen = 0;
 	th->name[0] = '\0';
+	free(th->hist);
+	th->hist = NULL;
+	th->creator = 0;
 	return th;
 }
 
@@ -257,11 +260,19 @@ const struct map *tracker_lookup_map(const struct proc *p, uint64_t addr)
 
 void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm, int exec)
 {
+	fr_tracker_comm_at(t, pid, tid, comm, exec, 0);
+}
+
+void fr_tracker_comm_at(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm,
+			int exec, int64_t time_ns)
+{
 	struct proc *p = tracker_get_proc(t, pid);
 	struct thread *th = tracker_get_thread(t, tid, pid);
 
-	if (th)
+	if (th) {
+		tracker_name_change(t, th, comm, time_ns);
 		tracker_copy_name(th->name, comm);
+	}
 	if (!p)
 		return;
 	if (exec) {
@@ -393,6 +404,11 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 	}
 	if (!thread_known && (th = tracker_get_thread(t, tid, pid)))
 		memcpy(th->name, name, sizeof(th->name));
+	/* The thread that called clone (or fork): a thread's creator, or for
+	 * a new process's main thread the parent's thread that forked. */
+	if (th && th->tid == tid && th->pid == pid && !th->exited_gen && !th->creator && ptid &&
+	    ptid != tid)
+		th->creator = ptid;
 }
 
 void fr_tracker_exit(struct fr_tracker *t, uint32_t pid, uint32_t tid, int64_t time_ns)
@@ -451,9 +467,11 @@ void fr_tracker_sealed(struct fr_tracker *t)
 			struct thread *th = *tp;
 			if (th->exited_gen && th->exited_gen + 2 <= t->gen) {
 				*tp = th->next;
+				free(th->hist);
 				free(th);
 				t->nthreads--;
 			} else {
+				tracker_names_sealed(t, th);
 				tp = &th->next;
 			}
 		}
@@ -547,6 +565,8 @@ static int ops_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
 	out->tid = tid;
 	out->pid = th->pid;
 	out->name = th->name;
+	out->creator = th->creator;
+	tracker_names_info(th, out);
 	return 0;
 }
 
@@ -616,6 +636,7 @@ void fr_tracker_free(struct fr_tracker *t)
 		}
 		for (struct thread *th = t->threads[b], *n; th; th = n) {
 			n = th->next;
+			free(th->hist);
 			free(th);
 		}
 		for (struct path_entry *e = t->paths[b], *n; e; e = n) {

@@ -36,6 +36,11 @@ int fr_tracker_scan_pid(struct fr_tracker *t, const char *proc, uint32_t pid);
 /* Side-band records. A FORK gives a new process its parent's cgroup (or
  * the one /proc shows for it); an exec COMM reads it again from /proc. */
 void fr_tracker_comm(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm, int exec);
+/* As fr_tracker_comm(), for a record taken at `time_ns` (Unix ns; 0:
+ * unknown): a thread that had another name is renamed from then on, and
+ * the next two chunks sealed say so (names over time, core/store/chunk.h). */
+void fr_tracker_comm_at(struct fr_tracker *t, uint32_t pid, uint32_t tid, const char *comm,
+			int exec, int64_t time_ns);
 void fr_tracker_mmap(struct fr_tracker *t, uint32_t pid, uint64_t start, uint64_t len,
 		     uint64_t pgoff, uint32_t prot, const char *path, const uint8_t *build_id,
 		     uint8_t build_id_len);

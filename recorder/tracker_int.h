@@ -54,11 +54,26 @@ struct proc {
 	uint32_t nmaps, cap;
 };
 
+/* A thread's renames since two seals ago (recorder/tracker_names.c). */
+#define NAME_HIST_MAX 64
+struct name_hist {
+	char before[COMM_LEN]; /* the name before ch[0] */
+	uint32_t n;
+	struct {
+		int64_t time_ns; /* Unix ns */
+		uint32_t gen;	 /* the tracker's gen when it was seen */
+		char name[COMM_LEN];
+	} ch[NAME_HIST_MAX];
+	struct fr_name_change out[NAME_HIST_MAX]; /* handed to a seal */
+};
+
 struct thread {
 	struct thread *next;
 	uint32_t tid, pid;
 	uint32_t exited_gen;
 	char name[COMM_LEN];
+	struct name_hist *hist; /* NULL: no recent rename */
+	uint32_t creator;	/* tid that created it (FORK ptid); 0: unknown */
 };
 
 struct fr_tracker {
@@ -81,6 +96,13 @@ void tracker_copy_name(char dst[COMM_LEN], const char *src);
 /* The process or thread, created when unknown; NULL: no memory. */
 struct proc *tracker_get_proc(struct fr_tracker *t, uint32_t pid);
 struct thread *tracker_get_thread(struct fr_tracker *t, uint32_t tid, uint32_t pid);
+/* Notes that th, named th->name, took `name` at time_ns (before th->name
+ * changes); the renames a seal needs, in fr_thread_info; forgetting those
+ * two seals old. */
+void tracker_name_change(struct fr_tracker *t, struct thread *th, const char *name,
+			 int64_t time_ns);
+void tracker_names_info(struct thread *th, struct fr_thread_info *out);
+void tracker_names_sealed(struct fr_tracker *t, struct thread *th);
 /* Adds an executable mapping, replacing what it overlaps. */
 void tracker_add_map(struct proc *p, uint64_t start, uint64_t end, uint64_t pgoff,
 		     struct path_entry *path, const uint8_t *bid, uint8_t bid_len);

@@ -58,6 +58,9 @@ static void usage_dump(FILE *f)
 		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
 		"  --hz N             samples per second per CPU in the profile\n"
 		"  --hz E=N[,E=N...]  each event at its own rate, e.g. cpu=99,page-faults=19\n"
+		"  --label-key cpu, --by-cpu\n"
+		"                     label each sample with the CPU it ran on (pprof label\n"
+		"                     cpu; off by default: one row per stack and CPU)\n"
 		"  --format FORMAT    pprof (default: gzip'ed pprof) or folded (collapsed\n"
 		"                     stacks for flamegraph.pl, speedscope, inferno)\n"
 		"  --symbol-cache DIR the recorder's symbol cache, which names binaries deleted\n"
@@ -336,6 +339,7 @@ static int dump_request(struct fr_ring *ring, const char *ring_s, const struct f
 	req->hz = (uint32_t)q->hz;
 	memcpy(req->event_hz, q->event_hz, sizeof(req->event_hz));
 	req->format = q->format;
+	req->cpu_label = q->by_cpu;
 	req->version = FR_VERSION;
 	return 0;
 }

@@ -45,15 +45,17 @@ static void usage_threads(FILE *f)
 		"                     where), running or unknown; with --pid only\n"
 		"  --json             one JSON object: {\"threads\": [...], \"warnings\": [...]}\n"
 		"  -o, --output FILE  write the answer as pprof, one sample per thread with\n"
-		"                     labels state, wait, waiting_ns, tid, thread, cpu_ns\n"
-		"                     (go tool pprof -traces FILE, -tags FILE)\n"
+		"                     labels state, wait, waiting_ns, tid, thread, cpu_ns,\n"
+		"                     creator (go tool pprof -traces FILE, -tags FILE)\n"
 		"  --socket PATH      the recorder's socket\n"
 		"  -h, --help         show this help\n"
 		"\n"
 		"Threads with the same state, wait and stack are shown once, with their\n"
 		"number and the longest waiting time. A waiting time is how long the thread\n"
-		"has been off the CPU (needs offcpu recorded). A user who is not root sees\n"
-		"only its own processes.\n"
+		"has been off the CPU (needs offcpu recorded). \"created by\" (json: creator)\n"
+		"is the thread that created it, when the recorder saw it happen; threads\n"
+		"older than the recorder have none. A user who is not root sees only its\n"
+		"own processes.\n"
 		"\n"
 		"Examples:\n"
 		"  flightrec threads --pid 1234\n"
@@ -64,7 +66,7 @@ static void usage_threads(FILE *f)
 /* One thread of the answer, read back from its pprof sample. */
 struct rthread {
 	const struct fr_pprof_rsample *s;
-	int64_t pid, tid, waiting_ns, cpu_ns;
+	int64_t pid, tid, waiting_ns, cpu_ns, creator; /* creator 0: unknown */
 	const char *name, *state, *wait, *wchan, *syscall;
 	int has_waiting, has_cpu; /* the answer at a past moment has no CPU time */
 };
@@ -79,6 +81,8 @@ static void read_labels(const struct fr_pprof_data *pd, struct rthread *t)
 			t->pid = l->num;
 		else if (strcmp(l->key, "tid") == 0)
 			t->tid = l->num;
+		else if (strcmp(l->key, "creator") == 0)
+			t->creator = l->num;
 		else if (strcmp(l->key, "cpu_ns") == 0) {
 			t->cpu_ns = l->num;
 			t->has_cpu = 1;
@@ -188,6 +192,8 @@ static void print_group(const struct fr_pprof_data *pd, const struct rthread *t,
 	for (size_t i = 0; i < n && i < 16; i++) {
 		printf(" %" PRId64 " (", t[i].tid);
 		put_safe(t[i].name);
+		if (t[i].creator)
+			printf(", created by %" PRId64, t[i].creator);
 		putchar(')');
 	}
 	if (n > 16)
@@ -237,6 +243,7 @@ static cJSON *thread_json(const struct fr_pprof_data *pd, const struct rthread *
 	    (t->syscall[0] && !fr_ipc_add_int(o, "syscall", strtoll(t->syscall, NULL, 10))) ||
 	    (t->wchan[0] && !cJSON_AddStringToObject(o, "wchan", t->wchan)) ||
 	    (t->has_waiting && !fr_ipc_add_int(o, "waiting_ns", t->waiting_ns)) ||
+	    (t->creator && !fr_ipc_add_int(o, "creator", t->creator)) ||
 	    !(stack = cJSON_AddArrayToObject(o, "stack"))) {
 		cJSON_Delete(o);
 		return NULL;
@@ -248,9 +255,27 @@ static cJSON *thread_json(const struct fr_pprof_data *pd, const struct rthread *
 	return o;
 }
 
+/* The note when some threads have no creator: *buf, or 0 when all have
+ * one (or there are none). */
+static int creator_note(const struct rthread *t, size_t n, char *buf, size_t len)
+{
+	size_t unknown = 0;
+
+	for (size_t i = 0; i < n; i++)
+		unknown += !t[i].creator;
+	if (!unknown)
+		return 0;
+	snprintf(buf, len,
+		 "the creator of %zu of %zu threads is unknown: created before the recorder "
+		 "started, or not seen in the ring's last seconds",
+		 unknown, n);
+	return 1;
+}
+
 static int print_json(const struct fr_pprof_data *pd, const struct rthread *t, size_t n,
 		      const struct fr_ipc_threads_reply *r)
 {
+	char note[160];
 	cJSON *root = cJSON_CreateObject(), *arr, *warn;
 	char *text;
 
@@ -262,6 +287,8 @@ static int print_json(const struct fr_pprof_data *pd, const struct rthread *t, s
 			goto err;
 	for (uint32_t i = 0; i < r->nwarnings; i++)
 		cJSON_AddItemToArray(warn, cJSON_CreateString(r->warnings[i]));
+	if (creator_note(t, n, note, sizeof(note)))
+		cJSON_AddItemToArray(warn, cJSON_CreateString(note));
 	if (!(text = cJSON_PrintUnformatted(root)))
 		goto err;
 	printf("%s\n", text);
@@ -283,6 +310,7 @@ int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r
 	void *gz = NULL, *raw = NULL;
 	size_t rawlen;
 	struct stat st;
+	char note[160];
 	int status = 1;
 
 	if (fstat(fd, &st) < 0 || st.st_size <= 0 || !(gz = malloc((size_t)st.st_size)) ||
@@ -307,6 +335,8 @@ int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r
 	}
 	for (uint32_t i = 0; i < r->nwarnings; i++)
 		fprintf(stderr, "%s: warning: %s\n", prog, r->warnings[i]);
+	if (creator_note(t, pd->nsamples, note, sizeof(note)))
+		fprintf(stderr, "%s: note: %s\n", prog, note);
 	if (!pd->nsamples)
 		printf("no threads: no such process%s\n",
 		       r->nwarnings ? " (see the warnings)" : " of yours");

@@ -57,6 +57,18 @@ static int take_event(const char *cmd, const char *name, struct fr_query_args *q
 	return 0;
 }
 
+/* A label key to split samples by. The recorder's own: "cpu" (the CPU a
+ * sample was taken on; off by default, it multiplies the rows). */
+static int take_label_key(const char *cmd, const char *key, struct fr_query_args *q)
+{
+	if (strcmp(key, "cpu") == 0) {
+		q->by_cpu = 1;
+		return 0;
+	}
+	fprintf(stderr, "%s: --label-key: unknown label key \"%s\" (accepted: cpu)\n", cmd, key);
+	return -1;
+}
+
 static int take_comm(const char *cmd, const char *name, struct fr_query_args *q)
 {
 	if (strlen(name) >= FR_LIMIT_COMM_LEN || q->targets.ncomms == FR_LIMIT_COMMS) {
@@ -180,6 +192,11 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 			       ? EXIT_USAGE
 			       : 1;
 	case FR_OPT_CHILDREN: q->targets.children = 1; return 1;
+	case FR_OPT_BY_CPU: q->by_cpu = 1; return 1;
+	case FR_OPT_LABEL_KEY:
+		return parse_list(cmd, "--label-key", arg, "label keys like cpu", take_label_key, q)
+			       ? EXIT_USAGE
+			       : 1;
 	case FR_OPT_CGROUP:
 		if (arg[0] != '/' || strlen(arg) >= FR_LIMIT_CGROUP_LEN) {
 			fprintf(stderr,
@@ -277,6 +294,7 @@ void fr_query_attach_req(const struct fr_query_args *q, struct fr_ipc_attach_req
 	r->has_to = q->to_s != NULL;
 	r->to_ns = q->to;
 	r->hz = (uint32_t)q->hz;
+	r->by_cpu = q->by_cpu;
 	r->nevents = q->nevents;
 	memcpy(r->events, q->events, sizeof(r->events));
 	memcpy(r->event_hz, q->event_hz, sizeof(r->event_hz));

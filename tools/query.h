@@ -18,7 +18,7 @@ enum {
 	FR_OPT_WINDOW = 256, FR_OPT_FROM, FR_OPT_TO, FR_OPT_PID, FR_OPT_HZ, FR_OPT_SOCKET,
 	FR_OPT_RING, FR_OPT_INFO, FR_OPT_JSON, FR_OPT_FORMAT, FR_OPT_EVENT, FR_OPT_COMM,
 	FR_OPT_CGROUP, FR_OPT_FOLLOW, FR_OPT_COUNT, FR_OPT_SESSION, FR_OPT_CHILDREN,
-	FR_OPT_SORT, FR_OPT_SINCE_LAST,
+	FR_OPT_SORT, FR_OPT_SINCE_LAST, FR_OPT_LABEL_KEY, FR_OPT_BY_CPU,
 };
 /* clang-format on */
 
@@ -38,6 +38,7 @@ struct fr_query_args {
 	uint32_t rate_event[FR_LIMIT_EVENTS], rate_hz[FR_LIMIT_EVENTS];
 	uint32_t event_hz[FR_LIMIT_EVENTS];
 	struct fr_targets targets; /* has_uid unused: the daemon decides */
+	int by_cpu;		   /* --by-cpu, --label-key cpu: a "cpu" label */
 };
 
 /* One option a line. */
@@ -53,7 +54,9 @@ struct fr_query_args {
 	{"comm", required_argument, NULL, FR_OPT_COMM},            \
 	{"cgroup", required_argument, NULL, FR_OPT_CGROUP},        \
 	{"children", no_argument, NULL, FR_OPT_CHILDREN},          \
-	{"format", required_argument, NULL, FR_OPT_FORMAT}
+	{"format", required_argument, NULL, FR_OPT_FORMAT},        \
+	{"label-key", required_argument, NULL, FR_OPT_LABEL_KEY},  \
+	{"by-cpu", no_argument, NULL, FR_OPT_BY_CPU}
 /* clang-format on */
 
 /* Takes option `c` if it is a query option: returns 1 when taken, 0 when

@@ -243,6 +243,20 @@ static void cell_add(struct gcell *cl, uint64_t w, uint32_t rate, uint32_t targe
 	cl->rem = (uint32_t)rem;
 }
 
+/* The index into b->strs of chunk string `id`, memoized for the chunk.
+ * Returns it or -ENOMEM. */
+static int64_t chunk_str(struct builder *b, const struct fr_chunk *c, uint32_t id)
+{
+	int64_t v;
+
+	if (id < b->str_memo_cap && b->str_memo[id])
+		return b->str_memo[id] - 1;
+	v = profile_intern_str(b, c->strings[id]);
+	if (v >= 0 && id < b->str_memo_cap)
+		b->str_memo[id] = (uint32_t)v + 1;
+	return v;
+}
+
 /* Adds sample `i` of chunk `c`, of requested event `e`, to its row.
  * Returns 0 or -ENOMEM. */
 int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e,
@@ -252,8 +266,6 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 	uint32_t cpu = b->req->cpu_label ? c->cpu[i] : 0;
 	uint32_t cgroup = b->ls_cgroup[c->labelset[i]];
 	uint64_t off, h;
-	const struct fr_chunk_proc *proc;
-	const struct fr_chunk_thread *th;
 	struct gsample *s;
 	int64_t comm, thread;
 	int ret;
@@ -268,8 +280,24 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 		if (FR_FRAME_IS_MARK(root))
 			b->ev[e].res->unwind_stopped[FR_FRAME_MARK_REASON(root)]++;
 	}
+	/* Names as they were at the sample's time: a thread renamed between
+	 * two samples has a row under each name. */
+	if (b->last_ok && b->last_pid == c->pid[i] && b->last_tid == c->tid[i]) {
+		comm = b->last_comm;
+		thread = b->last_thread;
+	} else {
+		comm = chunk_str(b, c, fr_chunk_comm_at(c, c->pid[i], c->time_ns[i]));
+		thread = chunk_str(b, c, fr_chunk_thread_name_at(c, c->tid[i], c->time_ns[i]));
+		if (comm < 0 || thread < 0)
+			return -ENOMEM;
+		b->last_ok = !c->nnames;
+		b->last_pid = c->pid[i];
+		b->last_tid = c->tid[i];
+		b->last_comm = comm;
+		b->last_thread = thread;
+	}
 	h = mix64(((uint64_t)c->pid[i] << 32 | c->tid[i]) ^ mix64(cpu + 1) ^
-		  mix64((uint64_t)cgroup << 1));
+		  mix64((uint64_t)cgroup << 1) ^ mix64((uint64_t)comm << 32 | (uint64_t)thread));
 	h = hash_bytes(h, &b->arena[off], nlocs * sizeof(uint32_t));
 
 	if ((b->sample_idx.n + 1) * 2 > b->sample_idx.cap &&
@@ -281,7 +309,8 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 
 		s = &b->samples[row];
 		if (s->hash == h && s->pid == c->pid[i] && s->tid == c->tid[i] && s->cpu == cpu &&
-		    s->cgroup == cgroup && s->nlocs == nlocs &&
+		    s->cgroup == cgroup && s->comm == (uint32_t)comm &&
+		    s->thread == (uint32_t)thread && s->nlocs == nlocs &&
 		    memcmp(&b->arena[s->locs], &b->arena[off], nlocs * sizeof(uint32_t)) == 0) {
 			s->count++;
 			cell_add(&b->cells[(size_t)row * b->nev + e], weight, c->rate_hz[i],
@@ -289,12 +318,6 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 			return 0;
 		}
 	}
-	proc = fr_chunk_find_proc(c, c->pid[i]);
-	th = fr_chunk_find_thread(c, c->tid[i]);
-	comm = profile_intern_str(b, proc ? c->strings[proc->comm] : "");
-	thread = profile_intern_str(b, th ? c->strings[th->name] : "");
-	if (comm < 0 || thread < 0)
-		return -ENOMEM;
 	if (b->nsamples == b->samples_cap) {
 		uint32_t cap = b->samples_cap;
 		struct gcell *cells;
@@ -348,6 +371,7 @@ void profile_free_builder(struct builder *b)
 	free(b->str_idx.slots);
 	free(b->stack_off);
 	free(b->stack_n);
+	free(b->str_memo);
 	free(b->stack_ok);
 	free(b->ls_ok);
 	free(b->ls_cgroup);
@@ -358,8 +382,18 @@ void profile_free_builder(struct builder *b)
 	fr_decimator_fini(&b->dec);
 }
 
-int profile_reset_stack_memo(struct builder *b, uint32_t nstacks)
+int profile_reset_stack_memo(struct builder *b, uint32_t nstacks, uint32_t nstrings)
 {
+	b->last_ok = 0;
+	if (nstrings > b->str_memo_cap) {
+		uint32_t *m = realloc(b->str_memo, nstrings * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		b->str_memo = m;
+		b->str_memo_cap = nstrings;
+	}
+	if (nstrings)
+		memset(b->str_memo, 0, nstrings * sizeof(*b->str_memo));
 	if (nstacks == 0)
 		return 0;
 	if (nstacks > b->stack_cap) {

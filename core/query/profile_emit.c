@@ -305,9 +305,14 @@ void profile_emit(struct builder *b, struct fr_pprof *p)
 			{.key = "thread", .str = b->strs[s->thread]},
 		};
 		size_t nlabels = 4;
+		char cpu[12];
 
-		if (b->req->cpu_label)
-			labels[nlabels++] = (struct fr_pprof_label){.key = "cpu", .num = s->cpu};
+		/* A string: pprof readers drop a numeric label of 0 (no unit),
+		 * and CPU 0 is a CPU like any other. */
+		if (b->req->cpu_label) {
+			snprintf(cpu, sizeof(cpu), "%u", s->cpu);
+			labels[nlabels++] = (struct fr_pprof_label){.key = "cpu", .str = cpu};
+		}
 		if (s->cgroup != NO_CGROUP)
 			labels[nlabels++] =
 				(struct fr_pprof_label){.key = "cgroup", .str = b->strs[s->cgroup]};

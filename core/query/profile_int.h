@@ -122,6 +122,16 @@ struct builder {
 	uint64_t *stack_off;
 	uint32_t *stack_n;
 	uint32_t stack_cap;
+	/* Per-chunk memo: chunk string id -> index into strs + 1 (0: not
+	 * yet), for the names each sample takes at its time. */
+	uint32_t *str_memo;
+	uint32_t str_memo_cap;
+	/* The names of the last (pid, tid) looked up in a chunk without names
+	 * over time, where they hold for the whole chunk (a CPU's samples
+	 * come in runs of one thread). */
+	int last_ok;
+	uint32_t last_pid, last_tid;
+	int64_t last_comm, last_thread;
 	/* Per-chunk targets: stack id -> of a wanted pid and comm; label set
 	 * -> of the wanted cgroup, and its cgroup (index into strs). */
 	uint8_t *stack_ok;
@@ -165,7 +175,9 @@ int64_t profile_intern_str(struct builder *b, const char *s);
  * the window) to event e's cell of its row. */
 int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e,
 		       uint64_t weight);
-int profile_reset_stack_memo(struct builder *b, uint32_t nstacks);
+/* Starts the per-chunk memos for a chunk of `nstacks` stacks and
+ * `nstrings` strings. Returns 0 or -ENOMEM. */
+int profile_reset_stack_memo(struct builder *b, uint32_t nstacks, uint32_t nstrings);
 void profile_free_builder(struct builder *b);
 
 /* core/query/profile_open.c */

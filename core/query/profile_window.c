@@ -82,10 +82,23 @@ static int wanted_pid(const struct builder *b, uint32_t pid)
  * process the chunk does not describe is not known to be anyone's, so a
  * uid restriction leaves it out: it keeps users from seeing each other's
  * processes. */
+static int wanted_comm(const struct fr_profile_request *req, const char *comm)
+{
+	int comm_ok = !req->targets.ncomms;
+
+	for (uint32_t i = 0; i < req->targets.ncomms && !comm_ok; i++)
+		comm_ok = strncmp(comm, req->targets.comms[i], FR_LIMIT_COMM_LEN) == 0;
+	return comm_ok;
+}
+
+/* As above; returns 0 (not wanted), 1 (wanted) or COMM_AT_SAMPLE: wanted
+ * if its command name at each sample's time is, for a process whose name
+ * changed within the chunk (an exec: the samples before it were of the
+ * program it replaced; core/store/chunk.h, names over time). */
+#define COMM_AT_SAMPLE 2
 static int wanted_proc(const struct fr_profile_request *req, const struct fr_chunk *c, uint32_t pid)
 {
 	const struct fr_chunk_proc *p;
-	int comm_ok = !req->targets.ncomms;
 
 	if (!req->targets.ncomms && !req->targets.has_uid)
 		return 1;
@@ -94,10 +107,9 @@ static int wanted_proc(const struct fr_profile_request *req, const struct fr_chu
 		return 0;
 	if (req->targets.has_uid && p->uid != req->targets.uid)
 		return 0;
-	for (uint32_t i = 0; i < req->targets.ncomms && !comm_ok; i++)
-		comm_ok = strncmp(c->strings[p->comm], req->targets.comms[i], FR_LIMIT_COMM_LEN) ==
-			  0;
-	return comm_ok;
+	if (req->targets.ncomms && fr_chunk_find_names(c, pid))
+		return COMM_AT_SAMPLE;
+	return wanted_comm(req, c->strings[p->comm]);
 }
 
 static int add_edge(struct builder *b, uint32_t pid, uint32_t ppid)
@@ -247,7 +259,7 @@ static int chunk_targets(struct builder *b, const struct fr_chunk *c, int names)
 	for (uint32_t k = 0; k < c->nstacks; k++) {
 		uint32_t pid = c->stacks[k].pid;
 
-		b->stack_ok[k] = (uint8_t)(wanted_pid(b, pid) && wanted_proc(req, c, pid));
+		b->stack_ok[k] = (uint8_t)(wanted_pid(b, pid) ? wanted_proc(req, c, pid) : 0);
 	}
 	for (uint32_t k = 0; k < c->nlabelsets; k++) {
 		struct fr_chunk_proc_labels l;
@@ -278,6 +290,9 @@ static int select_sample(const struct builder *b, const struct fr_chunk *c, uint
 
 	if (c->time_ns[i] < b->req->t0 || c->time_ns[i] >= b->req->t1 ||
 	    !b->stack_ok[c->stack[i]] || !b->ls_ok[c->labelset[i]])
+		return -1;
+	if (b->stack_ok[c->stack[i]] == COMM_AT_SAMPLE &&
+	    !wanted_comm(b->req, c->strings[fr_chunk_comm_at(c, c->pid[i], c->time_ns[i])]))
 		return -1;
 	for (uint32_t e = 0; e < b->nev; e++)
 		if (b->ev[e].id == id)
@@ -360,7 +375,7 @@ int profile_chunk_rates(struct builder *b, const struct fr_chunk *c)
  * Returns 0 or -ENOMEM. */
 int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 {
-	int ret = profile_reset_stack_memo(b, c->nstacks);
+	int ret = profile_reset_stack_memo(b, c->nstacks, c->nstrings);
 
 	if (ret == 0)
 		ret = chunk_targets(b, c, 1);

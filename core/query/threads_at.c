@@ -35,6 +35,7 @@ struct ev {
 	int kind;
 	int64_t t, out;
 	char name[32], comm[32];
+	uint32_t creator;
 };
 
 struct evs {
@@ -78,11 +79,16 @@ static int push(struct evs *e, const struct fr_chunk *c, uint32_t i, int kind)
 	v->kind = kind;
 	v->t = c->time_ns[i];
 	v->out = v->t - (int64_t)(c->weight[i] & INT64_MAX);
-	/* A thread of the table belongs to its process only. */
-	if (th && th->pid == v->pid)
-		strncpy(v->name, c->strings[th->name], sizeof(v->name) - 1);
+	/* A thread of the table belongs to its process only. Names as they
+	 * were at the record's time (names over time, core/store/chunk.h). */
+	if (th && th->pid == v->pid) {
+		strncpy(v->name, c->strings[fr_chunk_thread_name_at(c, v->tid, v->t)],
+			sizeof(v->name) - 1);
+		v->creator = th->creator;
+	}
 	if (p)
-		strncpy(v->comm, c->strings[p->comm], sizeof(v->comm) - 1);
+		strncpy(v->comm, c->strings[fr_chunk_comm_at(c, v->pid, v->t)],
+			sizeof(v->comm) - 1);
 	return 0;
 }
 
@@ -142,6 +148,8 @@ static void judge(const struct ev *v, size_t n, int64_t asof, int64_t t, struct 
 			memcpy(th->name, v[i].name, sizeof(th->name));
 		if (v[i].comm[0])
 			memcpy(th->comm, v[i].comm, sizeof(th->comm));
+		if (v[i].creator)
+			th->creator = v[i].creator;
 		th->seen_ns = v[i].t;
 	}
 	if (rec && back <= rec->out && cpu <= rec->out &&

@@ -25,10 +25,11 @@ enum fr_thread_at_state { FR_THREAD_UNKNOWN, FR_THREAD_BLOCKED, FR_THREAD_RUNNIN
 struct fr_thread_at {
 	uint32_t pid, tid;
 	enum fr_thread_at_state state;
-	int64_t out_ns;	 /* blocked: when it left the CPU (Unix ns) */
-	int64_t seen_ns; /* its latest record or sample at or before T */
-	char name[32];	 /* from the chunks' thread table; "" unknown */
-	char comm[32];	 /* its process's, from the process table */
+	int64_t out_ns;	  /* blocked: when it left the CPU (Unix ns) */
+	int64_t seen_ns;  /* its latest record or sample at or before T */
+	char name[32];	  /* from the chunks' thread table; "" unknown */
+	char comm[32];	  /* its process's, from the process table */
+	uint32_t creator; /* the thread that created it (chunks' section 2); 0: unknown */
 };
 
 /* The threads of the processes of t->pids (all when none), and when
@@ -57,7 +58,7 @@ int64_t fr_threads_at_last(struct fr_ring *r);
  * (recorder/threads.c): a gzip'ed pprof, one sample per thread, values
  * threads/count and waiting/nanoseconds, labels pid, tid, thread, state
  * ("blocked", "running", "unknown"), waiting_ns (blocked: t - switch-out),
- * stack ("blocked" or "on-cpu"). A blocked thread's stack is its off-CPU
+ * creator (when the chunks know it), stack ("blocked" or "on-cpu"). A blocked thread's stack is its off-CPU
  * row with the most time in [t - FR_THREADS_AT_STACK_NS, t], where the
  * open waits put its wait; any other's its cpu row with the most samples.
  * `req` gives the targets and the symbol sources; its window and events

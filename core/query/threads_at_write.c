@@ -95,6 +95,8 @@ static void emit_thread(struct fr_pprof_copy *e, const struct fr_thread_at *th, 
 	labels[nl++] = (struct fr_pprof_label){.key = "state", .str = state_names[th->state]};
 	if (blocked)
 		labels[nl++] = (struct fr_pprof_label){.key = "waiting_ns", .num = values[1]};
+	if (th->creator)
+		labels[nl++] = (struct fr_pprof_label){.key = "creator", .num = th->creator};
 	if (row >= 0) {
 		const struct fr_pprof_rsample *s = &e->pd->samples[row];
 

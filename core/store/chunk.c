@@ -61,7 +61,7 @@ int fr_chunk_header_parse(const void *buf, size_t len, struct fr_chunk_header *h
 	h->clock_offset = (int64_t)fr_get_le64(p + 48);
 	h->payload_crc = fr_get_le32(p + 56);
 	h->header_crc = fr_get_le32(p + 60);
-	if (h->version != FR_CHUNK_VERSION)
+	if (h->version < FR_CHUNK_VERSION_MIN || h->version > FR_CHUNK_VERSION)
 		return -EPROTONOSUPPORT;
 	if (h->header_len != FR_CHUNK_HEADER_LEN)
 		return -EBADMSG;

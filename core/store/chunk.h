@@ -9,8 +9,11 @@
  *
  *   header, 64 bytes:
  *     0  u32 magic         0x4b435246 ("FRCK")
- *     4  u16 version       FR_CHUNK_VERSION (2); version 1 (the first
- *                          block layout) is refused like any other
+ *     4  u16 version       FR_CHUNK_VERSION (3) when the block has
+ *                          sections (below), else 2, so a chunk without
+ *                          them stays readable by the builds before
+ *                          sections; version 1 (the first block layout)
+ *                          is refused like any other
  *     6  u16 header_len    64
  *     8  u64 seq           global sequence number, assigned by the ring,
  *                          below 2^62 (FR_CHUNK_SEQ_MAX)
@@ -118,7 +121,36 @@
  *     tid:     z (tid - pid).
  *     event, weight, rate_hz, labelset: each as runs: v count; each: v
  *              value, v length (>= 1); lengths add up to n.
- *   Nothing follows the last run list.
+ *   sections:  only in version 3: until the block ends, each: v id, v len,
+ *              len bytes. Ids increase; a reader skips one it does not
+ *              know (a later addition), so sections are how the format
+ *              grows. In version 2 nothing follows the last run list.
+ *
+ * SECTION 1, NAMES OVER TIME. The thread table gives one name per thread:
+ * the one at seal time. A thread renamed within the chunk (prctl
+ * PR_SET_NAME, pthread_setname_np) or a process that exec'd has its
+ * changes here, with their times (the perf COMM records'), so each sample
+ * is named as it was when it was taken:
+ *              v count; each: v gap (tid: the previous entry's + 1 + gap,
+ *              the first: gap), str before (the name before the first
+ *              change), v n (>= 1), n x (z (time - previous change's
+ *              time; the first: time - header first_ns), str name). Times
+ *              do not decrease; they may lie outside [first_ns, last_ns]
+ *              (a rename just before the first sample). The name at time
+ *              t is that of the last change at or before t, else `before`.
+ *              A process's command name (comm) at t is its main thread's
+ *              (tid == pid) name at t, so an entry may be of a main thread
+ *              the thread table does not hold; without one, the process
+ *              table's comm.
+ *
+ * SECTION 2, CREATORS. The thread that created each thread of the thread
+ * table, when the recorder saw it happen (the FORK record's ptid: for a
+ * thread, the thread that called clone; for a process's main thread, the
+ * thread of the parent that forked). Threads that existed before the
+ * recorder started have no entry: their creator is unknown, not guessed.
+ *              v count; each: v gap (tid, as in section 1; the tid must be
+ *              in the thread table), v creator tid (>= 1).
+ * Section ids taken: 1 names, 2 creators.
  *
  * OPEN WAITS. A sample whose event is FR_EVENT_OFFCPU_OPEN (0x40000000,
  * core/store/sample.h) is not a sample but an open-wait record: thread
@@ -163,7 +195,12 @@
 #include "core/store/sample.h"
 
 #define FR_CHUNK_MAGIC 0x4b435246u
-#define FR_CHUNK_VERSION 2
+#define FR_CHUNK_VERSION 3
+/* The oldest version this build reads (no sections). */
+#define FR_CHUNK_VERSION_MIN 2
+/* Section ids (see "sections"). */
+#define FR_CHUNK_SECTION_NAMES 1
+#define FR_CHUNK_SECTION_CREATORS 2
 #define FR_CHUNK_HEADER_LEN 64
 #define FR_BUILD_ID_MAX 20
 /* Sequence numbers at or above this are refused as corrupt. */
@@ -210,10 +247,24 @@ struct fr_proc_info {
 	uint32_t ppid;
 };
 
+/* A thread's name from time_ns (Unix ns) on. */
+struct fr_name_change {
+	int64_t time_ns;
+	const char *name;
+};
+
 struct fr_thread_info {
 	uint32_t tid;
 	uint32_t pid;
-	const char *name;
+	const char *name; /* at seal time */
+	/* Its renames the chunk's samples may need (0 when none), in time
+	 * order, and its name before the first of them. The array is
+	 * borrowed until the seal returns. */
+	uint32_t nchanges;
+	const struct fr_name_change *changes;
+	const char *before;
+	/* The thread that created it (0: unknown), see section 2. */
+	uint32_t creator;
 };
 
 struct fr_map_info {
@@ -319,6 +370,20 @@ struct fr_chunk_proc {
 
 struct fr_chunk_thread {
 	uint32_t tid, pid;
+	uint32_t name;	  /* string id */
+	uint32_t creator; /* tid of the thread that created it; 0: unknown */
+};
+
+/* Names over time (section 1): entry k's changes are
+ * name_changes[first .. first + n - 1]. */
+struct fr_chunk_names {
+	uint32_t tid;
+	uint32_t before; /* string id */
+	uint32_t first, n;
+};
+
+struct fr_chunk_name_change {
+	int64_t time_ns;
 	uint32_t name; /* string id */
 };
 
@@ -365,6 +430,10 @@ struct fr_chunk {
 	uint32_t *label_keys, *label_values;
 	uint32_t nevents;
 	struct fr_chunk_event_stats *events;
+	uint32_t nnames; /* sorted by tid */
+	struct fr_chunk_names *names;
+	uint32_t nname_changes;
+	struct fr_chunk_name_change *name_changes;
 	uint32_t nsamples;
 	int64_t *time_ns;
 	uint32_t *tid, *pid, *cpu, *event, *rate_hz, *stack, *labelset;
@@ -396,5 +465,16 @@ void fr_chunk_labelset_proc(const struct fr_chunk *c, uint32_t ls,
 const struct fr_chunk_proc *fr_chunk_find_proc(const struct fr_chunk *c, uint32_t pid);
 const struct fr_chunk_thread *fr_chunk_find_thread(const struct fr_chunk *c, uint32_t tid);
 const struct fr_chunk_map *fr_chunk_find_map(const struct fr_chunk *c, uint32_t pid, uint64_t addr);
+const struct fr_chunk_names *fr_chunk_find_names(const struct fr_chunk *c, uint32_t tid);
+
+/* The string id of thread `tid`'s name at `time_ns`: from its names over
+ * time when the chunk has them, else the thread table's; 0 ("") when the
+ * chunk does not know the thread. */
+uint32_t fr_chunk_thread_name_at(const struct fr_chunk *c, uint32_t tid, int64_t time_ns);
+
+/* The string id of process `pid`'s command name at `time_ns`: its main
+ * thread's name then when the chunk has its names over time, else the
+ * process table's comm; 0 when unknown. */
+uint32_t fr_chunk_comm_at(const struct fr_chunk *c, uint32_t pid, int64_t time_ns);
 
 #endif

@@ -606,6 +606,34 @@ err_bad:
 	return -EBADMSG;
 }
 
+/* What follows the samples: nothing in version 2, sections in version 3
+ * (increasing ids; an unknown one skipped). */
+static int decode_sections(struct rd *r, struct fr_chunk *c)
+{
+	int64_t prev = 0;
+
+	if (c->hdr.version < 3)
+		return r->p == r->end ? 0 : -EBADMSG;
+	while (r->p != r->end) {
+		uint64_t id, len;
+		int ret;
+
+		if (rd_v(r, &id) < 0 || (int64_t)id <= prev || id > UINT32_MAX ||
+		    rd_v(r, &len) < 0 || len > rd_left(r))
+			return -EBADMSG;
+		ret = 0;
+		if (id == FR_CHUNK_SECTION_NAMES)
+			ret = chunk_decode_names(c, r->p, (size_t)len);
+		else if (id == FR_CHUNK_SECTION_CREATORS)
+			ret = chunk_decode_creators(c, r->p, (size_t)len);
+		if (ret < 0)
+			return ret;
+		r->p += len;
+		prev = (int64_t)id;
+	}
+	return 0;
+}
+
 int fr_chunk_decode(const void *buf, size_t len, struct fr_chunk **out)
 {
 	const unsigned char *p = buf;
@@ -647,11 +675,9 @@ int fr_chunk_decode(const void *buf, size_t len, struct fr_chunk **out)
 	    (ret = decode_stacks(&d)) < 0 || (ret = decode_labelsets(&d.r, c)) < 0 ||
 	    (ret = decode_events(&d.r, c)) < 0 || (ret = decode_samples(&d)) < 0)
 		goto err;
-	/* Nothing may follow the samples. */
-	if (d.r.p != d.r.end) {
-		ret = -EBADMSG;
+	ret = decode_sections(&d.r, c);
+	if (ret < 0)
 		goto err;
-	}
 	free(raw);
 	free(d.bids);
 	free(d.bid_len);
@@ -686,6 +712,8 @@ void fr_chunk_free(struct fr_chunk *c)
 	free(c->label_keys);
 	free(c->label_values);
 	free(c->events);
+	free(c->names);
+	free(c->name_changes);
 	free(c->time_ns);
 	free(c->tid);
 	free(c->pid);

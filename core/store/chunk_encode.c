@@ -287,7 +287,8 @@ static void seal_block(struct seal *s, const struct fr_chunk_builder *b, int64_t
 	uint32_t prev = 0;
 
 	wb_reserve(w, b->raw_est + s->strs.blob.len + s->bids.blob.len + s->procs.len +
-			      s->threads.len + s->maps.len + 31 * (size_t)s->nlabelsets + 64);
+			      s->threads.len + s->maps.len + s->names.len + s->creators.len +
+			      31 * (size_t)s->nlabelsets + 64);
 
 	chunk_strtab_write(w, &s->strs, 0);
 	chunk_strtab_write(w, &s->bids, 1);
@@ -332,6 +333,20 @@ static void seal_block(struct seal *s, const struct fr_chunk_builder *b, int64_t
 		wb_v(w, b->events[i].truncated);
 	}
 	seal_samples(s, b, first_ns);
+
+	/* Sections (version 3), by increasing id. */
+	if (s->nnames) {
+		wb_v(w, FR_CHUNK_SECTION_NAMES);
+		wb_v(w, fr_varint_len(s->nnames) + s->names.len);
+		wb_v(w, s->nnames);
+		wb_bytes(w, s->names.p, s->names.len);
+	}
+	if (s->ncreators) {
+		wb_v(w, FR_CHUNK_SECTION_CREATORS);
+		wb_v(w, fr_varint_len(s->ncreators) + s->creators.len);
+		wb_v(w, s->ncreators);
+		wb_bytes(w, s->creators.p, s->creators.len);
+	}
 }
 
 /* Compresses the encoded block into a new chunk, header first: *out
@@ -366,7 +381,8 @@ static int seal_frame(struct seal *s, struct fr_chunk_builder *b, int64_t first_
 
 	h = (struct fr_chunk_header){
 		.magic = FR_CHUNK_MAGIC,
-		.version = FR_CHUNK_VERSION,
+		/* Without sections, readable by the builds before them. */
+		.version = s->nnames || s->ncreators ? FR_CHUNK_VERSION : FR_CHUNK_VERSION_MIN,
 		.header_len = FR_CHUNK_HEADER_LEN,
 		.seq = 0,
 		.first_ns = first_ns,

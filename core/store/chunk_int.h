@@ -229,6 +229,10 @@ struct seal {
 	struct strtab strs, bids;
 	struct wbuf procs, threads, maps;
 	uint32_t nprocs, nthreads, nmaps;
+	struct wbuf names; /* section 1's entries (core/store/chunk_names.c) */
+	uint32_t nnames;
+	struct wbuf creators; /* section 2's entries */
+	uint32_t ncreators, creator_prev;
 	/* Label sets: set k + 1 is ls[k]. Those of the chunk's processes come
 	 * first (pid_ls[pid index] is the set of the pid's samples, 0: none;
 	 * ls_slots finds a (cgroup, ppid) already given a set), then those of
@@ -253,6 +257,22 @@ struct seal {
  * chunk_seal_fini() either way. */
 int chunk_seal_meta(struct seal *s, const struct fr_chunk_builder *b,
 		    const struct fr_chunk_meta_ops *ops, int64_t first_ns);
+
+/* The id of string `s` in t (NULL and "" are 0), or -ENOMEM. */
+int64_t chunk_strtab_intern(struct strtab *t, const char *s);
+
+/* Names over time (core/store/chunk_names.c). How many strings the
+ * section may intern, asked before the string table is sized; then its
+ * entries, written into s->names after the thread table. */
+size_t chunk_names_strings(const struct seal *s, const struct fr_chunk_meta_ops *ops);
+int chunk_seal_names(struct seal *s, const struct fr_chunk_meta_ops *ops, int64_t first_ns);
+/* Reads section 1 (`len` bytes at p) into c, whose strings are decoded.
+ * Returns 0, -EBADMSG or -ENOMEM. */
+int chunk_decode_names(struct fr_chunk *c, const unsigned char *p, size_t len);
+/* Section 2 (creators): noted by seal_threads for each thread it writes;
+ * read into c->threads. */
+void chunk_seal_creator(struct seal *s, uint32_t tid, uint32_t creator);
+int chunk_decode_creators(struct fr_chunk *c, const unsigned char *p, size_t len);
 
 /* Writes the strings of t from id `from` on, as the block stores them. */
 void chunk_strtab_write(struct wbuf *w, const struct strtab *t, uint32_t from);

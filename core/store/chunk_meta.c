@@ -80,6 +80,11 @@ static int64_t strtab_intern(struct strtab *t, const char *s)
 	return s ? strtab_intern_n(t, s, strnlen(s, FR_CHUNK_STRING_MAX)) : 0;
 }
 
+int64_t chunk_strtab_intern(struct strtab *t, const char *s)
+{
+	return strtab_intern(t, s);
+}
+
 void chunk_strtab_write(struct wbuf *w, const struct strtab *t, uint32_t from)
 {
 	wb_v(w, t->n - from);
@@ -178,6 +183,8 @@ void chunk_seal_fini(struct seal *s)
 	free(s->procs.p);
 	free(s->threads.p);
 	free(s->maps.p);
+	free(s->names.p);
+	free(s->creators.p);
 	free(s->ls);
 	free(s->pid_ls);
 	free(s->ppids);
@@ -417,6 +424,7 @@ static int seal_threads(struct seal *s, const struct fr_chunk_meta_ops *ops)
 		wb_z(&s->threads, (int64_t)ti.pid - (int64_t)s->tids[i]);
 		wb_v(&s->threads, (uint64_t)name);
 		s->nthreads++;
+		chunk_seal_creator(s, s->tids[i], ti.creator);
 		prev = s->tids[i];
 	}
 	return s->threads.err;
@@ -483,11 +491,12 @@ int chunk_seal_meta(struct seal *s, const struct fr_chunk_builder *b,
 		return ret;
 	/* "", comm, exe, cgroup and ppid of each pid, the "cgroup", "ppid"
 	 * and "pid" keys, pid and ppid of each ancestor, thread names and
-	 * mapping paths. The walk up asks about as many pids as the chunk
-	 * has, and 64 more: a few shells and managers above a chunk's
-	 * processes, never all of a deep or cyclic chain. */
+	 * mapping paths, and the names over time. The walk up asks about as
+	 * many pids as the chunk has, and 64 more: a few shells and managers
+	 * above a chunk's processes, never all of a deep or cyclic chain. */
 	s->max_anc = (uint32_t)s->npids + 64;
-	max_strings = 4 + 4 * s->npids + 2 * (size_t)s->max_anc + s->ntids + s->npairs;
+	max_strings = 4 + 4 * s->npids + 2 * (size_t)s->max_anc + s->ntids + s->npairs +
+		      chunk_names_strings(s, ops);
 	ret = strtab_init(&s->strs, max_strings);
 	if (ret < 0)
 		return ret;
@@ -501,6 +510,9 @@ int chunk_seal_meta(struct seal *s, const struct fr_chunk_builder *b,
 	if (ret < 0)
 		return ret;
 	ret = seal_threads(s, ops);
+	if (ret < 0)
+		return ret;
+	ret = chunk_seal_names(s, ops, first_ns);
 	if (ret < 0)
 		return ret;
 	return seal_maps(s, ops);

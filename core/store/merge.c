@@ -263,10 +263,117 @@ int fr_chunk_merge_span(struct fr_chunk *const *parts, size_t n, size_t max_raw)
 /* ------------------------------------------------------------------ */
 /* Merge                                                                */
 
+/* The parts' names over time, by tid: a thread's changes from every part
+ * in time order, each once (the recorder repeats a change in the chunk
+ * after its own, for samples drained late), and its name before them. */
+struct mnames {
+	uint32_t tid;
+	uint32_t first, n; /* into ctx.chg */
+	const char *before;
+	int64_t before_time; /* the first change's time where `before` was read */
+};
+
+struct mchange {
+	uint32_t tid;
+	int64_t time_ns;
+	const char *name;
+	const char *before; /* the part's name before its first change */
+	int64_t first_time; /* that part's first change of the thread */
+};
+
 struct ctx {
 	struct part *ps;
 	size_t n;
+	struct fr_name_change *chg;
+	struct mnames *names;
+	uint32_t nnames;
 };
+
+static int cmp_mchange(const void *a, const void *b)
+{
+	const struct mchange *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return (x->tid > y->tid) - (x->tid < y->tid);
+	if (x->time_ns != y->time_ns)
+		return (x->time_ns > y->time_ns) - (x->time_ns < y->time_ns);
+	return strcmp(x->name, y->name);
+}
+
+/* Fills x->names and x->chg from the parts. Returns 0 or -ENOMEM. */
+static int names_init(struct ctx *x)
+{
+	struct mchange *all;
+	size_t total = 0, k = 0;
+
+	for (size_t i = 0; i < x->n; i++)
+		total += x->ps[i].c->nname_changes;
+	if (!total)
+		return 0;
+	all = malloc(total * sizeof(*all));
+	x->chg = malloc(total * sizeof(*x->chg));
+	x->names = malloc(total * sizeof(*x->names));
+	if (!all || !x->chg || !x->names) {
+		free(all);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < x->n; i++) {
+		const struct fr_chunk *c = x->ps[i].c;
+
+		for (uint32_t e = 0; e < c->nnames; e++) {
+			const struct fr_chunk_names *nm = &c->names[e];
+			const struct fr_chunk_name_change *ch = &c->name_changes[nm->first];
+
+			for (uint32_t j = 0; j < nm->n; j++)
+				all[k++] = (struct mchange){.tid = nm->tid,
+							    .time_ns = ch[j].time_ns,
+							    .name = c->strings[ch[j].name],
+							    .before = c->strings[nm->before],
+							    .first_time = ch[0].time_ns};
+		}
+	}
+	qsort(all, total, sizeof(*all), cmp_mchange);
+	k = 0;
+	for (size_t i = 0; i < total; i++) {
+		struct mnames *m = x->nnames ? &x->names[x->nnames - 1] : NULL;
+		const struct mchange *a = &all[i];
+
+		if (!m || m->tid != a->tid) {
+			m = &x->names[x->nnames++];
+			*m = (struct mnames){.tid = a->tid,
+					     .first = (uint32_t)k,
+					     .before = a->before,
+					     .before_time = a->first_time};
+		}
+		/* The name before the earliest change any part saw. */
+		if (a->first_time < m->before_time) {
+			m->before = a->before;
+			m->before_time = a->first_time;
+		}
+		if (m->n && x->chg[k - 1].time_ns == a->time_ns &&
+		    strcmp(x->chg[k - 1].name, a->name) == 0)
+			continue;
+		x->chg[k++] = (struct fr_name_change){.time_ns = a->time_ns, .name = a->name};
+		m->n++;
+	}
+	free(all);
+	return 0;
+}
+
+static const struct mnames *find_names(const struct ctx *x, uint32_t tid)
+{
+	uint32_t lo = 0, hi = x->nnames;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (x->names[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < x->nnames && x->names[lo].tid == tid ? &x->names[lo] : NULL;
+}
 
 /* A process with a process entry in some part: that entry (the newest)
  * and the newest cgroup and parent known. A process that no part has
@@ -315,18 +422,33 @@ static int m_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
 static int m_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
 {
 	const struct ctx *x = arg;
+	const struct mnames *m = find_names(x, tid);
 
+	if (m) {
+		out->nchanges = m->n;
+		out->changes = &x->chg[m->first];
+		out->before = m->before;
+		/* A main thread named only for its process's comm. */
+		out->tid = out->pid = tid;
+		out->name = x->chg[m->first + m->n - 1].name;
+	}
 	for (size_t i = x->n; i-- > 0;) {
 		const struct fr_chunk_thread *t = fr_chunk_find_thread(x->ps[i].c, tid);
 
-		if (t) {
-			out->tid = tid;
-			out->pid = t->pid;
-			out->name = x->ps[i].c->strings[t->name];
-			return 0;
+		if (!t)
+			continue;
+		/* Its creator from any part that knew it (section 2). */
+		for (size_t k = i + 1; k-- > 0 && !out->creator;) {
+			const struct fr_chunk_thread *o = fr_chunk_find_thread(x->ps[k].c, tid);
+
+			out->creator = o ? o->creator : 0;
 		}
+		out->tid = tid;
+		out->pid = t->pid;
+		out->name = x->ps[i].c->strings[t->name];
+		return 0;
 	}
-	return -ENOENT;
+	return m ? 0 : -ENOENT;
 }
 
 static int m_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_info *out)
@@ -371,7 +493,7 @@ int fr_chunk_merge(struct fr_chunk *const *parts, size_t n, size_t max_raw, void
 		return -EFBIG;
 	x.ps = parts_init(parts, n);
 	b = fr_chunk_builder_new(total ? (uint32_t)total : 1, max_raw);
-	if (!x.ps || !b) {
+	if (!x.ps || !b || names_init(&x) < 0) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -419,5 +541,7 @@ out:
 	fr_chunk_builder_free(b);
 	if (x.ps)
 		parts_fini(x.ps, n);
+	free(x.chg);
+	free(x.names);
 	return ret;
 }

@@ -14,7 +14,10 @@
  *                           segments (the copy below comes after them)
  *    32  u64 segment_size   bytes per segment (multiple of 4096)
  *    40  u32 nsegments      (file_size - 4096 - journal_size) / segment_size
- *    44  u32 chunk_version  FR_CHUNK_VERSION the writer used at creation
+ *    44  u32 chunk_version  FR_CHUNK_VERSION the writer used at creation;
+ *                           rings of chunk version 2 (before sections) are
+ *                           read and written on, their new chunks of
+ *                           either version (core/store/chunk.h)
  *    48  i64 created_ns     Unix ns
  *    56  u8[16] ring id     random, identifies this ring
  *   version 2:

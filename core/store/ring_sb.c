@@ -185,7 +185,9 @@ static int sb_decode(const unsigned char *sb, size_t n, struct sb_geom *g)
 	    g->file_size !=
 		    FR_RING_SB_LEN + g->journal_size + (uint64_t)g->nsegments * g->segment_size)
 		return -EUCLEAN;
-	if (g->chunk_version != FR_CHUNK_VERSION)
+	/* A ring made before sections holds version 2 chunks, and the
+	 * recorder adds version 3 ones to it: both are read. */
+	if (g->chunk_version < FR_CHUNK_VERSION_MIN || g->chunk_version > FR_CHUNK_VERSION)
 		return -EPROTONOSUPPORT;
 	return 0;
 }
@@ -301,8 +303,9 @@ static int sb_load_failed(struct fr_ring *r, uint64_t actual_size, const unsigne
 		else
 			fr_set_err(err, errlen,
 				   "%s holds chunks of format version %" PRIu32
-				   "; this build reads version %d",
-				   r->path, fr_get_le32(v + 44), FR_CHUNK_VERSION);
+				   "; this build reads versions %d to %d",
+				   r->path, fr_get_le32(v + 44), FR_CHUNK_VERSION_MIN,
+				   FR_CHUNK_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	/* A ring (the magic in either superblock, or its chunks) is damaged;

@@ -153,6 +153,32 @@ static void check_chunk_tasks(const struct fr_chunk *c)
 	}
 }
 
+/* Names over time: sorted by tid, each with its changes in time order. */
+static void check_chunk_names(const struct fr_chunk *c)
+{
+	for (uint32_t i = 0; i < c->nnames; i++) {
+		const struct fr_chunk_names *e = &c->names[i];
+
+		check_string(c, e->before, "name before");
+		FUZZ_CHECK(i == 0 || c->names[i - 1].tid < e->tid, "names not sorted at %u", i);
+		FUZZ_CHECK(e->n >= 1 && e->first <= c->nname_changes &&
+				   e->n <= c->nname_changes - e->first,
+			   "names %u: changes [%u, +%u) of %u", i, e->first, e->n,
+			   c->nname_changes);
+		FUZZ_CHECK(fr_chunk_find_names(c, e->tid) == e, "find_names(%u)", e->tid);
+		for (uint32_t k = 0; k < e->n && e->first + k < c->nname_changes; k++) {
+			const struct fr_chunk_name_change *ch = &c->name_changes[e->first + k];
+
+			check_string(c, ch->name, "name change");
+			FUZZ_CHECK(k == 0 || ch[-1].time_ns <= ch->time_ns,
+				   "names %u: change %u goes back in time", i, k);
+			FUZZ_CHECK(fr_chunk_thread_name_at(c, e->tid, ch->time_ns) == ch->name ||
+					   (k + 1 < e->n && ch[1].time_ns == ch->time_ns),
+				   "names %u: not named %u at change %u", i, ch->name, k);
+		}
+	}
+}
+
 /* The maps: sorted by pid and address without overlap, each found by
  * its first and last address and not by the address before it. */
 static void check_chunk_maps(const struct fr_chunk *c)
@@ -238,6 +264,8 @@ static void check_chunk_samples(const struct fr_chunk *c, const struct fr_chunk_
 			   c->labelset[i], c->nlabelsets);
 		(void)fr_chunk_find_proc(c, c->pid[i]);
 		(void)fr_chunk_find_thread(c, c->tid[i]);
+		check_string(c, fr_chunk_thread_name_at(c, c->tid[i], c->time_ns[i]), "thread at");
+		check_string(c, fr_chunk_comm_at(c, c->pid[i], c->time_ns[i]), "comm at");
 		(void)*(volatile uint64_t *)&c->weight[i];
 		(void)*(volatile uint32_t *)&c->cpu[i];
 		(void)*(volatile uint32_t *)&c->event[i];
@@ -266,6 +294,7 @@ static void check_chunk(const struct fr_chunk *c, const struct fr_chunk_header *
 		check_string(c, i, "strings");
 
 	check_chunk_tasks(c);
+	check_chunk_names(c);
 	check_chunk_maps(c);
 	check_chunk_stacks(c);
 	check_chunk_samples(c, h);

@@ -182,6 +182,68 @@ static void *chunk_open_waits(size_t *len)
 	}
 }
 
+/* Names over time: thread 2001 renamed every 100 ms, pid 2000's main
+ * thread (its comm) once, before the first sample; and creators. */
+static const char *const seed_names[] = {"A", "B"};
+static struct fr_name_change seed_ren[10], seed_main[1];
+
+static int names_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
+{
+	if (tid < 2000 || tid > 2003)
+		return -ENOENT;
+	out->tid = tid;
+	out->pid = 2000;
+	out->name = tid == 2000 ? "main" : tid == 2001 ? seed_ren[9].name : "pool";
+	/* Creators (section 2): main made 2001, which made 2002; 2003 older. */
+	out->creator = tid == 2001 ? 2000 : tid == 2002 ? 2001 : 0;
+	if (tid == 2001) {
+		out->before = "pool";
+		out->nchanges = 10;
+		out->changes = seed_ren;
+	} else if (tid == 2000) {
+		out->before = "launcher";
+		out->nchanges = 1;
+		out->changes = seed_main;
+	}
+	return 0;
+}
+
+static void *chunk_names(size_t *len)
+{
+	struct fr_chunk_builder *b = fr_chunk_builder_new(64, 1 << 20);
+	struct fr_chunk_meta_ops ops = meta;
+	uint64_t ips[2] = {0x555555554000ull + 0x100, 0x555555554000ull + 0x40};
+
+	if (!b)
+		die("builder", ENOMEM);
+	ops.thread = names_thread;
+	for (int i = 0; i < 10; i++)
+		seed_ren[i] = (struct fr_name_change){T0 + i * 100 * MS + 7, seed_names[i % 2]};
+	seed_main[0] = (struct fr_name_change){T0 - 5 * MS, "main"};
+	for (uint32_t n = 0; n < 40; n++) {
+		struct fr_sample s = {
+			.time_ns = T0 + (int64_t)n * 25 * MS,
+			.pid = 2000,
+			.tid = 2000 + n % 4,
+			.cpu = n % 2,
+			.event = FR_EVENT_CPU,
+			.weight = 10101010,
+			.rate_hz = 99,
+			.nr_frames = 2,
+			.ips = ips,
+		};
+
+		if (fr_chunk_builder_add(b, &s) < 0)
+			die("builder_add", ENOSPC);
+	}
+	{
+		void *buf = seal(b, &ops, len);
+
+		fr_chunk_builder_free(b);
+		return buf;
+	}
+}
+
 /* Stacks at and past FR_MAX_FRAMES, all-kernel and empty ones. */
 static void *chunk_deep(size_t *len)
 {
@@ -536,6 +598,14 @@ void make_chunk_seeds(void)
 	write_seed("chunk", "open-waits", FUZZ_CHUNK_AS_IS, c, len);
 	blk = block_seed(c, &blen);
 	write_seed("chunk", "open-waits-block", FUZZ_CHUNK_BLOCK, blk, blen);
+	free(blk);
+	free(c);
+
+	c = chunk_names(&len);
+	write_seed("chunk", "names", FUZZ_CHUNK_AS_IS, c, len);
+	write_seed("chunk", "names-fixcrc", FUZZ_CHUNK_FIX_CRC, c, len);
+	blk = block_seed(c, &blen);
+	write_seed("chunk", "names-block", FUZZ_CHUNK_BLOCK, blk, blen);
 	free(blk);
 	free(c);
 

@@ -80,6 +80,7 @@ static void make_message_seeds(void)
 	ar.format = FR_PROFILE_FOLDED;
 	ar.event_hz[1] = 19;
 	snprintf(ar.since_last, sizeof(ar.since_last), "hourly.db-1");
+	ar.by_cpu = 1;
 	ap.samples = ap.samples_in_window = 5940;
 	ap.stacks = 212;
 	ap.bytes = 48211;
@@ -122,6 +123,7 @@ static void make_message_seeds(void)
 	frame(&s, "{\"v\":1,\"req\":\"attach\",\"from_ns\":1,\"pids\":[0],\"comm\":[\"\"]}");
 	frame(&s, "{\"v\":1,\"req\":\"attach\",\"window_ns\":1,\"children\":true,"
 		  "\"cgroup\":\"x\",\"format\":\"svg\"}");
+	frame(&s, "{\"v\":1,\"req\":\"attach\",\"window_ns\":1,\"by_cpu\":\"yes\"}");
 	frame(&s, "{\"v\":1,\"req\":\"consume\",\"events\":[\"cpu\",\"cpu\"],\"hz\":1e30}");
 	frame(&s, "{\"v\":1,\"req\":\"attach\",\"since_last\":\"../x\",\"events\":[\"cpu\"],"
 		  "\"event_hz\":[1,2]}");

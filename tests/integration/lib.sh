@@ -10,6 +10,8 @@ FLIGHTRECD=$BUILD/recorder/flightrecd
 FLIGHTREC=$BUILD/tools/flightrec
 BURN=$BUILD/tests/integration/burn
 BLOCK=$BUILD/tests/integration/block
+RENAMER=$BUILD/tests/integration/renamer
+SPAWNER=$BUILD/tests/integration/spawner
 GO=${FR_GO:-$(command -v go || true)}
 
 T=$(mktemp -d /tmp/flightrec-test.XXXXXX)

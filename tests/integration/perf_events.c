@@ -125,9 +125,11 @@ static void sb_sample(void *arg, const struct fr_sample *s)
 	sb.samples++;
 }
 
-static void sb_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec)
+static void sb_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec,
+		    int64_t time_ns)
 {
 	(void)arg;
+	(void)time_ns;
 	if (pid == sb.child && tid == sb.child && exec && strcmp(comm, "true") == 0) {
 		sb.exec_comm++;
 		sb.exec_at = ++sb.seq;

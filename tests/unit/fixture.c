@@ -218,9 +218,12 @@ static int meta_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
 	return 0;
 }
 
+int64_t web_exec_ns;
+
 static int meta_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
 {
 	static char name[32];
+	static struct fr_name_change exec_web[1];
 	uint32_t pid = PID_BASE + (tid - PID_BASE) % 10000, k = (tid - PID_BASE) / 10000;
 
 	(void)arg;
@@ -233,6 +236,13 @@ static int meta_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
 	out->tid = tid;
 	out->pid = pid;
 	out->name = name;
+	if (tid == PID_WEB && web_exec_ns) {
+		/* A shell that exec'd web (names over time). */
+		exec_web[0] = (struct fr_name_change){web_exec_ns, "frtest-web"};
+		out->before = "frtest-sh";
+		out->nchanges = 1;
+		out->changes = exec_web;
+	}
 	return 0;
 }
 

@@ -69,6 +69,9 @@ extern uint8_t exe_bid[FR_BUILD_ID_MAX];
 extern int exe_bid_len;
 /* The cgroup of web (unknown unless a test sets it). */
 extern const char *web_cgroup;
+/* When set, PID_WEB was "frtest-sh" until this time and exec'd into
+ * "frtest-web" then: the chunks say so (names over time). */
+extern int64_t web_exec_ns;
 extern const struct fr_chunk_meta_ops meta_ops;
 
 /* ---- writing chunks into a ring ---- */

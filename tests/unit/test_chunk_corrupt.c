@@ -138,7 +138,8 @@ static void test_corruption(void)
 	mut = NULL;
 
 	/* Valid headers of other versions: the first format, and a later one. */
-	for (unsigned char version = 1; version <= 3; version += 2) {
+	for (unsigned char version = 1; version <= FR_CHUNK_VERSION + 1;
+	     version += FR_CHUNK_VERSION) {
 		unsigned char h[64];
 		struct fr_chunk_header hdr;
 
@@ -422,7 +423,7 @@ static void test_handmade(void)
 	size_t l;
 
 	put_le32(tmpl, FR_CHUNK_MAGIC);
-	tmpl[4] = FR_CHUNK_VERSION;
+	tmpl[4] = FR_CHUNK_VERSION_MIN; /* no sections: nothing may follow */
 	tmpl[6] = 64;
 	/* first_ns 1000, last_ns 1010 */
 	tmpl[16] = 0xe8;
@@ -472,10 +473,146 @@ static void test_handmade(void)
 	fr_chunk_builder_free(NULL);
 }
 
+/* ------------------------------------------------------------------ */
+/* Hand-made sections (version 3): names over time and an unknown one  */
+
+enum svariant {
+	S_GOOD,
+	S_TIME_BACK,
+	S_NAME_ID,
+	S_BEFORE_ID,
+	S_NO_CHANGES,
+	S_IDS_DOWN,
+	S_LEN_PAST_END,
+	S_LEN_LONGER,
+	S_TID_OVERFLOW,
+	S_ZERO_ID,
+	S_CREATOR_TID,
+	S_CREATOR_ZERO,
+	S_CREATORS_FIRST,
+};
+
+/* The V_GOOD block, then: section 1 (thread 1: "k", from 1000 "v", from
+ * 1006 "k"; thread 2: "", from 990 "/bin/x") and section 9 (3 bytes a
+ * reader does not know). */
+static void make_sections(struct blk *b, enum svariant v)
+{
+	struct blk nm = {.n = 0};
+
+	make_block(b, V_GOOD);
+	bv(&nm, 2); /* entries */
+	bv(&nm, 1); /* tid 1 */
+	bv(&nm, v == S_BEFORE_ID ? 4 : 1);
+	bv(&nm, v == S_NO_CHANGES ? 0 : 2);
+	if (v != S_NO_CHANGES) {
+		bz(&nm, 0);
+		bv(&nm, v == S_NAME_ID ? 4 : 2);
+		bz(&nm, v == S_TIME_BACK ? -1 : 6);
+		bv(&nm, 1);
+	}
+	bv(&nm, v == S_TID_OVERFLOW ? UINT32_MAX : 0); /* tid 2 */
+	bv(&nm, 0);
+	bv(&nm, 1);
+	bz(&nm, -10);
+	bv(&nm, 3);
+	if (v == S_IDS_DOWN) {
+		bv(b, 9);
+		bv(b, 0);
+	}
+	bv(b, v == S_ZERO_ID ? 0 : 1);
+	bv(b, v == S_LEN_PAST_END ? nm.n + 8 : v == S_LEN_LONGER ? nm.n + 1 : nm.n);
+	memcpy(b->p + b->n, nm.p, nm.n);
+	b->n += nm.n;
+	if (v == S_LEN_LONGER)
+		bv(b, 0);
+	/* Section 2: thread 1 created by thread 7. */
+	if (v != S_IDS_DOWN) {
+		bv(b, 2);
+		bv(b, 3);
+		bv(b, 1);
+		bv(b, v == S_CREATOR_TID ? 2 : 1);
+		bv(b, v == S_CREATOR_ZERO ? 0 : 7);
+		bv(b, 9);
+		bv(b, 3);
+		bv(b, 1);
+		bv(b, 2);
+		bv(b, 3);
+	}
+	if (v == S_CREATORS_FIRST) {
+		/* Section 2 again after 9: ids must increase. */
+		bv(b, 2);
+		bv(b, 0);
+	}
+}
+
+static const char *name_at(const struct fr_chunk *c, uint32_t tid, int64_t t)
+{
+	return c->strings[fr_chunk_thread_name_at(c, tid, t)];
+}
+
+static void test_handmade_sections(void)
+{
+	unsigned char tmpl[64] = {0};
+	struct blk blk;
+	struct fr_chunk *c = NULL;
+	unsigned char *w;
+	size_t l;
+
+	put_le32(tmpl, FR_CHUNK_MAGIC);
+	tmpl[4] = FR_CHUNK_VERSION;
+	tmpl[6] = 64;
+	tmpl[16] = 0xe8; /* first_ns 1000, last_ns 1010 */
+	tmpl[17] = 0x03;
+	tmpl[24] = 0xf2;
+	tmpl[25] = 0x03;
+
+	make_sections(&blk, S_GOOD);
+	w = wrap_block(tmpl, blk.p, blk.n, 3, &l);
+	CHECK(w && fr_chunk_decode(w, l, &c) == 0, "block with sections does not decode");
+	free(w);
+	if (c) {
+		check_handmade_good(c);
+		CHECK(c->nnames == 2 && c->nname_changes == 3, "%u names, %u changes", c->nnames,
+		      c->nname_changes);
+		CHECK(strcmp(name_at(c, 1, 999), "k") == 0, "thread 1 before its first rename");
+		CHECK(strcmp(name_at(c, 1, 1000), "v") == 0, "thread 1 at its first rename");
+		CHECK(strcmp(name_at(c, 1, 1005), "v") == 0, "thread 1 between its renames");
+		CHECK(strcmp(name_at(c, 1, 1006), "k") == 0, "thread 1 at its second rename");
+		/* Thread 2 is in no thread table: its names serve its comm. */
+		CHECK(strcmp(name_at(c, 2, 989), "") == 0 &&
+			      strcmp(name_at(c, 2, 995), "/bin/x") == 0,
+		      "thread 2's names");
+		CHECK(strcmp(c->strings[fr_chunk_comm_at(c, 2, 995)], "/bin/x") == 0 &&
+			      strcmp(c->strings[fr_chunk_comm_at(c, 1, 1001)], "v") == 0,
+		      "comm from the main thread's names");
+		CHECK(strcmp(name_at(c, 3, 1000), "") == 0, "unknown thread named");
+		CHECK(c->threads[0].creator == 7, "thread 1's creator: %u", c->threads[0].creator);
+		fr_chunk_free(c);
+		c = NULL;
+	}
+	/* The same in version 2: nothing may follow the samples. */
+	tmpl[4] = FR_CHUNK_VERSION_MIN;
+	w = wrap_block(tmpl, blk.p, blk.n, 3, &l);
+	CHECK(w && fr_chunk_decode(w, l, &c) == -EBADMSG, "sections in a version 2 chunk");
+	free(w);
+	fr_chunk_free(c);
+	c = NULL;
+	tmpl[4] = FR_CHUNK_VERSION;
+	for (int v = S_TIME_BACK; v <= S_CREATORS_FIRST; v++) {
+		make_sections(&blk, (enum svariant)v);
+		w = wrap_block(tmpl, blk.p, blk.n, 3, &l);
+		CHECK(w && fr_chunk_decode(w, l, &c) == -EBADMSG, "section variant %d decoded", v);
+		free(w);
+		fr_chunk_free(c);
+		c = NULL;
+	}
+}
+
 int main(void)
 {
 	test_corruption();
 	test_handmade();
+	test_handmade_sections();
 	if (failures) {
 		fprintf(stderr, "test_chunk: %d failure(s)\n", failures);
 		return 1;

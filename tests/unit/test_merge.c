@@ -23,6 +23,12 @@ static struct {
 	const char *thread_11; /* name of thread 11 */
 	uint32_t tid_12_pid;   /* process of thread 12 */
 	const char *cgroup_20; /* cgroup of pid 20 */
+	/* Renames of threads 11 and 20 (pid 20's main thread: its comm). */
+	struct fr_name_change ren11[8], ren20[8];
+	uint32_t n11, n20;
+	const char *before11, *before20;
+	const char *comm_20; /* comm of pid 20, name of its main thread */
+	uint32_t creator_12; /* thread 12's creator, known from some part on */
 } world;
 
 static int w_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
@@ -39,7 +45,7 @@ static int w_proc(void *arg, uint32_t pid, struct fr_proc_info *out)
 		memcpy(out->build_id, "\x01\x02\x03\x04", 4);
 		return 0;
 	case 20:
-		out->comm = "b";
+		out->comm = world.comm_20;
 		out->exe = "/bin/b";
 		out->start_ns = T0 - 2 * SEC;
 		out->cgroup = world.cgroup_20;
@@ -65,14 +71,21 @@ static int w_thread(void *arg, uint32_t tid, struct fr_thread_info *out)
 	case 11:
 		out->pid = 10;
 		out->name = world.thread_11;
+		out->nchanges = world.n11;
+		out->changes = world.ren11;
+		out->before = world.before11;
 		return 0;
 	case 12:
 		out->pid = world.tid_12_pid;
 		out->name = "w";
+		out->creator = world.creator_12;
 		return 0;
 	case 20:
 		out->pid = 20;
-		out->name = "b";
+		out->name = world.comm_20;
+		out->nchanges = world.n20;
+		out->changes = world.ren20;
+		out->before = world.before20;
 		return 0;
 	}
 	return -ENOENT;
@@ -107,6 +120,9 @@ static void world_reset(void)
 	world.thread_11 = "worker";
 	world.tid_12_pid = 10;
 	world.cgroup_20 = "/y.service";
+	world.n11 = world.n20 = 0;
+	world.comm_20 = "b";
+	world.creator_12 = 0;
 }
 
 /* A second's chunk: samples of pids 10 (tids 10, 11, 12) and 20, stacks
@@ -184,11 +200,13 @@ static void describe(const struct fr_chunk *c, uint32_t i, char *out, size_t len
 	const struct fr_chunk_proc *p = fr_chunk_find_proc(c, c->pid[i]);
 	const struct fr_chunk_stack *st = &c->stacks[c->stack[i]];
 	const char *cg = label(c, c->labelset[i], "cgroup"), *pp = label(c, c->labelset[i], "ppid");
-	int k = snprintf(out, len, "%lld %u/%u cpu%u ev%u w%llu r%u %s %s %lld %s %s |",
+	int k = snprintf(out, len, "%lld %u/%u cpu%u ev%u w%llu r%u %s %s %lld %s %s %s %s |",
 			 (long long)c->time_ns[i], c->pid[i], c->tid[i], c->cpu[i], c->event[i],
 			 (unsigned long long)c->weight[i], c->rate_hz[i],
 			 p ? s_of(c, p->comm) : "-", p ? s_of(c, p->exe) : "-",
-			 p ? (long long)p->start_ns : 0LL, cg ? cg : "-", pp ? pp : "-");
+			 p ? (long long)p->start_ns : 0LL, cg ? cg : "-", pp ? pp : "-",
+			 s_of(c, fr_chunk_thread_name_at(c, c->tid[i], c->time_ns[i])),
+			 s_of(c, fr_chunk_comm_at(c, c->pid[i], c->time_ns[i])));
 
 	for (uint32_t f = 0; f < st->nr_frames && k > 0 && (size_t)k < len; f++) {
 		uint64_t a = c->frames[st->first + f];
@@ -254,6 +272,89 @@ static void check_same(struct fr_chunk *const *parts, size_t n, const struct fr_
 	free(got);
 }
 
+static struct fr_chunk *merge_ok(struct fr_chunk *const *parts, size_t n, const char *what);
+
+/* The name of a thread renamed every 300 ms (from "t0" on, "t1" from
+ * 300 ms, ...) at `t`. */
+static const char *const ren_names[] = {"t0", "t1", "t2", "t3", "t4", "t5",
+					"t6", "t7", "t8", "t9", "t10"};
+
+/* Names over time: each part's samples named as at their time, and the
+ * merged chunk too, with the renames every part repeated once each. */
+static void test_names_over_time(void)
+{
+	struct fr_chunk *p[3], *m;
+	uint32_t ns;
+
+	world_reset();
+	for (int sec = 0; sec < 3; sec++) {
+		/* The renames a tracker hands: those of this second and the
+		 * last of the second before (repeated for late samples). */
+		world.n11 = 0;
+		world.before11 = "t0";
+		for (int r = 1; r <= 10; r++) {
+			int64_t at = T0 + r * 300 * 1000000ll;
+
+			if (at >= T0 + (sec + 1) * SEC || at < T0 + (sec - 1) * SEC)
+				continue;
+			if (at < T0 + sec * SEC && (at + 300 * 1000000ll) < T0 + sec * SEC)
+				continue;
+			if (!world.n11)
+				world.before11 = ren_names[r - 1];
+			world.ren11[world.n11++] = (struct fr_name_change){at, ren_names[r]};
+		}
+		world.thread_11 = world.n11 ? world.ren11[world.n11 - 1].name : world.before11;
+		p[sec] = part(sec, &ns);
+		CHECK(p[sec]->hdr.version == FR_CHUNK_VERSION, "a chunk with renames: version %u",
+		      p[sec]->hdr.version);
+	}
+	for (int sec = 0; sec < 3; sec++)
+		for (uint32_t i = 0; i < p[sec]->nsamples; i++) {
+			int64_t t = p[sec]->time_ns[i];
+			int r = (int)((t - T0) / (300 * 1000000ll));
+			const char *got = s_of(p[sec], fr_chunk_thread_name_at(p[sec], 11, t));
+
+			if (p[sec]->tid[i] != 11)
+				continue;
+			CHECK(strcmp(got, ren_names[r]) == 0, "part %d at +%lld ns: %s, want %s",
+			      sec, (long long)(t - T0), got, ren_names[r]);
+		}
+	m = merge_ok(p, 3, "names over time");
+	if (m) {
+		const struct fr_chunk_names *e = fr_chunk_find_names(m, 11);
+
+		check_same(p, 3, m, "names over time");
+		CHECK(e && e->n == 9 && strcmp(s_of(m, e->before), "t0") == 0,
+		      "merged renames of thread 11: %u, before %s", e ? e->n : 0,
+		      e ? s_of(m, e->before) : "-");
+		fr_chunk_free(m);
+	}
+	for (int sec = 0; sec < 3; sec++)
+		fr_chunk_free(p[sec]);
+
+	/* A process whose main thread is renamed (or that execs) has its comm
+	 * over time too: "b" until +3.5 s, "b2" from then on. */
+	world_reset();
+	world.comm_20 = "b2";
+	world.before20 = "b";
+	world.ren20[0] = (struct fr_name_change){T0 + 3 * SEC + SEC / 2, "b2"};
+	world.n20 = 1;
+	m = part(3, &ns);
+	for (uint32_t i = 0; m && i < m->nsamples; i++) {
+		const char *want = m->time_ns[i] < T0 + 3 * SEC + SEC / 2 ? "b" : "b2";
+
+		if (m->pid[i] != 20)
+			continue;
+		CHECK(strcmp(s_of(m, fr_chunk_comm_at(m, 20, m->time_ns[i])), want) == 0 &&
+			      strcmp(s_of(m, fr_chunk_thread_name_at(m, 20, m->time_ns[i])),
+				     want) == 0,
+		      "pid 20 at +%lld ns: comm %s, want %s", (long long)(m->time_ns[i] - T0),
+		      s_of(m, fr_chunk_comm_at(m, 20, m->time_ns[i])), want);
+	}
+	fr_chunk_free(m);
+	world_reset();
+}
+
 static struct fr_chunk *merge_ok(struct fr_chunk *const *parts, size_t n, const char *what)
 {
 	void *buf = NULL;
@@ -279,8 +380,17 @@ int main(void)
 	 * than the ten. */
 	world_reset();
 	for (int i = 0; i < 8; i++) {
-		if (i == 7)
-			world.thread_11 = "renamed"; /* thread names change freely */
+		/* Known from the part of its FORK on (the parts before it
+		 * are of a recorder that had not seen it). */
+		world.creator_12 = i >= 3 ? 11 : 0;
+		if (i == 7) {
+			/* Thread names change freely: renamed in the last
+			 * second, from then on. */
+			world.thread_11 = "renamed";
+			world.before11 = "worker";
+			world.ren11[0] = (struct fr_name_change){T0 + 7 * SEC - 1, "renamed"};
+			world.n11 = 1;
+		}
 		p[i] = part(i, &ns);
 		sum_len += FR_CHUNK_HEADER_LEN + p[i]->hdr.comp_len;
 	}
@@ -294,12 +404,16 @@ int main(void)
 		CHECK(t && strcmp(s_of(m, t->name), "renamed") == 0,
 		      "the newest part's thread name: %s", t ? s_of(m, t->name) : "none");
 		CHECK(has_ancestor(m, "5", "1"), "the ancestor set of pid 5 is lost");
+		CHECK(fr_chunk_find_thread(m, 12) && fr_chunk_find_thread(m, 12)->creator == 11,
+		      "thread 12's creator lost in the merge");
 		CHECK(m->hdr.clock_offset == 7, "clock offset");
 		CHECK(FR_CHUNK_HEADER_LEN + m->hdr.comp_len < sum_len / 2,
 		      "merged: %u bytes, the parts %zu", FR_CHUNK_HEADER_LEN + m->hdr.comp_len,
 		      sum_len);
 		fr_chunk_free(m);
 	}
+
+	test_names_over_time();
 
 	/* Each kind of disagreement ends the span before the part. */
 	static const char *const kinds[] = {"exec", "remap", "tid reuse", "cgroup"};

@@ -467,11 +467,60 @@ static void test_children_rates(void)
 	test_ring_done(r);
 }
 
+/* A process that exec'd within a chunk: the samples before are of the
+ * program it was (a shell), those after of the new one; --comm selects
+ * and the comm label names each as it was then, even when the process
+ * table's comm, the seal's, is the other one. */
+static void test_comm_exec(void)
+{
+	struct fr_ring *r = test_ring_create("comm-exec");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	char l1[64];
+	int64_t k;
+
+	if (!r)
+		return;
+	web_exec_ns = T0 + SEC + 10 * 1000;
+	w_init(&w, r);
+	for (int i = 0; i < 20; i++)
+		w_add(&w, T0 + SEC + i * 1000 + 500, PID_WEB, PID_WEB, 0, 99, ST_USER);
+	w_fini(&w);
+	web_exec_ns = 0;
+
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	set_comms(&q, "frtest-web", NULL);
+	k = kept_of(r, &q, "exec-web");
+	CHECK(k == 10, "comm web, after its exec: kept %" PRId64 ", want 10", k);
+	set_comms(&q, "frtest-sh", NULL);
+	k = kept_of(r, &q, "exec-sh");
+	CHECK(k == 10, "comm sh, before the exec: kept %" PRId64 ", want 10", k);
+	q.targets.ncomms = 0;
+	if (run(r, &q, &res, &o, "exec-all") == 0 && raw_read(&raw, &o, "exec-all") == 0) {
+		const char *sh[] = {label(l1, sizeof(l1), "pid", PID_WEB), "comm:[frtest-sh]",
+				    NULL};
+		const char *web[] = {l1, "comm:[frtest-web]", NULL};
+		const struct rsample *a = find_sample(&raw, ST_USER, sh);
+		const struct rsample *b = find_sample(&raw, ST_USER, web);
+
+		CHECK(a && b && a->v[0] == 10 && b->v[0] == 10,
+		      "comm labels at each sample's time: sh %" PRId64 ", web %" PRId64,
+		      a ? a->v[0] : -1, b ? b->v[0] : -1);
+		raw_free(&raw);
+	}
+	out_free(&o);
+	test_ring_done(r);
+}
+
 int main(void)
 {
 	if (fixture_init("profile-targets") != 0)
 		return 1;
 	test_comm_filter();
+	test_comm_exec();
 	test_uid_filter();
 	test_cgroup_filter();
 	test_children();

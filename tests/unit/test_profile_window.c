@@ -336,6 +336,25 @@ static void test_aggregation_views(void)
 
 			CHECK(s && s->v[0] == 2, "web on cpu 3: %" PRId64 ", want 2",
 			      s ? s->v[0] : -1);
+			labels[1] = "cpu:[0]";
+			s = find_sample(&raw, ST_USER, labels);
+			CHECK(s && s->v[0] == 1, "web on cpu 0: %" PRId64 ", want 1",
+			      s ? s->v[0] : -1);
+			/* Regression: go tool pprof drops a numeric label of 0
+			 * (it has no unit), so CPU 0's samples showed no cpu
+			 * label there; the label is a string. */
+			for (size_t i = 0; i < raw.d->nsamples; i++) {
+				const struct fr_pprof_rsample *rs = &raw.d->samples[i];
+
+				for (size_t k = 0; k < rs->nlabel; k++) {
+					const struct fr_pprof_rlabel *lb =
+						&raw.d->labels[rs->label + k];
+
+					if (strcmp(lb->key, "cpu") == 0)
+						CHECK(lb->str, "a numeric cpu label (%" PRId64 ")",
+						      lb->num);
+				}
+			}
 			raw_free(&raw);
 		}
 	}

@@ -74,10 +74,12 @@ static void test_attach_req(void)
 	snprintf(r.targets.comms[0], sizeof(r.targets.comms[0]), "postgres");
 	snprintf(r.targets.cgroup, sizeof(r.targets.cgroup), "/system.slice/x.service");
 	r.format = FR_PROFILE_FOLDED;
+	r.by_cpu = 1;
 	check_text(fr_ipc_attach_req_encode(&r),
 		   "{\"req\":\"attach\",\"window_ns\":60000000000,\"hz\":99,"
 		   "\"events\":[\"cpu\",\"offcpu\"],\"pids\":[1234,5678],\"comm\":[\"postgres\"],"
-		   "\"cgroup\":\"/system.slice/x.service\",\"children\":true,\"format\":\"folded\"}",
+		   "\"cgroup\":\"/system.slice/x.service\",\"children\":true,\"format\":\"folded\","
+		   "\"by_cpu\":true}",
 		   "attach request");
 
 	obj = over_wire(fr_ipc_attach_req_encode(&r), NULL);
@@ -89,6 +91,7 @@ static void test_attach_req(void)
 	/* Each event at its own rate. */
 	r.format = FR_PROFILE_PPROF;
 	r.targets = (struct fr_targets){0};
+	r.by_cpu = 0;
 	r.events[1] = FR_EVENT_PAGE_FAULTS;
 	r.event_hz[0] = 0;
 	r.event_hz[1] = 19;
@@ -131,6 +134,7 @@ static void test_attach_req(void)
 	CHECK(back.nevents == 1 && back.events[0] == FR_EVENT_CPU, "attach events default to cpu");
 	CHECK(back.format == FR_PROFILE_PPROF && back.targets.npids == 0 && !back.targets.cgroup[0],
 	      "attach format and targets default");
+	CHECK(!back.by_cpu, "the cpu label is asked for by default");
 	cJSON_Delete(obj);
 }
 
@@ -204,6 +208,7 @@ static const struct bad bad_attach[] = {
 	 "attach: \"format\" must be one of: " FR_PROFILE_FORMAT_NAMES},
 	{"{\"window_ns\":1,\"format\":1}",
 	 "attach: \"format\" must be one of: " FR_PROFILE_FORMAT_NAMES},
+	{"{\"window_ns\":1,\"by_cpu\":1}", "attach: \"by_cpu\" must be true or false"},
 };
 
 static const struct bad bad_consume[] = {

@@ -284,12 +284,56 @@ static void test_sb_both_damaged(void)
 	free(after);
 }
 
+/* Sets the chunk version a superblock at `off` records, with its crc. */
+static void set_sb_chunk_version(const char *path, uint64_t off, uint32_t v)
+{
+	unsigned char sb[FR_RING_SB_LEN];
+
+	peek(path, off, sb, sizeof(sb));
+	sb[44] = (unsigned char)v;
+	sb[45] = sb[46] = sb[47] = 0;
+	{
+		uint32_t crc = fr_crc32c(0, sb, 80);
+
+		for (int i = 0; i < 4; i++)
+			sb[80 + i] = (unsigned char)(crc >> (8 * i));
+	}
+	poke(path, off, sb, sizeof(sb));
+}
+
+/* A ring made before chunk sections (its superblock says chunk version 2)
+ * opens, read-only and for writing, with every sample; a later version is
+ * refused. Regression: the bump to chunk version 3 refused every ring
+ * made before it. */
+static void test_sb_chunk_version_2(void)
+{
+	char path[300];
+	uint64_t samples;
+	struct fr_ring *r = NULL;
+	char err[512];
+
+	path_of(path, sizeof(path), "v2.ring");
+	samples = make_sb_ring(path);
+	set_sb_chunk_version(path, 0, FR_CHUNK_VERSION_MIN);
+	set_sb_chunk_version(path, RING_BYTES, FR_CHUNK_VERSION_MIN);
+	check_sb_open(path, FR_RING_RDONLY, samples, FR_RING_SB_PRIMARY, "chunk version 2 ring");
+	check_sb_open(path, 0, samples, FR_RING_SB_PRIMARY, "chunk version 2 ring, writable");
+	set_sb_chunk_version(path, 0, FR_CHUNK_VERSION + 1);
+	set_sb_chunk_version(path, RING_BYTES, FR_CHUNK_VERSION + 1);
+	CHECK(fr_ring_open(&r, path, RING_SIZE, SEG, FR_RING_RDONLY, err, sizeof(err)) ==
+			      -EPROTONOSUPPORT &&
+		      strstr(err, "versions 2 to"),
+	      "a later chunk version not refused: %s", err);
+	fr_ring_close(r);
+}
+
 int main(void)
 {
 	if (ring_dir_init() != 0)
 		return 1;
 	test_sb_damaged_primary();
 	test_sb_old_ring();
+	test_sb_chunk_version_2();
 	test_sb_both_damaged();
 	return ring_dir_fini("test_ring_sb");
 }

@@ -18,6 +18,8 @@
 #include "tests/unit/check.h"
 #include "tests/unit/tracker_check.h"
 
+#define SEC_NS 1000000000ll
+
 static void test_fork_copies_parent(void)
 {
 	struct fr_tracker *t = fr_tracker_new();
@@ -399,6 +401,140 @@ static void test_pid_reuse(void)
 	fr_tracker_free(t);
 }
 
+/* A thread renamed while a chunk is open: each sample named as it was
+ * then (names over time), the renames handed to two seals, then forgotten. */
+static void test_rename_times(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	const struct fr_chunk_meta_ops *ops;
+	uint32_t pid = PID_BASE + 70, tid = PID_BASE + 71;
+	const int64_t t0 = 1700000000000000000; /* seal_view's first sample */
+	struct fr_thread_info ti;
+	struct fr_chunk *c;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	ops = fr_tracker_ops(t);
+	make_parent(t, pid, "server");
+	fr_tracker_fork(t, pid, pid, tid, pid, t0 - 5);
+	/* A first name is not a rename; the same name again neither. */
+	fr_tracker_comm_at(t, pid, tid, "server", 0, t0 - 4);
+	fr_tracker_comm_at(t, pid, tid, "A", 0, t0 + 1500000);
+	fr_tracker_comm_at(t, pid, tid, "B", 0, t0 + 3500000);
+	memset(&ti, 0, sizeof(ti));
+	CHECK(ops->thread(ops->arg, tid, &ti) == 0 && ti.nchanges == 2 && ti.before &&
+		      streq(ti.before, "server") && streq(ti.changes[0].name, "A") &&
+		      ti.changes[1].time_ns == t0 + 3500000,
+	      "renames handed to the seal: %u", ti.nchanges);
+	{
+		const uint32_t who[5][2] = {{pid, tid},
+					    {pid, tid},
+					    {pid, tid},
+					    {pid, tid},
+					    {pid, pid}};
+		const uint64_t addrs[5] = {0x400100, 0x400100, 0x400100, 0x400100, 0x400100};
+		static const char *const want[4] = {"server", "server", "A", "A"};
+
+		c = seal_view(t, who, addrs, 5);
+		for (uint32_t i = 0; c && i < c->nsamples; i++) {
+			const char *got =
+				c->strings[fr_chunk_thread_name_at(c, c->tid[i], c->time_ns[i])];
+			int k = (int)((c->time_ns[i] - t0) / 1000000);
+
+			if (c->tid[i] == tid)
+				CHECK(streq(got, want[k]), "sample %d: %s, want %s", k, got,
+				      want[k]);
+		}
+		/* Samples at +0..+3 ms: the one at +4 ms is the main thread's. */
+		CHECK(c && fr_chunk_find_names(c, tid) && !fr_chunk_find_names(c, pid),
+		      "names of the renamed thread only");
+		CHECK(c && streq(chunk_thread(c, tid), "B"), "the table keeps the seal's name");
+		fr_chunk_free(c);
+	}
+	fr_tracker_sealed(t);
+	memset(&ti, 0, sizeof(ti));
+	CHECK(ops->thread(ops->arg, tid, &ti) == 0 && ti.nchanges == 2,
+	      "renames kept for the next seal (late samples): %u", ti.nchanges);
+	fr_tracker_comm_at(t, pid, tid, "C", 0, t0 + SEC_NS);
+	fr_tracker_sealed(t);
+	memset(&ti, 0, sizeof(ti));
+	CHECK(ops->thread(ops->arg, tid, &ti) == 0 && ti.nchanges == 1 && streq(ti.before, "B") &&
+		      streq(ti.changes[0].name, "C"),
+	      "older renames forgotten: %u", ti.nchanges);
+	fr_tracker_sealed(t);
+	fr_tracker_sealed(t);
+	memset(&ti, 0, sizeof(ti));
+	CHECK(ops->thread(ops->arg, tid, &ti) == 0 && ti.nchanges == 0 && streq(ti.name, "C"),
+	      "a thread that stopped renaming keeps no history: %u", ti.nchanges);
+	/* Renamed more often than kept between two seals: the latest stay. */
+	for (int i = 0; i < 200; i++)
+		fr_tracker_comm_at(t, pid, tid, i % 2 ? "odd" : "even", 0, t0 + 2 * SEC_NS + i);
+	memset(&ti, 0, sizeof(ti));
+	CHECK(ops->thread(ops->arg, tid, &ti) == 0 && ti.nchanges > 0 && ti.nchanges <= 200 &&
+		      ti.changes[ti.nchanges - 1].time_ns == t0 + 2 * SEC_NS + 199 &&
+		      streq(ti.changes[ti.nchanges - 1].name, "odd"),
+	      "a flood of renames: %u kept", ti.nchanges);
+	fr_tracker_free(t);
+}
+
+/* Creators: the FORK record's ptid, for a thread and for a new process's
+ * main thread; unknown for a thread learned otherwise; in the chunk. */
+static void test_creators(void)
+{
+	struct fr_tracker *t = fr_tracker_new();
+	const struct fr_chunk_meta_ops *ops;
+	uint32_t pid = PID_BASE + 80, x = PID_BASE + 81, y = PID_BASE + 82;
+	uint32_t child = PID_BASE + 83, old = PID_BASE + 84;
+	struct fr_thread_info ti;
+	struct fr_chunk *c;
+
+	CHECK(t, "fr_tracker_new");
+	if (!t)
+		return;
+	ops = fr_tracker_ops(t);
+	make_parent(t, pid, "server");
+	fr_tracker_fork(t, pid, pid, x, pid, 10);
+	fr_tracker_fork(t, pid, pid, y, x, 11);
+	fr_tracker_fork(t, child, pid, child, y, 12);
+	fr_tracker_comm(t, pid, old, "old", 0); /* learned without a FORK */
+	{
+		const uint32_t want[][2] = {{x, pid}, {y, x}, {child, y}, {old, 0}, {pid, 0}};
+
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			memset(&ti, 0, sizeof(ti));
+			CHECK(ops->thread(ops->arg, want[i][0], &ti) == 0 &&
+				      ti.creator == want[i][1],
+			      "thread %u: creator %u, want %u", want[i][0] - PID_BASE,
+			      ti.creator ? ti.creator - PID_BASE : 0,
+			      want[i][1] ? want[i][1] - PID_BASE : 0);
+		}
+	}
+	{
+		const uint32_t who[4][2] = {{pid, x}, {pid, y}, {child, child}, {pid, old}};
+		const uint64_t addrs[4] = {0x400100, 0x400100, 0x400100, 0x400100};
+
+		c = seal_view(t, who, addrs, 4);
+		CHECK(c && c->hdr.version == FR_CHUNK_VERSION, "a chunk with creators: version %u",
+		      c ? c->hdr.version : 0);
+		CHECK(c && fr_chunk_find_thread(c, y) && fr_chunk_find_thread(c, y)->creator == x &&
+			      fr_chunk_find_thread(c, x)->creator == pid &&
+			      fr_chunk_find_thread(c, child)->creator == y &&
+			      fr_chunk_find_thread(c, old)->creator == 0,
+		      "creators in the chunk");
+		fr_chunk_free(c);
+	}
+	/* A tid reused by another thread starts without a creator. */
+	fr_tracker_exit(t, pid, y, 20);
+	fr_tracker_sealed(t);
+	fr_tracker_sealed(t);
+	fr_tracker_comm(t, pid, y, "again", 0);
+	memset(&ti, 0, sizeof(ti));
+	CHECK(ops->thread(ops->arg, y, &ti) == 0 && ti.creator == 0,
+	      "a reused tid kept the old creator");
+	fr_tracker_free(t);
+}
+
 int main(void)
 {
 	test_fork_copies_parent();
@@ -408,6 +544,8 @@ int main(void)
 	test_nonexec_ignored();
 	test_overlap_replaces();
 	test_thread_rename();
+	test_rename_times();
+	test_creators();
 	test_exit_kept_two_seals();
 	test_pid_reuse();
 	if (failures) {
