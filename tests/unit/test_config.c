@@ -104,8 +104,8 @@ static const struct bad bad_configs[] = {
 	 SRC ": limits.query_memory: must be a size string like \"256MiB\", got 256"},
 	{"{\"sessions\":[{\"name\":\"a\",\"evnts\":[]}]}",
 	 SRC ": sessions[0].evnts: unknown key (accepted: name, targets, triggers, events, users)"},
-	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"rate\":9}]}]}",
-	 SRC ": sessions[0].events[0].rate: unknown key (accepted: event, hz, unwind, stack_copy)"},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"rate\":9}]}]}", SRC
+	 ": sessions[0].events[0].rate: unknown key (accepted: event, hz, period, unwind, stack_copy)"},
 	{"{\"ring\":{\"size\":\"4MiB\",\"size\":\"8MiB\"}}", SRC ": ring.size: given twice"},
 	/* types */
 	{"{\"ring\":{\"size\":12}}",
@@ -376,7 +376,7 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].events[0].stack_copy: only used with \"unwind\": \"dwarf\"; leave it "
 	     "out with \"fp\""},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"unwnd\":\"fp\"}]}]}", SRC
-	 ": sessions[0].events[0].unwnd: unknown key (accepted: event, hz, unwind, stack_copy)"},
+	 ": sessions[0].events[0].unwnd: unknown key (accepted: event, hz, period, unwind, stack_copy)"},
 	{"{\"sessions\":[5]}", SRC
 	 ": sessions[0]: must be an object like {\"name\": \"always\", \"events\": [...]}, got 5"},
 };
