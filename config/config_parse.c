@@ -352,6 +352,18 @@ static int parse_unwind(struct config_ctx *c, const cJSON *ev, const char *path,
 	return 0;
 }
 
+/* Why raw event `name` was refused: how it is malformed, or that its id
+ * is taken (core/store/sample_raw.c). */
+static int raw_event_fail(struct config_ctx *c, const char *path, const char *name)
+{
+	struct fr_event_raw raw;
+	char err[256];
+
+	if (fr_event_raw_parse(name, &raw, err, sizeof(err)) == 0)
+		fr_event_raw_id(&raw, err, sizeof(err));
+	return config_fail(c, path, "%s", err);
+}
+
 /* "period" (period mode, instead of "hz"): a sample every N events, N
  * nanoseconds of CPU time for cpu; 1..2^53 (what a JSON number holds
  * exactly). */
@@ -409,6 +421,9 @@ static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 		return config_fail(c, sub, "must be an event name string, got %s",
 				   config_describe(name, got, sizeof(got)));
 	id = fr_event_lookup(name->valuestring);
+	if (id < 0 && strncmp(name->valuestring, "raw:", 4) == 0 &&
+	    strncmp(name->valuestring, "raw:id=", 7) != 0)
+		return raw_event_fail(c, sub, name->valuestring);
 	if (id < 0)
 		return config_fail(c, sub, "unknown event %s (accepted: %s)",
 				   config_describe(name, got, sizeof(got)), names);

@@ -77,7 +77,7 @@ int64_t fr_perf_clock_offset(void)
 
 /* Kernel type/config for an event id; -ENOENT when the id is not a perf
  * event with a fixed encoding (offcpu is set up elsewhere; FR_EVENT_RAW is
- * only a reserved number). */
+ * only a reserved number) or a raw id whose words are not known. */
 static int event_attr(uint32_t event, uint32_t *type, uint64_t *config)
 {
 	static const struct {
@@ -97,9 +97,16 @@ static int event_attr(uint32_t event, uint32_t *type, uint64_t *config)
 		[FR_EVENT_CPU_MIGRATIONS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
 	};
 
-	if (FR_EVENT_IS_RAW(event)) {
+	if (FR_EVENT_IS_RAW(event) || FR_EVENT_IS_RAWX(event)) {
+		/* config1 and config2 go in with the rest of the attr
+		 * (fr_perf_sampling_attr); an extended id this process never
+		 * looked up has none to give. */
+		struct fr_event_raw raw;
+
+		if (fr_event_raw_get(event, &raw) < 0)
+			return -ENOENT;
 		*type = PERF_TYPE_RAW;
-		*config = FR_EVENT_RAW_CODE(event);
+		*config = raw.config;
 		return 0;
 	}
 	if (event >= FR_EVENT_COUNT || event == FR_EVENT_OFFCPU || event == FR_EVENT_RAW)

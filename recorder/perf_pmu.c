@@ -50,6 +50,16 @@ void fr_perf_sampling_attr(struct perf_event_attr *attr, const struct fr_perf_co
 		attr->freq = 1;
 		attr->sample_freq = cfg->hz;
 	}
+	if (FR_EVENT_IS_RAW(cfg->event) || FR_EVENT_IS_RAWX(cfg->event)) {
+		/* All three words of a raw event (core/store/sample_raw.c). */
+		struct fr_event_raw raw;
+
+		if (fr_event_raw_get(cfg->event, &raw) == 0) {
+			attr->config = raw.config;
+			attr->config1 = raw.config1;
+			attr->config2 = raw.config2;
+		}
+	}
 	if (hardware)
 		attr->precise_ip = 3; /* the least skid the PMU offers */
 	/* read() of the counter gives how long it was enabled and how long

@@ -9,7 +9,8 @@
  *                         the blocking calls (10%), one sample a block.
  *                         Without tracefs mounted, the source mounts it (in
  *                         a private mount namespace of this test).
- *   perf_events hardware  cycles, instructions and a raw event either
+ *   perf_events hardware  cycles, instructions, a raw event and one with
+ *                         the full config, config1 and config2 either
  *                         sample or fail with the message users are told
  *                         to expect on machines without a PMU (passes
  *                         either way; the message is checked).

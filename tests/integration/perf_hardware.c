@@ -96,15 +96,37 @@ static void check_no_pmu_message(uint32_t event, int ret, const char *err)
 
 int test_hardware(void)
 {
-	const uint32_t events[] = {FR_EVENT_CYCLES, FR_EVENT_INSTRUCTIONS,
-				   FR_EVENT_RAW_BASE | 0x3c};
+	/* A raw event with all three words of the attr. */
+	const int64_t full = fr_event_lookup("raw:0x10000003c,config1=0x3f807f8fff,config2=0x1");
+	const uint32_t events[] = {FR_EVENT_CYCLES, FR_EVENT_INSTRUCTIONS, FR_EVENT_RAW_BASE | 0x3c,
+				   (uint32_t)full};
 	char err[512];
 
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		int ret = sample_hardware(events[i], err, sizeof(err));
 
-		if (ret < 0)
+		if (ret < 0 && events[i] == (uint32_t)full && ret == -EINVAL)
+			/* A PMU this config means nothing to. */
+			CHECK(strncmp(err, "raw:0x10000003c,config1=0x3f807f8fff,config2=0x1: ",
+				      50) == 0,
+			      "the full raw event's error does not name it: %s", err);
+		else if (ret < 0)
 			check_no_pmu_message(events[i], ret, err);
+	}
+	/* An extended raw id this process never looked up has no config to
+	 * open with. */
+	{
+		const struct fr_perf_config cfg = {.event = FR_EVENT_RAWX_BASE | 0x1234567,
+						   .hz = 99};
+		struct fr_perf *p;
+		int ret = fr_perf_open(&p, &cfg, err, sizeof(err));
+
+		CHECK(ret == -EOPNOTSUPP &&
+			      strcmp(err, "raw:id=0x21234567: this event cannot be sampled by this "
+					  "version") == 0,
+		      "an unknown raw id: %d (%s)", ret, err);
+		if (ret == 0)
+			fr_perf_close(p);
 	}
 	/* Not a PMU question: the rate is checked before the kernel is asked. */
 	{

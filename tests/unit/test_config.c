@@ -123,7 +123,8 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].events[0].hz: offcpu records every context switch and takes no rate; "
 	     "leave \"hz\" out"},
 	{"{\"sessions\":[{\"name\":\"x\",\"events\":[{\"event\":\"raw:0xzz\"}]}]}",
-	 SRC ": sessions[0].events[0].event: unknown event \"raw:0xzz\" (accepted: " EVENTS ")"},
+	 SRC ": sessions[0].events[0].event: \"raw:0xzz\": the config must be 0x and 1 to 16 hex "
+	     "digits, like raw:0x1c2"},
 	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"comm\":[\"a-very-long-command-name\"]}}]}",
 	 SRC ": sessions[0].targets.comm[0]: must be a command name of 1..15 characters (as the "
 	     "kernel keeps it), got \"a-very-long-command-name\""},

@@ -1,6 +1,8 @@
 /* Config: the hardware-counter keys of an event. "period" (period mode,
  * instead of "hz"): accepted values, their round trip through
- * fr_config_to_json, and the exact message of each mistake. */
+ * fr_config_to_json, and the exact message of each mistake. Raw events
+ * with the full config, config1 and config2: kept through the round trip,
+ * and a malformed one refused with what is wrong with it. */
 #include "config/config.h"
 
 #include <errno.h>
@@ -38,6 +40,14 @@ static const struct bad bad_events[] = {
 	{EV("{\"event\":\"cycles\",\"period\":1e17}"),
 	 E0 ".period: must be a whole number of events per sample (nanoseconds for cpu), "
 	    "1..2^53, got 1e+17"},
+	{EV("{\"event\":\"raw:0x1c2,config3=0x1\"}"),
+	 E0 ".event: \"raw:0x1c2,config3=0x1\": after the config only config1=0x... and "
+	    "config2=0x... may follow"},
+	{EV("{\"event\":\"raw:0x1c2,config1=5\"}"),
+	 E0 ".event: \"raw:0x1c2,config1=5\": config1 must be 0x and 1 to 16 hex digits, like "
+	    "config1=0x3f807f8fff"},
+	{EV("{\"event\":\"raw:0x0\"}"),
+	 E0 ".event: \"raw:0x0\": a raw event of config 0 counts nothing"},
 	{EV("{\"event\":\"offcpu\",\"period\":10}"),
 	 E0 ".period: offcpu records every context switch and takes no rate; leave \"period\" "
 	    "out"},
@@ -94,10 +104,40 @@ static void test_period(void)
 	fr_config_fini(&cfg);
 }
 
+/* The full 64-bit config with config1 and config2, in period mode and at
+ * a rate, beside the short form. */
+static void test_raw(void)
+{
+	const char *full = "raw:0x10000003c,config1=0x3f807f8fff";
+	struct fr_config cfg;
+	char name[FR_EVENT_NAME_MAX];
+	char *printed = NULL;
+
+	if (parse_ok(&cfg,
+		     EV("{\"event\":\"raw:0x10000003c,config1=0x3f807f8fff\",\"period\":100003},"
+			"{\"event\":\"raw:0x1c2\",\"hz\":9},"
+			"{\"event\":\"raw:0x1c2,config2=0x1\"}"),
+		     &printed) < 0)
+		return;
+	const struct fr_config_event *ev = cfg.sessions[0].events;
+
+	CHECK(FR_EVENT_IS_RAWX(ev[0].event) && ev[0].period == 100003 &&
+		      strcmp(fr_event_format(ev[0].event, name, sizeof(name)), full) == 0,
+	      "full raw event: %#x %s", ev[0].event, name);
+	CHECK(ev[1].event == (FR_EVENT_RAW_BASE | 0x1c2) && ev[1].hz == 9, "short raw event %#x",
+	      ev[1].event);
+	CHECK(FR_EVENT_IS_RAWX(ev[2].event) && ev[2].event != ev[0].event && ev[2].hz == 99,
+	      "config2 event %#x at %u Hz", ev[2].event, ev[2].hz);
+	CHECK(printed && strstr(printed, full), "printed: %s", printed ? printed : "(none)");
+	free(printed);
+	fr_config_fini(&cfg);
+}
+
 int main(void)
 {
 	test_period_errors();
 	test_period();
+	test_raw();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
