@@ -17,7 +17,7 @@
  *   leaf is made the precise IP here.
  *
  * The arithmetic (fr_perf_mux_scale, fr_perf_precise_leaf) has no state,
- * so tests/unit/test_perf_pmu.c checks it alone.
+ * so tests/unit/test_pmu_samples.c checks it alone.
  */
 #include "recorder/perf_int.h"
 

@@ -14,8 +14,12 @@
  *                         sample or fail with the message users are told
  *                         to expect on machines without a PMU (passes
  *                         either way; the message is checked).
- *   perf_events pmu       hardware sampling proper; skipped (77) without a
- *                         PMU.
+ *   perf_events pmu       hardware sampling proper; 36 cycles sources at
+ *                         once, more than any PMU has counters: some are
+ *                         multiplexed, say so and scale their samples, so
+ *                         each counts this spinning thread's cycles within
+ *                         a factor of two of the median; each reports the
+ *                         precise_ip it got. Skipped (77) without a PMU.
  *   perf_events retune    fr_perf_set_hz on a frequency-mode (page-faults)
  *                         and a fixed-period (cpu) source: samples drained
  *                         afterwards carry the new rate; page-fault weights

@@ -6,8 +6,9 @@
 # exactly 2 ms, whatever the rate asked for (period mode is not
 # downsampled); a process that faults in 3000 fresh pages has at least
 # that many page faults; the comments say how the events were sampled.
-# A hardware event in period mode is recorded where there is a PMU and
-# refused with the documented reason where there is none. A raw event with
+# A hardware event in period mode is recorded where there is a PMU (its
+# precise_ip level in status and in the profile's comments) and refused
+# with the documented reason where there is none. A raw event with
 # its full 64-bit config and config1, asked for by a client, is refused
 # the same way under its full name; a malformed one is a usage error that
 # says what is wrong with it.
@@ -61,6 +62,8 @@ for name, period in (("page-faults", 1), ("cpu", 2000000)):
     assert pmu["enabled_ns"] > 0 and pmu["running_ns"] == pmu["enabled_ns"], pmu
     assert pmu["multiplexed"] is False and pmu["scaled_samples"] == 0, pmu
     assert "precise_ip" not in pmu, pmu
+if "instructions" in evs and evs["instructions"]["state"] == "recording":
+    assert evs["instructions"]["period"] == 1000000, evs["instructions"]
 PY
 
 # Asked at 10 Hz: period mode has no rate to downsample by, so every
@@ -113,6 +116,15 @@ text = open(sys.argv[1]).read()
 rows = re.findall(r"^\s+(\d+)\s+(\d+): ", text.split("Samples:")[1], re.M)
 assert rows and all(int(v) % int(sys.argv[2]) == 0 for _, v in rows), rows[:5]
 PY
+	# The precise_ip level the kernel accepted: in status and in the
+	# profile's comments.
+	level=$(python3 -c '
+import json, sys
+e = [e for e in json.load(open(sys.argv[1]))["events"] if e["event"] == "instructions"][0]
+assert e["pmu"]["precise_ip_asked"] == 3 and 0 <= e["pmu"]["precise_ip"] <= 3, e
+print(e["pmu"]["precise_ip"])' "$T/status.json") || fail "status has no precise_ip for instructions"
+	"$GO" tool pprof -comments "$T/ins.pb.gz" 2>/dev/null | grep -q "instructions: precise_ip $level of 3 asked" ||
+		fail "the profile does not say precise_ip $level: $("$GO" tool pprof -comments "$T/ins.pb.gz" 2>&1)"
 fi
 # Raw events: config above 32 bits and config1, beside cpu in one --event.
 raw=raw:0x10000003c,config1=0x3f807f8fff

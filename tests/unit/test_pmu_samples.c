@@ -408,6 +408,6 @@ int main(void)
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
 	}
-	printf("perf_pmu: all checks passed\n");
+	printf("pmu_samples: all checks passed\n");
 	return 0;
 }
