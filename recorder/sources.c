@@ -776,6 +776,8 @@ static cJSON *consumer_json(const struct fr_consumer *c, int privileged, uid_t v
 		cJSON_AddStringToObject(ev, "event",
 					fr_event_format(c->events[e], name, sizeof(name)));
 		fr_ipc_add_int(ev, "hz", c->hz[e]);
+		if (c->period[e])
+			fr_ipc_add_int(ev, "period", (int64_t)c->period[e]);
 	}
 	return o;
 }

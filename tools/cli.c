@@ -381,7 +381,11 @@ void fr_cli_format_events(const cJSON *events, char *buf, size_t len)
 
 	buf[0] = '\0';
 	cJSON_ArrayForEach(e, events) {
-		int k = fr_cli_num(e, "hz") > 0
+		int k = fr_cli_num(e, "period") > 0
+				? snprintf(buf + used, len - used, "%s%s@period=%.0f",
+					   used ? "," : "", fr_cli_str(e, "event"),
+					   fr_cli_num(e, "period"))
+			: fr_cli_num(e, "hz") > 0
 				? snprintf(buf + used, len - used, "%s%s@%.0fHz", used ? "," : "",
 					   fr_cli_str(e, "event"), fr_cli_num(e, "hz"))
 				: snprintf(buf + used, len - used, "%s%s", used ? "," : "",
