@@ -138,6 +138,12 @@ struct fr_source *fr_sources_find(struct fr_sources *s, uint32_t event);
 void fr_sources_pmu_note(struct fr_sources *s, const uint32_t *events, uint32_t n, char *buf,
 			 size_t len);
 
+/* Adds the "pmu" object of open sampling source `src` to status element
+ * `ev` (recorder/sources_pmu.c): precise_ip asked and accepted (hardware
+ * events), enabled_ns, running_ns, multiplexed, scaled_samples, and
+ * time_reads_failed when some were. Under the sources' lock. */
+void fr_source_pmu_json(cJSON *ev, const struct fr_source *src);
+
 /* Whether `event` records: 1 yes, 0 no source asks for it, -1 its source
  * failed (the reason in `err`). Takes `lock`. */
 int fr_sources_state(struct fr_sources *s, uint32_t event, char *err, size_t errlen);
