@@ -31,6 +31,9 @@ grep -q '^event:    cpu every 2000000 ns' "$T/status" ||
 	fail "status does not show cpu in period mode: $(cat "$T/status")"
 grep -q '^consumer: session exact wants page-faults@period=1,cpu@period=2000000,instructions@period=1000000$' "$T/status" ||
 	fail "status does not show the session's periods: $(grep consumer "$T/status")"
+"$FLIGHTREC" sessions >"$T/sessions" || fail "sessions failed"
+grep -q 'page-faults@period=1,cpu@period=2000000,instructions@period=1000000' "$T/sessions" ||
+	fail "sessions does not show the periods: $(cat "$T/sessions")"
 if grep -q '^event:    instructions every 1000000 events' "$T/status"; then
 	have_pmu=1
 else
