@@ -75,6 +75,8 @@ PY
 # sample stays, each of weight 1 (page-faults) and 2 ms (cpu).
 "$FLIGHTREC" attach --window 60s --hz 10 --event page-faults --pid "$PY_PID" -o "$T/pf.pb.gz" 2>"$T/err" ||
 	fail "attach --event page-faults failed: $(cat "$T/err")"
+grep -q "^flightrec: wrote $T/pf.pb.gz: [0-9]* samples, [0-9]* stacks, 1m window not downsampled" "$T/err" ||
+	fail "attach does not say the profile is not downsampled: $(cat "$T/err")"
 "$GO" tool pprof -raw "$T/pf.pb.gz" >"$T/pf.raw" 2>"$T/pprof.err" ||
 	fail "go tool pprof cannot read the profile: $(cat "$T/pprof.err")"
 python3 - "$T/pf.raw" 1 3000 <<'PY' || fail "page-faults weights are not exact"
@@ -131,6 +133,13 @@ print(e["pmu"]["precise_ip"])' "$T/status.json") || fail "status has no precise_
 	"$GO" tool pprof -comments "$T/ins.pb.gz" 2>/dev/null | grep -q "instructions: precise_ip $level of 3 asked" ||
 		fail "the profile does not say precise_ip $level: $("$GO" tool pprof -comments "$T/ins.pb.gz" 2>&1)"
 fi
+# A follower of an event in period mode does not change it, and is told so.
+mkdir "$T/follow"
+timeout -s INT 3 "$FLIGHTREC" attach --follow --window 1s --hz 199 --event cpu -o "$T/follow" 2>"$T/err"
+grep -q '^flightrec: following cpu (recorded in period mode, not downsampled)$' "$T/err" ||
+	fail "the follower is not told cpu is in period mode: $(cat "$T/err")"
+"$FLIGHTREC" status | grep -q '^event:    cpu every 2000000 ns' || fail "a follower changed cpu's period mode"
+
 # Raw events: config above 32 bits and config1, beside cpu in one --event.
 raw=raw:0x10000003c,config1=0x3f807f8fff
 if "$FLIGHTREC" attach --window 60s --event "$raw,cpu" -o "$T/raw.pb.gz" 2>"$T/err"; then
