@@ -275,6 +275,13 @@ static void print_sessions(const cJSON *resp)
 			else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "every_switch")))
 				printf("recording: %s at every context switch (config: %s)\n",
 				       fr_cli_str(ev, "event"), fr_cli_str(resp, "config"));
+			else if (fr_cli_num(ev, "period") > 0)
+				printf("recording: %s every %.0f %s (period mode, the smallest period "
+				       "any session asks for; config: %s)\n",
+				       fr_cli_str(ev, "event"), fr_cli_num(ev, "period"),
+				       strcmp(fr_cli_str(ev, "event"), "cpu") == 0 ? "ns"
+										   : "events",
+				       fr_cli_str(resp, "config"));
 			else
 				printf("recording: %s at %.0f Hz per CPU (%s; config: %s)\n",
 				       fr_cli_str(ev, "event"), fr_cli_num(ev, "hz"),

@@ -34,6 +34,8 @@ grep -q '^consumer: session exact wants page-faults@period=1,cpu@period=2000000,
 "$FLIGHTREC" sessions >"$T/sessions" || fail "sessions failed"
 grep -q 'page-faults@period=1,cpu@period=2000000,instructions@period=1000000' "$T/sessions" ||
 	fail "sessions does not show the periods: $(cat "$T/sessions")"
+grep -q '^recording: page-faults every 1 events (period mode' "$T/sessions" ||
+	fail "sessions does not say page-faults records in period mode: $(cat "$T/sessions")"
 if grep -q '^event:    instructions every 1000000 events' "$T/status"; then
 	have_pmu=1
 else
