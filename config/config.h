@@ -15,7 +15,7 @@
  *                    "targets": {"pids": [PID...], "comm": [NAME...], "cgroup": PATH,
  *                                "uid": USER},
  *                    "users": [USER...],
- *                    "events": [ {"event": EVENT, "hz": 1..max_rate_hz,
+ *                    "events": [ {"event": EVENT, "hz": 1..max_rate_hz | "period": N,
  *                                 "unwind": "dwarf"|"fp", "stack_copy": SIZE} ],
  *                    "triggers": [ TRIGGER ] } ]
  *
@@ -69,6 +69,10 @@
  *
  *   EVENT is one of FR_EVENT_NAMES (core/store/sample.h). "offcpu" takes no "hz"
  *   (it records every context switch); other events default to 99 Hz.
+ *   "period" (1..2^53, instead of "hz"; not for offcpu) is period mode: a
+ *   sample every N events (N ns of CPU time for cpu), each weighing
+ *   exactly N. When sessions ask one event by period and by rate, the
+ *   smallest period wins and the rates are not used.
  *   "unwind" says how user stacks are walked: "dwarf" (the kernel copies
  *   "stack_copy" bytes of the user stack and the registers at each sample,
  *   and the recorder unwinds them with the binaries' CFI; frame pointers
@@ -145,9 +149,12 @@ enum fr_config_unwind {
 
 struct fr_config_event {
 	uint32_t event;	     /* event id (core/store/sample.h) */
-	uint32_t hz;	     /* 0 for events without a rate (offcpu) */
+	uint32_t hz;	     /* 0 for events without a rate (offcpu) and in
+			      * period mode */
 	uint32_t unwind;     /* enum fr_config_unwind */
 	uint32_t stack_copy; /* bytes, a multiple of 8; 0 with FR_CONFIG_UNWIND_FP */
+	uint64_t period;     /* > 0: period mode, a sample every `period`
+			      * events (ns for cpu), hz 0 */
 };
 
 struct fr_config_session {

@@ -141,6 +141,16 @@ static bool add_limits(cJSON *root, const struct fr_config *cfg)
 				       size_text(cfg->query_memory, buf, sizeof(buf)));
 }
 
+/* "period" in decimal digits: cJSON prints numbers with 15 significant
+ * digits, which would change a period above 10^15 on the way back. */
+static bool add_period(cJSON *ev, uint64_t period)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)period);
+	return cJSON_AddRawToObject(ev, "period", buf) != NULL;
+}
+
 static bool add_events(cJSON *js, const struct fr_config_session *sess)
 {
 	cJSON *events = cJSON_AddArrayToObject(js, "events");
@@ -158,8 +168,9 @@ static bool add_events(cJSON *js, const struct fr_config_session *sess)
 		if (!cJSON_AddStringToObject(ev, "event",
 					     fr_event_format(sess->events[e].event, name,
 							     sizeof(name))) ||
-		    (fr_event_has_rate(sess->events[e].event) &&
+		    (fr_event_has_rate(sess->events[e].event) && !sess->events[e].period &&
 		     !cJSON_AddNumberToObject(ev, "hz", sess->events[e].hz)) ||
+		    (sess->events[e].period && !add_period(ev, sess->events[e].period)) ||
 		    !cJSON_AddStringToObject(ev, "unwind",
 					     sess->events[e].unwind == FR_CONFIG_UNWIND_DWARF
 						     ? "dwarf"

@@ -352,10 +352,51 @@ static int parse_unwind(struct config_ctx *c, const cJSON *ev, const char *path,
 	return 0;
 }
 
+/* Why raw event `name` was refused: how it is malformed, or that its id
+ * is taken (core/store/sample_raw.c). */
+static int raw_event_fail(struct config_ctx *c, const char *path, const char *name)
+{
+	struct fr_event_raw raw;
+	char err[256];
+
+	if (fr_event_raw_parse(name, &raw, err, sizeof(err)) == 0)
+		fr_event_raw_id(&raw, err, sizeof(err));
+	return config_fail(c, path, "%s", err);
+}
+
+/* "period" (period mode, instead of "hz"): a sample every N events, N
+ * nanoseconds of CPU time for cpu; 1..2^53 (what a JSON number holds
+ * exactly). */
+static int parse_period(struct config_ctx *c, const cJSON *ev, const char *path,
+			struct fr_config_session *sess, struct fr_config_event *out)
+{
+	const cJSON *period = cJSON_GetObjectItemCaseSensitive(ev, "period");
+	char sub[PATH_MAX_LEN], got[64];
+	double v;
+
+	if (cJSON_GetObjectItemCaseSensitive(ev, "hz")) {
+		config_join(sub, path, "hz");
+		return config_fail(c, sub,
+				   "give either \"hz\" (frequency mode) or \"period\" (period "
+				   "mode), not both");
+	}
+	config_join(sub, path, "period");
+	v = cJSON_IsNumber(period) ? period->valuedouble : 0;
+	if (!cJSON_IsNumber(period) || v < 1 || v > 9007199254740992.0 || v != (double)(uint64_t)v)
+		return config_fail(c, sub,
+				   "must be a whole number of events per sample (nanoseconds "
+				   "for cpu), 1..2^53, got %s",
+				   config_describe(period, got, sizeof(got)));
+	out->period = (uint64_t)v;
+	out->hz = 0;
+	sess->nevents++;
+	return 0;
+}
+
 static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 		       struct fr_config_session *sess, struct fr_config *cfg)
 {
-	static const char *const keys[] = {"event", "hz", "unwind", "stack_copy"};
+	static const char *const keys[] = {"event", "hz", "period", "unwind", "stack_copy"};
 	char sub[PATH_MAX_LEN], got[64], names[256];
 	struct fr_config_event *out = &sess->events[sess->nevents];
 	const cJSON *name, *hz;
@@ -380,6 +421,9 @@ static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 		return config_fail(c, sub, "must be an event name string, got %s",
 				   config_describe(name, got, sizeof(got)));
 	id = fr_event_lookup(name->valuestring);
+	if (id < 0 && strncmp(name->valuestring, "raw:", 4) == 0 &&
+	    strncmp(name->valuestring, "raw:id=", 7) != 0)
+		return raw_event_fail(c, sub, name->valuestring);
 	if (id < 0)
 		return config_fail(c, sub, "unknown event %s (accepted: %s)",
 				   config_describe(name, got, sizeof(got)), names);
@@ -397,17 +441,19 @@ static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 	hz = cJSON_GetObjectItemCaseSensitive(ev, "hz");
 	if (!fr_event_has_rate((uint32_t)id)) {
 		/* offcpu records every context switch; there is no rate. */
-		if (hz) {
-			config_join(sub, path, "hz");
+		if (hz || cJSON_GetObjectItemCaseSensitive(ev, "period")) {
+			config_join(sub, path, hz ? "hz" : "period");
 			return config_fail(c, sub,
 					   "%s records every context switch and takes no rate; "
-					   "leave \"hz\" out",
-					   name->valuestring);
+					   "leave \"%s\" out",
+					   name->valuestring, hz ? "hz" : "period");
 		}
 		out->hz = 0;
 		sess->nevents++;
 		return 0;
 	}
+	if (cJSON_GetObjectItemCaseSensitive(ev, "period"))
+		return parse_period(c, ev, path, sess, out);
 	out->hz = default_hz(cfg);
 	if (hz) {
 		config_join(sub, path, "hz");

@@ -77,7 +77,7 @@ int64_t fr_perf_clock_offset(void)
 
 /* Kernel type/config for an event id; -ENOENT when the id is not a perf
  * event with a fixed encoding (offcpu is set up elsewhere; FR_EVENT_RAW is
- * only a reserved number). */
+ * only a reserved number) or a raw id whose words are not known. */
 static int event_attr(uint32_t event, uint32_t *type, uint64_t *config)
 {
 	static const struct {
@@ -97,9 +97,16 @@ static int event_attr(uint32_t event, uint32_t *type, uint64_t *config)
 		[FR_EVENT_CPU_MIGRATIONS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
 	};
 
-	if (FR_EVENT_IS_RAW(event)) {
+	if (FR_EVENT_IS_RAW(event) || FR_EVENT_IS_RAWX(event)) {
+		/* config1 and config2 go in with the rest of the attr
+		 * (fr_perf_sampling_attr); an extended id this process never
+		 * looked up has none to give. */
+		struct fr_event_raw raw;
+
+		if (fr_event_raw_get(event, &raw) < 0)
+			return -ENOENT;
 		*type = PERF_TYPE_RAW;
-		*config = FR_EVENT_RAW_CODE(event);
+		*config = raw.config;
 		return 0;
 	}
 	if (event >= FR_EVENT_COUNT || event == FR_EVENT_OFFCPU || event == FR_EVENT_RAW)
@@ -184,6 +191,18 @@ static void unwind_attr(struct perf_event_attr *attr, uint32_t stack_copy)
 	attr->exclude_callchain_user = 1;
 }
 
+/* The rate the rings of `cfg` are sized for: in period mode cpu's follows
+ * from its period, and a count's is not known: what the consumers asked
+ * (cfg->hz) or 99. */
+static uint32_t period_ring_hz(const struct fr_perf_config *cfg)
+{
+	if (!cfg->period)
+		return cfg->hz;
+	if (cfg->event == FR_EVENT_CPU)
+		return cfg->period >= 1000000000ull ? 1 : (uint32_t)(1000000000ull / cfg->period);
+	return cfg->hz && cfg->hz <= 1000000 ? cfg->hz : 99;
+}
+
 /* The kernel's current ceiling on sample_freq, or 0 when unknown. */
 static unsigned long max_sample_rate(void)
 {
@@ -264,6 +283,10 @@ static struct fr_perf *perf_new(const struct fr_perf_config *cfg)
 		return NULL;
 	p->cfg = *cfg;
 	p->hz = cfg->hz;
+	p->period = cfg->event == FR_EVENT_OFFCPU ? 0 : cfg->period;
+	if (p->period && cfg->event == FR_EVENT_CPU)
+		/* cpu's rate follows from its period (ns). */
+		p->hz = p->period >= 1000000000ull ? 1 : (uint32_t)(1000000000ull / p->period);
 	p->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	return p;
 }
@@ -548,26 +571,6 @@ static int offcpu_attr(struct fr_perf *p, struct perf_event_attr *attr, char *er
 	return 0;
 }
 
-/* The attr of a sampling event of kernel `type` and `config` at cfg->hz. */
-static void sampling_attr(struct perf_event_attr *attr, const struct fr_perf_config *cfg,
-			  uint32_t type, uint64_t config, int hardware)
-{
-	attr->type = type;
-	attr->config = config;
-	if (cfg->event == FR_EVENT_CPU) {
-		/* A fixed period: the weight is exactly 1e9/hz ns. */
-		attr->sample_period = 1000000000ull / cfg->hz;
-	} else {
-		/* Counts of unknown rate: the kernel adapts the period
-		 * to hit hz samples a second and reports it in each
-		 * sample, which is then the sample's weight. */
-		attr->freq = 1;
-		attr->sample_freq = cfg->hz;
-	}
-	if (hardware)
-		attr->precise_ip = 3; /* the least skid the PMU offers */
-}
-
 int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err, size_t errlen)
 {
 	struct fr_perf *p;
@@ -587,11 +590,19 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 				   name);
 			return -EOPNOTSUPP;
 		}
-		if (cfg->hz == 0 || cfg->hz > 1000000) {
+		if (!cfg->period && (cfg->hz == 0 || cfg->hz > 1000000)) {
 			fr_set_err(err, errlen, "%s: rate must be 1..1000000 Hz, got %u", name,
 				   cfg->hz);
 			return -EINVAL;
 		}
+		if (cfg->period > INT64_MAX) {
+			fr_set_err(err, errlen, "%s: period must be 1..2^63-1, got %llu", name,
+				   (unsigned long long)cfg->period);
+			return -EINVAL;
+		}
+	} else if (cfg->period) {
+		fr_set_err(err, errlen, "offcpu: records every context switch and takes no period");
+		return -EINVAL;
 	}
 	if (cfg->stack_copy && (cfg->stack_copy % 8 || cfg->stack_copy > 65528)) {
 		fr_set_err(err, errlen,
@@ -610,12 +621,15 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 			goto err_close;
 		pages = cfg->stack_copy ? offcpu_pages(cfg->stack_copy) : OFFCPU_PAGES;
 	} else {
-		sampling_attr(&attr, cfg, type, config, hardware);
-		pages = ring_pages(cfg->hz, cfg->stack_copy, p->page_size);
+		fr_perf_sampling_attr(&attr, cfg, type, config, hardware);
+		pages = ring_pages(period_ring_hz(cfg), cfg->stack_copy, p->page_size);
 	}
 	if (cfg->stack_copy)
 		unwind_attr(&attr, cfg->stack_copy);
 	ret = open_rings(p, &attr, pages, name, hardware, err, errlen);
+	/* What the kernel accepted after open_adapting's fallbacks. */
+	p->pmu.precise_asked = hardware ? 3 : 0;
+	p->pmu.precise_ip = attr.precise_ip;
 	if (ret == 0 && p->offcpu)
 		ret = drain_in_time_order(p);
 	if (ret < 0)
@@ -690,8 +704,8 @@ int fr_perf_set_hz(struct fr_perf *p, uint32_t hz)
 		p->hz = hz;
 		return 0;
 	}
-	if (hz == 0 || hz > 1000000)
-		return -EINVAL;
+	if (hz == 0 || hz > 1000000 || p->period)
+		return -EINVAL; /* a period-mode source: fr_perf_set_period */
 	/* The ioctl's argument is the period of a fixed-period event and the
 	 * frequency of a frequency-mode one (attr.freq). */
 	arg = p->cfg.event == FR_EVENT_CPU ? 1000000000ull / hz : hz;

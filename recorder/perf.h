@@ -11,9 +11,20 @@
  *   hardware, raw  PERF_TYPE_HARDWARE / PERF_TYPE_RAW in frequency mode
  *                  (sample_freq = hz); weight is the sample's period (the
  *                  events it stands for). precise_ip is tried from 3 down
- *                  on the first CPU; the level it accepts is used on all.
+ *                  on the first CPU; the level it accepts is used on all,
+ *                  and with a level above 0 the sample's IP (the precise
+ *                  one) is the leaf frame (fr_perf_precise_leaf).
  *   page-faults, context-switches, cpu-migrations
  *                  software, frequency mode like hardware.
+ *   period mode    any of these but offcpu with fr_perf_config.period set:
+ *                  a sample every `period` events (ns for cpu); weight is
+ *                  the period, exactly; rate_hz 0 (never downsampled).
+ *                  fr_perf_hz() of cpu is 1e9/period.
+ *   multiplexing   every sampling event is read with its enabled and
+ *                  running times at each drain; when the PMU shared the
+ *                  counter with others (running < enabled), the weights of
+ *                  the samples drained are scaled by enabled/running
+ *                  (fr_perf_mux_scale) and counted (fr_perf_pmu_stats).
  *   offcpu         tracepoint sched:sched_switch, every switch, with the
  *                  callchain of the task switched out. A sample is handed
  *                  over when that thread is switched in again: its stack is
@@ -50,6 +61,19 @@ struct fr_perf_config {
 			      * of 8, < 64 KiB) copied at each sample with the
 			      * user registers, unwound with the handler's
 			      * unwind_find (x86-64 only) */
+	uint64_t period;     /* > 0: period mode, a sample every `period`
+			      * events (ns for cpu), hz ignored; not offcpu */
+};
+
+/* What the PMU did with a sampling source: the precise_ip level asked for
+ * and accepted (0 for software events), and its multiplexing, summed over
+ * CPUs and drains since it opened (read_format TOTAL_TIME_ENABLED and
+ * TOTAL_TIME_RUNNING; 0 when the kernel would not say). */
+struct fr_perf_pmu_stats {
+	uint32_t precise_asked, precise_ip;
+	uint64_t enabled_ns, running_ns;
+	uint64_t scaled_samples; /* samples whose weight was scaled up */
+	uint64_t reads_failed;	 /* drains that could not read the times */
 };
 
 /* How the user stacks of a source's samples were unwound (stack_copy
@@ -141,6 +165,37 @@ int fr_perf_set_hz(struct fr_perf *p, uint32_t hz);
 
 /* Current rate. */
 uint32_t fr_perf_hz(const struct fr_perf *p);
+
+/* Changes the period of a period-mode source in place
+ * (PERF_EVENT_IOC_PERIOD), after a drain as fr_perf_set_hz. Returns 0,
+ * -EINVAL for 0 or a source in frequency mode (reopen it), or -errno. */
+int fr_perf_set_period(struct fr_perf *p, uint64_t period);
+
+/* The period of a period-mode source; 0 in frequency mode. */
+uint64_t fr_perf_period(const struct fr_perf *p);
+
+/* The precise_ip level and multiplexing of `p` (any thread; relaxed
+ * atomics). */
+void fr_perf_pmu_stats(const struct fr_perf *p, struct fr_perf_pmu_stats *out);
+
+/* `weight` scaled for an event counted `running` of `enabled` ns:
+ * weight x enabled / running, rounded down, saturating at UINT64_MAX;
+ * `weight` itself when running >= enabled or running is 0 (no time
+ * measured: nothing to scale by). */
+uint64_t fr_perf_mux_scale(uint64_t weight, uint64_t enabled, uint64_t running);
+
+/* Makes a sample's precise IP its leaf frame. `ips` holds `*nframes`
+ * frames (at most `cap`), the first `*nr_kernel` kernel frames, each part
+ * leaf first, as the callchain gave them: its leaves are where the
+ * interrupt landed, which skids past the instruction that counted.
+ * `kernel_ip`: the IP is a kernel address (the record's cpumode). A kernel
+ * IP replaces the first kernel frame (or goes first when there is none);
+ * a user IP replaces the first user frame (or goes before the user
+ * frames) and the kernel frames go, being the skid's (the event happened
+ * in user mode). A marker frame (core/store/sample.h) is never replaced.
+ * An IP of 0 changes nothing. */
+void fr_perf_precise_leaf(uint64_t *ips, uint16_t *nframes, uint16_t *nr_kernel, uint16_t cap,
+			  uint64_t ip, int kernel_ip);
 
 /* Number of per-CPU descriptors and the i-th one, for poll(2). */
 unsigned fr_perf_nfds(const struct fr_perf *p);

@@ -141,7 +141,28 @@ static uint16_t unwind_user(struct fr_perf *p, const struct sample_view *v, uint
 	return (uint16_t)(nk + n);
 }
 
-/* Decodes a sample record: IP, TID, TIME, CPU, PERIOD, CALLCHAIN and, when
+/* Whether a sample's IP is a kernel address, by the record's cpumode. */
+static int ip_is_kernel(const struct perf_event_header *h)
+{
+	unsigned mode = h->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+
+	return mode == PERF_RECORD_MISC_KERNEL || mode == PERF_RECORD_MISC_GUEST_KERNEL;
+}
+
+/* A source opened with precise_ip > 0: the sample's IP is the instruction
+ * that counted, the callchain's leaf where the interrupt skidded to; the
+ * IP becomes the leaf (recorder/perf_pmu.c). */
+static void precise_leaf(struct fr_perf *p, const struct perf_event_header *h, uint64_t ip,
+			 struct sample_view *v)
+{
+	if (!p->pmu.precise_ip)
+		return;
+	fr_perf_precise_leaf(p->ips, &v->nr_frames, &v->nr_kernel, FR_MAX_FRAMES, ip,
+			     ip_is_kernel(h));
+}
+
+/* Decodes a sample record: IP, TID, TIME, CPU, PERIOD (not in period
+ * mode), CALLCHAIN and, when
  * the source asked for them, RAW, REGS_USER and STACK_USER, in this order.
  * Frames go to p->ips, kernel frames first, then user frames, each leaf
  * first; a stack copy source's user frames are unwound here (so that an
@@ -153,21 +174,26 @@ static uint16_t unwind_user(struct fr_perf *p, const struct sample_view *v, uint
 static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 			 const struct fr_perf_handler *cb, struct sample_view *v)
 {
+	/* IP, TID (pid, tid), TIME, CPU (cpu, res), PERIOD but in period
+	 * mode (see fr_perf_sampling_attr), the callchain's nr: u64 each. */
+	const uint64_t *w = (const void *)(h + 1);
+	const unsigned nhead = p->period ? 5 : 6;
 	const struct {
 		uint64_t ip;
 		uint32_t pid, tid;
 		uint64_t time;
 		uint32_t cpu, res;
-		uint64_t period;
-		uint64_t nr;
-	} *s = (const void *)(h + 1);
-	const uint64_t *chain = (const uint64_t *)(s + 1);
+	} *s = (const void *)w;
+	const uint64_t *chain = w + nhead;
 	const char *end = (const char *)h + h->size, *after = NULL;
-	uint64_t context = PERF_CONTEXT_KERNEL;
+	uint64_t context = PERF_CONTEXT_KERNEL, nr;
 	uint16_t nk = 0, nu = 0, nframes;
 	uint64_t user[FR_MAX_FRAMES];
 
-	if ((const char *)(s + 1) > end || s->nr > (uint64_t)(end - (const char *)chain) / 8)
+	if ((const char *)chain > end)
+		return -EBADMSG;
+	nr = w[nhead - 1];
+	if (nr > (uint64_t)(end - (const char *)chain) / 8)
 		return -EBADMSG;
 	if (s->tid == 0)
 		return 1;
@@ -175,11 +201,11 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 	v->tid = s->tid;
 	v->time = s->time;
 	v->cpu = s->cpu;
-	v->period = s->period;
+	v->period = p->period ? p->period : w[4];
 	v->raw = NULL;
 	v->raw_size = 0;
 	v->has_regs = 0;
-	after = (const char *)(chain + s->nr);
+	after = (const char *)(chain + nr);
 	if (p->offcpu) {
 		const char *raw = after;
 		uint32_t size;
@@ -200,7 +226,7 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 		return -EBADMSG;
 
 	/* The callchain interleaves context markers with addresses. */
-	for (uint64_t i = 0; i < s->nr; i++) {
+	for (uint64_t i = 0; i < nr; i++) {
 		uint64_t ip = chain[i];
 		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
 			context = ip;
@@ -217,13 +243,14 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 	if (v->has_regs) {
 		v->nr_kernel = nk;
 		v->nr_frames = unwind_user(p, v, nk, cb);
+		precise_leaf(p, h, s->ip, v);
 		return 0;
 	}
 	if (p->cfg.stack_copy)
 		__atomic_add_fetch(&p->unwind.no_regs, 1, __ATOMIC_RELAXED);
 	if (nk == 0 && nu == 0 && s->ip) {
 		/* No callchain (e.g. a kernel that could not walk): the IP alone. */
-		if (h->misc & PERF_RECORD_MISC_KERNEL)
+		if (ip_is_kernel(h))
 			p->ips[nk++] = s->ip;
 		else
 			user[nu++] = s->ip;
@@ -233,12 +260,14 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 		p->ips[nframes++] = user[i];
 	v->nr_kernel = nk;
 	v->nr_frames = nframes;
+	precise_leaf(p, h, s->ip, v);
 	return 0;
 }
 
 static void handle_sample(struct fr_perf *p, const struct sample_view *v,
 			  const struct fr_perf_handler *cb, int64_t clock_offset)
 {
+	const struct cpu_ring *r = p->cur;
 	struct fr_sample out;
 
 	out.time_ns = (int64_t)v->time + clock_offset;
@@ -250,8 +279,22 @@ static void handle_sample(struct fr_perf *p, const struct sample_view *v,
 	 * opened with after PERF_EVENT_IOC_PERIOD, so weight by the rate we
 	 * set. Frequency mode: the period is what the kernel chose for this
 	 * sample, the count it stands for. */
-	out.weight = p->cfg.event == FR_EVENT_CPU ? 1000000000ull / p->hz : v->period;
-	out.rate_hz = p->hz;
+	if (p->period) {
+		/* Period mode: each sample stands for exactly the period in
+		 * force (cpu's in ns), and a profile keeps every one (rate 0:
+		 * not downsampled), so its values are exact. */
+		out.weight = p->period;
+		out.rate_hz = 0;
+	} else {
+		out.weight = p->cfg.event == FR_EVENT_CPU ? 1000000000ull / p->hz : v->period;
+		out.rate_hz = p->hz;
+	}
+	/* A multiplexed counter counted only part of the time its ring
+	 * covers: its samples stand for more (recorder/perf_pmu.c). */
+	if (r && r->d_running && r->d_running < r->d_enabled) {
+		out.weight = fr_perf_mux_scale(out.weight, r->d_enabled, r->d_running);
+		__atomic_add_fetch(&p->pmu.scaled_samples, 1, __ATOMIC_RELAXED);
+	}
 	out.nr_kernel = v->nr_kernel;
 	out.nr_frames = v->nr_frames;
 	out.ips = p->ips;
@@ -663,6 +706,10 @@ uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h, int64
 		struct cpu_ring *r = &p->rings[i];
 		struct perf_event_mmap_page *meta = r->base;
 
+		/* The times first: what the ring holds was counted before. */
+		if (!p->sideband_only)
+			fr_perf_read_times(p, r);
+		p->cur = r;
 		r->head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
 		r->tail = meta->data_tail;
 		while (r->tail < r->head) {
@@ -678,5 +725,6 @@ uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h, int64
 		}
 		publish_tail(r);
 	}
+	p->cur = NULL;
 	return records;
 }

@@ -18,13 +18,21 @@
 #define PERF_REG_X86_BP 6
 #define PERF_REG_X86_SP 7
 #define PERF_REG_X86_IP 8
+/* recorder/perf_pmu.c: the attr of a sampling event (period or frequency
+ * mode, precise_ip, the times read_format asks for), and the enabled and
+ * running times of each CPU's counter read before its ring is drained. */
+void fr_perf_sampling_attr(struct perf_event_attr *attr, const struct fr_perf_config *cfg,
+			   uint32_t type, uint64_t config, int hardware);
+void fr_perf_read_times(struct fr_perf *p, struct cpu_ring *r);
+
 #endif
 
 #include "core/store/sample.h"
 #include "recorder/offcpu.h"
 #include "recorder/perf.h"
 
-/* Every source asks for these sample fields, in the kernel's order. TID,
+/* Every source asks for these sample fields, in the kernel's order (but
+ * PERIOD in period mode, recorder/perf_pmu.c says why). TID,
  * TIME and CPU also make up the sample_id trailer (sample_id_all) of every
  * other record, which is how the time-ordered drain finds their time: it is
  * the second of the trailer's three u64s. */
@@ -48,6 +56,11 @@ struct cpu_ring {
 	/* Drain cursor: from data_tail to the data_head read at its start;
 	 * next_time orders the rings of a time-ordered drain. */
 	uint64_t tail, head, next_time;
+	/* Sampling events: the enabled and running times read at the last
+	 * drain, and their growth since the one before, which scales the
+	 * weights of the samples this drain reads (multiplexing). */
+	uint64_t enabled, running;
+	uint64_t d_enabled, d_running;
 };
 
 /* Where sched_switch keeps the fields we read, from its format file. */
@@ -59,7 +72,13 @@ struct switch_format {
 struct fr_perf {
 	struct fr_perf_config cfg;
 	uint32_t hz;
+	uint64_t period; /* period mode: the period in force; 0: frequency mode */
 	int sideband_only;
+	/* The precise_ip level the kernel accepted and its multiplexing
+	 * (the ingest thread writes, status reads: relaxed atomics). */
+	struct fr_perf_pmu_stats pmu;
+	/* The ring being drained (sampling events), for its times. */
+	const struct cpu_ring *cur;
 	unsigned ncpus;
 	struct cpu_ring *rings;
 	size_t page_size;
@@ -79,5 +98,12 @@ struct fr_perf {
 	unsigned char wrap_buf[65536];
 	uint64_t ips[FR_MAX_FRAMES];
 };
+
+/* recorder/perf_pmu.c: the attr of a sampling event (period or frequency
+ * mode, precise_ip, the times read_format asks for), and the enabled and
+ * running times of each CPU's counter read before its ring is drained. */
+void fr_perf_sampling_attr(struct perf_event_attr *attr, const struct fr_perf_config *cfg,
+			   uint32_t type, uint64_t config, int hardware);
+void fr_perf_read_times(struct fr_perf *p, struct cpu_ring *r);
 
 #endif

@@ -352,7 +352,7 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 	struct fr_profile_result res;
 	int64_t reserved = 0;
 	uint64_t written = 0;
-	char warn[512] = "", cursor[FR_IPC_CURSOR_NAME_MAX + 1] = "";
+	char warn[512] = "", cursor[FR_IPC_CURSOR_NAME_MAX + 1] = "", pmu_note[512];
 	int cursor_taken = 0, wrote = 0;
 	cJSON *resp = NULL;
 
@@ -368,6 +368,8 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 	    attach_cursor(d, req, peer, &preq, cursor, &cursor_taken, &resp) < 0)
 		goto out;
 	preq.version = FR_VERSION;
+	fr_sources_pmu_note(&d->sources, preq.events, preq.nevents, pmu_note, sizeof(pmu_note));
+	preq.pmu_note = pmu_note;
 	/* From the credentials, never from the request: a user sees the
 	 * processes it ran, whatever it asks for. */
 	if (!privileged) {
@@ -472,7 +474,7 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t
 	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
 	struct daemon_symbol_paths sp = {0};
 	struct fr_dump_request dr = {0};
-	char path[4096], err[512], dir[4096];
+	char path[4096], err[512], dir[4096], pmu_note[512];
 	int64_t reserved;
 	int ret;
 
@@ -491,6 +493,8 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t
 		return -ENOENT;
 	}
 
+	fr_sources_pmu_note(&d->sources, preq->events, preq->nevents, pmu_note, sizeof(pmu_note));
+	preq->pmu_note = pmu_note;
 	/* Samples up to the end of the window must be in the ring. */
 	if (daemon_flush_barrier(d) < 0) {
 		fr_log_warn("flush before a dump timed out; the last second may be missing");

@@ -250,6 +250,7 @@ static struct fr_consumer *session_consumer(struct fr_sources *s,
 			sess->events[e].event == FR_EVENT_CPU && hz_fixed ? hz : sess->events[e].hz;
 		c->unwind[c->nevents] = (uint8_t)(sess->events[e].unwind + 1);
 		c->stack_copy[c->nevents] = sess->events[e].stack_copy;
+		c->period[c->nevents] = sess->events[e].period;
 		c->nevents++;
 	}
 	return c;
@@ -298,6 +299,7 @@ struct wants {
 	unsigned n;
 	uint32_t event[FR_SOURCES_MAX];
 	uint32_t hz[FR_SOURCES_MAX];
+	uint64_t period[FR_SOURCES_MAX]; /* the smallest asked; 0: none */
 	bool dwarf[FR_SOURCES_MAX], fp[FR_SOURCES_MAX];
 	uint32_t stack_copy[FR_SOURCES_MAX];
 };
@@ -336,10 +338,13 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 			w->event[w->n] = c->events[e];
 			w->dwarf[w->n] = w->fp[w->n] = false;
 			w->stack_copy[w->n] = 0;
+			w->period[w->n] = 0;
 			w->hz[w->n++] = 0;
 		}
 		if (c->hz[e] > w->hz[i])
 			w->hz[i] = c->hz[e];
+		if (c->period[e] && (!w->period[i] || c->period[e] < w->period[i]))
+			w->period[i] = c->period[e];
 		if (c->unwind[e] == FR_CONFIG_UNWIND_DWARF + 1) {
 			w->dwarf[i] = true;
 			if (c->stack_copy[e] > w->stack_copy[i])
@@ -408,12 +413,13 @@ static const char *unwind_text(uint32_t stack_copy)
 /* Opens the perf event of `src` at `hz` (0: every context switch). On
  * failure the source stays in the table with the reason. Returns 1 if it
  * opened. */
-static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
+static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz, uint64_t period,
 		       uint32_t stack_copy, const char *name)
 {
 	struct fr_perf_config cfg = {.event = src->event,
 				     .hz = hz ? hz : 1,
-				     .stack_copy = stack_copy};
+				     .stack_copy = stack_copy,
+				     .period = period};
 	struct fr_perf *perf = NULL;
 	char err[256];
 	int ret = fr_perf_open(&perf, &cfg, err, sizeof(err));
@@ -429,10 +435,16 @@ static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
 	} else {
 		src->perf = perf;
 		src->error[0] = '\0';
-		src->hz = hz;
+		src->hz = period ? 0 : hz;
+		src->period = period;
 		src->stack_copy = stack_copy;
 		src->since_ns = fr_now_real_ns();
-		if (hz)
+		if (period)
+			fr_log_info("%s: recording a sample every %llu %s, %s", name,
+				    (unsigned long long)period,
+				    src->event == FR_EVENT_CPU ? "ns" : "events",
+				    unwind_text(stack_copy));
+		else if (hz)
 			fr_log_info("%s: recording at %u Hz, %s", name, hz,
 				    unwind_text(stack_copy));
 		else
@@ -484,6 +496,28 @@ static void retune(struct fr_sources *s, struct fr_source *src, uint32_t hz, con
 	}
 }
 
+/* Changes the period of an open period-mode source to `period`. */
+static void retune_period(struct fr_sources *s, struct fr_source *src, uint64_t period,
+			  const char *name, int *drained)
+{
+	int ret;
+
+	/* What the kernel holds was taken at the old period. */
+	if (!(*drained)++)
+		fr_sources_drain(s);
+	ret = fr_perf_set_period(src->perf, period);
+	if (ret < 0) {
+		fr_log_err("%s: cannot change the period to %llu (%s); it stays %llu", name,
+			   (unsigned long long)period, strerror(-ret),
+			   (unsigned long long)src->period);
+		return;
+	}
+	fr_log_info("%s: period %llu -> %llu", name, (unsigned long long)src->period,
+		    (unsigned long long)period);
+	__atomic_store_n(&src->period, period, __ATOMIC_RELAXED);
+	src->since_ns = fr_now_real_ns();
+}
+
 int fr_sources_reconcile(struct fr_sources *s)
 {
 	struct wants w;
@@ -496,6 +530,7 @@ int fr_sources_reconcile(struct fr_sources *s)
 	for (unsigned k = 0; k < w.n; k++) {
 		struct fr_source *src = fr_sources_find(s, w.event[k]);
 		uint32_t hz = fr_event_has_rate(w.event[k]) ? w.hz[k] : 0;
+		uint64_t period = fr_event_has_rate(w.event[k]) ? w.period[k] : 0;
 		uint32_t stack_copy = wanted_stack_copy(&w, k);
 
 		fr_event_format(w.event[k], name, sizeof(name));
@@ -506,14 +541,18 @@ int fr_sources_reconcile(struct fr_sources *s)
 			src->event = w.event[k];
 			pthread_mutex_unlock(&s->lock);
 		}
-		if (src->perf && (stack_copy != src->stack_copy ||
-				  (hz > src->hz && fr_perf_rings_too_small(src->perf, hz)))) {
+		/* A mode (period or frequency) is fixed at open. */
+		if (src->perf &&
+		    (stack_copy != src->stack_copy || !period != !src->period ||
+		     (!period && hz > src->hz && fr_perf_rings_too_small(src->perf, hz)))) {
 			close_for_reopen(s, src, name, &drained);
 			changed = 1;
 		}
 		if (!src->perf)
-			changed |= open_source(s, src, hz, stack_copy, name);
-		else if (hz && hz != src->hz)
+			changed |= open_source(s, src, hz, period, stack_copy, name);
+		else if (period && period != src->period)
+			retune_period(s, src, period, name, &drained);
+		else if (!period && hz && hz != src->hz)
 			retune(s, src, hz, name, &drained);
 	}
 
@@ -541,6 +580,10 @@ void fr_sources_describe(struct fr_sources *s, int failed, char *buf, size_t len
 		if (!src->perf && failed)
 			k = snprintf(buf + used, len - used, "%s%s not recording", used ? ", " : "",
 				     name);
+		else if (src->perf && src->period)
+			k = snprintf(buf + used, len - used, "%s%s every %llu %s", used ? ", " : "",
+				     name, (unsigned long long)src->period,
+				     src->event == FR_EVENT_CPU ? "ns" : "events");
 		else if (src->perf && src->hz)
 			k = snprintf(buf + used, len - used, "%s%s at %u Hz", used ? ", " : "",
 				     name, src->hz);
@@ -613,6 +656,9 @@ static cJSON *source_json(const struct fr_source *src)
 	if (!src->perf)
 		cJSON_AddStringToObject(ev, "error", src->error);
 	fr_ipc_add_int(ev, "hz", src->perf ? __atomic_load_n(&src->hz, __ATOMIC_RELAXED) : 0);
+	if (src->perf && src->period)
+		fr_ipc_add_int(ev, "period",
+			       (int64_t)__atomic_load_n(&src->period, __ATOMIC_RELAXED));
 	cJSON_AddBoolToObject(ev, "every_switch", !fr_event_has_rate(src->event));
 	fr_ipc_add_int(ev, "since_ns", src->since_ns);
 	cJSON_AddStringToObject(ev, "stacks", "kernel+user");
@@ -626,6 +672,8 @@ static cJSON *source_json(const struct fr_source *src)
 		add_unwind_json(ev, src); /* out of memory: the reply goes without it */
 	if (src->perf && src->event == FR_EVENT_OFFCPU)
 		add_offcpu_json(ev, src);
+	else if (src->perf)
+		fr_source_pmu_json(ev, src);
 	return ev;
 }
 
@@ -653,6 +701,8 @@ static cJSON *consumer_json(const struct fr_consumer *c, int privileged, uid_t v
 		cJSON_AddStringToObject(ev, "event",
 					fr_event_format(c->events[e], name, sizeof(name)));
 		fr_ipc_add_int(ev, "hz", c->hz[e]);
+		if (c->period[e])
+			fr_ipc_add_int(ev, "period", (int64_t)c->period[e]);
 	}
 	return o;
 }

@@ -37,7 +37,8 @@
 struct fr_source {
 	uint32_t event;
 	struct fr_perf *perf; /* NULL: could not be opened, see error */
-	uint32_t hz;	      /* the rate in force (0 for offcpu) */
+	uint32_t hz;	      /* the rate in force (0 for offcpu and period mode) */
+	uint64_t period;      /* period mode: the period in force; else 0 */
 	uint32_t stack_copy;  /* bytes of user stack copied (0: frame pointers) */
 	char error[256];      /* why it is not recording; "" when it is */
 	int64_t since_ns;     /* Unix ns it started recording at this rate */
@@ -57,6 +58,9 @@ struct fr_consumer {
 	uint32_t nevents;
 	uint32_t events[FR_LIMIT_EVENTS];
 	uint32_t hz[FR_LIMIT_EVENTS];
+	/* > 0: period mode (a session's "period"), which wins over rates:
+	 * the smallest period any consumer asks is used. */
+	uint64_t period[FR_LIMIT_EVENTS];
 	/* How it wants the stacks of each event unwound: 0 no opinion (a
 	 * client: the event's default unless a session says), else
 	 * FR_CONFIG_UNWIND_* + 1, with the stack copy for dwarf. */
@@ -124,6 +128,21 @@ const char *fr_sources_all_failed(struct fr_sources *s);
 
 /* The source of `event`, or NULL. Ingest thread, or under `lock`. */
 struct fr_source *fr_sources_find(struct fr_sources *s, uint32_t event);
+
+/* What the PMU does to the `n` events (n 0: cpu) as they record now, for
+ * a profile's comment: each hardware event's precise_ip level ("cycles:
+ * precise_ip 2 of 3 asked, the leaf frame is the sampled instruction")
+ * and each multiplexed one ("instructions: multiplexed, counted 48.0% of
+ * the time; weights scaled up by enabled/running"), joined by "; ";
+ * "" when there is nothing to say. */
+void fr_sources_pmu_note(struct fr_sources *s, const uint32_t *events, uint32_t n, char *buf,
+			 size_t len);
+
+/* Adds the "pmu" object of open sampling source `src` to status element
+ * `ev` (recorder/sources_pmu.c): precise_ip asked and accepted (hardware
+ * events), enabled_ns, running_ns, multiplexed, scaled_samples, and
+ * time_reads_failed when some were. Under the sources' lock. */
+void fr_source_pmu_json(cJSON *ev, const struct fr_source *src);
 
 /* Whether `event` records: 1 yes, 0 no source asks for it, -1 its source
  * failed (the reason in `err`). Takes `lock`. */

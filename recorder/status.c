@@ -106,6 +106,8 @@ void daemon_publish_sessions(struct daemon *d, const struct fr_config *cfg)
 			if (sess->events[e].event == FR_EVENT_CPU && d->opts->hz_fixed)
 				hz = d->opts->hz;
 			fr_ipc_add_int(ev, "hz", hz);
+			if (sess->events[e].period)
+				fr_ipc_add_int(ev, "period", (int64_t)sess->events[e].period);
 			cJSON_AddItemToArray(events, ev);
 		}
 		cJSON_AddStringToObject(o, "targets",

@@ -113,11 +113,14 @@ const char *fr_cli_str(const cJSON *obj, const char *key)
 void fr_cli_print_summary(const char *out, uint64_t samples, uint64_t stacks, int64_t t0,
 			  int64_t t1, uint32_t hz, uint64_t bytes)
 {
-	char dur[32], size[32];
+	char dur[32], size[32], rate[32] = "not downsampled";
 
-	fprintf(stderr, "%s: wrote %s: %llu samples, %llu stacks, %s window at %u Hz (%s)\n", prog,
-		out, (unsigned long long)samples, (unsigned long long)stacks,
-		fr_format_duration(t1 - t0, dur, sizeof(dur)), hz,
+	/* No rate: offcpu or period mode, every sample kept. */
+	if (hz)
+		snprintf(rate, sizeof(rate), "at %u Hz", hz);
+	fprintf(stderr, "%s: wrote %s: %llu samples, %llu stacks, %s window %s (%s)\n", prog, out,
+		(unsigned long long)samples, (unsigned long long)stacks,
+		fr_format_duration(t1 - t0, dur, sizeof(dur)), rate,
 		fr_format_size_human(bytes, size, sizeof(size)));
 }
 
@@ -381,7 +384,11 @@ void fr_cli_format_events(const cJSON *events, char *buf, size_t len)
 
 	buf[0] = '\0';
 	cJSON_ArrayForEach(e, events) {
-		int k = fr_cli_num(e, "hz") > 0
+		int k = fr_cli_num(e, "period") > 0
+				? snprintf(buf + used, len - used, "%s%s@period=%.0f",
+					   used ? "," : "", fr_cli_str(e, "event"),
+					   fr_cli_num(e, "period"))
+			: fr_cli_num(e, "hz") > 0
 				? snprintf(buf + used, len - used, "%s%s@%.0fHz", used ? "," : "",
 					   fr_cli_str(e, "event"), fr_cli_num(e, "hz"))
 				: snprintf(buf + used, len - used, "%s%s", used ? "," : "",

@@ -107,7 +107,8 @@ void fr_cli_human_duration(int64_t ns, char *buf, size_t len);
 /* The ring facts shared by status and dump --info. */
 void fr_cli_print_ring(const cJSON *ring, double lost);
 
-/* "cpu 99 Hz, offcpu": the events of a reply's "events" array. */
+/* "cpu@99Hz,offcpu,page-faults@period=1": the events of a reply's "events"
+ * array. */
 void fr_cli_format_events(const cJSON *events, char *buf, size_t len);
 
 #endif

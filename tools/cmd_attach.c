@@ -165,9 +165,15 @@ static int follow_start(int sock, const char *socket_path, const struct fr_query
 	for (uint32_t i = 0; i < reply->nwarnings; i++)
 		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
 	for (uint32_t i = 0; i < reply->nevents; i++)
-		fprintf(stderr, "%s: following %s at %u Hz (recording at %u Hz)\n", prog,
-			fr_event_format(reply->events[i].event, name, sizeof(name)),
-			reply->events[i].hz, reply->events[i].recording_hz);
+		if (reply->events[i].recording_hz || !fr_event_has_rate(reply->events[i].event))
+			fprintf(stderr, "%s: following %s at %u Hz (recording at %u Hz)\n", prog,
+				fr_event_format(reply->events[i].event, name, sizeof(name)),
+				reply->events[i].hz, reply->events[i].recording_hz);
+		else /* a session records it in period mode */
+			fprintf(stderr,
+				"%s: following %s (recorded in period mode, not "
+				"downsampled)\n",
+				prog, fr_event_format(reply->events[i].event, name, sizeof(name)));
 	status = 0;
 out:
 	cJSON_Delete(req);

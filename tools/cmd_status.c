@@ -99,6 +99,24 @@ static void print_unwind_tables(const cJSON *t)
 	       fr_cli_num(t, "pending"), fr_cli_num(t, "evicted"));
 }
 
+/* A sampling event's precise_ip level and multiplexing, when there is
+ * something to say. */
+static void print_pmu(const cJSON *ev)
+{
+	const cJSON *pmu = cJSON_GetObjectItemCaseSensitive(ev, "pmu");
+	double enabled = fr_cli_num(pmu, "enabled_ns"), running = fr_cli_num(pmu, "running_ns");
+
+	if (!pmu)
+		return;
+	if (cJSON_GetObjectItemCaseSensitive(pmu, "precise_ip"))
+		printf("          precise_ip %.0f (asked %.0f)\n", fr_cli_num(pmu, "precise_ip"),
+		       fr_cli_num(pmu, "precise_ip_asked"));
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pmu, "multiplexed")) && enabled > 0)
+		printf("          multiplexed: counted %.1f%% of the time; %.0f samples scaled "
+		       "up by enabled/running\n",
+		       100.0 * running / enabled, fr_cli_num(pmu, "scaled_samples"));
+}
+
 static void print_status(const cJSON *r)
 {
 	const cJSON *events = cJSON_GetObjectItemCaseSensitive(r, "events"), *ev;
@@ -115,6 +133,10 @@ static void print_status(const cJSON *r)
 		}
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "every_switch")))
 			printf("event:    %s at every context switch", fr_cli_str(ev, "event"));
+		else if (fr_cli_num(ev, "period") > 0)
+			printf("event:    %s every %.0f %s", fr_cli_str(ev, "event"),
+			       fr_cli_num(ev, "period"),
+			       strcmp(fr_cli_str(ev, "event"), "cpu") == 0 ? "ns" : "events");
 		else
 			printf("event:    %s at %.0f Hz", fr_cli_str(ev, "event"),
 			       fr_cli_num(ev, "hz"));
@@ -125,6 +147,7 @@ static void print_status(const cJSON *r)
 		       fr_cli_num(ev, "truncated_stacks"));
 		print_unwinding(ev);
 		print_offcpu(ev);
+		print_pmu(ev);
 	}
 	print_unwind_tables(cJSON_GetObjectItemCaseSensitive(r, "unwind_tables"));
 	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(r, "consumers")) {
@@ -252,6 +275,13 @@ static void print_sessions(const cJSON *resp)
 			else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "every_switch")))
 				printf("recording: %s at every context switch (config: %s)\n",
 				       fr_cli_str(ev, "event"), fr_cli_str(resp, "config"));
+			else if (fr_cli_num(ev, "period") > 0)
+				printf("recording: %s every %.0f %s (period mode, the smallest period "
+				       "any session asks for; config: %s)\n",
+				       fr_cli_str(ev, "event"), fr_cli_num(ev, "period"),
+				       strcmp(fr_cli_str(ev, "event"), "cpu") == 0 ? "ns"
+										   : "events",
+				       fr_cli_str(resp, "config"));
 			else
 				printf("recording: %s at %.0f Hz per CPU (%s; config: %s)\n",
 				       fr_cli_str(ev, "event"), fr_cli_num(ev, "hz"),

@@ -9,6 +9,8 @@
 #include "core/util/parse.h"
 #include "core/store/sample.h"
 
+static int take_event(const char *cmd, const char *name, struct fr_query_args *q);
+
 /* Calls `take` for each comma-separated item of `arg`; `take` says what is
  * wrong with an item (returning non-zero) or stores it. An empty list is
  * refused with `example`. Returns 0 or EXIT_USAGE (after saying why). */
@@ -22,6 +24,15 @@ static int parse_list(const char *cmd, const char *opt, const char *arg, const c
 	if (!copy)
 		return EXIT_USAGE;
 	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		/* A raw event's ",config1=0x..." and ",config2=0x..." (and a
+		 * misspelt ",configN=...", which it then refuses) belong to
+		 * it, not to the list. */
+		while (take == take_event && save && strncmp(tok, "raw:", 4) == 0 &&
+		       strncmp(save, "config", 6) == 0 && strchr(save, '=') &&
+		       (!strchr(save, ',') || strchr(save, '=') < strchr(save, ','))) {
+			save[-1] = ',';
+			strtok_r(NULL, ",", &save);
+		}
 		ret = take(cmd, tok, q) ? EXIT_USAGE : 0;
 		n++;
 	}
@@ -36,7 +47,16 @@ static int parse_list(const char *cmd, const char *opt, const char *arg, const c
 static int take_event(const char *cmd, const char *name, struct fr_query_args *q)
 {
 	int64_t id = fr_event_lookup(name);
+	struct fr_event_raw raw;
+	char err[256];
 
+	if (id < 0 && strncmp(name, "raw:", 4) == 0 && strncmp(name, "raw:id=", 7) != 0) {
+		/* Say what is wrong with it rather than list every event. */
+		if (fr_event_raw_parse(name, &raw, err, sizeof(err)) == 0)
+			fr_event_raw_id(&raw, err, sizeof(err));
+		fprintf(stderr, "%s: --event: %s\n", cmd, err);
+		return -1;
+	}
 	if (id < 0) {
 		fprintf(stderr,
 			"%s: --event: unknown event \"%s\" (accepted: " FR_EVENT_NAMES ")\n", cmd,

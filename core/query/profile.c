@@ -108,8 +108,9 @@ static int setup_request(struct builder *b, struct fr_profile_result *res, char 
 		struct gevent *g = &b->ev[e];
 
 		g->id = req->nevents ? req->events[e] : FR_EVENT_CPU;
-		if (FR_EVENT_IS_RAW(g->id) ? FR_EVENT_RAW_CODE(g->id) == 0
-					   : g->id >= FR_EVENT_COUNT || g->id == FR_EVENT_RAW) {
+		if (FR_EVENT_IS_RAW(g->id)    ? FR_EVENT_RAW_CODE(g->id) == 0
+		    : FR_EVENT_IS_RAWX(g->id) ? 0
+					      : g->id >= FR_EVENT_COUNT || g->id == FR_EVENT_RAW) {
 			snprintf(err, errlen, "event id %#x is not an event flightrec knows (%s)",
 				 g->id, FR_EVENT_NAMES);
 			return -EINVAL;

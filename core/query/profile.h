@@ -136,8 +136,10 @@ struct fr_profile_request {
 	uint32_t ndebug_dirs;
 	int cpu_label; /* add a "cpu" label to samples (pprof only) */
 	enum fr_profile_format format;
-	const char *note; /* non-NULL: one more comment, e.g. why the
+	const char *note;     /* non-NULL: one more comment, e.g. why the
 			       * profile may end early */
+	const char *pmu_note; /* non-NULL: one more comment, what the PMU did
+			       * (precise_ip level, multiplexing) */
 	/* Decoded chunks kept between the two passes (the rest are decoded
 	 * again); 0: FR_PROFILE_CACHE_DEFAULT. A caller under a memory
 	 * budget passes what it reserved. */

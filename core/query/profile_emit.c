@@ -235,7 +235,7 @@ static int64_t cell_value(const struct builder *b, uint32_t row, uint32_t e)
 {
 	const struct gcell *cl = &b->cells[(size_t)row * b->nev + e];
 
-	if (b->ev[e].id == FR_EVENT_CPU)
+	if (b->ev[e].id == FR_EVENT_CPU && b->ev[e].target)
 		return (int64_t)cl->n * (NS_PER_SEC / b->ev[e].target);
 	return (int64_t)cl->v;
 }
@@ -416,13 +416,14 @@ out:
  *            the rate, so there is no fixed one: the mean value per kept
  *            sample (the column's total over its kept samples, rounded),
  *            which is what a sample stands for on average; 0 when none
- *            was kept. */
+ *            was kept. In period mode (cpu's too: no target) the same
+ *            mean is the period itself. */
 int64_t profile_period(const struct builder *b)
 {
 	const struct gevent *g = &b->ev[0];
 	uint64_t total = 0, n = g->res->samples_kept;
 
-	if (g->id == FR_EVENT_CPU)
+	if (g->id == FR_EVENT_CPU && g->target)
 		return NS_PER_SEC / g->target;
 	if (!fr_event_has_rate(g->id))
 		return 1;
@@ -442,7 +443,12 @@ static void rate_comments(struct builder *b, struct fr_pprof *p, struct fr_profi
 	for (uint32_t e = 0; e < b->nev; e++) {
 		const struct gevent *g = &b->ev[e];
 
-		if (g->id == FR_EVENT_CPU)
+		if (g->id == FR_EVENT_CPU && !g->target && g->res->samples_seen)
+			snprintf(line, sizeof(line),
+				 "cpu sampled in period mode (a sample every fixed number of "
+				 "nanoseconds of CPU time; value = the period per sample, exact, not "
+				 "downsampled)");
+		else if (g->id == FR_EVENT_CPU)
 			snprintf(line, sizeof(line),
 				 "cpu sampled at %u Hz per CPU (cpu-clock, kernel+user stacks)",
 				 g->target);
@@ -455,6 +461,11 @@ static void rate_comments(struct builder *b, struct fr_pprof *p, struct fr_profi
 				 "%s sampled at %u Hz (frequency mode, per CPU; value = %s counted, "
 				 "scaled up where downsampled)",
 				 g->name, g->target, g->name);
+		else if (g->res->samples_seen)
+			snprintf(line, sizeof(line),
+				 "%s sampled in period mode (a sample every fixed number of %s; "
+				 "value = the period per sample, exact, not downsampled)",
+				 g->name, g->name);
 		else
 			snprintf(line, sizeof(line), "%s: no samples in this window", g->name);
 		comment(p, line);
@@ -613,6 +624,8 @@ void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_r
 	comment(p, line);
 	if (req->note && req->note[0])
 		comment(p, req->note);
+	if (req->pmu_note && req->pmu_note[0])
+		comment(p, req->pmu_note);
 	if (b->children)
 		children_comment(b, p);
 	if (req->targets.has_uid) {
@@ -632,7 +645,11 @@ void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_r
 			 res->chunks_skipped);
 		comment(p, line);
 	}
-	if (b->ev[0].id != FR_EVENT_CPU) {
+	if (fr_event_has_rate(b->ev[0].id) && !b->ev[0].target && b->ev[0].res->samples_seen) {
+		snprintf(line, sizeof(line), "period %" PRId64 ": the period %s was sampled at",
+			 period, b->ev[0].name);
+		comment(p, line);
+	} else if (b->ev[0].id != FR_EVENT_CPU) {
 		if (fr_event_has_rate(b->ev[0].id))
 			snprintf(line, sizeof(line),
 				 "period %" PRId64

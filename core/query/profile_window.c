@@ -309,7 +309,9 @@ void profile_set_targets(struct builder *b, struct fr_profile_result *res)
 		struct gevent *g = &b->ev[e];
 		uint32_t t = 0;
 
-		if (fr_event_has_rate(g->id)) {
+		/* An event whose samples all came in period mode (rate 0:
+		 * exact weights, never downsampled) has no rate. */
+		if (fr_event_has_rate(g->id) && !(g->res->samples_seen && !g->res->max_rate)) {
 			t = g->res->min_rate;
 			if (g->wanted && (!t || g->wanted < t))
 				t = g->wanted;

@@ -26,7 +26,7 @@ static const struct {
 
 const char *fr_event_name(uint32_t event)
 {
-	if (FR_EVENT_IS_RAW(event))
+	if (FR_EVENT_IS_RAW(event) || FR_EVENT_IS_RAWX(event))
 		return "raw";
 	if (event == FR_EVENT_OFFCPU_OPEN)
 		return "offcpu-open";
@@ -35,7 +35,7 @@ const char *fr_event_name(uint32_t event)
 
 const char *fr_event_unit(uint32_t event)
 {
-	if (FR_EVENT_IS_RAW(event))
+	if (FR_EVENT_IS_RAW(event) || FR_EVENT_IS_RAWX(event))
 		return "count";
 	if (event == FR_EVENT_OFFCPU_OPEN)
 		return "nanoseconds";
@@ -44,8 +44,8 @@ const char *fr_event_unit(uint32_t event)
 
 char *fr_event_format(uint32_t event, char *buf, size_t len)
 {
-	if (FR_EVENT_IS_RAW(event))
-		snprintf(buf, len, "raw:0x%x", FR_EVENT_RAW_CODE(event));
+	if (FR_EVENT_IS_RAW(event) || FR_EVENT_IS_RAWX(event))
+		fr_event_raw_format(event, buf, len);
 	else
 		snprintf(buf, len, "%s", fr_event_name(event));
 	return buf;
@@ -53,30 +53,8 @@ char *fr_event_format(uint32_t event, char *buf, size_t len)
 
 int64_t fr_event_lookup(const char *name)
 {
-	if (strncmp(name, "raw:0x", 6) == 0 || strncmp(name, "raw:0X", 6) == 0) {
-		const char *p = name + 6;
-		uint64_t code = 0;
-
-		if (!*p)
-			return -ENOENT;
-		for (; *p; p++) {
-			int d;
-			if (*p >= '0' && *p <= '9')
-				d = *p - '0';
-			else if (*p >= 'a' && *p <= 'f')
-				d = *p - 'a' + 10;
-			else if (*p >= 'A' && *p <= 'F')
-				d = *p - 'A' + 10;
-			else
-				return -ENOENT;
-			code = code * 16 + (uint64_t)d;
-			if (code > 0x7fffffff)
-				return -ENOENT;
-		}
-		if (code == 0)
-			return -ENOENT;
-		return (int64_t)(FR_EVENT_RAW_BASE | (uint32_t)code);
-	}
+	if (strncmp(name, "raw:", 4) == 0)
+		return fr_event_raw_lookup(name);
 	for (int i = 0; i < FR_EVENT_COUNT; i++)
 		if (i != FR_EVENT_RAW && strcmp(events[i].name, name) == 0)
 			return i;
@@ -90,7 +68,7 @@ int fr_event_has_rate(uint32_t event)
 
 int fr_event_is_hardware(uint32_t event)
 {
-	return FR_EVENT_IS_RAW(event) ||
+	return FR_EVENT_IS_RAW(event) || FR_EVENT_IS_RAWX(event) ||
 	       (event >= FR_EVENT_CYCLES && event <= FR_EVENT_BRANCH_MISSES);
 }
 

@@ -65,13 +65,23 @@ enum fr_event {
 #define FR_EVENT_RAW_BASE 0x80000000u
 #define FR_EVENT_IS_RAW(id) (((id)&FR_EVENT_RAW_BASE) != 0)
 #define FR_EVENT_RAW_CODE(id) ((id) & ~FR_EVENT_RAW_BASE)
-/* Longest event name fr_event_format() writes, with its NUL. */
-#define FR_EVENT_NAME_MAX 24
+/* A raw event with more than that, "raw:0xCONFIG,config1=0x...,config2=0x..."
+ * (any of the three 64-bit words of perf_event_attr; config above
+ * 0x7fffffff, or config1 or config2 not 0), is FR_EVENT_RAWX_BASE | a
+ * 29-bit hash of the three: the same id in every process, and the words
+ * are known to a process that looked the name up (core/store/sample_raw.c;
+ * to others it is "raw:id=0xNNNNNNNN"). Ids below FR_EVENT_OFFCPU_OPEN
+ * that no version gave an event before. */
+#define FR_EVENT_RAWX_BASE 0x20000000u
+#define FR_EVENT_IS_RAWX(id) (((id)&0xe0000000u) == FR_EVENT_RAWX_BASE)
+/* Longest event name fr_event_format() writes, with its NUL: a raw event
+ * with all three words. */
+#define FR_EVENT_NAME_MAX 80
 /* The accepted event names, for messages. */
 #define FR_EVENT_NAMES                                                        \
 	"cpu, cycles, instructions, cache-references, cache-misses, "         \
 	"branch-instructions, branch-misses, page-faults, context-switches, " \
-	"cpu-migrations, offcpu, raw:0xNNNN"
+	"cpu-migrations, offcpu, raw:0xCONFIG[,config1=0xN][,config2=0xN]"
 
 /* One sample as the recorder hands it to the chunk builder. All pointers
  * are borrowed for the duration of the call that receives the sample. */
@@ -95,13 +105,40 @@ struct fr_sample {
 const char *fr_event_name(uint32_t event);
 const char *fr_event_unit(uint32_t event);
 
-/* Writes the full name of an event id into `buf` ("cpu", "raw:0x1a2") and
+/* Writes the full name of an event id into `buf` ("cpu", "raw:0x1a2",
+ * "raw:0x10000003c,config1=0x3f807f8fff") and
  * returns buf. FR_EVENT_NAME_MAX bytes are always enough. */
 char *fr_event_format(uint32_t event, char *buf, size_t len);
 
-/* Looks an event up by name: one of FR_EVENT_NAMES, "raw:0xNNNN" (hex,
- * 1..0x7fffffff). Returns its id (>= 0 as int64) or -ENOENT. */
+/* Looks an event up by name: one of FR_EVENT_NAMES, "raw:0xCONFIG" (1 to
+ * 16 hex digits) with ",config1=0x..." and ",config2=0x..." (each at most
+ * once, in any order), or "raw:id=0xNNNNNNNN". Returns its id (>= 0 as
+ * int64) or -ENOENT (fr_event_raw_parse says why for a raw name). */
 int64_t fr_event_lookup(const char *name);
+
+/* The three words of a raw event's perf_event_attr. */
+struct fr_event_raw {
+	uint64_t config, config1, config2;
+};
+
+/* Parses "raw:0xCONFIG[,config1=0xN][,config2=0xN]" into `out`. Returns 0,
+ * or -EINVAL with the reason in `err`, e.g. "\"raw:0x1c2,config3=0x1\":
+ * after the config only config1=0x... and config2=0x... may follow". */
+int fr_event_raw_parse(const char *name, struct fr_event_raw *out, char *err, size_t errlen);
+
+/* The id of raw event `r` (remembered for fr_event_raw_get when it is an
+ * FR_EVENT_RAWX_BASE one). Returns it, or -EEXIST (another event has that
+ * id) or -ENOSPC (64 such events already) with `err` set. Any thread. */
+int64_t fr_event_raw_id(const struct fr_event_raw *r, char *err, size_t errlen);
+
+/* The words of raw id `event`: 0, or -ENOENT for an id that is not raw or
+ * an FR_EVENT_RAWX_BASE id this process never looked up. */
+int fr_event_raw_get(uint32_t event, struct fr_event_raw *out);
+
+/* The name of a raw id, as fr_event_format; fr_event_raw_lookup is the
+ * reverse, for names starting "raw:". */
+void fr_event_raw_format(uint32_t event, char *buf, size_t len);
+int64_t fr_event_raw_lookup(const char *name);
 
 /* Whether an event is sampled at a rate that consumers choose (every event
  * but offcpu, which records each context switch). */

@@ -66,7 +66,8 @@ static void check_same(const struct fr_config *a, const struct fr_config *b)
 		}
 		for (uint32_t e = 0; e < x->nevents; e++)
 			FUZZ_CHECK(x->events[e].event == y->events[e].event &&
-					   x->events[e].hz == y->events[e].hz,
+					   x->events[e].hz == y->events[e].hz &&
+					   x->events[e].period == y->events[e].period,
 				   "session %u event %u changed", s, e);
 	}
 }
@@ -131,13 +132,20 @@ static void check_valid(const struct fr_config *cfg)
 			   s);
 		FUZZ_CHECK(x->nevents >= 1 && x->nevents <= FR_LIMIT_EVENTS,
 			   "session %u has %u events", s, x->nevents);
-		for (uint32_t e = 0; e < x->nevents; e++)
-			FUZZ_CHECK(fr_event_has_rate(x->events[e].event)
-					   ? x->events[e].hz >= 1 &&
-						     x->events[e].hz <= cfg->max_rate_hz
-					   : x->events[e].hz == 0,
-				   "session %u event %u at %u Hz (limit %u)", s, e, x->events[e].hz,
+		for (uint32_t e = 0; e < x->nevents; e++) {
+			const struct fr_config_event *ev = &x->events[e];
+
+			/* Period mode (a period of 1..2^53) has no rate. */
+			FUZZ_CHECK(fr_event_has_rate(ev->event) && !ev->period
+					   ? ev->hz >= 1 && ev->hz <= cfg->max_rate_hz
+					   : ev->hz == 0,
+				   "session %u event %u at %u Hz (limit %u)", s, e, ev->hz,
 				   cfg->max_rate_hz);
+			FUZZ_CHECK(ev->period <= (1ull << 53) &&
+					   (!ev->period || fr_event_has_rate(ev->event)),
+				   "session %u event %u period %llu", s, e,
+				   (unsigned long long)ev->period);
+		}
 		FUZZ_CHECK(x->targets.npids <= FR_LIMIT_SESSION_PIDS &&
 				   x->targets.ncomms <= FR_LIMIT_COMMS &&
 				   memchr(x->targets.cgroup, '\0', sizeof(x->targets.cgroup)),

@@ -135,6 +135,13 @@ static void make_config_seeds(void)
 		"   \"cgroup\": \"/system.slice/postgresql.service\"},\n"
 		"  \"events\": [{\"event\": \"offcpu\"}, {\"event\": \"raw:0x1c2\", \"hz\": 499}, {\"event\": \"page-faults\"}]}]}\n");
 	config_seed(
+		"pmu",
+		"{\"sessions\": [{\"name\": \"pmu\", \"events\": [\n"
+		"  {\"event\": \"instructions\", \"period\": 1000000},\n"
+		"  {\"event\": \"page-faults\", \"period\": 1, \"unwind\": \"fp\"},\n"
+		"  {\"event\": \"raw:0x10000003c,config1=0x3f807f8fff,config2=0x1\", \"hz\": 49},\n"
+		"  {\"event\": \"raw:0x1c2,config1=0x1\", \"period\": 9007199254740992}]}]}\n");
+	config_seed(
 		"triggers",
 		"{\n"
 		"  \"dumps\": {\"dir\": \"/var/lib/flightrec/dumps\", \"keep\": 200, \"max_bytes\": \"2GiB\"},\n"

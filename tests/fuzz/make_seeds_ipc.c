@@ -113,6 +113,10 @@ static void make_message_seeds(void)
 	frame_msg(&s, fr_ipc_dump_reply_encode(&dp), 0);
 	frame_msg(&s, fr_ipc_threads_req_encode(&tr), 1);
 	frame_msg(&s, fr_ipc_threads_reply_encode(&tp), 0);
+	/* Raw events by their full config, by an id only, and malformed. */
+	frame(&s, "{\"v\":1,\"req\":\"attach\",\"window_ns\":1000000000,\"events\":["
+		  "\"raw:0x10000003c,config1=0x3f807f8fff,config2=0x1\",\"raw:id=0x21234567\","
+		  "\"raw:0x1c2,config3=0x1\"]}");
 	/* The threads at a past moment: pids only. */
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[1,2],\"at_ns\":1795000000000000000}");
 	write_seed("ipc", "messages", -1, s.b, s.n);

@@ -9,16 +9,30 @@
  *                         the blocking calls (10%), one sample a block.
  *                         Without tracefs mounted, the source mounts it (in
  *                         a private mount namespace of this test).
- *   perf_events hardware  cycles, instructions and a raw event either
+ *   perf_events hardware  cycles, instructions, a raw event and one with
+ *                         the full config, config1 and config2 either
  *                         sample or fail with the message users are told
  *                         to expect on machines without a PMU (passes
  *                         either way; the message is checked).
- *   perf_events pmu       hardware sampling proper; skipped (77) without a
- *                         PMU.
+ *   perf_events pmu       hardware sampling proper; 36 cycles sources at
+ *                         once, more than any PMU has counters: some are
+ *                         multiplexed, say so and scale their samples, so
+ *                         each counts this spinning thread's cycles within
+ *                         a factor of two of the median; each reports the
+ *                         precise_ip it got. Skipped (77) without a PMU.
  *   perf_events retune    fr_perf_set_hz on a frequency-mode (page-faults)
  *                         and a fixed-period (cpu) source: samples drained
  *                         afterwards carry the new rate; page-fault weights
  *                         are the kernel's periods, cpu weights 1e9/hz.
+ *   perf_events period    period mode on software events: page-faults
+ *                         every fault, then (fr_perf_set_period) every 64th,
+ *                         each sample weighing exactly the period in force
+ *                         at rate 0, this thread's samples accounting for
+ *                         the pages it faulted in; cpu every 2 ms weighing
+ *                         2 ms at rate 0; the enabled and running times read
+ *                         at each drain (equal: software events are never
+ *                         multiplexed, nothing scaled); offcpu refuses a
+ *                         period, frequency mode refuses set_period.
  *   perf_events sideband  the side-band source reports the FORK, exec
  *                         COMM, MMAP2 (with the file's build id) and EXIT
  *                         of a child running /bin/true, and no samples.
@@ -27,7 +41,8 @@
  * tracefs), with the reason on stderr. Built with frame pointers and
  * without inlining, exporting its symbols so dladdr1() gives the size of
  * fr_test_block_here. The offcpu part is in perf_offcpu.c, the hardware,
- * pmu and retune parts in perf_hardware.c. */
+ * pmu and retune parts in perf_hardware.c, the period part in
+ * perf_period.c. */
 #include "tests/integration/perf_test.h"
 
 #include <dlfcn.h>
@@ -260,12 +275,12 @@ int main(int argc, char **argv)
 		int (*fn)(void);
 	} parts[] = {
 		{"offcpu", test_offcpu}, {"hardware", test_hardware}, {"pmu", test_pmu},
-		{"retune", test_retune}, {"sideband", test_sideband},
+		{"retune", test_retune}, {"sideband", test_sideband}, {"period", test_period},
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 2) {
-		fprintf(stderr, "usage: %s offcpu|hardware|pmu|retune|sideband\n", argv[0]);
+		fprintf(stderr, "usage: %s offcpu|hardware|pmu|retune|sideband|period\n", argv[0]);
 		return 2;
 	}
 	if (geteuid() != 0) {

@@ -96,15 +96,37 @@ static void check_no_pmu_message(uint32_t event, int ret, const char *err)
 
 int test_hardware(void)
 {
-	const uint32_t events[] = {FR_EVENT_CYCLES, FR_EVENT_INSTRUCTIONS,
-				   FR_EVENT_RAW_BASE | 0x3c};
+	/* A raw event with all three words of the attr. */
+	const int64_t full = fr_event_lookup("raw:0x10000003c,config1=0x3f807f8fff,config2=0x1");
+	const uint32_t events[] = {FR_EVENT_CYCLES, FR_EVENT_INSTRUCTIONS, FR_EVENT_RAW_BASE | 0x3c,
+				   (uint32_t)full};
 	char err[512];
 
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		int ret = sample_hardware(events[i], err, sizeof(err));
 
-		if (ret < 0)
+		if (ret < 0 && events[i] == (uint32_t)full && ret == -EINVAL)
+			/* A PMU this config means nothing to. */
+			CHECK(strncmp(err, "raw:0x10000003c,config1=0x3f807f8fff,config2=0x1: ",
+				      50) == 0,
+			      "the full raw event's error does not name it: %s", err);
+		else if (ret < 0)
 			check_no_pmu_message(events[i], ret, err);
+	}
+	/* An extended raw id this process never looked up has no config to
+	 * open with. */
+	{
+		const struct fr_perf_config cfg = {.event = FR_EVENT_RAWX_BASE | 0x1234567,
+						   .hz = 99};
+		struct fr_perf *p;
+		int ret = fr_perf_open(&p, &cfg, err, sizeof(err));
+
+		CHECK(ret == -EOPNOTSUPP &&
+			      strcmp(err, "raw:id=0x21234567: this event cannot be sampled by this "
+					  "version") == 0,
+		      "an unknown raw id: %d (%s)", ret, err);
+		if (ret == 0)
+			fr_perf_close(p);
 	}
 	/* Not a PMU question: the rate is checked before the kernel is asked. */
 	{
@@ -120,6 +142,86 @@ int test_hardware(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- multiplexing and precise_ip (a PMU only) ---------------------------- */
+
+#define MUX_SOURCES 36 /* more than any PMU has counters */
+
+static uint64_t mux_weight[MUX_SOURCES];
+static uint32_t mux_tid;
+
+static void on_mux(void *arg, const struct fr_sample *s)
+{
+	if (s->tid == mux_tid)
+		mux_weight[(uintptr_t)arg] += s->weight;
+}
+
+/* More cycles sources than counters: the kernel multiplexes them, and
+ * each must say so and scale its samples, so that every source's total
+ * for this spinning thread is about the same (within a factor of two of
+ * their median), not a fraction of it. Each says what precise_ip it got. */
+static void check_multiplexing(void)
+{
+	const struct fr_perf_config cfg = {.event = FR_EVENT_CYCLES, .hz = 200};
+	struct fr_perf *p[MUX_SOURCES];
+	struct fr_perf_handler h[MUX_SOURCES];
+	uint64_t sorted[MUX_SOURCES], median;
+	unsigned n = 0, multiplexed = 0;
+	char err[512];
+
+	mux_tid = gettid_u32();
+	for (; n < MUX_SOURCES; n++) {
+		if (fr_perf_open(&p[n], &cfg, err, sizeof(err)) < 0)
+			break;
+		h[n] = (struct fr_perf_handler){.sample = on_mux, .arg = (void *)(uintptr_t)n};
+		mux_weight[n] = 0;
+		fr_perf_enable(p[n], 1);
+	}
+	CHECK(n >= 8, "only %u cycles sources opened: %s", n, err);
+	for (int round = 0; round < 8; round++) {
+		spin_ms(100);
+		for (unsigned i = 0; i < n; i++)
+			fr_perf_drain(p[i], &h[i], fr_perf_clock_offset());
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct fr_perf_pmu_stats st;
+
+		fr_perf_pmu_stats(p[i], &st);
+		CHECK(st.precise_asked == 3 && st.precise_ip <= 3, "precise_ip %u of %u",
+		      st.precise_ip, st.precise_asked);
+		CHECK(st.enabled_ns > 0 && st.running_ns <= st.enabled_ns && !st.reads_failed,
+		      "source %u: running %" PRIu64 " of %" PRIu64 " ns, %" PRIu64 " failed reads",
+		      i, st.running_ns, st.enabled_ns, st.reads_failed);
+		if (st.running_ns < st.enabled_ns) {
+			multiplexed++;
+			CHECK(st.scaled_samples > 0 || mux_weight[i] == 0,
+			      "source %u multiplexed (%" PRIu64 " of %" PRIu64 " ns) but nothing "
+			      "scaled",
+			      i, st.running_ns, st.enabled_ns);
+		}
+		sorted[i] = mux_weight[i];
+		if (i == 0)
+			printf("cycles: precise_ip %u; ", st.precise_ip);
+	}
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j > 0 && sorted[j] < sorted[j - 1]; j--) {
+			uint64_t t = sorted[j];
+
+			sorted[j] = sorted[j - 1];
+			sorted[j - 1] = t;
+		}
+	median = n ? sorted[n / 2] : 0;
+	printf("%u sources, %u multiplexed; this thread's cycles %" PRIu64 "..%" PRIu64
+	       ", median %" PRIu64 "\n",
+	       n, multiplexed, n ? sorted[0] : 0, n ? sorted[n - 1] : 0, median);
+	CHECK(multiplexed > 0, "%u cycles sources and none multiplexed", n);
+	for (unsigned i = 0; i < n; i++)
+		CHECK(median && mux_weight[i] >= median / 2 && mux_weight[i] <= median * 2,
+		      "source %u counted %" PRIu64 " cycles of this thread, the median %" PRIu64, i,
+		      mux_weight[i], median);
+	for (unsigned i = 0; i < n; i++)
+		fr_perf_close(p[i]);
+}
+
 int test_pmu(void)
 {
 	char err[512];
@@ -131,6 +233,7 @@ int test_pmu(void)
 	}
 	ret = sample_hardware(FR_EVENT_INSTRUCTIONS, err, sizeof(err));
 	CHECK(ret == 0, "cycles opened but instructions did not: %s", err);
+	check_multiplexing();
 	return failures ? 1 : 0;
 }
 

@@ -1,5 +1,5 @@
 /* Shared by the files of the perf_events test program (perf_events.c,
- * perf_offcpu.c, perf_hardware.c): its parts, the clocks, and draining or
+ * perf_offcpu.c, perf_hardware.c, perf_period.c): its parts, the clocks, and draining or
  * loading the CPU for a while. CHECK() failures of all files are counted
  * together, in perf_events.c. */
 #ifndef FR_TESTS_PERF_TEST_H
@@ -32,5 +32,6 @@ int test_hardware(void);
 int test_pmu(void);
 int test_retune(void);
 int test_sideband(void);
+int test_period(void);
 
 #endif

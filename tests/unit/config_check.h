@@ -75,7 +75,8 @@ static inline int cfg_equal(const struct fr_config *a, const struct fr_config *b
 			if (x->events[e].event != y->events[e].event ||
 			    x->events[e].hz != y->events[e].hz ||
 			    x->events[e].unwind != y->events[e].unwind ||
-			    x->events[e].stack_copy != y->events[e].stack_copy)
+			    x->events[e].stack_copy != y->events[e].stack_copy ||
+			    x->events[e].period != y->events[e].period)
 				return 0;
 	}
 	return 1;

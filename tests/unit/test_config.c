@@ -104,8 +104,8 @@ static const struct bad bad_configs[] = {
 	 SRC ": limits.query_memory: must be a size string like \"256MiB\", got 256"},
 	{"{\"sessions\":[{\"name\":\"a\",\"evnts\":[]}]}",
 	 SRC ": sessions[0].evnts: unknown key (accepted: name, targets, triggers, events, users)"},
-	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"rate\":9}]}]}",
-	 SRC ": sessions[0].events[0].rate: unknown key (accepted: event, hz, unwind, stack_copy)"},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"rate\":9}]}]}", SRC
+	 ": sessions[0].events[0].rate: unknown key (accepted: event, hz, period, unwind, stack_copy)"},
 	{"{\"ring\":{\"size\":\"4MiB\",\"size\":\"8MiB\"}}", SRC ": ring.size: given twice"},
 	/* types */
 	{"{\"ring\":{\"size\":12}}",
@@ -123,7 +123,8 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].events[0].hz: offcpu records every context switch and takes no rate; "
 	     "leave \"hz\" out"},
 	{"{\"sessions\":[{\"name\":\"x\",\"events\":[{\"event\":\"raw:0xzz\"}]}]}",
-	 SRC ": sessions[0].events[0].event: unknown event \"raw:0xzz\" (accepted: " EVENTS ")"},
+	 SRC ": sessions[0].events[0].event: \"raw:0xzz\": the config must be 0x and 1 to 16 hex "
+	     "digits, like raw:0x1c2"},
 	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"comm\":[\"a-very-long-command-name\"]}}]}",
 	 SRC ": sessions[0].targets.comm[0]: must be a command name of 1..15 characters (as the "
 	     "kernel keeps it), got \"a-very-long-command-name\""},
@@ -376,7 +377,7 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].events[0].stack_copy: only used with \"unwind\": \"dwarf\"; leave it "
 	     "out with \"fp\""},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"unwnd\":\"fp\"}]}]}", SRC
-	 ": sessions[0].events[0].unwnd: unknown key (accepted: event, hz, unwind, stack_copy)"},
+	 ": sessions[0].events[0].unwnd: unknown key (accepted: event, hz, period, unwind, stack_copy)"},
 	{"{\"sessions\":[5]}", SRC
 	 ": sessions[0]: must be an object like {\"name\": \"always\", \"events\": [...]}, got 5"},
 };

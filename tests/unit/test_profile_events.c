@@ -1,6 +1,6 @@
 /* Profiles of several events: a column per event, each downsampled on its
- * own, offcpu time, the kernel's losses per event, raw events, and the
- * events a request may not ask for. */
+ * own, offcpu time, the kernel's losses per event, raw events, events
+ * recorded in period mode, and the events a request may not ask for. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -543,6 +543,61 @@ static void test_raw_event(void)
 	test_ring_done(r);
 }
 
+/* Period mode (rate 0, recorder/perf.h): cpu every 3 ms (a period 1e9 is
+ * no multiple of) and page-faults every fault. Asked at 10 Hz, nothing is
+ * downsampled and every value is exact: count x period; the comments and
+ * the profile's period say so. */
+static void test_period_mode(void)
+{
+	const uint32_t events[] = {FR_EVENT_CPU, FR_EVENT_PAGE_FAULTS};
+	struct fr_ring *r = test_ring_create("period");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	int before = failures;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	for (int i = 0; i < 200; i++) {
+		w_add_ev(&w, T0 + i * 3000000, PID_DB, PID_DB, 0, FR_EVENT_CPU, 0, 3000000,
+			 ST_USER);
+		w_add_ev(&w, T0 + i * 3000000 + 7, PID_DB, PID_DB, 1, FR_EVENT_PAGE_FAULTS, 0, 1,
+			 ST_KERNEL);
+	}
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 60 * SEC, 10);
+	req_events(&q, 2, events);
+	if (run(r, &q, &res, &o, "period") == 0) {
+		CHECK(res.events[0].samples_kept == 200 && res.events[1].samples_kept == 200,
+		      "kept %" PRIu64 " cpu and %" PRIu64 " page-faults samples of 200 each",
+		      res.events[0].samples_kept, res.events[1].samples_kept);
+		CHECK(res.events[0].hz == 0 && res.events[1].hz == 0, "rates %u and %u, want 0",
+		      res.events[0].hz, res.events[1].hz);
+		if (raw_read(&raw, &o, "the period-mode profile") == 0) {
+			CHECK(raw.period == 3000000, "period %" PRId64 ", want 3000000",
+			      raw.period);
+			CHECK(raw_column(&raw, 1) == 600000000 && raw_column(&raw, 2) == 200,
+			      "columns %" PRId64 " ns and %" PRId64
+			      " faults, want 600000000 and 200",
+			      raw_column(&raw, 1), raw_column(&raw, 2));
+			CHECK(strstr(raw.text, "Comment: cpu sampled in period mode") &&
+				      strstr(raw.text,
+					     "Comment: page-faults sampled in period mode") &&
+				      strstr(raw.text,
+					     "Comment: period 3000000: the period cpu was "
+					     "sampled at"),
+			      "no period-mode comments");
+			raw_done(&raw, before);
+		}
+	}
+	out_free(&o);
+	test_ring_done(r);
+}
+
 /* Requests the query cannot answer are refused with a reason. */
 static void test_bad_events(void)
 {
@@ -583,6 +638,7 @@ int main(void)
 	test_offcpu();
 	test_event_losses();
 	test_raw_event();
+	test_period_mode();
 	test_bad_events();
 	return fixture_fini();
 }
