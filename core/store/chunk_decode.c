@@ -647,11 +647,10 @@ int fr_chunk_decode(const void *buf, size_t len, struct fr_chunk **out)
 	    (ret = decode_stacks(&d)) < 0 || (ret = decode_labelsets(&d.r, c)) < 0 ||
 	    (ret = decode_events(&d.r, c)) < 0 || (ret = decode_samples(&d)) < 0)
 		goto err;
-	/* Nothing may follow the samples. */
-	if (d.r.p != d.r.end) {
-		ret = -EBADMSG;
+	/* Only sections may follow the samples. */
+	ret = chunk_app_decode(c, d.r.p, d.r.end);
+	if (ret < 0)
 		goto err;
-	}
 	free(raw);
 	free(d.bids);
 	free(d.bid_len);
@@ -695,5 +694,12 @@ void fr_chunk_free(struct fr_chunk *c)
 	free(c->stack);
 	free(c->labelset);
 	free(c->weight);
+	if (c->app_strings)
+		free((void *)c->app_strings[0]);
+	free(c->app_strings);
+	free(c->apps);
+	free(c->app_keys);
+	free(c->app_values);
+	free(c->app);
 	free(c);
 }

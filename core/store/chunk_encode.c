@@ -426,6 +426,8 @@ int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta
 		goto out;
 	seal_block(&s, b, first_ns);
 	ret = s.block.err;
+	if (ret == 0)
+		ret = chunk_app_seal(&s, b, ops);
 	if (ret < 0)
 		goto out;
 	if (s.block.len > FR_CHUNK_RAW_MAX) {

@@ -41,6 +41,7 @@ struct fr_chunk_builder {
 
 	int64_t *time;
 	uint32_t *tid, *cpu, *event, *rate, *stack;
+	uint32_t *app_ref; /* fr_sample.app_ref */
 	uint64_t *weight;
 
 	struct bstack *stacks;
@@ -254,11 +255,28 @@ struct seal {
 int chunk_seal_meta(struct seal *s, const struct fr_chunk_builder *b,
 		    const struct fr_chunk_meta_ops *ops, int64_t first_ns);
 
+/* A string table for `max_strings` entries (with "" as id 0); the id of
+ * `len` bytes, interned (-ENOMEM past the capacity); its release. */
+int chunk_strtab_init(struct strtab *t, size_t max_strings);
+int64_t chunk_strtab_intern_n(struct strtab *t, const void *s, size_t len);
+void chunk_strtab_fini(struct strtab *t);
+
 /* Writes the strings of t from id `from` on, as the block stores them. */
 void chunk_strtab_write(struct wbuf *w, const struct strtab *t, uint32_t from);
 
 /* Frees everything s holds (not s itself). */
 void chunk_seal_fini(struct seal *s);
+
+/* Appends the optional sections that follow the samples (the application
+ * labels, core/store/chunk_app.c) to s->block, asking ops->app_labels for
+ * each sample's. Returns 0 or -ENOMEM. */
+int chunk_app_seal(struct seal *s, const struct fr_chunk_builder *b,
+		   const struct fr_chunk_meta_ops *ops);
+
+/* Decodes the optional sections in [p, end) after a chunk's samples into
+ * c (c->app is set for every sample, 0 without labels). Returns 0,
+ * -EBADMSG or -ENOMEM. */
+int chunk_app_decode(struct fr_chunk *c, const unsigned char *p, const unsigned char *end);
 
 /* Writes the 64-byte header h, with its checksum, to p. */
 void chunk_header_write(unsigned char *p, const struct fr_chunk_header *h);
