@@ -37,6 +37,11 @@ API struct fr_labels_registry_abi fr_labels_registry = {
 	.max_threads = FR_LABELS_MAX_THREADS,
 	.log_len = FR_LABELS_LOG_LEN,
 };
+/* The library's own copy, whatever a program that names the symbol does:
+ * an executable that refers to it gets a copy of its own (a copy
+ * relocation) that the recorder never reads. */
+extern struct fr_labels_registry_abi registry
+	__attribute__((alias("fr_labels_registry"), visibility("hidden")));
 
 /* The calling thread's slot (NULL until its first change) and labels. */
 static __thread struct fr_labels_thread_abi *self;
@@ -47,7 +52,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void drop(enum fr_labels_drop reason)
 {
-	__atomic_add_fetch(&fr_labels_registry.dropped[reason], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&registry.dropped[reason], 1, __ATOMIC_RELAXED);
 }
 
 /* A thread's exit frees its slot; the log stays readable until a new
@@ -76,11 +81,17 @@ static void after_fork_child(void)
 	}
 }
 
+/* At load: the registry is complete before any thread labels itself, so
+ * a reader never sees it half filled. */
+__attribute__((constructor)) static void registry_init(void)
+{
+	registry.sets = (uint64_t)(uintptr_t)sets;
+	registry.tids = (uint64_t)(uintptr_t)slot_tids;
+	registry.threads = (uint64_t)(uintptr_t)threads;
+}
+
 static void init_once(void)
 {
-	fr_labels_registry.sets = (uint64_t)(uintptr_t)sets;
-	fr_labels_registry.tids = (uint64_t)(uintptr_t)slot_tids;
-	fr_labels_registry.threads = (uint64_t)(uintptr_t)threads;
 	pthread_key_create(&exit_key, thread_exit);
 	pthread_atfork(NULL, NULL, after_fork_child);
 }
@@ -194,9 +205,9 @@ static int64_t intern(const struct fr_labels_set_abi *s)
 		uint32_t id = __atomic_load_n(&set_index[i], __ATOMIC_ACQUIRE);
 
 		if (!id && !nid) {
-			nid = __atomic_add_fetch(&fr_labels_registry.nsets, 1, __ATOMIC_ACQ_REL);
+			nid = __atomic_add_fetch(&registry.nsets, 1, __ATOMIC_ACQ_REL);
 			if (nid > FR_LABELS_MAX_SETS) {
-				__atomic_store_n(&fr_labels_registry.nsets, FR_LABELS_MAX_SETS,
+				__atomic_store_n(&registry.nsets, FR_LABELS_MAX_SETS,
 						 __ATOMIC_RELAXED);
 				return -FR_LABELS_DROP_TOO_MANY_SETS;
 			}
@@ -284,7 +295,7 @@ API fr_labels_t fr_labels_push(const char *key, const char *value)
 /* A token is a set id this process gave out (or a dropped marker). */
 static bool valid(fr_labels_t l)
 {
-	return l <= __atomic_load_n(&fr_labels_registry.nsets, __ATOMIC_ACQUIRE) ||
+	return l <= __atomic_load_n(&registry.nsets, __ATOMIC_ACQUIRE) ||
 	       (l > FR_LABELS_SET_DROPPED && l < FR_LABELS_SET_DROPPED + FR_LABELS_DROP_COUNT);
 }
 
@@ -318,5 +329,5 @@ API uint64_t fr_labels_dropped(enum fr_labels_drop reason)
 {
 	if ((unsigned)reason >= FR_LABELS_DROP_COUNT)
 		return 0;
-	return __atomic_load_n(&fr_labels_registry.dropped[reason], __ATOMIC_RELAXED);
+	return __atomic_load_n(&registry.dropped[reason], __ATOMIC_RELAXED);
 }

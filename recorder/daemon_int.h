@@ -25,6 +25,7 @@
 #include "recorder/perf.h"
 #include "recorder/poller.h"
 #include "recorder/sources.h"
+#include "recorder/applabels.h"
 #include "recorder/tracker.h"
 #include "recorder/unwind_tables.h"
 #include "recorder/triggers.h"
@@ -53,6 +54,7 @@ struct daemon {
 	struct fr_writer writer;
 	struct fr_perf_handler handler; /* the ingest callbacks, for the sources' drains */
 	struct fr_tracker *tracker;
+	struct fr_applabels *applabels;		/* the ingest thread's, like the tracker */
 	struct fr_symcache *symcache;		/* NULL: off (symbols.cache_size 0) */
 	char *symcache_dir;			/* where queries look; NULL: off */
 	struct fr_unwind_tables *unwind_tables; /* the CFI tables samples unwind with */

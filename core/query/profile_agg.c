@@ -1,5 +1,5 @@
 /* Aggregation of the kept samples of a window (see core/query/profile.c): rows
- * keyed by (stack, pid, tid, cpu, cgroup), each with a count and a value
+ * keyed by (stack, pid, tid, cpu, cgroup, application labels), each with a count and a value
  * per event, and the interned strings, mappings and locations they refer
  * to. Each table is an array with an open-addressing index of its own.
  */
@@ -251,6 +251,7 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 	uint32_t sid = c->stack[i], nlocs, slot;
 	uint32_t cpu = b->req->cpu_label ? c->cpu[i] : 0;
 	uint32_t cgroup = b->ls_cgroup[c->labelset[i]];
+	uint32_t app = profile_app_of(b, c, i);
 	uint64_t off, h;
 	const struct fr_chunk_proc *proc;
 	const struct fr_chunk_thread *th;
@@ -269,7 +270,7 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 			b->ev[e].res->unwind_stopped[FR_FRAME_MARK_REASON(root)]++;
 	}
 	h = mix64(((uint64_t)c->pid[i] << 32 | c->tid[i]) ^ mix64(cpu + 1) ^
-		  mix64((uint64_t)cgroup << 1));
+		  mix64((uint64_t)cgroup << 1) ^ mix64((uint64_t)app << 3 | 5));
 	h = hash_bytes(h, &b->arena[off], nlocs * sizeof(uint32_t));
 
 	if ((b->sample_idx.n + 1) * 2 > b->sample_idx.cap &&
@@ -281,7 +282,7 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 
 		s = &b->samples[row];
 		if (s->hash == h && s->pid == c->pid[i] && s->tid == c->tid[i] && s->cpu == cpu &&
-		    s->cgroup == cgroup && s->nlocs == nlocs &&
+		    s->cgroup == cgroup && s->app == app && s->nlocs == nlocs &&
 		    memcmp(&b->arena[s->locs], &b->arena[off], nlocs * sizeof(uint32_t)) == 0) {
 			s->count++;
 			cell_add(&b->cells[(size_t)row * b->nev + e], weight, c->rate_hz[i],
@@ -316,6 +317,7 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 		.comm = (uint32_t)comm,
 		.thread = (uint32_t)thread,
 		.cgroup = cgroup,
+		.app = app,
 		.nlocs = nlocs,
 		.locs = off,
 		.count = 1,
@@ -355,6 +357,7 @@ void profile_free_builder(struct builder *b)
 	free(b->pids.slots);
 	free(b->ls_ppid);
 	free(b->done);
+	profile_app_free(b);
 }
 
 int profile_reset_stack_memo(struct builder *b, uint32_t nstacks)

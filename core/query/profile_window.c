@@ -380,6 +380,8 @@ int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 
 	if (ret == 0)
 		ret = chunk_targets(b, c, 1);
+	if (ret == 0)
+		ret = profile_app_chunk(b, c);
 	for (uint32_t i = 0; ret == 0 && i < c->nsamples; i++) {
 		int e = select_sample(b, c, i);
 		uint64_t w;
