@@ -47,6 +47,23 @@ extern struct fr_labels_registry_abi registry
 static __thread struct fr_labels_thread_abi *self;
 static __thread uint32_t self_set;
 static __thread bool self_failed;
+
+/* The changes this thread made lately, (from, key, value) -> to, so a
+ * change made before costs two short string compares instead of building
+ * and looking up the set. Indexed by the argument pointers, checked by
+ * content: `to` is `from` with its pair `idx` set, and sets never change. */
+#define CACHE_SLOTS 64
+static __thread struct {
+	uint32_t from, to, idx;
+} cache[CACHE_SLOTS];
+
+static unsigned cache_slot(uint32_t from, const char *key, const char *value)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ull) ^
+		     ((uint64_t)(uintptr_t)value * 0xc2b2ae3d27d4eb4full) ^ from;
+
+	return (unsigned)((h ^ (h >> 29)) % CACHE_SLOTS);
+}
 static pthread_key_t exit_key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -267,7 +284,35 @@ static int64_t with_pair(uint32_t from, const char *key, const char *value)
 
 static int change(const char *key, const char *value)
 {
-	int64_t id = with_pair(self_set >= FR_LABELS_SET_DROPPED ? 0 : self_set, key, value);
+	uint32_t from = self_set >= FR_LABELS_SET_DROPPED ? 0 : self_set;
+	unsigned c = 0;
+	int64_t id;
+
+	if (key && value && *value) {
+		c = cache_slot(from, key, value);
+		if (cache[c].to && cache[c].from == from) {
+			const struct fr_labels_pair_abi *p =
+				&sets[cache[c].to - 1].pairs[cache[c].idx];
+
+			if (strcmp(p->key, key) == 0 && strcmp(p->value, value) == 0) {
+				if (cache[c].to != self_set)
+					log_change(cache[c].to);
+				return 0;
+			}
+		}
+	}
+	id = with_pair(from, key, value);
+	if (id > 0 && key && value && *value) {
+		const struct fr_labels_set_abi *to = &sets[id - 1];
+
+		for (uint32_t i = 0; i < to->npairs; i++) {
+			if (strcmp(to->pairs[i].key, key) == 0) {
+				cache[c].from = from;
+				cache[c].to = (uint32_t)id;
+				cache[c].idx = i;
+			}
+		}
+	}
 
 	if (id < 0) {
 		drop((enum fr_labels_drop) - id);
