@@ -122,6 +122,22 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 		}
 		snprintf(q->targets.cgroup, sizeof(q->targets.cgroup), "%s", arg);
 		return 1;
+	case FR_OPT_LABEL:
+		if (fr_targets_add_label(&q->targets, arg) < 0) {
+			fprintf(stderr,
+				"%s: --label: expected KEY=VALUE (at most %d labels, %d characters "
+				"each side), got \"%s\"\n",
+				cmd, FR_LIMIT_LABELS, FR_LIMIT_LABEL_LEN - 1, arg);
+			return EXIT_USAGE;
+		}
+		return 1;
+	case FR_OPT_LABEL_KEY:
+		if (fr_targets_set_label_key(&q->targets, arg) < 0) {
+			fprintf(stderr, "%s: --label-key: expected a label key, got \"%s\"\n", cmd,
+				arg);
+			return EXIT_USAGE;
+		}
+		return 1;
 	case FR_OPT_FORMAT:
 		ret = fr_profile_format_parse(arg);
 		if (ret < 0) {
@@ -215,6 +231,10 @@ void fr_query_attach_req(const struct fr_query_args *q, struct fr_ipc_attach_req
 	memcpy(r->targets.comms, q->targets.comms, sizeof(r->targets.comms));
 	memcpy(r->targets.cgroup, q->targets.cgroup, sizeof(r->targets.cgroup));
 	r->targets.children = q->targets.children;
+	r->targets.nlabels = q->targets.nlabels;
+	memcpy(r->targets.label_keys, q->targets.label_keys, sizeof(r->targets.label_keys));
+	memcpy(r->targets.label_values, q->targets.label_values, sizeof(r->targets.label_values));
+	memcpy(r->targets.label_key, q->targets.label_key, sizeof(r->targets.label_key));
 	r->format = q->format;
 }
 

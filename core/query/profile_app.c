@@ -6,6 +6,7 @@
  * the recorder's own reason is "flightrec.labels": the two never collide.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,29 @@ static int app_grow_idx(struct builder *b)
 	b->app_idx.slots = slots;
 	b->app_idx.cap = cap;
 	return 0;
+}
+
+/* Whether the set of `n` pairs (string indexes) passes the request's
+ * label filter: every key=value asked, and the key asked. */
+static bool app_filter(const struct builder *b, const uint32_t *pairs, uint32_t n)
+{
+	const struct fr_targets *t = &b->req->targets;
+	bool key = !t->label_key[0];
+
+	for (uint32_t k = 0; k < n && !key; k++)
+		key = strcmp(b->strs[pairs[2 * k]], t->label_key) == 0;
+	if (!key)
+		return false;
+	for (uint32_t f = 0; f < t->nlabels && f < FR_LIMIT_LABELS; f++) {
+		bool found = false;
+
+		for (uint32_t k = 0; k < n && !found; k++)
+			found = strcmp(b->strs[pairs[2 * k]], t->label_keys[f]) == 0 &&
+				strcmp(b->strs[pairs[2 * k + 1]], t->label_values[f]) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
 }
 
 /* The profile's set (>= 1) of `n` pairs of string indexes, or -ENOMEM. */
@@ -81,7 +105,10 @@ static int64_t app_intern(struct builder *b, const uint32_t *pairs, uint32_t n)
 		b->app_pairs_cap = cap;
 	}
 	memcpy(&b->app_pairs[b->napp_pairs], pairs, 2 * n * sizeof(*pairs));
-	b->apps[b->napps] = (struct gapp){.first = b->napp_pairs, .n = n, .hash = h};
+	b->apps[b->napps] = (struct gapp){.first = b->napp_pairs,
+					  .n = n,
+					  .hash = h,
+					  .ok = app_filter(b, pairs, n)};
 	b->napp_pairs += 2 * n;
 	b->app_idx.slots[slot] = ++b->napps;
 	b->app_idx.n++;
@@ -129,6 +156,16 @@ uint32_t profile_app_of(const struct builder *b, const struct fr_chunk *c, uint3
 	return c->app && c->app[i] < c->napps && c->app[i] < b->chunk_app_cap
 		       ? b->chunk_app[c->app[i]]
 		       : 0;
+}
+
+bool profile_app_ok(const struct builder *b, const struct fr_chunk *c, uint32_t i)
+{
+	uint32_t app;
+
+	if (!fr_targets_labels_given(&b->req->targets))
+		return true;
+	app = profile_app_of(b, c, i);
+	return app && b->apps[app - 1].ok;
 }
 
 size_t profile_app_labels(const struct builder *b, uint32_t app, struct fr_pprof_label *out,

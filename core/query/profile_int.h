@@ -94,6 +94,7 @@ struct fr_chunk;
 struct gapp {
 	uint32_t first, n;
 	uint64_t hash;
+	bool ok; /* of the request's label filter */
 };
 
 /* A requested event. */
@@ -188,6 +189,7 @@ void profile_free_builder(struct builder *b);
  * labels of a set (at most max); the memory. */
 int profile_app_chunk(struct builder *b, const struct fr_chunk *c);
 uint32_t profile_app_of(const struct builder *b, const struct fr_chunk *c, uint32_t i);
+bool profile_app_ok(const struct builder *b, const struct fr_chunk *c, uint32_t i);
 size_t profile_app_labels(const struct builder *b, uint32_t app, struct fr_pprof_label *out,
 			  size_t max);
 void profile_app_free(struct builder *b);

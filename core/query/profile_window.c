@@ -264,7 +264,8 @@ static int chunk_targets(struct builder *b, const struct fr_chunk *c, int names)
 			b->ls_cgroup[k] = (uint32_t)idx;
 		}
 	}
-	return 0;
+	/* The application label sets, for the rows and the label filter. */
+	return profile_app_chunk(b, c);
 }
 
 /* The index of sample `i`'s event among the requested ones when the
@@ -276,7 +277,7 @@ static int select_sample(const struct builder *b, const struct fr_chunk *c, uint
 	uint32_t id = c->event[i] == FR_EVENT_OFFCPU_OPEN ? FR_EVENT_OFFCPU : c->event[i];
 
 	if (c->time_ns[i] < b->req->t0 || c->time_ns[i] >= b->req->t1 ||
-	    !b->stack_ok[c->stack[i]] || !b->ls_ok[c->labelset[i]])
+	    !b->stack_ok[c->stack[i]] || !b->ls_ok[c->labelset[i]] || !profile_app_ok(b, c, i))
 		return -1;
 	for (uint32_t e = 0; e < b->nev; e++)
 		if (b->ev[e].id == id)
@@ -380,8 +381,6 @@ int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 
 	if (ret == 0)
 		ret = chunk_targets(b, c, 1);
-	if (ret == 0)
-		ret = profile_app_chunk(b, c);
 	for (uint32_t i = 0; ret == 0 && i < c->nsamples; i++) {
 		int e = select_sample(b, c, i);
 		uint64_t w;

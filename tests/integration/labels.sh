@@ -52,6 +52,27 @@ within "$b" 70 2 || fail "phase=b has ${b}% of the CPU, not 70 +- 2"
 # program's.
 grep -q '^ *thread: Total' "$T/split.tags" || fail "the thread label is gone"
 
+# --- filters: --label KEY=VALUE (all of them), --label-key KEY ---
+"$FLIGHTREC" attach --window 30s --hz 999 --pid "$DEMO_PID" --label phase=a -o "$T/a.pb.gz" \
+	2>"$T/err" || fail "attach --label failed: $(cat "$T/err")"
+"$GO" tool pprof -tags "$T/a.pb.gz" >"$T/a.tags" 2>/dev/null
+only_a=$(tag_pct "$T/a.tags" phase a)
+[ "$only_a" = 100 ] && [ -z "$(tag_pct "$T/a.tags" phase b)" ] ||
+	{ cat "$T/a.tags" >&2; fail "--label phase=a kept other samples"; }
+"$FLIGHTREC" attach --window 30s --hz 999 --pid "$DEMO_PID" --label phase=a --label phase=b \
+	--format folded -o "$T/none.folded" 2>"$T/err" || fail "attach with two labels failed"
+[ ! -s "$T/none.folded" ] || fail "--label phase=a --label phase=b (both at once) kept samples"
+"$FLIGHTREC" attach --window 30s --hz 999 --pid "$DEMO_PID" --label-key phase -o "$T/k.pb.gz" \
+	2>"$T/err" || fail "attach --label-key failed: $(cat "$T/err")"
+"$GO" tool pprof -tags "$T/k.pb.gz" >"$T/k.tags" 2>/dev/null
+ka=$(tag_pct "$T/k.tags" phase a)
+kb=$(tag_pct "$T/k.tags" phase b)
+total_k=$("$GO" tool pprof -tags "$T/k.pb.gz" 2>/dev/null | awk '$1 == "tid:" { print $3 }')
+total_p=$("$GO" tool pprof -tags "$T/k.pb.gz" 2>/dev/null | awk '$1 == "phase:" { print $3 }')
+[ -n "$ka" ] && [ -n "$kb" ] && [ "$total_k" = "$total_p" ] ||
+	fail "--label-key phase: every sample should have a phase (tid total $total_k, phase $total_p)"
+echo "filters: --label phase=a keeps only a, --label-key phase only labelled samples"
+
 # --- the 10 ms slots ---
 run_demo slots slots 6
 "$FLIGHTREC" attach --window 30s --hz 999 --pid "$DEMO_PID" -o "$T/slots.pb.gz" 2>"$T/err" ||
