@@ -343,6 +343,9 @@ static struct al_proc *proc_get(struct fr_applabels *al, uint32_t pid)
 /* ---- threads ---- */
 
 /* Reads thread slot i's log: head, log, head again (see the ABI). */
+static const struct fr_labels_set_abi *set_get(struct fr_applabels *al, struct al_proc *p,
+					       uint32_t id);
+
 /* Checks a log just read (h1 and h2 the heads before and after it) and
  * makes it t's snapshot, trusted for samples up to `until`. */
 static void thread_take(struct al_thread *t, const struct fr_labels_thread_abi *h1,
@@ -402,9 +405,17 @@ static void thread_read(struct fr_applabels *al, struct al_proc *p, struct al_th
 		t->bad = true;
 		proc_mark_bad(p, "unreadable: thread log", ret);
 	} else {
+		uint64_t old_hi = t->have && !t->bad ? t->hi : 0;
+
 		memcpy(&h1, j->buf, hdr);
 		memcpy(&h2, j->buf + hdr + loglen, hdr);
 		thread_take(t, &h1, &h2, j->buf + hdr, until);
+		/* The sets of the new changes, while the process is there to
+		 * read them from: it may exit before the seal needs them. */
+		for (uint64_t k = old_hi > t->lo ? old_hi : t->lo; !t->bad && k < t->hi; k++)
+			if (t->log[k % FR_LABELS_LOG_LEN].set < FR_LABELS_SET_DROPPED &&
+			    p->state == P_READY && !p->gone)
+				set_get(al, p, t->log[k % FR_LABELS_LOG_LEN].set);
 	}
 	if (ret != -ETIMEDOUT)
 		free(j);
@@ -479,6 +490,8 @@ static const struct fr_labels_set_abi *set_get(struct fr_applabels *al, struct a
 	if (ret == 0) {
 		memcpy(&p->cache[c], j->buf, sizeof(*p->cache));
 		p->cache_id[c] = set_valid(&p->cache[c]) ? id : 0;
+	} else if (ret == -ESRCH) {
+		p->gone = true;
 	} else {
 		proc_mark_bad(p, "unreadable: label set", ret);
 	}
@@ -588,7 +601,9 @@ static int al_app_labels(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns,
 	}
 	s = set_get(al, p, (uint32_t)id);
 	if (!s)
-		return reason(out, p->state == P_BAD ? p->why : "unreadable: label set");
+		return reason(out, p->state == P_BAD ? p->why
+				   : p->gone	     ? "exited before read"
+						     : "unreadable: label set");
 	for (uint32_t k = 0; k < s->npairs && n < FR_CHUNK_APP_PAIRS; k++) {
 		if (reserved(s->pairs[k].key))
 			continue;

@@ -72,6 +72,12 @@ total_p=$("$GO" tool pprof -tags "$T/k.pb.gz" 2>/dev/null | awk '$1 == "phase:" 
 [ -n "$ka" ] && [ -n "$kb" ] && [ "$total_k" = "$total_p" ] ||
 	fail "--label-key phase: every sample should have a phase (tid total $total_k, phase $total_p)"
 echo "filters: --label phase=a keeps only a, --label-key phase only labelled samples"
+# flightrec top splits by the key: a table per phase, each with the spin.
+"$FLIGHTREC" top "$T/split.pb.gz" --label-key phase >"$T/top.txt" 2>&1 || fail "top --label-key failed"
+grep -qx 'phase=a' "$T/top.txt" && grep -qx 'phase=b' "$T/top.txt" ||
+	{ cat "$T/top.txt" >&2; fail "top --label-key phase has no table per phase"; }
+[ "$(grep -c 'fr_demo_spin' "$T/top.txt")" = 2 ] ||
+	{ cat "$T/top.txt" >&2; fail "top --label-key phase: fr_demo_spin is not in both tables"; }
 
 # --- the 10 ms slots ---
 run_demo slots slots 6
