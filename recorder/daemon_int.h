@@ -114,6 +114,9 @@ struct daemon {
 	/* Counters read by status requests (atomics), all events together. */
 	uint64_t samples, lost, chunks_sealed;
 	uint32_t nprocs, nthreads;
+	/* Processes whose application labels are read, and those the
+	 * recorder stopped reading (their memory lied or stalled). */
+	uint32_t labelled_procs, unreadable_procs;
 	/* Open-wait records stored at the last seal (ingest thread): while
 	 * threads are blocked, a chunk is sealed every second even when
 	 * nothing ran, so the ring keeps saying who is stuck. */

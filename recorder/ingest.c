@@ -52,6 +52,13 @@ static void seal_chunk(struct daemon *d, uint64_t barrier)
 				    fr_applabels_ops(d->applabels, d->sources.clock_offset),
 				    d->sources.clock_offset, &chunk, &len);
 	fr_applabels_sealed(d->applabels);
+	{
+		uint32_t labelled, unreadable;
+
+		fr_applabels_counts(d->applabels, &labelled, &unreadable);
+		__atomic_store_n(&d->labelled_procs, labelled, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->unreadable_procs, unreadable, __ATOMIC_RELAXED);
+	}
 	if (ret < 0 && ret != -ENODATA)
 		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot seal a chunk: %s",
 				   strerror(-ret));

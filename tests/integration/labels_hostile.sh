@@ -37,6 +37,11 @@ bad=$(grep -v -x -e pid -e tid -e comm -e thread -e cgroup -e victim -e churn -e
 grep -q 'application labels of pid' "$T/daemon.log" ||
 	fail "the daemon did not report the unreadable processes"
 awk '/^ *flightrec.labels: Total/ { on = 1; next } /: Total/ { on = 0 } on' "$T/all.tags"
+# status counts them: at least the garbage magic and the wild pointers.
+"$FLIGHTREC" status --json >"$T/status.json" || fail "status failed"
+unreadable=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["unreadable_label_processes"])' "$T/status.json")
+[ "$unreadable" -ge 2 ] || fail "status says $unreadable processes were not read, expected 2 or more"
+echo "status: $unreadable processes whose labels were not read"
 daemon_alive || fail "flightrecd died"
 stop_daemon
 echo "PASS"
