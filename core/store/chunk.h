@@ -121,7 +121,10 @@
  *   sections:  what follows the last run list, until the block's end:
  *              any number of (v id, v len, len bytes); a reader skips an
  *              id it does not know. Ids: 1 application labels (below).
- *              Chunks written before have none.
+ *              Chunks written before have none. The format version
+ *              stays 2: every chunk it wrote reads as before; a build
+ *              from before sections (which wanted nothing after the runs)
+ *              refuses a chunk that has one as corrupt.
  *
  * APPLICATION LABELS (section 1; at most one; written only when a sample
  * has application labels, so other chunks are what they were before):
