@@ -13,7 +13,7 @@ need_root_perf
 need_go
 DEMO=$BUILD/tests/integration/labels_demo
 
-printf '{"limits": {"max_rate_hz": 2000}, "sessions": [{"name": "always", "events": [{"event": "cpu", "hz": 999}]}]}\n' \
+printf '{"limits": {"max_rate_hz": 2000}, "sessions": [{"name": "always", "events": [{"event": "cpu", "hz": 999}, {"event": "offcpu"}]}]}\n' \
 	>"$T/config.json"
 start_daemon --config "$T/config.json"
 
@@ -48,6 +48,16 @@ echo "phase a ${a:-none}%, b ${b:-none}% (want 30/70)"
 [ -n "$a" ] && [ -n "$b" ] || { cat "$T/split.tags" >&2; fail "no phase labels in the profile"; }
 within "$a" 30 2 || fail "phase=a has ${a}% of the CPU, not 30 +- 2"
 within "$b" 70 2 || fail "phase=b has ${b}% of the CPU, not 70 +- 2"
+# Off-CPU samples too: the submitting thread waits for the pool under the
+# task's phase, 3 ms of a and 7 ms of b (and the wake-ups' latency).
+"$FLIGHTREC" attach --window 30s --event offcpu --pid "$DEMO_PID" -o "$T/off.pb.gz" 2>"$T/err" ||
+	fail "attach --event offcpu failed: $(cat "$T/err")"
+"$GO" tool pprof -tags -tagfocus=tid="$DEMO_PID" "$T/off.pb.gz" >"$T/off.tags" 2>/dev/null
+oa=$(tag_pct "$T/off.tags" phase a)
+ob=$(tag_pct "$T/off.tags" phase b)
+echo "offcpu of the submitter: phase a ${oa:-none}%, b ${ob:-none}%"
+[ -n "$oa" ] && [ -n "$ob" ] || { cat "$T/off.tags" >&2; fail "no phase labels on offcpu samples"; }
+within "$oa" 30 5 || fail "the submitter waited ${oa}% under phase=a, not about 30"
 # The recorder's own labels are still there, and none of its keys is the
 # program's.
 grep -q '^ *thread: Total' "$T/split.tags" || fail "the thread label is gone"
