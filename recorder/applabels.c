@@ -65,7 +65,9 @@ struct al_proc {
 	uint32_t *tids; /* [FR_LABELS_MAX_THREADS] while ready */
 	struct al_thread **threads;
 	uint32_t nthreads;
-	struct fr_labels_set_abi *cache; /* [SET_CACHE] */
+	/* [SET_CACHE], by id % SET_CACHE; each entry allocated when first
+	 * filled (most processes use a few sets). */
+	struct fr_labels_set_abi **cache;
 	uint32_t *cache_id;
 };
 
@@ -205,6 +207,8 @@ static void proc_reset(struct al_proc *p)
 {
 	proc_clear_threads(p);
 	free(p->tids);
+	for (uint32_t i = 0; p->cache && i < SET_CACHE; i++)
+		free(p->cache[i]);
 	free(p->cache);
 	free(p->cache_id);
 	p->tids = NULL;
@@ -246,7 +250,7 @@ static void proc_resolve(struct fr_applabels *al, struct al_proc *p, const struc
 	if (ret == 0) {
 		p->reg_addr = m->start + (uint64_t)j->rel;
 		p->tids = malloc(FR_LABELS_MAX_THREADS * sizeof(*p->tids));
-		p->cache = malloc(SET_CACHE * sizeof(*p->cache));
+		p->cache = calloc(SET_CACHE, sizeof(*p->cache));
 		p->cache_id = calloc(SET_CACHE, sizeof(*p->cache_id));
 		p->threads = p->threads ? p->threads
 					: malloc(MAX_THREADS_PER_SEAL * sizeof(*p->threads));
@@ -482,14 +486,18 @@ static const struct fr_labels_set_abi *set_get(struct fr_applabels *al, struct a
 	int ret;
 
 	if (p->cache_id[c] == id)
-		return &p->cache[c];
-	if (id == 0 || id > FR_LABELS_MAX_SETS || !(j = job_new(p->pid, sizeof(*p->cache))))
+		return p->cache[c];
+	if (!p->cache[c])
+		p->cache[c] = malloc(sizeof(*p->cache[c]));
+	if (!p->cache[c] || id == 0 || id > FR_LABELS_MAX_SETS ||
+	    !(j = job_new(p->pid, sizeof(*p->cache[c]))))
 		return NULL;
-	job_add(j, p->reg.sets + (uint64_t)(id - 1) * sizeof(*p->cache), sizeof(*p->cache), 0);
+	job_add(j, p->reg.sets + (uint64_t)(id - 1) * sizeof(*p->cache[c]), sizeof(*p->cache[c]),
+		0);
 	ret = job_call(al, j);
 	if (ret == 0) {
-		memcpy(&p->cache[c], j->buf, sizeof(*p->cache));
-		p->cache_id[c] = set_valid(&p->cache[c]) ? id : 0;
+		memcpy(p->cache[c], j->buf, sizeof(*p->cache[c]));
+		p->cache_id[c] = set_valid(p->cache[c]) ? id : 0;
 	} else if (ret == -ESRCH) {
 		p->gone = true;
 	} else {
@@ -497,7 +505,7 @@ static const struct fr_labels_set_abi *set_get(struct fr_applabels *al, struct a
 	}
 	if (ret != -ETIMEDOUT)
 		free(j);
-	return p->cache_id[c] == id ? &p->cache[c] : NULL;
+	return p->cache_id[c] == id ? p->cache[c] : NULL;
 }
 
 /* ---- the join ---- */
