@@ -18,7 +18,9 @@
  * at most FR_LABELS_MAX_KEYS pairs in a set, keys shorter than
  * FR_LABELS_KEY_MAX bytes, values shorter than FR_LABELS_VALUE_MAX bytes,
  * FR_LABELS_MAX_SETS distinct sets in the life of the process,
- * FR_LABELS_MAX_THREADS threads labelled at once. Keys starting with
+ * FR_LABELS_MAX_THREADS threads labelled at once (a thread beyond that
+ * has no log at all: its samples carry no labels, and only
+ * fr_labels_dropped() tells). Keys starting with
  * "flightrec." are the recorder's and are refused, as are the names of the
  * labels the recorder puts on samples itself (pid, tid, comm, thread,
  * cgroup, ppid, cpu, event): a profile's labels never mix the two.
