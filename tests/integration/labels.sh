@@ -3,7 +3,9 @@
 # program linked against the built libflightrec.so:
 # - a 30/70 CPU split between phase=a and phase=b, over two threads and a
 #   thread-pool hop (capture/apply), shows in go tool pprof -tags within 2
-#   points;
+#   points, and the submitter's offcpu waits carry the task's phase;
+# - --label, --label-key, a session's label targets and top --label-key
+#   keep or split what they say;
 # - labels renamed every 10 ms: no sample carries a set from before or
 #   after its moment (each slot's label says which function runs then, so
 #   a sample's stack gives it away);
@@ -13,8 +15,15 @@ need_root_perf
 need_go
 DEMO=$BUILD/tests/integration/labels_demo
 
-printf '{"limits": {"max_rate_hz": 2000}, "sessions": [{"name": "always", "events": [{"event": "cpu", "hz": 999}, {"event": "offcpu"}]}]}\n' \
-	>"$T/config.json"
+# A session whose dumps hold only phase=a samples (its targets' labels).
+cat >"$T/config.json" <<JSON
+{"limits": {"max_rate_hz": 2000}, "dumps": {"dir": "$T/dumps"},
+ "sessions": [
+  {"name": "always", "events": [{"event": "cpu", "hz": 999}, {"event": "offcpu"}]},
+  {"name": "phase_a", "events": [{"event": "cpu", "hz": 999}],
+   "targets": {"comm": ["labels_demo"], "labels": ["phase=a"]}}
+]}
+JSON
 start_daemon --config "$T/config.json"
 
 # run_demo NAME ARGS...: runs labels_demo to its end; its pid in DEMO_PID.
@@ -82,6 +91,12 @@ total_p=$("$GO" tool pprof -tags "$T/k.pb.gz" 2>/dev/null | awk '$1 == "phase:" 
 [ -n "$ka" ] && [ -n "$kb" ] && [ "$total_k" = "$total_p" ] ||
 	fail "--label-key phase: every sample should have a phase (tid total $total_k, phase $total_p)"
 echo "filters: --label phase=a keeps only a, --label-key phase only labelled samples"
+# A session's dump keeps only its labels.
+p=$("$FLIGHTREC" dump --session phase_a --window 30s 2>"$T/err") ||
+	fail "dump --session phase_a failed: $(cat "$T/err")"
+"$GO" tool pprof -tags "$p" >"$T/session.tags" 2>/dev/null
+[ "$(tag_pct "$T/session.tags" phase a)" = 100 ] && [ -z "$(tag_pct "$T/session.tags" phase b)" ] ||
+	{ cat "$T/session.tags" >&2; fail "the phase_a session's dump holds other samples"; }
 # flightrec top splits by the key: a table per phase, each with the spin.
 "$FLIGHTREC" top "$T/split.pb.gz" --label-key phase >"$T/top.txt" 2>&1 || fail "top --label-key failed"
 grep -qx 'phase=a' "$T/top.txt" && grep -qx 'phase=b' "$T/top.txt" ||
