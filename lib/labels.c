@@ -64,6 +64,7 @@ static unsigned cache_slot(uint32_t from, const char *key, const char *value)
 
 	return (unsigned)((h ^ (h >> 29)) % CACHE_SLOTS);
 }
+
 static pthread_key_t exit_key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
