@@ -30,7 +30,13 @@
 #define SET_CACHE 256
 /* A thread's snapshot per seal: its tids are bounded by the chunk's. */
 #define MAX_THREADS_PER_SEAL 4096
-#define READ_DEADLINE_NS 50000000ll
+/* A read that has not returned after this is left to its worker, and the
+ * process is not read again until it has returned and some seals passed
+ * (a busy machine can keep the worker off the CPUs that long; a process
+ * whose memory never answers keeps its worker forever, and is never read
+ * again). */
+#define READ_DEADLINE_NS 250000000ll
+#define STALL_BACKOFF_MAX 64
 /* How often the logs of the threads sampled lately are read between
  * seals: a process that exits loses the labels of at most its last
  * POLL_NS of samples. */
@@ -50,12 +56,22 @@ struct al_thread {
 	struct fr_labels_entry_abi log[FR_LABELS_LOG_LEN];
 };
 
+/* The reads of a process still running on a worker, shared with the
+ * jobs: a process forgotten meanwhile leaves it to its last job. */
+struct inflight {
+	int refs, calls;
+};
+
 struct al_proc {
 	struct al_proc *next;
 	uint32_t pid;
 	int64_t start_ns;
 	int state;
-	bool gone;	 /* exited: what was read last is all there is */
+	bool gone;    /* exited: what was read last is all there is */
+	bool stalled; /* a read missed its deadline: not read until resume_gen */
+	uint64_t resume_gen;
+	uint32_t backoff; /* seals to wait after the next stall */
+	struct inflight *inflight;
 	const char *why; /* P_BAD */
 	uint64_t gen;	 /* the seal this state was refreshed for */
 	uint32_t idle;
@@ -88,6 +104,7 @@ struct fr_applabels {
 struct job {
 	int pid;
 	int ret;
+	struct inflight *inflight;
 	/* A read: up to three ranges, in turn, each its own system call. */
 	unsigned nseg;
 	struct {
@@ -176,19 +193,64 @@ static void job_add(struct job *j, uint64_t addr, size_t len, size_t off)
 	j->nseg++;
 }
 
-/* Runs j on the worker. Returns j's result; on -ETIMEDOUT the abandoned
- * worker owns j (and frees it), else the caller does. */
-static int job_call(struct fr_applabels *al, struct job *j)
+static void inflight_done(struct inflight *f)
 {
-	int ret = fr_worker_call(&al->worker, job_run, free, j, READ_DEADLINE_NS);
+	__atomic_sub_fetch(&f->calls, 1, __ATOMIC_RELEASE);
+	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(f);
+}
 
+/* An abandoned job, once its call returned (on its worker). */
+static void job_drop(void *arg)
+{
+	struct job *j = arg;
+
+	if (j->inflight)
+		inflight_done(j->inflight);
+	free(j);
+}
+
+/* Runs j on the worker for process p. Returns j's result; on -ETIMEDOUT
+ * the abandoned worker owns j (and frees it), else the caller does. */
+static int job_call(struct fr_applabels *al, struct al_proc *p, struct job *j)
+{
+	int ret;
+
+	j->inflight = p->inflight;
+	if (j->inflight) {
+		__atomic_add_fetch(&j->inflight->refs, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&j->inflight->calls, 1, __ATOMIC_RELAXED);
+	}
+	ret = fr_worker_call(&al->worker, job_run, job_drop, j, READ_DEADLINE_NS);
+	if (ret == -ETIMEDOUT)
+		return ret;
+	if (j->inflight)
+		inflight_done(j->inflight);
+	j->inflight = NULL;
 	return ret < 0 ? ret : j->ret;
 }
 
 /* ---- processes ---- */
 
+/* A read missed its deadline: the process waits some seals (twice as many
+ * each time) and for the read to return. */
+static void proc_stall(struct al_proc *p)
+{
+	p->stalled = true;
+	p->backoff = p->backoff ? p->backoff : 1;
+	p->resume_gen = p->gen + p->backoff;
+	if (p->backoff < STALL_BACKOFF_MAX)
+		p->backoff *= 2;
+	fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+			   "application labels of pid %u: a read took longer than %lld ms; "
+			   "not read for %u seals",
+			   p->pid, READ_DEADLINE_NS / 1000000, p->backoff / 2 ? p->backoff / 2 : 1);
+}
+
 static void proc_mark_bad(struct al_proc *p, const char *why, int err)
 {
+	if (err == -ETIMEDOUT)
+		return proc_stall(p);
 	p->state = P_BAD;
 	p->why = why;
 	fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
@@ -244,9 +306,11 @@ static void proc_resolve(struct fr_applabels *al, struct al_proc *p, const struc
 	j->start = m->start;
 	j->end = m->end;
 	j->pgoff = m->pgoff;
-	ret = job_call(al, j);
-	if (ret == -ETIMEDOUT)
-		return proc_mark_bad(p, "unreadable: library file stalled", ret);
+	ret = job_call(al, p, j);
+	if (ret == -ETIMEDOUT) {
+		p->lib_start = 0; /* looked up again once resumed */
+		return proc_stall(p);
+	}
 	if (ret == 0) {
 		p->reg_addr = m->start + (uint64_t)j->rel;
 		p->tids = malloc(FR_LABELS_MAX_THREADS * sizeof(*p->tids));
@@ -274,7 +338,7 @@ static void proc_read(struct fr_applabels *al, struct al_proc *p)
 	if (!j)
 		return proc_mark_bad(p, "unreadable: recorder out of memory", -ENOMEM);
 	job_add(j, p->reg_addr, sizeof(p->reg), 0);
-	ret = job_call(al, j);
+	ret = job_call(al, p, j);
 	if (ret == 0) {
 		memcpy(&p->reg, j->buf, sizeof(p->reg));
 		if (!reg_valid(&p->reg)) {
@@ -289,7 +353,7 @@ static void proc_read(struct fr_applabels *al, struct al_proc *p)
 		}
 		j->nseg = 0;
 		job_add(j, p->reg.tids, tids_len, sizeof(p->reg));
-		ret = job_call(al, j);
+		ret = job_call(al, p, j);
 	}
 	if (ret == 0)
 		memcpy(p->tids, j->buf + sizeof(p->reg), tids_len);
@@ -316,6 +380,12 @@ static struct al_proc *proc_get(struct fr_applabels *al, uint32_t pid)
 	if (!p) {
 		if (al->nprocs >= MAX_PROCS || !(p = calloc(1, sizeof(*p))))
 			return NULL;
+		p->inflight = calloc(1, sizeof(*p->inflight));
+		if (!p->inflight) {
+			free(p);
+			return NULL;
+		}
+		p->inflight->refs = 1;
 		p->pid = pid;
 		p->next = *b;
 		*b = p;
@@ -323,6 +393,13 @@ static struct al_proc *proc_get(struct fr_applabels *al, uint32_t pid)
 	}
 	p->gen = al->gen;
 	p->idle = 0;
+	/* A stalled process is read again once its reads returned and its
+	 * seals of waiting passed. */
+	if (p->stalled && p->gen >= p->resume_gen &&
+	    __atomic_load_n(&p->inflight->calls, __ATOMIC_ACQUIRE) == 0)
+		p->stalled = false;
+	if (p->stalled)
+		return p;
 	/* A new process under the same pid starts over. */
 	if (al->base->proc && al->base->proc(al->base->arg, pid, &pi) == 0 &&
 	    pi.start_ns != p->start_ns) {
@@ -339,7 +416,7 @@ static struct al_proc *proc_get(struct fr_applabels *al, uint32_t pid)
 	}
 	if (m.start != p->lib_start)
 		proc_resolve(al, p, &m);
-	if (p->state == P_READY && !p->gone)
+	if (p->state == P_READY && !p->gone && !p->stalled)
 		proc_read(al, p);
 	return p;
 }
@@ -401,7 +478,7 @@ static void thread_read(struct fr_applabels *al, struct al_proc *p, struct al_th
 	job_add(j, addr, hdr, 0);
 	job_add(j, addr + hdr, loglen, hdr);
 	job_add(j, addr, hdr, hdr + loglen);
-	ret = job_call(al, j);
+	ret = job_call(al, p, j);
 	if (ret == -ESRCH) {
 		p->gone = true;
 	} else if (ret < 0) {
@@ -418,7 +495,7 @@ static void thread_read(struct fr_applabels *al, struct al_proc *p, struct al_th
 		 * read them from: it may exit before the seal needs them. */
 		for (uint64_t k = old_hi > t->lo ? old_hi : t->lo; !t->bad && k < t->hi; k++)
 			if (t->log[k % FR_LABELS_LOG_LEN].set < FR_LABELS_SET_DROPPED &&
-			    p->state == P_READY && !p->gone)
+			    p->state == P_READY && !p->gone && !p->stalled)
 				set_get(al, p, t->log[k % FR_LABELS_LOG_LEN].set);
 	}
 	if (ret != -ETIMEDOUT)
@@ -455,7 +532,7 @@ static struct al_thread *thread_get(struct fr_applabels *al, struct al_proc *p, 
 		t->slot = slot;
 		p->threads[p->nthreads++] = t;
 	}
-	if (t->gen != al->gen && !p->gone && p->state == P_READY)
+	if (t->gen != al->gen && !p->gone && !p->stalled && p->state == P_READY)
 		thread_read(al, p, t);
 	t->gen = al->gen;
 	if (!t->have) {
@@ -487,6 +564,8 @@ static const struct fr_labels_set_abi *set_get(struct fr_applabels *al, struct a
 
 	if (p->cache_id[c] == id)
 		return p->cache[c];
+	if (p->stalled)
+		return NULL;
 	if (!p->cache[c])
 		p->cache[c] = malloc(sizeof(*p->cache[c]));
 	if (!p->cache[c] || id == 0 || id > FR_LABELS_MAX_SETS ||
@@ -494,7 +573,7 @@ static const struct fr_labels_set_abi *set_get(struct fr_applabels *al, struct a
 		return NULL;
 	job_add(j, p->reg.sets + (uint64_t)(id - 1) * sizeof(*p->cache[c]), sizeof(*p->cache[c]),
 		0);
-	ret = job_call(al, j);
+	ret = job_call(al, p, j);
 	if (ret == 0) {
 		memcpy(p->cache[c], j->buf, sizeof(*p->cache[c]));
 		p->cache_id[c] = set_valid(p->cache[c]) ? id : 0;
@@ -587,11 +666,15 @@ static int al_app_labels(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns,
 	if (ref)
 		return 0;
 	p = proc_get(al, pid);
+	if (p && p->stalled)
+		return reason(out, "unreadable: read stalled");
 	if (!p || p->state == P_NONE)
 		return 0;
 	if (p->state == P_BAD)
 		return reason(out, p->why);
 	t = thread_get(al, p, tid, &why);
+	if (p->stalled)
+		return reason(out, "unreadable: read stalled");
 	if (p->state == P_BAD)
 		return reason(out, p->why);
 	if (!t)
@@ -609,9 +692,10 @@ static int al_app_labels(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns,
 	}
 	s = set_get(al, p, (uint32_t)id);
 	if (!s)
-		return reason(out, p->state == P_BAD ? p->why
-				   : p->gone	     ? "exited before read"
-						     : "unreadable: label set");
+		return reason(out, p->stalled	       ? "unreadable: read stalled"
+				   : p->state == P_BAD ? p->why
+				   : p->gone	       ? "exited before read"
+						       : "unreadable: label set");
 	for (uint32_t k = 0; k < s->npairs && n < FR_CHUNK_APP_PAIRS; k++) {
 		if (reserved(s->pairs[k].key))
 			continue;
@@ -673,6 +757,8 @@ const struct fr_chunk_meta_ops *fr_applabels_ops(struct fr_applabels *al, int64_
 static void proc_free(struct al_proc *p)
 {
 	proc_reset(p);
+	if (__atomic_sub_fetch(&p->inflight->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(p->inflight);
 	free(p->threads);
 	free(p);
 }
@@ -700,8 +786,8 @@ void fr_applabels_poll(struct fr_applabels *al)
 	al->last_poll = now;
 	for (uint32_t b = 0; b < BUCKETS; b++)
 		for (struct al_proc *p = al->buckets[b]; p; p = p->next)
-			for (uint32_t i = 0; p->state == P_READY && !p->gone && i < p->nthreads;
-			     i++)
+			for (uint32_t i = 0;
+			     p->state == P_READY && !p->gone && !p->stalled && i < p->nthreads; i++)
 				thread_read(al, p, p->threads[i]);
 }
 

@@ -11,6 +11,11 @@
  *                               fr_demo_even or fr_demo_odd to match, so a
  *                               sample labelled with another moment's set
  *                               shows in its stack.
+ *   labels_demo threads N SECONDS [off]
+ *                               N threads, each changing its labels every
+ *                               millisecond (slot=K) around 1 ms of CPU
+ *                               (tests/bench/labels_cost.sh); "off" makes
+ *                               the same without labels.
  *   labels_demo hostile MODE SECONDS
  *                               labels a thread, then scribbles over the
  *                               memory the recorder reads (MODE: magic,
@@ -178,6 +183,40 @@ static int slots(int seconds)
 	return 0;
 }
 
+/* ---- threads ---- */
+
+static int labels_off;
+
+static void *churner(void *arg)
+{
+	char v[32];
+
+	for (long k = (long)(intptr_t)arg * 1000000; now_ns(CLOCK_MONOTONIC) < stop_at; k++) {
+		snprintf(v, sizeof(v), "%ld", k % 1000);
+		if (!labels_off)
+			fr_labels_set("slot", v);
+		fr_demo_spin(1000000);
+	}
+	return NULL;
+}
+
+static int many_threads(int n, int seconds, int off)
+{
+	pthread_t th[256];
+
+	if (n < 1 || n > 256)
+		return 2;
+	labels_off = off;
+	stop_at = now_ns(CLOCK_MONOTONIC) + (int64_t)seconds * 1000000000;
+	for (int i = 0; i < n; i++)
+		pthread_create(&th[i], NULL, churner, (void *)(intptr_t)i);
+	printf("ready\n");
+	fflush(stdout);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
 /* ---- hostile ---- */
 
 /* The library's registry, the one the recorder reads: dlsym on the
@@ -264,8 +303,12 @@ int main(int argc, char **argv)
 		return split(atoi(argv[2]));
 	if (argc == 3 && strcmp(argv[1], "slots") == 0)
 		return slots(atoi(argv[2]));
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "threads") == 0)
+		return many_threads(atoi(argv[2]), atoi(argv[3]),
+				    argc == 5 && strcmp(argv[4], "off") == 0);
 	if (argc == 4 && strcmp(argv[1], "hostile") == 0)
 		return hostile(argv[2], atoi(argv[3]));
-	fprintf(stderr, "usage: labels_demo split|slots SECONDS | hostile MODE SECONDS\n");
+	fprintf(stderr, "usage: labels_demo split|slots SECONDS | threads N SECONDS [off] | "
+			"hostile MODE SECONDS\n");
 	return 2;
 }
