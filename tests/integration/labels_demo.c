@@ -19,17 +19,21 @@
  *   labels_demo hostile MODE SECONDS
  *                               labels a thread, then scribbles over the
  *                               memory the recorder reads (MODE: magic,
- *                               pointers, tids, logs, sets, churn) while
- *                               spinning: the recorder must neither hang
- *                               nor crash, nor trust it.
+ *                               pointers, tids, logs, sets, churn; stall:
+ *                               the thread logs moved into a mapping of
+ *                               $LABELS_STALL_FILE, whose pages never come
+ *                               in) while spinning: the recorder must
+ *                               neither hang nor crash, nor trust it.
  * Prints "ready" once labelled.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "flightrec/labels.h"
@@ -267,6 +271,17 @@ static void scribble(struct fr_labels_registry_abi *r, const char *mode, uint64_
 			sets[i].ready = 1;
 			sets[i].npairs = (uint32_t)round;
 		}
+	} else if (strcmp(mode, "stall") == 0 && round == 1) {
+		/* Mapped, never touched here: only a reader's fault waits. */
+		const char *path = getenv("LABELS_STALL_FILE");
+		int fd = path ? open(path, O_RDONLY) : -1;
+		void *m = fd < 0 ? MAP_FAILED : mmap(NULL, 65536, PROT_READ, MAP_PRIVATE, fd, 0);
+
+		if (m == MAP_FAILED) {
+			fprintf(stderr, "labels_demo: cannot map %s\n", path ? path : "(unset)");
+			exit(1);
+		}
+		r->threads = (uint64_t)(uintptr_t)m;
 	} else if (strcmp(mode, "churn") == 0) {
 		/* Valid layout, labels changing as fast as it can. */
 		char v[16];
