@@ -189,7 +189,7 @@ static bool add_targets(cJSON *js, const struct fr_targets *tg)
 {
 	cJSON *t, *a;
 
-	if (!fr_targets_given(tg))
+	if (!fr_targets_given(tg) && !fr_targets_labels_given(tg))
 		return true;
 	t = cJSON_AddObjectToObject(js, "targets");
 	if (!t)
@@ -209,6 +209,19 @@ static bool add_targets(cJSON *js, const struct fr_targets *tg)
 	if (tg->cgroup[0] && !cJSON_AddStringToObject(t, "cgroup", tg->cgroup))
 		return false;
 	if (tg->has_uid && !cJSON_AddNumberToObject(t, "uid", tg->uid))
+		return false;
+	if (tg->nlabels) {
+		char kv[2 * FR_LIMIT_LABEL_LEN];
+
+		if (!(a = cJSON_AddArrayToObject(t, "labels")))
+			return false;
+		for (uint32_t i = 0; i < tg->nlabels && i < FR_LIMIT_LABELS; i++) {
+			snprintf(kv, sizeof(kv), "%.*s=%.*s", FR_LIMIT_LABEL_LEN - 1,
+				 tg->label_keys[i], FR_LIMIT_LABEL_LEN - 1, tg->label_values[i]);
+			cJSON_AddItemToArray(a, cJSON_CreateString(kv));
+		}
+	}
+	if (tg->label_key[0] && !cJSON_AddStringToObject(t, "label_key", tg->label_key))
 		return false;
 	return true;
 }

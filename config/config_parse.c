@@ -504,12 +504,52 @@ static int check_name(struct config_ctx *c, const cJSON *name, const char *path,
 	return 0;
 }
 
+/* "labels": ["key=value"...] and "label_key": "key" of "targets": which
+ * samples, by the labels the program gave them (lib/flightrec/labels.h). */
+static int parse_target_labels(struct config_ctx *c, const cJSON *t, const char *path,
+			       struct fr_targets *tg)
+{
+	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(t, "labels");
+	const cJSON *key = cJSON_GetObjectItemCaseSensitive(t, "label_key"), *v;
+	char sub[PATH_MAX_LEN], item[PATH_MAX_LEN], got[64];
+	int i = 0;
+
+	if (labels) {
+		config_join(sub, path, "labels");
+		if (!cJSON_IsArray(labels) || cJSON_GetArraySize(labels) == 0 ||
+		    cJSON_GetArraySize(labels) > FR_LIMIT_LABELS)
+			return config_fail(c, sub,
+					   "must be an array of 1..%d \"key=value\" like "
+					   "[\"tenant=42\"], got %s",
+					   FR_LIMIT_LABELS,
+					   config_describe(labels, got, sizeof(got)));
+		cJSON_ArrayForEach(v, labels) {
+			config_join_index(item, sub, i++);
+			if (!cJSON_IsString(v) || fr_targets_add_label(tg, v->valuestring) < 0)
+				return config_fail(c, item,
+						   "must be \"key=value\" with at most %d characters "
+						   "each side, got %s",
+						   FR_LIMIT_LABEL_LEN - 1,
+						   config_describe(v, got, sizeof(got)));
+		}
+	}
+	if (key) {
+		config_join(sub, path, "label_key");
+		if (!cJSON_IsString(key) || fr_targets_set_label_key(tg, key->valuestring) < 0)
+			return config_fail(c, sub,
+					   "must be a label key of 1..%d characters, got %s",
+					   FR_LIMIT_LABEL_LEN - 1,
+					   config_describe(key, got, sizeof(got)));
+	}
+	return 0;
+}
+
 /* "targets": {"pids": [N...], "comm": ["name"...], "cgroup": "/path",
- * "uid": USER}. */
+ * "uid": USER, "labels": ["key=value"...], "label_key": "key"}. */
 static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 			 struct fr_targets *tg)
 {
-	static const char *const keys[] = {"pids", "comm", "cgroup", "uid"};
+	static const char *const keys[] = {"pids", "comm", "cgroup", "uid", "labels", "label_key"};
 	char sub[PATH_MAX_LEN], item[PATH_MAX_LEN], got[64];
 	const cJSON *pids, *comm, *cgroup, *uid, *v;
 	int ret, i;
@@ -581,7 +621,7 @@ static int parse_targets(struct config_ctx *c, const cJSON *t, const char *path,
 			return ret;
 		tg->has_uid = 1;
 	}
-	return 0;
+	return parse_target_labels(c, t, path, tg);
 }
 
 /* "users": [USER...], who besides root and the admin group may dump the

@@ -208,14 +208,40 @@ static int get_comms(const cJSON *obj, const char *cmd, struct fr_targets *t, ch
 	return 0;
 }
 
-/* Reads the targets: "pids", "comm", "children" (with pids), "cgroup". */
+/* Reads the label filter: "labels": ["key=value", ...], "label_key". */
+static int get_labels(const cJSON *obj, const char *cmd, struct fr_targets *t, char *err,
+		      size_t errlen)
+{
+	const cJSON *labels = member(obj, "labels"), *key = member(obj, "label_key"), *v;
+
+	if (labels) {
+		if (!cJSON_IsArray(labels) || cJSON_GetArraySize(labels) > FR_LIMIT_LABELS)
+			return fail(err, errlen, "%s: \"labels\" must be at most %d \"key=value\"",
+				    cmd, FR_LIMIT_LABELS);
+		cJSON_ArrayForEach(v, labels) {
+			if (!cJSON_IsString(v) || fr_targets_add_label(t, v->valuestring) < 0)
+				return fail(err, errlen,
+					    "%s: \"labels\" must be \"key=value\" strings of at "
+					    "most %d characters each side",
+					    cmd, FR_LIMIT_LABEL_LEN - 1);
+		}
+	}
+	if (key && (!cJSON_IsString(key) || fr_targets_set_label_key(t, key->valuestring) < 0))
+		return fail(err, errlen, "%s: \"label_key\" must be a key of 1..%d characters", cmd,
+			    FR_LIMIT_LABEL_LEN - 1);
+	return 0;
+}
+
+/* Reads the targets: "pids", "comm", "children" (with pids), "cgroup",
+ * and the label filter. */
 static int get_targets(const cJSON *obj, const char *cmd, struct fr_targets *t, char *err,
 		       size_t errlen)
 {
 	const cJSON *cgroup = member(obj, "cgroup");
 	const cJSON *children = member(obj, "children");
 
-	if (get_pids(obj, cmd, t, err, errlen) < 0 || get_comms(obj, cmd, t, err, errlen) < 0)
+	if (get_pids(obj, cmd, t, err, errlen) < 0 || get_comms(obj, cmd, t, err, errlen) < 0 ||
+	    get_labels(obj, cmd, t, err, errlen) < 0)
 		return -EINVAL;
 	if (children) {
 		if (!cJSON_IsBool(children))
@@ -406,6 +432,20 @@ static int add_targets(cJSON *obj, const struct fr_targets *t)
 	if (t->cgroup[0] && !cJSON_AddStringToObject(obj, "cgroup", t->cgroup))
 		return -ENOMEM;
 	if (t->children && !cJSON_AddTrueToObject(obj, "children"))
+		return -ENOMEM;
+	if (t->nlabels) {
+		char kv[2 * FR_LIMIT_LABEL_LEN];
+
+		if (!(arr = cJSON_AddArrayToObject(obj, "labels")))
+			return -ENOMEM;
+		for (uint32_t i = 0; i < t->nlabels && i < FR_LIMIT_LABELS; i++) {
+			snprintf(kv, sizeof(kv), "%.*s=%.*s", FR_LIMIT_LABEL_LEN - 1,
+				 t->label_keys[i], FR_LIMIT_LABEL_LEN - 1, t->label_values[i]);
+			if (!cJSON_AddItemToArray(arr, cJSON_CreateString(kv)))
+				return -ENOMEM;
+		}
+	}
+	if (t->label_key[0] && !cJSON_AddStringToObject(obj, "label_key", t->label_key))
 		return -ENOMEM;
 	return 0;
 }

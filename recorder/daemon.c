@@ -217,7 +217,8 @@ static int daemon_open_recording(struct daemon *d)
 	int ret, n;
 
 	d->tracker = fr_tracker_new();
-	if (!d->tracker) {
+	d->applabels = d->tracker ? fr_applabels_new(d->tracker) : NULL;
+	if (!d->tracker || !d->applabels) {
 		fprintf(stderr, "flightrecd: out of memory\n");
 		return -1;
 	}
@@ -305,6 +306,7 @@ static void daemon_free(struct daemon *d)
 	fr_sources_fini(&d->sources);
 	fr_poller_fini(&d->poller);
 	fr_chunk_builder_free(d->builder);
+	fr_applabels_free(d->applabels);
 	fr_tracker_free(d->tracker);
 	fr_symcache_close(d->symcache);
 	free(d->symcache_dir);

@@ -26,6 +26,7 @@
 #include "recorder/cursors.h"
 #include "recorder/poller.h"
 #include "recorder/sources.h"
+#include "recorder/applabels.h"
 #include "recorder/tracker.h"
 #include "recorder/unwind_tables.h"
 #include "recorder/triggers.h"
@@ -54,6 +55,7 @@ struct daemon {
 	struct fr_writer writer;
 	struct fr_perf_handler handler; /* the ingest callbacks, for the sources' drains */
 	struct fr_tracker *tracker;
+	struct fr_applabels *applabels;		/* the ingest thread's, like the tracker */
 	struct fr_symcache *symcache;		/* NULL: off (symbols.cache_size 0) */
 	char *symcache_dir;			/* where queries look; NULL: off */
 	struct fr_unwind_tables *unwind_tables; /* the CFI tables samples unwind with */
@@ -116,6 +118,9 @@ struct daemon {
 	/* Counters read by status requests (atomics), all events together. */
 	uint64_t samples, lost, chunks_sealed;
 	uint32_t nprocs, nthreads;
+	/* Processes whose application labels are read, and those the
+	 * recorder stopped reading (their memory lied or stalled). */
+	uint32_t labelled_procs, unreadable_procs;
 	/* Open-wait records stored at the last seal (ingest thread): while
 	 * threads are blocked, a chunk is sealed every second even when
 	 * nothing ran, so the ring keeps saying who is stuck. */

@@ -48,8 +48,17 @@ static void seal_chunk(struct daemon *d, uint64_t barrier)
 	size_t len = 0;
 	int ret;
 
-	ret = fr_chunk_builder_seal(d->builder, fr_tracker_ops(d->tracker), d->sources.clock_offset,
-				    &chunk, &len);
+	ret = fr_chunk_builder_seal(d->builder,
+				    fr_applabels_ops(d->applabels, d->sources.clock_offset),
+				    d->sources.clock_offset, &chunk, &len);
+	fr_applabels_sealed(d->applabels);
+	{
+		uint32_t labelled, unreadable;
+
+		fr_applabels_counts(d->applabels, &labelled, &unreadable);
+		__atomic_store_n(&d->labelled_procs, labelled, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->unreadable_procs, unreadable, __ATOMIC_RELAXED);
+	}
 	if (ret < 0 && ret != -ENODATA)
 		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot seal a chunk: %s",
 				   strerror(-ret));
@@ -465,6 +474,7 @@ int daemon_ingest_loop(struct daemon *d)
 			break;
 		}
 		fr_sources_drain(&d->sources);
+		fr_applabels_poll(d->applabels);
 		if (d->barrier || d->stopping ||
 		    ((fr_chunk_builder_samples(d->builder) > 0 || d->open_waits > 0) &&
 		     fr_now_mono_ns() - d->last_seal_mono >= SEAL_INTERVAL_NS))

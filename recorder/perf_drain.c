@@ -268,7 +268,9 @@ static void handle_sample(struct fr_perf *p, const struct sample_view *v,
 			  const struct fr_perf_handler *cb, int64_t clock_offset)
 {
 	const struct cpu_ring *r = p->cur;
-	struct fr_sample out;
+	/* Every field set: app_ref, which this does not fill, must be 0 (the
+	 * seal then joins the application labels by tid and time). */
+	struct fr_sample out = {0};
 
 	out.time_ns = (int64_t)v->time + clock_offset;
 	out.pid = v->pid;

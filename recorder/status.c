@@ -281,6 +281,10 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 		       (int64_t)__atomic_load_n(&d->writer.write_errors, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "labelled_processes",
+		       __atomic_load_n(&d->labelled_procs, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "unreadable_label_processes",
+		       __atomic_load_n(&d->unreadable_procs, __ATOMIC_RELAXED));
 	if (!add_ingest(d, r, now) || (d->symcache && !add_symcache(d, r, privileged)) ||
 	    !add_unwind_tables(d, r)) {
 		cJSON_Delete(r);

@@ -331,14 +331,8 @@ void fr_tracker_mmap_inode(struct fr_tracker *t, uint32_t pid, uint64_t start, u
 	m->ino_gen = ino_generation;
 }
 
-int fr_tracker_find_map(struct fr_tracker *t, uint32_t pid, uint64_t addr,
-			struct fr_tracker_map *out)
+static void map_out(const struct map *m, struct fr_tracker_map *out)
 {
-	struct proc *p = find_proc(t, pid);
-	const struct map *m;
-
-	if (!p || !(m = tracker_lookup_map(p, addr)))
-		return -ENOENT;
 	out->start = m->start;
 	out->end = m->end;
 	out->pgoff = m->pgoff;
@@ -350,7 +344,35 @@ int fr_tracker_find_map(struct fr_tracker *t, uint32_t pid, uint64_t addr,
 	out->dev = m->dev;
 	out->ino = m->ino;
 	out->ino_generation = m->ino_gen;
+}
+
+int fr_tracker_find_map(struct fr_tracker *t, uint32_t pid, uint64_t addr,
+			struct fr_tracker_map *out)
+{
+	struct proc *p = find_proc(t, pid);
+	const struct map *m;
+
+	if (!p || !(m = tracker_lookup_map(p, addr)))
+		return -ENOENT;
+	map_out(m, out);
 	return 0;
+}
+
+int fr_tracker_find_map_named(struct fr_tracker *t, uint32_t pid, const char *prefix,
+			      struct fr_tracker_map *out)
+{
+	struct proc *p = find_proc(t, pid);
+	size_t len = strlen(prefix);
+
+	for (uint32_t i = 0; p && !p->exited_gen && i < p->nmaps; i++) {
+		const char *path = p->maps[i].path->path, *base = strrchr(path, '/');
+
+		if (strncmp(base ? base + 1 : path, prefix, len) == 0) {
+			map_out(&p->maps[i], out);
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,

@@ -99,6 +99,12 @@ enum {
 int fr_tracker_find_map(struct fr_tracker *t, uint32_t pid, uint64_t addr,
 			struct fr_tracker_map *out);
 
+/* The first executable mapping of live process `pid` whose file name
+ * (after the last '/') starts with `prefix`, lowest address first.
+ * Returns 0 or -ENOENT. Never reads /proc. */
+int fr_tracker_find_map_named(struct fr_tracker *t, uint32_t pid, const char *prefix,
+			      struct fr_tracker_map *out);
+
 /* Number of live processes and threads known. */
 uint32_t fr_tracker_nprocs(const struct fr_tracker *t);
 uint32_t fr_tracker_nthreads(const struct fr_tracker *t);

@@ -9,7 +9,7 @@ command -v clang-format >/dev/null 2>&1 || {
 	exit 77
 }
 bad=0
-for f in $(find core config ipc recorder tools tests -name '*.[ch]' | sort); do
+for f in $(find lib core config ipc recorder tools tests -name '*.[ch]' | sort); do
 	if ! clang-format --dry-run -Werror "$f" >/dev/null 2>&1; then
 		echo "$f is not formatted: clang-format -i $f"
 		bad=1

@@ -164,6 +164,11 @@ static void print_status(const cJSON *r)
 		       fr_cli_num(r, "chunks_dropped"), fr_cli_num(r, "write_errors"));
 	printf("tracking: %.0f processes, %.0f threads\n", fr_cli_num(r, "processes"),
 	       fr_cli_num(r, "threads"));
+	if (fr_cli_num(r, "labelled_processes") > 0 ||
+	    fr_cli_num(r, "unreadable_label_processes") > 0)
+		printf("application labels: %.0f processes, %.0f not read (see the log)\n",
+		       fr_cli_num(r, "labelled_processes"),
+		       fr_cli_num(r, "unreadable_label_processes"));
 	print_ingest(cJSON_GetObjectItemCaseSensitive(r, "ingest"));
 	print_symbol_cache(cJSON_GetObjectItemCaseSensitive(r, "symbol_cache"));
 }

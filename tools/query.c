@@ -77,16 +77,23 @@ static int take_event(const char *cmd, const char *name, struct fr_query_args *q
 	return 0;
 }
 
-/* A label key to split samples by. The recorder's own: "cpu" (the CPU a
- * sample was taken on; off by default, it multiplies the rows). */
+/* A label key to split samples by: the recorder's own "cpu" (the CPU a
+ * sample was taken on; off by default, it multiplies the rows), or an
+ * application label's key (lib/flightrec/labels.h; one such key). */
 static int take_label_key(const char *cmd, const char *key, struct fr_query_args *q)
 {
 	if (strcmp(key, "cpu") == 0) {
 		q->by_cpu = 1;
 		return 0;
 	}
-	fprintf(stderr, "%s: --label-key: unknown label key \"%s\" (accepted: cpu)\n", cmd, key);
-	return -1;
+	if (q->targets.label_key[0] || fr_targets_set_label_key(&q->targets, key) < 0) {
+		fprintf(stderr,
+			"%s: --label-key: expected cpu or one application label key of 1..%d "
+			"characters, got \"%s\"\n",
+			cmd, FR_LIMIT_LABEL_LEN - 1, key);
+		return -1;
+	}
+	return 0;
 }
 
 static int take_comm(const char *cmd, const char *name, struct fr_query_args *q)
@@ -227,6 +234,15 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 		}
 		snprintf(q->targets.cgroup, sizeof(q->targets.cgroup), "%s", arg);
 		return 1;
+	case FR_OPT_LABEL:
+		if (fr_targets_add_label(&q->targets, arg) < 0) {
+			fprintf(stderr,
+				"%s: --label: expected KEY=VALUE (at most %d labels, %d characters "
+				"each side), got \"%s\"\n",
+				cmd, FR_LIMIT_LABELS, FR_LIMIT_LABEL_LEN - 1, arg);
+			return EXIT_USAGE;
+		}
+		return 1;
 	case FR_OPT_FORMAT:
 		ret = fr_profile_format_parse(arg);
 		if (ret < 0) {
@@ -324,6 +340,10 @@ void fr_query_attach_req(const struct fr_query_args *q, struct fr_ipc_attach_req
 	memcpy(r->targets.comms, q->targets.comms, sizeof(r->targets.comms));
 	memcpy(r->targets.cgroup, q->targets.cgroup, sizeof(r->targets.cgroup));
 	r->targets.children = q->targets.children;
+	r->targets.nlabels = q->targets.nlabels;
+	memcpy(r->targets.label_keys, q->targets.label_keys, sizeof(r->targets.label_keys));
+	memcpy(r->targets.label_values, q->targets.label_values, sizeof(r->targets.label_values));
+	memcpy(r->targets.label_key, q->targets.label_key, sizeof(r->targets.label_key));
 	r->format = q->format;
 }
 

@@ -18,7 +18,7 @@ enum {
 	FR_OPT_WINDOW = 256, FR_OPT_FROM, FR_OPT_TO, FR_OPT_PID, FR_OPT_HZ, FR_OPT_SOCKET,
 	FR_OPT_RING, FR_OPT_INFO, FR_OPT_JSON, FR_OPT_FORMAT, FR_OPT_EVENT, FR_OPT_COMM,
 	FR_OPT_CGROUP, FR_OPT_FOLLOW, FR_OPT_COUNT, FR_OPT_SESSION, FR_OPT_CHILDREN,
-	FR_OPT_SORT, FR_OPT_SINCE_LAST, FR_OPT_LABEL_KEY, FR_OPT_BY_CPU,
+	FR_OPT_SORT, FR_OPT_SINCE_LAST, FR_OPT_LABEL, FR_OPT_LABEL_KEY, FR_OPT_BY_CPU,
 };
 /* clang-format on */
 
@@ -55,6 +55,7 @@ struct fr_query_args {
 	{"cgroup", required_argument, NULL, FR_OPT_CGROUP},        \
 	{"children", no_argument, NULL, FR_OPT_CHILDREN},          \
 	{"format", required_argument, NULL, FR_OPT_FORMAT},        \
+	{"label", required_argument, NULL, FR_OPT_LABEL},          \
 	{"label-key", required_argument, NULL, FR_OPT_LABEL_KEY},  \
 	{"by-cpu", no_argument, NULL, FR_OPT_BY_CPU}
 /* clang-format on */

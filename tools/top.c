@@ -55,6 +55,10 @@ static void usage(FILE *f)
 		"  --children         with --pid: also every process they started, and theirs\n"
 		"  --comm NAME[,...]  only processes with these command names\n"
 		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
+		"  --label KEY=VALUE  only samples the program labelled so (libflightrec;\n"
+		"                     repeatable: all of them)\n"
+		"  --label-key KEY    only samples with a value for this label, one table\n"
+		"                     per value (also with FILE)\n"
 		"  --event E[,E...]   the events to ask for; the table shows the first\n"
 		"                     (default cpu; offcpu shows where threads waited)\n"
 		"  --hz N             samples per second per CPU to count\n"
@@ -66,8 +70,12 @@ static void usage(FILE *f)
 		"Examples:\n"
 		"  flightrec top --window 60s\n"
 		"  flightrec top --window 5m --event offcpu --comm postgres\n"
-		"  flightrec top incident.pb.gz -n 40 --sort cum\n");
+		"  flightrec top incident.pb.gz -n 40 --sort cum\n"
+		"  flightrec top --window 60s --label-key endpoint\n");
 }
+
+/* --label-key KEY: a table per value of the label (NULL: one table). */
+static const char *split_key;
 
 /* ---- aggregation ---- */
 
@@ -383,6 +391,63 @@ static int print_top(const struct fr_pprof_data *d, size_t limit, int sort_cum)
 
 /* Reads all of `fd` from offset 0. Returns 0 and a malloc'd buffer, or -errno
  * (-EFBIG beyond 4 GiB). */
+/* The value of string label `key` of sample s, or NULL. */
+static const char *label_of(const struct fr_pprof_data *d, const struct fr_pprof_rsample *s,
+			    const char *key)
+{
+	for (size_t i = 0; i < s->nlabel; i++) {
+		const struct fr_pprof_rlabel *l = &d->labels[s->label + i];
+
+		if (l->str && strcmp(l->key, key) == 0)
+			return l->str;
+	}
+	return NULL;
+}
+
+/* One table per value of the label split_key, values in the order of
+ * their first sample; samples without it are left out. */
+static int print_split(const struct fr_pprof_data *d, size_t limit, int sort_cum)
+{
+	const char **vals = calloc(d->nsamples + 1, sizeof(*vals));
+	struct fr_pprof_rsample *sub = malloc((d->nsamples + 1) * sizeof(*sub));
+	size_t nvals = 0;
+	int ret = 0;
+
+	if (!vals || !sub) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < d->nsamples; i++) {
+		const char *v = label_of(d, &d->samples[i], split_key);
+		size_t k = 0;
+
+		while (v && k < nvals && strcmp(vals[k], v) != 0)
+			k++;
+		if (v && k == nvals)
+			vals[nvals++] = v;
+	}
+	if (nvals == 0)
+		printf("no sample has the label %s\n", split_key);
+	for (size_t k = 0; k < nvals && ret == 0; k++) {
+		struct fr_pprof_data part = *d;
+
+		part.samples = sub;
+		part.nsamples = 0;
+		for (size_t i = 0; i < d->nsamples; i++) {
+			const char *v = label_of(d, &d->samples[i], split_key);
+
+			if (v && strcmp(v, vals[k]) == 0)
+				sub[part.nsamples++] = d->samples[i];
+		}
+		printf("%s%s=%s\n", k ? "\n" : "", split_key, vals[k]);
+		ret = print_top(&part, limit, sort_cum);
+	}
+out:
+	free(vals);
+	free(sub);
+	return ret;
+}
+
 static int read_all(int fd, void **out, size_t *out_len)
 {
 	size_t len = 0, cap = 1 << 16;
@@ -456,7 +521,7 @@ static int show(const void *buf, size_t len, const char *what, size_t limit, int
 		fprintf(stderr, "%s: %s is not a pprof profile (%s)\n", prog, what, why);
 		ret = 1;
 	} else {
-		ret = print_top(d, limit, sort_cum);
+		ret = split_key ? print_split(d, limit, sort_cum) : print_top(d, limit, sort_cum);
 		if (ret == -ENOMEM)
 			goto nomem;
 		ret = fflush(stdout) == 0 ? 0 : 1;
@@ -661,6 +726,7 @@ int fr_top_main(int argc, char **argv)
 		}
 	}
 	ret = EXIT_USAGE;
+	split_key = q->targets.label_key[0] ? q->targets.label_key : NULL;
 	if (optind < argc)
 		file = argv[optind++];
 	if (optind < argc) {
@@ -674,7 +740,7 @@ int fr_top_main(int argc, char **argv)
 	if (file) {
 		if (q->window_s || q->from_s || q->to_s || q->targets.npids || socket_s ||
 		    q->nevents || q->targets.ncomms || q->targets.cgroup[0] ||
-		    (q->hz || q->nrates) || q->targets.children)
+		    (q->hz || q->nrates) || q->targets.children || q->targets.nlabels)
 			usage_error("give either FILE or --window/--from, not both%s", "");
 		else
 			ret = show_file(file, (size_t)limit, sort_cum);

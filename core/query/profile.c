@@ -149,6 +149,22 @@ static int setup_request(struct builder *b, struct fr_profile_result *res, char 
 			 FR_LIMIT_CGROUP_LEN - 1);
 		return -EINVAL;
 	}
+	/* The label filter is compared as strings: each one terminated. */
+	if (req->targets.nlabels > FR_LIMIT_LABELS ||
+	    strnlen(req->targets.label_key, FR_LIMIT_LABEL_LEN) == FR_LIMIT_LABEL_LEN) {
+		snprintf(err, errlen, "at most %d labels of at most %d characters", FR_LIMIT_LABELS,
+			 FR_LIMIT_LABEL_LEN - 1);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < req->targets.nlabels; i++) {
+		if (strnlen(req->targets.label_keys[i], FR_LIMIT_LABEL_LEN) == FR_LIMIT_LABEL_LEN ||
+		    strnlen(req->targets.label_values[i], FR_LIMIT_LABEL_LEN) ==
+			    FR_LIMIT_LABEL_LEN) {
+			snprintf(err, errlen, "labels have at most %d characters",
+				 FR_LIMIT_LABEL_LEN - 1);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 

@@ -1,5 +1,5 @@
 /* Aggregation of the kept samples of a window (see core/query/profile.c): rows
- * keyed by (stack, pid, tid, cpu, cgroup), each with a count and a value
+ * keyed by (stack, pid, tid, cpu, cgroup, application labels), each with a count and a value
  * per event, and the interned strings, mappings and locations they refer
  * to. Each table is an array with an open-addressing index of its own.
  */
@@ -265,6 +265,7 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 	uint32_t sid = c->stack[i], nlocs, slot;
 	uint32_t cpu = b->req->cpu_label ? c->cpu[i] : 0;
 	uint32_t cgroup = b->ls_cgroup[c->labelset[i]];
+	uint32_t app = profile_app_of(b, c, i);
 	uint64_t off, h;
 	struct gsample *s;
 	int64_t comm, thread;
@@ -297,7 +298,8 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 		b->last_thread = thread;
 	}
 	h = mix64(((uint64_t)c->pid[i] << 32 | c->tid[i]) ^ mix64(cpu + 1) ^
-		  mix64((uint64_t)cgroup << 1) ^ mix64((uint64_t)comm << 32 | (uint64_t)thread));
+		  mix64((uint64_t)cgroup << 1) ^ mix64((uint64_t)comm << 32 | (uint64_t)thread) ^
+		  mix64((uint64_t)app << 3 | 5));
 	h = hash_bytes(h, &b->arena[off], nlocs * sizeof(uint32_t));
 
 	if ((b->sample_idx.n + 1) * 2 > b->sample_idx.cap &&
@@ -310,7 +312,7 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 		s = &b->samples[row];
 		if (s->hash == h && s->pid == c->pid[i] && s->tid == c->tid[i] && s->cpu == cpu &&
 		    s->cgroup == cgroup && s->comm == (uint32_t)comm &&
-		    s->thread == (uint32_t)thread && s->nlocs == nlocs &&
+		    s->thread == (uint32_t)thread && s->app == app && s->nlocs == nlocs &&
 		    memcmp(&b->arena[s->locs], &b->arena[off], nlocs * sizeof(uint32_t)) == 0) {
 			s->count++;
 			cell_add(&b->cells[(size_t)row * b->nev + e], weight, c->rate_hz[i],
@@ -339,6 +341,7 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 		.comm = (uint32_t)comm,
 		.thread = (uint32_t)thread,
 		.cgroup = cgroup,
+		.app = app,
 		.nlocs = nlocs,
 		.locs = off,
 		.count = 1,
@@ -380,6 +383,7 @@ void profile_free_builder(struct builder *b)
 	free(b->ls_ppid);
 	free(b->done);
 	fr_decimator_fini(&b->dec);
+	profile_app_free(b);
 }
 
 int profile_reset_stack_memo(struct builder *b, uint32_t nstacks, uint32_t nstrings)

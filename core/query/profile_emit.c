@@ -298,7 +298,7 @@ void profile_emit(struct builder *b, struct fr_pprof *p)
 		const struct gsample *s = &b->samples[i];
 		uint64_t locs[FR_MAX_FRAMES];
 		int64_t values[1 + FR_LIMIT_EVENTS];
-		struct fr_pprof_label labels[6] = {
+		struct fr_pprof_label labels[6 + FR_CHUNK_APP_PAIRS] = {
 			{.key = "pid", .num = s->pid},
 			{.key = "tid", .num = s->tid},
 			{.key = "comm", .str = b->strs[s->comm]},
@@ -316,6 +316,7 @@ void profile_emit(struct builder *b, struct fr_pprof *p)
 		if (s->cgroup != NO_CGROUP)
 			labels[nlabels++] =
 				(struct fr_pprof_label){.key = "cgroup", .str = b->strs[s->cgroup]};
+		nlabels += profile_app_labels(b, s->app, labels + nlabels, FR_CHUNK_APP_PAIRS);
 		values[0] = (int64_t)s->count;
 		for (uint32_t e = 0; e < b->nev; e++)
 			values[1 + e] = cell_value(b, i, e);

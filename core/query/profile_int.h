@@ -71,6 +71,7 @@ struct gsample {
 	uint32_t pid, tid, cpu;
 	uint32_t comm, thread; /* indexes into strs */
 	uint32_t cgroup;       /* index into strs, or NO_CGROUP */
+	uint32_t app;	       /* application label set (b->apps[app - 1]), 0: none */
 	uint32_t nlocs;
 	uint64_t locs;	/* offset into locs arena */
 	uint64_t count; /* kept samples of every event */
@@ -84,6 +85,17 @@ struct gsample {
 struct gcell {
 	uint64_t n, v;
 	uint32_t rem;
+};
+
+struct fr_pprof_label;
+struct fr_chunk;
+
+/* An application label set of the profile: n (key, value) pairs of
+ * string indexes at app_pairs[first]. */
+struct gapp {
+	uint32_t first, n;
+	uint64_t hash;
+	bool ok; /* of the request's label filter */
 };
 
 /* A requested event. */
@@ -157,6 +169,15 @@ struct builder {
 	/* Downsampling's strata, per (cpu, event), over pass 2 (zeroed: the
 	 * grid method). */
 	struct fr_decimator dec;
+	/* Application labels (core/query/profile_app.c): the profile's sets,
+	 * and per chunk its set -> the profile's (0: none). */
+	struct gapp *apps;
+	uint32_t napps, apps_cap;
+	uint32_t *app_pairs;
+	uint32_t napp_pairs, app_pairs_cap;
+	struct hidx app_idx;
+	uint32_t *chunk_app;
+	uint32_t chunk_app_cap;
 };
 
 static inline uint64_t mix64(uint64_t x)
@@ -179,6 +200,16 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
  * `nstrings` strings. Returns 0 or -ENOMEM. */
 int profile_reset_stack_memo(struct builder *b, uint32_t nstacks, uint32_t nstrings);
 void profile_free_builder(struct builder *b);
+
+/* core/query/profile_app.c: the chunk's application label sets made the
+ * profile's (before its samples are added); sample i's set; the pprof
+ * labels of a set (at most max); the memory. */
+int profile_app_chunk(struct builder *b, const struct fr_chunk *c);
+uint32_t profile_app_of(const struct builder *b, const struct fr_chunk *c, uint32_t i);
+bool profile_app_ok(const struct builder *b, const struct fr_chunk *c, uint32_t i);
+size_t profile_app_labels(const struct builder *b, uint32_t app, struct fr_pprof_label *out,
+			  size_t max);
+void profile_app_free(struct builder *b);
 
 /* core/query/profile_open.c */
 int profile_open_note(struct builder *b, const struct fr_chunk *c, uint32_t i);

@@ -277,7 +277,8 @@ static int chunk_targets(struct builder *b, const struct fr_chunk *c, int names)
 			b->ls_cgroup[k] = (uint32_t)idx;
 		}
 	}
-	return 0;
+	/* The application label sets, for the rows and the label filter. */
+	return profile_app_chunk(b, c);
 }
 
 /* The index of sample `i`'s event among the requested ones when the
@@ -289,7 +290,7 @@ static int select_sample(const struct builder *b, const struct fr_chunk *c, uint
 	uint32_t id = c->event[i] == FR_EVENT_OFFCPU_OPEN ? FR_EVENT_OFFCPU : c->event[i];
 
 	if (c->time_ns[i] < b->req->t0 || c->time_ns[i] >= b->req->t1 ||
-	    !b->stack_ok[c->stack[i]] || !b->ls_ok[c->labelset[i]])
+	    !b->stack_ok[c->stack[i]] || !b->ls_ok[c->labelset[i]] || !profile_app_ok(b, c, i))
 		return -1;
 	if (b->stack_ok[c->stack[i]] == COMM_AT_SAMPLE &&
 	    !wanted_comm(b->req, c->strings[fr_chunk_comm_at(c, c->pid[i], c->time_ns[i])]))

@@ -150,7 +150,23 @@
  * recorder started have no entry: their creator is unknown, not guessed.
  *              v count; each: v gap (tid, as in section 1; the tid must be
  *              in the thread table), v creator tid (>= 1).
- * Section ids taken: 1 names, 2 creators.
+ *
+ * SECTION 3, APPLICATION LABELS (at most one; written only when a sample
+ * has application labels, so other chunks are what they were before):
+ * the labels a program set on the sampled thread (lib/flightrec/labels.h)
+ * in force at the sample's time, as the recorder joined them
+ * (recorder/applabels.c), or the recorder's reason why they are not known
+ * (key "flightrec.labels"). Their own string table, so the metadata
+ * above is unchanged:
+ *   strings:   count; each: v len (1..FR_CHUNK_STRING_MAX), len bytes.
+ *              These are ids 1..count; id 0 is "".
+ *   sets:      count (<= FR_CHUNK_APP_SETS_MAX); each: v npairs
+ *              (1..FR_CHUNK_APP_PAIRS), npairs x (v key id (>= 1), v value
+ *              id). These are sets 1..count; set 0 is "no labels".
+ *   app:       the set of each sample, as runs like the columns above
+ *              (v count; each: v set, v length), in the samples' order.
+ *   Nothing else in the section.
+ * Section ids taken: 1 names, 2 creators, 3 application labels.
  *
  * OPEN WAITS. A sample whose event is FR_EVENT_OFFCPU_OPEN (0x40000000,
  * core/store/sample.h) is not a sample but an open-wait record: thread
@@ -209,6 +225,14 @@
 #define FR_CHUNK_RAW_MAX (32u << 20)
 #define FR_CHUNK_COMP_MAX (32u << 20)
 #define FR_CHUNK_STRING_MAX 4096
+/* Pairs in one application label set, and distinct sets in one chunk (a
+ * sample beyond that has a reason label instead). */
+#define FR_CHUNK_APP_PAIRS 16
+#define FR_CHUNK_APP_SETS_MAX 4096
+/* The section ids of the block's optional sections. */
+#define FR_CHUNK_SECTION_APP 3
+/* The recorder's key for why a sample has no application labels. */
+#define FR_APP_REASON_KEY "flightrec.labels"
 
 struct fr_chunk_header {
 	uint32_t magic;
@@ -276,11 +300,23 @@ struct fr_map_info {
 	uint8_t build_id[FR_BUILD_ID_MAX];
 };
 
+/* One application label; the strings are borrowed (see app_labels). */
+struct fr_app_label {
+	const char *key, *value;
+};
+
 struct fr_chunk_meta_ops {
 	int (*proc)(void *arg, uint32_t pid, struct fr_proc_info *out);
 	int (*thread)(void *arg, uint32_t tid, struct fr_thread_info *out);
 	/* The mapping of `pid` that contains user address `addr`. */
 	int (*mapping)(void *arg, uint32_t pid, uint64_t addr, struct fr_map_info *out);
+	/* The application labels of a sample: of thread `tid` of `pid` at
+	 * `time_ns` (Unix ns), or, when `ref` is not 0, the sample's
+	 * fr_sample.app_ref. Fills at most FR_CHUNK_APP_PAIRS pairs of out,
+	 * borrowed until the next call, and returns how many (0: none).
+	 * Asked once per sample at seal time; may be NULL. */
+	int (*app_labels)(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns, uint32_t ref,
+			  struct fr_app_label *out);
 	void *arg;
 };
 
@@ -438,6 +474,15 @@ struct fr_chunk {
 	int64_t *time_ns;
 	uint32_t *tid, *pid, *cpu, *event, *rate_hz, *stack, *labelset;
 	uint64_t *weight;
+	/* Application labels ("application labels" above): strings (0 is
+	 * ""), sets (0 is none; keys and values are ids into app_strings)
+	 * and each sample's set. Chunks without them have napps == 1. */
+	uint32_t napp_strings;
+	const char **app_strings;
+	uint32_t napps;
+	struct fr_chunk_labelset *apps;
+	uint32_t *app_keys, *app_values;
+	uint32_t *app;
 };
 
 /* Decodes an encoded chunk (header + payload, `len` bytes), verifying the

@@ -72,12 +72,13 @@ struct fr_chunk_builder *fr_chunk_builder_new(uint32_t max_samples, size_t max_r
 	b->event = malloc(max_samples * sizeof(*b->event));
 	b->rate = malloc(max_samples * sizeof(*b->rate));
 	b->stack = malloc(max_samples * sizeof(*b->stack));
+	b->app_ref = malloc(max_samples * sizeof(*b->app_ref));
 	b->weight = malloc(max_samples * sizeof(*b->weight));
 	b->stacks = malloc(b->max_stacks * sizeof(*b->stacks));
 	b->frames = malloc(b->max_frames * sizeof(*b->frames));
 	b->table = malloc(slots * sizeof(*b->table));
-	if (!b->time || !b->tid || !b->cpu || !b->event || !b->rate || !b->stack || !b->weight ||
-	    !b->stacks || !b->frames || !b->table)
+	if (!b->time || !b->tid || !b->cpu || !b->event || !b->rate || !b->stack || !b->app_ref ||
+	    !b->weight || !b->stacks || !b->frames || !b->table)
 		goto err_free;
 	chunk_builder_reset(b);
 	return b;
@@ -106,6 +107,7 @@ void fr_chunk_builder_free(struct fr_chunk_builder *b)
 	free(b->event);
 	free(b->rate);
 	free(b->stack);
+	free(b->app_ref);
 	free(b->weight);
 	free(b->stacks);
 	free(b->frames);
@@ -209,6 +211,7 @@ int fr_chunk_builder_add_known(struct fr_chunk_builder *b, const struct fr_sampl
 	b->rate[b->nsamples] = s->rate_hz;
 	b->weight[b->nsamples] = s->weight;
 	b->stack[b->nsamples] = id;
+	b->app_ref[b->nsamples] = s->app_ref;
 	if (b->nsamples == 0 || s->time_ns < b->first_ns)
 		b->first_ns = s->time_ns;
 	if (b->nsamples == 0 || s->time_ns > b->last_ns)

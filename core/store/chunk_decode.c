@@ -626,6 +626,8 @@ static int decode_sections(struct rd *r, struct fr_chunk *c)
 			ret = chunk_decode_names(c, r->p, (size_t)len);
 		else if (id == FR_CHUNK_SECTION_CREATORS)
 			ret = chunk_decode_creators(c, r->p, (size_t)len);
+		else if (id == FR_CHUNK_SECTION_APP)
+			ret = chunk_app_decode(c, r->p, (size_t)len);
 		if (ret < 0)
 			return ret;
 		r->p += len;
@@ -673,9 +675,12 @@ int fr_chunk_decode(const void *buf, size_t len, struct fr_chunk **out)
 	    (ret = decode_pids(&d)) < 0 || (ret = decode_procs(&d)) < 0 ||
 	    (ret = decode_threads(&d)) < 0 || (ret = decode_maps(&d)) < 0 ||
 	    (ret = decode_stacks(&d)) < 0 || (ret = decode_labelsets(&d.r, c)) < 0 ||
-	    (ret = decode_events(&d.r, c)) < 0 || (ret = decode_samples(&d)) < 0)
+	    (ret = decode_events(&d.r, c)) < 0 || (ret = decode_samples(&d)) < 0 ||
+	    (ret = chunk_app_init(c)) < 0)
 		goto err;
 	ret = decode_sections(&d.r, c);
+	if (ret == 0)
+		ret = chunk_app_finish(c);
 	if (ret < 0)
 		goto err;
 	free(raw);
@@ -723,5 +728,12 @@ void fr_chunk_free(struct fr_chunk *c)
 	free(c->stack);
 	free(c->labelset);
 	free(c->weight);
+	if (c->app_strings)
+		free((void *)c->app_strings[0]);
+	free(c->app_strings);
+	free(c->apps);
+	free(c->app_keys);
+	free(c->app_values);
+	free(c->app);
 	free(c);
 }

@@ -382,7 +382,8 @@ static int seal_frame(struct seal *s, struct fr_chunk_builder *b, int64_t first_
 	h = (struct fr_chunk_header){
 		.magic = FR_CHUNK_MAGIC,
 		/* Without sections, readable by the builds before them. */
-		.version = s->nnames || s->ncreators ? FR_CHUNK_VERSION : FR_CHUNK_VERSION_MIN,
+		.version = s->nnames || s->ncreators || s->app_section ? FR_CHUNK_VERSION
+								       : FR_CHUNK_VERSION_MIN,
 		.header_len = FR_CHUNK_HEADER_LEN,
 		.seq = 0,
 		.first_ns = first_ns,
@@ -442,6 +443,8 @@ int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta
 		goto out;
 	seal_block(&s, b, first_ns);
 	ret = s.block.err;
+	if (ret == 0)
+		ret = chunk_app_seal(&s, b, ops);
 	if (ret < 0)
 		goto out;
 	if (s.block.len > FR_CHUNK_RAW_MAX) {

@@ -41,6 +41,7 @@ struct fr_chunk_builder {
 
 	int64_t *time;
 	uint32_t *tid, *cpu, *event, *rate, *stack;
+	uint32_t *app_ref; /* fr_sample.app_ref */
 	uint64_t *weight;
 
 	struct bstack *stacks;
@@ -233,6 +234,7 @@ struct seal {
 	uint32_t nnames;
 	struct wbuf creators; /* section 2's entries */
 	uint32_t ncreators, creator_prev;
+	int app_section; /* chunk_app_seal wrote section 3 */
 	/* Label sets: set k + 1 is ls[k]. Those of the chunk's processes come
 	 * first (pid_ls[pid index] is the set of the pid's samples, 0: none;
 	 * ls_slots finds a (cgroup, ppid) already given a set), then those of
@@ -273,12 +275,32 @@ int chunk_decode_names(struct fr_chunk *c, const unsigned char *p, size_t len);
  * read into c->threads. */
 void chunk_seal_creator(struct seal *s, uint32_t tid, uint32_t creator);
 int chunk_decode_creators(struct fr_chunk *c, const unsigned char *p, size_t len);
+/* A string table for `max_strings` entries (with "" as id 0); the id of
+ * `len` bytes, interned (-ENOMEM past the capacity); its release. */
+int chunk_strtab_init(struct strtab *t, size_t max_strings);
+int64_t chunk_strtab_intern_n(struct strtab *t, const void *s, size_t len);
+void chunk_strtab_fini(struct strtab *t);
 
 /* Writes the strings of t from id `from` on, as the block stores them. */
 void chunk_strtab_write(struct wbuf *w, const struct strtab *t, uint32_t from);
 
 /* Frees everything s holds (not s itself). */
 void chunk_seal_fini(struct seal *s);
+
+/* Appends the optional sections that follow the samples (the application
+ * labels, core/store/chunk_app.c) to s->block, asking ops->app_labels for
+ * each sample's. Returns 0 or -ENOMEM. */
+int chunk_app_seal(struct seal *s, const struct fr_chunk_builder *b,
+		   const struct fr_chunk_meta_ops *ops);
+
+/* Application labels (section 3) when decoding: chunk_app_init gives
+ * c->app, set 0 ("no labels") for every sample, before the sections;
+ * chunk_app_decode reads the section (`len` bytes at p; at most one);
+ * chunk_app_finish gives a chunk without one its empty tables. Each
+ * returns 0, -EBADMSG or -ENOMEM. */
+int chunk_app_init(struct fr_chunk *c);
+int chunk_app_decode(struct fr_chunk *c, const unsigned char *p, size_t len);
+int chunk_app_finish(struct fr_chunk *c);
 
 /* Writes the 64-byte header h, with its checksum, to p. */
 void chunk_header_write(unsigned char *p, const struct fr_chunk_header *h);

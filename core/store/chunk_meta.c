@@ -19,7 +19,7 @@
 
 #include "core/store/chunk_int.h"
 
-static int strtab_init(struct strtab *t, size_t max_strings)
+int chunk_strtab_init(struct strtab *t, size_t max_strings)
 {
 	size_t slots = 16;
 
@@ -38,7 +38,7 @@ static int strtab_init(struct strtab *t, size_t max_strings)
 	return 0;
 }
 
-static void strtab_fini(struct strtab *t)
+void chunk_strtab_fini(struct strtab *t)
 {
 	free(t->blob.p);
 	free(t->ent);
@@ -46,7 +46,7 @@ static void strtab_fini(struct strtab *t)
 }
 
 /* Returns the id of the `len` bytes at `s` (0 when len is 0), or -ENOMEM. */
-static int64_t strtab_intern_n(struct strtab *t, const void *s, size_t len)
+int64_t chunk_strtab_intern_n(struct strtab *t, const void *s, size_t len)
 {
 	const unsigned char *c = s;
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -77,7 +77,7 @@ static int64_t strtab_intern_n(struct strtab *t, const void *s, size_t len)
 /* Returns the id of `s` (NULL and "" are 0), or -ENOMEM. */
 static int64_t strtab_intern(struct strtab *t, const char *s)
 {
-	return s ? strtab_intern_n(t, s, strnlen(s, FR_CHUNK_STRING_MAX)) : 0;
+	return s ? chunk_strtab_intern_n(t, s, strnlen(s, FR_CHUNK_STRING_MAX)) : 0;
 }
 
 int64_t chunk_strtab_intern(struct strtab *t, const char *s)
@@ -178,8 +178,8 @@ void chunk_seal_fini(struct seal *s)
 	free(s->pids);
 	free(s->tids);
 	free(s->pairs);
-	strtab_fini(&s->strs);
-	strtab_fini(&s->bids);
+	chunk_strtab_fini(&s->strs);
+	chunk_strtab_fini(&s->bids);
 	free(s->procs.p);
 	free(s->threads.p);
 	free(s->maps.p);
@@ -240,7 +240,7 @@ static int seal_collect(struct seal *s, const struct fr_chunk_builder *b)
 
 static int64_t intern_build_id(struct seal *s, uint8_t len, const uint8_t *id)
 {
-	return strtab_intern_n(&s->bids, id, len > FR_BUILD_ID_MAX ? FR_BUILD_ID_MAX : len);
+	return chunk_strtab_intern_n(&s->bids, id, len > FR_BUILD_ID_MAX ? FR_BUILD_ID_MAX : len);
 }
 
 /* The string id of label key `name`, interned on first use into *key.
@@ -262,7 +262,7 @@ static int64_t intern_u32(struct seal *s, uint32_t v)
 		num[--n] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	return strtab_intern_n(&s->strs, num + n, sizeof(num) - n);
+	return chunk_strtab_intern_n(&s->strs, num + n, sizeof(num) - n);
 }
 
 /* The label set of a process in cgroup `path` (NULL or "": unknown) whose
@@ -497,10 +497,10 @@ int chunk_seal_meta(struct seal *s, const struct fr_chunk_builder *b,
 	s->max_anc = (uint32_t)s->npids + 64;
 	max_strings = 4 + 4 * s->npids + 2 * (size_t)s->max_anc + s->ntids + s->npairs +
 		      chunk_names_strings(s, ops);
-	ret = strtab_init(&s->strs, max_strings);
+	ret = chunk_strtab_init(&s->strs, max_strings);
 	if (ret < 0)
 		return ret;
-	ret = strtab_init(&s->bids, 1 + s->npids + s->npairs);
+	ret = chunk_strtab_init(&s->bids, 1 + s->npids + s->npairs);
 	if (ret < 0)
 		return ret;
 	ret = seal_procs(s, ops, first_ns);

@@ -287,6 +287,8 @@ struct ctx {
 	struct fr_name_change *chg;
 	struct mnames *names;
 	uint32_t nnames;
+	struct fr_chunk *const *parts;
+	uint64_t *app_base; /* part i's set k is app_ref app_base[i] + k */
 };
 
 static int cmp_mchange(const void *a, const void *b)
@@ -471,15 +473,60 @@ static int m_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_info 
 	return -ENOENT;
 }
 
+/* A merged sample's application labels: those of its set in its part,
+ * named by the app_ref the merge gave it (0: none). */
+static int m_app_labels(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns, uint32_t ref,
+			struct fr_app_label *out)
+{
+	const struct ctx *x = arg;
+	const struct fr_chunk *c;
+	const struct fr_chunk_labelset *ls;
+	size_t i = x->n;
+
+	if (ref == 0)
+		return 0;
+	while (i > 0 && x->app_base[i - 1] >= ref)
+		i--;
+	if (i == 0)
+		return 0;
+	c = x->parts[i - 1];
+	if (ref - x->app_base[i - 1] >= c->napps)
+		return 0;
+	ls = &c->apps[ref - x->app_base[i - 1]];
+	for (uint32_t k = 0; k < ls->npairs && k < FR_CHUNK_APP_PAIRS; k++) {
+		out[k].key = c->app_strings[c->app_keys[ls->first + k]];
+		out[k].value = c->app_strings[c->app_values[ls->first + k]];
+	}
+	return (int)(ls->npairs < FR_CHUNK_APP_PAIRS ? ls->npairs : FR_CHUNK_APP_PAIRS);
+}
+
+/* Numbers the parts' application label sets one after the other, so a
+ * sample's app_ref names its set in its part. */
+static uint64_t *app_bases(struct fr_chunk *const *parts, size_t n)
+{
+	uint64_t *base = malloc(n * sizeof(*base)), next = 0;
+
+	for (size_t i = 0; base && i < n; i++) {
+		base[i] = next;
+		next += parts[i]->napps ? parts[i]->napps - 1 : 0;
+	}
+	if (base && next >= UINT32_MAX) {
+		free(base);
+		return NULL;
+	}
+	return base;
+}
+
 int fr_chunk_merge(struct fr_chunk *const *parts, size_t n, size_t max_raw, void **out,
 		   size_t *out_len)
 {
 	struct fr_chunk_builder *b = NULL;
-	struct ctx x = {.n = n};
+	struct ctx x = {.n = n, .parts = parts};
 	struct fr_chunk_meta_ops ops = {
 		.proc = m_proc,
 		.thread = m_thread,
 		.mapping = m_mapping,
+		.app_labels = m_app_labels,
 		.arg = &x,
 	};
 	uint64_t total = 0;
@@ -492,8 +539,9 @@ int fr_chunk_merge(struct fr_chunk *const *parts, size_t n, size_t max_raw, void
 	if (n == 0 || total >= (1u << 26))
 		return -EFBIG;
 	x.ps = parts_init(parts, n);
+	x.app_base = app_bases(parts, n);
 	b = fr_chunk_builder_new(total ? (uint32_t)total : 1, max_raw);
-	if (!x.ps || !b || names_init(&x) < 0) {
+	if (!x.ps || !x.app_base || !b || names_init(&x) < 0) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -520,6 +568,9 @@ int fr_chunk_merge(struct fr_chunk *const *parts, size_t n, size_t max_raw, void
 				.nr_kernel = (uint16_t)st->nr_kernel,
 				.nr_frames = (uint16_t)st->nr_frames,
 				.ips = st->nr_frames ? &c->frames[st->first] : NULL,
+				.app_ref = c->app && c->app[k]
+						   ? (uint32_t)(x.app_base[i] + c->app[k])
+						   : 0,
 			};
 
 			ret = fr_chunk_builder_add_known(b, &s, &ids[c->stack[k]]);
@@ -539,6 +590,7 @@ int fr_chunk_merge(struct fr_chunk *const *parts, size_t n, size_t max_raw, void
 		ret = -EFBIG;
 out:
 	fr_chunk_builder_free(b);
+	free(x.app_base);
 	if (x.ps)
 		parts_fini(x.ps, n);
 	free(x.chg);

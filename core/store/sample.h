@@ -98,6 +98,10 @@ struct fr_sample {
 	uint16_t nr_kernel; /* leading entries of ips[] that are kernel frames */
 	uint16_t nr_frames; /* entries in ips[], leaf first, <= FR_MAX_FRAMES */
 	const uint64_t *ips;
+	/* 0: the chunk builder asks the seal's ops for the application
+	 * labels by (pid, tid, time); else a reference those ops resolve
+	 * (the merge's, to carry a sample's labels into the merged chunk). */
+	uint32_t app_ref;
 };
 
 /* Name ("cpu", "cycles", ...) and pprof unit ("nanoseconds", "count") of an

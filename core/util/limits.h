@@ -36,6 +36,12 @@
  * labels a process with it (longer paths of processes are cut there). */
 #define FR_LIMIT_CGROUP_LEN 256
 
+/* Application labels one request or session filters on (key=value, all
+ * of them), and a label key or value with its NUL (libflightrec's are
+ * shorter: lib/flightrec/labels.h). */
+#define FR_LIMIT_LABELS 8
+#define FR_LIMIT_LABEL_LEN 64
+
 _Static_assert(FR_LIMIT_SESSION_PIDS <= FR_LIMIT_PIDS, "a session's pids make one dump request");
 
 #endif

@@ -29,6 +29,7 @@
  * keeps it.
  */
 #include "tests/fuzz/fuzz.h"
+#include "tests/fuzz/fuzz_chunk_app.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -251,6 +252,7 @@ static void check_chunk_samples(const struct fr_chunk *c, const struct fr_chunk_
 			check_string(c, c->label_values[ls->first + k], "label value");
 		}
 	}
+	fuzz_check_app_sets(c);
 	for (uint32_t i = 0; i < c->nevents; i++)
 		(void)*(volatile uint64_t *)&c->events[i].truncated;
 
@@ -262,6 +264,8 @@ static void check_chunk_samples(const struct fr_chunk *c, const struct fr_chunk_
 			   c->nstacks);
 		FUZZ_CHECK(c->labelset[i] < c->nlabelsets, "sample %u: labelset %u of %u", i,
 			   c->labelset[i], c->nlabelsets);
+		FUZZ_CHECK(c->app[i] < c->napps, "sample %u: application set %u of %u", i,
+			   c->app[i], c->napps);
 		(void)fr_chunk_find_proc(c, c->pid[i]);
 		(void)fr_chunk_find_thread(c, c->tid[i]);
 		check_string(c, fr_chunk_thread_name_at(c, c->tid[i], c->time_ns[i]), "thread at");
@@ -464,6 +468,8 @@ static void rebuild(struct fr_chunk *c)
 	}
 	for (uint32_t i = 0; i < c2->nsamples; i++)
 		check_same_meta(c, c2, i);
+	FUZZ_CHECK(fuzz_app_digest(c) == fuzz_app_digest(c2),
+		   "the rebuilt chunk's application labels differ");
 out:
 	fr_chunk_free(c2);
 	free(buf);
@@ -639,6 +645,7 @@ static void seal_and_check(struct fr_chunk_builder *b)
 		.proc = build_proc,
 		.thread = build_thread,
 		.mapping = build_map,
+		.app_labels = fuzz_build_app_labels,
 	};
 	struct fr_chunk_header h;
 	struct fr_chunk *c = NULL;
@@ -665,6 +672,7 @@ static void seal_and_check(struct fr_chunk_builder *b)
 	FUZZ_CHECK(c->hdr.clock_offset == -42, "clock offset");
 	check_chunk(c, &h);
 	check_built(c);
+	fuzz_check_built_app(c);
 out:
 	fr_chunk_free(c);
 	free(buf);

@@ -1,6 +1,7 @@
 /* Seeds of the chunk target: chunks from the real chunk builder (typical,
- * deep stacks, extreme values, counters only), raw blocks, a hand-made
- * block with label sets, and records for the builder itself. */
+ * deep stacks, extreme values, counters only, application labels), raw
+ * blocks, a hand-made block with label sets, and records for the builder
+ * itself. */
 #include "tests/fuzz/make_seeds.h"
 
 #include <errno.h>
@@ -230,6 +231,59 @@ static void *chunk_names(size_t *len)
 			.weight = 10101010,
 			.rate_hz = 99,
 			.nr_frames = 2,
+			.ips = ips,
+		};
+
+		if (fr_chunk_builder_add(b, &s) < 0)
+			die("builder_add", ENOSPC);
+	}
+	{
+		void *buf = seal(b, &ops, len);
+
+		fr_chunk_builder_free(b);
+		return buf;
+	}
+}
+
+/* Application labels (the section after the samples): two threads
+ * renaming theirs, one without, and a reason label. */
+static int seed_app_labels(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns, uint32_t ref,
+			   struct fr_app_label *out)
+{
+	static char slot[24];
+
+	if (tid % 4 == 0)
+		return 0;
+	if (tid % 4 == 3) {
+		out[0] = (struct fr_app_label){FR_APP_REASON_KEY, "log wrapped"};
+		return 1;
+	}
+	snprintf(slot, sizeof(slot), "%lld", (long long)((time_ns - T0) / (50 * MS)));
+	out[0] = (struct fr_app_label){"endpoint", tid % 2 ? "/checkout" : "/search"};
+	out[1] = (struct fr_app_label){"slot", slot};
+	out[2] = (struct fr_app_label){"tenant", "42"};
+	return 3;
+}
+
+static void *chunk_app_labels(size_t *len)
+{
+	struct fr_chunk_builder *b = fr_chunk_builder_new(64, 1 << 20);
+	struct fr_chunk_meta_ops ops = meta;
+	uint64_t ips[4] = {0x555555554100ull, 0x555555554200ull, 0x555555554300ull,
+			   0x7ffff7c01000ull};
+
+	if (!b)
+		die("builder", ENOMEM);
+	ops.app_labels = seed_app_labels;
+	for (uint32_t n = 0; n < 40; n++) {
+		struct fr_sample s = {
+			.time_ns = T0 + (int64_t)n * 10 * MS,
+			.pid = 1000,
+			.tid = 1000 + n % 4,
+			.cpu = n % 2,
+			.weight = 10101010,
+			.rate_hz = 99,
+			.nr_frames = 4,
 			.ips = ips,
 		};
 
@@ -606,6 +660,11 @@ void make_chunk_seeds(void)
 	write_seed("chunk", "names-fixcrc", FUZZ_CHUNK_FIX_CRC, c, len);
 	blk = block_seed(c, &blen);
 	write_seed("chunk", "names-block", FUZZ_CHUNK_BLOCK, blk, blen);
+	c = chunk_app_labels(&len);
+	write_seed("chunk", "app-labels", FUZZ_CHUNK_AS_IS, c, len);
+	write_seed("chunk", "app-labels-fixcrc", FUZZ_CHUNK_FIX_CRC, c, len);
+	blk = block_seed(c, &blen);
+	write_seed("chunk", "app-labels-block", FUZZ_CHUNK_BLOCK, blk, blen);
 	free(blk);
 	free(c);
 

@@ -77,6 +77,8 @@ static void make_message_seeds(void)
 	ar.targets.ncomms = 1;
 	snprintf(ar.targets.comms[0], sizeof(ar.targets.comms[0]), "postgres");
 	snprintf(ar.targets.cgroup, sizeof(ar.targets.cgroup), "/system.slice/x.service");
+	fr_targets_add_label(&ar.targets, "tenant=42");
+	fr_targets_set_label_key(&ar.targets, "endpoint");
 	ar.format = FR_PROFILE_FOLDED;
 	ar.event_hz[1] = 19;
 	snprintf(ar.since_last, sizeof(ar.since_last), "hourly.db-1");

@@ -1,18 +1,22 @@
 /* Mounts a file system that never answers an open (tests/unit/fuse_hang.h)
  * and prints its directory; unmounts it and exits on SIGTERM, which makes
  * every request still waiting on it fail. Exits 77 when it cannot mount
- * (no root or no /dev/fuse). For stop_during_dump.sh. */
+ * (no root or no /dev/fuse). For stop_during_dump.sh; with the argument
+ * "open", opens are answered and only reads never are (labels_stall.sh
+ * maps a file whose pages never come in). */
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "tests/unit/fuse_hang.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct fuse_hang h;
 	sigset_t mask;
 	int sig, ret;
 
+	fuse_hang_answer_open = argc > 1 && strcmp(argv[1], "open") == 0;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);

@@ -14,6 +14,18 @@ for f in sbin/flightrecd bin/flightrec share/doc/flightrec/README.md \
 	share/doc/flightrec/performance.md; do
 	[ -e "$root/$f" ] || fail "meson install did not install $prefix/$f"
 done
+# libflightrec for programs to link: the library, its header and its
+# pkg-config file, and a program built against the installed copy runs.
+[ -e "$root/include/flightrec/labels.h" ] || fail "meson install did not install flightrec/labels.h"
+so=$(find "$T/root" -name 'libflightrec.so.1' | head -1)
+pc=$(find "$T/root" -name flightrec.pc | head -1)
+[ -n "$so" ] || fail "meson install did not install libflightrec.so.1"
+[ -n "$pc" ] || fail "meson install did not install flightrec.pc"
+grep -q '^Libs:.*-lflightrec' "$pc" || fail "flightrec.pc does not link -lflightrec"
+printf '#include <flightrec/labels.h>\nint main(void) { return fr_labels_set("k", "v"); }\n' >"$T/use.c"
+cc -I"$root/include" "$T/use.c" -L"$(dirname "$so")" -lflightrec -o "$T/use" 2>"$T/cc.err" ||
+	{ cat "$T/cc.err"; fail "a program does not build against the installed libflightrec"; }
+LD_LIBRARY_PATH=$(dirname "$so") "$T/use" || fail "a program using the installed libflightrec failed"
 unit=$(find "$T/root" -name flightrecd.service | head -1)
 [ -n "$unit" ] || fail "meson install did not install flightrecd.service"
 grep -q "^ExecStart=$prefix/sbin/flightrecd " "$unit" || fail "the unit does not start $prefix/sbin/flightrecd"

@@ -57,6 +57,11 @@ static void fuse_hang_reply(int fd, const struct fuse_in_header *in, int error, 
 		_exit(0);
 }
 
+/* Set before fuse_hang_start(): OPEN is answered, so the file can be
+ * opened and mapped, and only its READs never are (a mapping whose pages
+ * never come in). */
+static int fuse_hang_answer_open;
+
 static void fuse_hang_serve(int fd)
 {
 	static char buf[FUSE_MIN_READ_BUFFER + 65536];
@@ -106,6 +111,14 @@ static void fuse_hang_serve(int fd)
 			break;
 		}
 		case FUSE_OPEN:
+			if (fuse_hang_answer_open) {
+				struct fuse_open_out o;
+
+				memset(&o, 0, sizeof(o));
+				o.fh = 1;
+				fuse_hang_reply(fd, in, 0, &o, sizeof(o));
+			}
+			break;
 		case FUSE_CREATE:
 		case FUSE_READ:
 		case FUSE_FORGET:

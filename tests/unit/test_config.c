@@ -134,7 +134,13 @@ static const struct bad bad_configs[] = {
 	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"pids\":[0]}}]}",
 	 SRC ": sessions[0].targets.pids[0]: must be 1..2147483647, got 0"},
 	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"pid\":[1]}}]}",
-	 SRC ": sessions[0].targets.pid: unknown key (accepted: pids, comm, cgroup, uid)"},
+	 SRC ": sessions[0].targets.pid: unknown key (accepted: pids, comm, cgroup, uid, labels, "
+	     "label_key)"},
+	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"labels\":[\"tenant\"]}}]}",
+	 SRC ": sessions[0].targets.labels[0]: must be \"key=value\" with at most 63 characters "
+	     "each side, got \"tenant\""},
+	{"{\"sessions\":[{\"name\":\"x\",\"targets\":{\"label_key\":\"\"}}]}",
+	 SRC ": sessions[0].targets.label_key: must be a label key of 1..63 characters, got \"\""},
 	{"{\"socket\":true}", SRC ": socket: must be a path string or an object like "
 				  "{\"group\": \"flightrec\"}, got true"},
 	{"{\"socket\":{\"path\":\"\"}}",
@@ -634,9 +640,42 @@ static void test_unwind(void)
 	}
 }
 
+/* A session's label filter: read, printed and read back. */
+static void test_target_labels(void)
+{
+	static const char json[] =
+		"{\"sessions\":[{\"name\":\"checkout\",\"targets\":{\"comm\":[\"shop\"],"
+		"\"labels\":[\"tenant=42\",\"endpoint=/a=b\"],\"label_key\":\"phase\"}}]}";
+	struct fr_config cfg, back;
+	char err[512];
+	char *text;
+	const struct fr_targets *t;
+
+	if (fr_config_parse(&cfg, json, strlen(json), SRC, err, sizeof(err)) != 0) {
+		CHECK(0, "labels config: %s", err);
+		return;
+	}
+	t = &cfg.sessions[0].targets;
+	CHECK(t->nlabels == 2 && strcmp(t->label_keys[0], "tenant") == 0 &&
+		      strcmp(t->label_values[0], "42") == 0 &&
+		      strcmp(t->label_keys[1], "endpoint") == 0 &&
+		      strcmp(t->label_values[1], "/a=b") == 0 && strcmp(t->label_key, "phase") == 0,
+	      "session label filter read wrong");
+	text = fr_config_to_json(&cfg);
+	CHECK(text && fr_config_parse(&back, text, strlen(text), "printed", err, sizeof(err)) == 0,
+	      "printed labels config does not parse: %s", err);
+	if (text) {
+		CHECK(cfg_equal(&cfg, &back), "printed labels config differs");
+		fr_config_fini(&back);
+	}
+	free(text);
+	fr_config_fini(&cfg);
+}
+
 int main(void)
 {
 	test_default();
+	test_target_labels();
 	test_unwind();
 	test_errors();
 	test_all_or_nothing();

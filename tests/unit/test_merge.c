@@ -111,7 +111,9 @@ static int w_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_info 
 	return -ENOENT;
 }
 
-static const struct fr_chunk_meta_ops ops = {w_proc, w_thread, w_mapping, NULL};
+static const struct fr_chunk_meta_ops ops = {.proc = w_proc,
+					     .thread = w_thread,
+					     .mapping = w_mapping};
 
 static void world_reset(void)
 {

@@ -240,11 +240,40 @@ static void test_malformed(struct ring *rg)
 	}
 }
 
+/* Fills the stack below the caller with ones, so a sample the drain
+ * builds without setting every field shows it. */
+__attribute__((noinline)) static void dirty_stack(void)
+{
+	volatile unsigned char junk[65536];
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = 0xff;
+}
+
+/* Regression: the drain built its samples field by field and left
+ * app_ref (added later) as it found it on the stack; a non-zero app_ref
+ * tells the seal the sample's labels are already known, so cpu samples
+ * lost their application labels at random. */
+static void test_sample_app_ref_zero(struct ring *rg)
+{
+	struct rec r;
+	struct got g;
+
+	head(&r);
+	put64(&r, PERF_SAMPLE_REGS_ABI_NONE);
+	put64(&r, 0); /* no stack copy */
+	dirty_stack();
+	drain_one(rg, &r, &g);
+	CHECK(g.samples == 1, "%d samples, want 1", g.samples);
+	CHECK(g.s.app_ref == 0, "a drained sample has app_ref %u, not 0", g.s.app_ref);
+}
+
 int main(void)
 {
 	struct ring rg;
 
 	ring_init(&rg);
+	test_sample_app_ref_zero(&rg);
 	test_unwound(&rg);
 	test_kernel_thread(&rg);
 	test_compat(&rg);

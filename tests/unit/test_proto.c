@@ -73,13 +73,18 @@ static void test_attach_req(void)
 	r.targets.ncomms = 1;
 	snprintf(r.targets.comms[0], sizeof(r.targets.comms[0]), "postgres");
 	snprintf(r.targets.cgroup, sizeof(r.targets.cgroup), "/system.slice/x.service");
+	CHECK(fr_targets_add_label(&r.targets, "tenant=42") == 0 &&
+		      fr_targets_add_label(&r.targets, "q=a=b") == 0 &&
+		      fr_targets_set_label_key(&r.targets, "endpoint") == 0,
+	      "label filter");
 	r.format = FR_PROFILE_FOLDED;
 	r.by_cpu = 1;
 	check_text(fr_ipc_attach_req_encode(&r),
 		   "{\"req\":\"attach\",\"window_ns\":60000000000,\"hz\":99,"
 		   "\"events\":[\"cpu\",\"offcpu\"],\"pids\":[1234,5678],\"comm\":[\"postgres\"],"
-		   "\"cgroup\":\"/system.slice/x.service\",\"children\":true,\"format\":\"folded\","
-		   "\"by_cpu\":true}",
+		   "\"cgroup\":\"/system.slice/x.service\",\"children\":true,"
+		   "\"labels\":[\"tenant=42\",\"q=a=b\"],\"label_key\":\"endpoint\","
+		   "\"format\":\"folded\",\"by_cpu\":true}",
 		   "attach request");
 
 	obj = over_wire(fr_ipc_attach_req_encode(&r), NULL);
@@ -191,6 +196,10 @@ static const struct bad bad_attach[] = {
 	{"{\"window_ns\":1,\"cgroup\":\"system.slice\"}",
 	 "attach: \"cgroup\" must be a cgroup v2 path like \"/system.slice/nginx.service\" (at "
 	 "most 255 characters)"},
+	{"{\"window_ns\":1,\"labels\":[\"tenant\"]}",
+	 "attach: \"labels\" must be \"key=value\" strings of at most 63 characters each side"},
+	{"{\"window_ns\":1,\"label_key\":\"\"}",
+	 "attach: \"label_key\" must be a key of 1..63 characters"},
 	{"{\"window_ns\":1,\"events\":\"cpu\"}",
 	 "attach: \"events\" must be a non-empty array of event names"},
 	{"{\"window_ns\":1,\"events\":[]}",

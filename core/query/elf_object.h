@@ -1,0 +1,24 @@
+/* Where an exported data object of a mapped ELF file is in a process: for
+ * the recorder's application labels, whose root (fr_labels_registry) is
+ * found by name in libflightrec.so's dynamic symbol table. The file is
+ * another user's: it is read into memory by the caller (bounded) and
+ * parsed with every offset checked by libelf.
+ */
+#ifndef FR_CORE_ELF_OBJECT_H
+#define FR_CORE_ELF_OBJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Files larger than this are not looked into. */
+#define FR_ELF_OBJECT_FILE_MAX (16u << 20)
+
+/* For the ELF image of `size` bytes at `buf`, mapped in a process at some
+ * address `start` from file offset `pgoff`: the object `name` (a defined
+ * STT_OBJECT of .dynsym) of at least `min_size` bytes is at start + *rel.
+ * Returns 0, -ENOENT (no such object, or pgoff in no loaded segment),
+ * -ENOEXEC (not ELF) or -ENOMEM. */
+int fr_elf_object_rel(const void *buf, size_t size, const char *name, uint64_t min_size,
+		      uint64_t pgoff, int64_t *rel);
+
+#endif
