@@ -157,8 +157,9 @@ static void emit_short(struct task_struct *t, struct task_state *s, __u64 now)
 		c->short_recs++;
 }
 
-/* Emits thread t's pending wait; with_user: t is current, at the return
- * of its system call (ctx is that tracepoint's). */
+/* Emits thread t's pending wait; with_user 1: t is current, at the return
+ * of its system call (ctx is that tracepoint's); 0: a user thread whose
+ * user stack was not taken (marked so); 2: a kernel thread (none). */
 static void emit_long(void *ctx, struct task_struct *t, struct task_state *s, int with_user)
 {
 	struct fr_bpf_counters *c = counts();
@@ -188,18 +189,18 @@ static void emit_long(void *ctx, struct task_struct *t, struct task_state *s, in
 	bpf_probe_read_kernel(r->kips, sizeof(r->kips), p->kips);
 	r->h.flags = 0;
 	r->h.nr_user = 0;
-	if (with_user) {
+	if (with_user == 1) {
 		n = bpf_get_stack(ctx, r->uips, sizeof(r->uips), BPF_F_USER_STACK);
 		if (n > 0)
 			r->h.nr_user = (__u64)n / 8;
-	} else {
+	} else if (with_user == 0) {
 		r->h.flags = FR_BPF_WAIT_NO_USER;
 	}
 	bpf_ringbuf_submit(r, submit_flags());
 	if (c) {
-		if (with_user)
+		if (with_user == 1)
 			c->user_stacks++;
-		else
+		else if (with_user == 0)
 			c->no_user++;
 	}
 }
@@ -233,10 +234,13 @@ static void switch_in(void *ctx, struct task_struct *next, struct task_state *s,
 	p->cpu = s->out_cpu;
 	n = bpf_get_task_stack(next, p->kips, sizeof(p->kips), 0);
 	p->nr_kernel = n > 0 ? (__u64)n / 8 : 0;
-	s->pending = 1;
 	c = counts();
 	if (c)
 		c->long_waits++;
+	s->pending = 1;
+	/* A kernel thread has no user stack to wait for. */
+	if (next->flags & PF_KTHREAD)
+		emit_long(ctx, next, s, 2);
 }
 
 SEC("tp_btf/sched_switch")
