@@ -1,7 +1,8 @@
 /* Off-CPU by an eBPF program: the loader, the ring buffer's drain into
  * samples, and the open waits from the task iterator with their user
- * stacks walked by frame pointers. See recorder/bpf_offcpu.h; the program
- * is recorder/bpf/offcpu.bpf.c, its skeleton generated at build time.
+ * stacks from the walker (recorder/bpf_walk.c). See recorder/bpf_offcpu.h;
+ * the program is recorder/bpf/offcpu.bpf.c, its skeleton generated at
+ * build time.
  */
 #include "recorder/bpf_offcpu.h"
 
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -19,12 +19,10 @@
 #include "core/util/log.h"
 #include "recorder/offcpu.skel.h"
 #include "recorder/bpf/offcpu_bpf.h"
+#include "recorder/bpf_walk.h"
 
 /* The ring buffer: ~3,900 long waits (2 KiB each) between two drains. */
 #define RINGBUF_BYTES (8u << 20)
-/* User frames walked for an open wait, and bytes read from its stack at
- * once (most frame chains are in the first few KiB above sp). */
-#define WALK_WINDOW 8192u
 
 _Static_assert(FR_BPF_FRAMES == FR_MAX_FRAMES, "one stack half is FR_MAX_FRAMES frames");
 
@@ -41,7 +39,8 @@ struct fr_bpf_offcpu {
 	uint64_t samples, open_listed;
 	uint64_t ips[FR_MAX_FRAMES];
 	struct fr_bpf_open open;
-	uint8_t window[WALK_WINDOW];
+	/* The open waits' user stacks (recorder/bpf_walk.h). */
+	struct fr_bpf_walk *walk;
 };
 
 /* libbpf's messages go to our log, its debug chatter nowhere. */
@@ -121,6 +120,11 @@ int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, char *e
 			 strerror(-ret));
 		goto fail;
 	}
+	ret = fr_bpf_walk_new(&b->walk);
+	if (ret < 0) {
+		snprintf(err, errlen, "offcpu: cannot start the stack walker (%s)", strerror(-ret));
+		goto fail;
+	}
 	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.waits), on_record, b, NULL);
 	if (!b->rb) {
 		ret = -errno;
@@ -177,51 +181,6 @@ uint64_t fr_bpf_offcpu_drain(struct fr_bpf_offcpu *b, const struct fr_perf_handl
 	return n > 0 ? (uint64_t)n : 0;
 }
 
-/* Reads `len` bytes at `addr` of process `pid`, from the window read at
- * `base` when it holds them. Returns 0 or -1. */
-static int read_user(struct fr_bpf_offcpu *b, uint32_t pid, uint64_t base, size_t have,
-		     uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = {.iov_base = buf, .iov_len = len};
-	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-
-	if (addr >= base && addr - base <= have && have - (addr - base) >= len) {
-		memcpy(buf, b->window + (addr - base), len);
-		return 0;
-	}
-	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
-}
-
-/* The user stack of a blocked thread from its saved registers: its IP,
- * then the return addresses of the frame-pointer chain. The chain must
- * climb (a frame above the last), and ends at a zero frame pointer, an
- * address that cannot be read, or a full stack. Returns frames added. */
-static uint32_t walk_user(struct fr_bpf_offcpu *b, const struct fr_bpf_open *o, uint64_t *ips,
-			  uint32_t room)
-{
-	struct iovec local = {.iov_base = b->window, .iov_len = WALK_WINDOW};
-	struct iovec remote = {.iov_base = (void *)(uintptr_t)o->sp, .iov_len = WALK_WINDOW};
-	uint64_t bp = o->bp, frame[2];
-	ssize_t got;
-	size_t have;
-	uint32_t n = 0;
-
-	if (!room || !o->ip)
-		return 0;
-	ips[n++] = o->ip;
-	got = process_vm_readv((pid_t)o->pid, &local, 1, &remote, 1, 0);
-	have = got > 0 ? (size_t)got : 0;
-	while (n < room && bp && !(bp & 7) && bp >= o->sp) {
-		if (read_user(b, o->pid, o->sp, have, bp, frame, sizeof(frame)) < 0 || !frame[1])
-			break;
-		ips[n++] = frame[1];
-		if (frame[0] <= bp)
-			break;
-		bp = frame[0];
-	}
-	return n;
-}
-
 uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset, uint64_t now_mono,
 				  void (*fn)(void *arg, const struct fr_sample *s), void *arg)
 {
@@ -253,8 +212,20 @@ uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset,
 
 		memcpy(b->ips, o->kips, nk * sizeof(uint64_t));
 		n = nk;
-		if (o->has_regs)
-			n += walk_user(b, o, b->ips + nk, FR_MAX_FRAMES - nk);
+		if (o->has_regs && nk < FR_MAX_FRAMES) {
+			const struct fr_bpf_walk_regs r = {.pid = o->pid,
+							   .tid = o->tid,
+							   .start = o->start,
+							   .ip = o->ip,
+							   .sp = o->sp,
+							   .bp = o->bp};
+			uint32_t nu = fr_bpf_walk_get(b->walk, &r, b->ips + nk, FR_MAX_FRAMES - nk);
+
+			/* Not walked yet (it will be by the next seal): the IP. */
+			if (!nu && o->ip)
+				b->ips[nk + nu++] = o->ip;
+			n += nu;
+		}
 		s.nr_kernel = (uint16_t)nk;
 		s.nr_frames = (uint16_t)n;
 		fn(arg, &s);
@@ -268,12 +239,14 @@ uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset,
 void fr_bpf_offcpu_stats(const struct fr_bpf_offcpu *b, struct fr_perf_offcpu_stats *out)
 {
 	struct fr_bpf_counters *per = calloc((size_t)b->ncpus, sizeof(*per));
+	uint64_t walked;
 	uint32_t zero = 0;
 
 	out->mechanism = FR_PERF_OFFCPU_BPF;
 	out->min_wait_ns = b->min_wait_ns;
 	out->samples = __atomic_load_n(&b->samples, __ATOMIC_RELAXED);
 	out->open_listed = __atomic_load_n(&b->open_listed, __ATOMIC_RELAXED);
+	fr_bpf_walk_counts(b->walk, &out->walks, &walked, &out->walks_dropped);
 	if (!per || bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.counters), &zero, per) < 0) {
 		free(per);
 		return;
@@ -296,5 +269,6 @@ void fr_bpf_offcpu_close(struct fr_bpf_offcpu *b)
 	bpf_link__destroy(b->iter);
 	ring_buffer__free(b->rb);
 	offcpu_bpf__destroy(b->skel);
+	fr_bpf_walk_free(b->walk);
 	free(b);
 }

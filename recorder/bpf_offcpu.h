@@ -13,8 +13,9 @@
  *    exact sum, on the single marker frame FR_FRAME_NOTE_SHORT_WAITS: a
  *    profile's off-CPU total stays the measured nanoseconds.
  * Open waits: the threads switched out at least min_wait ago, their user
- * stacks walked by frame pointers from their saved registers with
- * process_vm_readv (bounded, errors end the walk).
+ * stacks walked by frame pointers from their saved registers on a thread
+ * of its own (recorder/bpf_walk.h): a wait listed for the first time has
+ * the user IP alone, its whole stack from the next seal on.
  *
  * Owned by the ingest thread, but fr_bpf_offcpu_stats (any thread).
  */

@@ -90,6 +90,8 @@ struct fr_perf_offcpu_stats {
 	uint64_t short_records; /* records of short waits added up */
 	uint64_t drops;		/* records the ring buffer had no room for */
 	uint64_t open_listed;	/* open waits listed at seals */
+	uint64_t walks;		/* their user stacks walked (recorder/bpf_walk.h) */
+	uint64_t walks_dropped; /* walks not asked: the walker was behind */
 };
 
 /* Callbacks for decoded records. Sample times are already converted to

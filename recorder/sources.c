@@ -638,6 +638,8 @@ static void add_offcpu_json(cJSON *ev, const struct fr_source *src)
 	fr_ipc_add_int(o, "short_records", (int64_t)st.short_records);
 	fr_ipc_add_int(o, "ringbuf_drops", (int64_t)st.drops);
 	fr_ipc_add_int(o, "open_listed", (int64_t)st.open_listed);
+	fr_ipc_add_int(o, "stack_walks", (int64_t)st.walks);
+	fr_ipc_add_int(o, "stack_walks_dropped", (int64_t)st.walks_dropped);
 }
 
 /* One element of "events". */

@@ -58,6 +58,13 @@ struct bpf_iter__task {
 /* Set by the loader before the program is loaded. */
 const volatile __u64 min_wait_ns = 1000000;
 
+/* Threads with a long wait pending now. The system call programs run at
+ * every system call of the machine; while no wait is pending (most of the
+ * time) they return after reading this, without a task storage lookup.
+ * A thread's own increment is made on its CPU before it runs again, so it
+ * sees it. */
+__u64 pending_n;
+
 /* Every thread that ran since the program was loaded (small). */
 struct task_state {
 	__u64 out; /* switched out at (0: running, or never seen leaving) */
@@ -168,6 +175,7 @@ static void emit_long(void *ctx, struct task_struct *t, struct task_state *s, in
 	long n;
 
 	s->pending = 0;
+	__sync_fetch_and_add(&pending_n, -1);
 	p = bpf_task_storage_get(&pendings, t, 0, 0);
 	if (!p)
 		return;
@@ -238,6 +246,7 @@ static void switch_in(void *ctx, struct task_struct *next, struct task_state *s,
 	if (c)
 		c->long_waits++;
 	s->pending = 1;
+	__sync_fetch_and_add(&pending_n, 1);
 	/* A kernel thread has no user stack to wait for. */
 	if (next->flags & PF_KTHREAD)
 		emit_long(ctx, next, s, 2);
@@ -271,9 +280,13 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct task_state *s = bpf_task_storage_get(&states, t, 0, 0);
+	struct task_struct *t;
+	struct task_state *s;
 
+	if (!pending_n)
+		return 0;
+	t = bpf_get_current_task_btf();
+	s = bpf_task_storage_get(&states, t, 0, 0);
 	if (s && s->pending)
 		emit_long(ctx, t, s, 1);
 	return 0;
@@ -282,9 +295,13 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct task_state *s = bpf_task_storage_get(&states, t, 0, 0);
+	struct task_struct *t;
+	struct task_state *s;
 
+	if (!pending_n)
+		return 0;
+	t = bpf_get_current_task_btf();
+	s = bpf_task_storage_get(&states, t, 0, 0);
 	if (s && s->pending)
 		emit_long(ctx, t, s, 0);
 	return 0;
