@@ -83,7 +83,7 @@
  *   every wait and takes stacks only for waits of at least "min_wait",
  *   default "1ms", 0..10s; shorter waits are counted exactly, added up
  *   per thread without a stack) or "perf" (sched_switch with a callchain
- *   at every switch, ~20x the cost; the only one that takes "dwarf", and
+ *   at every switch, 5-10x the cost; the only one that takes "dwarf", and
  *   the one used when the eBPF program cannot load). When several
  *   sessions record offcpu, "perf" wins if any asks for it, and the
  *   smallest "min_wait".

@@ -14,7 +14,12 @@
  *                  on the first CPU; the level it accepts is used on all.
  *   page-faults, context-switches, cpu-migrations
  *                  software, frequency mode like hardware.
- *   offcpu         tracepoint sched:sched_switch, every switch, with the
+ *   offcpu         by default by an eBPF program (offcpu_mechanism
+ *                  FR_PERF_OFFCPU_BPF, recorder/bpf_offcpu.h: samples of
+ *                  the same shape, stacks only for waits of min_wait or
+ *                  more, shorter ones added up on a note frame; no rings:
+ *                  one descriptor, the BPF ring buffer's). Otherwise
+ *                  tracepoint sched:sched_switch, every switch, with the
  *                  callchain of the task switched out. A sample is handed
  *                  over when that thread is switched in again: its stack is
  *                  the one at switch-out, its time the switch-in time, its
