@@ -603,14 +603,18 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 	p = perf_new(cfg);
 	if (!p)
 		return -ENOMEM;
+	/* offcpu by eBPF when asked and possible, else by perf, saying why
+	 * (status shows it). */
 	if (cfg->event == FR_EVENT_OFFCPU && cfg->offcpu_mechanism == FR_PERF_OFFCPU_BPF) {
-		if (cfg->stack_copy)
+		if (cfg->stack_copy) {
 			fr_set_err(p->bpf_fallback, sizeof(p->bpf_fallback),
 				   "offcpu: the eBPF mechanism walks frame pointers only, and "
 				   "\"dwarf\" is asked for");
-		else if (fr_bpf_offcpu_open(&p->bpf, cfg->min_wait_ns, p->bpf_fallback,
-					    sizeof(p->bpf_fallback)) == 0)
-			return *out = p, 0;
+		} else if (fr_bpf_offcpu_open(&p->bpf, cfg->min_wait_ns, p->bpf_fallback,
+					      sizeof(p->bpf_fallback)) == 0) {
+			*out = p;
+			return 0;
+		}
 		fr_log_warn("%s; recording offcpu with the perf mechanism", p->bpf_fallback);
 	}
 
