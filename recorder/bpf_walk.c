@@ -14,9 +14,10 @@
 #include "core/store/sample.h"
 #include "core/util/log.h"
 
-/* Threads whose stacks are remembered (a power of two), looked up in
- * PROBE consecutive slots; more blocked threads than that evict others. */
-#define SLOTS 4096u
+/* Threads whose stacks are remembered (a power of two; 1 KiB each,
+ * touched only when used), looked up in PROBE consecutive slots; more
+ * blocked threads than that evict others, which are walked again. */
+#define SLOTS 16384u
 #define PROBE 8u
 /* Walks waiting; more are dropped (asked again at the next seal). */
 #define QUEUE 256u
