@@ -11,9 +11,14 @@
  *                      after the last flush).
  * tp_btf/sys_exit      a pending wait takes the user stack at the return
  *                      of the system call it blocked in, and is emitted.
- * tp_btf/sys_enter     a wait still pending here was not in a system call
- *                      (a preemption, a page fault): emitted without a
- *                      user stack.
+ *                      A wait that was not in a system call has no user
+ *                      stack: a preemption is emitted at once, a page fault
+ *                      (or another way into the kernel) is told apart by
+ *                      its user IP (the kernel entry's, kept at the
+ *                      switch-in) differing from the system call's, here or
+ *                      at the thread's next switch-out. No program at
+ *                      sys_enter: every system call program costs every
+ *                      system call of the machine (docs/performance.md).
  * tp_btf/sched_process_exit  a thread's pending wait and short total go.
  * iter/task            at each seal, the threads switched out for at least
  *                      min_wait now (the open waits).
@@ -58,9 +63,9 @@ struct bpf_iter__task {
 /* Set by the loader before the program is loaded. */
 const volatile __u64 min_wait_ns = 1000000;
 
-/* Threads with a long wait pending now. The system call programs run at
+/* Threads with a long wait pending now. The system call program runs at
  * every system call of the machine; while no wait is pending (most of the
- * time) they return after reading this, without a task storage lookup.
+ * time) it returns after reading this, without a task storage lookup.
  * A thread's own increment is made on its CPU before it runs again, so it
  * sees it. */
 __u64 pending_n;
@@ -71,12 +76,14 @@ struct task_state {
 	__u64 short_ns, short_last, short_flushed;
 	__u32 short_n, out_cpu;
 	__u32 pending;
+	__u32 out_preempt; /* left the CPU preempted (still runnable) */
 };
 
 /* A thread whose last long wait waits for its user stack (created at the
  * first long wait; one per such thread). */
 struct pending_wait {
 	__u64 start, end;
+	__u64 uip; /* user IP of the kernel entry it blocked in */
 	__u32 cpu, nr_kernel;
 	__u64 kips[FR_BPF_FRAMES];
 };
@@ -213,6 +220,14 @@ static void emit_long(void *ctx, struct task_struct *t, struct task_state *s, in
 	}
 }
 
+/* The user IP saved at thread t's entry into the kernel (0: none). */
+static __u64 user_ip(struct task_struct *t)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+
+	return regs ? BPF_CORE_READ(regs, ip) : 0;
+}
+
 /* Thread `next` comes back after waiting since s->out. */
 static void switch_in(void *ctx, struct task_struct *next, struct task_state *s, __u64 now)
 {
@@ -247,9 +262,14 @@ static void switch_in(void *ctx, struct task_struct *next, struct task_state *s,
 		c->long_waits++;
 	s->pending = 1;
 	__sync_fetch_and_add(&pending_n, 1);
-	/* A kernel thread has no user stack to wait for. */
+	/* A kernel thread has no user stack to wait for; a preempted thread
+	 * was not waiting in a system call. */
 	if (next->flags & PF_KTHREAD)
 		emit_long(ctx, next, s, 2);
+	else if (s->out_preempt)
+		emit_long(ctx, next, s, 0);
+	else
+		p->uip = user_ip(next);
 }
 
 SEC("tp_btf/sched_switch")
@@ -262,8 +282,18 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 	if (prev->pid) {
 		s = bpf_task_storage_get(&states, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (s) {
+			/* Still pending and in another kernel entry: the
+			 * wait was not in a system call (a page fault). */
+			if (s->pending) {
+				struct pending_wait *p =
+					bpf_task_storage_get(&pendings, prev, 0, 0);
+
+				if (!p || user_ip(prev) != p->uip)
+					emit_long(ctx, prev, s, 0);
+			}
 			s->out = now;
 			s->out_cpu = bpf_get_smp_processor_id();
+			s->out_preempt = preempt;
 		}
 		c = counts();
 		if (c)
@@ -287,23 +317,12 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	t = bpf_get_current_task_btf();
 	s = bpf_task_storage_get(&states, t, 0, 0);
-	if (s && s->pending)
-		emit_long(ctx, t, s, 1);
-	return 0;
-}
+	if (s && s->pending) {
+		struct pending_wait *p = bpf_task_storage_get(&pendings, t, 0, 0);
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
-{
-	struct task_struct *t;
-	struct task_state *s;
-
-	if (!pending_n)
-		return 0;
-	t = bpf_get_current_task_btf();
-	s = bpf_task_storage_get(&states, t, 0, 0);
-	if (s && s->pending)
-		emit_long(ctx, t, s, 0);
+		/* The same kernel entry: the system call it blocked in. */
+		emit_long(ctx, t, s, p && p->uip == BPF_CORE_READ(regs, ip) ? 1 : 0);
+	}
 	return 0;
 }
 

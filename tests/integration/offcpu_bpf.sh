@@ -64,6 +64,26 @@ near "$((marker + long))" "$want" ||
 [ "$((marker + long))" -le "$(($(blocked_of "$T/short.out") * 101 / 100))" ] ||
 	fail "short waits: $marker + $long ns, more than the time around the sleeps"
 
+# Preempted, not blocked: two spinners sharing CPU 1 wait on the run
+# queue, outside any system call. Their off-CPU time has the note frame
+# saying the user stack was not taken, never a user stack (a stack from a
+# later system call would be someone else's story).
+taskset -c 1 "$BLOCK" mix 1 >"$T/m1.out" &
+M1=$!
+taskset -c 1 "$BLOCK" mix 1 >"$T/m2.out" &
+M2=$!
+sleep 3
+"$FLIGHTREC" attach --window 2s --event offcpu --pid "$M1,$M2" -o "$T/pre.pb.gz" 2>"$T/attach.err" ||
+	fail "attach failed: $(cat "$T/attach.err")"
+kill "$M1" "$M2"
+note=$(cum_ns "$T/pre.pb.gz" "[user stack not captured: not in a system call]")
+short=$(cum_ns "$T/pre.pb.gz" "[off-CPU waits under min_wait]")
+spin=$(cum_ns "$T/pre.pb.gz" fr_spin)
+echo "preempted spinners: $note ns without user stacks, $short ns of short waits, $spin ns on fr_spin"
+[ "$((note + short))" -gt 500000000 ] || fail "the spinners' run queue waits are missing"
+[ "$note" -gt 0 ] || fail "no preemption of 1 ms or more was marked as such"
+[ "$spin" = 0 ] || fail "a preempted spinner's wait has a user stack: $spin ns on fr_spin"
+
 "$FLIGHTREC" status --json >"$T/status.json" || fail "status --json failed"
 python3 - "$T/status.json" <<'PY' || fail "status counters: $(cat "$T/status.json")"
 import json, sys
