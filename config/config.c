@@ -39,7 +39,8 @@ const char fr_config_default_json[] =
 	"\t\"ring\": {\"size\": \"256MiB\", \"segment\": \"1MiB\", \"sync\": \"1s\"},\n"
 	"\t\"limits\": {\"max_rate_hz\": 10000, \"max_clients\": 64, \"query_memory\": \"256MiB\"},\n"
 	"\t\"sessions\": [\n"
-	"\t\t{\"name\": \"default\", \"events\": [{\"event\": \"cpu\", \"hz\": 99}]}\n"
+	"\t\t{\"name\": \"default\", \"events\": [{\"event\": \"cpu\", \"hz\": 99}, "
+	"{\"event\": \"offcpu\"}]}\n"
 	"\t]\n"
 	"}\n";
 
@@ -225,6 +226,8 @@ void fr_config_event_defaults(struct fr_config_event *ev)
 		ev->unwind = FR_CONFIG_UNWIND_FP;
 		ev->stack_copy = 0;
 	}
+	ev->mechanism = FR_CONFIG_OFFCPU_BPF;
+	ev->min_wait_ns = ev->event == FR_EVENT_OFFCPU ? FR_CONFIG_MIN_WAIT_DEFAULT : 0;
 }
 
 uint32_t fr_config_max_hz(const struct fr_config *cfg, uint32_t event)

@@ -83,6 +83,14 @@
  *   is 512B..64KiB-8, rounded up to a multiple of 8 (the kernel's limit),
  *   and only with "dwarf". When several sessions record one event, it is
  *   unwound with "dwarf" if any asks for it, with the largest stack_copy.
+ *   offcpu takes "mechanism": "bpf" (default: an eBPF program measures
+ *   every wait and takes stacks only for waits of at least "min_wait",
+ *   default "1ms", 0..10s; shorter waits are counted exactly, added up
+ *   per thread without a stack) or "perf" (sched_switch with a callchain
+ *   at every switch, 5-10x the cost; the only one that takes "dwarf", and
+ *   the one used when the eBPF program cannot load). When several
+ *   sessions record offcpu, "perf" wins if any asks for it, and the
+ *   smallest "min_wait".
  *   "targets" (default: the whole machine) narrows what the session's
  *   profiles hold: pids, command names, a cgroup v2 path (and below).
  *   }
@@ -134,6 +142,15 @@ enum fr_config_unwind {
 	FR_CONFIG_UNWIND_DWARF,	 /* a stack copy unwound with CFI tables */
 };
 
+/* How offcpu is recorded ("mechanism"). */
+enum fr_config_offcpu_mechanism {
+	FR_CONFIG_OFFCPU_BPF = 0, /* an eBPF program, stacks for waits >= min_wait */
+	FR_CONFIG_OFFCPU_PERF,	  /* sched_switch with a callchain at every switch */
+};
+/* "min_wait" default and bounds. */
+#define FR_CONFIG_MIN_WAIT_DEFAULT 1000000LL
+#define FR_CONFIG_MIN_WAIT_MAX 10000000000LL
+
 /* "stack_copy" bounds and default, in bytes. The kernel takes at most
  * 64 KiB - 8 (the record's size is 16 bits) in multiples of 8. */
 #define FR_CONFIG_STACK_COPY_MIN 512u
@@ -155,6 +172,10 @@ struct fr_config_event {
 	uint32_t stack_copy; /* bytes, a multiple of 8; 0 with FR_CONFIG_UNWIND_FP */
 	uint64_t period;     /* > 0: period mode, a sample every `period`
 			      * events (ns for cpu), hz 0 */
+	/* offcpu only: enum fr_config_offcpu_mechanism, and the shortest
+	 * wait the eBPF mechanism takes stacks for (ns). */
+	uint32_t mechanism;
+	int64_t min_wait_ns;
 };
 
 struct fr_config_session {

@@ -180,6 +180,16 @@ static bool add_events(cJSON *js, const struct fr_config_session *sess)
 					      size_text(sess->events[e].stack_copy, buf,
 							sizeof(buf)))))
 			return false;
+		if (sess->events[e].event == FR_EVENT_OFFCPU &&
+		    (!cJSON_AddStringToObject(ev, "mechanism",
+					      sess->events[e].mechanism == FR_CONFIG_OFFCPU_PERF
+						      ? "perf"
+						      : "bpf") ||
+		     (sess->events[e].mechanism == FR_CONFIG_OFFCPU_BPF &&
+		      !cJSON_AddStringToObject(ev, "min_wait",
+					       config_duration_text(sess->events[e].min_wait_ns,
+								    buf, sizeof(buf))))))
+			return false;
 	}
 	return true;
 }

@@ -393,10 +393,59 @@ static int parse_period(struct config_ctx *c, const cJSON *ev, const char *path,
 	return 0;
 }
 
+/* offcpu's "mechanism" and "min_wait" (unwind already parsed: "dwarf"
+ * needs the perf mechanism). */
+static int parse_offcpu(struct config_ctx *c, const cJSON *ev, const char *path,
+			struct fr_config_event *out)
+{
+	const cJSON *mech = cJSON_GetObjectItemCaseSensitive(ev, "mechanism");
+	const cJSON *min = cJSON_GetObjectItemCaseSensitive(ev, "min_wait");
+	char sub[PATH_MAX_LEN], got[64];
+	int ret;
+
+	if (out->event != FR_EVENT_OFFCPU) {
+		if (!mech && !min)
+			return 0;
+		config_join(sub, path, mech ? "mechanism" : "min_wait");
+		return config_fail(c, sub, "only offcpu takes it; leave it out");
+	}
+	if (mech) {
+		config_join(sub, path, "mechanism");
+		if (!cJSON_IsString(mech) || (strcmp(mech->valuestring, "bpf") != 0 &&
+					      strcmp(mech->valuestring, "perf") != 0))
+			return config_fail(c, sub, "must be \"bpf\" or \"perf\", got %s",
+					   config_describe(mech, got, sizeof(got)));
+		out->mechanism = strcmp(mech->valuestring, "perf") == 0 ? FR_CONFIG_OFFCPU_PERF
+									: FR_CONFIG_OFFCPU_BPF;
+	}
+	if (out->unwind == FR_CONFIG_UNWIND_DWARF) {
+		if (mech && out->mechanism == FR_CONFIG_OFFCPU_BPF) {
+			config_join(sub, path, "mechanism");
+			return config_fail(c, sub,
+					   "\"bpf\" walks frame pointers only; \"unwind\": "
+					   "\"dwarf\" needs \"perf\"");
+		}
+		out->mechanism = FR_CONFIG_OFFCPU_PERF;
+	}
+	if (!min)
+		return 0;
+	config_join(sub, path, "min_wait");
+	if (out->mechanism != FR_CONFIG_OFFCPU_BPF)
+		return config_fail(c, sub, "only used with \"mechanism\": \"bpf\"");
+	ret = config_get_duration(c, min, sub, 0, "\"1ms\", \"200us\"", &out->min_wait_ns);
+	if (ret < 0)
+		return ret;
+	if (out->min_wait_ns > FR_CONFIG_MIN_WAIT_MAX)
+		return config_fail(c, sub, "must be 0..10s, got %s",
+				   config_describe(min, got, sizeof(got)));
+	return 0;
+}
+
 static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 		       struct fr_config_session *sess, struct fr_config *cfg)
 {
-	static const char *const keys[] = {"event", "hz", "period", "unwind", "stack_copy"};
+	static const char *const keys[] = {"event",	 "hz",	      "period",	 "unwind",
+					   "stack_copy", "mechanism", "min_wait"};
 	char sub[PATH_MAX_LEN], got[64], names[256];
 	struct fr_config_event *out = &sess->events[sess->nevents];
 	const cJSON *name, *hz;
@@ -435,6 +484,8 @@ static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 	out->event = (uint32_t)id;
 	fr_config_event_defaults(out);
 	ret = parse_unwind(c, ev, path, out);
+	if (ret == 0)
+		ret = parse_offcpu(c, ev, path, out);
 	if (ret < 0)
 		return ret;
 
@@ -747,7 +798,11 @@ static int parse_sessions(struct config_ctx *c, const cJSON *sessions, struct fr
 		sess->events[0].event = FR_EVENT_CPU;
 		sess->events[0].hz = default_hz(cfg);
 		fr_config_event_defaults(&sess->events[0]);
-		sess->nevents = 1;
+		/* Off-CPU waits by the eBPF mechanism, cheap enough to be on
+		 * by default (docs/performance.md, "Off-CPU by eBPF"). */
+		sess->events[1].event = FR_EVENT_OFFCPU;
+		fr_config_event_defaults(&sess->events[1]);
+		sess->nevents = 2;
 		cfg->nsessions = 1;
 		return 0;
 	}

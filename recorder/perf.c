@@ -303,6 +303,7 @@ void fr_perf_close(struct fr_perf *p)
 	free(p->rings);
 	free(p->heap);
 	fr_offcpu_free(p->offcpu);
+	fr_bpf_offcpu_close(p->bpf);
 	free(p);
 }
 
@@ -613,6 +614,20 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 	p = perf_new(cfg);
 	if (!p)
 		return -ENOMEM;
+	/* offcpu by eBPF when asked and possible, else by perf, saying why
+	 * (status shows it). */
+	if (cfg->event == FR_EVENT_OFFCPU && cfg->offcpu_mechanism == FR_PERF_OFFCPU_BPF) {
+		if (cfg->stack_copy) {
+			fr_set_err(p->bpf_fallback, sizeof(p->bpf_fallback),
+				   "offcpu: the eBPF mechanism walks frame pointers only, and "
+				   "\"dwarf\" is asked for");
+		} else if (fr_bpf_offcpu_open(&p->bpf, cfg->min_wait_ns, p->bpf_fallback,
+					      sizeof(p->bpf_fallback)) == 0) {
+			*out = p;
+			return 0;
+		}
+		fr_log_warn("%s; recording offcpu with the perf mechanism", p->bpf_fallback);
+	}
 
 	base_attr(&attr);
 	if (cfg->event == FR_EVENT_OFFCPU) {
@@ -688,6 +703,8 @@ int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen)
 
 int fr_perf_enable(struct fr_perf *p, int enable)
 {
+	if (p->bpf)
+		return fr_bpf_offcpu_enable(p->bpf, enable);
 	for (unsigned i = 0; i < p->ncpus; i++)
 		if (ioctl(p->rings[i].fd, enable ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE,
 			  0) < 0)
@@ -699,7 +716,7 @@ int fr_perf_set_hz(struct fr_perf *p, uint32_t hz)
 {
 	uint64_t arg;
 
-	if (p->offcpu || p->sideband_only) {
+	if (p->offcpu || p->bpf || p->sideband_only) {
 		/* Nothing is sampled at a rate: keep the number for callers. */
 		p->hz = hz;
 		return 0;
@@ -755,20 +772,31 @@ void fr_perf_offcpu_stats(const struct fr_perf *p, struct fr_perf_offcpu_stats *
 {
 	const struct fr_perf_offcpu_stats *in = &p->offcpu_stats;
 
+	memset(out, 0, sizeof(*out));
+	if (p->bpf) {
+		fr_bpf_offcpu_stats(p->bpf, out);
+		return;
+	}
 	out->switch_outs = __atomic_load_n(&in->switch_outs, __ATOMIC_RELAXED);
 	out->switch_ins = __atomic_load_n(&in->switch_ins, __ATOMIC_RELAXED);
 	out->samples = __atomic_load_n(&in->samples, __ATOMIC_RELAXED);
 	out->evicted = __atomic_load_n(&in->evicted, __ATOMIC_RELAXED);
 	out->waiting = __atomic_load_n(&in->waiting, __ATOMIC_RELAXED);
 	out->capacity = p->offcpu ? FR_OFFCPU_ENTRIES : 0;
+	out->mechanism = FR_PERF_OFFCPU_PERF;
 }
 
 unsigned fr_perf_nfds(const struct fr_perf *p)
 {
-	return p->ncpus;
+	return p->bpf ? 1 : p->ncpus;
 }
 
 int fr_perf_fd(const struct fr_perf *p, unsigned i)
 {
-	return p->rings[i].fd;
+	return p->bpf ? fr_bpf_offcpu_fd(p->bpf) : p->rings[i].fd;
+}
+
+const char *fr_perf_offcpu_fallback(const struct fr_perf *p)
+{
+	return p->bpf_fallback[0] ? p->bpf_fallback : NULL;
 }

@@ -25,7 +25,12 @@
  *                  counter with others (running < enabled), the weights of
  *                  the samples drained are scaled by enabled/running
  *                  (fr_perf_mux_scale) and counted (fr_perf_pmu_stats).
- *   offcpu         tracepoint sched:sched_switch, every switch, with the
+ *   offcpu         by default by an eBPF program (offcpu_mechanism
+ *                  FR_PERF_OFFCPU_BPF, recorder/bpf_offcpu.h: samples of
+ *                  the same shape, stacks only for waits of min_wait or
+ *                  more, shorter ones added up on a note frame; no rings:
+ *                  one descriptor, the BPF ring buffer's). Otherwise
+ *                  tracepoint sched:sched_switch, every switch, with the
  *                  callchain of the task switched out. A sample is handed
  *                  over when that thread is switched in again: its stack is
  *                  the one at switch-out, its time the switch-in time, its
@@ -63,6 +68,12 @@ struct fr_perf_config {
 			      * unwind_find (x86-64 only) */
 	uint64_t period;     /* > 0: period mode, a sample every `period`
 			      * events (ns for cpu), hz ignored; not offcpu */
+	/* offcpu only: FR_PERF_OFFCPU_BPF records waits with an eBPF program
+	 * (recorder/bpf_offcpu.h; frame pointers only, falls back to the
+	 * perf mechanism when it cannot load), FR_PERF_OFFCPU_PERF with the
+	 * sched_switch tracepoint; and the shortest wait given a stack (bpf). */
+	uint32_t offcpu_mechanism;
+	uint64_t min_wait_ns;
 };
 
 /* What the PMU did with a sampling source: the precise_ip level asked for
@@ -75,6 +86,9 @@ struct fr_perf_pmu_stats {
 	uint64_t scaled_samples; /* samples whose weight was scaled up */
 	uint64_t reads_failed;	 /* drains that could not read the times */
 };
+
+/* fr_perf_config.offcpu_mechanism */
+enum { FR_PERF_OFFCPU_BPF = 0, FR_PERF_OFFCPU_PERF = 1 };
 
 /* How the user stacks of a source's samples were unwound (stack_copy
  * sources); counters only grow. */
@@ -95,6 +109,18 @@ struct fr_perf_offcpu_stats {
 	uint64_t evicted;     /* switch-outs dropped from a full table */
 	uint32_t waiting;     /* threads in the pairing table (either half) */
 	uint32_t capacity;    /* the table's entries */
+	/* The eBPF mechanism (mechanism FR_PERF_OFFCPU_BPF; switch_outs then
+	 * counts every switch, samples every record drained): */
+	uint32_t mechanism;
+	uint64_t min_wait_ns;
+	uint64_t long_waits;	/* waits of at least min_wait */
+	uint64_t user_stacks;	/* of them, emitted with the user stack */
+	uint64_t no_user;	/* emitted without (not in a system call) */
+	uint64_t short_records; /* records of short waits added up */
+	uint64_t drops;		/* records the ring buffer had no room for */
+	uint64_t open_listed;	/* open waits listed at seals */
+	uint64_t walks;		/* their user stacks walked (recorder/bpf_walk.h) */
+	uint64_t walks_dropped; /* walks not asked: the walker was behind */
 };
 
 /* Callbacks for decoded records. Sample times are already converted to
@@ -222,6 +248,10 @@ void fr_perf_unwind_stats(const struct fr_perf *p, struct fr_perf_unwind_stats *
 /* What offcpu source `p` did with the switches it saw so far (any thread;
  * read with relaxed atomics); all zero for other sources. */
 void fr_perf_offcpu_stats(const struct fr_perf *p, struct fr_perf_offcpu_stats *out);
+
+/* Why an offcpu source asked for the eBPF mechanism records with the perf
+ * one instead, or NULL. Valid as long as `p`. */
+const char *fr_perf_offcpu_fallback(const struct fr_perf *p);
 
 /* The stack copy `p` was opened with (0: frame pointers). */
 uint32_t fr_perf_stack_copy(const struct fr_perf *p);

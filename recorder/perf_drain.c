@@ -333,6 +333,8 @@ uint32_t fr_perf_offcpu_open(const struct fr_perf *p, int64_t clock_offset, uint
 	struct fr_offcpu_switch sw;
 	uint32_t cursor = 0, n = 0;
 
+	if (p->bpf)
+		return fr_bpf_offcpu_open_waits(p->bpf, clock_offset, now_mono, fn, arg);
 	if (!p->offcpu)
 		return 0;
 	while (fr_offcpu_open_next(p->offcpu, &cursor, &sw)) {
@@ -702,6 +704,8 @@ uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h, int64
 {
 	uint64_t records = 0;
 
+	if (p->bpf)
+		return fr_bpf_offcpu_drain(p->bpf, h, clock_offset);
 	if (p->heap)
 		return drain_ordered(p, h, clock_offset);
 	for (unsigned i = 0; i < p->ncpus; i++) {

@@ -28,6 +28,7 @@ void fr_perf_read_times(struct fr_perf *p, struct cpu_ring *r);
 #endif
 
 #include "core/store/sample.h"
+#include "recorder/bpf_offcpu.h"
 #include "recorder/offcpu.h"
 #include "recorder/perf.h"
 
@@ -86,6 +87,9 @@ struct fr_perf {
 	 * layout. */
 	struct fr_offcpu *offcpu;
 	struct switch_format swfmt;
+	/* offcpu by eBPF (no rings, no pairing table), or why not. */
+	struct fr_bpf_offcpu *bpf;
+	char bpf_fallback[256];
 	/* What the drain did with the switches (the ingest thread writes,
 	 * status reads: relaxed atomics). */
 	struct fr_perf_offcpu_stats offcpu_stats;

@@ -251,6 +251,8 @@ static struct fr_consumer *session_consumer(struct fr_sources *s,
 		c->unwind[c->nevents] = (uint8_t)(sess->events[e].unwind + 1);
 		c->stack_copy[c->nevents] = sess->events[e].stack_copy;
 		c->period[c->nevents] = sess->events[e].period;
+		c->mechanism[c->nevents] = (uint8_t)(sess->events[e].mechanism + 1);
+		c->min_wait_ns[c->nevents] = sess->events[e].min_wait_ns;
 		c->nevents++;
 	}
 	return c;
@@ -302,6 +304,10 @@ struct wants {
 	uint64_t period[FR_SOURCES_MAX]; /* the smallest asked; 0: none */
 	bool dwarf[FR_SOURCES_MAX], fp[FR_SOURCES_MAX];
 	uint32_t stack_copy[FR_SOURCES_MAX];
+	/* offcpu: perf if any consumer asks for it (or for dwarf), else bpf
+	 * with the smallest min_wait asked (-1: nobody said). */
+	bool perf[FR_SOURCES_MAX];
+	int64_t min_wait[FR_SOURCES_MAX];
 };
 
 /* The stack copy event k of `w` is to be opened with (0: frame pointers). */
@@ -339,8 +345,15 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 			w->dwarf[w->n] = w->fp[w->n] = false;
 			w->stack_copy[w->n] = 0;
 			w->period[w->n] = 0;
+			w->perf[w->n] = false;
+			w->min_wait[w->n] = -1;
 			w->hz[w->n++] = 0;
 		}
+		if (c->mechanism[e] == FR_CONFIG_OFFCPU_PERF + 1)
+			w->perf[i] = true;
+		else if (c->mechanism[e] &&
+			 (w->min_wait[i] < 0 || c->min_wait_ns[e] < w->min_wait[i]))
+			w->min_wait[i] = c->min_wait_ns[e];
 		if (c->hz[e] > w->hz[i])
 			w->hz[i] = c->hz[e];
 		if (c->period[e] && (!w->period[i] || c->period[e] < w->period[i]))
@@ -419,7 +432,9 @@ static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
 	struct fr_perf_config cfg = {.event = src->event,
 				     .hz = hz ? hz : 1,
 				     .stack_copy = stack_copy,
-				     .period = period};
+				     .period = period,
+				     .offcpu_mechanism = src->mechanism,
+				     .min_wait_ns = src->min_wait_ns};
 	struct fr_perf *perf = NULL;
 	char err[256];
 	int ret = fr_perf_open(&perf, &cfg, err, sizeof(err));
@@ -447,6 +462,11 @@ static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
 		else if (hz)
 			fr_log_info("%s: recording at %u Hz, %s", name, hz,
 				    unwind_text(stack_copy));
+		else if (src->event == FR_EVENT_OFFCPU && !fr_perf_offcpu_fallback(perf) &&
+			 src->mechanism == FR_PERF_OFFCPU_BPF)
+			fr_log_info("%s: recording every wait with eBPF, stacks of waits of "
+				    "%" PRIu64 " ns or more, %s",
+				    name, src->min_wait_ns, unwind_text(stack_copy));
 		else
 			fr_log_info("%s: recording every context switch, %s", name,
 				    unwind_text(stack_copy));
@@ -532,6 +552,11 @@ int fr_sources_reconcile(struct fr_sources *s)
 		uint32_t hz = fr_event_has_rate(w.event[k]) ? w.hz[k] : 0;
 		uint64_t period = fr_event_has_rate(w.event[k]) ? w.period[k] : 0;
 		uint32_t stack_copy = wanted_stack_copy(&w, k);
+		uint32_t mech = w.event[k] == FR_EVENT_OFFCPU && !w.perf[k] && !stack_copy
+					? FR_PERF_OFFCPU_BPF
+					: FR_PERF_OFFCPU_PERF;
+		uint64_t min_wait = w.min_wait[k] >= 0 ? (uint64_t)w.min_wait[k]
+						       : FR_CONFIG_MIN_WAIT_DEFAULT;
 
 		fr_event_format(w.event[k], name, sizeof(name));
 		if (!src) {
@@ -544,10 +569,14 @@ int fr_sources_reconcile(struct fr_sources *s)
 		/* A mode (period or frequency) is fixed at open. */
 		if (src->perf &&
 		    (stack_copy != src->stack_copy || !period != !src->period ||
+		     mech != src->mechanism ||
+		     (mech == FR_PERF_OFFCPU_BPF && min_wait != src->min_wait_ns) ||
 		     (!period && hz > src->hz && fr_perf_rings_too_small(src->perf, hz)))) {
 			close_for_reopen(s, src, name, &drained);
 			changed = 1;
 		}
+		src->mechanism = mech;
+		src->min_wait_ns = min_wait;
 		if (!src->perf)
 			changed |= open_source(s, src, hz, period, stack_copy, name);
 		else if (period && period != src->period)
@@ -640,6 +669,21 @@ static void add_offcpu_json(cJSON *ev, const struct fr_source *src)
 	fr_ipc_add_int(o, "evicted", (int64_t)st.evicted);
 	fr_ipc_add_int(o, "waiting", st.waiting);
 	fr_ipc_add_int(o, "capacity", st.capacity);
+	cJSON_AddStringToObject(o, "mechanism",
+				st.mechanism == FR_PERF_OFFCPU_BPF ? "bpf" : "perf");
+	if (fr_perf_offcpu_fallback(src->perf))
+		cJSON_AddStringToObject(o, "fallback", fr_perf_offcpu_fallback(src->perf));
+	if (st.mechanism != FR_PERF_OFFCPU_BPF)
+		return;
+	fr_ipc_add_int(o, "min_wait_ns", (int64_t)st.min_wait_ns);
+	fr_ipc_add_int(o, "long_waits", (int64_t)st.long_waits);
+	fr_ipc_add_int(o, "user_stacks", (int64_t)st.user_stacks);
+	fr_ipc_add_int(o, "no_user_stack", (int64_t)st.no_user);
+	fr_ipc_add_int(o, "short_records", (int64_t)st.short_records);
+	fr_ipc_add_int(o, "ringbuf_drops", (int64_t)st.drops);
+	fr_ipc_add_int(o, "open_listed", (int64_t)st.open_listed);
+	fr_ipc_add_int(o, "stack_walks", (int64_t)st.walks);
+	fr_ipc_add_int(o, "stack_walks_dropped", (int64_t)st.walks_dropped);
 }
 
 /* One element of "events". */

@@ -40,8 +40,12 @@ struct fr_source {
 	uint32_t hz;	      /* the rate in force (0 for offcpu and period mode) */
 	uint64_t period;      /* period mode: the period in force; else 0 */
 	uint32_t stack_copy;  /* bytes of user stack copied (0: frame pointers) */
-	char error[256];      /* why it is not recording; "" when it is */
-	int64_t since_ns;     /* Unix ns it started recording at this rate */
+	/* offcpu: the mechanism asked for (FR_PERF_OFFCPU_*; the source may
+	 * have fallen back, see fr_perf_offcpu_fallback) and min_wait. */
+	uint32_t mechanism;
+	uint64_t min_wait_ns;
+	char error[256];  /* why it is not recording; "" when it is */
+	int64_t since_ns; /* Unix ns it started recording at this rate */
 	/* Counters (atomics). */
 	uint64_t samples, lost, throttled, truncated;
 };
@@ -66,6 +70,10 @@ struct fr_consumer {
 	 * FR_CONFIG_UNWIND_* + 1, with the stack copy for dwarf. */
 	uint8_t unwind[FR_LIMIT_EVENTS];
 	uint32_t stack_copy[FR_LIMIT_EVENTS];
+	/* offcpu: 0 no opinion (a client), else FR_CONFIG_OFFCPU_* + 1 with
+	 * its min_wait. */
+	uint8_t mechanism[FR_LIMIT_EVENTS];
+	int64_t min_wait_ns[FR_LIMIT_EVENTS];
 	int64_t since_ns;
 };
 

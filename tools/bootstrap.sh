@@ -18,6 +18,7 @@ packages=(
 	build-essential meson ninja-build pkg-config
 	liburing-dev libzstd-dev zlib1g-dev libcjson-dev libelf-dev libdw-dev
 	golang-go linux-perf python3 gzip clang-format
+	clang libbpf-dev bpftool
 )
 
 install_deps() {

@@ -193,9 +193,9 @@ static int stack_locations(struct builder *b, const struct fr_chunk *c, uint32_t
 
 		if (j < st->nr_kernel) {
 			map = KERNEL_MAP;
-		} else if (FR_FRAME_IS_MARK(addr)) {
-			/* A marker frame: no mapping, its own address (named in
-			 * profile_symbolize()). */
+		} else if (FR_FRAME_IS_MARK(addr) || FR_FRAME_IS_NOTE(addr)) {
+			/* A marker or note frame: no mapping, its own address
+			 * (named in profile_symbolize()). */
 			lookup = addr;
 		} else {
 			const struct fr_chunk_map *m = fr_chunk_find_map(c, st->pid, addr);

@@ -210,6 +210,9 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 			/* Where the recorder's unwinding stopped, and why. */
 			snprintf(buf, sizeof(buf), "[truncated: %s]",
 				 fr_frame_mark_name(FR_FRAME_MARK_REASON(l->addr)));
+		} else if (FR_FRAME_IS_NOTE(l->addr)) {
+			snprintf(buf, sizeof(buf), "%s",
+				 fr_frame_note_name(FR_FRAME_NOTE_OF(l->addr)));
 		} else {
 			snprintf(buf, sizeof(buf), "[unknown] 0x%" PRIx64, l->addr);
 		}

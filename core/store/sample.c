@@ -84,3 +84,13 @@ const char *fr_frame_mark_name(unsigned reason)
 
 	return reason > 0 && reason < FR_FRAME_MARK_COUNT ? names[reason] : "unknown";
 }
+
+const char *fr_frame_note_name(unsigned note)
+{
+	static const char *const names[FR_FRAME_NOTE_COUNT] = {
+		[FR_FRAME_NOTE_SHORT_WAITS] = "[off-CPU waits under min_wait]",
+		[FR_FRAME_NOTE_NO_USER] = "[user stack not captured: not in a system call]",
+	};
+
+	return note > 0 && note < FR_FRAME_NOTE_COUNT ? names[note] : "[unknown note]";
+}

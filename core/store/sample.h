@@ -33,6 +33,19 @@ enum fr_frame_mark {
 /* The reason (enum fr_frame_mark) of a marker address. */
 #define FR_FRAME_MARK_REASON(addr) ((unsigned)((addr) / 16))
 
+/* Note frames: pseudo addresses (also below the first page, apart from the
+ * marker frames) that stand for what was not recorded as a stack. The
+ * off-CPU eBPF mechanism (recorder/bpf_offcpu.h) puts SHORT_WAITS as the
+ * only frame of a thread's waits under min_wait added up, and NO_USER
+ * after the kernel frames of a wait that was not in a system call (no
+ * user stack was taken). The query side names them (fr_frame_note_name). */
+enum fr_frame_note { FR_FRAME_NOTE_SHORT_WAITS = 1, FR_FRAME_NOTE_NO_USER, FR_FRAME_NOTE_COUNT };
+#define FR_FRAME_NOTE_ADDR(n) (0x800 + (uint64_t)(n)*16)
+#define FR_FRAME_IS_NOTE(addr)                                                                  \
+	((addr) >= FR_FRAME_NOTE_ADDR(1) && (addr) < FR_FRAME_NOTE_ADDR(FR_FRAME_NOTE_COUNT) && \
+	 ((addr)&15) == 0)
+#define FR_FRAME_NOTE_OF(addr) ((unsigned)(((addr)-0x800) / 16))
+
 /* Event identifiers as stored in chunks (one byte on disk is enough, the
  * column is a varint). The names and units are fixed by fr_event_name() and
  * fr_event_unit(); new events are appended, never renumbered. */
@@ -156,5 +169,10 @@ int fr_event_is_hardware(uint32_t event);
  * small", "no unwind info", "unwind table not ready", "bad unwind data",
  * "too many frames"; "unknown" out of range. */
 const char *fr_frame_mark_name(unsigned reason);
+
+/* The function name of a note frame (enum fr_frame_note): "[off-CPU waits
+ * under min_wait]", "[user stack not captured: not in a system call]";
+ * "[unknown note]" out of range. */
+const char *fr_frame_note_name(unsigned note);
 
 #endif

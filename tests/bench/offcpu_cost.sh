@@ -1,7 +1,8 @@
 #!/bin/bash
 # What recording off-CPU costs a program that switches context a lot:
-# flightrecd (cpu only; cpu + offcpu) against perf recording every
-# sched_switch with a callchain, against no recorder.
+# flightrecd (cpu only; cpu + offcpu by eBPF, the embedded default; cpu +
+# offcpu by the perf mechanism) against perf recording every sched_switch
+# with a callchain, against no recorder.
 #
 #   tests/bench/offcpu_cost.sh BUILD_DIR
 #
@@ -9,7 +10,8 @@
 #   COST_RUNS     rounds; medians reported (default 3)
 #   COST_SECONDS  seconds each workload run lasts (default 4)
 #   COST_WORK     workloads (default "pingpong pool"), see switches.c
-#   COST_CONFIGS  recorders (default "none cpu cpu+offcpu perf"; also
+#   COST_CONFIGS  recorders (default "none cpu cpu+offcpu-bpf
+#                 cpu+offcpu-perf perf"; also
 #                 "perf-nog": perf without -g, the tracepoint alone;
 #                 "bpf-count": bpftrace running offcpu_probe.bt, the
 #                 per-switch bookkeeping of an eBPF design, no stacks)
@@ -31,9 +33,15 @@
 #   none        nothing;
 #   cpu         flightrecd --config with the session
 #               {"event": "cpu", "hz": 99} (the default before off-CPU);
-#   cpu+offcpu  flightrecd --config with {"event": "cpu", "hz": 99},
-#               {"event": "offcpu", "unwind": "fp"} (FLIGHTRECD_CONFIG
-#               overrides the whole file, to measure another setting);
+#   cpu+offcpu-bpf
+#               flightrecd on its embedded default (no --config): cpu at
+#               99 Hz and offcpu by the eBPF mechanism, stacks of waits of
+#               1 ms or more (FLIGHTRECD_CONFIG gives a file instead, to
+#               measure another setting);
+#   cpu+offcpu-perf
+#               flightrecd --config with {"event": "cpu", "hz": 99},
+#               {"event": "offcpu", "mechanism": "perf"} (a callchain at
+#               every switch, the mechanism before eBPF);
 #   perf        perf record --no-buildid --no-buildid-cache
 #               -e sched:sched_switch -g -a -o T/perf.data.
 # Each round runs every recorder once, the order rotating. Figures (medians
@@ -50,7 +58,7 @@ build=$(cd "${1:?usage: offcpu_cost.sh BUILD_DIR}" && pwd)
 runs=${COST_RUNS:-3}
 secs=${COST_SECONDS:-4}
 works=${COST_WORK:-"pingpong pool"}
-configs=${COST_CONFIGS:-"none cpu cpu+offcpu perf"}
+configs=${COST_CONFIGS:-"none cpu cpu+offcpu-bpf cpu+offcpu-perf perf"}
 cpus=${COST_CPUS:-0}
 tck=$(getconf CLK_TCK)
 sw=$build/tests/bench/switches
@@ -74,11 +82,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo '{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99}]}]}' >"$T/cpu.json"
+echo '{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99},
+  {"event": "offcpu", "mechanism": "perf"}]}]}' >"$T/offcpu-perf.json"
 if [ -n "${FLIGHTRECD_CONFIG:-}" ]; then
-	cp "$FLIGHTRECD_CONFIG" "$T/offcpu.json"
-else
-	echo '{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99},
-	  {"event": "offcpu", "unwind": "fp"}]}]}' >"$T/offcpu.json"
+	cp "$FLIGHTRECD_CONFIG" "$T/offcpu-bpf.json"
 fi
 
 # CPU seconds of process $1 so far (all threads).
@@ -90,11 +97,15 @@ ctxt() { awk '/^ctxt/ { print $2 }' /proc/stat; }
 start_recorder() {
 	case $1 in
 	none) return ;;
-	cpu | cpu+offcpu)
-		local cfg=$T/cpu.json
-		[ "$1" = cpu+offcpu ] && cfg=$T/offcpu.json
+	cpu | cpu+offcpu-bpf | cpu+offcpu-perf)
+		local cfg=(--config "$T/cpu.json")
+		[ "$1" = cpu+offcpu-perf ] && cfg=(--config "$T/offcpu-perf.json")
+		if [ "$1" = cpu+offcpu-bpf ]; then
+			cfg=()
+			[ -f "$T/offcpu-bpf.json" ] && cfg=(--config "$T/offcpu-bpf.json")
+		fi
 		rm -f "$T/ring" "$T/sock"
-		"$build/recorder/flightrecd" --config "$cfg" --ring "$T/ring" --ring-size 64MiB \
+		"$build/recorder/flightrecd" "${cfg[@]}" --ring "$T/ring" --ring-size 64MiB \
 			--socket "$T/sock" >"$T/rec.log" 2>&1 &
 		ppid=$!
 		for _ in $(seq 100); do

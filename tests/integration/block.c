@@ -2,14 +2,16 @@
  * off-CPU checks.
  *
  *   block SECONDS [DELAY]
+ *   block short SECONDS
  *   block pipe THREADS
  *   block mix THREADS
  *
  * After sleeping DELAY seconds in main (so a profiler can attach first), a
  * thread calls fr_block_here() until SECONDS have been spent in it; each
  * call sleeps 20 ms in nanosleep. At exit it prints
- * "pid=PID tid=TID blocked_ns=N": the time measured around the blocking
- * calls. Built without inlining and with frame pointers so stacks unwind
+ * "pid=PID tid=TID blocked_ns=N wall_ns=W cpu_ns=C": the time measured
+ * around the blocking calls, and the thread's wall and CPU time. With "short", each call sleeps 100 us instead (waits far under
+ * the eBPF off-CPU mechanism's min_wait). Built without inlining and with frame pointers so stacks unwind
  * through the caller.
  *
  * With "pipe", THREADS threads block in read() on a pipe nobody writes,
@@ -43,10 +45,12 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static long sleep_ns = 20000000;
+
 __attribute__((noinline)) void fr_block_here(void);
 __attribute__((noinline)) void fr_block_here(void)
 {
-	struct timespec ts = {0, 20000000};
+	struct timespec ts = {0, sleep_ns};
 #if defined(__x86_64__)
 	long ret;
 	__asm__ volatile("syscall"
@@ -134,11 +138,20 @@ static int pipe_mode(int nthreads, int mix)
 }
 
 static double seconds;
-static int64_t blocked;
+static int64_t blocked, wall, cpu;
 static long tid;
+
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static void *worker(void *arg)
 {
+	int64_t w0 = now_ns(), c0 = thread_cpu_ns();
+
 	(void)arg;
 	tid = syscall(SYS_gettid);
 	while (blocked < (int64_t)(seconds * 1e9)) {
@@ -146,6 +159,8 @@ static void *worker(void *arg)
 		fr_block_here();
 		blocked += now_ns() - t0;
 	}
+	wall = now_ns() - w0;
+	cpu = thread_cpu_ns() - c0;
 	return NULL;
 }
 
@@ -154,13 +169,18 @@ int main(int argc, char **argv)
 	pthread_t t;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: block SECONDS [DELAY] | block pipe|mix THREADS\n");
+		fprintf(stderr, "usage: block [short] SECONDS [DELAY] | block pipe|mix THREADS\n");
 		return 2;
 	}
 	if (strcmp(argv[1], "pipe") == 0)
 		return pipe_mode(argc > 2 ? atoi(argv[2]) : 1, 0);
 	if (strcmp(argv[1], "mix") == 0)
 		return pipe_mode(argc > 2 ? atoi(argv[2]) : 1, 1);
+	if (strcmp(argv[1], "short") == 0 && argc > 2) {
+		sleep_ns = 100000;
+		argv++;
+		argc--;
+	}
 	seconds = atof(argv[1]);
 	if (argc > 2) {
 		double delay = atof(argv[2]);
@@ -169,6 +189,7 @@ int main(int argc, char **argv)
 	}
 	pthread_create(&t, NULL, worker, NULL);
 	pthread_join(t, NULL);
-	printf("pid=%d tid=%ld blocked_ns=%lld\n", (int)getpid(), tid, (long long)blocked);
+	printf("pid=%d tid=%ld blocked_ns=%lld wall_ns=%lld cpu_ns=%lld\n", (int)getpid(), tid,
+	       (long long)blocked, (long long)wall, (long long)cpu);
 	return 0;
 }

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Events beyond cpu: off-CPU time from sched_switch attributed to the
+# Events beyond cpu: off-CPU time from sched_switch (the perf mechanism,
+# asked for by name; tests/integration/offcpu_bpf.sh runs the default) attributed to the
 # function a thread blocked in (within 10% of the truth), several events in
 # one profile (one value column each), targets by command name and cgroup,
 # and hardware events: recorded where the machine has a PMU, refused with a
@@ -11,7 +12,7 @@ need_go
 cat >"$T/config.json" <<'JSON'
 {"sessions": [
   {"name": "always", "events": [{"event": "cpu", "hz": 99}]},
-  {"name": "waits", "events": [{"event": "offcpu"}, {"event": "cycles", "hz": 99}]}
+  {"name": "waits", "events": [{"event": "offcpu", "mechanism": "perf"}, {"event": "cycles", "hz": 99}]}
 ]}
 JSON
 start_daemon --config "$T/config.json"

@@ -196,7 +196,9 @@ static void check_offcpu_stats(const struct fr_perf *p, const struct offcpu_roun
 
 static void offcpu_round(const struct offcpu_round *r, uint64_t lo, uint64_t hi)
 {
-	const struct fr_perf_config cfg = {.event = FR_EVENT_OFFCPU, .hz = 0};
+	const struct fr_perf_config cfg = {.event = FR_EVENT_OFFCPU,
+					   .hz = 0,
+					   .offcpu_mechanism = FR_PERF_OFFCPU_PERF};
 	const struct fr_perf_handler h = {.sample = on_offcpu, .lost = on_lost};
 	struct fr_perf *p;
 	pthread_t move_thread;
@@ -268,7 +270,9 @@ int test_offcpu(void)
 		{"long blocks", 20, 50 * NS_PER_MS, 20000},
 		{"short blocks", 2000, NS_PER_MS / 2, 700},
 	};
-	const struct fr_perf_config cfg = {.event = FR_EVENT_OFFCPU, .hz = 0};
+	const struct fr_perf_config cfg = {.event = FR_EVENT_OFFCPU,
+					   .hz = 0,
+					   .offcpu_mechanism = FR_PERF_OFFCPU_PERF};
 	struct fr_perf *p = NULL;
 	char err[512];
 	Dl_info info;

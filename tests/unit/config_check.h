@@ -76,7 +76,9 @@ static inline int cfg_equal(const struct fr_config *a, const struct fr_config *b
 			    x->events[e].hz != y->events[e].hz ||
 			    x->events[e].unwind != y->events[e].unwind ||
 			    x->events[e].stack_copy != y->events[e].stack_copy ||
-			    x->events[e].period != y->events[e].period)
+			    x->events[e].period != y->events[e].period ||
+			    x->events[e].mechanism != y->events[e].mechanism ||
+			    x->events[e].min_wait_ns != y->events[e].min_wait_ns)
 				return 0;
 	}
 	return 1;

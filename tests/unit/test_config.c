@@ -46,10 +46,18 @@ static void test_default(void)
 	CHECK(cfg.nsessions == 1, "nsessions %u", cfg.nsessions);
 	CHECK(strcmp(cfg.sessions[0].name, "default") == 0, "session name %s",
 	      cfg.sessions[0].name);
-	CHECK(cfg.sessions[0].nevents == 1, "nevents %u", cfg.sessions[0].nevents);
+	CHECK(cfg.sessions[0].nevents == 2, "nevents %u", cfg.sessions[0].nevents);
 	CHECK(cfg.sessions[0].events[0].event == FR_EVENT_CPU, "event %u",
 	      cfg.sessions[0].events[0].event);
 	CHECK(cfg.sessions[0].events[0].hz == 99, "hz %u", cfg.sessions[0].events[0].hz);
+	/* Off-CPU is recorded by default, by the eBPF mechanism with stacks
+	 * of waits of 1 ms or more. */
+	CHECK(cfg.sessions[0].events[1].event == FR_EVENT_OFFCPU &&
+		      cfg.sessions[0].events[1].mechanism == FR_CONFIG_OFFCPU_BPF &&
+		      cfg.sessions[0].events[1].min_wait_ns == 1000000,
+	      "default offcpu: event %u mechanism %u min_wait %lld",
+	      cfg.sessions[0].events[1].event, cfg.sessions[0].events[1].mechanism,
+	      (long long)cfg.sessions[0].events[1].min_wait_ns);
 	CHECK(fr_config_max_hz(&cfg, FR_EVENT_CPU) == 99, "max hz cpu");
 	CHECK(fr_config_max_hz(&cfg, FR_EVENT_CYCLES) == 0, "max hz cycles");
 
@@ -105,7 +113,7 @@ static const struct bad bad_configs[] = {
 	{"{\"sessions\":[{\"name\":\"a\",\"evnts\":[]}]}",
 	 SRC ": sessions[0].evnts: unknown key (accepted: name, targets, triggers, events, users)"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"rate\":9}]}]}", SRC
-	 ": sessions[0].events[0].rate: unknown key (accepted: event, hz, period, unwind, stack_copy)"},
+	 ": sessions[0].events[0].rate: unknown key (accepted: event, hz, period, unwind, stack_copy, mechanism, min_wait)"},
 	{"{\"ring\":{\"size\":\"4MiB\",\"size\":\"8MiB\"}}", SRC ": ring.size: given twice"},
 	/* types */
 	{"{\"ring\":{\"size\":12}}",
@@ -383,7 +391,20 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].events[0].stack_copy: only used with \"unwind\": \"dwarf\"; leave it "
 	     "out with \"fp\""},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"unwnd\":\"fp\"}]}]}", SRC
-	 ": sessions[0].events[0].unwnd: unknown key (accepted: event, hz, period, unwind, stack_copy)"},
+	 ": sessions[0].events[0].unwnd: unknown key (accepted: event, hz, period, unwind, stack_copy, mechanism, min_wait)"},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"mechanism\":\"ebpf\"}]}]}",
+	 SRC ": sessions[0].events[0].mechanism: must be \"bpf\" or \"perf\", got \"ebpf\""},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"min_wait\":\"1ms\"}]}]}",
+	 SRC ": sessions[0].events[0].min_wait: only offcpu takes it; leave it out"},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"mechanism\":\"perf\","
+	 "\"min_wait\":\"1ms\"}]}]}",
+	 SRC ": sessions[0].events[0].min_wait: only used with \"mechanism\": \"bpf\""},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"min_wait\":\"11s\"}]}]}",
+	 SRC ": sessions[0].events[0].min_wait: must be 0..10s, got \"11s\""},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"mechanism\":\"bpf\","
+	 "\"unwind\":\"dwarf\"}]}]}",
+	 SRC ": sessions[0].events[0].mechanism: \"bpf\" walks frame pointers only; \"unwind\": "
+	     "\"dwarf\" needs \"perf\""},
 	{"{\"sessions\":[5]}", SRC
 	 ": sessions[0]: must be an object like {\"name\": \"always\", \"events\": [...]}, got 5"},
 };
@@ -636,6 +657,34 @@ static void test_unwind(void)
 		ev = cfg.sessions[1].events;
 		CHECK(ev[0].unwind == FR_CONFIG_UNWIND_DWARF && ev[0].stack_copy == 8192,
 		      "offcpu dwarf: %u %u", ev[0].unwind, ev[0].stack_copy);
+		/* A stack copy needs the perf mechanism. */
+		CHECK(ev[0].mechanism == FR_CONFIG_OFFCPU_PERF, "offcpu dwarf: mechanism %u",
+		      ev[0].mechanism);
+		fr_config_fini(&cfg);
+	}
+}
+
+/* offcpu's "mechanism" and "min_wait": read, defaulted, printed back. */
+static void test_offcpu_mechanism(void)
+{
+	struct fr_config cfg;
+	const struct fr_config_event *ev;
+
+	if (parse_ok(&cfg,
+		     "{\"sessions\":[{\"name\":\"a\",\"events\":["
+		     "{\"event\":\"offcpu\",\"min_wait\":\"200us\"}]},"
+		     "{\"name\":\"b\",\"events\":[{\"event\":\"offcpu\",\"mechanism\":\"perf\"}]},"
+		     "{\"name\":\"c\",\"events\":[{\"event\":\"offcpu\",\"mechanism\":\"bpf\","
+		     "\"min_wait\":\"0s\"}]}]}",
+		     NULL) == 0) {
+		ev = &cfg.sessions[0].events[0];
+		CHECK(ev->mechanism == FR_CONFIG_OFFCPU_BPF && ev->min_wait_ns == 200000,
+		      "min_wait 200us: %u %lld", ev->mechanism, (long long)ev->min_wait_ns);
+		ev = &cfg.sessions[1].events[0];
+		CHECK(ev->mechanism == FR_CONFIG_OFFCPU_PERF, "perf: %u", ev->mechanism);
+		ev = &cfg.sessions[2].events[0];
+		CHECK(ev->mechanism == FR_CONFIG_OFFCPU_BPF && ev->min_wait_ns == 0,
+		      "min_wait 0s: %u %lld", ev->mechanism, (long long)ev->min_wait_ns);
 		fr_config_fini(&cfg);
 	}
 }
@@ -677,6 +726,7 @@ int main(void)
 	test_default();
 	test_target_labels();
 	test_unwind();
+	test_offcpu_mechanism();
 	test_errors();
 	test_all_or_nothing();
 	test_oncall();

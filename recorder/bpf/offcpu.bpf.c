@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The off-CPU eBPF program: measures every wait of every thread at the
+ * scheduler, takes stacks only for the long ones.
+ *
+ * tp_btf/sched_switch  the thread leaving notes when (task storage); the
+ *                      thread coming in adds its wait: a wait of at least
+ *                      min_wait takes the kernel stack it blocked on and
+ *                      is left pending, a shorter one is added to the
+ *                      thread's running total (flushed as one SHORT record
+ *                      at SHORT_FLUSH_NS of waits or SHORT_FLUSH_AGE_NS
+ *                      after the last flush).
+ * tp_btf/sys_exit      a pending wait takes the user stack at the return
+ *                      of the system call it blocked in, and is emitted.
+ *                      A wait that was not in a system call has no user
+ *                      stack: a preemption is emitted at once, a page fault
+ *                      (or another way into the kernel) is told apart by
+ *                      its user IP (the kernel entry's, kept at the
+ *                      switch-in) differing from the system call's, here or
+ *                      at the thread's next switch-out. No program at
+ *                      sys_enter: every system call program costs every
+ *                      system call of the machine (docs/performance.md).
+ * tp_btf/sched_process_exit  a thread's pending wait and short total go.
+ * iter/task            at each seal, the threads switched out for at least
+ *                      min_wait now (the open waits).
+ *
+ * Kernel structures are read with CO-RE: only the fields used are
+ * declared (preserve_access_index), so no generated vmlinux.h is needed.
+ * Records: recorder/bpf/offcpu_bpf.h. Loaded by recorder/bpf_offcpu.c.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "recorder/bpf/offcpu_bpf.h"
+
+struct task_struct {
+	int pid;
+	int tgid;
+	unsigned int flags;
+	int exit_state;
+} __attribute__((preserve_access_index));
+
+struct pt_regs {
+	unsigned long bp;
+	unsigned long ip;
+	unsigned long sp;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter_meta {
+	struct seq_file *seq;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
+} __attribute__((preserve_access_index));
+
+#define PF_KTHREAD 0x00200000
+#define SHORT_FLUSH_NS 10000000ull	 /* 10 ms of short waits */
+#define SHORT_FLUSH_AGE_NS 1000000000ull /* or a second since the last flush */
+
+/* Set by the loader before the program is loaded. */
+const volatile __u64 min_wait_ns = 1000000;
+
+/* Threads with a long wait pending now. The system call program runs at
+ * every system call of the machine; while no wait is pending (most of the
+ * time) it returns after reading this, without a task storage lookup.
+ * A thread's own increment is made on its CPU before it runs again, so it
+ * sees it. */
+__u64 pending_n;
+
+/* Every thread that ran since the program was loaded (small). */
+struct task_state {
+	__u64 out; /* switched out at (0: running, or never seen leaving) */
+	__u64 short_ns, short_last, short_flushed;
+	__u32 short_n, out_cpu;
+	__u32 pending;
+	__u32 out_preempt; /* left the CPU preempted (still runnable) */
+};
+
+/* A thread whose last long wait waits for its user stack (created at the
+ * first long wait; one per such thread). */
+struct pending_wait {
+	__u64 start, end;
+	__u64 uip; /* user IP of the kernel entry it blocked in */
+	__u32 cpu, nr_kernel;
+	__u64 kips[FR_BPF_FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_state);
+} states SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pending_wait);
+} pendings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* set again by the loader */
+} waits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fr_bpf_counters);
+} counters SEC(".maps");
+
+/* The task iterator's record, too large for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fr_bpf_open);
+} open_scratch SEC(".maps");
+
+static struct fr_bpf_counters *counts(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&counters, &zero);
+}
+
+/* No wake-up per record: the recorder drains at least every second; it
+ * is woken early only when the ring is half full. */
+static __u64 submit_flags(void)
+{
+	return bpf_ringbuf_query(&waits, BPF_RB_AVAIL_DATA) >
+			       bpf_ringbuf_query(&waits, BPF_RB_RING_SIZE) / 2
+		       ? BPF_RB_FORCE_WAKEUP
+		       : BPF_RB_NO_WAKEUP;
+}
+
+static void emit_short(struct task_struct *t, struct task_state *s, __u64 now)
+{
+	struct fr_bpf_counters *c = counts();
+	struct fr_bpf_wait_head *r;
+
+	s->short_flushed = now;
+	if (!s->short_n)
+		return;
+	r = bpf_ringbuf_reserve(&waits, sizeof(*r), 0);
+	if (!r) {
+		if (c)
+			c->drops++;
+		return;
+	}
+	r->kind = FR_BPF_WAIT_SHORT;
+	r->pid = BPF_CORE_READ(t, tgid);
+	r->tid = BPF_CORE_READ(t, pid);
+	r->cpu = s->out_cpu;
+	r->start = 0;
+	r->end = s->short_last;
+	r->total = s->short_ns;
+	r->count = s->short_n;
+	r->flags = 0;
+	r->nr_kernel = 0;
+	r->nr_user = 0;
+	bpf_ringbuf_submit(r, submit_flags());
+	s->short_ns = 0;
+	s->short_n = 0;
+	if (c)
+		c->short_recs++;
+}
+
+/* Emits thread t's pending wait; with_user 1: t is current, at the return
+ * of its system call (ctx is that tracepoint's); 0: a user thread whose
+ * user stack was not taken (marked so); 2: a kernel thread (none). */
+static void emit_long(void *ctx, struct task_struct *t, struct task_state *s, int with_user)
+{
+	struct fr_bpf_counters *c = counts();
+	struct pending_wait *p;
+	struct fr_bpf_wait *r;
+	long n;
+
+	s->pending = 0;
+	__sync_fetch_and_add(&pending_n, -1);
+	p = bpf_task_storage_get(&pendings, t, 0, 0);
+	if (!p)
+		return;
+	r = bpf_ringbuf_reserve(&waits, sizeof(*r), 0);
+	if (!r) {
+		if (c)
+			c->drops++;
+		return;
+	}
+	r->h.kind = FR_BPF_WAIT_LONG;
+	r->h.pid = BPF_CORE_READ(t, tgid);
+	r->h.tid = BPF_CORE_READ(t, pid);
+	r->h.cpu = p->cpu;
+	r->h.start = p->start;
+	r->h.end = p->end;
+	r->h.total = p->end - p->start;
+	r->h.count = 1;
+	r->h.nr_kernel = p->nr_kernel;
+	bpf_probe_read_kernel(r->kips, sizeof(r->kips), p->kips);
+	r->h.flags = 0;
+	r->h.nr_user = 0;
+	if (with_user == 1) {
+		n = bpf_get_stack(ctx, r->uips, sizeof(r->uips), BPF_F_USER_STACK);
+		if (n > 0)
+			r->h.nr_user = (__u64)n / 8;
+	} else if (with_user == 0) {
+		r->h.flags = FR_BPF_WAIT_NO_USER;
+	}
+	bpf_ringbuf_submit(r, submit_flags());
+	if (c) {
+		if (with_user == 1)
+			c->user_stacks++;
+		else if (with_user == 0)
+			c->no_user++;
+	}
+}
+
+/* The user IP saved at thread t's entry into the kernel (0: none). */
+static __u64 user_ip(struct task_struct *t)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+
+	return regs ? BPF_CORE_READ(regs, ip) : 0;
+}
+
+/* Thread `next` comes back after waiting since s->out. */
+static void switch_in(void *ctx, struct task_struct *next, struct task_state *s, __u64 now)
+{
+	__u64 wait = now - s->out;
+	struct pending_wait *p;
+	struct fr_bpf_counters *c;
+	long n;
+
+	s->out = 0;
+	if (wait < min_wait_ns) {
+		s->short_ns += wait;
+		s->short_n++;
+		s->short_last = now;
+		if (s->short_ns >= SHORT_FLUSH_NS || now - s->short_flushed >= SHORT_FLUSH_AGE_NS)
+			emit_short(next, s, now);
+		return;
+	}
+	/* A wait that never got its user stack (two long waits in one
+	 * system call) goes now, without one. */
+	if (s->pending)
+		emit_long(ctx, next, s, 0);
+	p = bpf_task_storage_get(&pendings, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p)
+		return;
+	p->start = now - wait;
+	p->end = now;
+	p->cpu = s->out_cpu;
+	n = bpf_get_task_stack(next, p->kips, sizeof(p->kips), 0);
+	p->nr_kernel = n > 0 ? (__u64)n / 8 : 0;
+	c = counts();
+	if (c)
+		c->long_waits++;
+	s->pending = 1;
+	__sync_fetch_and_add(&pending_n, 1);
+	/* A kernel thread has no user stack to wait for; a preempted thread
+	 * was not waiting in a system call. */
+	if (next->flags & PF_KTHREAD)
+		emit_long(ctx, next, s, 2);
+	else if (s->out_preempt)
+		emit_long(ctx, next, s, 0);
+	else
+		p->uip = user_ip(next);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct fr_bpf_counters *c;
+	struct task_state *s;
+
+	if (prev->pid) {
+		s = bpf_task_storage_get(&states, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (s) {
+			/* Still pending and in another kernel entry: the
+			 * wait was not in a system call (a page fault). */
+			if (s->pending) {
+				struct pending_wait *p =
+					bpf_task_storage_get(&pendings, prev, 0, 0);
+
+				if (!p || user_ip(prev) != p->uip)
+					emit_long(ctx, prev, s, 0);
+			}
+			s->out = now;
+			s->out_cpu = bpf_get_smp_processor_id();
+			s->out_preempt = preempt;
+		}
+		c = counts();
+		if (c)
+			c->switches++;
+	}
+	if (next->pid) {
+		s = bpf_task_storage_get(&states, next, 0, 0);
+		if (s && s->out)
+			switch_in(ctx, next, s, now);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *t;
+	struct task_state *s;
+
+	if (!pending_n)
+		return 0;
+	t = bpf_get_current_task_btf();
+	s = bpf_task_storage_get(&states, t, 0, 0);
+	if (s && s->pending) {
+		struct pending_wait *p = bpf_task_storage_get(&pendings, t, 0, 0);
+
+		/* The same kernel entry: the system call it blocked in. */
+		emit_long(ctx, t, s, p && p->uip == BPF_CORE_READ(regs, ip) ? 1 : 0);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *t)
+{
+	struct task_state *s = bpf_task_storage_get(&states, t, 0, 0);
+
+	if (!s)
+		return 0;
+	if (s->pending)
+		emit_long(ctx, t, s, 0);
+	emit_short(t, s, bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("iter/task")
+int list_open(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct fr_bpf_open *r;
+	struct task_state *s;
+	__u32 zero = 0;
+	struct pt_regs *regs;
+	__u64 now;
+	long n;
+
+	if (!t || !t->pid || t->exit_state)
+		return 0;
+	s = bpf_task_storage_get(&states, t, 0, 0);
+	if (!s || !s->out)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (now < s->out || now - s->out < min_wait_ns)
+		return 0;
+	r = bpf_map_lookup_elem(&open_scratch, &zero);
+	if (!r)
+		return 0;
+	r->pid = t->tgid;
+	r->tid = t->pid;
+	r->start = s->out;
+	r->cpu = s->out_cpu;
+	n = bpf_get_task_stack(t, r->kips, sizeof(r->kips), 0);
+	r->nr_kernel = n > 0 ? (__u64)n / 8 : 0;
+	r->has_regs = 0;
+	r->pad = 0;
+	r->ip = r->sp = r->bp = 0;
+	if (!(t->flags & PF_KTHREAD)) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(t);
+		if (regs) {
+			r->has_regs = 1;
+			r->ip = BPF_CORE_READ(regs, ip);
+			r->sp = BPF_CORE_READ(regs, sp);
+			r->bp = BPF_CORE_READ(regs, bp);
+		}
+	}
+	bpf_seq_write(ctx->meta->seq, r, sizeof(*r));
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

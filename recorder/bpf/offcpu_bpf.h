@@ -1,0 +1,71 @@
+/* The records the off-CPU eBPF program (recorder/bpf/offcpu.bpf.c) hands
+ * to the recorder (recorder/bpf_offcpu.c): shared by both sides, so only
+ * fixed-size types and no libc.
+ *
+ * On the BPF ring buffer:
+ *   struct fr_bpf_wait  one wait of at least min_wait (kind LONG), with the
+ *                       kernel stack it blocked on and, when the thread was
+ *                       in a system call, its user stack taken at the
+ *                       call's return; or the short waits of a thread added
+ *                       up (kind SHORT, no stack).
+ * From the task iterator (one read of its seq file at each seal):
+ *   struct fr_bpf_open  a thread switched out at least min_wait ago and not
+ *                       back: its kernel stack and the user registers the
+ *                       recorder walks the frame-pointer chain from.
+ */
+#ifndef FR_RECORDER_BPF_OFFCPU_BPF_H
+#define FR_RECORDER_BPF_OFFCPU_BPF_H
+
+#include <linux/types.h>
+
+/* Frames of each half of a stack, as FR_MAX_FRAMES (core/store/sample.h). */
+#define FR_BPF_FRAMES 127
+
+enum fr_bpf_wait_kind {
+	FR_BPF_WAIT_LONG = 1,
+	FR_BPF_WAIT_SHORT = 2,
+};
+
+/* fr_bpf_wait.flags */
+#define FR_BPF_WAIT_NO_USER 1u /* not in a system call: no user stack */
+
+struct fr_bpf_wait_head {
+	__u32 kind;
+	__u32 pid, tid;
+	__u32 cpu;   /* the CPU it left (LONG) or the last it left (SHORT) */
+	__u64 start; /* LONG: switched out (CLOCK_MONOTONIC ns) */
+	__u64 end;   /* LONG: switched in; SHORT: the last wait's end */
+	__u64 total; /* SHORT: ns of the waits added up; LONG: end - start */
+	__u32 count; /* SHORT: how many waits */
+	__u32 flags;
+	__u32 nr_kernel, nr_user;
+};
+
+struct fr_bpf_wait {
+	struct fr_bpf_wait_head h;
+	__u64 kips[FR_BPF_FRAMES];
+	__u64 uips[FR_BPF_FRAMES];
+};
+
+struct fr_bpf_open {
+	__u32 pid, tid;
+	__u64 start; /* switched out (CLOCK_MONOTONIC ns) */
+	__u32 cpu;
+	__u32 nr_kernel;
+	__u32 has_regs; /* a user thread: ip, sp, bp are its user registers */
+	__u32 pad;
+	__u64 ip, sp, bp;
+	__u64 kips[FR_BPF_FRAMES];
+};
+
+/* Per-CPU counters (an array map of one struct per CPU). */
+struct fr_bpf_counters {
+	__u64 switches;	   /* sched_switch seen (the idle task's excluded) */
+	__u64 long_waits;  /* waits of at least min_wait */
+	__u64 user_stacks; /* long waits emitted with a user stack */
+	__u64 no_user;	   /* long waits emitted without one (not in a syscall) */
+	__u64 short_recs;  /* short-wait records emitted */
+	__u64 drops;	   /* records the ring buffer had no room for */
+};
+
+#endif

@@ -1,0 +1,274 @@
+/* Off-CPU by an eBPF program: the loader, the ring buffer's drain into
+ * samples, and the open waits from the task iterator with their user
+ * stacks from the walker (recorder/bpf_walk.c). See recorder/bpf_offcpu.h;
+ * the program is recorder/bpf/offcpu.bpf.c, its skeleton generated at
+ * build time.
+ */
+#include "recorder/bpf_offcpu.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "core/store/sample.h"
+#include "core/util/log.h"
+#include "recorder/offcpu.skel.h"
+#include "recorder/bpf/offcpu_bpf.h"
+#include "recorder/bpf_walk.h"
+
+/* The ring buffer: ~3,900 long waits (2 KiB each) between two drains. */
+#define RINGBUF_BYTES (8u << 20)
+
+_Static_assert(FR_BPF_FRAMES == FR_MAX_FRAMES, "one stack half is FR_MAX_FRAMES frames");
+
+struct fr_bpf_offcpu {
+	struct offcpu_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link *iter;
+	int ncpus;
+	uint64_t min_wait_ns;
+	/* The drain's handler while ring_buffer__consume runs. */
+	const struct fr_perf_handler *h;
+	int64_t clock_offset;
+	/* Counters of this side (relaxed atomics). */
+	uint64_t samples, open_listed;
+	uint64_t ips[FR_MAX_FRAMES];
+	struct fr_bpf_open open;
+	/* The open waits' user stacks (recorder/bpf_walk.h). */
+	struct fr_bpf_walk *walk;
+};
+
+/* libbpf's messages go to our log, its debug chatter nowhere. */
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[512];
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = '\0';
+	fr_log_ratelimited(FR_LOG_DEBUG, 1000000000LL, "libbpf: %s", buf);
+	return 0;
+}
+
+/* One ring buffer record into a sample. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct fr_bpf_offcpu *b = ctx;
+	const struct fr_bpf_wait *w = data;
+	struct fr_sample s = {.event = FR_EVENT_OFFCPU, .rate_hz = 0, .ips = b->ips};
+	uint32_t nk, nu, n = 0;
+
+	if (size < sizeof(w->h))
+		return 0;
+	s.pid = w->h.pid;
+	s.tid = w->h.tid;
+	s.cpu = w->h.cpu;
+	s.time_ns = (int64_t)w->h.end + b->clock_offset;
+	s.weight = w->h.total;
+	if (w->h.kind == FR_BPF_WAIT_SHORT) {
+		b->ips[n++] = FR_FRAME_NOTE_ADDR(FR_FRAME_NOTE_SHORT_WAITS);
+	} else {
+		if (size < sizeof(*w))
+			return 0;
+		nk = w->h.nr_kernel < FR_BPF_FRAMES ? w->h.nr_kernel : FR_BPF_FRAMES;
+		nu = w->h.nr_user < FR_BPF_FRAMES ? w->h.nr_user : FR_BPF_FRAMES;
+		memcpy(b->ips, w->kips, nk * sizeof(uint64_t));
+		n = nk;
+		s.nr_kernel = (uint16_t)nk;
+		if (w->h.flags & FR_BPF_WAIT_NO_USER) {
+			if (n < FR_MAX_FRAMES)
+				b->ips[n++] = FR_FRAME_NOTE_ADDR(FR_FRAME_NOTE_NO_USER);
+		}
+		for (uint32_t i = 0; i < nu && n < FR_MAX_FRAMES; i++)
+			b->ips[n++] = w->uips[i];
+	}
+	s.nr_frames = (uint16_t)n;
+	__atomic_add_fetch(&b->samples, 1, __ATOMIC_RELAXED);
+	b->h->sample(b->h->arg, &s);
+	return 0;
+}
+
+int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, char *err, size_t errlen)
+{
+	struct fr_bpf_offcpu *b = calloc(1, sizeof(*b));
+	int ret;
+
+	if (!b)
+		return -ENOMEM;
+	libbpf_set_print(libbpf_log);
+	b->min_wait_ns = min_wait_ns;
+	b->ncpus = libbpf_num_possible_cpus();
+	b->skel = offcpu_bpf__open();
+	if (!b->skel) {
+		ret = -errno;
+		snprintf(err, errlen, "offcpu: cannot open the eBPF program (%s)", strerror(-ret));
+		goto fail;
+	}
+	b->skel->rodata->min_wait_ns = min_wait_ns;
+	bpf_map__set_max_entries(b->skel->maps.waits, RINGBUF_BYTES);
+	ret = offcpu_bpf__load(b->skel);
+	if (ret < 0) {
+		snprintf(err, errlen,
+			 "offcpu: cannot load the eBPF program (%s; it needs BTF in "
+			 "/sys/kernel/btf/vmlinux, CAP_BPF and CAP_PERFMON, Linux 5.11 or later)",
+			 strerror(-ret));
+		goto fail;
+	}
+	ret = fr_bpf_walk_new(&b->walk);
+	if (ret < 0) {
+		snprintf(err, errlen, "offcpu: cannot start the stack walker (%s)", strerror(-ret));
+		goto fail;
+	}
+	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.waits), on_record, b, NULL);
+	if (!b->rb) {
+		ret = -errno;
+		snprintf(err, errlen, "offcpu: cannot map the eBPF ring buffer (%s)",
+			 strerror(-ret));
+		goto fail;
+	}
+	*out = b;
+	return 0;
+fail:
+	fr_bpf_offcpu_close(b);
+	return ret < 0 ? ret : -EINVAL;
+}
+
+int fr_bpf_offcpu_enable(struct fr_bpf_offcpu *b, int on)
+{
+	int ret;
+
+	if (!on) {
+		offcpu_bpf__detach(b->skel);
+		bpf_link__destroy(b->iter);
+		b->iter = NULL;
+		return 0;
+	}
+	if (b->iter)
+		return 0;
+	ret = offcpu_bpf__attach(b->skel);
+	if (ret < 0)
+		return ret;
+	b->iter = bpf_program__attach_iter(b->skel->progs.list_open, NULL);
+	if (!b->iter) {
+		ret = -errno;
+		offcpu_bpf__detach(b->skel);
+		return ret;
+	}
+	return 0;
+}
+
+int fr_bpf_offcpu_fd(const struct fr_bpf_offcpu *b)
+{
+	return ring_buffer__epoll_fd(b->rb);
+}
+
+uint64_t fr_bpf_offcpu_drain(struct fr_bpf_offcpu *b, const struct fr_perf_handler *h,
+			     int64_t clock_offset)
+{
+	int n;
+
+	if (!h->sample)
+		return 0;
+	b->h = h;
+	b->clock_offset = clock_offset;
+	n = ring_buffer__consume(b->rb);
+	return n > 0 ? (uint64_t)n : 0;
+}
+
+uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset, uint64_t now_mono,
+				  void (*fn)(void *arg, const struct fr_sample *s), void *arg)
+{
+	struct fr_bpf_open *o = &b->open;
+	uint32_t count = 0;
+	int fd;
+
+	if (!b->iter)
+		return 0;
+	fd = bpf_iter_create(bpf_link__fd(b->iter));
+	if (fd < 0) {
+		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+				   "offcpu: cannot list the blocked threads (%s)", strerror(errno));
+		return 0;
+	}
+	/* The seq file hands out whole records. */
+	while (read(fd, o, sizeof(*o)) == (ssize_t)sizeof(*o)) {
+		uint32_t nk = o->nr_kernel < FR_MAX_FRAMES ? o->nr_kernel : FR_MAX_FRAMES, n;
+		struct fr_sample s = {
+			.time_ns = (int64_t)now_mono + clock_offset,
+			.pid = o->pid,
+			.tid = o->tid,
+			.cpu = o->cpu,
+			.event = FR_EVENT_OFFCPU_OPEN,
+			.weight = now_mono > o->start ? now_mono - o->start : 0,
+			.rate_hz = 0,
+			.ips = b->ips,
+		};
+
+		memcpy(b->ips, o->kips, nk * sizeof(uint64_t));
+		n = nk;
+		if (o->has_regs && nk < FR_MAX_FRAMES) {
+			const struct fr_bpf_walk_regs r = {.pid = o->pid,
+							   .tid = o->tid,
+							   .start = o->start,
+							   .ip = o->ip,
+							   .sp = o->sp,
+							   .bp = o->bp};
+			uint32_t nu = fr_bpf_walk_get(b->walk, &r, b->ips + nk, FR_MAX_FRAMES - nk);
+
+			/* Not walked yet (it will be by the next seal): the IP. */
+			if (!nu && o->ip)
+				b->ips[nk + nu++] = o->ip;
+			n += nu;
+		}
+		s.nr_kernel = (uint16_t)nk;
+		s.nr_frames = (uint16_t)n;
+		fn(arg, &s);
+		count++;
+	}
+	close(fd);
+	__atomic_add_fetch(&b->open_listed, count, __ATOMIC_RELAXED);
+	return count;
+}
+
+void fr_bpf_offcpu_stats(const struct fr_bpf_offcpu *b, struct fr_perf_offcpu_stats *out)
+{
+	struct fr_bpf_counters *per = calloc((size_t)b->ncpus, sizeof(*per));
+	uint64_t walked;
+	uint32_t zero = 0;
+
+	out->mechanism = FR_PERF_OFFCPU_BPF;
+	out->min_wait_ns = b->min_wait_ns;
+	out->samples = __atomic_load_n(&b->samples, __ATOMIC_RELAXED);
+	out->open_listed = __atomic_load_n(&b->open_listed, __ATOMIC_RELAXED);
+	fr_bpf_walk_counts(b->walk, &out->walks, &walked, &out->walks_dropped);
+	if (!per || bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.counters), &zero, per) < 0) {
+		free(per);
+		return;
+	}
+	for (int i = 0; i < b->ncpus; i++) {
+		out->switch_outs += per[i].switches;
+		out->long_waits += per[i].long_waits;
+		out->user_stacks += per[i].user_stacks;
+		out->no_user += per[i].no_user;
+		out->short_records += per[i].short_recs;
+		out->drops += per[i].drops;
+	}
+	free(per);
+}
+
+void fr_bpf_offcpu_close(struct fr_bpf_offcpu *b)
+{
+	if (!b)
+		return;
+	bpf_link__destroy(b->iter);
+	ring_buffer__free(b->rb);
+	offcpu_bpf__destroy(b->skel);
+	fr_bpf_walk_free(b->walk);
+	free(b);
+}

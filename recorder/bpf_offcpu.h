@@ -1,0 +1,58 @@
+/* Off-CPU by an eBPF program (recorder/bpf/offcpu.bpf.c): loads it,
+ * drains its ring buffer into FR_EVENT_OFFCPU samples and lists the open
+ * waits with its task iterator.
+ *
+ * Samples, as the perf mechanism's (recorder/perf.h) but:
+ *  - a wait of at least min_wait is one sample (time = switch-in, weight =
+ *    the exact wait) on the kernel stack it blocked on and the user stack
+ *    at the return of the system call it blocked in; a wait outside a
+ *    system call (a preemption, a page fault) has no user stack, a marker
+ *    frame (FR_FRAME_NOTE_NO_USER) says so;
+ *  - shorter waits are added up per thread by the program and come as one
+ *    sample per thread every 10 ms of waits or second, weighted by their
+ *    exact sum, on the single marker frame FR_FRAME_NOTE_SHORT_WAITS: a
+ *    profile's off-CPU total stays the measured nanoseconds.
+ * Open waits: the threads switched out at least min_wait ago, their user
+ * stacks walked by frame pointers from their saved registers on a thread
+ * of its own (recorder/bpf_walk.h): a wait listed for the first time has
+ * the user IP alone, its whole stack from the next seal on.
+ *
+ * Owned by the ingest thread, but fr_bpf_offcpu_stats (any thread).
+ */
+#ifndef FR_RECORDER_BPF_OFFCPU_H
+#define FR_RECORDER_BPF_OFFCPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recorder/perf.h"
+
+struct fr_bpf_offcpu;
+
+/* Loads the program (not attached yet: fr_bpf_offcpu_enable). Returns 0,
+ * or -errno with the reason in `err` (no BTF, no CAP_BPF, a kernel too
+ * old for tp_btf or task storage). */
+int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, char *err, size_t errlen);
+
+/* Attaches (or detaches) the programs. Returns 0 or -errno. */
+int fr_bpf_offcpu_enable(struct fr_bpf_offcpu *b, int on);
+
+/* The descriptor that polls readable when the ring buffer wants a drain. */
+int fr_bpf_offcpu_fd(const struct fr_bpf_offcpu *b);
+
+/* Hands every record in the ring buffer to h->sample. Returns how many. */
+uint64_t fr_bpf_offcpu_drain(struct fr_bpf_offcpu *b, const struct fr_perf_handler *h,
+			     int64_t clock_offset);
+
+/* Calls `fn` with an FR_EVENT_OFFCPU_OPEN record stamped `now_mono` for
+ * each thread switched out at least min_wait ago. Returns how many. */
+uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset, uint64_t now_mono,
+				  void (*fn)(void *arg, const struct fr_sample *s), void *arg);
+
+/* Adds the counters to `out` (its mechanism fields). */
+void fr_bpf_offcpu_stats(const struct fr_bpf_offcpu *b, struct fr_perf_offcpu_stats *out);
+
+/* Detaches and frees; accepts NULL. */
+void fr_bpf_offcpu_close(struct fr_bpf_offcpu *b);
+
+#endif
