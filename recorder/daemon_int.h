@@ -69,7 +69,7 @@ struct daemon {
 	struct fr_poller poller;
 	int stopping;
 	uint64_t barrier;
-	int64_t last_seal_mono;
+	int64_t last_seal_mono;	  /* the last periodic seal (with open waits), not a full chunk's */
 	int64_t unwind_wait_left; /* ns this drain may still wait for tables */
 	/* The mappings whose tables the last frames used, for the frames to
 	 * come (a stack goes back and forth between a few files). Valid for

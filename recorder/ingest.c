@@ -64,7 +64,6 @@ static void seal_chunk(struct daemon *d, uint64_t barrier)
 				   strerror(-ret));
 	if (ret == 0)
 		__atomic_add_fetch(&d->chunks_sealed, 1, __ATOMIC_RELAXED);
-	d->last_seal_mono = fr_now_mono_ns();
 	__atomic_store_n(&d->last_seal_real, fr_now_real_ns(), __ATOMIC_RELAXED);
 	fr_tracker_sealed(d->tracker);
 	__atomic_store_n(&d->nprocs, fr_tracker_nprocs(d->tracker), __ATOMIC_RELAXED);
@@ -97,6 +96,11 @@ static void seal(struct daemon *d, uint64_t barrier)
 {
 	uint64_t now = fr_now_mono_ns();
 
+	/* The next periodic seal is due a second from this one. Only here:
+	 * were a full chunk's seal to restart the second, chunks filling
+	 * faster than once a second would put it off for ever, and no chunk
+	 * would say who is blocked. */
+	d->last_seal_mono = (int64_t)now;
 	d->open_waits = 0;
 	for (unsigned i = 0; i < d->sources.n; i++)
 		if (d->sources.table[i].perf)
