@@ -1,8 +1,9 @@
 #!/bin/bash
 # Open-wait records while chunks fill faster than once a second: with 64 KiB
 # segments (32 KiB chunks) and a pipe fed a byte at a time (a context switch
-# per byte, each an offcpu sample), every chunk is sealed because it is
-# full. The periodic seal, which lists the threads blocked then, must still
+# per byte, each an offcpu sample of the perf mechanism, which records every
+# switch; the eBPF one records few and would not fill them), every chunk is
+# sealed because it is full. The periodic seal, which lists the threads blocked then, must still
 # come every second: three readers blocked on a pipe nobody writes are shown
 # blocked at a past moment (threads --at) and counted in a window (attach),
 # as on an idle machine. Before the fix each full seal pushed the periodic
@@ -12,7 +13,8 @@ need_root_perf
 
 cat >"$T/config.json" <<'JSON'
 {"ring": {"segment": "64KiB"},
- "sessions": [{"name": "full", "events": [{"event": "cpu", "hz": 99}, {"event": "offcpu"}]}]}
+ "sessions": [{"name": "full", "events": [{"event": "cpu", "hz": 999},
+                                      {"event": "offcpu", "mechanism": "perf"}]}]}
 JSON
 start_daemon --config "$T/config.json" --ring-size 16MiB
 
