@@ -53,12 +53,16 @@ struct evs {
  * of no cgroup. */
 static int wanted(const struct fr_targets *t, const struct fr_chunk *c, uint32_t i)
 {
-	const struct fr_chunk_proc *p = fr_chunk_find_proc(c, c->pid[i]);
+	const struct fr_chunk_proc *p = NULL;
 	struct fr_chunk_proc_labels l;
 	int ok = !t->npids;
 
 	for (uint32_t k = 0; k < t->npids && !ok; k++)
 		ok = t->pids[k] == c->pid[i];
+	/* A lookup per sample only when the table is asked (a process it
+	 * lacks has the name "", which no target has). */
+	if (ok && (t->has_uid || t->ncomms))
+		p = fr_chunk_find_proc(c, c->pid[i]);
 	if (ok && t->has_uid)
 		ok = p && p->uid == t->uid;
 	if (ok && t->ncomms) {
@@ -66,7 +70,7 @@ static int wanted(const struct fr_targets *t, const struct fr_chunk *c, uint32_t
 				     : "";
 
 		ok = 0;
-		for (uint32_t k = 0; k < t->ncomms && p && !ok; k++)
+		for (uint32_t k = 0; k < t->ncomms && !ok; k++)
 			ok = strncmp(comm, t->comms[k], FR_LIMIT_COMM_LEN) == 0;
 	}
 	if (ok && t->cgroup[0]) {
