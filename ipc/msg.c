@@ -797,12 +797,10 @@ int fr_ipc_threads_req_decode(const cJSON *obj, struct fr_ipc_threads_req *out, 
 	/* The whole machine's threads would be a scan of every process. */
 	if (!t->npids && !t->ncomms && !t->cgroup[0])
 		return fail(err, errlen, "threads needs \"pids\", \"comm\" or \"cgroup\"");
+	/* With "at_ns", comm and cgroup are matched as the ring's chunks had
+	 * them at each sample's time (core/query/threads_at.h). */
 	if (get_int(obj, "threads", "at_ns", 1, INT64_MAX, &out->at_ns, err, errlen) < 0)
 		return -EINVAL;
-	/* The ring names no process's cgroup at a moment, and a command name
-	 * may since be another process's. */
-	if (out->at_ns && (t->ncomms || t->cgroup[0]))
-		return fail(err, errlen, "threads: \"at_ns\" takes \"pids\" only");
 	return 0;
 }
 

@@ -190,7 +190,8 @@ struct fr_ipc_threads_req {
 	 * a thread listing names the processes it wants). At least one. */
 	struct fr_targets targets;
 	/* "at_ns": the threads at that past moment (Unix ns), from the ring
-	 * alone (core/query/threads_at.h); then "pids" only. 0: now. */
+	 * alone (core/query/threads_at.h), "comm" and "cgroup" as the ring
+	 * had them then. 0: now. */
 	int64_t at_ns;
 };
 

@@ -478,8 +478,9 @@ static void warn(struct daemon *d, const struct listing *l, struct fr_ipc_thread
 }
 
 /* The threads at q->at_ns, from the ring alone (core/query/threads_at.h),
- * written into `fd`: the processes of q's pids the asker may see, by the
- * uid the ring's chunks give them. Returns the reply or an error. */
+ * written into `fd`: the processes of q's targets (pids, command names and
+ * cgroup as the ring's chunks had them then) the asker may see, by the uid
+ * the ring's chunks give them. Returns the reply or an error. */
 static cJSON *threads_at(struct daemon *d, const struct fr_ipc_threads_req *q, int fd,
 			 const struct listing *l, struct fr_ipc_threads_reply *r)
 {
@@ -489,7 +490,7 @@ static cJSON *threads_at(struct daemon *d, const struct fr_ipc_threads_req *q, i
 	cJSON *resp = NULL;
 	char err[512] = "";
 	struct stat st;
-	size_t n = 0;
+	size_t n = 0, nprocs = 0;
 
 	if (!preq)
 		return fr_ipc_error("threads: out of memory");
@@ -508,11 +509,11 @@ static cJSON *threads_at(struct daemon *d, const struct fr_ipc_threads_req *q, i
 		goto out;
 	}
 	if (daemon_symbol_paths(d, preq, &sp) < 0 ||
-	    fr_threads_at_write(d->ring, preq, q->at_ns, fd, &n, err, sizeof(err)) < 0) {
+	    fr_threads_at_write(d->ring, preq, q->at_ns, fd, &n, &nprocs, err, sizeof(err)) < 0) {
 		resp = fr_ipc_error("threads: %s", err[0] ? err : "cannot write the answer");
 		goto out;
 	}
-	r->processes = q->targets.npids;
+	r->processes = nprocs;
 	r->threads = n;
 	r->bytes = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
 	fr_ipc_warn(r->warnings, &r->nwarnings,

@@ -35,7 +35,7 @@ static void usage_dump(FILE *f)
 		"       flightrec dump --ring FILE --from TIME [--to TIME] [OPTION]...\n"
 		"       flightrec dump --ring FILE --info [--json]\n"
 		"       flightrec dump --ring FILE --threads [--at TIME] [--pid PID,...]\n"
-		"                      [--json | -o FILE.pb.gz]\n"
+		"                      [--comm NAME,...] [--cgroup PATH] [--json | -o FILE.pb.gz]\n"
 		"       flightrec dump --session NAME [--window DURATION] [--socket PATH]\n"
 		"Read a ring file directly, with no recorder running (after a crash of the\n"
 		"recorder or of the host, or on a copy taken while it was writing), and write\n"
@@ -88,6 +88,7 @@ static void usage_dump(FILE *f)
 		"  flightrec dump --ring /var/lib/flightrec/ring --window 10m -o crash.pb.gz\n"
 		"  flightrec dump --ring ring.copy --info --json\n"
 		"  flightrec dump --ring /var/lib/flightrec/ring --threads --pid 1234\n"
+		"  flightrec dump --ring ring.copy --threads --cgroup /system.slice/db.service\n"
 		"  flightrec dump --session db --window 2m\n");
 }
 
@@ -275,11 +276,11 @@ static int dump_check(struct dump_args *a)
 	}
 	if (a->threads) {
 		if (a->info || q->window_s || q->from_s || q->to_s || (q->hz || q->nrates) ||
-		    q->format || q->nevents || q->targets.ncomms || q->targets.cgroup[0] ||
+		    q->format || q->nevents || fr_targets_labels_given(&q->targets) ||
 		    q->targets.children || (a->json && q->out_s)) {
 			fprintf(stderr,
-				"%s dump: --threads takes --at, --pid, --json or -o, and symbol "
-				"options only\n",
+				"%s dump: --threads takes --at, --pid, --comm, --cgroup, --json or "
+				"-o, and symbol options only\n",
 				prog);
 			return EXIT_USAGE;
 		}
@@ -419,7 +420,7 @@ static int dump_threads(struct fr_ring *ring, struct dump_args *a, struct fr_pro
 	struct fr_cli_output out = {.fd = -1};
 	const char *out_s = a->q.out_s;
 	char err[512] = "", when[64];
-	size_t n = 0;
+	size_t n = 0, nprocs = 0;
 	int64_t t;
 	int fd, status = 1;
 
@@ -442,7 +443,7 @@ static int dump_threads(struct fr_ring *ring, struct dump_args *a, struct fr_pro
 		perror("flightrec dump: memfd_create");
 		return 1;
 	}
-	if (fr_threads_at_write(ring, req, t, fd, &n, err, sizeof(err)) < 0) {
+	if (fr_threads_at_write(ring, req, t, fd, &n, &nprocs, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s dump: %s\n", prog, err);
 		if (out_s)
 			fr_cli_output_commit(&out, 0);
@@ -452,6 +453,8 @@ static int dump_threads(struct fr_ring *ring, struct dump_args *a, struct fr_pro
 	}
 	if (out_s)
 		return fr_cli_output_commit(&out, 1) < 0 ? 1 : 0;
+	reply.threads = n;
+	reply.processes = nprocs;
 	snprintf(when, sizeof(when), "threads at ");
 	fr_format_time(t, when + strlen(when), sizeof(when) - strlen(when));
 	fr_ipc_warn(reply.warnings, &reply.nwarnings, when);

@@ -42,7 +42,8 @@ static void usage_threads(FILE *f)
 		"  --cgroup PATH      processes in this cgroup v2 path or below it\n"
 		"  --at TIME          the threads at that past moment (RFC 3339 or Unix\n"
 		"                     seconds), from the ring alone: blocked (since when,\n"
-		"                     where), running or unknown; with --pid only\n"
+		"                     where), running or unknown; --comm and --cgroup are\n"
+		"                     the processes' names and cgroups of that moment\n"
 		"  --json             one JSON object: {\"threads\": [...], \"warnings\": [...]}\n"
 		"  -o, --output FILE  write the answer as pprof, one sample per thread with\n"
 		"                     labels state, wait, waiting_ns, tid, thread, cpu_ns,\n"
@@ -419,10 +420,6 @@ int fr_cmd_threads(int argc, char **argv)
 		case 'h': usage_threads(stdout); return 0;
 		default: return fr_cli_bad_option("threads", argv);
 		}
-	}
-	if (q.at_ns && (qa.targets.ncomms || qa.targets.cgroup[0])) {
-		fprintf(stderr, "%s threads: --at goes with --pid only\n", prog);
-		return EXIT_USAGE;
 	}
 	if (optind < argc || (json && qa.out_s) ||
 	    (!qa.targets.npids && !qa.targets.ncomms && !qa.targets.cgroup[0])) {

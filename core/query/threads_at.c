@@ -27,6 +27,7 @@
 
 #include "core/store/chunk.h"
 #include "core/store/sample.h"
+#include "core/util/fs.h"
 
 enum { EV_RECORD, EV_BACK, EV_CPU };
 
@@ -44,17 +45,38 @@ struct evs {
 	int64_t asof; /* time of the latest records seen */
 };
 
-/* Whether sample i of `c` is of the targets: its pid, and its process's
- * uid by the chunk's table (a process the table lacks is nobody's). */
+/* Whether sample i of `c` is of the targets, as a profile selects them
+ * (core/query/profile.h): its pid; its process's command name at the
+ * sample's time (an exec within the chunk changes it); the cgroup of its
+ * label set; and its process's uid by the chunk's table. A process the
+ * table lacks has no name and is nobody's; a sample without a cgroup is
+ * of no cgroup. */
 static int wanted(const struct fr_targets *t, const struct fr_chunk *c, uint32_t i)
 {
-	const struct fr_chunk_proc *p;
+	const struct fr_chunk_proc *p = NULL;
+	struct fr_chunk_proc_labels l;
 	int ok = !t->npids;
 
 	for (uint32_t k = 0; k < t->npids && !ok; k++)
 		ok = t->pids[k] == c->pid[i];
+	/* A lookup per sample only when the table is asked (a process it
+	 * lacks has the name "", which no target has). */
+	if (ok && (t->has_uid || t->ncomms))
+		p = fr_chunk_find_proc(c, c->pid[i]);
 	if (ok && t->has_uid)
-		ok = (p = fr_chunk_find_proc(c, c->pid[i])) && p->uid == t->uid;
+		ok = p && p->uid == t->uid;
+	if (ok && t->ncomms) {
+		const char *comm = p ? c->strings[fr_chunk_comm_at(c, c->pid[i], c->time_ns[i])]
+				     : "";
+
+		ok = 0;
+		for (uint32_t k = 0; k < t->ncomms && !ok; k++)
+			ok = strncmp(comm, t->comms[k], FR_LIMIT_COMM_LEN) == 0;
+	}
+	if (ok && t->cgroup[0]) {
+		fr_chunk_labelset_proc(c, c->labelset[i], &l);
+		ok = fr_cgroup_within(l.cgroup, t->cgroup);
+	}
 	return ok;
 }
 

@@ -32,10 +32,14 @@ struct fr_thread_at {
 	uint32_t creator; /* the thread that created it (chunks' section 2); 0: unknown */
 };
 
-/* The threads of the processes of t->pids (all when none), and when
- * t->has_uid only those whose process the chunks give real uid t->uid, at
- * time `at`, sorted
- * by (pid, tid), into *out (freed by the caller) and *n:
+/* The threads of the processes of t at time `at`, sorted by (pid, tid),
+ * into *out (freed by the caller) and *n. A sample is of t as a profile
+ * selects it (core/query/profile.h): of one of t->pids (all when none),
+ * of a process whose command name at the sample's time is one of
+ * t->comms (any when none), of a process whose cgroup (its label set's)
+ * is within t->cgroup (any when ""), and when t->has_uid, of a process
+ * the chunks give real uid t->uid. Application labels are ignored. A
+ * thread is:
  *  - blocked: listed in the latest open-wait records at or before `at` (and
  *    within FR_THREADS_AT_LOOK_NS of it), left the CPU at record time -
  *    weight, no completed off-CPU sample shows it back before t, and it
@@ -53,8 +57,8 @@ int64_t fr_threads_at_last(struct fr_ring *r);
 /* How far back from T the stacks are looked for. */
 #define FR_THREADS_AT_STACK_NS (60LL * 1000000000LL)
 
-/* Writes the threads of the processes of req->targets (pids and uid only)
- * at `t` to `fd` as the live `flightrec threads` answer is written
+/* Writes the threads of the processes of req->targets (selected as
+ * fr_threads_at() does) at `t` to `fd` as the live `flightrec threads` answer is written
  * (recorder/threads.c): a gzip'ed pprof, one sample per thread, values
  * threads/count and waiting/nanoseconds, labels pid, tid, thread, state
  * ("blocked", "running", "unknown"), waiting_ns (blocked: t - switch-out),
@@ -62,9 +66,9 @@ int64_t fr_threads_at_last(struct fr_ring *r);
  * row with the most time in [t - FR_THREADS_AT_STACK_NS, t], where the
  * open waits put its wait; any other's its cpu row with the most samples.
  * `req` gives the targets and the symbol sources; its window and events
- * are set here. Returns 0 and the number of threads written in *nthreads,
- * or -errno with a reason in err. */
+ * are set here. Returns 0 and the number of threads written in *nthreads
+ * (of *nprocs processes), or -errno with a reason in err. */
 int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64_t t, int fd,
-			size_t *nthreads, char *err, size_t errlen);
+			size_t *nthreads, size_t *nprocs, char *err, size_t errlen);
 
 #endif

@@ -109,7 +109,7 @@ static void emit_thread(struct fr_pprof_copy *e, const struct fr_thread_at *th, 
 }
 
 int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64_t t, int fd,
-			size_t *nthreads, char *err, size_t errlen)
+			size_t *nthreads, size_t *nprocs, char *err, size_t errlen)
 {
 	struct fr_pprof_data *pd = NULL;
 	struct fr_thread_at *th = NULL;
@@ -118,6 +118,7 @@ int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64
 	int ret;
 
 	*nthreads = 0;
+	*nprocs = 0;
 	ret = fr_threads_at(r, t, &req->targets, &th, &n);
 	if (ret == 0 && n)
 		ret = stacks(r, req, t, &pd, err, errlen);
@@ -137,8 +138,11 @@ int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64
 	fr_pprof_comment(e.p, "flightrec threads at a past moment, from the ring alone: state "
 			      "from the samples (the kernel's exact state is not recorded); "
 			      "waiting from the open-wait records");
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		emit_thread(&e, &th[i], t);
+		/* Sorted by pid: a new pid is a new process. */
+		*nprocs += i == 0 || th[i].pid != th[i - 1].pid;
+	}
 	ret = fr_pprof_finish(e.p);
 	*nthreads = n;
 out:

@@ -119,8 +119,11 @@ static void make_message_seeds(void)
 	frame(&s, "{\"v\":1,\"req\":\"attach\",\"window_ns\":1000000000,\"events\":["
 		  "\"raw:0x10000003c,config1=0x3f807f8fff,config2=0x1\",\"raw:id=0x21234567\","
 		  "\"raw:0x1c2,config3=0x1\"]}");
-	/* The threads at a past moment: pids only. */
+	/* The threads at a past moment: by pids, and by command names and a
+	 * cgroup as the ring had them then. */
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[1,2],\"at_ns\":1795000000000000000}");
+	frame(&s, "{\"v\":1,\"req\":\"threads\",\"comm\":[\"postgres\",\"pgbouncer\"],"
+		  "\"cgroup\":\"/system.slice/db.service\",\"at_ns\":1795000000000000000}");
 	write_seed("ipc", "messages", -1, s.b, s.n);
 
 	/* Members each decoder refuses, one per frame. */

@@ -140,7 +140,7 @@ grep -q "\"pid\":$ROOT_LIVE," "$T/threads.user" && fail "the user sees rootburn'
 grep -q "\"pid\":$ROOT_LIVE," "$T/threads.all" && grep -q "\"pid\":$USER_LIVE," "$T/threads.all" ||
 	fail "root does not see both burns' threads: $(cat "$T/threads.all")"
 # --at a past moment, from the ring: the same rule, by the uid the ring
-# recorded for each process.
+# recorded for each process, by pid and by name.
 sleep 1.5
 at=$(date +%s.%N)
 as_user "$FLIGHTREC" threads --pid "$ROOT_LIVE,$USER_LIVE" --at "$at" --json \
@@ -148,10 +148,21 @@ as_user "$FLIGHTREC" threads --pid "$ROOT_LIVE,$USER_LIVE" --at "$at" --json \
 grep -q "\"pid\":$USER_LIVE," "$T/threads_at.user" ||
 	fail "threads --at: the user misses its own threads: $(cat "$T/threads_at.user")"
 grep -q "\"pid\":$ROOT_LIVE," "$T/threads_at.user" && fail "threads --at: the user sees rootburn's threads"
+as_user "$FLIGHTREC" threads --comm rootburn,userburn --at "$at" --json \
+	>"$T/threads_at_comm.user" 2>&1 ||
+	fail "threads --comm --at as $U failed: $(cat "$T/threads_at_comm.user")"
+grep -q "\"pid\":$USER_LIVE," "$T/threads_at_comm.user" ||
+	fail "threads --comm --at: the user misses its own threads: $(cat "$T/threads_at_comm.user")"
+grep -q "\"pid\":$ROOT_LIVE," "$T/threads_at_comm.user" &&
+	fail "threads --comm --at: the user sees rootburn's threads"
 "$FLIGHTREC" threads --pid "$ROOT_LIVE,$USER_LIVE" --at "$at" --json >"$T/threads_at.all" 2>&1 ||
 	fail "threads --at as root failed"
 grep -q "\"pid\":$ROOT_LIVE," "$T/threads_at.all" ||
 	fail "threads --at: root does not see rootburn: $(cat "$T/threads_at.all")"
+"$FLIGHTREC" threads --comm rootburn,userburn --at "$at" --json >"$T/threads_at_comm.all" 2>&1 ||
+	fail "threads --comm --at as root failed"
+grep -q "\"pid\":$ROOT_LIVE," "$T/threads_at_comm.all" ||
+	fail "threads --comm --at: root does not see rootburn: $(cat "$T/threads_at_comm.all")"
 kill "$ROOT_LIVE" "$USER_LIVE" 2>/dev/null
 
 # Root, asking the same, sees both: the user's view was filtered, not empty.

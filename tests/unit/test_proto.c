@@ -244,7 +244,6 @@ static const struct bad bad_threads[] = {
 			       "\"/system.slice/nginx.service\" (at most 255 characters)"},
 	{"{\"pids\":[1],\"at_ns\":0}", "threads: \"at_ns\" must be 1..9223372036854775807, got 0"},
 	{"{\"pids\":[1],\"at_ns\":\"1\"}", "threads: \"at_ns\" must be an integer"},
-	{"{\"comm\":[\"x\"],\"at_ns\":1}", "threads: \"at_ns\" takes \"pids\" only"},
 };
 
 static const struct bad bad_threads_reply[] = {
@@ -530,7 +529,7 @@ static void test_threads(void)
 	      "threads request round trip: %s", err);
 	CHECK(memcmp(&q, &qb, sizeof(q)) == 0, "threads request differs after a round trip");
 	cJSON_Delete(obj);
-	/* At a past moment: pids only; a time a double holds exactly. */
+	/* At a past moment by pids; a time a double holds exactly. */
 	memset(&q, 0, sizeof(q));
 	q.targets.pids[q.targets.npids++] = 42;
 	q.at_ns = 1795000000LL << 20;
@@ -538,6 +537,22 @@ static void test_threads(void)
 	CHECK(obj && fr_ipc_threads_req_decode(obj, &qb, err, sizeof(err)) == 0,
 	      "threads --at request round trip: %s", err);
 	CHECK(memcmp(&q, &qb, sizeof(q)) == 0, "threads --at request differs after a round trip");
+	cJSON_Delete(obj);
+	/* At a past moment by command names and a cgroup, as the ring had
+	 * them then (they were refused before). */
+	memset(&q, 0, sizeof(q));
+	snprintf(q.targets.comms[q.targets.ncomms++], FR_LIMIT_COMM_LEN, "postgres");
+	snprintf(q.targets.cgroup, sizeof(q.targets.cgroup), "/db.slice");
+	q.at_ns = 1795000000LL << 20;
+	check_text(fr_ipc_threads_req_encode(&q),
+		   "{\"req\":\"threads\",\"comm\":[\"postgres\"],\"cgroup\":\"/db.slice\","
+		   "\"at_ns\":1882193920000000}",
+		   "threads --at --comm --cgroup request");
+	obj = over_wire(fr_ipc_threads_req_encode(&q), NULL);
+	CHECK(obj && fr_ipc_threads_req_decode(obj, &qb, err, sizeof(err)) == 0,
+	      "threads --at --comm --cgroup request refused: %s", err);
+	CHECK(memcmp(&q, &qb, sizeof(q)) == 0,
+	      "threads --at --comm --cgroup request differs after a round trip");
 	cJSON_Delete(obj);
 
 	memset(&r, 0, sizeof(r));

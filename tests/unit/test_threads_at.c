@@ -2,7 +2,8 @@
  * blocked from the latest open-wait records at or before T, unless an
  * off-CPU sample shows the thread back before T; running from cpu samples
  * of the last second; names from the chunks' tables; only the asked
- * processes. The ring is synthetic: chunk k is sealed at T0 + k s + 0.5 s
+ * processes, chosen by pid, command name at the time and cgroup. The ring
+ * is synthetic: chunk k is sealed at T0 + k s + 0.5 s
  * with the samples since the previous seal and the records of the threads
  * blocked at the seal, as the recorder writes them. */
 
@@ -37,6 +38,7 @@
 #define OUT_C (T0 + 8800 * MS)
 #define OUT_E (T0 + 5 * SEC)
 #define EXIT_E (T0 + 7 * SEC)
+#define WEB_EXEC (T0 + 9 * SEC)
 
 static void record(struct writer *w, int64_t asof, uint32_t tid, int64_t out)
 {
@@ -53,6 +55,8 @@ static void cpu_samples(struct writer *w, int64_t seal)
 		if (t > T0 + 8 * SEC && t < OUT_C)
 			w_add(w, t, PID_DB, TC, 0, 99, ST_USER);
 		w_add(w, t, PID_APP, TW, 1, 99, ST_OTHER);
+		/* A shell that exec's web at WEB_EXEC, in no cgroup. */
+		w_add(w, t, PID_WEB, PID_WEB, 2, 99, ST_OTHER);
 	}
 }
 
@@ -168,6 +172,67 @@ static void test_targets_and_names(struct fr_ring *r)
 	free(v);
 }
 
+/* The threads of `targets` at `t` include thread `tid` (1) or not (0). */
+static int listed(struct fr_ring *r, int64_t t, const struct fr_targets *targets, uint32_t tid)
+{
+	struct fr_thread_at *v = NULL;
+	size_t n = 0;
+	int ret = fr_threads_at(r, t, targets, &v, &n), found;
+
+	CHECK(ret == 0, "fr_threads_at(%+" PRId64 " ms): %d", (t - T0) / MS, ret);
+	found = find(v, n, tid) != NULL;
+	free(v);
+	return found;
+}
+
+/* By command name, as the process had it at each sample's time: web was
+ * a shell until WEB_EXEC; two names take either. */
+static void test_comm(struct fr_ring *r)
+{
+	static const struct fr_targets db_comm = {.ncomms = 1, .comms = {"frtest-db"}},
+				       sh = {.ncomms = 1, .comms = {"frtest-sh"}},
+				       web = {.ncomms = 1, .comms = {"frtest-web"}},
+				       both = {.ncomms = 2, .comms = {"frtest-app", "frtest-db"}},
+				       db_user = {.ncomms = 1,
+						  .comms = {"frtest-db"},
+						  .has_uid = 1,
+						  .uid = 1000};
+	int64_t t = T0 + 9600 * MS;
+
+	CHECK(listed(r, t, &db_comm, TA) && !listed(r, t, &db_comm, TW),
+	      "--comm frtest-db: not A alone");
+	CHECK(listed(r, t, &both, TA) && listed(r, t, &both, TW),
+	      "--comm frtest-app,frtest-db: not A and W");
+	CHECK(!listed(r, t, &db_user, TA), "uid 1000 sees root's db by its name");
+	CHECK(listed(r, T0 + 8900 * MS, &sh, PID_WEB) && !listed(r, T0 + 8900 * MS, &web, PID_WEB),
+	      "before its exec, web is not frtest-sh alone");
+	CHECK(listed(r, t, &web, PID_WEB) && !listed(r, t, &db_comm, PID_WEB),
+	      "after its exec, web is not frtest-web");
+	CHECK(!listed(r, T0 + 9100 * MS + SEC, &sh, PID_WEB),
+	      "a second after its exec, web is still frtest-sh");
+}
+
+/* By cgroup, from the samples' label sets: a cgroup takes its own and
+ * those below it; "/" every sample with a cgroup, none without. */
+static void test_cgroup(struct fr_ring *r)
+{
+	static const struct fr_targets db_cg = {.cgroup = CG_DB},
+				       slice = {.cgroup = "/system.slice"}, root = {.cgroup = "/"},
+				       other = {.cgroup = "/system.slice/db"},
+				       pid_cg = {.npids = 1, .pids = {PID_DB}, .cgroup = CG_NGINX};
+	int64_t t = T0 + 9600 * MS;
+
+	CHECK(listed(r, t, &db_cg, TA) && listed(r, t, &db_cg, TC) && !listed(r, t, &db_cg, TW),
+	      "--cgroup " CG_DB ": not A and C alone");
+	CHECK(listed(r, t, &slice, TA) && listed(r, t, &slice, TW) &&
+		      !listed(r, t, &slice, PID_WEB),
+	      "--cgroup /system.slice: not A and W alone");
+	CHECK(listed(r, t, &root, TW) && !listed(r, t, &root, PID_WEB), "--cgroup /: not W alone");
+	CHECK(!listed(r, t, &other, TA), "a cgroup's name prefix is not its parent");
+	CHECK(!listed(r, t, &pid_cg, TA) && !listed(r, t, &pid_cg, TW),
+	      "pid and cgroup do not combine with AND");
+}
+
 /* The default moment of a ring whose recorder stopped: its last seal. */
 static void test_last(struct fr_ring *r)
 {
@@ -184,11 +249,14 @@ int main(void)
 		return 1;
 	r = test_ring_create("threads-at");
 	if (r) {
+		web_exec_ns = WEB_EXEC;
 		write_ring(r);
 		test_record_before_t(r);
 		test_woke_before_t(r);
 		test_preempted(r);
 		test_targets_and_names(r);
+		test_comm(r);
+		test_cgroup(r);
 		test_last(r);
 		test_ring_done(r);
 	}
