@@ -16,6 +16,7 @@
 
 #include "core/util/fs.h"
 #include "core/util/log.h"
+#include "core/util/parse.h"
 #include "core/util/worker.h"
 
 /* As long as core/query/symbols.c gives an ELF file: a perf map is read
@@ -53,15 +54,9 @@ static int parse_hex(const char **p, const char *end, uint64_t *out)
 	if (end - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 		s += 2;
 	for (; s < end; s++, digits++) {
-		int d;
+		int d = fr_hex_digit(*s);
 
-		if (*s >= '0' && *s <= '9')
-			d = *s - '0';
-		else if (*s >= 'a' && *s <= 'f')
-			d = *s - 'a' + 10;
-		else if (*s >= 'A' && *s <= 'F')
-			d = *s - 'A' + 10;
-		else
+		if (d < 0)
 			break;
 		if (digits == 16)
 			return -EINVAL;

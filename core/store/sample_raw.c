@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/util/parse.h"
+
 #define RAWX_MAX 64
 
 struct rawx_entry {
@@ -69,15 +71,9 @@ static int parse_hex(const char **p, uint64_t *out)
 	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
 		return -EINVAL;
 	for (s += 2; *s && *s != ','; s++, digits++) {
-		int d;
+		int d = fr_hex_digit(*s);
 
-		if (*s >= '0' && *s <= '9')
-			d = *s - '0';
-		else if (*s >= 'a' && *s <= 'f')
-			d = *s - 'a' + 10;
-		else if (*s >= 'A' && *s <= 'F')
-			d = *s - 'A' + 10;
-		else
+		if (d < 0)
 			return -EINVAL;
 		if (digits == 16)
 			return -ERANGE;

@@ -38,6 +38,18 @@ int fr_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);
  * or -E2BIG when it holds more than fits. */
 int fr_parse_pid_list(const char *text, uint32_t *pids, uint32_t cap, uint32_t *n);
 
+/* The value of hex digit c (0-9, a-f, A-F), or -1. */
+static inline int fr_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* Formats a duration the way fr_parse_duration reads it, choosing the
  * largest unit that divides it exactly ("60s", "1500ms"). Returns buf. */
 char *fr_format_duration(int64_t ns, char *buf, size_t len);
