@@ -17,8 +17,9 @@
  *                      system call, a page fault or preempted, and emits
  *                      the wait. No program runs at system calls then.
  * tp_btf/sys_exit      (on_switch and on_sys_exit, the fallback where the
- *                      kfunc is missing) a pending wait takes the user stack at the return
- *                      of the system call it blocked in, and is emitted.
+ *                      kfunc is missing) a pending wait takes the user
+ *                      stack at the return of the system call it blocked
+ *                      in, and is emitted.
  *                      A wait that was not in a system call has no user
  *                      stack: a preemption is emitted at once, a page fault
  *                      (or another way into the kernel) is told apart by
@@ -27,7 +28,8 @@
  *                      at the thread's next switch-out. No program at
  *                      sys_enter: every system call program costs every
  *                      system call of the machine (docs/performance.md).
- * tp_btf/sched_process_exit  a thread's pending wait and short total go.
+ * tp_btf/sched_process_exit  a thread's pending wait and short total go,
+ *                      and its task-work slot.
  * iter/task            at each seal, the threads switched out for at least
  *                      min_wait now (the open waits).
  *
