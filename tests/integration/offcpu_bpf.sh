@@ -7,9 +7,11 @@
 # "[off-CPU waits under min_wait]" frame: its off-CPU total is within 10%
 # of its wall time minus its CPU time; status names the mechanism
 # and its counters; preempted spinners get their user stacks from the BPF
-# task work (status: user_stacks_by task_work). The sys_exit fallback
-# (FLIGHTREC_BPF_TASK_WORK=0) marks them instead and still takes the
-# user stacks of sleeps. Then "mechanism": "perf" still records through the
+# task work (status: user_stacks_by task_work), and so does a thread
+# waiting in page faults (fault_wait: userfaultfd served late), on
+# fr_fault_here() within 10%. The sys_exit fallback
+# (FLIGHTREC_BPF_TASK_WORK=0) marks both instead and still takes the user
+# stacks of sleeps. Then "mechanism": "perf" still records through the
 # sched_switch tracepoint. (Blocked threads across windows, kill -9 and
 # dump --ring --threads run on this mechanism in open_waits, threads and
 # threads_at, whose configurations take the default mechanism.)
@@ -90,11 +92,30 @@ spinners() {
 	[ "$((note + short + spin))" -gt 500000000 ] || fail "the spinners' run queue waits are missing"
 }
 
+# faults TAG: a thread waiting 50 times 20 ms in page faults (userfaultfd)
+# in fr_fault_here(); its profile in $T/TAG.pb.gz, the off-CPU ns on
+# fr_fault_here in $fault and on the note frame in $fnote, the time
+# measured around the faults in $fwant.
+faults() {
+	"$FAULT" 50 >"$T/$1.out" 2>"$T/$1.err" || fail "fault_wait failed: $(cat "$T/$1.err")"
+	"$FLIGHTREC" attach --window 20s --event offcpu --pid "$(pid_of "$T/$1.out")" \
+		-o "$T/$1.pb.gz" 2>"$T/attach.err" || fail "attach failed: $(cat "$T/attach.err")"
+	fwant=$(blocked_of "$T/$1.out")
+	fault=$(cum_ns "$T/$1.pb.gz" fr_fault_here)
+	fnote=$(cum_ns "$T/$1.pb.gz" "[user stack not captured: not in a system call]")
+	echo "page faults ($1): $fault ns on fr_fault_here, $fnote ns without user stacks," \
+		"measured $fwant ns"
+}
+FAULT=$BUILD/tests/integration/fault_wait
+
 # By task work (this kernel has it): a preempted spinner takes its user
 # stack on its way back to user space, where it was preempted: fr_spin.
 spinners pre
 [ "$spin" -gt 0 ] || fail "no preempted spinner's wait has its user stack (fr_spin)"
 [ "$((note * 10))" -lt "$spin" ] || fail "preempted spinners: $note ns marked without user stacks"
+# And a wait in a page fault, where it faulted.
+faults pf
+near "$fault" "$fwant" || fail "page faults: $fault ns on fr_fault_here, want $fwant within 10%"
 "$FLIGHTREC" status --json >"$T/status.json" || fail "status --json failed"
 python3 - "$T/status.json" <<'PY' || fail "status counters: $(cat "$T/status.json")"
 import json, sys
@@ -131,6 +152,9 @@ near "$got" "$want" || fail "sys_exit fallback: $got ns in fr_block_here, want $
 spinners sx
 [ "$note" -gt 0 ] || fail "fallback: no preemption of 1 ms or more was marked as such"
 [ "$spin" = 0 ] || fail "fallback: a preempted spinner's wait has a user stack: $spin ns on fr_spin"
+faults sxpf
+[ "$fault" = 0 ] && near "$fnote" "$fwant" ||
+	fail "fallback: page faults: $fault ns on fr_fault_here, $fnote marked, want $fwant marked"
 stop_daemon
 
 # The perf mechanism, asked for by name.
