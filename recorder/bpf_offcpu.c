@@ -31,6 +31,7 @@ struct fr_bpf_offcpu {
 	struct ring_buffer *rb;
 	struct bpf_link *iter;
 	int ncpus;
+	int task_work; /* user stacks by task work (else at sys_exit) */
 	uint64_t min_wait_ns;
 	/* The drain's handler while ring_buffer__consume runs. */
 	const struct fr_perf_handler *h;
@@ -94,9 +95,34 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* Opens and loads one variant of the program into b->skel: task_work 1,
+ * on_switch_tw alone; 0, on_switch with on_sys_exit. */
+static int load_variant(struct fr_bpf_offcpu *b, int task_work)
+{
+	int ret;
+
+	b->skel = offcpu_bpf__open();
+	if (!b->skel)
+		return -errno;
+	b->skel->rodata->min_wait_ns = b->min_wait_ns;
+	bpf_map__set_max_entries(b->skel->maps.waits, RINGBUF_BYTES);
+	bpf_program__set_autoload(b->skel->progs.on_switch_tw, task_work);
+	bpf_program__set_autoload(b->skel->progs.on_switch, !task_work);
+	bpf_program__set_autoload(b->skel->progs.on_sys_exit, !task_work);
+	ret = offcpu_bpf__load(b->skel);
+	if (ret < 0) {
+		offcpu_bpf__destroy(b->skel);
+		b->skel = NULL;
+		return ret;
+	}
+	b->task_work = task_work;
+	return 0;
+}
+
 int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, char *err, size_t errlen)
 {
 	struct fr_bpf_offcpu *b = calloc(1, sizeof(*b));
+	const char *tw;
 	int ret;
 
 	if (!b)
@@ -104,15 +130,17 @@ int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, char *e
 	libbpf_set_print(libbpf_log);
 	b->min_wait_ns = min_wait_ns;
 	b->ncpus = libbpf_num_possible_cpus();
-	b->skel = offcpu_bpf__open();
-	if (!b->skel) {
-		ret = -errno;
-		snprintf(err, errlen, "offcpu: cannot open the eBPF program (%s)", strerror(-ret));
-		goto fail;
+	/* The task-work kfunc (Linux 6.18) spares every system call a program;
+	 * without it, user stacks are taken at sys_exit. FLIGHTREC_BPF_TASK_WORK=0
+	 * takes the fallback on any kernel (to compare the two, and to test it). */
+	tw = getenv("FLIGHTREC_BPF_TASK_WORK");
+	ret = tw && !strcmp(tw, "0") ? -EPERM : load_variant(b, 1);
+	if (ret < 0) {
+		fr_log(FR_LOG_INFO,
+		       "offcpu: no BPF task work here (%s): user stacks at system call returns",
+		       strerror(-ret));
+		ret = load_variant(b, 0);
 	}
-	b->skel->rodata->min_wait_ns = min_wait_ns;
-	bpf_map__set_max_entries(b->skel->maps.waits, RINGBUF_BYTES);
-	ret = offcpu_bpf__load(b->skel);
 	if (ret < 0) {
 		snprintf(err, errlen,
 			 "offcpu: cannot load the eBPF program (%s; it needs BTF in "
@@ -243,6 +271,7 @@ void fr_bpf_offcpu_stats(const struct fr_bpf_offcpu *b, struct fr_perf_offcpu_st
 	uint32_t zero = 0;
 
 	out->mechanism = FR_PERF_OFFCPU_BPF;
+	out->user_stacks_by_task_work = (uint32_t)b->task_work;
 	out->min_wait_ns = b->min_wait_ns;
 	out->samples = __atomic_load_n(&b->samples, __ATOMIC_RELAXED);
 	out->open_listed = __atomic_load_n(&b->open_listed, __ATOMIC_RELAXED);

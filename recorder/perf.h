@@ -112,6 +112,7 @@ struct fr_perf_offcpu_stats {
 	/* The eBPF mechanism (mechanism FR_PERF_OFFCPU_BPF; switch_outs then
 	 * counts every switch, samples every record drained): */
 	uint32_t mechanism;
+	uint32_t user_stacks_by_task_work; /* 1: by BPF task work, 0: at sys_exit */
 	uint64_t min_wait_ns;
 	uint64_t long_waits;	/* waits of at least min_wait */
 	uint64_t user_stacks;	/* of them, emitted with the user stack */

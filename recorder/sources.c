@@ -676,6 +676,8 @@ static void add_offcpu_json(cJSON *ev, const struct fr_source *src)
 	if (st.mechanism != FR_PERF_OFFCPU_BPF)
 		return;
 	fr_ipc_add_int(o, "min_wait_ns", (int64_t)st.min_wait_ns);
+	cJSON_AddStringToObject(o, "user_stacks_by",
+				st.user_stacks_by_task_work ? "task_work" : "sys_exit");
 	fr_ipc_add_int(o, "long_waits", (int64_t)st.long_waits);
 	fr_ipc_add_int(o, "user_stacks", (int64_t)st.user_stacks);
 	fr_ipc_add_int(o, "no_user_stack", (int64_t)st.no_user);

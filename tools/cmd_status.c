@@ -92,10 +92,11 @@ static void print_offcpu(const cJSON *ev)
 		printf("offcpu:   perf mechanism (%s)\n", fallback->valuestring);
 	if (mech && strcmp(mech, "bpf") == 0) {
 		printf("offcpu:   bpf, stacks of waits >= %.0f ns: %.0f switches; %.0f long waits "
-		       "(%.0f with user stacks, %.0f without), %.0f short-wait records, %.0f "
+		       "(%.0f with user stacks by %s, %.0f without), %.0f short-wait records, %.0f "
 		       "dropped; %.0f open waits listed\n",
 		       fr_cli_num(o, "min_wait_ns"), fr_cli_num(o, "switch_outs"),
 		       fr_cli_num(o, "long_waits"), fr_cli_num(o, "user_stacks"),
+		       fr_cli_str(o, "user_stacks_by") ? fr_cli_str(o, "user_stacks_by") : "?",
 		       fr_cli_num(o, "no_user_stack"), fr_cli_num(o, "short_records"),
 		       fr_cli_num(o, "ringbuf_drops"), fr_cli_num(o, "open_listed"));
 		return;

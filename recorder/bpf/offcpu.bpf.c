@@ -9,8 +9,17 @@
  *                      thread's running total (flushed as one SHORT record
  *                      at SHORT_FLUSH_NS of waits or SHORT_FLUSH_AGE_NS
  *                      after the last flush).
- * tp_btf/sys_exit      a pending wait takes the user stack at the return
- *                      of the system call it blocked in, and is emitted.
+ * task work            (on_switch_tw, where the kernel has the BPF task-work
+ *                      kfunc, Linux 6.18 or later) a long wait of a user
+ *                      thread schedules a callback run by that thread when
+ *                      it next returns to user space: it takes the user
+ *                      stack there, where the thread blocked, whether in a
+ *                      system call, a page fault or preempted, and emits
+ *                      the wait. No program runs at system calls then.
+ * tp_btf/sys_exit      (on_switch and on_sys_exit, the fallback where the
+ *                      kfunc is missing) a pending wait takes the user
+ *                      stack at the return of the system call it blocked
+ *                      in, and is emitted.
  *                      A wait that was not in a system call has no user
  *                      stack: a preemption is emitted at once, a page fault
  *                      (or another way into the kernel) is told apart by
@@ -19,7 +28,8 @@
  *                      at the thread's next switch-out. No program at
  *                      sys_enter: every system call program costs every
  *                      system call of the machine (docs/performance.md).
- * tp_btf/sched_process_exit  a thread's pending wait and short total go.
+ * tp_btf/sched_process_exit  a thread's pending wait and short total go,
+ *                      and its task-work slot.
  * iter/task            at each seal, the threads switched out for at least
  *                      min_wait now (the open waits).
  *
@@ -47,6 +57,22 @@ struct pt_regs {
 	unsigned long sp;
 } __attribute__((preserve_access_index));
 
+/* The task-work kfunc as the kernel's BTF declares it: libbpf checks the
+ * prototype against it, so the names and the callback's typedef are the
+ * kernel's. Weak: where it is missing, only on_switch_tw fails to load and
+ * the loader takes the sys_exit variant. */
+struct bpf_map {
+	int _; /* defined, not declared: libbpf's check tells a forward
+		* declaration from the kernel's struct */
+} __attribute__((preserve_access_index));
+struct bpf_task_work {
+	__u64 __opaque;
+};
+typedef int (*bpf_task_work_callback_t)(struct bpf_map *, void *, void *);
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map, bpf_task_work_callback_t callback,
+					      void *aux__prog) __ksym __weak;
+
 struct bpf_iter_meta {
 	struct seq_file *seq;
 } __attribute__((preserve_access_index));
@@ -57,6 +83,9 @@ struct bpf_iter__task {
 } __attribute__((preserve_access_index));
 
 #define PF_KTHREAD 0x00200000
+/* io_uring and vhost workers: they never return to user space (Linux 6.4+,
+ * where this bit was a hole before: only tested by the task-work variant). */
+#define PF_USER_WORKER 0x00004000
 #define SHORT_FLUSH_NS 10000000ull	 /* 10 ms of short waits */
 #define SHORT_FLUSH_AGE_NS 1000000000ull /* or a second since the last flush */
 
@@ -77,6 +106,7 @@ struct task_state {
 	__u32 short_n, out_cpu;
 	__u32 pending;
 	__u32 out_preempt; /* left the CPU preempted (still runnable) */
+	__u32 tw_armed;	   /* its task work is scheduled and has not run */
 };
 
 /* A thread whose last long wait waits for its user stack (created at the
@@ -101,6 +131,21 @@ struct {
 	__type(key, int);
 	__type(value, struct pending_wait);
 } pendings SEC(".maps");
+
+/* The task work of each thread with a long wait, by thread ID (a task
+ * storage map may not hold one). Kept while the thread lives, deleted at its
+ * exit; a thread beyond TW_THREADS gets its long waits without user stacks. */
+#define TW_THREADS 32768
+struct tw_slot {
+	struct bpf_task_work tw;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TW_THREADS);
+	__type(key, int);
+	__type(value, struct tw_slot);
+} tws SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -172,8 +217,9 @@ static void emit_short(struct task_struct *t, struct task_state *s, __u64 now)
 }
 
 /* Emits thread t's pending wait; with_user 1: t is current, at the return
- * of its system call (ctx is that tracepoint's); 0: a user thread whose
- * user stack was not taken (marked so); 2: a kernel thread (none). */
+ * of its system call (ctx is that tracepoint's); 3: t is current, in its
+ * task work on the way back to user space; 0: a user thread whose user
+ * stack was not taken (marked so); 2: a kernel thread (none). */
 static void emit_long(void *ctx, struct task_struct *t, struct task_state *s, int with_user)
 {
 	struct fr_bpf_counters *c = counts();
@@ -208,12 +254,17 @@ static void emit_long(void *ctx, struct task_struct *t, struct task_state *s, in
 		n = bpf_get_stack(ctx, r->uips, sizeof(r->uips), BPF_F_USER_STACK);
 		if (n > 0)
 			r->h.nr_user = (__u64)n / 8;
+	} else if (with_user == 3) {
+		n = bpf_get_task_stack(bpf_get_current_task_btf(), r->uips, sizeof(r->uips),
+				       BPF_F_USER_STACK);
+		if (n > 0)
+			r->h.nr_user = (__u64)n / 8;
 	} else if (with_user == 0) {
 		r->h.flags = FR_BPF_WAIT_NO_USER;
 	}
 	bpf_ringbuf_submit(r, submit_flags());
 	if (c) {
-		if (with_user == 1)
+		if (with_user == 1 || with_user == 3)
 			c->user_stacks++;
 		else if (with_user == 0)
 			c->no_user++;
@@ -228,8 +279,42 @@ static __u64 user_ip(struct task_struct *t)
 	return regs ? BPF_CORE_READ(regs, ip) : 0;
 }
 
-/* Thread `next` comes back after waiting since s->out. */
-static void switch_in(void *ctx, struct task_struct *next, struct task_state *s, __u64 now)
+/* Run by a thread on its way back to user space after a long wait: its
+ * user stack is where it blocked. */
+static int tw_user_stack(struct bpf_map *map, void *key, void *value)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_state *s = bpf_task_storage_get(&states, t, 0, 0);
+
+	if (s) {
+		s->tw_armed = 0;
+		if (s->pending)
+			emit_long(0, t, s, 3);
+	}
+	return 0;
+}
+
+/* Schedules thread t's task work (at most one at a time); 0 when it will
+ * not run, and the wait must go without a user stack. */
+static __always_inline int tw_arm(struct task_struct *t, struct task_state *s)
+{
+	struct tw_slot zero = {}, *slot;
+	int tid = t->pid;
+
+	if (s->tw_armed)
+		return 1;
+	bpf_map_update_elem(&tws, &tid, &zero, BPF_NOEXIST);
+	slot = bpf_map_lookup_elem(&tws, &tid);
+	if (!slot || bpf_task_work_schedule_resume_impl(t, &slot->tw, &tws, tw_user_stack, 0) < 0)
+		return 0;
+	s->tw_armed = 1;
+	return 1;
+}
+
+/* Thread `next` comes back after waiting since s->out; tw: its user stack
+ * comes from its task work, else from on_sys_exit. */
+static __always_inline void switch_in(void *ctx, struct task_struct *next, struct task_state *s,
+				      __u64 now, int tw)
 {
 	__u64 wait = now - s->out;
 	struct pending_wait *p;
@@ -246,7 +331,7 @@ static void switch_in(void *ctx, struct task_struct *next, struct task_state *s,
 		return;
 	}
 	/* A wait that never got its user stack (two long waits in one
-	 * system call) goes now, without one. */
+	 * kernel entry) goes now, without one. */
 	if (s->pending)
 		emit_long(ctx, next, s, 0);
 	p = bpf_task_storage_get(&pendings, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -262,18 +347,24 @@ static void switch_in(void *ctx, struct task_struct *next, struct task_state *s,
 		c->long_waits++;
 	s->pending = 1;
 	__sync_fetch_and_add(&pending_n, 1);
-	/* A kernel thread has no user stack to wait for; a preempted thread
-	 * was not waiting in a system call. */
+	/* A kernel thread (and, where task work is, an io_uring or vhost
+	 * worker) has no user stack to wait for; without task work, a
+	 * preempted thread was not waiting in a system call. */
 	if (next->flags & PF_KTHREAD)
 		emit_long(ctx, next, s, 2);
-	else if (s->out_preempt)
+	else if (tw && (next->flags & PF_USER_WORKER))
+		emit_long(ctx, next, s, 2);
+	else if (tw) {
+		if (!tw_arm(next, s))
+			emit_long(ctx, next, s, 0);
+	} else if (s->out_preempt)
 		emit_long(ctx, next, s, 0);
 	else
 		p->uip = user_ip(next);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_struct *next)
+static __always_inline int on_switch_common(void *ctx, _Bool preempt, struct task_struct *prev,
+					    struct task_struct *next, int tw)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct fr_bpf_counters *c;
@@ -284,7 +375,7 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 		if (s) {
 			/* Still pending and in another kernel entry: the
 			 * wait was not in a system call (a page fault). */
-			if (s->pending) {
+			if (!tw && s->pending) {
 				struct pending_wait *p =
 					bpf_task_storage_get(&pendings, prev, 0, 0);
 
@@ -302,9 +393,23 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 	if (next->pid) {
 		s = bpf_task_storage_get(&states, next, 0, 0);
 		if (s && s->out)
-			switch_in(ctx, next, s, now);
+			switch_in(ctx, next, s, now, tw);
 	}
 	return 0;
+}
+
+/* With on_sys_exit, where the kernel has no task-work kfunc. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch_common(ctx, preempt, prev, next, 0);
+}
+
+/* Alone: user stacks by task work. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch_tw, _Bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch_common(ctx, preempt, prev, next, 1);
 }
 
 SEC("tp_btf/sys_exit")
@@ -330,9 +435,12 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *t)
 {
 	struct task_state *s = bpf_task_storage_get(&states, t, 0, 0);
+	int tid = t->pid;
 
 	if (!s)
 		return 0;
+	/* Its task-work slot, if any (cancelled if it had not run). */
+	bpf_map_delete_elem(&tws, &tid);
 	if (s->pending)
 		emit_long(ctx, t, s, 0);
 	emit_short(t, s, bpf_ktime_get_ns());

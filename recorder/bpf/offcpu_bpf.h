@@ -4,10 +4,11 @@
  *
  * On the BPF ring buffer:
  *   struct fr_bpf_wait  one wait of at least min_wait (kind LONG), with the
- *                       kernel stack it blocked on and, when the thread was
- *                       in a system call, its user stack taken at the
- *                       call's return; or the short waits of a thread added
- *                       up (kind SHORT, no stack).
+ *                       kernel stack it blocked on and its user stack, taken
+ *                       when it returned to user space (BPF task work) or,
+ *                       on kernels without task work and when it was in a
+ *                       system call, at the call's return; or the short
+ *                       waits of a thread added up (kind SHORT, no stack).
  * From the task iterator (one read of its seq file at each seal):
  *   struct fr_bpf_open  a thread switched out at least min_wait ago and not
  *                       back: its kernel stack and the user registers the
@@ -27,7 +28,7 @@ enum fr_bpf_wait_kind {
 };
 
 /* fr_bpf_wait.flags */
-#define FR_BPF_WAIT_NO_USER 1u /* not in a system call: no user stack */
+#define FR_BPF_WAIT_NO_USER 1u /* user stack not taken (not in a system call) */
 
 struct fr_bpf_wait_head {
 	__u32 kind;

@@ -12,6 +12,9 @@
 #   COST_WORK     workloads (default "pingpong pool"), see switches.c
 #   COST_CONFIGS  recorders (default "none cpu cpu+offcpu-bpf
 #                 cpu+offcpu-perf perf"; also
+#                 "cpu+offcpu-bpf-sysexit": cpu+offcpu-bpf with user stacks
+#                 taken at sys_exit (FLIGHTREC_BPF_TASK_WORK=0), the
+#                 mechanism of kernels without BPF task work;
 #                 "perf-nog": perf without -g, the tracepoint alone;
 #                 "bpf-count": bpftrace running offcpu_probe.bt, the
 #                 per-switch bookkeeping of an eBPF design, no stacks)
@@ -97,16 +100,17 @@ ctxt() { awk '/^ctxt/ { print $2 }' /proc/stat; }
 start_recorder() {
 	case $1 in
 	none) return ;;
-	cpu | cpu+offcpu-bpf | cpu+offcpu-perf)
-		local cfg=(--config "$T/cpu.json")
+	cpu | cpu+offcpu-bpf | cpu+offcpu-bpf-sysexit | cpu+offcpu-perf)
+		local cfg=(--config "$T/cpu.json") tw=1
 		[ "$1" = cpu+offcpu-perf ] && cfg=(--config "$T/offcpu-perf.json")
-		if [ "$1" = cpu+offcpu-bpf ]; then
+		if [ "$1" = cpu+offcpu-bpf ] || [ "$1" = cpu+offcpu-bpf-sysexit ]; then
 			cfg=()
 			[ -f "$T/offcpu-bpf.json" ] && cfg=(--config "$T/offcpu-bpf.json")
 		fi
+		[ "$1" = cpu+offcpu-bpf-sysexit ] && tw=0
 		rm -f "$T/ring" "$T/sock"
-		"$build/recorder/flightrecd" "${cfg[@]}" --ring "$T/ring" --ring-size 64MiB \
-			--socket "$T/sock" >"$T/rec.log" 2>&1 &
+		FLIGHTREC_BPF_TASK_WORK=$tw "$build/recorder/flightrecd" "${cfg[@]}" --ring "$T/ring" \
+			--ring-size 64MiB --socket "$T/sock" >"$T/rec.log" 2>&1 &
 		ppid=$!
 		for _ in $(seq 100); do
 			"$build/tools/flightrec" status --socket "$T/sock" >/dev/null 2>&1 && break
