@@ -122,6 +122,32 @@ static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lin
 	return 0;
 }
 
+/* The name of kernel location l into buf: the plain name, so that regexes
+ * and -focus match a kernel function as they match a user one (pprof tells
+ * kernel frames apart by their mapping, folded stacks by the suffix
+ * flame-graph tools know). An address kallsyms does not name stays an
+ * address; a user limited to their own processes gets no address (see
+ * profile_emit()). Returns 0, or -1 when a pprof location is left without
+ * a function. */
+static int kernel_name(struct builder *b, struct fr_symbols *syms, struct fr_pprof *p,
+		       struct gloc *l, char *buf, size_t len)
+{
+	const char *name = NULL;
+
+	if (syms && fr_symbols_kernel(syms, l->addr, &name) == 0) {
+		b->maps[KERNEL_MAP].has_functions = 1;
+		snprintf(buf, len, "%s%s", name, p ? "" : FR_PROFILE_KERNEL_SUFFIX);
+	} else if (p) {
+		l->function_id = 0;
+		return -1;
+	} else if (b->req->targets.has_uid) {
+		snprintf(buf, len, "[unknown]" FR_PROFILE_KERNEL_SUFFIX);
+	} else {
+		snprintf(buf, len, "0x%" PRIx64 FR_PROFILE_KERNEL_SUFFIX, l->addr);
+	}
+	return 0;
+}
+
 /* Names every location. With `p`, functions are added to the profile as
  * found; without, the names are interned for the folded emitter.
  * Returns 0 or -ENOMEM. */
@@ -154,26 +180,9 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 		uint64_t elf_addr = 0;
 
 		if (l->map == KERNEL_MAP) {
-			/* The plain name, so that regexes and -focus match a kernel
-			 * function as they match a user one: pprof tells kernel frames
-			 * apart by their mapping, folded stacks by the suffix
-			 * flame-graph tools know. An address kallsyms does not name
-			 * stays an address; a user limited to their own processes
-			 * gets no address (see profile_emit()). */
 			file = FR_PROFILE_KERNEL_MAPPING;
-			if (syms && fr_symbols_kernel(syms, l->addr, &name) == 0) {
-				b->maps[KERNEL_MAP].has_functions = 1;
-				snprintf(buf, sizeof(buf), "%s%s", name,
-					 p ? "" : FR_PROFILE_KERNEL_SUFFIX);
-			} else if (p) {
-				l->function_id = 0;
+			if (kernel_name(b, syms, p, l, buf, sizeof(buf)) < 0)
 				continue;
-			} else if (b->req->targets.has_uid) {
-				snprintf(buf, sizeof(buf), "[unknown]" FR_PROFILE_KERNEL_SUFFIX);
-			} else {
-				snprintf(buf, sizeof(buf), "0x%" PRIx64 FR_PROFILE_KERNEL_SUFFIX,
-					 l->addr);
-			}
 		} else if (l->map) {
 			struct gmap *m = &b->maps[l->map];
 			file = m->path;
