@@ -201,6 +201,13 @@ int fr_tl_render(FILE *out, const cJSON *tl)
 			    !cJSON_GetArrayItem(groups, g + 1);
 		char share[32] = "";
 
+		char shown[48];
+
+		/* Names are what programs chose: no escape sequence reaches the
+		 * terminal. */
+		snprintf(shown, sizeof(shown), "%s", name ? name : "?");
+		for (char *p = shown; *p; p++)
+			*p = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
 		human_value(event, unit, total, val, sizeof(val));
 		if (strcmp(event, "cpu") == 0 && strcmp(unit, "nanoseconds") == 0)
 			snprintf(share, sizeof(share), "  %5.1f%% of a CPU", total / span * 100);
