@@ -20,9 +20,10 @@
  * samples before end_ns. steps = ceil((end_ns - start_ns) / step_ns).
  *
  * GROUPS (`by`):
- *   process    "COMM (PID)", COMM the process's command name at its first
- *              sample in the window ("[unknown]" when the ring does not
- *              know it); the group also carries "pid"
+ *   process    "COMM (PID)", COMM the process's command name at the
+ *              sample's time ("[unknown]" when the ring does not know
+ *              it): a group per (pid, comm), so a process that exec'd is
+ *              one group before and one after; the group carries "pid"
  *   comm       the command name at the sample's time
  *   cgroup     the process's cgroup v2 path, "[unknown]" when not recorded
  *   label:KEY  the value of application label KEY on the sample
