@@ -12,7 +12,8 @@
  *     ([switch-in - weight, switch-in), clipped to the window), so one
  *     long sleep shows as the steps it covers, not as a spike at its end.
  *     Open-wait records (core/store/chunk.h, "open waits") are not
- *     counted: a wait appears once it has ended;
+ *     counted: a wait appears once it has ended, in the chunks of the
+ *     window (one still going on at its end is not in it yet);
  *   - any other event: the sum of the samples' weights (the kernel's
  *     period each stands for), i.e. events counted, unit "count".
  * A sample is in step k when start_ns + k * step_ns <= time < start_ns +
@@ -55,10 +56,8 @@
  * "pid" only with by=process; "values" has exactly `steps` entries and
  * "total" is their sum. Names are JSON strings (escaped).
  *
- * SPEED: chunks whose block carries a timeline summary (chunk section 4,
- * core/store/chunk.h) are read from it without decoding their samples,
- * for by process, comm and cgroup and steps of whole seconds; others are
- * decoded.
+ * SPEED: every sample of the window is decoded (no chunk summary: an
+ * hour at 999 Hz on 2 CPUs is about 0.17 s of CPU, docs/performance.md).
  */
 #ifndef FR_CORE_TIMELINE_H
 #define FR_CORE_TIMELINE_H
@@ -123,8 +122,9 @@ struct fr_timeline {
 	uint64_t samples;
 	uint32_t ngroups; /* the top groups, largest first, then "other" */
 	struct fr_timeline_group *groups;
-	/* How it was computed (not in the JSON form). */
-	uint64_t chunks, chunks_summary, chunks_skipped;
+	/* Chunks read, and skipped as damaged or overwritten meanwhile (not
+	 * in the JSON form). */
+	uint64_t chunks, chunks_skipped;
 };
 
 /* The step a window of `window_ns` gets by default: window / 60 rounded
