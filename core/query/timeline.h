@@ -54,7 +54,10 @@
  *              {"name":"other","total":N,"values":[...]}]}
  *
  * "pid" only with by=process; "values" has exactly `steps` entries and
- * "total" is their sum. Names are JSON strings (escaped).
+ * "total" is their sum. Names are JSON strings (escaped). start_ns and
+ * end_ns are the asked window rounded out to multiples of step_ns (steps
+ * start at multiples of the step since the epoch, so two timelines of one
+ * ring line up): the last step of a window ending now ends in the future.
  *
  * SPEED: every sample of the window is decoded (no chunk summary: an
  * hour at 999 Hz on 2 CPUs is about 0.17 s of CPU, docs/performance.md).
