@@ -242,6 +242,37 @@ static void test_json(struct fr_ring *r)
 	      "an empty window is refused");
 }
 
+/* Names are any bytes: the JSON form escapes what JSON must and makes
+ * what is not UTF-8 U+FFFD, keeping what is. */
+static void test_json_names(void)
+{
+	uint64_t v[1] = {7};
+	struct fr_timeline_group g = {.values = v, .total = 7, .pid = 1};
+	struct fr_timeline t = {.start_ns = 0,
+				.end_ns = SEC,
+				.step_ns = SEC,
+				.nsteps = 1,
+				.ngroups = 1,
+				.groups = &g,
+				.by = FR_TIMELINE_BY_LABEL};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	snprintf(g.name, sizeof(g.name), "a\"b\\c\x1b[2J\xff\xc3\xa9\xe2\x82");
+	snprintf(t.label_key, sizeof(t.label_key), "te\"n");
+	if (!f)
+		return;
+	CHECK(fr_timeline_write_json(f, &t) == 0, "write_json");
+	fclose(f);
+	CHECK(strstr(text, "\"by\":\"label:te\\\"n\"") != NULL, "by: %s", text);
+	CHECK(strstr(text, "\"name\":\"a\\\"b\\\\c\\u001b[2J\\ufffd\xc3\xa9\\ufffd\\ufffd\",") !=
+		      NULL,
+	      "names: %s", text);
+	CHECK(strstr(text, "\"pid\"") == NULL, "pid only by process: %s", text);
+	free(text);
+}
+
 int main(void)
 {
 	struct fr_ring *r;
@@ -257,6 +288,7 @@ int main(void)
 		test_groupings(r);
 		test_json(r);
 	}
+	test_json_names();
 	test_ring_done(r);
 	return fixture_fini();
 }
