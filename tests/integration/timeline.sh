@@ -26,6 +26,19 @@ cp "$BURN" "$T/$A"
 cp "$BURN" "$T/$B"
 cp "$BLOCK" "$T/$S"
 
+# Bad options are usage errors (2) before anything is asked.
+for args in "--by pid" "--top 0" "--top 33" "--step 0" "--step 1us" "--event cpu,offcpu" \
+	"--window 1h --from 1" "--event nope"; do
+	# shellcheck disable=SC2086
+	"$FLIGHTREC" timeline $args >/dev/null 2>"$T/err"
+	rc=$?
+	[ $rc = 2 ] || fail "timeline $args: exit $rc, want 2: $(cat "$T/err")"
+done
+"$FLIGHTREC" dump --ring "$T/none" --timeline --pid 1 >/dev/null 2>&1
+[ $? = 2 ] || fail "dump --timeline --pid is not a usage error"
+"$FLIGHTREC" dump --ring "$T/none" --by comm >/dev/null 2>&1
+[ $? = 2 ] || fail "dump --by without --timeline is not a usage error"
+
 cat >"$T/config.json" <<'JSON'
 {"sessions": [{"name": "tl", "events": [{"event": "cpu", "hz": 99}, {"event": "offcpu"}]}]}
 JSON
