@@ -10,7 +10,8 @@
 #  - --event offcpu --by comm gives the sleeper its two threads' waits
 #    (blocked_ns + wall_ns within 20%), spread over the steps they lasted:
 #    no step holds more than its two threads could wait in it;
-#  - the charts fit 80 columns;
+#  - --by label:phase splits a program labelled with libflightrec 30/70;
+#  - bad options are usage errors, the charts fit 80 columns;
 #  - after kill -9 of the recorder, dump --ring --timeline of the same
 #    window equals the live answer.
 . "$(dirname "$0")/lib.sh"
@@ -55,6 +56,8 @@ TB0=$(date +%s%N)
 "$T/$B" 4 1 >"$T/b.out" || fail "burner B failed"
 TB1=$(date +%s%N)
 wait "$S_PID" || fail "the sleeper failed"
+# A program labelled with libflightrec: phase=a 30% of its CPU, phase=b 70%.
+"$BUILD/tests/integration/labels_demo" split 3 >"$T/demo.out" || fail "labels_demo failed"
 TO=$(($(date +%s) + 1))
 sleep 1.5
 
@@ -64,12 +67,14 @@ Q=(--from "$FROM" --to "$TO" --step 1s --top 32)
 	fail "timeline --by comm failed: $(cat "$T/err")"
 "$FLIGHTREC" timeline "${Q[@]}" --event offcpu --by comm --json >"$T/off.json" 2>"$T/err" ||
 	fail "timeline --event offcpu failed: $(cat "$T/err")"
+"$FLIGHTREC" timeline "${Q[@]}" --by label:phase --json >"$T/label.json" 2>"$T/err" ||
+	fail "timeline --by label:phase failed: $(cat "$T/err")"
 
 python3 - "$T" "$A" "$B" "$S" "$TA0" "$TB0" "$TB1" <<'PY' || fail "the timeline is not the workload's"
 import json, re, sys
 T, A, B, S = sys.argv[1:5]
 ta0, tb0, tb1 = (int(x) for x in sys.argv[5:8])
-proc, comm, off = (json.load(open(f"{T}/{n}.json")) for n in ("proc", "comm", "off"))
+proc, comm, off, lab = (json.load(open(f"{T}/{n}.json")) for n in ("proc", "comm", "off", "label"))
 def out(name):
     return dict(kv.split("=") for kv in open(f"{T}/{name}.out").read().split())
 step, start = proc["step_ns"], proc["start_ns"]
@@ -108,6 +113,10 @@ print("%s: %.2f s off-CPU (measured %.2f), at most %.2f s in a step" % (S, gs["t
 assert abs(gs["total"] - want) <= 0.2 * want, (gs, want)
 assert max(gs["values"]) <= 2.02 * step, gs
 assert sum(1 for v in gs["values"] if v >= step // 2) >= 6, gs
+la, lb = group(lab, "a")["total"], group(lab, "b")["total"]
+print("label:phase: a %.0f%%, b %.0f%% (want 30/70); [none] %.2f CPU-s" % (100 * la / (la + lb),
+      100 * lb / (la + lb), group(lab, "[none]")["total"] / 1e9))
+assert lab["by"] == "label:phase" and abs(lb / (la + lb) - 0.7) <= 0.07, (la, lb)
 PY
 
 # The charts fit 80 columns, whatever the names.
