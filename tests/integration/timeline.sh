@@ -5,15 +5,18 @@
 # in pthread_join) beside them. The timeline of that window, one step a
 # second:
 #  - each burner's CPU is in the steps it ran (>= 90% of it), its total
-#    within 25% of the CPU time it measured itself, A before B;
+#    within 25% (or 0.1 s) of the CPU time it measured itself, A before B;
 #  - --by comm gives the burners the same totals as --by process;
 #  - --event offcpu --by comm gives the sleeper its two threads' waits
 #    (blocked_ns + wall_ns within 20%), spread over the steps they lasted:
 #    no step holds more than its two threads could wait in it;
-#  - --by label:phase splits a program labelled with libflightrec 30/70;
+#  - --by label:phase splits a program labelled with libflightrec 30/70
+#    (within 10 points);
 #  - bad options are usage errors, the charts fit 80 columns;
 #  - after kill -9 of the recorder, dump --ring --timeline of the same
-#    window equals the live answer.
+#    window equals the live answer, for cpu and for offcpu (waits going
+#    on at the window's end from the open-wait records, the rest read
+#    only up to the end, whatever chunks the ring merged since).
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 
@@ -41,7 +44,7 @@ done
 [ $? = 2 ] || fail "dump --by without --timeline is not a usage error"
 
 cat >"$T/config.json" <<'JSON'
-{"sessions": [{"name": "tl", "events": [{"event": "cpu", "hz": 99}, {"event": "offcpu"}]}]}
+{"sessions": [{"name": "tl", "events": [{"event": "cpu", "hz": 499}, {"event": "offcpu"}]}]}
 JSON
 start_daemon --config "$T/config.json"
 sleep 1
@@ -100,7 +103,8 @@ for g, t0, t1, o in ((ga, ta0, tb0, "a"), (gb, tb0, tb1, "b")):
     print("%s: %.0f%% in its steps, %.2f CPU-s (measured %.2f)" % (g["name"], 100 * share,
           g["total"] / 1e9, cpu / 1e9))
     assert share >= 0.9, (g, share)
-    assert abs(g["total"] - cpu) <= 0.25 * cpu, (g["total"], cpu)
+    # A busy machine leaves a burner little CPU: a few dozen samples.
+    assert abs(g["total"] - cpu) <= max(0.25 * cpu, 0.1e9), (g["total"], cpu)
 first = lambda g: next(k for k, v in enumerate(g["values"]) if v)
 assert first(ga) < first(gb), (ga, gb)
 assert group(comm, A)["total"] == ga["total"] and group(comm, B)["total"] == gb["total"]
@@ -116,7 +120,7 @@ assert sum(1 for v in gs["values"] if v >= step // 2) >= 6, gs
 la, lb = group(lab, "a")["total"], group(lab, "b")["total"]
 print("label:phase: a %.0f%%, b %.0f%% (want 30/70); [none] %.2f CPU-s" % (100 * la / (la + lb),
       100 * lb / (la + lb), group(lab, "[none]")["total"] / 1e9))
-assert lab["by"] == "label:phase" and abs(lb / (la + lb) - 0.7) <= 0.07, (la, lb)
+assert lab["by"] == "label:phase" and abs(lb / (la + lb) - 0.7) <= 0.1, (la, lb)
 PY
 
 # The charts fit 80 columns, whatever the names.
@@ -138,11 +142,16 @@ rows=$(grep -c '^[0-2][0-9]:[0-5][0-9]:[0-5][0-9] ' "$T/chart")
 kill9_daemon
 "$FLIGHTREC" dump --ring "$RING" --timeline "${Q[@]}" --json >"$T/dump.json" 2>"$T/err" ||
 	fail "dump --timeline failed: $(cat "$T/err")"
-python3 - "$T/proc.json" "$T/dump.json" <<'PY' || fail "dump --ring --timeline differs from the live answer"
+"$FLIGHTREC" dump --ring "$RING" --timeline "${Q[@]}" --event offcpu --by comm --json \
+	>"$T/dump_off.json" 2>"$T/err" || fail "dump --timeline --event offcpu failed: $(cat "$T/err")"
+python3 - "$T" <<'PY' || fail "dump --ring --timeline differs from the live answer"
 import json, sys
-live, dead = (json.load(open(p)) for p in sys.argv[1:3])
-live.pop("ring"); dead.pop("ring")
-assert live == dead, (live, dead)
-print("dump --ring --timeline: %d groups, %d samples, as live" % (len(dead["groups"]), dead["samples"]))
+T = sys.argv[1]
+for l, d in (("proc", "dump"), ("off", "dump_off")):
+    live, dead = (json.load(open(f"{T}/{n}.json")) for n in (l, d))
+    live.pop("ring"); dead.pop("ring")
+    assert live == dead, (live, dead)
+    print("dump --ring --timeline (%s): %d groups, %d samples, as live" % (
+          dead["event"], len(dead["groups"]), dead["samples"]))
 PY
 echo "PASS"
