@@ -85,6 +85,7 @@ struct daemon {
 	 * drain, stalls seen and flush barriers that timed out. */
 	int64_t last_drain_real, last_seal_real, last_drain_mono;
 	uint64_t stalls, flush_timeouts;
+	int64_t longest_stall_ns; /* the longest gap between drains counted a stall */
 	int64_t start_real, start_mono;
 	uint32_t ncpus;
 

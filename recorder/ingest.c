@@ -294,6 +294,8 @@ static void before_drain(void *arg)
 	 * so. */
 	if (last && now - last > STALL_NS) {
 		__atomic_add_fetch(&d->stalls, 1, __ATOMIC_RELAXED);
+		if (now - last > __atomic_load_n(&d->longest_stall_ns, __ATOMIC_RELAXED))
+			__atomic_store_n(&d->longest_stall_ns, now - last, __ATOMIC_RELAXED);
 		fr_log_warn("the ingest thread was held up for %lld ms",
 			    (long long)((now - last) / 1000000));
 	}
