@@ -60,5 +60,7 @@ expect_usage "flightrecd: --help takes no value" "$FLIGHTRECD" --help=1
 expect_usage "flightrec attach: --window needs a value" "$FLIGHTREC" attach --window
 expect_usage "flightrec status: --socket needs a value" "$FLIGHTREC" status --socket
 expect_usage "flightrec dump: --ring needs a value" "$FLIGHTREC" dump --ring
+expect_usage "flightrec top: --window needs a value" "$FLIGHTREC" top --window
+expect_usage "flightrec trigger: --reason needs a value" "$FLIGHTREC" trigger db --reason
 expect_usage "flightrec status: unknown option --sockets" "$FLIGHTREC" status --sockets x
 exit 0
