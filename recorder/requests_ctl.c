@@ -87,13 +87,16 @@ static cJSON *config_snapshot(struct daemon *d)
  * (recorder/ingest.c says the same in its log). */
 static int at_next_start(const char *path)
 {
-	static const char *const keys[] = {"ring.path",		 "ring.size",
-					   "ring.segment",	 "socket",
-					   "limits.max_clients", "symbols.cache_dir",
-					   "symbols.cache_size", "symbols.cache_file_max"};
+	static const char *const keys[] = {
+		"ring.path",	      "ring.size",
+		"ring.segment",	      "socket",
+		"socket.path",	      "socket.group",
+		"limits.max_clients", "symbols.cache_dir",
+		"symbols.cache_size", "symbols.cache_file_max",
+	};
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (strncmp(path, keys[i], strlen(keys[i])) == 0)
+		if (strcmp(path, keys[i]) == 0)
 			return 1;
 	return 0;
 }

@@ -33,9 +33,10 @@ as() { local who=$1; shift; runuser -u "$who" -- "$@"; }
 chmod 0711 "$T"
 SOCK=$T/run/flightrec.sock
 export FLIGHTREC_SOCKET=$SOCK
-write_config() { # RATE
+write_config() { # RATE [RING_SIZE]
 	cat >"$T/config.json" <<JSON
 {"socket": {"path": "$SOCK", "group": "$G", "admin_group": "$GA"},
+ "ring": {"size": "${2:-256MiB}"},
  "dumps": {"dir": "$T/dumps"},
  "sessions": [
   {"name": "ops", "events": [{"event": "cpu", "hz": $1}]},
@@ -64,6 +65,12 @@ grep -q "^  sessions\[ops\]\.events\[0\]\.hz: 99 -> 199$" "$T/out" ||
 [ "$(cpu_hz)" = 199 ] || fail "status shows $(cpu_hz) Hz after the reload, want 199"
 "$FLIGHTREC" status | grep -q "event:    cpu at 199 Hz" || fail "status text still shows the old rate"
 "$FLIGHTREC" reload --json | json 'd["ok"] and d["config"]' >/dev/null || fail "reload --json"
+# What a reload cannot apply is said to wait for the next start.
+write_config 199 128MiB
+"$FLIGHTREC" reload >"$T/out" 2>"$T/err" || fail "reload failed: $(cat "$T/err")"
+grep -qx '  ring.size: "256MiB" -> "128MiB" (at the next start)' "$T/out" ||
+	fail "a ring size change is not said to wait: $(cat "$T/out")"
+write_config 199
 
 # A bad file: refused with its JSON path, exit 1; the recorder keeps 199 Hz
 # and goes on recording.
