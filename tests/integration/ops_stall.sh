@@ -33,9 +33,9 @@ fresh "$drain" 10 && fresh "$seal" 10 && fresh "$append" 10 ||
 	fail "drain, seal, append times not recent: $drain $seal $append"
 read -r stalls0 < <(ingest stalls)
 "$FLIGHTREC" status >"$T/status.txt"
-grep -Eq '^ingest:   running, last drain [0-9.]+s ago, seal [0-9.]+s ago, ring append [0-9.]+s ago$' \
+grep -Eq '^ingest:   running, last drain [0-9.]+[a-z]+ ago, seal [0-9.]+[a-z]+ ago, ring append [0-9.]+[a-z]+ ago$' \
 	"$T/status.txt" || fail "status text: $(grep -A1 '^ingest' "$T/status.txt")"
-grep -Eq '^stalls:   [0-9]+( \(longest [0-9.]+s\))?, [0-9]+ flush timeouts?$' "$T/status.txt" ||
+grep -Eq '^stalls:   [0-9]+( \(longest [0-9.]+[a-z]+\))?, [0-9]+ flush timeouts?$' "$T/status.txt" ||
 	fail "stall counters: $(cat "$T/status.txt")"
 
 # freeze TID: freezes it for 6 s in the background; waits until it is.
@@ -52,7 +52,7 @@ freeze "$DAEMON_PID"
 sleep 4.5
 "$FLIGHTREC" status >"$T/status.txt" || fail "status during the stall failed"
 grep -q '^ingest:   STALLED' "$T/status.txt" || fail "status hides the stall: $(cat "$T/status.txt")"
-grep -Eq '^          last seal [0-9.]+s ago — the recorder is stalled' "$T/status.txt" ||
+grep -Eq '^          last seal [0-9.]+[a-z]+ ago — the recorder is stalled' "$T/status.txt" ||
 	fail "the stale seal is not flagged: $(cat "$T/status.txt")"
 read -r longest < <(ingest longest_stall_ns)
 [ "$longest" -ge 3000000000 ] || fail "the stall going on is not the longest: $longest ns"
@@ -72,7 +72,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 fresh "$seal" 3 || fail "no seal since the thaw: $seal"
-"$FLIGHTREC" status | grep -Eq "^stalls:   $stalls \(longest [0-9.]+s\), " || fail "status text lacks the longest stall"
+"$FLIGHTREC" status | grep -Eq "^stalls:   $stalls \(longest [0-9.]+[a-z]+\), " || fail "status text lacks the longest stall"
 
 # The writer thread: chunks wait while nothing is appended.
 wtid=$(grep -lx fr-writer /proc/"$DAEMON_PID"/task/*/comm | head -1 | cut -d/ -f5)
@@ -82,7 +82,7 @@ sleep 5
 read -r wstalled queued < <(ingest writer_stalled writer_queued_bytes)
 [ "$wstalled" = True ] && [ "$queued" -gt 0 ] || fail "the writer's stall is not seen: $wstalled, $queued bytes queued"
 "$FLIGHTREC" status >"$T/status.txt"
-grep -Eq '^          last ring append [0-9.]+s ago with .* waiting — the ring.s writer is stalled' \
+grep -Eq '^          last ring append [0-9.]+[a-z]+ ago with .* waiting — the ring.s writer is stalled' \
 	"$T/status.txt" || fail "the stale append is not flagged: $(cat "$T/status.txt")"
 wait "$freezer" || fail "freeze_thread failed: $(cat "$T/freeze.err")"
 for _ in $(seq 100); do
