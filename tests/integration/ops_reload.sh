@@ -119,4 +119,11 @@ grep -q "may not trigger session \"ops\"" "$T/err" || fail "the refusal is not e
 grep -q 'no session named "nosuch"' "$T/err" || fail "unknown session: $(cat "$T/err")"
 "$FLIGHTREC" trigger ops --reason "$(printf 'two\nlines')" >/dev/null 2>"$T/err"
 [ $? = 2 ] || fail "a reason with a newline was accepted"
+
+# A recorder on its embedded default has no file to reload, and says so.
+stop_daemon
+start_daemon
+"$FLIGHTREC" reload >/dev/null 2>"$T/err" && fail "a recorder without a file reloaded"
+grep -q "embedded default configuration; there is no file to reload" "$T/err" ||
+	fail "no file to reload is not explained: $(cat "$T/err")"
 exit 0
