@@ -40,6 +40,16 @@ assert any(json.loads(l)["msg"].startswith("received Terminated")
 sys.exit(n < 2)
 PY
 
+# A failure to start is a log line too: with json, a JSON object.
+echo "not a ring" >"$T/notring"
+"$FLIGHTRECD" --ring "$T/notring" --socket "$T/other.sock" --log-format json >/dev/null 2>"$T/start.err" &&
+	fail "flightrecd started on a file that is not a ring"
+python3 - "$T/start.err" <<'PY' || fail "the start failure is not a JSON error line: $(cat "$T/start.err")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+sys.exit(not any(o["level"] == "error" and "not a flightrec ring" in o["msg"] for o in lines))
+PY
+
 # The journal: stderr is the stream JOURNAL_STREAM names (device:inode).
 : >"$T/journal.log"
 dev_ino=$(stat -c '%d:%i' "$T/journal.log")
