@@ -267,9 +267,9 @@ int main(int argc, char **argv)
 
 	ret = a.config_path ? fr_config_load(&cfg, a.config_path, err, sizeof(err))
 			    : fr_config_default(&cfg);
+	/* From here on what goes wrong is the service's, for its log. */
 	if (ret < 0) {
-		fprintf(stderr, "flightrecd: %s\n",
-			a.config_path ? err : "cannot load the default configuration");
+		fr_log_err("%s", a.config_path ? err : "cannot load the default configuration");
 		return 1;
 	}
 	status = 2;
@@ -283,7 +283,7 @@ int main(int argc, char **argv)
 		      : cfg.socket_path ? strdup(cfg.socket_path)
 					: fr_ipc_default_socket();
 	if (!ring_path || !socket_path) {
-		fprintf(stderr, "flightrecd: out of memory\n");
+		fr_log_err("out of memory");
 		goto out;
 	}
 	memset(&opts, 0, sizeof(opts));
