@@ -10,7 +10,7 @@
  * core/query/timeline_waits.c's.
  *
  * Every sample of the window is decoded: an hour at 999 Hz on 2 CPUs (7.2
- * million samples) takes about 0.17 s of CPU, most of it the chunk
+ * million samples) takes about 0.16 s of CPU, most of it the chunk
  * decoder's (docs/performance.md, "Timeline"), so the chunk format has no
  * summary for it.
  */

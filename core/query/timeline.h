@@ -62,7 +62,7 @@
  * ring line up): the last step of a window ending now ends in the future.
  *
  * SPEED: every sample of the window is decoded (no chunk summary: an
- * hour at 999 Hz on 2 CPUs is about 0.17 s of CPU, docs/performance.md).
+ * hour at 999 Hz on 2 CPUs is about 0.16 s of CPU, docs/performance.md).
  */
 #ifndef FR_CORE_TIMELINE_H
 #define FR_CORE_TIMELINE_H
