@@ -83,8 +83,10 @@ int main(int argc, char **argv)
 		return fr_cmd_threads(argc, argv);
 	if (strcmp(cmd, "top") == 0)
 		return fr_top_main(argc, argv);
+	if (strcmp(cmd, "serve") == 0)
+		return fr_cmd_serve(argc, argv);
 	fprintf(stderr,
-		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads; see %s --help)\n",
+		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, serve; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }
