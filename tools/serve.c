@@ -33,7 +33,7 @@
 
 static const char *prog = FR_CLI_PROG;
 
-enum { OPT_LISTEN = 1024, OPT_ALLOW_REMOTE };
+enum { OPT_LISTEN = 1024, OPT_ALLOW_REMOTE, OPT_READ_TIMEOUT };
 
 static void usage_serve(FILE *f)
 {
@@ -48,6 +48,8 @@ static void usage_serve(FILE *f)
 		"  --allow-remote         allow an address other than loopback. There is no\n"
 		"                         authentication: anyone who can reach the port sees\n"
 		"                         what you may see (all processes, as root)\n"
+		"  --read-timeout DURATION  how long a client may take to send its request\n"
+		"                         (default 10s); a slower one is answered 408\n"
 		"  --socket PATH          the recorder's socket\n"
 		"  -h, --help             show this help\n"
 		"\n"
@@ -61,7 +63,7 @@ static void usage_serve(FILE *f)
 struct conn {
 	int fd;
 	size_t len;
-	struct timespec deadline;
+	int64_t deadline_ns; /* CLOCK_MONOTONIC */
 	char buf[FR_HTTP_HEAD_MAX];
 };
 
@@ -73,12 +75,18 @@ static void on_signal(int sig)
 	serve_stop = 1;
 }
 
-static long ms_until(const struct timespec *t)
+static int64_t mono_ns(void)
 {
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (t->tv_sec - now.tv_sec) * 1000 + (t->tv_nsec - now.tv_nsec) / 1000000;
+	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* Milliseconds until `deadline_ns`, rounded up. */
+static int64_t ms_until(int64_t deadline_ns)
+{
+	return (deadline_ns - mono_ns() + 999999) / 1000000;
 }
 
 /* Writes all of buf on a blocking socket whose send timeout bounds it. */
@@ -263,7 +271,7 @@ static void conn_read(const struct fr_serve *s, struct conn *c, unsigned port)
 }
 
 /* Takes the new connections; past FR_SERVE_MAX_CONNS, says 503. */
-static void accept_all(int lfd, struct conn *conns)
+static void accept_all(int lfd, struct conn *conns, int64_t read_timeout_ns)
 {
 	int fd;
 
@@ -282,8 +290,7 @@ static void accept_all(int lfd, struct conn *conns)
 		}
 		conns[i].fd = fd;
 		conns[i].len = 0;
-		clock_gettime(CLOCK_MONOTONIC, &conns[i].deadline);
-		conns[i].deadline.tv_sec += FR_SERVE_READ_DEADLINE_MS / 1000;
+		conns[i].deadline_ns = mono_ns() + read_timeout_ns;
 	}
 }
 
@@ -295,14 +302,14 @@ static int serve_loop(const struct fr_serve *s, int lfd, unsigned port)
 	for (size_t i = 0; i < FR_SERVE_MAX_CONNS; i++)
 		conns[i].fd = -1;
 	while (!serve_stop) {
-		long wait = 1000;
+		int64_t wait = 1000;
 		int n;
 
 		pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
 		for (size_t i = 0; i < FR_SERVE_MAX_CONNS; i++) {
 			pfd[i + 1] = (struct pollfd){.fd = conns[i].fd, .events = POLLIN};
 			if (conns[i].fd >= 0) {
-				long left = ms_until(&conns[i].deadline);
+				int64_t left = ms_until(conns[i].deadline_ns);
 
 				wait = left < wait ? (left < 0 ? 0 : left) : wait;
 			}
@@ -316,7 +323,7 @@ static int serve_loop(const struct fr_serve *s, int lfd, unsigned port)
 			if (conns[i].fd >= 0 && pfd[i + 1].revents)
 				conn_read(s, &conns[i], port);
 		for (size_t i = 0; i < FR_SERVE_MAX_CONNS; i++) {
-			if (conns[i].fd >= 0 && ms_until(&conns[i].deadline) <= 0) {
+			if (conns[i].fd >= 0 && ms_until(conns[i].deadline_ns) <= 0) {
 				conn_blocking(conns[i].fd);
 				fr_serve_error(conns[i].fd, 408,
 					       "the request did not arrive in time", 0);
@@ -324,7 +331,7 @@ static int serve_loop(const struct fr_serve *s, int lfd, unsigned port)
 			}
 		}
 		if (n > 0 && pfd[0].revents)
-			accept_all(lfd, conns);
+			accept_all(lfd, conns, s->read_timeout_ns);
 	}
 	return 0;
 }
@@ -334,11 +341,12 @@ int fr_cmd_serve(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"listen", required_argument, NULL, OPT_LISTEN},
 		{"allow-remote", no_argument, NULL, OPT_ALLOW_REMOTE},
+		{"read-timeout", required_argument, NULL, OPT_READ_TIMEOUT},
 		{"socket", required_argument, NULL, FR_OPT_SOCKET},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *listen_s = "127.0.0.1:7077", *socket_s = NULL;
+	const char *listen_s = "127.0.0.1:7077", *socket_s = NULL, *timeout_s = NULL;
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct sockaddr_storage ss;
 	socklen_t sslen;
@@ -351,6 +359,7 @@ int fr_cmd_serve(int argc, char **argv)
 		switch (c) {
 		case OPT_LISTEN: listen_s = optarg; break;
 		case OPT_ALLOW_REMOTE: allow_remote = 1; break;
+		case OPT_READ_TIMEOUT: timeout_s = optarg; break;
 		case FR_OPT_SOCKET: socket_s = optarg; break;
 		case 'h': usage_serve(stdout); return 0;
 		default: return fr_cli_bad_option("serve", argv);
@@ -359,6 +368,15 @@ int fr_cmd_serve(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "%s serve: unexpected argument \"%s\" (see %s serve --help)\n",
 			prog, argv[optind], prog);
+		return EXIT_USAGE;
+	}
+	s.read_timeout_ns = (int64_t)FR_SERVE_READ_DEADLINE_MS * 1000000;
+	if (timeout_s && (fr_parse_duration(timeout_s, &s.read_timeout_ns) < 0 ||
+			  s.read_timeout_ns < 100000000 || s.read_timeout_ns > 600000000000LL)) {
+		fprintf(stderr,
+			"%s serve: --read-timeout: expected a duration from 100ms to 10m, "
+			"got \"%s\"\n",
+			prog, timeout_s);
 		return EXIT_USAGE;
 	}
 	if (parse_listen(listen_s, &ss, &sslen) < 0) {

@@ -8,13 +8,15 @@
 #define FR_TOOLS_SERVE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tools/serve_http.h"
 
 /* Connections served at once; one more is told 503 and closed. */
 #define FR_SERVE_MAX_CONNS 32
 /* A request head must arrive within this time of the connection's
- * accept, or the connection is told 408 and closed (slowloris). */
+ * accept (--read-timeout), or the connection is told 408 and closed
+ * (slowloris). */
 #define FR_SERVE_READ_DEADLINE_MS 10000
 /* A response that a client does not read within this time is dropped. */
 #define FR_SERVE_WRITE_TIMEOUT_S 30
@@ -31,6 +33,7 @@ extern const size_t fr_serve_nassets;
 
 struct fr_serve {
 	const char *socket_path; /* the recorder's */
+	int64_t read_timeout_ns; /* a request head's deadline after accept */
 };
 
 /* Sends a whole response on the blocking socket `fd`: status, type and
