@@ -27,6 +27,7 @@
 #include "ipc/msg.h"
 #include "ipc/proto.h"
 #include "recorder/dumps.h"
+#include "recorder/requests_timeline.h"
 #include "recorder/threads.h"
 
 /* ---- requests ---------------------------------------------------------- */
@@ -744,6 +745,8 @@ cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int f
 		return handle_attach(d, req, fd, peer);
 	if (strcmp(cmd, "threads") == 0)
 		return daemon_handle_threads(d, req, fd, peer);
+	if (strcmp(cmd, "timeline") == 0)
+		return daemon_handle_timeline(d, req, fd, peer);
 	if (fd >= 0)
 		close(fd);
 	if (strcmp(cmd, "status") == 0)
@@ -755,6 +758,6 @@ cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int f
 	if (strcmp(cmd, "dump") == 0)
 		return handle_dump(d, req, peer);
 	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, consume, "
-			    "dump, status, sessions, threads)",
+			    "dump, status, sessions, threads, timeline)",
 			    cmd);
 }

@@ -36,6 +36,7 @@ static void usage_main(FILE *f)
 		"  sessions  list the recorder's sessions, their events and rates\n"
 		"  top       the top functions of a profile file or a recent window, as a table\n"
 		"  threads   every thread of some processes now: state, wait, how long, stack\n"
+		"  timeline  which minute: per step, the CPU (or an event) of the top processes\n"
 		"\n"
 		"Run `flightrec COMMAND --help` for a command's options.\n"
 		"The socket is --socket PATH, else $FLIGHTREC_SOCKET, else the daemon's default\n"
@@ -85,8 +86,10 @@ int main(int argc, char **argv)
 		return fr_top_main(argc, argv);
 	if (strcmp(cmd, "serve") == 0)
 		return fr_cmd_serve(argc, argv);
+	if (strcmp(cmd, "timeline") == 0)
+		return fr_cmd_timeline(argc, argv);
 	fprintf(stderr,
-		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, serve; see %s --help)\n",
+		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, timeline, serve; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }
