@@ -37,6 +37,7 @@ static void usage_main(FILE *f)
 		"  top       the top functions of a profile file or a recent window, as a table\n"
 		"  threads   every thread of some processes now: state, wait, how long, stack\n"
 		"  timeline  which minute: per step, the CPU (or an event) of the top processes\n"
+		"  serve     a web page on loopback: timeline, flame graphs, diffs, threads\n"
 		"\n"
 		"Run `flightrec COMMAND --help` for a command's options.\n"
 		"The socket is --socket PATH, else $FLIGHTREC_SOCKET, else the daemon's default\n"

@@ -47,6 +47,10 @@ int fr_serve_respond(int fd, int status, const char *type, const void *body, siz
 /* An error response with a plain text body (`why`, or the reason). */
 int fr_serve_error(int fd, int status, const char *why, int head_only);
 
+/* /api/timeline (serve_timeline.c). */
+void fr_serve_route_timeline(const struct fr_serve *s, int fd, const struct fr_http_request *r,
+			     int head_only);
+
 /* Answers the parsed request `r` on `fd`. */
 void fr_serve_route(const struct fr_serve *s, int fd, const struct fr_http_request *r);
 

@@ -4,6 +4,7 @@
  * recorder with the rights of the user running serve:
  *
  *   /api/status             the recorder's status (ring span, events)
+ *   /api/timeline?...       the timeline of the ring (serve_timeline.c)
  *   /api/profile?QUERY      the flame graph tree of a range
  *   /api/diff?QUERY&from2=&to2=   the differential tree of [from2, to2)
  *                           against [from, to)
@@ -360,8 +361,13 @@ void fr_serve_route(const struct fr_serve *s, int fd, const struct fr_http_reque
 		fr_serve_respond(fd, 200, a->type, a->data, a->len, NULL, head_only);
 		return;
 	}
-	if (strcmp(r->path, "/api/status") == 0)
+	/* Browsers ask for it; the page has none. */
+	if (strcmp(r->path, "/favicon.ico") == 0)
+		fr_serve_respond(fd, 204, "image/x-icon", NULL, 0, NULL, head_only);
+	else if (strcmp(r->path, "/api/status") == 0)
 		route_status(s, fd, head_only);
+	else if (strcmp(r->path, "/api/timeline") == 0)
+		fr_serve_route_timeline(s, fd, r, head_only);
 	else if (strcmp(r->path, "/api/profile") == 0)
 		route_tree(s, fd, r, 0, head_only);
 	else if (strcmp(r->path, "/api/diff") == 0)

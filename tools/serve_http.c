@@ -264,6 +264,7 @@ const char *fr_http_reason(int status)
 {
 	switch (status) {
 	case 200: return "OK";
+	case 204: return "No Content";
 	case 400: return "Bad Request";
 	case 403: return "Forbidden";
 	case 404: return "Not Found";

@@ -11,7 +11,7 @@
 		'#17becf', '#8c564b', '#bcbd22', '#7f7f7f', '#393b79', '#ad494a'];
 	const state = {
 		timeline: null, plot: null, chart: null, tree: null, diff: false,
-		ranges: [], busy: 0, loads: 0, error: '',
+		ranges: [], marks: [], busy: 0, loads: 0, error: '',
 	};
 
 	function message(text, ok) {
@@ -33,12 +33,13 @@
 		return $('event').value || 'cpu';
 	}
 
-	/* The filters of the profile requests, as query parameters. */
+	/* The filters of the profile requests, as query parameters: the
+	 * processes box holds pids (all digits) or command names. */
 	function filters() {
 		let q = '&event=' + encodeURIComponent(eventName());
-		const comm = $('comm').value.trim();
-		if (comm)
-			q += '&comm=' + encodeURIComponent(comm);
+		const procs = $('procs').value.replace(/\s+/g, '');
+		if (procs)
+			q += (/^[0-9,]+$/.test(procs) ? '&pid=' : '&comm=') + encodeURIComponent(procs);
 		return q;
 	}
 
@@ -111,15 +112,42 @@
 			axes: [{}, { label: unitLabel(t) }],
 			scales: { x: { time: true }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.05 : 1] } },
 			cursor: { drag: { x: true, y: false, setScale: false } },
-			hooks: { setSelect: [(u) => {
-				if (u.select.width < 2)
-					return;
-				const a = u.posToVal(u.select.left, 'x');
-				const b = u.posToVal(u.select.left + u.select.width, 'x');
-				brushed(a, b);
-			}] },
+			hooks: {
+				setSelect: [(u) => {
+					if (u.select.width < 2)
+						return;
+					const a = u.posToVal(u.select.left, 'x');
+					const b = u.posToVal(u.select.left + u.select.width, 'x');
+					/* The chosen ranges are drawn as bands
+					 * (drawMarks), so the same range can be
+					 * brushed again. */
+					u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+					brushed(a, b);
+				}],
+				draw: [drawMarks],
+			},
 		};
 		state.plot = new uPlot(opts, data, box);
+	}
+
+	/* The ranges chosen: grey for a profile, blue for the first of a
+	 * comparison and red for the second. */
+	function drawMarks(u) {
+		const ctx = u.ctx;
+		ctx.save();
+		for (const m of state.marks) {
+			const x0 = u.valToPos(m.range[0], 'x', true);
+			const x1 = u.valToPos(m.range[1], 'x', true);
+			ctx.fillStyle = m.color;
+			ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
+		}
+		ctx.restore();
+	}
+
+	function mark(marks) {
+		state.marks = marks;
+		if (state.plot)
+			state.plot.redraw(false);
 	}
 
 	async function loadTimeline() {
@@ -145,17 +173,20 @@
 	function brushed(a, b) {
 		if (!(b > a))
 			return;
-		if ($('compare').checked && state.ranges.length === 1 && !state.diff) {
+		if ($('compare').checked && state.ranges.length === 1) {
 			state.ranges.push([a, b]);
+			mark([state.marks[0], { range: [a, b], color: 'rgba(220,0,0,0.15)' }]);
 			loadDiff();
 			return;
 		}
 		state.ranges = [[a, b]];
 		if ($('compare').checked) {
-			$('range').textContent = 'first range: ' + describe([a, b]) +
+			mark([{ range: [a, b], color: 'rgba(0,0,220,0.15)' }]);
+			$('range').textContent = 'first range (blue): ' + describe([a, b]) +
 				'; now drag across the second range';
 			return;
 		}
+		mark([{ range: [a, b], color: 'rgba(0,0,0,0.12)' }]);
 		loadProfile();
 	}
 
@@ -225,8 +256,9 @@
 		try {
 			const d = await getJSON('/api/diff?' + q);
 			drawFlame(d.tree, true);
-			$('range').textContent = 'second range ' + describe(b) + ' against first ' +
-				describe(a) + ' (red: larger share, blue: smaller)';
+			$('range').textContent = 'second range ' + describe(b) + ' against the first ' +
+				describe(a) + ': red frames have a larger share in the second, blue a ' +
+				'smaller one';
 			message(warnings(d.range, d.range2), true);
 			state.loads++;
 		} catch (e) {
@@ -234,7 +266,6 @@
 		} finally {
 			state.busy--;
 			state.ranges = [];
-			state.diff = false;
 		}
 	}
 
@@ -282,7 +313,7 @@
 		}
 		$('event').onchange = () => { state.ranges = []; loadTimeline(); };
 		$('reload').onclick = loadTimeline;
-		$('compare').onchange = () => { state.ranges = []; };
+		$('compare').onchange = () => { state.ranges = []; mark([]); };
 		$('search').oninput = () => {
 			const term = $('search').value.trim();
 			if (!state.chart)
@@ -301,6 +332,8 @@
 	 * coordinates, so it can drag there with the mouse. */
 	window.flightrec = {
 		state: state,
+		/* The page's range API: what brushing [a, b) does (seconds). */
+		brush: brushed,
 		point: (sec, yFrac) => {
 			const u = state.plot, r = u.over.getBoundingClientRect();
 			return { x: r.left + u.valToPos(sec, 'x'), y: r.top + r.height * (yFrac || 0.5) };
