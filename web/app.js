@@ -197,6 +197,7 @@
 	function drawFlame(tree, diff) {
 		const box = $('flame');
 		box.innerHTML = '';
+		$('details').textContent = '';
 		const chart = flamegraph()
 			.width(Math.max(400, box.clientWidth || document.body.clientWidth - 40))
 			.cellHeight(18)
@@ -318,10 +319,12 @@
 			const term = $('search').value.trim();
 			if (!state.chart)
 				return;
-			if (term)
+			if (term) {
 				state.chart.search(term);
-			else
+			} else {
 				state.chart.clear();
+				$('details').textContent = '';
+			}
 		};
 		$('reset-zoom').onclick = () => state.chart && state.chart.resetZoom();
 		$('threads-go').onclick = loadThreads;
