@@ -104,6 +104,19 @@ static void step_value(const char *event, const char *unit, double v, double ste
 		human_value(event, unit, v, buf, len);
 }
 
+/* A step as it would be asked for: "30s", "1m", "2h", "500ms". */
+static void step_text(int64_t ns, char *buf, size_t len)
+{
+	if (ns % 3600000000000LL == 0)
+		snprintf(buf, len, "%lldh", (long long)(ns / 3600000000000LL));
+	else if (ns % 60000000000LL == 0)
+		snprintf(buf, len, "%lldm", (long long)(ns / 60000000000LL));
+	else if (ns % 1000000000LL == 0)
+		snprintf(buf, len, "%llds", (long long)(ns / 1000000000LL));
+	else
+		snprintf(buf, len, "%lldms", (long long)(ns / 1000000LL));
+}
+
 static void hhmmss(int64_t ns, char *buf, size_t len)
 {
 	time_t s = (time_t)(ns / 1000000000);
@@ -172,7 +185,7 @@ int fr_tl_render(FILE *out, const cJSON *tl)
 		}
 		max = sum > max ? sum : max;
 	}
-	fr_cli_human_duration((int64_t)step, dur, sizeof(dur));
+	step_text((int64_t)step, dur, sizeof(dur));
 	fprintf(out, "%.20s by %.24s, %s to %s UTC, one row per %s\n", event, by,
 		fr_format_time(start, a, sizeof(a)), (hhmmss(end, b, sizeof(b)), b), dur);
 	if (!cJSON_GetArraySize(groups)) {

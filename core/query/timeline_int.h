@@ -1,6 +1,5 @@
-/* What the timeline's files share (core/query/timeline.c the pass over
- * the chunks, timeline_summary.c the chunks read from their summary):
- * the groups found so far and the cells (group, step) they add into.
+/* The state of one timeline computation (core/query/timeline.c): the
+ * groups found so far and the cells (group, step) they add into.
  */
 #ifndef FR_CORE_TIMELINE_INT_H
 #define FR_CORE_TIMELINE_INT_H
@@ -23,6 +22,7 @@ struct tl_group {
 struct tl_cells {
 	uint64_t *keys, *vals;
 	size_t cap, n;
+	size_t last; /* the slot added to last */
 };
 
 struct tl {
@@ -32,6 +32,9 @@ struct tl {
 	struct tl_group **groups;
 	size_t ngroups, groups_cap;
 	struct tl_cells cells;
+	/* The step of the last sample added and where it starts (Unix ns). */
+	uint32_t step;
+	int64_t step_at;
 };
 
 /* The group (pid, name), added when new: its index in *out. Returns 0 or
@@ -43,11 +46,5 @@ int tl_add(struct tl *tl, uint32_t g, int64_t time, uint64_t v, int spread);
 
 /* Notes that the window has samples of `event`. */
 void tl_note_event(struct tl *tl, uint32_t event);
-
-/* Adds the encoded chunk `buf` (`len` bytes, verified by the ring) from
- * its timeline summary. Returns 0, -ENOENT when it has none or the
- * request cannot be answered from one (the caller decodes the chunk),
- * -EBADMSG, or -ENOMEM. */
-int tl_summary_add(struct tl *tl, const void *buf, size_t len);
 
 #endif

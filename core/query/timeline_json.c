@@ -51,20 +51,46 @@ const char *fr_timeline_by_name(enum fr_timeline_by by, const char *label_key, c
 	}
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped;
- * other bytes as they are (names are what the kernel or a program gave). */
-static void json_str(FILE *f, const char *s)
+/* The length of the valid UTF-8 sequence at s (1 to 4), or 0. */
+static int utf8_len(const unsigned char *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+	int n = s[0] < 0x80		      ? 1
+		: s[0] >= 0xc2 && s[0] < 0xe0 ? 2
+		: s[0] >= 0xe0 && s[0] < 0xf0 ? 3
+		: s[0] >= 0xf0 && s[0] < 0xf5 ? 4
+					      : 0;
 
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(f, "\\u%04x", ch);
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	}
+	/* Overlong three-byte forms, surrogates, and beyond U+10FFFF. */
+	if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
+	    (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
+		return 0;
+	return n;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped; a
+ * byte that is not valid UTF-8 (names are what the kernel or a program
+ * gave, any bytes) becomes U+FFFD, so every JSON reader takes the text. */
+static void json_str(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	fputc('"', f);
+	while (*s) {
+		int n = utf8_len(s);
+
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if (*s < 0x20 || *s == 0x7f)
+			fprintf(f, "\\u%04x", *s);
+		else if (n == 0)
+			fputs("\\ufffd", f);
 		else
-			fputc(ch, f);
+			fwrite(s, 1, (size_t)n, f);
+		s += n ? n : 1;
 	}
 	fputc('"', f);
 }

@@ -26,6 +26,7 @@
 
 #include "core/util/log.h"
 #include "ipc/msg.h"
+#include "ipc/msg_timeline.h"
 #include "ipc/proto.h"
 
 struct writer {
@@ -145,6 +146,8 @@ static void decode_messages(const cJSON *obj)
 	static struct fr_ipc_dump_reply dp, dp2;
 	static struct fr_ipc_threads_req tr, tr2;
 	static struct fr_ipc_threads_reply tp, tp2;
+	static struct fr_ipc_timeline_req lr, lr2;
+	static struct fr_ipc_timeline_reply lp, lp2;
 	char err[512];
 
 	err[0] = '\0';
@@ -203,6 +206,21 @@ static void decode_messages(const cJSON *obj)
 			   fr_ipc_threads_reply_decode, &tp, &tp2);
 		FUZZ_CHECK(memcmp(&tp, &tp2, sizeof(tp)) == 0,
 			   "threads reply: differs after a round trip");
+	}
+	err[0] = '\0';
+	if (decoded(fr_ipc_timeline_req_decode(obj, &lr, err, sizeof(err)), err, "timeline")) {
+		ROUND_TRIP("timeline", fr_ipc_timeline_req_encode, fr_ipc_timeline_req_decode, &lr,
+			   &lr2);
+		FUZZ_CHECK(memcmp(&lr, &lr2, sizeof(lr)) == 0,
+			   "timeline: differs after a round trip");
+	}
+	err[0] = '\0';
+	if (decoded(fr_ipc_timeline_reply_decode(obj, &lp, err, sizeof(err)), err,
+		    "timeline reply")) {
+		ROUND_TRIP("timeline reply", fr_ipc_timeline_reply_encode,
+			   fr_ipc_timeline_reply_decode, &lp, &lp2);
+		FUZZ_CHECK(memcmp(&lp, &lp2, sizeof(lp)) == 0,
+			   "timeline reply: differs after a round trip");
 	}
 }
 
