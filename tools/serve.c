@@ -188,11 +188,11 @@ static int is_loopback(const struct sockaddr_storage *ss)
 	return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
 }
 
-/* Listens on `ss` and prints the page's address. Returns the socket and
- * the port in *port, or -1 after saying why. */
-static int listen_on(struct sockaddr_storage *ss, socklen_t sslen, unsigned *port)
+/* Listens on `ss` and prints the page's address. Returns the socket, with
+ * s->listen_addr and s->port set, or -1 after saying why. */
+static int listen_on(struct sockaddr_storage *ss, socklen_t sslen, struct fr_serve *s)
 {
-	char host[INET6_ADDRSTRLEN];
+	char *host = s->listen_addr;
 	int one = 1, fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
@@ -204,13 +204,15 @@ static int listen_on(struct sockaddr_storage *ss, socklen_t sslen, unsigned *por
 		return -1;
 	}
 	if (ss->ss_family == AF_INET) {
-		inet_ntop(AF_INET, &((struct sockaddr_in *)ss)->sin_addr, host, sizeof(host));
-		*port = ntohs(((struct sockaddr_in *)ss)->sin_port);
-		printf("http://%s:%u/\n", host, *port);
+		inet_ntop(AF_INET, &((struct sockaddr_in *)ss)->sin_addr, host,
+			  sizeof(s->listen_addr));
+		s->port = ntohs(((struct sockaddr_in *)ss)->sin_port);
+		printf("http://%s:%u/\n", host, s->port);
 	} else {
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ss)->sin6_addr, host, sizeof(host));
-		*port = ntohs(((struct sockaddr_in6 *)ss)->sin6_port);
-		printf("http://[%s]:%u/\n", host, *port);
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ss)->sin6_addr, host,
+			  sizeof(s->listen_addr));
+		s->port = ntohs(((struct sockaddr_in6 *)ss)->sin6_port);
+		printf("http://[%s]:%u/\n", host, s->port);
 	}
 	fflush(stdout);
 	return fd;
@@ -235,7 +237,7 @@ static void conn_blocking(int fd)
 
 /* Reads what connection `c` sent and answers once its head is complete
  * (or wrong). */
-static void conn_read(const struct fr_serve *s, struct conn *c, unsigned port)
+static void conn_read(const struct fr_serve *s, struct conn *c)
 {
 	struct fr_http_request *r = malloc(sizeof(*r));
 	ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
@@ -259,7 +261,7 @@ static void conn_read(const struct fr_serve *s, struct conn *c, unsigned port)
 	conn_blocking(c->fd);
 	if (status < 0)
 		status = 431;
-	if (status == 0 && !fr_http_host_ok(r->host, port))
+	if (status == 0 && !fr_http_host_ok(r->host, s->listen_addr, s->port))
 		fr_serve_error(c->fd, 403,
 			       "the Host header is not localhost or an address of this server", 0);
 	else if (status)
@@ -294,7 +296,7 @@ static void accept_all(int lfd, struct conn *conns, int64_t read_timeout_ns)
 	}
 }
 
-static int serve_loop(const struct fr_serve *s, int lfd, unsigned port)
+static int serve_loop(const struct fr_serve *s, int lfd)
 {
 	static struct conn conns[FR_SERVE_MAX_CONNS];
 	struct pollfd pfd[FR_SERVE_MAX_CONNS + 1];
@@ -321,7 +323,7 @@ static int serve_loop(const struct fr_serve *s, int lfd, unsigned port)
 		}
 		for (size_t i = 0; n > 0 && i < FR_SERVE_MAX_CONNS; i++)
 			if (conns[i].fd >= 0 && pfd[i + 1].revents)
-				conn_read(s, &conns[i], port);
+				conn_read(s, &conns[i]);
 		for (size_t i = 0; i < FR_SERVE_MAX_CONNS; i++) {
 			if (conns[i].fd >= 0 && ms_until(conns[i].deadline_ns) <= 0) {
 				conn_blocking(conns[i].fd);
@@ -353,7 +355,6 @@ int fr_cmd_serve(int argc, char **argv)
 	struct fr_serve s = {0};
 	char *socket_path = NULL;
 	int c, allow_remote = 0, lfd, status;
-	unsigned port;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -402,12 +403,12 @@ int fr_cmd_serve(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	lfd = listen_on(&ss, sslen, &port);
+	lfd = listen_on(&ss, sslen, &s);
 	if (lfd < 0) {
 		free(socket_path);
 		return 1;
 	}
-	status = serve_loop(&s, lfd, port);
+	status = serve_loop(&s, lfd);
 	close(lfd);
 	free(socket_path);
 	return status;

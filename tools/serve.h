@@ -34,6 +34,8 @@ extern const size_t fr_serve_nassets;
 struct fr_serve {
 	const char *socket_path; /* the recorder's */
 	int64_t read_timeout_ns; /* a request head's deadline after accept */
+	char listen_addr[48];	 /* numeric, as bound: for the Host check */
+	unsigned port;
 };
 
 /* Sends a whole response on the blocking socket `fd`: status, type and

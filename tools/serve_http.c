@@ -230,7 +230,22 @@ int fr_http_query_get(const char *query, const char *key, char *out, size_t outl
 	return -1;
 }
 
-int fr_http_host_ok(const char *host, unsigned port)
+/* Whether the address `addr` of `family` may be this server's: a loopback
+ * address, the listen address, or any when listening on all. */
+static int literal_ok(int family, const unsigned char *addr, const char *listen_addr)
+{
+	static const unsigned char zero[16], v6_loopback[16] = {[15] = 1};
+	unsigned char l[16];
+	size_t len = family == AF_INET ? 4 : 16;
+
+	if (family == AF_INET ? addr[0] == 127 : memcmp(addr, v6_loopback, 16) == 0)
+		return 1;
+	if (!listen_addr || inet_pton(family, listen_addr, l) != 1)
+		return 0;
+	return memcmp(l, zero, len) == 0 || memcmp(l, addr, len) == 0;
+}
+
+int fr_http_host_ok(const char *host, const char *listen_addr, unsigned port)
 {
 	char name[FR_HTTP_HOST_MAX], tail[16];
 	const char *colon;
@@ -251,11 +266,14 @@ int fr_http_host_ok(const char *host, unsigned port)
 		return 0;
 	memcpy(name, host, n);
 	name[n] = '\0';
-	if (strcasecmp(name, "localhost") == 0 || inet_pton(AF_INET, name, addr) == 1)
+	if (strcasecmp(name, "localhost") == 0)
 		return 1;
+	if (inet_pton(AF_INET, name, addr) == 1)
+		return literal_ok(AF_INET, addr, listen_addr);
 	if (name[0] == '[' && name[n - 1] == ']') {
 		name[n - 1] = '\0';
-		return inet_pton(AF_INET6, name + 1, addr) == 1;
+		return inet_pton(AF_INET6, name + 1, addr) == 1 &&
+		       literal_ok(AF_INET6, addr, listen_addr);
 	}
 	return 0;
 }

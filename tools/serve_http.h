@@ -39,12 +39,14 @@ int fr_http_parse(const char *buf, size_t len, struct fr_http_request *r);
  * longer than outlen - 1). */
 int fr_http_query_get(const char *query, const char *key, char *out, size_t outlen);
 
-/* Whether `host` (a Host header) may name this server listening on
- * `port`: "localhost" or an IP address literal ("127.0.0.1", "[::1]",
- * "192.0.2.7"), with our port or none. DNS rebinding (a page of another
- * origin whose name is made to resolve to this address) needs a name, and
- * the browser sends that name: it is refused. */
-int fr_http_host_ok(const char *host, unsigned port);
+/* Whether `host` (a Host header) may name this server, listening on the
+ * numeric address `listen_addr` ("127.0.0.1", "::1", "0.0.0.0" for all)
+ * and `port`: "localhost", or an IP address literal ("127.0.0.1",
+ * "[::1]") that is a loopback address, the listen address, or any address
+ * when listening on all; with our port or none. DNS rebinding (a page of
+ * another origin whose name is made to resolve to this address) needs a
+ * name, and the browser sends that name: it is refused. */
+int fr_http_host_ok(const char *host, const char *listen_addr, unsigned port);
 
 /* The reason phrase of an HTTP status this server sends. */
 const char *fr_http_reason(int status);

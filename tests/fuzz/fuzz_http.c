@@ -38,7 +38,8 @@ static void check_request(const struct fr_http_request *r, size_t size)
 			FUZZ_CHECK(strlen(val) == (size_t)n, "decoded length %d is not %zu", n,
 				   strlen(val));
 	}
-	(void)fr_http_host_ok(r->host, 7077);
+	(void)fr_http_host_ok(r->host, "127.0.0.1", 7077);
+	(void)fr_http_host_ok(r->host, "::", 7077);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -79,6 +79,8 @@ def case_bad_host():
     expect("rebinding name", get("/", host="attacker.example:%d" % PORT), 403)
     expect("rebinding name no port", get("/api/status", host="attacker.example"), 403)
     expect("other port", get("/", host="127.0.0.1:1"), 403)
+    # An address literal that is not this server's (listening on loopback).
+    expect("other address", get("/", host="192.0.2.7:%d" % PORT), 403)
     expect("no host", request(b"GET / HTTP/1.1\r\n\r\n"), 400)
     expect("two hosts", request(("GET / HTTP/1.1\r\nHost: %s\r\nHost: evil\r\n\r\n" %
                                  GOOD_HOST).encode()), 400)

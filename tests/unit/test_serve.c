@@ -248,30 +248,37 @@ static void test_cap(void)
 static void test_host(void)
 {
 	static const struct {
-		const char *host;
+		const char *host, *listen;
 		int ok;
 	} cases[] = {
-		{"localhost", 1},
-		{"LocalHost:7077", 1},
-		{"127.0.0.1:7077", 1},
-		{"[::1]:7077", 1},
-		{"192.0.2.7:7077", 1},
-		{"[::1]", 1},
-		{"127.0.0.1:7078", 0},
-		{"localhost:", 0},
-		{"evil.example", 0},
-		{"evil.example:7077", 0},
-		{"127.0.0.1.nip.io:7077", 0},
-		{"", 0},
-		{"localhost.:7077", 0},
-		{"[::1]:7077:7077", 0},
-		{"::1", 0},
-		{"127.0.0.1 :7077", 0},
+		{"localhost", "127.0.0.1", 1},
+		{"LocalHost:7077", "127.0.0.1", 1},
+		{"127.0.0.1:7077", "127.0.0.1", 1},
+		{"127.0.0.2:7077", "127.0.0.1", 1},
+		{"[::1]:7077", "127.0.0.1", 1},
+		{"[::1]", "::1", 1},
+		{"192.0.2.7:7077", "127.0.0.1", 0},
+		{"192.0.2.7:7077", "192.0.2.7", 1},
+		{"192.0.2.7:7077", "0.0.0.0", 1},
+		{"198.51.100.1:7077", "192.0.2.7", 0},
+		{"[2001:db8::1]:7077", "::", 1},
+		{"[2001:db8::1]:7077", "::1", 0},
+		{"127.0.0.1:7078", "127.0.0.1", 0},
+		{"localhost:", "127.0.0.1", 0},
+		{"evil.example", "0.0.0.0", 0},
+		{"evil.example:7077", "127.0.0.1", 0},
+		{"127.0.0.1.nip.io:7077", "127.0.0.1", 0},
+		{"", "127.0.0.1", 0},
+		{"localhost.:7077", "127.0.0.1", 0},
+		{"[::1]:7077:7077", "::1", 0},
+		{"::1", "::1", 0},
+		{"127.0.0.1 :7077", "127.0.0.1", 0},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		CHECK(fr_http_host_ok(cases[i].host, 7077) == cases[i].ok, "Host \"%s\": %d",
-		      cases[i].host, !cases[i].ok);
+		CHECK(fr_http_host_ok(cases[i].host, cases[i].listen, 7077) == cases[i].ok,
+		      "Host \"%s\" listening on %s: %d", cases[i].host, cases[i].listen,
+		      !cases[i].ok);
 }
 
 static void test_query(void)
