@@ -168,14 +168,17 @@ out:
 	return ret;
 }
 
+/* Sends `o` as JSON, as UTF-8 whatever bytes the names in it hold. */
 static void send_json(int fd, cJSON *o, int head_only)
 {
-	char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+	char *text = o ? cJSON_PrintUnformatted(o) : NULL, *clean = NULL;
+	size_t len;
 
-	if (!text)
+	if (!text || !(clean = fr_http_utf8_clean(text, strlen(text), &len)))
 		fr_serve_error(fd, 500, "out of memory", head_only);
 	else
-		fr_serve_respond(fd, 200, JSON_TYPE, text, strlen(text), NULL, head_only);
+		fr_serve_respond(fd, 200, JSON_TYPE, clean, len, NULL, head_only);
+	free(clean);
 	free(text);
 }
 

@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -276,6 +277,52 @@ int fr_http_host_ok(const char *host, const char *listen_addr, unsigned port)
 		       literal_ok(AF_INET6, addr, listen_addr);
 	}
 	return 0;
+}
+
+/* The length of the valid UTF-8 sequence at s[0..left) (1 to 4), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t left)
+{
+	size_t n = s[0] < 0x80			 ? 1
+		   : s[0] >= 0xc2 && s[0] < 0xe0 ? 2
+		   : s[0] >= 0xe0 && s[0] < 0xf0 ? 3
+		   : s[0] >= 0xf0 && s[0] < 0xf5 ? 4
+						 : 0;
+
+	if (n > left)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	/* Overlong three- and four-byte forms, surrogates, past U+10FFFF. */
+	if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
+	    (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
+		return 0;
+	return n;
+}
+
+char *fr_http_utf8_clean(const char *text, size_t len, size_t *outlen)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	char *out = malloc(len * 3 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_len(s + i, len - i);
+
+		if (n) {
+			memcpy(o, s + i, n);
+			o += n;
+			i += n;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+	}
+	*o = '\0';
+	*outlen = (size_t)(o - out);
+	return out;
 }
 
 const char *fr_http_reason(int status)

@@ -48,6 +48,14 @@ int fr_http_query_get(const char *query, const char *key, char *out, size_t outl
  * name, and the browser sends that name: it is refused. */
 int fr_http_host_ok(const char *host, const char *listen_addr, unsigned port);
 
+/* A copy of text[0..len) in which every byte that does not start a valid
+ * UTF-8 sequence (overlong forms, surrogates and code points past U+10FFFF
+ * included) is replaced by U+FFFD, so that a browser's JSON.parse takes it:
+ * function, thread and process names are whatever bytes a program chose,
+ * and JSON's own syntax is ASCII. NUL-terminated, its length in *outlen;
+ * NULL on ENOMEM. */
+char *fr_http_utf8_clean(const char *text, size_t len, size_t *outlen);
+
 /* The reason phrase of an HTTP status this server sends. */
 const char *fr_http_reason(int status);
 

@@ -6,7 +6,8 @@
  * method is GET or HEAD, whose path starts with '/' and holds no control
  * byte or space, and whose head length lies within the input. The query
  * lookup and the Host check run over what was parsed, as the server runs
- * them.
+ * them. Any bytes, cleaned to UTF-8 for JSON, are valid UTF-8 that a
+ * second cleaning leaves alone.
  */
 #include "tests/fuzz/fuzz.h"
 
@@ -42,11 +43,27 @@ static void check_request(const struct fr_http_request *r, size_t size)
 	(void)fr_http_host_ok(r->host, "::", 7077);
 }
 
+/* The names sent as JSON: cleaning makes valid UTF-8, which cleaning
+ * again leaves as it is. */
+static void check_utf8(const uint8_t *data, size_t size)
+{
+	size_t n1, n2;
+	char *once = fr_http_utf8_clean((const char *)data, size, &n1), *twice;
+
+	FUZZ_CHECK(once, "out of memory");
+	twice = fr_http_utf8_clean(once, n1, &n2);
+	FUZZ_CHECK(twice && n1 == n2 && memcmp(once, twice, n1) == 0, "not idempotent");
+	FUZZ_CHECK(n1 >= size || memchr(data, 0, size), "%zu bytes became %zu", size, n1);
+	free(once);
+	free(twice);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fr_http_request r;
 	int ret = fr_http_parse((const char *)data, size, &r);
 
+	check_utf8(data, size);
 	switch (ret) {
 	case -1: FUZZ_CHECK(size < FR_HTTP_HEAD_MAX, "needs more after %zu bytes", size); break;
 	case 0: check_request(&r, size); break;

@@ -333,8 +333,37 @@ static void test_parse(void)
 	}
 }
 
+static void test_utf8(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"plain", "plain"},
+		{"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5",
+		 "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5"},
+		{"a\xff"
+		 "b",
+		 "a\xef\xbf\xbd"
+		 "b"},
+		{"\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd"},		  /* overlong '/' */
+		{"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* a surrogate */
+		{"\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+		{"end\xe2\x82", "end\xef\xbf\xbd\xef\xbf\xbd"}, /* cut short */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len;
+		char *out = fr_http_utf8_clean(cases[i].in, strlen(cases[i].in), &len);
+
+		CHECK(out && len == strlen(cases[i].out) && strcmp(out, cases[i].out) == 0,
+		      "case %zu: \"%s\"", i, out ? out : "(null)");
+		free(out);
+	}
+}
+
 int main(void)
 {
+	test_utf8();
 	test_tree();
 	test_diff();
 	test_cap();
