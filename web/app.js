@@ -12,6 +12,7 @@
 	const state = {
 		timeline: null, plot: null, chart: null, tree: null, diff: false,
 		ranges: [], marks: [], busy: 0, loads: 0, error: '',
+		shown: null, /* the ranges of the flame graph shown: [a] or [a, b] */
 	};
 
 	function message(text, ok) {
@@ -236,6 +237,7 @@
 		try {
 			const d = await getJSON('/api/profile?' + q);
 			drawFlame(d.tree, false);
+			state.shown = [state.ranges[0]];
 			$('range').textContent = describe(state.ranges[0]) + ', ' + d.range.samples +
 				' samples of ' + d.event;
 			message(warnings(d.range), true);
@@ -257,7 +259,9 @@
 		try {
 			const d = await getJSON('/api/diff?' + q);
 			drawFlame(d.tree, true);
-			$('range').textContent = 'second range ' + describe(b) + ' against the first ' +
+			state.shown = [a, b];
+			$('range').textContent = d.event + ': second range ' + describe(b) +
+				' against the first ' +
 				describe(a) + ': red frames have a larger share in the second, blue a ' +
 				'smaller one';
 			message(warnings(d.range, d.range2), true);
@@ -312,7 +316,19 @@
 				'`npm ci` in web/, then `meson setup --reconfigure` and rebuild');
 			return;
 		}
-		$('event').onchange = () => { state.ranges = []; loadTimeline(); };
+		/* Another event: its timeline, and the flame graph shown
+		 * again for it. */
+		$('event').onchange = () => {
+			state.ranges = [];
+			loadTimeline();
+			if (state.shown && state.shown.length === 2) {
+				state.ranges = state.shown.slice();
+				loadDiff();
+			} else if (state.shown) {
+				state.ranges = state.shown.slice();
+				loadProfile();
+			}
+		};
 		$('reload').onclick = loadTimeline;
 		$('compare').onchange = () => { state.ranges = []; mark([]); };
 		$('search').oninput = () => {

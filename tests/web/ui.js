@@ -162,7 +162,8 @@ async function main() {
 			'main fills ' + JSON.stringify(red));
 		await shot(page, '5-diff-red');
 
-		// Another event: the timeline is drawn again for it.
+		// Another event: the timeline is drawn again for it, and the
+		// flame graph.
 		const events = await page.$$eval('#event option', (os) => os.map((o) => o.value));
 		const other = events.find((e) => e !== 'cpu');
 		if (other) {
@@ -170,7 +171,11 @@ async function main() {
 			await page.waitForFunction((e) => window.flightrec.state.timeline &&
 				window.flightrec.state.timeline.event === e &&
 				window.flightrec.state.busy === 0, { timeout: 60000 }, other);
-			check('event_switch', true, 'to ' + other + ' of ' + events.join(','));
+			// The difference shown is asked again for that event.
+			await settled(page, ++loads);
+			const text = await page.$eval('#range', (e) => e.textContent);
+			check('event_switch', text.startsWith(other + ':'),
+				'to ' + other + ' of ' + events.join(',') + ': ' + text);
 			await shot(page, '6-' + other);
 		}
 
