@@ -261,9 +261,11 @@ static void conn_read(const struct fr_serve *s, struct conn *c)
 	conn_blocking(c->fd);
 	if (status < 0)
 		status = 431;
+	/* A HEAD request's answer has no body, refusals included. */
 	if (status == 0 && !fr_http_host_ok(r->host, s->listen_addr, s->port))
 		fr_serve_error(c->fd, 403,
-			       "the Host header is not localhost or an address of this server", 0);
+			       "the Host header is not localhost or an address of this server",
+			       strcmp(r->method, "HEAD") == 0);
 	else if (status)
 		fr_serve_error(c->fd, status, NULL, 0);
 	else

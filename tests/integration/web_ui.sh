@@ -26,6 +26,7 @@ start_daemon
 cp "$BURN" "$T/burn2"
 "$BURN" 60 1 0 >/dev/null &
 BURN_PID=$!
+sleep 2
 a0=$(date +%s.%N)
 sleep 7
 a1=$(date +%s.%N)
