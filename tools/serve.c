@@ -37,27 +37,27 @@ enum { OPT_LISTEN = 1024, OPT_ALLOW_REMOTE, OPT_READ_TIMEOUT };
 
 static void usage_serve(FILE *f)
 {
-	fprintf(f,
-		"Usage: flightrec serve [--listen ADDRESS:PORT] [--socket PATH] [--allow-remote]\n"
-		"Serve a web page of what the recorder holds: the timeline of the whole ring\n"
-		"per process, the flame graph of a range brushed on it, the difference of two\n"
-		"ranges, the range as a pprof file, and the threads of a process.\n"
-		"\n"
-		"  --listen ADDRESS:PORT  where to listen (default 127.0.0.1:7077; port 0\n"
-		"                         picks a free one); [::1]:PORT for IPv6\n"
-		"  --allow-remote         allow an address other than loopback. There is no\n"
-		"                         authentication: anyone who can reach the port sees\n"
-		"                         what you may see (all processes, as root)\n"
-		"  --read-timeout DURATION  how long a client may take to send its request\n"
-		"                         (default 10s); a slower one is answered 408\n"
-		"  --socket PATH          the recorder's socket\n"
-		"  -h, --help             show this help\n"
-		"\n"
-		"The first line on stdout is the page's address. Stop with Ctrl-C.\n"
-		"\n"
-		"Examples:\n"
-		"  flightrec serve                  # then open http://127.0.0.1:7077/\n"
-		"  ssh -L 7077:127.0.0.1:7077 host flightrec serve   # from your machine\n");
+	fprintf(f, "Usage: flightrec serve [--listen ADDRESS:PORT] [--allow-remote]\n"
+		   "                       [--read-timeout DURATION] [--socket PATH]\n"
+		   "Serve a web page of what the recorder holds: the timeline of the whole ring\n"
+		   "per process, the flame graph of a range brushed on it, the difference of two\n"
+		   "ranges, the range as a pprof file, and the threads of a process.\n"
+		   "\n"
+		   "  --listen ADDRESS:PORT  where to listen (default 127.0.0.1:7077; port 0\n"
+		   "                         picks a free one); [::1]:PORT for IPv6\n"
+		   "  --allow-remote         allow an address other than loopback. There is no\n"
+		   "                         authentication: anyone who can reach the port sees\n"
+		   "                         what you may see (all processes, as root)\n"
+		   "  --read-timeout DURATION  how long a client may take to send its request\n"
+		   "                         (default 10s); a slower one is answered 408\n"
+		   "  --socket PATH          the recorder's socket\n"
+		   "  -h, --help             show this help\n"
+		   "\n"
+		   "The first line on stdout is the page's address. Stop with Ctrl-C.\n"
+		   "\n"
+		   "Examples:\n"
+		   "  flightrec serve                  # then open http://127.0.0.1:7077/\n"
+		   "  ssh -L 7077:127.0.0.1:7077 host flightrec serve   # from your machine\n");
 }
 
 struct conn {
