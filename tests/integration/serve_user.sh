@@ -13,6 +13,10 @@ done
 U=frsrv$$
 G=frsrvg$$
 serve_user_cleanup() {
+	# runuser forks: killing its job leaves the user's serve and burn
+	# running. Every process of this test-only user is the test's.
+	pkill -KILL -u "$U" 2>/dev/null
+	sleep 0.2
 	userdel -r "$U" >/dev/null 2>&1
 	groupdel "$G" >/dev/null 2>&1
 	cleanup
