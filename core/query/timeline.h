@@ -11,9 +11,11 @@
  *   - offcpu: wait nanoseconds. A wait is spread over the steps it lasted
  *     ([switch-in - weight, switch-in), clipped to the window), so one
  *     long sleep shows as the steps it covers, not as a spike at its end.
- *     Open-wait records (core/store/chunk.h, "open waits") are not
- *     counted: a wait appears once it has ended, in the chunks of the
- *     window (one still going on at its end is not in it yet);
+ *     A wait still going on at the window's end counts from the open-wait
+ *     records (core/store/chunk.h, "open waits") of the last seal before
+ *     the end, up to that seal; nothing after the end is read, so a
+ *     window's answer does not change as the ring grows or merges. A
+ *     step's value is then threads waiting x step;
  *   - any other event: the sum of the samples' weights (the kernel's
  *     period each stands for), i.e. events counted, unit "count".
  * A sample is in step k when start_ns + k * step_ns <= time < start_ns +
@@ -60,7 +62,7 @@
  * ring line up): the last step of a window ending now ends in the future.
  *
  * SPEED: every sample of the window is decoded (no chunk summary: an
- * hour at 999 Hz on 2 CPUs is about 0.17 s of CPU, docs/performance.md).
+ * hour at 999 Hz on 2 CPUs is about 0.16 s of CPU, docs/performance.md).
  */
 #ifndef FR_CORE_TIMELINE_H
 #define FR_CORE_TIMELINE_H

@@ -10,6 +10,7 @@
 
 #include "core/store/sample.h"
 #include "ipc/msg.h"
+#include "ipc/msg_ctl.h"
 #include "ipc/msg_timeline.h"
 #include "ipc/proto.h"
 
@@ -64,9 +65,13 @@ static void make_message_seeds(void)
 	struct fr_ipc_dump_reply dp = {.t0_ns = 1700000000000000000LL,
 				       .t1_ns = 1700000060000000000LL};
 	static struct fr_ipc_threads_req tr;
+	static struct fr_ipc_reload_reply lp;
+	struct fr_ipc_trigger_req gr = {.session = "db",
+					.reason = "p99 alert",
+					.window_ns = 120000000000LL};
 	struct fr_ipc_threads_reply tp = {.processes = 1, .threads = 10001, .bytes = 90210};
 	static struct fr_ipc_timeline_req lr;
-	static struct fr_ipc_timeline_reply lp;
+	static struct fr_ipc_timeline_reply tlp;
 	struct stream s;
 
 	ar.window_ns = 60000000000LL;
@@ -110,10 +115,10 @@ static void make_message_seeds(void)
 	lr.event = FR_EVENT_CPU;
 	lr.by = FR_TIMELINE_BY_COMM;
 	lr.top = 8;
-	lp.samples = 7192808;
-	lp.groups = 9;
-	lp.bytes = 4321;
-	fr_ipc_warn(lp.warnings, &lp.nwarnings, "the timeline holds only your own processes");
+	tlp.samples = 7192808;
+	tlp.groups = 9;
+	tlp.bytes = 4321;
+	fr_ipc_warn(tlp.warnings, &tlp.nwarnings, "the timeline holds only your own processes");
 	tr.targets = ar.targets;
 	tr.targets.children = 0;
 	fr_ipc_warn(tp.warnings, &tp.nwarnings, "only your own processes (uid 1000) are listed");
@@ -127,8 +132,14 @@ static void make_message_seeds(void)
 	frame_msg(&s, fr_ipc_dump_reply_encode(&dp), 0);
 	frame_msg(&s, fr_ipc_threads_req_encode(&tr), 1);
 	frame_msg(&s, fr_ipc_threads_reply_encode(&tp), 0);
+	snprintf(lp.config, sizeof(lp.config), "/etc/flightrec.json");
+	fr_ipc_reload_change(&lp, "sessions[db].events[0].hz: 99 -> 199");
+	fr_ipc_reload_change(&lp, "ring.size: \"256MiB\" -> \"1GiB\" (at the next start)");
+	frame_msg(&s, fr_ipc_reload_req_encode(), 1);
+	frame_msg(&s, fr_ipc_reload_reply_encode(&lp), 0);
+	frame_msg(&s, fr_ipc_trigger_req_encode(&gr), 1);
 	frame_msg(&s, fr_ipc_timeline_req_encode(&lr), 1);
-	frame_msg(&s, fr_ipc_timeline_reply_encode(&lp), 0);
+	frame_msg(&s, fr_ipc_timeline_reply_encode(&tlp), 0);
 	/* A timeline by an application label, of an event, over a span. */
 	frame(&s, "{\"v\":1,\"req\":\"timeline\",\"from_ns\":1795000000000000000,"
 		  "\"to_ns\":1795000360000000000,\"step_ns\":10000000000,\"event\":\"offcpu\","
@@ -160,6 +171,10 @@ static void make_message_seeds(void)
 		  "\"by\":\"label:\",\"event\":\"nope\",\"top\":33}");
 	frame(&s, "{\"v\":1,\"req\":\"timeline\",\"by\":7,\"top\":-1}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[1],\"children\":true}");
+	frame(&s, "{\"v\":1,\"req\":\"trigger\",\"session\":\"db\",\"reason\":\"a\\nb\"}");
+	frame(&s, "{\"v\":1,\"req\":\"trigger\",\"session\":\"db\",\"reason\":\"\","
+		  "\"window_ns\":1}");
+	frame(&s, "{\"ok\":true,\"config\":\"/x\",\"changed\":[\"a\",2],\"more\":-1}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[]}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"comm\":[\"x\"],\"at_ns\":-1}");
 	frame(&s, "{\"ok\":true,\"events\":[{\"event\":\"raw:0x1\",\"hz\":4294967296}],"

@@ -5,14 +5,18 @@
 # in pthread_join) beside them. The timeline of that window, one step a
 # second:
 #  - each burner's CPU is in the steps it ran (>= 90% of it), its total
-#    within 25% of the CPU time it measured itself, A before B;
+#    within 25% (or 0.1 s) of the CPU time it measured itself, A before B;
 #  - --by comm gives the burners the same totals as --by process;
 #  - --event offcpu --by comm gives the sleeper its two threads' waits
 #    (blocked_ns + wall_ns within 20%), spread over the steps they lasted:
 #    no step holds more than its two threads could wait in it;
-#  - the charts fit 80 columns;
+#  - --by label:phase splits a program labelled with libflightrec 30/70
+#    (within 10 points);
+#  - bad options are usage errors, the charts fit 80 columns;
 #  - after kill -9 of the recorder, dump --ring --timeline of the same
-#    window equals the live answer.
+#    window equals the live answer, for cpu and for offcpu (waits going
+#    on at the window's end from the open-wait records, the rest read
+#    only up to the end, whatever chunks the ring merged since).
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 
@@ -26,8 +30,21 @@ cp "$BURN" "$T/$A"
 cp "$BURN" "$T/$B"
 cp "$BLOCK" "$T/$S"
 
+# Bad options are usage errors (2) before anything is asked.
+for args in "--by pid" "--top 0" "--top 33" "--step 0" "--step 1us" "--event cpu,offcpu" \
+	"--window 1h --from 1" "--event nope"; do
+	# shellcheck disable=SC2086
+	"$FLIGHTREC" timeline $args >/dev/null 2>"$T/err"
+	rc=$?
+	[ $rc = 2 ] || fail "timeline $args: exit $rc, want 2: $(cat "$T/err")"
+done
+"$FLIGHTREC" dump --ring "$T/none" --timeline --pid 1 >/dev/null 2>&1
+[ $? = 2 ] || fail "dump --timeline --pid is not a usage error"
+"$FLIGHTREC" dump --ring "$T/none" --by comm >/dev/null 2>&1
+[ $? = 2 ] || fail "dump --by without --timeline is not a usage error"
+
 cat >"$T/config.json" <<'JSON'
-{"sessions": [{"name": "tl", "events": [{"event": "cpu", "hz": 99}, {"event": "offcpu"}]}]}
+{"sessions": [{"name": "tl", "events": [{"event": "cpu", "hz": 499}, {"event": "offcpu"}]}]}
 JSON
 start_daemon --config "$T/config.json"
 sleep 1
@@ -42,6 +59,8 @@ TB0=$(date +%s%N)
 "$T/$B" 4 1 >"$T/b.out" || fail "burner B failed"
 TB1=$(date +%s%N)
 wait "$S_PID" || fail "the sleeper failed"
+# A program labelled with libflightrec: phase=a 30% of its CPU, phase=b 70%.
+"$BUILD/tests/integration/labels_demo" split 3 >"$T/demo.out" || fail "labels_demo failed"
 TO=$(($(date +%s) + 1))
 sleep 1.5
 
@@ -51,12 +70,14 @@ Q=(--from "$FROM" --to "$TO" --step 1s --top 32)
 	fail "timeline --by comm failed: $(cat "$T/err")"
 "$FLIGHTREC" timeline "${Q[@]}" --event offcpu --by comm --json >"$T/off.json" 2>"$T/err" ||
 	fail "timeline --event offcpu failed: $(cat "$T/err")"
+"$FLIGHTREC" timeline "${Q[@]}" --by label:phase --json >"$T/label.json" 2>"$T/err" ||
+	fail "timeline --by label:phase failed: $(cat "$T/err")"
 
 python3 - "$T" "$A" "$B" "$S" "$TA0" "$TB0" "$TB1" <<'PY' || fail "the timeline is not the workload's"
 import json, re, sys
 T, A, B, S = sys.argv[1:5]
 ta0, tb0, tb1 = (int(x) for x in sys.argv[5:8])
-proc, comm, off = (json.load(open(f"{T}/{n}.json")) for n in ("proc", "comm", "off"))
+proc, comm, off, lab = (json.load(open(f"{T}/{n}.json")) for n in ("proc", "comm", "off", "label"))
 def out(name):
     return dict(kv.split("=") for kv in open(f"{T}/{name}.out").read().split())
 step, start = proc["step_ns"], proc["start_ns"]
@@ -82,7 +103,8 @@ for g, t0, t1, o in ((ga, ta0, tb0, "a"), (gb, tb0, tb1, "b")):
     print("%s: %.0f%% in its steps, %.2f CPU-s (measured %.2f)" % (g["name"], 100 * share,
           g["total"] / 1e9, cpu / 1e9))
     assert share >= 0.9, (g, share)
-    assert abs(g["total"] - cpu) <= 0.25 * cpu, (g["total"], cpu)
+    # A busy machine leaves a burner little CPU: a few dozen samples.
+    assert abs(g["total"] - cpu) <= max(0.25 * cpu, 0.1e9), (g["total"], cpu)
 first = lambda g: next(k for k, v in enumerate(g["values"]) if v)
 assert first(ga) < first(gb), (ga, gb)
 assert group(comm, A)["total"] == ga["total"] and group(comm, B)["total"] == gb["total"]
@@ -95,6 +117,10 @@ print("%s: %.2f s off-CPU (measured %.2f), at most %.2f s in a step" % (S, gs["t
 assert abs(gs["total"] - want) <= 0.2 * want, (gs, want)
 assert max(gs["values"]) <= 2.02 * step, gs
 assert sum(1 for v in gs["values"] if v >= step // 2) >= 6, gs
+la, lb = group(lab, "a")["total"], group(lab, "b")["total"]
+print("label:phase: a %.0f%%, b %.0f%% (want 30/70); [none] %.2f CPU-s" % (100 * la / (la + lb),
+      100 * lb / (la + lb), group(lab, "[none]")["total"] / 1e9))
+assert lab["by"] == "label:phase" and abs(lb / (la + lb) - 0.7) <= 0.1, (la, lb)
 PY
 
 # The charts fit 80 columns, whatever the names.
@@ -116,11 +142,16 @@ rows=$(grep -c '^[0-2][0-9]:[0-5][0-9]:[0-5][0-9] ' "$T/chart")
 kill9_daemon
 "$FLIGHTREC" dump --ring "$RING" --timeline "${Q[@]}" --json >"$T/dump.json" 2>"$T/err" ||
 	fail "dump --timeline failed: $(cat "$T/err")"
-python3 - "$T/proc.json" "$T/dump.json" <<'PY' || fail "dump --ring --timeline differs from the live answer"
+"$FLIGHTREC" dump --ring "$RING" --timeline "${Q[@]}" --event offcpu --by comm --json \
+	>"$T/dump_off.json" 2>"$T/err" || fail "dump --timeline --event offcpu failed: $(cat "$T/err")"
+python3 - "$T" <<'PY' || fail "dump --ring --timeline differs from the live answer"
 import json, sys
-live, dead = (json.load(open(p)) for p in sys.argv[1:3])
-live.pop("ring"); dead.pop("ring")
-assert live == dead, (live, dead)
-print("dump --ring --timeline: %d groups, %d samples, as live" % (len(dead["groups"]), dead["samples"]))
+T = sys.argv[1]
+for l, d in (("proc", "dump"), ("off", "dump_off")):
+    live, dead = (json.load(open(f"{T}/{n}.json")) for n in (l, d))
+    live.pop("ring"); dead.pop("ring")
+    assert live == dead, (live, dead)
+    print("dump --ring --timeline (%s): %d groups, %d samples, as live" % (
+          dead["event"], len(dead["groups"]), dead["samples"]))
 PY
 echo "PASS"

@@ -37,11 +37,17 @@ static void write_ring(struct fr_ring *r)
 			if (t - T0 - k * SEC < 500 * MS)
 				w_add(&w, t, PID_WEB, PID_WEB, 0, 100, ST_OTHER);
 		}
-		if (k == 5)
+		if (k == 5) {
 			w_add_ev(&w, T0 + 5200 * MS, PID_DB, TID(PID_DB, 1), 1, FR_EVENT_OFFCPU, 0,
 				 2500 * MS, ST_KERNEL);
+			w_add_ev(&w, T0 + 5500 * MS, PID_DB, TID(PID_DB, 3), 1, FR_EVENT_OFFCPU, 0,
+				 6500 * MS, ST_KERNEL);
+		}
 		w_add_ev(&w, T0 + (k + 1) * SEC - 1, PID_DB, TID(PID_DB, 2), 1,
 			 FR_EVENT_OFFCPU_OPEN, 0, 30 * SEC, ST_KERNEL);
+		if (k < 5)
+			w_add_ev(&w, T0 + (k + 1) * SEC - 1, PID_DB, TID(PID_DB, 3), 1,
+				 FR_EVENT_OFFCPU_OPEN, 0, (uint64_t)((k + 2) * SEC - 1), ST_KERNEL);
 		w_seal(&w);
 	}
 	w_fini(&w);
@@ -141,17 +147,35 @@ static void test_offcpu(struct fr_ring *r)
 					  .step_ns = SEC,
 					  .event = FR_EVENT_OFFCPU};
 	struct fr_timeline *t = compute(r, &req);
-	static const uint64_t want[6] = {0, 0, 300 * MS, SEC, SEC, 200 * MS};
+	/* Thread 1's 2.5 s spread over [2.7 s, 5.2 s); thread 2, blocked
+	 * since long before, from the last seal's record (up to T0 + 6 s -
+	 * 1 ns); thread 3, blocked since T0 - 1 s, back at T0 + 5.5 s: its
+	 * sample, not the records of the seals before. */
+	static const uint64_t want[6] = {2 * SEC, 2 * SEC, 2 * SEC + 300 * MS,
+					 3 * SEC, 3 * SEC, SEC - 1 + 700 * MS};
 
 	if (!t)
 		return;
-	/* One wait of 2.5 s spread over [2.7 s, 5.2 s); the open records
-	 * (30 s each) are not waits that ended. */
-	CHECK(t->ngroups == 1 && t->samples == 1, "offcpu: %u groups, %" PRIu64 " samples",
+	CHECK(t->ngroups == 1 && t->samples == 2, "offcpu: %u groups, %" PRIu64 " samples",
 	      t->ngroups, t->samples);
 	for (int k = 0; t->ngroups && k < 6; k++)
 		CHECK(t->groups[0].values[k] == want[k], "offcpu step %d: %" PRIu64, k,
 		      t->groups[0].values[k]);
+	fr_timeline_free(t);
+
+	/* Ending at T0 + 5.3 s, in the chunk sealed at T0 + 6 s: thread 1's
+	 * wait (back at 5.2 s) counts whole; threads 2 and 3 from the records
+	 * of the seal at T0 + 5 s - 1 ns, up to it; thread 3's return at 5.5 s
+	 * is after the end and not read, though that chunk holds it. */
+	req.t1 = T0 + 5300 * MS;
+	req.step_ns = 100 * MS;
+	t = compute(r, &req);
+	if (!t)
+		return;
+	CHECK(t->nsteps == 53 && t->ngroups == 1, "to 5.3 s: %u steps", t->nsteps);
+	CHECK(t->ngroups && t->groups[0].total == 2500 * MS + 2 * (5 * SEC - 1) &&
+		      t->groups[0].values[52] == 0 && t->groups[0].values[51] == 100 * MS,
+	      "to 5.3 s: %" PRIu64, t->ngroups ? t->groups[0].total : 0);
 	fr_timeline_free(t);
 }
 
