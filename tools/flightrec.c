@@ -40,6 +40,7 @@ static void usage_main(FILE *f)
 		"  reload    reload the recorder's configuration file and say what changed\n"
 		"  trigger   fire a session now: the recorder writes its dump (--reason TEXT)\n"
 		"  timeline  which minute: per step, the CPU (or an event) of the top processes\n"
+		"  serve     a web page on loopback: timeline, flame graphs, diffs, threads\n"
 		"\n"
 		"Run `flightrec COMMAND --help` for a command's options.\n"
 		"The socket is --socket PATH, else $FLIGHTREC_SOCKET, else the daemon's default\n"
@@ -93,8 +94,10 @@ int main(int argc, char **argv)
 		return fr_cmd_trigger(argc, argv);
 	if (strcmp(cmd, "timeline") == 0)
 		return fr_cmd_timeline(argc, argv);
+	if (strcmp(cmd, "serve") == 0)
+		return fr_cmd_serve(argc, argv);
 	fprintf(stderr,
-		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, reload, trigger, timeline; see %s --help)\n",
+		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, reload, trigger, timeline, serve; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }
