@@ -19,6 +19,11 @@ packages=(
 	liburing-dev libzstd-dev zlib1g-dev libcjson-dev libelf-dev libdw-dev
 	golang-go linux-perf python3 gzip clang-format
 	clang libbpf-dev bpftool
+	libcurl4-openssl-dev
+)
+# What only the tests use: real ClickHouse servers for the export tests.
+test_packages=(
+	clickhouse-server clickhouse-client curl
 )
 
 install_deps() {
@@ -55,6 +60,7 @@ run)
 	exec /usr/local/sbin/flightrecd
 	;;
 test)
+	packages+=("${test_packages[@]}")
 	install_deps
 	build
 	status=0

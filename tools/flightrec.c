@@ -36,6 +36,7 @@ static void usage_main(FILE *f)
 		"  sessions  list the recorder's sessions, their events and rates\n"
 		"  top       the top functions of a profile file or a recent window, as a table\n"
 		"  threads   every thread of some processes now: state, wait, how long, stack\n"
+		"  export    prepare ClickHouse for the exporter: --init-schema, --expire\n"
 		"\n"
 		"Run `flightrec COMMAND --help` for a command's options.\n"
 		"The socket is --socket PATH, else $FLIGHTREC_SOCKET, else the daemon's default\n"
@@ -81,10 +82,12 @@ int main(int argc, char **argv)
 		return fr_cmd_sessions(argc, argv);
 	if (strcmp(cmd, "threads") == 0)
 		return fr_cmd_threads(argc, argv);
+	if (strcmp(cmd, "export") == 0)
+		return fr_cmd_export(argc, argv);
 	if (strcmp(cmd, "top") == 0)
 		return fr_top_main(argc, argv);
 	fprintf(stderr,
-		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads; see %s --help)\n",
+		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, export; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }
