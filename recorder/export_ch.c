@@ -138,7 +138,10 @@ static int cursor_save(struct fr_exporter *x, int64_t t_ns)
 
 static void set_error(struct fr_exporter *x, const char *what, const char *why)
 {
-	/* Once per streak in the log; every retry in status. */
+	/* Once per streak in the log; every retry in status. A request
+	 * cancelled by the shutdown is no failure. */
+	if (stopping(x))
+		return;
 	if (!x->retrying)
 		fr_log_warn("export: %s: %s; retrying", what, why);
 	pthread_mutex_lock(&x->lock);
