@@ -56,6 +56,7 @@ struct fr_exporter {
 	uint64_t batches, rows, stacks, samples, duplicates, retries, rows_dropped;
 	uint64_t lost_batches;
 	int64_t lost_ns;
+	int64_t lost_upto; /* the end of what lost_ns counted (the thread's) */
 	int64_t last_ok_ns, last_error_ns;
 	int retrying;
 	char last_error[768];
@@ -152,6 +153,17 @@ static void set_error(struct fr_exporter *x, const char *what, const char *why)
 	pthread_mutex_unlock(&x->lock);
 }
 
+int64_t fr_export_lost_span(int64_t *upto, int64_t t0, int64_t t1, int64_t oldest)
+{
+	int64_t from = t0 > *upto ? t0 : *upto;
+	int64_t to = oldest < t1 ? oldest : t1;
+
+	if (oldest <= t0 || to <= from)
+		return 0;
+	*upto = to;
+	return to - from;
+}
+
 /* The part of [t0, t1) the ring no longer holds: overwritten (or expired)
  * before it was shipped. Moves the cursor past a whole lost interval.
  * Returns 1 when the interval is gone entirely. */
@@ -159,11 +171,14 @@ static int count_lost(struct fr_exporter *x, int64_t t0, int64_t t1)
 {
 	struct fr_ring_stats st;
 
+	int64_t lost;
+
 	fr_ring_get_stats(x->d->ring, &st);
 	if (!st.oldest_ns || st.oldest_ns <= t0)
 		return 0;
+	lost = fr_export_lost_span(&x->lost_upto, t0, t1, st.oldest_ns);
 	pthread_mutex_lock(&x->lock);
-	x->lost_ns += (st.oldest_ns < t1 ? st.oldest_ns : t1) - t0;
+	x->lost_ns += lost;
 	x->lost_batches += st.oldest_ns >= t1;
 	pthread_mutex_unlock(&x->lock);
 	return st.oldest_ns >= t1;

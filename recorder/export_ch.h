@@ -7,6 +7,8 @@
 #ifndef FR_RECORDER_EXPORT_CH_H
 #define FR_RECORDER_EXPORT_CH_H
 
+#include <stdint.h>
+
 #include <cjson/cJSON.h>
 
 struct daemon;
@@ -23,5 +25,11 @@ void daemon_stop_export(struct daemon *d);
 /* Adds the "export" object to a status reply when the exporter runs.
  * Returns 0 out of memory, else 1. */
 int daemon_export_status(struct daemon *d, cJSON *r);
+
+/* Nanoseconds of [t0, t1) before the ring's oldest sample `oldest` not
+ * yet counted as lost: those past *upto, which moves to their end. So a
+ * batch whose start is gone, tried again and again while ClickHouse is
+ * away, is counted once. */
+int64_t fr_export_lost_span(int64_t *upto, int64_t t0, int64_t t1, int64_t oldest);
 
 #endif
