@@ -3,7 +3,7 @@
 # two recorders with different host names ship a busy workload; shard 1
 # stops for 30 s and comes back; meanwhile recorder B is killed with -9
 # while a batch's request hangs on its frozen shard (which then runs it),
-# its cursor moved back five batches (the state a kill between a batch's
+# its cursor moved back two batches (the state a kill between a batch's
 # insert and its cursor's move leaves), and restarted. Afterwards each
 # host's rows add up exactly to its ring's samples over the shipped span
 # (sessions and export both at 19 Hz, so nothing is downsampled), no row
@@ -22,7 +22,9 @@ ch_start_cluster 2 frtest
 
 declare -A PID
 # start_rec NAME SHARD [RING_EXTRA]: a recorder of its own (ring, socket,
-# log in $T/NAME), cpu at 19 Hz, exporting to SHARD as host NAME every 2 s.
+# log in $T/NAME), cpu at 19 Hz, exporting to SHARD as host NAME every 5 s
+# (few batches to catch up after the outage on a busy machine, where the
+# exporter thread, at nice 10, gets little CPU).
 start_rec() {
 	local n=$1 d=$T/$1
 	mkdir -p "$d"
@@ -30,7 +32,7 @@ start_rec() {
 {"ring": {"path": "$d/ring"${3:+, $3}},
  "socket": {"path": "$d/sock"},
  "sessions": [{"name": "all", "events": [{"event": "cpu", "hz": 19}]}],
- "export": {"clickhouse": {"url": "$(ch_url "$2")", "batch": "2s", "events": ["cpu"],
+ "export": {"clickhouse": {"url": "$(ch_url "$2")", "batch": "5s", "events": ["cpu"],
                            "hz": 19, "host": "$n"}}}
 JSON
 	"$FLIGHTRECD" --config "$d/config.json" >>"$d/daemon.log" 2>&1 &
@@ -58,7 +60,7 @@ cp "$BURN" "$T/$NAME"
 start_rec hostA 1
 start_rec hostB 2
 start_rec hostC 1 '"max_age": "3s"'
-sleep 7
+sleep 12
 
 # Shard 1 away for 30 s: A and C retry and fall behind, B goes on.
 echo "$SECONDS s: shard 1 stops"
@@ -75,7 +77,7 @@ b_before=$(export_field hostB batches)
 
 # B: killed with -9 during a batch (its shard frozen, so a request of the
 # batch hangs; the shard runs it once B is dead, an answer nobody reads),
-# its cursor moved five batches back, restarted on the same ring.
+# its cursor moved two batches back, restarted on the same ring.
 kill -STOP "${CH_PID[2]}"
 sleep 3
 kill -9 "${PID[hostB]}"
@@ -99,10 +101,10 @@ echo "$SECONDS s: shard 1 back"
 # Catching up: A's cursor within two batches of now.
 for _ in $(seq 1 60); do
 	lag=$(export_field hostA lag_ns)
-	[ "$lag" -lt 5000000000 ] && break
+	[ "$lag" -lt 12000000000 ] && break
 	sleep 1
 done
-[ "$lag" -lt 5000000000 ] || fail "A did not catch up: lag $lag ns"
+[ "$lag" -lt 12000000000 ] || fail "A did not catch up: lag $lag ns"
 [ "$(export_field hostA state)" = shipping ] || fail "A still retrying after shard 1 is back"
 dups=$(export_field hostB duplicates_skipped)
 [ "$dups" -ge "$shipped" ] ||
@@ -145,7 +147,7 @@ echo "$SECONDS s: counts checked"
 for run in 1 2; do
 	"$FLIGHTREC" export --ring "$T/hostA/ring" --host hostA --clickhouse "$(ch_url 2)" \
 		--database offline --from $((T0_hostA / 1000000000)) --to $((T1_hostA / 1000000000)) \
-		--batch 2s --event cpu --hz 19 >"$T/offline$run.out" 2>&1 ||
+		--batch 5s --event cpu --hz 19 >"$T/offline$run.out" 2>&1 ||
 		fail "export --ring failed: $(cat "$T/offline$run.out")"
 	got=$(ch_query 2 "SELECT sum(count) FROM offline.samples WHERE host = 'hostA'")
 	[ "$got" = "$RING_hostA" ] || fail "export --ring run $run: $got samples, want $RING_hostA"
