@@ -20,6 +20,7 @@
 #include "core/query/export_batch.h"
 #include "core/util/http.h"
 #include "core/util/log.h"
+#include "core/util/parse.h"
 #include "ipc/proto.h"
 #include "recorder/daemon_int.h"
 
@@ -116,7 +117,7 @@ static int cursor_load(struct fr_exporter *x, int64_t *t_ns)
  * O_NOFOLLOW, 0600), written, fsync'ed, renamed over the old one. */
 static int cursor_save(struct fr_exporter *x, int64_t t_ns)
 {
-	char tmp[4096], text[128];
+	char tmp[4096], text[128], *dir, *slash;
 	uint64_t r = 0;
 	int fd, n, ret = 0;
 
@@ -132,9 +133,24 @@ static int cursor_save(struct fr_exporter *x, int64_t t_ns)
 	close(fd);
 	if (ret == 0 && rename(tmp, x->cursor_path) < 0)
 		ret = -errno;
-	if (ret < 0)
+	if (ret < 0) {
 		unlink(tmp);
-	return ret;
+		return ret;
+	}
+	/* The rename itself survives a power loss too (else the older
+	 * cursor comes back, and the duplicate check skips what it
+	 * shipped since). */
+	dir = strdup(x->cursor_path);
+	slash = dir ? strrchr(dir, '/') : NULL;
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	fd = dir ? open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(dir);
+	return 0;
 }
 
 static void set_error(struct fr_exporter *x, const char *what, const char *why)
@@ -174,6 +190,8 @@ static int count_lost(struct fr_exporter *x, int64_t t0, int64_t t1)
 	int64_t lost;
 
 	fr_ring_get_stats(x->d->ring, &st);
+	if (!x->lost_upto)
+		x->lost_upto = st.oldest_ns;
 	if (!st.oldest_ns || st.oldest_ns <= t0)
 		return 0;
 	lost = fr_export_lost_span(&x->lost_upto, t0, t1, st.oldest_ns);
@@ -253,7 +271,6 @@ static void *export_thread(void *arg)
 	int64_t backoff_max = 3 * batch < BACKOFF_FLOOR_NS ? BACKOFF_FLOOR_NS
 			      : 3 * batch > BACKOFF_MAX_NS ? BACKOFF_MAX_NS
 							   : 3 * batch;
-	int fresh = 1;
 
 	/* Behind recording, never in its way: a lower priority for the
 	 * queries and compression this thread does. */
@@ -265,7 +282,7 @@ static void *export_thread(void *arg)
 		/* A batch just ended: make sure its last second is stored. */
 		if (fr_now_real_ns() - t1 < 5 * GRACE_NS && daemon_flush_barrier(x->d) < 0)
 			fr_log_warn("export: flush before a batch timed out");
-		if (!fresh && count_lost(x, t0, t1)) {
+		if (count_lost(x, t0, t1)) {
 			advance(x, t0 = t1);
 			continue;
 		}
@@ -277,7 +294,6 @@ static void *export_thread(void *arg)
 			continue;
 		}
 		backoff = 0;
-		fresh = 0;
 		advance(x, t0 = t1);
 	}
 	return NULL;
@@ -324,6 +340,8 @@ static int exporter_init(struct fr_exporter *x, char *err, size_t errlen)
 		.cancel_arg = x,
 	};
 	int64_t now = fr_now_real_ns(), t = 0;
+	struct fr_ring_stats st;
+	char a[64], b[64];
 	int ret;
 
 	if (c->host)
@@ -351,6 +369,17 @@ static int exporter_init(struct fr_exporter *x, char *err, size_t errlen)
 		fr_log_warn("export: ignoring the cursor file %s (%s); starting now",
 			    x->cursor_path, strerror(-ret));
 	x->cursor_ns = ret == 0 ? t - t % c->batch_ns : now - now % c->batch_ns;
+	/* Losses are what the ring held and dropped before it was shipped:
+	 * nothing before its oldest sample now (or, when it is empty, when
+	 * it first has one: count_lost()) was seen by this recorder, so none
+	 * of it counts. */
+	fr_ring_get_stats(x->d->ring, &st);
+	x->lost_upto = st.oldest_ns;
+	if (st.oldest_ns > x->cursor_ns + c->batch_ns)
+		fr_log_warn("export: the ring starts at %s, after the cursor %s: that span was "
+			    "dropped before it was shipped, or never recorded",
+			    fr_format_time(st.oldest_ns, a, sizeof(a)),
+			    fr_format_time(x->cursor_ns, b, sizeof(b)));
 	return 0;
 }
 
@@ -358,7 +387,7 @@ void daemon_start_export(struct daemon *d)
 {
 	const struct fr_config_export *c = &d->opts->config->export;
 	struct fr_exporter *x;
-	char err[512] = "out of memory";
+	char err[512] = "out of memory", when[64];
 	int ret;
 
 	if (!c->enabled)
@@ -380,8 +409,8 @@ void daemon_start_export(struct daemon *d)
 		exporter_free(x);
 		return;
 	}
-	fr_log_info("export: shipping to %s (database %s, host %s) from %" PRId64, c->url,
-		    c->database, x->host, x->cursor_ns);
+	fr_log_info("export: shipping to %s (database %s, host %s) from %s", c->url, c->database,
+		    x->host, fr_format_time(x->cursor_ns, when, sizeof(when)));
 	d->exporter = x;
 }
 
