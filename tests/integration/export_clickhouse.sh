@@ -113,6 +113,11 @@ lostc=$(export_field hostC lost_batches)
 [ "$lostc" -gt 0 ] && [ "$(export_field hostC lost_ns)" -gt 0 ] ||
 	fail "C's ring dropped data before it was shipped, status says lost_batches $lostc"
 [ "$(export_field hostB batches)" -gt "$b_before" ] || fail "B shipped nothing after its restart"
+# A and B lost nothing: their rings hold all they recorded (time before a
+# recorder's first sample is no loss).
+for h in hostA hostB; do
+	[ "$(export_field $h lost_ns)" = 0 ] || fail "$h counts $(export_field $h lost_ns) ns lost"
+done
 echo "$SECONDS s: A caught up"
 sleep 3
 stop_rec hostA
