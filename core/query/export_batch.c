@@ -609,9 +609,12 @@ int fr_export_batch_ship(struct fr_http *h, const char *url, const char *db, con
 	 * escaped, nothing else is special there. */
 	if (ret == 0)
 		ret = text_put(&sql, "'", 1);
-	for (const char *p = host; ret == 0 && *p; p++)
-		ret = (*p == '\'' || *p == '\\') ? text_put(&sql, "\\", 1) ?: text_put(&sql, p, 1)
-						 : text_put(&sql, p, 1);
+	for (const char *p = host; ret == 0 && *p; p++) {
+		if (*p == '\'' || *p == '\\')
+			ret = text_put(&sql, "\\", 1);
+		if (ret == 0)
+			ret = text_put(&sql, p, 1);
+	}
 	if (ret == 0)
 		ret = text_put(&sql, "'", 1);
 	if (ret == 0)

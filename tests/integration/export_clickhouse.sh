@@ -146,18 +146,20 @@ done
 
 echo "$SECONDS s: counts checked"
 # The same ring shipped again without a recorder (flightrec export --ring)
-# into a database of its own: the same count; a second run adds nothing.
+# into a database of its own, as a host named with a quote and a
+# backslash: the same count; a second run adds nothing (its duplicate
+# check finds the batches under that name).
 "$FLIGHTREC" export --init-schema --clickhouse "$(ch_url 2)" --database offline >/dev/null 2>&1 ||
 	fail "init-schema offline failed"
 for run in 1 2; do
-	"$FLIGHTREC" export --ring "$T/hostA/ring" --host hostA --clickhouse "$(ch_url 2)" \
+	"$FLIGHTREC" export --ring "$T/hostA/ring" --host "o'ff\\line" --clickhouse "$(ch_url 2)" \
 		--database offline --from $((T0_hostA / 1000000000)) --to $((T1_hostA / 1000000000)) \
 		--batch 5s --event cpu --hz 19 >"$T/offline$run.out" 2>&1 ||
 		fail "export --ring failed: $(cat "$T/offline$run.out")"
-	got=$(ch_query 2 "SELECT sum(count) FROM offline.samples WHERE host = 'hostA'")
+	got=$(ch_query 2 "SELECT sum(count) FROM offline.samples WHERE host = 'o\\'ff\\\\line'")
 	[ "$got" = "$RING_hostA" ] || fail "export --ring run $run: $got samples, want $RING_hostA"
 done
-grep -Eq ": ([0-9]+) batches of hostA \(\1 already there\), 0 rows" "$T/offline2.out" ||
+grep -Eq ": ([0-9]+) batches of o'ff.line \(\1 already there\), 0 rows" "$T/offline2.out" ||
 	fail "the second export --ring was not all duplicates: $(cat "$T/offline2.out")"
 # Each host's rows on its own shard; the burner's frames named, with lines.
 [ "$(ch_query 2 "SELECT count() FROM flightrec.samples WHERE host = 'hostA'")" = 0 ] ||
