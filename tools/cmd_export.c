@@ -91,6 +91,45 @@ static int split_urls(struct export_args *a, char *list)
 	return 0;
 }
 
+/* The long options; those of --ring in ring_opt()'s order from O_RING. */
+enum {
+	O_INIT = 256,
+	O_EXPIRE,
+	O_CH,
+	O_DB,
+	O_CLUSTER,
+	O_TTL,
+	O_USER,
+	O_PWFILE,
+	O_RING,
+	O_HOST,
+	O_FROM,
+	O_TO,
+	O_BATCH,
+	O_EVENT,
+	O_HZ,
+};
+
+static const struct option export_opts[] = {
+	{"init-schema", no_argument, NULL, O_INIT},
+	{"expire", no_argument, NULL, O_EXPIRE},
+	{"clickhouse", required_argument, NULL, O_CH},
+	{"database", required_argument, NULL, O_DB},
+	{"cluster", required_argument, NULL, O_CLUSTER},
+	{"ttl", required_argument, NULL, O_TTL},
+	{"user", required_argument, NULL, O_USER},
+	{"password-file", required_argument, NULL, O_PWFILE},
+	{"ring", required_argument, NULL, O_RING},
+	{"host", required_argument, NULL, O_HOST},
+	{"from", required_argument, NULL, O_FROM},
+	{"to", required_argument, NULL, O_TO},
+	{"batch", required_argument, NULL, O_BATCH},
+	{"event", required_argument, NULL, O_EVENT},
+	{"hz", required_argument, NULL, O_HZ},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
 /* The options of --ring, in the order of their enum from O_RING. */
 static int ring_opt(struct export_args *a, int which, const char *arg)
 {
@@ -144,42 +183,6 @@ static int ring_opt(struct export_args *a, int which, const char *arg)
 
 static int parse_args(int argc, char **argv, struct export_args *a)
 {
-	enum {
-		O_INIT = 256,
-		O_EXPIRE,
-		O_CH,
-		O_DB,
-		O_CLUSTER,
-		O_TTL,
-		O_USER,
-		O_PWFILE,
-		O_RING,
-		O_HOST,
-		O_FROM,
-		O_TO,
-		O_BATCH,
-		O_EVENT,
-		O_HZ,
-	};
-	static const struct option opts[] = {
-		{"init-schema", no_argument, NULL, O_INIT},
-		{"expire", no_argument, NULL, O_EXPIRE},
-		{"clickhouse", required_argument, NULL, O_CH},
-		{"database", required_argument, NULL, O_DB},
-		{"cluster", required_argument, NULL, O_CLUSTER},
-		{"ttl", required_argument, NULL, O_TTL},
-		{"user", required_argument, NULL, O_USER},
-		{"password-file", required_argument, NULL, O_PWFILE},
-		{"ring", required_argument, NULL, O_RING},
-		{"host", required_argument, NULL, O_HOST},
-		{"from", required_argument, NULL, O_FROM},
-		{"to", required_argument, NULL, O_TO},
-		{"batch", required_argument, NULL, O_BATCH},
-		{"event", required_argument, NULL, O_EVENT},
-		{"hz", required_argument, NULL, O_HZ},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	int64_t ns;
 	int c;
 
@@ -190,7 +193,7 @@ static int parse_args(int argc, char **argv, struct export_args *a)
 	a->nevents = 2;
 	a->events[0] = FR_EVENT_CPU;
 	a->events[1] = FR_EVENT_OFFCPU;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", export_opts, NULL)) != -1) {
 		switch (c) {
 		case O_INIT: a->init = 1; break;
 		case O_EXPIRE: a->expire = 1; break;
