@@ -20,6 +20,11 @@ packages=(
 	golang-go linux-perf python3 gzip clang-format
 	clang libbpf-dev bpftool
 	man-db # renders the man pages in the docs_cli_render test (man --warnings)
+	libcurl4-openssl-dev
+)
+# What only the tests use: real ClickHouse servers for the export tests.
+test_packages=(
+	clickhouse-server clickhouse-client curl
 )
 
 # The web page of flightrec serve takes its libraries from npm
@@ -80,6 +85,7 @@ run)
 	exec /usr/local/sbin/flightrecd
 	;;
 test)
+	packages+=("${test_packages[@]}")
 	# shellcheck disable=SC2046
 	install_deps chromium $(web_packages)
 	build

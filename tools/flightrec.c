@@ -41,6 +41,7 @@ static void usage_main(FILE *f)
 		"  trigger   fire a session now: the recorder writes its dump (--reason TEXT)\n"
 		"  timeline  which minute: per step, the CPU (or an event) of the top processes\n"
 		"  serve     a web page on loopback: timeline, flame graphs, diffs, threads\n"
+		"  export    prepare ClickHouse for the exporter: --init-schema, --expire\n"
 		"\n"
 		"Run `flightrec COMMAND --help` for a command's options.\n"
 		"The socket is --socket PATH, else $FLIGHTREC_SOCKET, else the daemon's default\n"
@@ -86,6 +87,8 @@ int main(int argc, char **argv)
 		return fr_cmd_sessions(argc, argv);
 	if (strcmp(cmd, "threads") == 0)
 		return fr_cmd_threads(argc, argv);
+	if (strcmp(cmd, "export") == 0)
+		return fr_cmd_export(argc, argv);
 	if (strcmp(cmd, "top") == 0)
 		return fr_top_main(argc, argv);
 	if (strcmp(cmd, "reload") == 0)
@@ -97,7 +100,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "serve") == 0)
 		return fr_cmd_serve(argc, argv);
 	fprintf(stderr,
-		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, reload, trigger, timeline, serve; see %s --help)\n",
+		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, reload, trigger, timeline, serve, export; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }
