@@ -17,6 +17,7 @@ _flightrec_opts_timeline="--window --from --to --event --by --step --top --json 
 _flightrec_opts_serve="--listen --allow-remote --read-timeout --socket --help"
 _flightrec_opts_reload="--socket --json --help"
 _flightrec_opts_trigger="--reason --window --socket --json --help"
+_flightrec_opts_export="--init-schema --expire --clickhouse --database --cluster --ttl --user --password-file --ring --host --from --to --batch --event --hz --help"
 _flightrec_opts_fleet="attach top timeline"
 _flightrec_events="cpu offcpu cycles instructions cache-references cache-misses branch-instructions branch-misses page-faults context-switches cpu-migrations"
 
