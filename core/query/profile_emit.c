@@ -13,6 +13,7 @@
 
 #include "core/store/chunk.h"
 #include "core/util/parse.h"
+#include "core/query/demangle.h"
 #include "core/query/dwarf_lines.h"
 #include "core/query/pprof.h"
 #include "core/query/profile_int.h"
@@ -71,7 +72,7 @@ static int64_t mono_ns(void)
  * Returns 0 (also without lines) or -ENOMEM. */
 static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lines *dw,
 		      struct gloc *l, struct gmap *m, uint64_t elf_addr, const char *name,
-		      int64_t *spent_ns)
+		      const char *sysname, int64_t *spent_ns)
 {
 	struct fr_dwarf_frame fr[FR_DWARF_MAX_FRAMES];
 	int64_t t0;
@@ -111,10 +112,11 @@ static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lin
 		/* The outermost frame is the symbol's function, named as
 		 * everywhere else; an inlined one by its DWARF name. */
 		const char *fn = i == n - 1 || !fr[i].function ? name : fr[i].function;
+		const char *sys = i == n - 1 || !fr[i].function ? sysname : fn;
 		const char *file = fr[i].file ? fr[i].file : m->path;
 
 		b->lines[b->nlines++] = (struct fr_pprof_line){
-			.function_id = fr_pprof_function(p, fn, fn, file),
+			.function_id = fr_pprof_function(p, fn, sys, file),
 			.line = fr[i].line,
 		};
 	}
@@ -154,7 +156,7 @@ static int kernel_name(struct builder *b, struct fr_symbols *syms, struct fr_ppr
 int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms)
 {
 	struct fr_symbols *syms = fr_symbols_new(kallsyms);
-	char buf[4200], root[64];
+	char buf[4200], sysbuf[FR_DEMANGLE_MAX_IN + 1], root[64];
 	uint32_t root_pid = UINT32_MAX;
 	bool root_same = false;
 	char self_ns[64] = "";
@@ -176,7 +178,7 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 
 	for (uint32_t i = 0; i < b->nlocs; i++) {
 		struct gloc *l = &b->locs[i];
-		const char *name = NULL, *file = NULL;
+		const char *name = NULL, *file = NULL, *sys = buf;
 		uint64_t elf_addr = 0;
 
 		if (l->map == KERNEL_MAP) {
@@ -198,13 +200,20 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 						     &elf_addr) == 0 ||
 				     fr_symbols_jit(syms, m->pid, m->pid_start_ns, root_same,
 						    m->path, l->addr, &name) == 0)) {
-				snprintf(buf, sizeof(buf), "%s", name);
+				/* People read the demangled name; pprof keeps the
+				 * symbol as system_name */
+				if (fr_demangle(name, buf, sizeof(buf))) {
+					snprintf(sysbuf, sizeof(sysbuf), "%s", name);
+					sys = sysbuf;
+				} else {
+					snprintf(buf, sizeof(buf), "%s", name);
+				}
 				m->has_functions = 1;
 				if (p &&
 				    user_lines(b, p,
 					       fr_symbols_user_dwarf(syms, root_same ? NULL : root,
 								     m->path, m->bid, m->bid_len),
-					       l, m, elf_addr, buf, &lines_ns) < 0) {
+					       l, m, elf_addr, buf, sys, &lines_ns) < 0) {
 					ret = -ENOMEM;
 					break;
 				}
@@ -226,7 +235,7 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 			snprintf(buf, sizeof(buf), "[unknown] 0x%" PRIx64, l->addr);
 		}
 		if (p) {
-			l->function_id = fr_pprof_function(p, buf, buf, file);
+			l->function_id = fr_pprof_function(p, buf, sys, file);
 		} else {
 			int64_t idx = profile_intern_str(b, buf);
 			if (idx < 0) {
