@@ -15,8 +15,8 @@
 
 static volatile uint64_t sink;
 
-extern "C" void rust_like_run(std::vector<uint32_t> *v)
-	__asm__("_ZN57_$LT$mycrate..hash..Fnv$u20$as$u20$core..hash..Hasher$GT$5write17h0123456789abcdefE");
+extern "C" void rust_like_run(std::vector<uint32_t> *v) __asm__(
+	"_ZN57_$LT$mycrate..hash..Fnv$u20$as$u20$core..hash..Hasher$GT$5write17h0123456789abcdefE");
 
 namespace shop {
 struct Cart {
