@@ -274,6 +274,9 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 	ret = stack_locations(b, c, sid, &off, &nlocs);
 	if (ret < 0)
 		return ret;
+	/* The recorder keeps FR_MAX_FRAMES frames of a deeper stack */
+	if (c->stacks[sid].nr_frames >= FR_MAX_FRAMES)
+		b->ev[e].res->truncated++;
 	if (c->stacks[sid].nr_frames > c->stacks[sid].nr_kernel) {
 		const struct fr_chunk_stack *st = &c->stacks[sid];
 		uint64_t root = c->frames[st->first + st->nr_frames - 1];

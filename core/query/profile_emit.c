@@ -522,9 +522,14 @@ static void rate_comments(struct builder *b, struct fr_pprof *p, struct fr_profi
 	}
 }
 
-/* What the kernel reported losing, per event. */
+/* What the kernel reported losing, per event: machine-wide counters of
+ * the window's chunks, said so when the profile is of some processes
+ * only; and how many of the profile's own samples have truncated stacks. */
 static void loss_comments(const struct builder *b, struct fr_pprof *p)
 {
+	const char *whose = fr_targets_given(&b->req->targets) || b->children
+				    ? " (machine-wide: of every process, not only this profile's)"
+				    : "";
 	char line[512];
 
 	for (uint32_t e = 0; e < b->nev; e++) {
@@ -533,25 +538,25 @@ static void loss_comments(const struct builder *b, struct fr_pprof *p)
 
 		if (er->lost) {
 			snprintf(line, sizeof(line),
-				 "%s: %" PRIu64 " samples lost by the kernel in this window (the "
-				 "recorder fell behind)",
-				 g->name, er->lost);
+				 "%s: %" PRIu64 " samples lost by the kernel in this window%s: the "
+				 "recorder fell behind",
+				 g->name, er->lost, whose);
 			comment(p, line);
 		}
 		if (er->throttled) {
 			snprintf(line, sizeof(line),
 				 "%s: the kernel throttled sampling %" PRIu64
-				 " times in this window "
-				 "(too many samples per second; some are missing)",
-				 g->name, er->throttled);
+				 " times in this window%s: too many samples per second, some are "
+				 "missing",
+				 g->name, er->throttled, whose);
 			comment(p, line);
 		}
 		if (er->truncated) {
 			snprintf(line, sizeof(line),
-				 "%s: %" PRIu64
-				 " stacks were truncated at %d frames (their outermost "
-				 "callers are missing)",
-				 g->name, er->truncated, FR_MAX_FRAMES);
+				 "%s: %" PRIu64 " of the %" PRIu64
+				 " samples of this profile have stacks truncated at %d frames (their "
+				 "outermost callers are missing)",
+				 g->name, er->truncated, er->samples_kept, FR_MAX_FRAMES);
 			comment(p, line);
 		}
 	}

@@ -325,7 +325,10 @@ void profile_set_targets(struct builder *b, struct fr_profile_result *res)
 	res->hz = b->ev[0].target;
 }
 
-/* Adds the chunk's kernel counters of the requested events. */
+/* Adds the chunk's kernel counters of the requested events: what the
+ * kernel lost and throttled, machine-wide (chunks do not say whose).
+ * Truncated stacks are counted on the profile's own samples instead
+ * (profile_add_sample()). */
 void profile_count_losses(struct builder *b, const struct fr_chunk *c)
 {
 	for (uint32_t k = 0; k < c->nevents; k++) {
@@ -336,7 +339,6 @@ void profile_count_losses(struct builder *b, const struct fr_chunk *c)
 				continue;
 			er->lost += c->events[k].lost;
 			er->throttled += c->events[k].throttled;
-			er->truncated += c->events[k].truncated;
 		}
 	}
 }
