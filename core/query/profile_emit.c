@@ -193,6 +193,7 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 				root_same = same_root(m->pid, self_ns);
 				snprintf(root, sizeof(root), "/proc/%u/root", m->pid);
 			}
+			m->nlocs++;
 			if (syms)
 				fr_symbols_set_owner(syms, m->pid_uid);
 			if (syms && (fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
@@ -208,7 +209,7 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 				} else {
 					snprintf(buf, sizeof(buf), "%s", name);
 				}
-				m->has_functions = 1;
+				m->nsym++;
 				if (p &&
 				    user_lines(b, p,
 					       fr_symbols_user_dwarf(syms, root_same ? NULL : root,
@@ -261,23 +262,23 @@ static int64_t cell_value(const struct builder *b, uint32_t row, uint32_t e)
 	return (int64_t)cl->v;
 }
 
-/* The mapping's FR_PPROF_HAS_*: lines and inline frames only when every
- * location named from its file got them, so a reader trusts them. */
-static int map_flags(const struct gmap *m)
+/* Adds mapping i to the profile. */
+static void emit_map(struct builder *b, struct fr_pprof *p, uint32_t i)
 {
-	int flags = m->has_functions ? FR_PPROF_HAS_FUNCTIONS : 0;
+	struct gmap *m = &b->maps[i];
+	char bid[2 * FR_BUILD_ID_MAX + 1], file[256];
 
-	if (m->nnamed && m->nlined == m->nnamed)
-		flags |= FR_PPROF_HAS_FILENAMES | FR_PPROF_HAS_LINE_NUMBERS |
-			 FR_PPROF_HAS_INLINE_FRAMES;
-	return flags;
+	m->pprof_id = fr_pprof_mapping(p, m->start, m->end, m->pgoff,
+				       profile_map_file(m, file, sizeof(file)),
+				       m->bid_len ? fr_build_id_hex(m->bid, m->bid_len, bid) : NULL,
+				       profile_map_flags(m));
 }
 
 void profile_emit(struct builder *b, struct fr_pprof *p)
 {
-	char bid[2 * FR_BUILD_ID_MAX + 1];
 	uint64_t kmin = UINT64_MAX, kmax = 0;
 	uint64_t *ids = NULL;
+	uint32_t main_map = profile_main_map(b);
 
 	for (uint32_t i = 0; i < b->nlocs; i++) {
 		if (b->locs[i].map == KERNEL_MAP) {
@@ -287,19 +288,20 @@ void profile_emit(struct builder *b, struct fr_pprof *p)
 				kmax = b->locs[i].addr;
 		}
 	}
-	for (uint32_t i = 2; i < b->nmaps; i++) {
-		struct gmap *m = &b->maps[i];
-		m->pprof_id = fr_pprof_mapping(p, m->start, m->end, m->pgoff, m->path,
-					       m->bid_len ? fr_build_id_hex(m->bid, m->bid_len, bid)
-							  : NULL,
-					       map_flags(m));
-	}
+	/* First: readers take the first mapping for the profile's main
+	 * binary */
+	if (main_map)
+		emit_map(b, p, main_map);
+	/* An executable no location is on is there only to be the main one */
+	for (uint32_t i = 2; i < b->nmaps; i++)
+		if (i != main_map && b->maps[i].nlocs)
+			emit_map(b, p, i);
 	/* A user limited to their own processes gets kernel names, not
 	 * kernel addresses (which would undo the kernel's address layout
 	 * randomization, as kptr_restrict hides them from /proc/kallsyms). */
 	if (b->req->targets.has_uid && kmin != UINT64_MAX)
 		kmin = kmax = 0;
-	/* Last: readers take the first mapping as the profile's main binary. */
+	/* Last, never the main binary */
 	if (kmin != UINT64_MAX)
 		b->maps[KERNEL_MAP].pprof_id = fr_pprof_mapping(p, kmin, kmax + 1, 0,
 								FR_PROFILE_KERNEL_MAPPING, NULL,
