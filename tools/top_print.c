@@ -16,7 +16,7 @@
 
 /* Groups a table shows at most with --by; JSON has them all. */
 #define MAX_GROUPS 10
-/* Width of the process column: "comm[pid] +N", the comm shortened. */
+/* Width of the process column: "comm[pid]+N", the comm shortened. */
 #define PROC_W 16
 
 static int by_flat(const void *a, const void *b)
@@ -135,7 +135,8 @@ static void process_name(const struct fr_top_process *p, char *buf, size_t len)
 
 /* The process column of row `r`: its process with the most cum, and "+N"
  * for the N others, within PROC_W characters (without the pid, then with
- * the comm shortened, when it does not fit). */
+ * the comm shortened, when it does not fit); one word, so the columns
+ * stay fields for awk. */
 static void process_cell(const struct fr_top *t, const struct fr_top_row *r, char *buf)
 {
 	char more[16] = "", pid[24] = "";
@@ -148,7 +149,7 @@ static void process_cell(const struct fr_top *t, const struct fr_top_row *r, cha
 	}
 	p = &t->processes[r->shares[0].process];
 	if (r->nshares > 1)
-		snprintf(more, sizeof(more), " +%" PRIu32, r->nshares - 1);
+		snprintf(more, sizeof(more), "+%" PRIu32, r->nshares - 1);
 	if (p->pid >= 0)
 		snprintf(pid, sizeof(pid), "[%" PRId64 "]", p->pid);
 	if (p->comm[0] && strlen(p->comm) + strlen(pid) + strlen(more) > PROC_W)

@@ -17,7 +17,7 @@ wait "$a" "$b" || fail "burn failed"
 "$FLIGHTREC" top --window 30s --pid "$a,$b" -n 3 >"$T/top.txt" 2>"$T/top.err" ||
 	{ cat "$T/top.err"; fail "top --window failed"; }
 cat "$T/top.txt"
-grep -Eq "  burn\[($a|$b)\] \+1 +fr_burn_heavy$" "$T/top.txt" ||
+grep -Eq "  burn\[($a|$b)\]\+1 +fr_burn_heavy$" "$T/top.txt" ||
 	fail "the process column does not name a burn and +1 for fr_burn_heavy"
 
 "$FLIGHTREC" top --window 30s --pid "$a,$b" --by process --json >"$T/by.json" 2>"$T/top.err" ||
