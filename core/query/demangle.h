@@ -1,9 +1,10 @@
 /* Demangling of C++ (Itanium ABI) and Rust (legacy scheme) symbol names,
  * for people: folded stacks, top, and pprof's Function.name (its
  * system_name keeps the symbol as the binary has it). Rust's v0 scheme
- * (_R...) is left as it is: nothing in Debian 12's C libraries that a
- * program may link decodes it (libiberty does, but only as a static
- * archive of the binutils build). */
+ * (_R...) is left as it is: of Debian 12's libraries only libiberty
+ * (libiberty-dev, a static archive of GCC's sources, its demanglers under
+ * a linking exception) decodes it; that would be a second demangler to
+ * vendor and fuzz, left for when v0 binaries are common. */
 #ifndef FR_CORE_QUERY_DEMANGLE_H
 #define FR_CORE_QUERY_DEMANGLE_H
 
