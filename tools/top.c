@@ -68,6 +68,38 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
+/* An option of the table (--sort, --json, --by, -n) into `o`. Returns 0,
+ * or -1 after saying what is wrong. */
+static int table_opt(int c, const char *arg, struct fr_top_opts *o)
+{
+	uint64_t limit;
+
+	switch (c) {
+	case FR_OPT_SORT:
+		if (strcmp(arg, "flat") != 0 && strcmp(arg, "cum") != 0) {
+			usage_error("--sort: expected flat or cum, got \"%s\"", arg);
+			return -1;
+		}
+		o->sort_cum = strcmp(arg, "cum") == 0;
+		return 0;
+	case FR_OPT_JSON: o->json = 1; return 0;
+	case FR_OPT_BY:
+		if (fr_top_parse_by(arg, o) < 0) {
+			usage_error("--by: expected process, comm, cgroup or label:KEY, got \"%s\"",
+				    arg);
+			return -1;
+		}
+		return 0;
+	default:
+		if (fr_parse_u64(arg, 1, 1000000, &limit) < 0) {
+			usage_error("-n: expected a count of 1..1000000, got \"%s\"", arg);
+			return -1;
+		}
+		o->limit = (size_t)limit;
+		return 0;
+	}
+}
+
 int fr_top_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -82,7 +114,6 @@ int fr_top_main(int argc, char **argv)
 	const char *socket_s = NULL, *file = NULL;
 	struct fr_query_args *q = calloc(1, sizeof(*q));
 	struct fr_top_opts o = {.limit = 20};
-	uint64_t limit = 20;
 	int c, ret = EXIT_USAGE;
 
 	if (!q) {
@@ -100,30 +131,11 @@ int fr_top_main(int argc, char **argv)
 		switch (c) {
 		case FR_OPT_SOCKET: socket_s = optarg; break;
 		case FR_OPT_SORT:
-			if (strcmp(optarg, "flat") == 0)
-				o.sort_cum = 0;
-			else if (strcmp(optarg, "cum") == 0)
-				o.sort_cum = 1;
-			else {
-				usage_error("--sort: expected flat or cum, got \"%s\"", optarg);
-				goto out;
-			}
-			break;
-		case FR_OPT_JSON: o.json = 1; break;
+		case FR_OPT_JSON:
 		case FR_OPT_BY:
-			if (fr_top_parse_by(optarg, &o) < 0) {
-				usage_error("--by: expected process, comm, cgroup or label:KEY, "
-					    "got \"%s\"",
-					    optarg);
-				goto out;
-			}
-			break;
 		case 'n':
-			if (fr_parse_u64(optarg, 1, 1000000, &limit) < 0) {
-				usage_error("-n: expected a count of 1..1000000, got \"%s\"",
-					    optarg);
+			if (table_opt(c, optarg, &o) < 0)
 				goto out;
-			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -142,7 +154,6 @@ int fr_top_main(int argc, char **argv)
 		}
 	}
 	ret = EXIT_USAGE;
-	o.limit = (size_t)limit;
 	/* --label-key KEY, as before --by: a table per value */
 	if (q->targets.label_key[0] && o.by == FR_TOP_BY_NONE) {
 		o.by = FR_TOP_BY_LABEL;
