@@ -29,17 +29,26 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The count of chunk `seq` in the table sorted by seq, or NULL. */
-static const struct fr_ring_loss *find(const struct fr_ring_losses *l, uint64_t seq)
+static int cmp_chunk(uint64_t seq_a, uint32_t covers_a, uint64_t seq_b, uint32_t covers_b)
+{
+	if (seq_a != seq_b)
+		return seq_a < seq_b ? -1 : 1;
+	return (covers_a > covers_b) - (covers_a < covers_b);
+}
+
+/* The count of chunk `ref` in the table sorted by (seq, covers), or NULL. */
+static const struct fr_ring_loss *find(const struct fr_ring_losses *l,
+				       const struct fr_ring_ref *ref)
 {
 	size_t lo = 0, hi = l->n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		int c = cmp_chunk(l->v[mid].seq, l->v[mid].covers, ref->seq, ref->covers);
 
-		if (l->v[mid].seq == seq)
+		if (c == 0)
 			return &l->v[mid];
-		if (l->v[mid].seq < seq)
+		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -47,11 +56,11 @@ static const struct fr_ring_loss *find(const struct fr_ring_losses *l, uint64_t 
 	return NULL;
 }
 
-static int by_seq(const void *a, const void *b)
+static int by_chunk(const void *a, const void *b)
 {
 	const struct fr_ring_loss *x = a, *y = b;
 
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	return cmp_chunk(x->seq, x->covers, y->seq, y->covers);
 }
 
 /* Reads chunk `ref` for its counters. Returns 0, or -errno when it cannot
@@ -89,7 +98,7 @@ int fr_ring_losses_update(struct fr_ring_losses *l, struct fr_ring *ring, int64_
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < nrefs; i++) {
-		const struct fr_ring_loss *known = find(l, refs[i].seq);
+		const struct fr_ring_loss *known = find(l, &refs[i]);
 		uint64_t lost;
 
 		if (known) {
@@ -102,11 +111,13 @@ int fr_ring_losses_update(struct fr_ring_losses *l, struct fr_ring *ring, int64_
 			 * ring holds, as dump --info would not count it */
 			continue;
 		}
-		v[n++] = (struct fr_ring_loss){.seq = refs[i].seq, .lost = lost};
+		v[n++] = (struct fr_ring_loss){.seq = refs[i].seq,
+					       .lost = lost,
+					       .covers = refs[i].covers};
 		total += lost;
 	}
 	free(refs);
-	qsort(v, n, sizeof(*v), by_seq);
+	qsort(v, n, sizeof(*v), by_chunk);
 	free(l->v);
 	l->v = v;
 	l->n = n;

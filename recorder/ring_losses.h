@@ -2,9 +2,9 @@
  * `flightrec status` reports, the same sum `flightrec dump --info` adds up
  * from the file (docs/architecture.md, "Lost samples").
  *
- * Kept per chunk sequence number, so a chunk that expires or is
- * overwritten leaves with its count and a merged chunk brings the sum of
- * its group; chunks the recorder found at start are read a slice at a
+ * Kept per chunk (sequence number and covers), so a chunk that expires or
+ * is overwritten leaves with its count and a merged chunk brings the sum
+ * of its group; chunks the recorder found at start are read a slice at a
  * time until all are counted.
  */
 #ifndef FR_RECORDER_RING_LOSSES_H
@@ -16,8 +16,11 @@
 
 #include "core/store/ring.h"
 
+/* A chunk is known by its sequence number and the numbers it covers: a
+ * merged chunk takes the sequence number of its group's last chunk. */
 struct fr_ring_loss {
 	uint64_t seq, lost;
+	uint32_t covers;
 };
 
 struct fr_ring_losses {
