@@ -40,7 +40,8 @@ sleep 1
 "$FREEZE" "$DAEMON_PID" 3 >"$T/freeze.out" 2>"$T/freeze.err" ||
 	{ cat "$T/freeze.err" >&2; kill "$burn"; skip "cannot freeze a thread with ptrace here"; }
 wait "$burn"
-read -r first since < <(agree)
+agree >"$T/agree.out"
+read -r first since <"$T/agree.out"
 echo "after the freeze: status and dump --info both say $first lost ($since since start)"
 [ "$first" -gt 0 ] || fail "no sample was lost: the test forced nothing"
 [ "$since" -ge "$first" ] || fail "$since lost since start, fewer than the ring's $first"
@@ -48,7 +49,8 @@ echo "after the freeze: status and dump --info both say $first lost ($since sinc
 # A new recorder on the same ring: the chunks it finds are counted.
 stop_daemon
 start_daemon
-read -r second since < <(agree)
+agree >"$T/agree.out"
+read -r second since <"$T/agree.out"
 echo "after a restart: both say $second lost ($since since start)"
 [ "$second" -ge "$first" ] || fail "the restarted recorder counts $second of the ring's $first"
 stop_daemon
