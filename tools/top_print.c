@@ -228,7 +228,8 @@ static int json_rows(cJSON *arr, const struct fr_top *t, const char *unit, const
 			cJSON_Delete(ps);
 			return -ENOMEM;
 		}
-		for (uint32_t k = 0; k < r->nshares; k++) {
+		/* A profile without process labels (another tool's) lists none */
+		for (uint32_t k = 0; has_processes(t) && k < r->nshares; k++) {
 			const struct fr_top_process *pr = &t->processes[r->shares[k].process];
 			cJSON *po = cJSON_CreateObject();
 
