@@ -19,6 +19,7 @@ packages=(
 	liburing-dev libzstd-dev zlib1g-dev libcjson-dev libelf-dev libdw-dev
 	golang-go linux-perf python3 gzip clang-format
 	clang libbpf-dev bpftool
+	man-db # renders the man pages in the docs_cli_render test (man --warnings)
 )
 
 install_deps() {

@@ -10,6 +10,7 @@
 
 #include "core/store/sample.h"
 #include "ipc/msg.h"
+#include "ipc/msg_ctl.h"
 #include "ipc/proto.h"
 
 #include "tests/fuzz/fuzz.h"
@@ -63,6 +64,10 @@ static void make_message_seeds(void)
 	struct fr_ipc_dump_reply dp = {.t0_ns = 1700000000000000000LL,
 				       .t1_ns = 1700000060000000000LL};
 	static struct fr_ipc_threads_req tr;
+	static struct fr_ipc_reload_reply lp;
+	struct fr_ipc_trigger_req gr = {.session = "db",
+					.reason = "p99 alert",
+					.window_ns = 120000000000LL};
 	struct fr_ipc_threads_reply tp = {.processes = 1, .threads = 10001, .bytes = 90210};
 	struct stream s;
 
@@ -115,6 +120,12 @@ static void make_message_seeds(void)
 	frame_msg(&s, fr_ipc_dump_reply_encode(&dp), 0);
 	frame_msg(&s, fr_ipc_threads_req_encode(&tr), 1);
 	frame_msg(&s, fr_ipc_threads_reply_encode(&tp), 0);
+	snprintf(lp.config, sizeof(lp.config), "/etc/flightrec.json");
+	fr_ipc_reload_change(&lp, "sessions[db].events[0].hz: 99 -> 199");
+	fr_ipc_reload_change(&lp, "ring.size: \"256MiB\" -> \"1GiB\" (at the next start)");
+	frame_msg(&s, fr_ipc_reload_req_encode(), 1);
+	frame_msg(&s, fr_ipc_reload_reply_encode(&lp), 0);
+	frame_msg(&s, fr_ipc_trigger_req_encode(&gr), 1);
 	/* Raw events by their full config, by an id only, and malformed. */
 	frame(&s, "{\"v\":1,\"req\":\"attach\",\"window_ns\":1000000000,\"events\":["
 		  "\"raw:0x10000003c,config1=0x3f807f8fff,config2=0x1\",\"raw:id=0x21234567\","
@@ -139,6 +150,10 @@ static void make_message_seeds(void)
 	frame(&s, "{\"v\":1,\"req\":\"consume\",\"event_hz\":[-1]}");
 	frame(&s, "{\"v\":1,\"req\":\"dump\",\"session\":\"\",\"window_ns\":999}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[1],\"children\":true}");
+	frame(&s, "{\"v\":1,\"req\":\"trigger\",\"session\":\"db\",\"reason\":\"a\\nb\"}");
+	frame(&s, "{\"v\":1,\"req\":\"trigger\",\"session\":\"db\",\"reason\":\"\","
+		  "\"window_ns\":1}");
+	frame(&s, "{\"ok\":true,\"config\":\"/x\",\"changed\":[\"a\",2],\"more\":-1}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[]}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"comm\":[\"x\"],\"at_ns\":-1}");
 	frame(&s, "{\"ok\":true,\"events\":[{\"event\":\"raw:0x1\",\"hz\":4294967296}],"
