@@ -84,9 +84,9 @@ struct fr_ipc_event_counts {
 	uint32_t hz;		    /* "hz" */
 	uint64_t samples;	    /* "samples": kept in the profile */
 	uint64_t samples_in_window; /* "samples_in_window" */
-	uint64_t lost;		    /* "lost" */
-	uint64_t throttled;	    /* "throttled" */
-	uint64_t truncated;	    /* "truncated" */
+	uint64_t lost;		    /* "lost": by the kernel, machine-wide */
+	uint64_t throttled;	    /* "throttled": machine-wide */
+	uint64_t truncated;	    /* "truncated": kept samples cut at 127 frames */
 };
 
 /* {"ok":true, ...}: what an attach wrote. */

@@ -286,7 +286,17 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 	fr_ipc_add_int(r, "symbol_images_bytes", (int64_t)syms.bytes);
 	fr_ipc_add_int(r, "symbol_images_limit", (int64_t)syms.limit);
 	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "samples_lost", (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
+	/* What the ring holds lost, as dump --info counts it from the file;
+	 * this run's count of the kernel's lost records apart. */
+	{
+		bool complete;
+		uint64_t lost = fr_ring_losses_total(&d->writer.losses, &complete);
+
+		fr_ipc_add_int(r, "samples_lost", (int64_t)lost);
+		cJSON_AddBoolToObject(r, "samples_lost_complete", complete);
+	}
+	fr_ipc_add_int(r, "samples_lost_since_start",
+		       (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "chunks_sealed",
 		       (int64_t)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "chunks_dropped",

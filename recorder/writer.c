@@ -18,6 +18,10 @@
 
 #include "core/util/log.h"
 
+/* Time an append may spend counting lost samples of chunks not counted
+ * yet (at start, those the recorder found in the ring). */
+#define LOSSES_BUDGET_NS (100 * 1000000LL)
+
 struct fr_writer_item {
 	struct fr_writer_item *next;
 	void *chunk; /* NULL for a pure barrier */
@@ -29,6 +33,7 @@ void fr_writer_init(struct fr_writer *w, int64_t max_age_ns)
 {
 	memset(w, 0, sizeof(*w));
 	w->max_age_ns = max_age_ns;
+	fr_ring_losses_init(&w->losses);
 	pthread_mutex_init(&w->lock, NULL);
 	fr_mono_cond_init(&w->cond);
 }
@@ -119,6 +124,11 @@ static void store(struct fr_writer *w, struct fr_writer_item *it)
 	}
 	free(it->chunk);
 	fr_writer_expire(w);
+	/* Chunks found at start are counted a slice per append (decoding
+	 * each), so the first appends are not held up for long */
+	if (fr_ring_losses_update(&w->losses, w->ring, LOSSES_BUDGET_NS) < 0)
+		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL,
+				   "out of memory counting the ring's lost samples");
 }
 
 static void *writer_main(void *arg)
@@ -232,6 +242,7 @@ void fr_writer_fini(struct fr_writer *w)
 		free(it);
 	}
 	w->tail = NULL;
+	fr_ring_losses_fini(&w->losses);
 	pthread_cond_destroy(&w->cond);
 	pthread_mutex_destroy(&w->lock);
 }

@@ -6,7 +6,7 @@
  * holds at most FR_WRITER_QUEUE_MAX bytes: when the disk does not keep up,
  * the newest chunk is dropped (and counted) rather than the daemon's
  * memory growing. After each append the writer erases what is older than
- * ring.max_age.
+ * ring.max_age and counts what the ring's chunks say was lost.
  */
 #ifndef FR_RECORDER_WRITER_H
 #define FR_RECORDER_WRITER_H
@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/store/ring.h"
+#include "recorder/ring_losses.h"
 
 #define FR_WRITER_QUEUE_MAX (64u << 20)
 
@@ -40,6 +41,8 @@ struct fr_writer {
 	 * CLOCK_MONOTONIC ns since the append in progress began (0: none),
 	 * so an append that hangs on its disk is seen while it hangs. */
 	int64_t last_append_real, append_since_mono;
+	/* What the ring's chunks lost, brought up to date after each append. */
+	struct fr_ring_losses losses;
 };
 
 /* Initializes `w`, which erases what is older than `max_age_ns` (0:

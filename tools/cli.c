@@ -379,7 +379,7 @@ void fr_cli_print_ring(const cJSON *ring, double lost)
 			       copy ? "with a copy at the end of the file"
 				    : "no copy (made before copies existed; a recorder adds one)");
 	}
-	printf("lost:     %.0f samples lost by the kernel\n", lost);
+	printf("lost:     %.0f samples lost by the kernel in the span the ring holds\n", lost);
 }
 
 /* "cpu@99Hz,offcpu": a reply's list of {"event", "hz"}, hz left out when

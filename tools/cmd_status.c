@@ -238,6 +238,10 @@ static void print_status(const cJSON *r)
 	}
 	fr_cli_print_ring(cJSON_GetObjectItemCaseSensitive(r, "ring"),
 			  fr_cli_num(r, "samples_lost"));
+	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r, "samples_lost_complete")))
+		printf("          (still counting the chunks found in the ring at start)\n");
+	printf("          %.0f lost since the recorder started\n",
+	       fr_cli_num(r, "samples_lost_since_start"));
 	if (fr_cli_num(r, "chunks_dropped") > 0 || fr_cli_num(r, "write_errors") > 0)
 		printf("writes:   %.0f chunks dropped (disk too slow), %.0f write errors\n",
 		       fr_cli_num(r, "chunks_dropped"), fr_cli_num(r, "write_errors"));

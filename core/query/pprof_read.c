@@ -138,6 +138,7 @@ struct raw_label {
 
 struct raw_mapping {
 	uint64_t id, start, limit, offset, file, build_id;
+	uint64_t has[4]; /* functions, filenames, line numbers, inline frames */
 };
 
 struct reader {
@@ -284,8 +285,9 @@ static int read_mapping(struct reader *r, struct pb *b)
 	*m = (struct raw_mapping){0};
 	ret = read_fields(b,
 			  (uint64_t *const[]){NULL, &m->id, &m->start, &m->limit, &m->offset,
-					      &m->file, &m->build_id},
-			  6);
+					      &m->file, &m->build_id, &m->has[0], &m->has[1],
+					      &m->has[2], &m->has[3]},
+			  10);
 	if (ret < 0)
 		return ret;
 	return m->id ? 0 : -EBADMSG;
@@ -511,7 +513,11 @@ static int resolve_mappings(struct reader *r, struct fr_pprof_data *d)
 		*m = (struct fr_pprof_rmapping){.id = raw[i].id,
 						.memory_start = raw[i].start,
 						.memory_limit = raw[i].limit,
-						.file_offset = raw[i].offset};
+						.file_offset = raw[i].offset,
+						.has_functions = raw[i].has[0] != 0,
+						.has_filenames = raw[i].has[1] != 0,
+						.has_line_numbers = raw[i].has[2] != 0,
+						.has_inline_frames = raw[i].has[3] != 0};
 		if (string_at(r, raw[i].file, &m->filename) < 0 ||
 		    string_at(r, raw[i].build_id, &m->build_id) < 0)
 			goto out;

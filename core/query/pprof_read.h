@@ -18,6 +18,7 @@
 #ifndef FR_TOOLS_PPROF_READ_H
 #define FR_TOOLS_PPROF_READ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -63,6 +64,7 @@ struct fr_pprof_rmapping {
 	uint64_t memory_start, memory_limit, file_offset;
 	const char *filename;
 	const char *build_id;
+	bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
 };
 
 struct fr_pprof_rfunction {

@@ -155,11 +155,14 @@ struct fr_profile_request {
 /* What a profile says about one of its events. */
 struct fr_profile_event_result {
 	uint32_t event;
-	uint32_t hz;			     /* rate of this event in the profile; 0 offcpu */
-	uint32_t min_rate, max_rate;	     /* collection rates seen in the window */
-	uint64_t samples_seen;		     /* in the window and target */
-	uint64_t samples_kept;		     /* after downsampling */
-	uint64_t lost, throttled, truncated; /* kernel counters in the window */
+	uint32_t hz;		     /* rate of this event in the profile; 0 offcpu */
+	uint32_t min_rate, max_rate; /* collection rates seen in the window */
+	uint64_t samples_seen;	     /* in the window and target */
+	uint64_t samples_kept;	     /* after downsampling */
+	/* What the kernel lost and throttled in the chunks of the window,
+	 * machine-wide (of every process, not only the targets'); kept
+	 * samples whose stack was cut at FR_MAX_FRAMES frames. */
+	uint64_t lost, throttled, truncated;
 	/* Kept samples whose user stack ends in a marker frame
 	 * (core/store/sample.h), by reason: unwinding stopped early. */
 	uint64_t unwind_stopped[FR_FRAME_MARK_COUNT];

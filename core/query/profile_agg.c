@@ -124,12 +124,42 @@ static int64_t intern_map(struct builder *b, const struct fr_chunk *c, const str
 	p = fr_chunk_find_proc(c, m->pid);
 	g->pid_start_ns = p ? p->start_ns : 0;
 	g->pid_uid = p ? p->uid : 0;
+	g->is_exe = p && strcmp(c->strings[p->exe], path) == 0;
 	g->bid_len = m->build_id_len;
 	memcpy(g->bid, m->build_id, m->build_id_len);
 	g->hash = h;
 	b->map_idx.slots[slot] = ++b->nmaps;
 	b->map_idx.n++;
 	return b->nmaps - 1;
+}
+
+int profile_intern_exe(struct builder *b, const struct fr_chunk *c, const struct fr_chunk_proc *p)
+{
+	const char *exe = c->strings[p->exe];
+	uint32_t lo = 0, hi = c->nmaps;
+
+	/* The first of the process's mappings (sorted by pid, start) */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (c->maps[mid].pid < p->pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < c->nmaps && c->maps[lo].pid == p->pid; lo++)
+		if (strcmp(c->strings[c->maps[lo].path], exe) == 0)
+			return intern_map(b, c, &c->maps[lo]) < 0 ? -ENOMEM : 0;
+	/* A chunk has the mappings its frames are in: an executable no frame
+	 * is in (samples all in JIT code) is named without its addresses */
+	if (exe[0]) {
+		struct fr_chunk_map m = {.pid = p->pid, .path = p->exe};
+
+		m.build_id_len = p->build_id_len;
+		memcpy(m.build_id, p->build_id, p->build_id_len);
+		return intern_map(b, c, &m) < 0 ? -ENOMEM : 0;
+	}
+	return 0;
 }
 
 static uint64_t loc_hash_of(void *ctx, uint32_t i)
@@ -274,6 +304,9 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 	ret = stack_locations(b, c, sid, &off, &nlocs);
 	if (ret < 0)
 		return ret;
+	/* The recorder keeps FR_MAX_FRAMES frames of a deeper stack */
+	if (c->stacks[sid].nr_frames >= FR_MAX_FRAMES)
+		b->ev[e].res->truncated++;
 	if (c->stacks[sid].nr_frames > c->stacks[sid].nr_kernel) {
 		const struct fr_chunk_stack *st = &c->stacks[sid];
 		uint64_t root = c->frames[st->first + st->nr_frames - 1];

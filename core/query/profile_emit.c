@@ -13,6 +13,7 @@
 
 #include "core/store/chunk.h"
 #include "core/util/parse.h"
+#include "core/query/demangle.h"
 #include "core/query/dwarf_lines.h"
 #include "core/query/pprof.h"
 #include "core/query/profile_int.h"
@@ -71,7 +72,7 @@ static int64_t mono_ns(void)
  * Returns 0 (also without lines) or -ENOMEM. */
 static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lines *dw,
 		      struct gloc *l, struct gmap *m, uint64_t elf_addr, const char *name,
-		      int64_t *spent_ns)
+		      const char *sysname, int64_t *spent_ns)
 {
 	struct fr_dwarf_frame fr[FR_DWARF_MAX_FRAMES];
 	int64_t t0;
@@ -111,10 +112,11 @@ static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lin
 		/* The outermost frame is the symbol's function, named as
 		 * everywhere else; an inlined one by its DWARF name. */
 		const char *fn = i == n - 1 || !fr[i].function ? name : fr[i].function;
+		const char *sys = i == n - 1 || !fr[i].function ? sysname : fn;
 		const char *file = fr[i].file ? fr[i].file : m->path;
 
 		b->lines[b->nlines++] = (struct fr_pprof_line){
-			.function_id = fr_pprof_function(p, fn, fn, file),
+			.function_id = fr_pprof_function(p, fn, sys, file),
 			.line = fr[i].line,
 		};
 	}
@@ -154,7 +156,7 @@ static int kernel_name(struct builder *b, struct fr_symbols *syms, struct fr_ppr
 int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms)
 {
 	struct fr_symbols *syms = fr_symbols_new(kallsyms);
-	char buf[4200], root[64];
+	char buf[4200], sysbuf[FR_DEMANGLE_MAX_IN + 1], root[64];
 	uint32_t root_pid = UINT32_MAX;
 	bool root_same = false;
 	char self_ns[64] = "";
@@ -176,7 +178,7 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 
 	for (uint32_t i = 0; i < b->nlocs; i++) {
 		struct gloc *l = &b->locs[i];
-		const char *name = NULL, *file = NULL;
+		const char *name = NULL, *file = NULL, *sys = buf;
 		uint64_t elf_addr = 0;
 
 		if (l->map == KERNEL_MAP) {
@@ -191,6 +193,7 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 				root_same = same_root(m->pid, self_ns);
 				snprintf(root, sizeof(root), "/proc/%u/root", m->pid);
 			}
+			m->nlocs++;
 			if (syms)
 				fr_symbols_set_owner(syms, m->pid_uid);
 			if (syms && (fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
@@ -198,13 +201,20 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 						     &elf_addr) == 0 ||
 				     fr_symbols_jit(syms, m->pid, m->pid_start_ns, root_same,
 						    m->path, l->addr, &name) == 0)) {
-				snprintf(buf, sizeof(buf), "%s", name);
-				m->has_functions = 1;
+				/* People read the demangled name; pprof keeps the
+				 * symbol as system_name */
+				if (fr_demangle(name, buf, sizeof(buf))) {
+					snprintf(sysbuf, sizeof(sysbuf), "%s", name);
+					sys = sysbuf;
+				} else {
+					snprintf(buf, sizeof(buf), "%s", name);
+				}
+				m->nsym++;
 				if (p &&
 				    user_lines(b, p,
 					       fr_symbols_user_dwarf(syms, root_same ? NULL : root,
 								     m->path, m->bid, m->bid_len),
-					       l, m, elf_addr, buf, &lines_ns) < 0) {
+					       l, m, elf_addr, buf, sys, &lines_ns) < 0) {
 					ret = -ENOMEM;
 					break;
 				}
@@ -226,7 +236,7 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 			snprintf(buf, sizeof(buf), "[unknown] 0x%" PRIx64, l->addr);
 		}
 		if (p) {
-			l->function_id = fr_pprof_function(p, buf, buf, file);
+			l->function_id = fr_pprof_function(p, buf, sys, file);
 		} else {
 			int64_t idx = profile_intern_str(b, buf);
 			if (idx < 0) {
@@ -252,23 +262,23 @@ static int64_t cell_value(const struct builder *b, uint32_t row, uint32_t e)
 	return (int64_t)cl->v;
 }
 
-/* The mapping's FR_PPROF_HAS_*: lines and inline frames only when every
- * location named from its file got them, so a reader trusts them. */
-static int map_flags(const struct gmap *m)
+/* Adds mapping i to the profile. */
+static void emit_map(struct builder *b, struct fr_pprof *p, uint32_t i)
 {
-	int flags = m->has_functions ? FR_PPROF_HAS_FUNCTIONS : 0;
+	struct gmap *m = &b->maps[i];
+	char bid[2 * FR_BUILD_ID_MAX + 1], file[256];
 
-	if (m->nnamed && m->nlined == m->nnamed)
-		flags |= FR_PPROF_HAS_FILENAMES | FR_PPROF_HAS_LINE_NUMBERS |
-			 FR_PPROF_HAS_INLINE_FRAMES;
-	return flags;
+	m->pprof_id = fr_pprof_mapping(p, m->start, m->end, m->pgoff,
+				       profile_map_file(m, file, sizeof(file)),
+				       m->bid_len ? fr_build_id_hex(m->bid, m->bid_len, bid) : NULL,
+				       profile_map_flags(m));
 }
 
 void profile_emit(struct builder *b, struct fr_pprof *p)
 {
-	char bid[2 * FR_BUILD_ID_MAX + 1];
 	uint64_t kmin = UINT64_MAX, kmax = 0;
 	uint64_t *ids = NULL;
+	uint32_t main_map = profile_main_map(b);
 
 	for (uint32_t i = 0; i < b->nlocs; i++) {
 		if (b->locs[i].map == KERNEL_MAP) {
@@ -278,19 +288,20 @@ void profile_emit(struct builder *b, struct fr_pprof *p)
 				kmax = b->locs[i].addr;
 		}
 	}
-	for (uint32_t i = 2; i < b->nmaps; i++) {
-		struct gmap *m = &b->maps[i];
-		m->pprof_id = fr_pprof_mapping(p, m->start, m->end, m->pgoff, m->path,
-					       m->bid_len ? fr_build_id_hex(m->bid, m->bid_len, bid)
-							  : NULL,
-					       map_flags(m));
-	}
+	/* First: readers take the first mapping for the profile's main
+	 * binary */
+	if (main_map)
+		emit_map(b, p, main_map);
+	/* An executable no location is on is there only to be the main one */
+	for (uint32_t i = 2; i < b->nmaps; i++)
+		if (i != main_map && b->maps[i].nlocs)
+			emit_map(b, p, i);
 	/* A user limited to their own processes gets kernel names, not
 	 * kernel addresses (which would undo the kernel's address layout
 	 * randomization, as kptr_restrict hides them from /proc/kallsyms). */
 	if (b->req->targets.has_uid && kmin != UINT64_MAX)
 		kmin = kmax = 0;
-	/* Last: readers take the first mapping as the profile's main binary. */
+	/* Last, never the main binary */
 	if (kmin != UINT64_MAX)
 		b->maps[KERNEL_MAP].pprof_id = fr_pprof_mapping(p, kmin, kmax + 1, 0,
 								FR_PROFILE_KERNEL_MAPPING, NULL,
@@ -513,9 +524,14 @@ static void rate_comments(struct builder *b, struct fr_pprof *p, struct fr_profi
 	}
 }
 
-/* What the kernel reported losing, per event. */
+/* What the kernel reported losing, per event: machine-wide counters of
+ * the window's chunks, said so when the profile is of some processes
+ * only; and how many of the profile's own samples have truncated stacks. */
 static void loss_comments(const struct builder *b, struct fr_pprof *p)
 {
+	const char *whose = fr_targets_given(&b->req->targets) || b->children
+				    ? " (machine-wide: of every process, not only this profile's)"
+				    : "";
 	char line[512];
 
 	for (uint32_t e = 0; e < b->nev; e++) {
@@ -524,25 +540,25 @@ static void loss_comments(const struct builder *b, struct fr_pprof *p)
 
 		if (er->lost) {
 			snprintf(line, sizeof(line),
-				 "%s: %" PRIu64 " samples lost by the kernel in this window (the "
-				 "recorder fell behind)",
-				 g->name, er->lost);
+				 "%s: %" PRIu64 " samples lost by the kernel in this window%s: the "
+				 "recorder fell behind",
+				 g->name, er->lost, whose);
 			comment(p, line);
 		}
 		if (er->throttled) {
 			snprintf(line, sizeof(line),
 				 "%s: the kernel throttled sampling %" PRIu64
-				 " times in this window "
-				 "(too many samples per second; some are missing)",
-				 g->name, er->throttled);
+				 " times in this window%s: too many samples per second, some are "
+				 "missing",
+				 g->name, er->throttled, whose);
 			comment(p, line);
 		}
 		if (er->truncated) {
 			snprintf(line, sizeof(line),
-				 "%s: %" PRIu64
-				 " stacks were truncated at %d frames (their outermost "
-				 "callers are missing)",
-				 g->name, er->truncated, FR_MAX_FRAMES);
+				 "%s: %" PRIu64 " of the %" PRIu64
+				 " samples of this profile have stacks truncated at %d frames (their "
+				 "outermost callers are missing)",
+				 g->name, er->truncated, er->samples_kept, FR_MAX_FRAMES);
 			comment(p, line);
 		}
 	}

@@ -47,7 +47,11 @@ struct gmap {
 	uint32_t pid_uid;     /* its uid, for the symbol cache's copies of its user's files */
 	uint8_t bid_len;
 	uint8_t bid[FR_BUILD_ID_MAX];
-	int has_functions;
+	bool is_exe;	   /* the executable of its process */
+	int has_functions; /* the kernel's: some location named */
+	/* User locations on it, and those named from a symbol or a perf
+	 * map: has_functions in pprof when all are (profile_maps.c). */
+	uint32_t nlocs, nsym;
 	/* Locations named from a symbol, and of them those DWARF gave a
 	 * file:line and the inline chain: the mapping's has_filenames,
 	 * has_line_numbers and has_inline_frames when all are. */
@@ -223,6 +227,10 @@ int profile_chunk_rates(struct builder *b, const struct fr_chunk *c);
 void profile_set_targets(struct builder *b, struct fr_profile_result *res);
 void profile_count_losses(struct builder *b, const struct fr_chunk *c);
 int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c);
+/* profile_agg.c: interns the mapping of process p's executable (its first
+ * one), if the chunk has it. Returns 0 or -ENOMEM. */
+struct fr_chunk_proc;
+int profile_intern_exe(struct builder *b, const struct fr_chunk *c, const struct fr_chunk_proc *p);
 
 /* core/query/profile_emit.c */
 struct fr_pprof *profile_pprof_new(const struct builder *b, int64_t t0, int64_t period,
@@ -231,6 +239,13 @@ void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_r
 		      int64_t period);
 int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms);
 void profile_emit(struct builder *b, struct fr_pprof *p);
+/* profile_maps.c: the mappings as pprof gets them. The index of the
+ * profile's main mapping (the target program's executable; 0: none), the
+ * file name pprof gets for mapping `m` (in `buf` when rewritten), and its
+ * FR_PPROF_HAS_* flags. */
+uint32_t profile_main_map(const struct builder *b);
+const char *profile_map_file(const struct gmap *m, char *buf, size_t len);
+int profile_map_flags(const struct gmap *m);
 int profile_emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t *nlines);
 int64_t profile_period(const struct builder *b);
 

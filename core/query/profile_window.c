@@ -325,7 +325,10 @@ void profile_set_targets(struct builder *b, struct fr_profile_result *res)
 	res->hz = b->ev[0].target;
 }
 
-/* Adds the chunk's kernel counters of the requested events. */
+/* Adds the chunk's kernel counters of the requested events: what the
+ * kernel lost and throttled, machine-wide (chunks do not say whose).
+ * Truncated stacks are counted on the profile's own samples instead
+ * (profile_add_sample()). */
 void profile_count_losses(struct builder *b, const struct fr_chunk *c)
 {
 	for (uint32_t k = 0; k < c->nevents; k++) {
@@ -336,7 +339,6 @@ void profile_count_losses(struct builder *b, const struct fr_chunk *c)
 				continue;
 			er->lost += c->events[k].lost;
 			er->throttled += c->events[k].throttled;
-			er->truncated += c->events[k].truncated;
 		}
 	}
 }
@@ -379,7 +381,13 @@ int profile_chunk_rates(struct builder *b, const struct fr_chunk *c)
 int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 {
 	int ret = profile_reset_stack_memo(b, c->nstacks, c->nstrings);
+	/* The processes with samples kept, whose executables the profile
+	 * names even when no frame is in them (JIT code) */
+	uint8_t *kept = calloc(c->nprocs + 1, 1);
+	uint32_t last_pid = 0;
 
+	if (!kept)
+		return -ENOMEM;
 	if (ret == 0)
 		ret = chunk_targets(b, c, 1);
 	for (uint32_t i = 0; ret == 0 && i < c->nsamples; i++) {
@@ -405,6 +413,17 @@ int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 			ret = profile_add_sample(b, c, i, (uint32_t)e, w);
 			b->ev[e].res->samples_kept++;
 		}
+		if (c->pid[i] != last_pid) {
+			const struct fr_chunk_proc *p = fr_chunk_find_proc(c, c->pid[i]);
+
+			last_pid = c->pid[i];
+			if (p)
+				kept[p - c->procs] = 1;
+		}
 	}
+	for (uint32_t k = 0; ret == 0 && k < c->nprocs; k++)
+		if (kept[k])
+			ret = profile_intern_exe(b, c, &c->procs[k]);
+	free(kept);
 	return ret;
 }

@@ -92,7 +92,7 @@ awk -v a="$off_cpu" -v b="$truth" 'BEGIN { exit !(a < 0.05 * b) }' ||
 # flightrec top shows the first event asked for: off-CPU seconds here.
 "$FLIGHTREC" top --window 30s --event offcpu,cpu --pid "$BLOCK_PID" --sort cum -n 100 >"$T/top" 2>/dev/null ||
 	fail "flightrec top --event offcpu failed"
-awk '$6 == "fr_block_here" { v = $3; sub("s$", "", v); if (v + 0 >= 1.8 && v + 0 <= 2.2) ok = 1 }
+awk '$NF == "fr_block_here" { v = $3; sub("s$", "", v); if (v + 0 >= 1.8 && v + 0 <= 2.2) ok = 1 }
 	END { exit !ok }' "$T/top" || fail "top --event offcpu does not show ~2s in fr_block_here: $(cat "$T/top")"
 
 # Targets: by command name, and by cgroup (ours, and one nobody is in).

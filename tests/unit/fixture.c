@@ -250,6 +250,14 @@ static int meta_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_in
 {
 	(void)arg;
 	(void)pid;
+	if (addr >= ANON_START && addr < ANON_END) {
+		memset(out, 0, sizeof(*out));
+		out->start = ANON_START;
+		out->end = ANON_END;
+		out->pgoff = ANON_START;
+		out->path = "//anon";
+		return 0;
+	}
 	for (int i = 0; i < nexe_maps; i++) {
 		if (addr < exe_maps[i].start || addr >= exe_maps[i].end)
 			continue;

@@ -62,6 +62,11 @@ struct stack {
 
 extern struct stack stacks[NSTACKS];
 
+/* Anonymous executable memory (as a JIT's), mapped "//anon" in every
+ * process: no symbol or perf map names its addresses. */
+#define ANON_START 0x10000000ull
+#define ANON_END 0x10001000ull
+
 /* ---- process metadata: every process runs this binary ---- */
 
 extern char exe_path[4096];

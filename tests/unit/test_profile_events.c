@@ -447,13 +447,15 @@ static void test_event_losses(void)
 	if (run(r, &q, &res, &o, "losses") == 0) {
 		CHECK(res.lost == 19, "lost %" PRIu64 ", want 19 (cpu 12 + page-faults 7)",
 		      res.lost);
+		/* No stack of these samples is deep: the chunks' truncated
+		 * counts are the recorder's, not the profile's */
 		CHECK(res.events[0].lost == 12 && res.events[0].throttled == 3 &&
-			      res.events[0].truncated == 5,
-		      "cpu counters %" PRIu64 " %" PRIu64 " %" PRIu64 ", want 12 3 5",
+			      res.events[0].truncated == 0,
+		      "cpu counters %" PRIu64 " %" PRIu64 " %" PRIu64 ", want 12 3 0",
 		      res.events[0].lost, res.events[0].throttled, res.events[0].truncated);
 		CHECK(res.events[1].lost == 7 && res.events[1].throttled == 0 &&
-			      res.events[1].truncated == 2,
-		      "page-faults counters %" PRIu64 " %" PRIu64 " %" PRIu64 ", want 7 0 2",
+			      res.events[1].truncated == 0,
+		      "page-faults counters %" PRIu64 " %" PRIu64 " %" PRIu64 ", want 7 0 0",
 		      res.events[1].lost, res.events[1].throttled, res.events[1].truncated);
 		if (raw_read(&raw, &o, "the profile") == 0) {
 			CHECK(strstr(raw.text, "Comment: cpu: 12 samples lost by the kernel"),
@@ -461,15 +463,12 @@ static void test_event_losses(void)
 			CHECK(strstr(raw.text,
 				     "Comment: cpu: the kernel throttled sampling 3 times"),
 			      "no cpu throttled comment");
-			CHECK(strstr(raw.text,
-				     "Comment: cpu: 5 stacks were truncated at 127 frames"),
-			      "no cpu truncated comment");
+			CHECK(!strstr(raw.text, "truncated at"), "a truncated comment");
+			CHECK(!strstr(raw.text, "machine-wide"),
+			      "losses of a whole-machine profile called machine-wide");
 			CHECK(strstr(raw.text,
 				     "Comment: page-faults: 7 samples lost by the kernel"),
 			      "no page-faults lost comment");
-			CHECK(strstr(raw.text,
-				     "Comment: page-faults: 2 stacks were truncated at 127 frames"),
-			      "no page-faults truncated comment");
 			CHECK(!strstr(raw.text, "page-faults: the kernel throttled"),
 			      "a throttling comment for page-faults, which was not throttled");
 			CHECK(!strstr(raw.text, "cycles"), "counters of cycles, not asked for");
@@ -628,6 +627,76 @@ static void test_bad_events(void)
 	test_ring_done(r);
 }
 
+/* Regression: a --pid profile whose stacks are all short said "4 stacks
+ * were truncated at 127" when another process's were. Truncation is
+ * counted on the profile's own kept samples; what the kernel lost is said
+ * to be machine-wide when the profile is of some processes only. */
+static void test_truncated_own_samples(void)
+{
+	struct fr_ring *r = test_ring_create("truncated");
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct writer w;
+	struct out o;
+	struct raw raw;
+	uint64_t deep[FR_MAX_FRAMES];
+	int before = failures;
+
+	if (!r)
+		return;
+	for (int i = 0; i < FR_MAX_FRAMES; i++)
+		deep[i] = stacks[ST_USER].ips[(size_t)i % stacks[ST_USER].nr_frames];
+	w_init(&w, r);
+	for (int i = 0; i < 10; i++)
+		w_add(&w, T0 + i * PERIOD_99, PID_APP, PID_APP, 0, 99, ST_USER);
+	for (int i = 0; i < 4; i++) {
+		struct fr_sample s = {
+			.time_ns = T0 + i * PERIOD_99 + 5,
+			.pid = PID_DB,
+			.tid = PID_DB,
+			.event = FR_EVENT_CPU,
+			.weight = 1,
+			.rate_hz = 99,
+			.nr_frames = FR_MAX_FRAMES,
+			.ips = deep,
+		};
+
+		CHECK(fr_chunk_builder_add(w.b, &s) == 0, "add a deep sample");
+	}
+	/* As the recorder counts them: every process's, in the chunk */
+	fr_chunk_builder_count(w.b, FR_EVENT_CPU, 6, 0, 4);
+	w_fini(&w);
+
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	q.targets.npids = 1;
+	q.targets.pids[0] = PID_APP;
+	if (run(r, &q, &res, &o, "truncated app") == 0) {
+		CHECK(res.events[0].truncated == 0, "app: %" PRIu64 " truncated, want 0",
+		      res.events[0].truncated);
+		if (raw_read(&raw, &o, "the app profile") == 0) {
+			CHECK(!strstr(raw.text, "truncated at"), "app: a truncated comment");
+			CHECK(strstr(raw.text, "Comment: cpu: 6 samples lost by the kernel in this "
+					       "window (machine-wide"),
+			      "app: the lost samples not said to be machine-wide");
+			raw_done(&raw, before);
+		}
+	}
+	out_free(&o);
+	q.targets.pids[0] = PID_DB;
+	if (run(r, &q, &res, &o, "truncated db") == 0) {
+		CHECK(res.events[0].truncated == 4, "db: %" PRIu64 " truncated, want 4",
+		      res.events[0].truncated);
+		if (raw_read(&raw, &o, "the db profile") == 0) {
+			CHECK(strstr(raw.text, "Comment: cpu: 4 of the 4 samples of this profile "
+					       "have stacks truncated at 127 frames"),
+			      "db: no truncated comment");
+			raw_done(&raw, before);
+		}
+	}
+	out_free(&o);
+	test_ring_done(r);
+}
+
 int main(void)
 {
 	if (fixture_init("profile-events") != 0)
@@ -637,6 +706,7 @@ int main(void)
 	test_event_downsampling();
 	test_offcpu();
 	test_event_losses();
+	test_truncated_own_samples();
 	test_raw_event();
 	test_period_mode();
 	test_bad_events();

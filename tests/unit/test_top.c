@@ -88,9 +88,7 @@ static void encode(struct mem *m)
 static void test_roundtrip(const void *raw, size_t len)
 {
 	struct fr_pprof_data *d;
-	struct fr_top_row *rows;
-	char *names;
-	ssize_t n;
+	struct fr_top t;
 
 	CHECK(fr_pprof_read(raw, len, &d) == 0, "decode");
 	if (!d)
@@ -100,20 +98,20 @@ static void test_roundtrip(const void *raw, size_t len)
 	      "sample types");
 	CHECK(d->nsamples == 4, "%zu samples", d->nsamples);
 	CHECK(d->duration_nanos == 10000000000LL, "duration %lld", (long long)d->duration_nanos);
-	n = fr_top_aggregate(d, 1, 0, &rows, &names);
-	CHECK(n == 5, "%zd functions", n);
-	check_row(rows, n, "rec", 10, 10, 1, 1);
-	check_row(rows, n, "a", 0, 30, 0, 3);
-	check_row(rows, n, "b", 20, 20, 2, 2);
-	check_row(rows, n, "main", 5, 42, 1, 5);
-	check_row(rows, n, "0x1234", 7, 7, 1, 1);
-	free(rows);
-	free(names);
+	CHECK(fr_top_aggregate(d, 1, 0, &t) == 0, "aggregate");
+	CHECK(t.nrows == 5, "%zu functions", t.nrows);
+	CHECK(t.total == 42 && t.total_samples == 5, "totals %lld %lld", (long long)t.total,
+	      (long long)t.total_samples);
+	check_row(t.rows, (ssize_t)t.nrows, "rec", 10, 10, 1, 1);
+	check_row(t.rows, (ssize_t)t.nrows, "a", 0, 30, 0, 3);
+	check_row(t.rows, (ssize_t)t.nrows, "b", 20, 20, 2, 2);
+	check_row(t.rows, (ssize_t)t.nrows, "main", 5, 42, 1, 5);
+	check_row(t.rows, (ssize_t)t.nrows, "0x1234", 7, 7, 1, 1);
+	fr_top_free(&t);
 	/* without a samples column, each sample counts one */
-	n = fr_top_aggregate(d, 1, -1, &rows, &names);
-	check_row(rows, n, "main", 5, 42, 1, 4);
-	free(rows);
-	free(names);
+	CHECK(fr_top_aggregate(d, 1, -1, &t) == 0, "aggregate");
+	check_row(t.rows, (ssize_t)t.nrows, "main", 5, 42, 1, 4);
+	fr_top_free(&t);
 	fr_pprof_data_free(d);
 }
 
@@ -126,11 +124,9 @@ static void test_kernel(void)
 	struct mem m = {0};
 	struct fr_pprof *p = fr_pprof_new(6, mem_write, &m);
 	struct fr_pprof_data *d = NULL;
-	struct fr_top_row *rows = NULL;
-	char *names = NULL;
+	struct fr_top t = {0};
 	void *raw = NULL;
 	size_t len = 0;
-	ssize_t n;
 
 	CHECK(p, "fr_pprof_new");
 	if (!p)
@@ -159,15 +155,73 @@ static void test_kernel(void)
 	CHECK(fr_gunzip(m.buf, m.len, &raw, &len) == 0 && fr_pprof_read(raw, len, &d) == 0,
 	      "decode the kernel profile");
 	if (d) {
-		n = fr_top_aggregate(d, 0, -1, &rows, &names);
+		ssize_t n;
+
+		CHECK(fr_top_aggregate(d, 0, -1, &t) == 0, "aggregate");
+		n = (ssize_t)t.nrows;
 		CHECK(n == 4, "%zd functions, want 4", n);
-		check_row(rows, n, "0xffffffff81000010_[k]", 3, 3, 1, 1);
-		check_row(rows, n, "read_[k]", 0, 3, 0, 1);
-		check_row(rows, n, "read", 2, 5, 1, 2);
-		check_row(rows, n, "main", 0, 5, 0, 2);
+		check_row(t.rows, n, "0xffffffff81000010_[k]", 3, 3, 1, 1);
+		check_row(t.rows, n, "read_[k]", 0, 3, 0, 1);
+		check_row(t.rows, n, "read", 2, 5, 1, 2);
+		check_row(t.rows, n, "main", 0, 5, 0, 2);
 	}
-	free(rows);
-	free(names);
+	fr_top_free(&t);
+	fr_pprof_data_free(d);
+	free(raw);
+	free(m.buf);
+}
+
+/* Each function's cum split by the process of its samples ("pid" and
+ * "comm" labels), the most first: x ran in b[2] (30) and a[1] (10), y in
+ * b[2] alone, main in both (b[2] 35 first). */
+static void test_processes(void)
+{
+	struct mem m = {0};
+	struct fr_pprof *p = fr_pprof_new(6, mem_write, &m);
+	struct fr_pprof_data *d = NULL;
+	struct fr_top t = {0};
+	void *raw = NULL;
+	size_t len = 0;
+
+	CHECK(p, "fr_pprof_new");
+	if (!p)
+		return;
+	fr_pprof_sample_type(p, "cpu", "nanoseconds");
+	{
+		uint64_t lmain = fr_pprof_location(p, 0, 0x10, fr_pprof_function(p, "main", 0, 0));
+		uint64_t lx = fr_pprof_location(p, 0, 0x20, fr_pprof_function(p, "x", NULL, NULL));
+		uint64_t ly = fr_pprof_location(p, 0, 0x30, fr_pprof_function(p, "y", NULL, NULL));
+		const uint64_t sx[] = {lx, lmain}, sy[] = {ly, lmain};
+		const int64_t v10[] = {10}, v30[] = {30}, v5[] = {5};
+		struct fr_pprof_label a[] = {{.key = "pid", .num = 1}, {.key = "comm", .str = "a"}};
+		struct fr_pprof_label b[] = {{.key = "pid", .num = 2}, {.key = "comm", .str = "b"}};
+
+		fr_pprof_sample(p, sx, 2, v10, 1, a, 2);
+		fr_pprof_sample(p, sx, 2, v30, 1, b, 2);
+		fr_pprof_sample(p, sy, 2, v5, 1, b, 2);
+	}
+	CHECK(fr_pprof_finish(p) == 0, "fr_pprof_finish");
+	fr_pprof_free(p);
+	CHECK(fr_gunzip(m.buf, m.len, &raw, &len) == 0 && fr_pprof_read(raw, len, &d) == 0,
+	      "decode the profile");
+	if (d && fr_top_aggregate(d, 0, -1, &t) == 0) {
+		const struct fr_top_row *x = row(t.rows, (ssize_t)t.nrows, "x");
+		const struct fr_top_row *y = row(t.rows, (ssize_t)t.nrows, "y");
+		const struct fr_top_row *mn = row(t.rows, (ssize_t)t.nrows, "main");
+
+		CHECK(t.nprocesses == 2, "%zu processes", t.nprocesses);
+		CHECK(x && x->nshares == 2 && x->shares[0].cum == 30 && x->shares[1].cum == 10 &&
+			      t.processes[x->shares[0].process].pid == 2 &&
+			      strcmp(t.processes[x->shares[1].process].comm, "a") == 0,
+		      "x's processes");
+		CHECK(y && y->nshares == 1 && y->shares[0].cum == 5 &&
+			      t.processes[y->shares[0].process].pid == 2,
+		      "y's processes");
+		CHECK(mn && mn->nshares == 2 && mn->shares[0].cum == 35, "main's processes");
+	} else {
+		CHECK(0, "aggregate");
+	}
+	fr_top_free(&t);
 	fr_pprof_data_free(d);
 	free(raw);
 	free(m.buf);
@@ -227,5 +281,6 @@ int main(void)
 	free(raw);
 	free(m.buf);
 	test_kernel();
+	test_processes();
 	return failures ? 1 : 0;
 }
