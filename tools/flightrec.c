@@ -17,6 +17,7 @@
 #include "fr_version.h"
 #include "ipc/paths.h"
 #include "tools/cli.h"
+#include "tools/fleet.h"
 #include "tools/query.h"
 #include "tools/top.h"
 
@@ -37,6 +38,7 @@ static void usage_main(FILE *f)
 		"  top       the top functions of a profile file or a recent window, as a table\n"
 		"  threads   every thread of some processes now: state, wait, how long, stack\n"
 		"  export    prepare ClickHouse for the exporter: --init-schema, --expire\n"
+		"  fleet     profiles and tops of many hosts from ClickHouse (attach, top)\n"
 		"\n"
 		"Run `flightrec COMMAND --help` for a command's options.\n"
 		"The socket is --socket PATH, else $FLIGHTREC_SOCKET, else the daemon's default\n"
@@ -84,10 +86,12 @@ int main(int argc, char **argv)
 		return fr_cmd_threads(argc, argv);
 	if (strcmp(cmd, "export") == 0)
 		return fr_cmd_export(argc, argv);
+	if (strcmp(cmd, "fleet") == 0)
+		return fr_cmd_fleet(argc, argv);
 	if (strcmp(cmd, "top") == 0)
 		return fr_top_main(argc, argv);
 	fprintf(stderr,
-		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, export; see %s --help)\n",
+		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, export, fleet; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }
