@@ -1,0 +1,128 @@
+#!/bin/bash
+# flightrec fleet attach and top against two real ClickHouse shards holding
+# known rows (written to each shard's local tables, as exporters do): both
+# hosts' functions with exact shares and the right host labels (the
+# project's pprof reader through `flightrec top`, and go tool pprof -tags),
+# --host globs, --comm and --label filters, a stack stored on both shards
+# taken once, a window without rows (exit 1, a clear message), a first URL
+# that is down, and values built to break out of their SQL literals that
+# match nothing and change nothing. Two daemons exporting a live workload
+# are tests/integration/fleet.sh.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/clickhouse_lib.sh"
+need_clickhouse
+ch_start_cluster 2 frtest
+"$FLIGHTREC" export --init-schema --clickhouse "$(ch_urls)" --cluster frtest \
+	>"$T/init.out" 2>&1 || fail "init-schema failed: $(cat "$T/init.out")"
+
+now=$(date +%s)
+t=$(((now - 60) / 10 * 10))000000000
+old=$(((now - 7200) / 10 * 10))000000000
+S=1000000000
+# web-1 on shard 1: leaf_a 3 s, leaf_b 1 s (postgres, tenant=acme).
+# db'1\x on shard 2 (a quote and a backslash in its name): schedule 6 s
+# (redis), and leaf_a 2 s two hours ago (outside a 10m window).
+# Stack 1 is on both shards, as when two hosts of two shards use it.
+stack1="1, ['leaf_a','main'], ['a.c','main.c'], [10,20], ['/bin/app','/bin/app'], ['ab12','ab12']"
+ch_query 1 "INSERT INTO flightrec.stacks VALUES ($t, $stack1),
+	($t, 2, ['leaf_b','main'], ['b.c','main.c'], [11,20], ['/bin/app','/bin/app'], ['ab12','ab12'])" >/dev/null
+ch_query 2 "INSERT INTO flightrec.stacks VALUES ($t, $stack1),
+	($t, 3, ['schedule','serve'], ['',''], [0,0], ['[kernel.kallsyms]','/bin/redis'], ['',''])" >/dev/null
+ch_query 1 "INSERT INTO flightrec.samples VALUES
+	($t, 'web-1', 'cpu', 1, 10, 'postgres', ['tenant'], ['acme'], $((3 * S)), 57, 7),
+	($t, 'web-1', 'cpu', 2, 10, 'postgres', ['tenant'], ['acme'], $((1 * S)), 19, 7),
+	($t, 'web-1', 'offcpu', 2, 10, 'postgres', [], [], $((9 * S)), 4, 7)" >/dev/null
+ch_query 2 "INSERT INTO flightrec.samples VALUES
+	($t, 'db\\'1\\\\x', 'cpu', 3, 11, 'redis', [], [], $((6 * S)), 114, 8),
+	($old, 'db\\'1\\\\x', 'cpu', 1, 11, 'redis', [], [], $((2 * S)), 38, 9)" >/dev/null
+rows_before=$(ch_query 1 "SELECT count() FROM flightrec.samples_all")
+
+fleet() {
+	"$FLIGHTREC" fleet "$@" --clickhouse "$(ch_urls)"
+}
+
+# The whole fleet over the last 10 minutes.
+fleet attach --window 10m -o "$T/all.pb.gz" 2>"$T/attach.err" ||
+	fail "fleet attach failed: $(cat "$T/attach.err")"
+grep -q "wrote $T/all.pb.gz: 190 samples from 2 hosts, 3 stacks" "$T/attach.err" ||
+	fail "fleet attach said: $(cat "$T/attach.err")"
+# The project's reader: one table per host, exact shares.
+"$FLIGHTREC" top "$T/all.pb.gz" --label-key host >"$T/top.out" 2>&1 ||
+	fail "top of the fleet profile failed: $(cat "$T/top.out")"
+awk '/^host=/ {h = $0} / leaf_a$/ {print h, $1, $2} / leaf_b$/ {print h, $1, $2}
+	/ schedule_\[k\]$/ {print h, $1, $2}' "$T/top.out" | sort >"$T/shares"
+sort >"$T/want" <<'EOF2'
+host=web-1 3s 75.0%
+host=web-1 1s 25.0%
+host=db'1\x 6s 100.0%
+EOF2
+diff "$T/want" "$T/shares" >/dev/null ||
+	fail "per-host shares: $(cat "$T/shares") (top: $(cat "$T/top.out"))"
+# The whole profile: leaf_a is 3 of 10 s, schedule 6 of 10.
+fleet top --window 10m >"$T/ftop.out" 2>&1 || fail "fleet top failed: $(cat "$T/ftop.out")"
+grep -Eq '^ +6s +60\.0% .* schedule_\[k\]$' "$T/ftop.out" &&
+	grep -Eq '^ +3s +30\.0% .* leaf_a$' "$T/ftop.out" || fail "fleet top: $(cat "$T/ftop.out")"
+fleet top --window 10m --by host -n 1 >"$T/ftop_by.out" 2>&1 &&
+	grep -q "^host=web-1" "$T/ftop_by.out" && grep -q "^host=db'1\\\\x" "$T/ftop_by.out" ||
+	fail "fleet top --by host: $(cat "$T/ftop_by.out")"
+
+if [ -n "$GO" ] && [ -x "$GO" ]; then
+	"$GO" tool pprof -tags "$T/all.pb.gz" >"$T/tags" 2>&1 || fail "go tool pprof -tags: $(cat "$T/tags")"
+	grep -Eq '6\.0s \(60\.00%\): db.1.x$' "$T/tags" && grep -Eq '4\.0s \(40\.00%\): web-1$' "$T/tags" ||
+		fail "go tool pprof -tags: $(cat "$T/tags")"
+	"$GO" tool pprof -top -tagfocus host=web-1 "$T/all.pb.gz" >"$T/gotop" 2>&1
+	grep -q "leaf_b" "$T/gotop" && ! grep -q schedule "$T/gotop" ||
+		fail "go tool pprof -tagfocus host=web-1: $(cat "$T/gotop")"
+else
+	echo "fleet_query: go not found, go tool pprof checks left out" >&2
+fi
+
+# Filters: a host glob, comm, label, another event.
+fleet top --window 10m --host 'web-*' >"$T/f1" 2>&1 && grep -q leaf_b "$T/f1" &&
+	! grep -q schedule "$T/f1" || fail "--host web-*: $(cat "$T/f1")"
+fleet top --window 10m --host "db?1*" >"$T/f2" 2>&1 && grep -q schedule "$T/f2" &&
+	! grep -q leaf_b "$T/f2" || fail "--host db?1*: $(cat "$T/f2")"
+fleet top --window 10m --host "db'1\\x" >"$T/f3" 2>&1 && grep -q schedule "$T/f3" ||
+	fail "--host with a quote and a backslash: $(cat "$T/f3")"
+fleet top --window 10m --comm postgres --label tenant=acme >"$T/f4" 2>&1 &&
+	grep -q leaf_b "$T/f4" && ! grep -q schedule "$T/f4" || fail "--comm --label: $(cat "$T/f4")"
+fleet top --window 10m --event offcpu >"$T/f5" 2>&1 && grep -Eq '^ +9s +100\.0% .* leaf_b$' "$T/f5" ||
+	fail "--event offcpu: $(cat "$T/f5")"
+# A LIKE wildcard typed by the user matches only itself.
+fleet top --window 10m --host 'web-%' >"$T/f6" 2>&1
+[ $? = 1 ] || fail "--host web-% matched: $(cat "$T/f6")"
+# The old row is in a window of its own.
+fleet top --from $((now - 7300)) --to $((now - 7000)) >"$T/f7" 2>&1 &&
+	grep -Eq '^ +2s +100\.0% .* leaf_a$' "$T/f7" || fail "--from/--to: $(cat "$T/f7")"
+
+# A window with no rows: exit 1, said, and no file left.
+fleet attach --from 2020-01-01T00:00:00Z --to 2020-01-01T00:01:00Z -o "$T/none.pb.gz" 2>"$T/none.err"
+[ $? = 1 ] && grep -q "no samples of cpu in 2020-01-01T00:00:00" "$T/none.err" && [ ! -e "$T/none.pb.gz" ] ||
+	fail "an empty window: $(cat "$T/none.err")"
+
+# Values built to leave their literal match nothing and change nothing.
+for h in "x' OR '1'='1" "x\\' OR 1=1 --" "%' OR host LIKE '%" "web-1'; DROP TABLE flightrec.samples; --"; do
+	fleet attach --window 10m --host "$h" -o "$T/inj.pb.gz" 2>"$T/inj.err"
+	[ $? = 1 ] && grep -q "no samples" "$T/inj.err" || fail "--host \"$h\": $(cat "$T/inj.err")"
+done
+for c in "x'OR'1'='1" "p') OR (1=1"; do
+	fleet attach --window 10m --comm "$c" -o "$T/inj.pb.gz" 2>"$T/inj.err"
+	[ $? = 1 ] && grep -q "no samples" "$T/inj.err" || fail "--comm \"$c\": $(cat "$T/inj.err")"
+done
+fleet attach --window 10m --label "tenant=acme' OR '1'='1" -o "$T/inj.pb.gz" 2>"$T/inj.err"
+[ $? = 1 ] || fail "--label injection: $(cat "$T/inj.err")"
+[ "$(ch_query 1 "SELECT count() FROM flightrec.samples_all")" = "$rows_before" ] ||
+	fail "the samples changed"
+
+# The first URL is down: the second answers.
+"$FLIGHTREC" fleet attach --clickhouse "http://127.0.0.1:1,$(ch_url 2)" --window 10m \
+	-o "$T/failover.pb.gz" 2>"$T/failover.err" ||
+	fail "failover: $(cat "$T/failover.err")"
+grep -q "190 samples from 2 hosts" "$T/failover.err" || fail "failover: $(cat "$T/failover.err")"
+
+# Refused before any query.
+"$FLIGHTREC" fleet attach --clickhouse "$(ch_url 1)" --window 1m --database 'x;y' -o "$T/x" 2>"$T/err"
+[ $? = 2 ] || fail "a hostile --database was not refused: $(cat "$T/err")"
+"$FLIGHTREC" fleet attach --clickhouse "file:///etc/passwd" --window 1m -o "$T/x" 2>"$T/err"
+[ $? = 2 ] || fail "a file:// URL was not refused: $(cat "$T/err")"
+echo "fleet_query: ok"
