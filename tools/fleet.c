@@ -1,4 +1,4 @@
-/* flightrec fleet attach|top: the options of the fleet commands, checked
+/* flightrec fleet attach|top|timeline: the options of the fleet commands, checked
  * before anything is asked of ClickHouse, and the subcommands' mains.
  *
  * `top` reuses the local command's table (tools/top.c): the fleet profile
@@ -22,6 +22,7 @@
 #include "core/util/parse.h"
 #include "tools/cli.h"
 #include "tools/fleet.h"
+#include "core/query/timeline.h"
 #include "tools/top.h"
 
 enum {
@@ -32,6 +33,8 @@ enum {
 	OPT_HOST,
 	OPT_TIMEOUT,
 	OPT_BY,
+	OPT_STEP,
+	OPT_TOP,
 };
 
 static void usage(FILE *f)
@@ -39,11 +42,12 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: flightrec fleet attach --clickhouse URL[,URL...] --window DURATION [OPTION]... -o FILE\n"
 		"       flightrec fleet top --clickhouse URL[,URL...] --window DURATION [OPTION]...\n"
+		"       flightrec fleet timeline --clickhouse URL[,URL...] --window DURATION [--by host|comm]\n"
 		"Profiles of many hosts from the ClickHouse store their recorders export to\n"
 		"(docs/clickhouse.md). ClickHouse adds the samples up over the window and the\n"
 		"filters; attach writes the same pprof as `flightrec attach`, each sample with a\n"
 		"\"host\" label (go tool pprof -tags, -tagfocus host=NAME); top prints the table\n"
-		"of `flightrec top`.\n"
+		"of `flightrec top`; timeline charts each host's share step by step.\n"
 		"\n"
 		"  --clickhouse URL[,URL...]  ClickHouse HTTP endpoints (http[s]://HOST:8123); the\n"
 		"                     first that answers is asked\n"
@@ -61,14 +65,20 @@ static void usage(FILE *f)
 		"  -o, --output FILE  (attach) where to write the profile\n"
 		"  -n N               (top) how many functions (default 20)\n"
 		"  --sort flat|cum    (top) order by flat (default) or cum\n"
-		"  --by host          (top) one table per host\n"
+		"  --by host          (top) one table per host; (timeline) a line per host\n"
+		"                     (default), or --by comm: per command name\n"
+		"  --step DURATION    (timeline) one row per step (default: the window / 60,\n"
+		"                     rounded; the exporter's batch, 10s, is the finest)\n"
+		"  --top N            (timeline) groups shown, the rest is \"other\" (default 8)\n"
+		"  --json             (timeline) the JSON form of flightrec timeline\n"
 		"  -h, --help         show this help\n"
 		"\n"
 		"Exit status: 0 success, 1 failure (also: no samples in the window), 2 usage error.\n"
 		"Examples:\n"
 		"  flightrec fleet attach --clickhouse http://ch1:8123 --window 1h --host 'web-*' -o fleet.pb.gz\n"
 		"  go tool pprof -tags fleet.pb.gz\n"
-		"  flightrec fleet top --clickhouse http://ch1:8123 --window 10m --comm postgres --by host\n");
+		"  flightrec fleet top --clickhouse http://ch1:8123 --window 10m --comm postgres --by host\n"
+		"  flightrec fleet timeline --clickhouse http://ch1:8123 --window 1h --by host\n");
 }
 
 static int usage_error(const struct fleet_args *a, const char *what, const char *arg)
@@ -136,6 +146,9 @@ static int parse(struct fleet_args *a, int argc, char **argv)
 		{"host", required_argument, NULL, OPT_HOST},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"by", required_argument, NULL, OPT_BY},
+		{"step", required_argument, NULL, OPT_STEP},
+		{"top", required_argument, NULL, OPT_TOP},
+		{"json", no_argument, NULL, FR_OPT_JSON},
 		{"sort", required_argument, NULL, FR_OPT_SORT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -164,10 +177,13 @@ static int parse(struct fleet_args *a, int argc, char **argv)
 			break;
 		case OPT_TIMEOUT: timeout_s = optarg; break;
 		case OPT_BY:
-			if (strcmp(optarg, "host") != 0)
-				return usage_error(a, "--by: only host is known here, got", optarg);
-			a->by_host = 1;
+			if (strcmp(optarg, "host") != 0 && strcmp(optarg, "comm") != 0)
+				return usage_error(a, "--by: expected host or comm, got", optarg);
+			a->by_s = optarg;
 			break;
+		case OPT_STEP: a->step_s = optarg; break;
+		case OPT_TOP: a->top_s = optarg; break;
+		case FR_OPT_JSON: a->json = 1; break;
 		case FR_OPT_SORT: a->sort_s = optarg; break;
 		case 'n': a->limit_s = optarg; break;
 		case 'h': usage(stdout); return -1;
@@ -225,8 +241,10 @@ static int fleet_attach(struct fleet_args *a)
 	char size[32], dur[32];
 	int ret;
 
-	if (a->limit_s || a->sort_s || a->by_host)
-		return usage_error(a, "-n, --sort and --by are for fleet top", NULL);
+	if (a->limit_s || a->sort_s || a->by_s || a->step_s || a->top_s || a->json)
+		return usage_error(a,
+				   "-n, --sort, --by, --step, --top and --json are not for attach",
+				   NULL);
 	if (!a->q.out_s)
 		return usage_error(a, "-o FILE is required, e.g. -o fleet.pb.gz", NULL);
 	if (fr_cli_output_open(&out, a->q.out_s) < 0)
@@ -251,6 +269,10 @@ static int fleet_top(struct fleet_args *a)
 
 	if (a->q.out_s)
 		return usage_error(a, "shows a table; -o is for fleet attach", NULL);
+	if (a->step_s || a->top_s || a->json)
+		return usage_error(a, "--step, --top and --json are for fleet timeline", NULL);
+	if (a->by_s && strcmp(a->by_s, "host") != 0)
+		return usage_error(a, "--by: top splits by host only", NULL);
 	fd = memfd_create("flightrec-fleet-top", MFD_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "%s: cannot create a temporary file: %s\n", a->cmd,
@@ -274,7 +296,7 @@ static int fleet_top(struct fleet_args *a)
 		argv[argc++] = "--sort";
 		argv[argc++] = (char *)a->sort_s;
 	}
-	if (a->by_host) {
+	if (a->by_s) {
 		argv[argc++] = "--label-key";
 		argv[argc++] = "host";
 	}
@@ -282,6 +304,21 @@ static int fleet_top(struct fleet_args *a)
 	ret = fr_top_main(argc, argv);
 	close(fd);
 	return ret;
+}
+
+static int fleet_timeline_main(struct fleet_args *a)
+{
+	int64_t step = 0;
+	uint64_t top = 0;
+
+	if (a->q.out_s || a->limit_s || a->sort_s)
+		return usage_error(a, "-o, -n and --sort are not for timeline", NULL);
+	if (a->step_s && (fr_parse_duration(a->step_s, &step) < 0 || step < 1000000))
+		return usage_error(a, "--step: expected a duration of at least 1ms like 1m, got",
+				   a->step_s);
+	if (a->top_s && fr_parse_u64(a->top_s, 1, FR_TIMELINE_TOP_MAX, &top) < 0)
+		return usage_error(a, "--top: expected a number of groups of 1..32, got", a->top_s);
+	return fleet_timeline(a, a->by_s ? a->by_s : "host", step, (uint32_t)top, a->json);
 }
 
 int fr_cmd_fleet(int argc, char **argv)
@@ -294,10 +331,11 @@ int fr_cmd_fleet(int argc, char **argv)
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
-	if (strcmp(argv[1], "attach") != 0 && strcmp(argv[1], "top") != 0) {
+	if (strcmp(argv[1], "attach") != 0 && strcmp(argv[1], "top") != 0 &&
+	    strcmp(argv[1], "timeline") != 0) {
 		fprintf(stderr,
-			"flightrec fleet: unknown subcommand \"%s\" (attach, top; see flightrec "
-			"fleet --help)\n",
+			"flightrec fleet: unknown subcommand \"%s\" (attach, top, timeline; see "
+			"flightrec fleet --help)\n",
 			argv[1]);
 		return EXIT_USAGE;
 	}
@@ -316,7 +354,9 @@ int fr_cmd_fleet(int argc, char **argv)
 			fprintf(stderr, "%s: cannot initialize the HTTP client\n", a->cmd);
 			ret = 1;
 		} else {
-			ret = strcmp(argv[1], "attach") == 0 ? fleet_attach(a) : fleet_top(a);
+			ret = strcmp(argv[1], "attach") == 0 ? fleet_attach(a)
+			      : strcmp(argv[1], "top") == 0  ? fleet_top(a)
+							     : fleet_timeline_main(a);
 		}
 	}
 	for (uint32_t i = 0; i < a->nurls; i++)

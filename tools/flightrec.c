@@ -38,7 +38,7 @@ static void usage_main(FILE *f)
 		"  top       the top functions of a profile file or a recent window, as a table\n"
 		"  threads   every thread of some processes now: state, wait, how long, stack\n"
 		"  export    prepare ClickHouse for the exporter: --init-schema, --expire\n"
-		"  fleet     profiles and tops of many hosts from ClickHouse (attach, top)\n"
+		"  fleet     many hosts from ClickHouse: attach, top, timeline\n"
 		"\n"
 		"Run `flightrec COMMAND --help` for a command's options.\n"
 		"The socket is --socket PATH, else $FLIGHTREC_SOCKET, else the daemon's default\n"

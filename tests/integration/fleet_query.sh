@@ -1,5 +1,5 @@
 #!/bin/bash
-# flightrec fleet attach and top against two real ClickHouse shards holding
+# flightrec fleet attach, top and timeline against two real ClickHouse shards holding
 # known rows (written to each shard's local tables, as exporters do): both
 # hosts' functions with exact shares and the right host labels (the
 # project's pprof reader through `flightrec top`, and go tool pprof -tags),
@@ -65,6 +65,34 @@ grep -Eq '^ +6s +60\.0% .* schedule_\[k\]$' "$T/ftop.out" &&
 fleet top --window 10m --by host -n 1 >"$T/ftop_by.out" 2>&1 &&
 	grep -q "^host=web-1" "$T/ftop_by.out" && grep -q "^host=db'1\\\\x" "$T/ftop_by.out" ||
 	fail "fleet top --by host: $(cat "$T/ftop_by.out")"
+
+# The timeline by host: each host's total in the step of its rows; with
+# --top 1 the other host is "other"; by comm the command names.
+fleet timeline --window 10m --step 1m --json >"$T/tl.json" 2>"$T/tl.err" ||
+	fail "fleet timeline failed: $(cat "$T/tl.err")"
+fleet timeline --window 10m --top 1 --json >"$T/tl1.json" 2>"$T/tl1.err" ||
+	fail "fleet timeline --top 1 failed: $(cat "$T/tl1.err")"
+fleet timeline --window 10m --by comm --json >"$T/tlc.json" 2>"$T/tlc.err" ||
+	fail "fleet timeline --by comm failed: $(cat "$T/tlc.err")"
+python3 - "$T" "$t" <<'PY' || fail "fleet timeline: $(cat "$T/tl.json" "$T/tl1.json" "$T/tlc.json")"
+import json, sys
+d, t = sys.argv[1], int(sys.argv[2])
+tl = json.load(open(d + "/tl.json"))
+assert tl["by"] == "host" and tl["event"] == "cpu" and tl["step_ns"] == 60 * 10**9, tl
+assert tl["samples"] == 190, tl["samples"]
+groups = {g["name"]: g for g in tl["groups"]}
+assert set(groups) == {"db'1\\x", "web-1"}, groups.keys()
+k = (t - tl["start_ns"]) // tl["step_ns"]
+for name, total in (("db'1\\x", 6 * 10**9), ("web-1", 4 * 10**9)):
+    g = groups[name]
+    assert g["total"] == total and g["values"][k] == total and sum(g["values"]) == total, g
+top1 = json.load(open(d + "/tl1.json"))
+assert [(g["name"], g["total"]) for g in top1["groups"]] == [("db'1\\x", 6 * 10**9), ("other", 4 * 10**9)], top1
+byc = json.load(open(d + "/tlc.json"))
+assert sorted((g["name"], g["total"]) for g in byc["groups"]) == [("postgres", 4 * 10**9), ("redis", 6 * 10**9)], byc
+PY
+fleet timeline --window 10m >"$T/tl.txt" 2>&1 && grep -q "^cpu by host" "$T/tl.txt" && grep -q "web-1" "$T/tl.txt" ||
+	fail "fleet timeline chart: $(cat "$T/tl.txt")"
 
 if [ -n "$GO" ] && [ -x "$GO" ]; then
 	"$GO" tool pprof -tags "$T/all.pb.gz" >"$T/tags" 2>&1 || fail "go tool pprof -tags: $(cat "$T/tags")"
