@@ -250,5 +250,6 @@ void fr_config_fini(struct fr_config *cfg)
 	free(cfg->socket_path);
 	free(cfg->dumps_dir);
 	config_symbols_fini(cfg);
+	config_export_fini(cfg);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -201,6 +201,21 @@ struct fr_config_symbols {
 	uint64_t cache_file_max;		    /* larger files are not cached */
 };
 
+/* "export": {"clickhouse": {...}} (config/config_export.c,
+ * docs/clickhouse.md): where and what the exporter thread ships. */
+struct fr_config_export {
+	int enabled;	     /* the block is there */
+	char *url;	     /* http[s]://HOST:PORT, no path */
+	char *database;	     /* default "flightrec" */
+	char *user;	     /* NULL: ClickHouse's default user */
+	char *password_file; /* NULL: no password */
+	int64_t batch_ns;    /* the interval of a batch, whole seconds */
+	uint32_t nevents;
+	uint32_t events[FR_LIMIT_EVENTS];
+	uint32_t hz; /* the export rate */
+	char *host;  /* NULL: this machine's host name */
+};
+
 struct fr_config {
 	char *ring_path; /* NULL: the default state directory */
 	uint64_t ring_size;
@@ -221,6 +236,7 @@ struct fr_config {
 	uint64_t dumps_max_bytes; /* 0: no limit; else bytes of dumps kept */
 	uint32_t dumps_mode;	  /* of dump files: 0600 unless configured */
 	struct fr_config_symbols symbols;
+	struct fr_config_export export;
 	uint32_t nsessions;
 	struct fr_config_session sessions[FR_CONFIG_MAX_SESSIONS];
 };

@@ -110,6 +110,17 @@ int config_parse_root(struct config_ctx *c, const cJSON *root, struct fr_config 
  * -ENOMEM. */
 int config_parse_symbols(struct config_ctx *c, const cJSON *symbols, struct fr_config *cfg);
 
+/* "export" into cfg->export (config/config_export.c). Returns 0 or
+ * -EINVAL with the message set (-ENOMEM). */
+int config_parse_export(struct config_ctx *c, const cJSON *exp, struct fr_config *cfg);
+
+/* Frees what cfg->export owns. */
+void config_export_fini(struct fr_config *cfg);
+
+/* Adds "export" to the printed configuration when it is enabled. Returns
+ * false out of memory. */
+bool config_export_json(cJSON *root, const struct fr_config *cfg);
+
 /* Sets cfg->symbols to the defaults. Returns 0 or -ENOMEM. */
 int config_symbols_default(struct fr_config *cfg);
 

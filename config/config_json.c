@@ -268,7 +268,8 @@ char *fr_config_to_json(const struct fr_config *cfg)
 	if (!root)
 		return NULL;
 	if (!add_ring(root, cfg) || !add_socket(root, cfg) || !add_dumps(root, cfg) ||
-	    !add_limits(root, cfg) || !config_symbols_json(root, cfg))
+	    !add_limits(root, cfg) || !config_symbols_json(root, cfg) ||
+	    !config_export_json(root, cfg))
 		goto out;
 	sessions = cJSON_AddArrayToObject(root, "sessions");
 	if (!sessions)

@@ -829,8 +829,8 @@ static int parse_sessions(struct config_ctx *c, const cJSON *sessions, struct fr
 
 int config_parse_root(struct config_ctx *c, const cJSON *root, struct fr_config *cfg)
 {
-	static const char *const keys[] = {"ring",   "socket",	"dumps",
-					   "limits", "symbols", "sessions"};
+	static const char *const keys[] = {"ring",    "socket",	  "dumps", "limits",
+					   "symbols", "sessions", "export"};
 	const cJSON *sock;
 	char got[64];
 	int ret;
@@ -856,6 +856,9 @@ int config_parse_root(struct config_ctx *c, const cJSON *root, struct fr_config 
 	if (ret < 0)
 		return ret;
 	ret = config_parse_symbols(c, cJSON_GetObjectItemCaseSensitive(root, "symbols"), cfg);
+	if (ret < 0)
+		return ret;
+	ret = config_parse_export(c, cJSON_GetObjectItemCaseSensitive(root, "export"), cfg);
 	if (ret < 0)
 		return ret;
 	return parse_sessions(c, cJSON_GetObjectItemCaseSensitive(root, "sessions"), cfg);

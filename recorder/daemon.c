@@ -27,6 +27,7 @@
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "recorder/daemon_int.h"
+#include "recorder/export_ch.h"
 #include "recorder/symcache.h"
 
 /* ---- start and stop ---------------------------------------------------- */
@@ -291,6 +292,8 @@ static void daemon_stop(struct daemon *d)
 {
 	fr_ipc_server_close(d->server);
 	d->server = NULL;
+	/* Its batches read the ring and flush through the ingest thread. */
+	daemon_stop_export(d);
 	/* After the socket: a manual dump runs on a connection's thread and
 	 * locks the trigger engine, so the engine goes only when no
 	 * connection is left. A dump in progress finishes while the writer
@@ -361,6 +364,7 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		fprintf(stderr, "flightrecd: cannot enable the side band: %s\n", strerror(-ret));
 		goto out_writer;
 	}
+	daemon_start_export(d);
 	print_banner(d);
 
 	ret = daemon_ingest_loop(d);

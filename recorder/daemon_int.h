@@ -110,6 +110,8 @@ struct daemon {
 	/* attach --since-last's named cursors, RING.cursors; NULL: none
 	 * (out of memory at start). */
 	struct fr_cursors *cursors;
+	/* The ClickHouse exporter (recorder/export_ch.c); NULL: none. */
+	struct fr_exporter *exporter;
 	/* What `sessions` requests answer: a JSON array rebuilt from the
 	 * configuration in force at start and on each reload. */
 	pthread_mutex_t sessions_lock;

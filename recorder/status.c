@@ -17,6 +17,7 @@
 #include "core/util/log.h"
 #include "fr_version.h"
 #include "ipc/proto.h"
+#include "recorder/export_ch.h"
 #include "recorder/symcache.h"
 
 /* "all processes", or e.g. "pid 12,13; comm postgres; cgroup /a/b". */
@@ -286,7 +287,7 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 	fr_ipc_add_int(r, "unreadable_label_processes",
 		       __atomic_load_n(&d->unreadable_procs, __ATOMIC_RELAXED));
 	if (!add_ingest(d, r, now) || (d->symcache && !add_symcache(d, r, privileged)) ||
-	    !add_unwind_tables(d, r)) {
+	    !add_unwind_tables(d, r) || !daemon_export_status(d, r)) {
 		cJSON_Delete(r);
 		return NULL;
 	}

@@ -152,6 +152,8 @@ struct reader {
 	struct vec funcs;	 /* uint64_t function ids, then indices */
 	struct vec functions;	 /* struct fr_pprof_rfunction */
 	struct vec names;	 /* uint64_t name string index per function */
+	struct vec fnames;	 /* uint64_t filename string index per function */
+	struct vec line_nums;	 /* int64_t line number per funcs entry */
 	struct vec mappings;	 /* struct raw_mapping */
 	struct vec comments;	 /* uint64_t string indices */
 	uint64_t period_type[2]; /* type, unit string index */
@@ -225,12 +227,13 @@ static int read_sample(struct reader *r, struct pb *b)
 
 static int read_line(struct reader *r, struct pb *b)
 {
-	uint64_t id = 0;
-	int ret = read_fields(b, (uint64_t *const[]){NULL, &id}, 1);
+	uint64_t id = 0, line = 0;
+	int ret = read_fields(b, (uint64_t *const[]){NULL, &id, &line}, 2);
 
-	if (ret < 0)
+	if (ret < 0 || !id)
 		return ret;
-	return id ? vec_push_u64(&r->funcs, id) : 0;
+	ret = vec_push_u64(&r->funcs, id);
+	return ret < 0 ? ret : vec_push_u64(&r->line_nums, line);
 }
 
 static int read_location(struct reader *r, struct pb *b)
@@ -298,8 +301,8 @@ static int read_fields_1_2(struct pb *b, uint64_t *one, uint64_t *two)
 static int read_function(struct reader *r, struct pb *b)
 {
 	struct fr_pprof_rfunction *f;
-	uint64_t id = 0, name = 0;
-	int ret = read_fields_1_2(b, &id, &name);
+	uint64_t id = 0, name = 0, system_name = 0, filename = 0;
+	int ret = read_fields(b, (uint64_t *const[]){NULL, &id, &name, &system_name, &filename}, 4);
 
 	if (ret < 0)
 		return ret;
@@ -310,7 +313,9 @@ static int read_function(struct reader *r, struct pb *b)
 		return -ENOMEM;
 	f->id = id;
 	f->name = NULL;
-	return vec_push_u64(&r->names, name);
+	f->filename = NULL;
+	ret = vec_push_u64(&r->names, name);
+	return ret < 0 ? ret : vec_push_u64(&r->fnames, filename);
 }
 
 static int read_value_type(struct reader *r, struct pb *b)
@@ -538,12 +543,13 @@ static int resolve_ids(struct reader *r)
 {
 	struct fr_pprof_rlocation *locs = r->locations.a;
 	struct fr_pprof_rfunction *fns = r->functions.a;
-	uint64_t *names = r->names.a;
+	uint64_t *names = r->names.a, *fnames = r->fnames.a;
 	uint64_t *sl = r->locs.a, *lf = r->funcs.a;
 
 	/* names[] follows functions[] by position: attach names before sorting */
 	for (size_t i = 0; i < r->functions.n; i++)
-		if (string_at(r, names[i], &fns[i].name) < 0)
+		if (string_at(r, names[i], &fns[i].name) < 0 ||
+		    string_at(r, fnames[i], &fns[i].filename) < 0)
 			return -EBADMSG;
 	if (r->locations.n)
 		qsort(locs, r->locations.n, sizeof(*locs), cmp_loc);
@@ -672,6 +678,8 @@ static void reader_fini(struct reader *r)
 	free(r->funcs.a);
 	free(r->functions.a);
 	free(r->names.a);
+	free(r->fnames.a);
+	free(r->line_nums.a);
 	free(r->mappings.a);
 	free(r->comments.a);
 }
@@ -729,6 +737,7 @@ int fr_pprof_read(const void *buf, size_t len, struct fr_pprof_data **out)
 	d->nlocations = r.locations.n;
 	d->locations = r.locations.a;
 	d->line_funcs = r.funcs.a;
+	d->line_nums = r.line_nums.a;
 	d->nfunctions = r.functions.n;
 	d->functions = r.functions.a;
 	d->period = r.period;
@@ -737,6 +746,7 @@ int fr_pprof_read(const void *buf, size_t len, struct fr_pprof_data **out)
 	d->default_type = default_type(&r, d);
 	free(r.types.a);
 	free(r.names.a);
+	free(r.fnames.a);
 	free(r.labels.a);
 	free(r.loc_maps.a);
 	free(r.mappings.a);
@@ -758,6 +768,7 @@ void fr_pprof_data_free(struct fr_pprof_data *d)
 	free(d->values);
 	free(d->locations);
 	free(d->line_funcs);
+	free(d->line_nums);
 	free(d->functions);
 	free(d->labels);
 	free(d->mappings);

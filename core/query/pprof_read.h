@@ -2,12 +2,13 @@
  * location_id 1, value 2, packed or not; label 3 { key 1, str 2, num 3,
  * num_unit 4 }), mapping (3: id 1, memory_start 2, memory_limit 3,
  * file_offset 4, filename 5, build_id 6), location (4: id 1, mapping_id 2,
- * address 3, line 4 { function_id 1 }), function (5: id 1, name 2),
+ * address 3, line 4 { function_id 1, line 2 }), function (5: id 1, name 2,
+ * filename 4),
  * sample_type (1: type 1, unit 2), time_nanos (9), duration_nanos (10),
  * period_type (11: type 1, unit 2), period (12), comment (13: string
  * indices, packed or not) and default_sample_type (14). Every other field
- * (drop_frames, keep_frames, the mapping's has_* flags, a line's number, a
- * function's system_name and filename) is skipped by its wire type.
+ * (drop_frames, keep_frames, the mapping's has_* flags, a function's
+ * system_name and start_line) is skipped by its wire type.
  *
  * The input is uncompressed protobuf; callers gunzip first. Every read is
  * bounds-checked and every reference (string index, location id, function
@@ -67,6 +68,7 @@ struct fr_pprof_rmapping {
 struct fr_pprof_rfunction {
 	uint64_t id;
 	const char *name;
+	const char *filename; /* "" when unset */
 };
 
 struct fr_pprof_data {
@@ -81,6 +83,7 @@ struct fr_pprof_data {
 	size_t nlocations;
 	struct fr_pprof_rlocation *locations;
 	uint64_t *line_funcs; /* indices into functions */
+	int64_t *line_nums;   /* each line's number (0: unknown), parallel to line_funcs */
 	size_t nfunctions;
 	struct fr_pprof_rfunction *functions;
 	size_t nlabels;

@@ -20,6 +20,8 @@ struct fr_http {
 	long connect_timeout_ms;
 	long timeout_ms;
 	size_t max_response;
+	int (*cancel)(void *arg);
+	void *cancel_arg;
 };
 
 /* What one request's answer goes through. */
@@ -86,6 +88,8 @@ int fr_http_new(struct fr_http **out, const struct fr_http_opts *opts, char *err
 	h->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : 5000;
 	h->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 30000;
 	h->max_response = opts->max_response ? opts->max_response : (size_t)64 << 20;
+	h->cancel = opts->cancel;
+	h->cancel_arg = opts->cancel_arg;
 	if (opts->user && !(h->user = strdup(opts->user))) {
 		fr_http_free(h);
 		return -ENOMEM;
@@ -148,6 +152,18 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
 	return len;
 }
 
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct answer *a = arg;
+
+	if (a->h->cancel && a->h->cancel(a->h->cancel_arg)) {
+		a->err = -ECANCELED;
+		return 1;
+	}
+	return 0;
+}
+
 static int buf_write(void *arg, const void *p, size_t len)
 {
 	struct buf *b = arg;
@@ -208,6 +224,11 @@ static void set_common(struct fr_http *h, const char *url, struct answer *a)
 	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "gzip");
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+	if (h->cancel) {
+		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(c, CURLOPT_XFERINFODATA, a);
+	}
 	if (h->user)
 		curl_easy_setopt(c, CURLOPT_USERNAME, h->user);
 	if (h->password)
@@ -252,6 +273,8 @@ int fr_http_request(struct fr_http *h, const char *url, const void *body, size_t
 		ret = a.err < 0 ? a.err : curl_errno(c);
 		if (a.err == -EFBIG)
 			snprintf(err, errlen, "answer larger than %zu bytes", h->max_response);
+		else if (a.err == -ECANCELED)
+			snprintf(err, errlen, "cancelled");
 		else if (a.err == 0)
 			snprintf(err, errlen, "%s", curl_easy_strerror(c));
 	} else if (*status < 200 || *status > 299) {

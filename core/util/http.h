@@ -30,6 +30,10 @@ struct fr_http_opts {
 	int64_t connect_timeout_ms; /* 0: 5000 */
 	int64_t timeout_ms;	    /* whole request; 0: 30000 */
 	size_t max_response;	    /* bytes after inflating; 0: 64 MiB */
+	/* Non-NULL: asked several times a second while a request runs;
+	 * non-zero aborts it with -ECANCELED (a daemon shutting down). */
+	int (*cancel)(void *arg);
+	void *cancel_arg;
 };
 
 struct fr_http;
@@ -52,7 +56,8 @@ void fr_http_free(struct fr_http *h);
  * status (0 when none came). Returns 0 when the status is 2xx; -EPROTO
  * for another status, with the start of the answer in `err` (ClickHouse
  * puts its exception there); -ETIMEDOUT, -ECONNREFUSED, -EHOSTUNREACH,
- * -EFBIG (answer over max_response), -ENOMEM, the sink's -errno, or -EIO
+ * -EFBIG (answer over max_response), -ECANCELED (opts.cancel), -ENOMEM,
+ * the sink's -errno, or -EIO
  * for another transport failure, with curl's message in `err`. */
 int fr_http_request(struct fr_http *h, const char *url, const void *body, size_t len, int gzip_body,
 		    fr_write_fn sink, void *sink_arg, long *status, char *err, size_t errlen);

@@ -42,7 +42,14 @@ static inline int cfg_equal(const struct fr_config *a, const struct fr_config *b
 	    !str_eq(a->symbols.cache_dir, b->symbols.cache_dir) ||
 	    a->symbols.cache_size != b->symbols.cache_size ||
 	    a->symbols.cache_file_max != b->symbols.cache_file_max ||
-	    a->symbols.ndebug_dirs != b->symbols.ndebug_dirs)
+	    a->symbols.ndebug_dirs != b->symbols.ndebug_dirs ||
+	    a->export.enabled != b->export.enabled || !str_eq(a->export.url, b->export.url) ||
+	    !str_eq(a->export.database, b->export.database) ||
+	    !str_eq(a->export.user, b->export.user) ||
+	    !str_eq(a->export.password_file, b->export.password_file) ||
+	    !str_eq(a->export.host, b->export.host) || a->export.batch_ns != b->export.batch_ns ||
+	    a->export.hz != b->export.hz || a->export.nevents != b->export.nevents ||
+	    memcmp(a->export.events, b->export.events, sizeof(a->export.events)) != 0)
 		return 0;
 	for (uint32_t i = 0; i < a->symbols.ndebug_dirs; i++)
 		if (!str_eq(a->symbols.debug_dirs[i], b->symbols.debug_dirs[i]))
