@@ -134,6 +134,47 @@ static int take_hosts(struct fleet_args *a, const char *arg)
 	return ret;
 }
 
+/* The checks of options that go together, and the window. Returns 0 or
+ * EXIT_USAGE. */
+static int finish(struct fleet_args *a, const char *timeout_s)
+{
+	struct timespec ts;
+	int64_t now;
+	int ret;
+
+	if (!a->nurls)
+		return usage_error(a, "--clickhouse URL is required, e.g. http://127.0.0.1:8123",
+				   NULL);
+	if (!a->database)
+		a->database = "flightrec";
+	if (!fr_sql_name_ok(a->database))
+		return usage_error(a, "--database: expected a name of [A-Za-z0-9_], got",
+				   a->database);
+	a->timeout_ns = 60LL * 1000000000;
+	if (timeout_s && (fr_parse_duration(timeout_s, &a->timeout_ns) < 0 ||
+			  a->timeout_ns < 1000000000 || a->timeout_ns > 3600LL * 1000000000))
+		return usage_error(a, "--timeout: expected a duration of 1s..1h, got", timeout_s);
+	if (a->q.targets.npids || a->q.targets.cgroup[0] || a->q.targets.children ||
+	    a->q.targets.label_key[0] || a->q.by_cpu || a->q.format || a->q.hz || a->q.nrates)
+		return usage_error(a,
+				   "--pid, --children, --cgroup, --label-key, --by-cpu, --format and "
+				   "--hz are for a single host's recorder",
+				   NULL);
+	if (a->q.nevents > 1)
+		return usage_error(a, "--event: one event at a time", NULL);
+	if ((ret = fr_query_finish(a->cmd, &a->q)))
+		return ret;
+	a->event = a->q.nevents ? a->q.events[0] : 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	/* --window ends now; --from without --to too. */
+	a->t1 = a->q.window_s || !a->q.to_s ? now : a->q.to;
+	a->t0 = a->q.window_s ? now - a->q.window : a->q.from;
+	if (a->t1 <= a->t0)
+		return usage_error(a, "--from is in the future", NULL);
+	return 0;
+}
+
 /* Options the fleet commands take; returns 0 or EXIT_USAGE. */
 static int parse(struct fleet_args *a, int argc, char **argv)
 {
@@ -193,45 +234,7 @@ static int parse(struct fleet_args *a, int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage_error(a, "unexpected argument", argv[optind]);
-	if (!a->nurls)
-		return usage_error(a, "--clickhouse URL is required, e.g. http://127.0.0.1:8123",
-				   NULL);
-	if (!a->database)
-		a->database = "flightrec";
-	if (!fr_sql_name_ok(a->database))
-		return usage_error(a, "--database: expected a name of [A-Za-z0-9_], got",
-				   a->database);
-	a->timeout_ns = 60LL * 1000000000;
-	if (timeout_s && (fr_parse_duration(timeout_s, &a->timeout_ns) < 0 ||
-			  a->timeout_ns < 1000000000 || a->timeout_ns > 3600LL * 1000000000))
-		return usage_error(a, "--timeout: expected a duration of 1s..1h, got", timeout_s);
-	if (a->q.targets.npids || a->q.targets.cgroup[0] || a->q.targets.children ||
-	    a->q.targets.label_key[0] || a->q.by_cpu || a->q.format || a->q.hz || a->q.nrates)
-		return usage_error(a,
-				   "--pid, --children, --cgroup, --label-key, --by-cpu, --format and "
-				   "--hz are for a single host's recorder",
-				   NULL);
-	if (a->q.nevents > 1)
-		return usage_error(a, "--event: one event at a time", NULL);
-	if ((ret = fr_query_finish(a->cmd, &a->q)))
-		return ret;
-	a->event = a->q.nevents ? a->q.events[0] : 0;
-	if (a->q.window_s) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		a->t1 = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-		a->t0 = a->t1 - a->q.window;
-	} else {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		a->t0 = a->q.from;
-		a->t1 = a->q.to_s ? a->q.to : (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-		if (a->t1 <= a->t0)
-			return usage_error(a, "--from is in the future", NULL);
-	}
-	return 0;
+	return finish(a, timeout_s);
 }
 
 static int fleet_attach(struct fleet_args *a)
