@@ -239,12 +239,13 @@ int fr_fleet_pprof_stack(struct fr_fleet_pprof *fp, uint64_t id, const struct fr
 }
 
 int fr_fleet_pprof_sample(struct fr_fleet_pprof *fp, struct fr_fleet_str host, uint64_t id,
-			  int64_t count, int64_t value)
+			  uint64_t count, uint64_t value)
 {
 	struct snode *s = stack_find(fp, id);
 	char hbuf[FR_FLEET_HOST_MAX];
 	struct fr_pprof_label label = {.key = "host", .str = cstr(host, hbuf, sizeof(hbuf))};
-	int64_t values[2] = {count, value};
+	int64_t values[2] = {count > INT64_MAX ? INT64_MAX : (int64_t)count,
+			     value > INT64_MAX ? INT64_MAX : (int64_t)value};
 	const uint64_t *locs;
 	uint64_t next = fp->hosts.count;
 	size_t n;
@@ -269,7 +270,8 @@ int fr_fleet_pprof_sample(struct fr_fleet_pprof *fp, struct fr_fleet_str host, u
 	}
 	fr_pprof_sample(fp->p, locs, n, values, 2, &label, 1);
 	fp->st.rows++;
-	fp->st.samples += (uint64_t)count;
+	/* Sums a hostile server could overflow wrap; they only report. */
+	fp->st.samples += count;
 	fp->st.value += value;
 	return 0;
 }
@@ -277,7 +279,8 @@ int fr_fleet_pprof_sample(struct fr_fleet_pprof *fp, struct fr_fleet_str host, u
 int fr_fleet_pprof_finish(struct fr_fleet_pprof *fp, struct fr_fleet_pprof_stats *st)
 {
 	char line[160];
-	int64_t period = fp->st.samples ? fp->st.value / (int64_t)fp->st.samples : 0;
+	uint64_t mean = fp->st.samples ? fp->st.value / fp->st.samples : 0;
+	int64_t period = mean > INT64_MAX ? INT64_MAX : (int64_t)mean;
 	int ret;
 
 	/* Rows hold exact sums, not the rate each host sampled at: the

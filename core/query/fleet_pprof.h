@@ -49,7 +49,7 @@ struct fr_fleet_pprof;
 struct fr_fleet_pprof_stats {
 	uint64_t rows;		 /* (host, stack) samples written */
 	uint64_t samples;	 /* sum of their sample counts */
-	int64_t value;		 /* sum of their event values */
+	uint64_t value;		 /* sum of their event values */
 	uint64_t stacks;	 /* stacks interned */
 	uint64_t locations;	 /* distinct frames */
 	uint64_t hosts;		 /* distinct hosts among the samples */
@@ -69,11 +69,12 @@ void fr_fleet_pprof_comment(struct fr_fleet_pprof *fp, const char *text);
 int fr_fleet_pprof_stack(struct fr_fleet_pprof *fp, uint64_t id, const struct fr_fleet_frame *f,
 			 size_t n);
 
-/* Adds the total of `host` on stack `id`: `count` samples worth `value`.
+/* Adds the total of `host` on stack `id`: `count` samples worth `value`
+ * (ClickHouse's UInt64 sums; pprof's int64 values stop at INT64_MAX).
  * A stack never interned gets a single "[stack not in the stacks table]"
  * frame and is counted. Returns 0 or -ENOMEM. */
 int fr_fleet_pprof_sample(struct fr_fleet_pprof *fp, struct fr_fleet_str host, uint64_t id,
-			  int64_t count, int64_t value);
+			  uint64_t count, uint64_t value);
 
 /* Writes the end of the profile (and the comment on missing stacks) and
  * fills `st`. Returns 0 or the encoder's first -errno. */

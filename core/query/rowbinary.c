@@ -95,6 +95,12 @@ static ssize_t rows(struct fr_rb_stream *s, const uint8_t *p, const uint8_t *end
 /* Keeps [p, p + n) as the unfinished row. */
 static int keep(struct fr_rb_stream *s, const uint8_t *p, size_t n)
 {
+	/* Nothing left (the usual case): no buffer may exist yet, and
+	 * memmove() wants one even for no bytes. */
+	if (n == 0) {
+		s->len = 0;
+		return 0;
+	}
 	if (n > s->max_row)
 		return -EFBIG;
 	if (n > s->cap) {

@@ -97,7 +97,7 @@ static int sample_row(void *arg, struct fr_rb_cur *c)
 	if ((ret = fr_rb_str(c, &host.s, &host.len)) < 0 || (ret = fr_rb_uint(c, 8, &id)) < 0 ||
 	    (ret = fr_rb_uint(c, 8, &count)) < 0 || (ret = fr_rb_uint(c, 8, &value)) < 0)
 		return ret;
-	return fr_fleet_pprof_sample(x->fp, host, id, (int64_t)count, (int64_t)value);
+	return fr_fleet_pprof_sample(x->fp, host, id, count, value);
 }
 
 /* Reads the answer in pieces of `piece` bytes (0: whole). */

@@ -146,6 +146,19 @@ static void test_rowbinary(void)
 		CHECK(g.hosts[2][0] == '\0' && g.ids[2] == 0, "cut %zu: row 3", cut);
 		fr_rb_stream_free(&s);
 	}
+	/* Regression: an answer whose rows end exactly where a piece ends
+	 * left nothing to keep, and keeping nothing copied from a buffer not
+	 * yet allocated (the rowbinary fuzz target's first find). */
+	{
+		struct fr_rb_stream s;
+		struct got g = {0};
+
+		fr_rb_stream_init(&s, got_row, &g, 0);
+		CHECK(fr_rb_stream_feed(&s, buf, n) == 0 && s.buf == NULL && s.len == 0,
+		      "whole rows keep nothing");
+		CHECK(fr_rb_stream_end(&s) == 0 && g.n == 3, "%d rows", g.n);
+		fr_rb_stream_free(&s);
+	}
 	/* Cut inside the last row: the end says so. */
 	for (size_t cut = 1; cut < 8; cut++) {
 		struct fr_rb_stream s;
@@ -290,10 +303,42 @@ out:
 	free(b.p);
 }
 
+/* Regression: sums past INT64_MAX (a hostile or broken server) were
+ * written as negative pprof values and overflowed the totals. */
+static void test_pprof_huge_values(void)
+{
+	struct fr_fleet_pprof_opts o = {.name = "cpu", .unit = "nanoseconds", .t1 = 1};
+	struct fr_fleet_pprof_stats st;
+	struct fr_fleet_pprof *fp;
+	struct fr_pprof_data *d = NULL;
+	struct buf b = {0};
+	void *raw = NULL;
+	size_t rawlen;
+
+	fp = fr_fleet_pprof_new(&o, to_buf, &b);
+	CHECK(fp != NULL, "new");
+	fr_fleet_pprof_sample(fp, STR("h"), 1, UINT64_MAX, UINT64_MAX);
+	fr_fleet_pprof_sample(fp, STR("h"), 1, 1ULL << 63, 7);
+	CHECK(fr_fleet_pprof_finish(fp, &st) == 0, "finish");
+	fr_fleet_pprof_free(fp);
+	CHECK(fr_gunzip(b.p, b.len, &raw, &rawlen) == 0 && fr_pprof_read(raw, rawlen, &d) == 0,
+	      "read back");
+	for (size_t i = 0; d && i < d->nsamples; i++)
+		CHECK(d->values[d->samples[i].val] == INT64_MAX &&
+			      d->values[d->samples[i].val + 1] >= 0,
+		      "sample %zu: %lld %lld", i, (long long)d->values[d->samples[i].val],
+		      (long long)d->values[d->samples[i].val + 1]);
+	CHECK(d && d->period >= 0, "period");
+	fr_pprof_data_free(d);
+	free(raw);
+	free(b.p);
+}
+
 int main(void)
 {
 	test_sql();
 	test_rowbinary();
 	test_pprof();
+	test_pprof_huge_values();
 	return failures ? 1 : 0;
 }
