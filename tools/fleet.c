@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -242,6 +243,8 @@ static int fleet_attach(struct fleet_args *a)
 	struct fr_fleet_pprof_stats st = {0};
 	struct fr_cli_output out;
 	char size[32], dur[32];
+	uint64_t written = 0;
+	struct stat sb;
 	int ret;
 
 	if (a->limit_s || a->sort_s || a->by_s || a->step_s || a->top_s || a->json)
@@ -253,6 +256,9 @@ static int fleet_attach(struct fleet_args *a)
 	if (fr_cli_output_open(&out, a->q.out_s) < 0)
 		return 1;
 	ret = fleet_profile(a, out.fd, &st);
+	/* The file's size, as attach says it (st.raw_bytes is before gzip). */
+	if (fstat(out.fd, &sb) == 0 && S_ISREG(sb.st_mode))
+		written = (uint64_t)sb.st_size;
 	if (fr_cli_output_commit(&out, ret == 0) < 0)
 		ret = 1;
 	if (ret)
@@ -260,7 +266,7 @@ static int fleet_attach(struct fleet_args *a)
 	fprintf(stderr, "%s: wrote %s: %llu samples from %llu hosts, %llu stacks, %s window (%s)\n",
 		a->cmd, a->q.out_s, (unsigned long long)st.samples, (unsigned long long)st.hosts,
 		(unsigned long long)st.stacks, fr_format_duration(a->t1 - a->t0, dur, sizeof(dur)),
-		fr_format_size_human(st.raw_bytes, size, sizeof(size)));
+		fr_format_size_human(written, size, sizeof(size)));
 	return 0;
 }
 
