@@ -1,12 +1,13 @@
 #!/bin/bash
-# flightrec fleet attach, top and timeline against two real ClickHouse shards holding
-# known rows (written to each shard's local tables, as exporters do): both
-# hosts' functions with exact shares and the right host labels (the
-# project's pprof reader through `flightrec top`, and go tool pprof -tags),
-# --host globs, --comm and --label filters, a stack stored on both shards
-# taken once, a window without rows (exit 1, a clear message), a first URL
-# that is down, and values built to break out of their SQL literals that
-# match nothing and change nothing. Two daemons exporting a live workload
+# flightrec fleet attach, top and timeline against two real ClickHouse
+# shards holding known rows (written to each shard's local tables, as
+# exporters do): both hosts' functions with exact shares and the right
+# host labels (the project's pprof reader through `flightrec top`, and go
+# tool pprof -tags), --host globs, --comm and --label filters, a stack
+# stored on both shards taken once, a window without rows (exit 1, a clear
+# message), a first URL that is down, a user with a password file, and
+# values built to break out of their SQL literals that match nothing and
+# change nothing. Two daemons exporting a live workload
 # are tests/integration/fleet.sh.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/clickhouse_lib.sh"
@@ -147,6 +148,23 @@ fleet attach --window 10m --label "tenant=acme' OR '1'='1" -o "$T/inj.pb.gz" 2>"
 	-o "$T/failover.pb.gz" 2>"$T/failover.err" ||
 	fail "failover: $(cat "$T/failover.err")"
 grep -q "190 samples from 2 hosts" "$T/failover.err" || fail "failover: $(cat "$T/failover.err")"
+
+# A user with a password from a file (ClickHouse 18.16 has users only in
+# users.xml, which it reloads): the right one answers, a wrong one is
+# ClickHouse's refusal and exit 1.
+sed -i "s#</users>#<reader><password>s3cr'et</password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></reader></users>#" \
+	"$T/ch/1/users.xml"
+for _ in $(seq 1 100); do
+	[ "$(curl -s -u "reader:s3cr'et" --data-binary 'SELECT 1' "$(ch_url 1)/")" = 1 ] && break
+	sleep 0.2
+done
+printf "%s\n" "s3cr'et" >"$T/pw"
+printf "%s\n" "wrong" >"$T/pw.bad"
+"$FLIGHTREC" fleet attach --clickhouse "$(ch_url 1)" --user reader --password-file "$T/pw" \
+	--window 10m -o "$T/user.pb.gz" 2>"$T/user.err" || fail "--user reader: $(cat "$T/user.err")"
+"$FLIGHTREC" fleet attach --clickhouse "$(ch_url 1)" --user reader --password-file "$T/pw.bad" \
+	--window 10m -o "$T/user.pb.gz" 2>"$T/user.err"
+[ $? = 1 ] && grep -qi "password" "$T/user.err" || fail "a wrong password: $(cat "$T/user.err")"
 
 # Refused before any query.
 "$FLIGHTREC" fleet attach --clickhouse "$(ch_url 1)" --window 1m --database 'x;y' -o "$T/x" 2>"$T/err"
