@@ -28,7 +28,10 @@
 /* How long after an interval ends it is shipped: the ingest thread seals
  * every second, and the flush barrier covers the rest. */
 #define GRACE_NS (1500 * 1000000LL)
+/* Retries wait 1 s doubling up to three batches (at least 5 s, at most a
+ * minute): longer would only delay the catch-up once the server is back. */
 #define BACKOFF_MIN_NS 1000000000LL
+#define BACKOFF_FLOOR_NS (5 * 1000000000LL)
 #define BACKOFF_MAX_NS (60 * 1000000000LL)
 #define SEEN_STACKS 65536
 /* Decoded chunks one batch keeps between its two passes. */
@@ -135,6 +138,12 @@ static int cursor_save(struct fr_exporter *x, int64_t t_ns)
 
 static void set_error(struct fr_exporter *x, const char *what, const char *why)
 {
+	/* Once per streak in the log; every retry in status. A request
+	 * cancelled by the shutdown is no failure. */
+	if (stopping(x))
+		return;
+	if (!x->retrying)
+		fr_log_warn("export: %s: %s; retrying", what, why);
 	pthread_mutex_lock(&x->lock);
 	snprintf(x->last_error, sizeof(x->last_error), "%.200s: %.500s", what, why);
 	x->last_error_ns = fr_now_real_ns();
@@ -201,6 +210,8 @@ static int ship(struct fr_exporter *x, int64_t t0, int64_t t1)
 		x->stacks += b.nstacks;
 		x->rows_dropped += b.rows_dropped;
 		x->last_ok_ns = fr_now_real_ns();
+		if (x->retrying)
+			fr_log_info("export: shipping again after %" PRIu64 " retries", x->retries);
 		x->retrying = 0;
 		pthread_mutex_unlock(&x->lock);
 	}
@@ -224,6 +235,9 @@ static void *export_thread(void *arg)
 {
 	struct fr_exporter *x = arg;
 	int64_t batch = x->cfg->batch_ns, backoff = 0, t0 = x->cursor_ns, t1;
+	int64_t backoff_max = 3 * batch < BACKOFF_FLOOR_NS ? BACKOFF_FLOOR_NS
+			      : 3 * batch > BACKOFF_MAX_NS ? BACKOFF_MAX_NS
+							   : 3 * batch;
 	int fresh = 1;
 
 	/* Behind recording, never in its way: a lower priority for the
@@ -242,7 +256,7 @@ static void *export_thread(void *arg)
 		}
 		if (ship(x, t0, t1) < 0) {
 			backoff = backoff ? backoff * 2 : BACKOFF_MIN_NS;
-			backoff = backoff < BACKOFF_MAX_NS ? backoff : BACKOFF_MAX_NS;
+			backoff = backoff < backoff_max ? backoff : backoff_max;
 			if (sleep_until(x, fr_now_real_ns() + backoff))
 				break;
 			continue;

@@ -34,6 +34,31 @@ static void print_symbol_cache(const cJSON *sc)
 	       cJSON_GetObjectItemCaseSensitive(sc, "dir") ? fr_cli_str(sc, "dir") : "");
 }
 
+/* The ClickHouse exporter: "export:   shipping to URL as HOST, 2s behind
+ * (cursor TIME); 120 batches, 5400 rows, 0 retries", and what is wrong
+ * or lost on lines of their own. */
+static void print_export(const cJSON *ex)
+{
+	char when[64], lag[64], lost[64];
+
+	if (!ex)
+		return;
+	fr_format_time((int64_t)fr_cli_num(ex, "cursor_ns"), when, sizeof(when));
+	fr_cli_human_duration((int64_t)fr_cli_num(ex, "lag_ns"), lag, sizeof(lag));
+	printf("export:   %s to %s as %s, %s behind (cursor %s); %.0f batches, %.0f rows, "
+	       "%.0f retries\n",
+	       fr_cli_str(ex, "state"), fr_cli_str(ex, "url"), fr_cli_str(ex, "host"), lag, when,
+	       fr_cli_num(ex, "batches"), fr_cli_num(ex, "rows"), fr_cli_num(ex, "retries"));
+	if (fr_cli_str(ex, "last_error")[0] && strcmp(fr_cli_str(ex, "state"), "retrying") == 0)
+		printf("export:   last error: %s\n", fr_cli_str(ex, "last_error"));
+	if (fr_cli_num(ex, "lost_ns") > 0) {
+		fr_cli_human_duration((int64_t)fr_cli_num(ex, "lost_ns"), lost, sizeof(lost));
+		printf("export:   LOST %s of samples (%.0f whole batches): the ring dropped them "
+		       "before they were shipped\n",
+		       lost, fr_cli_num(ex, "lost_batches"));
+	}
+}
+
 /* The ingest thread's progress: one line, louder when it is stuck. */
 static void print_ingest(const cJSON *in)
 {
@@ -190,6 +215,7 @@ static void print_status(const cJSON *r)
 		       fr_cli_num(r, "unreadable_label_processes"));
 	print_ingest(cJSON_GetObjectItemCaseSensitive(r, "ingest"));
 	print_symbol_cache(cJSON_GetObjectItemCaseSensitive(r, "symbol_cache"));
+	print_export(cJSON_GetObjectItemCaseSensitive(r, "export"));
 }
 
 /* status and sessions: options --socket and --json, one request, the

@@ -165,6 +165,11 @@ static void make_config_seeds(void)
 		"                {\"on\": \"cpu_above\", \"percent\": 100, \"for\": \"1s\", \"cooldown\": \"1s\"},\n"
 		"                {\"on\": \"exit\", \"signal\": \"TERM\", \"percent\": 0, \"for\": \"500ms\"}]}]}\n");
 	config_seed("syntax-error", "{\n  \"ring\": {\n    \"size\": 256MiB\n  }\n}\n");
+	config_seed(
+		"export",
+		"{\"export\": {\"clickhouse\": {\"url\": \"https://ch.internal:8443\",\n"
+		"  \"database\": \"flightrec\", \"user\": \"rec\", \"password_file\": \"/etc/ch.pw\",\n"
+		"  \"batch\": \"10s\", \"events\": [\"cpu\", \"offcpu\"], \"hz\": 19, \"host\": \"web-1\"}}}\n");
 }
 
 int main(int argc, char **argv)
@@ -183,6 +188,7 @@ int main(int argc, char **argv)
 	make_ring_seeds();
 	make_ipc_seeds();
 	make_config_seeds();
+	make_pprof_seeds();
 	printf("make_seeds: wrote %d files, %zu bytes, under %s\n", nfiles, nbytes, corpus);
 	return 0;
 }

@@ -34,5 +34,6 @@ void *chunk_typical(int64_t t, uint32_t nsamples, bool random_ips, size_t *len);
 void make_chunk_seeds(void);
 void make_ring_seeds(void);
 void make_ipc_seeds(void);
+void make_pprof_seeds(void);
 
 #endif

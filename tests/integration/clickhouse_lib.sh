@@ -18,10 +18,15 @@
 #                                 the result (TabSeparated); fails loudly
 #
 # The servers listen only on 127.0.0.1, the user "default" has no password,
-# and each server's tree is under $T/ch/N, removed with $T.
+# the user "frpw" has the password $CH_PASSWORD (also in the file
+# $CH_PASSWORD_FILE), and each server's tree is under $T/ch/N, removed
+# with $T.
 
 CH_SERVER=${FR_CLICKHOUSE_SERVER:-$(command -v clickhouse-server || true)}
 CH_CLIENT=${FR_CLICKHOUSE_CLIENT:-$(command -v clickhouse-client || true)}
+CH_PASSWORD=pw$RANDOM$RANDOM
+CH_PASSWORD_FILE=$T/ch-password
+printf '%s\n' "$CH_PASSWORD" >"$CH_PASSWORD_FILE"
 CH_N=0
 CH_CLUSTER=fr
 declare -a CH_HTTP CH_TCP CH_PID
@@ -82,12 +87,14 @@ XML
 </yandex>
 XML
 	} >"$dir/config.xml"
-	cat >"$dir/users.xml" <<'XML'
+	cat >"$dir/users.xml" <<XML
 <?xml version="1.0"?>
 <yandex>
   <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
   <users><default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
-    <profile>default</profile><quota>default</quota></default></users>
+    <profile>default</profile><quota>default</quota></default>
+    <frpw><password>$CH_PASSWORD</password><networks><ip>127.0.0.1</ip></networks>
+    <profile>default</profile><quota>default</quota></frpw></users>
   <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors>
     <result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time>
   </interval></default></quotas>

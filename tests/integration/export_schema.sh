@@ -2,7 +2,8 @@
 # flightrec export --init-schema on two real ClickHouse shards: the tables
 # exist on each, the cluster-wide tables see both shards' rows, a second
 # run changes nothing but the retention, --expire drops only the days past
-# the retention, and bad names or an unreachable server fail clearly.
+# the retention, bad names or an unreachable server fail clearly, and a
+# password is read from a file.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/clickhouse_lib.sh"
 need_clickhouse
@@ -58,4 +59,14 @@ got=$(ch_query 1 "SELECT host, sum(value) FROM flightrec.samples_all GROUP BY ho
 # A server that is not there: exit 1, curl's reason.
 "$FLIGHTREC" export --init-schema --clickhouse "http://127.0.0.1:1" 2>"$T/err"
 [ $? = 1 ] && grep -q "connect" "$T/err" || fail "an unreachable server: $(cat "$T/err")"
+# A user with a password, read from a file: right, then wrong.
+"$FLIGHTREC" export --init-schema --clickhouse "$(ch_url 1)" --database pw --user frpw \
+	--password-file "$CH_PASSWORD_FILE" >"$T/out" 2>&1 || fail "with the password: $(cat "$T/out")"
+echo wrong >"$T/wrong"
+"$FLIGHTREC" export --init-schema --clickhouse "$(ch_url 1)" --database pw --user frpw \
+	--password-file "$T/wrong" 2>"$T/err"
+[ $? = 1 ] && grep -q "HTTP" "$T/err" || fail "a wrong password: $(cat "$T/err")"
+"$FLIGHTREC" export --init-schema --clickhouse "$(ch_url 1)" --user frpw \
+	--password-file "$T/none" 2>"$T/err"
+[ $? = 1 ] && grep -q "cannot open password file" "$T/err" || fail "a missing password file: $(cat "$T/err")"
 echo "export_schema: ok"

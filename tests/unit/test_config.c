@@ -101,8 +101,8 @@ static const struct bad bad_configs[] = {
 	/* unknown and repeated keys */
 	{"{\"ring\":{\"sise\":\"1MiB\"}}",
 	 SRC ": ring.sise: unknown key (accepted: path, size, segment, sync, max_age)"},
-	{"{\"dump\":{}}",
-	 SRC ": dump: unknown key (accepted: ring, socket, dumps, limits, symbols, sessions, export)"},
+	{"{\"dump\":{}}", SRC
+	 ": dump: unknown key (accepted: ring, socket, dumps, limits, symbols, sessions, export)"},
 	{"{\"limits\":{\"rate\":1}}",
 	 SRC ": limits.rate: unknown key (accepted: max_rate_hz, max_clients, user_max_rate_hz, "
 	     "query_memory)"},
