@@ -6,7 +6,8 @@
 # table then holds both hosts, each with exactly the samples, in total and
 # per function, that its own recorder gives for the window at the export
 # rate, under the right host label (the project's reader and go tool pprof
-# -tags); --host globs pick one host; a hostile --host matches nothing. Known rows, filters and escaping in detail:
+# -tags), and the same samples in `fleet timeline --by host`; --host globs
+# pick one host; a hostile --host matches nothing. Known rows, filters and escaping in detail:
 # fleet_query.sh.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/clickhouse_lib.sh"
@@ -93,7 +94,21 @@ for h in "alpha-1:$SOCK" "beta'2:$SOCK2"; do
 	[ "$light" -gt 0 ] && [ $((2 * heavy)) -ge $((3 * light)) ] ||
 		fail "host $host: fr_burn_heavy $heavy and fr_burn_light $light samples"
 	echo "$host: $(total_samples "$T/top.$host") samples, fr_burn_heavy $heavy, fr_burn_light $light"
+	echo "$host $(total_samples "$T/top.$host")" >>"$T/totals"
 done
+
+# The timeline by host: the same samples, each host's under its name.
+"$FLIGHTREC" fleet timeline --clickhouse "$(ch_urls)" --from "$from" --to "$to" --comm "$NAME" \
+	--by host --step 1s --json >"$T/tl.json" 2>"$T/tl.err" || fail "fleet timeline: $(cat "$T/tl.err")"
+python3 - "$T/tl.json" "$T/totals" <<'PY' || fail "fleet timeline: $(cat "$T/tl.json")"
+import json, sys
+tl = json.load(open(sys.argv[1]))
+want = dict(l.rsplit(" ", 1) for l in open(sys.argv[2]).read().splitlines())
+assert tl["by"] == "host" and sorted(g["name"] for g in tl["groups"]) == sorted(want), tl
+assert tl["samples"] == sum(int(v) for v in want.values()), (tl["samples"], want)
+for g in tl["groups"]:
+    assert g["total"] == sum(g["values"]) and g["total"] > 0, g
+PY
 
 if [ -n "$GO" ] && [ -x "$GO" ]; then
 	"$GO" tool pprof -tags "$T/fleet.pb.gz" >"$T/tags" 2>&1 || fail "go tool pprof -tags: $(cat "$T/tags")"
