@@ -41,22 +41,24 @@ enum {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: flightrec fleet attach --clickhouse URL[,URL...] --window DURATION [OPTION]... -o FILE\n"
-		"       flightrec fleet top --clickhouse URL[,URL...] --window DURATION [OPTION]...\n"
-		"       flightrec fleet timeline --clickhouse URL[,URL...] --window DURATION [--by host|comm]\n"
+		"Usage: flightrec fleet attach --clickhouse URL[,URL...] WINDOW [OPTION]... -o F\n"
+		"       flightrec fleet top --clickhouse URL[,URL...] WINDOW [OPTION]...\n"
+		"       flightrec fleet timeline --clickhouse URL[,URL...] WINDOW [--by BY]\n"
 		"Profiles of many hosts from the ClickHouse store their recorders export to\n"
 		"(docs/clickhouse.md). ClickHouse adds the samples up over the window and the\n"
-		"filters; attach writes the same pprof as `flightrec attach`, each sample with a\n"
-		"\"host\" label (go tool pprof -tags, -tagfocus host=NAME); top prints the table\n"
-		"of `flightrec top`; timeline charts each host's share step by step.\n"
+		"filters; attach writes the same pprof as `flightrec attach`, each sample with\n"
+		"a \"host\" label (go tool pprof -tags, -tagfocus host=NAME); top prints the\n"
+		"table of `flightrec top`; timeline charts each host's share step by step.\n"
+		"WINDOW is --window DURATION, or --from TIME [--to TIME].\n"
 		"\n"
-		"  --clickhouse URL[,URL...]  ClickHouse HTTP endpoints (http[s]://HOST:8123); the\n"
+		"  --clickhouse URL[,URL...]\n"
+		"                     ClickHouse HTTP endpoints (http[s]://HOST:8123); the\n"
 		"                     first that answers is asked\n"
 		"  --database NAME    the database (default flightrec)\n"
 		"  --user NAME        ClickHouse user (default: the server's default user)\n"
 		"  --password-file F  the user's password, first line of F\n"
 		"  --window DURATION  the last 60s, 5m, 1h, ...\n"
-		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix seconds\n"
+		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix s\n"
 		"  --to TIME          window end (default now)\n"
 		"  --host GLOB[,...]  only hosts whose name matches (* any run, ? one character)\n"
 		"  --comm NAME[,...]  only processes with these command names\n"
@@ -74,12 +76,12 @@ static void usage(FILE *f)
 		"  --json             (timeline) the JSON form of flightrec timeline\n"
 		"  -h, --help         show this help\n"
 		"\n"
-		"Exit status: 0 success, 1 failure (also: no samples in the window), 2 usage error.\n"
+		"Exit status: 0 success, 1 failure (also: no samples in the window), 2 usage.\n"
 		"Examples:\n"
-		"  flightrec fleet attach --clickhouse http://ch1:8123 --window 1h --host 'web-*' -o fleet.pb.gz\n"
-		"  go tool pprof -tags fleet.pb.gz\n"
-		"  flightrec fleet top --clickhouse http://ch1:8123 --window 10m --comm postgres --by host\n"
-		"  flightrec fleet timeline --clickhouse http://ch1:8123 --window 1h --by host\n");
+		"  flightrec fleet attach --clickhouse http://ch1:8123 --window 1h \\\n"
+		"      --host 'web-*' -o fleet.pb.gz && go tool pprof -tags fleet.pb.gz\n"
+		"  flightrec fleet top --clickhouse http://ch1:8123 --window 10m --by host\n"
+		"  flightrec fleet timeline --clickhouse http://ch1:8123 --window 1h\n");
 }
 
 static int usage_error(const struct fleet_args *a, const char *what, const char *arg)
