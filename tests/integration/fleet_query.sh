@@ -5,7 +5,8 @@
 # host labels (the project's pprof reader through `flightrec top`, and go
 # tool pprof -tags), --host globs, --comm and --label filters, a stack
 # stored on both shards taken once, a window without rows (exit 1, a clear
-# message), a first URL that is down, a user with a password file, and
+# message), a first URL that is down, no server or a shard down (exit 1,
+# never a smaller profile), a user with a password file, and
 # values built to break out of their SQL literals that match nothing and
 # change nothing. Two daemons exporting a live workload
 # are tests/integration/fleet.sh.
@@ -148,6 +149,16 @@ fleet attach --window 10m --label "tenant=acme' OR '1'='1" -o "$T/inj.pb.gz" 2>"
 	-o "$T/failover.pb.gz" 2>"$T/failover.err" ||
 	fail "failover: $(cat "$T/failover.err")"
 grep -q "190 samples from 2 hosts" "$T/failover.err" || fail "failover: $(cat "$T/failover.err")"
+
+# No server answers: exit 1, curl's reason. A shard down: ClickHouse's
+# error and exit 1, never a profile of the shards that are left.
+"$FLIGHTREC" fleet attach --clickhouse "http://127.0.0.1:1" --window 10m -o "$T/down.pb.gz" 2>"$T/down.err"
+[ $? = 1 ] && grep -qi "connect" "$T/down.err" || fail "no server: $(cat "$T/down.err")"
+ch_stop 2
+"$FLIGHTREC" fleet attach --clickhouse "$(ch_url 1)" --window 10m -o "$T/half.pb.gz" 2>"$T/half.err"
+[ $? = 1 ] && [ ! -e "$T/half.pb.gz" ] && grep -q "ClickHouse at" "$T/half.err" ||
+	fail "a shard down: $(cat "$T/half.err")"
+ch_start 2
 
 # A user with a password from a file (ClickHouse 18.16 has users only in
 # users.xml, which it reloads): the right one answers, a wrong one is
