@@ -10,13 +10,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/query/ch_schema.h"
+#include "core/query/fleet_rows.h"
 #include "core/query/fleet_sql.h"
 #include "core/query/rowbinary.h"
 #include "core/store/sample.h"
@@ -24,8 +24,8 @@
 #include "fr_version.h"
 #include "tools/fleet.h"
 
-/* The stacks query's columns, in order: stack_hash, then the parallel
- * arrays of the frames (leaf first). */
+/* The stacks query's columns, in the order fr_fleet_stack_row() reads:
+ * stack_hash, then the parallel arrays of the frames (leaf first). */
 #define STACK_COLUMNS "stack_hash, any(function), any(file), any(line), any(mapping), any(build_id)"
 
 struct fd_sink {
@@ -48,84 +48,6 @@ static int write_fd(void *arg, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
-}
-
-struct stack_rows {
-	struct fr_fleet_pprof *fp;
-	struct fr_fleet_frame frames[FR_FLEET_MAX_FRAMES];
-};
-
-/* An Array(String) into one field of each frame; the count must be `n`
- * (or sets it when *n is UINT64_MAX). */
-static int read_strs(struct fr_rb_cur *c, struct fr_fleet_frame *f, size_t off, uint64_t *n)
-{
-	uint64_t len;
-	int ret = fr_rb_len(c, &len);
-
-	if (ret < 0)
-		return ret;
-	if (*n == UINT64_MAX)
-		*n = len;
-	if (len != *n)
-		return -EBADMSG;
-	for (uint64_t i = 0; i < len; i++) {
-		const char *s;
-		size_t sl;
-		struct fr_fleet_str *dst;
-
-		ret = fr_rb_str(c, &s, &sl);
-		if (ret < 0)
-			return ret;
-		if (i >= FR_FLEET_MAX_FRAMES)
-			continue;
-		dst = (struct fr_fleet_str *)((char *)&f[i] + off);
-		dst->s = s;
-		dst->len = sl;
-	}
-	return 0;
-}
-
-static int stack_row(void *arg, struct fr_rb_cur *c)
-{
-	struct stack_rows *r = arg;
-	uint64_t id, n = UINT64_MAX, nl;
-	int ret;
-
-	memset(r->frames, 0, sizeof(r->frames));
-	if ((ret = fr_rb_uint(c, 8, &id)) < 0 ||
-	    (ret = read_strs(c, r->frames, offsetof(struct fr_fleet_frame, func), &n)) < 0 ||
-	    (ret = read_strs(c, r->frames, offsetof(struct fr_fleet_frame, file), &n)) < 0)
-		return ret;
-	if ((ret = fr_rb_len(c, &nl)) < 0)
-		return ret;
-	if (nl != n)
-		return -EBADMSG;
-	for (uint64_t i = 0; i < nl; i++) {
-		uint64_t line;
-
-		if ((ret = fr_rb_uint(c, 4, &line)) < 0)
-			return ret;
-		if (i < FR_FLEET_MAX_FRAMES)
-			r->frames[i].line = line;
-	}
-	if ((ret = read_strs(c, r->frames, offsetof(struct fr_fleet_frame, mapping), &n)) < 0 ||
-	    (ret = read_strs(c, r->frames, offsetof(struct fr_fleet_frame, build_id), &n)) < 0)
-		return ret;
-	return fr_fleet_pprof_stack(r->fp, id, r->frames,
-				    n < FR_FLEET_MAX_FRAMES ? (size_t)n : FR_FLEET_MAX_FRAMES);
-}
-
-static int sample_row(void *arg, struct fr_rb_cur *c)
-{
-	struct fr_fleet_pprof *fp = arg;
-	struct fr_fleet_str host;
-	uint64_t id, count, value;
-	int ret;
-
-	if ((ret = fr_rb_str(c, &host.s, &host.len)) < 0 || (ret = fr_rb_uint(c, 8, &id)) < 0 ||
-	    (ret = fr_rb_uint(c, 8, &count)) < 0 || (ret = fr_rb_uint(c, 8, &value)) < 0)
-		return ret;
-	return fr_fleet_pprof_sample(fp, host, id, count, value);
 }
 
 /* Runs `sql` with its answer read row by row by `row`. Returns 0 or 1
@@ -185,7 +107,7 @@ int fleet_profile(const struct fleet_args *a, int fd, struct fr_fleet_pprof_stat
 		.t1 = a->t1,
 	};
 	struct fd_sink out = {fd};
-	struct stack_rows *sr = calloc(1, sizeof(*sr));
+	struct fr_fleet_rows *sr = calloc(1, sizeof(*sr));
 	struct fr_sql sql;
 	int ret = 1;
 
@@ -206,7 +128,7 @@ int fleet_profile(const struct fleet_args *a, int fd, struct fr_fleet_pprof_stat
 		   " WHERE ");
 	fleet_ch_where(a, &sql);
 	fr_sql_add(&sql, ") GROUP BY stack_hash FORMAT RowBinary");
-	if (rows_query(a, &sql, stack_row, sr, "stacks"))
+	if (rows_query(a, &sql, fr_fleet_stack_row, sr, "stacks"))
 		goto out;
 	fr_sql_free(&sql);
 	fr_sql_init(&sql, 0);
@@ -214,7 +136,7 @@ int fleet_profile(const struct fleet_args *a, int fd, struct fr_fleet_pprof_stat
 			 " WHERE ");
 	fleet_ch_where(a, &sql);
 	fr_sql_add(&sql, " GROUP BY host, stack_hash FORMAT RowBinary");
-	if (rows_query(a, &sql, sample_row, sr->fp, "samples"))
+	if (rows_query(a, &sql, fr_fleet_sample_row, sr, "samples"))
 		goto out;
 	ret = fr_fleet_pprof_finish(sr->fp, st);
 	if (ret < 0) {

@@ -1,7 +1,8 @@
 /* Fuzz target for ClickHouse RowBinary answers (core/query/rowbinary.h)
  * read into a fleet profile (core/query/fleet_pprof.h): what `flightrec
  * fleet` does with the bytes a ClickHouse server (or anything listening at
- * the URL a user gave) sends back.
+ * the URL a user gave) sends back, through the same row readers
+ * (core/query/fleet_rows.h).
  *
  * Input: byte 0 picks the answer's shape (even: the stacks query's rows,
  * odd: the (host, stack) totals), byte 1 the size of the pieces the bytes
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "core/query/fleet_pprof.h"
+#include "core/query/fleet_rows.h"
 #include "core/query/rowbinary.h"
 
 static int discard(void *arg, const void *buf, size_t len)
@@ -27,91 +29,18 @@ static int discard(void *arg, const void *buf, size_t len)
 	return 0;
 }
 
-struct ctx {
-	struct fr_fleet_pprof *fp;
-	struct fr_fleet_frame frames[FR_FLEET_MAX_FRAMES];
-};
-
-static int strs(struct fr_rb_cur *c, struct fr_fleet_frame *f, int which, uint64_t *n)
-{
-	uint64_t len;
-	int ret = fr_rb_len(c, &len);
-
-	if (ret < 0)
-		return ret;
-	if (*n == UINT64_MAX)
-		*n = len;
-	if (len != *n)
-		return -EBADMSG;
-	for (uint64_t i = 0; i < len; i++) {
-		struct fr_fleet_str s;
-
-		if ((ret = fr_rb_str(c, &s.s, &s.len)) < 0)
-			return ret;
-		if (i >= FR_FLEET_MAX_FRAMES)
-			continue;
-		if (which == 0)
-			f[i].func = s;
-		else if (which == 1)
-			f[i].file = s;
-		else if (which == 2)
-			f[i].mapping = s;
-		else
-			f[i].build_id = s;
-	}
-	return 0;
-}
-
-/* As tools/fleet_attach.c reads the stacks query's rows. */
-static int stack_row(void *arg, struct fr_rb_cur *c)
-{
-	struct ctx *x = arg;
-	uint64_t id, n = UINT64_MAX, nl, line;
-	int ret;
-
-	memset(x->frames, 0, sizeof(x->frames));
-	if ((ret = fr_rb_uint(c, 8, &id)) < 0 || (ret = strs(c, x->frames, 0, &n)) < 0 ||
-	    (ret = strs(c, x->frames, 1, &n)) < 0 || (ret = fr_rb_len(c, &nl)) < 0)
-		return ret;
-	if (nl != n)
-		return -EBADMSG;
-	for (uint64_t i = 0; i < nl; i++) {
-		if ((ret = fr_rb_uint(c, 4, &line)) < 0)
-			return ret;
-		if (i < FR_FLEET_MAX_FRAMES)
-			x->frames[i].line = line;
-	}
-	if ((ret = strs(c, x->frames, 2, &n)) < 0 || (ret = strs(c, x->frames, 3, &n)) < 0)
-		return ret;
-	return fr_fleet_pprof_stack(x->fp, id, x->frames,
-				    n < FR_FLEET_MAX_FRAMES ? (size_t)n : FR_FLEET_MAX_FRAMES);
-}
-
-static int sample_row(void *arg, struct fr_rb_cur *c)
-{
-	struct ctx *x = arg;
-	struct fr_fleet_str host;
-	uint64_t id, count, value;
-	int ret;
-
-	if ((ret = fr_rb_str(c, &host.s, &host.len)) < 0 || (ret = fr_rb_uint(c, 8, &id)) < 0 ||
-	    (ret = fr_rb_uint(c, 8, &count)) < 0 || (ret = fr_rb_uint(c, 8, &value)) < 0)
-		return ret;
-	return fr_fleet_pprof_sample(x->fp, host, id, count, value);
-}
-
 /* Reads the answer in pieces of `piece` bytes (0: whole). */
 static int run(const uint8_t *d, size_t n, int stacks, size_t piece, uint64_t *rows)
 {
 	struct fr_fleet_pprof_opts o = {.name = "cpu", .unit = "nanoseconds", .t1 = 1};
-	static struct ctx x;
+	static struct fr_fleet_rows x;
 	struct fr_rb_stream s;
 	int ret = 0;
 
 	x.fp = fr_fleet_pprof_new(&o, discard, NULL);
 	FUZZ_CHECK(x.fp != NULL, "fr_fleet_pprof_new");
 	/* A small row bound, so that the limit is reached too. */
-	fr_rb_stream_init(&s, stacks ? stack_row : sample_row, &x, 1 << 16);
+	fr_rb_stream_init(&s, stacks ? fr_fleet_stack_row : fr_fleet_sample_row, &x, 1 << 16);
 	for (size_t at = 0; at < n && ret == 0; at += piece ? piece : n) {
 		size_t len = piece && n - at > piece ? piece : n - at;
 
