@@ -86,9 +86,11 @@ int fleet_ch_query(const struct fleet_args *a, const char *sql,
 		.user = a->user,
 		.password_file = a->password_file,
 		.timeout_ms = a->timeout_ns / 1000000 + 5000,
-		/* An answer is bounded by the distinct (host, stack) pairs;
-		 * far beyond any window's. */
-		.max_response = (size_t)4 << 30,
+		/* An answer is one row per distinct (host, stack), ~40
+		 * bytes: 50 hosts x 1 h is under 1 MiB. 1 GiB bounds what a
+		 * server (or whatever answers at the URL) can make us hold
+		 * in stacks. */
+		.max_response = (size_t)1 << 30,
 	};
 	struct counted c = {sink, arg, 0};
 	struct fr_http *h = NULL;
