@@ -87,9 +87,9 @@ int fleet_ch_query(const struct fleet_args *a, const char *sql,
 		.password_file = a->password_file,
 		.timeout_ms = a->timeout_ns / 1000000 + 5000,
 		/* An answer is one row per distinct (host, stack), ~40
-		 * bytes: 50 hosts x 1 h is under 1 MiB. 1 GiB bounds what a
-		 * server (or whatever answers at the URL) can make us hold
-		 * in stacks. */
+		 * bytes, and each stack once: 50 hosts x 1 h is a few MiB.
+		 * 1 GiB bounds what a server (or whatever answers at the
+		 * URL) can make us hold in stacks. */
 		.max_response = (size_t)1 << 30,
 	};
 	struct counted c = {sink, arg, 0};
