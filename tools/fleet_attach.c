@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/query/ch_schema.h"
@@ -97,6 +98,62 @@ static void comments(const struct fleet_args *a, struct fr_fleet_pprof *fp)
 	fr_fleet_pprof_comment(fp, line);
 }
 
+/* The totals per (host, stack) of the window, ClickHouse's answer kept as
+ * it came in `spool`. Returns 0 or 1 after saying why. */
+static int spool_totals(const struct fleet_args *a, int spool, uint64_t *bytes)
+{
+	struct fd_sink sink = {spool};
+	struct fr_sql sql;
+	int ret;
+
+	fr_sql_init(&sql, 0);
+	fr_sql_add(&sql, "SELECT host, stack_hash, sum(count), sum(value) FROM " FR_CH_SAMPLES_ALL
+			 " WHERE ");
+	fleet_ch_where(a, &sql);
+	fr_sql_add(&sql, " GROUP BY host, stack_hash FORMAT RowBinary");
+	if (sql.err) {
+		fprintf(stderr, "%s: the samples query: %s\n", a->cmd, strerror(-sql.err));
+		ret = 1;
+	} else {
+		ret = fleet_ch_query(a, sql.buf, write_fd, &sink);
+	}
+	fr_sql_free(&sql);
+	*bytes = ret == 0 ? (uint64_t)lseek(spool, 0, SEEK_CUR) : 0;
+	return ret;
+}
+
+/* Reads the spooled totals back into the profile. Returns 0 or 1. */
+static int replay_totals(const struct fleet_args *a, int spool, struct fr_fleet_rows *rows)
+{
+	struct fr_rb_stream rs;
+	static char buf[1 << 16];
+	ssize_t n = 0;
+	int ret = 0;
+
+	if (lseek(spool, 0, SEEK_SET) < 0)
+		return 1;
+	fr_rb_stream_init(&rs, fr_fleet_sample_row, rows, 0);
+	while (ret == 0 && (n = read(spool, buf, sizeof(buf))) > 0)
+		ret = fr_rb_stream_feed(&rs, buf, (size_t)n);
+	if (ret == 0)
+		ret = n < 0 ? -errno : fr_rb_stream_end(&rs);
+	fr_rb_stream_free(&rs);
+	if (ret < 0)
+		fprintf(stderr, "%s: ClickHouse's answer to the samples query is malformed: %s\n",
+			a->cmd, strerror(-ret));
+	return ret < 0;
+}
+
+static void no_samples(const struct fleet_args *a)
+{
+	char t0[64], t1[64];
+
+	fprintf(stderr, "%s: no samples of %s in %s .. %s%s\n", a->cmd, fr_event_name(a->event),
+		fr_format_time(a->t0, t0, sizeof(t0)), fr_format_time(a->t1, t1, sizeof(t1)),
+		a->nhosts || a->q.targets.ncomms || a->q.targets.nlabels ? " matching the filters"
+									 : "");
+}
+
 int fleet_profile(const struct fleet_args *a, int fd, struct fr_fleet_pprof_stats *st)
 {
 	struct fr_fleet_pprof_opts o = {
@@ -108,12 +165,28 @@ int fleet_profile(const struct fleet_args *a, int fd, struct fr_fleet_pprof_stat
 	};
 	struct fd_sink out = {fd};
 	struct fr_fleet_rows *sr = calloc(1, sizeof(*sr));
+	int spool = memfd_create("flightrec-fleet-totals", MFD_CLOEXEC);
+	uint64_t spooled = 0;
 	struct fr_sql sql;
 	int ret = 1;
 
 	fr_sql_init(&sql, 0);
-	sr->fp = sr ? fr_fleet_pprof_new(&o, write_fd, &out) : NULL;
-	if (!sr || !sr->fp) {
+	if (!sr || spool < 0) {
+		fprintf(stderr, "%s: %s\n", a->cmd, sr ? strerror(errno) : "out of memory");
+		goto out;
+	}
+	/* The totals first, kept aside: an exporter inserts a batch's
+	 * stacks before its samples, so the stacks asked for afterwards
+	 * include every stack these totals name, even those of a batch
+	 * that landed in between. */
+	if (spool_totals(a, spool, &spooled))
+		goto out;
+	if (!spooled) {
+		no_samples(a);
+		goto out;
+	}
+	sr->fp = fr_fleet_pprof_new(&o, write_fd, &out);
+	if (!sr->fp) {
 		fprintf(stderr, "%s: out of memory\n", a->cmd);
 		goto out;
 	}
@@ -128,31 +201,14 @@ int fleet_profile(const struct fleet_args *a, int fd, struct fr_fleet_pprof_stat
 		   " WHERE ");
 	fleet_ch_where(a, &sql);
 	fr_sql_add(&sql, ") GROUP BY stack_hash FORMAT RowBinary");
-	if (rows_query(a, &sql, fr_fleet_stack_row, sr, "stacks"))
-		goto out;
-	fr_sql_free(&sql);
-	fr_sql_init(&sql, 0);
-	fr_sql_add(&sql, "SELECT host, stack_hash, sum(count), sum(value) FROM " FR_CH_SAMPLES_ALL
-			 " WHERE ");
-	fleet_ch_where(a, &sql);
-	fr_sql_add(&sql, " GROUP BY host, stack_hash FORMAT RowBinary");
-	if (rows_query(a, &sql, fr_fleet_sample_row, sr, "samples"))
+	if (rows_query(a, &sql, fr_fleet_stack_row, sr, "stacks") || replay_totals(a, spool, sr))
 		goto out;
 	ret = fr_fleet_pprof_finish(sr->fp, st);
 	if (ret < 0) {
 		fprintf(stderr, "%s: cannot write the profile: %s\n", a->cmd, strerror(-ret));
 		ret = 1;
-		goto out;
-	}
-	if (!st->rows) {
-		char t0[64], t1[64];
-
-		fprintf(stderr, "%s: no samples of %s in %s .. %s%s\n", a->cmd,
-			fr_event_name(a->event), fr_format_time(a->t0, t0, sizeof(t0)),
-			fr_format_time(a->t1, t1, sizeof(t1)),
-			a->nhosts || a->q.targets.ncomms || a->q.targets.nlabels
-				? " matching the filters"
-				: "");
+	} else if (!st->rows) {
+		no_samples(a);
 		ret = 1;
 	}
 out:
@@ -160,5 +216,7 @@ out:
 	if (sr)
 		fr_fleet_pprof_free(sr->fp);
 	free(sr);
+	if (spool >= 0)
+		close(spool);
 	return ret;
 }

@@ -182,4 +182,18 @@ printf "%s\n" "wrong" >"$T/pw.bad"
 [ $? = 2 ] || fail "a hostile --database was not refused: $(cat "$T/err")"
 "$FLIGHTREC" fleet attach --clickhouse "file:///etc/passwd" --window 1m -o "$T/x" 2>"$T/err"
 [ $? = 2 ] || fail "a file:// URL was not refused: $(cat "$T/err")"
+# Regression: with the stacks asked first, a batch landing between the two
+# queries (its stack, then its samples, as exporters insert) left a total
+# without its stack. A proxy lands one right after the first query.
+python3 "$(dirname "$0")/ch_between.py" "$T/proxy.port" "$(ch_url 1)" "" \
+	"INSERT INTO flightrec.stacks VALUES ($t, 77, ['late_fn'], [''], [0], ['/bin/app'], [''])" \
+	"INSERT INTO flightrec.samples VALUES ($t, 'web-1', 'cpu', 77, 10, 'postgres', [], [], $S, 19, 99)" &
+for _ in $(seq 1 50); do [ -s "$T/proxy.port" ] && break; sleep 0.1; done
+"$FLIGHTREC" fleet attach --clickhouse "http://127.0.0.1:$(cat "$T/proxy.port")" --window 10m \
+	-o "$T/late.pb.gz" 2>"$T/late.err" || fail "fleet attach through the proxy: $(cat "$T/late.err")"
+"$FLIGHTREC" top "$T/late.pb.gz" -n 100 >"$T/late.top" 2>&1
+! grep -q "stack not in the stacks table" "$T/late.top" ||
+	fail "a batch between the queries left a total without its stack: $(cat "$T/late.top")"
+[ "$(ch_query 1 "SELECT count() FROM flightrec.samples WHERE stack_hash = 77")" = 1 ] ||
+	fail "the proxy's batch did not land"
 echo "fleet_query: ok"
