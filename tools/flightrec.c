@@ -18,6 +18,7 @@
 #include "ipc/paths.h"
 #include "tools/cli.h"
 #include "tools/cmd_ctl.h"
+#include "tools/fleet.h"
 #include "tools/query.h"
 #include "tools/top.h"
 
@@ -42,6 +43,7 @@ static void usage_main(FILE *f)
 		"  timeline  which minute: per step, the CPU (or an event) of the top processes\n"
 		"  serve     a web page on loopback: timeline, flame graphs, diffs, threads\n"
 		"  export    prepare ClickHouse for the exporter: --init-schema, --expire\n"
+		"  fleet     many hosts from ClickHouse: attach, top, timeline\n"
 		"\n"
 		"Run `flightrec COMMAND --help` for a command's options.\n"
 		"The socket is --socket PATH, else $FLIGHTREC_SOCKET, else the daemon's default\n"
@@ -89,6 +91,8 @@ int main(int argc, char **argv)
 		return fr_cmd_threads(argc, argv);
 	if (strcmp(cmd, "export") == 0)
 		return fr_cmd_export(argc, argv);
+	if (strcmp(cmd, "fleet") == 0)
+		return fr_cmd_fleet(argc, argv);
 	if (strcmp(cmd, "top") == 0)
 		return fr_top_main(argc, argv);
 	if (strcmp(cmd, "reload") == 0)
@@ -100,7 +104,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "serve") == 0)
 		return fr_cmd_serve(argc, argv);
 	fprintf(stderr,
-		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, reload, trigger, timeline, serve, export; see %s --help)\n",
+		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, reload, trigger, timeline, serve, export, fleet; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }
