@@ -18,7 +18,8 @@ _flightrec_opts_serve="--listen --allow-remote --read-timeout --socket --help"
 _flightrec_opts_reload="--socket --json --help"
 _flightrec_opts_trigger="--reason --window --socket --json --help"
 _flightrec_opts_export="--init-schema --expire --clickhouse --database --cluster --ttl --user --password-file --ring --host --from --to --batch --event --hz --help"
-_flightrec_opts_fleet="attach top timeline"
+_flightrec_fleet_commands="attach top timeline"
+_flightrec_opts_fleet="--clickhouse --database --user --password-file --window --from --to --host --comm --label --event --timeout -o --output -n --sort --by --step --top --json --help"
 _flightrec_events="cpu offcpu cycles instructions cache-references cache-misses branch-instructions branch-misses page-faults context-switches cpu-migrations"
 
 # The recorder's session names, for trigger and dump --session (quietly
@@ -41,7 +42,7 @@ _flightrec()
 	fi
 	cmd=${COMP_WORDS[1]}
 	case $prev in
-	-o | --output | --ring | --symbol-cache | --debug-dir)
+	-o | --output | --ring | --symbol-cache | --debug-dir | --password-file)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	--socket)
@@ -63,13 +64,18 @@ _flightrec()
 		COMPREPLY=($(compgen -W "$(_flightrec_sessions)" -- "$cur"))
 		return ;;
 	--window | --from | --to | --at | --pid | --comm | --label | --label-key | --hz | --count | \
-		--since-last | --reason | -n)
+		--since-last | --reason | -n | --clickhouse | --database | --user | --host | --timeout | \
+		--step | --top | --by)
 		return ;;
 	esac
 	var=_flightrec_opts_${cmd}
 	opts=${!var-}
 	if [ "$cmd" = trigger ] && [[ $cur != -* ]]; then
 		COMPREPLY=($(compgen -W "$(_flightrec_sessions)" -- "$cur"))
+		return
+	fi
+	if [ "$cmd" = fleet ] && [ "$COMP_CWORD" -eq 2 ]; then
+		COMPREPLY=($(compgen -W "$_flightrec_fleet_commands" -- "$cur"))
 		return
 	fi
 	if [ "$cmd" = top ] && [[ $cur != -* ]]; then
