@@ -73,7 +73,7 @@ static void usage(FILE *f)
 		"  --step DURATION    (timeline) one row per step (default: the window / 60,\n"
 		"                     rounded; the exporter's batch, 10s, is the finest)\n"
 		"  --top N            (timeline) groups shown, the rest is \"other\" (default 8)\n"
-		"  --json             (timeline) the JSON form of flightrec timeline\n"
+		"  --json             (top, timeline) the JSON form of flightrec top or timeline\n"
 		"  -h, --help         show this help\n"
 		"\n"
 		"Exit status: 0 success, 1 failure (also: no samples in the window), 2 usage.\n"
@@ -275,13 +275,13 @@ static int fleet_attach(struct fleet_args *a)
 static int fleet_top(struct fleet_args *a)
 {
 	struct fr_fleet_pprof_stats st = {0};
-	char path[64], *argv[10];
+	char path[64], *argv[12];
 	int fd, ret, argc = 0;
 
 	if (a->q.out_s)
 		return usage_error(a, "shows a table; -o is for fleet attach", NULL);
-	if (a->step_s || a->top_s || a->json)
-		return usage_error(a, "--step, --top and --json are for fleet timeline", NULL);
+	if (a->step_s || a->top_s)
+		return usage_error(a, "--step and --top are for fleet timeline", NULL);
 	if (a->by_s && strcmp(a->by_s, "host") != 0)
 		return usage_error(a, "--by: top splits by host only", NULL);
 	fd = memfd_create("flightrec-fleet-top", MFD_CLOEXEC);
@@ -308,9 +308,11 @@ static int fleet_top(struct fleet_args *a)
 		argv[argc++] = (char *)a->sort_s;
 	}
 	if (a->by_s) {
-		argv[argc++] = "--label-key";
-		argv[argc++] = "host";
+		argv[argc++] = "--by";
+		argv[argc++] = "label:host";
 	}
+	if (a->json)
+		argv[argc++] = "--json";
 	argv[argc] = NULL;
 	ret = fr_top_main(argc, argv);
 	close(fd);
