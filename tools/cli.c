@@ -301,18 +301,43 @@ out:
 
 void fr_cli_human_duration(int64_t ns, char *buf, size_t len)
 {
-	int64_t s = ns / 1000000000;
+	fr_format_duration(ns, buf, len);
+}
 
-	if (s >= 86400)
-		snprintf(buf, len, "%lldd %lldh %lldm", (long long)(s / 86400),
-			 (long long)(s % 86400 / 3600), (long long)(s % 3600 / 60));
-	else if (s >= 3600)
-		snprintf(buf, len, "%lldh %lldm %llds", (long long)(s / 3600),
-			 (long long)(s % 3600 / 60), (long long)(s % 60));
-	else if (s >= 60)
-		snprintf(buf, len, "%lldm %llds", (long long)(s / 60), (long long)(s % 60));
+/* "HH:MM:SS", with "YYYY-MM-DD " before it when `t` is not on today's
+ * date (UTC) or `date` asks for it. */
+static void clock_utc(int64_t t, int date, char *buf, size_t len)
+{
+	time_t secs = (time_t)(t / 1000000000), now = time(NULL);
+	struct tm tm, today;
+
+	gmtime_r(&secs, &tm);
+	gmtime_r(&now, &today);
+	if (date || tm.tm_year != today.tm_year || tm.tm_yday != today.tm_yday)
+		strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
 	else
-		snprintf(buf, len, "%.1fs", (double)ns / 1e9);
+		strftime(buf, len, "%H:%M:%S", &tm);
+}
+
+char *fr_cli_format_clock(int64_t t, char *buf, size_t len)
+{
+	char c[48];
+
+	clock_utc(t, 0, c, sizeof(c));
+	snprintf(buf, len, "%s UTC", c);
+	return buf;
+}
+
+char *fr_cli_format_window(int64_t t0, int64_t t1, char *buf, size_t len)
+{
+	char a[48], b[48], dur[32];
+
+	clock_utc(t0, 0, a, sizeof(a));
+	/* The end's date only when it differs from the start's. */
+	clock_utc(t1, t1 / 1000000000 / 86400 != t0 / 1000000000 / 86400, b, sizeof(b));
+	snprintf(buf, len, "%s\u2013%s UTC (%s)", a, b,
+		 fr_format_duration(t1 - t0, dur, sizeof(dur)));
+	return buf;
 }
 
 /* The ring facts shared by status and dump --info. */

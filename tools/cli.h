@@ -101,8 +101,17 @@ void fr_cli_progress_stop(struct fr_cli_progress *p);
  * by the caller). Returns 0, or 1 after saying what went wrong. */
 int fr_cli_simple_request(const char *cmd, const char *socket_s, cJSON **resp, char **text);
 
-/* "1h 2m 3s": a duration for a person. */
+/* A duration for a person: fr_format_duration(), the one form every
+ * command prints ("19.8s", "1h30m"). */
 void fr_cli_human_duration(int64_t ns, char *buf, size_t len);
+
+/* "13:05:00–13:06:00 UTC (1m)": a window printed back in UTC, the date
+ * added when it is not today's (UTC). Returns buf. */
+char *fr_cli_format_window(int64_t t0, int64_t t1, char *buf, size_t len);
+
+/* "13:05:10 UTC" (or with the date when not today's): a time point for a
+ * person. Returns buf. */
+char *fr_cli_format_clock(int64_t t, char *buf, size_t len);
 
 /* The ring facts shared by status and dump --info. */
 void fr_cli_print_ring(const cJSON *ring, double lost);

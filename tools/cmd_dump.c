@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "core/store/chunk.h"
+#include "core/util/log.h"
 #include "core/util/parse.h"
 #include "core/query/profile.h"
 #include "core/query/threads_at.h"
@@ -47,7 +48,8 @@ static void usage_dump(FILE *f)
 		"  --ring FILE        the ring (e.g. /var/lib/flightrec/ring)\n"
 		"  --window DURATION  the last DURATION the ring recorded, ending at its newest\n"
 		"                     sample (the moment of the crash)\n"
-		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix seconds\n"
+		"  --from TIME        window start: -10m (ago), 13:05 (local), RFC 3339 or\n"
+		"                     @UNIXSECONDS (see flightrec attach --help)\n"
 		"  --to TIME          window end (default: the newest sample)\n"
 		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here,\n"
 		"                     .folded for --format folded)\n"
@@ -77,7 +79,7 @@ static void usage_dump(FILE *f)
 		"                     from the ring alone: blocked (since when, where), running\n"
 		"                     (cpu samples in the second before) or unknown\n"
 		"  --at TIME          that moment (default: the ring's last seal, the moment\n"
-		"                     of a crash; RFC 3339 or Unix seconds)\n"
+		"                     of a crash; as --from)\n"
 		"  --json             with --info: one JSON object (times in Unix ns, sizes in\n"
 		"                     bytes); with --threads: as flightrec threads --json\n"
 		"  --session NAME     dump a configured session now, through the recorder\n"
@@ -152,8 +154,10 @@ static int dump_session(const char *name, const char *window_s, const char *sock
 	char *socket_path = NULL, err[512];
 	int sock = -1, status = 1;
 
-	if (window_s && (fr_parse_duration(window_s, &dq.window_ns) < 0 ||
-			 dq.window_ns < FR_IPC_DUMP_WINDOW_MIN_NS ||
+	if (window_s &&
+	    fr_query_parse_duration("flightrec dump", "--window", window_s, &dq.window_ns))
+		return EXIT_USAGE;
+	if (window_s && (dq.window_ns < FR_IPC_DUMP_WINDOW_MIN_NS ||
 			 dq.window_ns > FR_IPC_DUMP_WINDOW_MAX_NS)) {
 		fprintf(stderr, "%s dump: --window: expected a duration of 1s..1h, got \"%s\"\n",
 			prog, window_s);
@@ -424,11 +428,8 @@ static int dump_threads(struct fr_ring *ring, struct dump_args *a, struct fr_pro
 	int64_t t;
 	int fd, status = 1;
 
-	if (a->at_s && fr_parse_time(a->at_s, &t) < 0) {
-		fprintf(stderr, "%s dump: --at %s is not a time (RFC 3339 or Unix seconds)\n", prog,
-			a->at_s);
+	if (a->at_s && fr_query_parse_when("flightrec dump", "--at", a->at_s, fr_now_real_ns(), &t))
 		return EXIT_USAGE;
-	}
 	if (!a->at_s && !(t = fr_threads_at_last(ring))) {
 		fprintf(stderr, "%s dump: %s holds no samples\n", prog, a->ring_s);
 		return 1;

@@ -17,6 +17,7 @@
 
 #include "core/query/pprof_read.h"
 #include "core/util/compress.h"
+#include "core/util/log.h"
 #include "core/util/parse.h"
 #include "ipc/client.h"
 #include "ipc/msg.h"
@@ -40,8 +41,8 @@ static void usage_threads(FILE *f)
 		"  --pid PID[,PID...] these processes\n"
 		"  --comm NAME[,...]  processes with these command names\n"
 		"  --cgroup PATH      processes in this cgroup v2 path or below it\n"
-		"  --at TIME          the threads at that past moment (RFC 3339 or Unix\n"
-		"                     seconds), from the ring alone: blocked (since when,\n"
+		"  --at TIME          the threads at that past moment (-30s, 13:05:00 local,\n"
+		"                     RFC 3339 or @UNIXSECONDS), from the ring alone: blocked (since when,\n"
 		"                     where), running or unknown; --comm and --cgroup are\n"
 		"                     the processes' names and cgroups of that moment\n"
 		"  --json             one JSON object: {\"threads\": [...], \"warnings\": [...]}\n"
@@ -409,11 +410,12 @@ int fr_cmd_threads(int argc, char **argv)
 		case FR_OPT_JSON: json = 1; break;
 		case FR_OPT_SOCKET: socket_s = optarg; break;
 		case OPT_AT:
-			if (fr_parse_time(optarg, &q.at_ns) < 0 || q.at_ns <= 0) {
-				fprintf(stderr,
-					"%s threads: --at %s is not a time (RFC 3339 or Unix "
-					"seconds)\n",
-					prog, optarg);
+			if (fr_query_parse_when("flightrec threads", "--at", optarg,
+						fr_now_real_ns(), &q.at_ns))
+				return EXIT_USAGE;
+			if (q.at_ns <= 0) {
+				fprintf(stderr, "%s threads: --at %s is before 1970\n", prog,
+					optarg);
 				return EXIT_USAGE;
 			}
 			break;

@@ -65,6 +65,20 @@ struct fr_query_args {
  * e.g. "flightrec attach") when its value is bad. */
 int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *q);
 
+/* The examples every time option's error gives. */
+#define FR_QUERY_TIME_FORMS "-10m, 13:05, 13:05:00, 2026-11-24T13:05:00+01:00 or @1732453500"
+
+/* Parses option `opt` (e.g. "--from") of `cmd` (e.g. "flightrec attach") as a
+ * time point relative to `now_ns` (fr_parse_when: relative, clock, RFC
+ * 3339, Unix seconds). Returns 0, or EXIT_USAGE after saying
+ * "cmd: --from: "13:61" is not a time (minutes go from 00 to 59); ...". */
+int fr_query_parse_when(const char *cmd, const char *opt, const char *text, int64_t now_ns,
+			int64_t *unix_ns);
+
+/* Parses option `opt` of `cmd` as a positive duration ("1h30m", "500ms").
+ * Returns 0, or EXIT_USAGE after saying why. */
+int fr_query_parse_duration(const char *cmd, const char *opt, const char *text, int64_t *ns);
+
 /* Checks that the window options make one window and parses them, and
  * gives each event its --hz rate. Returns 0 or EXIT_USAGE (after saying
  * why). */
