@@ -84,6 +84,7 @@ static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 	daemon_publish_sessions(d, opts->config);
 	d->flush_efd = d->sig_fd = -1;
 	pthread_mutex_init(&d->config_lock, NULL);
+	pthread_mutex_init(&d->stall_lock, NULL);
 	fr_budget_init(&d->query_budget, opts->config->query_memory);
 	fr_budget_init(&d->users_budget, opts->config->query_memory / 4);
 	d->start_real = fr_now_real_ns();
@@ -323,6 +324,7 @@ static void daemon_free(struct daemon *d)
 	}
 	pthread_mutex_destroy(&d->sessions_lock);
 	pthread_mutex_destroy(&d->config_lock);
+	pthread_mutex_destroy(&d->stall_lock);
 	fr_budget_destroy(&d->query_budget);
 	fr_budget_destroy(&d->users_budget);
 	free(d->dumps_default_dir);

@@ -293,7 +293,10 @@ static void before_drain(void *arg)
 	 * samples may have been lost in full perf rings, and status says
 	 * so. */
 	if (last && now - last > STALL_NS) {
+		int64_t real = fr_now_real_ns();
+
 		__atomic_add_fetch(&d->stalls, 1, __ATOMIC_RELAXED);
+		daemon_stall_note(d, real - (now - last), real);
 		fr_log_warn("the ingest thread was held up for %lld ms",
 			    (long long)((now - last) / 1000000));
 	}

@@ -437,7 +437,7 @@ int fr_cmd_threads(int argc, char **argv)
 	if (!socket_path)
 		goto out;
 	if (qa.out_s) {
-		if (fr_cli_output_open(&out, qa.out_s) < 0)
+		if (fr_cli_output_open(&out, qa.out_s, FR_PROFILE_PPROF) < 0)
 			goto out;
 		fd = out.fd;
 	} else if ((fd = memfd_create("flightrec-threads", MFD_CLOEXEC)) < 0) {

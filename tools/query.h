@@ -19,6 +19,7 @@ enum {
 	FR_OPT_RING, FR_OPT_INFO, FR_OPT_JSON, FR_OPT_FORMAT, FR_OPT_EVENT, FR_OPT_COMM,
 	FR_OPT_CGROUP, FR_OPT_FOLLOW, FR_OPT_COUNT, FR_OPT_SESSION, FR_OPT_CHILDREN,
 	FR_OPT_SORT, FR_OPT_SINCE_LAST, FR_OPT_LABEL, FR_OPT_LABEL_KEY, FR_OPT_BY_CPU,
+	FR_OPT_ALLOW_EMPTY = 400,
 };
 /* clang-format on */
 
@@ -39,6 +40,7 @@ struct fr_query_args {
 	uint32_t event_hz[FR_LIMIT_EVENTS];
 	struct fr_targets targets; /* has_uid unused: the daemon decides */
 	int by_cpu;		   /* --by-cpu, --label-key cpu: a "cpu" label */
+	int allow_empty;	   /* --allow-empty: no sample is no failure */
 };
 
 /* One option a line. */
@@ -57,7 +59,8 @@ struct fr_query_args {
 	{"format", required_argument, NULL, FR_OPT_FORMAT},        \
 	{"label", required_argument, NULL, FR_OPT_LABEL},          \
 	{"label-key", required_argument, NULL, FR_OPT_LABEL_KEY},  \
-	{"by-cpu", no_argument, NULL, FR_OPT_BY_CPU}
+	{"by-cpu", no_argument, NULL, FR_OPT_BY_CPU},              \
+	{"allow-empty", no_argument, NULL, FR_OPT_ALLOW_EMPTY}
 /* clang-format on */
 
 /* Takes option `c` if it is a query option: returns 1 when taken, 0 when

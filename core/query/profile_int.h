@@ -223,6 +223,10 @@ int profile_chunk_rates(struct builder *b, const struct fr_chunk *c);
 void profile_set_targets(struct builder *b, struct fr_profile_result *res);
 void profile_count_losses(struct builder *b, const struct fr_chunk *c);
 int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c);
+/* Adds the pid of each sample of `c` in the window, of the request's
+ * events (and of its uid when it has one), to `seen`. Returns 0 or
+ * -ENOMEM. */
+int profile_window_pids(const struct builder *b, const struct fr_chunk *c, struct kset *seen);
 
 /* core/query/profile_emit.c */
 struct fr_pprof *profile_pprof_new(const struct builder *b, int64_t t0, int64_t period,
