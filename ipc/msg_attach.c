@@ -39,12 +39,13 @@ int fr_ipc_attach_reply_add_span(cJSON *obj, const struct fr_ipc_attach_reply *r
 	    !add_nonzero(obj, "ring_oldest_ns", r->ring_oldest_ns) ||
 	    !add_nonzero(obj, "ring_newest_ns", r->ring_newest_ns) ||
 	    !add_nonzero(obj, "stall_t0_ns", r->stall_t0_ns) ||
-	    !add_nonzero(obj, "stall_t1_ns", r->stall_t1_ns))
+	    !add_nonzero(obj, "stall_t1_ns", r->stall_t1_ns) ||
+	    !add_nonzero(obj, "procs_in_window", (int64_t)r->procs_in_window))
 		return -ENOMEM;
 	if (!r->empty_filters)
 		return 0;
 	arr = cJSON_AddArrayToObject(obj, "empty_filters");
-	if (!arr || !fr_ipc_add_int(obj, "procs_in_window", (int64_t)r->procs_in_window))
+	if (!arr)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < NFILTERS; i++) {
 		cJSON *s;

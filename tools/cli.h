@@ -86,9 +86,9 @@ int fr_cli_report_check(const struct fr_cli_report *r, int allow_empty);
 /* Warns of a recorder stall within the window. Returns 1 when it did. */
 int fr_cli_report_stall(const struct fr_cli_report *r);
 
-/* "wrote incident.pb.gz: 19.8s of samples (window 1m, the ring starts 40s
- * in), 1234 samples, 56 stacks, at 99 Hz (12.3KiB)", and the window in UTC
- * when `show_window`. */
+/* "wrote incident.pb.gz: 1234 samples, 56 stacks, spanning 19.8s (window
+ * 1m, the ring starts 40s in), at 99 Hz (12.3KiB)": the span from the
+ * first to the last sample; and the window in UTC when `show_window`. */
 void fr_cli_report_summary(const struct fr_cli_report *r);
 
 /* flightrec-HOST-UTCTIME.pb.gz (.folded), UTCTIME to the millisecond

@@ -76,7 +76,7 @@ static void print_unwinding(const cJSON *ev)
  * in; 1180 samples kept, 0 evicted (table full); 12 of 65536 threads
  * waiting". Switch-outs neither kept nor waiting lost their partner (a
  * thread that exited, or a record lost). With the eBPF mechanism:
- * "offcpu:   bpf, stacks of waits >= 1000000 ns: 5200 switches; 300 long
+ * "offcpu:   bpf, stacks of waits >= 1ms: 5200 switches; 300 long
  * waits (290 with user stacks, 10 without), 900 short-wait records, 0
  * dropped; 40 open waits listed". A fallback says why on a line of its
  * own. */
@@ -91,11 +91,14 @@ static void print_offcpu(const cJSON *ev)
 	if (cJSON_IsString(fallback))
 		printf("offcpu:   perf mechanism (%s)\n", fallback->valuestring);
 	if (mech && strcmp(mech, "bpf") == 0) {
-		printf("offcpu:   bpf, stacks of waits >= %.0f ns: %.0f switches; %.0f long waits "
+		char min[32];
+
+		printf("offcpu:   bpf, stacks of waits >= %s: %.0f switches; %.0f long waits "
 		       "(%.0f with user stacks by %s, %.0f without), %.0f short-wait records, %.0f "
 		       "dropped; %.0f open waits listed\n",
-		       fr_cli_num(o, "min_wait_ns"), fr_cli_num(o, "switch_outs"),
-		       fr_cli_num(o, "long_waits"), fr_cli_num(o, "user_stacks"),
+		       fr_format_duration((int64_t)fr_cli_num(o, "min_wait_ns"), min, sizeof(min)),
+		       fr_cli_num(o, "switch_outs"), fr_cli_num(o, "long_waits"),
+		       fr_cli_num(o, "user_stacks"),
 		       fr_cli_str(o, "user_stacks_by") ? fr_cli_str(o, "user_stacks_by") : "?",
 		       fr_cli_num(o, "no_user_stack"), fr_cli_num(o, "short_records"),
 		       fr_cli_num(o, "ringbuf_drops"), fr_cli_num(o, "open_listed"));

@@ -37,23 +37,23 @@ static void add(char *buf, size_t len, size_t *used, const char *fmt, ...)
 }
 
 /* "--comm nginx,postgres": the options that chose targets of kind `bit`,
- * as they were given. */
+ * as they were given; "" when none did. */
 static void name_filter(const struct fr_targets *t, uint32_t bit, char *buf, size_t len)
 {
 	size_t used = 0;
 
 	buf[0] = '\0';
-	if (bit == FR_TARGET_PID) {
+	if (bit == FR_TARGET_PID && t->npids) {
 		add(buf, len, &used, "--pid ");
 		for (uint32_t i = 0; i < t->npids; i++)
 			add(buf, len, &used, "%s%u", i ? "," : "", t->pids[i]);
 		if (t->children)
 			add(buf, len, &used, " --children");
-	} else if (bit == FR_TARGET_COMM) {
+	} else if (bit == FR_TARGET_COMM && t->ncomms) {
 		add(buf, len, &used, "--comm ");
 		for (uint32_t i = 0; i < t->ncomms; i++)
 			add(buf, len, &used, "%s%s", i ? "," : "", t->comms[i]);
-	} else if (bit == FR_TARGET_CGROUP) {
+	} else if (bit == FR_TARGET_CGROUP && t->cgroup[0]) {
 		add(buf, len, &used, "--cgroup %s", t->cgroup);
 	} else if (bit == FR_TARGET_LABEL) {
 		for (uint32_t i = 0; i < t->nlabels; i++)
@@ -143,9 +143,10 @@ void fr_cli_report_summary(const struct fr_cli_report *r)
 		snprintf(rate, sizeof(rate), "at %u Hz", r->hz);
 	fr_format_duration(r->t1 - r->t0, dur, sizeof(dur));
 	fr_format_size_human(r->bytes, size, sizeof(size));
+	/* "N samples, M stacks" first, as scripts read it. */
 	if (!r->samples) {
-		fprintf(stderr, "%s: wrote %s: no samples (window %s), %s (%s)\n", prog, out, dur,
-			rate, size);
+		fprintf(stderr, "%s: wrote %s: 0 samples, 0 stacks (window %s), %s (%s)\n", prog,
+			out, dur, rate, size);
 	} else {
 		late[0] = '\0';
 		if (r->ring_oldest > r->t0 && r->ring_oldest < r->t1) {
@@ -155,10 +156,11 @@ void fr_cli_report_summary(const struct fr_cli_report *r)
 				 fr_format_duration(r->ring_oldest - r->t0, in, sizeof(in)));
 		}
 		fprintf(stderr,
-			"%s: wrote %s: %s of samples (window %s%s), %" PRIu64 " samples, %" PRIu64
-			" stacks, %s (%s)\n",
-			prog, out, fr_format_duration(r->last_ns - r->first_ns, span, sizeof(span)),
-			dur, late, r->samples, r->stacks, rate, size);
+			"%s: wrote %s: %" PRIu64 " samples, %" PRIu64
+			" stacks, spanning %s (window %s%s), %s (%s)\n",
+			prog, out, r->samples, r->stacks,
+			fr_format_duration(r->last_ns - r->first_ns, span, sizeof(span)), dur, late,
+			rate, size);
 	}
 	if (r->show_window)
 		fprintf(stderr, "%s: window %s\n", prog,

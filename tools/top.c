@@ -369,7 +369,7 @@ static int print_top(const struct fr_pprof_data *d, size_t limit, int sort_cum)
 		limit = (size_t)n;
 	format_value(total, unit, tv, sizeof(tv));
 	if (d->duration_nanos > 0)
-		format_value(d->duration_nanos, "nanoseconds", dur, sizeof(dur));
+		fr_format_duration(d->duration_nanos, dur, sizeof(dur));
 	else
 		snprintf(dur, sizeof(dur), "unknown");
 	printf("Showing top %zu of %zd functions, total %s (%" PRId64 " samples), window %s\n",

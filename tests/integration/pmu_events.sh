@@ -77,7 +77,7 @@ PY
 # sample stays, each of weight 1 (page-faults) and 2 ms (cpu).
 "$FLIGHTREC" attach --window 60s --hz 10 --event page-faults --pid "$PY_PID" -o "$T/pf.pb.gz" 2>"$T/err" ||
 	fail "attach --event page-faults failed: $(cat "$T/err")"
-grep -q "^flightrec: wrote $T/pf.pb.gz: [0-9]* samples, [0-9]* stacks, 1m window not downsampled" "$T/err" ||
+grep -Eq "^flightrec: wrote $T/pf.pb.gz: [0-9]+ samples, [0-9]+ stacks, spanning [0-9.hms]+ \(window 1m[^)]*\), not downsampled" "$T/err" ||
 	fail "attach does not say the profile is not downsampled: $(cat "$T/err")"
 "$GO" tool pprof -raw "$T/pf.pb.gz" >"$T/pf.raw" 2>"$T/pprof.err" ||
 	fail "go tool pprof cannot read the profile: $(cat "$T/pprof.err")"
