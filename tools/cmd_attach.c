@@ -301,11 +301,13 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
 	if (ret == 0 || ret == 2) {
 		char win[96];
 
-		/* The exact window, for --from/--to of other queries. */
+		/* The exact window, for --from/--to of other queries (scripts
+		 * read its first part), and for people. */
 		fprintf(stderr,
-			"%s: window %s, @%" PRId64 ".%09" PRId64 " .. @%" PRId64 ".%09" PRId64 "\n",
-			prog, fr_cli_format_window(t0, t1, win, sizeof(win)), t0 / 1000000000,
-			t0 % 1000000000, t1 / 1000000000, t1 % 1000000000);
+			"%s: window %" PRId64 ".%09" PRId64 " .. %" PRId64 ".%09" PRId64
+			" (Unix seconds; %s)\n",
+			prog, t0 / 1000000000, t0 % 1000000000, t1 / 1000000000, t1 % 1000000000,
+			fr_cli_format_window(t0, t1, win, sizeof(win)));
 		printf("%s\n", path);
 		fflush(stdout);
 	}
