@@ -301,9 +301,9 @@ int fr_cli_output_open(struct fr_cli_output *o, const char *path, enum fr_profil
 	return 0;
 }
 
-int fr_cli_output_open_new(struct fr_cli_output *o, enum fr_profile_format format)
+int fr_cli_output_open_new(struct fr_cli_output *o, const char *name, enum fr_profile_format format)
 {
-	o->owned = fr_cli_default_output_name(format);
+	o->owned = name ? strdup(name) : fr_cli_default_output_name(format);
 	if (!o->owned)
 		return -ENOMEM;
 	return fr_cli_output_open(o, o->owned, format);

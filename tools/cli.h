@@ -112,9 +112,11 @@ struct fr_cli_output {
  * for pprof, which is binary), saying why not. Returns 0 or -errno. */
 int fr_cli_output_open(struct fr_cli_output *o, const char *path, enum fr_profile_format format);
 
-/* Opens a new file under the default name, in the current directory, that
- * never replaces an existing one. Returns 0 or -errno. */
-int fr_cli_output_open_new(struct fr_cli_output *o, enum fr_profile_format format);
+/* Opens a new file under a name the program chose, `name` (NULL: the
+ * default name, in the current directory), that never replaces an
+ * existing one. Returns 0 or -errno. */
+int fr_cli_output_open_new(struct fr_cli_output *o, const char *name,
+			   enum fr_profile_format format);
 
 /* With `ok`, syncs the file and renames it into place (a default name:
  * without replacing anything); else removes it. Closes the descriptor.

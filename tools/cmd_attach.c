@@ -94,6 +94,7 @@ static void usage_attach(FILE *f)
 /* How one attach writes and judges its profile. */
 struct attach_how {
 	const char *path; /* NULL: a new file under the default name, printed */
+	int chosen;	  /* `path` is a name of ours (--follow): replace nothing */
 	enum fr_profile_format format;
 	int allow_empty; /* an empty profile is no failure (--allow-empty, --follow) */
 	int show_window; /* print the window back in UTC */
@@ -131,9 +132,10 @@ static void reply_report(const struct fr_ipc_attach_reply *reply,
  * (a profile with no sample because the window is outside the ring or
  * the targets matched nothing is not kept, unless `how` allows it). With
  * `t0` (may be NULL), the start of the window the recorder wrote (a
- * cursor's may be earlier than asked). */
+ * cursor's may be earlier than asked); with `final` (may be NULL), the
+ * name the kept file got (malloc'd). */
 static int attach_one(int sock, const char *socket_path, const struct fr_ipc_attach_req *ar,
-		      const struct attach_how *how, int64_t *t0)
+		      const struct attach_how *how, int64_t *t0, char **final)
 {
 	struct fr_cli_output out = {.fd = -1};
 	struct fr_ipc_attach_reply *reply = malloc(sizeof(*reply));
@@ -144,8 +146,8 @@ static int attach_one(int sock, const char *socket_path, const struct fr_ipc_att
 	int ret = 1, empty;
 
 	if (!req || !reply ||
-	    (how->path ? fr_cli_output_open(&out, how->path, how->format)
-		       : fr_cli_output_open_new(&out, how->format)) < 0)
+	    (how->path && !how->chosen ? fr_cli_output_open(&out, how->path, how->format)
+				       : fr_cli_output_open_new(&out, how->path, how->format)) < 0)
 		goto out;
 	fr_cli_progress_start(&prog_line, "the recorder is building the profile");
 	ret = fr_cli_call(sock, socket_path, req, out.fd, &resp);
@@ -181,6 +183,8 @@ static int attach_one(int sock, const char *socket_path, const struct fr_ipc_att
 	}
 	if (!how->path)
 		printf("%s\n", out.path);
+	if (final)
+		*final = strdup(out.path);
 out:
 	fr_cli_output_free(&out);
 	cJSON_Delete(req);
@@ -271,7 +275,7 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
 			 const char *cursor)
 {
 	struct fr_ipc_attach_req *ar = malloc(sizeof(*ar));
-	char *path = NULL, stamp[48];
+	char *path = NULL, *final = NULL, stamp[48];
 	time_t secs = (time_t)(t0 / 1000000000);
 	struct tm tm;
 	int ret = 1;
@@ -294,9 +298,12 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
 	{
 		/* An idle target's window is still a window: its file is
 		 * written, the warning said. */
-		struct attach_how how = {.path = path, .format = q->format, .allow_empty = 1};
+		struct attach_how how = {.path = path,
+					 .chosen = 1,
+					 .format = q->format,
+					 .allow_empty = 1};
 
-		ret = attach_one(sock, socket_path, ar, &how, &t0);
+		ret = attach_one(sock, socket_path, ar, &how, &t0, &final);
 	}
 	if (ret == 0 || ret == 2) {
 		char win[96];
@@ -308,9 +315,10 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
 			" (Unix seconds; %s)\n",
 			prog, t0 / 1000000000, t0 % 1000000000, t1 / 1000000000, t1 % 1000000000,
 			fr_cli_format_window(t0, t1, win, sizeof(win)));
-		printf("%s\n", path);
+		printf("%s\n", final ? final : path);
 		fflush(stdout);
 	}
+	free(final);
 	free(path);
 	free(ar);
 	return ret;
@@ -473,7 +481,7 @@ int fr_cmd_attach(int argc, char **argv)
 		.allow_empty = q.allow_empty,
 		.show_window = q.from_s && !cursor,
 	};
-	if (attach_one(sock, socket_path, &ar, &how, NULL) != 0)
+	if (attach_one(sock, socket_path, &ar, &how, NULL, NULL) != 0)
 		goto out;
 	status = 0;
 out:

@@ -399,7 +399,7 @@ static int dump_write(struct fr_ring *ring, const struct fr_profile_request *req
 	int ret, status = 1;
 
 	if ((path ? fr_cli_output_open(&out, path, req->format)
-		  : fr_cli_output_open_new(&out, req->format)) < 0)
+		  : fr_cli_output_open_new(&out, NULL, req->format)) < 0)
 		return 1;
 	fr_cli_progress_start(&prog_line, "building the profile");
 	ret = fr_profile_write_fd(ring, req, out.fd, NULL, &res, &written, err, sizeof(err));

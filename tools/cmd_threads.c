@@ -6,6 +6,7 @@
  * Go's goroutine dump, debug=1) or as JSON, or keeps the file (-o). */
 #include "tools/cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -46,9 +47,10 @@ static void usage_threads(FILE *f)
 		"                     where), running or unknown; --comm and --cgroup are\n"
 		"                     the processes' names and cgroups of that moment\n"
 		"  --json             one JSON object: {\"threads\": [...], \"warnings\": [...]}\n"
-		"  -o, --output FILE  write the answer as pprof, one sample per thread with\n"
-		"                     labels state, wait, waiting_ns, tid, thread, cpu_ns,\n"
-		"                     creator (go tool pprof -traces FILE, -tags FILE)\n"
+		"  -o, --output FILE  write the answer as pprof (- for standard output), one\n"
+		"                     sample per thread with labels state, wait, waiting_ns,\n"
+		"                     tid, thread, cpu_ns, creator (go tool pprof -traces\n"
+		"                     FILE, -tags FILE)\n"
 		"  --socket PATH      the recorder's socket\n"
 		"  -h, --help         show this help\n"
 		"\n"
@@ -380,6 +382,32 @@ out:
 	return ret;
 }
 
+/* Copies the answer in `fd` (from its start) to standard output.
+ * Returns 0, or -1 after saying why. */
+static int copy_out(int fd)
+{
+	char buf[65536];
+	ssize_t n;
+
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -1;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(n - off));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				fprintf(stderr, "%s threads: cannot write to standard output: %s\n",
+					prog, strerror(errno));
+				return -1;
+			}
+			off += w;
+		}
+	}
+	return n < 0 ? -1 : 0;
+}
+
 int fr_cmd_threads(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -399,7 +427,7 @@ int fr_cmd_threads(int argc, char **argv)
 	struct fr_cli_output out = {.fd = -1};
 	const char *socket_s = NULL;
 	char *socket_path = NULL;
-	int c, ret, json = 0, status = 1, fd = -1;
+	int c, ret, json = 0, status = 1, fd = -1, to_stdout = 0;
 
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		if ((ret = fr_query_opt("flightrec threads", c, optarg, &qa)) == 1)
@@ -436,7 +464,17 @@ int fr_cmd_threads(int argc, char **argv)
 	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
 	if (!socket_path)
 		goto out;
-	if (qa.out_s) {
+	/* -o -: the recorder writes only regular files; the answer goes
+	 * through a memfd onto standard output. */
+	to_stdout = qa.out_s && strcmp(qa.out_s, "-") == 0;
+	if (to_stdout && isatty(STDOUT_FILENO)) {
+		fprintf(stderr,
+			"%s threads: -o -: standard output is a terminal and the answer is "
+			"a binary pprof; pipe it, or leave -o out for text\n",
+			prog);
+		goto out;
+	}
+	if (qa.out_s && !to_stdout) {
 		if (fr_cli_output_open(&out, qa.out_s, FR_PROFILE_PPROF) < 0)
 			goto out;
 		fd = out.fd;
@@ -445,8 +483,19 @@ int fr_cmd_threads(int argc, char **argv)
 		goto out;
 	}
 	if (ask(socket_path, &q, fd, &reply) != 0) {
-		if (qa.out_s)
+		if (qa.out_s && !to_stdout)
 			fr_cli_output_commit(&out, 0);
+		goto out;
+	}
+	if (to_stdout) {
+		for (uint32_t i = 0; i < reply.nwarnings; i++)
+			fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
+		status = copy_out(fd) < 0 ? 1 : 0;
+		if (!status)
+			fprintf(stderr,
+				"%s: standard output: %" PRIu64 " threads of %" PRIu64
+				" processes, %" PRIu64 " bytes\n",
+				prog, reply.threads, reply.processes, reply.bytes);
 		goto out;
 	}
 	if (qa.out_s) {
@@ -462,7 +511,7 @@ int fr_cmd_threads(int argc, char **argv)
 	}
 	status = fr_cli_threads_render(fd, json, &reply);
 out:
-	if (fd >= 0 && !qa.out_s)
+	if (fd >= 0 && (!qa.out_s || to_stdout))
 		close(fd);
 	free(socket_path);
 	return status;

@@ -121,6 +121,8 @@ grep -q '^flightrec: wrote standard output: ' "$T/err" || fail "-o -: $(cat "$T/
 "$FLIGHTREC" attach --window 2s --format folded -o - 2>"$T/err" | grep -q ' [0-9]*$' ||
 	fail "folded on stdout: $(cat "$T/err")"
 "$FLIGHTREC" dump --ring "$RING" --window 2s -o - 2>"$T/err" | gzip -t || fail "dump -o -: $(cat "$T/err")"
+"$FLIGHTREC" threads --pid "$BURN_PID" -o - 2>"$T/err" | gzip -t || fail "threads -o -: $(cat "$T/err")"
+grep -q '^flightrec: standard output: [0-9]* threads of 1 processes' "$T/err" || fail "threads -o -: $(cat "$T/err")"
 ls flightrec-*.pb.gz >/dev/null 2>&1 && fail "-o - also wrote a file"
 
 case_ default_names
@@ -129,12 +131,17 @@ case_ default_names
 host=$(hostname | tr '/ ' '__')
 [ -n "$host" ] || host=host
 mkdir taken && cd taken || fail "mkdir"
-base=$(date +%s)
-for s in 0 1 2; do
-	stamp=$(date -u -d @$((base + s)) +%Y%m%dT%H%M%S)
-	for ms in $(seq -w 0 999); do
-		: >"flightrec-$host-$stamp.${ms}Z.pb.gz"
+# Taken until at least two seconds after they are all made (a slow
+# machine makes them again, further ahead).
+for _ in 1 2 3; do
+	base=$(date +%s)
+	for s in 0 1 2 3 4; do
+		stamp=$(date -u -d @$((base + s)) +%Y%m%dT%H%M%S)
+		for ms in $(seq -w 0 999); do
+			: >"flightrec-$host-$stamp.${ms}Z.pb.gz"
+		done
 	done
+	[ "$(date +%s)" -le $((base + 2)) ] && break
 done
 before=$(ls | wc -l)
 "$FLIGHTREC" attach --window 1s >"$T/out" 2>"$T/err" || fail "attach to a default name failed: $(cat "$T/err")"
