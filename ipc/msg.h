@@ -117,12 +117,16 @@ struct fr_ipc_attach_reply {
 	 * "cgroup", "label" (--label and --label-key), or "combined" (each
 	 * matches alone, not all together); FR_IPC_FILTER_* bits here;
 	 * "procs_in_window" (with "empty_filters"): the processes with
-	 * samples of those events in the window that the asker may see. */
+	 * samples of those events in the window that the asker may see;
+	 * "pids_not_running" (with "pid" in "empty_filters"): the asked
+	 * pids no process has now. */
 	int64_t first_ns, last_ns;
 	int64_t ring_oldest_ns, ring_newest_ns;
 	int64_t stall_t0_ns, stall_t1_ns;
 	uint32_t empty_filters;
 	uint64_t procs_in_window;
+	uint32_t npids_not_running;
+	uint32_t pids_not_running[FR_LIMIT_PIDS];
 };
 
 /* The bits of "empty_filters": core/query/profile.h's FR_TARGET_*. */

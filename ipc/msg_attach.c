@@ -8,6 +8,7 @@
 #include "ipc/msg.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,18 @@ int fr_ipc_attach_reply_add_span(cJSON *obj, const struct fr_ipc_attach_reply *r
 	    !add_nonzero(obj, "stall_t1_ns", r->stall_t1_ns) ||
 	    !add_nonzero(obj, "procs_in_window", (int64_t)r->procs_in_window))
 		return -ENOMEM;
+	if (r->npids_not_running) {
+		arr = cJSON_AddArrayToObject(obj, "pids_not_running");
+		if (!arr)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < r->npids_not_running && i < FR_LIMIT_PIDS; i++) {
+			cJSON *n = cJSON_CreateNumber(r->pids_not_running[i]);
+
+			if (!n)
+				return -ENOMEM;
+			cJSON_AddItemToArray(arr, n);
+		}
+	}
 	if (!r->empty_filters)
 		return 0;
 	arr = cJSON_AddArrayToObject(obj, "empty_filters");
@@ -87,6 +100,31 @@ static int get_nonneg(const cJSON *obj, const char *key, int64_t *out, char *err
 	return -EINVAL;
 }
 
+/* "pids_not_running": at most FR_LIMIT_PIDS process ids (1..INT32_MAX). */
+static int get_pids(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err, size_t errlen)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, "pids_not_running"), *it;
+
+	out->npids_not_running = 0;
+	if (!arr || cJSON_IsNull(arr))
+		return 0;
+	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > FR_LIMIT_PIDS) {
+		snprintf(err, errlen,
+			 "attach reply: \"pids_not_running\" must be an array of at most %d pids",
+			 FR_LIMIT_PIDS);
+		return -EINVAL;
+	}
+	cJSON_ArrayForEach(it, arr) {
+		if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > INT32_MAX ||
+		    it->valuedouble != (double)(int32_t)it->valuedouble) {
+			snprintf(err, errlen, "attach reply: \"pids_not_running\" holds pids");
+			return -EINVAL;
+		}
+		out->pids_not_running[out->npids_not_running++] = (uint32_t)it->valuedouble;
+	}
+	return 0;
+}
+
 int fr_ipc_attach_reply_get_span(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err,
 				 size_t errlen)
 {
@@ -103,6 +141,8 @@ int fr_ipc_attach_reply_get_span(const cJSON *obj, struct fr_ipc_attach_reply *o
 		return -EINVAL;
 	out->procs_in_window = (uint64_t)procs;
 	out->empty_filters = 0;
+	if (get_pids(obj, out, err, errlen) < 0)
+		return -EINVAL;
 	if (!arr || cJSON_IsNull(arr))
 		return 0;
 	if (!cJSON_IsArray(arr)) {

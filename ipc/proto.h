@@ -96,7 +96,8 @@
  * "ring_newest_ns" (the ring's span), "stall_t0_ns", "stall_t1_ns" (an
  * ingest stall within the window), "empty_filters": ["pid", "comm",
  * "cgroup", "label" or "combined"] (a profile with no sample: the targets
- * that alone matched nothing) and "procs_in_window".
+ * that alone matched nothing), "procs_in_window" and "pids_not_running"
+ * (asked pids no process has now).
  * Status answers, besides the ring and counters, "events": [{"event",
  * "unit", "state" ("recording" or "failed"), "error" (when failed), "hz",
  * "every_switch", "since_ns", "samples", "lost", "throttled",

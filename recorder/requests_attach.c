@@ -13,6 +13,8 @@
  */
 #include "recorder/daemon_int.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
 
 #include "core/store/ring.h"
@@ -67,5 +69,9 @@ void daemon_attach_explain(struct daemon *d, const struct fr_profile_request *pr
 		if (fr_profile_empty_targets(d->ring, preq, &r->empty_filters, &r->procs_in_window,
 					     err, sizeof(err)) < 0)
 			fr_log_warn("attach: cannot tell which target matched nothing: %s", err);
+		/* A pid that matched nothing: is there such a process at all? */
+		for (uint32_t i = 0; (r->empty_filters & FR_IPC_FILTER_PID) && i < t->npids; i++)
+			if (kill((pid_t)t->pids[i], 0) < 0 && errno == ESRCH)
+				r->pids_not_running[r->npids_not_running++] = t->pids[i];
 	}
 }

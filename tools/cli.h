@@ -71,6 +71,8 @@ struct fr_cli_report {
 	int64_t stall_t0, stall_t1;	  /* a recorder stall within the window */
 	uint32_t empty;			  /* FR_TARGET_* that matched nothing */
 	uint64_t procs;			  /* processes in the window, with `empty` */
+	uint32_t npids_gone;		  /* of the targets' pids, those no process has now */
+	const uint32_t *pids_gone;
 	const struct fr_targets *targets;
 	int show_window; /* print the window back in UTC (times were given) */
 };

@@ -120,6 +120,8 @@ static void reply_report(const struct fr_ipc_attach_reply *reply,
 		.stall_t1 = reply->stall_t1_ns,
 		.empty = reply->empty_filters,
 		.procs = reply->procs_in_window,
+		.npids_gone = reply->npids_not_running,
+		.pids_gone = reply->pids_not_running,
 		.targets = &ar->targets,
 		.show_window = how->show_window,
 	};

@@ -139,10 +139,22 @@ static void print_pmu(const cJSON *ev)
 		       100.0 * running / enabled, fr_cli_num(pmu, "scaled_samples"));
 }
 
+/* A period-mode event's period: a duration for cpu ("2ms"), else a
+ * count of events ("1000 events"). */
+static const char *period_text(const cJSON *ev, char *buf, size_t len)
+{
+	double p = fr_cli_num(ev, "period");
+
+	if (strcmp(fr_cli_str(ev, "event"), "cpu") == 0)
+		return fr_format_duration((int64_t)p, buf, len);
+	snprintf(buf, len, "%.0f events", p);
+	return buf;
+}
+
 static void print_status(const cJSON *r)
 {
 	const cJSON *events = cJSON_GetObjectItemCaseSensitive(r, "events"), *ev;
-	char up[64];
+	char up[64], period[48];
 
 	fr_cli_human_duration((int64_t)fr_cli_num(r, "uptime_ns"), up, sizeof(up));
 	printf("flightrecd %s, pid %.0f, up %s (config: %s)\n", fr_cli_str(r, "version"),
@@ -156,9 +168,8 @@ static void print_status(const cJSON *r)
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "every_switch")))
 			printf("event:    %s at every context switch", fr_cli_str(ev, "event"));
 		else if (fr_cli_num(ev, "period") > 0)
-			printf("event:    %s every %.0f %s", fr_cli_str(ev, "event"),
-			       fr_cli_num(ev, "period"),
-			       strcmp(fr_cli_str(ev, "event"), "cpu") == 0 ? "ns" : "events");
+			printf("event:    %s every %s", fr_cli_str(ev, "event"),
+			       period_text(ev, period, sizeof(period)));
 		else
 			printf("event:    %s at %.0f Hz", fr_cli_str(ev, "event"),
 			       fr_cli_num(ev, "hz"));
@@ -294,6 +305,7 @@ static void print_sessions(const cJSON *resp)
 	}
 	{
 		const cJSON *ev;
+		char period[48];
 
 		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "events")) {
 			if (strcmp(fr_cli_str(ev, "state"), "recording") != 0)
@@ -303,11 +315,10 @@ static void print_sessions(const cJSON *resp)
 				printf("recording: %s at every context switch (config: %s)\n",
 				       fr_cli_str(ev, "event"), fr_cli_str(resp, "config"));
 			else if (fr_cli_num(ev, "period") > 0)
-				printf("recording: %s every %.0f %s (period mode, the smallest period "
+				printf("recording: %s every %s (period mode, the smallest period "
 				       "any session asks for; config: %s)\n",
-				       fr_cli_str(ev, "event"), fr_cli_num(ev, "period"),
-				       strcmp(fr_cli_str(ev, "event"), "cpu") == 0 ? "ns"
-										   : "events",
+				       fr_cli_str(ev, "event"),
+				       period_text(ev, period, sizeof(period)),
 				       fr_cli_str(resp, "config"));
 			else
 				printf("recording: %s at %.0f Hz per CPU (%s; config: %s)\n",

@@ -164,18 +164,6 @@ static void put_safe(const char *text)
 		putchar(*p < 0x20 || *p == 0x7f ? '?' : *p);
 }
 
-static void print_duration(int64_t ns)
-{
-	if (ns >= 3600000000000LL)
-		printf("%.1fh", (double)ns / 3.6e12);
-	else if (ns >= 60000000000LL)
-		printf("%.1fm", (double)ns / 6e10);
-	else if (ns >= 1000000000LL)
-		printf("%.1fs", (double)ns / 1e9);
-	else
-		printf("%.1fms", (double)ns / 1e6);
-}
-
 /* Prints the group of `n` threads starting at `t`. */
 static void print_group(const struct fr_pprof_data *pd, const struct rthread *t, size_t n)
 {
@@ -189,8 +177,9 @@ static void print_group(const struct fr_pprof_data *pd, const struct rthread *t,
 		if (t[i].has_waiting && t[i].waiting_ns > most)
 			most = t[i].waiting_ns;
 	if (most) {
-		printf(", waiting ");
-		print_duration(most);
+		char dur[32];
+
+		printf(", waiting %s", fr_format_duration(most, dur, sizeof(dur)));
 	}
 	printf("\n    tids");
 	for (size_t i = 0; i < n && i < 16; i++) {

@@ -90,10 +90,15 @@ static void say_empty(const struct fr_cli_report *r, const char *level)
 		name_filter(r->targets, bit, one, sizeof(one));
 		add(line, sizeof(line), &used, "%s%s", n++ ? " and " : "", one);
 	}
+	used = 0;
+	one[0] = '\0';
+	for (uint32_t i = 0; i < r->npids_gone && r->pids_gone; i++)
+		add(one, sizeof(one), &used, "%s%u", i ? ", " : "", r->pids_gone[i]);
 	fprintf(stderr,
 		"%s: %s%s matched no samples in the window (%" PRIu64
-		" process%s recorded there)\n",
-		prog, level, line, r->procs, r->procs == 1 ? "" : "es");
+		" process%s recorded there)%s%s%s\n",
+		prog, level, line, r->procs, r->procs == 1 ? "" : "es",
+		one[0] ? "; no process " : "", one, one[0] ? " is running" : "");
 }
 
 int fr_cli_report_check(const struct fr_cli_report *r, int allow_empty)

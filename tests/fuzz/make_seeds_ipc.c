@@ -104,6 +104,9 @@ static void make_message_seeds(void)
 	ap.stall_t1_ns = ap.t0_ns + 52000000000LL;
 	ap.empty_filters = FR_IPC_FILTER_COMM | FR_IPC_FILTER_LABEL;
 	ap.procs_in_window = 12;
+	ap.npids_not_running = 2;
+	ap.pids_not_running[0] = 99999;
+	ap.pids_not_running[1] = 1;
 	cr.events[0] = FR_EVENT_CPU;
 	cr.events[1] = (uint32_t)fr_event_lookup("cycles");
 	cr.event_hz[1] = 19;
@@ -153,6 +156,7 @@ static void make_message_seeds(void)
 	frame(&s, "{\"v\":1,\"ok\":true,\"samples\":0,\"first_ns\":-1,\"empty_filters\":\"comm\"}");
 	frame(&s, "{\"v\":1,\"ok\":true,\"samples\":0,\"procs_in_window\":3,"
 		  "\"empty_filters\":[\"pid\",\"uid\",7],\"stall_t1_ns\":1e300}");
+	frame(&s, "{\"v\":1,\"ok\":true,\"samples\":0,\"pids_not_running\":[0,1.5,-3]}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"comm\":[\"x\"],\"at_ns\":-1}");
 	frame(&s, "{\"ok\":true,\"events\":[{\"event\":\"raw:0x1\",\"hz\":4294967296}],"
 		  "\"warnings\":[1],\"incomplete\":true,\"path\":7}");
