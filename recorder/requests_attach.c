@@ -15,7 +15,9 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/store/ring.h"
 #include "core/util/log.h"
@@ -45,6 +47,20 @@ static void stall_in(struct daemon *d, int64_t t0, int64_t t1, struct fr_ipc_att
 	pthread_mutex_unlock(&d->stall_lock);
 }
 
+/* Whether process `pid` runs, and for a request limited to a uid, as
+ * that uid: another user's process is no more named to the asker than
+ * its samples are (/proc may hide it from them, hidepid). */
+static int pid_running(const struct fr_targets *t, uint32_t pid)
+{
+	char path[32];
+	struct stat st;
+
+	if (!t->has_uid)
+		return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	return stat(path, &st) == 0 && st.st_uid == t->uid;
+}
+
 void daemon_attach_explain(struct daemon *d, const struct fr_profile_request *preq,
 			   const struct fr_profile_result *res, struct fr_ipc_attach_reply *r)
 {
@@ -71,7 +87,7 @@ void daemon_attach_explain(struct daemon *d, const struct fr_profile_request *pr
 			fr_log_warn("attach: cannot tell which target matched nothing: %s", err);
 		/* A pid that matched nothing: is there such a process at all? */
 		for (uint32_t i = 0; (r->empty_filters & FR_IPC_FILTER_PID) && i < t->npids; i++)
-			if (kill((pid_t)t->pids[i], 0) < 0 && errno == ESRCH)
+			if (!pid_running(t, t->pids[i]))
 				r->pids_not_running[r->npids_not_running++] = t->pids[i];
 	}
 }

@@ -61,6 +61,15 @@ grep -q "^flightrec: window $start_utc–" "$T/err" ||
 now=$(date +%s)
 attach_rc 0 --from @$((now - 4)) --to @$((now - 2)) -o at.pb.gz
 grep -q 'window 2s' "$T/err" || fail "--from @UNIX: $(cat "$T/err")"
+# threads --at and dump --at take the same forms.
+"$FLIGHTREC" threads --pid "$BURN_PID" --at -1s >"$T/out" 2>"$T/err" ||
+	fail "threads --at -1s: $(cat "$T/err")"
+grep -q "thread" "$T/out" || fail "threads --at -1s printed: $(cat "$T/out")"
+"$FLIGHTREC" dump --ring "$RING" --threads --pid "$BURN_PID" --at "@$(date +%s)" >"$T/out" 2>"$T/err" ||
+	fail "dump --threads --at @UNIX: $(cat "$T/err")"
+"$FLIGHTREC" threads --pid "$BURN_PID" --at 25:00 >"$T/out" 2>"$T/err" && fail "threads --at 25:00 succeeded"
+grep -q '^flightrec threads: --at: "25:00" is not a time (hours go from 00 to 23)' "$T/err" ||
+	fail "threads --at 25:00: $(cat "$T/err")"
 attach_rc 2 --from 13:61 -o bad.pb.gz
 grep -q '^flightrec attach: --from: "13:61" is not a time (minutes go from 00 to 59); expected -10m, 13:05' "$T/err" ||
 	fail "bad clock time: $(cat "$T/err")"

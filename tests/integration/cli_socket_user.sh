@@ -7,6 +7,7 @@
 #   not_in_group       the socket's group and mode, and how to join it
 #   joined_after_login in /etc/group but not in this login's groups
 #   in_group           served by the system recorder without --socket
+#   user_empty_pid     another user's pid is named as no process of theirs
 # Uses the real system path, so it skips when a recorder is there already.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
@@ -66,4 +67,10 @@ grep -q "you were added to group $G after this login; log in again (or run newgr
 echo "case in_group" >&2
 as_user "$FLIGHTREC" status >"$T/out" 2>"$T/err" || fail "status in the group failed: $(cat "$T/err")"
 grep -q '^recorder:' "$T/out" || grep -q 'ring' "$T/out" || fail "status in the group printed: $(cat "$T/out")"
+# A user's empty --pid: root's pid 1 is no process of theirs, and is
+# named so (not told apart from one that does not exist).
+echo "case user_empty_pid" >&2
+as_user "$FLIGHTREC" attach --window 2s --pid 1 -o - 2>"$T/err" | cat >/dev/null
+grep -Eq -- '^flightrec: --pid 1 matched no samples in the window \([0-9]+ process(es)? recorded there\); no process 1 is running$' "$T/err" ||
+	fail "a user's empty --pid 1: $(cat "$T/err")"
 echo "non-root socket messages: all cases passed"
