@@ -449,7 +449,8 @@ int fr_parse_when(const char *text, int64_t now_ns, int64_t *unix_ns, char *why,
 		*unix_ns = v;
 		return 0;
 	}
-	if (strlen(text) <= 12 && strchr(text, ':'))
+	/* "HH:..." is a clock time; RFC 3339 starts with a 4-digit year. */
+	if (strlen(text) > 2 && text[2] == ':')
 		return parse_clock(text, now_ns, unix_ns, why, whylen);
 	return fr_parse_time(text, unix_ns);
 }

@@ -388,6 +388,7 @@ static void test_when(void)
 	when_ok("UTC", "13:05", now, now - 1500 * s);
 	when_ok("UTC", "13:05:00", now, now - 1500 * s);
 	when_ok("UTC", "13:05:00.25", now, now - 1500 * s + s / 4);
+	when_ok("UTC", "13:05:00.123456789", now, now - 1500 * s + 123456789);
 	when_ok("UTC", "13:30:00", now, now);
 	when_ok("CET-1", "14:05:00", now, now - 1500 * s);
 	when_ok("EST5", "08:05", now, now - 1500 * s);
@@ -402,6 +403,7 @@ static void test_when(void)
 	when_bad("24:00", now, "hours go from 00 to 23");
 	when_bad("13:05:60", now, "seconds go from 00 to 59");
 	when_bad("1:05", now, "");
+	when_bad("13:05:00.", now, "");
 	when_bad("13:5", now, "");
 	when_bad("13:05:", now, "");
 	when_bad("13:05x", now, "");
