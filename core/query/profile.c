@@ -344,8 +344,15 @@ static int64_t coverage(struct fr_ring *ring, const struct fr_profile_request *r
 	if (!st.chunks) {
 		snprintf(res->warning, sizeof(res->warning),
 			 "the ring holds no samples yet; the profile is empty");
+	} else if (st.oldest_ns >= req->t1) {
+		/* Not "the last 0s": nothing of the window is left. */
+		eff_t0 = req->t1;
+		snprintf(res->warning, sizeof(res->warning),
+			 "the window ends before the ring's first sample (%s); the profile is "
+			 "empty",
+			 fr_format_time(st.oldest_ns, bb, sizeof(bb)));
 	} else if (st.oldest_ns > req->t0) {
-		eff_t0 = st.oldest_ns < req->t1 ? st.oldest_ns : req->t1;
+		eff_t0 = st.oldest_ns;
 		snprintf(res->warning, sizeof(res->warning),
 			 "the window asks for %s but the ring holds samples only since %s; "
 			 "the profile covers the last %s",

@@ -108,6 +108,10 @@ attach_rc 1 --from @$((now - 7200)) --to @$((now - 7140)) -o old.pb.gz
 grep -Eq "^flightrec: the window [0-9:]+–[0-9:]+ UTC \(1m\) is before the ring's first sample at [0-9:]+ UTC \(the ring holds [0-9:]+–[0-9:]+ UTC" "$T/err" ||
 	fail "window before the ring: $(cat "$T/err")"
 [ ! -e old.pb.gz ] || fail "a window outside the ring wrote a file"
+# Accepted empty, it still never says "the last 0s".
+attach_rc 0 --from @$((now - 7200)) --to @$((now - 7140)) --allow-empty -o old.pb.gz
+grep -q "warning: the window .* is before the ring's first sample" "$T/err" || fail "--allow-empty: $(cat "$T/err")"
+grep -q 'the last 0s' "$T/err" && fail "a window outside the ring is 'the last 0s': $(cat "$T/err")"
 
 case_ real_span
 # The ring is seconds old: a 1h window holds seconds of samples, and says so.
