@@ -397,6 +397,40 @@ static int copy_out(int fd)
 	return n < 0 ? -1 : 0;
 }
 
+/* threads -o -: the recorder writes only regular files, so the answer
+ * goes through a memfd onto standard output, what it holds said on
+ * standard error. Returns the exit status. */
+static int threads_to_stdout(const char *socket_path, const struct fr_ipc_threads_req *q)
+{
+	struct fr_ipc_threads_reply reply;
+	int fd, status = 1;
+
+	if (isatty(STDOUT_FILENO)) {
+		fprintf(stderr,
+			"%s threads: -o -: standard output is a terminal and the answer is "
+			"a binary pprof; pipe it, or leave -o out for text\n",
+			prog);
+		return 1;
+	}
+	fd = memfd_create("flightrec-threads", MFD_CLOEXEC);
+	if (fd < 0) {
+		perror("flightrec threads: memfd_create");
+		return 1;
+	}
+	if (ask(socket_path, q, fd, &reply) == 0) {
+		for (uint32_t i = 0; i < reply.nwarnings; i++)
+			fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
+		status = copy_out(fd) < 0 ? 1 : 0;
+		if (!status)
+			fprintf(stderr,
+				"%s: standard output: %" PRIu64 " threads of %" PRIu64
+				" processes, %" PRIu64 " bytes\n",
+				prog, reply.threads, reply.processes, reply.bytes);
+	}
+	close(fd);
+	return status;
+}
+
 int fr_cmd_threads(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -416,7 +450,7 @@ int fr_cmd_threads(int argc, char **argv)
 	struct fr_cli_output out = {.fd = -1};
 	const char *socket_s = NULL;
 	char *socket_path = NULL;
-	int c, ret, json = 0, status = 1, fd = -1, to_stdout = 0;
+	int c, ret, json = 0, status = 1, fd = -1;
 
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		if ((ret = fr_query_opt("flightrec threads", c, optarg, &qa)) == 1)
@@ -453,17 +487,11 @@ int fr_cmd_threads(int argc, char **argv)
 	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
 	if (!socket_path)
 		goto out;
-	/* -o -: the recorder writes only regular files; the answer goes
-	 * through a memfd onto standard output. */
-	to_stdout = qa.out_s && strcmp(qa.out_s, "-") == 0;
-	if (to_stdout && isatty(STDOUT_FILENO)) {
-		fprintf(stderr,
-			"%s threads: -o -: standard output is a terminal and the answer is "
-			"a binary pprof; pipe it, or leave -o out for text\n",
-			prog);
+	if (qa.out_s && strcmp(qa.out_s, "-") == 0) {
+		status = threads_to_stdout(socket_path, &q);
 		goto out;
 	}
-	if (qa.out_s && !to_stdout) {
+	if (qa.out_s) {
 		if (fr_cli_output_open(&out, qa.out_s, FR_PROFILE_PPROF) < 0)
 			goto out;
 		fd = out.fd;
@@ -472,19 +500,8 @@ int fr_cmd_threads(int argc, char **argv)
 		goto out;
 	}
 	if (ask(socket_path, &q, fd, &reply) != 0) {
-		if (qa.out_s && !to_stdout)
+		if (qa.out_s)
 			fr_cli_output_commit(&out, 0);
-		goto out;
-	}
-	if (to_stdout) {
-		for (uint32_t i = 0; i < reply.nwarnings; i++)
-			fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
-		status = copy_out(fd) < 0 ? 1 : 0;
-		if (!status)
-			fprintf(stderr,
-				"%s: standard output: %" PRIu64 " threads of %" PRIu64
-				" processes, %" PRIu64 " bytes\n",
-				prog, reply.threads, reply.processes, reply.bytes);
 		goto out;
 	}
 	if (qa.out_s) {
@@ -500,7 +517,7 @@ int fr_cmd_threads(int argc, char **argv)
 	}
 	status = fr_cli_threads_render(fd, json, &reply);
 out:
-	if (fd >= 0 && (!qa.out_s || to_stdout))
+	if (fd >= 0 && !qa.out_s)
 		close(fd);
 	free(socket_path);
 	return status;
