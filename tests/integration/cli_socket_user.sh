@@ -55,6 +55,10 @@ done
 as_user "$FLIGHTREC" status >"$T/out" 2>"$T/err" && fail "status outside the socket's group succeeded"
 grep -q "^flightrec: not allowed to use the recorder's socket $SYS (/run/flightrec is root:$G mode 0710, and you are not in group $G): ask an administrator to add you (usermod -aG $G $U, then log in again), or run as root$" "$T/err" ||
 	fail "not in group: $(cat "$T/err")"
+# top connects the same way.
+as_user "$FLIGHTREC" top --window 2s >"$T/out" 2>"$T/err" && fail "top outside the socket's group succeeded"
+grep -q "^flightrec top: not allowed to use the recorder's socket $SYS (/run/flightrec is root:$G mode 0710, and you are not in group $G)" "$T/err" ||
+	fail "top, not in group: $(cat "$T/err")"
 
 echo "case joined_after_login" >&2
 usermod -aG "$G" "$U" || fail "usermod failed"
