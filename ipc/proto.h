@@ -34,6 +34,10 @@
  *                                             + a regular file descriptor
  *                               -> {"ok":true, "processes":N, "threads":N,
  *                                   "bytes":N, "warnings":["..."]}
+ *   {"v":1, "req":"timeline", "window_ns":N, "step_ns":N, "event":"cpu",
+ *    "by":"process", "top":8}                 + a descriptor to write into
+ *                               -> {"ok":true, "samples":N, "groups":N,
+ *                                   "bytes":N, "warnings":["..."]}
  *
  *   attach: optional "from_ns"/"to_ns" (Unix ns) instead of window_ns; "hz"
  *   0 or absent = the rate the data was collected at; "events" (default
@@ -63,6 +67,10 @@
  *   threads: every thread of the targets (at least one of "pids", "comm",
  *   "cgroup"; no "children"), now, written into the passed regular file as
  *   gzip'ed pprof, one sample per thread (recorder/threads.c).
+ *
+ *   timeline: per step, the event's value per top group, written into the
+ *   passed descriptor as the JSON form of core/query/timeline.h (members
+ *   and bounds: ipc/msg_timeline.h).
  *
  *   consume: the connection becomes a consumer of the events at "hz"
  *   (default 99; offcpu has no rate) for as long as it stays open. The

@@ -85,6 +85,10 @@ static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 	d->flush_efd = d->sig_fd = -1;
 	pthread_mutex_init(&d->config_lock, NULL);
 	pthread_mutex_init(&d->stall_lock, NULL);
+	if (daemon_ctl_init(d) < 0) {
+		free(d);
+		return NULL;
+	}
 	fr_budget_init(&d->query_budget, opts->config->query_memory);
 	fr_budget_init(&d->users_budget, opts->config->query_memory / 4);
 	d->start_real = fr_now_real_ns();
@@ -119,8 +123,7 @@ static int daemon_signals(struct daemon *d)
 	d->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	d->flush_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->sig_fd < 0 || d->flush_efd < 0 || d->sources.reconcile_efd < 0) {
-		fprintf(stderr, "flightrecd: cannot create event descriptors: %s\n",
-			strerror(errno));
+		fr_log_err("cannot create event descriptors: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -157,13 +160,13 @@ static int daemon_open_files(struct daemon *d)
 	if (ret == 0)
 		ret = fr_mkdir_parent(opts->ring_path, 0700, err, sizeof(err));
 	if (ret < 0) {
-		fprintf(stderr, "flightrecd: %s\n", err);
+		fr_log_err("%s", err);
 		return -1;
 	}
 	ret = fr_ring_open(&d->ring, opts->ring_path, cfg->ring_size, cfg->segment_size,
 			   FR_RING_CREATE | FR_RING_JOURNAL, err, sizeof(err));
 	if (ret < 0) {
-		fprintf(stderr, "flightrecd: %s\n", err[0] ? err : strerror(-ret));
+		fr_log_err("%s", err[0] ? err : strerror(-ret));
 		return -1;
 	}
 	if (err[0])
@@ -220,7 +223,7 @@ static int daemon_open_recording(struct daemon *d)
 	d->tracker = fr_tracker_new();
 	d->applabels = d->tracker ? fr_applabels_new(d->tracker) : NULL;
 	if (!d->tracker || !d->applabels) {
-		fprintf(stderr, "flightrecd: out of memory\n");
+		fr_log_err("out of memory");
 		return -1;
 	}
 	daemon_open_symcache(d);
@@ -236,7 +239,7 @@ static int daemon_open_recording(struct daemon *d)
 			    strerror(-n));
 	ret = fr_sources_open_sideband(&d->sources, err, sizeof(err));
 	if (ret < 0) {
-		fprintf(stderr, "flightrecd: %s\n", err);
+		fr_log_err("%s", err);
 		return -1;
 	}
 	d->ncpus = fr_perf_nfds(d->sources.sideband);
@@ -246,7 +249,7 @@ static int daemon_open_recording(struct daemon *d)
 	fr_sources_reconcile(&d->sources);
 	failed = fr_sources_all_failed(&d->sources);
 	if (failed) {
-		fprintf(stderr, "flightrecd: %s\n", failed);
+		fr_log_err("%s", failed);
 		return -1;
 	}
 	/* A chunk holds at most ~1 s of samples on every CPU (with room for
@@ -256,7 +259,7 @@ static int daemon_open_recording(struct daemon *d)
 		max_raw = 1u << 20;
 	d->builder = fr_chunk_builder_new(65536, max_raw);
 	if (!d->builder) {
-		fprintf(stderr, "flightrecd: out of memory\n");
+		fr_log_err("out of memory");
 		return -1;
 	}
 	/* The journal's chunks are compressed again when merged. */
@@ -325,6 +328,7 @@ static void daemon_free(struct daemon *d)
 	pthread_mutex_destroy(&d->sessions_lock);
 	pthread_mutex_destroy(&d->config_lock);
 	pthread_mutex_destroy(&d->stall_lock);
+	daemon_ctl_fini(d);
 	fr_budget_destroy(&d->query_budget);
 	fr_budget_destroy(&d->users_budget);
 	free(d->dumps_default_dir);
@@ -339,7 +343,7 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	int ret, status = 1;
 
 	if (!d) {
-		fprintf(stderr, "flightrecd: out of memory\n");
+		fr_log_err("out of memory");
 		return 1;
 	}
 
@@ -347,7 +351,7 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		goto out;
 	ret = fr_writer_start(&d->writer, d->ring);
 	if (ret < 0) {
-		fprintf(stderr, "flightrecd: cannot start the writer thread: %s\n", strerror(-ret));
+		fr_log_err("cannot start the writer thread: %s", strerror(-ret));
 		goto out;
 	}
 	/* Triggers before the socket: a manual dump is then never told that
@@ -355,12 +359,12 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	daemon_start_triggers(d);
 	ret = fr_ipc_server_start(d->server);
 	if (ret < 0) {
-		fprintf(stderr, "flightrecd: cannot start the socket thread: %s\n", strerror(-ret));
+		fr_log_err("cannot start the socket thread: %s", strerror(-ret));
 		goto out_writer;
 	}
 	ret = fr_perf_enable(d->sources.sideband, 1);
 	if (ret < 0) {
-		fprintf(stderr, "flightrecd: cannot enable the side band: %s\n", strerror(-ret));
+		fr_log_err("cannot enable the side band: %s", strerror(-ret));
 		goto out_writer;
 	}
 	print_banner(d);

@@ -87,6 +87,7 @@ struct daemon {
 	 * drain, stalls seen and flush barriers that timed out. */
 	int64_t last_drain_real, last_seal_real, last_drain_mono;
 	uint64_t stalls, flush_timeouts;
+	int64_t longest_stall_ns; /* the longest gap between drains counted a stall */
 	/* The last ingest stalls, Unix ns of the drain before and after each
 	 * (recorder/requests_attach.c; the ingest thread notes them, attach
 	 * replies name the one within their window). */
@@ -108,6 +109,14 @@ struct daemon {
 	struct fr_budget users_budget;
 	int64_t reloaded_ns; /* Unix ns of the last successful reload, 0 if none */
 	uint64_t reloads_rejected;
+	/* `flightrec reload` (recorder/requests_ctl.c): reloads begun and
+	 * ended by the ingest thread and the last one's outcome, under
+	 * reload_lock; reload_cond wakes the requests waiting for one. */
+	pthread_mutex_t reload_lock;
+	pthread_cond_t reload_cond;
+	uint64_t reload_begun, reload_ended;
+	int reload_ret;
+	char reload_why[1024];
 	/* The configuration in force (ingest thread only): opts->config until
 	 * a reload replaces it with `owned_config`. */
 	const struct fr_config *config;
@@ -170,6 +179,18 @@ void daemon_publish_sessions(struct daemon *d, const struct fr_config *cfg);
 cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer);
 cJSON *daemon_handle_sessions(struct daemon *d, const struct fr_ipc_peer *viewer);
 
+/* recorder/requests_ctl.c */
+/* Sets up and releases what reload requests share. */
+int daemon_ctl_init(struct daemon *d);
+void daemon_ctl_fini(struct daemon *d);
+/* The ingest thread brackets each reload: begin returns its number, end
+ * publishes its outcome (0 or -errno, and why) to waiting requests. */
+uint64_t daemon_reload_begin(struct daemon *d);
+void daemon_reload_end(struct daemon *d, uint64_t seq, int ret, const char *why);
+/* flightrec reload and flightrec trigger. */
+cJSON *daemon_handle_reload(struct daemon *d, const struct fr_ipc_peer *peer);
+cJSON *daemon_handle_trigger(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer);
+
 /* recorder/querymem.c */
 /* Reserves what the query `preq` may take from the query memory, waiting
  * up to QUERY_WAIT_NS, and caps its decoded-chunk cache to the share it
@@ -192,6 +213,9 @@ struct daemon_symbol_paths {
  * daemon_symbol_paths_fini() after the query). Returns 0 or -ENOMEM. */
 int daemon_symbol_paths(struct daemon *d, struct fr_profile_request *preq,
 			struct daemon_symbol_paths *sp);
+/* Whether `uid` is among the "users" of session `session` (who may dump
+ * it without being privileged). */
+int daemon_may_dump(struct daemon *d, const char *session, uid_t uid);
 void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp);
 /* Whether `peer` may see and do everything: root, the daemon's own user
  * and members of the admin group. */

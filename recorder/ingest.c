@@ -297,6 +297,8 @@ static void before_drain(void *arg)
 
 		__atomic_add_fetch(&d->stalls, 1, __ATOMIC_RELAXED);
 		daemon_stall_note(d, real - (now - last), real);
+		if (now - last > __atomic_load_n(&d->longest_stall_ns, __ATOMIC_RELAXED))
+			__atomic_store_n(&d->longest_stall_ns, now - last, __ATOMIC_RELAXED);
 		fr_log_warn("the ingest thread was held up for %lld ms",
 			    (long long)((now - last) / 1000000));
 	}
@@ -337,9 +339,10 @@ static int differs(const char *a, const char *b)
 	return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
 }
 
-/* SIGHUP: reloads the configuration file and applies what can change
- * while recording. Ingest thread. */
-static void reload(struct daemon *d)
+/* SIGHUP (or `flightrec reload`, recorder/requests_ctl.c): reloads the
+ * configuration file and applies what can change while recording. Returns
+ * 0, or -errno with the reason in `why`. Ingest thread. */
+static int reload_apply(struct daemon *d, char *why, size_t whylen)
 {
 	const struct fr_daemon_options *o = d->opts;
 	const struct fr_config *old = d->config;
@@ -350,7 +353,10 @@ static void reload(struct daemon *d)
 	if (!o->config_path) {
 		fr_log_info("SIGHUP: running the embedded default; there is no configuration "
 			    "file to reload");
-		return;
+		snprintf(why, whylen,
+			 "the recorder runs the embedded default configuration; "
+			 "there is no file to reload (start it with --config FILE)");
+		return -ENOENT;
 	}
 	n = calloc(1, sizeof(*n));
 	ret = n ? fr_config_load(n, o->config_path, err, sizeof(err)) : -ENOMEM;
@@ -358,8 +364,9 @@ static void reload(struct daemon *d)
 		fr_log_err("reload rejected; the running configuration stays: %s",
 			   n ? err : "out of memory");
 		__atomic_add_fetch(&d->reloads_rejected, 1, __ATOMIC_RELAXED);
+		snprintf(why, whylen, "%s", n ? err : "out of memory");
 		free(n);
-		return;
+		return ret;
 	}
 	if (differs(n->ring_path, old->ring_path) || n->ring_size != old->ring_size ||
 	    n->segment_size != old->segment_size || differs(n->socket_path, old->socket_path) ||
@@ -403,6 +410,16 @@ static void reload(struct daemon *d)
 		    n->max_age_ns > 0 ? fr_format_duration(n->max_age_ns, age, sizeof(age))
 				      : "none",
 		    n->max_rate_hz);
+	return 0;
+}
+
+/* A reload, its outcome published for a `flightrec reload` waiting on it. */
+static void reload(struct daemon *d)
+{
+	char why[1024] = "";
+	uint64_t seq = daemon_reload_begin(d);
+
+	daemon_reload_end(d, seq, reload_apply(d, why, sizeof(why)), why);
 }
 
 /* SIGHUP reloads, SIGINT and SIGTERM stop, any other signal goes to the

@@ -27,6 +27,7 @@
 #include "ipc/msg.h"
 #include "ipc/proto.h"
 #include "recorder/dumps.h"
+#include "recorder/requests_timeline.h"
 #include "recorder/threads.h"
 
 /* ---- requests ---------------------------------------------------------- */
@@ -537,7 +538,7 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t
 }
 
 /* Whether a user who is not privileged is among the session's "users". */
-static int may_dump(struct daemon *d, const char *session, uid_t uid)
+int daemon_may_dump(struct daemon *d, const char *session, uid_t uid)
 {
 	int ok = 0;
 
@@ -569,7 +570,7 @@ static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ip
 
 	if (fr_ipc_dump_req_decode(req, &dq, err, sizeof(err)) < 0)
 		return fr_ipc_error("%s", err);
-	if (!daemon_peer_privileged(d, peer) && !may_dump(d, dq.session, peer->uid)) {
+	if (!daemon_peer_privileged(d, peer) && !daemon_may_dump(d, dq.session, peer->uid)) {
 		fr_log_info("refused a dump of session %s to uid %u (pid %d): not among its users",
 			    dq.session, (unsigned)peer->uid, (int)peer->pid);
 		return fr_ipc_error("dump: uid %u may not dump session \"%s\": only root, the "
@@ -745,6 +746,8 @@ cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int f
 		return handle_attach(d, req, fd, peer);
 	if (strcmp(cmd, "threads") == 0)
 		return daemon_handle_threads(d, req, fd, peer);
+	if (strcmp(cmd, "timeline") == 0)
+		return daemon_handle_timeline(d, req, fd, peer);
 	if (fd >= 0)
 		close(fd);
 	if (strcmp(cmd, "status") == 0)
@@ -755,7 +758,11 @@ cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int f
 		return handle_consume(d, req, peer);
 	if (strcmp(cmd, "dump") == 0)
 		return handle_dump(d, req, peer);
+	if (strcmp(cmd, "reload") == 0)
+		return daemon_handle_reload(d, peer);
+	if (strcmp(cmd, "trigger") == 0)
+		return daemon_handle_trigger(d, req, peer);
 	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, consume, "
-			    "dump, status, sessions, threads)",
+			    "dump, status, sessions, threads, reload, trigger, timeline)",
 			    cmd);
 }

@@ -179,19 +179,32 @@ cJSON *daemon_handle_sessions(struct daemon *d, const struct fr_ipc_peer *viewer
 /* "ingest": whether the ingest thread keeps up, and the build id reader
  * beside it. `stalled` is true while the last drain is older than a
  * stall; a reader busy for seconds is reading a file that does not
- * answer (recording goes on without that build id). */
+ * answer (recording goes on without that build id). The writer's last
+ * append and whether it is stuck (its disk not answering) go here too:
+ * either way samples stop reaching the ring. */
 static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
 {
 	cJSON *o = cJSON_AddObjectToObject(r, "ingest");
-	int64_t last = __atomic_load_n(&d->last_drain_mono, __ATOMIC_RELAXED), busy = 0;
+	int64_t last = __atomic_load_n(&d->last_drain_mono, __ATOMIC_RELAXED), busy = 0, longest;
+	int stalled = last && now - last > STALL_NS;
 	uint32_t pending = 0;
+	size_t queued = 0;
 
 	if (!o)
 		return 0;
 	fr_ipc_add_int(o, "last_drain_ns", __atomic_load_n(&d->last_drain_real, __ATOMIC_RELAXED));
 	fr_ipc_add_int(o, "last_seal_ns", __atomic_load_n(&d->last_seal_real, __ATOMIC_RELAXED));
-	cJSON_AddBoolToObject(o, "stalled", last && now - last > STALL_NS);
+	fr_ipc_add_int(o, "last_append_ns",
+		       __atomic_load_n(&d->writer.last_append_real, __ATOMIC_RELAXED));
+	cJSON_AddBoolToObject(o, "stalled", stalled);
 	fr_ipc_add_int(o, "stalls", (int64_t)__atomic_load_n(&d->stalls, __ATOMIC_RELAXED));
+	/* A stall still going on is the longest when it is. */
+	longest = __atomic_load_n(&d->longest_stall_ns, __ATOMIC_RELAXED);
+	fr_ipc_add_int(o, "longest_stall_ns",
+		       stalled && now - last > longest ? now - last : longest);
+	cJSON_AddBoolToObject(o, "writer_stalled",
+			      fr_writer_stalled(&d->writer, STALL_NS, &queued));
+	fr_ipc_add_int(o, "writer_queued_bytes", (int64_t)queued);
 	fr_ipc_add_int(o, "flush_timeouts",
 		       (int64_t)__atomic_load_n(&d->flush_timeouts, __ATOMIC_RELAXED));
 	fr_tracker_file_state(d->tracker, &pending, &busy);

@@ -555,6 +555,13 @@ void fr_triggers_signal(struct fr_triggers *t, int signo)
 int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_ns,
 		       struct fr_trigger_fire *fire, char *path, size_t pathlen)
 {
+	return fr_triggers_manual_reason(t, name, window_ns, NULL, fire, path, pathlen);
+}
+
+int fr_triggers_manual_reason(struct fr_triggers *t, const char *name, int64_t window_ns,
+			      const char *reason, struct fr_trigger_fire *fire, char *path,
+			      size_t pathlen)
+{
 	const struct fr_config_session *s;
 	struct manual_run run = {.session = name}, **pp;
 	char w[32];
@@ -590,13 +597,14 @@ int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_n
 	if (window_ns <= 0)
 		window_ns = s->ntriggers ? trig_window_of(&s->triggers[0]) : DEFAULT_WINDOW_NS;
 	fire->session_index = (uint32_t)si;
-	snprintf(fire->reason, sizeof(fire->reason), "requested by hand");
+	snprintf(fire->reason, sizeof(fire->reason), "%s",
+		 reason && reason[0] ? reason : "requested by hand");
 	fire->fire_ns = trig_real(t);
 	fire->t0_ns = fire->fire_ns - window_ns;
 	fire->t1_ns = fire->fire_ns;
 	pthread_mutex_unlock(&t->lock);
 
-	fr_log_info("session %s: dump requested by hand; dumping %s", name,
+	fr_log_info("session %s: dump requested by hand (%s); dumping %s", name, fire->reason,
 		    trig_fmt_dur(window_ns, w, sizeof(w)));
 	ret = t->dump(t->arg, fire, path, pathlen);
 

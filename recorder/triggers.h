@@ -108,6 +108,11 @@ void fr_triggers_signal(struct fr_triggers *t, int signo);
  * failed. */
 int fr_triggers_manual(struct fr_triggers *t, const char *name, int64_t window_ns,
 		       struct fr_trigger_fire *fire, char *path, size_t pathlen);
+/* fr_triggers_manual() with the dump's reason (`flightrec trigger
+ * --reason`); NULL or "" is "requested by hand". */
+int fr_triggers_manual_reason(struct fr_triggers *t, const char *name, int64_t window_ns,
+			      const char *reason, struct fr_trigger_fire *fire, char *path,
+			      size_t pathlen);
 
 /* Unix ns of the last dump of session `index` (0: none), and the number of
  * fires suppressed by cooldowns, for `sessions` replies. */

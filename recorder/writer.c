@@ -88,11 +88,30 @@ void fr_writer_expire(struct fr_writer *w)
 				   fr_ring_path(w->ring), strerror(-ret));
 }
 
+/* Whether the writer is stuck: an append has taken over `stall_ns`, or
+ * chunks wait while nothing was appended for that long. */
+int fr_writer_stalled(struct fr_writer *w, int64_t stall_ns, size_t *queued)
+{
+	int64_t since = __atomic_load_n(&w->append_since_mono, __ATOMIC_RELAXED);
+	int64_t last = __atomic_load_n(&w->last_append_real, __ATOMIC_RELAXED);
+
+	pthread_mutex_lock(&w->lock);
+	*queued = w->queued_bytes;
+	pthread_mutex_unlock(&w->lock);
+	return (since && fr_now_mono_ns() - since > stall_ns) ||
+	       (*queued && last && fr_now_real_ns() - last > stall_ns);
+}
+
 /* Appends one chunk, outside the lock. */
 static void store(struct fr_writer *w, struct fr_writer_item *it)
 {
-	int ret = fr_ring_append(w->ring, it->chunk, it->len);
+	int ret;
 
+	__atomic_store_n(&w->append_since_mono, fr_now_mono_ns(), __ATOMIC_RELAXED);
+	ret = fr_ring_append(w->ring, it->chunk, it->len);
+	__atomic_store_n(&w->append_since_mono, 0, __ATOMIC_RELAXED);
+	if (ret == 0)
+		__atomic_store_n(&w->last_append_real, fr_now_real_ns(), __ATOMIC_RELAXED);
 	if (ret < 0) {
 		__atomic_add_fetch(&w->write_errors, 1, __ATOMIC_RELAXED);
 		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot store a chunk in %s: %s",
@@ -146,6 +165,8 @@ int fr_writer_start(struct fr_writer *w, struct fr_ring *ring)
 	ret = pthread_create(&w->thread, NULL, writer_main, w);
 	if (ret)
 		return -ret;
+	/* Named, so that a stalled append is found in `top -H` and stack dumps. */
+	pthread_setname_np(w->thread, "fr-writer");
 	w->started = 1;
 	return 0;
 }

@@ -36,6 +36,10 @@ struct fr_writer {
 	int64_t max_age_ns;
 	/* Counters read by status requests (atomics). */
 	uint64_t chunks_dropped, write_errors;
+	/* For status (atomics): Unix ns of the last successful append, and
+	 * CLOCK_MONOTONIC ns since the append in progress began (0: none),
+	 * so an append that hangs on its disk is seen while it hangs. */
+	int64_t last_append_real, append_since_mono;
 };
 
 /* Initializes `w`, which erases what is older than `max_age_ns` (0:
@@ -67,6 +71,11 @@ int fr_writer_barrier_wait(struct fr_writer *w, uint64_t target, int timeout_ms)
 /* ring.max_age: erases what is older. Writer thread only, or before it
  * starts. */
 void fr_writer_expire(struct fr_writer *w);
+
+/* Whether the writer is stuck (an append taking over `stall_ns`, or chunks
+ * waiting while nothing was appended for that long), with the bytes
+ * queued in *queued. Any thread. */
+int fr_writer_stalled(struct fr_writer *w, int64_t stall_ns, size_t *queued);
 
 /* Lets the writer store everything queued, then joins it and syncs the
  * ring. Accepts a writer that never started. */

@@ -8,12 +8,16 @@ command -v clang-format >/dev/null 2>&1 || {
 	echo "clang-format is not installed (Debian: apt-get install clang-format)"
 	exit 77
 }
-bad=0
-for f in $(find lib core config ipc recorder tools tests -name '*.[ch]' | sort); do
-	if ! clang-format --dry-run -Werror "$f" >/dev/null 2>&1; then
+files=$(find lib core config ipc recorder tools tests -name '*.[ch]' | sort)
+# One clang-format for the whole tree (a process per file took half a
+# minute on a loaded machine); the per-file pass only names the culprits.
+# shellcheck disable=SC2086
+if clang-format --dry-run -Werror $files >/dev/null 2>&1; then
+	echo "every C file is formatted"
+	exit 0
+fi
+for f in $files; do
+	clang-format --dry-run -Werror "$f" >/dev/null 2>&1 ||
 		echo "$f is not formatted: clang-format -i $f"
-		bad=1
-	fi
 done
-[ $bad = 0 ] && echo "every C file is formatted"
-exit $bad
+exit 1

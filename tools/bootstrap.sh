@@ -19,11 +19,21 @@ packages=(
 	liburing-dev libzstd-dev zlib1g-dev libcjson-dev libelf-dev libdw-dev
 	golang-go linux-perf python3 gzip clang-format
 	clang libbpf-dev bpftool
+	man-db # renders the man pages in the docs_cli_render test (man --warnings)
 )
 
+# The web page of flightrec serve takes its libraries from npm
+# (web/package-lock.json): Debian's nodejs and npm only where there is no
+# node already (a newer one from elsewhere is fine); the browser test drives
+# Debian's chromium.
+web_packages() {
+	command -v node >/dev/null && command -v npm >/dev/null || echo nodejs npm
+}
+
+# install_deps [PACKAGE...]: the packages above and these.
 install_deps() {
 	local missing=()
-	for p in "${packages[@]}"; do
+	for p in "${packages[@]}" "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 			missing+=("$p")
 	done
@@ -38,7 +48,21 @@ install_deps() {
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# npm ci in web/ when its lockfile changed since the last one; a build
+# directory set up before then is reconfigured, so the build embeds them.
+web_deps() {
+	if [ ! -f web/node_modules/.package-lock.json ] ||
+		[ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+		echo "bootstrap: npm ci in web/"
+		(cd web && npm ci --no-audit --no-fund)
+		if [ -f "$build/build.ninja" ]; then
+			meson setup --reconfigure "$build" >/dev/null
+		fi
+	fi
+}
+
 build() {
+	web_deps
 	if [ ! -f "$build/build.ninja" ]; then
 		meson setup "$build" --buildtype=debugoptimized
 	fi
@@ -47,7 +71,8 @@ build() {
 
 case "${1:-}" in
 run)
-	install_deps
+	# shellcheck disable=SC2046 # web_packages prints words, or nothing
+	install_deps $(web_packages)
 	build
 	meson install -C "$build" --quiet
 	hash -r
@@ -55,7 +80,8 @@ run)
 	exec /usr/local/sbin/flightrecd
 	;;
 test)
-	install_deps
+	# shellcheck disable=SC2046
+	install_deps chromium $(web_packages)
 	build
 	status=0
 	meson test -C "$build" --print-errorlogs --num-processes 1 || status=$?

@@ -28,14 +28,21 @@ mode_t fr_cli_umask = 022;
 int fr_cli_bad_option(const char *cmd, char **argv)
 {
 	const char *arg = argv[optind - 1];
+	int len = (int)strcspn(arg, "=");
 
-	if (optopt && optopt < 256)
+	/* getopt (opterr = 0) sets optopt to a long option's value when it
+	 * lacks its value or has one it does not take, and to 0 when the
+	 * option is unknown; a short option's letter either way. */
+	if (optopt && strncmp(arg, "--", 2) == 0)
+		fprintf(stderr, "%s %s: %.*s %s (see %s %s --help)\n", prog, cmd, len, arg,
+			arg[len] ? "takes no value" : "needs a value", prog, cmd);
+	else if (optopt && optopt < 256)
 		fprintf(stderr,
 			"%s %s: option -%c is unknown or needs a value (see %s %s --help)\n", prog,
 			cmd, optopt, prog, cmd);
 	else
-		fprintf(stderr, "%s %s: unknown option or missing value: %s (see %s %s --help)\n",
-			prog, cmd, arg, prog, cmd);
+		fprintf(stderr, "%s %s: unknown option %.*s (see %s %s --help)\n", prog, cmd, len,
+			arg, prog, cmd);
 	return EXIT_USAGE;
 }
 

@@ -28,12 +28,18 @@ int fr_cmd_status(int argc, char **argv);
 int fr_cmd_sessions(int argc, char **argv);
 int fr_cmd_dump(int argc, char **argv);
 int fr_cmd_threads(int argc, char **argv);
+int fr_cmd_serve(int argc, char **argv);
+int fr_cmd_timeline(int argc, char **argv);
 
 /* Prints the threads answer in `fd` (a pprof, recorder/threads.c) as text
  * grouped by stack, or as JSON, with the warnings of `r`. Returns the exit
  * status. */
 struct fr_ipc_threads_reply;
 int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r);
+
+/* The threads answer in `fd` as the JSON of `threads --json` (for
+ * flightrec serve), or NULL after saying why it cannot be read. */
+cJSON *fr_cli_threads_json(int fd, const struct fr_ipc_threads_reply *r);
 
 /* Says which option of `cmd` getopt refused. Returns EXIT_USAGE. */
 int fr_cli_bad_option(const char *cmd, char **argv);

@@ -26,6 +26,7 @@
 #include "ipc/msg.h"
 #include "ipc/proto.h"
 #include "tools/query.h"
+#include "tools/timeline.h"
 
 static const char *prog = FR_CLI_PROG;
 
@@ -35,6 +36,8 @@ static void usage_dump(FILE *f)
 		"Usage: flightrec dump --ring FILE --window DURATION [OPTION]...\n"
 		"       flightrec dump --ring FILE --from TIME [--to TIME] [OPTION]...\n"
 		"       flightrec dump --ring FILE --info [--json]\n"
+		"       flightrec dump --ring FILE --timeline [--window D | --from T [--to T]]\n"
+		"                      [--event E] [--by BY] [--step D] [--top N] [--json]\n"
 		"       flightrec dump --ring FILE --threads [--at TIME] [--pid PID,...]\n"
 		"                      [--comm NAME,...] [--cgroup PATH] [--json | -o FILE.pb.gz]\n"
 		"       flightrec dump --session NAME [--window DURATION] [--socket PATH]\n"
@@ -79,6 +82,9 @@ static void usage_dump(FILE *f)
 		"                     and .gnu_debuglink names); repeatable, searched in order;\n"
 		"                     default /usr/lib/debug\n"
 		"  --info             show the ring's span, use, samples, compression, damage\n"
+		"  --timeline         per step, the event per top process (or --by comm, cgroup,\n"
+		"                     label:KEY), as flightrec timeline shows it (default: the\n"
+		"                     ring's last hour); --by, --step, --top as there\n"
 		"  --threads          the threads at a moment, as flightrec threads shows them,\n"
 		"                     from the ring alone: blocked (since when, where), running\n"
 		"                     (cpu samples in the second before) or unknown\n"
@@ -204,7 +210,8 @@ struct dump_args {
 	const char *ring_s, *session_s, *socket_s, *symbol_cache_s, *at_s;
 	const char *debug_dirs[FR_CONFIG_MAX_DEBUG_DIRS];
 	uint32_t ndebug_dirs;
-	int info, json, threads;
+	int info, json, threads, timeline;
+	struct fr_tl_args tl;
 };
 
 /* Parses and checks the options. Returns 0, or the exit status when the
@@ -213,6 +220,8 @@ static int dump_parse(int argc, char **argv, struct dump_args *a)
 {
 	static const struct option longopts[] = {
 		FR_QUERY_LONGOPTS,
+		FR_TIMELINE_LONGOPTS,
+		{"timeline", no_argument, NULL, FR_TL_OPT_TIMELINE},
 		{"ring", required_argument, NULL, FR_OPT_RING},
 		{"info", no_argument, NULL, FR_OPT_INFO},
 		{"json", no_argument, NULL, FR_OPT_JSON},
@@ -232,7 +241,12 @@ static int dump_parse(int argc, char **argv, struct dump_args *a)
 			continue;
 		if (ret)
 			return ret;
+		if ((ret = fr_tl_opt("flightrec dump", c, optarg, &a->tl)) == 1)
+			continue;
+		if (ret)
+			return ret;
 		switch (c) {
+		case FR_TL_OPT_TIMELINE: a->timeline = 1; break;
 		case FR_OPT_RING: a->ring_s = optarg; break;
 		case FR_OPT_INFO: a->info = 1; break;
 		case FR_OPT_JSON: a->json = 1; break;
@@ -261,6 +275,26 @@ static int dump_parse(int argc, char **argv, struct dump_args *a)
 	return 0;
 }
 
+/* dump --timeline: a window (the ring's last hour by default), one event.
+ * Returns 0 or EXIT_USAGE (after saying why). */
+static int dump_check_timeline(struct dump_args *a)
+{
+	struct fr_query_args *q = &a->q;
+
+	if (a->info || q->out_s || q->format || q->hz || q->nrates || q->nevents > 1 ||
+	    fr_targets_given(&q->targets) || fr_targets_labels_given(&q->targets) ||
+	    q->targets.children || q->by_cpu || a->symbol_cache_s || a->ndebug_dirs) {
+		fprintf(stderr,
+			"%s dump: --timeline takes a window, one --event, --by, --step, --top "
+			"and --json only\n",
+			prog);
+		return EXIT_USAGE;
+	}
+	if (!q->window_s && !q->from_s)
+		q->window_s = "1h";
+	return fr_query_finish("flightrec dump", q) ? EXIT_USAGE : 0;
+}
+
 /* Checks that the options of a ring dump (not --session) go together.
  * Returns 0 or EXIT_USAGE (after saying why). */
 static int dump_check(struct dump_args *a)
@@ -283,9 +317,10 @@ static int dump_check(struct dump_args *a)
 		return EXIT_USAGE;
 	}
 	if (a->threads) {
-		if (a->info || q->window_s || q->from_s || q->to_s || (q->hz || q->nrates) ||
-		    q->format || q->nevents || fr_targets_labels_given(&q->targets) ||
-		    q->targets.children || (a->json && q->out_s)) {
+		if (a->info || a->timeline || q->window_s || q->from_s || q->to_s ||
+		    (q->hz || q->nrates) || q->format || q->nevents ||
+		    fr_targets_labels_given(&q->targets) || q->targets.children ||
+		    (a->json && q->out_s)) {
 			fprintf(stderr,
 				"%s dump: --threads takes --at, --pid, --comm, --cgroup, --json or "
 				"-o, and symbol options only\n",
@@ -294,8 +329,14 @@ static int dump_check(struct dump_args *a)
 		}
 		return 0;
 	}
+	if (fr_tl_given(&a->tl) && !a->timeline) {
+		fprintf(stderr, "%s dump: --by, --step and --top go with --timeline\n", prog);
+		return EXIT_USAGE;
+	}
+	if (a->timeline)
+		return dump_check_timeline(a);
 	if (a->json && !a->info) {
-		fprintf(stderr, "%s dump: --json goes with --info\n", prog);
+		fprintf(stderr, "%s dump: --json goes with --info or --timeline\n", prog);
 		return EXIT_USAGE;
 	}
 	if (a->info && (a->symbol_cache_s || a->ndebug_dirs)) {
@@ -537,7 +578,7 @@ int fr_cmd_dump(int argc, char **argv)
 		if (a.ring_s || a.info || a.json || q->from_s || q->to_s || q->out_s ||
 		    q->targets.npids || (q->hz || q->nrates) || q->format || q->nevents ||
 		    q->targets.ncomms || q->targets.cgroup[0] || a.symbol_cache_s ||
-		    a.ndebug_dirs || a.threads || a.at_s) {
+		    a.ndebug_dirs || a.threads || a.at_s || a.timeline) {
 			fprintf(stderr,
 				"%s dump: --session takes only --window and --socket (the "
 				"session says what to record and where the dump goes)\n",
@@ -563,6 +604,13 @@ int fr_cmd_dump(int argc, char **argv)
 		goto out;
 	}
 	req = calloc(1, sizeof(*req));
+	if (req && a.timeline) {
+		if (dump_request(ring, a.ring_s, q, req) == 0)
+			status = fr_tl_from_ring(ring, req->t0, req->t1,
+						 q->nevents ? q->events[0] : FR_EVENT_CPU, &a.tl,
+						 a.json);
+		goto out;
+	}
 	if (req && a.threads) {
 		if (dump_symbol_paths(&a, req, &cache_dir) == 0)
 			status = dump_threads(ring, &a, req);

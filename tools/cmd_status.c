@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/log.h"
 #include "core/util/parse.h"
 #include "tools/query.h"
 
@@ -34,18 +35,52 @@ static void print_symbol_cache(const cJSON *sc)
 	       cJSON_GetObjectItemCaseSensitive(sc, "dir") ? fr_cli_str(sc, "dir") : "");
 }
 
-/* The ingest thread's progress: one line, louder when it is stuck. */
+/* "0.4s ago" for a Unix ns time, "never" for 0. */
+static const char *ago(double unix_ns, int64_t now, char *buf, size_t len)
+{
+	char d[32];
+
+	if (unix_ns <= 0)
+		return snprintf(buf, len, "never"), buf;
+	fr_cli_human_duration(now > (int64_t)unix_ns ? now - (int64_t)unix_ns : 0, d, sizeof(d));
+	snprintf(buf, len, "%s ago", d);
+	return buf;
+}
+
+/* The ingest thread's and the writer's progress and stall counters,
+ * louder when either is stuck: a stale seal or ring append means the
+ * profiles of the last seconds are missing, and samples are being lost. */
 static void print_ingest(const cJSON *in)
 {
-	char when[64], busy[64];
+	char when[64], seal[64], append[64], busy[64], longest[32], queued[32];
+	int64_t now = fr_now_real_ns();
+	int stalled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "stalled"));
+	double stalls, timeouts;
 
 	if (!in)
 		return;
-	fr_format_time((int64_t)fr_cli_num(in, "last_drain_ns"), when, sizeof(when));
-	printf("ingest:   %s, last drain %s, %.0f stalls, %.0f flush timeouts\n",
-	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "stalled")) ? "STALLED"
-									     : "running",
-	       when, fr_cli_num(in, "stalls"), fr_cli_num(in, "flush_timeouts"));
+	stalls = fr_cli_num(in, "stalls");
+	timeouts = fr_cli_num(in, "flush_timeouts");
+	printf("ingest:   %s, last drain %s, seal %s, ring append %s\n",
+	       stalled ? "STALLED" : "running",
+	       ago(fr_cli_num(in, "last_drain_ns"), now, when, sizeof(when)),
+	       ago(fr_cli_num(in, "last_seal_ns"), now, seal, sizeof(seal)),
+	       ago(fr_cli_num(in, "last_append_ns"), now, append, sizeof(append)));
+	fr_cli_human_duration((int64_t)fr_cli_num(in, "longest_stall_ns"), longest,
+			      sizeof(longest));
+	printf("stalls:   %.0f%s%s%s, %.0f flush timeout%s\n", stalls,
+	       stalls || stalled ? " (longest " : "", stalls || stalled ? longest : "",
+	       stalls || stalled ? ")" : "", timeouts, timeouts == 1 ? "" : "s");
+	if (stalled)
+		printf("          last seal %s — the recorder is stalled: samples are lost while "
+		       "its perf buffers are full, and attach cannot flush\n",
+		       seal);
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "writer_stalled")))
+		printf("          last ring append %s with %s waiting — the ring's writer is "
+		       "stalled (its disk does not answer)\n",
+		       append,
+		       fr_format_size_human((uint64_t)fr_cli_num(in, "writer_queued_bytes"), queued,
+					    sizeof(queued)));
 	if (fr_cli_num(in, "build_id_read_busy_ns") > 1e9) {
 		fr_cli_human_duration((int64_t)fr_cli_num(in, "build_id_read_busy_ns"), busy,
 				      sizeof(busy));

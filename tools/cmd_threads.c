@@ -265,12 +265,13 @@ static int creator_note(const struct rthread *t, size_t n, char *buf, size_t len
 	return 1;
 }
 
-static int print_json(const struct fr_pprof_data *pd, const struct rthread *t, size_t n,
-		      const struct fr_ipc_threads_reply *r)
+/* The JSON form of the answer: {"threads": [...], "warnings": [...]}, or
+ * NULL on ENOMEM. */
+static cJSON *build_json(const struct fr_pprof_data *pd, const struct rthread *t, size_t n,
+			 const struct fr_ipc_threads_reply *r)
 {
 	char note[160];
 	cJSON *root = cJSON_CreateObject(), *arr, *warn;
-	char *text;
 
 	if (!root || !(arr = cJSON_AddArrayToObject(root, "threads")) ||
 	    !(warn = cJSON_AddArrayToObject(root, "warnings")))
@@ -282,16 +283,75 @@ static int print_json(const struct fr_pprof_data *pd, const struct rthread *t, s
 		cJSON_AddItemToArray(warn, cJSON_CreateString(r->warnings[i]));
 	if (creator_note(t, n, note, sizeof(note)))
 		cJSON_AddItemToArray(warn, cJSON_CreateString(note));
-	if (!(text = cJSON_PrintUnformatted(root)))
-		goto err;
-	printf("%s\n", text);
-	free(text);
-	cJSON_Delete(root);
-	return 0;
+	return root;
 err:
 	cJSON_Delete(root);
-	fprintf(stderr, "%s threads: out of memory\n", prog);
-	return 1;
+	return NULL;
+}
+
+static int print_json(const struct fr_pprof_data *pd, const struct rthread *t, size_t n,
+		      const struct fr_ipc_threads_reply *r)
+{
+	cJSON *root = build_json(pd, t, n, r);
+	char *text = root ? cJSON_PrintUnformatted(root) : NULL;
+
+	cJSON_Delete(root);
+	if (!text) {
+		fprintf(stderr, "%s threads: out of memory\n", prog);
+		return 1;
+	}
+	printf("%s\n", text);
+	free(text);
+	return 0;
+}
+
+/* The answer in `fd` read back: the decoded profile in *pd and its
+ * threads, sorted into groups, in *t (both freed by the caller). Returns
+ * 0 or -1 after saying why. */
+static int load(int fd, struct fr_pprof_data **pd, struct rthread **t)
+{
+	void *gz = NULL, *raw = NULL;
+	size_t rawlen;
+	struct stat st;
+	int ret = -1;
+
+	*pd = NULL;
+	*t = NULL;
+	if (fstat(fd, &st) < 0 || st.st_size <= 0 || !(gz = malloc((size_t)st.st_size)) ||
+	    pread(fd, gz, (size_t)st.st_size, 0) != st.st_size ||
+	    fr_gunzip(gz, (size_t)st.st_size, &raw, &rawlen) < 0 ||
+	    fr_pprof_read(raw, rawlen, pd) < 0) {
+		fprintf(stderr, "%s threads: the answer cannot be read\n", prog);
+		goto out;
+	}
+	if ((*pd)->nsamples && !(*t = calloc((*pd)->nsamples, sizeof(**t))))
+		goto out;
+	for (size_t i = 0; i < (*pd)->nsamples; i++) {
+		(*t)[i].s = &(*pd)->samples[i];
+		read_labels(*pd, &(*t)[i]);
+	}
+	sort_pd = *pd;
+	if ((*pd)->nsamples)
+		qsort(*t, (*pd)->nsamples, sizeof(**t), by_group);
+	ret = 0;
+out:
+	free(raw);
+	free(gz);
+	return ret;
+}
+
+/* The answer in `fd` as JSON (flightrec serve's threads view). */
+cJSON *fr_cli_threads_json(int fd, const struct fr_ipc_threads_reply *r)
+{
+	struct fr_pprof_data *pd;
+	struct rthread *t;
+	cJSON *o = NULL;
+
+	if (load(fd, &pd, &t) == 0)
+		o = build_json(pd, t, pd->nsamples, r);
+	free(t);
+	fr_pprof_data_free(pd);
+	return o;
 }
 
 /* Reads the answer back from `fd` and prints it. Returns the exit status.
@@ -300,28 +360,11 @@ int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r
 {
 	struct fr_pprof_data *pd = NULL;
 	struct rthread *t = NULL;
-	void *gz = NULL, *raw = NULL;
-	size_t rawlen;
-	struct stat st;
 	char note[160];
 	int status = 1;
 
-	if (fstat(fd, &st) < 0 || st.st_size <= 0 || !(gz = malloc((size_t)st.st_size)) ||
-	    pread(fd, gz, (size_t)st.st_size, 0) != st.st_size ||
-	    fr_gunzip(gz, (size_t)st.st_size, &raw, &rawlen) < 0 ||
-	    fr_pprof_read(raw, rawlen, &pd) < 0) {
-		fprintf(stderr, "%s threads: the answer cannot be read\n", prog);
+	if (load(fd, &pd, &t) < 0)
 		goto out;
-	}
-	if (pd->nsamples && !(t = calloc(pd->nsamples, sizeof(*t))))
-		goto out;
-	for (size_t i = 0; i < pd->nsamples; i++) {
-		t[i].s = &pd->samples[i];
-		read_labels(pd, &t[i]);
-	}
-	sort_pd = pd;
-	if (pd->nsamples)
-		qsort(t, pd->nsamples, sizeof(*t), by_group);
 	if (json) {
 		status = print_json(pd, t, pd->nsamples, r);
 		goto out;
@@ -338,8 +381,6 @@ int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r
 out:
 	free(t);
 	fr_pprof_data_free(pd);
-	free(raw);
-	free(gz);
 	return status;
 }
 

@@ -17,6 +17,7 @@
 #include "fr_version.h"
 #include "ipc/paths.h"
 #include "tools/cli.h"
+#include "tools/cmd_ctl.h"
 #include "tools/query.h"
 #include "tools/top.h"
 
@@ -36,6 +37,10 @@ static void usage_main(FILE *f)
 		"  sessions  list the recorder's sessions, their events and rates\n"
 		"  top       the top functions of a profile file or a recent window, as a table\n"
 		"  threads   every thread of some processes now: state, wait, how long, stack\n"
+		"  reload    reload the recorder's configuration file and say what changed\n"
+		"  trigger   fire a session now: the recorder writes its dump (--reason TEXT)\n"
+		"  timeline  which minute: per step, the CPU (or an event) of the top processes\n"
+		"  serve     a web page on loopback: timeline, flame graphs, diffs, threads\n"
 		"\n"
 		"Run `flightrec COMMAND --help` for a command's options.\n"
 		"The socket is --socket PATH, else $FLIGHTREC_SOCKET, else the daemon's default\n"
@@ -83,8 +88,16 @@ int main(int argc, char **argv)
 		return fr_cmd_threads(argc, argv);
 	if (strcmp(cmd, "top") == 0)
 		return fr_top_main(argc, argv);
+	if (strcmp(cmd, "reload") == 0)
+		return fr_cmd_reload(argc, argv);
+	if (strcmp(cmd, "trigger") == 0)
+		return fr_cmd_trigger(argc, argv);
+	if (strcmp(cmd, "timeline") == 0)
+		return fr_cmd_timeline(argc, argv);
+	if (strcmp(cmd, "serve") == 0)
+		return fr_cmd_serve(argc, argv);
 	fprintf(stderr,
-		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads; see %s --help)\n",
+		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, reload, trigger, timeline, serve; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }

@@ -705,7 +705,14 @@ int fr_top_main(int argc, char **argv)
 			ret = 0;
 			goto out;
 		default:
-			if (optopt && optopt < 256)
+			/* A long option with optopt set lacks its value (see
+			 * fr_cli_bad_option()). */
+			if (optopt && strncmp(argv[optind - 1], "--", 2) == 0)
+				fprintf(stderr, "%s: %.*s %s (see flightrec top --help)\n", prog,
+					(int)strcspn(argv[optind - 1], "="), argv[optind - 1],
+					strchr(argv[optind - 1], '=') ? "takes no value"
+								      : "needs a value");
+			else if (optopt && optopt < 256)
 				fprintf(stderr,
 					"%s: option -%c is unknown or needs a value "
 					"(see flightrec top --help)\n",

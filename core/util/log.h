@@ -2,8 +2,10 @@
  *
  * The level is checked in the macro, before any argument is evaluated, so a
  * debug message on a hot path costs one compare when debug logging is off.
- * Every message carries a [file:line] prefix; errno is preserved across the
- * call so a caller may log and then return -errno.
+ * The line's form is the program's choice (fr_log_set_format): a CLI's
+ * plain words, a daemon's RFC 3339 UTC timestamps and levels, JSON, or the
+ * journal's priority prefix. errno is preserved across the call so a
+ * caller may log and then return -errno.
  */
 #ifndef FR_CORE_LOG_H
 #define FR_CORE_LOG_H
@@ -22,14 +24,49 @@ enum fr_log_level {
 /* Current threshold; messages above it are dropped. Default FR_LOG_INFO. */
 extern int fr_log_level;
 
-/* Writes one line to stderr: "flightrecd: [file:line] level: message".
- * Use the macros below rather than calling this directly. */
+/* How lines look.
+ *   PLAIN    "flightrec: warning: message" (a CLI's user; the default)
+ *   TEXT     "2026-11-24T08:01:02.123Z warn flightrecd: message"
+ *   JSON     {"ts":"2026-11-24T08:01:02.123Z","level":"warn","prog":"flightrecd",
+ *             "pid":42,"msg":"message","src":"ingest.c:299"}
+ *   JOURNAL  "<4>message": journald stamps time, program and pid itself and
+ *            takes the priority from the syslog prefix.
+ * PLAIN, TEXT and JOURNAL add " (file:line)" at debug level (-vv). */
+enum fr_log_format {
+	FR_LOG_FORMAT_PLAIN = 0,
+	FR_LOG_FORMAT_TEXT,
+	FR_LOG_FORMAT_JSON,
+	FR_LOG_FORMAT_JOURNAL,
+};
+
+/* Writes one line to stderr in the format set. Use the macros below
+ * rather than calling this directly. */
 void fr_log_write(int level, const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* Sets the program name used as the line prefix (default "flightrec"). The
  * string is borrowed and must outlive all logging. */
 void fr_log_set_ident(const char *ident);
+
+/* Sets and reads the line format (before threads start). */
+void fr_log_set_format(enum fr_log_format format);
+enum fr_log_format fr_log_get_format(void);
+
+/* "text", "json" or "journal" into *format. Returns 0, or -1 for anything
+ * else. */
+int fr_log_parse_format(const char *s, enum fr_log_format *format);
+
+/* Whether stderr is the journal's stream ($JOURNAL_STREAM names its
+ * device and inode, and descriptor 2 is still that stream). */
+int fr_log_stderr_is_journal(void);
+
+/* Formats one line without its newline into `buf` (NUL-terminated) and
+ * returns its length: `real_ns` is the Unix time, `src` "file:line" or
+ * NULL. Control characters in `msg` are escaped, and a JSON line is valid
+ * JSON even when the message is cut to fit (with `len` of 512 or more).
+ * The work of fr_log_write(), apart for tests. */
+size_t fr_log_format_line(char *buf, size_t len, enum fr_log_format format, int64_t real_ns,
+			  int level, const char *ident, const char *src, const char *msg);
 
 #define fr_log(lvl, ...)                                                      \
 	do {                                                                  \

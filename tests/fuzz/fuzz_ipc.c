@@ -26,6 +26,8 @@
 
 #include "core/util/log.h"
 #include "ipc/msg.h"
+#include "ipc/msg_ctl.h"
+#include "ipc/msg_timeline.h"
 #include "ipc/proto.h"
 
 struct writer {
@@ -145,6 +147,10 @@ static void decode_messages(const cJSON *obj)
 	static struct fr_ipc_dump_reply dp, dp2;
 	static struct fr_ipc_threads_req tr, tr2;
 	static struct fr_ipc_threads_reply tp, tp2;
+	static struct fr_ipc_reload_reply lp, lp2;
+	static struct fr_ipc_trigger_req gr, gr2;
+	static struct fr_ipc_timeline_req lr, lr2;
+	static struct fr_ipc_timeline_reply tlp, tlp2;
 	char err[512];
 
 	err[0] = '\0';
@@ -203,6 +209,37 @@ static void decode_messages(const cJSON *obj)
 			   fr_ipc_threads_reply_decode, &tp, &tp2);
 		FUZZ_CHECK(memcmp(&tp, &tp2, sizeof(tp)) == 0,
 			   "threads reply: differs after a round trip");
+	}
+	err[0] = '\0';
+	if (decoded(fr_ipc_reload_reply_decode(obj, &lp, err, sizeof(err)), err, "reload reply")) {
+		ROUND_TRIP("reload reply", fr_ipc_reload_reply_encode, fr_ipc_reload_reply_decode,
+			   &lp, &lp2);
+		FUZZ_CHECK(memcmp(&lp, &lp2, sizeof(lp)) == 0,
+			   "reload reply: differs after a round trip");
+	}
+	err[0] = '\0';
+	if (decoded(fr_ipc_trigger_req_decode(obj, &gr, err, sizeof(err)), err, "trigger")) {
+		ROUND_TRIP("trigger", fr_ipc_trigger_req_encode, fr_ipc_trigger_req_decode, &gr,
+			   &gr2);
+		FUZZ_CHECK(memcmp(&gr, &gr2, sizeof(gr)) == 0,
+			   "trigger: differs after a round trip");
+		FUZZ_CHECK(!gr.reason[0] || fr_ipc_reason_ok(gr.reason),
+			   "trigger: a reason with control characters was accepted");
+	}
+	err[0] = '\0';
+	if (decoded(fr_ipc_timeline_req_decode(obj, &lr, err, sizeof(err)), err, "timeline")) {
+		ROUND_TRIP("timeline", fr_ipc_timeline_req_encode, fr_ipc_timeline_req_decode, &lr,
+			   &lr2);
+		FUZZ_CHECK(memcmp(&lr, &lr2, sizeof(lr)) == 0,
+			   "timeline: differs after a round trip");
+	}
+	err[0] = '\0';
+	if (decoded(fr_ipc_timeline_reply_decode(obj, &tlp, err, sizeof(err)), err,
+		    "timeline reply")) {
+		ROUND_TRIP("timeline reply", fr_ipc_timeline_reply_encode,
+			   fr_ipc_timeline_reply_decode, &tlp, &tlp2);
+		FUZZ_CHECK(memcmp(&tlp, &tlp2, sizeof(tlp)) == 0,
+			   "timeline reply: differs after a round trip");
 	}
 }
 

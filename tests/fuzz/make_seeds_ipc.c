@@ -10,6 +10,8 @@
 
 #include "core/store/sample.h"
 #include "ipc/msg.h"
+#include "ipc/msg_ctl.h"
+#include "ipc/msg_timeline.h"
 #include "ipc/proto.h"
 
 #include "tests/fuzz/fuzz.h"
@@ -63,7 +65,13 @@ static void make_message_seeds(void)
 	struct fr_ipc_dump_reply dp = {.t0_ns = 1700000000000000000LL,
 				       .t1_ns = 1700000060000000000LL};
 	static struct fr_ipc_threads_req tr;
+	static struct fr_ipc_reload_reply lp;
+	struct fr_ipc_trigger_req gr = {.session = "db",
+					.reason = "p99 alert",
+					.window_ns = 120000000000LL};
 	struct fr_ipc_threads_reply tp = {.processes = 1, .threads = 10001, .bytes = 90210};
+	static struct fr_ipc_timeline_req lr;
+	static struct fr_ipc_timeline_reply tlp;
 	struct stream s;
 
 	ar.window_ns = 60000000000LL;
@@ -113,6 +121,15 @@ static void make_message_seeds(void)
 	fr_ipc_warn(cp.warnings, &cp.nwarnings, "999 Hz is above the limit for users");
 	cp.events[0] = (struct fr_ipc_consume_event){FR_EVENT_CPU, 999, 999};
 	snprintf(dp.path, sizeof(dp.path), "/var/lib/flightrec/dumps/db-manual-h-t.pb.gz");
+	lr.window_ns = 3600000000000LL;
+	lr.step_ns = 60000000000LL;
+	lr.event = FR_EVENT_CPU;
+	lr.by = FR_TIMELINE_BY_COMM;
+	lr.top = 8;
+	tlp.samples = 7192808;
+	tlp.groups = 9;
+	tlp.bytes = 4321;
+	fr_ipc_warn(tlp.warnings, &tlp.nwarnings, "the timeline holds only your own processes");
 	tr.targets = ar.targets;
 	tr.targets.children = 0;
 	fr_ipc_warn(tp.warnings, &tp.nwarnings, "only your own processes (uid 1000) are listed");
@@ -126,6 +143,18 @@ static void make_message_seeds(void)
 	frame_msg(&s, fr_ipc_dump_reply_encode(&dp), 0);
 	frame_msg(&s, fr_ipc_threads_req_encode(&tr), 1);
 	frame_msg(&s, fr_ipc_threads_reply_encode(&tp), 0);
+	snprintf(lp.config, sizeof(lp.config), "/etc/flightrec.json");
+	fr_ipc_reload_change(&lp, "sessions[db].events[0].hz: 99 -> 199");
+	fr_ipc_reload_change(&lp, "ring.size: \"256MiB\" -> \"1GiB\" (at the next start)");
+	frame_msg(&s, fr_ipc_reload_req_encode(), 1);
+	frame_msg(&s, fr_ipc_reload_reply_encode(&lp), 0);
+	frame_msg(&s, fr_ipc_trigger_req_encode(&gr), 1);
+	frame_msg(&s, fr_ipc_timeline_req_encode(&lr), 1);
+	frame_msg(&s, fr_ipc_timeline_reply_encode(&tlp), 0);
+	/* A timeline by an application label, of an event, over a span. */
+	frame(&s, "{\"v\":1,\"req\":\"timeline\",\"from_ns\":1795000000000000000,"
+		  "\"to_ns\":1795000360000000000,\"step_ns\":10000000000,\"event\":\"offcpu\","
+		  "\"by\":\"label:tenant\",\"top\":32}");
 	/* Raw events by their full config, by an id only, and malformed. */
 	frame(&s, "{\"v\":1,\"req\":\"attach\",\"window_ns\":1000000000,\"events\":["
 		  "\"raw:0x10000003c,config1=0x3f807f8fff,config2=0x1\",\"raw:id=0x21234567\","
@@ -149,7 +178,14 @@ static void make_message_seeds(void)
 		  "\"event_hz\":[1,2]}");
 	frame(&s, "{\"v\":1,\"req\":\"consume\",\"event_hz\":[-1]}");
 	frame(&s, "{\"v\":1,\"req\":\"dump\",\"session\":\"\",\"window_ns\":999}");
+	frame(&s, "{\"v\":1,\"req\":\"timeline\",\"window_ns\":1,\"from_ns\":2,\"step_ns\":5,"
+		  "\"by\":\"label:\",\"event\":\"nope\",\"top\":33}");
+	frame(&s, "{\"v\":1,\"req\":\"timeline\",\"by\":7,\"top\":-1}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[1],\"children\":true}");
+	frame(&s, "{\"v\":1,\"req\":\"trigger\",\"session\":\"db\",\"reason\":\"a\\nb\"}");
+	frame(&s, "{\"v\":1,\"req\":\"trigger\",\"session\":\"db\",\"reason\":\"\","
+		  "\"window_ns\":1}");
+	frame(&s, "{\"ok\":true,\"config\":\"/x\",\"changed\":[\"a\",2],\"more\":-1}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[]}");
 	/* An attach reply's span members: negative, not a list, a kind of
 	 * filter this build does not know beside one that is no string. */

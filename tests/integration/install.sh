@@ -11,8 +11,15 @@ prefix=$(meson introspect "$BUILD" --buildoptions |
 root="$T/root$prefix"
 for f in sbin/flightrecd bin/flightrec share/doc/flightrec/README.md \
 	share/doc/flightrec/architecture.md share/doc/flightrec/config.md \
-	share/doc/flightrec/performance.md; do
+	share/doc/flightrec/performance.md share/man/man1/flightrec.1 share/man/man8/flightrecd.8 \
+	share/man/man5/flightrec.json.5 share/zsh/site-functions/_flightrec; do
 	[ -e "$root/$f" ] || fail "meson install did not install $prefix/$f"
+done
+# Shell completion: bash-completion loads it by command name, so both
+# names have the file.
+for c in flightrec flightrecd; do
+	[ -n "$(find "$T/root" -path "*/bash-completion/completions/$c")" ] ||
+		fail "meson install did not install the bash completion of $c"
 done
 # libflightrec for programs to link: the library, its header and its
 # pkg-config file, and a program built against the installed copy runs.

@@ -1,0 +1,160 @@
+/* Timelines: how much of one event each group of processes had, step by
+ * step, over a window of the ring ("find the minute" before asking for a
+ * profile of it). What `flightrec timeline`, `flightrec dump --timeline`,
+ * the daemon's "timeline" request and the web page of `flightrec serve`
+ * show; fleet queries produce the same JSON form from ClickHouse.
+ *
+ * VALUES. Every sample of the event in [start_ns, end_ns) is counted, none
+ * is downsampled, so a step's value is exact for what the ring holds:
+ *   - cpu: the sum of the samples' weights, sampled CPU nanoseconds (what
+ *     attach's cpu column sums when it keeps every sample);
+ *   - offcpu: wait nanoseconds. A wait is spread over the steps it lasted
+ *     ([switch-in - weight, switch-in), clipped to the window), so one
+ *     long sleep shows as the steps it covers, not as a spike at its end.
+ *     A wait still going on at the window's end counts from the open-wait
+ *     records (core/store/chunk.h, "open waits") of the last seal before
+ *     the end, up to that seal; nothing after the end is read, so a
+ *     window's answer does not change as the ring grows or merges. A
+ *     step's value is then threads waiting x step;
+ *   - any other event: the sum of the samples' weights (the kernel's
+ *     period each stands for), i.e. events counted, unit "count".
+ * A sample is in step k when start_ns + k * step_ns <= time < start_ns +
+ * (k + 1) * step_ns; the last step may reach past end_ns and holds only
+ * samples before end_ns. steps = ceil((end_ns - start_ns) / step_ns).
+ *
+ * GROUPS (`by`):
+ *   process    "COMM (PID)", COMM the process's command name at the
+ *              sample's time ("[unknown]" when the ring does not know
+ *              it): a group per (pid, comm), so a process that exec'd is
+ *              one group before and one after; the group carries "pid"
+ *   comm       the command name at the sample's time
+ *   cgroup     the process's cgroup v2 path, "[unknown]" when not recorded
+ *   label:KEY  the value of application label KEY on the sample
+ *              (lib/flightrec/labels.h), "[none]" when it has none;
+ *              label:cpu is the CPU number the sample was taken on
+ * The `top` groups with the largest totals (ties: by name) are listed,
+ * largest first; every other group's values are added into one last group
+ * named "other" (present only when there were more than `top` groups).
+ *
+ * VISIBILITY: with has_uid only processes whose uid, as the chunk recorded
+ * it, is `uid` are counted (the daemon sets it for a peer that is not
+ * root, as for attach); "events" and "samples" then count only those.
+ *
+ * JSON FORM (fr_timeline_write_json; one object, keys in this order,
+ * integers exact; the web page and fleet queries read exactly this):
+ *
+ *   {"version":1, "event":"cpu", "unit":"nanoseconds"|"count",
+ *    "by":"process"|"comm"|"cgroup"|"label:KEY",
+ *    "start_ns":N, "end_ns":N, "step_ns":N,  // Unix ns, CLOCK_REALTIME
+ *    "ring":{"first_ns":N,"last_ns":N},      // the ring's whole span (0, 0:
+ *                                            // empty), for a UI to offer
+ *    "events":["cpu","offcpu",...],          // events with samples in the
+ *                                            // window's chunks, by id
+ *    "samples":N,                            // samples counted
+ *    "groups":[{"name":"nginx (1234)","pid":1234,"total":N,"values":[N,...]},
+ *              ...,
+ *              {"name":"other","total":N,"values":[...]}]}
+ *
+ * "pid" only with by=process; "values" has exactly `steps` entries and
+ * "total" is their sum. Names are JSON strings (escaped). start_ns and
+ * end_ns are the asked window rounded out to multiples of step_ns (steps
+ * start at multiples of the step since the epoch, so two timelines of one
+ * ring line up): the last step of a window ending now ends in the future.
+ *
+ * SPEED: every sample of the window is decoded (no chunk summary: an
+ * hour at 999 Hz on 2 CPUs is about 0.16 s of CPU, docs/performance.md).
+ */
+#ifndef FR_CORE_TIMELINE_H
+#define FR_CORE_TIMELINE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/store/sample.h"
+#include "core/util/limits.h"
+
+struct fr_ring;
+
+#define FR_TIMELINE_VERSION 1
+/* Groups listed by default, and at most. */
+#define FR_TIMELINE_TOP_DEFAULT 8
+#define FR_TIMELINE_TOP_MAX 32
+/* Steps in one timeline at most (a step is widened to fit). */
+#define FR_TIMELINE_STEPS_MAX 4000
+/* Distinct events listed at most. */
+#define FR_TIMELINE_EVENTS_MAX 32
+/* Longest group name, with its NUL (a cgroup path is the longest). */
+#define FR_TIMELINE_NAME_MAX FR_LIMIT_CGROUP_LEN
+
+enum fr_timeline_by {
+	FR_TIMELINE_BY_PROCESS = 0,
+	FR_TIMELINE_BY_COMM,
+	FR_TIMELINE_BY_CGROUP,
+	FR_TIMELINE_BY_LABEL,
+};
+
+struct fr_timeline_request {
+	int64_t t0, t1;	 /* window [t0, t1), Unix ns */
+	int64_t step_ns; /* 0: fr_timeline_default_step(t1 - t0) */
+	uint32_t event;	 /* enum fr_event or a raw id */
+	enum fr_timeline_by by;
+	char label_key[FR_LIMIT_LABEL_LEN]; /* by == FR_TIMELINE_BY_LABEL */
+	uint32_t top;			    /* 0: FR_TIMELINE_TOP_DEFAULT */
+	int has_uid;			    /* only processes of `uid` */
+	uint32_t uid;
+	/* Non-NULL: asked before each chunk; non-zero ends with -ECANCELED. */
+	int (*stop)(void *arg);
+	void *stop_arg;
+};
+
+struct fr_timeline_group {
+	char name[FR_TIMELINE_NAME_MAX];
+	uint32_t pid; /* by process; 0 for "other" */
+	int other;    /* the "other" group */
+	uint64_t total;
+	uint64_t *values; /* nsteps */
+};
+
+struct fr_timeline {
+	uint32_t event;
+	enum fr_timeline_by by;
+	char label_key[FR_LIMIT_LABEL_LEN];
+	int64_t start_ns, end_ns, step_ns;
+	uint32_t nsteps;
+	int64_t ring_first_ns, ring_last_ns;
+	uint32_t nevents; /* sorted by id */
+	uint32_t events[FR_TIMELINE_EVENTS_MAX];
+	uint64_t samples;
+	uint32_t ngroups; /* the top groups, largest first, then "other" */
+	struct fr_timeline_group *groups;
+	/* Chunks read, and skipped as damaged or overwritten meanwhile (not
+	 * in the JSON form). */
+	uint64_t chunks, chunks_skipped;
+};
+
+/* The step a window of `window_ns` gets by default: window / 60 rounded
+ * up to a human unit (1, 2, 5, 10, 15, 30 s; 1, 2, 5, 10, 15, 30 min; 1,
+ * 2, 6, 12 h; 1 day), at least 1 s. */
+int64_t fr_timeline_default_step(int64_t window_ns);
+
+/* Parses a --by value ("process", "comm", "cgroup", "label:KEY") into
+ * `req`. Returns 0 or -EINVAL. */
+int fr_timeline_parse_by(const char *s, struct fr_timeline_request *req);
+
+/* The --by value of a timeline or request ("label:KEY" into buf). */
+const char *fr_timeline_by_name(enum fr_timeline_by by, const char *label_key, char *buf,
+				size_t len);
+
+/* Computes the timeline of `req` from `ring`. Returns 0 and a timeline the
+ * caller frees with fr_timeline_free(), or -errno with a one-line message
+ * in `err`: -EINVAL for an empty window, a step below 1 ms, an unknown
+ * event or a bad label key; -ECANCELED; -ENOMEM; the ring's -errno. */
+int fr_timeline_compute(struct fr_ring *ring, const struct fr_timeline_request *req,
+			struct fr_timeline **out, char *err, size_t errlen);
+
+void fr_timeline_free(struct fr_timeline *t);
+
+/* Writes the JSON form (above) and a newline. Returns 0 or -EIO. */
+int fr_timeline_write_json(FILE *f, const struct fr_timeline *t);
+
+#endif

@@ -1,0 +1,76 @@
+/* The state of one timeline computation (core/query/timeline.c): the
+ * groups found so far and the cells (group, step) they add into.
+ */
+#ifndef FR_CORE_TIMELINE_INT_H
+#define FR_CORE_TIMELINE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/query/timeline.h"
+#include "core/util/htable.h"
+
+struct tl_group {
+	struct hnode node;
+	uint32_t pid; /* by process; else 0 */
+	uint32_t idx; /* in tl.groups as found */
+	uint64_t total;
+	char name[]; /* comm, cgroup or label value */
+};
+
+/* (group + 1) << 32 | step -> value; key 0 is an empty slot. */
+struct tl_cells {
+	uint64_t *keys, *vals;
+	size_t cap, n;
+	size_t last; /* the slot added to last */
+};
+
+/* An open-wait record of the last seal read (core/query/timeline_waits.c). */
+struct tl_open {
+	uint32_t g, tid;
+	uint64_t weight;
+};
+
+struct tl_waits {
+	/* tid + 1 -> the latest switch-in of a wait that ended (0: empty). */
+	uint64_t *tids;
+	int64_t *last_in;
+	size_t cap, ntids;
+	/* The records of the last seal before the end, at open_at. */
+	struct tl_open *open;
+	size_t nopen, open_cap;
+	int64_t open_at;
+};
+
+struct tl {
+	const struct fr_timeline_request *req;
+	struct fr_timeline *t;
+	struct htable ht;
+	struct tl_group **groups;
+	size_t ngroups, groups_cap;
+	struct tl_cells cells;
+	struct tl_waits waits; /* offcpu only */
+	/* The step of the last sample added and where it starts (Unix ns). */
+	uint32_t step;
+	int64_t step_at;
+};
+
+/* The group (pid, name), added when new: its index in *out. Returns 0 or
+ * -ENOMEM. */
+int tl_group(struct tl *tl, uint32_t pid, const char *name, uint32_t *out);
+
+/* Adds `v` of group g at `time` (see core/query/timeline.c). */
+int tl_add(struct tl *tl, uint32_t g, int64_t time, uint64_t v, int spread);
+
+/* Notes that the window has samples of `event`. */
+void tl_note_event(struct tl *tl, uint32_t event);
+
+/* offcpu: a wait that ended at `time` (its sample), an open-wait record
+ * of a seal at `time`, and, once every chunk is read, the records of the
+ * last seal added. Each returns 0 or -ENOMEM. */
+int tl_wait_ended(struct tl *tl, uint32_t g, uint32_t tid, int64_t time, uint64_t weight);
+int tl_wait_open(struct tl *tl, uint32_t g, uint32_t tid, int64_t time, uint64_t weight);
+int tl_waits_finish(struct tl *tl);
+void tl_waits_free(struct tl_waits *w);
+
+#endif

@@ -1,0 +1,130 @@
+/* Timelines' words: the default step, the --by values, and the JSON form
+ * (core/query/timeline.h) the CLI, the daemon and the web page share.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/query/timeline.h"
+
+int64_t fr_timeline_default_step(int64_t window_ns)
+{
+	static const int64_t steps_s[] = {1,   2,   5,	  10,	15,   30,    60,    120,  300,
+					  600, 900, 1800, 3600, 7200, 21600, 43200, 86400};
+	int64_t want = window_ns / 60;
+
+	for (size_t i = 0; i < sizeof(steps_s) / sizeof(steps_s[0]); i++) {
+		if (steps_s[i] * 1000000000LL >= want)
+			return steps_s[i] * 1000000000LL;
+	}
+	/* Past a day a step: whole days. */
+	return (want / 86400000000000LL + 1) * 86400000000000LL;
+}
+
+int fr_timeline_parse_by(const char *s, struct fr_timeline_request *req)
+{
+	static const char *const names[] = {"process", "comm", "cgroup"};
+
+	for (int i = 0; i < 3; i++) {
+		if (strcmp(s, names[i]) == 0) {
+			req->by = (enum fr_timeline_by)i;
+			req->label_key[0] = '\0';
+			return 0;
+		}
+	}
+	if (strncmp(s, "label:", 6) != 0 || !s[6] || strlen(s + 6) >= FR_LIMIT_LABEL_LEN)
+		return -EINVAL;
+	req->by = FR_TIMELINE_BY_LABEL;
+	snprintf(req->label_key, sizeof(req->label_key), "%s", s + 6);
+	return 0;
+}
+
+const char *fr_timeline_by_name(enum fr_timeline_by by, const char *label_key, char *buf,
+				size_t len)
+{
+	switch (by) {
+	case FR_TIMELINE_BY_PROCESS: return "process";
+	case FR_TIMELINE_BY_COMM: return "comm";
+	case FR_TIMELINE_BY_CGROUP: return "cgroup";
+	default: snprintf(buf, len, "label:%s", label_key); return buf;
+	}
+}
+
+/* The length of the valid UTF-8 sequence at s (1 to 4), or 0. */
+static int utf8_len(const unsigned char *s)
+{
+	int n = s[0] < 0x80		      ? 1
+		: s[0] >= 0xc2 && s[0] < 0xe0 ? 2
+		: s[0] >= 0xe0 && s[0] < 0xf0 ? 3
+		: s[0] >= 0xf0 && s[0] < 0xf5 ? 4
+					      : 0;
+
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	}
+	/* Overlong three-byte forms, surrogates, and beyond U+10FFFF. */
+	if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
+	    (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
+		return 0;
+	return n;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped; a
+ * byte that is not valid UTF-8 (names are what the kernel or a program
+ * gave, any bytes) becomes U+FFFD, so every JSON reader takes the text. */
+static void json_str(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	fputc('"', f);
+	while (*s) {
+		int n = utf8_len(s);
+
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if (*s < 0x20 || *s == 0x7f)
+			fprintf(f, "\\u%04x", *s);
+		else if (n == 0)
+			fputs("\\ufffd", f);
+		else
+			fwrite(s, 1, (size_t)n, f);
+		s += n ? n : 1;
+	}
+	fputc('"', f);
+}
+
+int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
+{
+	char ev[FR_EVENT_NAME_MAX], by[FR_LIMIT_LABEL_LEN + 8];
+
+	fprintf(f, "{\"version\":%d,\"event\":", FR_TIMELINE_VERSION);
+	json_str(f, fr_event_format(t->event, ev, sizeof(ev)));
+	fprintf(f, ",\"unit\":\"%s\",\"by\":", fr_event_unit(t->event));
+	json_str(f, fr_timeline_by_name(t->by, t->label_key, by, sizeof(by)));
+	fprintf(f,
+		",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"step_ns\":%" PRId64
+		",\"ring\":{\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 "},\"events\":[",
+		t->start_ns, t->end_ns, t->step_ns, t->ring_first_ns, t->ring_last_ns);
+	for (uint32_t e = 0; e < t->nevents; e++) {
+		if (e)
+			fputc(',', f);
+		json_str(f, fr_event_format(t->events[e], ev, sizeof(ev)));
+	}
+	fprintf(f, "],\"samples\":%" PRIu64 ",\"groups\":[", t->samples);
+	for (uint32_t g = 0; g < t->ngroups; g++) {
+		const struct fr_timeline_group *o = &t->groups[g];
+
+		fprintf(f, "%s{\"name\":", g ? "," : "");
+		json_str(f, o->name);
+		if (t->by == FR_TIMELINE_BY_PROCESS && !o->other)
+			fprintf(f, ",\"pid\":%u", o->pid);
+		fprintf(f, ",\"total\":%" PRIu64 ",\"values\":[", o->total);
+		for (uint32_t k = 0; k < t->nsteps; k++)
+			fprintf(f, k ? ",%" PRIu64 : "%" PRIu64, o->values[k]);
+		fputs("]}", f);
+	}
+	fputs("]}\n", f);
+	return ferror(f) ? -EIO : 0;
+}

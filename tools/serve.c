@@ -1,0 +1,417 @@
+/* flightrec serve: a small HTTP/1.1 server on loopback for the web page
+ * (web/), in the command's own process. It is a client of the recorder
+ * like every other command, so the recorder's visibility rules apply to
+ * whoever runs it; the server adds no rights of its own, and has no
+ * authentication, which is why it listens on loopback unless told
+ * otherwise (--allow-remote).
+ *
+ * One thread: every connection is read with poll() until its request head
+ * is complete, under a deadline from its accept; then the request is
+ * answered (the recorder's answer can take seconds) with a write timeout,
+ * and the connection is closed. A slow or silent client costs one slot of
+ * FR_SERVE_MAX_CONNS for at most FR_SERVE_READ_DEADLINE_MS. */
+#include "tools/serve.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/util/parse.h"
+#include "ipc/client.h"
+#include "tools/cli.h"
+#include "tools/query.h"
+
+static const char *prog = FR_CLI_PROG;
+
+enum { OPT_LISTEN = 1024, OPT_ALLOW_REMOTE, OPT_READ_TIMEOUT };
+
+static void usage_serve(FILE *f)
+{
+	fprintf(f, "Usage: flightrec serve [--listen ADDRESS:PORT] [--allow-remote]\n"
+		   "                       [--read-timeout DURATION] [--socket PATH]\n"
+		   "Serve a web page of what the recorder holds: the timeline of the whole ring\n"
+		   "per process, the flame graph of a range brushed on it, the difference of two\n"
+		   "ranges, the range as a pprof file, and the threads of a process.\n"
+		   "\n"
+		   "  --listen ADDRESS:PORT  where to listen (default 127.0.0.1:7077; port 0\n"
+		   "                         picks a free one); [::1]:PORT for IPv6\n"
+		   "  --allow-remote         allow an address other than loopback. There is no\n"
+		   "                         authentication: anyone who can reach the port sees\n"
+		   "                         what you may see (all processes, as root)\n"
+		   "  --read-timeout DURATION  how long a client may take to send its request\n"
+		   "                         (default 10s); a slower one is answered 408\n"
+		   "  --socket PATH          the recorder's socket\n"
+		   "  -h, --help             show this help\n"
+		   "\n"
+		   "The first line on stdout is the page's address. Stop with Ctrl-C.\n"
+		   "\n"
+		   "Examples:\n"
+		   "  flightrec serve                  # then open http://127.0.0.1:7077/\n"
+		   "  ssh -L 7077:127.0.0.1:7077 host flightrec serve   # from your machine\n");
+}
+
+struct conn {
+	int fd;
+	size_t len;
+	int64_t deadline_ns; /* CLOCK_MONOTONIC */
+	char buf[FR_HTTP_HEAD_MAX];
+};
+
+static volatile sig_atomic_t serve_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	serve_stop = 1;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* Milliseconds until `deadline_ns`, rounded up. */
+static int64_t ms_until(int64_t deadline_ns)
+{
+	return (deadline_ns - mono_ns() + 999999) / 1000000;
+}
+
+/* Writes all of buf on a blocking socket whose send timeout bounds it. */
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int fr_serve_respond(int fd, int status, const char *type, const void *body, size_t len,
+		     const char *extra_headers, int head_only)
+{
+	char head[1024];
+	int n = snprintf(head, sizeof(head),
+			 "HTTP/1.1 %d %s\r\n"
+			 "Content-Type: %s\r\n"
+			 "Content-Length: %zu\r\n"
+			 "Cache-Control: no-store\r\n"
+			 "X-Content-Type-Options: nosniff\r\n"
+			 "X-Frame-Options: DENY\r\n"
+			 "Referrer-Policy: no-referrer\r\n"
+			 "Content-Security-Policy: default-src 'self'; style-src 'self' "
+			 "'unsafe-inline'; frame-ancestors 'none'\r\n"
+			 "Connection: close\r\n"
+			 "%s\r\n",
+			 status, fr_http_reason(status), type, len,
+			 extra_headers ? extra_headers : "");
+
+	if (n < 0 || (size_t)n >= sizeof(head) || write_all(fd, head, (size_t)n) < 0)
+		return -1;
+	return head_only || !len ? 0 : write_all(fd, body, len);
+}
+
+int fr_serve_error(int fd, int status, const char *why, int head_only)
+{
+	char body[600];
+	int n = snprintf(body, sizeof(body), "%s\n", why ? why : fr_http_reason(status));
+
+	return fr_serve_respond(fd, status, "text/plain; charset=utf-8", body,
+				n < 0			    ? 0
+				: (size_t)n >= sizeof(body) ? sizeof(body) - 1
+							    : (size_t)n,
+				NULL, head_only);
+}
+
+/* Parses ADDRESS:PORT. Returns 0 with the address in *ss, or -1. */
+static int parse_listen(const char *text, struct sockaddr_storage *ss, socklen_t *sslen)
+{
+	char host[64];
+	const char *colon = strrchr(text, ':');
+	uint64_t port;
+	size_t n;
+
+	if (!colon || fr_parse_u64(colon + 1, 0, 65535, &port) < 0)
+		return -1;
+	n = (size_t)(colon - text);
+	if (n >= 2 && text[0] == '[' && text[n - 1] == ']') {
+		text++;
+		n -= 2;
+	}
+	if (!n || n >= sizeof(host))
+		return -1;
+	memcpy(host, text, n);
+	host[n] = '\0';
+	memset(ss, 0, sizeof(*ss));
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+	if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+		in4->sin_family = AF_INET;
+		in4->sin_port = htons((uint16_t)port);
+		*sslen = sizeof(*in4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		*sslen = sizeof(*in6);
+		return 0;
+	}
+	return -1;
+}
+
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+}
+
+/* Listens on `ss` and prints the page's address. Returns the socket, with
+ * s->listen_addr and s->port set, or -1 after saying why. */
+static int listen_on(struct sockaddr_storage *ss, socklen_t sslen, struct fr_serve *s)
+{
+	char *host = s->listen_addr;
+	int one = 1, fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)ss, sslen) < 0 || listen(fd, 64) < 0 ||
+	    getsockname(fd, (struct sockaddr *)ss, &sslen) < 0) {
+		fprintf(stderr, "%s serve: cannot listen: %s\n", prog, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (ss->ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)ss)->sin_addr, host,
+			  sizeof(s->listen_addr));
+		s->port = ntohs(((struct sockaddr_in *)ss)->sin_port);
+		printf("http://%s:%u/\n", host, s->port);
+	} else {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ss)->sin6_addr, host,
+			  sizeof(s->listen_addr));
+		s->port = ntohs(((struct sockaddr_in6 *)ss)->sin6_port);
+		printf("http://[%s]:%u/\n", host, s->port);
+	}
+	fflush(stdout);
+	return fd;
+}
+
+static void conn_close(struct conn *c)
+{
+	close(c->fd);
+	c->fd = -1;
+}
+
+/* Makes the socket blocking with a send timeout, for the response. */
+static void conn_blocking(int fd)
+{
+	struct timeval tv = {.tv_sec = FR_SERVE_WRITE_TIMEOUT_S};
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* Reads what connection `c` sent and answers once its head is complete
+ * (or wrong). */
+static void conn_read(const struct fr_serve *s, struct conn *c)
+{
+	struct fr_http_request *r = malloc(sizeof(*r));
+	ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
+	int status;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		free(r);
+		return;
+	}
+	if (n <= 0 || !r) {
+		free(r);
+		conn_close(c);
+		return;
+	}
+	c->len += (size_t)n;
+	status = fr_http_parse(c->buf, c->len, r);
+	if (status < 0 && c->len < sizeof(c->buf)) {
+		free(r);
+		return;
+	}
+	conn_blocking(c->fd);
+	if (status < 0)
+		status = 431;
+	/* A HEAD request's answer has no body, refusals included. */
+	if (status == 0 && !fr_http_host_ok(r->host, s->listen_addr, s->port))
+		fr_serve_error(c->fd, 403,
+			       "the Host header is not localhost or an address of this server",
+			       strcmp(r->method, "HEAD") == 0);
+	else if (status)
+		fr_serve_error(c->fd, status, NULL, 0);
+	else
+		fr_serve_route(s, c->fd, r);
+	free(r);
+	conn_close(c);
+}
+
+/* Takes the new connections; past FR_SERVE_MAX_CONNS, says 503. */
+static void accept_all(int lfd, struct conn *conns, int64_t read_timeout_ns)
+{
+	int fd;
+
+	while ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		size_t i;
+
+		for (i = 0; i < FR_SERVE_MAX_CONNS && conns[i].fd >= 0; i++)
+			;
+		if (i == FR_SERVE_MAX_CONNS) {
+			/* Best effort on a non-blocking socket: it is closed either way. */
+			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+						   "Content-Length: 0\r\nConnection: close\r\n\r\n";
+			send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			close(fd);
+			continue;
+		}
+		conns[i].fd = fd;
+		conns[i].len = 0;
+		conns[i].deadline_ns = mono_ns() + read_timeout_ns;
+	}
+}
+
+static int serve_loop(const struct fr_serve *s, int lfd)
+{
+	static struct conn conns[FR_SERVE_MAX_CONNS];
+	struct pollfd pfd[FR_SERVE_MAX_CONNS + 1];
+
+	for (size_t i = 0; i < FR_SERVE_MAX_CONNS; i++)
+		conns[i].fd = -1;
+	while (!serve_stop) {
+		int64_t wait = 1000;
+		int n;
+
+		pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+		for (size_t i = 0; i < FR_SERVE_MAX_CONNS; i++) {
+			pfd[i + 1] = (struct pollfd){.fd = conns[i].fd, .events = POLLIN};
+			if (conns[i].fd >= 0) {
+				int64_t left = ms_until(conns[i].deadline_ns);
+
+				wait = left < wait ? (left < 0 ? 0 : left) : wait;
+			}
+		}
+		n = poll(pfd, FR_SERVE_MAX_CONNS + 1, (int)wait);
+		if (n < 0 && errno != EINTR) {
+			perror("flightrec serve: poll");
+			return 1;
+		}
+		for (size_t i = 0; n > 0 && i < FR_SERVE_MAX_CONNS; i++)
+			if (conns[i].fd >= 0 && pfd[i + 1].revents)
+				conn_read(s, &conns[i]);
+		for (size_t i = 0; i < FR_SERVE_MAX_CONNS; i++) {
+			if (conns[i].fd >= 0 && ms_until(conns[i].deadline_ns) <= 0) {
+				conn_blocking(conns[i].fd);
+				fr_serve_error(conns[i].fd, 408,
+					       "the request did not arrive in time", 0);
+				conn_close(&conns[i]);
+			}
+		}
+		if (n > 0 && pfd[0].revents)
+			accept_all(lfd, conns, s->read_timeout_ns);
+	}
+	return 0;
+}
+
+int fr_cmd_serve(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"listen", required_argument, NULL, OPT_LISTEN},
+		{"allow-remote", no_argument, NULL, OPT_ALLOW_REMOTE},
+		{"read-timeout", required_argument, NULL, OPT_READ_TIMEOUT},
+		{"socket", required_argument, NULL, FR_OPT_SOCKET},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *listen_s = "127.0.0.1:7077", *socket_s = NULL, *timeout_s = NULL;
+	struct sigaction sa = {.sa_handler = on_signal};
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	struct fr_serve s = {0};
+	char *socket_path = NULL;
+	int c, allow_remote = 0, lfd, status;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_LISTEN: listen_s = optarg; break;
+		case OPT_ALLOW_REMOTE: allow_remote = 1; break;
+		case OPT_READ_TIMEOUT: timeout_s = optarg; break;
+		case FR_OPT_SOCKET: socket_s = optarg; break;
+		case 'h': usage_serve(stdout); return 0;
+		default: return fr_cli_bad_option("serve", argv);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s serve: unexpected argument \"%s\" (see %s serve --help)\n",
+			prog, argv[optind], prog);
+		return EXIT_USAGE;
+	}
+	s.read_timeout_ns = (int64_t)FR_SERVE_READ_DEADLINE_MS * 1000000;
+	if (timeout_s && (fr_parse_duration(timeout_s, &s.read_timeout_ns) < 0 ||
+			  s.read_timeout_ns < 100000000 || s.read_timeout_ns > 600000000000LL)) {
+		fprintf(stderr,
+			"%s serve: --read-timeout: expected a duration from 100ms to 10m, "
+			"got \"%s\"\n",
+			prog, timeout_s);
+		return EXIT_USAGE;
+	}
+	if (parse_listen(listen_s, &ss, &sslen) < 0) {
+		fprintf(stderr,
+			"%s serve: --listen: expected ADDRESS:PORT like 127.0.0.1:7077 or "
+			"[::1]:7077, got \"%s\"\n",
+			prog, listen_s);
+		return EXIT_USAGE;
+	}
+	if (!is_loopback(&ss) && !allow_remote) {
+		fprintf(stderr,
+			"%s serve: %s is not a loopback address; the page has no "
+			"authentication, so anyone who reaches it sees what you may see. "
+			"Add --allow-remote to do it anyway, or use ssh -L\n",
+			prog, listen_s);
+		return EXIT_USAGE;
+	}
+	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
+	if (!socket_path)
+		return 1;
+	s.socket_path = socket_path;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	lfd = listen_on(&ss, sslen, &s);
+	if (lfd < 0) {
+		free(socket_path);
+		return 1;
+	}
+	status = serve_loop(&s, lfd);
+	close(lfd);
+	free(socket_path);
+	return status;
+}

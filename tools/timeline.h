@@ -1,0 +1,53 @@
+/* What flightrec timeline and flightrec dump --timeline share: their
+ * options (--by, --step, --top besides the query's window and event) and
+ * the terminal chart of a timeline's JSON form (core/query/timeline.h). */
+#ifndef FR_TOOLS_TIMELINE_H
+#define FR_TOOLS_TIMELINE_H
+
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/query/timeline.h"
+
+/* Option ids, past tools/query.h's and cmd_dump.c's. */
+enum { FR_TL_OPT_BY = 2048, FR_TL_OPT_STEP, FR_TL_OPT_TOP, FR_TL_OPT_TIMELINE };
+
+/* clang-format off */
+#define FR_TIMELINE_LONGOPTS                                   \
+	{"by", required_argument, NULL, FR_TL_OPT_BY},          \
+	{"step", required_argument, NULL, FR_TL_OPT_STEP},      \
+	{"top", required_argument, NULL, FR_TL_OPT_TOP}
+/* clang-format on */
+
+struct fr_tl_args {
+	const char *by_s, *step_s, *top_s;
+	struct fr_timeline_request req; /* by, label_key, step_ns, top */
+};
+
+/* Takes option `c` if it is a timeline option: 1 when taken, 0 when not
+ * one, EXIT_USAGE (after saying why, prefixed with `cmd`) for a bad
+ * value. */
+int fr_tl_opt(const char *cmd, int c, const char *arg, struct fr_tl_args *a);
+
+/* Whether any timeline option was given (for commands where they need
+ * --timeline). */
+int fr_tl_given(const struct fr_tl_args *a);
+
+/* The chart of timeline `tl` (its JSON form, parsed) on `out`, at most
+ * 80 columns: one row per step (its start, UTC HH:MM:SS, a bar stacked
+ * by group, the step's value), then a legend with each group's total.
+ * Returns 0, or 1 after saying on stderr that `tl` is not a timeline. */
+int fr_tl_render(FILE *out, const cJSON *tl);
+
+/* Writes the JSON form of `t` (as text) into `out` as the chart, or as
+ * JSON with `json`. Returns 0 or 1 (after saying why). */
+int fr_tl_print(FILE *out, const char *text, int json);
+
+/* flightrec dump --timeline: the timeline of [t0, t1) of `event` from
+ * `ring`, printed as fr_tl_print() does. Returns the exit status. */
+struct fr_ring;
+int fr_tl_from_ring(struct fr_ring *ring, int64_t t0, int64_t t1, uint32_t event,
+		    const struct fr_tl_args *a, int json);
+
+#endif

@@ -1,0 +1,285 @@
+/* The timeline's options and its terminal chart, for flightrec timeline
+ * (cmd_timeline.c) and flightrec dump --timeline (cmd_dump.c). The chart
+ * is drawn from the JSON form both get (core/query/timeline.h), so what a
+ * person sees and what a script reads cannot differ.
+ */
+#include "tools/timeline.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/util/parse.h"
+#include "tools/cli.h"
+#include "tools/query.h"
+
+/* Columns: "HH:MM:SS " + bar + " " + the step's value; 80 in all. */
+#define BAR_W 56
+#define VALUE_W 10
+#define WIDTH 80
+
+/* One mark per listed group (FR_TIMELINE_TOP_MAX of them), '.' other. */
+static const char MARKS[] = "#=*+%@o~x&ABCDEFGHIJKLMNOPQRSTUV";
+_Static_assert(sizeof(MARKS) - 1 >= FR_TIMELINE_TOP_MAX, "a mark per group");
+
+int fr_tl_opt(const char *cmd, int c, const char *arg, struct fr_tl_args *a)
+{
+	char *end;
+	unsigned long n;
+
+	switch (c) {
+	case FR_TL_OPT_BY:
+		a->by_s = arg;
+		if (fr_timeline_parse_by(arg, &a->req) < 0) {
+			fprintf(stderr,
+				"%s: --by: expected process, comm, cgroup or label:KEY (label:cpu "
+				"for the CPU), got \"%s\"\n",
+				cmd, arg);
+			return EXIT_USAGE;
+		}
+		return 1;
+	case FR_TL_OPT_STEP:
+		a->step_s = arg;
+		if (fr_parse_duration(arg, &a->req.step_ns) < 0 || a->req.step_ns < 1000000) {
+			fprintf(stderr,
+				"%s: --step: expected a duration of at least 1ms like 10s or 1m, "
+				"got \"%s\"\n",
+				cmd, arg);
+			return EXIT_USAGE;
+		}
+		return 1;
+	case FR_TL_OPT_TOP:
+		a->top_s = arg;
+		errno = 0;
+		n = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || n < 1 || n > FR_TIMELINE_TOP_MAX) {
+			fprintf(stderr,
+				"%s: --top: expected a number of groups from 1 to %d, got \"%s\"\n",
+				cmd, FR_TIMELINE_TOP_MAX, arg);
+			return EXIT_USAGE;
+		}
+		a->req.top = (uint32_t)n;
+		return 1;
+	default: return 0;
+	}
+}
+
+int fr_tl_given(const struct fr_tl_args *a)
+{
+	return a->by_s || a->step_s || a->top_s;
+}
+
+/* A value of the timeline's event for a person: CPU-seconds for cpu,
+ * seconds for offcpu, a count with k/M/G for the rest. */
+static void human_value(const char *event, const char *unit, double v, char *buf, size_t len)
+{
+	const char *what = strcmp(event, "cpu") == 0 ? " CPU-s" : " s";
+
+	if (strcmp(unit, "nanoseconds") == 0) {
+		v /= 1e9;
+		snprintf(buf, len, v >= 100 ? "%.0f%s" : v >= 10 ? "%.1f%s" : "%.2f%s", v, what);
+		return;
+	}
+	if (v >= 1e9)
+		snprintf(buf, len, "%.1fG", v / 1e9);
+	else if (v >= 1e6)
+		snprintf(buf, len, "%.1fM", v / 1e6);
+	else if (v >= 1e4)
+		snprintf(buf, len, "%.1fk", v / 1e3);
+	else
+		snprintf(buf, len, "%.0f", v);
+}
+
+/* A step's value: for nanoseconds, how many CPUs (cpu) or threads
+ * (offcpu) it stands for on average over the step. */
+static void step_value(const char *event, const char *unit, double v, double step, char *buf,
+		       size_t len)
+{
+	if (strcmp(unit, "nanoseconds") == 0)
+		snprintf(buf, len, "%.2f %s", v / step, strcmp(event, "cpu") == 0 ? "CPU" : "thr");
+	else
+		human_value(event, unit, v, buf, len);
+}
+
+/* A step as it would be asked for: "30s", "1m", "2h", "500ms". */
+static void step_text(int64_t ns, char *buf, size_t len)
+{
+	if (ns % 3600000000000LL == 0)
+		snprintf(buf, len, "%lldh", (long long)(ns / 3600000000000LL));
+	else if (ns % 60000000000LL == 0)
+		snprintf(buf, len, "%lldm", (long long)(ns / 60000000000LL));
+	else if (ns % 1000000000LL == 0)
+		snprintf(buf, len, "%llds", (long long)(ns / 1000000000LL));
+	else
+		snprintf(buf, len, "%lldms", (long long)(ns / 1000000LL));
+}
+
+static void hhmmss(int64_t ns, char *buf, size_t len)
+{
+	time_t s = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	gmtime_r(&s, &tm);
+	strftime(buf, len, "%H:%M:%S", &tm);
+}
+
+/* One row: the bar of step k stacked by group, scaled so that `max` fills
+ * BAR_W columns. Rounding is on the running sum, so the bar's length is
+ * the step's total whatever the groups' sizes. */
+static void draw_row(FILE *out, const cJSON *groups, int k, double max, const char *label,
+		     const char *value)
+{
+	char bar[BAR_W + 1];
+	double cum = 0;
+	int pos = 0, g = 0;
+	const cJSON *grp;
+
+	memset(bar, ' ', BAR_W);
+	bar[BAR_W] = '\0';
+	cJSON_ArrayForEach(grp, groups) {
+		const cJSON *vals = cJSON_GetObjectItemCaseSensitive(grp, "values");
+		const cJSON *v = cJSON_GetArrayItem(vals, k);
+		const char *name = fr_cli_str(grp, "name");
+		int other = name && strcmp(name, "other") == 0 &&
+			    !cJSON_GetArrayItem(groups, g + 1);
+		int to;
+
+		cum += cJSON_IsNumber(v) ? v->valuedouble : 0;
+		to = max > 0 ? (int)lround(cum / max * BAR_W) : 0;
+		to = to > BAR_W ? BAR_W : to;
+		for (; pos < to; pos++)
+			bar[pos] = other ? '.' : MARKS[g % (sizeof(MARKS) - 1)];
+		g++;
+	}
+	fprintf(out, "%s %s %*s\n", label, bar, VALUE_W, value);
+}
+
+int fr_tl_render(FILE *out, const cJSON *tl)
+{
+	const cJSON *groups = cJSON_GetObjectItemCaseSensitive(tl, "groups"), *grp;
+	const char *event = fr_cli_str(tl, "event"), *unit = fr_cli_str(tl, "unit");
+	const char *by = fr_cli_str(tl, "by");
+	double step = fr_cli_num(tl, "step_ns"), span, max = 0;
+	int64_t start = (int64_t)fr_cli_num(tl, "start_ns"),
+		end = (int64_t)fr_cli_num(tl, "end_ns");
+	int nsteps, g = 0;
+	char a[64], b[64], dur[32], val[32];
+
+	if (!cJSON_IsArray(groups) || !event || !unit || !by || !(step > 0) || end <= start) {
+		fprintf(stderr, "%s: the answer is not a timeline\n", FR_CLI_PROG);
+		return 1;
+	}
+	span = (double)(end - start);
+	nsteps = (int)ceil(span / step);
+	for (int k = 0; k < nsteps; k++) {
+		double sum = 0;
+
+		cJSON_ArrayForEach(grp, groups) {
+			const cJSON *v =
+				cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(grp, "values"),
+						   k);
+			sum += cJSON_IsNumber(v) ? v->valuedouble : 0;
+		}
+		max = sum > max ? sum : max;
+	}
+	step_text((int64_t)step, dur, sizeof(dur));
+	fprintf(out, "%.20s by %.24s, %s to %s UTC, one row per %s\n", event, by,
+		fr_format_time(start, a, sizeof(a)), (hhmmss(end, b, sizeof(b)), b), dur);
+	if (!cJSON_GetArraySize(groups)) {
+		fprintf(out, "no %s samples in this window\n", event);
+		return 0;
+	}
+	for (int k = 0; k < nsteps; k++) {
+		double sum = 0;
+		char label[16];
+
+		cJSON_ArrayForEach(grp, groups) {
+			const cJSON *v =
+				cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(grp, "values"),
+						   k);
+			sum += cJSON_IsNumber(v) ? v->valuedouble : 0;
+		}
+		hhmmss(start + (int64_t)(k * step), label, sizeof(label));
+		step_value(event, unit, sum, step, val, sizeof(val));
+		draw_row(out, groups, k, max, label, val);
+	}
+	fputc('\n', out);
+	cJSON_ArrayForEach(grp, groups) {
+		const char *name = fr_cli_str(grp, "name");
+		double total = fr_cli_num(grp, "total");
+		int other = name && strcmp(name, "other") == 0 &&
+			    !cJSON_GetArrayItem(groups, g + 1);
+		char share[32] = "";
+
+		char shown[48];
+
+		/* Names are what programs chose: no escape sequence reaches the
+		 * terminal. */
+		snprintf(shown, sizeof(shown), "%s", name ? name : "?");
+		for (char *p = shown; *p; p++)
+			*p = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
+		human_value(event, unit, total, val, sizeof(val));
+		if (strcmp(event, "cpu") == 0 && strcmp(unit, "nanoseconds") == 0)
+			snprintf(share, sizeof(share), "  %5.1f%% of a CPU", total / span * 100);
+		/* mark, name, total, share: 2 + 44 + 1 + 13 + 17 < 80 */
+		fprintf(out, "%c %-44.44s %13s%s\n", other ? '.' : MARKS[g % (sizeof(MARKS) - 1)],
+			name ? name : "?", val, share);
+		g++;
+	}
+	return 0;
+}
+
+int fr_tl_print(FILE *out, const char *text, int json)
+{
+	cJSON *tl;
+	int ret;
+
+	if (json) {
+		fputs(text, out);
+		return fflush(out) == 0 ? 0 : 1;
+	}
+	tl = cJSON_Parse(text);
+	if (!tl) {
+		fprintf(stderr, "%s: the answer is not a timeline\n", FR_CLI_PROG);
+		return 1;
+	}
+	ret = fr_tl_render(out, tl);
+	cJSON_Delete(tl);
+	return ret;
+}
+
+int fr_tl_from_ring(struct fr_ring *ring, int64_t t0, int64_t t1, uint32_t event,
+		    const struct fr_tl_args *a, int json)
+{
+	struct fr_timeline_request req = a->req;
+	struct fr_timeline *t = NULL;
+	char err[512], *text = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int ret;
+
+	req.t0 = t0;
+	req.t1 = t1;
+	req.event = event;
+	ret = fr_timeline_compute(ring, &req, &t, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "%s dump: %s\n", FR_CLI_PROG, err);
+		return 1;
+	}
+	mem = open_memstream(&text, &len);
+	ret = mem ? fr_timeline_write_json(mem, t) : -ENOMEM;
+	if (mem && fclose(mem) != 0)
+		ret = -ENOMEM;
+	fr_timeline_free(t);
+	if (ret < 0) {
+		fprintf(stderr, "%s dump: %s\n", FR_CLI_PROG, strerror(-ret));
+		free(text);
+		return 1;
+	}
+	ret = fr_tl_print(stdout, text, json);
+	free(text);
+	return ret;
+}
