@@ -7,9 +7,9 @@ _flightrec_commands="attach status dump sessions top threads timeline serve relo
 
 # Options of each command (those that exist in this version).
 _flightrec_filters="--pid --children --comm --cgroup --label --label-key --event --hz --socket"
-_flightrec_opts_attach="--window --from --to -o --output $_flightrec_filters --by-cpu --format --follow --count --since-last --help"
+_flightrec_opts_attach="--window --from --to -o --output $_flightrec_filters --by-cpu --allow-empty --format --follow --count --since-last --help"
 _flightrec_opts_status="--json --socket --help"
-_flightrec_opts_dump="--ring --window --from --to -o --output $_flightrec_filters --by-cpu --format --symbol-cache --debug-dir --info --threads --at --json --session --timeline --by --step --top --help"
+_flightrec_opts_dump="--ring --window --from --to -o --output $_flightrec_filters --by-cpu --allow-empty --format --symbol-cache --debug-dir --info --threads --at --json --session --timeline --by --step --top --help"
 _flightrec_opts_sessions="--json --socket --help"
 _flightrec_opts_top="--window --from --to $_flightrec_filters -n --sort --by --json --help"
 _flightrec_opts_threads="--pid --comm --cgroup --at --json -o --output --socket --help"

@@ -2,6 +2,8 @@
 #ifndef FR_IPC_CLIENT_H
 #define FR_IPC_CLIENT_H
 
+#include <stddef.h>
+
 #include <cjson/cJSON.h>
 
 /* The socket path a client uses when none is given: $FLIGHTREC_SOCKET,
@@ -12,6 +14,13 @@ char *fr_ipc_client_socket_path(void);
 /* Connects to the daemon. Returns the socket fd (O_CLOEXEC) or -errno:
  * -ENOENT / -ECONNREFUSED when no daemon listens at `path`. */
 int fr_ipc_connect(const char *path);
+
+/* fr_ipc_connect() for commands (ipc/connect.c): a user who is not root
+ * and has no recorder at its default path is connected to the system
+ * recorder's socket instead when it may use it. On failure, -errno and
+ * in `why` a line for a person saying where the recorders' sockets are and
+ * why they cannot be reached (not prefixed with the program's name). */
+int fr_ipc_connect_why(const char *path, char *why, size_t len);
 
 /* Sends `req` (with `pass_fd` when >= 0; "v" is added) and waits for the
  * response. Returns 0 and the response object the caller frees, or

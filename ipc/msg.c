@@ -564,7 +564,8 @@ cJSON *fr_ipc_attach_reply_encode(const struct fr_ipc_attach_reply *r)
 	    !fr_ipc_add_int(obj, "covered_t0_ns", r->covered_t0_ns) ||
 	    add_event_counts(obj, r->events, r->nevents) < 0 ||
 	    (r->incomplete[0] && !cJSON_AddStringToObject(obj, "incomplete", r->incomplete)) ||
-	    add_warnings(obj, r->warnings, r->nwarnings) < 0)
+	    add_warnings(obj, r->warnings, r->nwarnings) < 0 ||
+	    fr_ipc_attach_reply_add_span(obj, r) < 0)
 		goto err;
 	return obj;
 err:
@@ -613,7 +614,8 @@ int fr_ipc_attach_reply_decode(const cJSON *obj, struct fr_ipc_attach_reply *out
 	    get_i64(obj, what, "t1_ns", &out->t1_ns, err, errlen) < 0 ||
 	    get_i64(obj, what, "covered_t0_ns", &out->covered_t0_ns, err, errlen) < 0 ||
 	    get_event_counts(obj, out, err, errlen) < 0 ||
-	    get_warnings(obj, what, out->warnings, &out->nwarnings, err, errlen) < 0)
+	    get_warnings(obj, what, out->warnings, &out->nwarnings, err, errlen) < 0 ||
+	    fr_ipc_attach_reply_get_span(obj, out, err, errlen) < 0)
 		return -EINVAL;
 	if (incomplete && !cJSON_IsString(incomplete))
 		return fail(err, errlen, "%s: \"incomplete\" must be a string", what);

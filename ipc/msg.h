@@ -106,7 +106,41 @@ struct fr_ipc_attach_reply {
 	/* "warnings": lines for the user (always encoded, maybe empty). */
 	uint32_t nwarnings;
 	char warnings[FR_IPC_MAX_WARNINGS][FR_IPC_WARNING_MAX];
+	/* What the profile spans (ipc/msg_attach.c), each member absent when
+	 * 0 (daemons before them send none):
+	 * "first_ns", "last_ns": its first and last sample, Unix ns;
+	 * "ring_oldest_ns", "ring_newest_ns": what the ring held when read;
+	 * "stall_t0_ns", "stall_t1_ns": the longest time within the window
+	 * the recorder's ingest was held up (samples may be missing);
+	 * "empty_filters": with no sample in the profile, the targets that
+	 * alone match no sample of the window's events: "pid", "comm",
+	 * "cgroup", "label" (--label and --label-key), or "combined" (each
+	 * matches alone, not all together); FR_IPC_FILTER_* bits here;
+	 * "procs_in_window" (with "empty_filters"): the processes with
+	 * samples of those events in the window that the asker may see;
+	 * "pids_not_running" (with "pid" in "empty_filters"): the asked
+	 * pids no process has now. */
+	int64_t first_ns, last_ns;
+	int64_t ring_oldest_ns, ring_newest_ns;
+	int64_t stall_t0_ns, stall_t1_ns;
+	uint32_t empty_filters;
+	uint64_t procs_in_window;
+	uint32_t npids_not_running;
+	uint32_t pids_not_running[FR_LIMIT_PIDS];
 };
+
+/* The bits of "empty_filters": core/query/profile.h's FR_TARGET_*. */
+#define FR_IPC_FILTER_PID FR_TARGET_PID
+#define FR_IPC_FILTER_COMM FR_TARGET_COMM
+#define FR_IPC_FILTER_CGROUP FR_TARGET_CGROUP
+#define FR_IPC_FILTER_LABEL FR_TARGET_LABEL
+#define FR_IPC_FILTER_COMBINED FR_TARGET_COMBINED
+/* The wire name of one FR_IPC_FILTER_* bit ("" for none). */
+const char *fr_ipc_filter_name(uint32_t bit);
+/* The members above, for the attach reply's encoder and decoder. */
+int fr_ipc_attach_reply_add_span(cJSON *obj, const struct fr_ipc_attach_reply *r);
+int fr_ipc_attach_reply_get_span(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err,
+				 size_t errlen);
 
 cJSON *fr_ipc_attach_req_encode(const struct fr_ipc_attach_req *r);
 int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, char *err,

@@ -99,6 +99,13 @@
  *   {"ok":true, "samples":N, "stacks":N, "bytes":N, "hz":N, "t0_ns":N,
  *    "t1_ns":N, "events":[{"event","hz","samples","samples_in_window","lost",
  *    "throttled","truncated"}], "warnings":["..."]}
+ * and, each only when not zero (ipc/msg.h, ipc/msg_attach.c): "first_ns",
+ * "last_ns" (the profile's first and last sample), "ring_oldest_ns",
+ * "ring_newest_ns" (the ring's span), "stall_t0_ns", "stall_t1_ns" (an
+ * ingest stall within the window), "empty_filters": ["pid", "comm",
+ * "cgroup", "label" or "combined"] (a profile with no sample: the targets
+ * that alone matched nothing), "procs_in_window" and "pids_not_running"
+ * (asked pids no process has now).
  * Status answers, besides the ring and counters, "events": [{"event",
  * "unit", "state" ("recording" or "failed"), "error" (when failed), "hz",
  * "every_switch", "since_ns", "samples", "lost", "throttled",

@@ -85,6 +85,7 @@ static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 	daemon_publish_sessions(d, opts->config);
 	d->flush_efd = d->sig_fd = -1;
 	pthread_mutex_init(&d->config_lock, NULL);
+	pthread_mutex_init(&d->stall_lock, NULL);
 	if (daemon_ctl_init(d) < 0) {
 		free(d);
 		return NULL;
@@ -329,6 +330,7 @@ static void daemon_free(struct daemon *d)
 	}
 	pthread_mutex_destroy(&d->sessions_lock);
 	pthread_mutex_destroy(&d->config_lock);
+	pthread_mutex_destroy(&d->stall_lock);
 	daemon_ctl_fini(d);
 	fr_budget_destroy(&d->query_budget);
 	fr_budget_destroy(&d->users_budget);

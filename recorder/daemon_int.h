@@ -41,6 +41,8 @@
 /* The ingest loop wakes at least every POLL_MAX_MS; a gap between two
  * drains longer than this is a stall, counted and logged. */
 #define STALL_NS 3000000000LL
+/* Ingest stalls remembered for attach replies. */
+#define DAEMON_STALL_LOG 16
 /* How long an attach waits for query memory before it is told to retry. */
 #define QUERY_WAIT_NS (30LL * 1000000000LL)
 /* A pipe or socket the client passed for the profile must take bytes at
@@ -86,6 +88,14 @@ struct daemon {
 	int64_t last_drain_real, last_seal_real, last_drain_mono;
 	uint64_t stalls, flush_timeouts;
 	int64_t longest_stall_ns; /* the longest gap between drains counted a stall */
+	/* The last ingest stalls, Unix ns of the drain before and after each
+	 * (recorder/requests_attach.c; the ingest thread notes them, attach
+	 * replies name the one within their window). */
+	pthread_mutex_t stall_lock;
+	struct daemon_stall {
+		int64_t t0, t1;
+	} stall_log[DAEMON_STALL_LOG];
+	uint32_t stall_next;
 	int64_t start_real, start_mono;
 	uint32_t ncpus;
 
@@ -153,6 +163,15 @@ int daemon_ingest_loop(struct daemon *d);
 /* Asks the ingest thread to seal and waits until the writer stored it.
  * Returns 0, or -ETIMEDOUT. */
 int daemon_flush_barrier(struct daemon *d);
+
+/* recorder/requests_attach.c */
+/* Notes an ingest stall from Unix ns t0 (the drain before) to t1. */
+void daemon_stall_note(struct daemon *d, int64_t t0, int64_t t1);
+/* Fills what an attach reply says of its profile's span, the ring's, a
+ * stall within the window and the targets that matched nothing. */
+struct fr_ipc_attach_reply;
+void daemon_attach_explain(struct daemon *d, const struct fr_profile_request *preq,
+			   const struct fr_profile_result *res, struct fr_ipc_attach_reply *r);
 
 /* recorder/status.c */
 /* Publishes the sessions of `cfg` for `sessions` requests. */

@@ -293,7 +293,10 @@ static void before_drain(void *arg)
 	 * samples may have been lost in full perf rings, and status says
 	 * so. */
 	if (last && now - last > STALL_NS) {
+		int64_t real = fr_now_real_ns();
+
 		__atomic_add_fetch(&d->stalls, 1, __ATOMIC_RELAXED);
+		daemon_stall_note(d, real - (now - last), real);
 		if (now - last > __atomic_load_n(&d->longest_stall_ns, __ATOMIC_RELAXED))
 			__atomic_store_n(&d->longest_stall_ns, now - last, __ATOMIC_RELAXED);
 		fr_log_warn("the ingest thread was held up for %lld ms",

@@ -201,7 +201,7 @@ static cJSON *attach_output(struct daemon *d, const struct fr_profile_request *p
 }
 
 /* The answer to an attach that wrote its profile. */
-static cJSON *attach_reply(const struct fr_profile_request *preq,
+static cJSON *attach_reply(struct daemon *d, const struct fr_profile_request *preq,
 			   const struct fr_profile_result *res, uint64_t written, const char *warn)
 {
 	struct fr_ipc_attach_reply *r = calloc(1, sizeof(*r));
@@ -233,6 +233,7 @@ static cJSON *attach_reply(const struct fr_profile_request *preq,
 	}
 	if (preq->note)
 		snprintf(r->incomplete, sizeof(r->incomplete), "%s", preq->note);
+	daemon_attach_explain(d, preq, res, r);
 	if (warn[0])
 		fr_ipc_warn(r->warnings, &r->nwarnings, warn);
 	if (res->warning[0])
@@ -405,7 +406,7 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 	}
 	resp = attach_output(d, &preq, fd, peer, &res, &written);
 	if (!resp) {
-		resp = attach_reply(&preq, &res, written, warn);
+		resp = attach_reply(d, &preq, &res, written, warn);
 		wrote = resp != NULL;
 	}
 out:

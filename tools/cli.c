@@ -46,19 +46,15 @@ int fr_cli_bad_option(const char *cmd, char **argv)
 	return EXIT_USAGE;
 }
 
-/* Connects, printing the standard message when nothing listens. */
+/* Connects, saying why not (ipc/connect.c: the system recorder for a
+ * user without one of its own, or why it cannot be reached). */
 int fr_cli_connect(const char *path)
 {
-	int fd = fr_ipc_connect(path);
+	char why[1024];
+	int fd = fr_ipc_connect_why(path, why, sizeof(why));
 
-	if (fd == -ENOENT || fd == -ECONNREFUSED)
-		fprintf(stderr, "%s: no recorder listening at %s (is flightrecd running?)\n", prog,
-			path);
-	else if (fd == -EACCES || fd == -EPERM)
-		fprintf(stderr, "%s: not allowed to talk to the recorder at %s (run as root)\n",
-			prog, path);
-	else if (fd < 0)
-		fprintf(stderr, "%s: cannot connect to %s: %s\n", prog, path, strerror(-fd));
+	if (fd < 0)
+		fprintf(stderr, "%s: %s\n", prog, why);
 	return fd;
 }
 
@@ -117,36 +113,42 @@ const char *fr_cli_str(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-void fr_cli_print_summary(const char *out, uint64_t samples, uint64_t stacks, int64_t t0,
-			  int64_t t1, uint32_t hz, uint64_t bytes)
-{
-	char dur[32], size[32], rate[32] = "not downsampled";
-
-	/* No rate: offcpu or period mode, every sample kept. */
-	if (hz)
-		snprintf(rate, sizeof(rate), "at %u Hz", hz);
-	fprintf(stderr, "%s: wrote %s: %llu samples, %llu stacks, %s window %s (%s)\n", prog, out,
-		(unsigned long long)samples, (unsigned long long)stacks,
-		fr_format_duration(t1 - t0, dur, sizeof(dur)), rate,
-		fr_format_size_human(bytes, size, sizeof(size)));
-}
-
 char *fr_cli_default_output_name(enum fr_profile_format format)
 {
 	char host[256], stamp[32], *name = NULL;
-	time_t now = time(NULL);
+	struct timespec now;
 	struct tm tm;
 
 	fr_host_name(host, sizeof(host));
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	return asprintf(&name, "flightrec-%s-%s.%s", host, stamp,
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	return asprintf(&name, "flightrec-%s-%s.%03ldZ.%s", host, stamp, now.tv_nsec / 1000000,
 			format == FR_PROFILE_FOLDED ? "folded" : "pb.gz") < 0
 		       ? NULL
 		       : name;
 }
 
-int fr_cli_output_open(struct fr_cli_output *o, const char *path)
+/* Standard output as the profile's output (a copy of it, so the commit
+ * closes only ours). */
+static int output_stdout(struct fr_cli_output *o, enum fr_profile_format format)
+{
+	if (format == FR_PROFILE_PPROF && isatty(STDOUT_FILENO)) {
+		fprintf(stderr,
+			"%s: -o -: standard output is a terminal and a pprof profile is binary; "
+			"pipe it (| go tool pprof -top /dev/stdin) or use --format folded\n",
+			prog);
+		return -EINVAL;
+	}
+	o->fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (o->fd < 0) {
+		fprintf(stderr, "%s: cannot write to standard output: %s\n", prog, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int fr_cli_output_open(struct fr_cli_output *o, const char *path, enum fr_profile_format format)
 {
 	struct stat st;
 	const char *slash = strrchr(path, '/');
@@ -154,6 +156,8 @@ int fr_cli_output_open(struct fr_cli_output *o, const char *path)
 
 	o->path = path;
 	o->tmp = NULL;
+	if (strcmp(path, "-") == 0)
+		return output_stdout(o, format);
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "%s: cannot write %s: it is a directory\n", prog, path);
 		return -EISDIR;
@@ -199,6 +203,53 @@ int fr_cli_output_open(struct fr_cli_output *o, const char *path)
 	return 0;
 }
 
+int fr_cli_output_open_new(struct fr_cli_output *o, const char *name, enum fr_profile_format format)
+{
+	o->owned = name ? strdup(name) : fr_cli_default_output_name(format);
+	if (!o->owned)
+		return -ENOMEM;
+	return fr_cli_output_open(o, o->owned, format);
+}
+
+/* Renames the temporary file to the default name, or to NAME-1.EXT,
+ * NAME-2.EXT, ... when a file has it: a default name never replaces one
+ * (two attaches in the same millisecond, or a file someone made). */
+static int rename_noreplace(struct fr_cli_output *o)
+{
+	char *dot = strstr(o->owned, ".pb.gz") ? strstr(o->owned, ".pb.gz")
+					       : strrchr(o->owned, '.');
+	char *base = strndup(o->owned, dot ? (size_t)(dot - o->owned) : strlen(o->owned));
+	const char *ext = dot ? dot : "";
+	int ret = -EEXIST;
+
+	if (!base)
+		return -ENOMEM;
+	for (int n = 0; n < 1000 && ret == -EEXIST; n++) {
+		char *name = NULL;
+
+		if (n && asprintf(&name, "%s-%d%s", base, n, ext) < 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (name) {
+			free(o->owned);
+			o->owned = name;
+			o->path = name;
+		}
+		ret = renameat2(AT_FDCWD, o->tmp, AT_FDCWD, o->owned, RENAME_NOREPLACE) < 0 ? -errno
+											    : 0;
+		/* A file system without RENAME_NOREPLACE: link() does not
+		 * replace either. */
+		if (ret == -EINVAL || ret == -ENOSYS) {
+			ret = link(o->tmp, o->owned) < 0 ? -errno : 0;
+			if (ret == 0)
+				unlink(o->tmp);
+		}
+	}
+	free(base);
+	return ret;
+}
+
 int fr_cli_output_commit(struct fr_cli_output *o, int ok)
 {
 	int ret = 0;
@@ -206,16 +257,26 @@ int fr_cli_output_commit(struct fr_cli_output *o, int ok)
 	if (o->tmp) {
 		if (ok && fsync(o->fd) < 0)
 			ret = -errno;
-		if (ok && ret == 0 && rename(o->tmp, o->path) < 0)
-			ret = -errno;
+		if (ok && ret == 0)
+			ret = o->owned			    ? rename_noreplace(o)
+			      : rename(o->tmp, o->path) < 0 ? -errno
+							    : 0;
 		if (!ok || ret < 0)
 			unlink(o->tmp);
 		if (ret < 0)
 			fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->path, strerror(-ret));
 		free(o->tmp);
+		o->tmp = NULL;
 	}
 	close(o->fd);
+	o->fd = -1;
 	return ret;
+}
+
+void fr_cli_output_free(struct fr_cli_output *o)
+{
+	free(o->owned);
+	o->owned = NULL;
 }
 
 static void *progress_main(void *arg)
@@ -308,18 +369,43 @@ out:
 
 void fr_cli_human_duration(int64_t ns, char *buf, size_t len)
 {
-	int64_t s = ns / 1000000000;
+	fr_format_duration(ns, buf, len);
+}
 
-	if (s >= 86400)
-		snprintf(buf, len, "%lldd %lldh %lldm", (long long)(s / 86400),
-			 (long long)(s % 86400 / 3600), (long long)(s % 3600 / 60));
-	else if (s >= 3600)
-		snprintf(buf, len, "%lldh %lldm %llds", (long long)(s / 3600),
-			 (long long)(s % 3600 / 60), (long long)(s % 60));
-	else if (s >= 60)
-		snprintf(buf, len, "%lldm %llds", (long long)(s / 60), (long long)(s % 60));
+/* "HH:MM:SS", with "YYYY-MM-DD " before it when `t` is not on today's
+ * date (UTC) or `date` asks for it. */
+static void clock_utc(int64_t t, int date, char *buf, size_t len)
+{
+	time_t secs = (time_t)(t / 1000000000), now = time(NULL);
+	struct tm tm, today;
+
+	gmtime_r(&secs, &tm);
+	gmtime_r(&now, &today);
+	if (date || tm.tm_year != today.tm_year || tm.tm_yday != today.tm_yday)
+		strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
 	else
-		snprintf(buf, len, "%.1fs", (double)ns / 1e9);
+		strftime(buf, len, "%H:%M:%S", &tm);
+}
+
+char *fr_cli_format_clock(int64_t t, char *buf, size_t len)
+{
+	char c[48];
+
+	clock_utc(t, 0, c, sizeof(c));
+	snprintf(buf, len, "%s UTC", c);
+	return buf;
+}
+
+char *fr_cli_format_window(int64_t t0, int64_t t1, char *buf, size_t len)
+{
+	char a[48], b[48], dur[32];
+
+	clock_utc(t0, 0, a, sizeof(a));
+	/* The end's date only when it differs from the start's. */
+	clock_utc(t1, t1 / 1000000000 / 86400 != t0 / 1000000000 / 86400, b, sizeof(b));
+	snprintf(buf, len, "%s\u2013%s UTC (%s)", a, b,
+		 fr_format_duration(t1 - t0, dur, sizeof(dur)));
+	return buf;
 }
 
 /* The ring facts shared by status and dump --info. */

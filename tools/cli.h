@@ -65,27 +65,75 @@ double fr_cli_num(const cJSON *obj, const char *key);
 /* A string member of a reply; "" when absent. */
 const char *fr_cli_str(const cJSON *obj, const char *key);
 
-/* Prints the line that says what a profile holds and where it went. */
-void fr_cli_print_summary(const char *out, uint64_t samples, uint64_t stacks, int64_t t0,
-			  int64_t t1, uint32_t hz, uint64_t bytes);
+/* What a written profile holds (tools/report.c): from an attach reply or
+ * from the ring dump read. */
+struct fr_targets;
+struct fr_cli_report {
+	const char *path; /* "-": standard output */
+	uint64_t samples, stacks, bytes;
+	uint32_t hz;
+	int64_t t0, t1;			  /* the window asked for */
+	int64_t first_ns, last_ns;	  /* its first and last sample; 0: none */
+	int64_t ring_oldest, ring_newest; /* 0: not known (an older recorder) */
+	int64_t stall_t0, stall_t1;	  /* a recorder stall within the window */
+	uint32_t empty;			  /* FR_TARGET_* that matched nothing */
+	uint64_t procs;			  /* processes in the window, with `empty` */
+	uint32_t npids_gone;		  /* of the targets' pids, those no process has now */
+	const uint32_t *pids_gone;
+	const struct fr_targets *targets;
+	int show_window; /* print the window back in UTC (times were given) */
+};
 
-/* flightrec-HOST-UTCTIME.pb.gz (.folded): malloc'd, NULL on failure. */
+#define FR_REPORT_OK 0
+#define FR_REPORT_EMPTY 1 /* outside the ring, or targets matched nothing */
+
+/* Says why the profile is not what was asked, when it is not: the window
+ * entirely outside the ring, the targets that matched nothing (as a
+ * warning with `allow_empty`). Returns FR_REPORT_OK or FR_REPORT_EMPTY. */
+int fr_cli_report_check(const struct fr_cli_report *r, int allow_empty);
+
+/* Warns of a recorder stall within the window. Returns 1 when it did. */
+int fr_cli_report_stall(const struct fr_cli_report *r);
+
+/* "wrote incident.pb.gz: 1234 samples, 56 stacks, spanning 19.8s (window
+ * 1m, the ring starts 40s in), at 99 Hz (12.3KiB)": the span from the
+ * first to the last sample; and the window in UTC when `show_window`. */
+void fr_cli_report_summary(const struct fr_cli_report *r);
+
+/* flightrec-HOST-UTCTIME.pb.gz (.folded), UTCTIME to the millisecond
+ * (20261124T130500.123Z): malloc'd, NULL on failure. */
 char *fr_cli_default_output_name(enum fr_profile_format format);
 
 /* The output of a profile. For a regular (or new) file, a temporary file
- * in the same directory that fr_cli_output_commit() renames into place. */
+ * in the same directory that fr_cli_output_commit() renames into place;
+ * "-" is standard output. */
 struct fr_cli_output {
 	const char *path;
-	char *tmp; /* NULL when writing to `path` directly (fifo, device) */
+	char *tmp; /* NULL when writing to `path` directly (fifo, device, "-") */
 	int fd;
+	/* A default name (fr_cli_output_open_new()): never replaces a file;
+	 * on a clash "-1", "-2", ... go before the extension. `path` points
+	 * here, and names the file written once committed. */
+	char *owned;
 };
 
-/* Opens the output at `path`, saying why not. Returns 0 or -errno. */
-int fr_cli_output_open(struct fr_cli_output *o, const char *path);
+/* Opens the output at `path` ("-": standard output, refused on a terminal
+ * for pprof, which is binary), saying why not. Returns 0 or -errno. */
+int fr_cli_output_open(struct fr_cli_output *o, const char *path, enum fr_profile_format format);
 
-/* With `ok`, syncs the file and renames it into place; else removes it.
- * Closes the descriptor. Returns 0 or -errno (after saying why). */
+/* Opens a new file under a name the program chose, `name` (NULL: the
+ * default name, in the current directory), that never replaces an
+ * existing one. Returns 0 or -errno. */
+int fr_cli_output_open_new(struct fr_cli_output *o, const char *name,
+			   enum fr_profile_format format);
+
+/* With `ok`, syncs the file and renames it into place (a default name:
+ * without replacing anything); else removes it. Closes the descriptor.
+ * Returns 0 or -errno (after saying why). */
 int fr_cli_output_commit(struct fr_cli_output *o, int ok);
+
+/* Frees what fr_cli_output_open_new() allocated (after the path is used). */
+void fr_cli_output_free(struct fr_cli_output *o);
 
 /* Progress on a terminal for operations that can take a while: after a
  * quiet 300 ms, a line on stderr with what is going on and the time spent,
@@ -108,8 +156,17 @@ void fr_cli_progress_stop(struct fr_cli_progress *p);
  * by the caller). Returns 0, or 1 after saying what went wrong. */
 int fr_cli_simple_request(const char *cmd, const char *socket_s, cJSON **resp, char **text);
 
-/* "1h 2m 3s": a duration for a person. */
+/* A duration for a person: fr_format_duration(), the one form every
+ * command prints ("19.8s", "1h30m"). */
 void fr_cli_human_duration(int64_t ns, char *buf, size_t len);
+
+/* "13:05:00–13:06:00 UTC (1m)": a window printed back in UTC, the date
+ * added when it is not today's (UTC). Returns buf. */
+char *fr_cli_format_window(int64_t t0, int64_t t1, char *buf, size_t len);
+
+/* "13:05:10 UTC" (or with the date when not today's): a time point for a
+ * person. Returns buf. */
+char *fr_cli_format_clock(int64_t t, char *buf, size_t len);
 
 /* The ring facts shared by status and dump --info. */
 void fr_cli_print_ring(const cJSON *ring, double lost);

@@ -35,11 +35,16 @@ static void usage_attach(FILE *f)
 		"Write a gzip'ed pprof profile of the samples the recorder holds for a window\n"
 		"of time: --window 60s is the last 60 seconds, up to now.\n"
 		"\n"
-		"  --window DURATION  500ms, 10s, 5m, 1h, ...\n"
-		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix seconds\n"
-		"  --to TIME          window end (default now)\n"
-		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here,\n"
-		"                     .folded for --format folded)\n"
+		"  --window DURATION  500ms, 10s, 5m, 1h30m, 2m30s, ...\n"
+		"  --from TIME        window start: -10m (ago), 13:05 or 13:05:00 (local time;\n"
+		"                     later than now is yesterday's),\n"
+		"                     2026-11-24T13:05:00+01:00, @1732453500 (Unix seconds)\n"
+		"  --to TIME          window end, as --from (default now)\n"
+		"  -o, --output FILE  where to write; - for standard output (default\n"
+		"                     flightrec-HOST-UTCTIME.pb.gz here, .folded for --format\n"
+		"                     folded, never replacing a file)\n"
+		"  --allow-empty      a profile with no sample (targets that matched nothing)\n"
+		"                     is no failure: write it and exit 0\n"
 		"  --event E[,E...]   events, one value column each (default cpu): cpu, cycles,\n"
 		"                     instructions, cache-references, cache-misses,\n"
 		"                     branch-instructions, branch-misses, page-faults,\n"
@@ -75,6 +80,8 @@ static void usage_attach(FILE *f)
 		"\n"
 		"Examples:\n"
 		"  flightrec attach --window 60s -o incident.pb.gz\n"
+		"  flightrec attach --from 13:05 --to 13:06 -o incident.pb.gz   # local time\n"
+		"  flightrec attach --from -10m --to -5m -o - | go tool pprof -top /dev/stdin\n"
 		"  flightrec attach --window 5m --pid 1234 -o api.pb.gz\n"
 		"  flightrec attach --window 60s --event cpu,offcpu --comm postgres -o db.pb.gz\n"
 		"  flightrec attach --window 60s --format folded -o cpu.folded\n"
@@ -84,22 +91,65 @@ static void usage_attach(FILE *f)
 		"  flightrec attach --since-last hourly -o delta.pb.gz   # run every hour\n");
 }
 
-/* Sends the attach request `ar` with a new file at `path` and commits the
- * file when the recorder succeeds. Returns 0; 2 when the profile was kept
- * but may end early (the recorder could not flush), after saying so; or 1
- * after saying why it failed. With `t0` (may be NULL), the start of the
- * window the recorder wrote (a cursor's may be earlier than asked). */
+/* How one attach writes and judges its profile. */
+struct attach_how {
+	const char *path; /* NULL: a new file under the default name, printed */
+	int chosen;	  /* `path` is a name of ours (--follow): replace nothing */
+	enum fr_profile_format format;
+	int allow_empty; /* an empty profile is no failure (--allow-empty, --follow) */
+	int show_window; /* print the window back in UTC */
+};
+
+/* The report of an attach reply. */
+static void reply_report(const struct fr_ipc_attach_reply *reply,
+			 const struct fr_ipc_attach_req *ar, const struct attach_how *how,
+			 struct fr_cli_report *r)
+{
+	*r = (struct fr_cli_report){
+		.samples = reply->samples,
+		.stacks = reply->stacks,
+		.bytes = reply->bytes,
+		.hz = reply->hz,
+		.t0 = reply->t0_ns,
+		.t1 = reply->t1_ns,
+		.first_ns = reply->first_ns,
+		.last_ns = reply->last_ns,
+		.ring_oldest = reply->ring_oldest_ns,
+		.ring_newest = reply->ring_newest_ns,
+		.stall_t0 = reply->stall_t0_ns,
+		.stall_t1 = reply->stall_t1_ns,
+		.empty = reply->empty_filters,
+		.procs = reply->procs_in_window,
+		.npids_gone = reply->npids_not_running,
+		.pids_gone = reply->pids_not_running,
+		.targets = &ar->targets,
+		.show_window = how->show_window,
+	};
+}
+
+/* Sends the attach request `ar` with a new file as `how` says and commits
+ * the file when the recorder succeeds. Returns 0; 2 when the profile was
+ * kept but may miss samples (the recorder could not flush, or stalled
+ * within the window), after saying so; or 1 after saying why it failed
+ * (a profile with no sample because the window is outside the ring or
+ * the targets matched nothing is not kept, unless `how` allows it). With
+ * `t0` (may be NULL), the start of the window the recorder wrote (a
+ * cursor's may be earlier than asked); with `final` (may be NULL), the
+ * name the kept file got (malloc'd). */
 static int attach_one(int sock, const char *socket_path, const struct fr_ipc_attach_req *ar,
-		      const char *path, int64_t *t0)
+		      const struct attach_how *how, int64_t *t0, char **final)
 {
 	struct fr_cli_output out = {.fd = -1};
 	struct fr_ipc_attach_reply *reply = malloc(sizeof(*reply));
 	struct fr_cli_progress prog_line;
+	struct fr_cli_report rep;
 	cJSON *req = fr_ipc_attach_req_encode(ar), *resp = NULL;
 	char err[512];
-	int ret = 1;
+	int ret = 1, empty;
 
-	if (!req || !reply || fr_cli_output_open(&out, path) < 0)
+	if (!req || !reply ||
+	    (how->path && !how->chosen ? fr_cli_output_open(&out, how->path, how->format)
+				       : fr_cli_output_open_new(&out, how->path, how->format)) < 0)
 		goto out;
 	fr_cli_progress_start(&prog_line, "the recorder is building the profile");
 	ret = fr_cli_call(sock, socket_path, req, out.fd, &resp);
@@ -114,20 +164,31 @@ static int attach_one(int sock, const char *socket_path, const struct fr_ipc_att
 		goto out;
 	}
 	ret = 1;
-	if (fr_cli_output_commit(&out, 1) < 0)
+	reply_report(reply, ar, how, &rep);
+	empty = fr_cli_report_check(&rep, how->allow_empty) == FR_REPORT_EMPTY;
+	if ((empty && !how->allow_empty) || fr_cli_output_commit(&out, 1) < 0) {
+		fr_cli_output_commit(&out, 0);
 		goto out;
+	}
+	rep.path = out.path;
 	for (uint32_t i = 0; i < reply->nwarnings; i++)
 		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
-	fr_cli_print_summary(path, reply->samples, reply->stacks, reply->t0_ns, reply->t1_ns,
-			     reply->hz, reply->bytes);
+	fr_cli_report_summary(&rep);
 	if (t0)
 		*t0 = reply->t0_ns;
 	/* The profile is kept (it holds what the ring had), but a script
 	 * must not take it for the whole window. */
-	ret = reply->incomplete[0] ? 2 : 0;
-	if (ret)
-		fprintf(stderr, "%s: %s: %s\n", prog, path, reply->incomplete);
+	ret = fr_cli_report_stall(&rep) ? 2 : 0;
+	if (reply->incomplete[0]) {
+		fprintf(stderr, "%s: %s: %s\n", prog, out.path, reply->incomplete);
+		ret = 2;
+	}
+	if (!how->path)
+		printf("%s\n", out.path);
+	if (final)
+		*final = strdup(out.path);
 out:
+	fr_cli_output_free(&out);
 	cJSON_Delete(req);
 	cJSON_Delete(resp);
 	free(reply);
@@ -216,7 +277,7 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
 			 const char *cursor)
 {
 	struct fr_ipc_attach_req *ar = malloc(sizeof(*ar));
-	char *path = NULL, stamp[48];
+	char *path = NULL, *final = NULL, stamp[48];
 	time_t secs = (time_t)(t0 / 1000000000);
 	struct tm tm;
 	int ret = 1;
@@ -236,16 +297,30 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
 	ar->to_ns = t1;
 	if (cursor)
 		snprintf(ar->since_last, sizeof(ar->since_last), "%s", cursor);
-	ret = attach_one(sock, socket_path, ar, path, &t0);
+	{
+		/* An idle target's window is still a window: its file is
+		 * written, the warning said. */
+		struct attach_how how = {.path = path,
+					 .chosen = 1,
+					 .format = q->format,
+					 .allow_empty = 1};
+
+		ret = attach_one(sock, socket_path, ar, &how, &t0, &final);
+	}
 	if (ret == 0 || ret == 2) {
-		/* The exact window, for --from/--to of other queries. */
+		char win[96];
+
+		/* The exact window, for --from/--to of other queries (scripts
+		 * read its first part), and for people. */
 		fprintf(stderr,
 			"%s: window %" PRId64 ".%09" PRId64 " .. %" PRId64 ".%09" PRId64
-			" (Unix seconds)\n",
-			prog, t0 / 1000000000, t0 % 1000000000, t1 / 1000000000, t1 % 1000000000);
-		printf("%s\n", path);
+			" (Unix seconds; %s)\n",
+			prog, t0 / 1000000000, t0 % 1000000000, t1 / 1000000000, t1 % 1000000000,
+			fr_cli_format_window(t0, t1, win, sizeof(win)));
+		printf("%s\n", final ? final : path);
 		fflush(stdout);
 	}
+	free(final);
 	free(path);
 	free(ar);
 	return ret;
@@ -338,7 +413,8 @@ int fr_cmd_attach(int argc, char **argv)
 	struct fr_query_args q = {0};
 	const char *socket_s = NULL, *count_s = NULL, *cursor = NULL;
 	struct fr_ipc_attach_req ar;
-	char *socket_path = NULL, *out_name = NULL;
+	struct attach_how how;
+	char *socket_path = NULL;
 	uint64_t count = 0;
 	int c, sock = -1, status = EXIT_USAGE, ret, follow_mode = 0;
 
@@ -401,21 +477,18 @@ int fr_cmd_attach(int argc, char **argv)
 	fr_query_attach_req(&q, &ar);
 	if (cursor)
 		snprintf(ar.since_last, sizeof(ar.since_last), "%s", cursor);
-	if (!q.out_s) {
-		out_name = fr_cli_default_output_name(q.format);
-		if (!out_name)
-			goto out;
-		q.out_s = out_name;
-	}
-	if (attach_one(sock, socket_path, &ar, q.out_s, NULL) != 0)
+	how = (struct attach_how){
+		.path = q.out_s,
+		.format = q.format,
+		.allow_empty = q.allow_empty,
+		.show_window = q.from_s && !cursor,
+	};
+	if (attach_one(sock, socket_path, &ar, &how, NULL, NULL) != 0)
 		goto out;
-	if (out_name)
-		printf("%s\n", out_name);
 	status = 0;
 out:
 	if (sock >= 0)
 		close(sock);
 	free(socket_path);
-	free(out_name);
 	return status;
 }

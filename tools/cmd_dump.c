@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "core/store/chunk.h"
+#include "core/util/log.h"
 #include "core/util/parse.h"
 #include "core/query/profile.h"
 #include "core/query/threads_at.h"
@@ -50,10 +51,15 @@ static void usage_dump(FILE *f)
 		"  --ring FILE        the ring (e.g. /var/lib/flightrec/ring)\n"
 		"  --window DURATION  the last DURATION the ring recorded, ending at its newest\n"
 		"                     sample (the moment of the crash)\n"
-		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix seconds\n"
+		"  --from TIME        window start: -10m (before now, not before the crash:\n"
+		"                     --window counts back from the ring's end), 13:05\n"
+		"                     (local), RFC 3339 or @UNIXSECONDS (see attach --help)\n"
 		"  --to TIME          window end (default: the newest sample)\n"
-		"  -o, --output FILE  where to write (default flightrec-HOST-UTCTIME.pb.gz here,\n"
-		"                     .folded for --format folded)\n"
+		"  -o, --output FILE  where to write; - for standard output (default\n"
+		"                     flightrec-HOST-UTCTIME.pb.gz here, .folded for --format\n"
+		"                     folded, never replacing a file)\n"
+		"  --allow-empty      a profile with no sample (targets that matched nothing)\n"
+		"                     is no failure: write it and exit 0\n"
 		"  --pid PID[,PID...] only these processes\n"
 		"  --children         with --pid: also every process they started, and theirs\n"
 		"  --event E[,E...]   events, one value column each (default cpu; see attach)\n"
@@ -83,7 +89,7 @@ static void usage_dump(FILE *f)
 		"                     from the ring alone: blocked (since when, where), running\n"
 		"                     (cpu samples in the second before) or unknown\n"
 		"  --at TIME          that moment (default: the ring's last seal, the moment\n"
-		"                     of a crash; RFC 3339 or Unix seconds)\n"
+		"                     of a crash; as --from)\n"
 		"  --json             with --info: one JSON object (times in Unix ns, sizes in\n"
 		"                     bytes); with --threads: as flightrec threads --json\n"
 		"  --session NAME     dump a configured session now, through the recorder\n"
@@ -158,8 +164,10 @@ static int dump_session(const char *name, const char *window_s, const char *sock
 	char *socket_path = NULL, err[512];
 	int sock = -1, status = 1;
 
-	if (window_s && (fr_parse_duration(window_s, &dq.window_ns) < 0 ||
-			 dq.window_ns < FR_IPC_DUMP_WINDOW_MIN_NS ||
+	if (window_s &&
+	    fr_query_parse_duration("flightrec dump", "--window", window_s, &dq.window_ns))
+		return EXIT_USAGE;
+	if (window_s && (dq.window_ns < FR_IPC_DUMP_WINDOW_MIN_NS ||
 			 dq.window_ns > FR_IPC_DUMP_WINDOW_MAX_NS)) {
 		fprintf(stderr, "%s dump: --window: expected a duration of 1s..1h, got \"%s\"\n",
 			prog, window_s);
@@ -389,18 +397,54 @@ static int dump_request(struct fr_ring *ring, const char *ring_s, const struct f
 	return 0;
 }
 
-/* Writes the profile of `req` to `path` (atomically, for a file) and says
- * what it holds. Returns 0, or 1 after saying why not. */
-static int dump_write(struct fr_ring *ring, const struct fr_profile_request *req, const char *path)
+/* Fills what the profile of `req` holds and, when it holds no sample,
+ * which of its targets matched nothing, as attach's reply says it. */
+static void dump_report(struct fr_ring *ring, const struct fr_profile_request *req,
+			const struct fr_profile_result *res, uint64_t written,
+			struct fr_cli_report *r)
+{
+	const struct fr_targets *t = &req->targets;
+	struct fr_ring_stats st;
+	char err[256];
+
+	fr_ring_get_stats(ring, &st);
+	*r = (struct fr_cli_report){
+		.samples = res->samples_kept,
+		.stacks = res->stacks,
+		.bytes = written,
+		.hz = res->hz,
+		.t0 = req->t0,
+		.t1 = req->t1,
+		.first_ns = res->first_ns,
+		.last_ns = res->last_ns,
+		.ring_oldest = st.chunks ? st.oldest_ns : 0,
+		.ring_newest = st.chunks ? st.newest_ns : 0,
+		.targets = t,
+	};
+	if (!res->samples_seen && st.chunks && req->t1 > st.oldest_ns && req->t0 <= st.newest_ns &&
+	    (t->npids || t->ncomms || t->cgroup[0] || fr_targets_labels_given(t)) &&
+	    fr_profile_empty_targets(ring, req, &r->empty, &r->procs, err, sizeof(err)) < 0)
+		fprintf(stderr, "%s dump: cannot tell which target matched nothing: %s\n", prog,
+			err);
+}
+
+/* Writes the profile of `req` to `path` (atomically, for a file; NULL: a
+ * new file under the default name, printed) and says what it holds.
+ * Returns 0, or 1 after saying why not (a window outside the ring, or
+ * targets that matched nothing, unless `allow_empty`). */
+static int dump_write(struct fr_ring *ring, const struct fr_profile_request *req, const char *path,
+		      int allow_empty, int show_window)
 {
 	struct fr_cli_output out = {.fd = -1};
 	struct fr_cli_progress prog_line;
 	struct fr_profile_result res;
+	struct fr_cli_report rep;
 	uint64_t written = 0;
 	char err[512] = "";
-	int ret;
+	int ret, status = 1;
 
-	if (fr_cli_output_open(&out, path) < 0)
+	if ((path ? fr_cli_output_open(&out, path, req->format)
+		  : fr_cli_output_open_new(&out, NULL, req->format)) < 0)
 		return 1;
 	fr_cli_progress_start(&prog_line, "building the profile");
 	ret = fr_profile_write_fd(ring, req, out.fd, NULL, &res, &written, err, sizeof(err));
@@ -408,14 +452,25 @@ static int dump_write(struct fr_ring *ring, const struct fr_profile_request *req
 	if (ret < 0) {
 		fprintf(stderr, "%s dump: %s\n", prog, err[0] ? err : strerror(-ret));
 		fr_cli_output_commit(&out, 0);
-		return 1;
+		goto out;
 	}
-	if (fr_cli_output_commit(&out, 1) < 0)
-		return 1;
+	dump_report(ring, req, &res, written, &rep);
+	rep.show_window = show_window;
+	if ((fr_cli_report_check(&rep, allow_empty) == FR_REPORT_EMPTY && !allow_empty) ||
+	    fr_cli_output_commit(&out, 1) < 0) {
+		fr_cli_output_commit(&out, 0);
+		goto out;
+	}
+	rep.path = out.path;
 	if (res.warning[0])
 		fprintf(stderr, "%s: warning: %s\n", prog, res.warning);
-	fr_cli_print_summary(path, res.samples_kept, res.stacks, req->t0, req->t1, res.hz, written);
-	return 0;
+	fr_cli_report_summary(&rep);
+	if (!path)
+		printf("%s\n", out.path);
+	status = 0;
+out:
+	fr_cli_output_free(&out);
+	return status;
 }
 
 /* Where the dump's names come from besides the mapped files: the symbol
@@ -465,11 +520,8 @@ static int dump_threads(struct fr_ring *ring, struct dump_args *a, struct fr_pro
 	int64_t t;
 	int fd, status = 1;
 
-	if (a->at_s && fr_parse_time(a->at_s, &t) < 0) {
-		fprintf(stderr, "%s dump: --at %s is not a time (RFC 3339 or Unix seconds)\n", prog,
-			a->at_s);
+	if (a->at_s && fr_query_parse_when("flightrec dump", "--at", a->at_s, fr_now_real_ns(), &t))
 		return EXIT_USAGE;
-	}
 	if (!a->at_s && !(t = fr_threads_at_last(ring))) {
 		fprintf(stderr, "%s dump: %s holds no samples\n", prog, a->ring_s);
 		return 1;
@@ -477,7 +529,7 @@ static int dump_threads(struct fr_ring *ring, struct dump_args *a, struct fr_pro
 	req->targets = a->q.targets;
 	req->version = FR_VERSION;
 	if (out_s) {
-		if (fr_cli_output_open(&out, out_s) < 0)
+		if (fr_cli_output_open(&out, out_s, FR_PROFILE_PPROF) < 0)
 			return 1;
 		fd = out.fd;
 	} else if ((fd = memfd_create("flightrec-threads", MFD_CLOEXEC)) < 0) {
@@ -514,7 +566,7 @@ int fr_cmd_dump(int argc, char **argv)
 	struct fr_ring *ring = NULL;
 	struct fr_profile_request *req = NULL;
 	struct fr_cli_progress prog_line;
-	char *out_name = NULL, *cache_dir = NULL;
+	char *cache_dir = NULL;
 	char err[512];
 	int status, ret;
 
@@ -568,18 +620,9 @@ int fr_cmd_dump(int argc, char **argv)
 		goto out;
 	if (dump_symbol_paths(&a, req, &cache_dir) < 0)
 		goto out;
-	if (!q->out_s) {
-		out_name = fr_cli_default_output_name(q->format);
-		if (!out_name)
-			goto out;
-		q->out_s = out_name;
-	}
-	status = dump_write(ring, req, q->out_s);
-	if (status == 0 && out_name)
-		printf("%s\n", out_name);
+	status = dump_write(ring, req, q->out_s, q->allow_empty, q->from_s != NULL);
 out:
 	free(req);
-	free(out_name);
 	free(cache_dir);
 	fr_ring_close(ring);
 	return status;

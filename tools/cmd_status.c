@@ -136,7 +136,7 @@ static void print_unwinding(const cJSON *ev)
  * in; 1180 samples kept, 0 evicted (table full); 12 of 65536 threads
  * waiting". Switch-outs neither kept nor waiting lost their partner (a
  * thread that exited, or a record lost). With the eBPF mechanism:
- * "offcpu:   bpf, stacks of waits >= 1000000 ns: 5200 switches; 300 long
+ * "offcpu:   bpf, stacks of waits >= 1ms: 5200 switches; 300 long
  * waits (290 with user stacks, 10 without), 900 short-wait records, 0
  * dropped; 40 open waits listed". A fallback says why on a line of its
  * own. */
@@ -151,11 +151,14 @@ static void print_offcpu(const cJSON *ev)
 	if (cJSON_IsString(fallback))
 		printf("offcpu:   perf mechanism (%s)\n", fallback->valuestring);
 	if (mech && strcmp(mech, "bpf") == 0) {
-		printf("offcpu:   bpf, stacks of waits >= %.0f ns: %.0f switches; %.0f long waits "
+		char min[32];
+
+		printf("offcpu:   bpf, stacks of waits >= %s: %.0f switches; %.0f long waits "
 		       "(%.0f with user stacks by %s, %.0f without), %.0f short-wait records, %.0f "
 		       "dropped; %.0f open waits listed\n",
-		       fr_cli_num(o, "min_wait_ns"), fr_cli_num(o, "switch_outs"),
-		       fr_cli_num(o, "long_waits"), fr_cli_num(o, "user_stacks"),
+		       fr_format_duration((int64_t)fr_cli_num(o, "min_wait_ns"), min, sizeof(min)),
+		       fr_cli_num(o, "switch_outs"), fr_cli_num(o, "long_waits"),
+		       fr_cli_num(o, "user_stacks"),
 		       fr_cli_str(o, "user_stacks_by") ? fr_cli_str(o, "user_stacks_by") : "?",
 		       fr_cli_num(o, "no_user_stack"), fr_cli_num(o, "short_records"),
 		       fr_cli_num(o, "ringbuf_drops"), fr_cli_num(o, "open_listed"));
@@ -196,10 +199,22 @@ static void print_pmu(const cJSON *ev)
 		       100.0 * running / enabled, fr_cli_num(pmu, "scaled_samples"));
 }
 
+/* A period-mode event's period: a duration for cpu ("2ms"), else a
+ * count of events ("1000 events"). */
+static const char *period_text(const cJSON *ev, char *buf, size_t len)
+{
+	double p = fr_cli_num(ev, "period");
+
+	if (strcmp(fr_cli_str(ev, "event"), "cpu") == 0)
+		return fr_format_duration((int64_t)p, buf, len);
+	snprintf(buf, len, "%.0f events", p);
+	return buf;
+}
+
 static void print_status(const cJSON *r)
 {
 	const cJSON *events = cJSON_GetObjectItemCaseSensitive(r, "events"), *ev;
-	char up[64];
+	char up[64], period[48];
 
 	fr_cli_human_duration((int64_t)fr_cli_num(r, "uptime_ns"), up, sizeof(up));
 	printf("flightrecd %s, pid %.0f, up %s (config: %s)\n", fr_cli_str(r, "version"),
@@ -213,9 +228,8 @@ static void print_status(const cJSON *r)
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "every_switch")))
 			printf("event:    %s at every context switch", fr_cli_str(ev, "event"));
 		else if (fr_cli_num(ev, "period") > 0)
-			printf("event:    %s every %.0f %s", fr_cli_str(ev, "event"),
-			       fr_cli_num(ev, "period"),
-			       strcmp(fr_cli_str(ev, "event"), "cpu") == 0 ? "ns" : "events");
+			printf("event:    %s every %s", fr_cli_str(ev, "event"),
+			       period_text(ev, period, sizeof(period)));
 		else
 			printf("event:    %s at %.0f Hz", fr_cli_str(ev, "event"),
 			       fr_cli_num(ev, "hz"));
@@ -356,6 +370,7 @@ static void print_sessions(const cJSON *resp)
 	}
 	{
 		const cJSON *ev;
+		char period[48];
 
 		cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(resp, "events")) {
 			if (strcmp(fr_cli_str(ev, "state"), "recording") != 0)
@@ -365,11 +380,10 @@ static void print_sessions(const cJSON *resp)
 				printf("recording: %s at every context switch (config: %s)\n",
 				       fr_cli_str(ev, "event"), fr_cli_str(resp, "config"));
 			else if (fr_cli_num(ev, "period") > 0)
-				printf("recording: %s every %.0f %s (period mode, the smallest period "
+				printf("recording: %s every %s (period mode, the smallest period "
 				       "any session asks for; config: %s)\n",
-				       fr_cli_str(ev, "event"), fr_cli_num(ev, "period"),
-				       strcmp(fr_cli_str(ev, "event"), "cpu") == 0 ? "ns"
-										   : "events",
+				       fr_cli_str(ev, "event"),
+				       period_text(ev, period, sizeof(period)),
 				       fr_cli_str(resp, "config"));
 			else
 				printf("recording: %s at %.0f Hz per CPU (%s; config: %s)\n",

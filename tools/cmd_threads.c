@@ -6,6 +6,7 @@
  * Go's goroutine dump, debug=1) or as JSON, or keeps the file (-o). */
 #include "tools/cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "core/query/pprof_read.h"
 #include "core/util/compress.h"
+#include "core/util/log.h"
 #include "core/util/parse.h"
 #include "ipc/client.h"
 #include "ipc/msg.h"
@@ -40,14 +42,15 @@ static void usage_threads(FILE *f)
 		"  --pid PID[,PID...] these processes\n"
 		"  --comm NAME[,...]  processes with these command names\n"
 		"  --cgroup PATH      processes in this cgroup v2 path or below it\n"
-		"  --at TIME          the threads at that past moment (RFC 3339 or Unix\n"
-		"                     seconds), from the ring alone: blocked (since when,\n"
+		"  --at TIME          the threads at that past moment (-30s, 13:05:00 local,\n"
+		"                     RFC 3339 or @UNIXSECONDS), from the ring alone: blocked (since when,\n"
 		"                     where), running or unknown; --comm and --cgroup are\n"
 		"                     the processes' names and cgroups of that moment\n"
 		"  --json             one JSON object: {\"threads\": [...], \"warnings\": [...]}\n"
-		"  -o, --output FILE  write the answer as pprof, one sample per thread with\n"
-		"                     labels state, wait, waiting_ns, tid, thread, cpu_ns,\n"
-		"                     creator (go tool pprof -traces FILE, -tags FILE)\n"
+		"  -o, --output FILE  write the answer as pprof (- for standard output), one\n"
+		"                     sample per thread with labels state, wait, waiting_ns,\n"
+		"                     tid, thread, cpu_ns, creator (go tool pprof -traces\n"
+		"                     FILE, -tags FILE)\n"
 		"  --socket PATH      the recorder's socket\n"
 		"  -h, --help         show this help\n"
 		"\n"
@@ -161,18 +164,6 @@ static void put_safe(const char *text)
 		putchar(*p < 0x20 || *p == 0x7f ? '?' : *p);
 }
 
-static void print_duration(int64_t ns)
-{
-	if (ns >= 3600000000000LL)
-		printf("%.1fh", (double)ns / 3.6e12);
-	else if (ns >= 60000000000LL)
-		printf("%.1fm", (double)ns / 6e10);
-	else if (ns >= 1000000000LL)
-		printf("%.1fs", (double)ns / 1e9);
-	else
-		printf("%.1fms", (double)ns / 1e6);
-}
-
 /* Prints the group of `n` threads starting at `t`. */
 static void print_group(const struct fr_pprof_data *pd, const struct rthread *t, size_t n)
 {
@@ -186,8 +177,9 @@ static void print_group(const struct fr_pprof_data *pd, const struct rthread *t,
 		if (t[i].has_waiting && t[i].waiting_ns > most)
 			most = t[i].waiting_ns;
 	if (most) {
-		printf(", waiting ");
-		print_duration(most);
+		char dur[32];
+
+		printf(", waiting %s", fr_format_duration(most, dur, sizeof(dur)));
 	}
 	printf("\n    tids");
 	for (size_t i = 0; i < n && i < 16; i++) {
@@ -420,6 +412,66 @@ out:
 	return ret;
 }
 
+/* Copies the answer in `fd` (from its start) to standard output.
+ * Returns 0, or -1 after saying why. */
+static int copy_out(int fd)
+{
+	char buf[65536];
+	ssize_t n;
+
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -1;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(n - off));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				fprintf(stderr, "%s threads: cannot write to standard output: %s\n",
+					prog, strerror(errno));
+				return -1;
+			}
+			off += w;
+		}
+	}
+	return n < 0 ? -1 : 0;
+}
+
+/* threads -o -: the recorder writes only regular files, so the answer
+ * goes through a memfd onto standard output, what it holds said on
+ * standard error. Returns the exit status. */
+static int threads_to_stdout(const char *socket_path, const struct fr_ipc_threads_req *q)
+{
+	struct fr_ipc_threads_reply reply;
+	int fd, status = 1;
+
+	if (isatty(STDOUT_FILENO)) {
+		fprintf(stderr,
+			"%s threads: -o -: standard output is a terminal and the answer is "
+			"a binary pprof; pipe it, or leave -o out for text\n",
+			prog);
+		return 1;
+	}
+	fd = memfd_create("flightrec-threads", MFD_CLOEXEC);
+	if (fd < 0) {
+		perror("flightrec threads: memfd_create");
+		return 1;
+	}
+	if (ask(socket_path, q, fd, &reply) == 0) {
+		for (uint32_t i = 0; i < reply.nwarnings; i++)
+			fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
+		status = copy_out(fd) < 0 ? 1 : 0;
+		if (!status)
+			fprintf(stderr,
+				"%s: standard output: %" PRIu64 " threads of %" PRIu64
+				" processes, %" PRIu64 " bytes\n",
+				prog, reply.threads, reply.processes, reply.bytes);
+	}
+	close(fd);
+	return status;
+}
+
 int fr_cmd_threads(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -450,11 +502,12 @@ int fr_cmd_threads(int argc, char **argv)
 		case FR_OPT_JSON: json = 1; break;
 		case FR_OPT_SOCKET: socket_s = optarg; break;
 		case OPT_AT:
-			if (fr_parse_time(optarg, &q.at_ns) < 0 || q.at_ns <= 0) {
-				fprintf(stderr,
-					"%s threads: --at %s is not a time (RFC 3339 or Unix "
-					"seconds)\n",
-					prog, optarg);
+			if (fr_query_parse_when("flightrec threads", "--at", optarg,
+						fr_now_real_ns(), &q.at_ns))
+				return EXIT_USAGE;
+			if (q.at_ns <= 0) {
+				fprintf(stderr, "%s threads: --at %s is before 1970\n", prog,
+					optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -475,8 +528,12 @@ int fr_cmd_threads(int argc, char **argv)
 	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
 	if (!socket_path)
 		goto out;
+	if (qa.out_s && strcmp(qa.out_s, "-") == 0) {
+		status = threads_to_stdout(socket_path, &q);
+		goto out;
+	}
 	if (qa.out_s) {
-		if (fr_cli_output_open(&out, qa.out_s) < 0)
+		if (fr_cli_output_open(&out, qa.out_s, FR_PROFILE_PPROF) < 0)
 			goto out;
 		fd = out.fd;
 	} else if ((fd = memfd_create("flightrec-threads", MFD_CLOEXEC)) < 0) {

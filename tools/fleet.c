@@ -255,7 +255,7 @@ static int fleet_attach(struct fleet_args *a)
 				   NULL);
 	if (!a->q.out_s)
 		return usage_error(a, "-o FILE is required, e.g. -o fleet.pb.gz", NULL);
-	if (fr_cli_output_open(&out, a->q.out_s) < 0)
+	if (fr_cli_output_open(&out, a->q.out_s, FR_PROFILE_PPROF) < 0)
 		return 1;
 	ret = fleet_profile(a, out.fd, &st);
 	/* The file's size, as attach says it (st.raw_bytes is before gzip). */

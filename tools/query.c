@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/log.h"
 #include "core/util/parse.h"
 #include "core/store/sample.h"
 
@@ -220,6 +221,7 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 			       : 1;
 	case FR_OPT_CHILDREN: q->targets.children = 1; return 1;
 	case FR_OPT_BY_CPU: q->by_cpu = 1; return 1;
+	case FR_OPT_ALLOW_EMPTY: q->allow_empty = 1; return 1;
 	case FR_OPT_LABEL_KEY:
 		return parse_list(cmd, "--label-key", arg, "label keys like cpu", take_label_key, q)
 			       ? EXIT_USAGE
@@ -258,10 +260,42 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 	}
 }
 
+int fr_query_parse_when(const char *cmd, const char *opt, const char *text, int64_t now_ns,
+			int64_t *unix_ns)
+{
+	char why[128];
+
+	if (fr_parse_when(text, now_ns, unix_ns, why, sizeof(why)) == 0)
+		return 0;
+	fprintf(stderr, "%s: %s: \"%s\" is not a time%s%s%s; expected " FR_QUERY_TIME_FORMS "\n",
+		cmd, opt, text, why[0] ? " (" : "", why, why[0] ? ")" : "");
+	return EXIT_USAGE;
+}
+
+int fr_query_parse_duration(const char *cmd, const char *opt, const char *text, int64_t *ns)
+{
+	int ret = fr_parse_duration(text, ns);
+
+	if (ret == 0 && *ns > 0)
+		return 0;
+	if (ret == -ERANGE)
+		fprintf(stderr, "%s: %s: \"%s\" is too long a duration\n", cmd, opt, text);
+	else if (ret == 0)
+		fprintf(stderr, "%s: %s: must be longer than zero, got \"%s\"\n", cmd, opt, text);
+	else
+		fprintf(stderr,
+			"%s: %s: \"%s\" is not a duration; expected one like 500ms, 10s, 5m, "
+			"1h30m or 2m30s\n",
+			cmd, opt, text);
+	return EXIT_USAGE;
+}
+
 /* Checks that the window options make one window and parses them.
  * Returns 0 or EXIT_USAGE (after saying why). */
 int fr_query_finish(const char *cmd, struct fr_query_args *q)
 {
+	int64_t now;
+
 	if (finish_rates(cmd, q))
 		return EXIT_USAGE;
 	if (q->targets.children && !q->targets.npids) {
@@ -283,39 +317,30 @@ int fr_query_finish(const char *cmd, struct fr_query_args *q)
 		fprintf(stderr, "%s: --to needs --from\n", cmd);
 		return EXIT_USAGE;
 	}
-	if (q->window_s) {
-		if (fr_parse_duration(q->window_s, &q->window) < 0) {
-			fprintf(stderr,
-				"%s: --window: expected a duration like 500ms, 10s, 5m "
-				"or 1h, got \"%s\"\n",
-				cmd, q->window_s);
-			return EXIT_USAGE;
-		}
-		if (q->window <= 0) {
-			fprintf(stderr, "%s: --window: must be longer than zero, got \"%s\"\n", cmd,
-				q->window_s);
-			return EXIT_USAGE;
-		}
-	}
-	if (q->from_s && fr_parse_time(q->from_s, &q->from) < 0) {
-		fprintf(stderr,
-			"%s: --from: expected RFC 3339 time like 2026-11-22T13:05:00Z "
-			"or Unix seconds, got \"%s\"\n",
-			cmd, q->from_s);
+	/* One "now" for both ends: --from -10m --to -5m is five minutes. */
+	now = fr_now_real_ns();
+	if (q->window_s && fr_query_parse_duration(cmd, "--window", q->window_s, &q->window))
 		return EXIT_USAGE;
-	}
+	if (q->from_s && fr_query_parse_when(cmd, "--from", q->from_s, now, &q->from))
+		return EXIT_USAGE;
 	if (q->to_s) {
-		if (fr_parse_time(q->to_s, &q->to) < 0) {
-			fprintf(stderr,
-				"%s: --to: expected RFC 3339 time like "
-				"2026-11-22T13:06:00Z or Unix seconds, got \"%s\"\n",
-				cmd, q->to_s);
+		if (fr_query_parse_when(cmd, "--to", q->to_s, now, &q->to))
 			return EXIT_USAGE;
-		}
 		if (q->to <= q->from) {
-			fprintf(stderr, "%s: --to must be later than --from\n", cmd);
+			char a[64], b[64];
+
+			fprintf(stderr, "%s: --to (%s) must be later than --from (%s)\n", cmd,
+				fr_format_time(q->to, a, sizeof(a)),
+				fr_format_time(q->from, b, sizeof(b)));
 			return EXIT_USAGE;
 		}
+	}
+	if (q->from_s && !q->to_s && q->from >= now) {
+		char a[64];
+
+		fprintf(stderr, "%s: --from (%s) is not in the past\n", cmd,
+			fr_format_time(q->from, a, sizeof(a)));
+		return EXIT_USAGE;
 	}
 	return 0;
 }

@@ -19,6 +19,7 @@ enum {
 	FR_OPT_RING, FR_OPT_INFO, FR_OPT_JSON, FR_OPT_FORMAT, FR_OPT_EVENT, FR_OPT_COMM,
 	FR_OPT_CGROUP, FR_OPT_FOLLOW, FR_OPT_COUNT, FR_OPT_SESSION, FR_OPT_CHILDREN,
 	FR_OPT_SORT, FR_OPT_SINCE_LAST, FR_OPT_LABEL, FR_OPT_LABEL_KEY, FR_OPT_BY_CPU,
+	FR_OPT_ALLOW_EMPTY = 400,
 };
 /* clang-format on */
 
@@ -39,6 +40,7 @@ struct fr_query_args {
 	uint32_t event_hz[FR_LIMIT_EVENTS];
 	struct fr_targets targets; /* has_uid unused: the daemon decides */
 	int by_cpu;		   /* --by-cpu, --label-key cpu: a "cpu" label */
+	int allow_empty;	   /* --allow-empty: no sample is no failure */
 };
 
 /* One option a line. */
@@ -57,13 +59,28 @@ struct fr_query_args {
 	{"format", required_argument, NULL, FR_OPT_FORMAT},        \
 	{"label", required_argument, NULL, FR_OPT_LABEL},          \
 	{"label-key", required_argument, NULL, FR_OPT_LABEL_KEY},  \
-	{"by-cpu", no_argument, NULL, FR_OPT_BY_CPU}
+	{"by-cpu", no_argument, NULL, FR_OPT_BY_CPU},              \
+	{"allow-empty", no_argument, NULL, FR_OPT_ALLOW_EMPTY}
 /* clang-format on */
 
 /* Takes option `c` if it is a query option: returns 1 when taken, 0 when
  * not a query option, EXIT_USAGE (after saying why, prefixed with `cmd`,
  * e.g. "flightrec attach") when its value is bad. */
 int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *q);
+
+/* The examples every time option's error gives. */
+#define FR_QUERY_TIME_FORMS "-10m, 13:05, 13:05:00, 2026-11-24T13:05:00+01:00 or @1732453500"
+
+/* Parses option `opt` (e.g. "--from") of `cmd` (e.g. "flightrec attach") as a
+ * time point relative to `now_ns` (fr_parse_when: relative, clock, RFC
+ * 3339, Unix seconds). Returns 0, or EXIT_USAGE after saying
+ * "cmd: --from: "13:61" is not a time (minutes go from 00 to 59); ...". */
+int fr_query_parse_when(const char *cmd, const char *opt, const char *text, int64_t now_ns,
+			int64_t *unix_ns);
+
+/* Parses option `opt` of `cmd` as a positive duration ("1h30m", "500ms").
+ * Returns 0, or EXIT_USAGE after saying why. */
+int fr_query_parse_duration(const char *cmd, const char *opt, const char *text, int64_t *ns);
 
 /* Checks that the window options make one window and parses them, and
  * gives each event its --hz rate. Returns 0 or EXIT_USAGE (after saying

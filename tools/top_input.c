@@ -170,18 +170,9 @@ int fr_top_show_window(const struct fr_query_args *q, const char *socket_s,
 		fprintf(stderr, "%s: cannot create a temporary file: %s\n", prog, strerror(errno));
 		goto out;
 	}
-	sock = fr_ipc_connect(socket_path);
-	if (sock == -ENOENT || sock == -ECONNREFUSED) {
-		fprintf(stderr, "%s: no recorder listening at %s (is flightrecd running?)\n", prog,
-			socket_path);
-		goto out;
-	} else if (sock == -EACCES || sock == -EPERM) {
-		fprintf(stderr, "%s: not allowed to talk to the recorder at %s (run as root)\n",
-			prog, socket_path);
-		goto out;
-	} else if (sock < 0) {
-		fprintf(stderr, "%s: cannot connect to %s: %s\n", prog, socket_path,
-			strerror(-sock));
+	sock = fr_ipc_connect_why(socket_path, err, sizeof(err));
+	if (sock < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
 		goto out;
 	}
 	ret = fr_ipc_call(sock, req, fd, &resp);

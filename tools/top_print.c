@@ -178,7 +178,7 @@ static void print_table(const struct fr_top *t, const struct fr_pprof_data *d, s
 
 	format_value(t->total, unit, tv, sizeof(tv));
 	if (d->duration_nanos > 0)
-		format_value(d->duration_nanos, "nanoseconds", dur, sizeof(dur));
+		fr_format_duration(d->duration_nanos, dur, sizeof(dur));
 	else
 		snprintf(dur, sizeof(dur), "unknown");
 	printf("Showing top %zu of %zu functions, total %s (%" PRId64 " samples), window %s\n",

@@ -317,9 +317,15 @@ static int aggregate(struct builder *b, const struct window *w, struct fr_profil
 		}
 	}
 	for (uint32_t e = 0; e < b->nev; e++) {
-		res->samples_seen += b->ev[e].res->samples_seen;
-		res->samples_kept += b->ev[e].res->samples_kept;
-		res->lost += b->ev[e].res->lost;
+		const struct fr_profile_event_result *er = b->ev[e].res;
+
+		res->samples_seen += er->samples_seen;
+		res->samples_kept += er->samples_kept;
+		res->lost += er->lost;
+		if (er->first_ns && (!res->first_ns || er->first_ns < res->first_ns))
+			res->first_ns = er->first_ns;
+		if (er->last_ns > res->last_ns)
+			res->last_ns = er->last_ns;
 	}
 	return 0;
 }
@@ -338,8 +344,15 @@ static int64_t coverage(struct fr_ring *ring, const struct fr_profile_request *r
 	if (!st.chunks) {
 		snprintf(res->warning, sizeof(res->warning),
 			 "the ring holds no samples yet; the profile is empty");
+	} else if (st.oldest_ns >= req->t1) {
+		/* Not "the last 0s": nothing of the window is left. */
+		eff_t0 = req->t1;
+		snprintf(res->warning, sizeof(res->warning),
+			 "the window ends before the ring's first sample (%s); the profile is "
+			 "empty",
+			 fr_format_time(st.oldest_ns, bb, sizeof(bb)));
 	} else if (st.oldest_ns > req->t0) {
-		eff_t0 = st.oldest_ns < req->t1 ? st.oldest_ns : req->t1;
+		eff_t0 = st.oldest_ns;
 		snprintf(res->warning, sizeof(res->warning),
 			 "the window asks for %s but the ring holds samples only since %s; "
 			 "the profile covers the last %s",
@@ -430,6 +443,52 @@ out:
 		fr_chunk_free(w.cache[r].chunk);
 	free(w.cache);
 	free(w.refs);
+	profile_free_builder(&b);
+	return ret < 0 ? ret : 0;
+}
+
+int fr_profile_count(struct fr_ring *ring, const struct fr_profile_request *req,
+		     struct fr_profile_result *res, uint64_t *procs, char *err, size_t errlen)
+{
+	struct builder b;
+	struct window w = {.ring = ring};
+	struct kset seen = {0};
+	int ret;
+
+	memset(&b, 0, sizeof(b));
+	memset(res, 0, sizeof(*res));
+	b.req = req;
+	err[0] = '\0';
+	ret = setup_request(&b, res, err, errlen);
+	if (ret < 0)
+		goto out;
+	ret = fr_ring_query(ring, req->t0, req->t1, &w.refs, &w.nrefs);
+	if (ret < 0) {
+		snprintf(err, errlen, "cannot query the ring: %s", strerror(-ret));
+		goto out;
+	}
+	w.cache = calloc(w.nrefs ? w.nrefs : 1, sizeof(*w.cache));
+	ret = w.cache ? read_rates(&b, &w, res, err, errlen) : -ENOMEM;
+	for (uint32_t e = 0; ret == 0 && e < b.nev; e++)
+		res->samples_seen += b.ev[e].res->samples_seen;
+	for (size_t r = 0; ret == 0 && procs && r < w.nrefs; r++) {
+		struct fr_chunk *c = get_chunk(&w, r);
+
+		if (!c)
+			continue;
+		ret = profile_window_pids(&b, c, &seen);
+		put_chunk(&w, r, c);
+	}
+	if (ret == 0 && procs)
+		*procs = seen.n;
+out:
+	if (ret < 0 && !err[0])
+		snprintf(err, errlen, "%s", strerror(-ret));
+	for (size_t r = 0; w.cache && r < w.nrefs; r++)
+		fr_chunk_free(w.cache[r].chunk);
+	free(w.cache);
+	free(w.refs);
+	free(seen.slots);
 	profile_free_builder(&b);
 	return ret < 0 ? ret : 0;
 }

@@ -166,21 +166,24 @@ struct fr_profile_event_result {
 	/* Kept samples whose user stack ends in a marker frame
 	 * (core/store/sample.h), by reason: unwinding stopped early. */
 	uint64_t unwind_stopped[FR_FRAME_MARK_COUNT];
+	int64_t first_ns, last_ns; /* times of the first and last kept sample; 0: none */
 };
 
 struct fr_profile_result {
 	uint32_t nevents; /* == the request's (1 when it named none) */
 	struct fr_profile_event_result events[FR_LIMIT_EVENTS];
-	uint64_t chunks;	 /* chunks read */
-	uint64_t chunks_skipped; /* damaged or overwritten while reading */
-	uint64_t samples_seen;	 /* in the window and target */
-	uint64_t samples_kept;	 /* after downsampling */
-	uint64_t stacks;	 /* distinct pprof samples (folded: lines) written */
-	uint64_t lost;		 /* records the kernel lost in the window (all events) */
-	uint32_t hz;		 /* rate of the first event of the profile */
-	int64_t covered_t0;	 /* first time the ring has data for */
-	uint64_t bytes;		 /* bytes written */
-	char warning[512];	 /* non-empty: say this to the user */
+	uint64_t chunks;	   /* chunks read */
+	uint64_t chunks_skipped;   /* damaged or overwritten while reading */
+	uint64_t samples_seen;	   /* in the window and target */
+	uint64_t samples_kept;	   /* after downsampling */
+	uint64_t stacks;	   /* distinct pprof samples (folded: lines) written */
+	uint64_t lost;		   /* records the kernel lost in the window (all events) */
+	uint32_t hz;		   /* rate of the first event of the profile */
+	int64_t covered_t0;	   /* first time the ring has data for */
+	int64_t first_ns, last_ns; /* the profile's span: its first and last kept
+				    * sample (every event); 0 when none */
+	uint64_t bytes;		   /* bytes written */
+	char warning[512];	   /* non-empty: say this to the user */
 };
 
 /* What building the profile for `req` may take in memory, in bytes, from
@@ -202,6 +205,32 @@ int64_t fr_profile_estimate(struct fr_ring *ring, const struct fr_profile_reques
  * -errno. */
 int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req, fr_write_fn sink,
 		     void *sink_arg, struct fr_profile_result *res, char *err, size_t errlen);
+
+/* Pass 1 of fr_profile_write() alone, nothing written: fills
+ * res->samples_seen (and the events' counts and rates) for `req`, and
+ * with `procs` (may be NULL) the number of processes with samples of the
+ * request's events in its window, of its uid when it has one, whatever
+ * its other targets. For saying why a profile came out empty: which of
+ * its targets alone matches nothing. Returns 0 or -errno with a message
+ * in `err`, as fr_profile_write(). */
+int fr_profile_count(struct fr_ring *ring, const struct fr_profile_request *req,
+		     struct fr_profile_result *res, uint64_t *procs, char *err, size_t errlen);
+
+/* The kinds of target fr_profile_empty_targets() names. */
+#define FR_TARGET_PID 1u
+#define FR_TARGET_COMM 2u
+#define FR_TARGET_CGROUP 4u
+#define FR_TARGET_LABEL 8u     /* labels and label_key */
+#define FR_TARGET_COMBINED 16u /* each kind matches alone, not all together */
+
+/* For a request whose profile has no sample: sets *empty to the kinds of
+ * its targets that alone (with its events, window and uid) match no
+ * sample, or FR_TARGET_COMBINED when each does; *procs to the processes
+ * with samples of its events in the window that its uid may see. Reads
+ * the window once per kind given, and once more. Returns 0 or -errno
+ * with a message in `err`. */
+int fr_profile_empty_targets(struct fr_ring *ring, const struct fr_profile_request *req,
+			     uint32_t *empty, uint64_t *procs, char *err, size_t errlen);
 
 /* Bounds on the output of fr_profile_write_fd(), as
  * fr_uring_writer_limit() applies them: when `fd` is not a regular file,

@@ -232,6 +232,11 @@ int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c);
 struct fr_chunk_proc;
 int profile_intern_exe(struct builder *b, const struct fr_chunk *c, const struct fr_chunk_proc *p);
 
+/* Adds the pid of each sample of `c` in the window, of the request's
+ * events (and of its uid when it has one), to `seen`. Returns 0 or
+ * -ENOMEM. */
+int profile_window_pids(const struct builder *b, const struct fr_chunk *c, struct kset *seen);
+
 /* core/query/profile_emit.c */
 struct fr_pprof *profile_pprof_new(const struct builder *b, int64_t t0, int64_t period,
 				   fr_write_fn sink, void *arg);

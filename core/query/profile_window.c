@@ -420,10 +420,44 @@ int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 			if (p)
 				kept[p - c->procs] = 1;
 		}
+		/* The profile's span, for "wrote ...: 19.8s of samples". */
+		if (!b->ev[e].res->first_ns || c->time_ns[i] < b->ev[e].res->first_ns)
+			b->ev[e].res->first_ns = c->time_ns[i];
+		if (c->time_ns[i] > b->ev[e].res->last_ns)
+			b->ev[e].res->last_ns = c->time_ns[i];
 	}
 	for (uint32_t k = 0; ret == 0 && k < c->nprocs; k++)
 		if (kept[k])
 			ret = profile_intern_exe(b, c, &c->procs[k]);
 	free(kept);
 	return ret;
+}
+
+int profile_window_pids(const struct builder *b, const struct fr_chunk *c, struct kset *seen)
+{
+	const struct fr_profile_request *req = b->req;
+	uint32_t last_pid = 0;
+	int last_ok = 0;
+
+	for (uint32_t i = 0; i < c->nsamples; i++) {
+		uint32_t id = c->event[i] == FR_EVENT_OFFCPU_OPEN ? FR_EVENT_OFFCPU : c->event[i];
+		uint32_t pid = c->pid[i], e;
+
+		if (c->time_ns[i] < req->t0 || c->time_ns[i] >= req->t1 || !pid)
+			continue;
+		for (e = 0; e < b->nev && b->ev[e].id != id; e++)
+			;
+		if (e == b->nev)
+			continue;
+		/* A CPU's samples come in runs of one process. */
+		if (pid != last_pid) {
+			const struct fr_chunk_proc *p = fr_chunk_find_proc(c, pid);
+
+			last_pid = pid;
+			last_ok = !req->targets.has_uid || (p && p->uid == req->targets.uid);
+		}
+		if (last_ok && kset_add(seen, pid) < 0)
+			return -ENOMEM;
+	}
+	return 0;
 }

@@ -4,8 +4,9 @@
  * no leading or trailing whitespace, no sign, and a number that does not fit
  * is -ERANGE rather than a silently wrapped value. Fractions are computed
  * with 128-bit intermediates so "1.5s" is exactly 1500000000 ns and nothing
- * depends on floating point rounding. Formatters produce text the parsers
- * read back to the same value.
+ * depends on floating point rounding. Sizes are formatted to read back to
+ * the same value; durations are formatted for people (rounded, "19.8s",
+ * "1h30m"), and the parser reads that form back.
  */
 #include "core/util/parse.h"
 
@@ -125,32 +126,56 @@ static const struct unit size_units[] = {
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The unit at *pos (two-letter units first, so "5ms" is not 5m then "s"),
+ * advancing past it; -1 when there is none. */
+static int read_duration_unit(const char **pos)
+{
+	size_t best = 0;
+	int found = -1;
+
+	for (size_t i = 0; i < ARRAY_SIZE(duration_units); i++) {
+		size_t n = strlen(duration_units[i].name);
+
+		if (n > best && strncmp(*pos, duration_units[i].name, n) == 0) {
+			best = n;
+			found = (int)i;
+		}
+	}
+	*pos += best;
+	return found;
+}
+
 int fr_parse_duration(const char *text, int64_t *ns)
 {
 	const char *s = text;
-	struct decimal d;
-	uint64_t v;
-	size_t i;
-	int ret;
+	uint64_t total = 0;
+	int last_unit = (int)ARRAY_SIZE(duration_units), range = 0;
 
-	if (!text)
+	if (!text || !*text)
 		return -EINVAL;
-	ret = read_decimal(&s, &d);
-	if (ret == -EINVAL)
-		return ret;
-	for (i = 0; i < ARRAY_SIZE(duration_units); i++) {
-		if (strcmp(s, duration_units[i].name) == 0)
-			break;
+	/* Terms like "1h30m": each a number and a unit, units from the
+	 * largest down, each once; only the last may have a fraction. */
+	while (*s) {
+		struct decimal d;
+		uint64_t v;
+		int ret = read_decimal(&s, &d), unit;
+
+		if (ret == -EINVAL)
+			return ret;
+		unit = read_duration_unit(&s);
+		/* A well-formed number with a bad unit is -EINVAL, not -ERANGE. */
+		if (unit < 0 || unit >= last_unit || (d.has_point && *s))
+			return -EINVAL;
+		last_unit = unit;
+		if (ret < 0 || scale_decimal(&d, duration_units[unit].factor, INT64_MAX, &v) < 0 ||
+		    total + v > INT64_MAX)
+			range = 1;
+		else
+			total += v;
 	}
-	/* A well-formed number with a bad unit is -EINVAL, not -ERANGE. */
-	if (i == ARRAY_SIZE(duration_units))
-		return -EINVAL;
-	if (ret < 0)
-		return ret;
-	ret = scale_decimal(&d, duration_units[i].factor, INT64_MAX, &v);
-	if (ret < 0)
-		return ret;
-	*ns = (int64_t)v;
+	if (range)
+		return -ERANGE;
+	*ns = (int64_t)total;
 	return 0;
 }
 
@@ -342,20 +367,150 @@ int fr_parse_time(const char *text, int64_t *unix_ns)
 	return parse_rfc3339(text, unix_ns);
 }
 
+/* "13:05", "13:05:00" or "13:05:00.25": today's (or, when later than
+ * `now_ns`, yesterday's) local time. Returns 0, or -EINVAL with `why`. */
+static int parse_clock(const char *s, int64_t now_ns, int64_t *unix_ns, char *why, size_t whylen)
+{
+	struct decimal frac = {.frac_den = 1};
+	time_t now = (time_t)(now_ns / NS_PER_SEC), t;
+	int hour, min, sec = 0;
+	struct tm tm;
+
+	hour = read_fixed(&s, 2);
+	if (hour < 0 || !expect(&s, ':'))
+		return -EINVAL;
+	min = read_fixed(&s, 2);
+	if (min < 0)
+		return -EINVAL;
+	if (expect(&s, ':')) {
+		sec = read_fixed(&s, 2);
+		if (sec < 0 || (expect(&s, '.') && read_fraction(&s, &frac) < 0))
+			return -EINVAL;
+	}
+	if (*s)
+		return -EINVAL;
+	if (hour > 23 || min > 59 || sec > 59) {
+		snprintf(why, whylen, "%s",
+			 hour > 23  ? "hours go from 00 to 23"
+			 : min > 59 ? "minutes go from 00 to 59"
+				    : "seconds go from 00 to 59");
+		return -EINVAL;
+	}
+	if (!localtime_r(&now, &tm))
+		return -EINVAL;
+	for (int back = 0; back < 2; back++) {
+		struct tm day = tm;
+
+		day.tm_mday -= back;
+		day.tm_hour = hour;
+		day.tm_min = min;
+		day.tm_sec = sec;
+		day.tm_isdst = -1; /* whatever the zone says on that day */
+		t = mktime(&day);
+		if (t == (time_t)-1 || to_unix_ns((int64_t)t, frac_to_ns(&frac), unix_ns) < 0)
+			return -EINVAL;
+		/* A clock time still to come today is yesterday's. */
+		if (*unix_ns <= now_ns)
+			return 0;
+	}
+	return 0;
+}
+
+int fr_parse_when(const char *text, int64_t now_ns, int64_t *unix_ns, char *why, size_t whylen)
+{
+	int64_t v;
+	int ret;
+
+	if (why && whylen)
+		why[0] = '\0';
+	else
+		whylen = 0;
+	if (!text || !*text)
+		return -EINVAL;
+	if (strcmp(text, "now") == 0) {
+		*unix_ns = now_ns;
+		return 0;
+	}
+	if (text[0] == '-') {
+		ret = fr_parse_duration(text + 1, &v);
+		if (ret < 0 || v > now_ns) {
+			snprintf(why, whylen, "%s",
+				 ret == -EINVAL ? "not a duration after '-'"
+						: "reaches before 1970");
+			return -EINVAL;
+		}
+		*unix_ns = now_ns - v;
+		return 0;
+	}
+	/* "@1732453500": Unix seconds, as date(1) takes them. */
+	if (text[0] == '@') {
+		if (!is_digit(text[1]) || fr_parse_time(text + 1, &v) < 0)
+			return -EINVAL;
+		*unix_ns = v;
+		return 0;
+	}
+	/* "HH:..." is a clock time; RFC 3339 starts with a 4-digit year. */
+	if (strlen(text) > 2 && text[2] == ':')
+		return parse_clock(text, now_ns, unix_ns, why, whylen);
+	return fr_parse_time(text, unix_ns);
+}
+
+/* `tenths` of `unit` with one decimal, the decimal only when not 0. */
+static void one_decimal(char *buf, size_t len, const char *sign, uint64_t tenths, const char *unit)
+{
+	if (tenths % 10)
+		snprintf(buf, len, "%s%" PRIu64 ".%" PRIu64 "%s", sign, tenths / 10, tenths % 10,
+			 unit);
+	else
+		snprintf(buf, len, "%s%" PRIu64 "%s", sign, tenths / 10, unit);
+}
+
 char *fr_format_duration(int64_t ns, char *buf, size_t len)
 {
 	/* Magnitude as unsigned so INT64_MIN has one. */
-	uint64_t mag = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;
-	size_t i = ARRAY_SIZE(duration_units) - 1;
+	uint64_t mag = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns, sec, tenths;
+	const char *sign = ns < 0 ? "-" : "";
+	size_t used = 0;
 
 	if (mag == 0) {
 		snprintf(buf, len, "0s");
 		return buf;
 	}
-	while (i > 0 && mag % duration_units[i].factor != 0)
-		i--;
-	snprintf(buf, len, "%s%" PRIu64 "%s", ns < 0 ? "-" : "", mag / duration_units[i].factor,
-		 duration_units[i].name);
+	if (mag < 1000) {
+		snprintf(buf, len, "%s%" PRIu64 "ns", sign, mag);
+		return buf;
+	}
+	/* Below a second: microseconds or milliseconds, to one decimal
+	 * (rounded, so 999.96us is "1ms"). */
+	tenths = (mag + 50) / 100;
+	if (tenths < 10000) {
+		one_decimal(buf, len, sign, tenths, "us");
+		return buf;
+	}
+	tenths = (mag + 50000) / 100000;
+	if (tenths < 10000) {
+		one_decimal(buf, len, sign, tenths, "ms");
+		return buf;
+	}
+	tenths = (mag + 50000000) / 100000000;
+	if (tenths < 600) {
+		one_decimal(buf, len, sign, tenths, "s");
+		return buf;
+	}
+	/* A minute or more: whole seconds; an hour or more: whole minutes. */
+	sec = (mag + NS_PER_SEC / 2) / NS_PER_SEC;
+	if (sec >= 3600)
+		sec = (sec + 30) / 60 * 60;
+	used = (size_t)snprintf(buf, len, "%s", sign);
+	if (sec >= 86400 && used < len)
+		used += (size_t)snprintf(buf + used, len - used, "%" PRIu64 "d", sec / 86400);
+	if (sec % 86400 >= 3600 && used < len)
+		used += (size_t)snprintf(buf + used, len - used, "%" PRIu64 "h",
+					 sec % 86400 / 3600);
+	if (sec % 3600 >= 60 && used < len)
+		used += (size_t)snprintf(buf + used, len - used, "%" PRIu64 "m", sec % 3600 / 60);
+	if (sec % 60 && used < len)
+		snprintf(buf + used, len - used, "%" PRIu64 "s", sec % 60);
 	return buf;
 }
 

@@ -1,9 +1,16 @@
 /* Parsing and formatting of the durations and sizes used everywhere
  * (command line, config, IPC). This is the one place that knows the units.
  *
- * Durations: a non-negative decimal number (fractions allowed, "1.5s")
- * followed by one unit: ns, us, ms, s, m, h, d. "0s" is a valid duration;
- * callers that need a positive one check for zero themselves.
+ * Durations: terms of a non-negative decimal number and a unit (ns, us, ms,
+ * s, m, h, d), the units from the largest down, each once, a fraction only
+ * in the last term: "500ms", "1.5s", "2m30s", "1h30m". "0s" is a valid
+ * duration; callers that need a positive one check for zero themselves.
+ *
+ * Time points as people type them on the command line (fr_parse_when):
+ * "-10m" (that long before now), "13:05" or "13:05:00" (local time, today;
+ * a clock time later than now is yesterday's), RFC 3339 with a zone
+ * ("2026-11-24T13:05:00+01:00"), "@1732453500" or plain Unix seconds, and
+ * "now".
  *
  * Sizes: a non-negative integer optionally followed by a unit: B, KiB, MiB,
  * GiB, TiB (powers of 1024; K, M, G, T and KB, MB, GB, TB are accepted as the
@@ -28,6 +35,12 @@ int fr_parse_size(const char *text, uint64_t *bytes);
  * ("1795000000.5"). Returns 0 and Unix nanoseconds, or -EINVAL. */
 int fr_parse_time(const char *text, int64_t *unix_ns);
 
+/* Parses a time point as people type it (see the top of this file),
+ * relative to `now_ns` (Unix ns). Returns 0 and Unix nanoseconds, or
+ * -EINVAL with, when it can say more than "not a time", a reason in `why`
+ * (may be NULL; "" when there is none). */
+int fr_parse_when(const char *text, int64_t now_ns, int64_t *unix_ns, char *why, size_t whylen);
+
 /* Parses a decimal unsigned integer in [min, max]. Returns 0, -EINVAL
  * (not a number) or -ERANGE (outside the bounds). */
 int fr_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);
@@ -50,8 +63,11 @@ static inline int fr_hex_digit(char c)
 	return -1;
 }
 
-/* Formats a duration the way fr_parse_duration reads it, choosing the
- * largest unit that divides it exactly ("60s", "1500ms"). Returns buf. */
+/* Formats a duration for people, the one form every command prints:
+ * rounded to a tenth below a minute ("19.8s", "1.5s", "500ms", "12.3us"),
+ * whole seconds below an hour ("1m", "2m30s"), whole minutes above ("1h30m",
+ * "2d3h"). fr_parse_duration reads it back; a caller that needs the exact
+ * value back compares (config/ writes plain ns then). Returns buf. */
 char *fr_format_duration(int64_t ns, char *buf, size_t len);
 
 /* Formats a size with a binary unit ("256MiB", "1.5GiB"). Returns buf. */

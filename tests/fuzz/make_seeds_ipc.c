@@ -104,6 +104,17 @@ static void make_message_seeds(void)
 		 "incomplete: the recorder did not "
 		 "store its last samples within 3 s");
 	fr_ipc_warn(ap.warnings, &ap.nwarnings, "pid 5678 exited before the window");
+	ap.first_ns = ap.t0_ns + 40000000000LL;
+	ap.last_ns = ap.t1_ns - 200000000LL;
+	ap.ring_oldest_ns = ap.first_ns;
+	ap.ring_newest_ns = ap.last_ns;
+	ap.stall_t0_ns = ap.t0_ns + 45000000000LL;
+	ap.stall_t1_ns = ap.t0_ns + 52000000000LL;
+	ap.empty_filters = FR_IPC_FILTER_COMM | FR_IPC_FILTER_LABEL;
+	ap.procs_in_window = 12;
+	ap.npids_not_running = 2;
+	ap.pids_not_running[0] = 99999;
+	ap.pids_not_running[1] = 1;
 	cr.events[0] = FR_EVENT_CPU;
 	cr.events[1] = (uint32_t)fr_event_lookup("cycles");
 	cr.event_hz[1] = 19;
@@ -176,6 +187,12 @@ static void make_message_seeds(void)
 		  "\"window_ns\":1}");
 	frame(&s, "{\"ok\":true,\"config\":\"/x\",\"changed\":[\"a\",2],\"more\":-1}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"pids\":[]}");
+	/* An attach reply's span members: negative, not a list, a kind of
+	 * filter this build does not know beside one that is no string. */
+	frame(&s, "{\"v\":1,\"ok\":true,\"samples\":0,\"first_ns\":-1,\"empty_filters\":\"comm\"}");
+	frame(&s, "{\"v\":1,\"ok\":true,\"samples\":0,\"procs_in_window\":3,"
+		  "\"empty_filters\":[\"pid\",\"uid\",7],\"stall_t1_ns\":1e300}");
+	frame(&s, "{\"v\":1,\"ok\":true,\"samples\":0,\"pids_not_running\":[0,1.5,-3]}");
 	frame(&s, "{\"v\":1,\"req\":\"threads\",\"comm\":[\"x\"],\"at_ns\":-1}");
 	frame(&s, "{\"ok\":true,\"events\":[{\"event\":\"raw:0x1\",\"hz\":4294967296}],"
 		  "\"warnings\":[1],\"incomplete\":true,\"path\":7}");

@@ -75,11 +75,11 @@ grep -q "already listening at $SOCK" "$T/err" || fail "unclear message for a liv
 daemon_alive || fail "the first daemon died when a second one tried its socket"
 
 # Bad arguments: usage errors (2), nothing written, daemon unaffected.
-expect_error 2 '--window: expected a duration like 500ms, 10s, 5m or 1h, got "abc"' \
+expect_error 2 '--window: "abc" is not a duration; expected one like 500ms, 10s, 5m, 1h30m or 2m30s' \
 	"$FLIGHTREC" attach --window abc -o x.pb.gz
 expect_error 2 '--window: must be longer than zero, got "0s"' \
 	"$FLIGHTREC" attach --window 0s -o x.pb.gz
-expect_error 2 '--window: expected a duration .* got "-5s"' \
+expect_error 2 '--window: "-5s" is not a duration' \
 	"$FLIGHTREC" attach --window -5s -o x.pb.gz
 expect_error 2 'unknown option .*--bogus' "$FLIGHTREC" attach --window 10s --bogus -o x.pb.gz
 expect_error 2 '--window DURATION .* is required' "$FLIGHTREC" attach -o x.pb.gz

@@ -107,8 +107,12 @@ if [ -n "$cg" ]; then
 	"$FLIGHTREC" attach --window 30s --event offcpu --cgroup "$cg" --pid "$BLOCK_PID" -o "$T/cg.pb.gz" 2>/dev/null ||
 		fail "attach --cgroup failed"
 	[ "$(cum_ns "$T/cg.pb.gz" offcpu fr_block_here)" = "$off" ] || fail "--cgroup $cg lost the blocked thread"
-	"$FLIGHTREC" attach --window 30s --event offcpu --cgroup /no/such/cgroup -o "$T/nocg.pb.gz" 2>/dev/null ||
-		fail "attach --cgroup of an empty cgroup failed"
+	# A cgroup nothing is in matches nothing: said, exit 1 (cli_pressure.sh),
+	# and with --allow-empty an empty profile.
+	"$FLIGHTREC" attach --window 30s --event offcpu --cgroup /no/such/cgroup -o "$T/nocg.pb.gz" 2>/dev/null &&
+		fail "attach --cgroup of an empty cgroup succeeded"
+	"$FLIGHTREC" attach --window 30s --event offcpu --cgroup /no/such/cgroup --allow-empty \
+		-o "$T/nocg.pb.gz" 2>/dev/null || fail "attach --cgroup of an empty cgroup --allow-empty failed"
 	[ "$(cum_ns "$T/nocg.pb.gz" offcpu fr_block_here)" = 0 ] || fail "--cgroup /no/such/cgroup has samples"
 fi
 
@@ -116,7 +120,9 @@ fi
 sh -c "\"$BURN\" 1 1 0 >/dev/null; sh -c '\"$BURN\" 1 1 0 >/dev/null'" &
 SH_PID=$!
 wait "$SH_PID"
-"$FLIGHTREC" attach --window 30s --pid "$SH_PID" -o "$T/sh.pb.gz" 2>/dev/null || fail "attach --pid of the shell failed"
+# The shell alone never ran on a CPU: an empty profile, accepted.
+"$FLIGHTREC" attach --window 30s --pid "$SH_PID" --allow-empty -o "$T/sh.pb.gz" 2>/dev/null ||
+	fail "attach --pid of the shell failed"
 "$FLIGHTREC" attach --window 30s --pid "$SH_PID" --children -o "$T/shc.pb.gz" 2>/dev/null ||
 	fail "attach --pid --children failed"
 sh_burn=$(cum_ns "$T/sh.pb.gz" cpu fr_burn_heavy)

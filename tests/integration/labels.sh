@@ -78,8 +78,13 @@ grep -q '^ *thread: Total' "$T/split.tags" || fail "the thread label is gone"
 only_a=$(tag_pct "$T/a.tags" phase a)
 [ "$only_a" = 100 ] && [ -z "$(tag_pct "$T/a.tags" phase b)" ] ||
 	{ cat "$T/a.tags" >&2; fail "--label phase=a kept other samples"; }
+# Both at once match nothing: said (exit 1), and with --allow-empty written.
 "$FLIGHTREC" attach --window 30s --hz 999 --pid "$DEMO_PID" --label phase=a --label phase=b \
-	--format folded -o "$T/none.folded" 2>"$T/err" || fail "attach with two labels failed"
+	--format folded -o "$T/none.folded" 2>"$T/err" && fail "attach with two labels succeeded"
+grep -q -- '--label phase=a --label phase=b matched no samples' "$T/err" ||
+	fail "attach with two labels: $(cat "$T/err")"
+"$FLIGHTREC" attach --window 30s --hz 999 --pid "$DEMO_PID" --label phase=a --label phase=b \
+	--allow-empty --format folded -o "$T/none.folded" 2>"$T/err" || fail "attach with two labels failed"
 [ ! -s "$T/none.folded" ] || fail "--label phase=a --label phase=b (both at once) kept samples"
 "$FLIGHTREC" attach --window 30s --hz 999 --pid "$DEMO_PID" --label-key phase -o "$T/k.pb.gz" \
 	2>"$T/err" || fail "attach --label-key failed: $(cat "$T/err")"

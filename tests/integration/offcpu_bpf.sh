@@ -22,7 +22,7 @@ need_go
 start_daemon
 "$FLIGHTREC" status >"$T/status" || fail "status failed"
 grep -q '^event:    offcpu' "$T/status" || fail "the embedded default records no offcpu: $(cat "$T/status")"
-grep -q '^offcpu:   bpf, stacks of waits >= 1000000 ns' "$T/status" ||
+grep -q '^offcpu:   bpf, stacks of waits >= 1ms' "$T/status" ||
 	fail "offcpu is not recorded by eBPF: $(cat "$T/status")"
 grep -q '^offcpu:   bpf,.* with user stacks by task_work,' "$T/status" ||
 	fail "status does not say user stacks are taken by task work: $(cat "$T/status")"

@@ -27,7 +27,7 @@ start_daemon --config "$T/config.json"
 "$FLIGHTREC" status >"$T/status" || fail "status failed"
 grep -q '^event:    page-faults every 1 events' "$T/status" ||
 	fail "status does not show page-faults in period mode: $(cat "$T/status")"
-grep -q '^event:    cpu every 2000000 ns' "$T/status" ||
+grep -q '^event:    cpu every 2ms' "$T/status" ||
 	fail "status does not show cpu in period mode: $(cat "$T/status")"
 grep -q '^consumer: session exact wants page-faults@period=1,cpu@period=2000000,instructions@period=1000000$' "$T/status" ||
 	fail "status does not show the session's periods: $(grep consumer "$T/status")"
@@ -77,7 +77,7 @@ PY
 # sample stays, each of weight 1 (page-faults) and 2 ms (cpu).
 "$FLIGHTREC" attach --window 60s --hz 10 --event page-faults --pid "$PY_PID" -o "$T/pf.pb.gz" 2>"$T/err" ||
 	fail "attach --event page-faults failed: $(cat "$T/err")"
-grep -q "^flightrec: wrote $T/pf.pb.gz: [0-9]* samples, [0-9]* stacks, 1m window not downsampled" "$T/err" ||
+grep -Eq "^flightrec: wrote $T/pf.pb.gz: [0-9]+ samples, [0-9]+ stacks, spanning [0-9.hms]+ \(window 1m[^)]*\), not downsampled" "$T/err" ||
 	fail "attach does not say the profile is not downsampled: $(cat "$T/err")"
 "$GO" tool pprof -raw "$T/pf.pb.gz" >"$T/pf.raw" 2>"$T/pprof.err" ||
 	fail "go tool pprof cannot read the profile: $(cat "$T/pprof.err")"
@@ -140,7 +140,7 @@ mkdir "$T/follow"
 timeout -s INT 3 "$FLIGHTREC" attach --follow --window 1s --hz 199 --event cpu -o "$T/follow" 2>"$T/err"
 grep -q '^flightrec: following cpu (recorded in period mode, not downsampled)$' "$T/err" ||
 	fail "the follower is not told cpu is in period mode: $(cat "$T/err")"
-"$FLIGHTREC" status | grep -q '^event:    cpu every 2000000 ns' || fail "a follower changed cpu's period mode"
+"$FLIGHTREC" status | grep -q '^event:    cpu every 2ms' || fail "a follower changed cpu's period mode"
 
 # Raw events: config above 32 bits and config1, beside cpu in one --event.
 raw=raw:0x10000003c,config1=0x3f807f8fff

@@ -52,6 +52,9 @@ for _ in $(seq 100); do
 done
 [ "$stalled" = False ] || fail "still stalled after the thaw"
 [ "$stalls" -ge 1 ] && [ "$timeouts" -ge 1 ] || fail "the stall was not counted: $stalls stalls, $timeouts flush timeouts"
+# A window that takes in the stall is warned of (cli_pressure.sh); one wholly
+# after it is clean.
+sleep 2.5
 "$FLIGHTREC" attach --window 2s -o "$T/q.pb.gz" 2>"$T/attach.err" || fail "attach after the thaw failed: $(cat "$T/attach.err")"
 grep -q incomplete "$T/attach.err" && fail "a profile after the thaw says it is incomplete"
 stop_daemon

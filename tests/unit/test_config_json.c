@@ -225,7 +225,7 @@ static void test_round_trip(void)
 			      strstr(text, "\"keep\":\t20"),
 		      "dumps not printed:\n%s", text);
 		CHECK(strstr(text, "\"SIGUSR1\"") && strstr(text, "\"SIGRTMIN+3\"") &&
-			      strstr(text, "\"1500ms\"") && strstr(text, "\"15m\"") &&
+			      strstr(text, "\"1.5s\"") && strstr(text, "\"15m\"") &&
 			      strstr(text, "\"1ns\"") && strstr(text, "\"exit\""),
 		      "triggers not printed:\n%s", text);
 		fr_config_fini(&back);

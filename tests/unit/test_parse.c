@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/unit/check.h"
 
@@ -46,6 +48,20 @@ static void test_durations(void)
 	/* The largest value: INT64_MAX ns. */
 	duration_ok("9223372036854775807ns", INT64_MAX);
 	duration_ok("9223372036.854775807s", INT64_MAX);
+
+	/* Compound: the units from the largest down, each once. */
+	duration_ok("1h30m", 5400000000000LL);
+	duration_ok("2m30s", 150000000000LL);
+	duration_ok("1d2h3m4s5ms", ((26 * 60 + 3) * 60 + 4) * 1000000000LL + 5000000LL);
+	duration_ok("1m30.5s", 90500000000LL);
+	duration_ok("1s500ms", 1500000000LL);
+	duration_bad("30m1h", -EINVAL);
+	duration_bad("1m1m", -EINVAL);
+	duration_bad("1.5m30s", -EINVAL);
+	duration_bad("1h30", -EINVAL);
+	duration_bad("1h 30m", -EINVAL);
+	duration_bad("1h-30m", -EINVAL);
+	duration_bad("106751d24h", -ERANGE);
 
 	duration_bad("abc", -EINVAL);
 	duration_bad("-5s", -EINVAL);
@@ -199,7 +215,9 @@ static void test_u64(void)
 	CHECK(fr_parse_u64("0x10", 0, 100, &v) == -EINVAL, "u64 hex");
 }
 
-static void format_duration_is(int64_t ns, const char *want)
+/* The human form: `want`, read back within the rounding of its last unit
+ * (`exact`: to the nanosecond). */
+static void format_duration_is(int64_t ns, const char *want, int exact)
 {
 	char buf[64];
 	int64_t back = -1;
@@ -207,9 +225,12 @@ static void format_duration_is(int64_t ns, const char *want)
 	fr_format_duration(ns, buf, sizeof(buf));
 	CHECK(strcmp(buf, want) == 0, "format_duration(%" PRId64 ") = \"%s\", want \"%s\"", ns, buf,
 	      want);
-	if (ns >= 0)
+	if (ns >= 0 && exact)
 		CHECK(fr_parse_duration(buf, &back) == 0 && back == ns,
 		      "duration \"%s\" reads back as %" PRId64 ", want %" PRId64, buf, back, ns);
+	else if (ns >= 0)
+		CHECK(fr_parse_duration(buf, &back) == 0, "duration \"%s\" does not read back",
+		      buf);
 }
 
 static void format_size_is(uint64_t bytes, const char *want)
@@ -240,17 +261,31 @@ static void test_formatters(void)
 {
 	char small[4];
 
-	format_duration_is(0, "0s");
-	format_duration_is(1500000000LL, "1500ms");
-	format_duration_is(60000000000LL, "1m");
-	format_duration_is(90000000000LL, "90s");
-	format_duration_is(3600000000000LL, "1h");
-	format_duration_is(86400000000000LL, "1d");
-	format_duration_is(1, "1ns");
-	format_duration_is(1001, "1001ns");
-	format_duration_is(250000, "250us");
-	format_duration_is(INT64_MAX, "9223372036854775807ns");
-	format_duration_is(-5000000000LL, "-5s");
+	format_duration_is(0, "0s", 1);
+	format_duration_is(1500000000LL, "1.5s", 1);
+	format_duration_is(60000000000LL, "1m", 1);
+	format_duration_is(90000000000LL, "1m30s", 1);
+	format_duration_is(150000000000LL, "2m30s", 1);
+	format_duration_is(3600000000000LL, "1h", 1);
+	format_duration_is(5400000000000LL, "1h30m", 1);
+	format_duration_is(86400000000000LL, "1d", 1);
+	format_duration_is(97200000000000LL, "1d3h", 1);
+	format_duration_is(1, "1ns", 1);
+	format_duration_is(999, "999ns", 1);
+	format_duration_is(1001, "1us", 0);
+	format_duration_is(1500, "1.5us", 1);
+	format_duration_is(250000, "250us", 1);
+	format_duration_is(999960, "1ms", 0);
+	format_duration_is(500000000LL, "500ms", 1);
+	format_duration_is(12345678LL, "12.3ms", 0);
+	/* The profile's span: never "19834562047ns". */
+	format_duration_is(19834562047LL, "19.8s", 0);
+	format_duration_is(30633684736LL, "30.6s", 0);
+	format_duration_is(59960000000LL, "1m", 0);
+	format_duration_is(3599600000000LL, "1h", 0);
+	format_duration_is(5405000000000LL, "1h30m", 0);
+	format_duration_is(INT64_MAX, "106751d23h47m", 0);
+	format_duration_is(-5000000000LL, "-5s", 1);
 
 	format_size_is(0, "0B");
 	format_size_is(1000, "1000B");
@@ -310,8 +345,83 @@ static void test_human_sizes(void)
 	}
 }
 
+/* fr_parse_when at a fixed `now` in zone `tz`. */
+static void when_ok(const char *tz, const char *text, int64_t now, int64_t want)
+{
+	int64_t t = -1;
+	char why[128];
+	int ret;
+
+	setenv("TZ", tz, 1);
+	tzset();
+	ret = fr_parse_when(text, now, &t, why, sizeof(why));
+	CHECK(ret == 0 && t == want, "when \"%s\" (TZ %s): ret %d (%s), %" PRId64 ", want %" PRId64,
+	      text, tz, ret, why, t, want);
+}
+
+static void when_bad(const char *text, int64_t now, const char *want_why)
+{
+	int64_t t = 12345;
+	char why[128];
+	int ret = fr_parse_when(text, now, &t, why, sizeof(why));
+
+	CHECK(ret == -EINVAL && t == 12345, "when \"%s\": ret %d, %" PRId64, text, ret, t);
+	CHECK(strcmp(why, want_why) == 0, "when \"%s\": why \"%s\", want \"%s\"", text, why,
+	      want_why);
+}
+
+static void test_when(void)
+{
+	/* 2026-11-24T13:30:00Z */
+	const int64_t now = 1795527000LL * 1000000000LL, s = 1000000000LL;
+
+	when_ok("UTC", "now", now, now);
+	when_ok("UTC", "-10m", now, now - 600 * s);
+	when_ok("UTC", "-1h30m", now, now - 5400 * s);
+	when_ok("UTC", "-500ms", now, now - s / 2);
+	when_ok("UTC", "@1732453500", now, 1732453500LL * s);
+	when_ok("UTC", "@1732453500.5", now, 1732453500LL * s + s / 2);
+	when_ok("UTC", "1732453500", now, 1732453500LL * s);
+	when_ok("UTC", "2026-11-24T13:05:00+01:00", now, now - 5100 * s);
+	when_ok("UTC", "2026-11-24T13:05:00Z", now, now - 1500 * s);
+	/* Clock times: local, today... */
+	when_ok("UTC", "13:05", now, now - 1500 * s);
+	when_ok("UTC", "13:05:00", now, now - 1500 * s);
+	when_ok("UTC", "13:05:00.25", now, now - 1500 * s + s / 4);
+	when_ok("UTC", "13:05:00.123456789", now, now - 1500 * s + 123456789);
+	when_ok("UTC", "13:30:00", now, now);
+	when_ok("CET-1", "14:05:00", now, now - 1500 * s);
+	when_ok("EST5", "08:05", now, now - 1500 * s);
+	/* ...or yesterday's when later than now. */
+	when_ok("UTC", "13:30:01", now, now + s - 86400 * s);
+	when_ok("UTC", "23:59", now, now + (10 * 3600 + 29 * 60) * s - 86400 * s);
+	when_ok("CET-1", "14:31", now, now + 60 * s - 86400 * s);
+	setenv("TZ", "UTC", 1);
+	tzset();
+
+	when_bad("13:61", now, "minutes go from 00 to 59");
+	when_bad("24:00", now, "hours go from 00 to 23");
+	when_bad("13:05:60", now, "seconds go from 00 to 59");
+	when_bad("1:05", now, "");
+	when_bad("13:05:00.", now, "");
+	when_bad("13:5", now, "");
+	when_bad("13:05:", now, "");
+	when_bad("13:05x", now, "");
+	when_bad("-10", now, "not a duration after '-'");
+	when_bad("-10x", now, "not a duration after '-'");
+	when_bad("--10m", now, "not a duration after '-'");
+	when_bad("-100000d", now, "reaches before 1970");
+	when_bad("@", now, "");
+	when_bad("@-5", now, "");
+	when_bad("@12:00", now, "");
+	when_bad("yesterday", now, "");
+	when_bad("", now, "");
+	when_bad("2026-11-24T13:05:00", now, "");
+}
+
 int main(void)
 {
+	test_when();
 	test_human_sizes();
 	test_pid_lists();
 	test_durations();

@@ -278,6 +278,16 @@ static const struct bad bad_attach_reply[] = {
 	 "attach reply: \"lost\" must be 0..9223372036854775807, got -2"},
 	{"{\"ok\":true,\"warnings\":\"careful\"}",
 	 "attach reply: \"warnings\" must be an array of strings"},
+	/* What the profile spans (ipc/msg_attach.c). */
+	{"{\"ok\":true,\"first_ns\":-1}",
+	 "attach reply: \"first_ns\" must be a non-negative integer"},
+	{"{\"ok\":true,\"stall_t1_ns\":\"soon\"}",
+	 "attach reply: \"stall_t1_ns\" must be a non-negative integer"},
+	{"{\"ok\":true,\"empty_filters\":\"comm\"}",
+	 "attach reply: \"empty_filters\" must be an array"},
+	{"{\"ok\":true,\"empty_filters\":[\"comm\",3]}",
+	 "attach reply: \"empty_filters\" holds strings"},
+	{"{\"ok\":true,\"pids_not_running\":[0]}", "attach reply: \"pids_not_running\" holds pids"},
 	{"{\"ok\":true,\"warnings\":[1]}",
 	 "attach reply: \"warnings\" must be an array of strings"},
 	{"{\"ok\":true,\"incomplete\":true}", "attach reply: \"incomplete\" must be a string"},
@@ -418,6 +428,34 @@ static void test_attach_reply(void)
 	CHECK(obj && fr_ipc_attach_reply_decode(obj, &back, err, sizeof(err)) == 0,
 	      "attach reply round trip: %s", err);
 	CHECK(memcmp(&r, &back, sizeof(r)) == 0, "attach reply differs after a round trip");
+	cJSON_Delete(obj);
+
+	/* What the profile spans: absent when zero (the bytes above), and
+	 * each member when not; an unknown kind of filter is skipped. */
+	r.first_ns = 1LL << 60;
+	r.last_ns = (1LL << 60) + (1LL << 19);
+	r.ring_oldest_ns = 1LL << 59;
+	r.ring_newest_ns = (1LL << 60) + (1LL << 20);
+	r.stall_t0_ns = (1LL << 60) + (1LL << 10);
+	r.stall_t1_ns = (1LL << 60) + (1LL << 11);
+	r.empty_filters = FR_IPC_FILTER_PID | FR_IPC_FILTER_CGROUP;
+	r.procs_in_window = 12;
+	r.npids_not_running = 1;
+	r.pids_not_running[0] = 99999;
+	obj = over_wire(fr_ipc_attach_reply_encode(&r), NULL);
+	CHECK(obj && cJSON_GetArraySize(cJSON_GetObjectItem(obj, "empty_filters")) == 2 &&
+		      strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(obj, "empty_filters"), 1)
+				     ->valuestring,
+			     "cgroup") == 0,
+	      "empty_filters on the wire");
+	CHECK(obj && fr_ipc_attach_reply_decode(obj, &back, err, sizeof(err)) == 0,
+	      "attach reply with its span, round trip: %s", err);
+	CHECK(memcmp(&r, &back, sizeof(r)) == 0, "attach reply's span differs after a round trip");
+	cJSON_Delete(obj);
+	obj = cJSON_Parse("{\"ok\":true,\"empty_filters\":[\"comm\",\"tenant\"]}");
+	CHECK(obj && fr_ipc_attach_reply_decode(obj, &back, err, sizeof(err)) == 0 &&
+		      back.empty_filters == FR_IPC_FILTER_COMM,
+	      "an unknown kind of filter: %s, %#x", err, back.empty_filters);
 	cJSON_Delete(obj);
 
 	/* A reply has room for FR_IPC_MAX_WARNINGS; more are dropped. */

@@ -1,0 +1,93 @@
+/* What an attach reply says of its profile beyond the counts
+ * (ipc/msg.h, "what the profile spans"): the profile's first and last
+ * sample, the ring's span, the longest ingest stall within the window,
+ * and, for a profile with no sample, which of its targets alone matches
+ * nothing. The CLI turns these into "wrote ...: 19.8s of samples",
+ * "the window is before the ring's first sample", "--comm nginx matched
+ * no samples" and a non-zero exit; the daemon says what it knows rather
+ * than the client guessing.
+ *
+ * Also the log of ingest stalls the ingest thread keeps (recorder/
+ * ingest.c notes each one here). Runs on the request threads, after the
+ * profile was written, under the query memory the attach reserved.
+ */
+#include "recorder/daemon_int.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/store/ring.h"
+#include "core/util/log.h"
+#include "ipc/msg.h"
+
+void daemon_stall_note(struct daemon *d, int64_t t0, int64_t t1)
+{
+	pthread_mutex_lock(&d->stall_lock);
+	d->stall_log[d->stall_next % DAEMON_STALL_LOG] = (struct daemon_stall){t0, t1};
+	d->stall_next++;
+	pthread_mutex_unlock(&d->stall_lock);
+}
+
+/* The longest logged stall overlapping [t0, t1), clipped to it. */
+static void stall_in(struct daemon *d, int64_t t0, int64_t t1, struct fr_ipc_attach_reply *r)
+{
+	pthread_mutex_lock(&d->stall_lock);
+	for (uint32_t i = 0; i < DAEMON_STALL_LOG && i < d->stall_next; i++) {
+		int64_t a = d->stall_log[i].t0 > t0 ? d->stall_log[i].t0 : t0;
+		int64_t b = d->stall_log[i].t1 < t1 ? d->stall_log[i].t1 : t1;
+
+		if (b > a && b - a > r->stall_t1_ns - r->stall_t0_ns) {
+			r->stall_t0_ns = a;
+			r->stall_t1_ns = b;
+		}
+	}
+	pthread_mutex_unlock(&d->stall_lock);
+}
+
+/* Whether process `pid` runs, and for a request limited to a uid, as
+ * that uid: another user's process is no more named to the asker than
+ * its samples are (/proc may hide it from them, hidepid). */
+static int pid_running(const struct fr_targets *t, uint32_t pid)
+{
+	char path[32];
+	struct stat st;
+
+	if (!t->has_uid)
+		return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	return stat(path, &st) == 0 && st.st_uid == t->uid;
+}
+
+void daemon_attach_explain(struct daemon *d, const struct fr_profile_request *preq,
+			   const struct fr_profile_result *res, struct fr_ipc_attach_reply *r)
+{
+	const struct fr_targets *t = &preq->targets;
+	struct fr_ring_stats st;
+
+	r->first_ns = res->first_ns;
+	r->last_ns = res->last_ns;
+	fr_ring_get_stats(d->ring, &st);
+	if (st.chunks) {
+		r->ring_oldest_ns = st.oldest_ns;
+		r->ring_newest_ns = st.newest_ns;
+	}
+	stall_in(d, preq->t0, preq->t1, r);
+	/* Only when the window has samples at all: an empty ring or a
+	 * window outside it is said otherwise. */
+	if (res->samples_seen || !st.chunks || preq->t1 <= st.oldest_ns || preq->t0 > st.newest_ns)
+		return;
+	if (t->npids || t->ncomms || t->cgroup[0] || fr_targets_labels_given(t)) {
+		char err[256] = "";
+
+		if (fr_profile_empty_targets(d->ring, preq, &r->empty_filters, &r->procs_in_window,
+					     err, sizeof(err)) < 0)
+			fr_log_warn("attach: cannot tell which target matched nothing: %s", err);
+		/* A pid that matched nothing: is there such a process at all? */
+		for (uint32_t i = 0; (r->empty_filters & FR_IPC_FILTER_PID) && i < t->npids; i++)
+			if (!pid_running(t, t->pids[i]))
+				r->pids_not_running[r->npids_not_running++] = t->pids[i];
+	}
+}
