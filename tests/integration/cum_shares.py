@@ -23,9 +23,12 @@ as inner Lines in flightrec's profile.
 Names are compared after dropping what only one reader keeps: symbol
 versions (__libc_start_main@@GLIBC_2.34), the suffixes of the parts GCC
 splits a function into (.cold, .part.N, .isra.N, .constprop.N), which are
-one function to a reader of the source, and the prefixes that tell aliases
-of one address apart (__GI___qsort_r, __qsort_r and qsort_r are one
-function; each reader picks its own alias). Names are printed that way.
+one function to a reader of the source (and their demangled form, " [clone
+.cold]"), and the prefixes that tell aliases of one address apart
+(__GI___qsort_r, __qsort_r and qsort_r are one function; each reader picks
+its own alias). C++ names are compared demangled (c++filt): flightrec's
+profile names functions demangled, perf script is asked for symbols as
+the symbol table spells them. Names are printed that way.
 
 Compared: the --require functions (which must be on both sides), and every
 function named on both sides whose share is at least --min-share (default
@@ -37,11 +40,27 @@ itself) for a third column, printed, not compared.
 """
 import argparse
 import re
+import subprocess
 import sys
 
 SPLIT = re.compile(r"(\.(cold|part|isra|constprop|lto_priv)(\.\d+)*)+$")
 UNNAMED = re.compile(r"^\[unknown\]|\+0x[0-9a-f]+$|^0x[0-9a-f]+$")
 MARK = "[truncated: "
+CLONE = re.compile(r"( \[clone \.[^\]]*\])+$")
+DEMANGLED = {}
+
+
+def demangle(name):
+    """c++filt's spelling of a mangled C++ name (the name itself without
+    c++filt); the demangler is libiberty's, as libstdc++'s is."""
+    if name not in DEMANGLED:
+        try:
+            out = subprocess.run(["c++filt", name], capture_output=True, text=True,
+                                 check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            out = name
+        DEMANGLED[name] = out or name
+    return DEMANGLED[name]
 
 
 def norm(name):
@@ -53,7 +72,11 @@ def norm(name):
     # (__random and random, __qsort_r and qsort_r); C++ names keep theirs.
     if name.startswith("__GI_"):
         name = name[5:]
-    return name if name.startswith("_Z") else name.lstrip("_") or name
+    if name.startswith("_Z"):
+        return CLONE.sub("", demangle(name))
+    if "(" in name or "::" in name:
+        return CLONE.sub("", name)
+    return name.lstrip("_") or name
 
 
 def named(name):
