@@ -157,8 +157,10 @@ static void process_cell(const struct fr_top *t, const struct fr_top_row *r, cha
 	room = PROC_W - (int)strlen(more) - (int)strlen(pid);
 	if (room < 1)
 		room = 1;
-	snprintf(buf, PROC_W + 1, "%.*s%s%s", room, p->comm[0] || p->pid >= 0 ? p->comm : "-", pid,
-		 more);
+	/* The widths above make it fit; a longer cell would only be cut. */
+	if (snprintf(buf, PROC_W + 1, "%.*s%s%s", room, p->comm[0] || p->pid >= 0 ? p->comm : "-",
+		     pid, more) > PROC_W)
+		buf[PROC_W] = '\0';
 }
 
 /* Whether the profile's samples name their processes at all. */
