@@ -236,6 +236,10 @@ int fr_top_show_window(const struct fr_query_args *q, const char *socket_s,
 		goto out;
 	for (uint32_t i = 0; i < reply.nwarnings; i++)
 		fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
+	/* The recorder could not store its last samples (a stall now): the
+	 * table may end early. */
+	if (reply.incomplete[0])
+		fprintf(stderr, "%s: warning: %s\n", prog, reply.incomplete);
 	ret = read_all(fd, &buf, &len);
 	if (ret < 0) {
 		fprintf(stderr, "%s: cannot read the recorder's profile back: %s\n", prog,

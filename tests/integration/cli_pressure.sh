@@ -16,7 +16,8 @@
 #   default_names     two attaches in one second, and names taken already:
 #                     no file replaced
 #   stall_in_window   an ingest stall inside the window (the ingest thread
-#                     frozen with ptrace, then thawed): warned, exit 1
+#                     frozen with ptrace, then thawed): warned, exit 1; top
+#                     warns the same and shows its table
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 
@@ -205,6 +206,11 @@ attach_rc 1 --window 20s -o stalled.pb.gz
 grep -Eq '^flightrec: warning: the recorder was held up [0-9:]+–[0-9:]+ UTC \([0-9.]+s\) within the window' "$T/err" ||
 	fail "no stall warning: $(cat "$T/err")"
 [ -s stalled.pb.gz ] || fail "the profile of a stalled window was not kept"
+# top of the same window warns the same way, and still shows its table.
+"$FLIGHTREC" top --window 20s -n 3 >"$T/out" 2>"$T/err" || fail "top of a stalled window failed: $(cat "$T/err")"
+grep -Eq '^flightrec: warning: the recorder was held up [0-9:]+–[0-9:]+ UTC \([0-9.]+s\) within the window' "$T/err" ||
+	fail "top gave no stall warning: $(cat "$T/err")"
+grep -q 'flat%' "$T/out" || fail "top of a stalled window printed no table: $(cat "$T/out")"
 # A window after the stall is clean.
 sleep 1
 attach_rc 0 --window 1s -o after.pb.gz
