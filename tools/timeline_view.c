@@ -225,7 +225,12 @@ int fr_tl_render(FILE *out, const cJSON *tl)
 	fprintf(out, "%.20s by %.24s, %s to %s UTC, one row per %s\n", event, by,
 		fr_format_time(start, a, sizeof(a)), (hhmmss(end, b, sizeof(b)), b), dur);
 	if (!cJSON_GetArraySize(groups)) {
-		fprintf(out, "no %s samples in this window\n", event);
+		from = (int64_t)fr_cli_num(cJSON_GetObjectItemCaseSensitive(tl, "ring"),
+					   "first_ns");
+		fprintf(out, "no %s samples in this window%s%s%s\n", event,
+			from >= end ? ": it ends before the ring's first sample, at " : "",
+			from >= end ? (hhmmss(from, a, sizeof(a)), a) : "",
+			from >= end ? " UTC" : "");
 		return 0;
 	}
 	covered(tl, start, end, &from, &to);

@@ -2,7 +2,8 @@
  * form. Regression young_ring: a ring a minute old in the default hour's
  * window was drawn as 58 rows of "0.00 CPU" and its processes as "0.0% of
  * a CPU", an idle machine; the steps before the ring's first sample are
- * one line saying so, and shares are of the time the ring holds. */
+ * one line saying so, and shares are of the time the ring holds; a window
+ * wholly before the ring says so. */
 #include "tools/timeline.h"
 
 #include <stdlib.h>
@@ -93,8 +94,29 @@ static void test_old_ring(void)
 	free(text);
 }
 
+/* A window wholly before the ring: said, not only "no samples". */
+static void test_before_ring(void)
+{
+	int64_t start = 1795500000LL * SEC, step = 60 * SEC;
+	char json[1024];
+	char *text;
+
+	snprintf(json, sizeof(json),
+		 "{\"version\":1,\"event\":\"cpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
+		 "\"start_ns\":%lld,\"end_ns\":%lld,\"step_ns\":%lld,"
+		 "\"ring\":{\"first_ns\":%lld,\"last_ns\":%lld},\"samples\":0,\"groups\":[]}",
+		 (long long)start, (long long)(start + 60 * step), (long long)step,
+		 (long long)(start + 7200 * SEC), (long long)(start + 7300 * SEC));
+	text = render(json);
+	CHECK(strstr(text, "no cpu samples in this window: it ends before the ring's first "
+			   "sample, at ") != NULL,
+	      "a window before the ring is not said:\n%s", text);
+	free(text);
+}
+
 int main(void)
 {
+	test_before_ring();
 	test_young_ring();
 	test_old_ring();
 	return failures != 0;
