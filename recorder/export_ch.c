@@ -333,6 +333,7 @@ static int exporter_init(struct fr_exporter *x, char *err, size_t errlen)
 	struct fr_http_opts ho = {
 		.user = c->user,
 		.password_file = c->password_file,
+		.ca_file = c->ca_file,
 		.connect_timeout_ms = 5000,
 		.timeout_ms = 60000,
 		.max_response = 1 << 20,
