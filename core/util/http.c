@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +44,20 @@ struct buf {
 	size_t len, cap;
 };
 
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static int global_ret;
+
+static void global_init(void)
+{
+	global_ret = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -EIO;
+}
+
+/* Once per process: curl_global_init is not safe while another thread
+ * uses curl, and a reload makes a client while the exporter's runs. */
 int fr_http_global_init(void)
 {
-	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -EIO;
+	pthread_once(&global_once, global_init);
+	return global_ret;
 }
 
 static int read_password(const char *path, char **out, char *err, size_t errlen)
