@@ -3,7 +3,9 @@
 # 1 MiB budget, a batch whose insert hangs (ClickHouse frozen with
 # SIGSTOP) holds the whole budget, status shows it, and an attach waits
 # for it instead of running beside it; once ClickHouse is back both go
-# on. Attaches run back to back beside the exporter all succeed (the
+# on. An attach whose reader is slow holds the budget in turn, and the
+# exporter's batch waits for it (status says so), then ships. Attaches
+# run back to back beside the exporter all succeed (the
 # batches that had to wait for them are printed, not required: whether
 # one collides is up to timing), and the rows shipped add up exactly to
 # the ring's samples, none twice.
@@ -48,6 +50,42 @@ sleep 3
 kill -0 "$apid" 2>/dev/null || fail "an attach ran while the exporter held the whole query memory"
 kill -CONT "${CH_PID[1]}"
 wait "$apid" || fail "the waiting attach failed: $(cat "$T/held.err")"
+
+# The other way round: an attach whose reader is slow (a 4 KiB pipe read
+# only after 8 s) holds the whole budget while the daemon waits to write;
+# the exporter's next batch waits for it, and ships once it is done.
+w0=$(st 'd["export"]["memory_waits"]')
+python3 - "$FLIGHTREC" "$T/slow.pb.gz" <<'PY' &
+import fcntl, os, subprocess, sys, time
+r, w = os.pipe()
+fcntl.fcntl(w, 1031, 4096)  # F_SETPIPE_SZ: smaller than the profile
+p = subprocess.Popen([sys.argv[1], "attach", "--window", "30s", "-o", "-"], stdout=w)
+os.close(w)
+time.sleep(8)
+with open(sys.argv[2], "wb") as f:
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        f.write(b)
+sys.exit(p.wait())
+PY
+spid=$!
+for _ in $(seq 1 70); do
+	[ "$(st 'd["export"]["state"]')" = "waiting for query memory" ] && break
+	sleep 0.1
+done
+[ "$(st 'd["export"]["state"]')" = "waiting for query memory" ] ||
+	fail "the exporter does not wait for the attach holding the query memory: $("$FLIGHTREC" status --json)"
+wait "$spid" || fail "the slow attach failed"
+[ "$(stat -c %s "$T/slow.pb.gz")" -gt 4096 ] || fail "the slow attach's profile fits the pipe"
+b=$(st 'd["export"]["batches"]')
+for _ in $(seq 1 50); do
+	[ "$(st 'd["export"]["batches"]')" -gt "$b" ] && break
+	sleep 0.2
+done
+[ "$(st 'd["export"]["batches"]')" -gt "$b" ] || fail "the exporter did not go on after the attach"
+[ "$(st 'd["export"]["memory_waits"]')" -gt "$w0" ] || fail "the wait is not counted"
 
 # Attaches back to back, two at a time, for 8 s, beside the exporter.
 end=$((SECONDS + 8))
