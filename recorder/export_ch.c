@@ -576,7 +576,8 @@ static int start(struct daemon *d, const struct fr_config *cfg, char *err, size_
 	fr_log_info("export: shipping to %s (database %s, host %s) from %s", x->s->cfg.url,
 		    x->s->cfg.database, x->s->host,
 		    fr_format_time(x->cursor_ns, when, sizeof(when)));
-	d->exporter = x;
+	/* Published last: status requests read it from other threads. */
+	__atomic_store_n(&d->exporter, x, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -666,7 +667,7 @@ void daemon_stop_export(struct daemon *d)
 
 int daemon_export_status(struct daemon *d, cJSON *r)
 {
-	struct fr_exporter *x = d->exporter;
+	struct fr_exporter *x = __atomic_load_n(&d->exporter, __ATOMIC_ACQUIRE);
 	int64_t now = fr_now_real_ns();
 	cJSON *o;
 
