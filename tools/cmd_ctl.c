@@ -26,24 +26,15 @@ static const char *prog = FR_CLI_PROG;
 static int call(const char *socket_s, cJSON *req, cJSON **resp)
 {
 	char *socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
-	int sock = -1, status = 1;
+	int status = 1;
 
 	*resp = NULL;
 	if (!req || !socket_path) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		goto out;
 	}
-	sock = fr_cli_connect(socket_path);
-	if (sock < 0 || fr_cli_call(sock, socket_path, req, -1, resp) < 0)
-		goto out;
-	if (fr_cli_resp_error(*resp)) {
-		fprintf(stderr, "%s: %s\n", prog, fr_cli_resp_error(*resp));
-		goto out;
-	}
-	status = 0;
+	status = fr_cli_request(socket_path, req, -1, "", resp);
 out:
-	if (sock >= 0)
-		close(sock);
 	cJSON_Delete(req);
 	free(socket_path);
 	return status;

@@ -391,22 +391,16 @@ static int ask(const char *socket_path, const struct fr_ipc_threads_req *q, int 
 {
 	cJSON *req = fr_ipc_threads_req_encode(q), *resp = NULL;
 	char err[512] = "";
-	int sock = -1, ret = 1;
+	int ret = 1;
 
-	if (!req || (sock = fr_cli_connect(socket_path)) < 0)
+	if (!req || fr_cli_request(socket_path, req, fd, "", &resp) != 0)
 		goto out;
-	if (fr_cli_call(sock, socket_path, req, fd, &resp) < 0)
-		goto out;
-	if (fr_cli_resp_error(resp) ||
-	    fr_ipc_threads_reply_decode(resp, reply, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: %s\n", prog,
-			fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
+	if (fr_ipc_threads_reply_decode(resp, reply, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
 		goto out;
 	}
 	ret = 0;
 out:
-	if (sock >= 0)
-		close(sock);
 	cJSON_Delete(req);
 	cJSON_Delete(resp);
 	return ret;
