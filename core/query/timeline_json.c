@@ -22,21 +22,33 @@ int64_t fr_timeline_default_step(int64_t window_ns)
 	return (want / 86400000000000LL + 1) * 86400000000000LL;
 }
 
-int fr_timeline_parse_by(const char *s, struct fr_timeline_request *req)
+int fr_group_by_parse(const char *s, enum fr_timeline_by *by, const char **key)
 {
 	static const char *const names[] = {"process", "comm", "cgroup"};
 
+	*key = NULL;
 	for (int i = 0; i < 3; i++) {
 		if (strcmp(s, names[i]) == 0) {
-			req->by = (enum fr_timeline_by)i;
-			req->label_key[0] = '\0';
+			*by = (enum fr_timeline_by)i;
 			return 0;
 		}
 	}
-	if (strncmp(s, "label:", 6) != 0 || !s[6] || strlen(s + 6) >= FR_LIMIT_LABEL_LEN)
+	if (strncmp(s, "label:", 6) != 0 || !s[6])
 		return -EINVAL;
-	req->by = FR_TIMELINE_BY_LABEL;
-	snprintf(req->label_key, sizeof(req->label_key), "%s", s + 6);
+	*by = FR_TIMELINE_BY_LABEL;
+	*key = s + 6;
+	return 0;
+}
+
+int fr_timeline_parse_by(const char *s, struct fr_timeline_request *req)
+{
+	enum fr_timeline_by by;
+	const char *key;
+
+	if (fr_group_by_parse(s, &by, &key) < 0 || (key && strlen(key) >= FR_LIMIT_LABEL_LEN))
+		return -EINVAL;
+	req->by = by;
+	snprintf(req->label_key, sizeof(req->label_key), "%s", key ? key : "");
 	return 0;
 }
 
