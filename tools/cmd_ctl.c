@@ -40,6 +40,15 @@ out:
 	return status;
 }
 
+/* --json: the reply as the recorder sent it. */
+static void print_json(const cJSON *resp)
+{
+	char *text = cJSON_Print(resp);
+
+	printf("%s\n", text ? text : "{}");
+	cJSON_free(text);
+}
+
 static void reload_usage(FILE *f)
 {
 	fprintf(f, "Usage: flightrec reload [--socket PATH] [--json]\n"
@@ -83,7 +92,7 @@ int fr_cmd_reload(int argc, char **argv)
 	};
 	struct fr_ipc_reload_reply *reply;
 	const char *socket_s = NULL;
-	char err[512], *text;
+	char err[512];
 	int c, json = 0, status;
 	cJSON *resp;
 
@@ -108,9 +117,7 @@ int fr_cmd_reload(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, reply ? err : "out of memory");
 		status = 1;
 	} else if (json) {
-		text = cJSON_Print(resp);
-		printf("%s\n", text ? text : "{}");
-		cJSON_free(text);
+		print_json(resp);
 	} else {
 		print_reload(reply);
 	}
@@ -193,7 +200,7 @@ int fr_cmd_trigger(int argc, char **argv)
 	struct fr_ipc_trigger_req tq;
 	struct fr_ipc_dump_reply *reply;
 	const char *socket_s = NULL;
-	char err[512], t0[64], t1[64], span[32], *text;
+	char err[512], t0[64], t1[64], span[32];
 	int json = 0, status;
 	cJSON *resp;
 
@@ -209,9 +216,7 @@ int fr_cmd_trigger(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, reply ? err : "out of memory");
 		status = 1;
 	} else if (json) {
-		text = cJSON_Print(resp);
-		printf("%s\n", text ? text : "{}");
-		cJSON_free(text);
+		print_json(resp);
 	} else {
 		fr_format_time(reply->t0_ns, t0, sizeof(t0));
 		fr_format_time(reply->t1_ns, t1, sizeof(t1));
