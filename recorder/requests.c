@@ -1,8 +1,9 @@
 /* What clients ask flightrecd over its socket (status, sessions, attach,
- * consume, dump; threads in recorder/threads.c) and the dumps the trigger
- * engine asks for: parsing the request, deciding what the peer may see
- * and do, reserving query memory, writing the profile into the descriptor
- * the client passed.
+ * consume; dump --session and trigger in recorder/requests_ctl.c, threads
+ * in recorder/threads.c) and the dumps the trigger engine asks for:
+ * parsing the request, deciding what the peer may see and do, reserving
+ * query memory, writing the profile into the descriptor the client
+ * passed.
  *
  * Runs on the IPC server's connection threads (and the trigger thread for
  * dumps); reads the ring (thread-safe queries) and never waits on the
