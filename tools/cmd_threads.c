@@ -18,6 +18,7 @@
 
 #include "core/query/pprof_read.h"
 #include "core/util/compress.h"
+#include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/parse.h"
 #include "ipc/client.h"
@@ -310,17 +311,15 @@ static int print_json(const struct fr_pprof_data *pd, const struct rthread *t, s
  * 0 or -1 after saying why. */
 static int load(int fd, struct fr_pprof_data **pd, struct rthread **t)
 {
-	void *gz = NULL, *raw = NULL;
-	size_t rawlen;
-	struct stat st;
+	char *gz = NULL;
+	void *raw = NULL;
+	size_t gzlen, rawlen;
 	int ret = -1;
 
 	*pd = NULL;
 	*t = NULL;
-	if (fstat(fd, &st) < 0 || st.st_size <= 0 || !(gz = malloc((size_t)st.st_size)) ||
-	    pread(fd, gz, (size_t)st.st_size, 0) != st.st_size ||
-	    fr_gunzip(gz, (size_t)st.st_size, &raw, &rawlen) < 0 ||
-	    fr_pprof_read(raw, rawlen, pd) < 0) {
+	if (fr_read_whole(fd, SIZE_MAX, &gz, &gzlen) < 0 || !gzlen ||
+	    fr_gunzip(gz, gzlen, &raw, &rawlen) < 0 || fr_pprof_read(raw, rawlen, pd) < 0) {
 		fprintf(stderr, "%s threads: the answer cannot be read\n", prog);
 		goto out;
 	}

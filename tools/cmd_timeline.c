@@ -6,6 +6,7 @@
  */
 #include "tools/cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/util/fs.h"
 #include "ipc/client.h"
 #include "ipc/msg_timeline.h"
 #include "ipc/paths.h"
@@ -103,24 +105,12 @@ out:
 /* The whole memory file `fd` as a string. NULL after saying why not. */
 static char *read_all(int fd)
 {
-	struct stat st;
 	char *text;
-	ssize_t n;
+	size_t len;
+	int ret = fr_read_whole(fd, 64 << 20, &text, &len);
 
-	if (fstat(fd, &st) < 0 || st.st_size > (64 << 20)) {
+	if (ret < 0 && ret != -ENOMEM)
 		fprintf(stderr, "%s timeline: the answer cannot be read\n", prog);
-		return NULL;
-	}
-	text = malloc((size_t)st.st_size + 1);
-	if (!text)
-		return NULL;
-	n = pread(fd, text, (size_t)st.st_size, 0);
-	if (n != st.st_size) {
-		fprintf(stderr, "%s timeline: the answer cannot be read\n", prog);
-		free(text);
-		return NULL;
-	}
-	text[n] = '\0';
 	return text;
 }
 
