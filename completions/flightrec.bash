@@ -11,15 +11,15 @@ _flightrec_opts_attach="--window --from --to -o --output $_flightrec_filters --b
 _flightrec_opts_status="--json --socket --help"
 _flightrec_opts_dump="--ring --window --from --to -o --output $_flightrec_filters --by-cpu --allow-empty --format --symbol-cache --debug-dir --info --threads --at --json --session --timeline --by --step --top --help"
 _flightrec_opts_sessions="--json --socket --help"
-_flightrec_opts_top="--window --from --to $_flightrec_filters -n --sort --by --json --help"
+_flightrec_opts_top="--window --from --to $_flightrec_filters --allow-empty -n --sort --by --json --help"
 _flightrec_opts_threads="--pid --comm --cgroup --at --json -o --output --socket --help"
 _flightrec_opts_timeline="--window --from --to --event --by --step --top --json --socket --help"
 _flightrec_opts_serve="--listen --allow-remote --read-timeout --socket --help"
 _flightrec_opts_reload="--socket --json --help"
 _flightrec_opts_trigger="--reason --window --socket --json --help"
-_flightrec_opts_export="--init-schema --expire --clickhouse --database --cluster --ttl --user --password-file --ring --host --from --to --batch --event --hz --help"
+_flightrec_opts_export="--init-schema --expire --clickhouse --database --cluster --ttl --user --password-file --ca-file --ring --host --from --to --batch --event --hz --help"
 _flightrec_fleet_commands="attach top timeline"
-_flightrec_opts_fleet="--clickhouse --database --user --password-file --window --from --to --host --comm --label --event --timeout -o --output -n --sort --by --step --top --json --help"
+_flightrec_opts_fleet="--clickhouse --database --user --password-file --ca-file --window --from --to --host --comm --label --event --timeout -o --output -n --sort --by --step --top --json --help"
 _flightrec_events="cpu offcpu cycles instructions cache-references cache-misses branch-instructions branch-misses page-faults context-switches cpu-migrations"
 
 # The recorder's session names, for trigger and dump --session (quietly
@@ -42,7 +42,7 @@ _flightrec()
 	fi
 	cmd=${COMP_WORDS[1]}
 	case $prev in
-	-o | --output | --ring | --symbol-cache | --debug-dir | --password-file)
+	-o | --output | --ring | --symbol-cache | --debug-dir | --password-file | --ca-file)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	--socket)

@@ -209,6 +209,7 @@ struct fr_config_export {
 	char *database;	     /* default "flightrec" */
 	char *user;	     /* NULL: ClickHouse's default user */
 	char *password_file; /* NULL: no password */
+	char *ca_file;	     /* NULL: the system's CAs verify an https server */
 	int64_t batch_ns;    /* the interval of a batch, whole seconds */
 	uint32_t nevents;
 	uint32_t events[FR_LIMIT_EVENTS];

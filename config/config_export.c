@@ -30,6 +30,7 @@ void config_export_fini(struct fr_config *cfg)
 	free(e->database);
 	free(e->user);
 	free(e->password_file);
+	free(e->ca_file);
 	free(e->host);
 	memset(e, 0, sizeof(*e));
 }
@@ -125,8 +126,9 @@ static int parse_numbers(struct config_ctx *c, const cJSON *ch, struct fr_config
 int config_parse_export(struct config_ctx *c, const cJSON *exp, struct fr_config *cfg)
 {
 	static const char *const keys[] = {"clickhouse"};
-	static const char *const ch_keys[] = {"url",   "database", "user", "password_file",
-					      "batch", "events",   "hz",   "host"};
+	static const char *const ch_keys[] = {"url",	"database", "user", "password_file",
+					      "batch",	"events",   "hz",   "host",
+					      "ca_file"};
 	struct fr_config_export *e = &cfg->export;
 	const cJSON *ch;
 	char got[64];
@@ -161,7 +163,8 @@ int config_parse_export(struct config_ctx *c, const cJSON *exp, struct fr_config
 	    (ret = get_str(c, ch, "user", 256, &e->user)) < 0 ||
 	    (ret = get_str(c, ch, "password_file", FR_CONFIG_PATH_MAX - 1, &e->password_file)) <
 		    0 ||
-	    (ret = get_str(c, ch, "host", EXPORT_HOST_MAX, &e->host)) < 0)
+	    (ret = get_str(c, ch, "host", EXPORT_HOST_MAX, &e->host)) < 0 ||
+	    (ret = get_str(c, ch, "ca_file", FR_CONFIG_PATH_MAX - 1, &e->ca_file)) < 0)
 		return ret;
 	if (e->database && !fr_ch_name_ok(e->database))
 		return config_fail(c, "export.clickhouse.database",
@@ -173,6 +176,13 @@ int config_parse_export(struct config_ctx *c, const cJSON *exp, struct fr_config
 	if (e->password_file && e->password_file[0] != '/')
 		return config_fail(c, "export.clickhouse.password_file",
 				   "must be an absolute path, got \"%s\"", e->password_file);
+	if (e->ca_file && e->ca_file[0] != '/')
+		return config_fail(c, "export.clickhouse.ca_file",
+				   "must be an absolute path, got \"%s\"", e->ca_file);
+	/* A CA for plain HTTP would be silently unused: say so instead. */
+	if (e->ca_file && strncmp(e->url, "https://", 8) != 0)
+		return config_fail(c, "export.clickhouse.ca_file",
+				   "is only used with an https:// url, got url \"%s\"", e->url);
 	return parse_numbers(c, ch, e);
 }
 
@@ -190,6 +200,7 @@ bool config_export_json(cJSON *root, const struct fr_config *cfg)
 	    !cJSON_AddStringToObject(ch, "database", e->database) ||
 	    (e->user && !cJSON_AddStringToObject(ch, "user", e->user)) ||
 	    (e->password_file && !cJSON_AddStringToObject(ch, "password_file", e->password_file)) ||
+	    (e->ca_file && !cJSON_AddStringToObject(ch, "ca_file", e->ca_file)) ||
 	    (e->host && !cJSON_AddStringToObject(ch, "host", e->host)) ||
 	    !cJSON_AddStringToObject(ch, "batch",
 				     fr_format_duration(e->batch_ns, buf, sizeof(buf))) ||

@@ -96,7 +96,8 @@ static int on_record(void *ctx, void *data, size_t size)
 }
 
 /* Opens and loads one variant of the program into b->skel: task_work 1,
- * on_switch_tw alone; 0, on_switch with on_sys_exit. */
+ * on_switch_tw alone; 0, on_switch with on_sys_exit; 2, on_switch_empty
+ * alone (records nothing: the cost floor, FLIGHTREC_BPF_EMPTY=1). */
 static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 {
 	int ret;
@@ -106,9 +107,10 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 		return -errno;
 	b->skel->rodata->min_wait_ns = b->min_wait_ns;
 	bpf_map__set_max_entries(b->skel->maps.waits, RINGBUF_BYTES);
-	bpf_program__set_autoload(b->skel->progs.on_switch_tw, task_work);
-	bpf_program__set_autoload(b->skel->progs.on_switch, !task_work);
-	bpf_program__set_autoload(b->skel->progs.on_sys_exit, !task_work);
+	bpf_program__set_autoload(b->skel->progs.on_switch_tw, task_work == 1);
+	bpf_program__set_autoload(b->skel->progs.on_switch, task_work == 0);
+	bpf_program__set_autoload(b->skel->progs.on_sys_exit, task_work == 0);
+	bpf_program__set_autoload(b->skel->progs.on_switch_empty, task_work == 2);
 	ret = offcpu_bpf__load(b->skel);
 	if (ret < 0) {
 		offcpu_bpf__destroy(b->skel);
@@ -122,7 +124,7 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, char *err, size_t errlen)
 {
 	struct fr_bpf_offcpu *b = calloc(1, sizeof(*b));
-	const char *tw;
+	const char *tw, *empty;
 	int ret;
 
 	if (!b)
@@ -134,6 +136,17 @@ int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, char *e
 	 * without it, user stacks are taken at sys_exit. FLIGHTREC_BPF_TASK_WORK=0
 	 * takes the fallback on any kernel (to compare the two, and to test it). */
 	tw = getenv("FLIGHTREC_BPF_TASK_WORK");
+	empty = getenv("FLIGHTREC_BPF_EMPTY");
+	if (empty && !strcmp(empty, "1")) {
+		/* Measures the floor of attaching at all (offcpu_cost.sh): no waits
+		 * are recorded. Never set outside a benchmark. */
+		fr_log(FR_LOG_WARN, "offcpu: FLIGHTREC_BPF_EMPTY=1: an empty program, "
+				    "no off-CPU data");
+		ret = load_variant(b, 2);
+		if (ret < 0)
+			goto load_fail;
+		goto loaded;
+	}
 	ret = tw && !strcmp(tw, "0") ? -EPERM : load_variant(b, 1);
 	if (ret < 0) {
 		fr_log(FR_LOG_INFO,
@@ -141,6 +154,7 @@ int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, char *e
 		       strerror(-ret));
 		ret = load_variant(b, 0);
 	}
+load_fail:
 	if (ret < 0) {
 		snprintf(err, errlen,
 			 "offcpu: cannot load the eBPF program (%s; it needs BTF in "
@@ -148,6 +162,7 @@ int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, char *e
 			 strerror(-ret));
 		goto fail;
 	}
+loaded:
 	ret = fr_bpf_walk_new(&b->walk);
 	if (ret < 0) {
 		snprintf(err, errlen, "offcpu: cannot start the stack walker (%s)", strerror(-ret));

@@ -18,6 +18,16 @@ struct fr_exporter;
  * why not when it cannot (recording goes on without it). */
 void daemon_start_export(struct daemon *d);
 
+/* A reload's export block (ingest thread, before `n` replaces `old`):
+ * starts the exporter, or hands the running one its new settings (taken
+ * between batches, keeping the cursor), or idles it when the block is
+ * gone. Returns 0, or -errno with why in `why` when the new block cannot
+ * be used (its password or CA file): the reload is then refused and the
+ * exporter goes on as it was. */
+struct fr_config;
+int daemon_reload_export(struct daemon *d, const struct fr_config *old, const struct fr_config *n,
+			 char *why, size_t whylen);
+
 /* Stops the exporter (a request in flight is cancelled) and frees it;
  * before the ring goes away. Accepts a daemon without one. */
 void daemon_stop_export(struct daemon *d);

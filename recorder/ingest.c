@@ -24,6 +24,7 @@
 
 #include "core/util/log.h"
 #include "core/util/parse.h"
+#include "recorder/export_ch.h"
 
 /* Asks the ingest thread to seal and waits until the writer stored it.
  * Returns 0, or -ETIMEDOUT. */
@@ -365,6 +366,15 @@ static int reload_apply(struct daemon *d, char *why, size_t whylen)
 			   n ? err : "out of memory");
 		__atomic_add_fetch(&d->reloads_rejected, 1, __ATOMIC_RELAXED);
 		snprintf(why, whylen, "%s", n ? err : "out of memory");
+		free(n);
+		return ret;
+	}
+	/* First, so a block that cannot be used refuses the whole reload. */
+	ret = daemon_reload_export(d, old, n, why, whylen);
+	if (ret < 0) {
+		fr_log_err("reload rejected; the running configuration stays: %s", why);
+		__atomic_add_fetch(&d->reloads_rejected, 1, __ATOMIC_RELAXED);
+		fr_config_fini(n);
 		free(n);
 		return ret;
 	}

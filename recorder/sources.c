@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/util/log.h"
+#include "core/util/parse.h"
 #include "ipc/proto.h"
 
 int fr_sources_init(struct fr_sources *s, struct fr_poller *poller,
@@ -423,6 +424,18 @@ static const char *unwind_text(uint32_t stack_copy)
 	return buf;
 }
 
+/* "1ms of CPU time" (cpu periods are nanoseconds of it) or "1000 events". */
+static const char *period_text(uint32_t event, uint64_t period, char *buf, size_t len)
+{
+	if (event != FR_EVENT_CPU) {
+		snprintf(buf, len, "%llu events", (unsigned long long)period);
+		return buf;
+	}
+	fr_format_duration((int64_t)period, buf, len);
+	snprintf(buf + strlen(buf), len - strlen(buf), " of CPU time");
+	return buf;
+}
+
 /* Opens the perf event of `src` at `hz` (0: every context switch). On
  * failure the source stays in the table with the reason. Returns 1 if it
  * opened. */
@@ -436,7 +449,7 @@ static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
 				     .offcpu_mechanism = src->mechanism,
 				     .min_wait_ns = src->min_wait_ns};
 	struct fr_perf *perf = NULL;
-	char err[256];
+	char err[256], every[48];
 	int ret = fr_perf_open(&perf, &cfg, err, sizeof(err));
 
 	if (ret == 0)
@@ -455,9 +468,8 @@ static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
 		src->stack_copy = stack_copy;
 		src->since_ns = fr_now_real_ns();
 		if (period)
-			fr_log_info("%s: recording a sample every %llu %s, %s", name,
-				    (unsigned long long)period,
-				    src->event == FR_EVENT_CPU ? "ns" : "events",
+			fr_log_info("%s: recording a sample every %s, %s", name,
+				    period_text(src->event, period, every, sizeof(every)),
 				    unwind_text(stack_copy));
 		else if (hz)
 			fr_log_info("%s: recording at %u Hz, %s", name, hz,
@@ -465,8 +477,11 @@ static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
 		else if (src->event == FR_EVENT_OFFCPU && !fr_perf_offcpu_fallback(perf) &&
 			 src->mechanism == FR_PERF_OFFCPU_BPF)
 			fr_log_info("%s: recording every wait with eBPF, stacks of waits of "
-				    "%" PRIu64 " ns or more, %s",
-				    name, src->min_wait_ns, unwind_text(stack_copy));
+				    "%s or more, %s",
+				    name,
+				    fr_format_duration((int64_t)src->min_wait_ns, every,
+						       sizeof(every)),
+				    unwind_text(stack_copy));
 		else
 			fr_log_info("%s: recording every context switch, %s", name,
 				    unwind_text(stack_copy));
@@ -602,7 +617,7 @@ void fr_sources_describe(struct fr_sources *s, int failed, char *buf, size_t len
 	buf[0] = '\0';
 	for (unsigned i = 0; i < s->n && used < len; i++) {
 		const struct fr_source *src = &s->table[i];
-		char name[FR_EVENT_NAME_MAX];
+		char name[FR_EVENT_NAME_MAX], every[48];
 		int k = 0;
 
 		fr_event_format(src->event, name, sizeof(name));
@@ -610,9 +625,9 @@ void fr_sources_describe(struct fr_sources *s, int failed, char *buf, size_t len
 			k = snprintf(buf + used, len - used, "%s%s not recording", used ? ", " : "",
 				     name);
 		else if (src->perf && src->period)
-			k = snprintf(buf + used, len - used, "%s%s every %llu %s", used ? ", " : "",
-				     name, (unsigned long long)src->period,
-				     src->event == FR_EVENT_CPU ? "ns" : "events");
+			k = snprintf(buf + used, len - used, "%s%s every %s", used ? ", " : "",
+				     name,
+				     period_text(src->event, src->period, every, sizeof(every)));
 		else if (src->perf && src->hz)
 			k = snprintf(buf + used, len - used, "%s%s at %u Hz", used ? ", " : "",
 				     name, src->hz);

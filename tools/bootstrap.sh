@@ -24,7 +24,7 @@ packages=(
 )
 # What only the tests use: real ClickHouse servers for the export tests.
 test_packages=(
-	clickhouse-server clickhouse-client curl
+	clickhouse-server clickhouse-client curl openssl
 )
 
 # The web page of flightrec serve takes its libraries from npm

@@ -49,6 +49,8 @@ static void usage_export(FILE *f)
 		"  --ttl DURATION             keep this many whole days (default 30d; 0: forever)\n"
 		"  --user NAME                ClickHouse user (default: default)\n"
 		"  --password-file FILE       its password, the file's first line\n"
+		"  --ca-file FILE             PEM CA certificates an https:// server's\n"
+		"                             certificate must chain to (default: the system's)\n"
 		"  --ring FILE                with --host: the ring to ship (only read)\n"
 		"  --host NAME                the host column of its rows\n"
 		"  --from TIME, --to TIME     the span shipped (RFC 3339 or Unix seconds;\n"
@@ -66,7 +68,7 @@ struct export_args {
 	uint32_t hz, nevents, events[FR_LIMIT_EVENTS];
 	char *urls[MAX_URLS];
 	uint32_t nurls;
-	const char *db, *cluster, *user, *password_file;
+	const char *db, *cluster, *user, *password_file, *ca_file;
 	uint32_t ttl_days;
 };
 
@@ -101,6 +103,7 @@ enum {
 	O_TTL,
 	O_USER,
 	O_PWFILE,
+	O_CAFILE,
 	O_RING,
 	O_HOST,
 	O_FROM,
@@ -119,6 +122,7 @@ static const struct option export_opts[] = {
 	{"ttl", required_argument, NULL, O_TTL},
 	{"user", required_argument, NULL, O_USER},
 	{"password-file", required_argument, NULL, O_PWFILE},
+	{"ca-file", required_argument, NULL, O_CAFILE},
 	{"ring", required_argument, NULL, O_RING},
 	{"host", required_argument, NULL, O_HOST},
 	{"from", required_argument, NULL, O_FROM},
@@ -216,6 +220,7 @@ static int parse_args(int argc, char **argv, struct export_args *a)
 			break;
 		case O_USER: a->user = optarg; break;
 		case O_PWFILE: a->password_file = optarg; break;
+		case O_CAFILE: a->ca_file = optarg; break;
 		case O_RING:
 		case O_HOST:
 		case O_FROM:
@@ -328,6 +333,7 @@ int fr_cmd_export(int argc, char **argv)
 	}
 	ho.user = a.user;
 	ho.password_file = a.password_file;
+	ho.ca_file = a.ca_file;
 	ho.timeout_ms = 120000;
 	ret = fr_http_new(&h, &ho, err, sizeof(err));
 	if (ret < 0) {

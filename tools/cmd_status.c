@@ -64,6 +64,11 @@ static void print_export(const cJSON *ex)
 	       fr_cli_num(ex, "batches"), fr_cli_num(ex, "rows"), fr_cli_num(ex, "retries"));
 	if (fr_cli_str(ex, "last_error")[0] && strcmp(fr_cli_str(ex, "state"), "retrying") == 0)
 		printf("export:   last error: %s\n", fr_cli_str(ex, "last_error"));
+	if (fr_cli_num(ex, "query_memory_reserved") > 0 || fr_cli_num(ex, "memory_waits") > 0)
+		printf("export:   holds %s of the query memory; %.0f batches waited for it\n",
+		       fr_format_size((uint64_t)fr_cli_num(ex, "query_memory_reserved"), lost,
+				      sizeof(lost)),
+		       fr_cli_num(ex, "memory_waits"));
 	if (fr_cli_num(ex, "lost_ns") > 0) {
 		fr_cli_human_duration((int64_t)fr_cli_num(ex, "lost_ns"), lost, sizeof(lost));
 		printf("export:   LOST %s of samples (%.0f whole batches): the ring dropped them "

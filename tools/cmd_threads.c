@@ -25,6 +25,7 @@
 #include "ipc/msg.h"
 #include "ipc/proto.h"
 #include "tools/query.h"
+#include "tools/serve_http.h"
 
 static const char *prog = FR_CLI_PROG;
 
@@ -294,14 +295,19 @@ static int print_json(const struct fr_pprof_data *pd, const struct rthread *t, s
 		      const struct fr_ipc_threads_reply *r)
 {
 	cJSON *root = build_json(pd, t, n, r);
-	char *text = root ? cJSON_PrintUnformatted(root) : NULL;
+	char *text = root ? cJSON_PrintUnformatted(root) : NULL, *clean = NULL;
+	size_t len;
 
 	cJSON_Delete(root);
-	if (!text) {
+	/* Thread names are whatever bytes a program gave prctl(): invalid
+	 * UTF-8 becomes U+FFFD, as serve does, so every JSON reader takes it. */
+	if (!text || !(clean = fr_http_utf8_clean(text, strlen(text), &len))) {
 		fprintf(stderr, "%s threads: out of memory\n", prog);
+		free(text);
 		return 1;
 	}
-	printf("%s\n", text);
+	printf("%s\n", clean);
+	free(clean);
 	free(text);
 	return 0;
 }

@@ -31,6 +31,7 @@ enum {
 	OPT_DATABASE,
 	OPT_USER,
 	OPT_PASSWORD_FILE,
+	OPT_CA_FILE,
 	OPT_HOST,
 	OPT_TIMEOUT,
 	OPT_BY,
@@ -57,6 +58,8 @@ static void usage(FILE *f)
 		"  --database NAME    the database (default flightrec)\n"
 		"  --user NAME        ClickHouse user (default: the server's default user)\n"
 		"  --password-file F  the user's password, first line of F\n"
+		"  --ca-file F        PEM CA certificates an https:// server's certificate\n"
+		"                     must chain to (default: the system's CAs)\n"
 		"  --window DURATION  the last 60s, 5m, 1h, ...\n"
 		"  --from TIME        window start: RFC 3339 (2026-11-22T13:05:00Z) or Unix s\n"
 		"  --to TIME          window end (default now)\n"
@@ -187,6 +190,7 @@ static int parse(struct fleet_args *a, int argc, char **argv)
 		{"database", required_argument, NULL, OPT_DATABASE},
 		{"user", required_argument, NULL, OPT_USER},
 		{"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
+		{"ca-file", required_argument, NULL, OPT_CA_FILE},
 		{"host", required_argument, NULL, OPT_HOST},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"by", required_argument, NULL, OPT_BY},
@@ -215,6 +219,7 @@ static int parse(struct fleet_args *a, int argc, char **argv)
 		case OPT_DATABASE: a->database = optarg; break;
 		case OPT_USER: a->user = optarg; break;
 		case OPT_PASSWORD_FILE: a->password_file = optarg; break;
+		case OPT_CA_FILE: a->ca_file = optarg; break;
 		case OPT_HOST:
 			if ((ret = take_hosts(a, optarg)))
 				return ret;

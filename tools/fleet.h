@@ -23,7 +23,7 @@ struct fleet_args {
 	const char *cmd; /* "flightrec fleet attach", for messages */
 	char *urls[FLEET_MAX_URLS];
 	uint32_t nurls;
-	const char *database, *user, *password_file, *out_s;
+	const char *database, *user, *password_file, *ca_file, *out_s;
 	int64_t t0, t1, timeout_ns;
 	uint32_t event;
 	char hosts[FLEET_MAX_HOSTS][FLEET_HOST_MAX];

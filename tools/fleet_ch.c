@@ -86,6 +86,7 @@ int fleet_ch_query(const struct fleet_args *a, const char *sql,
 	struct fr_http_opts o = {
 		.user = a->user,
 		.password_file = a->password_file,
+		.ca_file = a->ca_file,
 		.timeout_ms = a->timeout_ns / 1000000 + 5000,
 		/* An answer is one row per distinct (host, stack), ~40
 		 * bytes, and each stack once: 50 hosts x 1 h is a few MiB.

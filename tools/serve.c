@@ -5,11 +5,13 @@
  * authentication, which is why it listens on loopback unless told
  * otherwise (--allow-remote).
  *
- * One thread: every connection is read with poll() until its request head
- * is complete, under a deadline from its accept; then the request is
- * answered (the recorder's answer can take seconds) with a write timeout,
- * and the connection is closed. A slow or silent client costs one slot of
- * FR_SERVE_MAX_CONNS for at most FR_SERVE_READ_DEADLINE_MS. */
+ * One thread reads: every connection is read with poll() until its request
+ * head is complete, under a deadline from its accept; then the request goes
+ * to the workers (serve_pool.c), which answer it (the recorder's answer can
+ * take seconds) with a write timeout and close the connection, so a slow
+ * answer holds up no other request. A slow or silent client costs one slot
+ * of FR_SERVE_MAX_CONNS for at most FR_SERVE_READ_DEADLINE_MS; a slot stays
+ * taken until its answer is written. */
 #include "tools/serve.h"
 
 #include <arpa/inet.h>
@@ -61,7 +63,8 @@ static void usage_serve(FILE *f)
 }
 
 struct conn {
-	int fd;
+	int fd;	   /* valid in READING and BUSY */
+	int state; /* FR_SERVE_SLOT_*: atomic, a worker frees a BUSY slot */
 	size_t len;
 	int64_t deadline_ns; /* CLOCK_MONOTONIC */
 	char buf[FR_HTTP_HEAD_MAX];
@@ -218,10 +221,16 @@ static int listen_on(struct sockaddr_storage *ss, socklen_t sslen, struct fr_ser
 	return fd;
 }
 
+static int conn_state(const struct conn *c)
+{
+	return __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+}
+
 static void conn_close(struct conn *c)
 {
 	close(c->fd);
 	c->fd = -1;
+	__atomic_store_n(&c->state, FR_SERVE_SLOT_FREE, __ATOMIC_RELEASE);
 }
 
 /* Makes the socket blocking with a send timeout, for the response. */
@@ -235,9 +244,9 @@ static void conn_blocking(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-/* Reads what connection `c` sent and answers once its head is complete
- * (or wrong). */
-static void conn_read(const struct fr_serve *s, struct conn *c)
+/* Reads what connection `c` sent and, once its head is complete, queues
+ * it for a worker; a wrong one is answered at once. */
+static void conn_read(const struct fr_serve *s, struct fr_serve_pool *pool, struct conn *c)
 {
 	struct fr_http_request *r = malloc(sizeof(*r));
 	ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
@@ -268,8 +277,12 @@ static void conn_read(const struct fr_serve *s, struct conn *c)
 			       strcmp(r->method, "HEAD") == 0);
 	else if (status)
 		fr_serve_error(c->fd, status, NULL, 0);
-	else
-		fr_serve_route(s, c->fd, r);
+	else {
+		__atomic_store_n(&c->state, FR_SERVE_SLOT_BUSY, __ATOMIC_RELEASE);
+		fr_serve_pool_push(pool, c->fd, r, &c->state);
+		c->fd = -1;
+		return;
+	}
 	free(r);
 	conn_close(c);
 }
@@ -282,7 +295,8 @@ static void accept_all(int lfd, struct conn *conns, int64_t read_timeout_ns)
 	while ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		size_t i;
 
-		for (i = 0; i < FR_SERVE_MAX_CONNS && conns[i].fd >= 0; i++)
+		for (i = 0; i < FR_SERVE_MAX_CONNS && conn_state(&conns[i]) != FR_SERVE_SLOT_FREE;
+		     i++)
 			;
 		if (i == FR_SERVE_MAX_CONNS) {
 			/* Best effort on a non-blocking socket: it is closed either way. */
@@ -293,15 +307,17 @@ static void accept_all(int lfd, struct conn *conns, int64_t read_timeout_ns)
 			continue;
 		}
 		conns[i].fd = fd;
+		conns[i].state = FR_SERVE_SLOT_READING;
 		conns[i].len = 0;
 		conns[i].deadline_ns = mono_ns() + read_timeout_ns;
 	}
 }
 
-static int serve_loop(const struct fr_serve *s, int lfd)
+static int serve_loop(const struct fr_serve *s, struct fr_serve_pool *pool, int lfd)
 {
 	static struct conn conns[FR_SERVE_MAX_CONNS];
 	struct pollfd pfd[FR_SERVE_MAX_CONNS + 1];
+	int reading[FR_SERVE_MAX_CONNS];
 
 	for (size_t i = 0; i < FR_SERVE_MAX_CONNS; i++)
 		conns[i].fd = -1;
@@ -310,9 +326,12 @@ static int serve_loop(const struct fr_serve *s, int lfd)
 		int n;
 
 		pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+		/* Only this thread makes a slot READING or takes it out of it. */
 		for (size_t i = 0; i < FR_SERVE_MAX_CONNS; i++) {
-			pfd[i + 1] = (struct pollfd){.fd = conns[i].fd, .events = POLLIN};
-			if (conns[i].fd >= 0) {
+			reading[i] = conn_state(&conns[i]) == FR_SERVE_SLOT_READING;
+			pfd[i + 1] = (struct pollfd){.fd = reading[i] ? conns[i].fd : -1,
+						     .events = POLLIN};
+			if (reading[i]) {
 				int64_t left = ms_until(conns[i].deadline_ns);
 
 				wait = left < wait ? (left < 0 ? 0 : left) : wait;
@@ -324,10 +343,11 @@ static int serve_loop(const struct fr_serve *s, int lfd)
 			return 1;
 		}
 		for (size_t i = 0; n > 0 && i < FR_SERVE_MAX_CONNS; i++)
-			if (conns[i].fd >= 0 && pfd[i + 1].revents)
-				conn_read(s, &conns[i]);
+			if (reading[i] && pfd[i + 1].revents)
+				conn_read(s, pool, &conns[i]);
 		for (size_t i = 0; i < FR_SERVE_MAX_CONNS; i++) {
-			if (conns[i].fd >= 0 && ms_until(conns[i].deadline_ns) <= 0) {
+			if (conn_state(&conns[i]) == FR_SERVE_SLOT_READING &&
+			    ms_until(conns[i].deadline_ns) <= 0) {
 				conn_blocking(conns[i].fd);
 				fr_serve_error(conns[i].fd, 408,
 					       "the request did not arrive in time", 0);
@@ -355,6 +375,7 @@ int fr_cmd_serve(int argc, char **argv)
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 	struct fr_serve s = {0};
+	struct fr_serve_pool *pool;
 	char *socket_path = NULL;
 	int c, allow_remote = 0, lfd, status;
 
@@ -410,8 +431,16 @@ int fr_cmd_serve(int argc, char **argv)
 		free(socket_path);
 		return 1;
 	}
-	status = serve_loop(&s, lfd);
+	pool = fr_serve_pool_start(&s);
+	if (!pool) {
+		fprintf(stderr, "%s serve: cannot start its threads\n", prog);
+		close(lfd);
+		free(socket_path);
+		return 1;
+	}
+	status = serve_loop(&s, pool, lfd);
 	close(lfd);
+	fr_serve_pool_stop(pool);
 	free(socket_path);
 	return status;
 }

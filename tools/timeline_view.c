@@ -157,6 +157,42 @@ static void draw_row(FILE *out, const cJSON *groups, int k, double max, const ch
 	fprintf(out, "%s %s %*s\n", label, bar, VALUE_W, value);
 }
 
+/* The time of the window the ring covers, [*from, *to): from its first
+ * sample (or the window's start) to its last (or the window's end); the
+ * window itself for an answer that does not say what the ring holds. */
+static void covered(const cJSON *tl, int64_t start, int64_t end, int64_t *from, int64_t *to)
+{
+	const cJSON *ring = cJSON_GetObjectItemCaseSensitive(tl, "ring");
+	int64_t first = (int64_t)fr_cli_num(ring, "first_ns"),
+		last = (int64_t)fr_cli_num(ring, "last_ns");
+
+	*from = first > start ? first : start;
+	*to = last > *from && last < end ? last : end;
+	if (!cJSON_IsObject(ring) || first <= 0 || *from >= *to) {
+		*from = start;
+		*to = end;
+	}
+}
+
+/* The steps wholly before the ring's first sample `from` as one line
+ * instead of rows of zeros that would read as an idle machine. Returns
+ * how many steps it stands for. */
+static int before_ring(FILE *out, int64_t start, double step, int nsteps, int64_t from)
+{
+	char a[16], b[16], c[16];
+	int k = 0;
+
+	while (k < nsteps && start + (int64_t)((k + 1) * step) <= from)
+		k++;
+	if (!k)
+		return 0;
+	hhmmss(start, a, sizeof(a));
+	hhmmss(start + (int64_t)(k * step), b, sizeof(b));
+	hhmmss(from, c, sizeof(c));
+	fprintf(out, "%s–%s  no samples: before the ring's first, at %s UTC\n", a, b, c);
+	return k;
+}
+
 int fr_tl_render(FILE *out, const cJSON *tl)
 {
 	const cJSON *groups = cJSON_GetObjectItemCaseSensitive(tl, "groups"), *grp;
@@ -164,7 +200,7 @@ int fr_tl_render(FILE *out, const cJSON *tl)
 	const char *by = fr_cli_str(tl, "by");
 	double step = fr_cli_num(tl, "step_ns"), span, max = 0;
 	int64_t start = (int64_t)fr_cli_num(tl, "start_ns"),
-		end = (int64_t)fr_cli_num(tl, "end_ns");
+		end = (int64_t)fr_cli_num(tl, "end_ns"), from, to;
 	int nsteps, g = 0;
 	char a[64], b[64], dur[32], val[32];
 
@@ -189,10 +225,16 @@ int fr_tl_render(FILE *out, const cJSON *tl)
 	fprintf(out, "%.20s by %.24s, %s to %s UTC, one row per %s\n", event, by,
 		fr_format_time(start, a, sizeof(a)), (hhmmss(end, b, sizeof(b)), b), dur);
 	if (!cJSON_GetArraySize(groups)) {
-		fprintf(out, "no %s samples in this window\n", event);
+		from = (int64_t)fr_cli_num(cJSON_GetObjectItemCaseSensitive(tl, "ring"),
+					   "first_ns");
+		fprintf(out, "no %s samples in this window%s%s%s\n", event,
+			from >= end ? ": it ends before the ring's first sample, at " : "",
+			from >= end ? (hhmmss(from, a, sizeof(a)), a) : "",
+			from >= end ? " UTC" : "");
 		return 0;
 	}
-	for (int k = 0; k < nsteps; k++) {
+	covered(tl, start, end, &from, &to);
+	for (int k = before_ring(out, start, step, nsteps, from); k < nsteps; k++) {
 		double sum = 0;
 		char label[16];
 
@@ -222,8 +264,11 @@ int fr_tl_render(FILE *out, const cJSON *tl)
 		for (char *p = shown; *p; p++)
 			*p = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
 		human_value(event, unit, total, val, sizeof(val));
+		/* Of the time the ring holds: a ring a minute old in an hour's
+		 * window is not a machine idle 59 minutes of 60. */
 		if (strcmp(event, "cpu") == 0 && strcmp(unit, "nanoseconds") == 0)
-			snprintf(share, sizeof(share), "  %5.1f%% of a CPU", total / span * 100);
+			snprintf(share, sizeof(share), "  %5.1f%% of a CPU",
+				 total / (double)(to - from) * 100);
 		/* mark, name, total, share: 2 + 44 + 1 + 13 + 17 < 80 */
 		fprintf(out, "%c %-44.44s %13s%s\n", other ? '.' : MARKS[g % (sizeof(MARKS) - 1)],
 			name ? name : "?", val, share);

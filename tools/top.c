@@ -41,6 +41,8 @@ static void usage(FILE *f)
 		"  --event E[,E...]   the events to ask for; the table shows the first\n"
 		"                     (default cpu; offcpu shows where threads waited)\n"
 		"  --hz N             samples per second per CPU to count\n"
+		"  --allow-empty      a window with no sample (filters that matched nothing,\n"
+		"                     a window outside the ring) is no failure\n"
 		"  --socket PATH      the recorder's socket\n"
 		"  -n N               how many functions to show (default 20)\n"
 		"  --sort flat|cum    order by flat (default) or cum\n"

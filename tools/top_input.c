@@ -1,7 +1,9 @@
 /* flightrec top's input: a profile from a file (gzip'ed or plain pprof)
  * or from the running recorder: an "attach" request whose output
  * descriptor is an anonymous memfd, read back from offset 0 once the
- * recorder answers, so nothing is left on disk.
+ * recorder answers, so nothing is left on disk. A window that is empty
+ * (outside the ring, filters that matched nothing) is said as attach says
+ * it (tools/report.c) and fails unless --allow-empty.
  */
 #include "tools/top.h"
 
@@ -17,6 +19,7 @@
 #include "ipc/client.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
+#include "tools/cli.h"
 #include "tools/query.h"
 
 #define MAX_FILE (1ULL << 32)
@@ -145,6 +148,35 @@ static const char *resp_error(const cJSON *resp)
 	return cJSON_IsString(e) ? e->valuestring : "the recorder refused the request";
 }
 
+/* Says why the recorder's profile of the window is empty, when it is (the
+ * window outside the ring, targets that matched nothing). Returns 1 when
+ * top must fail for it: it is empty and `allow_empty` is not given. Warns
+ * of a recorder stall within the window. */
+static int window_empty(const struct fr_ipc_attach_reply *reply, const struct fr_ipc_attach_req *ar,
+			int allow_empty)
+{
+	struct fr_cli_report r = {
+		.samples = reply->samples,
+		.t0 = reply->t0_ns,
+		.t1 = reply->t1_ns,
+		.ring_oldest = reply->ring_oldest_ns,
+		.ring_newest = reply->ring_newest_ns,
+		.stall_t0 = reply->stall_t0_ns,
+		.stall_t1 = reply->stall_t1_ns,
+		.empty = reply->empty_filters,
+		.procs = reply->procs_in_window,
+		.npids_gone = reply->npids_not_running,
+		.pids_gone = reply->pids_not_running,
+		.targets = &ar->targets,
+	};
+
+	if (fr_cli_report_check(&r, allow_empty) == FR_REPORT_EMPTY && !allow_empty)
+		return 1;
+	/* A table of a stalled window misses samples: said, still shown. */
+	fr_cli_report_stall(&r);
+	return 0;
+}
+
 /* Asks the recorder for a profile of the window into a memfd and shows
  * it. Returns the exit status. */
 int fr_top_show_window(const struct fr_query_args *q, const char *socket_s,
@@ -198,8 +230,16 @@ int fr_top_show_window(const struct fr_query_args *q, const char *socket_s,
 		fprintf(stderr, "%s: %s\n", prog, err);
 		goto out;
 	}
+	/* A table of nothing is no answer: say which filter or what window
+	 * emptied it, as attach does, and fail unless --allow-empty. */
+	if (window_empty(&reply, &ar, q->allow_empty))
+		goto out;
 	for (uint32_t i = 0; i < reply.nwarnings; i++)
 		fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
+	/* The recorder could not store its last samples (a stall now): the
+	 * table may end early. */
+	if (reply.incomplete[0])
+		fprintf(stderr, "%s: warning: %s\n", prog, reply.incomplete);
 	ret = read_all(fd, &buf, &len);
 	if (ret < 0) {
 		fprintf(stderr, "%s: cannot read the recorder's profile back: %s\n", prog,

@@ -14,6 +14,7 @@
 #include "core/query/timeline.h"
 #include "core/util/parse.h"
 #include "ipc/proto.h"
+#include "tools/serve_http.h"
 
 /* Groups a table shows at most with --by; JSON has them all. */
 #define MAX_GROUPS 10
@@ -448,18 +449,23 @@ static int show_groups(const struct fr_pprof_data *d, const struct fr_top_opts *
 int fr_top_print(const struct fr_pprof_data *d, const struct fr_top_opts *o)
 {
 	cJSON *arr = o->json ? cJSON_CreateArray() : NULL;
-	char *text;
+	char *text, *clean;
+	size_t len;
 	int ret;
 
 	if (o->json && !arr)
 		return -ENOMEM;
 	ret = o->by != FR_TOP_BY_NONE ? show_groups(d, o, arr) : show_one(d, o, arr, NULL);
 	if (ret == 0 && arr) {
+		/* Function and process names are any bytes: invalid UTF-8 becomes
+		 * U+FFFD (as serve's answers), so every JSON reader takes it. */
 		text = cJSON_PrintUnformatted(arr);
-		if (text)
-			printf("%s\n", text);
+		clean = text ? fr_http_utf8_clean(text, strlen(text), &len) : NULL;
+		if (clean)
+			printf("%s\n", clean);
 		else
 			ret = -ENOMEM;
+		free(clean);
 		free(text);
 	}
 	cJSON_Delete(arr);

@@ -109,7 +109,8 @@ static char *join(const struct fr_fleet_str *f, size_t n, size_t *len)
 	if (!k)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
-		memcpy(k + at, f[i].s, f[i].len);
+		if (f[i].len) /* an empty field may have no bytes at all */
+			memcpy(k + at, f[i].s, f[i].len);
 		at += f[i].len;
 		k[at++] = '\0';
 	}

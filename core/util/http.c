@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@ struct fr_http {
 	CURL *curl;
 	char *user;
 	char *password;
+	char *ca_file;
 	long connect_timeout_ms;
 	long timeout_ms;
 	size_t max_response;
@@ -33,6 +35,7 @@ struct answer {
 	int err;
 	char head[256]; /* the answer's start, for a failed status's message */
 	size_t nhead;
+	char curl_err[CURL_ERROR_SIZE]; /* curl's detailed reason, e.g. the certificate's */
 };
 
 /* A growing buffer the gzip stream writes the body into. */
@@ -41,9 +44,20 @@ struct buf {
 	size_t len, cap;
 };
 
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static int global_ret;
+
+static void global_init(void)
+{
+	global_ret = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -EIO;
+}
+
+/* Once per process: curl_global_init is not safe while another thread
+ * uses curl, and a reload makes a client while the exporter's runs. */
 int fr_http_global_init(void)
 {
-	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -EIO;
+	pthread_once(&global_once, global_init);
+	return global_ret;
 }
 
 static int read_password(const char *path, char **out, char *err, size_t errlen)
@@ -77,6 +91,26 @@ static int read_password(const char *path, char **out, char *err, size_t errlen)
 	return *out ? 0 : -ENOMEM;
 }
 
+/* Checks the CA file now, so a missing or odd file is reported by name
+ * instead of as a TLS failure at the first request. */
+static int check_ca_file(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open CA file %s: %s", path, strerror(errno));
+		return ret;
+	}
+	ret = fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ? -EINVAL : 0;
+	close(fd);
+	if (ret < 0)
+		snprintf(err, errlen, "CA file %s is not a regular file", path);
+	return ret;
+}
+
 int fr_http_new(struct fr_http **out, const struct fr_http_opts *opts, char *err, size_t errlen)
 {
 	struct fr_http *h = calloc(1, sizeof(*h));
@@ -101,6 +135,13 @@ int fr_http_new(struct fr_http **out, const struct fr_http_opts *opts, char *err
 			return ret;
 		}
 	}
+	if (opts->ca_file) {
+		ret = check_ca_file(opts->ca_file, err, errlen);
+		if (ret < 0 || !(h->ca_file = strdup(opts->ca_file))) {
+			fr_http_free(h);
+			return ret < 0 ? ret : -ENOMEM;
+		}
+	}
 	h->curl = curl_easy_init();
 	if (!h->curl) {
 		fr_http_free(h);
@@ -121,6 +162,7 @@ void fr_http_free(struct fr_http *h)
 		free(h->password);
 	}
 	free(h->user);
+	free(h->ca_file);
 	free(h);
 }
 
@@ -206,8 +248,20 @@ static int curl_errno(CURLcode c)
 	case CURLE_COULDNT_CONNECT: return -ECONNREFUSED;
 	case CURLE_COULDNT_RESOLVE_HOST: return -EHOSTUNREACH;
 	case CURLE_OUT_OF_MEMORY: return -ENOMEM;
+	case CURLE_PEER_FAILED_VERIFICATION: return -EKEYREJECTED;
+	case CURLE_SSL_CACERT_BADFILE: return -EKEYREJECTED;
 	default: return -EIO;
 	}
+}
+
+/* The length of "https://host:port" in `url`: messages name the server,
+ * not the query string that follows. */
+static int server_len(const char *url)
+{
+	const char *p = strstr(url, "://");
+
+	p = p ? p + 3 : url;
+	return (int)(p - url + strcspn(p, "/?"));
 }
 
 static void set_common(struct fr_http *h, const char *url, struct answer *a)
@@ -224,6 +278,13 @@ static void set_common(struct fr_http *h, const char *url, struct answer *a)
 	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "gzip");
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, a->curl_err);
+	/* curl's defaults, said again so no later change of them weakens
+	 * TLS: the certificate chain and the host name are checked. */
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (h->ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
 	if (h->cancel) {
 		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
@@ -268,6 +329,7 @@ int fr_http_request(struct fr_http *h, const char *url, const void *body, size_t
 		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	}
 	c = curl_easy_perform(h->curl);
+	curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, NULL); /* `a` goes out of scope */
 	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, status);
 	if (c != CURLE_OK) {
 		ret = a.err < 0 ? a.err : curl_errno(c);
@@ -275,8 +337,14 @@ int fr_http_request(struct fr_http *h, const char *url, const void *body, size_t
 			snprintf(err, errlen, "answer larger than %zu bytes", h->max_response);
 		else if (a.err == -ECANCELED)
 			snprintf(err, errlen, "cancelled");
+		else if (ret == -EKEYREJECTED)
+			snprintf(err, errlen, "TLS certificate of %.*s not trusted%s: %s",
+				 server_len(url), url,
+				 h->ca_file ? " by the CA file" : " by the system's CAs",
+				 a.curl_err[0] ? a.curl_err : curl_easy_strerror(c));
 		else if (a.err == 0)
-			snprintf(err, errlen, "%s", curl_easy_strerror(c));
+			snprintf(err, errlen, "%s",
+				 a.curl_err[0] ? a.curl_err : curl_easy_strerror(c));
 	} else if (*status < 200 || *status > 299) {
 		a.head[strcspn(a.head, "\n")] = '\0';
 		snprintf(err, errlen, "HTTP %ld: %s", *status, a.head);

@@ -7,7 +7,9 @@
  * answer (Accept-Encoding; curl inflates it), streams the answer to a
  * callback, and is bounded: a connect timeout, a total timeout, and a
  * maximum answer size after which it fails with -EFBIG. TLS is used when
- * the URL says https (curl verifies the peer against the system's CAs).
+ * the URL says https; the server's certificate and name are always
+ * verified, against opts.ca_file when given (a private CA) or else the
+ * system's CAs. There is deliberately no way to turn verification off.
  * The password comes from a file read here, never from a command line.
  *
  * A client is not thread-safe; a thread uses its own. fr_http_global_init()
@@ -27,6 +29,7 @@
 struct fr_http_opts {
 	const char *user;	    /* NULL: none (ClickHouse's "default") */
 	const char *password_file;  /* NULL: no password; first line, trailing newline dropped */
+	const char *ca_file;	    /* NULL: the system's CAs; else PEM CA certificates */
 	int64_t connect_timeout_ms; /* 0: 5000 */
 	int64_t timeout_ms;	    /* whole request; 0: 30000 */
 	size_t max_response;	    /* bytes after inflating; 0: 64 MiB */
@@ -43,8 +46,8 @@ struct fr_http;
 int fr_http_global_init(void);
 
 /* Makes a client for `opts` (copied; the password file is read now).
- * Returns 0, -ENOMEM, or the password file's -errno with a message in
- * `err`. */
+ * Returns 0, -ENOMEM, or the password or CA file's -errno with a message
+ * in `err`. */
 int fr_http_new(struct fr_http **out, const struct fr_http_opts *opts, char *err, size_t errlen);
 
 /* Frees a client; accepts NULL. */
@@ -57,8 +60,10 @@ void fr_http_free(struct fr_http *h);
  * for another status, with the start of the answer in `err` (ClickHouse
  * puts its exception there); -ETIMEDOUT, -ECONNREFUSED, -EHOSTUNREACH,
  * -EFBIG (answer over max_response), -ECANCELED (opts.cancel), -ENOMEM,
- * the sink's -errno, or -EIO
- * for another transport failure, with curl's message in `err`. */
+ * the sink's -errno, -EKEYREJECTED when the server's TLS certificate does
+ * not verify ("TLS certificate of ... not trusted: " and curl's reason in
+ * `err`), or -EIO for another transport failure, with curl's message in
+ * `err`. */
 int fr_http_request(struct fr_http *h, const char *url, const void *body, size_t len, int gzip_body,
 		    fr_write_fn sink, void *sink_arg, long *status, char *err, size_t errlen);
 

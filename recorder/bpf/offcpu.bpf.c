@@ -412,6 +412,15 @@ int BPF_PROG(on_switch_tw, _Bool preempt, struct task_struct *prev, struct task_
 	return on_switch_common(ctx, preempt, prev, next, 1);
 }
 
+/* Does nothing: loaded alone (FLIGHTREC_BPF_EMPTY=1, a test knob) to measure
+ * what attaching any program to sched_switch costs (tests/bench/offcpu_cost.sh,
+ * "cpu+offcpu-bpf-empty"), the floor under on_switch_tw's own cost. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch_empty, _Bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return 0;
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {

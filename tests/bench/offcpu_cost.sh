@@ -9,12 +9,17 @@
 # Environment (all optional):
 #   COST_RUNS     rounds; medians reported (default 3)
 #   COST_SECONDS  seconds each workload run lasts (default 4)
-#   COST_WORK     workloads (default "pingpong pool"), see switches.c
+#   COST_WORK     workloads (default "pingpong pool"; also "work"), see
+#                 switches.c
 #   COST_CONFIGS  recorders (default "none cpu cpu+offcpu-bpf
 #                 cpu+offcpu-perf perf"; also
 #                 "cpu+offcpu-bpf-sysexit": cpu+offcpu-bpf with user stacks
 #                 taken at sys_exit (FLIGHTREC_BPF_TASK_WORK=0), the
 #                 mechanism of kernels without BPF task work;
+#                 "cpu+offcpu-bpf-empty": cpu+offcpu-bpf with an empty
+#                 sched_switch program in place of the real one
+#                 (FLIGHTREC_BPF_EMPTY=1, a test knob of the loader): what
+#                 attaching any program to every switch costs, the floor;
 #                 "perf-nog": perf without -g, the tracepoint alone;
 #                 "bpf-count": bpftrace running offcpu_probe.bt, the
 #                 per-switch bookkeeping of an eBPF design, no stacks)
@@ -30,6 +35,9 @@
 #   pingpong  two threads bouncing a byte through two pipes (a round trip
 #             is two waits and four switches; ~300,000 switches/s on a
 #             2 vCPU VM);
+#   work      pingpong with ~8 us of arithmetic per message on each side
+#             (~100,000 switches/s on the CPU it is pinned to, the rate
+#             of issue 12's 3% goal);
 #   pool      a producer feeding 8 workers one small task at a time through
 #             a condition variable (~200,000 switches/s).
 # The recorders, each started fresh for a run and stopped after it:
@@ -51,6 +59,8 @@
 # over the rounds):
 #   - ops/s: work per wall second, and its ratio to no recorder;
 #   - ops/cpu-s: work per CPU-second of the workload, and its ratio;
+#   - per round: ops/cpu-s over the same round's none, median [min-max]
+#     over the rounds (the spread on a shared machine);
 #   - recorder CPU: user+sys of the recorder process (all its threads, from
 #     /proc/PID/stat) over the workload's run, as % of one CPU;
 #   - switches/s on the machine during the run (/proc/stat ctxt).
@@ -100,17 +110,20 @@ ctxt() { awk '/^ctxt/ { print $2 }' /proc/stat; }
 start_recorder() {
 	case $1 in
 	none) return ;;
-	cpu | cpu+offcpu-bpf | cpu+offcpu-bpf-sysexit | cpu+offcpu-perf)
-		local cfg=(--config "$T/cpu.json") tw=1
+	cpu | cpu+offcpu-bpf | cpu+offcpu-bpf-sysexit | cpu+offcpu-bpf-empty | cpu+offcpu-perf)
+		local cfg=(--config "$T/cpu.json") tw=1 empty=0
 		[ "$1" = cpu+offcpu-perf ] && cfg=(--config "$T/offcpu-perf.json")
-		if [ "$1" = cpu+offcpu-bpf ] || [ "$1" = cpu+offcpu-bpf-sysexit ]; then
+		case $1 in cpu+offcpu-bpf*)
 			cfg=()
 			[ -f "$T/offcpu-bpf.json" ] && cfg=(--config "$T/offcpu-bpf.json")
-		fi
+			;;
+		esac
 		[ "$1" = cpu+offcpu-bpf-sysexit ] && tw=0
+		[ "$1" = cpu+offcpu-bpf-empty ] && empty=1
 		rm -f "$T/ring" "$T/sock"
-		FLIGHTREC_BPF_TASK_WORK=$tw "$build/recorder/flightrecd" "${cfg[@]}" --ring "$T/ring" \
-			--ring-size 64MiB --socket "$T/sock" >"$T/rec.log" 2>&1 &
+		FLIGHTREC_BPF_TASK_WORK=$tw FLIGHTREC_BPF_EMPTY=$empty "$build/recorder/flightrecd" \
+			"${cfg[@]}" --ring "$T/ring" --ring-size 64MiB --socket "$T/sock" \
+			>"$T/rec.log" 2>&1 &
 		ppid=$!
 		for _ in $(seq 100); do
 			"$build/tools/flightrec" status --socket "$T/sock" >/dev/null 2>&1 && break
@@ -171,21 +184,27 @@ for w in $works; do
 			cfg=${!k}
 			res=$(one "$w" "$cfg")
 			echo "$w $cfg round $r: $res" >&2
-			echo "$cfg $res" >>"$T/res.$w"
+			echo "$cfg $r $res" >>"$T/res.$w"
 		done
 	done
 	echo
 	echo "### $w ($runs rounds of ${secs} s on CPU $cpus, medians)"
 	echo
-	echo "| recorder | ops/s | vs none | ops/cpu-s | vs none | recorder CPU | switches/s |"
-	echo "|---|---|---|---|---|---|---|"
+	echo "| recorder | ops/s | vs none | ops/cpu-s | vs none | per round | recorder CPU | switches/s |"
+	echo "|---|---|---|---|---|---|---|---|"
 	python3 - "$T/res.$w" $configs <<'PY'
 import statistics, sys
-rows = {}
+rows, byround = {}, {}
 for line in open(sys.argv[1]):
-    c, ops, wall, cpu, rc, x = line.split()
+    c, r, ops, wall, cpu, rc, x = line.split()
     rows.setdefault(c, []).append((float(ops), float(wall), float(cpu), float(rc), float(x)))
+    byround[(c, r)] = float(ops) / float(cpu)
 med = lambda v: statistics.median(v)
+# The spread: ops/cpu-s over the same round's none, median [min-max].
+def spread(c):
+    v = sorted(byround[(c, r)] / byround[("none", r)] for (k, r) in byround
+               if k == c and ("none", r) in byround)
+    return "%.3f [%.3f-%.3f]" % (med(v), v[0], v[-1]) if v else "-"
 def fig(c):
     r = rows[c]
     return (med([o / w for o, w, _, _, _ in r]), med([o / u for o, _, u, _, _ in r]),
@@ -194,8 +213,8 @@ base = fig("none") if "none" in rows else None
 for c in sys.argv[2:]:
     ops, opc, rc, xs = fig(c)
     vs = lambda a, b: "%.3f" % (a / b) if base else "-"
-    print("| %s | %.0f | %s | %.0f | %s | %.1f%% | %.0f |" % (
+    print("| %s | %.0f | %s | %.0f | %s | %s | %.1f%% | %.0f |" % (
         c, ops, vs(ops, base[0]) if base else "-", opc, vs(opc, base[1]) if base else "-",
-        100 * rc, xs))
+        spread(c), 100 * rc, xs))
 PY
 done

@@ -5,6 +5,13 @@
  *	two threads bounce one byte through a pair of pipes; each round trip
  *	is two blocking reads, so two waits and four context switches (more
  *	than 100,000 switches a second on one core);
+ *   switches work SECONDS [ITERS]
+ *	pingpong with real work between switches: each side computes ITERS
+ *	steps of a dependent multiply-add chain (default 9000, about 8 us on
+ *	a 2 vCPU VM) per message before passing it on, so one CPU switches
+ *	about 100,000 times a second and spends about 80% of its time
+ *	computing: the rate issue 12's cost goal is stated at, with the work
+ *	a real program does between its waits;
  *   switches pool SECONDS [THREADS]
  *	a producer hands small tasks one at a time to a pool of THREADS
  *	(default 8) workers through a mutex and condition variable; each
@@ -39,22 +46,36 @@ static double now(void)
 /* ---- pingpong ----------------------------------------------------------- */
 
 static int ab[2], ba[2];
+static long work_iters; /* steps computed per message (0: plain pingpong) */
+
+/* A fixed amount of arithmetic (not a fixed time): a recorder that slows
+ * the machine down makes it take longer, as it would a real program. */
+__attribute__((noinline)) static uint64_t compute(uint64_t x, long iters)
+{
+	for (long i = 0; i < iters; i++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	return x;
+}
 
 __attribute__((noinline)) static void *pong(void *arg)
 {
+	uint64_t x = 2;
 	char c;
 
 	(void)arg;
-	while (read(ab[0], &c, 1) == 1)
+	while (read(ab[0], &c, 1) == 1) {
+		x = compute(x, work_iters);
 		if (write(ba[1], &c, 1) != 1)
 			break;
+	}
+	sink += x;
 	return NULL;
 }
 
 static uint64_t pingpong(double secs)
 {
 	pthread_t t;
-	uint64_t n = 0;
+	uint64_t n = 0, x = 1;
 	double end = now() + secs;
 	char c = 'x';
 
@@ -66,8 +87,10 @@ static uint64_t pingpong(double secs)
 			break;
 		if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
 			exit(1);
+		x = compute(x, work_iters);
 		n++;
 	}
+	sink += x;
 	close(ab[1]);
 	pthread_join(t, NULL);
 	return n;
@@ -145,12 +168,17 @@ int main(int argc, char **argv)
 	uint64_t ops;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: switches pingpong|pool SECONDS [THREADS]\n");
+		fprintf(stderr, "usage: switches pingpong|work|pool SECONDS [ITERS|THREADS]\n");
 		return 2;
 	}
 	secs = atof(argv[2]);
 	a = now();
 	if (!strcmp(argv[1], "pingpong")) {
+		ops = pingpong(secs);
+	} else if (!strcmp(argv[1], "work")) {
+		work_iters = argc > 3 ? atol(argv[3]) : 9000;
+		if (work_iters < 0)
+			return 2;
 		ops = pingpong(secs);
 	} else if (!strcmp(argv[1], "pool")) {
 		int n = argc > 3 ? atoi(argv[3]) : 8;

@@ -169,7 +169,8 @@ static void make_config_seeds(void)
 		"export",
 		"{\"export\": {\"clickhouse\": {\"url\": \"https://ch.internal:8443\",\n"
 		"  \"database\": \"flightrec\", \"user\": \"rec\", \"password_file\": \"/etc/ch.pw\",\n"
-		"  \"batch\": \"10s\", \"events\": [\"cpu\", \"offcpu\"], \"hz\": 19, \"host\": \"web-1\"}}}\n");
+		"  \"batch\": \"10s\", \"events\": [\"cpu\", \"offcpu\"], \"hz\": 19, \"host\": \"web-1\",\n"
+		"  \"ca_file\": \"/etc/ssl/ch-ca.pem\"}}}\n");
 }
 
 int main(int argc, char **argv)

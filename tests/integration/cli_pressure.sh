@@ -6,6 +6,9 @@
 #   empty_filter      --comm/--pid/--cgroup/--label matching nothing: named
 #                     by the recorder, exit 1, no file; --allow-empty: 0
 #   dump_empty_filter the same from a ring read offline
+#   top_empty_filter  top --window with filters matching nothing, or a
+#                     window outside the ring: said as attach says, exit
+#                     1, no table; --allow-empty: 0
 #   window_outside    a window before the ring's first sample: said, exit 1
 #   real_span         wrote ...: the samples' span, not the asked window;
 #                     no raw nanoseconds in any duration printed
@@ -13,7 +16,8 @@
 #   default_names     two attaches in one second, and names taken already:
 #                     no file replaced
 #   stall_in_window   an ingest stall inside the window (the ingest thread
-#                     frozen with ptrace, then thawed): warned, exit 1
+#                     frozen with ptrace, then thawed): warned, exit 1; top
+#                     warns the same and shows its table
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 
@@ -102,6 +106,30 @@ grep -q '^flightrec: wrote e.pb.gz: 0 samples, 0 stacks (window 5s)' "$T/err" ||
 attach_rc 0 --window 5s --pid "$BURN_PID" -o ok.pb.gz
 grep -q 'matched no samples' "$T/err" && fail "a matching filter warned: $(cat "$T/err")"
 
+case_ top_empty_filter
+"$FLIGHTREC" top --window 5s --comm nosuchcommand >"$T/out" 2>"$T/err" && fail "top with an empty --comm succeeded"
+grep -Eq '^flightrec: --comm nosuchcommand matched no samples in the window \([0-9]+ processes recorded there\)$' "$T/err" ||
+	fail "top, empty --comm: $(cat "$T/err")"
+[ -s "$T/out" ] && fail "top printed a table of nothing: $(cat "$T/out")"
+"$FLIGHTREC" top --window 5s --pid 2147483000 >"$T/out" 2>"$T/err" && fail "top with an empty --pid succeeded"
+grep -q -- '--pid 2147483000 matched no samples in the window .*; no process 2147483000 is running$' "$T/err" ||
+	fail "top, empty --pid: $(cat "$T/err")"
+"$FLIGHTREC" top --window 5s --cgroup /no/such/cgroup >"$T/out" 2>"$T/err" && fail "top with an empty --cgroup succeeded"
+grep -q -- '--cgroup /no/such/cgroup matched no samples' "$T/err" || fail "top, empty --cgroup: $(cat "$T/err")"
+"$FLIGHTREC" top --window 5s --label nosuchkey=x >"$T/out" 2>"$T/err" && fail "top with an empty --label succeeded"
+grep -q -- '--label nosuchkey=x matched no samples' "$T/err" || fail "top, empty --label: $(cat "$T/err")"
+"$FLIGHTREC" top --window 5s --comm nosuchcommand --allow-empty >"$T/out" 2>"$T/err" ||
+	fail "top --allow-empty failed: $(cat "$T/err")"
+grep -q '^flightrec: warning: --comm nosuchcommand matched no samples' "$T/err" || fail "top --allow-empty: $(cat "$T/err")"
+now=$(date +%s)
+"$FLIGHTREC" top --from @$((now - 7200)) --to @$((now - 7140)) >"$T/out" 2>"$T/err" &&
+	fail "top of a window before the ring succeeded"
+grep -q "^flightrec: the window .* is before the ring's first sample" "$T/err" || fail "top, window outside: $(cat "$T/err")"
+# A filter that matches shows its table and no warning.
+"$FLIGHTREC" top --window 5s --pid "$BURN_PID" -n 3 >"$T/out" 2>"$T/err" || fail "top --pid failed: $(cat "$T/err")"
+grep -q 'matched no samples' "$T/err" && fail "a matching filter warned: $(cat "$T/err")"
+grep -q burn "$T/out" || fail "top --pid printed no table: $(cat "$T/out")"
+
 case_ window_outside
 now=$(date +%s)
 attach_rc 1 --from @$((now - 7200)) --to @$((now - 7140)) -o old.pb.gz
@@ -178,6 +206,11 @@ attach_rc 1 --window 20s -o stalled.pb.gz
 grep -Eq '^flightrec: warning: the recorder was held up [0-9:]+–[0-9:]+ UTC \([0-9.]+s\) within the window' "$T/err" ||
 	fail "no stall warning: $(cat "$T/err")"
 [ -s stalled.pb.gz ] || fail "the profile of a stalled window was not kept"
+# top of the same window warns the same way, and still shows its table.
+"$FLIGHTREC" top --window 20s -n 3 >"$T/out" 2>"$T/err" || fail "top of a stalled window failed: $(cat "$T/err")"
+grep -Eq '^flightrec: warning: the recorder was held up [0-9:]+–[0-9:]+ UTC \([0-9.]+s\) within the window' "$T/err" ||
+	fail "top gave no stall warning: $(cat "$T/err")"
+grep -q 'flat%' "$T/out" || fail "top of a stalled window printed no table: $(cat "$T/out")"
 # A window after the stall is clean.
 sleep 1
 attach_rc 0 --window 1s -o after.pb.gz

@@ -16,6 +16,13 @@
 #   ch_urls                       every URL, comma-separated
 #   ch_query I SQL                runs SQL on server I over HTTP, prints
 #                                 the result (TabSeparated); fails loudly
+#   ch_tls_setup                  before ch_start_cluster: makes a CA
+#                                 ($CH_CA), a server certificate for
+#                                 127.0.0.1 signed by it, and a second CA
+#                                 that signed nothing ($CH_OTHER_CA), all
+#                                 with openssl under $T/tls; the servers
+#                                 then also listen for HTTPS
+#   ch_https_url I                https://127.0.0.1:PORT of server I
 #
 # The servers listen only on 127.0.0.1, the user "default" has no password,
 # the user "frpw" has the password $CH_PASSWORD (also in the file
@@ -29,7 +36,8 @@ CH_PASSWORD_FILE=$T/ch-password
 printf '%s\n' "$CH_PASSWORD" >"$CH_PASSWORD_FILE"
 CH_N=0
 CH_CLUSTER=fr
-declare -a CH_HTTP CH_TCP CH_PID
+CH_TLS=
+declare -a CH_HTTP CH_TCP CH_HTTPS CH_PID
 
 need_clickhouse() {
 	[ -n "$CH_SERVER" ] && [ -x "$CH_SERVER" ] ||
@@ -53,6 +61,44 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 PY
 }
 
+ch_tls_setup() {
+	local d=$T/tls
+	command -v openssl >/dev/null || skip "needs openssl to make test certificates (Debian package openssl)"
+	mkdir -p "$d"
+	{
+		openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=flightrec test CA" \
+			-keyout "$d/ca.key" -out "$d/ca.pem" &&
+			openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=flightrec other CA" \
+				-keyout "$d/other-ca.key" -out "$d/other-ca.pem" &&
+			openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+				-keyout "$d/server.key" -out "$d/server.csr" &&
+			printf 'subjectAltName=IP:127.0.0.1\n' >"$d/san.ext" &&
+			openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
+				-CAcreateserial -days 2 -extfile "$d/san.ext" -out "$d/server.crt"
+	} >"$d/openssl.log" 2>&1 || fail "openssl could not make the test certificates: $(tail -5 "$d/openssl.log")"
+	CH_CA=$d/ca.pem
+	CH_OTHER_CA=$d/other-ca.pem
+	CH_TLS=1
+}
+
+# The https listener and its certificate (ClickHouse's openSSL.server;
+# no dhParamsFile: ECDHE suites need none).
+ch_tls_config() {
+	[ -n "$CH_TLS" ] || return 0
+	cat <<XML
+  <https_port>${CH_HTTPS[$1]}</https_port>
+  <openSSL><server>
+    <certificateFile>$T/tls/server.crt</certificateFile>
+    <privateKeyFile>$T/tls/server.key</privateKeyFile>
+    <verificationMode>none</verificationMode>
+    <loadDefaultCAFile>false</loadDefaultCAFile>
+    <cacheSessions>true</cacheSessions>
+    <disableProtocols>sslv2,sslv3</disableProtocols>
+    <preferServerCiphers>true</preferServerCiphers>
+  </server></openSSL>
+XML
+}
+
 ch_write_config() {
 	local i=$1 dir=$T/ch/$1 j
 	mkdir -p "$dir/data" "$dir/tmp" "$dir/user_files" "$dir/log"
@@ -65,6 +111,7 @@ ch_write_config() {
   <listen_host>127.0.0.1</listen_host>
   <http_port>${CH_HTTP[$i]}</http_port>
   <tcp_port>${CH_TCP[$i]}</tcp_port>
+$(ch_tls_config "$i")
   <path>$dir/data/</path>
   <tmp_path>$dir/tmp/</tmp_path>
   <user_files_path>$dir/user_files/</user_files_path>
@@ -104,6 +151,10 @@ XML
 
 ch_url() {
 	echo "http://127.0.0.1:${CH_HTTP[$1]}"
+}
+
+ch_https_url() {
+	echo "https://127.0.0.1:${CH_HTTPS[$1]}"
 }
 
 ch_urls() {
@@ -156,10 +207,11 @@ ch_start_cluster() {
 	local n=$1 ports i
 	CH_N=$n
 	CH_CLUSTER=${2:-fr}
-	ports=($(ch_free_ports $((2 * n))))
+	ports=($(ch_free_ports $((3 * n))))
 	for i in $(seq 1 "$n"); do
-		CH_HTTP[$i]=${ports[$((2 * i - 2))]}
-		CH_TCP[$i]=${ports[$((2 * i - 1))]}
+		CH_HTTP[$i]=${ports[$((3 * i - 3))]}
+		CH_TCP[$i]=${ports[$((3 * i - 2))]}
+		CH_HTTPS[$i]=${ports[$((3 * i - 1))]}
 	done
 	for i in $(seq 1 "$n"); do
 		ch_write_config "$i"

@@ -36,6 +36,10 @@ LD_LIBRARY_PATH=$(dirname "$so") "$T/use" || fail "a program using the installed
 unit=$(find "$T/root" -name flightrecd.service | head -1)
 [ -n "$unit" ] || fail "meson install did not install flightrecd.service"
 grep -q "^ExecStart=$prefix/sbin/flightrecd " "$unit" || fail "the unit does not start $prefix/sbin/flightrecd"
+grep -q "^ExecReload=$prefix/bin/flightrec reload$" "$unit" || fail "the unit's ExecReload is not flightrec reload"
+grep -q '^Environment=FLIGHTREC_SOCKET=/run/flightrec/flightrec.sock$' "$unit" ||
+	fail "the unit's reload does not name the instance's socket"
+"$root/bin/flightrec" reload --help >/dev/null || fail "the installed flightrec has no reload"
 grep -q '^StateDirectory=flightrec$' "$unit" || fail "the unit's state directory is not /var/lib/flightrec"
 grep -q '^RuntimeDirectory=flightrec$' "$unit" || fail "the unit's runtime directory is not /run/flightrec"
 "$root/sbin/flightrecd" --help | grep -q '/var/lib/flightrec/ring' || fail "the daemon's default ring is not under /var/lib/flightrec"
@@ -43,7 +47,8 @@ grep -q '^RuntimeDirectory=flightrec$' "$unit" || fail "the unit's runtime direc
 if command -v systemd-analyze >/dev/null; then
 	# Paths in the unit point into the destdir-less prefix; verify a copy
 	# whose ExecStart names the staged binary.
-	sed "s|^ExecStart=$prefix|ExecStart=$root|" "$unit" >"$T/flightrecd.service"
+	sed -e "s|^ExecStart=$prefix|ExecStart=$root|" -e "s|^ExecReload=$prefix|ExecReload=$root|" \
+		"$unit" >"$T/flightrecd.service"
 	systemd-analyze verify "$T/flightrecd.service" >"$T/verify" 2>&1 ||
 		{ cat "$T/verify"; fail "systemd-analyze verify rejects the unit"; }
 	if systemd-analyze security --offline=yes "$T/flightrecd.service" >"$T/security" 2>&1; then

@@ -31,6 +31,9 @@ grep -q '^event:    cpu every 2ms' "$T/status" ||
 	fail "status does not show cpu in period mode: $(cat "$T/status")"
 grep -q '^consumer: session exact wants page-faults@period=1,cpu@period=2000000,instructions@period=1000000$' "$T/status" ||
 	fail "status does not show the session's periods: $(grep consumer "$T/status")"
+# Regression log_durations: the log printed "every 2000000 ns".
+grep -q 'cpu: recording a sample every 2ms of CPU time' "$T/daemon.log" ||
+	fail "the log does not give cpu's period as a duration: $(grep recording "$T/daemon.log")"
 "$FLIGHTREC" sessions >"$T/sessions" || fail "sessions failed"
 grep -q 'page-faults@period=1,cpu@period=2000000,instructions@period=1000000' "$T/sessions" ||
 	fail "sessions does not show the periods: $(cat "$T/sessions")"
@@ -162,4 +165,10 @@ grep -qx 'flightrec attach: --event: "raw:0x1c2,config1=3f": config1 must be 0x 
 	fail "unclear malformed raw event error: $(cat "$T/err")"
 daemon_alive || fail "the daemon died"
 stop_daemon
+# The start line (stdout, flushed by now) gives durations too.
+grep -q 'recording .*cpu every 2ms of CPU time' "$T/daemon.log" ||
+	fail "the start line does not give cpu's period as a duration: $(grep 'recording' "$T/daemon.log")"
+if grep -E '[0-9]{4,} ?ns\b' "$T/daemon.log"; then
+	fail "a duration in raw nanoseconds in the log"
+fi
 echo PASS

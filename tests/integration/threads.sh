@@ -6,6 +6,9 @@
 # two calls, the sleeper sleeping, the spinner running in fr_spin; --json
 # agrees with /proc on state and CPU time; -o writes a pprof that go tool
 # pprof reads, one sample per thread.
+# Regression invalid_utf8_name: a thread named with bytes that are not
+# UTF-8 (comm written by the process itself) gives valid JSON from
+# threads --json and top --json, the bytes as U+FFFD.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 
@@ -117,4 +120,27 @@ fi
 "$FLIGHTREC" threads --pid 999999999 >"$T/none" 2>&1 || fail "threads of no process failed"
 grep -q '^no threads' "$T/none" || fail "threads of no process said: $(cat "$T/none")"
 kill "$BLOCK_PID"
+
+echo "case invalid_utf8_name" >&2
+# bash writes its own comm (a builtin's redirection opens /proc/self in
+# the shell itself), then spins so the recorder samples it under that name.
+bash -c 'printf "bad\xff\xfe\xc0name" >/proc/self/comm; end=$((SECONDS + 8)); while [ $SECONDS -lt $end ]; do :; done' &
+BAD_PID=$!
+sleep 3
+[ "$(head -c 3 "/proc/$BAD_PID/comm")" = bad ] || fail "the comm was not written: $(cat -v "/proc/$BAD_PID/comm")"
+"$FLIGHTREC" threads --pid "$BAD_PID" --json >"$T/bad.json" 2>"$T/bad.err" ||
+	fail "threads --json failed: $(cat "$T/bad.err")"
+"$FLIGHTREC" top --window 2s --pid "$BAD_PID" --by process --json >"$T/badtop.json" 2>"$T/bad.err" ||
+	fail "top --json failed: $(cat "$T/bad.err")"
+kill "$BAD_PID"
+python3 - "$T/bad.json" "$T/badtop.json" <<'PY' || fail "JSON with a name of invalid UTF-8: $(cat -v "$T/bad.json" "$T/badtop.json")"
+import json, sys
+# Strict UTF-8: raw bytes of the name would make decode() fail.
+doc = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+names = [t["thread"] for t in doc["threads"]]
+assert names == ["bad\ufffd\ufffd\ufffdname"], names
+rows = json.loads(open(sys.argv[2], "rb").read().decode("utf-8"))
+assert rows and all(r["group"].startswith("bad\ufffd\ufffd\ufffdname[") for r in rows), rows
+print("invalid UTF-8 names: U+FFFD in threads --json and top --json")
+PY
 echo "ok"

@@ -47,6 +47,7 @@ static inline int cfg_equal(const struct fr_config *a, const struct fr_config *b
 	    !str_eq(a->export.database, b->export.database) ||
 	    !str_eq(a->export.user, b->export.user) ||
 	    !str_eq(a->export.password_file, b->export.password_file) ||
+	    !str_eq(a->export.ca_file, b->export.ca_file) ||
 	    !str_eq(a->export.host, b->export.host) || a->export.batch_ns != b->export.batch_ns ||
 	    a->export.hz != b->export.hz || a->export.nevents != b->export.nevents ||
 	    memcmp(a->export.events, b->export.events, sizeof(a->export.events)) != 0)

@@ -49,12 +49,13 @@ static void test_full(void)
 		     "{\"export\":{\"clickhouse\":{\"url\":\"https://ch.example:8443\","
 		     "\"database\":\"prof_1\",\"user\":\"rec\",\"password_file\":\"/etc/fr.pw\","
 		     "\"batch\":\"1m\",\"events\":[\"page-faults\",\"cpu\"],\"hz\":99,"
-		     "\"host\":\"web-7\"}}}",
+		     "\"host\":\"web-7\",\"ca_file\":\"/etc/fr-ca.pem\"}}}",
 		     NULL) == 0) {
 		CHECK(strcmp(cfg.export.database, "prof_1") == 0 &&
 			      strcmp(cfg.export.user, "rec") == 0 &&
 			      strcmp(cfg.export.password_file, "/etc/fr.pw") == 0 &&
-			      strcmp(cfg.export.host, "web-7") == 0,
+			      strcmp(cfg.export.host, "web-7") == 0 &&
+			      strcmp(cfg.export.ca_file, "/etc/fr-ca.pem") == 0,
 		      "strings not read");
 		CHECK(cfg.export.batch_ns == 60000000000LL && cfg.export.hz == 99, "batch, hz");
 		CHECK(cfg.export.nevents == 2 && cfg.export.events[1] == FR_EVENT_CPU, "events");
@@ -76,7 +77,7 @@ static void test_bad(void)
 		 "export.kafka: unknown key (accepted: clickhouse)"},
 		{"{\"export\":{\"clickhouse\":{\"url\":\"http://a\",\"batch_size\":1}}}",
 		 "export.clickhouse.batch_size: unknown key (accepted: url, database, user, "
-		 "password_file, batch, events, hz, host)"},
+		 "password_file, batch, events, hz, host, ca_file)"},
 		{"{\"export\":{\"clickhouse\":{\"url\":\"ftp://a\"}}}",
 		 "export.clickhouse.url: must be http://HOST:PORT or https://HOST:PORT with no "
 		 "path, got \"ftp://a\""},
@@ -91,6 +92,10 @@ static void test_bad(void)
 		 "a digit, got \"a;b\""},
 		{"{\"export\":{\"clickhouse\":{\"url\":\"http://a\",\"password_file\":\"pw\"}}}",
 		 "export.clickhouse.password_file: must be an absolute path, got \"pw\""},
+		{"{\"export\":{\"clickhouse\":{\"url\":\"https://a\",\"ca_file\":\"ca.pem\"}}}",
+		 "export.clickhouse.ca_file: must be an absolute path, got \"ca.pem\""},
+		{"{\"export\":{\"clickhouse\":{\"url\":\"http://a\",\"ca_file\":\"/ca.pem\"}}}",
+		 "export.clickhouse.ca_file: is only used with an https:// url, got url \"http://a\""},
 		{"{\"export\":{\"clickhouse\":{\"url\":\"http://a\",\"batch\":\"7s\"}}}",
 		 "export.clickhouse.batch: must be whole seconds dividing a day, at most 1h "
 		 "(\"10s\", \"1m\"), got \"7s\""},

@@ -1,0 +1,123 @@
+/* flightrec timeline's chart (tools/timeline_view.c) of a timeline's JSON
+ * form. Regression young_ring: a ring a minute old in the default hour's
+ * window was drawn as 58 rows of "0.00 CPU" and its processes as "0.0% of
+ * a CPU", an idle machine; the steps before the ring's first sample are
+ * one line saying so, and shares are of the time the ring holds; a window
+ * wholly before the ring says so. */
+#include "tools/timeline.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/unit/check.h"
+
+#define SEC 1000000000LL
+
+/* The chart of `json` as text (malloc'd). */
+static char *render(const char *json)
+{
+	cJSON *tl = cJSON_Parse(json);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CHECK(tl && f, "parse or memstream");
+	if (!tl || !f)
+		exit(1);
+	CHECK(fr_tl_render(f, tl) == 0, "render");
+	fclose(f);
+	cJSON_Delete(tl);
+	return text;
+}
+
+static int count(const char *text, const char *what)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
+/* An hour in minutes; the ring starts 30 s into the 59th minute and a
+ * process used 45 CPU-seconds over its 90 s: half a CPU. */
+static void test_young_ring(void)
+{
+	int64_t start = 1795500000LL * SEC, step = 60 * SEC, first = start + 58 * step + 30 * SEC;
+	char json[4096], vals[1024];
+	size_t used = 0;
+	char *text;
+
+	for (int k = 0; k < 60; k++)
+		used += (size_t)snprintf(vals + used, sizeof(vals) - used, "%s%lld", k ? "," : "",
+					 k == 58   ? 15 * SEC
+					 : k == 59 ? 30 * SEC
+						   : 0LL);
+	snprintf(json, sizeof(json),
+		 "{\"version\":1,\"event\":\"cpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
+		 "\"start_ns\":%lld,\"end_ns\":%lld,\"step_ns\":%lld,"
+		 "\"ring\":{\"first_ns\":%lld,\"last_ns\":%lld},\"samples\":9000,"
+		 "\"groups\":[{\"name\":\"burn (42)\",\"pid\":42,\"total\":%lld,\"values\":[%s]}]}",
+		 (long long)start, (long long)(start + 60 * step), (long long)step,
+		 (long long)first, (long long)(start + 60 * step), 45 * SEC, vals);
+	text = render(json);
+	CHECK(strstr(text, "no samples: before the ring's first, at ") != NULL,
+	      "the steps before the ring are not said:\n%s", text);
+	CHECK(count(text, "0.00 CPU") == 0, "rows of zeros before the ring:\n%s", text);
+	CHECK(count(text, "\n") == 1 + 1 + 2 + 1 + 1, "not header, one line, 2 rows, legend:\n%s",
+	      text);
+	CHECK(strstr(text, " 50.0% of a CPU") != NULL, "the share is not of the ring's 90 s:\n%s",
+	      text);
+	free(text);
+}
+
+/* A ring older than the window: every step a row, shares of the window. */
+static void test_old_ring(void)
+{
+	int64_t start = 1795500000LL * SEC, step = 10 * SEC;
+	char json[2048];
+	char *text;
+
+	snprintf(json, sizeof(json),
+		 "{\"version\":1,\"event\":\"cpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
+		 "\"start_ns\":%lld,\"end_ns\":%lld,\"step_ns\":%lld,"
+		 "\"ring\":{\"first_ns\":%lld,\"last_ns\":%lld},\"samples\":10,"
+		 "\"groups\":[{\"name\":\"burn (42)\",\"pid\":42,\"total\":%lld,"
+		 "\"values\":[%lld,0,%lld]}]}",
+		 (long long)start, (long long)(start + 3 * step), (long long)step,
+		 (long long)(start - 3600 * SEC), (long long)(start + 3 * step), 15 * SEC, 5 * SEC,
+		 10 * SEC);
+	text = render(json);
+	CHECK(!strstr(text, "before the ring"), "an old ring said young:\n%s", text);
+	CHECK(count(text, "0 CPU\n") == 3, "not a row per step:\n%s", text);
+	CHECK(strstr(text, " 50.0% of a CPU") != NULL, "the share is not of the window:\n%s", text);
+	free(text);
+}
+
+/* A window wholly before the ring: said, not only "no samples". */
+static void test_before_ring(void)
+{
+	int64_t start = 1795500000LL * SEC, step = 60 * SEC;
+	char json[1024];
+	char *text;
+
+	snprintf(json, sizeof(json),
+		 "{\"version\":1,\"event\":\"cpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
+		 "\"start_ns\":%lld,\"end_ns\":%lld,\"step_ns\":%lld,"
+		 "\"ring\":{\"first_ns\":%lld,\"last_ns\":%lld},\"samples\":0,\"groups\":[]}",
+		 (long long)start, (long long)(start + 60 * step), (long long)step,
+		 (long long)(start + 7200 * SEC), (long long)(start + 7300 * SEC));
+	text = render(json);
+	CHECK(strstr(text, "no cpu samples in this window: it ends before the ring's first "
+			   "sample, at ") != NULL,
+	      "a window before the ring is not said:\n%s", text);
+	free(text);
+}
+
+int main(void)
+{
+	test_before_ring();
+	test_young_ring();
+	test_old_ring();
+	return failures != 0;
+}
