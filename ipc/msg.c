@@ -7,6 +7,7 @@
  * scripts that match them keep working.
  */
 #include "ipc/msg.h"
+#include "ipc/msg_int.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -17,74 +18,11 @@
 #include "core/store/sample.h"
 #include "ipc/proto.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* Writes the message and returns -EINVAL: every decoder's one error. */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
-static const cJSON *member(const cJSON *obj, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	return v && !cJSON_IsNull(v) ? v : NULL;
-}
-
-/* The value of a number member: a parsed number, or the raw text of one
- * built by fr_ipc_add_int() (an object decoded without printing it).
- * Returns 0, or -EINVAL when it is neither. */
-static int number(const cJSON *v, double *out)
-{
-	char *end;
-
-	if (cJSON_IsNumber(v)) {
-		*out = v->valuedouble;
-		return 0;
-	}
-	if (cJSON_IsRaw(v) && v->valuestring) {
-		*out = strtod(v->valuestring, &end);
-		return end != v->valuestring && !*end ? 0 : -EINVAL;
-	}
-	return -EINVAL;
-}
-
-/* Reads the integer member `key` within min..max. Returns 1 when present,
- * 0 when absent (or null), or -EINVAL with the message. */
-static int get_int(const cJSON *obj, const char *cmd, const char *key, int64_t min, int64_t max,
-		   int64_t *out, char *err, size_t errlen)
-{
-	const cJSON *v = member(obj, key);
-	double d;
-
-	if (!v)
-		return 0;
-	/* Beyond int64_t, the conversion below is undefined: such a value
-	 * is no integer this protocol has. */
-	if (number(v, &d) < 0 || !(d >= -9223372036854775808.0 && d < 9223372036854775808.0) ||
-	    d != (double)(int64_t)d)
-		return fail(err, errlen, "%s: \"%s\" must be an integer", cmd, key);
-	if (d < (double)min || d > (double)max)
-		return fail(err, errlen, "%s: \"%s\" must be %lld..%lld, got %.0f", cmd, key,
-			    (long long)min, (long long)max, d);
-	*out = (int64_t)d;
-	return 1;
-}
-
 /* Reads "events" (absent: [cpu]). Returns 0 or -EINVAL. */
 static int get_events(const cJSON *obj, const char *cmd, uint32_t *ids, uint32_t *n, char *err,
 		      size_t errlen)
 {
-	const cJSON *events = member(obj, "events"), *e;
+	const cJSON *events = fr_ipc_member(obj, "events"), *e;
 
 	*n = 0;
 	if (!events) {
@@ -92,24 +30,25 @@ static int get_events(const cJSON *obj, const char *cmd, uint32_t *ids, uint32_t
 		return 0;
 	}
 	if (!cJSON_IsArray(events) || cJSON_GetArraySize(events) == 0)
-		return fail(err, errlen, "%s: \"events\" must be a non-empty array of event names",
-			    cmd);
+		return fr_ipc_fail(err, errlen,
+				   "%s: \"events\" must be a non-empty array of event names", cmd);
 	cJSON_ArrayForEach(e, events) {
 		int64_t id = cJSON_IsString(e) ? fr_event_lookup(e->valuestring) : -ENOENT;
 
 		if (id < 0)
-			return fail(err, errlen,
-				    "%s: unknown event %s%s%s (accepted: " FR_EVENT_NAMES ")", cmd,
-				    cJSON_IsString(e) ? "\"" : "",
-				    cJSON_IsString(e) ? e->valuestring : "(not a string)",
-				    cJSON_IsString(e) ? "\"" : "");
+			return fr_ipc_fail(err, errlen,
+					   "%s: unknown event %s%s%s (accepted: " FR_EVENT_NAMES
+					   ")",
+					   cmd, cJSON_IsString(e) ? "\"" : "",
+					   cJSON_IsString(e) ? e->valuestring : "(not a string)",
+					   cJSON_IsString(e) ? "\"" : "");
 		for (uint32_t i = 0; i < *n; i++)
 			if (ids[i] == (uint32_t)id)
-				return fail(err, errlen, "%s: event \"%s\" is listed twice", cmd,
-					    e->valuestring);
+				return fr_ipc_fail(err, errlen, "%s: event \"%s\" is listed twice",
+						   cmd, e->valuestring);
 		if (*n == FR_LIMIT_EVENTS)
-			return fail(err, errlen, "%s: at most %d events per request", cmd,
-				    FR_LIMIT_EVENTS);
+			return fr_ipc_fail(err, errlen, "%s: at most %d events per request", cmd,
+					   FR_LIMIT_EVENTS);
 		ids[(*n)++] = (uint32_t)id;
 	}
 	return 0;
@@ -121,23 +60,23 @@ static int get_events(const cJSON *obj, const char *cmd, uint32_t *ids, uint32_t
 static int get_event_hz(const cJSON *obj, const char *cmd, uint32_t n, int has_events, uint32_t *hz,
 			char *err, size_t errlen)
 {
-	const cJSON *arr = member(obj, "event_hz"), *e;
+	const cJSON *arr = fr_ipc_member(obj, "event_hz"), *e;
 	uint32_t k = 0;
 
 	memset(hz, 0, FR_LIMIT_EVENTS * sizeof(*hz));
 	if (!arr)
 		return 0;
 	if (!has_events || !cJSON_IsArray(arr) || (uint32_t)cJSON_GetArraySize(arr) != n)
-		return fail(err, errlen,
-			    "%s: \"event_hz\" must be an array of one rate per entry of "
-			    "\"events\"",
-			    cmd);
+		return fr_ipc_fail(err, errlen,
+				   "%s: \"event_hz\" must be an array of one rate per entry of "
+				   "\"events\"",
+				   cmd);
 	cJSON_ArrayForEach(e, arr) {
 		if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > INT32_MAX ||
 		    e->valuedouble != (double)(int64_t)e->valuedouble)
-			return fail(err, errlen,
-				    "%s: \"event_hz\" entries must be integers of 0..%d", cmd,
-				    INT32_MAX);
+			return fr_ipc_fail(err, errlen,
+					   "%s: \"event_hz\" entries must be integers of 0..%d",
+					   cmd, INT32_MAX);
 		hz[k++] = (uint32_t)e->valuedouble;
 	}
 	return 0;
@@ -165,20 +104,21 @@ static int add_event_hz(cJSON *obj, const uint32_t *hz, uint32_t n)
 static int get_pids(const cJSON *obj, const char *cmd, struct fr_targets *t, char *err,
 		    size_t errlen)
 {
-	const cJSON *pids = member(obj, "pids"), *p;
+	const cJSON *pids = fr_ipc_member(obj, "pids"), *p;
 
 	if (!pids)
 		return 0;
 	if (!cJSON_IsArray(pids))
-		return fail(err, errlen, "%s: \"pids\" must be an array of process ids", cmd);
+		return fr_ipc_fail(err, errlen, "%s: \"pids\" must be an array of process ids",
+				   cmd);
 	cJSON_ArrayForEach(p, pids) {
 		if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > INT32_MAX ||
 		    p->valuedouble != (double)(int64_t)p->valuedouble)
-			return fail(err, errlen, "%s: \"pids\" must hold positive process ids",
-				    cmd);
+			return fr_ipc_fail(err, errlen,
+					   "%s: \"pids\" must hold positive process ids", cmd);
 		if (t->npids == FR_LIMIT_PIDS)
-			return fail(err, errlen, "%s: at most %d pids per request", cmd,
-				    FR_LIMIT_PIDS);
+			return fr_ipc_fail(err, errlen, "%s: at most %d pids per request", cmd,
+					   FR_LIMIT_PIDS);
 		t->pids[t->npids++] = (uint32_t)p->valuedouble;
 	}
 	return 0;
@@ -187,22 +127,23 @@ static int get_pids(const cJSON *obj, const char *cmd, struct fr_targets *t, cha
 static int get_comms(const cJSON *obj, const char *cmd, struct fr_targets *t, char *err,
 		     size_t errlen)
 {
-	const cJSON *comm = member(obj, "comm"), *p;
+	const cJSON *comm = fr_ipc_member(obj, "comm"), *p;
 
 	if (!comm)
 		return 0;
 	if (!cJSON_IsArray(comm))
-		return fail(err, errlen, "%s: \"comm\" must be an array of command names", cmd);
+		return fr_ipc_fail(err, errlen, "%s: \"comm\" must be an array of command names",
+				   cmd);
 	cJSON_ArrayForEach(p, comm) {
 		if (!cJSON_IsString(p) || !p->valuestring[0] ||
 		    strlen(p->valuestring) >= FR_LIMIT_COMM_LEN)
-			return fail(err, errlen,
-				    "%s: \"comm\" must hold command names of 1..%d "
-				    "characters (as the kernel keeps them)",
-				    cmd, FR_LIMIT_COMM_LEN - 1);
+			return fr_ipc_fail(err, errlen,
+					   "%s: \"comm\" must hold command names of 1..%d "
+					   "characters (as the kernel keeps them)",
+					   cmd, FR_LIMIT_COMM_LEN - 1);
 		if (t->ncomms == FR_LIMIT_COMMS)
-			return fail(err, errlen, "%s: at most %d command names per request", cmd,
-				    FR_LIMIT_COMMS);
+			return fr_ipc_fail(err, errlen, "%s: at most %d command names per request",
+					   cmd, FR_LIMIT_COMMS);
 		snprintf(t->comms[t->ncomms++], FR_LIMIT_COMM_LEN, "%s", p->valuestring);
 	}
 	return 0;
@@ -212,23 +153,27 @@ static int get_comms(const cJSON *obj, const char *cmd, struct fr_targets *t, ch
 static int get_labels(const cJSON *obj, const char *cmd, struct fr_targets *t, char *err,
 		      size_t errlen)
 {
-	const cJSON *labels = member(obj, "labels"), *key = member(obj, "label_key"), *v;
+	const cJSON *labels = fr_ipc_member(obj, "labels"), *key = fr_ipc_member(obj, "label_key"),
+		    *v;
 
 	if (labels) {
 		if (!cJSON_IsArray(labels) || cJSON_GetArraySize(labels) > FR_LIMIT_LABELS)
-			return fail(err, errlen, "%s: \"labels\" must be at most %d \"key=value\"",
-				    cmd, FR_LIMIT_LABELS);
+			return fr_ipc_fail(err, errlen,
+					   "%s: \"labels\" must be at most %d \"key=value\"", cmd,
+					   FR_LIMIT_LABELS);
 		cJSON_ArrayForEach(v, labels) {
 			if (!cJSON_IsString(v) || fr_targets_add_label(t, v->valuestring) < 0)
-				return fail(err, errlen,
-					    "%s: \"labels\" must be \"key=value\" strings of at "
-					    "most %d characters each side",
-					    cmd, FR_LIMIT_LABEL_LEN - 1);
+				return fr_ipc_fail(
+					err, errlen,
+					"%s: \"labels\" must be \"key=value\" strings of at "
+					"most %d characters each side",
+					cmd, FR_LIMIT_LABEL_LEN - 1);
 		}
 	}
 	if (key && (!cJSON_IsString(key) || fr_targets_set_label_key(t, key->valuestring) < 0))
-		return fail(err, errlen, "%s: \"label_key\" must be a key of 1..%d characters", cmd,
-			    FR_LIMIT_LABEL_LEN - 1);
+		return fr_ipc_fail(err, errlen,
+				   "%s: \"label_key\" must be a key of 1..%d characters", cmd,
+				   FR_LIMIT_LABEL_LEN - 1);
 	return 0;
 }
 
@@ -237,26 +182,27 @@ static int get_labels(const cJSON *obj, const char *cmd, struct fr_targets *t, c
 static int get_targets(const cJSON *obj, const char *cmd, struct fr_targets *t, char *err,
 		       size_t errlen)
 {
-	const cJSON *cgroup = member(obj, "cgroup");
-	const cJSON *children = member(obj, "children");
+	const cJSON *cgroup = fr_ipc_member(obj, "cgroup");
+	const cJSON *children = fr_ipc_member(obj, "children");
 
 	if (get_pids(obj, cmd, t, err, errlen) < 0 || get_comms(obj, cmd, t, err, errlen) < 0 ||
 	    get_labels(obj, cmd, t, err, errlen) < 0)
 		return -EINVAL;
 	if (children) {
 		if (!cJSON_IsBool(children))
-			return fail(err, errlen, "%s: \"children\" must be true or false", cmd);
+			return fr_ipc_fail(err, errlen, "%s: \"children\" must be true or false",
+					   cmd);
 		t->children = cJSON_IsTrue(children);
 		if (t->children && !t->npids)
-			return fail(err, errlen, "%s: \"children\" goes with \"pids\"", cmd);
+			return fr_ipc_fail(err, errlen, "%s: \"children\" goes with \"pids\"", cmd);
 	}
 	if (cgroup) {
 		if (!cJSON_IsString(cgroup) || cgroup->valuestring[0] != '/' ||
 		    strlen(cgroup->valuestring) >= FR_LIMIT_CGROUP_LEN)
-			return fail(err, errlen,
-				    "%s: \"cgroup\" must be a cgroup v2 path like "
-				    "\"/system.slice/nginx.service\" (at most %d characters)",
-				    cmd, FR_LIMIT_CGROUP_LEN - 1);
+			return fr_ipc_fail(err, errlen,
+					   "%s: \"cgroup\" must be a cgroup v2 path like "
+					   "\"/system.slice/nginx.service\" (at most %d characters)",
+					   cmd, FR_LIMIT_CGROUP_LEN - 1);
 		snprintf(t->cgroup, sizeof(t->cgroup), "%s", cgroup->valuestring);
 	}
 	return 0;
@@ -284,24 +230,6 @@ static int add_event_names(cJSON *obj, const uint32_t *ids, uint32_t n)
 	return 0;
 }
 
-/* Adds "warnings": [...], empty when n is 0. Returns 0 or -ENOMEM. */
-static int add_warnings(cJSON *obj, const char (*warnings)[FR_IPC_WARNING_MAX], uint32_t n)
-{
-	cJSON *arr = cJSON_AddArrayToObject(obj, "warnings");
-
-	if (!arr)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++) {
-		cJSON *s = cJSON_CreateString(warnings[i]);
-
-		if (!s || !cJSON_AddItemToArray(arr, s)) {
-			cJSON_Delete(s);
-			return -ENOMEM;
-		}
-	}
-	return 0;
-}
-
 void fr_ipc_warn(char (*warnings)[FR_IPC_WARNING_MAX], uint32_t *nwarnings, const char *text)
 {
 	if (*nwarnings == FR_IPC_MAX_WARNINGS)
@@ -309,35 +237,16 @@ void fr_ipc_warn(char (*warnings)[FR_IPC_WARNING_MAX], uint32_t *nwarnings, cons
 	snprintf(warnings[(*nwarnings)++], FR_IPC_WARNING_MAX, "%s", text);
 }
 
-/* Reads "warnings" of a reply: an array of strings, absent: none. */
-static int get_warnings(const cJSON *obj, const char *what, char (*warnings)[FR_IPC_WARNING_MAX],
-			uint32_t *n, char *err, size_t errlen)
-{
-	const cJSON *arr = member(obj, "warnings"), *w;
-
-	*n = 0;
-	if (!arr)
-		return 0;
-	if (!cJSON_IsArray(arr))
-		return fail(err, errlen, "%s: \"warnings\" must be an array of strings", what);
-	cJSON_ArrayForEach(w, arr) {
-		if (!cJSON_IsString(w))
-			return fail(err, errlen, "%s: \"warnings\" must be an array of strings",
-				    what);
-		fr_ipc_warn(warnings, n, w->valuestring);
-	}
-	return 0;
-}
-
 /* Reads a reply's event name into *id. */
 static int get_event_name(const cJSON *ev, const char *what, uint32_t *id, char *err, size_t errlen)
 {
-	const cJSON *name = member(ev, "event");
+	const cJSON *name = fr_ipc_member(ev, "event");
 	int64_t v = cJSON_IsString(name) ? fr_event_lookup(name->valuestring) : -ENOENT;
 
 	if (v < 0)
-		return fail(err, errlen,
-			    "%s: \"events\" must hold objects naming a known \"event\"", what);
+		return fr_ipc_fail(err, errlen,
+				   "%s: \"events\" must hold objects naming a known \"event\"",
+				   what);
 	*id = (uint32_t)v;
 	return 0;
 }
@@ -346,54 +255,12 @@ static int get_event_name(const cJSON *ev, const char *what, uint32_t *id, char 
 static int get_event_array(const cJSON *obj, const char *what, uint32_t max, const cJSON **arr,
 			   char *err, size_t errlen)
 {
-	*arr = member(obj, "events");
+	*arr = fr_ipc_member(obj, "events");
 	if (*arr && (!cJSON_IsArray(*arr) || (uint32_t)cJSON_GetArraySize(*arr) > max))
-		return fail(err, errlen, "%s: \"events\" must be an array of at most %u objects",
-			    what, max);
+		return fr_ipc_fail(err, errlen,
+				   "%s: \"events\" must be an array of at most %u objects", what,
+				   max);
 	return 0;
-}
-
-/* Unsigned and signed reply members, absent: 0. */
-static int get_u64(const cJSON *obj, const char *what, const char *key, uint64_t *out, char *err,
-		   size_t errlen)
-{
-	int64_t v = 0;
-	int ret = get_int(obj, what, key, 0, INT64_MAX, &v, err, errlen);
-
-	*out = (uint64_t)v;
-	return ret < 0 ? ret : 0;
-}
-
-static int get_u32(const cJSON *obj, const char *what, const char *key, uint32_t *out, char *err,
-		   size_t errlen)
-{
-	int64_t v = 0;
-	int ret = get_int(obj, what, key, 0, UINT32_MAX, &v, err, errlen);
-
-	*out = (uint32_t)v;
-	return ret < 0 ? ret : 0;
-}
-
-static int get_i64(const cJSON *obj, const char *what, const char *key, int64_t *out, char *err,
-		   size_t errlen)
-{
-	int ret;
-
-	*out = 0;
-	ret = get_int(obj, what, key, INT64_MIN, INT64_MAX, out, err, errlen);
-	return ret < 0 ? ret : 0;
-}
-
-/* {"req":cmd} */
-static cJSON *new_request(const char *cmd)
-{
-	cJSON *obj = cJSON_CreateObject();
-
-	if (obj && !cJSON_AddStringToObject(obj, "req", cmd)) {
-		cJSON_Delete(obj);
-		return NULL;
-	}
-	return obj;
 }
 
 /* ---- attach ----------------------------------------------------------- */
@@ -452,7 +319,7 @@ static int add_targets(cJSON *obj, const struct fr_targets *t)
 
 cJSON *fr_ipc_attach_req_encode(const struct fr_ipc_attach_req *r)
 {
-	cJSON *obj = new_request("attach");
+	cJSON *obj = fr_ipc_new_request("attach");
 
 	if (!obj)
 		return NULL;
@@ -480,42 +347,45 @@ int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, ch
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (get_int(obj, "attach", "window_ns", 1, INT64_MAX, &out->window_ns, err, errlen) < 0 ||
-	    (out->has_from = get_int(obj, "attach", "from_ns", 0, INT64_MAX, &out->from_ns, err,
-				     errlen)) < 0 ||
-	    (out->has_to =
-		     get_int(obj, "attach", "to_ns", 0, INT64_MAX, &out->to_ns, err, errlen)) < 0 ||
-	    get_int(obj, "attach", "hz", 0, INT32_MAX, &hz, err, errlen) < 0)
+	if (fr_ipc_get_int(obj, "attach", "window_ns", 1, INT64_MAX, &out->window_ns, err, errlen) <
+		    0 ||
+	    (out->has_from = fr_ipc_get_int(obj, "attach", "from_ns", 0, INT64_MAX, &out->from_ns,
+					    err, errlen)) < 0 ||
+	    (out->has_to = fr_ipc_get_int(obj, "attach", "to_ns", 0, INT64_MAX, &out->to_ns, err,
+					  errlen)) < 0 ||
+	    fr_ipc_get_int(obj, "attach", "hz", 0, INT32_MAX, &hz, err, errlen) < 0)
 		return -EINVAL;
 	out->hz = (uint32_t)hz;
-	cursor = member(obj, "since_last");
+	cursor = fr_ipc_member(obj, "since_last");
 	if (cursor && (!cJSON_IsString(cursor) || !fr_ipc_cursor_name_ok(cursor->valuestring)))
-		return fail(err, errlen, "attach: \"since_last\": " FR_IPC_CURSOR_NAME_RULE);
+		return fr_ipc_fail(err, errlen, "attach: \"since_last\": " FR_IPC_CURSOR_NAME_RULE);
 	if (cursor)
 		snprintf(out->since_last, sizeof(out->since_last), "%s", cursor->valuestring);
 	if (!out->window_ns && !out->has_from && !cursor)
-		return fail(err, errlen, "attach needs \"window_ns\" or \"from_ns\"");
+		return fr_ipc_fail(err, errlen, "attach needs \"window_ns\" or \"from_ns\"");
 	ret = get_targets(obj, "attach", &out->targets, err, errlen);
 	if (ret == 0)
 		ret = get_events(obj, "attach", out->events, &out->nevents, err, errlen);
 	if (ret == 0)
-		ret = get_event_hz(obj, "attach", out->nevents, member(obj, "events") != NULL,
-				   out->event_hz, err, errlen);
+		ret = get_event_hz(obj, "attach", out->nevents,
+				   fr_ipc_member(obj, "events") != NULL, out->event_hz, err,
+				   errlen);
 	if (ret < 0)
 		return ret;
-	format = member(obj, "format");
+	format = fr_ipc_member(obj, "format");
 	if (format) {
 		int f = cJSON_IsString(format) ? fr_profile_format_parse(format->valuestring)
 					       : -EINVAL;
 		if (f < 0)
-			return fail(err, errlen,
-				    "attach: \"format\" must be one of: " FR_PROFILE_FORMAT_NAMES);
+			return fr_ipc_fail(
+				err, errlen,
+				"attach: \"format\" must be one of: " FR_PROFILE_FORMAT_NAMES);
 		out->format = (enum fr_profile_format)f;
 	}
-	by_cpu = member(obj, "by_cpu");
+	by_cpu = fr_ipc_member(obj, "by_cpu");
 	if (by_cpu) {
 		if (!cJSON_IsBool(by_cpu))
-			return fail(err, errlen, "attach: \"by_cpu\" must be true or false");
+			return fr_ipc_fail(err, errlen, "attach: \"by_cpu\" must be true or false");
 		out->by_cpu = cJSON_IsTrue(by_cpu);
 	}
 	return 0;
@@ -564,7 +434,7 @@ cJSON *fr_ipc_attach_reply_encode(const struct fr_ipc_attach_reply *r)
 	    !fr_ipc_add_int(obj, "covered_t0_ns", r->covered_t0_ns) ||
 	    add_event_counts(obj, r->events, r->nevents) < 0 ||
 	    (r->incomplete[0] && !cJSON_AddStringToObject(obj, "incomplete", r->incomplete)) ||
-	    add_warnings(obj, r->warnings, r->nwarnings) < 0 ||
+	    fr_ipc_add_warnings(obj, r->warnings, r->nwarnings) < 0 ||
 	    fr_ipc_attach_reply_add_span(obj, r) < 0)
 		goto err;
 	return obj;
@@ -585,13 +455,13 @@ static int get_event_counts(const cJSON *obj, struct fr_ipc_attach_reply *out, c
 		struct fr_ipc_event_counts *c = &out->events[out->nevents++];
 
 		if (get_event_name(ev, what, &c->event, err, errlen) < 0 ||
-		    get_u32(ev, what, "hz", &c->hz, err, errlen) < 0 ||
-		    get_u64(ev, what, "samples", &c->samples, err, errlen) < 0 ||
-		    get_u64(ev, what, "samples_in_window", &c->samples_in_window, err, errlen) <
-			    0 ||
-		    get_u64(ev, what, "lost", &c->lost, err, errlen) < 0 ||
-		    get_u64(ev, what, "throttled", &c->throttled, err, errlen) < 0 ||
-		    get_u64(ev, what, "truncated", &c->truncated, err, errlen) < 0)
+		    fr_ipc_get_u32(ev, what, "hz", &c->hz, err, errlen) < 0 ||
+		    fr_ipc_get_u64(ev, what, "samples", &c->samples, err, errlen) < 0 ||
+		    fr_ipc_get_u64(ev, what, "samples_in_window", &c->samples_in_window, err,
+				   errlen) < 0 ||
+		    fr_ipc_get_u64(ev, what, "lost", &c->lost, err, errlen) < 0 ||
+		    fr_ipc_get_u64(ev, what, "throttled", &c->throttled, err, errlen) < 0 ||
+		    fr_ipc_get_u64(ev, what, "truncated", &c->truncated, err, errlen) < 0)
 			return -EINVAL;
 	}
 	return 0;
@@ -601,24 +471,25 @@ int fr_ipc_attach_reply_decode(const cJSON *obj, struct fr_ipc_attach_reply *out
 			       size_t errlen)
 {
 	const char *what = "attach reply";
-	const cJSON *incomplete = member(obj, "incomplete");
+	const cJSON *incomplete = fr_ipc_member(obj, "incomplete");
 
 	memset(out, 0, sizeof(*out));
-	if (get_u64(obj, what, "samples", &out->samples, err, errlen) < 0 ||
-	    get_u64(obj, what, "samples_in_window", &out->samples_in_window, err, errlen) < 0 ||
-	    get_u64(obj, what, "stacks", &out->stacks, err, errlen) < 0 ||
-	    get_u64(obj, what, "bytes", &out->bytes, err, errlen) < 0 ||
-	    get_u32(obj, what, "hz", &out->hz, err, errlen) < 0 ||
-	    get_u64(obj, what, "lost", &out->lost, err, errlen) < 0 ||
-	    get_i64(obj, what, "t0_ns", &out->t0_ns, err, errlen) < 0 ||
-	    get_i64(obj, what, "t1_ns", &out->t1_ns, err, errlen) < 0 ||
-	    get_i64(obj, what, "covered_t0_ns", &out->covered_t0_ns, err, errlen) < 0 ||
+	if (fr_ipc_get_u64(obj, what, "samples", &out->samples, err, errlen) < 0 ||
+	    fr_ipc_get_u64(obj, what, "samples_in_window", &out->samples_in_window, err, errlen) <
+		    0 ||
+	    fr_ipc_get_u64(obj, what, "stacks", &out->stacks, err, errlen) < 0 ||
+	    fr_ipc_get_u64(obj, what, "bytes", &out->bytes, err, errlen) < 0 ||
+	    fr_ipc_get_u32(obj, what, "hz", &out->hz, err, errlen) < 0 ||
+	    fr_ipc_get_u64(obj, what, "lost", &out->lost, err, errlen) < 0 ||
+	    fr_ipc_get_i64(obj, what, "t0_ns", &out->t0_ns, err, errlen) < 0 ||
+	    fr_ipc_get_i64(obj, what, "t1_ns", &out->t1_ns, err, errlen) < 0 ||
+	    fr_ipc_get_i64(obj, what, "covered_t0_ns", &out->covered_t0_ns, err, errlen) < 0 ||
 	    get_event_counts(obj, out, err, errlen) < 0 ||
-	    get_warnings(obj, what, out->warnings, &out->nwarnings, err, errlen) < 0 ||
+	    fr_ipc_get_warnings(obj, what, out->warnings, &out->nwarnings, err, errlen) < 0 ||
 	    fr_ipc_attach_reply_get_span(obj, out, err, errlen) < 0)
 		return -EINVAL;
 	if (incomplete && !cJSON_IsString(incomplete))
-		return fail(err, errlen, "%s: \"incomplete\" must be a string", what);
+		return fr_ipc_fail(err, errlen, "%s: \"incomplete\" must be a string", what);
 	if (incomplete)
 		snprintf(out->incomplete, sizeof(out->incomplete), "%s", incomplete->valuestring);
 	return 0;
@@ -628,7 +499,7 @@ int fr_ipc_attach_reply_decode(const cJSON *obj, struct fr_ipc_attach_reply *out
 
 cJSON *fr_ipc_consume_req_encode(const struct fr_ipc_consume_req *r)
 {
-	cJSON *obj = new_request("consume");
+	cJSON *obj = fr_ipc_new_request("consume");
 
 	if (!obj)
 		return NULL;
@@ -647,12 +518,12 @@ int fr_ipc_consume_req_decode(const cJSON *obj, struct fr_ipc_consume_req *out, 
 	int64_t hz = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (get_int(obj, "consume", "hz", 0, INT32_MAX, &hz, err, errlen) < 0)
+	if (fr_ipc_get_int(obj, "consume", "hz", 0, INT32_MAX, &hz, err, errlen) < 0)
 		return -EINVAL;
 	out->hz = (uint32_t)hz;
 	if (get_events(obj, "consume", out->events, &out->nevents, err, errlen) < 0)
 		return -EINVAL;
-	return get_event_hz(obj, "consume", out->nevents, member(obj, "events") != NULL,
+	return get_event_hz(obj, "consume", out->nevents, fr_ipc_member(obj, "events") != NULL,
 			    out->event_hz, err, errlen);
 }
 
@@ -663,7 +534,7 @@ cJSON *fr_ipc_consume_reply_encode(const struct fr_ipc_consume_reply *r)
 
 	if (!obj)
 		return NULL;
-	if (add_warnings(obj, r->warnings, r->nwarnings) < 0 ||
+	if (fr_ipc_add_warnings(obj, r->warnings, r->nwarnings) < 0 ||
 	    !fr_ipc_add_int(obj, "start_ns", r->start_ns) ||
 	    !(events = cJSON_AddArrayToObject(obj, "events")))
 		goto err;
@@ -694,16 +565,16 @@ int fr_ipc_consume_reply_decode(const cJSON *obj, struct fr_ipc_consume_reply *o
 	const cJSON *arr, *ev;
 
 	memset(out, 0, sizeof(*out));
-	if (get_warnings(obj, what, out->warnings, &out->nwarnings, err, errlen) < 0 ||
-	    get_i64(obj, what, "start_ns", &out->start_ns, err, errlen) < 0 ||
+	if (fr_ipc_get_warnings(obj, what, out->warnings, &out->nwarnings, err, errlen) < 0 ||
+	    fr_ipc_get_i64(obj, what, "start_ns", &out->start_ns, err, errlen) < 0 ||
 	    get_event_array(obj, what, FR_LIMIT_EVENTS, &arr, err, errlen) < 0)
 		return -EINVAL;
 	cJSON_ArrayForEach(ev, arr) {
 		struct fr_ipc_consume_event *c = &out->events[out->nevents++];
 
 		if (get_event_name(ev, what, &c->event, err, errlen) < 0 ||
-		    get_u32(ev, what, "hz", &c->hz, err, errlen) < 0 ||
-		    get_u32(ev, what, "recording_hz", &c->recording_hz, err, errlen) < 0)
+		    fr_ipc_get_u32(ev, what, "hz", &c->hz, err, errlen) < 0 ||
+		    fr_ipc_get_u32(ev, what, "recording_hz", &c->recording_hz, err, errlen) < 0)
 			return -EINVAL;
 	}
 	return 0;
@@ -713,7 +584,7 @@ int fr_ipc_consume_reply_decode(const cJSON *obj, struct fr_ipc_consume_reply *o
 
 cJSON *fr_ipc_dump_req_encode(const struct fr_ipc_dump_req *r)
 {
-	cJSON *obj = new_request("dump");
+	cJSON *obj = fr_ipc_new_request("dump");
 
 	if (!obj)
 		return NULL;
@@ -731,10 +602,10 @@ int fr_ipc_dump_req_decode(const cJSON *obj, struct fr_ipc_dump_req *out, char *
 
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsString(name) || !name->valuestring[0])
-		return fail(err, errlen, "dump: \"session\" must name a session");
+		return fr_ipc_fail(err, errlen, "dump: \"session\" must name a session");
 	out->session = name->valuestring;
-	if (get_int(obj, "dump", "window_ns", FR_IPC_DUMP_WINDOW_MIN_NS, FR_IPC_DUMP_WINDOW_MAX_NS,
-		    &out->window_ns, err, errlen) < 0)
+	if (fr_ipc_get_int(obj, "dump", "window_ns", FR_IPC_DUMP_WINDOW_MIN_NS,
+			   FR_IPC_DUMP_WINDOW_MAX_NS, &out->window_ns, err, errlen) < 0)
 		return -EINVAL;
 	return 0;
 }
@@ -762,10 +633,10 @@ int fr_ipc_dump_reply_decode(const cJSON *obj, struct fr_ipc_dump_reply *out, ch
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsString(path) || !path->valuestring[0] ||
 	    strlen(path->valuestring) >= sizeof(out->path))
-		return fail(err, errlen, "%s: \"path\" must be a file path", what);
+		return fr_ipc_fail(err, errlen, "%s: \"path\" must be a file path", what);
 	snprintf(out->path, sizeof(out->path), "%s", path->valuestring);
-	if (get_i64(obj, what, "t0_ns", &out->t0_ns, err, errlen) < 0 ||
-	    get_i64(obj, what, "t1_ns", &out->t1_ns, err, errlen) < 0)
+	if (fr_ipc_get_i64(obj, what, "t0_ns", &out->t0_ns, err, errlen) < 0 ||
+	    fr_ipc_get_i64(obj, what, "t1_ns", &out->t1_ns, err, errlen) < 0)
 		return -EINVAL;
 	return 0;
 }
@@ -774,7 +645,7 @@ int fr_ipc_dump_reply_decode(const cJSON *obj, struct fr_ipc_dump_reply *out, ch
 
 cJSON *fr_ipc_threads_req_encode(const struct fr_ipc_threads_req *r)
 {
-	cJSON *obj = new_request("threads");
+	cJSON *obj = fr_ipc_new_request("threads");
 
 	if (!obj)
 		return NULL;
@@ -792,16 +663,17 @@ int fr_ipc_threads_req_decode(const cJSON *obj, struct fr_ipc_threads_req *out, 
 	const struct fr_targets *t = &out->targets;
 
 	memset(out, 0, sizeof(*out));
-	if (member(obj, "children"))
-		return fail(err, errlen, "threads: \"children\" is not taken; name the processes");
+	if (fr_ipc_member(obj, "children"))
+		return fr_ipc_fail(err, errlen,
+				   "threads: \"children\" is not taken; name the processes");
 	if (get_targets(obj, "threads", &out->targets, err, errlen) < 0)
 		return -EINVAL;
 	/* The whole machine's threads would be a scan of every process. */
 	if (!t->npids && !t->ncomms && !t->cgroup[0])
-		return fail(err, errlen, "threads needs \"pids\", \"comm\" or \"cgroup\"");
+		return fr_ipc_fail(err, errlen, "threads needs \"pids\", \"comm\" or \"cgroup\"");
 	/* With "at_ns", comm and cgroup are matched as the ring's chunks had
 	 * them at each sample's time (core/query/threads_at.h). */
-	if (get_int(obj, "threads", "at_ns", 1, INT64_MAX, &out->at_ns, err, errlen) < 0)
+	if (fr_ipc_get_int(obj, "threads", "at_ns", 1, INT64_MAX, &out->at_ns, err, errlen) < 0)
 		return -EINVAL;
 	return 0;
 }
@@ -815,7 +687,7 @@ cJSON *fr_ipc_threads_reply_encode(const struct fr_ipc_threads_reply *r)
 	if (!fr_ipc_add_int(obj, "processes", (int64_t)r->processes) ||
 	    !fr_ipc_add_int(obj, "threads", (int64_t)r->threads) ||
 	    !fr_ipc_add_int(obj, "bytes", (int64_t)r->bytes) ||
-	    add_warnings(obj, r->warnings, r->nwarnings) < 0) {
+	    fr_ipc_add_warnings(obj, r->warnings, r->nwarnings) < 0) {
 		cJSON_Delete(obj);
 		return NULL;
 	}
@@ -828,10 +700,10 @@ int fr_ipc_threads_reply_decode(const cJSON *obj, struct fr_ipc_threads_reply *o
 	const char *what = "threads reply";
 
 	memset(out, 0, sizeof(*out));
-	if (get_u64(obj, what, "processes", &out->processes, err, errlen) < 0 ||
-	    get_u64(obj, what, "threads", &out->threads, err, errlen) < 0 ||
-	    get_u64(obj, what, "bytes", &out->bytes, err, errlen) < 0 ||
-	    get_warnings(obj, what, out->warnings, &out->nwarnings, err, errlen) < 0)
+	if (fr_ipc_get_u64(obj, what, "processes", &out->processes, err, errlen) < 0 ||
+	    fr_ipc_get_u64(obj, what, "threads", &out->threads, err, errlen) < 0 ||
+	    fr_ipc_get_u64(obj, what, "bytes", &out->bytes, err, errlen) < 0 ||
+	    fr_ipc_get_warnings(obj, what, out->warnings, &out->nwarnings, err, errlen) < 0)
 		return -EINVAL;
 	return 0;
 }

@@ -11,72 +11,14 @@
 #include <string.h>
 
 #include "ipc/msg.h"
+#include "ipc/msg_int.h"
 #include "ipc/proto.h"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
-static const cJSON *member(const cJSON *obj, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	return v && !cJSON_IsNull(v) ? v : NULL;
-}
-
-/* An integer member within min..max into *out (0 when absent): a parsed
- * number or the raw text fr_ipc_add_int() builds. Returns 0 or -EINVAL. */
-static int get_int(const cJSON *obj, const char *what, const char *key, int64_t min, int64_t max,
-		   int64_t *out, char *err, size_t errlen)
-{
-	const cJSON *v = member(obj, key);
-	char *end = NULL;
-	double d = 0;
-
-	*out = 0;
-	if (!v)
-		return 0;
-	if (cJSON_IsNumber(v))
-		d = v->valuedouble;
-	else if (cJSON_IsRaw(v) && v->valuestring)
-		d = strtod(v->valuestring, &end);
-	if ((!cJSON_IsNumber(v) && (!end || end == v->valuestring || *end)) ||
-	    !(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != (double)(int64_t)d)
-		return fail(err, errlen, "%s: \"%s\" must be an integer", what, key);
-	if (d < (double)min || d > (double)max)
-		return fail(err, errlen, "%s: \"%s\" must be %lld..%lld, got %.0f", what, key,
-			    (long long)min, (long long)max, d);
-	*out = (int64_t)d;
-	return 0;
-}
-
-static cJSON *new_request(const char *cmd)
-{
-	cJSON *obj = cJSON_CreateObject();
-
-	if (obj && !cJSON_AddStringToObject(obj, "req", cmd)) {
-		cJSON_Delete(obj);
-		return NULL;
-	}
-	return obj;
-}
 
 /* ---- reload ------------------------------------------------------------ */
 
 cJSON *fr_ipc_reload_req_encode(void)
 {
-	return new_request("reload");
+	return fr_ipc_new_request("reload");
 }
 
 void fr_ipc_reload_change(struct fr_ipc_reload_reply *r, const char *fmt, ...)
@@ -121,27 +63,30 @@ int fr_ipc_reload_reply_decode(const cJSON *obj, struct fr_ipc_reload_reply *out
 			       size_t errlen)
 {
 	const char *what = "reload reply";
-	const cJSON *config = member(obj, "config"), *changed = member(obj, "changed"), *it;
-	int64_t more;
+	const cJSON *config = fr_ipc_member(obj, "config"),
+		    *changed = fr_ipc_member(obj, "changed"), *it;
+	int64_t more = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsString(config) || strlen(config->valuestring) >= sizeof(out->config))
-		return fail(err, errlen, "%s: \"config\" must be a path", what);
+		return fr_ipc_fail(err, errlen, "%s: \"config\" must be a path", what);
 	snprintf(out->config, sizeof(out->config), "%s", config->valuestring);
 	if (changed && !cJSON_IsArray(changed))
-		return fail(err, errlen, "%s: \"changed\" must be an array of strings", what);
+		return fr_ipc_fail(err, errlen, "%s: \"changed\" must be an array of strings",
+				   what);
 	cJSON_ArrayForEach(it, changed) {
 		if (!cJSON_IsString(it) || strlen(it->valuestring) >= FR_IPC_CHANGE_MAX)
-			return fail(err, errlen,
-				    "%s: \"changed\" must hold strings of at most %d "
-				    "bytes",
-				    what, FR_IPC_CHANGE_MAX - 1);
+			return fr_ipc_fail(err, errlen,
+					   "%s: \"changed\" must hold strings of at most %d "
+					   "bytes",
+					   what, FR_IPC_CHANGE_MAX - 1);
 		if (out->nchanged >= FR_IPC_RELOAD_MAX_CHANGES)
-			return fail(err, errlen, "%s: \"changed\" holds more than %d entries", what,
-				    FR_IPC_RELOAD_MAX_CHANGES);
+			return fr_ipc_fail(err, errlen,
+					   "%s: \"changed\" holds more than %d entries", what,
+					   FR_IPC_RELOAD_MAX_CHANGES);
 		snprintf(out->changed[out->nchanged++], FR_IPC_CHANGE_MAX, "%s", it->valuestring);
 	}
-	if (get_int(obj, what, "more", 0, INT32_MAX, &more, err, errlen) < 0)
+	if (fr_ipc_get_int(obj, what, "more", 0, INT32_MAX, &more, err, errlen) < 0)
 		return -EINVAL;
 	out->more = (uint32_t)more;
 	return 0;
@@ -165,7 +110,7 @@ int fr_ipc_reason_ok(const char *s)
 
 cJSON *fr_ipc_trigger_req_encode(const struct fr_ipc_trigger_req *r)
 {
-	cJSON *obj = new_request("trigger");
+	cJSON *obj = fr_ipc_new_request("trigger");
 
 	if (!obj)
 		return NULL;
@@ -181,20 +126,22 @@ cJSON *fr_ipc_trigger_req_encode(const struct fr_ipc_trigger_req *r)
 int fr_ipc_trigger_req_decode(const cJSON *obj, struct fr_ipc_trigger_req *out, char *err,
 			      size_t errlen)
 {
-	const cJSON *name = member(obj, "session"), *reason = member(obj, "reason");
+	const cJSON *name = fr_ipc_member(obj, "session"), *reason = fr_ipc_member(obj, "reason");
 
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsString(name) || !name->valuestring[0] ||
 	    strlen(name->valuestring) >= sizeof(out->session))
-		return fail(err, errlen, "trigger: \"session\" must name a session");
+		return fr_ipc_fail(err, errlen, "trigger: \"session\" must name a session");
 	snprintf(out->session, sizeof(out->session), "%s", name->valuestring);
 	if (reason && (!cJSON_IsString(reason) || !fr_ipc_reason_ok(reason->valuestring)))
-		return fail(err, errlen,
-			    "trigger: \"reason\" must be 1..%d bytes of text without control "
-			    "characters",
-			    FR_IPC_REASON_MAX - 1);
+		return fr_ipc_fail(err, errlen,
+				   "trigger: \"reason\" must be 1..%d bytes of text without control "
+				   "characters",
+				   FR_IPC_REASON_MAX - 1);
 	if (reason)
 		snprintf(out->reason, sizeof(out->reason), "%s", reason->valuestring);
-	return get_int(obj, "trigger", "window_ns", FR_IPC_DUMP_WINDOW_MIN_NS,
-		       FR_IPC_DUMP_WINDOW_MAX_NS, &out->window_ns, err, errlen);
+	return fr_ipc_get_int(obj, "trigger", "window_ns", FR_IPC_DUMP_WINDOW_MIN_NS,
+			      FR_IPC_DUMP_WINDOW_MAX_NS, &out->window_ns, err, errlen) < 0
+		       ? -EINVAL
+		       : 0;
 }

@@ -189,8 +189,10 @@ void daemon_ctl_fini(struct daemon *d);
  * publishes its outcome (0 or -errno, and why) to waiting requests. */
 uint64_t daemon_reload_begin(struct daemon *d);
 void daemon_reload_end(struct daemon *d, uint64_t seq, int ret, const char *why);
-/* flightrec reload and flightrec trigger. */
+/* flightrec reload, flightrec dump --session and flightrec trigger (one
+ * owner for who may fire a session and what the reply says). */
 cJSON *daemon_handle_reload(struct daemon *d, const struct fr_ipc_peer *peer);
+cJSON *daemon_handle_dump(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer);
 cJSON *daemon_handle_trigger(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer);
 
 /* recorder/querymem.c */

@@ -1,8 +1,9 @@
 /* What clients ask flightrecd over its socket (status, sessions, attach,
- * consume, dump; threads in recorder/threads.c) and the dumps the trigger
- * engine asks for: parsing the request, deciding what the peer may see
- * and do, reserving query memory, writing the profile into the descriptor
- * the client passed.
+ * consume; dump --session and trigger in recorder/requests_ctl.c, threads
+ * in recorder/threads.c) and the dumps the trigger engine asks for:
+ * parsing the request, deciding what the peer may see and do, reserving
+ * query memory, writing the profile into the descriptor the client
+ * passed.
  *
  * Runs on the IPC server's connection threads (and the trigger thread for
  * dumps); reads the ring (thread-safe queries) and never waits on the
@@ -556,58 +557,6 @@ int daemon_may_dump(struct daemon *d, const char *session, uid_t uid)
 	return ok;
 }
 
-/* flightrec dump --session NAME: fires the session by hand. A dump holds
- * whatever the session targets, of every user, and costs the daemon a
- * write; so only root, the admin group and the session's "users" may. */
-static cJSON *handle_dump(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer)
-{
-	struct fr_ipc_dump_req dq;
-	struct fr_ipc_dump_reply *reply;
-	struct fr_trigger_fire fire;
-	char path[4096] = "", err[512];
-	cJSON *resp;
-	int ret;
-
-	if (fr_ipc_dump_req_decode(req, &dq, err, sizeof(err)) < 0)
-		return fr_ipc_error("%s", err);
-	if (!daemon_peer_privileged(d, peer) && !daemon_may_dump(d, dq.session, peer->uid)) {
-		fr_log_info("refused a dump of session %s to uid %u (pid %d): not among its users",
-			    dq.session, (unsigned)peer->uid, (int)peer->pid);
-		return fr_ipc_error("dump: uid %u may not dump session \"%s\": only root, the "
-				    "admin group (socket.admin_group) and the session's \"users\" "
-				    "may",
-				    (unsigned)peer->uid, dq.session);
-	}
-	if (!d->triggers)
-		return fr_ipc_error("dump: this recorder runs without triggers (see its log)");
-	memset(&fire, 0, sizeof(fire));
-	ret = fr_triggers_manual(d->triggers, dq.session, dq.window_ns, &fire, path, sizeof(path));
-	/* Only the engine's own refusals leave `path` empty; a failed dump
-	 * says why there, whatever its errno (a rename's ENOENT is no
-	 * missing session). */
-	if (ret == -ENOENT && !path[0])
-		return fr_ipc_error("dump: no session named \"%s\" (see flightrec sessions)",
-				    dq.session);
-	if (ret == -EBUSY && !path[0])
-		return fr_ipc_error("dump of session %s refused: busy, a dump of it requested by "
-				    "hand is being written; try again when it is done",
-				    dq.session);
-	if (ret == -EAGAIN && !path[0])
-		return daemon_query_busy(d, "dump");
-	if (ret < 0)
-		return fr_ipc_error("dump of session %s failed: %s", dq.session,
-				    path[0] ? path : strerror(-ret));
-	reply = calloc(1, sizeof(*reply));
-	if (!reply)
-		return NULL;
-	snprintf(reply->path, sizeof(reply->path), "%s", path);
-	reply->t0_ns = fire.t0_ns;
-	reply->t1_ns = fire.t1_ns;
-	resp = fr_ipc_dump_reply_encode(reply);
-	free(reply);
-	return resp;
-}
-
 /* A client asks for events at a rate for as long as its connection
  * lives (attach --follow): the sources are raised to it at once and fall
  * back when the connection ends. Answers when the rates are in force, with
@@ -757,7 +706,7 @@ cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int f
 	if (strcmp(cmd, "consume") == 0)
 		return handle_consume(d, req, peer);
 	if (strcmp(cmd, "dump") == 0)
-		return handle_dump(d, req, peer);
+		return daemon_handle_dump(d, req, peer);
 	if (strcmp(cmd, "reload") == 0)
 		return daemon_handle_reload(d, peer);
 	if (strcmp(cmd, "trigger") == 0)

@@ -1,4 +1,6 @@
-/* The control requests: `flightrec reload` and `flightrec trigger`.
+/* The control requests: `flightrec reload`, `flightrec trigger` and
+ * `flightrec dump --session` (which a trigger shares its checks and reply
+ * with).
  *
  * A reload is done where SIGHUP's is, on the ingest thread: this file
  * raises SIGHUP at its own process (the daemon reads it from its
@@ -291,52 +293,96 @@ cJSON *daemon_handle_reload(struct daemon *d, const struct fr_ipc_peer *peer)
 	return resp;
 }
 
-cJSON *daemon_handle_trigger(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer)
+/* The refusal of a dump or trigger (`verb`) of `session` by `peer`, or
+ * NULL when it may: root, the admin group and the session's "users" may,
+ * and only when the recorder runs its triggers. `*refused` says which. */
+static cJSON *fire_refusal(struct daemon *d, const struct fr_ipc_peer *peer, const char *verb,
+			   const char *session, int *refused)
 {
-	struct fr_ipc_trigger_req tq;
-	struct fr_ipc_dump_reply *reply;
-	struct fr_trigger_fire fire;
-	char path[4096] = "", err[512];
-	cJSON *resp;
-	int ret;
-
-	if (fr_ipc_trigger_req_decode(req, &tq, err, sizeof(err)) < 0)
-		return fr_ipc_error("%s", err);
-	if (!daemon_peer_privileged(d, peer) && !daemon_may_dump(d, tq.session, peer->uid)) {
-		fr_log_info("refused a trigger of session %s to uid %u (pid %d): not among its "
-			    "users",
-			    tq.session, (unsigned)peer->uid, (int)peer->pid);
-		return fr_ipc_error("trigger: uid %u may not trigger session \"%s\": only root, "
-				    "the admin group (socket.admin_group) and the session's "
-				    "\"users\" may",
-				    (unsigned)peer->uid, tq.session);
+	*refused = 1;
+	if (!daemon_peer_privileged(d, peer) && !daemon_may_dump(d, session, peer->uid)) {
+		fr_log_info("refused a %s of session %s to uid %u (pid %d): not among its users",
+			    verb, session, (unsigned)peer->uid, (int)peer->pid);
+		return fr_ipc_error("%s: uid %u may not %s session \"%s\": only root, the admin "
+				    "group (socket.admin_group) and the session's \"users\" may",
+				    verb, (unsigned)peer->uid, verb, session);
 	}
 	if (!d->triggers)
-		return fr_ipc_error("trigger: this recorder runs without triggers (see its log)");
-	memset(&fire, 0, sizeof(fire));
-	ret = fr_triggers_manual_reason(d->triggers, tq.session, tq.window_ns, tq.reason, &fire,
-					path, sizeof(path));
-	/* As a dump by hand: only the engine's own refusals leave `path`
-	 * empty. */
+		return fr_ipc_error("%s: this recorder runs without triggers (see its log)", verb);
+	*refused = 0;
+	return NULL;
+}
+
+/* The reply to a dump or trigger (`verb`) of `session` that the trigger
+ * engine answered with `ret`, `path` and `fire`. Only the engine's own
+ * refusals leave `path` empty; a failed dump says why there, whatever its
+ * errno (a rename's ENOENT is no missing session). */
+static cJSON *fire_reply(struct daemon *d, const char *verb, const char *session, int ret,
+			 const char *path, const struct fr_trigger_fire *fire)
+{
+	struct fr_ipc_dump_reply *reply;
+	cJSON *resp;
+
 	if (ret == -ENOENT && !path[0])
-		return fr_ipc_error("trigger: no session named \"%s\" (see flightrec sessions)",
-				    tq.session);
+		return fr_ipc_error("%s: no session named \"%s\" (see flightrec sessions)", verb,
+				    session);
 	if (ret == -EBUSY && !path[0])
-		return fr_ipc_error("trigger of session %s refused: busy, a dump of it requested "
-				    "by hand is being written; try again when it is done",
-				    tq.session);
+		return fr_ipc_error("%s of session %s refused: busy, a dump of it requested by "
+				    "hand is being written; try again when it is done",
+				    verb, session);
 	if (ret == -EAGAIN && !path[0])
-		return daemon_query_busy(d, "trigger");
+		return daemon_query_busy(d, verb);
 	if (ret < 0)
-		return fr_ipc_error("trigger of session %s failed: %s", tq.session,
+		return fr_ipc_error("%s of session %s failed: %s", verb, session,
 				    path[0] ? path : strerror(-ret));
 	reply = calloc(1, sizeof(*reply));
 	if (!reply)
 		return NULL;
 	snprintf(reply->path, sizeof(reply->path), "%s", path);
-	reply->t0_ns = fire.t0_ns;
-	reply->t1_ns = fire.t1_ns;
+	reply->t0_ns = fire->t0_ns;
+	reply->t1_ns = fire->t1_ns;
 	resp = fr_ipc_dump_reply_encode(reply);
 	free(reply);
 	return resp;
+}
+
+/* flightrec dump --session NAME: fires the session by hand. A dump holds
+ * whatever the session targets, of every user, and costs the daemon a
+ * write; so only root, the admin group and the session's "users" may. */
+cJSON *daemon_handle_dump(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer)
+{
+	struct fr_ipc_dump_req dq;
+	struct fr_trigger_fire fire;
+	char path[4096] = "", err[512];
+	cJSON *refusal;
+	int refused, ret;
+
+	if (fr_ipc_dump_req_decode(req, &dq, err, sizeof(err)) < 0)
+		return fr_ipc_error("%s", err);
+	refusal = fire_refusal(d, peer, "dump", dq.session, &refused);
+	if (refused)
+		return refusal;
+	memset(&fire, 0, sizeof(fire));
+	ret = fr_triggers_manual(d->triggers, dq.session, dq.window_ns, &fire, path, sizeof(path));
+	return fire_reply(d, "dump", dq.session, ret, path, &fire);
+}
+
+/* flightrec trigger: as a dump by hand, with the user's reason in it. */
+cJSON *daemon_handle_trigger(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer)
+{
+	struct fr_ipc_trigger_req tq;
+	struct fr_trigger_fire fire;
+	char path[4096] = "", err[512];
+	cJSON *refusal;
+	int refused, ret;
+
+	if (fr_ipc_trigger_req_decode(req, &tq, err, sizeof(err)) < 0)
+		return fr_ipc_error("%s", err);
+	refusal = fire_refusal(d, peer, "trigger", tq.session, &refused);
+	if (refused)
+		return refusal;
+	memset(&fire, 0, sizeof(fire));
+	ret = fr_triggers_manual_reason(d->triggers, tq.session, tq.window_ns, tq.reason, &fire,
+					path, sizeof(path));
+	return fire_reply(d, "trigger", tq.session, ret, path, &fire);
 }

@@ -63,24 +63,6 @@ static int by_chunk(const void *a, const void *b)
 	return cmp_chunk(x->seq, x->covers, y->seq, y->covers);
 }
 
-/* Reads chunk `ref` for its counters. Returns 0, or -errno when it cannot
- * be read now (gone since the query, damaged: counted by the ring). */
-static int chunk_lost(struct fr_ring *ring, const struct fr_ring_ref *ref, uint64_t *lost)
-{
-	struct fr_chunk *c = NULL;
-	void *buf = NULL;
-	int ret = fr_ring_read(ring, ref, &buf);
-
-	if (ret == 0)
-		ret = fr_chunk_decode(buf, ref->len, &c);
-	*lost = 0;
-	for (uint32_t e = 0; ret == 0 && e < c->nevents; e++)
-		*lost += c->events[e].lost;
-	fr_chunk_free(c);
-	free(buf);
-	return ret;
-}
-
 int fr_ring_losses_update(struct fr_ring_losses *l, struct fr_ring *ring, int64_t budget_ns)
 {
 	struct fr_ring_ref *refs = NULL;
@@ -106,7 +88,7 @@ int fr_ring_losses_update(struct fr_ring_losses *l, struct fr_ring *ring, int64_
 		} else if (mono_ns() >= until) {
 			complete = false;
 			continue;
-		} else if (chunk_lost(ring, &refs[i], &lost) < 0) {
+		} else if (fr_ring_chunk_lost(ring, &refs[i], &lost) < 0) {
 			/* Not in the ring any more, or damaged: not what the
 			 * ring holds, as dump --info would not count it */
 			continue;

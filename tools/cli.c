@@ -94,6 +94,28 @@ int fr_cli_call(int sock, const char *path, cJSON *req, int pass_fd, cJSON **res
 	return ret;
 }
 
+int fr_cli_request(const char *path, cJSON *req, int pass_fd, const char *ctx, cJSON **resp)
+{
+	int sock, ret = 1;
+
+	*resp = NULL;
+	sock = fr_cli_connect(path);
+	if (sock < 0)
+		return 1;
+	if (fr_cli_call(sock, path, req, pass_fd, resp) >= 0) {
+		if (fr_cli_resp_error(*resp))
+			fprintf(stderr, "%s%s: %s\n", prog, ctx, fr_cli_resp_error(*resp));
+		else
+			ret = 0;
+	}
+	close(sock);
+	if (ret) {
+		cJSON_Delete(*resp);
+		*resp = NULL;
+	}
+	return ret;
+}
+
 /* A number of a reply, or of an object built here, where integers are raw
  * text (fr_ipc_add_int keeps 64-bit values exact). */
 double fr_cli_num(const cJSON *obj, const char *key)

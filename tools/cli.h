@@ -58,6 +58,12 @@ void fr_cli_report_call_error(int ret, const char *path, cJSON **resp);
 /* fr_ipc_call(), saying why it failed. Returns as fr_ipc_call(). */
 int fr_cli_call(int sock, const char *path, cJSON *req, int pass_fd, cJSON **resp);
 
+/* Connects to the recorder at `path`, sends `req` (with `pass_fd` unless
+ * -1) and returns its successful reply in *resp (the caller frees it).
+ * An error reply is said as "<prog><ctx>: <error>" (`ctx` "" or, say,
+ * " timeline"). Returns 0, or 1 after saying what went wrong. */
+int fr_cli_request(const char *path, cJSON *req, int pass_fd, const char *ctx, cJSON **resp);
+
 /* A number member of a reply, or of an object built here, where integers
  * are raw text; 0 when absent. */
 double fr_cli_num(const cJSON *obj, const char *key);

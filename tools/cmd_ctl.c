@@ -26,27 +26,27 @@ static const char *prog = FR_CLI_PROG;
 static int call(const char *socket_s, cJSON *req, cJSON **resp)
 {
 	char *socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
-	int sock = -1, status = 1;
+	int status = 1;
 
 	*resp = NULL;
 	if (!req || !socket_path) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		goto out;
 	}
-	sock = fr_cli_connect(socket_path);
-	if (sock < 0 || fr_cli_call(sock, socket_path, req, -1, resp) < 0)
-		goto out;
-	if (fr_cli_resp_error(*resp)) {
-		fprintf(stderr, "%s: %s\n", prog, fr_cli_resp_error(*resp));
-		goto out;
-	}
-	status = 0;
+	status = fr_cli_request(socket_path, req, -1, "", resp);
 out:
-	if (sock >= 0)
-		close(sock);
 	cJSON_Delete(req);
 	free(socket_path);
 	return status;
+}
+
+/* --json: the reply as the recorder sent it. */
+static void print_json(const cJSON *resp)
+{
+	char *text = cJSON_Print(resp);
+
+	printf("%s\n", text ? text : "{}");
+	cJSON_free(text);
 }
 
 static void reload_usage(FILE *f)
@@ -92,7 +92,7 @@ int fr_cmd_reload(int argc, char **argv)
 	};
 	struct fr_ipc_reload_reply *reply;
 	const char *socket_s = NULL;
-	char err[512], *text;
+	char err[512];
 	int c, json = 0, status;
 	cJSON *resp;
 
@@ -117,9 +117,7 @@ int fr_cmd_reload(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, reply ? err : "out of memory");
 		status = 1;
 	} else if (json) {
-		text = cJSON_Print(resp);
-		printf("%s\n", text ? text : "{}");
-		cJSON_free(text);
+		print_json(resp);
 	} else {
 		print_reload(reply);
 	}
@@ -202,7 +200,7 @@ int fr_cmd_trigger(int argc, char **argv)
 	struct fr_ipc_trigger_req tq;
 	struct fr_ipc_dump_reply *reply;
 	const char *socket_s = NULL;
-	char err[512], t0[64], t1[64], span[32], *text;
+	char err[512], t0[64], t1[64], span[32];
 	int json = 0, status;
 	cJSON *resp;
 
@@ -218,9 +216,7 @@ int fr_cmd_trigger(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, reply ? err : "out of memory");
 		status = 1;
 	} else if (json) {
-		text = cJSON_Print(resp);
-		printf("%s\n", text ? text : "{}");
-		cJSON_free(text);
+		print_json(resp);
 	} else {
 		fr_format_time(reply->t0_ns, t0, sizeof(t0));
 		fr_format_time(reply->t1_ns, t1, sizeof(t1));

@@ -119,16 +119,11 @@ static int dump_info(struct fr_ring *ring, int json)
 		return 1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		void *buf = NULL;
-		struct fr_chunk *c = NULL;
+		uint64_t l;
 
 		/* A chunk found damaged here is counted by the ring. */
-		if (fr_ring_read(ring, &refs[i], &buf) == 0 &&
-		    fr_chunk_decode(buf, refs[i].len, &c) == 0)
-			for (uint32_t e = 0; e < c->nevents; e++)
-				lost += c->events[e].lost;
-		fr_chunk_free(c);
-		free(buf);
+		if (fr_ring_chunk_lost(ring, &refs[i], &l) == 0)
+			lost += l;
 	}
 	free(refs);
 	fr_ring_get_stats(ring, &st);

@@ -18,6 +18,7 @@
 
 #include "core/query/pprof_read.h"
 #include "core/util/compress.h"
+#include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/parse.h"
 #include "ipc/client.h"
@@ -316,17 +317,15 @@ static int print_json(const struct fr_pprof_data *pd, const struct rthread *t, s
  * 0 or -1 after saying why. */
 static int load(int fd, struct fr_pprof_data **pd, struct rthread **t)
 {
-	void *gz = NULL, *raw = NULL;
-	size_t rawlen;
-	struct stat st;
+	char *gz = NULL;
+	void *raw = NULL;
+	size_t gzlen, rawlen;
 	int ret = -1;
 
 	*pd = NULL;
 	*t = NULL;
-	if (fstat(fd, &st) < 0 || st.st_size <= 0 || !(gz = malloc((size_t)st.st_size)) ||
-	    pread(fd, gz, (size_t)st.st_size, 0) != st.st_size ||
-	    fr_gunzip(gz, (size_t)st.st_size, &raw, &rawlen) < 0 ||
-	    fr_pprof_read(raw, rawlen, pd) < 0) {
+	if (fr_read_whole(fd, SIZE_MAX, &gz, &gzlen) < 0 || !gzlen ||
+	    fr_gunzip(gz, gzlen, &raw, &rawlen) < 0 || fr_pprof_read(raw, rawlen, pd) < 0) {
 		fprintf(stderr, "%s threads: the answer cannot be read\n", prog);
 		goto out;
 	}
@@ -397,22 +396,16 @@ static int ask(const char *socket_path, const struct fr_ipc_threads_req *q, int 
 {
 	cJSON *req = fr_ipc_threads_req_encode(q), *resp = NULL;
 	char err[512] = "";
-	int sock = -1, ret = 1;
+	int ret = 1;
 
-	if (!req || (sock = fr_cli_connect(socket_path)) < 0)
+	if (!req || fr_cli_request(socket_path, req, fd, "", &resp) != 0)
 		goto out;
-	if (fr_cli_call(sock, socket_path, req, fd, &resp) < 0)
-		goto out;
-	if (fr_cli_resp_error(resp) ||
-	    fr_ipc_threads_reply_decode(resp, reply, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: %s\n", prog,
-			fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
+	if (fr_ipc_threads_reply_decode(resp, reply, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
 		goto out;
 	}
 	ret = 0;
 out:
-	if (sock >= 0)
-		close(sock);
 	cJSON_Delete(req);
 	cJSON_Delete(resp);
 	return ret;

@@ -6,6 +6,7 @@
  */
 #include "tools/cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/util/fs.h"
 #include "ipc/client.h"
 #include "ipc/msg_timeline.h"
 #include "ipc/paths.h"
@@ -85,22 +87,16 @@ static int ask(const char *socket_path, const struct fr_ipc_timeline_req *q, int
 {
 	cJSON *req = fr_ipc_timeline_req_encode(q), *resp = NULL;
 	char err[512] = "";
-	int sock = -1, ret = 1;
+	int ret = 1;
 
-	if (!req || (sock = fr_cli_connect(socket_path)) < 0)
+	if (!req || fr_cli_request(socket_path, req, fd, " timeline", &resp) != 0)
 		goto out;
-	if (fr_cli_call(sock, socket_path, req, fd, &resp) < 0)
-		goto out;
-	if (fr_cli_resp_error(resp) ||
-	    fr_ipc_timeline_reply_decode(resp, reply, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s timeline: %s\n", prog,
-			fr_cli_resp_error(resp) ? fr_cli_resp_error(resp) : err);
+	if (fr_ipc_timeline_reply_decode(resp, reply, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s timeline: %s\n", prog, err);
 		goto out;
 	}
 	ret = 0;
 out:
-	if (sock >= 0)
-		close(sock);
 	cJSON_Delete(req);
 	cJSON_Delete(resp);
 	return ret;
@@ -109,24 +105,12 @@ out:
 /* The whole memory file `fd` as a string. NULL after saying why not. */
 static char *read_all(int fd)
 {
-	struct stat st;
 	char *text;
-	ssize_t n;
+	size_t len;
+	int ret = fr_read_whole(fd, 64 << 20, &text, &len);
 
-	if (fstat(fd, &st) < 0 || st.st_size > (64 << 20)) {
+	if (ret < 0 && ret != -ENOMEM)
 		fprintf(stderr, "%s timeline: the answer cannot be read\n", prog);
-		return NULL;
-	}
-	text = malloc((size_t)st.st_size + 1);
-	if (!text)
-		return NULL;
-	n = pread(fd, text, (size_t)st.st_size, 0);
-	if (n != st.st_size) {
-		fprintf(stderr, "%s timeline: the answer cannot be read\n", prog);
-		free(text);
-		return NULL;
-	}
-	text[n] = '\0';
 	return text;
 }
 

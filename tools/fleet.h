@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/query/fleet_pprof.h"
+#include "core/query/rowbinary.h"
 #include "core/util/limits.h"
 #include "tools/query.h"
 
@@ -58,8 +59,14 @@ int fleet_timeline(const struct fleet_args *a, const char *by, int64_t step, uin
 int fleet_ch_query(const struct fleet_args *a, const char *sql,
 		   int (*sink)(void *, const void *, size_t), void *arg);
 
-/* Appends the WHERE clause of `a`'s window and filters (no "WHERE"). */
 struct fr_sql;
+/* fleet_ch_query() of `sql` with its RowBinary answer read row by row by
+ * `row` (core/query/rowbinary.h's fr_rb_row_fn). `what` names the query
+ * in messages. Returns 0, or 1 after saying why. */
+int fleet_ch_rows(const struct fleet_args *a, const struct fr_sql *sql, fr_rb_row_fn row, void *arg,
+		  const char *what);
+
+/* Appends the WHERE clause of `a`'s window and filters (no "WHERE"). */
 void fleet_ch_where(const struct fleet_args *a, struct fr_sql *s);
 
 #endif

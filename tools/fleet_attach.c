@@ -51,29 +51,6 @@ static int write_fd(void *arg, const void *buf, size_t len)
 	return 0;
 }
 
-/* Runs `sql` with its answer read row by row by `row`. Returns 0 or 1
- * after saying why. */
-static int rows_query(const struct fleet_args *a, const struct fr_sql *sql, fr_rb_row_fn row,
-		      void *arg, const char *what)
-{
-	struct fr_rb_stream rs;
-	int ret;
-
-	if (sql->err) {
-		fprintf(stderr, "%s: the %s query: %s\n", a->cmd, what, strerror(-sql->err));
-		return 1;
-	}
-	fr_rb_stream_init(&rs, row, arg, 0);
-	ret = fleet_ch_query(a, sql->buf, fr_rb_stream_feed, &rs);
-	if (ret == 0 && (ret = fr_rb_stream_end(&rs)) < 0) {
-		fprintf(stderr, "%s: ClickHouse's answer to the %s query is malformed: %s\n",
-			a->cmd, what, strerror(-ret));
-		ret = 1;
-	}
-	fr_rb_stream_free(&rs);
-	return ret;
-}
-
 /* The comments that head a fleet profile: version, window, filters. */
 static void comments(const struct fleet_args *a, struct fr_fleet_pprof *fp)
 {
@@ -201,7 +178,7 @@ int fleet_profile(const struct fleet_args *a, int fd, struct fr_fleet_pprof_stat
 		   " WHERE ");
 	fleet_ch_where(a, &sql);
 	fr_sql_add(&sql, ") GROUP BY stack_hash FORMAT RowBinary");
-	if (rows_query(a, &sql, fr_fleet_stack_row, sr, "stacks") || replay_totals(a, spool, sr))
+	if (fleet_ch_rows(a, &sql, fr_fleet_stack_row, sr, "stacks") || replay_totals(a, spool, sr))
 		goto out;
 	ret = fr_fleet_pprof_finish(sr->fp, st);
 	if (ret < 0) {

@@ -1,6 +1,6 @@
 /* Fleet queries on ClickHouse: the WHERE clause of a command's window and
  * filters, and one query run over HTTP on the first server that answers,
- * its RowBinary answer streamed to a sink (see tools/fleet.h).
+ * its RowBinary answer streamed to a sink or read row by row (see tools/fleet.h).
  *
  * Every query is sent with readonly=1 (nothing a user typed could change
  * the store even if it left its literal, which fleet_sql.c prevents), a
@@ -17,6 +17,7 @@
 
 #include "core/query/ch_schema.h"
 #include "core/query/fleet_sql.h"
+#include "core/query/rowbinary.h"
 #include "core/store/sample.h"
 #include "core/util/http.h"
 #include "tools/fleet.h"
@@ -133,4 +134,25 @@ int fleet_ch_query(const struct fleet_args *a, const char *sql,
 	}
 	fr_http_free(h);
 	return ret == 0 ? 0 : 1;
+}
+
+int fleet_ch_rows(const struct fleet_args *a, const struct fr_sql *sql, fr_rb_row_fn row, void *arg,
+		  const char *what)
+{
+	struct fr_rb_stream rs;
+	int ret;
+
+	if (sql->err) {
+		fprintf(stderr, "%s: the %s query: %s\n", a->cmd, what, strerror(-sql->err));
+		return 1;
+	}
+	fr_rb_stream_init(&rs, row, arg, 0);
+	ret = fleet_ch_query(a, sql->buf, fr_rb_stream_feed, &rs);
+	if (ret == 0 && (ret = fr_rb_stream_end(&rs)) < 0) {
+		fprintf(stderr, "%s: ClickHouse's answer to the %s query is malformed: %s\n",
+			a->cmd, what, strerror(-ret));
+		ret = 1;
+	}
+	fr_rb_stream_free(&rs);
+	return ret;
 }

@@ -100,27 +100,6 @@ static int step_row(void *arg, struct fr_rb_cur *c)
 	return 0;
 }
 
-static int run(const struct fleet_args *a, struct fr_sql *sql, fr_rb_row_fn row, void *arg,
-	       const char *what)
-{
-	struct fr_rb_stream rs;
-	int ret;
-
-	if (sql->err) {
-		fprintf(stderr, "%s: the %s query: %s\n", a->cmd, what, strerror(-sql->err));
-		return 1;
-	}
-	fr_rb_stream_init(&rs, row, arg, 0);
-	ret = fleet_ch_query(a, sql->buf, fr_rb_stream_feed, &rs);
-	if (ret == 0 && (ret = fr_rb_stream_end(&rs)) < 0) {
-		fprintf(stderr, "%s: ClickHouse's answer to the %s query is malformed: %s\n",
-			a->cmd, what, strerror(-ret));
-		ret = 1;
-	}
-	fr_rb_stream_free(&rs);
-	return ret;
-}
-
 static int query(struct tl *t)
 {
 	const struct fleet_args *a = t->a;
@@ -132,7 +111,7 @@ static int query(struct tl *t)
 	fleet_ch_where(a, &sql);
 	fr_sql_add(&sql, " GROUP BY %s ORDER BY v DESC, %s LIMIT %u FORMAT RowBinary", t->col,
 		   t->col, t->top + 1);
-	ret = run(a, &sql, top_row, t, "top groups");
+	ret = fleet_ch_rows(a, &sql, top_row, t, "top groups");
 	fr_sql_free(&sql);
 	if (ret || !t->ngroups)
 		return ret;
@@ -148,7 +127,7 @@ static int query(struct tl *t)
 		   t->col, t->a->t0, t->step);
 	fleet_ch_where(a, &sql);
 	fr_sql_add(&sql, " GROUP BY folded, g, k FORMAT RowBinary");
-	ret = run(a, &sql, step_row, t, "steps");
+	ret = fleet_ch_rows(a, &sql, step_row, t, "steps");
 	fr_sql_free(&sql);
 	return ret;
 }

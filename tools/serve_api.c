@@ -26,6 +26,7 @@
 
 #include "core/query/pprof_read.h"
 #include "core/util/compress.h"
+#include "core/util/fs.h"
 #include "core/util/parse.h"
 #include "ipc/client.h"
 #include "ipc/msg.h"
@@ -124,17 +125,16 @@ static int ask_profile(const struct fr_serve *s, const struct params *p, int fd,
 /* Reads the gzip'ed profile in `fd` (from its start) into *gz. */
 static int read_fd(int fd, void **gz, size_t *len)
 {
-	struct stat st;
+	char *buf;
 
 	*gz = NULL;
-	if (fstat(fd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > PROFILE_GZ_MAX ||
-	    !(*gz = malloc((size_t)st.st_size)) ||
-	    pread(fd, *gz, (size_t)st.st_size, 0) != st.st_size) {
-		free(*gz);
-		*gz = NULL;
+	if (fr_read_whole(fd, PROFILE_GZ_MAX, &buf, len) < 0)
+		return -1;
+	if (!*len) {
+		free(buf);
 		return -1;
 	}
-	*len = (size_t)st.st_size;
+	*gz = buf;
 	return 0;
 }
 

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/util/parse.h"
+
 /* RFC 9110 token characters (method, header names). */
 static int is_tchar(unsigned char c)
 {
@@ -171,17 +173,6 @@ int fr_http_parse(const char *buf, size_t len, struct fr_http_request *r)
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Decodes src[0..n) into out. Returns the length or -2. */
 static int decode(const char *src, size_t n, char *out, size_t outlen)
 {
@@ -195,8 +186,8 @@ static int decode(const char *src, size_t n, char *out, size_t outlen)
 
 			if (i + 2 >= n)
 				return -2;
-			hi = hexval(src[i + 1]);
-			lo = hexval(src[i + 2]);
+			hi = fr_hex_digit(src[i + 1]);
+			lo = fr_hex_digit(src[i + 2]);
 			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
 				return -2;
 			c = (char)(hi * 16 + lo);
@@ -279,27 +270,6 @@ int fr_http_host_ok(const char *host, const char *listen_addr, unsigned port)
 	return 0;
 }
 
-/* The length of the valid UTF-8 sequence at s[0..left) (1 to 4), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t left)
-{
-	size_t n = s[0] < 0x80			 ? 1
-		   : s[0] >= 0xc2 && s[0] < 0xe0 ? 2
-		   : s[0] >= 0xe0 && s[0] < 0xf0 ? 3
-		   : s[0] >= 0xf0 && s[0] < 0xf5 ? 4
-						 : 0;
-
-	if (n > left)
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	/* Overlong three- and four-byte forms, surrogates, past U+10FFFF. */
-	if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
-	    (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
-		return 0;
-	return n;
-}
-
 char *fr_http_utf8_clean(const char *text, size_t len, size_t *outlen)
 {
 	const unsigned char *s = (const unsigned char *)text;
@@ -308,7 +278,7 @@ char *fr_http_utf8_clean(const char *text, size_t len, size_t *outlen)
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < len;) {
-		size_t n = utf8_len(s + i, len - i);
+		size_t n = fr_utf8_len(s + i, len - i);
 
 		if (n) {
 			memcpy(o, s + i, n);

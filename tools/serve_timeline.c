@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/store/sample.h"
+#include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/parse.h"
 #include "ipc/client.h"
@@ -103,8 +104,8 @@ void fr_serve_route_timeline(const struct fr_serve *s, int fd, const struct fr_h
 	cJSON *req = NULL, *resp = NULL;
 	char why[600] = "out of memory";
 	int mfd = memfd_create("flightrec-serve", MFD_CLOEXEC), sock = -1, status = 500;
-	struct stat st;
 	char *body = NULL;
+	size_t len;
 
 	if (mfd < 0)
 		goto out;
@@ -124,15 +125,12 @@ void fr_serve_route_timeline(const struct fr_serve *s, int fd, const struct fr_h
 							 : "the recorder did not answer");
 		goto out;
 	}
-	if (fstat(mfd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > TIMELINE_JSON_MAX ||
-	    !(body = malloc((size_t)st.st_size)) ||
-	    pread(mfd, body, (size_t)st.st_size, 0) != st.st_size) {
+	if (fr_read_whole(mfd, TIMELINE_JSON_MAX, &body, &len) < 0 || !len) {
 		snprintf(why, sizeof(why), "the recorder's timeline cannot be read");
 		goto out;
 	}
 	status = 0;
-	fr_serve_respond(fd, 200, "application/json; charset=utf-8", body, (size_t)st.st_size, NULL,
-			 head_only);
+	fr_serve_respond(fd, 200, "application/json; charset=utf-8", body, len, NULL, head_only);
 out:
 	if (status)
 		fr_serve_error(fd, status, why, head_only);

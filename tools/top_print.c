@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/query/pprof_read.h"
+#include "core/query/timeline.h"
 #include "core/util/parse.h"
 #include "ipc/proto.h"
 #include "tools/serve_http.h"
@@ -473,25 +474,18 @@ int fr_top_print(const struct fr_pprof_data *d, const struct fr_top_opts *o)
 
 int fr_top_parse_by(const char *s, struct fr_top_opts *o)
 {
-	static const struct {
-		const char *name;
-		enum fr_top_by by;
-	} names[] = {
-		{"process", FR_TOP_BY_PROCESS},
-		{"comm", FR_TOP_BY_COMM},
-		{"cgroup", FR_TOP_BY_CGROUP},
+	static const enum fr_top_by tops[] = {
+		[FR_TIMELINE_BY_PROCESS] = FR_TOP_BY_PROCESS,
+		[FR_TIMELINE_BY_COMM] = FR_TOP_BY_COMM,
+		[FR_TIMELINE_BY_CGROUP] = FR_TOP_BY_CGROUP,
+		[FR_TIMELINE_BY_LABEL] = FR_TOP_BY_LABEL,
 	};
+	enum fr_timeline_by by;
+	const char *key;
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(s, names[i].name) == 0) {
-			o->by = names[i].by;
-			o->by_key = NULL;
-			return 0;
-		}
-	if (strncmp(s, "label:", 6) == 0 && s[6]) {
-		o->by = FR_TOP_BY_LABEL;
-		o->by_key = s + 6;
-		return 0;
-	}
-	return -EINVAL;
+	if (fr_group_by_parse(s, &by, &key) < 0)
+		return -EINVAL;
+	o->by = tops[by];
+	o->by_key = key;
+	return 0;
 }

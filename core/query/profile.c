@@ -401,6 +401,46 @@ out:
 	return ret;
 }
 
+/* What a write and a count begin with: the request set up in `b`, the
+ * window's chunks listed in `w` and their rates read into `res`. Returns
+ * 0 or -errno with `err` set when there is more to say than the errno. */
+static int open_window(struct builder *b, struct window *w, const struct fr_profile_request *req,
+		       struct fr_profile_result *res, char *err, size_t errlen)
+{
+	int ret;
+
+	memset(b, 0, sizeof(*b));
+	memset(res, 0, sizeof(*res));
+	b->req = req;
+	err[0] = '\0';
+	ret = setup_request(b, res, err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = fr_ring_query(w->ring, req->t0, req->t1, &w->refs, &w->nrefs);
+	if (ret < 0) {
+		snprintf(err, errlen, "cannot query the ring: %s", strerror(-ret));
+		return ret;
+	}
+	w->cache = calloc(w->nrefs ? w->nrefs : 1, sizeof(*w->cache));
+	if (!w->cache)
+		return -ENOMEM;
+	return read_rates(b, w, res, err, errlen);
+}
+
+/* What a write and a count end with: `err` said for an errno alone, the
+ * window and the builder freed. Returns 0 or `ret` when negative. */
+static int close_window(struct builder *b, struct window *w, int ret, char *err, size_t errlen)
+{
+	if (ret < 0 && !err[0])
+		snprintf(err, errlen, "%s", strerror(-ret));
+	for (size_t r = 0; w->cache && r < w->nrefs; r++)
+		fr_chunk_free(w->cache[r].chunk);
+	free(w->cache);
+	free(w->refs);
+	profile_free_builder(b);
+	return ret < 0 ? ret : 0;
+}
+
 int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req, fr_write_fn sink,
 		     void *sink_arg, struct fr_profile_result *res, char *err, size_t errlen)
 {
@@ -409,25 +449,7 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 	struct counting_sink counter = {.sink = sink, .arg = sink_arg};
 	int ret;
 
-	memset(&b, 0, sizeof(b));
-	memset(res, 0, sizeof(*res));
-	b.req = req;
-	err[0] = '\0';
-
-	ret = setup_request(&b, res, err, errlen);
-	if (ret < 0)
-		goto out;
-	ret = fr_ring_query(ring, req->t0, req->t1, &w.refs, &w.nrefs);
-	if (ret < 0) {
-		snprintf(err, errlen, "cannot query the ring: %s", strerror(-ret));
-		goto out;
-	}
-	w.cache = calloc(w.nrefs ? w.nrefs : 1, sizeof(*w.cache));
-	if (!w.cache) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = read_rates(&b, &w, res, err, errlen);
+	ret = open_window(&b, &w, req, res, err, errlen);
 	if (ret < 0)
 		goto out;
 	profile_set_targets(&b, res);
@@ -435,16 +457,8 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 	if (ret < 0)
 		goto out;
 	ret = write_aggregate(&b, coverage(ring, req, res), &counter, res, err, errlen);
-
 out:
-	if (ret < 0 && !err[0])
-		snprintf(err, errlen, "%s", strerror(-ret));
-	for (size_t r = 0; w.cache && r < w.nrefs; r++)
-		fr_chunk_free(w.cache[r].chunk);
-	free(w.cache);
-	free(w.refs);
-	profile_free_builder(&b);
-	return ret < 0 ? ret : 0;
+	return close_window(&b, &w, ret, err, errlen);
 }
 
 int fr_profile_count(struct fr_ring *ring, const struct fr_profile_request *req,
@@ -455,20 +469,7 @@ int fr_profile_count(struct fr_ring *ring, const struct fr_profile_request *req,
 	struct kset seen = {0};
 	int ret;
 
-	memset(&b, 0, sizeof(b));
-	memset(res, 0, sizeof(*res));
-	b.req = req;
-	err[0] = '\0';
-	ret = setup_request(&b, res, err, errlen);
-	if (ret < 0)
-		goto out;
-	ret = fr_ring_query(ring, req->t0, req->t1, &w.refs, &w.nrefs);
-	if (ret < 0) {
-		snprintf(err, errlen, "cannot query the ring: %s", strerror(-ret));
-		goto out;
-	}
-	w.cache = calloc(w.nrefs ? w.nrefs : 1, sizeof(*w.cache));
-	ret = w.cache ? read_rates(&b, &w, res, err, errlen) : -ENOMEM;
+	ret = open_window(&b, &w, req, res, err, errlen);
 	for (uint32_t e = 0; ret == 0 && e < b.nev; e++)
 		res->samples_seen += b.ev[e].res->samples_seen;
 	for (size_t r = 0; ret == 0 && procs && r < w.nrefs; r++) {
@@ -481,14 +482,6 @@ int fr_profile_count(struct fr_ring *ring, const struct fr_profile_request *req,
 	}
 	if (ret == 0 && procs)
 		*procs = seen.n;
-out:
-	if (ret < 0 && !err[0])
-		snprintf(err, errlen, "%s", strerror(-ret));
-	for (size_t r = 0; w.cache && r < w.nrefs; r++)
-		fr_chunk_free(w.cache[r].chunk);
-	free(w.cache);
-	free(w.refs);
 	free(seen.slots);
-	profile_free_builder(&b);
-	return ret < 0 ? ret : 0;
+	return close_window(&b, &w, ret, err, errlen);
 }

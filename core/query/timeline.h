@@ -137,8 +137,14 @@ struct fr_timeline {
  * 2, 6, 12 h; 1 day), at least 1 s. */
 int64_t fr_timeline_default_step(int64_t window_ns);
 
-/* Parses a --by value ("process", "comm", "cgroup", "label:KEY") into
- * `req`. Returns 0 or -EINVAL. */
+/* The one parser of a --by value ("process", "comm", "cgroup",
+ * "label:KEY"), for the timeline and for top: the grouping into *by and,
+ * for a label, *key pointing into `s` (NULL otherwise; a key of any
+ * length, each user bounds it as it needs). Returns 0 or -EINVAL. */
+int fr_group_by_parse(const char *s, enum fr_timeline_by *by, const char **key);
+
+/* fr_group_by_parse() into `req`, a key of at most FR_LIMIT_LABEL_LEN - 1
+ * bytes. Returns 0 or -EINVAL. */
 int fr_timeline_parse_by(const char *s, struct fr_timeline_request *req);
 
 /* The --by value of a timeline or request ("label:KEY" into buf). */

@@ -3,10 +3,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/query/timeline.h"
+#include "core/util/parse.h"
 
 int64_t fr_timeline_default_step(int64_t window_ns)
 {
@@ -22,21 +24,33 @@ int64_t fr_timeline_default_step(int64_t window_ns)
 	return (want / 86400000000000LL + 1) * 86400000000000LL;
 }
 
-int fr_timeline_parse_by(const char *s, struct fr_timeline_request *req)
+int fr_group_by_parse(const char *s, enum fr_timeline_by *by, const char **key)
 {
 	static const char *const names[] = {"process", "comm", "cgroup"};
 
+	*key = NULL;
 	for (int i = 0; i < 3; i++) {
 		if (strcmp(s, names[i]) == 0) {
-			req->by = (enum fr_timeline_by)i;
-			req->label_key[0] = '\0';
+			*by = (enum fr_timeline_by)i;
 			return 0;
 		}
 	}
-	if (strncmp(s, "label:", 6) != 0 || !s[6] || strlen(s + 6) >= FR_LIMIT_LABEL_LEN)
+	if (strncmp(s, "label:", 6) != 0 || !s[6])
 		return -EINVAL;
-	req->by = FR_TIMELINE_BY_LABEL;
-	snprintf(req->label_key, sizeof(req->label_key), "%s", s + 6);
+	*by = FR_TIMELINE_BY_LABEL;
+	*key = s + 6;
+	return 0;
+}
+
+int fr_timeline_parse_by(const char *s, struct fr_timeline_request *req)
+{
+	enum fr_timeline_by by;
+	const char *key;
+
+	if (fr_group_by_parse(s, &by, &key) < 0 || (key && strlen(key) >= FR_LIMIT_LABEL_LEN))
+		return -EINVAL;
+	req->by = by;
+	snprintf(req->label_key, sizeof(req->label_key), "%s", key ? key : "");
 	return 0;
 }
 
@@ -51,26 +65,6 @@ const char *fr_timeline_by_name(enum fr_timeline_by by, const char *label_key, c
 	}
 }
 
-/* The length of the valid UTF-8 sequence at s (1 to 4), or 0. */
-static int utf8_len(const unsigned char *s)
-{
-	int n = s[0] < 0x80		      ? 1
-		: s[0] >= 0xc2 && s[0] < 0xe0 ? 2
-		: s[0] >= 0xe0 && s[0] < 0xf0 ? 3
-		: s[0] >= 0xf0 && s[0] < 0xf5 ? 4
-					      : 0;
-
-	for (int i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	}
-	/* Overlong three-byte forms, surrogates, and beyond U+10FFFF. */
-	if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
-	    (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
-		return 0;
-	return n;
-}
-
 /* A JSON string: quotes, backslashes and control characters escaped; a
  * byte that is not valid UTF-8 (names are what the kernel or a program
  * gave, any bytes) becomes U+FFFD, so every JSON reader takes the text. */
@@ -80,7 +74,7 @@ static void json_str(FILE *f, const char *str)
 
 	fputc('"', f);
 	while (*s) {
-		int n = utf8_len(s);
+		size_t n = fr_utf8_len(s, SIZE_MAX);
 
 		if (*s == '"' || *s == '\\')
 			fprintf(f, "\\%c", *s);
@@ -89,7 +83,7 @@ static void json_str(FILE *f, const char *str)
 		else if (n == 0)
 			fputs("\\ufffd", f);
 		else
-			fwrite(s, 1, (size_t)n, f);
+			fwrite(s, 1, n, f);
 		s += n ? n : 1;
 	}
 	fputc('"', f);

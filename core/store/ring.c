@@ -434,6 +434,22 @@ err:
 	return ret;
 }
 
+int fr_ring_chunk_lost(struct fr_ring *r, const struct fr_ring_ref *ref, uint64_t *lost)
+{
+	struct fr_chunk *c = NULL;
+	void *buf = NULL;
+	int ret = fr_ring_read(r, ref, &buf);
+
+	if (ret == 0)
+		ret = fr_chunk_decode(buf, ref->len, &c);
+	*lost = 0;
+	for (uint32_t e = 0; ret == 0 && e < c->nevents; e++)
+		*lost += c->events[e].lost;
+	fr_chunk_free(c);
+	free(buf);
+	return ret;
+}
+
 void fr_ring_get_stats(struct fr_ring *r, struct fr_ring_stats *st)
 {
 	memset(st, 0, sizeof(*st));

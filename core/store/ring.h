@@ -225,6 +225,12 @@ int fr_ring_query(struct fr_ring *r, int64_t t0, int64_t t1, struct fr_ring_ref 
  * -errno. */
 int fr_ring_read(struct fr_ring *r, const struct fr_ring_ref *ref, void **buf);
 
+/* The samples chunk `ref` says the kernel lost (the sum of its events'
+ * lost counters), read and decoded: what `flightrec status` and `dump
+ * --info` add up. Returns 0, or -errno as fr_ring_read() or the decoder
+ * (*lost is then 0). */
+int fr_ring_chunk_lost(struct fr_ring *r, const struct fr_ring_ref *ref, uint64_t *lost);
+
 /* Which superblock a ring was opened with. */
 enum fr_ring_sb {
 	FR_RING_SB_PRIMARY = 0, /* the one at offset 0 */

@@ -10,6 +10,7 @@
 #include <linux/openat2.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -308,4 +309,29 @@ ssize_t fr_pread_full(int fd, void *buf, size_t len, uint64_t off)
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
+}
+
+int fr_read_whole(int fd, size_t max, char **buf, size_t *len)
+{
+	struct stat st;
+	ssize_t n;
+
+	*buf = NULL;
+	*len = 0;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size < 0 || (uint64_t)st.st_size > max)
+		return -EFBIG;
+	*buf = malloc((size_t)st.st_size + 1);
+	if (!*buf)
+		return -ENOMEM;
+	n = fr_pread_full(fd, *buf, (size_t)st.st_size, 0);
+	if (n != st.st_size) {
+		free(*buf);
+		*buf = NULL;
+		return n < 0 ? (int)n : -EIO;
+	}
+	(*buf)[n] = '\0';
+	*len = (size_t)n;
+	return 0;
 }

@@ -67,6 +67,12 @@ int fr_reopen_regular(int pathfd, uint64_t max_size, struct stat *st);
  * -errno. */
 ssize_t fr_pread_full(int fd, void *buf, size_t len, uint64_t off);
 
+/* The whole of file `fd` from its start (the memory file a recorder wrote
+ * its answer into), at most `max` bytes, into a malloc'd *buf with a NUL
+ * after its *len bytes (the caller frees). Returns 0, -EFBIG when it is
+ * larger, -EIO when it changed size while read, or -errno. */
+int fr_read_whole(int fd, size_t max, char **buf, size_t *len);
+
 /* Whether the peer at the other end of socket, pipe or terminal `fd` has
  * hung up or shut down its side (POLLRDHUP, POLLHUP, POLLERR); false for
  * -1 and for a peer still there. Never waits. */

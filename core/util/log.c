@@ -10,12 +10,15 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "core/util/parse.h"
 
 int fr_log_level = FR_LOG_INFO;
 static const char *log_ident = "flightrec";
@@ -87,25 +90,6 @@ static void put(char *buf, size_t len, size_t *pos, const char *fmt, ...)
 		*pos = *pos + (size_t)n < len ? *pos + (size_t)n : len - 1;
 }
 
-/* The length of the valid UTF-8 sequence at s (1..4), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s)
-{
-	size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (n == 0 || s[0] > 0xf4 || (n == 2 && s[0] < 0xc2))
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	/* Overlong three- and four-byte forms, surrogates, above U+10FFFF. */
-	if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 3 && s[0] == 0xed && s[1] >= 0xa0) ||
-	    (n == 4 && s[0] == 0xf0 && s[1] < 0x90) || (n == 4 && s[0] == 0xf4 && s[1] >= 0x90))
-		return 0;
-	return n;
-}
-
 /* Appends `s` escaped: as a JSON string's contents (control characters
  * as \u00XX, invalid UTF-8 as U+FFFD) or, for text, control characters
  * as \xXX. Stops early rather than cut an escape, leaving `reserve` bytes
@@ -116,7 +100,7 @@ static void put_escaped(char *buf, size_t len, size_t *pos, const char *s, int j
 	char piece[8];
 
 	while (*p) {
-		size_t n = json ? utf8_len(p) : 1;
+		size_t n = json ? fr_utf8_len(p, SIZE_MAX) : 1;
 		int k;
 
 		if (*p == '"' && json)

@@ -607,3 +607,23 @@ int fr_parse_pid_list(const char *text, uint32_t *pids, uint32_t cap, uint32_t *
 	}
 	return 0;
 }
+
+size_t fr_utf8_len(const unsigned char *s, size_t left)
+{
+	size_t n = s[0] < 0x80			 ? 1
+		   : s[0] >= 0xc2 && s[0] < 0xe0 ? 2
+		   : s[0] >= 0xe0 && s[0] < 0xf0 ? 3
+		   : s[0] >= 0xf0 && s[0] < 0xf5 ? 4
+						 : 0;
+
+	if (n > left)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	/* Overlong three- and four-byte forms, surrogates, past U+10FFFF. */
+	if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
+	    (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
+		return 0;
+	return n;
+}

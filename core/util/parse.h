@@ -63,6 +63,13 @@ static inline int fr_hex_digit(char c)
 	return -1;
 }
 
+/* The length of the valid UTF-8 sequence at s[0..left) (1 to 4), or 0 for
+ * a byte that starts none: overlong forms, surrogates and code points past
+ * U+10FFFF are not valid. A NUL-terminated string may pass SIZE_MAX (the
+ * NUL ends any sequence). The one check the JSON writers and the HTTP
+ * server share. */
+size_t fr_utf8_len(const unsigned char *s, size_t left);
+
 /* Formats a duration for people, the one form every command prints:
  * rounded to a tenth below a minute ("19.8s", "1.5s", "500ms", "12.3us"),
  * whole seconds below an hour ("1m", "2m30s"), whole minutes above ("1h30m",

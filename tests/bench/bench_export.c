@@ -56,19 +56,7 @@ static struct fr_ring *fill(const char *path, uint32_t hz, uint32_t cpus, int64_
 	}
 	fr_ring_set_sync_interval(ring, -1);
 	synth_init(&s, 7);
-	for (int64_t sec_end = t + SEC; t < end; sec_end += SEC) {
-		void *chunk;
-		size_t len;
-		for (; t < sec_end && t < end; t += step, n++) {
-			struct fr_sample smp;
-			synth_sample(&s, &smp, t, (uint32_t)(n % cpus), hz);
-			fr_chunk_builder_add(b, &smp);
-		}
-		if (fr_chunk_builder_seal(b, &synth_ops, 0, &chunk, &len) == 0) {
-			fr_ring_append(ring, chunk, len);
-			free(chunk);
-		}
-	}
+	synth_fill(&s, b, ring, t, end, step, hz, cpus, &n);
 	fr_chunk_builder_free(b);
 	return ring;
 }

@@ -54,22 +54,8 @@ static uint64_t write_ring(const char *path, int i, int64_t start, int64_t end, 
 	fr_ring_set_sync_interval(ring, -1);
 	synth_init(&s, 7 + (uint64_t)(i % SERVICES));
 	s.rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1) | 1;
-	for (int64_t sec_end = t + 1000000000LL; t < end; sec_end += 1000000000LL) {
-		void *chunk;
-		size_t len;
-
-		for (; t < sec_end && t < end; t += step, n++) {
-			struct fr_sample smp;
-
-			synth_sample(&s, &smp, t, (uint32_t)(n % cpus), hz);
-			fr_chunk_builder_add(b, &smp);
-		}
-		if (fr_chunk_builder_seal(b, &synth_ops, 0, &chunk, &len) == 0) {
-			if (fr_ring_append(ring, chunk, len) < 0)
-				exit(1);
-			free(chunk);
-		}
-	}
+	if (synth_fill(&s, b, ring, t, end, step, hz, cpus, &n) < 0)
+		exit(1);
 	fr_ring_close(ring);
 	fr_chunk_builder_free(b);
 	return n;

@@ -53,19 +53,7 @@ int main(int argc, char **argv)
 	}
 	fr_ring_set_sync_interval(ring, -1);
 	synth_init(&s, 7);
-	for (int64_t sec_end = t + 1000000000LL; t < end; sec_end += 1000000000LL) {
-		void *chunk;
-		size_t len;
-		for (; t < sec_end && t < end; t += step, n++) {
-			struct fr_sample smp;
-			synth_sample(&s, &smp, t, (uint32_t)(n % cpus), hz);
-			fr_chunk_builder_add(b, &smp);
-		}
-		if (fr_chunk_builder_seal(b, &synth_ops, 0, &chunk, &len) == 0) {
-			fr_ring_append(ring, chunk, len);
-			free(chunk);
-		}
-	}
+	synth_fill(&s, b, ring, t, end, step, hz, cpus, &n);
 	req.t0 = end - window_s * 1000000000LL;
 	req.t1 = end + 1;
 	req.version = "bench";

@@ -65,14 +65,10 @@ static double time_decode_all(struct fr_ring *ring, const struct fr_ring_ref *re
 	double a = now();
 
 	for (size_t i = 0; i < nrefs; i++) {
-		void *buf = NULL;
-		struct fr_chunk *c = NULL;
-		if (fr_ring_read(ring, &refs[i], &buf) == 0 &&
-		    fr_chunk_decode(buf, refs[i].len, &c) == 0)
-			for (uint32_t e = 0; e < c->nevents; e++)
-				lost += c->events[e].lost;
-		fr_chunk_free(c);
-		free(buf);
+		uint64_t l;
+
+		if (fr_ring_chunk_lost(ring, &refs[i], &l) == 0)
+			lost += l;
 	}
 	a = now() - a;
 	if (lost)

@@ -8,9 +8,11 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/store/chunk.h"
+#include "core/store/ring.h"
 #include "core/store/sample.h"
 
 #define SYNTH_STACKS 400
@@ -128,5 +130,35 @@ static const struct fr_chunk_meta_ops synth_ops = {
 	.mapping = synth_mapping,
 	.arg = NULL,
 };
+
+/* Appends the stream from `t` to `end` to `ring` at `hz` on each of `cpus`
+ * CPUs (one sample each `step` ns, CPUs in turn from *n, which counts the
+ * samples), one chunk per second as the recorder seals them. Returns 0,
+ * or the first fr_ring_append() error (the rest is still tried). */
+static inline int synth_fill(struct synth *s, struct fr_chunk_builder *b, struct fr_ring *ring,
+			     int64_t t, int64_t end, int64_t step, uint32_t hz, uint32_t cpus,
+			     uint64_t *n)
+{
+	int first = 0, ret;
+
+	for (int64_t sec_end = t + 1000000000LL; t < end; sec_end += 1000000000LL) {
+		void *chunk;
+		size_t len;
+
+		for (; t < sec_end && t < end; t += step, (*n)++) {
+			struct fr_sample smp;
+
+			synth_sample(s, &smp, t, (uint32_t)(*n % cpus), hz);
+			fr_chunk_builder_add(b, &smp);
+		}
+		if (fr_chunk_builder_seal(b, &synth_ops, 0, &chunk, &len) == 0) {
+			ret = fr_ring_append(ring, chunk, len);
+			if (ret < 0 && !first)
+				first = ret;
+			free(chunk);
+		}
+	}
+	return first;
+}
 
 #endif

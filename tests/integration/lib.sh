@@ -48,6 +48,55 @@ skip() {
 	exit 77
 }
 
+# Tests of what a user who is not root may do. need_test_users skips
+# without the tools to make users, removes on exit (test_users_cleanup,
+# which a test with more to undo calls from its own trap) every group and
+# user add_test_group and add_test_user made, and moves the socket to
+# $T/run: the daemon opens that directory to its group, and $T is made
+# passable for the users.
+TEST_USERS=
+TEST_GROUPS=
+need_test_users() {
+	local c
+	for c in useradd userdel groupadd groupdel runuser; do
+		command -v "$c" >/dev/null || skip "needs $c (passwd, util-linux) to create a test user"
+	done
+	trap test_users_cleanup EXIT
+	[ -n "${FR_KEEP:-}" ] && trap - EXIT
+	chmod 0711 "$T"
+	SOCK=$T/run/flightrec.sock
+	export FLIGHTREC_SOCKET=$SOCK
+}
+
+test_users_cleanup() {
+	local x
+	for x in $TEST_USERS; do userdel -r "$x" >/dev/null 2>&1; done
+	for x in $TEST_GROUPS; do groupdel "$x" >/dev/null 2>&1; done
+	cleanup
+}
+
+add_test_group() { # NAME
+	TEST_GROUPS="$TEST_GROUPS $1"
+	groupadd "$1" || fail "groupadd $1 failed"
+}
+
+add_test_user() { # NAME GROUPS [-M: no home]
+	TEST_USERS="$TEST_USERS $1"
+	useradd "${3:--m}" -s /bin/sh -G "$2" "$1" || fail "useradd $1 failed"
+}
+
+# Sets url to the address `flightrec serve` printed first to $T/serve.out
+# (its errors in $T/serve.err), waiting up to 5 s; fails the test without.
+wait_serve_url() {
+	local i
+	for i in $(seq 1 50); do
+		[ -s "$T/serve.out" ] && break
+		sleep 0.1
+	done
+	url=$(head -1 "$T/serve.out")
+	[ -n "$url" ] || fail "serve printed no address: $(cat "$T/serve.err")"
+}
+
 need_root_perf() {
 	[ "$(id -u)" = 0 ] || skip "needs root to sample the whole machine with perf_event_open"
 	[ -e /proc/sys/kernel/perf_event_paranoid ] || skip "kernel has no perf events"

@@ -6,34 +6,19 @@
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 need_go
-for c in useradd userdel groupadd groupdel runuser; do
-	command -v "$c" >/dev/null || skip "needs $c (passwd, util-linux) to create a test user"
-done
-
+# The users must pass through the test directory to the socket's; the
+# daemon opens the socket's own directory to the group itself.
+need_test_users
 U=frtest$$
 A=frtesta$$
 G=frtestg$$
 GA=frtestga$$
-oncall_cleanup() {
-	userdel -r "$U" >/dev/null 2>&1
-	userdel -r "$A" >/dev/null 2>&1
-	groupdel "$G" >/dev/null 2>&1
-	groupdel "$GA" >/dev/null 2>&1
-	cleanup
-}
-trap oncall_cleanup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
-groupadd "$G" || fail "groupadd $G failed"
-groupadd "$GA" || fail "groupadd $GA failed"
-useradd -m -s /bin/sh -G "$G" "$U" || fail "useradd $U failed"
-useradd -m -s /bin/sh -G "$G,$GA" "$A" || fail "useradd $A failed"
+add_test_group "$G"
+add_test_group "$GA"
+add_test_user "$U" "$G"
+add_test_user "$A" "$G,$GA"
 UID_U=$(id -u "$U")
 
-# The user must pass through the test directory to the socket's; the
-# daemon opens the socket's own directory to the group itself.
-chmod 0711 "$T"
-SOCK=$T/run/flightrec.sock
-export FLIGHTREC_SOCKET=$SOCK
 mkdir "$T/u" && chown "$U" "$T/u" && chmod 0700 "$T/u"
 cp "$BURN" "$T/rootburn"
 cp "$BURN" "$T/u/userburn" && chown "$U" "$T/u/userburn"

@@ -8,31 +8,17 @@
 # root and for a session's "users", and is refused to others.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
-for c in useradd userdel groupadd groupdel runuser; do
-	command -v "$c" >/dev/null || skip "needs $c (passwd, util-linux) to create a test user"
-done
-
+need_test_users
 U=frrel$$
 A=frrela$$
 G=frrelg$$
 GA=frrelga$$
-ops_cleanup() {
-	userdel -r "$U" >/dev/null 2>&1
-	userdel -r "$A" >/dev/null 2>&1
-	groupdel "$G" >/dev/null 2>&1
-	groupdel "$GA" >/dev/null 2>&1
-	cleanup
-}
-trap ops_cleanup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
-groupadd "$G" && groupadd "$GA" || fail "groupadd failed"
-useradd -M -s /bin/sh -G "$G" "$U" && useradd -M -s /bin/sh -G "$G,$GA" "$A" ||
-	fail "useradd failed"
+add_test_group "$G"
+add_test_group "$GA"
+add_test_user "$U" "$G" -M
+add_test_user "$A" "$G,$GA" -M
 as() { local who=$1; shift; runuser -u "$who" -- "$@"; }
 
-chmod 0711 "$T"
-SOCK=$T/run/flightrec.sock
-export FLIGHTREC_SOCKET=$SOCK
 write_config() { # RATE [RING_SIZE]
 	cat >"$T/config.json" <<JSON
 {"socket": {"path": "$SOCK", "group": "$G", "admin_group": "$GA"},

@@ -17,12 +17,7 @@ start_daemon --hz 199
 sleep 2
 "$FLIGHTREC" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
 SERVE_PID=$!
-for _ in $(seq 1 50); do
-	[ -s "$T/serve.out" ] && break
-	sleep 0.1
-done
-url=$(head -1 "$T/serve.out")
-[ -n "$url" ] || fail "serve printed no address: $(cat "$T/serve.err")"
+wait_serve_url
 
 "$FREEZE" "$DAEMON_PID" 8 >"$T/freeze.out" 2>"$T/freeze.err" &
 freezer=$!

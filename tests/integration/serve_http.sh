@@ -18,11 +18,7 @@ echo "case no_remote: ok"
 
 "$FLIGHTREC" serve --listen 127.0.0.1:0 --read-timeout 2s >"$T/serve.out" 2>"$T/serve.err" &
 SERVE_PID=$!
-for _ in $(seq 1 50); do
-	[ -s "$T/serve.out" ] && break
-	sleep 0.1
-done
-url=$(head -1 "$T/serve.out")
+wait_serve_url
 port=${url##*:}
 port=${port%/}
 [ -n "$port" ] || fail "serve printed no address: $(cat "$T/serve.err")"

@@ -15,12 +15,7 @@ cp "$BURN" "$T/$name"
 PID=$!
 sleep 3
 "$FLIGHTREC" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
-for _ in $(seq 1 50); do
-	[ -s "$T/serve.out" ] && break
-	sleep 0.1
-done
-url=$(head -1 "$T/serve.out")
-[ -n "$url" ] || fail "serve printed no address: $(cat "$T/serve.err")"
+wait_serve_url
 
 python3 - "$url" "$PID" <<'PY' || fail "a name was not sent as UTF-8"
 import json, sys, urllib.request

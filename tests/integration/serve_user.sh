@@ -6,10 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 command -v python3 >/dev/null || skip "needs python3 for the HTTP client"
-for c in useradd userdel groupadd groupdel runuser; do
-	command -v "$c" >/dev/null || skip "needs $c (passwd, util-linux) to create a test user"
-done
-
+need_test_users
 U=frsrv$$
 G=frsrvg$$
 serve_user_cleanup() {
@@ -17,18 +14,12 @@ serve_user_cleanup() {
 	# running. Every process of this test-only user is the test's.
 	pkill -KILL -u "$U" 2>/dev/null
 	sleep 0.2
-	userdel -r "$U" >/dev/null 2>&1
-	groupdel "$G" >/dev/null 2>&1
-	cleanup
+	test_users_cleanup
 }
 trap serve_user_cleanup EXIT
 [ -n "${FR_KEEP:-}" ] && trap - EXIT
-groupadd "$G" || fail "groupadd $G failed"
-useradd -m -s /bin/sh -G "$G" "$U" || fail "useradd $U failed"
-
-chmod 0711 "$T"
-SOCK=$T/run/flightrec.sock
-export FLIGHTREC_SOCKET=$SOCK
+add_test_group "$G"
+add_test_user "$U" "$G"
 mkdir "$T/u" && chown "$U" "$T/u" && chmod 0700 "$T/u"
 cp "$BURN" "$T/rootburn"
 cp "$BURN" "$T/u/userburn" && chown "$U" "$T/u/userburn"
@@ -46,12 +37,7 @@ USER_PID=$(pgrep -u "$U" -x userburn)
 
 runuser -u "$U" -- "$FLIGHTREC" serve --socket "$SOCK" --listen 127.0.0.1:0 \
 	>"$T/serve.out" 2>"$T/serve.err" &
-for _ in $(seq 1 50); do
-	[ -s "$T/serve.out" ] && break
-	sleep 0.1
-done
-url=$(head -1 "$T/serve.out")
-[ -n "$url" ] || fail "serve printed no address: $(cat "$T/serve.err")"
+wait_serve_url
 
 python3 - "$url" "$ROOT_PID" "$USER_PID" "$T/range.pb.gz" <<'PY' || fail "the page showed what the user may not see"
 import json, sys, urllib.request

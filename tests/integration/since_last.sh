@@ -8,23 +8,11 @@
 # ring.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
-for c in useradd userdel groupadd groupdel runuser; do
-	command -v "$c" >/dev/null || skip "needs $c (passwd, util-linux) to create a test user"
-done
+need_test_users
 U=frcur$$
 G=frcurg$$
-cur_cleanup() {
-	userdel -r "$U" >/dev/null 2>&1
-	groupdel "$G" >/dev/null 2>&1
-	cleanup
-}
-trap cur_cleanup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
-groupadd "$G" || fail "groupadd $G failed"
-useradd -m -s /bin/sh -G "$G" "$U" || fail "useradd $U failed"
-chmod 0711 "$T"
-SOCK=$T/run/flightrec.sock
-export FLIGHTREC_SOCKET=$SOCK
+add_test_group "$G"
+add_test_user "$U" "$G"
 mkdir "$T/u" && chown "$U" "$T/u"
 
 cat >"$T/config.json" <<JSON

@@ -7,25 +7,11 @@
 # Root's timeline of the same window has both burners.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
-for c in useradd userdel groupadd groupdel runuser; do
-	command -v "$c" >/dev/null || skip "needs $c (passwd, util-linux) to create a test user"
-done
-
+need_test_users
 U=frtlu$$
 G=frtlg$$
-user_cleanup() {
-	userdel -r "$U" >/dev/null 2>&1
-	groupdel "$G" >/dev/null 2>&1
-	cleanup
-}
-trap user_cleanup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
-groupadd "$G" || fail "groupadd $G failed"
-useradd -m -s /bin/sh -G "$G" "$U" || fail "useradd $U failed"
-
-chmod 0711 "$T"
-SOCK=$T/run/flightrec.sock
-export FLIGHTREC_SOCKET=$SOCK
+add_test_group "$G"
+add_test_user "$U" "$G"
 mkdir "$T/u" && chown "$U" "$T/u" && chmod 0700 "$T/u"
 cp "$BURN" "$T/tlrootburn"
 cp "$BURN" "$T/u/tluserburn" && chown "$U" "$T/u/tluserburn"

@@ -43,12 +43,7 @@ read -r A0 A1 B0 B1 < <(awk -v a0="$a0" -v a1="$a1" -v b0="$b0" -v b1="$b1" \
 
 "$FLIGHTREC" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
 SERVE_PID=$!
-for _ in $(seq 1 50); do
-	[ -s "$T/serve.out" ] && break
-	sleep 0.1
-done
-url=$(head -1 "$T/serve.out")
-[ -n "$url" ] || fail "serve printed no address: $(cat "$T/serve.err")"
+wait_serve_url
 python3 - "${url}assets/uPlot.iife.min.js" <<'PY' || skip "flightrec was built without web/node_modules"
 import sys, urllib.request
 urllib.request.urlopen(sys.argv[1], timeout=10)

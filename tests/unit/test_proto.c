@@ -609,6 +609,30 @@ static void test_threads(void)
 	cJSON_Delete(obj);
 }
 
+/* Regression (raw_ns_exact): an object decoded without printing it holds
+ * its integers as the raw text fr_ipc_add_int() wrote; a time in ns is
+ * past what a double holds exactly, and was read through one (rounded to
+ * ...768, and INT64_MAX refused as no integer). Every digit is kept. */
+static void test_raw_ns_exact(void)
+{
+	struct fr_ipc_attach_req r, back;
+	char err[512] = "";
+	cJSON *obj;
+
+	memset(&r, 0, sizeof(r));
+	r.has_from = 1;
+	r.from_ns = 1763977000123456789LL;
+	r.has_to = 1;
+	r.to_ns = INT64_MAX;
+	obj = fr_ipc_attach_req_encode(&r);
+	CHECK(obj && fr_ipc_attach_req_decode(obj, &back, err, sizeof(err)) == 0,
+	      "raw_ns_exact: decoded without printing: %s", err);
+	CHECK(back.from_ns == r.from_ns && back.to_ns == INT64_MAX,
+	      "raw_ns_exact: from_ns %lld to_ns %lld, want %lld and %lld", (long long)back.from_ns,
+	      (long long)back.to_ns, (long long)r.from_ns, (long long)INT64_MAX);
+	cJSON_Delete(obj);
+}
+
 int main(void)
 {
 	test_attach_req();
@@ -617,6 +641,7 @@ int main(void)
 	test_consume();
 	test_dump();
 	test_threads();
+	test_raw_ns_exact();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

@@ -33,15 +33,10 @@ static uint64_t file_lost(struct fr_ring *ring)
 
 	CHECK(fr_ring_query(ring, INT64_MIN, INT64_MAX, &refs, &n) == 0, "query");
 	for (size_t i = 0; i < n; i++) {
-		void *buf = NULL;
-		struct fr_chunk *c = NULL;
+		uint64_t l;
 
-		if (fr_ring_read(ring, &refs[i], &buf) == 0 &&
-		    fr_chunk_decode(buf, refs[i].len, &c) == 0)
-			for (uint32_t e = 0; e < c->nevents; e++)
-				lost += c->events[e].lost;
-		fr_chunk_free(c);
-		free(buf);
+		if (fr_ring_chunk_lost(ring, &refs[i], &l) == 0)
+			lost += l;
 	}
 	free(refs);
 	return lost;
