@@ -69,9 +69,20 @@ need_test_users() {
 }
 
 test_users_cleanup() {
-	local x
-	for x in $TEST_USERS; do userdel -r "$x" >/dev/null 2>&1; done
+	local x i
+	# userdel refuses a user who still runs something (a burner the test
+	# started as them): end their processes first, and wait for them.
+	for x in $TEST_USERS; do
+		pkill -KILL -u "$x" 2>/dev/null
+		for i in $(seq 50); do
+			userdel -r "$x" >/dev/null 2>&1 && break
+			id -u "$x" >/dev/null 2>&1 || break
+			sleep 0.1
+		done
+	done
 	for x in $TEST_GROUPS; do groupdel "$x" >/dev/null 2>&1; done
+	TEST_USERS=
+	TEST_GROUPS=
 	cleanup
 }
 

@@ -219,4 +219,15 @@ runuser -u "$A" -- "$FLIGHTREC" dump --session ops >"$T/dump.out" 2>&1 ||
 
 daemon_alive || fail "the daemon died"
 stop_daemon
+
+# users_removed: the test's users are gone afterwards, even with a process
+# of theirs still running (userdel refused such a user, and the machine
+# kept one frtest user per run).
+runuser -u "$U" -- sleep 600 >/dev/null 2>&1 &
+sleep 0.2
+trap - EXIT
+test_users_cleanup
+for x in "$U" "$A"; do
+	! id -u "$x" >/dev/null 2>&1 || fail "users_removed: user $x is still there after the test"
+done
 echo "PASS"
