@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -254,51 +253,10 @@ static char *format(const struct fr_cursors *c, size_t *len)
  * Returns 0 or -errno with the reason in `err`. */
 static int save(const struct fr_cursors *c, const char *buf, size_t len, char *err, size_t errlen)
 {
-	char tmp[NAME_MAX + 1];
-	int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1, ret = 0;
-	uint64_t r = 0;
+	int ret = fr_replace_file(c->dir, c->base, buf, len, 0600);
 
-	if (dfd < 0) {
-		ret = -errno;
-		fr_set_err(err, errlen, "cannot open %s: %s", c->dir, strerror(-ret));
-		return ret;
-	}
-	for (int attempt = 0; attempt < 16 && fd < 0; attempt++) {
-		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
-			r ^= (uint64_t)fr_now_mono_ns() + (uint64_t)attempt;
-		if (snprintf(tmp, sizeof(tmp), ".%.200s.%012" PRIx64, c->base,
-			     r & (uint64_t)0xffffffffffff) >= (int)sizeof(tmp))
-			break;
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		ret = -errno;
-		fr_set_err(err, errlen, "cannot create a file in %s: %s", c->dir, strerror(-ret));
-		close(dfd);
-		return ret;
-	}
-	for (size_t off = 0; off < len && ret == 0;) {
-		ssize_t n = write(fd, buf + off, len - off);
-
-		if (n < 0 && errno != EINTR)
-			ret = -errno;
-		else if (n > 0)
-			off += (size_t)n;
-	}
-	if (ret == 0 && fsync(fd) < 0)
-		ret = -errno;
-	close(fd);
-	if (ret == 0 && renameat(dfd, tmp, dfd, c->base) < 0)
-		ret = -errno;
-	if (ret < 0) {
-		unlinkat(dfd, tmp, 0);
+	if (ret < 0)
 		fr_set_err(err, errlen, "cannot write %s/%s: %s", c->dir, c->base, strerror(-ret));
-	} else {
-		fsync(dfd);
-	}
-	close(dfd);
 	return ret;
 }
 

@@ -11,13 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/query/export_batch.h"
+#include "core/util/fs.h"
 #include "core/util/http.h"
 #include "core/util/log.h"
 #include "core/util/parse.h"
@@ -136,44 +136,33 @@ static int cursor_load(struct fr_exporter *x, int64_t *t_ns)
 	return 0;
 }
 
-/* Replaces RING.export atomically: a new file under a random name (O_EXCL,
- * O_NOFOLLOW, 0600), written, fsync'ed, renamed over the old one. */
+/* Replaces RING.export atomically (fr_replace_file: a new file, O_EXCL,
+ * O_NOFOLLOW, 0600, fsync'ed, renamed over the old one, the directory
+ * fsync'ed — else the older cursor could come back after a power loss and
+ * the duplicate check would skip what was shipped since). */
 static int cursor_save(struct fr_exporter *x, int64_t t_ns)
 {
-	char tmp[4096], text[128], *dir, *slash;
-	uint64_t r = 0;
-	int fd, n, ret = 0;
+	char text[128], *dir = strdup(x->cursor_path), *slash;
+	const char *base;
+	int n, ret;
 
-	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) < 0)
-		r = (uint64_t)fr_now_mono_ns();
-	snprintf(tmp, sizeof(tmp), "%s.%016" PRIx64, x->cursor_path, r);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (slash == dir) {
+		base = x->cursor_path + 1;
+		dir[1] = '\0';
+	} else if (slash) {
+		*slash = '\0';
+		base = slash + 1;
+	} else {
+		base = x->cursor_path;
+		strcpy(dir, ".");
+	}
 	n = snprintf(text, sizeof(text), CURSOR_HEADER "%" PRId64 "\n", t_ns);
-	if (write(fd, text, (size_t)n) != n || fsync(fd) < 0)
-		ret = -EIO;
-	close(fd);
-	if (ret == 0 && rename(tmp, x->cursor_path) < 0)
-		ret = -errno;
-	if (ret < 0) {
-		unlink(tmp);
-		return ret;
-	}
-	/* The rename itself survives a power loss too (else the older
-	 * cursor comes back, and the duplicate check skips what it
-	 * shipped since). */
-	dir = strdup(x->cursor_path);
-	slash = dir ? strrchr(dir, '/') : NULL;
-	if (slash)
-		*(slash == dir ? slash + 1 : slash) = '\0';
-	fd = dir ? open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
+	ret = fr_replace_file(dir, base, text, (size_t)n, 0600);
 	free(dir);
-	return 0;
+	return ret;
 }
 
 static void set_error(struct fr_exporter *x, const char *what, const char *why)

@@ -6,12 +6,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <linux/openat2.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -334,4 +336,53 @@ int fr_read_whole(int fd, size_t max, char **buf, size_t *len)
 	(*buf)[n] = '\0';
 	*len = (size_t)n;
 	return 0;
+}
+
+int fr_replace_file(const char *dir, const char *base, const void *buf, size_t len, mode_t mode)
+{
+	static uint64_t counter; /* atomic; only when getrandom fails */
+	char tmp[NAME_MAX + 1];
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1, ret = 0;
+
+	if (dfd < 0)
+		return -errno;
+	for (int attempt = 0; attempt < 16 && fd < 0; attempt++) {
+		uint64_t r;
+
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+			r = (uint64_t)fr_now_mono_ns() ^
+			    (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) << 40);
+		if (snprintf(tmp, sizeof(tmp), ".%.200s.%012" PRIx64, base,
+			     r & (uint64_t)0xffffffffffff) >= (int)sizeof(tmp)) {
+			errno = ENAMETOOLONG;
+			break;
+		}
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		ret = -errno;
+		close(dfd);
+		return ret;
+	}
+	for (size_t off = 0; off < len && ret == 0;) {
+		ssize_t n = write(fd, (const char *)buf + off, len - off);
+
+		if (n < 0 && errno != EINTR)
+			ret = -errno;
+		else if (n > 0)
+			off += (size_t)n;
+	}
+	if (ret == 0 && fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	if (ret == 0 && renameat(dfd, tmp, dfd, base) < 0)
+		ret = -errno;
+	if (ret < 0)
+		unlinkat(dfd, tmp, 0);
+	else
+		fsync(dfd);
+	close(dfd);
+	return ret;
 }

@@ -73,6 +73,14 @@ ssize_t fr_pread_full(int fd, void *buf, size_t len, uint64_t off);
  * larger, -EIO when it changed size while read, or -errno. */
 int fr_read_whole(int fd, size_t max, char **buf, size_t *len);
 
+/* Replaces file `base` in directory `dir` with `len` bytes of `buf`, as one
+ * step a crash cannot split: a new file under a random ".BASE.XXXX" name
+ * (O_EXCL|O_NOFOLLOW, `mode`: nothing already there is opened, a symlink
+ * least of all), written, fsync'ed, renamed over `base`, and the directory
+ * fsync'ed so the rename survives a power loss. On failure nothing new is
+ * left. Returns 0 or -errno. */
+int fr_replace_file(const char *dir, const char *base, const void *buf, size_t len, mode_t mode);
+
 /* Whether the peer at the other end of socket, pipe or terminal `fd` has
  * hung up or shut down its side (POLLRDHUP, POLLHUP, POLLERR); false for
  * -1 and for a peer still there. Never waits. */
