@@ -90,6 +90,12 @@ struct fr_cli_report {
 	int show_window; /* print the window back in UTC (times were given) */
 };
 
+/* The report of an attach reply to request `ar` (show_window unset). */
+struct fr_ipc_attach_reply;
+struct fr_ipc_attach_req;
+void fr_cli_report_from_attach(struct fr_cli_report *r, const struct fr_ipc_attach_reply *reply,
+			       const struct fr_ipc_attach_req *ar);
+
 #define FR_REPORT_OK 0
 #define FR_REPORT_EMPTY 1 /* outside the ring, or targets matched nothing */
 

@@ -171,3 +171,27 @@ void fr_cli_report_summary(const struct fr_cli_report *r)
 		fprintf(stderr, "%s: window %s\n", prog,
 			fr_cli_format_window(r->t0, r->t1, win, sizeof(win)));
 }
+
+void fr_cli_report_from_attach(struct fr_cli_report *r, const struct fr_ipc_attach_reply *reply,
+			       const struct fr_ipc_attach_req *ar)
+{
+	*r = (struct fr_cli_report){
+		.samples = reply->samples,
+		.stacks = reply->stacks,
+		.bytes = reply->bytes,
+		.hz = reply->hz,
+		.t0 = reply->t0_ns,
+		.t1 = reply->t1_ns,
+		.first_ns = reply->first_ns,
+		.last_ns = reply->last_ns,
+		.ring_oldest = reply->ring_oldest_ns,
+		.ring_newest = reply->ring_newest_ns,
+		.stall_t0 = reply->stall_t0_ns,
+		.stall_t1 = reply->stall_t1_ns,
+		.empty = reply->empty_filters,
+		.procs = reply->procs_in_window,
+		.npids_gone = reply->npids_not_running,
+		.pids_gone = reply->pids_not_running,
+		.targets = &ar->targets,
+	};
+}

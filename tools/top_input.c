@@ -155,20 +155,9 @@ static const char *resp_error(const cJSON *resp)
 static int window_empty(const struct fr_ipc_attach_reply *reply, const struct fr_ipc_attach_req *ar,
 			int allow_empty)
 {
-	struct fr_cli_report r = {
-		.samples = reply->samples,
-		.t0 = reply->t0_ns,
-		.t1 = reply->t1_ns,
-		.ring_oldest = reply->ring_oldest_ns,
-		.ring_newest = reply->ring_newest_ns,
-		.stall_t0 = reply->stall_t0_ns,
-		.stall_t1 = reply->stall_t1_ns,
-		.empty = reply->empty_filters,
-		.procs = reply->procs_in_window,
-		.npids_gone = reply->npids_not_running,
-		.pids_gone = reply->pids_not_running,
-		.targets = &ar->targets,
-	};
+	struct fr_cli_report r;
+
+	fr_cli_report_from_attach(&r, reply, ar);
 
 	if (fr_cli_report_check(&r, allow_empty) == FR_REPORT_EMPTY && !allow_empty)
 		return 1;
