@@ -219,7 +219,9 @@ int fr_config_default(struct fr_config *cfg)
 
 void fr_config_event_defaults(struct fr_config_event *ev)
 {
-	if (FR_CONFIG_HAS_DWARF && fr_event_has_rate(ev->event)) {
+	/* offcpu's eBPF mechanism copies stacks only for long waits, where the
+	 * thread goes back to user space: cheap enough to be the default. */
+	if (FR_CONFIG_HAS_DWARF) {
 		ev->unwind = FR_CONFIG_UNWIND_DWARF;
 		ev->stack_copy = FR_CONFIG_STACK_COPY_DEFAULT;
 	} else {

@@ -393,8 +393,9 @@ static int parse_period(struct config_ctx *c, const cJSON *ev, const char *path,
 	return 0;
 }
 
-/* offcpu's "mechanism" and "min_wait" (unwind already parsed: "dwarf"
- * needs the perf mechanism). */
+/* offcpu's "mechanism" and "min_wait" (unwind already parsed). The perf
+ * mechanism copies a stack at every context switch with "dwarf": it has
+ * "fp" unless "unwind" says otherwise. */
 static int parse_offcpu(struct config_ctx *c, const cJSON *ev, const char *path,
 			struct fr_config_event *out)
 {
@@ -418,14 +419,17 @@ static int parse_offcpu(struct config_ctx *c, const cJSON *ev, const char *path,
 		out->mechanism = strcmp(mech->valuestring, "perf") == 0 ? FR_CONFIG_OFFCPU_PERF
 									: FR_CONFIG_OFFCPU_BPF;
 	}
-	if (out->unwind == FR_CONFIG_UNWIND_DWARF) {
-		if (mech && out->mechanism == FR_CONFIG_OFFCPU_BPF) {
-			config_join(sub, path, "mechanism");
+	if (out->mechanism == FR_CONFIG_OFFCPU_PERF &&
+	    !cJSON_GetObjectItemCaseSensitive(ev, "unwind")) {
+		if (cJSON_GetObjectItemCaseSensitive(ev, "stack_copy")) {
+			config_join(sub, path, "stack_copy");
 			return config_fail(c, sub,
-					   "\"bpf\" walks frame pointers only; \"unwind\": "
-					   "\"dwarf\" needs \"perf\"");
+					   "\"perf\" copies stacks only with \"unwind\": "
+					   "\"dwarf\" (a copy at every context switch); say so, or "
+					   "leave \"stack_copy\" out");
 		}
-		out->mechanism = FR_CONFIG_OFFCPU_PERF;
+		out->unwind = FR_CONFIG_UNWIND_FP;
+		out->stack_copy = 0;
 	}
 	if (!min)
 		return 0;

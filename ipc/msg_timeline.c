@@ -66,7 +66,7 @@ int fr_ipc_timeline_req_decode(const cJSON *obj, struct fr_ipc_timeline_req *out
 	out->top = (uint32_t)top;
 	ev = fr_ipc_member(obj, "event");
 	id = ev ? (cJSON_IsString(ev) ? fr_event_lookup(ev->valuestring) : -ENOENT) : FR_EVENT_CPU;
-	if (id < 0 || id == FR_EVENT_OFFCPU_OPEN)
+	if (id < 0 || FR_EVENT_IS_OPEN_WAIT((uint32_t)id))
 		return fr_ipc_fail(err, errlen, "timeline: \"event\" must be one of: %s",
 				   FR_EVENT_NAMES);
 	out->event = (uint32_t)id;

@@ -21,7 +21,8 @@
 #include "recorder/bpf/offcpu_bpf.h"
 #include "recorder/bpf_walk.h"
 
-/* The ring buffer: ~3,900 long waits (2 KiB each) between two drains. */
+/* The ring buffer: ~3,900 long waits (2 KiB each) between two drains with
+ * frame-pointer stacks, ~900 with 8 KiB stack copies. */
 #define RINGBUF_BYTES (8u << 20)
 
 _Static_assert(FR_BPF_FRAMES == FR_MAX_FRAMES, "one stack half is FR_MAX_FRAMES frames");
@@ -33,11 +34,13 @@ struct fr_bpf_offcpu {
 	int ncpus;
 	int task_work; /* user stacks by task work (else at sys_exit) */
 	uint64_t min_wait_ns;
+	uint32_t stack_copy; /* bytes of user stack copied (0: frame pointers) */
 	/* The drain's handler while ring_buffer__consume runs. */
 	const struct fr_perf_handler *h;
 	int64_t clock_offset;
 	/* Counters of this side (relaxed atomics). */
-	uint64_t samples, open_listed;
+	uint64_t samples, open_listed, open_runnable;
+	struct fr_perf_unwind_stats unwind;
 	uint64_t ips[FR_MAX_FRAMES];
 	struct fr_bpf_open open;
 	/* The open waits' user stacks (recorder/bpf_walk.h). */
@@ -57,11 +60,32 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return 0;
 }
 
+/* The user frames of a long wait with a stack copy, unwound after its nk
+ * kernel frames in b->ips. Returns the frames in b->ips. */
+static uint32_t copy_frames(struct fr_bpf_offcpu *b, const void *data, size_t size, uint32_t nk)
+{
+	const struct fr_bpf_wait_copy *w = data;
+	struct fr_unwind_regs regs;
+	struct fr_unwind_stack stack;
+
+	if (size < sizeof(*w) || w->h.nr_user > size - sizeof(*w) || w->h.nr_user > b->stack_copy) {
+		__atomic_add_fetch(&b->unwind.bad_records, 1, __ATOMIC_RELAXED);
+		return nk;
+	}
+	regs = (struct fr_unwind_regs){.ip = w->ip, .sp = w->sp, .bp = w->bp};
+	stack = (struct fr_unwind_stack){.sp = w->sp, .data = w->stack, .size = w->h.nr_user};
+	if (!regs.ip)
+		return nk;
+	return nk + fr_perf_unwind_user(&b->unwind, b->h, w->h.pid, &regs, &stack, b->ips + nk,
+					FR_MAX_FRAMES - nk);
+}
+
 /* One ring buffer record into a sample. */
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct fr_bpf_offcpu *b = ctx;
 	const struct fr_bpf_wait *w = data;
+	const struct fr_bpf_wait_copy *wc = data;
 	struct fr_sample s = {.event = FR_EVENT_OFFCPU, .rate_hz = 0, .ips = b->ips};
 	uint32_t nk, nu, n = 0;
 
@@ -74,6 +98,13 @@ static int on_record(void *ctx, void *data, size_t size)
 	s.weight = w->h.total;
 	if (w->h.kind == FR_BPF_WAIT_SHORT) {
 		b->ips[n++] = FR_FRAME_NOTE_ADDR(FR_FRAME_NOTE_SHORT_WAITS);
+	} else if (w->h.flags & FR_BPF_WAIT_COPY) {
+		if (size < sizeof(*wc))
+			return 0;
+		nk = w->h.nr_kernel < FR_BPF_FRAMES ? w->h.nr_kernel : FR_BPF_FRAMES;
+		memcpy(b->ips, wc->kips, nk * sizeof(uint64_t));
+		s.nr_kernel = (uint16_t)nk;
+		n = copy_frames(b, data, size, nk);
 	} else {
 		if (size < sizeof(*w))
 			return 0;
@@ -95,6 +126,18 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* A blocked thread's stack copy, from the walker (recorder/bpf_walk.h),
+ * unwound with the drain's handler. */
+static unsigned unwind_copy(void *arg, const struct fr_bpf_walk_regs *r, const uint8_t *data,
+			    size_t len, uint64_t *ips, unsigned room)
+{
+	struct fr_bpf_offcpu *b = arg;
+	struct fr_unwind_regs regs = {.ip = r->ip, .sp = r->sp, .bp = r->bp};
+	struct fr_unwind_stack stack = {.sp = r->sp, .data = data, .size = len};
+
+	return fr_perf_unwind_user(&b->unwind, b->h, r->pid, &regs, &stack, ips, room);
+}
+
 /* Opens and loads one variant of the program into b->skel: task_work 1,
  * on_switch_tw alone; 0, on_switch with on_sys_exit; 2, on_switch_empty
  * alone (records nothing: the cost floor, FLIGHTREC_BPF_EMPTY=1). */
@@ -106,6 +149,7 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 	if (!b->skel)
 		return -errno;
 	b->skel->rodata->min_wait_ns = b->min_wait_ns;
+	b->skel->rodata->stack_copy = b->stack_copy;
 	bpf_map__set_max_entries(b->skel->maps.waits, RINGBUF_BYTES);
 	bpf_program__set_autoload(b->skel->progs.on_switch_tw, task_work == 1);
 	bpf_program__set_autoload(b->skel->progs.on_switch, task_work == 0);
@@ -121,7 +165,8 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 	return 0;
 }
 
-int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, char *err, size_t errlen)
+int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, uint32_t stack_copy,
+		       char *err, size_t errlen)
 {
 	struct fr_bpf_offcpu *b = calloc(1, sizeof(*b));
 	const char *tw, *empty;
@@ -130,7 +175,14 @@ int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, char *e
 	if (!b)
 		return -ENOMEM;
 	libbpf_set_print(libbpf_log);
+	if (stack_copy % 8 || stack_copy > FR_BPF_STACK_MAX) {
+		snprintf(err, errlen, "offcpu: stack copy must be a multiple of 8 up to %u, got %u",
+			 FR_BPF_STACK_MAX, stack_copy);
+		free(b);
+		return -EINVAL;
+	}
 	b->min_wait_ns = min_wait_ns;
+	b->stack_copy = stack_copy;
 	b->ncpus = libbpf_num_possible_cpus();
 	/* The task-work kfunc (Linux 6.18) spares every system call a program;
 	 * without it, user stacks are taken at sys_exit. FLIGHTREC_BPF_TASK_WORK=0
@@ -163,7 +215,7 @@ load_fail:
 		goto fail;
 	}
 loaded:
-	ret = fr_bpf_walk_new(&b->walk);
+	ret = fr_bpf_walk_new(&b->walk, b->stack_copy);
 	if (ret < 0) {
 		snprintf(err, errlen, "offcpu: cannot start the stack walker (%s)", strerror(-ret));
 		goto fail;
@@ -206,9 +258,14 @@ int fr_bpf_offcpu_enable(struct fr_bpf_offcpu *b, int on)
 	return 0;
 }
 
-int fr_bpf_offcpu_fd(const struct fr_bpf_offcpu *b)
+unsigned fr_bpf_offcpu_nfds(const struct fr_bpf_offcpu *b)
 {
-	return ring_buffer__epoll_fd(b->rb);
+	return fr_bpf_walk_fd(b->walk) >= 0 ? 2 : 1;
+}
+
+int fr_bpf_offcpu_fd(const struct fr_bpf_offcpu *b, unsigned i)
+{
+	return i == 0 ? ring_buffer__epoll_fd(b->rb) : fr_bpf_walk_fd(b->walk);
 }
 
 uint64_t fr_bpf_offcpu_drain(struct fr_bpf_offcpu *b, const struct fr_perf_handler *h,
@@ -221,6 +278,9 @@ uint64_t fr_bpf_offcpu_drain(struct fr_bpf_offcpu *b, const struct fr_perf_handl
 	b->h = h;
 	b->clock_offset = clock_offset;
 	n = ring_buffer__consume(b->rb);
+	/* The blocked threads' copies the walker made: unwound here, where
+	 * the tables are, for the next seal's open waits. */
+	fr_bpf_walk_collect(b->walk, unwind_copy, b);
 	return n > 0 ? (uint64_t)n : 0;
 }
 
@@ -228,7 +288,7 @@ uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset,
 				  void (*fn)(void *arg, const struct fr_sample *s), void *arg)
 {
 	struct fr_bpf_open *o = &b->open;
-	uint32_t count = 0;
+	uint32_t count = 0, runnable = 0;
 	int fd;
 
 	if (!b->iter)
@@ -247,7 +307,7 @@ uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset,
 			.pid = o->pid,
 			.tid = o->tid,
 			.cpu = o->cpu,
-			.event = FR_EVENT_OFFCPU_OPEN,
+			.event = o->runnable ? FR_EVENT_OFFCPU_RUNNABLE : FR_EVENT_OFFCPU_OPEN,
 			.weight = now_mono > o->start ? now_mono - o->start : 0,
 			.rate_hz = 0,
 			.ips = b->ips,
@@ -273,16 +333,18 @@ uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset,
 		s.nr_frames = (uint16_t)n;
 		fn(arg, &s);
 		count++;
+		runnable += o->runnable != 0;
 	}
 	close(fd);
 	__atomic_add_fetch(&b->open_listed, count, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&b->open_runnable, runnable, __ATOMIC_RELAXED);
 	return count;
 }
 
 void fr_bpf_offcpu_stats(const struct fr_bpf_offcpu *b, struct fr_perf_offcpu_stats *out)
 {
 	struct fr_bpf_counters *per = calloc((size_t)b->ncpus, sizeof(*per));
-	uint64_t walked;
+	struct fr_bpf_walk_counts wc;
 	uint32_t zero = 0;
 
 	out->mechanism = FR_PERF_OFFCPU_BPF;
@@ -290,7 +352,12 @@ void fr_bpf_offcpu_stats(const struct fr_bpf_offcpu *b, struct fr_perf_offcpu_st
 	out->min_wait_ns = b->min_wait_ns;
 	out->samples = __atomic_load_n(&b->samples, __ATOMIC_RELAXED);
 	out->open_listed = __atomic_load_n(&b->open_listed, __ATOMIC_RELAXED);
-	fr_bpf_walk_counts(b->walk, &out->walks, &walked, &out->walks_dropped);
+	out->stack_copy = b->stack_copy;
+	out->open_runnable = __atomic_load_n(&b->open_runnable, __ATOMIC_RELAXED);
+	fr_bpf_walk_counts(b->walk, &wc);
+	out->walks = wc.asked;
+	out->walks_dropped = wc.dropped;
+	out->walk_copies_short = wc.short_copies;
 	if (!per || bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.counters), &zero, per) < 0) {
 		free(per);
 		return;
@@ -302,8 +369,19 @@ void fr_bpf_offcpu_stats(const struct fr_bpf_offcpu *b, struct fr_perf_offcpu_st
 		out->no_user += per[i].no_user;
 		out->short_records += per[i].short_recs;
 		out->drops += per[i].drops;
+		out->copies += per[i].copies;
+		out->copies_short += per[i].copy_short;
 	}
 	free(per);
+}
+
+void fr_bpf_offcpu_unwind_stats(const struct fr_bpf_offcpu *b, struct fr_perf_unwind_stats *out)
+{
+	const uint64_t *in = (const uint64_t *)&b->unwind;
+	uint64_t *o = (uint64_t *)out;
+
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
 }
 
 void fr_bpf_offcpu_close(struct fr_bpf_offcpu *b)

@@ -1,23 +1,33 @@
-/* User stacks of blocked threads, walked by frame pointers on a thread of
- * their own.
+/* User stacks of blocked threads, read on a thread of their own.
  *
  * The open waits of the eBPF off-CPU mechanism come with the saved user
  * registers of each blocked thread, not its user stack (the kernel walks
- * only the current task's). Walking the frame-pointer chain means reading
- * another process's memory, which its owner controls: a chain through a
- * FUSE mapping that never answers, or a userfaultfd region, would block
- * the reader for as long as the owner likes. So the ingest thread never
- * reads it: it asks here and finds the answer at a later seal (a second
- * later), keyed by thread and switch-out time, since a thread blocked in
- * one wait keeps its stack. A walker that hangs on such memory holds up
- * only later walks (which are then dropped, and their records have the
- * user IP alone), never the recorder.
+ * only the current task's). Reading it means reading another process's
+ * memory, which its owner controls: a stack in a FUSE mapping that never
+ * answers, or a userfaultfd region, would block the reader for as long as
+ * the owner likes. So the ingest thread never reads it: it asks here and
+ * finds the answer at a later seal (a second later), keyed by thread and
+ * switch-out time, since a thread blocked in one wait keeps its stack. A
+ * walker that hangs on such memory holds up only later walks (which are
+ * then dropped and counted, and their records have the user IP alone),
+ * never the recorder.
  *
- * One thread asks (the ingest thread); the walker answers.
+ * Two ways, chosen at start:
+ *  - stack_copy > 0 (the default): the walker copies stack_copy bytes of
+ *    the stack from sp (process_vm_readv, page by page, so a stack whose
+ *    mapping ends sooner gives what it has) into one of a bounded pool of
+ *    buffers, and wakes the owner (fr_bpf_walk_fd); the owner unwinds the
+ *    copies with the binaries' CFI on its own thread
+ *    (fr_bpf_walk_collect), where the tables live, and the frames are
+ *    kept for fr_bpf_walk_get;
+ *  - stack_copy 0: the walker follows the frame-pointer chain itself.
+ *
+ * One thread asks and collects (the ingest thread); the walker answers.
  */
 #ifndef FR_RECORDER_BPF_WALK_H
 #define FR_RECORDER_BPF_WALK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct fr_bpf_walk;
@@ -30,20 +40,41 @@ struct fr_bpf_walk_regs {
 	uint64_t ip, sp, bp;
 };
 
-/* Starts the walker. Returns 0 or -errno. */
-int fr_bpf_walk_new(struct fr_bpf_walk **out);
+/* Starts the walker: copies of `stack_copy` bytes (a multiple of 8 up to
+ * 65528), or frame-pointer walks when 0. Returns 0 or -errno. */
+int fr_bpf_walk_new(struct fr_bpf_walk **out, uint32_t stack_copy);
 
 /* Stops the walker; one stuck in a read is left to finish on its own
  * (with its memory). Accepts NULL. */
 void fr_bpf_walk_free(struct fr_bpf_walk *w);
 
+/* An eventfd that polls readable when copies wait for
+ * fr_bpf_walk_collect (stack_copy > 0), or -1. */
+int fr_bpf_walk_fd(const struct fr_bpf_walk *w);
+
+/* Unwinds the copy `stack` (len bytes that were at r->sp) of r's thread
+ * into ips[0..room), leaf first; returns the frames written. */
+typedef unsigned (*fr_bpf_walk_unwind_fn)(void *arg, const struct fr_bpf_walk_regs *r,
+					  const uint8_t *stack, size_t len, uint64_t *ips,
+					  unsigned room);
+
+/* Hands every copy the walker finished since the last call to `fn`, keeps
+ * the frames it gives for fr_bpf_walk_get and gives the buffers back to
+ * the walker. The owner's thread only. Returns how many. */
+uint32_t fr_bpf_walk_collect(struct fr_bpf_walk *w, fr_bpf_walk_unwind_fn fn, void *arg);
+
 /* The user frames of `r`'s wait, leaf first, into ips (at most room):
- * returns how many when they were walked, else asks for a walk and
- * returns 0. */
+ * returns how many when they were walked (and unwound), else asks for a
+ * walk and returns 0. */
 uint32_t fr_bpf_walk_get(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r, uint64_t *ips,
 			 uint32_t room);
 
-/* Walks asked for, done, and dropped because the walker was behind. */
-void fr_bpf_walk_counts(struct fr_bpf_walk *w, uint64_t *asked, uint64_t *done, uint64_t *dropped);
+/* Walks asked for, done (copied, or walked), and dropped because the
+ * walker was behind; copies cut short (the stack's mapping ended first, or
+ * memory could not be read). */
+struct fr_bpf_walk_counts {
+	uint64_t asked, done, dropped, short_copies;
+};
+void fr_bpf_walk_counts(struct fr_bpf_walk *w, struct fr_bpf_walk_counts *out);
 
 #endif

@@ -617,12 +617,8 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 	/* offcpu by eBPF when asked and possible, else by perf, saying why
 	 * (status shows it). */
 	if (cfg->event == FR_EVENT_OFFCPU && cfg->offcpu_mechanism == FR_PERF_OFFCPU_BPF) {
-		if (cfg->stack_copy) {
-			fr_set_err(p->bpf_fallback, sizeof(p->bpf_fallback),
-				   "offcpu: the eBPF mechanism walks frame pointers only, and "
-				   "\"dwarf\" is asked for");
-		} else if (fr_bpf_offcpu_open(&p->bpf, cfg->min_wait_ns, p->bpf_fallback,
-					      sizeof(p->bpf_fallback)) == 0) {
+		if (fr_bpf_offcpu_open(&p->bpf, cfg->min_wait_ns, cfg->stack_copy, p->bpf_fallback,
+				       sizeof(p->bpf_fallback)) == 0) {
 			*out = p;
 			return 0;
 		}
@@ -764,6 +760,10 @@ void fr_perf_unwind_stats(const struct fr_perf *p, struct fr_perf_unwind_stats *
 	const uint64_t *in = (const uint64_t *)&p->unwind;
 	uint64_t *o = (uint64_t *)out;
 
+	if (p->bpf) {
+		fr_bpf_offcpu_unwind_stats(p->bpf, out);
+		return;
+	}
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
 }
@@ -788,12 +788,12 @@ void fr_perf_offcpu_stats(const struct fr_perf *p, struct fr_perf_offcpu_stats *
 
 unsigned fr_perf_nfds(const struct fr_perf *p)
 {
-	return p->bpf ? 1 : p->ncpus;
+	return p->bpf ? fr_bpf_offcpu_nfds(p->bpf) : p->ncpus;
 }
 
 int fr_perf_fd(const struct fr_perf *p, unsigned i)
 {
-	return p->bpf ? fr_bpf_offcpu_fd(p->bpf) : p->rings[i].fd;
+	return p->bpf ? fr_bpf_offcpu_fd(p->bpf, i) : p->rings[i].fd;
 }
 
 const char *fr_perf_offcpu_fallback(const struct fr_perf *p)

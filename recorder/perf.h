@@ -28,8 +28,10 @@
  *   offcpu         by default by an eBPF program (offcpu_mechanism
  *                  FR_PERF_OFFCPU_BPF, recorder/bpf_offcpu.h: samples of
  *                  the same shape, stacks only for waits of min_wait or
- *                  more, shorter ones added up on a note frame; no rings:
- *                  one descriptor, the BPF ring buffer's). Otherwise
+ *                  more, shorter ones added up on a note frame; user
+ *                  stacks unwound from stack copies with CFI when the
+ *                  source has a stack_copy; no rings: two descriptors,
+ *                  the BPF ring buffer's and the stack walker's). Otherwise
  *                  tracepoint sched:sched_switch, every switch, with the
  *                  callchain of the task switched out. A sample is handed
  *                  over when that thread is switched in again: its stack is
@@ -69,8 +71,9 @@ struct fr_perf_config {
 	uint64_t period;     /* > 0: period mode, a sample every `period`
 			      * events (ns for cpu), hz ignored; not offcpu */
 	/* offcpu only: FR_PERF_OFFCPU_BPF records waits with an eBPF program
-	 * (recorder/bpf_offcpu.h; frame pointers only, falls back to the
-	 * perf mechanism when it cannot load), FR_PERF_OFFCPU_PERF with the
+	 * (recorder/bpf_offcpu.h; with a stack_copy, its long waits' user
+	 * stacks are copies unwound as stack copy samples are, else frame
+	 * pointers; falls back to the perf mechanism when it cannot load), FR_PERF_OFFCPU_PERF with the
 	 * sched_switch tracepoint; and the shortest wait given a stack (bpf). */
 	uint32_t offcpu_mechanism;
 	uint64_t min_wait_ns;
@@ -120,8 +123,15 @@ struct fr_perf_offcpu_stats {
 	uint64_t short_records; /* records of short waits added up */
 	uint64_t drops;		/* records the ring buffer had no room for */
 	uint64_t open_listed;	/* open waits listed at seals */
+	uint64_t open_runnable; /* of them, runnable (waiting for a CPU) */
 	uint64_t walks;		/* their user stacks walked (recorder/bpf_walk.h) */
 	uint64_t walks_dropped; /* walks not asked: the walker was behind */
+	uint32_t stack_copy;	/* bytes of user stack copied per long wait (0:
+				 * frame pointers) */
+	uint64_t copies;	/* long waits' user stacks copied */
+	uint64_t copies_short;	/* of them cut short (the stack's mapping
+				 * ended, a page not in memory) */
+	uint64_t walk_copies_short; /* open waits' copies cut short */
 };
 
 /* Callbacks for decoded records. Sample times are already converted to
@@ -155,6 +165,19 @@ struct fr_perf_handler {
 	int (*unwind_wait)(void *arg);
 	void *arg;
 };
+
+/* Unwinds a copy of a user stack of process `pid` (registers and bytes
+ * from their sp) into ips[0..room), leaf first, with cb->unwind_find (and
+ * cb->unwind_wait, once, when a table is still being built), and, when it
+ * stopped before the outermost frame, a marker frame
+ * (FR_FRAME_MARK_ADDR, core/store/sample.h) as the root saying why. The
+ * unwind and how it ended are counted in *st (relaxed atomics). Without an
+ * unwind_find, or room for fewer than 2 frames, the IP alone. Returns the
+ * frames written. For the off-CPU eBPF mechanism's copies as for stack
+ * copy samples. */
+unsigned fr_perf_unwind_user(struct fr_perf_unwind_stats *st, const struct fr_perf_handler *cb,
+			     uint32_t pid, const struct fr_unwind_regs *regs,
+			     const struct fr_unwind_stack *stack, uint64_t *ips, unsigned room);
 
 /* Opens `cfg->event` on every online CPU (disabled), with kernel+user
  * callchains and CLOCK_MONOTONIC timestamps (MMAP2, COMM, FORK and EXIT

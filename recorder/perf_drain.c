@@ -110,35 +110,43 @@ static const struct fr_cfi_table *find_table(void *arg, uint64_t addr, uint64_t 
 	return f->cb->unwind_find(f->cb->arg, f->pid, addr, vaddr, miss);
 }
 
+unsigned fr_perf_unwind_user(struct fr_perf_unwind_stats *st, const struct fr_perf_handler *cb,
+			     uint32_t pid, const struct fr_unwind_regs *regs,
+			     const struct fr_unwind_stack *stack, uint64_t *ips, unsigned room)
+{
+	struct find_ctx f = {.cb = cb, .pid = pid};
+	enum fr_unwind_end end;
+	unsigned n = 0;
+
+	if (room < 2 || !cb->unwind_find) {
+		/* No room for a frame and its marker, or nobody to ask. */
+		if (room >= 1)
+			ips[n++] = regs->ip;
+		return n;
+	}
+	/* One slot stays free for the marker. */
+	end = fr_unwind(regs, stack, find_table, &f, ips, room - 1, &n);
+	if (end == FR_UNWIND_PENDING && cb->unwind_wait && cb->unwind_wait(cb->arg))
+		end = fr_unwind(regs, stack, find_table, &f, ips, room - 1, &n);
+	if (end >= FR_UNWIND_END_COUNT)
+		end = FR_UNWIND_BAD;
+	__atomic_add_fetch(&st->stacks, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&st->ends[end], 1, __ATOMIC_RELAXED);
+	if (n > room - 1)
+		n = room - 1;
+	if (end != FR_UNWIND_DONE)
+		ips[n++] = FR_FRAME_MARK_ADDR(end);
+	return n;
+}
+
 /* Unwinds the user stack of `v` into p->ips after the kernel's nk frames,
  * with a marker frame as the root when it stopped early. Returns the
  * number of frames in p->ips. */
 static uint16_t unwind_user(struct fr_perf *p, const struct sample_view *v, uint16_t nk,
 			    const struct fr_perf_handler *cb)
 {
-	struct find_ctx f = {.cb = cb, .pid = v->pid};
-	enum fr_unwind_end end;
-	unsigned room = FR_MAX_FRAMES - nk, n = 0;
-
-	if (room < 2 || !cb->unwind_find) {
-		/* No room for a frame and its marker, or nobody to ask. */
-		if (room >= 1)
-			p->ips[nk++] = v->regs.ip;
-		return nk;
-	}
-	/* One slot stays free for the marker. */
-	end = fr_unwind(&v->regs, &v->stack, find_table, &f, p->ips + nk, room - 1, &n);
-	if (end == FR_UNWIND_PENDING && cb->unwind_wait && cb->unwind_wait(cb->arg))
-		end = fr_unwind(&v->regs, &v->stack, find_table, &f, p->ips + nk, room - 1, &n);
-	if (end >= FR_UNWIND_END_COUNT)
-		end = FR_UNWIND_BAD;
-	__atomic_add_fetch(&p->unwind.stacks, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&p->unwind.ends[end], 1, __ATOMIC_RELAXED);
-	if (n > room - 1)
-		n = room - 1;
-	if (end != FR_UNWIND_DONE)
-		p->ips[nk + n++] = FR_FRAME_MARK_ADDR(end);
-	return (uint16_t)(nk + n);
+	return (uint16_t)(nk + fr_perf_unwind_user(&p->unwind, cb, v->pid, &v->regs, &v->stack,
+						   p->ips + nk, FR_MAX_FRAMES - nk));
 }
 
 /* Whether a sample's IP is a kernel address, by the record's cpumode. */

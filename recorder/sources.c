@@ -305,9 +305,12 @@ struct wants {
 	uint64_t period[FR_SOURCES_MAX]; /* the smallest asked; 0: none */
 	bool dwarf[FR_SOURCES_MAX], fp[FR_SOURCES_MAX];
 	uint32_t stack_copy[FR_SOURCES_MAX];
-	/* offcpu: perf if any consumer asks for it (or for dwarf), else bpf
-	 * with the smallest min_wait asked (-1: nobody said). */
+	/* offcpu: perf if any consumer asks for it, with the largest stack
+	 * copy those asking for perf ask (0: frame pointers; a copy at every
+	 * switch only when asked with it), else bpf with the smallest
+	 * min_wait asked (-1: nobody said). */
 	bool perf[FR_SOURCES_MAX];
+	uint32_t perf_copy[FR_SOURCES_MAX];
 	int64_t min_wait[FR_SOURCES_MAX];
 };
 
@@ -347,12 +350,16 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 			w->stack_copy[w->n] = 0;
 			w->period[w->n] = 0;
 			w->perf[w->n] = false;
+			w->perf_copy[w->n] = 0;
 			w->min_wait[w->n] = -1;
 			w->hz[w->n++] = 0;
 		}
-		if (c->mechanism[e] == FR_CONFIG_OFFCPU_PERF + 1)
+		if (c->mechanism[e] == FR_CONFIG_OFFCPU_PERF + 1) {
 			w->perf[i] = true;
-		else if (c->mechanism[e] &&
+			if (c->unwind[e] == FR_CONFIG_UNWIND_DWARF + 1 &&
+			    c->stack_copy[e] > w->perf_copy[i])
+				w->perf_copy[i] = c->stack_copy[e];
+		} else if (c->mechanism[e] &&
 			 (w->min_wait[i] < 0 || c->min_wait_ns[e] < w->min_wait[i]))
 			w->min_wait[i] = c->min_wait_ns[e];
 		if (c->hz[e] > w->hz[i])
@@ -566,10 +573,11 @@ int fr_sources_reconcile(struct fr_sources *s)
 		struct fr_source *src = fr_sources_find(s, w.event[k]);
 		uint32_t hz = fr_event_has_rate(w.event[k]) ? w.hz[k] : 0;
 		uint64_t period = fr_event_has_rate(w.event[k]) ? w.period[k] : 0;
-		uint32_t stack_copy = wanted_stack_copy(&w, k);
-		uint32_t mech = w.event[k] == FR_EVENT_OFFCPU && !w.perf[k] && !stack_copy
-					? FR_PERF_OFFCPU_BPF
-					: FR_PERF_OFFCPU_PERF;
+		uint32_t mech = w.event[k] == FR_EVENT_OFFCPU && !w.perf[k] ? FR_PERF_OFFCPU_BPF
+									     : FR_PERF_OFFCPU_PERF;
+		uint32_t stack_copy = w.event[k] == FR_EVENT_OFFCPU && w.perf[k]
+					      ? w.perf_copy[k]
+					      : wanted_stack_copy(&w, k);
 		uint64_t min_wait = w.min_wait[k] >= 0 ? (uint64_t)w.min_wait[k]
 						       : FR_CONFIG_MIN_WAIT_DEFAULT;
 
@@ -699,8 +707,14 @@ static void add_offcpu_json(cJSON *ev, const struct fr_source *src)
 	fr_ipc_add_int(o, "short_records", (int64_t)st.short_records);
 	fr_ipc_add_int(o, "ringbuf_drops", (int64_t)st.drops);
 	fr_ipc_add_int(o, "open_listed", (int64_t)st.open_listed);
+	fr_ipc_add_int(o, "open_runnable", (int64_t)st.open_runnable);
 	fr_ipc_add_int(o, "stack_walks", (int64_t)st.walks);
 	fr_ipc_add_int(o, "stack_walks_dropped", (int64_t)st.walks_dropped);
+	if (!st.stack_copy)
+		return;
+	fr_ipc_add_int(o, "stack_copies", (int64_t)st.copies);
+	fr_ipc_add_int(o, "stack_copies_short", (int64_t)st.copies_short);
+	fr_ipc_add_int(o, "stack_walk_copies_short", (int64_t)st.walk_copies_short);
 }
 
 /* One element of "events". */

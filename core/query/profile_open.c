@@ -52,7 +52,7 @@ int profile_open_note(struct builder *b, const struct fr_chunk *c, uint32_t i)
 {
 	int64_t t = c->time_ns[i];
 
-	if (c->event[i] == FR_EVENT_OFFCPU_OPEN) {
+	if (FR_EVENT_IS_OPEN_WAIT(c->event[i])) {
 		if (t >= b->req->t0 && t < b->req->t1 && t > b->open_asof)
 			b->open_asof = t;
 		return 1;
@@ -123,7 +123,7 @@ uint64_t profile_open_weight(const struct builder *b, const struct fr_chunk *c, 
 
 	if (c->event[i] == FR_EVENT_OFFCPU)
 		return (uint64_t)(t - t0) < w ? (uint64_t)(t - t0) : w;
-	if (c->event[i] != FR_EVENT_OFFCPU_OPEN)
+	if (!FR_EVENT_IS_OPEN_WAIT(c->event[i]))
 		return w;
 	if (t != b->open_asof || w > (uint64_t)t + (1ull << 63)) /* t - w below INT64_MIN */
 		return 0;

@@ -287,7 +287,7 @@ static int chunk_targets(struct builder *b, const struct fr_chunk *c, int names)
 static int select_sample(const struct builder *b, const struct fr_chunk *c, uint32_t i)
 {
 	/* Open-wait records count as offcpu (core/query/profile_open.c). */
-	uint32_t id = c->event[i] == FR_EVENT_OFFCPU_OPEN ? FR_EVENT_OFFCPU : c->event[i];
+	uint32_t id = FR_EVENT_IS_OPEN_WAIT(c->event[i]) ? FR_EVENT_OFFCPU : c->event[i];
 
 	if (c->time_ns[i] < b->req->t0 || c->time_ns[i] >= b->req->t1 ||
 	    !b->stack_ok[c->stack[i]] || !b->ls_ok[c->labelset[i]] || !profile_app_ok(b, c, i))
@@ -352,13 +352,13 @@ int profile_chunk_rates(struct builder *b, const struct fr_chunk *c)
 	if (ret < 0)
 		return ret;
 	for (uint32_t i = 0; i < c->nsamples; i++) {
-		int e = c->event[i] == FR_EVENT_OFFCPU_OPEN ? -1 : select_sample(b, c, i);
+		int e = FR_EVENT_IS_OPEN_WAIT(c->event[i]) ? -1 : select_sample(b, c, i);
 		struct fr_profile_event_result *er;
 		uint32_t rate = c->rate_hz[i];
 
 		/* Every open-wait record moves the window's latest (not only
 		 * the targets'); which count is known after this pass. */
-		if (c->event[i] == FR_EVENT_OFFCPU_OPEN)
+		if (FR_EVENT_IS_OPEN_WAIT(c->event[i]))
 			profile_open_note(b, c, i);
 		if (e < 0)
 			continue;
@@ -403,7 +403,7 @@ int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 			continue;
 		}
 		w = profile_open_weight(b, c, i);
-		if (c->event[i] == FR_EVENT_OFFCPU_OPEN) {
+		if (FR_EVENT_IS_OPEN_WAIT(c->event[i])) {
 			if (!w)
 				continue;
 			/* Seen in pass 1 only once it is known to count. */
@@ -440,7 +440,7 @@ int profile_window_pids(const struct builder *b, const struct fr_chunk *c, struc
 	int last_ok = 0;
 
 	for (uint32_t i = 0; i < c->nsamples; i++) {
-		uint32_t id = c->event[i] == FR_EVENT_OFFCPU_OPEN ? FR_EVENT_OFFCPU : c->event[i];
+		uint32_t id = FR_EVENT_IS_OPEN_WAIT(c->event[i]) ? FR_EVENT_OFFCPU : c->event[i];
 		uint32_t pid = c->pid[i], e;
 
 		if (c->time_ns[i] < req->t0 || c->time_ns[i] >= req->t1 || !pid)

@@ -124,7 +124,7 @@ static int note_chunk(struct evs *e, const struct fr_chunk *c, int64_t t,
 
 		if (ts > t || !wanted(targets, c, i))
 			continue;
-		if (c->event[i] == FR_EVENT_OFFCPU_OPEN && ts >= e->asof) {
+		if (FR_EVENT_IS_OPEN_WAIT(c->event[i]) && ts >= e->asof) {
 			kind = EV_RECORD;
 			e->asof = ts;
 		} else if (c->event[i] == FR_EVENT_OFFCPU) {

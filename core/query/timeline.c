@@ -133,7 +133,7 @@ void tl_note_event(struct tl *tl, uint32_t event)
 	struct fr_timeline *t = tl->t;
 	uint32_t i;
 
-	if (event == FR_EVENT_OFFCPU_OPEN)
+	if (FR_EVENT_IS_OPEN_WAIT(event))
 		event = FR_EVENT_OFFCPU;
 	for (i = 0; i < t->nevents && t->events[i] < event; i++)
 		;
@@ -317,14 +317,14 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 			last_event = c->event[i];
 			tl_note_event(tl, last_event);
 		}
-		if (c->event[i] != event && !(spread && c->event[i] == FR_EVENT_OFFCPU_OPEN))
+		if (c->event[i] != event && !(spread && FR_EVENT_IS_OPEN_WAIT(c->event[i])))
 			continue;
 		g = sample_group(tl, &cg, c, i);
 		if (g < 0)
 			ret = -ENOMEM;
 		else if (!spread)
 			ret = tl_add(tl, (uint32_t)g, c->time_ns[i], c->weight[i], 0);
-		else if (c->event[i] == FR_EVENT_OFFCPU_OPEN)
+		else if (FR_EVENT_IS_OPEN_WAIT(c->event[i]))
 			ret = tl_wait_open(tl, (uint32_t)g, c->tid[i], c->time_ns[i], c->weight[i]);
 		else
 			ret = tl_wait_ended(tl, (uint32_t)g, c->tid[i], c->time_ns[i],

@@ -28,7 +28,7 @@ const char *fr_event_name(uint32_t event)
 {
 	if (FR_EVENT_IS_RAW(event) || FR_EVENT_IS_RAWX(event))
 		return "raw";
-	if (event == FR_EVENT_OFFCPU_OPEN)
+	if (FR_EVENT_IS_OPEN_WAIT(event))
 		return "offcpu-open";
 	return event < FR_EVENT_COUNT ? events[event].name : "unknown";
 }
@@ -37,7 +37,7 @@ const char *fr_event_unit(uint32_t event)
 {
 	if (FR_EVENT_IS_RAW(event) || FR_EVENT_IS_RAWX(event))
 		return "count";
-	if (event == FR_EVENT_OFFCPU_OPEN)
+	if (FR_EVENT_IS_OPEN_WAIT(event))
 		return "nanoseconds";
 	return event < FR_EVENT_COUNT ? events[event].unit : "count";
 }
@@ -63,7 +63,7 @@ int64_t fr_event_lookup(const char *name)
 
 int fr_event_has_rate(uint32_t event)
 {
-	return event != FR_EVENT_OFFCPU && event != FR_EVENT_OFFCPU_OPEN;
+	return event != FR_EVENT_OFFCPU && !FR_EVENT_IS_OPEN_WAIT(event);
 }
 
 int fr_event_is_hardware(uint32_t event)

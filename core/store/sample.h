@@ -72,6 +72,12 @@ enum fr_event {
  * stack where it blocked. Never asked for by name; profiles of offcpu
  * count it (see "open waits" in core/store/chunk.h). */
 #define FR_EVENT_OFFCPU_OPEN 0x40000000u
+/* An open wait of a thread that was runnable at that moment: in the run
+ * queue, waiting for a CPU (preempted, or woken and not on a CPU yet),
+ * not blocked. Read as FR_EVENT_OFFCPU_OPEN everywhere else. */
+#define FR_EVENT_OFFCPU_RUNNABLE 0x40000001u
+/* Whether an event id is an open-wait record, blocked or runnable. */
+#define FR_EVENT_IS_OPEN_WAIT(id) (((id) & ~1u) == FR_EVENT_OFFCPU_OPEN)
 
 /* A raw PMU event "raw:0xNNNN" is stored as FR_EVENT_RAW_BASE | code, code
  * below 2^31 (the perf_event_attr.config of a PERF_TYPE_RAW event). */

@@ -31,7 +31,17 @@
  * tp_btf/sched_process_exit  a thread's pending wait and short total go,
  *                      and its task-work slot.
  * iter/task            at each seal, the threads switched out for at least
- *                      min_wait now (the open waits).
+ *                      min_wait now (the open waits), blocked or runnable.
+ *
+ * The user stack of a long wait is, with stack_copy set by the loader (the
+ * default), the user registers and a copy of stack_copy bytes of the user
+ * stack from sp, taken where the thread runs on its way back (task work,
+ * or the return of its system call): the recorder unwinds it with the
+ * binaries' CFI as it does CPU samples, so the caller of libc's system
+ * call wrapper and every function of a program built without frame
+ * pointers are on it. The copy is bpf_probe_read_user: it never sleeps,
+ * and a page not in memory (or a user's userfaultfd region) only cuts it
+ * short. Without stack_copy, the kernel's frame-pointer walk.
  *
  * Kernel structures are read with CO-RE: only the fields used are
  * declared (preserve_access_index), so no generated vmlinux.h is needed.
@@ -49,6 +59,12 @@ struct task_struct {
 	int tgid;
 	unsigned int flags;
 	int exit_state;
+	unsigned int __state;
+} __attribute__((preserve_access_index));
+
+/* Before Linux 5.14 the state was `long state`. */
+struct task_struct___pre514 {
+	long state;
 } __attribute__((preserve_access_index));
 
 struct pt_regs {
@@ -91,6 +107,14 @@ struct bpf_iter__task {
 
 /* Set by the loader before the program is loaded. */
 const volatile __u64 min_wait_ns = 1000000;
+/* Bytes of user stack copied with a long wait's registers (a multiple of
+ * 8, at most FR_BPF_STACK_MAX); 0: the frame-pointer walk instead. Read
+ * only: the verifier takes it as the constant it is, so the record's size
+ * is fixed at load. */
+const volatile __u32 stack_copy = 0;
+
+#define PAGE 4096u
+#define STACK_PAGES (FR_BPF_STACK_MAX / PAGE)
 
 /* Threads with a long wait pending now. The system call program runs at
  * every system call of the machine; while no wait is pending (most of the
@@ -216,6 +240,77 @@ static void emit_short(struct task_struct *t, struct task_state *s, __u64 now)
 		c->short_recs++;
 }
 
+/* Copies the user stack of the current thread from sp into dst: all
+ * stack_copy bytes, else (the stack's mapping ends first, or a page is not
+ * in memory) as much as ends on a page boundary. Returns the bytes copied. */
+static __always_inline __u32 copy_user_stack(__u8 *dst, __u64 sp)
+{
+	__u64 to_page = PAGE - (sp & (PAGE - 1));
+
+	if (!bpf_probe_read_user(dst, stack_copy, (const void *)sp))
+		return stack_copy;
+	for (int k = STACK_PAGES; k >= 0; k--) {
+		__u64 size = to_page + (__u64)k * PAGE;
+
+		/* One register for the test and the read, so the verifier
+		 * sees the bound it checks. */
+		asm volatile("" : "+r"(size));
+		if (size >= stack_copy)
+			continue;
+		if (!bpf_probe_read_user(dst, size, (const void *)sp))
+			return (__u32)size;
+	}
+	return 0;
+}
+
+static void fill_head(struct fr_bpf_wait_head *h, struct task_struct *t,
+		      const struct pending_wait *p)
+{
+	h->kind = FR_BPF_WAIT_LONG;
+	h->pid = BPF_CORE_READ(t, tgid);
+	h->tid = BPF_CORE_READ(t, pid);
+	h->cpu = p->cpu;
+	h->start = p->start;
+	h->end = p->end;
+	h->total = p->end - p->start;
+	h->count = 1;
+	h->nr_kernel = p->nr_kernel;
+	h->flags = 0;
+	h->nr_user = 0;
+}
+
+/* The current thread's pending wait with its user registers and a copy of
+ * its user stack (stack_copy set). */
+static void emit_copy(struct task_struct *t, const struct pending_wait *p,
+		      struct fr_bpf_counters *c)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	struct fr_bpf_wait_copy *r;
+	__u32 n;
+
+	r = bpf_ringbuf_reserve(&waits, sizeof(*r) + stack_copy, 0);
+	if (!r) {
+		if (c)
+			c->drops++;
+		return;
+	}
+	fill_head(&r->h, t, p);
+	r->h.flags = FR_BPF_WAIT_COPY;
+	bpf_probe_read_kernel(r->kips, sizeof(r->kips), p->kips);
+	r->ip = regs ? BPF_CORE_READ(regs, ip) : 0;
+	r->sp = regs ? BPF_CORE_READ(regs, sp) : 0;
+	r->bp = regs ? BPF_CORE_READ(regs, bp) : 0;
+	n = r->sp ? copy_user_stack(r->stack, r->sp) : 0;
+	r->h.nr_user = n;
+	bpf_ringbuf_submit(r, submit_flags());
+	if (c) {
+		c->user_stacks++;
+		c->copies++;
+		if (n < stack_copy)
+			c->copy_short++;
+	}
+}
+
 /* Emits thread t's pending wait; with_user 1: t is current, at the return
  * of its system call (ctx is that tracepoint's); 3: t is current, in its
  * task work on the way back to user space; 0: a user thread whose user
@@ -232,24 +327,18 @@ static void emit_long(void *ctx, struct task_struct *t, struct task_state *s, in
 	p = bpf_task_storage_get(&pendings, t, 0, 0);
 	if (!p)
 		return;
+	if (stack_copy && (with_user == 1 || with_user == 3)) {
+		emit_copy(t, p, c);
+		return;
+	}
 	r = bpf_ringbuf_reserve(&waits, sizeof(*r), 0);
 	if (!r) {
 		if (c)
 			c->drops++;
 		return;
 	}
-	r->h.kind = FR_BPF_WAIT_LONG;
-	r->h.pid = BPF_CORE_READ(t, tgid);
-	r->h.tid = BPF_CORE_READ(t, pid);
-	r->h.cpu = p->cpu;
-	r->h.start = p->start;
-	r->h.end = p->end;
-	r->h.total = p->end - p->start;
-	r->h.count = 1;
-	r->h.nr_kernel = p->nr_kernel;
+	fill_head(&r->h, t, p);
 	bpf_probe_read_kernel(r->kips, sizeof(r->kips), p->kips);
-	r->h.flags = 0;
-	r->h.nr_user = 0;
 	if (with_user == 1) {
 		n = bpf_get_stack(ctx, r->uips, sizeof(r->uips), BPF_F_USER_STACK);
 		if (n > 0)
@@ -456,6 +545,14 @@ int BPF_PROG(on_exit, struct task_struct *t)
 	return 0;
 }
 
+/* The task's scheduler state (0: TASK_RUNNING). */
+static __always_inline unsigned int task_state_of(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return (unsigned int)BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
 SEC("iter/task")
 int list_open(struct bpf_iter__task *ctx)
 {
@@ -485,7 +582,7 @@ int list_open(struct bpf_iter__task *ctx)
 	n = bpf_get_task_stack(t, r->kips, sizeof(r->kips), 0);
 	r->nr_kernel = n > 0 ? (__u64)n / 8 : 0;
 	r->has_regs = 0;
-	r->pad = 0;
+	r->runnable = task_state_of(t) == 0; /* TASK_RUNNING: in the run queue */
 	r->ip = r->sp = r->bp = 0;
 	if (!(t->flags & PF_KTHREAD)) {
 		regs = (struct pt_regs *)bpf_task_pt_regs(t);

@@ -9,10 +9,17 @@
  *                       on kernels without task work and when it was in a
  *                       system call, at the call's return; or the short
  *                       waits of a thread added up (kind SHORT, no stack).
+ *                       The user stack is the kernel's frame-pointer walk
+ *                       (uips), or, when the program was loaded with a
+ *                       stack_copy (the default), a struct fr_bpf_wait_copy
+ *                       instead: the user registers and a copy of the user
+ *                       stack from sp, which the recorder unwinds with the
+ *                       binaries' CFI.
  * From the task iterator (one read of its seq file at each seal):
  *   struct fr_bpf_open  a thread switched out at least min_wait ago and not
  *                       back: its kernel stack and the user registers the
- *                       recorder walks the frame-pointer chain from.
+ *                       recorder reads the user stack from; whether it is
+ *                       runnable (waiting for a CPU) or blocked.
  */
 #ifndef FR_RECORDER_BPF_OFFCPU_BPF_H
 #define FR_RECORDER_BPF_OFFCPU_BPF_H
@@ -27,8 +34,13 @@ enum fr_bpf_wait_kind {
 	FR_BPF_WAIT_SHORT = 2,
 };
 
+/* The largest stack copy (core/config's "stack_copy" bound). */
+#define FR_BPF_STACK_MAX 65528
+
 /* fr_bpf_wait.flags */
 #define FR_BPF_WAIT_NO_USER 1u /* user stack not taken (not in a system call) */
+#define FR_BPF_WAIT_COPY 2u    /* a struct fr_bpf_wait_copy: registers and a
+				* stack copy of nr_user bytes, not uips */
 
 struct fr_bpf_wait_head {
 	__u32 kind;
@@ -39,7 +51,8 @@ struct fr_bpf_wait_head {
 	__u64 total; /* SHORT: ns of the waits added up; LONG: end - start */
 	__u32 count; /* SHORT: how many waits */
 	__u32 flags;
-	__u32 nr_kernel, nr_user;
+	__u32 nr_kernel;
+	__u32 nr_user; /* user frames in uips; with FR_BPF_WAIT_COPY, bytes of stack */
 };
 
 struct fr_bpf_wait {
@@ -48,13 +61,25 @@ struct fr_bpf_wait {
 	__u64 uips[FR_BPF_FRAMES];
 };
 
+/* A long wait with a copy of its user stack: the record is the
+ * `stack_copy` the program was loaded with long (a constant); h.nr_user
+ * bytes of `stack` were read from the thread's memory at `sp` (fewer where
+ * the stack's mapping ends). */
+struct fr_bpf_wait_copy {
+	struct fr_bpf_wait_head h;
+	__u64 ip, sp, bp; /* the user registers it entered the kernel with */
+	__u64 kips[FR_BPF_FRAMES];
+	__u8 stack[];
+};
+
 struct fr_bpf_open {
 	__u32 pid, tid;
 	__u64 start; /* switched out (CLOCK_MONOTONIC ns) */
 	__u32 cpu;
 	__u32 nr_kernel;
 	__u32 has_regs; /* a user thread: ip, sp, bp are its user registers */
-	__u32 pad;
+	__u32 runnable; /* in the run queue (preempted, or woken and not on a
+			 * CPU yet): waiting for a CPU, not blocked */
 	__u64 ip, sp, bp;
 	__u64 kips[FR_BPF_FRAMES];
 };
@@ -67,6 +92,9 @@ struct fr_bpf_counters {
 	__u64 no_user;	   /* long waits emitted without one (not in a syscall) */
 	__u64 short_recs;  /* short-wait records emitted */
 	__u64 drops;	   /* records the ring buffer had no room for */
+	__u64 copies;	   /* user stacks copied (stack_copy) */
+	__u64 copy_short;  /* of them, cut short: the stack's mapping ended, or a
+			    * page was not in memory */
 };
 
 #endif
