@@ -5,6 +5,9 @@
  * Where each field comes from:
  *  - state, CPU time, name, wchan and the system call: /proc/PID/task/TID
  *    (recorder/proc_threads.h), read on the request's connection thread;
+ *    /proc's R is both on a CPU and waiting for one: a thread the open-wait
+ *    records list as runnable (FR_EVENT_OFFCPU_RUNNABLE) is "runnable",
+ *    with the time since it left the CPU and the stack where it did;
  *  - how long a thread that is not running has waited: now minus when it
  *    left the CPU, from the open-wait records (core/store/chunk.h "OPEN
  *    WAITS") of the seal the request's flush barrier forced, read from
@@ -28,8 +31,8 @@
  * The answer is a gzip'ed pprof written into the regular file the client
  * passed: one sample per thread, values threads/count and
  * waiting/nanoseconds, labels pid, tid, thread, state, wait, syscall,
- * wchan, waiting_ns, cpu_ns, creator, stack ("blocked", "on-cpu" or
- * absent).
+ * wchan, waiting_ns, cpu_ns, creator, stack ("blocked", "runnable",
+ * "on-cpu" or absent).
  *
  * Bounds: at most THREADS_MAX threads are listed; each costs three small
  * reads of /proc, and the profile is one query of the window for the
@@ -71,6 +74,7 @@ struct thr {
 	ssize_t off, cpu; /* best offcpu and cpu rows of the profile, or -1 */
 	int64_t off_ns, cpu_n;
 	int64_t out_ns;	  /* left the CPU then (Unix ns), by the latest records; 0: not */
+	int runnable;	  /* the latest records say it is in the run queue */
 	uint32_t creator; /* the thread that created it, by the ring's chunks; 0: unknown */
 };
 
@@ -131,6 +135,7 @@ static void add_tid(void *arg, uint32_t tid)
 	th->pid = l->pid;
 	th->off = th->cpu = -1;
 	th->off_ns = th->cpu_n = th->out_ns = 0;
+	th->runnable = 0;
 	th->creator = 0;
 	l->n++;
 }
@@ -295,18 +300,22 @@ static void open_records(struct listing *l, const struct fr_chunk *c, int64_t *a
 	for (uint32_t k = 0; k < c->nsamples; k++) {
 		struct thr key, *th;
 
-		if (c->event[k] != FR_EVENT_OFFCPU_OPEN || c->time_ns[k] < *asof)
+		if (!FR_EVENT_IS_OPEN_WAIT(c->event[k]) || c->time_ns[k] < *asof)
 			continue;
 		if (c->time_ns[k] > *asof) {
 			/* A later seal: what older ones said no longer holds. */
-			for (size_t i = 0; i < l->n; i++)
+			for (size_t i = 0; i < l->n; i++) {
 				l->thr[i].out_ns = 0;
+				l->thr[i].runnable = 0;
+			}
 			*asof = c->time_ns[k];
 		}
 		key.t.tid = c->tid[k];
 		th = bsearch(&key, l->thr, l->n, sizeof(*l->thr), by_tid);
-		if (th && th->pid == c->pid[k])
+		if (th && th->pid == c->pid[k]) {
 			th->out_ns = c->time_ns[k] - (int64_t)c->weight[k];
+			th->runnable = c->event[k] == FR_EVENT_OFFCPU_RUNNABLE;
+		}
 	}
 }
 
@@ -354,12 +363,16 @@ static void open_waits(struct daemon *d, struct listing *l, int64_t now)
 }
 
 /* What a thread waits in, as a word: its system call by name, else the
- * kernel function it sleeps in; "" for a running thread or none known. */
-static void wait_word(const struct fr_proc_thread *t, char *buf, size_t len)
+ * kernel function it sleeps in; "run queue" for a runnable thread; "" for
+ * a running thread or none known. */
+static void wait_word(const struct thr *th, int runnable, char *buf, size_t len)
 {
+	const struct fr_proc_thread *t = &th->t;
 	const char *name = t->syscall >= 0 ? fr_proc_syscall_name(t->syscall) : NULL;
 
 	buf[0] = '\0';
+	if (runnable)
+		snprintf(buf, len, "run queue");
 	if (t->state == 'R')
 		return;
 	if (name)
@@ -373,9 +386,14 @@ static void wait_word(const struct fr_proc_thread *t, char *buf, size_t len)
 static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick_ns, int64_t now)
 {
 	const struct fr_proc_thread *t = &th->t;
-	/* A running thread shows where it runs; any other where it blocked. */
-	int blocked = t->state != 'R' && th->off >= 0;
-	int waiting = t->state != 'R' && th->out_ns > 0 && th->out_ns <= now;
+	/* /proc's R is running or runnable: the recorder's last seal found a
+	 * runnable one off the CPU, in the run queue (and it has not run
+	 * since, or it would not be listed). */
+	int runnable = t->state == 'R' && th->runnable && th->out_ns > 0 && th->out_ns <= now;
+	/* A running thread shows where it runs; any other where it blocked
+	 * (a runnable one where it was preempted or woke). */
+	int blocked = (t->state != 'R' || runnable) && th->off >= 0;
+	int waiting = (t->state != 'R' || runnable) && th->out_ns > 0 && th->out_ns <= now;
 	ssize_t row = blocked ? th->off : th->cpu;
 	struct fr_pprof_label labels[11];
 	char wait[64], sys[32] = "";
@@ -383,13 +401,14 @@ static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick
 	int64_t values[2] = {1, waiting ? now - th->out_ns : 0};
 	size_t nl = 0, nlocs = 0;
 
-	wait_word(t, wait, sizeof(wait));
+	wait_word(th, runnable, wait, sizeof(wait));
 	if (t->syscall >= 0)
 		snprintf(sys, sizeof(sys), "%lld", (long long)t->syscall);
 	labels[nl++] = (struct fr_pprof_label){.key = "pid", .num = th->pid};
 	labels[nl++] = (struct fr_pprof_label){.key = "tid", .num = t->tid};
 	labels[nl++] = (struct fr_pprof_label){.key = "thread", .str = t->name};
-	labels[nl++] = (struct fr_pprof_label){.key = "state", .str = fr_proc_state_name(t->state)};
+	labels[nl++] = (struct fr_pprof_label){
+		.key = "state", .str = runnable ? "runnable" : fr_proc_state_name(t->state)};
 	labels[nl++] = (struct fr_pprof_label){.key = "cpu_ns", .num = (int64_t)t->ticks * tick_ns};
 	if (wait[0])
 		labels[nl++] = (struct fr_pprof_label){.key = "wait", .str = wait};
@@ -404,8 +423,8 @@ static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick
 	if (row >= 0) {
 		const struct fr_pprof_rsample *s = &e->pd->samples[row];
 
-		labels[nl++] = (struct fr_pprof_label){.key = "stack",
-						       .str = blocked ? "blocked" : "on-cpu"};
+		labels[nl++] = (struct fr_pprof_label){
+			.key = "stack", .str = runnable ? "runnable" : blocked ? "blocked" : "on-cpu"};
 		for (; nlocs < s->nloc && nlocs < THREADS_MAX_LOCS; nlocs++)
 			locs[nlocs] = fr_pprof_copy_location(e, e->pd->sample_locs[s->loc + nlocs]);
 	}

@@ -14,6 +14,9 @@
  * had a cpu sample less than that before it left was preempted, not
  * blocked (a spinner is listed by a seal that found it off the CPU for a
  * few microseconds): "running".
+ * A record of a thread in the run queue (FR_EVENT_OFFCPU_RUNNABLE: the
+ * recorder saw it preempted, or woken and not on a CPU yet) makes it
+ * "runnable" since it left the CPU, unless it ran or came back since.
  * A thread that came back and blocked again after the seal is "running"
  * when it has cpu samples, else "unknown": nothing in the ring says where
  * it is. Everything is sorted by thread and merged, so the cost is one
@@ -35,6 +38,7 @@ struct ev {
 	uint32_t pid, tid;
 	int kind;
 	int64_t t, out;
+	int runnable; /* a record of a thread in the run queue */
 	char name[32], comm[32];
 	uint32_t creator;
 };
@@ -101,6 +105,7 @@ static int push(struct evs *e, const struct fr_chunk *c, uint32_t i, int kind)
 	v->kind = kind;
 	v->t = c->time_ns[i];
 	v->out = v->t - (int64_t)(c->weight[i] & INT64_MAX);
+	v->runnable = c->event[i] == FR_EVENT_OFFCPU_RUNNABLE;
 	/* A thread of the table belongs to its process only. Names as they
 	 * were at the record's time (names over time, core/store/chunk.h). */
 	if (th && th->pid == v->pid) {
@@ -174,9 +179,13 @@ static void judge(const struct ev *v, size_t n, int64_t asof, int64_t t, struct 
 			th->creator = v[i].creator;
 		th->seen_ns = v[i].t;
 	}
-	if (rec && back <= rec->out && cpu <= rec->out &&
-	    !(t - rec->out < FR_THREADS_AT_PREEMPT_NS &&
-	      cpu >= rec->out - FR_THREADS_AT_PREEMPT_NS)) {
+	if (rec && rec->runnable && back <= rec->out && cpu <= rec->out) {
+		/* The recorder said so: in the run queue, not blocked. */
+		th->state = FR_THREAD_RUNNABLE;
+		th->out_ns = rec->out;
+	} else if (rec && back <= rec->out && cpu <= rec->out &&
+		   !(t - rec->out < FR_THREADS_AT_PREEMPT_NS &&
+		     cpu >= rec->out - FR_THREADS_AT_PREEMPT_NS)) {
 		th->state = FR_THREAD_BLOCKED;
 		th->out_ns = rec->out;
 	} else if (cpu) {

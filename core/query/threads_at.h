@@ -1,7 +1,8 @@
 /* The threads of some processes at a past moment T, from the ring alone:
  * which were blocked (since when), which were running, and their names
  * (core/query/threads_at.c). The kernel's exact state is not in the ring:
- * a thread is "blocked", "running" or "unknown" as its samples say. */
+ * a thread is "blocked", "runnable", "running" or "unknown" as its samples
+ * and the recorder's open-wait records say. */
 #ifndef FR_QUERY_THREADS_AT_H
 #define FR_QUERY_THREADS_AT_H
 
@@ -20,12 +21,17 @@
  * seals at least once a second while threads are blocked. */
 #define FR_THREADS_AT_LOOK_NS (3LL * 1000000000LL)
 
-enum fr_thread_at_state { FR_THREAD_UNKNOWN, FR_THREAD_BLOCKED, FR_THREAD_RUNNING };
+enum fr_thread_at_state {
+	FR_THREAD_UNKNOWN,
+	FR_THREAD_BLOCKED,
+	FR_THREAD_RUNNING,
+	FR_THREAD_RUNNABLE, /* in the run queue: waiting for a CPU */
+};
 
 struct fr_thread_at {
 	uint32_t pid, tid;
 	enum fr_thread_at_state state;
-	int64_t out_ns;	  /* blocked: when it left the CPU (Unix ns) */
+	int64_t out_ns;	  /* blocked, runnable: when it left the CPU (Unix ns) */
 	int64_t seen_ns;  /* its latest record or sample at or before T */
 	char name[32];	  /* from the chunks' thread table; "" unknown */
 	char comm[32];	  /* its process's, from the process table */
@@ -44,6 +50,8 @@ struct fr_thread_at {
  *    within FR_THREADS_AT_LOOK_NS of it), left the CPU at record time -
  *    weight, no completed off-CPU sample shows it back before t, and it
  *    was not preempted (FR_THREADS_AT_PREEMPT_NS);
+ *  - runnable: listed so (FR_EVENT_OFFCPU_RUNNABLE: preempted, or woken and
+ *    not on a CPU yet) in those records, and not back since;
  *  - running: not blocked, with a cpu sample in [t - FR_THREADS_AT_RUN_NS, t];
  *  - unknown: seen otherwise in that second or back from a listed wait.
  * Returns 0 or -errno. */

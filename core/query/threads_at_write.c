@@ -78,11 +78,15 @@ static const char *const state_names[] = {
 	[FR_THREAD_UNKNOWN] = "unknown",
 	[FR_THREAD_BLOCKED] = "blocked",
 	[FR_THREAD_RUNNING] = "running",
+	[FR_THREAD_RUNNABLE] = "runnable",
 };
 
 static void emit_thread(struct fr_pprof_copy *e, const struct fr_thread_at *th, int64_t t)
 {
-	int blocked = th->state == FR_THREAD_BLOCKED;
+	/* A runnable thread waits where it was preempted (or woke): its
+	 * off-CPU row, as a blocked one's. */
+	int runnable = th->state == FR_THREAD_RUNNABLE;
+	int blocked = th->state == FR_THREAD_BLOCKED || runnable;
 	ssize_t row = best_row(e->pd, th, fr_pprof_data_column(e->pd, blocked ? "offcpu" : "cpu"));
 	struct fr_pprof_label labels[8];
 	uint64_t locs[AT_MAX_LOCS];
@@ -100,8 +104,8 @@ static void emit_thread(struct fr_pprof_copy *e, const struct fr_thread_at *th, 
 	if (row >= 0) {
 		const struct fr_pprof_rsample *s = &e->pd->samples[row];
 
-		labels[nl++] = (struct fr_pprof_label){.key = "stack",
-						       .str = blocked ? "blocked" : "on-cpu"};
+		labels[nl++] = (struct fr_pprof_label){
+			.key = "stack", .str = runnable ? "runnable" : blocked ? "blocked" : "on-cpu"};
 		for (; nlocs < s->nloc && nlocs < AT_MAX_LOCS; nlocs++)
 			locs[nlocs] = fr_pprof_copy_location(e, e->pd->sample_locs[s->loc + nlocs]);
 	}
