@@ -117,19 +117,19 @@ struct fr_perf_offcpu_stats {
 	uint32_t mechanism;
 	uint32_t user_stacks_by_task_work; /* 1: by BPF task work, 0: at sys_exit */
 	uint64_t min_wait_ns;
-	uint64_t long_waits;	/* waits of at least min_wait */
-	uint64_t user_stacks;	/* of them, emitted with the user stack */
-	uint64_t no_user;	/* emitted without (not in a system call) */
-	uint64_t short_records; /* records of short waits added up */
-	uint64_t drops;		/* records the ring buffer had no room for */
-	uint64_t open_listed;	/* open waits listed at seals */
-	uint64_t open_runnable; /* of them, runnable (waiting for a CPU) */
-	uint64_t walks;		/* their user stacks walked (recorder/bpf_walk.h) */
-	uint64_t walks_dropped; /* walks not asked: the walker was behind */
-	uint32_t stack_copy;	/* bytes of user stack copied per long wait (0:
+	uint64_t long_waits;	    /* waits of at least min_wait */
+	uint64_t user_stacks;	    /* of them, emitted with the user stack */
+	uint64_t no_user;	    /* emitted without (not in a system call) */
+	uint64_t short_records;	    /* records of short waits added up */
+	uint64_t drops;		    /* records the ring buffer had no room for */
+	uint64_t open_listed;	    /* open waits listed at seals */
+	uint64_t open_runnable;	    /* of them, runnable (waiting for a CPU) */
+	uint64_t walks;		    /* their user stacks walked (recorder/bpf_walk.h) */
+	uint64_t walks_dropped;	    /* walks not asked: the walker was behind */
+	uint32_t stack_copy;	    /* bytes of user stack copied per long wait (0:
 				 * frame pointers) */
-	uint64_t copies;	/* long waits' user stacks copied */
-	uint64_t copies_short;	/* of them cut short (the stack's mapping
+	uint64_t copies;	    /* long waits' user stacks copied */
+	uint64_t copies_short;	    /* of them cut short (the stack's mapping
 				 * ended, a page not in memory) */
 	uint64_t walk_copies_short; /* open waits' copies cut short */
 };

@@ -360,7 +360,7 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 			    c->stack_copy[e] > w->perf_copy[i])
 				w->perf_copy[i] = c->stack_copy[e];
 		} else if (c->mechanism[e] &&
-			 (w->min_wait[i] < 0 || c->min_wait_ns[e] < w->min_wait[i]))
+			   (w->min_wait[i] < 0 || c->min_wait_ns[e] < w->min_wait[i]))
 			w->min_wait[i] = c->min_wait_ns[e];
 		if (c->hz[e] > w->hz[i])
 			w->hz[i] = c->hz[e];
@@ -574,7 +574,7 @@ int fr_sources_reconcile(struct fr_sources *s)
 		uint32_t hz = fr_event_has_rate(w.event[k]) ? w.hz[k] : 0;
 		uint64_t period = fr_event_has_rate(w.event[k]) ? w.period[k] : 0;
 		uint32_t mech = w.event[k] == FR_EVENT_OFFCPU && !w.perf[k] ? FR_PERF_OFFCPU_BPF
-									     : FR_PERF_OFFCPU_PERF;
+									    : FR_PERF_OFFCPU_PERF;
 		uint32_t stack_copy = w.event[k] == FR_EVENT_OFFCPU && w.perf[k]
 					      ? w.perf_copy[k]
 					      : wanted_stack_copy(&w, k);

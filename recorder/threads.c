@@ -407,8 +407,9 @@ static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick
 	labels[nl++] = (struct fr_pprof_label){.key = "pid", .num = th->pid};
 	labels[nl++] = (struct fr_pprof_label){.key = "tid", .num = t->tid};
 	labels[nl++] = (struct fr_pprof_label){.key = "thread", .str = t->name};
-	labels[nl++] = (struct fr_pprof_label){
-		.key = "state", .str = runnable ? "runnable" : fr_proc_state_name(t->state)};
+	labels[nl++] = (struct fr_pprof_label){.key = "state",
+					       .str = runnable ? "runnable"
+							       : fr_proc_state_name(t->state)};
 	labels[nl++] = (struct fr_pprof_label){.key = "cpu_ns", .num = (int64_t)t->ticks * tick_ns};
 	if (wait[0])
 		labels[nl++] = (struct fr_pprof_label){.key = "wait", .str = wait};
@@ -423,8 +424,10 @@ static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick
 	if (row >= 0) {
 		const struct fr_pprof_rsample *s = &e->pd->samples[row];
 
-		labels[nl++] = (struct fr_pprof_label){
-			.key = "stack", .str = runnable ? "runnable" : blocked ? "blocked" : "on-cpu"};
+		labels[nl++] = (struct fr_pprof_label){.key = "stack",
+						       .str = runnable	? "runnable"
+							      : blocked ? "blocked"
+									: "on-cpu"};
 		for (; nlocs < s->nloc && nlocs < THREADS_MAX_LOCS; nlocs++)
 			locs[nlocs] = fr_pprof_copy_location(e, e->pd->sample_locs[s->loc + nlocs]);
 	}

@@ -167,6 +167,17 @@ static void print_offcpu(const cJSON *ev)
 		       fr_cli_str(o, "user_stacks_by") ? fr_cli_str(o, "user_stacks_by") : "?",
 		       fr_cli_num(o, "no_user_stack"), fr_cli_num(o, "short_records"),
 		       fr_cli_num(o, "ringbuf_drops"), fr_cli_num(o, "open_listed"));
+		printf("offcpu:   %.0f of the open waits runnable; blocked threads' stacks: %.0f read, "
+		       "%.0f not (the reader was behind)\n",
+		       fr_cli_num(o, "open_runnable"), fr_cli_num(o, "stack_walks"),
+		       fr_cli_num(o, "stack_walks_dropped"));
+		if (cJSON_GetObjectItemCaseSensitive(o, "stack_copies"))
+			printf("offcpu:   user stacks unwound from %.0f-byte copies: %.0f of long waits "
+			       "(%.0f cut short where the stack ends), %.0f of blocked threads cut "
+			       "short\n",
+			       fr_cli_num(ev, "stack_copy"), fr_cli_num(o, "stack_copies"),
+			       fr_cli_num(o, "stack_copies_short"),
+			       fr_cli_num(o, "stack_walk_copies_short"));
 		return;
 	}
 	printf("offcpu:   %.0f switches out, %.0f in; %.0f samples kept, %.0f evicted (table full); "

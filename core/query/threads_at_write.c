@@ -104,8 +104,10 @@ static void emit_thread(struct fr_pprof_copy *e, const struct fr_thread_at *th, 
 	if (row >= 0) {
 		const struct fr_pprof_rsample *s = &e->pd->samples[row];
 
-		labels[nl++] = (struct fr_pprof_label){
-			.key = "stack", .str = runnable ? "runnable" : blocked ? "blocked" : "on-cpu"};
+		labels[nl++] = (struct fr_pprof_label){.key = "stack",
+						       .str = runnable	? "runnable"
+							      : blocked ? "blocked"
+									: "on-cpu"};
 		for (; nlocs < s->nloc && nlocs < AT_MAX_LOCS; nlocs++)
 			locs[nlocs] = fr_pprof_copy_location(e, e->pd->sample_locs[s->loc + nlocs]);
 	}

@@ -39,7 +39,8 @@ enum fr_bpf_wait_kind {
 
 /* fr_bpf_wait.flags */
 #define FR_BPF_WAIT_NO_USER 1u /* user stack not taken (not in a system call) */
-#define FR_BPF_WAIT_COPY 2u    /* a struct fr_bpf_wait_copy: registers and a
+#define FR_BPF_WAIT_COPY \
+	2u /* a struct fr_bpf_wait_copy: registers and a
 				* stack copy of nr_user bytes, not uips */
 
 struct fr_bpf_wait_head {

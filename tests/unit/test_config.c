@@ -387,9 +387,14 @@ static const struct bad bad_configs[] = {
 	 "\"stack_copy\":\"8KiB\"}]}]}",
 	 SRC ": sessions[0].events[0].stack_copy: only used with \"unwind\": \"dwarf\"; leave it "
 	     "out with \"fp\""},
-	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"stack_copy\":\"8KiB\"}]}]}",
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"unwind\":\"fp\","
+	 "\"stack_copy\":\"8KiB\"}]}]}",
 	 SRC ": sessions[0].events[0].stack_copy: only used with \"unwind\": \"dwarf\"; leave it "
 	     "out with \"fp\""},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"mechanism\":\"perf\","
+	 "\"stack_copy\":\"8KiB\"}]}]}",
+	 SRC ": sessions[0].events[0].stack_copy: \"perf\" copies stacks only with \"unwind\": "
+	     "\"dwarf\" (a copy at every context switch); say so, or leave \"stack_copy\" out"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"unwnd\":\"fp\"}]}]}", SRC
 	 ": sessions[0].events[0].unwnd: unknown key (accepted: event, hz, period, unwind, stack_copy, mechanism, min_wait)"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"mechanism\":\"ebpf\"}]}]}",
@@ -401,10 +406,6 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].events[0].min_wait: only used with \"mechanism\": \"bpf\""},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"min_wait\":\"11s\"}]}]}",
 	 SRC ": sessions[0].events[0].min_wait: must be 0..10s, got \"11s\""},
-	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"mechanism\":\"bpf\","
-	 "\"unwind\":\"dwarf\"}]}]}",
-	 SRC ": sessions[0].events[0].mechanism: \"bpf\" walks frame pointers only; \"unwind\": "
-	     "\"dwarf\" needs \"perf\""},
 	{"{\"sessions\":[5]}", SRC
 	 ": sessions[0]: must be an object like {\"name\": \"always\", \"events\": [...]}, got 5"},
 };
@@ -643,13 +644,20 @@ static void test_unwind(void)
 		     "{\"event\":\"offcpu\"},"
 		     "{\"event\":\"page-faults\",\"unwind\":\"fp\"},"
 		     "{\"event\":\"cycles\",\"unwind\":\"dwarf\",\"stack_copy\":\"65528B\"}]},"
-		     "{\"name\":\"b\",\"events\":[{\"event\":\"offcpu\",\"unwind\":\"dwarf\"}]}]}",
+		     "{\"name\":\"b\",\"events\":[{\"event\":\"offcpu\",\"unwind\":\"dwarf\"}]},"
+		     "{\"name\":\"c\",\"events\":[{\"event\":\"offcpu\",\"mechanism\":\"perf\"}]},"
+		     "{\"name\":\"d\",\"events\":[{\"event\":\"offcpu\",\"mechanism\":\"perf\","
+		     "\"unwind\":\"dwarf\",\"stack_copy\":\"4KiB\"}]},"
+		     "{\"name\":\"e\",\"events\":[{\"event\":\"offcpu\",\"unwind\":\"fp\"}]}]}",
 		     NULL) == 0) {
 		ev = cfg.sessions[0].events;
 		CHECK(ev[0].unwind == FR_CONFIG_UNWIND_DWARF && ev[0].stack_copy == 1008,
 		      "cpu 1001B: %u %u", ev[0].unwind, ev[0].stack_copy);
-		CHECK(ev[1].unwind == FR_CONFIG_UNWIND_FP && ev[1].stack_copy == 0,
-		      "offcpu default: %u %u", ev[1].unwind, ev[1].stack_copy);
+		/* offcpu's eBPF mechanism copies stacks of long waits only: dwarf
+		 * by default. */
+		CHECK(ev[1].unwind == FR_CONFIG_UNWIND_DWARF && ev[1].stack_copy == 8192 &&
+			      ev[1].mechanism == FR_CONFIG_OFFCPU_BPF,
+		      "offcpu default: %u %u %u", ev[1].unwind, ev[1].stack_copy, ev[1].mechanism);
 		CHECK(ev[2].unwind == FR_CONFIG_UNWIND_FP && ev[2].stack_copy == 0, "fp: %u %u",
 		      ev[2].unwind, ev[2].stack_copy);
 		CHECK(ev[3].unwind == FR_CONFIG_UNWIND_DWARF && ev[3].stack_copy == 65528,
@@ -657,9 +665,22 @@ static void test_unwind(void)
 		ev = cfg.sessions[1].events;
 		CHECK(ev[0].unwind == FR_CONFIG_UNWIND_DWARF && ev[0].stack_copy == 8192,
 		      "offcpu dwarf: %u %u", ev[0].unwind, ev[0].stack_copy);
-		/* A stack copy needs the perf mechanism. */
-		CHECK(ev[0].mechanism == FR_CONFIG_OFFCPU_PERF, "offcpu dwarf: mechanism %u",
+		CHECK(ev[0].mechanism == FR_CONFIG_OFFCPU_BPF, "offcpu dwarf: mechanism %u",
 		      ev[0].mechanism);
+		/* The perf mechanism copies at every switch: only when asked. */
+		ev = cfg.sessions[2].events;
+		CHECK(ev[0].mechanism == FR_CONFIG_OFFCPU_PERF &&
+			      ev[0].unwind == FR_CONFIG_UNWIND_FP && ev[0].stack_copy == 0,
+		      "offcpu perf: %u %u %u", ev[0].mechanism, ev[0].unwind, ev[0].stack_copy);
+		ev = cfg.sessions[3].events;
+		CHECK(ev[0].mechanism == FR_CONFIG_OFFCPU_PERF &&
+			      ev[0].unwind == FR_CONFIG_UNWIND_DWARF && ev[0].stack_copy == 4096,
+		      "offcpu perf dwarf: %u %u %u", ev[0].mechanism, ev[0].unwind,
+		      ev[0].stack_copy);
+		ev = cfg.sessions[4].events;
+		CHECK(ev[0].mechanism == FR_CONFIG_OFFCPU_BPF &&
+			      ev[0].unwind == FR_CONFIG_UNWIND_FP && ev[0].stack_copy == 0,
+		      "offcpu fp: %u %u %u", ev[0].mechanism, ev[0].unwind, ev[0].stack_copy);
 		fr_config_fini(&cfg);
 	}
 }
