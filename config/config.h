@@ -78,18 +78,22 @@
  *   and the recorder unwinds them with the binaries' CFI; frame pointers
  *   where a module has none; x86-64 only, elsewhere an error) or "fp" (the
  *   kernel's frame-pointer callchain only). Defaults: "dwarf" with
- *   "stack_copy" 8KiB for rate-sampled events, "fp" for offcpu (a stack
- *   copy at every context switch costs too much by default). "stack_copy"
+ *   "stack_copy" 8KiB (on x86-64), and for offcpu's "perf" mechanism "fp"
+ *   (it would copy a stack at every context switch). "stack_copy"
  *   is 512B..64KiB-8, rounded up to a multiple of 8 (the kernel's limit),
  *   and only with "dwarf". When several sessions record one event, it is
  *   unwound with "dwarf" if any asks for it, with the largest stack_copy.
  *   offcpu takes "mechanism": "bpf" (default: an eBPF program measures
  *   every wait and takes stacks only for waits of at least "min_wait",
  *   default "1ms", 0..10s; shorter waits are counted exactly, added up
- *   per thread without a stack) or "perf" (sched_switch with a callchain
- *   at every switch, 5-10x the cost; the only one that takes "dwarf", and
- *   the one used when the eBPF program cannot load). When several
- *   sessions record offcpu, "perf" wins if any asks for it, and the
+ *   per thread without a stack; with "dwarf" each long wait's user stack
+ *   is copied where the thread returns to user space and unwound with
+ *   CFI, a blocked thread's from its saved registers) or "perf"
+ *   (sched_switch with a callchain at every switch, 5-10x the cost; a
+ *   stack copy at every switch only with "unwind": "dwarf"; the one used
+ *   when the eBPF program cannot load). When several sessions record
+ *   offcpu, "perf" wins if any asks for it (with a stack copy only if one
+ *   of those asks for "dwarf"), and the
  *   smallest "min_wait".
  *   "targets" (default: the whole machine) narrows what the session's
  *   profiles hold: pids, command names, a cgroup v2 path (and below).

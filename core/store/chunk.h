@@ -180,7 +180,11 @@
  * seal (a chunk sealed because it is full has none; when the records do
  * not fit one chunk they continue in the next, with the same time), so the
  * records of the latest seal say which threads were blocked at that moment,
- * since when and where. Chunks written before have none and read the same;
+ * since when and where. A thread that was runnable then (in the run queue:
+ * preempted, or woken and not on a CPU yet) has the event
+ * FR_EVENT_OFFCPU_RUNNABLE (0x40000001) instead, and is otherwise the
+ * same: readers that do not tell the two apart count both as open waits
+ * (FR_EVENT_IS_OPEN_WAIT). Chunks written before have none and read the same;
  * the format version is unchanged (a reader that does not know the event
  * sees samples of an unknown event). Readers: core/query/profile_open.c.
  * Cost: a few bytes per blocked thread per seal (the event column is one
