@@ -15,6 +15,10 @@ command -v taskset >/dev/null && command -v chrt >/dev/null ||
 [ -r /proc/self/schedstat ] || skip "needs /proc/PID/schedstat (CONFIG_SCHED_INFO) to see the victim wait"
 
 start_daemon
+# The recorder and the CLI keep off CPU 1, where the hog would starve them
+# too.
+taskset -a -p -c 0 "$DAEMON_PID" >/dev/null || fail "taskset -p $DAEMON_PID failed"
+fr() { taskset -c 0 "$FLIGHTREC" "$@"; }
 
 # The victim becomes SCHED_IDLE once it spins in burn: under the hog it
 # would not even finish its exec.
@@ -64,9 +68,9 @@ print(t[0].get(sys.argv[2], ""))' "$@"
 for _ in 1 2 3 4 5; do
 	wait_quiet
 	ta=$(date +%s%N)
-	"$FLIGHTREC" threads --pid "$VICTIM" --json >"$T/victim.json" 2>"$T/err" ||
+	fr threads --pid "$VICTIM" --json >"$T/victim.json" 2>"$T/err" ||
 		fail "threads --json failed: $(cat "$T/err")"
-	"$FLIGHTREC" threads --pid "$VICTIM" >"$T/victim.text" 2>"$T/err" ||
+	fr threads --pid "$VICTIM" >"$T/victim.text" 2>"$T/err" ||
 		fail "threads failed: $(cat "$T/err")"
 	[ "$(ran)" = "$QUIET" ] && break
 done
@@ -92,9 +96,9 @@ echo "victim waiting ${w:-no} ns, want $lo to $hi ns"
 
 # The hog, on CPU 1 but for the moments something else runs there.
 for _ in 1 2 3 4 5; do
-	"$FLIGHTREC" threads --pid "$HOG" --json >"$T/hog.json" 2>"$T/err" ||
+	fr threads --pid "$HOG" --json >"$T/hog.json" 2>"$T/err" ||
 		fail "threads --json failed: $(cat "$T/err")"
-	"$FLIGHTREC" threads --pid "$HOG" >"$T/hog.text" 2>"$T/err" || fail "threads failed: $(cat "$T/err")"
+	fr threads --pid "$HOG" >"$T/hog.text" 2>"$T/err" || fail "threads failed: $(cat "$T/err")"
 	[ "$(field "$T/hog.json" state)" = running ] && grep -q '^1 thread: running' "$T/hog.text" && break
 done
 cat "$T/hog.text"
