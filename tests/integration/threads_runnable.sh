@@ -99,11 +99,11 @@ for _ in 1 2 3 4 5; do
 	fr threads --pid "$HOG" --json >"$T/hog.json" 2>"$T/err" ||
 		fail "threads --json failed: $(cat "$T/err")"
 	fr threads --pid "$HOG" >"$T/hog.text" 2>"$T/err" || fail "threads failed: $(cat "$T/err")"
-	[ "$(field "$T/hog.json" state)" = running ] && grep -q '^1 thread: running' "$T/hog.text" && break
+	[ "$(field "$T/hog.json" state)" = running ] && grep -qx '1 thread: running' "$T/hog.text" && break
 done
 cat "$T/hog.text"
 [ "$(field "$T/hog.json" state)" = running ] || fail "the hog is not shown running: $(cat "$T/hog.json")"
 [ -z "$(field "$T/hog.json" waiting_ns)" ] || fail "the running hog has a waiting time: $(cat "$T/hog.json")"
-grep -q '^1 thread: running' "$T/hog.text" || fail "the text does not show the hog running"
+grep -qx '1 thread: running' "$T/hog.text" || fail "the text does not show the hog running"
 kill "$HOG" "$VICTIM"
 echo "ok"
