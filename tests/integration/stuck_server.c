@@ -37,7 +37,7 @@
 static volatile long sink;
 
 struct server {
-	int fd;		 /* read end of its pipe */
+	int fd; /* read end of its pipe */
 	pid_t tid;
 	int64_t blocked; /* ns in read() */
 	long waits;
