@@ -2,11 +2,11 @@
  * under functions of its own, built -O2 without frame pointers (and once
  * more with them), for offcpu_vs_perf.sh:
  *
- *   offcpu_cxx SECONDS [DELAY]
+ *   offcpu_cxx SECONDS [DELAY | -]
  *
- * After sleeping DELAY seconds (default 1: a profiler attached to its pid
- * sees all of its waits), two std::threads wait until SECONDS have
- * passed:
+ * After sleeping DELAY seconds (default 0), or with "-" once a line came
+ * on standard input (so a profiler attached to its pid sees all of its
+ * waits), two std::threads wait until SECONDS have passed:
  *
  *   reader: read_rows  -> fetch_row   -> wait_for   (twice a round)
  *                      -> fetch_index -> wait_for   (once a round)
@@ -29,6 +29,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <time.h>
@@ -93,11 +94,16 @@ __attribute__((noinline, noclone)) static void write_log(Waiter &w)
 
 int main(int argc, char **argv)
 {
-	double seconds = argc > 1 ? atof(argv[1]) : 5, delay = argc > 2 ? atof(argv[2]) : 1;
+	bool go_line = argc > 2 && std::strcmp(argv[2], "-") == 0;
+	double seconds = argc > 1 ? atof(argv[1]) : 5,
+	       delay = argc > 2 && !go_line ? atof(argv[2]) : 0;
 	Waiter rw, ww;
+	char line[64];
 
 	std::printf("pid=%d\n", (int)getpid());
 	std::fflush(stdout);
+	if (go_line && !std::fgets(line, sizeof(line), stdin))
+		return 1;
 	std::this_thread::sleep_for(std::chrono::duration<double>(delay));
 	std::thread reader([&rw] {
 		while (!stop)

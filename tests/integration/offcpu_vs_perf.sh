@@ -75,12 +75,18 @@ esac
 
 pid_of() { sed -n 's/^pid=\([0-9]*\)$/\1/p' "$1" | head -1; }
 
+# perf record starts with its events disabled (-D -1) and is enabled
+# through its control FIFO, which acknowledges; the program, started
+# first, waits for a line on its standard input (another FIFO) before its
+# threads start: perf sees all of their waits, from the first.
+mkfifo "$T/ctl" "$T/ack" "$T/go" || fail "mkfifo failed"
+exec 7<>"$T/ctl" 8<>"$T/ack" 9<>"$T/go"
+
 # run_case NAME REQUIRED: runs NAME for SECONDS_RUN seconds under perf
 # record -p, then compares the REQUIRED functions and every user function
-# named on both sides with 5% or more on either. The program sleeps a
-# second first, so perf is attached for all of its waits.
+# named on both sides with 5% or more on either.
 run_case() {
-	local name=$1 require=$2 prog=$BUILD/tests/integration/$1 pid perf_pid truth
+	local name=$1 require=$2 prog=$BUILD/tests/integration/$1 pid perf_pid truth ack
 	echo "=== $name"
 	# A first, short run: until the recorder has built a binary's CFI
 	# table, the first time a sample needs it, its stacks stop there. The
@@ -94,11 +100,18 @@ run_case() {
 		sed -n 's/^offcpu: unwinding stopped/cold run: unwinding stopped/p'
 	wait_tables_built
 
-	"$prog" "$SECONDS_RUN" 1 >"$T/$name.out" &
+	"$prog" "$SECONDS_RUN" - <"$T/go" >"$T/$name.out" &
 	pid=$!
 	perf record --no-buildid --no-buildid-cache -e sched:sched_switch --switch-events \
-		--call-graph "$perf_cg" -p "$pid" -o "$T/$name.data" >"$T/$name.perf.log" 2>&1 &
+		--call-graph "$perf_cg" -D -1 --control "fifo:$T/ctl,$T/ack" -p "$pid" \
+		-o "$T/$name.data" >"$T/$name.perf.log" 2>&1 &
 	perf_pid=$!
+	echo enable >&7
+	if ! read -r -t 30 ack <&8 || [ "$ack" != ack ]; then
+		cat "$T/$name.perf.log"
+		skip "perf record -D -1 --control (perf 5.10+) did not enable its events here"
+	fi
+	echo go >&9
 	wait "$pid" || fail "$name failed"
 	if ! wait "$perf_pid" || [ ! -s "$T/$name.data" ]; then
 		cat "$T/$name.perf.log"

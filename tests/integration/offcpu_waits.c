@@ -2,10 +2,11 @@
  * pthread_cond_timedwait (a futex) under functions of its own, built
  * without frame pointers (and once more with them), for offcpu_vs_perf.sh:
  *
- *   offcpu_waits SECONDS [DELAY]
+ *   offcpu_waits SECONDS [DELAY | -]
  *
- * After sleeping DELAY seconds (default 1: a profiler attached to its pid
- * sees all of its waits), two threads wait until SECONDS have passed:
+ * After sleeping DELAY seconds (default 0), or with "-" once a line came
+ * on standard input (so a profiler attached to its pid sees all of its
+ * waits), two threads wait until SECONDS have passed:
  *
  *   events: events_round -> wait_events  -> epoll_wait   (twice a round)
  *                        -> wait_socket  -> poll         (once a round)
@@ -27,6 +28,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,8 +120,11 @@ static void *jobs_main(void *arg)
 
 int main(int argc, char **argv)
 {
-	double seconds = argc > 1 ? atof(argv[1]) : 5, delay = argc > 2 ? atof(argv[2]) : 1;
+	int go_line = argc > 2 && strcmp(argv[2], "-") == 0;
+	double seconds = argc > 1 ? atof(argv[1]) : 5,
+	       delay = argc > 2 && !go_line ? atof(argv[2]) : 0;
 	struct timespec d = {(time_t)delay, (long)((delay - (time_t)delay) * 1e9)};
+	char line[64];
 	struct events e;
 	struct jobs j;
 	pthread_condattr_t ca;
@@ -128,6 +133,8 @@ int main(int argc, char **argv)
 
 	printf("pid=%d\n", (int)getpid());
 	fflush(stdout);
+	if (go_line && !fgets(line, sizeof(line), stdin))
+		return 1;
 	nanosleep(&d, NULL);
 	e.epfd = epoll_create1(0);
 	if (e.epfd < 0 || pipe(fds) < 0) {
