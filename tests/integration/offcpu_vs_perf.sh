@@ -45,7 +45,7 @@ mode=${1:-bpf}
 # At ~390 waits a second, 6 s give ~2,300 samples on each side: were they
 # two independent samplings, a share's difference would have a standard
 # deviation under 1.5 points; both sides see the same waits, so it is far
-# less (a few samples: those before perf attached, or after it stopped).
+# less (a few samples: the main thread's waits before perf was enabled).
 SECONDS_RUN=${OFFCPU_VS_PERF_SECONDS:-6}
 
 suffix=
