@@ -4,13 +4,26 @@ independent readers of two profilers, compared (for unwind_vs_perf.sh).
 
   cum_shares.py --perf SCRIPT --pprof RAW --pid PID [--require F,...]
                 [--inline F,...] [--truth NAME=SHARE,...] [--tolerance PTS]
-                [--min-share PCT]
+                [--min-share PCT] [--perf-min-wait MS] [--drop FRAME,...]
+                [--user-only]
 
 SCRIPT: `perf script --no-inline --no-demangle -F comm,pid,tid,ip,sym` of a
 `perf record --call-graph dwarf` file. RAW: `go tool pprof -raw` of a
 flightrec profile. The cumulative share of a function is the share of the
 process's samples whose stack holds it at least once, the way
 `pprof -top -cum` and `perf report --children` count it.
+
+Off-CPU waits (offcpu_vs_perf.sh): SCRIPT is of `perf record -e
+sched:sched_switch --switch-events`, printed with the time field (-F
+comm,pid,tid,time,ip,sym) and --show-switch-events. With --perf-min-wait
+only the switches out after which the thread came back at least MS later
+count (those a recorder whose min_wait is MS gives a stack; a switch out
+after which the thread never came back, its exit, counts for neither), and
+--drop leaves out the flightrec samples whose stack holds one of the
+FRAMEs (the recorder's marker of the shorter waits). Both print what they
+left out. --user-only compares user functions alone: where each profiler
+takes the kernel's stack of a switch differs (a BPF program and a
+tracepoint skip different frames of the scheduler), not what is compared.
 
 Both sides are compared on the functions of the symbol table, not on
 inlined ones: perf resolves inline frames by running addr2line on every
@@ -39,6 +52,7 @@ or an --inline function never appears inlined; prints both tables.
 itself) for a third column, printed, not compared.
 """
 import argparse
+import bisect
 import re
 import subprocess
 import sys
@@ -83,35 +97,88 @@ def named(name):
     return not UNNAMED.search(name)
 
 
-def read_perf(path, pid):
-    """Samples of pid: a list of stacks, each a list of names, leaf first."""
-    stacks, cur, keep = [], None, False
+def read_perf(path, pid, min_wait_ms=None, user_only=False):
+    """Samples of pid: a list of (stack, 1), each stack a list of names,
+    leaf first (user_only: without the kernel's frames). With min_wait_ms,
+    the switches out whose thread came back at least that much later (the
+    next PERF_RECORD_SWITCH IN of its tid)."""
+    # "comm pid/tid" or, with the time field, "comm pid/tid TIME: REST"
+    # (REST "PERF_RECORD_SWITCH IN" for a switch event): the comm may hold
+    # spaces, pid/tid is after it.
+    head = re.compile(r"(\d+)/(\d+)\s*(?:(\d+\.\d+):(.*))?$")
+    samples, ins, cur, keep = [], {}, None, False
     with open(path, errors="replace") as f:
         for line in f:
             if not line.strip():
                 if cur is not None and keep:
-                    stacks.append(cur)
+                    samples.append(cur)
                 cur = None
                 continue
             if not line[0].isspace():
-                # "comm pid/tid": the comm may hold spaces, pid/tid is last.
-                m = re.search(r"(\d+)/(\d+)\s*$", line)
+                if cur is not None and keep:
+                    samples.append(cur)
+                cur = None
+                m = head.search(line)
                 keep = bool(m) and int(m.group(1)) == pid
-                cur = []
+                if not keep:
+                    continue
+                tid, t = int(m.group(2)), float(m.group(3)) if m.group(3) else None
+                rest = (m.group(4) or "").strip()
+                if rest.startswith("PERF_RECORD_SWITCH"):
+                    if rest.split()[1:2] == ["IN"]:
+                        ins.setdefault(tid, []).append(t)
+                    continue
+                cur = (tid, t, [])
                 continue
             if cur is not None:
                 parts = line.split(None, 1)
-                cur.append(parts[1].strip() if len(parts) > 1 else "[unknown]")
+                if user_only and is_kernel(parts[0]):
+                    continue
+                cur[2].append(parts[1].strip() if len(parts) > 1 else "[unknown]")
     if cur is not None and keep:
-        stacks.append(cur)
-    return [(s, 1) for s in stacks]
+        samples.append(cur)
+    if min_wait_ms is None:
+        return [(s, 1) for _, _, s in samples]
+    if any(t is None for _, t, _ in samples):
+        sys.exit("--perf-min-wait needs perf script's time field")
+    out, short, gone = [], 0, 0
+    for tid, t, stack in samples:
+        back = ins.get(tid, [])
+        i = bisect.bisect_right(back, t)
+        if i == len(back):
+            gone += 1
+        elif (back[i] - t) * 1000 < min_wait_ms:
+            short += 1
+        else:
+            out.append((stack, 1))
+    print(f"perf: {len(out)} switches out of pid {pid} back {min_wait_ms} ms or more later "
+          f"kept; {short} shorter, {gone} never back (exits), left out")
+    return out
 
 
-def read_pprof(path):
+def drop_frames(stacks, frames):
+    """The flightrec stacks without one of `frames`, and how many samples
+    were left out."""
+    if not frames:
+        return stacks, 0
+    kept = [(s, c) for s, c in stacks if not frames & set(s)]
+    return kept, sum(c for _, c in stacks) - sum(c for _, c in kept)
+
+
+def is_kernel(address):
+    """Whether a hexadecimal address is the kernel's (x86-64: the upper
+    half)."""
+    try:
+        return int(address, 16) >= 0xFFFF800000000000
+    except ValueError:
+        return False
+
+
+def read_pprof(path, user_only=False):
     """(stacks with their sample counts, {location: [names, innermost first]})
-    from `go tool pprof -raw`."""
-    sec, samples, locs, last = None, [], {}, None
-    loc_re = re.compile(r"^\s+(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(.*)$")
+    from `go tool pprof -raw` (user_only: without the kernel's frames)."""
+    sec, samples, locs, last, kernel = None, [], {}, None, set()
+    loc_re = re.compile(r"^\s+(\d+): 0x([0-9a-f]+) (?:M=\d+ )?(.*)$")
     with open(path, errors="replace") as f:
         for line in f:
             line = line.rstrip("\n")
@@ -132,13 +199,16 @@ def read_pprof(path):
                 m = loc_re.match(line)
                 if m:
                     last = int(m.group(1))
-                    locs[last] = [line_name(m.group(2))]
+                    locs[last] = [line_name(m.group(3))]
+                    if is_kernel(m.group(2)):
+                        kernel.add(last)
                 elif last is not None and line.startswith("             "):
                     locs[last].append(line_name(line.strip()))
     stacks = []
     for count, ids in samples:
         # The function each location was compiled into: its last Line.
-        stacks.append(([locs.get(i, ["[unknown]"])[-1] for i in ids], count))
+        stacks.append(([locs.get(i, ["[unknown]"])[-1] for i in ids
+                        if not (user_only and i in kernel)], count))
     return stacks, locs
 
 
@@ -177,10 +247,16 @@ def main():
     ap.add_argument("--truth", default="")
     ap.add_argument("--tolerance", type=float, default=2.0)
     ap.add_argument("--min-share", type=float, default=5.0)
+    ap.add_argument("--perf-min-wait", type=float, default=None)
+    ap.add_argument("--drop", default="")
+    ap.add_argument("--user-only", action="store_true")
     a = ap.parse_args()
 
-    pn, ps, _ = shares(read_perf(a.perf, a.pid))
-    fstacks, locs = read_pprof(a.pprof)
+    pn, ps, _ = shares(read_perf(a.perf, a.pid, a.perf_min_wait, a.user_only))
+    fstacks, locs = read_pprof(a.pprof, a.user_only)
+    fstacks, dropped = drop_frames(fstacks, set(filter(None, a.drop.split(","))))
+    if a.drop:
+        print(f"flightrec: {dropped} samples with {a.drop} left out")
     fn, fs, marks = shares(fstacks)
     required = [norm(x) for x in a.require.split(",") if x]
     truth = {}
@@ -193,6 +269,8 @@ def main():
 
     both = set(ps) & set(fs)
     compared = set(required) | {n for n in both if max(ps[n], fs[n]) >= a.min_share}
+    if not compared:
+        bad.append("no function to compare: none required, none named by both")
     print(f"cumulative shares of pid {a.pid}: perf {pn} samples, flightrec {fn} samples")
     print(f"{'perf %':>8} {'flightrec %':>11} {'diff':>6} {'truth %':>8}  function")
     for n in sorted(compared, key=lambda n: -max(ps.get(n, 0), fs.get(n, 0))):

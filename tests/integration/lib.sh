@@ -148,6 +148,21 @@ daemon_alive() {
 	kill -0 "$DAEMON_PID" 2>/dev/null && "$FLIGHTREC" status >/dev/null 2>&1
 }
 
+# wait_tables_built: waits (10 s at most) until the recorder has no CFI
+# table pending (status --json: unwind_tables.pending is 0), so that the
+# tables the samples stored so far asked for are built. An attach first
+# flushes the last samples into the ring, and so queues their requests.
+wait_tables_built() {
+	local i
+	for i in $(seq 100); do
+		"$FLIGHTREC" status --json 2>/dev/null |
+			python3 -c 'import json, sys; sys.exit(json.load(sys.stdin).get("unwind_tables", {}).get("pending", 0) != 0)' &&
+			return 0
+		sleep 0.1
+	done
+	echo "CFI tables still pending after 10 s" >&2
+}
+
 # pprof_top FILE [ARGS...]: go tool pprof -top with flat values in samples.
 pprof_top() {
 	local f=$1
