@@ -363,16 +363,13 @@ static void open_waits(struct daemon *d, struct listing *l, int64_t now)
 }
 
 /* What a thread waits in, as a word: its system call by name, else the
- * kernel function it sleeps in; "run queue" for a runnable thread; "" for
- * a running thread or none known. */
-static void wait_word(const struct thr *th, int runnable, char *buf, size_t len)
+ * kernel function it sleeps in; "" for a running or runnable thread (its
+ * state says it waits for a CPU) or none known. */
+static void wait_word(const struct fr_proc_thread *t, char *buf, size_t len)
 {
-	const struct fr_proc_thread *t = &th->t;
 	const char *name = t->syscall >= 0 ? fr_proc_syscall_name(t->syscall) : NULL;
 
 	buf[0] = '\0';
-	if (runnable)
-		snprintf(buf, len, "run queue");
 	if (t->state == 'R')
 		return;
 	if (name)
@@ -401,7 +398,7 @@ static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick
 	int64_t values[2] = {1, waiting ? now - th->out_ns : 0};
 	size_t nl = 0, nlocs = 0;
 
-	wait_word(th, runnable, wait, sizeof(wait));
+	wait_word(t, wait, sizeof(wait));
 	if (t->syscall >= 0)
 		snprintf(sys, sizeof(sys), "%lld", (long long)t->syscall);
 	labels[nl++] = (struct fr_pprof_label){.key = "pid", .num = th->pid};
