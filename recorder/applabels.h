@@ -1,15 +1,24 @@
 /* Application labels: the labels programs set with libflightrec
- * (lib/flightrec/labels.h), joined to each sample by (tid, time) when the
- * ingest thread seals a chunk.
+ * (lib/flightrec/labels.h), and the OpenTelemetry thread context (trace
+ * and span ids, attributes) of programs that publish it, as they were at
+ * the moment of each sample.
  *
- * For each sampled process that has libflightrec.so mapped, the recorder
- * finds the registry by its exported symbol, and at every seal reads the
- * registry, and the change logs of the threads it has samples of, with
- * process_vm_readv on a deadline worker (the memory is the process's: a
- * hostile one can point it anywhere, even at a file that never answers).
- * Every field is checked and every loop bounded by the layout's fixed
- * limits; a process whose memory lies or stalls is read no more, and its
- * samples say so ("flightrec.labels" = "unreadable: ...").
+ * An eBPF program attached to the sampling events (recorder/bpf_labels.h)
+ * copies a thread's current label record(s) at each sample of a process
+ * it was told to read, and the off-CPU program does the same for a wait
+ * where the thread returns to user space; this module decides which
+ * processes those are and where their threads keep their labels, turns
+ * the copies into sets (recorder/labelsets.h), and gives each sample its
+ * set when a chunk is sealed: a cpu sample the copy its thread sent just
+ * before it, an off-CPU wait the copy sent with it (fr_sample.app_ref).
+ *
+ * Finding a process's labels reads its files and memory, which its owner
+ * controls: the mapped libflightrec.so's dynamic symbols and the
+ * registry they point to (lib/flightrec/labels_abi.h), the executable's
+ * `otel_thread_ctx_v1` thread-local; on a deadline worker, at most a few
+ * processes per wake-up, once per process (a process that lies or stalls
+ * is not read, and its samples say why: "flightrec.labels" =
+ * "unreadable: ...").
  *
  * Not thread-safe: owned by the ingest thread.
  */
@@ -19,30 +28,52 @@
 #include <stdint.h>
 
 #include "core/store/chunk.h"
+#include "recorder/bpf/labels_bpf.h"
 #include "recorder/tracker.h"
 
 struct fr_applabels;
 
+/* Loads the eBPF program; without it (no BPF here) samples carry no
+ * application labels, and fr_applabels_error says why. */
 struct fr_applabels *fr_applabels_new(struct fr_tracker *t);
 void fr_applabels_free(struct fr_applabels *al);
 
+/* Why labels are not read (NULL when they are). */
+const char *fr_applabels_error(const struct fr_applabels *al);
+
+/* The program to attach to each sampling event, and the process map the
+ * off-CPU program shares; -1 without BPF. */
+int fr_applabels_prog_fd(const struct fr_applabels *al);
+int fr_applabels_map_fd(const struct fr_applabels *al);
+
+/* The descriptor to poll: readable when copies wait (-1 without BPF). */
+int fr_applabels_fd(const struct fr_applabels *al);
+
 /* The ops to seal a chunk with: the tracker's, and the application labels
- * of each sample (Unix sample times made monotonic with `clock_offset`,
- * the offset the samples were stamped with). */
+ * of each sample (Unix sample times; `clock_offset` makes the copies'
+ * monotonic times Unix ones, as the samples were). */
 const struct fr_chunk_meta_ops *fr_applabels_ops(struct fr_applabels *al, int64_t clock_offset);
 
-/* Between seals, on the ingest thread's wake-ups: every 100 ms, reads
- * again the logs of the threads sampled in the last seal, so that a
- * process that exits before the next seal still has its labels up to
- * then (its later samples are labelled "exited before read"). */
-void fr_applabels_poll(struct fr_applabels *al);
+/* On the ingest thread's wake-ups: drains the copies, and looks for the
+ * labels of a few processes asked about since. */
+void fr_applabels_poll(struct fr_applabels *al, int64_t clock_offset);
 
-/* After each seal: what was read for it is dropped (the next seal reads
- * the logs again), and processes without samples for a minute forgotten. */
+/* A copy that came with an off-CPU wait (recorder/bpf_offcpu.c), or of a
+ * blocked thread's labels (its stack reader): the set to put in the
+ * wait's fr_sample.app_ref (0: none). */
+uint32_t fr_applabels_intern(struct fr_applabels *al, const struct fr_bpf_labels_rec *r);
+
+/* A libflightrec mapping or an exec was seen for `pid`: its labels are
+ * looked for (again). */
+void fr_applabels_mapped(struct fr_applabels *al, uint32_t pid, const char *path);
+void fr_applabels_exec(struct fr_applabels *al, uint32_t pid);
+
+/* After each seal: copies older than the chunks still to come are
+ * dropped, processes without samples for a minute forgotten. */
 void fr_applabels_sealed(struct fr_applabels *al);
 
-/* Counters for status: processes whose labels are read, and those marked
- * unreadable. */
+/* Counters for status: processes whose labels are read, and those that
+ * could not be. */
 void fr_applabels_counts(const struct fr_applabels *al, uint32_t *labelled, uint32_t *unreadable);
 
 #endif

@@ -20,6 +20,7 @@
 #include "recorder/offcpu.skel.h"
 #include "recorder/bpf/offcpu_bpf.h"
 #include "recorder/bpf_walk.h"
+#include "recorder/bpf/labels_bpf.h"
 
 /* The ring buffer: ~3,900 long waits (2 KiB each) between two drains with
  * frame-pointer stacks, ~900 with 8 KiB stack copies. */
@@ -35,6 +36,10 @@ struct fr_bpf_offcpu {
 	int task_work; /* user stacks by task work (else at sys_exit) */
 	uint64_t min_wait_ns;
 	uint32_t stack_copy; /* bytes of user stack copied (0: frame pointers) */
+	int labels_map_fd;   /* the labels program's process map, or -1 */
+	/* The set of the labels record just drained, for the wait of the same
+	 * thread that follows it. */
+	uint32_t labels_tid, labels_set;
 	/* The drain's handler while ring_buffer__consume runs. */
 	const struct fr_perf_handler *h;
 	int64_t clock_offset;
@@ -91,6 +96,18 @@ static int on_record(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(w->h))
 		return 0;
+	if (w->h.kind == FR_BPF_LABELS_WAIT) {
+		const struct fr_bpf_labels_rec *l = data;
+
+		if (size < sizeof(*l))
+			return 0;
+		b->labels_tid = l->tid;
+		b->labels_set = b->h->labels ? b->h->labels(b->h->arg, l) : 0;
+		/* Known to have none: not joined to another moment's. */
+		if (!b->labels_set)
+			b->labels_set = FR_APP_REF_NONE;
+		return 0;
+	}
 	s.pid = w->h.pid;
 	s.tid = w->h.tid;
 	s.cpu = w->h.cpu;
@@ -121,9 +138,21 @@ static int on_record(void *ctx, void *data, size_t size)
 			b->ips[n++] = w->uips[i];
 	}
 	s.nr_frames = (uint16_t)n;
+	if (b->labels_set && b->labels_tid == s.tid && w->h.kind == FR_BPF_WAIT_LONG)
+		s.app_ref = b->labels_set;
+	b->labels_set = 0;
 	__atomic_add_fetch(&b->samples, 1, __ATOMIC_RELAXED);
 	b->h->sample(b->h->arg, &s);
 	return 0;
+}
+
+/* A blocked thread's labels, from the walker. */
+static uint32_t walk_labels(void *arg, const struct fr_bpf_labels_rec *r)
+{
+	struct fr_bpf_offcpu *b = arg;
+	uint32_t set = b->h->labels ? b->h->labels(b->h->arg, r) : 0;
+
+	return set ? set : FR_APP_REF_NONE;
 }
 
 /* A blocked thread's stack copy, from the walker (recorder/bpf_walk.h),
@@ -155,6 +184,12 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 	bpf_program__set_autoload(b->skel->progs.on_switch, task_work == 0);
 	bpf_program__set_autoload(b->skel->progs.on_sys_exit, task_work == 0);
 	bpf_program__set_autoload(b->skel->progs.on_switch_empty, task_work == 2);
+	/* The labels program's process map, so both read the same processes. */
+	if (b->labels_map_fd >= 0 &&
+	    bpf_map__reuse_fd(b->skel->maps.label_procs, b->labels_map_fd) < 0)
+		fr_log_warn("offcpu: cannot share the application labels' map (%s); waits "
+			    "carry no application labels",
+			    strerror(errno));
 	ret = offcpu_bpf__load(b->skel);
 	if (ret < 0) {
 		offcpu_bpf__destroy(b->skel);
@@ -166,7 +201,7 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 }
 
 int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, uint32_t stack_copy,
-		       char *err, size_t errlen)
+		       int labels_map_fd, char *err, size_t errlen)
 {
 	struct fr_bpf_offcpu *b = calloc(1, sizeof(*b));
 	const char *tw, *empty;
@@ -183,6 +218,7 @@ int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, uint32_
 	}
 	b->min_wait_ns = min_wait_ns;
 	b->stack_copy = stack_copy;
+	b->labels_map_fd = labels_map_fd;
 	b->ncpus = libbpf_num_possible_cpus();
 	/* The task-work kfunc (Linux 6.18) spares every system call a program;
 	 * without it, user stacks are taken at sys_exit. FLIGHTREC_BPF_TASK_WORK=0
@@ -280,7 +316,7 @@ uint64_t fr_bpf_offcpu_drain(struct fr_bpf_offcpu *b, const struct fr_perf_handl
 	n = ring_buffer__consume(b->rb);
 	/* The blocked threads' copies the walker made: unwound here, where
 	 * the tables are, for the next seal's open waits. */
-	fr_bpf_walk_collect(b->walk, unwind_copy, b);
+	fr_bpf_walk_collect(b->walk, unwind_copy, walk_labels, b);
 	return n > 0 ? (uint64_t)n : 0;
 }
 
@@ -288,7 +324,8 @@ uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset,
 				  void (*fn)(void *arg, const struct fr_sample *s), void *arg)
 {
 	struct fr_bpf_open *o = &b->open;
-	uint32_t count = 0, runnable = 0;
+	struct fr_bpf_label_proc lp = {0};
+	uint32_t count = 0, runnable = 0, lp_pid = 0;
 	int fd;
 
 	if (!b->iter)
@@ -316,13 +353,26 @@ uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset,
 		memcpy(b->ips, o->kips, nk * sizeof(uint64_t));
 		n = nk;
 		if (o->has_regs && nk < FR_MAX_FRAMES) {
-			const struct fr_bpf_walk_regs r = {.pid = o->pid,
-							   .tid = o->tid,
-							   .start = o->start,
-							   .ip = o->ip,
-							   .sp = o->sp,
-							   .bp = o->bp};
-			uint32_t nu = fr_bpf_walk_get(b->walk, &r, b->ips + nk, FR_MAX_FRAMES - nk);
+			struct fr_bpf_walk_regs r = {.pid = o->pid,
+						     .tid = o->tid,
+						     .start = o->start,
+						     .ip = o->ip,
+						     .sp = o->sp,
+						     .bp = o->bp,
+						     .tp = o->fsbase};
+			uint32_t nu, set = 0;
+
+			/* Where its process keeps its labels (records come a
+			 * process's threads together: one look-up each). */
+			if (o->pid != lp_pid && b->labels_map_fd >= 0) {
+				lp_pid = o->pid;
+				if (bpf_map_lookup_elem(b->labels_map_fd, &lp_pid, &lp) < 0)
+					memset(&lp, 0, sizeof(lp));
+			}
+			r.fr_off = lp.fr_off;
+			r.otel_off = lp.otel_off;
+			nu = fr_bpf_walk_get(b->walk, &r, b->ips + nk, FR_MAX_FRAMES - nk, &set);
+			s.app_ref = set;
 
 			/* Not walked yet (it will be by the next seal): the IP. */
 			if (!nu && o->ip)

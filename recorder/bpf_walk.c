@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -41,7 +42,7 @@
 enum { SLOT_EMPTY, SLOT_ASKED, SLOT_DONE };
 
 struct slot {
-	uint32_t tid, state, n, pad;
+	uint32_t tid, state, n, set;
 	uint64_t start;
 	uint64_t ips[FR_MAX_FRAMES];
 };
@@ -51,6 +52,8 @@ struct copy {
 	struct fr_bpf_walk_regs r;
 	size_t len;
 	uint8_t *data;
+	bool labelled; /* labels copied */
+	struct fr_bpf_labels_rec labels;
 };
 
 struct fr_bpf_walk {
@@ -179,6 +182,49 @@ static size_t copy_stack(const struct fr_bpf_walk_regs *r, uint8_t *buf, size_t 
 	return got > 0 ? (size_t)got : 0;
 }
 
+/* Reads `len` bytes at `addr` of process `pid`. Returns 0 or -1. */
+static int peek(uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = {.iov_base = buf, .iov_len = len};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
+
+	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+/* A label record whose pointer is at tp + off (the layout of
+ * recorder/bpf/labels_read.h's fr_labels_copy). Returns the bytes copied. */
+static uint16_t copy_record(uint32_t pid, uint64_t tp, int64_t off, uint32_t head,
+			    uint32_t size_at, uint32_t max, uint8_t *dst)
+{
+	uint64_t rec = 0;
+	uint16_t size;
+
+	if (!off || !tp || peek(pid, tp + (uint64_t)off, &rec, sizeof(rec)) < 0 || !rec ||
+	    peek(pid, rec, dst, head) < 0)
+		return 0;
+	memcpy(&size, dst + size_at, sizeof(size));
+	if (size > max - head)
+		size = (uint16_t)(max - head);
+	if (size && peek(pid, rec + head, dst + head, size) < 0)
+		return (uint16_t)head;
+	return (uint16_t)(head + size);
+}
+
+/* The application labels of a blocked thread, read from its process. */
+static void copy_labels(const struct fr_bpf_walk_regs *r, struct copy *c)
+{
+	c->labelled = r->fr_off || r->otel_off;
+	if (!c->labelled)
+		return;
+	c->labels.kind = FR_BPF_LABELS_WAIT;
+	c->labels.pid = r->pid;
+	c->labels.tid = r->tid;
+	c->labels.fr_len = copy_record(r->pid, r->tp, r->fr_off, FR_BPF_LABELS_FR_HEAD, 6,
+				       FR_BPF_LABELS_FR_MAX, c->labels.fr);
+	c->labels.otel_len = copy_record(r->pid, r->tp, r->otel_off, FR_BPF_LABELS_OTEL_HEAD, 26,
+					 FR_BPF_LABELS_OTEL_MAX, c->labels.otel);
+}
+
 /* The slot of `tid`: its own, else an empty one, else the first probed
  * (evicted). Under lock. */
 static struct slot *find_slot(struct fr_bpf_walk *w, uint32_t tid)
@@ -200,13 +246,14 @@ static struct slot *find_slot(struct fr_bpf_walk *w, uint32_t tid)
 /* Stores n frames as r's stack, if its slot still waits for them. Under
  * lock. */
 static void store(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r, const uint64_t *ips,
-		  uint32_t n)
+		  uint32_t n, uint32_t set)
 {
 	struct slot *s = find_slot(w, r->tid);
 
 	if (s->tid == r->tid && s->start == r->start && s->state == SLOT_ASKED) {
 		memcpy(s->ips, ips, n * sizeof(uint64_t));
 		s->n = n;
+		s->set = set;
 		s->state = SLOT_DONE;
 	}
 }
@@ -239,6 +286,7 @@ static void copy_one(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r)
 	c->r = *r;
 	pthread_mutex_unlock(&w->lock);
 	c->len = copy_stack(r, c->data, w->stack_copy);
+	copy_labels(r, c);
 	pthread_mutex_lock(&w->lock);
 	if (c->len < w->stack_copy)
 		w->short_copies++;
@@ -274,7 +322,7 @@ static void *walker(void *arg)
 		pthread_mutex_unlock(&w->lock);
 		n = walk_one(w, &r);
 		pthread_mutex_lock(&w->lock);
-		store(w, &r, w->frames, n);
+		store(w, &r, w->frames, n, 0);
 		w->done++;
 	}
 	w->exited = 1;
@@ -371,7 +419,8 @@ int fr_bpf_walk_fd(const struct fr_bpf_walk *w)
 	return w->efd;
 }
 
-uint32_t fr_bpf_walk_collect(struct fr_bpf_walk *w, fr_bpf_walk_unwind_fn fn, void *arg)
+uint32_t fr_bpf_walk_collect(struct fr_bpf_walk *w, fr_bpf_walk_unwind_fn fn,
+			     fr_bpf_walk_labels_fn labels, void *arg)
 {
 	uint64_t count;
 	uint32_t n = 0;
@@ -393,11 +442,14 @@ uint32_t fr_bpf_walk_collect(struct fr_bpf_walk *w, fr_bpf_walk_unwind_fn fn, vo
 	for (uint32_t k = 0; k < n; k++) {
 		struct copy *c = &w->bufs[w->taken[k]];
 		unsigned nips = 0;
+		uint32_t set = 0;
 
 		if (c->r.ip)
 			nips = fn(arg, &c->r, c->data, c->len, w->ips, FR_MAX_FRAMES);
+		if (c->labelled && labels)
+			set = labels(arg, &c->labels);
 		pthread_mutex_lock(&w->lock);
-		store(w, &c->r, w->ips, nips);
+		store(w, &c->r, w->ips, nips, set);
 		w->free_list[w->nfree++] = w->taken[k];
 		pthread_cond_broadcast(&w->cond);
 		pthread_mutex_unlock(&w->lock);
@@ -406,17 +458,19 @@ uint32_t fr_bpf_walk_collect(struct fr_bpf_walk *w, fr_bpf_walk_unwind_fn fn, vo
 }
 
 uint32_t fr_bpf_walk_get(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r, uint64_t *ips,
-			 uint32_t room)
+			 uint32_t room, uint32_t *set)
 {
 	struct slot *s;
 	uint32_t n = 0;
 
+	*set = 0;
 	pthread_mutex_lock(&w->lock);
 	s = find_slot(w, r->tid);
 	if (s->state != SLOT_EMPTY && s->tid == r->tid && s->start == r->start) {
 		if (s->state == SLOT_DONE) {
 			n = s->n < room ? s->n : room;
 			memcpy(ips, s->ips, n * sizeof(uint64_t));
+			*set = s->set;
 		}
 	} else if (w->tail - w->head >= QUEUE) {
 		w->dropped++;

@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "recorder/bpf/labels_bpf.h"
+
 struct fr_bpf_walk;
 
 /* A blocked thread: tid of process pid, switched out at `start`, with its
@@ -38,6 +40,11 @@ struct fr_bpf_walk_regs {
 	uint32_t pid, tid;
 	uint64_t start;
 	uint64_t ip, sp, bp;
+	/* Its thread pointer, and where from it its process keeps its
+	 * application labels (recorder/bpf/labels_bpf.h; 0: none): copied
+	 * with the stack. */
+	uint64_t tp;
+	int64_t fr_off, otel_off;
 };
 
 /* Starts the walker: copies of `stack_copy` bytes (a multiple of 8 up to
@@ -58,16 +65,22 @@ typedef unsigned (*fr_bpf_walk_unwind_fn)(void *arg, const struct fr_bpf_walk_re
 					  const uint8_t *stack, size_t len, uint64_t *ips,
 					  unsigned room);
 
-/* Hands every copy the walker finished since the last call to `fn`, keeps
- * the frames it gives for fr_bpf_walk_get and gives the buffers back to
- * the walker. The owner's thread only. Returns how many. */
-uint32_t fr_bpf_walk_collect(struct fr_bpf_walk *w, fr_bpf_walk_unwind_fn fn, void *arg);
+/* Turns the copy of a blocked thread's application labels into the set
+ * its open wait carries (fr_sample.app_ref; 0: none). */
+typedef uint32_t (*fr_bpf_walk_labels_fn)(void *arg, const struct fr_bpf_labels_rec *r);
 
-/* The user frames of `r`'s wait, leaf first, into ips (at most room):
- * returns how many when they were walked (and unwound), else asks for a
- * walk and returns 0. */
+/* Hands every copy the walker finished since the last call to `fn` (and
+ * its labels' copy to `labels`, when not NULL), keeps the frames and the
+ * set they give for fr_bpf_walk_get and gives the buffers back to the
+ * walker. The owner's thread only. Returns how many. */
+uint32_t fr_bpf_walk_collect(struct fr_bpf_walk *w, fr_bpf_walk_unwind_fn fn,
+			     fr_bpf_walk_labels_fn labels, void *arg);
+
+/* The user frames of `r`'s wait, leaf first, into ips (at most room), and
+ * the set of its labels in *set (0: none): returns how many frames when
+ * they were walked (and unwound), else asks for a walk and returns 0. */
 uint32_t fr_bpf_walk_get(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r, uint64_t *ips,
-			 uint32_t room);
+			 uint32_t room, uint32_t *set);
 
 /* Walks asked for, done (copied, or walked), and dropped because the
  * walker was behind; copies cut short (the stack's mapping ended first, or

@@ -227,6 +227,8 @@ static int daemon_open_recording(struct daemon *d)
 		fr_log_err("out of memory");
 		return -1;
 	}
+	d->sources.labels_prog_fd = fr_applabels_prog_fd(d->applabels);
+	d->sources.labels_map_fd = fr_applabels_map_fd(d->applabels);
 	daemon_open_symcache(d);
 	/* After the signals are blocked: its builder thread inherits that. */
 	d->unwind_tables = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);

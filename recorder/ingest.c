@@ -135,7 +135,12 @@ static void on_sample(void *arg, const struct fr_sample *s)
 static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec,
 		    int64_t time_ns)
 {
-	fr_tracker_comm_at(((struct daemon *)arg)->tracker, pid, tid, comm, exec, time_ns);
+	struct daemon *d = arg;
+
+	fr_tracker_comm_at(d->tracker, pid, tid, comm, exec, time_ns);
+	/* A new program: its labels (and where they are) are its own. */
+	if (exec)
+		fr_applabels_exec(d->applabels, pid);
 }
 
 /* A new executable mapping (an exec, a dlopen) has its table asked for
@@ -164,6 +169,8 @@ static void on_mmap(void *arg, uint32_t pid, uint64_t start, uint64_t len, uint6
 	struct daemon *d = arg;
 
 	fr_tracker_mmap(d->tracker, pid, start, len, pgoff, prot, path, build_id, build_id_len);
+	if (prot & PROT_EXEC)
+		fr_applabels_mapped(d->applabels, pid, path);
 	/* Without a build id, the inode comes next (on_mmap_inode). */
 	if ((prot & PROT_EXEC) && (build_id_len || path[0] == '['))
 		prefetch_table(d, pid, start);
@@ -241,6 +248,11 @@ static int on_unwind_wait(void *arg)
 	waited = fr_now_mono_ns() - t0;
 	d->unwind_wait_left -= waited > 0 ? waited : 0;
 	return ret;
+}
+
+static uint32_t on_labels(void *arg, const struct fr_bpf_labels_rec *r)
+{
+	return fr_applabels_intern(((struct daemon *)arg)->applabels, r);
 }
 
 static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
@@ -329,6 +341,7 @@ void daemon_ingest_init(struct daemon *d)
 		.mmap_inode = on_mmap_inode,
 		.unwind_find = on_unwind_find,
 		.unwind_wait = on_unwind_wait,
+		.labels = on_labels,
 		.arg = d,
 	};
 	d->sources.before_drain = before_drain;
@@ -491,6 +504,9 @@ int daemon_ingest_loop(struct daemon *d)
 		ret = fr_sources_listen(&d->sources);
 	if (ret == 0)
 		ret = fr_poller_add(&d->poller, d->flush_efd, POLLIN, on_flush, d);
+	/* Application labels' copies: drained after every wake-up. */
+	if (ret == 0 && fr_applabels_fd(d->applabels) >= 0)
+		ret = fr_poller_add(&d->poller, fr_applabels_fd(d->applabels), POLLIN, NULL, NULL);
 	if (ret < 0)
 		return ret;
 	d->last_seal_mono = fr_now_mono_ns();
@@ -508,7 +524,7 @@ int daemon_ingest_loop(struct daemon *d)
 			break;
 		}
 		fr_sources_drain(&d->sources);
-		fr_applabels_poll(d->applabels);
+		fr_applabels_poll(d->applabels, d->sources.clock_offset);
 		if (d->barrier || d->stopping ||
 		    ((fr_chunk_builder_samples(d->builder) > 0 || d->open_waits > 0) &&
 		     fr_now_mono_ns() - d->last_seal_mono >= SEAL_INTERVAL_NS))

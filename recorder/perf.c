@@ -572,6 +572,22 @@ static int offcpu_attr(struct fr_perf *p, struct perf_event_attr *attr, char *er
 	return 0;
 }
 
+/* The application labels program on every CPU's event: it copies the
+ * sampled thread's labels just before each sample (recorder/applabels.h).
+ * A kernel that refuses it leaves the samples without labels, said once. */
+static void attach_labels(struct fr_perf *p, int prog_fd, const char *name)
+{
+	for (unsigned i = 0; i < p->ncpus; i++) {
+		if (ioctl(p->rings[i].fd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0) {
+			fr_log_ratelimited(FR_LOG_WARN, 60000000000LL,
+					   "%s: cannot attach the application labels program (%s); "
+					   "its samples carry no application labels",
+					   name, strerror(errno));
+			return;
+		}
+	}
+}
+
 int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err, size_t errlen)
 {
 	struct fr_perf *p;
@@ -617,8 +633,9 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 	/* offcpu by eBPF when asked and possible, else by perf, saying why
 	 * (status shows it). */
 	if (cfg->event == FR_EVENT_OFFCPU && cfg->offcpu_mechanism == FR_PERF_OFFCPU_BPF) {
-		if (fr_bpf_offcpu_open(&p->bpf, cfg->min_wait_ns, cfg->stack_copy, p->bpf_fallback,
-				       sizeof(p->bpf_fallback)) == 0) {
+		if (fr_bpf_offcpu_open(&p->bpf, cfg->min_wait_ns, cfg->stack_copy,
+				       cfg->labels_map_fd > 0 ? cfg->labels_map_fd : -1,
+				       p->bpf_fallback, sizeof(p->bpf_fallback)) == 0) {
 			*out = p;
 			return 0;
 		}
@@ -645,6 +662,8 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 		ret = drain_in_time_order(p);
 	if (ret < 0)
 		goto err_close;
+	if (!p->offcpu && cfg->labels_prog_fd > 0)
+		attach_labels(p, cfg->labels_prog_fd, name);
 	*out = p;
 	return 0;
 

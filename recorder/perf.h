@@ -57,6 +57,7 @@
 
 #include "core/store/chunk.h"
 #include "core/unwind/unwind.h"
+#include "recorder/bpf/labels_bpf.h"
 
 struct fr_perf;
 
@@ -77,6 +78,11 @@ struct fr_perf_config {
 	 * sched_switch tracepoint; and the shortest wait given a stack (bpf). */
 	uint32_t offcpu_mechanism;
 	uint64_t min_wait_ns;
+	/* Application labels (recorder/applabels.h), -1 (or 0) for none: the
+	 * program attached to each CPU's event of a rate-sampled source
+	 * (PERF_EVENT_IOC_SET_BPF), and the process map the off-CPU eBPF
+	 * program reads its threads' labels with. */
+	int labels_prog_fd, labels_map_fd;
 };
 
 /* What the PMU did with a sampling source: the precise_ip level asked for
@@ -159,6 +165,11 @@ struct fr_perf_handler {
 	 * NULL: such samples keep their kernel frames and the user IP. */
 	const struct fr_cfi_table *(*unwind_find)(void *arg, uint32_t pid, uint64_t addr,
 						  uint64_t *vaddr, int *miss);
+	/* Optional: the off-CPU eBPF mechanism's copy of a thread's
+	 * application labels (recorder/bpf/labels_bpf.h), made with a wait or
+	 * read from a blocked thread; returns the set to put in the wait's
+	 * sample's app_ref (0: none). */
+	uint32_t (*labels)(void *arg, const struct fr_bpf_labels_rec *r);
 	/* Optional: an unwind stopped at a table not built yet; returns 1
 	 * when tables became ready since (after a short, bounded wait), and
 	 * the sample is unwound once more. */

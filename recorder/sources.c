@@ -37,6 +37,7 @@ int fr_sources_init(struct fr_sources *s, struct fr_poller *poller,
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->consumers_lock, NULL);
 	fr_mono_cond_init(&s->consumers_cond);
+	s->labels_prog_fd = s->labels_map_fd = -1;
 	s->reconcile_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	return s->reconcile_efd < 0 ? -errno : 0;
 }
@@ -454,7 +455,9 @@ static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
 				     .stack_copy = stack_copy,
 				     .period = period,
 				     .offcpu_mechanism = src->mechanism,
-				     .min_wait_ns = src->min_wait_ns};
+				     .min_wait_ns = src->min_wait_ns,
+				     .labels_prog_fd = s->labels_prog_fd,
+				     .labels_map_fd = s->labels_map_fd};
 	struct fr_perf *perf = NULL;
 	char err[256], every[48];
 	int ret = fr_perf_open(&perf, &cfg, err, sizeof(err));

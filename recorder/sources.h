@@ -93,6 +93,10 @@ struct fr_sources {
 	void (*before_drain)(void *arg);
 	void *before_drain_arg;
 	struct fr_poller *poller; /* the ingest thread's; perf fds are registered in it */
+	/* Application labels (recorder/applabels.h): the program attached to
+	 * every rate-sampled source, and the process map the off-CPU
+	 * program shares; -1 without them. */
+	int labels_prog_fd, labels_map_fd;
 	int reconcile_efd;
 
 	pthread_mutex_t consumers_lock;

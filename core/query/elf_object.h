@@ -21,4 +21,16 @@
 int fr_elf_object_rel(const void *buf, size_t size, const char *name, uint64_t min_size,
 		      uint64_t pgoff, int64_t *rel);
 
+/* Where, from the thread pointer, each thread of a process whose
+ * executable is the file open at `fd` keeps the thread-local `name` (a
+ * defined STT_TLS symbol of .dynsym, of at least min_size bytes): the
+ * executable's TLS block is the first below the thread pointer (x86-64,
+ * glibc), so the offset is the same in every thread and known from the
+ * file. Reads the headers and the dynamic symbols with pread, each
+ * bounded, never the whole file. Returns 0 with *off (negative), -ENOENT
+ * (no TLS segment, or no such symbol), -ENOEXEC (not an x86-64 ELF file,
+ * or tables that make no sense), -ENOMEM or a read's -errno. Shared
+ * libraries' blocks are placed at run time and are not found this way. */
+int fr_elf_fd_exec_tls_offset(int fd, const char *name, uint64_t min_size, int64_t *off);
+
 #endif

@@ -122,6 +122,9 @@ struct fr_sample {
 	 * (the merge's, to carry a sample's labels into the merged chunk). */
 	uint32_t app_ref;
 };
+/* An app_ref that says the sample has no application labels (not joined by
+ * time). */
+#define FR_APP_REF_NONE 0xffffffffu
 
 /* Name ("cpu", "cycles", ...) and pprof unit ("nanoseconds", "count") of an
  * event id; "raw" for raw ids, "unknown" for ids out of range. */

@@ -53,6 +53,11 @@
 #include <bpf/bpf_core_read.h>
 
 #include "recorder/bpf/offcpu_bpf.h"
+#include "recorder/bpf/labels_bpf.h"
+
+struct thread_struct {
+	unsigned long fsbase;
+} __attribute__((preserve_access_index));
 
 struct task_struct {
 	int pid;
@@ -60,6 +65,7 @@ struct task_struct {
 	unsigned int flags;
 	int exit_state;
 	unsigned int __state;
+	struct thread_struct thread;
 } __attribute__((preserve_access_index));
 
 /* Before Linux 5.14 the state was `long state`. */
@@ -183,6 +189,15 @@ struct {
 	__type(value, struct fr_bpf_counters);
 } counters SEC(".maps");
 
+/* The processes whose threads' application labels are read: the labels
+ * program's map (recorder/bpf/labels.bpf.c), shared by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct fr_bpf_label_proc);
+} label_procs SEC(".maps");
+
 /* The task iterator's record, too large for the BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -263,6 +278,39 @@ static __always_inline __u32 copy_user_stack(__u8 *dst, __u64 sp)
 	return 0;
 }
 
+#include "recorder/bpf/labels_read.h"
+
+/* The current thread t's application labels, when its process is read:
+ * sent just before its wait (of the same thread) in the ring buffer. The
+ * thread has not run user code since it left the CPU, so they are those
+ * it waited with. */
+static void emit_labels(struct task_struct *t, __u64 end, struct fr_bpf_counters *c)
+{
+	__u32 pid = BPF_CORE_READ(t, tgid);
+	struct fr_bpf_label_proc *lp = bpf_map_lookup_elem(&label_procs, &pid);
+	struct fr_bpf_labels_rec *r;
+	__u64 faults = 0, tp;
+
+	if (!lp)
+		return;
+	r = bpf_ringbuf_reserve(&waits, sizeof(*r), 0);
+	if (!r) {
+		if (c)
+			c->drops++;
+		return;
+	}
+	r->kind = FR_BPF_LABELS_WAIT;
+	r->pid = pid;
+	r->tid = BPF_CORE_READ(t, pid);
+	r->time = end;
+	tp = BPF_CORE_READ(t, thread.fsbase);
+	r->fr_len = (__u16)fr_labels_copy(r->fr, tp, lp->fr_off, FR_BPF_LABELS_FR_HEAD, 6,
+					  FR_BPF_LABELS_FR_MAX, &faults);
+	r->otel_len = (__u16)fr_labels_copy(r->otel, tp, lp->otel_off, FR_BPF_LABELS_OTEL_HEAD, 26,
+					    FR_BPF_LABELS_OTEL_MAX, &faults);
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
 static void fill_head(struct fr_bpf_wait_head *h, struct task_struct *t,
 		      const struct pending_wait *p)
 {
@@ -288,6 +336,7 @@ static void emit_copy(struct task_struct *t, const struct pending_wait *p,
 	struct fr_bpf_wait_copy *r;
 	__u32 n;
 
+	emit_labels(t, p->end, c);
 	r = bpf_ringbuf_reserve(&waits, sizeof(*r) + stack_copy, 0);
 	if (!r) {
 		if (c)
@@ -331,6 +380,8 @@ static void emit_long(void *ctx, struct task_struct *t, struct task_state *s, in
 		emit_copy(t, p, c);
 		return;
 	}
+	if (with_user == 1 || with_user == 3)
+		emit_labels(t, p->end, c);
 	r = bpf_ringbuf_reserve(&waits, sizeof(*r), 0);
 	if (!r) {
 		if (c)
@@ -584,6 +635,7 @@ int list_open(struct bpf_iter__task *ctx)
 	r->has_regs = 0;
 	r->runnable = task_state_of(t) == 0; /* TASK_RUNNING: in the run queue */
 	r->ip = r->sp = r->bp = 0;
+	r->fsbase = BPF_CORE_READ(t, thread.fsbase);
 	if (!(t->flags & PF_KTHREAD)) {
 		regs = (struct pt_regs *)bpf_task_pt_regs(t);
 		if (regs) {

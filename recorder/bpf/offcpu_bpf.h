@@ -82,6 +82,7 @@ struct fr_bpf_open {
 	__u32 runnable; /* in the run queue (preempted, or woken and not on a
 			 * CPU yet): waiting for a CPU, not blocked */
 	__u64 ip, sp, bp;
+	__u64 fsbase; /* its thread pointer: where its application labels are */
 	__u64 kips[FR_BPF_FRAMES];
 };
 

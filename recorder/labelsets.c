@@ -1,0 +1,366 @@
+/* Label sets as read at samples (recorder/labelsets.h): a table of at
+ * most FR_LABELSETS_MAX decoded sets, found by the hash of the raw
+ * records through an open-addressed index that is rebuilt when sets are
+ * dropped.
+ */
+#include "recorder/labelsets.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flightrec/labels_abi.h"
+#include "recorder/bpf/labels_bpf.h"
+
+#define SLOTS (2 * FR_LABELSETS_MAX)
+#define ID_INDEX_BITS 13 /* FR_LABELSETS_MAX < 2^13 */
+_Static_assert(FR_LABELSETS_MAX < (1 << ID_INDEX_BITS), "ids hold an index");
+
+/* Strings of one set: its pairs' keys and values, NUL-terminated. */
+#define STRBUF 2048
+
+struct set {
+	uint64_t hash;
+	uint64_t used_gen;
+	uint32_t tag; /* generation of the slot, in its ids */
+	bool live;
+	uint16_t fr_len, otel_len;
+	uint8_t *raw; /* fr then otel, as copied */
+	uint32_t npairs;
+	uint16_t key[FR_CHUNK_APP_PAIRS], value[FR_CHUNK_APP_PAIRS]; /* offsets in str */
+	char str[STRBUF];
+	uint32_t str_len;
+};
+
+struct fr_labelsets {
+	struct set *sets; /* [FR_LABELSETS_MAX] */
+	uint32_t nlive;
+	uint32_t index[SLOTS]; /* set index + 1; 0 empty */
+	uint64_t gen;
+	struct fr_app_label out[FR_CHUNK_APP_PAIRS];
+};
+
+static uint64_t hash_bytes(uint64_t h, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t raw_hash(const uint8_t *fr, size_t fr_len, const uint8_t *otel, size_t otel_len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	h = hash_bytes(h, fr, fr_len);
+	h ^= 0xff;
+	h *= 0x100000001b3ull;
+	return hash_bytes(h, otel, otel_len) ^ (fr_len << 32) ^ otel_len;
+}
+
+struct fr_labelsets *fr_labelsets_new(void)
+{
+	struct fr_labelsets *ls = calloc(1, sizeof(*ls));
+
+	if (!ls)
+		return NULL;
+	ls->sets = calloc(FR_LABELSETS_MAX, sizeof(*ls->sets));
+	if (!ls->sets) {
+		free(ls);
+		return NULL;
+	}
+	ls->gen = 2;
+	return ls;
+}
+
+void fr_labelsets_free(struct fr_labelsets *ls)
+{
+	if (!ls)
+		return;
+	for (uint32_t i = 0; i < FR_LABELSETS_MAX; i++)
+		free(ls->sets[i].raw);
+	free(ls->sets);
+	free(ls);
+}
+
+/* ---- decoding ---- */
+
+/* A key or value as the library writes them: n bytes, no NUL. */
+static bool clean(const uint8_t *p, size_t n)
+{
+	return memchr(p, '\0', n) == NULL;
+}
+
+/* The recorder's own label names, and its "flightrec." keys: a program's
+ * pairs never take them (the library refuses them too; this is for the
+ * records it did not write). */
+static bool reserved(const char *key)
+{
+	static const char *const ours[] = {"pid",    "tid",  "comm", "thread", "cgroup",
+					   "ppid",   "cpu",  "event", "state", "wait",
+					   "waiting_ns", "stack", "creator", "cpu_ns", "host"};
+
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		if (strcmp(key, ours[i]) == 0)
+			return true;
+	return strncmp(key, "flightrec.", 10) == 0 && strcmp(key, "flightrec.labels") != 0;
+}
+
+static bool add_pair(struct set *s, const char *k, size_t klen, const char *v, size_t vlen)
+{
+	if (s->npairs == FR_CHUNK_APP_PAIRS || s->str_len + klen + vlen + 2 > STRBUF)
+		return false;
+	s->key[s->npairs] = (uint16_t)s->str_len;
+	memcpy(s->str + s->str_len, k, klen);
+	s->str_len += (uint32_t)klen;
+	s->str[s->str_len++] = '\0';
+	s->value[s->npairs] = (uint16_t)s->str_len;
+	memcpy(s->str + s->str_len, v, vlen);
+	s->str_len += (uint32_t)vlen;
+	s->str[s->str_len++] = '\0';
+	if (reserved(s->str + s->key[s->npairs])) {
+		s->str_len = s->key[s->npairs];
+		return true;
+	}
+	s->npairs++;
+	return true;
+}
+
+static void mark_bad(struct set *s)
+{
+	s->npairs = 0;
+	s->str_len = 0;
+	add_pair(s, "flightrec.labels", 16, "unreadable: bad record", 22);
+}
+
+/* libflightrec's record (lib/flightrec/labels_abi.h). */
+static void decode_fr(struct set *s, const uint8_t *p, size_t len)
+{
+	struct fr_labels_record_abi h;
+	size_t at = 0, size;
+
+	if (len < FR_BPF_LABELS_FR_HEAD) {
+		mark_bad(s);
+		return;
+	}
+	memcpy(&h, p, FR_BPF_LABELS_FR_HEAD);
+	if (h.magic != FR_LABELS_RECORD_MAGIC || h.valid != 1 || h.npairs > FR_LABELS_MAX_KEYS ||
+	    h.size > FR_LABELS_RECORD_DATA_MAX || h.size > len - FR_BPF_LABELS_FR_HEAD) {
+		mark_bad(s);
+		return;
+	}
+	p += FR_BPF_LABELS_FR_HEAD;
+	size = h.size;
+	for (uint32_t i = 0; i < h.npairs; i++) {
+		size_t kl, vl;
+		const uint8_t *k, *v;
+
+		if (at >= size || (kl = p[at]) == 0 || kl >= FR_LABELS_KEY_MAX || size - at - 1 < kl)
+			goto bad;
+		k = p + at + 1;
+		at += 1 + kl;
+		if (at >= size || (vl = p[at]) >= FR_LABELS_VALUE_MAX || size - at - 1 < vl)
+			goto bad;
+		v = p + at + 1;
+		at += 1 + vl;
+		if (!clean(k, kl) || !clean(v, vl))
+			goto bad;
+		add_pair(s, (const char *)k, kl, (const char *)v, vl);
+	}
+	return;
+bad:
+	mark_bad(s);
+}
+
+static void hex(char *out, const uint8_t *p, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* An OpenTelemetry thread context record (OTEP 4947): trace id [16], span
+ * id [8], valid, trace flags, u16 attribute bytes, then (u8 key index, u8
+ * length, bytes) entries; the last of a key wins. */
+static void decode_otel(struct set *s, const uint8_t *p, size_t len, const char *const *keys,
+			uint32_t nkeys)
+{
+	char id[33], name[24];
+	uint16_t size;
+	size_t at = 0;
+	struct {
+		uint16_t off;
+		uint8_t len;
+		bool set;
+	} last[256] = {{0}};
+
+	if (len < FR_BPF_LABELS_OTEL_HEAD || p[24] != 1)
+		return; /* no context, or being written: none */
+	memcpy(&size, p + 26, sizeof(size));
+	if (size > len - FR_BPF_LABELS_OTEL_HEAD)
+		size = (uint16_t)(len - FR_BPF_LABELS_OTEL_HEAD);
+	if (!all_zero(p, 16) && !all_zero(p + 16, 8)) {
+		hex(id, p, 16);
+		add_pair(s, "trace_id", 8, id, 32);
+		hex(id, p + 16, 8);
+		add_pair(s, "span_id", 7, id, 16);
+	}
+	p += FR_BPF_LABELS_OTEL_HEAD;
+	/* A reader stops where a whole entry no longer fits. */
+	while (size - at >= 2 && size - at - 2 >= p[at + 1]) {
+		last[p[at]] = (typeof(last[0])){.off = (uint16_t)(at + 2), .len = p[at + 1], .set = true};
+		at += 2 + (size_t)p[at + 1];
+	}
+	for (unsigned k = 0; k < 256; k++) {
+		const char *key = name;
+		size_t kl;
+
+		if (!last[k].set || !clean(p + last[k].off, last[k].len))
+			continue;
+		if (k < nkeys && keys[k] && keys[k][0]) {
+			key = keys[k];
+		} else {
+			snprintf(name, sizeof(name), "otel.attr.%u", k);
+		}
+		kl = strnlen(key, FR_CHUNK_STRING_MAX);
+		add_pair(s, key, kl, (const char *)p + last[k].off, last[k].len);
+	}
+}
+
+/* ---- the table ---- */
+
+static uint32_t slot_of(uint64_t h)
+{
+	return (uint32_t)((h ^ (h >> 31)) % SLOTS);
+}
+
+static void reindex(struct fr_labelsets *ls)
+{
+	memset(ls->index, 0, sizeof(ls->index));
+	for (uint32_t i = 0; i < FR_LABELSETS_MAX; i++) {
+		uint32_t k;
+
+		if (!ls->sets[i].live)
+			continue;
+		for (k = slot_of(ls->sets[i].hash); ls->index[k]; k = (k + 1) % SLOTS)
+			;
+		ls->index[k] = i + 1;
+	}
+}
+
+/* Drops the sets no seal used lately. Returns how many. */
+static uint32_t sweep(struct fr_labelsets *ls)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < FR_LABELSETS_MAX; i++) {
+		struct set *s = &ls->sets[i];
+
+		if (s->live && s->used_gen + 2 <= ls->gen) {
+			s->live = false;
+			s->tag++;
+			free(s->raw);
+			s->raw = NULL;
+			ls->nlive--;
+			n++;
+		}
+	}
+	if (n)
+		reindex(ls);
+	return n;
+}
+
+static uint32_t id_of(const struct fr_labelsets *ls, const struct set *s)
+{
+	return (uint32_t)((s - ls->sets) + 1) | (s->tag << ID_INDEX_BITS);
+}
+
+uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t fr_len,
+			     const uint8_t *otel, size_t otel_len, const char *const *keys,
+			     uint32_t nkeys)
+{
+	uint64_t h;
+	uint32_t k, i;
+	struct set *s;
+
+	if (fr_len > FR_BPF_LABELS_FR_MAX)
+		fr_len = FR_BPF_LABELS_FR_MAX;
+	if (otel_len > FR_BPF_LABELS_OTEL_MAX)
+		otel_len = FR_BPF_LABELS_OTEL_MAX;
+	if (!fr_len && !otel_len)
+		return 0;
+	h = raw_hash(fr, fr_len, otel, otel_len);
+	for (k = slot_of(h); ls->index[k]; k = (k + 1) % SLOTS) {
+		s = &ls->sets[ls->index[k] - 1];
+		if (s->hash == h && s->fr_len == fr_len && s->otel_len == otel_len &&
+		    memcmp(s->raw, fr, fr_len) == 0 && memcmp(s->raw + fr_len, otel, otel_len) == 0) {
+			s->used_gen = ls->gen;
+			return s->npairs ? id_of(ls, s) : 0;
+		}
+	}
+	if (ls->nlive == FR_LABELSETS_MAX && !sweep(ls))
+		return 0;
+	for (i = 0; i < FR_LABELSETS_MAX && ls->sets[i].live; i++)
+		;
+	s = &ls->sets[i];
+	s->raw = malloc(fr_len + otel_len + 1);
+	if (!s->raw)
+		return 0;
+	memcpy(s->raw, fr, fr_len);
+	memcpy(s->raw + fr_len, otel, otel_len);
+	s->hash = h;
+	s->fr_len = (uint16_t)fr_len;
+	s->otel_len = (uint16_t)otel_len;
+	s->npairs = 0;
+	s->str_len = 0;
+	if (fr_len)
+		decode_fr(s, fr, fr_len);
+	if (otel_len)
+		decode_otel(s, otel, otel_len, keys, nkeys);
+	s->live = true;
+	s->used_gen = ls->gen;
+	ls->nlive++;
+	for (k = slot_of(h); ls->index[k]; k = (k + 1) % SLOTS)
+		;
+	ls->index[k] = i + 1;
+	return s->npairs ? id_of(ls, s) : 0;
+}
+
+int fr_labelsets_pairs(struct fr_labelsets *ls, uint32_t id, struct fr_app_label *out)
+{
+	uint32_t i = (id & ((1u << ID_INDEX_BITS) - 1)) - 1;
+	struct set *s;
+
+	if (!id || i >= FR_LABELSETS_MAX)
+		return 0;
+	s = &ls->sets[i];
+	if (!s->live || (s->tag & (UINT32_MAX >> ID_INDEX_BITS)) != id >> ID_INDEX_BITS)
+		return 0;
+	s->used_gen = ls->gen;
+	for (uint32_t k = 0; k < s->npairs; k++)
+		out[k] = (struct fr_app_label){.key = s->str + s->key[k], .value = s->str + s->value[k]};
+	return (int)s->npairs;
+}
+
+void fr_labelsets_sealed(struct fr_labelsets *ls)
+{
+	ls->gen++;
+}
+
+uint32_t fr_labelsets_count(const struct fr_labelsets *ls)
+{
+	return ls->nlive;
+}

@@ -1,0 +1,57 @@
+/* Label sets as read at samples: the raw records an eBPF program copied
+ * from a thread (libflightrec's, lib/flightrec/labels_abi.h, and the
+ * OpenTelemetry thread context's, recorder/bpf/labels_bpf.h) checked,
+ * decoded into pairs and interned, so that the many samples of one set
+ * share one entry.
+ *
+ * Nothing in a record is trusted: lengths are checked against the bytes
+ * copied, keys and values must be non-empty where required, free of NULs
+ * and within the library's limits; the recorder's own label names and
+ * "flightrec.*" keys (but the library's "flightrec.labels" marker) are
+ * dropped; a record that does not check gives the single pair
+ * ("flightrec.labels", "unreadable: bad record"). OTel: trace and span ids
+ * as 32 and 16 lowercase hex digits ("trace_id", "span_id", only when the
+ * record is valid and they are not all zeros), attributes as their key
+ * names when the process's key map is known (fr_labelsets_otel_keys),
+ * else "otel.attr.N". At most FR_CHUNK_APP_PAIRS pairs.
+ *
+ * Memory is bounded: at most FR_LABELSETS_MAX sets; when full, the sets
+ * no sample referred to in the last two seals are dropped (ids are
+ * generation-tagged, so a stale id resolves to nothing rather than to
+ * another set). Owned by the ingest thread.
+ */
+#ifndef FR_RECORDER_LABELSETS_H
+#define FR_RECORDER_LABELSETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/store/chunk.h"
+
+#define FR_LABELSETS_MAX 4096
+
+struct fr_labelsets;
+
+struct fr_labelsets *fr_labelsets_new(void);
+void fr_labelsets_free(struct fr_labelsets *ls);
+
+/* The set of one observation: `fr` (fr_len bytes, 0: none) and `otel`
+ * (otel_len bytes, 0: none) as copied; `keys` the OTel attribute key
+ * names of the process (nkeys, may be 0). Returns its id (>= 1), or 0 for
+ * no labels (both empty, or nothing left once checked). */
+uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t fr_len,
+			     const uint8_t *otel, size_t otel_len, const char *const *keys,
+			     uint32_t nkeys);
+
+/* The pairs of set `id` into out (at most FR_CHUNK_APP_PAIRS), borrowed
+ * until the next call that changes `ls`; marks the set used by the chunk
+ * being sealed. Returns how many, 0 for an unknown (or dropped) id. */
+int fr_labelsets_pairs(struct fr_labelsets *ls, uint32_t id, struct fr_app_label *out);
+
+/* After each seal: sets unused for two seals may go when room is needed. */
+void fr_labelsets_sealed(struct fr_labelsets *ls);
+
+/* Sets held now. */
+uint32_t fr_labelsets_count(const struct fr_labelsets *ls);
+
+#endif
