@@ -109,8 +109,8 @@ static unsigned char *read_map_file(uint32_t pid, uint64_t start, uint64_t end, 
 	size_t got = 0;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
-		 (unsigned long long)start, (unsigned long long)end);
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
+		 (unsigned long long)end);
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		*err = -errno;
@@ -282,8 +282,8 @@ static void lookup(struct fr_applabels *al, struct al_proc *p)
 		p->why = j->ret_lib == -EPROTO ? "unreadable: not a registry this recorder reads"
 					       : "unreadable: no registry in the library";
 		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
-				   "application labels of pid %u not read: %s (%s)", p->pid,
-				   p->why, strerror(-j->ret_lib));
+				   "application labels of pid %u not read: %s (%s)", p->pid, p->why,
+				   strerror(-j->ret_lib));
 	}
 	if (j->ret_lib == 0)
 		p->fr_off = j->fr_off;

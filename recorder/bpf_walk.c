@@ -193,8 +193,8 @@ static int peek(uint32_t pid, uint64_t addr, void *buf, size_t len)
 
 /* A label record whose pointer is at tp + off (the layout of
  * recorder/bpf/labels_read.h's fr_labels_copy). Returns the bytes copied. */
-static uint16_t copy_record(uint32_t pid, uint64_t tp, int64_t off, uint32_t head,
-			    uint32_t size_at, uint32_t max, uint8_t *dst)
+static uint16_t copy_record(uint32_t pid, uint64_t tp, int64_t off, uint32_t head, uint32_t size_at,
+			    uint32_t max, uint8_t *dst)
 {
 	uint64_t rec = 0;
 	uint16_t size;

@@ -98,8 +98,8 @@ static bool clean(const uint8_t *p, size_t n)
  * records it did not write). */
 static bool reserved(const char *key)
 {
-	static const char *const ours[] = {"pid",    "tid",  "comm", "thread", "cgroup",
-					   "ppid",   "cpu",  "event", "state", "wait",
+	static const char *const ours[] = {"pid",	 "tid",	  "comm",    "thread", "cgroup",
+					   "ppid",	 "cpu",	  "event",   "state",  "wait",
 					   "waiting_ns", "stack", "creator", "cpu_ns", "host"};
 
 	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
@@ -157,7 +157,8 @@ static void decode_fr(struct set *s, const uint8_t *p, size_t len)
 		size_t kl, vl;
 		const uint8_t *k, *v;
 
-		if (at >= size || (kl = p[at]) == 0 || kl >= FR_LABELS_KEY_MAX || size - at - 1 < kl)
+		if (at >= size || (kl = p[at]) == 0 || kl >= FR_LABELS_KEY_MAX ||
+		    size - at - 1 < kl)
 			goto bad;
 		k = p + at + 1;
 		at += 1 + kl;
@@ -221,7 +222,8 @@ static void decode_otel(struct set *s, const uint8_t *p, size_t len, const char 
 	p += FR_BPF_LABELS_OTEL_HEAD;
 	/* A reader stops where a whole entry no longer fits. */
 	while (size - at >= 2 && size - at - 2 >= p[at + 1]) {
-		last[p[at]] = (typeof(last[0])){.off = (uint16_t)(at + 2), .len = p[at + 1], .set = true};
+		last[p[at]] =
+			(typeof(last[0])){.off = (uint16_t)(at + 2), .len = p[at + 1], .set = true};
 		at += 2 + (size_t)p[at + 1];
 	}
 	for (unsigned k = 0; k < 256; k++) {
@@ -306,7 +308,8 @@ uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t 
 	for (k = slot_of(h); ls->index[k]; k = (k + 1) % SLOTS) {
 		s = &ls->sets[ls->index[k] - 1];
 		if (s->hash == h && s->fr_len == fr_len && s->otel_len == otel_len &&
-		    memcmp(s->raw, fr, fr_len) == 0 && memcmp(s->raw + fr_len, otel, otel_len) == 0) {
+		    memcmp(s->raw, fr, fr_len) == 0 &&
+		    memcmp(s->raw + fr_len, otel, otel_len) == 0) {
 			s->used_gen = ls->gen;
 			return s->npairs ? id_of(ls, s) : 0;
 		}
@@ -351,7 +354,8 @@ int fr_labelsets_pairs(struct fr_labelsets *ls, uint32_t id, struct fr_app_label
 		return 0;
 	s->used_gen = ls->gen;
 	for (uint32_t k = 0; k < s->npairs; k++)
-		out[k] = (struct fr_app_label){.key = s->str + s->key[k], .value = s->str + s->value[k]};
+		out[k] = (struct fr_app_label){.key = s->str + s->key[k],
+					       .value = s->str + s->value[k]};
 	return (int)s->npairs;
 }
 

@@ -392,7 +392,7 @@ static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick
 	int blocked = (t->state != 'R' || runnable) && th->off >= 0;
 	int waiting = (t->state != 'R' || runnable) && th->out_ns > 0 && th->out_ns <= now;
 	ssize_t row = blocked ? th->off : th->cpu;
-	struct fr_pprof_label labels[11];
+	struct fr_pprof_label labels[11 + FR_CHUNK_APP_PAIRS];
 	char wait[64], sys[32] = "";
 	uint64_t locs[THREADS_MAX_LOCS];
 	int64_t values[2] = {1, waiting ? now - th->out_ns : 0};
@@ -425,6 +425,8 @@ static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick
 						       .str = runnable	? "runnable"
 							      : blocked ? "blocked"
 									: "on-cpu"};
+		/* What it worked for there: the row's application labels. */
+		nl += fr_pprof_copy_app_labels(e->pd, s, labels + nl, FR_CHUNK_APP_PAIRS);
 		for (; nlocs < s->nloc && nlocs < THREADS_MAX_LOCS; nlocs++)
 			locs[nlocs] = fr_pprof_copy_location(e, e->pd->sample_locs[s->loc + nlocs]);
 	}

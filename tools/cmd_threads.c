@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/query/pprof_read.h"
+#include "core/store/chunk.h"
 #include "core/util/compress.h"
 #include "core/util/fs.h"
 #include "core/util/log.h"
@@ -78,7 +79,24 @@ struct rthread {
 	int64_t pid, tid, waiting_ns, cpu_ns, creator; /* creator 0: unknown */
 	const char *name, *state, *wait, *wchan, *syscall;
 	int has_waiting, has_cpu; /* the answer at a past moment has no CPU time */
+	/* Its application labels (labels of the answer that are not the
+	 * command's own): what it worked for where its stack is. */
+	size_t napp;
+	const struct fr_pprof_rlabel *app[FR_CHUNK_APP_PAIRS];
 };
+
+/* The labels of a thread's sample that are the command's own. */
+static int own_label(const char *key)
+{
+	static const char *const own[] = {"pid",	"tid",	   "thread",  "state",
+					  "cpu_ns",	"wait",	   "syscall", "wchan",
+					  "waiting_ns", "creator", "stack"};
+
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (strcmp(key, own[i]) == 0)
+			return 1;
+	return 0;
+}
 
 static void read_labels(const struct fr_pprof_data *pd, struct rthread *t)
 {
@@ -108,7 +126,35 @@ static void read_labels(const struct fr_pprof_data *pd, struct rthread *t)
 			t->wchan = l->str;
 		else if (l->str && strcmp(l->key, "syscall") == 0)
 			t->syscall = l->str;
+		else if (l->str && !own_label(l->key) && t->napp < FR_CHUNK_APP_PAIRS)
+			t->app[t->napp++] = l;
 	}
+}
+
+/* Whether two threads have the same application labels (in the same
+ * order: the recorder writes them sorted). */
+static int same_labels(const struct rthread *a, const struct rthread *b)
+{
+	if (a->napp != b->napp)
+		return 0;
+	for (size_t i = 0; i < a->napp; i++)
+		if (strcmp(a->app[i]->key, b->app[i]->key) ||
+		    strcmp(a->app[i]->str, b->app[i]->str))
+			return 0;
+	return 1;
+}
+
+static int by_labels(const struct rthread *a, const struct rthread *b)
+{
+	int c;
+
+	if (a->napp != b->napp)
+		return a->napp < b->napp ? -1 : 1;
+	for (size_t i = 0; i < a->napp; i++)
+		if ((c = strcmp(a->app[i]->key, b->app[i]->key)) ||
+		    (c = strcmp(a->app[i]->str, b->app[i]->str)))
+			return c;
+	return 0;
 }
 
 /* Frame `j` of a thread's stack as text: its functions, innermost first
@@ -158,6 +204,8 @@ static int by_group(const void *pa, const void *pb)
 	if ((c = memcmp(&sort_pd->sample_locs[a->s->loc], &sort_pd->sample_locs[b->s->loc],
 			a->s->nloc * sizeof(uint64_t))))
 		return c;
+	if ((c = by_labels(a, b)))
+		return c;
 	return a->tid < b->tid ? -1 : a->tid > b->tid;
 }
 
@@ -186,7 +234,18 @@ static void print_group(const struct fr_pprof_data *pd, const struct rthread *t,
 
 		printf(", waiting %s", fr_format_duration(most, dur, sizeof(dur)));
 	}
-	printf("\n    tids");
+	printf("\n");
+	if (t->napp) {
+		printf("    labels");
+		for (size_t i = 0; i < t->napp; i++) {
+			putchar(' ');
+			put_safe(t->app[i]->key);
+			putchar('=');
+			put_safe(t->app[i]->str);
+		}
+		printf("\n");
+	}
+	printf("    tids");
 	for (size_t i = 0; i < n && i < 16; i++) {
 		printf(" %" PRId64 " (", t[i].tid);
 		put_safe(t[i].name);
@@ -221,7 +280,8 @@ static void print_text(const struct fr_pprof_data *pd, struct rthread *t, size_t
 		}
 		for (j = i + 1;
 		     j < n && t[j].pid == t[i].pid && strcmp(t[j].state, t[i].state) == 0 &&
-		     strcmp(t[j].wait, t[i].wait) == 0 && same_stack(&t[j], &t[i]);
+		     strcmp(t[j].wait, t[i].wait) == 0 && same_stack(&t[j], &t[i]) &&
+		     same_labels(&t[j], &t[i]);
 		     j++)
 			;
 		print_group(pd, &t[i], j - i);
@@ -230,7 +290,7 @@ static void print_text(const struct fr_pprof_data *pd, struct rthread *t, size_t
 
 static cJSON *thread_json(const struct fr_pprof_data *pd, const struct rthread *t)
 {
-	cJSON *o = cJSON_CreateObject(), *stack;
+	cJSON *o = cJSON_CreateObject(), *stack, *labels;
 	char frame[512];
 
 	if (!o || !fr_ipc_add_int(o, "pid", t->pid) || !fr_ipc_add_int(o, "tid", t->tid) ||
@@ -250,6 +310,9 @@ static cJSON *thread_json(const struct fr_pprof_data *pd, const struct rthread *
 		frame_text(pd, t, j, frame, sizeof(frame));
 		cJSON_AddItemToArray(stack, cJSON_CreateString(frame));
 	}
+	if (t->napp && (labels = cJSON_AddObjectToObject(o, "labels")))
+		for (size_t i = 0; i < t->napp; i++)
+			cJSON_AddStringToObject(labels, t->app[i]->key, t->app[i]->str);
 	return o;
 }
 

@@ -55,8 +55,7 @@ static int find_sym(Elf *e, const char *name, unsigned type, uint64_t min_size, 
 			const char *s;
 
 			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != type ||
-			    sym.st_shndx == SHN_UNDEF ||
-			    sym.st_size < min_size)
+			    sym.st_shndx == SHN_UNDEF || sym.st_size < min_size)
 				continue;
 			s = elf_strptr(e, sh.sh_link, sym.st_name);
 			if (s && strcmp(s, name) == 0) {
@@ -121,8 +120,7 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 }
 
 /* Reads `count` entries of `size` bytes at `off` into a new buffer. */
-static void *read_table(int fd, uint64_t off, uint64_t count, uint64_t size, uint64_t max,
-			int *ret)
+static void *read_table(int fd, uint64_t off, uint64_t count, uint64_t size, uint64_t max, int *ret)
 {
 	void *buf;
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -77,4 +78,24 @@ int fr_fd_sink(void *arg, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+size_t fr_pprof_copy_app_labels(const struct fr_pprof_data *pd, const struct fr_pprof_rsample *s,
+				struct fr_pprof_label *out, size_t room)
+{
+	static const char *const ours[] = {"pid", "tid", "comm", "thread", "cgroup", "cpu", "host"};
+	size_t n = 0;
+
+	for (size_t k = 0; k < s->nlabel && n < room; k++) {
+		const struct fr_pprof_rlabel *lb = &pd->labels[s->label + k];
+		bool own = false;
+
+		if (!lb->str || !lb->key)
+			continue;
+		for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]) && !own; i++)
+			own = strcmp(lb->key, ours[i]) == 0;
+		if (!own)
+			out[n++] = (struct fr_pprof_label){.key = lb->key, .str = lb->str};
+	}
+	return n;
 }

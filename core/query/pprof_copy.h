@@ -28,6 +28,12 @@ struct fr_pprof_copy {
  * the first time. */
 uint64_t fr_pprof_copy_location(struct fr_pprof_copy *c, size_t i);
 
+/* The application labels of sample `s` of `pd` (its string labels but
+ * the recorder's own: pid, tid, comm, thread, cgroup, cpu, host) into
+ * out, at most `room`; the strings are pd's. Returns how many. */
+size_t fr_pprof_copy_app_labels(const struct fr_pprof_data *pd, const struct fr_pprof_rsample *s,
+				struct fr_pprof_label *out, size_t room);
+
 /* The value column of sample type `type` in `pd`, or -1. */
 ssize_t fr_pprof_data_column(const struct fr_pprof_data *pd, const char *type);
 

@@ -4,6 +4,7 @@
  * stacks from a profile of the minute before T built by the query code,
  * symbolized as any profile of the ring is. */
 #include "core/query/threads_at.h"
+#include "core/store/chunk.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -88,7 +89,7 @@ static void emit_thread(struct fr_pprof_copy *e, const struct fr_thread_at *th, 
 	int runnable = th->state == FR_THREAD_RUNNABLE;
 	int blocked = th->state == FR_THREAD_BLOCKED || runnable;
 	ssize_t row = best_row(e->pd, th, fr_pprof_data_column(e->pd, blocked ? "offcpu" : "cpu"));
-	struct fr_pprof_label labels[8];
+	struct fr_pprof_label labels[8 + FR_CHUNK_APP_PAIRS];
 	uint64_t locs[AT_MAX_LOCS];
 	int64_t values[2] = {1, blocked ? t - th->out_ns : 0};
 	size_t nl = 0, nlocs = 0;
@@ -108,6 +109,8 @@ static void emit_thread(struct fr_pprof_copy *e, const struct fr_thread_at *th, 
 						       .str = runnable	? "runnable"
 							      : blocked ? "blocked"
 									: "on-cpu"};
+		/* What it worked for there: the row's application labels. */
+		nl += fr_pprof_copy_app_labels(e->pd, s, labels + nl, FR_CHUNK_APP_PAIRS);
 		for (; nlocs < s->nloc && nlocs < AT_MAX_LOCS; nlocs++)
 			locs[nlocs] = fr_pprof_copy_location(e, e->pd->sample_locs[s->loc + nlocs]);
 	}

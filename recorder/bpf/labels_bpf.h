@@ -56,9 +56,9 @@ struct fr_bpf_labels_rec {
 };
 
 struct fr_bpf_labels_counters {
-	__u64 samples;	/* samples of processes in label_procs */
-	__u64 drops;	/* records the ring buffer had no room for */
-	__u64 faults;	/* reads of a process's memory that failed */
+	__u64 samples; /* samples of processes in label_procs */
+	__u64 drops;   /* records the ring buffer had no room for */
+	__u64 faults;  /* reads of a process's memory that failed */
 };
 
 #endif

@@ -64,13 +64,14 @@ static uint32_t collect(struct fr_bpf_walk *w, struct seen *s)
 	for (int i = 0; i < 50 && !n; i++) {
 		if (poll(&p, 1, 100) < 0)
 			break;
-		n = fr_bpf_walk_collect(w, fake_unwind, s);
+		n = fr_bpf_walk_collect(w, fake_unwind, NULL, s);
 	}
 	return n;
 }
 
 static void test_copies(void)
 {
+	uint32_t set = 0;
 	struct fr_bpf_walk *w = NULL;
 	struct fr_bpf_walk_counts c;
 	struct seen s = {0};
@@ -98,19 +99,19 @@ static void test_copies(void)
 
 	/* A whole copy: 8 KiB from the start of the two pages. */
 	r.sp = (uint64_t)(uintptr_t)m;
-	CHECK(fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES) == 0, "frames before any walk");
+	CHECK(fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set) == 0, "frames before any walk");
 	n = collect(w, &s);
 	CHECK(n == 1 && s.calls == 1, "collected %u copies in %u calls, want 1", n, s.calls);
 	CHECK(s.len == COPY && s.first == 0x11 && s.last == 0x22,
 	      "copy of %zu bytes (%#x .. %#x), want %u (0x11 .. 0x22)", s.len, s.first, s.last,
 	      COPY);
-	n = fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES);
+	n = fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
 	CHECK(n == 3 && ips[0] == 0x1000 && ips[2] == COPY, "frames %u (%#llx, %llu) after collect",
 	      n, (unsigned long long)ips[0], (unsigned long long)ips[2]);
 	/* The same thread's next wait (another switch-out time) is not it,
 	 * and is copied anew. */
 	r.start = 78;
-	CHECK(fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES) == 0, "frames of another wait");
+	CHECK(fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set) == 0, "frames of another wait");
 	s = (struct seen){0};
 	CHECK(collect(w, &s) == 1 && s.len == COPY, "the next wait's copy: %zu bytes", s.len);
 
@@ -119,7 +120,7 @@ static void test_copies(void)
 	s = (struct seen){0};
 	r.start = 79;
 	r.sp = (uint64_t)(uintptr_t)(m + PAGE + 100);
-	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES);
+	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
 	n = collect(w, &s);
 	CHECK(n == 1 && s.len == PAGE - 100 && s.last == 0x22,
 	      "short copy: %u copies, %zu bytes, last %#x; want %u bytes ending 0x22", n, s.len,
@@ -128,7 +129,7 @@ static void test_copies(void)
 	s = (struct seen){0};
 	r.start = 80;
 	r.sp = (uint64_t)(uintptr_t)(m + 2 * PAGE);
-	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES);
+	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
 	n = collect(w, &s);
 	CHECK(n == 1 && s.len == 0, "unreadable stack: %u copies of %zu bytes", n, s.len);
 	fr_bpf_walk_counts(w, &c);
@@ -144,6 +145,7 @@ static void test_copies(void)
  * for the collector to give them back, and every one is answered. */
 static void test_many(void)
 {
+	uint32_t set = 0;
 	struct fr_bpf_walk *w = NULL;
 	struct seen s = {0};
 	uint64_t ips[FR_MAX_FRAMES], stack[64] = {0};
@@ -159,7 +161,7 @@ static void test_many(void)
 					     .ip = 0x2000 + i,
 					     .sp = (uint64_t)(uintptr_t)stack};
 
-		fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES);
+		fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
 	}
 	for (int i = 0; i < 200 && s.calls < want; i++)
 		collect(w, &s);
@@ -171,15 +173,100 @@ static void test_many(void)
 					     .ip = 0x2000 + i,
 					     .sp = (uint64_t)(uintptr_t)stack};
 
-		got += fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES) == 3 && ips[0] == 0x2000 + i;
+		got += fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set) == 3 &&
+		       ips[0] == 0x2000 + i;
 	}
 	CHECK(got == want, "%u of %u threads have their frames", got, want);
+	fr_bpf_walk_free(w);
+}
+
+/* What the labels callback saw. */
+struct seen_labels {
+	unsigned calls;
+	uint16_t fr_len, otel_len;
+	uint32_t magic;
+	uint8_t last;
+};
+
+static uint32_t fake_labels(void *arg, const struct fr_bpf_labels_rec *r)
+{
+	struct seen_labels *s = arg;
+
+	s->calls++;
+	s->fr_len = r->fr_len;
+	s->otel_len = r->otel_len;
+	memcpy(&s->magic, r->fr, sizeof(s->magic));
+	s->last = r->fr_len ? r->fr[r->fr_len - 1] : 0;
+	return 77;
+}
+
+static unsigned no_unwind(void *arg, const struct fr_bpf_walk_regs *r, const uint8_t *stack,
+			  size_t len, uint64_t *ips, unsigned room)
+{
+	return 0;
+}
+
+/* A blocked thread's labels: the record whose pointer is at tp + offset
+ * is copied (its header, then as many bytes as it says, bounded), handed
+ * to the labels callback, and its set comes back with the frames; a
+ * process without an offset has none; a pointer into nothing gives an
+ * empty copy. */
+static void test_labels(void)
+{
+	struct fr_bpf_walk *w = NULL;
+	struct seen_labels s = {0};
+	uint64_t ips[FR_MAX_FRAMES], stack[8] = {0}, tls[4] = {0};
+	uint8_t rec[FR_BPF_LABELS_FR_MAX] = {0};
+	uint32_t set = 0, magic = 0x424c5246u;
+	uint16_t size = 20;
+	struct fr_bpf_walk_regs r = {.pid = (uint32_t)getpid(),
+				     .tid = 99,
+				     .start = 1,
+				     .ip = 0x3000,
+				     .sp = (uint64_t)(uintptr_t)stack,
+				     .tp = (uint64_t)(uintptr_t)tls,
+				     .fr_off = 8};
+
+	memcpy(rec, &magic, sizeof(magic));
+	memcpy(rec + 6, &size, sizeof(size));
+	rec[8 + 19] = 0x5a;
+	tls[1] = (uint64_t)(uintptr_t)rec;
+	CHECK(fr_bpf_walk_new(&w, 512) == 0, "fr_bpf_walk_new");
+	if (!w)
+		return;
+	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
+	for (int i = 0; i < 50 && !s.calls; i++) {
+		struct pollfd p = {.fd = fr_bpf_walk_fd(w), .events = POLLIN};
+
+		poll(&p, 1, 100);
+		fr_bpf_walk_collect(w, no_unwind, fake_labels, &s);
+	}
+	CHECK(s.calls == 1 && s.fr_len == 28 && s.magic == magic && s.last == 0x5a &&
+		      s.otel_len == 0,
+	      "labels copy: %u calls, %u bytes (%#x, last %#x), otel %u", s.calls, s.fr_len,
+	      s.magic, s.last, s.otel_len);
+	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
+	CHECK(set == 77, "the set of its labels: %u", set);
+	/* The pointer leads nowhere: nothing copied. */
+	s = (struct seen_labels){0};
+	tls[1] = 8;
+	r.start = 2;
+	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
+	for (int i = 0; i < 50 && !s.calls; i++) {
+		struct pollfd p = {.fd = fr_bpf_walk_fd(w), .events = POLLIN};
+
+		poll(&p, 1, 100);
+		fr_bpf_walk_collect(w, no_unwind, fake_labels, &s);
+	}
+	CHECK(s.calls == 1 && s.fr_len == 0, "a pointer into nothing: %u calls, %u bytes", s.calls,
+	      s.fr_len);
 	fr_bpf_walk_free(w);
 }
 
 /* Without a stack copy: the walker follows frame pointers itself. */
 static void test_frame_pointers(void)
 {
+	uint32_t set = 0;
 	struct fr_bpf_walk *w = NULL;
 	uint64_t ips[FR_MAX_FRAMES], chain[8] = {0};
 	struct fr_bpf_walk_regs r = {.pid = (uint32_t)getpid(), .tid = 7, .start = 1, .ip = 0x100};
@@ -197,10 +284,10 @@ static void test_frame_pointers(void)
 	if (!w)
 		return;
 	CHECK(fr_bpf_walk_fd(w) < 0, "a frame-pointer walker has no descriptor");
-	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES);
+	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
 	for (int i = 0; i < 500 && !n; i++) {
 		usleep(2000);
-		n = fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES);
+		n = fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
 	}
 	CHECK(n == 3 && ips[0] == 0x100 && ips[1] == 0x200 && ips[2] == 0x300,
 	      "frame-pointer walk: %u frames", n);
@@ -212,5 +299,6 @@ int main(void)
 	test_copies();
 	test_many();
 	test_frame_pointers();
+	test_labels();
 	return failures ? 1 : 0;
 }
