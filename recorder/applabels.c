@@ -561,6 +561,13 @@ void fr_applabels_sealed(struct fr_applabels *al)
 	}
 }
 
+void fr_applabels_bpf_counts(const struct fr_applabels *al, struct fr_bpf_labels_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (al->bpf)
+		fr_bpf_labels_counts(al->bpf, out);
+}
+
 void fr_applabels_counts(const struct fr_applabels *al, uint32_t *labelled, uint32_t *unreadable)
 {
 	*labelled = *unreadable = 0;

@@ -72,6 +72,9 @@ void fr_applabels_exec(struct fr_applabels *al, uint32_t pid);
  * dropped, processes without samples for a minute forgotten. */
 void fr_applabels_sealed(struct fr_applabels *al);
 
+/* The eBPF program's counters (any thread). */
+void fr_applabels_bpf_counts(const struct fr_applabels *al, struct fr_bpf_labels_counters *out);
+
 /* Counters for status: processes whose labels are read, and those that
  * could not be. */
 void fr_applabels_counts(const struct fr_applabels *al, uint32_t *labelled, uint32_t *unreadable);

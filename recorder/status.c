@@ -258,6 +258,26 @@ static int add_unwind_tables(struct daemon *d, cJSON *r)
 /* `status`: what the recorder is doing, its counters and its ring; to
  * `viewer` (who is not told where the configuration file is unless
  * privileged). */
+/* "labels": how application labels are read at samples (the eBPF
+ * program's counters), or why they are not. */
+static void add_labels(struct daemon *d, cJSON *r)
+{
+	struct fr_bpf_labels_counters c;
+	const char *why = d->applabels ? fr_applabels_error(d->applabels) : "not started";
+	cJSON *o = cJSON_AddObjectToObject(r, "labels");
+
+	if (!o)
+		return;
+	if (why) {
+		cJSON_AddStringToObject(o, "error", why);
+		return;
+	}
+	fr_applabels_bpf_counts(d->applabels, &c);
+	fr_ipc_add_int(o, "copies", (int64_t)c.samples);
+	fr_ipc_add_int(o, "copies_dropped", (int64_t)c.drops);
+	fr_ipc_add_int(o, "read_faults", (int64_t)c.faults);
+}
+
 cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 {
 	int privileged = daemon_peer_privileged(d, viewer);
@@ -309,6 +329,7 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 		       __atomic_load_n(&d->labelled_procs, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "unreadable_label_processes",
 		       __atomic_load_n(&d->unreadable_procs, __ATOMIC_RELAXED));
+	add_labels(d, r);
 	if (!add_ingest(d, r, now) || (d->symcache && !add_symcache(d, r, privileged)) ||
 	    !add_unwind_tables(d, r) || !daemon_export_status(d, r)) {
 		cJSON_Delete(r);

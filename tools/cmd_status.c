@@ -229,7 +229,7 @@ static const char *period_text(const cJSON *ev, char *buf, size_t len)
 
 static void print_status(const cJSON *r)
 {
-	const cJSON *events = cJSON_GetObjectItemCaseSensitive(r, "events"), *ev;
+	const cJSON *events = cJSON_GetObjectItemCaseSensitive(r, "events"), *ev, *labels;
 	char up[64], period[48];
 
 	fr_cli_human_duration((int64_t)fr_cli_num(r, "uptime_ns"), up, sizeof(up));
@@ -277,11 +277,20 @@ static void print_status(const cJSON *r)
 		       fr_cli_num(r, "chunks_dropped"), fr_cli_num(r, "write_errors"));
 	printf("tracking: %.0f processes, %.0f threads\n", fr_cli_num(r, "processes"),
 	       fr_cli_num(r, "threads"));
+	labels = cJSON_GetObjectItemCaseSensitive(r, "labels");
 	if (fr_cli_num(r, "labelled_processes") > 0 ||
-	    fr_cli_num(r, "unreadable_label_processes") > 0)
-		printf("application labels: %.0f processes, %.0f not read (see the log)\n",
+	    fr_cli_num(r, "unreadable_label_processes") > 0) {
+		printf("application labels: %.0f processes, %.0f not read (see the log)",
 		       fr_cli_num(r, "labelled_processes"),
 		       fr_cli_num(r, "unreadable_label_processes"));
+		if (labels && cJSON_GetObjectItemCaseSensitive(labels, "copies"))
+			printf("; read at %.0f samples, %.0f copies dropped, %.0f reads failed",
+			       fr_cli_num(labels, "copies"), fr_cli_num(labels, "copies_dropped"),
+			       fr_cli_num(labels, "read_faults"));
+		printf("\n");
+	}
+	if (labels && fr_cli_str(labels, "error"))
+		printf("application labels: not read (%s)\n", fr_cli_str(labels, "error"));
 	print_ingest(cJSON_GetObjectItemCaseSensitive(r, "ingest"));
 	print_symbol_cache(cJSON_GetObjectItemCaseSensitive(r, "symbol_cache"));
 	print_export(cJSON_GetObjectItemCaseSensitive(r, "export"));
