@@ -1,30 +1,40 @@
 /* libflightrec: application labels (lib/flightrec/labels.h), kept where
- * the recorder can read them (the layout in lib/flightrec/labels_abi.h).
+ * the recorder reads them at each sample (lib/flightrec/labels_abi.h).
  *
- * Owns the process's set table (each distinct set once, interned without
- * a lock through an open-addressed index filled by compare-and-swap), the
- * thread slots (claimed once per thread, released at its exit) and each
- * thread's change log. Uses libc only and never calls into the recorder.
- * The hot path (a change of a warm thread to a set seen before) reads the
- * vDSO clock and writes one log entry.
+ * Each labelled thread owns a state on the heap, allocated at its first
+ * change and freed at its exit: two records. The initial-exec
+ * thread-local `fr_labels_current` points to the record in force, to one
+ * of the constant dropped markers shared by all threads, or is NULL (no
+ * labels). The record in force is the thread's labels: a change merges
+ * its pair into those pairs, writing the other record, then stores the
+ * pointer. Nothing on that path takes a lock, allocates or enters the
+ * kernel, and nothing about it is bounded over the life of the process.
+ *
+ * Tokens (fr_labels_t) name the entries of one table of sets, shared by
+ * the process: push and capture put sets in it under a mutex, apply reads
+ * an entry without one, under the entry's sequence count. An entry is
+ * reused once FR_LABELS_MAX_TOKENS sets were put in the table after its
+ * last use; its generation, part of the token, changes then, so the
+ * tokens given out before expire rather than name the new set.
+ *
+ * Uses libc only and never calls into the recorder.
  */
 #include "flightrec/labels_abi.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #define API __attribute__((visibility("default")))
-#define INDEX_SLOTS (2 * FR_LABELS_MAX_SETS)
+#define MARKER_KEY "flightrec.labels"
 
-static struct fr_labels_set_abi sets[FR_LABELS_MAX_SETS];
-static uint64_t set_hash[FR_LABELS_MAX_SETS];
-static uint32_t set_index[INDEX_SLOTS]; /* set id, 0: empty slot */
-static uint32_t slot_tids[FR_LABELS_MAX_THREADS];
-static struct fr_labels_thread_abi threads[FR_LABELS_MAX_THREADS];
-static uint32_t next_slot;
+_Static_assert(FR_LABELS_MAX_KEYS <= UINT8_MAX && FR_LABELS_KEY_MAX <= UINT8_MAX + 1 &&
+		       FR_LABELS_VALUE_MAX <= UINT8_MAX + 1 &&
+		       FR_LABELS_RECORD_DATA_MAX <= UINT16_MAX,
+	       "a record's counts and lengths fit its fields");
 
 API struct fr_labels_registry_abi fr_labels_registry = {
 	.magic = FR_LABELS_ABI_MAGIC,
@@ -33,9 +43,7 @@ API struct fr_labels_registry_abi fr_labels_registry = {
 	.max_keys = FR_LABELS_MAX_KEYS,
 	.key_max = FR_LABELS_KEY_MAX,
 	.value_max = FR_LABELS_VALUE_MAX,
-	.max_sets = FR_LABELS_MAX_SETS,
-	.max_threads = FR_LABELS_MAX_THREADS,
-	.log_len = FR_LABELS_LOG_LEN,
+	.record_size = sizeof(struct fr_labels_record_abi),
 };
 /* The library's own copy, whatever a program that names the symbol does:
  * an executable that refers to it gets a copy of its own (a copy
@@ -43,287 +51,488 @@ API struct fr_labels_registry_abi fr_labels_registry = {
 extern struct fr_labels_registry_abi registry
 	__attribute__((alias("fr_labels_registry"), visibility("hidden")));
 
-/* The calling thread's slot (NULL until its first change) and labels. */
-static __thread struct fr_labels_thread_abi *self;
-static __thread uint32_t self_set;
-static __thread bool self_failed;
+/* What the recorder reads, at registry.tls_offset from the thread
+ * pointer. Only pointers are thread-local here (16 bytes of static TLS),
+ * so a program may dlopen the library although its TLS is initial-exec. */
+__thread const struct fr_labels_record_abi *fr_labels_current
+	__attribute__((tls_model("initial-exec")));
 
-/* The changes this thread made lately, (from, key, value) -> to, so a
- * change made before costs two short string compares instead of building
- * and looking up the set. Indexed by the argument pointers, checked by
- * content: `to` is `from` with its pair `idx` set, and sets never change. */
-#define CACHE_SLOTS 64
-static __thread struct {
-	uint32_t from, to, idx;
-} cache[CACHE_SLOTS];
+struct thread {
+	struct fr_labels_record_abi rec[2];
+	/* The token of the set in force when known (it came from one or was
+	 * looked up since it was set), else 0. */
+	fr_labels_t token;
+};
 
-static unsigned cache_slot(uint32_t from, const char *key, const char *value)
-{
-	uint64_t h = ((uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ull) ^
-		     ((uint64_t)(uintptr_t)value * 0xc2b2ae3d27d4eb4full) ^ from;
+static __thread struct thread *self __attribute__((tls_model("initial-exec")));
 
-	return (unsigned)((h ^ (h >> 29)) % CACHE_SLOTS);
-}
+static const char *const reason_words[FR_LABELS_DROP_COUNT] = {
+	[FR_LABELS_DROP_TOO_MANY_KEYS] = "dropped: too many keys",
+	[FR_LABELS_DROP_KEY_TOO_LONG] = "dropped: key too long",
+	[FR_LABELS_DROP_VALUE_TOO_LONG] = "dropped: value too long",
+	[FR_LABELS_DROP_TOO_MANY_SETS] = "dropped: too many sets",
+	[FR_LABELS_DROP_RESERVED_KEY] = "dropped: reserved key",
+	[FR_LABELS_DROP_TOO_MANY_THREADS] = "dropped: too many threads",
+	[FR_LABELS_DROP_BAD_ARGUMENT] = "dropped: bad argument",
+	[FR_LABELS_DROP_EXPIRED_TOKEN] = "dropped: expired token",
+	[FR_LABELS_DROP_NO_MEMORY] = "dropped: no memory",
+};
+
+/* markers[r]: the record of a change dropped for reason r, written once
+ * at load and only read after. */
+static struct fr_labels_record_abi markers[FR_LABELS_DROP_COUNT];
+
+/* ---- the token table ---- */
+
+#define TOKEN_SLOT_BITS 12
+#define TOKEN_GEN_MAX ((1u << (32 - TOKEN_SLOT_BITS)) - 1)
+#define BUCKETS (2 * FR_LABELS_MAX_TOKENS)
+_Static_assert(FR_LABELS_MAX_TOKENS == 1u << TOKEN_SLOT_BITS, "a token is (generation, entry)");
+
+/* A token is gen * FR_LABELS_MAX_TOKENS + the entry's index; gen >= 1,
+ * so no token is 0. The fields an apply reads (gen, reason, npairs, size,
+ * data) change only while seq is odd; `used` is stored without the lock;
+ * the rest belongs to the lock's holder. */
+struct entry {
+	uint32_t seq;
+	uint32_t gen;  /* of the set it holds, 0: never used */
+	uint64_t used; /* table.created at its last use */
+	uint64_t hash;
+	uint32_t next;	/* in its bucket's chain: index + 1, 0 ends it */
+	uint8_t reason; /* a dropped marker's reason, 0: a set */
+	uint8_t npairs;
+	uint16_t size;
+	uint8_t data[FR_LABELS_RECORD_DATA_MAX];
+};
+
+static struct {
+	pthread_mutex_t lock;
+	uint64_t created; /* sets put in the table so far */
+	uint32_t hand;	  /* the next entry considered for reuse */
+	uint32_t bucket[BUCKETS];
+	struct entry entries[FR_LABELS_MAX_TOKENS];
+} table = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_key_t exit_key;
+static bool have_exit_key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void drop(enum fr_labels_drop reason)
+/* The record `r` is whole before the pointer to it is stored: the
+ * recorder reads it on this CPU while the thread is stopped, never
+ * concurrently, so only the compiler could reorder the two. */
+static inline void publish(const struct fr_labels_record_abi *r)
 {
-	__atomic_add_fetch(&registry.dropped[reason], 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&fr_labels_current, r, __ATOMIC_RELAXED);
 }
 
-/* A thread's exit frees its slot; the log stays readable until a new
- * thread takes the slot, as late as possible (slots are taken in turn). */
+/* The reason of marker `r`, 0 when `r` is a thread's set. */
+static unsigned marker_reason(const struct fr_labels_record_abi *r)
+{
+	uintptr_t p = (uintptr_t)r, m = (uintptr_t)markers;
+
+	if (p < m || p >= m + sizeof(markers))
+		return 0;
+	return (unsigned)((p - m) / sizeof(markers[0]));
+}
+
+/* A thread's exit frees its state, once the recorder can no longer reach
+ * it. The key's destructors run again if the exit calls labels again. */
 static void thread_exit(void *arg)
 {
-	struct fr_labels_thread_abi *t = arg;
-
-	__atomic_store_n(&t->state, 2, __ATOMIC_RELEASE);
+	publish(NULL);
+	self = NULL;
+	free(arg);
 }
 
-/* A forked child has one thread, the caller: the other slots are the
- * parent's threads, which the child does not have. */
-static void after_fork_child(void)
+/* fork() with the table locked, so that the child's copy is whole. The
+ * calling thread's state, on the heap and pointed to from its TLS, is the
+ * child's thread's as it is. */
+static void fork_prepare(void)
 {
-	for (uint32_t i = 0; i < FR_LABELS_MAX_THREADS; i++) {
-		if (&threads[i] == self)
-			continue;
-		threads[i].state = 0;
-		threads[i].tid = 0;
-		slot_tids[i] = 0;
+	pthread_mutex_lock(&table.lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&table.lock);
+}
+
+static void fork_child(void)
+{
+	pthread_mutex_init(&table.lock, NULL);
+}
+
+static void init(void)
+{
+	const size_t kl = sizeof(MARKER_KEY) - 1;
+
+	for (unsigned i = 1; i < FR_LABELS_DROP_COUNT; i++) {
+		struct fr_labels_record_abi *m = &markers[i];
+		size_t vl = strlen(reason_words[i]);
+
+		m->magic = FR_LABELS_RECORD_MAGIC;
+		m->valid = 1;
+		m->npairs = 1;
+		m->data[0] = (uint8_t)kl;
+		memcpy(m->data + 1, MARKER_KEY, kl);
+		m->data[1 + kl] = (uint8_t)vl;
+		memcpy(m->data + 2 + kl, reason_words[i], vl);
+		m->size = (uint16_t)(2 + kl + vl);
 	}
-	if (self) {
-		self->tid = (uint32_t)gettid();
-		slot_tids[self - threads] = self->tid;
-	}
+	registry.tls_offset = (char *)&fr_labels_current - (char *)__builtin_thread_pointer();
+	/* Without a key (the process used them all), states leak at exit. */
+	have_exit_key = pthread_key_create(&exit_key, thread_exit) == 0;
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-/* At load: the registry is complete before any thread labels itself, so
- * a reader never sees it half filled. */
-__attribute__((constructor)) static void registry_init(void)
+/* At load: the registry is complete before any thread labels itself. */
+__attribute__((constructor)) static void load(void)
 {
-	registry.sets = (uint64_t)(uintptr_t)sets;
-	registry.tids = (uint64_t)(uintptr_t)slot_tids;
-	registry.threads = (uint64_t)(uintptr_t)threads;
+	pthread_once(&once, init);
 }
 
-static void init_once(void)
+static int drop(enum fr_labels_drop reason)
 {
-	pthread_key_create(&exit_key, thread_exit);
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_once(&once, init);
+	__atomic_add_fetch(&registry.dropped[reason], 1, __ATOMIC_RELAXED);
+	if (self)
+		self->token = 0;
+	publish(&markers[reason]);
+	return -(int)reason;
 }
 
-/* The first change of a thread takes a free slot (or one of an exited
- * thread), in turn after the last one taken. */
-static struct fr_labels_thread_abi *thread_slot(void)
+/* The calling thread's state, allocated at its first change; NULL when
+ * out of memory. */
+static struct thread *thread_state(void)
 {
-	if (self || self_failed)
-		return self;
-	pthread_once(&once, init_once);
-	for (uint32_t n = 0; n < FR_LABELS_MAX_THREADS; n++) {
-		uint32_t i =
-			__atomic_fetch_add(&next_slot, 1, __ATOMIC_RELAXED) % FR_LABELS_MAX_THREADS;
-		struct fr_labels_thread_abi *t = &threads[i];
-		uint32_t st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+	struct thread *t = self;
 
-		if (st == 1 || !__atomic_compare_exchange_n(&t->state, &st, 3, false,
-							    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-			continue;
-		/* A reader that sees the new tid also sees the emptied log:
-		 * it checks the tid again after reading the head. */
-		__atomic_store_n(&t->tid, 0, __ATOMIC_RELEASE);
-		__atomic_store_n(&t->head, 0, __ATOMIC_RELEASE);
-		for (uint32_t k = 0; k < FR_LABELS_LOG_LEN; k++)
-			t->log[k].seq = 0;
-		__atomic_store_n(&t->tid, (uint32_t)gettid(), __ATOMIC_RELEASE);
-		__atomic_store_n(&slot_tids[i], t->tid, __ATOMIC_RELEASE);
-		__atomic_store_n(&t->state, 1, __ATOMIC_RELEASE);
-		pthread_setspecific(exit_key, t);
-		self = t;
+	if (t)
 		return t;
-	}
-	self_failed = true;
-	drop(FR_LABELS_DROP_TOO_MANY_THREADS);
-	return NULL;
-}
-
-/* Appends a change to the calling thread's log. */
-static void log_change(uint32_t set)
-{
-	struct fr_labels_thread_abi *t = thread_slot();
-	struct fr_labels_entry_abi *e;
-	struct timespec ts;
-	uint64_t n;
-
-	self_set = set;
+	pthread_once(&once, init);
+	t = malloc(sizeof(*t));
 	if (!t)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	n = t->head;
-	e = &t->log[n % FR_LABELS_LOG_LEN];
-	__atomic_store_n(&e->seq, 0, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	e->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	e->set = set;
-	__atomic_store_n(&e->seq, (uint32_t)(n + 1), __ATOMIC_RELEASE);
-	__atomic_store_n(&t->head, n + 1, __ATOMIC_RELEASE);
-}
-
-static bool reserved_key(const char *key)
-{
-	static const char *const ours[] = {"pid",    "tid",  "comm", "thread",
-					   "cgroup", "ppid", "cpu",  "event"};
-
-	if (strncmp(key, "flightrec.", 10) == 0)
-		return true;
-	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
-		if (strcmp(key, ours[i]) == 0)
-			return true;
-	return false;
-}
-
-static uint64_t hash_set(const struct fr_labels_set_abi *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (uint32_t i = 0; i < s->npairs; i++) {
-		for (const unsigned char *c = (const unsigned char *)s->pairs[i].key; *c; c++)
-			h = (h ^ *c) * 0x100000001b3ull;
-		h = (h ^ 0xff) * 0x100000001b3ull;
-		for (const unsigned char *c = (const unsigned char *)s->pairs[i].value; *c; c++)
-			h = (h ^ *c) * 0x100000001b3ull;
-		h = (h ^ 0xfe) * 0x100000001b3ull;
+		return NULL;
+	for (int i = 0; i < 2; i++) {
+		t->rec[i].magic = FR_LABELS_RECORD_MAGIC;
+		t->rec[i].valid = 1;
+		t->rec[i].npairs = 0;
+		t->rec[i].size = 0;
 	}
-	return h;
+	t->token = 0;
+	if (have_exit_key)
+		pthread_setspecific(exit_key, t);
+	self = t;
+	return t;
 }
 
-static bool same_set(const struct fr_labels_set_abi *a, const struct fr_labels_set_abi *b)
+/* The record of `t` the recorder cannot be reading. */
+static struct fr_labels_record_abi *spare(struct thread *t)
 {
-	if (a->npairs != b->npairs)
-		return false;
-	for (uint32_t i = 0; i < a->npairs; i++)
-		if (strcmp(a->pairs[i].key, b->pairs[i].key) != 0 ||
-		    strcmp(a->pairs[i].value, b->pairs[i].value) != 0)
-			return false;
-	return true;
+	return fr_labels_current == &t->rec[0] ? &t->rec[1] : &t->rec[0];
 }
 
-/* The id of set `s` (npairs > 0), added to the table when new: a new id
- * is taken, the set written, published (ready), then linked into the
- * index. Two threads adding the same set at once may both add it; the
- * copies are equal, so either id labels the same. */
-static int64_t intern(const struct fr_labels_set_abi *s)
+/* The names of the labels the recorder puts on samples itself, and its
+ * own "flightrec." keys. */
+static bool reserved_key(const char *key, size_t kl)
 {
-	uint64_t h = hash_set(s);
-	uint32_t nid = 0;
-
-	for (uint32_t n = 0, i = (uint32_t)h % INDEX_SLOTS; n < INDEX_SLOTS;
-	     n++, i = (i + 1) % INDEX_SLOTS) {
-		uint32_t id = __atomic_load_n(&set_index[i], __ATOMIC_ACQUIRE);
-
-		if (!id && !nid) {
-			nid = __atomic_add_fetch(&registry.nsets, 1, __ATOMIC_ACQ_REL);
-			if (nid > FR_LABELS_MAX_SETS) {
-				__atomic_store_n(&registry.nsets, FR_LABELS_MAX_SETS,
-						 __ATOMIC_RELAXED);
-				return -FR_LABELS_DROP_TOO_MANY_SETS;
-			}
-			sets[nid - 1] = *s;
-			sets[nid - 1].ready = 0;
-			set_hash[nid - 1] = h;
-			__atomic_store_n(&sets[nid - 1].ready, 1, __ATOMIC_RELEASE);
-		}
-		/* Another thread may link a set into the slot first. */
-		if (!id && __atomic_compare_exchange_n(&set_index[i], &id, nid, false,
-						       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			return nid;
-		if (set_hash[id - 1] == h && same_set(&sets[id - 1], s))
-			return id;
+	switch (kl) {
+	case 3: return !memcmp(key, "pid", 3) || !memcmp(key, "tid", 3) || !memcmp(key, "cpu", 3);
+	case 4: return !memcmp(key, "comm", 4) || !memcmp(key, "ppid", 4);
+	case 5: return !memcmp(key, "event", 5);
+	case 6: return !memcmp(key, "thread", 6) || !memcmp(key, "cgroup", 6);
+	default: return kl >= 10 && !memcmp(key, "flightrec.", 10);
 	}
-	return -FR_LABELS_DROP_TOO_MANY_SETS;
 }
 
-/* The set `from` with `key` set to `value` (removed when value is empty),
- * pairs kept sorted by key. Returns its id or -reason. */
-static int64_t with_pair(uint32_t from, const char *key, const char *value)
+/* Sets `key` to `value` (removes it when `value` is NULL or empty) in the
+ * labels in force: the pairs before the key, the new pair, the pairs
+ * after it, into the spare record. After a dropped change the labels in
+ * force are none: the ones the program meant are not known. */
+static int change(const char *key, const char *value)
 {
-	struct fr_labels_set_abi s;
-	size_t kl, vl;
-	uint32_t i, n = 0, replace;
+	const struct fr_labels_record_abi *cur = fr_labels_current, *from;
+	const uint8_t *d;
+	struct fr_labels_record_abi *r;
+	struct thread *t;
+	size_t kl, vl, at = 0, after, size, w;
+	unsigned n, i, npairs;
 	int c = 1;
 
 	if (!key || !*key)
-		return -FR_LABELS_DROP_BAD_ARGUMENT;
+		return drop(FR_LABELS_DROP_BAD_ARGUMENT);
 	kl = strnlen(key, FR_LABELS_KEY_MAX);
-	vl = value ? strnlen(value, FR_LABELS_VALUE_MAX) : 0;
 	if (kl >= FR_LABELS_KEY_MAX)
-		return -FR_LABELS_DROP_KEY_TOO_LONG;
+		return drop(FR_LABELS_DROP_KEY_TOO_LONG);
+	vl = value ? strnlen(value, FR_LABELS_VALUE_MAX) : 0;
 	if (vl >= FR_LABELS_VALUE_MAX)
-		return -FR_LABELS_DROP_VALUE_TOO_LONG;
-	if (reserved_key(key))
-		return -FR_LABELS_DROP_RESERVED_KEY;
-	if (from && from <= FR_LABELS_MAX_SETS)
-		n = sets[from - 1].npairs;
-	/* Copy the pairs before key, then key, then those after. */
-	s.npairs = 0;
-	for (i = 0; i < n && (c = strcmp(sets[from - 1].pairs[i].key, key)) < 0; i++)
-		s.pairs[s.npairs++] = sets[from - 1].pairs[i];
-	replace = i < n && c == 0;
+		return drop(FR_LABELS_DROP_VALUE_TOO_LONG);
+	if (reserved_key(key, kl))
+		return drop(FR_LABELS_DROP_RESERVED_KEY);
+
+	from = cur && !marker_reason(cur) ? cur : NULL;
+	n = from ? from->npairs : 0;
+	size = from ? from->size : 0;
+	d = from ? from->data : NULL;
+	/* The key's place: the first pair whose key is not before it. */
+	for (i = 0; i < n; i++) {
+		size_t pkl = d[at];
+
+		c = memcmp(d + at + 1, key, pkl < kl ? pkl : kl);
+		if (!c)
+			c = (pkl > kl) - (pkl < kl);
+		if (c >= 0)
+			break;
+		at += 2 + pkl + d[at + 1 + pkl];
+	}
+	after = at;
+	if (i < n && !c) {
+		size_t pvl = d[at + 1 + kl];
+
+		if (pvl == vl && !memcmp(d + at + 2 + kl, value, vl) && from == cur)
+			return 0;
+		after = at + 2 + kl + pvl;
+	} else if (!vl && from == cur) {
+		return 0;
+	}
+	npairs = n - (after != at) + (vl != 0);
+	if (npairs > FR_LABELS_MAX_KEYS)
+		return drop(FR_LABELS_DROP_TOO_MANY_KEYS);
+	if (!npairs) {
+		publish(NULL);
+		return 0;
+	}
+	t = thread_state();
+	if (!t)
+		return drop(FR_LABELS_DROP_NO_MEMORY);
+	r = spare(t);
+	if (at)
+		memcpy(r->data, d, at);
+	w = at;
 	if (vl) {
-		if (n - replace + 1 > FR_LABELS_MAX_KEYS)
-			return -FR_LABELS_DROP_TOO_MANY_KEYS;
-		memcpy(s.pairs[s.npairs].key, key, kl + 1);
-		memcpy(s.pairs[s.npairs].value, value, vl + 1);
-		s.npairs++;
+		r->data[w++] = (uint8_t)kl;
+		memcpy(r->data + w, key, kl);
+		w += kl;
+		r->data[w++] = (uint8_t)vl;
+		memcpy(r->data + w, value, vl);
+		w += vl;
 	}
-	i += replace;
-	for (; i < n; i++)
-		s.pairs[s.npairs++] = sets[from - 1].pairs[i];
-	return s.npairs ? intern(&s) : 0;
-}
-
-static int change(const char *key, const char *value)
-{
-	uint32_t from = self_set >= FR_LABELS_SET_DROPPED ? 0 : self_set;
-	unsigned c = 0;
-	int64_t id;
-
-	if (key && value && *value) {
-		c = cache_slot(from, key, value);
-		if (cache[c].to && cache[c].from == from) {
-			const struct fr_labels_pair_abi *p =
-				&sets[cache[c].to - 1].pairs[cache[c].idx];
-
-			if (strcmp(p->key, key) == 0 && strcmp(p->value, value) == 0) {
-				if (cache[c].to != self_set)
-					log_change(cache[c].to);
-				return 0;
-			}
-		}
-	}
-	id = with_pair(from, key, value);
-	if (id > 0 && key && value && *value) {
-		const struct fr_labels_set_abi *to = &sets[id - 1];
-
-		for (uint32_t i = 0; i < to->npairs; i++) {
-			if (strcmp(to->pairs[i].key, key) == 0) {
-				cache[c].from = from;
-				cache[c].to = (uint32_t)id;
-				cache[c].idx = i;
-			}
-		}
-	}
-
-	if (id < 0) {
-		drop((enum fr_labels_drop) - id);
-		log_change(FR_LABELS_SET_DROPPED + (uint32_t)-id);
-		return (int)id;
-	}
-	if ((uint32_t)id != self_set)
-		log_change((uint32_t)id);
+	if (size > after)
+		memcpy(r->data + w, d + after, size - after);
+	w += size - after;
+	r->npairs = (uint8_t)npairs;
+	r->size = (uint16_t)w;
+	t->token = 0;
+	publish(r);
 	return 0;
 }
+
+/* ---- tokens ---- */
+
+static struct entry *token_entry(fr_labels_t tok)
+{
+	return &table.entries[tok % FR_LABELS_MAX_TOKENS];
+}
+
+static fr_labels_t entry_token(const struct entry *e)
+{
+	return e->gen * FR_LABELS_MAX_TOKENS + (fr_labels_t)(e - table.entries);
+}
+
+/* Marks entry `e` used now. The store, a full fence, then the caller's
+ * read of e->seq pair with victim()'s odd seq, fence, read of e->used:
+ * either the reuse sees this use and skips the entry, or the caller sees
+ * the reuse under way. */
+static void touch(struct entry *e)
+{
+	uint64_t now = __atomic_load_n(&table.created, __ATOMIC_RELAXED);
+
+	if (__atomic_load_n(&e->used, __ATOMIC_RELAXED) != now) {
+		__atomic_store_n(&e->used, now, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+}
+
+static void begin_write(struct entry *e)
+{
+	__atomic_store_n(&e->seq, e->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static void end_write(struct entry *e)
+{
+	__atomic_store_n(&e->seq, e->seq + 1, __ATOMIC_RELEASE);
+}
+
+/* The entry to put a new set in (lock held), being written: one never
+ * used, else the first from the hand on not used since
+ * FR_LABELS_MAX_TOKENS - 1 sets were put in the table (so the one about to
+ * be put is the FR_LABELS_MAX_TOKENS-th after its last use), else, when
+ * every entry was used more lately than that, the least recently used. */
+static struct entry *victim(void)
+{
+	struct entry *lru = NULL;
+	uint64_t lru_used = UINT64_MAX;
+
+	for (uint32_t n = 0; n < FR_LABELS_MAX_TOKENS; n++) {
+		struct entry *e = &table.entries[table.hand];
+		uint64_t used;
+
+		table.hand = (table.hand + 1) % FR_LABELS_MAX_TOKENS;
+		begin_write(e);
+		if (!e->gen)
+			return e;
+		used = __atomic_load_n(&e->used, __ATOMIC_RELAXED);
+		if (table.created + 1 - used >= FR_LABELS_MAX_TOKENS)
+			return e;
+		end_write(e);
+		if (used < lru_used) {
+			lru = e;
+			lru_used = used;
+		}
+	}
+	begin_write(lru);
+	return lru;
+}
+
+static void unlink_entry(struct entry *e)
+{
+	uint32_t idx = (uint32_t)(e - table.entries) + 1;
+	uint32_t *link = &table.bucket[e->hash % BUCKETS];
+
+	while (*link && *link != idx)
+		link = &table.entries[*link - 1].next;
+	if (*link)
+		*link = e->next;
+}
+
+/* Eight bytes at a time: a byte at a time was most of the cost of a push
+ * or capture that looks its set up. */
+static uint64_t hash_record(unsigned reason, const struct fr_labels_record_abi *r)
+{
+	uint64_t h = (0x9e3779b97f4a7c15ull * (reason + 1)) ^ r->size, w;
+	size_t i = 0;
+
+	for (; i + 8 <= r->size; i += 8) {
+		memcpy(&w, r->data + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	w = 0;
+	memcpy(&w, r->data + i, r->size - i);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 32);
+}
+
+/* The token of record `r`: the entry holding the same set, or a new one. */
+static fr_labels_t intern(const struct fr_labels_record_abi *r)
+{
+	unsigned reason = marker_reason(r);
+	uint64_t h = hash_record(reason, r);
+	uint32_t *head = &table.bucket[h % BUCKETS];
+	struct entry *e;
+	fr_labels_t tok;
+
+	pthread_mutex_lock(&table.lock);
+	for (uint32_t i = *head; i; i = e->next) {
+		e = &table.entries[i - 1];
+		if (e->hash == h && e->reason == reason && e->npairs == r->npairs &&
+		    e->size == r->size && !memcmp(e->data, r->data, r->size)) {
+			__atomic_store_n(&e->used, table.created, __ATOMIC_RELAXED);
+			tok = entry_token(e);
+			pthread_mutex_unlock(&table.lock);
+			return tok;
+		}
+	}
+	e = victim();
+	if (e->gen)
+		unlink_entry(e);
+	__atomic_store_n(&e->gen, e->gen % TOKEN_GEN_MAX + 1, __ATOMIC_RELAXED);
+	e->hash = h;
+	e->reason = (uint8_t)reason;
+	e->npairs = r->npairs;
+	e->size = r->size;
+	memcpy(e->data, r->data, r->size);
+	__atomic_store_n(&table.created, table.created + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->used, table.created, __ATOMIC_RELAXED);
+	end_write(e);
+	e->next = *head;
+	*head = (uint32_t)(e - table.entries) + 1;
+	tok = entry_token(e);
+	pthread_mutex_unlock(&table.lock);
+	return tok;
+}
+
+/* Whether `tok` still names its set, as a use of it. */
+static bool token_alive(fr_labels_t tok)
+{
+	struct entry *e = token_entry(tok);
+	uint32_t gen = tok / FR_LABELS_MAX_TOKENS;
+
+	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != gen)
+		return false;
+	touch(e);
+	return !(__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) & 1) &&
+	       __atomic_load_n(&e->gen, __ATOMIC_RELAXED) == gen;
+}
+
+/* The token of the calling thread's labels. */
+static fr_labels_t current_token(void)
+{
+	const struct fr_labels_record_abi *cur = fr_labels_current;
+	struct thread *t = self;
+	fr_labels_t tok;
+
+	if (!cur)
+		return 0;
+	if (t && t->token && token_alive(t->token))
+		return t->token;
+	tok = intern(cur);
+	if (t)
+		t->token = tok;
+	return tok;
+}
+
+/* Copies the set `tok` names into `r`, or its marker's reason into
+ * `*reason`, as the entry was at one instant. Returns 0 or -reason of the
+ * drop. */
+static int read_token(fr_labels_t tok, struct fr_labels_record_abi *r, unsigned *reason)
+{
+	struct entry *e = token_entry(tok);
+	uint32_t gen = tok / FR_LABELS_MAX_TOKENS, eg = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
+
+	if (!gen || gen > eg)
+		return -FR_LABELS_DROP_BAD_ARGUMENT;
+	if (gen != eg)
+		return -FR_LABELS_DROP_EXPIRED_TOKEN;
+	touch(e);
+	for (unsigned spins = 1;; spins++) {
+		uint32_t s = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+		uint16_t size;
+
+		/* Odd: the lock's holder considers the entry for reuse, for
+		 * tens of nanoseconds unless it was preempted. */
+		if (s & 1) {
+			if (spins % 64 == 0)
+				sched_yield();
+			continue;
+		}
+		if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != gen)
+			return -FR_LABELS_DROP_EXPIRED_TOKEN;
+		size = e->size;
+		*reason = e->reason;
+		r->npairs = e->npairs;
+		r->size = size;
+		if (size <= FR_LABELS_RECORD_DATA_MAX)
+			memcpy(r->data, e->data, size);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) == s)
+			return 0;
+	}
+}
+
+/* ---- the API ---- */
 
 API int fr_labels_set(const char *key, const char *value)
 {
@@ -332,17 +541,10 @@ API int fr_labels_set(const char *key, const char *value)
 
 API fr_labels_t fr_labels_push(const char *key, const char *value)
 {
-	fr_labels_t before = self_set;
+	fr_labels_t before = current_token();
 
 	change(key, value);
 	return before;
-}
-
-/* A token is a set id this process gave out (or a dropped marker). */
-static bool valid(fr_labels_t l)
-{
-	return l <= __atomic_load_n(&registry.nsets, __ATOMIC_ACQUIRE) ||
-	       (l > FR_LABELS_SET_DROPPED && l < FR_LABELS_SET_DROPPED + FR_LABELS_DROP_COUNT);
 }
 
 API void fr_labels_pop(fr_labels_t before)
@@ -352,23 +554,41 @@ API void fr_labels_pop(fr_labels_t before)
 
 API fr_labels_t fr_labels_capture(void)
 {
-	return self_set;
+	return current_token();
 }
 
 API void fr_labels_apply(fr_labels_t labels)
 {
-	if (!valid(labels)) {
-		drop(FR_LABELS_DROP_BAD_ARGUMENT);
-		labels = FR_LABELS_SET_DROPPED + FR_LABELS_DROP_BAD_ARGUMENT;
+	struct fr_labels_record_abi *r;
+	struct thread *t = self;
+	unsigned reason = 0;
+	int err;
+
+	if (!labels) {
+		publish(NULL);
+		return;
 	}
-	if (labels != self_set)
-		log_change(labels);
+	/* The labels in force already: a use of the token all the same. */
+	if (t && t->token == labels && fr_labels_current && token_alive(labels))
+		return;
+	t = thread_state();
+	if (!t) {
+		drop(FR_LABELS_DROP_NO_MEMORY);
+		return;
+	}
+	r = spare(t);
+	err = read_token(labels, r, &reason);
+	if (err < 0) {
+		drop((enum fr_labels_drop) - err);
+		return;
+	}
+	t->token = labels;
+	publish(reason ? &markers[reason] : r);
 }
 
 API void fr_labels_clear(void)
 {
-	if (self_set != 0)
-		log_change(0);
+	publish(NULL);
 }
 
 API uint64_t fr_labels_dropped(enum fr_labels_drop reason)
