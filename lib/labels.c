@@ -17,16 +17,20 @@
  * last use; its generation, part of the token, changes then, so the
  * tokens given out before expire rather than name the new set.
  *
- * Uses libc only and never calls into the recorder.
+ * pthread_create is interposed so that a new thread starts with a copy of
+ * its creator's labels. Uses libc only and never calls into the recorder.
  */
 #include "flightrec/labels_abi.h"
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 
 #define API __attribute__((visibility("default")))
 #define MARKER_KEY "flightrec.labels"
@@ -596,4 +600,113 @@ API uint64_t fr_labels_dropped(enum fr_labels_drop reason)
 	if ((unsigned)reason >= FR_LABELS_DROP_COUNT)
 		return 0;
 	return __atomic_load_n(&registry.dropped[reason], __ATOMIC_RELAXED);
+}
+
+/* ---- threads started with their creator's labels ---- */
+
+/* What a new thread starts with: the user's function, and its creator's
+ * labels by value (a marker by its address: markers never change). */
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+	const struct fr_labels_record_abi *marker;
+	uint8_t npairs;
+	uint16_t size;
+	uint8_t data[];
+};
+
+/* The first thing a thread started by pthread_create does: take the
+ * labels its creator had, then run the program's function. */
+static void *start_labelled(void *arg)
+{
+	struct start *s = arg;
+	void *(*fn)(void *) = s->fn;
+	void *fn_arg = s->arg;
+	struct thread *t;
+
+	if (s->marker) {
+		publish(s->marker);
+	} else if ((t = thread_state())) {
+		struct fr_labels_record_abi *r = spare(t);
+
+		r->npairs = s->npairs;
+		r->size = s->size;
+		memcpy(r->data, s->data, s->size);
+		publish(r);
+	} else {
+		drop(FR_LABELS_DROP_NO_MEMORY);
+	}
+	free(s);
+	return fn(fn_arg);
+}
+
+/* glibc's own name for its pthread_create, for a program linked fully
+ * statically, where dlsym cannot name the next pthread_create. Weak: a
+ * dynamic C library does not export it. In a static link, the object
+ * defining it comes in with thrd_create's, which refers to it and which
+ * this library refers to for that alone (a dynamic C library exports
+ * thrd_create, so the reference costs nothing there). */
+extern int __pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
+			    void *arg) __attribute__((weak));
+__attribute__((used)) static int (*const pull_pthread_create)(thrd_t *, thrd_start_t,
+							      void *) = thrd_create;
+
+/* The C library's pthread_create (whatever comes after this one in the
+ * symbol search order), never this one. */
+static int (*next_create(void))(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
+{
+	static int (*next)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	int (*f)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
+		__atomic_load_n(&next, __ATOMIC_ACQUIRE);
+	void *sym;
+
+	if (f)
+		return f;
+	sym = dlsym(RTLD_NEXT, "pthread_create");
+	memcpy(&f, &sym, sizeof(f));
+	if (!f || f == pthread_create)
+		f = __pthread_create;
+	if (f)
+		__atomic_store_n(&next, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+/* Interposes the C library's: when the caller has labels, the thread
+ * starts on start_labelled with a copy of them; else the call goes
+ * through untouched. Out of memory for the copy, the thread starts
+ * without labels (counted as FR_LABELS_DROP_NO_MEMORY) rather than not at
+ * all. */
+API int pthread_create(pthread_t *restrict thread, const pthread_attr_t *restrict attr,
+		       void *(*fn)(void *), void *restrict arg)
+{
+	int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
+		next_create();
+	const struct fr_labels_record_abi *cur = fr_labels_current;
+	struct start *s;
+	int err;
+
+	if (!create)
+		return ENOSYS;
+	if (!cur)
+		return create(thread, attr, fn, arg);
+	s = malloc(sizeof(*s) + (marker_reason(cur) ? 0 : cur->size));
+	if (!s) {
+		__atomic_add_fetch(&registry.dropped[FR_LABELS_DROP_NO_MEMORY], 1,
+				   __ATOMIC_RELAXED);
+		return create(thread, attr, fn, arg);
+	}
+	if (marker_reason(cur)) {
+		s->marker = cur;
+	} else {
+		s->marker = NULL;
+		s->npairs = cur->npairs;
+		s->size = cur->size;
+		memcpy(s->data, cur->data, cur->size);
+	}
+	s->fn = fn;
+	s->arg = arg;
+	err = create(thread, attr, start_labelled, s);
+	if (err)
+		free(s);
+	return err;
 }

@@ -32,7 +32,18 @@
  * FR_LABELS_MAX_TOKENS distinct sets used through tokens, and an old token
  * expires (below); fr_labels_set and fr_labels_clear never use it.
  *
- * A forked child keeps its thread's labels.
+ * Threads and processes: a thread started by pthread_create starts with
+ * its creator's labels; fr_labels_set after that changes only its own. A
+ * forked child keeps its thread's. (libflightrec provides pthread_create,
+ * which starts the new thread on a copy of its creator's labels and calls
+ * the C library's; that works when libflightrec comes before the C
+ * library in the program's symbol search order: it is linked into the
+ * program, as a shared library the program names (the normal case) or as
+ * the static archive (the program linked fully statically or not). A
+ * libflightrec loaded with dlopen does not see the program's
+ * pthread_create calls, and its threads start without labels. So do the
+ * threads the C library starts without calling pthread_create through
+ * the dynamic linker, those of thrd_create for one.)
  *
  * Every function is safe to call from any thread and acts on the calling
  * thread only; none is async-signal-safe (a signal handler must not change
