@@ -18,12 +18,17 @@
  *                               the same without labels.
  *   labels_demo hostile MODE SECONDS
  *                               labels a thread, then scribbles over the
- *                               memory the recorder reads (MODE: magic,
- *                               pointers, tids, logs, sets, churn; stall:
- *                               the thread logs moved into a mapping of
- *                               $LABELS_STALL_FILE, whose pages never come
- *                               in) while spinning: the recorder must
- *                               neither hang nor crash, nor trust it.
+ *                               memory the recorder reads while spinning
+ *                               (MODE: magic, the registry's magic and
+ *                               version; pointers, the thread's record
+ *                               pointer aimed at nothing; tids, the
+ *                               registry's tls_offset; logs, the record's
+ *                               header; sets, the record's pairs; churn,
+ *                               labels changing as fast as they can;
+ *                               stall, the record pointer into a mapping
+ *                               of $LABELS_STALL_FILE, whose pages never
+ *                               come in): the recorder must neither hang
+ *                               nor crash, nor trust it.
  * Prints "ready" once labelled.
  */
 #include <dlfcn.h>
@@ -232,45 +237,57 @@ static struct fr_labels_registry_abi *registry(void)
 	return h ? dlsym(h, FR_LABELS_REGISTRY_SYMBOL) : NULL;
 }
 
+/* Where the recorder finds this thread's record. */
+static const struct fr_labels_record_abi **current_slot(struct fr_labels_registry_abi *r)
+{
+	return (const struct fr_labels_record_abi **)((char *)__builtin_thread_pointer() +
+						      r->tls_offset);
+}
+
 static void scribble(struct fr_labels_registry_abi *r, const char *mode, uint64_t round)
 {
-	struct fr_labels_thread_abi *th = (void *)(uintptr_t)r->threads;
-	uint32_t *tids = (void *)(uintptr_t)r->tids;
-	struct fr_labels_set_abi *sets = (void *)(uintptr_t)r->sets;
+	/* Unmapped, kernel, wrapping and odd addresses in turn. */
+	static const uint64_t bad[] =
+		{0, 8, 0xffffffffffff0000ull, 0xffff800000000000ull, 0x7ffffffff000ull, 1ull << 47};
+	static const struct fr_labels_record_abi **slot;
+	static struct fr_labels_record_abi *rec;
+	static int64_t tls_offset;
 
+	if (!slot) {
+		tls_offset = r->tls_offset;
+		slot = current_slot(r);
+		rec = (struct fr_labels_record_abi *)*slot;
+	}
 	if (strcmp(mode, "magic") == 0) {
 		r->magic = round;
 		r->version = (uint32_t)round;
 	} else if (strcmp(mode, "pointers") == 0) {
-		/* Unmapped, kernel, wrapping and odd addresses in turn. */
-		static const uint64_t bad[] = {0,
-					       8,
-					       0xffffffffffff0000ull,
-					       0xffff800000000000ull,
-					       0x7ffffffff000ull,
-					       1ull << 47};
-		r->tids = bad[round % 6];
-		r->threads = bad[(round + 1) % 6];
-		r->sets = bad[(round + 2) % 6];
+		*slot = (const void *)(uintptr_t)bad[round % 6];
 	} else if (strcmp(mode, "tids") == 0) {
-		for (uint32_t i = 0; i < FR_LABELS_MAX_THREADS; i++)
-			tids[i] = (uint32_t)(round + i);
+		/* Offsets to nowhere, off by one, elsewhere in the thread's
+		 * memory, and to the record itself (its header as a pointer). */
+		const int64_t offsets[] = {(int64_t)bad[round % 6], tls_offset + 1,
+					   tls_offset - 4096, -(int64_t)(round << 20),
+					   (char *)rec - (char *)__builtin_thread_pointer()};
+
+		r->tls_offset = offsets[round % 5];
 	} else if (strcmp(mode, "logs") == 0) {
-		for (uint32_t i = 0; i < FR_LABELS_MAX_THREADS; i++) {
-			th[i].head = round * 0x9e3779b97f4a7c15ull;
-			for (uint32_t k = 0; k < FR_LABELS_LOG_LEN; k++) {
-				th[i].log[k].seq = (uint32_t)(round + k);
-				th[i].log[k].time_ns = (int64_t)(round * 7 - k * 1000);
-				th[i].log[k].set = (uint32_t)(round * 13 + k);
-			}
-		}
+		rec->magic = round % 3 ? FR_LABELS_RECORD_MAGIC : (uint32_t)round;
+		rec->valid = (uint8_t)(round % 4 ? 1 : round);
+		rec->npairs = (uint8_t)(round * 37);
+		rec->size = (uint16_t)(round * 4099);
 	} else if (strcmp(mode, "sets") == 0) {
-		r->nsets = 0xffffffff;
-		for (uint32_t i = 0; i < 16; i++) {
-			memset(&sets[i], (int)(round & 0xff), sizeof(sets[i]));
-			sets[i].ready = 1;
-			sets[i].npairs = (uint32_t)round;
-		}
+		/* Lengths past the record, zero lengths, NULs, keys out of
+		 * order or twice. */
+		rec->magic = FR_LABELS_RECORD_MAGIC;
+		rec->valid = 1;
+		rec->npairs = 2;
+		rec->size = (uint16_t)(round % 2 ? 10 : sizeof(rec->data));
+		memset(rec->data, (int)(round & 0xff), sizeof(rec->data));
+		if (round % 3 == 0)
+			memcpy(rec->data, "\001b\001x\001a\001y", 8);
+		else if (round % 3 == 1)
+			memcpy(rec->data, "\001a\001x\001a\001y", 8);
 	} else if (strcmp(mode, "stall") == 0 && round == 1) {
 		/* Mapped, never touched here: only a reader's fault waits. */
 		const char *path = getenv("LABELS_STALL_FILE");
@@ -281,7 +298,7 @@ static void scribble(struct fr_labels_registry_abi *r, const char *mode, uint64_
 			fprintf(stderr, "labels_demo: cannot map %s\n", path ? path : "(unset)");
 			exit(1);
 		}
-		r->threads = (uint64_t)(uintptr_t)m;
+		*slot = m;
 	} else if (strcmp(mode, "churn") == 0) {
 		/* Valid layout, labels changing as fast as it can. */
 		char v[16];
