@@ -32,7 +32,14 @@
  * u8 value length, value bytes), `size` bytes of them; keys distinct,
  * sorted, each shorter than FR_LABELS_KEY_MAX, values shorter than
  * FR_LABELS_VALUE_MAX, no NULs. A change the library dropped is recorded
- * as the single pair ("flightrec.labels", "dropped: REASON").
+ * as the single pair ("flightrec.labels", "dropped: REASON"): the pointer
+ * then goes to a constant record the library shares between threads and
+ * never writes, which keeps the protocol.
+ *
+ * x86-64: the thread pointer is the FS base, and tls_offset is negative;
+ * the recorder reads the FS base the kernel saved for the thread. (On
+ * aarch64 it would be TPIDR_EL0, with a positive offset: the recorder's
+ * eBPF reader is x86-64 only today.)
  */
 #ifndef FLIGHTREC_LABELS_ABI_H
 #define FLIGHTREC_LABELS_ABI_H
@@ -45,6 +52,7 @@
 #define FR_LABELS_ABI_VERSION 2
 #define FR_LABELS_REGISTRY_SYMBOL "fr_labels_registry"
 #define FR_LABELS_RECORD_MAGIC 0x424c5246u /* "FRLB" */
+#define FR_LABELS_DROPPED_SLOTS 16
 /* The most bytes of pairs a record holds. */
 #define FR_LABELS_RECORD_DATA_MAX \
 	(FR_LABELS_MAX_KEYS * (2 + (FR_LABELS_KEY_MAX - 1) + (FR_LABELS_VALUE_MAX - 1)))
@@ -65,7 +73,10 @@ struct fr_labels_registry_abi {
 	uint32_t record_size; /* sizeof(struct fr_labels_record_abi) */
 	int64_t tls_offset;   /* of the current record's pointer, from the
 			       * thread pointer */
-	uint64_t dropped[FR_LABELS_DROP_COUNT];
+	/* Changes dropped, by enum fr_labels_drop; a fixed size, so that new
+	 * reasons do not change the registry's. */
+	uint64_t dropped[FR_LABELS_DROPPED_SLOTS];
 };
+_Static_assert(FR_LABELS_DROP_COUNT <= FR_LABELS_DROPPED_SLOTS, "drop reasons fit the registry");
 
 #endif
