@@ -43,9 +43,11 @@
 #define JOIN_AFTER_NS 100000ll
 /* Copies older than this at a seal can no longer meet a sample. */
 #define OBS_KEEP_NS 3000000000ll
-/* Seals a process whose library was not set up yet waits to be looked at
- * again. */
-#define RETRY_SEALS 2
+/* A process whose library was not set up yet (its constructor runs just
+ * after the mapping the side band reports) is looked at again this much
+ * later, at most RETRIES times. */
+#define RETRY_NS 20000000ll
+#define RETRIES 50
 /* The executable's OTel thread-local: a pointer. */
 #define OTEL_SYMBOL "otel_thread_ctx_v1"
 
@@ -58,7 +60,9 @@ struct al_proc {
 	int state;
 	const char *why; /* P_BAD */
 	int64_t fr_off, otel_off;
-	uint64_t gen, retry_gen;
+	uint64_t gen;
+	int64_t retry_at; /* monotonic ns: not looked up before */
+	uint32_t retries;
 	uint32_t idle;
 };
 
@@ -275,8 +279,11 @@ static void lookup(struct fr_applabels *al, struct al_proc *p)
 		return;
 	}
 	if (j->lib && j->ret_lib == -EAGAIN) {
+		/* Not set up yet: again in a moment, a few times. */
 		p->state = P_NEW;
-		p->retry_gen = al->gen + RETRY_SEALS;
+		p->retry_at = fr_now_mono_ns() + RETRY_NS;
+		if (++p->retries < RETRIES)
+			enqueue(al, p);
 	} else if (j->lib && j->ret_lib < 0 && j->ret_lib != -ESRCH && j->ret_lib != -ENOENT) {
 		p->state = P_BAD;
 		p->why = j->ret_lib == -EPROTO ? "unreadable: not a registry this recorder reads"
@@ -387,13 +394,15 @@ static int al_app_labels(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns,
 	if (p->gen != al->gen) {
 		p->gen = al->gen;
 		p->idle = 0;
-		/* A new process under the same pid starts over. */
+		/* A new process under the same pid starts over (one found by
+		 * its mapping has no start time yet: it is this one). */
 		if (al->base->proc && al->base->proc(al->base->arg, pid, &pi) == 0 &&
 		    pi.start_ns != p->start_ns) {
-			proc_reset(al, p);
+			if (p->start_ns)
+				proc_reset(al, p);
 			p->start_ns = pi.start_ns;
 		}
-		if (p->state == P_NEW && al->gen >= p->retry_gen)
+		if (p->state == P_NEW && p->retries < RETRIES)
 			enqueue(al, p);
 	}
 	if (p->state == P_BAD) {
@@ -487,22 +496,44 @@ const struct fr_chunk_meta_ops *fr_applabels_ops(struct fr_applabels *al, int64_
 
 void fr_applabels_poll(struct fr_applabels *al, int64_t clock_offset)
 {
-	unsigned done = 0, i;
+	unsigned done = 0, i, n;
+	int64_t now;
 
 	if (!al->bpf)
 		return;
 	al->clock_offset = clock_offset;
 	fr_bpf_labels_drain(al->bpf, on_copy, al);
-	for (i = 0; i < al->qn && done < LOOKUPS_PER_POLL; i++) {
+	now = fr_now_mono_ns();
+	n = al->qn;
+	al->qn = 0;
+	/* Entries not due yet, or beyond this wake-up's budget, stay. */
+	for (i = 0; i < n; i++) {
 		struct al_proc *p = proc_find(al, al->queue[i]);
 
-		if (p && p->state == P_QUEUED) {
-			lookup(al, p);
-			done++;
+		if (!p || p->state != P_QUEUED)
+			continue;
+		if (p->retry_at > now || done == LOOKUPS_PER_POLL) {
+			al->queue[al->qn++] = p->pid;
+			continue;
 		}
+		lookup(al, p);
+		done++;
 	}
-	memmove(al->queue, al->queue + i, (al->qn - i) * sizeof(*al->queue));
-	al->qn -= i;
+}
+
+int fr_applabels_timeout_ms(const struct fr_applabels *al)
+{
+	int64_t now = fr_now_mono_ns(), first = INT64_MAX;
+
+	for (unsigned i = 0; i < al->qn; i++) {
+		const struct al_proc *p = proc_find((struct fr_applabels *)al, al->queue[i]);
+
+		if (p && p->state == P_QUEUED && p->retry_at < first)
+			first = p->retry_at;
+	}
+	if (first == INT64_MAX)
+		return -1;
+	return first <= now ? 0 : (int)((first - now) / 1000000) + 1;
 }
 
 void fr_applabels_mapped(struct fr_applabels *al, uint32_t pid, const char *path)
@@ -520,8 +551,10 @@ void fr_applabels_mapped(struct fr_applabels *al, uint32_t pid, const char *path
 		return;
 	if (p->state != P_QUEUED && p->state != P_BAD)
 		proc_reset(al, p);
-	/* Its constructor runs after the mapping: a seal later. */
-	p->retry_gen = al->gen + 1;
+	/* At once (its constructor may not have run yet: then again). */
+	p->retries = 0;
+	p->retry_at = 0;
+	enqueue(al, p);
 }
 
 void fr_applabels_exec(struct fr_applabels *al, uint32_t pid)

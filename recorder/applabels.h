@@ -58,6 +58,11 @@ const struct fr_chunk_meta_ops *fr_applabels_ops(struct fr_applabels *al, int64_
  * labels of a few processes asked about since. */
 void fr_applabels_poll(struct fr_applabels *al, int64_t clock_offset);
 
+/* How long the ingest thread may sleep before a look-up is due (ms; -1:
+ * none is waiting): a library just mapped is looked up again in a few
+ * milliseconds, once its constructor has run. */
+int fr_applabels_timeout_ms(const struct fr_applabels *al);
+
 /* A copy that came with an off-CPU wait (recorder/bpf_offcpu.c), or of a
  * blocked thread's labels (its stack reader): the set to put in the
  * wait's fr_sample.app_ref (0: none). */

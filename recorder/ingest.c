@@ -482,7 +482,7 @@ static void on_flush(int fd, short revents, void *arg)
 static int poll_timeout(struct daemon *d)
 {
 	int64_t now = fr_now_mono_ns(), due = SEAL_INTERVAL_NS - (now - d->last_seal_mono);
-	int timeout;
+	int timeout, labels;
 
 	if (due <= 0 && fr_chunk_builder_samples(d->builder) == 0 && d->open_waits == 0) {
 		/* Nothing to seal: the next chunk's second starts now. */
@@ -490,7 +490,11 @@ static int poll_timeout(struct daemon *d)
 		due = SEAL_INTERVAL_NS;
 	}
 	timeout = due <= 0 ? 0 : (int)(due / 1000000) + 1;
-	return timeout > POLL_MAX_MS ? POLL_MAX_MS : timeout;
+	if (timeout > POLL_MAX_MS)
+		timeout = POLL_MAX_MS;
+	/* A process's labels to look up soon (its library just mapped). */
+	labels = fr_applabels_timeout_ms(d->applabels);
+	return labels >= 0 && labels < timeout ? labels : timeout;
 }
 
 int daemon_ingest_loop(struct daemon *d)

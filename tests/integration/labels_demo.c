@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "flightrec/labels.h"
 #include "flightrec/labels_abi.h"
@@ -172,9 +173,14 @@ static int split(int seconds)
 
 static int slots(int seconds)
 {
-	int64_t t0 = now_ns(CLOCK_MONOTONIC);
+	int64_t t0;
 	char slot[32];
 
+	/* The recorder finds a process's labels some milliseconds after it
+	 * loaded the library (recorder/applabels.h): the slots start once it
+	 * had the time, so every sample of theirs can carry its moment's. */
+	usleep(200000);
+	t0 = now_ns(CLOCK_MONOTONIC);
 	stop_at = t0 + (int64_t)seconds * 1000000000;
 	printf("ready\n");
 	fflush(stdout);
