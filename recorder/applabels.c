@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -31,8 +33,8 @@
 /* A look-up that has not returned after this is left to its worker; the
  * process is not looked at again (its samples say "read stalled"). */
 #define READ_DEADLINE_NS 250000000ll
-/* Processes looked up per wake-up of the ingest thread. */
-#define LOOKUPS_PER_POLL 4
+/* Look-ups handed to the look-up thread and not answered yet. */
+#define LOOKING_MAX 64
 #define QUEUE 1024
 /* Seals without samples after which a process is forgotten. */
 #define IDLE_SEALS 60
@@ -51,7 +53,9 @@
 /* The executable's OTel thread-local: a pointer. */
 #define OTEL_SYMBOL "otel_thread_ctx_v1"
 
-enum { P_NEW, P_QUEUED, P_READY, P_NONE, P_BAD };
+/* P_QUEUED: waiting for its turn (al->queue); P_LOOKING: with the
+ * look-up thread. */
+enum { P_NEW, P_QUEUED, P_LOOKING, P_READY, P_NONE, P_BAD };
 
 struct al_proc {
 	struct al_proc *next;
@@ -74,6 +78,9 @@ struct obs {
 /* A look-up, on the worker. */
 struct job {
 	uint32_t pid;
+	int64_t start_ns; /* the process's, so a result for a pid reused since
+			   * is not taken for the new process */
+	bool stalled;	  /* missed its deadline (the worker kept the call) */
 	bool lib;
 	uint64_t start, end, pgoff; /* the libflightrec mapping */
 	/* Results. */
@@ -98,6 +105,17 @@ struct fr_applabels {
 	bool sorted;
 	uint32_t queue[QUEUE];
 	unsigned qn;
+	/* The look-up thread: jobs in, results out (under lk), and the
+	 * eventfd that wakes the ingest thread for them. The ingest thread
+	 * never waits for a look-up: a file or memory a user holds back
+	 * holds up only this thread (and it, a worker, for READ_DEADLINE_NS). */
+	pthread_t looker;
+	bool looker_started, stop;
+	pthread_mutex_t lk;
+	pthread_cond_t lk_cond;
+	struct job *in[LOOKING_MAX], *out[LOOKING_MAX];
+	unsigned nin, nout, looking;
+	int efd;
 	struct fr_app_label bad[1];
 };
 
@@ -245,25 +263,40 @@ static void enqueue(struct fr_applabels *al, struct al_proc *p)
 	al->queue[al->qn++] = p->pid;
 }
 
-/* Looks up where p's threads keep their labels. */
-static void lookup(struct fr_applabels *al, struct al_proc *p)
+/* Hands p's look-up to the look-up thread. Returns 0, or -EAGAIN when
+ * it has enough to do (p waits for the next wake-up). */
+static int submit(struct fr_applabels *al, struct al_proc *p)
 {
-	struct job *j = calloc(1, sizeof(*j));
 	struct fr_tracker_map m;
-	int ret;
+	struct job *j;
 
-	p->state = P_NONE;
+	if (al->looking == LOOKING_MAX)
+		return -EAGAIN;
+	j = calloc(1, sizeof(*j));
 	if (!j)
-		return;
+		return -EAGAIN;
 	j->pid = p->pid;
+	j->start_ns = p->start_ns;
 	if (fr_tracker_find_map_named(al->tracker, p->pid, "libflightrec.so", &m) == 0) {
 		j->lib = true;
 		j->start = m.start;
 		j->end = m.end;
 		j->pgoff = m.pgoff;
 	}
-	ret = fr_worker_call(&al->worker, job_run, job_drop, j, READ_DEADLINE_NS);
-	if (ret == -ETIMEDOUT) {
+	pthread_mutex_lock(&al->lk);
+	al->in[al->nin++] = j;
+	pthread_cond_signal(&al->lk_cond);
+	pthread_mutex_unlock(&al->lk);
+	al->looking++;
+	p->state = P_LOOKING;
+	return 0;
+}
+
+/* What a look-up found for p. */
+static void apply(struct fr_applabels *al, struct al_proc *p, const struct job *j)
+{
+	p->state = P_NONE;
+	if (j->stalled) {
 		p->state = P_BAD;
 		p->why = "unreadable: read stalled";
 		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
@@ -272,37 +305,106 @@ static void lookup(struct fr_applabels *al, struct al_proc *p)
 				   p->pid, READ_DEADLINE_NS / 1000000);
 		return;
 	}
-	if (ret < 0) {
-		/* No worker to be had now: asked again at its next sample. */
-		p->state = P_NEW;
-		free(j);
-		return;
-	}
 	if (j->lib && j->ret_lib == -EAGAIN) {
 		/* Not set up yet: again in a moment, a few times. */
 		p->state = P_NEW;
 		p->retry_at = fr_now_mono_ns() + RETRY_NS;
 		if (++p->retries < RETRIES)
 			enqueue(al, p);
-	} else if (j->lib && j->ret_lib < 0 && j->ret_lib != -ESRCH && j->ret_lib != -ENOENT) {
+		return;
+	}
+	if (j->lib && j->ret_lib < 0 && j->ret_lib != -ESRCH && j->ret_lib != -ENOENT) {
 		p->state = P_BAD;
 		p->why = j->ret_lib == -EPROTO ? "unreadable: not a registry this recorder reads"
 					       : "unreadable: no registry in the library";
 		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
 				   "application labels of pid %u not read: %s (%s)", p->pid, p->why,
 				   strerror(-j->ret_lib));
+		return;
 	}
 	if (j->ret_lib == 0)
 		p->fr_off = j->fr_off;
 	if (j->ret_exe == 0)
 		p->otel_off = j->otel_off;
-	if ((p->fr_off || p->otel_off) && p->state != P_BAD) {
-		if (fr_bpf_labels_set(al->bpf, p->pid, p->fr_off, p->otel_off) == 0)
-			p->state = P_READY;
-		else
-			p->state = P_NEW;
+	if (p->fr_off || p->otel_off)
+		p->state = fr_bpf_labels_set(al->bpf, p->pid, p->fr_off, p->otel_off) == 0 ? P_READY
+											   : P_NEW;
+}
+
+/* The look-up thread: each job on a deadline worker, in turn. */
+static void *looker(void *arg)
+{
+	struct fr_applabels *al = arg;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&al->lk);
+	while (!al->stop) {
+		struct job *j, *res;
+		uint32_t pid;
+		int64_t start_ns;
+		int ret;
+
+		if (!al->nin) {
+			pthread_cond_wait(&al->lk_cond, &al->lk);
+			continue;
+		}
+		j = al->in[0];
+		memmove(al->in, al->in + 1, --al->nin * sizeof(*al->in));
+		pthread_mutex_unlock(&al->lk);
+		pid = j->pid;
+		start_ns = j->start_ns;
+		ret = fr_worker_call(&al->worker, job_run, job_drop, j, READ_DEADLINE_NS);
+		res = j;
+		if (ret == -ETIMEDOUT) {
+			/* The abandoned worker owns (and frees) j: the result is a
+			 * new one. */
+			res = calloc(1, sizeof(*res));
+			if (res) {
+				res->pid = pid;
+				res->start_ns = start_ns;
+				res->stalled = true;
+			}
+		} else if (ret < 0) {
+			/* No worker to be had: no labels found, asked again later. */
+			j->ret_lib = j->ret_exe = -ENOENT;
+			j->lib = false;
+		}
+		pthread_mutex_lock(&al->lk);
+		if (res)
+			al->out[al->nout++] = res;
+		if (write(al->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+					   "application labels: cannot wake the recorder: %s",
+					   strerror(errno));
 	}
-	free(j);
+	pthread_mutex_unlock(&al->lk);
+	return NULL;
+}
+
+/* Takes the look-ups' results. */
+static void collect(struct fr_applabels *al)
+{
+	struct job *done[LOOKING_MAX];
+	unsigned n;
+	uint64_t count;
+
+	if (read(al->efd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&al->lk);
+	n = al->nout;
+	memcpy(done, al->out, n * sizeof(*done));
+	al->nout = 0;
+	pthread_mutex_unlock(&al->lk);
+	for (unsigned i = 0; i < n; i++) {
+		struct al_proc *p = proc_find(al, done[i]->pid);
+
+		al->looking--;
+		if (p && p->state == P_LOOKING && done[i]->start_ns == p->start_ns)
+			apply(al, p, done[i]);
+		else if (p && p->state == P_LOOKING)
+			p->state = P_NEW; /* a new process under the pid: again */
+		free(done[i]);
+	}
 }
 
 /* ---- observations ---- */
@@ -450,10 +552,27 @@ struct fr_applabels *fr_applabels_new(struct fr_tracker *t)
 		free(al);
 		return NULL;
 	}
+	al->efd = -1;
+	pthread_mutex_init(&al->lk, NULL);
+	pthread_cond_init(&al->lk_cond, NULL);
 	ret = fr_bpf_labels_open(&al->bpf, al->error, sizeof(al->error));
 	if (ret < 0) {
 		al->bpf = NULL;
 		fr_log_warn("%s; samples carry no application labels", al->error);
+	} else {
+		al->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		ret = al->efd < 0 ? -errno : -pthread_create(&al->looker, NULL, looker, al);
+		if (ret < 0) {
+			snprintf(al->error, sizeof(al->error),
+				 "application labels: cannot start the look-up thread (%s)",
+				 strerror(-ret));
+			fr_log_warn("%s; samples carry no application labels", al->error);
+			fr_bpf_labels_close(al->bpf);
+			al->bpf = NULL;
+		} else {
+			al->looker_started = true;
+			pthread_setname_np(al->looker, "fr-labels");
+		}
 	}
 	al->ops = (struct fr_chunk_meta_ops){
 		.proc = w_proc,
@@ -485,6 +604,11 @@ int fr_applabels_fd(const struct fr_applabels *al)
 	return al && al->bpf ? fr_bpf_labels_fd(al->bpf) : -1;
 }
 
+int fr_applabels_lookup_fd(const struct fr_applabels *al)
+{
+	return al && al->bpf ? al->efd : -1;
+}
+
 const struct fr_chunk_meta_ops *fr_applabels_ops(struct fr_applabels *al, int64_t clock_offset)
 {
 	/* The copies made up to the seal, for its samples. */
@@ -496,28 +620,26 @@ const struct fr_chunk_meta_ops *fr_applabels_ops(struct fr_applabels *al, int64_
 
 void fr_applabels_poll(struct fr_applabels *al, int64_t clock_offset)
 {
-	unsigned done = 0, i, n;
+	unsigned i, n;
 	int64_t now;
 
 	if (!al->bpf)
 		return;
 	al->clock_offset = clock_offset;
 	fr_bpf_labels_drain(al->bpf, on_copy, al);
+	collect(al);
 	now = fr_now_mono_ns();
 	n = al->qn;
 	al->qn = 0;
-	/* Entries not due yet, or beyond this wake-up's budget, stay. */
+	/* Entries not due yet, or that the look-up thread has no room for,
+	 * stay. */
 	for (i = 0; i < n; i++) {
 		struct al_proc *p = proc_find(al, al->queue[i]);
 
 		if (!p || p->state != P_QUEUED)
 			continue;
-		if (p->retry_at > now || done == LOOKUPS_PER_POLL) {
+		if (p->retry_at > now || submit(al, p) < 0)
 			al->queue[al->qn++] = p->pid;
-			continue;
-		}
-		lookup(al, p);
-		done++;
 	}
 }
 
@@ -549,7 +671,7 @@ void fr_applabels_mapped(struct fr_applabels *al, uint32_t pid, const char *path
 		return;
 	if (p->state == P_READY && p->fr_off)
 		return;
-	if (p->state != P_QUEUED && p->state != P_BAD)
+	if (p->state != P_QUEUED && p->state != P_LOOKING && p->state != P_BAD)
 		proc_reset(al, p);
 	/* At once (its constructor may not have run yet: then again). */
 	p->retries = 0;
@@ -561,7 +683,7 @@ void fr_applabels_exec(struct fr_applabels *al, uint32_t pid)
 {
 	struct al_proc *p = proc_find(al, pid);
 
-	if (p && p->state != P_QUEUED)
+	if (p && p->state != P_QUEUED && p->state != P_LOOKING)
 		proc_reset(al, p);
 }
 
@@ -582,7 +704,8 @@ void fr_applabels_sealed(struct fr_applabels *al)
 	al->nobs = n;
 	for (uint32_t b = 0; b < BUCKETS; b++) {
 		for (struct al_proc **pp = &al->buckets[b], *p; (p = *pp);) {
-			if (++p->idle > IDLE_SEALS && p->state != P_QUEUED) {
+			if (++p->idle > IDLE_SEALS && p->state != P_QUEUED &&
+			    p->state != P_LOOKING) {
 				proc_reset(al, p);
 				*pp = p->next;
 				free(p);
@@ -616,6 +739,22 @@ void fr_applabels_free(struct fr_applabels *al)
 {
 	if (!al)
 		return;
+	if (al->looker_started) {
+		/* A look-up in progress ends within its deadline. */
+		pthread_mutex_lock(&al->lk);
+		al->stop = true;
+		pthread_cond_signal(&al->lk_cond);
+		pthread_mutex_unlock(&al->lk);
+		pthread_join(al->looker, NULL);
+	}
+	for (unsigned i = 0; i < al->nin; i++)
+		free(al->in[i]);
+	for (unsigned i = 0; i < al->nout; i++)
+		free(al->out[i]);
+	if (al->efd >= 0)
+		close(al->efd);
+	pthread_mutex_destroy(&al->lk);
+	pthread_cond_destroy(&al->lk_cond);
 	for (uint32_t b = 0; b < BUCKETS; b++) {
 		while (al->buckets[b]) {
 			struct al_proc *p = al->buckets[b];

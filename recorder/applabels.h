@@ -15,10 +15,10 @@
  * Finding a process's labels reads its files and memory, which its owner
  * controls: the mapped libflightrec.so's dynamic symbols and the
  * registry they point to (lib/flightrec/labels_abi.h), the executable's
- * `otel_thread_ctx_v1` thread-local; on a deadline worker, at most a few
- * processes per wake-up, once per process (a process that lies or stalls
- * is not read, and its samples say why: "flightrec.labels" =
- * "unreadable: ...").
+ * `otel_thread_ctx_v1` thread-local; on a thread of its own, each on a
+ * deadline worker, once per process, so the ingest thread never waits for
+ * one (a process that lies or stalls is not read, and its samples say
+ * why: "flightrec.labels" = "unreadable: ...").
  *
  * Not thread-safe: owned by the ingest thread.
  */
@@ -46,8 +46,10 @@ const char *fr_applabels_error(const struct fr_applabels *al);
 int fr_applabels_prog_fd(const struct fr_applabels *al);
 int fr_applabels_map_fd(const struct fr_applabels *al);
 
-/* The descriptor to poll: readable when copies wait (-1 without BPF). */
+/* The descriptors to poll: readable when copies wait, and when look-ups
+ * were answered (-1 without BPF). */
 int fr_applabels_fd(const struct fr_applabels *al);
+int fr_applabels_lookup_fd(const struct fr_applabels *al);
 
 /* The ops to seal a chunk with: the tracker's, and the application labels
  * of each sample (Unix sample times; `clock_offset` makes the copies'

@@ -511,6 +511,9 @@ int daemon_ingest_loop(struct daemon *d)
 	/* Application labels' copies: drained after every wake-up. */
 	if (ret == 0 && fr_applabels_fd(d->applabels) >= 0)
 		ret = fr_poller_add(&d->poller, fr_applabels_fd(d->applabels), POLLIN, NULL, NULL);
+	if (ret == 0 && fr_applabels_lookup_fd(d->applabels) >= 0)
+		ret = fr_poller_add(&d->poller, fr_applabels_lookup_fd(d->applabels), POLLIN, NULL,
+				    NULL);
 	if (ret < 0)
 		return ret;
 	d->last_seal_mono = fr_now_mono_ns();
