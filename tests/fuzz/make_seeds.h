@@ -35,5 +35,6 @@ void make_chunk_seeds(void);
 void make_ring_seeds(void);
 void make_ipc_seeds(void);
 void make_pprof_seeds(void);
+void make_labelsets_seeds(void);
 
 #endif
