@@ -5,7 +5,8 @@
 #
 #   tests/bench/labels_cost.sh BUILD_DIR [THREADS] [SECONDS] [RUNS]
 #
-# Defaults: 32 threads, 10 s, 3 runs; medians reported. Needs root.
+# Defaults: 32 threads, 10 s, 3 runs; medians reported; cpu at $LABELS_HZ
+# (default 99) Hz. Needs root.
 set -u
 B=${1:?usage: labels_cost.sh BUILD_DIR [THREADS] [SECONDS] [RUNS]}
 N=${2:-32}
@@ -13,7 +14,8 @@ S=${3:-10}
 RUNS=${4:-3}
 T=$(mktemp -d /tmp/flightrec-bench.XXXXXX)
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
-printf '{"sessions": [{"name": "b", "events": [{"event": "cpu", "hz": 99}]}]}\n' >"$T/c.json"
+HZ=${LABELS_HZ:-99}
+printf '{"sessions": [{"name": "b", "events": [{"event": "cpu", "hz": %s}]}]}\n' "$HZ" >"$T/c.json"
 
 cpu_ms() { # cpu_ms PID: user + system CPU time in ms
 	awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$1/stat"
