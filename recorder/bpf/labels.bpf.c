@@ -26,13 +26,6 @@ struct task_struct {
 #include "recorder/bpf/labels_bpf.h"
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct fr_bpf_label_proc);
-} label_procs SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
 } labels SEC(".maps");

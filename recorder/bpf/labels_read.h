@@ -1,13 +1,22 @@
 /* Reading a thread's labels in its own context (it is current: a perf
  * sample interrupted it, or it is on its way back to user space), shared
  * by the labels program and the off-CPU program. Include after the
- * task_struct declaration with the fields used here and the label_procs
- * map. Every read is bpf_probe_read_user: it never sleeps, and memory
+ * task_struct declaration. Defines the label_procs map. Every read is bpf_probe_read_user: it never sleeps, and memory
  * that is not there fails the read, counted in *faults. */
 #ifndef FR_RECORDER_LABELS_READ_H
 #define FR_RECORDER_LABELS_READ_H
 
 #include "recorder/bpf/labels_bpf.h"
+
+/* The processes whose threads' labels are read (pid -> offsets), filled
+ * by the recorder; the off-CPU program's loader makes its copy of this
+ * map the labels program's. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct fr_bpf_label_proc);
+} label_procs SEC(".maps");
 
 /* Copies, from the thread pointer tp, the record whose pointer is at
  * tp + off into dst (at most max bytes: head bytes of header, whose

@@ -189,15 +189,6 @@ struct {
 	__type(value, struct fr_bpf_counters);
 } counters SEC(".maps");
 
-/* The processes whose threads' application labels are read: the labels
- * program's map (recorder/bpf/labels.bpf.c), shared by the loader. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct fr_bpf_label_proc);
-} label_procs SEC(".maps");
-
 /* The task iterator's record, too large for the BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
