@@ -30,7 +30,9 @@ wait_labelled() {
 		"$FLIGHTREC" attach --window 1s --pid "$1" --allow-empty -o "$T/probe.pb.gz" \
 			>/dev/null 2>"$T/probe.err" ||
 			fail "attach --pid $1 failed: $(cat "$T/probe.err")"
-		python3 "$PPROF_SAMPLES" keys "$T/probe.pb.gz" | grep -qx -- "$2" && return 0
+		python3 "$PPROF_SAMPLES" keys "$T/probe.pb.gz" >"$T/probe.keys" ||
+			fail "cannot read the profile of pid $1"
+		grep -qx -- "$2" "$T/probe.keys" && return 0
 		kill -0 "$1" 2>/dev/null || fail "process $1 exited before its labels showed"
 		sleep 1
 	done
