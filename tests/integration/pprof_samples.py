@@ -154,10 +154,12 @@ class Profile:
                     k = s[key]
                     if k in sl or k in nl:
                         multi.append(k)
-                    if num is not None and sv == 0:
-                        nl[k] = num
-                    else:
+                    # As pprof reads it: a label without a string is a
+                    # number (0 when the field is left out).
+                    if sv:
                         sl[k] = s[sv]
+                    else:
+                        nl[k] = num or 0
             frames = []
             for lid in locs:
                 for fid in self._loc.get(lid, []):
