@@ -279,11 +279,14 @@ static void intern_checked(struct fr_labelsets *ls, const uint8_t *fr, size_t fr
 
 	for (unsigned i = 0; i < nkeys; i++)
 		names[i] = keys[i];
+	/* A reader takes no more than one copy holds. */
 	want.n = 0;
 	if (fr_len)
-		ref_fr(&want, fr, fr_len);
+		ref_fr(&want, fr, fr_len < FR_BPF_LABELS_FR_MAX ? fr_len : FR_BPF_LABELS_FR_MAX);
 	if (otel_len)
-		ref_otel(&want, otel, otel_len, keys, nkeys);
+		ref_otel(&want, otel,
+			 otel_len < FR_BPF_LABELS_OTEL_MAX ? otel_len : FR_BPF_LABELS_OTEL_MAX,
+			 keys, nkeys);
 	id = fr_labelsets_intern(ls, fr, fr_len, otel, otel_len, names, nkeys);
 	if (!id) {
 		FUZZ_CHECK(want.n == 0 || fr_labelsets_count(ls) == FR_LABELSETS_MAX,
@@ -406,11 +409,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				otel[24] = 1;
 				memcpy(otel + 26, &s, 2);
 			}
-			/* The decoder reads at most what one copy holds. */
-			intern_checked(ls, fr,
-				       fl < FR_BPF_LABELS_FR_MAX ? fl : FR_BPF_LABELS_FR_MAX, otel,
-				       ol < FR_BPF_LABELS_OTEL_MAX ? ol : FR_BPF_LABELS_OTEL_MAX,
-				       keys, nkeys);
+			intern_checked(ls, fr, fl, otel, ol, keys, nkeys);
 			break;
 		}
 		}

@@ -244,6 +244,17 @@ void make_labelsets_seeds(void)
 	op_intern(0, NULL, 0, o.b, FR_BPF_LABELS_OTEL_MAX);
 	op_intern(0, NULL, 0, o.b, FR_BPF_LABELS_OTEL_HEAD - 1);
 	seed("otel-cut");
+	/* Longer than a copy: the decoder reads what one holds. */
+	{
+		static unsigned char longer[FR_BPF_LABELS_FR_MAX + 40];
+
+		memcpy(longer, &eight, n_eight);
+		op_intern(0, longer, sizeof(longer), NULL, 0);
+		otel_new(&o, 0x0a, 0xa1, 1);
+		memcpy(longer, o.b, o.n);
+		op_intern(0, NULL, 0, longer, FR_BPF_LABELS_OTEL_MAX + 60);
+	}
+	seed("longer-than-a-copy");
 	/* More attributes than a set holds pairs. */
 	otel_new(&o, 0x0e, 0xe5, 1);
 	for (unsigned i = 0; i < 40; i++)
