@@ -117,8 +117,10 @@ c = st["created"]
 total = sum(c.values())
 print("created: %d samples, %d with tenant=acme alone%s" % (total, c.get("acme", 0),
       "".join("; %d with %s" % (v, k) for k, v in c.items() if k != "acme")))
-if total < 1000 or c.get("acme", 0) != total:
-    bad += 1
+if total < 1000:
+    print("too few samples of created"); bad += 1
+if c.get("acme", 0) != total:
+    print("not every sample of created carries tenant=acme alone"); bad += 1
 c = st["reqid"]
 total = sum(c.values())
 lab = c.get("labelled", 0)
@@ -126,7 +128,9 @@ print("reqid: %d samples, %d with a req_id (%.2f%%), %d distinct values, %d outs
       % (total, lab, 100.0 * lab / max(total, 1), len(ids), sum(n for n, _ in bad_ids), lo, hi))
 for n, app in bad_ids[:10]:
     print("  %d sample(s) carry %s" % (n, app))
-if total < 1000 or lab * 100 < 99 * total:
+if total < 1000:
+    print("too few samples of reqid"); bad += 1
+if lab * 100 < 99 * total:
     print("fewer than 99% of reqid's samples carry a req_id"); bad += 1
 if bad_ids:
     bad += 1
