@@ -289,7 +289,7 @@ static void print_status(const cJSON *r)
 			       fr_cli_num(labels, "read_faults"));
 		printf("\n");
 	}
-	if (labels && fr_cli_str(labels, "error"))
+	if (labels && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(labels, "error")))
 		printf("application labels: not read (%s)\n", fr_cli_str(labels, "error"));
 	print_ingest(cJSON_GetObjectItemCaseSensitive(r, "ingest"));
 	print_symbol_cache(cJSON_GetObjectItemCaseSensitive(r, "symbol_cache"));
