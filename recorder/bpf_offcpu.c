@@ -22,6 +22,11 @@
 #include "recorder/bpf_walk.h"
 #include "recorder/bpf/labels_bpf.h"
 
+/* Labels records waiting for their thread's wait (a power of two),
+ * looked up in LABELS_PROBE consecutive slots. */
+#define LABELS_PENDING 4096u
+#define LABELS_PROBE 8u
+
 /* The ring buffer: ~3,900 long waits (2 KiB each) between two drains with
  * frame-pointer stacks, ~900 with 8 KiB stack copies. */
 #define RINGBUF_BYTES (8u << 20)
@@ -37,9 +42,11 @@ struct fr_bpf_offcpu {
 	uint64_t min_wait_ns;
 	uint32_t stack_copy; /* bytes of user stack copied (0: frame pointers) */
 	int labels_map_fd;   /* the labels program's process map, or -1 */
-	/* The set of the labels record just drained, for the wait of the same
-	 * thread that follows it. */
-	uint32_t labels_tid, labels_set;
+	/* The sets of labels records drained, by thread, for the wait of the
+	 * same thread that follows (other CPUs' records may come between). */
+	struct {
+		uint32_t tid, set;
+	} labels[LABELS_PENDING];
 	/* The drain's handler while ring_buffer__consume runs. */
 	const struct fr_perf_handler *h;
 	int64_t clock_offset;
@@ -101,11 +108,23 @@ static int on_record(void *ctx, void *data, size_t size)
 
 		if (size < sizeof(*l))
 			return 0;
-		b->labels_tid = l->tid;
-		b->labels_set = b->h->labels ? b->h->labels(b->h->arg, l) : 0;
+		uint32_t h = (l->tid * 2654435761u) & (LABELS_PENDING - 1), k = h;
+
+		/* Its thread's slot, else a free one, else the first (a record
+		 * whose wait never came). */
+		for (uint32_t i = 0; i < LABELS_PROBE; i++) {
+			uint32_t j = (h + i) & (LABELS_PENDING - 1);
+
+			if (b->labels[j].tid == l->tid || !b->labels[j].set) {
+				k = j;
+				break;
+			}
+		}
+		b->labels[k].tid = l->tid;
+		b->labels[k].set = b->h->labels ? b->h->labels(b->h->arg, l) : 0;
 		/* Known to have none: not joined to another moment's. */
-		if (!b->labels_set)
-			b->labels_set = FR_APP_REF_NONE;
+		if (!b->labels[k].set)
+			b->labels[k].set = FR_APP_REF_NONE;
 		return 0;
 	}
 	s.pid = w->h.pid;
@@ -138,9 +157,21 @@ static int on_record(void *ctx, void *data, size_t size)
 			b->ips[n++] = w->uips[i];
 	}
 	s.nr_frames = (uint16_t)n;
-	if (b->labels_set && b->labels_tid == s.tid && w->h.kind == FR_BPF_WAIT_LONG)
-		s.app_ref = b->labels_set;
-	b->labels_set = 0;
+	if (w->h.kind == FR_BPF_WAIT_LONG) {
+		uint32_t h = (s.tid * 2654435761u) & (LABELS_PENDING - 1);
+
+		/* The program sends a wait's labels just before it, from the
+		 * same CPU (other CPUs' records may come between). */
+		for (uint32_t i = 0; i < LABELS_PROBE; i++) {
+			uint32_t j = (h + i) & (LABELS_PENDING - 1);
+
+			if (b->labels[j].set && b->labels[j].tid == s.tid) {
+				s.app_ref = b->labels[j].set;
+				b->labels[j].set = 0;
+				break;
+			}
+		}
+	}
 	__atomic_add_fetch(&b->samples, 1, __ATOMIC_RELAXED);
 	b->h->sample(b->h->arg, &s);
 	return 0;

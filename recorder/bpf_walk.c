@@ -43,6 +43,7 @@ enum { SLOT_EMPTY, SLOT_ASKED, SLOT_DONE };
 
 struct slot {
 	uint32_t tid, state, n, set;
+	uint32_t labelled; /* asked with its process's label offsets */
 	uint64_t start;
 	uint64_t ips[FR_MAX_FRAMES];
 };
@@ -466,6 +467,10 @@ uint32_t fr_bpf_walk_get(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r
 	*set = 0;
 	pthread_mutex_lock(&w->lock);
 	s = find_slot(w, r->tid);
+	/* Read before its process's labels were found: read again, for them. */
+	if (s->state == SLOT_DONE && s->tid == r->tid && s->start == r->start && !s->labelled &&
+	    (r->fr_off || r->otel_off))
+		s->state = SLOT_EMPTY;
 	if (s->state != SLOT_EMPTY && s->tid == r->tid && s->start == r->start) {
 		if (s->state == SLOT_DONE) {
 			n = s->n < room ? s->n : room;
@@ -479,6 +484,7 @@ uint32_t fr_bpf_walk_get(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r
 		s->start = r->start;
 		s->state = SLOT_ASKED;
 		s->n = 0;
+		s->labelled = r->fr_off || r->otel_off;
 		w->queue[w->tail++ % QUEUE] = *r;
 		w->asked++;
 		pthread_cond_broadcast(&w->cond);

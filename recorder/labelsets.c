@@ -14,10 +14,11 @@
 #include "recorder/bpf/labels_bpf.h"
 
 #define SLOTS (2 * FR_LABELSETS_MAX)
-#define ID_INDEX_BITS 13 /* FR_LABELSETS_MAX < 2^13 */
+#define ID_INDEX_BITS 17 /* FR_LABELSETS_MAX < 2^17 */
 _Static_assert(FR_LABELSETS_MAX < (1 << ID_INDEX_BITS), "ids hold an index");
 
-/* Strings of one set: its pairs' keys and values, NUL-terminated. */
+/* Strings of one set while it is decoded: its pairs' keys and values,
+ * NUL-terminated (kept in a buffer of their size). */
 #define STRBUF 2048
 
 struct set {
@@ -26,19 +27,26 @@ struct set {
 	uint32_t tag; /* generation of the slot, in its ids */
 	bool live;
 	uint16_t fr_len, otel_len;
-	uint8_t *raw; /* fr then otel, as copied */
+	uint8_t *raw; /* fr then otel, as copied, then the strings */
+	char *str;
 	uint32_t npairs;
 	uint16_t key[FR_CHUNK_APP_PAIRS], value[FR_CHUNK_APP_PAIRS]; /* offsets in str */
+};
+
+/* A set being decoded. */
+struct draft {
+	uint32_t npairs, str_len;
+	uint16_t key[FR_CHUNK_APP_PAIRS], value[FR_CHUNK_APP_PAIRS];
 	char str[STRBUF];
-	uint32_t str_len;
 };
 
 struct fr_labelsets {
-	struct set *sets; /* [FR_LABELSETS_MAX] */
+	struct set *sets; /* [FR_LABELSETS_MAX]; sets[0] is the table-full marker */
 	uint32_t nlive;
-	uint32_t index[SLOTS]; /* set index + 1; 0 empty */
-	uint64_t gen;
-	struct fr_app_label out[FR_CHUNK_APP_PAIRS];
+	uint32_t *free_list, nfree;
+	uint32_t *index; /* [SLOTS]: set index + 1; 0 empty */
+	uint64_t gen, full;
+	struct draft draft;
 };
 
 static uint64_t hash_bytes(uint64_t h, const uint8_t *p, size_t n)
@@ -67,10 +75,25 @@ struct fr_labelsets *fr_labelsets_new(void)
 	if (!ls)
 		return NULL;
 	ls->sets = calloc(FR_LABELSETS_MAX, sizeof(*ls->sets));
-	if (!ls->sets) {
-		free(ls);
+	ls->index = calloc(SLOTS, sizeof(*ls->index));
+	ls->free_list = calloc(FR_LABELSETS_MAX, sizeof(*ls->free_list));
+	if (!ls->sets || !ls->index || !ls->free_list) {
+		fr_labelsets_free(ls);
 		return NULL;
 	}
+	/* Free slots taken from the lowest; 0 is the marker's. */
+	for (uint32_t i = FR_LABELSETS_MAX - 1; i >= 1; i--)
+		ls->free_list[ls->nfree++] = i;
+	ls->sets[0].str = malloc(72);
+	if (!ls->sets[0].str) {
+		fr_labelsets_free(ls);
+		return NULL;
+	}
+	memcpy(ls->sets[0].str, "flightrec.labels\0dropped: too many label sets at once", 54);
+	ls->sets[0].live = true;
+	ls->sets[0].npairs = 1;
+	ls->sets[0].key[0] = 0;
+	ls->sets[0].value[0] = 17;
 	ls->gen = 2;
 	return ls;
 }
@@ -79,9 +102,14 @@ void fr_labelsets_free(struct fr_labelsets *ls)
 {
 	if (!ls)
 		return;
-	for (uint32_t i = 0; i < FR_LABELSETS_MAX; i++)
+	for (uint32_t i = 0; ls->sets && i < FR_LABELSETS_MAX; i++) {
 		free(ls->sets[i].raw);
+		if (i == 0)
+			free(ls->sets[i].str);
+	}
 	free(ls->sets);
+	free(ls->index);
+	free(ls->free_list);
 	free(ls);
 }
 
@@ -108,8 +136,19 @@ static bool reserved(const char *key)
 	return strncmp(key, "flightrec.", 10) == 0 && strcmp(key, "flightrec.labels") != 0;
 }
 
-static bool add_pair(struct set *s, const char *k, size_t klen, const char *v, size_t vlen)
+static bool add_pair(struct draft *s, const char *k, size_t klen, const char *v, size_t vlen)
 {
+	/* A key given twice: the last wins. */
+	for (uint32_t i = 0; i < s->npairs; i++) {
+		if (strlen(s->str + s->key[i]) == klen &&
+		    memcmp(s->str + s->key[i], k, klen) == 0) {
+			memmove(s->key + i, s->key + i + 1, (s->npairs - i - 1) * sizeof(*s->key));
+			memmove(s->value + i, s->value + i + 1,
+				(s->npairs - i - 1) * sizeof(*s->value));
+			s->npairs--;
+			break;
+		}
+	}
 	if (s->npairs == FR_CHUNK_APP_PAIRS || s->str_len + klen + vlen + 2 > STRBUF)
 		return false;
 	s->key[s->npairs] = (uint16_t)s->str_len;
@@ -128,7 +167,7 @@ static bool add_pair(struct set *s, const char *k, size_t klen, const char *v, s
 	return true;
 }
 
-static void mark_bad(struct set *s)
+static void mark_bad(struct draft *s)
 {
 	s->npairs = 0;
 	s->str_len = 0;
@@ -136,7 +175,7 @@ static void mark_bad(struct set *s)
 }
 
 /* libflightrec's record (lib/flightrec/labels_abi.h). */
-static void decode_fr(struct set *s, const uint8_t *p, size_t len)
+static void decode_fr(struct draft *s, const uint8_t *p, size_t len)
 {
 	struct fr_labels_record_abi h;
 	size_t at = 0, size;
@@ -196,7 +235,7 @@ static bool all_zero(const uint8_t *p, size_t n)
 /* An OpenTelemetry thread context record (OTEP 4947): trace id [16], span
  * id [8], valid, trace flags, u16 attribute bytes, then (u8 key index, u8
  * length, bytes) entries; the last of a key wins. */
-static void decode_otel(struct set *s, const uint8_t *p, size_t len, const char *const *keys,
+static void decode_otel(struct draft *s, const uint8_t *p, size_t len, const char *const *keys,
 			uint32_t nkeys)
 {
 	char id[33], name[24];
@@ -251,8 +290,8 @@ static uint32_t slot_of(uint64_t h)
 
 static void reindex(struct fr_labelsets *ls)
 {
-	memset(ls->index, 0, sizeof(ls->index));
-	for (uint32_t i = 0; i < FR_LABELSETS_MAX; i++) {
+	memset(ls->index, 0, SLOTS * sizeof(*ls->index));
+	for (uint32_t i = 1; i < FR_LABELSETS_MAX; i++) {
 		uint32_t k;
 
 		if (!ls->sets[i].live)
@@ -271,11 +310,13 @@ static uint32_t sweep(struct fr_labelsets *ls)
 	for (uint32_t i = 0; i < FR_LABELSETS_MAX; i++) {
 		struct set *s = &ls->sets[i];
 
-		if (s->live && s->used_gen + 2 <= ls->gen) {
+		if (i && s->live && s->used_gen + 2 <= ls->gen) {
 			s->live = false;
 			s->tag++;
 			free(s->raw);
 			s->raw = NULL;
+			s->str = NULL;
+			ls->free_list[ls->nfree++] = i;
 			ls->nlive--;
 			n++;
 		}
@@ -294,6 +335,7 @@ uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t 
 			     const uint8_t *otel, size_t otel_len, const char *const *keys,
 			     uint32_t nkeys)
 {
+	struct draft *d = &ls->draft;
 	uint64_t h;
 	uint32_t k, i;
 	struct set *s;
@@ -302,8 +344,12 @@ uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t 
 		fr_len = FR_BPF_LABELS_FR_MAX;
 	if (otel_len > FR_BPF_LABELS_OTEL_MAX)
 		otel_len = FR_BPF_LABELS_OTEL_MAX;
-	if (!fr_len && !otel_len)
+	if ((!fr_len || !fr) && (!otel_len || !otel))
 		return 0;
+	if (!fr)
+		fr_len = 0;
+	if (!otel)
+		otel_len = 0;
 	h = raw_hash(fr, fr_len, otel, otel_len);
 	for (k = slot_of(h); ls->index[k]; k = (k + 1) % SLOTS) {
 		s = &ls->sets[ls->index[k] - 1];
@@ -314,25 +360,35 @@ uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t 
 			return s->npairs ? id_of(ls, s) : 0;
 		}
 	}
-	if (ls->nlive == FR_LABELSETS_MAX && !sweep(ls))
-		return 0;
-	for (i = 0; i < FR_LABELSETS_MAX && ls->sets[i].live; i++)
-		;
+	if (!ls->nfree && !sweep(ls)) {
+		ls->full++;
+		return id_of(ls, &ls->sets[0]);
+	}
+	d->npairs = 0;
+	d->str_len = 0;
+	if (fr_len)
+		decode_fr(d, fr, fr_len);
+	if (otel_len)
+		decode_otel(d, otel, otel_len, keys, nkeys);
+	i = ls->free_list[--ls->nfree];
 	s = &ls->sets[i];
-	s->raw = malloc(fr_len + otel_len + 1);
-	if (!s->raw)
+	s->raw = malloc(fr_len + otel_len + d->str_len + 1);
+	if (!s->raw) {
+		ls->free_list[ls->nfree++] = i;
 		return 0;
-	memcpy(s->raw, fr, fr_len);
-	memcpy(s->raw + fr_len, otel, otel_len);
+	}
+	if (fr_len)
+		memcpy(s->raw, fr, fr_len);
+	if (otel_len)
+		memcpy(s->raw + fr_len, otel, otel_len);
+	s->str = (char *)s->raw + fr_len + otel_len;
+	memcpy(s->str, d->str, d->str_len);
+	s->npairs = d->npairs;
+	memcpy(s->key, d->key, sizeof(s->key));
+	memcpy(s->value, d->value, sizeof(s->value));
 	s->hash = h;
 	s->fr_len = (uint16_t)fr_len;
 	s->otel_len = (uint16_t)otel_len;
-	s->npairs = 0;
-	s->str_len = 0;
-	if (fr_len)
-		decode_fr(s, fr, fr_len);
-	if (otel_len)
-		decode_otel(s, otel, otel_len, keys, nkeys);
 	s->live = true;
 	s->used_gen = ls->gen;
 	ls->nlive++;
@@ -367,4 +423,9 @@ void fr_labelsets_sealed(struct fr_labelsets *ls)
 uint32_t fr_labelsets_count(const struct fr_labelsets *ls)
 {
 	return ls->nlive;
+}
+
+uint64_t fr_labelsets_full(const struct fr_labelsets *ls)
+{
+	return ls->full;
 }

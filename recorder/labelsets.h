@@ -15,10 +15,13 @@
  * names when the process's key map is known (fr_labelsets_otel_keys),
  * else "otel.attr.N". At most FR_CHUNK_APP_PAIRS pairs.
  *
- * Memory is bounded: at most FR_LABELSETS_MAX sets; when full, the sets
- * no sample referred to in the last two seals are dropped (ids are
+ * Memory is bounded: at most FR_LABELSETS_MAX sets (each its raw bytes
+ * and its strings, a few hundred bytes); when full, the sets no sample
+ * referred to in the last two seals are dropped (ids are
  * generation-tagged, so a stale id resolves to nothing rather than to
- * another set). Owned by the ingest thread.
+ * another set); when none can go, the observation gets the set
+ * ("flightrec.labels", "dropped: too many label sets at once") and is
+ * counted (fr_labelsets_full). Owned by the ingest thread.
  */
 #ifndef FR_RECORDER_LABELSETS_H
 #define FR_RECORDER_LABELSETS_H
@@ -28,7 +31,7 @@
 
 #include "core/store/chunk.h"
 
-#define FR_LABELSETS_MAX 4096
+#define FR_LABELSETS_MAX 65536
 
 struct fr_labelsets;
 
@@ -51,7 +54,8 @@ int fr_labelsets_pairs(struct fr_labelsets *ls, uint32_t id, struct fr_app_label
 /* After each seal: sets unused for two seals may go when room is needed. */
 void fr_labelsets_sealed(struct fr_labelsets *ls);
 
-/* Sets held now. */
+/* Sets held now, and observations that found the table full. */
 uint32_t fr_labelsets_count(const struct fr_labelsets *ls);
+uint64_t fr_labelsets_full(const struct fr_labelsets *ls);
 
 #endif

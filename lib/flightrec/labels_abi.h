@@ -58,10 +58,10 @@
 	(FR_LABELS_MAX_KEYS * (2 + (FR_LABELS_KEY_MAX - 1) + (FR_LABELS_VALUE_MAX - 1)))
 
 struct fr_labels_record_abi {
-	uint32_t magic;	 /* FR_LABELS_RECORD_MAGIC */
-	uint8_t valid;	 /* 1 */
-	uint8_t npairs;	 /* <= FR_LABELS_MAX_KEYS */
-	uint16_t size;	 /* bytes of data used */
+	uint32_t magic; /* FR_LABELS_RECORD_MAGIC */
+	uint8_t valid;	/* 1 */
+	uint8_t npairs; /* <= FR_LABELS_MAX_KEYS */
+	uint16_t size;	/* bytes of data used */
 	uint8_t data[FR_LABELS_RECORD_DATA_MAX];
 };
 

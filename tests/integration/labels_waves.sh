@@ -56,6 +56,7 @@ if dup:
     print("%d thread ids were used twice (pid_max wrapped): left out" % len(dup))
 
 bad = 0
+shown = {}
 for name, path in (("cpu", sys.argv[2]), ("off-CPU", sys.argv[3])):
     c = collections.Counter()
     threads = set()
@@ -68,9 +69,17 @@ for name, path in (("cpu", sys.argv[2]), ("off-CPU", sys.argv[3])):
         v = s["str"].get("worker")
         if name == "cpu":
             where = "burn" if "waves_burn" in s["frames"] else "other"
+        elif any(f.startswith("[user stack not captured") for f in s["frames"]):
+            # A wait whose thread could not be given task work (status:
+            # no_user_stack): neither its user stack nor its labels were
+            # read where it ran.
+            where = "no user stack"
         else:
             where = "sleep" if "hrtimer_nanosleep" in s["frames"] else "other"
         what = "own" if v == index[tid] else "none" if v is None else "wrong"
+        if what == "none" and where in ("burn", "sleep") and not shown.get(name):
+            shown[name] = True
+            print("  e.g. %s sample without an index: %s" % (name, " <- ".join(s["frames"][:12])))
         c[where, what] += n
         if what == "wrong":
             print("  %d %s sample(s) of worker %s carry worker=%s" % (n, name, index[tid], v))
