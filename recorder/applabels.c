@@ -193,10 +193,79 @@ static int find_lib(struct job *j)
 	return 0;
 }
 
-/* The executable's OpenTelemetry thread context, when it has one. */
+/* Shared libraries known not to define the OTel thread-local, by device,
+ * inode, size and modification time: most processes map the same few. */
+#define NO_OTEL_CACHE 4096u
+static struct no_otel {
+	uint64_t dev, ino, size, mtime;
+} no_otel[NO_OTEL_CACHE];
+static pthread_mutex_t no_otel_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool no_otel_known(const struct stat *st, bool add)
+{
+	struct no_otel key = {st->st_dev, st->st_ino, (uint64_t)st->st_size,
+			      (uint64_t)st->st_mtim.tv_sec * 1000000000ull +
+				      (uint64_t)st->st_mtim.tv_nsec};
+	unsigned k = (unsigned)((key.ino * 0x9e3779b97f4a7c15ull ^ key.dev) % NO_OTEL_CACHE);
+	bool known;
+
+	pthread_mutex_lock(&no_otel_lock);
+	known = memcmp(&no_otel[k], &key, sizeof(key)) == 0;
+	if (add)
+		no_otel[k] = key;
+	pthread_mutex_unlock(&no_otel_lock);
+	return known;
+}
+
+/* The offset from the thread pointer of the OTel thread-local of the
+ * shared library mapped at start from pgoff (its loader-filled GOT slot,
+ * read from the process). Returns 0, or -ENOENT. */
+static int find_dso(struct job *j, uint64_t start, uint64_t end, uint64_t pgoff)
+{
+	char path[96];
+	struct stat st;
+	int64_t rel = 0, v = 0;
+	uint64_t slot[2];
+	int fd, desc = 0, ret;
+	struct iovec local = {slot, sizeof(slot)}, remote;
+
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", j->pid,
+		 (unsigned long long)start, (unsigned long long)end);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || no_otel_known(&st, false)) {
+		close(fd);
+		return -ENOENT;
+	}
+	ret = fr_elf_fd_dso_tls_slot(fd, OTEL_SYMBOL, 8, pgoff, &rel, &desc);
+	close(fd);
+	if (ret == -ENOENT || ret == -ENOEXEC)
+		no_otel_known(&st, true);
+	if (ret < 0)
+		return ret;
+	remote.iov_base = (void *)(uintptr_t)(start + (uint64_t)rel);
+	remote.iov_len = desc ? 16 : 8;
+	local.iov_len = remote.iov_len;
+	if (process_vm_readv((pid_t)j->pid, &local, 1, &remote, 1, 0) != (ssize_t)remote.iov_len)
+		return -EFAULT;
+	/* A TLS descriptor's argument is the offset for a static block, a
+	 * pointer for a dynamic one (a dlopen'ed library: not read). */
+	v = (int64_t)slot[desc ? 1 : 0];
+	if (v >= 0 || v < -(1ll << 30))
+		return -ENOENT;
+	j->otel_off = v;
+	return 0;
+}
+
+/* The OpenTelemetry thread context: the executable's own thread-local,
+ * else one a shared library defines. */
 static int find_exe(struct job *j)
 {
-	char path[64];
+	char path[64], line[512];
+	struct stat exe;
+	unsigned n = 0;
+	FILE *maps;
 	int fd, ret;
 
 	snprintf(path, sizeof(path), "/proc/%u/exe", j->pid);
@@ -204,7 +273,30 @@ static int find_exe(struct job *j)
 	if (fd < 0)
 		return -errno;
 	ret = fr_elf_fd_exec_tls_offset(fd, OTEL_SYMBOL, 8, &j->otel_off);
+	if (ret == 0 || fstat(fd, &exe) < 0) {
+		close(fd);
+		return ret;
+	}
 	close(fd);
+	snprintf(path, sizeof(path), "/proc/%u/maps", j->pid);
+	maps = fopen(path, "re");
+	if (!maps)
+		return -errno;
+	ret = -ENOENT;
+	/* The executable mappings of files, bounded. */
+	while (ret < 0 && n < 256 && fgets(line, sizeof(line), maps)) {
+		unsigned long long start, end, pgoff, ino;
+		char perms[8];
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %llu", &start, &end, perms, &pgoff,
+			   &ino) != 5 ||
+		    perms[2] != 'x' || !ino || !strchr(line, '/') ||
+		    ino == (unsigned long long)exe.st_ino)
+			continue;
+		n++;
+		ret = find_dso(j, start, end, pgoff);
+	}
+	fclose(maps);
 	return ret;
 }
 

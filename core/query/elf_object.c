@@ -143,7 +143,7 @@ static void *read_table(int fd, uint64_t off, uint64_t count, uint64_t size, uin
 
 /* The value of the defined STT_TLS symbol `name` of .dynsym. */
 static int find_tls_sym(int fd, const Elf64_Ehdr *eh, const char *name, uint64_t min_size,
-			uint64_t *value)
+			uint64_t *value, uint64_t *index, uint64_t *r_offset, int *desc)
 {
 	Elf64_Shdr *sh = NULL;
 	Elf64_Sym *syms = NULL;
@@ -180,11 +180,47 @@ static int find_tls_sym(int fd, const Elf64_Ehdr *eh, const char *name, uint64_t
 				continue;
 			if (memcmp(str + y->st_name, name, nlen + 1) == 0) {
 				*value = y->st_value;
+				*index = k;
 				ret = 0;
 				break;
 			}
 		}
 		break;
+	}
+	/* The dynamic relocation that has the loader write where the
+	 * variable is: an initial-exec GOT slot (R_X86_64_TPOFF64: the offset
+	 * from the thread pointer) or a TLS descriptor (R_X86_64_TLSDESC: its
+	 * argument, the offset when the block is static). */
+	if (ret == 0 && r_offset) {
+		bool found = false;
+
+		for (unsigned i = 0; i < eh->e_shnum && !found && ret == 0; i++) {
+			Elf64_Rela *rel;
+			uint64_t n;
+
+			if (sh[i].sh_type != SHT_RELA || sh[i].sh_entsize != sizeof(Elf64_Rela))
+				continue;
+			n = sh[i].sh_size / sizeof(Elf64_Rela);
+			if (!n)
+				continue;
+			rel = read_table(fd, sh[i].sh_offset, n, sizeof(*rel), TLS_DYNSYM_MAX,
+					 &ret);
+			if (!rel)
+				break;
+			for (uint64_t k = 0; k < n && !found; k++) {
+				unsigned type = ELF64_R_TYPE(rel[k].r_info);
+
+				if (ELF64_R_SYM(rel[k].r_info) != *index ||
+				    (type != R_X86_64_TPOFF64 && type != R_X86_64_TLSDESC))
+					continue;
+				*r_offset = rel[k].r_offset;
+				*desc = type == R_X86_64_TLSDESC;
+				found = true;
+			}
+			free(rel);
+		}
+		if (ret == 0 && !found)
+			ret = -ENOENT;
 	}
 	free(syms);
 	free(str);
@@ -194,7 +230,7 @@ static int find_tls_sym(int fd, const Elf64_Ehdr *eh, const char *name, uint64_t
 
 int fr_elf_fd_exec_tls_offset(int fd, const char *name, uint64_t min_size, int64_t *off)
 {
-	uint64_t value = 0, memsz = 0, align = 1, first = 0, block, pad;
+	uint64_t value = 0, memsz = 0, align = 1, first = 0, block, pad, index = 0;
 	Elf64_Phdr *ph;
 	Elf64_Ehdr eh;
 	bool tls = false;
@@ -224,7 +260,7 @@ int fr_elf_fd_exec_tls_offset(int fd, const char *name, uint64_t min_size, int64
 		return -ENOENT;
 	if (align & (align - 1) || align > 4096 || memsz > (1u << 30))
 		return -ENOEXEC;
-	ret = find_tls_sym(fd, &eh, name, min_size, &value);
+	ret = find_tls_sym(fd, &eh, name, min_size, &value, &index, NULL, NULL);
 	if (ret < 0)
 		return ret;
 	if (value > memsz || memsz - value < min_size)
@@ -238,5 +274,47 @@ int fr_elf_fd_exec_tls_offset(int fd, const char *name, uint64_t min_size, int64
 		return -ENOEXEC;
 	block = ((memsz - pad + align - 1) & ~(align - 1)) + pad;
 	*off = (int64_t)value - (int64_t)block;
+	return 0;
+}
+
+int fr_elf_fd_dso_tls_slot(int fd, const char *name, uint64_t min_size, uint64_t pgoff,
+			   int64_t *rel, int *desc)
+{
+	uint64_t value = 0, index = 0, r_offset = 0;
+	int64_t delta = 0;
+	bool tls = false, load = false;
+	Elf64_Phdr *ph;
+	Elf64_Ehdr eh;
+	int ret;
+
+	ret = pread_all(fd, &eh, sizeof(eh), 0);
+	if (ret < 0)
+		return ret;
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64 ||
+	    eh.e_type != ET_DYN || eh.e_phentsize != sizeof(Elf64_Phdr))
+		return -ENOEXEC;
+	ph = read_table(fd, eh.e_phoff, eh.e_phnum, sizeof(*ph), TLS_HEADERS_MAX, &ret);
+	if (!ph)
+		return ret;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		if (ph[i].p_type == PT_TLS)
+			tls = true;
+		if (ph[i].p_type == PT_LOAD && !load &&
+		    (ph[i].p_offset & ~(uint64_t)0xfff) <= pgoff &&
+		    pgoff < ph[i].p_offset + ph[i].p_filesz) {
+			delta = (int64_t)(ph[i].p_vaddr - ph[i].p_offset);
+			load = true;
+		}
+	}
+	free(ph);
+	if (!tls)
+		return -ENOENT;
+	if (!load)
+		return -ENOENT;
+	ret = find_tls_sym(fd, &eh, name, min_size, &value, &index, &r_offset, desc);
+	if (ret < 0)
+		return ret;
+	*rel = (int64_t)(r_offset - (uint64_t)delta - pgoff);
 	return 0;
 }

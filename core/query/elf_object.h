@@ -33,4 +33,17 @@ int fr_elf_object_rel(const void *buf, size_t size, const char *name, uint64_t m
  * libraries' blocks are placed at run time and are not found this way. */
 int fr_elf_fd_exec_tls_offset(int fd, const char *name, uint64_t min_size, int64_t *off);
 
+/* For a shared library open at `fd`, mapped in a process at some address
+ * `start` from file offset `pgoff`, that defines the thread-local `name`
+ * (a defined STT_TLS symbol of .dynsym of at least min_size bytes): the
+ * loader writes where it is into a GOT slot at start + *rel, either the
+ * offset from the thread pointer (initial-exec, R_X86_64_TPOFF64; *desc
+ * 0) or a TLS descriptor whose second word is that offset when the block
+ * is static (R_X86_64_TLSDESC; *desc 1). Reads as
+ * fr_elf_fd_exec_tls_offset does. Returns 0, -ENOENT (no TLS segment, no
+ * such symbol, or no such relocation: general-dynamic access is not
+ * read), -ENOEXEC, -ENOMEM or a read's -errno. */
+int fr_elf_fd_dso_tls_slot(int fd, const char *name, uint64_t min_size, uint64_t pgoff,
+			   int64_t *rel, int *desc);
+
 #endif
