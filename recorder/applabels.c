@@ -52,6 +52,10 @@
 #define RETRIES 50
 /* The executable's OTel thread-local: a pointer. */
 #define OTEL_SYMBOL "otel_thread_ctx_v1"
+/* The OTel process context (OTEP 4719): where attribute key names are. */
+#define OTEL_KEYS_MAX 256
+#define OTEL_KEY_LEN 64
+#define OTEL_PAYLOAD_MAX (64u << 10)
 
 /* P_QUEUED: waiting for its turn (al->queue); P_LOOKING: with the
  * look-up thread. */
@@ -64,6 +68,10 @@ struct al_proc {
 	int state;
 	const char *why; /* P_BAD */
 	int64_t fr_off, otel_off;
+	/* OTel attribute key names, and what tells them apart (0: none). */
+	char **keys;
+	uint32_t nkeys;
+	uint64_t keys_id;
 	uint64_t gen;
 	int64_t retry_at; /* monotonic ns: not looked up before */
 	uint32_t retries;
@@ -86,6 +94,9 @@ struct job {
 	/* Results. */
 	int ret_lib, ret_exe;
 	int64_t fr_off, otel_off;
+	/* The OTel attribute key names (threadlocal.attribute_key_map). */
+	uint32_t nkeys;
+	char keys[OTEL_KEYS_MAX][OTEL_KEY_LEN];
 };
 
 struct fr_applabels {
@@ -154,6 +165,14 @@ static unsigned char *read_map_file(uint32_t pid, uint64_t start, uint64_t end, 
 out:
 	close(fd);
 	return img;
+}
+
+/* Reads len bytes at addr of process pid. Returns 0 or -1. */
+static int read_mem(uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+
+	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
 }
 
 /* libflightrec's registry: where, from the thread pointer, its threads
@@ -300,12 +319,168 @@ static int find_exe(struct job *j)
 	return ret;
 }
 
+/* ---- the OTel process context's attribute key names ---- */
+
+/* A protobuf varint at *at (bounded by end). Returns 0 or -1. */
+static int pb_varint(const uint8_t **at, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64 && *at < end; shift += 7) {
+		uint8_t b = *(*at)++;
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 0;
+	}
+	return -1;
+}
+
+/* The next field of a message: its number, and for a length-delimited one
+ * its bytes; other wire types skipped. Returns 1 with a field, 0 at the
+ * end, -1 for a malformed message. */
+static int pb_field(const uint8_t **at, const uint8_t *end, uint32_t *num, const uint8_t **val,
+		    size_t *len)
+{
+	uint64_t tag, v;
+
+	if (*at >= end)
+		return 0;
+	if (pb_varint(at, end, &tag) < 0)
+		return -1;
+	*num = (uint32_t)(tag >> 3);
+	*val = NULL;
+	*len = 0;
+	switch (tag & 7) {
+	case 0: return pb_varint(at, end, &v) < 0 ? -1 : 1;
+	case 1:
+		if (end - *at < 8)
+			return -1;
+		*at += 8;
+		return 1;
+	case 5:
+		if (end - *at < 4)
+			return -1;
+		*at += 4;
+		return 1;
+	case 2:
+		if (pb_varint(at, end, &v) < 0 || v > (uint64_t)(end - *at))
+			return -1;
+		*val = *at;
+		*len = (size_t)v;
+		*at += v;
+		return 1;
+	default: return -1;
+	}
+}
+
+/* The strings of an AnyValue's array_value (field 5: ArrayValue, whose
+ * field 1 are AnyValues with string_value, field 1) into j->keys. */
+static void pb_key_array(struct job *j, const uint8_t *p, size_t n)
+{
+	const uint8_t *at = p, *arr, *val, *s;
+	size_t arr_len, val_len, s_len;
+	uint32_t num;
+
+	while (pb_field(&at, p + n, &num, &arr, &arr_len) == 1) {
+		const uint8_t *a = arr;
+
+		if (num != 5 || !arr)
+			continue;
+		while (pb_field(&a, arr + arr_len, &num, &val, &val_len) == 1) {
+			const uint8_t *v = val;
+			char *key;
+
+			if (num != 1 || !val || j->nkeys == OTEL_KEYS_MAX)
+				continue;
+			key = j->keys[j->nkeys++];
+			key[0] = '\0';
+			while (pb_field(&v, val + val_len, &num, &s, &s_len) == 1)
+				if (num == 1 && s && s_len && s_len < OTEL_KEY_LEN &&
+				    !memchr(s, '\0', s_len)) {
+					memcpy(key, s, s_len);
+					key[s_len] = '\0';
+				}
+		}
+	}
+}
+
+/* threadlocal.attribute_key_map of a ProcessContext payload (field 2:
+ * KeyValue {key = 1, value = 2}). */
+static void pb_process_context(struct job *j, const uint8_t *p, size_t n)
+{
+	static const char name[] = "threadlocal.attribute_key_map";
+	const uint8_t *at = p, *kv, *f;
+	size_t kv_len, f_len;
+	uint32_t num;
+
+	while (pb_field(&at, p + n, &num, &kv, &kv_len) == 1) {
+		const uint8_t *k = kv, *value = NULL;
+		size_t value_len = 0;
+		bool ours = false;
+
+		if (num != 2 || !kv)
+			continue;
+		while (pb_field(&k, kv + kv_len, &num, &f, &f_len) == 1) {
+			if (num == 1 && f && f_len == sizeof(name) - 1 && !memcmp(f, name, f_len))
+				ours = true;
+			if (num == 2 && f) {
+				value = f;
+				value_len = f_len;
+			}
+		}
+		if (ours && value) {
+			j->nkeys = 0;
+			pb_key_array(j, value, value_len);
+			return;
+		}
+	}
+}
+
+/* Reads the process context's key names: the mapping named OTEL_CTX, its
+ * header (signature, version 2, payload size and pointer, the time it was
+ * published, read again after the payload to know the copy whole). */
+static void find_keys(struct job *j)
+{
+	struct {
+		char signature[8];
+		uint32_t version, size;
+		uint64_t published, payload;
+	} h, again;
+	char path[64], line[512];
+	uint8_t *payload = NULL;
+	unsigned long long start = 0;
+	FILE *maps;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", j->pid);
+	maps = fopen(path, "re");
+	if (!maps)
+		return;
+	while (fgets(line, sizeof(line), maps))
+		if ((strstr(line, "[anon:OTEL_CTX]") || strstr(line, "[anon_shmem:OTEL_CTX]") ||
+		     strstr(line, "/memfd:OTEL_CTX")) &&
+		    sscanf(line, "%llx-", &start) == 1)
+			break;
+		else
+			start = 0;
+	fclose(maps);
+	if (!start || read_mem(j->pid, start, &h, sizeof(h)) < 0 ||
+	    memcmp(h.signature, "OTEL_CTX", 8) != 0 || h.version != 2 || !h.published || !h.size ||
+	    h.size > OTEL_PAYLOAD_MAX || !(payload = malloc(h.size)))
+		return;
+	if (read_mem(j->pid, h.payload, payload, h.size) == 0 &&
+	    read_mem(j->pid, start, &again, sizeof(again)) == 0 && again.published == h.published)
+		pb_process_context(j, payload, h.size);
+	free(payload);
+}
+
 static void job_run(void *arg)
 {
 	struct job *j = arg;
 
 	j->ret_lib = j->lib ? find_lib(j) : -ENOENT;
 	j->ret_exe = find_exe(j);
+	if (j->ret_exe == 0)
+		find_keys(j);
 }
 
 static void job_drop(void *arg)
@@ -337,9 +512,20 @@ static struct al_proc *proc_add(struct fr_applabels *al, uint32_t pid)
 	return p;
 }
 
+static void proc_free_keys(struct al_proc *p)
+{
+	for (uint32_t i = 0; p->keys && i < p->nkeys; i++)
+		free(p->keys[i]);
+	free(p->keys);
+	p->keys = NULL;
+	p->nkeys = 0;
+	p->keys_id = 0;
+}
+
 /* Forgets what was found of p: the program stops reading it. */
 static void proc_reset(struct fr_applabels *al, struct al_proc *p)
 {
+	proc_free_keys(p);
 	if (p->state == P_READY && al->bpf)
 		fr_bpf_labels_forget(al->bpf, p->pid);
 	p->state = P_NEW;
@@ -418,6 +604,18 @@ static void apply(struct fr_applabels *al, struct al_proc *p, const struct job *
 		p->fr_off = j->fr_off;
 	if (j->ret_exe == 0)
 		p->otel_off = j->otel_off;
+	if (j->nkeys && !p->keys && (p->keys = calloc(j->nkeys, sizeof(*p->keys)))) {
+		uint64_t id = 0xcbf29ce484222325ull;
+
+		for (uint32_t i = 0; i < j->nkeys; i++) {
+			p->keys[i] = strdup(j->keys[i]);
+			for (const char *c = j->keys[i]; *c; c++)
+				id = (id ^ (uint8_t)*c) * 0x100000001b3ull;
+			id = (id ^ 0xff) * 0x100000001b3ull;
+		}
+		p->nkeys = j->nkeys;
+		p->keys_id = id ? id : 1;
+	}
 	if (p->fr_off || p->otel_off)
 		p->state = fr_bpf_labels_set(al->bpf, p->pid, p->fr_off, p->otel_off) == 0 ? P_READY
 											   : P_NEW;
@@ -523,7 +721,8 @@ uint32_t fr_applabels_intern(struct fr_applabels *al, const struct fr_bpf_labels
 	/* A copy of a process read no more (it exec'd since) is not its. */
 	if (!p || p->state != P_READY)
 		return 0;
-	return fr_labelsets_intern(al->sets, r->fr, r->fr_len, r->otel, r->otel_len, NULL, 0);
+	return fr_labelsets_intern(al->sets, r->fr, r->fr_len, r->otel, r->otel_len,
+				   (const char *const *)p->keys, p->nkeys, p->keys_id);
 }
 
 static void on_copy(void *arg, const struct fr_bpf_labels_rec *r)
@@ -852,6 +1051,7 @@ void fr_applabels_free(struct fr_applabels *al)
 			struct al_proc *p = al->buckets[b];
 
 			al->buckets[b] = p->next;
+			proc_free_keys(p);
 			free(p);
 		}
 	}

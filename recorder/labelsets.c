@@ -22,7 +22,7 @@ _Static_assert(FR_LABELSETS_MAX < (1 << ID_INDEX_BITS), "ids hold an index");
 #define STRBUF 2048
 
 struct set {
-	uint64_t hash;
+	uint64_t hash, keys_id;
 	uint64_t used_gen;
 	uint32_t tag; /* generation of the slot, in its ids */
 	bool live;
@@ -333,7 +333,7 @@ static uint32_t id_of(const struct fr_labelsets *ls, const struct set *s)
 
 uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t fr_len,
 			     const uint8_t *otel, size_t otel_len, const char *const *keys,
-			     uint32_t nkeys)
+			     uint32_t nkeys, uint64_t keys_id)
 {
 	struct draft *d = &ls->draft;
 	uint64_t h;
@@ -350,11 +350,14 @@ uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t 
 		fr_len = 0;
 	if (!otel)
 		otel_len = 0;
-	h = raw_hash(fr, fr_len, otel, otel_len);
+	/* The same bytes under another process's key names are another set. */
+	if (!otel_len)
+		keys_id = 0;
+	h = raw_hash(fr, fr_len, otel, otel_len) ^ keys_id;
 	for (k = slot_of(h); ls->index[k]; k = (k + 1) % SLOTS) {
 		s = &ls->sets[ls->index[k] - 1];
-		if (s->hash == h && s->fr_len == fr_len && s->otel_len == otel_len &&
-		    memcmp(s->raw, fr, fr_len) == 0 &&
+		if (s->hash == h && s->keys_id == keys_id && s->fr_len == fr_len &&
+		    s->otel_len == otel_len && memcmp(s->raw, fr, fr_len) == 0 &&
 		    memcmp(s->raw + fr_len, otel, otel_len) == 0) {
 			s->used_gen = ls->gen;
 			return s->npairs ? id_of(ls, s) : 0;
@@ -387,6 +390,7 @@ uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t 
 	memcpy(s->key, d->key, sizeof(s->key));
 	memcpy(s->value, d->value, sizeof(s->value));
 	s->hash = h;
+	s->keys_id = keys_id;
 	s->fr_len = (uint16_t)fr_len;
 	s->otel_len = (uint16_t)otel_len;
 	s->live = true;

@@ -40,11 +40,12 @@ void fr_labelsets_free(struct fr_labelsets *ls);
 
 /* The set of one observation: `fr` (fr_len bytes, 0: none) and `otel`
  * (otel_len bytes, 0: none) as copied; `keys` the OTel attribute key
- * names of the process (nkeys, may be 0). Returns its id (>= 1), or 0 for
+ * names of the process (nkeys, may be 0), told apart from other
+ * processes' by `keys_id` (0 with none). Returns its id (>= 1), or 0 for
  * no labels (both empty, or nothing left once checked). */
 uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t fr_len,
 			     const uint8_t *otel, size_t otel_len, const char *const *keys,
-			     uint32_t nkeys);
+			     uint32_t nkeys, uint64_t keys_id);
 
 /* The pairs of set `id` into out (at most FR_CHUNK_APP_PAIRS), borrowed
  * until the next call that changes `ls`; marks the set used by the chunk

@@ -287,14 +287,14 @@ static void intern_checked(struct fr_labelsets *ls, const uint8_t *fr, size_t fr
 		ref_otel(&want, otel,
 			 otel_len < FR_BPF_LABELS_OTEL_MAX ? otel_len : FR_BPF_LABELS_OTEL_MAX,
 			 keys, nkeys);
-	id = fr_labelsets_intern(ls, fr, fr_len, otel, otel_len, names, nkeys);
+	id = fr_labelsets_intern(ls, fr, fr_len, otel, otel_len, names, nkeys, nkeys);
 	if (!id) {
 		FUZZ_CHECK(want.n == 0 || fr_labelsets_count(ls) == FR_LABELSETS_MAX,
 			   "no set for a record with %u pairs, the table holding %u sets", want.n,
 			   fr_labelsets_count(ls));
 		return;
 	}
-	again = fr_labelsets_intern(ls, fr, fr_len, otel, otel_len, names, nkeys);
+	again = fr_labelsets_intern(ls, fr, fr_len, otel, otel_len, names, nkeys, nkeys);
 	FUZZ_CHECK(again == id, "the same bytes interned as %#x then %#x", id, again);
 	read_set(ls, id);
 	FUZZ_CHECK(got.n > 0, "id %#x without pairs", id);

@@ -110,9 +110,17 @@ grep -qx 'phase=a' "$T/top.txt" && grep -qx 'phase=b' "$T/top.txt" ||
 	{ cat "$T/top.txt" >&2; fail "top --label-key phase: fr_demo_spin is not in both tables"; }
 
 # --- the 10 ms slots ---
-run_demo slots slots 6
-"$FLIGHTREC" attach --window 30s --hz 999 --pid "$DEMO_PID" -o "$T/slots.pb.gz" 2>"$T/err" ||
-	fail "attach failed: $(cat "$T/err")"
+# The window starts once the recorder has found the process's labels (a
+# few milliseconds after it loaded the library, longer on a loaded
+# machine): before that its samples cannot carry them.
+"$DEMO" slots 6 >"$T/slots.out" &
+DEMO_PID=$!
+. "$(dirname "$0")/labels_lib.sh"
+wait_labelled "$DEMO_PID" slot
+from=$(date +%s.%N)
+wait "$DEMO_PID" || fail "labels_demo slots failed"
+"$FLIGHTREC" attach --from "@$from" --to "@$(date +%s.%N)" --hz 999 --pid "$DEMO_PID" \
+	-o "$T/slots.pb.gz" 2>"$T/err" || fail "attach failed: $(cat "$T/err")"
 "$GO" tool pprof -symbolize=none -traces "$T/slots.pb.gz" >"$T/slots.traces" 2>"$T/pprof.err" ||
 	fail "go tool pprof -traces failed: $(cat "$T/pprof.err")"
 # Each trace: label lines ("par:  even"), then the frames, leaf first.

@@ -29,11 +29,13 @@ for l in sys.stdin:
     s = json.loads(l)
     c = s["values"][0]
     n += c
-    if s["str"].get("trace_id") == "404142434445464748494a4b4c4d4e4f" and s["str"].get("span_id") == "b0b1b2b3b4b5b6b7":
+    if (s["str"].get("trace_id") == "404142434445464748494a4b4c4d4e4f" and
+            s["str"].get("span_id") == "b0b1b2b3b4b5b6b7" and
+            s["str"].get("http.route") == "GET /x" and "otel.attr.0" not in s["str"]):
         t += c
 print(n, t)')
 	read -r n t <<<"$total"
-	echo "$model: $t of $n samples carry the library's trace and span ids"
+	echo "$model: $t of $n samples carry the library's trace and span ids and http.route"
 	[ "$n" -gt 20 ] || fail "$model: only $n samples in the window"
 	[ "$t" = "$n" ] || fail "$model: $((n - t)) of $n samples lack the library's context"
 	wait "$pid"

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 void otel_lib_attach(uint8_t seed);
+void otel_lib_publish_keys(void);
 
 static volatile unsigned long sink;
 
@@ -22,6 +23,7 @@ int main(int argc, char **argv)
 	int seconds = argc > 1 ? atoi(argv[1]) : 8;
 	time_t end = time(NULL) + seconds;
 
+	otel_lib_publish_keys();
 	otel_lib_attach(0x40);
 	printf("pid=%d\nready\n", (int)getpid());
 	fflush(stdout);
