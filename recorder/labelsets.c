@@ -281,6 +281,137 @@ static void decode_otel(struct draft *s, const uint8_t *p, size_t len, const cha
 	}
 }
 
+/* ---- the OTel process context's key map ---- */
+
+struct keys {
+	char (*keys)[FR_LABELSETS_KEY_LEN];
+	uint32_t nkeys, max;
+};
+
+/* A protobuf varint at *at (bounded by end). Returns 0 or -1. */
+static int pb_varint(const uint8_t **at, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64 && *at < end; shift += 7) {
+		uint8_t b = *(*at)++;
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 0;
+	}
+	return -1;
+}
+
+/* The next field of a message: its number, and for a length-delimited one
+ * its bytes; other wire types skipped. Returns 1 with a field, 0 at the
+ * end, -1 for a malformed message. */
+static int pb_field(const uint8_t **at, const uint8_t *end, uint32_t *num, const uint8_t **val,
+		    size_t *len)
+{
+	uint64_t tag, v;
+
+	if (*at >= end)
+		return 0;
+	if (pb_varint(at, end, &tag) < 0)
+		return -1;
+	*num = (uint32_t)(tag >> 3);
+	*val = NULL;
+	*len = 0;
+	switch (tag & 7) {
+	case 0: return pb_varint(at, end, &v) < 0 ? -1 : 1;
+	case 1:
+		if (end - *at < 8)
+			return -1;
+		*at += 8;
+		return 1;
+	case 5:
+		if (end - *at < 4)
+			return -1;
+		*at += 4;
+		return 1;
+	case 2:
+		if (pb_varint(at, end, &v) < 0 || v > (uint64_t)(end - *at))
+			return -1;
+		*val = *at;
+		*len = (size_t)v;
+		*at += v;
+		return 1;
+	default: return -1;
+	}
+}
+
+/* The strings of an AnyValue's array_value (field 5: ArrayValue, whose
+ * field 1 are AnyValues with string_value, field 1) into j->keys. */
+static void pb_key_array(struct keys *j, const uint8_t *p, size_t n)
+{
+	const uint8_t *at = p, *arr, *val, *s;
+	size_t arr_len, val_len, s_len;
+	uint32_t num;
+
+	while (pb_field(&at, p + n, &num, &arr, &arr_len) == 1) {
+		const uint8_t *a = arr;
+
+		if (num != 5 || !arr)
+			continue;
+		while (pb_field(&a, arr + arr_len, &num, &val, &val_len) == 1) {
+			const uint8_t *v = val;
+			char *key;
+
+			if (num != 1 || !val || j->nkeys == j->max)
+				continue;
+			key = j->keys[j->nkeys++];
+			key[0] = '\0';
+			while (pb_field(&v, val + val_len, &num, &s, &s_len) == 1)
+				if (num == 1 && s && s_len && s_len < FR_LABELSETS_KEY_LEN &&
+				    !memchr(s, '\0', s_len)) {
+					memcpy(key, s, s_len);
+					key[s_len] = '\0';
+				}
+		}
+	}
+}
+
+/* threadlocal.attribute_key_map of a ProcessContext payload (field 2:
+ * KeyValue {key = 1, value = 2}). */
+static void pb_process_context(struct keys *j, const uint8_t *p, size_t n)
+{
+	static const char name[] = "threadlocal.attribute_key_map";
+	const uint8_t *at = p, *kv, *f;
+	size_t kv_len, f_len;
+	uint32_t num;
+
+	while (pb_field(&at, p + n, &num, &kv, &kv_len) == 1) {
+		const uint8_t *k = kv, *value = NULL;
+		size_t value_len = 0;
+		bool ours = false;
+
+		if (num != 2 || !kv)
+			continue;
+		while (pb_field(&k, kv + kv_len, &num, &f, &f_len) == 1) {
+			if (num == 1 && f && f_len == sizeof(name) - 1 && !memcmp(f, name, f_len))
+				ours = true;
+			if (num == 2 && f) {
+				value = f;
+				value_len = f_len;
+			}
+		}
+		if (ours && value) {
+			j->nkeys = 0;
+			pb_key_array(j, value, value_len);
+			return;
+		}
+	}
+}
+
+uint32_t fr_labelsets_key_map(const uint8_t *payload, size_t len,
+			      char (*keys)[FR_LABELSETS_KEY_LEN], uint32_t max)
+{
+	struct keys k = {.keys = keys, .max = max};
+
+	pb_process_context(&k, payload, len);
+	return k.nkeys;
+}
+
 /* ---- the table ---- */
 
 static uint32_t slot_of(uint64_t h)

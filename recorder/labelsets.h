@@ -55,6 +55,16 @@ int fr_labelsets_pairs(struct fr_labelsets *ls, uint32_t id, struct fr_app_label
 /* After each seal: sets unused for two seals may go when room is needed. */
 void fr_labelsets_sealed(struct fr_labelsets *ls);
 
+/* The OTel attribute key names of a process context's payload (OTEP
+ * 4719: a protobuf ProcessContext whose attribute
+ * "threadlocal.attribute_key_map" is an array of strings) into keys, at
+ * most `max`, each NUL-terminated ("" for one that is not a string under
+ * FR_LABELSETS_KEY_LEN bytes without NULs). Reads nothing beyond `len`
+ * bytes, whatever they hold. Returns how many. */
+#define FR_LABELSETS_KEY_LEN 64
+uint32_t fr_labelsets_key_map(const uint8_t *payload, size_t len,
+			      char (*keys)[FR_LABELSETS_KEY_LEN], uint32_t max);
+
 /* Sets held now, and observations that found the table full. */
 uint32_t fr_labelsets_count(const struct fr_labelsets *ls);
 uint64_t fr_labelsets_full(const struct fr_labelsets *ls);

@@ -276,6 +276,7 @@ static void intern_checked(struct fr_labelsets *ls, const uint8_t *fr, size_t fr
 {
 	const char *names[FUZZ_LS_MAX_KEYS];
 	uint32_t id, again;
+	uint64_t full;
 
 	for (unsigned i = 0; i < nkeys; i++)
 		names[i] = keys[i];
@@ -287,7 +288,17 @@ static void intern_checked(struct fr_labelsets *ls, const uint8_t *fr, size_t fr
 		ref_otel(&want, otel,
 			 otel_len < FR_BPF_LABELS_OTEL_MAX ? otel_len : FR_BPF_LABELS_OTEL_MAX,
 			 keys, nkeys);
+	full = fr_labelsets_full(ls);
 	id = fr_labelsets_intern(ls, fr, fr_len, otel, otel_len, names, nkeys, nkeys);
+	if (fr_labelsets_full(ls) != full) {
+		/* No room, none to drop: the marker, not the record's pairs. */
+		read_set(ls, id);
+		FUZZ_CHECK(got.n == 1 && strcmp(got.p[0].key, "flightrec.labels") == 0 &&
+				   strcmp(got.p[0].value, "dropped: too many label sets at once") ==
+					   0,
+			   "a full table gave %u pairs, not its marker", got.n);
+		return;
+	}
 	if (!id) {
 		FUZZ_CHECK(want.n == 0 || fr_labelsets_count(ls) == FR_LABELSETS_MAX,
 			   "no set for a record with %u pairs, the table holding %u sets", want.n,
@@ -331,6 +342,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t at = 0;
 
 	FUZZ_CHECK(ls != NULL, "fr_labelsets_new");
+	/* The whole input as an OTel process context's payload too: the key
+	 * map's protobuf walk reads nothing beyond it, gives at most the
+	 * room and NUL-terminated names shorter than FR_LABELSETS_KEY_LEN. */
+	{
+		static char map[256][FR_LABELSETS_KEY_LEN];
+		uint32_t n;
+
+		memset(map, 0x5a, sizeof(map));
+		n = fr_labelsets_key_map(data, size, map, 256);
+		FUZZ_CHECK(n <= 256, "key map: %u names", n);
+		for (uint32_t i = 0; i < n; i++)
+			FUZZ_CHECK(memchr(map[i], '\0', FR_LABELSETS_KEY_LEN) != NULL,
+				   "key map: name %u not terminated", i);
+	}
 	nseen = 0;
 	while (at < size) {
 		uint8_t op = data[at++];

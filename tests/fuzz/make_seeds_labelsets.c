@@ -284,12 +284,26 @@ void make_labelsets_seeds(void)
 	put8(FUZZ_LS_SEAL);
 	put8(FUZZ_LS_SEAL);
 	put8(FUZZ_LS_FILL);
-	put16(FR_LABELSETS_MAX + 100);
+	put16(0xffff); /* FR_LABELSETS_MAX - 1 free slots: the table full */
 	op_intern(0, &one, n_one, NULL, 0);
 	seed("fill-drop-reuse");
 	/* A full table whose sets were all used since the last seal. */
 	put8(FUZZ_LS_FILL);
-	put16(FR_LABELSETS_MAX + 100);
+	put16(0xffff); /* FR_LABELSETS_MAX - 1 free slots: the table full */
 	op_intern(0, &eight, n_eight, NULL, 0);
 	seed("fill-full");
+	/* A process context's payload whose key map names "http.route" (the
+	 * whole input is also read as one; its opcodes are skipped). */
+	{
+		static const unsigned char map[] = {0x12, 0x31, 0x0a, 0x1d, 't',  'h',	'r',  'e',
+						    'a',  'd',	'l',  'o',  'c',  'a',	'l',  '.',
+						    'a',  't',	't',  'r',  'i',  'b',	'u',  't',
+						    'e',  '_',	'k',  'e',  'y',  '_',	'm',  'a',
+						    'p',  0x12, 0x10, 0x2a, 0x0e, 0x0a, 0x0c, 0x0a,
+						    0x0a, 'h',	't',  't',  'p',  '.',	'r',  'o',
+						    'u',  't',	'e'};
+
+		put(map, sizeof(map));
+		seed("process-context-key-map");
+	}
 }
