@@ -228,6 +228,22 @@ static int find_tls_sym(int fd, const Elf64_Ehdr *eh, const char *name, uint64_t
 	return ret;
 }
 
+/* An x86-64 ELF file's header and program headers (to free), or NULL
+ * with *ret. */
+static Elf64_Phdr *read_headers(int fd, Elf64_Ehdr *eh, int *ret)
+{
+	*ret = pread_all(fd, eh, sizeof(*eh), 0);
+	if (*ret < 0)
+		return NULL;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_machine != EM_X86_64 ||
+	    eh->e_phentsize != sizeof(Elf64_Phdr)) {
+		*ret = -ENOEXEC;
+		return NULL;
+	}
+	return read_table(fd, eh->e_phoff, eh->e_phnum, sizeof(Elf64_Phdr), TLS_HEADERS_MAX, ret);
+}
+
 int fr_elf_fd_exec_tls_offset(int fd, const char *name, uint64_t min_size, int64_t *off)
 {
 	uint64_t value = 0, memsz = 0, align = 1, first = 0, block, pad, index = 0;
@@ -236,14 +252,7 @@ int fr_elf_fd_exec_tls_offset(int fd, const char *name, uint64_t min_size, int64
 	bool tls = false;
 	int ret;
 
-	ret = pread_all(fd, &eh, sizeof(eh), 0);
-	if (ret < 0)
-		return ret;
-	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64 ||
-	    eh.e_phentsize != sizeof(Elf64_Phdr))
-		return -ENOEXEC;
-	ph = read_table(fd, eh.e_phoff, eh.e_phnum, sizeof(*ph), TLS_HEADERS_MAX, &ret);
+	ph = read_headers(fd, &eh, &ret);
 	if (!ph)
 		return ret;
 	for (unsigned i = 0; i < eh.e_phnum && !tls; i++) {
@@ -287,14 +296,11 @@ int fr_elf_fd_dso_tls_slot(int fd, const char *name, uint64_t min_size, uint64_t
 	Elf64_Ehdr eh;
 	int ret;
 
-	ret = pread_all(fd, &eh, sizeof(eh), 0);
-	if (ret < 0)
-		return ret;
-	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64 ||
-	    eh.e_type != ET_DYN || eh.e_phentsize != sizeof(Elf64_Phdr))
+	ph = read_headers(fd, &eh, &ret);
+	if (ph && eh.e_type != ET_DYN) {
+		free(ph);
 		return -ENOEXEC;
-	ph = read_table(fd, eh.e_phoff, eh.e_phnum, sizeof(*ph), TLS_HEADERS_MAX, &ret);
+	}
 	if (!ph)
 		return ret;
 	for (unsigned i = 0; i < eh.e_phnum; i++) {
