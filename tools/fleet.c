@@ -248,7 +248,7 @@ static int parse(struct fleet_args *a, int argc, char **argv)
 static int fleet_attach(struct fleet_args *a)
 {
 	struct fr_fleet_pprof_stats st = {0};
-	struct fr_cli_output out;
+	struct fr_cli_output out = {.fd = -1};
 	char size[32], dur[32];
 	uint64_t written = 0;
 	struct stat sb;
