@@ -13,6 +13,10 @@
 #                 switches.c
 #   COST_CONFIGS  recorders (default "none cpu cpu+offcpu-bpf
 #                 cpu+offcpu-perf perf"; also
+#                 "cpu+offcpu-bpf-fp": cpu+offcpu-bpf with
+#                 {"event": "offcpu", "unwind": "fp"}: long waits' user
+#                 stacks by the kernel's frame-pointer walk instead of a
+#                 stack copy unwound with CFI (the default);
 #                 "cpu+offcpu-bpf-sysexit": cpu+offcpu-bpf with user stacks
 #                 taken at sys_exit (FLIGHTREC_BPF_TASK_WORK=0), the
 #                 mechanism of kernels without BPF task work;
@@ -23,6 +27,9 @@
 #                 "perf-nog": perf without -g, the tracepoint alone;
 #                 "bpf-count": bpftrace running offcpu_probe.bt, the
 #                 per-switch bookkeeping of an eBPF design, no stacks)
+#   COST_ITERS    steps of arithmetic per message of "work" (default
+#                 switches.c's 9000); fewer on a slower machine to bring it
+#                 back to ~100,000 switches/s
 #   COST_CPUS     CPUs the workload is pinned to (taskset -c; default 0).
 #                 Pinned, its threads switch on one CPU and the figures do
 #                 not depend on where the scheduler placed them (unpinned,
@@ -47,7 +54,8 @@
 #   cpu+offcpu-bpf
 #               flightrecd on its embedded default (no --config): cpu at
 #               99 Hz and offcpu by the eBPF mechanism, stacks of waits of
-#               1 ms or more (FLIGHTRECD_CONFIG gives a file instead, to
+#               1 ms or more, their user stacks copied (8 KiB) and unwound
+#               with CFI (FLIGHTRECD_CONFIG gives a file instead, to
 #               measure another setting);
 #   cpu+offcpu-perf
 #               flightrecd --config with {"event": "cpu", "hz": 99},
@@ -73,6 +81,7 @@ secs=${COST_SECONDS:-4}
 works=${COST_WORK:-"pingpong pool"}
 configs=${COST_CONFIGS:-"none cpu cpu+offcpu-bpf cpu+offcpu-perf perf"}
 cpus=${COST_CPUS:-0}
+iters=${COST_ITERS:-}
 tck=$(getconf CLK_TCK)
 sw=$build/tests/bench/switches
 
@@ -97,6 +106,8 @@ trap 'exit 130' INT TERM
 echo '{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99}]}]}' >"$T/cpu.json"
 echo '{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99},
   {"event": "offcpu", "mechanism": "perf"}]}]}' >"$T/offcpu-perf.json"
+echo '{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99},
+  {"event": "offcpu", "unwind": "fp"}]}]}' >"$T/offcpu-bpf-fp.json"
 if [ -n "${FLIGHTRECD_CONFIG:-}" ]; then
 	cp "$FLIGHTRECD_CONFIG" "$T/offcpu-bpf.json"
 fi
@@ -110,7 +121,7 @@ ctxt() { awk '/^ctxt/ { print $2 }' /proc/stat; }
 start_recorder() {
 	case $1 in
 	none) return ;;
-	cpu | cpu+offcpu-bpf | cpu+offcpu-bpf-sysexit | cpu+offcpu-bpf-empty | cpu+offcpu-perf)
+	cpu | cpu+offcpu-bpf | cpu+offcpu-bpf-fp | cpu+offcpu-bpf-sysexit | cpu+offcpu-bpf-empty | cpu+offcpu-perf)
 		local cfg=(--config "$T/cpu.json") tw=1 empty=0
 		[ "$1" = cpu+offcpu-perf ] && cfg=(--config "$T/offcpu-perf.json")
 		case $1 in cpu+offcpu-bpf*)
@@ -118,6 +129,7 @@ start_recorder() {
 			[ -f "$T/offcpu-bpf.json" ] && cfg=(--config "$T/offcpu-bpf.json")
 			;;
 		esac
+		[ "$1" = cpu+offcpu-bpf-fp ] && cfg=(--config "$T/offcpu-bpf-fp.json")
 		[ "$1" = cpu+offcpu-bpf-sysexit ] && tw=0
 		[ "$1" = cpu+offcpu-bpf-empty ] && empty=1
 		rm -f "$T/ring" "$T/sock"
@@ -163,11 +175,12 @@ stop_recorder() {
 
 # one WORK CONFIG: prints "OPS WALL CPU RECCPU SWITCHES"
 one() {
-	local c0=0 c1=0 x0 x1 out
+	local c0=0 c1=0 x0 x1 out extra=()
+	[ "$1" = work ] && [ -n "$iters" ] && extra=("$iters")
 	start_recorder "$2"
 	[ -n "$ppid" ] && c0=$(pcpu "$ppid")
 	x0=$(ctxt)
-	out=$(taskset -c "$cpus" "$sw" "$1" "$secs")
+	out=$(taskset -c "$cpus" "$sw" "$1" "$secs" "${extra[@]}")
 	x1=$(ctxt)
 	[ -n "$ppid" ] && c1=$(pcpu "$ppid")
 	stop_recorder
