@@ -114,7 +114,8 @@ fi
 
 # CPU seconds of process $1 so far (all threads).
 pcpu() {
-	awk -v t="$tck" '{ sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / t }' "/proc/$1/stat"
+	awk -v t="$tck" '{ sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / t }' "/proc/$1/stat" \
+		2>/dev/null || echo 0
 }
 ctxt() { awk '/^ctxt/ { print $2 }' /proc/stat; }
 
@@ -168,7 +169,10 @@ start_recorder() {
 
 stop_recorder() {
 	[ -z "$ppid" ] && return
-	kill -INT "$ppid"
+	if ! kill -INT "$ppid" 2>/dev/null; then
+		echo "offcpu_cost.sh: the recorder exited during the run; its log ends:" >&2
+		tail -n 20 "$T/rec.log" >&2
+	fi
 	wait "$ppid" || true
 	ppid=
 }
