@@ -184,7 +184,13 @@ one() {
 	start_recorder "$2"
 	[ -n "$ppid" ] && c0=$(pcpu "$ppid")
 	x0=$(ctxt)
-	out=$(taskset -c "$cpus" "$sw" "$1" "$secs" "${extra[@]}")
+	if ! out=$(taskset -c "$cpus" "$sw" "$1" "$secs" "${extra[@]}"); then
+		# (A shared machine out of processes or threads, say.)
+		echo "offcpu_cost.sh: the workload failed" >&2
+		stop_recorder
+		echo failed
+		return
+	fi
 	x1=$(ctxt)
 	[ -n "$ppid" ] && c1=$(pcpu "$ppid")
 	stop_recorder
@@ -201,7 +207,7 @@ for w in $works; do
 			cfg=${!k}
 			res=$(one "$w" "$cfg")
 			echo "$w $cfg round $r: $res" >&2
-			echo "$cfg $r $res" >>"$T/res.$w"
+			[ "$res" = failed ] || echo "$cfg $r $res" >>"$T/res.$w"
 		done
 	done
 	echo

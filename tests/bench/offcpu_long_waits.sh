@@ -214,7 +214,8 @@ one() {
 	if [ "$1" = none ]; then
 		o1=$(switch_progs)
 		t1=$(now_ns)
-		out=$(taskset -c "$cpus" "$wl" "$nthreads" "$secs" "$wait_us" "$depth")
+		out=$(taskset -c "$cpus" "$wl" "$nthreads" "$secs" "$wait_us" "$depth") ||
+			{ echo "offcpu_long_waits.sh: the workload failed" >&2; echo dead; return; }
 		t2=$(now_ns)
 		o2=$(switch_progs)
 		echo "$out $(((t2 - t1) / 1000)) 0 0 0 0 0 0 0 0 0 0 0 0 $((o1 > o2 ? o1 : o2))"
@@ -229,7 +230,13 @@ one() {
 	read -r c1 g1 <<<"$(rcpu "$ppid")"
 	b=$(counters)
 	o1=$(switch_progs)
-	out=$(taskset -c "$cpus" "$wl" "$nthreads" "$secs" "$wait_us" "$depth")
+	if ! out=$(taskset -c "$cpus" "$wl" "$nthreads" "$secs" "$wait_us" "$depth"); then
+		# (A shared machine out of processes or threads, say.)
+		echo "offcpu_long_waits.sh: the workload failed" >&2
+		stop_recorder || true
+		echo dead
+		return
+	fi
 	# The ring buffer is drained at least once a second: the run's last
 	# records are unwound within it.
 	sleep 1.2
@@ -265,7 +272,7 @@ for r in $(seq "$runs"); do
 			break
 		done
 		echo "$cfg round $r: $res" >&2
-		# A run whose recorder died is left out.
+		# A run whose recorder died, or whose workload failed, is left out.
 		[ "$res" = dead ] || echo "$cfg $r $res" >>"$T/res"
 	done
 done
