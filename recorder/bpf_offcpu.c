@@ -28,8 +28,11 @@
 #define LABELS_PROBE 8u
 
 /* The ring buffer: ~3,900 long waits (2 KiB each) between two drains with
- * frame-pointer stacks, ~900 with 8 KiB stack copies. */
+ * frame-pointer stacks; with 8 KiB stack copies (9.3 KiB records) twice
+ * the bytes, ~1,800 (at 20,000 long waits a second, 8 MiB dropped 9% of
+ * them in one round: docs/performance.md). */
 #define RINGBUF_BYTES (8u << 20)
+#define RINGBUF_COPY_BYTES (16u << 20)
 
 _Static_assert(FR_BPF_FRAMES == FR_MAX_FRAMES, "one stack half is FR_MAX_FRAMES frames");
 
@@ -210,7 +213,8 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 		return -errno;
 	b->skel->rodata->min_wait_ns = b->min_wait_ns;
 	b->skel->rodata->stack_copy = b->stack_copy;
-	bpf_map__set_max_entries(b->skel->maps.waits, RINGBUF_BYTES);
+	bpf_map__set_max_entries(b->skel->maps.waits,
+				 b->stack_copy ? RINGBUF_COPY_BYTES : RINGBUF_BYTES);
 	bpf_program__set_autoload(b->skel->progs.on_switch_tw, task_work == 1);
 	bpf_program__set_autoload(b->skel->progs.on_switch, task_work == 0);
 	bpf_program__set_autoload(b->skel->progs.on_sys_exit, task_work == 0);
