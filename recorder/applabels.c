@@ -10,21 +10,18 @@
 #include "recorder/applabels.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#include "core/query/elf_object.h"
 #include "core/util/log.h"
 #include "core/util/worker.h"
 #include "flightrec/labels_abi.h"
+#include "recorder/applabels_int.h"
 #include "recorder/bpf_labels.h"
 #include "recorder/labelsets.h"
 
@@ -50,11 +47,6 @@
  * later, at most RETRIES times. */
 #define RETRY_NS 20000000ll
 #define RETRIES 50
-/* The executable's OTel thread-local: a pointer. */
-#define OTEL_SYMBOL "otel_thread_ctx_v1"
-/* The OTel process context (OTEP 4719): where attribute key names are. */
-#define OTEL_KEYS_MAX 256
-#define OTEL_PAYLOAD_MAX (64u << 10)
 
 /* P_QUEUED: waiting for its turn (al->queue); P_LOOKING: with the
  * look-up thread. */
@@ -82,22 +74,6 @@ struct obs {
 	int64_t time; /* Unix ns */
 };
 
-/* A look-up, on the worker. */
-struct job {
-	uint32_t pid;
-	int64_t start_ns; /* the process's, so a result for a pid reused since
-			   * is not taken for the new process */
-	bool stalled;	  /* missed its deadline (the worker kept the call) */
-	bool lib;
-	uint64_t start, end, pgoff; /* the libflightrec mapping */
-	/* Results. */
-	int ret_lib, ret_exe;
-	int64_t fr_off, otel_off;
-	/* The OTel attribute key names (threadlocal.attribute_key_map). */
-	uint32_t nkeys;
-	char keys[OTEL_KEYS_MAX][FR_LABELSETS_KEY_LEN];
-};
-
 struct fr_applabels {
 	struct fr_tracker *tracker;
 	const struct fr_chunk_meta_ops *base;
@@ -123,254 +99,10 @@ struct fr_applabels {
 	bool looker_started, stop;
 	pthread_mutex_t lk;
 	pthread_cond_t lk_cond;
-	struct job *in[LOOKING_MAX], *out[LOOKING_MAX];
+	struct fr_al_lookup *in[LOOKING_MAX], *out[LOOKING_MAX];
 	unsigned nin, nout, looking;
 	int efd;
-	struct fr_app_label bad[1];
 };
-
-/* ---- look-ups, on the worker ---- */
-
-/* Reads the file of mapping start-end of pid whole (bounded). */
-static unsigned char *read_map_file(uint32_t pid, uint64_t start, uint64_t end, size_t *len,
-				    int *err)
-{
-	char path[96];
-	struct stat st;
-	unsigned char *img = NULL;
-	size_t got = 0;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
-		 (unsigned long long)end);
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		*err = -errno;
-		return NULL;
-	}
-	*err = -EFBIG;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-	    (uint64_t)st.st_size > FR_ELF_OBJECT_FILE_MAX || !(img = malloc((size_t)st.st_size)))
-		goto out;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = pread(fd, img + got, (size_t)st.st_size - got, (off_t)got);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	*len = got;
-	*err = 0;
-out:
-	close(fd);
-	return img;
-}
-
-/* Reads len bytes at addr of process pid. Returns 0 or -1. */
-static int read_mem(uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
-
-	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
-}
-
-/* libflightrec's registry: where, from the thread pointer, its threads
- * keep their labels. */
-static int find_lib(struct job *j)
-{
-	struct fr_labels_registry_abi reg;
-	unsigned char *img;
-	size_t len = 0;
-	int64_t rel = 0;
-	int ret;
-	struct iovec local = {&reg, sizeof(reg)}, remote;
-
-	img = read_map_file(j->pid, j->start, j->end, &len, &ret);
-	if (!img)
-		return ret;
-	ret = fr_elf_object_rel(img, len, FR_LABELS_REGISTRY_SYMBOL, sizeof(reg), j->pgoff, &rel);
-	free(img);
-	if (ret < 0)
-		return ret;
-	remote.iov_base = (void *)(uintptr_t)(j->start + (uint64_t)rel);
-	remote.iov_len = sizeof(reg);
-	if (process_vm_readv((pid_t)j->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(reg))
-		return -errno ? -errno : -EFAULT;
-	if (reg.magic != FR_LABELS_ABI_MAGIC || reg.version != FR_LABELS_ABI_VERSION ||
-	    reg.size != sizeof(reg) || reg.max_keys != FR_LABELS_MAX_KEYS ||
-	    reg.key_max != FR_LABELS_KEY_MAX || reg.value_max != FR_LABELS_VALUE_MAX ||
-	    reg.record_size != sizeof(struct fr_labels_record_abi))
-		return -EPROTO;
-	/* Not set up yet (its constructor has not run): looked at again. */
-	if (reg.tls_offset == 0)
-		return -EAGAIN;
-	/* A thread pointer offset is within the static TLS area. */
-	if (reg.tls_offset < -(1ll << 30) || reg.tls_offset > (1ll << 30) || reg.tls_offset & 7)
-		return -EPROTO;
-	j->fr_off = reg.tls_offset;
-	return 0;
-}
-
-/* Shared libraries known not to define the OTel thread-local, by device,
- * inode, size and modification time: most processes map the same few. */
-#define NO_OTEL_CACHE 4096u
-static struct no_otel {
-	uint64_t dev, ino, size, mtime;
-} no_otel[NO_OTEL_CACHE];
-static pthread_mutex_t no_otel_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static bool no_otel_known(const struct stat *st, bool add)
-{
-	struct no_otel key = {st->st_dev, st->st_ino, (uint64_t)st->st_size,
-			      (uint64_t)st->st_mtim.tv_sec * 1000000000ull +
-				      (uint64_t)st->st_mtim.tv_nsec};
-	unsigned k = (unsigned)((key.ino * 0x9e3779b97f4a7c15ull ^ key.dev) % NO_OTEL_CACHE);
-	bool known;
-
-	pthread_mutex_lock(&no_otel_lock);
-	known = memcmp(&no_otel[k], &key, sizeof(key)) == 0;
-	if (add)
-		no_otel[k] = key;
-	pthread_mutex_unlock(&no_otel_lock);
-	return known;
-}
-
-/* The offset from the thread pointer of the OTel thread-local of the
- * shared library mapped at start from pgoff (its loader-filled GOT slot,
- * read from the process). Returns 0, or -ENOENT. */
-static int find_dso(struct job *j, uint64_t start, uint64_t end, uint64_t pgoff)
-{
-	char path[96];
-	struct stat st;
-	int64_t rel = 0, v = 0;
-	uint64_t slot[2];
-	int fd, desc = 0, ret;
-	struct iovec local = {slot, sizeof(slot)}, remote;
-
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", j->pid,
-		 (unsigned long long)start, (unsigned long long)end);
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || no_otel_known(&st, false)) {
-		close(fd);
-		return -ENOENT;
-	}
-	ret = fr_elf_fd_dso_tls_slot(fd, OTEL_SYMBOL, 8, pgoff, &rel, &desc);
-	close(fd);
-	if (ret == -ENOENT || ret == -ENOEXEC)
-		no_otel_known(&st, true);
-	if (ret < 0)
-		return ret;
-	remote.iov_base = (void *)(uintptr_t)(start + (uint64_t)rel);
-	remote.iov_len = desc ? 16 : 8;
-	local.iov_len = remote.iov_len;
-	if (process_vm_readv((pid_t)j->pid, &local, 1, &remote, 1, 0) != (ssize_t)remote.iov_len)
-		return -EFAULT;
-	/* A TLS descriptor's argument is the offset for a static block, a
-	 * pointer for a dynamic one (a dlopen'ed library: not read). */
-	v = (int64_t)slot[desc ? 1 : 0];
-	if (v >= 0 || v < -(1ll << 30))
-		return -ENOENT;
-	j->otel_off = v;
-	return 0;
-}
-
-/* The OpenTelemetry thread context: the executable's own thread-local,
- * else one a shared library defines. */
-static int find_exe(struct job *j)
-{
-	char path[64], line[512];
-	struct stat exe;
-	unsigned n = 0;
-	FILE *maps;
-	int fd, ret;
-
-	snprintf(path, sizeof(path), "/proc/%u/exe", j->pid);
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	ret = fr_elf_fd_exec_tls_offset(fd, OTEL_SYMBOL, 8, &j->otel_off);
-	if (ret == 0 || fstat(fd, &exe) < 0) {
-		close(fd);
-		return ret;
-	}
-	close(fd);
-	snprintf(path, sizeof(path), "/proc/%u/maps", j->pid);
-	maps = fopen(path, "re");
-	if (!maps)
-		return -errno;
-	ret = -ENOENT;
-	/* The executable mappings of files, bounded. */
-	while (ret < 0 && n < 256 && fgets(line, sizeof(line), maps)) {
-		unsigned long long start, end, pgoff, ino;
-		char perms[8];
-
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %llu", &start, &end, perms, &pgoff,
-			   &ino) != 5 ||
-		    perms[2] != 'x' || !ino || !strchr(line, '/') ||
-		    ino == (unsigned long long)exe.st_ino)
-			continue;
-		n++;
-		ret = find_dso(j, start, end, pgoff);
-	}
-	fclose(maps);
-	return ret;
-}
-
-/* ---- the OTel process context's attribute key names ---- */
-
-/* Reads the process context's key names: the mapping named OTEL_CTX, its
- * header (signature, version 2, payload size and pointer, the time it was
- * published, read again after the payload to know the copy whole). */
-static void find_keys(struct job *j)
-{
-	struct {
-		char signature[8];
-		uint32_t version, size;
-		uint64_t published, payload;
-	} h, again;
-	char path[64], line[512];
-	uint8_t *payload = NULL;
-	unsigned long long start = 0;
-	FILE *maps;
-
-	snprintf(path, sizeof(path), "/proc/%u/maps", j->pid);
-	maps = fopen(path, "re");
-	if (!maps)
-		return;
-	while (fgets(line, sizeof(line), maps))
-		if ((strstr(line, "[anon:OTEL_CTX]") || strstr(line, "[anon_shmem:OTEL_CTX]") ||
-		     strstr(line, "/memfd:OTEL_CTX")) &&
-		    sscanf(line, "%llx-", &start) == 1)
-			break;
-		else
-			start = 0;
-	fclose(maps);
-	if (!start || read_mem(j->pid, start, &h, sizeof(h)) < 0 ||
-	    memcmp(h.signature, "OTEL_CTX", 8) != 0 || h.version != 2 || !h.published || !h.size ||
-	    h.size > OTEL_PAYLOAD_MAX || !(payload = malloc(h.size)))
-		return;
-	if (read_mem(j->pid, h.payload, payload, h.size) == 0 &&
-	    read_mem(j->pid, start, &again, sizeof(again)) == 0 && again.published == h.published)
-		j->nkeys = fr_labelsets_key_map(payload, h.size, j->keys, OTEL_KEYS_MAX);
-	free(payload);
-}
-
-static void job_run(void *arg)
-{
-	struct job *j = arg;
-
-	j->ret_lib = j->lib ? find_lib(j) : -ENOENT;
-	j->ret_exe = find_exe(j);
-	if (j->ret_exe == 0)
-		find_keys(j);
-}
-
-static void job_drop(void *arg)
-{
-	free(arg);
-}
 
 /* ---- processes ---- */
 
@@ -430,7 +162,7 @@ static void enqueue(struct fr_applabels *al, struct al_proc *p)
 static int submit(struct fr_applabels *al, struct al_proc *p)
 {
 	struct fr_tracker_map m;
-	struct job *j;
+	struct fr_al_lookup *j;
 
 	if (al->looking == LOOKING_MAX)
 		return -EAGAIN;
@@ -455,7 +187,7 @@ static int submit(struct fr_applabels *al, struct al_proc *p)
 }
 
 /* What a look-up found for p. */
-static void apply(struct fr_applabels *al, struct al_proc *p, const struct job *j)
+static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al_lookup *j)
 {
 	p->state = P_NONE;
 	if (j->stalled) {
@@ -513,7 +245,7 @@ static void *looker(void *arg)
 
 	pthread_mutex_lock(&al->lk);
 	while (!al->stop) {
-		struct job *j, *res;
+		struct fr_al_lookup *j, *res;
 		uint32_t pid;
 		int64_t start_ns;
 		int ret;
@@ -527,7 +259,8 @@ static void *looker(void *arg)
 		pthread_mutex_unlock(&al->lk);
 		pid = j->pid;
 		start_ns = j->start_ns;
-		ret = fr_worker_call(&al->worker, job_run, job_drop, j, READ_DEADLINE_NS);
+		ret = fr_worker_call(&al->worker, fr_al_lookup_run, fr_al_lookup_drop, j,
+				     READ_DEADLINE_NS);
 		res = j;
 		if (ret == -ETIMEDOUT) {
 			/* The abandoned worker owns (and frees) j: the result is a
@@ -558,7 +291,7 @@ static void *looker(void *arg)
 /* Takes the look-ups' results. */
 static void collect(struct fr_applabels *al)
 {
-	struct job *done[LOOKING_MAX];
+	struct fr_al_lookup *done[LOOKING_MAX];
 	unsigned n;
 	uint64_t count;
 

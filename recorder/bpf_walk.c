@@ -18,6 +18,7 @@
 
 #include "core/store/sample.h"
 #include "core/util/log.h"
+#include "recorder/proc.h"
 
 /* Threads whose stacks are remembered (a power of two; 1 KiB each,
  * touched only when used), looked up in PROBE consecutive slots; more
@@ -118,14 +119,11 @@ static void walk_release(struct fr_bpf_walk *w)
 static int read_user(struct fr_bpf_walk *w, uint32_t pid, uint64_t base, size_t have, uint64_t addr,
 		     void *buf, size_t len)
 {
-	struct iovec local = {.iov_base = buf, .iov_len = len};
-	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-
 	if (addr >= base && addr - base <= have && have - (addr - base) >= len) {
 		memcpy(buf, w->window + (addr - base), len);
 		return 0;
 	}
-	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+	return fr_proc_vm_read(pid, addr, buf, len);
 }
 
 /* The user stack from saved registers: the IP, then the return addresses
@@ -183,15 +181,6 @@ static size_t copy_stack(const struct fr_bpf_walk_regs *r, uint8_t *buf, size_t 
 	return got > 0 ? (size_t)got : 0;
 }
 
-/* Reads `len` bytes at `addr` of process `pid`. Returns 0 or -1. */
-static int peek(uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = {.iov_base = buf, .iov_len = len};
-	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-
-	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
-}
-
 /* A label record whose pointer is at tp + off (the layout of
  * recorder/bpf/labels_read.h's fr_labels_copy). Returns the bytes copied. */
 static uint16_t copy_record(uint32_t pid, uint64_t tp, int64_t off, uint32_t head, uint32_t size_at,
@@ -200,13 +189,13 @@ static uint16_t copy_record(uint32_t pid, uint64_t tp, int64_t off, uint32_t hea
 	uint64_t rec = 0;
 	uint16_t size;
 
-	if (!off || !tp || peek(pid, tp + (uint64_t)off, &rec, sizeof(rec)) < 0 || !rec ||
-	    peek(pid, rec, dst, head) < 0)
+	if (!off || !tp || fr_proc_vm_read(pid, tp + (uint64_t)off, &rec, sizeof(rec)) < 0 ||
+	    !rec || fr_proc_vm_read(pid, rec, dst, head) < 0)
 		return 0;
 	memcpy(&size, dst + size_at, sizeof(size));
 	if (size > max - head)
 		size = (uint16_t)(max - head);
-	if (size && peek(pid, rec + head, dst + head, size) < 0)
+	if (size && fr_proc_vm_read(pid, rec + head, dst + head, size) < 0)
 		return (uint16_t)head;
 	return (uint16_t)(head + size);
 }

@@ -86,12 +86,19 @@ int fr_proc_each_pid(const char *proc, void (*fn)(void *arg, uint32_t pid), void
 
 /* Opens what process `pid` maps at [start, end) for reading: the mapped
  * inode through /proc/PID/map_files, else `path` under /proc/PID/root,
- * else `path` (both with fr_open_untrusted()); a regular file of at most
+ * else `path` (both with fr_open_untrusted(); not with `path` NULL: the
+ * mapped inode or nothing); a regular file of at most
  * `max` bytes, never a FIFO or a device, never through a symbolic link
  * the path's owner planted. The caller checks it is the file it wanted
  * (its build id or inode). Returns the descriptor (and *st when st is not
  * NULL) or -errno. */
 int fr_proc_open_mapped(uint32_t pid, uint64_t start, uint64_t end, const char *path, uint64_t max,
 			struct stat *st);
+
+/* Reads `len` bytes at `addr` of process `pid`'s memory
+ * (process_vm_readv: it may wait on memory its owner holds back, a FUSE
+ * mapping or userfaultfd, so callers that must not wait call it on a
+ * thread of its own). Returns 0, -EFAULT for a short read, or -errno. */
+int fr_proc_vm_read(uint32_t pid, uint64_t addr, void *buf, size_t len);
 
 #endif

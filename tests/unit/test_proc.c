@@ -396,8 +396,27 @@ static void test_tracker_scan(void)
 	fr_tracker_free(t);
 }
 
+/* Another process's memory, read as the labels' look-ups and the stack
+ * reader do (here this process's own): whole, or an error for memory that
+ * is not there, never a part taken for the whole. */
+static void test_vm_read(void)
+{
+	static const char text[] = "flightrec reads this";
+	char buf[sizeof(text)];
+	uint32_t self = (uint32_t)getpid();
+
+	memset(buf, 0, sizeof(buf));
+	CHECK(fr_proc_vm_read(self, (uint64_t)(uintptr_t)text, buf, sizeof(buf)) == 0 &&
+		      memcmp(buf, text, sizeof(text)) == 0,
+	      "fr_proc_vm_read of our own memory");
+	CHECK(fr_proc_vm_read(self, 8, buf, sizeof(buf)) < 0, "an address in no mapping reads");
+	CHECK(fr_proc_vm_read(self, UINT64_MAX - 4, buf, sizeof(buf)) < 0,
+	      "a range past the end of the address space reads");
+}
+
 int main(void)
 {
+	test_vm_read();
 	snprintf(root, sizeof(root), "/tmp/fr-test-proc-XXXXXX");
 	if (!mkdtemp(root)) {
 		perror("mkdtemp");
