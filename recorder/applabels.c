@@ -27,6 +27,8 @@
 
 #define BUCKETS 1024
 #define MAX_PROCS 65536
+/* Processes whose OTel key names are held (16 KiB each at most). */
+#define KEYED_MAX 1024
 /* A look-up that has not returned after this is left to its worker; the
  * process is not looked at again (its samples say "read stalled"). */
 #define READ_DEADLINE_NS 250000000ll
@@ -82,6 +84,7 @@ struct fr_applabels {
 	uint64_t gen;
 	struct al_proc *buckets[BUCKETS];
 	uint32_t nprocs;
+	uint32_t nkeyed; /* processes holding OTel key names */
 	struct fr_worker *worker;
 	struct fr_bpf_labels *bpf;
 	char error[256];
@@ -128,8 +131,10 @@ static struct al_proc *proc_add(struct fr_applabels *al, uint32_t pid)
 	return p;
 }
 
-static void proc_free_keys(struct al_proc *p)
+static void proc_free_keys(struct fr_applabels *al, struct al_proc *p)
 {
+	if (p->keys)
+		al->nkeyed--;
 	for (uint32_t i = 0; p->keys && i < p->nkeys; i++)
 		free(p->keys[i]);
 	free(p->keys);
@@ -141,7 +146,7 @@ static void proc_free_keys(struct al_proc *p)
 /* Forgets what was found of p: the program stops reading it. */
 static void proc_reset(struct fr_applabels *al, struct al_proc *p)
 {
-	proc_free_keys(p);
+	proc_free_keys(al, p);
 	if (p->state == P_READY && al->bpf)
 		fr_bpf_labels_forget(al->bpf, p->pid);
 	p->state = P_NEW;
@@ -220,7 +225,11 @@ static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al
 		p->fr_off = j->fr_off;
 	if (j->ret_exe == 0)
 		p->otel_off = j->otel_off;
-	if (j->nkeys && !p->keys && (p->keys = calloc(j->nkeys, sizeof(*p->keys)))) {
+	/* Key names take up to 16 KiB a process: held for KEYED_MAX at most
+	 * (the others' attributes read otel.attr.N). */
+	if (j->nkeys && !p->keys && al->nkeyed < KEYED_MAX &&
+	    (p->keys = calloc(j->nkeys, sizeof(*p->keys)))) {
+		al->nkeyed++;
 		uint64_t id = 0xcbf29ce484222325ull;
 
 		for (uint32_t i = 0; i < j->nkeys; i++) {
@@ -668,7 +677,7 @@ void fr_applabels_free(struct fr_applabels *al)
 			struct al_proc *p = al->buckets[b];
 
 			al->buckets[b] = p->next;
-			proc_free_keys(p);
+			proc_free_keys(al, p);
 			free(p);
 		}
 	}

@@ -15,8 +15,9 @@
  * names when the process's key map is known (fr_labelsets_otel_keys),
  * else "otel.attr.N". At most FR_CHUNK_APP_PAIRS pairs.
  *
- * Memory is bounded: at most FR_LABELSETS_MAX sets (each its raw bytes
- * and its strings, a few hundred bytes); when full, the sets no sample
+ * Memory is bounded: at most FR_LABELSETS_MAX sets, each its raw bytes
+ * and its strings (a few hundred bytes, at most ~3.5 KiB: 56 MiB for a
+ * full table of the largest records); when full, the sets no sample
  * referred to in the last two seals are dropped (ids are
  * generation-tagged, so a stale id resolves to nothing rather than to
  * another set); when none can go, the observation gets the set
@@ -31,7 +32,7 @@
 
 #include "core/store/chunk.h"
 
-#define FR_LABELSETS_MAX 65536
+#define FR_LABELSETS_MAX 16384
 
 struct fr_labelsets;
 

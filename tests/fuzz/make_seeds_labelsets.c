@@ -284,12 +284,12 @@ void make_labelsets_seeds(void)
 	put8(FUZZ_LS_SEAL);
 	put8(FUZZ_LS_SEAL);
 	put8(FUZZ_LS_FILL);
-	put16(0xffff); /* FR_LABELSETS_MAX - 1 free slots: the table full */
+	put16(0xffff); /* more than FR_LABELSETS_MAX: the table full */
 	op_intern(0, &one, n_one, NULL, 0);
 	seed("fill-drop-reuse");
 	/* A full table whose sets were all used since the last seal. */
 	put8(FUZZ_LS_FILL);
-	put16(0xffff); /* FR_LABELSETS_MAX - 1 free slots: the table full */
+	put16(0xffff); /* more than FR_LABELSETS_MAX: the table full */
 	op_intern(0, &eight, n_eight, NULL, 0);
 	seed("fill-full");
 	/* A process context's payload whose key map names "http.route" (the
