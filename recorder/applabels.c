@@ -18,6 +18,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/util/htable.h"
 #include "core/util/log.h"
 #include "core/util/worker.h"
 #include "flightrec/labels_abi.h"
@@ -229,14 +230,13 @@ static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al
 	 * (the others' attributes read otel.attr.N). */
 	if (j->nkeys && !p->keys && al->nkeyed < KEYED_MAX &&
 	    (p->keys = calloc(j->nkeys, sizeof(*p->keys)))) {
-		al->nkeyed++;
-		uint64_t id = 0xcbf29ce484222325ull;
+		uint64_t id = FR_FNV_OFFSET;
 
+		al->nkeyed++;
+		/* Each name with its NUL: "ab","c" is not "a","bc". */
 		for (uint32_t i = 0; i < j->nkeys; i++) {
 			p->keys[i] = strdup(j->keys[i]);
-			for (const char *c = j->keys[i]; *c; c++)
-				id = (id ^ (uint8_t)*c) * 0x100000001b3ull;
-			id = (id ^ 0xff) * 0x100000001b3ull;
+			id = fr_fnv1a(id, j->keys[i], strlen(j->keys[i]) + 1);
 		}
 		p->nkeys = j->nkeys;
 		p->keys_id = id ? id : 1;

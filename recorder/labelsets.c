@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/htable.h"
+#include "core/util/le.h"
 #include "flightrec/labels_abi.h"
 #include "recorder/bpf/labels_bpf.h"
 
@@ -49,23 +51,13 @@ struct fr_labelsets {
 	struct draft draft;
 };
 
-static uint64_t hash_bytes(uint64_t h, const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static uint64_t raw_hash(const uint8_t *fr, size_t fr_len, const uint8_t *otel, size_t otel_len)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	static const uint8_t sep = 0xff;
+	uint64_t h = fr_fnv1a(FR_FNV_OFFSET, fr, fr_len);
 
-	h = hash_bytes(h, fr, fr_len);
-	h ^= 0xff;
-	h *= 0x100000001b3ull;
-	return hash_bytes(h, otel, otel_len) ^ (fr_len << 32) ^ otel_len;
+	h = fr_fnv1a(h, &sep, 1);
+	return fr_fnv1a(h, otel, otel_len) ^ ((uint64_t)fr_len << 32) ^ otel_len;
 }
 
 struct fr_labelsets *fr_labelsets_new(void)
@@ -288,20 +280,6 @@ struct keys {
 	uint32_t nkeys, max;
 };
 
-/* A protobuf varint at *at (bounded by end). Returns 0 or -1. */
-static int pb_varint(const uint8_t **at, const uint8_t *end, uint64_t *v)
-{
-	*v = 0;
-	for (int shift = 0; shift < 64 && *at < end; shift += 7) {
-		uint8_t b = *(*at)++;
-
-		*v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return 0;
-	}
-	return -1;
-}
-
 /* The next field of a message: its number, and for a length-delimited one
  * its bytes; other wire types skipped. Returns 1 with a field, 0 at the
  * end, -1 for a malformed message. */
@@ -312,13 +290,13 @@ static int pb_field(const uint8_t **at, const uint8_t *end, uint32_t *num, const
 
 	if (*at >= end)
 		return 0;
-	if (pb_varint(at, end, &tag) < 0)
+	if (fr_varint_get(at, end, &tag) < 0)
 		return -1;
 	*num = (uint32_t)(tag >> 3);
 	*val = NULL;
 	*len = 0;
 	switch (tag & 7) {
-	case 0: return pb_varint(at, end, &v) < 0 ? -1 : 1;
+	case 0: return fr_varint_get(at, end, &v) < 0 ? -1 : 1;
 	case 1:
 		if (end - *at < 8)
 			return -1;
@@ -330,7 +308,7 @@ static int pb_field(const uint8_t **at, const uint8_t *end, uint32_t *num, const
 		*at += 4;
 		return 1;
 	case 2:
-		if (pb_varint(at, end, &v) < 0 || v > (uint64_t)(end - *at))
+		if (fr_varint_get(at, end, &v) < 0 || v > (uint64_t)(end - *at))
 			return -1;
 		*val = *at;
 		*len = (size_t)v;
