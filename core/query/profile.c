@@ -69,6 +69,7 @@ static int counting_write(void *arg, const void *buf, size_t len)
 
 struct cached {
 	struct fr_chunk *chunk; /* NULL: decode again in pass 2 */
+	bool unreadable;	/* pass 1 could not read it: skipped after */
 };
 
 int fr_profile_format_parse(const char *name)
@@ -78,17 +79,6 @@ int fr_profile_format_parse(const char *name)
 	if (strcmp(name, "folded") == 0)
 		return FR_PROFILE_FOLDED;
 	return -EINVAL;
-}
-
-static int load(struct fr_ring *ring, const struct fr_ring_ref *ref, struct fr_chunk **out)
-{
-	void *buf = NULL;
-	int ret = fr_ring_read(ring, ref, &buf);
-
-	if (ret == 0)
-		ret = fr_chunk_decode(buf, ref->len, out);
-	free(buf);
-	return ret;
 }
 
 /* Checks the request and sets up the events and the cgroup of `b`.
@@ -213,15 +203,39 @@ struct window {
 	struct fr_ring_ref *refs;
 	size_t nrefs;
 	struct cached *cache;
+	bool stale;	  /* a chunk was moved (or overwritten) meanwhile */
+	uint64_t damaged; /* chunks the ring dropped as damaged */
 };
+
+/* Reads and decodes chunk `r` of the window. A chunk the journal's merge
+ * moved (and its place in the journal taken since the index was read)
+ * reads -ESTALE: the window is marked, to be read again where the merged
+ * chunk now is. A damaged chunk is dropped from the ring's index (the
+ * next read of the window does not list it) and counted. */
+static int load(struct window *w, size_t r, struct fr_chunk **out)
+{
+	void *buf = NULL;
+	int ret = fr_ring_read(w->ring, &w->refs[r], &buf);
+
+	if (ret == -ESTALE)
+		w->stale = true;
+	if (ret == -EBADMSG)
+		w->damaged++;
+	if (ret == 0)
+		ret = fr_chunk_decode(buf, w->refs[r].len, out);
+	free(buf);
+	if (ret < 0)
+		w->cache[r].unreadable = true;
+	return ret;
+}
 
 /* Chunk `r` of the window, decoded again unless cached; NULL when it
  * cannot be read. Give it back with put_chunk(). */
-static struct fr_chunk *get_chunk(const struct window *w, size_t r)
+static struct fr_chunk *get_chunk(struct window *w, size_t r)
 {
 	struct fr_chunk *c = w->cache[r].chunk;
 
-	if (!c && load(w->ring, &w->refs[r], &c) < 0)
+	if (!c && (w->cache[r].unreadable || load(w, r, &c) < 0))
 		return NULL;
 	return c;
 }
@@ -249,7 +263,7 @@ static int read_rates(struct builder *b, struct window *w, struct fr_profile_res
 
 		if (stopped(req, err, errlen))
 			return -ECANCELED;
-		ret = load(w->ring, &w->refs[r], &c);
+		ret = load(w, r, &c);
 		if (ret < 0) {
 			res->chunks_skipped++;
 			continue;
@@ -289,8 +303,8 @@ static int read_rates(struct builder *b, struct window *w, struct fr_profile_res
 /* Pass 2: downsamples and aggregates the samples of the window, then
  * totals the events' counts in `res`. Returns 0, -ECANCELED or -ENOMEM
  * with a message in `err`. */
-static int aggregate(struct builder *b, const struct window *w, struct fr_profile_result *res,
-		     char *err, size_t errlen)
+static int aggregate(struct builder *b, struct window *w, struct fr_profile_result *res, char *err,
+		     size_t errlen)
 {
 	int ret;
 
@@ -441,6 +455,37 @@ static int close_window(struct builder *b, struct window *w, int ret, char *err,
 	return ret < 0 ? ret : 0;
 }
 
+/* How many times a window whose chunks the journal's merge moved while it
+ * was read is read again (a merge every 10 s: once is nearly always
+ * enough). */
+#define STALE_RETRIES 3
+
+/* open_window(), and with `both` the aggregation too, read again from the
+ * index while a chunk read went stale: nothing is written before the
+ * window is read whole. The damaged chunks an earlier read dropped stay
+ * counted in res->chunks_skipped. Returns as open_window(). */
+static int read_window(struct builder *b, struct window *w, const struct fr_profile_request *req,
+		       struct fr_profile_result *res, bool both, char *err, size_t errlen)
+{
+	uint64_t damaged = 0;
+	int ret;
+
+	for (int attempt = 0;; attempt++) {
+		ret = open_window(b, w, req, res, err, errlen);
+		if (ret == 0 && both) {
+			profile_set_targets(b, res);
+			ret = aggregate(b, w, res, err, errlen);
+		}
+		if (ret < 0 || !w->stale || attempt == STALE_RETRIES)
+			break;
+		damaged += w->damaged;
+		close_window(b, w, 0, err, errlen);
+		*w = (struct window){.ring = w->ring};
+	}
+	res->chunks_skipped += damaged;
+	return ret;
+}
+
 int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req, fr_write_fn sink,
 		     void *sink_arg, struct fr_profile_result *res, char *err, size_t errlen)
 {
@@ -449,11 +494,7 @@ int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req,
 	struct counting_sink counter = {.sink = sink, .arg = sink_arg};
 	int ret;
 
-	ret = open_window(&b, &w, req, res, err, errlen);
-	if (ret < 0)
-		goto out;
-	profile_set_targets(&b, res);
-	ret = aggregate(&b, &w, res, err, errlen);
+	ret = read_window(&b, &w, req, res, true, err, errlen);
 	if (ret < 0)
 		goto out;
 	ret = write_aggregate(&b, coverage(ring, req, res), &counter, res, err, errlen);
@@ -469,7 +510,7 @@ int fr_profile_count(struct fr_ring *ring, const struct fr_profile_request *req,
 	struct kset seen = {0};
 	int ret;
 
-	ret = open_window(&b, &w, req, res, err, errlen);
+	ret = read_window(&b, &w, req, res, false, err, errlen);
 	for (uint32_t e = 0; ret == 0 && e < b.nev; e++)
 		res->samples_seen += b.ev[e].res->samples_seen;
 	for (size_t r = 0; ret == 0 && procs && r < w.nrefs; r++) {

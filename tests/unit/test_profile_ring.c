@@ -324,6 +324,97 @@ static void test_budget_and_stop(void)
 	test_ring_done(r);
 }
 
+/* A query that meets the journal's merge: the window's chunks sit in the
+ * journal when the query lists them; before it reads them, the group is
+ * merged into a segment and the journal goes round over their places
+ * (the recorder's writer does this while a request reads). Every sample
+ * of the window is still in the profile, read again where the merge put
+ * it, and no chunk is counted as lost to damage. */
+struct merge_race {
+	struct fr_ring *r;
+	struct fr_ring_ref first; /* the window's first chunk, in the journal */
+	int done;
+	int stale; /* the journal went round over it */
+};
+
+static int merge_then_wrap(void *arg)
+{
+	struct merge_race *m = arg;
+	struct writer w;
+	void *buf = NULL;
+
+	if (m->done++)
+		return 0;
+	/* Later chunks: the first stores the window's group (merged), the
+	 * rest fill the journal until it goes round over the window's. */
+	w_init(&w, m->r);
+	for (int k = 0; k < 20000 && !m->stale; k++) {
+		for (int i = 0; i < 50; i++)
+			w_add(&w, T0 + 100 * SEC + k * SEC / 10 + i * PERIOD_99 / 100, PID_WEB,
+			      PID_WEB, (uint32_t)(i % 2), 99, i % NSTACKS);
+		w_seal(&w);
+		m->stale = fr_ring_read(m->r, &m->first, &buf) == -ESTALE;
+		free(buf);
+		buf = NULL;
+	}
+	w_fini(&w);
+	return 0;
+}
+
+static void test_merge_race(void)
+{
+	char path[400], err[512];
+	struct merge_race m = {0};
+	struct fr_ring_ref *refs = NULL;
+	size_t nrefs = 0;
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct fr_ring_stats st;
+	struct writer w;
+	struct out o = {0};
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/merge-race.ring", tmpdir);
+	ret = fr_ring_open(&m.r, path, RING_SIZE, RING_SEG, FR_RING_CREATE | FR_RING_JOURNAL, err,
+			   sizeof(err));
+	CHECK(ret == 0, "fr_ring_open with a journal: %d %s", ret, err);
+	if (ret < 0)
+		return;
+	fr_ring_set_sync_interval(m.r, -1);
+	fr_ring_get_stats(m.r, &st);
+	CHECK(st.journal_size > 0, "the ring has no journal");
+	w_init(&w, m.r);
+	for (int c = 0; c < 4; c++) {
+		for (int i = 0; i < 25; i++)
+			w_add(&w, T0 + c * SEC + i * PERIOD_99, PID_APP, PID_APP, 0, 99, ST_USER);
+		w_seal(&w);
+	}
+	w_fini(&w);
+	CHECK(fr_ring_query(m.r, T0, T0 + 4 * SEC, &refs, &nrefs) == 0 && nrefs == 4,
+	      "query: %zu chunks, want 4", nrefs);
+	if (nrefs != 4) {
+		free(refs);
+		fr_ring_close(m.r);
+		return;
+	}
+	m.first = refs[0];
+	free(refs);
+	req_init(&q, T0, T0 + 4 * SEC, 0);
+	q.stop = merge_then_wrap;
+	q.stop_arg = &m;
+	if (run(m.r, &q, &res, &o, "merge-race") == 0) {
+		CHECK(m.done > 0 && m.stale, "the journal did not go round over the window (%d)",
+		      m.done);
+		CHECK(res.samples_kept == 100 && res.chunks_skipped == 0,
+		      "after the journal's merge: kept %" PRIu64 " of 100 samples, %" PRIu64
+		      " chunks skipped",
+		      res.samples_kept, res.chunks_skipped);
+	}
+	out_free(&o);
+	fr_ring_close(m.r);
+	unlink(path);
+}
+
 int main(void)
 {
 	if (fixture_init("profile-ring") != 0)
@@ -333,5 +424,6 @@ int main(void)
 	test_corrupt_chunk();
 	test_result_fields();
 	test_counters_only_chunk();
+	test_merge_race();
 	return fixture_fini();
 }
