@@ -160,7 +160,9 @@
  * above is unchanged:
  *   strings:   count; each: v len (1..FR_CHUNK_STRING_MAX), len bytes.
  *              These are ids 1..count; id 0 is "".
- *   sets:      count (<= FR_CHUNK_APP_SETS_MAX); each: v npairs
+ *   sets:      count (<= FR_CHUNK_APP_SETS_MAX + 1: the samples past the
+ *              most get one more set, {FR_APP_REASON_KEY: "dropped: too
+ *              many sets in chunk"}); each: v npairs
  *              (1..FR_CHUNK_APP_PAIRS), npairs x (v key id (>= 1), v value
  *              id). These are sets 1..count; set 0 is "no labels".
  *   app:       the set of each sample, as runs like the columns above
@@ -232,7 +234,7 @@
 /* Pairs in one application label set, and distinct sets in one chunk (a
  * sample beyond that has a reason label instead). */
 #define FR_CHUNK_APP_PAIRS 16
-#define FR_CHUNK_APP_SETS_MAX 4096
+#define FR_CHUNK_APP_SETS_MAX 65536
 /* The section ids of the block's optional sections. */
 #define FR_CHUNK_SECTION_APP 3
 /* The recorder's key for why a sample has no application labels. */

@@ -41,30 +41,55 @@ static void appseal_fini(struct appseal *a)
 	free(a->slots);
 }
 
-static int appseal_init(struct appseal *a, uint32_t nsamples)
+/* Room for `cap` sets (and their pairs) in a, the slots found again. */
+static int appseal_size(struct appseal *a, uint32_t cap)
 {
-	uint32_t cap = nsamples < FR_CHUNK_APP_SETS_MAX ? nsamples : FR_CHUNK_APP_SETS_MAX;
 	size_t slots = 16;
-	int ret;
+	struct appset *sets = realloc(a->sets, cap * sizeof(*sets));
+	uint32_t *ids;
 
-	memset(a, 0, sizeof(*a));
-	while (slots < 2 * (size_t)cap + 2)
-		slots <<= 1;
-	/* Every pair of every set, the reason pair and "". */
-	ret = chunk_strtab_init(&a->strs, 3 + 2 * FR_CHUNK_APP_PAIRS * (size_t)cap);
-	a->cap = cap + 1;
-	a->sets = malloc(a->cap * sizeof(*a->sets));
-	a->ids = malloc(a->cap * 2 * FR_CHUNK_APP_PAIRS * sizeof(*a->ids));
-	a->slots = calloc(slots, sizeof(*a->slots));
-	a->mask = (uint32_t)(slots - 1);
-	if (ret < 0 || !a->sets || !a->ids || !a->slots)
+	if (!sets)
 		return -ENOMEM;
+	a->sets = sets;
+	ids = realloc(a->ids, (size_t)cap * 2 * FR_CHUNK_APP_PAIRS * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	a->ids = ids;
+	while (slots < 2 * (size_t)cap)
+		slots <<= 1;
+	free(a->slots);
+	a->slots = calloc(slots, sizeof(*a->slots));
+	if (!a->slots)
+		return -ENOMEM;
+	a->cap = cap;
+	a->mask = (uint32_t)(slots - 1);
+	for (uint32_t i = 0; i < a->nsets; i++) {
+		uint32_t slot = (uint32_t)a->sets[i].hash & a->mask;
+
+		while (a->slots[slot])
+			slot = (slot + 1) & a->mask;
+		a->slots[slot] = i + 1;
+	}
 	return 0;
 }
 
+/* The tables start small: most chunks have few sets however many samples
+ * they hold, and grow (to FR_CHUNK_APP_SETS_MAX and the reason set) for
+ * those that have more. */
+static int appseal_init(struct appseal *a, uint32_t nsamples)
+{
+	uint32_t cap = nsamples < 64 ? nsamples + 1 : 64;
+
+	memset(a, 0, sizeof(*a));
+	/* Every pair of every set, the reason pair and "". */
+	if (chunk_strtab_init(&a->strs, 3 + 2 * (size_t)cap) < 0)
+		return -ENOMEM;
+	return appseal_size(a, cap);
+}
+
 /* The set (1-based) of pairs given as string ids, added when new; 0 when
- * the chunk has FR_CHUNK_APP_SETS_MAX sets already. */
-static uint32_t appseal_set(struct appseal *a, const uint32_t *ids, uint32_t npairs)
+ * the chunk has FR_CHUNK_APP_SETS_MAX sets already; -ENOMEM. */
+static int64_t appseal_set(struct appseal *a, const uint32_t *ids, uint32_t npairs)
 {
 	uint64_t h = 0x243f6a8885a308d3ull;
 	uint32_t slot;
@@ -78,8 +103,17 @@ static uint32_t appseal_set(struct appseal *a, const uint32_t *ids, uint32_t npa
 		    memcmp(&a->ids[s->first], ids, 2 * npairs * sizeof(*ids)) == 0)
 			return a->slots[slot];
 	}
-	if (a->nsets >= a->cap || a->nsets >= FR_CHUNK_APP_SETS_MAX)
+	if (a->nsets >= FR_CHUNK_APP_SETS_MAX)
 		return 0;
+	/* Room is kept for the reason set. */
+	if (a->nsets + 1 >= a->cap) {
+		uint32_t cap = 2 * a->cap < FR_CHUNK_APP_SETS_MAX + 1 ? 2 * a->cap
+								      : FR_CHUNK_APP_SETS_MAX + 1;
+
+		if (appseal_size(a, cap) < 0)
+			return -ENOMEM;
+		return appseal_set(a, ids, npairs);
+	}
 	a->sets[a->nsets] = (struct appset){.hash = h, .first = a->nids, .npairs = npairs};
 	memcpy(&a->ids[a->nids], ids, 2 * npairs * sizeof(*ids));
 	a->nids += 2 * npairs;
@@ -87,12 +121,26 @@ static uint32_t appseal_set(struct appseal *a, const uint32_t *ids, uint32_t npa
 	return a->nsets;
 }
 
+/* The id of string `s` (NULL is ""), interned unless the chunk is full:
+ * a full chunk takes no new string (-ENOENT), the set it would make being
+ * dropped. -ENOMEM. */
+static int64_t app_string(struct appseal *a, const char *s)
+{
+	size_t len = s ? strnlen(s, FR_CHUNK_STRING_MAX) : 0;
+
+	if (a->nsets >= FR_CHUNK_APP_SETS_MAX)
+		return chunk_strtab_find_n(&a->strs, s, len);
+	return chunk_strtab_intern_n(&a->strs, s, len);
+}
+
 /* The chunk's set of the labels ops gives for builder sample i. */
 static int64_t appseal_sample(struct appseal *a, const struct fr_chunk_builder *b,
 			      const struct fr_chunk_meta_ops *ops, uint32_t i)
 {
 	struct fr_app_label lab[FR_CHUNK_APP_PAIRS];
-	uint32_t ids[2 * FR_CHUNK_APP_PAIRS], set;
+	uint32_t ids[2 * FR_CHUNK_APP_PAIRS];
+	bool absent = false;
+	int64_t set;
 	int n = ops->app_labels(ops->arg, b->stacks[b->stack[i]].pid, b->tid[i], b->time[i],
 				b->app_ref[i], lab);
 
@@ -100,24 +148,20 @@ static int64_t appseal_sample(struct appseal *a, const struct fr_chunk_builder *
 		return 0;
 	if (n > FR_CHUNK_APP_PAIRS)
 		n = FR_CHUNK_APP_PAIRS;
-	for (int k = 0; k < n; k++) {
-		const char *key = lab[k].key ? lab[k].key : "";
-		const char *val = lab[k].value ? lab[k].value : "";
-		int64_t ki =
-			chunk_strtab_intern_n(&a->strs, key, strnlen(key, FR_CHUNK_STRING_MAX));
-		int64_t vi =
-			chunk_strtab_intern_n(&a->strs, val, strnlen(val, FR_CHUNK_STRING_MAX));
+	for (int k = 0; k < n && !absent; k++) {
+		int64_t ki = app_string(a, lab[k].key), vi = app_string(a, lab[k].value);
 
-		if (ki < 0 || vi < 0)
+		if (ki == -ENOMEM || vi == -ENOMEM)
 			return -ENOMEM;
 		if (ki == 0)
 			return 0; /* a key is never "" */
+		absent = ki < 0 || vi < 0;
 		ids[2 * k] = (uint32_t)ki;
 		ids[2 * k + 1] = (uint32_t)vi;
 	}
-	set = appseal_set(a, ids, (uint32_t)n);
-	if (set)
-		return set;
+	set = absent ? 0 : appseal_set(a, ids, (uint32_t)n);
+	if (set != 0)
+		return set; /* or -ENOMEM */
 	if (!a->reason) {
 		/* Room is kept for it: cap is one more than the sets allowed. */
 		int64_t ki = chunk_strtab_intern_n(&a->strs, FR_APP_REASON_KEY,
@@ -251,13 +295,19 @@ static int app_strings(struct ard *r, struct fr_chunk *c)
 static int app_sets(struct ard *r, struct fr_chunk *c)
 {
 	uint32_t n, npairs = 0;
+	size_t most;
 
-	/* Each set takes three bytes at least. */
-	if (ard_u32(r, FR_CHUNK_APP_SETS_MAX + 1, &n) < 0 || n > (size_t)(r->end - r->p) / 3)
+	/* Each set takes three bytes at least; the reason set comes after
+	 * the most the format keeps. */
+	if (ard_u32(r, FR_CHUNK_APP_SETS_MAX + 2, &n) < 0 || n > (size_t)(r->end - r->p) / 3)
 		return -EBADMSG;
+	/* Each pair takes two bytes at least. */
+	most = (size_t)n * FR_CHUNK_APP_PAIRS;
+	if (most > (size_t)(r->end - r->p) / 2)
+		most = (size_t)(r->end - r->p) / 2;
 	c->apps = calloc((size_t)n + 1, sizeof(*c->apps));
-	c->app_keys = malloc(((size_t)n * FR_CHUNK_APP_PAIRS + 1) * sizeof(*c->app_keys));
-	c->app_values = malloc(((size_t)n * FR_CHUNK_APP_PAIRS + 1) * sizeof(*c->app_values));
+	c->app_keys = malloc((most + 1) * sizeof(*c->app_keys));
+	c->app_values = malloc((most + 1) * sizeof(*c->app_values));
 	if (!c->apps || !c->app_keys || !c->app_values)
 		return -ENOMEM;
 	for (uint32_t i = 1; i <= n; i++) {
@@ -267,7 +317,8 @@ static int app_sets(struct ard *r, struct fr_chunk *c)
 			return -EBADMSG;
 		ls->first = npairs;
 		for (uint32_t k = 0; k < ls->npairs; k++, npairs++) {
-			if (ard_u32(r, c->napp_strings, &c->app_keys[npairs]) < 0 ||
+			if (npairs >= most ||
+			    ard_u32(r, c->napp_strings, &c->app_keys[npairs]) < 0 ||
 			    c->app_keys[npairs] == 0 ||
 			    ard_u32(r, c->napp_strings, &c->app_values[npairs]) < 0)
 				return -EBADMSG;

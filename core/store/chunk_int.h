@@ -279,6 +279,9 @@ int chunk_decode_creators(struct fr_chunk *c, const unsigned char *p, size_t len
  * `len` bytes, interned (-ENOMEM past the capacity); its release. */
 int chunk_strtab_init(struct strtab *t, size_t max_strings);
 int64_t chunk_strtab_intern_n(struct strtab *t, const void *s, size_t len);
+/* The id of the `len` bytes at `s` (0 when len is 0), -ENOENT when the
+ * table does not hold them. */
+int64_t chunk_strtab_find_n(const struct strtab *t, const void *s, size_t len);
 void chunk_strtab_fini(struct strtab *t);
 
 /* Writes the strings of t from id `from` on, as the block stores them. */

@@ -18,20 +18,45 @@
 #include <string.h>
 
 #include "core/store/chunk_int.h"
+#include "core/util/htable.h"
+
+/* Sizes the table's entries and slots for `cap` strings. */
+static int strtab_size(struct strtab *t, size_t cap)
+{
+	size_t slots = 16;
+	void *ent = realloc(t->ent, cap * sizeof(*t->ent));
+	uint32_t *s;
+
+	if (!ent)
+		return -ENOMEM;
+	t->ent = ent;
+	while (slots < 2 * cap)
+		slots <<= 1;
+	s = calloc(slots, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	free(t->slots);
+	t->slots = s;
+	t->cap = (uint32_t)cap;
+	t->mask = (uint32_t)(slots - 1);
+	/* Entries interned so far find their slots again. */
+	for (uint32_t id = 1; id < t->n; id++) {
+		uint32_t slot = (uint32_t)fr_fnv1a(FR_FNV_OFFSET, t->blob.p + t->ent[id].off,
+						   t->ent[id].len) &
+				t->mask;
+
+		while (t->slots[slot])
+			slot = (slot + 1) & t->mask;
+		t->slots[slot] = id + 1;
+	}
+	return 0;
+}
 
 int chunk_strtab_init(struct strtab *t, size_t max_strings)
 {
-	size_t slots = 16;
-
-	while (slots < 2 * max_strings)
-		slots <<= 1;
 	memset(t, 0, sizeof(*t));
-	t->ent = malloc(max_strings * sizeof(*t->ent));
-	t->slots = calloc(slots, sizeof(*t->slots));
-	if (!t->ent || !t->slots)
+	if (strtab_size(t, max_strings ? max_strings : 1) < 0)
 		return -ENOMEM;
-	t->cap = (uint32_t)max_strings;
-	t->mask = (uint32_t)(slots - 1);
 	t->ent[0].off = 0;
 	t->ent[0].len = 0;
 	t->n = 1;
@@ -45,26 +70,47 @@ void chunk_strtab_fini(struct strtab *t)
 	free(t->slots);
 }
 
-/* Returns the id of the `len` bytes at `s` (0 when len is 0), or -ENOMEM. */
-int64_t chunk_strtab_intern_n(struct strtab *t, const void *s, size_t len)
+/* The id of the `len` bytes at `s`, or -ENOENT with *slot the free slot
+ * they would take. */
+static int64_t strtab_find(const struct strtab *t, const void *s, size_t len, uint32_t *slot)
 {
-	const unsigned char *c = s;
-	uint64_t h = 0xcbf29ce484222325ull;
-	uint32_t slot;
+	uint32_t i;
 
-	if (len == 0)
-		return 0;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ c[i]) * 0x100000001b3ull;
-	for (slot = (uint32_t)h & t->mask; t->slots[slot]; slot = (slot + 1) & t->mask) {
-		uint32_t id = t->slots[slot] - 1;
+	for (i = (uint32_t)fr_fnv1a(FR_FNV_OFFSET, s, len) & t->mask; t->slots[i];
+	     i = (i + 1) & t->mask) {
+		uint32_t id = t->slots[i] - 1;
 
 		if (t->ent[id].len == len && memcmp(t->blob.p + t->ent[id].off, s, len) == 0)
 			return id;
 	}
-	/* The caller sized the table for every entry it can intern. */
-	if (t->n >= t->cap)
-		return -ENOMEM;
+	*slot = i;
+	return -ENOENT;
+}
+
+int64_t chunk_strtab_find_n(const struct strtab *t, const void *s, size_t len)
+{
+	uint32_t slot;
+
+	return len ? strtab_find(t, s, len, &slot) : 0;
+}
+
+/* Returns the id of the `len` bytes at `s` (0 when len is 0), or -ENOMEM.
+ * A table given fewer strings than it is asked for grows. */
+int64_t chunk_strtab_intern_n(struct strtab *t, const void *s, size_t len)
+{
+	uint32_t slot;
+	int64_t id;
+
+	if (len == 0)
+		return 0;
+	id = strtab_find(t, s, len, &slot);
+	if (id >= 0)
+		return id;
+	if (t->n >= t->cap) {
+		if (t->cap >= UINT32_MAX / 4 || strtab_size(t, 2 * (size_t)t->cap) < 0)
+			return -ENOMEM;
+		strtab_find(t, s, len, &slot);
+	}
 	wb_bytes(&t->blob, s, len);
 	if (t->blob.err)
 		return t->blob.err;

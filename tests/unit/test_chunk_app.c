@@ -1,7 +1,8 @@
 /* Chunk application labels (the section after the samples): each sample's
  * set as the seal's ops gave it, through encoding, decoding and a merge;
  * chunks without the section read as before; a section that lies is
- * refused. */
+ * refused; a chunk with more sets than the format keeps says so and is
+ * read. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,9 +158,83 @@ static void test_round_trip_and_merge(void)
 	}
 }
 
+/* Every sample its own set: request ids at a high rate. */
+static int unique_labels(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns, uint32_t ref,
+			 struct fr_app_label *out)
+{
+	static char id[32];
+
+	(void)arg;
+	(void)pid;
+	(void)tid;
+	(void)ref;
+	snprintf(id, sizeof(id), "%lld", (long long)(time_ns - BASE_NS));
+	out[0] = (struct fr_app_label){"req_id", id};
+	return 1;
+}
+
+/* More sets than a chunk keeps: the samples past FR_CHUNK_APP_SETS_MAX
+ * carry the reason set, and the chunk (and a merge of two) still decodes:
+ * the reason set is one more than the most the format keeps. */
+static void test_too_many_sets(void)
+{
+	enum { N = FR_CHUNK_APP_SETS_MAX + 500 };
+	struct fr_chunk_builder *b[2];
+	struct fr_chunk_meta_ops ops = fake_ops;
+	struct fr_chunk *c[2] = {0}, *m = NULL;
+	uint64_t ips[3] = {0x400100, 0x400200, 0x400300};
+	void *buf[2] = {0}, *merged = NULL;
+	size_t len[2], mlen;
+
+	ops.app_labels = unique_labels;
+	for (int k = 0; k < 2; k++) {
+		b[k] = fr_chunk_builder_new(N, 8 << 20);
+		for (int i = 0; b[k] && i < N; i++) {
+			struct fr_sample s = {
+				.time_ns = BASE_NS + ((int64_t)k * N + i) * 1000,
+				.pid = 100,
+				.tid = 104,
+				.weight = 1000000,
+				.rate_hz = 1000,
+				.nr_frames = 3,
+				.ips = ips,
+			};
+			CHECK(fr_chunk_builder_add(b[k], &s) == 0, "add %d", i);
+		}
+		CHECK(b[k] && fr_chunk_builder_seal(b[k], &ops, 0, &buf[k], &len[k]) == 0, "seal");
+		CHECK(buf[k] && fr_chunk_decode(buf[k], len[k], &c[k]) == 0,
+		      "a chunk of %d sets does not decode", N);
+		fr_chunk_builder_free(b[k]);
+	}
+	if (c[0]) {
+		const char *first = app_value(c[0], 0, "req_id");
+		const char *last = app_value(c[0], N - 1, FR_APP_REASON_KEY);
+
+		CHECK(c[0]->napps == FR_CHUNK_APP_SETS_MAX + 2, "%u sets, want %d", c[0]->napps,
+		      FR_CHUNK_APP_SETS_MAX + 2);
+		CHECK(first && strcmp(first, "0") == 0, "sample 0 has req_id %s",
+		      first ? first : "-");
+		CHECK(last && strstr(last, "too many sets"), "the last sample says %s",
+		      last ? last : "nothing");
+	}
+	if (c[0] && c[1]) {
+		CHECK(fr_chunk_merge(c, 2, 16 << 20, &merged, &mlen) == 0, "merge");
+		CHECK(merged && fr_chunk_decode(merged, mlen, &m) == 0,
+		      "the merge of two full chunks does not decode");
+		CHECK(!m || m->nsamples == 2 * N, "merged %u samples", m ? m->nsamples : 0);
+	}
+	fr_chunk_free(m);
+	free(merged);
+	for (int k = 0; k < 2; k++) {
+		fr_chunk_free(c[k]);
+		free(buf[k]);
+	}
+}
+
 int main(void)
 {
 	test_round_trip_and_merge();
+	test_too_many_sets();
 	if (failures) {
 		fprintf(stderr, "test_chunk_app: %d failure(s)\n", failures);
 		return 1;
