@@ -67,25 +67,20 @@ grep -q '^Samples:$' "$T/both.raw" || fail "no samples section"
 sed -n '/^Samples:$/{n;p;q}' "$T/both.raw" | grep -Eq '^ *samples/count offcpu/nanoseconds(\[dflt\])? cpu/nanoseconds *$' ||
 	fail "sample types are not [samples/count, offcpu/nanoseconds, cpu/nanoseconds]: $(sed -n '/^Samples:$/{n;p;q}' "$T/both.raw")"
 # go tool pprof -top in nanoseconds, cum column of the blocked function.
-cum_ns() { # FILE SAMPLE_INDEX FUNCTION
-	"$GO" tool pprof -symbolize=none -top -cum -nodecount=1000 -unit=ns -sample_index="$2" "$1" 2>/dev/null |
-		awk -v fn="$3" '$6 == fn { v = $4; sub("ns", "", v); print v; found = 1; exit }
-			END { if (!found) print 0 }'
-}
-off=$(cum_ns "$T/both.pb.gz" offcpu fr_block_here)
+off=$(cum_ns "$T/both.pb.gz" fr_block_here offcpu)
 echo "off-CPU in fr_block_here: $off ns; measured around the calls: $truth ns"
 awk -v a="$off" -v b="$truth" 'BEGIN { exit !(a >= 0.9 * b && a <= 1.1 * b) }' || {
 	"$GO" tool pprof -symbolize=none -traces -sample_index=offcpu -tagfocus=comm=block \
 		"$T/both.pb.gz" 2>&1 | head -60 >&2
 	fail "off-CPU time of fr_block_here is $off ns, the truth is $truth ns (more than 10% apart)"
 }
-burn_cpu=$(cum_ns "$T/both.pb.gz" cpu fr_burn_heavy)
+burn_cpu=$(cum_ns "$T/both.pb.gz" fr_burn_heavy cpu)
 [ "${burn_cpu%.*}" -gt 100000000 ] || {
 	"$GO" tool pprof -symbolize=none -top -sample_index=cpu "$T/both.pb.gz" 2>&1 | head -30 >&2
 	fail "the cpu column lost fr_burn_heavy ($burn_cpu ns)"
 }
-burn_off=$(cum_ns "$T/both.pb.gz" offcpu fr_burn_heavy)
-off_cpu=$(cum_ns "$T/both.pb.gz" cpu fr_block_here)
+burn_off=$(cum_ns "$T/both.pb.gz" fr_burn_heavy offcpu)
+off_cpu=$(cum_ns "$T/both.pb.gz" fr_block_here cpu)
 awk -v a="$off_cpu" -v b="$truth" 'BEGIN { exit !(a < 0.05 * b) }' ||
 	fail "the blocked function has $off_cpu ns in the cpu column"
 
@@ -98,7 +93,7 @@ awk '$NF == "fr_block_here" { v = $3; sub("s$", "", v); if (v + 0 >= 1.8 && v + 
 # Targets: by command name, and by cgroup (ours, and one nobody is in).
 "$FLIGHTREC" attach --window 30s --event offcpu --comm block -o "$T/comm.pb.gz" 2>/dev/null ||
 	fail "attach --comm failed"
-comm_off=$(cum_ns "$T/comm.pb.gz" offcpu fr_block_here)
+comm_off=$(cum_ns "$T/comm.pb.gz" fr_block_here offcpu)
 [ "$comm_off" = "$off" ] || fail "--comm block gives $comm_off ns, --pid gave $off ns"
 "$GO" tool pprof -symbolize=none -top -sample_index=samples "$T/comm.pb.gz" 2>/dev/null |
 	grep -q fr_burn_heavy && fail "--comm block holds samples of burn"
@@ -106,14 +101,14 @@ cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
 if [ -n "$cg" ]; then
 	"$FLIGHTREC" attach --window 30s --event offcpu --cgroup "$cg" --pid "$BLOCK_PID" -o "$T/cg.pb.gz" 2>/dev/null ||
 		fail "attach --cgroup failed"
-	[ "$(cum_ns "$T/cg.pb.gz" offcpu fr_block_here)" = "$off" ] || fail "--cgroup $cg lost the blocked thread"
+	[ "$(cum_ns "$T/cg.pb.gz" fr_block_here offcpu)" = "$off" ] || fail "--cgroup $cg lost the blocked thread"
 	# A cgroup nothing is in matches nothing: said, exit 1 (cli_pressure.sh),
 	# and with --allow-empty an empty profile.
 	"$FLIGHTREC" attach --window 30s --event offcpu --cgroup /no/such/cgroup -o "$T/nocg.pb.gz" 2>/dev/null &&
 		fail "attach --cgroup of an empty cgroup succeeded"
 	"$FLIGHTREC" attach --window 30s --event offcpu --cgroup /no/such/cgroup --allow-empty \
 		-o "$T/nocg.pb.gz" 2>/dev/null || fail "attach --cgroup of an empty cgroup --allow-empty failed"
-	[ "$(cum_ns "$T/nocg.pb.gz" offcpu fr_block_here)" = 0 ] || fail "--cgroup /no/such/cgroup has samples"
+	[ "$(cum_ns "$T/nocg.pb.gz" fr_block_here offcpu)" = 0 ] || fail "--cgroup /no/such/cgroup has samples"
 fi
 
 # --children: a shell that only forks and waits has its busy children.
@@ -125,8 +120,8 @@ wait "$SH_PID"
 	fail "attach --pid of the shell failed"
 "$FLIGHTREC" attach --window 30s --pid "$SH_PID" --children -o "$T/shc.pb.gz" 2>/dev/null ||
 	fail "attach --pid --children failed"
-sh_burn=$(cum_ns "$T/sh.pb.gz" cpu fr_burn_heavy)
-shc_burn=$(cum_ns "$T/shc.pb.gz" cpu fr_burn_heavy)
+sh_burn=$(cum_ns "$T/sh.pb.gz" fr_burn_heavy cpu)
+shc_burn=$(cum_ns "$T/shc.pb.gz" fr_burn_heavy cpu)
 echo "fr_burn_heavy under the shell: $sh_burn ns without --children, $shc_burn ns with"
 [ "$sh_burn" = 0 ] || fail "--pid of the shell alone holds its children's samples"
 [ "${shc_burn%.*}" -gt 1000000000 ] || fail "--children misses the shell's children and grandchildren ($shc_burn ns)"
@@ -138,7 +133,7 @@ echo "fr_burn_heavy under the shell: $sh_burn ns without --children, $shc_burn n
 if [ "$have_pmu" = 1 ]; then
 	"$FLIGHTREC" attach --window 30s --event cycles --pid "$BURN_PID" -o "$T/cycles.pb.gz" 2>"$T/err" ||
 		fail "attach --event cycles failed on a machine with a PMU: $(cat "$T/err")"
-	[ "$(cum_ns "$T/cycles.pb.gz" cycles fr_burn_heavy)" != 0 ] || fail "no cycles in fr_burn_heavy"
+	[ "$(cum_ns "$T/cycles.pb.gz" fr_burn_heavy cycles)" != 0 ] || fail "no cycles in fr_burn_heavy"
 else
 	"$FLIGHTREC" attach --window 30s --event cycles,cpu -o "$T/cycles.pb.gz" 2>"$T/err" &&
 		fail "attach --event cycles succeeded on a machine without a PMU"

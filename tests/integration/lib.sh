@@ -177,6 +177,20 @@ flat_pct() {
 		END { if (!found) print "0" }' "$1"
 }
 
+# cum_ns FILE FUNCTION [INDEX]: the ns of FUNCTION (cum, INDEX offcpu
+# unless given) in a profile, 0 when it is not there; FUNCTION may be a
+# name with spaces ("[off-CPU waits under min_wait]").
+cum_ns() {
+	"$GO" tool pprof -symbolize=none -top -cum -nodecount=1000 -unit=ns \
+		-sample_index="${3:-offcpu}" "$1" 2>/dev/null |
+		awk -v fn="$2" '{ name = $6; for (i = 7; i <= NF; i++) name = name " " $i }
+			name == fn { v = $4; sub("ns", "", v); print v; found = 1; exit }
+			END { if (!found) print 0 }'
+}
+
+# near VALUE WANT: VALUE within 10% of WANT.
+near() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= 0.9 * b && a <= 1.1 * b) }'; }
+
 # within A B TOL: |A - B| <= TOL (floats).
 within() {
 	awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'

@@ -45,14 +45,6 @@ JSON
 *) fail "unknown mode $mode (bpf or perf)" ;;
 esac
 
-# cum_ns FILE FUNCTION: offcpu ns of FUNCTION (cum) in a profile.
-cum_ns() {
-	"$GO" tool pprof -symbolize=none -top -cum -nodecount=1000 -unit=ns -sample_index=offcpu "$1" 2>/dev/null |
-		awk -v fn="$2" '{ name = $6; for (i = 7; i <= NF; i++) name = name " " $i }
-			name == fn { v = $4; sub("ns", "", v); print v; found = 1; exit }
-			END { if (!found) print 0 }'
-}
-near() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= 0.9 * b && a <= 1.1 * b) }'; }
 pid_of() { sed -n 's/^pid=\([0-9]*\).*/\1/p' "$1"; }
 blocked_of() { sed -n 's/.*blocked_ns=\([0-9]*\).*/\1/p' "$1"; }
 

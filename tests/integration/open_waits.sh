@@ -22,14 +22,6 @@ BLOCK_PID=$!
 t_blocked=$(date +%s%N)
 sleep 6
 
-# cum_ns FILE FUNCTION: offcpu ns of FUNCTION (cum) in a profile.
-cum_ns() {
-	"$GO" tool pprof -symbolize=none -top -cum -nodecount=1000 -unit=ns -sample_index=offcpu "$1" 2>/dev/null |
-		awk -v fn="$2" '$6 == fn { v = $4; sub("ns", "", v); print v; found = 1; exit }
-			END { if (!found) print 0 }'
-}
-# near VALUE WANT: VALUE within 10% of WANT.
-near() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= 0.9 * b && a <= 1.1 * b) }'; }
 
 # A 4 s window: the threads were blocked all of it and are still blocked.
 "$FLIGHTREC" attach --window 4s --event offcpu --pid "$BLOCK_PID" -o "$T/w4.pb.gz" \
