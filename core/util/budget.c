@@ -18,6 +18,7 @@ int fr_budget_init(struct fr_budget *b, uint64_t limit)
 		return -EINVAL;
 	b->limit = limit;
 	b->used = 0;
+	b->ceiling = b->held = b->floor = 0;
 	ret = pthread_mutex_init(&b->lock, NULL);
 	if (ret)
 		return -ret;
@@ -44,6 +45,47 @@ void fr_budget_set_limit(struct fr_budget *b, uint64_t limit)
 	pthread_mutex_unlock(&b->lock);
 }
 
+/* What reservations may take together now. Under b->lock. */
+static uint64_t room(const struct fr_budget *b)
+{
+	uint64_t left;
+
+	if (!b->ceiling)
+		return b->limit;
+	left = b->ceiling > b->held ? b->ceiling - b->held : 0;
+	if (left < b->floor)
+		left = b->floor;
+	return left < b->limit ? left : b->limit;
+}
+
+void fr_budget_set_ceiling(struct fr_budget *b, uint64_t ceiling, uint64_t floor)
+{
+	pthread_mutex_lock(&b->lock);
+	b->ceiling = ceiling;
+	b->floor = floor;
+	pthread_cond_broadcast(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
+void fr_budget_set_held(struct fr_budget *b, uint64_t held)
+{
+	pthread_mutex_lock(&b->lock);
+	if (held < b->held)
+		pthread_cond_broadcast(&b->cond);
+	b->held = held;
+	pthread_mutex_unlock(&b->lock);
+}
+
+uint64_t fr_budget_room(struct fr_budget *b)
+{
+	uint64_t r;
+
+	pthread_mutex_lock(&b->lock);
+	r = room(b);
+	pthread_mutex_unlock(&b->lock);
+	return r;
+}
+
 int64_t fr_budget_acquire(struct fr_budget *b, uint64_t bytes, int64_t wait_ns)
 {
 	struct timespec deadline;
@@ -55,10 +97,11 @@ int64_t fr_budget_acquire(struct fr_budget *b, uint64_t bytes, int64_t wait_ns)
 
 	pthread_mutex_lock(&b->lock);
 	for (;;) {
-		/* Read under the lock each time: a reload may change it. */
-		uint64_t want = bytes < b->limit ? bytes : b->limit;
+		/* Read under the lock each time: a reload, or the caches
+		 * under the same ceiling, may change it. */
+		uint64_t r = room(b), want = bytes < r ? bytes : r;
 
-		if (b->used + want <= b->limit) {
+		if (want && b->used + want <= r) {
 			b->used += want;
 			got = (int64_t)want;
 			break;
@@ -68,6 +111,19 @@ int64_t fr_budget_acquire(struct fr_budget *b, uint64_t bytes, int64_t wait_ns)
 	}
 	pthread_mutex_unlock(&b->lock);
 	return got;
+}
+
+int fr_budget_try_acquire(struct fr_budget *b, uint64_t bytes)
+{
+	int ret = -EBUSY;
+
+	pthread_mutex_lock(&b->lock);
+	if (b->used + bytes <= room(b)) {
+		b->used += bytes;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return ret;
 }
 
 void fr_budget_release(struct fr_budget *b, uint64_t bytes)

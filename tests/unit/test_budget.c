@@ -80,6 +80,34 @@ int main(void)
 	fr_budget_release(&b, (uint64_t)w.got);
 	fr_budget_destroy(&b);
 
+	/* Under a ceiling of 100 the caches share: what they hold is not
+	 * there for reservations, down to the floor (20); less held lets a
+	 * waiter in. */
+	CHECK(fr_budget_init(&b, 80) == 0, "init");
+	fr_budget_set_ceiling(&b, 100, 20);
+	CHECK(fr_budget_room(&b) == 80, "room %llu: the limit below the ceiling",
+	      (unsigned long long)fr_budget_room(&b));
+	fr_budget_set_held(&b, 70);
+	CHECK(fr_budget_room(&b) == 30, "room %llu with 70 held",
+	      (unsigned long long)fr_budget_room(&b));
+	a = fr_budget_acquire(&b, 50, 0);
+	CHECK(a == 30, "a reservation cut to what the caches leave: %lld", (long long)a);
+	CHECK(fr_budget_try_acquire(&b, 1) == -EBUSY, "grown past the ceiling");
+	fr_budget_set_held(&b, 95);
+	CHECK(fr_budget_room(&b) == 20, "room %llu: the floor",
+	      (unsigned long long)fr_budget_room(&b));
+	w = (struct waiter){.b = &b, .want = 10};
+	CHECK(pthread_create(&t, NULL, wait_main, &w) == 0, "thread");
+	sleep_ms(20);
+	CHECK(!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE), "granted over the floor");
+	fr_budget_set_held(&b, 40);
+	pthread_join(t, NULL);
+	CHECK(w.got == 10, "after the caches shrank: %lld", (long long)w.got);
+	CHECK(fr_budget_try_acquire(&b, 20) == 0, "an exact growth with room");
+	CHECK(fr_budget_try_acquire(&b, 1) == -EBUSY, "a growth past the room (60)");
+	fr_budget_release(&b, (uint64_t)a + (uint64_t)w.got + 20);
+	fr_budget_destroy(&b);
+
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
