@@ -37,7 +37,7 @@
 const char fr_config_default_json[] =
 	"{\n"
 	"\t\"ring\": {\"size\": \"256MiB\", \"segment\": \"1MiB\", \"sync\": \"1s\"},\n"
-	"\t\"limits\": {\"max_rate_hz\": 10000, \"max_clients\": 64, \"query_memory\": \"256MiB\"},\n"
+	"\t\"limits\": {\"max_rate_hz\": 10000, \"max_clients\": 64, \"memory\": \"512MiB\"},\n"
 	"\t\"sessions\": [\n"
 	"\t\t{\"name\": \"default\", \"events\": [{\"event\": \"cpu\", \"hz\": 99}, "
 	"{\"event\": \"offcpu\"}]}\n"
@@ -87,7 +87,7 @@ int fr_config_parse(struct fr_config *cfg, const char *json, size_t len, const c
 	cfg->sync_ns = DEFAULT_SYNC_NS;
 	cfg->max_rate_hz = DEFAULT_MAX_RATE_HZ;
 	cfg->max_clients = DEFAULT_MAX_CLIENTS;
-	cfg->query_memory = DEFAULT_QUERY_MEMORY;
+	cfg->memory = DEFAULT_MEMORY;
 	cfg->dumps_keep = DEFAULT_DUMPS_KEEP;
 	cfg->dumps_mode = DEFAULT_DUMPS_MODE;
 	if (config_symbols_default(cfg) < 0) {

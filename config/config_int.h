@@ -28,7 +28,9 @@
 #define DEFAULT_MAX_RATE_HZ 10000
 #define DEFAULT_MAX_CLIENTS 64
 #define DEFAULT_USER_MAX_RATE_HZ 99
-#define DEFAULT_QUERY_MEMORY (256ull << 20)
+#define DEFAULT_MEMORY (512ull << 20)
+/* The label table alone may take 56 MiB (recorder/labelsets.h). */
+#define MIN_MEMORY (64ull << 20)
 #define MIN_QUERY_MEMORY (1ull << 20)
 #define DEFAULT_SESSION "default"
 #define DEFAULT_HZ 99

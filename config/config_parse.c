@@ -25,10 +25,45 @@ static void default_user_rate(struct fr_config *cfg)
 					: DEFAULT_USER_MAX_RATE_HZ;
 }
 
+/* limits.memory, then limits.query_memory, which it bounds. */
+static int parse_memory(struct config_ctx *c, const cJSON *limits, struct fr_config *cfg)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(limits, "memory");
+	char got[64], max[32];
+	int ret;
+
+	if (it) {
+		ret = config_get_size(c, it, "limits.memory", &cfg->memory);
+		if (ret < 0)
+			return ret;
+		if (cfg->memory < MIN_MEMORY)
+			return config_fail(c, "limits.memory",
+					   "must be at least 64MiB (the label table alone may "
+					   "take 56MiB), got %s",
+					   config_describe(it, got, sizeof(got)));
+	}
+	it = cJSON_GetObjectItemCaseSensitive(limits, "query_memory");
+	if (!it)
+		return 0;
+	ret = config_get_size(c, it, "limits.query_memory", &cfg->query_memory);
+	if (ret < 0)
+		return ret;
+	if (cfg->query_memory < MIN_QUERY_MEMORY)
+		return config_fail(c, "limits.query_memory", "must be at least 1MiB, got %s",
+				   config_describe(it, got, sizeof(got)));
+	if (cfg->query_memory > cfg->memory)
+		return config_fail(c, "limits.query_memory",
+				   "must not exceed limits.memory (%s), of which it is a share; "
+				   "got %s",
+				   fr_format_size(cfg->memory, max, sizeof(max)),
+				   config_describe(it, got, sizeof(got)));
+	return 0;
+}
+
 static int parse_limits(struct config_ctx *c, const cJSON *limits, struct fr_config *cfg)
 {
 	static const char *const keys[] = {"max_rate_hz", "max_clients", "user_max_rate_hz",
-					   "query_memory"};
+					   "memory", "query_memory"};
 	const cJSON *it;
 	int ret;
 
@@ -60,18 +95,9 @@ static int parse_limits(struct config_ctx *c, const cJSON *limits, struct fr_con
 		if (ret < 0)
 			return ret;
 	}
-	it = cJSON_GetObjectItemCaseSensitive(limits, "query_memory");
-	if (it) {
-		char got[64];
-
-		ret = config_get_size(c, it, "limits.query_memory", &cfg->query_memory);
-		if (ret < 0)
-			return ret;
-		if (cfg->query_memory < MIN_QUERY_MEMORY)
-			return config_fail(c, "limits.query_memory",
-					   "must be at least 1MiB, got %s",
-					   config_describe(it, got, sizeof(got)));
-	}
+	ret = parse_memory(c, limits, cfg);
+	if (ret < 0)
+		return ret;
 	/* After max_rate_hz, which bounds it: a user cannot be allowed more
 	 * than root. */
 	it = cJSON_GetObjectItemCaseSensitive(limits, "user_max_rate_hz");

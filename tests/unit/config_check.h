@@ -33,9 +33,9 @@ static inline int cfg_equal(const struct fr_config *a, const struct fr_config *b
 	    a->ring_size != b->ring_size || a->segment_size != b->segment_size ||
 	    a->sync_ns != b->sync_ns || a->max_rate_hz != b->max_rate_hz ||
 	    a->max_clients != b->max_clients || a->max_age_ns != b->max_age_ns ||
-	    a->query_memory != b->query_memory || a->nsessions != b->nsessions ||
-	    !str_eq(a->dumps_dir, b->dumps_dir) || a->dumps_keep != b->dumps_keep ||
-	    a->dumps_max_bytes != b->dumps_max_bytes ||
+	    a->query_memory != b->query_memory || a->memory != b->memory ||
+	    a->nsessions != b->nsessions || !str_eq(a->dumps_dir, b->dumps_dir) ||
+	    a->dumps_keep != b->dumps_keep || a->dumps_max_bytes != b->dumps_max_bytes ||
 	    a->has_socket_group != b->has_socket_group || a->socket_gid != b->socket_gid ||
 	    a->has_admin_group != b->has_admin_group || a->admin_gid != b->admin_gid ||
 	    a->user_max_rate_hz != b->user_max_rate_hz || a->dumps_mode != b->dumps_mode ||

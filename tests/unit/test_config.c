@@ -34,8 +34,8 @@ static void test_default(void)
 	CHECK(cfg.sync_ns == 1000000000ll, "sync %lld", (long long)cfg.sync_ns);
 	CHECK(cfg.max_rate_hz == 10000, "max_rate_hz %u", cfg.max_rate_hz);
 	CHECK(cfg.max_clients == 64, "max_clients %u", cfg.max_clients);
-	CHECK(cfg.query_memory == 256ull << 20, "query_memory %llu",
-	      (unsigned long long)cfg.query_memory);
+	CHECK(cfg.memory == 512ull << 20, "memory %llu", (unsigned long long)cfg.memory);
+	CHECK(cfg.query_memory == 0, "query_memory %llu", (unsigned long long)cfg.query_memory);
 	CHECK(cfg.user_max_rate_hz == 99, "user_max_rate_hz %u", cfg.user_max_rate_hz);
 	CHECK(cfg.dumps_dir == NULL, "default dumps dir should be unset");
 	CHECK(cfg.dumps_keep == 50, "dumps keep %u", cfg.dumps_keep);
@@ -105,7 +105,13 @@ static const struct bad bad_configs[] = {
 	 ": dump: unknown key (accepted: ring, socket, dumps, limits, symbols, sessions, export)"},
 	{"{\"limits\":{\"rate\":1}}",
 	 SRC ": limits.rate: unknown key (accepted: max_rate_hz, max_clients, user_max_rate_hz, "
-	     "query_memory)"},
+	     "memory, query_memory)"},
+	{"{\"limits\":{\"memory\":\"32MiB\"}}",
+	 SRC ": limits.memory: must be at least 64MiB (the label table alone may take 56MiB), "
+	     "got \"32MiB\""},
+	{"{\"limits\":{\"memory\":\"128MiB\",\"query_memory\":\"256MiB\"}}",
+	 SRC ": limits.query_memory: must not exceed limits.memory (128MiB), of which it is a "
+	     "share; got \"256MiB\""},
 	{"{\"limits\":{\"query_memory\":\"512KiB\"}}",
 	 SRC ": limits.query_memory: must be at least 1MiB, got \"512KiB\""},
 	{"{\"limits\":{\"query_memory\":256}}",
