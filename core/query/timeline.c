@@ -33,11 +33,32 @@ static uint64_t cell_hash(uint64_t key)
 	return key ^ (key >> 29);
 }
 
-static int cells_grow(struct tl_cells *m)
+int tl_charge(struct tl *tl, int64_t delta)
 {
-	size_t cap = m->cap ? m->cap * 2 : 4096;
-	uint64_t *keys = calloc(cap, sizeof(*keys)), *vals = calloc(cap, sizeof(*vals));
+	int64_t more;
 
+	tl->bytes += (uint64_t)delta;
+	if (!tl->limit || delta <= 0 || tl->bytes <= tl->limit)
+		return 0;
+	more = tl->req->grow ? tl->req->grow(tl->req->grow_arg, tl->bytes) : -E2BIG;
+	if (more < (int64_t)tl->bytes)
+		return -E2BIG;
+	tl->limit = (uint64_t)more;
+	return 0;
+}
+
+static int cells_grow(struct tl *tl)
+{
+	struct tl_cells *m = &tl->cells;
+	size_t cap = m->cap ? m->cap * 2 : 4096;
+	uint64_t *keys, *vals;
+
+	/* The old table and the new while it is copied; the old goes after. */
+	if (tl_charge(tl, (int64_t)(cap * 2 * sizeof(*keys))) < 0)
+		return -E2BIG;
+	tl->bytes -= m->cap * 2 * sizeof(*keys);
+	keys = calloc(cap, sizeof(*keys));
+	vals = calloc(cap, sizeof(*vals));
 	if (!keys || !vals) {
 		free(keys);
 		free(vals);
@@ -64,17 +85,19 @@ static int cells_grow(struct tl_cells *m)
 /* Adds v to cell (g, step); the key is never 0 (group g is stored g + 1).
  * Samples come in (cpu, time) order, so the cell of the previous one is
  * usually the next one's: it is tried first. */
-static int cells_add(struct tl_cells *m, uint32_t g, uint32_t step, uint64_t v)
+static int cells_add(struct tl *tl, uint32_t g, uint32_t step, uint64_t v)
 {
+	struct tl_cells *m = &tl->cells;
 	uint64_t key = ((uint64_t)(g + 1) << 32) | step;
 	size_t j;
+	int ret;
 
 	if (m->cap && m->keys[m->last] == key) {
 		m->vals[m->last] += v;
 		return 0;
 	}
-	if (2 * (m->n + 1) > m->cap && cells_grow(m) < 0)
-		return -ENOMEM;
+	if (2 * (m->n + 1) > m->cap && (ret = cells_grow(tl)) < 0)
+		return ret;
 	for (j = cell_hash(key) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1)) {
 		if (m->keys[j] == key) {
 			m->vals[j] += v;
@@ -103,10 +126,16 @@ int tl_group(struct tl *tl, uint32_t pid, const char *name, uint32_t *out)
 			return 0;
 		}
 	}
+	/* A group, its name and its slot in the hash table. */
+	if (tl_charge(tl, (int64_t)(sizeof(*g) + strlen(name) + 1 + 2 * sizeof(void *))) < 0)
+		return -E2BIG;
 	if (tl->ngroups == tl->groups_cap) {
 		size_t cap = tl->groups_cap ? 2 * tl->groups_cap : 256;
-		struct tl_group **v = realloc(tl->groups, cap * sizeof(*v));
+		struct tl_group **v;
 
+		if (tl_charge(tl, (int64_t)((cap - tl->groups_cap) * sizeof(*v))) < 0)
+			return -E2BIG;
+		v = realloc(tl->groups, cap * sizeof(*v));
 		if (!v)
 			return -ENOMEM;
 		tl->groups = v;
@@ -162,7 +191,7 @@ int tl_add(struct tl *tl, uint32_t g, int64_t time, uint64_t v, int spread)
 			tl->step = (uint32_t)((time - t->start_ns) / t->step_ns);
 			tl->step_at = t->start_ns + (int64_t)tl->step * t->step_ns;
 		}
-		return cells_add(&tl->cells, g, tl->step, v);
+		return cells_add(tl, g, tl->step, v);
 	}
 	a = from > t->start_ns ? from : t->start_ns;
 	b = time < t->end_ns ? time : t->end_ns;
@@ -171,7 +200,7 @@ int tl_add(struct tl *tl, uint32_t g, int64_t time, uint64_t v, int spread)
 
 		e = e < b ? e : b;
 		tl->groups[g]->total += (uint64_t)(e - a);
-		ret = cells_add(&tl->cells, g, (uint32_t)k, (uint64_t)(e - a));
+		ret = cells_add(tl, g, (uint32_t)k, (uint64_t)(e - a));
 		if (ret < 0)
 			return ret;
 		a = e;
@@ -217,7 +246,7 @@ static const char *app_value(const struct fr_chunk *c, uint32_t set, const char 
 	return NULL;
 }
 
-/* The group of visible sample i, or -1 when out of memory. */
+/* The group of visible sample i, or tl_group()'s -errno. */
 static int64_t sample_group(struct tl *tl, struct chunk_groups *cg, const struct fr_chunk *c,
 			    uint32_t i)
 {
@@ -225,6 +254,7 @@ static int64_t sample_group(struct tl *tl, struct chunk_groups *cg, const struct
 	const char *name = UNKNOWN;
 	char buf[FR_TIMELINE_NAME_MAX];
 	int32_t *slot;
+	int ret;
 
 	switch (tl->req->by) {
 	case FR_TIMELINE_BY_PROCESS:
@@ -237,8 +267,9 @@ static int64_t sample_group(struct tl *tl, struct chunk_groups *cg, const struct
 		if (*slot == -1 && fr_chunk_find_names(c, pid))
 			*slot = -2;
 		key = fr_chunk_comm_at(c, pid, c->time_ns[i]);
-		if (tl_group(tl, pid, key ? c->strings[key] : UNKNOWN, &g) < 0)
-			return -1;
+		ret = tl_group(tl, pid, key ? c->strings[key] : UNKNOWN, &g);
+		if (ret < 0)
+			return ret;
 		if (*slot == -1)
 			*slot = (int32_t)g;
 		return g;
@@ -273,8 +304,9 @@ static int64_t sample_group(struct tl *tl, struct chunk_groups *cg, const struct
 	}
 	if (slot && *slot >= 0)
 		return *slot;
-	if (tl_group(tl, 0, name, &g) < 0)
-		return -1;
+	ret = tl_group(tl, 0, name, &g);
+	if (ret < 0)
+		return ret;
 	if (slot)
 		*slot = (int32_t)g;
 	return g;
@@ -285,6 +317,7 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 	struct chunk_groups cg = {0};
 	uint32_t event = tl->req->event, last_event = UINT32_MAX;
 	int spread = event == FR_EVENT_OFFCPU, ret = 0;
+	size_t scratch = 0;
 
 	switch (tl->req->by) {
 	case FR_TIMELINE_BY_COMM: cg.nkeys = c->nstrings; break;
@@ -293,6 +326,12 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 		cg.nkeys = strcmp(tl->req->label_key, "cpu") == 0 ? 1024 : c->napps;
 		break;
 	default: break;
+	}
+	scratch =
+		(c->nstacks + 1) * (sizeof(*cg.by_stack) + 1) + (cg.nkeys + 1) * sizeof(*cg.by_key);
+	if (tl_charge(tl, (int64_t)scratch) < 0) {
+		ret = -E2BIG;
+		goto out;
 	}
 	cg.by_stack = malloc((c->nstacks + 1) * sizeof(*cg.by_stack));
 	cg.vis = malloc(c->nstacks + 1);
@@ -321,7 +360,7 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 			continue;
 		g = sample_group(tl, &cg, c, i);
 		if (g < 0)
-			ret = -ENOMEM;
+			ret = (int)g;
 		else if (!spread)
 			ret = tl_add(tl, (uint32_t)g, c->time_ns[i], c->weight[i], 0);
 		else if (FR_EVENT_IS_OPEN_WAIT(c->event[i]))
@@ -333,6 +372,7 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 		tl->t->samples += in && c->event[i] == event;
 	}
 out:
+	tl->bytes -= scratch;
 	free(cg.by_stack);
 	free(cg.vis);
 	free(cg.by_key);
@@ -368,6 +408,10 @@ static int finish(struct tl *tl)
 	qsort(tl->groups, n, sizeof(*tl->groups), by_total);
 	listed = n > top ? top : n;
 	t->ngroups = listed + (n > top);
+	if (tl_charge(tl, (int64_t)((t->ngroups + 1) *
+					    (sizeof(*t->groups) + t->nsteps * sizeof(uint64_t)) +
+				    (tl->ngroups + 1) * sizeof(*rank))) < 0)
+		return -E2BIG;
 	t->groups = calloc(t->ngroups + 1, sizeof(*t->groups));
 	rank = malloc((tl->ngroups + 1) * sizeof(*rank));
 	if (!t->groups || !rank) {
@@ -485,13 +529,22 @@ static int read_chunks(struct tl *tl, struct fr_ring *ring, char *err, size_t er
 	for (size_t r = 0; r < nrefs && ret == 0; r++) {
 		struct fr_chunk *c = NULL;
 		void *buf = NULL;
+		uint64_t held;
 
 		if (tl->req->stop && tl->req->stop(tl->req->stop_arg)) {
 			snprintf(err, errlen, "stopped: the client went away");
 			ret = -ECANCELED;
 			break;
 		}
+		/* The chunk as read and decoded (about twice its block). */
+		held = refs[r].len + 2 * (uint64_t)refs[r].raw_len;
+		ret = tl_charge(tl, (int64_t)held);
+		if (ret < 0) {
+			tl->bytes -= held;
+			break;
+		}
 		if (fr_ring_read(ring, &refs[r], &buf) < 0) {
+			tl->bytes -= held;
 			t->chunks_skipped++;
 			continue;
 		}
@@ -505,6 +558,7 @@ static int read_chunks(struct tl *tl, struct fr_ring *ring, char *err, size_t er
 		}
 		fr_chunk_free(c);
 		free(buf);
+		tl->bytes -= held;
 	}
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory while reading the window");
@@ -512,12 +566,46 @@ static int read_chunks(struct tl *tl, struct fr_ring *ring, char *err, size_t er
 	return ret;
 }
 
+/* Distinct groups a step is assumed to have at most, for the estimate. */
+#define ESTIMATE_GROUPS 512
+/* A cell in a table at most half full, and its copy while it grows. */
+#define ESTIMATE_CELL 64u
+#define ESTIMATE_FIXED ((uint64_t)2 << 20)
+
+int64_t fr_timeline_estimate(struct fr_ring *ring, const struct fr_timeline_request *req)
+{
+	struct fr_timeline t = {0};
+	struct fr_ring_ref *refs = NULL;
+	uint64_t chunk = 0, samples = 0, cells, top;
+	size_t nrefs = 0;
+	char err[8];
+	int ret;
+
+	if (setup(req, &t, err, sizeof(err)) < 0)
+		return 0;
+	ret = fr_ring_query(ring, t.start_ns, t.end_ns, &refs, &nrefs);
+	if (ret < 0)
+		return ret;
+	for (size_t r = 0; r < nrefs; r++) {
+		uint64_t held = refs[r].len + 2 * (uint64_t)refs[r].raw_len;
+
+		chunk = held > chunk ? held : chunk;
+		samples += refs[r].nsamples;
+	}
+	free(refs);
+	cells = (uint64_t)t.nsteps * ESTIMATE_GROUPS;
+	cells = samples < cells ? samples : cells;
+	top = (req->top ? req->top : FR_TIMELINE_TOP_DEFAULT) + 2;
+	return (int64_t)(ESTIMATE_FIXED + chunk + cells * ESTIMATE_CELL +
+			 top * t.nsteps * sizeof(uint64_t));
+}
+
 int fr_timeline_compute(struct fr_ring *ring, const struct fr_timeline_request *req,
 			struct fr_timeline **out, char *err, size_t errlen)
 {
 	struct fr_timeline *t = calloc(1, sizeof(*t));
 	struct fr_ring_stats st;
-	struct tl tl = {.req = req, .t = t};
+	struct tl tl = {.req = req, .t = t, .limit = req->max_bytes};
 	int ret;
 
 	err[0] = '\0';
@@ -536,7 +624,12 @@ int fr_timeline_compute(struct fr_ring *ring, const struct fr_timeline_request *
 	if (ret == 0)
 		ret = finish(&tl);
 out:
-	if (ret < 0 && !err[0])
+	if (ret == -E2BIG)
+		snprintf(err, errlen,
+			 "the window needs more than the %llu MiB of memory this timeline may "
+			 "take; ask for a shorter window, a wider step or fewer groups",
+			 (unsigned long long)((tl.limit + (1 << 20) - 1) >> 20));
+	else if (ret < 0 && !err[0])
 		snprintf(err, errlen, "%s", strerror(-ret));
 	fr_htable_fini(&tl.ht, free_group);
 	free(tl.groups);

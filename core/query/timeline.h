@@ -105,6 +105,14 @@ struct fr_timeline_request {
 	/* Non-NULL: asked before each chunk; non-zero ends with -ECANCELED. */
 	int (*stop)(void *arg);
 	void *stop_arg;
+	/* > 0: the computation ends with -E2BIG rather than hold more than
+	 * this (the chunk being read and its decoded form, groups, cells,
+	 * waits and the answer's values; see fr_timeline_estimate), unless
+	 * `grow` (non-NULL) grants more: asked for a new bound of at least
+	 * `need` bytes, it returns that bound or -E2BIG. */
+	uint64_t max_bytes;
+	int64_t (*grow)(void *arg, uint64_t need);
+	void *grow_arg;
 };
 
 struct fr_timeline_group {
@@ -151,10 +159,19 @@ int fr_timeline_parse_by(const char *s, struct fr_timeline_request *req);
 const char *fr_timeline_by_name(enum fr_timeline_by by, const char *label_key, char *buf,
 				size_t len);
 
+/* What computing `req` over `ring` may hold, in bytes, to reserve before
+ * it runs: the largest chunk of the window read and decoded, the cells
+ * (at most one per sample, and assumed at most 512 groups a step) and the
+ * answer's values, plus 2 MiB. An estimate, not a bound: set max_bytes
+ * for one. Returns the bytes or -errno (a bad request: 0). */
+int64_t fr_timeline_estimate(struct fr_ring *ring, const struct fr_timeline_request *req);
+
 /* Computes the timeline of `req` from `ring`. Returns 0 and a timeline the
  * caller frees with fr_timeline_free(), or -errno with a one-line message
  * in `err`: -EINVAL for an empty window, a step below 1 ms, an unknown
- * event or a bad label key; -ECANCELED; -ENOMEM; the ring's -errno. */
+ * event or a bad label key; -ECANCELED; -ENOMEM; -E2BIG when it would
+ * hold more than req->max_bytes (and `grow` granted no more); the ring's
+ * -errno. */
 int fr_timeline_compute(struct fr_ring *ring, const struct fr_timeline_request *req,
 			struct fr_timeline **out, char *err, size_t errlen);
 

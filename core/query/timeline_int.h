@@ -53,7 +53,14 @@ struct tl {
 	/* The step of the last sample added and where it starts (Unix ns). */
 	uint32_t step;
 	int64_t step_at;
+	uint64_t bytes; /* held now, as tl_charge() counts it */
+	uint64_t limit; /* req->max_bytes, or what `grow` granted since */
 };
+
+/* Counts `delta` bytes more (or, negative, fewer) held by the computation.
+ * Returns 0, or -E2BIG when that passes the limit and req->grow does not
+ * raise it (counted all the same: the caller takes it back). */
+int tl_charge(struct tl *tl, int64_t delta);
 
 /* The group (pid, name), added when new: its index in *out. Returns 0 or
  * -ENOMEM. */

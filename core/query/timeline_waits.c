@@ -24,10 +24,16 @@ static size_t slot_of(const struct tl_waits *w, uint32_t tid)
 	return j;
 }
 
-static int grow(struct tl_waits *w)
+static int grow(struct tl *tl)
 {
+	struct tl_waits *w = &tl->waits;
 	struct tl_waits n = {.cap = w->cap ? 2 * w->cap : 1024};
+	size_t slot = sizeof(*n.tids) + sizeof(*n.last_in);
 
+	/* Both tables while one is copied into the other. */
+	if (tl_charge(tl, (int64_t)(n.cap * slot)) < 0)
+		return -E2BIG;
+	tl->bytes -= w->cap * slot;
 	n.tids = calloc(n.cap, sizeof(*n.tids));
 	n.last_in = calloc(n.cap, sizeof(*n.last_in));
 	if (!n.tids || !n.last_in) {
@@ -56,11 +62,12 @@ int tl_wait_ended(struct tl *tl, uint32_t g, uint32_t tid, int64_t time, uint64_
 {
 	struct tl_waits *w = &tl->waits;
 	size_t j;
+	int ret;
 
 	if (time >= tl->t->end_ns)
 		return 0;
-	if (2 * (w->ntids + 1) > w->cap && grow(w) < 0)
-		return -ENOMEM;
+	if (2 * (w->ntids + 1) > w->cap && (ret = grow(tl)) < 0)
+		return ret;
 	j = slot_of(w, tid);
 	if (!w->tids[j]) {
 		w->tids[j] = (uint64_t)tid + 1;
@@ -85,8 +92,11 @@ int tl_wait_open(struct tl *tl, uint32_t g, uint32_t tid, int64_t time, uint64_t
 	}
 	if (w->nopen == w->open_cap) {
 		size_t cap = w->open_cap ? 2 * w->open_cap : 256;
-		struct tl_open *v = realloc(w->open, cap * sizeof(*v));
+		struct tl_open *v;
 
+		if (tl_charge(tl, (int64_t)((cap - w->open_cap) * sizeof(*v))) < 0)
+			return -E2BIG;
+		v = realloc(w->open, cap * sizeof(*v));
 		if (!v)
 			return -ENOMEM;
 		w->open = v;
