@@ -641,6 +641,11 @@ void fr_applabels_bpf_counts(const struct fr_applabels *al, struct fr_bpf_labels
 		fr_bpf_labels_counts(al->bpf, out);
 }
 
+uint64_t fr_applabels_memory(const struct fr_applabels *al)
+{
+	return al && al->sets ? fr_labelsets_bytes(al->sets) : 0;
+}
+
 void fr_applabels_counts(const struct fr_applabels *al, uint32_t *labelled, uint32_t *unreadable)
 {
 	*labelled = *unreadable = 0;

@@ -86,4 +86,7 @@ void fr_applabels_bpf_counts(const struct fr_applabels *al, struct fr_bpf_labels
  * could not be. */
 void fr_applabels_counts(const struct fr_applabels *al, uint32_t *labelled, uint32_t *unreadable);
 
+/* The bytes the label sets' table holds; from any thread. */
+uint64_t fr_applabels_memory(const struct fr_applabels *al);
+
 #endif

@@ -5,6 +5,7 @@
  */
 #include "recorder/labelsets.h"
 
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ struct fr_labelsets {
 	uint32_t *free_list, nfree;
 	uint32_t *index; /* [SLOTS]: set index + 1; 0 empty */
 	uint64_t gen, full;
+	uint64_t bytes; /* the tables and every set's bytes (atomic: status reads it) */
 	struct draft draft;
 };
 
@@ -87,6 +89,8 @@ struct fr_labelsets *fr_labelsets_new(void)
 	ls->sets[0].key[0] = 0;
 	ls->sets[0].value[0] = 17;
 	ls->gen = 2;
+	ls->bytes = sizeof(*ls) + FR_LABELSETS_MAX * (sizeof(*ls->sets) + sizeof(*ls->free_list)) +
+		    SLOTS * sizeof(*ls->index);
 	return ls;
 }
 
@@ -422,6 +426,8 @@ static uint32_t sweep(struct fr_labelsets *ls)
 		if (i && s->live && s->used_gen + 2 <= ls->gen) {
 			s->live = false;
 			s->tag++;
+			__atomic_sub_fetch(&ls->bytes, malloc_usable_size(s->raw),
+					   __ATOMIC_RELAXED);
 			free(s->raw);
 			s->raw = NULL;
 			s->str = NULL;
@@ -489,6 +495,7 @@ uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t 
 		ls->free_list[ls->nfree++] = i;
 		return 0;
 	}
+	__atomic_add_fetch(&ls->bytes, malloc_usable_size(s->raw), __ATOMIC_RELAXED);
 	if (fr_len)
 		memcpy(s->raw, fr, fr_len);
 	if (otel_len)
@@ -536,6 +543,11 @@ void fr_labelsets_sealed(struct fr_labelsets *ls)
 uint32_t fr_labelsets_count(const struct fr_labelsets *ls)
 {
 	return ls->nlive;
+}
+
+uint64_t fr_labelsets_bytes(const struct fr_labelsets *ls)
+{
+	return __atomic_load_n(&ls->bytes, __ATOMIC_RELAXED);
 }
 
 uint64_t fr_labelsets_full(const struct fr_labelsets *ls)

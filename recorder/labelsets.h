@@ -66,6 +66,9 @@ void fr_labelsets_sealed(struct fr_labelsets *ls);
 uint32_t fr_labelsets_key_map(const uint8_t *payload, size_t len,
 			      char (*keys)[FR_LABELSETS_KEY_LEN], uint32_t max);
 
+/* The bytes the table holds (its arrays and its sets); from any thread. */
+uint64_t fr_labelsets_bytes(const struct fr_labelsets *ls);
+
 /* Sets held now, and observations that found the table full. */
 uint32_t fr_labelsets_count(const struct fr_labelsets *ls);
 uint64_t fr_labelsets_full(const struct fr_labelsets *ls);

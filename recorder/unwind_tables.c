@@ -93,6 +93,7 @@ struct fr_unwind_tables {
 	uint32_t nentries;
 	uint64_t clock; /* look-ups so far: the LRU's time */
 	uint64_t budget;
+	uint64_t trimmed_at; /* the clock at the last fr_unwind_tables_trim_idle() */
 	/* Shared, under lock. */
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* work queued, answer posted, builder gone */
@@ -751,6 +752,32 @@ int fr_unwind_tables_settle(struct fr_unwind_tables *u, int timeout_ms)
 			return -ETIMEDOUT;
 		usleep(2000);
 	}
+}
+
+void fr_unwind_tables_set_budget(struct fr_unwind_tables *u, uint64_t budget)
+{
+	u->budget = budget;
+}
+
+uint64_t fr_unwind_tables_trim_idle(struct fr_unwind_tables *u)
+{
+	uint64_t freed = 0;
+
+	for (unsigned b = 0; b < NBUCKETS; b++) {
+		for (struct entry *e = u->buckets[b]; e; e = e->next) {
+			if (e->state != ST_READY || e->last_use > u->trimmed_at)
+				continue;
+			freed += e->bytes;
+			stat_add(&u->st.bytes, -(int64_t)e->bytes);
+			stat_add(&u->st.tables, -1);
+			fr_cfi_free(e->table);
+			e->table = NULL;
+			e->bytes = 0;
+			e->state = ST_DROPPED;
+		}
+	}
+	u->trimmed_at = u->clock;
+	return freed;
 }
 
 void fr_unwind_tables_stats(struct fr_unwind_tables *u, struct fr_unwind_tables_stats *out)

@@ -45,8 +45,9 @@
 #include "core/unwind/unwind.h"
 #include "recorder/tracker.h"
 
-/* Bytes all tables together may take (a table is ~12 bytes per row: libc
- * ~0.4 MiB, a 50 MB C++ binary some tens of MiB). */
+/* Bytes all tables together may take by default (a table is ~12 bytes
+ * per row: libc ~0.4 MiB, a 50 MB C++ binary some tens of MiB); the
+ * daemon gives them a share of limits.memory instead (recorder/memory.c). */
 #define FR_UNWIND_TABLES_BUDGET (256ull << 20)
 /* How long reading one file may take before it is given up. */
 #define FR_UNWIND_TABLES_READ_DEADLINE_NS (10 * 1000000000LL)
@@ -111,6 +112,15 @@ int fr_unwind_tables_wait(struct fr_unwind_tables *u, int64_t max_ns);
  * takes what was built. Ingest thread (or a test). Returns 0 or
  * -ETIMEDOUT. */
 int fr_unwind_tables_settle(struct fr_unwind_tables *u, int timeout_ms);
+
+/* Changes the budget (a reload of limits.memory); what is over it is
+ * dropped at the next collect. Ingest thread. */
+void fr_unwind_tables_set_budget(struct fr_unwind_tables *u, uint64_t budget);
+
+/* Drops the tables no frame has been looked up in since the last call
+ * (called once a minute: those of programs gone, or asleep, which build
+ * theirs again when they run). Ingest thread. Returns the bytes freed. */
+uint64_t fr_unwind_tables_trim_idle(struct fr_unwind_tables *u);
 
 /* The counters, from any thread. */
 void fr_unwind_tables_stats(struct fr_unwind_tables *u, struct fr_unwind_tables_stats *out);

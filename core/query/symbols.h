@@ -91,6 +91,10 @@ void fr_symbols_require_build_id(struct fr_symbols *s);
  * profiles that use them. Evicts at once what no longer fits. */
 void fr_symbols_keep_limit(uint64_t bytes);
 
+/* Frees the images no profile has used for `idle_ns` or more, so that a
+ * daemon idle for a while gives their memory back. Returns their bytes. */
+uint64_t fr_symbols_trim_idle(int64_t idle_ns);
+
 /* The process-wide table of parsed images. `bytes` counts what images
  * hold in memory: their tables, the copy of the file their DWARF is read
  * from, libdw's decompressed sections and an upper estimate of what it

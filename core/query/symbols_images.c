@@ -89,6 +89,7 @@ static void lru_unlink(struct image *img)
 
 static void lru_push(struct image *img)
 {
+	img->idle_since = fr_now_mono_ns();
 	img->lru_prev = NULL;
 	img->lru_next = lru_head;
 	if (lru_head)
@@ -356,6 +357,28 @@ void fr_symbols_keep_limit(uint64_t bytes)
 	gone = evict_over_limit();
 	pthread_mutex_unlock(&images_lock);
 	free_chain(gone);
+}
+
+uint64_t fr_symbols_trim_idle(int64_t idle_ns)
+{
+	int64_t cutoff = fr_now_mono_ns() - idle_ns;
+	struct image *gone = NULL;
+	uint64_t freed = 0;
+
+	pthread_mutex_lock(&images_lock);
+	/* The tail is the image idle longest: stop at the first younger. */
+	while (lru_tail && lru_tail->idle_since <= cutoff) {
+		struct image *img = lru_tail;
+
+		freed += img->bytes;
+		table_remove(img);
+		stats.evictions++;
+		img->lru_next = gone;
+		gone = img;
+	}
+	pthread_mutex_unlock(&images_lock);
+	free_chain(gone);
+	return freed;
 }
 
 void fr_symbols_get_stats(struct fr_symbols_stats *out)

@@ -36,6 +36,7 @@ struct image {
 	bool orphan;  /* not in the table: freed by its last holder */
 	size_t bytes; /* what it holds, its debug file's included */
 	struct image *lru_prev, *lru_next;
+	int64_t idle_since; /* CLOCK_MONOTONIC ns it went on the LRU list */
 	/* The debug file found by build id in the host's debug directory
 	 * `debug_dir`, shared by every profile; NULL: none yet. */
 	struct fr_elf_image *debug;
