@@ -90,8 +90,11 @@ static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 		free(d);
 		return NULL;
 	}
-	fr_budget_init(&d->query_budget, opts->config->query_memory);
-	fr_budget_init(&d->users_budget, opts->config->query_memory / 4);
+	if (daemon_memory_init(d, opts->config) < 0) {
+		daemon_ctl_fini(d);
+		free(d);
+		return NULL;
+	}
 	d->start_real = fr_now_real_ns();
 	d->start_mono = fr_now_mono_ns();
 	fr_writer_init(&d->writer, opts->config->max_age_ns);
@@ -231,11 +234,14 @@ static int daemon_open_recording(struct daemon *d)
 	d->sources.labels_map_fd = fr_applabels_map_fd(d->applabels);
 	daemon_open_symcache(d);
 	/* After the signals are blocked: its builder thread inherits that. */
-	d->unwind_tables = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	d->unwind_tables =
+		fr_unwind_tables_new(daemon_memory_tables_share(d->opts->config->memory));
 	if (!d->unwind_tables)
 		fr_log_err("cannot start the unwind table builder (%s); user stacks of "
 			   "\"dwarf\" events stop at their first frame",
 			   strerror(errno));
+	/* Also with the signals blocked; it reads the tables and labels. */
+	daemon_memory_start(d);
 	n = fr_tracker_scan(d->tracker, "/proc");
 	if (n < 0)
 		fr_log_warn("cannot scan /proc: %s; processes are learned as they run",
@@ -311,6 +317,7 @@ static void daemon_stop(struct daemon *d)
 
 static void daemon_free(struct daemon *d)
 {
+	daemon_memory_stop(d);
 	fr_ipc_server_close(d->server);
 	fr_sources_fini(&d->sources);
 	fr_poller_fini(&d->poller);
@@ -334,8 +341,7 @@ static void daemon_free(struct daemon *d)
 	pthread_mutex_destroy(&d->config_lock);
 	pthread_mutex_destroy(&d->stall_lock);
 	daemon_ctl_fini(d);
-	fr_budget_destroy(&d->query_budget);
-	fr_budget_destroy(&d->users_budget);
+	daemon_memory_fini(d);
 	free(d->dumps_default_dir);
 	free(d->sessions_json);
 	fr_cursors_close(d->cursors);

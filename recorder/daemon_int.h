@@ -103,7 +103,8 @@ struct daemon {
 	uint32_t max_rate_hz;
 	uint32_t user_max_rate_hz;
 	int64_t admin_gid; /* -1: no admin group */
-	/* What attach queries together may hold (limits.query_memory). */
+	/* What queries and timelines together may hold: under the ceiling
+	 * limits.memory, at most limits.query_memory when set. */
 	struct fr_budget query_budget;
 	/* What uid-limited queries together may hold: a quarter of it. */
 	struct fr_budget users_budget;
@@ -146,6 +147,21 @@ struct daemon {
 	 * threads are blocked, a chunk is sealed every second even when
 	 * nothing ran, so the ring keeps saying who is stuck. */
 	uint32_t open_waits;
+
+	/* The memory ceiling (recorder/memory.c). */
+	struct daemon_memory {
+		uint64_t limit;	      /* limits.memory (atomic) */
+		uint64_t timelines;   /* bytes timelines have reserved now (atomic) */
+		uint32_t active;      /* queries and timelines running (atomic) */
+		int64_t trimmed_mono; /* the last malloc_trim (atomic) */
+		int dirty;	      /* freed since then (atomic) */
+		int64_t tables_mono;  /* the last idle-table drop (ingest thread) */
+		/* The housekeeping thread. */
+		pthread_t thread;
+		pthread_mutex_t lock;
+		pthread_cond_t cond;
+		bool started, stop;
+	} mem;
 };
 
 /* What a profile that could not be flushed says, in a comment and to its
@@ -195,7 +211,41 @@ cJSON *daemon_handle_reload(struct daemon *d, const struct fr_ipc_peer *peer);
 cJSON *daemon_handle_dump(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer);
 cJSON *daemon_handle_trigger(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer);
 
+/* recorder/memory.c */
+/* Sets up the query budgets under limits.memory of `cfg` and the symbol
+ * images' share. Returns 0 or -errno. */
+int daemon_memory_init(struct daemon *d, const struct fr_config *cfg);
+/* Starts and stops the thread that gives idle memory back. */
+void daemon_memory_start(struct daemon *d);
+void daemon_memory_stop(struct daemon *d);
+void daemon_memory_fini(struct daemon *d);
+/* The unwind tables' share of a ceiling of `memory` bytes. */
+uint64_t daemon_memory_tables_share(uint64_t memory);
+/* A reload's limits (ingest thread). */
+void daemon_memory_reload(struct daemon *d, const struct fr_config *cfg);
+/* Tells the query budget what the caches hold now. */
+void daemon_memory_refresh(struct daemon *d);
+/* A query or timeline starts, and ends: the end gives freed memory back
+ * to the system (at once when nothing else runs, else at most once a
+ * second). */
+void daemon_memory_begin(struct daemon *d);
+void daemon_memory_end(struct daemon *d);
+/* Once per drain (ingest thread): once a minute, drops the unwind
+ * tables no frame used in it. */
+void daemon_memory_drained(struct daemon *d, int64_t now);
+/* The "memory" object of a status reply. Returns 0 out of memory. */
+int daemon_memory_status(struct daemon *d, cJSON *r);
+
 /* recorder/querymem.c */
+/* Reserves `want` bytes of the query memory (cut to what there is room
+ * for), waiting up to QUERY_WAIT_NS; `has_uid`: for a user who is not
+ * privileged, within the users' quarter. Returns the bytes reserved (give
+ * them back with daemon_memory_release(), which also trims) or -EBUSY. */
+int64_t daemon_memory_reserve(struct daemon *d, int has_uid, uint64_t want);
+void daemon_memory_release(struct daemon *d, int has_uid, int64_t reserved);
+/* Adds exactly `more` bytes to a reservation when there is room now,
+ * without waiting. Returns 0 or -EBUSY. */
+int daemon_memory_grow(struct daemon *d, int has_uid, uint64_t more);
 /* Reserves what the query `preq` may take from the query memory, waiting
  * up to QUERY_WAIT_NS, and caps its decoded-chunk cache to the share it
  * got. Returns the bytes reserved (give them back with

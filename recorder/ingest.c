@@ -321,6 +321,8 @@ static void before_drain(void *arg)
 	/* Tables built since the last drain serve this one. */
 	if (d->unwind_tables)
 		fr_unwind_tables_collect(d->unwind_tables);
+	/* Before the MRU is emptied below: it may drop tables. */
+	daemon_memory_drained(d, now);
 	d->unwind_wait_left = UNWIND_WAIT_PER_DRAIN_NS;
 	/* The side band drained next may change mappings; the collect above
 	 * may have dropped tables. */
@@ -411,8 +413,7 @@ static int reload_apply(struct daemon *d, char *why, size_t whylen)
 	__atomic_store_n(&d->user_max_rate_hz, n->user_max_rate_hz, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->admin_gid, n->has_admin_group ? (int64_t)n->admin_gid : -1,
 			 __ATOMIC_RELAXED);
-	fr_budget_set_limit(&d->query_budget, n->query_memory);
-	fr_budget_set_limit(&d->users_budget, n->query_memory / 4);
+	daemon_memory_reload(d, n);
 	pthread_mutex_lock(&d->config_lock);
 	if (d->owned_config) {
 		fr_config_fini(d->owned_config);

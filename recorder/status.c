@@ -251,7 +251,9 @@ static int add_unwind_tables(struct daemon *d, cJSON *r)
 	fr_ipc_add_int(o, "linked", (int64_t)st.linked);
 	fr_ipc_add_int(o, "prefetched", (int64_t)st.prefetched);
 	fr_ipc_add_int(o, "skipped", (int64_t)st.skipped);
-	fr_ipc_add_int(o, "budget", (int64_t)FR_UNWIND_TABLES_BUDGET);
+	fr_ipc_add_int(o, "budget",
+		       (int64_t)daemon_memory_tables_share(
+			       __atomic_load_n(&d->mem.limit, __ATOMIC_RELAXED)));
 	return 1;
 }
 
@@ -297,6 +299,10 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 	fr_ipc_add_int(r, "reloads_rejected",
 		       (int64_t)__atomic_load_n(&d->reloads_rejected, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "cpus", d->ncpus);
+	if (!daemon_memory_status(d, r)) {
+		cJSON_Delete(r);
+		return NULL;
+	}
 	fr_ipc_add_int(r, "query_memory", (int64_t)fr_budget_limit(&d->query_budget));
 	fr_ipc_add_int(r, "query_memory_used", (int64_t)fr_budget_used(&d->query_budget));
 	/* Parsed symbol images kept between profiles: a bound of their own,

@@ -197,6 +197,22 @@ static void print_unwind_tables(const cJSON *t)
 	       fr_cli_num(t, "pending"), fr_cli_num(t, "evicted"));
 }
 
+/* The memory ceiling, one line: what the daemon holds of limits.memory
+ * and who holds it, in MiB. */
+static void print_memory(const cJSON *m)
+{
+	const double mib = 1048576.0;
+
+	if (!m)
+		return;
+	printf("memory:   %.0f MiB of %.0f MiB (queries %.0f, timelines %.0f, unwind tables %.0f, "
+	       "symbols %.0f, labels %.0f)\n",
+	       fr_cli_num(m, "used") / mib, fr_cli_num(m, "limit") / mib,
+	       fr_cli_num(m, "queries") / mib, fr_cli_num(m, "timelines") / mib,
+	       fr_cli_num(m, "unwind_tables") / mib, fr_cli_num(m, "symbols") / mib,
+	       fr_cli_num(m, "labels") / mib);
+}
+
 /* A sampling event's precise_ip level and multiplexing, when there is
  * something to say. */
 static void print_pmu(const cJSON *ev)
@@ -292,6 +308,7 @@ static void print_status(const cJSON *r)
 	if (labels && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(labels, "error")))
 		printf("application labels: not read (%s)\n", fr_cli_str(labels, "error"));
 	print_ingest(cJSON_GetObjectItemCaseSensitive(r, "ingest"));
+	print_memory(cJSON_GetObjectItemCaseSensitive(r, "memory"));
 	print_symbol_cache(cJSON_GetObjectItemCaseSensitive(r, "symbol_cache"));
 	print_export(cJSON_GetObjectItemCaseSensitive(r, "export"));
 }
