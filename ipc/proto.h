@@ -110,8 +110,11 @@
  * "unit", "state" ("recording" or "failed"), "error" (when failed), "hz",
  * "every_switch", "since_ns", "samples", "lost", "throttled",
  * "truncated_stacks"}] and "consumers": [{"name", "since_ns", "events":
- * [{"event","hz"}]}], and "query_memory" / "query_memory_used" (bytes: the
- * budget of attach queries and what running ones reserved).
+ * [{"event","hz"}]}], "query_memory" / "query_memory_used" (bytes: the
+ * budget of attach queries and what running ones reserved), and "memory":
+ * {"limit", "used", "queries", "timelines", "unwind_tables", "symbols",
+ * "labels", "query_room"} (bytes: limits.memory, what the daemon holds of
+ * it and who, and what queries may take together now).
  *
  * LIMITS. A request must start within 5 s of the connection (or of the
  * previous reply) and arrive whole within 5 s of its first byte, else the
