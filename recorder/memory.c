@@ -75,6 +75,7 @@ int daemon_memory_init(struct daemon *d, const struct fr_config *cfg)
 	return fr_mono_cond_init(&d->mem.cond);
 }
 
+/* A reload's limits; ingest thread. */
 void daemon_memory_reload(struct daemon *d, const struct fr_config *cfg)
 {
 	__atomic_store_n(&d->mem.limit, cfg->memory, __ATOMIC_RELAXED);
@@ -82,9 +83,12 @@ void daemon_memory_reload(struct daemon *d, const struct fr_config *cfg)
 	fr_budget_set_limit(&d->users_budget, query_limit(cfg) / 4);
 	fr_budget_set_ceiling(&d->query_budget, cfg->memory, query_floor(cfg->memory));
 	fr_symbols_keep_limit(symbols_share(cfg->memory));
-	if (d->unwind_tables)
+	if (d->unwind_tables) {
 		fr_unwind_tables_set_budget(d->unwind_tables,
 					    daemon_memory_tables_share(cfg->memory));
+		/* It may have dropped tables the drain's cache points to. */
+		d->unwind_mru_n = 0;
+	}
 	daemon_memory_refresh(d);
 }
 

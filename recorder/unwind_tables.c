@@ -757,6 +757,7 @@ int fr_unwind_tables_settle(struct fr_unwind_tables *u, int timeout_ms)
 void fr_unwind_tables_set_budget(struct fr_unwind_tables *u, uint64_t budget)
 {
 	u->budget = budget;
+	evict(u);
 }
 
 uint64_t fr_unwind_tables_trim_idle(struct fr_unwind_tables *u)

@@ -113,8 +113,8 @@ int fr_unwind_tables_wait(struct fr_unwind_tables *u, int64_t max_ns);
  * -ETIMEDOUT. */
 int fr_unwind_tables_settle(struct fr_unwind_tables *u, int timeout_ms);
 
-/* Changes the budget (a reload of limits.memory); what is over it is
- * dropped at the next collect. Ingest thread. */
+/* Changes the budget (a reload of limits.memory), dropping at once what
+ * is over it. Ingest thread. */
 void fr_unwind_tables_set_budget(struct fr_unwind_tables *u, uint64_t budget);
 
 /* Drops the tables no frame has been looked up in since the last call

@@ -286,6 +286,31 @@ static void test_eviction(const struct prog *a, const struct prog *b, uint64_t l
 	      (unsigned long long)(st.hits - before.hits));
 }
 
+/* Images idle for a while are freed (the daemon gives their memory back
+ * when nothing used them for a minute); younger ones stay. */
+static void test_idle(const struct prog *a, const struct prog *b)
+{
+	struct fr_symbols_stats st;
+	uint64_t freed;
+
+	fr_symbols_keep_limit(0);
+	fr_symbols_keep_limit(FR_SYMBOLS_KEEP_DEFAULT);
+	CHECK(name_once(a, a->path, a->bid, a->bid_len, NULL) == 0, "%s", a->path);
+	usleep(50000);
+	CHECK(name_once(b, b->path, b->bid, b->bid_len, NULL) == 0, "%s", b->path);
+	CHECK(fr_symbols_trim_idle(3600LL * 1000000000LL) == 0, "an image idle for an hour");
+	/* Idle 25 ms or more: the older only. */
+	freed = fr_symbols_trim_idle(25000000LL);
+	fr_symbols_get_stats(&st);
+	CHECK(freed > 0 && st.images == 1, "idle 50 ms: %llu bytes freed, %llu images left",
+	      (unsigned long long)freed, (unsigned long long)st.images);
+	freed = fr_symbols_trim_idle(0);
+	fr_symbols_get_stats(&st);
+	CHECK(freed > 0 && st.images == 0 && st.bytes == 0,
+	      "all idle: %llu bytes freed, %llu images, %llu bytes left", (unsigned long long)freed,
+	      (unsigned long long)st.images, (unsigned long long)st.bytes);
+}
+
 /* STRIPPED names PROG's static function only from DEBUG, found in a
  * debug directory by build id; the second profile finds it kept. */
 static void test_debug_kept(const char *prog, const char *stripped, const char *debug,
@@ -475,6 +500,7 @@ int main(int argc, char **argv)
 	test_eviction(&p[1], &p[2], size[1] > size[2] ? size[1] : size[2]);
 	test_scan(p, 3, size);
 	test_threads(p, 3, size[0] > size[1] ? size[0] : size[1]);
+	test_idle(&p[1], &p[2]);
 	if (argc >= 7)
 		test_debug_kept(argv[4], argv[5], argv[6], dir);
 	else

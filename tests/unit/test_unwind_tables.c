@@ -210,6 +210,39 @@ static void test_budget(void)
 	fr_unwind_tables_free(u);
 }
 
+/* A table looked up since the last trim stays; one not looked up since
+ * goes, and is built again when asked for. A smaller budget drops what
+ * is over it at once. */
+static void test_trim_idle(void)
+{
+	struct fr_unwind_tables *u = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	uint64_t addr = (uint64_t)(uintptr_t)&test_trim_idle;
+	struct fr_unwind_tables_stats st;
+	struct fr_tracker_map m;
+	char path[4096];
+	int miss;
+
+	if (!u || self_map(addr, &m, path, sizeof(path)) < 0) {
+		CHECK(0, "no tables or no mapping of this test");
+		fr_unwind_tables_free(u);
+		return;
+	}
+	CHECK(find_built(u, &m, addr, &miss) != NULL, "no table (miss %d)", miss);
+	CHECK(fr_unwind_tables_trim_idle(u) == 0, "a table just used was dropped");
+	CHECK(find(u, &m, addr, &miss) != NULL, "the table went");
+	CHECK(fr_unwind_tables_trim_idle(u) == 0, "a table used since the last trim was dropped");
+	CHECK(fr_unwind_tables_trim_idle(u) > 0, "a table unused since the last trim stayed");
+	fr_unwind_tables_stats(u, &st);
+	CHECK(st.tables == 0 && st.bytes == 0, "after the trim: %llu tables, %llu bytes",
+	      (unsigned long long)st.tables, (unsigned long long)st.bytes);
+	CHECK(find_built(u, &m, addr, &miss) != NULL, "not built again (miss %d)", miss);
+	fr_unwind_tables_set_budget(u, 1);
+	fr_unwind_tables_stats(u, &st);
+	CHECK(st.tables == 0 && st.bytes == 0, "over a lowered budget: %llu tables, %llu bytes",
+	      (unsigned long long)st.tables, (unsigned long long)st.bytes);
+	fr_unwind_tables_free(u);
+}
+
 /* Two processes found in /proc mapping one file (two keys: a mapping
  * learned from /proc is keyed by its process) build one table: each is
  * linked to the file's build id. */
@@ -398,6 +431,7 @@ int main(void)
 	test_keys();
 	test_vdso();
 	test_budget();
+	test_trim_idle();
 	test_linked();
 	test_one_path();
 	test_prefetch();
