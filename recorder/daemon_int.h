@@ -151,11 +151,16 @@ struct daemon {
 	/* The memory ceiling (recorder/memory.c). */
 	struct daemon_memory {
 		uint64_t limit;	      /* limits.memory (atomic) */
+		int query_set;	      /* limits.query_memory is set (atomic) */
 		uint64_t timelines;   /* bytes timelines have reserved now (atomic) */
 		uint32_t active;      /* queries and timelines running (atomic) */
 		int64_t trimmed_mono; /* the last malloc_trim (atomic) */
 		int dirty;	      /* freed since then (atomic) */
-		int64_t tables_mono;  /* the last idle-table drop (ingest thread) */
+		/* The ingest thread's: the unwind tables' clock every 10 s of
+		 * the last minute, and when the last was taken. */
+		uint64_t marks[6];
+		uint64_t nmarks;
+		int64_t tables_mono;
 		/* The housekeeping thread. */
 		pthread_t thread;
 		pthread_mutex_t lock;
@@ -230,8 +235,8 @@ void daemon_memory_refresh(struct daemon *d);
  * second). */
 void daemon_memory_begin(struct daemon *d);
 void daemon_memory_end(struct daemon *d);
-/* Once per drain (ingest thread): once a minute, drops the unwind
- * tables no frame used in it. */
+/* Once per drain (ingest thread): every 10 s, drops the unwind tables
+ * no frame used in the last minute. */
 void daemon_memory_drained(struct daemon *d, int64_t now);
 /* The "memory" object of a status reply. Returns 0 out of memory. */
 int daemon_memory_status(struct daemon *d, cJSON *r);

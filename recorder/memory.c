@@ -9,6 +9,7 @@
  *     most, a few MiB in practice);
  *   - queries (attach, dumps, threads, the exporter's batches) and
  *     timelines: what the caches leave, never less than 1/4 M, and at most
+ *     1/2 M (256 MiB by default, what limits.query_memory was), or
  *     limits.query_memory when that is set.
  * The caches cannot wait for memory (the unwind tables and label sets grow
  * on the ingest thread), so each keeps within its share; queries reserve
@@ -37,6 +38,9 @@
 #define IDLE_NS (60LL * 1000000000LL)
 #define TRIM_GAP_NS 1000000000LL
 #define HOUSEKEEPING_NS (10LL * 1000000000LL)
+_Static_assert(IDLE_NS / HOUSEKEEPING_NS == sizeof(((struct daemon *)0)->mem.marks) /
+						    sizeof(((struct daemon *)0)->mem.marks[0]),
+	       "a mark of the unwind tables' clock every 10 s of a minute");
 
 uint64_t daemon_memory_tables_share(uint64_t memory)
 {
@@ -53,10 +57,10 @@ static uint64_t query_floor(uint64_t memory)
 	return memory / 4;
 }
 
-/* The query budget's limit: limits.query_memory, else the ceiling. */
+/* The query budget's limit: limits.query_memory, else half the ceiling. */
 static uint64_t query_limit(const struct fr_config *cfg)
 {
-	return cfg->query_memory ? cfg->query_memory : cfg->memory;
+	return cfg->query_memory ? cfg->query_memory : cfg->memory / 2;
 }
 
 int daemon_memory_init(struct daemon *d, const struct fr_config *cfg)
@@ -64,6 +68,7 @@ int daemon_memory_init(struct daemon *d, const struct fr_config *cfg)
 	int ret;
 
 	d->mem.limit = cfg->memory;
+	d->mem.query_set = cfg->query_memory != 0;
 	ret = fr_budget_init(&d->query_budget, query_limit(cfg));
 	if (ret == 0)
 		ret = fr_budget_init(&d->users_budget, query_limit(cfg) / 4);
@@ -79,6 +84,7 @@ int daemon_memory_init(struct daemon *d, const struct fr_config *cfg)
 void daemon_memory_reload(struct daemon *d, const struct fr_config *cfg)
 {
 	__atomic_store_n(&d->mem.limit, cfg->memory, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->mem.query_set, cfg->query_memory != 0, __ATOMIC_RELAXED);
 	fr_budget_set_limit(&d->query_budget, query_limit(cfg));
 	fr_budget_set_limit(&d->users_budget, query_limit(cfg) / 4);
 	fr_budget_set_ceiling(&d->query_budget, cfg->memory, query_floor(cfg->memory));
@@ -147,17 +153,18 @@ void daemon_memory_end(struct daemon *d)
 
 void daemon_memory_drained(struct daemon *d, int64_t now)
 {
-	if (!d->unwind_tables)
-		return;
-	if (!d->mem.tables_mono) {
-		d->mem.tables_mono = now;
-		return;
-	}
-	if (now - d->mem.tables_mono < IDLE_NS)
+	const unsigned n = sizeof(d->mem.marks) / sizeof(d->mem.marks[0]);
+	unsigned at = d->mem.nmarks % n;
+
+	if (!d->unwind_tables || now - d->mem.tables_mono < HOUSEKEEPING_NS)
 		return;
 	d->mem.tables_mono = now;
-	if (fr_unwind_tables_trim_idle(d->unwind_tables))
+	/* marks[at] was taken a minute ago (once there are n): what no
+	 * frame used since goes. */
+	if (d->mem.nmarks >= n && fr_unwind_tables_trim_idle(d->unwind_tables, d->mem.marks[at]))
 		__atomic_store_n(&d->mem.dirty, 1, __ATOMIC_RELAXED);
+	d->mem.marks[at] = fr_unwind_tables_clock(d->unwind_tables);
+	d->mem.nmarks++;
 }
 
 /* Every ten seconds: symbol images idle for a minute go, the budget

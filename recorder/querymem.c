@@ -104,7 +104,7 @@ cJSON *daemon_query_busy(struct daemon *d, const char *cmd)
 	uint64_t ceiling = __atomic_load_n(&d->mem.limit, __ATOMIC_RELAXED);
 	char size[32], room[32];
 
-	if (limit < ceiling)
+	if (__atomic_load_n(&d->mem.query_set, __ATOMIC_RELAXED))
 		return fr_ipc_error("%s: busy: other queries hold the daemon's query memory "
 				    "(limits.query_memory, %s) for over %lld s; retry later",
 				    cmd, fr_format_size(limit, size, sizeof(size)),

@@ -140,10 +140,11 @@ static cJSON *timeline_too_big(struct daemon *d, int64_t reserved)
 {
 	uint64_t limit = fr_budget_limit(&d->query_budget);
 	uint64_t ceiling = __atomic_load_n(&d->mem.limit, __ATOMIC_RELAXED);
+	int set = __atomic_load_n(&d->mem.query_set, __ATOMIC_RELAXED);
 	char got[32], size[32];
 
 	fr_format_size_human((uint64_t)reserved, got, sizeof(got));
-	if (limit < ceiling)
+	if (set)
 		return fr_ipc_error("timeline: refused: the window needs more than the %s of memory "
 				    "it could reserve (limits.query_memory, %s); ask for a shorter "
 				    "window, a wider step or fewer groups",

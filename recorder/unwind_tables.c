@@ -93,7 +93,6 @@ struct fr_unwind_tables {
 	uint32_t nentries;
 	uint64_t clock; /* look-ups so far: the LRU's time */
 	uint64_t budget;
-	uint64_t trimmed_at; /* the clock at the last fr_unwind_tables_trim_idle() */
 	/* Shared, under lock. */
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* work queued, answer posted, builder gone */
@@ -760,13 +759,18 @@ void fr_unwind_tables_set_budget(struct fr_unwind_tables *u, uint64_t budget)
 	evict(u);
 }
 
-uint64_t fr_unwind_tables_trim_idle(struct fr_unwind_tables *u)
+uint64_t fr_unwind_tables_clock(const struct fr_unwind_tables *u)
+{
+	return u->clock;
+}
+
+uint64_t fr_unwind_tables_trim_idle(struct fr_unwind_tables *u, uint64_t since)
 {
 	uint64_t freed = 0;
 
 	for (unsigned b = 0; b < NBUCKETS; b++) {
 		for (struct entry *e = u->buckets[b]; e; e = e->next) {
-			if (e->state != ST_READY || e->last_use > u->trimmed_at)
+			if (e->state != ST_READY || e->last_use > since)
 				continue;
 			freed += e->bytes;
 			stat_add(&u->st.bytes, -(int64_t)e->bytes);
@@ -777,7 +781,6 @@ uint64_t fr_unwind_tables_trim_idle(struct fr_unwind_tables *u)
 			e->state = ST_DROPPED;
 		}
 	}
-	u->trimmed_at = u->clock;
 	return freed;
 }
 

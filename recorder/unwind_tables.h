@@ -117,10 +117,14 @@ int fr_unwind_tables_settle(struct fr_unwind_tables *u, int timeout_ms);
  * is over it. Ingest thread. */
 void fr_unwind_tables_set_budget(struct fr_unwind_tables *u, uint64_t budget);
 
-/* Drops the tables no frame has been looked up in since the last call
- * (called once a minute: those of programs gone, or asleep, which build
+/* The look-ups made so far: a mark of now for fr_unwind_tables_trim_idle.
+ * Ingest thread. */
+uint64_t fr_unwind_tables_clock(const struct fr_unwind_tables *u);
+
+/* Drops the tables no frame has been looked up in since the mark `since`
+ * (taken a minute ago: those of programs gone, or asleep, which build
  * theirs again when they run). Ingest thread. Returns the bytes freed. */
-uint64_t fr_unwind_tables_trim_idle(struct fr_unwind_tables *u);
+uint64_t fr_unwind_tables_trim_idle(struct fr_unwind_tables *u, uint64_t since);
 
 /* The counters, from any thread. */
 void fr_unwind_tables_stats(struct fr_unwind_tables *u, struct fr_unwind_tables_stats *out);

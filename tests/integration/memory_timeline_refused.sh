@@ -42,4 +42,13 @@ python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert any(g["na
 "$FLIGHTREC" status --json >"$T/status.json"
 python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["memory"]; assert m["timelines"] == 0 and m["queries"] == 0, m' "$T/status.json" ||
 	fail "memory still reserved after the timelines: $(cat "$T/status.json")"
+
+# A reload raises the ceiling: the same timeline now fits.
+printf '{"limits": {"memory": "1GiB"}}\n' >"$T/config.json"
+"$FLIGHTREC" reload >/dev/null 2>"$T/reload.err" || fail "reload failed: $(cat "$T/reload.err")"
+"$FLIGHTREC" status --json >"$T/status.json"
+python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["memory"]; assert m["limit"] == 1 << 30, m' "$T/status.json" ||
+	fail "status after the reload: $(cat "$T/status.json")"
+"$FLIGHTREC" timeline --window 7s --step 2ms --event offcpu --by process --json \
+	>"$T/big.json" 2>"$T/big.err" || fail "under a 1 GiB ceiling the timeline failed: $(cat "$T/big.err")"
 echo "PASS"

@@ -210,8 +210,8 @@ static void test_budget(void)
 	fr_unwind_tables_free(u);
 }
 
-/* A table looked up since the last trim stays; one not looked up since
- * goes, and is built again when asked for. A smaller budget drops what
+/* A table looked up since the mark stays; one not looked up since goes,
+ * and is built again when asked for. A smaller budget drops what
  * is over it at once. */
 static void test_trim_idle(void)
 {
@@ -227,11 +227,15 @@ static void test_trim_idle(void)
 		fr_unwind_tables_free(u);
 		return;
 	}
+	uint64_t mark = fr_unwind_tables_clock(u);
+
 	CHECK(find_built(u, &m, addr, &miss) != NULL, "no table (miss %d)", miss);
-	CHECK(fr_unwind_tables_trim_idle(u) == 0, "a table just used was dropped");
+	CHECK(fr_unwind_tables_trim_idle(u, mark) == 0, "a table used since the mark was dropped");
+	mark = fr_unwind_tables_clock(u);
 	CHECK(find(u, &m, addr, &miss) != NULL, "the table went");
-	CHECK(fr_unwind_tables_trim_idle(u) == 0, "a table used since the last trim was dropped");
-	CHECK(fr_unwind_tables_trim_idle(u) > 0, "a table unused since the last trim stayed");
+	CHECK(fr_unwind_tables_trim_idle(u, mark) == 0, "a table used since the mark was dropped");
+	mark = fr_unwind_tables_clock(u);
+	CHECK(fr_unwind_tables_trim_idle(u, mark) > 0, "a table unused since the mark stayed");
 	fr_unwind_tables_stats(u, &st);
 	CHECK(st.tables == 0 && st.bytes == 0, "after the trim: %llu tables, %llu bytes",
 	      (unsigned long long)st.tables, (unsigned long long)st.bytes);
