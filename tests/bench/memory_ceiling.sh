@@ -2,8 +2,8 @@
 # The recorder's resident memory through the storms that used to grow it
 # without bound: idle; the peak under 8 heavy attaches at once; under 60
 # concurrent timelines; under a table flood (30 distinct -O2 binaries of
-# 200,000 functions each, exec'd two at a time); then 10 s and 60 s after
-# the last storm. Each phase's peak is VmHWM from a reset (clear_refs),
+# 200,000 functions each, exec'd two at a time); then 10 s, 60 s and
+# 120 s after the last storm. Each phase's peak is VmHWM from a reset (clear_refs),
 # its end VmRSS when it is over.
 #
 #   tests/bench/memory_ceiling.sh BUILD_DIR [BUILD_DIR...]
@@ -102,13 +102,16 @@ run() { # BUILD
 	tables=$("$fr" status --json | python3 -c 'import json, sys; t = json.load(sys.stdin)["unwind_tables"]; print(t["bytes"] >> 20, t["budget"] >> 20)')
 
 	sleep 10
-	local after10 after60
+	local after10 after60 after120
 	after10=$(rss VmRSS)
 	sleep 50
 	after60=$(rss VmRSS)
+	sleep 60
+	after120=$(rss VmRSS)
 	echo "$b: RSS MiB idle $idle | 8 attaches peak $a_peak end $a_end |" \
 		"60 timelines peak $t_peak end $t_end | table flood peak $f_peak end $f_end" \
-		"(tables ${tables% *} MiB of ${tables#* }) | 10 s after $after10 | 60 s after $after60"
+		"(tables ${tables% *} MiB of ${tables#* }) | 10 s after $after10 | 60 s after $after60" \
+		"| 120 s after $after120"
 	echo "  unwind tables at the end: $("$fr" status --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["unwind_tables"]["bytes"] >> 20)') MiB"
 	"$fr" status 2>/dev/null | grep '^memory:' || true
 	kill -TERM "$dpid"
