@@ -155,7 +155,6 @@ struct daemon {
 		uint64_t timelines;   /* bytes timelines have reserved now (atomic) */
 		uint32_t active;      /* queries and timelines running (atomic) */
 		int64_t trimmed_mono; /* the last malloc_trim (atomic) */
-		int dirty;	      /* freed since then (atomic) */
 		/* The ingest thread's: the unwind tables' clock every 10 s of
 		 * the last minute, and when the last was taken. */
 		uint64_t marks[6];

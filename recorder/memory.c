@@ -21,9 +21,10 @@
  * storm of queries left the daemon hundreds of MiB larger until something
  * trimmed. Each query or timeline that ends trims (malloc_trim) when none
  * other runs, else at most once a second; caches unused for a minute are
- * dropped (symbol images no profile used, unwind tables no frame used)
- * and what that frees is trimmed by the housekeeping thread, which wakes
- * every ten seconds.
+ * dropped (symbol images no profile used, unwind tables no frame used),
+ * and the housekeeping thread, which wakes every ten seconds, trims when
+ * no query runs (what the table builder and the symbol cache freed after
+ * reading files is in their own arenas).
  */
 #include "recorder/daemon_int.h"
 
@@ -38,6 +39,7 @@
 #define IDLE_NS (60LL * 1000000000LL)
 #define TRIM_GAP_NS 1000000000LL
 #define HOUSEKEEPING_NS (10LL * 1000000000LL)
+#define MMAP_THRESHOLD (256 * 1024)
 _Static_assert(IDLE_NS / HOUSEKEEPING_NS == sizeof(((struct daemon *)0)->mem.marks) /
 						    sizeof(((struct daemon *)0)->mem.marks[0]),
 	       "a mark of the unwind tables' clock every 10 s of a minute");
@@ -67,6 +69,12 @@ int daemon_memory_init(struct daemon *d, const struct fr_config *cfg)
 {
 	int ret;
 
+	/* Large blocks (decoded chunks, cell tables, file copies, CFI
+	 * tables) mapped on their own and unmapped when freed: glibc's
+	 * threshold otherwise rises to 32 MiB after the first such free, and
+	 * then they come from the arenas, where small blocks allocated
+	 * meanwhile pin them (malloc_trim cannot return a page in use). */
+	mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD);
 	d->mem.limit = cfg->memory;
 	d->mem.query_set = cfg->query_memory != 0;
 	ret = fr_budget_init(&d->query_budget, query_limit(cfg));
@@ -127,7 +135,6 @@ void daemon_memory_refresh(struct daemon *d)
 /* Gives the arenas' free memory back to the system. */
 static void trim(struct daemon *d)
 {
-	__atomic_store_n(&d->mem.dirty, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->mem.trimmed_mono, fr_now_mono_ns(), __ATOMIC_RELAXED);
 	malloc_trim(0);
 }
@@ -147,8 +154,6 @@ void daemon_memory_end(struct daemon *d)
 	 * to end trims all. */
 	if (left == 0 || fr_now_mono_ns() - last >= TRIM_GAP_NS)
 		trim(d);
-	else
-		__atomic_store_n(&d->mem.dirty, 1, __ATOMIC_RELAXED);
 }
 
 void daemon_memory_drained(struct daemon *d, int64_t now)
@@ -161,14 +166,15 @@ void daemon_memory_drained(struct daemon *d, int64_t now)
 	d->mem.tables_mono = now;
 	/* marks[at] was taken a minute ago (once there are n): what no
 	 * frame used since goes. */
-	if (d->mem.nmarks >= n && fr_unwind_tables_trim_idle(d->unwind_tables, d->mem.marks[at]))
-		__atomic_store_n(&d->mem.dirty, 1, __ATOMIC_RELAXED);
+	if (d->mem.nmarks >= n)
+		fr_unwind_tables_trim_idle(d->unwind_tables, d->mem.marks[at]);
 	d->mem.marks[at] = fr_unwind_tables_clock(d->unwind_tables);
 	d->mem.nmarks++;
 }
 
 /* Every ten seconds: symbol images idle for a minute go, the budget
- * learns what the caches hold, and what was freed goes back. */
+ * learns what the caches hold, and, when no query runs, what every
+ * thread freed goes back. */
 static void *housekeeping(void *arg)
 {
 	struct daemon *d = arg;
@@ -180,11 +186,12 @@ static void *housekeeping(void *arg)
 		if (pthread_cond_timedwait(&d->mem.cond, &d->mem.lock, &deadline) != ETIMEDOUT)
 			continue;
 		pthread_mutex_unlock(&d->mem.lock);
-		if (fr_symbols_trim_idle(IDLE_NS))
-			__atomic_store_n(&d->mem.dirty, 1, __ATOMIC_RELAXED);
+		fr_symbols_trim_idle(IDLE_NS);
 		daemon_memory_refresh(d);
-		if (__atomic_load_n(&d->mem.dirty, __ATOMIC_RELAXED) &&
-		    __atomic_load_n(&d->mem.active, __ATOMIC_RELAXED) == 0)
+		/* Not only what this file freed: the table builder's and the
+		 * symbol cache's copies of files, the tracker's churn, all
+		 * leave free memory in their threads' arenas. */
+		if (__atomic_load_n(&d->mem.active, __ATOMIC_RELAXED) == 0)
 			trim(d);
 		pthread_mutex_lock(&d->mem.lock);
 	}
