@@ -110,6 +110,8 @@ static void seal(struct daemon *d, uint64_t barrier)
 	seal_chunk(d, barrier);
 }
 
+static void on_lost(void *arg, uint32_t event, uint64_t lost);
+
 static void on_sample(void *arg, const struct fr_sample *s)
 {
 	struct daemon *d = arg;
@@ -124,6 +126,11 @@ static void on_sample(void *arg, const struct fr_sample *s)
 		__atomic_add_fetch(&d->samples, 1, __ATOMIC_RELAXED);
 		if (src)
 			__atomic_add_fetch(&src->samples, 1, __ATOMIC_RELAXED);
+	} else {
+		/* Not kept even by an empty chunk (its seal failed): lost, as
+		 * what the kernel drops is. */
+		on_lost(d, s->event, 1);
+		return;
 	}
 	if (s->nr_frames == FR_MAX_FRAMES) {
 		fr_chunk_builder_count(d->builder, s->event, 0, 0, 1);
@@ -266,6 +273,12 @@ static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns)
 	fr_tracker_exit(((struct daemon *)arg)->tracker, pid, tid, time_ns);
 }
 
+/* Samples lost before they reached a chunk, for `event`: perf's
+ * PERF_RECORD_LOST, switch-outs evicted from the pairing table, waits the
+ * off-CPU eBPF program dropped (recorder/bpf_offcpu.c), a sample no chunk
+ * could take. Into the open chunk's events table (its `lost`, what
+ * samples_lost and the profiles' comments add up) and the counters of
+ * status. */
 static void on_lost(void *arg, uint32_t event, uint64_t lost)
 {
 	struct daemon *d = arg;

@@ -708,7 +708,12 @@ static void add_offcpu_json(cJSON *ev, const struct fr_source *src)
 	fr_ipc_add_int(o, "user_stacks", (int64_t)st.user_stacks);
 	fr_ipc_add_int(o, "no_user_stack", (int64_t)st.no_user);
 	fr_ipc_add_int(o, "short_records", (int64_t)st.short_records);
+	/* Waits lost (in the event's lost too), their time, and labels
+	 * records dropped (waits kept without labels). */
 	fr_ipc_add_int(o, "ringbuf_drops", (int64_t)st.drops);
+	fr_ipc_add_int(o, "ringbuf_dropped_ns", (int64_t)st.dropped_ns);
+	fr_ipc_add_int(o, "labels_dropped", (int64_t)st.label_drops);
+	fr_ipc_add_int(o, "short_retries", (int64_t)st.short_retries);
 	fr_ipc_add_int(o, "open_listed", (int64_t)st.open_listed);
 	fr_ipc_add_int(o, "open_runnable", (int64_t)st.open_runnable);
 	fr_ipc_add_int(o, "stack_walks", (int64_t)st.walks);

@@ -171,6 +171,12 @@ static void print_offcpu(const cJSON *ev)
 		       "%.0f not (the reader was behind)\n",
 		       fr_cli_num(o, "open_runnable"), fr_cli_num(o, "stack_walks"),
 		       fr_cli_num(o, "stack_walks_dropped"));
+		if (fr_cli_num(o, "ringbuf_drops") > 0 || fr_cli_num(o, "labels_dropped") > 0)
+			printf("offcpu:   %.0f waits lost (%.3f s off-CPU; no room in the ring "
+			       "buffer: in lost), %.0f kept without their labels\n",
+			       fr_cli_num(o, "ringbuf_drops"),
+			       fr_cli_num(o, "ringbuf_dropped_ns") / 1e9,
+			       fr_cli_num(o, "labels_dropped"));
 		if (cJSON_GetObjectItemCaseSensitive(o, "stack_copies"))
 			printf("offcpu:   user stacks unwound from %.0f-byte copies: %.0f of long waits "
 			       "(%.0f cut short where the stack ends), %.0f of blocked threads cut "
