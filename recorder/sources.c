@@ -151,6 +151,19 @@ uint32_t fr_sources_hz(struct fr_sources *s, uint32_t event)
 	return hz;
 }
 
+uint64_t fr_sources_offcpu_labels_dropped(struct fr_sources *s)
+{
+	struct fr_perf_offcpu_stats st = {0};
+	struct fr_source *src;
+
+	pthread_mutex_lock(&s->lock);
+	src = fr_sources_find(s, FR_EVENT_OFFCPU);
+	if (src && src->perf)
+		fr_perf_offcpu_stats(src->perf, &st);
+	pthread_mutex_unlock(&s->lock);
+	return st.mechanism == FR_PERF_OFFCPU_BPF ? st.label_drops : 0;
+}
+
 void fr_sources_enable(struct fr_sources *s, int on)
 {
 	for (unsigned i = 0; i < s->n; i++)

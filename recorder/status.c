@@ -275,6 +275,10 @@ static void add_labels(struct daemon *d, cJSON *r)
 	fr_applabels_bpf_counts(d->applabels, &c);
 	fr_ipc_add_int(o, "copies", (int64_t)c.samples);
 	fr_ipc_add_int(o, "copies_dropped", (int64_t)c.drops);
+	/* Off-CPU waits' labels with no room beside them: the waits were
+	 * kept, without labels (not lost samples). */
+	fr_ipc_add_int(o, "wait_copies_dropped",
+		       (int64_t)fr_sources_offcpu_labels_dropped(&d->sources));
 	fr_ipc_add_int(o, "read_faults", (int64_t)c.faults);
 }
 

@@ -297,6 +297,10 @@ static void print_status(const cJSON *r)
 	}
 	if (labels && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(labels, "error")))
 		printf("application labels: not read (%s)\n", fr_cli_str(labels, "error"));
+	if (labels && fr_cli_num(labels, "wait_copies_dropped") > 0)
+		printf("application labels: %.0f off-CPU waits kept without theirs (no room for "
+		       "the copy)\n",
+		       fr_cli_num(labels, "wait_copies_dropped"));
 	print_ingest(cJSON_GetObjectItemCaseSensitive(r, "ingest"));
 	print_symbol_cache(cJSON_GetObjectItemCaseSensitive(r, "symbol_cache"));
 	print_export(cJSON_GetObjectItemCaseSensitive(r, "export"));

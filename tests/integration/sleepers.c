@@ -1,6 +1,7 @@
 /* Many threads each sleeping 1 ms in a loop: a storm of off-CPU waits
  * just over the eBPF mechanism's min_wait, each a long wait with its
- * stacks, for offcpu_drops.sh.
+ * stacks, for offcpu_drops.sh. Each thread labels itself role=sleeper
+ * (libflightrec), so each wait comes with a labels record too.
  *
  *   sleepers THREADS SECONDS
  *
@@ -13,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "flightrec/labels.h"
 #include <unistd.h>
 
 static struct timespec deadline;
@@ -30,6 +33,7 @@ static void *sleeper(void *arg)
 	unsigned long long n = 0;
 
 	(void)arg;
+	fr_labels_set("role", "sleeper");
 	do {
 		nanosleep(&ms, NULL);
 		n++;
