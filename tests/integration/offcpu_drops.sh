@@ -10,7 +10,8 @@
 # are certain on any machine. Checked: status counts drops; the offcpu
 # event's lost (status), samples_lost (status and dump --info --json) are
 # at least the drops counted before a flush; a profile of the window says
-# the waits lost in its comments (go tool pprof -comments). The sleepers
+# the waits lost in its comments (go tool pprof -comments); the timeline
+# counts them and marks the steps that lost them. The sleepers
 # are labelled: labels records with no room leave their waits without
 # labels, which is no loss, and status counts them apart.
 . "$(dirname "$0")/lib.sh"
@@ -71,6 +72,16 @@ echo "drops: $((drops - drops0)) waits ($drop_ns ns in all) in the storm; offcpu
 [ "$ring_lost" -ge "$drops" ] || fail "status samples_lost is $ring_lost, under the $drops waits dropped"
 [ "$info_lost" -ge "$drops" ] ||
 	fail "dump --info samples_lost is $info_lost, under the $drops waits dropped"
+# The timeline of the window marks its steps that lost waits.
+"$FLIGHTREC" timeline --event offcpu --window 2m --step 1s --json >"$T/tl.json" ||
+	fail "timeline failed"
+tl_lost=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("lost", {}).get("total", 0))' "$T/tl.json")
+echo "the timeline says $tl_lost waits lost"
+[ "$tl_lost" -ge "$drops" ] || fail "the timeline says $tl_lost waits lost, under the $drops dropped"
+"$FLIGHTREC" timeline --event offcpu --window 2m --step 1s >"$T/tl.txt" || fail "timeline failed"
+grep -q ' !$' "$T/tl.txt" || fail "no step of the timeline marked as losing waits: $(cat "$T/tl.txt")"
+grep -q "^! [0-9]* samples of offcpu lost in this window" "$T/tl.txt" ||
+	fail "the timeline does not say the waits lost: $(cat "$T/tl.txt")"
 [ "$label_drops" -gt 0 ] ||
 	fail "status labels.wait_copies_dropped is $label_drops: labels records with no room not counted"
 [ -n "$said" ] || fail "the profile does not say waits were lost: $(cat "$T/comments")"
