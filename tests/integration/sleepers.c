@@ -5,11 +5,14 @@
  *
  *   sleepers THREADS SECONDS
  *
- * Prints "pid=PID threads=N waits=W" at the end: the threads it started
- * and the sleeps they made.
+ * main labels itself role=main, prints "ready" and sleeps 10 ms at a time
+ * until SIGUSR1 (so the recorder can find the process's labels first);
+ * then the threads sleep for SECONDS. Prints "pid=PID threads=N waits=W"
+ * at the end: the threads it started and the sleeps they made.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,22 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
+/* Labelled, then off the CPU 10 ms at a time until SIGUSR1. */
+static void wait_go(void)
+{
+	struct timespec tick = {0, 10000000};
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	fr_labels_set("role", "main");
+	printf("ready\n");
+	fflush(stdout);
+	while (sigtimedwait(&set, NULL, &tick) < 0)
+		;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_attr_t attr;
@@ -56,6 +75,7 @@ int main(int argc, char **argv)
 	t = calloc((size_t)n, sizeof(*t));
 	if (!t)
 		return 1;
+	wait_go();
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += secs;
 	pthread_attr_init(&attr);
