@@ -61,11 +61,14 @@
  * (the chunks' lost counters, machine-wide: perf's lost records, off-CPU
  * waits the eBPF program dropped), each chunk's in the step holding its
  * last sample (within a second or so of when they were lost; a chunk the
- * journal merged puts its group's at the group's end); absent when none
- * was counted (a fleet query knows of none). Names are JSON strings (escaped). start_ns and
- * end_ns are the asked window rounded out to multiples of step_ns (steps
- * start at multiples of the step since the epoch, so two timelines of one
- * ring line up): the last step of a window ending now ends in the future.
+ * journal merged puts its group's at the group's end, so unlike the
+ * values they may move when the ring merges: a window counts every chunk
+ * it reads, whole, as a profile's comment does); absent when none was
+ * counted (a fleet query knows of none). Names are JSON strings
+ * (escaped). start_ns and end_ns are the asked window rounded out to
+ * multiples of step_ns (steps start at multiples of the step since the
+ * epoch, so two timelines of one ring line up): the last step of a window
+ * ending now ends in the future.
  *
  * SPEED: every sample of the window is decoded (no chunk summary: an
  * hour at 999 Hz on 2 CPUs is about 0.16 s of CPU, docs/performance.md).
