@@ -146,6 +146,10 @@ struct daemon {
 	 * threads are blocked, a chunk is sealed every second even when
 	 * nothing ran, so the ring keeps saying who is stuck. */
 	uint32_t open_waits;
+	/* Losses counted into the chunk being built since the last seal
+	 * (ingest thread): such a chunk is sealed at the next second even
+	 * without a sample, so a crash does not take the count with it. */
+	int losses_pending;
 };
 
 /* What a profile that could not be flushed says, in a comment and to its

@@ -65,6 +65,7 @@ static void seal_chunk(struct daemon *d, uint64_t barrier)
 				   strerror(-ret));
 	if (ret == 0)
 		__atomic_add_fetch(&d->chunks_sealed, 1, __ATOMIC_RELAXED);
+	d->losses_pending = 0;
 	__atomic_store_n(&d->last_seal_real, fr_now_real_ns(), __ATOMIC_RELAXED);
 	fr_tracker_sealed(d->tracker);
 	__atomic_store_n(&d->nprocs, fr_tracker_nprocs(d->tracker), __ATOMIC_RELAXED);
@@ -294,6 +295,7 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 		return;
 	}
 	fr_chunk_builder_count(d->builder, event, lost, 0, 0);
+	d->losses_pending = 1;
 	__atomic_add_fetch(&d->lost, lost, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&src->lost, lost, __ATOMIC_RELAXED);
 }
@@ -497,7 +499,8 @@ static int poll_timeout(struct daemon *d)
 	int64_t now = fr_now_mono_ns(), due = SEAL_INTERVAL_NS - (now - d->last_seal_mono);
 	int timeout, labels;
 
-	if (due <= 0 && fr_chunk_builder_samples(d->builder) == 0 && d->open_waits == 0) {
+	if (due <= 0 && fr_chunk_builder_samples(d->builder) == 0 && d->open_waits == 0 &&
+	    !d->losses_pending) {
 		/* Nothing to seal: the next chunk's second starts now. */
 		d->last_seal_mono = now;
 		due = SEAL_INTERVAL_NS;
@@ -546,7 +549,8 @@ int daemon_ingest_loop(struct daemon *d)
 		fr_sources_drain(&d->sources);
 		fr_applabels_poll(d->applabels, d->sources.clock_offset);
 		if (d->barrier || d->stopping ||
-		    ((fr_chunk_builder_samples(d->builder) > 0 || d->open_waits > 0) &&
+		    ((fr_chunk_builder_samples(d->builder) > 0 || d->open_waits > 0 ||
+		      d->losses_pending) &&
 		     fr_now_mono_ns() - d->last_seal_mono >= SEAL_INTERVAL_NS))
 			seal(d, d->barrier);
 	}
