@@ -97,7 +97,7 @@ int fr_serve_token_read(const char *path, char *out, size_t outlen, char *why, s
 		memset(buf, 0, sizeof(buf));
 		return snprintf(why, whylen,
 				"expected one line of %d to %d characters of A-Z a-z 0-9 - _ . ~ "
-				"(e.g. from: head -c 32 /dev/urandom | xxd -p -c 64)",
+				"(e.g. head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n')",
 				TOKEN_FILE_MIN, FR_HTTP_TOKEN_MAX),
 		       -1;
 	}
