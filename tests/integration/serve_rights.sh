@@ -9,7 +9,9 @@
 # loopback, IPv6 loopback, another loopback address, and the machine's own
 # non-loopback address with --allow-remote; root, who runs serve, gets
 # every answer with the token (root's process in them), and 401 without it
-# or with a wrong one. With --allow-remote a peer on another machine (here
+# or with a wrong one. Served by a user who is not root, the page answers
+# that user and root, not another. With --allow-remote a peer on another
+# machine (here
 # another network namespace, over a veth pair) is answered on the token
 # alone, as documented, and refused without it.
 . "$(dirname "$0")/lib.sh"
@@ -40,11 +42,13 @@ ROOT_PID=$!
 # with a wrong one), "other" (403 with the token, 401 or 403 without; no
 # answer holds root's data), "remote" (200 with the token, 401 without).
 # With "quick", the paths that ask the recorder for a profile are left
-# out (root's profiles were asked for already, on another address).
+# out (root's profiles were asked for already, on another address); with
+# "page", all that asks the recorder.
 cat >"$T/client.py" <<'PY'
 import http.client, socket, sys, time
 host, port, token, mode, root_pid = sys.argv[1:6]
-quick = sys.argv[6:] == ["quick"]
+quick = sys.argv[6:] in (["quick"], ["page"])
+page = sys.argv[6:] == ["page"]
 now = time.time()
 paths = ["/", "/index.html", "/assets/app.js", "/favicon.ico", "/api/status",
          "/api/timeline", "/api/profile?window=5s",
@@ -53,6 +57,8 @@ paths = ["/", "/index.html", "/assets/app.js", "/favicon.ico", "/api/status",
          "/api/threads?pid=" + root_pid]
 if quick:
     paths = [p for p in paths if not p.startswith(("/api/profile", "/api/pprof", "/api/diff"))]
+if page:
+    paths = [p for p in paths if not p.startswith("/api/")]
 
 def get(path, headers):
     c = http.client.HTTPConnection(host, int(port), timeout=60)
@@ -169,6 +175,27 @@ else
 	echo "case all_addresses: ok (127.0.0.2; no global address here)"
 fi
 stop_serve
+
+# case user_serve: serve run by a user who is not root answers that user
+# and root, and not another user (nobody), token or not. The user may not
+# use the recorder here: the page and its assets are what is asked.
+rm -f "$T/serve.out"
+runuser -u "$U" -- "$FLIGHTREC" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
+SERVE_PID=$!
+wait_serve_url
+port=${url##*:}
+port=${port%/}
+runuser -u "$U" -- python3 "$T/client.py" 127.0.0.1 "$port" "$token" owner "$ROOT_PID" page ||
+	fail "serve run by $U did not answer $U"
+as_root 127.0.0.1 "$port" page
+runuser -u nobody -- python3 "$T/client.py" 127.0.0.1 "$port" "$token" other "$ROOT_PID" page ||
+	fail "serve run by $U answered nobody"
+grep -q "it is uid 65534's; serve answers uid $(id -u "$U") and root only" "$T/serve.err" ||
+	fail "serve did not say why it refused nobody: $(cat "$T/serve.err")"
+# runuser forks: serve is its child.
+kill -TERM $(pgrep -P "$SERVE_PID")
+wait "$SERVE_PID" || fail "serve run by $U exited with $? on SIGTERM"
+echo "case user_serve: ok"
 
 # case remote: serve in a network namespace of its own, the client in
 # another, joined by a veth pair: a peer on another machine as far as
