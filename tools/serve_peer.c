@@ -21,11 +21,16 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-/* Whether a socket in TCP state `state` is a full socket with its owner:
- * established or closing. A TIME_WAIT entry, a request socket or a
- * listener are reported with uid 0 or another socket's uid. */
-static int full_socket(unsigned state)
+/* Whether a socket in TCP state `state`, whose file is inode `inode`, is
+ * a socket some process holds open, with its owner: established or
+ * closing, with a file. A TIME_WAIT entry (also one of a closed socket
+ * still in FIN_WAIT2), a request socket or a listener are reported with
+ * uid 0 or another socket's uid; a client that closed its socket cannot
+ * read an answer anyway. */
+static int open_socket(unsigned state, unsigned long inode)
 {
+	if (!inode)
+		return 0;
 	switch (state) {
 	case TCP_ESTABLISHED:
 	case TCP_FIN_WAIT1:
@@ -120,7 +125,8 @@ static int diag_answer(int fd, uint32_t seq, const struct inet_diag_sockid *id, 
 		    h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
 			const struct inet_diag_msg *m = NLMSG_DATA(h);
 
-			if (!same_socket(m, id, family) || !full_socket(m->idiag_state))
+			if (!same_socket(m, id, family) ||
+			    !open_socket(m->idiag_state, m->idiag_inode))
 				return 0;
 			*uid = (uid_t)m->idiag_uid;
 			return 1;
@@ -209,15 +215,17 @@ static int proc_find(const char *file, const char *local, const char *rem, uid_t
 	char *line = NULL, l[64], r[64];
 	size_t cap = 0;
 	unsigned state, u;
+	unsigned long inode;
 	int ret = 0;
 
 	if (!f)
 		return -errno;
+	/* sl local rem st tx:rx tr:when retrnsmt uid timeout inode ... */
 	while (ret == 0 && getline(&line, &cap, f) > 0) {
-		if (sscanf(line, " %*u: %63[0-9A-F:] %63[0-9A-F:] %x %*s %*s %*s %u", l, r, &state,
-			   &u) != 4)
+		if (sscanf(line, " %*u: %63[0-9A-F:] %63[0-9A-F:] %x %*s %*s %*s %u %*d %lu", l, r,
+			   &state, &u, &inode) != 5)
 			continue;
-		if (strcmp(l, local) == 0 && strcmp(r, rem) == 0 && full_socket(state)) {
+		if (strcmp(l, local) == 0 && strcmp(r, rem) == 0 && open_socket(state, inode)) {
 			*uid = (uid_t)u;
 			ret = 1;
 		}

@@ -26,8 +26,9 @@ struct fr_serve_peer {
 /* The owner of the TCP socket on this machine whose local end is
  * `client` and whose remote end is `server` (both AF_INET or AF_INET6;
  * v4-mapped IPv6 addresses are looked up as IPv4), by a NETLINK_SOCK_DIAG
- * request for that exact 4-tuple. Only a full socket counts (established
- * or closing): a TIME_WAIT entry or a listener says uid 0 for anyone.
+ * request for that exact 4-tuple. Only a socket a process holds open
+ * counts (established or closing, with a file): a TIME_WAIT entry (a
+ * closed client's too) or a listener says uid 0 for anyone.
  * Returns 1 with *uid set, 0 when no such socket is here, or -errno when
  * the kernel could not be asked. */
 int fr_serve_peer_uid_diag(const struct sockaddr_storage *client,

@@ -9,7 +9,9 @@
 # loopback, IPv6 loopback, another loopback address, and the machine's own
 # non-loopback address with --allow-remote; root, who runs serve, gets
 # every answer with the token (root's process in them), and 401 without it
-# or with a wrong one. Served by a user who is not root, the page answers
+# or with a wrong one. A loopback connection whose owner cannot be learnt
+# (its client closed before serve accepted it) is refused, and serve says
+# why. Served by a user who is not root, the page answers
 # that user and root, not another. With --allow-remote a peer on another
 # machine (here
 # another network namespace, over a veth pair) is answered on the token
@@ -142,10 +144,45 @@ assert th and all(t["pid"] == pid for t in th), th
 assert get("api/pprof?window=3s")[:2] == b"\x1f\x8b"
 print("root's page: rootburn in the flame graph,", len(th), "threads")
 PY
+
+# case fail_closed: a loopback connection whose socket's owner cannot be
+# learnt is refused and said so. Its client sends its request (with the
+# token) and closes while serve is stopped, before serve accepts it: what
+# is left of its socket is no one's (the kernel says uid 0 of it, which
+# was taken for root's). First, so that no refusal before it holds up
+# its line (serve says at most one a second).
+kill -STOP "$SERVE_PID"
+cport=$(python3 - "$port" "$token" <<'PY'
+import socket, sys, time
+port, token = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port))
+cport = s.getsockname()[1]
+s.sendall(("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Authorization: Bearer %s\r\n\r\n" % (port, token)).encode())
+s.close()
+# Until no process holds the socket: its /proc/net/tcp line has inode 0.
+want = "0100007F:%04X" % cport
+for _ in range(200):
+    lines = [l.split() for l in open("/proc/net/tcp").read().splitlines()[1:]]
+    if not any(f[1] == want and f[9] != "0" for f in lines):
+        break
+    time.sleep(0.01)
+print(cport)
+PY
+)
+kill -CONT "$SERVE_PID"
+for _ in $(seq 50); do
+	grep -q "refused the connection from 127.0.0.1:$cport: its socket is neither" "$T/serve.err" && break
+	sleep 0.1
+done
+grep -q "refused the connection from 127.0.0.1:$cport: its socket is neither in sock_diag's answer nor in /proc/net/tcp, so its owner cannot be learnt" "$T/serve.err" ||
+	fail "a connection whose owner cannot be learnt was not refused: $(cat "$T/serve.err")"
+echo "case fail_closed: ok"
 as_root 127.0.0.1 "$port"
 as_user 127.0.0.1 "$port"
 grep -q "refused the connection from 127.0.0.1:[0-9]*: it is uid $(id -u "$U")'s" "$T/serve.err" ||
 	fail "serve did not say why it refused: $(cat "$T/serve.err")"
+
 stop_serve
 echo "case loopback: ok"
 

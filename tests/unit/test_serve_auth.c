@@ -10,8 +10,8 @@
  *   client's socket by its 4-tuple and say its owner (this process's
  *   uid; as root, also a child's that became another user), over IPv4,
  *   IPv6 and a v4-mapped address, and find nothing for a 4-tuple that no
- *   socket has (the server's own socket, seen from the other end, is not
- *   the client's). */
+ *   socket has; a client that closed its socket is no one's (the kernel
+ *   says uid 0 of what is left of it). */
 #include "tools/serve_http.h"
 #include "tools/serve_peer.h"
 
@@ -224,6 +224,38 @@ static void test_peer(const char *name, const char *listen_addr, int family, con
 	close(lfd);
 }
 
+/* Regression: a client that closed its socket leaves a TIME_WAIT entry
+ * (in FIN_WAIT2 first) that the kernel reports with uid 0, as root's; it
+ * must be no one's, and a loopback peer that is no one's is refused. */
+static void test_closed_client(void)
+{
+	struct fr_serve_peer p;
+	char why[300] = "", c;
+	unsigned port;
+	int lfd = listen_on("127.0.0.1", &port), cfd, afd, ret = 0;
+
+	cfd = lfd >= 0 ? connect_to(AF_INET, "127.0.0.1", port) : -1;
+	afd = cfd >= 0 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : -1;
+	CHECK(afd >= 0, "no connection");
+	if (afd < 0)
+		return;
+	CHECK(fr_serve_peer_lookup(afd, &p, why, sizeof(why)) == 0 && p.local, "open: %s", why);
+	close(cfd);
+	/* Our end sees the FIN: the client's socket is closed and orphaned. */
+	CHECK(recv(afd, &c, 1, 0) == 0, "no end of file");
+	/* Its ACK of our ACK may still be under way: a while at most. */
+	for (int i = 0; i < 100; i++) {
+		ret = fr_serve_peer_lookup(afd, &p, why, sizeof(why));
+		if (ret == -ENOENT)
+			break;
+		usleep(10000);
+	}
+	CHECK(ret == -ENOENT && strstr(why, "cannot be learnt"),
+	      "a closed client: %d (%s), local %d, uid %u", ret, why, p.local, (unsigned)p.uid);
+	close(afd);
+	close(lfd);
+}
+
 /* As root: the client is a child that became nobody (65534). */
 static void test_other_user(void)
 {
@@ -275,5 +307,6 @@ int main(void)
 	test_peer("v4-mapped, server on ::", "::", AF_INET, "127.0.0.1");
 	test_peer("v4-mapped, IPv6 client", "127.0.0.1", AF_INET6, "::ffff:127.0.0.1");
 	test_other_user();
+	test_closed_client();
 	return failures ? 1 : 0;
 }
