@@ -282,6 +282,20 @@ static void format_addr(const struct sockaddr_storage *ss, char *out, size_t out
 	}
 }
 
+/* Whether sock_diag's "not found" (d == 0) for the client's end of a
+ * connection is an answer: the kernel also says ENOENT when it has no TCP
+ * handler for sock_diag. Our own end of the same connection surely
+ * exists: found, the kernel can be asked, and /proc need not be read (a
+ * remote client's every connection would read all of /proc/net/tcp,
+ * megabytes on a busy server). */
+static int diag_says_none(int d, const struct sockaddr_storage *peer,
+			  const struct sockaddr_storage *local)
+{
+	uid_t ours;
+
+	return d == 0 && fr_serve_peer_uid_diag(local, peer, &ours) == 1;
+}
+
 int fr_serve_peer_lookup(int fd, struct fr_serve_peer *p, char *why, size_t whylen)
 {
 	struct sockaddr_storage peer, local, c;
@@ -300,8 +314,9 @@ int fr_serve_peer_lookup(int fd, struct fr_serve_peer *p, char *why, size_t whyl
 	normalise(&peer, &c);
 	format_addr(&c, p->addr, sizeof(p->addr));
 	d = fr_serve_peer_uid_diag(&peer, &local, &p->uid);
-	/* Not found by netlink may also mean no TCP handler there: /proc. */
-	f = d == 1 ? 1 : fr_serve_peer_uid_proc(&peer, &local, &p->uid);
+	f = d == 1			       ? 1
+	    : diag_says_none(d, &peer, &local) ? 0
+					       : fr_serve_peer_uid_proc(&peer, &local, &p->uid);
 	if (d == 1 || f == 1) {
 		p->local = 1;
 		return 0;

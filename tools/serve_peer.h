@@ -42,7 +42,9 @@ int fr_serve_peer_uid_proc(const struct sockaddr_storage *client,
 			   const struct sockaddr_storage *server, uid_t *uid);
 
 /* Who is at the other end of the accepted TCP connection `fd`: *p filled,
- * local or not. Asks netlink, then /proc when netlink fails. Returns 0, or
+ * local or not. Asks netlink, then /proc when netlink fails, or finds
+ * neither the client's end nor ours (a kernel without sock_diag's TCP
+ * handler says "not found" too). Returns 0, or
  * -errno with what failed in why[0..whylen): the addresses of `fd` could
  * not be read, the kernel could not be asked, or a loopback peer's socket
  * was not found (-ENOENT). */
