@@ -374,7 +374,7 @@ void fr_serve_route(const struct fr_serve *s, int fd, const struct fr_http_reque
 				 r->set_cookie && strcmp(a->name, "index.html") == 0 ? cookie
 										     : NULL,
 				 head_only);
-		memset(cookie, 0, sizeof(cookie));
+		explicit_bzero(cookie, sizeof(cookie));
 		return;
 	}
 	/* Browsers ask for it; the page has none. */

@@ -50,7 +50,7 @@ int fr_serve_token_new(char *out, size_t outlen)
 	}
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(out + 2 * i, 3, "%02x", raw[i]);
-	memset(raw, 0, sizeof(raw));
+	explicit_bzero(raw, sizeof(raw));
 	return 0;
 }
 
@@ -94,7 +94,7 @@ int fr_serve_token_read(const char *path, char *out, size_t outlen, char *why, s
 		if (!token_char((unsigned char)buf[i]))
 			len = 0;
 	if (len < TOKEN_FILE_MIN || len > FR_HTTP_TOKEN_MAX || len >= outlen) {
-		memset(buf, 0, sizeof(buf));
+		explicit_bzero(buf, sizeof(buf));
 		return snprintf(why, whylen,
 				"expected one line of %d to %d characters of A-Z a-z 0-9 - _ . ~ "
 				"(e.g. head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n')",
@@ -103,7 +103,7 @@ int fr_serve_token_read(const char *path, char *out, size_t outlen, char *why, s
 	}
 	memcpy(out, buf, len);
 	out[len] = '\0';
-	memset(buf, 0, sizeof(buf));
+	explicit_bzero(buf, sizeof(buf));
 	return 0;
 }
 
