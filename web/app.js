@@ -6,6 +6,11 @@
  * computes a profile. window.flightrec is what the browser test reads. */
 'use strict';
 (function () {
+	/* The server keeps the token of the address this page was opened
+	 * with in a cookie; out of the address bar, it stays out of the
+	 * history, of bookmarks and of screenshots. */
+	if (new URLSearchParams(location.search).has('token'))
+		history.replaceState(null, '', location.pathname);
 	const $ = (id) => document.getElementById(id);
 	const COLORS = ['#e6550d', '#3182bd', '#31a354', '#756bb1', '#e7ba52', '#de9ed6',
 		'#17becf', '#8c564b', '#bcbd22', '#7f7f7f', '#393b79', '#ad494a'];
