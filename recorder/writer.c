@@ -107,6 +107,41 @@ int fr_writer_stalled(struct fr_writer *w, int64_t stall_ns, size_t *queued)
 	       (*queued && last && fr_now_real_ns() - last > stall_ns);
 }
 
+int fr_writer_error(struct fr_writer *w, int64_t *since)
+{
+	int err = __atomic_load_n(&w->error, __ATOMIC_ACQUIRE);
+
+	*since = err ? __atomic_load_n(&w->error_since_real, __ATOMIC_RELAXED) : 0;
+	return err;
+}
+
+/* Keeps the error state status and attach report: a run of appends the
+ * disk refuses (a file system gone read-only after an error, EIO) starts
+ * with its first failure, logged, and ends, logged too, with the first
+ * append that succeeds. A chunk the ring refuses for itself (too large,
+ * not a chunk) or a want of memory says nothing of the disk. */
+static void note_result(struct fr_writer *w, int ret)
+{
+	int64_t since = __atomic_load_n(&w->error_since_real, __ATOMIC_RELAXED);
+
+	if (ret == -EFBIG || ret == -EBADMSG || ret == -ENOMEM)
+		return;
+	if (ret < 0 && !since) {
+		__atomic_store_n(&w->error_since_real, fr_now_real_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&w->error, -ret, __ATOMIC_RELEASE);
+		fr_log_err("cannot write the ring %s: %s; what is recorded from now on is lost "
+			   "until it can",
+			   fr_ring_path(w->ring), strerror(-ret));
+	} else if (ret < 0) {
+		__atomic_store_n(&w->error, -ret, __ATOMIC_RELEASE);
+	} else if (since) {
+		__atomic_store_n(&w->error, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&w->error_since_real, 0, __ATOMIC_RELAXED);
+		fr_log_info("the ring %s is written again after %.1f s of failed writes",
+			    fr_ring_path(w->ring), (double)(fr_now_real_ns() - since) / 1e9);
+	}
+}
+
 /* Appends one chunk, outside the lock. */
 static void store(struct fr_writer *w, struct fr_writer_item *it)
 {
@@ -117,6 +152,7 @@ static void store(struct fr_writer *w, struct fr_writer_item *it)
 	__atomic_store_n(&w->append_since_mono, 0, __ATOMIC_RELAXED);
 	if (ret == 0)
 		__atomic_store_n(&w->last_append_real, fr_now_real_ns(), __ATOMIC_RELAXED);
+	note_result(w, ret);
 	if (ret < 0) {
 		__atomic_add_fetch(&w->write_errors, 1, __ATOMIC_RELAXED);
 		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot store a chunk in %s: %s",
