@@ -12,6 +12,7 @@
 #include "recorder/writer.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -254,6 +255,33 @@ int fr_writer_barrier_wait(struct fr_writer *w, uint64_t target, int timeout_ms)
 		ret = pthread_cond_timedwait(&w->cond, &w->lock, &deadline);
 	pthread_mutex_unlock(&w->lock);
 	return ret == ETIMEDOUT ? -ETIMEDOUT : 0;
+}
+
+void fr_writer_describe_pending(struct fr_writer *w, char *buf, size_t len)
+{
+	int64_t since = __atomic_load_n(&w->append_since_mono, __ATOMIC_RELAXED);
+	struct timespec ts;
+	size_t chunks = 0, bytes = 0;
+	int locked;
+
+	/* Not forever: whoever asks is leaving whatever holds it. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
+	locked = pthread_mutex_timedlock(&w->lock, &ts) == 0;
+	if (locked) {
+		for (struct fr_writer_item *it = w->head; it; it = it->next)
+			chunks += it->chunk != NULL;
+		bytes = w->queued_bytes;
+		pthread_mutex_unlock(&w->lock);
+	}
+	if (locked)
+		snprintf(buf, len, "%zu chunks (%zu bytes) queued for the ring", chunks, bytes);
+	else
+		snprintf(buf, len, "the chunks queued for the ring (their count unknown)");
+	if (since)
+		snprintf(buf + strlen(buf), len - strlen(buf),
+			 ", and the one an append has been writing for %.1f s",
+			 (double)(fr_now_mono_ns() - since) / 1e9);
 }
 
 void fr_writer_stop(struct fr_writer *w)

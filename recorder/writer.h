@@ -91,6 +91,11 @@ int fr_writer_stalled(struct fr_writer *w, int64_t stall_ns, size_t *queued);
  * *since; 0 when the last append succeeded. Any thread. */
 int fr_writer_error(struct fr_writer *w, int64_t *since);
 
+/* What the writer has not stored yet, in words for a log line: the chunks
+ * queued and their bytes, and an append in progress and for how long.
+ * Any thread; waits at most 1 s for the queue's lock. */
+void fr_writer_describe_pending(struct fr_writer *w, char *buf, size_t len);
+
 /* Lets the writer store everything queued, then joins it and syncs the
  * ring. Accepts a writer that never started. */
 void fr_writer_stop(struct fr_writer *w);
