@@ -547,6 +547,22 @@ static int sb_write_again(struct fr_ring *r, uint64_t off)
 	return ring_write(r, r->sb, FR_RING_SB_LEN, off);
 }
 
+/* A ring file removed or replaced at its path under a running recorder
+ * (the one writer's lock stops neither) is not recreated: another file at
+ * the path is not the ring's to write, and chunks keep landing in the file
+ * open. But it is said, once a minute, since a restart will not find them. */
+static void check_path(const struct fr_ring *r, const struct stat *open_st)
+{
+	struct stat st;
+
+	if (stat(r->path, &st) == 0 && st.st_dev == open_st->st_dev && st.st_ino == open_st->st_ino)
+		return;
+	fr_log_ratelimited(FR_LOG_WARN, 60000000000LL,
+			   "the ring file %s was removed or replaced while recording; chunks go on "
+			   "into the file the recorder has open, which a restart will not find",
+			   r->path);
+}
+
 int ring_restore_size(struct fr_ring *r)
 {
 	uint64_t want = r->file_size + (r->sb_copy ? FR_RING_SB_LEN : 0), cut;
@@ -558,6 +574,7 @@ int ring_restore_size(struct fr_ring *r)
 		return 0;
 	if (fstat(r->fd, &st) < 0)
 		return -errno;
+	check_path(r, &st);
 	if ((uint64_t)st.st_size >= want)
 		return 0;
 	cut = (uint64_t)st.st_size;

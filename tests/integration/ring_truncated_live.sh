@@ -5,7 +5,8 @@
 # full-size with no hole, the recorder says so in its log, new windows are
 # answered, `dump --info` reads the file beside the running recorder, and a
 # restart opens it as it is (not moved aside as a damaged ring). Before,
-# the appends after the cut left a sparse file without a superblock.
+# the appends after the cut left a sparse file without a superblock. A
+# ring file moved away while recording is said in the log.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 
@@ -36,5 +37,15 @@ start_daemon --ring-size 16MiB --hz 199
 grep -q 'moved it aside' "$T/daemon.log" && fail "the restart took the ring for a damaged one"
 "$FLIGHTREC" attach --from "@$FROM" --to "@$(($(date +%s) + 1))" -o "$T/restart.pb.gz" 2>"$T/attach.err" ||
 	fail "the window after the truncation is gone after a restart: $(cat "$T/attach.err")"
+# Moved away: said, since a restart would not find what is recorded now.
+mv "$RING" "$RING.moved"
+"$BURN" 2 1 >/dev/null
+for _ in $(seq 50); do
+	grep -q 'was removed or replaced while recording' "$T/daemon.log" && break
+	sleep 0.1
+done
+grep -q 'was removed or replaced while recording' "$T/daemon.log" ||
+	fail "the recorder did not say its ring file was moved away"
+mv "$RING.moved" "$RING"
 stop_daemon
 echo PASS
