@@ -177,6 +177,20 @@ cJSON *daemon_handle_sessions(struct daemon *d, const struct fr_ipc_peer *viewer
 	return r;
 }
 
+/* "writer_error", "writer_error_since_ns": while the ring's disk refuses
+ * appends (a file system gone read-only, I/O errors), why and since when;
+ * absent otherwise. */
+static void add_writer_error(struct daemon *d, cJSON *o)
+{
+	int64_t since;
+	int err = fr_writer_error(&d->writer, &since);
+
+	if (!err)
+		return;
+	cJSON_AddStringToObject(o, "writer_error", strerror(err));
+	fr_ipc_add_int(o, "writer_error_since_ns", since);
+}
+
 /* "ingest": whether the ingest thread keeps up, and the build id reader
  * beside it. `stalled` is true while the last drain is older than a
  * stall; a reader busy for seconds is reading a file that does not
@@ -206,6 +220,7 @@ static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
 	cJSON_AddBoolToObject(o, "writer_stalled",
 			      fr_writer_stalled(&d->writer, STALL_NS, &queued));
 	fr_ipc_add_int(o, "writer_queued_bytes", (int64_t)queued);
+	add_writer_error(d, o);
 	fr_ipc_add_int(o, "flush_timeouts",
 		       (int64_t)__atomic_load_n(&d->flush_timeouts, __ATOMIC_RELAXED));
 	fr_tracker_file_state(d->tracker, &pending, &busy);

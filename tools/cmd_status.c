@@ -77,6 +77,20 @@ static void print_export(const cJSON *ex)
 	}
 }
 
+/* "          ring writes FAIL since 12.0s ago: Read-only file system —
+ * nothing recorded since is stored": a disk that refuses the ring's
+ * appends, which a stall counter would not show (each append fails fast). */
+static void print_writer_error(const cJSON *in, int64_t now)
+{
+	char since[64];
+
+	if (!fr_cli_str(in, "writer_error")[0])
+		return;
+	printf("          ring writes FAIL since %s: %s — nothing recorded since is stored\n",
+	       ago(fr_cli_num(in, "writer_error_since_ns"), now, since, sizeof(since)),
+	       fr_cli_str(in, "writer_error"));
+}
+
 /* The ingest thread's and the writer's progress and stall counters,
  * louder when either is stuck: a stale seal or ring append means the
  * profiles of the last seconds are missing, and samples are being lost. */
@@ -111,6 +125,7 @@ static void print_ingest(const cJSON *in)
 		       append,
 		       fr_format_size_human((uint64_t)fr_cli_num(in, "writer_queued_bytes"), queued,
 					    sizeof(queued)));
+	print_writer_error(in, now);
 	if (fr_cli_num(in, "build_id_read_busy_ns") > 1e9) {
 		fr_cli_human_duration((int64_t)fr_cli_num(in, "build_id_read_busy_ns"), busy,
 				      sizeof(busy));
