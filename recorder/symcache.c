@@ -31,6 +31,7 @@
 #include "core/util/fs.h"
 #include "core/util/htable.h"
 #include "core/util/log.h"
+#include "core/util/shares.h"
 #include "core/util/worker.h"
 
 #define NS_PER_S 1000000000LL
@@ -86,8 +87,10 @@ struct fr_symcache {
 	struct job *queue, **tail; /* under lock */
 	uint32_t pending;	   /* queued or being copied; under lock */
 	bool stop;		   /* under lock */
+	bool rescan;		   /* under lock: the budget changed */
 	struct htable seen;	   /* under lock */
 	uint64_t files, bytes;	   /* under lock; written by the thread */
+	struct fr_shares owners;   /* under lock; written by the thread */
 	struct fr_worker *worker;  /* the thread's */
 	pthread_t thread;
 };
@@ -251,7 +254,9 @@ static int copy_perfmap(struct copy_call *c)
 		return fd;
 	/* As the symbolizer reads it: only the process's user's names. */
 	ret = st.st_uid == uid ? 0 : -EPERM;
-	snprintf(name, sizeof(name), "perf-%u-%" PRId64 ".map", j->pid, j->start_ns);
+	/* Named with the uid its chunks record, which queries look it up
+	 * with and which it is counted to. */
+	fr_symcache_perfmap_name(name, sizeof(name), NULL, j->pid, j->start_ns, j->uid);
 	/* Unchanged since the last copy: nothing to do. */
 	if (ret == 0 && fstatat(c->dirfd, name, &old, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(old.st_mode) && old.st_size == st.st_size) {
@@ -290,7 +295,25 @@ struct entry {
 	char name[256];
 	struct timespec mtime;
 	uint64_t size;
+	uint32_t owner;
+	bool gone;
 };
+
+/* The owner of a cache file, from its name (symcache.h): the uid after
+ * ".u" (HEX.uUID, perf-PID-START.uUID.map), else root. */
+static uint32_t name_owner(const char *name)
+{
+	const char *u = strstr(name, ".u");
+	char *end;
+	unsigned long v;
+
+	if (!u)
+		return 0;
+	v = strtoul(u + 2, &end, 10);
+	if (end == u + 2 || (*end && strcmp(end, ".map") != 0) || v > UINT32_MAX)
+		return 0;
+	return (uint32_t)v;
+}
 
 static int entry_cmp(const void *a, const void *b)
 {
@@ -343,6 +366,8 @@ static ssize_t list_entries(int dirfd, bool clean, struct entry **out)
 		strcpy(v[n].name, de->d_name);
 		v[n].mtime = st.st_mtim;
 		v[n].size = (uint64_t)st.st_blocks * 512; /* copies have holes */
+		v[n].owner = name_owner(de->d_name);
+		v[n].gone = false;
 		n++;
 	}
 	closedir(d);
@@ -352,12 +377,63 @@ static ssize_t list_entries(int dirfd, bool clean, struct entry **out)
 	return (ssize_t)n;
 }
 
-/* Counts what the directory holds and, above max_bytes, removes the
- * least recently used files until it fits. */
+/* The least recently used file of `owner` still there in `v` (oldest
+ * first), from *next on. Returns its index or -1. */
+static ssize_t oldest_of(struct entry *v, ssize_t n, uint32_t owner, ssize_t *next)
+{
+	for (ssize_t i = *next; i < n; i++) {
+		if (!v[i].gone && v[i].owner == owner) {
+			*next = i + 1;
+			return i;
+		}
+	}
+	*next = n;
+	return -1;
+}
+
+/* Above the budget, removes files by the rule of core/util/shares.h: the
+ * least recently used file of the owner most over its share, so that one
+ * user's files never push out another's (or root's) under their share.
+ * Returns the files evicted. */
+static uint64_t evict(struct fr_symcache *c, struct entry *v, ssize_t n, struct fr_shares *sh,
+		      uint64_t budget)
+{
+	ssize_t *next = calloc(sh->n ? sh->n : 1, sizeof(*next)), i;
+	uint32_t *uids = calloc(sh->n ? sh->n : 1, sizeof(*uids)), nu = sh->n, k;
+	uint64_t evicted = 0;
+	int o;
+
+	if (!next || !uids)
+		goto out;
+	/* Owners leave `sh` as their last file goes: cursors by uid. */
+	for (k = 0; k < nu; k++)
+		uids[k] = sh->v[k].uid;
+	while ((o = fr_shares_victim(sh, budget)) >= 0) {
+		uint32_t uid = sh->v[o].uid;
+
+		for (k = 0; k < nu && uids[k] != uid; k++)
+			;
+		if (k == nu || (i = oldest_of(v, n, uid, &next[k])) < 0)
+			break;
+		v[i].gone = true;
+		if (unlinkat(c->dirfd, v[i].name, 0) < 0 && errno != ENOENT)
+			continue; /* still there: counted, the next one goes */
+		fr_shares_add(sh, uid, -(int64_t)v[i].size, -1);
+		evicted++;
+	}
+out:
+	free(next);
+	free(uids);
+	return evicted;
+}
+
+/* Counts what the directory holds, per owner, and evicts above the
+ * budget. */
 static void rescan(struct fr_symcache *c, bool clean)
 {
+	struct fr_shares sh = {0};
 	struct entry *v = NULL;
-	uint64_t bytes = 0, files, evicted = 0;
+	uint64_t evicted = 0, budget;
 	ssize_t n = list_entries(c->dirfd, clean, &v);
 
 	if (n < 0) {
@@ -365,22 +441,23 @@ static void rescan(struct fr_symcache *c, bool clean)
 		return;
 	}
 	for (ssize_t i = 0; i < n; i++)
-		bytes += v[i].size;
-	files = (uint64_t)n;
-	for (ssize_t i = 0; i < n && bytes > c->max_bytes; i++) {
-		if (unlinkat(c->dirfd, v[i].name, 0) == 0) {
-			bytes -= v[i].size;
-			files--;
-			evicted++;
-		}
-	}
+		if (fr_shares_add(&sh, v[i].owner, (int64_t)v[i].size, 1) < 0)
+			v[i].gone = true; /* out of memory: not counted, not evicted */
+	pthread_mutex_lock(&c->lock);
+	budget = c->max_bytes;
+	pthread_mutex_unlock(&c->lock);
+	evicted = evict(c, v, n, &sh, budget);
 	if (evicted)
-		fr_log_debug("symbol cache %s: %" PRIu64 " least recently used files evicted",
-			     c->dir, evicted);
+		fr_log_debug("symbol cache %s: %" PRIu64 " files evicted over its budget", c->dir,
+			     evicted);
 	free(v);
 	pthread_mutex_lock(&c->lock);
-	c->bytes = bytes;
-	c->files = files;
+	c->bytes = fr_shares_total(&sh);
+	c->files = 0;
+	for (uint32_t k = 0; k < sh.n; k++)
+		c->files += sh.v[k].entries;
+	fr_shares_fini(&c->owners);
+	c->owners = sh;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -453,10 +530,18 @@ static void *cache_main(void *arg)
 		uint64_t added;
 		bool over;
 
-		while (!c->queue && !c->stop)
+		while (!c->queue && !c->stop && !c->rescan)
 			pthread_cond_wait(&c->cond, &c->lock);
 		if (c->stop)
 			break;
+		if (!c->queue) {
+			/* A new budget: evict down to it. */
+			c->rescan = false;
+			pthread_mutex_unlock(&c->lock);
+			rescan(c, false);
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
 		j = c->queue;
 		c->queue = j->next;
 		if (!c->queue)
@@ -470,7 +555,8 @@ static void *cache_main(void *arg)
 			c->bytes += added;
 			c->files++;
 		}
-		over = c->bytes > c->max_bytes;
+		over = c->bytes > c->max_bytes || c->rescan;
+		c->rescan = false;
 		pthread_mutex_unlock(&c->lock);
 		/* A copy that replaced one (a perf map) is counted once too
 		 * many until the next scan: the scan recounts. */
@@ -638,6 +724,7 @@ void fr_symcache_close(struct fr_symcache *c)
 		free(j);
 	}
 	fr_htable_fini(&c->seen, seen_free);
+	fr_shares_fini(&c->owners);
 	close(c->dirfd);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
@@ -665,4 +752,26 @@ void fr_symcache_usage(struct fr_symcache *c, uint64_t *files, uint64_t *bytes)
 	*files = c->files;
 	*bytes = c->bytes;
 	pthread_mutex_unlock(&c->lock);
+}
+
+void fr_symcache_set_budget(struct fr_symcache *c, uint64_t max_bytes)
+{
+	pthread_mutex_lock(&c->lock);
+	if (max_bytes != c->max_bytes) {
+		c->max_bytes = max_bytes;
+		c->rescan = true;
+		pthread_cond_broadcast(&c->cond);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+size_t fr_symcache_owners(struct fr_symcache *c, struct fr_share *out, size_t max, uint64_t *budget)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->lock);
+	n = fr_shares_list(&c->owners, out, max);
+	*budget = c->max_bytes;
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }
