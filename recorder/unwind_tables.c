@@ -98,6 +98,10 @@ struct queue {
 	uint32_t uid;
 	uint32_t n; /* jobs waiting */
 	struct job *head, **tail;
+	/* The link after the last job a sample waits for (&head: none):
+	 * those come first, in the order they were asked for, so that a
+	 * stream of new ones cannot hold back an older one. */
+	struct job **urgent_end;
 };
 
 struct fr_unwind_tables {
@@ -323,8 +327,8 @@ static struct queue *queue_of(struct fr_unwind_tables *u, uint32_t uid)
 	return NULL;
 }
 
-/* Queues `j` in the queue of j->uid: first when a sample waits for it,
- * else last. A new queue is *spare when given (taken), else allocated.
+/* Queues `j` in the queue of j->uid: after the others samples wait for
+ * when a sample waits for it, else last. A new queue is *spare when given (taken), else allocated.
  * Returns 0 or -ENOMEM. */
 static int enqueue(struct fr_unwind_tables *u, struct job *j, bool first, struct queue **spare)
 {
@@ -338,14 +342,16 @@ static int enqueue(struct fr_unwind_tables *u, struct job *j, bool first, struct
 			return -ENOMEM;
 		q->uid = j->uid;
 		q->tail = &q->head;
+		q->urgent_end = &q->head;
 		*u->turns_tail = q;
 		u->turns_tail = &q->next;
 	}
 	if (first) {
-		j->next = q->head;
-		q->head = j;
-		if (q->tail == &q->head)
+		j->next = *q->urgent_end;
+		*q->urgent_end = j;
+		if (q->tail == q->urgent_end)
 			q->tail = &j->next;
+		q->urgent_end = &j->next;
 	} else {
 		j->next = NULL;
 		*q->tail = j;
@@ -366,6 +372,8 @@ static void unqueue(struct fr_unwind_tables *u, struct queue *q, struct job **pp
 	*pp = j->next;
 	if (q->tail == &j->next)
 		q->tail = pp;
+	if (q->urgent_end == &j->next)
+		q->urgent_end = pp;
 	q->n--;
 	u->user_queued -= j->uid != 0;
 	if (q->n)
@@ -590,19 +598,21 @@ static int map_key(uint32_t pid, const struct fr_tracker_map *m, struct key *k)
 	return 1;
 }
 
-/* Whether user `uid` may queue one more build: each user at most a
- * quarter of FR_UNWIND_TABLES_MAX_PENDING (prefetches an eighth), users
- * other than root together three quarters, so a flood of one user's
- * binaries leaves room for everyone else's, and root's always. Under
- * lock. */
+/* Whether user `uid` may queue one more build: a user other than root
+ * at most a quarter of FR_UNWIND_TABLES_MAX_PENDING (prefetches an
+ * eighth), and those users together three quarters, so that a flood of
+ * one user's binaries leaves room for everyone else's, and root's
+ * always (root's are bounded by the whole queue alone). Under lock. */
 static bool queue_room(struct fr_unwind_tables *u, uint32_t uid, bool prefetch)
 {
-	const struct queue *q = queue_of(u, uid);
-	uint32_t mine = q ? q->n : 0;
+	const struct queue *q;
 
-	if (mine >= FR_UNWIND_TABLES_MAX_PENDING / (prefetch ? 8 : 4))
+	if (uid == 0)
+		return true;
+	q = queue_of(u, uid);
+	if (q && q->n >= FR_UNWIND_TABLES_MAX_PENDING / (prefetch ? 8 : 4))
 		return false;
-	return uid == 0 || u->user_queued < FR_UNWIND_TABLES_MAX_PENDING / 4 * 3;
+	return u->user_queued < FR_UNWIND_TABLES_MAX_PENDING / 4 * 3;
 }
 
 /* Queues the build of `e` for process `pid` (of user m->uid). Returns 0,
@@ -667,23 +677,26 @@ static void promote(struct fr_unwind_tables *u, struct entry *e, uint32_t uid)
 	q = queue_of(u, j->uid);
 	for (pp = q ? &q->head : NULL; pp && *pp && *pp != j; pp = &(*pp)->next)
 		;
-	/* Not found: the builder has it already (and reads it unlocked).
-	 * Without memory for a queue of `uid`, the job stays in the queue
-	 * it is in, first. */
-	if (pp && *pp == j && (spare || queue_of(u, uid) || q->uid == uid)) {
-		unqueue(u, q, pp);
+	/* Not found: the builder has it already (and reads it unlocked). */
+	if (pp && *pp == j) {
+		struct queue *to = queue_of(u, uid);
+
 		j->prefetch = false; /* not skipped: needed */
-		j->uid = uid;
-		enqueue(u, j, true, &spare);
-	} else if (pp && *pp == j) {
-		j->prefetch = false;
-		*pp = j->next;
-		if (q->tail == &j->next)
-			q->tail = pp;
-		j->next = q->head;
-		q->head = j;
-		if (q->tail == &q->head)
-			q->tail = &j->next;
+		if (to == q && q->n == 1) {
+			q->urgent_end = &j->next; /* alone: first already */
+		} else if (to || spare) {
+			/* Neither a queue freed that is needed, nor one
+			 * allocated under the lock. */
+			unqueue(u, q, pp);
+			j->uid = uid;
+			enqueue(u, j, true, &spare);
+		} else if (q->n > 1) {
+			/* No memory for a queue of `uid`: first of its own. */
+			unqueue(u, q, pp);
+			enqueue(u, j, true, NULL);
+		} else {
+			q->urgent_end = &j->next;
+		}
 	}
 	pthread_mutex_unlock(&u->lock);
 	free(spare);
