@@ -1,0 +1,130 @@
+#!/bin/bash
+# One user cannot take the unwind tables from root's programs. Another
+# local user (a real useradd user) starts, 50 times a second, copies of
+# a binary with about 2 MiB of unwind table (35,000 FDEs), sixteen of
+# them, each with a build id of its own; each sleeps 0.3 s and then runs
+# 20 ms. Every exec asks for a table that takes the builder tens of ms,
+# every run asks again, first, and sixteen tables are more than the
+# 24 MiB all may take: the builder never catches up and the user's tables
+# are built, dropped and built again. A fresh root program meanwhile
+# (nofp_cxx, C++ built -O2 without frame pointers, so only CFI unwinds
+# it), which sleeps 3 s and then works, still has its tables when it
+# works: builds wait in one queue per user served in turn, not behind
+# every build the user's samples ask for, and root's tables are not
+# dropped for the user's. Its stacks are unwound to main, almost none of
+# its samples end "unwind table not ready", and status shows what each
+# owner's tables take.
+. "$(dirname "$0")/lib.sh"
+need_root_perf
+need_go
+[ "$(uname -m)" = x86_64 ] || skip "CFI unwinding is x86-64 only"
+need_test_users
+for c in objcopy python3; do
+	command -v "$c" >/dev/null || skip "needs $c (binutils, python3) to make the user's binaries"
+done
+FLOOD=$BUILD/tests/integration/cfi_flood
+PROG=$BUILD/tests/integration/nofp_cxx
+[ -x "$FLOOD" ] || skip "cfi_flood was not built (needs python3 at build time)"
+[ -x "$PROG" ] || skip "no C++ compiler: nofp_cxx was not built"
+U=frcfi$$
+flood_cleanup() {
+	pkill -KILL -u "$U" 2>/dev/null
+	sleep 0.2
+	test_users_cleanup
+}
+trap flood_cleanup EXIT
+[ -n "${FR_KEEP:-}" ] && trap - EXIT
+add_test_user "$U" ""
+uid=$(id -u "$U")
+
+# traces PROFILE OUT: one line per pprof sample, "COUNT root;...;leaf".
+traces() {
+	"$GO" tool pprof -symbolize=none -sample_index=samples -traces "$1" >"$2.raw" 2>"$T/pprof.err" ||
+		{ cat "$T/pprof.err"; fail "go tool pprof -traces could not read $1"; }
+	awk '
+		function flush() { if (s != "") print n, s; s = ""; n = 0 }
+		/^-+\+-+$/ { flush(); next }
+		/^ *[a-z_]+:\[/ { next }
+		NF == 0 { next }
+		s == "" && n == 0 && $1 ~ /^[0-9]+$/ { n = $1; sub(/^ *[0-9]+ +/, ""); s = $0; next }
+		n > 0 { sub(/^ +/, ""); s = $0 ";" s }
+		END { flush() }' "$2.raw" >"$2"
+}
+
+# status_num FIELD: unwind_tables.FIELD of status --json.
+status_num() {
+	"$FLIGHTREC" status --json 2>/dev/null |
+		python3 -c "import json, sys; print(json.load(sys.stdin)['unwind_tables']['$1'])"
+}
+
+mkdir "$T/u" && chown "$U" "$T/u"
+for i in $(seq 0 15); do
+	python3 - "$T/note$i" "$i" <<'PY'
+import struct, sys
+bid = bytes([0xcf, 0x1f, 0x10, int(sys.argv[2])]) + bytes(16)
+open(sys.argv[1], "wb").write(struct.pack("<III", 4, len(bid), 3) + b"GNU\0" + bid)
+PY
+	objcopy --update-section .note.gnu.build-id="$T/note$i" "$FLOOD" "$T/u/flood$i" \
+		2>"$T/objcopy.err" || fail "objcopy: $(cat "$T/objcopy.err")"
+	chown "$U" "$T/u/flood$i"
+done
+
+cat >"$T/config.json" <<JSON
+{"socket": {"path": "$SOCK"},
+ "limits": {"unwind_table_memory": "24MiB"},
+ "sessions": [{"name": "always",
+               "events": [{"event": "cpu", "hz": 499, "unwind": "dwarf", "stack_copy": "8KiB"}]}]}
+JSON
+start_daemon --config "$T/config.json"
+
+# The flood.
+runuser -u "$U" -- sh -c 'while :; do for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+	"$0/flood$i" 0.02 0.3 & sleep 0.02; done; done' "$T/u" &
+# Until its tables are built and dropped over the budget.
+for _ in $(seq 600); do
+	[ "$(status_num evicted)" -ge 16 ] && break
+	sleep 0.1
+done
+evicted=$(status_num evicted)
+[ "$evicted" -ge 16 ] || fail "the flood has not filled the tables in 60 s ($evicted dropped)"
+
+# Root's fresh program, in the middle of the flood.
+cp "$PROG" "$T/fresh_cxx"
+"$T/fresh_cxx" 3 3 >"$T/prog.out" &
+pid=$!
+wait "$pid" || fail "fresh_cxx failed"
+"$FLIGHTREC" status >"$T/status.out" || fail "status failed"
+"$FLIGHTREC" status --json >"$T/status.json" || fail "status --json failed"
+pkill -KILL -u "$U"
+grep "^tables:" "$T/status.out"
+
+"$FLIGHTREC" attach --window 60s --pid "$pid" -o "$T/p.pb.gz" 2>"$T/attach.err" ||
+	{ cat "$T/attach.err"; fail "attach --pid failed"; }
+traces "$T/p.pb.gz" "$T/p.traces"
+"$GO" tool pprof -symbolize=none -comments "$T/p.pb.gz" >"$T/comments" 2>/dev/null
+total=$(awk '{ n += $1 } END { print n + 0 }' "$T/p.traces")
+in_main=$(awk '/(^|;)main;phase_(sort|throw|mix)/ { n += $1 } END { print n + 0 }' "$T/p.traces")
+not_ready=$(sed -n 's/.*unwind table not ready \([0-9]*\).*/\1/p' "$T/comments")
+not_ready=${not_ready:-0}
+echo "fresh_cxx in the flood: $total samples, $in_main unwound to main -> phase_*, $not_ready not ready"
+[ "$total" -ge 50 ] || fail "only $total samples of fresh_cxx"
+# Its tables are asked for at its exec and built, each after at most one
+# of the user's, while it sleeps. A few percent for a machine too busy
+# to run the builder at once.
+[ $((not_ready * 100)) -le $((total * 3)) ] ||
+	fail "$not_ready of $total samples of root's program ended \"unwind table not ready\""
+[ $((in_main * 100)) -ge $((total * 85)) ] ||
+	{ sort -rn "$T/p.traces" | head -5 | cut -c1-300; fail "only $in_main of $total samples of root's program unwound to main"; }
+
+# Status: the budget, and what root's and the user's tables take.
+grep -E "^tables: +[0-9]+ CFI tables \([0-9.]+[KM]iB of 24.0MiB: root [0-9.]+[KM]iB, uid $uid [0-9.]+[KM]iB\)" \
+	"$T/status.out" >/dev/null || fail "status does not show the tables' owners: $(cat "$T/status.out")"
+python3 - "$T/status.json" "$uid" <<'PY' || fail "status --json: $(cat "$T/status.json")"
+import json, sys
+t = json.load(open(sys.argv[1]))["unwind_tables"]
+owners = {o["uid"]: o for o in t["owners"]}
+assert t["budget"] == 24 << 20, t
+assert 0 in owners and int(sys.argv[2]) in owners, owners
+assert sum(o["bytes"] for o in t["owners"]) == t["bytes"], t
+PY
+stop_daemon
