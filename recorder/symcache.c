@@ -62,7 +62,7 @@ struct job {
 	uint32_t pid;
 	uint64_t start, end; /* ELF: the mapping */
 	int64_t start_ns;    /* PERFMAP: the process's start */
-	uid_t uid;	     /* PERFMAP: its user */
+	uid_t uid;	     /* the asking process's user: whose turn it waits for */
 	uint8_t bid_len;
 	uint8_t bid[FR_ELF_BUILD_ID_MAX];
 	char path[]; /* ELF: the mapped path */
@@ -77,21 +77,34 @@ struct copy_call {
 	int ret;
 };
 
+/* The copies one user's processes asked for, waiting their turn: the
+ * cache's thread takes one copy of each user in turn, so that a flood of
+ * one user's binaries (each copy a read of a file that user controls, up
+ * to the deadline) cannot hold back root's or another user's copies
+ * until their processes, and the files they mapped, are gone. */
+struct turn {
+	struct turn *next;
+	uid_t uid;
+	uint32_t n;
+	struct job *head, **tail;
+};
+
 struct fr_symcache {
 	int dirfd;
 	char *dir;
 	uint64_t max_bytes, file_max;
 	int64_t deadline_ns;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;	   /* work queued, work done, stop */
-	struct job *queue, **tail; /* under lock */
-	uint32_t pending;	   /* queued or being copied; under lock */
-	bool stop;		   /* under lock */
-	bool rescan;		   /* under lock: the budget changed */
-	struct htable seen;	   /* under lock */
-	uint64_t files, bytes;	   /* under lock; written by the thread */
-	struct fr_shares owners;   /* under lock; written by the thread */
-	struct fr_worker *worker;  /* the thread's */
+	pthread_cond_t cond;		  /* work queued, work done, stop */
+	struct turn *turns, **turns_tail; /* under lock: users with copies waiting */
+	uint32_t user_queued;		  /* under lock: of users other than root */
+	uint32_t pending;		  /* queued or being copied; under lock */
+	bool stop;			  /* under lock */
+	bool rescan;			  /* under lock: the budget changed */
+	struct htable seen;		  /* under lock */
+	uint64_t files, bytes;		  /* under lock; written by the thread */
+	struct fr_shares owners;	  /* under lock; written by the thread */
+	struct fr_worker *worker;	  /* the thread's */
 	pthread_t thread;
 };
 
@@ -520,6 +533,31 @@ static uint64_t run_job(struct fr_symcache *c, struct job *j)
 	return bytes;
 }
 
+/* The next copy: the first of the user whose turn it is, who then goes
+ * last. Under lock, with c->turns not empty. */
+static struct job *next_turn(struct fr_symcache *c)
+{
+	struct turn *t = c->turns;
+	struct job *j = t->head;
+
+	t->head = j->next;
+	if (!t->head)
+		t->tail = &t->head;
+	t->n--;
+	c->user_queued -= j->uid != 0;
+	c->turns = t->next;
+	if (!c->turns)
+		c->turns_tail = &c->turns;
+	if (t->n) {
+		t->next = NULL;
+		*c->turns_tail = t;
+		c->turns_tail = &t->next;
+	} else {
+		free(t);
+	}
+	return j;
+}
+
 static void *cache_main(void *arg)
 {
 	struct fr_symcache *c = arg;
@@ -530,11 +568,11 @@ static void *cache_main(void *arg)
 		uint64_t added;
 		bool over;
 
-		while (!c->queue && !c->stop && !c->rescan)
+		while (!c->turns && !c->stop && !c->rescan)
 			pthread_cond_wait(&c->cond, &c->lock);
 		if (c->stop)
 			break;
-		if (!c->queue) {
+		if (!c->turns) {
 			/* A new budget: evict down to it. */
 			c->rescan = false;
 			pthread_mutex_unlock(&c->lock);
@@ -542,10 +580,7 @@ static void *cache_main(void *arg)
 			pthread_mutex_lock(&c->lock);
 			continue;
 		}
-		j = c->queue;
-		c->queue = j->next;
-		if (!c->queue)
-			c->tail = &c->queue;
+		j = next_turn(c);
 		pthread_mutex_unlock(&c->lock);
 
 		added = run_job(c, j);
@@ -610,18 +645,54 @@ static bool seen_due(struct fr_symcache *c, const uint8_t *key, uint8_t len, int
 	return true;
 }
 
-/* Queues `j` (taken). Under lock. */
+/* Whether user `uid` may queue one more copy: FR_SYMCACHE_MAX_PENDING
+ * in all, a user other than root at most a quarter of it and those users
+ * together three quarters, so that one user's flood leaves room for
+ * everyone else's asks, and root's always. Under lock. */
+static bool queue_room(struct fr_symcache *c, uid_t uid)
+{
+	const struct turn *t;
+
+	if (c->pending >= FR_SYMCACHE_MAX_PENDING)
+		return false;
+	if (uid == 0)
+		return true;
+	for (t = c->turns; t && t->uid != uid; t = t->next)
+		;
+	return (!t || t->n < FR_SYMCACHE_MAX_PENDING / 4) &&
+	       c->user_queued < FR_SYMCACHE_MAX_PENDING / 4 * 3;
+}
+
+/* Queues `j` (taken; freed when out of memory) at the end of its user's
+ * queue. Under lock. */
 static void enqueue(struct fr_symcache *c, struct job *j)
 {
+	struct turn *t;
+
+	for (t = c->turns; t && t->uid != j->uid; t = t->next)
+		;
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t) {
+			free(j);
+			return;
+		}
+		t->uid = j->uid;
+		t->tail = &t->head;
+		*c->turns_tail = t;
+		c->turns_tail = &t->next;
+	}
 	j->next = NULL;
-	*c->tail = j;
-	c->tail = &j->next;
+	*t->tail = j;
+	t->tail = &j->next;
+	t->n++;
+	c->user_queued += j->uid != 0;
 	c->pending++;
 	pthread_cond_broadcast(&c->cond);
 }
 
-void fr_symcache_want_elf(struct fr_symcache *c, uint32_t pid, uint64_t start, uint64_t end,
-			  const char *path, const uint8_t *bid, uint8_t bid_len)
+void fr_symcache_want_elf(struct fr_symcache *c, uint32_t pid, uid_t uid, uint64_t start,
+			  uint64_t end, const char *path, const uint8_t *bid, uint8_t bid_len)
 {
 	struct job *j;
 	size_t len;
@@ -630,10 +701,11 @@ void fr_symcache_want_elf(struct fr_symcache *c, uint32_t pid, uint64_t start, u
 		return;
 	len = strlen(path);
 	pthread_mutex_lock(&c->lock);
-	if (c->pending < FR_SYMCACHE_MAX_PENDING && seen_due(c, bid, bid_len, REFRESH_NS) &&
+	if (queue_room(c, uid) && seen_due(c, bid, bid_len, REFRESH_NS) &&
 	    (j = calloc(1, sizeof(*j) + len + 1))) {
 		j->kind = JOB_ELF;
 		j->pid = pid;
+		j->uid = uid;
 		j->start = start;
 		j->end = end;
 		j->bid_len = bid_len;
@@ -655,8 +727,8 @@ void fr_symcache_want_perfmap(struct fr_symcache *c, uint32_t pid, int64_t start
 	memcpy(key, &pid, 4);
 	memcpy(key + 4, &start_ns, 8);
 	pthread_mutex_lock(&c->lock);
-	if (c->pending < FR_SYMCACHE_MAX_PENDING &&
-	    seen_due(c, key, sizeof(key), PERFMAP_REFRESH_NS) && (j = calloc(1, sizeof(*j) + 1))) {
+	if (queue_room(c, uid) && seen_due(c, key, sizeof(key), PERFMAP_REFRESH_NS) &&
+	    (j = calloc(1, sizeof(*j) + 1))) {
 		j->kind = JOB_PERFMAP;
 		j->pid = pid;
 		j->start_ns = start_ns;
@@ -689,7 +761,7 @@ int fr_symcache_open(struct fr_symcache **out, const struct fr_symcache_options 
 	c->max_bytes = o->max_bytes;
 	c->file_max = o->file_max ? o->file_max : FR_ELF_MAX_SIZE;
 	c->deadline_ns = o->deadline_ns > 0 ? o->deadline_ns : DEADLINE_NS_DEFAULT;
-	c->tail = &c->queue;
+	c->turns_tail = &c->turns;
 	pthread_mutex_init(&c->lock, NULL);
 	fr_mono_cond_init(&c->cond);
 	rescan(c, true);
@@ -717,11 +789,17 @@ void fr_symcache_close(struct fr_symcache *c)
 	pthread_mutex_unlock(&c->lock);
 	pthread_join(c->thread, NULL);
 	fr_worker_free(c->worker);
-	while (c->queue) {
-		struct job *j = c->queue;
+	while (c->turns) {
+		struct turn *t = c->turns;
 
-		c->queue = j->next;
-		free(j);
+		c->turns = t->next;
+		while (t->head) {
+			struct job *j = t->head;
+
+			t->head = j->next;
+			free(j);
+		}
+		free(t);
 	}
 	fr_htable_fini(&c->seen, seen_free);
 	fr_shares_fini(&c->owners);

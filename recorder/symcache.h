@@ -80,12 +80,14 @@ int fr_symcache_open(struct fr_symcache **out, const struct fr_symcache_options 
  * cleans up after itself) and frees the cache; accepts NULL. */
 void fr_symcache_close(struct fr_symcache *c);
 
-/* A sealed chunk refers to what process `pid` maps at [start, end) from
- * `path`, with build id `bid`: makes sure the cache holds a copy. Never
- * waits: a request beyond FR_SYMCACHE_MAX_PENDING is dropped (asked
- * again at a later seal). */
-void fr_symcache_want_elf(struct fr_symcache *c, uint32_t pid, uint64_t start, uint64_t end,
-			  const char *path, const uint8_t *bid, uint8_t bid_len);
+/* A sealed chunk refers to what process `pid` of user `uid` maps at
+ * [start, end) from `path`, with build id `bid`: makes sure the cache
+ * holds a copy. Never waits: a request beyond FR_SYMCACHE_MAX_PENDING, or
+ * beyond a quarter of it for one user other than root (three quarters
+ * for all of them), is dropped (asked again at a later seal). Copies are
+ * made in turn, one of each user's at a time. */
+void fr_symcache_want_elf(struct fr_symcache *c, uint32_t pid, uid_t uid, uint64_t start,
+			  uint64_t end, const char *path, const uint8_t *bid, uint8_t bid_len);
 
 /* A sealed chunk holds samples of process `pid` (started at `start_ns`,
  * user `uid`) in anonymous executable memory: copies its perf map, again

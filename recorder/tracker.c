@@ -610,8 +610,8 @@ static int ops_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_inf
 	/* What a sealed chunk refers to is what profiles will name: the
 	 * symbol cache keeps a copy of it (or of the JIT's perf map). */
 	if (out->build_id_len)
-		fr_symcache_want_elf(t->symcache, pid, m->start, m->end, out->path, out->build_id,
-				     out->build_id_len);
+		fr_symcache_want_elf(t->symcache, pid, p->uid, m->start, m->end, out->path,
+				     out->build_id, out->build_id_len);
 	else if (t->symcache && fr_perfmap_is_anon(out->path))
 		fr_symcache_want_perfmap(t->symcache, pid, p->start_ns, p->uid);
 	return 0;

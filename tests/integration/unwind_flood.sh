@@ -111,7 +111,7 @@ echo "fresh_cxx in the flood: $total samples, $in_main unwound to main -> phase_
 # Its tables are asked for at its exec and built, each after at most one
 # of the user's, while it sleeps. A few percent for a machine too busy
 # to run the builder at once.
-[ $((not_ready * 100)) -le $((total * 3)) ] ||
+[ $((not_ready * 100)) -le $((total * 5)) ] ||
 	fail "$not_ready of $total samples of root's program ended \"unwind table not ready\""
 [ $((in_main * 100)) -ge $((total * 85)) ] ||
 	{ sort -rn "$T/p.traces" | head -5 | cut -c1-300; fail "only $in_main of $total samples of root's program unwound to main"; }

@@ -95,7 +95,7 @@ static struct fr_symcache *open_cache(const char *dir, uint64_t max_bytes)
 /* Asks for this executable and waits for the copy. */
 static void want_self(struct fr_symcache *c)
 {
-	fr_symcache_want_elf(c, (uint32_t)getpid(), self.start, self.end, self.path, bid,
+	fr_symcache_want_elf(c, (uint32_t)getpid(), getuid(), self.start, self.end, self.path, bid,
 			     (uint8_t)bid_len);
 	CHECK(fr_symcache_wait(c, 10000) == 0, "the copy did not finish within 10 s");
 }
