@@ -223,10 +223,11 @@ static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
  * who is not privileged sees root's and their own; what others hold, and
  * owners past STATUS_OWNERS, are summed in "other_owners" ({"owners",
  * "bytes", "entries"}). Returns 1, or 0 when out of memory. */
-static int add_owners(cJSON *o, const struct fr_share *v, size_t n, int privileged, uint32_t viewer)
+static int add_owners(cJSON *o, const struct fr_share *v, size_t n, const struct fr_share *rest,
+		      int privileged, uint32_t viewer)
 {
 	cJSON *list = cJSON_AddArrayToObject(o, "owners"), *e, *others;
-	uint64_t other_bytes = 0, other_entries = 0, nother = 0;
+	uint64_t other_bytes = rest->bytes, other_entries = rest->entries, nother = rest->uid;
 
 	if (!list)
 		return 0;
@@ -262,7 +263,7 @@ static int add_owners(cJSON *o, const struct fr_share *v, size_t n, int privileg
 static int add_symcache(struct daemon *d, cJSON *r, int privileged, uint32_t viewer)
 {
 	cJSON *o = cJSON_AddObjectToObject(r, "symbol_cache");
-	struct fr_share own[STATUS_OWNERS];
+	struct fr_share own[STATUS_OWNERS], rest;
 	uint64_t files = 0, bytes = 0, budget = 0;
 	size_t n;
 
@@ -271,20 +272,20 @@ static int add_symcache(struct daemon *d, cJSON *r, int privileged, uint32_t vie
 	fr_symcache_usage(d->symcache, &files, &bytes);
 	fr_ipc_add_int(o, "files", (int64_t)files);
 	fr_ipc_add_int(o, "bytes", (int64_t)bytes);
-	n = fr_symcache_owners(d->symcache, own, STATUS_OWNERS, &budget);
+	n = fr_symcache_owners(d->symcache, own, STATUS_OWNERS, &rest, &budget);
 	fr_ipc_add_int(o, "budget", (int64_t)budget);
-	return add_owners(o, own, n, privileged, viewer);
+	return add_owners(o, own, n, &rest, privileged, viewer);
 }
 
 /* The unwind tables' budget and what each owner's tables take. */
 static int add_unwind_owners(struct daemon *d, cJSON *o, int privileged, uint32_t viewer)
 {
-	struct fr_share own[STATUS_OWNERS];
+	struct fr_share own[STATUS_OWNERS], rest;
 	uint64_t budget = 0;
-	size_t n = fr_unwind_tables_owners(d->unwind_tables, own, STATUS_OWNERS, &budget);
+	size_t n = fr_unwind_tables_owners(d->unwind_tables, own, STATUS_OWNERS, &rest, &budget);
 
 	fr_ipc_add_int(o, "budget", (int64_t)budget);
-	return add_owners(o, own, n, privileged, viewer);
+	return add_owners(o, own, n, &rest, privileged, viewer);
 }
 
 /* "unwind_tables": the CFI tables stacks are unwound with

@@ -843,12 +843,13 @@ void fr_symcache_set_budget(struct fr_symcache *c, uint64_t max_bytes)
 	pthread_mutex_unlock(&c->lock);
 }
 
-size_t fr_symcache_owners(struct fr_symcache *c, struct fr_share *out, size_t max, uint64_t *budget)
+size_t fr_symcache_owners(struct fr_symcache *c, struct fr_share *out, size_t max,
+			  struct fr_share *rest, uint64_t *budget)
 {
 	size_t n;
 
 	pthread_mutex_lock(&c->lock);
-	n = fr_shares_list(&c->owners, out, max);
+	n = fr_shares_list(&c->owners, out, max, rest);
 	*budget = c->max_bytes;
 	pthread_mutex_unlock(&c->lock);
 	return n;

@@ -105,11 +105,12 @@ void fr_symcache_usage(struct fr_symcache *c, uint64_t *files, uint64_t *bytes);
 void fr_symcache_set_budget(struct fr_symcache *c, uint64_t max_bytes);
 
 /* What each owner holds, as of the last count: up to `max` owners into
- * `out`, root first, then by bytes (core/util/shares.h), and the budget
- * in *budget. Returns the number of owners copied. */
+ * `out`, root first, then by bytes, the rest summed in *rest
+ * (fr_shares_list(), core/util/shares.h), and the budget in *budget.
+ * Returns the number of owners copied. */
 struct fr_share;
 size_t fr_symcache_owners(struct fr_symcache *c, struct fr_share *out, size_t max,
-			  uint64_t *budget);
+			  struct fr_share *rest, uint64_t *budget);
 
 #define FR_SYMCACHE_MAX_PENDING 1024
 

@@ -969,12 +969,12 @@ void fr_unwind_tables_set_budget(struct fr_unwind_tables *u, uint64_t budget)
 }
 
 size_t fr_unwind_tables_owners(struct fr_unwind_tables *u, struct fr_share *out, size_t max,
-			       uint64_t *budget)
+			       struct fr_share *rest, uint64_t *budget)
 {
 	size_t n;
 
 	pthread_mutex_lock(&u->lock);
-	n = fr_shares_list(&u->shares, out, max);
+	n = fr_shares_list(&u->shares, out, max, rest);
 	pthread_mutex_unlock(&u->lock);
 	*budget = __atomic_load_n(&u->budget, __ATOMIC_RELAXED);
 	return n;

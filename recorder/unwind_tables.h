@@ -97,11 +97,12 @@ struct fr_unwind_tables *fr_unwind_tables_new(uint64_t budget);
 void fr_unwind_tables_set_budget(struct fr_unwind_tables *u, uint64_t budget);
 
 /* What each owner's tables take: up to `max` owners into `out`, root
- * first, then by bytes (core/util/shares.h), and the budget in *budget.
- * Returns the number of owners copied. Any thread. */
+ * first, then by bytes, the rest summed in *rest (fr_shares_list(),
+ * core/util/shares.h), and the budget in *budget. Returns the number of
+ * owners copied. Any thread. */
 struct fr_share;
 size_t fr_unwind_tables_owners(struct fr_unwind_tables *u, struct fr_share *out, size_t max,
-			       uint64_t *budget);
+			       struct fr_share *rest, uint64_t *budget);
 
 /* Stops the builder (a file read stuck past its deadline is left to its
  * worker) and frees every table. Accepts NULL. */

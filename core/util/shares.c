@@ -119,22 +119,26 @@ static int by_bytes(const void *a, const void *b)
 	return x->uid < y->uid ? -1 : x->uid > y->uid;
 }
 
-size_t fr_shares_list(const struct fr_shares *s, struct fr_share *out, size_t max)
+size_t fr_shares_list(const struct fr_shares *s, struct fr_share *out, size_t max,
+		      struct fr_share *rest)
 {
-	struct fr_share *v;
+	struct fr_share *v = s->n ? malloc(s->n * sizeof(*v)) : NULL;
+	const struct fr_share *from = v ? v : s->v; /* unsorted rather than nothing */
 	size_t n = s->n < max ? s->n : max;
 
-	if (!n)
-		return 0;
-	v = malloc(s->n * sizeof(*v));
-	if (!v) {
-		/* Unsorted rather than nothing. */
-		memcpy(out, s->v, n * sizeof(*out));
-		return n;
+	if (v) {
+		memcpy(v, s->v, s->n * sizeof(*v));
+		qsort(v, s->n, sizeof(*v), by_bytes);
 	}
-	memcpy(v, s->v, s->n * sizeof(*v));
-	qsort(v, s->n, sizeof(*v), by_bytes);
-	memcpy(out, v, n * sizeof(*out));
+	if (n)
+		memcpy(out, from, n * sizeof(*out));
+	if (rest) {
+		*rest = (struct fr_share){.uid = (uint32_t)(s->n - n)};
+		for (size_t i = n; i < s->n; i++) {
+			rest->bytes += from[i].bytes;
+			rest->entries += from[i].entries;
+		}
+	}
 	free(v);
 	return n;
 }

@@ -61,8 +61,11 @@ uint64_t fr_shares_of(const struct fr_shares *s, uint32_t uid, uint64_t budget);
 uint64_t fr_shares_total(const struct fr_shares *s);
 
 /* Copies up to `max` owners into `out`, root first, then the others by
- * bytes, most first. Returns how many were copied. */
-size_t fr_shares_list(const struct fr_shares *s, struct fr_share *out, size_t max);
+ * bytes, most first, and, when `rest` is given, the owners left out into
+ * *rest: how many in rest->uid, their bytes and entries summed. Returns
+ * how many were copied. */
+size_t fr_shares_list(const struct fr_shares *s, struct fr_share *out, size_t max,
+		      struct fr_share *rest);
 
 /* Frees the table; it can be used again (empty). */
 void fr_shares_fini(struct fr_shares *s);

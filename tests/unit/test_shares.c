@@ -92,16 +92,18 @@ static void test_many(void)
 static void test_list(void)
 {
 	struct fr_shares s = {0};
-	struct fr_share out[4];
+	struct fr_share out[4], rest;
 	size_t n;
 
 	fr_shares_add(&s, 1001, 1 * MiB, 1);
 	fr_shares_add(&s, 1002, 5 * MiB, 1);
 	fr_shares_add(&s, 0, 2 * MiB, 1);
 	fr_shares_add(&s, 1003, 3 * MiB, 1);
-	n = fr_shares_list(&s, out, 3);
+	n = fr_shares_list(&s, out, 3, &rest);
 	CHECK(n == 3 && out[0].uid == 0 && out[1].uid == 1002 && out[2].uid == 1003,
 	      "list: %zu owners, %u %u %u", n, out[0].uid, out[1].uid, out[2].uid);
+	CHECK(rest.uid == 1 && rest.bytes == 1 * MiB && rest.entries == 1,
+	      "the rest: %u owners, %llu bytes", rest.uid, (unsigned long long)rest.bytes);
 	fr_shares_add(&s, 1002, -5 * (int64_t)MiB, -1);
 	CHECK(s.n == 3 && fr_shares_total(&s) == 6 * MiB, "after a removal: %u owners, %llu", s.n,
 	      (unsigned long long)fr_shares_total(&s));

@@ -302,7 +302,7 @@ static void test_evict_fair_shares(void)
 	fr_symcache_usage(c, &files, &bytes);
 	CHECK(files == 6 && bytes == 6 * file, "%llu files %llu bytes", (unsigned long long)files,
 	      (unsigned long long)bytes);
-	n = fr_symcache_owners(c, own, 4, &budget);
+	n = fr_symcache_owners(c, own, 4, NULL, &budget);
 	CHECK(n == 2 && own[0].uid == 0 && own[0].bytes == 2 * file && own[0].entries == 2 &&
 		      own[1].uid == 1001 && own[1].bytes == 4 * file &&
 		      budget == 6 * file + file / 2,

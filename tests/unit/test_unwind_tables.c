@@ -528,7 +528,7 @@ static void test_shares_evict(void)
 	for (int i = 1; i < 7; i++)
 		kept += copy_find(u, &c, i, 1001, addr, &miss) != NULL;
 	fr_unwind_tables_settle(u, 20000);
-	n = fr_unwind_tables_owners(u, own, 4, &budget);
+	n = fr_unwind_tables_owners(u, own, 4, NULL, &budget);
 	CHECK(kept <= 1, "the user kept %d tables", kept);
 	CHECK(n >= 1 && own[0].uid == 0 && own[0].bytes == size && own[0].entries == 1 &&
 		      budget == size * 5 / 2,
@@ -541,7 +541,7 @@ static void test_shares_evict(void)
 	u = fr_unwind_tables_new(size * 5 / 2);
 	CHECK(copy_built(u, &c, 0, 1001, addr, &miss), "the shared table (miss %d)", miss);
 	CHECK(copy_find(u, &c, 0, 0, addr, &miss), "root's use (miss %d)", miss);
-	n = fr_unwind_tables_owners(u, own, 4, &budget);
+	n = fr_unwind_tables_owners(u, own, 4, NULL, &budget);
 	CHECK(n == 1 && own[0].uid == 0 && own[0].bytes == size, "not root's: %zu owners, uid %u",
 	      n, own[0].uid);
 	for (int i = 1; i < 7; i++)
