@@ -98,10 +98,6 @@ struct queue {
 	uint32_t uid;
 	uint32_t n; /* jobs waiting */
 	struct job *head, **tail;
-	/* The link after the last job a sample waits for (&head: none):
-	 * those come first, in the order they were asked for, so that a
-	 * stream of new ones cannot hold back an older one. */
-	struct job **urgent_end;
 };
 
 struct fr_unwind_tables {
@@ -327,8 +323,9 @@ static struct queue *queue_of(struct fr_unwind_tables *u, uint32_t uid)
 	return NULL;
 }
 
-/* Queues `j` in the queue of j->uid: after the others samples wait for
- * when a sample waits for it, else last. A new queue is *spare when given (taken), else allocated.
+/* Queues `j` in the queue of j->uid: first when a sample waits for it
+ * (the program that has just started working comes first among its
+ * user's), else last. A new queue is *spare when given (taken), else allocated.
  * Returns 0 or -ENOMEM. */
 static int enqueue(struct fr_unwind_tables *u, struct job *j, bool first, struct queue **spare)
 {
@@ -342,16 +339,14 @@ static int enqueue(struct fr_unwind_tables *u, struct job *j, bool first, struct
 			return -ENOMEM;
 		q->uid = j->uid;
 		q->tail = &q->head;
-		q->urgent_end = &q->head;
 		*u->turns_tail = q;
 		u->turns_tail = &q->next;
 	}
 	if (first) {
-		j->next = *q->urgent_end;
-		*q->urgent_end = j;
-		if (q->tail == q->urgent_end)
+		j->next = q->head;
+		q->head = j;
+		if (q->tail == &q->head)
 			q->tail = &j->next;
-		q->urgent_end = &j->next;
 	} else {
 		j->next = NULL;
 		*q->tail = j;
@@ -372,8 +367,6 @@ static void unqueue(struct fr_unwind_tables *u, struct queue *q, struct job **pp
 	*pp = j->next;
 	if (q->tail == &j->next)
 		q->tail = pp;
-	if (q->urgent_end == &j->next)
-		q->urgent_end = pp;
 	q->n--;
 	u->user_queued -= j->uid != 0;
 	if (q->n)
@@ -683,7 +676,7 @@ static void promote(struct fr_unwind_tables *u, struct entry *e, uint32_t uid)
 
 		j->prefetch = false; /* not skipped: needed */
 		if (to == q && q->n == 1) {
-			q->urgent_end = &j->next; /* alone: first already */
+			/* alone: first already */
 		} else if (to || spare) {
 			/* Neither a queue freed that is needed, nor one
 			 * allocated under the lock. */
@@ -694,8 +687,6 @@ static void promote(struct fr_unwind_tables *u, struct entry *e, uint32_t uid)
 			/* No memory for a queue of `uid`: first of its own. */
 			unqueue(u, q, pp);
 			enqueue(u, j, true, NULL);
-		} else {
-			q->urgent_end = &j->next;
 		}
 	}
 	pthread_mutex_unlock(&u->lock);

@@ -1,19 +1,20 @@
 #!/bin/bash
 # One user cannot take the unwind tables from root's programs. Another
 # local user (a real useradd user) starts, 50 times a second, copies of
-# a binary with about 2 MiB of unwind table (35,000 FDEs), sixteen of
+# a binary with about 1 MiB of unwind table (17,500 FDEs), sixteen of
 # them, each with a build id of its own; each sleeps 0.3 s and then runs
-# 20 ms. Every exec asks for a table that takes the builder tens of ms,
+# 20 ms. Every exec asks for a table that takes the builder some 40 ms,
 # every run asks again, first, and sixteen tables are more than the
-# 24 MiB all may take: the builder never catches up and the user's tables
+# 12 MiB all may take: the builder never catches up and the user's tables
 # are built, dropped and built again. A fresh root program meanwhile
 # (nofp_cxx, C++ built -O2 without frame pointers, so only CFI unwinds
-# it), which sleeps 3 s and then works, still has its tables when it
-# works: builds wait in one queue per user served in turn, not behind
-# every build the user's samples ask for, and root's tables are not
-# dropped for the user's. Its stacks are unwound to main, almost none of
-# its samples end "unwind table not ready", and status shows what each
-# owner's tables take.
+# it), working from its start for 10 s, has its tables within a few
+# builds: builds wait in one queue per user served in turn, not behind
+# every build the user's samples ask for (one queue, the latest first,
+# had root's wait until the flood paused: all of its samples), and root's
+# tables are not dropped for the user's. Its stacks are unwound to main,
+# at most 3% of its samples end "unwind table not ready", and status
+# shows what each owner's tables take.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 need_go
@@ -71,11 +72,18 @@ done
 
 cat >"$T/config.json" <<JSON
 {"socket": {"path": "$SOCK"},
- "limits": {"unwind_table_memory": "24MiB"},
+ "limits": {"unwind_table_memory": "12MiB"},
  "sessions": [{"name": "always",
                "events": [{"event": "cpu", "hz": 499, "unwind": "dwarf", "stack_copy": "8KiB"}]}]}
 JSON
 start_daemon --config "$T/config.json"
+# What is measured is the order of the builds, not how this machine
+# shares its CPUs: the recorder's threads (the builder among them) run
+# before the test's and everyone else's programs, so that a machine busy
+# with other work does not starve the builder of its turns.
+for task in /proc/"$DAEMON_PID"/task/*; do
+	renice -n -10 -p "${task##*/}" >/dev/null 2>&1
+done
 
 # The flood.
 runuser -u "$U" -- sh -c 'while :; do for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
@@ -90,7 +98,7 @@ evicted=$(status_num evicted)
 
 # Root's fresh program, in the middle of the flood.
 cp "$PROG" "$T/fresh_cxx"
-"$T/fresh_cxx" 3 3 >"$T/prog.out" &
+"$T/fresh_cxx" 10 0 >"$T/prog.out" &
 pid=$!
 wait "$pid" || fail "fresh_cxx failed"
 "$FLIGHTREC" status >"$T/status.out" || fail "status failed"
@@ -108,23 +116,23 @@ not_ready=$(sed -n 's/.*unwind table not ready \([0-9]*\).*/\1/p' "$T/comments")
 not_ready=${not_ready:-0}
 echo "fresh_cxx in the flood: $total samples, $in_main unwound to main -> phase_*, $not_ready not ready"
 [ "$total" -ge 50 ] || fail "only $total samples of fresh_cxx"
-# Its tables are asked for at its exec and built, each after at most one
-# of the user's, while it sleeps. A few percent for a machine too busy
-# to run the builder at once.
-[ $((not_ready * 100)) -le $((total * 5)) ] ||
+# Its tables are built each after at most two of the user's: its first
+# samples, 0.1-0.3 s of 10 s, may go without.
+[ $((not_ready * 100)) -le $((total * 3)) ] ||
 	fail "$not_ready of $total samples of root's program ended \"unwind table not ready\""
 [ $((in_main * 100)) -ge $((total * 85)) ] ||
 	{ sort -rn "$T/p.traces" | head -5 | cut -c1-300; fail "only $in_main of $total samples of root's program unwound to main"; }
 
 # Status: the budget, and what root's and the user's tables take.
-grep -E "^tables: +[0-9]+ CFI tables \([0-9.]+[KM]iB of 24.0MiB: root [0-9.]+[KM]iB, uid $uid [0-9.]+[KM]iB\)" \
+grep -E "^tables: +[0-9]+ CFI tables \([0-9.]+[KM]iB of 12.0MiB: root [0-9.]+[KM]iB, uid $uid [0-9.]+[KM]iB[,)]" \
 	"$T/status.out" >/dev/null || fail "status does not show the tables' owners: $(cat "$T/status.out")"
 python3 - "$T/status.json" "$uid" <<'PY' || fail "status --json: $(cat "$T/status.json")"
 import json, sys
 t = json.load(open(sys.argv[1]))["unwind_tables"]
 owners = {o["uid"]: o for o in t["owners"]}
-assert t["budget"] == 24 << 20, t
+assert t["budget"] == 12 << 20, t
 assert 0 in owners and int(sys.argv[2]) in owners, owners
 assert sum(o["bytes"] for o in t["owners"]) == t["bytes"], t
 PY
 stop_daemon
+echo PASS
