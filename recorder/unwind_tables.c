@@ -654,45 +654,11 @@ static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
 	return 0;
 }
 
-/* The other tables process `pid` had asked for as they were mapped, still
- * waiting in the queue of `from` (a uid): a sample of it needs one of its
- * tables now, and the unwinder, walking on through its libraries, needs
- * the others next; found one at a time, they would each wait a turn.
- * They move up into the queue of `to`, which exists (it holds the table
- * just moved). Under lock; ingest thread (it changes their entries). */
-static void promote_siblings(struct fr_unwind_tables *u, uint32_t from, uint32_t pid, uint32_t to)
-{
-	for (;;) {
-		struct queue *q = queue_of(u, from);
-		struct job **pp, *j;
-
-		for (pp = q ? &q->head : NULL; pp && *pp; pp = &(*pp)->next)
-			if ((*pp)->pid == pid && (*pp)->prefetch)
-				break;
-		if (!pp || !*pp)
-			return;
-		j = *pp;
-		unqueue(u, q, pp);
-		j->prefetch = false;
-		j->uid = to;
-		j->entry->urgent = true;
-		if (to == 0)
-			j->entry->owner = 0;
-		if (enqueue(u, j, true, NULL) < 0) {
-			/* Not reached: `to` exists. Undone rather than lost. */
-			j->uid = from;
-			enqueue(u, j, false, NULL);
-			return;
-		}
-	}
-}
-
-/* A sample of process `pid` of user `uid` needs the table of `e`, still
+/* A sample of a process of user `uid` needs the table of `e`, still
  * waiting: its job moves to the head of that user's queue (once, or once
  * more when root's process needs what a user asked for first: the table
- * is then root's, and waits in no user's queue), and with it the tables
- * the process asked for as it was mapped. */
-static void promote(struct fr_unwind_tables *u, struct entry *e, uint32_t pid, uint32_t uid)
+ * is then root's, and waits in no user's queue). */
+static void promote(struct fr_unwind_tables *u, struct entry *e, uint32_t uid)
 {
 	struct queue *q, *spare = calloc(1, sizeof(*spare));
 	struct job **pp, *j = e->job;
@@ -714,12 +680,9 @@ static void promote(struct fr_unwind_tables *u, struct entry *e, uint32_t pid, u
 		} else if (to || spare) {
 			/* Neither a queue freed that is needed, nor one
 			 * allocated under the lock. */
-			uint32_t from = q->uid;
-
 			unqueue(u, q, pp);
 			j->uid = uid;
 			enqueue(u, j, true, &spare);
-			promote_siblings(u, from, pid, uid);
 		} else if (q->n > 1) {
 			/* No memory for a queue of `uid`: first of its own. */
 			unqueue(u, q, pp);
@@ -915,7 +878,7 @@ const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uin
 	}
 	e = get_table_entry(u, &k, pid, m, false, &asked);
 	if (e && e->state == ST_PENDING && (!e->urgent || (m->uid == 0 && e->owner != 0)))
-		promote(u, e, pid, m->uid);
+		promote(u, e, m->uid);
 	if (!e || e->state == ST_PENDING || e->state == ST_DROPPED || e->state == ST_LINKED) {
 		*miss = FR_UNWIND_MISS_PENDING;
 		return NULL;
