@@ -4,9 +4,9 @@
 # unwinds it, through its libraries too) runs once and has its tables
 # built. Then another local user (a real useradd user) starts, 50 times a
 # second, copies of a binary with about 1 MiB of unwind table (17,500
-# FDEs), 32 of them, each with a build id of its own; each sleeps 0.3 s
+# FDEs), 48 of them, each with a build id of its own; each sleeps 0.3 s
 # and then runs 20 ms. Every exec asks for a table that takes the builder
-# some 40 ms, every run asks again, and 32 tables are twice the 16 MiB
+# some 40 ms, every run asks again, and 48 tables are twice the 24 MiB
 # all may take: the user's tables are built, dropped and built again.
 # Root's program, run again in the middle of it, finds its tables still
 # there (the user's tables compete with the user's own; one least
@@ -58,7 +58,7 @@ status_num() {
 }
 
 mkdir "$T/u" && chown "$U" "$T/u"
-for i in $(seq 0 31); do
+for i in $(seq 0 47); do
 	python3 - "$T/note$i" "$i" <<'PY'
 import struct, sys
 bid = bytes([0xcf, 0x1f, 0x10, int(sys.argv[2])]) + bytes(16)
@@ -71,7 +71,7 @@ done
 
 cat >"$T/config.json" <<JSON
 {"socket": {"path": "$SOCK"},
- "limits": {"unwind_table_memory": "16MiB"},
+ "limits": {"unwind_table_memory": "24MiB"},
  "sessions": [{"name": "always",
                "events": [{"event": "cpu", "hz": 499, "unwind": "dwarf", "stack_copy": "8KiB"}]}]}
 JSON
@@ -91,7 +91,7 @@ cp "$PROG" "$T/fresh_cxx"
 wait_tables_built
 
 # The flood.
-runuser -u "$U" -- sh -c 'while :; do i=0; while [ $i -lt 32 ]; do
+runuser -u "$U" -- sh -c 'while :; do i=0; while [ $i -lt 48 ]; do
 	"$0/flood$i" 0.02 0.3 & sleep 0.02; i=$((i + 1)); done; done' "$T/u" &
 # Until its tables are built and dropped over the budget.
 for _ in $(seq 600); do
@@ -127,13 +127,13 @@ echo "fresh_cxx in the flood: $total samples, $in_main unwound to main -> phase_
 	{ sort -rn "$T/p.traces" | head -5 | cut -c1-300; fail "only $in_main of $total samples of root's program unwound to main"; }
 
 # Status: the budget, and what root's and the user's tables take.
-grep -E "^tables: +[0-9]+ CFI tables \([0-9.]+[KM]iB of 16.0MiB: root [0-9.]+[KM]iB, uid $uid [0-9.]+[KM]iB[,)]" \
+grep -E "^tables: +[0-9]+ CFI tables \([0-9.]+[KM]iB of 24.0MiB: root [0-9.]+[KM]iB, uid $uid [0-9.]+[KM]iB[,)]" \
 	"$T/status.out" >/dev/null || fail "status does not show the tables' owners: $(cat "$T/status.out")"
 python3 - "$T/status.json" "$uid" <<'PY' || fail "status --json: $(cat "$T/status.json")"
 import json, sys
 t = json.load(open(sys.argv[1]))["unwind_tables"]
 owners = {o["uid"]: o for o in t["owners"]}
-assert t["budget"] == 16 << 20, t
+assert t["budget"] == 24 << 20, t
 assert 0 in owners and int(sys.argv[2]) in owners, owners
 assert sum(o["bytes"] for o in t["owners"]) == t["bytes"], t
 PY
