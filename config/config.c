@@ -88,6 +88,7 @@ int fr_config_parse(struct fr_config *cfg, const char *json, size_t len, const c
 	cfg->max_rate_hz = DEFAULT_MAX_RATE_HZ;
 	cfg->max_clients = DEFAULT_MAX_CLIENTS;
 	cfg->query_memory = DEFAULT_QUERY_MEMORY;
+	cfg->unwind_table_memory = DEFAULT_UNWIND_TABLE_MEMORY;
 	cfg->dumps_keep = DEFAULT_DUMPS_KEEP;
 	cfg->dumps_mode = DEFAULT_DUMPS_MODE;
 	if (config_symbols_default(cfg) < 0) {

@@ -8,7 +8,8 @@
  *     "socket":  STRING | {"path": STRING, "group": GROUP, "admin_group": GROUP},
  *     "dumps":   {"dir": STRING, "keep": 1..100000, "max_bytes": SIZE, "mode": OCTAL},
  *     "limits":  {"max_rate_hz": 1..100000, "max_clients": 1..1024,
- *                 "user_max_rate_hz": 1..max_rate_hz, "query_memory": SIZE >= 1MiB},
+ *                 "user_max_rate_hz": 1..max_rate_hz, "query_memory": SIZE >= 1MiB,
+ *                 "unwind_table_memory": SIZE >= 1MiB},
  *     "symbols": {"debug_dirs": [PATH...], "cache_dir": PATH, "cache_size": SIZE,
  *                 "cache_file_max": SIZE},
  *     "sessions": [ {"name": STRING,
@@ -235,11 +236,12 @@ struct fr_config {
 	uint32_t max_rate_hz;
 	uint32_t user_max_rate_hz; /* what a user who is not an admin may raise rates to */
 	uint32_t max_clients;
-	uint64_t query_memory;	  /* bytes all queries together may reserve */
-	char *dumps_dir;	  /* NULL: the default state directory's "dumps" */
-	uint32_t dumps_keep;	  /* dumps kept, oldest removed first */
-	uint64_t dumps_max_bytes; /* 0: no limit; else bytes of dumps kept */
-	uint32_t dumps_mode;	  /* of dump files: 0600 unless configured */
+	uint64_t query_memory;	      /* bytes all queries together may reserve */
+	uint64_t unwind_table_memory; /* bytes all CFI tables together may take */
+	char *dumps_dir;	      /* NULL: the default state directory's "dumps" */
+	uint32_t dumps_keep;	      /* dumps kept, oldest removed first */
+	uint64_t dumps_max_bytes;     /* 0: no limit; else bytes of dumps kept */
+	uint32_t dumps_mode;	      /* of dump files: 0600 unless configured */
 	struct fr_config_symbols symbols;
 	struct fr_config_export export;
 	uint32_t nsessions;

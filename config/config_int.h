@@ -30,6 +30,9 @@
 #define DEFAULT_USER_MAX_RATE_HZ 99
 #define DEFAULT_QUERY_MEMORY (256ull << 20)
 #define MIN_QUERY_MEMORY (1ull << 20)
+/* The unwind tables' budget (recorder/unwind_tables.h). */
+#define DEFAULT_UNWIND_TABLE_MEMORY (256ull << 20)
+#define MIN_UNWIND_TABLE_MEMORY (1ull << 20)
 #define DEFAULT_SESSION "default"
 #define DEFAULT_HZ 99
 #define DEFAULT_DUMPS_KEEP 50

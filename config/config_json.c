@@ -138,7 +138,9 @@ static bool add_limits(cJSON *root, const struct fr_config *cfg)
 	       cJSON_AddNumberToObject(limits, "max_clients", cfg->max_clients) &&
 	       cJSON_AddNumberToObject(limits, "user_max_rate_hz", cfg->user_max_rate_hz) &&
 	       cJSON_AddStringToObject(limits, "query_memory",
-				       size_text(cfg->query_memory, buf, sizeof(buf)));
+				       size_text(cfg->query_memory, buf, sizeof(buf))) &&
+	       cJSON_AddStringToObject(limits, "unwind_table_memory",
+				       size_text(cfg->unwind_table_memory, buf, sizeof(buf)));
 }
 
 /* "period" in decimal digits: cJSON prints numbers with 15 significant

@@ -233,7 +233,7 @@ static int daemon_open_recording(struct daemon *d)
 	d->sources.labels_map_fd = fr_applabels_map_fd(d->applabels);
 	daemon_open_symcache(d);
 	/* After the signals are blocked: its builder thread inherits that. */
-	d->unwind_tables = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	d->unwind_tables = fr_unwind_tables_new(d->opts->config->unwind_table_memory);
 	if (!d->unwind_tables)
 		fr_log_err("cannot start the unwind table builder (%s); user stacks of "
 			   "\"dwarf\" events stop at their first frame",

@@ -428,6 +428,8 @@ static int reload_apply(struct daemon *d, char *why, size_t whylen)
 			 __ATOMIC_RELAXED);
 	fr_budget_set_limit(&d->query_budget, n->query_memory);
 	fr_budget_set_limit(&d->users_budget, n->query_memory / 4);
+	if (d->unwind_tables)
+		fr_unwind_tables_set_budget(d->unwind_tables, n->unwind_table_memory);
 	pthread_mutex_lock(&d->config_lock);
 	if (d->owned_config) {
 		fr_config_fini(d->owned_config);
