@@ -37,6 +37,7 @@
 #include "core/query/elf_image.h"
 #include "core/util/fs.h"
 #include "core/util/log.h"
+#include "core/util/priority.h"
 #include "core/util/worker.h"
 
 #define NBUCKETS 4096
@@ -344,7 +345,7 @@ struct fr_unwind_tables *fr_unwind_tables_new(uint64_t budget)
 	u->queue_tail = &u->queue;
 	u->done_tail = &u->done;
 	u->refs = 2;
-	pthread_mutex_init(&u->lock, NULL);
+	fr_mutex_init_pi(&u->lock);
 	fr_mono_cond_init(&u->cond);
 	pthread_attr_init(&ta);
 	pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
