@@ -26,6 +26,7 @@
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/parse.h"
+#include "core/util/priority.h"
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "recorder/daemon_int.h"
@@ -83,11 +84,11 @@ static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 	/* Without its descriptor, daemon_signals() says why and stops. */
 	(void)fr_sources_init(&d->sources, &d->poller, &d->handler);
 	daemon_ingest_init(d);
-	pthread_mutex_init(&d->sessions_lock, NULL);
+	fr_mutex_init_pi(&d->sessions_lock);
 	daemon_publish_sessions(d, opts->config);
 	d->flush_efd = d->sig_fd = -1;
-	pthread_mutex_init(&d->config_lock, NULL);
-	pthread_mutex_init(&d->stall_lock, NULL);
+	fr_mutex_init_pi(&d->config_lock);
+	fr_mutex_init_pi(&d->stall_lock);
 	if (daemon_ctl_init(d) < 0) {
 		free(d);
 		return NULL;
@@ -369,6 +370,26 @@ static void stop_deadline_state(int state)
 	pthread_mutex_unlock(&stop_lock);
 }
 
+/* The writer keeps up with the ingest thread: it starts with the raised
+ * priority a new thread takes from its creator (core/util/priority.h),
+ * and the main thread drops back to the process's at once, so that the
+ * threads started after it (triggers, the socket's, export) do not have
+ * it. The ingest thread raises itself when its loop starts. */
+static int daemon_start_writer(struct daemon *d)
+{
+	int raised = fr_priority_raise(), ret;
+
+	ret = fr_writer_start(&d->writer, d->ring);
+	__atomic_store_n(&d->writer_nice, fr_priority_nice(), __ATOMIC_RELAXED);
+	fr_priority_normal();
+	if (raised < 0)
+		fr_log_warn("cannot raise the writer's and the ingest thread's priority (%s): a "
+			    "machine busy with other users' threads may hold them up; give "
+			    "flightrecd CAP_SYS_NICE or an RLIMIT_NICE of %d (systemd: LimitNICE=)",
+			    strerror(-raised), 20 - (fr_priority_nice() - FR_PRIORITY_RAISE));
+	return ret;
+}
+
 /* Stops answering before the ring goes away, then lets the writer store
  * everything queued. */
 static void daemon_stop(struct daemon *d)
@@ -428,10 +449,11 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		fr_log_err("out of memory");
 		return 1;
 	}
+	fr_priority_init();
 
 	if (daemon_signals(d) < 0 || daemon_open_files(d) < 0 || daemon_open_recording(d) < 0)
 		goto out;
-	ret = fr_writer_start(&d->writer, d->ring);
+	ret = daemon_start_writer(d);
 	if (ret < 0) {
 		fr_log_err("cannot start the writer thread: %s", strerror(-ret));
 		goto out;

@@ -72,7 +72,8 @@ struct daemon {
 	int stopping;
 	uint64_t barrier;
 	int64_t last_seal_mono;	  /* the last periodic seal (with open waits), not a full chunk's */
-	int64_t unwind_wait_left; /* ns this drain may still wait for tables */
+	int64_t unwind_wait_left; /* ns this second may still wait for tables */
+	int64_t unwind_wait_second; /* CLOCK_MONOTONIC ns that second began */
 	/* The mappings whose tables the last frames used, for the frames to
 	 * come (a stack goes back and forth between a few files). Valid for
 	 * one drain: emptied whenever tables or mappings may change. */
@@ -88,6 +89,16 @@ struct daemon {
 	int64_t last_drain_real, last_seal_real, last_drain_mono;
 	uint64_t stalls, flush_timeouts;
 	int64_t longest_stall_ns; /* the longest gap between drains counted a stall */
+	/* The ingest and writer threads' nice values once raised (or not:
+	 * then the process's), whether the ingest thread runs at SCHED_FIFO
+	 * and the times its watchdog took it off, for status (atomics). */
+	int32_t ingest_nice, writer_nice, ingest_realtime;
+	uint64_t realtime_drops;
+	/* The ingest thread's watchdog (recorder/ingest.c): its CPU time at
+	 * the start of the current second, when that second started, when
+	 * it may run at SCHED_FIFO again (0: now), whether it may at all. */
+	int64_t rt_cpu0, rt_window0, rt_resume_at;
+	int rt_allowed;
 	/* The last ingest stalls, Unix ns of the drain before and after each
 	 * (recorder/requests_attach.c; the ingest thread notes them, attach
 	 * replies name the one within their window). */

@@ -66,8 +66,10 @@ void fr_labelsets_sealed(struct fr_labelsets *ls);
 uint32_t fr_labelsets_key_map(const uint8_t *payload, size_t len,
 			      char (*keys)[FR_LABELSETS_KEY_LEN], uint32_t max);
 
-/* Sets held now, and observations that found the table full. */
+/* Sets held now, observations that found the table full, and the walks
+ * of the whole table that looked for sets to drop (at most one a seal). */
 uint32_t fr_labelsets_count(const struct fr_labelsets *ls);
 uint64_t fr_labelsets_full(const struct fr_labelsets *ls);
+uint64_t fr_labelsets_sweeps(const struct fr_labelsets *ls);
 
 #endif

@@ -8,11 +8,12 @@
 #include <time.h>
 
 #include "core/store/chunk.h"
+#include "core/util/priority.h"
 
 void fr_ring_losses_init(struct fr_ring_losses *l)
 {
 	memset(l, 0, sizeof(*l));
-	pthread_mutex_init(&l->lock, NULL);
+	fr_mutex_init_pi(&l->lock);
 }
 
 void fr_ring_losses_fini(struct fr_ring_losses *l)

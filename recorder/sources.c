@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/util/log.h"
+#include "core/util/priority.h"
 #include "core/util/parse.h"
 #include "ipc/proto.h"
 
@@ -34,8 +35,8 @@ int fr_sources_init(struct fr_sources *s, struct fr_poller *poller,
 	memset(s, 0, sizeof(*s));
 	s->poller = poller;
 	s->handler = handler;
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->consumers_lock, NULL);
+	fr_mutex_init_pi(&s->lock);
+	fr_mutex_init_pi(&s->consumers_lock);
 	fr_mono_cond_init(&s->consumers_cond);
 	s->labels_prog_fd = s->labels_map_fd = -1;
 	s->reconcile_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -222,6 +222,12 @@ static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
 			      fr_writer_stalled(&d->writer, STALL_NS, &queued));
 	fr_ipc_add_int(o, "writer_queued_bytes", (int64_t)queued);
 	add_writer_error(d, o);
+	fr_ipc_add_int(o, "nice", __atomic_load_n(&d->ingest_nice, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "writer_nice", __atomic_load_n(&d->writer_nice, __ATOMIC_RELAXED));
+	cJSON_AddBoolToObject(o, "realtime",
+			      __atomic_load_n(&d->ingest_realtime, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "realtime_drops",
+		       (int64_t)__atomic_load_n(&d->realtime_drops, __ATOMIC_RELAXED));
 	fr_ipc_add_int(o, "flush_timeouts",
 		       (int64_t)__atomic_load_n(&d->flush_timeouts, __ATOMIC_RELAXED));
 	fr_tracker_file_state(d->tracker, &pending, &busy);

@@ -32,6 +32,7 @@
 #include "core/util/htable.h"
 #include "core/util/log.h"
 #include "core/util/shares.h"
+#include "core/util/priority.h"
 #include "core/util/worker.h"
 
 #define NS_PER_S 1000000000LL
@@ -762,7 +763,7 @@ int fr_symcache_open(struct fr_symcache **out, const struct fr_symcache_options 
 	c->file_max = o->file_max ? o->file_max : FR_ELF_MAX_SIZE;
 	c->deadline_ns = o->deadline_ns > 0 ? o->deadline_ns : DEADLINE_NS_DEFAULT;
 	c->turns_tail = &c->turns;
-	pthread_mutex_init(&c->lock, NULL);
+	fr_mutex_init_pi(&c->lock);
 	fr_mono_cond_init(&c->cond);
 	rescan(c, true);
 	ret = pthread_create(&c->thread, NULL, cache_main, c);

@@ -38,6 +38,7 @@
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/shares.h"
+#include "core/util/priority.h"
 #include "core/util/worker.h"
 
 #define NBUCKETS 4096
@@ -447,7 +448,7 @@ struct fr_unwind_tables *fr_unwind_tables_new(uint64_t budget)
 	u->turns_tail = &u->turns;
 	u->done_tail = &u->done;
 	u->refs = 2;
-	pthread_mutex_init(&u->lock, NULL);
+	fr_mutex_init_pi(&u->lock);
 	fr_mono_cond_init(&u->cond);
 	pthread_attr_init(&ta);
 	pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "core/util/log.h"
+#include "core/util/priority.h"
 
 /* Time an append may spend counting lost samples of chunks not counted
  * yet (at start, those the recorder found in the ring). */
@@ -35,7 +36,7 @@ void fr_writer_init(struct fr_writer *w, int64_t max_age_ns)
 	memset(w, 0, sizeof(*w));
 	w->max_age_ns = max_age_ns;
 	fr_ring_losses_init(&w->losses);
-	pthread_mutex_init(&w->lock, NULL);
+	fr_mutex_init_pi(&w->lock);
 	fr_mono_cond_init(&w->cond);
 }
 
