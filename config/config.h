@@ -9,7 +9,8 @@
  *     "dumps":   {"dir": STRING, "keep": 1..100000, "max_bytes": SIZE, "mode": OCTAL},
  *     "limits":  {"max_rate_hz": 1..100000, "max_clients": 1..1024,
  *                 "user_max_rate_hz": 1..max_rate_hz, "memory": SIZE >= 64MiB,
- *                 "query_memory": 1MiB <= SIZE <= memory},
+ *                 "query_memory": 1MiB <= SIZE <= memory,
+ *                 "unwind_table_memory": 1MiB <= SIZE <= memory},
  *     "symbols": {"debug_dirs": [PATH...], "cache_dir": PATH, "cache_size": SIZE,
  *                 "cache_file_max": SIZE},
  *     "sessions": [ {"name": STRING,
@@ -236,12 +237,13 @@ struct fr_config {
 	uint32_t max_rate_hz;
 	uint32_t user_max_rate_hz; /* what a user who is not an admin may raise rates to */
 	uint32_t max_clients;
-	uint64_t memory;	  /* limits.memory: the daemon's caches and queries together */
-	uint64_t query_memory;	  /* 0: what the ceiling leaves; else at most this for queries */
-	char *dumps_dir;	  /* NULL: the default state directory's "dumps" */
-	uint32_t dumps_keep;	  /* dumps kept, oldest removed first */
-	uint64_t dumps_max_bytes; /* 0: no limit; else bytes of dumps kept */
-	uint32_t dumps_mode;	  /* of dump files: 0600 unless configured */
+	uint64_t memory;       /* limits.memory: the daemon's caches and queries together */
+	uint64_t query_memory; /* 0: what the ceiling leaves; else at most this for queries */
+	uint64_t unwind_table_memory; /* 0: 3/8 of memory; else what CFI tables may take */
+	char *dumps_dir;	      /* NULL: the default state directory's "dumps" */
+	uint32_t dumps_keep;	      /* dumps kept, oldest removed first */
+	uint64_t dumps_max_bytes;     /* 0: no limit; else bytes of dumps kept */
+	uint32_t dumps_mode;	      /* of dump files: 0600 unless configured */
 	struct fr_config_symbols symbols;
 	struct fr_config_export export;
 	uint32_t nsessions;

@@ -32,6 +32,8 @@
 /* The label table alone may take 56 MiB (recorder/labelsets.h). */
 #define MIN_MEMORY (64ull << 20)
 #define MIN_QUERY_MEMORY (1ull << 20)
+/* The unwind tables' budget (recorder/unwind_tables.h). */
+#define MIN_UNWIND_TABLE_MEMORY (1ull << 20)
 #define DEFAULT_SESSION "default"
 #define DEFAULT_HZ 99
 #define DEFAULT_DUMPS_KEEP 50

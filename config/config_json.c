@@ -141,7 +141,10 @@ static bool add_limits(cJSON *root, const struct fr_config *cfg)
 				       size_text(cfg->memory, buf, sizeof(buf))) &&
 	       (!cfg->query_memory ||
 		cJSON_AddStringToObject(limits, "query_memory",
-					size_text(cfg->query_memory, buf, sizeof(buf))));
+					size_text(cfg->query_memory, buf, sizeof(buf)))) &&
+	       (!cfg->unwind_table_memory ||
+		cJSON_AddStringToObject(limits, "unwind_table_memory",
+					size_text(cfg->unwind_table_memory, buf, sizeof(buf))));
 }
 
 /* "period" in decimal digits: cJSON prints numbers with 15 significant

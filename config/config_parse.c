@@ -60,10 +60,36 @@ static int parse_memory(struct config_ctx *c, const cJSON *limits, struct fr_con
 	return 0;
 }
 
+/* "limits.unwind_table_memory": what the CFI tables stacks are unwound
+ * with may take together (recorder/unwind_tables.h, shared fairly among
+ * the users whose processes need them): a share of limits.memory, read
+ * after it (3/8 of it when absent, recorder/memory.c). */
+static int parse_unwind_table_memory(struct config_ctx *c, const cJSON *limits,
+				     struct fr_config *cfg)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(limits, "unwind_table_memory");
+	char got[64], max[32];
+	int ret;
+
+	if (!it)
+		return 0;
+	ret = config_get_size(c, it, "limits.unwind_table_memory", &cfg->unwind_table_memory);
+	if (ret == 0 && cfg->unwind_table_memory < MIN_UNWIND_TABLE_MEMORY)
+		return config_fail(c, "limits.unwind_table_memory", "must be at least 1MiB, got %s",
+				   config_describe(it, got, sizeof(got)));
+	if (ret == 0 && cfg->unwind_table_memory > cfg->memory)
+		return config_fail(c, "limits.unwind_table_memory",
+				   "must not exceed limits.memory (%s), of which it is a share; "
+				   "got %s",
+				   fr_format_size(cfg->memory, max, sizeof(max)),
+				   config_describe(it, got, sizeof(got)));
+	return ret;
+}
+
 static int parse_limits(struct config_ctx *c, const cJSON *limits, struct fr_config *cfg)
 {
-	static const char *const keys[] = {"max_rate_hz", "max_clients", "user_max_rate_hz",
-					   "memory", "query_memory"};
+	static const char *const keys[] = {"max_rate_hz", "max_clients",  "user_max_rate_hz",
+					   "memory",	  "query_memory", "unwind_table_memory"};
 	const cJSON *it;
 	int ret;
 
@@ -96,6 +122,8 @@ static int parse_limits(struct config_ctx *c, const cJSON *limits, struct fr_con
 			return ret;
 	}
 	ret = parse_memory(c, limits, cfg);
+	if (ret == 0)
+		ret = parse_unwind_table_memory(c, limits, cfg);
 	if (ret < 0)
 		return ret;
 	/* After max_rate_hz, which bounds it: a user cannot be allowed more

@@ -119,7 +119,10 @@ struct fr_ipc_attach_reply {
 	 * "procs_in_window" (with "empty_filters"): the processes with
 	 * samples of those events in the window that the asker may see;
 	 * "pids_not_running" (with "pid" in "empty_filters"): the asked
-	 * pids no process has now. */
+	 * pids no process has now;
+	 * "writer_error", "writer_error_ns": while the recorder cannot write
+	 * its ring (a file system gone read-only, I/O errors), why (the
+	 * error's text) and since when. */
 	int64_t first_ns, last_ns;
 	int64_t ring_oldest_ns, ring_newest_ns;
 	int64_t stall_t0_ns, stall_t1_ns;
@@ -127,6 +130,8 @@ struct fr_ipc_attach_reply {
 	uint64_t procs_in_window;
 	uint32_t npids_not_running;
 	uint32_t pids_not_running[FR_LIMIT_PIDS];
+	int64_t writer_error_ns;
+	char writer_error[FR_IPC_WARNING_MAX];
 };
 
 /* The bits of "empty_filters": core/query/profile.h's FR_TARGET_*. */

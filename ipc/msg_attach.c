@@ -1,7 +1,7 @@
 /* The attach reply's members that say why a profile is what it is
  * (ipc/msg.h, struct fr_ipc_attach_reply, "what the profile spans"): the
  * profile's own span, the ring's span, which targets matched nothing, and
- * the recorder's stalls in the window. Each is sent only when it has
+ * the recorder's stalls in the window, a ring it cannot write. Each is sent only when it has
  * something to say, so replies of daemons from before them decode to
  * zeros and say nothing. ipc/msg.c calls these from the attach reply's
  * encoder and decoder. */
@@ -41,7 +41,10 @@ int fr_ipc_attach_reply_add_span(cJSON *obj, const struct fr_ipc_attach_reply *r
 	    !add_nonzero(obj, "ring_newest_ns", r->ring_newest_ns) ||
 	    !add_nonzero(obj, "stall_t0_ns", r->stall_t0_ns) ||
 	    !add_nonzero(obj, "stall_t1_ns", r->stall_t1_ns) ||
-	    !add_nonzero(obj, "procs_in_window", (int64_t)r->procs_in_window))
+	    !add_nonzero(obj, "procs_in_window", (int64_t)r->procs_in_window) ||
+	    !add_nonzero(obj, "writer_error_ns", r->writer_error_ns))
+		return -ENOMEM;
+	if (r->writer_error_ns && !cJSON_AddStringToObject(obj, "writer_error", r->writer_error))
 		return -ENOMEM;
 	if (r->npids_not_running) {
 		arr = cJSON_AddArrayToObject(obj, "pids_not_running");
@@ -125,6 +128,24 @@ static int get_pids(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err
 	return 0;
 }
 
+/* "writer_error": text of at most FR_IPC_WARNING_MAX - 1 bytes, with
+ * "writer_error_ns". */
+static int get_writer_error(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err,
+			    size_t errlen)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "writer_error");
+
+	out->writer_error[0] = '\0';
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsString(v) || strlen(v->valuestring) >= sizeof(out->writer_error)) {
+		snprintf(err, errlen, "attach reply: \"writer_error\" must be a short string");
+		return -EINVAL;
+	}
+	snprintf(out->writer_error, sizeof(out->writer_error), "%s", v->valuestring);
+	return 0;
+}
+
 int fr_ipc_attach_reply_get_span(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err,
 				 size_t errlen)
 {
@@ -137,9 +158,12 @@ int fr_ipc_attach_reply_get_span(const cJSON *obj, struct fr_ipc_attach_reply *o
 	    get_nonneg(obj, "ring_newest_ns", &out->ring_newest_ns, err, errlen) < 0 ||
 	    get_nonneg(obj, "stall_t0_ns", &out->stall_t0_ns, err, errlen) < 0 ||
 	    get_nonneg(obj, "stall_t1_ns", &out->stall_t1_ns, err, errlen) < 0 ||
-	    get_nonneg(obj, "procs_in_window", &procs, err, errlen) < 0)
+	    get_nonneg(obj, "procs_in_window", &procs, err, errlen) < 0 ||
+	    get_nonneg(obj, "writer_error_ns", &out->writer_error_ns, err, errlen) < 0)
 		return -EINVAL;
 	out->procs_in_window = (uint64_t)procs;
+	if (get_writer_error(obj, out, err, errlen) < 0)
+		return -EINVAL;
 	out->empty_filters = 0;
 	if (get_pids(obj, out, err, errlen) < 0)
 		return -EINVAL;

@@ -20,6 +20,7 @@
 
 #include "core/util/htable.h"
 #include "core/util/log.h"
+#include "core/util/priority.h"
 #include "core/util/worker.h"
 #include "flightrec/labels_abi.h"
 #include "recorder/applabels_int.h"
@@ -470,7 +471,7 @@ struct fr_applabels *fr_applabels_new(struct fr_tracker *t)
 		return NULL;
 	}
 	al->efd = -1;
-	pthread_mutex_init(&al->lk, NULL);
+	fr_mutex_init_pi(&al->lk);
 	pthread_cond_init(&al->lk_cond, NULL);
 	ret = fr_bpf_labels_open(&al->bpf, al->error, sizeof(al->error));
 	if (ret < 0) {
@@ -564,6 +565,12 @@ int fr_applabels_timeout_ms(const struct fr_applabels *al)
 {
 	int64_t now = fr_now_mono_ns(), first = INT64_MAX;
 
+	/* A look-up due while the look-up thread has no room waits for it to
+	 * answer one (its eventfd wakes the ingest thread): were it "due
+	 * now", the ingest thread would spin on poll until the look-up
+	 * thread, at normal priority on a loaded machine, got round to it. */
+	if (al->looking >= LOOKING_MAX)
+		return -1;
 	for (unsigned i = 0; i < al->qn; i++) {
 		const struct al_proc *p = proc_find((struct fr_applabels *)al, al->queue[i]);
 

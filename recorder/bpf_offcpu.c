@@ -7,6 +7,7 @@
 #include "recorder/bpf_offcpu.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "recorder/bpf/offcpu_bpf.h"
 #include "recorder/bpf_walk.h"
 #include "recorder/bpf/labels_bpf.h"
+#include "recorder/ring_losses.h"
 
 /* Labels records waiting for their thread's wait (a power of two),
  * looked up in LABELS_PROBE consecutive slots. */
@@ -33,6 +35,10 @@
  * them in one round: docs/performance.md). */
 #define RINGBUF_BYTES (8u << 20)
 #define RINGBUF_COPY_BYTES (16u << 20)
+/* FLIGHTREC_BPF_RINGBUF's bounds: the kernel wants a power of two of
+ * whole pages. */
+#define RINGBUF_MIN_BYTES 4096u
+#define RINGBUF_MAX_BYTES (1u << 30)
 
 _Static_assert(FR_BPF_FRAMES == FR_MAX_FRAMES, "one stack half is FR_MAX_FRAMES frames");
 
@@ -43,8 +49,9 @@ struct fr_bpf_offcpu {
 	int ncpus;
 	int task_work; /* user stacks by task work (else at sys_exit) */
 	uint64_t min_wait_ns;
-	uint32_t stack_copy; /* bytes of user stack copied (0: frame pointers) */
-	int labels_map_fd;   /* the labels program's process map, or -1 */
+	uint32_t stack_copy;	/* bytes of user stack copied (0: frame pointers) */
+	uint32_t ringbuf_bytes; /* the ring buffer's size */
+	int labels_map_fd;	/* the labels program's process map, or -1 */
 	/* The sets of labels records drained, by thread, for the wait of the
 	 * same thread that follows (other CPUs' records may come between). */
 	struct {
@@ -60,6 +67,10 @@ struct fr_bpf_offcpu {
 	struct fr_bpf_open open;
 	/* The open waits' user stacks (recorder/bpf_walk.h). */
 	struct fr_bpf_walk *walk;
+	/* The program's per-CPU counters, read at each drain (ingest thread),
+	 * and the sum of their drops the last drain took. */
+	struct fr_bpf_counters *percpu;
+	uint64_t drops_taken;
 };
 
 /* libbpf's messages go to our log, its debug chatter nowhere. */
@@ -201,6 +212,29 @@ static unsigned unwind_copy(void *arg, const struct fr_bpf_walk_regs *r, const u
 	return fr_perf_unwind_user(&b->unwind, b->h, r->pid, &regs, &stack, ips, room);
 }
 
+/* The ring buffer's size: the default for the record size, or
+ * FLIGHTREC_BPF_RINGBUF (bytes; a test knob, so that a test can overflow it
+ * for certain on a small machine: tests/integration/offcpu_drops.sh). */
+static uint32_t ringbuf_bytes(uint32_t stack_copy)
+{
+	const char *env = getenv("FLIGHTREC_BPF_RINGBUF");
+	unsigned long long v;
+	char *end;
+
+	if (!env || !*env)
+		return stack_copy ? RINGBUF_COPY_BYTES : RINGBUF_BYTES;
+	errno = 0;
+	v = strtoull(env, &end, 10);
+	if (errno || *end || v < RINGBUF_MIN_BYTES || v > RINGBUF_MAX_BYTES || (v & (v - 1))) {
+		fr_log_warn("offcpu: FLIGHTREC_BPF_RINGBUF=%s is not a power of two of bytes "
+			    "from %u to %u; the default size is used",
+			    env, RINGBUF_MIN_BYTES, RINGBUF_MAX_BYTES);
+		return stack_copy ? RINGBUF_COPY_BYTES : RINGBUF_BYTES;
+	}
+	fr_log_info("offcpu: a ring buffer of %llu bytes (FLIGHTREC_BPF_RINGBUF)", v);
+	return (uint32_t)v;
+}
+
 /* Opens and loads one variant of the program into b->skel: task_work 1,
  * on_switch_tw alone; 0, on_switch with on_sys_exit; 2, on_switch_empty
  * alone (records nothing: the cost floor, FLIGHTREC_BPF_EMPTY=1). */
@@ -213,8 +247,7 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 		return -errno;
 	b->skel->rodata->min_wait_ns = b->min_wait_ns;
 	b->skel->rodata->stack_copy = b->stack_copy;
-	bpf_map__set_max_entries(b->skel->maps.waits,
-				 b->stack_copy ? RINGBUF_COPY_BYTES : RINGBUF_BYTES);
+	bpf_map__set_max_entries(b->skel->maps.waits, b->ringbuf_bytes);
 	bpf_program__set_autoload(b->skel->progs.on_switch_tw, task_work == 1);
 	bpf_program__set_autoload(b->skel->progs.on_switch, task_work == 0);
 	bpf_program__set_autoload(b->skel->progs.on_sys_exit, task_work == 0);
@@ -254,7 +287,13 @@ int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, uint32_
 	b->min_wait_ns = min_wait_ns;
 	b->stack_copy = stack_copy;
 	b->labels_map_fd = labels_map_fd;
+	b->ringbuf_bytes = ringbuf_bytes(stack_copy);
 	b->ncpus = libbpf_num_possible_cpus();
+	b->percpu = b->ncpus > 0 ? calloc((size_t)b->ncpus, sizeof(*b->percpu)) : NULL;
+	if (!b->percpu) {
+		free(b);
+		return -ENOMEM;
+	}
 	/* The task-work kfunc (Linux 6.18) spares every system call a program;
 	 * without it, user stacks are taken at sys_exit. FLIGHTREC_BPF_TASK_WORK=0
 	 * takes the fallback on any kernel (to compare the two, and to test it). */
@@ -339,6 +378,24 @@ int fr_bpf_offcpu_fd(const struct fr_bpf_offcpu *b, unsigned i)
 	return i == 0 ? ring_buffer__epoll_fd(b->rb) : fr_bpf_walk_fd(b->walk);
 }
 
+/* The waits the program dropped since the last drain (its ring buffer
+ * full, or no storage), into the offcpu event's lost of the open chunk,
+ * as a PERF_RECORD_LOST: they were waits between the last drain and
+ * this one, within a second or so of the chunk's span. */
+static void take_drops(struct fr_bpf_offcpu *b, const struct fr_perf_handler *h)
+{
+	uint32_t zero = 0;
+	uint64_t lost;
+
+	if (!b->percpu || !h->lost ||
+	    bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.counters), &zero, b->percpu) < 0)
+		return; /* counted at the next drain */
+	lost = fr_drops_take(&b->drops_taken, b->percpu, (size_t)b->ncpus, sizeof(*b->percpu),
+			     offsetof(struct fr_bpf_counters, drops));
+	if (lost)
+		h->lost(h->arg, FR_EVENT_OFFCPU, lost);
+}
+
 uint64_t fr_bpf_offcpu_drain(struct fr_bpf_offcpu *b, const struct fr_perf_handler *h,
 			     int64_t clock_offset)
 {
@@ -349,6 +406,9 @@ uint64_t fr_bpf_offcpu_drain(struct fr_bpf_offcpu *b, const struct fr_perf_handl
 	b->h = h;
 	b->clock_offset = clock_offset;
 	n = ring_buffer__consume(b->rb);
+	/* After the records: a drop counted now was made before this read,
+	 * so no wait is both kept and lost. */
+	take_drops(b, h);
 	/* The blocked threads' copies the walker made: unwound here, where
 	 * the tables are, for the next seal's open waits. */
 	fr_bpf_walk_collect(b->walk, unwind_copy, walk_labels, b);
@@ -454,6 +514,9 @@ void fr_bpf_offcpu_stats(const struct fr_bpf_offcpu *b, struct fr_perf_offcpu_st
 		out->no_user += per[i].no_user;
 		out->short_records += per[i].short_recs;
 		out->drops += per[i].drops;
+		out->dropped_ns += per[i].dropped_ns;
+		out->label_drops += per[i].label_drops;
+		out->short_retries += per[i].short_retries;
 		out->copies += per[i].copies;
 		out->copies_short += per[i].copy_short;
 	}
@@ -477,5 +540,6 @@ void fr_bpf_offcpu_close(struct fr_bpf_offcpu *b)
 	ring_buffer__free(b->rb);
 	offcpu_bpf__destroy(b->skel);
 	fr_bpf_walk_free(b->walk);
+	free(b->percpu);
 	free(b);
 }

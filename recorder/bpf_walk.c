@@ -18,6 +18,7 @@
 
 #include "core/store/sample.h"
 #include "core/util/log.h"
+#include "core/util/priority.h"
 #include "recorder/proc.h"
 
 /* Threads whose stacks are remembered (a power of two; 1 KiB each,
@@ -295,6 +296,8 @@ static void *walker(void *arg)
 {
 	struct fr_bpf_walk *w = arg;
 
+	/* Started by the ingest thread on a reload: not at its priority. */
+	fr_priority_normal();
 	pthread_mutex_lock(&w->lock);
 	while (!w->stop) {
 		struct fr_bpf_walk_regs r;
@@ -352,7 +355,7 @@ int fr_bpf_walk_new(struct fr_bpf_walk **out, uint32_t stack_copy)
 
 	if (!w)
 		return -ENOMEM;
-	pthread_mutex_init(&w->lock, NULL);
+	fr_mutex_init_pi(&w->lock);
 	pthread_cond_init(&w->cond, NULL);
 	w->efd = -1;
 	w->stack_copy = stack_copy;

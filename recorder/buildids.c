@@ -23,6 +23,7 @@
 
 #include "core/util/fs.h"
 #include "core/util/log.h"
+#include "core/util/priority.h"
 #include "core/query/elf_image.h"
 #include "recorder/proc.h"
 
@@ -106,6 +107,10 @@ static void *reader_main(void *arg)
 	struct fr_buildids *b = r->b;
 	bool last;
 
+	/* Started by the ingest thread (a reader stuck on a file is
+	 * replaced), it reads users' files: not at the ingest thread's
+	 * priority. */
+	fr_priority_normal();
 	pthread_mutex_lock(&b->lock);
 	for (;;) {
 		struct job *j;
@@ -213,7 +218,7 @@ struct fr_buildids *fr_buildids_new(void)
 	b->done_tail = &b->done;
 	b->stuck_ns = STUCK_NS_DEFAULT;
 	b->refs = 1;
-	pthread_mutex_init(&b->lock, NULL);
+	fr_mutex_init_pi(&b->lock);
 	fr_mono_cond_init(&b->cond);
 	pthread_mutex_lock(&b->lock);
 	ret = start_reader(b);

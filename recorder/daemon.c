@@ -13,17 +13,20 @@
 #include "recorder/daemon.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/parse.h"
+#include "core/util/priority.h"
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "recorder/daemon_int.h"
@@ -81,11 +84,11 @@ static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 	/* Without its descriptor, daemon_signals() says why and stops. */
 	(void)fr_sources_init(&d->sources, &d->poller, &d->handler);
 	daemon_ingest_init(d);
-	pthread_mutex_init(&d->sessions_lock, NULL);
+	fr_mutex_init_pi(&d->sessions_lock);
 	daemon_publish_sessions(d, opts->config);
 	d->flush_efd = d->sig_fd = -1;
-	pthread_mutex_init(&d->config_lock, NULL);
-	pthread_mutex_init(&d->stall_lock, NULL);
+	fr_mutex_init_pi(&d->config_lock);
+	fr_mutex_init_pi(&d->stall_lock);
 	if (daemon_ctl_init(d) < 0) {
 		free(d);
 		return NULL;
@@ -234,8 +237,7 @@ static int daemon_open_recording(struct daemon *d)
 	d->sources.labels_map_fd = fr_applabels_map_fd(d->applabels);
 	daemon_open_symcache(d);
 	/* After the signals are blocked: its builder thread inherits that. */
-	d->unwind_tables =
-		fr_unwind_tables_new(daemon_memory_tables_share(d->opts->config->memory));
+	d->unwind_tables = fr_unwind_tables_new(daemon_memory_tables_share(d->opts->config));
 	if (!d->unwind_tables)
 		fr_log_err("cannot start the unwind table builder (%s); user stacks of "
 			   "\"dwarf\" events stop at their first frame",
@@ -298,6 +300,101 @@ static void daemon_start_triggers(struct daemon *d)
 		fr_log_err("triggers are off: %s", ret == -ENOMEM ? "out of memory" : err);
 }
 
+/* How long shutdown may take from the signal to exit: storing the open
+ * chunk, the journal's group and a sync. Below the unit's
+ * TimeoutStopSec=15, after which systemd would kill the recorder without a
+ * word of what was lost. */
+#define STOP_DEADLINE_S 10
+
+/* The shutdown deadline's state, under stop_lock: the writer is read
+ * while it runs (STOP_WRITER); once it is joined the daemon is not read
+ * at all, as the main thread frees it (STOP_CLOSING: the ring's last
+ * writes and sync, named by the path copied here); STOP_DONE disarms. */
+enum { STOP_WRITER, STOP_CLOSING, STOP_DONE };
+static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
+static int stop_state;
+static char stop_ring[512];
+
+/* A ring on a frozen or hung disk blocks its writes (and syncs) for as
+ * long as the disk says, and a write cannot be interrupted: past the
+ * deadline the recorder says what it did not store and leaves with
+ * _exit(). The ring keeps what it stored before (a chunk torn by the
+ * write in flight fails its crc and is dropped when the ring opens). A
+ * thread the kernel holds in the write stays until the disk answers:
+ * until then the process is a zombie, the rest of it gone. */
+static void *stop_deadline_main(void *arg)
+{
+	struct daemon *d = arg;
+	struct timespec ts;
+	char what[256];
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += STOP_DEADLINE_S;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+	pthread_mutex_lock(&stop_lock);
+	if (stop_state == STOP_DONE) {
+		pthread_mutex_unlock(&stop_lock);
+		return NULL;
+	}
+	if (stop_state == STOP_WRITER)
+		fr_writer_describe_pending(&d->writer, what, sizeof(what));
+	else
+		snprintf(what, sizeof(what),
+			 "the journal's last chunks in the segments (they "
+			 "stay in the journal) and the final sync");
+	fr_log_err("shutdown did not finish within %d s (the disk of %s does not take writes?); "
+		   "exiting without storing %s; the ring keeps what was stored before",
+		   STOP_DEADLINE_S, stop_ring, what);
+	_exit(1);
+}
+
+/* Starts the shutdown deadline (above); disarmed by stop_deadline_done(). */
+static void stop_deadline_arm(struct daemon *d)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int ret;
+
+	snprintf(stop_ring, sizeof(stop_ring), "%s", fr_ring_path(d->ring));
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&t, &attr, stop_deadline_main, d);
+	pthread_attr_destroy(&attr);
+	if (ret)
+		fr_log_warn("cannot start the shutdown deadline: %s; shutdown waits for the disk",
+			    strerror(ret));
+	else
+		pthread_setname_np(t, "fr-stop");
+}
+
+static void stop_deadline_state(int state)
+{
+	pthread_mutex_lock(&stop_lock);
+	stop_state = state;
+	pthread_mutex_unlock(&stop_lock);
+}
+
+/* The writer keeps up with the ingest thread: it starts with the raised
+ * priority a new thread takes from its creator (core/util/priority.h),
+ * and the main thread drops back to the process's at once, so that the
+ * threads started after it (triggers, the socket's, export) do not have
+ * it. The ingest thread raises itself when its loop starts. */
+static int daemon_start_writer(struct daemon *d)
+{
+	int raised = fr_priority_raise(), ret;
+
+	ret = fr_writer_start(&d->writer, d->ring);
+	__atomic_store_n(&d->writer_nice, fr_priority_nice(), __ATOMIC_RELAXED);
+	fr_priority_normal();
+	if (raised < 0)
+		fr_log_warn("cannot raise the writer's and the ingest thread's priority (%s): a "
+			    "machine busy with other users' threads may hold them up; give "
+			    "flightrecd CAP_SYS_NICE or an RLIMIT_NICE of %d (systemd: LimitNICE=)",
+			    strerror(-raised), 20 - (fr_priority_nice() - FR_PRIORITY_RAISE));
+	return ret;
+}
+
 /* Stops answering before the ring goes away, then lets the writer store
  * everything queued. */
 static void daemon_stop(struct daemon *d)
@@ -357,10 +454,11 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		fr_log_err("out of memory");
 		return 1;
 	}
+	fr_priority_init();
 
 	if (daemon_signals(d) < 0 || daemon_open_files(d) < 0 || daemon_open_recording(d) < 0)
 		goto out;
-	ret = fr_writer_start(&d->writer, d->ring);
+	ret = daemon_start_writer(d);
 	if (ret < 0) {
 		fr_log_err("cannot start the writer thread: %s", strerror(-ret));
 		goto out;
@@ -385,10 +483,14 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	fr_sources_enable(&d->sources, 0);
 	status = ret < 0 ? 1 : 0;
 out_writer:
+	stop_deadline_arm(d);
 	daemon_stop(d);
+	stop_deadline_state(STOP_CLOSING);
 	if (status == 0)
 		fr_log_info("stopped; the ring %s is complete", fr_ring_path(d->ring));
 out:
+	/* The ring is closed (stored, synced) here too. */
 	daemon_free(d);
+	stop_deadline_state(STOP_DONE);
 	return status;
 }

@@ -72,7 +72,8 @@ struct daemon {
 	int stopping;
 	uint64_t barrier;
 	int64_t last_seal_mono;	  /* the last periodic seal (with open waits), not a full chunk's */
-	int64_t unwind_wait_left; /* ns this drain may still wait for tables */
+	int64_t unwind_wait_left; /* ns this second may still wait for tables */
+	int64_t unwind_wait_second; /* CLOCK_MONOTONIC ns that second began */
 	/* The mappings whose tables the last frames used, for the frames to
 	 * come (a stack goes back and forth between a few files). Valid for
 	 * one drain: emptied whenever tables or mappings may change. */
@@ -88,6 +89,16 @@ struct daemon {
 	int64_t last_drain_real, last_seal_real, last_drain_mono;
 	uint64_t stalls, flush_timeouts;
 	int64_t longest_stall_ns; /* the longest gap between drains counted a stall */
+	/* The ingest and writer threads' nice values once raised (or not:
+	 * then the process's), whether the ingest thread runs at SCHED_FIFO
+	 * and the times its watchdog took it off, for status (atomics). */
+	int32_t ingest_nice, writer_nice, ingest_realtime;
+	uint64_t realtime_drops;
+	/* The ingest thread's watchdog (recorder/ingest.c): its CPU time at
+	 * the start of the current second, when that second started, when
+	 * it may run at SCHED_FIFO again (0: now), whether it may at all. */
+	int64_t rt_cpu0, rt_window0, rt_resume_at;
+	int rt_allowed;
 	/* The last ingest stalls, Unix ns of the drain before and after each
 	 * (recorder/requests_attach.c; the ingest thread notes them, attach
 	 * replies name the one within their window). */
@@ -147,6 +158,10 @@ struct daemon {
 	 * threads are blocked, a chunk is sealed every second even when
 	 * nothing ran, so the ring keeps saying who is stuck. */
 	uint32_t open_waits;
+	/* Losses counted into the chunk being built since the last seal
+	 * (ingest thread): such a chunk is sealed at the next second even
+	 * without a sample, so a crash does not take the count with it. */
+	int losses_pending;
 
 	/* The memory ceiling (recorder/memory.c). */
 	struct daemon_memory {
@@ -223,8 +238,9 @@ int daemon_memory_init(struct daemon *d, const struct fr_config *cfg);
 void daemon_memory_start(struct daemon *d);
 void daemon_memory_stop(struct daemon *d);
 void daemon_memory_fini(struct daemon *d);
-/* The unwind tables' share of a ceiling of `memory` bytes. */
-uint64_t daemon_memory_tables_share(uint64_t memory);
+/* The unwind tables' budget: limits.unwind_table_memory, else their
+ * share of limits.memory. */
+uint64_t daemon_memory_tables_share(const struct fr_config *cfg);
 /* A reload's limits (ingest thread). */
 void daemon_memory_reload(struct daemon *d, const struct fr_config *cfg);
 /* Tells the query budget what the caches hold now. */

@@ -20,6 +20,7 @@
 #include "core/util/fs.h"
 #include "core/util/http.h"
 #include "core/util/log.h"
+#include "core/util/priority.h"
 #include "core/util/parse.h"
 #include "ipc/proto.h"
 #include "recorder/daemon_int.h"
@@ -553,7 +554,7 @@ static int start(struct daemon *d, const struct fr_config *cfg, char *err, size_
 	if (!x)
 		return -ENOMEM;
 	x->d = d;
-	pthread_mutex_init(&x->lock, NULL);
+	fr_mutex_init_pi(&x->lock);
 	pthread_cond_init(&x->cond, NULL);
 	ret = exporter_init(x, cfg, err, errlen);
 	if (ret == 0 && (ret = -pthread_create(&x->thread, NULL, export_thread, x)) < 0)

@@ -24,6 +24,7 @@
 
 #include "core/util/log.h"
 #include "core/util/parse.h"
+#include "core/util/priority.h"
 #include "recorder/export_ch.h"
 
 /* Asks the ingest thread to seal and waits until the writer stored it.
@@ -65,6 +66,7 @@ static void seal_chunk(struct daemon *d, uint64_t barrier)
 				   strerror(-ret));
 	if (ret == 0)
 		__atomic_add_fetch(&d->chunks_sealed, 1, __ATOMIC_RELAXED);
+	d->losses_pending = 0;
 	__atomic_store_n(&d->last_seal_real, fr_now_real_ns(), __ATOMIC_RELAXED);
 	fr_tracker_sealed(d->tracker);
 	__atomic_store_n(&d->nprocs, fr_tracker_nprocs(d->tracker), __ATOMIC_RELAXED);
@@ -110,6 +112,8 @@ static void seal(struct daemon *d, uint64_t barrier)
 	seal_chunk(d, barrier);
 }
 
+static void on_lost(void *arg, uint32_t event, uint64_t lost);
+
 static void on_sample(void *arg, const struct fr_sample *s)
 {
 	struct daemon *d = arg;
@@ -124,6 +128,11 @@ static void on_sample(void *arg, const struct fr_sample *s)
 		__atomic_add_fetch(&d->samples, 1, __ATOMIC_RELAXED);
 		if (src)
 			__atomic_add_fetch(&src->samples, 1, __ATOMIC_RELAXED);
+	} else {
+		/* Not kept even by an empty chunk (its seal failed): lost, as
+		 * what the kernel drops is. */
+		on_lost(d, s->event, 1);
+		return;
 	}
 	if (s->nr_frames == FR_MAX_FRAMES) {
 		fr_chunk_builder_count(d->builder, s->event, 0, 0, 1);
@@ -229,9 +238,14 @@ static const struct fr_cfi_table *on_unwind_find(void *arg, uint32_t pid, uint64
 	return t;
 }
 
-/* How long one drain may wait, in all, for tables being built: a new
- * program's first samples come with its first build. */
-#define UNWIND_WAIT_PER_DRAIN_NS (50 * 1000000LL)
+/* How long the ingest thread may wait, in all, for tables being built,
+ * in a second: a new program's first samples come with its first build.
+ * A second, not a drain: the builder is a thread of normal priority
+ * building what users' binaries make it build, and on a loaded machine
+ * (or behind a user's flood of binaries) it may not get to a table for
+ * seconds; a budget per drain let every drain, dozens a second, wait
+ * its whole budget for it while the rings filled. */
+#define UNWIND_WAIT_PER_SECOND_NS (50 * 1000000LL)
 
 static int on_unwind_wait(void *arg)
 {
@@ -266,6 +280,12 @@ static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns)
 	fr_tracker_exit(((struct daemon *)arg)->tracker, pid, tid, time_ns);
 }
 
+/* Samples lost before they reached a chunk, for `event`: perf's
+ * PERF_RECORD_LOST, switch-outs evicted from the pairing table, waits the
+ * off-CPU eBPF program dropped (recorder/bpf_offcpu.c), a sample no chunk
+ * could take. Into the open chunk's events table (its `lost`, what
+ * samples_lost and the profiles' comments add up) and the counters of
+ * status. */
 static void on_lost(void *arg, uint32_t event, uint64_t lost)
 {
 	struct daemon *d = arg;
@@ -281,6 +301,7 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 		return;
 	}
 	fr_chunk_builder_count(d->builder, event, lost, 0, 0);
+	d->losses_pending = 1;
 	__atomic_add_fetch(&d->lost, lost, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&src->lost, lost, __ATOMIC_RELAXED);
 }
@@ -323,7 +344,10 @@ static void before_drain(void *arg)
 		fr_unwind_tables_collect(d->unwind_tables);
 	/* Before the MRU is emptied below: it may drop tables. */
 	daemon_memory_drained(d, now);
-	d->unwind_wait_left = UNWIND_WAIT_PER_DRAIN_NS;
+	if (now - d->unwind_wait_second >= 1000000000LL) {
+		d->unwind_wait_second = now;
+		d->unwind_wait_left = UNWIND_WAIT_PER_SECOND_NS;
+	}
 	/* The side band drained next may change mappings; the collect above
 	 * may have dropped tables. */
 	d->unwind_mru_n = 0;
@@ -353,6 +377,68 @@ void daemon_ingest_init(struct daemon *d)
 static int differs(const char *a, const char *b)
 {
 	return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
+}
+
+/* The ingest thread's priority (core/util/priority.h): SCHED_FIFO 1 where
+ * allowed, so that it is never queued behind a user's runnable threads,
+ * else (and while its watchdog holds it off) a raised nice level. Its
+ * work is short (a drain, a seal: at most RT_CPU_BUDGET_NS of CPU a
+ * second at any sampling rate the configuration allows); the watchdog
+ * takes it off SCHED_FIFO for RT_BACKOFF_NS when it used more in a
+ * second, so a bug or an input that made it loop could not hold a CPU
+ * from the machine (the kernel's realtime throttling is the last
+ * resort). Counted in status (ingest.realtime_drops). */
+#define RT_CPU_BUDGET_NS (300 * 1000000LL)
+#define RT_WINDOW_NS 1000000000LL
+#define RT_BACKOFF_NS (10 * 1000000000LL)
+
+static void priority_start(struct daemon *d)
+{
+	int ret;
+
+	fr_priority_raise();
+	ret = fr_priority_realtime();
+	d->rt_allowed = ret == 0;
+	if (ret < 0)
+		fr_log_warn("the ingest thread cannot run at SCHED_FIFO (%s); it runs at nice %d, "
+			    "which hundreds of other runnable threads may still hold up: give "
+			    "flightrecd CAP_SYS_NICE or an RLIMIT_RTPRIO of 1 (systemd: "
+			    "LimitRTPRIO=1)",
+			    strerror(-ret), fr_priority_nice());
+	d->rt_window0 = fr_now_mono_ns();
+	d->rt_cpu0 = fr_priority_cpu_ns();
+	__atomic_store_n(&d->ingest_nice, fr_priority_nice(), __ATOMIC_RELAXED);
+	__atomic_store_n(&d->ingest_realtime, d->rt_allowed, __ATOMIC_RELAXED);
+}
+
+/* After each wake-up's work: the watchdog. */
+static void priority_check(struct daemon *d)
+{
+	int64_t now = fr_now_mono_ns(), cpu;
+
+	if (!d->rt_allowed)
+		return;
+	if (d->rt_resume_at && now >= d->rt_resume_at) {
+		d->rt_resume_at = 0;
+		if (fr_priority_realtime() == 0)
+			__atomic_store_n(&d->ingest_realtime, 1, __ATOMIC_RELAXED);
+	}
+	cpu = fr_priority_cpu_ns();
+	if (!d->rt_resume_at && cpu - d->rt_cpu0 > RT_CPU_BUDGET_NS) {
+		fr_priority_not_realtime();
+		d->rt_resume_at = now + RT_BACKOFF_NS;
+		__atomic_store_n(&d->ingest_realtime, 0, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&d->realtime_drops, 1, __ATOMIC_RELAXED);
+		fr_log_ratelimited(FR_LOG_WARN, 60000000000LL,
+				   "the ingest thread used %lld ms of CPU within a second; off "
+				   "SCHED_FIFO for %lld s",
+				   (long long)((cpu - d->rt_cpu0) / 1000000),
+				   RT_BACKOFF_NS / 1000000000LL);
+	}
+	if (now - d->rt_window0 >= RT_WINDOW_NS) {
+		d->rt_window0 = now;
+		d->rt_cpu0 = cpu;
+	}
 }
 
 /* SIGHUP (or `flightrec reload`, recorder/requests_ctl.c): reloads the
@@ -485,7 +571,8 @@ static int poll_timeout(struct daemon *d)
 	int64_t now = fr_now_mono_ns(), due = SEAL_INTERVAL_NS - (now - d->last_seal_mono);
 	int timeout, labels;
 
-	if (due <= 0 && fr_chunk_builder_samples(d->builder) == 0 && d->open_waits == 0) {
+	if (due <= 0 && fr_chunk_builder_samples(d->builder) == 0 && d->open_waits == 0 &&
+	    !d->losses_pending) {
 		/* Nothing to seal: the next chunk's second starts now. */
 		d->last_seal_mono = now;
 		due = SEAL_INTERVAL_NS;
@@ -517,6 +604,11 @@ int daemon_ingest_loop(struct daemon *d)
 				    NULL);
 	if (ret < 0)
 		return ret;
+	/* The drain keeps up with the machine: hundreds of a user's runnable
+	 * threads at the default priority would otherwise leave it a share
+	 * of a CPU too small to empty the rings before they fill
+	 * (docs/performance.md "Priority"). */
+	priority_start(d);
 	d->last_seal_mono = fr_now_mono_ns();
 
 	while (!d->stopping) {
@@ -534,9 +626,11 @@ int daemon_ingest_loop(struct daemon *d)
 		fr_sources_drain(&d->sources);
 		fr_applabels_poll(d->applabels, d->sources.clock_offset);
 		if (d->barrier || d->stopping ||
-		    ((fr_chunk_builder_samples(d->builder) > 0 || d->open_waits > 0) &&
+		    ((fr_chunk_builder_samples(d->builder) > 0 || d->open_waits > 0 ||
+		      d->losses_pending) &&
 		     fr_now_mono_ns() - d->last_seal_mono >= SEAL_INTERVAL_NS))
 			seal(d, d->barrier);
+		priority_check(d);
 	}
 	return 0;
 }

@@ -69,8 +69,10 @@ uint32_t fr_labelsets_key_map(const uint8_t *payload, size_t len,
 /* The bytes the table holds (its arrays and its sets); from any thread. */
 uint64_t fr_labelsets_bytes(const struct fr_labelsets *ls);
 
-/* Sets held now, and observations that found the table full. */
+/* Sets held now, observations that found the table full, and the walks
+ * of the whole table that looked for sets to drop (at most one a seal). */
 uint32_t fr_labelsets_count(const struct fr_labelsets *ls);
 uint64_t fr_labelsets_full(const struct fr_labelsets *ls);
+uint64_t fr_labelsets_sweeps(const struct fr_labelsets *ls);
 
 #endif

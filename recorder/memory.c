@@ -2,8 +2,9 @@
  * and its queries share, and memory given back to the system when idle.
  *
  * Shares of a ceiling of M bytes:
- *   - unwind tables: 3/8 M (192 MiB of the default 512), their own LRU
- *     budget (recorder/unwind_tables.h);
+ *   - unwind tables: 3/8 M (192 MiB of the default 512), or
+ *     limits.unwind_table_memory when set (at most M), their own budget
+ *     shared fairly among users (recorder/unwind_tables.h);
  *   - symbol images kept between profiles: 1/4 M (core/query/symbols.h);
  *   - label sets: bounded by their table (recorder/labelsets.h: 56 MiB at
  *     most, a few MiB in practice);
@@ -44,9 +45,9 @@ _Static_assert(IDLE_NS / HOUSEKEEPING_NS == sizeof(((struct daemon *)0)->mem.mar
 						    sizeof(((struct daemon *)0)->mem.marks[0]),
 	       "a mark of the unwind tables' clock every 10 s of a minute");
 
-uint64_t daemon_memory_tables_share(uint64_t memory)
+uint64_t daemon_memory_tables_share(const struct fr_config *cfg)
 {
-	return memory / 8 * 3;
+	return cfg->unwind_table_memory ? cfg->unwind_table_memory : cfg->memory / 8 * 3;
 }
 
 static uint64_t symbols_share(uint64_t memory)
@@ -98,8 +99,7 @@ void daemon_memory_reload(struct daemon *d, const struct fr_config *cfg)
 	fr_budget_set_ceiling(&d->query_budget, cfg->memory, query_floor(cfg->memory));
 	fr_symbols_keep_limit(symbols_share(cfg->memory));
 	if (d->unwind_tables) {
-		fr_unwind_tables_set_budget(d->unwind_tables,
-					    daemon_memory_tables_share(cfg->memory));
+		fr_unwind_tables_set_budget(d->unwind_tables, daemon_memory_tables_share(cfg));
 		/* It may have dropped tables the drain's cache points to. */
 		d->unwind_mru_n = 0;
 	}

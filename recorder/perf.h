@@ -127,7 +127,13 @@ struct fr_perf_offcpu_stats {
 	uint64_t user_stacks;	    /* of them, emitted with the user stack */
 	uint64_t no_user;	    /* emitted without (not in a system call) */
 	uint64_t short_records;	    /* records of short waits added up */
-	uint64_t drops;		    /* records the ring buffer had no room for */
+	uint64_t drops;		    /* waits lost (no room in the ring buffer, or no
+				     * storage): the offcpu event's lost */
+	uint64_t dropped_ns;	    /* their off-CPU time */
+	uint64_t label_drops;	    /* labels records with no room: waits kept
+				     * without labels */
+	uint64_t short_retries;	    /* short-wait records with no room, kept for
+				     * the thread's next one (not lost) */
 	uint64_t open_listed;	    /* open waits listed at seals */
 	uint64_t open_runnable;	    /* of them, runnable (waiting for a CPU) */
 	uint64_t walks;		    /* their user stacks walked (recorder/bpf_walk.h) */

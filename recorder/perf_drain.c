@@ -708,6 +708,29 @@ static uint64_t drain_ordered(struct fr_perf *p, const struct fr_perf_handler *h
 	return records;
 }
 
+/* A software event (cpu, page-faults, ...) is never multiplexed: its
+ * times only feed status, and are read once a second. A read of a
+ * counter on another CPU is an interrupt there that the reader waits
+ * for (in a virtual machine, an exit to the hypervisor and back, tens of
+ * microseconds): read at every drain, dozens a second on each CPU, it
+ * was half of the ingest thread's time on a loaded machine. A hardware
+ * event's are read at every drain: they scale the samples drained. */
+static void read_times(struct fr_perf *p, struct cpu_ring *r)
+{
+	int64_t now;
+
+	if (fr_event_is_hardware(p->cfg.event)) {
+		fr_perf_read_times(p, r);
+		return;
+	}
+	r->d_enabled = r->d_running = 0;
+	now = fr_now_mono_ns();
+	if (r->times_read_mono && now - r->times_read_mono < 1000000000LL)
+		return;
+	r->times_read_mono = now;
+	fr_perf_read_times(p, r);
+}
+
 uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h, int64_t clock_offset)
 {
 	uint64_t records = 0;
@@ -722,7 +745,7 @@ uint64_t fr_perf_drain(struct fr_perf *p, const struct fr_perf_handler *h, int64
 
 		/* The times first: what the ring holds was counted before. */
 		if (!p->sideband_only)
-			fr_perf_read_times(p, r);
+			read_times(p, r);
 		p->cur = r;
 		r->head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
 		r->tail = meta->data_tail;

@@ -62,6 +62,7 @@ struct cpu_ring {
 	 * weights of the samples this drain reads (multiplexing). */
 	uint64_t enabled, running;
 	uint64_t d_enabled, d_running;
+	int64_t times_read_mono; /* a software event's last read of them */
 };
 
 /* Where sched_switch keeps the fields we read, from its format file. */

@@ -6,10 +6,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 int64_t fr_proc_parse_syscall(const char *text)
 {
@@ -189,4 +192,45 @@ int fr_proc_each_tid(const char *proc, uint32_t pid, uint32_t max,
 	}
 	closedir(d);
 	return (int)n;
+}
+
+/* Whether the status line `key` ("\nUid:", "\nGid:") of `buf` holds four
+ * ids, all `id`. */
+static int all_ids(const char *buf, const char *key, uint32_t id)
+{
+	const char *p = strstr(buf, key);
+	char *end;
+
+	if (!p)
+		return 0;
+	p += strlen(key);
+	for (int i = 0; i < 4; i++, p = end) {
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end == p || v != id)
+			return 0;
+	}
+	return 1;
+}
+
+int fr_proc_may_read(const char *proc, uint32_t pid, uint32_t uid, uint32_t gid)
+{
+	char path[160], buf[4096];
+	struct stat st;
+	ssize_t n;
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s/%u/status", proc, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	/* The owner of the process's files: root's for one that is not
+	 * dumpable (the directory itself keeps its owner on 6.18). */
+	ok = n > 0 && fstat(fd, &st) == 0 && st.st_uid == uid;
+	close(fd);
+	if (!ok)
+		return 0;
+	buf[n] = '\0';
+	return all_ids(buf, "\nUid:", uid) && all_ids(buf, "\nGid:", gid);
 }

@@ -60,6 +60,17 @@ const char *fr_proc_state_name(char state);
  * others. */
 const char *fr_proc_syscall_name(int64_t nr);
 
+/* Whether a user (uid, gid) who is not privileged may read process `pid`'s
+ * wchan, syscall and stack, by the rule the kernel applies to its /proc
+ * files (ptrace_may_access(), PTRACE_MODE_READ_FSCREDS): the process's
+ * real, effective, saved and file-system uids (the Uid: line of
+ * `proc`/PID/status) are all `uid` and its four gids all `gid`, and it is
+ * dumpable, which the owner of its files says (the kernel gives the files
+ * of a process that is not dumpable, a set-user-ID one among others, to
+ * root). Returns 1, or 0 (it may not, or the process is gone); reads
+ * `proc`/PID/status alone. */
+int fr_proc_may_read(const char *proc, uint32_t pid, uint32_t uid, uint32_t gid);
+
 /* Calls `fn` for every thread of `pid` (`proc`/PID/task), at most `max`
  * of them. Returns the number of calls, or -errno (-ENOENT: gone). */
 int fr_proc_each_tid(const char *proc, uint32_t pid, uint32_t max,

@@ -47,6 +47,19 @@ static void stall_in(struct daemon *d, int64_t t0, int64_t t1, struct fr_ipc_att
 	pthread_mutex_unlock(&d->stall_lock);
 }
 
+/* A ring the writer cannot write since before the window's end: what
+ * the window misses is not a stall, nor a window after the ring's end. */
+static void writer_error_in(struct daemon *d, int64_t t1, struct fr_ipc_attach_reply *r)
+{
+	int64_t since;
+	int err = fr_writer_error(&d->writer, &since);
+
+	if (!err || since >= t1)
+		return;
+	r->writer_error_ns = since;
+	snprintf(r->writer_error, sizeof(r->writer_error), "%s", strerror(err));
+}
+
 /* Whether process `pid` runs, and for a request limited to a uid, as
  * that uid: another user's process is no more named to the asker than
  * its samples are (/proc may hide it from them, hidepid). */
@@ -75,6 +88,7 @@ void daemon_attach_explain(struct daemon *d, const struct fr_profile_request *pr
 		r->ring_newest_ns = st.newest_ns;
 	}
 	stall_in(d, preq->t0, preq->t1, r);
+	writer_error_in(d, preq->t1, r);
 	/* Only when the window has samples at all: an empty ring or a
 	 * window outside it is said otherwise. */
 	if (res->samples_seen || !st.chunks || preq->t1 <= st.oldest_ns || preq->t0 > st.newest_ns)

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "core/util/log.h"
+#include "core/util/priority.h"
 #include "ipc/msg.h"
 #include "ipc/msg_ctl.h"
 #include "ipc/proto.h"
@@ -36,7 +37,7 @@
 
 int daemon_ctl_init(struct daemon *d)
 {
-	if (pthread_mutex_init(&d->reload_lock, NULL) != 0)
+	if (fr_mutex_init_pi(&d->reload_lock) != 0)
 		return -1;
 	if (fr_mono_cond_init(&d->reload_cond) < 0) {
 		pthread_mutex_destroy(&d->reload_lock);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/util/log.h"
+#include "core/util/priority.h"
 #include "core/util/parse.h"
 #include "ipc/proto.h"
 
@@ -34,8 +35,8 @@ int fr_sources_init(struct fr_sources *s, struct fr_poller *poller,
 	memset(s, 0, sizeof(*s));
 	s->poller = poller;
 	s->handler = handler;
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->consumers_lock, NULL);
+	fr_mutex_init_pi(&s->lock);
+	fr_mutex_init_pi(&s->consumers_lock);
 	fr_mono_cond_init(&s->consumers_cond);
 	s->labels_prog_fd = s->labels_map_fd = -1;
 	s->reconcile_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -149,6 +150,19 @@ uint32_t fr_sources_hz(struct fr_sources *s, uint32_t event)
 		hz = src->hz;
 	pthread_mutex_unlock(&s->lock);
 	return hz;
+}
+
+uint64_t fr_sources_offcpu_labels_dropped(struct fr_sources *s)
+{
+	struct fr_perf_offcpu_stats st = {0};
+	struct fr_source *src;
+
+	pthread_mutex_lock(&s->lock);
+	src = fr_sources_find(s, FR_EVENT_OFFCPU);
+	if (src && src->perf)
+		fr_perf_offcpu_stats(src->perf, &st);
+	pthread_mutex_unlock(&s->lock);
+	return st.mechanism == FR_PERF_OFFCPU_BPF ? st.label_drops : 0;
 }
 
 void fr_sources_enable(struct fr_sources *s, int on)
@@ -708,7 +722,12 @@ static void add_offcpu_json(cJSON *ev, const struct fr_source *src)
 	fr_ipc_add_int(o, "user_stacks", (int64_t)st.user_stacks);
 	fr_ipc_add_int(o, "no_user_stack", (int64_t)st.no_user);
 	fr_ipc_add_int(o, "short_records", (int64_t)st.short_records);
+	/* Waits lost (in the event's lost too), their time, and labels
+	 * records dropped (waits kept without labels). */
 	fr_ipc_add_int(o, "ringbuf_drops", (int64_t)st.drops);
+	fr_ipc_add_int(o, "ringbuf_dropped_ns", (int64_t)st.dropped_ns);
+	fr_ipc_add_int(o, "labels_dropped", (int64_t)st.label_drops);
+	fr_ipc_add_int(o, "short_retries", (int64_t)st.short_retries);
 	fr_ipc_add_int(o, "open_listed", (int64_t)st.open_listed);
 	fr_ipc_add_int(o, "open_runnable", (int64_t)st.open_runnable);
 	fr_ipc_add_int(o, "stack_walks", (int64_t)st.walks);

@@ -164,6 +164,11 @@ int fr_sources_state(struct fr_sources *s, uint32_t event, char *err, size_t err
  * `lock`. */
 uint32_t fr_sources_hz(struct fr_sources *s, uint32_t event);
 
+/* The labels records of off-CPU waits the eBPF program had no room for
+ * (their waits kept without labels); 0 without that mechanism.
+ * Thread-safe. */
+uint64_t fr_sources_offcpu_labels_dropped(struct fr_sources *s);
+
 /* "cpu at 99 Hz, offcpu at every context switch": the sources and their
  * rates, with those that failed ("cycles not recording") when `failed`.
  * Ingest thread. */

@@ -15,6 +15,7 @@
 
 #include "core/query/symbols.h"
 #include "core/util/log.h"
+#include "core/util/shares.h"
 #include "fr_version.h"
 #include "ipc/proto.h"
 #include "recorder/export_ch.h"
@@ -177,6 +178,20 @@ cJSON *daemon_handle_sessions(struct daemon *d, const struct fr_ipc_peer *viewer
 	return r;
 }
 
+/* "writer_error", "writer_error_since_ns": while the ring's disk refuses
+ * appends (a file system gone read-only, I/O errors), why and since when;
+ * absent otherwise. */
+static void add_writer_error(struct daemon *d, cJSON *o)
+{
+	int64_t since;
+	int err = fr_writer_error(&d->writer, &since);
+
+	if (!err)
+		return;
+	cJSON_AddStringToObject(o, "writer_error", strerror(err));
+	fr_ipc_add_int(o, "writer_error_since_ns", since);
+}
+
 /* "ingest": whether the ingest thread keeps up, and the build id reader
  * beside it. `stalled` is true while the last drain is older than a
  * stall; a reader busy for seconds is reading a file that does not
@@ -206,6 +221,13 @@ static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
 	cJSON_AddBoolToObject(o, "writer_stalled",
 			      fr_writer_stalled(&d->writer, STALL_NS, &queued));
 	fr_ipc_add_int(o, "writer_queued_bytes", (int64_t)queued);
+	add_writer_error(d, o);
+	fr_ipc_add_int(o, "nice", __atomic_load_n(&d->ingest_nice, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "writer_nice", __atomic_load_n(&d->writer_nice, __ATOMIC_RELAXED));
+	cJSON_AddBoolToObject(o, "realtime",
+			      __atomic_load_n(&d->ingest_realtime, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "realtime_drops",
+		       (int64_t)__atomic_load_n(&d->realtime_drops, __ATOMIC_RELAXED));
 	fr_ipc_add_int(o, "flush_timeouts",
 		       (int64_t)__atomic_load_n(&d->flush_timeouts, __ATOMIC_RELAXED));
 	fr_tracker_file_state(d->tracker, &pending, &busy);
@@ -214,24 +236,82 @@ static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
 	return 1;
 }
 
-/* "symbol_cache": what the symbol cache holds (recorder/symcache.h); its
- * directory only to a privileged viewer. */
-static int add_symcache(struct daemon *d, cJSON *r, int privileged)
+/* Owners listed in status at most; the rest are summed. */
+#define STATUS_OWNERS 16
+
+/* "owners": what each owner holds of a cache's budget (core/util/shares.h),
+ * root first, then by bytes: [{"uid", "bytes", "entries"}...]. A viewer
+ * who is not privileged sees root's and their own; what others hold, and
+ * owners past STATUS_OWNERS, are summed in "other_owners" ({"owners",
+ * "bytes", "entries"}). Returns 1, or 0 when out of memory. */
+static int add_owners(cJSON *o, const struct fr_share *v, size_t n, const struct fr_share *rest,
+		      int privileged, uint32_t viewer)
+{
+	cJSON *list = cJSON_AddArrayToObject(o, "owners"), *e, *others;
+	uint64_t other_bytes = rest->bytes, other_entries = rest->entries, nother = rest->uid;
+
+	if (!list)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!privileged && v[i].uid != 0 && v[i].uid != viewer) {
+			other_bytes += v[i].bytes;
+			other_entries += v[i].entries;
+			nother++;
+			continue;
+		}
+		e = cJSON_CreateObject();
+		if (!e || !cJSON_AddItemToArray(list, e)) {
+			cJSON_Delete(e);
+			return 0;
+		}
+		fr_ipc_add_int(e, "uid", v[i].uid);
+		fr_ipc_add_int(e, "bytes", (int64_t)v[i].bytes);
+		fr_ipc_add_int(e, "entries", v[i].entries);
+	}
+	if (!nother)
+		return 1;
+	others = cJSON_AddObjectToObject(o, "other_owners");
+	if (!others)
+		return 0;
+	fr_ipc_add_int(others, "owners", (int64_t)nother);
+	fr_ipc_add_int(others, "bytes", (int64_t)other_bytes);
+	fr_ipc_add_int(others, "entries", (int64_t)other_entries);
+	return 1;
+}
+
+/* "symbol_cache": what the symbol cache holds (recorder/symcache.h), its
+ * budget and its owners; its directory only to a privileged viewer. */
+static int add_symcache(struct daemon *d, cJSON *r, int privileged, uint32_t viewer)
 {
 	cJSON *o = cJSON_AddObjectToObject(r, "symbol_cache");
-	uint64_t files = 0, bytes = 0;
+	struct fr_share own[STATUS_OWNERS], rest;
+	uint64_t files = 0, bytes = 0, budget = 0;
+	size_t n;
 
 	if (!o || (privileged && !cJSON_AddStringToObject(o, "dir", d->symcache_dir)))
 		return 0;
 	fr_symcache_usage(d->symcache, &files, &bytes);
 	fr_ipc_add_int(o, "files", (int64_t)files);
 	fr_ipc_add_int(o, "bytes", (int64_t)bytes);
-	return 1;
+	n = fr_symcache_owners(d->symcache, own, STATUS_OWNERS, &rest, &budget);
+	fr_ipc_add_int(o, "budget", (int64_t)budget);
+	return add_owners(o, own, n, &rest, privileged, viewer);
+}
+
+/* The unwind tables' budget and what each owner's tables take. */
+static int add_unwind_owners(struct daemon *d, cJSON *o, int privileged, uint32_t viewer)
+{
+	struct fr_share own[STATUS_OWNERS], rest;
+	uint64_t budget = 0;
+	size_t n = fr_unwind_tables_owners(d->unwind_tables, own, STATUS_OWNERS, &rest, &budget);
+
+	fr_ipc_add_int(o, "budget", (int64_t)budget);
+	return add_owners(o, own, n, &rest, privileged, viewer);
 }
 
 /* "unwind_tables": the CFI tables stacks are unwound with
  * (recorder/unwind_tables.h). */
-static int add_unwind_tables(struct daemon *d, cJSON *r)
+static int add_unwind_tables(struct daemon *d, cJSON *r, int privileged, uint32_t viewer)
 {
 	struct fr_unwind_tables_stats st;
 	cJSON *o;
@@ -251,10 +331,7 @@ static int add_unwind_tables(struct daemon *d, cJSON *r)
 	fr_ipc_add_int(o, "linked", (int64_t)st.linked);
 	fr_ipc_add_int(o, "prefetched", (int64_t)st.prefetched);
 	fr_ipc_add_int(o, "skipped", (int64_t)st.skipped);
-	fr_ipc_add_int(o, "budget",
-		       (int64_t)daemon_memory_tables_share(
-			       __atomic_load_n(&d->mem.limit, __ATOMIC_RELAXED)));
-	return 1;
+	return add_unwind_owners(d, o, privileged, viewer);
 }
 
 /* `status`: what the recorder is doing, its counters and its ring; to
@@ -277,6 +354,10 @@ static void add_labels(struct daemon *d, cJSON *r)
 	fr_applabels_bpf_counts(d->applabels, &c);
 	fr_ipc_add_int(o, "copies", (int64_t)c.samples);
 	fr_ipc_add_int(o, "copies_dropped", (int64_t)c.drops);
+	/* Off-CPU waits' labels with no room beside them: the waits were
+	 * kept, without labels (not lost samples). */
+	fr_ipc_add_int(o, "wait_copies_dropped",
+		       (int64_t)fr_sources_offcpu_labels_dropped(&d->sources));
 	fr_ipc_add_int(o, "read_faults", (int64_t)c.faults);
 }
 
@@ -336,8 +417,9 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 	fr_ipc_add_int(r, "unreadable_label_processes",
 		       __atomic_load_n(&d->unreadable_procs, __ATOMIC_RELAXED));
 	add_labels(d, r);
-	if (!add_ingest(d, r, now) || (d->symcache && !add_symcache(d, r, privileged)) ||
-	    !add_unwind_tables(d, r) || !daemon_export_status(d, r)) {
+	if (!add_ingest(d, r, now) ||
+	    (d->symcache && !add_symcache(d, r, privileged, viewer->uid)) ||
+	    !add_unwind_tables(d, r, privileged, viewer->uid) || !daemon_export_status(d, r)) {
 		cJSON_Delete(r);
 		return NULL;
 	}

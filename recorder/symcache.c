@@ -31,6 +31,8 @@
 #include "core/util/fs.h"
 #include "core/util/htable.h"
 #include "core/util/log.h"
+#include "core/util/shares.h"
+#include "core/util/priority.h"
 #include "core/util/worker.h"
 
 #define NS_PER_S 1000000000LL
@@ -61,7 +63,7 @@ struct job {
 	uint32_t pid;
 	uint64_t start, end; /* ELF: the mapping */
 	int64_t start_ns;    /* PERFMAP: the process's start */
-	uid_t uid;	     /* PERFMAP: its user */
+	uid_t uid;	     /* the asking process's user: whose turn it waits for */
 	uint8_t bid_len;
 	uint8_t bid[FR_ELF_BUILD_ID_MAX];
 	char path[]; /* ELF: the mapped path */
@@ -76,19 +78,34 @@ struct copy_call {
 	int ret;
 };
 
+/* The copies one user's processes asked for, waiting their turn: the
+ * cache's thread takes one copy of each user in turn, so that a flood of
+ * one user's binaries (each copy a read of a file that user controls, up
+ * to the deadline) cannot hold back root's or another user's copies
+ * until their processes, and the files they mapped, are gone. */
+struct turn {
+	struct turn *next;
+	uid_t uid;
+	uint32_t n;
+	struct job *head, **tail;
+};
+
 struct fr_symcache {
 	int dirfd;
 	char *dir;
 	uint64_t max_bytes, file_max;
 	int64_t deadline_ns;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;	   /* work queued, work done, stop */
-	struct job *queue, **tail; /* under lock */
-	uint32_t pending;	   /* queued or being copied; under lock */
-	bool stop;		   /* under lock */
-	struct htable seen;	   /* under lock */
-	uint64_t files, bytes;	   /* under lock; written by the thread */
-	struct fr_worker *worker;  /* the thread's */
+	pthread_cond_t cond;		  /* work queued, work done, stop */
+	struct turn *turns, **turns_tail; /* under lock: users with copies waiting */
+	uint32_t user_queued;		  /* under lock: of users other than root */
+	uint32_t pending;		  /* queued or being copied; under lock */
+	bool stop;			  /* under lock */
+	bool rescan;			  /* under lock: the budget changed */
+	struct htable seen;		  /* under lock */
+	uint64_t files, bytes;		  /* under lock; written by the thread */
+	struct fr_shares owners;	  /* under lock; written by the thread */
+	struct fr_worker *worker;	  /* the thread's */
 	pthread_t thread;
 };
 
@@ -251,7 +268,9 @@ static int copy_perfmap(struct copy_call *c)
 		return fd;
 	/* As the symbolizer reads it: only the process's user's names. */
 	ret = st.st_uid == uid ? 0 : -EPERM;
-	snprintf(name, sizeof(name), "perf-%u-%" PRId64 ".map", j->pid, j->start_ns);
+	/* Named with the uid its chunks record, which queries look it up
+	 * with and which it is counted to. */
+	fr_symcache_perfmap_name(name, sizeof(name), NULL, j->pid, j->start_ns, j->uid);
 	/* Unchanged since the last copy: nothing to do. */
 	if (ret == 0 && fstatat(c->dirfd, name, &old, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(old.st_mode) && old.st_size == st.st_size) {
@@ -290,7 +309,25 @@ struct entry {
 	char name[256];
 	struct timespec mtime;
 	uint64_t size;
+	uint32_t owner;
+	bool gone;
 };
+
+/* The owner of a cache file, from its name (symcache.h): the uid after
+ * ".u" (HEX.uUID, perf-PID-START.uUID.map), else root. */
+static uint32_t name_owner(const char *name)
+{
+	const char *u = strstr(name, ".u");
+	char *end;
+	unsigned long v;
+
+	if (!u)
+		return 0;
+	v = strtoul(u + 2, &end, 10);
+	if (end == u + 2 || (*end && strcmp(end, ".map") != 0) || v > UINT32_MAX)
+		return 0;
+	return (uint32_t)v;
+}
 
 static int entry_cmp(const void *a, const void *b)
 {
@@ -343,6 +380,8 @@ static ssize_t list_entries(int dirfd, bool clean, struct entry **out)
 		strcpy(v[n].name, de->d_name);
 		v[n].mtime = st.st_mtim;
 		v[n].size = (uint64_t)st.st_blocks * 512; /* copies have holes */
+		v[n].owner = name_owner(de->d_name);
+		v[n].gone = false;
 		n++;
 	}
 	closedir(d);
@@ -352,12 +391,63 @@ static ssize_t list_entries(int dirfd, bool clean, struct entry **out)
 	return (ssize_t)n;
 }
 
-/* Counts what the directory holds and, above max_bytes, removes the
- * least recently used files until it fits. */
+/* The least recently used file of `owner` still there in `v` (oldest
+ * first), from *next on. Returns its index or -1. */
+static ssize_t oldest_of(struct entry *v, ssize_t n, uint32_t owner, ssize_t *next)
+{
+	for (ssize_t i = *next; i < n; i++) {
+		if (!v[i].gone && v[i].owner == owner) {
+			*next = i + 1;
+			return i;
+		}
+	}
+	*next = n;
+	return -1;
+}
+
+/* Above the budget, removes files by the rule of core/util/shares.h: the
+ * least recently used file of the owner most over its share, so that one
+ * user's files never push out another's (or root's) under their share.
+ * Returns the files evicted. */
+static uint64_t evict(struct fr_symcache *c, struct entry *v, ssize_t n, struct fr_shares *sh,
+		      uint64_t budget)
+{
+	ssize_t *next = calloc(sh->n ? sh->n : 1, sizeof(*next)), i;
+	uint32_t *uids = calloc(sh->n ? sh->n : 1, sizeof(*uids)), nu = sh->n, k;
+	uint64_t evicted = 0;
+	int o;
+
+	if (!next || !uids)
+		goto out;
+	/* Owners leave `sh` as their last file goes: cursors by uid. */
+	for (k = 0; k < nu; k++)
+		uids[k] = sh->v[k].uid;
+	while ((o = fr_shares_victim(sh, budget)) >= 0) {
+		uint32_t uid = sh->v[o].uid;
+
+		for (k = 0; k < nu && uids[k] != uid; k++)
+			;
+		if (k == nu || (i = oldest_of(v, n, uid, &next[k])) < 0)
+			break;
+		v[i].gone = true;
+		if (unlinkat(c->dirfd, v[i].name, 0) < 0 && errno != ENOENT)
+			continue; /* still there: counted, the next one goes */
+		fr_shares_add(sh, uid, -(int64_t)v[i].size, -1);
+		evicted++;
+	}
+out:
+	free(next);
+	free(uids);
+	return evicted;
+}
+
+/* Counts what the directory holds, per owner, and evicts above the
+ * budget. */
 static void rescan(struct fr_symcache *c, bool clean)
 {
+	struct fr_shares sh = {0};
 	struct entry *v = NULL;
-	uint64_t bytes = 0, files, evicted = 0;
+	uint64_t evicted = 0, budget;
 	ssize_t n = list_entries(c->dirfd, clean, &v);
 
 	if (n < 0) {
@@ -365,22 +455,23 @@ static void rescan(struct fr_symcache *c, bool clean)
 		return;
 	}
 	for (ssize_t i = 0; i < n; i++)
-		bytes += v[i].size;
-	files = (uint64_t)n;
-	for (ssize_t i = 0; i < n && bytes > c->max_bytes; i++) {
-		if (unlinkat(c->dirfd, v[i].name, 0) == 0) {
-			bytes -= v[i].size;
-			files--;
-			evicted++;
-		}
-	}
+		if (fr_shares_add(&sh, v[i].owner, (int64_t)v[i].size, 1) < 0)
+			v[i].gone = true; /* out of memory: not counted, not evicted */
+	pthread_mutex_lock(&c->lock);
+	budget = c->max_bytes;
+	pthread_mutex_unlock(&c->lock);
+	evicted = evict(c, v, n, &sh, budget);
 	if (evicted)
-		fr_log_debug("symbol cache %s: %" PRIu64 " least recently used files evicted",
-			     c->dir, evicted);
+		fr_log_debug("symbol cache %s: %" PRIu64 " files evicted over its budget", c->dir,
+			     evicted);
 	free(v);
 	pthread_mutex_lock(&c->lock);
-	c->bytes = bytes;
-	c->files = files;
+	c->bytes = fr_shares_total(&sh);
+	c->files = 0;
+	for (uint32_t k = 0; k < sh.n; k++)
+		c->files += sh.v[k].entries;
+	fr_shares_fini(&c->owners);
+	c->owners = sh;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -443,6 +534,31 @@ static uint64_t run_job(struct fr_symcache *c, struct job *j)
 	return bytes;
 }
 
+/* The next copy: the first of the user whose turn it is, who then goes
+ * last. Under lock, with c->turns not empty. */
+static struct job *next_turn(struct fr_symcache *c)
+{
+	struct turn *t = c->turns;
+	struct job *j = t->head;
+
+	t->head = j->next;
+	if (!t->head)
+		t->tail = &t->head;
+	t->n--;
+	c->user_queued -= j->uid != 0;
+	c->turns = t->next;
+	if (!c->turns)
+		c->turns_tail = &c->turns;
+	if (t->n) {
+		t->next = NULL;
+		*c->turns_tail = t;
+		c->turns_tail = &t->next;
+	} else {
+		free(t);
+	}
+	return j;
+}
+
 static void *cache_main(void *arg)
 {
 	struct fr_symcache *c = arg;
@@ -453,14 +569,19 @@ static void *cache_main(void *arg)
 		uint64_t added;
 		bool over;
 
-		while (!c->queue && !c->stop)
+		while (!c->turns && !c->stop && !c->rescan)
 			pthread_cond_wait(&c->cond, &c->lock);
 		if (c->stop)
 			break;
-		j = c->queue;
-		c->queue = j->next;
-		if (!c->queue)
-			c->tail = &c->queue;
+		if (!c->turns) {
+			/* A new budget: evict down to it. */
+			c->rescan = false;
+			pthread_mutex_unlock(&c->lock);
+			rescan(c, false);
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
+		j = next_turn(c);
 		pthread_mutex_unlock(&c->lock);
 
 		added = run_job(c, j);
@@ -470,7 +591,8 @@ static void *cache_main(void *arg)
 			c->bytes += added;
 			c->files++;
 		}
-		over = c->bytes > c->max_bytes;
+		over = c->bytes > c->max_bytes || c->rescan;
+		c->rescan = false;
 		pthread_mutex_unlock(&c->lock);
 		/* A copy that replaced one (a perf map) is counted once too
 		 * many until the next scan: the scan recounts. */
@@ -524,18 +646,54 @@ static bool seen_due(struct fr_symcache *c, const uint8_t *key, uint8_t len, int
 	return true;
 }
 
-/* Queues `j` (taken). Under lock. */
+/* Whether user `uid` may queue one more copy: FR_SYMCACHE_MAX_PENDING
+ * in all, a user other than root at most a quarter of it and those users
+ * together three quarters, so that one user's flood leaves room for
+ * everyone else's asks, and root's always. Under lock. */
+static bool queue_room(struct fr_symcache *c, uid_t uid)
+{
+	const struct turn *t;
+
+	if (c->pending >= FR_SYMCACHE_MAX_PENDING)
+		return false;
+	if (uid == 0)
+		return true;
+	for (t = c->turns; t && t->uid != uid; t = t->next)
+		;
+	return (!t || t->n < FR_SYMCACHE_MAX_PENDING / 4) &&
+	       c->user_queued < FR_SYMCACHE_MAX_PENDING / 4 * 3;
+}
+
+/* Queues `j` (taken; freed when out of memory) at the end of its user's
+ * queue. Under lock. */
 static void enqueue(struct fr_symcache *c, struct job *j)
 {
+	struct turn *t;
+
+	for (t = c->turns; t && t->uid != j->uid; t = t->next)
+		;
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t) {
+			free(j);
+			return;
+		}
+		t->uid = j->uid;
+		t->tail = &t->head;
+		*c->turns_tail = t;
+		c->turns_tail = &t->next;
+	}
 	j->next = NULL;
-	*c->tail = j;
-	c->tail = &j->next;
+	*t->tail = j;
+	t->tail = &j->next;
+	t->n++;
+	c->user_queued += j->uid != 0;
 	c->pending++;
 	pthread_cond_broadcast(&c->cond);
 }
 
-void fr_symcache_want_elf(struct fr_symcache *c, uint32_t pid, uint64_t start, uint64_t end,
-			  const char *path, const uint8_t *bid, uint8_t bid_len)
+void fr_symcache_want_elf(struct fr_symcache *c, uint32_t pid, uid_t uid, uint64_t start,
+			  uint64_t end, const char *path, const uint8_t *bid, uint8_t bid_len)
 {
 	struct job *j;
 	size_t len;
@@ -544,10 +702,11 @@ void fr_symcache_want_elf(struct fr_symcache *c, uint32_t pid, uint64_t start, u
 		return;
 	len = strlen(path);
 	pthread_mutex_lock(&c->lock);
-	if (c->pending < FR_SYMCACHE_MAX_PENDING && seen_due(c, bid, bid_len, REFRESH_NS) &&
+	if (queue_room(c, uid) && seen_due(c, bid, bid_len, REFRESH_NS) &&
 	    (j = calloc(1, sizeof(*j) + len + 1))) {
 		j->kind = JOB_ELF;
 		j->pid = pid;
+		j->uid = uid;
 		j->start = start;
 		j->end = end;
 		j->bid_len = bid_len;
@@ -569,8 +728,8 @@ void fr_symcache_want_perfmap(struct fr_symcache *c, uint32_t pid, int64_t start
 	memcpy(key, &pid, 4);
 	memcpy(key + 4, &start_ns, 8);
 	pthread_mutex_lock(&c->lock);
-	if (c->pending < FR_SYMCACHE_MAX_PENDING &&
-	    seen_due(c, key, sizeof(key), PERFMAP_REFRESH_NS) && (j = calloc(1, sizeof(*j) + 1))) {
+	if (queue_room(c, uid) && seen_due(c, key, sizeof(key), PERFMAP_REFRESH_NS) &&
+	    (j = calloc(1, sizeof(*j) + 1))) {
 		j->kind = JOB_PERFMAP;
 		j->pid = pid;
 		j->start_ns = start_ns;
@@ -603,8 +762,8 @@ int fr_symcache_open(struct fr_symcache **out, const struct fr_symcache_options 
 	c->max_bytes = o->max_bytes;
 	c->file_max = o->file_max ? o->file_max : FR_ELF_MAX_SIZE;
 	c->deadline_ns = o->deadline_ns > 0 ? o->deadline_ns : DEADLINE_NS_DEFAULT;
-	c->tail = &c->queue;
-	pthread_mutex_init(&c->lock, NULL);
+	c->turns_tail = &c->turns;
+	fr_mutex_init_pi(&c->lock);
 	fr_mono_cond_init(&c->cond);
 	rescan(c, true);
 	ret = pthread_create(&c->thread, NULL, cache_main, c);
@@ -631,13 +790,20 @@ void fr_symcache_close(struct fr_symcache *c)
 	pthread_mutex_unlock(&c->lock);
 	pthread_join(c->thread, NULL);
 	fr_worker_free(c->worker);
-	while (c->queue) {
-		struct job *j = c->queue;
+	while (c->turns) {
+		struct turn *t = c->turns;
 
-		c->queue = j->next;
-		free(j);
+		c->turns = t->next;
+		while (t->head) {
+			struct job *j = t->head;
+
+			t->head = j->next;
+			free(j);
+		}
+		free(t);
 	}
 	fr_htable_fini(&c->seen, seen_free);
+	fr_shares_fini(&c->owners);
 	close(c->dirfd);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
@@ -665,4 +831,27 @@ void fr_symcache_usage(struct fr_symcache *c, uint64_t *files, uint64_t *bytes)
 	*files = c->files;
 	*bytes = c->bytes;
 	pthread_mutex_unlock(&c->lock);
+}
+
+void fr_symcache_set_budget(struct fr_symcache *c, uint64_t max_bytes)
+{
+	pthread_mutex_lock(&c->lock);
+	if (max_bytes != c->max_bytes) {
+		c->max_bytes = max_bytes;
+		c->rescan = true;
+		pthread_cond_broadcast(&c->cond);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+size_t fr_symcache_owners(struct fr_symcache *c, struct fr_share *out, size_t max,
+			  struct fr_share *rest, uint64_t *budget)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->lock);
+	n = fr_shares_list(&c->owners, out, max, rest);
+	*budget = c->max_bytes;
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }

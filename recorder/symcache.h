@@ -12,10 +12,14 @@
  *                                 every byte but its code and data
  *                                 sections (.text, .rodata, .data...:
  *                                 holes, read as zeros), see
- *                                 fr_elf_symbol_ranges()
+ *                                 fr_elf_symbol_ranges(); root owned
+ *                                 the file
+ *   HEX_BUILD_ID.uUID             the same of a file user UID owned
  *   perf-PID-START_NS.map         the perf map (/tmp/perf-NSPID.map) of
  *                                 JIT process PID started at START_NS
- *                                 (Unix ns, as chunks record it), 0600
+ *                                 (Unix ns, as chunks record it) of
+ *                                 root, 0600
+ *   perf-PID-START_NS.uUID.map    the same of a process of user UID
  *   .tmp-*                        a copy being written (removed at start)
  *
  * The symbolizer (core/query/symbols.h, fr_symbols_set_paths()) reads
@@ -30,9 +34,13 @@
  * Only files that samples hit are copied: the tracker asks for each
  * mapping a sealed chunk refers to (fr_symcache_want_elf()), so the cache
  * holds what the ring refers to. Asking again refreshes the entry's mtime
- * (at most once a minute), and queries touch it too, so eviction (least
- * recently used first, down to `max_bytes`) removes what neither the
- * recorder nor a query used for longest.
+ * (at most once a minute), and queries touch it too, so eviction removes
+ * what neither the recorder nor a query used for longest, within each
+ * owner: a file's owner is the uid in its name (that of the ELF file's
+ * owner, or of the JIT process), and over `max_bytes` the least recently
+ * used file of the owner most over its fair share goes first
+ * (core/util/shares.h): one user's files never push another's, or
+ * root's, out below their share.
  *
  * Every source is a file users control: the mapped inode through
  * /proc/PID/map_files/START-END (else the path under /proc/PID/root, then
@@ -48,6 +56,7 @@
 #ifndef FR_RECORDER_SYMCACHE_H
 #define FR_RECORDER_SYMCACHE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -71,12 +80,14 @@ int fr_symcache_open(struct fr_symcache **out, const struct fr_symcache_options 
  * cleans up after itself) and frees the cache; accepts NULL. */
 void fr_symcache_close(struct fr_symcache *c);
 
-/* A sealed chunk refers to what process `pid` maps at [start, end) from
- * `path`, with build id `bid`: makes sure the cache holds a copy. Never
- * waits: a request beyond FR_SYMCACHE_MAX_PENDING is dropped (asked
- * again at a later seal). */
-void fr_symcache_want_elf(struct fr_symcache *c, uint32_t pid, uint64_t start, uint64_t end,
-			  const char *path, const uint8_t *bid, uint8_t bid_len);
+/* A sealed chunk refers to what process `pid` of user `uid` maps at
+ * [start, end) from `path`, with build id `bid`: makes sure the cache
+ * holds a copy. Never waits: a request beyond FR_SYMCACHE_MAX_PENDING, or
+ * beyond a quarter of it for one user other than root (three quarters
+ * for all of them), is dropped (asked again at a later seal). Copies are
+ * made in turn, one of each user's at a time. */
+void fr_symcache_want_elf(struct fr_symcache *c, uint32_t pid, uid_t uid, uint64_t start,
+			  uint64_t end, const char *path, const uint8_t *bid, uint8_t bid_len);
 
 /* A sealed chunk holds samples of process `pid` (started at `start_ns`,
  * user `uid`) in anonymous executable memory: copies its perf map, again
@@ -88,6 +99,18 @@ int fr_symcache_wait(struct fr_symcache *c, int timeout_ms);
 
 /* Files and bytes the cache holds now. */
 void fr_symcache_usage(struct fr_symcache *c, uint64_t *files, uint64_t *bytes);
+
+/* Changes the total the cache keeps (a reload, or a memory ceiling the
+ * cache shares); the cache's thread evicts down to it. */
+void fr_symcache_set_budget(struct fr_symcache *c, uint64_t max_bytes);
+
+/* What each owner holds, as of the last count: up to `max` owners into
+ * `out`, root first, then by bytes, the rest summed in *rest
+ * (fr_shares_list(), core/util/shares.h), and the budget in *budget.
+ * Returns the number of owners copied. */
+struct fr_share;
+size_t fr_symcache_owners(struct fr_symcache *c, struct fr_share *out, size_t max,
+			  struct fr_share *rest, uint64_t *budget);
 
 #define FR_SYMCACHE_MAX_PENDING 1024
 

@@ -76,18 +76,21 @@ struct thr {
 	int64_t out_ns;	  /* left the CPU then (Unix ns), by the latest records; 0: not */
 	int runnable;	  /* the latest records say it is in the run queue */
 	uint32_t creator; /* the thread that created it, by the ring's chunks; 0: unknown */
+	int hidden;	  /* the asker may not read its process (fr_proc_may_read()) */
 };
 
 struct listing {
 	const struct fr_targets *targets;
 	int has_uid;
-	uint32_t uid;
+	uint32_t uid, gid; /* with has_uid: the asker's, from its credentials */
 	uint32_t *pids;
 	size_t npids, pids_cap;
 	struct thr *thr;
 	size_t n, cap;
-	uint32_t pid; /* the process being listed */
-	int full;     /* THREADS_MAX reached */
+	uint32_t pid;	/* the process being listed */
+	int pid_hidden; /* the asker may not read it */
+	size_t nhidden; /* processes listed with their state only */
+	int full;	/* THREADS_MAX reached */
 };
 
 /* Whether process `pid` is one of the targets (and the asker's). */
@@ -137,7 +140,27 @@ static void add_tid(void *arg, uint32_t tid)
 	th->off_ns = th->cpu_n = th->out_ns = 0;
 	th->runnable = 0;
 	th->creator = 0;
+	th->hidden = l->pid_hidden;
 	l->n++;
+}
+
+/* A process whose /proc files the kernel hides from the asker (another
+ * user's credentials in it, set-user-ID, or not dumpable: ptrace rules)
+ * is listed as ps shows it, with what its threads wait in and their
+ * stacks left out. Judged before its threads are read and again after,
+ * so an exec of a set-user-ID program in between hides what was read. */
+static int hide_unreadable(struct listing *l, size_t from)
+{
+	if (!l->has_uid ||
+	    (!l->pid_hidden && fr_proc_may_read(THREADS_PROC, l->pid, l->uid, l->gid)))
+		return 0;
+	for (size_t i = from; i < l->n; i++) {
+		l->thr[i].hidden = 1;
+		l->thr[i].t.wchan[0] = '\0';
+		l->thr[i].t.syscall = FR_PROC_SYSCALL_UNKNOWN;
+	}
+	l->nhidden++;
+	return 1;
 }
 
 static void add_pid(void *arg, uint32_t pid)
@@ -152,12 +175,16 @@ static void add_pid(void *arg, uint32_t pid)
 	if (!wanted(l, pid))
 		return;
 	l->pid = pid;
+	l->pid_hidden = l->has_uid && !fr_proc_may_read(THREADS_PROC, pid, l->uid, l->gid);
 	if (fr_proc_each_tid(THREADS_PROC, pid, (uint32_t)(THREADS_MAX - l->n), add_tid, l) < 0 ||
 	    l->n == before)
 		return;
 	/* The bound may cut this process's list: say so. */
 	if (l->n >= THREADS_MAX)
 		l->full = 1;
+	/* Counted apart, and left out of the profile of the stacks. */
+	if (hide_unreadable(l, before))
+		return;
 	if (l->npids == l->pids_cap) {
 		size_t cap = l->pids_cap ? l->pids_cap * 2 : 16;
 		uint32_t *p = realloc(l->pids, cap * sizeof(*p));
@@ -221,7 +248,7 @@ static void match_rows(struct listing *l, const struct fr_pprof_data *pd)
 			}
 		}
 		/* A tid of the window may since be another process's. */
-		if (!th || th->pid != pid)
+		if (!th || th->pid != pid || th->hidden)
 			continue;
 		v = coff >= 0 ? pd->values[s->val + (size_t)coff] : 0;
 		if (v > th->off_ns) {
@@ -261,7 +288,8 @@ static int window_profile(struct daemon *d, struct listing *l, struct fr_pprof_d
 	preq->version = FR_VERSION;
 	preq->targets = *l->targets;
 	if (l->npids <= FR_LIMIT_PIDS) {
-		/* Exactly the processes listed: no comm or cgroup to check again. */
+		/* Exactly the processes listed (whose stacks the asker may
+		 * see): no comm or cgroup to check again. */
 		memset(&preq->targets, 0, sizeof(preq->targets));
 		memcpy(preq->targets.pids, l->pids, l->npids * sizeof(*l->pids));
 		preq->targets.npids = (uint32_t)l->npids;
@@ -312,7 +340,7 @@ static void open_records(struct listing *l, const struct fr_chunk *c, int64_t *a
 		}
 		key.t.tid = c->tid[k];
 		th = bsearch(&key, l->thr, l->n, sizeof(*l->thr), by_tid);
-		if (th && th->pid == c->pid[k]) {
+		if (th && th->pid == c->pid[k] && !th->hidden) {
 			th->out_ns = c->time_ns[k] - (int64_t)c->weight[k];
 			th->runnable = c->event[k] == FR_EVENT_OFFCPU_RUNNABLE;
 		}
@@ -330,7 +358,7 @@ static void note_creators(struct listing *l, const struct fr_chunk *c)
 			continue;
 		key.t.tid = c->threads[k].tid;
 		th = bsearch(&key, l->thr, l->n, sizeof(*l->thr), by_tid);
-		if (th && th->pid == c->threads[k].pid)
+		if (th && th->pid == c->threads[k].pid && !th->hidden)
 			th->creator = c->threads[k].creator;
 	}
 }
@@ -378,6 +406,22 @@ static void wait_word(const struct fr_proc_thread *t, char *buf, size_t len)
 		snprintf(buf, len, "syscall %lld", (long long)t->syscall);
 	else if (t->wchan[0])
 		snprintf(buf, len, "%s", t->wchan);
+}
+
+/* A thread of a process the asker may not read: what ps shows of it. */
+static void emit_hidden(struct fr_pprof_copy *e, const struct thr *th, long tick_ns)
+{
+	const struct fr_proc_thread *t = &th->t;
+	struct fr_pprof_label labels[5];
+	int64_t values[2] = {1, 0};
+	size_t nl = 0;
+
+	labels[nl++] = (struct fr_pprof_label){.key = "pid", .num = th->pid};
+	labels[nl++] = (struct fr_pprof_label){.key = "tid", .num = t->tid};
+	labels[nl++] = (struct fr_pprof_label){.key = "thread", .str = t->name};
+	labels[nl++] = (struct fr_pprof_label){.key = "state", .str = fr_proc_state_name(t->state)};
+	labels[nl++] = (struct fr_pprof_label){.key = "cpu_ns", .num = (int64_t)t->ticks * tick_ns};
+	fr_pprof_sample(e->p, NULL, 0, values, 2, labels, nl);
 }
 
 static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick_ns, int64_t now)
@@ -459,8 +503,14 @@ static int write_answer(struct listing *l, const struct fr_pprof_data *pd, int f
 		 (long long)(THREADS_WINDOW_NS / 1000000000LL));
 	fr_pprof_comment(e.p, line);
 	qsort(l->thr, l->n, sizeof(*l->thr), by_pid_tid);
-	for (size_t i = 0; i < l->n; i++)
-		emit_thread(&e, &l->thr[i], tick > 0 ? 1000000000L / tick : 10000000L, now);
+	for (size_t i = 0; i < l->n; i++) {
+		long tick_ns = tick > 0 ? 1000000000L / tick : 10000000L;
+
+		if (l->thr[i].hidden)
+			emit_hidden(&e, &l->thr[i], tick_ns);
+		else
+			emit_thread(&e, &l->thr[i], tick_ns, now);
+	}
 	ret = fr_pprof_finish(e.p);
 out:
 	*bytes = 0;
@@ -496,6 +546,14 @@ static void warn(struct daemon *d, const struct listing *l, struct fr_ipc_thread
 			 l->uid);
 		fr_ipc_warn(r->warnings, &r->nwarnings, line);
 	}
+	if (l->nhidden) {
+		snprintf(line, sizeof(line),
+			 "%zu of your processes run%s with other credentials (set-user-ID, or not "
+			 "dumpable): as /proc shows them to you, only their state is listed, no "
+			 "wait or stack",
+			 l->nhidden, l->nhidden == 1 ? "s" : "");
+		fr_ipc_warn(r->warnings, &r->nwarnings, line);
+	}
 }
 
 /* The threads at q->at_ns, from the ring alone (core/query/threads_at.h),
@@ -511,7 +569,7 @@ static cJSON *threads_at(struct daemon *d, const struct fr_ipc_threads_req *q, i
 	cJSON *resp = NULL;
 	char err[512] = "";
 	struct stat st;
-	size_t n = 0, nprocs = 0;
+	size_t n = 0, nprocs = 0, nhidden = 0;
 
 	if (!preq)
 		return fr_ipc_error("threads: out of memory");
@@ -530,7 +588,10 @@ static cJSON *threads_at(struct daemon *d, const struct fr_ipc_threads_req *q, i
 		goto out;
 	}
 	if (daemon_symbol_paths(d, preq, &sp) < 0 ||
-	    fr_threads_at_write(d->ring, preq, q->at_ns, fd, &n, &nprocs, err, sizeof(err)) < 0) {
+	    (l->has_uid ? daemon_threads_at_hide(d, preq, q->at_ns, fd, l->uid, l->gid, &n, &nprocs,
+						 &nhidden, err, sizeof(err))
+			: fr_threads_at_write(d->ring, preq, q->at_ns, fd, &n, &nprocs, err,
+					      sizeof(err))) < 0) {
 		resp = fr_ipc_error("threads: %s", err[0] ? err : "cannot write the answer");
 		goto out;
 	}
@@ -545,6 +606,14 @@ static cJSON *threads_at(struct daemon *d, const struct fr_ipc_threads_req *q, i
 			 "only your own processes (uid %u) are listed; root and members of "
 			 "socket.admin_group see the whole machine",
 			 l->uid);
+		fr_ipc_warn(r->warnings, &r->nwarnings, err);
+	}
+	if (nhidden) {
+		snprintf(err, sizeof(err),
+			 "%zu of your processes ran with other credentials (set-user-ID or "
+			 "set-group-ID, or not dumpable): as /proc shows them to you, only their "
+			 "state is listed, no wait or stack",
+			 nhidden);
 		fr_ipc_warn(r->warnings, &r->nwarnings, err);
 	}
 	resp = fr_ipc_threads_reply_encode(r);
@@ -588,13 +657,14 @@ cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
 	if (!daemon_peer_privileged(d, peer)) {
 		l.has_uid = 1;
 		l.uid = (uint32_t)peer->uid;
+		l.gid = (uint32_t)peer->gid;
 	}
 	if (q->at_ns) {
 		resp = threads_at(d, q, fd, &l, r);
 		goto out;
 	}
 	list_threads(&l);
-	if (l.n) {
+	if (l.npids) {
 		/* Waits and samples up to now must be in the ring. */
 		if (daemon_flush_barrier(d) < 0)
 			fr_log_warn(
@@ -618,7 +688,7 @@ cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
 		resp = fr_ipc_error("threads: cannot write the answer");
 		goto out;
 	}
-	r->processes = l.npids;
+	r->processes = l.npids + l.nhidden;
 	r->threads = l.n;
 	warn(d, &l, r);
 	resp = fr_ipc_threads_reply_encode(r);

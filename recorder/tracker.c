@@ -331,8 +331,9 @@ void fr_tracker_mmap_inode(struct fr_tracker *t, uint32_t pid, uint64_t start, u
 	m->ino_gen = ino_generation;
 }
 
-static void map_out(const struct map *m, struct fr_tracker_map *out)
+static void map_out(const struct proc *p, const struct map *m, struct fr_tracker_map *out)
 {
+	out->uid = p->uid;
 	out->start = m->start;
 	out->end = m->end;
 	out->pgoff = m->pgoff;
@@ -354,7 +355,7 @@ int fr_tracker_find_map(struct fr_tracker *t, uint32_t pid, uint64_t addr,
 
 	if (!p || !(m = tracker_lookup_map(p, addr)))
 		return -ENOENT;
-	map_out(m, out);
+	map_out(p, m, out);
 	return 0;
 }
 
@@ -368,7 +369,7 @@ int fr_tracker_find_map_named(struct fr_tracker *t, uint32_t pid, const char *pr
 		const char *path = p->maps[i].path->path, *base = strrchr(path, '/');
 
 		if (strncmp(base ? base + 1 : path, prefix, len) == 0) {
-			map_out(&p->maps[i], out);
+			map_out(p, &p->maps[i], out);
 			return 0;
 		}
 	}
@@ -609,8 +610,8 @@ static int ops_mapping(void *arg, uint32_t pid, uint64_t addr, struct fr_map_inf
 	/* What a sealed chunk refers to is what profiles will name: the
 	 * symbol cache keeps a copy of it (or of the JIT's perf map). */
 	if (out->build_id_len)
-		fr_symcache_want_elf(t->symcache, pid, m->start, m->end, out->path, out->build_id,
-				     out->build_id_len);
+		fr_symcache_want_elf(t->symcache, pid, p->uid, m->start, m->end, out->path,
+				     out->build_id, out->build_id_len);
 	else if (t->symcache && fr_perfmap_is_anon(out->path))
 		fr_symcache_want_perfmap(t->symcache, pid, p->start_ns, p->uid);
 	return 0;

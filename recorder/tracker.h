@@ -85,6 +85,7 @@ struct fr_tracker_map {
 	uint8_t build_id_len;
 	uint8_t inode; /* FR_TRACKER_INODE_*: where dev/ino come from */
 	uint64_t dev, ino, ino_generation;
+	uint32_t uid; /* the process's (real) uid: whose caches it fills */
 };
 
 enum {

@@ -39,6 +39,7 @@
 
 #include "core/util/fs.h"
 #include "core/util/log.h"
+#include "core/util/priority.h"
 #include "core/util/parse.h"
 #include "recorder/triggers_int.h"
 
@@ -441,8 +442,8 @@ int fr_triggers_start_clock(struct fr_triggers **out, const struct fr_config *cf
 		fr_set_err(err, errlen, "triggers: out of memory");
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&t->lock, NULL);
-	pthread_mutex_init(&t->set_lock, NULL);
+	fr_mutex_init_pi(&t->lock);
+	fr_mutex_init_pi(&t->set_lock);
 	pthread_cond_init(&t->synced, NULL);
 	fr_proc_table_init(&t->procs);
 	if (clock && clock->mono_ns && clock->real_ns)

@@ -37,6 +37,8 @@
 #include "core/query/elf_image.h"
 #include "core/util/fs.h"
 #include "core/util/log.h"
+#include "core/util/shares.h"
+#include "core/util/priority.h"
 #include "core/util/worker.h"
 
 #define NBUCKETS 4096
@@ -69,6 +71,7 @@ struct entry {
 	struct key link; /* ST_LINKED: the build id's key */
 	struct job *job; /* ST_PENDING: its job, until taken */
 	bool urgent;	 /* ST_PENDING: a sample waits for it */
+	uint32_t owner;	 /* whom its table is counted to (unwind_tables.h) */
 };
 
 struct job {
@@ -76,6 +79,7 @@ struct job {
 	struct entry *entry; /* the ingest thread's; the builder never touches it */
 	struct key key;
 	uint32_t pid;
+	uint32_t uid; /* whose queue it waits in: the asker's */
 	uint64_t start, end;
 	char *path;
 	bool prefetch; /* asked for at the mapping's MMAP2, not by a sample */
@@ -87,16 +91,29 @@ struct job {
 	int err;
 };
 
+/* The builds one user's processes wait for: a turn each in the builder's
+ * round robin, so that a flood of one user's new binaries delays another
+ * user's (or root's) builds by at most one build at a time. */
+struct queue {
+	struct queue *next; /* in the round robin */
+	uint32_t uid;
+	uint32_t n; /* jobs waiting */
+	struct job *head, **tail;
+};
+
 struct fr_unwind_tables {
 	/* The ingest thread's. */
 	struct entry *buckets[NBUCKETS];
 	uint32_t nentries;
-	uint64_t clock; /* look-ups so far: the LRU's time */
-	uint64_t budget;
+	uint64_t clock;	 /* look-ups so far: the LRU's time */
+	uint64_t budget; /* atomic: fr_unwind_tables_set_budget() */
 	/* Shared, under lock. */
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* work queued, answer posted, builder gone */
-	struct job *queue, **queue_tail;
+	/* Users with builds waiting, next first; each turn takes one. */
+	struct queue *turns, **turns_tail;
+	uint32_t user_queued;	 /* jobs waiting of users other than root */
+	struct fr_shares shares; /* bytes of ready tables per owner */
 	struct job *done, **done_tail;
 	unsigned refs; /* the owner's and the builder's */
 	bool stop, builder_gone;
@@ -117,10 +134,15 @@ static void job_free(struct job *j)
 
 static void destroy(struct fr_unwind_tables *u)
 {
-	for (struct job *j = u->queue, *n; j; j = n) {
-		n = j->next;
-		job_free(j);
+	for (struct queue *q = u->turns, *qn; q; q = qn) {
+		qn = q->next;
+		for (struct job *j = q->head, *n; j; j = n) {
+			n = j->next;
+			job_free(j);
+		}
+		free(q);
 	}
+	fr_shares_fini(&u->shares);
 	for (struct job *j = u->done, *n; j; j = n) {
 		n = j->next;
 		job_free(j);
@@ -291,6 +313,91 @@ static void build(struct fr_unwind_tables *u, struct job *j)
 	j->err = ret;
 }
 
+/* ---- the queues (under lock) ------------------------------------------- */
+
+/* The queue of `uid`, with builds waiting; NULL when it has none. */
+static struct queue *queue_of(struct fr_unwind_tables *u, uint32_t uid)
+{
+	for (struct queue *q = u->turns; q; q = q->next)
+		if (q->uid == uid)
+			return q;
+	return NULL;
+}
+
+/* Queues `j` in the queue of j->uid: first when a sample waits for it
+ * (the program that has just started working comes first among its
+ * user's), else last. A new queue is *spare when given (taken), else allocated.
+ * Returns 0 or -ENOMEM. */
+static int enqueue(struct fr_unwind_tables *u, struct job *j, bool first, struct queue **spare)
+{
+	struct queue *q = queue_of(u, j->uid);
+
+	if (!q) {
+		q = spare ? *spare : calloc(1, sizeof(*q));
+		if (spare)
+			*spare = NULL;
+		if (!q)
+			return -ENOMEM;
+		q->uid = j->uid;
+		q->tail = &q->head;
+		*u->turns_tail = q;
+		u->turns_tail = &q->next;
+	}
+	if (first) {
+		j->next = q->head;
+		q->head = j;
+		if (q->tail == &q->head)
+			q->tail = &j->next;
+	} else {
+		j->next = NULL;
+		*q->tail = j;
+		q->tail = &j->next;
+	}
+	q->n++;
+	u->user_queued += j->uid != 0;
+	return 0;
+}
+
+/* Takes `j` out of queue `q` (*pp points at it); a queue left empty
+ * leaves the round robin. */
+static void unqueue(struct fr_unwind_tables *u, struct queue *q, struct job **pp)
+{
+	struct job *j = *pp;
+	struct queue **qp;
+
+	*pp = j->next;
+	if (q->tail == &j->next)
+		q->tail = pp;
+	q->n--;
+	u->user_queued -= j->uid != 0;
+	if (q->n)
+		return;
+	for (qp = &u->turns; *qp != q; qp = &(*qp)->next)
+		;
+	*qp = q->next;
+	if (u->turns_tail == &q->next)
+		u->turns_tail = qp;
+	free(q);
+}
+
+/* The next build: the first of the user whose turn it is, who then goes
+ * last. */
+static struct job *next_turn(struct fr_unwind_tables *u)
+{
+	struct queue *q = u->turns;
+	struct job *j = q->head;
+	bool more = q->n > 1; /* else unqueue frees q */
+
+	unqueue(u, q, &q->head);
+	if (more && q->next) {
+		u->turns = q->next;
+		q->next = NULL;
+		*u->turns_tail = q;
+		u->turns_tail = &q->next;
+	}
+	return j;
+}
+
 static void *builder_main(void *arg)
 {
 	struct fr_unwind_tables *u = arg;
@@ -300,14 +407,11 @@ static void *builder_main(void *arg)
 	for (;;) {
 		struct job *j;
 
-		while (!u->queue && !u->stop)
+		while (!u->turns && !u->stop)
 			pthread_cond_wait(&u->cond, &u->lock);
 		if (u->stop)
 			break;
-		j = u->queue;
-		u->queue = j->next;
-		if (!u->queue)
-			u->queue_tail = &u->queue;
+		j = next_turn(u);
 		pthread_mutex_unlock(&u->lock);
 
 		build(u, j);
@@ -341,10 +445,10 @@ struct fr_unwind_tables *fr_unwind_tables_new(uint64_t budget)
 	if (!u)
 		return NULL;
 	u->budget = budget;
-	u->queue_tail = &u->queue;
+	u->turns_tail = &u->turns;
 	u->done_tail = &u->done;
 	u->refs = 2;
-	pthread_mutex_init(&u->lock, NULL);
+	fr_mutex_init_pi(&u->lock);
 	fr_mono_cond_init(&u->cond);
 	pthread_attr_init(&ta);
 	pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
@@ -406,25 +510,48 @@ static void stat_add(uint64_t *counter, int64_t delta)
 	__atomic_add_fetch(counter, (uint64_t)delta, __ATOMIC_RELAXED);
 }
 
-/* Drops ready tables, least recently used first, until the budget holds. */
+/* Drops the table of `e`. */
+static void drop(struct fr_unwind_tables *u, struct entry *e)
+{
+	pthread_mutex_lock(&u->lock);
+	fr_shares_add(&u->shares, e->owner, -(int64_t)e->bytes, -1);
+	pthread_mutex_unlock(&u->lock);
+	stat_add(&u->st.bytes, -(int64_t)e->bytes);
+	stat_add(&u->st.tables, -1);
+	stat_add(&u->st.evicted, 1);
+	fr_cfi_free(e->table);
+	e->table = NULL;
+	e->bytes = 0;
+	e->state = ST_DROPPED;
+}
+
+/* Drops ready tables until the budget holds, by the rule of
+ * core/util/shares.h: the least recently used table of the owner most
+ * over its share, so one user's tables never push out another's (or
+ * root's) below their share. */
 static void evict(struct fr_unwind_tables *u)
 {
-	while (__atomic_load_n(&u->st.bytes, __ATOMIC_RELAXED) > u->budget) {
-		struct entry *lru = NULL;
+	uint64_t budget = __atomic_load_n(&u->budget, __ATOMIC_RELAXED);
 
+	for (;;) {
+		struct entry *lru = NULL;
+		uint32_t uid;
+		int o;
+
+		pthread_mutex_lock(&u->lock);
+		o = fr_shares_victim(&u->shares, budget);
+		uid = o >= 0 ? u->shares.v[o].uid : 0;
+		pthread_mutex_unlock(&u->lock);
+		if (o < 0)
+			return;
 		for (unsigned b = 0; b < NBUCKETS; b++)
 			for (struct entry *e = u->buckets[b]; e; e = e->next)
-				if (e->state == ST_READY && (!lru || e->last_use < lru->last_use))
+				if (e->state == ST_READY && e->owner == uid &&
+				    (!lru || e->last_use < lru->last_use))
 					lru = e;
 		if (!lru)
 			return;
-		stat_add(&u->st.bytes, -(int64_t)lru->bytes);
-		stat_add(&u->st.tables, -1);
-		stat_add(&u->st.evicted, 1);
-		fr_cfi_free(lru->table);
-		lru->table = NULL;
-		lru->bytes = 0;
-		lru->state = ST_DROPPED;
+		drop(u, lru);
 	}
 }
 
@@ -465,11 +592,31 @@ static int map_key(uint32_t pid, const struct fr_tracker_map *m, struct key *k)
 	return 1;
 }
 
-/* Queues the build of `e`. Returns 0, or -EAGAIN when too many wait. */
+/* Whether user `uid` may queue one more build: a user other than root
+ * at most a quarter of FR_UNWIND_TABLES_MAX_PENDING (prefetches an
+ * eighth), and those users together three quarters, so that a flood of
+ * one user's binaries leaves room for everyone else's, and root's
+ * always (root's are bounded by the whole queue alone). Under lock. */
+static bool queue_room(struct fr_unwind_tables *u, uint32_t uid, bool prefetch)
+{
+	const struct queue *q;
+
+	if (uid == 0)
+		return true;
+	q = queue_of(u, uid);
+	if (q && q->n >= FR_UNWIND_TABLES_MAX_PENDING / (prefetch ? 8 : 4))
+		return false;
+	return u->user_queued < FR_UNWIND_TABLES_MAX_PENDING / 4 * 3;
+}
+
+/* Queues the build of `e` for process `pid` (of user m->uid). Returns 0,
+ * or -EAGAIN when too many wait. */
 static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
 		   const struct fr_tracker_map *m, bool prefetch)
 {
+	uint32_t uid = m->uid;
 	struct job *j;
+	int ret;
 
 	/* Prefetches (a burst of execs) leave half the queue to the builds
 	 * samples wait for. */
@@ -484,52 +631,67 @@ static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
 	j->entry = e;
 	j->key = e->key;
 	j->pid = pid;
+	j->uid = uid;
 	j->start = m->start;
 	j->end = m->end;
 	j->prefetch = prefetch;
+	pthread_mutex_lock(&u->lock);
+	/* Samples wait for it: ahead of the tables of this user asked for
+	 * as their mappings appeared, of which a busy machine has
+	 * hundreds. */
+	ret = queue_room(u, uid, prefetch) ? enqueue(u, j, !prefetch, NULL) : -EAGAIN;
+	if (ret == 0)
+		pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+	if (ret < 0) {
+		job_free(j);
+		return ret;
+	}
 	e->state = ST_PENDING;
 	e->job = j;
 	e->urgent = !prefetch;
+	e->owner = uid;
 	stat_add(&u->st.pending, 1);
-	pthread_mutex_lock(&u->lock);
-	if (prefetch) {
-		*u->queue_tail = j;
-		u->queue_tail = &j->next;
-	} else {
-		/* Samples wait for it: ahead of the tables asked for as their
-		 * mappings appeared, of which a busy machine has hundreds. */
-		j->next = u->queue;
-		u->queue = j;
-		if (u->queue_tail == &u->queue)
-			u->queue_tail = &j->next;
-	}
-	pthread_cond_broadcast(&u->cond);
-	pthread_mutex_unlock(&u->lock);
 	return 0;
 }
 
-/* A sample needs the table of `e`, asked for as its mapping appeared and
- * still waiting: its job moves to the head of the queue (once). */
-static void promote(struct fr_unwind_tables *u, struct entry *e)
+/* A sample of a process of user `uid` needs the table of `e`, still
+ * waiting: its job moves to the head of that user's queue (once, or once
+ * more when root's process needs what a user asked for first: the table
+ * is then root's, and waits in no user's queue). */
+static void promote(struct fr_unwind_tables *u, struct entry *e, uint32_t uid)
 {
+	struct queue *q, *spare = calloc(1, sizeof(*spare));
 	struct job **pp, *j = e->job;
 
 	e->urgent = true;
+	if (uid == 0)
+		e->owner = 0;
 	pthread_mutex_lock(&u->lock);
-	for (pp = &u->queue; *pp && *pp != j; pp = &(*pp)->next)
+	q = queue_of(u, j->uid);
+	for (pp = q ? &q->head : NULL; pp && *pp && *pp != j; pp = &(*pp)->next)
 		;
 	/* Not found: the builder has it already (and reads it unlocked). */
-	if (*pp == j) {
+	if (pp && *pp == j) {
+		struct queue *to = queue_of(u, uid);
+
 		j->prefetch = false; /* not skipped: needed */
-		if (pp != &u->queue) {
-			*pp = j->next;
-			if (u->queue_tail == &j->next)
-				u->queue_tail = pp;
-			j->next = u->queue;
-			u->queue = j;
+		if (to == q && q->n == 1) {
+			/* alone: first already */
+		} else if (to || spare) {
+			/* Neither a queue freed that is needed, nor one
+			 * allocated under the lock. */
+			unqueue(u, q, pp);
+			j->uid = uid;
+			enqueue(u, j, true, &spare);
+		} else if (q->n > 1) {
+			/* No memory for a queue of `uid`: first of its own. */
+			unqueue(u, q, pp);
+			enqueue(u, j, true, NULL);
 		}
 	}
 	pthread_mutex_unlock(&u->lock);
+	free(spare);
 }
 
 /* Frees the entries that hold no table and wait for none (failed,
@@ -604,12 +766,39 @@ static struct entry *get_table_entry(struct fr_unwind_tables *u, const struct ke
 	return get_entry(u, &link, pid, m, prefetch, asked);
 }
 
+/* Counts a table of `bytes` to `uid`. Returns 0 or -ENOMEM. */
+static int count(struct fr_unwind_tables *u, uint32_t uid, size_t bytes)
+{
+	int ret;
+
+	pthread_mutex_lock(&u->lock);
+	ret = fr_shares_add(&u->shares, uid, (int64_t)bytes, 1);
+	pthread_mutex_unlock(&u->lock);
+	return ret;
+}
+
+/* The table of `e` is used by a process of root's: it is root's from now
+ * on (a user who asked for it first must not be able to have it evicted
+ * as theirs). */
+static void to_root(struct fr_unwind_tables *u, struct entry *e)
+{
+	pthread_mutex_lock(&u->lock);
+	if (fr_shares_add(&u->shares, 0, (int64_t)e->bytes, 1) == 0) {
+		fr_shares_add(&u->shares, e->owner, -(int64_t)e->bytes, -1);
+		e->owner = 0;
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
 /* A finished job of entry `e`: its table, its failure, or the build id
  * that links it to another entry (whose build is asked for now, from the
  * same mapping, when that build id is new). */
 static void take(struct fr_unwind_tables *u, struct job *j, struct entry *e)
 {
-	struct fr_tracker_map m = {.start = j->start, .end = j->end, .path = j->path};
+	struct fr_tracker_map m = {.start = j->start,
+				   .end = j->end,
+				   .path = j->path,
+				   .uid = e->owner};
 	struct key link;
 	bool asked;
 
@@ -627,17 +816,19 @@ static void take(struct fr_unwind_tables *u, struct job *j, struct entry *e)
 	} else if (j->err == -ESRCH) {
 		e->state = ST_DROPPED; /* asked for again when needed */
 		stat_add(&u->st.skipped, 1);
-	} else if (j->err == 0) {
+	} else if (j->err == 0 && count(u, e->owner, fr_cfi_size(j->table)) == 0) {
 		e->table = j->table;
 		j->table = NULL;
 		e->bytes = fr_cfi_size(e->table);
 		e->state = ST_READY;
-		e->last_use = u->clock;
+		e->last_use = ++u->clock; /* newer than any table used so far */
 		stat_add(&u->st.built, 1);
 		stat_add(&u->st.tables, 1);
 		stat_add(&u->st.bytes, (int64_t)e->bytes);
 		fr_log_debug("unwind table of %s: %u rows, %zu KiB", j->path, e->table->nrows,
 			     e->bytes >> 10);
+	} else if (j->err == 0) {
+		e->state = ST_DROPPED; /* no memory to count it: asked again */
 	} else {
 		/* Remembered: a sample that needs it counts "no unwind info"
 		 * rather than asking again. */
@@ -687,8 +878,8 @@ const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uin
 		return NULL;
 	}
 	e = get_table_entry(u, &k, pid, m, false, &asked);
-	if (e && e->state == ST_PENDING && !e->urgent)
-		promote(u, e);
+	if (e && e->state == ST_PENDING && (!e->urgent || (m->uid == 0 && e->owner != 0)))
+		promote(u, e, m->uid);
 	if (!e || e->state == ST_PENDING || e->state == ST_DROPPED || e->state == ST_LINKED) {
 		*miss = FR_UNWIND_MISS_PENDING;
 		return NULL;
@@ -698,6 +889,8 @@ const struct fr_cfi_table *fr_unwind_tables_find(struct fr_unwind_tables *u, uin
 		return NULL;
 	}
 	e->last_use = ++u->clock;
+	if (m->uid == 0 && e->owner != 0)
+		to_root(u, e);
 	if (fr_cfi_translate(e->table, addr - m->start + m->pgoff, vaddr) < 0) {
 		*miss = FR_UNWIND_MISS_NOCFI;
 		return NULL;
@@ -753,12 +946,6 @@ int fr_unwind_tables_settle(struct fr_unwind_tables *u, int timeout_ms)
 	}
 }
 
-void fr_unwind_tables_set_budget(struct fr_unwind_tables *u, uint64_t budget)
-{
-	u->budget = budget;
-	evict(u);
-}
-
 uint64_t fr_unwind_tables_clock(const struct fr_unwind_tables *u)
 {
 	return u->clock;
@@ -773,12 +960,7 @@ uint64_t fr_unwind_tables_trim_idle(struct fr_unwind_tables *u, uint64_t since)
 			if (e->state != ST_READY || e->last_use > since)
 				continue;
 			freed += e->bytes;
-			stat_add(&u->st.bytes, -(int64_t)e->bytes);
-			stat_add(&u->st.tables, -1);
-			fr_cfi_free(e->table);
-			e->table = NULL;
-			e->bytes = 0;
-			e->state = ST_DROPPED;
+			drop(u, e);
 		}
 	}
 	return freed;
@@ -791,4 +973,21 @@ void fr_unwind_tables_stats(struct fr_unwind_tables *u, struct fr_unwind_tables_
 
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+}
+
+void fr_unwind_tables_set_budget(struct fr_unwind_tables *u, uint64_t budget)
+{
+	__atomic_store_n(&u->budget, budget, __ATOMIC_RELAXED);
+}
+
+size_t fr_unwind_tables_owners(struct fr_unwind_tables *u, struct fr_share *out, size_t max,
+			       struct fr_share *rest, uint64_t *budget)
+{
+	size_t n;
+
+	pthread_mutex_lock(&u->lock);
+	n = fr_shares_list(&u->shares, out, max, rest);
+	pthread_mutex_unlock(&u->lock);
+	*budget = __atomic_load_n(&u->budget, __ATOMIC_RELAXED);
+	return n;
 }

@@ -30,10 +30,25 @@
  *
  * A table not built yet is a miss that says so (FR_UNWIND_MISS_PENDING);
  * a file that could not be read or has no CFI is remembered as such
- * (FR_UNWIND_MISS_NOCFI), its error logged once. Tables are kept within a
- * memory budget: past it, the least recently used are dropped (and built
- * again when needed). Only the ingest thread looks up, takes finished
- * tables and drops them, so a look-up takes no lock.
+ * (FR_UNWIND_MISS_NOCFI), its error logged once. Only the ingest thread
+ * looks up, takes finished tables and drops them, so a look-up takes no
+ * lock.
+ *
+ * Fair shares. A table is counted to the user of the process that asked
+ * for it first (its exec's MMAP2, or its first sample), and is root's
+ * from the moment a process of root's uses it: a table many users share
+ * (libc) is root's as soon as root runs anything with it, and a user
+ * cannot have a table root needs counted, and evicted, as theirs. Tables
+ * are kept within a memory budget: past it, the least recently used
+ * table of the owner most over its share is dropped (and built again
+ * when needed; core/util/shares.h: root keeps at least a quarter of the
+ * budget, users equal shares of the rest), so one user's new binaries
+ * push out only that user's tables. Builds wait in one queue per user,
+ * served in turn (a table a sample waits for first within its user's
+ * queue), so a flood of one user's binaries delays another user's build
+ * by at most the one build running; each user may have at most a quarter
+ * of FR_UNWIND_TABLES_MAX_PENDING builds waiting, users other than root
+ * together three quarters.
  */
 #ifndef FR_RECORDER_UNWIND_TABLES_H
 #define FR_RECORDER_UNWIND_TABLES_H
@@ -78,6 +93,18 @@ struct fr_unwind_tables_stats {
  * NULL on failure. */
 struct fr_unwind_tables *fr_unwind_tables_new(uint64_t budget);
 
+/* Changes the budget (a reload, or a memory ceiling the tables share);
+ * tables over it are dropped at the next collect. Any thread. */
+void fr_unwind_tables_set_budget(struct fr_unwind_tables *u, uint64_t budget);
+
+/* What each owner's tables take: up to `max` owners into `out`, root
+ * first, then by bytes, the rest summed in *rest (fr_shares_list(),
+ * core/util/shares.h), and the budget in *budget. Returns the number of
+ * owners copied. Any thread. */
+struct fr_share;
+size_t fr_unwind_tables_owners(struct fr_unwind_tables *u, struct fr_share *out, size_t max,
+			       struct fr_share *rest, uint64_t *budget);
+
 /* Stops the builder (a file read stuck past its deadline is left to its
  * worker) and frees every table. Accepts NULL. */
 void fr_unwind_tables_free(struct fr_unwind_tables *u);
@@ -112,10 +139,6 @@ int fr_unwind_tables_wait(struct fr_unwind_tables *u, int64_t max_ns);
  * takes what was built. Ingest thread (or a test). Returns 0 or
  * -ETIMEDOUT. */
 int fr_unwind_tables_settle(struct fr_unwind_tables *u, int timeout_ms);
-
-/* Changes the budget (a reload of limits.memory), dropping at once what
- * is over it. Ingest thread. */
-void fr_unwind_tables_set_budget(struct fr_unwind_tables *u, uint64_t budget);
 
 /* The look-ups made so far: a mark of now for fr_unwind_tables_trim_idle.
  * Ingest thread. */

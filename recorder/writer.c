@@ -12,11 +12,13 @@
 #include "recorder/writer.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/util/log.h"
+#include "core/util/priority.h"
 
 /* Time an append may spend counting lost samples of chunks not counted
  * yet (at start, those the recorder found in the ring). */
@@ -34,7 +36,7 @@ void fr_writer_init(struct fr_writer *w, int64_t max_age_ns)
 	memset(w, 0, sizeof(*w));
 	w->max_age_ns = max_age_ns;
 	fr_ring_losses_init(&w->losses);
-	pthread_mutex_init(&w->lock, NULL);
+	fr_mutex_init_pi(&w->lock);
 	fr_mono_cond_init(&w->cond);
 }
 
@@ -107,6 +109,41 @@ int fr_writer_stalled(struct fr_writer *w, int64_t stall_ns, size_t *queued)
 	       (*queued && last && fr_now_real_ns() - last > stall_ns);
 }
 
+int fr_writer_error(struct fr_writer *w, int64_t *since)
+{
+	int err = __atomic_load_n(&w->error, __ATOMIC_ACQUIRE);
+
+	*since = err ? __atomic_load_n(&w->error_since_real, __ATOMIC_RELAXED) : 0;
+	return err;
+}
+
+/* Keeps the error state status and attach report: a run of appends the
+ * disk refuses (a file system gone read-only after an error, EIO) starts
+ * with its first failure, logged, and ends, logged too, with the first
+ * append that succeeds. A chunk the ring refuses for itself (too large,
+ * not a chunk) or a want of memory says nothing of the disk. */
+static void note_result(struct fr_writer *w, int ret)
+{
+	int64_t since = __atomic_load_n(&w->error_since_real, __ATOMIC_RELAXED);
+
+	if (ret == -EFBIG || ret == -EBADMSG || ret == -ENOMEM)
+		return;
+	if (ret < 0 && !since) {
+		__atomic_store_n(&w->error_since_real, fr_now_real_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&w->error, -ret, __ATOMIC_RELEASE);
+		fr_log_err("cannot write the ring %s: %s; what is recorded from now on is lost "
+			   "until it can",
+			   fr_ring_path(w->ring), strerror(-ret));
+	} else if (ret < 0) {
+		__atomic_store_n(&w->error, -ret, __ATOMIC_RELEASE);
+	} else if (since) {
+		__atomic_store_n(&w->error, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&w->error_since_real, 0, __ATOMIC_RELAXED);
+		fr_log_info("the ring %s is written again after %.1f s of failed writes",
+			    fr_ring_path(w->ring), (double)(fr_now_real_ns() - since) / 1e9);
+	}
+}
+
 /* Appends one chunk, outside the lock. */
 static void store(struct fr_writer *w, struct fr_writer_item *it)
 {
@@ -117,6 +154,7 @@ static void store(struct fr_writer *w, struct fr_writer_item *it)
 	__atomic_store_n(&w->append_since_mono, 0, __ATOMIC_RELAXED);
 	if (ret == 0)
 		__atomic_store_n(&w->last_append_real, fr_now_real_ns(), __ATOMIC_RELAXED);
+	note_result(w, ret);
 	if (ret < 0) {
 		__atomic_add_fetch(&w->write_errors, 1, __ATOMIC_RELAXED);
 		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot store a chunk in %s: %s",
@@ -218,6 +256,33 @@ int fr_writer_barrier_wait(struct fr_writer *w, uint64_t target, int timeout_ms)
 		ret = pthread_cond_timedwait(&w->cond, &w->lock, &deadline);
 	pthread_mutex_unlock(&w->lock);
 	return ret == ETIMEDOUT ? -ETIMEDOUT : 0;
+}
+
+void fr_writer_describe_pending(struct fr_writer *w, char *buf, size_t len)
+{
+	int64_t since = __atomic_load_n(&w->append_since_mono, __ATOMIC_RELAXED);
+	struct timespec ts;
+	size_t chunks = 0, bytes = 0;
+	int locked;
+
+	/* Not forever: whoever asks is leaving whatever holds it. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
+	locked = pthread_mutex_timedlock(&w->lock, &ts) == 0;
+	if (locked) {
+		for (struct fr_writer_item *it = w->head; it; it = it->next)
+			chunks += it->chunk != NULL;
+		bytes = w->queued_bytes;
+		pthread_mutex_unlock(&w->lock);
+	}
+	if (locked)
+		snprintf(buf, len, "%zu chunks (%zu bytes) queued for the ring", chunks, bytes);
+	else
+		snprintf(buf, len, "the chunks queued for the ring (their count unknown)");
+	if (since)
+		snprintf(buf + strlen(buf), len - strlen(buf),
+			 ", and the one an append has been writing for %.1f s",
+			 (double)(fr_now_mono_ns() - since) / 1e9);
 }
 
 void fr_writer_stop(struct fr_writer *w)

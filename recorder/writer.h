@@ -41,6 +41,12 @@ struct fr_writer {
 	 * CLOCK_MONOTONIC ns since the append in progress began (0: none),
 	 * so an append that hangs on its disk is seen while it hangs. */
 	int64_t last_append_real, append_since_mono;
+	/* For status and attach (atomics): while appends fail for want of
+	 * the disk (a file system gone read-only, I/O errors), the errno of
+	 * the last failure and the Unix ns of the first of the run; both 0
+	 * once an append succeeds again. */
+	int error;
+	int64_t error_since_real;
 	/* What the ring's chunks lost, brought up to date after each append. */
 	struct fr_ring_losses losses;
 };
@@ -79,6 +85,16 @@ void fr_writer_expire(struct fr_writer *w);
  * waiting while nothing was appended for that long), with the bytes
  * queued in *queued. Any thread. */
 int fr_writer_stalled(struct fr_writer *w, int64_t stall_ns, size_t *queued);
+
+/* Whether appends fail now (the disk refuses writes): the errno of the
+ * last failure, with the Unix ns of the first of this run of failures in
+ * *since; 0 when the last append succeeded. Any thread. */
+int fr_writer_error(struct fr_writer *w, int64_t *since);
+
+/* What the writer has not stored yet, in words for a log line: the chunks
+ * queued and their bytes, and an append in progress and for how long.
+ * Any thread; waits at most 1 s for the queue's lock. */
+void fr_writer_describe_pending(struct fr_writer *w, char *buf, size_t len);
 
 /* Lets the writer store everything queued, then joins it and syncs the
  * ring. Accepts a writer that never started. */

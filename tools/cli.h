@@ -82,6 +82,8 @@ struct fr_cli_report {
 	int64_t first_ns, last_ns;	  /* its first and last sample; 0: none */
 	int64_t ring_oldest, ring_newest; /* 0: not known (an older recorder) */
 	int64_t stall_t0, stall_t1;	  /* a recorder stall within the window */
+	int64_t writer_error_ns;	  /* the ring cannot be written since then */
+	const char *writer_error;	  /* why (borrowed) */
 	uint32_t empty;			  /* FR_TARGET_* that matched nothing */
 	uint64_t procs;			  /* processes in the window, with `empty` */
 	uint32_t npids_gone;		  /* of the targets' pids, those no process has now */

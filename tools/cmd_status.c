@@ -24,13 +24,49 @@ static void usage_status(FILE *f)
 		   "  -h, --help     show this help\n");
 }
 
-/* The symbol cache: files and bytes (and where, for root). */
+/* What each owner holds of a cache (its "owners" and "other_owners"):
+ * "root 1.2MiB, uid 1001 30.0MiB, 2 other users 4.0MiB"; "" without. */
+static const char *owners_text(const cJSON *c, char *buf, size_t len)
+{
+	const cJSON *o, *others = cJSON_GetObjectItemCaseSensitive(c, "other_owners");
+	char size[32];
+	size_t used = 0;
+	int k;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(c, "owners")) {
+		fr_format_size_human((uint64_t)fr_cli_num(o, "bytes"), size, sizeof(size));
+		if (fr_cli_num(o, "uid") == 0)
+			k = snprintf(buf + used, len - used, "%sroot %s", used ? ", " : "", size);
+		else
+			k = snprintf(buf + used, len - used, "%suid %.0f %s", used ? ", " : "",
+				     fr_cli_num(o, "uid"), size);
+		if (k < 0 || (size_t)k >= len - used)
+			return buf;
+		used += (size_t)k;
+	}
+	if (others) {
+		fr_format_size_human((uint64_t)fr_cli_num(others, "bytes"), size, sizeof(size));
+		snprintf(buf + used, len - used, "%s%.0f other users %s", used ? ", " : "",
+			 fr_cli_num(others, "owners"), size);
+	}
+	return buf;
+}
+
+/* The symbol cache: files, bytes of its budget by owner (and where, for
+ * root): "symbols:  12 files, 31.2MiB of 1GiB (root 1.2MiB, uid 1001
+ * 30.0MiB) cached in DIR". */
 static void print_symbol_cache(const cJSON *sc)
 {
+	char used[32], budget[32], owners[512];
+
 	if (!sc)
 		return;
-	printf("symbols:  %.0f files, %.1f MiB cached%s%s\n", fr_cli_num(sc, "files"),
-	       fr_cli_num(sc, "bytes") / (1 << 20),
+	fr_format_size_human((uint64_t)fr_cli_num(sc, "bytes"), used, sizeof(used));
+	fr_format_size_human((uint64_t)fr_cli_num(sc, "budget"), budget, sizeof(budget));
+	owners_text(sc, owners, sizeof(owners));
+	printf("symbols:  %.0f files, %s of %s%s%s%s cached%s%s\n", fr_cli_num(sc, "files"), used,
+	       budget, owners[0] ? " (" : "", owners, owners[0] ? ")" : "",
 	       cJSON_GetObjectItemCaseSensitive(sc, "dir") ? " in " : "",
 	       cJSON_GetObjectItemCaseSensitive(sc, "dir") ? fr_cli_str(sc, "dir") : "");
 }
@@ -77,6 +113,20 @@ static void print_export(const cJSON *ex)
 	}
 }
 
+/* "          ring writes FAIL since 12.0s ago: Read-only file system —
+ * nothing recorded since is stored": a disk that refuses the ring's
+ * appends, which a stall counter would not show (each append fails fast). */
+static void print_writer_error(const cJSON *in, int64_t now)
+{
+	char since[64];
+
+	if (!fr_cli_str(in, "writer_error")[0])
+		return;
+	printf("          ring writes FAIL since %s: %s — nothing recorded since is stored\n",
+	       ago(fr_cli_num(in, "writer_error_since_ns"), now, since, sizeof(since)),
+	       fr_cli_str(in, "writer_error"));
+}
+
 /* The ingest thread's and the writer's progress and stall counters,
  * louder when either is stuck: a stale seal or ring append means the
  * profiles of the last seconds are missing, and samples are being lost. */
@@ -111,6 +161,7 @@ static void print_ingest(const cJSON *in)
 		       append,
 		       fr_format_size_human((uint64_t)fr_cli_num(in, "writer_queued_bytes"), queued,
 					    sizeof(queued)));
+	print_writer_error(in, now);
 	if (fr_cli_num(in, "build_id_read_busy_ns") > 1e9) {
 		fr_cli_human_duration((int64_t)fr_cli_num(in, "build_id_read_busy_ns"), busy,
 				      sizeof(busy));
@@ -171,6 +222,12 @@ static void print_offcpu(const cJSON *ev)
 		       "%.0f not (the reader was behind)\n",
 		       fr_cli_num(o, "open_runnable"), fr_cli_num(o, "stack_walks"),
 		       fr_cli_num(o, "stack_walks_dropped"));
+		if (fr_cli_num(o, "ringbuf_drops") > 0 || fr_cli_num(o, "labels_dropped") > 0)
+			printf("offcpu:   %.0f waits lost (%.3f s off-CPU; no room in the ring "
+			       "buffer: in lost), %.0f kept without their labels\n",
+			       fr_cli_num(o, "ringbuf_drops"),
+			       fr_cli_num(o, "ringbuf_dropped_ns") / 1e9,
+			       fr_cli_num(o, "labels_dropped"));
 		if (cJSON_GetObjectItemCaseSensitive(o, "stack_copies"))
 			printf("offcpu:   user stacks unwound from %.0f-byte copies: %.0f of long waits "
 			       "(%.0f cut short where the stack ends), %.0f of blocked threads cut "
@@ -186,15 +243,22 @@ static void print_offcpu(const cJSON *ev)
 	       fr_cli_num(o, "evicted"), fr_cli_num(o, "waiting"), fr_cli_num(o, "capacity"));
 }
 
+/* "tables:   3 CFI tables (1.2MiB of 256MiB: root 1.0MiB, uid 1001
+ * 204.0KiB), 5 built, ...". */
 static void print_unwind_tables(const cJSON *t)
 {
+	char used[32], budget[32], owners[512];
+
 	if (!t)
 		return;
-	printf("tables:   %.0f CFI tables (%.1f MiB of %.0f MiB), %.0f built, %.0f failed, %.0f "
-	       "pending, %.0f dropped\n",
-	       fr_cli_num(t, "tables"), fr_cli_num(t, "bytes") / 1048576.0,
-	       fr_cli_num(t, "budget") / 1048576.0, fr_cli_num(t, "built"), fr_cli_num(t, "failed"),
-	       fr_cli_num(t, "pending"), fr_cli_num(t, "evicted"));
+	fr_format_size_human((uint64_t)fr_cli_num(t, "bytes"), used, sizeof(used));
+	fr_format_size_human((uint64_t)fr_cli_num(t, "budget"), budget, sizeof(budget));
+	owners_text(t, owners, sizeof(owners));
+	printf("tables:   %.0f CFI tables (%s of %s%s%s), %.0f built, %.0f failed, %.0f pending, "
+	       "%.0f dropped\n",
+	       fr_cli_num(t, "tables"), used, budget, owners[0] ? ": " : "", owners,
+	       fr_cli_num(t, "built"), fr_cli_num(t, "failed"), fr_cli_num(t, "pending"),
+	       fr_cli_num(t, "evicted"));
 }
 
 /* The memory ceiling, one line: what the daemon holds of limits.memory
@@ -307,6 +371,10 @@ static void print_status(const cJSON *r)
 	}
 	if (labels && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(labels, "error")))
 		printf("application labels: not read (%s)\n", fr_cli_str(labels, "error"));
+	if (labels && fr_cli_num(labels, "wait_copies_dropped") > 0)
+		printf("application labels: %.0f off-CPU waits kept without theirs (no room for "
+		       "the copy)\n",
+		       fr_cli_num(labels, "wait_copies_dropped"));
 	print_ingest(cJSON_GetObjectItemCaseSensitive(r, "ingest"));
 	print_memory(cJSON_GetObjectItemCaseSensitive(r, "memory"));
 	print_symbol_cache(cJSON_GetObjectItemCaseSensitive(r, "symbol_cache"));

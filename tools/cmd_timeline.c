@@ -53,6 +53,8 @@ static void usage_timeline(FILE *f)
 		"The chart: one row per step (its start, UTC), a bar stacked by group (each\n"
 		"group's mark in the legend, '.' for other), and the step's average CPUs busy\n"
 		"(cpu), threads waiting (offcpu) or count; the legend gives each group's total.\n"
+		"A row ending '!' is a step in which the recorder lost samples of the event\n"
+		"(machine-wide; a line under the chart counts the window's).\n"
 		"\n"
 		"Examples:\n"
 		"  flightrec timeline --window 1h\n"

@@ -106,6 +106,15 @@ int fr_cli_report_check(const struct fr_cli_report *r, int allow_empty)
 	const char *level = allow_empty ? "warning: " : "";
 	char win[96], a[64], b[96];
 
+	if (r->writer_error_ns && r->t0 > r->ring_newest) {
+		fprintf(stderr,
+			"%s: %sthe recorder cannot write its ring since %s (%s): nothing of the "
+			"window %s was stored (see flightrec status)\n",
+			prog, level, fr_cli_format_clock(r->writer_error_ns, a, sizeof(a)),
+			r->writer_error ? r->writer_error : "error",
+			fr_cli_format_window(r->t0, r->t1, win, sizeof(win)));
+		return FR_REPORT_EMPTY;
+	}
 	if (r->ring_newest && (r->t1 <= r->ring_oldest || r->t0 > r->ring_newest)) {
 		int before = r->t1 <= r->ring_oldest;
 
@@ -127,8 +136,16 @@ int fr_cli_report_check(const struct fr_cli_report *r, int allow_empty)
 
 int fr_cli_report_stall(const struct fr_cli_report *r)
 {
-	char win[96];
+	char win[96], a[64];
 
+	if (r->writer_error_ns) {
+		fprintf(stderr,
+			"%s: warning: the recorder cannot write its ring since %s (%s): samples "
+			"after that are missing (see flightrec status)\n",
+			prog, fr_cli_format_clock(r->writer_error_ns, a, sizeof(a)),
+			r->writer_error ? r->writer_error : "error");
+		return 1;
+	}
 	if (!r->stall_t1)
 		return 0;
 	fprintf(stderr,
@@ -188,6 +205,8 @@ void fr_cli_report_from_attach(struct fr_cli_report *r, const struct fr_ipc_atta
 		.ring_newest = reply->ring_newest_ns,
 		.stall_t0 = reply->stall_t0_ns,
 		.stall_t1 = reply->stall_t1_ns,
+		.writer_error_ns = reply->writer_error_ns,
+		.writer_error = reply->writer_error,
 		.empty = reply->empty_filters,
 		.procs = reply->procs_in_window,
 		.npids_gone = reply->npids_not_running,

@@ -1,9 +1,11 @@
 /* flightrec serve: a small HTTP/1.1 server on loopback for the web page
  * (web/), in the command's own process. It is a client of the recorder
  * like every other command, so the recorder's visibility rules apply to
- * whoever runs it; the server adds no rights of its own, and has no
- * authentication, which is why it listens on loopback unless told
- * otherwise (--allow-remote).
+ * whoever runs it; the server adds no rights of its own, and answers only
+ * that user (serve_auth.c): every request must carry the token printed in
+ * the page's address, and a connection from this machine must be that
+ * user's or root's. It listens on loopback unless told otherwise
+ * (--allow-remote), where the token alone stands for the user.
  *
  * One thread reads: every connection is read with poll() until its request
  * head is complete, under a deadline from its accept; then the request goes
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,31 +38,45 @@
 
 static const char *prog = FR_CLI_PROG;
 
-enum { OPT_LISTEN = 1024, OPT_ALLOW_REMOTE, OPT_READ_TIMEOUT };
+enum { OPT_LISTEN = 1024, OPT_ALLOW_REMOTE, OPT_READ_TIMEOUT, OPT_TOKEN_FILE };
 
 static void usage_serve(FILE *f)
 {
 	fprintf(f, "Usage: flightrec serve [--listen ADDRESS:PORT] [--allow-remote]\n"
-		   "                       [--read-timeout DURATION] [--socket PATH]\n"
+		   "                       [--token-file PATH] [--read-timeout DURATION]\n"
+		   "                       [--socket PATH]\n"
 		   "Serve a web page of what the recorder holds: the timeline of the whole ring\n"
 		   "per process, the flame graph of a range brushed on it, the difference of two\n"
 		   "ranges, the range as a pprof file, and the threads of a process.\n"
 		   "\n"
+		   "The page answers only you: every request needs the token in the address\n"
+		   "printed at start (the page keeps it in a cookie; scripts may send it as\n"
+		   "\"Authorization: Bearer TOKEN\"), and a connection from this machine must be\n"
+		   "yours or root's, whatever token it gives.\n"
+		   "\n"
 		   "  --listen ADDRESS:PORT  where to listen (default 127.0.0.1:7077; port 0\n"
 		   "                         picks a free one); [::1]:PORT for IPv6\n"
-		   "  --allow-remote         allow an address other than loopback. There is no\n"
-		   "                         authentication: anyone who can reach the port sees\n"
-		   "                         what you may see (all processes, as root)\n"
+		   "  --allow-remote         allow an address other than loopback. A client on\n"
+		   "                         another machine is answered on the token alone, and\n"
+		   "                         sees what you may see (all processes, as root);\n"
+		   "                         the connection is plain HTTP\n"
+		   "  --token-file PATH      take the token from PATH (one line, 32 to 256 of\n"
+		   "                         A-Z a-z 0-9 - _ . ~, a file only you may read)\n"
+		   "                         instead of a random one; the address printed then\n"
+		   "                         leaves it out\n"
 		   "  --read-timeout DURATION  how long a client may take to send its request\n"
 		   "                         (default 10s); a slower one is answered 408\n"
 		   "  --socket PATH          the recorder's socket\n"
 		   "  -h, --help             show this help\n"
 		   "\n"
-		   "The first line on stdout is the page's address. Stop with Ctrl-C.\n"
+		   "The first line on stdout is the page's address, with its token: keep it to\n"
+		   "yourself. Stop with Ctrl-C.\n"
 		   "\n"
 		   "Examples:\n"
-		   "  flightrec serve                  # then open http://127.0.0.1:7077/\n"
-		   "  ssh -L 7077:127.0.0.1:7077 host flightrec serve   # from your machine\n");
+		   "  flightrec serve                  # then open the address it prints\n"
+		   "  ssh -L 7077:127.0.0.1:7077 host flightrec serve   # from your machine\n"
+		   "  curl -H \"Authorization: Bearer $(cat tok)\" \\\n"
+		   "    http://127.0.0.1:7077/api/status   # with serve --token-file tok\n");
 }
 
 struct conn {
@@ -67,6 +84,11 @@ struct conn {
 	int state; /* FR_SERVE_SLOT_*: atomic, a worker frees a BUSY slot */
 	size_t len;
 	int64_t deadline_ns; /* CLOCK_MONOTONIC */
+	/* Who connected, learnt at accept (the client's socket surely
+	 * exists then): peer_err < 0 when it could not be, for peer_why. */
+	struct fr_serve_peer peer;
+	int peer_err;
+	char peer_why[200];
 	char buf[FR_HTTP_HEAD_MAX];
 };
 
@@ -191,8 +213,37 @@ static int is_loopback(const struct sockaddr_storage *ss)
 	return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
 }
 
-/* Listens on `ss` and prints the page's address. Returns the socket, with
- * s->listen_addr and s->port set, or -1 after saying why. */
+/* Prints the page's address: with the token, unless it came from a file
+ * (whoever wrote the file has it). The token goes to stdout only, which is
+ * the terminal of whoever ran serve, or where they sent it; a file others
+ * may read is warned of. */
+static void print_address(const struct fr_serve *s, int ipv6, int token_from_file)
+{
+	struct stat st;
+
+	printf(ipv6 ? "http://[%s]:%u/%s%s\n" : "http://%s:%u/%s%s\n", s->listen_addr, s->port,
+	       token_from_file ? "" : "?token=", token_from_file ? "" : s->token);
+	fflush(stdout);
+	if (!token_from_file && fstat(STDOUT_FILENO, &st) == 0 &&
+	    (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)) && (st.st_mode & 044))
+		fprintf(stderr,
+			"%s serve: the address on stdout holds the page's token, and others "
+			"may read the file it goes to (mode %04o)\n",
+			prog, (unsigned)(st.st_mode & 07777));
+}
+
+/* The 401's body: how to get in, with the address but not the token. */
+static void set_unauthorized(struct fr_serve *s, int ipv6)
+{
+	snprintf(s->unauthorized, sizeof(s->unauthorized),
+		 "This page needs its token. Open the address flightrec serve printed when it "
+		 "started (http://%s%s%s:%u/?token=...): the page keeps the token in a cookie. "
+		 "A script sends it as \"Authorization: Bearer TOKEN\".\n",
+		 ipv6 ? "[" : "", s->listen_addr, ipv6 ? "]" : "", s->port);
+}
+
+/* Listens on `ss`. Returns the socket, with s->listen_addr and s->port
+ * set, or -1 after saying why. */
 static int listen_on(struct sockaddr_storage *ss, socklen_t sslen, struct fr_serve *s)
 {
 	char *host = s->listen_addr;
@@ -210,14 +261,15 @@ static int listen_on(struct sockaddr_storage *ss, socklen_t sslen, struct fr_ser
 		inet_ntop(AF_INET, &((struct sockaddr_in *)ss)->sin_addr, host,
 			  sizeof(s->listen_addr));
 		s->port = ntohs(((struct sockaddr_in *)ss)->sin_port);
-		printf("http://%s:%u/\n", host, s->port);
 	} else {
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ss)->sin6_addr, host,
 			  sizeof(s->listen_addr));
 		s->port = ntohs(((struct sockaddr_in6 *)ss)->sin6_port);
-		printf("http://[%s]:%u/\n", host, s->port);
 	}
-	fflush(stdout);
+	/* Cookies are per host, not per port: one serve's must not be
+	 * another's on the same host. */
+	snprintf(s->cookie_name, sizeof(s->cookie_name), "flightrec_token_%u", s->port);
+	set_unauthorized(s, ss->ss_family == AF_INET6);
 	return fd;
 }
 
@@ -277,7 +329,7 @@ static void conn_read(const struct fr_serve *s, struct fr_serve_pool *pool, stru
 			       strcmp(r->method, "HEAD") == 0);
 	else if (status)
 		fr_serve_error(c->fd, status, NULL, 0);
-	else {
+	else if (fr_serve_admit(s, c->fd, r, &c->peer, c->peer_err, c->peer_why)) {
 		__atomic_store_n(&c->state, FR_SERVE_SLOT_BUSY, __ATOMIC_RELEASE);
 		fr_serve_pool_push(pool, c->fd, r, &c->state);
 		c->fd = -1;
@@ -287,7 +339,8 @@ static void conn_read(const struct fr_serve *s, struct fr_serve_pool *pool, stru
 	conn_close(c);
 }
 
-/* Takes the new connections; past FR_SERVE_MAX_CONNS, says 503. */
+/* Takes the new connections, and learns who made each; past
+ * FR_SERVE_MAX_CONNS, says 503. */
 static void accept_all(int lfd, struct conn *conns, int64_t read_timeout_ns)
 {
 	int fd;
@@ -310,6 +363,8 @@ static void accept_all(int lfd, struct conn *conns, int64_t read_timeout_ns)
 		conns[i].state = FR_SERVE_SLOT_READING;
 		conns[i].len = 0;
 		conns[i].deadline_ns = mono_ns() + read_timeout_ns;
+		conns[i].peer_err = fr_serve_peer_lookup(fd, &conns[i].peer, conns[i].peer_why,
+							 sizeof(conns[i].peer_why));
 	}
 }
 
@@ -360,17 +415,42 @@ static int serve_loop(const struct fr_serve *s, struct fr_serve_pool *pool, int 
 	return 0;
 }
 
+/* The token every request must carry, and who is answered. Returns 0,
+ * or -1 after saying why. */
+static int set_token(struct fr_serve *s, const char *token_file)
+{
+	char why[300];
+	int err;
+
+	s->owner = geteuid();
+	if (token_file) {
+		if (fr_serve_token_read(token_file, s->token, sizeof(s->token), why, sizeof(why)) <
+		    0) {
+			fprintf(stderr, "%s serve: --token-file %s: %s\n", prog, token_file, why);
+			return -1;
+		}
+		return 0;
+	}
+	if ((err = fr_serve_token_new(s->token, sizeof(s->token))) < 0) {
+		fprintf(stderr, "%s serve: cannot make a token: %s\n", prog, strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
 int fr_cmd_serve(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"listen", required_argument, NULL, OPT_LISTEN},
 		{"allow-remote", no_argument, NULL, OPT_ALLOW_REMOTE},
 		{"read-timeout", required_argument, NULL, OPT_READ_TIMEOUT},
+		{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
 		{"socket", required_argument, NULL, FR_OPT_SOCKET},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *listen_s = "127.0.0.1:7077", *socket_s = NULL, *timeout_s = NULL;
+	const char *listen_s = "127.0.0.1:7077", *socket_s = NULL, *timeout_s = NULL,
+		   *token_file = NULL;
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct sockaddr_storage ss;
 	socklen_t sslen;
@@ -384,6 +464,7 @@ int fr_cmd_serve(int argc, char **argv)
 		case OPT_LISTEN: listen_s = optarg; break;
 		case OPT_ALLOW_REMOTE: allow_remote = 1; break;
 		case OPT_READ_TIMEOUT: timeout_s = optarg; break;
+		case OPT_TOKEN_FILE: token_file = optarg; break;
 		case FR_OPT_SOCKET: socket_s = optarg; break;
 		case 'h': usage_serve(stdout); return 0;
 		default: return fr_cli_bad_option("serve", argv);
@@ -412,12 +493,14 @@ int fr_cmd_serve(int argc, char **argv)
 	}
 	if (!is_loopback(&ss) && !allow_remote) {
 		fprintf(stderr,
-			"%s serve: %s is not a loopback address; the page has no "
-			"authentication, so anyone who reaches it sees what you may see. "
+			"%s serve: %s is not a loopback address; there, anyone who reaches the "
+			"port with the page's token sees what you may see, over plain HTTP. "
 			"Add --allow-remote to do it anyway, or use ssh -L\n",
 			prog, listen_s);
 		return EXIT_USAGE;
 	}
+	if (set_token(&s, token_file) < 0)
+		return token_file ? EXIT_USAGE : 1;
 	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();
 	if (!socket_path)
 		return 1;
@@ -431,6 +514,7 @@ int fr_cmd_serve(int argc, char **argv)
 		free(socket_path);
 		return 1;
 	}
+	print_address(&s, ss.ss_family == AF_INET6, token_file != NULL);
 	pool = fr_serve_pool_start(&s);
 	if (!pool) {
 		fprintf(stderr, "%s serve: cannot start its threads\n", prog);

@@ -1,5 +1,6 @@
 /* What the files of flightrec serve share: the server (serve.c: options,
- * listening, connections, deadlines, writing responses), the routes
+ * listening, connections, deadlines, writing responses), who is answered
+ * (serve_auth.c: the token, the peer's uid from serve_peer.h), the routes
  * (serve_api.c: the page's assets and its JSON endpoints, each a request to
  * the recorder), the workers that answer (serve_pool.c), the request parser (serve_http.h), the flame graph trees
  * (serve_tree.h), and the page's files built into the binary
@@ -9,8 +10,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "tools/serve_http.h"
+#include "tools/serve_peer.h"
 
 /* Connections served at once; one more is told 503 and closed. */
 #define FR_SERVE_MAX_CONNS 32
@@ -36,7 +39,31 @@ struct fr_serve {
 	int64_t read_timeout_ns; /* a request head's deadline after accept */
 	char listen_addr[48];	 /* numeric, as bound: for the Host check */
 	unsigned port;
+	uid_t owner;			   /* who runs serve: the uid answered, with root */
+	char token[FR_HTTP_TOKEN_MAX + 1]; /* what every request must present */
+	char cookie_name[32];		   /* "flightrec_token_PORT" */
+	char unauthorized[400];		   /* the 401's body: how to get the address */
 };
+
+/* A new token into out[0..outlen): 32 bytes of getrandom as 64 hex
+ * digits. Returns 0, -ENOSPC when out is short, or -errno of getrandom. */
+int fr_serve_token_new(char *out, size_t outlen);
+
+/* The token of --token-file `path` into out[0..outlen): its first line,
+ * 32 to FR_HTTP_TOKEN_MAX characters of [A-Za-z0-9._~-], in a regular
+ * file of the caller or root that no one else may read. Returns 0, or -1
+ * with the reason in why. */
+int fr_serve_token_read(const char *path, char *out, size_t outlen, char *why, size_t whylen);
+
+/* Whether request `r`, read on connection `fd` from `peer` (looked up at
+ * accept: peer_err < 0 when that failed, for the reason peer_why), is
+ * answered: a local peer must be the owner's or root's (403 otherwise,
+ * and when its owner could not be learnt: fail closed), and the request
+ * must carry the token (401). Returns 1 (r->set_cookie set when the token
+ * came in the query), or 0 once the refusal is answered and said on
+ * stderr (rate-limited; never the token). Called by the polling thread. */
+int fr_serve_admit(const struct fr_serve *s, int fd, struct fr_http_request *r,
+		   const struct fr_serve_peer *peer, int peer_err, const char *peer_why);
 
 /* Sends a whole response on the blocking socket `fd`: status, type and
  * body, with the headers every response gets (no caching, no framing, no

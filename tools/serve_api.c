@@ -12,7 +12,8 @@
  *   /api/threads?pid=PID    `flightrec threads --json` of a process
  *
  * QUERY takes the options of `flightrec attach` by their long names: from,
- * to, window, event, pid, comm, cgroup, label; a range is [from, to). */
+ * to, window, event, pid, comm, cgroup, label; a range is [from, to).
+ * Every route is reached only once serve_auth.c admitted the request. */
 #include "tools/serve.h"
 
 #include <errno.h>
@@ -361,7 +362,19 @@ void fr_serve_route(const struct fr_serve *s, int fd, const struct fr_http_reque
 	else if (strncmp(r->path, "/assets/", 8) == 0)
 		a = find_asset(r->path + 8);
 	if (a) {
-		fr_serve_respond(fd, 200, a->type, a->data, a->len, NULL, head_only);
+		char cookie[FR_HTTP_TOKEN_MAX + 128];
+
+		/* The page loaded with the token in its address keeps it in a
+		 * cookie its scripts cannot read, sent only by this site's own
+		 * requests (not a link from another site, not a form). */
+		snprintf(cookie, sizeof(cookie),
+			 "Set-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\n", s->cookie_name,
+			 s->token);
+		fr_serve_respond(fd, 200, a->type, a->data, a->len,
+				 r->set_cookie && strcmp(a->name, "index.html") == 0 ? cookie
+										     : NULL,
+				 head_only);
+		explicit_bzero(cookie, sizeof(cookie));
 		return;
 	}
 	/* Browsers ask for it; the page has none. */

@@ -104,8 +104,26 @@ static int request_line(const char *line, size_t n, struct fr_http_request *r)
 	return 0;
 }
 
-/* One header line. Returns 0 or a status; counts Host headers in *hosts. */
-static int header(const char *line, size_t n, struct fr_http_request *r, int *hosts)
+/* Copies a header's value into field[0..size): the header may come once.
+ * Returns 0 or a status. */
+static int take_header(char *field, size_t size, const char *v, size_t vlen, int *seen)
+{
+	if (++*seen > 1)
+		return 400;
+	if (vlen >= size)
+		return 431;
+	memcpy(field, v, vlen);
+	field[vlen] = '\0';
+	return 0;
+}
+
+/* How many times the headers kept whole were seen. */
+struct seen {
+	int host, cookie, authorization;
+};
+
+/* One header line. Returns 0 or a status. */
+static int header(const char *line, size_t n, struct fr_http_request *r, struct seen *seen)
 {
 	const char *colon = memchr(line, ':', n), *v;
 	size_t nlen, vlen;
@@ -123,10 +141,15 @@ static int header(const char *line, size_t n, struct fr_http_request *r, int *ho
 	while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
 		vlen--;
 	if (nlen == 4 && strncasecmp(line, "host", 4) == 0) {
-		if (++*hosts > 1 || vlen >= sizeof(r->host))
+		/* A Host past its limit is no name of ours: 400 as before. */
+		if (vlen >= sizeof(r->host))
 			return 400;
-		memcpy(r->host, v, vlen);
-		r->host[vlen] = '\0';
+		return take_header(r->host, sizeof(r->host), v, vlen, &seen->host);
+	} else if (nlen == 6 && strncasecmp(line, "cookie", 6) == 0) {
+		return take_header(r->cookie, sizeof(r->cookie), v, vlen, &seen->cookie);
+	} else if (nlen == 13 && strncasecmp(line, "authorization", 13) == 0) {
+		return take_header(r->authorization, sizeof(r->authorization), v, vlen,
+				   &seen->authorization);
 	} else if (nlen == 17 && strncasecmp(line, "transfer-encoding", 17) == 0) {
 		return 400; /* a body; GET takes none */
 	} else if (nlen == 14 && strncasecmp(line, "content-length", 14) == 0) {
@@ -140,7 +163,8 @@ int fr_http_parse(const char *buf, size_t len, struct fr_http_request *r)
 {
 	size_t end, pos = 0, n;
 	const char *line;
-	int ret, hosts = 0, nheaders = 0;
+	struct seen seen = {0};
+	int ret, nheaders = 0;
 
 	memset(r, 0, sizeof(*r));
 	end = head_end(buf, len < FR_HTTP_HEAD_MAX ? len : FR_HTTP_HEAD_MAX);
@@ -160,14 +184,14 @@ int fr_http_parse(const char *buf, size_t len, struct fr_http_request *r)
 			break; /* the blank line */
 		if (++nheaders > FR_HTTP_HEADERS_MAX)
 			return 431;
-		if ((ret = header(line, n, r, &hosts)))
+		if ((ret = header(line, n, r, &seen)))
 			return ret;
 	}
 	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
 		return 405;
 	/* HTTP/1.1 requires a Host; this server requires it of 1.0 too,
 	 * since it is what stops DNS rebinding. */
-	if (!hosts)
+	if (!seen.host)
 		return 400;
 	r->head_len = end;
 	return 0;
@@ -270,6 +294,83 @@ int fr_http_host_ok(const char *host, const char *listen_addr, unsigned port)
 	return 0;
 }
 
+int fr_http_token_equal(const char *given, size_t glen, const char *token)
+{
+	size_t tlen = strlen(token);
+	unsigned char diff = glen != tlen;
+
+	/* As long as the token whatever was given; no early exit. */
+	for (size_t i = 0; i < tlen; i++)
+		diff |= (unsigned char)((i < glen ? given[i] : 0) ^ token[i]);
+	return tlen && !diff;
+}
+
+/* Whether some cookie named `name` in the Cookie header `cookie` ("a=1;
+ * b=2", RFC 6265 5.4) has the value `token` (bare or in double quotes).
+ * Returns 1 on a match, 0 when one of that name was given and none
+ * matched, -1 when none of that name was given. */
+static int cookie_match(const char *cookie, const char *name, const char *token)
+{
+	size_t nlen = strlen(name);
+	int given = -1;
+
+	for (const char *p = cookie; *p;) {
+		const char *end = strchr(p, ';'), *eq;
+		size_t len;
+
+		if (!end)
+			end = p + strlen(p);
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		eq = memchr(p, '=', (size_t)(end - p));
+		if (eq && (size_t)(eq - p) == nlen && memcmp(p, name, nlen) == 0) {
+			const char *v = eq + 1;
+
+			len = (size_t)(end - v);
+			while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+				len--;
+			if (len >= 2 && v[0] == '"' && v[len - 1] == '"')
+				v++, len -= 2;
+			if (fr_http_token_equal(v, len, token))
+				return 1;
+			given = 0;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return given;
+}
+
+/* The same for "Authorization: Bearer TOKEN" (RFC 6750 2.1). */
+static int bearer_match(const char *authorization, const char *token)
+{
+	const char *v = authorization;
+
+	if (!v[0])
+		return -1;
+	if (strncasecmp(v, "bearer", 6) != 0 || (v[6] != ' ' && v[6] != '\t'))
+		return 0;
+	v += 7;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	return fr_http_token_equal(v, strlen(v), token);
+}
+
+enum fr_http_auth fr_http_auth_check(const struct fr_http_request *r, const char *cookie_name,
+				     const char *token)
+{
+	char given[FR_HTTP_TOKEN_MAX + 1];
+	int n = fr_http_query_get(r->query, "token", given, sizeof(given)), c, b, wrong;
+
+	if (n >= 0 && fr_http_token_equal(given, (size_t)n, token))
+		return FR_HTTP_AUTH_QUERY;
+	wrong = n != -1;
+	if ((c = cookie_match(r->cookie, cookie_name, token)) == 1)
+		return FR_HTTP_AUTH_COOKIE;
+	if ((b = bearer_match(r->authorization, token)) == 1)
+		return FR_HTTP_AUTH_BEARER;
+	return wrong || c == 0 || b == 0 ? FR_HTTP_AUTH_WRONG : FR_HTTP_AUTH_NONE;
+}
+
 char *fr_http_utf8_clean(const char *text, size_t len, size_t *outlen)
 {
 	const unsigned char *s = (const unsigned char *)text;
@@ -301,6 +402,7 @@ const char *fr_http_reason(int status)
 	case 200: return "OK";
 	case 204: return "No Content";
 	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
 	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";

@@ -130,7 +130,7 @@ static void hhmmss(int64_t ns, char *buf, size_t len)
  * BAR_W columns. Rounding is on the running sum, so the bar's length is
  * the step's total whatever the groups' sizes. */
 static void draw_row(FILE *out, const cJSON *groups, int k, double max, const char *label,
-		     const char *value)
+		     const char *value, int lost)
 {
 	char bar[BAR_W + 1];
 	double cum = 0;
@@ -154,7 +154,7 @@ static void draw_row(FILE *out, const cJSON *groups, int k, double max, const ch
 			bar[pos] = other ? '.' : MARKS[g % (sizeof(MARKS) - 1)];
 		g++;
 	}
-	fprintf(out, "%s %s %*s\n", label, bar, VALUE_W, value);
+	fprintf(out, "%s %s %*s%s\n", label, bar, VALUE_W, value, lost ? " !" : "");
 }
 
 /* The time of the window the ring covers, [*from, *to): from its first
@@ -191,6 +191,49 @@ static int before_ring(FILE *out, int64_t start, double step, int nsteps, int64_
 	hhmmss(from, c, sizeof(c));
 	fprintf(out, "%s–%s  no samples: before the ring's first, at %s UTC\n", a, b, c);
 	return k;
+}
+
+/* How many samples of `event` the window lost, when some were. */
+static void lost_line(FILE *out, const char *event, double lost)
+{
+	if (lost > 0)
+		fprintf(out,
+			"! %.0f samples of %.20s lost in this window (machine-wide; rows marked !): "
+			"the recorder fell behind\n",
+			lost, event);
+}
+
+/* Rows k0 to nsteps of the timeline `tl`, bars scaled to `max`; a step
+ * whose samples were partly lost is marked "!", and a line says how many
+ * the window lost. */
+static void draw_rows(FILE *out, const cJSON *tl, int k0, int nsteps, double max)
+{
+	const cJSON *groups = cJSON_GetObjectItemCaseSensitive(tl, "groups"), *grp;
+	const char *event = fr_cli_str(tl, "event"), *unit = fr_cli_str(tl, "unit");
+	double step = fr_cli_num(tl, "step_ns");
+	int64_t start = (int64_t)fr_cli_num(tl, "start_ns");
+	/* The event's samples lost, per step (only when some were). */
+	const cJSON *lost_obj = cJSON_GetObjectItemCaseSensitive(tl, "lost");
+	const cJSON *lost_steps = cJSON_GetObjectItemCaseSensitive(lost_obj, "values");
+	double lost = fr_cli_num(lost_obj, "total");
+	char val[32];
+
+	for (int k = k0; k < nsteps; k++) {
+		const cJSON *l = cJSON_GetArrayItem(lost_steps, k);
+		double sum = 0;
+		char label[16];
+
+		cJSON_ArrayForEach(grp, groups) {
+			const cJSON *v =
+				cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(grp, "values"),
+						   k);
+			sum += cJSON_IsNumber(v) ? v->valuedouble : 0;
+		}
+		hhmmss(start + (int64_t)(k * step), label, sizeof(label));
+		step_value(event, unit, sum, step, val, sizeof(val));
+		draw_row(out, groups, k, max, label, val, cJSON_IsNumber(l) && l->valuedouble > 0);
+	}
+	lost_line(out, event, lost);
 }
 
 int fr_tl_render(FILE *out, const cJSON *tl)
@@ -231,23 +274,12 @@ int fr_tl_render(FILE *out, const cJSON *tl)
 			from >= end ? ": it ends before the ring's first sample, at " : "",
 			from >= end ? (hhmmss(from, a, sizeof(a)), a) : "",
 			from >= end ? " UTC" : "");
+		lost_line(out, event,
+			  fr_cli_num(cJSON_GetObjectItemCaseSensitive(tl, "lost"), "total"));
 		return 0;
 	}
 	covered(tl, start, end, &from, &to);
-	for (int k = before_ring(out, start, step, nsteps, from); k < nsteps; k++) {
-		double sum = 0;
-		char label[16];
-
-		cJSON_ArrayForEach(grp, groups) {
-			const cJSON *v =
-				cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(grp, "values"),
-						   k);
-			sum += cJSON_IsNumber(v) ? v->valuedouble : 0;
-		}
-		hhmmss(start + (int64_t)(k * step), label, sizeof(label));
-		step_value(event, unit, sum, step, val, sizeof(val));
-		draw_row(out, groups, k, max, label, val);
-	}
+	draw_rows(out, tl, before_ring(out, start, step, nsteps, from), nsteps, max);
 	fputc('\n', out);
 	cJSON_ArrayForEach(grp, groups) {
 		const char *name = fr_cli_str(grp, "name");

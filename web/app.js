@@ -6,6 +6,11 @@
  * computes a profile. window.flightrec is what the browser test reads. */
 'use strict';
 (function () {
+	/* The server keeps the token of the address this page was opened
+	 * with in a cookie; out of the address bar, it stays out of the
+	 * history, of bookmarks and of screenshots. */
+	if (new URLSearchParams(location.search).has('token'))
+		history.replaceState(null, '', location.pathname);
 	const $ = (id) => document.getElementById(id);
 	const COLORS = ['#e6550d', '#3182bd', '#31a354', '#756bb1', '#e7ba52', '#de9ed6',
 		'#17becf', '#8c564b', '#bcbd22', '#7f7f7f', '#393b79', '#ad494a'];
@@ -142,7 +147,24 @@
 			ctx.fillStyle = m.color;
 			ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
 		}
+		drawLost(u, ctx);
 		ctx.restore();
+	}
+
+	/* The steps in which the recorder lost samples of the event (the
+	 * timeline's "lost", machine-wide): a red tick along the top. */
+	function drawLost(u, ctx) {
+		const t = state.timeline;
+		if (!t || !t.lost || !t.lost.values)
+			return;
+		ctx.fillStyle = 'rgba(200,0,0,0.9)';
+		t.lost.values.forEach((n, k) => {
+			if (!(n > 0))
+				return;
+			const x0 = u.valToPos((t.start_ns + k * t.step_ns) / 1e9, 'x', true);
+			const x1 = u.valToPos((t.start_ns + (k + 1) * t.step_ns) / 1e9, 'x', true);
+			ctx.fillRect(x0, u.bbox.top, Math.max(2, x1 - x0), 6);
+		});
 	}
 
 	function mark(marks) {
@@ -161,7 +183,8 @@
 			fillEvents(t);
 			$('ring').textContent = t.ring.first_ns ? 'ring: ' + utc(t.ring.first_ns / 1e9) +
 				' to ' + utc(t.ring.last_ns / 1e9) + ', ' + t.samples + ' samples of ' +
-				t.event : 'the ring is empty';
+				t.event + (t.lost && t.lost.total ? ', ' + t.lost.total +
+				' lost (red along the top)' : '') : 'the ring is empty';
 			drawTimeline(t);
 			message('', true);
 		} catch (e) {

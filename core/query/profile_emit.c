@@ -538,7 +538,16 @@ static void loss_comments(const struct builder *b, struct fr_pprof *p)
 		const struct gevent *g = &b->ev[e];
 		const struct fr_profile_event_result *er = g->res;
 
-		if (er->lost) {
+		if (er->lost && g->id == FR_EVENT_OFFCPU) {
+			/* One lost record is one wait; how long it was is not
+			 * stored (the eBPF mechanism's status counts it). */
+			snprintf(line, sizeof(line),
+				 "%s: %" PRIu64 " off-CPU waits lost in this window%s: the "
+				 "recorder fell behind and their records found no room, so their "
+				 "time is missing from this profile",
+				 g->name, er->lost, whose);
+			comment(p, line);
+		} else if (er->lost) {
 			snprintf(line, sizeof(line),
 				 "%s: %" PRIu64 " samples lost by the kernel in this window%s: the "
 				 "recorder fell behind",

@@ -302,8 +302,13 @@ int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, int64_t start_ns, bool sa
 		return -ENOENT;
 	if (!s->jit && !(s->jit = fr_perfmaps_new()))
 		return -ENOMEM;
-	if (s->cache_dir && start_ns > 0)
-		fr_symcache_perfmap_name(cached, sizeof(cached), s->cache_dir, pid, start_ns);
+	/* A copy made before copies of users' maps carried their uid has
+	 * root's name. */
+	if (s->cache_dir && start_ns > 0 &&
+	    (fr_symcache_perfmap_name(cached, sizeof(cached), s->cache_dir, pid, start_ns,
+				      s->owner) < 0 ||
+	     (s->owner && access(cached, F_OK) < 0)))
+		fr_symcache_perfmap_name(cached, sizeof(cached), s->cache_dir, pid, start_ns, 0);
 	return fr_perfmaps_lookup(s->jit, pid, same_root,
 				  s->cache_dir && start_ns > 0 ? cached : NULL, addr, name);
 }
@@ -325,9 +330,14 @@ void fr_symbols_set_owner(struct fr_symbols *s, uint32_t uid)
 	s->owner = uid;
 }
 
-int fr_symcache_perfmap_name(char *buf, size_t len, const char *dir, uint32_t pid, int64_t start_ns)
+int fr_symcache_perfmap_name(char *buf, size_t len, const char *dir, uint32_t pid, int64_t start_ns,
+			     uint32_t owner)
 {
-	int n = snprintf(buf, len, "%s/perf-%u-%lld.map", dir, pid, (long long)start_ns);
+	const char *sep = dir ? "/" : "";
+	int n = owner ? snprintf(buf, len, "%s%sperf-%u-%lld.u%u.map", dir ? dir : "", sep, pid,
+				 (long long)start_ns, owner)
+		      : snprintf(buf, len, "%s%sperf-%u-%lld.map", dir ? dir : "", sep, pid,
+				 (long long)start_ns);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

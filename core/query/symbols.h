@@ -45,7 +45,7 @@ struct fr_symbols *fr_symbols_new(const char *kallsyms);
  *   used instead, when it carries exactly that build id (a cache entry
  *   without one, or with another, is never used); its mtime is touched,
  *   so the recorder evicts the least recently used first. The perf map of
- *   a process that has exited is CACHE_DIR/perf-PID-START_NS.map
+ *   a process that has exited is CACHE_DIR/perf-PID-START_NS[.uUID].map
  *   (fr_symcache_perfmap_name()).
  * - `debug_dirs` (NULL: FR_SYMBOLS_DEBUG_DIR alone; `ndebug_dirs` 0: none),
  *   searched in order for DIR/.build-id/xx/rest.debug on the host, then
@@ -72,10 +72,12 @@ void fr_symbols_set_owner(struct fr_symbols *s, uint32_t uid);
 int fr_symcache_elf_name(char *buf, size_t len, const uint8_t *bid, size_t bid_len, uint32_t owner);
 
 /* The symbol cache's name of the perf map of process `pid` started at
- * `start_ns` (Unix ns, as chunks record it) in `dir`, into buf. Returns 0
- * or -ENAMETOOLONG. */
-int fr_symcache_perfmap_name(char *buf, size_t len, const char *dir, uint32_t pid,
-			     int64_t start_ns);
+ * `start_ns` (Unix ns, as chunks record it) of user `owner` in `dir`
+ * (NULL: the name alone), into buf: perf-PID-START_NS.map, with ".u" and
+ * the uid before ".map" unless root's (the cache counts its files per
+ * owner by their names). Returns 0 or -ENAMETOOLONG. */
+int fr_symcache_perfmap_name(char *buf, size_t len, const char *dir, uint32_t pid, int64_t start_ns,
+			     uint32_t owner);
 
 /* From now on, names user addresses only from a file whose build id is
  * the mapping's (-ESTALE otherwise, a missing build id on either side

@@ -515,6 +515,31 @@ static int setup(const struct fr_timeline_request *req, struct fr_timeline *t, c
 	return 0;
 }
 
+/* The chunk's lost samples of the event, in the step of its end (see
+ * "lost" in core/query/timeline.h). Returns 0 or -ENOMEM. */
+static int add_losses(struct fr_timeline *t, const struct fr_chunk *c)
+{
+	int64_t at = c->hdr.last_ns;
+	uint32_t k;
+
+	for (uint32_t e = 0; e < c->nevents; e++) {
+		if (c->events[e].event != t->event || !c->events[e].lost)
+			continue;
+		if (!t->lost_steps) {
+			t->lost_steps = calloc(t->nsteps, sizeof(*t->lost_steps));
+			if (!t->lost_steps)
+				return -ENOMEM;
+		}
+		at = at < t->start_ns ? t->start_ns : at >= t->end_ns ? t->end_ns - 1 : at;
+		k = (uint32_t)((at - t->start_ns) / t->step_ns);
+		if (k >= t->nsteps)
+			k = t->nsteps - 1;
+		t->lost_steps[k] += c->events[e].lost;
+		t->lost += c->events[e].lost;
+	}
+	return 0;
+}
+
 static int read_chunks(struct tl *tl, struct fr_ring *ring, char *err, size_t errlen)
 {
 	struct fr_timeline *t = tl->t;
@@ -552,6 +577,8 @@ static int read_chunks(struct tl *tl, struct fr_ring *ring, char *err, size_t er
 		if (ret == 0) {
 			t->chunks++;
 			ret = add_chunk(tl, c);
+			if (ret == 0)
+				ret = add_losses(t, c);
 		} else if (ret != -ENOMEM) {
 			t->chunks_skipped++;
 			ret = 0;
@@ -651,5 +678,6 @@ void fr_timeline_free(struct fr_timeline *t)
 	for (uint32_t g = 0; t->groups && g < t->ngroups; g++)
 		free(t->groups[g].values);
 	free(t->groups);
+	free(t->lost_steps);
 	free(t);
 }

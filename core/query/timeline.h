@@ -51,15 +51,24 @@
  *    "events":["cpu","offcpu",...],          // events with samples in the
  *                                            // window's chunks, by id
  *    "samples":N,                            // samples counted
+ *    "lost":{"total":N,"values":[N,...]},    // only when some were lost
  *    "groups":[{"name":"nginx (1234)","pid":1234,"total":N,"values":[N,...]},
  *              ...,
  *              {"name":"other","total":N,"values":[...]}]}
  *
  * "pid" only with by=process; "values" has exactly `steps` entries and
- * "total" is their sum. Names are JSON strings (escaped). start_ns and
- * end_ns are the asked window rounded out to multiples of step_ns (steps
- * start at multiples of the step since the epoch, so two timelines of one
- * ring line up): the last step of a window ending now ends in the future.
+ * "total" is their sum. "lost": the event's samples the recorder lost
+ * (the chunks' lost counters, machine-wide: perf's lost records, off-CPU
+ * waits the eBPF program dropped), each chunk's in the step holding its
+ * last sample (within a second or so of when they were lost; a chunk the
+ * journal merged puts its group's at the group's end, so unlike the
+ * values they may move when the ring merges: a window counts every chunk
+ * it reads, whole, as a profile's comment does); absent when none was
+ * counted (a fleet query knows of none). Names are JSON strings
+ * (escaped). start_ns and end_ns are the asked window rounded out to
+ * multiples of step_ns (steps start at multiples of the step since the
+ * epoch, so two timelines of one ring line up): the last step of a window
+ * ending now ends in the future.
  *
  * SPEED: every sample of the window is decoded (no chunk summary: an
  * hour at 999 Hz on 2 CPUs is about 0.16 s of CPU, docs/performance.md).
@@ -133,6 +142,12 @@ struct fr_timeline {
 	uint32_t nevents; /* sorted by id */
 	uint32_t events[FR_TIMELINE_EVENTS_MAX];
 	uint64_t samples;
+	/* Samples of the event lost (the `lost` counters of the window's
+	 * chunks: machine-wide, whatever the groups and the viewer), each
+	 * chunk's in the step of its end, clamped to the window; lost_steps
+	 * (nsteps) is NULL when none was. */
+	uint64_t lost;
+	uint64_t *lost_steps;
 	uint32_t ngroups; /* the top groups, largest first, then "other" */
 	struct fr_timeline_group *groups;
 	/* Chunks read, and skipped as damaged or overwritten meanwhile (not

@@ -106,7 +106,14 @@ int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
 			fputc(',', f);
 		json_str(f, fr_event_format(t->events[e], ev, sizeof(ev)));
 	}
-	fprintf(f, "],\"samples\":%" PRIu64 ",\"groups\":[", t->samples);
+	fprintf(f, "],\"samples\":%" PRIu64, t->samples);
+	if (t->lost && t->lost_steps) {
+		fprintf(f, ",\"lost\":{\"total\":%" PRIu64 ",\"values\":[", t->lost);
+		for (uint32_t k = 0; k < t->nsteps; k++)
+			fprintf(f, k ? ",%" PRIu64 : "%" PRIu64, t->lost_steps[k]);
+		fputs("]}", f);
+	}
+	fputs(",\"groups\":[", f);
 	for (uint32_t g = 0; g < t->ngroups; g++) {
 		const struct fr_timeline_group *o = &t->groups[g];
 

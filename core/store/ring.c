@@ -245,10 +245,13 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size, uint64_t
 		if (ret < 0)
 			goto err;
 	}
-	/* Only opening writes the superblock (creating the ring, repairing
-	 * it, adding its copy); an open ring has no use for it. */
-	free(r->sb);
-	r->sb = NULL;
+	/* Opening writes the superblock (creating the ring, repairing it,
+	 * adding its copy); an open ring writes it again only when someone
+	 * truncated the file under it (ring_restore_size()). */
+	if (rdonly) {
+		free(r->sb);
+		r->sb = NULL;
+	}
 
 	r->seg_chunks = calloc(r->nsegments, sizeof(*r->seg_chunks));
 	if (!r->seg_chunks) {

@@ -180,6 +180,9 @@ size_t fr_ring_max_chunk(const struct fr_ring *r);
 /* Appends an encoded chunk (core/store/chunk.h), assigning it the next sequence
  * number (written into `chunk`): to the journal when the ring has one
  * (storing the group merged first when it is due), else to a segment.
+ * A file found shorter than the ring (truncated since it opened) first
+ * gets its size back, allocated, and its superblocks written again; the
+ * chunks past the cut are forgotten and counted as corrupt.
  * Only one thread may append. Returns 0,
  * -EFBIG when the chunk is larger than fr_ring_max_chunk(), -EBADMSG when
  * it is not a valid chunk, -EROFS for a read-only ring, or -errno from the

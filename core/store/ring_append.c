@@ -240,6 +240,9 @@ int fr_ring_append(struct fr_ring *r, void *chunk, size_t len)
 	if (fr_chunk_verify(chunk, len) < 0)
 		return -EBADMSG;
 	fr_chunk_header_parse(chunk, len, &h);
+	ret = ring_restore_size(r);
+	if (ret < 0)
+		return ret;
 
 	if (!r->journal_size || alen > r->journal_size / 2) {
 		/* Straight to a segment, after the group (numbers stay in

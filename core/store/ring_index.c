@@ -145,3 +145,29 @@ void ring_jidx_remove_at(struct fr_ring *r, size_t pos)
 	memmove(&r->jidx[pos], &r->jidx[pos + 1], (r->jcount - pos - 1) * sizeof(*r->jidx));
 	r->jcount--;
 }
+
+/* Drops every chunk, of the segments and of the journal, that does not lie
+ * wholly before byte `cut` of the file: what a truncation took. Returns how
+ * many. Callers hold the write lock. */
+size_t ring_idx_drop_beyond(struct fr_ring *r, uint64_t cut)
+{
+	size_t keep = 0, dropped = 0;
+
+	for (size_t i = 0; i < r->idx_count; i++) {
+		struct fr_ring_ref ref = *ring_idx_at(r, i);
+
+		if (ref.offset + ref.len > cut) {
+			ring_idx_account_drop(r, &ref);
+			dropped++;
+			continue;
+		}
+		*ring_idx_at(r, keep++) = ref;
+	}
+	r->idx_count = keep;
+	for (size_t i = r->jcount; i-- > 0;)
+		if (r->jidx[i].offset + r->jidx[i].len > cut) {
+			ring_jidx_remove_at(r, i);
+			dropped++;
+		}
+	return dropped;
+}

@@ -44,7 +44,8 @@ struct fr_ring {
 	uint32_t version;      /* of the file: 1 or 2 */
 	uint64_t journal_size; /* 0: none */
 	unsigned char *sb;     /* the superblock in force, FR_RING_SB_LEN bytes;
-	                        * opening only: NULL once open */
+	                        * kept by a writable ring to write it again
+	                        * after a truncation (ring_restore_size()) */
 	bool sb_copy;	       /* the file holds an intact copy of it */
 	enum fr_ring_sb sb_state;
 
@@ -123,6 +124,7 @@ void ring_idx_remove_at(struct fr_ring *r, size_t pos);
 struct fr_ring_ref ring_ref_of(const struct fr_chunk_header *h, uint64_t offset);
 int ring_jidx_push(struct fr_ring *r, const struct fr_ring_ref *ref);
 void ring_jidx_remove_at(struct fr_ring *r, size_t pos);
+size_t ring_idx_drop_beyond(struct fr_ring *r, uint64_t cut);
 
 /* core/store/ring_append.c: stores the journal's group as one chunk of the
  * segments and empties the journal. */
@@ -138,6 +140,17 @@ int ring_sb_load(struct fr_ring *r, uint64_t actual_size, char *err, size_t errl
 void ring_sb_repair(struct fr_ring *r);
 void ring_sb_add_copy(struct fr_ring *r, uint64_t actual_size);
 int ring_move_aside(struct fr_ring *r, const char *why, char *err, size_t errlen);
+
+/* A writable ring cut short while open (truncated by someone with the
+ * rights to) gets its size back, allocated, before the next append, as an
+ * open gives it back: appends past the cut would otherwise leave the file
+ * sparse (the disk may be full when they land) and a cut superblock would
+ * make the next open move the ring aside. The chunks past the cut leave
+ * the index (counted as corrupt), the superblock and its copy are written
+ * again from memory, and a segment cursor past the cut moves on to the
+ * next segment. Appending thread only. Returns 0, or -errno when the
+ * allocation or a write fails. */
+int ring_restore_size(struct fr_ring *r);
 
 int ring_sb_existing(struct fr_ring *r, uint64_t actual_size, uint64_t size, uint64_t segment_size,
 		     char *err, size_t errlen);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -537,5 +538,73 @@ int ring_sb_existing(struct fr_ring *r, uint64_t actual_size, uint64_t size, uin
 			   " segments of %" PRIu64 " bytes); the requested size applies "
 			   "only to a new ring",
 			   r->path, r->file_size, r->nsegments, r->segment_size);
+	return 0;
+}
+
+/* Writes the superblock kept in memory at `off` (0, or the copy's place). */
+static int sb_write_again(struct fr_ring *r, uint64_t off)
+{
+	return ring_write(r, r->sb, FR_RING_SB_LEN, off);
+}
+
+/* A ring file removed or replaced at its path under a running recorder
+ * (the one writer's lock stops neither) is not recreated: another file at
+ * the path is not the ring's to write, and chunks keep landing in the file
+ * open. But it is said, once a minute, since a restart will not find them. */
+static void check_path(const struct fr_ring *r, const struct stat *open_st)
+{
+	struct stat st;
+
+	if (stat(r->path, &st) == 0 && st.st_dev == open_st->st_dev && st.st_ino == open_st->st_ino)
+		return;
+	fr_log_ratelimited(FR_LOG_WARN, 60000000000LL,
+			   "the ring file %s was removed or replaced while recording; chunks go on "
+			   "into the file the recorder has open, which a restart will not find",
+			   r->path);
+}
+
+int ring_restore_size(struct fr_ring *r)
+{
+	uint64_t want = r->file_size + (r->sb_copy ? FR_RING_SB_LEN : 0), cut;
+	struct stat st;
+	size_t lost;
+	int ret;
+
+	if (r->rdonly || !r->sb)
+		return 0;
+	if (fstat(r->fd, &st) < 0)
+		return -errno;
+	check_path(r, &st);
+	if ((uint64_t)st.st_size >= want)
+		return 0;
+	cut = (uint64_t)st.st_size;
+	pthread_rwlock_wrlock(&r->lock);
+	lost = ring_idx_drop_beyond(r, cut);
+	r->corrupt += lost;
+	pthread_rwlock_unlock(&r->lock);
+	/* The chunks of the cursor's segment before it are gone: what is
+	 * appended next goes to the next segment, whose scan at the next
+	 * open starts at a chunk rather than at zeroes. */
+	if (cut < seg_base(r, r->cur_seg) + r->cur_off)
+		r->cur_off = r->segment_size;
+	ret = posix_fallocate(r->fd, 0, (off_t)want);
+	if (ret) {
+		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL,
+				   "%s was truncated to %" PRIu64
+				   " bytes while recording and its %" PRIu64
+				   " bytes cannot be allocated again: %s",
+				   r->path, cut, want, strerror(ret));
+		return -ret;
+	}
+	ret = cut < FR_RING_SB_LEN ? sb_write_again(r, 0) : 0;
+	if (ret == 0 && r->sb_copy)
+		ret = sb_write_again(r, r->file_size);
+	if (ret == 0)
+		ret = ring_fdatasync(r);
+	if (ret < 0)
+		return ret;
+	fr_log_warn("%s was truncated to %" PRIu64 " bytes while recording; its size of %" PRIu64
+		    " bytes is restored, allocated (%zu chunks past the cut are lost)",
+		    r->path, cut, want, lost);
 	return 0;
 }

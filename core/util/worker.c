@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "core/util/log.h"
+#include "core/util/priority.h"
 
 struct fr_worker {
 	pthread_t thread;
@@ -39,6 +40,8 @@ static void *worker_main(void *p)
 {
 	struct fr_worker *w = p;
 
+	/* Its calls read what users control: never above the process. */
+	fr_priority_normal();
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		while ((!w->fn || w->done) && !w->stop)

@@ -43,6 +43,12 @@
  * and a page not in memory (or a user's userfaultfd region) only cuts it
  * short. Without stack_copy, the kernel's frame-pointer walk.
  *
+ * Nothing is lost in silence: a wait the ring buffer has no room for (or
+ * no storage) is counted in the per-CPU `counters` (drops, dropped_ns),
+ * which the recorder reads at each drain and adds to the offcpu event's
+ * lost; a labels record with no room (label_drops) leaves its wait without
+ * labels.
+ *
  * Kernel structures are read with CO-RE: only the fields used are
  * declared (preserve_access_index), so no generated vmlinux.h is needed.
  * Records: recorder/bpf/offcpu_bpf.h. Loaded by recorder/bpf_offcpu.c.
@@ -214,7 +220,19 @@ static __u64 submit_flags(void)
 		       : BPF_RB_NO_WAKEUP;
 }
 
-static void emit_short(struct task_struct *t, struct task_state *s, __u64 now)
+/* A wait the recorder will never see: one lost offcpu sample, of `ns`. */
+static void count_drop(struct fr_bpf_counters *c, __u64 ns)
+{
+	if (c) {
+		c->drops++;
+		c->dropped_ns += ns;
+	}
+}
+
+/* Sends thread t's short waits as one record. With no room, a thread that
+ * goes on keeps them in its total for its next record (not a loss); at
+ * its exit (final) they are lost. */
+static void emit_short(struct task_struct *t, struct task_state *s, __u64 now, int final)
 {
 	struct fr_bpf_counters *c = counts();
 	struct fr_bpf_wait_head *r;
@@ -224,8 +242,10 @@ static void emit_short(struct task_struct *t, struct task_state *s, __u64 now)
 		return;
 	r = bpf_ringbuf_reserve(&waits, sizeof(*r), 0);
 	if (!r) {
-		if (c)
-			c->drops++;
+		if (final)
+			count_drop(c, s->short_ns);
+		else if (c)
+			c->short_retries++;
 		return;
 	}
 	r->kind = FR_BPF_WAIT_SHORT;
@@ -286,8 +306,9 @@ static void emit_labels(struct task_struct *t, __u64 end, struct fr_bpf_counters
 		return;
 	r = bpf_ringbuf_reserve(&waits, sizeof(*r), 0);
 	if (!r) {
+		/* The wait goes on without its labels: not a lost sample. */
 		if (c)
-			c->drops++;
+			c->label_drops++;
 		return;
 	}
 	r->kind = FR_BPF_LABELS_WAIT;
@@ -330,8 +351,7 @@ static void emit_copy(struct task_struct *t, const struct pending_wait *p,
 	emit_labels(t, p->end, c);
 	r = bpf_ringbuf_reserve(&waits, sizeof(*r) + stack_copy, 0);
 	if (!r) {
-		if (c)
-			c->drops++;
+		count_drop(c, p->end - p->start);
 		return;
 	}
 	fill_head(&r->h, t, p);
@@ -365,8 +385,10 @@ static void emit_long(void *ctx, struct task_struct *t, struct task_state *s, in
 	s->pending = 0;
 	__sync_fetch_and_add(&pending_n, -1);
 	p = bpf_task_storage_get(&pendings, t, 0, 0);
-	if (!p)
+	if (!p) {
+		count_drop(c, 0); /* its time went with its storage */
 		return;
+	}
 	if (stack_copy && (with_user == 1 || with_user == 3)) {
 		emit_copy(t, p, c);
 		return;
@@ -375,8 +397,7 @@ static void emit_long(void *ctx, struct task_struct *t, struct task_state *s, in
 		emit_labels(t, p->end, c);
 	r = bpf_ringbuf_reserve(&waits, sizeof(*r), 0);
 	if (!r) {
-		if (c)
-			c->drops++;
+		count_drop(c, p->end - p->start);
 		return;
 	}
 	fill_head(&r->h, t, p);
@@ -458,7 +479,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next, struc
 		s->short_n++;
 		s->short_last = now;
 		if (s->short_ns >= SHORT_FLUSH_NS || now - s->short_flushed >= SHORT_FLUSH_AGE_NS)
-			emit_short(next, s, now);
+			emit_short(next, s, now, 0);
 		return;
 	}
 	/* A wait that never got its user stack (two long waits in one
@@ -466,8 +487,11 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next, struc
 	if (s->pending)
 		emit_long(ctx, next, s, 0);
 	p = bpf_task_storage_get(&pendings, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!p)
+	if (!p) {
+		/* No memory for its pending half: the wait is lost. */
+		count_drop(counts(), wait);
 		return;
+	}
 	p->start = now - wait;
 	p->end = now;
 	p->cpu = s->out_cpu;
@@ -583,7 +607,7 @@ int BPF_PROG(on_exit, struct task_struct *t)
 	bpf_map_delete_elem(&tws, &tid);
 	if (s->pending)
 		emit_long(ctx, t, s, 0);
-	emit_short(t, s, bpf_ktime_get_ns());
+	emit_short(t, s, bpf_ktime_get_ns(), 1);
 	return 0;
 }
 

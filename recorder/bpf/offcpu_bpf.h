@@ -93,10 +93,21 @@ struct fr_bpf_counters {
 	__u64 user_stacks; /* long waits emitted with a user stack */
 	__u64 no_user;	   /* long waits emitted without one (not in a syscall) */
 	__u64 short_recs;  /* short-wait records emitted */
-	__u64 drops;	   /* records the ring buffer had no room for */
-	__u64 copies;	   /* user stacks copied (stack_copy) */
-	__u64 copy_short;  /* of them, cut short: the stack's mapping ended, or a
-			    * page was not in memory */
+	/* Waits lost: a LONG record, or a thread's last SHORT one (at its
+	 * exit), the ring buffer had no room for, or a long wait with no
+	 * storage for its pending half. Each is one lost offcpu sample: the
+	 * recorder adds the new ones to the open chunk's lost at each drain. */
+	__u64 drops;
+	__u64 copies;	  /* user stacks copied (stack_copy) */
+	__u64 copy_short; /* of them, cut short: the stack's mapping ended, or a
+			   * page was not in memory */
+	__u64 dropped_ns; /* the off-CPU time of the waits in `drops` */
+	/* Labels records the ring buffer had no room for: their waits were
+	 * kept, without labels. */
+	__u64 label_drops;
+	/* SHORT records with no room that were not lost: the waits stay in
+	 * the thread's total and go with its next record. */
+	__u64 short_retries;
 };
 
 #endif

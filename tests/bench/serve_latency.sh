@@ -35,7 +35,10 @@ url=$(head -1 "$T/serve.out")
 
 python3 - "$FR" "$T" "$url" "$from" "$to" "$runs" "$hz" <<'PY'
 import statistics, subprocess, sys, time, urllib.request
-fr, tmp, url, t0, t1 = sys.argv[1:6]
+fr, tmp, page_url, t0, t1 = sys.argv[1:6]
+# The address serve printed holds the page's token; sent as a header.
+url, _, token = page_url.partition("?token=")
+auth = {"Authorization": "Bearer " + token}
 runs, hz = int(sys.argv[6]), sys.argv[7]
 q = "from=%s&to=%s" % (t0, t1)
 def attach():
@@ -43,7 +46,8 @@ def attach():
                     "-o", tmp + "/p.pb.gz"], check=True, capture_output=True)
     return None
 def http(path):
-    return lambda: len(urllib.request.urlopen(url + path + "?" + q, timeout=300).read())
+    return lambda: len(urllib.request.urlopen(
+        urllib.request.Request(url + path + "?" + q, headers=auth), timeout=300).read())
 ways = [("attach (file)", attach), ("/api/pprof", http("api/pprof")),
         ("/api/profile (tree JSON)", http("api/profile"))]
 times = {name: [] for name, _ in ways}

@@ -5,8 +5,9 @@
  * into a request whose fields are NUL-terminated inside their arrays, whose
  * method is GET or HEAD, whose path starts with '/' and holds no control
  * byte or space, and whose head length lies within the input. The query
- * lookup and the Host check run over what was parsed, as the server runs
- * them. Any bytes, cleaned to UTF-8 for JSON, are valid UTF-8 that a
+ * lookup, the Host check and the token's check run over what was parsed,
+ * as the server runs them; the token's check matches only a request that
+ * carries the token whole (the token is not a byte of the corpus). Any bytes, cleaned to UTF-8 for JSON, are valid UTF-8 that a
  * second cleaning leaves alone.
  */
 #include "tests/fuzz/fuzz.h"
@@ -15,7 +16,7 @@
 
 #include "tools/serve_http.h"
 
-static void check_request(const struct fr_http_request *r, size_t size)
+static void check_request(const struct fr_http_request *r, const uint8_t *data, size_t size)
 {
 	char val[512];
 
@@ -23,6 +24,10 @@ static void check_request(const struct fr_http_request *r, size_t size)
 	FUZZ_CHECK(memchr(r->path, 0, sizeof(r->path)), "path not terminated");
 	FUZZ_CHECK(memchr(r->query, 0, sizeof(r->query)), "query not terminated");
 	FUZZ_CHECK(memchr(r->host, 0, sizeof(r->host)), "host not terminated");
+	FUZZ_CHECK(memchr(r->cookie, 0, sizeof(r->cookie)), "cookie not terminated");
+	FUZZ_CHECK(memchr(r->authorization, 0, sizeof(r->authorization)),
+		   "authorization not terminated");
+	FUZZ_CHECK(!r->set_cookie, "the parser set set_cookie");
 	FUZZ_CHECK(strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0,
 		   "method %s accepted", r->method);
 	FUZZ_CHECK(r->path[0] == '/', "path %s does not start with /", r->path);
@@ -38,6 +43,22 @@ static void check_request(const struct fr_http_request *r, size_t size)
 		if (n >= 0)
 			FUZZ_CHECK(strlen(val) == (size_t)n, "decoded length %d is not %zu", n,
 				   strlen(val));
+	}
+	{
+		/* Not in any corpus input: only a request holding it matches. */
+		static const char token[] = "f1e2d3c4b5a69788f1e2d3c4b5a69788";
+		enum fr_http_auth a = fr_http_auth_check(r, "flightrec_token_7077", token);
+
+		FUZZ_CHECK(a >= FR_HTTP_AUTH_WRONG && a <= FR_HTTP_AUTH_BEARER, "auth %d", a);
+		if (a == FR_HTTP_AUTH_QUERY)
+			FUZZ_CHECK(fr_http_query_get(r->query, "token", val, sizeof(val)) ==
+						   (int)sizeof(token) - 1 &&
+					   strcmp(val, token) == 0,
+				   "the query's token is not the token");
+		else if (a > 0)
+			FUZZ_CHECK(memmem(data, size, token, sizeof(token) - 1),
+				   "auth %d without the token", a);
+		(void)fr_http_auth_check(r, "a", "a");
 	}
 	(void)fr_http_host_ok(r->host, "127.0.0.1", 7077);
 	(void)fr_http_host_ok(r->host, "::", 7077);
@@ -66,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_utf8(data, size);
 	switch (ret) {
 	case -1: FUZZ_CHECK(size < FR_HTTP_HEAD_MAX, "needs more after %zu bytes", size); break;
-	case 0: check_request(&r, size); break;
+	case 0: check_request(&r, data, size); break;
 	case 400:
 	case 405:
 	case 414:

@@ -96,16 +96,24 @@ add_test_user() { # NAME GROUPS [-M: no home]
 	useradd "${3:--m}" -s /bin/sh -G "$2" "$1" || fail "useradd $1 failed"
 }
 
-# Sets url to the address `flightrec serve` printed first to $T/serve.out
-# (its errors in $T/serve.err), waiting up to 5 s; fails the test without.
+# Waits up to 5 s for the address `flightrec serve` prints first to
+# $T/serve.out (its errors in $T/serve.err; fails the test without) and
+# sets page_url to it as printed ("http://127.0.0.1:PORT/?token=HEX"), url
+# to the server's root without the token ("http://127.0.0.1:PORT/", to
+# which the tests add paths) and token, also in FR_SERVE_TOKEN, to the
+# token, which every request needs (the tests send it as a Bearer header).
 wait_serve_url() {
 	local i
 	for i in $(seq 1 50); do
 		[ -s "$T/serve.out" ] && break
 		sleep 0.1
 	done
-	url=$(head -1 "$T/serve.out")
-	[ -n "$url" ] || fail "serve printed no address: $(cat "$T/serve.err")"
+	page_url=$(head -1 "$T/serve.out")
+	[ -n "$page_url" ] || fail "serve printed no address: $(cat "$T/serve.err")"
+	url=${page_url%%\?*}
+	token=
+	case $page_url in *"?token="*) token=${page_url##*\?token=} ;; esac
+	export FR_SERVE_TOKEN=$token
 }
 
 need_root_perf() {

@@ -25,7 +25,7 @@ for _ in $(seq 100); do grep -q frozen "$T/freeze.out" && break; sleep 0.1; done
 grep -q frozen "$T/freeze.out" || { cat "$T/freeze.err" >&2; skip "cannot freeze a thread with ptrace here"; }
 
 python3 - "$url" <<'PY' || fail "a fast request waited for a slow one"
-import http.client, sys, threading, time, urllib.parse
+import http.client, os, sys, threading, time, urllib.parse
 u = urllib.parse.urlparse(sys.argv[1])
 done = []          # paths, in the order their answers completed
 lock = threading.Lock()
@@ -33,7 +33,8 @@ sent = {}
 
 def get(path):
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
-    c.request("GET", path)
+    c.request("GET", path,
+              headers={"Authorization": "Bearer " + os.environ["FR_SERVE_TOKEN"]})
     with lock:
         sent[path] = True
     r = c.getresponse()

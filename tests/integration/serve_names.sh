@@ -18,12 +18,14 @@ sleep 3
 wait_serve_url
 
 python3 - "$url" "$PID" <<'PY' || fail "a name was not sent as UTF-8"
-import json, sys, urllib.request
+import json, os, sys, urllib.request
 url, pid = sys.argv[1], int(sys.argv[2])
 def get(path):
     # Strict decoding, as a browser's JSON.parse of response.text() would
     # need: a byte that is not UTF-8 raises here.
-    return json.loads(urllib.request.urlopen(url + path, timeout=60).read().decode("utf-8"))
+    req = urllib.request.Request(
+        url + path, headers={"Authorization": "Bearer " + os.environ["FR_SERVE_TOKEN"]})
+    return json.loads(urllib.request.urlopen(req, timeout=60).read().decode("utf-8"))
 tree = get("api/profile?window=3s&pid=%d" % pid)["tree"]
 assert [c["name"] for c in tree["children"]] == ["b\ufffdurn"], tree["children"]
 threads = get("api/threads?pid=%d" % pid)["threads"]

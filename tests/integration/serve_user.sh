@@ -40,10 +40,12 @@ runuser -u "$U" -- "$FLIGHTREC" serve --socket "$SOCK" --listen 127.0.0.1:0 \
 wait_serve_url
 
 python3 - "$url" "$ROOT_PID" "$USER_PID" "$T/range.pb.gz" <<'PY' || fail "the page showed what the user may not see"
-import json, sys, urllib.request
+import json, os, sys, urllib.request
 url, root_pid, user_pid, pb = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 def get(path):
-    return urllib.request.urlopen(url + path, timeout=60).read()
+    auth = {"Authorization": "Bearer " + os.environ["FR_SERVE_TOKEN"]}
+    return urllib.request.urlopen(urllib.request.Request(url + path, headers=auth),
+                                  timeout=60).read()
 def names(node, out):
     out.add(node["name"])
     for c in node.get("children", []):

@@ -45,12 +45,13 @@ read -r A0 A1 B0 B1 < <(awk -v a0="$a0" -v a1="$a1" -v b0="$b0" -v b1="$b1" \
 SERVE_PID=$!
 wait_serve_url
 python3 - "${url}assets/uPlot.iife.min.js" <<'PY' || skip "flightrec was built without web/node_modules"
-import sys, urllib.request
-urllib.request.urlopen(sys.argv[1], timeout=10)
+import os, sys, urllib.request
+urllib.request.urlopen(urllib.request.Request(
+    sys.argv[1], headers={"Authorization": "Bearer " + os.environ["FR_SERVE_TOKEN"]}), timeout=10)
 PY
 
 NODE_PATH=$SRC/web/node_modules CHROMIUM=$CHROMIUM \
-	node "$SRC/tests/web/ui.js" "$url" "$OUT" "$FLIGHTREC" "$BURN_PID" "$BURN2_PID" \
+	node "$SRC/tests/web/ui.js" "$page_url" "$OUT" "$FLIGHTREC" "$BURN_PID" "$BURN2_PID" \
 	"$A0" "$A1" "$B0" "$B1" || fail "the browser test failed (serve: $(tail -5 "$T/serve.err"))"
 kill -TERM "$SERVE_PID"
 wait "$SERVE_PID" || fail "serve exited with $? on SIGTERM"

@@ -36,6 +36,8 @@ static void test_default(void)
 	CHECK(cfg.max_clients == 64, "max_clients %u", cfg.max_clients);
 	CHECK(cfg.memory == 512ull << 20, "memory %llu", (unsigned long long)cfg.memory);
 	CHECK(cfg.query_memory == 0, "query_memory %llu", (unsigned long long)cfg.query_memory);
+	CHECK(cfg.unwind_table_memory == 0, "unwind_table_memory %llu",
+	      (unsigned long long)cfg.unwind_table_memory);
 	CHECK(cfg.user_max_rate_hz == 99, "user_max_rate_hz %u", cfg.user_max_rate_hz);
 	CHECK(cfg.dumps_dir == NULL, "default dumps dir should be unset");
 	CHECK(cfg.dumps_keep == 50, "dumps keep %u", cfg.dumps_keep);
@@ -65,6 +67,11 @@ static void test_default(void)
 	ret = fr_config_parse(&empty, "{}", 2, SRC, err, sizeof(err));
 	CHECK(ret == 0, "{}: %d %s", ret, err);
 	CHECK(cfg_equal(&cfg, &empty), "parsing {} differs from the embedded default");
+	fr_config_fini(&empty);
+	ret = fr_config_parse(&empty, "{\"limits\":{\"unwind_table_memory\":\"8MiB\"}}", 41, SRC,
+			      err, sizeof(err));
+	CHECK(ret == 0 && empty.unwind_table_memory == 8ull << 20, "unwind_table_memory: %d %s",
+	      ret, err);
 	fr_config_fini(&empty);
 
 	/* The default prints and reads back. */
@@ -105,13 +112,15 @@ static const struct bad bad_configs[] = {
 	 ": dump: unknown key (accepted: ring, socket, dumps, limits, symbols, sessions, export)"},
 	{"{\"limits\":{\"rate\":1}}",
 	 SRC ": limits.rate: unknown key (accepted: max_rate_hz, max_clients, user_max_rate_hz, "
-	     "memory, query_memory)"},
+	     "memory, query_memory, unwind_table_memory)"},
 	{"{\"limits\":{\"memory\":\"32MiB\"}}",
 	 SRC ": limits.memory: must be at least 64MiB (the label table alone may take 56MiB), "
 	     "got \"32MiB\""},
 	{"{\"limits\":{\"memory\":\"128MiB\",\"query_memory\":\"256MiB\"}}",
 	 SRC ": limits.query_memory: must not exceed limits.memory (128MiB), of which it is a "
 	     "share; got \"256MiB\""},
+	{"{\"limits\":{\"unwind_table_memory\":\"512KiB\"}}",
+	 SRC ": limits.unwind_table_memory: must be at least 1MiB, got \"512KiB\""},
 	{"{\"limits\":{\"query_memory\":\"512KiB\"}}",
 	 SRC ": limits.query_memory: must be at least 1MiB, got \"512KiB\""},
 	{"{\"limits\":{\"query_memory\":256}}",

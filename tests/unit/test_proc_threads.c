@@ -12,6 +12,10 @@
  *   listing  the threads of a process, bounded by `max`.
  *   live     a thread of this test blocked in read() on a pipe reads as
  *            sleeping in read (syscall), as /proc says of it.
+ *   may_read the kernel's rule for who may read a process's wchan,
+ *            syscall and stack: every uid and gid the asker's, and the
+ *            files its (not dumpable: root's); this process may read
+ *            itself.
  */
 #include "recorder/proc_threads.h"
 
@@ -189,6 +193,39 @@ static void test_live(void)
 	close(pipe_fds[1]);
 }
 
+static void test_may_read(void)
+{
+	uint32_t me = (uint32_t)geteuid(), mg = (uint32_t)getegid(), other = me + 1;
+	char line[256];
+
+	snprintf(line, sizeof(line), "Name:\tx\nUid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\n", me,
+		 me, me, me, mg, mg, mg, mg);
+	put("400/status", line);
+	CHECK(fr_proc_may_read(root, 400, me, mg) == 1, "a process of the asker's ids is readable");
+	CHECK(fr_proc_may_read(root, 400, me, mg + 1) == 0, "another gid is not");
+	/* Set-user-ID: the effective and saved uids are someone else's. */
+	snprintf(line, sizeof(line), "Uid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\n", me, other,
+		 other, other, mg, mg, mg, mg);
+	put("401/status", line);
+	CHECK(fr_proc_may_read(root, 401, me, mg) == 0, "a set-user-ID process is not readable");
+	snprintf(line, sizeof(line), "Uid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\n", me, me, me, me,
+		 mg, other, other, mg);
+	put("402/status", line);
+	CHECK(fr_proc_may_read(root, 402, me, mg) == 0, "a set-group-ID process is not readable");
+	/* All its ids the asker's, its files someone else's: not dumpable. */
+	snprintf(line, sizeof(line), "Uid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\n", other, other,
+		 other, other, mg, mg, mg, mg);
+	put("403/status", line);
+	CHECK(fr_proc_may_read(root, 403, other, mg) == 0,
+	      "a process whose files are not its user's is not readable");
+	put("404/status", "Name:\tx\nUid:\t1\n");
+	CHECK(fr_proc_may_read(root, 404, 1, mg) == 0, "a status cut short is not readable");
+	CHECK(fr_proc_may_read(root, 999, me, mg) == 0, "a gone process is not readable");
+	if (getuid() == geteuid() && getgid() == getegid())
+		CHECK(fr_proc_may_read("/proc", (uint32_t)getpid(), me, mg) == 1,
+		      "this process may read itself");
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -204,6 +241,7 @@ int main(void)
 	test_names();
 	test_listing();
 	test_live();
+	test_may_read();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cannot remove %s\n", root);

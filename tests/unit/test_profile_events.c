@@ -340,7 +340,8 @@ static void test_event_downsampling(void)
 }
 
 /* offcpu: every switch recorded, its weights (ns switched out) summed
- * exactly and never downsampled, even when cpu beside it is. */
+ * exactly and never downsampled, even when cpu beside it is; waits lost
+ * (the chunks' offcpu lost) said as waits in a comment. */
 static void test_offcpu(void)
 {
 	static const uint32_t off_cpu[] = {FR_EVENT_OFFCPU, FR_EVENT_CPU};
@@ -368,6 +369,9 @@ static void test_offcpu(void)
 			total += ns;
 			noff++;
 		}
+		/* Waits dropped before the recorder read them (the eBPF
+		 * program's ring buffer full): 3 a second. */
+		fr_chunk_builder_count(w.b, FR_EVENT_OFFCPU, 3, 0, 0);
 		w_seal(&w);
 	}
 	w_fini(&w);
@@ -386,7 +390,15 @@ static void test_offcpu(void)
 		CHECK(res.events[1].samples_kept < ncpu / 3,
 		      "cpu kept %" PRIu64 " of %" PRIu64 " at 99 -> 19 Hz",
 		      res.events[1].samples_kept, ncpu);
+		CHECK(res.events[0].lost == 15 && res.events[1].lost == 0,
+		      "lost: offcpu %" PRIu64 " cpu %" PRIu64 ", want 15 0", res.events[0].lost,
+		      res.events[1].lost);
 		if (raw_read(&raw, &o, "the offcpu profile") == 0) {
+			CHECK(strstr(raw.text, "Comment: offcpu: 15 off-CPU waits lost in this "
+					       "window: the recorder fell behind"),
+			      "no comment of the waits lost");
+			CHECK(!strstr(raw.text, "cpu: 15 samples lost"),
+			      "offcpu's losses said as cpu's");
 			CHECK(strcmp(raw.types,
 				     "samples/count offcpu/nanoseconds[dflt] cpu/nanoseconds") == 0,
 			      "sample types \"%s\"", raw.types);

@@ -442,6 +442,8 @@ static void test_attach_reply(void)
 	r.procs_in_window = 12;
 	r.npids_not_running = 1;
 	r.pids_not_running[0] = 99999;
+	r.writer_error_ns = (1LL << 60) + (1LL << 12);
+	snprintf(r.writer_error, sizeof(r.writer_error), "Read-only file system");
 	obj = over_wire(fr_ipc_attach_reply_encode(&r), NULL);
 	CHECK(obj && cJSON_GetArraySize(cJSON_GetObjectItem(obj, "empty_filters")) == 2 &&
 		      strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(obj, "empty_filters"), 1)
@@ -451,6 +453,11 @@ static void test_attach_reply(void)
 	CHECK(obj && fr_ipc_attach_reply_decode(obj, &back, err, sizeof(err)) == 0,
 	      "attach reply with its span, round trip: %s", err);
 	CHECK(memcmp(&r, &back, sizeof(r)) == 0, "attach reply's span differs after a round trip");
+	cJSON_Delete(obj);
+	obj = cJSON_Parse("{\"ok\":true,\"writer_error_ns\":1,\"writer_error\":7}");
+	CHECK(obj && fr_ipc_attach_reply_decode(obj, &back, err, sizeof(err)) < 0 &&
+		      strstr(err, "writer_error"),
+	      "a writer_error that is not text: %s", err);
 	cJSON_Delete(obj);
 	obj = cJSON_Parse("{\"ok\":true,\"empty_filters\":[\"comm\",\"tenant\"]}");
 	CHECK(obj && fr_ipc_attach_reply_decode(obj, &back, err, sizeof(err)) == 0 &&

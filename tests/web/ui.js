@@ -1,7 +1,8 @@
 // The browser test of flightrec serve's page (tests/integration/web_ui.sh
 // runs it): headless Chromium driven by puppeteer-core, against a real
 // recorder that recorded `burn` alone (range A), then `burn` and `burn2`
-// together (range B).
+// together (range B). URL is the address serve printed, with its token:
+// the page keeps the token in a cookie and takes it out of the address.
 //
 //   node ui.js URL OUTDIR FLIGHTREC BURN_PID BURN2_PID A0 A1 B0 B1
 //
@@ -16,6 +17,7 @@ const puppeteer = require('puppeteer-core');
 const [url, outdir, flightrec, burnPid, burn2Pid, a0, a1, b0, b1] = process.argv.slice(2);
 const A = [Number(a0), Number(a1)], B = [Number(b0), Number(b1)];
 const chromium = process.env.CHROMIUM || '/usr/bin/chromium';
+const token = new URL(url).searchParams.get('token');
 
 function check(name, ok, detail) {
 	if (!ok)
@@ -100,6 +102,17 @@ async function main() {
 		page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
 		await page.goto(url, { waitUntil: 'load' });
 
+		// The token: in a cookie the page's scripts cannot read, out of
+		// the address bar; the page's own requests carry it.
+		const where = await page.evaluate(() => location.href);
+		check('token_out_of_address', token && !where.includes(token), where);
+		const seen = await page.evaluate(() => document.cookie);
+		check('cookie_http_only', !seen.includes(token), 'document.cookie: ' + seen);
+		const cookies = await page.cookies();
+		const c = cookies.find((x) => x.value === token);
+		check('cookie_set', c && c.httpOnly && c.sameSite === 'Strict' && c.path === '/',
+			JSON.stringify(cookies.map((x) => [x.name, x.httpOnly, x.sameSite, x.path])));
+
 		// The timeline renders, with the workload's process in it.
 		await page.waitForFunction(() => window.flightrec.state.plot &&
 			window.flightrec.state.busy === 0, { timeout: 60000 });
@@ -118,7 +131,10 @@ async function main() {
 		await settled(page, ++loads);
 		const heavy = await share(page, 'fr_burn_heavy');
 		const href = await page.$eval('#download', (a) => a.href);
-		const res = await fetch(href);
+		// Outside the browser, the link needs the token as a script sends it.
+		const bare = await fetch(href);
+		check('download_needs_token', bare.status === 401, String(bare.status));
+		const res = await fetch(href, { headers: { Authorization: 'Bearer ' + token } });
 		check('download_status', res.ok, String(res.status));
 		const file = path.join(outdir, 'range-a.pb.gz');
 		fs.writeFileSync(file, Buffer.from(await res.arrayBuffer()));

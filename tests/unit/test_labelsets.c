@@ -1,0 +1,95 @@
+/* Label sets (recorder/labelsets.h) when a user makes more distinct sets
+ * than the table holds: a table full of sets the last two seals used is
+ * walked for sets to drop at most once a seal, however many new sets
+ * find it full (each walk is 16,384 steps of the ingest thread); the new
+ * sets get the marker and are counted; two seals later the table makes
+ * room again. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "flightrec/labels_abi.h"
+#include "recorder/labelsets.h"
+#include "tests/unit/check.h"
+
+/* libflightrec's record of the one pair ("k", value). */
+static size_t record(uint8_t *out, const char *value)
+{
+	struct fr_labels_record_abi h = {.magic = FR_LABELS_RECORD_MAGIC, .valid = 1, .npairs = 1};
+	size_t vl = strlen(value);
+
+	h.data[0] = 1;
+	h.data[1] = 'k';
+	h.data[2] = (uint8_t)vl;
+	memcpy(h.data + 3, value, vl);
+	h.size = (uint16_t)(3 + vl);
+	memcpy(out, &h, 8 + h.size);
+	return 8 + h.size;
+}
+
+static uint32_t intern(struct fr_labelsets *ls, unsigned i)
+{
+	uint8_t rec[sizeof(struct fr_labels_record_abi)];
+	char v[16];
+
+	snprintf(v, sizeof(v), "%u", i);
+	return fr_labelsets_intern(ls, rec, record(rec, v), NULL, 0, NULL, 0, 0);
+}
+
+static const char *value_of(struct fr_labelsets *ls, uint32_t id, const char *key)
+{
+	static struct fr_app_label out[FR_CHUNK_APP_PAIRS];
+	int n = fr_labelsets_pairs(ls, id, out);
+
+	for (int i = 0; i < n; i++)
+		if (strcmp(out[i].key, key) == 0)
+			return out[i].value;
+	return NULL;
+}
+
+static void test_full_table_walked_once_a_seal(void)
+{
+	struct fr_labelsets *ls = fr_labelsets_new();
+	unsigned i, storm = 100000, marked = 0;
+	const char *v;
+	uint32_t id;
+
+	CHECK(ls, "fr_labelsets_new failed");
+	if (!ls)
+		return;
+	for (i = 0; i < FR_LABELSETS_MAX - 1; i++)
+		CHECK(intern(ls, i) != 0, "set %u was not interned", i);
+	CHECK(fr_labelsets_count(ls) == FR_LABELSETS_MAX - 1, "%u sets held",
+	      fr_labelsets_count(ls));
+	/* A storm of new sets within one seal: every one finds the table
+	 * full of sets in use. */
+	for (i = 0; i < storm; i++) {
+		id = intern(ls, FR_LABELSETS_MAX + i);
+		v = value_of(ls, id, "flightrec.labels");
+		marked += v && strcmp(v, "dropped: too many label sets at once") == 0;
+	}
+	CHECK(marked == storm, "%u of %u new sets carry the marker", marked, storm);
+	CHECK(fr_labelsets_full(ls) == storm, "%llu observations counted full",
+	      (unsigned long long)fr_labelsets_full(ls));
+	CHECK(fr_labelsets_sweeps(ls) <= 1, "the full table was walked %llu times in one seal",
+	      (unsigned long long)fr_labelsets_sweeps(ls));
+	/* Two seals on, the old sets may go: a new set has room again. */
+	fr_labelsets_sealed(ls);
+	fr_labelsets_sealed(ls);
+	id = intern(ls, 999999999);
+	v = value_of(ls, id, "k");
+	CHECK(v && strcmp(v, "999999999") == 0, "a new set after two seals is %s",
+	      v ? v : "(none)");
+	CHECK(fr_labelsets_sweeps(ls) == 2, "%llu walks of the table",
+	      (unsigned long long)fr_labelsets_sweeps(ls));
+	CHECK(fr_labelsets_count(ls) < FR_LABELSETS_MAX - 1, "nothing was dropped");
+	fr_labelsets_free(ls);
+}
+
+int main(void)
+{
+	test_full_table_walked_once_a_seal();
+	if (failures)
+		fprintf(stderr, "%d failure(s)\n", failures);
+	return failures ? 1 : 0;
+}
