@@ -83,6 +83,7 @@ struct job {
 	uint64_t start, end;
 	char *path;
 	bool prefetch; /* asked for at the mapping's MMAP2, not by a sample */
+	bool taken;    /* by the builder (under lock): pid..path are its now */
 	/* The answer: a table, or for a KEY_INODE job the file's build id
 	 * (bid_len > 0, no table), or err. */
 	struct fr_cfi_table *table;
@@ -389,6 +390,7 @@ static struct job *next_turn(struct fr_unwind_tables *u)
 	bool more = q->n > 1; /* else unqueue frees q */
 
 	unqueue(u, q, &q->head);
+	j->taken = true;
 	if (more && q->next) {
 		u->turns = q->next;
 		q->next = NULL;
@@ -715,6 +717,34 @@ static void sweep(struct fr_unwind_tables *u)
 	}
 }
 
+/* Process `pid` maps the file of `e`, whose build waits: the job is
+ * read through that mapping, and a prefetch is skipped only when this,
+ * the latest process to map it, has exited. A file is often mapped
+ * first by a process that lives a few milliseconds (a shell's command, a
+ * build's compiler) and then by one that works for minutes; judged by
+ * the first alone, the long-lived one's tables were not built, and its
+ * samples found them one at a time, each after a turn in the queue. */
+static void adopt(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
+		  const struct fr_tracker_map *m)
+{
+	struct job *j = e->job;
+	char *path;
+
+	if (!j || j->pid == pid || !(path = strdup(m->path)))
+		return;
+	pthread_mutex_lock(&u->lock);
+	if (!j->taken) {
+		j->pid = pid;
+		j->start = m->start;
+		j->end = m->end;
+		free(j->path);
+		j->path = path;
+		path = NULL;
+	}
+	pthread_mutex_unlock(&u->lock);
+	free(path);
+}
+
 /* The entry of `k`, created (and its build asked for) the first time;
  * *asked tells whether a build was asked for now. NULL when out of memory
  * or when FR_UNWIND_TABLES_MAX_ENTRIES hold tables or wait for them (a
@@ -747,6 +777,8 @@ static struct entry *get_entry(struct fr_unwind_tables *u, const struct key *k, 
 	/* Refused: asked again by a later sample. */
 	if (e->state == ST_DROPPED)
 		*asked = request(u, e, pid, m, prefetch) == 0;
+	else if (e->state == ST_PENDING && prefetch)
+		adopt(u, e, pid, m);
 	return e;
 }
 

@@ -627,6 +627,47 @@ static void test_shares_queue(void)
 	free_copies(&c);
 }
 
+/* Regression: a file mapped first by a process that has exited by the
+ * builder's turn, and meanwhile by one that lives, has its table built
+ * (it was skipped: only the first process was asked whether it still
+ * ran). Four builds of copies of libc go first, so that both mappings
+ * are seen while the job still waits. */
+static void test_prefetch_adopted(void)
+{
+	uint64_t addr = (uint64_t)(uintptr_t)&qsort;
+	struct fr_unwind_tables_stats st;
+	struct fr_unwind_tables *u;
+	struct fr_tracker_map m;
+	struct copies c;
+	pid_t gone;
+	int miss;
+
+	if (make_copies(&c, addr, 5) < 0) {
+		CHECK(0, "cannot make copies of libc");
+		free_copies(&c);
+		return;
+	}
+	gone = fork();
+	if (gone == 0)
+		_exit(0);
+	CHECK(gone > 0 && waitpid(gone, NULL, 0) == gone, "fork: %s", strerror(errno));
+	u = fr_unwind_tables_new(FR_UNWIND_TABLES_BUDGET);
+	for (int i = 1; i < 5; i++)
+		copy_find(u, &c, i, 0, addr, &miss);
+	m = copy_map(&c, 0, 0);
+	fr_unwind_tables_prefetch(u, (uint32_t)gone, &m);
+	fr_unwind_tables_prefetch(u, (uint32_t)getpid(), &m);
+	CHECK(fr_unwind_tables_settle(u, 20000) == 0, "the builds did not finish in 20 s");
+	fr_unwind_tables_stats(u, &st);
+	CHECK(st.skipped == 0 && st.built == 5,
+	      "skipped %llu built %llu: want 0 and 5 (the live process's table skipped)",
+	      (unsigned long long)st.skipped, (unsigned long long)st.built);
+	CHECK(copy_find(u, &c, 0, 0, addr, &miss),
+	      "the live process's table is not built (miss %d)", miss);
+	fr_unwind_tables_free(u);
+	free_copies(&c);
+}
+
 int main(void)
 {
 #if !defined(__x86_64__)
@@ -640,6 +681,7 @@ int main(void)
 	test_linked();
 	test_one_path();
 	test_prefetch();
+	test_prefetch_adopted();
 	test_shares_evict();
 	test_shares_queue();
 	if (failures) {
