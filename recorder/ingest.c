@@ -42,6 +42,54 @@ int daemon_flush_barrier(struct daemon *d)
 	return 0;
 }
 
+/* A sealed chunk the writer's queue has no room for (the disk is not
+ * keeping up) is dropped, and what it held is carried into the next
+ * chunk's losses: each of its samples, and the losses it carried itself,
+ * count in the event's `lost`, so samples_lost, the profile's comments and
+ * the timeline say the samples are missing. Decoding costs a few ms, paid
+ * only while chunks are being dropped (at most one a seal). */
+static void drop_chunk(struct daemon *d, void *chunk, size_t len)
+{
+	struct {
+		uint32_t event;
+		uint64_t n;
+	} ev[32];
+	uint32_t nev = 0;
+	struct fr_chunk *c = NULL;
+	uint64_t lost = 0, samples = 0;
+
+	if (fr_chunk_decode(chunk, len, &c) == 0) {
+		/* Its samples by event, then the losses it carried. */
+		for (uint64_t i = 0, n = (uint64_t)c->nsamples + c->nevents; i < n; i++) {
+			bool sample = i < c->nsamples;
+			uint32_t e = sample ? c->event[i] : c->events[i - c->nsamples].event, k;
+
+			for (k = 0; k < nev && ev[k].event != e; k++)
+				;
+			if (k == nev) {
+				if (nev == sizeof(ev) / sizeof(ev[0]))
+					continue;
+				ev[nev++] = (typeof(ev[0])){.event = e};
+			}
+			ev[k].n += sample ? 1 : c->events[i - c->nsamples].lost;
+		}
+		samples = c->nsamples;
+		fr_chunk_free(c);
+	}
+	for (uint32_t k = 0; k < nev; k++) {
+		if (!ev[k].n)
+			continue;
+		fr_chunk_builder_count(d->builder, ev[k].event, ev[k].n, 0, 0);
+		lost += ev[k].n;
+	}
+	/* This run's count takes the samples alone: the losses the chunk
+	 * carried were counted when they happened. */
+	if (lost)
+		d->losses_pending = 1;
+	__atomic_add_fetch(&d->lost, samples, __ATOMIC_RELAXED);
+	fr_writer_drop(&d->writer, chunk);
+}
+
 /* Seals what the builder holds (if anything) and queues it for the
  * writer, followed by barrier generation `barrier` when non-zero. */
 static void seal_chunk(struct daemon *d, uint64_t barrier)
@@ -71,6 +119,10 @@ static void seal_chunk(struct daemon *d, uint64_t barrier)
 	fr_tracker_sealed(d->tracker);
 	__atomic_store_n(&d->nprocs, fr_tracker_nprocs(d->tracker), __ATOMIC_RELAXED);
 	__atomic_store_n(&d->nthreads, fr_tracker_nthreads(d->tracker), __ATOMIC_RELAXED);
+	if (ret == 0 && !fr_writer_has_room(&d->writer, len)) {
+		drop_chunk(d, chunk, len);
+		ret = -ENOBUFS;
+	}
 	if (ret == 0 || barrier)
 		fr_writer_enqueue(&d->writer, ret == 0 ? chunk : NULL, len, barrier);
 }

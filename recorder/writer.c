@@ -35,6 +35,15 @@ void fr_writer_init(struct fr_writer *w, int64_t max_age_ns)
 {
 	memset(w, 0, sizeof(*w));
 	w->max_age_ns = max_age_ns;
+	w->queue_max = FR_WRITER_QUEUE_MAX;
+	{
+		const char *e = getenv("FLIGHTREC_WRITER_QUEUE");
+		char *end;
+		unsigned long long v = e ? strtoull(e, &end, 10) : 0;
+
+		if (e && *e && !*end && v >= 4096 && v < FR_WRITER_QUEUE_MAX)
+			w->queue_max = (size_t)v;
+	}
 	fr_ring_losses_init(&w->losses);
 	fr_mutex_init_pi(&w->lock);
 	fr_mono_cond_init(&w->cond);
@@ -52,7 +61,7 @@ void fr_writer_enqueue(struct fr_writer *w, void *chunk, size_t len, uint64_t ba
 		return;
 	}
 	pthread_mutex_lock(&w->lock);
-	if (chunk && w->queued_bytes + len > FR_WRITER_QUEUE_MAX) {
+	if (chunk && w->queued_bytes + len > w->queue_max) {
 		/* The disk is not keeping up: keep the daemon's memory bounded. */
 		dropped = chunk;
 		chunk = NULL;
@@ -73,12 +82,27 @@ void fr_writer_enqueue(struct fr_writer *w, void *chunk, size_t len, uint64_t ba
 	}
 	pthread_mutex_unlock(&w->lock);
 	free(it);
-	if (dropped) {
-		__atomic_add_fetch(&w->chunks_dropped, 1, __ATOMIC_RELAXED);
-		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
-				   "ring writes are falling behind; dropping a chunk");
-		free(dropped);
-	}
+	if (dropped)
+		fr_writer_drop(w, dropped);
+}
+
+bool fr_writer_has_room(struct fr_writer *w, size_t len)
+{
+	bool room;
+
+	pthread_mutex_lock(&w->lock);
+	room = w->queued_bytes + len <= w->queue_max;
+	pthread_mutex_unlock(&w->lock);
+	return room;
+}
+
+void fr_writer_drop(struct fr_writer *w, void *chunk)
+{
+	__atomic_add_fetch(&w->chunks_dropped, 1, __ATOMIC_RELAXED);
+	fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+			   "ring writes are falling behind; dropping a chunk (its samples are "
+			   "counted lost)");
+	free(chunk);
 }
 
 void fr_writer_expire(struct fr_writer *w)

@@ -12,6 +12,7 @@
 #define FR_RECORDER_WRITER_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,9 @@ struct fr_writer {
 	uint64_t barrier_done; /* the last one stored */
 	/* ring.max_age (atomic; a reload may change it). */
 	int64_t max_age_ns;
+	/* The FIFO's bound: FR_WRITER_QUEUE_MAX, or the test setting
+	 * FLIGHTREC_WRITER_QUEUE (bytes) in the recorder's environment. */
+	size_t queue_max;
 	/* Counters read by status requests (atomics). */
 	uint64_t chunks_dropped, write_errors;
 	/* For status (atomics): Unix ns of the last successful append, and
@@ -65,6 +69,14 @@ int fr_writer_start(struct fr_writer *w, struct fr_ring *ring);
  * that does not fit the queue (or an item that cannot be allocated) is
  * dropped and counted. */
 void fr_writer_enqueue(struct fr_writer *w, void *chunk, size_t len, uint64_t barrier);
+
+/* Whether a chunk of `len` bytes fits the queue now. Only the writer
+ * shrinks the queue, so a single producer that sees room keeps it. */
+bool fr_writer_has_room(struct fr_writer *w, size_t len);
+
+/* Drops a sealed chunk the queue has no room for: counted in
+ * chunks_dropped, said in the log (rate-limited), freed. */
+void fr_writer_drop(struct fr_writer *w, void *chunk);
 
 /* Asks for a new barrier generation and returns it; whoever seals next
  * queues it (fr_writer_barrier_asked()). */
