@@ -223,3 +223,18 @@ start_jit_spin() {
 	rm -f "$MAP"
 	fail "jit_spin did not spin"
 }
+
+# traces PROFILE OUT: one line per pprof sample, "COUNT root;...;leaf", from
+# go tool pprof -traces (frames leaf first, one per line, between rules).
+traces() {
+	"$GO" tool pprof -symbolize=none -sample_index=samples -traces "$1" >"$2.raw" 2>"$T/pprof.err" ||
+		{ cat "$T/pprof.err"; fail "go tool pprof -traces could not read $1"; }
+	awk '
+		function flush() { if (s != "") print n, s; s = ""; n = 0 }
+		/^-+\+-+$/ { flush(); next }
+		/^ *[a-z_]+:\[/ { next }
+		NF == 0 { next }
+		s == "" && n == 0 && $1 ~ /^[0-9]+$/ { n = $1; sub(/^ *[0-9]+ +/, ""); s = $0; next }
+		n > 0 { sub(/^ +/, ""); s = $0 ";" s }
+		END { flush() }' "$2.raw" >"$2"
+}

@@ -22,13 +22,6 @@ done
 OLD=$BUILD/tests/integration/gone_hot_old
 NEW=$BUILD/tests/integration/gone_hot_new
 U=frsym$$
-flood_cleanup() {
-	pkill -KILL -u "$U" 2>/dev/null
-	sleep 0.2
-	test_users_cleanup
-}
-trap flood_cleanup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
 add_test_user "$U" ""
 uid=$(id -u "$U")
 

@@ -27,29 +27,8 @@ PROG=$BUILD/tests/integration/nofp_cxx
 [ -x "$FLOOD" ] || skip "cfi_flood was not built (needs python3 at build time)"
 [ -x "$PROG" ] || skip "no C++ compiler: nofp_cxx was not built"
 U=frcfi$$
-flood_cleanup() {
-	pkill -KILL -u "$U" 2>/dev/null
-	sleep 0.2
-	test_users_cleanup
-}
-trap flood_cleanup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
 add_test_user "$U" ""
 uid=$(id -u "$U")
-
-# traces PROFILE OUT: one line per pprof sample, "COUNT root;...;leaf".
-traces() {
-	"$GO" tool pprof -symbolize=none -sample_index=samples -traces "$1" >"$2.raw" 2>"$T/pprof.err" ||
-		{ cat "$T/pprof.err"; fail "go tool pprof -traces could not read $1"; }
-	awk '
-		function flush() { if (s != "") print n, s; s = ""; n = 0 }
-		/^-+\+-+$/ { flush(); next }
-		/^ *[a-z_]+:\[/ { next }
-		NF == 0 { next }
-		s == "" && n == 0 && $1 ~ /^[0-9]+$/ { n = $1; sub(/^ *[0-9]+ +/, ""); s = $0; next }
-		n > 0 { sub(/^ +/, ""); s = $0 ";" s }
-		END { flush() }' "$2.raw" >"$2"
-}
 
 # status_num FIELD: unwind_tables.FIELD of status --json.
 status_num() {
