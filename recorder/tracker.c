@@ -36,6 +36,7 @@
 #include "recorder/tracker.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,9 +435,29 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 		th->creator = ptid;
 }
 
+/* Whether process `pid` runs now: neither gone nor a zombie. */
+static bool still_running(uint32_t pid)
+{
+	struct fr_proc_stat ps;
+
+	return fr_proc_read_stat("/proc", pid, &ps) == 0 && ps.state != 'Z' && ps.state != 'X';
+}
+
 void fr_tracker_exit(struct fr_tracker *t, uint32_t pid, uint32_t tid, int64_t time_ns)
 {
 	struct thread *th = find_thread(t, tid);
+
+	/* An exec that leaves a process not dumpable (a set-user-ID or
+	 * set-group-ID program) ends its perf task context, and the kernel
+	 * says so with an EXIT record for it (perf_event_exit_task() from
+	 * begin_new_exec()), though the process goes on under the same pid
+	 * as the new program. Taken as an exit, the records of the new
+	 * program that follow would make a new, empty process of it: uid 0,
+	 * no cgroup, no parent, no executable; its user would not see it.
+	 * A real exit's record is read once the thread has left (a zombie
+	 * or gone); a main thread that still runs has exec'd. */
+	if (pid == tid && still_running(pid))
+		return;
 
 	if (th && !th->exited_gen)
 		th->exited_gen = t->gen;

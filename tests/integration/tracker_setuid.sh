@@ -1,0 +1,67 @@
+#!/bin/bash
+# A set-user-ID program is its user's process. An exec that leaves a
+# process not dumpable ends its perf task context, and the kernel sends an
+# EXIT record for it although the process goes on under the same pid; the
+# tracker took it for an exit and made the new program's records a new,
+# empty process: uid 0, no cgroup, no executable, so its user's profiles
+# (and threads) left it out. Here a real second user runs a set-user-ID
+# root copy of burn; the user's own attach --pid has its samples, each with
+# the process's cgroup, and the ring names the executable.
+. "$(dirname "$0")/lib.sh"
+need_root_perf
+need_test_users
+U=frtsu$$
+G=frtsg$$
+add_test_group "$G"
+add_test_user "$U" "$G"
+
+SUID_DIR=$T/u
+tracker_cleanup() {
+	pkill -KILL -u "$U" 2>/dev/null
+	mountpoint -q "$SUID_DIR" && umount "$SUID_DIR"
+	test_users_cleanup
+}
+trap tracker_cleanup EXIT
+[ -n "${FR_KEEP:-}" ] && trap - EXIT
+mkdir "$SUID_DIR"
+if findmnt -n -o OPTIONS --target "$T" | grep -Eq '(^|,)nosuid(,|$)'; then
+	mount -t tmpfs -o mode=0755,suid flightrec-suid "$SUID_DIR" ||
+		skip "$T is nosuid and no tmpfs can be mounted with suid"
+fi
+chmod 0755 "$SUID_DIR"
+cp "$BURN" "$SUID_DIR/suidburn" && chown root:root "$SUID_DIR/suidburn" &&
+	chmod 4755 "$SUID_DIR/suidburn" || fail "cannot make the set-user-ID copy"
+mkdir "$T/out" && chown "$U" "$T/out"
+
+cat >"$T/config.json" <<JSON
+{"socket": {"path": "$SOCK", "group": "$G"},
+ "sessions": [{"name": "cpu", "events": [{"event": "cpu", "hz": 99}]}]}
+JSON
+start_daemon --config "$T/config.json"
+as_user() { runuser -u "$U" -- "$@"; }
+
+as_user sh -c "echo \$\$ >'$T/out/pid'; exec '$SUID_DIR/suidburn' 2 1 >/dev/null" ||
+	fail "the set-user-ID burn failed"
+pid=$(cat "$T/out/pid")
+as_user "$FLIGHTREC" attach --window 30s --pid "$pid" --format folded -o "$T/out/user.folded" \
+	2>"$T/attach.err" || fail "the user's attach --pid of its set-user-ID process failed: $(cat "$T/attach.err")"
+n=$(awk '{ n += $NF } END { print n + 0 }' "$T/out/user.folded")
+echo "the user's profile of its set-user-ID process: $n samples"
+# 2 s of CPU at 99 Hz: about 198.
+[ "$n" -ge 100 ] || fail "the user sees $n samples of its set-user-ID process"
+"$FLIGHTREC" attach --window 30s --pid "$pid" -o "$T/root.pb.gz" 2>"$T/attach.err" ||
+	fail "root's attach failed: $(cat "$T/attach.err")"
+python3 - "$T/root.pb.gz" "$(dirname "$0")" "$SUID_DIR/suidburn" <<'PY' || fail "the set-user-ID process's samples lack its cgroup or executable"
+import gzip, sys
+sys.path.insert(0, sys.argv[2])
+from pprof_samples import samples
+total = with_cgroup = 0
+for s in samples(sys.argv[1]):
+    v = s["values"][0]
+    total += v
+    with_cgroup += v if s["str"].get("cgroup") else 0
+print("root's profile: %d samples, %d with the process's cgroup" % (total, with_cgroup))
+assert total >= 100 and with_cgroup >= 0.95 * total
+assert sys.argv[3].encode() in gzip.open(sys.argv[1]).read(), "no mapping of the executable"
+PY
+echo "ok"
