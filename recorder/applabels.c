@@ -32,8 +32,17 @@
 /* Processes whose OTel key names are held (16 KiB each at most). */
 #define KEYED_MAX 1024
 /* A look-up that has not returned after this is left to its worker; the
- * process is not looked at again (its samples say "read stalled"). */
+ * process's samples say "read stalled". A deadline in wall time is missed
+ * as well by a look-up a busy machine did not give the CPU to (another
+ * user's storm of runnable threads) as by one a process holds back (a
+ * library on a FUSE mount that never answers): the process is asked
+ * again STALL_RETRIES times, 1, 4 then 16 s later, while few abandoned
+ * workers are still stuck (a read a process holds back stays stuck; one
+ * the machine was too busy for returns), and after that not again. */
 #define READ_DEADLINE_NS 250000000ll
+#define STALL_RETRIES 3
+#define STALL_BACKOFF_NS 1000000000ll
+#define STALL_RETRY_STUCK_MAX (FR_WORKER_STUCK_MAX / 4)
 /* Look-ups handed to the look-up thread and not answered yet. */
 #define LOOKING_MAX 64
 #define QUEUE 1024
@@ -70,6 +79,7 @@ struct al_proc {
 	uint64_t gen;
 	int64_t retry_at; /* monotonic ns: not looked up before */
 	uint32_t retries;
+	uint32_t stalls; /* look-ups that missed their deadline */
 	uint32_t idle;
 };
 
@@ -154,6 +164,7 @@ static void proc_reset(struct fr_applabels *al, struct al_proc *p)
 	p->state = P_NEW;
 	p->fr_off = p->otel_off = 0;
 	p->why = NULL;
+	p->stalls = 0;
 }
 
 static void enqueue(struct fr_applabels *al, struct al_proc *p)
@@ -200,12 +211,16 @@ static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al
 	if (j->stalled) {
 		p->state = P_BAD;
 		p->why = "unreadable: read stalled";
+		p->stalls++;
+		p->retry_at = fr_now_mono_ns() + (STALL_BACKOFF_NS << (2 * (p->stalls - 1)));
 		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
 				   "application labels of pid %u: a look-up took longer than %lld "
-				   "ms; not read",
-				   p->pid, READ_DEADLINE_NS / 1000000);
+				   "ms; not read%s",
+				   p->pid, READ_DEADLINE_NS / 1000000,
+				   p->stalls <= STALL_RETRIES ? " (asked again later)" : "");
 		return;
 	}
+	p->why = NULL;
 	if (j->lib && j->ret_lib == -EAGAIN) {
 		/* Not set up yet: again in a moment, a few times. */
 		p->state = P_NEW;
@@ -422,10 +437,17 @@ static int al_app_labels(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns,
 				proc_reset(al, p);
 			p->start_ns = pi.start_ns;
 		}
+		if (p->state == P_BAD && p->stalls && p->stalls <= STALL_RETRIES &&
+		    p->retry_at <= fr_now_mono_ns() && fr_worker_stuck() < STALL_RETRY_STUCK_MAX) {
+			p->state = P_NEW;
+			p->retries = 0;
+		}
 		if (p->state == P_NEW && p->retries < RETRIES)
 			enqueue(al, p);
 	}
-	if (p->state == P_BAD) {
+	/* Until a look-up asked again after a stall finds them, "read
+	 * stalled" stands. */
+	if (p->state == P_BAD || (p->stalls && p->why && p->state != P_READY)) {
 		out[0] = (struct fr_app_label){.key = "flightrec.labels", .value = p->why};
 		return 1;
 	}

@@ -29,6 +29,11 @@ struct fr_worker {
 /* Workers abandoned and still running, in the whole process. */
 static unsigned stuck;
 
+unsigned fr_worker_stuck(void)
+{
+	return __atomic_load_n(&stuck, __ATOMIC_RELAXED);
+}
+
 static void worker_destroy(struct fr_worker *w)
 {
 	pthread_cond_destroy(&w->cond);

@@ -27,6 +27,9 @@ struct fr_worker;
 int fr_worker_call(struct fr_worker **w, void (*fn)(void *arg), void (*drop)(void *arg), void *arg,
 		   int64_t deadline_ns);
 
+/* How many abandoned workers of the process are still in their call. */
+unsigned fr_worker_stuck(void);
+
 /* Stops a worker that is not running a call; accepts NULL. */
 void fr_worker_free(struct fr_worker *w);
 

@@ -15,12 +15,17 @@
 #   no cpu sample (events' lost unchanged) and stayed at SCHED_FIFO (its
 #   watchdog never took it off: ingest.realtime_drops 0);
 # - the storm's own samples carry its labels (the storm was read, not
-#   ignored) or, past the label-set table, the marker that says so.
+#   ignored) or, past the label-set table, the marker that says so;
+# - a labelled program started in the storm has its labels read: a
+#   look-up the busy machine kept past its deadline ("read stalled") is
+#   asked again, 1, 4 and 16 s later (before, the process stayed
+#   unreadable for good).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/labels_lib.sh"
 need_root_perf
 need_test_users
 STORM=$BUILD/tests/integration/labels_storm
+DEMO=$BUILD/tests/integration/labels_demo
 U=frstu$$
 G=frstg$$
 add_test_group "$G"
@@ -114,6 +119,15 @@ stat_json after
 	2>"$T/err" || fail "attach --pid $ROOT_BURN failed: $(cat "$T/err")"
 "$FLIGHTREC" attach --from "@$from" --to "@$to" --pid "$STORM_PID" -o "$T/storm.pb.gz" \
 	2>"$T/err" || fail "attach --pid $STORM_PID failed: $(cat "$T/err")"
+# A labelled program that starts in the storm, in a session of its own:
+# the recorder's look-up of it competes with the storm's threads.
+setsid "$DEMO" split 40 >"$T/demo.out" </dev/null &
+DEMO_PID=$!
+wait_labelled "$DEMO_PID" phase 30
+stalled=$(grep -c "labels of pid $DEMO_PID: a look-up took longer" "$T/daemon.log")
+echo "the labelled program started in the storm: read ($stalled look-ups of it stalled first)"
+kill "$DEMO_PID" 2>/dev/null
+wait "$DEMO_PID" 2>/dev/null
 kill "$STORM_RUNUSER" 2>/dev/null
 pkill -KILL -u "$U" 2>/dev/null
 daemon_alive || fail "flightrecd died"
