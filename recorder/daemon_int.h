@@ -73,7 +73,8 @@ struct daemon {
 	uint64_t barrier;
 	int64_t last_seal_mono;	  /* the last periodic seal (with open waits), not a full chunk's */
 	int64_t unwind_wait_left; /* ns this second may still wait for tables */
-	int64_t unwind_wait_second; /* CLOCK_MONOTONIC ns that second began */
+	uint32_t unwind_pending_uid; /* whose process the last pending table was for */
+	int64_t unwind_wait_second;  /* CLOCK_MONOTONIC ns that second began */
 	/* The mappings whose tables the last frames used, for the frames to
 	 * come (a stack goes back and forth between a few files). Valid for
 	 * one drain: emptied whenever tables or mappings may change. */

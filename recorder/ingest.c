@@ -277,6 +277,8 @@ static const struct fr_cfi_table *on_unwind_find(void *arg, uint32_t pid, uint64
 		return NULL;
 	}
 	t = fr_unwind_tables_find(d->unwind_tables, pid, &m, addr, vaddr, miss);
+	if (!t && *miss == FR_UNWIND_MISS_PENDING)
+		d->unwind_pending_uid = m.uid;
 	if (t) {
 		i = d->unwind_mru_next++ % (sizeof(d->unwind_mru) / sizeof(d->unwind_mru[0]));
 		d->unwind_mru[i].pid = pid;
@@ -298,17 +300,23 @@ static const struct fr_cfi_table *on_unwind_find(void *arg, uint32_t pid, uint64
  * seconds; a budget per drain let every drain, dozens a second, wait
  * its whole budget for it while the rings filled. */
 #define UNWIND_WAIT_PER_SECOND_NS (50 * 1000000LL)
+/* Of which the samples of users other than root may take this much: a
+ * user's flood of new binaries, whose samples all wait for tables, leaves
+ * root's programs the rest. */
+#define UNWIND_WAIT_USERS_NS (UNWIND_WAIT_PER_SECOND_NS / 2)
 
 static int on_unwind_wait(void *arg)
 {
 	struct daemon *d = arg;
-	int64_t t0, waited;
+	int64_t t0, waited, left = d->unwind_wait_left;
 	int ret;
 
-	if (!d->unwind_tables || d->unwind_wait_left <= 0)
+	if (d->unwind_pending_uid != 0)
+		left -= UNWIND_WAIT_PER_SECOND_NS - UNWIND_WAIT_USERS_NS;
+	if (!d->unwind_tables || left <= 0)
 		return 0;
 	t0 = fr_now_mono_ns();
-	ret = fr_unwind_tables_wait(d->unwind_tables, d->unwind_wait_left);
+	ret = fr_unwind_tables_wait(d->unwind_tables, left);
 	if (ret)
 		d->unwind_mru_n = 0; /* tables taken, others perhaps dropped */
 	waited = fr_now_mono_ns() - t0;
