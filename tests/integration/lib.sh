@@ -238,3 +238,22 @@ traces() {
 		n > 0 { sub(/^ +/, ""); s = $0 ";" s }
 		END { flush() }' "$2.raw" >"$2"
 }
+
+# make_suid_dir: $SUID_DIR ($T/u), a directory on a file system that
+# honours the set-user-ID bit: $T's, or a tmpfs mounted there with suid
+# when $T's is nosuid (the caller's cleanup unmounts it: suid_dir_cleanup).
+# suid_copy PROG NAME: a set-user-ID root copy of PROG at $SUID_DIR/NAME.
+SUID_DIR=$T/u
+make_suid_dir() {
+	mkdir "$SUID_DIR"
+	if findmnt -n -o OPTIONS --target "$T" | grep -Eq '(^|,)nosuid(,|$)'; then
+		mount -t tmpfs -o mode=0755,suid flightrec-suid "$SUID_DIR" ||
+			skip "$T is nosuid and no tmpfs can be mounted with suid"
+	fi
+	chmod 0755 "$SUID_DIR"
+}
+suid_dir_cleanup() { mountpoint -q "$SUID_DIR" && umount "$SUID_DIR"; }
+suid_copy() {
+	cp "$1" "$SUID_DIR/$2" && chown root:root "$SUID_DIR/$2" && chmod 4755 "$SUID_DIR/$2" ||
+		fail "cannot make the set-user-ID copy of $1"
+}

@@ -23,7 +23,6 @@ add_test_user "$U" "$G"
 # The set-user-ID copy must be on a file system that honours the bit.
 # The blockers are ended here: the set-user-ID one runs as root, which
 # test_users_cleanup's pkill -u of the user does not reach.
-SUID_DIR=$T/u
 SUID_PID=
 USER_PID=
 NODUMP_PID=
@@ -31,19 +30,13 @@ suid_cleanup() {
 	[ -n "$SUID_PID" ] && kill -9 "$SUID_PID" 2>/dev/null
 	[ -n "$USER_PID" ] && kill -9 "$USER_PID" 2>/dev/null
 	[ -n "$NODUMP_PID" ] && kill -9 "$NODUMP_PID" 2>/dev/null
-	mountpoint -q "$SUID_DIR" && umount "$SUID_DIR"
+	suid_dir_cleanup
 	test_users_cleanup
 }
 trap suid_cleanup EXIT
 [ -n "${FR_KEEP:-}" ] && trap - EXIT
-mkdir "$SUID_DIR"
-if findmnt -n -o OPTIONS --target "$T" | grep -Eq '(^|,)nosuid(,|$)'; then
-	mount -t tmpfs -o mode=0755,suid flightrec-suid "$SUID_DIR" ||
-		skip "$T is nosuid and no tmpfs can be mounted with suid"
-fi
-chmod 0755 "$SUID_DIR"
-cp "$BLOCK" "$SUID_DIR/suidblock" && chown root:root "$SUID_DIR/suidblock" &&
-	chmod 4755 "$SUID_DIR/suidblock" || fail "cannot make the set-user-ID copy"
+make_suid_dir
+suid_copy "$BLOCK" suidblock
 cp "$BLOCK" "$SUID_DIR/userblock" && chown "$U" "$SUID_DIR/userblock" || fail "cannot copy block"
 mkdir "$T/out" && chown "$U" "$T/out"
 

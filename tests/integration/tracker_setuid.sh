@@ -15,22 +15,15 @@ G=frtsg$$
 add_test_group "$G"
 add_test_user "$U" "$G"
 
-SUID_DIR=$T/u
 tracker_cleanup() {
 	pkill -KILL -u "$U" 2>/dev/null
-	mountpoint -q "$SUID_DIR" && umount "$SUID_DIR"
+	suid_dir_cleanup
 	test_users_cleanup
 }
 trap tracker_cleanup EXIT
 [ -n "${FR_KEEP:-}" ] && trap - EXIT
-mkdir "$SUID_DIR"
-if findmnt -n -o OPTIONS --target "$T" | grep -Eq '(^|,)nosuid(,|$)'; then
-	mount -t tmpfs -o mode=0755,suid flightrec-suid "$SUID_DIR" ||
-		skip "$T is nosuid and no tmpfs can be mounted with suid"
-fi
-chmod 0755 "$SUID_DIR"
-cp "$BURN" "$SUID_DIR/suidburn" && chown root:root "$SUID_DIR/suidburn" &&
-	chmod 4755 "$SUID_DIR/suidburn" || fail "cannot make the set-user-ID copy"
+make_suid_dir
+suid_copy "$BURN" suidburn
 mkdir "$T/out" && chown "$U" "$T/out"
 
 cat >"$T/config.json" <<JSON
