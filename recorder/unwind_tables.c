@@ -7,433 +7,25 @@
  * of finished ones under `lock` connect the two, and the ingest thread
  * takes the finished ones once per drain (fr_unwind_tables_collect()).
  *
- * The builder reads a file on a deadline worker (core/util/worker.h): a
- * read that misses FR_UNWIND_TABLES_READ_DEADLINE_NS is left to its worker
- * and the table fails with -ETIMEDOUT, so later tables are not held up.
- * Compiling the CFI (fr_cfi_build()) works on private memory only and runs
- * on the builder itself.
+ * This file is the ingest thread's side; the builder's (reading files,
+ * compiling tables, the per-user queues it serves in turn) is
+ * unwind_build.c, and what both see unwind_tables_int.h.
  *
  * The structure is freed by whichever of the owner and the builder lets
  * go last: shutdown waits at most a second for a builder busy compiling a
  * large file.
  */
-#include "recorder/unwind_tables.h"
-
-#include "recorder/proc.h"
+#include "recorder/unwind_tables_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "core/query/elf_image.h"
-#include "core/util/fs.h"
 #include "core/util/log.h"
-#include "core/util/shares.h"
 #include "core/util/priority.h"
-#include "core/util/worker.h"
-
-#define NBUCKETS 4096
-#define STOP_WAIT_MS 1000
-
-enum { KEY_BUILD_ID = 1, KEY_INODE, KEY_VDSO };
-/* ST_LINKED: a file known by its inode whose build id was read; its
- * table is that of the build id's entry. */
-enum { ST_PENDING, ST_READY, ST_FAILED, ST_DROPPED, ST_LINKED };
-
-/* What identifies a file's table; zeroed before it is filled, so that it
- * compares and hashes as bytes. */
-struct key {
-	uint8_t kind;
-	uint8_t len; /* of bid */
-	uint8_t bid[FR_BUILD_ID_MAX];
-	uint32_t pid; /* KEY_INODE from /proc (no generation): the process */
-	uint64_t dev, ino, gen;
-	const void *path_id; /* KEY_INODE from /proc: the tracker's path */
-};
-
-struct entry {
-	struct entry *next;
-	struct key key;
-	uint32_t hash;
-	uint8_t state;
-	struct fr_cfi_table *table; /* ST_READY */
-	size_t bytes;
-	uint64_t last_use;
-	struct key link; /* ST_LINKED: the build id's key */
-	struct job *job; /* ST_PENDING: its job, until taken */
-	bool urgent;	 /* ST_PENDING: a sample waits for it */
-	uint32_t owner;	 /* whom its table is counted to (unwind_tables.h) */
-};
-
-struct job {
-	struct job *next;
-	struct entry *entry; /* the ingest thread's; the builder never touches it */
-	struct key key;
-	uint32_t pid;
-	uint32_t uid; /* whose queue it waits in: the asker's */
-	uint64_t start, end;
-	char *path;
-	bool prefetch; /* asked for at the mapping's MMAP2, not by a sample */
-	bool taken;    /* by the builder (under lock): pid..path are its now */
-	/* The answer: a table, or for a KEY_INODE job the file's build id
-	 * (bid_len > 0, no table), or err. */
-	struct fr_cfi_table *table;
-	uint8_t bid[FR_BUILD_ID_MAX];
-	uint8_t bid_len;
-	int err;
-};
-
-/* The builds one user's processes wait for: a turn each in the builder's
- * round robin, so that a flood of one user's new binaries delays another
- * user's (or root's) builds by at most one build at a time. */
-struct queue {
-	struct queue *next; /* in the round robin */
-	uint32_t uid;
-	uint32_t n; /* jobs waiting */
-	struct job *head, **tail;
-};
-
-struct fr_unwind_tables {
-	/* The ingest thread's. */
-	struct entry *buckets[NBUCKETS];
-	uint32_t nentries;
-	uint64_t clock;	 /* look-ups so far: the LRU's time */
-	uint64_t budget; /* atomic: fr_unwind_tables_set_budget() */
-	/* Shared, under lock. */
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* work queued, answer posted, builder gone */
-	/* Users with builds waiting, next first; each turn takes one. */
-	struct queue *turns, **turns_tail;
-	uint32_t user_queued;	 /* jobs waiting of users other than root */
-	struct fr_shares shares; /* bytes of ready tables per owner */
-	struct job *done, **done_tail;
-	unsigned refs; /* the owner's and the builder's */
-	bool stop, builder_gone;
-	/* The builder's. */
-	struct fr_worker *worker;
-	/* Counters (atomics). */
-	struct fr_unwind_tables_stats st;
-};
-
-static void job_free(struct job *j)
-{
-	if (!j)
-		return;
-	fr_cfi_free(j->table);
-	free(j->path);
-	free(j);
-}
-
-static void destroy(struct fr_unwind_tables *u)
-{
-	for (struct queue *q = u->turns, *qn; q; q = qn) {
-		qn = q->next;
-		for (struct job *j = q->head, *n; j; j = n) {
-			n = j->next;
-			job_free(j);
-		}
-		free(q);
-	}
-	fr_shares_fini(&u->shares);
-	for (struct job *j = u->done, *n; j; j = n) {
-		n = j->next;
-		job_free(j);
-	}
-	pthread_cond_destroy(&u->cond);
-	pthread_mutex_destroy(&u->lock);
-	free(u);
-}
-
-/* ---- the builder -------------------------------------------------------- */
-
-/* One file read on the deadline worker; freed by read_drop when the
- * worker was abandoned, else by the builder. */
-struct read_call {
-	uint32_t pid;
-	uint64_t start, end;
-	char *path;
-	bool bid_first; /* a file with a build id is not read further */
-	uint8_t bid[FR_ELF_BUILD_ID_MAX];
-	int bid_len;
-	void *buf;
-	size_t size;
-	struct stat st;
-	int err;
-};
-
-static void read_drop(void *arg)
-{
-	struct read_call *rc = arg;
-
-	free(rc->buf);
-	free(rc->path);
-	free(rc);
-}
-
-/* The whole file into private memory. */
-static void read_file(void *arg)
-{
-	struct read_call *rc = arg;
-	ssize_t n;
-	int fd = fr_proc_open_mapped(rc->pid, rc->start, rc->end, rc->path, FR_ELF_MAX_SIZE,
-				     &rc->st);
-
-	if (fd < 0) {
-		rc->err = fd;
-		return;
-	}
-	/* The build id alone (a few preads): the table may be built, or
-	 * being built, from another mapping of the same file. */
-	if (rc->bid_first) {
-		rc->bid_len = fr_elf_build_id_fd(fd, rc->bid, sizeof(rc->bid));
-		if (rc->bid_len > 0 && rc->bid_len <= FR_BUILD_ID_MAX) {
-			close(fd);
-			return;
-		}
-		rc->bid_len = 0;
-	}
-	rc->size = (size_t)rc->st.st_size;
-	rc->buf = malloc(rc->size ? rc->size : 1);
-	if (!rc->buf) {
-		rc->err = -ENOMEM;
-	} else {
-		n = fr_pread_full(fd, rc->buf, rc->size, 0);
-		/* A file cut short since its fstat is not the file mapped. */
-		rc->err = n < 0 ? (int)n : (size_t)n != rc->size ? -ESTALE : 0;
-	}
-	close(fd);
-}
-
-/* The daemon's own vDSO, copied: the same image every 64-bit process
- * maps, and no file to read. Its size is that of the [vdso] line of
- * /proc/self/maps. */
-static int read_vdso(void **buf, size_t *size)
-{
-	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	char line[512];
-	FILE *f;
-	int ret = -ENOENT;
-
-	if (!base)
-		return -ENOENT;
-	f = fopen("/proc/self/maps", "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end;
-
-		if (sscanf(line, "%llx-%llx", &start, &end) == 2 && start == base &&
-		    strstr(line, "[vdso]")) {
-			*size = (size_t)(end - start);
-			*buf = malloc(*size);
-			ret = *buf ? 0 : -ENOMEM;
-			if (*buf)
-				memcpy(*buf, (const void *)base, *size);
-			break;
-		}
-	}
-	fclose(f);
-	return ret;
-}
-
-/* Reads the file of `j` on the worker; 0 with the bytes, or -errno. A
- * file known by its inode that has a build id is not read further: 0 with
- * no bytes and its build id in the job. */
-static int build_read(struct fr_unwind_tables *u, struct job *j, void **buf, size_t *size)
-{
-	struct read_call *rc = calloc(1, sizeof(*rc));
-	int ret;
-
-	if (!rc || !(rc->path = strdup(j->path))) {
-		free(rc);
-		return -ENOMEM;
-	}
-	rc->pid = j->pid;
-	rc->start = j->start;
-	rc->end = j->end;
-	rc->bid_first = j->key.kind == KEY_INODE;
-	ret = fr_worker_call(&u->worker, read_file, read_drop, rc,
-			     FR_UNWIND_TABLES_READ_DEADLINE_NS);
-	if (ret == -ETIMEDOUT)
-		return ret; /* the worker frees rc when the read returns */
-	if (ret == 0)
-		ret = rc->err;
-	/* A file without a build id is known by its inode: what is at the
-	 * path now may be another. */
-	if (ret == 0 && j->key.kind == KEY_INODE &&
-	    (rc->st.st_dev != j->key.dev || rc->st.st_ino != j->key.ino))
-		ret = -ESTALE;
-	if (ret == 0 && rc->bid_len > 0) {
-		memcpy(j->bid, rc->bid, (size_t)rc->bid_len);
-		j->bid_len = (uint8_t)rc->bid_len;
-	} else if (ret == 0) {
-		*buf = rc->buf;
-		*size = rc->size;
-		rc->buf = NULL;
-	}
-	read_drop(rc);
-	return ret;
-}
-
-static void build(struct fr_unwind_tables *u, struct job *j)
-{
-	void *buf = NULL;
-	size_t size = 0;
-	int ret;
-
-	/* A program that ran a few milliseconds (a build's many short
-	 * execs) exited before its turn: its table may never be needed, and
-	 * a sample that needs it asks again. */
-	if (j->prefetch && kill((pid_t)j->pid, 0) < 0 && errno == ESRCH) {
-		j->err = -ESRCH;
-		return;
-	}
-	ret = j->key.kind == KEY_VDSO ? read_vdso(&buf, &size) : build_read(u, j, &buf, &size);
-	if (ret == 0 && j->bid_len)
-		return; /* linked to its build id's table by the ingest thread */
-	if (ret == 0)
-		ret = fr_cfi_build(buf, size, &j->table);
-	free(buf);
-	/* A file read by its path must be the one the build id names. */
-	if (ret == 0 && j->key.kind == KEY_BUILD_ID &&
-	    (j->table->build_id_len != j->key.len ||
-	     memcmp(j->table->build_id, j->key.bid, j->key.len) != 0)) {
-		fr_cfi_free(j->table);
-		j->table = NULL;
-		ret = -ESTALE;
-	}
-	j->err = ret;
-}
-
-/* ---- the queues (under lock) ------------------------------------------- */
-
-/* The queue of `uid`, with builds waiting; NULL when it has none. */
-static struct queue *queue_of(struct fr_unwind_tables *u, uint32_t uid)
-{
-	for (struct queue *q = u->turns; q; q = q->next)
-		if (q->uid == uid)
-			return q;
-	return NULL;
-}
-
-/* Queues `j` in the queue of j->uid: first when a sample waits for it
- * (the program that has just started working comes first among its
- * user's), else last. A new queue is *spare when given (taken), else allocated.
- * Returns 0 or -ENOMEM. */
-static int enqueue(struct fr_unwind_tables *u, struct job *j, bool first, struct queue **spare)
-{
-	struct queue *q = queue_of(u, j->uid);
-
-	if (!q) {
-		q = spare ? *spare : calloc(1, sizeof(*q));
-		if (spare)
-			*spare = NULL;
-		if (!q)
-			return -ENOMEM;
-		q->uid = j->uid;
-		q->tail = &q->head;
-		*u->turns_tail = q;
-		u->turns_tail = &q->next;
-	}
-	if (first) {
-		j->next = q->head;
-		q->head = j;
-		if (q->tail == &q->head)
-			q->tail = &j->next;
-	} else {
-		j->next = NULL;
-		*q->tail = j;
-		q->tail = &j->next;
-	}
-	q->n++;
-	u->user_queued += j->uid != 0;
-	return 0;
-}
-
-/* Takes `j` out of queue `q` (*pp points at it); a queue left empty
- * leaves the round robin. */
-static void unqueue(struct fr_unwind_tables *u, struct queue *q, struct job **pp)
-{
-	struct job *j = *pp;
-	struct queue **qp;
-
-	*pp = j->next;
-	if (q->tail == &j->next)
-		q->tail = pp;
-	q->n--;
-	u->user_queued -= j->uid != 0;
-	if (q->n)
-		return;
-	for (qp = &u->turns; *qp != q; qp = &(*qp)->next)
-		;
-	*qp = q->next;
-	if (u->turns_tail == &q->next)
-		u->turns_tail = qp;
-	free(q);
-}
-
-/* The next build: the first of the user whose turn it is, who then goes
- * last. */
-static struct job *next_turn(struct fr_unwind_tables *u)
-{
-	struct queue *q = u->turns;
-	struct job *j = q->head;
-	bool more = q->n > 1; /* else unqueue frees q */
-
-	unqueue(u, q, &q->head);
-	j->taken = true;
-	if (more && q->next) {
-		u->turns = q->next;
-		q->next = NULL;
-		*u->turns_tail = q;
-		u->turns_tail = &q->next;
-	}
-	return j;
-}
-
-static void *builder_main(void *arg)
-{
-	struct fr_unwind_tables *u = arg;
-	bool last;
-
-	pthread_mutex_lock(&u->lock);
-	for (;;) {
-		struct job *j;
-
-		while (!u->turns && !u->stop)
-			pthread_cond_wait(&u->cond, &u->lock);
-		if (u->stop)
-			break;
-		j = next_turn(u);
-		pthread_mutex_unlock(&u->lock);
-
-		build(u, j);
-
-		pthread_mutex_lock(&u->lock);
-		j->next = NULL;
-		*u->done_tail = j;
-		u->done_tail = &j->next;
-		pthread_cond_broadcast(&u->cond);
-	}
-	fr_worker_free(u->worker);
-	u->worker = NULL;
-	u->builder_gone = true;
-	last = --u->refs == 0;
-	pthread_cond_broadcast(&u->cond);
-	pthread_mutex_unlock(&u->lock);
-	if (last)
-		destroy(u);
-	return NULL;
-}
 
 /* ---- the ingest thread's side ------------------------------------------- */
 
@@ -454,7 +46,7 @@ struct fr_unwind_tables *fr_unwind_tables_new(uint64_t budget)
 	fr_mono_cond_init(&u->cond);
 	pthread_attr_init(&ta);
 	pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&th, &ta, builder_main, u);
+	ret = pthread_create(&th, &ta, unwind_builder_main, u);
 	pthread_attr_destroy(&ta);
 	if (ret != 0) {
 		pthread_cond_destroy(&u->cond);
@@ -494,7 +86,7 @@ void fr_unwind_tables_free(struct fr_unwind_tables *u)
 	last = --u->refs == 0;
 	pthread_mutex_unlock(&u->lock);
 	if (last)
-		destroy(u);
+		unwind_destroy(u);
 }
 
 static uint32_t key_hash(const struct key *k)
@@ -605,7 +197,7 @@ static bool queue_room(struct fr_unwind_tables *u, uint32_t uid, bool prefetch)
 
 	if (uid == 0)
 		return true;
-	q = queue_of(u, uid);
+	q = unwind_queue_of(u, uid);
 	if (q && q->n >= FR_UNWIND_TABLES_MAX_PENDING / (prefetch ? 8 : 4))
 		return false;
 	return u->user_queued < FR_UNWIND_TABLES_MAX_PENDING / 4 * 3;
@@ -641,12 +233,12 @@ static int request(struct fr_unwind_tables *u, struct entry *e, uint32_t pid,
 	/* Samples wait for it: ahead of the tables of this user asked for
 	 * as their mappings appeared, of which a busy machine has
 	 * hundreds. */
-	ret = queue_room(u, uid, prefetch) ? enqueue(u, j, !prefetch, NULL) : -EAGAIN;
+	ret = queue_room(u, uid, prefetch) ? unwind_enqueue(u, j, !prefetch, NULL) : -EAGAIN;
 	if (ret == 0)
 		pthread_cond_broadcast(&u->cond);
 	pthread_mutex_unlock(&u->lock);
 	if (ret < 0) {
-		job_free(j);
+		unwind_job_free(j);
 		return ret;
 	}
 	e->state = ST_PENDING;
@@ -670,12 +262,12 @@ static void promote(struct fr_unwind_tables *u, struct entry *e, uint32_t uid)
 	if (uid == 0)
 		e->owner = 0;
 	pthread_mutex_lock(&u->lock);
-	q = queue_of(u, j->uid);
+	q = unwind_queue_of(u, j->uid);
 	for (pp = q ? &q->head : NULL; pp && *pp && *pp != j; pp = &(*pp)->next)
 		;
 	/* Not found: the builder has it already (and reads it unlocked). */
 	if (pp && *pp == j) {
-		struct queue *to = queue_of(u, uid);
+		struct queue *to = unwind_queue_of(u, uid);
 
 		j->prefetch = false; /* not skipped: needed */
 		if (to == q && q->n == 1) {
@@ -683,13 +275,13 @@ static void promote(struct fr_unwind_tables *u, struct entry *e, uint32_t uid)
 		} else if (to || spare) {
 			/* Neither a queue freed that is needed, nor one
 			 * allocated under the lock. */
-			unqueue(u, q, pp);
+			unwind_unqueue(u, q, pp);
 			j->uid = uid;
-			enqueue(u, j, true, &spare);
+			unwind_enqueue(u, j, true, &spare);
 		} else if (q->n > 1) {
 			/* No memory for a queue of `uid`: first of its own. */
-			unqueue(u, q, pp);
-			enqueue(u, j, true, NULL);
+			unwind_unqueue(u, q, pp);
+			unwind_enqueue(u, j, true, NULL);
 		}
 	}
 	pthread_mutex_unlock(&u->lock);
@@ -892,7 +484,7 @@ void fr_unwind_tables_collect(struct fr_unwind_tables *u)
 		done = j->next;
 		stat_add(&u->st.pending, -1);
 		take(u, j, j->entry);
-		job_free(j);
+		unwind_job_free(j);
 	}
 	evict(u);
 }
