@@ -435,11 +435,16 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 		th->creator = ptid;
 }
 
-/* Whether process `pid` runs now: neither gone nor a zombie. */
+/* Whether process `pid` runs now: neither gone nor a zombie. Called for
+ * each process's EXIT, which a user can make thousands a second: a
+ * reaped process (the common case by the time the record is read) is
+ * told by kill() alone, /proc is read only for one that is still there. */
 static bool still_running(uint32_t pid)
 {
 	struct fr_proc_stat ps;
 
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		return false;
 	return fr_proc_read_stat("/proc", pid, &ps) == 0 && ps.state != 'Z' && ps.state != 'X';
 }
 
