@@ -257,3 +257,17 @@ suid_copy() {
 	cp "$1" "$SUID_DIR/$2" && chown root:root "$SUID_DIR/$2" && chmod 4755 "$SUID_DIR/$2" ||
 		fail "cannot make the set-user-ID copy of $1"
 }
+
+# check_owners STATUS_JSON FIELD BUDGET UID: status --json's FIELD
+# (symbol_cache, unwind_tables) has budget BUDGET bytes and lists what
+# root and UID hold of it, adding up to its bytes.
+check_owners() {
+	python3 - "$@" <<'PY' || fail "status --json's $2 owners: $(cat "$1")"
+import json, sys
+t = json.load(open(sys.argv[1]))[sys.argv[2]]
+owners = {o["uid"]: o for o in t["owners"]}
+assert t["budget"] == int(sys.argv[3]), t
+assert 0 in owners and int(sys.argv[4]) in owners, owners
+assert sum(o["bytes"] for o in t["owners"]) == t["bytes"], t
+PY
+}

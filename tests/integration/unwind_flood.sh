@@ -130,13 +130,6 @@ echo "fresh_cxx in the flood: $total samples, $in_main unwound to main -> phase_
 # Status: the budget, and what root's and the user's tables take.
 grep -E "^tables: +[0-9]+ CFI tables \([0-9.]+[KM]iB of 24.0MiB: root [0-9.]+[KM]iB, uid $uid [0-9.]+[KM]iB[,)]" \
 	"$T/status.out" >/dev/null || fail "status does not show the tables' owners: $(cat "$T/status.out")"
-python3 - "$T/status.json" "$uid" <<'PY' || fail "status --json: $(cat "$T/status.json")"
-import json, sys
-t = json.load(open(sys.argv[1]))["unwind_tables"]
-owners = {o["uid"]: o for o in t["owners"]}
-assert t["budget"] == 24 << 20, t
-assert 0 in owners and int(sys.argv[2]) in owners, owners
-assert sum(o["bytes"] for o in t["owners"]) == t["bytes"], t
-PY
+check_owners "$T/status.json" unwind_tables $((24 << 20)) "$uid"
 stop_daemon
 echo PASS
