@@ -44,7 +44,7 @@
  *   files, DIR/.build-id/xx/rest.debug and DIR/BINARY_DIR/LINK_NAME, at
  *   each query (a file installed later is used by the next one).
  *   "cache_dir" (default NULL: "symbols" beside the ring) is the on-disk
- *   symbol cache (recorder/symcache.h): a copy of each ELF file samples hit,
+ *   symbol cache (recorder/tracking/symcache.h): a copy of each ELF file samples hit,
  *   named by build id, and the perf maps of JIT processes, so profiles
  *   name frames of binaries deleted or replaced since. "cache_size"
  *   (default 1GiB; "0B" turns the cache off) bounds it, least recently

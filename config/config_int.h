@@ -29,10 +29,10 @@
 #define DEFAULT_MAX_CLIENTS 64
 #define DEFAULT_USER_MAX_RATE_HZ 99
 #define DEFAULT_MEMORY (512ull << 20)
-/* The label table alone may take 56 MiB (recorder/labelsets.h). */
+/* The label table alone may take 56 MiB (recorder/tracking/labelsets.h). */
 #define MIN_MEMORY (64ull << 20)
 #define MIN_QUERY_MEMORY (1ull << 20)
-/* The unwind tables' budget (recorder/unwind_tables.h). */
+/* The unwind tables' budget (recorder/tracking/unwind_tables.h). */
 #define MIN_UNWIND_TABLE_MEMORY (1ull << 20)
 #define DEFAULT_SESSION "default"
 #define DEFAULT_HZ 99

@@ -61,9 +61,9 @@ static int parse_memory(struct config_ctx *c, const cJSON *limits, struct fr_con
 }
 
 /* "limits.unwind_table_memory": what the CFI tables stacks are unwound
- * with may take together (recorder/unwind_tables.h, shared fairly among
+ * with may take together (recorder/tracking/unwind_tables.h, shared fairly among
  * the users whose processes need them): a share of limits.memory, read
- * after it (3/8 of it when absent, recorder/memory.c). */
+ * after it (3/8 of it when absent, recorder/ingest/memory.c). */
 static int parse_unwind_table_memory(struct config_ctx *c, const cJSON *limits,
 				     struct fr_config *cfg)
 {

@@ -32,7 +32,7 @@
 
 /* ---- attach --------------------------------------------------------- */
 
-/* A cursor's name (attach "since_last", recorder/cursors.h): 1 to
+/* A cursor's name (attach "since_last", recorder/requests/cursors.h): 1 to
  * FR_IPC_CURSOR_NAME_MAX characters of [A-Za-z0-9_.-]: no spaces, no
  * slashes, nothing a file or a log line could take another way. */
 #define FR_IPC_CURSOR_NAME_MAX 64

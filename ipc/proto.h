@@ -59,14 +59,14 @@
  *   and "by_cpu": true (a "cpu" label on each sample; `--label-key cpu`).
  *   attach and consume take "event_hz": [N, ...], one rate per entry of
  *   "events" (0: "hz"), so each event is at its own rate. attach takes
- *   "since_last": NAME, the asker's cursor (recorder/cursors.h): the
+ *   "since_last": NAME, the asker's cursor (recorder/requests/cursors.h): the
  *   window starts where the previous call with NAME ended (a new cursor:
  *   "window_ns"/"from_ns", or the whole ring; neither is required), and
  *   the cursor moves to its end once the profile is written.
  *
  *   threads: every thread of the targets (at least one of "pids", "comm",
  *   "cgroup"; no "children"), now, written into the passed regular file as
- *   gzip'ed pprof, one sample per thread (recorder/threads.c).
+ *   gzip'ed pprof, one sample per thread (recorder/requests/threads.c).
  *
  *   timeline: per step, the event's value per top group, written into the
  *   passed descriptor as the JSON form of core/query/timeline.h (members

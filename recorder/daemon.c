@@ -1,8 +1,8 @@
 /* flightrecd: start-up and shutdown (see recorder/daemon.h for the
  * threads). The parts live in files of their own: the ring's writer
- * (recorder/writer.c), the sources and consumers (recorder/sources.c), the
- * ingest thread (recorder/ingest.c), what clients ask
- * (recorder/requests.c, recorder/status.c).
+ * (recorder/ingest/writer.c), the sources and consumers (recorder/sampling/sources.c), the
+ * ingest thread (recorder/ingest/ingest.c), what clients ask
+ * (recorder/requests/requests.c, recorder/requests/status.c).
  *
  * Start-up opens the socket before the ring (a live recorder there owns
  * both), then the recording, then starts the writer, the triggers and
@@ -30,8 +30,8 @@
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "recorder/daemon_int.h"
-#include "recorder/export_ch.h"
-#include "recorder/symcache.h"
+#include "recorder/export/export_ch.h"
+#include "recorder/tracking/symcache.h"
 
 /* ---- start and stop ---------------------------------------------------- */
 
@@ -183,7 +183,7 @@ static int daemon_open_files(struct daemon *d)
 	return 0;
 }
 
-/* The symbol cache (recorder/symcache.h), "symbols" beside the ring unless
+/* The symbol cache (recorder/tracking/symcache.h), "symbols" beside the ring unless
  * configured elsewhere. Without it the daemon records all the same; its
  * profiles then name only binaries that are still there. */
 static void daemon_open_symcache(struct daemon *d)

@@ -1,9 +1,9 @@
 /* What the parts of flightrecd share: recorder/daemon.c (start-up and
- * shutdown), recorder/ingest.c (the ingest thread), recorder/requests.c
+ * shutdown), recorder/ingest/ingest.c (the ingest thread), recorder/requests/requests.c
  * (what a client asks over the socket, and the dumps the trigger engine
- * asks for) and recorder/status.c (status and sessions replies). The
- * writer and the sources are objects of their own (recorder/writer.h,
- * recorder/sources.h). Private to them.
+ * asks for) and recorder/requests/status.c (status and sessions replies). The
+ * writer and the sources are objects of their own (recorder/ingest/writer.h,
+ * recorder/sampling/sources.h). Private to them.
  */
 #ifndef FR_RECORDER_DAEMON_INT_H
 #define FR_RECORDER_DAEMON_INT_H
@@ -22,15 +22,15 @@
 #include "core/store/ring.h"
 #include "ipc/server.h"
 #include "recorder/daemon.h"
-#include "recorder/perf.h"
-#include "recorder/cursors.h"
-#include "recorder/poller.h"
-#include "recorder/sources.h"
-#include "recorder/applabels.h"
-#include "recorder/tracker.h"
-#include "recorder/unwind_tables.h"
-#include "recorder/triggers.h"
-#include "recorder/writer.h"
+#include "recorder/sampling/perf.h"
+#include "recorder/requests/cursors.h"
+#include "recorder/sampling/poller.h"
+#include "recorder/sampling/sources.h"
+#include "recorder/tracking/applabels.h"
+#include "recorder/tracking/tracker.h"
+#include "recorder/tracking/unwind_tables.h"
+#include "recorder/triggers/triggers.h"
+#include "recorder/ingest/writer.h"
 
 #define SEAL_INTERVAL_NS 1000000000LL
 /* The ingest thread sleeps until the next seal is due (at most this long),
@@ -95,13 +95,13 @@ struct daemon {
 	 * and the times its watchdog took it off, for status (atomics). */
 	int32_t ingest_nice, writer_nice, ingest_realtime;
 	uint64_t realtime_drops;
-	/* The ingest thread's watchdog (recorder/ingest.c): its CPU time at
+	/* The ingest thread's watchdog (recorder/ingest/ingest.c): its CPU time at
 	 * the start of the current second, when that second started, when
 	 * it may run at SCHED_FIFO again (0: now), whether it may at all. */
 	int64_t rt_cpu0, rt_window0, rt_resume_at;
 	int rt_allowed;
 	/* The last ingest stalls, Unix ns of the drain before and after each
-	 * (recorder/requests_attach.c; the ingest thread notes them, attach
+	 * (recorder/requests/requests_attach.c; the ingest thread notes them, attach
 	 * replies name the one within their window). */
 	pthread_mutex_t stall_lock;
 	struct daemon_stall {
@@ -122,7 +122,7 @@ struct daemon {
 	struct fr_budget users_budget;
 	int64_t reloaded_ns; /* Unix ns of the last successful reload, 0 if none */
 	uint64_t reloads_rejected;
-	/* `flightrec reload` (recorder/requests_ctl.c): reloads begun and
+	/* `flightrec reload` (recorder/requests/requests_ctl.c): reloads begun and
 	 * ended by the ingest thread and the last one's outcome, under
 	 * reload_lock; reload_cond wakes the requests waiting for one. */
 	pthread_mutex_t reload_lock;
@@ -142,7 +142,7 @@ struct daemon {
 	/* attach --since-last's named cursors, RING.cursors; NULL: none
 	 * (out of memory at start). */
 	struct fr_cursors *cursors;
-	/* The ClickHouse exporter (recorder/export_ch.c); NULL: none. */
+	/* The ClickHouse exporter (recorder/export/export_ch.c); NULL: none. */
 	struct fr_exporter *exporter;
 	/* What `sessions` requests answer: a JSON array rebuilt from the
 	 * configuration in force at start and on each reload. */
@@ -164,7 +164,7 @@ struct daemon {
 	 * without a sample, so a crash does not take the count with it. */
 	int losses_pending;
 
-	/* The memory ceiling (recorder/memory.c). */
+	/* The memory ceiling (recorder/ingest/memory.c). */
 	struct daemon_memory {
 		uint64_t limit;	      /* limits.memory (atomic) */
 		int query_set;	      /* limits.query_memory is set (atomic) */
@@ -190,7 +190,7 @@ struct daemon {
 	"incomplete: the recorder did not store its last samples within 3 s (see " \
 	"flightrec status: ingest); the profile may end early"
 
-/* recorder/ingest.c */
+/* recorder/ingest/ingest.c */
 /* Sets the record callbacks the sources' drains deliver to. */
 void daemon_ingest_init(struct daemon *d);
 /* Runs the ingest thread until SIGINT or SIGTERM (the open chunk sealed
@@ -200,7 +200,7 @@ int daemon_ingest_loop(struct daemon *d);
  * Returns 0, or -ETIMEDOUT. */
 int daemon_flush_barrier(struct daemon *d);
 
-/* recorder/requests_attach.c */
+/* recorder/requests/requests_attach.c */
 /* Notes an ingest stall from Unix ns t0 (the drain before) to t1. */
 void daemon_stall_note(struct daemon *d, int64_t t0, int64_t t1);
 /* Fills what an attach reply says of its profile's span, the ring's, a
@@ -209,7 +209,7 @@ struct fr_ipc_attach_reply;
 void daemon_attach_explain(struct daemon *d, const struct fr_profile_request *preq,
 			   const struct fr_profile_result *res, struct fr_ipc_attach_reply *r);
 
-/* recorder/status.c */
+/* recorder/requests/status.c */
 /* Publishes the sessions of `cfg` for `sessions` requests. */
 void daemon_publish_sessions(struct daemon *d, const struct fr_config *cfg);
 /* The replies to status and sessions, built for `viewer`. NULL when out
@@ -217,7 +217,7 @@ void daemon_publish_sessions(struct daemon *d, const struct fr_config *cfg);
 cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer);
 cJSON *daemon_handle_sessions(struct daemon *d, const struct fr_ipc_peer *viewer);
 
-/* recorder/requests_ctl.c */
+/* recorder/requests/requests_ctl.c */
 /* Sets up and releases what reload requests share. */
 int daemon_ctl_init(struct daemon *d);
 void daemon_ctl_fini(struct daemon *d);
@@ -231,7 +231,7 @@ cJSON *daemon_handle_reload(struct daemon *d, const struct fr_ipc_peer *peer);
 cJSON *daemon_handle_dump(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer);
 cJSON *daemon_handle_trigger(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer);
 
-/* recorder/memory.c */
+/* recorder/ingest/memory.c */
 /* Sets up the query budgets under limits.memory of `cfg` and the symbol
  * images' share. Returns 0 or -errno. */
 int daemon_memory_init(struct daemon *d, const struct fr_config *cfg);
@@ -257,7 +257,7 @@ void daemon_memory_drained(struct daemon *d, int64_t now);
 /* The "memory" object of a status reply. Returns 0 out of memory. */
 int daemon_memory_status(struct daemon *d, cJSON *r);
 
-/* recorder/querymem.c */
+/* recorder/requests/querymem.c */
 /* Reserves `want` bytes of the query memory (cut to what there is room
  * for), waiting up to QUERY_WAIT_NS; `has_uid`: for a user who is not
  * privileged, within the users' quarter. Returns the bytes reserved (give
@@ -276,7 +276,7 @@ void daemon_query_release(struct daemon *d, int has_uid, int64_t reserved);
 /* The error reply of `cmd` when the query memory stays taken. */
 cJSON *daemon_query_busy(struct daemon *d, const char *cmd);
 
-/* recorder/requests.c */
+/* recorder/requests/requests.c */
 /* The symbol paths of a query (fr_profile_request.symbol_cache,
  * debug_dirs), copied from the configuration in force. */
 struct daemon_symbol_paths {

@@ -32,7 +32,7 @@ int fr_cmd_serve(int argc, char **argv);
 int fr_cmd_timeline(int argc, char **argv);
 int fr_cmd_export(int argc, char **argv);
 
-/* Prints the threads answer in `fd` (a pprof, recorder/threads.c) as text
+/* Prints the threads answer in `fd` (a pprof, recorder/requests/threads.c) as text
  * grouped by stack, or as JSON, with the warnings of `r`. Returns the exit
  * status. */
 struct fr_ipc_threads_reply;

@@ -3,7 +3,7 @@
  * named by --clickhouse; --expire drops the day partitions older than the
  * retention kept there; --ring ships a ring file (a crashed or retired
  * host's) by the exporter's own code path (core/query/export_batch.c).
- * The exporter itself runs in flightrecd (recorder/export_ch.c). */
+ * The exporter itself runs in flightrecd (recorder/export/export_ch.c). */
 #include "tools/cli.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* flightrec threads: every thread of some processes, now: state, what it
  * waits in and for how long, CPU time and a stack, without stopping
  * anyone. The recorder writes the answer as a pprof profile with one
- * sample per thread (recorder/threads.c says where each field comes
+ * sample per thread (recorder/requests/threads.c says where each field comes
  * from); this file renders it as a table grouped by identical stacks (as
  * Go's goroutine dump, debug=1) or as JSON, or keeps the file (-o). */
 #include "tools/cli.h"

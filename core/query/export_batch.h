@@ -1,6 +1,6 @@
 /* One export batch: the samples of a ring in one interval as the rows of
  * the ClickHouse schema (core/query/ch_schema.h, docs/clickhouse.md),
- * built without a daemon so the exporter (recorder/export_ch.c) and a
+ * built without a daemon so the exporter (recorder/export/export_ch.c) and a
  * benchmark or tool that writes a synthetic fleet share one code path.
  *
  * Each event of the request is one profile of [t0, t1) at the export

@@ -267,7 +267,7 @@ static int read_map(const char *root, uint32_t ns_pid, uid_t uid, uint64_t max_s
 	return ret;
 }
 
-/* The symbol cache's copy of a perf map (recorder/symcache.h): written by
+/* The symbol cache's copy of a perf map (recorder/tracking/symcache.h): written by
  * the recorder, so owned by root or by whoever runs this reader (a copy
  * of the cache taken off the machine); anyone else's file is not used. */
 static int read_cached(const char *file, uint64_t max_size, uint64_t *size, struct fr_perfmap **out)

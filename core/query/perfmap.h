@@ -79,7 +79,7 @@ struct fr_perfmaps *fr_perfmaps_new(void);
  * namespace are taken from /proc/PID/status, and the map is looked for
  * under /proc/PID/root unless `same_root` (the process sees "/" as this
  * one does). Once it is gone, `cached` (NULL: none) is the recorder's copy
- * of its map (recorder/symcache.h), read when owned by root or by this
+ * of its map (recorder/tracking/symcache.h), read when owned by root or by this
  * process's user. Returns 0 with *name (owned by the cache), or -ENOENT,
  * -ESRCH (process gone, no copy) or the error the map's reading got. */
 int fr_perfmaps_lookup(struct fr_perfmaps *c, uint32_t pid, bool same_root, const char *cached,

@@ -1,7 +1,7 @@
 /* Re-encoding parts of a decoded profile (core/query/pprof_read.h) into a
  * new one (core/query/pprof.h): what `flightrec threads` does to give each
  * thread the stack a window's profile found for it, live
- * (recorder/threads.c) and at a past moment (core/query/threads_at_write.c).
+ * (recorder/requests/threads.c) and at a past moment (core/query/threads_at_write.c).
  * And the two sinks those answers are written through.
  */
 #ifndef FR_CORE_PPROF_COPY_H

@@ -15,7 +15,7 @@
  * So windows that tile time add up to the waits, except the part before
  * t1 of a wait begun after the last seal before t1 and still open at t1
  * (less than a second, counted in no window), and a wait longer than the
- * recorder's memory of it (recorder/offcpu.h).
+ * recorder's memory of it (recorder/sampling/offcpu.h).
  */
 #include <errno.h>
 #include <stdlib.h>

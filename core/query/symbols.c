@@ -143,7 +143,7 @@ static int request_resolve(struct fr_symbols *s, struct request *req, const char
 	if (rooted && ret != -ESTALE)
 		ret = rooted;
 	/* The mapped file is gone or was replaced: the copy the recorder
-	 * kept of it, named by its build id (recorder/symcache.h). */
+	 * kept of it, named by its build id (recorder/tracking/symcache.h). */
 	if (!s->cache_dir || !bid_len || bid_len > FR_ELF_BUILD_ID_MAX)
 		return ret;
 	/* Root's copy first, then one of a file the process's user owned. */

@@ -40,7 +40,7 @@ struct fr_symbols *fr_symbols_new(const char *kallsyms);
  * first look-up):
  *
  * - `cache_dir` (NULL: none), the recorder's symbol cache
- *   (recorder/symcache.h): when the file through the process is gone or
+ *   (recorder/tracking/symcache.h): when the file through the process is gone or
  *   has another build id than the mapping's, CACHE_DIR/HEX_BUILD_ID is
  *   used instead, when it carries exactly that build id (a cache entry
  *   without one, or with another, is never used); its mtime is touched,

@@ -67,7 +67,7 @@ int64_t fr_threads_at_last(struct fr_ring *r);
 
 /* Writes the threads of the processes of req->targets (selected as
  * fr_threads_at() does) at `t` to `fd` as the live `flightrec threads` answer is written
- * (recorder/threads.c): a gzip'ed pprof, one sample per thread, values
+ * (recorder/requests/threads.c): a gzip'ed pprof, one sample per thread, values
  * threads/count and waiting/nanoseconds, labels pid, tid, thread, state
  * ("blocked", "running", "unknown"), waiting_ns (blocked: t - switch-out),
  * creator (when the chunks know it), stack ("blocked" or "on-cpu"). A blocked thread's stack is its off-CPU

@@ -155,7 +155,7 @@
  * has application labels, so other chunks are what they were before):
  * the labels a program set on the sampled thread (lib/flightrec/labels.h)
  * in force at the sample's time, as the recorder joined them
- * (recorder/applabels.c), or the recorder's reason why they are not known
+ * (recorder/tracking/applabels.c), or the recorder's reason why they are not known
  * (key "flightrec.labels"). Their own string table, so the metadata
  * above is unchanged:
  *   strings:   count; each: v len (1..FR_CHUNK_STRING_MAX), len bytes.

@@ -35,7 +35,7 @@ enum fr_frame_mark {
 
 /* Note frames: pseudo addresses (also below the first page, apart from the
  * marker frames) that stand for what was not recorded as a stack. The
- * off-CPU eBPF mechanism (recorder/bpf_offcpu.h) puts SHORT_WAITS as the
+ * off-CPU eBPF mechanism (recorder/sampling/bpf_offcpu.h) puts SHORT_WAITS as the
  * only frame of a thread's waits under min_wait added up, and NO_USER
  * after the kernel frames of a wait that was not in a system call (no
  * user stack was taken). The query side names them (fr_frame_note_name). */

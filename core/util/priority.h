@@ -16,7 +16,7 @@
  * (fr_priority_realtime: SCHED_FIFO 1, with SCHED_RESET_ON_FORK so that
  * threads it starts do not inherit it), under a watchdog of its own that
  * drops it back to a raised nice level when it uses more than its budget
- * of CPU (recorder/ingest.c); the kernel's realtime throttling bounds it
+ * of CPU (recorder/ingest/ingest.c); the kernel's realtime throttling bounds it
  * too.
  */
 #ifndef FR_CORE_UTIL_PRIORITY_H

@@ -5,7 +5,7 @@
  * copies the thread's current label records (recorder/bpf/labels_bpf.h)
  * and sends them with the time; the recorder joins each sample to the
  * record sent just before it for its thread. Returns 1: the sample is
- * always kept. Loaded by recorder/bpf_labels.c.
+ * always kept. Loaded by recorder/sampling/bpf_labels.c.
  */
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>

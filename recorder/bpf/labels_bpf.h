@@ -1,6 +1,6 @@
 /* Application labels read at the moment of a sample by eBPF: what the
  * programs (recorder/bpf/labels.bpf.c, and the off-CPU program's task
- * work, recorder/bpf/offcpu.bpf.c) and the recorder (recorder/bpf_labels.c)
+ * work, recorder/bpf/offcpu.bpf.c) and the recorder (recorder/sampling/bpf_labels.c)
  * share. Fixed-size types only, no libc.
  *
  * A process is read when the recorder has put it in the map

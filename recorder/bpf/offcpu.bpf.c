@@ -51,7 +51,7 @@
  *
  * Kernel structures are read with CO-RE: only the fields used are
  * declared (preserve_access_index), so no generated vmlinux.h is needed.
- * Records: recorder/bpf/offcpu_bpf.h. Loaded by recorder/bpf_offcpu.c.
+ * Records: recorder/bpf/offcpu_bpf.h. Loaded by recorder/sampling/bpf_offcpu.c.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>

@@ -1,5 +1,5 @@
 /* The records the off-CPU eBPF program (recorder/bpf/offcpu.bpf.c) hands
- * to the recorder (recorder/bpf_offcpu.c): shared by both sides, so only
+ * to the recorder (recorder/sampling/bpf_offcpu.c): shared by both sides, so only
  * fixed-size types and no libc.
  *
  * On the BPF ring buffer:

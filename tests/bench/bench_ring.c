@@ -1,7 +1,7 @@
 /* Ring benchmark: the time to open (scan and index) a full ring, warm and
  * with the page cache dropped, to decode one million samples, and to
  * decode every chunk as a starting recorder does to count what the ring's
- * chunks lost (recorder/ring_losses.c; samples_lost).
+ * chunks lost (recorder/ingest/ring_losses.c; samples_lost).
  *
  *   bench_ring [RING_MIB] [HZ] [CPUS]
  *

@@ -1,5 +1,5 @@
 /* Fuzz target for the decoder of application label records
- * (recorder/labelsets.h): the bytes an eBPF program copied from a
+ * (recorder/tracking/labelsets.h): the bytes an eBPF program copied from a
  * process's memory at a sample, libflightrec's record and the
  * OpenTelemetry thread context's, which the process controls entirely.
  *
@@ -31,7 +31,7 @@
 
 #include "flightrec/labels_abi.h"
 #include "recorder/bpf/labels_bpf.h"
-#include "recorder/labelsets.h"
+#include "recorder/tracking/labelsets.h"
 #include "tests/fuzz/fuzz_labelsets.h"
 
 /* Every pair a record can hold: libflightrec's, the two ids and an

@@ -2,7 +2,7 @@
  * its seed writer (make_seeds_labelsets.c).
  *
  * An input is a sequence of operations on one table of label sets
- * (recorder/labelsets.h), each a byte OP followed by its arguments; an
+ * (recorder/tracking/labelsets.h), each a byte OP followed by its arguments; an
  * operation cut short by the end of the input takes what is left:
  *
  *   OP & 7 == FUZZ_LS_INTERN    u16 fr_len, u16 otel_len (little-endian),

@@ -14,7 +14,7 @@
 #include "core/util/le.h"
 #include "flightrec/labels_abi.h"
 #include "recorder/bpf/labels_bpf.h"
-#include "recorder/labelsets.h"
+#include "recorder/tracking/labelsets.h"
 #include "tests/fuzz/fuzz_labelsets.h"
 
 static unsigned char buf[65536];

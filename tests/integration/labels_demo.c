@@ -177,7 +177,7 @@ static int slots(int seconds)
 	char slot[32];
 
 	/* The recorder finds a process's labels some milliseconds after it
-	 * loaded the library (recorder/applabels.h): the slots start once it
+	 * loaded the library (recorder/tracking/applabels.h): the slots start once it
 	 * had the time, so every sample of theirs can carry its moment's. */
 	usleep(200000);
 	t0 = now_ns(CLOCK_MONOTONIC);

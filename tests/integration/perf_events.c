@@ -1,4 +1,4 @@
-/* perf_event sources against the running kernel, through recorder/perf.h
+/* perf_event sources against the running kernel, through recorder/sampling/perf.h
  * alone (no daemon): each part is its own meson test.
  *
  *   perf_events offcpu    a thread blocks for a known time in

@@ -23,7 +23,7 @@
 
 #include "core/store/sample.h"
 #include "core/query/symbols.h"
-#include "recorder/offcpu.h"
+#include "recorder/sampling/offcpu.h"
 
 void fr_test_block_here(long ns);
 long fr_test_sleep(long ns);

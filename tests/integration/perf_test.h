@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "recorder/perf.h"
+#include "recorder/sampling/perf.h"
 
 #define FR_TESTS_SHARED_FAILURES
 #include "tests/unit/check.h"

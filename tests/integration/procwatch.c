@@ -1,5 +1,5 @@
-/* Process exits from the kernel's proc connector (recorder/procwatch.h)
- * and the exit triggers built on them (recorder/triggers.h), against the
+/* Process exits from the kernel's proc connector (recorder/tracking/procwatch.h)
+ * and the exit triggers built on them (recorder/triggers/triggers.h), against the
  * running kernel, without a daemon.
  *
  *   watcher  children that exit(3) (after a thread of theirs exited), die
@@ -17,8 +17,8 @@
  *
  * Exit 0 pass, 1 fail, 77 skip (not root, no proc connector), with the
  * reason on stderr. */
-#include "recorder/procwatch.h"
-#include "recorder/triggers.h"
+#include "recorder/tracking/procwatch.h"
+#include "recorder/triggers/triggers.h"
 
 #include <errno.h>
 #include <fcntl.h>

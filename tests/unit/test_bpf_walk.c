@@ -1,11 +1,11 @@
-/* The blocked threads' stack reader alone (recorder/bpf_walk.h), on this
+/* The blocked threads' stack reader alone (recorder/sampling/bpf_walk.h), on this
  * process's own memory: a copy holds the bytes that were at sp, ends where
  * the mapping ends (cut at the page, counted short), is handed to the
  * collector once, and its frames come back from fr_bpf_walk_get for the
  * same (tid, switch-out time) and not for another; the frame-pointer walk
  * follows a chain laid out by hand. No privileges: process_vm_readv of
  * one's own process needs none. */
-#include "recorder/bpf_walk.h"
+#include "recorder/sampling/bpf_walk.h"
 
 #include <errno.h>
 #include <poll.h>

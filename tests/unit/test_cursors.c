@@ -1,4 +1,4 @@
-/* Named cursors (recorder/cursors.h): a cursor is per user, moves only when
+/* Named cursors (recorder/requests/cursors.h): a cursor is per user, moves only when
  * its call commits, is held by one call at a time, survives a reopen (the
  * file beside the ring), is bounded in count and name; the file is
  * replaced atomically with mode 0600, a symlink in its place is neither
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "recorder/cursors.h"
+#include "recorder/requests/cursors.h"
 #include "tests/unit/check.h"
 
 static char dir[64], path[128];

@@ -16,7 +16,7 @@
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/store/ring.h"
-#include "recorder/dumps.h"
+#include "recorder/triggers/dumps.h"
 #include "tests/unit/check.h"
 
 static char dir[64];

@@ -1,7 +1,7 @@
 /* What the exporter counts as lost when the ring dropped samples before
- * they were shipped (recorder/export_ch.h): each nanosecond once, however
+ * they were shipped (recorder/export/export_ch.h): each nanosecond once, however
  * often the same batch is tried again while ClickHouse is away. */
-#include "recorder/export_ch.h"
+#include "recorder/export/export_ch.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Label sets (recorder/labelsets.h) when a user makes more distinct sets
+/* Label sets (recorder/tracking/labelsets.h) when a user makes more distinct sets
  * than the table holds: a table full of sets the last two seals used is
  * walked for sets to drop at most once a seal, however many new sets
  * find it full (each walk is 16,384 steps of the ingest thread); the new
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "flightrec/labels_abi.h"
-#include "recorder/labelsets.h"
+#include "recorder/tracking/labelsets.h"
 #include "tests/unit/check.h"
 
 /* libflightrec's record of the one pair ("k", value). */

@@ -3,7 +3,7 @@
  * switch-in first, halves lost), exiting threads and reused tids, pairs
  * too far apart, a full table, and many threads at once so that removals
  * move entries within their probe clusters. */
-#include "recorder/offcpu.h"
+#include "recorder/sampling/offcpu.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,11 +1,11 @@
 /* Decoding the user registers and stack copy of sample records
- * (PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER) in recorder/perf_drain.c,
+ * (PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER) in recorder/sampling/perf_drain.c,
  * on records written by hand into a ring laid out as the kernel lays it
  * out: a well-formed sample is unwound after its kernel frames and ends
  * in the marker of why it stopped; a kernel thread's sample (ABI NONE, no
  * copy) and a 32-bit process's keep their kernel frames; records whose sizes disagree with their
  * length are dropped and counted, never read past their end. */
-#include "recorder/perf_int.h"
+#include "recorder/sampling/perf_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

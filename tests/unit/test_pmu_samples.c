@@ -1,4 +1,4 @@
-/* Hardware-counter semantics of recorder/perf_drain.c and perf_pmu.c, on
+/* Hardware-counter semantics of recorder/sampling/perf_drain.c and perf_pmu.c, on
  * PERF_RECORD_SAMPLE records written byte for byte as the kernel lays
  * them out (IP, TID, TIME, CPU, PERIOD, CALLCHAIN) into a ring in memory
  * and drained by fr_perf_drain:
@@ -10,7 +10,7 @@
  * - multiplexing: the scaling arithmetic (fr_perf_mux_scale), and a
  *   drain that scales by the times read before it.
  */
-#include "recorder/perf_int.h"
+#include "recorder/sampling/perf_int.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * by an earlier callback of the same round is not called; one added by a
  * callback is polled from the next round; duplicates and unknown fds are
  * refused; a timeout reports nothing. */
-#include "recorder/poller.h"
+#include "recorder/sampling/poller.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* The /proc readers of recorder/proc.h against a proc tree built in a
+/* The /proc readers of recorder/tracking/proc.h against a proc tree built in a
  * temporary directory, so each odd case the kernel (or a user naming a
  * process) can produce is written down exactly:
  *
@@ -22,7 +22,7 @@
  *   tracker  fr_tracker_scan reads names and threads through the same
  *            readers.
  */
-#include "recorder/proc.h"
+#include "recorder/tracking/proc.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -32,8 +32,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "recorder/proc_table.h"
-#include "recorder/tracker.h"
+#include "recorder/tracking/proc_table.h"
+#include "recorder/tracking/tracker.h"
 
 #include "tests/unit/check.h"
 

@@ -1,4 +1,4 @@
-/* The per-thread /proc readers of recorder/proc_threads.h against a proc
+/* The per-thread /proc readers of recorder/tracking/proc_threads.h against a proc
  * tree built in a temporary directory, and against this process's own
  * threads:
  *
@@ -17,7 +17,7 @@
  *            files its (not dumpable: root's); this process may read
  *            itself.
  */
-#include "recorder/proc_threads.h"
+#include "recorder/tracking/proc_threads.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -554,7 +554,7 @@ static void test_raw_event(void)
 	test_ring_done(r);
 }
 
-/* Period mode (rate 0, recorder/perf.h): cpu every 3 ms (a period 1e9 is
+/* Period mode (rate 0, recorder/sampling/perf.h): cpu every 3 ms (a period 1e9 is
  * no multiple of) and page-faults every fault. Asked at 10 Hz, nothing is
  * downsampled and every value is exact: count x period; the comments and
  * the profile's period say so. */

@@ -12,7 +12,7 @@
  *
  * Also the per-CPU drop counters of the off-CPU eBPF program as the
  * recorder takes them at each drain (fr_drops_take): every drop once. */
-#include "recorder/ring_losses.h"
+#include "recorder/ingest/ring_losses.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* The symbol cache (recorder/symcache.h) and its reader (core/query/symbols.h
+/* The symbol cache (recorder/tracking/symcache.h) and its reader (core/query/symbols.h
  * fr_symbols_set_paths()): a copy of this test's own executable, named by
  * its build id; what was planted at a cache path (a symlink, a FIFO) is
  * neither followed nor opened but replaced; a symlink as the cache
@@ -6,7 +6,7 @@
  * recently used first, and by owner (a user's files never evict root's
  * under its share); and the reader uses an entry only when it carries
  * the build id it is named by. */
-#include "recorder/symcache.h"
+#include "recorder/tracking/symcache.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
  * overlap, thread names, exits kept for two seals and reused pids. The
  * cgroups and parents are in test_tracker_procfs.c, the real /proc and
  * build ids in test_tracker_scan.c. */
-#include "recorder/tracker.h"
+#include "recorder/tracking/tracker.h"
 
 #include <errno.h>
 #include <inttypes.h>

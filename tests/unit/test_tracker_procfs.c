@@ -1,7 +1,7 @@
 /* Process tracker: cgroups read from a fake /proc and inherited at fork;
  * parents from FORK records and from /proc/PID/stat, and as the chunks
  * sealed with them store them. */
-#include "recorder/tracker.h"
+#include "recorder/tracking/tracker.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -2,7 +2,7 @@
  * this test itself, its parent, its threads, its executable mapping and
  * its cgroup; build ids read from mapped files that were swapped for a
  * FIFO or hang on FUSE; the uid after an exec that changed it. */
-#include "recorder/tracker.h"
+#include "recorder/tracking/tracker.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -23,7 +23,7 @@
 
 #include "core/store/chunk.h"
 #include "core/query/symbols.h"
-#include "recorder/buildids.h"
+#include "recorder/tracking/buildids.h"
 
 #include "tests/unit/check.h"
 #include "tests/unit/files.h"

@@ -1,4 +1,4 @@
-/* Incident triggers through recorder/triggers.h, without privileges: the
+/* Incident triggers through recorder/triggers/triggers.h, without privileges: the
  * engine runs its thread and calls a dump callback that records what it
  * was given. Sessions are built by hand (struct fr_config), so the test
  * does not depend on the configuration parser.
@@ -23,7 +23,7 @@
  * `after` are checked to the nanosecond without sleeping. cpu_above and
  * exit triggers, which need the machine's time and processes, are in
  * test_triggers_procs.c. */
-#include "recorder/triggers.h"
+#include "recorder/triggers/triggers.h"
 
 #include <errno.h>
 #include <inttypes.h>

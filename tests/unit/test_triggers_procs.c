@@ -1,5 +1,5 @@
 /* Incident triggers on the machine's own processes and time, through
- * recorder/triggers.h, beside test_triggers.c (which runs the engine on a
+ * recorder/triggers/triggers.h, beside test_triggers.c (which runs the engine on a
  * clock of its own):
  *
  *   cpu       cpu_above at 1% for 1 s fires, while a thread spins, for the

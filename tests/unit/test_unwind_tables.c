@@ -1,4 +1,4 @@
-/* The machine's CFI tables (recorder/unwind_tables.c), on this test's own
+/* The machine's CFI tables (recorder/tracking/unwind_tables.c), on this test's own
  * mappings: a table is asked for on the first look-up (pending), built
  * off the caller's thread and taken at the next collect; keyed by build
  * id or by inode, and a file that is not the one the key names (another
@@ -12,7 +12,7 @@
  * never push root's out below its share, a table root uses is root's,
  * builds are taken in turns per user, and one user cannot fill the
  * queue. */
-#include "recorder/unwind_tables.h"
+#include "recorder/tracking/unwind_tables.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -26,7 +26,7 @@
 
 #include "core/query/elf_image.h"
 #include "core/util/shares.h"
-#include "recorder/buildids.h"
+#include "recorder/tracking/buildids.h"
 #include "tests/unit/check.h"
 
 /* The executable mapping of /proc/self/maps that holds `addr`, as the

@@ -1,9 +1,9 @@
-/* The cap on the files recorder/unwind_tables.c knows at once, built here
+/* The cap on the files recorder/tracking/unwind_tables.c knows at once, built here
  * with FR_UNWIND_TABLES_MAX_ENTRIES 4: a fifth file makes it forget the
  * failed ones (asked about again, they are tried again) and the mappings
  * linked to a build id, and when the four it knows all have tables, a
  * fifth gets none and is not even asked for. */
-#include "recorder/unwind_tables.h"
+#include "recorder/tracking/unwind_tables.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 
 #include "core/store/chunk.h"
-#include "recorder/tracker.h"
+#include "recorder/tracking/tracker.h"
 
 #include "tests/unit/check.h"
 

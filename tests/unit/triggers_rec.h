@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "core/util/log.h"
-#include "recorder/triggers.h"
+#include "recorder/triggers/triggers.h"
 
 #include "tests/unit/check.h"
 

@@ -1,0 +1,717 @@
+/* What clients ask flightrecd over its socket (status, sessions, attach,
+ * consume; dump --session and trigger in recorder/requests/requests_ctl.c, threads
+ * in recorder/requests/threads.c) and the dumps the trigger engine asks for:
+ * parsing the request, deciding what the peer may see and do, reserving
+ * query memory, writing the profile into the descriptor the client
+ * passed.
+ *
+ * Runs on the IPC server's connection threads (and the trigger thread for
+ * dumps); reads the ring (thread-safe queries) and never waits on the
+ * ingest thread except for a bounded flush barrier.
+ */
+#include "recorder/daemon_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/util/fs.h"
+#include "core/util/log.h"
+#include "core/util/parse.h"
+#include "fr_version.h"
+#include "ipc/msg.h"
+#include "ipc/proto.h"
+#include "recorder/triggers/dumps.h"
+#include "recorder/requests/requests_timeline.h"
+#include "recorder/requests/threads.h"
+
+/* ---- requests ---------------------------------------------------------- */
+
+/* Anyone who is not privileged came in through the socket's group and
+ * sees only its own processes. The daemon's own user is a private
+ * instance. */
+int daemon_peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer)
+{
+	int64_t admin = __atomic_load_n(&d->admin_gid, __ATOMIC_RELAXED);
+
+	return peer->uid == 0 || peer->uid == geteuid() ||
+	       (admin >= 0 && fr_ipc_peer_in_group(peer, (gid_t)admin));
+}
+
+/* For a window query: every event must be recordable. An event that is
+ * being recorded is fine; one whose source failed is refused with the
+ * reason; one nobody records is tried (opened and closed again) so that
+ * the user learns at once whether it could be, and gets a warning that
+ * the ring holds only what earlier consumers recorded of it. Returns 0, or
+ * -1 with an error response built. */
+static int check_events(struct daemon *d, const uint32_t *ids, int n, const char *cmd,
+			int privileged, char *warn, size_t warnlen, cJSON **error)
+{
+	char name[FR_EVENT_NAME_MAX];
+
+	for (int i = 0; i < n; i++) {
+		struct fr_consumer *probe;
+		char failed[256] = "";
+
+		if (fr_sources_state(&d->sources, ids[i], failed, sizeof(failed)) > 0)
+			continue;
+		/* The probe opens the event for a moment, machine-wide: offcpu
+		 * records every context switch. Only a privileged asker may. */
+		if (!failed[0] && privileged) {
+			probe = calloc(1, sizeof(*probe));
+			if (!probe) {
+				*error = fr_ipc_error("%s: out of memory", cmd);
+				return -1;
+			}
+			snprintf(probe->name, sizeof(probe->name), "%s check of %s", cmd,
+				 fr_event_format(ids[i], name, sizeof(name)));
+			probe->uid = (uid_t)-1;
+			probe->nevents = 1;
+			probe->events[0] = ids[i];
+			probe->hz[0] = fr_event_has_rate(ids[i]) ? 1 : 0;
+			fr_sources_wait_reconciled(&d->sources,
+						   fr_consumer_add(&d->sources, probe));
+			fr_sources_state(&d->sources, ids[i], failed, sizeof(failed));
+			fr_consumer_remove(&d->sources, probe);
+		}
+		if (failed[0]) {
+			*error = fr_ipc_error("%s", failed);
+			return -1;
+		}
+		if (!warn[0] && privileged)
+			snprintf(warn, warnlen,
+				 "%s is not being recorded (no session or client asks for it); the "
+				 "profile holds only what the ring has of it. `flightrec attach "
+				 "--follow --event %s` records it from now on",
+				 fr_event_format(ids[i], name, sizeof(name)), name);
+		else if (!warn[0])
+			snprintf(warn, warnlen,
+				 "%s is not being recorded (no session or client asks for it); the "
+				 "profile holds only what the ring has of it",
+				 fr_event_format(ids[i], name, sizeof(name)));
+	}
+	return 0;
+}
+
+/* Copies what a decoded attach request selects into `preq`. */
+static void attach_select(const struct fr_ipc_attach_req *ar, struct fr_profile_request *preq)
+{
+	preq->nevents = ar->nevents;
+	memcpy(preq->events, ar->events, sizeof(preq->events));
+	preq->targets = ar->targets;
+	/* Who the peer is decides has_uid, never the request. */
+	preq->targets.has_uid = 0;
+	preq->format = ar->format;
+	preq->hz = ar->hz;
+	memcpy(preq->event_hz, ar->event_hz, sizeof(preq->event_hz));
+	preq->cpu_label = ar->by_cpu;
+}
+
+/* The highest rate of a request: its "hz" or one of its "event_hz". */
+static uint32_t highest_rate(uint32_t hz, const uint32_t *event_hz, uint32_t n)
+{
+	for (uint32_t i = 0; i < n && i < FR_LIMIT_EVENTS; i++)
+		if (event_hz[i] > hz)
+			hz = event_hz[i];
+	return hz;
+}
+
+/* Reads an attach request into `preq`: the window (ending now, or from/to),
+ * the rate, targets, events and format. `warn` may receive a note for the
+ * user. Returns 0, or -1 with an error reply in *error. */
+static int attach_parse(struct daemon *d, const cJSON *req, int privileged,
+			struct fr_profile_request *preq, char *warn, size_t warnlen, cJSON **error)
+{
+	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
+	int64_t now = fr_now_real_ns();
+	struct fr_ipc_attach_req *ar = malloc(sizeof(*ar));
+	char buf[64], err[512];
+	int ret = -1;
+
+	if (!ar) {
+		*error = fr_ipc_error("attach: out of memory");
+		return -1;
+	}
+	if (fr_ipc_attach_req_decode(req, ar, err, sizeof(err)) < 0) {
+		*error = fr_ipc_error("%s", err);
+		goto out;
+	}
+	if (highest_rate(ar->hz, ar->event_hz, ar->nevents) > max_rate) {
+		*error = fr_ipc_error("attach: a rate of %lld Hz is above this recorder's limit of "
+				      "%u Hz (limits.max_rate_hz)",
+				      (long long)highest_rate(ar->hz, ar->event_hz, ar->nevents),
+				      max_rate);
+		goto out;
+	}
+	if (ar->window_ns) {
+		preq->t1 = now;
+		preq->t0 = now - ar->window_ns;
+	} else {
+		preq->t0 = ar->from_ns;
+		preq->t1 = ar->has_to ? ar->to_ns : now;
+		if (preq->t1 <= preq->t0) {
+			*error = fr_ipc_error("attach: the window ends (%s) before it starts",
+					      fr_format_time(preq->t1, buf, sizeof(buf)));
+			goto out;
+		}
+	}
+	attach_select(ar, preq);
+	if (check_events(d, preq->events, (int)preq->nevents, "attach", privileged, warn, warnlen,
+			 error) < 0)
+		goto out;
+	ret = 0;
+out:
+	free(ar);
+	return ret;
+}
+
+/* Writes the profile of `preq` into the client's descriptor `fd` with
+ * output deadlines. Returns NULL with *res and *written filled, or an
+ * error reply. */
+static cJSON *attach_output(struct daemon *d, const struct fr_profile_request *preq, int fd,
+			    struct fr_ipc_peer *peer, struct fr_profile_result *res,
+			    uint64_t *written)
+{
+	struct fr_profile_limits limits = {
+		.stall_ns = OUTPUT_STALL_NS,
+		.total_ns = OUTPUT_TOTAL_NS,
+		.hangup_fd = peer->sock,
+	};
+	cJSON *resp = NULL;
+	char err[512] = "";
+	int ret;
+
+	ret = fr_profile_write_fd(d->ring, preq, fd, &limits, res, written, err, sizeof(err));
+	if (ret == -ETIMEDOUT)
+		resp = fr_ipc_error("attach: the output took no bytes for %lld s (or the whole "
+				    "profile not within %lld s): is anything reading it? Gave up",
+				    (long long)(OUTPUT_STALL_NS / 1000000000LL),
+				    (long long)(OUTPUT_TOTAL_NS / 1000000000LL));
+	else if (ret == -EOPNOTSUPP)
+		resp = fr_ipc_error("attach: the output is a device that takes no non-blocking "
+				    "writes; write to a file or a pipe (| cat)");
+	else if (ret < 0)
+		resp = fr_ipc_error("attach: %s", err[0] ? err : strerror(-ret));
+	return resp;
+}
+
+/* The answer to an attach that wrote its profile. */
+static cJSON *attach_reply(struct daemon *d, const struct fr_profile_request *preq,
+			   const struct fr_profile_result *res, uint64_t written, const char *warn)
+{
+	struct fr_ipc_attach_reply *r = calloc(1, sizeof(*r));
+	char line[512];
+	cJSON *resp;
+
+	if (!r)
+		return NULL;
+	r->samples = res->samples_kept;
+	r->samples_in_window = res->samples_seen;
+	r->stacks = res->stacks;
+	r->bytes = written;
+	r->hz = res->hz;
+	r->lost = res->lost;
+	r->t0_ns = preq->t0;
+	r->t1_ns = preq->t1;
+	r->covered_t0_ns = res->covered_t0;
+	for (uint32_t e = 0; e < res->nevents && e < FR_LIMIT_EVENTS; e++) {
+		const struct fr_profile_event_result *er = &res->events[e];
+		struct fr_ipc_event_counts *c = &r->events[r->nevents++];
+
+		c->event = er->event;
+		c->hz = er->hz;
+		c->samples = er->samples_kept;
+		c->samples_in_window = er->samples_seen;
+		c->lost = er->lost;
+		c->throttled = er->throttled;
+		c->truncated = er->truncated;
+	}
+	if (preq->note)
+		snprintf(r->incomplete, sizeof(r->incomplete), "%s", preq->note);
+	daemon_attach_explain(d, preq, res, r);
+	if (warn[0])
+		fr_ipc_warn(r->warnings, &r->nwarnings, warn);
+	if (res->warning[0])
+		fr_ipc_warn(r->warnings, &r->nwarnings, res->warning);
+	if (preq->targets.has_uid) {
+		snprintf(line, sizeof(line),
+			 "the profile holds only your own processes (uid %u); "
+			 "root and members of socket.admin_group see the whole machine",
+			 preq->targets.uid);
+		fr_ipc_warn(r->warnings, &r->nwarnings, line);
+	}
+	resp = fr_ipc_attach_reply_encode(r);
+	free(r);
+	return resp;
+}
+
+int daemon_symbol_paths(struct daemon *d, struct fr_profile_request *preq,
+			struct daemon_symbol_paths *sp)
+{
+	int ret = 0;
+
+	memset(sp, 0, sizeof(*sp));
+	preq->symbol_cache = d->symcache_dir;
+	pthread_mutex_lock(&d->config_lock);
+	for (; sp->n < d->config->symbols.ndebug_dirs && ret == 0; sp->n++)
+		if (!(sp->dirs[sp->n] = strdup(d->config->symbols.debug_dirs[sp->n])))
+			ret = -ENOMEM;
+	pthread_mutex_unlock(&d->config_lock);
+	if (ret < 0) {
+		daemon_symbol_paths_fini(sp);
+		return ret;
+	}
+	preq->debug_dirs = (const char *const *)sp->dirs;
+	preq->ndebug_dirs = sp->n;
+	return 0;
+}
+
+void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp)
+{
+	for (uint32_t i = 0; i < sp->n; i++)
+		free(sp->dirs[i]);
+	memset(sp, 0, sizeof(*sp));
+}
+
+/* attach --since-last NAME: takes the peer's cursor NAME and starts the
+ * window where it stands (a new cursor keeps the window asked for, or
+ * the whole ring). Returns 0 (with *taken when a cursor is held), or -1
+ * with an error reply. */
+static int attach_cursor(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer,
+			 struct fr_profile_request *preq, char *name, int *taken, cJSON **error)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(req, "since_last");
+	char err[256] = "", a[64], b[64];
+	int64_t t = 0;
+	int exists = 0;
+
+	*taken = 0;
+	if (!cJSON_IsString(m))
+		return 0;
+	snprintf(name, FR_IPC_CURSOR_NAME_MAX + 1, "%s", m->valuestring);
+	if (!d->cursors) {
+		*error = fr_ipc_error("attach: --since-last is off on this recorder (see its log)");
+		return -1;
+	}
+	if (fr_cursor_take(d->cursors, (uint32_t)peer->uid, name, &t, &exists, err, sizeof(err)) <
+	    0) {
+		*error = fr_ipc_error("attach: %s", err);
+		return -1;
+	}
+	*taken = 1;
+	if (exists) {
+		preq->t0 = t;
+	} else if (!preq->t0) {
+		struct fr_ring_stats st;
+
+		/* The whole ring: from its oldest sample. */
+		fr_ring_get_stats(d->ring, &st);
+		if (st.chunks && st.oldest_ns < preq->t1)
+			preq->t0 = st.oldest_ns;
+	}
+	if (preq->t1 <= preq->t0) {
+		*error = fr_ipc_error("attach: cursor \"%s\" stands at %s, not before the window's "
+				      "end %s",
+				      name, fr_format_time(preq->t0, a, sizeof(a)),
+				      fr_format_time(preq->t1, b, sizeof(b)));
+		return -1;
+	}
+	return 0;
+}
+
+/* Ends attach --since-last's hold on its cursor: moved to the window's
+ * end when the profile was written (a cursor that could not be saved
+ * holds until the recorder restarts, and the reply says so). */
+static void attach_cursor_done(struct daemon *d, const struct fr_ipc_peer *peer, const char *name,
+			       int64_t t1, cJSON *resp, int written)
+{
+	char err[512] = "", line[768];
+	cJSON *w;
+
+	if (fr_cursor_release(d->cursors, (uint32_t)peer->uid, name, written, t1, err,
+			      sizeof(err)) == 0)
+		return;
+	fr_log_warn("cursor \"%s\" of uid %u: %s", name, (unsigned)peer->uid, err);
+	snprintf(line, sizeof(line),
+		 "the cursor \"%s\" moved but was not saved (%s): a restart of "
+		 "the recorder would give this window again",
+		 name, err);
+	w = resp ? cJSON_GetObjectItemCaseSensitive(resp, "warnings") : NULL;
+	if (cJSON_IsArray(w))
+		cJSON_AddItemToArray(w, cJSON_CreateString(line));
+}
+
+static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
+{
+	struct daemon_symbol_paths sp = {0};
+	int privileged = daemon_peer_privileged(d, peer), flags;
+	struct fr_profile_request preq;
+	struct fr_profile_result res;
+	int64_t reserved = 0;
+	uint64_t written = 0;
+	char warn[512] = "", cursor[FR_IPC_CURSOR_NAME_MAX + 1] = "", pmu_note[512];
+	int cursor_taken = 0, wrote = 0;
+	cJSON *resp = NULL;
+
+	memset(&preq, 0, sizeof(preq));
+	if (fd < 0)
+		return fr_ipc_error("attach needs the output file passed with the request");
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
+		resp = fr_ipc_error("attach: the output descriptor is not open for writing");
+		goto out;
+	}
+	if (attach_parse(d, req, privileged, &preq, warn, sizeof(warn), &resp) < 0 ||
+	    attach_cursor(d, req, peer, &preq, cursor, &cursor_taken, &resp) < 0)
+		goto out;
+	preq.version = FR_VERSION;
+	fr_sources_pmu_note(&d->sources, preq.events, preq.nevents, pmu_note, sizeof(pmu_note));
+	preq.pmu_note = pmu_note;
+	/* From the credentials, never from the request: a user sees the
+	 * processes it ran, whatever it asks for. */
+	if (!privileged) {
+		preq.targets.has_uid = 1;
+		preq.targets.uid = (uint32_t)peer->uid;
+	}
+	/* Samples up to the request must be in the ring before reading it. */
+	if (daemon_flush_barrier(d) < 0) {
+		fr_log_warn("flush before attach timed out; the last second may be missing");
+		preq.note = FLUSH_NOTE;
+		/* A cursor moved past samples not yet stored would skip them
+		 * for good. */
+		if (cursor_taken) {
+			resp = fr_ipc_error("attach: the recorder could not store its last samples "
+					    "in time; cursor \"%s\" stays, try again",
+					    cursor);
+			goto out;
+		}
+	}
+	reserved = daemon_query_reserve(d, &preq);
+	if (reserved < 0) {
+		reserved = 0;
+		resp = daemon_query_busy(d, "attach");
+		goto out;
+	}
+	/* Work for a client that hung up stops at the next chunk. */
+	preq.stop = fr_ipc_peer_gone;
+	preq.stop_arg = peer;
+	if (daemon_symbol_paths(d, &preq, &sp) < 0) {
+		resp = fr_ipc_error("attach: out of memory");
+		goto out;
+	}
+	resp = attach_output(d, &preq, fd, peer, &res, &written);
+	if (!resp) {
+		resp = attach_reply(d, &preq, &res, written, warn);
+		wrote = resp != NULL;
+	}
+out:
+	if (cursor_taken)
+		attach_cursor_done(d, peer, cursor, preq.t1, resp, wrote);
+	close(fd);
+	daemon_symbol_paths_fini(&sp);
+	daemon_query_release(d, preq.targets.has_uid, reserved);
+	return resp;
+}
+
+/* ---- dumps ------------------------------------------------------------- */
+
+/* What a dump of `fire` asks for: the session's events and targets into
+ * `preq`, and where and how to write it into `dr` (its directory copied
+ * into `dir`), read under config_lock from the configuration in force.
+ * Returns 0, or -ENOENT when a reload removed the session. */
+static int dump_prepare(struct daemon *d, const struct fr_trigger_fire *fire,
+			struct fr_profile_request *preq, struct fr_dump_request *dr, char *dir,
+			size_t dirlen)
+{
+	const struct fr_config_session *sess = NULL;
+
+	pthread_mutex_lock(&d->config_lock);
+	for (uint32_t i = 0; i < d->config->nsessions; i++)
+		if (strcmp(d->config->sessions[i].name, fire->session) == 0)
+			sess = &d->config->sessions[i];
+	if (sess) {
+		/* At the session's rates: a session at 19 Hz gets a 19 Hz dump
+		 * even while another consumer records at 999 Hz. */
+		for (uint32_t e = 0; e < sess->nevents && e < FR_LIMIT_EVENTS; e++) {
+			preq->event_hz[preq->nevents] = sess->events[e].hz;
+			preq->events[preq->nevents++] = sess->events[e].event;
+		}
+		/* A session's targets fit a request whole (core/util/limits.h). */
+		preq->targets = sess->targets;
+	}
+	snprintf(dir, dirlen, "%s",
+		 d->config->dumps_dir ? d->config->dumps_dir : d->dumps_default_dir);
+	dr->keep = d->config->dumps_keep;
+	dr->max_bytes = d->config->dumps_max_bytes;
+	dr->mode = (mode_t)d->config->dumps_mode;
+	pthread_mutex_unlock(&d->config_lock);
+	if (!sess)
+		return -ENOENT;
+	preq->t0 = fire->t0_ns;
+	preq->t1 = fire->t1_ns;
+	preq->version = FR_VERSION;
+	dr->dir = dir;
+	dr->session = fire->session;
+	dr->trigger = fire->kind;
+	dr->reason = fire->reason;
+	dr->fire_ns = fire->fire_ns;
+	dr->window_ns = fire->trigger ? fire->trigger->window_ns : fire->t1_ns - fire->t0_ns;
+	dr->after_ns = fire->trigger ? fire->trigger->after_ns : 0;
+	dr->pid = fire->pid;
+	dr->profile = preq;
+	return 0;
+}
+
+/* The trigger engine's callback: writes the window of `fire` for the
+ * session's events and targets into the dumps directory. Runs on the
+ * trigger thread (or a manual dump's connection thread). */
+int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t outlen)
+{
+	struct daemon *d = arg;
+	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
+	struct daemon_symbol_paths sp = {0};
+	struct fr_dump_request dr = {0};
+	char path[4096], err[512], dir[4096], pmu_note[512];
+	int64_t reserved;
+	int ret;
+
+	if (!preq) {
+		fr_log_err("dump of session %s (%s) failed: out of memory", fire->session,
+			   fire->kind);
+		if (out)
+			snprintf(out, outlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (dump_prepare(d, fire, preq, &dr, dir, sizeof(dir)) < 0) {
+		free(preq);
+		fr_log_warn("dump of session %s: the session is gone (reloaded)", fire->session);
+		if (out)
+			snprintf(out, outlen, "the session is gone (reloaded)");
+		return -ENOENT;
+	}
+
+	fr_sources_pmu_note(&d->sources, preq->events, preq->nevents, pmu_note, sizeof(pmu_note));
+	preq->pmu_note = pmu_note;
+	/* Samples up to the end of the window must be in the ring. */
+	if (daemon_flush_barrier(d) < 0) {
+		fr_log_warn("flush before a dump timed out; the last second may be missing");
+		preq->note = FLUSH_NOTE;
+	}
+	/* Dumps share the query memory. A manual dump (a client's request)
+	 * is refused busy, as an attach is; a trigger's dump is written
+	 * anyway rather than lost: sessions and cooldowns bound those. */
+	reserved = daemon_query_reserve(d, preq);
+	if (reserved < 0) {
+		reserved = 0;
+		if (strcmp(fire->kind, "manual") == 0) {
+			free(preq);
+			fr_log_warn("manual dump of session %s refused: query memory busy",
+				    fire->session);
+			return -EAGAIN;
+		}
+		fr_log_warn("dump of session %s (%s): the query memory is busy; writing it anyway",
+			    fire->session, fire->kind);
+	}
+	ret = daemon_symbol_paths(d, preq, &sp);
+	if (ret < 0)
+		snprintf(err, sizeof(err), "out of memory");
+	else
+		ret = fr_dumps_write(d->ring, &dr, path, sizeof(path), err, sizeof(err));
+	daemon_symbol_paths_fini(&sp);
+	daemon_query_release(d, preq->targets.has_uid, reserved);
+	free(preq);
+	if (ret < 0) {
+		fr_log_err("dump of session %s (%s) failed: %s", fire->session, fire->kind, err);
+		if (out)
+			snprintf(out, outlen, "%s", err);
+		return ret;
+	}
+	fr_log_info("session %s: %s dump written to %s", fire->session, fire->kind, path);
+	if (out)
+		snprintf(out, outlen, "%s", path);
+	return 0;
+}
+
+/* Whether a user who is not privileged is among the session's "users". */
+int daemon_may_dump(struct daemon *d, const char *session, uid_t uid)
+{
+	int ok = 0;
+
+	pthread_mutex_lock(&d->config_lock);
+	for (uint32_t i = 0; i < d->config->nsessions; i++) {
+		const struct fr_config_session *sess = &d->config->sessions[i];
+
+		if (strcmp(sess->name, session) != 0)
+			continue;
+		for (uint32_t k = 0; k < sess->nusers; k++)
+			if (sess->users[k] == (uint32_t)uid)
+				ok = 1;
+	}
+	pthread_mutex_unlock(&d->config_lock);
+	return ok;
+}
+
+/* A client asks for events at a rate for as long as its connection
+ * lives (attach --follow): the sources are raised to it at once and fall
+ * back when the connection ends. Answers when the rates are in force, with
+ * "start_ns", from when on the data is at these rates. */
+/* The rate a follower gets for its rated events: what it asked (99 Hz
+ * when it did not, within limits.max_rate_hz), at most
+ * limits.user_max_rate_hz for a user who is not privileged: raising rates
+ * costs every process on the machine, so such a user is capped and told so
+ * in `capped`, not refused (it still gets a profile). */
+static uint32_t consume_rate(struct daemon *d, int64_t hz, int privileged, char *capped,
+			     size_t cappedlen)
+{
+	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
+	uint32_t user_max = __atomic_load_n(&d->user_max_rate_hz, __ATOMIC_RELAXED);
+	uint32_t rate = hz ? (uint32_t)hz : max_rate < 99 ? max_rate : 99;
+
+	if (privileged || rate <= user_max)
+		return rate;
+	snprintf(capped, cappedlen,
+		 "%u Hz is above the limit for users (limits.user_max_rate_hz); recording at %u Hz",
+		 rate, user_max);
+	return user_max;
+}
+
+/* An event without a rate (offcpu: every context switch) has no limit to
+ * cap: a user who is not privileged may follow it while something else
+ * records it, never start it for the whole machine (collect_wants() does
+ * not count such a follower for it). Returns 0, or -1 with `failed` set
+ * when the user asks for one that is not recorded now. */
+static int check_follow_only(struct daemon *d, const struct fr_consumer *c, char *failed,
+			     size_t failedlen)
+{
+	char name[FR_EVENT_NAME_MAX];
+
+	for (uint32_t i = 0; i < c->nevents; i++) {
+		if (fr_event_has_rate(c->events[i]))
+			continue;
+		if (fr_sources_state(&d->sources, c->events[i], failed, failedlen) <= 0) {
+			snprintf(failed, failedlen,
+				 "consume: %s is not being recorded, and it records every context "
+				 "switch of the machine; only root and members of socket.admin_group "
+				 "may start it",
+				 fr_event_format(c->events[i], name, sizeof(name)));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The answer to a consume that holds its rates from `start` on. */
+static cJSON *consume_reply(struct daemon *d, const struct fr_consumer *c, int64_t start,
+			    const char *capped)
+{
+	struct fr_ipc_consume_reply r;
+
+	memset(&r, 0, sizeof(r));
+	if (capped[0])
+		fr_ipc_warn(r.warnings, &r.nwarnings, capped);
+	r.start_ns = start;
+	for (uint32_t i = 0; i < c->nevents && i < FR_LIMIT_EVENTS; i++) {
+		r.events[r.nevents].event = c->events[i];
+		r.events[r.nevents].hz = c->hz[i];
+		r.events[r.nevents++].recording_hz = fr_sources_hz(&d->sources, c->events[i]);
+	}
+	return fr_ipc_consume_reply_encode(&r);
+}
+
+static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
+{
+	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED), rate;
+	int privileged = daemon_peer_privileged(d, peer);
+	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "", err[512];
+	struct fr_ipc_consume_req cq;
+	struct fr_consumer *c;
+	int64_t hz = 0, start;
+	int n;
+
+	if (peer->hold)
+		return fr_ipc_error("consume: this connection already holds rates; open another "
+				    "connection for more");
+	if (fr_ipc_consume_req_decode(req, &cq, err, sizeof(err)) < 0)
+		return fr_ipc_error("%s", err);
+	hz = highest_rate(cq.hz, cq.event_hz, cq.nevents);
+	if (hz > max_rate)
+		return fr_ipc_error("consume: a rate of %lld Hz is above this recorder's limit of "
+				    "%u Hz (limits.max_rate_hz)",
+				    (long long)hz, max_rate);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	n = (int)cq.nevents;
+	memcpy(c->events, cq.events, sizeof(cq.events));
+	c->nevents = (uint32_t)n;
+	c->follows_only = !privileged;
+	if (!privileged && check_follow_only(d, c, failed, sizeof(failed)) < 0) {
+		free(c);
+		return fr_ipc_error("%s", failed);
+	}
+	/* Each event at its own rate (event_hz), else at "hz". */
+	for (int i = 0; i < n; i++) {
+		if (!fr_event_has_rate(c->events[i]))
+			continue;
+		rate = consume_rate(d, cq.event_hz[i] ? cq.event_hz[i] : cq.hz, privileged, capped,
+				    sizeof(capped));
+		c->hz[i] = rate;
+	}
+	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
+	c->uid = peer->uid;
+	if (fr_sources_wait_reconciled(&d->sources, fr_consumer_add(&d->sources, c)) < 0) {
+		fr_consumer_remove(&d->sources, c);
+		return fr_ipc_error("consume: the recorder did not apply the rates in time");
+	}
+	/* Rates take effect at the next sample of each CPU; a window that
+	 * starts now has them throughout. */
+	start = fr_now_real_ns();
+	for (int i = 0; i < n && !failed[0]; i++)
+		fr_sources_state(&d->sources, c->events[i], failed, sizeof(failed));
+	if (failed[0]) {
+		fr_consumer_remove(&d->sources, c);
+		return fr_ipc_error("%s", failed);
+	}
+	peer->hold = c;
+	peer->release = fr_consumer_release;
+	fr_log_info("%s (uid %u) asks for %s%s at %lld Hz%s%s", c->name, (unsigned)peer->uid,
+		    fr_event_format(c->events[0], name, sizeof(name)), n > 1 ? " and more" : "",
+		    (long long)c->hz[0], capped[0] ? ": " : "", capped);
+	return consume_reply(d, c, start, capped);
+}
+
+cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int fd,
+			     struct fr_ipc_peer *peer)
+{
+	struct daemon *d = arg;
+
+	if (strcmp(cmd, "attach") == 0)
+		return handle_attach(d, req, fd, peer);
+	if (strcmp(cmd, "threads") == 0)
+		return daemon_handle_threads(d, req, fd, peer);
+	if (strcmp(cmd, "timeline") == 0)
+		return daemon_handle_timeline(d, req, fd, peer);
+	if (fd >= 0)
+		close(fd);
+	if (strcmp(cmd, "status") == 0)
+		return daemon_handle_status(d, peer);
+	if (strcmp(cmd, "sessions") == 0)
+		return daemon_handle_sessions(d, peer);
+	if (strcmp(cmd, "consume") == 0)
+		return handle_consume(d, req, peer);
+	if (strcmp(cmd, "dump") == 0)
+		return daemon_handle_dump(d, req, peer);
+	if (strcmp(cmd, "reload") == 0)
+		return daemon_handle_reload(d, peer);
+	if (strcmp(cmd, "trigger") == 0)
+		return daemon_handle_trigger(d, req, peer);
+	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, consume, "
+			    "dump, status, sessions, threads, reload, trigger, timeline)",
+			    cmd);
+}

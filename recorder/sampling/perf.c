@@ -1,0 +1,821 @@
+/* perf_event sources: opening them.
+ *
+ * One struct fr_perf is one event opened system-wide on every online CPU.
+ * Each CPU's descriptor has its own mmap'd ring; the kernel writes records
+ * at data_head, the drain (recorder/sampling/perf_drain.c) consumes up to it and
+ * publishes data_tail, so a drain never blocks and the kernel never waits
+ * for us (when we fall behind, it counts what it dropped in
+ * PERF_RECORD_LOST, which we report).
+ *
+ * Timestamps come from CLOCK_MONOTONIC (use_clockid) so they are immune to
+ * wall-clock steps; they are converted to Unix time with an offset taken at
+ * drain time, which makes windows mean wall-clock intervals across restarts.
+ *
+ * Three kinds of source share the rings and the record decoder:
+ *  - sampling events (cpu-clock, hardware, raw, software counts), whose
+ *    samples are handed over as they are read, CPU ring after CPU ring;
+ *  - offcpu: a sample needs two records, a thread's switch-out (the
+ *    sched:sched_switch tracepoint, with the stack) and its next switch-in
+ *    (a PERF_RECORD_SWITCH_CPU_WIDE record of the same event), often on
+ *    different CPUs. Its rings are drained merged in time order, and the
+ *    switch-outs waiting for their switch-in are kept in a table allocated
+ *    at open (recorder/sampling/offcpu.c);
+ *  - the side band: a dummy event that only carries MMAP2/COMM/FORK/EXIT.
+ *
+ * This file builds their attrs, finds the sched_switch tracepoint, calls
+ * perf_event_open(2) and maps the rings, and changes rates in place.
+ */
+#include "recorder/sampling/perf_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/util/log.h"
+
+/* Ring sizes (data pages per CPU, powers of two). A context switch costs
+ * offcpu about 0.6 KiB (the tracepoint sample with its callchain and raw
+ * data, and two context-switch records), and a busy machine switches tens
+ * of thousands of times a second per CPU: 2 MiB holds ~3500 switches, about
+ * 100 ms at 35000 a second, and the half-full wakeup (the ingest thread
+ * otherwise sleeps up to a second) drains it well before that. The side band carries a few
+ * KiB per process started; 512 KiB absorbs a fork storm of ~150 processes
+ * per CPU between drains. */
+#define OFFCPU_PAGES 512
+#define SIDEBAND_PAGES 128
+
+static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
+			    unsigned long flags)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+int64_t fr_perf_clock_offset(void)
+{
+	/* Bracket the realtime read between two monotonic reads and use their
+	 * midpoint, so the offset error is at most half the bracket. */
+	struct timespec m1, r, m2;
+
+	clock_gettime(CLOCK_MONOTONIC, &m1);
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_MONOTONIC, &m2);
+	int64_t mono = ((int64_t)m1.tv_sec * 1000000000 + m1.tv_nsec +
+			(int64_t)m2.tv_sec * 1000000000 + m2.tv_nsec) /
+		       2;
+	return (int64_t)r.tv_sec * 1000000000 + r.tv_nsec - mono;
+}
+
+/* Kernel type/config for an event id; -ENOENT when the id is not a perf
+ * event with a fixed encoding (offcpu is set up elsewhere; FR_EVENT_RAW is
+ * only a reserved number) or a raw id whose words are not known. */
+static int event_attr(uint32_t event, uint32_t *type, uint64_t *config)
+{
+	static const struct {
+		uint32_t type;
+		uint64_t config;
+	} map[FR_EVENT_COUNT] = {
+		[FR_EVENT_CPU] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK},
+		[FR_EVENT_CYCLES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+		[FR_EVENT_INSTRUCTIONS] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
+		[FR_EVENT_CACHE_REFERENCES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES},
+		[FR_EVENT_CACHE_MISSES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
+		[FR_EVENT_BRANCH_INSTRUCTIONS] = {PERF_TYPE_HARDWARE,
+						  PERF_COUNT_HW_BRANCH_INSTRUCTIONS},
+		[FR_EVENT_BRANCH_MISSES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES},
+		[FR_EVENT_PAGE_FAULTS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS},
+		[FR_EVENT_CONTEXT_SWITCHES] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
+		[FR_EVENT_CPU_MIGRATIONS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
+	};
+
+	if (FR_EVENT_IS_RAW(event) || FR_EVENT_IS_RAWX(event)) {
+		/* config1 and config2 go in with the rest of the attr
+		 * (fr_perf_sampling_attr); an extended id this process never
+		 * looked up has none to give. */
+		struct fr_event_raw raw;
+
+		if (fr_event_raw_get(event, &raw) < 0)
+			return -ENOENT;
+		*type = PERF_TYPE_RAW;
+		*config = raw.config;
+		return 0;
+	}
+	if (event >= FR_EVENT_COUNT || event == FR_EVENT_OFFCPU || event == FR_EVENT_RAW)
+		return -ENOENT;
+	*type = map[event].type;
+	*config = map[event].config;
+	return 0;
+}
+
+static int online_cpus(int **cpus)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	int count = 0;
+	FILE *f;
+	char buf[4096];
+
+	if (n < 1)
+		n = 1;
+	*cpus = calloc((size_t)n, sizeof(int));
+	if (!*cpus)
+		return -ENOMEM;
+	f = fopen("/sys/devices/system/cpu/online", "re");
+	if (f && fgets(buf, sizeof(buf), f)) {
+		/* "0-3,5,7-8" */
+		char *p = buf;
+		while (*p && *p != '\n') {
+			char *end;
+			long a = strtol(p, &end, 10), b = a;
+			if (end == p)
+				break;
+			if (*end == '-')
+				b = strtol(end + 1, &end, 10);
+			for (long c = a; c <= b && count < n; c++)
+				(*cpus)[count++] = (int)c;
+			p = *end == ',' ? end + 1 : end;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (count == 0)
+		for (count = 0; count < n; count++)
+			(*cpus)[count] = count;
+	return count;
+}
+
+/* Ring data pages for `hz`: about half a second of the deepest stacks
+ * (with their stack copies, ~1.1 KiB of record besides), rounded up to a
+ * power of two, at least 32 pages and at most 4096 (16 MiB with 4 KiB
+ * pages). The ingest thread is woken when a ring is half full, so this
+ * holds a quarter of a second of samples beyond the wakeup. With the
+ * default 8 KiB copy: 512 KiB per CPU at 99 Hz, 8 MiB at 999 Hz. */
+static size_t ring_pages(uint32_t hz, uint32_t stack_copy, size_t page_size)
+{
+	size_t want = (size_t)hz * (1100 + stack_copy) / 2 / page_size, pages = 32;
+
+	while (pages < want && pages < 4096)
+		pages <<= 1;
+	return pages;
+}
+
+/* offcpu's pages with a stack copy at every switch: OFFCPU_PAGES holds
+ * ~3500 switches without one; the same count with copies, up to 4096
+ * pages. */
+static size_t offcpu_pages(uint32_t stack_copy)
+{
+	size_t want = (size_t)OFFCPU_PAGES * (600 + stack_copy) / 600, pages = OFFCPU_PAGES;
+
+	while (pages < want && pages < 4096)
+		pages <<= 1;
+	return pages;
+}
+
+/* A stack copy: the user registers (rbp, rsp, rip) and `stack_copy` bytes
+ * of the user stack at each sample. The kernel's user callchain is not
+ * asked for (the unwinder gives the user frames); kernel frames still
+ * come from the callchain. */
+static void unwind_attr(struct perf_event_attr *attr, uint32_t stack_copy)
+{
+	attr->sample_type |= SAMPLE_TYPE_UNWIND;
+	attr->sample_regs_user = SAMPLE_REGS_UNWIND;
+	attr->sample_stack_user = stack_copy;
+	attr->exclude_callchain_user = 1;
+}
+
+/* The rate the rings of `cfg` are sized for: in period mode cpu's follows
+ * from its period, and a count's is not known: what the consumers asked
+ * (cfg->hz) or 99. */
+static uint32_t period_ring_hz(const struct fr_perf_config *cfg)
+{
+	if (!cfg->period)
+		return cfg->hz;
+	if (cfg->event == FR_EVENT_CPU)
+		return cfg->period >= 1000000000ull ? 1 : (uint32_t)(1000000000ull / cfg->period);
+	return cfg->hz && cfg->hz <= 1000000 ? cfg->hz : 99;
+}
+
+/* The kernel's current ceiling on sample_freq, or 0 when unknown. */
+static unsigned long max_sample_rate(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+	unsigned long rate = 0;
+
+	if (f) {
+		if (fscanf(f, "%lu", &rate) != 1)
+			rate = 0;
+		fclose(f);
+	}
+	return rate;
+}
+
+static void describe_open_error(char *err, size_t errlen, const char *name, int hardware,
+				const struct perf_event_attr *attr, int e)
+{
+	unsigned long max_rate;
+
+	if (hardware && (e == ENOENT || e == EOPNOTSUPP || e == ENODEV))
+		fr_set_err(err, errlen,
+			   "%s: hardware counters are not available on this machine "
+			   "(perf_event_open: %s)",
+			   name, fr_errno_name(e));
+	else if (e == EACCES || e == EPERM)
+		fr_set_err(err, errlen,
+			   "%s: not permitted to sample the whole machine (perf_event_open: %s); "
+			   "run flightrecd as root or with CAP_PERFMON",
+			   name, fr_errno_name(e));
+	else if (e == EINVAL && attr->freq && (max_rate = max_sample_rate()) &&
+		 attr->sample_freq > max_rate)
+		fr_set_err(err, errlen,
+			   "%s: %llu Hz is above the kernel's limit of %lu samples per second "
+			   "(perf_event_open: EINVAL; see "
+			   "/proc/sys/kernel/perf_event_max_sample_rate)",
+			   name, (unsigned long long)attr->sample_freq, max_rate);
+	else
+		fr_set_err(err, errlen, "%s: cannot open the perf event (perf_event_open: %s: %s)",
+			   name, fr_errno_name(e), strerror(e));
+}
+
+/* Opens `attr` on one CPU, adapting it to what the kernel refuses:
+ * precise_ip steps down from its value to 0 on EOPNOTSUPP or EINVAL (how
+ * PMUs say "not this skid level"), and build ids in MMAP2 records are
+ * dropped when they alone are the EINVAL (kernels before 5.12). The attr
+ * is left as it was accepted, for the other CPUs. Returns the fd or
+ * -errno of the last attempt. */
+static int open_adapting(struct perf_event_attr *attr, int cpu)
+{
+	for (;;) {
+		long fd = perf_event_open(attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		int e = errno;
+
+		if (fd >= 0)
+			return (int)fd;
+		if (e == EINVAL && attr->build_id) {
+			attr->build_id = 0;
+			fd = perf_event_open(attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+			if (fd >= 0)
+				return (int)fd;
+			/* Build ids were not the problem (or not the only one). */
+			e = errno;
+			attr->build_id = 1;
+		}
+		if ((e == EOPNOTSUPP || e == EINVAL) && attr->precise_ip > 0) {
+			attr->precise_ip--;
+			continue;
+		}
+		return -e;
+	}
+}
+
+static struct fr_perf *perf_new(const struct fr_perf_config *cfg)
+{
+	struct fr_perf *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->cfg = *cfg;
+	p->hz = cfg->hz;
+	p->period = cfg->event == FR_EVENT_OFFCPU ? 0 : cfg->period;
+	if (p->period && cfg->event == FR_EVENT_CPU)
+		/* cpu's rate follows from its period (ns). */
+		p->hz = p->period >= 1000000000ull ? 1 : (uint32_t)(1000000000ull / p->period);
+	p->page_size = (size_t)sysconf(_SC_PAGESIZE);
+	return p;
+}
+
+void fr_perf_close(struct fr_perf *p)
+{
+	if (!p)
+		return;
+	for (unsigned i = 0; i < p->ncpus; i++) {
+		if (p->rings[i].base)
+			munmap(p->rings[i].base, p->rings[i].data_size + p->page_size);
+		close(p->rings[i].fd);
+	}
+	free(p->rings);
+	free(p->heap);
+	fr_offcpu_free(p->offcpu);
+	fr_bpf_offcpu_close(p->bpf);
+	free(p);
+}
+
+/* Opens `attr` on every online CPU and maps a ring of `pages` data pages
+ * for each. The first CPU decides what the kernel accepts (open_adapting);
+ * the others get the same. On failure explains in `err` under `name`. */
+static int open_rings(struct fr_perf *p, struct perf_event_attr *attr, size_t pages,
+		      const char *name, int hardware, char *err, size_t errlen)
+{
+	int *cpus = NULL, n, ret;
+
+	n = online_cpus(&cpus);
+	if (n < 0)
+		return n;
+	p->rings = calloc((size_t)n, sizeof(*p->rings));
+	if (!p->rings) {
+		ret = -ENOMEM;
+		goto err_cpus;
+	}
+	attr->watermark = 1;
+	attr->wakeup_watermark = (uint32_t)(pages * p->page_size / 2);
+	for (int i = 0; i < n; i++) {
+		struct cpu_ring *r = &p->rings[i];
+		int fd;
+
+		if (i == 0) {
+			fd = open_adapting(attr, cpus[i]);
+		} else {
+			long lfd = perf_event_open(attr, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
+			fd = lfd < 0 ? -errno : (int)lfd;
+		}
+		if (fd < 0) {
+			ret = fd;
+			describe_open_error(err, errlen, name, hardware, attr, -fd);
+			goto err_cpus;
+		}
+		r->fd = fd;
+		r->cpu = cpus[i];
+		r->data_size = pages * p->page_size;
+		r->base = mmap(NULL, r->data_size + p->page_size, PROT_READ | PROT_WRITE,
+			       MAP_SHARED, r->fd, 0);
+		if (r->base == MAP_FAILED) {
+			ret = -errno;
+			fr_set_err(err, errlen,
+				   "%s: cannot map the perf ring of cpu %d (%zu KiB): %s", name,
+				   cpus[i], r->data_size / 1024, strerror(errno));
+			r->base = NULL;
+			close(r->fd);
+			goto err_cpus;
+		}
+		p->ncpus++;
+	}
+	free(cpus);
+	return 0;
+
+err_cpus:
+	free(cpus);
+	return ret;
+}
+
+/* ---- the sched_switch tracepoint ------------------------------------- */
+
+/* tracefs where it is mounted today, then where older systems had it. */
+static const char *const tracefs_roots[] = {
+	"/sys/kernel/tracing",
+	"/sys/kernel/debug/tracing",
+};
+
+/* Reads one line of a small file; returns 0 or -errno. */
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f))
+		ret = ferror(f) ? -EIO : -ENODATA;
+	fclose(f);
+	return ret;
+}
+
+/* Finds prev_state in the tracepoint's format file ("\tfield:long
+ * prev_state;\toffset:40;\tsize:8;\tsigned:1;" lines): the layout differs
+ * between kernel versions and configurations, so offsets are never assumed.
+ * The task leaving is the sample's own tid, so nothing else is needed. */
+static int read_switch_format(const char *path, struct switch_format *fmt)
+{
+	FILE *f = fopen(path, "re");
+	char line[512];
+	int found = 0;
+
+	if (!f)
+		return -errno;
+	memset(fmt, 0, sizeof(*fmt));
+	while (fgets(line, sizeof(line), f)) {
+		const char *decl = strstr(line, "\tfield:"), *semi, *name, *end, *o, *s;
+		unsigned off, size;
+		size_t nlen;
+
+		/* Continuation chunks of the long "print fmt" line never start
+		 * with a tab and "field:". */
+		if (decl != line)
+			continue;
+		semi = strchr(decl, ';');
+		o = semi ? strstr(semi, "offset:") : NULL;
+		s = semi ? strstr(semi, "size:") : NULL;
+		if (!o || !s || sscanf(o, "offset:%u", &off) != 1 ||
+		    sscanf(s, "size:%u", &size) != 1)
+			continue;
+		end = semi;
+		if (end > decl && end[-1] == ']') /* "char prev_comm[16]" */
+			while (end > decl && *end != '[')
+				end--;
+		name = end;
+		while (name > decl && name[-1] != ' ')
+			name--;
+		nlen = (size_t)(end - name);
+		if (nlen == 10 && memcmp(name, "prev_state", 10) == 0 && (size == 4 || size == 8)) {
+			fmt->prev_state = off;
+			fmt->prev_state_size = size;
+			fmt->min_size = off + size;
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found ? 0 : -EPROTO;
+}
+
+/* Mounts tracefs at its usual place when nothing is mounted there (as
+ * perf does): a machine that never used tracing has the directory but not
+ * the file system. Returns 0 when it mounted it, -errno otherwise. */
+static int mount_tracefs(void)
+{
+	struct stat st;
+
+	if (stat("/sys/kernel/tracing/events", &st) == 0)
+		return -EEXIST; /* mounted; the tracepoint is missing */
+	if (mount("tracefs", "/sys/kernel/tracing", "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) < 0)
+		return -errno;
+	fr_log_info("mounted tracefs at /sys/kernel/tracing for the sched:sched_switch tracepoint");
+	return 0;
+}
+
+static int find_sched_switch_once(uint64_t *id, struct switch_format *fmt, char *err,
+				  size_t errlen);
+
+/* Finds sched:sched_switch: its id for attr.config and its field layout,
+ * mounting tracefs first if it is not mounted. */
+static int find_sched_switch(uint64_t *id, struct switch_format *fmt, char *err, size_t errlen)
+{
+	int ret = find_sched_switch_once(id, fmt, err, errlen), m;
+
+	if (ret != -ENOENT)
+		return ret;
+	m = mount_tracefs();
+	if (m == 0)
+		return find_sched_switch_once(id, fmt, err, errlen);
+	if (m != -EEXIST)
+		fr_set_err(
+			err, errlen,
+			"offcpu: the sched:sched_switch tracepoint is not available (tracefs is not "
+			"mounted and mounting it at /sys/kernel/tracing failed: %s)",
+			fr_errno_name(-m));
+	return ret;
+}
+
+static int find_sched_switch_once(uint64_t *id, struct switch_format *fmt, char *err, size_t errlen)
+{
+	char path[128], buf[64], first[128] = "";
+	int first_err = 0;
+
+	for (size_t i = 0; i < sizeof(tracefs_roots) / sizeof(tracefs_roots[0]); i++) {
+		char *end;
+		int ret;
+
+		snprintf(path, sizeof(path), "%s/events/sched/sched_switch/id", tracefs_roots[i]);
+		ret = read_line(path, buf, sizeof(buf));
+		if (ret < 0) {
+			/* The first place is where tracefs belongs; say that. */
+			if (!first_err) {
+				first_err = -ret;
+				snprintf(first, sizeof(first), "%s", path);
+			}
+			continue;
+		}
+		*id = strtoull(buf, &end, 10);
+		if (end == buf) {
+			fr_set_err(err, errlen, "offcpu: %s does not hold a tracepoint id", path);
+			return -EPROTO;
+		}
+		snprintf(path, sizeof(path), "%s/events/sched/sched_switch/format",
+			 tracefs_roots[i]);
+		ret = read_switch_format(path, fmt);
+		if (ret < 0) {
+			fr_set_err(
+				err, errlen,
+				"offcpu: cannot read the layout of sched:sched_switch from %s (%s)",
+				path, ret == -EPROTO ? "prev_state missing" : fr_errno_name(-ret));
+			return ret;
+		}
+		return 0;
+	}
+	fr_set_err(err, errlen,
+		   "offcpu: the sched:sched_switch tracepoint is not available "
+		   "(cannot read %s: %s)",
+		   first, fr_errno_name(first_err));
+	return -first_err;
+}
+
+/* ---- opening ---------------------------------------------------------- */
+
+/* What every source's attr shares: the sample layout decode_sample reads
+ * (also the sample_id trailer of the other records), CLOCK_MONOTONIC
+ * times, opened disabled. */
+static void base_attr(struct perf_event_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->sample_type = SAMPLE_TYPE;
+	attr->disabled = 1;
+	attr->use_clockid = 1;
+	attr->clockid = CLOCK_MONOTONIC;
+	attr->sample_id_all = 1;
+}
+
+/* Makes fr_perf_drain read the CPUs' rings merged in time order: for
+ * records whose order across CPUs matters (a switch-out and its switch-in;
+ * a fork, then the child's exec). */
+static int drain_in_time_order(struct fr_perf *p)
+{
+	p->heap = calloc(p->ncpus, sizeof(*p->heap));
+	return p->heap ? 0 : -ENOMEM;
+}
+
+/* The attr of an offcpu source: sched:sched_switch with its raw fields
+ * (whose layout goes to p->swfmt), and the pairing table it needs. */
+static int offcpu_attr(struct fr_perf *p, struct perf_event_attr *attr, char *err, size_t errlen)
+{
+	uint64_t config = 0;
+	int ret;
+
+	ret = find_sched_switch(&config, &p->swfmt, err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = fr_offcpu_new(&p->offcpu, FR_OFFCPU_ENTRIES);
+	if (ret < 0)
+		return ret;
+	/* Every switch: a sample is a pair of them, so none may be
+	 * skipped; the raw fields say how the thread left.
+	 *
+	 * The switch-in comes from context_switch records, not from
+	 * the tracepoint's next_pid: the tracepoint fires in the
+	 * context of the task leaving, and some kernels (seen on a
+	 * 6.18 VM) drop every perf record made in the idle task of
+	 * some CPUs, so the switch from idle to a waking thread, the
+	 * most common switch-in of all, went missing there. The
+	 * SWITCH_CPU_WIDE "in" record is written by the thread
+	 * coming in, never by the idle task we skip anyway. */
+	attr->type = PERF_TYPE_TRACEPOINT;
+	attr->config = config;
+	attr->sample_period = 1;
+	attr->sample_type |= PERF_SAMPLE_RAW;
+	attr->context_switch = 1;
+	return 0;
+}
+
+/* The application labels program on every CPU's event: it copies the
+ * sampled thread's labels just before each sample (recorder/tracking/applabels.h).
+ * A kernel that refuses it leaves the samples without labels, said once. */
+static void attach_labels(struct fr_perf *p, int prog_fd, const char *name)
+{
+	for (unsigned i = 0; i < p->ncpus; i++) {
+		if (ioctl(p->rings[i].fd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0) {
+			fr_log_ratelimited(FR_LOG_WARN, 60000000000LL,
+					   "%s: cannot attach the application labels program (%s); "
+					   "its samples carry no application labels",
+					   name, strerror(errno));
+			return;
+		}
+	}
+}
+
+int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err, size_t errlen)
+{
+	struct fr_perf *p;
+	struct perf_event_attr attr;
+	char name[FR_EVENT_NAME_MAX];
+	uint32_t type = 0;
+	uint64_t config = 0;
+	size_t pages;
+	int hardware = fr_event_is_hardware(cfg->event), ret;
+
+	if (err && errlen)
+		err[0] = '\0';
+	fr_event_format(cfg->event, name, sizeof(name));
+	if (cfg->event != FR_EVENT_OFFCPU) {
+		if (event_attr(cfg->event, &type, &config) < 0) {
+			fr_set_err(err, errlen, "%s: this event cannot be sampled by this version",
+				   name);
+			return -EOPNOTSUPP;
+		}
+		if (!cfg->period && (cfg->hz == 0 || cfg->hz > 1000000)) {
+			fr_set_err(err, errlen, "%s: rate must be 1..1000000 Hz, got %u", name,
+				   cfg->hz);
+			return -EINVAL;
+		}
+		if (cfg->period > INT64_MAX) {
+			fr_set_err(err, errlen, "%s: period must be 1..2^63-1, got %llu", name,
+				   (unsigned long long)cfg->period);
+			return -EINVAL;
+		}
+	} else if (cfg->period) {
+		fr_set_err(err, errlen, "offcpu: records every context switch and takes no period");
+		return -EINVAL;
+	}
+	if (cfg->stack_copy && (cfg->stack_copy % 8 || cfg->stack_copy > 65528)) {
+		fr_set_err(err, errlen,
+			   "%s: stack copy must be a multiple of 8 up to 65528, got %u", name,
+			   cfg->stack_copy);
+		return -EINVAL;
+	}
+	p = perf_new(cfg);
+	if (!p)
+		return -ENOMEM;
+	/* offcpu by eBPF when asked and possible, else by perf, saying why
+	 * (status shows it). */
+	if (cfg->event == FR_EVENT_OFFCPU && cfg->offcpu_mechanism == FR_PERF_OFFCPU_BPF) {
+		if (fr_bpf_offcpu_open(&p->bpf, cfg->min_wait_ns, cfg->stack_copy,
+				       cfg->labels_map_fd > 0 ? cfg->labels_map_fd : -1,
+				       p->bpf_fallback, sizeof(p->bpf_fallback)) == 0) {
+			*out = p;
+			return 0;
+		}
+		fr_log_warn("%s; recording offcpu with the perf mechanism", p->bpf_fallback);
+	}
+
+	base_attr(&attr);
+	if (cfg->event == FR_EVENT_OFFCPU) {
+		ret = offcpu_attr(p, &attr, err, errlen);
+		if (ret < 0)
+			goto err_close;
+		pages = cfg->stack_copy ? offcpu_pages(cfg->stack_copy) : OFFCPU_PAGES;
+	} else {
+		fr_perf_sampling_attr(&attr, cfg, type, config, hardware);
+		pages = ring_pages(period_ring_hz(cfg), cfg->stack_copy, p->page_size);
+	}
+	if (cfg->stack_copy)
+		unwind_attr(&attr, cfg->stack_copy);
+	ret = open_rings(p, &attr, pages, name, hardware, err, errlen);
+	/* What the kernel accepted after open_adapting's fallbacks. */
+	p->pmu.precise_asked = hardware ? 3 : 0;
+	p->pmu.precise_ip = attr.precise_ip;
+	if (ret == 0 && p->offcpu)
+		ret = drain_in_time_order(p);
+	if (ret < 0)
+		goto err_close;
+	if (!p->offcpu && cfg->labels_prog_fd > 0)
+		attach_labels(p, cfg->labels_prog_fd, name);
+	*out = p;
+	return 0;
+
+err_close:
+	if (ret == -ENOMEM && err && errlen && !err[0])
+		fr_set_err(err, errlen, "%s: out of memory", name);
+	fr_perf_close(p);
+	return ret;
+}
+
+int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen)
+{
+	const struct fr_perf_config cfg = {.event = FR_EVENT_CPU, .hz = 0};
+	struct perf_event_attr attr;
+	struct fr_perf *p;
+	int ret;
+
+	if (err && errlen)
+		err[0] = '\0';
+	p = perf_new(&cfg);
+	if (!p)
+		return -ENOMEM;
+	p->sideband_only = 1;
+	/* The dummy event never counts, so it never samples; it exists for
+	 * the records its attr asks for. The sample fields only shape the
+	 * sample_id trailer of those records. */
+	base_attr(&attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_DUMMY;
+	attr.sample_period = 1;
+	attr.mmap = 1;
+	attr.mmap2 = 1;
+	attr.comm = 1;
+	attr.comm_exec = 1;
+	attr.task = 1;
+	attr.build_id = 1;
+	ret = open_rings(p, &attr, SIDEBAND_PAGES, "side band", 0, err, errlen);
+	/* A short-lived process's FORK (on its parent's CPU) and exec COMM (on
+	 * its own) often arrive in one drain; read CPU after CPU, the COMM can
+	 * come first and name a process not yet known. */
+	if (ret == 0)
+		ret = drain_in_time_order(p);
+	if (ret < 0) {
+		if (ret == -ENOMEM && err && errlen && !err[0])
+			fr_set_err(err, errlen, "side band: out of memory");
+		fr_perf_close(p);
+		return ret;
+	}
+	*out = p;
+	return 0;
+}
+
+int fr_perf_enable(struct fr_perf *p, int enable)
+{
+	if (p->bpf)
+		return fr_bpf_offcpu_enable(p->bpf, enable);
+	for (unsigned i = 0; i < p->ncpus; i++)
+		if (ioctl(p->rings[i].fd, enable ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE,
+			  0) < 0)
+			return -errno;
+	return 0;
+}
+
+int fr_perf_set_hz(struct fr_perf *p, uint32_t hz)
+{
+	uint64_t arg;
+
+	if (p->offcpu || p->bpf || p->sideband_only) {
+		/* Nothing is sampled at a rate: keep the number for callers. */
+		p->hz = hz;
+		return 0;
+	}
+	if (hz == 0 || hz > 1000000 || p->period)
+		return -EINVAL; /* a period-mode source: fr_perf_set_period */
+	/* The ioctl's argument is the period of a fixed-period event and the
+	 * frequency of a frequency-mode one (attr.freq). */
+	arg = p->cfg.event == FR_EVENT_CPU ? 1000000000ull / hz : hz;
+	for (unsigned i = 0; i < p->ncpus; i++) {
+		if (ioctl(p->rings[i].fd, PERF_EVENT_IOC_PERIOD, &arg) < 0) {
+			int ret = -errno;
+			uint64_t old = p->cfg.event == FR_EVENT_CPU ? 1000000000ull / p->hz : p->hz;
+
+			/* Samples carry one rate: put back the CPUs changed. */
+			while (i-- > 0)
+				ioctl(p->rings[i].fd, PERF_EVENT_IOC_PERIOD, &old);
+			return ret;
+		}
+	}
+	p->hz = hz;
+	return 0;
+}
+
+uint32_t fr_perf_hz(const struct fr_perf *p)
+{
+	return p->hz;
+}
+
+uint32_t fr_perf_stack_copy(const struct fr_perf *p)
+{
+	return p->cfg.stack_copy;
+}
+
+int fr_perf_rings_too_small(const struct fr_perf *p, uint32_t hz)
+{
+	if (!p->cfg.stack_copy || p->offcpu || p->sideband_only || !p->ncpus)
+		return 0;
+	return ring_pages(hz, p->cfg.stack_copy, p->page_size) * p->page_size >
+	       p->rings[0].data_size;
+}
+
+void fr_perf_unwind_stats(const struct fr_perf *p, struct fr_perf_unwind_stats *out)
+{
+	const uint64_t *in = (const uint64_t *)&p->unwind;
+	uint64_t *o = (uint64_t *)out;
+
+	if (p->bpf) {
+		fr_bpf_offcpu_unwind_stats(p->bpf, out);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+}
+
+void fr_perf_offcpu_stats(const struct fr_perf *p, struct fr_perf_offcpu_stats *out)
+{
+	const struct fr_perf_offcpu_stats *in = &p->offcpu_stats;
+
+	memset(out, 0, sizeof(*out));
+	if (p->bpf) {
+		fr_bpf_offcpu_stats(p->bpf, out);
+		return;
+	}
+	out->switch_outs = __atomic_load_n(&in->switch_outs, __ATOMIC_RELAXED);
+	out->switch_ins = __atomic_load_n(&in->switch_ins, __ATOMIC_RELAXED);
+	out->samples = __atomic_load_n(&in->samples, __ATOMIC_RELAXED);
+	out->evicted = __atomic_load_n(&in->evicted, __ATOMIC_RELAXED);
+	out->waiting = __atomic_load_n(&in->waiting, __ATOMIC_RELAXED);
+	out->capacity = p->offcpu ? FR_OFFCPU_ENTRIES : 0;
+	out->mechanism = FR_PERF_OFFCPU_PERF;
+}
+
+unsigned fr_perf_nfds(const struct fr_perf *p)
+{
+	return p->bpf ? fr_bpf_offcpu_nfds(p->bpf) : p->ncpus;
+}
+
+int fr_perf_fd(const struct fr_perf *p, unsigned i)
+{
+	return p->bpf ? fr_bpf_offcpu_fd(p->bpf, i) : p->rings[i].fd;
+}
+
+const char *fr_perf_offcpu_fallback(const struct fr_perf *p)
+{
+	return p->bpf_fallback[0] ? p->bpf_fallback : NULL;
+}

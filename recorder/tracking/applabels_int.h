@@ -1,0 +1,41 @@
+/* What recorder/tracking/applabels.c and its look-ups (recorder/tracking/applabels_lookup.c)
+ * share: one look-up of a process's labels, made on a deadline worker. */
+#ifndef FR_RECORDER_APPLABELS_INT_H
+#define FR_RECORDER_APPLABELS_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "recorder/tracking/labelsets.h"
+
+/* The OTel process context's attribute key names, at most. */
+#define FR_AL_OTEL_KEYS_MAX 256
+
+/* Where process `pid`'s threads keep their labels, relative to the
+ * thread pointer: libflightrec's (its registry, in the library mapped at
+ * [start, end) from pgoff, when `lib`) and the OpenTelemetry thread
+ * context's (the executable's own thread-local, else a shared library's),
+ * with the key names of the process's OTel process context. */
+struct fr_al_lookup {
+	uint32_t pid;
+	int64_t start_ns; /* the process's, so a result for a pid reused since
+			   * is not taken for the new process */
+	bool stalled;	  /* missed its deadline (the worker kept the call) */
+	bool lib;
+	uint64_t start, end, pgoff; /* the libflightrec mapping */
+	/* Results: 0 or -errno each (-EAGAIN: the library is not set up
+	 * yet; -EPROTO: its registry is not one this recorder reads). */
+	int ret_lib, ret_exe;
+	int64_t fr_off, otel_off;
+	uint32_t nkeys;
+	char keys[FR_AL_OTEL_KEYS_MAX][FR_LABELSETS_KEY_LEN];
+};
+
+/* Runs look-up `arg` (a struct fr_al_lookup): reads the process's files
+ * through /proc/PID/map_files and /proc/PID/exe (regular files only,
+ * opened through O_PATH, read with bounded preads) and its memory with
+ * process_vm_readv. For fr_worker_call(), with fr_al_lookup_drop. */
+void fr_al_lookup_run(void *arg);
+void fr_al_lookup_drop(void *arg);
+
+#endif
