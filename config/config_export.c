@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/query/ch_schema.h"
+#include "core/clickhouse/ch_schema.h"
 #include "core/store/sample.h"
 #include "core/util/parse.h"
 

@@ -1,8 +1,8 @@
 /* flightrec export: the ClickHouse side of the exporter. --init-schema
- * creates the database and tables (core/query/ch_schema.c) on each shard
+ * creates the database and tables (core/clickhouse/ch_schema.c) on each shard
  * named by --clickhouse; --expire drops the day partitions older than the
  * retention kept there; --ring ships a ring file (a crashed or retired
- * host's) by the exporter's own code path (core/query/export_batch.c).
+ * host's) by the exporter's own code path (core/clickhouse/export_batch.c).
  * The exporter itself runs in flightrecd (recorder/export/export_ch.c). */
 #include "tools/cli.h"
 
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/query/ch_schema.h"
-#include "core/query/export_batch.h"
+#include "core/clickhouse/ch_schema.h"
+#include "core/clickhouse/export_batch.h"
 #include "core/store/ring.h"
 #include "core/store/sample.h"
 #include "core/util/http.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/store/chunk.h"
-#include "core/query/pprof.h"
+#include "core/pprof/pprof.h"
 #include "core/query/profile_int.h"
 
 static uint64_t app_hash_of(void *ctx, uint32_t i)

@@ -13,12 +13,12 @@
 
 #include "core/store/chunk.h"
 #include "core/util/parse.h"
-#include "core/query/demangle.h"
-#include "core/query/dwarf_lines.h"
-#include "core/query/pprof.h"
+#include "core/symbols/demangle.h"
+#include "core/symbols/dwarf_lines.h"
+#include "core/pprof/pprof.h"
 #include "core/query/profile_int.h"
 #include "core/store/sample.h"
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 
 /* Adds a comment line to the pprof profile; folded output has none. */
 static void comment(struct fr_pprof *p, const char *line)

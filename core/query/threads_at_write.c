@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/query/pprof.h"
-#include "core/query/pprof_copy.h"
-#include "core/query/pprof_read.h"
+#include "core/pprof/pprof.h"
+#include "core/pprof/pprof_copy.h"
+#include "core/pprof/pprof_read.h"
 #include "core/store/sample.h"
 #include "core/util/compress.h"
 

@@ -1,6 +1,6 @@
 /* The exporter thread (recorder/export/export_ch.h): the batch grid, the cursor
  * file beside the ring, retries with backoff, and its status. Building and
- * sending a batch is core/query/export_batch.c's, shared with tools.
+ * sending a batch is core/clickhouse/export_batch.c's, shared with tools.
  */
 #include "recorder/export/export_ch.h"
 
@@ -16,7 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/query/export_batch.h"
+#include "core/clickhouse/export_batch.h"
 #include "core/util/fs.h"
 #include "core/util/http.h"
 #include "core/util/log.h"

@@ -5,7 +5,7 @@
  *   - unwind tables: 3/8 M (192 MiB of the default 512), or
  *     limits.unwind_table_memory when set (at most M), their own budget
  *     shared fairly among users (recorder/tracking/unwind_tables.h);
- *   - symbol images kept between profiles: 1/4 M (core/query/symbols.h);
+ *   - symbol images kept between profiles: 1/4 M (core/symbols/symbols.h);
  *   - label sets: bounded by their table (recorder/tracking/labelsets.h: 56 MiB at
  *     most, a few MiB in practice);
  *   - queries (attach, dumps, threads, the exporter's batches) and
@@ -33,7 +33,7 @@
 #include <malloc.h>
 #include <string.h>
 
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 #include "core/util/log.h"
 #include "ipc/proto.h"
 

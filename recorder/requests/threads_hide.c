@@ -25,9 +25,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/query/pprof.h"
-#include "core/query/pprof_copy.h"
-#include "core/query/pprof_read.h"
+#include "core/pprof/pprof.h"
+#include "core/pprof/pprof_copy.h"
+#include "core/pprof/pprof_read.h"
 #include "core/query/threads_at.h"
 #include "core/store/chunk.h"
 #include "core/store/ring.h"

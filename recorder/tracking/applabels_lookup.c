@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/query/elf_object.h"
+#include "core/symbols/elf_object.h"
 #include "core/util/fs.h"
 #include "flightrec/labels_abi.h"
 #include "recorder/tracking/proc.h"

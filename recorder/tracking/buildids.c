@@ -24,7 +24,7 @@
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/priority.h"
-#include "core/query/elf_image.h"
+#include "core/symbols/elf_image.h"
 #include "recorder/tracking/proc.h"
 
 #define STOP_WAIT_MS 1000

@@ -24,9 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/query/elf_image.h"
-#include "core/query/perfmap.h"
-#include "core/query/symbols.h"
+#include "core/symbols/elf_image.h"
+#include "core/symbols/perfmap.h"
+#include "core/symbols/symbols.h"
 #include "recorder/tracking/proc.h"
 #include "core/util/fs.h"
 #include "core/util/htable.h"

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/query/export_batch.h"
+#include "core/clickhouse/export_batch.h"
 #include "core/query/profile.h"
 #include "core/store/chunk.h"
 #include "core/store/ring.h"

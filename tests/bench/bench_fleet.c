@@ -2,7 +2,7 @@
  * (tests/bench/fleet.sh): HOSTS rings of SECONDS of the synth.h stream at
  * HZ on CPUS CPUs, ending now, written by the recorder's chunk builder and
  * ring, then shipped interval by interval with the exporter's own batch
- * builder and sender (core/query/export_batch.h), as flightrecd would.
+ * builder and sender (core/clickhouse/export_batch.h), as flightrecd would.
  * Hosts come in five services of the same binaries (the same stacks,
  * sampled in another order), as a fleet runs a few programs many times.
  *
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/query/export_batch.h"
+#include "core/clickhouse/export_batch.h"
 #include "core/store/chunk.h"
 #include "core/store/ring.h"
 #include "core/util/http.h"

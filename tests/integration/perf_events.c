@@ -64,7 +64,7 @@
 #include <unistd.h>
 
 #include "core/store/sample.h"
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 
 int failures;
 

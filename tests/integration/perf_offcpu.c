@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "core/store/sample.h"
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 #include "recorder/sampling/offcpu.h"
 
 void fr_test_block_here(long ns);

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/util/compress.h"
-#include "core/query/elf_image.h"
+#include "core/symbols/elf_image.h"
 #include "core/store/ring.h"
 
 /* In a sanitizer build, undefined behaviour in the code under test fails

@@ -14,7 +14,7 @@
 
 #include "core/util/compress.h"
 #include "core/util/fs.h"
-#include "core/query/pprof_read.h"
+#include "core/pprof/pprof_read.h"
 #include "core/query/profile.h"
 #include "core/store/ring.h"
 #include "core/util/uring.h"

@@ -1,4 +1,4 @@
-/* Parsed images kept between profiles (core/query/symbols_images.c), on
+/* Parsed images kept between profiles (core/symbols/symbols_images.c), on
  * real programs the build compiled:
  *
  *   test_symbols_warm INLINE_CALLS PLT_CALLS PLT_CALLS_IBT [PROG STRIPPED DEBUG]
@@ -15,7 +15,7 @@
  * - threads sharing the table while it evicts name every address right
  *   (run it under the sanitizers: meson setup -Db_sanitize=address,undefined).
  */
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -28,8 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/query/dwarf_lines.h"
-#include "core/query/elf_image.h"
+#include "core/symbols/dwarf_lines.h"
+#include "core/symbols/elf_image.h"
 #include "tests/unit/check.h"
 
 #define THREADS 4

@@ -1,17 +1,17 @@
 /* flightrec top: a hand-made profile written by the project's own encoder
- * is read back by core/query/pprof_read.c and aggregated; flat and cum must be
+ * is read back by core/pprof/pprof_read.c and aggregated; flat and cum must be
  * exact, recursion must count once per sample, kernel frames (on the
  * kernel's mapping) must stay apart from user ones, and garbage or truncated
  * input must be refused with -EBADMSG without reading out of bounds. */
-#include "core/query/pprof_read.h"
-#include "tools/top.h"
+#include "core/pprof/pprof_read.h"
+#include "tools/top/top.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/util/compress.h"
-#include "core/query/pprof.h"
+#include "core/pprof/pprof.h"
 #include "core/query/profile.h"
 #include "tests/unit/check.h"
 

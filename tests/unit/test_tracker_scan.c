@@ -22,7 +22,7 @@
 #include <zlib.h>
 
 #include "core/store/chunk.h"
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 #include "recorder/tracking/buildids.h"
 
 #include "tests/unit/check.h"
