@@ -15,8 +15,8 @@
  * id) is resolved and checked, so users of struct fr_pprof_data index its
  * arrays without further checks.
  */
-#ifndef FR_TOOLS_PPROF_READ_H
-#define FR_TOOLS_PPROF_READ_H
+#ifndef FR_CORE_PPROF_READ_H
+#define FR_CORE_PPROF_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>

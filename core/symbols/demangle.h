@@ -5,8 +5,8 @@
  * (libiberty-dev, a static archive of GCC's sources, its demanglers under
  * a linking exception) decodes it; that would be a second demangler to
  * vendor and fuzz, left for when v0 binaries are common. */
-#ifndef FR_CORE_QUERY_DEMANGLE_H
-#define FR_CORE_QUERY_DEMANGLE_H
+#ifndef FR_CORE_DEMANGLE_H
+#define FR_CORE_DEMANGLE_H
 
 #include <stddef.h>
 

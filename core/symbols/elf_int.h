@@ -1,8 +1,8 @@
 /* What the files reading ELF images share (elf_image.c and elf_plt.c):
  * the candidate symbols an image is built from, and the bounds every read
  * of a file other users control keeps to. */
-#ifndef FR_CORE_QUERY_ELF_INT_H
-#define FR_CORE_QUERY_ELF_INT_H
+#ifndef FR_CORE_ELF_INT_H
+#define FR_CORE_ELF_INT_H
 
 #include <gelf.h>
 #include <libelf.h>
