@@ -16,10 +16,11 @@
 #include "core/store/sample.h"
 #include "core/util/compress.h"
 #include "core/util/http.h"
+#include "core/util/time.h"
 
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
-#define DAY_NS (86400 * 1000000000LL)
+#define DAY_NS (86400 * FR_NS_PER_S)
 
 struct fr_export_seen {
 	uint64_t *slots; /* open addressing; 0: empty (a hash of 0 is stored as 1) */

@@ -14,13 +14,13 @@
 #include "core/query/decimate.h"
 #include "core/query/profile.h"
 #include "core/store/sample.h"
+#include "core/util/time.h"
 
 struct fr_chunk;
 struct fr_pprof;
 
 #define KERNEL_MAP 1 /* index of the kernel pseudo-mapping in maps[] */
 #define NO_CGROUP UINT32_MAX
-#define NS_PER_SEC 1000000000LL
 
 /* ---- a small open-addressing index: slots hold entry index + 1 -------- */
 
