@@ -16,6 +16,7 @@
 
 #include "core/util/parse.h"
 #include "core/store/sample.h"
+#include "core/util/time.h"
 
 /* A user's cap follows a lowered max_rate_hz rather than exceeding it. */
 static void default_user_rate(struct fr_config *cfg)
@@ -256,7 +257,7 @@ static int parse_ring(struct config_ctx *c, const cJSON *ring, struct fr_config 
 	if (max_age) {
 		if (!cJSON_IsString(max_age) ||
 		    fr_parse_duration(max_age->valuestring, &cfg->max_age_ns) < 0 ||
-		    cfg->max_age_ns < 1000000000LL) {
+		    cfg->max_age_ns < FR_NS_PER_S) {
 			cfg->max_age_ns = 0;
 			return config_fail(
 				c, "ring.max_age",
