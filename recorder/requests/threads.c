@@ -57,6 +57,7 @@
 #include "core/util/compress.h"
 #include "core/util/fs.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 #include "fr_version.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
@@ -320,7 +321,7 @@ out:
 /* How far back the latest open-wait records are looked for: the seal the
  * request's flush barrier forced wrote them, or (offcpu not recorded, a
  * barrier that timed out) the periodic one of the last second. */
-#define OPEN_LOOK_NS (3LL * 1000000000LL)
+#define OPEN_LOOK_NS (3 * FR_NS_PER_S)
 
 /* Records the open waits of `c` of the latest seal seen so far (*asof). */
 static void open_records(struct listing *l, const struct fr_chunk *c, int64_t *asof)
@@ -500,11 +501,11 @@ static int write_answer(struct listing *l, const struct fr_pprof_data *pd, int f
 	snprintf(line, sizeof(line),
 		 "flightrec threads: state from /proc now; waiting from the recorder's open waits; "
 		 "stacks from the last %lld s of the ring",
-		 (long long)(THREADS_WINDOW_NS / 1000000000LL));
+		 (long long)(THREADS_WINDOW_NS / FR_NS_PER_S));
 	fr_pprof_comment(e.p, line);
 	qsort(l->thr, l->n, sizeof(*l->thr), by_pid_tid);
 	for (size_t i = 0; i < l->n; i++) {
-		long tick_ns = tick > 0 ? 1000000000L / tick : 10000000L;
+		long tick_ns = tick > 0 ? (long)(FR_NS_PER_S / tick) : 10000000L;
 
 		if (l->thr[i].hidden)
 			emit_hidden(&e, &l->thr[i], tick_ns);

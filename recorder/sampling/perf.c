@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "core/util/log.h"
+#include "core/util/time.h"
 
 /* Ring sizes (data pages per CPU, powers of two). A context switch costs
  * offcpu about 0.6 KiB (the tracepoint sample with its callchain and raw
@@ -69,10 +70,8 @@ int64_t fr_perf_clock_offset(void)
 	clock_gettime(CLOCK_MONOTONIC, &m1);
 	clock_gettime(CLOCK_REALTIME, &r);
 	clock_gettime(CLOCK_MONOTONIC, &m2);
-	int64_t mono = ((int64_t)m1.tv_sec * 1000000000 + m1.tv_nsec +
-			(int64_t)m2.tv_sec * 1000000000 + m2.tv_nsec) /
-		       2;
-	return (int64_t)r.tv_sec * 1000000000 + r.tv_nsec - mono;
+	int64_t mono = (fr_ns_from_timespec(&m1) + fr_ns_from_timespec(&m2)) / 2;
+	return fr_ns_from_timespec(&r) - mono;
 }
 
 /* Kernel type/config for an event id; -ENOENT when the id is not a perf
@@ -199,7 +198,7 @@ static uint32_t period_ring_hz(const struct fr_perf_config *cfg)
 	if (!cfg->period)
 		return cfg->hz;
 	if (cfg->event == FR_EVENT_CPU)
-		return cfg->period >= 1000000000ull ? 1 : (uint32_t)(1000000000ull / cfg->period);
+		return cfg->period >= FR_NS_PER_S ? 1 : (uint32_t)(FR_NS_PER_S / cfg->period);
 	return cfg->hz && cfg->hz <= 1000000 ? cfg->hz : 99;
 }
 
@@ -286,7 +285,7 @@ static struct fr_perf *perf_new(const struct fr_perf_config *cfg)
 	p->period = cfg->event == FR_EVENT_OFFCPU ? 0 : cfg->period;
 	if (p->period && cfg->event == FR_EVENT_CPU)
 		/* cpu's rate follows from its period (ns). */
-		p->hz = p->period >= 1000000000ull ? 1 : (uint32_t)(1000000000ull / p->period);
+		p->hz = p->period >= FR_NS_PER_S ? 1 : (uint32_t)(FR_NS_PER_S / p->period);
 	p->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	return p;
 }
@@ -579,7 +578,7 @@ static void attach_labels(struct fr_perf *p, int prog_fd, const char *name)
 {
 	for (unsigned i = 0; i < p->ncpus; i++) {
 		if (ioctl(p->rings[i].fd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0) {
-			fr_log_ratelimited(FR_LOG_WARN, 60000000000LL,
+			fr_log_ratelimited(FR_LOG_WARN, 60 * FR_NS_PER_S,
 					   "%s: cannot attach the application labels program (%s); "
 					   "its samples carry no application labels",
 					   name, strerror(errno));
@@ -740,11 +739,11 @@ int fr_perf_set_hz(struct fr_perf *p, uint32_t hz)
 		return -EINVAL; /* a period-mode source: fr_perf_set_period */
 	/* The ioctl's argument is the period of a fixed-period event and the
 	 * frequency of a frequency-mode one (attr.freq). */
-	arg = p->cfg.event == FR_EVENT_CPU ? 1000000000ull / hz : hz;
+	arg = p->cfg.event == FR_EVENT_CPU ? FR_NS_PER_S / hz : hz;
 	for (unsigned i = 0; i < p->ncpus; i++) {
 		if (ioctl(p->rings[i].fd, PERF_EVENT_IOC_PERIOD, &arg) < 0) {
 			int ret = -errno;
-			uint64_t old = p->cfg.event == FR_EVENT_CPU ? 1000000000ull / p->hz : p->hz;
+			uint64_t old = p->cfg.event == FR_EVENT_CPU ? FR_NS_PER_S / p->hz : p->hz;
 
 			/* Samples carry one rate: put back the CPUs changed. */
 			while (i-- > 0)

@@ -27,6 +27,7 @@
 #include "core/util/log.h"
 #include "core/util/priority.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "ipc/proto.h"
 
 int fr_sources_init(struct fr_sources *s, struct fr_poller *poller,
@@ -70,7 +71,7 @@ static void watch(struct fr_sources *s, struct fr_perf *perf, int on)
 
 		/* Unwatched, a ring is still drained at least every second. */
 		if (ret < 0 && on)
-			fr_log_ratelimited(FR_LOG_ERR, 10000000000LL,
+			fr_log_ratelimited(FR_LOG_ERR, 10 * FR_NS_PER_S,
 					   "cannot poll a perf ring: %s; it is drained once a "
 					   "second",
 					   strerror(-ret));
@@ -189,8 +190,8 @@ static uint64_t consumers_changed_locked(struct fr_sources *s)
 	uint64_t one = 1, gen = ++s->consumers_gen;
 
 	if (write(s->reconcile_efd, &one, sizeof(one)) < 0)
-		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL, "cannot wake the ingest thread: %s",
-				   strerror(errno));
+		fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
+				   "cannot wake the ingest thread: %s", strerror(errno));
 	return gen;
 }
 
@@ -354,7 +355,7 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 			;
 		if (i == w->n) {
 			if (w->n == FR_SOURCES_MAX) {
-				fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+				fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
 						   "more than %d distinct events asked for; "
 						   "%s is not recorded",
 						   FR_SOURCES_MAX, c->name);

@@ -20,9 +20,10 @@
 
 #include "core/util/hash.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 
 #define BUCKETS 16384
-#define LOG_INTERVAL_NS (10 * 1000000000LL)
+#define LOG_INTERVAL_NS (10 * FR_NS_PER_S)
 
 static uint32_t bucket_of(uint32_t pid)
 {

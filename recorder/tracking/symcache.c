@@ -27,6 +27,7 @@
 #include "core/query/elf_image.h"
 #include "core/query/perfmap.h"
 #include "core/query/symbols.h"
+#include "core/util/time.h"
 #include "recorder/tracking/proc.h"
 #include "core/util/fs.h"
 #include "core/util/htable.h"
@@ -35,12 +36,11 @@
 #include "core/util/priority.h"
 #include "core/util/worker.h"
 
-#define NS_PER_S 1000000000LL
 /* An entry the recorder keeps using is touched this often. */
-#define REFRESH_NS (60 * NS_PER_S)
+#define REFRESH_NS (60 * FR_NS_PER_S)
 /* A growing perf map is copied again at most this often. */
-#define PERFMAP_REFRESH_NS (5 * NS_PER_S)
-#define DEADLINE_NS_DEFAULT (60 * NS_PER_S)
+#define PERFMAP_REFRESH_NS (5 * FR_NS_PER_S)
+#define DEADLINE_NS_DEFAULT (60 * FR_NS_PER_S)
 /* What `seen` holds at most; past it, it starts again empty (every entry
  * is then asked for once more, which costs an fstatat each). */
 #define SEEN_MAX 16384
@@ -512,7 +512,7 @@ static uint64_t run_job(struct fr_symcache *c, struct job *j)
 	ret = fr_worker_call(&c->worker, copy_run, copy_drop, call, c->deadline_ns);
 	if (ret == -ETIMEDOUT) {
 		fr_log_warn("symbol cache: copying %s took over %lld s; going on without it", what,
-			    (long long)(c->deadline_ns / NS_PER_S));
+			    (long long)(c->deadline_ns / FR_NS_PER_S));
 		return 0;
 	}
 	if (ret < 0) {

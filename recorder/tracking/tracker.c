@@ -55,6 +55,7 @@
 #include "recorder/tracking/proc.h"
 #include "recorder/tracking/symcache.h"
 
+#include "core/util/time.h"
 #include "recorder/tracking/tracker_int.h"
 
 static uint32_t hash_str(const char *s)
@@ -660,7 +661,7 @@ struct fr_tracker *fr_tracker_new(void)
 	if (t->clk_tck <= 0)
 		t->clk_tck = 100;
 	clock_gettime(CLOCK_BOOTTIME, &boot);
-	t->boot_ns = fr_now_real_ns() - ((int64_t)boot.tv_sec * 1000000000 + boot.tv_nsec);
+	t->boot_ns = fr_now_real_ns() - fr_ns_from_timespec(&boot);
 	t->ops.proc = ops_proc;
 	t->ops.thread = ops_thread;
 	t->ops.mapping = ops_mapping;

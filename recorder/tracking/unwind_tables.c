@@ -537,15 +537,11 @@ void fr_unwind_tables_prefetch(struct fr_unwind_tables *u, uint32_t pid,
 int fr_unwind_tables_wait(struct fr_unwind_tables *u, int64_t max_ns)
 {
 	struct timespec deadline;
-	int64_t ns;
 	bool any;
 
 	if (max_ns <= 0 || __atomic_load_n(&u->st.pending, __ATOMIC_RELAXED) == 0)
 		return 0;
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	ns = deadline.tv_nsec + max_ns;
-	deadline.tv_sec += ns / 1000000000;
-	deadline.tv_nsec = ns % 1000000000;
+	fr_mono_deadline(&deadline, max_ns);
 	pthread_mutex_lock(&u->lock);
 	while (!u->done && pthread_cond_timedwait(&u->cond, &u->lock, &deadline) != ETIMEDOUT)
 		;

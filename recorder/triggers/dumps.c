@@ -27,6 +27,7 @@
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/store/sample.h"
+#include "core/util/time.h"
 #include "fr_version.h"
 #include "ipc/proto.h"
 
@@ -220,7 +221,7 @@ int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char
 	char tmp[NAME_MAX + 1];
 	struct fr_profile_result res;
 	struct tm tm;
-	time_t secs = (time_t)(req->fire_ns / 1000000000);
+	time_t secs = (time_t)(req->fire_ns / FR_NS_PER_S);
 	mode_t mode = req->mode ? req->mode : FR_DUMPS_MODE;
 	uint64_t written = 0;
 	int dirfd, fd = -1, ret, n;
