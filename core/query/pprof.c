@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/hash.h"
 #include "core/util/le.h"
 
 /* Profile field numbers (github.com/google/pprof/proto/profile.proto). */
@@ -291,14 +292,14 @@ static uint32_t hash_bytes(const char *s, size_t len)
 
 	while (len >= 8) {
 		memcpy(&w, s, 8);
-		h = (h ^ w) * 0x100000001b3ULL;
+		h = fr_fnv1a_step(h, w);
 		h ^= h >> 29;
 		s += 8;
 		len -= 8;
 	}
 	w = 0;
 	memcpy(&w, s, len);
-	h = (h ^ w) * 0x100000001b3ULL;
+	h = fr_fnv1a_step(h, w);
 	return mix32(h);
 }
 

@@ -72,7 +72,7 @@ static int64_t app_intern(struct builder *b, const uint32_t *pairs, uint32_t n)
 	uint32_t slot;
 
 	for (uint32_t k = 0; k < 2 * n; k++)
-		h = mix64(h ^ pairs[k]);
+		h = fr_mix64(h ^ pairs[k]);
 	if ((b->app_idx.n + 1) * 2 > b->app_idx.cap && app_grow_idx(b) < 0)
 		return -ENOMEM;
 	for (slot = (uint32_t)h & (b->app_idx.cap - 1); b->app_idx.slots[slot];
