@@ -60,11 +60,7 @@
 
 static uint32_t hash_str(const char *s)
 {
-	uint32_t h = 2166136261u;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
+	return fr_fnv1a_32(FR_FNV32_OFFSET, s, strlen(s));
 }
 
 struct path_entry *tracker_intern_path(struct fr_tracker *t, const char *path)

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/util/hash.h"
 #include "core/util/log.h"
 #include "core/util/priority.h"
 
@@ -91,12 +92,7 @@ void fr_unwind_tables_free(struct fr_unwind_tables *u)
 
 static uint32_t key_hash(const struct key *k)
 {
-	const unsigned char *p = (const unsigned char *)k;
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < sizeof(*k); i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
+	return fr_fnv1a_32(FR_FNV32_OFFSET, k, sizeof(*k));
 }
 
 static void stat_add(uint64_t *counter, int64_t delta)
