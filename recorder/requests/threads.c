@@ -98,7 +98,7 @@ struct listing {
 static int wanted(const struct listing *l, uint32_t pid)
 {
 	const struct fr_targets *t = l->targets;
-	char comm[FR_PROC_COMM_LEN], cgroup[FR_LIMIT_CGROUP_LEN];
+	char comm[FR_LIMIT_COMM_LEN], cgroup[FR_LIMIT_CGROUP_LEN];
 	uint32_t uid;
 	int ok = !t->npids;
 

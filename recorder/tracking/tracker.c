@@ -83,9 +83,9 @@ struct path_entry *tracker_intern_path(struct fr_tracker *t, const char *path)
 }
 
 /* Copies a command or thread name, cut to the kernel's 15 characters. */
-void tracker_copy_name(char dst[COMM_LEN], const char *src)
+void tracker_copy_name(char dst[FR_LIMIT_COMM_LEN], const char *src)
 {
-	size_t n = strnlen(src, COMM_LEN - 1);
+	size_t n = strnlen(src, FR_LIMIT_COMM_LEN - 1);
 
 	memcpy(dst, src, n);
 	dst[n] = '\0';
@@ -379,7 +379,7 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 {
 	struct thread *parent_thread = find_thread(t, ptid);
 	struct thread *th = find_thread(t, tid);
-	char name[COMM_LEN] = "";
+	char name[FR_LIMIT_COMM_LEN] = "";
 
 	/* Records from different CPUs are drained out of order: the child may
 	 * have exec'd on another CPU and its COMM and MMAP2 records been seen

@@ -31,7 +31,6 @@
 #define MAX_PENDING 256
 #define MAX_SIGNAL 64
 #define LOG_INTERVAL_NS (10 * FR_NS_PER_S)
-#define COMM_LEN FR_PROC_COMM_LEN
 #define CG_LEN FR_PROC_CGROUP_LEN
 /* A process whose uid could not be read: matches no uid target. */
 #define UID_UNKNOWN FR_PROC_UID_UNKNOWN
