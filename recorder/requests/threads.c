@@ -56,6 +56,7 @@
 #include "core/store/ring.h"
 #include "core/util/compress.h"
 #include "core/util/fs.h"
+#include "core/util/grow.h"
 #include "core/util/log.h"
 #include "core/util/time.h"
 #include "fr_version.h"
@@ -123,15 +124,8 @@ static void add_tid(void *arg, uint32_t tid)
 	struct listing *l = arg;
 	struct thr *th;
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct thr *p = realloc(l->thr, cap * sizeof(*p));
-
-		if (!p)
-			return;
-		l->thr = p;
-		l->cap = cap;
-	}
+	if (FR_GROW(l->thr, &l->cap, l->n + 1, 64) < 0)
+		return;
 	th = &l->thr[l->n];
 	/* Gone since the directory was listed: not a thread any more. */
 	if (fr_proc_read_thread(THREADS_PROC, l->pid, tid, &th->t) < 0)
@@ -186,15 +180,8 @@ static void add_pid(void *arg, uint32_t pid)
 	/* Counted apart, and left out of the profile of the stacks. */
 	if (hide_unreadable(l, before))
 		return;
-	if (l->npids == l->pids_cap) {
-		size_t cap = l->pids_cap ? l->pids_cap * 2 : 16;
-		uint32_t *p = realloc(l->pids, cap * sizeof(*p));
-
-		if (!p)
-			return;
-		l->pids = p;
-		l->pids_cap = cap;
-	}
+	if (FR_GROW(l->pids, &l->pids_cap, l->npids + 1, 16) < 0)
+		return;
 	l->pids[l->npids++] = pid;
 }
 

@@ -18,6 +18,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/util/grow.h"
 #include "core/util/htable.h"
 #include "core/util/log.h"
 #include "core/util/priority.h"
@@ -344,15 +345,8 @@ static void collect(struct fr_applabels *al)
 
 static void observe(struct fr_applabels *al, uint32_t tid, int64_t time, uint32_t set)
 {
-	if (al->nobs == al->cap) {
-		size_t cap = al->cap ? 2 * al->cap : 1024;
-		struct obs *o = realloc(al->obs, cap * sizeof(*o));
-
-		if (!o)
-			return;
-		al->obs = o;
-		al->cap = cap;
-	}
+	if (FR_GROW(al->obs, &al->cap, al->nobs + 1, 1024) < 0)
+		return;
 	al->obs[al->nobs++] = (struct obs){.tid = tid, .set = set, .time = time};
 	al->sorted = false;
 }

@@ -27,6 +27,7 @@
 #include "core/query/elf_image.h"
 #include "core/query/perfmap.h"
 #include "core/query/symbols.h"
+#include "core/util/grow.h"
 #include "core/util/time.h"
 #include "recorder/tracking/proc.h"
 #include "core/util/fs.h"
@@ -367,15 +368,10 @@ static ssize_t list_entries(int dirfd, bool clean, struct entry **out)
 		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode) || strlen(de->d_name) >= sizeof(v->name))
 			continue;
-		if (n == cap) {
-			struct entry *g = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-
-			if (!g) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = g;
+		if (FR_GROW(v, &cap, n + 1, 64) < 0) {
+			free(v);
+			closedir(d);
+			return -ENOMEM;
 		}
 		strcpy(v[n].name, de->d_name);
 		v[n].mtime = st.st_mtim;

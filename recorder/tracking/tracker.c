@@ -55,6 +55,7 @@
 #include "recorder/tracking/proc.h"
 #include "recorder/tracking/symcache.h"
 
+#include "core/util/grow.h"
 #include "core/util/time.h"
 #include "recorder/tracking/tracker_int.h"
 
@@ -174,19 +175,7 @@ struct thread *tracker_get_thread(struct fr_tracker *t, uint32_t tid, uint32_t p
 
 static int reserve_maps(struct proc *p, uint32_t more)
 {
-	uint32_t cap = p->cap ? p->cap : 16;
-	struct map *m;
-
-	while (cap < p->nmaps + more)
-		cap *= 2;
-	if (cap == p->cap)
-		return 0;
-	m = realloc(p->maps, cap * sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	p->maps = m;
-	p->cap = cap;
-	return 0;
+	return FR_GROW(p->maps, &p->cap, p->nmaps + more, 16);
 }
 
 /* Inserts [start, end) keeping the array sorted. As with mmap(MAP_FIXED),

@@ -25,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/util/fs.h"
+#include "core/util/grow.h"
 #include "core/util/log.h"
 #include "core/store/sample.h"
 #include "core/util/time.h"
@@ -405,15 +406,9 @@ int fr_dumps_retain(int dirfd, uint32_t keep, uint64_t max_bytes)
 		snprintf(side, sizeof(side), "%.*s" SIDECAR_SUFFIX, (int)len, de->d_name);
 		if (!is_regular(dirfd, de->d_name, &st) || !is_regular(dirfd, side, &sst))
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct dump_entry *nv = realloc(v, ncap * sizeof(*v));
-			if (!nv) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			v = nv;
-			cap = ncap;
+		if (FR_GROW(v, &cap, n + 1, 64) < 0) {
+			ret = -ENOMEM;
+			goto out;
 		}
 		v[n].name = strdup(de->d_name);
 		if (!v[n].name) {

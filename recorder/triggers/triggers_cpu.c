@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/util/grow.h"
 #include "core/util/log.h"
 #include "core/util/time.h"
 
@@ -31,15 +32,8 @@ static uint64_t boot_ticks(const struct fr_triggers *t)
 
 static int add_sample(struct cpu_meter *m, uint32_t pid, const struct fr_proc_stat *ps)
 {
-	if (m->nnext == m->cap_next) {
-		uint32_t cap = m->cap_next ? m->cap_next * 2 : 64;
-		struct proc_sample *n = realloc(m->next, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		m->next = n;
-		m->cap_next = cap;
-	}
+	if (FR_GROW(m->next, &m->cap_next, m->nnext + 1, 64) < 0)
+		return -ENOMEM;
 	m->next[m->nnext++] =
 		(struct proc_sample){.pid = pid, .start = ps->start, .ticks = ps->ticks};
 	return 0;
