@@ -15,6 +15,7 @@
 #include "core/query/profile.h"
 #include "core/store/sample.h"
 #include "core/util/compress.h"
+#include "core/util/grow.h"
 #include "core/util/hash.h"
 #include "core/util/http.h"
 #include "core/util/time.h"
@@ -192,15 +193,8 @@ static int sink_text(void *arg, const void *p, size_t len)
 
 static struct frame *push_frame(struct build *bd)
 {
-	if (bd->nframes == bd->capframes) {
-		size_t cap = bd->capframes ? bd->capframes * 2 : 64;
-		struct frame *n = realloc(bd->frames, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		bd->frames = n;
-		bd->capframes = cap;
-	}
+	if (FR_GROW(bd->frames, &bd->capframes, bd->nframes + 1, 64) < 0)
+		return NULL;
 	return &bd->frames[bd->nframes++];
 }
 
@@ -362,15 +356,8 @@ static int push_row(struct build *bd, uint64_t value, uint64_t count)
 {
 	struct row *r;
 
-	if (bd->nrows == bd->caprows) {
-		size_t cap = bd->caprows ? bd->caprows * 2 : 256;
-		struct row *n = realloc(bd->rows, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		bd->rows = n;
-		bd->caprows = cap;
-	}
+	if (FR_GROW(bd->rows, &bd->caprows, bd->nrows + 1, 256) < 0)
+		return -ENOMEM;
 	r = &bd->rows[bd->nrows];
 	r->key = strdup(bd->key.p);
 	if (!r->key)
