@@ -109,6 +109,10 @@ char *config_duration_text(int64_t ns, char *buf, size_t len);
  * defaults. Returns 0, -EINVAL with the message set, or -ENOMEM. */
 int config_parse_root(struct config_ctx *c, const cJSON *root, struct fr_config *cfg);
 
+/* "sessions" into cfg (config/config_session.c): the default session when
+ * there is none. Returns 0, -EINVAL with the message set, or -ENOMEM. */
+int config_parse_sessions(struct config_ctx *c, const cJSON *sessions, struct fr_config *cfg);
+
 /* "symbols" into cfg->symbols, which holds the defaults
  * (config/config_symbols.c). Returns 0, -EINVAL with the message set, or
  * -ENOMEM. */
