@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "core/util/http.h"
+#include "core/util/time.h"
 
 /* Day partitions by the row's time (UTC days when the server runs in UTC). */
 #define DAY_PARTITION "toYYYYMMDD(toDateTime(intDiv(time, 1000000000)))"
@@ -172,7 +173,7 @@ int fr_ch_expire(struct fr_http *h, const char *url, const char *db, int64_t now
 		 "AND table IN ('" FR_CH_SAMPLES "', '" FR_CH_STACKS "') AND "
 		 "toUInt32OrZero(partition) < toYYYYMMDD(toDateTime(%" PRId64 ")) "
 		 "GROUP BY table, partition FORMAT TabSeparated",
-		 db, now_ns / 1000000000 - (int64_t)days * 86400);
+		 db, now_ns / FR_NS_PER_S - (int64_t)days * 86400);
 	ret = fr_ch_exec(h, url, sql, text_sink, &t, err, errlen);
 	if (ret < 0)
 		return ret;

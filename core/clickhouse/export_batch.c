@@ -15,11 +15,12 @@
 #include "core/query/profile.h"
 #include "core/store/sample.h"
 #include "core/util/compress.h"
+#include "core/util/grow.h"
+#include "core/util/hash.h"
 #include "core/util/http.h"
+#include "core/util/time.h"
 
-#define FNV_OFFSET 0xcbf29ce484222325ull
-#define FNV_PRIME 0x100000001b3ull
-#define DAY_NS (86400 * 1000000000LL)
+#define DAY_NS (86400 * FR_NS_PER_S)
 
 struct fr_export_seen {
 	uint64_t *slots; /* open addressing; 0: empty (a hash of 0 is stored as 1) */
@@ -27,29 +28,18 @@ struct fr_export_seen {
 	int64_t day;
 };
 
-static uint64_t fnv(uint64_t h, const void *p, size_t len)
-{
-	const unsigned char *c = p;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= c[i];
-		h *= FNV_PRIME;
-	}
-	return h;
-}
-
 /* A string and its terminating NUL, so ("ab", "c") and ("a", "bc") differ. */
 static uint64_t fnv_str(uint64_t h, const char *s)
 {
-	return fnv(h, s, strlen(s) + 1);
+	return fr_fnv1a(h, s, strlen(s) + 1);
 }
 
 uint64_t fr_export_batch_id(const char *host, int64_t t0, int64_t len)
 {
-	uint64_t h = fnv_str(FNV_OFFSET, host);
+	uint64_t h = fnv_str(FR_FNV_OFFSET, host);
 
-	h = fnv(h, &t0, sizeof(t0));
-	return fnv(h, &len, sizeof(len));
+	h = fr_fnv1a(h, &t0, sizeof(t0));
+	return fr_fnv1a(h, &len, sizeof(len));
 }
 
 struct fr_export_seen *fr_export_seen_new(uint32_t cap)
@@ -203,15 +193,8 @@ static int sink_text(void *arg, const void *p, size_t len)
 
 static struct frame *push_frame(struct build *bd)
 {
-	if (bd->nframes == bd->capframes) {
-		size_t cap = bd->capframes ? bd->capframes * 2 : 64;
-		struct frame *n = realloc(bd->frames, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		bd->frames = n;
-		bd->capframes = cap;
-	}
+	if (FR_GROW(bd->frames, &bd->capframes, bd->nframes + 1, 64) < 0)
+		return NULL;
 	return &bd->frames[bd->nframes++];
 }
 
@@ -253,14 +236,14 @@ static int collect_frames(struct build *bd, const struct fr_pprof_data *d,
 
 static uint64_t stack_hash(const struct build *bd)
 {
-	uint64_t h = FNV_OFFSET;
+	uint64_t h = FR_FNV_OFFSET;
 
 	for (size_t i = 0; i < bd->nframes; i++) {
 		const struct frame *f = &bd->frames[i];
 
 		h = fnv_str(h, f->fn);
 		h = fnv_str(h, f->file);
-		h = fnv(h, &f->line, sizeof(f->line));
+		h = fr_fnv1a(h, &f->line, sizeof(f->line));
 		h = fnv_str(h, f->map);
 		h = fnv_str(h, f->build_id);
 	}
@@ -373,15 +356,8 @@ static int push_row(struct build *bd, uint64_t value, uint64_t count)
 {
 	struct row *r;
 
-	if (bd->nrows == bd->caprows) {
-		size_t cap = bd->caprows ? bd->caprows * 2 : 256;
-		struct row *n = realloc(bd->rows, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		bd->rows = n;
-		bd->caprows = cap;
-	}
+	if (FR_GROW(bd->rows, &bd->caprows, bd->nrows + 1, 256) < 0)
+		return -ENOMEM;
 	r = &bd->rows[bd->nrows];
 	r->key = strdup(bd->key.p);
 	if (!r->key)

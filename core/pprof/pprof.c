@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "core/pprof/pprof_wire.h"
+#include "core/util/hash.h"
 
 /* Bytes collected before a call into zlib. */
 #define OUT_SIZE (64 * 1024)
@@ -179,14 +180,14 @@ static uint32_t hash_bytes(const char *s, size_t len)
 
 	while (len >= 8) {
 		memcpy(&w, s, 8);
-		h = (h ^ w) * 0x100000001b3ULL;
+		h = fr_fnv1a_step(h, w);
 		h ^= h >> 29;
 		s += 8;
 		len -= 8;
 	}
 	w = 0;
 	memcpy(&w, s, len);
-	h = (h ^ w) * 0x100000001b3ULL;
+	h = fr_fnv1a_step(h, w);
 	return mix32(h);
 }
 

@@ -19,6 +19,7 @@
 #include "core/query/profile_int.h"
 #include "core/store/sample.h"
 #include "core/symbols/symbols.h"
+#include "core/util/time.h"
 
 /* Adds a comment line to the pprof profile; folded output has none. */
 static void comment(struct fr_pprof *p, const char *line)
@@ -55,15 +56,7 @@ static bool same_root(uint32_t pid, const char *self_ns)
 
 /* Time one profile may spend reading source lines; past it, locations
  * keep their function names alone (as symbols.c bounds file reading). */
-#define LINES_BUDGET_NS (2 * NS_PER_SEC)
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
-}
+#define LINES_BUDGET_NS (2 * FR_NS_PER_S)
 
 /* Gives user location `l`, named `name` from a symbol of the mapping's
  * file `m`, the lines its DWARF has for link-time address `elf_addr`:
@@ -81,9 +74,9 @@ static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lin
 	m->nnamed++;
 	if (!dw || *spent_ns >= LINES_BUDGET_NS)
 		return 0;
-	t0 = mono_ns();
+	t0 = fr_clock_ns(CLOCK_MONOTONIC);
 	n = fr_dwarf_lines_lookup(dw, elf_addr, fr, FR_DWARF_MAX_FRAMES);
-	*spent_ns += mono_ns() - t0;
+	*spent_ns += fr_clock_ns(CLOCK_MONOTONIC) - t0;
 	if (n == -ENOENT) {
 		/* The file's DWARF says nothing of this address (_start, from
 		 * an object built without -g): that is all there is to know,
@@ -258,7 +251,7 @@ static int64_t cell_value(const struct builder *b, uint32_t row, uint32_t e)
 	const struct gcell *cl = &b->cells[(size_t)row * b->nev + e];
 
 	if (b->ev[e].id == FR_EVENT_CPU && b->ev[e].target)
-		return (int64_t)cl->n * (NS_PER_SEC / b->ev[e].target);
+		return (int64_t)cl->n * (FR_NS_PER_S / b->ev[e].target);
 	return (int64_t)cl->v;
 }
 
@@ -448,7 +441,7 @@ int64_t profile_period(const struct builder *b)
 	uint64_t total = 0, n = g->res->samples_kept;
 
 	if (g->id == FR_EVENT_CPU && g->target)
-		return NS_PER_SEC / g->target;
+		return FR_NS_PER_S / g->target;
 	if (!fr_event_has_rate(g->id))
 		return 1;
 	if (!n)

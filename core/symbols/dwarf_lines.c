@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "core/util/fs.h"
+#include "core/util/grow.h"
 
 /* Addresses resolved before, for the next profile that names them: a
  * hash table of (address, frames) whose frames sit in one array. Bounded:
@@ -440,15 +441,8 @@ static struct unit_index *unit_index(struct fr_dwarf_lines *d, Dwarf_Die *cu)
 	}
 	if (lo < d->nunits && d->units[lo].cu == off)
 		return &d->units[lo];
-	if (d->nunits == d->capunits) {
-		size_t cap = d->capunits ? d->capunits * 2 : 64;
-		struct unit_index *v = realloc(d->units, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		d->units = v;
-		d->capunits = cap;
-	}
+	if (FR_GROW(d->units, &d->capunits, d->nunits + 1, 64) < 0)
+		return NULL;
 	memmove(&d->units[lo + 1], &d->units[lo], (d->nunits - lo) * sizeof(*d->units));
 	d->nunits++;
 	u = &d->units[lo];

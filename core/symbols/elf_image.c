@@ -29,6 +29,7 @@
 #include "core/util/fs.h"
 #include "core/symbols/dwarf_lines.h"
 #include "core/symbols/search.h"
+#include "core/util/grow.h"
 
 /* How many preceding symbols may enclose an address that falls past the
  * end of the nearest one (nested asm entry points). */
@@ -181,15 +182,8 @@ int fr_elf_build_id(const char *path, uint8_t *out, size_t cap)
 
 int elf_cand_push(struct cand_vec *cv, const struct cand *c)
 {
-	if (cv->n == cv->cap) {
-		size_t cap = cv->cap ? cv->cap * 2 : 256;
-		struct cand *v = realloc(cv->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		cv->v = v;
-		cv->cap = cap;
-	}
+	if (FR_GROW(cv->v, &cv->cap, cv->n + 1, 256) < 0)
+		return -ENOMEM;
 	cv->v[cv->n++] = *c;
 	return 0;
 }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/grow.h"
+
 /* ---- PLT stubs ----
  *
  * A call into another object goes through a stub of the PLT, which no
@@ -34,15 +36,8 @@ struct got_vec {
 
 static int got_push(struct got_vec *gv, uint64_t addr, const char *name)
 {
-	if (gv->n == gv->cap) {
-		size_t cap = gv->cap ? gv->cap * 2 : 64;
-		struct got_slot *v = realloc(gv->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		gv->v = v;
-		gv->cap = cap;
-	}
+	if (FR_GROW(gv->v, &gv->cap, gv->n + 1, 64) < 0)
+		return -ENOMEM;
 	gv->v[gv->n].addr = addr;
 	gv->v[gv->n].name = name;
 	gv->n++;

@@ -17,6 +17,7 @@
 
 #include "core/util/log.h"
 #include "core/symbols/search.h"
+#include "core/util/time.h"
 
 /* How far past the last text symbol of a module (or of the whole table) an
  * address may lie and still be attributed to it: beyond that it is more
@@ -39,7 +40,7 @@ struct ksym {
  * process and replaced when older than KERNEL_TTL_NS: reading and parsing
  * /proc/kallsyms costs ~100 ms, too much to pay on every profile, while
  * the table changes only when modules or BPF programs come and go. */
-#define KERNEL_TTL_NS (30 * 1000000000LL)
+#define KERNEL_TTL_NS (30 * FR_NS_PER_S)
 
 struct fr_kallsyms {
 	int refs; /* under kernel_lock */

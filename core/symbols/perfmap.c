@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/util/fs.h"
+#include "core/util/grow.h"
 #include "core/util/log.h"
 #include "core/util/parse.h"
 #include "core/util/worker.h"
@@ -432,15 +433,8 @@ static struct proc_map *proc_get(struct fr_perfmaps *c, uint32_t pid, bool same_
 			return &c->procs[i];
 		}
 	}
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 8;
-		struct proc_map *p = realloc(c->procs, cap * sizeof(*p));
-
-		if (!p)
-			return NULL;
-		c->procs = p;
-		c->cap = cap;
-	}
+	if (FR_GROW(c->procs, &c->cap, c->n + 1, 8) < 0)
+		return NULL;
 	pm = &c->procs[c->n];
 	pm->pid = pid;
 	pm->map = NULL;

@@ -35,11 +35,12 @@
 
 #include "core/symbols/symbols.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 #include "ipc/proto.h"
 
-#define IDLE_NS (60LL * 1000000000LL)
-#define TRIM_GAP_NS 1000000000LL
-#define HOUSEKEEPING_NS (10LL * 1000000000LL)
+#define IDLE_NS (60 * FR_NS_PER_S)
+#define TRIM_GAP_NS FR_NS_PER_S
+#define HOUSEKEEPING_NS (10 * FR_NS_PER_S)
 #define MMAP_THRESHOLD (256 * 1024)
 _Static_assert(IDLE_NS / HOUSEKEEPING_NS == sizeof(((struct daemon *)0)->mem.marks) /
 						    sizeof(((struct daemon *)0)->mem.marks[0]),

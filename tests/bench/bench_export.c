@@ -23,9 +23,10 @@
 #include "core/store/ring.h"
 #include "core/util/compress.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 #include "synth.h"
 
-#define SEC 1000000000LL
+#define SEC FR_NS_PER_S
 
 static double now(void)
 {

@@ -24,9 +24,10 @@
 #include "core/symbols/symbols.h"
 
 #define FR_TESTS_SHARED_FAILURES
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
-#define SEC ((int64_t)1000000000)
+#define SEC FR_NS_PER_S
 #define T0 (1700000000 * SEC) /* start of most windows */
 #define RING_SIZE (8u << 20)
 #define RING_SEG (256u << 10)

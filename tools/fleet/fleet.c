@@ -21,6 +21,7 @@
 #include "core/util/fs.h"
 #include "core/util/http.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "tools/cli.h"
 #include "tools/fleet/fleet.h"
 #include "core/query/timeline.h"
@@ -156,9 +157,9 @@ static int finish(struct fleet_args *a, const char *timeout_s)
 	if (!fr_sql_name_ok(a->database))
 		return usage_error(a, "--database: expected a name of [A-Za-z0-9_], got",
 				   a->database);
-	a->timeout_ns = 60LL * 1000000000;
+	a->timeout_ns = 60 * FR_NS_PER_S;
 	if (timeout_s && (fr_parse_duration(timeout_s, &a->timeout_ns) < 0 ||
-			  a->timeout_ns < 1000000000 || a->timeout_ns > 3600LL * 1000000000))
+			  a->timeout_ns < FR_NS_PER_S || a->timeout_ns > 3600 * FR_NS_PER_S))
 		return usage_error(a, "--timeout: expected a duration of 1s..1h, got", timeout_s);
 	if (a->q.targets.npids || a->q.targets.cgroup[0] || a->q.targets.children ||
 	    a->q.targets.label_key[0] || a->q.by_cpu || a->q.format || a->q.hz || a->q.nrates)
@@ -172,7 +173,7 @@ static int finish(struct fleet_args *a, const char *timeout_s)
 		return ret;
 	a->event = a->q.nevents ? a->q.events[0] : 0;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	now = fr_ns_from_timespec(&ts);
 	/* --window ends now; --from without --to too. */
 	a->t1 = a->q.window_s || !a->q.to_s ? now : a->q.to;
 	a->t0 = a->q.window_s ? now - a->q.window : a->q.from;

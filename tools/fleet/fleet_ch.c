@@ -21,6 +21,7 @@
 #include "core/store/sample.h"
 #include "core/util/http.h"
 #include "tools/fleet/fleet.h"
+#include "core/util/time.h"
 
 void fleet_ch_where(const struct fleet_args *a, struct fr_sql *s)
 {
@@ -112,7 +113,7 @@ int fleet_ch_query(const struct fleet_args *a, const char *sql,
 		snprintf(url, sizeof(url),
 			 "%s/?database=%s&max_execution_time=%" PRId64
 			 "&wait_end_of_query=1&enable_http_compression=1&readonly=1",
-			 a->urls[i], a->database, a->timeout_ns / 1000000000);
+			 a->urls[i], a->database, a->timeout_ns / FR_NS_PER_S);
 		err[0] = '\0';
 		ret = fr_http_request(h, url, sql, strlen(sql), 0, counted_sink, &c, &status, err,
 				      sizeof(err));

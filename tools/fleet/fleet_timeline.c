@@ -23,6 +23,7 @@
 #include "core/store/sample.h"
 #include "core/util/parse.h"
 #include "tools/fleet/fleet.h"
+#include "core/util/time.h"
 #include "tools/timeline.h"
 
 struct tl_group {
@@ -183,7 +184,7 @@ static char *to_json(const struct tl *t)
 
 /* The exporter's default batch: rows are stamped with their interval's
  * start, so a finer step would show them as spikes between empty steps. */
-#define BATCH_NS (10LL * 1000000000)
+#define BATCH_NS (10 * FR_NS_PER_S)
 
 int fleet_timeline(const struct fleet_args *args, const char *by, int64_t step, uint32_t top,
 		   int json)

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "ipc/client.h"
 #include "tools/cli.h"
 #include "tools/query.h"
@@ -105,7 +106,7 @@ static int64_t mono_ns(void)
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	return fr_ns_from_timespec(&now);
 }
 
 /* Milliseconds until `deadline_ns`, rounded up. */
@@ -476,8 +477,9 @@ int fr_cmd_serve(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	s.read_timeout_ns = (int64_t)FR_SERVE_READ_DEADLINE_MS * 1000000;
-	if (timeout_s && (fr_parse_duration(timeout_s, &s.read_timeout_ns) < 0 ||
-			  s.read_timeout_ns < 100000000 || s.read_timeout_ns > 600000000000LL)) {
+	if (timeout_s &&
+	    (fr_parse_duration(timeout_s, &s.read_timeout_ns) < 0 ||
+	     s.read_timeout_ns < 100 * FR_NS_PER_MS || s.read_timeout_ns > 600 * FR_NS_PER_S)) {
 		fprintf(stderr,
 			"%s serve: --read-timeout: expected a duration from 100ms to 10m, "
 			"got \"%s\"\n",

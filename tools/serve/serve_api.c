@@ -29,6 +29,7 @@
 #include "core/util/compress.h"
 #include "core/util/fs.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "ipc/client.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
@@ -270,7 +271,7 @@ static void route_pprof(const struct fr_serve *s, int fd, const struct fr_http_r
 		snprintf(disp, sizeof(disp),
 			 "Content-Disposition: attachment; filename=\"flightrec-%" PRId64
 			 "-%" PRId64 ".pb.gz\"\r\n",
-			 rep->t0_ns / 1000000000, rep->t1_ns / 1000000000);
+			 rep->t0_ns / FR_NS_PER_S, rep->t1_ns / FR_NS_PER_S);
 		fr_serve_respond(fd, 200, "application/octet-stream", gz, len, disp, head_only);
 	}
 	if (mfd >= 0)

@@ -20,6 +20,7 @@
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "ipc/client.h"
 #include "ipc/msg_timeline.h"
 #include "tools/cli.h"
@@ -85,7 +86,7 @@ static int timeline_params(const struct fr_serve *s, const char *query,
 	} else if (!(q->from_ns = ring_oldest(s))) {
 		/* An empty ring: the last minute, empty too. */
 		q->has_from = 0;
-		q->window_ns = 60000000000LL;
+		q->window_ns = 60 * FR_NS_PER_S;
 	}
 	if (!q->step_ns && q->has_from) {
 		int64_t end = q->has_to ? q->to_ns : fr_now_real_ns();

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/query/profile.h"
+#include "core/util/grow.h"
 #include "ipc/proto.h"
 
 #define NONE UINT32_MAX
@@ -79,15 +80,8 @@ static uint32_t intern(struct fr_serve_tree *t, const char *name)
 	for (; t->name_slots[k]; k = (k + 1) & (t->nname_slots - 1))
 		if (strcmp(t->names[t->name_slots[k] - 1], name) == 0)
 			return t->name_slots[k] - 1;
-	if (t->nnames == t->names_cap) {
-		size_t cap = t->names_cap ? t->names_cap * 2 : 1024;
-		char **nm = realloc(t->names, cap * sizeof(*nm));
-
-		if (!nm)
-			return NONE;
-		t->names = nm;
-		t->names_cap = cap;
-	}
+	if (FR_GROW(t->names, &t->names_cap, t->nnames + 1, 1024) < 0)
+		return NONE;
 	if (!(t->names[t->nnames] = strdup(name)))
 		return NONE;
 	t->name_slots[k] = (uint32_t)t->nnames + 1;
@@ -131,15 +125,8 @@ static uint32_t child(struct fr_serve_tree *t, uint32_t parent, uint32_t name)
 	}
 	if (t->nn >= FR_SERVE_TREE_BUILD_MAX)
 		return parent;
-	if (t->nn == t->ncap) {
-		size_t cap = t->ncap * 2;
-		struct node *n = realloc(t->n, cap * sizeof(*n));
-
-		if (!n)
-			return NONE;
-		t->n = n;
-		t->ncap = cap;
-	}
+	if (FR_GROW(t->n, &t->ncap, t->nn + 1, 1024) < 0)
+		return NONE;
 	c = &t->n[t->nn];
 	memset(c, 0, sizeof(*c));
 	c->name = name;
