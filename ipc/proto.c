@@ -370,40 +370,6 @@ cJSON *fr_ipc_ok(void)
 	return obj;
 }
 
-cJSON *fr_ipc_ring_json(const char *path, const struct fr_ring_stats *st)
-{
-	cJSON *ring = cJSON_CreateObject();
-
-	if (!ring)
-		return NULL;
-	if (!cJSON_AddStringToObject(ring, "path", path) ||
-	    !fr_ipc_add_int(ring, "size", (int64_t)st->file_size) ||
-	    !fr_ipc_add_int(ring, "segment_size", (int64_t)st->segment_size) ||
-	    !fr_ipc_add_int(ring, "segments", st->nsegments) ||
-	    !fr_ipc_add_int(ring, "segments_used", st->segments_used) ||
-	    !fr_ipc_add_int(ring, "bytes_used", (int64_t)st->bytes_used) ||
-	    !fr_ipc_add_int(ring, "chunks", (int64_t)st->chunks) ||
-	    !fr_ipc_add_int(ring, "samples", (int64_t)st->samples) ||
-	    !fr_ipc_add_int(ring, "oldest_ns", st->oldest_ns) ||
-	    !fr_ipc_add_int(ring, "newest_ns", st->newest_ns) ||
-	    !fr_ipc_add_int(ring, "corrupt_chunks", (int64_t)st->corrupt_chunks) ||
-	    !fr_ipc_add_int(ring, "raw_bytes", (int64_t)st->raw_bytes) ||
-	    !fr_ipc_add_int(ring, "format_version", st->format_version) ||
-	    !fr_ipc_add_int(ring, "journal_size", (int64_t)st->journal_size) ||
-	    !fr_ipc_add_int(ring, "journal_chunks", (int64_t)st->journal_chunks) ||
-	    !fr_ipc_add_int(ring, "journal_bytes", (int64_t)st->journal_bytes) ||
-	    !fr_ipc_add_int(ring, "journal_samples", (int64_t)st->journal_samples) ||
-	    !cJSON_AddStringToObject(ring, "superblock",
-				     st->superblock == FR_RING_SB_FROM_COPY  ? "copy"
-				     : st->superblock == FR_RING_SB_REPAIRED ? "repaired"
-									     : "primary") ||
-	    !cJSON_AddBoolToObject(ring, "superblock_copy", st->superblock_copy)) {
-		cJSON_Delete(ring);
-		return NULL;
-	}
-	return ring;
-}
-
 cJSON *fr_ipc_add_int(cJSON *obj, const char *name, int64_t value)
 {
 	char text[24];

@@ -197,16 +197,4 @@ cJSON *fr_ipc_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Builds {"ok":true}. */
 cJSON *fr_ipc_ok(void);
 
-struct fr_ring_stats;
-
-/* The "ring" object of status replies and of `flightrec dump --info
- * --json` (monitoring scripts depend on these names): path, size,
- * segment_size, segments, segments_used, bytes_used, chunks, samples,
- * oldest_ns, newest_ns (Unix ns, 0 when empty), corrupt_chunks, raw_bytes,
- * format_version, journal_size, journal_chunks, journal_bytes,
- * journal_samples (the journal's current chunks, counted in chunks,
- * bytes_used and samples too). Sizes in bytes. Returns NULL on allocation
- * failure. */
-cJSON *fr_ipc_ring_json(const char *path, const struct fr_ring_stats *st);
-
 #endif
