@@ -49,6 +49,15 @@ static int integer(const cJSON *v, long long *ll, double *d)
 	}
 	if (!cJSON_IsNumber(v))
 		return -EINVAL;
+	/* Parsed by fr_ipc_parse_json(): its own digits, all of them. */
+	if (v->valuestring) {
+		errno = 0;
+		*ll = strtoll(v->valuestring, &end, 10);
+		if (end != v->valuestring && !*end && !errno) {
+			*d = v->valuedouble;
+			return 0;
+		}
+	}
 	*d = v->valuedouble;
 	if (!(*d >= -9223372036854775808.0 && *d < 9223372036854775808.0) ||
 	    *d != (double)(int64_t)*d)
