@@ -174,7 +174,8 @@ static void ingest_status(struct daemon *d, struct fr_ipc_status_ingest *o, int6
 	o->realtime = __atomic_load_n(&d->ingest_realtime, __ATOMIC_RELAXED);
 	o->realtime_drops = __atomic_load_n(&d->realtime_drops, __ATOMIC_RELAXED);
 	o->flush_timeouts = __atomic_load_n(&d->flush_timeouts, __ATOMIC_RELAXED);
-	fr_tracker_file_state(d->tracker, &pending, &busy);
+	if (d->tracker)
+		fr_tracker_file_state(d->tracker, &pending, &busy);
 	o->build_id_reads_pending = pending;
 	o->build_id_read_busy_ns = busy ? now - busy : 0;
 }
