@@ -106,7 +106,8 @@
  * "cgroup", "label" or "combined"] (a profile with no sample: the targets
  * that alone matched nothing), "procs_in_window" and "pids_not_running"
  * (asked pids no process has now).
- * Status answers, besides the ring and counters, "events": [{"event",
+ * Status and sessions replies are typed in ipc/msg_status.h, member by
+ * member. Status answers, besides the ring and counters, "events": [{"event",
  * "unit", "state" ("recording" or "failed"), "error" (when failed), "hz",
  * "every_switch", "since_ns", "samples", "lost", "throttled",
  * "truncated_stacks"}] and "consumers": [{"name", "since_ns", "events":
