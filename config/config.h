@@ -290,4 +290,16 @@ void fr_config_fini(struct fr_config *cfg);
 /* Serializes the effective configuration as JSON (malloc'd string). */
 char *fr_config_to_json(const struct fr_config *cfg);
 
+/* One setting that differs (config/config_diff.c): its JSON path
+ * ("ring.sync", "sessions[db].events[0].hz"), and its value before and
+ * after as JSON text cut to 95 bytes ("(none)" when absent); or, for a
+ * whole named entry, `before` NULL and `after` "removed" or "added". */
+typedef void (*fr_config_change_fn)(void *arg, const char *path, const char *before,
+				    const char *after);
+
+/* Calls `change` for each setting that differs between two texts of
+ * fr_config_to_json(), in their order. Returns 0, or -ENOMEM when either
+ * cannot be parsed (out of memory, or NULL). */
+int fr_config_diff(const char *before, const char *after, fr_config_change_fn change, void *arg);
+
 #endif

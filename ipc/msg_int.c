@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ipc/proto.h"
 
@@ -48,6 +49,15 @@ static int integer(const cJSON *v, long long *ll, double *d)
 	}
 	if (!cJSON_IsNumber(v))
 		return -EINVAL;
+	/* Parsed by fr_ipc_parse_json(): its own digits, all of them. */
+	if (v->valuestring) {
+		errno = 0;
+		*ll = strtoll(v->valuestring, &end, 10);
+		if (end != v->valuestring && !*end && !errno) {
+			*d = v->valuedouble;
+			return 0;
+		}
+	}
 	*d = v->valuedouble;
 	if (!(*d >= -9223372036854775808.0 && *d < 9223372036854775808.0) ||
 	    *d != (double)(int64_t)*d)
@@ -148,6 +158,97 @@ int fr_ipc_get_warnings(const cJSON *obj, const char *what, char (*warnings)[FR_
 			return fr_ipc_fail(err, errlen,
 					   "%s: \"warnings\" must be an array of strings", what);
 		fr_ipc_warn(warnings, n, w->valuestring);
+	}
+	return 0;
+}
+
+/* ---- described members ------------------------------------------------- */
+
+/* Whether the member `m` of the struct at `s` goes on the wire. */
+static int member_present(const struct fr_ipc_mdesc *m, const char *s)
+{
+	int64_t i;
+
+	switch (m->when) {
+	case FR_IPC_NONZERO:
+		if (m->type == FR_IPC_M_STR)
+			return s[m->off] != '\0';
+		if (m->type == FR_IPC_M_BOOL)
+			return *(const int *)(s + m->off) != 0;
+		memcpy(&i, s + m->off, sizeof(i));
+		return i != 0;
+	case FR_IPC_IF: return *(const int *)(s + m->flag) != 0;
+	default: return 1;
+	}
+}
+
+int fr_ipc_members_add(cJSON *obj, const struct fr_ipc_mdesc *m, size_t n, const void *s)
+{
+	const char *p = s;
+
+	for (size_t k = 0; k < n; k++, m++) {
+		const void *v = p + m->off;
+		int64_t i;
+		int ok;
+
+		if (!member_present(m, p))
+			continue;
+		switch (m->type) {
+		case FR_IPC_M_STR: ok = cJSON_AddStringToObject(obj, m->key, v) != NULL; break;
+		case FR_IPC_M_BOOL:
+			ok = cJSON_AddBoolToObject(obj, m->key, *(const int *)v) != NULL;
+			break;
+		case FR_IPC_M_I64_OR_NULL:
+			memcpy(&i, v, sizeof(i));
+			ok = (i ? fr_ipc_add_int(obj, m->key, i)
+				: cJSON_AddNullToObject(obj, m->key)) != NULL;
+			break;
+		default:
+			memcpy(&i, v, sizeof(i));
+			ok = fr_ipc_add_int(obj, m->key, i) != NULL;
+			break;
+		}
+		if (!ok)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int fr_ipc_members_get(const cJSON *obj, const char *what, const struct fr_ipc_mdesc *m, size_t n,
+		       void *s, char *err, size_t errlen)
+{
+	char *p = s;
+
+	for (size_t k = 0; k < n; k++, m++) {
+		const cJSON *v = fr_ipc_member(obj, m->key);
+		int64_t i = 0;
+
+		if (!v)
+			continue;
+		switch (m->type) {
+		case FR_IPC_M_STR:
+			if (!cJSON_IsString(v) || strlen(v->valuestring) >= m->size)
+				return fr_ipc_fail(err, errlen,
+						   "%s: \"%s\" must be a string of at most %u bytes",
+						   what, m->key, (unsigned)m->size - 1);
+			memcpy(p + m->off, v->valuestring, strlen(v->valuestring) + 1);
+			break;
+		case FR_IPC_M_BOOL:
+			if (!cJSON_IsBool(v))
+				return fr_ipc_fail(err, errlen, "%s: \"%s\" must be true or false",
+						   what, m->key);
+			*(int *)(p + m->off) = cJSON_IsTrue(v);
+			break;
+		default:
+			if (fr_ipc_get_int(obj, what, m->key,
+					   m->type == FR_IPC_M_U64 ? 0 : INT64_MIN, INT64_MAX, &i,
+					   err, errlen) < 0)
+				return -EINVAL;
+			memcpy(p + m->off, &i, sizeof(i));
+			break;
+		}
+		if (m->when == FR_IPC_IF)
+			*(int *)(p + m->flag) = 1;
 	}
 	return 0;
 }

@@ -47,4 +47,33 @@ int fr_ipc_add_warnings(cJSON *obj, const char (*warnings)[FR_IPC_WARNING_MAX], 
 int fr_ipc_get_warnings(const cJSON *obj, const char *what, char (*warnings)[FR_IPC_WARNING_MAX],
 			uint32_t *n, char *err, size_t errlen);
 
+/* The members of a larger reply's object, described once for its
+ * encoder and its decoder (ipc/msg_status.c): the order of a table is the
+ * order on the wire. `off` is the member's place in its struct; `when`
+ * says when it is on the wire: always, when not 0 (not "" for a string),
+ * or when the int at `flag` is not 0 (which the decoder then sets). */
+enum fr_ipc_mtype {
+	FR_IPC_M_I64,	      /* int64_t */
+	FR_IPC_M_U64,	      /* uint64_t, 0..INT64_MAX on the wire */
+	FR_IPC_M_BOOL,	      /* int, true or false */
+	FR_IPC_M_STR,	      /* char[size] */
+	FR_IPC_M_I64_OR_NULL, /* int64_t, null when 0 */
+};
+enum fr_ipc_mwhen { FR_IPC_ALWAYS, FR_IPC_NONZERO, FR_IPC_IF };
+struct fr_ipc_mdesc {
+	const char *key;
+	unsigned char type, when;
+	unsigned short size;
+	size_t off, flag;
+};
+
+/* Adds the members `m[0..n)` of the struct at `s` to `obj`. Returns 0 or
+ * -ENOMEM. */
+int fr_ipc_members_add(cJSON *obj, const struct fr_ipc_mdesc *m, size_t n, const void *s);
+
+/* Reads the members `m[0..n)` of `obj` into the struct at `s` (absent:
+ * left alone). Returns 0 or -EINVAL with "<what>: \"<key>\" must be ...". */
+int fr_ipc_members_get(const cJSON *obj, const char *what, const struct fr_ipc_mdesc *m, size_t n,
+		       void *s, char *err, size_t errlen);
+
 #endif

@@ -287,6 +287,67 @@ int fr_ipc_send_json(int sock, const cJSON *obj, int pass_fd)
 	return ret;
 }
 
+/* The next number token of `text` from *pos (strings skipped): its start,
+ * and its length in *n; NULL when there is none. */
+static const char *next_number(const char *text, size_t len, size_t *pos, size_t *n)
+{
+	size_t i = *pos;
+
+	while (i < len) {
+		char c = text[i];
+
+		if (c == '"') {
+			for (i++; i < len && text[i] != '"'; i++)
+				if (text[i] == '\\')
+					i++;
+			i++;
+		} else if (c == '-' || (c >= '0' && c <= '9')) {
+			size_t start = i;
+
+			while (i < len && strchr("+-0123456789.eE", text[i]))
+				i++;
+			*pos = i;
+			*n = i - start;
+			return text + start;
+		} else {
+			i++;
+		}
+	}
+	*pos = i;
+	return NULL;
+}
+
+/* Keeps each integer's own digits beside its double, in the number's
+ * otherwise unused valuestring (cJSON frees, copies and ignores it for
+ * numbers): a time in ns is past what a double holds exactly, and the
+ * decoders (ipc/msg_int.c) read every digit. The tree's numbers come in
+ * the text's order, depth first. Returns the next text position. */
+static size_t keep_digits(cJSON *item, const char *text, size_t len, size_t pos)
+{
+	for (; item; item = item->next) {
+		if (cJSON_IsNumber(item)) {
+			size_t n = 0;
+			const char *tok = next_number(text, len, &pos, &n);
+			char buf[24];
+			long long v;
+			char *end;
+
+			if (!tok || n >= sizeof(buf) || item->valuestring)
+				continue;
+			memcpy(buf, tok, n);
+			buf[n] = '\0';
+			errno = 0;
+			v = strtoll(buf, &end, 10);
+			if (*end || errno || (double)v != item->valuedouble)
+				continue;
+			item->valuestring = strdup(buf);
+		} else if (item->child) {
+			pos = keep_digits(item->child, text, len, pos);
+		}
+	}
+	return pos;
+}
+
 int fr_ipc_parse_json(const char *text, size_t len, cJSON **obj)
 {
 	const char *end = NULL;
@@ -305,6 +366,7 @@ int fr_ipc_parse_json(const char *text, size_t len, cJSON **obj)
 		cJSON_Delete(root);
 		return -EBADMSG;
 	}
+	keep_digits(root->child, text, len, 0);
 	*obj = root;
 	return 0;
 }
@@ -368,40 +430,6 @@ cJSON *fr_ipc_ok(void)
 		return NULL;
 	}
 	return obj;
-}
-
-cJSON *fr_ipc_ring_json(const char *path, const struct fr_ring_stats *st)
-{
-	cJSON *ring = cJSON_CreateObject();
-
-	if (!ring)
-		return NULL;
-	if (!cJSON_AddStringToObject(ring, "path", path) ||
-	    !fr_ipc_add_int(ring, "size", (int64_t)st->file_size) ||
-	    !fr_ipc_add_int(ring, "segment_size", (int64_t)st->segment_size) ||
-	    !fr_ipc_add_int(ring, "segments", st->nsegments) ||
-	    !fr_ipc_add_int(ring, "segments_used", st->segments_used) ||
-	    !fr_ipc_add_int(ring, "bytes_used", (int64_t)st->bytes_used) ||
-	    !fr_ipc_add_int(ring, "chunks", (int64_t)st->chunks) ||
-	    !fr_ipc_add_int(ring, "samples", (int64_t)st->samples) ||
-	    !fr_ipc_add_int(ring, "oldest_ns", st->oldest_ns) ||
-	    !fr_ipc_add_int(ring, "newest_ns", st->newest_ns) ||
-	    !fr_ipc_add_int(ring, "corrupt_chunks", (int64_t)st->corrupt_chunks) ||
-	    !fr_ipc_add_int(ring, "raw_bytes", (int64_t)st->raw_bytes) ||
-	    !fr_ipc_add_int(ring, "format_version", st->format_version) ||
-	    !fr_ipc_add_int(ring, "journal_size", (int64_t)st->journal_size) ||
-	    !fr_ipc_add_int(ring, "journal_chunks", (int64_t)st->journal_chunks) ||
-	    !fr_ipc_add_int(ring, "journal_bytes", (int64_t)st->journal_bytes) ||
-	    !fr_ipc_add_int(ring, "journal_samples", (int64_t)st->journal_samples) ||
-	    !cJSON_AddStringToObject(ring, "superblock",
-				     st->superblock == FR_RING_SB_FROM_COPY  ? "copy"
-				     : st->superblock == FR_RING_SB_REPAIRED ? "repaired"
-									     : "primary") ||
-	    !cJSON_AddBoolToObject(ring, "superblock_copy", st->superblock_copy)) {
-		cJSON_Delete(ring);
-		return NULL;
-	}
-	return ring;
 }
 
 cJSON *fr_ipc_add_int(cJSON *obj, const char *name, int64_t value)

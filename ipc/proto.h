@@ -106,7 +106,8 @@
  * "cgroup", "label" or "combined"] (a profile with no sample: the targets
  * that alone matched nothing), "procs_in_window" and "pids_not_running"
  * (asked pids no process has now).
- * Status answers, besides the ring and counters, "events": [{"event",
+ * Status and sessions replies are typed in ipc/msg_status.h, member by
+ * member. Status answers, besides the ring and counters, "events": [{"event",
  * "unit", "state" ("recording" or "failed"), "error" (when failed), "hz",
  * "every_switch", "since_ns", "samples", "lost", "throttled",
  * "truncated_stacks"}] and "consumers": [{"name", "since_ns", "events":
@@ -198,17 +199,5 @@ cJSON *fr_ipc_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Builds {"ok":true}. */
 cJSON *fr_ipc_ok(void);
-
-struct fr_ring_stats;
-
-/* The "ring" object of status replies and of `flightrec dump --info
- * --json` (monitoring scripts depend on these names): path, size,
- * segment_size, segments, segments_used, bytes_used, chunks, samples,
- * oldest_ns, newest_ns (Unix ns, 0 when empty), corrupt_chunks, raw_bytes,
- * format_version, journal_size, journal_chunks, journal_bytes,
- * journal_samples (the journal's current chunks, counted in chunks,
- * bytes_used and samples too). Sizes in bytes. Returns NULL on allocation
- * failure. */
-cJSON *fr_ipc_ring_json(const char *path, const struct fr_ring_stats *st);
 
 #endif

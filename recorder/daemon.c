@@ -160,8 +160,9 @@ static int daemon_open_files(struct daemon *d)
 	char err[1024] = "";
 	int ret;
 
-	ret = fr_ipc_server_open(&d->server, opts->socket_path, cfg->max_clients,
-				 daemon_handle_request, d, err, sizeof(err));
+	d->dispatch = (struct fr_ipc_dispatch){.h = &daemon_handlers, .arg = d};
+	ret = fr_ipc_server_open(&d->server, opts->socket_path, cfg->max_clients, fr_ipc_dispatch,
+				 &d->dispatch, err, sizeof(err));
 	if (ret == 0 && cfg->has_socket_group)
 		ret = fr_ipc_server_share(d->server, (gid_t)cfg->socket_gid, err, sizeof(err));
 	if (ret == 0)
@@ -440,7 +441,7 @@ static void daemon_free(struct daemon *d)
 	daemon_ctl_fini(d);
 	daemon_memory_fini(d);
 	free(d->dumps_default_dir);
-	free(d->sessions_json);
+	free(d->sessions);
 	fr_cursors_close(d->cursors);
 	free(d);
 }

@@ -13,14 +13,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <cjson/cJSON.h>
-
 #include "config/config.h"
 #include "core/util/budget.h"
 #include "core/store/chunk.h"
 #include "core/query/profile.h"
 #include "core/store/ring.h"
 #include "core/util/time.h"
+#include "ipc/dispatch.h"
 #include "ipc/server.h"
 #include "recorder/daemon.h"
 #include "recorder/sampling/perf.h"
@@ -64,6 +63,7 @@ struct daemon {
 	struct fr_unwind_tables *unwind_tables; /* the CFI tables samples unwind with */
 	struct fr_chunk_builder *builder;
 	struct fr_ipc_server *server;
+	struct fr_ipc_dispatch dispatch; /* what the server answers with */
 	int flush_efd;
 	int sig_fd;
 
@@ -145,10 +145,11 @@ struct daemon {
 	struct fr_cursors *cursors;
 	/* The ClickHouse exporter (recorder/export/export_ch.c); NULL: none. */
 	struct fr_exporter *exporter;
-	/* What `sessions` requests answer: a JSON array rebuilt from the
+	/* What `sessions` requests answer: the sessions rebuilt from the
 	 * configuration in force at start and on each reload. */
 	pthread_mutex_t sessions_lock;
-	char *sessions_json;
+	struct fr_ipc_session *sessions;
+	uint32_t nsessions;
 
 	/* Counters read by status requests (atomics), all events together. */
 	uint64_t samples, lost, chunks_sealed;
@@ -213,10 +214,10 @@ void daemon_attach_explain(struct daemon *d, const struct fr_profile_request *pr
 /* recorder/requests/status.c */
 /* Publishes the sessions of `cfg` for `sessions` requests. */
 void daemon_publish_sessions(struct daemon *d, const struct fr_config *cfg);
-/* The replies to status and sessions, built for `viewer`. NULL when out
- * of memory. */
-cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer);
-cJSON *daemon_handle_sessions(struct daemon *d, const struct fr_ipc_peer *viewer);
+/* The replies to status and sessions (ipc/dispatch.h handlers; `arg` is
+ * the daemon), built for the call's peer. */
+int daemon_handle_status(void *arg, struct fr_ipc_call *call, struct fr_ipc_status_reply *r);
+int daemon_handle_sessions(void *arg, struct fr_ipc_call *call, struct fr_ipc_sessions_reply *r);
 
 /* recorder/requests/requests_ctl.c */
 /* Sets up and releases what reload requests share. */
@@ -228,9 +229,12 @@ uint64_t daemon_reload_begin(struct daemon *d);
 void daemon_reload_end(struct daemon *d, uint64_t seq, int ret, const char *why);
 /* flightrec reload, flightrec dump --session and flightrec trigger (one
  * owner for who may fire a session and what the reply says). */
-cJSON *daemon_handle_reload(struct daemon *d, const struct fr_ipc_peer *peer);
-cJSON *daemon_handle_dump(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer);
-cJSON *daemon_handle_trigger(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer);
+/* (ipc/dispatch.h handlers; `arg` is the daemon.) */
+int daemon_handle_reload(void *arg, struct fr_ipc_call *call, struct fr_ipc_reload_reply *r);
+int daemon_handle_dump(void *arg, struct fr_ipc_call *call, const struct fr_ipc_dump_req *q,
+		       struct fr_ipc_dump_reply *r);
+int daemon_handle_trigger(void *arg, struct fr_ipc_call *call, const struct fr_ipc_trigger_req *q,
+			  struct fr_ipc_dump_reply *r);
 
 /* recorder/ingest/memory.c */
 /* Sets up the query budgets under limits.memory of `cfg` and the symbol
@@ -255,8 +259,8 @@ void daemon_memory_end(struct daemon *d);
 /* Once per drain (ingest thread): every 10 s, drops the unwind tables
  * no frame used in the last minute. */
 void daemon_memory_drained(struct daemon *d, int64_t now);
-/* The "memory" object of a status reply. Returns 0 out of memory. */
-int daemon_memory_status(struct daemon *d, cJSON *r);
+/* The "memory" part of a status reply. */
+void daemon_memory_status(struct daemon *d, struct fr_ipc_status_memory *out);
 
 /* recorder/requests/querymem.c */
 /* Reserves `want` bytes of the query memory (cut to what there is room
@@ -274,8 +278,9 @@ int daemon_memory_grow(struct daemon *d, int has_uid, uint64_t more);
  * daemon_query_release()) or -EBUSY. */
 int64_t daemon_query_reserve(struct daemon *d, struct fr_profile_request *preq);
 void daemon_query_release(struct daemon *d, int has_uid, int64_t reserved);
-/* The error reply of `cmd` when the query memory stays taken. */
-cJSON *daemon_query_busy(struct daemon *d, const char *cmd);
+/* Refuses `call` (`cmd`) when the query memory stays taken; returns
+ * -EBUSY. */
+int daemon_query_busy(struct daemon *d, struct fr_ipc_call *call, const char *cmd);
 
 /* recorder/requests/requests.c */
 /* The symbol paths of a query (fr_profile_request.symbol_cache,
@@ -297,7 +302,7 @@ void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp);
  * and members of the admin group. */
 int daemon_peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer);
 int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t outlen);
-cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int fd,
-			     struct fr_ipc_peer *peer);
+/* The requests the daemon answers (ipc/dispatch.h; `arg`: the daemon). */
+extern const struct fr_ipc_handlers daemon_handlers;
 
 #endif

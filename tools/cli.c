@@ -4,6 +4,7 @@
 #include "tools/cli.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -432,83 +433,69 @@ char *fr_cli_format_window(int64_t t0, int64_t t1, char *buf, size_t len)
 }
 
 /* The ring facts shared by status and dump --info. */
-void fr_cli_print_ring(const cJSON *ring, double lost)
+void fr_cli_print_ring(const struct fr_ipc_ring *ring, uint64_t lost)
 {
 	char a[64], b[64], size[32], seg[32], used[32];
-	double samples = fr_cli_num(ring, "samples"), bytes = fr_cli_num(ring, "bytes_used");
+	double samples = (double)ring->samples, bytes = (double)ring->bytes_used;
 
-	printf("ring:     %s, %s in %.0f segments of %s; %.0f segments in use, %s of chunks "
-	       "(%.0f%%)\n",
-	       fr_cli_str(ring, "path"),
-	       fr_format_size_human((uint64_t)fr_cli_num(ring, "size"), size, sizeof(size)),
-	       fr_cli_num(ring, "segments"),
-	       fr_format_size_human((uint64_t)fr_cli_num(ring, "segment_size"), seg, sizeof(seg)),
-	       fr_cli_num(ring, "segments_used"),
-	       fr_format_size_human((uint64_t)bytes, used, sizeof(used)),
-	       fr_cli_num(ring, "size") > 0 ? 100.0 * bytes / fr_cli_num(ring, "size") : 0.0);
-	if (fr_cli_num(ring, "chunks") > 0) {
+	printf("ring:     %s, %s in %" PRIu64 " segments of %s; %" PRIu64 " segments in use, %s "
+	       "of chunks (%.0f%%)\n",
+	       ring->path, fr_format_size_human(ring->size, size, sizeof(size)), ring->segments,
+	       fr_format_size_human(ring->segment_size, seg, sizeof(seg)), ring->segments_used,
+	       fr_format_size_human(ring->bytes_used, used, sizeof(used)),
+	       ring->size > 0 ? 100.0 * bytes / (double)ring->size : 0.0);
+	if (ring->chunks > 0) {
 		char span[64];
-		fr_cli_human_duration((int64_t)(fr_cli_num(ring, "newest_ns") -
-						fr_cli_num(ring, "oldest_ns")),
-				      span, sizeof(span));
-		printf("span:     %s .. %s (%s)\n",
-		       fr_format_time((int64_t)fr_cli_num(ring, "oldest_ns"), a, sizeof(a)),
-		       fr_format_time((int64_t)fr_cli_num(ring, "newest_ns"), b, sizeof(b)), span);
+		fr_cli_human_duration(ring->newest_ns - ring->oldest_ns, span, sizeof(span));
+		printf("span:     %s .. %s (%s)\n", fr_format_time(ring->oldest_ns, a, sizeof(a)),
+		       fr_format_time(ring->newest_ns, b, sizeof(b)), span);
 	} else {
 		printf("span:     empty\n");
 	}
-	printf("stored:   %.0f samples in %.0f chunks", samples, fr_cli_num(ring, "chunks"));
+	printf("stored:   %.0f samples in %" PRIu64 " chunks", samples, ring->chunks);
 	if (samples > 0)
 		printf(", %.1f bytes/sample, compression %.1fx", bytes / samples,
-		       bytes > 0 ? fr_cli_num(ring, "raw_bytes") / bytes : 0.0);
-	printf(" (format version %.0f)\n", fr_cli_num(ring, "format_version"));
-	if (fr_cli_num(ring, "journal_size") > 0) {
+		       bytes > 0 ? (double)ring->raw_bytes / bytes : 0.0);
+	printf(" (format version %" PRIu64 ")\n", ring->format_version);
+	if (ring->journal_size > 0) {
 		char js[32], jb[32];
 
-		printf("journal:  %s; %.0f samples of the last seconds in %.0f chunks (%s), "
-		       "not yet merged\n",
-		       fr_format_size_human((uint64_t)fr_cli_num(ring, "journal_size"), js,
-					    sizeof(js)),
-		       fr_cli_num(ring, "journal_samples"), fr_cli_num(ring, "journal_chunks"),
-		       fr_format_size_human((uint64_t)fr_cli_num(ring, "journal_bytes"), jb,
-					    sizeof(jb)));
+		printf("journal:  %s; %" PRIu64 " samples of the last seconds in %" PRIu64
+		       " chunks (%s), not yet merged\n",
+		       fr_format_size_human(ring->journal_size, js, sizeof(js)),
+		       ring->journal_samples, ring->journal_chunks,
+		       fr_format_size_human(ring->journal_bytes, jb, sizeof(jb)));
 	}
-	printf("damage:   %.0f corrupt chunks skipped\n", fr_cli_num(ring, "corrupt_chunks"));
-	{
-		const char *sb = fr_cli_str(ring, "superblock");
-		bool copy = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ring, "superblock_copy"));
-
-		/* No "superblock": a recorder from before superblock copies. */
-		if (!strcmp(sb, "copy"))
-			printf("superblock: damaged; read through its copy at the end of the file\n");
-		else if (!strcmp(sb, "repaired"))
-			printf("superblock: was damaged; rewritten from its copy at the end of the file\n");
-		else if (sb[0])
-			printf("superblock: intact, %s\n",
-			       copy ? "with a copy at the end of the file"
-				    : "no copy (made before copies existed; a recorder adds one)");
-	}
-	printf("lost:     %.0f samples lost by the kernel in the span the ring holds\n", lost);
+	printf("damage:   %" PRIu64 " corrupt chunks skipped\n", ring->corrupt_chunks);
+	/* No "superblock": a recorder from before superblock copies. */
+	if (!strcmp(ring->superblock, "copy"))
+		printf("superblock: damaged; read through its copy at the end of the file\n");
+	else if (!strcmp(ring->superblock, "repaired"))
+		printf("superblock: was damaged; rewritten from its copy at the end of the file\n");
+	else if (ring->superblock[0])
+		printf("superblock: intact, %s\n",
+		       ring->superblock_copy
+			       ? "with a copy at the end of the file"
+			       : "no copy (made before copies existed; a recorder adds one)");
+	printf("lost:     %" PRIu64 " samples lost by the kernel in the span the ring holds\n",
+	       lost);
 }
 
-/* "cpu@99Hz,offcpu": a reply's list of {"event", "hz"}, hz left out when
- * 0 (offcpu). Cut at `len`. */
-void fr_cli_format_events(const cJSON *events, char *buf, size_t len)
+/* "cpu@99Hz,offcpu": a list of events, hz left out when 0 (offcpu). Cut
+ * at `len`. */
+void fr_cli_format_events(const struct fr_ipc_event_rate *events, uint32_t n, char *buf, size_t len)
 {
-	const cJSON *e;
 	size_t used = 0;
 
 	buf[0] = '\0';
-	cJSON_ArrayForEach(e, events) {
-		int k = fr_cli_num(e, "period") > 0
-				? snprintf(buf + used, len - used, "%s%s@period=%.0f",
-					   used ? "," : "", fr_cli_str(e, "event"),
-					   fr_cli_num(e, "period"))
-			: fr_cli_num(e, "hz") > 0
-				? snprintf(buf + used, len - used, "%s%s@%.0fHz", used ? "," : "",
-					   fr_cli_str(e, "event"), fr_cli_num(e, "hz"))
-				: snprintf(buf + used, len - used, "%s%s", used ? "," : "",
-					   fr_cli_str(e, "event"));
+	for (uint32_t i = 0; i < n; i++) {
+		const struct fr_ipc_event_rate *e = &events[i];
+		int k = e->period > 0 ? snprintf(buf + used, len - used, "%s%s@period=%" PRIu64,
+						 used ? "," : "", e->event, e->period)
+			: e->hz > 0   ? snprintf(buf + used, len - used, "%s%s@%" PRIu64 "Hz",
+						 used ? "," : "", e->event, e->hz)
+				      : snprintf(buf + used, len - used, "%s%s", used ? "," : "",
+						 e->event);
 		if (k < 0 || (size_t)k >= len - used)
 			break;
 		used += (size_t)k;

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/query/profile.h"
+#include "ipc/msg_status.h"
 
 #define FR_CLI_PROG "flightrec"
 
@@ -183,10 +184,11 @@ char *fr_cli_format_window(int64_t t0, int64_t t1, char *buf, size_t len);
 char *fr_cli_format_clock(int64_t t, char *buf, size_t len);
 
 /* The ring facts shared by status and dump --info. */
-void fr_cli_print_ring(const cJSON *ring, double lost);
+void fr_cli_print_ring(const struct fr_ipc_ring *ring, uint64_t lost);
 
-/* "cpu@99Hz,offcpu,page-faults@period=1": the events of a reply's "events"
- * array. */
-void fr_cli_format_events(const cJSON *events, char *buf, size_t len);
+/* "cpu@99Hz,offcpu,page-faults@period=1": the `n` events of a consumer or
+ * a session. */
+void fr_cli_format_events(const struct fr_ipc_event_rate *events, uint32_t n, char *buf,
+			  size_t len);
 
 #endif

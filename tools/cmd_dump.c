@@ -24,6 +24,7 @@
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "ipc/msg.h"
+#include "ipc/msg_status.h"
 #include "ipc/proto.h"
 #include "tools/query.h"
 #include "tools/timeline.h"
@@ -142,7 +143,13 @@ static int dump_info(struct fr_ring *ring, int json)
 		printf("%s\n", text);
 		free(text);
 	} else {
-		fr_cli_print_ring(ring_json, (double)lost);
+		struct fr_ipc_ring *rs = malloc(sizeof(*rs));
+
+		if (!rs)
+			goto out;
+		fr_ipc_ring_from_stats(rs, fr_ring_path(ring), &st);
+		fr_cli_print_ring(rs, lost);
+		free(rs);
 	}
 	status = 0;
 out:

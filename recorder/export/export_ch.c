@@ -24,6 +24,7 @@
 #include "core/util/parse.h"
 #include "core/util/time.h"
 #include "ipc/proto.h"
+#include "ipc/msg_status.h"
 #include "recorder/daemon_int.h"
 
 #define CURSOR_HEADER "flightrec-export 1\n"
@@ -656,49 +657,43 @@ void daemon_stop_export(struct daemon *d)
 	d->exporter = NULL;
 }
 
-int daemon_export_status(struct daemon *d, cJSON *r)
+int daemon_export_status(struct daemon *d, struct fr_ipc_status_export *o)
 {
 	struct fr_exporter *x = __atomic_load_n(&d->exporter, __ATOMIC_ACQUIRE);
 	int64_t now = fr_now_real_ns();
-	cJSON *o;
 
 	if (!x)
-		return 1;
+		return 0;
 	pthread_mutex_lock(&x->lock);
 	if (x->off) {
 		pthread_mutex_unlock(&x->lock);
-		return 1;
-	}
-	o = cJSON_AddObjectToObject(r, "export");
-	if (!o) {
-		pthread_mutex_unlock(&x->lock);
 		return 0;
 	}
-	cJSON_AddStringToObject(o, "url", x->s->cfg.url);
-	cJSON_AddStringToObject(o, "database", x->s->cfg.database);
-	cJSON_AddStringToObject(o, "host", x->s->host);
-	cJSON_AddStringToObject(o, "state",
-				x->waiting_memory ? "waiting for query memory"
-				: x->retrying	  ? "retrying"
-						  : "shipping");
-	fr_ipc_add_int(o, "batch_ns", x->s->cfg.batch_ns);
-	fr_ipc_add_int(o, "hz", x->s->cfg.hz);
-	fr_ipc_add_int(o, "cursor_ns", x->cursor_ns);
-	fr_ipc_add_int(o, "lag_ns", now > x->cursor_ns ? now - x->cursor_ns : 0);
-	fr_ipc_add_int(o, "batches", (int64_t)x->batches);
-	fr_ipc_add_int(o, "rows", (int64_t)x->rows);
-	fr_ipc_add_int(o, "samples", (int64_t)x->samples);
-	fr_ipc_add_int(o, "stacks", (int64_t)x->stacks);
-	fr_ipc_add_int(o, "duplicates_skipped", (int64_t)x->duplicates);
-	fr_ipc_add_int(o, "retries", (int64_t)x->retries);
-	fr_ipc_add_int(o, "rows_dropped", (int64_t)x->rows_dropped);
-	fr_ipc_add_int(o, "query_memory_reserved", x->memory_reserved);
-	fr_ipc_add_int(o, "memory_waits", (int64_t)x->memory_waits);
-	fr_ipc_add_int(o, "lost_ns", x->lost_ns);
-	fr_ipc_add_int(o, "lost_batches", (int64_t)x->lost_batches);
-	fr_ipc_add_int(o, "last_ok_ns", x->last_ok_ns);
-	fr_ipc_add_int(o, "last_error_ns", x->last_error_ns);
-	cJSON_AddStringToObject(o, "last_error", x->last_error);
+	snprintf(o->url, sizeof(o->url), "%s", x->s->cfg.url);
+	snprintf(o->database, sizeof(o->database), "%s", x->s->cfg.database);
+	snprintf(o->host, sizeof(o->host), "%s", x->s->host);
+	snprintf(o->state, sizeof(o->state), "%s",
+		 x->waiting_memory ? "waiting for query memory"
+		 : x->retrying	   ? "retrying"
+				   : "shipping");
+	o->batch_ns = x->s->cfg.batch_ns;
+	o->hz = x->s->cfg.hz;
+	o->cursor_ns = x->cursor_ns;
+	o->lag_ns = now > x->cursor_ns ? now - x->cursor_ns : 0;
+	o->batches = x->batches;
+	o->rows = x->rows;
+	o->samples = x->samples;
+	o->stacks = x->stacks;
+	o->duplicates_skipped = x->duplicates;
+	o->retries = x->retries;
+	o->rows_dropped = x->rows_dropped;
+	o->query_memory_reserved = x->memory_reserved;
+	o->memory_waits = x->memory_waits;
+	o->lost_ns = x->lost_ns;
+	o->lost_batches = x->lost_batches;
+	o->last_ok_ns = x->last_ok_ns;
+	o->last_error_ns = x->last_error_ns;
+	snprintf(o->last_error, sizeof(o->last_error), "%s", x->last_error);
 	pthread_mutex_unlock(&x->lock);
 	return 1;
 }

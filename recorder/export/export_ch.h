@@ -7,9 +7,8 @@
 #ifndef FR_RECORDER_EXPORT_CH_H
 #define FR_RECORDER_EXPORT_CH_H
 
+#include <stddef.h>
 #include <stdint.h>
-
-#include <cjson/cJSON.h>
 
 struct daemon;
 struct fr_exporter;
@@ -32,9 +31,10 @@ int daemon_reload_export(struct daemon *d, const struct fr_config *old, const st
  * before the ring goes away. Accepts a daemon without one. */
 void daemon_stop_export(struct daemon *d);
 
-/* Adds the "export" object to a status reply when the exporter runs.
- * Returns 0 out of memory, else 1. */
-int daemon_export_status(struct daemon *d, cJSON *r);
+/* Fills the "export" part of a status reply while the exporter runs:
+ * returns 1 then, else 0 (`out` untouched). */
+struct fr_ipc_status_export;
+int daemon_export_status(struct daemon *d, struct fr_ipc_status_export *out);
 
 /* Nanoseconds of [t0, t1) before the ring's oldest sample `oldest` not
  * yet counted as lost: those past *upto, which moves to their end. So a

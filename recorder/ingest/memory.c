@@ -231,25 +231,21 @@ void daemon_memory_fini(struct daemon *d)
 	pthread_mutex_destroy(&d->mem.lock);
 }
 
-int daemon_memory_status(struct daemon *d, cJSON *r)
+void daemon_memory_status(struct daemon *d, struct fr_ipc_status_memory *out)
 {
-	cJSON *o = cJSON_AddObjectToObject(r, "memory");
 	uint64_t queries = fr_budget_used(&d->query_budget);
 	uint64_t timelines = __atomic_load_n(&d->mem.timelines, __ATOMIC_RELAXED);
 	struct held h;
 
-	if (!o)
-		return 0;
 	caches_held(d, &h);
 	fr_budget_set_held(&d->query_budget, h.tables + h.symbols + h.labels);
 	queries = queries > timelines ? queries - timelines : 0;
-	fr_ipc_add_int(o, "limit", (int64_t)__atomic_load_n(&d->mem.limit, __ATOMIC_RELAXED));
-	fr_ipc_add_int(o, "used", (int64_t)(queries + timelines + h.tables + h.symbols + h.labels));
-	fr_ipc_add_int(o, "queries", (int64_t)queries);
-	fr_ipc_add_int(o, "timelines", (int64_t)timelines);
-	fr_ipc_add_int(o, "unwind_tables", (int64_t)h.tables);
-	fr_ipc_add_int(o, "symbols", (int64_t)h.symbols);
-	fr_ipc_add_int(o, "labels", (int64_t)h.labels);
-	fr_ipc_add_int(o, "query_room", (int64_t)fr_budget_room(&d->query_budget));
-	return 1;
+	out->limit = __atomic_load_n(&d->mem.limit, __ATOMIC_RELAXED);
+	out->used = queries + timelines + h.tables + h.symbols + h.labels;
+	out->queries = queries;
+	out->timelines = timelines;
+	out->unwind_tables = h.tables;
+	out->symbols = h.symbols;
+	out->labels = h.labels;
+	out->query_room = fr_budget_room(&d->query_budget);
 }

@@ -98,22 +98,26 @@ void daemon_query_release(struct daemon *d, int has_uid, int64_t reserved)
 	daemon_memory_release(d, has_uid, reserved);
 }
 
-/* The reply when the query memory stays taken. */
-cJSON *daemon_query_busy(struct daemon *d, const char *cmd)
+/* The refusal when the query memory stays taken. */
+int daemon_query_busy(struct daemon *d, struct fr_ipc_call *call, const char *cmd)
 {
 	uint64_t limit = fr_budget_limit(&d->query_budget);
 	uint64_t ceiling = __atomic_load_n(&d->mem.limit, __ATOMIC_RELAXED);
 	char size[32], room[32];
 
-	if (__atomic_load_n(&d->mem.query_set, __ATOMIC_RELAXED))
-		return fr_ipc_error("%s: busy: other queries hold the daemon's query memory "
-				    "(limits.query_memory, %s) for over %lld s; retry later",
-				    cmd, fr_format_size(limit, size, sizeof(size)),
-				    (long long)(QUERY_WAIT_NS / FR_NS_PER_S));
-	return fr_ipc_error("%s: busy: other queries hold the memory the daemon's caches leave "
-			    "them (%s of limits.memory, %s) for over %lld s; retry later",
-			    cmd,
-			    fr_format_size(fr_budget_room(&d->query_budget), room, sizeof(room)),
-			    fr_format_size(ceiling, size, sizeof(size)),
-			    (long long)(QUERY_WAIT_NS / FR_NS_PER_S));
+	if (__atomic_load_n(&d->mem.query_set, __ATOMIC_RELAXED)) {
+		fr_ipc_refuse(call,
+			      "%s: busy: other queries hold the daemon's query memory "
+			      "(limits.query_memory, %s) for over %lld s; retry later",
+			      cmd, fr_format_size(limit, size, sizeof(size)),
+			      (long long)(QUERY_WAIT_NS / FR_NS_PER_S));
+		return -EBUSY;
+	}
+	fr_ipc_refuse(call,
+		      "%s: busy: other queries hold the memory the daemon's caches leave "
+		      "them (%s of limits.memory, %s) for over %lld s; retry later",
+		      cmd, fr_format_size(fr_budget_room(&d->query_budget), room, sizeof(room)),
+		      fr_format_size(ceiling, size, sizeof(size)),
+		      (long long)(QUERY_WAIT_NS / FR_NS_PER_S));
+	return -EBUSY;
 }

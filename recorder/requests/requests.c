@@ -50,9 +50,9 @@ int daemon_peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer)
  * reason; one nobody records is tried (opened and closed again) so that
  * the user learns at once whether it could be, and gets a warning that
  * the ring holds only what earlier consumers recorded of it. Returns 0, or
- * -1 with an error response built. */
+ * -1 with `call` refused. */
 static int check_events(struct daemon *d, const uint32_t *ids, int n, const char *cmd,
-			int privileged, char *warn, size_t warnlen, cJSON **error)
+			int privileged, char *warn, size_t warnlen, struct fr_ipc_call *call)
 {
 	char name[FR_EVENT_NAME_MAX];
 
@@ -67,7 +67,7 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 		if (!failed[0] && privileged) {
 			probe = calloc(1, sizeof(*probe));
 			if (!probe) {
-				*error = fr_ipc_error("%s: out of memory", cmd);
+				fr_ipc_refuse(call, "%s: out of memory", cmd);
 				return -1;
 			}
 			snprintf(probe->name, sizeof(probe->name), "%s check of %s", cmd,
@@ -82,7 +82,7 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 			fr_consumer_remove(&d->sources, probe);
 		}
 		if (failed[0]) {
-			*error = fr_ipc_error("%s", failed);
+			fr_ipc_refuse(call, "%s", failed);
 			return -1;
 		}
 		if (!warn[0] && privileged)
@@ -125,30 +125,21 @@ static uint32_t highest_rate(uint32_t hz, const uint32_t *event_hz, uint32_t n)
 
 /* Reads an attach request into `preq`: the window (ending now, or from/to),
  * the rate, targets, events and format. `warn` may receive a note for the
- * user. Returns 0, or -1 with an error reply in *error. */
-static int attach_parse(struct daemon *d, const cJSON *req, int privileged,
-			struct fr_profile_request *preq, char *warn, size_t warnlen, cJSON **error)
+ * user. Returns 0, or -1 with `call` refused. */
+static int attach_parse(struct daemon *d, const struct fr_ipc_attach_req *ar, int privileged,
+			struct fr_profile_request *preq, char *warn, size_t warnlen,
+			struct fr_ipc_call *call)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
 	int64_t now = fr_now_real_ns();
-	struct fr_ipc_attach_req *ar = malloc(sizeof(*ar));
-	char buf[64], err[512];
-	int ret = -1;
+	char buf[64];
 
-	if (!ar) {
-		*error = fr_ipc_error("attach: out of memory");
-		return -1;
-	}
-	if (fr_ipc_attach_req_decode(req, ar, err, sizeof(err)) < 0) {
-		*error = fr_ipc_error("%s", err);
-		goto out;
-	}
 	if (highest_rate(ar->hz, ar->event_hz, ar->nevents) > max_rate) {
-		*error = fr_ipc_error("attach: a rate of %lld Hz is above this recorder's limit of "
-				      "%u Hz (limits.max_rate_hz)",
-				      (long long)highest_rate(ar->hz, ar->event_hz, ar->nevents),
-				      max_rate);
-		goto out;
+		fr_ipc_refuse(call,
+			      "attach: a rate of %lld Hz is above this recorder's limit of %u Hz "
+			      "(limits.max_rate_hz)",
+			      (long long)highest_rate(ar->hz, ar->event_hz, ar->nevents), max_rate);
+		return -1;
 	}
 	if (ar->window_ns) {
 		preq->t1 = now;
@@ -157,61 +148,50 @@ static int attach_parse(struct daemon *d, const cJSON *req, int privileged,
 		preq->t0 = ar->from_ns;
 		preq->t1 = ar->has_to ? ar->to_ns : now;
 		if (preq->t1 <= preq->t0) {
-			*error = fr_ipc_error("attach: the window ends (%s) before it starts",
-					      fr_format_time(preq->t1, buf, sizeof(buf)));
-			goto out;
+			fr_ipc_refuse(call, "attach: the window ends (%s) before it starts",
+				      fr_format_time(preq->t1, buf, sizeof(buf)));
+			return -1;
 		}
 	}
 	attach_select(ar, preq);
-	if (check_events(d, preq->events, (int)preq->nevents, "attach", privileged, warn, warnlen,
-			 error) < 0)
-		goto out;
-	ret = 0;
-out:
-	free(ar);
-	return ret;
+	return check_events(d, preq->events, (int)preq->nevents, "attach", privileged, warn,
+			    warnlen, call);
 }
 
 /* Writes the profile of `preq` into the client's descriptor `fd` with
- * output deadlines. Returns NULL with *res and *written filled, or an
- * error reply. */
-static cJSON *attach_output(struct daemon *d, const struct fr_profile_request *preq, int fd,
-			    struct fr_ipc_peer *peer, struct fr_profile_result *res,
-			    uint64_t *written)
+ * output deadlines. Returns 0 with *res and *written filled, or -1 with
+ * `call` refused. */
+static int attach_output(struct daemon *d, const struct fr_profile_request *preq,
+			 struct fr_ipc_call *call, struct fr_profile_result *res, uint64_t *written)
 {
 	struct fr_profile_limits limits = {
 		.stall_ns = OUTPUT_STALL_NS,
 		.total_ns = OUTPUT_TOTAL_NS,
-		.hangup_fd = peer->sock,
+		.hangup_fd = call->peer->sock,
 	};
-	cJSON *resp = NULL;
 	char err[512] = "";
 	int ret;
 
-	ret = fr_profile_write_fd(d->ring, preq, fd, &limits, res, written, err, sizeof(err));
+	ret = fr_profile_write_fd(d->ring, preq, call->fd, &limits, res, written, err, sizeof(err));
 	if (ret == -ETIMEDOUT)
-		resp = fr_ipc_error("attach: the output took no bytes for %lld s (or the whole "
-				    "profile not within %lld s): is anything reading it? Gave up",
-				    (long long)(OUTPUT_STALL_NS / FR_NS_PER_S),
-				    (long long)(OUTPUT_TOTAL_NS / FR_NS_PER_S));
+		fr_ipc_refuse(call,
+			      "attach: the output took no bytes for %lld s (or the whole "
+			      "profile not within %lld s): is anything reading it? Gave up",
+			      (long long)(OUTPUT_STALL_NS / FR_NS_PER_S),
+			      (long long)(OUTPUT_TOTAL_NS / FR_NS_PER_S));
 	else if (ret == -EOPNOTSUPP)
-		resp = fr_ipc_error("attach: the output is a device that takes no non-blocking "
+		fr_ipc_refuse(call, "attach: the output is a device that takes no non-blocking "
 				    "writes; write to a file or a pipe (| cat)");
 	else if (ret < 0)
-		resp = fr_ipc_error("attach: %s", err[0] ? err : strerror(-ret));
-	return resp;
+		fr_ipc_refuse(call, "attach: %s", err[0] ? err : strerror(-ret));
+	return ret < 0 ? -1 : 0;
 }
 
 /* The answer to an attach that wrote its profile. */
-static cJSON *attach_reply(struct daemon *d, const struct fr_profile_request *preq,
-			   const struct fr_profile_result *res, uint64_t written, const char *warn)
+static void attach_reply(struct daemon *d, const struct fr_profile_request *preq,
+			 const struct fr_profile_result *res, uint64_t written, const char *warn,
+			 struct fr_ipc_attach_reply *r)
 {
-	struct fr_ipc_attach_reply *r = calloc(1, sizeof(*r));
-	char line[512];
-	cJSON *resp;
-
-	if (!r)
-		return NULL;
 	r->samples = res->samples_kept;
 	r->samples_in_window = res->samples_seen;
 	r->stacks = res->stacks;
@@ -240,16 +220,11 @@ static cJSON *attach_reply(struct daemon *d, const struct fr_profile_request *pr
 		fr_ipc_warn(r->warnings, &r->nwarnings, warn);
 	if (res->warning[0])
 		fr_ipc_warn(r->warnings, &r->nwarnings, res->warning);
-	if (preq->targets.has_uid) {
-		snprintf(line, sizeof(line),
-			 "the profile holds only your own processes (uid %u); "
-			 "root and members of socket.admin_group see the whole machine",
-			 preq->targets.uid);
-		fr_ipc_warn(r->warnings, &r->nwarnings, line);
-	}
-	resp = fr_ipc_attach_reply_encode(r);
-	free(r);
-	return resp;
+	if (preq->targets.has_uid)
+		fr_ipc_warnf(r->warnings, &r->nwarnings,
+			     "the profile holds only your own processes (uid %u); "
+			     "root and members of socket.admin_group see the whole machine",
+			     preq->targets.uid);
 }
 
 int daemon_symbol_paths(struct daemon *d, struct fr_profile_request *preq,
@@ -283,26 +258,24 @@ void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp)
 /* attach --since-last NAME: takes the peer's cursor NAME and starts the
  * window where it stands (a new cursor keeps the window asked for, or
  * the whole ring). Returns 0 (with *taken when a cursor is held), or -1
- * with an error reply. */
-static int attach_cursor(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer,
-			 struct fr_profile_request *preq, char *name, int *taken, cJSON **error)
+ * with `call` refused. */
+static int attach_cursor(struct daemon *d, const char *name, struct fr_ipc_call *call,
+			 struct fr_profile_request *preq, int *taken)
 {
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(req, "since_last");
 	char err[256] = "", a[64], b[64];
 	int64_t t = 0;
 	int exists = 0;
 
 	*taken = 0;
-	if (!cJSON_IsString(m))
+	if (!name[0])
 		return 0;
-	snprintf(name, FR_IPC_CURSOR_NAME_MAX + 1, "%s", m->valuestring);
 	if (!d->cursors) {
-		*error = fr_ipc_error("attach: --since-last is off on this recorder (see its log)");
+		fr_ipc_refuse(call, "attach: --since-last is off on this recorder (see its log)");
 		return -1;
 	}
-	if (fr_cursor_take(d->cursors, (uint32_t)peer->uid, name, &t, &exists, err, sizeof(err)) <
-	    0) {
-		*error = fr_ipc_error("attach: %s", err);
+	if (fr_cursor_take(d->cursors, (uint32_t)call->peer->uid, name, &t, &exists, err,
+			   sizeof(err)) < 0) {
+		fr_ipc_refuse(call, "attach: %s", err);
 		return -1;
 	}
 	*taken = 1;
@@ -317,10 +290,10 @@ static int attach_cursor(struct daemon *d, const cJSON *req, const struct fr_ipc
 			preq->t0 = st.oldest_ns;
 	}
 	if (preq->t1 <= preq->t0) {
-		*error = fr_ipc_error("attach: cursor \"%s\" stands at %s, not before the window's "
-				      "end %s",
-				      name, fr_format_time(preq->t0, a, sizeof(a)),
-				      fr_format_time(preq->t1, b, sizeof(b)));
+		fr_ipc_refuse(call,
+			      "attach: cursor \"%s\" stands at %s, not before the window's end %s",
+			      name, fr_format_time(preq->t0, a, sizeof(a)),
+			      fr_format_time(preq->t1, b, sizeof(b)));
 		return -1;
 	}
 	return 0;
@@ -330,94 +303,116 @@ static int attach_cursor(struct daemon *d, const cJSON *req, const struct fr_ipc
  * end when the profile was written (a cursor that could not be saved
  * holds until the recorder restarts, and the reply says so). */
 static void attach_cursor_done(struct daemon *d, const struct fr_ipc_peer *peer, const char *name,
-			       int64_t t1, cJSON *resp, int written)
+			       int64_t t1, struct fr_ipc_attach_reply *r, int written)
 {
-	char err[512] = "", line[768];
-	cJSON *w;
+	char err[512] = "";
 
 	if (fr_cursor_release(d->cursors, (uint32_t)peer->uid, name, written, t1, err,
 			      sizeof(err)) == 0)
 		return;
 	fr_log_warn("cursor \"%s\" of uid %u: %s", name, (unsigned)peer->uid, err);
-	snprintf(line, sizeof(line),
-		 "the cursor \"%s\" moved but was not saved (%s): a restart of "
-		 "the recorder would give this window again",
-		 name, err);
-	w = resp ? cJSON_GetObjectItemCaseSensitive(resp, "warnings") : NULL;
-	if (cJSON_IsArray(w))
-		cJSON_AddItemToArray(w, cJSON_CreateString(line));
+	if (written)
+		fr_ipc_warnf(r->warnings, &r->nwarnings,
+			     "the cursor \"%s\" moved but was not saved (%s): a restart of "
+			     "the recorder would give this window again",
+			     name, err);
 }
 
-static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
+/* Refuses an output descriptor attach cannot write. Returns 0 or -1. */
+static int attach_fd_ok(struct fr_ipc_call *call)
+{
+	int flags;
+
+	if (call->fd < 0) {
+		fr_ipc_refuse(call, "attach needs the output file passed with the request");
+		return -1;
+	}
+	flags = fcntl(call->fd, F_GETFL);
+	if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
+		fr_ipc_refuse(call, "attach: the output descriptor is not open for writing");
+		return -1;
+	}
+	return 0;
+}
+
+/* The query of an attach once its window and cursor are known: the PMU
+ * note, the peer's own processes when not privileged, the flush, the
+ * query memory, then the profile and its reply. Returns 0 or -1 with
+ * `call` refused; *reserved is what to give back. */
+static int attach_run(struct daemon *d, struct fr_ipc_call *call, struct fr_profile_request *preq,
+		      int privileged, int cursor_taken, const char *cursor, const char *warn,
+		      int64_t *reserved, struct fr_ipc_attach_reply *r)
 {
 	struct daemon_symbol_paths sp = {0};
-	int privileged = daemon_peer_privileged(d, peer), flags;
-	struct fr_profile_request preq;
 	struct fr_profile_result res;
-	int64_t reserved = 0;
 	uint64_t written = 0;
-	char warn[512] = "", cursor[FR_IPC_CURSOR_NAME_MAX + 1] = "", pmu_note[512];
-	int cursor_taken = 0, wrote = 0;
-	cJSON *resp = NULL;
+	char pmu_note[512];
+	int ret = -1;
 
-	memset(&preq, 0, sizeof(preq));
-	if (fd < 0)
-		return fr_ipc_error("attach needs the output file passed with the request");
-	flags = fcntl(fd, F_GETFL);
-	if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
-		resp = fr_ipc_error("attach: the output descriptor is not open for writing");
-		goto out;
-	}
-	if (attach_parse(d, req, privileged, &preq, warn, sizeof(warn), &resp) < 0 ||
-	    attach_cursor(d, req, peer, &preq, cursor, &cursor_taken, &resp) < 0)
-		goto out;
-	preq.version = FR_VERSION;
-	fr_sources_pmu_note(&d->sources, preq.events, preq.nevents, pmu_note, sizeof(pmu_note));
-	preq.pmu_note = pmu_note;
+	preq->version = FR_VERSION;
+	fr_sources_pmu_note(&d->sources, preq->events, preq->nevents, pmu_note, sizeof(pmu_note));
+	preq->pmu_note = pmu_note;
 	/* From the credentials, never from the request: a user sees the
 	 * processes it ran, whatever it asks for. */
 	if (!privileged) {
-		preq.targets.has_uid = 1;
-		preq.targets.uid = (uint32_t)peer->uid;
+		preq->targets.has_uid = 1;
+		preq->targets.uid = (uint32_t)call->peer->uid;
 	}
 	/* Samples up to the request must be in the ring before reading it. */
 	if (daemon_flush_barrier(d) < 0) {
 		fr_log_warn("flush before attach timed out; the last second may be missing");
-		preq.note = FLUSH_NOTE;
+		preq->note = FLUSH_NOTE;
 		/* A cursor moved past samples not yet stored would skip them
 		 * for good. */
 		if (cursor_taken) {
-			resp = fr_ipc_error("attach: the recorder could not store its last samples "
-					    "in time; cursor \"%s\" stays, try again",
-					    cursor);
-			goto out;
+			fr_ipc_refuse(call,
+				      "attach: the recorder could not store its last samples in "
+				      "time; cursor \"%s\" stays, try again",
+				      cursor);
+			return -1;
 		}
 	}
-	reserved = daemon_query_reserve(d, &preq);
-	if (reserved < 0) {
-		reserved = 0;
-		resp = daemon_query_busy(d, "attach");
-		goto out;
+	*reserved = daemon_query_reserve(d, preq);
+	if (*reserved < 0) {
+		*reserved = 0;
+		daemon_query_busy(d, call, "attach");
+		return -1;
 	}
 	/* Work for a client that hung up stops at the next chunk. */
-	preq.stop = fr_ipc_peer_gone;
-	preq.stop_arg = peer;
-	if (daemon_symbol_paths(d, &preq, &sp) < 0) {
-		resp = fr_ipc_error("attach: out of memory");
-		goto out;
+	preq->stop = fr_ipc_peer_gone;
+	preq->stop_arg = call->peer;
+	if (daemon_symbol_paths(d, preq, &sp) < 0)
+		fr_ipc_refuse(call, "attach: out of memory");
+	else if (attach_output(d, preq, call, &res, &written) == 0) {
+		attach_reply(d, preq, &res, written, warn, r);
+		ret = 0;
 	}
-	resp = attach_output(d, &preq, fd, peer, &res, &written);
-	if (!resp) {
-		resp = attach_reply(d, &preq, &res, written, warn);
-		wrote = resp != NULL;
-	}
-out:
-	if (cursor_taken)
-		attach_cursor_done(d, peer, cursor, preq.t1, resp, wrote);
-	close(fd);
 	daemon_symbol_paths_fini(&sp);
+	return ret;
+}
+
+static int handle_attach(void *arg, struct fr_ipc_call *call, const struct fr_ipc_attach_req *ar,
+			 struct fr_ipc_attach_reply *r)
+{
+	struct daemon *d = arg;
+	int privileged = daemon_peer_privileged(d, call->peer);
+	struct fr_profile_request preq;
+	int64_t reserved = 0;
+	char warn[512] = "";
+	int cursor_taken = 0, ret = -1;
+
+	memset(&preq, 0, sizeof(preq));
+	if (attach_fd_ok(call) == 0 &&
+	    attach_parse(d, ar, privileged, &preq, warn, sizeof(warn), call) == 0 &&
+	    attach_cursor(d, ar->since_last, call, &preq, &cursor_taken) == 0)
+		ret = attach_run(d, call, &preq, privileged, cursor_taken, ar->since_last, warn,
+				 &reserved, r);
+	if (cursor_taken)
+		attach_cursor_done(d, call->peer, ar->since_last, preq.t1, r, ret == 0);
+	if (call->fd >= 0)
+		close(call->fd);
 	daemon_query_release(d, preq.targets.has_uid, reserved);
-	return resp;
+	return ret < 0 ? -EINVAL : 0;
 }
 
 /* ---- dumps ------------------------------------------------------------- */
@@ -608,111 +603,103 @@ static int check_follow_only(struct daemon *d, const struct fr_consumer *c, char
 }
 
 /* The answer to a consume that holds its rates from `start` on. */
-static cJSON *consume_reply(struct daemon *d, const struct fr_consumer *c, int64_t start,
-			    const char *capped)
+static void consume_reply(struct daemon *d, const struct fr_consumer *c, int64_t start,
+			  const char *capped, struct fr_ipc_consume_reply *r)
 {
-	struct fr_ipc_consume_reply r;
-
-	memset(&r, 0, sizeof(r));
 	if (capped[0])
-		fr_ipc_warn(r.warnings, &r.nwarnings, capped);
-	r.start_ns = start;
+		fr_ipc_warn(r->warnings, &r->nwarnings, capped);
+	r->start_ns = start;
 	for (uint32_t i = 0; i < c->nevents && i < FR_LIMIT_EVENTS; i++) {
-		r.events[r.nevents].event = c->events[i];
-		r.events[r.nevents].hz = c->hz[i];
-		r.events[r.nevents++].recording_hz = fr_sources_hz(&d->sources, c->events[i]);
+		r->events[r->nevents].event = c->events[i];
+		r->events[r->nevents].hz = c->hz[i];
+		r->events[r->nevents++].recording_hz = fr_sources_hz(&d->sources, c->events[i]);
 	}
-	return fr_ipc_consume_reply_encode(&r);
 }
 
-static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
+/* A new consumer of `cq` for `peer`, its rates capped for a user who is
+ * not privileged (`capped` says so). Returns it, or NULL with `call`
+ * refused (or out of memory). */
+static struct fr_consumer *consumer_new(struct daemon *d, struct fr_ipc_call *call,
+					const struct fr_ipc_consume_req *cq, int privileged,
+					char *capped, size_t cappedlen)
 {
-	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED), rate;
-	int privileged = daemon_peer_privileged(d, peer);
-	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "", err[512];
-	struct fr_ipc_consume_req cq;
-	struct fr_consumer *c;
-	int64_t hz = 0, start;
-	int n;
+	struct fr_consumer *c = calloc(1, sizeof(*c));
+	char failed[512] = "";
 
-	if (peer->hold)
-		return fr_ipc_error("consume: this connection already holds rates; open another "
-				    "connection for more");
-	if (fr_ipc_consume_req_decode(req, &cq, err, sizeof(err)) < 0)
-		return fr_ipc_error("%s", err);
-	hz = highest_rate(cq.hz, cq.event_hz, cq.nevents);
-	if (hz > max_rate)
-		return fr_ipc_error("consume: a rate of %lld Hz is above this recorder's limit of "
-				    "%u Hz (limits.max_rate_hz)",
-				    (long long)hz, max_rate);
-	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	n = (int)cq.nevents;
-	memcpy(c->events, cq.events, sizeof(cq.events));
-	c->nevents = (uint32_t)n;
+	memcpy(c->events, cq->events, sizeof(cq->events));
+	c->nevents = cq->nevents;
 	c->follows_only = !privileged;
 	if (!privileged && check_follow_only(d, c, failed, sizeof(failed)) < 0) {
 		free(c);
-		return fr_ipc_error("%s", failed);
+		fr_ipc_refuse(call, "%s", failed);
+		return NULL;
 	}
 	/* Each event at its own rate (event_hz), else at "hz". */
-	for (int i = 0; i < n; i++) {
-		if (!fr_event_has_rate(c->events[i]))
-			continue;
-		rate = consume_rate(d, cq.event_hz[i] ? cq.event_hz[i] : cq.hz, privileged, capped,
-				    sizeof(capped));
-		c->hz[i] = rate;
-	}
-	snprintf(c->name, sizeof(c->name), "client pid %d", (int)peer->pid);
-	c->uid = peer->uid;
+	for (uint32_t i = 0; i < c->nevents; i++)
+		if (fr_event_has_rate(c->events[i]))
+			c->hz[i] = consume_rate(d, cq->event_hz[i] ? cq->event_hz[i] : cq->hz,
+						privileged, capped, cappedlen);
+	snprintf(c->name, sizeof(c->name), "client pid %d", (int)call->peer->pid);
+	c->uid = call->peer->uid;
+	return c;
+}
+
+static int handle_consume(void *arg, struct fr_ipc_call *call, const struct fr_ipc_consume_req *cq,
+			  struct fr_ipc_consume_reply *r)
+{
+	struct daemon *d = arg;
+	struct fr_ipc_peer *peer = call->peer;
+	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
+	int privileged = daemon_peer_privileged(d, peer);
+	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "";
+	struct fr_consumer *c;
+	int64_t hz, start;
+
+	if (peer->hold)
+		return fr_ipc_refuse(call, "consume: this connection already holds rates; open "
+					   "another connection for more");
+	hz = highest_rate(cq->hz, cq->event_hz, cq->nevents);
+	if (hz > max_rate)
+		return fr_ipc_refuse(call,
+				     "consume: a rate of %lld Hz is above this recorder's limit "
+				     "of %u Hz (limits.max_rate_hz)",
+				     (long long)hz, max_rate);
+	c = consumer_new(d, call, cq, privileged, capped, sizeof(capped));
+	if (!c)
+		return call->error[0] ? -EINVAL : -ENOMEM;
 	if (fr_sources_wait_reconciled(&d->sources, fr_consumer_add(&d->sources, c)) < 0) {
 		fr_consumer_remove(&d->sources, c);
-		return fr_ipc_error("consume: the recorder did not apply the rates in time");
+		return fr_ipc_refuse(call, "consume: the recorder did not apply the rates in time");
 	}
 	/* Rates take effect at the next sample of each CPU; a window that
 	 * starts now has them throughout. */
 	start = fr_now_real_ns();
-	for (int i = 0; i < n && !failed[0]; i++)
+	for (uint32_t i = 0; i < c->nevents && !failed[0]; i++)
 		fr_sources_state(&d->sources, c->events[i], failed, sizeof(failed));
 	if (failed[0]) {
 		fr_consumer_remove(&d->sources, c);
-		return fr_ipc_error("%s", failed);
+		return fr_ipc_refuse(call, "%s", failed);
 	}
 	peer->hold = c;
 	peer->release = fr_consumer_release;
 	fr_log_info("%s (uid %u) asks for %s%s at %lld Hz%s%s", c->name, (unsigned)peer->uid,
-		    fr_event_format(c->events[0], name, sizeof(name)), n > 1 ? " and more" : "",
-		    (long long)c->hz[0], capped[0] ? ": " : "", capped);
-	return consume_reply(d, c, start, capped);
+		    fr_event_format(c->events[0], name, sizeof(name)),
+		    c->nevents > 1 ? " and more" : "", (long long)c->hz[0], capped[0] ? ": " : "",
+		    capped);
+	consume_reply(d, c, start, capped, r);
+	return 0;
 }
 
-cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int fd,
-			     struct fr_ipc_peer *peer)
-{
-	struct daemon *d = arg;
-
-	if (strcmp(cmd, "attach") == 0)
-		return handle_attach(d, req, fd, peer);
-	if (strcmp(cmd, "threads") == 0)
-		return daemon_handle_threads(d, req, fd, peer);
-	if (strcmp(cmd, "timeline") == 0)
-		return daemon_handle_timeline(d, req, fd, peer);
-	if (fd >= 0)
-		close(fd);
-	if (strcmp(cmd, "status") == 0)
-		return daemon_handle_status(d, peer);
-	if (strcmp(cmd, "sessions") == 0)
-		return daemon_handle_sessions(d, peer);
-	if (strcmp(cmd, "consume") == 0)
-		return handle_consume(d, req, peer);
-	if (strcmp(cmd, "dump") == 0)
-		return daemon_handle_dump(d, req, peer);
-	if (strcmp(cmd, "reload") == 0)
-		return daemon_handle_reload(d, peer);
-	if (strcmp(cmd, "trigger") == 0)
-		return daemon_handle_trigger(d, req, peer);
-	return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, consume, "
-			    "dump, status, sessions, threads, reload, trigger, timeline)",
-			    cmd);
-}
+const struct fr_ipc_handlers daemon_handlers = {
+	.attach = handle_attach,
+	.consume = handle_consume,
+	.threads = daemon_handle_threads,
+	.timeline = daemon_handle_timeline,
+	.dump = daemon_handle_dump,
+	.trigger = daemon_handle_trigger,
+	.reload = daemon_handle_reload,
+	.status = daemon_handle_status,
+	.sessions = daemon_handle_sessions,
+};

@@ -36,9 +36,10 @@
 #include "ipc/server.h"
 #include "recorder/daemon_int.h"
 
-/* The timeline request of `tr` as the peer may have it. Returns 0 or an
- * error reply. */
-static cJSON *timeline_window(const struct fr_ipc_timeline_req *tr, struct fr_timeline_request *req)
+/* The timeline request of `tr` as the peer may have it. Returns 0 or
+ * -EINVAL with `call` refused. */
+static int timeline_window(const struct fr_ipc_timeline_req *tr, struct fr_timeline_request *req,
+			   struct fr_ipc_call *call)
 {
 	int64_t now = fr_now_real_ns();
 
@@ -51,14 +52,14 @@ static cJSON *timeline_window(const struct fr_ipc_timeline_req *tr, struct fr_ti
 		req->t1 = tr->has_to ? tr->to_ns : now;
 	}
 	if (req->t1 <= req->t0)
-		return fr_ipc_error("timeline: the window is empty (\"to_ns\" is not after "
-				    "\"from_ns\", or \"from_ns\" is in the future)");
+		return fr_ipc_refuse(call, "timeline: the window is empty (\"to_ns\" is not after "
+					   "\"from_ns\", or \"from_ns\" is in the future)");
 	req->step_ns = tr->step_ns;
 	req->event = tr->event;
 	req->by = tr->by;
 	memcpy(req->label_key, tr->label_key, sizeof(req->label_key));
 	req->top = tr->top;
-	return NULL;
+	return 0;
 }
 
 /* Writes `len` bytes into the client's descriptor under attach's output
@@ -109,8 +110,9 @@ static int64_t timeline_grow(void *arg, uint64_t need)
 }
 
 /* Reserves the timeline's estimate and sets treq to grow from it. Returns
- * NULL, or the error reply when the query memory stays taken. */
-static cJSON *timeline_reserve(struct fr_timeline_request *treq, struct tl_mem *m)
+ * 0, or -EBUSY with `call` refused when the query memory stays taken. */
+static int timeline_reserve(struct fr_timeline_request *treq, struct tl_mem *m,
+			    struct fr_ipc_call *call)
 {
 	int64_t want = fr_timeline_estimate(m->d->ring, treq);
 
@@ -118,13 +120,13 @@ static cJSON *timeline_reserve(struct fr_timeline_request *treq, struct tl_mem *
 	m->reserved = daemon_memory_reserve(m->d, m->has_uid, (uint64_t)(want > 0 ? want : 0));
 	if (m->reserved < 0) {
 		m->reserved = 0;
-		return daemon_query_busy(m->d, "timeline");
+		return daemon_query_busy(m->d, call, "timeline");
 	}
 	__atomic_add_fetch(&m->d->mem.timelines, (uint64_t)m->reserved, __ATOMIC_RELAXED);
 	treq->max_bytes = (uint64_t)m->reserved;
 	treq->grow = timeline_grow;
 	treq->grow_arg = m;
-	return NULL;
+	return 0;
 }
 
 static void timeline_release(struct tl_mem *m)
@@ -135,9 +137,9 @@ static void timeline_release(struct tl_mem *m)
 	daemon_memory_release(m->d, m->has_uid, m->reserved);
 }
 
-/* The reply to a timeline that needed more than the `reserved` bytes it
- * got, and could get no more. */
-static cJSON *timeline_too_big(struct daemon *d, int64_t reserved)
+/* Refuses a timeline that needed more than the `reserved` bytes it got,
+ * and could get no more. */
+static int timeline_too_big(struct daemon *d, int64_t reserved, struct fr_ipc_call *call)
 {
 	uint64_t limit = fr_budget_limit(&d->query_budget);
 	uint64_t ceiling = __atomic_load_n(&d->mem.limit, __ATOMIC_RELAXED);
@@ -146,15 +148,18 @@ static cJSON *timeline_too_big(struct daemon *d, int64_t reserved)
 
 	fr_format_size_human((uint64_t)reserved, got, sizeof(got));
 	if (set)
-		return fr_ipc_error("timeline: refused: the window needs more than the %s of memory "
-				    "it could reserve (limits.query_memory, %s); ask for a shorter "
-				    "window, a wider step or fewer groups",
-				    got, fr_format_size(limit, size, sizeof(size)));
-	return fr_ipc_error("timeline: refused: the window needs more than the %s of memory it "
-			    "could reserve under limits.memory (%s, shared with the daemon's "
-			    "caches and other queries); ask for a shorter window, a wider step "
-			    "or fewer groups",
-			    got, fr_format_size(ceiling, size, sizeof(size)));
+		return fr_ipc_refuse(
+			call,
+			"timeline: refused: the window needs more than the %s of memory "
+			"it could reserve (limits.query_memory, %s); ask for a shorter "
+			"window, a wider step or fewer groups",
+			got, fr_format_size(limit, size, sizeof(size)));
+	return fr_ipc_refuse(call,
+			     "timeline: refused: the window needs more than the %s of memory it "
+			     "could reserve under limits.memory (%s, shared with the daemon's "
+			     "caches and other queries); ask for a shorter window, a wider step "
+			     "or fewer groups",
+			     got, fr_format_size(ceiling, size, sizeof(size)));
 }
 
 /* The timeline's JSON form in memory: a malloc'd string, or NULL. */
@@ -174,74 +179,79 @@ static char *to_json(const struct fr_timeline *t, size_t *len)
 	return text;
 }
 
-cJSON *daemon_handle_timeline(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
+/* Computes the timeline of `treq` and writes its JSON form into the
+ * call's descriptor, filling `reply`. Returns 0 or -errno with `call`
+ * refused. */
+static int timeline_write(struct daemon *d, struct fr_ipc_call *call,
+			  struct fr_timeline_request *treq, struct tl_mem *mem,
+			  struct fr_ipc_timeline_reply *reply)
 {
-	struct fr_ipc_timeline_req tr;
-	struct fr_ipc_timeline_reply reply = {0};
-	struct fr_timeline_request treq = {0};
 	struct fr_timeline *t = NULL;
 	char err[512], *text = NULL;
-	cJSON *resp = NULL;
-	struct tl_mem mem = {.d = d};
 	size_t len = 0;
+	int ret;
+
+	ret = fr_timeline_compute(d->ring, treq, &t, err, sizeof(err));
+	if (ret == -E2BIG)
+		return timeline_too_big(d, mem->reserved, call);
+	if (ret < 0)
+		return fr_ipc_refuse(call, "timeline: %s", err);
+	text = to_json(t, &len);
+	ret = text ? write_out(call->fd, text, len, call->peer) : -ENOMEM;
+	if (ret == -ETIMEDOUT)
+		fr_ipc_refuse(call,
+			      "timeline: the output took no bytes for %lld s: is anything reading "
+			      "it? Gave up",
+			      (long long)(OUTPUT_STALL_NS / FR_NS_PER_S));
+	else if (ret < 0)
+		fr_ipc_refuse(call, "timeline: cannot write the answer: %s", strerror(-ret));
+	else {
+		reply->samples = t->samples;
+		reply->groups = t->ngroups;
+		reply->bytes = len;
+	}
+	free(text);
+	fr_timeline_free(t);
+	return ret;
+}
+
+int daemon_handle_timeline(void *arg, struct fr_ipc_call *call,
+			   const struct fr_ipc_timeline_req *tr,
+			   struct fr_ipc_timeline_reply *reply)
+{
+	struct daemon *d = arg;
+	struct fr_timeline_request treq = {0};
+	struct tl_mem mem = {.d = d};
 	int flags, ret;
 
-	if (fd < 0)
-		return fr_ipc_error("timeline needs the output file passed with the request");
-	flags = fcntl(fd, F_GETFL);
+	if (call->fd < 0)
+		return fr_ipc_refuse(call,
+				     "timeline needs the output file passed with the request");
+	flags = fcntl(call->fd, F_GETFL);
 	if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
-		resp = fr_ipc_error("timeline: the output descriptor is not open for writing");
+		ret = fr_ipc_refuse(call,
+				    "timeline: the output descriptor is not open for writing");
 		goto out;
 	}
-	if (fr_ipc_timeline_req_decode(req, &tr, err, sizeof(err)) < 0) {
-		resp = fr_ipc_error("%s", err);
+	ret = timeline_window(tr, &treq, call);
+	if (ret < 0)
 		goto out;
-	}
-	resp = timeline_window(&tr, &treq);
-	if (resp)
-		goto out;
-	if (!daemon_peer_privileged(d, peer)) {
+	if (!daemon_peer_privileged(d, call->peer)) {
 		treq.has_uid = 1;
-		treq.uid = (uint32_t)peer->uid;
-		fr_ipc_warn(reply.warnings, &reply.nwarnings,
+		treq.uid = (uint32_t)call->peer->uid;
+		fr_ipc_warn(reply->warnings, &reply->nwarnings,
 			    "the timeline holds only your own processes; root and members of "
 			    "socket.admin_group see the whole machine");
 	}
 	if (daemon_flush_barrier(d) < 0)
-		fr_ipc_warn(reply.warnings, &reply.nwarnings, FLUSH_NOTE);
+		fr_ipc_warn(reply->warnings, &reply->nwarnings, FLUSH_NOTE);
 	treq.stop = fr_ipc_peer_gone;
-	treq.stop_arg = peer;
-	resp = timeline_reserve(&treq, &mem);
-	if (resp)
-		goto out;
-	ret = fr_timeline_compute(d->ring, &treq, &t, err, sizeof(err));
-	if (ret == -E2BIG) {
-		resp = timeline_too_big(d, mem.reserved);
-		goto out;
-	}
-	if (ret < 0) {
-		resp = fr_ipc_error("timeline: %s", err);
-		goto out;
-	}
-	text = to_json(t, &len);
-	ret = text ? write_out(fd, text, len, peer) : -ENOMEM;
-	if (ret == -ETIMEDOUT) {
-		resp = fr_ipc_error("timeline: the output took no bytes for %lld s: is anything "
-				    "reading it? Gave up",
-				    (long long)(OUTPUT_STALL_NS / FR_NS_PER_S));
-		goto out;
-	} else if (ret < 0) {
-		resp = fr_ipc_error("timeline: cannot write the answer: %s", strerror(-ret));
-		goto out;
-	}
-	reply.samples = t->samples;
-	reply.groups = t->ngroups;
-	reply.bytes = len;
-	resp = fr_ipc_timeline_reply_encode(&reply);
+	treq.stop_arg = call->peer;
+	ret = timeline_reserve(&treq, &mem, call);
+	if (ret == 0)
+		ret = timeline_write(d, call, &treq, &mem, reply);
 out:
-	close(fd);
-	free(text);
-	fr_timeline_free(t);
+	close(call->fd);
 	timeline_release(&mem);
-	return resp;
+	return ret;
 }

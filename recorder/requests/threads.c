@@ -547,20 +547,22 @@ static void warn(struct daemon *d, const struct listing *l, struct fr_ipc_thread
 /* The threads at q->at_ns, from the ring alone (core/query/threads_at.h),
  * written into `fd`: the processes of q's targets (pids, command names and
  * cgroup as the ring's chunks had them then) the asker may see, by the uid
- * the ring's chunks give them. Returns the reply or an error. */
-static cJSON *threads_at(struct daemon *d, const struct fr_ipc_threads_req *q, int fd,
-			 const struct listing *l, struct fr_ipc_threads_reply *r)
+ * the ring's chunks give them. Returns 0 with `r` filled, or -errno with
+ * `call` refused. */
+static int threads_at(struct daemon *d, const struct fr_ipc_threads_req *q, int fd,
+		      const struct listing *l, struct fr_ipc_call *call,
+		      struct fr_ipc_threads_reply *r)
 {
 	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
 	struct daemon_symbol_paths sp = {0};
 	int64_t reserved = -1;
-	cJSON *resp = NULL;
 	char err[512] = "";
 	struct stat st;
 	size_t n = 0, nprocs = 0, nhidden = 0;
+	int ret = 0;
 
 	if (!preq)
-		return fr_ipc_error("threads: out of memory");
+		return fr_ipc_refuse(call, "threads: out of memory");
 	preq->version = FR_VERSION;
 	preq->targets = q->targets;
 	preq->targets.has_uid = l->has_uid;
@@ -572,7 +574,7 @@ static cJSON *threads_at(struct daemon *d, const struct fr_ipc_threads_req *q, i
 	preq->events[1] = FR_EVENT_CPU;
 	reserved = daemon_query_reserve(d, preq);
 	if (reserved < 0) {
-		resp = daemon_query_busy(d, "threads");
+		ret = daemon_query_busy(d, call, "threads");
 		goto out;
 	}
 	if (daemon_symbol_paths(d, preq, &sp) < 0 ||
@@ -580,7 +582,7 @@ static cJSON *threads_at(struct daemon *d, const struct fr_ipc_threads_req *q, i
 						 &nhidden, err, sizeof(err))
 			: fr_threads_at_write(d->ring, preq, q->at_ns, fd, &n, &nprocs, err,
 					      sizeof(err))) < 0) {
-		resp = fr_ipc_error("threads: %s", err[0] ? err : "cannot write the answer");
+		ret = fr_ipc_refuse(call, "threads: %s", err[0] ? err : "cannot write the answer");
 		goto out;
 	}
 	r->processes = nprocs;
@@ -589,70 +591,37 @@ static cJSON *threads_at(struct daemon *d, const struct fr_ipc_threads_req *q, i
 	fr_ipc_warn(r->warnings, &r->nwarnings,
 		    "from the ring alone: the kernel's exact state is not recorded; blocked and "
 		    "running are what the samples say");
-	if (l->has_uid) {
-		snprintf(err, sizeof(err),
-			 "only your own processes (uid %u) are listed; root and members of "
-			 "socket.admin_group see the whole machine",
-			 l->uid);
-		fr_ipc_warn(r->warnings, &r->nwarnings, err);
-	}
-	if (nhidden) {
-		snprintf(err, sizeof(err),
-			 "%zu of your processes ran with other credentials (set-user-ID or "
-			 "set-group-ID, or not dumpable): as /proc shows them to you, only their "
-			 "state is listed, no wait or stack",
-			 nhidden);
-		fr_ipc_warn(r->warnings, &r->nwarnings, err);
-	}
-	resp = fr_ipc_threads_reply_encode(r);
+	if (l->has_uid)
+		fr_ipc_warnf(r->warnings, &r->nwarnings,
+			     "only your own processes (uid %u) are listed; root and members of "
+			     "socket.admin_group see the whole machine",
+			     l->uid);
+	if (nhidden)
+		fr_ipc_warnf(r->warnings, &r->nwarnings,
+			     "%zu of your processes ran with other credentials (set-user-ID or "
+			     "set-group-ID, or not dumpable): as /proc shows them to you, only "
+			     "their state is listed, no wait or stack",
+			     nhidden);
 out:
 	if (reserved >= 0)
 		daemon_query_release(d, preq->targets.has_uid, reserved);
 	daemon_symbol_paths_fini(&sp);
 	free(preq);
-	return resp;
+	return ret;
 }
 
-cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
-			     const struct fr_ipc_peer *peer)
+/* The threads of the listing now, written into `fd`. Returns 0 or -errno
+ * with `call` refused. */
+static int threads_now(struct daemon *d, struct listing *l, int fd, struct fr_ipc_call *call,
+		       struct fr_ipc_threads_reply *r)
 {
-	struct fr_ipc_threads_req *q = malloc(sizeof(*q));
-	struct fr_ipc_threads_reply *r = calloc(1, sizeof(*r));
 	struct fr_pprof_data *pd = NULL;
-	struct listing l = {0};
-	char err[512] = "";
-	cJSON *resp = NULL;
 	int64_t now = fr_now_real_ns();
-	struct stat st;
-	int ret;
+	char err[512] = "";
+	int ret = 0;
 
-	if (!q || !r) {
-		resp = fr_ipc_error("threads: out of memory");
-		goto out;
-	}
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY) {
-		resp = fr_ipc_error("threads needs a regular file open for writing passed with the "
-				    "request");
-		goto out;
-	}
-	if (fr_ipc_threads_req_decode(req, q, err, sizeof(err)) < 0) {
-		resp = fr_ipc_error("%s", err);
-		goto out;
-	}
-	l.targets = &q->targets;
-	/* From the credentials, never from the request. */
-	if (!daemon_peer_privileged(d, peer)) {
-		l.has_uid = 1;
-		l.uid = (uint32_t)peer->uid;
-		l.gid = (uint32_t)peer->gid;
-	}
-	if (q->at_ns) {
-		resp = threads_at(d, q, fd, &l, r);
-		goto out;
-	}
-	list_threads(&l);
-	if (l.npids) {
+	list_threads(l);
+	if (l->npids) {
 		/* Waits and samples up to now must be in the ring. */
 		if (daemon_flush_barrier(d) < 0)
 			fr_log_warn(
@@ -660,33 +629,57 @@ cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
 		/* Right after the barrier, its seal's records are the latest
 		 * and still true: a thread asleep then may have woken since. */
 		now = fr_now_real_ns();
-		open_waits(d, &l, now);
-		ret = window_profile(d, &l, &pd, err, sizeof(err));
+		open_waits(d, l, now);
+		ret = window_profile(d, l, &pd, err, sizeof(err));
 		if (ret == -EBUSY) {
-			resp = daemon_query_busy(d, "threads");
+			ret = daemon_query_busy(d, call, "threads");
 			goto out;
 		}
 		if (ret < 0)
 			fr_ipc_warn(r->warnings, &r->nwarnings,
 				    "no stacks: the ring could not be read");
 		else
-			match_rows(&l, pd);
+			match_rows(l, pd);
 	}
-	if (write_answer(&l, pd, fd, now, &r->bytes) < 0) {
-		resp = fr_ipc_error("threads: cannot write the answer");
+	ret = 0;
+	if (write_answer(l, pd, fd, now, &r->bytes) < 0) {
+		ret = fr_ipc_refuse(call, "threads: cannot write the answer");
 		goto out;
 	}
-	r->processes = l.npids + l.nhidden;
-	r->threads = l.n;
-	warn(d, &l, r);
-	resp = fr_ipc_threads_reply_encode(r);
+	r->processes = l->npids + l->nhidden;
+	r->threads = l->n;
+	warn(d, l, r);
+out:
+	fr_pprof_data_free(pd);
+	return ret;
+}
+
+int daemon_handle_threads(void *arg, struct fr_ipc_call *call, const struct fr_ipc_threads_req *q,
+			  struct fr_ipc_threads_reply *r)
+{
+	struct daemon *d = arg;
+	struct listing l = {0};
+	int fd = call->fd, ret;
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY) {
+		ret = fr_ipc_refuse(call, "threads needs a regular file open for writing passed "
+					  "with the request");
+		goto out;
+	}
+	l.targets = &q->targets;
+	/* From the credentials, never from the request. */
+	if (!daemon_peer_privileged(d, call->peer)) {
+		l.has_uid = 1;
+		l.uid = (uint32_t)call->peer->uid;
+		l.gid = (uint32_t)call->peer->gid;
+	}
+	ret = q->at_ns ? threads_at(d, q, fd, &l, call, r) : threads_now(d, &l, fd, call, r);
 out:
 	if (fd >= 0)
 		close(fd);
-	fr_pprof_data_free(pd);
 	free(l.thr);
 	free(l.pids);
-	free(q);
-	free(r);
-	return resp;
+	return ret;
 }

@@ -6,8 +6,6 @@
 #ifndef FR_RECORDER_THREADS_H
 #define FR_RECORDER_THREADS_H
 
-#include <cjson/cJSON.h>
-
 /* Most threads one answer lists. */
 #define THREADS_MAX 100000
 /* The window of the ring the stacks and waiting times come from. */
@@ -22,10 +20,14 @@ struct daemon;
 struct fr_ipc_peer;
 struct fr_profile_request;
 
-/* Answers {"req":"threads"} into the regular file `fd` (closed here).
- * Runs on a connection thread. */
-cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
-			     const struct fr_ipc_peer *peer);
+/* Answers {"req":"threads"} into the regular file call->fd (closed
+ * here); an ipc/dispatch.h handler, `arg` the daemon. Runs on a
+ * connection thread. */
+struct fr_ipc_call;
+struct fr_ipc_threads_req;
+struct fr_ipc_threads_reply;
+int daemon_handle_threads(void *arg, struct fr_ipc_call *call, const struct fr_ipc_threads_req *q,
+			  struct fr_ipc_threads_reply *r);
 
 /* The threads at `at` from the ring (fr_threads_at_write(), its request
  * `preq`) as a user (uid, gid) who is not privileged may see them, into

@@ -355,170 +355,147 @@ void fr_sources_describe(struct fr_sources *s, int failed, char *buf, size_t len
 
 /* "unwind", "stack_copy" and, with a stack copy, "unwinding": how the
  * user stacks ended (enum fr_unwind_end), samples without user
- * registers, malformed records. Returns 0 out of memory. */
-static int add_unwind_json(cJSON *ev, const struct fr_source *src)
+ * registers, malformed records. */
+static void unwind_status(struct fr_ipc_event_status *ev, const struct fr_source *src)
 {
-	static const char *const end_keys[FR_UNWIND_END_COUNT] = {
-		[FR_UNWIND_DONE] = "done",     [FR_UNWIND_STACK_COPY] = "stack_copy",
-		[FR_UNWIND_NO_CFI] = "no_cfi", [FR_UNWIND_PENDING] = "pending",
-		[FR_UNWIND_BAD] = "bad",       [FR_UNWIND_MAX_DEPTH] = "max_depth",
-	};
 	struct fr_perf_unwind_stats st;
-	cJSON *u, *ends;
+	struct fr_ipc_unwinding *u = &ev->unwinding;
 
-	cJSON_AddStringToObject(ev, "unwind", src->stack_copy ? "dwarf" : "fp");
+	ev->has_unwind = 1;
+	snprintf(ev->unwind, sizeof(ev->unwind), "%s", src->stack_copy ? "dwarf" : "fp");
 	if (!src->stack_copy)
-		return 1;
-	fr_ipc_add_int(ev, "stack_copy", src->stack_copy);
+		return;
+	ev->stack_copy = src->stack_copy;
 	fr_perf_unwind_stats(src->perf, &st);
-	u = cJSON_AddObjectToObject(ev, "unwinding");
-	ends = u ? cJSON_AddObjectToObject(u, "ends") : NULL;
-	if (!ends)
-		return 0;
-	fr_ipc_add_int(u, "stacks", (int64_t)st.stacks);
-	for (int e = 0; e < FR_UNWIND_END_COUNT; e++)
-		fr_ipc_add_int(ends, end_keys[e], (int64_t)st.ends[e]);
-	fr_ipc_add_int(u, "no_user_regs", (int64_t)st.no_regs);
-	fr_ipc_add_int(u, "bad_records", (int64_t)st.bad_records);
-	return 1;
+	u->stacks = st.stacks;
+	u->done = st.ends[FR_UNWIND_DONE];
+	u->stack_copy = st.ends[FR_UNWIND_STACK_COPY];
+	u->no_cfi = st.ends[FR_UNWIND_NO_CFI];
+	u->pending = st.ends[FR_UNWIND_PENDING];
+	u->bad = st.ends[FR_UNWIND_BAD];
+	u->max_depth = st.ends[FR_UNWIND_MAX_DEPTH];
+	u->no_user_regs = st.no_regs;
+	u->bad_records = st.bad_records;
 }
 
 /* An offcpu source's cost counters: what it did with the switches seen,
  * so that what recording every switch costs is visible. */
-static void add_offcpu_json(cJSON *ev, const struct fr_source *src)
+static void offcpu_status(struct fr_ipc_offcpu *o, const struct fr_source *src)
 {
 	struct fr_perf_offcpu_stats st;
-	cJSON *o = cJSON_AddObjectToObject(ev, "offcpu");
+	const char *fallback = fr_perf_offcpu_fallback(src->perf);
 
-	if (!o)
-		return;
 	fr_perf_offcpu_stats(src->perf, &st);
-	fr_ipc_add_int(o, "switch_outs", (int64_t)st.switch_outs);
-	fr_ipc_add_int(o, "switch_ins", (int64_t)st.switch_ins);
-	fr_ipc_add_int(o, "samples", (int64_t)st.samples);
-	fr_ipc_add_int(o, "evicted", (int64_t)st.evicted);
-	fr_ipc_add_int(o, "waiting", st.waiting);
-	fr_ipc_add_int(o, "capacity", st.capacity);
-	cJSON_AddStringToObject(o, "mechanism",
-				st.mechanism == FR_PERF_OFFCPU_BPF ? "bpf" : "perf");
-	if (fr_perf_offcpu_fallback(src->perf))
-		cJSON_AddStringToObject(o, "fallback", fr_perf_offcpu_fallback(src->perf));
+	o->switch_outs = st.switch_outs;
+	o->switch_ins = st.switch_ins;
+	o->samples = st.samples;
+	o->evicted = st.evicted;
+	o->waiting = st.waiting;
+	o->capacity = st.capacity;
+	snprintf(o->mechanism, sizeof(o->mechanism), "%s",
+		 st.mechanism == FR_PERF_OFFCPU_BPF ? "bpf" : "perf");
+	snprintf(o->fallback, sizeof(o->fallback), "%s", fallback ? fallback : "");
 	if (st.mechanism != FR_PERF_OFFCPU_BPF)
 		return;
-	fr_ipc_add_int(o, "min_wait_ns", (int64_t)st.min_wait_ns);
-	cJSON_AddStringToObject(o, "user_stacks_by",
-				st.user_stacks_by_task_work ? "task_work" : "sys_exit");
-	fr_ipc_add_int(o, "long_waits", (int64_t)st.long_waits);
-	fr_ipc_add_int(o, "user_stacks", (int64_t)st.user_stacks);
-	fr_ipc_add_int(o, "no_user_stack", (int64_t)st.no_user);
-	fr_ipc_add_int(o, "short_records", (int64_t)st.short_records);
+	o->has_bpf = 1;
+	o->min_wait_ns = st.min_wait_ns;
+	snprintf(o->user_stacks_by, sizeof(o->user_stacks_by), "%s",
+		 st.user_stacks_by_task_work ? "task_work" : "sys_exit");
+	o->long_waits = st.long_waits;
+	o->user_stacks = st.user_stacks;
+	o->no_user_stack = st.no_user;
+	o->short_records = st.short_records;
 	/* Waits lost (in the event's lost too), their time, and labels
 	 * records dropped (waits kept without labels). */
-	fr_ipc_add_int(o, "ringbuf_drops", (int64_t)st.drops);
-	fr_ipc_add_int(o, "ringbuf_dropped_ns", (int64_t)st.dropped_ns);
-	fr_ipc_add_int(o, "labels_dropped", (int64_t)st.label_drops);
-	fr_ipc_add_int(o, "short_retries", (int64_t)st.short_retries);
-	fr_ipc_add_int(o, "open_listed", (int64_t)st.open_listed);
-	fr_ipc_add_int(o, "open_runnable", (int64_t)st.open_runnable);
-	fr_ipc_add_int(o, "stack_walks", (int64_t)st.walks);
-	fr_ipc_add_int(o, "stack_walks_dropped", (int64_t)st.walks_dropped);
+	o->ringbuf_drops = st.drops;
+	o->ringbuf_dropped_ns = st.dropped_ns;
+	o->labels_dropped = st.label_drops;
+	o->short_retries = st.short_retries;
+	o->open_listed = st.open_listed;
+	o->open_runnable = st.open_runnable;
+	o->stack_walks = st.walks;
+	o->stack_walks_dropped = st.walks_dropped;
 	if (!st.stack_copy)
 		return;
-	fr_ipc_add_int(o, "stack_copies", (int64_t)st.copies);
-	fr_ipc_add_int(o, "stack_copies_short", (int64_t)st.copies_short);
-	fr_ipc_add_int(o, "stack_walk_copies_short", (int64_t)st.walk_copies_short);
+	o->has_copies = 1;
+	o->stack_copies = st.copies;
+	o->stack_copies_short = st.copies_short;
+	o->stack_walk_copies_short = st.walk_copies_short;
 }
 
 /* One element of "events". */
-static cJSON *source_json(const struct fr_source *src)
+static void source_status(struct fr_ipc_event_status *ev, const struct fr_source *src)
 {
-	cJSON *ev = cJSON_CreateObject();
-	char name[FR_EVENT_NAME_MAX];
-
-	if (!ev)
-		return NULL;
-	cJSON_AddStringToObject(ev, "event", fr_event_format(src->event, name, sizeof(name)));
-	cJSON_AddStringToObject(ev, "unit", fr_event_unit(src->event));
-	cJSON_AddStringToObject(ev, "state", src->perf ? "recording" : "failed");
-	if (!src->perf)
-		cJSON_AddStringToObject(ev, "error", src->error);
-	fr_ipc_add_int(ev, "hz", src->perf ? __atomic_load_n(&src->hz, __ATOMIC_RELAXED) : 0);
-	if (src->perf && src->period)
-		fr_ipc_add_int(ev, "period",
-			       (int64_t)__atomic_load_n(&src->period, __ATOMIC_RELAXED));
-	cJSON_AddBoolToObject(ev, "every_switch", !fr_event_has_rate(src->event));
-	fr_ipc_add_int(ev, "since_ns", src->since_ns);
-	cJSON_AddStringToObject(ev, "stacks", "kernel+user");
-	fr_ipc_add_int(ev, "samples", (int64_t)__atomic_load_n(&src->samples, __ATOMIC_RELAXED));
-	fr_ipc_add_int(ev, "lost", (int64_t)__atomic_load_n(&src->lost, __ATOMIC_RELAXED));
-	fr_ipc_add_int(ev, "throttled",
-		       (int64_t)__atomic_load_n(&src->throttled, __ATOMIC_RELAXED));
-	fr_ipc_add_int(ev, "truncated_stacks",
-		       (int64_t)__atomic_load_n(&src->truncated, __ATOMIC_RELAXED));
+	fr_event_format(src->event, ev->event, sizeof(ev->event));
+	snprintf(ev->unit, sizeof(ev->unit), "%s", fr_event_unit(src->event));
+	snprintf(ev->state, sizeof(ev->state), "%s", src->perf ? "recording" : "failed");
+	if (!src->perf) {
+		ev->has_error = 1;
+		snprintf(ev->error, sizeof(ev->error), "%s", src->error);
+	}
+	ev->hz = src->perf ? __atomic_load_n(&src->hz, __ATOMIC_RELAXED) : 0;
 	if (src->perf)
-		add_unwind_json(ev, src); /* out of memory: the reply goes without it */
-	if (src->perf && src->event == FR_EVENT_OFFCPU)
-		add_offcpu_json(ev, src);
-	else if (src->perf)
-		fr_source_pmu_json(ev, src);
-	return ev;
+		ev->period = __atomic_load_n(&src->period, __ATOMIC_RELAXED);
+	ev->every_switch = !fr_event_has_rate(src->event);
+	ev->since_ns = src->since_ns;
+	snprintf(ev->stacks, sizeof(ev->stacks), "kernel+user");
+	ev->samples = __atomic_load_n(&src->samples, __ATOMIC_RELAXED);
+	ev->lost = __atomic_load_n(&src->lost, __ATOMIC_RELAXED);
+	ev->throttled = __atomic_load_n(&src->throttled, __ATOMIC_RELAXED);
+	ev->truncated_stacks = __atomic_load_n(&src->truncated, __ATOMIC_RELAXED);
+	if (!src->perf)
+		return;
+	unwind_status(ev, src);
+	ev->has_offcpu = src->event == FR_EVENT_OFFCPU;
+	ev->has_pmu = !ev->has_offcpu;
+	if (ev->has_offcpu)
+		offcpu_status(&ev->offcpu, src);
+	else
+		fr_source_pmu_status(&ev->pmu, src);
 }
 
 /* One element of "consumers". Another user's client is "a client", without
  * its uid, to a viewer who is not privileged: which processes of others
  * follow is not theirs to see. */
-static cJSON *consumer_json(const struct fr_consumer *c, int privileged, uid_t viewer_uid)
+static void consumer_status(struct fr_ipc_consumer_status *o, const struct fr_consumer *c,
+			    int privileged, uid_t viewer_uid)
 {
 	int hidden = !privileged && c->uid != (uid_t)-1 && c->uid != viewer_uid;
-	char name[FR_EVENT_NAME_MAX];
-	cJSON *o = cJSON_CreateObject(), *evs;
 
-	if (!o)
-		return NULL;
-	cJSON_AddStringToObject(o, "name", hidden ? "a client" : c->name);
-	if (c->uid != (uid_t)-1 && !hidden)
-		fr_ipc_add_int(o, "uid", c->uid);
-	fr_ipc_add_int(o, "since_ns", c->since_ns);
-	evs = cJSON_AddArrayToObject(o, "events");
-	for (uint32_t e = 0; evs && e < c->nevents; e++) {
-		cJSON *ev = cJSON_CreateObject();
-		if (!ev)
-			break;
-		cJSON_AddItemToArray(evs, ev);
-		cJSON_AddStringToObject(ev, "event",
-					fr_event_format(c->events[e], name, sizeof(name)));
-		fr_ipc_add_int(ev, "hz", c->hz[e]);
-		if (c->period[e])
-			fr_ipc_add_int(ev, "period", (int64_t)c->period[e]);
+	snprintf(o->name, sizeof(o->name), "%s", hidden ? "a client" : c->name);
+	o->has_uid = c->uid != (uid_t)-1 && !hidden;
+	o->uid = o->has_uid ? c->uid : 0;
+	o->since_ns = c->since_ns;
+	for (uint32_t e = 0; e < c->nevents && e < FR_LIMIT_EVENTS; e++) {
+		struct fr_ipc_event_rate *r = &o->events[o->nevents++];
+
+		fr_event_format(c->events[e], r->event, sizeof(r->event));
+		r->hz = c->hz[e];
+		r->period = c->period[e];
 	}
-	return o;
 }
 
-int fr_sources_add_json(struct fr_sources *s, cJSON *r, int privileged, uid_t viewer_uid)
+int fr_sources_status(struct fr_sources *s, struct fr_ipc_recording *out, int privileged,
+		      uid_t viewer_uid)
 {
-	cJSON *events = cJSON_AddArrayToObject(r, "events");
-	cJSON *consumers = cJSON_AddArrayToObject(r, "consumers");
+	uint32_t n = 0;
 
-	if (!events || !consumers)
-		return 0;
+	out->events = calloc(FR_SOURCES_MAX, sizeof(*out->events));
+	if (!out->events)
+		return -ENOMEM;
 	pthread_mutex_lock(&s->lock);
-	for (unsigned i = 0; i < s->n; i++) {
-		cJSON *ev = source_json(&s->table[i]);
-
-		if (!ev)
-			break;
-		cJSON_AddItemToArray(events, ev);
-	}
+	for (unsigned i = 0; i < s->n && i < FR_SOURCES_MAX; i++)
+		source_status(&out->events[out->nevents++], &s->table[i]);
 	pthread_mutex_unlock(&s->lock);
 
+	/* Counted, then filled, under one hold of the lock: the list may
+	 * change between two holds. */
 	pthread_mutex_lock(&s->consumers_lock);
-	for (const struct fr_consumer *c = s->consumers; c; c = c->next) {
-		cJSON *o = consumer_json(c, privileged, viewer_uid);
-
-		if (!o)
-			break;
-		cJSON_AddItemToArray(consumers, o);
-	}
+	for (const struct fr_consumer *c = s->consumers; c; c = c->next)
+		n++;
+	out->consumers = n ? calloc(n, sizeof(*out->consumers)) : NULL;
+	for (const struct fr_consumer *c = s->consumers; out->consumers && c; c = c->next)
+		consumer_status(&out->consumers[out->nconsumers++], c, privileged, viewer_uid);
 	pthread_mutex_unlock(&s->consumers_lock);
-	return 1;
+	return n && !out->consumers ? -ENOMEM : 0;
 }

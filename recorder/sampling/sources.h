@@ -22,10 +22,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <cjson/cJSON.h>
-
 #include "config/config.h"
 #include "core/query/profile.h"
+#include "ipc/msg_status.h"
 #include "recorder/sampling/perf.h"
 #include "recorder/sampling/poller.h"
 
@@ -150,11 +149,11 @@ struct fr_source *fr_sources_find(struct fr_sources *s, uint32_t event);
 void fr_sources_pmu_note(struct fr_sources *s, const uint32_t *events, uint32_t n, char *buf,
 			 size_t len);
 
-/* Adds the "pmu" object of open sampling source `src` to status element
- * `ev` (recorder/sampling/sources_pmu.c): precise_ip asked and accepted (hardware
- * events), enabled_ns, running_ns, multiplexed, scaled_samples, and
- * time_reads_failed when some were. Under the sources' lock. */
-void fr_source_pmu_json(cJSON *ev, const struct fr_source *src);
+/* Fills the "pmu" part of open sampling source `src`'s status
+ * (recorder/sampling/sources_pmu.c): precise_ip asked and accepted
+ * (hardware events), enabled_ns, running_ns, multiplexed, scaled_samples,
+ * and time_reads_failed when some were. Under the sources' lock. */
+void fr_source_pmu_status(struct fr_ipc_pmu *out, const struct fr_source *src);
 
 /* Whether `event` records: 1 yes, 0 no source asks for it, -1 its source
  * failed (the reason in `err`). Takes `lock`. */
@@ -174,11 +173,13 @@ uint64_t fr_sources_offcpu_labels_dropped(struct fr_sources *s);
  * Ingest thread. */
 void fr_sources_describe(struct fr_sources *s, int failed, char *buf, size_t len);
 
-/* Adds "events" (what is recorded, at which rate, with its counters, or
- * why it is not) and "consumers" (who asks for what) to a reply for a
- * viewer. A viewer who is not `privileged` sees other users' clients as
- * "a client", without their uid. Returns 0 on allocation failure, else 1. */
-int fr_sources_add_json(struct fr_sources *s, cJSON *r, int privileged, uid_t viewer_uid);
+/* Fills "events" (what is recorded, at which rate, with its counters, or
+ * why it is not) and "consumers" (who asks for what) of a reply for a
+ * viewer; `out` owns the arrays (fr_ipc_status_reply_fini()). A viewer
+ * who is not `privileged` sees other users' clients as "a client",
+ * without their uid. Returns 0 or -ENOMEM. */
+int fr_sources_status(struct fr_sources *s, struct fr_ipc_recording *out, int privileged,
+		      uid_t viewer_uid);
 
 /* The session consumers of `cfg` (replacing the previous ones). With
  * `hz_fixed`, `hz` is the rate of cpu in every session. */

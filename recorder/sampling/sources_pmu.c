@@ -7,30 +7,26 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ipc/proto.h"
-
 /* A sampling source's "pmu": the precise_ip level asked for and accepted
  * (hardware events), and how much of the time its counter really counted:
  * "multiplexed" when the PMU shared it with other events, whose samples
  * were then scaled up by enabled/running ("scaled_samples"). */
-void fr_source_pmu_json(cJSON *ev, const struct fr_source *src)
+void fr_source_pmu_status(struct fr_ipc_pmu *out, const struct fr_source *src)
 {
 	struct fr_perf_pmu_stats st;
-	cJSON *o = cJSON_AddObjectToObject(ev, "pmu");
 
-	if (!o)
-		return;
 	fr_perf_pmu_stats(src->perf, &st);
+	memset(out, 0, sizeof(*out));
 	if (fr_event_is_hardware(src->event)) {
-		fr_ipc_add_int(o, "precise_ip_asked", st.precise_asked);
-		fr_ipc_add_int(o, "precise_ip", st.precise_ip);
+		out->has_precise = 1;
+		out->precise_ip_asked = (uint64_t)st.precise_asked;
+		out->precise_ip = (uint64_t)st.precise_ip;
 	}
-	fr_ipc_add_int(o, "enabled_ns", (int64_t)st.enabled_ns);
-	fr_ipc_add_int(o, "running_ns", (int64_t)st.running_ns);
-	cJSON_AddBoolToObject(o, "multiplexed", st.running_ns < st.enabled_ns);
-	fr_ipc_add_int(o, "scaled_samples", (int64_t)st.scaled_samples);
-	if (st.reads_failed)
-		fr_ipc_add_int(o, "time_reads_failed", (int64_t)st.reads_failed);
+	out->enabled_ns = st.enabled_ns;
+	out->running_ns = st.running_ns;
+	out->multiplexed = st.running_ns < st.enabled_ns;
+	out->scaled_samples = st.scaled_samples;
+	out->time_reads_failed = st.reads_failed;
 }
 
 /* One event's part of fr_sources_pmu_note(); returns what it wrote. */

@@ -22,15 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "core/util/fs.h"
 #include "core/util/grow.h"
 #include "core/util/log.h"
 #include "core/store/sample.h"
 #include "core/util/time.h"
 #include "fr_version.h"
-#include "ipc/proto.h"
+#include "ipc/msg_sidecar.h"
 
 #define PROFILE_SUFFIX ".pb.gz"
 #define SIDECAR_SUFFIX ".json"
@@ -129,41 +127,34 @@ static int write_small(int dirfd, const char *name, const char *text, mode_t mod
 static char *sidecar_json(const struct fr_dump_request *req, const struct fr_profile_result *res,
 			  const char *profile_name, uint64_t bytes)
 {
-	cJSON *o = cJSON_CreateObject(), *events;
-	char name[FR_EVENT_NAME_MAX];
-	char *text = NULL;
+	struct fr_ipc_sidecar *sc = calloc(1, sizeof(*sc));
+	char *text;
 
-	if (!o)
+	if (!sc)
 		return NULL;
-	cJSON_AddStringToObject(o, "session", req->session);
-	cJSON_AddStringToObject(o, "trigger", req->trigger);
-	cJSON_AddStringToObject(o, "reason", req->reason ? req->reason : "");
-	fr_ipc_add_int(o, "fired_ns", req->fire_ns);
-	fr_ipc_add_int(o, "t0_ns", req->profile->t0);
-	fr_ipc_add_int(o, "t1_ns", req->profile->t1);
-	fr_ipc_add_int(o, "window_ns", req->window_ns);
-	fr_ipc_add_int(o, "after_ns", req->after_ns);
-	if (req->pid)
-		fr_ipc_add_int(o, "pid", req->pid);
-	cJSON_AddStringToObject(o, "profile", profile_name);
-	events = cJSON_AddArrayToObject(o, "events");
-	for (uint32_t i = 0; events && i < res->nevents; i++) {
-		cJSON *ev = cJSON_CreateObject();
+	snprintf(sc->session, sizeof(sc->session), "%s", req->session);
+	snprintf(sc->trigger, sizeof(sc->trigger), "%s", req->trigger);
+	snprintf(sc->reason, sizeof(sc->reason), "%s", req->reason ? req->reason : "");
+	sc->fired_ns = req->fire_ns;
+	sc->t0_ns = req->profile->t0;
+	sc->t1_ns = req->profile->t1;
+	sc->window_ns = req->window_ns;
+	sc->after_ns = req->after_ns;
+	sc->pid = req->pid;
+	snprintf(sc->profile, sizeof(sc->profile), "%s", profile_name);
+	for (uint32_t i = 0; i < res->nevents && i < FR_LIMIT_EVENTS; i++) {
+		struct fr_ipc_sidecar_event *ev = &sc->events[sc->nevents++];
 
-		if (!ev)
-			break;
-		cJSON_AddItemToArray(events, ev);
-		cJSON_AddStringToObject(ev, "event",
-					fr_event_format(res->events[i].event, name, sizeof(name)));
-		fr_ipc_add_int(ev, "hz", res->events[i].hz);
-		fr_ipc_add_int(ev, "samples", (int64_t)res->events[i].samples_kept);
-		fr_ipc_add_int(ev, "lost", (int64_t)res->events[i].lost);
+		fr_event_format(res->events[i].event, ev->event, sizeof(ev->event));
+		ev->hz = res->events[i].hz;
+		ev->samples = res->events[i].samples_kept;
+		ev->lost = res->events[i].lost;
 	}
-	fr_ipc_add_int(o, "samples", (int64_t)res->samples_kept);
-	fr_ipc_add_int(o, "bytes", (int64_t)bytes);
-	cJSON_AddStringToObject(o, "version", FR_VERSION);
-	text = cJSON_Print(o);
-	cJSON_Delete(o);
+	sc->samples = res->samples_kept;
+	sc->bytes = bytes;
+	snprintf(sc->version, sizeof(sc->version), "%s", FR_VERSION);
+	text = fr_ipc_sidecar_text(sc);
+	free(sc);
 	return text;
 }
 

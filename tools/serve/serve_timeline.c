@@ -32,15 +32,19 @@
  * cannot tell (an empty ring). */
 static int64_t ring_oldest(const struct fr_serve *s)
 {
+	struct fr_ipc_status_reply *r = malloc(sizeof(*r));
 	cJSON *resp = NULL;
-	char *text = NULL;
+	char *text = NULL, err[512];
 	int64_t oldest = 0;
 
-	if (fr_cli_simple_request("status", s->socket_path, &resp, &text) == 0)
-		oldest = (int64_t)fr_cli_num(cJSON_GetObjectItemCaseSensitive(resp, "ring"),
-					     "oldest_ns");
+	if (r && fr_cli_simple_request("status", s->socket_path, &resp, &text) == 0 &&
+	    fr_ipc_status_reply_decode(resp, r, err, sizeof(err)) == 0) {
+		oldest = r->ring.oldest_ns;
+		fr_ipc_status_reply_fini(r);
+	}
 	cJSON_Delete(resp);
 	free(text);
+	free(r);
 	return oldest;
 }
 

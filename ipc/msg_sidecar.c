@@ -1,0 +1,89 @@
+/* A dump's sidecar (ipc/msg_sidecar.h), described once for its encoder
+ * and its decoder (ipc/msg_int.h). */
+#include "ipc/msg_sidecar.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "ipc/msg_int.h"
+
+#define MD(T, k, f, type, when)                                                       \
+	{                                                                             \
+		k, type, when, (unsigned short)sizeof(((T *)0)->f), offsetof(T, f), 0 \
+	}
+#define N(tab) (sizeof(tab) / sizeof(tab[0]))
+
+#define T struct fr_ipc_sidecar
+static const struct fr_ipc_mdesc head_m[] = {
+	MD(T, "session", session, FR_IPC_M_STR, FR_IPC_ALWAYS),
+	MD(T, "trigger", trigger, FR_IPC_M_STR, FR_IPC_ALWAYS),
+	MD(T, "reason", reason, FR_IPC_M_STR, FR_IPC_ALWAYS),
+	MD(T, "fired_ns", fired_ns, FR_IPC_M_I64, FR_IPC_ALWAYS),
+	MD(T, "t0_ns", t0_ns, FR_IPC_M_I64, FR_IPC_ALWAYS),
+	MD(T, "t1_ns", t1_ns, FR_IPC_M_I64, FR_IPC_ALWAYS),
+	MD(T, "window_ns", window_ns, FR_IPC_M_I64, FR_IPC_ALWAYS),
+	MD(T, "after_ns", after_ns, FR_IPC_M_I64, FR_IPC_ALWAYS),
+	MD(T, "pid", pid, FR_IPC_M_I64, FR_IPC_NONZERO),
+	MD(T, "profile", profile, FR_IPC_M_STR, FR_IPC_ALWAYS),
+};
+static const struct fr_ipc_mdesc tail_m[] = {
+	MD(T, "samples", samples, FR_IPC_M_U64, FR_IPC_ALWAYS),
+	MD(T, "bytes", bytes, FR_IPC_M_U64, FR_IPC_ALWAYS),
+	MD(T, "version", version, FR_IPC_M_STR, FR_IPC_ALWAYS),
+};
+#undef T
+
+#define T struct fr_ipc_sidecar_event
+static const struct fr_ipc_mdesc event_m[] = {
+	MD(T, "event", event, FR_IPC_M_STR, FR_IPC_ALWAYS),
+	MD(T, "hz", hz, FR_IPC_M_U64, FR_IPC_ALWAYS),
+	MD(T, "samples", samples, FR_IPC_M_U64, FR_IPC_ALWAYS),
+	MD(T, "lost", lost, FR_IPC_M_U64, FR_IPC_ALWAYS),
+};
+#undef T
+
+char *fr_ipc_sidecar_text(const struct fr_ipc_sidecar *s)
+{
+	cJSON *o = cJSON_CreateObject(), *events;
+	char *text = NULL;
+	int ret = o ? fr_ipc_members_add(o, head_m, N(head_m), s) : -ENOMEM;
+
+	events = ret == 0 ? cJSON_AddArrayToObject(o, "events") : NULL;
+	for (uint32_t i = 0; events && ret == 0 && i < s->nevents && i < FR_LIMIT_EVENTS; i++) {
+		cJSON *ev = cJSON_CreateObject();
+
+		if (!ev || !cJSON_AddItemToArray(events, ev)) {
+			cJSON_Delete(ev);
+			ret = -ENOMEM;
+		} else {
+			ret = fr_ipc_members_add(ev, event_m, N(event_m), &s->events[i]);
+		}
+	}
+	if (events && ret == 0 && fr_ipc_members_add(o, tail_m, N(tail_m), s) == 0)
+		text = cJSON_Print(o);
+	cJSON_Delete(o);
+	return text;
+}
+
+int fr_ipc_sidecar_decode(const cJSON *obj, struct fr_ipc_sidecar *out, char *err, size_t errlen)
+{
+	const char *what = "dump sidecar";
+	const cJSON *events = fr_ipc_member(obj, "events"), *it;
+
+	memset(out, 0, sizeof(*out));
+	if (fr_ipc_members_get(obj, what, head_m, N(head_m), out, err, errlen) < 0 ||
+	    fr_ipc_members_get(obj, what, tail_m, N(tail_m), out, err, errlen) < 0)
+		return -EINVAL;
+	if (events && !cJSON_IsArray(events))
+		return fr_ipc_fail(err, errlen, "%s: \"events\" must be an array of objects", what);
+	cJSON_ArrayForEach(it, events) {
+		if (!cJSON_IsObject(it) || out->nevents >= FR_LIMIT_EVENTS)
+			return fr_ipc_fail(err, errlen, "%s: \"events\" must be at most %d objects",
+					   what, FR_LIMIT_EVENTS);
+		if (fr_ipc_members_get(it, what, event_m, N(event_m), &out->events[out->nevents++],
+				       err, errlen) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}

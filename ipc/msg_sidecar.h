@@ -1,0 +1,58 @@
+/* A dump's sidecar (recorder/triggers/dumps.h): the JSON object written
+ * beside each dump's profile, which retention, scripts and people read to
+ * know what the dump holds. Typed here, with an encoder to its text and a
+ * decoder, so the recorder writes no JSON by hand:
+ *
+ *   {"session": "db", "trigger": "cpu_above", "reason": "...",
+ *    "fired_ns": N, "t0_ns": N, "t1_ns": N, "window_ns": N, "after_ns": N,
+ *    "pid": N (when not 0), "profile": "FILE.pb.gz",
+ *    "events": [{"event": "cpu", "hz": 99, "samples": N, "lost": N}],
+ *    "samples": N, "bytes": N, "version": "0.1.0"}
+ */
+#ifndef FR_IPC_MSG_SIDECAR_H
+#define FR_IPC_MSG_SIDECAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/store/sample.h"
+#include "core/util/limits.h"
+
+struct cJSON;
+
+/* One element of "events". */
+struct fr_ipc_sidecar_event {
+	char event[FR_EVENT_NAME_MAX]; /* "event": its name */
+	uint64_t hz;		       /* "hz": of the profile */
+	uint64_t samples;	       /* "samples": kept */
+	uint64_t lost;		       /* "lost": by the kernel, in the window */
+};
+
+struct fr_ipc_sidecar {
+	char session[64];  /* "session" */
+	char trigger[32];  /* "trigger": its kind, or "manual" */
+	char reason[512];  /* "reason": "" when none */
+	int64_t fired_ns;  /* "fired_ns" */
+	int64_t t0_ns;	   /* "t0_ns": the window */
+	int64_t t1_ns;	   /* "t1_ns" */
+	int64_t window_ns; /* "window_ns": the trigger's */
+	int64_t after_ns;  /* "after_ns": the trigger's */
+	int64_t pid;	   /* "pid": an exit trigger's process, when not 0 */
+	char profile[256]; /* "profile": the profile's file name */
+	uint32_t nevents;  /* "events" */
+	struct fr_ipc_sidecar_event events[FR_LIMIT_EVENTS];
+	uint64_t samples; /* "samples" */
+	uint64_t bytes;	  /* "bytes": of the profile */
+	char version[64]; /* "version": of the recorder */
+};
+
+/* The sidecar's text (indented, as people read it), malloc'd; NULL when
+ * out of memory. */
+char *fr_ipc_sidecar_text(const struct fr_ipc_sidecar *s);
+
+/* Decodes a parsed sidecar into *out. Returns 0 or -EINVAL with a message
+ * naming the member in `err`. */
+int fr_ipc_sidecar_decode(const struct cJSON *obj, struct fr_ipc_sidecar *out, char *err,
+			  size_t errlen);
+
+#endif
