@@ -89,12 +89,18 @@ static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 	d->flush_efd = d->sig_fd = -1;
 	fr_mutex_init_pi(&d->config_lock);
 	fr_mutex_init_pi(&d->stall_lock);
+	if (fr_peers_init(&d->peers, opts->config) < 0) {
+		free(d);
+		return NULL;
+	}
 	if (daemon_ctl_init(d) < 0) {
+		fr_peers_fini(&d->peers);
 		free(d);
 		return NULL;
 	}
 	if (daemon_memory_init(d, opts->config) < 0) {
 		daemon_ctl_fini(d);
+		fr_peers_fini(&d->peers);
 		free(d);
 		return NULL;
 	}
@@ -103,7 +109,6 @@ static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 	fr_writer_init(&d->writer, opts->config->max_age_ns);
 	d->max_rate_hz = opts->config->max_rate_hz;
 	d->user_max_rate_hz = opts->config->user_max_rate_hz;
-	d->admin_gid = opts->config->has_admin_group ? (int64_t)opts->config->admin_gid : -1;
 	return d;
 }
 
@@ -300,6 +305,27 @@ static void daemon_start_triggers(struct daemon *d)
 		fr_log_err("triggers are off: %s", ret == -ENOMEM ? "out of memory" : err);
 }
 
+static int export_flush(void *arg)
+{
+	return daemon_flush_barrier(arg);
+}
+
+/* The exporter reads the ring, reserves its batches' cache from the query
+ * memory and flushes through the ingest thread. Without it (no "export"
+ * block, or it cannot start) the daemon records all the same. */
+static void daemon_start_export(struct daemon *d)
+{
+	d->export = (struct fr_export){
+		.ring = d->ring,
+		.ring_path = d->opts->ring_path,
+		.query_budget = &d->query_budget,
+		.symcache_dir = d->symcache_dir,
+		.flush = export_flush,
+		.flush_arg = d,
+	};
+	fr_export_start(&d->export, d->opts->config);
+}
+
 /* How long shutdown may take from the signal to exit: storing the open
  * chunk, the journal's group and a sync. Below the unit's
  * TimeoutStopSec=15, after which systemd would kill the recorder without a
@@ -402,7 +428,7 @@ static void daemon_stop(struct daemon *d)
 	fr_ipc_server_close(d->server);
 	d->server = NULL;
 	/* Its batches read the ring and flush through the ingest thread. */
-	daemon_stop_export(d);
+	fr_export_stop(&d->export);
 	/* After the socket: a manual dump runs on a connection's thread and
 	 * locks the trigger engine, so the engine goes only when no
 	 * connection is left. A dump in progress finishes while the writer
@@ -438,6 +464,7 @@ static void daemon_free(struct daemon *d)
 	pthread_mutex_destroy(&d->config_lock);
 	pthread_mutex_destroy(&d->stall_lock);
 	daemon_ctl_fini(d);
+	fr_peers_fini(&d->peers);
 	daemon_memory_fini(d);
 	free(d->dumps_default_dir);
 	free(d->sessions_json);

@@ -22,8 +22,10 @@
 #include "core/store/ring.h"
 #include "ipc/server.h"
 #include "recorder/daemon.h"
+#include "recorder/export/export_ch.h"
 #include "recorder/sampling/perf.h"
 #include "recorder/requests/cursors.h"
+#include "recorder/requests/peer.h"
 #include "recorder/sampling/poller.h"
 #include "recorder/sampling/sources.h"
 #include "recorder/tracking/applabels.h"
@@ -114,7 +116,8 @@ struct daemon {
 	/* Settings a reload may change (atomics). */
 	uint32_t max_rate_hz;
 	uint32_t user_max_rate_hz;
-	int64_t admin_gid; /* -1: no admin group */
+	/* Who may do what (recorder/requests/peer.h). */
+	struct fr_peers peers;
 	/* What queries and timelines together may hold: under the ceiling
 	 * limits.memory, at most limits.query_memory when set. */
 	struct fr_budget query_budget;
@@ -142,8 +145,8 @@ struct daemon {
 	/* attach --since-last's named cursors, RING.cursors; NULL: none
 	 * (out of memory at start). */
 	struct fr_cursors *cursors;
-	/* The ClickHouse exporter (recorder/export/export_ch.c); NULL: none. */
-	struct fr_exporter *exporter;
+	/* The ClickHouse exporter's context (recorder/export/export_ch.h). */
+	struct fr_export export;
 	/* What `sessions` requests answer: a JSON array rebuilt from the
 	 * configuration in force at start and on each reload. */
 	pthread_mutex_t sessions_lock;
@@ -288,13 +291,7 @@ struct daemon_symbol_paths {
  * daemon_symbol_paths_fini() after the query). Returns 0 or -ENOMEM. */
 int daemon_symbol_paths(struct daemon *d, struct fr_profile_request *preq,
 			struct daemon_symbol_paths *sp);
-/* Whether `uid` is among the "users" of session `session` (who may dump
- * it without being privileged). */
-int daemon_may_dump(struct daemon *d, const char *session, uid_t uid);
 void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp);
-/* Whether `peer` may see and do everything: root, the daemon's own user
- * and members of the admin group. */
-int daemon_peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer);
 int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t outlen);
 cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int fd,
 			     struct fr_ipc_peer *peer);

@@ -531,7 +531,7 @@ static int reload_apply(struct daemon *d, char *why, size_t whylen)
 		return ret;
 	}
 	/* First, so a block that cannot be used refuses the whole reload. */
-	ret = daemon_reload_export(d, old, n, why, whylen);
+	ret = fr_export_reload(&d->export, old, n, why, whylen);
 	if (ret < 0) {
 		fr_log_err("reload rejected; the running configuration stays: %s", why);
 		__atomic_add_fetch(&d->reloads_rejected, 1, __ATOMIC_RELAXED);
@@ -557,8 +557,7 @@ static int reload_apply(struct daemon *d, char *why, size_t whylen)
 	__atomic_store_n(&d->writer.max_age_ns, n->max_age_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->max_rate_hz, n->max_rate_hz, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->user_max_rate_hz, n->user_max_rate_hz, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->admin_gid, n->has_admin_group ? (int64_t)n->admin_gid : -1,
-			 __ATOMIC_RELAXED);
+	fr_peers_set(&d->peers, n);
 	daemon_memory_reload(d, n);
 	pthread_mutex_lock(&d->config_lock);
 	if (d->owned_config) {

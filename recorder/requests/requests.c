@@ -33,17 +33,6 @@
 
 /* ---- requests ---------------------------------------------------------- */
 
-/* Anyone who is not privileged came in through the socket's group and
- * sees only its own processes. The daemon's own user is a private
- * instance. */
-int daemon_peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer)
-{
-	int64_t admin = __atomic_load_n(&d->admin_gid, __ATOMIC_RELAXED);
-
-	return peer->uid == 0 || peer->uid == geteuid() ||
-	       (admin >= 0 && fr_ipc_peer_in_group(peer, (gid_t)admin));
-}
-
 /* For a window query: every event must be recordable. An event that is
  * being recorded is fine; one whose source failed is refused with the
  * reason; one nobody records is tried (opened and closed again) so that
@@ -350,7 +339,7 @@ static void attach_cursor_done(struct daemon *d, const struct fr_ipc_peer *peer,
 static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
 {
 	struct daemon_symbol_paths sp = {0};
-	int privileged = daemon_peer_privileged(d, peer), flags;
+	int privileged = fr_peer_privileged(&d->peers, peer), flags;
 	struct fr_profile_request preq;
 	struct fr_profile_result res;
 	int64_t reserved = 0;
@@ -538,25 +527,6 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t
 	return 0;
 }
 
-/* Whether a user who is not privileged is among the session's "users". */
-int daemon_may_dump(struct daemon *d, const char *session, uid_t uid)
-{
-	int ok = 0;
-
-	pthread_mutex_lock(&d->config_lock);
-	for (uint32_t i = 0; i < d->config->nsessions; i++) {
-		const struct fr_config_session *sess = &d->config->sessions[i];
-
-		if (strcmp(sess->name, session) != 0)
-			continue;
-		for (uint32_t k = 0; k < sess->nusers; k++)
-			if (sess->users[k] == (uint32_t)uid)
-				ok = 1;
-	}
-	pthread_mutex_unlock(&d->config_lock);
-	return ok;
-}
-
 /* A client asks for events at a rate for as long as its connection
  * lives (attach --follow): the sources are raised to it at once and fall
  * back when the connection ends. Answers when the rates are in force, with
@@ -627,7 +597,7 @@ static cJSON *consume_reply(struct daemon *d, const struct fr_consumer *c, int64
 static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED), rate;
-	int privileged = daemon_peer_privileged(d, peer);
+	int privileged = fr_peer_privileged(&d->peers, peer);
 	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "", err[512];
 	struct fr_ipc_consume_req cq;
 	struct fr_consumer *c;

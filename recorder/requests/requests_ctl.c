@@ -244,7 +244,7 @@ cJSON *daemon_handle_reload(struct daemon *d, const struct fr_ipc_peer *peer)
 	uint64_t begun;
 	int ret;
 
-	if (peer->uid != 0 && peer->uid != geteuid()) {
+	if (!fr_peer_may_reload(peer)) {
 		fr_log_info("refused a reload to uid %u (pid %d)", (unsigned)peer->uid,
 			    (int)peer->pid);
 		return fr_ipc_error("reload: only root and the recorder's own user (uid %u) may "
@@ -301,7 +301,8 @@ static cJSON *fire_refusal(struct daemon *d, const struct fr_ipc_peer *peer, con
 			   const char *session, int *refused)
 {
 	*refused = 1;
-	if (!daemon_peer_privileged(d, peer) && !daemon_may_dump(d, session, peer->uid)) {
+	if (!fr_peer_privileged(&d->peers, peer) &&
+	    !fr_peer_may_dump(&d->peers, session, peer->uid)) {
 		fr_log_info("refused a %s of session %s to uid %u (pid %d): not among its users",
 			    verb, session, (unsigned)peer->uid, (int)peer->pid);
 		return fr_ipc_error("%s: uid %u may not %s session \"%s\": only root, the admin "

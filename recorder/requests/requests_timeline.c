@@ -199,7 +199,7 @@ cJSON *daemon_handle_timeline(struct daemon *d, const cJSON *req, int fd, struct
 	resp = timeline_window(&tr, &treq);
 	if (resp)
 		goto out;
-	if (!daemon_peer_privileged(d, peer)) {
+	if (!fr_peer_privileged(&d->peers, peer)) {
 		treq.has_uid = 1;
 		treq.uid = (uint32_t)peer->uid;
 		fr_ipc_warn(reply.warnings, &reply.nwarnings,

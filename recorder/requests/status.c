@@ -151,7 +151,7 @@ static void add_dump_state(struct daemon *d, cJSON *list)
  * triggers did; to `viewer`. */
 cJSON *daemon_handle_sessions(struct daemon *d, const struct fr_ipc_peer *viewer)
 {
-	int privileged = daemon_peer_privileged(d, viewer);
+	int privileged = fr_peer_privileged(&d->peers, viewer);
 	cJSON *r = fr_ipc_ok(), *list = NULL;
 
 	if (!r)
@@ -363,7 +363,7 @@ static void add_labels(struct daemon *d, cJSON *r)
 
 cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 {
-	int privileged = daemon_peer_privileged(d, viewer);
+	int privileged = fr_peer_privileged(&d->peers, viewer);
 	cJSON *r = fr_ipc_ok();
 	int64_t now = fr_now_mono_ns();
 	struct fr_symbols_stats syms;
@@ -419,7 +419,7 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 	add_labels(d, r);
 	if (!add_ingest(d, r, now) ||
 	    (d->symcache && !add_symcache(d, r, privileged, viewer->uid)) ||
-	    !add_unwind_tables(d, r, privileged, viewer->uid) || !daemon_export_status(d, r)) {
+	    !add_unwind_tables(d, r, privileged, viewer->uid) || !fr_export_status(&d->export, r)) {
 		cJSON_Delete(r);
 		return NULL;
 	}

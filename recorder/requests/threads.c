@@ -654,7 +654,7 @@ cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
 	}
 	l.targets = &q->targets;
 	/* From the credentials, never from the request. */
-	if (!daemon_peer_privileged(d, peer)) {
+	if (!fr_peer_privileged(&d->peers, peer)) {
 		l.has_uid = 1;
 		l.uid = (uint32_t)peer->uid;
 		l.gid = (uint32_t)peer->gid;
