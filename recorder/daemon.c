@@ -80,6 +80,7 @@ static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 		return NULL;
 	d->opts = opts;
 	d->config = opts->config;
+	d->reload = daemon_reload;
 	fr_poller_init(&d->poller);
 	/* Without its descriptor, daemon_signals() says why and stops. */
 	(void)fr_sources_init(&d->sources, &d->poller, &d->handler);

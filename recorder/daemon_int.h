@@ -68,6 +68,8 @@ struct daemon {
 	int flush_efd;
 	int sig_fd;
 
+	/* What the ingest thread calls on SIGHUP: daemon_reload(). */
+	void (*reload)(struct daemon *d);
 	/* The ingest thread's own (ingest.c): what it polls, whether it
 	 * stops, the barrier to seal with after this wake-up's drain. */
 	struct fr_poller poller;
@@ -203,6 +205,12 @@ int daemon_ingest_loop(struct daemon *d);
  * Returns 0, or -ETIMEDOUT. */
 int daemon_flush_barrier(struct daemon *d);
 
+/* recorder/reload.c */
+/* Reloads the configuration file and puts in force what can change while
+ * recording, or rejects it whole (logged); the outcome is posted for the
+ * requests waiting on it (daemon_reload_end()). Ingest thread. */
+void daemon_reload(struct daemon *d);
+
 /* recorder/requests/requests_attach.c */
 /* Notes an ingest stall from Unix ns t0 (the drain before) to t1. */
 void daemon_stall_note(struct daemon *d, int64_t t0, int64_t t1);
@@ -224,8 +232,8 @@ cJSON *daemon_handle_sessions(struct daemon *d, const struct fr_ipc_peer *viewer
 /* Sets up and releases what reload requests share. */
 int daemon_ctl_init(struct daemon *d);
 void daemon_ctl_fini(struct daemon *d);
-/* The ingest thread brackets each reload: begin returns its number, end
- * publishes its outcome (0 or -errno, and why) to waiting requests. */
+/* Where reload requests wait: daemon_reload() brackets each reload, begin
+ * returns its number, end posts its outcome (0 or -errno, and why). */
 uint64_t daemon_reload_begin(struct daemon *d);
 void daemon_reload_end(struct daemon *d, uint64_t seq, int ret, const char *why);
 /* flightrec reload, flightrec dump --session and flightrec trigger (one

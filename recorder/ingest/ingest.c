@@ -1,6 +1,7 @@
 /* flightrecd's ingest thread: drains the perf rings, feeds the process
  * tracker and the chunk builder, seals a chunk at least once a second and
- * hands it to the writer; reloads the configuration on SIGHUP.
+ * hands it to the writer; on SIGHUP, has the configuration reloaded
+ * (recorder/reload.c) between two wake-ups.
  *
  * Invariants:
  * - Only the ingest thread touches the perf rings, the tracker and the
@@ -25,7 +26,6 @@
 #include "core/util/log.h"
 #include "core/util/parse.h"
 #include "core/util/priority.h"
-#include "recorder/export/export_ch.h"
 
 /* Asks the ingest thread to seal and waits until the writer stored it.
  * Returns 0, or -ETIMEDOUT. */
@@ -434,11 +434,6 @@ void daemon_ingest_init(struct daemon *d)
 	d->sources.before_drain_arg = d;
 }
 
-static int differs(const char *a, const char *b)
-{
-	return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
-}
-
 /* The ingest thread's priority (core/util/priority.h): SCHED_FIFO 1 where
  * allowed, so that it is never queued behind a user's runnable threads,
  * else (and while its watchdog holds it off) a raised nice level. Its
@@ -501,96 +496,6 @@ static void priority_check(struct daemon *d)
 	}
 }
 
-/* SIGHUP (or `flightrec reload`, recorder/requests/requests_ctl.c): reloads the
- * configuration file and applies what can change while recording. Returns
- * 0, or -errno with the reason in `why`. Ingest thread. */
-static int reload_apply(struct daemon *d, char *why, size_t whylen)
-{
-	const struct fr_daemon_options *o = d->opts;
-	const struct fr_config *old = d->config;
-	struct fr_config *n;
-	char err[1024], sync[32], age[32], rates[256];
-	int ret;
-
-	if (!o->config_path) {
-		fr_log_info("SIGHUP: running the embedded default; there is no configuration "
-			    "file to reload");
-		snprintf(why, whylen,
-			 "the recorder runs the embedded default configuration; "
-			 "there is no file to reload (start it with --config FILE)");
-		return -ENOENT;
-	}
-	n = calloc(1, sizeof(*n));
-	ret = n ? fr_config_load(n, o->config_path, err, sizeof(err)) : -ENOMEM;
-	if (ret < 0) {
-		fr_log_err("reload rejected; the running configuration stays: %s",
-			   n ? err : "out of memory");
-		__atomic_add_fetch(&d->reloads_rejected, 1, __ATOMIC_RELAXED);
-		snprintf(why, whylen, "%s", n ? err : "out of memory");
-		free(n);
-		return ret;
-	}
-	/* First, so a block that cannot be used refuses the whole reload. */
-	ret = fr_export_reload(&d->export, old, n, why, whylen);
-	if (ret < 0) {
-		fr_log_err("reload rejected; the running configuration stays: %s", why);
-		__atomic_add_fetch(&d->reloads_rejected, 1, __ATOMIC_RELAXED);
-		fr_config_fini(n);
-		free(n);
-		return ret;
-	}
-	if (differs(n->ring_path, old->ring_path) || n->ring_size != old->ring_size ||
-	    n->segment_size != old->segment_size || differs(n->socket_path, old->socket_path) ||
-	    n->max_clients != old->max_clients || n->has_socket_group != old->has_socket_group ||
-	    n->socket_gid != old->socket_gid)
-		fr_log_warn("reload: ring.path, ring.size, ring.segment, socket, socket.group and "
-			    "limits.max_clients take effect at the next start");
-	if (differs(n->symbols.cache_dir, old->symbols.cache_dir) ||
-	    n->symbols.cache_size != old->symbols.cache_size ||
-	    n->symbols.cache_file_max != old->symbols.cache_file_max)
-		fr_log_warn("reload: symbols.cache_dir, cache_size and cache_file_max take effect "
-			    "at the next start; symbols.debug_dirs at once");
-
-	fr_sources_set_sessions(&d->sources, n, o->hz_fixed, o->hz);
-	fr_sources_reconcile(&d->sources);
-	fr_ring_set_sync_interval(d->ring, n->sync_ns);
-	__atomic_store_n(&d->writer.max_age_ns, n->max_age_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->max_rate_hz, n->max_rate_hz, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->user_max_rate_hz, n->user_max_rate_hz, __ATOMIC_RELAXED);
-	fr_peers_set(&d->peers, n);
-	daemon_memory_reload(d, n);
-	pthread_mutex_lock(&d->config_lock);
-	if (d->owned_config) {
-		fr_config_fini(d->owned_config);
-		free(d->owned_config);
-	}
-	d->owned_config = n;
-	d->config = n;
-	pthread_mutex_unlock(&d->config_lock);
-	if (d->triggers && fr_triggers_set(d->triggers, n) < 0)
-		fr_log_err("reload: the new triggers could not be set; the old ones stay");
-	daemon_publish_sessions(d, n);
-	__atomic_store_n(&d->reloaded_ns, fr_now_real_ns(), __ATOMIC_RELAXED);
-	fr_sources_describe(&d->sources, 1, rates, sizeof(rates));
-	fr_log_info("reloaded %s: %s%s, ring.sync %s, ring.max_age %s, limits.max_rate_hz %u",
-		    o->config_path, rates[0] ? rates : "no events",
-		    o->hz_fixed ? " (cpu rate from --hz)" : "",
-		    n->sync_ns < 0 ? "off" : fr_format_duration(n->sync_ns, sync, sizeof(sync)),
-		    n->max_age_ns > 0 ? fr_format_duration(n->max_age_ns, age, sizeof(age))
-				      : "none",
-		    n->max_rate_hz);
-	return 0;
-}
-
-/* A reload, its outcome published for a `flightrec reload` waiting on it. */
-static void reload(struct daemon *d)
-{
-	char why[1024] = "";
-	uint64_t seq = daemon_reload_begin(d);
-
-	daemon_reload_end(d, seq, reload_apply(d, why, sizeof(why)), why);
-}
-
 /* SIGHUP reloads, SIGINT and SIGTERM stop, any other signal goes to the
  * triggers that name it. */
 static void on_signal(int fd, short revents, void *arg)
@@ -602,7 +507,7 @@ static void on_signal(int fd, short revents, void *arg)
 	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return;
 	if (si.ssi_signo == SIGHUP) {
-		reload(d);
+		d->reload(d);
 	} else if (si.ssi_signo != SIGINT && si.ssi_signo != SIGTERM) {
 		if (d->triggers)
 			fr_triggers_signal(d->triggers, (int)si.ssi_signo);

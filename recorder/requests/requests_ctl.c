@@ -87,7 +87,7 @@ static cJSON *config_snapshot(struct daemon *d)
 }
 
 /* Settings a reload reads but the recorder applies only at its start
- * (recorder/ingest/ingest.c says the same in its log). */
+ * (recorder/reload.c says the same in its log). */
 static int at_next_start(const char *path)
 {
 	static const char *const keys[] = {
