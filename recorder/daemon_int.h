@@ -169,7 +169,7 @@ struct daemon {
 	 * without a sample, so a crash does not take the count with it. */
 	int losses_pending;
 
-	/* The memory ceiling (recorder/ingest/memory.c). */
+	/* The memory ceiling (recorder/memory.c). */
 	struct daemon_memory {
 		uint64_t limit;	      /* limits.memory (atomic) */
 		int query_set;	      /* limits.query_memory is set (atomic) */
@@ -242,7 +242,7 @@ cJSON *daemon_handle_reload(struct daemon *d, const struct fr_ipc_peer *peer);
 cJSON *daemon_handle_dump(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer);
 cJSON *daemon_handle_trigger(struct daemon *d, const cJSON *req, const struct fr_ipc_peer *peer);
 
-/* recorder/ingest/memory.c */
+/* recorder/memory.c */
 /* Sets up the query budgets under limits.memory of `cfg` and the symbol
  * images' share. Returns 0 or -errno. */
 int daemon_memory_init(struct daemon *d, const struct fr_config *cfg);

@@ -1,6 +1,6 @@
 /* The query memory: what attach queries, dumps and timelines reserve
  * before they read the ring, so that together they stay within what the
- * ceiling (limits.memory, recorder/ingest/memory.c) leaves them, and within
+ * ceiling (limits.memory, recorder/memory.c) leaves them, and within
  * limits.query_memory when that is set, and what users who are not
  * privileged may hold of it.
  *
