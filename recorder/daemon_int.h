@@ -1,9 +1,10 @@
-/* What the parts of flightrecd share: recorder/daemon.c (start-up and
- * shutdown), recorder/ingest/ingest.c (the ingest thread), recorder/requests/requests.c
- * (what a client asks over the socket, and the dumps the trigger engine
- * asks for) and recorder/requests/status.c (status and sessions replies). The
- * writer and the sources are objects of their own (recorder/ingest/writer.h,
- * recorder/sampling/sources.h). Private to them.
+/* The daemon as the aggregate of its wings' contexts, and what the files
+ * at the top (recorder/daemon.c: start-up and shutdown; recorder/reload.c;
+ * recorder/memory.c) and the requests (recorder/requests/) share. The
+ * ingest thread, the writer, the exporter and the peer rights have
+ * contexts of their own (recorder/ingest/ingest.h, writer.h,
+ * recorder/export/export_ch.h, recorder/requests/peer.h) and do not see
+ * this file. Private to the recorder.
  */
 #ifndef FR_RECORDER_DAEMON_INT_H
 #define FR_RECORDER_DAEMON_INT_H
@@ -22,10 +23,13 @@
 #include "core/store/ring.h"
 #include "ipc/server.h"
 #include "recorder/daemon.h"
+
+struct fr_cursors;
+struct fr_peers;
+
 #include "recorder/export/export_ch.h"
+#include "recorder/ingest/ingest.h"
 #include "recorder/sampling/perf.h"
-#include "recorder/requests/cursors.h"
-#include "recorder/requests/peer.h"
 #include "recorder/sampling/poller.h"
 #include "recorder/sampling/sources.h"
 #include "recorder/tracking/applabels.h"
@@ -34,17 +38,6 @@
 #include "recorder/triggers/triggers.h"
 #include "recorder/ingest/writer.h"
 
-#define SEAL_INTERVAL_NS 1000000000LL
-/* The ingest thread sleeps until the next seal is due (at most this long),
- * or until a perf ring is half full, a request or a signal arrives: an idle
- * recorder wakes about once a second, not ten times. */
-#define POLL_MAX_MS 1000
-#define FLUSH_TIMEOUT_MS 3000
-/* The ingest loop wakes at least every POLL_MAX_MS; a gap between two
- * drains longer than this is a stall, counted and logged. */
-#define STALL_NS 3000000000LL
-/* Ingest stalls remembered for attach replies. */
-#define DAEMON_STALL_LOG 16
 /* How long an attach waits for query memory before it is told to retry. */
 #define QUERY_WAIT_NS (30LL * 1000000000LL)
 /* A pipe or socket the client passed for the profile must take bytes at
@@ -57,61 +50,18 @@ struct daemon {
 	struct fr_ring *ring;
 	struct fr_sources sources;
 	struct fr_writer writer;
-	struct fr_perf_handler handler; /* the ingest callbacks, for the sources' drains */
 	struct fr_tracker *tracker;
 	struct fr_applabels *applabels;		/* the ingest thread's, like the tracker */
 	struct fr_symcache *symcache;		/* NULL: off (symbols.cache_size 0) */
 	char *symcache_dir;			/* where queries look; NULL: off */
 	struct fr_unwind_tables *unwind_tables; /* the CFI tables samples unwind with */
-	struct fr_chunk_builder *builder;
 	struct fr_ipc_server *server;
-	int flush_efd;
-	int sig_fd;
 
-	/* What the ingest thread calls on SIGHUP: daemon_reload(). */
-	void (*reload)(struct daemon *d);
-	/* The ingest thread's own (ingest.c): what it polls, whether it
-	 * stops, the barrier to seal with after this wake-up's drain. */
-	struct fr_poller poller;
-	int stopping;
-	uint64_t barrier;
-	int64_t last_seal_mono;	  /* the last periodic seal (with open waits), not a full chunk's */
-	int64_t unwind_wait_left; /* ns this second may still wait for tables */
-	uint32_t unwind_pending_uid; /* whose process the last pending table was for */
-	int64_t unwind_wait_second;  /* CLOCK_MONOTONIC ns that second began */
-	/* The mappings whose tables the last frames used, for the frames to
-	 * come (a stack goes back and forth between a few files). Valid for
-	 * one drain: emptied whenever tables or mappings may change. */
-	struct {
-		uint32_t pid;
-		uint64_t start, end, pgoff;
-		const struct fr_cfi_table *table;
-	} unwind_mru[4];
-	unsigned unwind_mru_n, unwind_mru_next;
-	/* What status shows of the ingest thread's progress (atomics): Unix
-	 * ns of the last drain and seal, CLOCK_MONOTONIC ns of the last
-	 * drain, stalls seen and flush barriers that timed out. */
-	int64_t last_drain_real, last_seal_real, last_drain_mono;
-	uint64_t stalls, flush_timeouts;
-	int64_t longest_stall_ns; /* the longest gap between drains counted a stall */
-	/* The ingest and writer threads' nice values once raised (or not:
-	 * then the process's), whether the ingest thread runs at SCHED_FIFO
-	 * and the times its watchdog took it off, for status (atomics). */
-	int32_t ingest_nice, writer_nice, ingest_realtime;
-	uint64_t realtime_drops;
-	/* The ingest thread's watchdog (recorder/ingest/ingest.c): its CPU time at
-	 * the start of the current second, when that second started, when
-	 * it may run at SCHED_FIFO again (0: now), whether it may at all. */
-	int64_t rt_cpu0, rt_window0, rt_resume_at;
-	int rt_allowed;
-	/* The last ingest stalls, Unix ns of the drain before and after each
-	 * (recorder/requests/requests_attach.c; the ingest thread notes them, attach
-	 * replies name the one within their window). */
-	pthread_mutex_t stall_lock;
-	struct daemon_stall {
-		int64_t t0, t1;
-	} stall_log[DAEMON_STALL_LOG];
-	uint32_t stall_next;
+	/* The ingest thread's context (recorder/ingest/ingest.h). */
+	struct fr_ingest ingest;
+	/* The writer thread's nice value once raised (or not: then the
+	 * process's), for status (atomic). */
+	int32_t writer_nice;
 	int64_t start_real, start_mono;
 	uint32_t ncpus;
 
@@ -119,7 +69,7 @@ struct daemon {
 	uint32_t max_rate_hz;
 	uint32_t user_max_rate_hz;
 	/* Who may do what (recorder/requests/peer.h). */
-	struct fr_peers peers;
+	struct fr_peers *peers;
 	/* What queries and timelines together may hold: under the ceiling
 	 * limits.memory, at most limits.query_memory when set. */
 	struct fr_budget query_budget;
@@ -154,21 +104,6 @@ struct daemon {
 	pthread_mutex_t sessions_lock;
 	char *sessions_json;
 
-	/* Counters read by status requests (atomics), all events together. */
-	uint64_t samples, lost, chunks_sealed;
-	uint32_t nprocs, nthreads;
-	/* Processes whose application labels are read, and those the
-	 * recorder stopped reading (their memory lied or stalled). */
-	uint32_t labelled_procs, unreadable_procs;
-	/* Open-wait records stored at the last seal (ingest thread): while
-	 * threads are blocked, a chunk is sealed every second even when
-	 * nothing ran, so the ring keeps saying who is stuck. */
-	uint32_t open_waits;
-	/* Losses counted into the chunk being built since the last seal
-	 * (ingest thread): such a chunk is sealed at the next second even
-	 * without a sample, so a crash does not take the count with it. */
-	int losses_pending;
-
 	/* The memory ceiling (recorder/memory.c). */
 	struct daemon_memory {
 		uint64_t limit;	      /* limits.memory (atomic) */
@@ -176,11 +111,6 @@ struct daemon {
 		uint64_t timelines;   /* bytes timelines have reserved now (atomic) */
 		uint32_t active;      /* queries and timelines running (atomic) */
 		int64_t trimmed_mono; /* the last malloc_trim (atomic) */
-		/* The ingest thread's: the unwind tables' clock every 10 s of
-		 * the last minute, and when the last was taken. */
-		uint64_t marks[6];
-		uint64_t nmarks;
-		int64_t tables_mono;
 		/* The housekeeping thread. */
 		pthread_t thread;
 		pthread_mutex_t lock;
@@ -195,16 +125,6 @@ struct daemon {
 	"incomplete: the recorder did not store its last samples within 3 s (see " \
 	"flightrec status: ingest); the profile may end early"
 
-/* recorder/ingest/ingest.c */
-/* Sets the record callbacks the sources' drains deliver to. */
-void daemon_ingest_init(struct daemon *d);
-/* Runs the ingest thread until SIGINT or SIGTERM (the open chunk sealed
- * and queued). Returns 0, or -ENOMEM when it cannot poll. */
-int daemon_ingest_loop(struct daemon *d);
-/* Asks the ingest thread to seal and waits until the writer stored it.
- * Returns 0, or -ETIMEDOUT. */
-int daemon_flush_barrier(struct daemon *d);
-
 /* recorder/reload.c */
 /* Reloads the configuration file and puts in force what can change while
  * recording, or rejects it whole (logged); the outcome is posted for the
@@ -212,8 +132,6 @@ int daemon_flush_barrier(struct daemon *d);
 void daemon_reload(struct daemon *d);
 
 /* recorder/requests/requests_attach.c */
-/* Notes an ingest stall from Unix ns t0 (the drain before) to t1. */
-void daemon_stall_note(struct daemon *d, int64_t t0, int64_t t1);
 /* Fills what an attach reply says of its profile's span, the ring's, a
  * stall within the window and the targets that matched nothing. */
 struct fr_ipc_attach_reply;
@@ -262,9 +180,6 @@ void daemon_memory_refresh(struct daemon *d);
  * second). */
 void daemon_memory_begin(struct daemon *d);
 void daemon_memory_end(struct daemon *d);
-/* Once per drain (ingest thread): every 10 s, drops the unwind tables
- * no frame used in the last minute. */
-void daemon_memory_drained(struct daemon *d, int64_t now);
 /* The "memory" object of a status reply. Returns 0 out of memory. */
 int daemon_memory_status(struct daemon *d, cJSON *r);
 

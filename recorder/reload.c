@@ -20,6 +20,7 @@
 #include "core/util/log.h"
 #include "core/util/parse.h"
 #include "recorder/daemon_int.h"
+#include "recorder/requests/peer.h"
 
 static int differs(const char *a, const char *b)
 {
@@ -91,7 +92,7 @@ static void reload_apply(struct daemon *d, struct fr_config *n)
 	__atomic_store_n(&d->writer.max_age_ns, n->max_age_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->max_rate_hz, n->max_rate_hz, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->user_max_rate_hz, n->user_max_rate_hz, __ATOMIC_RELAXED);
-	fr_peers_set(&d->peers, n);
+	fr_peers_set(d->peers, n);
 	daemon_memory_reload(d, n);
 	pthread_mutex_lock(&d->config_lock);
 	if (d->owned_config) {

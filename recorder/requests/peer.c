@@ -6,23 +6,32 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/util/priority.h"
 
-int fr_peers_init(struct fr_peers *p, const struct fr_config *cfg)
+struct fr_peers *fr_peers_new(const struct fr_config *cfg)
 {
-	memset(p, 0, sizeof(*p));
-	if (fr_mutex_init_pi(&p->lock) != 0)
-		return -ENOMEM;
+	struct fr_peers *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	if (fr_mutex_init_pi(&p->lock) != 0) {
+		free(p);
+		return NULL;
+	}
 	fr_peers_set(p, cfg);
-	return 0;
+	return p;
 }
 
-void fr_peers_fini(struct fr_peers *p)
+void fr_peers_free(struct fr_peers *p)
 {
+	if (!p)
+		return;
 	pthread_mutex_destroy(&p->lock);
+	free(p);
 }
 
 void fr_peers_set(struct fr_peers *p, const struct fr_config *cfg)

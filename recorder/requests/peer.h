@@ -32,10 +32,10 @@ struct fr_peers {
 	} sessions[FR_CONFIG_MAX_SESSIONS];
 };
 
-/* Sets up `p` with the rights of `cfg`. Pair with fr_peers_fini().
- * Returns 0 or -errno. */
-int fr_peers_init(struct fr_peers *p, const struct fr_config *cfg);
-void fr_peers_fini(struct fr_peers *p);
+/* The rights of `cfg`, or NULL out of memory. Free with fr_peers_free(),
+ * which accepts NULL. */
+struct fr_peers *fr_peers_new(const struct fr_config *cfg);
+void fr_peers_free(struct fr_peers *p);
 
 /* Takes the rights of `cfg` (a reload); requests asked from now on are
  * judged by them. */

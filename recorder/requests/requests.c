@@ -30,6 +30,8 @@
 #include "recorder/triggers/dumps.h"
 #include "recorder/requests/requests_timeline.h"
 #include "recorder/requests/threads.h"
+#include "recorder/requests/cursors.h"
+#include "recorder/requests/peer.h"
 
 /* ---- requests ---------------------------------------------------------- */
 
@@ -339,7 +341,7 @@ static void attach_cursor_done(struct daemon *d, const struct fr_ipc_peer *peer,
 static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct fr_ipc_peer *peer)
 {
 	struct daemon_symbol_paths sp = {0};
-	int privileged = fr_peer_privileged(&d->peers, peer), flags;
+	int privileged = fr_peer_privileged(d->peers, peer), flags;
 	struct fr_profile_request preq;
 	struct fr_profile_result res;
 	int64_t reserved = 0;
@@ -369,7 +371,7 @@ static cJSON *handle_attach(struct daemon *d, const cJSON *req, int fd, struct f
 		preq.targets.uid = (uint32_t)peer->uid;
 	}
 	/* Samples up to the request must be in the ring before reading it. */
-	if (daemon_flush_barrier(d) < 0) {
+	if (fr_ingest_flush(&d->ingest) < 0) {
 		fr_log_warn("flush before attach timed out; the last second may be missing");
 		preq.note = FLUSH_NOTE;
 		/* A cursor moved past samples not yet stored would skip them
@@ -488,7 +490,7 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t
 	fr_sources_pmu_note(&d->sources, preq->events, preq->nevents, pmu_note, sizeof(pmu_note));
 	preq->pmu_note = pmu_note;
 	/* Samples up to the end of the window must be in the ring. */
-	if (daemon_flush_barrier(d) < 0) {
+	if (fr_ingest_flush(&d->ingest) < 0) {
 		fr_log_warn("flush before a dump timed out; the last second may be missing");
 		preq->note = FLUSH_NOTE;
 	}
@@ -597,7 +599,7 @@ static cJSON *consume_reply(struct daemon *d, const struct fr_consumer *c, int64
 static cJSON *handle_consume(struct daemon *d, const cJSON *req, struct fr_ipc_peer *peer)
 {
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED), rate;
-	int privileged = fr_peer_privileged(&d->peers, peer);
+	int privileged = fr_peer_privileged(d->peers, peer);
 	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "", err[512];
 	struct fr_ipc_consume_req cq;
 	struct fr_consumer *c;

@@ -31,6 +31,7 @@
 #include "ipc/msg_ctl.h"
 #include "ipc/proto.h"
 #include "recorder/triggers/triggers.h"
+#include "recorder/requests/peer.h"
 
 /* How long a reload request waits for the ingest thread to take it. */
 #define RELOAD_WAIT_NS (10 * 1000000000LL)
@@ -301,8 +302,8 @@ static cJSON *fire_refusal(struct daemon *d, const struct fr_ipc_peer *peer, con
 			   const char *session, int *refused)
 {
 	*refused = 1;
-	if (!fr_peer_privileged(&d->peers, peer) &&
-	    !fr_peer_may_dump(&d->peers, session, peer->uid)) {
+	if (!fr_peer_privileged(d->peers, peer) &&
+	    !fr_peer_may_dump(d->peers, session, peer->uid)) {
 		fr_log_info("refused a %s of session %s to uid %u (pid %d): not among its users",
 			    verb, session, (unsigned)peer->uid, (int)peer->pid);
 		return fr_ipc_error("%s: uid %u may not %s session \"%s\": only root, the admin "

@@ -34,6 +34,7 @@
 #include "ipc/proto.h"
 #include "ipc/server.h"
 #include "recorder/daemon_int.h"
+#include "recorder/requests/peer.h"
 
 /* The timeline request of `tr` as the peer may have it. Returns 0 or an
  * error reply. */
@@ -199,14 +200,14 @@ cJSON *daemon_handle_timeline(struct daemon *d, const cJSON *req, int fd, struct
 	resp = timeline_window(&tr, &treq);
 	if (resp)
 		goto out;
-	if (!fr_peer_privileged(&d->peers, peer)) {
+	if (!fr_peer_privileged(d->peers, peer)) {
 		treq.has_uid = 1;
 		treq.uid = (uint32_t)peer->uid;
 		fr_ipc_warn(reply.warnings, &reply.nwarnings,
 			    "the timeline holds only your own processes; root and members of "
 			    "socket.admin_group see the whole machine");
 	}
-	if (daemon_flush_barrier(d) < 0)
+	if (fr_ingest_flush(&d->ingest) < 0)
 		fr_ipc_warn(reply.warnings, &reply.nwarnings, FLUSH_NOTE);
 	treq.stop = fr_ipc_peer_gone;
 	treq.stop_arg = peer;

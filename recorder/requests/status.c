@@ -20,6 +20,7 @@
 #include "ipc/proto.h"
 #include "recorder/export/export_ch.h"
 #include "recorder/tracking/symcache.h"
+#include "recorder/requests/peer.h"
 
 /* "all processes", or e.g. "pid 12,13; comm postgres; cgroup /a/b". */
 static const char *describe_targets(const struct fr_config_session *sess, char *buf, size_t len)
@@ -151,7 +152,7 @@ static void add_dump_state(struct daemon *d, cJSON *list)
  * triggers did; to `viewer`. */
 cJSON *daemon_handle_sessions(struct daemon *d, const struct fr_ipc_peer *viewer)
 {
-	int privileged = fr_peer_privileged(&d->peers, viewer);
+	int privileged = fr_peer_privileged(d->peers, viewer);
 	cJSON *r = fr_ipc_ok(), *list = NULL;
 
 	if (!r)
@@ -201,35 +202,38 @@ static void add_writer_error(struct daemon *d, cJSON *o)
 static int add_ingest(struct daemon *d, cJSON *r, int64_t now)
 {
 	cJSON *o = cJSON_AddObjectToObject(r, "ingest");
-	int64_t last = __atomic_load_n(&d->last_drain_mono, __ATOMIC_RELAXED), busy = 0, longest;
-	int stalled = last && now - last > STALL_NS;
+	int64_t last = __atomic_load_n(&d->ingest.last_drain_mono, __ATOMIC_RELAXED), busy = 0,
+		longest;
+	int stalled = last && now - last > FR_INGEST_STALL_NS;
 	uint32_t pending = 0;
 	size_t queued = 0;
 
 	if (!o)
 		return 0;
-	fr_ipc_add_int(o, "last_drain_ns", __atomic_load_n(&d->last_drain_real, __ATOMIC_RELAXED));
-	fr_ipc_add_int(o, "last_seal_ns", __atomic_load_n(&d->last_seal_real, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "last_drain_ns",
+		       __atomic_load_n(&d->ingest.last_drain_real, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "last_seal_ns",
+		       __atomic_load_n(&d->ingest.last_seal_real, __ATOMIC_RELAXED));
 	fr_ipc_add_int(o, "last_append_ns",
 		       __atomic_load_n(&d->writer.last_append_real, __ATOMIC_RELAXED));
 	cJSON_AddBoolToObject(o, "stalled", stalled);
-	fr_ipc_add_int(o, "stalls", (int64_t)__atomic_load_n(&d->stalls, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "stalls", (int64_t)__atomic_load_n(&d->ingest.stalls, __ATOMIC_RELAXED));
 	/* A stall still going on is the longest when it is. */
-	longest = __atomic_load_n(&d->longest_stall_ns, __ATOMIC_RELAXED);
+	longest = __atomic_load_n(&d->ingest.longest_stall_ns, __ATOMIC_RELAXED);
 	fr_ipc_add_int(o, "longest_stall_ns",
 		       stalled && now - last > longest ? now - last : longest);
 	cJSON_AddBoolToObject(o, "writer_stalled",
-			      fr_writer_stalled(&d->writer, STALL_NS, &queued));
+			      fr_writer_stalled(&d->writer, FR_INGEST_STALL_NS, &queued));
 	fr_ipc_add_int(o, "writer_queued_bytes", (int64_t)queued);
 	add_writer_error(d, o);
-	fr_ipc_add_int(o, "nice", __atomic_load_n(&d->ingest_nice, __ATOMIC_RELAXED));
+	fr_ipc_add_int(o, "nice", __atomic_load_n(&d->ingest.nice, __ATOMIC_RELAXED));
 	fr_ipc_add_int(o, "writer_nice", __atomic_load_n(&d->writer_nice, __ATOMIC_RELAXED));
 	cJSON_AddBoolToObject(o, "realtime",
-			      __atomic_load_n(&d->ingest_realtime, __ATOMIC_RELAXED));
+			      __atomic_load_n(&d->ingest.realtime, __ATOMIC_RELAXED));
 	fr_ipc_add_int(o, "realtime_drops",
-		       (int64_t)__atomic_load_n(&d->realtime_drops, __ATOMIC_RELAXED));
+		       (int64_t)__atomic_load_n(&d->ingest.realtime_drops, __ATOMIC_RELAXED));
 	fr_ipc_add_int(o, "flush_timeouts",
-		       (int64_t)__atomic_load_n(&d->flush_timeouts, __ATOMIC_RELAXED));
+		       (int64_t)__atomic_load_n(&d->ingest.flush_timeouts, __ATOMIC_RELAXED));
 	fr_tracker_file_state(d->tracker, &pending, &busy);
 	fr_ipc_add_int(o, "build_id_reads_pending", pending);
 	fr_ipc_add_int(o, "build_id_read_busy_ns", busy ? now - busy : 0);
@@ -363,7 +367,7 @@ static void add_labels(struct daemon *d, cJSON *r)
 
 cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 {
-	int privileged = fr_peer_privileged(&d->peers, viewer);
+	int privileged = fr_peer_privileged(d->peers, viewer);
 	cJSON *r = fr_ipc_ok();
 	int64_t now = fr_now_mono_ns();
 	struct fr_symbols_stats syms;
@@ -392,7 +396,8 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 	fr_ipc_add_int(r, "symbol_images", (int64_t)syms.images);
 	fr_ipc_add_int(r, "symbol_images_bytes", (int64_t)syms.bytes);
 	fr_ipc_add_int(r, "symbol_images_limit", (int64_t)syms.limit);
-	fr_ipc_add_int(r, "samples", (int64_t)__atomic_load_n(&d->samples, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "samples",
+		       (int64_t)__atomic_load_n(&d->ingest.samples, __ATOMIC_RELAXED));
 	/* What the ring holds lost, as dump --info counts it from the file;
 	 * this run's count of the kernel's lost records apart. */
 	{
@@ -403,19 +408,19 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 		cJSON_AddBoolToObject(r, "samples_lost_complete", complete);
 	}
 	fr_ipc_add_int(r, "samples_lost_since_start",
-		       (int64_t)__atomic_load_n(&d->lost, __ATOMIC_RELAXED));
+		       (int64_t)__atomic_load_n(&d->ingest.lost, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "chunks_sealed",
-		       (int64_t)__atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED));
+		       (int64_t)__atomic_load_n(&d->ingest.chunks_sealed, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "chunks_dropped",
 		       (int64_t)__atomic_load_n(&d->writer.chunks_dropped, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "write_errors",
 		       (int64_t)__atomic_load_n(&d->writer.write_errors, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED));
-	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "processes", __atomic_load_n(&d->ingest.nprocs, __ATOMIC_RELAXED));
+	fr_ipc_add_int(r, "threads", __atomic_load_n(&d->ingest.nthreads, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "labelled_processes",
-		       __atomic_load_n(&d->labelled_procs, __ATOMIC_RELAXED));
+		       __atomic_load_n(&d->ingest.labelled_procs, __ATOMIC_RELAXED));
 	fr_ipc_add_int(r, "unreadable_label_processes",
-		       __atomic_load_n(&d->unreadable_procs, __ATOMIC_RELAXED));
+		       __atomic_load_n(&d->ingest.unreadable_procs, __ATOMIC_RELAXED));
 	add_labels(d, r);
 	if (!add_ingest(d, r, now) ||
 	    (d->symcache && !add_symcache(d, r, privileged, viewer->uid)) ||

@@ -62,6 +62,7 @@
 #include "ipc/proto.h"
 #include "recorder/tracking/proc_threads.h"
 #include "recorder/requests/threads.h"
+#include "recorder/requests/peer.h"
 
 #define THREADS_PROC "/proc"
 /* Most locations kept of one stack: kernel and user frames, each at most
@@ -654,7 +655,7 @@ cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
 	}
 	l.targets = &q->targets;
 	/* From the credentials, never from the request. */
-	if (!fr_peer_privileged(&d->peers, peer)) {
+	if (!fr_peer_privileged(d->peers, peer)) {
 		l.has_uid = 1;
 		l.uid = (uint32_t)peer->uid;
 		l.gid = (uint32_t)peer->gid;
@@ -666,7 +667,7 @@ cJSON *daemon_handle_threads(struct daemon *d, const cJSON *req, int fd,
 	list_threads(&l);
 	if (l.npids) {
 		/* Waits and samples up to now must be in the ring. */
-		if (daemon_flush_barrier(d) < 0)
+		if (fr_ingest_flush(&d->ingest) < 0)
 			fr_log_warn(
 				"flush before threads timed out; the last second may be missing");
 		/* Right after the barrier, its seal's records are the latest
