@@ -78,7 +78,7 @@ struct daemon {
 	int64_t reloaded_ns; /* Unix ns of the last successful reload, 0 if none */
 	uint64_t reloads_rejected;
 	/* `flightrec reload` (recorder/requests/requests_ctl.c): reloads begun and
-	 * ended by the ingest thread and the last one's outcome, under
+	 * ended (recorder/reload.c) and the last one's outcome, under
 	 * reload_lock; reload_cond wakes the requests waiting for one. */
 	pthread_mutex_t reload_lock;
 	pthread_cond_t reload_cond;
@@ -202,7 +202,6 @@ void daemon_query_release(struct daemon *d, int has_uid, int64_t reserved);
 /* The error reply of `cmd` when the query memory stays taken. */
 cJSON *daemon_query_busy(struct daemon *d, const char *cmd);
 
-/* recorder/requests/requests.c */
 /* The symbol paths of a query (fr_profile_request.symbol_cache,
  * debug_dirs), copied from the configuration in force. */
 struct daemon_symbol_paths {
@@ -215,6 +214,8 @@ struct daemon_symbol_paths {
 int daemon_symbol_paths(struct daemon *d, struct fr_profile_request *preq,
 			struct daemon_symbol_paths *sp);
 void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp);
+
+/* recorder/requests/requests.c */
 int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t outlen);
 cJSON *daemon_handle_request(void *arg, const char *cmd, const cJSON *req, int fd,
 			     struct fr_ipc_peer *peer);

@@ -242,34 +242,6 @@ static cJSON *attach_reply(struct daemon *d, const struct fr_profile_request *pr
 	return resp;
 }
 
-int daemon_symbol_paths(struct daemon *d, struct fr_profile_request *preq,
-			struct daemon_symbol_paths *sp)
-{
-	int ret = 0;
-
-	memset(sp, 0, sizeof(*sp));
-	preq->symbol_cache = d->symcache_dir;
-	pthread_mutex_lock(&d->config_lock);
-	for (; sp->n < d->config->symbols.ndebug_dirs && ret == 0; sp->n++)
-		if (!(sp->dirs[sp->n] = strdup(d->config->symbols.debug_dirs[sp->n])))
-			ret = -ENOMEM;
-	pthread_mutex_unlock(&d->config_lock);
-	if (ret < 0) {
-		daemon_symbol_paths_fini(sp);
-		return ret;
-	}
-	preq->debug_dirs = (const char *const *)sp->dirs;
-	preq->ndebug_dirs = sp->n;
-	return 0;
-}
-
-void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp)
-{
-	for (uint32_t i = 0; i < sp->n; i++)
-		free(sp->dirs[i]);
-	memset(sp, 0, sizeof(*sp));
-}
-
 /* attach --since-last NAME: takes the peer's cursor NAME and starts the
  * window where it stands (a new cursor keeps the window asked for, or
  * the whole ring). Returns 0 (with *taken when a cursor is held), or -1
