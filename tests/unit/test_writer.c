@@ -106,6 +106,30 @@ static void queue(struct fr_writer *w, struct fr_chunk_builder *b, int first, in
 		fr_writer_enqueue(w, NULL, 0, barrier);
 }
 
+/* What the writer does not store: a chunk larger than its whole queue
+ * (dropped and counted at once) and one the ring refuses (not a chunk: an
+ * error of the write, not of the disk; the barrier behind it still
+ * completes). */
+static void refusals(struct fr_writer *w)
+{
+	size_t len = 2 * w->queue_max;
+	void *junk = calloc(1, len);
+	int64_t since = 0;
+	uint64_t target;
+
+	CHECK(junk && !fr_writer_has_room(w, len), "room for more than the queue holds");
+	fr_writer_enqueue(w, junk, len, 0);
+	CHECK(w->chunks_dropped == 1, "%llu chunks dropped", (unsigned long long)w->chunks_dropped);
+
+	junk = calloc(1, 512);
+	target = fr_writer_barrier_ask(w);
+	fr_writer_enqueue(w, junk, 512, target);
+	CHECK(fr_writer_barrier_wait(w, target, WAIT_MS) == 0, "barrier 3 not reached");
+	CHECK(w->write_errors == 1, "%llu write errors", (unsigned long long)w->write_errors);
+	CHECK(fr_writer_error(w, &since) == 0 && since == 0,
+	      "a refused chunk was taken for a failing disk");
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/fr-test-writer-XXXXXX", path[64], err[256];
@@ -114,9 +138,7 @@ int main(void)
 	struct fr_ring_stats st;
 	struct fr_writer w;
 	uint64_t target;
-	int64_t since = 0;
 	size_t len;
-	void *junk;
 
 	if (!b || !mkdtemp(dir))
 		return 1;
@@ -151,22 +173,7 @@ int main(void)
 	CHECK(fr_writer_barrier_wait(&w, target + 1, 50) == -ETIMEDOUT,
 	      "a barrier never queued was reached");
 
-	/* Larger than the whole queue: dropped and counted at once. */
-	len = 2 * w.queue_max;
-	junk = calloc(1, len);
-	CHECK(junk && !fr_writer_has_room(&w, len), "room for more than the queue holds");
-	fr_writer_enqueue(&w, junk, len, 0);
-	CHECK(w.chunks_dropped == 1, "%llu chunks dropped", (unsigned long long)w.chunks_dropped);
-
-	/* Not a chunk: the ring refuses it; an error of the write, not of the
-	 * disk, and the barrier behind it still completes. */
-	junk = calloc(1, 512);
-	target = fr_writer_barrier_ask(&w);
-	fr_writer_enqueue(&w, junk, 512, target);
-	CHECK(fr_writer_barrier_wait(&w, target, WAIT_MS) == 0, "barrier 3 not reached");
-	CHECK(w.write_errors == 1, "%llu write errors", (unsigned long long)w.write_errors);
-	CHECK(fr_writer_error(&w, &since) == 0 && since == 0,
-	      "a refused chunk was taken for a failing disk");
+	refusals(&w);
 
 	/* Queued without a barrier, then stopped: stored and synced. */
 	queue(&w, b, 8, 12, 0, 1);
