@@ -30,6 +30,8 @@
 #include "fr_version.h"
 #include "ipc/client.h"
 #include "recorder/daemon_int.h"
+#include "recorder/requests/cursors.h"
+#include "recorder/requests/peer.h"
 #include "recorder/export/export_ch.h"
 #include "recorder/tracking/symcache.h"
 
@@ -71,6 +73,11 @@ static void print_banner(struct daemon *d)
 	free(client_default);
 }
 
+static void reload(void *arg)
+{
+	daemon_reload(arg);
+}
+
 /* Allocates the daemon's state, its locks and what other threads read. */
 static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 {
@@ -80,21 +87,28 @@ static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 		return NULL;
 	d->opts = opts;
 	d->config = opts->config;
-	fr_poller_init(&d->poller);
-	/* Without its descriptor, daemon_signals() says why and stops. */
-	(void)fr_sources_init(&d->sources, &d->poller, &d->handler);
-	daemon_ingest_init(d);
+	/* Without the sources' descriptor, daemon_signals() says why and
+	 * stops. */
+	fr_ingest_init(&d->ingest, &d->sources);
+	d->ingest.writer = &d->writer;
+	d->ingest.reload = reload;
+	d->ingest.reload_arg = d;
 	fr_mutex_init_pi(&d->sessions_lock);
 	daemon_publish_sessions(d, opts->config);
-	d->flush_efd = d->sig_fd = -1;
 	fr_mutex_init_pi(&d->config_lock);
-	fr_mutex_init_pi(&d->stall_lock);
+	d->peers = fr_peers_new(opts->config);
+	if (!d->peers) {
+		free(d);
+		return NULL;
+	}
 	if (daemon_ctl_init(d) < 0) {
+		fr_peers_free(d->peers);
 		free(d);
 		return NULL;
 	}
 	if (daemon_memory_init(d, opts->config) < 0) {
 		daemon_ctl_fini(d);
+		fr_peers_free(d->peers);
 		free(d);
 		return NULL;
 	}
@@ -103,7 +117,6 @@ static struct daemon *daemon_new(const struct fr_daemon_options *opts)
 	fr_writer_init(&d->writer, opts->config->max_age_ns);
 	d->max_rate_hz = opts->config->max_rate_hz;
 	d->user_max_rate_hz = opts->config->user_max_rate_hz;
-	d->admin_gid = opts->config->has_admin_group ? (int64_t)opts->config->admin_gid : -1;
 	return d;
 }
 
@@ -127,9 +140,9 @@ static int daemon_signals(struct daemon *d)
 		sigaddset(&mask, sig);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	d->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
-	d->flush_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (d->sig_fd < 0 || d->flush_efd < 0 || d->sources.reconcile_efd < 0) {
+	d->ingest.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	d->ingest.flush_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->ingest.sig_fd < 0 || d->ingest.flush_efd < 0 || d->sources.reconcile_efd < 0) {
 		fr_log_err("cannot create event descriptors: %s", strerror(errno));
 		return -1;
 	}
@@ -269,15 +282,18 @@ static int daemon_open_recording(struct daemon *d)
 	max_raw = fr_ring_max_chunk(d->ring) / 2;
 	if (max_raw > (1u << 20))
 		max_raw = 1u << 20;
-	d->builder = fr_chunk_builder_new(65536, max_raw);
-	if (!d->builder) {
+	d->ingest.builder = fr_chunk_builder_new(65536, max_raw);
+	if (!d->ingest.builder) {
 		fr_log_err("out of memory");
 		return -1;
 	}
 	/* The journal's chunks are compressed again when merged. */
 	fr_ring_get_stats(d->ring, &st);
 	if (st.journal_size)
-		fr_chunk_builder_set_level(d->builder, 1);
+		fr_chunk_builder_set_level(d->ingest.builder, 1);
+	d->ingest.tracker = d->tracker;
+	d->ingest.applabels = d->applabels;
+	d->ingest.unwind_tables = d->unwind_tables;
 	return 0;
 }
 
@@ -299,6 +315,28 @@ static void daemon_start_triggers(struct daemon *d)
 	}
 	if (ret < 0)
 		fr_log_err("triggers are off: %s", ret == -ENOMEM ? "out of memory" : err);
+	d->ingest.triggers = d->triggers;
+}
+
+static int export_flush(void *arg)
+{
+	return fr_ingest_flush(&((struct daemon *)arg)->ingest);
+}
+
+/* The exporter reads the ring, reserves its batches' cache from the query
+ * memory and flushes through the ingest thread. Without it (no "export"
+ * block, or it cannot start) the daemon records all the same. */
+static void daemon_start_export(struct daemon *d)
+{
+	d->export = (struct fr_export){
+		.ring = d->ring,
+		.ring_path = d->opts->ring_path,
+		.query_budget = &d->query_budget,
+		.symcache_dir = d->symcache_dir,
+		.flush = export_flush,
+		.flush_arg = d,
+	};
+	fr_export_start(&d->export, d->opts->config);
 }
 
 /* How long shutdown may take from the signal to exit: storing the open
@@ -403,7 +441,7 @@ static void daemon_stop(struct daemon *d)
 	fr_ipc_server_close(d->server);
 	d->server = NULL;
 	/* Its batches read the ring and flush through the ingest thread. */
-	daemon_stop_export(d);
+	fr_export_stop(&d->export);
 	/* After the socket: a manual dump runs on a connection's thread and
 	 * locks the trigger engine, so the engine goes only when no
 	 * connection is left. A dump in progress finishes while the writer
@@ -418,18 +456,18 @@ static void daemon_free(struct daemon *d)
 	daemon_memory_stop(d);
 	fr_ipc_server_close(d->server);
 	fr_sources_fini(&d->sources);
-	fr_poller_fini(&d->poller);
-	fr_chunk_builder_free(d->builder);
+	fr_ingest_fini(&d->ingest);
+	fr_chunk_builder_free(d->ingest.builder);
 	fr_applabels_free(d->applabels);
 	fr_tracker_free(d->tracker);
 	fr_symcache_close(d->symcache);
 	free(d->symcache_dir);
 	fr_unwind_tables_free(d->unwind_tables);
 	fr_ring_close(d->ring);
-	if (d->sig_fd >= 0)
-		close(d->sig_fd);
-	if (d->flush_efd >= 0)
-		close(d->flush_efd);
+	if (d->ingest.sig_fd >= 0)
+		close(d->ingest.sig_fd);
+	if (d->ingest.flush_efd >= 0)
+		close(d->ingest.flush_efd);
 	fr_writer_fini(&d->writer);
 	if (d->owned_config) {
 		fr_config_fini(d->owned_config);
@@ -437,8 +475,8 @@ static void daemon_free(struct daemon *d)
 	}
 	pthread_mutex_destroy(&d->sessions_lock);
 	pthread_mutex_destroy(&d->config_lock);
-	pthread_mutex_destroy(&d->stall_lock);
 	daemon_ctl_fini(d);
+	fr_peers_free(d->peers);
 	daemon_memory_fini(d);
 	free(d->dumps_default_dir);
 	free(d->sessions);
@@ -480,7 +518,7 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	daemon_start_export(d);
 	print_banner(d);
 
-	ret = daemon_ingest_loop(d);
+	ret = fr_ingest_loop(&d->ingest);
 	fr_sources_enable(&d->sources, 0);
 	status = ret < 0 ? 1 : 0;
 out_writer:

@@ -1,9 +1,10 @@
-/* What the parts of flightrecd share: recorder/daemon.c (start-up and
- * shutdown), recorder/ingest/ingest.c (the ingest thread), recorder/requests/requests.c
- * (what a client asks over the socket, and the dumps the trigger engine
- * asks for) and recorder/requests/status.c (status and sessions replies). The
- * writer and the sources are objects of their own (recorder/ingest/writer.h,
- * recorder/sampling/sources.h). Private to them.
+/* The daemon as the aggregate of its wings' contexts, and what the files
+ * at the top (recorder/daemon.c: start-up and shutdown; recorder/reload.c;
+ * recorder/memory.c) and the requests (recorder/requests/) share. The
+ * ingest thread, the writer, the exporter and the peer rights have
+ * contexts of their own (recorder/ingest/ingest.h, writer.h,
+ * recorder/export/export_ch.h, recorder/requests/peer.h) and do not see
+ * this file. Private to the recorder.
  */
 #ifndef FR_RECORDER_DAEMON_INT_H
 #define FR_RECORDER_DAEMON_INT_H
@@ -22,8 +23,13 @@
 #include "ipc/dispatch.h"
 #include "ipc/server.h"
 #include "recorder/daemon.h"
+
+struct fr_cursors;
+struct fr_peers;
+
+#include "recorder/export/export_ch.h"
+#include "recorder/ingest/ingest.h"
 #include "recorder/sampling/perf.h"
-#include "recorder/requests/cursors.h"
 #include "recorder/sampling/poller.h"
 #include "recorder/sampling/sources.h"
 #include "recorder/tracking/applabels.h"
@@ -32,17 +38,6 @@
 #include "recorder/triggers/triggers.h"
 #include "recorder/ingest/writer.h"
 
-#define SEAL_INTERVAL_NS FR_NS_PER_S
-/* The ingest thread sleeps until the next seal is due (at most this long),
- * or until a perf ring is half full, a request or a signal arrives: an idle
- * recorder wakes about once a second, not ten times. */
-#define POLL_MAX_MS 1000
-#define FLUSH_TIMEOUT_MS 3000
-/* The ingest loop wakes at least every POLL_MAX_MS; a gap between two
- * drains longer than this is a stall, counted and logged. */
-#define STALL_NS (3 * FR_NS_PER_S)
-/* Ingest stalls remembered for attach replies. */
-#define DAEMON_STALL_LOG 16
 /* How long an attach waits for query memory before it is told to retry. */
 #define QUERY_WAIT_NS (30 * FR_NS_PER_S)
 /* A pipe or socket the client passed for the profile must take bytes at
@@ -55,67 +50,27 @@ struct daemon {
 	struct fr_ring *ring;
 	struct fr_sources sources;
 	struct fr_writer writer;
-	struct fr_perf_handler handler; /* the ingest callbacks, for the sources' drains */
 	struct fr_tracker *tracker;
 	struct fr_applabels *applabels;		/* the ingest thread's, like the tracker */
 	struct fr_symcache *symcache;		/* NULL: off (symbols.cache_size 0) */
 	char *symcache_dir;			/* where queries look; NULL: off */
 	struct fr_unwind_tables *unwind_tables; /* the CFI tables samples unwind with */
-	struct fr_chunk_builder *builder;
 	struct fr_ipc_server *server;
 	struct fr_ipc_dispatch dispatch; /* what the server answers with */
-	int flush_efd;
-	int sig_fd;
 
-	/* The ingest thread's own (ingest.c): what it polls, whether it
-	 * stops, the barrier to seal with after this wake-up's drain. */
-	struct fr_poller poller;
-	int stopping;
-	uint64_t barrier;
-	int64_t last_seal_mono;	  /* the last periodic seal (with open waits), not a full chunk's */
-	int64_t unwind_wait_left; /* ns this second may still wait for tables */
-	uint32_t unwind_pending_uid; /* whose process the last pending table was for */
-	int64_t unwind_wait_second;  /* CLOCK_MONOTONIC ns that second began */
-	/* The mappings whose tables the last frames used, for the frames to
-	 * come (a stack goes back and forth between a few files). Valid for
-	 * one drain: emptied whenever tables or mappings may change. */
-	struct {
-		uint32_t pid;
-		uint64_t start, end, pgoff;
-		const struct fr_cfi_table *table;
-	} unwind_mru[4];
-	unsigned unwind_mru_n, unwind_mru_next;
-	/* What status shows of the ingest thread's progress (atomics): Unix
-	 * ns of the last drain and seal, CLOCK_MONOTONIC ns of the last
-	 * drain, stalls seen and flush barriers that timed out. */
-	int64_t last_drain_real, last_seal_real, last_drain_mono;
-	uint64_t stalls, flush_timeouts;
-	int64_t longest_stall_ns; /* the longest gap between drains counted a stall */
-	/* The ingest and writer threads' nice values once raised (or not:
-	 * then the process's), whether the ingest thread runs at SCHED_FIFO
-	 * and the times its watchdog took it off, for status (atomics). */
-	int32_t ingest_nice, writer_nice, ingest_realtime;
-	uint64_t realtime_drops;
-	/* The ingest thread's watchdog (recorder/ingest/ingest.c): its CPU time at
-	 * the start of the current second, when that second started, when
-	 * it may run at SCHED_FIFO again (0: now), whether it may at all. */
-	int64_t rt_cpu0, rt_window0, rt_resume_at;
-	int rt_allowed;
-	/* The last ingest stalls, Unix ns of the drain before and after each
-	 * (recorder/requests/requests_attach.c; the ingest thread notes them, attach
-	 * replies name the one within their window). */
-	pthread_mutex_t stall_lock;
-	struct daemon_stall {
-		int64_t t0, t1;
-	} stall_log[DAEMON_STALL_LOG];
-	uint32_t stall_next;
+	/* The ingest thread's context (recorder/ingest/ingest.h). */
+	struct fr_ingest ingest;
+	/* The writer thread's nice value once raised (or not: then the
+	 * process's), for status (atomic). */
+	int32_t writer_nice;
 	int64_t start_real, start_mono;
 	uint32_t ncpus;
 
 	/* Settings a reload may change (atomics). */
 	uint32_t max_rate_hz;
 	uint32_t user_max_rate_hz;
-	int64_t admin_gid; /* -1: no admin group */
+	/* Who may do what (recorder/requests/peer.h). */
+	struct fr_peers *peers;
 	/* What queries and timelines together may hold: under the ceiling
 	 * limits.memory, at most limits.query_memory when set. */
 	struct fr_budget query_budget;
@@ -124,7 +79,7 @@ struct daemon {
 	int64_t reloaded_ns; /* Unix ns of the last successful reload, 0 if none */
 	uint64_t reloads_rejected;
 	/* `flightrec reload` (recorder/requests/requests_ctl.c): reloads begun and
-	 * ended by the ingest thread and the last one's outcome, under
+	 * ended (recorder/reload.c) and the last one's outcome, under
 	 * reload_lock; reload_cond wakes the requests waiting for one. */
 	pthread_mutex_t reload_lock;
 	pthread_cond_t reload_cond;
@@ -143,41 +98,21 @@ struct daemon {
 	/* attach --since-last's named cursors, RING.cursors; NULL: none
 	 * (out of memory at start). */
 	struct fr_cursors *cursors;
-	/* The ClickHouse exporter (recorder/export/export_ch.c); NULL: none. */
-	struct fr_exporter *exporter;
+	/* The ClickHouse exporter's context (recorder/export/export_ch.h). */
+	struct fr_export export;
 	/* What `sessions` requests answer: the sessions rebuilt from the
 	 * configuration in force at start and on each reload. */
 	pthread_mutex_t sessions_lock;
 	struct fr_ipc_session *sessions;
 	uint32_t nsessions;
 
-	/* Counters read by status requests (atomics), all events together. */
-	uint64_t samples, lost, chunks_sealed;
-	uint32_t nprocs, nthreads;
-	/* Processes whose application labels are read, and those the
-	 * recorder stopped reading (their memory lied or stalled). */
-	uint32_t labelled_procs, unreadable_procs;
-	/* Open-wait records stored at the last seal (ingest thread): while
-	 * threads are blocked, a chunk is sealed every second even when
-	 * nothing ran, so the ring keeps saying who is stuck. */
-	uint32_t open_waits;
-	/* Losses counted into the chunk being built since the last seal
-	 * (ingest thread): such a chunk is sealed at the next second even
-	 * without a sample, so a crash does not take the count with it. */
-	int losses_pending;
-
-	/* The memory ceiling (recorder/ingest/memory.c). */
+	/* The memory ceiling (recorder/memory.c). */
 	struct daemon_memory {
 		uint64_t limit;	      /* limits.memory (atomic) */
 		int query_set;	      /* limits.query_memory is set (atomic) */
 		uint64_t timelines;   /* bytes timelines have reserved now (atomic) */
 		uint32_t active;      /* queries and timelines running (atomic) */
 		int64_t trimmed_mono; /* the last malloc_trim (atomic) */
-		/* The ingest thread's: the unwind tables' clock every 10 s of
-		 * the last minute, and when the last was taken. */
-		uint64_t marks[6];
-		uint64_t nmarks;
-		int64_t tables_mono;
 		/* The housekeeping thread. */
 		pthread_t thread;
 		pthread_mutex_t lock;
@@ -192,19 +127,13 @@ struct daemon {
 	"incomplete: the recorder did not store its last samples within 3 s (see " \
 	"flightrec status: ingest); the profile may end early"
 
-/* recorder/ingest/ingest.c */
-/* Sets the record callbacks the sources' drains deliver to. */
-void daemon_ingest_init(struct daemon *d);
-/* Runs the ingest thread until SIGINT or SIGTERM (the open chunk sealed
- * and queued). Returns 0, or -ENOMEM when it cannot poll. */
-int daemon_ingest_loop(struct daemon *d);
-/* Asks the ingest thread to seal and waits until the writer stored it.
- * Returns 0, or -ETIMEDOUT. */
-int daemon_flush_barrier(struct daemon *d);
+/* recorder/reload.c */
+/* Reloads the configuration file and puts in force what can change while
+ * recording, or rejects it whole (logged); the outcome is posted for the
+ * requests waiting on it (daemon_reload_end()). Ingest thread. */
+void daemon_reload(struct daemon *d);
 
 /* recorder/requests/requests_attach.c */
-/* Notes an ingest stall from Unix ns t0 (the drain before) to t1. */
-void daemon_stall_note(struct daemon *d, int64_t t0, int64_t t1);
 /* Fills what an attach reply says of its profile's span, the ring's, a
  * stall within the window and the targets that matched nothing. */
 struct fr_ipc_attach_reply;
@@ -223,8 +152,8 @@ int daemon_handle_sessions(void *arg, struct fr_ipc_call *call, struct fr_ipc_se
 /* Sets up and releases what reload requests share. */
 int daemon_ctl_init(struct daemon *d);
 void daemon_ctl_fini(struct daemon *d);
-/* The ingest thread brackets each reload: begin returns its number, end
- * publishes its outcome (0 or -errno, and why) to waiting requests. */
+/* Where reload requests wait: daemon_reload() brackets each reload, begin
+ * returns its number, end posts its outcome (0 or -errno, and why). */
 uint64_t daemon_reload_begin(struct daemon *d);
 void daemon_reload_end(struct daemon *d, uint64_t seq, int ret, const char *why);
 /* flightrec reload, flightrec dump --session and flightrec trigger (one
@@ -236,7 +165,7 @@ int daemon_handle_dump(void *arg, struct fr_ipc_call *call, const struct fr_ipc_
 int daemon_handle_trigger(void *arg, struct fr_ipc_call *call, const struct fr_ipc_trigger_req *q,
 			  struct fr_ipc_dump_reply *r);
 
-/* recorder/ingest/memory.c */
+/* recorder/memory.c */
 /* Sets up the query budgets under limits.memory of `cfg` and the symbol
  * images' share. Returns 0 or -errno. */
 int daemon_memory_init(struct daemon *d, const struct fr_config *cfg);
@@ -256,9 +185,6 @@ void daemon_memory_refresh(struct daemon *d);
  * second). */
 void daemon_memory_begin(struct daemon *d);
 void daemon_memory_end(struct daemon *d);
-/* Once per drain (ingest thread): every 10 s, drops the unwind tables
- * no frame used in the last minute. */
-void daemon_memory_drained(struct daemon *d, int64_t now);
 /* The "memory" part of a status reply. */
 void daemon_memory_status(struct daemon *d, struct fr_ipc_status_memory *out);
 
@@ -282,7 +208,6 @@ void daemon_query_release(struct daemon *d, int has_uid, int64_t reserved);
  * -EBUSY. */
 int daemon_query_busy(struct daemon *d, struct fr_ipc_call *call, const char *cmd);
 
-/* recorder/requests/requests.c */
 /* The symbol paths of a query (fr_profile_request.symbol_cache,
  * debug_dirs), copied from the configuration in force. */
 struct daemon_symbol_paths {
@@ -294,13 +219,9 @@ struct daemon_symbol_paths {
  * daemon_symbol_paths_fini() after the query). Returns 0 or -ENOMEM. */
 int daemon_symbol_paths(struct daemon *d, struct fr_profile_request *preq,
 			struct daemon_symbol_paths *sp);
-/* Whether `uid` is among the "users" of session `session` (who may dump
- * it without being privileged). */
-int daemon_may_dump(struct daemon *d, const char *session, uid_t uid);
 void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp);
-/* Whether `peer` may see and do everything: root, the daemon's own user
- * and members of the admin group. */
-int daemon_peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer);
+
+/* recorder/requests/requests.c */
 int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t outlen);
 /* The requests the daemon answers (ipc/dispatch.h; `arg`: the daemon). */
 extern const struct fr_ipc_handlers daemon_handlers;

@@ -17,7 +17,10 @@
 #include <unistd.h>
 
 #include "core/clickhouse/export_batch.h"
+#include "config/config.h"
+#include "core/store/ring.h"
 #include "core/util/fs.h"
+#include "core/util/budget.h"
 #include "core/util/http.h"
 #include "core/util/log.h"
 #include "core/util/priority.h"
@@ -56,7 +59,7 @@ struct export_set {
 };
 
 struct fr_exporter {
-	struct daemon *d;
+	struct fr_export *e;  /* the context it runs in */
 	struct export_set *s; /* the thread's; swapped under lock */
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -204,7 +207,7 @@ static int count_lost(struct fr_exporter *x, int64_t t0, int64_t t1)
 
 	int64_t lost;
 
-	fr_ring_get_stats(x->d->ring, &st);
+	fr_ring_get_stats(x->e->ring, &st);
 	if (!x->lost_upto)
 		x->lost_upto = st.oldest_ns;
 	if (!st.oldest_ns || st.oldest_ns <= t0)
@@ -227,7 +230,7 @@ static int64_t reserve(struct fr_exporter *x)
 	int64_t got;
 	int waited = 0;
 
-	while ((got = fr_budget_acquire(&x->d->query_budget, EXPORT_CACHE_BYTES, MEMORY_WAIT_NS)) <
+	while ((got = fr_budget_acquire(x->e->query_budget, EXPORT_CACHE_BYTES, MEMORY_WAIT_NS)) <
 	       0) {
 		if (stopping(x))
 			break;
@@ -247,7 +250,7 @@ static int64_t reserve(struct fr_exporter *x)
 
 static void release(struct fr_exporter *x, int64_t got)
 {
-	fr_budget_release(&x->d->query_budget, (uint64_t)got);
+	fr_budget_release(x->e->query_budget, (uint64_t)got);
 	pthread_mutex_lock(&x->lock);
 	x->memory_reserved = 0;
 	pthread_mutex_unlock(&x->lock);
@@ -265,7 +268,7 @@ static int ship(struct fr_exporter *x, int64_t t0, int64_t t1)
 		.host = s->host,
 		.nevents = c->nevents,
 		.hz = c->hz,
-		.symbol_cache = x->d->symcache_dir,
+		.symbol_cache = x->e->symcache_dir,
 		.debug_dirs = (const char *const *)s->debug_dirs,
 		.ndebug_dirs = s->ndebug_dirs,
 		.cache_bytes = 0, /* what reserve() got */
@@ -281,7 +284,7 @@ static int ship(struct fr_exporter *x, int64_t t0, int64_t t1)
 		return -ECANCELED;
 	req.cache_bytes = (size_t)got;
 	memcpy(req.events, c->events, sizeof(req.events));
-	ret = fr_export_batch_build(x->d->ring, &req, s->seen, &b, err, sizeof(err));
+	ret = fr_export_batch_build(x->e->ring, &req, s->seen, &b, err, sizeof(err));
 	if (ret < 0) {
 		release(x, got);
 		set_error(x, "building a batch", err);
@@ -384,7 +387,7 @@ static void *export_thread(void *arg)
 		if (sleep_until(x, t1 + GRACE_NS))
 			continue;
 		/* A batch just ended: make sure its last second is stored. */
-		if (fr_now_real_ns() - t1 < 5 * GRACE_NS && daemon_flush_barrier(x->d) < 0)
+		if (fr_now_real_ns() - t1 < 5 * GRACE_NS && x->e->flush(x->e->flush_arg) < 0)
 			fr_log_warn("export: flush before a batch timed out");
 		if (count_lost(x, t0, t1)) {
 			advance(x, t0 = t1);
@@ -515,7 +518,7 @@ static int exporter_init(struct fr_exporter *x, const struct fr_config *cfg, cha
 	char a[64], b[64];
 	int ret;
 
-	if (asprintf(&x->cursor_path, "%s.export", x->d->opts->ring_path) < 0) {
+	if (asprintf(&x->cursor_path, "%s.export", x->e->ring_path) < 0) {
 		x->cursor_path = NULL;
 		return -ENOMEM;
 	}
@@ -534,7 +537,7 @@ static int exporter_init(struct fr_exporter *x, const struct fr_config *cfg, cha
 	 * nothing before its oldest sample now (or, when it is empty, when
 	 * it first has one: count_lost()) was seen by this recorder, so none
 	 * of it counts. */
-	fr_ring_get_stats(x->d->ring, &st);
+	fr_ring_get_stats(x->e->ring, &st);
 	x->lost_upto = st.oldest_ns;
 	if (st.oldest_ns > x->cursor_ns + batch)
 		fr_log_warn("export: the ring starts at %s, after the cursor %s: that span was "
@@ -546,7 +549,7 @@ static int exporter_init(struct fr_exporter *x, const struct fr_config *cfg, cha
 
 /* Starts the exporter of `cfg`. Returns 0, or -errno with the reason in
  * `err`. */
-static int start(struct daemon *d, const struct fr_config *cfg, char *err, size_t errlen)
+static int start(struct fr_export *e, const struct fr_config *cfg, char *err, size_t errlen)
 {
 	struct fr_exporter *x = calloc(1, sizeof(*x));
 	char when[64];
@@ -555,7 +558,7 @@ static int start(struct daemon *d, const struct fr_config *cfg, char *err, size_
 	snprintf(err, errlen, "out of memory");
 	if (!x)
 		return -ENOMEM;
-	x->d = d;
+	x->e = e;
 	fr_mutex_init_pi(&x->lock);
 	pthread_cond_init(&x->cond, NULL);
 	ret = exporter_init(x, cfg, err, errlen);
@@ -569,15 +572,15 @@ static int start(struct daemon *d, const struct fr_config *cfg, char *err, size_
 		    x->s->cfg.database, x->s->host,
 		    fr_format_time(x->cursor_ns, when, sizeof(when)));
 	/* Published last: status requests read it from other threads. */
-	__atomic_store_n(&d->exporter, x, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->running, x, __ATOMIC_RELEASE);
 	return 0;
 }
 
-void daemon_start_export(struct daemon *d)
+void fr_export_start(struct fr_export *e, const struct fr_config *cfg)
 {
 	char err[512];
 
-	if (d->opts->config->export.enabled && start(d, d->opts->config, err, sizeof(err)) < 0)
+	if (cfg->export.enabled && start(e, cfg, err, sizeof(err)) < 0)
 		fr_log_err("export is off: %s", err);
 }
 
@@ -608,10 +611,10 @@ static int export_differs(const struct fr_config *a, const struct fr_config *b)
 	return 0;
 }
 
-int daemon_reload_export(struct daemon *d, const struct fr_config *old, const struct fr_config *n,
-			 char *why, size_t whylen)
+int fr_export_reload(struct fr_export *e, const struct fr_config *old, const struct fr_config *n,
+		     char *why, size_t whylen)
 {
-	struct fr_exporter *x = d->exporter;
+	struct fr_exporter *x = e->running;
 	struct export_set *s = NULL, *stale;
 	char err[512];
 	int ret;
@@ -619,7 +622,7 @@ int daemon_reload_export(struct daemon *d, const struct fr_config *old, const st
 	if (x ? !export_differs(old, n) : !n->export.enabled)
 		return 0;
 	if (!x) {
-		ret = start(d, n, err, sizeof(err));
+		ret = start(e, n, err, sizeof(err));
 		if (ret < 0)
 			snprintf(why, whylen, "export.clickhouse: %s", err);
 		return ret;
@@ -642,9 +645,9 @@ int daemon_reload_export(struct daemon *d, const struct fr_config *old, const st
 	return 0;
 }
 
-void daemon_stop_export(struct daemon *d)
+void fr_export_stop(struct fr_export *e)
 {
-	struct fr_exporter *x = d->exporter;
+	struct fr_exporter *x = e->running;
 
 	if (!x)
 		return;
@@ -654,12 +657,12 @@ void daemon_stop_export(struct daemon *d)
 	pthread_mutex_unlock(&x->lock);
 	pthread_join(x->thread, NULL);
 	exporter_free(x);
-	d->exporter = NULL;
+	e->running = NULL;
 }
 
-int daemon_export_status(struct daemon *d, struct fr_ipc_status_export *o)
+int fr_export_status(struct fr_export *e, struct fr_ipc_status_export *o)
 {
-	struct fr_exporter *x = __atomic_load_n(&d->exporter, __ATOMIC_ACQUIRE);
+	struct fr_exporter *x = __atomic_load_n(&e->running, __ATOMIC_ACQUIRE);
 	int64_t now = fr_now_real_ns();
 
 	if (!x)

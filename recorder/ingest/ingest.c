@@ -1,6 +1,7 @@
 /* flightrecd's ingest thread: drains the perf rings, feeds the process
  * tracker and the chunk builder, seals a chunk at least once a second and
- * hands it to the writer; reloads the configuration on SIGHUP.
+ * hands it to the writer; on SIGHUP, has the configuration reloaded
+ * (recorder/reload.c) between two wake-ups.
  *
  * Invariants:
  * - Only the ingest thread touches the perf rings, the tracker and the
@@ -9,7 +10,7 @@
  *   sealed after that wake-up's drain, so when the writer reaches it every
  *   sample up to the request is in the ring.
  */
-#include "recorder/daemon_int.h"
+#include "recorder/ingest/ingest.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -27,17 +28,35 @@
 #include "core/util/priority.h"
 #include "core/util/time.h"
 #include "recorder/export/export_ch.h"
+#include "core/store/chunk.h"
+#include "recorder/ingest/writer.h"
+#include "recorder/sampling/sources.h"
+#include "recorder/tracking/applabels.h"
+#include "recorder/tracking/tracker.h"
+#include "recorder/tracking/unwind_tables.h"
+#include "recorder/triggers/triggers.h"
 
-/* Asks the ingest thread to seal and waits until the writer stored it.
- * Returns 0, or -ETIMEDOUT. */
-int daemon_flush_barrier(struct daemon *d)
+#define SEAL_INTERVAL_NS 1000000000LL
+/* The ingest thread sleeps until the next seal is due (at most this long),
+ * or until a perf ring is half full, a request or a signal arrives: an idle
+ * recorder wakes about once a second, not ten times. */
+#define POLL_MAX_MS 1000
+#define FLUSH_TIMEOUT_MS 3000
+/* Tables no frame used for a minute go, looked at every ten seconds. */
+#define TABLES_CHECK_NS (10LL * 1000000000LL)
+_Static_assert(sizeof(((struct fr_ingest *)0)->tables_marks) /
+			       sizeof(((struct fr_ingest *)0)->tables_marks[0]) ==
+		       6,
+	       "a mark of the unwind tables' clock every 10 s of a minute");
+
+int fr_ingest_flush(struct fr_ingest *g)
 {
-	uint64_t one = 1, target = fr_writer_barrier_ask(&d->writer);
+	uint64_t one = 1, target = fr_writer_barrier_ask(g->writer);
 
-	if (write(d->flush_efd, &one, sizeof(one)) < 0)
+	if (write(g->flush_efd, &one, sizeof(one)) < 0)
 		return -errno;
-	if (fr_writer_barrier_wait(&d->writer, target, FLUSH_TIMEOUT_MS) < 0) {
-		__atomic_add_fetch(&d->flush_timeouts, 1, __ATOMIC_RELAXED);
+	if (fr_writer_barrier_wait(g->writer, target, FLUSH_TIMEOUT_MS) < 0) {
+		__atomic_add_fetch(&g->flush_timeouts, 1, __ATOMIC_RELAXED);
 		return -ETIMEDOUT;
 	}
 	return 0;
@@ -49,7 +68,7 @@ int daemon_flush_barrier(struct daemon *d)
  * count in the event's `lost`, so samples_lost, the profile's comments and
  * the timeline say the samples are missing. Decoding costs a few ms, paid
  * only while chunks are being dropped (at most one a seal). */
-static void drop_chunk(struct daemon *d, void *chunk, size_t len)
+static void drop_chunk(struct fr_ingest *g, void *chunk, size_t len)
 {
 	struct {
 		uint32_t event;
@@ -80,67 +99,67 @@ static void drop_chunk(struct daemon *d, void *chunk, size_t len)
 	for (uint32_t k = 0; k < nev; k++) {
 		if (!ev[k].n)
 			continue;
-		fr_chunk_builder_count(d->builder, ev[k].event, ev[k].n, 0, 0);
+		fr_chunk_builder_count(g->builder, ev[k].event, ev[k].n, 0, 0);
 		lost += ev[k].n;
 	}
 	/* This run's count takes the samples alone: the losses the chunk
 	 * carried were counted when they happened. */
 	if (lost)
-		d->losses_pending = 1;
-	__atomic_add_fetch(&d->lost, samples, __ATOMIC_RELAXED);
-	fr_writer_drop(&d->writer, chunk);
+		g->losses_pending = 1;
+	__atomic_add_fetch(&g->lost, samples, __ATOMIC_RELAXED);
+	fr_writer_drop(g->writer, chunk);
 }
 
 /* Seals what the builder holds (if anything) and queues it for the
  * writer, followed by barrier generation `barrier` when non-zero. */
-static void seal_chunk(struct daemon *d, uint64_t barrier)
+static void seal_chunk(struct fr_ingest *g, uint64_t barrier)
 {
 	void *chunk = NULL;
 	size_t len = 0;
 	int ret;
 
-	ret = fr_chunk_builder_seal(d->builder,
-				    fr_applabels_ops(d->applabels, d->sources.clock_offset),
-				    d->sources.clock_offset, &chunk, &len);
-	fr_applabels_sealed(d->applabels);
+	ret = fr_chunk_builder_seal(g->builder,
+				    fr_applabels_ops(g->applabels, g->sources->clock_offset),
+				    g->sources->clock_offset, &chunk, &len);
+	fr_applabels_sealed(g->applabels);
 	{
 		uint32_t labelled, unreadable;
 
-		fr_applabels_counts(d->applabels, &labelled, &unreadable);
-		__atomic_store_n(&d->labelled_procs, labelled, __ATOMIC_RELAXED);
-		__atomic_store_n(&d->unreadable_procs, unreadable, __ATOMIC_RELAXED);
+		fr_applabels_counts(g->applabels, &labelled, &unreadable);
+		__atomic_store_n(&g->labelled_procs, labelled, __ATOMIC_RELAXED);
+		__atomic_store_n(&g->unreadable_procs, unreadable, __ATOMIC_RELAXED);
 	}
 	if (ret < 0 && ret != -ENODATA)
 		fr_log_ratelimited(FR_LOG_ERR, 10 * FR_NS_PER_S, "cannot seal a chunk: %s",
 				   strerror(-ret));
 	if (ret == 0)
-		__atomic_add_fetch(&d->chunks_sealed, 1, __ATOMIC_RELAXED);
-	d->losses_pending = 0;
-	__atomic_store_n(&d->last_seal_real, fr_now_real_ns(), __ATOMIC_RELAXED);
-	fr_tracker_sealed(d->tracker);
-	__atomic_store_n(&d->nprocs, fr_tracker_nprocs(d->tracker), __ATOMIC_RELAXED);
-	__atomic_store_n(&d->nthreads, fr_tracker_nthreads(d->tracker), __ATOMIC_RELAXED);
-	if (ret == 0 && !fr_writer_has_room(&d->writer, len)) {
-		drop_chunk(d, chunk, len);
+		__atomic_add_fetch(&g->chunks_sealed, 1, __ATOMIC_RELAXED);
+	g->losses_pending = 0;
+	__atomic_store_n(&g->last_seal_real, fr_now_real_ns(), __ATOMIC_RELAXED);
+	fr_tracker_sealed(g->tracker);
+	__atomic_store_n(&g->nprocs, fr_tracker_nprocs(g->tracker), __ATOMIC_RELAXED);
+	__atomic_store_n(&g->nthreads, fr_tracker_nthreads(g->tracker), __ATOMIC_RELAXED);
+	if (ret == 0 && !fr_writer_has_room(g->writer, len)) {
+		drop_chunk(g, chunk, len);
 		ret = -ENOBUFS;
 	}
 	if (ret == 0 || barrier)
-		fr_writer_enqueue(&d->writer, ret == 0 ? chunk : NULL, len, barrier);
+		fr_writer_enqueue(g->writer, ret == 0 ? chunk : NULL, len, barrier);
 }
 
 /* One open-wait record into the chunk being sealed; a full chunk is
  * sealed and the rest go to the next, stamped with the same time. */
 static void on_open_wait(void *arg, const struct fr_sample *s)
 {
-	struct daemon *d = arg;
-	int ret = fr_chunk_builder_add(d->builder, s);
+	struct fr_ingest *g = arg;
+	int ret = fr_chunk_builder_add(g->builder, s);
 
 	if (ret == -ENOSPC) {
-		seal_chunk(d, 0);
-		ret = fr_chunk_builder_add(d->builder, s);
+		seal_chunk(g, 0);
+		ret = fr_chunk_builder_add(g->builder, s);
 	}
 	if (ret == 0)
-		d->open_waits++;
+		g->open_waits++;
 }
 
 /* A periodic or asked-for seal: the threads blocked now go with the
@@ -148,7 +167,7 @@ static void on_open_wait(void *arg, const struct fr_sample *s)
  * ring, even after a crash, knows who was stuck since when and where. A
  * chunk sealed because it is full carries none: the next periodic seal
  * is at most a second away. */
-static void seal(struct daemon *d, uint64_t barrier)
+static void seal(struct fr_ingest *g, uint64_t barrier)
 {
 	uint64_t now = fr_now_mono_ns();
 
@@ -156,39 +175,39 @@ static void seal(struct daemon *d, uint64_t barrier)
 	 * were a full chunk's seal to restart the second, chunks filling
 	 * faster than once a second would put it off for ever, and no chunk
 	 * would say who is blocked. */
-	d->last_seal_mono = (int64_t)now;
-	d->open_waits = 0;
-	for (unsigned i = 0; i < d->sources.n; i++)
-		if (d->sources.table[i].perf)
-			fr_perf_offcpu_open(d->sources.table[i].perf, d->sources.clock_offset, now,
-					    on_open_wait, d);
-	seal_chunk(d, barrier);
+	g->last_seal_mono = (int64_t)now;
+	g->open_waits = 0;
+	for (unsigned i = 0; i < g->sources->n; i++)
+		if (g->sources->table[i].perf)
+			fr_perf_offcpu_open(g->sources->table[i].perf, g->sources->clock_offset,
+					    now, on_open_wait, g);
+	seal_chunk(g, barrier);
 }
 
 static void on_lost(void *arg, uint32_t event, uint64_t lost);
 
 static void on_sample(void *arg, const struct fr_sample *s)
 {
-	struct daemon *d = arg;
-	struct fr_source *src = d->sources.draining;
-	int ret = fr_chunk_builder_add(d->builder, s);
+	struct fr_ingest *g = arg;
+	struct fr_source *src = g->sources->draining;
+	int ret = fr_chunk_builder_add(g->builder, s);
 
 	if (ret == -ENOSPC) {
-		seal_chunk(d, 0);
-		ret = fr_chunk_builder_add(d->builder, s);
+		seal_chunk(g, 0);
+		ret = fr_chunk_builder_add(g->builder, s);
 	}
 	if (ret == 0) {
-		__atomic_add_fetch(&d->samples, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&g->samples, 1, __ATOMIC_RELAXED);
 		if (src)
 			__atomic_add_fetch(&src->samples, 1, __ATOMIC_RELAXED);
 	} else {
 		/* Not kept even by an empty chunk (its seal failed): lost, as
 		 * what the kernel drops is. */
-		on_lost(d, s->event, 1);
+		on_lost(g, s->event, 1);
 		return;
 	}
 	if (s->nr_frames == FR_MAX_FRAMES) {
-		fr_chunk_builder_count(d->builder, s->event, 0, 0, 1);
+		fr_chunk_builder_count(g->builder, s->event, 0, 0, 1);
 		if (src)
 			__atomic_add_fetch(&src->truncated, 1, __ATOMIC_RELAXED);
 	}
@@ -197,12 +216,12 @@ static void on_sample(void *arg, const struct fr_sample *s)
 static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec,
 		    int64_t time_ns)
 {
-	struct daemon *d = arg;
+	struct fr_ingest *g = arg;
 
-	fr_tracker_comm_at(d->tracker, pid, tid, comm, exec, time_ns);
+	fr_tracker_comm_at(g->tracker, pid, tid, comm, exec, time_ns);
 	/* A new program: its labels (and where they are) are its own. */
 	if (exec)
-		fr_applabels_exec(d->applabels, pid);
+		fr_applabels_exec(g->applabels, pid);
 }
 
 /* A new executable mapping (an exec, a dlopen) has its table asked for
@@ -210,41 +229,41 @@ static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int
  * mapping's first samples are drained rather than after (those would end
  * "unwind table not ready", or wait for it). The builds a busy machine's
  * execs cost are in docs/performance.md. */
-static void prefetch_table(struct daemon *d, uint32_t pid, uint64_t start)
+static void prefetch_table(struct fr_ingest *g, uint32_t pid, uint64_t start)
 {
 	struct fr_tracker_map m;
 	unsigned i;
 
-	if (!d->unwind_tables)
+	if (!g->unwind_tables)
 		return;
-	for (i = 0; i < d->sources.n; i++)
-		if (d->sources.table[i].stack_copy && d->sources.table[i].perf)
+	for (i = 0; i < g->sources->n; i++)
+		if (g->sources->table[i].stack_copy && g->sources->table[i].perf)
 			break;
-	if (i == d->sources.n || fr_tracker_find_map(d->tracker, pid, start, &m) < 0)
+	if (i == g->sources->n || fr_tracker_find_map(g->tracker, pid, start, &m) < 0)
 		return;
-	fr_unwind_tables_prefetch(d->unwind_tables, pid, &m);
+	fr_unwind_tables_prefetch(g->unwind_tables, pid, &m);
 }
 
 static void on_mmap(void *arg, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
 		    uint32_t prot, const char *path, const uint8_t *build_id, uint8_t build_id_len)
 {
-	struct daemon *d = arg;
+	struct fr_ingest *g = arg;
 
-	fr_tracker_mmap(d->tracker, pid, start, len, pgoff, prot, path, build_id, build_id_len);
+	fr_tracker_mmap(g->tracker, pid, start, len, pgoff, prot, path, build_id, build_id_len);
 	if (prot & PROT_EXEC)
-		fr_applabels_mapped(d->applabels, pid, path);
+		fr_applabels_mapped(g->applabels, pid, path);
 	/* Without a build id, the inode comes next (on_mmap_inode). */
 	if ((prot & PROT_EXEC) && (build_id_len || path[0] == '['))
-		prefetch_table(d, pid, start);
+		prefetch_table(g, pid, start);
 }
 
 static void on_mmap_inode(void *arg, uint32_t pid, uint64_t start, uint64_t dev, uint64_t ino,
 			  uint64_t ino_generation)
 {
-	struct daemon *d = arg;
+	struct fr_ingest *g = arg;
 
-	fr_tracker_mmap_inode(d->tracker, pid, start, dev, ino, ino_generation);
-	prefetch_table(d, pid, start);
+	fr_tracker_mmap_inode(g->tracker, pid, start, dev, ino, ino_generation);
+	prefetch_table(g, pid, start);
 }
 
 /* The unwinder's look-up: the process's mapping of `addr` (tracker), then
@@ -252,43 +271,43 @@ static void on_mmap_inode(void *arg, uint32_t pid, uint64_t start, uint64_t dev,
 static const struct fr_cfi_table *on_unwind_find(void *arg, uint32_t pid, uint64_t addr,
 						 uint64_t *vaddr, int *miss)
 {
-	struct daemon *d = arg;
+	struct fr_ingest *g = arg;
 	struct fr_tracker_map m;
 	const struct fr_cfi_table *t;
 	unsigned i;
 
-	for (i = 0; i < d->unwind_mru_n; i++) {
-		if (d->unwind_mru[i].pid == pid && addr >= d->unwind_mru[i].start &&
-		    addr < d->unwind_mru[i].end) {
-			t = d->unwind_mru[i].table;
+	for (i = 0; i < g->unwind_mru_n; i++) {
+		if (g->unwind_mru[i].pid == pid && addr >= g->unwind_mru[i].start &&
+		    addr < g->unwind_mru[i].end) {
+			t = g->unwind_mru[i].table;
 			if (fr_cfi_translate(t,
-					     addr - d->unwind_mru[i].start + d->unwind_mru[i].pgoff,
+					     addr - g->unwind_mru[i].start + g->unwind_mru[i].pgoff,
 					     vaddr) == 0)
 				return t;
 			*miss = FR_UNWIND_MISS_NOCFI;
 			return NULL;
 		}
 	}
-	if (fr_tracker_find_map(d->tracker, pid, addr, &m) < 0) {
+	if (fr_tracker_find_map(g->tracker, pid, addr, &m) < 0) {
 		*miss = FR_UNWIND_MISS_NOMAP;
 		return NULL;
 	}
-	if (!d->unwind_tables) {
+	if (!g->unwind_tables) {
 		*miss = FR_UNWIND_MISS_NOCFI;
 		return NULL;
 	}
-	t = fr_unwind_tables_find(d->unwind_tables, pid, &m, addr, vaddr, miss);
+	t = fr_unwind_tables_find(g->unwind_tables, pid, &m, addr, vaddr, miss);
 	if (!t && *miss == FR_UNWIND_MISS_PENDING)
-		d->unwind_pending_uid = m.uid;
+		g->unwind_pending_uid = m.uid;
 	if (t) {
-		i = d->unwind_mru_next++ % (sizeof(d->unwind_mru) / sizeof(d->unwind_mru[0]));
-		d->unwind_mru[i].pid = pid;
-		d->unwind_mru[i].start = m.start;
-		d->unwind_mru[i].end = m.end;
-		d->unwind_mru[i].pgoff = m.pgoff;
-		d->unwind_mru[i].table = t;
-		if (d->unwind_mru_n <= i)
-			d->unwind_mru_n = i + 1;
+		i = g->unwind_mru_next++ % (sizeof(g->unwind_mru) / sizeof(g->unwind_mru[0]));
+		g->unwind_mru[i].pid = pid;
+		g->unwind_mru[i].start = m.start;
+		g->unwind_mru[i].end = m.end;
+		g->unwind_mru[i].pgoff = m.pgoff;
+		g->unwind_mru[i].table = t;
+		if (g->unwind_mru_n <= i)
+			g->unwind_mru_n = i + 1;
 	}
 	return t;
 }
@@ -308,37 +327,37 @@ static const struct fr_cfi_table *on_unwind_find(void *arg, uint32_t pid, uint64
 
 static int on_unwind_wait(void *arg)
 {
-	struct daemon *d = arg;
-	int64_t t0, waited, left = d->unwind_wait_left;
+	struct fr_ingest *g = arg;
+	int64_t t0, waited, left = g->unwind_wait_left;
 	int ret;
 
-	if (d->unwind_pending_uid != 0)
+	if (g->unwind_pending_uid != 0)
 		left -= UNWIND_WAIT_PER_SECOND_NS - UNWIND_WAIT_USERS_NS;
-	if (!d->unwind_tables || left <= 0)
+	if (!g->unwind_tables || left <= 0)
 		return 0;
 	t0 = fr_now_mono_ns();
-	ret = fr_unwind_tables_wait(d->unwind_tables, left);
+	ret = fr_unwind_tables_wait(g->unwind_tables, left);
 	if (ret)
-		d->unwind_mru_n = 0; /* tables taken, others perhaps dropped */
+		g->unwind_mru_n = 0; /* tables taken, others perhaps dropped */
 	waited = fr_now_mono_ns() - t0;
-	d->unwind_wait_left -= waited > 0 ? waited : 0;
+	g->unwind_wait_left -= waited > 0 ? waited : 0;
 	return ret;
 }
 
 static uint32_t on_labels(void *arg, const struct fr_bpf_labels_rec *r)
 {
-	return fr_applabels_intern(((struct daemon *)arg)->applabels, r);
+	return fr_applabels_intern(((struct fr_ingest *)arg)->applabels, r);
 }
 
 static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
 		    int64_t time_ns)
 {
-	fr_tracker_fork(((struct daemon *)arg)->tracker, pid, ppid, tid, ptid, time_ns);
+	fr_tracker_fork(((struct fr_ingest *)arg)->tracker, pid, ppid, tid, ptid, time_ns);
 }
 
 static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns)
 {
-	fr_tracker_exit(((struct daemon *)arg)->tracker, pid, tid, time_ns);
+	fr_tracker_exit(((struct fr_ingest *)arg)->tracker, pid, tid, time_ns);
 }
 
 /* Samples lost before they reached a chunk, for `event`: perf's
@@ -349,8 +368,8 @@ static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns)
  * status. */
 static void on_lost(void *arg, uint32_t event, uint64_t lost)
 {
-	struct daemon *d = arg;
-	struct fr_source *src = d->sources.draining;
+	struct fr_ingest *g = arg;
+	struct fr_source *src = g->sources->draining;
 
 	if (!src) {
 		/* The side band's records, not samples: some processes may go
@@ -361,63 +380,117 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 				   lost);
 		return;
 	}
-	fr_chunk_builder_count(d->builder, event, lost, 0, 0);
-	d->losses_pending = 1;
-	__atomic_add_fetch(&d->lost, lost, __ATOMIC_RELAXED);
+	fr_chunk_builder_count(g->builder, event, lost, 0, 0);
+	g->losses_pending = 1;
+	__atomic_add_fetch(&g->lost, lost, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&src->lost, lost, __ATOMIC_RELAXED);
 }
 
 static void on_throttle(void *arg, uint32_t event)
 {
-	struct daemon *d = arg;
-	struct fr_source *src = d->sources.draining;
+	struct fr_ingest *g = arg;
+	struct fr_source *src = g->sources->draining;
 
-	fr_chunk_builder_count(d->builder, event, 0, 1, 0);
+	fr_chunk_builder_count(g->builder, event, 0, 1, 0);
 	if (src)
 		__atomic_add_fetch(&src->throttled, 1, __ATOMIC_RELAXED);
+}
+
+/* Notes a stall from Unix ns t0 (the drain before) to t1. */
+static void stall_note(struct fr_ingest *g, int64_t t0, int64_t t1)
+{
+	pthread_mutex_lock(&g->stall_lock);
+	g->stall_log[g->stall_next % FR_INGEST_STALL_LOG] = (struct fr_ingest_stall){t0, t1};
+	g->stall_next++;
+	pthread_mutex_unlock(&g->stall_lock);
+}
+
+int fr_ingest_stall_within(struct fr_ingest *g, int64_t t0, int64_t t1, int64_t *s0, int64_t *s1)
+{
+	int found = 0;
+
+	*s0 = *s1 = 0;
+	pthread_mutex_lock(&g->stall_lock);
+	for (uint32_t i = 0; i < FR_INGEST_STALL_LOG && i < g->stall_next; i++) {
+		int64_t a = g->stall_log[i].t0 > t0 ? g->stall_log[i].t0 : t0;
+		int64_t b = g->stall_log[i].t1 < t1 ? g->stall_log[i].t1 : t1;
+
+		if (b > a && b - a > *s1 - *s0) {
+			*s0 = a;
+			*s1 = b;
+			found = 1;
+		}
+	}
+	pthread_mutex_unlock(&g->stall_lock);
+	return found;
+}
+
+/* Once per drain: every ten seconds, the unwind tables no frame used in
+ * the last minute go. */
+static void tables_trim(struct fr_ingest *g, int64_t now)
+{
+	const unsigned n = sizeof(g->tables_marks) / sizeof(g->tables_marks[0]);
+	unsigned at = g->tables_nmarks % n;
+
+	if (!g->unwind_tables || now - g->tables_mono < TABLES_CHECK_NS)
+		return;
+	g->tables_mono = now;
+	/* marks[at] was taken a minute ago (once there are n): what no
+	 * frame used since goes. */
+	if (g->tables_nmarks >= n)
+		fr_unwind_tables_trim_idle(g->unwind_tables, g->tables_marks[at]);
+	g->tables_marks[at] = fr_unwind_tables_clock(g->unwind_tables);
+	g->tables_nmarks++;
 }
 
 /* Runs before every drain: counts a stall, and takes the clock offset
  * the records are converted with. */
 static void before_drain(void *arg)
 {
-	struct daemon *d = arg;
-	int64_t now = fr_now_mono_ns(), last = d->last_drain_mono;
+	struct fr_ingest *g = arg;
+	int64_t now = fr_now_mono_ns(), last = g->last_drain_mono;
 
 	/* Nothing the ingest thread does should take this long; if it did,
 	 * samples may have been lost in full perf rings, and status says
 	 * so. */
-	if (last && now - last > STALL_NS) {
+	if (last && now - last > FR_INGEST_STALL_NS) {
 		int64_t real = fr_now_real_ns();
 
-		__atomic_add_fetch(&d->stalls, 1, __ATOMIC_RELAXED);
-		daemon_stall_note(d, real - (now - last), real);
-		if (now - last > __atomic_load_n(&d->longest_stall_ns, __ATOMIC_RELAXED))
-			__atomic_store_n(&d->longest_stall_ns, now - last, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&g->stalls, 1, __ATOMIC_RELAXED);
+		stall_note(g, real - (now - last), real);
+		if (now - last > __atomic_load_n(&g->longest_stall_ns, __ATOMIC_RELAXED))
+			__atomic_store_n(&g->longest_stall_ns, now - last, __ATOMIC_RELAXED);
 		fr_log_warn("the ingest thread was held up for %lld ms",
 			    (long long)((now - last) / 1000000));
 	}
-	__atomic_store_n(&d->last_drain_mono, now, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->last_drain_real, fr_now_real_ns(), __ATOMIC_RELAXED);
-	d->sources.clock_offset = fr_perf_clock_offset();
+	__atomic_store_n(&g->last_drain_mono, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->last_drain_real, fr_now_real_ns(), __ATOMIC_RELAXED);
+	g->sources->clock_offset = fr_perf_clock_offset();
 	/* Tables built since the last drain serve this one. */
-	if (d->unwind_tables)
-		fr_unwind_tables_collect(d->unwind_tables);
+	if (g->unwind_tables)
+		fr_unwind_tables_collect(g->unwind_tables);
 	/* Before the MRU is emptied below: it may drop tables. */
-	daemon_memory_drained(d, now);
-	if (now - d->unwind_wait_second >= FR_NS_PER_S) {
-		d->unwind_wait_second = now;
-		d->unwind_wait_left = UNWIND_WAIT_PER_SECOND_NS;
+	tables_trim(g, now);
+	if (now - g->unwind_wait_second >= FR_NS_PER_S) {
+		g->unwind_wait_second = now;
+		g->unwind_wait_left = UNWIND_WAIT_PER_SECOND_NS;
 	}
 	/* The side band drained next may change mappings; the collect above
 	 * may have dropped tables. */
-	d->unwind_mru_n = 0;
-	d->unwind_mru_next = 0;
+	g->unwind_mru_n = 0;
+	g->unwind_mru_next = 0;
 }
 
-void daemon_ingest_init(struct daemon *d)
+void fr_ingest_init(struct fr_ingest *g, struct fr_sources *sources)
 {
-	d->handler = (struct fr_perf_handler){
+	memset(g, 0, sizeof(*g));
+	g->sources = sources;
+	g->sig_fd = g->flush_efd = -1;
+	fr_mutex_init_pi(&g->stall_lock);
+	fr_poller_init(&g->poller);
+	/* Without its descriptor, the daemon says why and stops. */
+	(void)fr_sources_init(sources, &g->poller, &g->handler);
+	g->handler = (struct fr_perf_handler){
 		.sample = on_sample,
 		.comm = on_comm,
 		.mmap = on_mmap,
@@ -429,15 +502,21 @@ void daemon_ingest_init(struct daemon *d)
 		.unwind_find = on_unwind_find,
 		.unwind_wait = on_unwind_wait,
 		.labels = on_labels,
-		.arg = d,
+		.arg = g,
 	};
-	d->sources.before_drain = before_drain;
-	d->sources.before_drain_arg = d;
+	g->sources->before_drain = before_drain;
+	g->sources->before_drain_arg = g;
 }
 
-static int differs(const char *a, const char *b)
+void fr_ingest_fini(struct fr_ingest *g)
 {
-	return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
+	fr_poller_fini(&g->poller);
+	pthread_mutex_destroy(&g->stall_lock);
+}
+
+void fr_ingest_tables_changed(struct fr_ingest *g)
+{
+	g->unwind_mru_n = 0;
 }
 
 /* The ingest thread's priority (core/util/priority.h): SCHED_FIFO 1 where
@@ -453,215 +532,124 @@ static int differs(const char *a, const char *b)
 #define RT_WINDOW_NS FR_NS_PER_S
 #define RT_BACKOFF_NS (10 * FR_NS_PER_S)
 
-static void priority_start(struct daemon *d)
+static void priority_start(struct fr_ingest *g)
 {
 	int ret;
 
 	fr_priority_raise();
 	ret = fr_priority_realtime();
-	d->rt_allowed = ret == 0;
+	g->rt_allowed = ret == 0;
 	if (ret < 0)
 		fr_log_warn("the ingest thread cannot run at SCHED_FIFO (%s); it runs at nice %d, "
 			    "which hundreds of other runnable threads may still hold up: give "
 			    "flightrecd CAP_SYS_NICE or an RLIMIT_RTPRIO of 1 (systemd: "
 			    "LimitRTPRIO=1)",
 			    strerror(-ret), fr_priority_nice());
-	d->rt_window0 = fr_now_mono_ns();
-	d->rt_cpu0 = fr_priority_cpu_ns();
-	__atomic_store_n(&d->ingest_nice, fr_priority_nice(), __ATOMIC_RELAXED);
-	__atomic_store_n(&d->ingest_realtime, d->rt_allowed, __ATOMIC_RELAXED);
+	g->rt_window0 = fr_now_mono_ns();
+	g->rt_cpu0 = fr_priority_cpu_ns();
+	__atomic_store_n(&g->nice, fr_priority_nice(), __ATOMIC_RELAXED);
+	__atomic_store_n(&g->realtime, g->rt_allowed, __ATOMIC_RELAXED);
 }
 
 /* After each wake-up's work: the watchdog. */
-static void priority_check(struct daemon *d)
+static void priority_check(struct fr_ingest *g)
 {
 	int64_t now = fr_now_mono_ns(), cpu;
 
-	if (!d->rt_allowed)
+	if (!g->rt_allowed)
 		return;
-	if (d->rt_resume_at && now >= d->rt_resume_at) {
-		d->rt_resume_at = 0;
+	if (g->rt_resume_at && now >= g->rt_resume_at) {
+		g->rt_resume_at = 0;
 		if (fr_priority_realtime() == 0)
-			__atomic_store_n(&d->ingest_realtime, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&g->realtime, 1, __ATOMIC_RELAXED);
 	}
 	cpu = fr_priority_cpu_ns();
-	if (!d->rt_resume_at && cpu - d->rt_cpu0 > RT_CPU_BUDGET_NS) {
+	if (!g->rt_resume_at && cpu - g->rt_cpu0 > RT_CPU_BUDGET_NS) {
 		fr_priority_not_realtime();
-		d->rt_resume_at = now + RT_BACKOFF_NS;
-		__atomic_store_n(&d->ingest_realtime, 0, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&d->realtime_drops, 1, __ATOMIC_RELAXED);
+		g->rt_resume_at = now + RT_BACKOFF_NS;
+		__atomic_store_n(&g->realtime, 0, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&g->realtime_drops, 1, __ATOMIC_RELAXED);
 		fr_log_ratelimited(FR_LOG_WARN, 60 * FR_NS_PER_S,
 				   "the ingest thread used %lld ms of CPU within a second; off "
 				   "SCHED_FIFO for %lld s",
-				   (long long)((cpu - d->rt_cpu0) / 1000000),
+				   (long long)((cpu - g->rt_cpu0) / 1000000),
 				   (long long)(RT_BACKOFF_NS / FR_NS_PER_S));
 	}
-	if (now - d->rt_window0 >= RT_WINDOW_NS) {
-		d->rt_window0 = now;
-		d->rt_cpu0 = cpu;
+	if (now - g->rt_window0 >= RT_WINDOW_NS) {
+		g->rt_window0 = now;
+		g->rt_cpu0 = cpu;
 	}
-}
-
-/* SIGHUP (or `flightrec reload`, recorder/requests/requests_ctl.c): reloads the
- * configuration file and applies what can change while recording. Returns
- * 0, or -errno with the reason in `why`. Ingest thread. */
-static int reload_apply(struct daemon *d, char *why, size_t whylen)
-{
-	const struct fr_daemon_options *o = d->opts;
-	const struct fr_config *old = d->config;
-	struct fr_config *n;
-	char err[1024], sync[32], age[32], rates[256];
-	int ret;
-
-	if (!o->config_path) {
-		fr_log_info("SIGHUP: running the embedded default; there is no configuration "
-			    "file to reload");
-		snprintf(why, whylen,
-			 "the recorder runs the embedded default configuration; "
-			 "there is no file to reload (start it with --config FILE)");
-		return -ENOENT;
-	}
-	n = calloc(1, sizeof(*n));
-	ret = n ? fr_config_load(n, o->config_path, err, sizeof(err)) : -ENOMEM;
-	if (ret < 0) {
-		fr_log_err("reload rejected; the running configuration stays: %s",
-			   n ? err : "out of memory");
-		__atomic_add_fetch(&d->reloads_rejected, 1, __ATOMIC_RELAXED);
-		snprintf(why, whylen, "%s", n ? err : "out of memory");
-		free(n);
-		return ret;
-	}
-	/* First, so a block that cannot be used refuses the whole reload. */
-	ret = daemon_reload_export(d, old, n, why, whylen);
-	if (ret < 0) {
-		fr_log_err("reload rejected; the running configuration stays: %s", why);
-		__atomic_add_fetch(&d->reloads_rejected, 1, __ATOMIC_RELAXED);
-		fr_config_fini(n);
-		free(n);
-		return ret;
-	}
-	if (differs(n->ring_path, old->ring_path) || n->ring_size != old->ring_size ||
-	    n->segment_size != old->segment_size || differs(n->socket_path, old->socket_path) ||
-	    n->max_clients != old->max_clients || n->has_socket_group != old->has_socket_group ||
-	    n->socket_gid != old->socket_gid)
-		fr_log_warn("reload: ring.path, ring.size, ring.segment, socket, socket.group and "
-			    "limits.max_clients take effect at the next start");
-	if (differs(n->symbols.cache_dir, old->symbols.cache_dir) ||
-	    n->symbols.cache_size != old->symbols.cache_size ||
-	    n->symbols.cache_file_max != old->symbols.cache_file_max)
-		fr_log_warn("reload: symbols.cache_dir, cache_size and cache_file_max take effect "
-			    "at the next start; symbols.debug_dirs at once");
-
-	fr_sources_set_sessions(&d->sources, n, o->hz_fixed, o->hz);
-	fr_sources_reconcile(&d->sources);
-	fr_ring_set_sync_interval(d->ring, n->sync_ns);
-	__atomic_store_n(&d->writer.max_age_ns, n->max_age_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->max_rate_hz, n->max_rate_hz, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->user_max_rate_hz, n->user_max_rate_hz, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->admin_gid, n->has_admin_group ? (int64_t)n->admin_gid : -1,
-			 __ATOMIC_RELAXED);
-	daemon_memory_reload(d, n);
-	pthread_mutex_lock(&d->config_lock);
-	if (d->owned_config) {
-		fr_config_fini(d->owned_config);
-		free(d->owned_config);
-	}
-	d->owned_config = n;
-	d->config = n;
-	pthread_mutex_unlock(&d->config_lock);
-	if (d->triggers && fr_triggers_set(d->triggers, n) < 0)
-		fr_log_err("reload: the new triggers could not be set; the old ones stay");
-	daemon_publish_sessions(d, n);
-	__atomic_store_n(&d->reloaded_ns, fr_now_real_ns(), __ATOMIC_RELAXED);
-	fr_sources_describe(&d->sources, 1, rates, sizeof(rates));
-	fr_log_info("reloaded %s: %s%s, ring.sync %s, ring.max_age %s, limits.max_rate_hz %u",
-		    o->config_path, rates[0] ? rates : "no events",
-		    o->hz_fixed ? " (cpu rate from --hz)" : "",
-		    n->sync_ns < 0 ? "off" : fr_format_duration(n->sync_ns, sync, sizeof(sync)),
-		    n->max_age_ns > 0 ? fr_format_duration(n->max_age_ns, age, sizeof(age))
-				      : "none",
-		    n->max_rate_hz);
-	return 0;
-}
-
-/* A reload, its outcome published for a `flightrec reload` waiting on it. */
-static void reload(struct daemon *d)
-{
-	char why[1024] = "";
-	uint64_t seq = daemon_reload_begin(d);
-
-	daemon_reload_end(d, seq, reload_apply(d, why, sizeof(why)), why);
 }
 
 /* SIGHUP reloads, SIGINT and SIGTERM stop, any other signal goes to the
  * triggers that name it. */
 static void on_signal(int fd, short revents, void *arg)
 {
-	struct daemon *d = arg;
+	struct fr_ingest *g = arg;
 	struct signalfd_siginfo si;
 
 	(void)revents;
 	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return;
 	if (si.ssi_signo == SIGHUP) {
-		reload(d);
+		g->reload(g->reload_arg);
 	} else if (si.ssi_signo != SIGINT && si.ssi_signo != SIGTERM) {
-		if (d->triggers)
-			fr_triggers_signal(d->triggers, (int)si.ssi_signo);
+		if (g->triggers)
+			fr_triggers_signal(g->triggers, (int)si.ssi_signo);
 	} else {
 		fr_log_info("received %s; storing the open chunk and exiting",
 			    strsignal((int)si.ssi_signo));
-		d->stopping = 1;
+		g->stopping = 1;
 	}
 }
 
 /* A request asked for a flush barrier: seal after this wake-up's drain. */
 static void on_flush(int fd, short revents, void *arg)
 {
-	struct daemon *d = arg;
+	struct fr_ingest *g = arg;
 	uint64_t n;
 
 	(void)revents;
 	if (read(fd, &n, sizeof(n)) == sizeof(n))
-		d->barrier = fr_writer_barrier_asked(&d->writer);
+		g->barrier = fr_writer_barrier_asked(g->writer);
 }
 
 /* How long to sleep: until the next seal is due, at most POLL_MAX_MS. */
-static int poll_timeout(struct daemon *d)
+static int poll_timeout(struct fr_ingest *g)
 {
-	int64_t now = fr_now_mono_ns(), due = SEAL_INTERVAL_NS - (now - d->last_seal_mono);
+	int64_t now = fr_now_mono_ns(), due = SEAL_INTERVAL_NS - (now - g->last_seal_mono);
 	int timeout, labels;
 
-	if (due <= 0 && fr_chunk_builder_samples(d->builder) == 0 && d->open_waits == 0 &&
-	    !d->losses_pending) {
+	if (due <= 0 && fr_chunk_builder_samples(g->builder) == 0 && g->open_waits == 0 &&
+	    !g->losses_pending) {
 		/* Nothing to seal: the next chunk's second starts now. */
-		d->last_seal_mono = now;
+		g->last_seal_mono = now;
 		due = SEAL_INTERVAL_NS;
 	}
 	timeout = due <= 0 ? 0 : (int)(due / 1000000) + 1;
 	if (timeout > POLL_MAX_MS)
 		timeout = POLL_MAX_MS;
 	/* A process's labels to look up soon (its library just mapped). */
-	labels = fr_applabels_timeout_ms(d->applabels);
+	labels = fr_applabels_timeout_ms(g->applabels);
 	return labels >= 0 && labels < timeout ? labels : timeout;
 }
 
-int daemon_ingest_loop(struct daemon *d)
+int fr_ingest_loop(struct fr_ingest *g)
 {
 	int ret;
 
 	/* In this order: a signal (a reload) is handled before a
 	 * reconcile, both before a flush barrier. */
-	ret = fr_poller_add(&d->poller, d->sig_fd, POLLIN, on_signal, d);
+	ret = fr_poller_add(&g->poller, g->sig_fd, POLLIN, on_signal, g);
 	if (ret == 0)
-		ret = fr_sources_listen(&d->sources);
+		ret = fr_sources_listen(g->sources);
 	if (ret == 0)
-		ret = fr_poller_add(&d->poller, d->flush_efd, POLLIN, on_flush, d);
+		ret = fr_poller_add(&g->poller, g->flush_efd, POLLIN, on_flush, g);
 	/* Application labels' copies: drained after every wake-up. */
-	if (ret == 0 && fr_applabels_fd(d->applabels) >= 0)
-		ret = fr_poller_add(&d->poller, fr_applabels_fd(d->applabels), POLLIN, NULL, NULL);
-	if (ret == 0 && fr_applabels_lookup_fd(d->applabels) >= 0)
-		ret = fr_poller_add(&d->poller, fr_applabels_lookup_fd(d->applabels), POLLIN, NULL,
+	if (ret == 0 && fr_applabels_fd(g->applabels) >= 0)
+		ret = fr_poller_add(&g->poller, fr_applabels_fd(g->applabels), POLLIN, NULL, NULL);
+	if (ret == 0 && fr_applabels_lookup_fd(g->applabels) >= 0)
+		ret = fr_poller_add(&g->poller, fr_applabels_lookup_fd(g->applabels), POLLIN, NULL,
 				    NULL);
 	if (ret < 0)
 		return ret;
@@ -669,29 +657,29 @@ int daemon_ingest_loop(struct daemon *d)
 	 * threads at the default priority would otherwise leave it a share
 	 * of a CPU too small to empty the rings before they fill
 	 * (docs/performance.md "Priority"). */
-	priority_start(d);
-	d->last_seal_mono = fr_now_mono_ns();
+	priority_start(g);
+	g->last_seal_mono = fr_now_mono_ns();
 
-	while (!d->stopping) {
-		d->barrier = 0;
-		ret = fr_poller_poll(&d->poller, poll_timeout(d));
+	while (!g->stopping) {
+		g->barrier = 0;
+		ret = fr_poller_poll(&g->poller, poll_timeout(g));
 		if (ret == -ENOMEM) {
 			fr_log_err("out of memory rebuilding the poll set; stopping");
-			seal(d, 0);
+			seal(g, 0);
 			break;
 		}
 		if (ret < 0) {
 			fr_log_err("poll: %s", strerror(-ret));
 			break;
 		}
-		fr_sources_drain(&d->sources);
-		fr_applabels_poll(d->applabels, d->sources.clock_offset);
-		if (d->barrier || d->stopping ||
-		    ((fr_chunk_builder_samples(d->builder) > 0 || d->open_waits > 0 ||
-		      d->losses_pending) &&
-		     fr_now_mono_ns() - d->last_seal_mono >= SEAL_INTERVAL_NS))
-			seal(d, d->barrier);
-		priority_check(d);
+		fr_sources_drain(g->sources);
+		fr_applabels_poll(g->applabels, g->sources->clock_offset);
+		if (g->barrier || g->stopping ||
+		    ((fr_chunk_builder_samples(g->builder) > 0 || g->open_waits > 0 ||
+		      g->losses_pending) &&
+		     fr_now_mono_ns() - g->last_seal_mono >= SEAL_INTERVAL_NS))
+			seal(g, g->barrier);
+		priority_check(g);
 	}
 	return 0;
 }

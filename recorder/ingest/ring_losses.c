@@ -122,20 +122,3 @@ uint64_t fr_ring_losses_total(struct fr_ring_losses *l, bool *complete)
 	pthread_mutex_unlock(&l->lock);
 	return total;
 }
-
-uint64_t fr_drops_take(uint64_t *seen, const void *percpu, size_t ncpus, size_t stride,
-		       size_t offset)
-{
-	const unsigned char *base = percpu;
-	uint64_t sum = 0, delta;
-
-	for (size_t i = 0; i < ncpus; i++) {
-		uint64_t v;
-
-		memcpy(&v, base + i * stride + offset, sizeof(v));
-		sum += v;
-	}
-	delta = sum >= *seen ? sum - *seen : 0;
-	*seen = sum;
-	return delta;
-}

@@ -44,15 +44,4 @@ int fr_ring_losses_update(struct fr_ring_losses *l, struct fr_ring *ring, int64_
  * chunk is counted yet. Thread-safe. */
 uint64_t fr_ring_losses_total(struct fr_ring_losses *l, bool *complete);
 
-/* Losses counted outside perf's rings (the off-CPU eBPF program's per-CPU
- * drop counters, recorder/sampling/bpf_offcpu.c), taken at each drain so that the
- * new ones go into the open chunk's `lost` of their event, as a
- * PERF_RECORD_LOST does: the sum over `ncpus` elements of `stride` bytes
- * at `percpu` of the uint64_t at byte `offset` of each, less `*seen` (the
- * sum the last call took), which becomes the new sum. The counters only
- * grow; a sum below *seen (counters that started again) takes 0 and
- * starts from it. Pure: no lock, the caller's thread. */
-uint64_t fr_drops_take(uint64_t *seen, const void *percpu, size_t ncpus, size_t stride,
-		       size_t offset);
-
 #endif

@@ -1,8 +1,8 @@
 /* The query memory: what attach queries, dumps and timelines reserve
  * before they read the ring, so that together they stay within what the
- * ceiling (limits.memory, recorder/ingest/memory.c) leaves them, and within
+ * ceiling (limits.memory, recorder/memory.c) leaves them, and within
  * limits.query_memory when that is set, and what users who are not
- * privileged may hold of it.
+ * privileged may hold of it; and where a query looks for symbols.
  *
  * Runs on connection threads and the trigger thread; the budgets are
  * thread-safe (core/util/budget.c).
@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/util/log.h"
 #include "core/util/parse.h"
@@ -120,4 +122,32 @@ int daemon_query_busy(struct daemon *d, struct fr_ipc_call *call, const char *cm
 		      fr_format_size(ceiling, size, sizeof(size)),
 		      (long long)(QUERY_WAIT_NS / FR_NS_PER_S));
 	return -EBUSY;
+}
+
+int daemon_symbol_paths(struct daemon *d, struct fr_profile_request *preq,
+			struct daemon_symbol_paths *sp)
+{
+	int ret = 0;
+
+	memset(sp, 0, sizeof(*sp));
+	preq->symbol_cache = d->symcache_dir;
+	pthread_mutex_lock(&d->config_lock);
+	for (; sp->n < d->config->symbols.ndebug_dirs && ret == 0; sp->n++)
+		if (!(sp->dirs[sp->n] = strdup(d->config->symbols.debug_dirs[sp->n])))
+			ret = -ENOMEM;
+	pthread_mutex_unlock(&d->config_lock);
+	if (ret < 0) {
+		daemon_symbol_paths_fini(sp);
+		return ret;
+	}
+	preq->debug_dirs = (const char *const *)sp->dirs;
+	preq->ndebug_dirs = sp->n;
+	return 0;
+}
+
+void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp)
+{
+	for (uint32_t i = 0; i < sp->n; i++)
+		free(sp->dirs[i]);
+	memset(sp, 0, sizeof(*sp));
 }

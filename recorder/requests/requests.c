@@ -31,19 +31,10 @@
 #include "recorder/triggers/dumps.h"
 #include "recorder/requests/requests_timeline.h"
 #include "recorder/requests/threads.h"
+#include "recorder/requests/cursors.h"
+#include "recorder/requests/peer.h"
 
 /* ---- requests ---------------------------------------------------------- */
-
-/* Anyone who is not privileged came in through the socket's group and
- * sees only its own processes. The daemon's own user is a private
- * instance. */
-int daemon_peer_privileged(struct daemon *d, const struct fr_ipc_peer *peer)
-{
-	int64_t admin = __atomic_load_n(&d->admin_gid, __ATOMIC_RELAXED);
-
-	return peer->uid == 0 || peer->uid == geteuid() ||
-	       (admin >= 0 && fr_ipc_peer_in_group(peer, (gid_t)admin));
-}
 
 /* For a window query: every event must be recordable. An event that is
  * being recorded is fine; one whose source failed is refused with the
@@ -227,34 +218,6 @@ static void attach_reply(struct daemon *d, const struct fr_profile_request *preq
 			     preq->targets.uid);
 }
 
-int daemon_symbol_paths(struct daemon *d, struct fr_profile_request *preq,
-			struct daemon_symbol_paths *sp)
-{
-	int ret = 0;
-
-	memset(sp, 0, sizeof(*sp));
-	preq->symbol_cache = d->symcache_dir;
-	pthread_mutex_lock(&d->config_lock);
-	for (; sp->n < d->config->symbols.ndebug_dirs && ret == 0; sp->n++)
-		if (!(sp->dirs[sp->n] = strdup(d->config->symbols.debug_dirs[sp->n])))
-			ret = -ENOMEM;
-	pthread_mutex_unlock(&d->config_lock);
-	if (ret < 0) {
-		daemon_symbol_paths_fini(sp);
-		return ret;
-	}
-	preq->debug_dirs = (const char *const *)sp->dirs;
-	preq->ndebug_dirs = sp->n;
-	return 0;
-}
-
-void daemon_symbol_paths_fini(struct daemon_symbol_paths *sp)
-{
-	for (uint32_t i = 0; i < sp->n; i++)
-		free(sp->dirs[i]);
-	memset(sp, 0, sizeof(*sp));
-}
-
 /* attach --since-last NAME: takes the peer's cursor NAME and starts the
  * window where it stands (a new cursor keeps the window asked for, or
  * the whole ring). Returns 0 (with *taken when a cursor is held), or -1
@@ -359,7 +322,7 @@ static int attach_run(struct daemon *d, struct fr_ipc_call *call, struct fr_prof
 		preq->targets.uid = (uint32_t)call->peer->uid;
 	}
 	/* Samples up to the request must be in the ring before reading it. */
-	if (daemon_flush_barrier(d) < 0) {
+	if (fr_ingest_flush(&d->ingest) < 0) {
 		fr_log_warn("flush before attach timed out; the last second may be missing");
 		preq->note = FLUSH_NOTE;
 		/* A cursor moved past samples not yet stored would skip them
@@ -395,7 +358,7 @@ static int handle_attach(void *arg, struct fr_ipc_call *call, const struct fr_ip
 			 struct fr_ipc_attach_reply *r)
 {
 	struct daemon *d = arg;
-	int privileged = daemon_peer_privileged(d, call->peer);
+	int privileged = fr_peer_privileged(d->peers, call->peer);
 	struct fr_profile_request preq;
 	int64_t reserved = 0;
 	char warn[512] = "";
@@ -495,7 +458,7 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t
 	fr_sources_pmu_note(&d->sources, preq->events, preq->nevents, pmu_note, sizeof(pmu_note));
 	preq->pmu_note = pmu_note;
 	/* Samples up to the end of the window must be in the ring. */
-	if (daemon_flush_barrier(d) < 0) {
+	if (fr_ingest_flush(&d->ingest) < 0) {
 		fr_log_warn("flush before a dump timed out; the last second may be missing");
 		preq->note = FLUSH_NOTE;
 	}
@@ -532,25 +495,6 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t
 	if (out)
 		snprintf(out, outlen, "%s", path);
 	return 0;
-}
-
-/* Whether a user who is not privileged is among the session's "users". */
-int daemon_may_dump(struct daemon *d, const char *session, uid_t uid)
-{
-	int ok = 0;
-
-	pthread_mutex_lock(&d->config_lock);
-	for (uint32_t i = 0; i < d->config->nsessions; i++) {
-		const struct fr_config_session *sess = &d->config->sessions[i];
-
-		if (strcmp(sess->name, session) != 0)
-			continue;
-		for (uint32_t k = 0; k < sess->nusers; k++)
-			if (sess->users[k] == (uint32_t)uid)
-				ok = 1;
-	}
-	pthread_mutex_unlock(&d->config_lock);
-	return ok;
 }
 
 /* A client asks for events at a rate for as long as its connection
@@ -652,7 +596,7 @@ static int handle_consume(void *arg, struct fr_ipc_call *call, const struct fr_i
 	struct daemon *d = arg;
 	struct fr_ipc_peer *peer = call->peer;
 	uint32_t max_rate = __atomic_load_n(&d->max_rate_hz, __ATOMIC_RELAXED);
-	int privileged = daemon_peer_privileged(d, peer);
+	int privileged = fr_peer_privileged(d->peers, peer);
 	char failed[512] = "", name[FR_EVENT_NAME_MAX], capped[256] = "";
 	struct fr_consumer *c;
 	int64_t hz, start;

@@ -23,28 +23,16 @@
 #include "core/util/log.h"
 #include "ipc/msg.h"
 
-void daemon_stall_note(struct daemon *d, int64_t t0, int64_t t1)
-{
-	pthread_mutex_lock(&d->stall_lock);
-	d->stall_log[d->stall_next % DAEMON_STALL_LOG] = (struct daemon_stall){t0, t1};
-	d->stall_next++;
-	pthread_mutex_unlock(&d->stall_lock);
-}
-
 /* The longest logged stall overlapping [t0, t1), clipped to it. */
 static void stall_in(struct daemon *d, int64_t t0, int64_t t1, struct fr_ipc_attach_reply *r)
 {
-	pthread_mutex_lock(&d->stall_lock);
-	for (uint32_t i = 0; i < DAEMON_STALL_LOG && i < d->stall_next; i++) {
-		int64_t a = d->stall_log[i].t0 > t0 ? d->stall_log[i].t0 : t0;
-		int64_t b = d->stall_log[i].t1 < t1 ? d->stall_log[i].t1 : t1;
+	int64_t a, b;
 
-		if (b > a && b - a > r->stall_t1_ns - r->stall_t0_ns) {
-			r->stall_t0_ns = a;
-			r->stall_t1_ns = b;
-		}
+	if (fr_ingest_stall_within(&d->ingest, t0, t1, &a, &b) &&
+	    b - a > r->stall_t1_ns - r->stall_t0_ns) {
+		r->stall_t0_ns = a;
+		r->stall_t1_ns = b;
 	}
-	pthread_mutex_unlock(&d->stall_lock);
 }
 
 /* A ring the writer cannot write since before the window's end: what

@@ -32,6 +32,7 @@
 #include "ipc/msg_ctl.h"
 #include "ipc/proto.h"
 #include "recorder/triggers/triggers.h"
+#include "recorder/requests/peer.h"
 
 /* How long a reload request waits for the ingest thread to take it. */
 #define RELOAD_WAIT_NS (10 * FR_NS_PER_S)
@@ -85,7 +86,7 @@ static char *config_snapshot(struct daemon *d)
 }
 
 /* Settings a reload reads but the recorder applies only at its start
- * (recorder/ingest/ingest.c says the same in its log). */
+ * (recorder/reload.c says the same in its log). */
 static int at_next_start(const char *path)
 {
 	static const char *const keys[] = {
@@ -172,7 +173,7 @@ int daemon_handle_reload(void *arg, struct fr_ipc_call *call, struct fr_ipc_relo
 	char *before, *after;
 	int ret;
 
-	if (peer->uid != 0 && peer->uid != geteuid()) {
+	if (!fr_peer_may_reload(peer)) {
 		fr_log_info("refused a reload to uid %u (pid %d)", (unsigned)peer->uid,
 			    (int)peer->pid);
 		return fr_ipc_refuse(call,
@@ -208,7 +209,8 @@ static int fire_allowed(struct daemon *d, struct fr_ipc_call *call, const char *
 {
 	const struct fr_ipc_peer *peer = call->peer;
 
-	if (!daemon_peer_privileged(d, peer) && !daemon_may_dump(d, session, peer->uid)) {
+	if (!fr_peer_privileged(d->peers, peer) &&
+	    !fr_peer_may_dump(d->peers, session, peer->uid)) {
 		fr_log_info("refused a %s of session %s to uid %u (pid %d): not among its users",
 			    verb, session, (unsigned)peer->uid, (int)peer->pid);
 		fr_ipc_refuse(call,

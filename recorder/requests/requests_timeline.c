@@ -35,6 +35,7 @@
 #include "ipc/proto.h"
 #include "ipc/server.h"
 #include "recorder/daemon_int.h"
+#include "recorder/requests/peer.h"
 
 /* The timeline request of `tr` as the peer may have it. Returns 0 or
  * -EINVAL with `call` refused. */
@@ -236,14 +237,14 @@ int daemon_handle_timeline(void *arg, struct fr_ipc_call *call,
 	ret = timeline_window(tr, &treq, call);
 	if (ret < 0)
 		goto out;
-	if (!daemon_peer_privileged(d, call->peer)) {
+	if (!fr_peer_privileged(d->peers, call->peer)) {
 		treq.has_uid = 1;
 		treq.uid = (uint32_t)call->peer->uid;
 		fr_ipc_warn(reply->warnings, &reply->nwarnings,
 			    "the timeline holds only your own processes; root and members of "
 			    "socket.admin_group see the whole machine");
 	}
-	if (daemon_flush_barrier(d) < 0)
+	if (fr_ingest_flush(&d->ingest) < 0)
 		fr_ipc_warn(reply->warnings, &reply->nwarnings, FLUSH_NOTE);
 	treq.stop = fr_ipc_peer_gone;
 	treq.stop_arg = call->peer;

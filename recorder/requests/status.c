@@ -21,6 +21,7 @@
 #include "ipc/msg_status.h"
 #include "recorder/export/export_ch.h"
 #include "recorder/tracking/symcache.h"
+#include "recorder/requests/peer.h"
 
 /* "all processes", or e.g. "pid 12,13; comm postgres; cgroup /a/b". */
 static const char *describe_targets(const struct fr_config_session *sess, char *buf, size_t len)
@@ -111,7 +112,7 @@ int daemon_handle_sessions(void *arg, struct fr_ipc_call *call, struct fr_ipc_se
 {
 	struct daemon *d = arg;
 	const struct fr_ipc_peer *viewer = call->peer;
-	int privileged = daemon_peer_privileged(d, viewer);
+	int privileged = fr_peer_privileged(d->peers, viewer);
 
 	pthread_mutex_lock(&d->sessions_lock);
 	r->sessions = calloc(d->nsessions ? d->nsessions : 1, sizeof(*r->sessions));
@@ -148,20 +149,21 @@ int daemon_handle_sessions(void *arg, struct fr_ipc_call *call, struct fr_ipc_se
  * since when. */
 static void ingest_status(struct daemon *d, struct fr_ipc_status_ingest *o, int64_t now)
 {
-	int64_t last = __atomic_load_n(&d->last_drain_mono, __ATOMIC_RELAXED), busy = 0, longest;
-	int stalled = last && now - last > STALL_NS, err;
+	int64_t last = __atomic_load_n(&d->ingest.last_drain_mono, __ATOMIC_RELAXED), busy = 0,
+		longest;
+	int stalled = last && now - last > FR_INGEST_STALL_NS, err;
 	uint32_t pending = 0;
 	size_t queued = 0;
 
-	o->last_drain_ns = __atomic_load_n(&d->last_drain_real, __ATOMIC_RELAXED);
-	o->last_seal_ns = __atomic_load_n(&d->last_seal_real, __ATOMIC_RELAXED);
+	o->last_drain_ns = __atomic_load_n(&d->ingest.last_drain_real, __ATOMIC_RELAXED);
+	o->last_seal_ns = __atomic_load_n(&d->ingest.last_seal_real, __ATOMIC_RELAXED);
 	o->last_append_ns = __atomic_load_n(&d->writer.last_append_real, __ATOMIC_RELAXED);
 	o->stalled = stalled;
-	o->stalls = __atomic_load_n(&d->stalls, __ATOMIC_RELAXED);
+	o->stalls = __atomic_load_n(&d->ingest.stalls, __ATOMIC_RELAXED);
 	/* A stall still going on is the longest when it is. */
-	longest = __atomic_load_n(&d->longest_stall_ns, __ATOMIC_RELAXED);
+	longest = __atomic_load_n(&d->ingest.longest_stall_ns, __ATOMIC_RELAXED);
 	o->longest_stall_ns = stalled && now - last > longest ? now - last : longest;
-	o->writer_stalled = fr_writer_stalled(&d->writer, STALL_NS, &queued);
+	o->writer_stalled = fr_writer_stalled(&d->writer, FR_INGEST_STALL_NS, &queued);
 	o->writer_queued_bytes = queued;
 	err = fr_writer_error(&d->writer, &o->writer_error_since_ns);
 	o->has_writer_error = err != 0;
@@ -169,11 +171,11 @@ static void ingest_status(struct daemon *d, struct fr_ipc_status_ingest *o, int6
 		snprintf(o->writer_error, sizeof(o->writer_error), "%s", strerror(err));
 	else
 		o->writer_error_since_ns = 0;
-	o->nice = __atomic_load_n(&d->ingest_nice, __ATOMIC_RELAXED);
+	o->nice = __atomic_load_n(&d->ingest.nice, __ATOMIC_RELAXED);
 	o->writer_nice = __atomic_load_n(&d->writer_nice, __ATOMIC_RELAXED);
-	o->realtime = __atomic_load_n(&d->ingest_realtime, __ATOMIC_RELAXED);
-	o->realtime_drops = __atomic_load_n(&d->realtime_drops, __ATOMIC_RELAXED);
-	o->flush_timeouts = __atomic_load_n(&d->flush_timeouts, __ATOMIC_RELAXED);
+	o->realtime = __atomic_load_n(&d->ingest.realtime, __ATOMIC_RELAXED);
+	o->realtime_drops = __atomic_load_n(&d->ingest.realtime_drops, __ATOMIC_RELAXED);
+	o->flush_timeouts = __atomic_load_n(&d->ingest.flush_timeouts, __ATOMIC_RELAXED);
 	if (d->tracker)
 		fr_tracker_file_state(d->tracker, &pending, &busy);
 	o->build_id_reads_pending = pending;
@@ -282,19 +284,20 @@ static void counters_status(struct daemon *d, struct fr_ipc_status_reply *r)
 	r->symbol_images = syms.images;
 	r->symbol_images_bytes = syms.bytes;
 	r->symbol_images_limit = syms.limit;
-	r->samples = __atomic_load_n(&d->samples, __ATOMIC_RELAXED);
+	r->samples = __atomic_load_n(&d->ingest.samples, __ATOMIC_RELAXED);
 	/* What the ring holds lost, as dump --info counts it from the file;
 	 * this run's count of the kernel's lost records apart. */
 	r->samples_lost = fr_ring_losses_total(&d->writer.losses, &complete);
 	r->samples_lost_complete = complete;
-	r->samples_lost_since_start = __atomic_load_n(&d->lost, __ATOMIC_RELAXED);
-	r->chunks_sealed = __atomic_load_n(&d->chunks_sealed, __ATOMIC_RELAXED);
+	r->samples_lost_since_start = __atomic_load_n(&d->ingest.lost, __ATOMIC_RELAXED);
+	r->chunks_sealed = __atomic_load_n(&d->ingest.chunks_sealed, __ATOMIC_RELAXED);
 	r->chunks_dropped = __atomic_load_n(&d->writer.chunks_dropped, __ATOMIC_RELAXED);
 	r->write_errors = __atomic_load_n(&d->writer.write_errors, __ATOMIC_RELAXED);
-	r->processes = __atomic_load_n(&d->nprocs, __ATOMIC_RELAXED);
-	r->threads = __atomic_load_n(&d->nthreads, __ATOMIC_RELAXED);
-	r->labelled_processes = __atomic_load_n(&d->labelled_procs, __ATOMIC_RELAXED);
-	r->unreadable_label_processes = __atomic_load_n(&d->unreadable_procs, __ATOMIC_RELAXED);
+	r->processes = __atomic_load_n(&d->ingest.nprocs, __ATOMIC_RELAXED);
+	r->threads = __atomic_load_n(&d->ingest.nthreads, __ATOMIC_RELAXED);
+	r->labelled_processes = __atomic_load_n(&d->ingest.labelled_procs, __ATOMIC_RELAXED);
+	r->unreadable_label_processes =
+		__atomic_load_n(&d->ingest.unreadable_procs, __ATOMIC_RELAXED);
 }
 
 /* `status`: what the recorder is doing, its counters and its ring; to
@@ -304,7 +307,7 @@ int daemon_handle_status(void *arg, struct fr_ipc_call *call, struct fr_ipc_stat
 {
 	struct daemon *d = arg;
 	const struct fr_ipc_peer *viewer = call->peer;
-	int privileged = daemon_peer_privileged(d, viewer);
+	int privileged = fr_peer_privileged(d->peers, viewer);
 	int64_t now = fr_now_mono_ns();
 	struct fr_ring_stats st;
 
@@ -327,7 +330,7 @@ int daemon_handle_status(void *arg, struct fr_ipc_call *call, struct fr_ipc_stat
 	r->has_unwind_tables = d->unwind_tables != NULL;
 	if (d->unwind_tables)
 		unwind_tables_status(d, &r->unwind_tables, privileged, viewer->uid);
-	r->has_export = daemon_export_status(d, &r->export_);
+	r->has_export = fr_export_status(&d->export, &r->export_);
 	fr_ring_get_stats(d->ring, &st);
 	fr_ipc_ring_from_stats(&r->ring, fr_ring_path(d->ring), &st);
 	return fr_sources_status(&d->sources, &r->rec, privileged, viewer->uid);

@@ -64,6 +64,7 @@
 #include "ipc/proto.h"
 #include "recorder/tracking/proc_threads.h"
 #include "recorder/requests/threads.h"
+#include "recorder/requests/peer.h"
 
 #define THREADS_PROC "/proc"
 /* Most locations kept of one stack: kernel and user frames, each at most
@@ -623,7 +624,7 @@ static int threads_now(struct daemon *d, struct listing *l, int fd, struct fr_ip
 	list_threads(l);
 	if (l->npids) {
 		/* Waits and samples up to now must be in the ring. */
-		if (daemon_flush_barrier(d) < 0)
+		if (fr_ingest_flush(&d->ingest) < 0)
 			fr_log_warn(
 				"flush before threads timed out; the last second may be missing");
 		/* Right after the barrier, its seal's records are the latest
@@ -670,7 +671,7 @@ int daemon_handle_threads(void *arg, struct fr_ipc_call *call, const struct fr_i
 	}
 	l.targets = &q->targets;
 	/* From the credentials, never from the request. */
-	if (!daemon_peer_privileged(d, call->peer)) {
+	if (!fr_peer_privileged(d->peers, call->peer)) {
 		l.has_uid = 1;
 		l.uid = (uint32_t)call->peer->uid;
 		l.gid = (uint32_t)call->peer->gid;

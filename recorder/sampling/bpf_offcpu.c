@@ -23,7 +23,6 @@
 #include "recorder/bpf/offcpu_bpf.h"
 #include "recorder/sampling/bpf_walk.h"
 #include "recorder/bpf/labels_bpf.h"
-#include "recorder/ingest/ring_losses.h"
 
 /* Labels records waiting for their thread's wait (a power of two),
  * looked up in LABELS_PROBE consecutive slots. */
@@ -543,4 +542,21 @@ void fr_bpf_offcpu_close(struct fr_bpf_offcpu *b)
 	fr_bpf_walk_free(b->walk);
 	free(b->percpu);
 	free(b);
+}
+
+uint64_t fr_drops_take(uint64_t *seen, const void *percpu, size_t ncpus, size_t stride,
+		       size_t offset)
+{
+	const unsigned char *base = percpu;
+	uint64_t sum = 0, delta;
+
+	for (size_t i = 0; i < ncpus; i++) {
+		uint64_t v;
+
+		memcpy(&v, base + i * stride + offset, sizeof(v));
+		sum += v;
+	}
+	delta = sum >= *seen ? sum - *seen : 0;
+	*seen = sum;
+	return delta;
 }

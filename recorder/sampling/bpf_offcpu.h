@@ -76,4 +76,14 @@ void fr_bpf_offcpu_unwind_stats(const struct fr_bpf_offcpu *b, struct fr_perf_un
 /* Detaches and frees; accepts NULL. */
 void fr_bpf_offcpu_close(struct fr_bpf_offcpu *b);
 
+/* Losses counted outside perf's rings (the program's per-CPU drop
+ * counters), taken at each drain so that the new ones go into the open chunk's `lost` of their event, as a
+ * PERF_RECORD_LOST does: the sum over `ncpus` elements of `stride` bytes
+ * at `percpu` of the uint64_t at byte `offset` of each, less `*seen` (the
+ * sum the last call took), which becomes the new sum. The counters only
+ * grow; a sum below *seen (counters that started again) takes 0 and
+ * starts from it. Pure: no lock, the caller's thread. */
+uint64_t fr_drops_take(uint64_t *seen, const void *percpu, size_t ncpus, size_t stride,
+		       size_t offset);
+
 #endif

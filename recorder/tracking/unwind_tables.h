@@ -63,7 +63,7 @@
 
 /* Bytes all tables together may take by default (a table is ~12 bytes
  * per row: libc ~0.4 MiB, a 50 MB C++ binary some tens of MiB); the
- * daemon gives them a share of limits.memory instead (recorder/ingest/memory.c). */
+ * daemon gives them a share of limits.memory instead (recorder/memory.c). */
 #define FR_UNWIND_TABLES_BUDGET (256ull << 20)
 /* How long reading one file may take before it is given up. */
 #define FR_UNWIND_TABLES_READ_DEADLINE_NS (10 * FR_NS_PER_S)

@@ -6,6 +6,7 @@
  * CLI's decoder. What a viewer is told depends on who asks: the
  * configuration's path only to the privileged. */
 #include "recorder/daemon_int.h"
+#include "recorder/requests/peer.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -142,6 +143,7 @@ static void test_sessions(struct daemon *d)
 
 int main(void)
 {
+	static struct fr_peers peers;
 	struct fr_daemon_options opts = {.config_source = "/etc/flightrec.json"};
 	struct daemon *d = calloc(1, sizeof(*d));
 	char dir[] = "/tmp/fr-requests-status.XXXXXX", path[64], err[512] = "";
@@ -156,12 +158,14 @@ int main(void)
 		return 1;
 	}
 	d->opts = &opts;
-	d->admin_gid = -1;
+	peers.admin_gid = -1;
+	pthread_mutex_init(&peers.lock, NULL);
+	d->peers = &peers;
 	d->start_real = fr_now_real_ns();
 	d->start_mono = fr_now_mono_ns();
 	d->ncpus = 3;
-	d->samples = 12345;
-	d->lost = 7;
+	d->ingest.samples = 12345;
+	d->ingest.lost = 7;
 	d->mem.limit = 1u << 30;
 	fr_budget_init(&d->query_budget, 1u << 28);
 	pthread_mutex_init(&d->sessions_lock, NULL);

@@ -42,9 +42,6 @@
 #define TRIM_GAP_NS FR_NS_PER_S
 #define HOUSEKEEPING_NS (10 * FR_NS_PER_S)
 #define MMAP_THRESHOLD (256 * 1024)
-_Static_assert(IDLE_NS / HOUSEKEEPING_NS == sizeof(((struct daemon *)0)->mem.marks) /
-						    sizeof(((struct daemon *)0)->mem.marks[0]),
-	       "a mark of the unwind tables' clock every 10 s of a minute");
 
 uint64_t daemon_memory_tables_share(const struct fr_config *cfg)
 {
@@ -102,7 +99,7 @@ void daemon_memory_reload(struct daemon *d, const struct fr_config *cfg)
 	if (d->unwind_tables) {
 		fr_unwind_tables_set_budget(d->unwind_tables, daemon_memory_tables_share(cfg));
 		/* It may have dropped tables the drain's cache points to. */
-		d->unwind_mru_n = 0;
+		fr_ingest_tables_changed(&d->ingest);
 	}
 	daemon_memory_refresh(d);
 }
@@ -155,22 +152,6 @@ void daemon_memory_end(struct daemon *d)
 	 * to end trims all. */
 	if (left == 0 || fr_now_mono_ns() - last >= TRIM_GAP_NS)
 		trim(d);
-}
-
-void daemon_memory_drained(struct daemon *d, int64_t now)
-{
-	const unsigned n = sizeof(d->mem.marks) / sizeof(d->mem.marks[0]);
-	unsigned at = d->mem.nmarks % n;
-
-	if (!d->unwind_tables || now - d->mem.tables_mono < HOUSEKEEPING_NS)
-		return;
-	d->mem.tables_mono = now;
-	/* marks[at] was taken a minute ago (once there are n): what no
-	 * frame used since goes. */
-	if (d->mem.nmarks >= n)
-		fr_unwind_tables_trim_idle(d->unwind_tables, d->mem.marks[at]);
-	d->mem.marks[at] = fr_unwind_tables_clock(d->unwind_tables);
-	d->mem.nmarks++;
 }
 
 /* Every ten seconds: symbol images idle for a minute go, the budget

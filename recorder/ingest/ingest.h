@@ -1,0 +1,135 @@
+/* The ingest thread's context: what it drains, decodes, seals and hands
+ * on, and what it tells status. The daemon wires the borrowed parts
+ * (recorder/daemon.c) before the loop runs; nothing here knows the rest of
+ * the recorder.
+ *
+ * Only the ingest thread touches the perf rings, the tracker, the
+ * application labels and the chunk builder; it never blocks on disk or
+ * clients. The counters below are written by it and read by any thread
+ * (atomics); the stall log is read under its lock.
+ */
+#ifndef FR_RECORDER_INGEST_H
+#define FR_RECORDER_INGEST_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "recorder/sampling/perf.h"
+#include "recorder/sampling/poller.h"
+
+/* The ingest loop wakes at least every second; a gap between two drains
+ * longer than this is a stall, counted and logged. */
+#define FR_INGEST_STALL_NS 3000000000LL
+/* Ingest stalls remembered for attach replies. */
+#define FR_INGEST_STALL_LOG 16
+
+struct fr_applabels;
+struct fr_chunk_builder;
+struct fr_cfi_table;
+struct fr_sources;
+struct fr_tracker;
+struct fr_triggers;
+struct fr_unwind_tables;
+struct fr_writer;
+
+struct fr_ingest {
+	/* Wired by the daemon (borrowed). */
+	struct fr_sources *sources; /* whose drains deliver to `handler` */
+	struct fr_writer *writer;
+	struct fr_chunk_builder *builder;
+	struct fr_tracker *tracker;
+	struct fr_applabels *applabels;
+	struct fr_unwind_tables *unwind_tables; /* NULL: none */
+	struct fr_triggers *triggers;		/* NULL: none; other signals go there */
+	int sig_fd;				/* SIGHUP, SIGINT, SIGTERM and the triggers' */
+	int flush_efd;				/* flush barriers asked */
+	/* What SIGHUP does (the daemon's reload), with `reload_arg`. */
+	void (*reload)(void *arg);
+	void *reload_arg;
+
+	/* The thread's own: what it polls and the records' callbacks, whether
+	 * it stops, the barrier to seal with after this wake-up's drain. */
+	struct fr_poller poller;
+	struct fr_perf_handler handler;
+	int stopping;
+	uint64_t barrier;
+	int64_t last_seal_mono;	  /* the last periodic seal (with open waits), not a full chunk's */
+	int64_t unwind_wait_left; /* ns this second may still wait for tables */
+	uint32_t unwind_pending_uid; /* whose process the last pending table was for */
+	int64_t unwind_wait_second;  /* CLOCK_MONOTONIC ns that second began */
+	/* The mappings whose tables the last frames used, for the frames to
+	 * come (a stack goes back and forth between a few files). Valid for
+	 * one drain: emptied whenever tables or mappings may change. */
+	struct {
+		uint32_t pid;
+		uint64_t start, end, pgoff;
+		const struct fr_cfi_table *table;
+	} unwind_mru[4];
+	unsigned unwind_mru_n, unwind_mru_next;
+	/* The unwind tables' clock every 10 s of the last minute, and when
+	 * the last was taken: tables no frame used for a minute go. */
+	uint64_t tables_marks[6];
+	uint64_t tables_nmarks;
+	int64_t tables_mono;
+	/* The watchdog of its SCHED_FIFO: its CPU time at the start of the
+	 * current second, when that second started, when it may run at
+	 * SCHED_FIFO again (0: now), whether it may at all. */
+	int64_t rt_cpu0, rt_window0, rt_resume_at;
+	int rt_allowed;
+	/* Open-wait records stored at the last seal: while threads are
+	 * blocked, a chunk is sealed every second even when nothing ran, so
+	 * the ring keeps saying who is stuck. */
+	uint32_t open_waits;
+	/* Losses counted into the chunk being built since the last seal: such
+	 * a chunk is sealed at the next second even without a sample, so a
+	 * crash does not take the count with it. */
+	int losses_pending;
+
+	/* For status (atomics): all events together, the processes and
+	 * threads known, those whose application labels are read and those
+	 * no longer read (their memory lied or stalled); Unix ns of the last
+	 * drain and seal, CLOCK_MONOTONIC ns of the last drain, stalls seen,
+	 * the longest, flush barriers that timed out; the thread's nice
+	 * value, whether it runs at SCHED_FIFO and the times its watchdog
+	 * took it off. */
+	uint64_t samples, lost, chunks_sealed;
+	uint32_t nprocs, nthreads;
+	uint32_t labelled_procs, unreadable_procs;
+	int64_t last_drain_real, last_seal_real, last_drain_mono;
+	uint64_t stalls, flush_timeouts;
+	int64_t longest_stall_ns;
+	int32_t nice, realtime;
+	uint64_t realtime_drops;
+
+	/* The last stalls, Unix ns of the drain before and after each. */
+	pthread_mutex_t stall_lock;
+	struct fr_ingest_stall {
+		int64_t t0, t1;
+	} stall_log[FR_INGEST_STALL_LOG];
+	uint32_t stall_next;
+};
+
+/* Sets up `g` and makes it the receiver of `sources`' drains: the sources
+ * are initialized on its poller with its record callbacks. The borrowed
+ * parts are wired afterwards. Pair with fr_ingest_fini(), after the
+ * sources are. */
+void fr_ingest_init(struct fr_ingest *g, struct fr_sources *sources);
+void fr_ingest_fini(struct fr_ingest *g);
+
+/* Runs the ingest thread until SIGINT or SIGTERM (the open chunk sealed
+ * and queued). Returns 0, or -ENOMEM when it cannot poll. */
+int fr_ingest_loop(struct fr_ingest *g);
+
+/* Asks the ingest thread to seal and waits until the writer stored it.
+ * Any thread. Returns 0, or -ETIMEDOUT (counted) or -errno. */
+int fr_ingest_flush(struct fr_ingest *g);
+
+/* The unwind tables may have dropped tables (a new budget): the next
+ * frames look them up again. Ingest thread. */
+void fr_ingest_tables_changed(struct fr_ingest *g);
+
+/* The longest stall noted overlapping [t0, t1), clipped to it, in *s0 and
+ * *s1. Returns 1, or 0 when there is none. Any thread. */
+int fr_ingest_stall_within(struct fr_ingest *g, int64_t t0, int64_t t1, int64_t *s0, int64_t *s1);
+
+#endif
