@@ -203,6 +203,28 @@ err_unlink:
 	return ret;
 }
 
+/* The server's wake eventfd and its listening socket, bound to `path`.
+ * Returns 0, or -errno with err set; the caller closes what was made. */
+static int open_fds(struct fr_ipc_server *s, const struct sockaddr_un *addr, const char *path,
+		    char *err, size_t errlen)
+{
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->wake_fd < 0) {
+		int e = errno;
+
+		fr_set_err(err, errlen, "cannot create an eventfd: %s", strerror(e));
+		return -e;
+	}
+	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->listen_fd < 0) {
+		int e = errno;
+
+		fr_set_err(err, errlen, "cannot create a socket: %s", strerror(e));
+		return -e;
+	}
+	return bind_listen(s, addr, path, err, errlen);
+}
+
 int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned max_clients,
 		       fr_ipc_handler handler, void *arg, char *err, size_t errlen)
 {
@@ -259,20 +281,7 @@ int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned ma
 	if (ret < 0)
 		goto err_cond;
 
-	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->wake_fd < 0) {
-		ret = -errno;
-		fr_set_err(err, errlen, "cannot create an eventfd: %s", strerror(errno));
-		goto err_cond;
-	}
-	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s->listen_fd < 0) {
-		ret = -errno;
-		fr_set_err(err, errlen, "cannot create a socket: %s", strerror(errno));
-		goto err_fds;
-	}
-
-	ret = bind_listen(s, &addr, path, err, errlen);
+	ret = open_fds(s, &addr, path, err, errlen);
 	if (ret < 0)
 		goto err_fds;
 

@@ -382,6 +382,44 @@ static int follow_check(const struct fr_query_args *q)
 	return 0;
 }
 
+/* The arguments past the options, and what the options say together:
+ * a cursor's name, --count with --follow. Fills *count. Returns 0 or
+ * EXIT_USAGE, said on stderr. */
+static int check_args(int argc, char **argv, struct fr_query_args *q, const char *count_s,
+		      const char *cursor, int follow_mode, uint64_t *count)
+{
+	if (optind < argc) {
+		fprintf(stderr, "%s attach: unexpected argument \"%s\" (see %s attach --help)\n",
+			prog, argv[optind], prog);
+		return EXIT_USAGE;
+	}
+	if (cursor && !fr_ipc_cursor_name_ok(cursor)) {
+		fprintf(stderr,
+			"%s attach: --since-last: " FR_IPC_CURSOR_NAME_RULE ", got \"%s\"\n", prog,
+			cursor);
+		return EXIT_USAGE;
+	}
+	/* A new cursor with no window starts at the oldest sample. */
+	if (cursor && !follow_mode && !q->window_s && !q->from_s)
+		q->from_s = "0";
+	if (fr_query_finish("flightrec attach", q))
+		return EXIT_USAGE;
+	if (count_s && !follow_mode) {
+		fprintf(stderr, "%s attach: --count goes with --follow\n", prog);
+		return EXIT_USAGE;
+	}
+	if (count_s && fr_parse_u64(count_s, 1, 1000000000, count) < 0) {
+		fprintf(stderr,
+			"%s attach: --count: expected a number of windows of at least 1, "
+			"got \"%s\"\n",
+			prog, count_s);
+		return EXIT_USAGE;
+	}
+	if (follow_mode && follow_check(q))
+		return EXIT_USAGE;
+	return 0;
+}
+
 int fr_cmd_attach(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -415,34 +453,7 @@ int fr_cmd_attach(int argc, char **argv)
 		default: return fr_cli_bad_option("attach", argv);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "%s attach: unexpected argument \"%s\" (see %s attach --help)\n",
-			prog, argv[optind], prog);
-		return EXIT_USAGE;
-	}
-	if (cursor && !fr_ipc_cursor_name_ok(cursor)) {
-		fprintf(stderr,
-			"%s attach: --since-last: " FR_IPC_CURSOR_NAME_RULE ", got \"%s\"\n", prog,
-			cursor);
-		return EXIT_USAGE;
-	}
-	/* A new cursor with no window starts at the oldest sample. */
-	if (cursor && !follow_mode && !q.window_s && !q.from_s)
-		q.from_s = "0";
-	if (fr_query_finish("flightrec attach", &q))
-		return EXIT_USAGE;
-	if (count_s && !follow_mode) {
-		fprintf(stderr, "%s attach: --count goes with --follow\n", prog);
-		return EXIT_USAGE;
-	}
-	if (count_s && fr_parse_u64(count_s, 1, 1000000000, &count) < 0) {
-		fprintf(stderr,
-			"%s attach: --count: expected a number of windows of at least 1, "
-			"got \"%s\"\n",
-			prog, count_s);
-		return EXIT_USAGE;
-	}
-	if (follow_mode && follow_check(&q))
+	if (check_args(argc, argv, &q, count_s, cursor, follow_mode, &count))
 		return EXIT_USAGE;
 
 	status = 1;

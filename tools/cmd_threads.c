@@ -537,6 +537,33 @@ static int threads_to_stdout(const char *socket_path, const struct fr_ipc_thread
 	return status;
 }
 
+/* --at WHEN into *at_ns. Returns 0 or EXIT_USAGE, said on stderr. */
+static int parse_at(const char *arg, int64_t *at_ns)
+{
+	if (fr_query_parse_when("flightrec threads", "--at", arg, fr_now_real_ns(), at_ns))
+		return EXIT_USAGE;
+	if (*at_ns <= 0) {
+		fprintf(stderr, "%s threads: --at %s is before 1970\n", prog, arg);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Puts the profile written to `out` in place at `path` and says what it
+ * holds. Returns the exit status. */
+static int commit_file(struct fr_cli_output *out, const char *path,
+		       const struct fr_ipc_threads_reply *reply)
+{
+	int status = fr_cli_output_commit(out, 1) < 0 ? 1 : 0;
+
+	for (uint32_t i = 0; i < reply->nwarnings; i++)
+		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
+	if (!status)
+		printf("%s: %" PRIu64 " threads of %" PRIu64 " processes, %" PRIu64 " bytes\n",
+		       path, reply->threads, reply->processes, reply->bytes);
+	return status;
+}
+
 int fr_cmd_threads(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -567,14 +594,8 @@ int fr_cmd_threads(int argc, char **argv)
 		case FR_OPT_JSON: json = 1; break;
 		case FR_OPT_SOCKET: socket_s = optarg; break;
 		case OPT_AT:
-			if (fr_query_parse_when("flightrec threads", "--at", optarg,
-						fr_now_real_ns(), &q.at_ns))
+			if (parse_at(optarg, &q.at_ns))
 				return EXIT_USAGE;
-			if (q.at_ns <= 0) {
-				fprintf(stderr, "%s threads: --at %s is before 1970\n", prog,
-					optarg);
-				return EXIT_USAGE;
-			}
 			break;
 		case 'h': usage_threads(stdout); return 0;
 		default: return fr_cli_bad_option("threads", argv);
@@ -611,14 +632,7 @@ int fr_cmd_threads(int argc, char **argv)
 		goto out;
 	}
 	if (qa.out_s) {
-		status = fr_cli_output_commit(&out, 1) < 0 ? 1 : 0;
-		for (uint32_t i = 0; i < reply.nwarnings; i++)
-			fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
-		if (!status)
-			printf("%s: %" PRIu64 " threads of %" PRIu64 " processes, %" PRIu64
-			       " bytes\n",
-			       qa.out_s, reply.threads, reply.processes, reply.bytes);
-		fd = -1;
+		status = commit_file(&out, qa.out_s, &reply);
 		goto out;
 	}
 	status = fr_cli_threads_render(fd, json, &reply);

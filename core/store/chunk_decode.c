@@ -315,6 +315,36 @@ err_bad:
 	return -EBADMSG;
 }
 
+/* The frames of stack i: the first `shared` as the previous stack's (from
+ * the root), the rest as deltas from their prediction. Returns 0 or
+ * -EBADMSG. */
+static int decode_frames(struct dec *d, struct pred *pr, uint32_t i, uint32_t shared)
+{
+	struct fr_chunk *c = d->c;
+	const struct fr_chunk_stack *st = &c->stacks[i];
+	const struct fr_chunk_stack *pv = i ? &c->stacks[i - 1] : NULL;
+	uint64_t cur[FR_MAX_FRAMES], prev[FR_MAX_FRAMES];
+	unsigned nr = st->nr_frames, nu = nr - st->nr_kernel;
+	unsigned gn = pv ? pv->nr_frames : 0, gnu = pv ? gn - pv->nr_kernel : 0;
+
+	for (unsigned p = 0; p < gn; p++)
+		prev[p] = ROOT_FRAME(&c->frames[pv->first], gn, p);
+	for (unsigned p = 0; p < shared; p++)
+		cur[p] = prev[p];
+	for (unsigned p = shared; p < nr; p++) {
+		uint64_t pred = frame_pred(pr, cur, nu, pv ? prev : NULL, gn, gnu, p);
+		int64_t delta;
+
+		if (rd_z(&d->r, &delta) < 0)
+			return -EBADMSG;
+		cur[p] = pred + (uint64_t)delta;
+		pred_update(pr, cur, nu, p);
+	}
+	for (unsigned p = 0; p < nr; p++)
+		ROOT_FRAME(&c->frames[st->first], nr, p) = cur[p];
+	return 0;
+}
+
 static int decode_stacks(struct dec *d)
 {
 	struct fr_chunk *c = d->c;
@@ -368,28 +398,8 @@ static int decode_stacks(struct dec *d)
 	}
 	pred_init(pr);
 	c->nstacks = n;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct fr_chunk_stack *st = &c->stacks[i];
-		const struct fr_chunk_stack *pv = i ? &c->stacks[i - 1] : NULL;
-		uint64_t cur[FR_MAX_FRAMES], prev[FR_MAX_FRAMES];
-		unsigned nr = st->nr_frames, nu = nr - st->nr_kernel;
-		unsigned gn = pv ? pv->nr_frames : 0, gnu = pv ? gn - pv->nr_kernel : 0;
-
-		for (unsigned p = 0; p < gn; p++)
-			prev[p] = ROOT_FRAME(&c->frames[pv->first], gn, p);
-		for (unsigned p = 0; p < shared[i]; p++)
-			cur[p] = prev[p];
-		for (unsigned p = shared[i]; p < nr; p++) {
-			uint64_t pred = frame_pred(pr, cur, nu, pv ? prev : NULL, gn, gnu, p);
-			int64_t delta;
-
-			TRY(rd_z(r, &delta));
-			cur[p] = pred + (uint64_t)delta;
-			pred_update(pr, cur, nu, p);
-		}
-		for (unsigned p = 0; p < nr; p++)
-			ROOT_FRAME(&c->frames[st->first], nr, p) = cur[p];
-	}
+	for (uint32_t i = 0; i < n; i++)
+		TRY(decode_frames(d, pr, i, shared[i]));
 	free(shared);
 	free(pr);
 	return 0;

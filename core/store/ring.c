@@ -196,6 +196,34 @@ static int ring_load_sb(struct fr_ring *r, uint64_t size, uint64_t segment_size,
 	return ret;
 }
 
+/* Makes the empty file of r a ring, when flags allow creating one.
+ * Returns 0, or -errno with err set and no half-made ring left behind
+ * (the file removed if this open created it, else truncated back to
+ * empty; *created then false). */
+static int ring_init_empty(struct fr_ring *r, const char *path, uint64_t size,
+			   uint64_t segment_size, unsigned flags, bool *created, char *err,
+			   size_t errlen)
+{
+	int ret;
+
+	if ((flags & FR_RING_RDONLY) || !(flags & FR_RING_CREATE)) {
+		fr_set_err(err, errlen, "%s is empty, not a flightrec ring", path);
+		return -EMEDIUMTYPE;
+	}
+	ret = ring_check_geometry(path, size, segment_size, err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = ring_create(r, size, segment_size, flags & FR_RING_JOURNAL, err, errlen);
+	if (ret < 0) {
+		if (*created)
+			unlink(path);
+		else if (ftruncate(r->fd, 0) < 0)
+			fr_log_warn("cannot truncate %s back to empty: %m", path);
+		*created = false;
+	}
+	return ret;
+}
+
 int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size, uint64_t segment_size,
 		 unsigned flags, char *err, size_t errlen)
 {
@@ -222,24 +250,9 @@ int fr_ring_open(struct fr_ring **out, const char *path, uint64_t size, uint64_t
 			goto err;
 	}
 	if (st.st_size == 0) {
-		if (rdonly || !(flags & FR_RING_CREATE)) {
-			ret = -EMEDIUMTYPE;
-			fr_set_err(err, errlen, "%s is empty, not a flightrec ring", path);
-			goto err;
-		}
-		ret = ring_check_geometry(path, size, segment_size, err, errlen);
+		ret = ring_init_empty(r, path, size, segment_size, flags, &created, err, errlen);
 		if (ret < 0)
 			goto err;
-		ret = ring_create(r, size, segment_size, flags & FR_RING_JOURNAL, err, errlen);
-		if (ret < 0) {
-			/* Leave no half-made ring behind. */
-			if (created)
-				unlink(path);
-			else if (ftruncate(r->fd, 0) < 0)
-				fr_log_warn("cannot truncate %s back to empty: %m", path);
-			created = false;
-			goto err;
-		}
 	} else {
 		ret = ring_sb_existing(r, (uint64_t)st.st_size, size, segment_size, err, errlen);
 		if (ret < 0)

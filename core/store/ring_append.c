@@ -112,6 +112,42 @@ static size_t group_raw_max(const struct fr_ring *r)
 	return max < (2u << 20) ? max : (2u << 20);
 }
 
+/* Reads the journal's *n chunks back into raw[] and decodes them into
+ * dec[]; a damaged one is dropped from the journal's index (and *n) and
+ * counted. Returns 0 or -errno; what was read stays for the caller to
+ * free. */
+static int read_group(struct fr_ring *r, struct fr_chunk **dec, void **raw, size_t *n)
+{
+	/* The group as read back; no reader changes the journal's index
+	 * but to drop a damaged chunk, which only this thread looks for. */
+	for (size_t i = 0; i < *n;) {
+		struct fr_ring_ref ref = r->jidx[i];
+		ssize_t got;
+
+		raw[i] = malloc(ref.len);
+		if (!raw[i])
+			return -ENOMEM;
+		got = fr_pread_full(r->fd, raw[i], ref.len, ref.offset);
+		if (got < 0)
+			return (int)got;
+		if ((size_t)got != ref.len || fr_chunk_decode(raw[i], ref.len, &dec[i]) < 0) {
+			fr_log_warn("%s: journal chunk %" PRIu64 " at offset %" PRIu64
+				    " is damaged; dropped",
+				    r->path, ref.seq, ref.offset);
+			free(raw[i]);
+			raw[i] = NULL;
+			pthread_rwlock_wrlock(&r->lock);
+			ring_jidx_remove_at(r, i);
+			r->corrupt++;
+			pthread_rwlock_unlock(&r->lock);
+			(*n)--;
+			continue;
+		}
+		i++;
+	}
+	return 0;
+}
+
 /* Stores the journal's group in the segments: merged where its chunks
  * agree (core/store/merge.h), as they are where they cannot be merged, oldest
  * first, each dropping its parts from the journal's index as it lands.
@@ -129,37 +165,9 @@ int ring_merge_group(struct fr_ring *r)
 		ret = -ENOMEM;
 		goto out;
 	}
-	/* The group as read back; no reader changes the journal's index
-	 * but to drop a damaged chunk, which only this thread looks for. */
-	for (size_t i = 0; i < n;) {
-		struct fr_ring_ref ref = r->jidx[i];
-		ssize_t got;
-
-		raw[i] = malloc(ref.len);
-		if (!raw[i]) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		got = fr_pread_full(r->fd, raw[i], ref.len, ref.offset);
-		if (got < 0) {
-			ret = (int)got;
-			goto out;
-		}
-		if ((size_t)got != ref.len || fr_chunk_decode(raw[i], ref.len, &dec[i]) < 0) {
-			fr_log_warn("%s: journal chunk %" PRIu64 " at offset %" PRIu64
-				    " is damaged; dropped",
-				    r->path, ref.seq, ref.offset);
-			free(raw[i]);
-			raw[i] = NULL;
-			pthread_rwlock_wrlock(&r->lock);
-			ring_jidx_remove_at(r, i);
-			r->corrupt++;
-			pthread_rwlock_unlock(&r->lock);
-			n--;
-			continue;
-		}
-		i++;
-	}
+	ret = read_group(r, dec, raw, &n);
+	if (ret < 0)
+		goto out;
 	while (done < n) {
 		const struct fr_ring_ref *first = &r->jidx[0];
 		void *out = NULL;

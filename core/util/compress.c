@@ -229,10 +229,27 @@ void fr_gzip_free(struct fr_gzip *g)
 	free(g);
 }
 
+/* Doubles the output buffer of fr_gunzip up to FR_GUNZIP_MAX. Returns 0,
+ * -EBADMSG when the output would pass it, or -ENOMEM. */
+static int gunzip_grow(unsigned char **buf, size_t *cap)
+{
+	size_t c = *cap > FR_GUNZIP_MAX / 2 ? FR_GUNZIP_MAX : *cap * 2;
+	unsigned char *grown;
+
+	if (*cap >= FR_GUNZIP_MAX)
+		return -EBADMSG;
+	grown = realloc(*buf, c);
+	if (!grown)
+		return -ENOMEM;
+	*buf = grown;
+	*cap = c;
+	return 0;
+}
+
 int fr_gunzip(const void *in, size_t len, void **out, size_t *out_len)
 {
 	const unsigned char *p = in, *end = p + len;
-	unsigned char *buf = NULL, *grown;
+	unsigned char *buf = NULL;
 	size_t cap, used = 0;
 	z_stream zs;
 	int zret, ret;
@@ -284,17 +301,9 @@ int fr_gunzip(const void *in, size_t len, void **out, size_t *out_len)
 			goto err;
 		}
 		if (used == cap) {
-			if (cap >= FR_GUNZIP_MAX) {
-				ret = -EBADMSG;
+			ret = gunzip_grow(&buf, &cap);
+			if (ret < 0)
 				goto err;
-			}
-			cap = cap > FR_GUNZIP_MAX / 2 ? FR_GUNZIP_MAX : cap * 2;
-			grown = realloc(buf, cap);
-			if (!grown) {
-				ret = -ENOMEM;
-				goto err;
-			}
-			buf = grown;
 			continue;
 		}
 		/* Room to write, all input given, and no progress: the input

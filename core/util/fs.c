@@ -107,13 +107,44 @@ static int open_component(int at, const char *name, const char *dir, int last, m
 	return -e;
 }
 
+/* The directory fd (the last of `dir`) is this user's and no one else
+ * can write to it. Returns 0, or -errno with err set. */
+static int check_own_dir(int fd, const char *dir, uid_t uid, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+
+		fr_set_err(err, errlen, "cannot open directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	if (st.st_uid != uid) {
+		fr_set_err(err, errlen,
+			   "directory %s is owned by uid %u, not by uid %u (this process's user)",
+			   dir, (unsigned)st.st_uid, (unsigned)uid);
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		fr_set_err(err, errlen,
+			   "directory %s is writable by %s (mode %04o); it must not be (chmod go-w)",
+			   dir,
+			   (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "group and others"
+			   : (st.st_mode & S_IWGRP)			    ? "group"
+									    : "others",
+			   (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
 int fr_dir_open_private(const char *dir, mode_t mode, char *err, size_t errlen)
 {
 	char buf[PATH_MAX], *name, *save = NULL;
 	struct stat st;
 	uid_t uid = geteuid();
 	size_t len = dir ? strlen(dir) : 0;
-	int fd;
+	int fd, ret;
 
 	if (len == 0 || len >= sizeof(buf)) {
 		fr_set_err(err, errlen, "cannot open directory %s: %s", dir ? dir : "",
@@ -164,30 +195,10 @@ int fr_dir_open_private(const char *dir, mode_t mode, char *err, size_t errlen)
 		fd = sub;
 		name = next;
 	}
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-
+	ret = check_own_dir(fd, dir, uid, err, errlen);
+	if (ret < 0) {
 		close(fd);
-		fr_set_err(err, errlen, "cannot open directory %s: %s", dir, strerror(e));
-		return -e;
-	}
-	if (st.st_uid != uid) {
-		close(fd);
-		fr_set_err(err, errlen,
-			   "directory %s is owned by uid %u, not by uid %u (this process's user)",
-			   dir, (unsigned)st.st_uid, (unsigned)uid);
-		return -EPERM;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		close(fd);
-		fr_set_err(err, errlen,
-			   "directory %s is writable by %s (mode %04o); it must not be (chmod go-w)",
-			   dir,
-			   (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "group and others"
-			   : (st.st_mode & S_IWGRP)			    ? "group"
-									    : "others",
-			   (unsigned)(st.st_mode & 07777));
-		return -EPERM;
+		return ret;
 	}
 	return fd;
 }

@@ -106,6 +106,28 @@ static uint32_t copy_frames(struct fr_bpf_offcpu *b, const void *data, size_t si
 					FR_MAX_FRAMES - nk);
 }
 
+/* A wait's labels, kept for the wait record that follows them. */
+static void on_labels(struct fr_bpf_offcpu *b, const struct fr_bpf_labels_rec *l)
+{
+	uint32_t h = (l->tid * 2654435761u) & (LABELS_PENDING - 1), k = h;
+
+	/* Its thread's slot, else a free one, else the first (a record
+	 * whose wait never came). */
+	for (uint32_t i = 0; i < LABELS_PROBE; i++) {
+		uint32_t j = (h + i) & (LABELS_PENDING - 1);
+
+		if (b->labels[j].tid == l->tid || !b->labels[j].set) {
+			k = j;
+			break;
+		}
+	}
+	b->labels[k].tid = l->tid;
+	b->labels[k].set = b->h->labels ? b->h->labels(b->h->arg, l) : 0;
+	/* Known to have none: not joined to another moment's. */
+	if (!b->labels[k].set)
+		b->labels[k].set = FR_APP_REF_NONE;
+}
+
 /* One ring buffer record into a sample. */
 static int on_record(void *ctx, void *data, size_t size)
 {
@@ -118,27 +140,8 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (size < sizeof(w->h))
 		return 0;
 	if (w->h.kind == FR_BPF_LABELS_WAIT) {
-		const struct fr_bpf_labels_rec *l = data;
-
-		if (size < sizeof(*l))
-			return 0;
-		uint32_t h = (l->tid * 2654435761u) & (LABELS_PENDING - 1), k = h;
-
-		/* Its thread's slot, else a free one, else the first (a record
-		 * whose wait never came). */
-		for (uint32_t i = 0; i < LABELS_PROBE; i++) {
-			uint32_t j = (h + i) & (LABELS_PENDING - 1);
-
-			if (b->labels[j].tid == l->tid || !b->labels[j].set) {
-				k = j;
-				break;
-			}
-		}
-		b->labels[k].tid = l->tid;
-		b->labels[k].set = b->h->labels ? b->h->labels(b->h->arg, l) : 0;
-		/* Known to have none: not joined to another moment's. */
-		if (!b->labels[k].set)
-			b->labels[k].set = FR_APP_REF_NONE;
+		if (size >= sizeof(struct fr_bpf_labels_rec))
+			on_labels(b, data);
 		return 0;
 	}
 	s.pid = w->h.pid;

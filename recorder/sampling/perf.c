@@ -436,21 +436,14 @@ static void attach_labels(struct fr_perf *p, int prog_fd, const char *name)
 	}
 }
 
-int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err, size_t errlen)
+/* Whether cfg (its event named `name`) can be opened as asked: its kernel
+ * type and config into *type and *config. Returns 0, or -EOPNOTSUPP or
+ * -EINVAL with err set. */
+static int check_config(const struct fr_perf_config *cfg, const char *name, uint32_t *type,
+			uint64_t *config, char *err, size_t errlen)
 {
-	struct fr_perf *p;
-	struct perf_event_attr attr;
-	char name[FR_EVENT_NAME_MAX];
-	uint32_t type = 0;
-	uint64_t config = 0;
-	size_t pages;
-	int hardware = fr_event_is_hardware(cfg->event), ret;
-
-	if (err && errlen)
-		err[0] = '\0';
-	fr_event_format(cfg->event, name, sizeof(name));
 	if (cfg->event != FR_EVENT_OFFCPU) {
-		if (event_attr(cfg->event, &type, &config) < 0) {
+		if (event_attr(cfg->event, type, config) < 0) {
 			fr_set_err(err, errlen, "%s: this event cannot be sampled by this version",
 				   name);
 			return -EOPNOTSUPP;
@@ -475,6 +468,25 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 			   cfg->stack_copy);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err, size_t errlen)
+{
+	struct fr_perf *p;
+	struct perf_event_attr attr;
+	char name[FR_EVENT_NAME_MAX];
+	uint32_t type = 0;
+	uint64_t config = 0;
+	size_t pages;
+	int hardware = fr_event_is_hardware(cfg->event), ret;
+
+	if (err && errlen)
+		err[0] = '\0';
+	fr_event_format(cfg->event, name, sizeof(name));
+	ret = check_config(cfg, name, &type, &config, err, errlen);
+	if (ret < 0)
+		return ret;
 	p = perf_new(cfg);
 	if (!p)
 		return -ENOMEM;

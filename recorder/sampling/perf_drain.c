@@ -170,6 +170,48 @@ static void precise_leaf(struct fr_perf *p, const struct perf_event_header *h, u
 			     ip_is_kernel(h));
 }
 
+/* The RAW field at `raw` (a u32 size, the data, padded to 8 bytes) into
+ * v. Returns what follows it, or NULL when it passes `end`. */
+static const char *decode_raw(const char *raw, const char *end, struct sample_view *v)
+{
+	const char *after;
+	uint32_t size;
+
+	if (raw + sizeof(size) > end)
+		return NULL;
+	memcpy(&size, raw, sizeof(size));
+	if (size > (size_t)(end - raw) - sizeof(size))
+		return NULL;
+	v->raw = (const unsigned char *)raw + sizeof(size);
+	v->raw_size = size;
+	after = raw + ((sizeof(size) + size + 7) & ~(size_t)7);
+	return after > end ? NULL : after;
+}
+
+/* The callchain's `nr` entries interleave context markers with
+ * addresses: kernel ones into p->ips[*nk...], user ones into user[*nu...],
+ * each up to FR_MAX_FRAMES. */
+static void split_callchain(struct fr_perf *p, const uint64_t *chain, uint64_t nr, uint64_t *user,
+			    uint16_t *nk, uint16_t *nu)
+{
+	uint64_t context = PERF_CONTEXT_KERNEL;
+
+	for (uint64_t i = 0; i < nr; i++) {
+		uint64_t ip = chain[i];
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			context = ip;
+			continue;
+		}
+		if (context == PERF_CONTEXT_KERNEL) {
+			if (*nk < FR_MAX_FRAMES)
+				p->ips[(*nk)++] = ip;
+		} else if (context == PERF_CONTEXT_USER) {
+			if (*nu < FR_MAX_FRAMES)
+				user[(*nu)++] = ip;
+		}
+	}
+}
+
 /* Decodes a sample record: IP, TID, TIME, CPU, PERIOD (not in period
  * mode), CALLCHAIN and, when
  * the source asked for them, RAW, REGS_USER and STACK_USER, in this order.
@@ -195,7 +237,7 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 	} *s = (const void *)w;
 	const uint64_t *chain = w + nhead;
 	const char *end = (const char *)h + h->size, *after = NULL;
-	uint64_t context = PERF_CONTEXT_KERNEL, nr;
+	uint64_t nr;
 	uint16_t nk = 0, nu = 0, nframes;
 	uint64_t user[FR_MAX_FRAMES];
 
@@ -215,40 +257,12 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 	v->raw_size = 0;
 	v->has_regs = 0;
 	after = (const char *)(chain + nr);
-	if (p->offcpu) {
-		const char *raw = after;
-		uint32_t size;
-
-		if (raw + sizeof(size) > end)
-			return -EBADMSG;
-		memcpy(&size, raw, sizeof(size));
-		if (size > (size_t)(end - raw) - sizeof(size))
-			return -EBADMSG;
-		v->raw = (const unsigned char *)raw + sizeof(size);
-		v->raw_size = size;
-		/* The u32 size and the data are padded to 8 bytes. */
-		after = raw + ((sizeof(size) + size + 7) & ~(size_t)7);
-		if (after > end)
-			return -EBADMSG;
-	}
+	if (p->offcpu && !(after = decode_raw(after, end, v)))
+		return -EBADMSG;
 	if (p->cfg.stack_copy && decode_user_stack(after, end, v) < 0)
 		return -EBADMSG;
 
-	/* The callchain interleaves context markers with addresses. */
-	for (uint64_t i = 0; i < nr; i++) {
-		uint64_t ip = chain[i];
-		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
-			context = ip;
-			continue;
-		}
-		if (context == PERF_CONTEXT_KERNEL) {
-			if (nk < FR_MAX_FRAMES)
-				p->ips[nk++] = ip;
-		} else if (context == PERF_CONTEXT_USER) {
-			if (nu < FR_MAX_FRAMES)
-				user[nu++] = ip;
-		}
-	}
+	split_callchain(p, chain, nr, user, &nk, &nu);
 	if (v->has_regs) {
 		v->nr_kernel = nk;
 		v->nr_frames = unwind_user(p, v, nk, cb);

@@ -19,6 +19,7 @@
 #include <linux/connector.h>
 #include <linux/netlink.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -72,6 +73,31 @@ static int send_mcast_op(struct fr_procwatch *w, enum proc_cn_mcast_op op)
 	return 0;
 }
 
+/* The proc connector message in `nh` into *cn and *ev (zero past what
+ * the kernel sent). Returns false for any other message. */
+static bool proc_event_of(const struct nlmsghdr *nh, struct cn_msg *cn, struct proc_event *ev)
+{
+	size_t payload, evlen;
+
+	if (nh->nlmsg_type == NLMSG_NOOP || nh->nlmsg_type == NLMSG_ERROR)
+		return false;
+	payload = NLMSG_PAYLOAD(nh, 0);
+	if (payload < sizeof(*cn))
+		return false;
+	memcpy(cn, NLMSG_DATA(nh), sizeof(*cn));
+	if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC)
+		return false;
+	evlen = payload - sizeof(*cn);
+	if (evlen > cn->len)
+		evlen = cn->len;
+	if (evlen < offsetof(struct proc_event, event_data))
+		return false;
+	memset(ev, 0, sizeof(*ev));
+	memcpy(ev, (const char *)NLMSG_DATA(nh) + sizeof(*cn),
+	       evlen < sizeof(*ev) ? evlen : sizeof(*ev));
+	return true;
+}
+
 /* Walks the messages of one datagram of `len` bytes. `ack_err` (when not
  * NULL) receives the error of the kernel's answer to our latest request,
  * and is then set to a value >= 0; events are delivered to `h` (may be
@@ -85,25 +111,9 @@ static int parse_datagram(struct fr_procwatch *w, union msgbuf *mb, size_t len,
 	for (nh = &mb->nh; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
 		struct cn_msg cn;
 		struct proc_event ev;
-		size_t payload, evlen;
 
-		if (nh->nlmsg_type == NLMSG_NOOP || nh->nlmsg_type == NLMSG_ERROR)
+		if (!proc_event_of(nh, &cn, &ev))
 			continue;
-		payload = NLMSG_PAYLOAD(nh, 0);
-		if (payload < sizeof(cn))
-			continue;
-		memcpy(&cn, NLMSG_DATA(nh), sizeof(cn));
-		if (cn.id.idx != CN_IDX_PROC || cn.id.val != CN_VAL_PROC)
-			continue;
-		evlen = payload - sizeof(cn);
-		if (evlen > cn.len)
-			evlen = cn.len;
-		if (evlen < offsetof(struct proc_event, event_data))
-			continue;
-		memset(&ev, 0, sizeof(ev));
-		memcpy(&ev, (char *)NLMSG_DATA(nh) + sizeof(cn),
-		       evlen < sizeof(ev) ? evlen : sizeof(ev));
-
 		switch (ev.what) {
 		case PROC_EVENT_NONE:
 			/* The answer to a request carries its ack + 1 (its seq

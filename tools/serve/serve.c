@@ -439,6 +439,39 @@ static int set_token(struct fr_serve *s, const char *token_file)
 	return 0;
 }
 
+/* --read-timeout into s, --listen into *ss (and *sslen), and whether the
+ * address may be listened on. Returns 0 or EXIT_USAGE, said on stderr. */
+static int check_options(struct fr_serve *s, const char *timeout_s, const char *listen_s,
+			 int allow_remote, struct sockaddr_storage *ss, socklen_t *sslen)
+{
+	s->read_timeout_ns = FR_SERVE_READ_DEADLINE_MS * FR_NS_PER_MS;
+	if (timeout_s &&
+	    (fr_parse_duration(timeout_s, &s->read_timeout_ns) < 0 ||
+	     s->read_timeout_ns < 100 * FR_NS_PER_MS || s->read_timeout_ns > 600 * FR_NS_PER_S)) {
+		fprintf(stderr,
+			"%s serve: --read-timeout: expected a duration from 100ms to 10m, "
+			"got \"%s\"\n",
+			prog, timeout_s);
+		return EXIT_USAGE;
+	}
+	if (parse_listen(listen_s, ss, sslen) < 0) {
+		fprintf(stderr,
+			"%s serve: --listen: expected ADDRESS:PORT like 127.0.0.1:7077 or "
+			"[::1]:7077, got \"%s\"\n",
+			prog, listen_s);
+		return EXIT_USAGE;
+	}
+	if (!is_loopback(ss) && !allow_remote) {
+		fprintf(stderr,
+			"%s serve: %s is not a loopback address; there, anyone who reaches the "
+			"port with the page's token sees what you may see, over plain HTTP. "
+			"Add --allow-remote to do it anyway, or use ssh -L\n",
+			prog, listen_s);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 int fr_cmd_serve(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -476,31 +509,8 @@ int fr_cmd_serve(int argc, char **argv)
 			prog, argv[optind], prog);
 		return EXIT_USAGE;
 	}
-	s.read_timeout_ns = (int64_t)FR_SERVE_READ_DEADLINE_MS * 1000000;
-	if (timeout_s &&
-	    (fr_parse_duration(timeout_s, &s.read_timeout_ns) < 0 ||
-	     s.read_timeout_ns < 100 * FR_NS_PER_MS || s.read_timeout_ns > 600 * FR_NS_PER_S)) {
-		fprintf(stderr,
-			"%s serve: --read-timeout: expected a duration from 100ms to 10m, "
-			"got \"%s\"\n",
-			prog, timeout_s);
+	if (check_options(&s, timeout_s, listen_s, allow_remote, &ss, &sslen))
 		return EXIT_USAGE;
-	}
-	if (parse_listen(listen_s, &ss, &sslen) < 0) {
-		fprintf(stderr,
-			"%s serve: --listen: expected ADDRESS:PORT like 127.0.0.1:7077 or "
-			"[::1]:7077, got \"%s\"\n",
-			prog, listen_s);
-		return EXIT_USAGE;
-	}
-	if (!is_loopback(&ss) && !allow_remote) {
-		fprintf(stderr,
-			"%s serve: %s is not a loopback address; there, anyone who reaches the "
-			"port with the page's token sees what you may see, over plain HTTP. "
-			"Add --allow-remote to do it anyway, or use ssh -L\n",
-			prog, listen_s);
-		return EXIT_USAGE;
-	}
 	if (set_token(&s, token_file) < 0)
 		return token_file ? EXIT_USAGE : 1;
 	socket_path = socket_s ? strdup(socket_s) : fr_ipc_client_socket_path();

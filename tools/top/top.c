@@ -102,6 +102,37 @@ static int table_opt(int c, const char *arg, struct fr_top_opts *o)
 	}
 }
 
+/* Says what is wrong with the option getopt stopped at. */
+static void bad_option(char **argv)
+{
+	/* A long option with optopt set lacks its value (see
+	 * fr_cli_bad_option()). */
+	if (optopt && strncmp(argv[optind - 1], "--", 2) == 0)
+		fprintf(stderr, "%s: %.*s %s (see flightrec top --help)\n", prog,
+			(int)strcspn(argv[optind - 1], "="), argv[optind - 1],
+			strchr(argv[optind - 1], '=') ? "takes no value" : "needs a value");
+	else if (optopt && optopt < 256)
+		fprintf(stderr,
+			"%s: option -%c is unknown or needs a value "
+			"(see flightrec top --help)\n",
+			prog, optopt);
+	else
+		usage_error("unknown option or missing value: %s", argv[optind - 1]);
+}
+
+/* The tables of a saved profile FILE, which takes no recorder option. */
+static int show_file(const char *file, const struct fr_query_args *q, const char *socket_s,
+		     const struct fr_top_opts *o)
+{
+	if (q->window_s || q->from_s || q->to_s || q->targets.npids || socket_s || q->nevents ||
+	    q->targets.ncomms || q->targets.cgroup[0] || (q->hz || q->nrates) ||
+	    q->targets.children || q->targets.nlabels) {
+		usage_error("give either FILE or --window/--from, not both%s", "");
+		return EXIT_USAGE;
+	}
+	return fr_top_show_file(file, o);
+}
+
 int fr_top_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -143,23 +174,7 @@ int fr_top_main(int argc, char **argv)
 			usage(stdout);
 			ret = 0;
 			goto out;
-		default:
-			/* A long option with optopt set lacks its value (see
-			 * fr_cli_bad_option()). */
-			if (optopt && strncmp(argv[optind - 1], "--", 2) == 0)
-				fprintf(stderr, "%s: %.*s %s (see flightrec top --help)\n", prog,
-					(int)strcspn(argv[optind - 1], "="), argv[optind - 1],
-					strchr(argv[optind - 1], '=') ? "takes no value"
-								      : "needs a value");
-			else if (optopt && optopt < 256)
-				fprintf(stderr,
-					"%s: option -%c is unknown or needs a value "
-					"(see flightrec top --help)\n",
-					prog, optopt);
-			else
-				usage_error("unknown option or missing value: %s",
-					    argv[optind - 1]);
-			goto out;
+		default: bad_option(argv); goto out;
 		}
 	}
 	ret = EXIT_USAGE;
@@ -179,12 +194,7 @@ int fr_top_main(int argc, char **argv)
 		goto out;
 	}
 	if (file) {
-		if (q->window_s || q->from_s || q->to_s || q->targets.npids || socket_s ||
-		    q->nevents || q->targets.ncomms || q->targets.cgroup[0] ||
-		    (q->hz || q->nrates) || q->targets.children || q->targets.nlabels)
-			usage_error("give either FILE or --window/--from, not both%s", "");
-		else
-			ret = fr_top_show_file(file, &o);
+		ret = show_file(file, q, socket_s, &o);
 		goto out;
 	}
 	/* The recorder writes application labels only when asked for a key */
