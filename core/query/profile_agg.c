@@ -421,11 +421,20 @@ void profile_free_builder(struct builder *b)
 
 void profile_trim_builder(struct builder *b)
 {
-	void **memos[] = {(void **)&b->stack_off, (void **)&b->stack_n, (void **)&b->str_memo,
-			  (void **)&b->stack_ok,  (void **)&b->ls_ok,	(void **)&b->ls_cgroup,
-			  (void **)&b->ls_ppid,	  (void **)&b->done,	(void **)&b->sample_idx.slots,
-			  (void **)&b->loc_idx.slots, (void **)&b->map_idx.slots,
-			  (void **)&b->edges.slots, (void **)&b->pids.slots, (void **)&b->chunk_app};
+	void **memos[] = {(void **)&b->stack_off,
+			  (void **)&b->stack_n,
+			  (void **)&b->str_memo,
+			  (void **)&b->stack_ok,
+			  (void **)&b->ls_ok,
+			  (void **)&b->ls_cgroup,
+			  (void **)&b->ls_ppid,
+			  (void **)&b->done,
+			  (void **)&b->sample_idx.slots,
+			  (void **)&b->loc_idx.slots,
+			  (void **)&b->map_idx.slots,
+			  (void **)&b->edges.slots,
+			  (void **)&b->pids.slots,
+			  (void **)&b->chunk_app};
 
 	for (size_t i = 0; i < sizeof(memos) / sizeof(memos[0]); i++) {
 		free(*memos[i]);

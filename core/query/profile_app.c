@@ -178,9 +178,9 @@ size_t profile_app_labels(const struct builder *b, uint32_t app, struct fr_profi
 		return 0;
 	a = &b->apps[app - 1];
 	for (uint32_t k = 0; k < a->n && n < max; k++, n++)
-		out[n] =
-			(struct fr_profile_label){.key = b->strs[b->app_pairs[a->first + 2 * k]],
-						.str = b->strs[b->app_pairs[a->first + 2 * k + 1]]};
+		out[n] = (struct fr_profile_label){
+			.key = b->strs[b->app_pairs[a->first + 2 * k]],
+			.str = b->strs[b->app_pairs[a->first + 2 * k + 1]]};
 	return n;
 }
 

@@ -95,9 +95,8 @@ static int add_line(struct builder *b, const char *name, const char *sys, const 
  * inlined functions innermost first, then `name` at its line. Charges the
  * time to *spent_ns and does nothing once it passes LINES_BUDGET_NS.
  * Returns 0 (also without lines) or -ENOMEM. */
-static int user_lines(struct builder *b, struct fr_dwarf_lines *dw, struct gloc *l,
-		      struct gmap *m, uint64_t elf_addr, const char *name, const char *sysname,
-		      int64_t *spent_ns)
+static int user_lines(struct builder *b, struct fr_dwarf_lines *dw, struct gloc *l, struct gmap *m,
+		      uint64_t elf_addr, const char *name, const char *sysname, int64_t *spent_ns)
 {
 	struct fr_dwarf_frame fr[FR_DWARF_MAX_FRAMES];
 	int64_t t0;
@@ -210,10 +209,13 @@ static int name_maps(struct builder *b)
 		struct gmap *m = &b->maps[i];
 		char bid[2 * FR_BUILD_ID_MAX + 1] = "", file[256];
 		int64_t f = profile_intern_str(b, i == KERNEL_MAP ? FR_PROFILE_KERNEL_MAPPING
-								 : profile_map_file(m, file, sizeof(file)));
+								  : profile_map_file(m, file,
+										     sizeof(file)));
 		int64_t h = f < 0 ? f
-				  : profile_intern_str(b, m->bid_len ? fr_build_id_hex(m->bid, m->bid_len, bid)
-								     : "");
+				  : profile_intern_str(b, m->bid_len
+								  ? fr_build_id_hex(m->bid,
+										    m->bid_len, bid)
+								  : "");
 
 		if (h < 0)
 			return -ENOMEM;
@@ -332,8 +334,8 @@ static void emit_sample(const struct fr_profile *prof, struct fr_pprof *p, uint3
 
 	fr_profile_sample(prof, i, &s);
 	for (size_t k = 0; k < s.nlabels; k++)
-		labels[k] = (struct fr_pprof_label){s.labels[k].key, s.labels[k].str,
-						    s.labels[k].num};
+		labels[k] =
+			(struct fr_pprof_label){s.labels[k].key, s.labels[k].str, s.labels[k].num};
 	values[0] = (int64_t)s.count;
 	for (uint32_t e = 0; e < prof->b.nev; e++)
 		values[1 + e] = s.values[e];
@@ -401,18 +403,21 @@ static uint32_t *folded_names(struct builder *b)
 
 	for (uint32_t i = 0; names && i < b->nlocs; i++) {
 		const struct gloc *l = &b->locs[i];
-		const char *name = l->nlines ? b->strs[b->lines[l->line0 + l->nlines - 1].name] : "";
+		const char *name = l->nlines ? b->strs[b->lines[l->line0 + l->nlines - 1].name]
+					     : "";
 		int64_t idx;
 
 		if (l->map != KERNEL_MAP) {
-			idx = l->nlines ? b->lines[l->line0 + l->nlines - 1].name : profile_intern_str(b, "");
+			idx = l->nlines ? b->lines[l->line0 + l->nlines - 1].name
+					: profile_intern_str(b, "");
 		} else {
 			if (l->nlines)
 				snprintf(buf, sizeof(buf), "%s" FR_PROFILE_KERNEL_SUFFIX, name);
 			else if (b->req->targets.has_uid)
 				snprintf(buf, sizeof(buf), "[unknown]" FR_PROFILE_KERNEL_SUFFIX);
 			else
-				snprintf(buf, sizeof(buf), "0x%" PRIx64 FR_PROFILE_KERNEL_SUFFIX, l->addr);
+				snprintf(buf, sizeof(buf), "0x%" PRIx64 FR_PROFILE_KERNEL_SUFFIX,
+					 l->addr);
 			idx = profile_intern_str(b, buf);
 		}
 		if (idx < 0) {

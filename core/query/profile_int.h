@@ -259,8 +259,8 @@ struct fr_profile {
 	struct fr_profile_request req;
 	char *version, *note, *pmu_note;
 	struct fr_profile_result res;
-	int64_t t0;	/* where the profile starts (the ring may begin later) */
-	int64_t period; /* profile_period() */
+	int64_t t0;			  /* where the profile starts (the ring may begin later) */
+	int64_t period;			  /* profile_period() */
 	uint32_t events[FR_LIMIT_EVENTS]; /* b.ev's ids */
 	/* Whether a location is on the kernel, and the kernel mapping's
 	 * span as pprof gets it (0, 0 in a profile limited to a uid). */

@@ -100,8 +100,8 @@ void fr_profile_mapping(const struct fr_profile *p, uint32_t m, struct fr_profil
 	const struct gmap *g = &p->b.maps[m];
 
 	if (m == KERNEL_MAP) {
-		*out = (struct fr_profile_mapping){p->kmin, p->kmax + 1, 0, FR_PROFILE_KERNEL_MAPPING,
-						   ""};
+		*out = (struct fr_profile_mapping){p->kmin, p->kmax + 1, 0,
+						   FR_PROFILE_KERNEL_MAPPING, ""};
 		return;
 	}
 	out->start = g->start;

@@ -69,11 +69,11 @@ struct fr_profile_label {
 
 struct fr_profile_sample {
 	uint32_t pid, tid;
-	uint32_t cpu;		 /* 0 unless the request asked cpu_label */
-	const char *comm;	 /* "" unknown */
-	const char *thread;	 /* "" unknown */
-	const char *cgroup;	 /* NULL: the sample has none */
-	uint64_t count;		 /* kept samples of every event */
+	uint32_t cpu;			 /* 0 unless the request asked cpu_label */
+	const char *comm;		 /* "" unknown */
+	const char *thread;		 /* "" unknown */
+	const char *cgroup;		 /* NULL: the sample has none */
+	uint64_t count;			 /* kept samples of every event */
 	int64_t values[FR_LIMIT_EVENTS]; /* per event, as pprof's columns after count */
 	uint32_t nlocs;
 	const uint32_t *locs; /* location indexes, leaf first */
@@ -95,8 +95,7 @@ struct fr_profile_location {
 	uint32_t nlines;  /* its functions (fr_profile_line()); 0: nothing names it */
 };
 
-void fr_profile_location(const struct fr_profile *p, uint32_t loc,
-			 struct fr_profile_location *out);
+void fr_profile_location(const struct fr_profile *p, uint32_t loc, struct fr_profile_location *out);
 
 /* One function of a location. `file` is the source file DWARF gives, else
  * the mapped file (FR_PROFILE_KERNEL_MAPPING for the kernel), "" for a
