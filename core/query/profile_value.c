@@ -28,6 +28,16 @@ size_t fr_profile_nsamples(const struct fr_profile *p)
 	return p->b.nsamples;
 }
 
+uint32_t fr_profile_nlocations(const struct fr_profile *p)
+{
+	return p->b.nlocs;
+}
+
+uint32_t fr_profile_nmappings(const struct fr_profile *p)
+{
+	return p->b.nmaps;
+}
+
 /* The value of row `row` for event `e`: for cpu, kept samples times the
  * period (every kept sample stands for exactly 1e9/hz ns, and the total
  * stays a whole multiple of it); for the others, the scaled weights. */

@@ -54,7 +54,12 @@ const uint32_t *fr_profile_events(const struct fr_profile *p, uint32_t *n);
 /* The column of `event` in fr_profile_sample.values, or -1. */
 int fr_profile_event_column(const struct fr_profile *p, uint32_t event);
 
+/* How many samples, locations and mappings the value holds: sample
+ * indexes are below the first, location indexes below the second,
+ * mapping indexes (non-zero) below the third. */
 size_t fr_profile_nsamples(const struct fr_profile *p);
+uint32_t fr_profile_nlocations(const struct fr_profile *p);
+uint32_t fr_profile_nmappings(const struct fr_profile *p);
 
 /* A label as pprof gets it: a string label when `str` is non-NULL, else
  * numeric (`num`). */
