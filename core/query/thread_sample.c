@@ -5,9 +5,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/query/pprof.h"
-#include "core/query/pprof_copy.h"
 #include "core/store/sample.h"
 
 /* Most locations kept of one stack: kernel and user frames. */
@@ -23,6 +23,25 @@ struct fr_thread_answer {
 	uint64_t *map_ids; /* by mapping */
 };
 
+/* An fr_write_fn that writes everything to the descriptor *(int *)arg
+ * (restarting on EINTR): 0 or -errno (-EIO for a write of 0 bytes). */
+static int fd_sink(void *arg, const void *buf, size_t len)
+{
+	int fd = *(int *)arg;
+
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf = (const char *)buf + n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 struct fr_thread_answer *fr_thread_answer_new(int fd, const struct fr_profile *stacks,
 					      int64_t time_ns, int64_t duration_ns,
 					      const char *comment)
@@ -35,7 +54,7 @@ struct fr_thread_answer *fr_thread_answer_new(int fd, const struct fr_profile *s
 		return NULL;
 	a->fd = fd;
 	a->stacks = stacks;
-	a->p = fr_pprof_new(6, fr_fd_sink, &a->fd);
+	a->p = fr_pprof_new(6, fd_sink, &a->fd);
 	a->loc_ids = calloc(nlocs + 1, sizeof(*a->loc_ids));
 	a->map_ids = calloc(nmaps + 1, sizeof(*a->map_ids));
 	if (!a->p || !a->loc_ids || !a->map_ids) {

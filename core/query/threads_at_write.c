@@ -46,7 +46,7 @@ static const char *const state_names[] = {
 };
 
 static void emit_thread(struct fr_thread_answer *a, const struct fr_profile *p,
-			const struct fr_thread_at *th, int64_t t)
+			const struct fr_thread_at *th, int64_t t, bool hidden)
 {
 	/* A runnable thread waits where it was preempted (or woke): its
 	 * off-CPU row, as a blocked one's. */
@@ -57,33 +57,60 @@ static void emit_thread(struct fr_thread_answer *a, const struct fr_profile *p,
 		.tid = th->tid,
 		.thread = th->name,
 		.state = state_names[th->state],
-		.waiting = blocked,
-		.waiting_ns = t - th->out_ns,
-		.creator = th->creator,
-		.row = fr_thread_best_row(p, th->pid, th->tid,
-					  blocked ? FR_EVENT_OFFCPU : FR_EVENT_CPU),
-		.stack = runnable  ? "runnable"
-			 : blocked ? "blocked"
-				   : "on-cpu",
+		.row = -1,
 	};
 
+	/* A hidden process shows what ps shows of it: no wait, creator or
+	 * stack. */
+	if (!hidden) {
+		s.waiting = blocked;
+		s.waiting_ns = t - th->out_ns;
+		s.creator = th->creator;
+		s.row = fr_thread_best_row(p, th->pid, th->tid,
+					   blocked ? FR_EVENT_OFFCPU : FR_EVENT_CPU);
+		s.stack = runnable ? "runnable" : blocked ? "blocked" : "on-cpu";
+	}
 	fr_thread_answer_add(a, &s);
 }
 
-int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64_t t, int fd,
-			size_t *nthreads, size_t *nprocs, char *err, size_t errlen)
+/* The distinct pids of `th` (sorted by pid) into *pids, and whether
+ * `hide` hides each into *hidden (all shown without it). */
+static int judge(const struct fr_thread_at *th, size_t n, fr_threads_hide_fn hide, void *arg,
+		 uint32_t **pids, int **hidden, size_t *npids)
+{
+	*npids = 0;
+	*pids = calloc(n + 1, sizeof(**pids));
+	*hidden = calloc(n + 1, sizeof(**hidden));
+	if (!*pids || !*hidden)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || th[i].pid != th[i - 1].pid)
+			(*pids)[(*npids)++] = th[i].pid;
+	if (hide && *npids)
+		hide(arg, *pids, *npids, *hidden);
+	return 0;
+}
+
+int fr_threads_at_write_hiding(struct fr_ring *r, struct fr_profile_request *req, int64_t t, int fd,
+			       fr_threads_hide_fn hide, void *hide_arg, size_t *nthreads,
+			       size_t *nprocs, size_t *nhidden, char *err, size_t errlen)
 {
 	struct fr_profile *p = NULL;
 	struct fr_thread_at *th = NULL;
 	struct fr_thread_answer *a = NULL;
-	size_t n = 0;
+	uint32_t *pids = NULL;
+	int *hidden = NULL;
+	size_t n = 0, npids = 0;
 	int ret;
 
 	*nthreads = 0;
 	*nprocs = 0;
+	*nhidden = 0;
 	ret = fr_threads_at(r, t, &req->targets, &th, &n);
 	if (ret == 0 && n)
 		ret = stacks(r, req, t, &p, err, errlen);
+	if (ret == 0)
+		ret = judge(th, n, hide, hide_arg, &pids, &hidden, &npids);
 	if (ret < 0)
 		goto out;
 	ret = -ENOMEM;
@@ -93,11 +120,15 @@ int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64
 				 "waiting from the open-wait records");
 	if (!a)
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		emit_thread(a, p, &th[i], t);
+	for (size_t i = 0, k = 0; i < n; i++) {
 		/* Sorted by pid: a new pid is a new process. */
-		*nprocs += i == 0 || th[i].pid != th[i - 1].pid;
+		if (i && th[i].pid != th[i - 1].pid)
+			k++;
+		emit_thread(a, p, &th[i], t, hidden[k]);
 	}
+	*nprocs = npids;
+	for (size_t k = 0; k < npids; k++)
+		*nhidden += hidden[k] != 0;
 	ret = fr_thread_answer_finish(a);
 	*nthreads = n;
 out:
@@ -105,6 +136,17 @@ out:
 		snprintf(err, errlen, "threads at: %s", strerror(-ret));
 	fr_thread_answer_free(a);
 	fr_profile_free(p);
+	free(pids);
+	free(hidden);
 	free(th);
 	return ret;
+}
+
+int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64_t t, int fd,
+			size_t *nthreads, size_t *nprocs, char *err, size_t errlen)
+{
+	size_t nhidden;
+
+	return fr_threads_at_write_hiding(r, req, t, fd, NULL, NULL, nthreads, nprocs, &nhidden,
+					  err, errlen);
 }
