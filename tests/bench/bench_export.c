@@ -182,9 +182,10 @@ int main(int argc, char **argv)
 	}
 	printf("%llds at %u Hz x %u CPUs, exported at 19 Hz in %llds batches\n",
 	       (long long)window_s, hz, cpus, (long long)batch_s);
-	printf("attach: %llu samples, %.1f ms (best of 5), %llu bytes of pprof.gz, digest %016llx\n",
-	       (unsigned long long)res.samples_kept, best_a * 1e3, (unsigned long long)attach.bytes,
-	       (unsigned long long)attach.digest);
+	if (!export_only)
+		printf("attach: %llu samples, %.1f ms (best of 5), %llu bytes of pprof.gz, digest %016llx\n",
+		       (unsigned long long)res.samples_kept, best_a * 1e3,
+		       (unsigned long long)attach.bytes, (unsigned long long)attach.digest);
 	printf("export: %llu samples in %llu rows, %.1f ms (best of 5), %llu bytes of JSON, "
 	       "%llu gzip'ed (%.1f bytes/sample on the wire)\n",
 	       (unsigned long long)kept, (unsigned long long)rows, best_e * 1e3,
