@@ -3,7 +3,9 @@
  * samples the request takes, their rates and downsampling;
  * core/query/profile_agg.c: the rows the kept samples aggregate into;
  * core/query/profile_emit.c: naming the frames and writing pprof or folded
- * stacks). Private to them; the profile's users include core/query/profile.h.
+ * stacks; core/query/profile_value.c: reading the aggregate as a value).
+ * Private to them; the profile's users include core/query/profile.h and
+ * core/query/profile_value.h.
  */
 #ifndef FR_CORE_PROFILE_INT_H
 #define FR_CORE_PROFILE_INT_H
