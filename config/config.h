@@ -113,6 +113,7 @@
 
 #include "core/util/limits.h"
 #include "core/query/targets.h"
+#include "core/util/time.h"
 
 #define FR_CONFIG_MAX_SESSIONS 64
 #define FR_CONFIG_NAME_MAX 64
@@ -155,7 +156,7 @@ enum fr_config_offcpu_mechanism {
 };
 /* "min_wait" default and bounds. */
 #define FR_CONFIG_MIN_WAIT_DEFAULT 1000000LL
-#define FR_CONFIG_MIN_WAIT_MAX 10000000000LL
+#define FR_CONFIG_MIN_WAIT_MAX (10 * FR_NS_PER_S)
 
 /* "stack_copy" bounds and default, in bytes. The kernel takes at most
  * 64 KiB - 8 (the record's size is 16 bits) in multiples of 8. */

@@ -12,12 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/query/ch_schema.h"
+#include "core/clickhouse/ch_schema.h"
 #include "core/store/sample.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 
-#define EXPORT_BATCH_DEFAULT_NS (10 * 1000000000LL)
-#define EXPORT_BATCH_MAX_NS (3600 * 1000000000LL)
+#define EXPORT_BATCH_DEFAULT_NS (10 * FR_NS_PER_S)
+#define EXPORT_BATCH_MAX_NS (3600 * FR_NS_PER_S)
 #define EXPORT_HZ_DEFAULT 19
 #define EXPORT_HOST_MAX 255
 #define EXPORT_URL_MAX 1024
@@ -100,14 +101,14 @@ static int parse_numbers(struct config_ctx *c, const cJSON *ch, struct fr_config
 
 	it = cJSON_GetObjectItemCaseSensitive(ch, "batch");
 	if (it) {
-		ret = config_get_duration(c, it, "export.clickhouse.batch", 1000000000LL, "\"10s\"",
+		ret = config_get_duration(c, it, "export.clickhouse.batch", FR_NS_PER_S, "\"10s\"",
 					  &e->batch_ns);
 		if (ret < 0)
 			return ret;
 		/* Whole seconds dividing a day: batches stay on one grid
 		 * whatever the recorder's start, and never straddle a day. */
-		if (e->batch_ns > EXPORT_BATCH_MAX_NS || e->batch_ns % 1000000000LL ||
-		    (86400 * 1000000000LL) % e->batch_ns)
+		if (e->batch_ns > EXPORT_BATCH_MAX_NS || e->batch_ns % FR_NS_PER_S ||
+		    (86400 * FR_NS_PER_S) % e->batch_ns)
 			return config_fail(c, "export.clickhouse.batch",
 					   "must be whole seconds dividing a day, at most 1h "
 					   "(\"10s\", \"1m\"), got %s",

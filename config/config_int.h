@@ -19,12 +19,13 @@
 #include <cjson/cJSON.h>
 
 #include "config/config.h"
+#include "core/util/time.h"
 
 /* What an absent key means. fr_config_default_json spells out the same
  * values; the unit test checks that parsing "{}" and the default agree. */
 #define DEFAULT_RING_SIZE (256ull << 20)
 #define DEFAULT_SEGMENT_SIZE (1ull << 20)
-#define DEFAULT_SYNC_NS 1000000000ll
+#define DEFAULT_SYNC_NS FR_NS_PER_S
 #define DEFAULT_MAX_RATE_HZ 10000
 #define DEFAULT_MAX_CLIENTS 64
 #define DEFAULT_USER_MAX_RATE_HZ 99
@@ -42,10 +43,9 @@
 #define DEFAULT_SYMBOL_CACHE_SIZE (1ull << 30)
 #define DEFAULT_SYMBOL_CACHE_FILE_MAX (256ull << 20)
 #define MAX_SYMBOL_CACHE_FILE_MAX (1ull << 30)
-#define NS_PER_S 1000000000ll
-#define DEFAULT_TRIGGER_WINDOW_NS (60 * NS_PER_S)
-#define DEFAULT_TRIGGER_COOLDOWN_NS (60 * NS_PER_S)
-#define DEFAULT_TRIGGER_FOR_NS (10 * NS_PER_S)
+#define DEFAULT_TRIGGER_WINDOW_NS (60 * FR_NS_PER_S)
+#define DEFAULT_TRIGGER_COOLDOWN_NS (60 * FR_NS_PER_S)
+#define DEFAULT_TRIGGER_FOR_NS (10 * FR_NS_PER_S)
 
 #define MAX_RATE_HZ_LIMIT 100000
 #define MAX_CLIENTS_LIMIT 1024
@@ -53,7 +53,7 @@
 #define SEGMENT_ALIGN 4096ull
 #define MAX_DUMPS_KEEP 100000
 /* A trigger's window plus its tail: what one dump may span. */
-#define MAX_TRIGGER_SPAN_NS (3600 * NS_PER_S)
+#define MAX_TRIGGER_SPAN_NS (3600 * FR_NS_PER_S)
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -108,6 +108,10 @@ char *config_duration_text(int64_t ns, char *buf, size_t len);
 /* The document's top level (an object) into cfg, which holds the
  * defaults. Returns 0, -EINVAL with the message set, or -ENOMEM. */
 int config_parse_root(struct config_ctx *c, const cJSON *root, struct fr_config *cfg);
+
+/* "sessions" into cfg (config/config_session.c): the default session when
+ * there is none. Returns 0, -EINVAL with the message set, or -ENOMEM. */
+int config_parse_sessions(struct config_ctx *c, const cJSON *sessions, struct fr_config *cfg);
 
 /* "symbols" into cfg->symbols, which holds the defaults
  * (config/config_symbols.c). Returns 0, -EINVAL with the message set, or

@@ -271,7 +271,7 @@ static int parse_cause(struct config_ctx *c, const cJSON *jt, const char *path,
 		it = cJSON_GetObjectItemCaseSensitive(jt, "for");
 		if (it) {
 			config_join(sub, path, "for");
-			return config_get_duration(c, it, sub, NS_PER_S, "\"10s\" or \"1m\"",
+			return config_get_duration(c, it, sub, FR_NS_PER_S, "\"10s\" or \"1m\"",
 						   &t->for_ns);
 		}
 		return 0;
@@ -304,7 +304,8 @@ static int parse_times(struct config_ctx *c, const cJSON *jt, const char *path,
 	it = cJSON_GetObjectItemCaseSensitive(jt, "window");
 	if (it) {
 		config_join(sub, path, "window");
-		ret = config_get_duration(c, it, sub, NS_PER_S, "\"60s\" or \"2m\"", &t->window_ns);
+		ret = config_get_duration(c, it, sub, FR_NS_PER_S, "\"60s\" or \"2m\"",
+					  &t->window_ns);
 		if (ret < 0)
 			return ret;
 	}
@@ -319,7 +320,7 @@ static int parse_times(struct config_ctx *c, const cJSON *jt, const char *path,
 	it = cJSON_GetObjectItemCaseSensitive(jt, "cooldown");
 	if (it) {
 		config_join(sub, path, "cooldown");
-		ret = config_get_duration(c, it, sub, NS_PER_S, "\"60s\" or \"10m\"",
+		ret = config_get_duration(c, it, sub, FR_NS_PER_S, "\"60s\" or \"10m\"",
 					  &t->cooldown_ns);
 		if (ret < 0)
 			return ret;

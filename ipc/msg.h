@@ -25,6 +25,7 @@
 
 #include "core/query/profile.h"
 #include "core/query/targets.h"
+#include "core/util/time.h"
 
 /* Most warnings a reply carries, and the longest one kept (with NUL). */
 #define FR_IPC_MAX_WARNINGS 4
@@ -192,7 +193,7 @@ int fr_ipc_consume_reply_decode(const cJSON *obj, struct fr_ipc_consume_reply *o
 /* ---- dump ----------------------------------------------------------- */
 
 /* The bounds of a manual dump's "window_ns". */
-#define FR_IPC_DUMP_WINDOW_MIN_NS 1000000000LL
+#define FR_IPC_DUMP_WINDOW_MIN_NS FR_NS_PER_S
 #define FR_IPC_DUMP_WINDOW_MAX_NS 3600000000000LL
 
 /* {"req":"dump", ...}: write a session's dump now. */

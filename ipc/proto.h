@@ -139,13 +139,15 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/util/time.h"
+
 #define FR_IPC_VERSION 1
 #define FR_IPC_MAX_FRAME (64 * 1024)
 
 /* The longest window a follow (a connection holding rates) may ask for
  * at a time: the server waits this long plus a minute for its next
  * request, and the CLI refuses a longer --follow --window. */
-#define FR_IPC_FOLLOW_WINDOW_MAX_NS (3600LL * 1000000000LL)
+#define FR_IPC_FOLLOW_WINDOW_MAX_NS (3600 * FR_NS_PER_S)
 
 /* Sends one frame holding `len` bytes of `json`, with `pass_fd` attached
  * when >= 0. Retries on EINTR, loops over short writes. Returns 0, -EMSGSIZE

@@ -48,12 +48,13 @@
 
 #include "core/util/fs.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 #include "ipc/proto.h"
 #include "ipc/share.h"
 
-#define REQUEST_WAIT_NS (5LL * 1000000000LL)
-#define REQUEST_FRAME_NS (5LL * 1000000000LL)
-#define FOLLOW_WAIT_NS (FR_IPC_FOLLOW_WINDOW_MAX_NS + 60LL * 1000000000LL)
+#define REQUEST_WAIT_NS (5 * FR_NS_PER_S)
+#define REQUEST_FRAME_NS (5 * FR_NS_PER_S)
+#define FOLLOW_WAIT_NS (FR_IPC_FOLLOW_WINDOW_MAX_NS + 60 * FR_NS_PER_S)
 #define SEND_TIMEOUT_S 5
 #define LISTEN_BACKLOG 128
 
@@ -407,12 +408,11 @@ static cJSON *timeout_error(bool holding)
 {
 	if (!holding && REQUEST_WAIT_NS == REQUEST_FRAME_NS)
 		return fr_ipc_error("no complete request within %lld s; closing the connection",
-				    (long long)(REQUEST_FRAME_NS / 1000000000LL));
+				    (long long)(REQUEST_FRAME_NS / FR_NS_PER_S));
 	return fr_ipc_error("no request within %lld s (or not whole within %lld s of its first "
 			    "byte); closing the connection",
-			    (long long)((holding ? FOLLOW_WAIT_NS : REQUEST_WAIT_NS) /
-					1000000000LL),
-			    (long long)(REQUEST_FRAME_NS / 1000000000LL));
+			    (long long)((holding ? FOLLOW_WAIT_NS : REQUEST_WAIT_NS) / FR_NS_PER_S),
+			    (long long)(REQUEST_FRAME_NS / FR_NS_PER_S));
 }
 
 /* Answers requests on one connection until the peer goes away, sends
@@ -569,7 +569,7 @@ static void accept_one(struct fr_ipc_server *s)
 	if (fd < 0) {
 		if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
 			return;
-		fr_log_ratelimited(FR_LOG_WARN, 1000000000LL, "accept on %s: %s", s->path,
+		fr_log_ratelimited(FR_LOG_WARN, FR_NS_PER_S, "accept on %s: %s", s->path,
 				   strerror(errno));
 		/* Out of descriptors or memory: the listening socket stays
 		 * readable, so pause rather than spin. */
@@ -594,7 +594,7 @@ static void accept_one(struct fr_ipc_server *s)
 	pthread_mutex_lock(&s->lock);
 	if (s->nlive >= s->max_clients) {
 		pthread_mutex_unlock(&s->lock);
-		fr_log_ratelimited(FR_LOG_WARN, 1000000000LL,
+		fr_log_ratelimited(FR_LOG_WARN, FR_NS_PER_S,
 				   "refusing client pid %d: too many clients (limit %u)",
 				   (int)cred.pid, s->max_clients);
 		refuse(fd, fr_ipc_error("too many clients (limit %u)", s->max_clients));
@@ -625,7 +625,7 @@ static void accept_one(struct fr_ipc_server *s)
 		pthread_mutex_unlock(&s->lock);
 		free(c->peer.groups);
 		free(c);
-		fr_log_ratelimited(FR_LOG_WARN, 1000000000LL, "cannot start a client thread: %s",
+		fr_log_ratelimited(FR_LOG_WARN, FR_NS_PER_S, "cannot start a client thread: %s",
 				   strerror(ret));
 		refuse(fd, fr_ipc_error("the daemon cannot start a thread for this client: %s",
 					strerror(ret)));

@@ -20,6 +20,7 @@
 #include "core/store/chunk.h"
 #include "core/query/profile.h"
 #include "core/store/ring.h"
+#include "core/util/time.h"
 #include "ipc/server.h"
 #include "recorder/daemon.h"
 #include "recorder/sampling/perf.h"
@@ -32,7 +33,7 @@
 #include "recorder/triggers/triggers.h"
 #include "recorder/ingest/writer.h"
 
-#define SEAL_INTERVAL_NS 1000000000LL
+#define SEAL_INTERVAL_NS FR_NS_PER_S
 /* The ingest thread sleeps until the next seal is due (at most this long),
  * or until a perf ring is half full, a request or a signal arrives: an idle
  * recorder wakes about once a second, not ten times. */
@@ -40,15 +41,15 @@
 #define FLUSH_TIMEOUT_MS 3000
 /* The ingest loop wakes at least every POLL_MAX_MS; a gap between two
  * drains longer than this is a stall, counted and logged. */
-#define STALL_NS 3000000000LL
+#define STALL_NS (3 * FR_NS_PER_S)
 /* Ingest stalls remembered for attach replies. */
 #define DAEMON_STALL_LOG 16
 /* How long an attach waits for query memory before it is told to retry. */
-#define QUERY_WAIT_NS (30LL * 1000000000LL)
+#define QUERY_WAIT_NS (30 * FR_NS_PER_S)
 /* A pipe or socket the client passed for the profile must take bytes at
  * least this often, and the whole profile within the total. */
-#define OUTPUT_STALL_NS (15LL * 1000000000LL)
-#define OUTPUT_TOTAL_NS (600LL * 1000000000LL)
+#define OUTPUT_STALL_NS (15 * FR_NS_PER_S)
+#define OUTPUT_TOTAL_NS (600 * FR_NS_PER_S)
 
 struct daemon {
 	const struct fr_daemon_options *opts;

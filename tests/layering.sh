@@ -1,8 +1,11 @@
 #!/bin/sh
 # The direction of dependencies between the parts, checked on includes:
 # each part may include only itself and the parts below it.
-#   core/util <- core/store <- core/query <- config, ipc <- recorder, tools
-#   core/util <- core/unwind <- recorder, tools
+#   core/util <- core/store <- core/query <- core/clickhouse
+#   core/util <- core/symbols <- core/query
+#   core/util <- core/pprof <- core/query
+#   core/util <- core/unwind
+#   core <- config <- ipc <- recorder, tools
 #   lib (libflightrec, included as flightrec/...) uses nothing of the
 #   project; the recorder reads its memory layout (flightrec/labels_abi.h)
 # (linking each library's unit tests with only that library and those
@@ -31,7 +34,10 @@ bad=$(
 	check core/util
 	check core/store core/util
 	check core/unwind core/util
-	check core/query core/store core/util
+	check core/symbols core/util
+	check core/pprof core/util
+	check core/query core/store core/symbols core/pprof core/util
+	check core/clickhouse core/query core/store core/symbols core/pprof core/util
 	check config core
 	check ipc core config
 	check recorder core config ipc flightrec

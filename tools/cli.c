@@ -17,6 +17,7 @@
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "ipc/client.h"
 #include "tools/query.h"
 
@@ -311,9 +312,9 @@ static void *progress_main(void *arg)
 	while (!p->done) {
 		clock_gettime(CLOCK_REALTIME, &deadline);
 		deadline.tv_nsec += first ? 300000000 : 200000000;
-		if (deadline.tv_nsec >= 1000000000) {
+		if (deadline.tv_nsec >= FR_NS_PER_S) {
 			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000;
+			deadline.tv_nsec -= FR_NS_PER_S;
 		}
 		first = 0;
 		if (pthread_cond_timedwait(&p->cond, &p->lock, &deadline) == 0 || p->done)
@@ -398,7 +399,7 @@ void fr_cli_human_duration(int64_t ns, char *buf, size_t len)
  * date (UTC) or `date` asks for it. */
 static void clock_utc(int64_t t, int date, char *buf, size_t len)
 {
-	time_t secs = (time_t)(t / 1000000000), now = time(NULL);
+	time_t secs = (time_t)(t / FR_NS_PER_S), now = time(NULL);
 	struct tm tm, today;
 
 	gmtime_r(&secs, &tm);
@@ -424,7 +425,7 @@ char *fr_cli_format_window(int64_t t0, int64_t t1, char *buf, size_t len)
 
 	clock_utc(t0, 0, a, sizeof(a));
 	/* The end's date only when it differs from the start's. */
-	clock_utc(t1, t1 / 1000000000 / 86400 != t0 / 1000000000 / 86400, b, sizeof(b));
+	clock_utc(t1, t1 / FR_NS_PER_S / 86400 != t0 / FR_NS_PER_S / 86400, b, sizeof(b));
 	snprintf(buf, len, "%s\u2013%s UTC (%s)", a, b,
 		 fr_format_duration(t1 - t0, dur, sizeof(dur)));
 	return buf;

@@ -19,6 +19,7 @@
 #include "core/util/log.h"
 #include "core/util/parse.h"
 #include "core/store/sample.h"
+#include "core/util/time.h"
 #include "ipc/client.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
@@ -260,7 +261,7 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
 {
 	struct fr_ipc_attach_req *ar = malloc(sizeof(*ar));
 	char *path = NULL, *final = NULL, stamp[48];
-	time_t secs = (time_t)(t0 / 1000000000);
+	time_t secs = (time_t)(t0 / FR_NS_PER_S);
 	struct tm tm;
 	int ret = 1;
 
@@ -297,8 +298,8 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
 		fprintf(stderr,
 			"%s: window %" PRId64 ".%09" PRId64 " .. %" PRId64 ".%09" PRId64
 			" (Unix seconds; %s)\n",
-			prog, t0 / 1000000000, t0 % 1000000000, t1 / 1000000000, t1 % 1000000000,
-			fr_cli_format_window(t0, t1, win, sizeof(win)));
+			prog, t0 / FR_NS_PER_S, t0 % FR_NS_PER_S, t1 / FR_NS_PER_S,
+			t1 % FR_NS_PER_S, fr_cli_format_window(t0, t1, win, sizeof(win)));
 		printf("%s\n", final ? final : path);
 		fflush(stdout);
 	}

@@ -1,8 +1,8 @@
 /* flightrec export: the ClickHouse side of the exporter. --init-schema
- * creates the database and tables (core/query/ch_schema.c) on each shard
+ * creates the database and tables (core/clickhouse/ch_schema.c) on each shard
  * named by --clickhouse; --expire drops the day partitions older than the
  * retention kept there; --ring ships a ring file (a crashed or retired
- * host's) by the exporter's own code path (core/query/export_batch.c).
+ * host's) by the exporter's own code path (core/clickhouse/export_batch.c).
  * The exporter itself runs in flightrecd (recorder/export/export_ch.c). */
 #include "tools/cli.h"
 
@@ -14,12 +14,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/query/ch_schema.h"
-#include "core/query/export_batch.h"
+#include "core/clickhouse/ch_schema.h"
+#include "core/clickhouse/export_batch.h"
 #include "core/store/ring.h"
 #include "core/store/sample.h"
 #include "core/util/http.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "tools/query.h"
 
 static const char *prog = FR_CLI_PROG;
@@ -152,8 +153,8 @@ static int ring_opt(struct export_args *a, int which, const char *arg)
 			which == 2 ? "from" : "to", arg);
 		return -EINVAL;
 	case 4:
-		if (fr_parse_duration(arg, &a->batch_ns) == 0 && a->batch_ns >= 1000000000LL &&
-		    a->batch_ns % 1000000000LL == 0 && (86400 * 1000000000LL) % a->batch_ns == 0)
+		if (fr_parse_duration(arg, &a->batch_ns) == 0 && a->batch_ns >= FR_NS_PER_S &&
+		    a->batch_ns % FR_NS_PER_S == 0 && (86400 * FR_NS_PER_S) % a->batch_ns == 0)
 			return 0;
 		fprintf(stderr, "%s export: --batch %s: want whole seconds dividing a day\n", prog,
 			arg);
@@ -192,7 +193,7 @@ static int parse_args(int argc, char **argv, struct export_args *a)
 
 	a->db = "flightrec";
 	a->ttl_days = FR_CH_TTL_DAYS_DEFAULT;
-	a->batch_ns = 10 * 1000000000LL;
+	a->batch_ns = 10 * FR_NS_PER_S;
 	a->hz = 19;
 	a->nevents = 2;
 	a->events[0] = FR_EVENT_CPU;
@@ -209,14 +210,13 @@ static int parse_args(int argc, char **argv, struct export_args *a)
 		case O_CLUSTER: a->cluster = optarg; break;
 		case O_TTL:
 			if (fr_parse_duration(optarg, &ns) < 0 || ns < 0 ||
-			    ns % (86400 * 1000000000LL) != 0 ||
-			    ns / (86400 * 1000000000LL) > 36500) {
+			    ns % (86400 * FR_NS_PER_S) != 0 || ns / (86400 * FR_NS_PER_S) > 36500) {
 				fprintf(stderr,
 					"%s export: --ttl %s: want whole days, e.g. 30d (0: forever)\n",
 					prog, optarg);
 				return EXIT_USAGE;
 			}
-			a->ttl_days = (uint32_t)(ns / (86400 * 1000000000LL));
+			a->ttl_days = (uint32_t)(ns / (86400 * FR_NS_PER_S));
 			break;
 		case O_USER: a->user = optarg; break;
 		case O_PWFILE: a->password_file = optarg; break;
@@ -354,8 +354,7 @@ int fr_cmd_export(int argc, char **argv)
 				printf("%s: schema %s ready (retention %u days)\n", a.urls[i], a.db,
 				       a.ttl_days);
 		} else {
-			ret = fr_ch_expire(h, a.urls[i], a.db,
-					   (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, &dropped,
+			ret = fr_ch_expire(h, a.urls[i], a.db, fr_ns_from_timespec(&ts), &dropped,
 					   err, sizeof(err));
 			if (ret == 0)
 				printf("%s: %u day partitions dropped\n", a.urls[i], dropped);

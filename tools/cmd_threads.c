@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/query/pprof_read.h"
+#include "core/pprof/pprof_read.h"
 #include "core/store/chunk.h"
 #include "core/util/compress.h"
 #include "core/util/fs.h"
@@ -26,7 +26,7 @@
 #include "ipc/msg.h"
 #include "ipc/proto.h"
 #include "tools/query.h"
-#include "tools/serve_http.h"
+#include "tools/serve/serve_http.h"
 
 static const char *prog = FR_CLI_PROG;
 

@@ -18,9 +18,9 @@
 #include "ipc/paths.h"
 #include "tools/cli.h"
 #include "tools/cmd_ctl.h"
-#include "tools/fleet.h"
+#include "tools/fleet/fleet.h"
 #include "tools/query.h"
-#include "tools/top.h"
+#include "tools/top/top.h"
 
 static const char *prog = FR_CLI_PROG;
 

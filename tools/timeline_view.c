@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "tools/cli.h"
 #include "tools/query.h"
 
@@ -107,19 +108,19 @@ static void step_value(const char *event, const char *unit, double v, double ste
 /* A step as it would be asked for: "30s", "1m", "2h", "500ms". */
 static void step_text(int64_t ns, char *buf, size_t len)
 {
-	if (ns % 3600000000000LL == 0)
-		snprintf(buf, len, "%lldh", (long long)(ns / 3600000000000LL));
-	else if (ns % 60000000000LL == 0)
-		snprintf(buf, len, "%lldm", (long long)(ns / 60000000000LL));
-	else if (ns % 1000000000LL == 0)
-		snprintf(buf, len, "%llds", (long long)(ns / 1000000000LL));
+	if (ns % (3600 * FR_NS_PER_S) == 0)
+		snprintf(buf, len, "%lldh", (long long)(ns / (3600 * FR_NS_PER_S)));
+	else if (ns % (60 * FR_NS_PER_S) == 0)
+		snprintf(buf, len, "%lldm", (long long)(ns / (60 * FR_NS_PER_S)));
+	else if (ns % FR_NS_PER_S == 0)
+		snprintf(buf, len, "%llds", (long long)(ns / FR_NS_PER_S));
 	else
 		snprintf(buf, len, "%lldms", (long long)(ns / 1000000LL));
 }
 
 static void hhmmss(int64_t ns, char *buf, size_t len)
 {
-	time_t s = (time_t)(ns / 1000000000);
+	time_t s = (time_t)(ns / FR_NS_PER_S);
 	struct tm tm;
 
 	gmtime_r(&s, &tm);

@@ -2,7 +2,7 @@
  * process), a brushed range's flame graph (d3-flame-graph), two ranges'
  * difference (red: a larger share in the second range, blue: smaller),
  * the range as pprof, and the threads of a process. Every number comes
- * from the server's JSON endpoints (tools/serve_api.c); nothing here
+ * from the server's JSON endpoints (tools/serve/serve_api.c); nothing here
  * computes a profile. window.flightrec is what the browser test reads. */
 'use strict';
 (function () {

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/hash.h"
+
 /* One stream: its key (cpu << 32 | event, plus one so that 0 is empty),
  * the running sum of target/rate over its samples, in 2^-32 units, and
  * the seed of its points, from its first sample: another window draws
@@ -18,16 +20,6 @@ struct fr_decimate_stream {
 	uint64_t acc;
 	uint64_t seed;
 };
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
 
 void fr_decimator_init(struct fr_decimator *d, enum fr_decimate_method method)
 {
@@ -56,7 +48,7 @@ static int grow(struct fr_decimator *d)
 
 		if (!d->slots[j].key)
 			continue;
-		for (i = (uint32_t)mix(d->slots[j].key) & (cap - 1); s[i].key;
+		for (i = (uint32_t)fr_mix64(d->slots[j].key) & (cap - 1); s[i].key;
 		     i = (i + 1) & (cap - 1))
 			;
 		s[i] = d->slots[j];
@@ -75,11 +67,12 @@ static struct fr_decimate_stream *stream(struct fr_decimator *d, uint64_t key, u
 
 	if ((uint64_t)(d->n + 1) * 2 > d->cap && grow(d) < 0)
 		return NULL;
-	for (i = (uint32_t)mix(key) & (d->cap - 1); d->slots[i].key; i = (i + 1) & (d->cap - 1))
+	for (i = (uint32_t)fr_mix64(key) & (d->cap - 1); d->slots[i].key;
+	     i = (i + 1) & (d->cap - 1))
 		if (d->slots[i].key == key)
 			return &d->slots[i];
 	d->slots[i].key = key;
-	d->slots[i].seed = mix(seed ^ key);
+	d->slots[i].seed = fr_mix64(seed ^ key);
 	d->n++;
 	return &d->slots[i];
 }
@@ -91,7 +84,7 @@ static int grid(struct fr_decimator *d, uint32_t cpu, uint32_t event, int64_t ti
 		uint32_t rate, uint32_t target)
 {
 	uint64_t key = ((uint64_t)cpu << 32 | event) + 1;
-	struct fr_decimate_stream *s = stream(d, key, (uint64_t)time_ns ^ mix(tid));
+	struct fr_decimate_stream *s = stream(d, key, (uint64_t)time_ns ^ fr_mix64(tid));
 	uint64_t step = ((uint64_t)target << 32) / rate, lo, hi;
 	int n = 0;
 
@@ -100,7 +93,8 @@ static int grid(struct fr_decimator *d, uint32_t cpu, uint32_t event, int64_t ti
 	lo = s->acc;
 	hi = lo + step;
 	for (uint64_t j = lo >> 32; j <= (hi - 1) >> 32; j++) {
-		uint64_t point = j << 32 | (mix(s->seed ^ mix(j + 0x9e3779b97f4a7c15ull)) >> 32);
+		uint64_t point = j << 32 |
+				 (fr_mix64(s->seed ^ fr_mix64(j + 0x9e3779b97f4a7c15ull)) >> 32);
 
 		n += point >= lo && point < hi;
 	}
@@ -109,12 +103,13 @@ static int grid(struct fr_decimator *d, uint32_t cpu, uint32_t event, int64_t ti
 }
 
 /* The hash: kept with probability target/rate. The event is in the hash
- * (mix(0) is 0: cpu samples hash as they always did), so samples of two
+ * (fr_mix64(0) is 0: cpu samples hash as they always did), so samples of two
  * events taken together are not kept together. */
 static int hash_keep(uint32_t cpu, uint32_t event, int64_t time_ns, uint32_t tid, uint32_t rate,
 		     uint32_t target)
 {
-	uint64_t h = mix((uint64_t)time_ns ^ mix(((uint64_t)tid << 20) ^ cpu) ^ mix(event));
+	uint64_t h = fr_mix64((uint64_t)time_ns ^ fr_mix64(((uint64_t)tid << 20) ^ cpu) ^
+			      fr_mix64(event));
 
 	/* h / 2^64 < target / rate, without overflow: compare top 32 bits. */
 	return (h >> 32) * (uint64_t)rate < (uint64_t)target << 32;

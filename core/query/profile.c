@@ -45,7 +45,7 @@
 
 #include "core/store/chunk.h"
 #include "core/util/parse.h"
-#include "core/query/pprof.h"
+#include "core/pprof/pprof.h"
 #include "core/query/profile_int.h"
 #include "core/query/profile_value.h"
 #include "core/store/ring.h"

@@ -128,7 +128,7 @@ struct fr_profile_request {
 	const char *version;  /* recorder version for the comment */
 	const char *kallsyms; /* NULL: /proc/kallsyms */
 	/* Where names come from besides the mapped files
-	 * (fr_symbols_set_paths(), core/query/symbols.h): the recorder's
+	 * (fr_symbols_set_paths(), core/symbols/symbols.h): the recorder's
 	 * symbol cache (NULL: none) and the debug directories (NULL:
 	 * /usr/lib/debug; with ndebug_dirs 0 none). */
 	const char *symbol_cache;

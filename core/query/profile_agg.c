@@ -32,15 +32,6 @@ static int hidx_grow(struct hidx *h, uint64_t (*hash_of)(void *ctx, uint32_t idx
 	return 0;
 }
 
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
 static int grow(void **arr, uint32_t *cap, size_t elem)
 {
 	uint32_t ncap = *cap ? *cap * 2 : 256;
@@ -56,13 +47,13 @@ static int grow(void **arr, uint32_t *cap, size_t elem)
 static uint64_t str_hash_of(void *ctx, uint32_t i)
 {
 	struct builder *b = ctx;
-	return hash_bytes(0xcbf29ce484222325ull, b->strs[i], strlen(b->strs[i]));
+	return fr_fnv1a(FR_FNV_OFFSET, b->strs[i], strlen(b->strs[i]));
 }
 
 /* Interns a label string; returns its index or -ENOMEM. */
 int64_t profile_intern_str(struct builder *b, const char *s)
 {
-	uint64_t h = hash_bytes(0xcbf29ce484222325ull, s, strlen(s));
+	uint64_t h = fr_fnv1a(FR_FNV_OFFSET, s, strlen(s));
 	uint32_t slot;
 
 	if ((b->str_idx.n + 1) * 2 > b->str_idx.cap && hidx_grow(&b->str_idx, str_hash_of, b) < 0)
@@ -88,8 +79,8 @@ static uint64_t map_hash_of(void *ctx, uint32_t i)
 
 static uint64_t map_key_hash(const char *path, uint64_t start, uint64_t end, uint64_t pgoff)
 {
-	uint64_t h = hash_bytes(0xcbf29ce484222325ull, path, strlen(path));
-	return mix64(h ^ mix64(start) ^ mix64(end * 3) ^ mix64(pgoff * 7));
+	uint64_t h = fr_fnv1a(FR_FNV_OFFSET, path, strlen(path));
+	return fr_mix64(h ^ fr_mix64(start) ^ fr_mix64(end * 3) ^ fr_mix64(pgoff * 7));
 }
 
 /* Interns a mapping of chunk `c`; returns its index or -ENOMEM. */
@@ -169,7 +160,7 @@ static uint64_t loc_hash_of(void *ctx, uint32_t i)
 
 static int64_t intern_loc(struct builder *b, uint32_t map, uint64_t addr)
 {
-	uint64_t h = mix64(addr ^ ((uint64_t)map << 48) ^ map);
+	uint64_t h = fr_mix64(addr ^ ((uint64_t)map << 48) ^ map);
 	uint32_t slot;
 
 	if ((b->loc_idx.n + 1) * 2 > b->loc_idx.cap && hidx_grow(&b->loc_idx, loc_hash_of, b) < 0)
@@ -330,10 +321,11 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 		b->last_comm = comm;
 		b->last_thread = thread;
 	}
-	h = mix64(((uint64_t)c->pid[i] << 32 | c->tid[i]) ^ mix64(cpu + 1) ^
-		  mix64((uint64_t)cgroup << 1) ^ mix64((uint64_t)comm << 32 | (uint64_t)thread) ^
-		  mix64((uint64_t)app << 3 | 5));
-	h = hash_bytes(h, &b->arena[off], nlocs * sizeof(uint32_t));
+	h = fr_mix64(((uint64_t)c->pid[i] << 32 | c->tid[i]) ^ fr_mix64(cpu + 1) ^
+		     fr_mix64((uint64_t)cgroup << 1) ^
+		     fr_mix64((uint64_t)comm << 32 | (uint64_t)thread) ^
+		     fr_mix64((uint64_t)app << 3 | 5));
+	h = fr_fnv1a(h, &b->arena[off], nlocs * sizeof(uint32_t));
 
 	if ((b->sample_idx.n + 1) * 2 > b->sample_idx.cap &&
 	    hidx_grow(&b->sample_idx, sample_hash_of, b) < 0)

@@ -13,6 +13,7 @@
 #include "core/store/chunk.h"
 #include "core/query/profile_int.h"
 #include "core/query/profile_value.h"
+#include "core/util/grow.h"
 
 static uint64_t app_hash_of(void *ctx, uint32_t i)
 {
@@ -72,7 +73,7 @@ static int64_t app_intern(struct builder *b, const uint32_t *pairs, uint32_t n)
 	uint32_t slot;
 
 	for (uint32_t k = 0; k < 2 * n; k++)
-		h = mix64(h ^ pairs[k]);
+		h = fr_mix64(h ^ pairs[k]);
 	if ((b->app_idx.n + 1) * 2 > b->app_idx.cap && app_grow_idx(b) < 0)
 		return -ENOMEM;
 	for (slot = (uint32_t)h & (b->app_idx.cap - 1); b->app_idx.slots[slot];
@@ -83,15 +84,8 @@ static int64_t app_intern(struct builder *b, const uint32_t *pairs, uint32_t n)
 		    memcmp(&b->app_pairs[a->first], pairs, 2 * n * sizeof(*pairs)) == 0)
 			return b->app_idx.slots[slot];
 	}
-	if (b->napps == b->apps_cap) {
-		uint32_t cap = b->apps_cap ? b->apps_cap * 2 : 64;
-		struct gapp *a = realloc(b->apps, cap * sizeof(*a));
-
-		if (!a)
-			return -ENOMEM;
-		b->apps = a;
-		b->apps_cap = cap;
-	}
+	if (FR_GROW(b->apps, &b->apps_cap, b->napps + 1, 64) < 0)
+		return -ENOMEM;
 	if (b->napp_pairs + 2 * n > b->app_pairs_cap) {
 		uint32_t cap = b->app_pairs_cap ? b->app_pairs_cap * 2 : 256;
 		uint32_t *p;

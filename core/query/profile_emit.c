@@ -13,13 +13,15 @@
 
 #include "core/store/chunk.h"
 #include "core/util/parse.h"
-#include "core/query/demangle.h"
-#include "core/query/dwarf_lines.h"
-#include "core/query/pprof.h"
+#include "core/symbols/demangle.h"
+#include "core/symbols/dwarf_lines.h"
+#include "core/pprof/pprof.h"
 #include "core/query/profile_int.h"
 #include "core/query/profile_value.h"
 #include "core/store/sample.h"
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
+#include "core/util/grow.h"
+#include "core/util/time.h"
 
 /* Adds a comment line to the pprof profile; folded output has none. */
 static void comment(struct fr_pprof *p, const char *line)
@@ -56,15 +58,7 @@ static bool same_root(uint32_t pid, const char *self_ns)
 
 /* Time one profile may spend reading source lines; past it, locations
  * keep their function names alone (as symbols.c bounds file reading). */
-#define LINES_BUDGET_NS (2 * NS_PER_SEC)
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
-}
+#define LINES_BUDGET_NS (2 * FR_NS_PER_S)
 
 /* Appends to b->lines the function (name, sys, file) at source line
  * `line`. Returns 0 or -ENOMEM. */
@@ -77,15 +71,8 @@ static int add_line(struct builder *b, const char *name, const char *sys, const 
 
 	if (f < 0)
 		return -ENOMEM;
-	if (b->nlines == b->lines_cap) {
-		uint32_t cap = b->lines_cap ? 2 * b->lines_cap : 256;
-		struct gline *g = realloc(b->lines, cap * sizeof(*g));
-
-		if (!g)
-			return -ENOMEM;
-		b->lines = g;
-		b->lines_cap = cap;
-	}
+	if (FR_GROW(b->lines, &b->lines_cap, b->nlines + 1, 256) < 0)
+		return -ENOMEM;
 	b->lines[b->nlines++] = (struct gline){(uint32_t)n, (uint32_t)y, (uint32_t)f, line};
 	return 0;
 }
@@ -105,9 +92,9 @@ static int user_lines(struct builder *b, struct fr_dwarf_lines *dw, struct gloc 
 	m->nnamed++;
 	if (!dw || *spent_ns >= LINES_BUDGET_NS)
 		return 0;
-	t0 = mono_ns();
+	t0 = fr_clock_ns(CLOCK_MONOTONIC);
 	n = fr_dwarf_lines_lookup(dw, elf_addr, fr, FR_DWARF_MAX_FRAMES);
-	*spent_ns += mono_ns() - t0;
+	*spent_ns += fr_clock_ns(CLOCK_MONOTONIC) - t0;
 	if (n == -ENOENT) {
 		/* The file's DWARF says nothing of this address (_start, from
 		 * an object built without -g): that is all there is to know,
@@ -513,7 +500,7 @@ int64_t profile_period(const struct builder *b)
 	uint64_t total = 0, n = g->res->samples_kept;
 
 	if (g->id == FR_EVENT_CPU && g->target)
-		return NS_PER_SEC / g->target;
+		return FR_NS_PER_S / g->target;
 	if (!fr_event_has_rate(g->id))
 		return 1;
 	if (!n)

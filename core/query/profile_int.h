@@ -16,13 +16,14 @@
 #include "core/query/decimate.h"
 #include "core/query/profile.h"
 #include "core/store/sample.h"
+#include "core/util/hash.h"
+#include "core/util/time.h"
 
 struct fr_chunk;
 struct fr_pprof;
 
 #define KERNEL_MAP 1 /* index of the kernel pseudo-mapping in maps[] */
 #define NO_CGROUP UINT32_MAX
-#define NS_PER_SEC 1000000000LL
 
 /* ---- a small open-addressing index: slots hold entry index + 1 -------- */
 
@@ -194,16 +195,6 @@ struct builder {
 	uint32_t *chunk_app;
 	uint32_t chunk_app_cap;
 };
-
-static inline uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
 
 /* core/query/profile_agg.c */
 int64_t profile_intern_str(struct builder *b, const char *s);

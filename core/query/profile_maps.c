@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/store/chunk.h"
-#include "core/query/pprof.h"
+#include "core/pprof/pprof.h"
 #include "core/query/profile_int.h"
 
 /* Per mapping, the samples whose stack is on it, each counted once. */

@@ -46,7 +46,7 @@ static int64_t cell_value(const struct builder *b, uint32_t row, uint32_t e)
 	const struct gcell *cl = &b->cells[(size_t)row * b->nev + e];
 
 	if (b->ev[e].id == FR_EVENT_CPU && b->ev[e].target)
-		return (int64_t)cl->n * (NS_PER_SEC / b->ev[e].target);
+		return (int64_t)cl->n * (FR_NS_PER_S / b->ev[e].target);
 	return (int64_t)cl->v;
 }
 

@@ -19,7 +19,7 @@ static int kset_has(const struct kset *k, uint64_t key)
 {
 	if (!k->cap)
 		return 0;
-	for (uint32_t i = (uint32_t)mix64(key) & (k->cap - 1); k->slots[i];
+	for (uint32_t i = (uint32_t)fr_mix64(key) & (k->cap - 1); k->slots[i];
 	     i = (i + 1) & (k->cap - 1))
 		if (k->slots[i] == key)
 			return 1;
@@ -44,7 +44,7 @@ static int kset_add(struct kset *k, uint64_t key)
 		for (uint32_t j = 0; j < k->cap; j++) {
 			if (!k->slots[j])
 				continue;
-			for (i = (uint32_t)mix64(k->slots[j]) & (cap - 1); slots[i];
+			for (i = (uint32_t)fr_mix64(k->slots[j]) & (cap - 1); slots[i];
 			     i = (i + 1) & (cap - 1))
 				;
 			slots[i] = k->slots[j];
@@ -53,7 +53,7 @@ static int kset_add(struct kset *k, uint64_t key)
 		k->slots = slots;
 		k->cap = cap;
 	}
-	for (i = (uint32_t)mix64(key) & (k->cap - 1); k->slots[i]; i = (i + 1) & (k->cap - 1))
+	for (i = (uint32_t)fr_mix64(key) & (k->cap - 1); k->slots[i]; i = (i + 1) & (k->cap - 1))
 		if (k->slots[i] == key)
 			return 0;
 	k->slots[i] = key;

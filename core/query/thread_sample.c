@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/query/pprof.h"
+#include "core/pprof/pprof.h"
 #include "core/store/sample.h"
 
 /* Most locations kept of one stack: kernel and user frames. */

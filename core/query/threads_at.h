@@ -11,15 +11,16 @@
 
 #include "core/query/profile.h"
 #include "core/store/ring.h"
+#include "core/util/time.h"
 
 /* How far back from T cpu samples make a thread "running". */
-#define FR_THREADS_AT_RUN_NS 1000000000LL
+#define FR_THREADS_AT_RUN_NS FR_NS_PER_S
 /* A thread switched out less than this before T, with a cpu sample less
  * than this before it left, was preempted: running, not blocked. */
 #define FR_THREADS_AT_PREEMPT_NS (50LL * 1000000LL)
 /* How far back from T open-wait records are looked for: the recorder
  * seals at least once a second while threads are blocked. */
-#define FR_THREADS_AT_LOOK_NS (3LL * 1000000000LL)
+#define FR_THREADS_AT_LOOK_NS (3 * FR_NS_PER_S)
 
 enum fr_thread_at_state {
 	FR_THREAD_UNKNOWN,
@@ -63,7 +64,7 @@ int fr_threads_at(struct fr_ring *r, int64_t at, const struct fr_targets *t,
 int64_t fr_threads_at_last(struct fr_ring *r);
 
 /* How far back from T the stacks are looked for. */
-#define FR_THREADS_AT_STACK_NS (60LL * 1000000000LL)
+#define FR_THREADS_AT_STACK_NS (60 * FR_NS_PER_S)
 
 /* Writes the threads of the processes of req->targets (selected as
  * fr_threads_at() does) at `t` to `fd` as the live `flightrec threads` answer is written

@@ -9,6 +9,7 @@
 
 #include "core/query/timeline.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 
 int64_t fr_timeline_default_step(int64_t window_ns)
 {
@@ -17,11 +18,11 @@ int64_t fr_timeline_default_step(int64_t window_ns)
 	int64_t want = window_ns / 60;
 
 	for (size_t i = 0; i < sizeof(steps_s) / sizeof(steps_s[0]); i++) {
-		if (steps_s[i] * 1000000000LL >= want)
-			return steps_s[i] * 1000000000LL;
+		if (steps_s[i] * FR_NS_PER_S >= want)
+			return steps_s[i] * FR_NS_PER_S;
 	}
 	/* Past a day a step: whole days. */
-	return (want / 86400000000000LL + 1) * 86400000000000LL;
+	return (want / (86400 * FR_NS_PER_S) + 1) * (86400 * FR_NS_PER_S);
 }
 
 int fr_group_by_parse(const char *s, enum fr_timeline_by *by, const char **key)

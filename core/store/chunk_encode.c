@@ -19,6 +19,7 @@
 #include "core/store/crc32c.h"
 #include "core/util/le.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 
 static int cmp_stacks(const void *a, const void *b, void *arg)
 {
@@ -221,7 +222,7 @@ static void seal_samples(struct seal *s, const struct fr_chunk_builder *b, int64
 			;
 		wb_v(w, i == 0 ? cpu : cpu - b->cpu[o[i - 1]] - 1);
 		wb_v(w, len);
-		wb_v(w, b->rate[o[i]] ? 1000000000u / b->rate[o[i]] : 0);
+		wb_v(w, b->rate[o[i]] ? FR_NS_PER_S / b->rate[o[i]] : 0);
 		wb_v(w, (uint64_t)b->time[o[i]] - (uint64_t)first_ns);
 	}
 	/* Time: each sample after the first of its CPU as a whole number of
@@ -233,7 +234,7 @@ static void seal_samples(struct seal *s, const struct fr_chunk_builder *b, int64
 			uint64_t d, k;
 
 			if (i == 0 || b->cpu[o[i]] != b->cpu[o[i - 1]]) {
-				period = b->rate[o[i]] ? 1000000000u / b->rate[o[i]] : 0;
+				period = b->rate[o[i]] ? FR_NS_PER_S / b->rate[o[i]] : 0;
 				continue;
 			}
 			d = (uint64_t)b->time[o[i]] - (uint64_t)b->time[o[i - 1]];

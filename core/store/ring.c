@@ -108,7 +108,7 @@ static struct fr_ring *ring_new(const char *path, bool rdonly)
 		return NULL;
 	r->fd = -1;
 	r->rdonly = rdonly;
-	r->sync_interval = NS_PER_SEC;
+	r->sync_interval = FR_NS_PER_S;
 	r->group_ns = FR_RING_GROUP_NS;
 	/* Readers must not starve the appending thread: glibc's default
 	 * rwlock lets a steady stream of readers hold it forever. */

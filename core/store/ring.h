@@ -111,6 +111,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/util/time.h"
+
 #define FR_RING_MAGIC "FLIGHTREC-RING\0\0"
 #define FR_RING_VERSION 2
 #define FR_RING_SB_LEN 4096
@@ -123,7 +125,7 @@ enum fr_ring_flags {
 };
 
 /* Group time of a journal unless fr_ring_set_group() says otherwise. */
-#define FR_RING_GROUP_NS (10 * 1000000000LL)
+#define FR_RING_GROUP_NS (10 * FR_NS_PER_S)
 
 struct fr_ring;
 

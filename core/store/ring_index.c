@@ -9,6 +9,7 @@
 
 #include "core/store/chunk.h"
 #include "core/store/ring_int.h"
+#include "core/util/grow.h"
 
 int ring_idx_reserve(struct fr_ring *r, size_t want)
 {
@@ -119,15 +120,8 @@ struct fr_ring_ref ring_ref_of(const struct fr_chunk_header *h, uint64_t offset)
 /* The journal's current chunks. Callers hold the write lock. */
 int ring_jidx_push(struct fr_ring *r, const struct fr_ring_ref *ref)
 {
-	if (r->jcount == r->jcap) {
-		size_t cap = r->jcap ? 2 * r->jcap : 16;
-		struct fr_ring_ref *n = realloc(r->jidx, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		r->jidx = n;
-		r->jcap = cap;
-	}
+	if (FR_GROW(r->jidx, &r->jcap, r->jcount + 1, 16) < 0)
+		return -ENOMEM;
 	r->jidx[r->jcount++] = *ref;
 	r->bytes_used += ref->len;
 	r->samples += ref->nsamples;

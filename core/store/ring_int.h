@@ -20,8 +20,6 @@
 #include "core/util/le.h"
 #include "core/store/ring.h"
 
-#define NS_PER_SEC 1000000000LL
-
 /* Payloads of the newest chunks up to this many bytes are checked when the
  * ring is opened: more than a sync interval's worth of writes. */
 #define VERIFY_TAIL_BYTES (16u << 20)

@@ -16,6 +16,7 @@
 
 #include "core/store/chunk.h"
 #include "core/store/crc32c.h"
+#include "core/util/grow.h"
 #include "core/util/log.h"
 #include "core/store/ring_int.h"
 
@@ -40,15 +41,8 @@ struct scan {
 
 static int scan_add(struct scan *s, const struct fr_ring_ref *ref)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 256;
-		struct cand *c = realloc(s->c, cap * sizeof(*c));
-
-		if (!c)
-			return -ENOMEM;
-		s->c = c;
-		s->cap = cap;
-	}
+	if (FR_GROW(s->c, &s->cap, s->n + 1, 256) < 0)
+		return -ENOMEM;
 	s->c[s->n].ref = *ref;
 	s->c[s->n].verified = false;
 	s->c[s->n].damaged = false;

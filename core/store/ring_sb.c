@@ -20,6 +20,7 @@
 #include "core/store/crc32c.h"
 #include "core/util/log.h"
 #include "core/store/ring_int.h"
+#include "core/util/time.h"
 
 static void sb_encode(unsigned char *sb, const struct fr_ring *r, int64_t created_ns,
 		      const unsigned char id[16])
@@ -589,7 +590,7 @@ int ring_restore_size(struct fr_ring *r)
 		r->cur_off = r->segment_size;
 	ret = posix_fallocate(r->fd, 0, (off_t)want);
 	if (ret) {
-		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL,
+		fr_log_ratelimited(FR_LOG_ERR, 10 * FR_NS_PER_S,
 				   "%s was truncated to %" PRIu64
 				   " bytes while recording and its %" PRIu64
 				   " bytes cannot be allocated again: %s",

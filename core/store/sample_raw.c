@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/util/hash.h"
 #include "core/util/parse.h"
 
 #define RAWX_MAX 64
@@ -50,13 +51,12 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 static uint32_t rawx_id(const struct fr_event_raw *r)
 {
 	const uint64_t w[3] = {r->config, r->config1, r->config2};
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = FR_FNV_OFFSET;
 
+	/* Byte by byte, low byte first, whatever the host's byte order. */
 	for (int i = 0; i < 3; i++)
-		for (int b = 0; b < 64; b += 8) {
-			h ^= (w[i] >> b) & 0xff;
-			h *= 0x100000001b3ull;
-		}
+		for (int b = 0; b < 64; b += 8)
+			h = fr_fnv1a_step(h, (w[i] >> b) & 0xff);
 	return FR_EVENT_RAWX_BASE | (uint32_t)((h ^ (h >> 29) ^ (h >> 58)) & 0x1fffffffu);
 }
 

@@ -4,19 +4,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define FNV_PRIME 0x100000001b3ULL
-
-uint64_t fr_fnv1a(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= FNV_PRIME;
-	}
-	return h;
-}
-
 int fr_htable_insert(struct htable *t, struct hnode *n)
 {
 	if (t->count >= t->nbuckets) {

@@ -1,13 +1,13 @@
 /* An intrusive hash table of nodes the caller embeds (first member, so a
  * struct hnode * is the caller's struct), chained, doubling at load 1; and
- * the FNV-1a hash to key it. Not locked: the caller's lock guards it. */
+ * the FNV-1a hash (core/util/hash.h) to key it. Not locked: the caller's lock guards it. */
 #ifndef FR_CORE_UTIL_HTABLE_H
 #define FR_CORE_UTIL_HTABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define FR_FNV_OFFSET 0xcbf29ce484222325ULL
+#include "core/util/hash.h"
 
 struct hnode {
 	struct hnode *next;
@@ -19,9 +19,6 @@ struct htable {
 	size_t nbuckets; /* power of two, or 0 before first insert */
 	size_t count;
 };
-
-/* FNV-1a of `len` bytes, continuing from `h` (FR_FNV_OFFSET to start). */
-uint64_t fr_fnv1a(uint64_t h, const void *data, size_t len);
 
 /* Inserts `n` by n->hash. Returns 0 or -ENOMEM. */
 int fr_htable_insert(struct htable *t, struct hnode *n);

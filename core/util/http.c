@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/util/grow.h"
+
 struct fr_http {
 	CURL *curl;
 	char *user;
@@ -209,19 +211,9 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
 static int buf_write(void *arg, const void *p, size_t len)
 {
 	struct buf *b = arg;
-	size_t cap;
-	char *n;
 
-	if (b->len + len > b->cap) {
-		cap = b->cap ? b->cap * 2 : 65536;
-		while (cap < b->len + len)
-			cap *= 2;
-		n = realloc(b->p, cap);
-		if (!n)
-			return -ENOMEM;
-		b->p = n;
-		b->cap = cap;
-	}
+	if (FR_GROW(b->p, &b->cap, b->len + len, 65536) < 0)
+		return -ENOMEM;
 	memcpy(b->p + b->len, p, len);
 	b->len += len;
 	return 0;

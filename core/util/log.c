@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/util/parse.h"
+#include "core/util/time.h"
 
 int fr_log_level = FR_LOG_INFO;
 static const char *log_ident = "flightrec";
@@ -127,7 +128,7 @@ size_t fr_log_format_line(char *buf, size_t len, enum fr_log_format format, int6
 {
 	char ts[80];
 	struct tm tm;
-	time_t sec = (time_t)(real_ns / 1000000000);
+	time_t sec = (time_t)(real_ns / FR_NS_PER_S);
 	size_t pos = 0;
 
 	if (len == 0)
@@ -236,32 +237,24 @@ void fr_set_err(char *err, size_t errlen, const char *fmt, ...)
 	errno = saved;
 }
 
-static int64_t now_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int64_t fr_now_mono_ns(void)
 {
-	return now_ns(CLOCK_MONOTONIC);
+	return fr_clock_ns(CLOCK_MONOTONIC);
 }
 
 int64_t fr_now_real_ns(void)
 {
-	return now_ns(CLOCK_REALTIME);
+	return fr_clock_ns(CLOCK_REALTIME);
 }
 
 void fr_mono_deadline(struct timespec *ts, int64_t ns)
 {
 	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ns / 1000000000LL;
-	ts->tv_nsec += ns % 1000000000LL;
-	if (ts->tv_nsec >= 1000000000L) {
+	ts->tv_sec += ns / FR_NS_PER_S;
+	ts->tv_nsec += ns % FR_NS_PER_S;
+	if (ts->tv_nsec >= FR_NS_PER_S) {
 		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
+		ts->tv_nsec -= FR_NS_PER_S;
 	}
 }
 

@@ -18,9 +18,9 @@
 #include <strings.h>
 #include <time.h>
 
-__extension__ typedef unsigned __int128 u128;
+#include "core/util/time.h"
 
-#define NS_PER_SEC 1000000000LL
+__extension__ typedef unsigned __int128 u128;
 
 /* Digits after the point beyond this are validated but ignored: 10^-18 of
  * the largest unit (a day, or a TiB) is far below one nanosecond or byte. */
@@ -106,12 +106,12 @@ struct unit {
 
 static const struct unit duration_units[] = {
 	{"ns", 1ULL},
-	{"us", 1000ULL},
-	{"ms", 1000000ULL},
-	{"s", 1000000000ULL},
-	{"m", 60ULL * 1000000000ULL},
-	{"h", 3600ULL * 1000000000ULL},
-	{"d", 86400ULL * 1000000000ULL},
+	{"us", FR_NS_PER_US},
+	{"ms", FR_NS_PER_MS},
+	{"s", FR_NS_PER_S},
+	{"m", 60 * FR_NS_PER_S},
+	{"h", 3600 * FR_NS_PER_S},
+	{"d", 86400 * FR_NS_PER_S},
 };
 
 #define KIB (1ULL << 10)
@@ -275,7 +275,7 @@ static int to_unix_ns(int64_t sec, int64_t nsec, int64_t *unix_ns)
 {
 	int64_t v;
 
-	if (__builtin_mul_overflow(sec, NS_PER_SEC, &v) || __builtin_add_overflow(v, nsec, &v))
+	if (__builtin_mul_overflow(sec, FR_NS_PER_S, &v) || __builtin_add_overflow(v, nsec, &v))
 		return -EINVAL;
 	*unix_ns = v;
 	return 0;
@@ -284,7 +284,7 @@ static int to_unix_ns(int64_t sec, int64_t nsec, int64_t *unix_ns)
 /* Fraction digits as nanoseconds; digits past the ninth are truncated. */
 static int64_t frac_to_ns(const struct decimal *d)
 {
-	return (int64_t)((u128)d->frac * NS_PER_SEC / d->frac_den);
+	return (int64_t)((u128)d->frac * FR_NS_PER_S / d->frac_den);
 }
 
 static int parse_rfc3339(const char *s, int64_t *unix_ns)
@@ -372,7 +372,7 @@ int fr_parse_time(const char *text, int64_t *unix_ns)
 static int parse_clock(const char *s, int64_t now_ns, int64_t *unix_ns, char *why, size_t whylen)
 {
 	struct decimal frac = {.frac_den = 1};
-	time_t now = (time_t)(now_ns / NS_PER_SEC), t;
+	time_t now = (time_t)(now_ns / FR_NS_PER_S), t;
 	int hour, min, sec = 0;
 	struct tm tm;
 
@@ -498,7 +498,7 @@ char *fr_format_duration(int64_t ns, char *buf, size_t len)
 		return buf;
 	}
 	/* A minute or more: whole seconds; an hour or more: whole minutes. */
-	sec = (mag + NS_PER_SEC / 2) / NS_PER_SEC;
+	sec = (mag + FR_NS_PER_S / 2) / FR_NS_PER_S;
 	if (sec >= 3600)
 		sec = (sec + 30) / 60 * 60;
 	used = (size_t)snprintf(buf, len, "%s", sign);
@@ -543,13 +543,13 @@ char *fr_format_size(uint64_t bytes, char *buf, size_t len)
 char *fr_format_time(int64_t unix_ns, char *buf, size_t len)
 {
 	/* Floor division, so times before 1970 keep a positive fraction. */
-	int64_t sec = unix_ns / NS_PER_SEC;
-	int64_t rem = unix_ns % NS_PER_SEC;
+	int64_t sec = unix_ns / FR_NS_PER_S;
+	int64_t rem = unix_ns % FR_NS_PER_S;
 	time_t t;
 	struct tm tm;
 
 	if (rem < 0) {
-		rem += NS_PER_SEC;
+		rem += FR_NS_PER_S;
 		sec--;
 	}
 	t = (time_t)sec;

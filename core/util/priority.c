@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/util/time.h"
+
 #ifndef SCHED_RESET_ON_FORK
 #define SCHED_RESET_ON_FORK 0x40000000
 #endif
@@ -75,10 +77,7 @@ int fr_priority_is_realtime(void)
 
 int64_t fr_priority_cpu_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return fr_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 int fr_mutex_init_pi(pthread_mutex_t *m)

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/grow.h"
+
 #define USER_WEIGHT 3
 
 /* Root's weight: a user's while at most three others share the budget
@@ -42,15 +44,8 @@ int fr_shares_add(struct fr_shares *s, uint32_t uid, int64_t bytes, int32_t entr
 	struct fr_share *o;
 
 	if (i < 0) {
-		if (s->n == s->cap) {
-			uint32_t cap = s->cap ? s->cap * 2 : 8;
-			struct fr_share *g = realloc(s->v, cap * sizeof(*g));
-
-			if (!g)
-				return -ENOMEM;
-			s->v = g;
-			s->cap = cap;
-		}
+		if (FR_GROW(s->v, &s->cap, s->n + 1, 8) < 0)
+			return -ENOMEM;
 		i = (int)s->n++;
 		s->v[i] = (struct fr_share){.uid = uid};
 	}

@@ -31,12 +31,13 @@
 
 #include "core/util/fs.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 
 /* Largest single transfer submitted, as the kernel's MAX_RW_COUNT. */
 #define URING_MAX_IO ((size_t)INT_MAX & ~(size_t)4095)
 
 /* How long a request may sit without completing before it is cancelled. */
-#define URING_STALL_NS (2LL * 1000000000LL)
+#define URING_STALL_NS (2 * FR_NS_PER_S)
 
 #define TAG_OP 1
 #define TAG_CANCEL 2
@@ -108,8 +109,8 @@ static int reap(struct fr_uring *u, int64_t timeout_ns, uint64_t *tag, int *res)
 {
 	struct io_uring_cqe *cqe;
 	struct __kernel_timespec ts = {
-		.tv_sec = timeout_ns / 1000000000LL,
-		.tv_nsec = timeout_ns % 1000000000LL,
+		.tv_sec = timeout_ns / FR_NS_PER_S,
+		.tv_nsec = timeout_ns % FR_NS_PER_S,
 	};
 	int ret;
 

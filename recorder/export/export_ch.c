@@ -1,6 +1,6 @@
 /* The exporter thread (recorder/export/export_ch.h): the batch grid, the cursor
  * file beside the ring, retries with backoff, and its status. Building and
- * sending a batch is core/query/export_batch.c's, shared with tools.
+ * sending a batch is core/clickhouse/export_batch.c's, shared with tools.
  */
 #include "recorder/export/export_ch.h"
 
@@ -16,12 +16,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/query/export_batch.h"
+#include "core/clickhouse/export_batch.h"
 #include "core/util/fs.h"
 #include "core/util/http.h"
 #include "core/util/log.h"
 #include "core/util/priority.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "ipc/proto.h"
 #include "recorder/daemon_int.h"
 
@@ -32,9 +33,9 @@
 #define GRACE_NS (1500 * 1000000LL)
 /* Retries wait 1 s doubling up to three batches (at least 5 s, at most a
  * minute): longer would only delay the catch-up once the server is back. */
-#define BACKOFF_MIN_NS 1000000000LL
-#define BACKOFF_FLOOR_NS (5 * 1000000000LL)
-#define BACKOFF_MAX_NS (60 * 1000000000LL)
+#define BACKOFF_MIN_NS FR_NS_PER_S
+#define BACKOFF_FLOOR_NS (5 * FR_NS_PER_S)
+#define BACKOFF_MAX_NS (60 * FR_NS_PER_S)
 #define SEEN_STACKS 65536
 /* Decoded chunks one batch keeps between its two passes, reserved from
  * the query memory (cut to it when it is smaller). */
@@ -95,7 +96,7 @@ static int stopping(void *arg)
  * on the last two. */
 static int sleep_until(struct fr_exporter *x, int64_t until_ns)
 {
-	struct timespec ts = {.tv_sec = until_ns / 1000000000, .tv_nsec = until_ns % 1000000000};
+	struct timespec ts = fr_timespec_from_ns(until_ns);
 	int stop;
 
 	pthread_mutex_lock(&x->lock);
@@ -527,7 +528,7 @@ static int exporter_init(struct fr_exporter *x, const struct fr_config *cfg, cha
 	if (ret < 0 && ret != -ENOENT)
 		fr_log_warn("export: ignoring the cursor file %s (%s); starting now",
 			    x->cursor_path, strerror(-ret));
-	x->cursor_ns = ret == 0 ? t - t % 1000000000 : now - now % batch;
+	x->cursor_ns = ret == 0 ? t - t % FR_NS_PER_S : now - now % batch;
 	/* Losses are what the ring held and dropped before it was shipped:
 	 * nothing before its oldest sample now (or, when it is empty, when
 	 * it first has one: count_lost()) was seen by this recorder, so none

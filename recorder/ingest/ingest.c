@@ -25,6 +25,7 @@
 #include "core/util/log.h"
 #include "core/util/parse.h"
 #include "core/util/priority.h"
+#include "core/util/time.h"
 #include "recorder/export/export_ch.h"
 
 /* Asks the ingest thread to seal and waits until the writer stored it.
@@ -110,7 +111,7 @@ static void seal_chunk(struct daemon *d, uint64_t barrier)
 		__atomic_store_n(&d->unreadable_procs, unreadable, __ATOMIC_RELAXED);
 	}
 	if (ret < 0 && ret != -ENODATA)
-		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot seal a chunk: %s",
+		fr_log_ratelimited(FR_LOG_ERR, 10 * FR_NS_PER_S, "cannot seal a chunk: %s",
 				   strerror(-ret));
 	if (ret == 0)
 		__atomic_add_fetch(&d->chunks_sealed, 1, __ATOMIC_RELAXED);
@@ -354,7 +355,7 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 	if (!src) {
 		/* The side band's records, not samples: some processes may go
 		 * unnamed or unsymbolized, no sample is missing. */
-		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+		fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
 				   "the side band lost %" PRIu64 " records (process names and "
 				   "mappings); its rings are too small for this machine's churn",
 				   lost);
@@ -404,7 +405,7 @@ static void before_drain(void *arg)
 		fr_unwind_tables_collect(d->unwind_tables);
 	/* Before the MRU is emptied below: it may drop tables. */
 	daemon_memory_drained(d, now);
-	if (now - d->unwind_wait_second >= 1000000000LL) {
+	if (now - d->unwind_wait_second >= FR_NS_PER_S) {
 		d->unwind_wait_second = now;
 		d->unwind_wait_left = UNWIND_WAIT_PER_SECOND_NS;
 	}
@@ -449,8 +450,8 @@ static int differs(const char *a, const char *b)
  * from the machine (the kernel's realtime throttling is the last
  * resort). Counted in status (ingest.realtime_drops). */
 #define RT_CPU_BUDGET_NS (300 * 1000000LL)
-#define RT_WINDOW_NS 1000000000LL
-#define RT_BACKOFF_NS (10 * 1000000000LL)
+#define RT_WINDOW_NS FR_NS_PER_S
+#define RT_BACKOFF_NS (10 * FR_NS_PER_S)
 
 static void priority_start(struct daemon *d)
 {
@@ -489,11 +490,11 @@ static void priority_check(struct daemon *d)
 		d->rt_resume_at = now + RT_BACKOFF_NS;
 		__atomic_store_n(&d->ingest_realtime, 0, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&d->realtime_drops, 1, __ATOMIC_RELAXED);
-		fr_log_ratelimited(FR_LOG_WARN, 60000000000LL,
+		fr_log_ratelimited(FR_LOG_WARN, 60 * FR_NS_PER_S,
 				   "the ingest thread used %lld ms of CPU within a second; off "
 				   "SCHED_FIFO for %lld s",
 				   (long long)((cpu - d->rt_cpu0) / 1000000),
-				   RT_BACKOFF_NS / 1000000000LL);
+				   (long long)(RT_BACKOFF_NS / FR_NS_PER_S));
 	}
 	if (now - d->rt_window0 >= RT_WINDOW_NS) {
 		d->rt_window0 = now;

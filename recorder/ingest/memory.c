@@ -5,7 +5,7 @@
  *   - unwind tables: 3/8 M (192 MiB of the default 512), or
  *     limits.unwind_table_memory when set (at most M), their own budget
  *     shared fairly among users (recorder/tracking/unwind_tables.h);
- *   - symbol images kept between profiles: 1/4 M (core/query/symbols.h);
+ *   - symbol images kept between profiles: 1/4 M (core/symbols/symbols.h);
  *   - label sets: bounded by their table (recorder/tracking/labelsets.h: 56 MiB at
  *     most, a few MiB in practice);
  *   - queries (attach, dumps, threads, the exporter's batches) and
@@ -33,13 +33,14 @@
 #include <malloc.h>
 #include <string.h>
 
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 #include "ipc/proto.h"
 
-#define IDLE_NS (60LL * 1000000000LL)
-#define TRIM_GAP_NS 1000000000LL
-#define HOUSEKEEPING_NS (10LL * 1000000000LL)
+#define IDLE_NS (60 * FR_NS_PER_S)
+#define TRIM_GAP_NS FR_NS_PER_S
+#define HOUSEKEEPING_NS (10 * FR_NS_PER_S)
 #define MMAP_THRESHOLD (256 * 1024)
 _Static_assert(IDLE_NS / HOUSEKEEPING_NS == sizeof(((struct daemon *)0)->mem.marks) /
 						    sizeof(((struct daemon *)0)->mem.marks[0]),

@@ -9,6 +9,7 @@
 
 #include "core/store/chunk.h"
 #include "core/util/priority.h"
+#include "core/util/time.h"
 
 void fr_ring_losses_init(struct fr_ring_losses *l)
 {
@@ -27,7 +28,7 @@ static int64_t mono_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return fr_ns_from_timespec(&ts);
 }
 
 static int cmp_chunk(uint64_t seq_a, uint32_t covers_a, uint64_t seq_b, uint32_t covers_b)

@@ -19,6 +19,7 @@
 
 #include "core/util/log.h"
 #include "core/util/priority.h"
+#include "core/util/time.h"
 
 /* Time an append may spend counting lost samples of chunks not counted
  * yet (at start, those the recorder found in the ring). */
@@ -99,7 +100,7 @@ bool fr_writer_has_room(struct fr_writer *w, size_t len)
 void fr_writer_drop(struct fr_writer *w, void *chunk)
 {
 	__atomic_add_fetch(&w->chunks_dropped, 1, __ATOMIC_RELAXED);
-	fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+	fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
 			   "ring writes are falling behind; dropping a chunk (its samples are "
 			   "counted lost)");
 	free(chunk);
@@ -115,8 +116,9 @@ void fr_writer_expire(struct fr_writer *w)
 	ret = fr_ring_expire(w->ring, fr_now_real_ns() - max_age);
 
 	if (ret < 0)
-		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot erase expired data in %s: %s",
-				   fr_ring_path(w->ring), strerror(-ret));
+		fr_log_ratelimited(FR_LOG_ERR, 10 * FR_NS_PER_S,
+				   "cannot erase expired data in %s: %s", fr_ring_path(w->ring),
+				   strerror(-ret));
 }
 
 /* Whether the writer is stuck: an append has taken over `stall_ns`, or
@@ -181,7 +183,7 @@ static void store(struct fr_writer *w, struct fr_writer_item *it)
 	note_result(w, ret);
 	if (ret < 0) {
 		__atomic_add_fetch(&w->write_errors, 1, __ATOMIC_RELAXED);
-		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL, "cannot store a chunk in %s: %s",
+		fr_log_ratelimited(FR_LOG_ERR, 10 * FR_NS_PER_S, "cannot store a chunk in %s: %s",
 				   fr_ring_path(w->ring), strerror(-ret));
 	}
 	free(it->chunk);
@@ -189,7 +191,7 @@ static void store(struct fr_writer *w, struct fr_writer_item *it)
 	/* Chunks found at start are counted a slice per append (decoding
 	 * each), so the first appends are not held up for long */
 	if (fr_ring_losses_update(&w->losses, w->ring, LOSSES_BUDGET_NS) < 0)
-		fr_log_ratelimited(FR_LOG_ERR, 10000000000LL,
+		fr_log_ratelimited(FR_LOG_ERR, 10 * FR_NS_PER_S,
 				   "out of memory counting the ring's lost samples");
 }
 
@@ -268,13 +270,7 @@ int fr_writer_barrier_wait(struct fr_writer *w, uint64_t target, int timeout_ms)
 	struct timespec deadline;
 	int ret = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	fr_mono_deadline(&deadline, timeout_ms * FR_NS_PER_MS);
 	pthread_mutex_lock(&w->lock);
 	while (w->barrier_done < target && ret == 0)
 		ret = pthread_cond_timedwait(&w->cond, &w->lock, &deadline);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/util/fs.h"
+#include "core/util/grow.h"
 #include "core/util/log.h"
 #include "ipc/msg.h"
 
@@ -58,15 +59,8 @@ static struct cursor *add(struct fr_cursors *c, uint32_t uid, const char *name)
 {
 	struct cursor *cur;
 
-	if (c->n == c->cap) {
-		uint32_t cap = c->cap ? c->cap * 2 : 16;
-		struct cursor *v = realloc(c->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		c->v = v;
-		c->cap = cap;
-	}
+	if (FR_GROW(c->v, &c->cap, c->n + 1, 16) < 0)
+		return NULL;
 	cur = &c->v[c->n++];
 	memset(cur, 0, sizeof(*cur));
 	cur->uid = uid;

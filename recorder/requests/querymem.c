@@ -14,6 +14,7 @@
 
 #include "core/util/log.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "ipc/proto.h"
 
 int64_t daemon_memory_reserve(struct daemon *d, int has_uid, uint64_t want)
@@ -108,11 +109,11 @@ cJSON *daemon_query_busy(struct daemon *d, const char *cmd)
 		return fr_ipc_error("%s: busy: other queries hold the daemon's query memory "
 				    "(limits.query_memory, %s) for over %lld s; retry later",
 				    cmd, fr_format_size(limit, size, sizeof(size)),
-				    (long long)(QUERY_WAIT_NS / 1000000000LL));
+				    (long long)(QUERY_WAIT_NS / FR_NS_PER_S));
 	return fr_ipc_error("%s: busy: other queries hold the memory the daemon's caches leave "
 			    "them (%s of limits.memory, %s) for over %lld s; retry later",
 			    cmd,
 			    fr_format_size(fr_budget_room(&d->query_budget), room, sizeof(room)),
 			    fr_format_size(ceiling, size, sizeof(size)),
-			    (long long)(QUERY_WAIT_NS / 1000000000LL));
+			    (long long)(QUERY_WAIT_NS / FR_NS_PER_S));
 }

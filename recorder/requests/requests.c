@@ -24,6 +24,7 @@
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "fr_version.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
@@ -191,8 +192,8 @@ static cJSON *attach_output(struct daemon *d, const struct fr_profile_request *p
 	if (ret == -ETIMEDOUT)
 		resp = fr_ipc_error("attach: the output took no bytes for %lld s (or the whole "
 				    "profile not within %lld s): is anything reading it? Gave up",
-				    (long long)(OUTPUT_STALL_NS / 1000000000LL),
-				    (long long)(OUTPUT_TOTAL_NS / 1000000000LL));
+				    (long long)(OUTPUT_STALL_NS / FR_NS_PER_S),
+				    (long long)(OUTPUT_TOTAL_NS / FR_NS_PER_S));
 	else if (ret == -EOPNOTSUPP)
 		resp = fr_ipc_error("attach: the output is a device that takes no non-blocking "
 				    "writes; write to a file or a pipe (| cat)");

@@ -27,13 +27,14 @@
 
 #include "core/util/log.h"
 #include "core/util/priority.h"
+#include "core/util/time.h"
 #include "ipc/msg.h"
 #include "ipc/msg_ctl.h"
 #include "ipc/proto.h"
 #include "recorder/triggers/triggers.h"
 
 /* How long a reload request waits for the ingest thread to take it. */
-#define RELOAD_WAIT_NS (10 * 1000000000LL)
+#define RELOAD_WAIT_NS (10 * FR_NS_PER_S)
 
 int daemon_ctl_init(struct daemon *d)
 {
@@ -270,7 +271,7 @@ cJSON *daemon_handle_reload(struct daemon *d, const struct fr_ipc_peer *peer)
 		cJSON_Delete(before);
 		return fr_ipc_error("reload: the ingest thread did not take the reload within %lld "
 				    "s (see flightrec status: ingest); it reloads when it can",
-				    RELOAD_WAIT_NS / 1000000000LL);
+				    (long long)(RELOAD_WAIT_NS / FR_NS_PER_S));
 	}
 	if (ret < 0) {
 		cJSON_Delete(before);

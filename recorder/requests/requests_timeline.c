@@ -29,6 +29,7 @@
 #include "core/query/timeline.h"
 #include "core/util/log.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "core/util/uring.h"
 #include "ipc/msg_timeline.h"
 #include "ipc/proto.h"
@@ -227,7 +228,7 @@ cJSON *daemon_handle_timeline(struct daemon *d, const cJSON *req, int fd, struct
 	if (ret == -ETIMEDOUT) {
 		resp = fr_ipc_error("timeline: the output took no bytes for %lld s: is anything "
 				    "reading it? Gave up",
-				    (long long)(OUTPUT_STALL_NS / 1000000000LL));
+				    (long long)(OUTPUT_STALL_NS / FR_NS_PER_S));
 		goto out;
 	} else if (ret < 0) {
 		resp = fr_ipc_error("timeline: cannot write the answer: %s", strerror(-ret));

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 #include "core/util/log.h"
 #include "core/util/shares.h"
 #include "fr_version.h"
@@ -387,7 +387,7 @@ cJSON *daemon_handle_status(struct daemon *d, const struct fr_ipc_peer *viewer)
 	fr_ipc_add_int(r, "query_memory", (int64_t)fr_budget_limit(&d->query_budget));
 	fr_ipc_add_int(r, "query_memory_used", (int64_t)fr_budget_used(&d->query_budget));
 	/* Parsed symbol images kept between profiles: a bound of their own,
-	 * beside the query memory (core/query/symbols.h). */
+	 * beside the query memory (core/symbols/symbols.h). */
 	fr_symbols_get_stats(&syms);
 	fr_ipc_add_int(r, "symbol_images", (int64_t)syms.images);
 	fr_ipc_add_int(r, "symbol_images_bytes", (int64_t)syms.bytes);

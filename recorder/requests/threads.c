@@ -54,7 +54,9 @@
 #include "core/store/chunk.h"
 #include "core/store/ring.h"
 #include "core/util/fs.h"
+#include "core/util/grow.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 #include "fr_version.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
@@ -92,7 +94,7 @@ struct listing {
 static int wanted(const struct listing *l, uint32_t pid)
 {
 	const struct fr_targets *t = l->targets;
-	char comm[FR_PROC_COMM_LEN], cgroup[FR_LIMIT_CGROUP_LEN];
+	char comm[FR_LIMIT_COMM_LEN], cgroup[FR_LIMIT_CGROUP_LEN];
 	uint32_t uid;
 	int ok = !t->npids;
 
@@ -117,15 +119,8 @@ static void add_tid(void *arg, uint32_t tid)
 	struct listing *l = arg;
 	struct thr *th;
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct thr *p = realloc(l->thr, cap * sizeof(*p));
-
-		if (!p)
-			return;
-		l->thr = p;
-		l->cap = cap;
-	}
+	if (FR_GROW(l->thr, &l->cap, l->n + 1, 64) < 0)
+		return;
 	th = &l->thr[l->n];
 	/* Gone since the directory was listed: not a thread any more. */
 	if (fr_proc_read_thread(THREADS_PROC, l->pid, tid, &th->t) < 0)
@@ -180,15 +175,8 @@ static void add_pid(void *arg, uint32_t pid)
 	/* Counted apart, and left out of the profile of the stacks. */
 	if (hide_unreadable(l, before))
 		return;
-	if (l->npids == l->pids_cap) {
-		size_t cap = l->pids_cap ? l->pids_cap * 2 : 16;
-		uint32_t *p = realloc(l->pids, cap * sizeof(*p));
-
-		if (!p)
-			return;
-		l->pids = p;
-		l->pids_cap = cap;
-	}
+	if (FR_GROW(l->pids, &l->pids_cap, l->npids + 1, 16) < 0)
+		return;
 	l->pids[l->npids++] = pid;
 }
 
@@ -302,7 +290,7 @@ out:
 /* How far back the latest open-wait records are looked for: the seal the
  * request's flush barrier forced wrote them, or (offcpu not recorded, a
  * barrier that timed out) the periodic one of the last second. */
-#define OPEN_LOOK_NS (3LL * 1000000000LL)
+#define OPEN_LOOK_NS (3 * FR_NS_PER_S)
 
 /* Records the open waits of `c` of the latest seal seen so far (*asof). */
 static void open_records(struct listing *l, const struct fr_chunk *c, int64_t *asof)
@@ -460,13 +448,13 @@ static int write_answer(struct listing *l, const struct fr_profile *p, int fd, i
 	snprintf(line, sizeof(line),
 		 "flightrec threads: state from /proc now; waiting from the recorder's open waits; "
 		 "stacks from the last %lld s of the ring",
-		 (long long)(THREADS_WINDOW_NS / 1000000000LL));
+		 (long long)(THREADS_WINDOW_NS / FR_NS_PER_S));
 	a = fr_thread_answer_new(fd, p, now, THREADS_WINDOW_NS, line);
 	if (!a)
 		goto out;
 	qsort(l->thr, l->n, sizeof(*l->thr), by_pid_tid);
 	for (size_t i = 0; i < l->n; i++) {
-		long tick_ns = tick > 0 ? 1000000000L / tick : 10000000L;
+		long tick_ns = tick > 0 ? (long)(FR_NS_PER_S / tick) : 10000000L;
 
 		if (l->thr[i].hidden)
 			emit_hidden(a, &l->thr[i], tick_ns);

@@ -11,10 +11,12 @@
 /* Most threads one answer lists. */
 #define THREADS_MAX 100000
 /* The window of the ring the stacks and waiting times come from. */
-#define THREADS_WINDOW_NS (60LL * 1000000000LL)
+#define THREADS_WINDOW_NS (60 * FR_NS_PER_S)
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "core/util/time.h"
 
 struct daemon;
 struct fr_ipc_peer;

@@ -18,6 +18,7 @@
 
 #include "core/store/sample.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 #include "recorder/offcpu.skel.h"
 #include "recorder/bpf/offcpu_bpf.h"
 #include "recorder/sampling/bpf_walk.h"
@@ -82,7 +83,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 		return 0;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	buf[strcspn(buf, "\n")] = '\0';
-	fr_log_ratelimited(FR_LOG_DEBUG, 1000000000LL, "libbpf: %s", buf);
+	fr_log_ratelimited(FR_LOG_DEBUG, FR_NS_PER_S, "libbpf: %s", buf);
 	return 0;
 }
 
@@ -427,7 +428,7 @@ uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset,
 		return 0;
 	fd = bpf_iter_create(bpf_link__fd(b->iter));
 	if (fd < 0) {
-		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+		fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
 				   "offcpu: cannot list the blocked threads (%s)", strerror(errno));
 		return 0;
 	}

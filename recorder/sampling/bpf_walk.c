@@ -19,6 +19,7 @@
 #include "core/store/sample.h"
 #include "core/util/log.h"
 #include "core/util/priority.h"
+#include "core/util/time.h"
 #include "recorder/tracking/proc.h"
 
 /* Threads whose stacks are remembered (a power of two; 1 KiB each,
@@ -255,7 +256,7 @@ static void wake_owner(struct fr_bpf_walk *w)
 	uint64_t one = 1;
 
 	if (write(w->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+		fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
 				   "offcpu: cannot wake the recorder for stack copies: %s",
 				   strerror(errno));
 }
@@ -421,7 +422,7 @@ uint32_t fr_bpf_walk_collect(struct fr_bpf_walk *w, fr_bpf_walk_unwind_fn fn,
 	if (!w->stack_copy)
 		return 0;
 	if (read(w->efd, &count, sizeof(count)) < 0 && errno != EAGAIN)
-		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+		fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
 				   "offcpu: cannot read the stack walker's wake-up: %s",
 				   strerror(errno));
 	/* Take the done list; the buffers are ours until given back. */

@@ -33,9 +33,11 @@
 
 #include <stdint.h>
 
+#include "core/util/time.h"
+
 /* A pair further apart than this is not believed (a clock gone wrong,
  * or a record lost in between a month ago). */
-#define FR_OFFCPU_MAX_GAP_NS (30LL * 86400 * 1000000000LL)
+#define FR_OFFCPU_MAX_GAP_NS (30 * 86400 * FR_NS_PER_S)
 
 /* Threads the recorder follows at once: a machine rarely has that many
  * that ran since the recorder started. */

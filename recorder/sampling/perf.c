@@ -22,8 +22,9 @@
  *    at open (recorder/sampling/offcpu.c);
  *  - the side band: a dummy event that only carries MMAP2/COMM/FORK/EXIT.
  *
- * This file builds their attrs, finds the sched_switch tracepoint, calls
- * perf_event_open(2) and maps the rings, and changes rates in place.
+ * This file builds their attrs, calls perf_event_open(2) and maps the
+ * rings, and changes rates in place; perf_tracepoint.c finds the
+ * sched_switch tracepoint.
  */
 #include "recorder/sampling/perf_int.h"
 
@@ -35,13 +36,13 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/util/log.h"
+#include "core/util/time.h"
 
 /* Ring sizes (data pages per CPU, powers of two). A context switch costs
  * offcpu about 0.6 KiB (the tracepoint sample with its callchain and raw
@@ -69,10 +70,8 @@ int64_t fr_perf_clock_offset(void)
 	clock_gettime(CLOCK_MONOTONIC, &m1);
 	clock_gettime(CLOCK_REALTIME, &r);
 	clock_gettime(CLOCK_MONOTONIC, &m2);
-	int64_t mono = ((int64_t)m1.tv_sec * 1000000000 + m1.tv_nsec +
-			(int64_t)m2.tv_sec * 1000000000 + m2.tv_nsec) /
-		       2;
-	return (int64_t)r.tv_sec * 1000000000 + r.tv_nsec - mono;
+	int64_t mono = (fr_ns_from_timespec(&m1) + fr_ns_from_timespec(&m2)) / 2;
+	return fr_ns_from_timespec(&r) - mono;
 }
 
 /* Kernel type/config for an event id; -ENOENT when the id is not a perf
@@ -199,7 +198,7 @@ static uint32_t period_ring_hz(const struct fr_perf_config *cfg)
 	if (!cfg->period)
 		return cfg->hz;
 	if (cfg->event == FR_EVENT_CPU)
-		return cfg->period >= 1000000000ull ? 1 : (uint32_t)(1000000000ull / cfg->period);
+		return cfg->period >= FR_NS_PER_S ? 1 : (uint32_t)(FR_NS_PER_S / cfg->period);
 	return cfg->hz && cfg->hz <= 1000000 ? cfg->hz : 99;
 }
 
@@ -286,7 +285,7 @@ static struct fr_perf *perf_new(const struct fr_perf_config *cfg)
 	p->period = cfg->event == FR_EVENT_OFFCPU ? 0 : cfg->period;
 	if (p->period && cfg->event == FR_EVENT_CPU)
 		/* cpu's rate follows from its period (ns). */
-		p->hz = p->period >= 1000000000ull ? 1 : (uint32_t)(1000000000ull / p->period);
+		p->hz = p->period >= FR_NS_PER_S ? 1 : (uint32_t)(FR_NS_PER_S / p->period);
 	p->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	return p;
 }
@@ -364,157 +363,6 @@ err_cpus:
 	return ret;
 }
 
-/* ---- the sched_switch tracepoint ------------------------------------- */
-
-/* tracefs where it is mounted today, then where older systems had it. */
-static const char *const tracefs_roots[] = {
-	"/sys/kernel/tracing",
-	"/sys/kernel/debug/tracing",
-};
-
-/* Reads one line of a small file; returns 0 or -errno. */
-static int read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	int ret = 0;
-
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)len, f))
-		ret = ferror(f) ? -EIO : -ENODATA;
-	fclose(f);
-	return ret;
-}
-
-/* Finds prev_state in the tracepoint's format file ("\tfield:long
- * prev_state;\toffset:40;\tsize:8;\tsigned:1;" lines): the layout differs
- * between kernel versions and configurations, so offsets are never assumed.
- * The task leaving is the sample's own tid, so nothing else is needed. */
-static int read_switch_format(const char *path, struct switch_format *fmt)
-{
-	FILE *f = fopen(path, "re");
-	char line[512];
-	int found = 0;
-
-	if (!f)
-		return -errno;
-	memset(fmt, 0, sizeof(*fmt));
-	while (fgets(line, sizeof(line), f)) {
-		const char *decl = strstr(line, "\tfield:"), *semi, *name, *end, *o, *s;
-		unsigned off, size;
-		size_t nlen;
-
-		/* Continuation chunks of the long "print fmt" line never start
-		 * with a tab and "field:". */
-		if (decl != line)
-			continue;
-		semi = strchr(decl, ';');
-		o = semi ? strstr(semi, "offset:") : NULL;
-		s = semi ? strstr(semi, "size:") : NULL;
-		if (!o || !s || sscanf(o, "offset:%u", &off) != 1 ||
-		    sscanf(s, "size:%u", &size) != 1)
-			continue;
-		end = semi;
-		if (end > decl && end[-1] == ']') /* "char prev_comm[16]" */
-			while (end > decl && *end != '[')
-				end--;
-		name = end;
-		while (name > decl && name[-1] != ' ')
-			name--;
-		nlen = (size_t)(end - name);
-		if (nlen == 10 && memcmp(name, "prev_state", 10) == 0 && (size == 4 || size == 8)) {
-			fmt->prev_state = off;
-			fmt->prev_state_size = size;
-			fmt->min_size = off + size;
-			found = 1;
-		}
-	}
-	fclose(f);
-	return found ? 0 : -EPROTO;
-}
-
-/* Mounts tracefs at its usual place when nothing is mounted there (as
- * perf does): a machine that never used tracing has the directory but not
- * the file system. Returns 0 when it mounted it, -errno otherwise. */
-static int mount_tracefs(void)
-{
-	struct stat st;
-
-	if (stat("/sys/kernel/tracing/events", &st) == 0)
-		return -EEXIST; /* mounted; the tracepoint is missing */
-	if (mount("tracefs", "/sys/kernel/tracing", "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  NULL) < 0)
-		return -errno;
-	fr_log_info("mounted tracefs at /sys/kernel/tracing for the sched:sched_switch tracepoint");
-	return 0;
-}
-
-static int find_sched_switch_once(uint64_t *id, struct switch_format *fmt, char *err,
-				  size_t errlen);
-
-/* Finds sched:sched_switch: its id for attr.config and its field layout,
- * mounting tracefs first if it is not mounted. */
-static int find_sched_switch(uint64_t *id, struct switch_format *fmt, char *err, size_t errlen)
-{
-	int ret = find_sched_switch_once(id, fmt, err, errlen), m;
-
-	if (ret != -ENOENT)
-		return ret;
-	m = mount_tracefs();
-	if (m == 0)
-		return find_sched_switch_once(id, fmt, err, errlen);
-	if (m != -EEXIST)
-		fr_set_err(
-			err, errlen,
-			"offcpu: the sched:sched_switch tracepoint is not available (tracefs is not "
-			"mounted and mounting it at /sys/kernel/tracing failed: %s)",
-			fr_errno_name(-m));
-	return ret;
-}
-
-static int find_sched_switch_once(uint64_t *id, struct switch_format *fmt, char *err, size_t errlen)
-{
-	char path[128], buf[64], first[128] = "";
-	int first_err = 0;
-
-	for (size_t i = 0; i < sizeof(tracefs_roots) / sizeof(tracefs_roots[0]); i++) {
-		char *end;
-		int ret;
-
-		snprintf(path, sizeof(path), "%s/events/sched/sched_switch/id", tracefs_roots[i]);
-		ret = read_line(path, buf, sizeof(buf));
-		if (ret < 0) {
-			/* The first place is where tracefs belongs; say that. */
-			if (!first_err) {
-				first_err = -ret;
-				snprintf(first, sizeof(first), "%s", path);
-			}
-			continue;
-		}
-		*id = strtoull(buf, &end, 10);
-		if (end == buf) {
-			fr_set_err(err, errlen, "offcpu: %s does not hold a tracepoint id", path);
-			return -EPROTO;
-		}
-		snprintf(path, sizeof(path), "%s/events/sched/sched_switch/format",
-			 tracefs_roots[i]);
-		ret = read_switch_format(path, fmt);
-		if (ret < 0) {
-			fr_set_err(
-				err, errlen,
-				"offcpu: cannot read the layout of sched:sched_switch from %s (%s)",
-				path, ret == -EPROTO ? "prev_state missing" : fr_errno_name(-ret));
-			return ret;
-		}
-		return 0;
-	}
-	fr_set_err(err, errlen,
-		   "offcpu: the sched:sched_switch tracepoint is not available "
-		   "(cannot read %s: %s)",
-		   first, fr_errno_name(first_err));
-	return -first_err;
-}
-
 /* ---- opening ---------------------------------------------------------- */
 
 /* What every source's attr shares: the sample layout decode_sample reads
@@ -547,7 +395,7 @@ static int offcpu_attr(struct fr_perf *p, struct perf_event_attr *attr, char *er
 	uint64_t config = 0;
 	int ret;
 
-	ret = find_sched_switch(&config, &p->swfmt, err, errlen);
+	ret = fr_perf_find_sched_switch(&config, &p->swfmt, err, errlen);
 	if (ret < 0)
 		return ret;
 	ret = fr_offcpu_new(&p->offcpu, FR_OFFCPU_ENTRIES);
@@ -579,7 +427,7 @@ static void attach_labels(struct fr_perf *p, int prog_fd, const char *name)
 {
 	for (unsigned i = 0; i < p->ncpus; i++) {
 		if (ioctl(p->rings[i].fd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0) {
-			fr_log_ratelimited(FR_LOG_WARN, 60000000000LL,
+			fr_log_ratelimited(FR_LOG_WARN, 60 * FR_NS_PER_S,
 					   "%s: cannot attach the application labels program (%s); "
 					   "its samples carry no application labels",
 					   name, strerror(errno));
@@ -740,11 +588,11 @@ int fr_perf_set_hz(struct fr_perf *p, uint32_t hz)
 		return -EINVAL; /* a period-mode source: fr_perf_set_period */
 	/* The ioctl's argument is the period of a fixed-period event and the
 	 * frequency of a frequency-mode one (attr.freq). */
-	arg = p->cfg.event == FR_EVENT_CPU ? 1000000000ull / hz : hz;
+	arg = p->cfg.event == FR_EVENT_CPU ? FR_NS_PER_S / hz : hz;
 	for (unsigned i = 0; i < p->ncpus; i++) {
 		if (ioctl(p->rings[i].fd, PERF_EVENT_IOC_PERIOD, &arg) < 0) {
 			int ret = -errno;
-			uint64_t old = p->cfg.event == FR_EVENT_CPU ? 1000000000ull / p->hz : p->hz;
+			uint64_t old = p->cfg.event == FR_EVENT_CPU ? FR_NS_PER_S / p->hz : p->hz;
 
 			/* Samples carry one rate: put back the CPUs changed. */
 			while (i-- > 0)

@@ -17,6 +17,7 @@
 #include <sys/sysmacros.h>
 
 #include "core/util/log.h"
+#include "core/util/time.h"
 
 #ifndef PERF_RECORD_MISC_MMAP_BUILD_ID
 #define PERF_RECORD_MISC_MMAP_BUILD_ID (1 << 14)
@@ -296,7 +297,7 @@ static void handle_sample(struct fr_perf *p, const struct sample_view *v,
 		out.weight = p->period;
 		out.rate_hz = 0;
 	} else {
-		out.weight = p->cfg.event == FR_EVENT_CPU ? 1000000000ull / p->hz : v->period;
+		out.weight = p->cfg.event == FR_EVENT_CPU ? FR_NS_PER_S / p->hz : v->period;
 		out.rate_hz = p->hz;
 	}
 	/* A multiplexed counter counted only part of the time its ring
@@ -584,7 +585,7 @@ static const struct perf_event_header *ring_record(struct fr_perf *p, const stru
 	size_t size = hdr->size, first = r->data_size - (tail & mask);
 
 	if (size < sizeof(*hdr) || size > head - tail) {
-		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+		fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
 				   "cpu %d: malformed perf record of %zu bytes; skipping %llu bytes",
 				   r->cpu, size, (unsigned long long)(head - tail));
 		return NULL;
@@ -725,7 +726,7 @@ static void read_times(struct fr_perf *p, struct cpu_ring *r)
 	}
 	r->d_enabled = r->d_running = 0;
 	now = fr_now_mono_ns();
-	if (r->times_read_mono && now - r->times_read_mono < 1000000000LL)
+	if (r->times_read_mono && now - r->times_read_mono < FR_NS_PER_S)
 		return;
 	r->times_read_mono = now;
 	fr_perf_read_times(p, r);

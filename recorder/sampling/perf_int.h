@@ -18,6 +18,11 @@
 #define PERF_REG_X86_BP 6
 #define PERF_REG_X86_SP 7
 #define PERF_REG_X86_IP 8
+/* recorder/sampling/perf_tracepoint.c: finds sched:sched_switch, its id
+ * for attr.config and its field layout, mounting tracefs first if it is
+ * not mounted. Returns 0, or -errno with err set. */
+int fr_perf_find_sched_switch(uint64_t *id, struct switch_format *fmt, char *err, size_t errlen);
+
 /* recorder/sampling/perf_pmu.c: the attr of a sampling event (period or frequency
  * mode, precise_ip, the times read_format asks for), and the enabled and
  * running times of each CPU's counter read before its ring is drained. */
@@ -103,6 +108,11 @@ struct fr_perf {
 	unsigned char wrap_buf[65536];
 	uint64_t ips[FR_MAX_FRAMES];
 };
+
+/* recorder/sampling/perf_tracepoint.c: finds sched:sched_switch, its id
+ * for attr.config and its field layout, mounting tracefs first if it is
+ * not mounted. Returns 0, or -errno with err set. */
+int fr_perf_find_sched_switch(uint64_t *id, struct switch_format *fmt, char *err, size_t errlen);
 
 /* recorder/sampling/perf_pmu.c: the attr of a sampling event (period or frequency
  * mode, precise_ip, the times read_format asks for), and the enabled and

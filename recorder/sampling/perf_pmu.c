@@ -27,6 +27,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "core/util/time.h"
+
 void fr_perf_sampling_attr(struct perf_event_attr *attr, const struct fr_perf_config *cfg,
 			   uint32_t type, uint64_t config, int hardware)
 {
@@ -42,7 +44,7 @@ void fr_perf_sampling_attr(struct perf_event_attr *attr, const struct fr_perf_co
 		attr->sample_type &= ~(uint64_t)PERF_SAMPLE_PERIOD;
 	} else if (cfg->event == FR_EVENT_CPU) {
 		/* A fixed period: the weight is exactly 1e9/hz ns. */
-		attr->sample_period = 1000000000ull / cfg->hz;
+		attr->sample_period = FR_NS_PER_S / cfg->hz;
 	} else {
 		/* Counts of unknown rate: the kernel adapts the period
 		 * to hit hz samples a second and reports it in each

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/grow.h"
+
 void fr_poller_init(struct fr_poller *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -39,15 +41,8 @@ int fr_poller_add(struct fr_poller *p, int fd, short events,
 		return -EBADF;
 	if (find(p, fd))
 		return -EEXIST;
-	if (p->n == p->cap) {
-		unsigned cap = p->cap ? p->cap * 2 : 16;
-		struct fr_poller_entry *e = realloc(p->entries, cap * sizeof(*e));
-
-		if (!e)
-			return -ENOMEM;
-		p->entries = e;
-		p->cap = cap;
-	}
+	if (FR_GROW(p->entries, &p->cap, p->n + 1, 16) < 0)
+		return -ENOMEM;
 	p->entries[p->n++] =
 		(struct fr_poller_entry){.fd = fd, .events = events, .fn = fn, .ctx = ctx};
 	p->dirty = 1;

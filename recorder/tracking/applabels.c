@@ -18,9 +18,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/util/grow.h"
 #include "core/util/htable.h"
 #include "core/util/log.h"
 #include "core/util/priority.h"
+#include "core/util/time.h"
 #include "core/util/worker.h"
 #include "flightrec/labels_abi.h"
 #include "recorder/tracking/applabels_int.h"
@@ -41,7 +43,7 @@
  * the machine was too busy for returns), and after that not again. */
 #define READ_DEADLINE_NS 250000000ll
 #define STALL_RETRIES 3
-#define STALL_BACKOFF_NS 1000000000ll
+#define STALL_BACKOFF_NS FR_NS_PER_S
 #define STALL_RETRY_STUCK_MAX (FR_WORKER_STUCK_MAX / 4)
 /* Look-ups handed to the look-up thread and not answered yet. */
 #define LOOKING_MAX 64
@@ -54,7 +56,7 @@
 #define JOIN_BEFORE_NS 1000000ll
 #define JOIN_AFTER_NS 100000ll
 /* Copies older than this at a seal can no longer meet a sample. */
-#define OBS_KEEP_NS 3000000000ll
+#define OBS_KEEP_NS (3 * FR_NS_PER_S)
 /* A process whose library was not set up yet (its constructor runs just
  * after the mapping the side band reports) is looked at again this much
  * later, at most RETRIES times. */
@@ -213,7 +215,7 @@ static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al
 		p->why = "unreadable: read stalled";
 		p->stalls++;
 		p->retry_at = fr_now_mono_ns() + (STALL_BACKOFF_NS << (2 * (p->stalls - 1)));
-		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+		fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
 				   "application labels of pid %u: a look-up took longer than %lld "
 				   "ms; not read%s",
 				   p->pid, READ_DEADLINE_NS / 1000000,
@@ -233,7 +235,7 @@ static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al
 		p->state = P_BAD;
 		p->why = j->ret_lib == -EPROTO ? "unreadable: not a registry this recorder reads"
 					       : "unreadable: no registry in the library";
-		fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+		fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
 				   "application labels of pid %u not read: %s (%s)", p->pid, p->why,
 				   strerror(-j->ret_lib));
 		return;
@@ -305,7 +307,7 @@ static void *looker(void *arg)
 		if (res)
 			al->out[al->nout++] = res;
 		if (write(al->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			fr_log_ratelimited(FR_LOG_WARN, 10000000000LL,
+			fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
 					   "application labels: cannot wake the recorder: %s",
 					   strerror(errno));
 	}
@@ -343,15 +345,8 @@ static void collect(struct fr_applabels *al)
 
 static void observe(struct fr_applabels *al, uint32_t tid, int64_t time, uint32_t set)
 {
-	if (al->nobs == al->cap) {
-		size_t cap = al->cap ? 2 * al->cap : 1024;
-		struct obs *o = realloc(al->obs, cap * sizeof(*o));
-
-		if (!o)
-			return;
-		al->obs = o;
-		al->cap = cap;
-	}
+	if (FR_GROW(al->obs, &al->cap, al->nobs + 1, 1024) < 0)
+		return;
 	al->obs[al->nobs++] = (struct obs){.tid = tid, .set = set, .time = time};
 	al->sorted = false;
 }

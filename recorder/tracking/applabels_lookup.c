@@ -18,8 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/query/elf_object.h"
+#include "core/symbols/elf_object.h"
 #include "core/util/fs.h"
+#include "core/util/time.h"
 #include "flightrec/labels_abi.h"
 #include "recorder/tracking/proc.h"
 
@@ -145,8 +146,7 @@ static pthread_mutex_t no_otel_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool no_otel_known(const struct stat *st, bool add)
 {
 	struct no_otel key = {st->st_dev, st->st_ino, (uint64_t)st->st_size,
-			      (uint64_t)st->st_mtim.tv_sec * 1000000000ull +
-				      (uint64_t)st->st_mtim.tv_nsec};
+			      (uint64_t)fr_ns_from_timespec(&st->st_mtim)};
 	unsigned k = (unsigned)((key.ino * 0x9e3779b97f4a7c15ull ^ key.dev) % NO_OTEL_CACHE);
 	bool known;
 

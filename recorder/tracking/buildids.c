@@ -24,11 +24,12 @@
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/priority.h"
-#include "core/query/elf_image.h"
+#include "core/symbols/elf_image.h"
+#include "core/util/time.h"
 #include "recorder/tracking/proc.h"
 
 #define STOP_WAIT_MS 1000
-#define STUCK_NS_DEFAULT (5 * 1000000000LL)
+#define STUCK_NS_DEFAULT (5 * FR_NS_PER_S)
 #define STUCK_MAX 8
 
 struct job {

@@ -127,8 +127,8 @@ int fr_proc_read_stat(const char *proc, uint32_t pid, struct fr_proc_stat *ps)
 	if (!lp || !rp || rp < lp)
 		return -EPROTO;
 	clen = (size_t)(rp - lp - 1);
-	if (clen >= FR_PROC_COMM_LEN)
-		clen = FR_PROC_COMM_LEN - 1;
+	if (clen >= FR_LIMIT_COMM_LEN)
+		clen = FR_LIMIT_COMM_LEN - 1;
 	memcpy(ps->comm, lp + 1, clen);
 	ps->comm[clen] = '\0';
 	ps->fields = 2;

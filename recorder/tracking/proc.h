@@ -21,13 +21,10 @@
 
 #include "core/util/limits.h"
 
-/* Command names as the kernel keeps them: 15 bytes and a NUL. */
-#define FR_PROC_COMM_LEN FR_LIMIT_COMM_LEN
-
 /* What /proc/PID/stat says, up to starttime. */
 struct fr_proc_stat {
-	char comm[FR_PROC_COMM_LEN]; /* cut to 15 bytes */
-	char state;		     /* 'R', 'S', 'Z', ... */
+	char comm[FR_LIMIT_COMM_LEN]; /* cut to 15 bytes */
+	char state;		      /* 'R', 'S', 'Z', ... */
 	uint32_t ppid;
 	uint64_t ticks; /* utime + stime, clock ticks */
 	uint64_t start; /* starttime, clock ticks after boot */

@@ -20,9 +20,10 @@
 
 #include "core/util/hash.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 
 #define BUCKETS 16384
-#define LOG_INTERVAL_NS (10 * 1000000000LL)
+#define LOG_INTERVAL_NS (10 * FR_NS_PER_S)
 
 static uint32_t bucket_of(uint32_t pid)
 {
@@ -164,9 +165,9 @@ void fr_proc_table_fini(struct fr_proc_table *pt)
 /* ---- following processes ------------------------------------------------ */
 
 /* The name of `pid` up to its first newline, as targets match it. */
-static int read_comm(const char *proc, uint32_t pid, char comm[FR_PROC_COMM_LEN])
+static int read_comm(const char *proc, uint32_t pid, char comm[FR_LIMIT_COMM_LEN])
 {
-	int ret = fr_proc_read_comm(proc, pid, 0, comm, FR_PROC_COMM_LEN);
+	int ret = fr_proc_read_comm(proc, pid, 0, comm, FR_LIMIT_COMM_LEN);
 
 	if (ret == 0)
 		comm[strcspn(comm, "\n")] = '\0';
@@ -202,7 +203,7 @@ static void follow(struct fr_proc_table *pt, const struct fr_proc_source *src, u
 static void learn(struct fr_proc_table *pt, const struct fr_proc_source *src, uint32_t pid,
 		  uint32_t parent)
 {
-	char comm[FR_PROC_COMM_LEN] = "", cg[FR_PROC_CGROUP_LEN] = "";
+	char comm[FR_LIMIT_COMM_LEN] = "", cg[FR_PROC_CGROUP_LEN] = "";
 	int32_t self = fr_proc_table_find(pt, pid);
 	int32_t pi = self >= 0 ? self : parent ? fr_proc_table_find(pt, parent) : -1;
 	uint32_t uid = read_uid(src->proc, pid);
@@ -233,7 +234,7 @@ void fr_proc_table_fork(struct fr_proc_table *pt, const struct fr_proc_source *s
 	/* A parent not followed did not matter; its child is read in case
 	 * the table missed the parent. */
 	if (pi >= 0) {
-		char comm[FR_PROC_COMM_LEN], cg[FR_PROC_CGROUP_LEN] = "";
+		char comm[FR_LIMIT_COMM_LEN], cg[FR_PROC_CGROUP_LEN] = "";
 
 		memcpy(comm, pt->e[pi].comm, sizeof(comm));
 		if (pt->e[pi].cgroup)

@@ -28,7 +28,7 @@ struct fr_proc_entry {
 	uint32_t pid;
 	int32_t hnext;	      /* next in its bucket, or in the free list */
 	int32_t older, newer; /* insertion order, for eviction */
-	char comm[FR_PROC_COMM_LEN];
+	char comm[FR_LIMIT_COMM_LEN];
 	char *cgroup; /* NULL: unknown */
 	uint32_t uid; /* real uid, or FR_PROC_UID_UNKNOWN */
 };
@@ -76,7 +76,7 @@ struct fr_proc_source {
 
 /* What is known of a process as it exits. */
 struct fr_proc_last {
-	char comm[FR_PROC_COMM_LEN];	 /* "" when unknown */
+	char comm[FR_LIMIT_COMM_LEN];	 /* "" when unknown */
 	char cgroup[FR_PROC_CGROUP_LEN]; /* "" when unknown */
 	uint32_t uid;			 /* FR_PROC_UID_UNKNOWN when unknown */
 };

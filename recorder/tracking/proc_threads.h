@@ -27,10 +27,10 @@
 /* What /proc says about one thread. */
 struct fr_proc_thread {
 	uint32_t tid;
-	char name[FR_PROC_COMM_LEN]; /* from stat, cut to 15 bytes */
-	char state;		     /* 'R', 'S', 'D', 'T', 't', 'Z', 'X', 'I', ... */
-	uint64_t ticks;		     /* utime + stime, clock ticks */
-	uint64_t start;		     /* starttime, clock ticks after boot */
+	char name[FR_LIMIT_COMM_LEN]; /* from stat, cut to 15 bytes */
+	char state;		      /* 'R', 'S', 'D', 'T', 't', 'Z', 'X', 'I', ... */
+	uint64_t ticks;		      /* utime + stime, clock ticks */
+	uint64_t start;		      /* starttime, clock ticks after boot */
 	/* The kernel function it sleeps in; "" when running, not known or
 	 * hidden (kernels without CONFIG_KALLSYMS say "0"). */
 	char wchan[FR_PROC_WCHAN_LEN];

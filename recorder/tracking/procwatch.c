@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "core/util/log.h"
+#include "core/util/time.h"
 
-#define NS_PER_S 1000000000LL
 /* Events come in bursts (a build forks thousands of processes); a large
  * socket buffer absorbs them while the reader is busy. */
 #define RCVBUF_BYTES (4 << 20)
@@ -188,7 +188,7 @@ static ssize_t recv_one(struct fr_procwatch *w, union msgbuf *mb)
 static void count_overrun(struct fr_procwatch *w)
 {
 	w->overruns++;
-	fr_log_ratelimited(FR_LOG_WARN, 10 * NS_PER_S,
+	fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
 			   "proc connector: the kernel dropped process events (reader too slow; "
 			   "%llu overruns so far); exits in between were missed",
 			   (unsigned long long)w->overruns);

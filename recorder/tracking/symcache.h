@@ -22,7 +22,7 @@
  *   perf-PID-START_NS.uUID.map    the same of a process of user UID
  *   .tmp-*                        a copy being written (removed at start)
  *
- * The symbolizer (core/query/symbols.h, fr_symbols_set_paths()) reads
+ * The symbolizer (core/symbols/symbols.h, fr_symbols_set_paths()) reads
  * them; only the recorder writes and evicts. Sparse copies rather than
  * extracted symbol tables: the symbolizer reads a cached file exactly as
  * it reads the original (symbols, PLT stubs, DWARF lines,

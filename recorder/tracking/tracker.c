@@ -49,21 +49,19 @@
 #include "core/util/hash.h"
 #include "core/util/limits.h"
 #include "core/util/log.h"
-#include "core/query/elf_image.h"
-#include "core/query/perfmap.h"
+#include "core/symbols/elf_image.h"
+#include "core/symbols/perfmap.h"
 #include "recorder/tracking/buildids.h"
 #include "recorder/tracking/proc.h"
 #include "recorder/tracking/symcache.h"
 
+#include "core/util/grow.h"
+#include "core/util/time.h"
 #include "recorder/tracking/tracker_int.h"
 
 static uint32_t hash_str(const char *s)
 {
-	uint32_t h = 2166136261u;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
+	return fr_fnv1a_32(FR_FNV32_OFFSET, s, strlen(s));
 }
 
 struct path_entry *tracker_intern_path(struct fr_tracker *t, const char *path)
@@ -86,9 +84,9 @@ struct path_entry *tracker_intern_path(struct fr_tracker *t, const char *path)
 }
 
 /* Copies a command or thread name, cut to the kernel's 15 characters. */
-void tracker_copy_name(char dst[COMM_LEN], const char *src)
+void tracker_copy_name(char dst[FR_LIMIT_COMM_LEN], const char *src)
 {
-	size_t n = strnlen(src, COMM_LEN - 1);
+	size_t n = strnlen(src, FR_LIMIT_COMM_LEN - 1);
 
 	memcpy(dst, src, n);
 	dst[n] = '\0';
@@ -177,19 +175,7 @@ struct thread *tracker_get_thread(struct fr_tracker *t, uint32_t tid, uint32_t p
 
 static int reserve_maps(struct proc *p, uint32_t more)
 {
-	uint32_t cap = p->cap ? p->cap : 16;
-	struct map *m;
-
-	while (cap < p->nmaps + more)
-		cap *= 2;
-	if (cap == p->cap)
-		return 0;
-	m = realloc(p->maps, cap * sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	p->maps = m;
-	p->cap = cap;
-	return 0;
+	return FR_GROW(p->maps, &p->cap, p->nmaps + more, 16);
 }
 
 /* Inserts [start, end) keeping the array sorted. As with mmap(MAP_FIXED),
@@ -382,7 +368,7 @@ void fr_tracker_fork(struct fr_tracker *t, uint32_t pid, uint32_t ppid, uint32_t
 {
 	struct thread *parent_thread = find_thread(t, ptid);
 	struct thread *th = find_thread(t, tid);
-	char name[COMM_LEN] = "";
+	char name[FR_LIMIT_COMM_LEN] = "";
 
 	/* Records from different CPUs are drained out of order: the child may
 	 * have exec'd on another CPU and its COMM and MMAP2 records been seen
@@ -660,7 +646,7 @@ struct fr_tracker *fr_tracker_new(void)
 	if (t->clk_tck <= 0)
 		t->clk_tck = 100;
 	clock_gettime(CLOCK_BOOTTIME, &boot);
-	t->boot_ns = fr_now_real_ns() - ((int64_t)boot.tv_sec * 1000000000 + boot.tv_nsec);
+	t->boot_ns = fr_now_real_ns() - fr_ns_from_timespec(&boot);
 	t->ops.proc = ops_proc;
 	t->ops.thread = ops_thread;
 	t->ops.mapping = ops_mapping;

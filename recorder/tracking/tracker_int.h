@@ -15,7 +15,6 @@
 struct fr_symcache;
 
 #define NBUCKETS 8192
-#define COMM_LEN FR_LIMIT_COMM_LEN
 /* Longest cgroup path kept, with its NUL; longer paths are cut. Kubernetes
  * pod paths, among the longest in use, are under 200 bytes. */
 #define CGROUP_LEN FR_LIMIT_CGROUP_LEN
@@ -47,7 +46,7 @@ struct proc {
 	int exe_pending;     /* exec seen, executable not mapped yet */
 	int64_t start_ns;
 	uint32_t ppid; /* 0 when unknown */
-	char comm[COMM_LEN];
+	char comm[FR_LIMIT_COMM_LEN];
 	char cgroup[CGROUP_LEN]; /* "" when unknown */
 	struct path_entry *exe;
 	struct map *maps;
@@ -57,12 +56,12 @@ struct proc {
 /* A thread's renames since two seals ago (recorder/tracking/tracker_names.c). */
 #define NAME_HIST_MAX 64
 struct name_hist {
-	char before[COMM_LEN]; /* the name before ch[0] */
+	char before[FR_LIMIT_COMM_LEN]; /* the name before ch[0] */
 	uint32_t n;
 	struct {
 		int64_t time_ns; /* Unix ns */
 		uint32_t gen;	 /* the tracker's gen when it was seen */
-		char name[COMM_LEN];
+		char name[FR_LIMIT_COMM_LEN];
 	} ch[NAME_HIST_MAX];
 	struct fr_name_change out[NAME_HIST_MAX]; /* handed to a seal */
 };
@@ -71,7 +70,7 @@ struct thread {
 	struct thread *next;
 	uint32_t tid, pid;
 	uint32_t exited_gen;
-	char name[COMM_LEN];
+	char name[FR_LIMIT_COMM_LEN];
 	struct name_hist *hist; /* NULL: no recent rename */
 	uint32_t creator;	/* tid that created it (FORK ptid); 0: unknown */
 };
@@ -92,7 +91,7 @@ struct fr_tracker {
 /* The path entry of `path`, interned for the machine; NULL: no memory. */
 struct path_entry *tracker_intern_path(struct fr_tracker *t, const char *path);
 /* Copies a command or thread name, cut to the kernel's 15 characters. */
-void tracker_copy_name(char dst[COMM_LEN], const char *src);
+void tracker_copy_name(char dst[FR_LIMIT_COMM_LEN], const char *src);
 /* The process or thread, created when unknown; NULL: no memory. */
 struct proc *tracker_get_proc(struct fr_tracker *t, uint32_t pid);
 struct thread *tracker_get_thread(struct fr_tracker *t, uint32_t tid, uint32_t pid);

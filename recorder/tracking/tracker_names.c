@@ -26,7 +26,7 @@ void tracker_name_change(struct fr_tracker *t, struct thread *th, const char *na
 	uint32_t at;
 
 	/* Unnamed (just learned): this is its first name, not a rename. */
-	if (!th->name[0] || strncmp(th->name, name, COMM_LEN - 1) == 0 || !time_ns)
+	if (!th->name[0] || strncmp(th->name, name, FR_LIMIT_COMM_LEN - 1) == 0 || !time_ns)
 		return;
 	if (!h) {
 		h = th->hist = calloc(1, sizeof(*h));

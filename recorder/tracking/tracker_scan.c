@@ -11,6 +11,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "core/util/time.h"
 #include "recorder/tracking/proc.h"
 
 /* Drops trailing newlines and spaces. */
@@ -72,8 +73,8 @@ static void scan_stat(struct fr_tracker *t, struct proc *p, const struct fr_proc
 	if (!p->ppid && ps->fields >= 4)
 		p->ppid = ps->ppid;
 	if (ps->fields >= 22)
-		p->start_ns = t->boot_ns +
-			      (int64_t)(ps->start * (1000000000ull / (unsigned long)t->clk_tck));
+		p->start_ns = t->boot_ns + (int64_t)(ps->start * ((uint64_t)FR_NS_PER_S /
+								  (unsigned long)t->clk_tck));
 }
 
 struct scan_threads {

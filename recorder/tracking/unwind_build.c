@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/query/elf_image.h"
+#include "core/symbols/elf_image.h"
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/priority.h"

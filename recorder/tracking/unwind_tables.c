@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/util/hash.h"
 #include "core/util/log.h"
 #include "core/util/priority.h"
 
@@ -91,12 +92,7 @@ void fr_unwind_tables_free(struct fr_unwind_tables *u)
 
 static uint32_t key_hash(const struct key *k)
 {
-	const unsigned char *p = (const unsigned char *)k;
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < sizeof(*k); i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
+	return fr_fnv1a_32(FR_FNV32_OFFSET, k, sizeof(*k));
 }
 
 static void stat_add(uint64_t *counter, int64_t delta)
@@ -537,15 +533,11 @@ void fr_unwind_tables_prefetch(struct fr_unwind_tables *u, uint32_t pid,
 int fr_unwind_tables_wait(struct fr_unwind_tables *u, int64_t max_ns)
 {
 	struct timespec deadline;
-	int64_t ns;
 	bool any;
 
 	if (max_ns <= 0 || __atomic_load_n(&u->st.pending, __ATOMIC_RELAXED) == 0)
 		return 0;
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	ns = deadline.tv_nsec + max_ns;
-	deadline.tv_sec += ns / 1000000000;
-	deadline.tv_nsec = ns % 1000000000;
+	fr_mono_deadline(&deadline, max_ns);
 	pthread_mutex_lock(&u->lock);
 	while (!u->done && pthread_cond_timedwait(&u->cond, &u->lock, &deadline) != ETIMEDOUT)
 		;

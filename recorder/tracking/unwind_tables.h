@@ -58,6 +58,7 @@
 
 #include "core/unwind/cfi.h"
 #include "core/unwind/unwind.h"
+#include "core/util/time.h"
 #include "recorder/tracking/tracker.h"
 
 /* Bytes all tables together may take by default (a table is ~12 bytes
@@ -65,7 +66,7 @@
  * daemon gives them a share of limits.memory instead (recorder/ingest/memory.c). */
 #define FR_UNWIND_TABLES_BUDGET (256ull << 20)
 /* How long reading one file may take before it is given up. */
-#define FR_UNWIND_TABLES_READ_DEADLINE_NS (10 * 1000000000LL)
+#define FR_UNWIND_TABLES_READ_DEADLINE_NS (10 * FR_NS_PER_S)
 /* Builds waiting beyond this are not asked for (the miss stays PENDING
  * and is asked again by a later sample); prefetches beyond half of it. */
 #define FR_UNWIND_TABLES_MAX_PENDING 1024

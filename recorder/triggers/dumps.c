@@ -25,8 +25,10 @@
 #include <cjson/cJSON.h>
 
 #include "core/util/fs.h"
+#include "core/util/grow.h"
 #include "core/util/log.h"
 #include "core/store/sample.h"
+#include "core/util/time.h"
 #include "fr_version.h"
 #include "ipc/proto.h"
 
@@ -220,7 +222,7 @@ int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char
 	char tmp[NAME_MAX + 1];
 	struct fr_profile_result res;
 	struct tm tm;
-	time_t secs = (time_t)(req->fire_ns / 1000000000);
+	time_t secs = (time_t)(req->fire_ns / FR_NS_PER_S);
 	mode_t mode = req->mode ? req->mode : FR_DUMPS_MODE;
 	uint64_t written = 0;
 	int dirfd, fd = -1, ret, n;
@@ -404,15 +406,9 @@ int fr_dumps_retain(int dirfd, uint32_t keep, uint64_t max_bytes)
 		snprintf(side, sizeof(side), "%.*s" SIDECAR_SUFFIX, (int)len, de->d_name);
 		if (!is_regular(dirfd, de->d_name, &st) || !is_regular(dirfd, side, &sst))
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct dump_entry *nv = realloc(v, ncap * sizeof(*v));
-			if (!nv) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			v = nv;
-			cap = ncap;
+		if (FR_GROW(v, &cap, n + 1, 64) < 0) {
+			ret = -ENOMEM;
+			goto out;
 		}
 		v[n].name = strdup(de->d_name);
 		if (!v[n].name) {

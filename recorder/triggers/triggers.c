@@ -41,14 +41,15 @@
 #include "core/util/log.h"
 #include "core/util/priority.h"
 #include "core/util/parse.h"
+#include "core/util/time.h"
 #include "recorder/triggers/triggers_int.h"
 
 /* Durations in log lines and reasons: whole seconds as seconds ("60s",
  * as people configure them), anything else as fr_format_duration. */
 char *trig_fmt_dur(int64_t ns, char *buf, size_t len)
 {
-	if (ns > 0 && ns % NS_PER_S == 0)
-		snprintf(buf, len, "%llds", (long long)(ns / NS_PER_S));
+	if (ns > 0 && ns % FR_NS_PER_S == 0)
+		snprintf(buf, len, "%llds", (long long)(ns / FR_NS_PER_S));
 	else
 		fr_format_duration(ns, buf, len);
 	return buf;

@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/util/grow.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 
 static uint64_t boot_ticks(const struct fr_triggers *t)
 {
@@ -25,20 +27,13 @@ static uint64_t boot_ticks(const struct fr_triggers *t)
 
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * (uint64_t)t->clk_tck +
-	       (uint64_t)ts.tv_nsec * (uint64_t)t->clk_tck / NS_PER_S;
+	       (uint64_t)ts.tv_nsec * (uint64_t)t->clk_tck / FR_NS_PER_S;
 }
 
 static int add_sample(struct cpu_meter *m, uint32_t pid, const struct fr_proc_stat *ps)
 {
-	if (m->nnext == m->cap_next) {
-		uint32_t cap = m->cap_next ? m->cap_next * 2 : 64;
-		struct proc_sample *n = realloc(m->next, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		m->next = n;
-		m->cap_next = cap;
-	}
+	if (FR_GROW(m->next, &m->cap_next, m->nnext + 1, 64) < 0)
+		return -ENOMEM;
 	m->next[m->nnext++] =
 		(struct proc_sample){.pid = pid, .start = ps->start, .ticks = ps->ticks};
 	return 0;
@@ -182,7 +177,7 @@ static void tick_begin(struct fr_triggers *t, int *need_scan, struct machine_use
 
 		mu->ok = ret == 0;
 		if (ret < 0)
-			fr_log_ratelimited(FR_LOG_WARN, 60 * NS_PER_S,
+			fr_log_ratelimited(FR_LOG_WARN, 60 * FR_NS_PER_S,
 					   "cpu_above: cannot read /proc/stat: %s", strerror(-ret));
 	}
 }
@@ -246,7 +241,7 @@ static double procs_use(const struct fr_triggers *t, struct cpu_meter *m)
 	if (m->nnext > 1)
 		qsort(m->next, m->nnext, sizeof(*m->next), cmp_sample);
 	if (m->valid)
-		cpu_ns = (double)procs_delta(m) * (double)NS_PER_S / (double)t->clk_tck;
+		cpu_ns = (double)procs_delta(m) * (double)FR_NS_PER_S / (double)t->clk_tck;
 	m->procs = m->next;
 	m->nprocs = m->nnext;
 	m->cap_procs = m->cap_next;

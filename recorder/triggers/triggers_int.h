@@ -17,21 +17,20 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "core/util/time.h"
 #include "recorder/tracking/proc.h"
 #include "recorder/tracking/proc_table.h"
 #include "recorder/tracking/procwatch.h"
 #include "recorder/triggers/triggers.h"
 
-#define NS_PER_S 1000000000LL
-#define TICK_NS NS_PER_S
+#define TICK_NS FR_NS_PER_S
 /* A run above the threshold counts as long enough when it misses `for`
  * by less than this: ticks are a second apart and never exact. */
 #define TICK_SLACK_NS (TICK_NS / 10)
-#define DEFAULT_WINDOW_NS (60 * NS_PER_S)
+#define DEFAULT_WINDOW_NS (60 * FR_NS_PER_S)
 #define MAX_PENDING 256
 #define MAX_SIGNAL 64
-#define LOG_INTERVAL_NS (10 * NS_PER_S)
-#define COMM_LEN FR_PROC_COMM_LEN
+#define LOG_INTERVAL_NS (10 * FR_NS_PER_S)
 #define CG_LEN FR_PROC_CGROUP_LEN
 /* A process whose uid could not be read: matches no uid target. */
 #define UID_UNKNOWN FR_PROC_UID_UNKNOWN

@@ -7,7 +7,7 @@
 # Needs root. Prints each run's wall time and the median, and the first
 # run (cold: the kernel's symbols and every file parsed) apart from the
 # median of the later ones (warm: files parsed by an earlier attach are
-# kept by the daemon, core/query/symbols.h).
+# kept by the daemon, core/symbols/symbols.h).
 #
 # With OTHER_BUILD_DIR, that build's recorder runs beside the first one
 # over the same workload, and the two are attached to in turn: on a

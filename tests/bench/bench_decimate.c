@@ -28,8 +28,9 @@
 #include <string.h>
 
 #include "core/query/decimate.h"
+#include "core/util/time.h"
 
-#define SEC 1000000000LL
+#define SEC FR_NS_PER_S
 #define NCPU 2
 #define NSTACKS 16
 #define WINDOW_S 10

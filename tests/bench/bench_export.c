@@ -25,15 +25,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/query/export_batch.h"
+#include "core/clickhouse/export_batch.h"
 #include "core/query/profile.h"
 #include "core/store/chunk.h"
 #include "core/store/ring.h"
 #include "core/util/compress.h"
+#include "core/util/hash.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 #include "synth.h"
 
-#define SEC 1000000000LL
+#define SEC FR_NS_PER_S
 
 static double now(void)
 {
@@ -48,13 +50,6 @@ static int count_sink(void *arg, const void *buf, size_t len)
 	return 0;
 }
 
-static uint64_t fnv(uint64_t h, const char *p, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
-	return h;
-}
-
 /* The attach's bytes, counted and digested. */
 struct digest_sink {
 	uint64_t bytes, digest;
@@ -65,7 +60,7 @@ static int digest_sink(void *arg, const void *buf, size_t len)
 	struct digest_sink *d = arg;
 
 	d->bytes += len;
-	d->digest = fnv(d->digest, buf, len);
+	d->digest = fr_fnv1a(d->digest, buf, len);
 	return 0;
 }
 
@@ -137,7 +132,7 @@ int main(int argc, char **argv)
 		struct fr_export_seen *seen = fr_export_seen_new(65536);
 		double a = now(), d;
 
-		attach = (struct digest_sink){0, 0xcbf29ce484222325ull};
+		attach = (struct digest_sink){0, FR_FNV_OFFSET};
 		memset(&res, 0, sizeof(res));
 		if (!export_only && fr_profile_write(ring, &req, digest_sink, &attach, &res, err,
 						     sizeof(err)) < 0) {
@@ -148,7 +143,7 @@ int main(int argc, char **argv)
 		best_a = d < best_a ? d : best_a;
 		a = now();
 		rows = kept = text = wire = 0;
-		digest = 0xcbf29ce484222325ull;
+		digest = FR_FNV_OFFSET;
 		for (int64_t t = t0; t < end; t += batch_s * SEC) {
 			struct fr_export_batch b;
 			struct fr_gzip *g;
@@ -163,8 +158,9 @@ int main(int argc, char **argv)
 			rows += b.rows;
 			kept += b.samples_kept;
 			text += b.samples.len + b.stacks.len;
-			digest = fnv(fnv(digest, b.stacks.p ? b.stacks.p : "", b.stacks.len),
-				     b.samples.p ? b.samples.p : "", b.samples.len);
+			digest = fr_fnv1a(fr_fnv1a(digest, b.stacks.p ? b.stacks.p : "",
+						   b.stacks.len),
+					  b.samples.p ? b.samples.p : "", b.samples.len);
 			/* What goes on the wire: both inserts gzip'ed at level 1. */
 			g = fr_gzip_new(1, count_sink, &wire);
 			fr_gzip_write(g, b.stacks.p ? b.stacks.p : "", b.stacks.len);

@@ -2,7 +2,7 @@
  * (tests/bench/fleet.sh): HOSTS rings of SECONDS of the synth.h stream at
  * HZ on CPUS CPUs, ending now, written by the recorder's chunk builder and
  * ring, then shipped interval by interval with the exporter's own batch
- * builder and sender (core/query/export_batch.h), as flightrecd would.
+ * builder and sender (core/clickhouse/export_batch.h), as flightrecd would.
  * Hosts come in five services of the same binaries (the same stacks,
  * sampled in another order), as a fleet runs a few programs many times.
  *
@@ -18,11 +18,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/query/export_batch.h"
+#include "core/clickhouse/export_batch.h"
 #include "core/store/chunk.h"
 #include "core/store/ring.h"
 #include "core/util/http.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 #include "synth.h"
 
 #define SERVICES 5
@@ -42,7 +43,7 @@ static uint64_t write_ring(const char *path, int i, int64_t start, int64_t end, 
 	static struct synth s;
 	struct fr_chunk_builder *b = fr_chunk_builder_new(65536, 1u << 20);
 	struct fr_ring *ring = NULL;
-	int64_t step = 1000000000LL / ((int64_t)hz * cpus), t = start;
+	int64_t step = FR_NS_PER_S / ((int64_t)hz * cpus), t = start;
 	char err[256];
 	uint64_t n = 0;
 
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
 	uint32_t hz = argc > 5 ? (uint32_t)atoi(argv[5]) : 19;
 	uint32_t cpus = argc > 6 ? (uint32_t)atoi(argv[6]) : 2;
 	int64_t secs = argc > 7 ? atoi(argv[7]) : 3600;
-	int64_t batch = (argc > 8 ? atoi(argv[8]) : 10) * 1000000000LL;
+	int64_t batch = (argc > 8 ? atoi(argv[8]) : 10) * FR_NS_PER_S;
 	char *urls[16], *save = NULL, err[512];
 	int nurls = 0;
 	uint64_t written = 0, kept = 0, rows = 0, stacks = 0, ring_bytes = 0, ring_samples = 0;
@@ -90,7 +91,7 @@ int main(int argc, char **argv)
 	}
 	/* Whole intervals ending at the last one before now. */
 	end = fr_now_real_ns() / batch * batch;
-	start = end - secs * 1000000000LL;
+	start = end - secs * FR_NS_PER_S;
 	for (int i = 0; i < hosts; i++) {
 		char path[4096], host[64];
 		struct fr_export_seen *seen = fr_export_seen_new(1u << 16);

@@ -13,6 +13,7 @@
 
 #include "core/store/chunk.h"
 #include "core/store/ring.h"
+#include "core/util/time.h"
 #include "synth.h"
 
 static double cpu_seconds(void)
@@ -31,8 +32,8 @@ int main(int argc, char **argv)
 	struct fr_chunk_builder *b = fr_chunk_builder_new(65536, 1u << 20);
 	struct fr_ring *ring = NULL;
 	char dir[] = "/tmp/fr-bench-XXXXXX", path[64], err[256];
-	int64_t t = 1795000000000000000LL, step = 1000000000LL / ((int64_t)hz * cpus);
-	int64_t next_seal = t + 1000000000LL;
+	int64_t t = 1795000000000000000LL, step = FR_NS_PER_S / ((int64_t)hz * cpus);
+	int64_t next_seal = t + FR_NS_PER_S;
 	uint64_t bytes = 0, chunks = 0, raw = 0;
 	double t0, t_total, t_build, t_seal = 0, t_append = 0;
 
@@ -71,7 +72,7 @@ int main(int argc, char **argv)
 				chunks++;
 				free(chunk);
 			}
-			next_seal += 1000000000LL;
+			next_seal += FR_NS_PER_S;
 			if (i == n)
 				break;
 		}

@@ -14,6 +14,7 @@
 #include "core/util/log.h"
 #include "core/query/profile.h"
 #include "core/store/ring.h"
+#include "core/util/time.h"
 #include "core/util/uring.h"
 #include "synth.h"
 
@@ -37,8 +38,8 @@ int main(int argc, char **argv)
 	struct fr_profile_request req = {0};
 	struct fr_profile_result res;
 	char dir[] = "/tmp/fr-bench-XXXXXX", path[64], err[256];
-	int64_t end = fr_now_real_ns(), t = end - window_s * 1000000000LL;
-	int64_t step = 1000000000LL / ((int64_t)hz * cpus);
+	int64_t end = fr_now_real_ns(), t = end - window_s * FR_NS_PER_S;
+	int64_t step = FR_NS_PER_S / ((int64_t)hz * cpus);
 	uint64_t n = 0;
 	double best = 1e9;
 	int fd;
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
 	fr_ring_set_sync_interval(ring, -1);
 	synth_init(&s, 7);
 	synth_fill(&s, b, ring, t, end, step, hz, cpus, &n);
-	req.t0 = end - window_s * 1000000000LL;
+	req.t0 = end - window_s * FR_NS_PER_S;
 	req.t1 = end + 1;
 	req.version = "bench";
 	fd = open("/dev/null", O_WRONLY | O_CLOEXEC);

@@ -17,6 +17,7 @@
 
 #include "core/store/chunk.h"
 #include "core/store/ring.h"
+#include "core/util/time.h"
 #include "synth.h"
 
 static double now(void)
@@ -87,7 +88,7 @@ int main(int argc, char **argv)
 	struct fr_ring_stats st;
 	struct fr_ring_ref *refs = NULL;
 	char dir[] = "/tmp/fr-bench-XXXXXX", path[64], err[256];
-	int64_t t = 1795000000000000000LL, step = 1000000000LL / ((int64_t)hz * cpus);
+	int64_t t = 1795000000000000000LL, step = FR_NS_PER_S / ((int64_t)hz * cpus);
 	uint64_t n = 0, chunks = 0, decoded = 0, appended = 0;
 	size_t nrefs = 0;
 	double best = 1e9, cold = -1, a;
@@ -107,7 +108,7 @@ int main(int argc, char **argv)
 	for (;;) {
 		void *chunk;
 		size_t len;
-		for (int64_t end = t + 1000000000LL; t < end; t += step, n++) {
+		for (int64_t end = t + FR_NS_PER_S; t < end; t += step, n++) {
 			struct fr_sample smp;
 			synth_sample(&s, &smp, t, (uint32_t)(n % cpus), hz);
 			fr_chunk_builder_add(b, &smp);

@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/query/dwarf_lines.h"
-#include "core/query/elf_image.h"
-#include "core/query/symbols.h"
+#include "core/symbols/dwarf_lines.h"
+#include "core/symbols/elf_image.h"
+#include "core/symbols/symbols.h"
 
 static size_t heap(void)
 {

@@ -11,6 +11,7 @@
 #include "core/store/chunk.h"
 #include "core/store/ring.h"
 #include "core/util/log.h"
+#include "core/util/time.h"
 #include "synth.h"
 
 int main(int argc, char **argv)
@@ -22,8 +23,8 @@ int main(int argc, char **argv)
 	struct fr_chunk_builder *b = fr_chunk_builder_new(65536, 1u << 20);
 	struct fr_ring *ring = NULL;
 	char err[256];
-	int64_t end = fr_now_real_ns(), t = end - secs * 1000000000LL;
-	int64_t step = 1000000000LL / ((int64_t)hz * cpus);
+	int64_t end = fr_now_real_ns(), t = end - secs * FR_NS_PER_S;
+	int64_t step = FR_NS_PER_S / ((int64_t)hz * cpus);
 	uint64_t n = 0;
 
 	if (argc < 2 || !b) {

@@ -14,6 +14,7 @@
 #include "core/store/chunk.h"
 #include "core/store/ring.h"
 #include "core/store/sample.h"
+#include "core/util/time.h"
 
 #define SYNTH_STACKS 400
 #define SYNTH_PROCS 24
@@ -72,7 +73,7 @@ static inline void synth_sample(struct synth *s, struct fr_sample *out, int64_t 
 	out->tid = s->pid[i] + (uint32_t)(synth_next(s) % 4);
 	out->cpu = cpu;
 	out->event = FR_EVENT_CPU;
-	out->weight = 1000000000ull / hz;
+	out->weight = FR_NS_PER_S / hz;
 	out->rate_hz = hz;
 	out->nr_kernel = s->nkernel[i];
 	out->nr_frames = s->depth[i];
@@ -141,7 +142,7 @@ static inline int synth_fill(struct synth *s, struct fr_chunk_builder *b, struct
 {
 	int first = 0, ret;
 
-	for (int64_t sec_end = t + 1000000000LL; t < end; sec_end += 1000000000LL) {
+	for (int64_t sec_end = t + FR_NS_PER_S; t < end; sec_end += FR_NS_PER_S) {
 		void *chunk;
 		size_t len;
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/util/hash.h"
 #include "tests/fuzz/fuzz.h"
 
 /* Every application set and sample reference inside its table. */
@@ -39,16 +40,14 @@ uint64_t fuzz_app_digest(const struct fr_chunk *c)
 
 	for (uint32_t i = 0; i < c->nsamples; i++) {
 		const struct fr_chunk_labelset *ls = &c->apps[c->app[i]];
-		uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)c->time_ns[i] ^
-			     ((uint64_t)c->tid[i] << 17);
+		uint64_t h = FR_FNV_OFFSET ^ (uint64_t)c->time_ns[i] ^ ((uint64_t)c->tid[i] << 17);
 
 		for (uint32_t k = 0; k < ls->npairs; k++) {
-			for (const char *t = c->app_strings[c->app_keys[ls->first + k]]; *t; t++)
-				h = (h ^ (unsigned char)*t) * 0x100000001b3ull;
-			h = (h ^ 0x100) * 0x100000001b3ull;
-			for (const char *t = c->app_strings[c->app_values[ls->first + k]]; *t; t++)
-				h = (h ^ (unsigned char)*t) * 0x100000001b3ull;
-			h = (h ^ 0x200) * 0x100000001b3ull;
+			const char *key = c->app_strings[c->app_keys[ls->first + k]];
+			const char *value = c->app_strings[c->app_values[ls->first + k]];
+
+			h = fr_fnv1a_step(fr_fnv1a(h, key, strlen(key)), 0x100);
+			h = fr_fnv1a_step(fr_fnv1a(h, value, strlen(value)), 0x200);
 		}
 		sum += h * 0x9e3779b97f4a7c15ull;
 	}

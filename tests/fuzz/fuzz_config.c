@@ -18,6 +18,7 @@
 #include "core/store/sample.h"
 #include "core/util/log.h"
 #include "core/store/ring.h"
+#include "core/util/time.h"
 
 #define SOURCE "fuzz.json"
 
@@ -72,15 +73,13 @@ static void check_same(const struct fr_config *a, const struct fr_config *b)
 	}
 }
 
-#define NS_PER_S 1000000000ll
-
 static void check_trigger(const struct fr_config_session *x, uint32_t s, uint32_t i)
 {
 	const struct fr_config_trigger *t = &x->triggers[i];
 
-	FUZZ_CHECK(t->window_ns >= NS_PER_S && t->after_ns >= 0 &&
-			   t->window_ns + t->after_ns <= 3600 * NS_PER_S &&
-			   t->cooldown_ns >= NS_PER_S,
+	FUZZ_CHECK(t->window_ns >= FR_NS_PER_S && t->after_ns >= 0 &&
+			   t->window_ns + t->after_ns <= 3600 * FR_NS_PER_S &&
+			   t->cooldown_ns >= FR_NS_PER_S,
 		   "session %u trigger %u: window %lld after %lld cooldown %lld", s, i,
 		   (long long)t->window_ns, (long long)t->after_ns, (long long)t->cooldown_ns);
 	switch (t->kind) {
@@ -96,7 +95,7 @@ static void check_trigger(const struct fr_config_session *x, uint32_t s, uint32_
 				   "session %u triggers %u and %u on one signal", s, j, i);
 		break;
 	case FR_TRIGGER_CPU_ABOVE:
-		FUZZ_CHECK(t->percent >= 1 && t->percent <= 100 && t->for_ns >= NS_PER_S &&
+		FUZZ_CHECK(t->percent >= 1 && t->percent <= 100 && t->for_ns >= FR_NS_PER_S &&
 				   t->signal == 0,
 			   "session %u trigger %u: cpu_above %u%% for %lld ns, signal %d", s, i,
 			   t->percent, (long long)t->for_ns, t->signal);

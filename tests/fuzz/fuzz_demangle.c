@@ -1,4 +1,4 @@
-/* Fuzz target for the demangler (core/query/demangle.h), which reads
+/* Fuzz target for the demangler (core/symbols/demangle.h), which reads
  * symbol names from ELF files and perf maps any user may write.
  *
  * Input: the bytes up to the first NUL as a symbol name, demangled into
@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "core/query/demangle.h"
+#include "core/symbols/demangle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,4 +1,4 @@
-/* Fuzz target for the source-line reader (core/query/dwarf_lines.h), which
+/* Fuzz target for the source-line reader (core/symbols/dwarf_lines.h), which
  * parses the DWARF of ELF files other users control: .debug_line, the
  * units' file tables and the inlined-subroutine chains of .debug_info.
  *
@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "core/query/dwarf_lines.h"
+#include "core/symbols/dwarf_lines.h"
 
 static volatile size_t sink;
 

@@ -1,5 +1,5 @@
 /* Fuzz target for the ELF readers that the root daemon points at files
- * other users control (core/query/symbols.h): the build id reader and the
+ * other users control (core/symbols/symbols.h): the build id reader and the
  * symbol loader, over a file that changes underneath them.
  *
  * Input: byte 0 says after how many of libelf's reads the file is cut (0:
@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "core/store/chunk.h"
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 
 static int cut_fd = -1;
 static unsigned reads, cut_after;

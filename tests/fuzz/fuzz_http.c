@@ -1,4 +1,4 @@
-/* Fuzz target for flightrec serve's request parser (tools/serve_http.h).
+/* Fuzz target for flightrec serve's request parser (tools/serve/serve_http.h).
  *
  * Any bytes either need more input (and are then short of the head limit),
  * or are refused with one of the statuses the parser documents, or parse
@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "tools/serve_http.h"
+#include "tools/serve/serve_http.h"
 
 static void check_request(const struct fr_http_request *r, const uint8_t *data, size_t size)
 {

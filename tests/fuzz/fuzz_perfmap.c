@@ -1,4 +1,4 @@
-/* Fuzz target for the perf map parser (core/query/perfmap.h), which reads
+/* Fuzz target for the perf map parser (core/symbols/perfmap.h), which reads
  * /tmp/perf-PID.map files any user may write.
  *
  * Input: the map's bytes, parsed whole and then every address each line
@@ -16,7 +16,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "core/query/perfmap.h"
+#include "core/symbols/perfmap.h"
 
 static void check_name(const char *name)
 {

@@ -1,4 +1,4 @@
-/* Fuzz target for the pprof reader (core/query/pprof_read.h), which reads
+/* Fuzz target for the pprof reader (core/pprof/pprof_read.h), which reads
  * profiles users hand to `flightrec top` and the profiles the exporter
  * folds into ClickHouse rows.
  *
@@ -13,7 +13,7 @@
 
 #include <errno.h>
 
-#include "core/query/pprof_read.h"
+#include "core/pprof/pprof_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

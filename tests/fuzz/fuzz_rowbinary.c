@@ -1,8 +1,8 @@
-/* Fuzz target for ClickHouse RowBinary answers (core/query/rowbinary.h)
- * read into a fleet profile (core/query/fleet_pprof.h): what `flightrec
+/* Fuzz target for ClickHouse RowBinary answers (core/clickhouse/rowbinary.h)
+ * read into a fleet profile (core/clickhouse/fleet_pprof.h): what `flightrec
  * fleet` does with the bytes a ClickHouse server (or anything listening at
  * the URL a user gave) sends back, through the same row readers
- * (core/query/fleet_rows.h).
+ * (core/clickhouse/fleet_rows.h).
  *
  * Input: byte 0 picks the answer's shape (even: the stacks query's rows,
  * odd: the (host, stack) totals), byte 1 the size of the pieces the bytes
@@ -17,9 +17,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "core/query/fleet_pprof.h"
-#include "core/query/fleet_rows.h"
-#include "core/query/rowbinary.h"
+#include "core/clickhouse/fleet_pprof.h"
+#include "core/clickhouse/fleet_rows.h"
+#include "core/clickhouse/rowbinary.h"
 
 static int discard(void *arg, const void *buf, size_t len)
 {

@@ -10,9 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/util/time.h"
+
 #define T0 1700000000000000000ll
 #define MS 1000000ll
-#define SEC 1000000000ll
+#define SEC FR_NS_PER_S
 
 /* The next number of the fixed xorshift sequence. */
 uint64_t rng(void);

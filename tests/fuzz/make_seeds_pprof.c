@@ -1,5 +1,5 @@
 /* Seeds of the pprof target: profiles written by the project's own
- * encoder (core/query/pprof.c), un-gzip'ed: what attach writes and what
+ * encoder (core/pprof/pprof.c), un-gzip'ed: what attach writes and what
  * the exporter and `flightrec top` read back, with inline frames, source
  * lines, function files, labels and an unsymbolized address. */
 #include "tests/fuzz/make_seeds.h"
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/query/pprof.h"
+#include "core/pprof/pprof.h"
 #include "core/util/compress.h"
 
 struct buf {

@@ -64,7 +64,8 @@
 #include <unistd.h>
 
 #include "core/store/sample.h"
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
+#include "core/util/time.h"
 
 int failures;
 
@@ -73,7 +74,7 @@ int64_t mono_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * FR_NS_PER_S + ts.tv_nsec;
 }
 
 int64_t real_ns(void)
@@ -81,7 +82,7 @@ int64_t real_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * FR_NS_PER_S + ts.tv_nsec;
 }
 
 uint32_t gettid_u32(void)

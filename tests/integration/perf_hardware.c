@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/store/sample.h"
+#include "core/util/time.h"
 
 struct hw_result {
 	uint32_t event, tid, hz;
@@ -257,8 +258,7 @@ static void on_rate(void *arg, const struct fr_sample *s)
 		rr.idle++;
 	if (s->rate_hz != rr.want_hz && rr.wrong_rate++ < 3)
 		fprintf(stderr, "sample at rate %u, want %u\n", s->rate_hz, rr.want_hz);
-	if (s->event == FR_EVENT_CPU && s->weight != 1000000000ull / rr.want_hz &&
-	    !rr.bad_cpu_weight)
+	if (s->event == FR_EVENT_CPU && s->weight != FR_NS_PER_S / rr.want_hz && !rr.bad_cpu_weight)
 		rr.bad_cpu_weight = s->weight;
 	if (!rr.min_weight || s->weight < rr.min_weight)
 		rr.min_weight = s->weight;
@@ -333,7 +333,7 @@ static void rate_phase(struct fr_perf *p, const struct fr_perf_handler *h, uint3
 	reset_rate_result(hz);
 	/* Frequency mode adapts its period from what it saw and may overshoot
 	 * for a while: wait for samples rather than assume a number. */
-	while (rr.mine < 2 && mono_ns() - start < 10 * NS_PER_S) {
+	while (rr.mine < 2 && mono_ns() - start < 10 * FR_NS_PER_S) {
 		if (rr.event == FR_EVENT_PAGE_FAULTS)
 			fault_ms(100);
 		else

@@ -22,7 +22,8 @@
 #include <unistd.h>
 
 #include "core/store/sample.h"
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
+#include "core/util/time.h"
 #include "recorder/sampling/offcpu.h"
 
 void fr_test_block_here(long ns);
@@ -35,7 +36,7 @@ long fr_test_sleep(long ns);
  * fr_test_block_here, whatever libc was built with. */
 __attribute__((noinline)) long fr_test_sleep(long ns)
 {
-	struct timespec ts = {.tv_sec = ns / NS_PER_S, .tv_nsec = ns % NS_PER_S};
+	struct timespec ts = {.tv_sec = ns / FR_NS_PER_S, .tv_nsec = ns % FR_NS_PER_S};
 	long ret = syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL);
 
 	__asm__ volatile("" : "+r"(ret)); /* no tail call */
@@ -117,9 +118,9 @@ static void on_offcpu(void *arg, const struct fr_sample *s)
 	off.samples++;
 	/* tid 0 is the idle task (half of all switch-outs): never a sample. */
 	if (s->event != FR_EVENT_OFFCPU || s->rate_hz != 0 || s->weight == 0 || s->tid == 0 ||
-	    s->weight > 3600 * (uint64_t)NS_PER_S || s->nr_frames > FR_MAX_FRAMES ||
-	    s->nr_kernel > s->nr_frames || s->time_ns < off.start_real - 5 * NS_PER_S ||
-	    s->time_ns > real_ns() + NS_PER_S) {
+	    s->weight > 3600 * (uint64_t)FR_NS_PER_S || s->nr_frames > FR_MAX_FRAMES ||
+	    s->nr_kernel > s->nr_frames || s->time_ns < off.start_real - 5 * FR_NS_PER_S ||
+	    s->time_ns > real_ns() + FR_NS_PER_S) {
 		if (off.bad++ < 5)
 			fprintf(stderr,
 				"bad offcpu sample: event %u rate %u weight %" PRIu64

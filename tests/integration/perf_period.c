@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/store/sample.h"
+#include "core/util/time.h"
 
 struct period_result {
 	uint32_t event, tid, want_rate;
@@ -55,7 +56,7 @@ static int64_t thread_cpu_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * FR_NS_PER_S + ts.tv_nsec;
 }
 
 /* Touches `pages` fresh anonymous pages: one page fault each. */

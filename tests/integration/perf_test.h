@@ -14,7 +14,6 @@
 
 #define SKIP 77
 #define NS_PER_MS 1000000LL
-#define NS_PER_S 1000000000LL
 
 int64_t mono_ns(void);
 int64_t real_ns(void);

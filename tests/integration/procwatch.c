@@ -38,11 +38,11 @@
 #include <unistd.h>
 
 #include "core/util/log.h"
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
 #define SKIP 77
 #define NS_PER_MS ((int64_t)1000000)
-#define NS_PER_S ((int64_t)1000000000)
 #define TARGET_COMM "fr-pw-target"
 
 /* ---- children ---------------------------------------------------------- */
@@ -166,7 +166,7 @@ static int test_watcher(struct fr_procwatch *w)
 	}
 	CHECK(tid != 0, "the exit(3) child did not report its thread");
 
-	end = fr_now_mono_ns() + 5 * NS_PER_S;
+	end = fr_now_mono_ns() + 5 * FR_NS_PER_S;
 	while (fr_now_mono_ns() < end &&
 	       !(find_seen(&seen, (uint32_t)kids[0]) && find_seen(&seen, (uint32_t)kids[1]) &&
 		 find_seen(&seen, (uint32_t)kids[2]))) {
@@ -279,7 +279,7 @@ static struct fr_config_session *add_exit_session(struct fr_config *c, const cha
 
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	tr->kind = FR_TRIGGER_EXIT;
-	tr->window_ns = 10 * NS_PER_S;
+	tr->window_ns = 10 * FR_NS_PER_S;
 	tr->cooldown_ns = 0;
 	return s;
 }
@@ -370,7 +370,7 @@ static pid_t check_comm_target(void)
 		snprintf(want, sizeof(want), "pid %d (%s) exited with status 3", kids[0],
 			 TARGET_COMM);
 		CHECK(strcmp(d.reason, want) == 0, "reason \"%s\", want \"%s\"", d.reason, want);
-		CHECK(strcmp(d.kind, "exit") == 0 && d.window == 10 * NS_PER_S,
+		CHECK(strcmp(d.kind, "exit") == 0 && d.window == 10 * FR_NS_PER_S,
 		      "kind %s window %" PRId64, d.kind, d.window);
 	} else {
 		CHECK(0, "no dump for the exit(3) of pid %d", kids[0]);

@@ -12,8 +12,9 @@
 #include <unistd.h>
 
 #include "core/util/compress.h"
-#include "core/query/elf_image.h"
+#include "core/symbols/elf_image.h"
 #include "core/store/ring.h"
+#include "core/util/time.h"
 
 /* In a sanitizer build, undefined behaviour in the code under test fails
  * the test rather than printing a line nobody reads. Unused otherwise. */
@@ -373,7 +374,7 @@ void w_add(struct writer *w, int64_t t, uint32_t pid, uint32_t tid, uint32_t cpu
 		.tid = tid,
 		.cpu = cpu,
 		.event = FR_EVENT_CPU,
-		.weight = 1000000000u / hz,
+		.weight = FR_NS_PER_S / hz,
 		.rate_hz = hz,
 		.nr_kernel = stacks[st].nr_kernel,
 		.nr_frames = stacks[st].nr_frames,

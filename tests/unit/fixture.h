@@ -1,7 +1,7 @@
 /* The fixture shared by the profile tests: synthetic samples built into
  * real chunks in a real ring (a small one in a temporary directory), a
  * window of it turned into a profile by fr_profile_write(), and that
- * profile read back with the project's own decoder (core/query/pprof_read.h).
+ * profile read back with the project's own decoder (core/pprof/pprof_read.h).
  *
  * User frames point into the test binary itself (the frtest_* functions of
  * fixture.c), so they must come out named after those functions; kernel
@@ -18,15 +18,16 @@
 #include <stdint.h>
 
 #include "core/store/chunk.h"
-#include "core/query/pprof_read.h"
+#include "core/pprof/pprof_read.h"
 #include "core/query/profile.h"
 #include "core/store/sample.h"
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 
 #define FR_TESTS_SHARED_FAILURES
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
-#define SEC ((int64_t)1000000000)
+#define SEC FR_NS_PER_S
 #define T0 (1700000000 * SEC) /* start of most windows */
 #define RING_SIZE (8u << 20)
 #define RING_SEG (256u << 10)

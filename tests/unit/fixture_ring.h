@@ -11,6 +11,7 @@
 #include "core/store/ring.h"
 
 #define FR_TESTS_SHARED_FAILURES
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 #include "tests/unit/rng.h"
 
@@ -21,7 +22,7 @@
 #define RING_BYTES (4096 + NSEG * SEG)
 #define RING_SIZE (RING_BYTES + 4096)
 #define T0 1700000000000000000ll
-#define SEC 1000000000ll
+#define SEC FR_NS_PER_S
 
 /* The temporary directory of this run. */
 extern char dir[256];

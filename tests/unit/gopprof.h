@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/query/pprof.h"
+#include "core/pprof/pprof.h"
 
 #define FR_TEST_PERIOD 10000000LL
 #define FR_TEST_TIME_NS 1795352700000000000LL

@@ -14,6 +14,7 @@
 #include "core/util/limits.h"
 #include "core/store/sample.h"
 
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 #include "tests/unit/config_check.h"
 
@@ -31,7 +32,7 @@ static void test_default(void)
 	CHECK(cfg.socket_path == NULL, "default socket should be unset");
 	CHECK(cfg.ring_size == 256ull << 20, "ring size %llu", (unsigned long long)cfg.ring_size);
 	CHECK(cfg.segment_size == 1ull << 20, "segment %llu", (unsigned long long)cfg.segment_size);
-	CHECK(cfg.sync_ns == 1000000000ll, "sync %lld", (long long)cfg.sync_ns);
+	CHECK(cfg.sync_ns == FR_NS_PER_S, "sync %lld", (long long)cfg.sync_ns);
 	CHECK(cfg.max_rate_hz == 10000, "max_rate_hz %u", cfg.max_rate_hz);
 	CHECK(cfg.max_clients == 64, "max_clients %u", cfg.max_clients);
 	CHECK(cfg.memory == 512ull << 20, "memory %llu", (unsigned long long)cfg.memory);

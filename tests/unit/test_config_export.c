@@ -9,6 +9,7 @@
 
 #include "core/store/sample.h"
 
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 #include "tests/unit/config_check.h"
 
@@ -27,7 +28,7 @@ static void test_defaults(void)
 		      "url not read");
 		CHECK(strcmp(cfg.export.database, "flightrec") == 0, "database default %s",
 		      cfg.export.database);
-		CHECK(cfg.export.batch_ns == 10000000000LL && cfg.export.hz == 19,
+		CHECK(cfg.export.batch_ns == 10 * FR_NS_PER_S && cfg.export.hz == 19,
 		      "batch %lld hz %u", (long long)cfg.export.batch_ns, cfg.export.hz);
 		CHECK(cfg.export.nevents == 2 && cfg.export.events[0] == FR_EVENT_CPU &&
 			      cfg.export.events[1] == FR_EVENT_OFFCPU,

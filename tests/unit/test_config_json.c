@@ -13,6 +13,7 @@
 
 #include "core/store/sample.h"
 
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 #include "tests/unit/config_check.h"
 
@@ -145,7 +146,7 @@ static void check_full_triggers(const struct fr_config *cfg)
 		      t[1].cooldown_ns == 1500000000ll && t[1].window_ns == 60000000000ll,
 	      "SIGRTMIN+3 trigger");
 	CHECK(t[2].kind == FR_TRIGGER_CPU_ABOVE && t[2].percent == 90 &&
-		      t[2].for_ns == 10000000000ll && t[2].window_ns == 300000000000ll &&
+		      t[2].for_ns == 10 * FR_NS_PER_S && t[2].window_ns == 300000000000ll &&
 		      t[2].after_ns == 30000000000ll && t[2].cooldown_ns == 900000000000ll,
 	      "cpu_above trigger");
 	CHECK(cfg->sessions[1].ntriggers == 0 && cfg->sessions[2].ntriggers == 0,
@@ -200,8 +201,7 @@ static void test_round_trip(void)
 	CHECK(cfg.ring_size == 300000000ull, "ring size %llu", (unsigned long long)cfg.ring_size);
 	CHECK(cfg.segment_size == 256 << 10, "segment");
 	CHECK(cfg.sync_ns == 250000000, "sync %lld", (long long)cfg.sync_ns);
-	CHECK(cfg.max_age_ns == 7 * 86400 * 1000000000LL, "max_age %lld",
-	      (long long)cfg.max_age_ns);
+	CHECK(cfg.max_age_ns == 7 * 86400 * FR_NS_PER_S, "max_age %lld", (long long)cfg.max_age_ns);
 	CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/run/flightrec/test.sock") == 0,
 	      "socket");
 	CHECK(cfg.max_rate_hz == 5000 && cfg.max_clients == 8, "limits");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 #include "tests/unit/config_check.h"
 
@@ -147,7 +148,7 @@ static void test_cpu_above_triggers(void)
 	if (parse_ok(&cfg, TRIGS("{\"on\":\"cpu_above\",\"percent\":90}"), &text) == 0) {
 		t = &cfg.sessions[0].triggers[0];
 		CHECK(t->kind == FR_TRIGGER_CPU_ABOVE && t->percent == 90 &&
-			      t->for_ns == 10000000000ll && t->signal == 0,
+			      t->for_ns == 10 * FR_NS_PER_S && t->signal == 0,
 		      "cpu_above defaults: percent %u for %lld signal %d", t->percent,
 		      (long long)t->for_ns, t->signal);
 		CHECK(t->window_ns == 60000000000ll && t->after_ns == 0 &&
@@ -168,14 +169,14 @@ static void test_cpu_above_triggers(void)
 			  "{\"on\":\"cpu_above\",\"percent\":100,\"for\":\"1.5s\",\"cooldown\":\"1s\"}"),
 		    NULL) == 0) {
 		t = &cfg.sessions[0].triggers[0];
-		CHECK(t->percent == 1 && t->for_ns == 1000000000ll &&
+		CHECK(t->percent == 1 && t->for_ns == FR_NS_PER_S &&
 			      t->window_ns == 120000000000ll && t->after_ns == 15000000000ll &&
 			      t->cooldown_ns == 600000000000ll,
 		      "cpu_above given: %u %lld %lld %lld %lld", t->percent, (long long)t->for_ns,
 		      (long long)t->window_ns, (long long)t->after_ns, (long long)t->cooldown_ns);
 		t = &cfg.sessions[0].triggers[1];
 		CHECK(t->percent == 100 && t->for_ns == 1500000000ll &&
-			      t->cooldown_ns == 1000000000ll,
+			      t->cooldown_ns == FR_NS_PER_S,
 		      "second cpu_above: %u %lld %lld", t->percent, (long long)t->for_ns,
 		      (long long)t->cooldown_ns);
 		fr_config_fini(&cfg);

@@ -10,9 +10,10 @@
 #include <string.h>
 
 #include "core/query/decimate.h"
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
-#define SEC ((int64_t)1000000000)
+#define SEC FR_NS_PER_S
 #define T0 (1700000000 * SEC)
 
 /* Counts of `n` samples at `rate` on `cpu` from `t`, read at `target`,

@@ -1,8 +1,8 @@
-/* Demangling (core/query/demangle.h): C++ names as c++filt prints them,
+/* Demangling (core/symbols/demangle.h): C++ names as c++filt prints them,
  * Rust legacy names as Rust's tools print them (escapes undone, hash cut),
  * everything else (C, Rust v0, garbage, too long) left alone, and results
  * cut to the buffer's size. */
-#include "core/query/demangle.h"
+#include "core/symbols/demangle.h"
 
 #include <stdlib.h>
 #include <string.h>

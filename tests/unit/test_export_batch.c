@@ -1,9 +1,9 @@
-/* Export batches (core/query/export_batch.c) from a synthetic ring: rows
+/* Export batches (core/clickhouse/export_batch.c) from a synthetic ring: rows
  * per (stack, pid, comm) with threads summed, exact counts and values at
  * the export rate, one stacks row per new stack with its names, the same
  * bytes when built again, the shipped set honoured, and hostile host
  * names escaped in the JSON. */
-#include "core/query/export_batch.h"
+#include "core/clickhouse/export_batch.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -6,9 +6,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
-#define S 1000000000LL
+#define S FR_NS_PER_S
 
 static void test_retried_batch_counted_once(void)
 {

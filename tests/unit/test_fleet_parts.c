@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/query/fleet_pprof.h"
-#include "core/query/fleet_sql.h"
-#include "core/query/pprof_read.h"
-#include "core/query/rowbinary.h"
+#include "core/clickhouse/fleet_pprof.h"
+#include "core/clickhouse/fleet_sql.h"
+#include "core/pprof/pprof_read.h"
+#include "core/clickhouse/rowbinary.h"
 #include "core/util/compress.h"
 #include "tests/unit/check.h"
 

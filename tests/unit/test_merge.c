@@ -11,10 +11,11 @@
 
 #include "core/store/chunk.h"
 
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
 #define T0 1700000000000000000ll
-#define SEC 1000000000ll
+#define SEC FR_NS_PER_S
 
 /* What the fake tracker answers, changed between parts. */
 static struct {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
 static void duration_ok(const char *text, int64_t want)
@@ -32,7 +33,7 @@ static void duration_bad(const char *text, int want_err)
 static void test_durations(void)
 {
 	duration_ok("500ms", 500000000LL);
-	duration_ok("10s", 10000000000LL);
+	duration_ok("10s", 10 * FR_NS_PER_S);
 	duration_ok("5m", 300000000000LL);
 	duration_ok("1h", 3600000000000LL);
 	duration_ok("1.5s", 1500000000LL);
@@ -52,7 +53,7 @@ static void test_durations(void)
 	/* Compound: the units from the largest down, each once. */
 	duration_ok("1h30m", 5400000000000LL);
 	duration_ok("2m30s", 150000000000LL);
-	duration_ok("1d2h3m4s5ms", ((26 * 60 + 3) * 60 + 4) * 1000000000LL + 5000000LL);
+	duration_ok("1d2h3m4s5ms", ((26 * 60 + 3) * 60 + 4) * FR_NS_PER_S + 5000000LL);
 	duration_ok("1m30.5s", 90500000000LL);
 	duration_ok("1s500ms", 1500000000LL);
 	duration_bad("30m1h", -EINVAL);
@@ -160,7 +161,7 @@ static void time_bad(const char *text)
 
 static void test_times(void)
 {
-	const int64_t s = 1000000000LL;
+	const int64_t s = FR_NS_PER_S;
 	/* 2026-11-22T13:05:00Z, from `date -u -d 2026-11-22T13:05:00Z +%s`. */
 	const int64_t t0 = 1795352700LL * s;
 
@@ -373,7 +374,7 @@ static void when_bad(const char *text, int64_t now, const char *want_why)
 static void test_when(void)
 {
 	/* 2026-11-24T13:30:00Z */
-	const int64_t now = 1795527000LL * 1000000000LL, s = 1000000000LL;
+	const int64_t now = 1795527000 * FR_NS_PER_S, s = FR_NS_PER_S;
 
 	when_ok("UTC", "now", now, now);
 	when_ok("UTC", "-10m", now, now - 600 * s);

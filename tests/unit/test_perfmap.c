@@ -1,7 +1,7 @@
-/* Perf maps (core/query/perfmap.h): parsing of good, malformed and hostile
+/* Perf maps (core/symbols/perfmap.h): parsing of good, malformed and hostile
  * maps, reading them as files another user controls, and naming JIT
  * frames of a live process through the symbols cache. */
-#include "core/query/perfmap.h"
+#include "core/symbols/perfmap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 #include "tests/unit/check.h"
 
 static struct fr_perfmap *parse(const char *text)

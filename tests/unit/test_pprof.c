@@ -1,5 +1,5 @@
-/* The pprof encoder (core/query/pprof.c), its output read back with the
- * project's decoder (core/query/pprof_read.c): what was put in comes out,
+/* The pprof encoder (core/pprof/pprof.c), its output read back with the
+ * project's decoder (core/pprof/pprof_read.c): what was put in comes out,
  * the string table is in order of first use, and output leaves while
  * samples are still being added. A few checks are about the bytes
  * themselves, which a decoder cannot show: each top-level scalar is written
@@ -7,7 +7,7 @@
  * profile is compared byte for byte (packed runs, zero fields left out).
  * tests/unit/test_profile_pprof_compat.c has `go tool pprof` read the same
  * profiles (tests/unit/gopprof.h builds them). */
-#include "core/query/pprof.h"
+#include "core/pprof/pprof.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/query/pprof_read.h"
+#include "core/pprof/pprof_read.h"
 #include "core/util/compress.h"
 #include "tests/unit/check.h"
 #include "tests/unit/gopprof.h"

@@ -1,9 +1,9 @@
-/* fr_pprof_read(), the project's pprof decoder: what core/query/pprof.c writes
+/* fr_pprof_read(), the project's pprof decoder: what core/pprof/pprof.c writes
  * (labels, mappings, period, times, comments) reads back equal, and a
  * reference that does not resolve (a string index out of range, a location
  * naming an unknown mapping, two mappings with one id) is rejected with
  * -EBADMSG. The encoder's wire format itself is checked in test_pprof.c. */
-#include "core/query/pprof_read.h"
+#include "core/pprof/pprof_read.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core/util/compress.h"
-#include "core/query/pprof.h"
+#include "core/pprof/pprof.h"
 #include "tests/unit/check.h"
 
 #define PERIOD 10000000LL

@@ -70,7 +70,7 @@ static void cleanup(void)
 
 static void test_comm(void)
 {
-	char comm[FR_PROC_COMM_LEN];
+	char comm[FR_LIMIT_COMM_LEN];
 	char small[4];
 
 	put("100/comm", "postgres\n");

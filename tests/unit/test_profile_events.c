@@ -15,6 +15,7 @@
 #include "core/store/ring.h"
 #include "core/store/sample.h"
 
+#include "core/util/time.h"
 #include "tests/unit/fixture.h"
 
 /* app: cpu and page-fault samples of one stack and thread, db: cpu
@@ -201,7 +202,7 @@ static void write_events(struct writer *w, int64_t t, int seconds, uint64_t n[3]
 		uint32_t event, hz;
 		uint64_t weight;
 	} ev[3] = {
-		{FR_EVENT_CPU, 999, 1000000000u / 999},
+		{FR_EVENT_CPU, 999, FR_NS_PER_S / 999},
 		{FR_EVENT_CYCLES, 999, 99},
 		{FR_EVENT_PAGE_FAULTS, 49, 3},
 	};

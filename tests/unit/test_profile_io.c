@@ -14,9 +14,10 @@
 
 #include "core/util/compress.h"
 #include "core/util/fs.h"
-#include "core/query/pprof_read.h"
+#include "core/pprof/pprof_read.h"
 #include "core/query/profile.h"
 #include "core/store/ring.h"
+#include "core/util/time.h"
 #include "core/util/uring.h"
 #include "tests/unit/check.h"
 
@@ -44,7 +45,7 @@ static void init_request(struct fr_profile_request *req)
 {
 	memset(req, 0, sizeof(*req));
 	req->t1 = 1795000000000000000LL;
-	req->t0 = req->t1 - 10000000000LL;
+	req->t0 = req->t1 - 10 * FR_NS_PER_S;
 	req->version = "test";
 }
 
@@ -128,7 +129,7 @@ static void test_stall(struct fr_ring *ring)
 static void test_hangup(struct fr_ring *ring)
 {
 	struct fr_profile_limits limits = {
-		.stall_ns = 10000000000LL,
+		.stall_ns = 10 * FR_NS_PER_S,
 		.total_ns = 60000000000LL,
 	};
 	struct fr_profile_request req;

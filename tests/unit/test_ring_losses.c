@@ -23,10 +23,11 @@
 
 #include "core/store/chunk.h"
 #include "core/store/sample.h"
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
 #define T0 1700000000000000000ll
-#define SEC 1000000000ll
+#define SEC FR_NS_PER_S
 
 /* What the file says: every chunk of the index decoded. */
 static uint64_t file_lost(struct fr_ring *ring)

@@ -1,7 +1,7 @@
-/* flightrec serve's pure parts: the flame graph trees (tools/serve_tree.c)
+/* flightrec serve's pure parts: the flame graph trees (tools/serve/serve_tree.c)
  * from profiles written by the project's own encoder and read back by
- * core/query/pprof_read.c, and the request parser's rules
- * (tools/serve_http.c) that the fuzz target cannot state: which Host
+ * core/pprof/pprof_read.c, and the request parser's rules
+ * (tools/serve/serve_http.c) that the fuzz target cannot state: which Host
  * headers pass, how a query parameter decodes, which status a bad request
  * gets.
  *
@@ -10,15 +10,15 @@
  * differential tree's own deltas add up (as d3-flame-graph's computeDelta
  * adds them) to each node's change of share; past the node cap, a parent's
  * smallest children are merged into "(other)" without losing value. */
-#include "tools/serve_http.h"
-#include "tools/serve_tree.h"
+#include "tools/serve/serve_http.h"
+#include "tools/serve/serve_tree.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/query/pprof.h"
+#include "core/pprof/pprof.h"
 #include "core/query/profile.h"
 #include "core/util/compress.h"
 #include "tests/unit/check.h"

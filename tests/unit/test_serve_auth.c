@@ -1,19 +1,19 @@
 /* Who flightrec serve answers, in its pure and its kernel parts:
  *
- * - the token's check (tools/serve_http.c): the token query parameter,
+ * - the token's check (tools/serve/serve_http.c): the token query parameter,
  *   the cookie of this server's name among a host's other cookies, an
  *   Authorization: Bearer header; wrong and missing told apart; a
  *   comparison that matches only the whole token; the Cookie and
  *   Authorization headers parsed once each, within their limits.
- * - the peer's owner (tools/serve_peer.c), on real loopback connections
+ * - the peer's owner (tools/serve/serve_peer.c), on real loopback connections
  *   made here: NETLINK_SOCK_DIAG and /proc/net/tcp{,6} both find the
  *   client's socket by its 4-tuple and say its owner (this process's
  *   uid; as root, also a child's that became another user), over IPv4,
  *   IPv6 and a v4-mapped address, and find nothing for a 4-tuple that no
  *   socket has; a client that closed its socket is no one's (the kernel
  *   says uid 0 of what is left of it). */
-#include "tools/serve_http.h"
-#include "tools/serve_peer.h"
+#include "tools/serve/serve_http.h"
+#include "tools/serve/serve_peer.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
  * caches. Synthetic ELF files and kallsyms are in test_symbols_elf.c,
  * hostile files (FIFOs, sparse, truncated, FUSE, symlinks) in
  * test_symbols_hostile.c. */
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 
 #include <dlfcn.h>
 #include <elf.h>

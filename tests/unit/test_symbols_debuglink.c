@@ -7,9 +7,9 @@
  *
  * (tests/meson.build builds them with objcopy and strip; without those
  * tools the test is skipped.) */
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 
-#include "core/query/debuglink.h"
+#include "core/symbols/debuglink.h"
 
 #include <errno.h>
 #include <fcntl.h>

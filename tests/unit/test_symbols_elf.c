@@ -3,7 +3,7 @@
  * nested symbols, gaps between functions, separate debug files under a
  * root), and fake kallsyms files the kernel's addresses (core, init text,
  * modules, kptr_restrict); the real /proc/kallsyms when readable. */
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
  * reads them: a FIFO, a huge sparse file, a library truncated while it is
  * read, a FUSE file that never opens, a symlinked directory. Each must be
  * refused or given up on, never waited for or followed. */
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* Source lines and inline frames (core/query/dwarf_lines.c) of a real
+/* Source lines and inline frames (core/symbols/dwarf_lines.c) of a real
  * program built with -O2 -g, tests/unit/inline_calls.c: every address of
  * outer_work resolves to that file, lines inside the functions it claims,
  * the always_inline leaf_add as its own frame before outer_work; and, when
@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/query/dwarf_lines.h"
-#include "core/query/elf_image.h"
+#include "core/symbols/dwarf_lines.h"
+#include "core/symbols/elf_image.h"
 #include "tests/unit/check.h"
 
 #define MAX_ADDRS 4096

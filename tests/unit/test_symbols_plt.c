@@ -7,7 +7,7 @@
  *
  * Regression: a stub used to be named after the symbol before it, _init
  * (size 0), which extended over the whole PLT. */
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>

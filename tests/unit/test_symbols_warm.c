@@ -1,4 +1,4 @@
-/* Parsed images kept between profiles (core/query/symbols_images.c), on
+/* Parsed images kept between profiles (core/symbols/symbols_images.c), on
  * real programs the build compiled:
  *
  *   test_symbols_warm INLINE_CALLS PLT_CALLS PLT_CALLS_IBT [PROG STRIPPED DEBUG]
@@ -15,7 +15,7 @@
  * - threads sharing the table while it evicts name every address right
  *   (run it under the sanitizers: meson setup -Db_sanitize=address,undefined).
  */
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -28,8 +28,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/query/dwarf_lines.h"
-#include "core/query/elf_image.h"
+#include "core/symbols/dwarf_lines.h"
+#include "core/symbols/elf_image.h"
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
 #define THREADS 4
@@ -298,7 +299,7 @@ static void test_idle(const struct prog *a, const struct prog *b)
 	CHECK(name_once(a, a->path, a->bid, a->bid_len, NULL) == 0, "%s", a->path);
 	usleep(50000);
 	CHECK(name_once(b, b->path, b->bid, b->bid_len, NULL) == 0, "%s", b->path);
-	CHECK(fr_symbols_trim_idle(3600LL * 1000000000LL) == 0, "an image idle for an hour");
+	CHECK(fr_symbols_trim_idle(3600 * FR_NS_PER_S) == 0, "an image idle for an hour");
 	/* Idle 25 ms or more: the older only. */
 	freed = fr_symbols_trim_idle(25000000LL);
 	fr_symbols_get_stats(&st);

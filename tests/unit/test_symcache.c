@@ -1,4 +1,4 @@
-/* The symbol cache (recorder/tracking/symcache.h) and its reader (core/query/symbols.h
+/* The symbol cache (recorder/tracking/symcache.h) and its reader (core/symbols/symbols.h
  * fr_symbols_set_paths()): a copy of this test's own executable, named by
  * its build id; what was planted at a cache path (a symlink, a FIFO) is
  * neither followed nor opened but replaced; a symlink as the cache
@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/query/elf_image.h"
-#include "core/query/symbols.h"
+#include "core/symbols/elf_image.h"
+#include "core/symbols/symbols.h"
 #include "core/util/shares.h"
 #include "tests/unit/check.h"
 #include "tests/unit/symbols_self.h"

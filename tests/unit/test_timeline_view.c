@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
-#define SEC 1000000000LL
+#define SEC ((long long)FR_NS_PER_S)
 
 /* The chart of `json` as text (malloc'd). */
 static char *render(const char *json)

@@ -1,18 +1,19 @@
 /* flightrec top: a hand-made profile written by the project's own encoder
- * is read back by core/query/pprof_read.c and aggregated; flat and cum must be
+ * is read back by core/pprof/pprof_read.c and aggregated; flat and cum must be
  * exact, recursion must count once per sample, kernel frames (on the
  * kernel's mapping) must stay apart from user ones, and garbage or truncated
  * input must be refused with -EBADMSG without reading out of bounds. */
-#include "core/query/pprof_read.h"
-#include "tools/top.h"
+#include "core/pprof/pprof_read.h"
+#include "tools/top/top.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/util/compress.h"
-#include "core/query/pprof.h"
+#include "core/pprof/pprof.h"
 #include "core/query/profile.h"
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
 struct mem {
@@ -65,7 +66,7 @@ static void encode(struct mem *m)
 	CHECK(p, "fr_pprof_new");
 	fr_pprof_sample_type(p, "samples", "count");
 	fr_pprof_sample_type(p, "cpu", "nanoseconds");
-	fr_pprof_time(p, 1000, 10000000000LL);
+	fr_pprof_time(p, 1000, 10 * FR_NS_PER_S);
 	lmain = fr_pprof_location(p, 0, 0x10, fr_pprof_function(p, "main", NULL, NULL));
 	la = fr_pprof_location(p, 0, 0x20, fr_pprof_function(p, "a", NULL, NULL));
 	lrec = fr_pprof_location(p, 0, 0x30, fr_pprof_function(p, "rec", NULL, NULL));
@@ -97,7 +98,7 @@ static void test_roundtrip(const void *raw, size_t len)
 		      strcmp(d->types[1].unit, "nanoseconds") == 0,
 	      "sample types");
 	CHECK(d->nsamples == 4, "%zu samples", d->nsamples);
-	CHECK(d->duration_nanos == 10000000000LL, "duration %lld", (long long)d->duration_nanos);
+	CHECK(d->duration_nanos == 10 * FR_NS_PER_S, "duration %lld", (long long)d->duration_nanos);
 	CHECK(fr_top_aggregate(d, 1, 0, &t) == 0, "aggregate");
 	CHECK(t.nrows == 5, "%zu functions", t.nrows);
 	CHECK(t.total == 42 && t.total_samples == 5, "totals %lld %lld", (long long)t.total,

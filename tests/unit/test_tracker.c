@@ -15,10 +15,11 @@
 
 #include "core/store/chunk.h"
 
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 #include "tests/unit/tracker_check.h"
 
-#define SEC_NS 1000000000ll
+#define SEC_NS FR_NS_PER_S
 
 static void test_fork_copies_parent(void)
 {

@@ -22,9 +22,10 @@
 #include <zlib.h>
 
 #include "core/store/chunk.h"
-#include "core/query/symbols.h"
+#include "core/symbols/symbols.h"
 #include "recorder/tracking/buildids.h"
 
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 #include "tests/unit/files.h"
 #include "tests/unit/fuse_hang.h"
@@ -124,9 +125,8 @@ static void check_self_proc(struct fr_tracker *t, const struct self *s)
 	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	{
-		int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-		CHECK(p.start_ns > now_ns - 600 * 1000000000LL &&
-			      p.start_ns < now_ns + 5000000000LL,
+		int64_t now_ns = fr_ns_from_timespec(&now);
+		CHECK(p.start_ns > now_ns - 600 * FR_NS_PER_S && p.start_ns < now_ns + 5000000000LL,
 		      "start_ns %" PRId64 " is not near now (%" PRId64 ")", p.start_ns, now_ns);
 	}
 	EXPECT_THREAD(t, s->pid, s->pid, s->comm);

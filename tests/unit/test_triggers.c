@@ -37,6 +37,7 @@
 
 #include "core/util/log.h"
 
+#include "core/util/time.h"
 #include "tests/unit/triggers_rec.h"
 
 const char *__ubsan_default_options(void);
@@ -47,8 +48,8 @@ const char *__ubsan_default_options(void)
 
 /* ---- the engine's clock -------------------------------------------------- */
 
-static int64_t test_mono = 1000 * NS_PER_S;
-static int64_t test_real = 1700000000 * NS_PER_S;
+static int64_t test_mono = 1000 * FR_NS_PER_S;
+static int64_t test_real = 1700000000 * FR_NS_PER_S;
 
 static int64_t clock_mono(void *ctx)
 {
@@ -95,11 +96,11 @@ static void test_signal(void)
 	add_session(c, "always");
 	tr = add_trigger(add_session(c, "db"), FR_TRIGGER_SIGNAL);
 	tr->signal = SIGUSR1;
-	tr->window_ns = 5 * NS_PER_S;
-	tr->cooldown_ns = 1 * NS_PER_S;
+	tr->window_ns = 5 * FR_NS_PER_S;
+	tr->cooldown_ns = 1 * FR_NS_PER_S;
 	tr = add_trigger(add_session(c, "web"), FR_TRIGGER_SIGNAL);
 	tr->signal = SIGUSR2;
-	tr->window_ns = 7 * NS_PER_S;
+	tr->window_ns = 7 * FR_NS_PER_S;
 	t = start(c, &r);
 
 	sent = clock_real(NULL);
@@ -119,7 +120,7 @@ static void test_signal(void)
 	      "the fire does not carry its trigger");
 	CHECK(x->f.fire_ns == sent, "fire time %" PRId64 ", want the signal's %" PRId64,
 	      x->f.fire_ns, sent);
-	CHECK(x->f.t1_ns == x->f.fire_ns && x->f.t0_ns == x->f.fire_ns - 5 * NS_PER_S,
+	CHECK(x->f.t1_ns == x->f.fire_ns && x->f.t0_ns == x->f.fire_ns - 5 * FR_NS_PER_S,
 	      "window [%" PRId64 ", %" PRId64 ") for a fire at %" PRId64 ", want 5 s before it",
 	      x->f.t0_ns, x->f.t1_ns, x->f.fire_ns);
 	CHECK(x->f.pid == 0, "pid %u for a signal", x->f.pid);
@@ -133,7 +134,7 @@ static void test_signal(void)
 
 	/* Inside the 1 s cooldown, to its last nanosecond: counted, not
 	 * dumped. */
-	advance(t, NS_PER_S - 1);
+	advance(t, FR_NS_PER_S - 1);
 	fr_triggers_signal(t, SIGUSR1);
 	fr_triggers_sync(t);
 	CHECK(fr_triggers_suppressed(t, 1) == 1, "suppressed %" PRIu64 ", want 1",
@@ -163,7 +164,7 @@ static void test_signal(void)
 		x = &r.fires[2];
 		CHECK(strcmp(x->session, "web") == 0 && x->f.session_index == 2 &&
 			      strcmp(x->f.reason, "SIGUSR2") == 0 &&
-			      x->f.t1_ns - x->f.t0_ns == 7 * NS_PER_S,
+			      x->f.t1_ns - x->f.t0_ns == 7 * FR_NS_PER_S,
 		      "SIGUSR2 gave session %s index %u reason %s window %" PRId64, x->session,
 		      x->f.session_index, x->f.reason, x->f.t1_ns - x->f.t0_ns);
 	}
@@ -197,7 +198,7 @@ static void test_after(void)
 	rec_init(&r);
 	tr = add_trigger(add_session(c, "tail"), FR_TRIGGER_SIGNAL);
 	tr->signal = SIGUSR1;
-	tr->window_ns = 2 * NS_PER_S;
+	tr->window_ns = 2 * FR_NS_PER_S;
 	tr->after_ns = 1500 * NS_PER_MS;
 	tr->cooldown_ns = 0;
 	tr = add_trigger(add_session(c, "quick"), FR_TRIGGER_SIGNAL);
@@ -225,7 +226,7 @@ static void test_after(void)
 		      "dumped %" PRId64 " ns after the signal, want 1500 ms (after)",
 		      tail->called_mono - sent_mono);
 		CHECK(tail->f.t1_ns == tail->f.fire_ns + 1500 * NS_PER_MS &&
-			      tail->f.t0_ns == tail->f.fire_ns - 2 * NS_PER_S,
+			      tail->f.t0_ns == tail->f.fire_ns - 2 * FR_NS_PER_S,
 		      "window [fire%+" PRId64 " ms, fire%+" PRId64 " ms), want [-2000, +1500)",
 		      (tail->f.t0_ns - tail->f.fire_ns) / NS_PER_MS,
 		      (tail->f.t1_ns - tail->f.fire_ns) / NS_PER_MS);
@@ -254,7 +255,7 @@ static void test_manual(void)
 	rec_init(&r);
 	tr = add_trigger(add_session(c, "db"), FR_TRIGGER_SIGNAL);
 	tr->signal = SIGUSR1;
-	tr->window_ns = 30 * NS_PER_S;
+	tr->window_ns = 30 * FR_NS_PER_S;
 	add_session(c, "bare");
 	t = start(c, &r);
 
@@ -279,7 +280,7 @@ static void test_manual(void)
 		      "manual dump ran on another thread");
 		CHECK(strcmp(x->session, "db") == 0 && x->f.session_index == 0,
 		      "manual dumped %s (%u)", x->session, x->f.session_index);
-		CHECK(x->f.t1_ns - x->f.t0_ns == 30 * NS_PER_S && x->f.t1_ns == x->f.fire_ns,
+		CHECK(x->f.t1_ns - x->f.t0_ns == 30 * FR_NS_PER_S && x->f.t1_ns == x->f.fire_ns,
 		      "manual window %" PRId64 " ms ending %" PRId64 " ms after the fire, want the "
 		      "first trigger's 30 s ending at it",
 		      (x->f.t1_ns - x->f.t0_ns) / NS_PER_MS,
@@ -287,17 +288,17 @@ static void test_manual(void)
 		CHECK(x->f.fire_ns == before, "fire time %" PRId64 ", want the clock's %" PRId64,
 		      x->f.fire_ns, before);
 	}
-	CHECK(f.session && strcmp(f.session, "db") == 0 && f.t1_ns - f.t0_ns == 30 * NS_PER_S &&
+	CHECK(f.session && strcmp(f.session, "db") == 0 && f.t1_ns - f.t0_ns == 30 * FR_NS_PER_S &&
 		      f.kind && f.fire_ns > 0,
 	      "`fire` not filled");
 	CHECK(fr_triggers_last_dump(t, 0) == f.fire_ns, "last dump after a manual one");
 
 	ret = fr_triggers_manual(t, "bare", 0, &f, NULL, 0);
-	CHECK(ret == 0 && f.t1_ns - f.t0_ns == 60 * NS_PER_S && f.session_index == 1,
+	CHECK(ret == 0 && f.t1_ns - f.t0_ns == 60 * FR_NS_PER_S && f.session_index == 1,
 	      "session without triggers: %d, window %" PRId64 " ms, want 60 s", ret,
 	      (f.t1_ns - f.t0_ns) / NS_PER_MS);
-	ret = fr_triggers_manual(t, "db", 10 * NS_PER_S, &f, NULL, 0);
-	CHECK(ret == 0 && f.t1_ns - f.t0_ns == 10 * NS_PER_S,
+	ret = fr_triggers_manual(t, "db", 10 * FR_NS_PER_S, &f, NULL, 0);
+	CHECK(ret == 0 && f.t1_ns - f.t0_ns == 10 * FR_NS_PER_S,
 	      "asked window: %d, window %" PRId64 " ms, want 10 s", ret,
 	      (f.t1_ns - f.t0_ns) / NS_PER_MS);
 	last_ok = f.fire_ns;
@@ -405,7 +406,7 @@ static void test_reload(void)
 	rec_init(&r);
 	tr = add_trigger(add_session(c1, "db"), FR_TRIGGER_SIGNAL);
 	tr->signal = SIGUSR1;
-	tr->cooldown_ns = 60 * NS_PER_S;
+	tr->cooldown_ns = 60 * FR_NS_PER_S;
 	t = start(c1, &r);
 	fr_triggers_signal(t, SIGUSR1);
 	fr_triggers_sync(t);
@@ -418,7 +419,7 @@ static void test_reload(void)
 	tr->signal = SIGUSR2;
 	tr = add_trigger(add_session(c2, "db"), FR_TRIGGER_SIGNAL);
 	tr->signal = SIGUSR1;
-	tr->cooldown_ns = 60 * NS_PER_S;
+	tr->cooldown_ns = 60 * FR_NS_PER_S;
 	CHECK(fr_triggers_set(t, c2) == 0, "reload");
 	CHECK(fr_triggers_last_dump(t, 1) == first && fr_triggers_last_dump(t, 0) == 0,
 	      "last dumps after the reload: %" PRId64 ", %" PRId64 ", want 0, %" PRId64,
@@ -436,7 +437,7 @@ static void test_reload(void)
 	s = add_session(c3, "db");
 	tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
 	tr->percent = 100;
-	tr->for_ns = 3600 * NS_PER_S;
+	tr->for_ns = 3600 * FR_NS_PER_S;
 	tr = add_trigger(s, FR_TRIGGER_SIGNAL);
 	tr->signal = SIGUSR1;
 	CHECK(fr_triggers_set(t, c3) == 0, "reload");
@@ -528,12 +529,12 @@ static void test_parsed(void)
 			      x->f.trigger_index == 1,
 		      "fired %s %u/%u, want db 1/1", x->session, x->f.session_index,
 		      x->f.trigger_index);
-		CHECK(x->f.t0_ns == x->f.fire_ns - 2 * NS_PER_S &&
+		CHECK(x->f.t0_ns == x->f.fire_ns - 2 * FR_NS_PER_S &&
 			      x->f.t1_ns == x->f.fire_ns + 100 * NS_PER_MS,
 		      "window [fire%+" PRId64 " ms, fire%+" PRId64 " ms), want [-2000, +100)",
 		      (x->f.t0_ns - x->f.fire_ns) / NS_PER_MS,
 		      (x->f.t1_ns - x->f.fire_ns) / NS_PER_MS);
-		CHECK(x->has_trigger && x->trigger.cooldown_ns == NS_PER_S, "cooldown %" PRId64,
+		CHECK(x->has_trigger && x->trigger.cooldown_ns == FR_NS_PER_S, "cooldown %" PRId64,
 		      x->trigger.cooldown_ns);
 	}
 	fr_triggers_stop(t);

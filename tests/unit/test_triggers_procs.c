@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/util/time.h"
 #include "tests/unit/triggers_rec.h"
 
 const char *__ubsan_default_options(void);
@@ -92,7 +93,7 @@ static void cpu_1pct(struct fr_config_session *s)
 	struct fr_config_trigger *tr = add_trigger(s, FR_TRIGGER_CPU_ABOVE);
 
 	tr->percent = 1;
-	tr->for_ns = NS_PER_S;
+	tr->for_ns = FR_NS_PER_S;
 }
 
 /* The sessions of test_cpu: this process (called `comm`, in cgroup `cg`
@@ -182,7 +183,7 @@ static void test_cpu(void)
 		CHECK(strncmp(x->f.reason, "cpu ", 4) == 0 && strstr(x->f.reason, "% >= 1% for 1s"),
 		      "session %s: reason \"%s\", want \"cpu N%% >= 1%% for 1s\"", names[i],
 		      x->f.reason);
-		CHECK(x->f.t1_ns - x->f.t0_ns == 60 * NS_PER_S, "window of %s", names[i]);
+		CHECK(x->f.t1_ns - x->f.t0_ns == 60 * FR_NS_PER_S, "window of %s", names[i]);
 	}
 	CHECK(!rec_find(&r, "sleeper"), "cpu_above fired for a process that sleeps");
 	CHECK(!rec_find(&r, "mypid-othercomm"),

@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/query/elf_image.h"
+#include "core/symbols/elf_image.h"
 #include "core/util/shares.h"
 #include "recorder/tracking/buildids.h"
 #include "tests/unit/check.h"

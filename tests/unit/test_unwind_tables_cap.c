@@ -11,7 +11,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "core/query/elf_image.h"
+#include "core/symbols/elf_image.h"
 #include "tests/unit/check.h"
 
 _Static_assert(FR_UNWIND_TABLES_MAX_ENTRIES == 4, "built with a cap of 4");

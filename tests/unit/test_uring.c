@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
@@ -325,7 +326,7 @@ static int check_pipe_limits(struct fr_uring *u, struct fr_uring_writer *w, cons
 	d = (struct pacer){.fd = p[0], .piece = 65536, .buf = b, .len = LIMITS_LEN};
 	pthread_create(&th, NULL, pace_drain, &d);
 	fr_uring_writer_init(w, u, p[1]);
-	fr_uring_writer_limit(w, 10000000000LL, 60000000000LL, -1);
+	fr_uring_writer_limit(w, 10 * FR_NS_PER_S, 60000000000LL, -1);
 	ret = limited_write(w, a, LIMITS_LEN);
 	CHECK(ret == 0 && w->written == LIMITS_LEN, "read pipe: %d, %llu bytes", ret,
 	      (unsigned long long)w->written);
@@ -370,7 +371,7 @@ static int check_fifo_limits(struct fr_uring *u, struct fr_uring_writer *w, cons
 	d = (struct pacer){.fd = p[0], .piece = 65536, .buf = b, .len = LIMITS_LEN};
 	pthread_create(&th, NULL, pace_drain, &d);
 	fr_uring_writer_init(w, u, fd);
-	fr_uring_writer_limit(w, 10000000000LL, 60000000000LL, -1);
+	fr_uring_writer_limit(w, 10 * FR_NS_PER_S, 60000000000LL, -1);
 	ret = limited_write(w, a, LIMITS_LEN);
 	CHECK(ret == 0 && w->written == LIMITS_LEN, "read FIFO: %d, %llu bytes", ret,
 	      (unsigned long long)w->written);
@@ -402,7 +403,7 @@ static int check_slow_or_gone_reader(struct fr_uring *u, struct fr_uring_writer 
 	d = (struct pacer){.fd = p[0], .piece = 4096, .pause_ns = 50000000L, .buf = NULL, .len = 0};
 	pthread_create(&th, NULL, pace_drain, &d);
 	fr_uring_writer_init(w, u, p[1]);
-	fr_uring_writer_limit(w, 10000000000LL, 500000000LL, -1);
+	fr_uring_writer_limit(w, 10 * FR_NS_PER_S, 500000000LL, -1);
 	ret = limited_write(w, a, LIMITS_LEN);
 	CHECK(ret == -ETIMEDOUT, "trickling reader: %d, want -ETIMEDOUT", ret);
 	close(p[1]);
@@ -418,7 +419,7 @@ static int check_slow_or_gone_reader(struct fr_uring *u, struct fr_uring_writer 
 	unlink(path);
 	close(sv[1]);
 	fr_uring_writer_init(w, u, fd);
-	fr_uring_writer_limit(w, 10000000000LL, 60000000000LL, sv[0]);
+	fr_uring_writer_limit(w, 10 * FR_NS_PER_S, 60000000000LL, sv[0]);
 	ret = limited_write(w, a, LIMITS_LEN);
 	CHECK(ret == -ECONNRESET, "hung-up client: %d, want -ECONNRESET", ret);
 	close(sv[0]);

@@ -14,10 +14,10 @@
 #include "core/util/log.h"
 #include "recorder/triggers/triggers.h"
 
+#include "core/util/time.h"
 #include "tests/unit/check.h"
 
 #define NS_PER_MS ((int64_t)1000000)
-#define NS_PER_S ((int64_t)1000000000)
 #define MAX_REC 64
 
 /* ---- a dump callback that records ----------------------------------- */
@@ -100,9 +100,9 @@ static inline struct timespec deadline(int ms)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += ms / 1000;
 	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
+	if (ts.tv_nsec >= FR_NS_PER_S) {
 		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
+		ts.tv_nsec -= FR_NS_PER_S;
 	}
 	return ts;
 }
@@ -189,10 +189,10 @@ static inline struct fr_config_trigger *add_trigger(struct fr_config_session *s,
 
 	memset(tr, 0, sizeof(*tr));
 	tr->kind = kind;
-	tr->window_ns = 60 * NS_PER_S;
+	tr->window_ns = 60 * FR_NS_PER_S;
 	tr->after_ns = 0;
-	tr->cooldown_ns = 60 * NS_PER_S;
-	tr->for_ns = 10 * NS_PER_S;
+	tr->cooldown_ns = 60 * FR_NS_PER_S;
+	tr->for_ns = 10 * FR_NS_PER_S;
 	return tr;
 }
 

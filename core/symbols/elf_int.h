@@ -1,0 +1,52 @@
+/* What the files reading ELF images share (elf_image.c and elf_plt.c):
+ * the candidate symbols an image is built from, and the bounds every read
+ * of a file other users control keeps to. */
+#ifndef FR_CORE_ELF_INT_H
+#define FR_CORE_ELF_INT_H
+
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/symbols/elf_image.h"
+
+/* A symbol or string table larger than this is not read: libelf copies a
+ * whole section into memory, and overlapping sparse sections of a file
+ * under FR_ELF_MAX_SIZE could otherwise cost several times its size. The
+ * largest real ones (a browser's .strtab) are a few tens of MiB. */
+#define SECTION_MAX (256u << 20)
+
+/* Candidate symbol while an image is being built; names still point into
+ * libelf's section data. */
+struct cand {
+	uint64_t addr;
+	uint64_t size;
+	const char *name;
+	unsigned bind;
+};
+
+struct cand_vec {
+	struct cand *v;
+	size_t n;
+	size_t cap;
+	char *plt_names; /* the names of the synthesized PLT symbols */
+};
+
+/* Whether [off, off + len) lies within a file of `fsize` bytes. */
+static inline bool within_file(uint64_t off, uint64_t len, uint64_t fsize)
+{
+	return off <= fsize && len <= fsize - off;
+}
+
+/* Appends a candidate. Returns 0 or -ENOMEM. */
+int elf_cand_push(struct cand_vec *cv, const struct cand *c);
+
+/* Appends NAME@plt for every PLT stub of `elf` (x86-64) to `cv`; the names
+ * are kept in cv->plt_names until the table is built, and the PLT's extent
+ * is noted in `img`. Returns 0 or -ENOMEM. */
+int elf_collect_plt(struct fr_elf_image *img, Elf *elf, uint64_t fsize, const GElf_Ehdr *eh,
+		    struct cand_vec *cv);
+
+#endif
