@@ -16,34 +16,6 @@
 
 #include "tests/unit/fixture.h"
 
-/* Below _text of the fake kallsyms: no kernel function holds it. */
-#define KADDR_UNNAMED 0xffffffff80000010ull
-
-/* db's main thread has the kernel stack on CPUs 0..2, app's main thread
- * the user stack, db's thread 1 a kernel stack whose leaf kallsyms does
- * not name. */
-static struct fr_ring *value_ring(const char *name)
-{
-	struct fr_ring *r = test_ring_create(name);
-	struct stack saved = stacks[ST_OTHER];
-	struct writer w;
-	int64_t t = T0 + SEC;
-
-	if (!r)
-		return NULL;
-	stacks[ST_OTHER] = stacks[ST_KERNEL];
-	stacks[ST_OTHER].ips[0] = KADDR_UNNAMED;
-	w_init(&w, r);
-	for (uint32_t i = 0; i < 3; i++) {
-		w_add(&w, t += 1000, PID_DB, PID_DB, i, 99, ST_KERNEL);
-		w_add(&w, t += 1000, PID_APP, PID_APP, 0, 99, ST_USER);
-	}
-	w_add(&w, t += 1000, PID_DB, TID(PID_DB, 1), 0, 99, ST_OTHER);
-	w_fini(&w);
-	stacks[ST_OTHER] = saved;
-	return r;
-}
-
 static ssize_t find_row(const struct fr_profile *p, uint32_t pid, uint32_t tid)
 {
 	struct fr_profile_sample s;
@@ -228,7 +200,7 @@ static int emit(struct fr_profile *p, struct out *o)
  * writes the same request. */
 static void test_value(enum fr_profile_format format)
 {
-	struct fr_ring *r = value_ring(format ? "value-folded" : "value");
+	struct fr_ring *r = test_kernel_ring(format ? "value-folded" : "value");
 	struct fr_profile_request q;
 	struct fr_profile_result res, vres;
 	struct fr_profile *p = NULL;
@@ -258,9 +230,9 @@ static void test_value(enum fr_profile_format format)
 	CHECK(vres.samples_kept == res.samples_kept && vres.samples_kept == 7,
 	      "the value kept %" PRIu64 " samples, the profile %" PRIu64 ", want 7",
 	      vres.samples_kept, res.samples_kept);
-	CHECK(fr_profile_nsamples(p) == 5, "%zu samples, want 5 (db by cpu, app, db's thread 1)",
+	CHECK(fr_profile_nsamples(p) == 7, "%zu samples, want 7 (db and app by cpu, db's thread 1)",
 	      fr_profile_nsamples(p));
-	check_row(p, PID_APP, PID_APP, ST_USER, 3);
+	check_row(p, PID_APP, PID_APP, ST_USER, 1);
 	check_row(p, PID_DB, PID_DB, ST_KERNEL, 1);
 	check_labels(p);
 	check_unnamed(p);
@@ -284,7 +256,7 @@ static void test_value(enum fr_profile_format format)
 /* A request the value refuses builds nothing. */
 static void test_refused(void)
 {
-	struct fr_ring *r = value_ring("value-refused");
+	struct fr_ring *r = test_kernel_ring("value-refused");
 	struct fr_profile_request q;
 	struct fr_profile_result res;
 	struct fr_profile *p = (struct fr_profile *)&q;
