@@ -11,10 +11,8 @@
 #include <string.h>
 
 #include "core/clickhouse/ch_schema.h"
-#include "core/pprof/pprof_read.h"
-#include "core/query/profile.h"
+#include "core/query/profile_value.h"
 #include "core/store/sample.h"
-#include "core/util/compress.h"
 #include "core/util/grow.h"
 #include "core/util/hash.h"
 #include "core/util/http.h"
@@ -198,33 +196,36 @@ static struct frame *push_frame(struct build *bd)
 	return &bd->frames[bd->nframes++];
 }
 
-/* The frames of sample `s`, leaf first, inlined frames expanded. */
-static int collect_frames(struct build *bd, const struct fr_pprof_data *d,
-			  const struct fr_pprof_rsample *s)
+/* The frames of sample `s` of `p`, leaf first, inlined frames expanded:
+ * as pprof gives them, an address nothing names by its address. */
+static int collect_frames(struct build *bd, const struct fr_profile *p,
+			  const struct fr_profile_sample *s)
 {
 	bd->nframes = 0;
-	for (size_t i = 0; i < s->nloc; i++) {
-		const struct fr_pprof_rlocation *l = &d->locations[d->sample_locs[s->loc + i]];
-		const struct fr_pprof_rmapping *m = l->mapping >= 0 ? &d->mappings[l->mapping]
-								    : NULL;
-		size_t nl = l->nline ? l->nline : 1;
+	for (uint32_t i = 0; i < s->nlocs; i++) {
+		struct fr_profile_location l;
+		struct fr_profile_mapping m = {.file = "", .build_id = ""};
+		uint32_t nl;
 
-		for (size_t j = 0; j < nl; j++) {
+		fr_profile_location(p, s->locs[i], &l);
+		if (l.mapping)
+			fr_profile_mapping(p, l.mapping, &m);
+		nl = l.nlines ? l.nlines : 1;
+		for (uint32_t j = 0; j < nl; j++) {
 			struct frame *f = push_frame(bd);
+			struct fr_profile_line line;
 
 			if (!f)
 				return -ENOMEM;
-			f->map = m ? m->filename : "";
-			f->build_id = m ? m->build_id : "";
-			if (l->nline) {
-				const struct fr_pprof_rfunction *fn =
-					&d->functions[d->line_funcs[l->line + j]];
-
-				f->fn = fn->name;
-				f->file = fn->filename;
-				f->line = d->line_nums[l->line + j];
+			f->map = m.file;
+			f->build_id = m.build_id;
+			if (l.nlines) {
+				fr_profile_line(p, s->locs[i], j, &line);
+				f->fn = line.function;
+				f->file = line.file;
+				f->line = line.line;
 			} else {
-				snprintf(f->addr, sizeof(f->addr), "0x%" PRIx64, l->address);
+				snprintf(f->addr, sizeof(f->addr), "0x%" PRIx64, l.address);
 				f->fn = f->addr;
 				f->file = "";
 				f->line = 0;
@@ -305,32 +306,33 @@ static int add_stack(struct build *bd, uint64_t h)
 
 static int cmp_label(const void *a, const void *b)
 {
-	const struct fr_pprof_rlabel *x = *(const struct fr_pprof_rlabel *const *)a;
-	const struct fr_pprof_rlabel *y = *(const struct fr_pprof_rlabel *const *)b;
+	const struct fr_profile_label *x = *(const struct fr_profile_label *const *)a;
+	const struct fr_profile_label *y = *(const struct fr_profile_label *const *)b;
 	int c = strcmp(x->key, y->key);
 
 	return c ? c : strcmp(x->str, y->str);
 }
 
 /* The key members of sample `s`'s row: stack, pid, comm, the other string
- * labels (cgroup, application labels) sorted by key. */
-static int row_key(struct build *bd, const struct fr_pprof_data *d,
-		   const struct fr_pprof_rsample *s, uint64_t h)
+ * labels (cgroup, application labels) sorted by key. A label whose string
+ * is empty counts as none, as in pprof, where it has no value. */
+static int row_key(struct build *bd, const struct fr_profile_sample *s, uint64_t h)
 {
-	const struct fr_pprof_rlabel *lab[64];
+	const struct fr_profile_label *lab[64];
 	const char *comm = "";
 	size_t nlab = 0;
 	int64_t pid = 0;
 	int ret;
 
-	for (size_t i = 0; i < s->nlabel; i++) {
-		const struct fr_pprof_rlabel *l = &d->labels[s->label + i];
+	for (size_t i = 0; i < s->nlabels; i++) {
+		const struct fr_profile_label *l = &s->labels[i];
+		const char *str = l->str && l->str[0] ? l->str : NULL;
 
 		if (strcmp(l->key, "pid") == 0)
-			pid = l->num;
-		else if (strcmp(l->key, "comm") == 0 && l->str)
-			comm = l->str;
-		else if (l->str && strcmp(l->key, "tid") && strcmp(l->key, "thread") &&
+			pid = str ? 0 : l->num;
+		else if (strcmp(l->key, "comm") == 0 && str)
+			comm = str;
+		else if (str && strcmp(l->key, "tid") && strcmp(l->key, "thread") &&
 			 strcmp(l->key, "cpu") && nlab < 64)
 			lab[nlab++] = l;
 	}
@@ -414,32 +416,30 @@ static int emit_rows(struct build *bd, const char *event)
 	return ret;
 }
 
-/* Folds the samples of profile `d` (one event) into rows. */
-static int fold_profile(struct build *bd, const struct fr_pprof_data *d, const char *event)
+/* Folds the samples of profile `p` (one event) into rows. */
+static int fold_profile(struct build *bd, const struct fr_profile *p, const char *event)
 {
+	struct fr_profile_sample s;
 	int ret = 0;
 
-	if (d->ntypes < 2)
-		return d->nsamples ? -EBADMSG : 0;
-	for (size_t i = 0; ret == 0 && i < d->nsamples; i++) {
-		const struct fr_pprof_rsample *s = &d->samples[i];
+	for (size_t i = 0; ret == 0 && i < fr_profile_nsamples(p); i++) {
 		uint64_t h;
 
-		ret = collect_frames(bd, d, s);
+		fr_profile_sample(p, i, &s);
+		ret = collect_frames(bd, p, &s);
 		if (ret)
 			break;
 		h = stack_hash(bd);
 		ret = add_stack(bd, h);
 		if (ret == 0)
-			ret = row_key(bd, d, s, h);
+			ret = row_key(bd, &s, h);
 		if (ret == 0)
-			ret = push_row(bd, (uint64_t)d->values[s->val + 1],
-				       (uint64_t)d->values[s->val]);
+			ret = push_row(bd, (uint64_t)s.values[0], s.count);
 	}
 	return ret ? ret : emit_rows(bd, event);
 }
 
-/* The profile of one event of the interval, read back and folded. */
+/* The profile of one event of the interval, built and folded. */
 static int build_event(struct fr_ring *ring, struct build *bd, uint32_t event, char *err,
 		       size_t errlen)
 {
@@ -461,27 +461,20 @@ static int build_event(struct fr_ring *ring, struct build *bd, uint32_t event, c
 		.version = "export",
 	};
 	struct fr_profile_result res;
-	struct fr_export_text gz = {0};
-	struct fr_pprof_data *d = NULL;
+	struct fr_profile *p = NULL;
 	char name[FR_EVENT_NAME_MAX];
-	void *raw = NULL;
-	size_t rawlen = 0;
 	int ret;
 
-	ret = fr_profile_write(ring, &pr, sink_text, &gz, &res, err, errlen);
-	if (ret == 0 && (ret = fr_gunzip(gz.p, gz.len, &raw, &rawlen)) == 0)
-		ret = fr_pprof_read(raw, rawlen, &d);
+	ret = fr_profile_build(ring, &pr, &p, &res, err, errlen);
 	if (ret == 0) {
 		bd->b->chunks_skipped += res.chunks_skipped;
 		if (!bd->b->covered_t0 || res.covered_t0 < bd->b->covered_t0)
 			bd->b->covered_t0 = res.covered_t0;
-		ret = fold_profile(bd, d, fr_event_format(event, name, sizeof(name)));
+		ret = fold_profile(bd, p, fr_event_format(event, name, sizeof(name)));
 	}
 	if (ret < 0 && !err[0])
 		snprintf(err, errlen, "export batch: %s", strerror(-ret));
-	fr_pprof_data_free(d);
-	free(raw);
-	free(gz.p);
+	fr_profile_free(p);
 	return ret;
 }
 

@@ -4,9 +4,10 @@
  * benchmark or tool that writes a synthetic fleet share one code path.
  *
  * Each event of the request is one profile of [t0, t1) at the export
- * rate (fr_profile_write(), the query side's downsampling and symbols),
- * read back (core/pprof/pprof_read.c) and folded into rows per (event,
- * stack, pid, comm, labels): threads of a process are summed. Stacks are
+ * rate (fr_profile_build(), the query side's downsampling and symbols),
+ * its samples read from the value (core/query/profile_value.h) and folded
+ * into rows per (event, stack, pid, comm, labels) as the pprof writer
+ * would give them: threads of a process are summed. Stacks are
  * hashed over their symbolized frames; a stack not in the caller's set of
  * shipped hashes becomes a stacks row (once per batch). The rows are
  * JSONEachRow text, ready for `INSERT INTO ... FORMAT JSONEachRow`.
@@ -78,8 +79,7 @@ uint64_t fr_export_batch_id(const char *host, int64_t t0, int64_t len);
 
 /* Builds the batch of `req` from `ring` into `b` (zeroed here; release
  * with fr_export_batch_fini()). Stacks in `seen` are not written. Returns
- * 0, or -errno with a message in `err`: fr_profile_write()'s, -ENOMEM,
- * -EBADMSG when a profile does not read back. */
+ * 0, or -errno with a message in `err`: fr_profile_build()'s, -ENOMEM. */
 int fr_export_batch_build(struct fr_ring *ring, const struct fr_export_req *req,
 			  struct fr_export_seen *seen, struct fr_export_batch *b, char *err,
 			  size_t errlen);

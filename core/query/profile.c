@@ -47,6 +47,7 @@
 #include "core/util/parse.h"
 #include "core/pprof/pprof.h"
 #include "core/query/profile_int.h"
+#include "core/query/profile_value.h"
 #include "core/store/ring.h"
 #include "core/store/sample.h"
 
@@ -378,43 +379,6 @@ static int64_t coverage(struct fr_ring *ring, const struct fr_profile_request *r
 	return eff_t0;
 }
 
-/* Names the frames of the aggregate and writes it, from `eff_t0`, to
- * `counter` in the request's format. Returns 0, -ENOMEM or the sink's
- * -errno with a message in `err`. */
-static int write_aggregate(struct builder *b, int64_t eff_t0, struct counting_sink *counter,
-			   struct fr_profile_result *res, char *err, size_t errlen)
-{
-	const struct fr_profile_request *req = b->req;
-	int64_t period = profile_period(b);
-	struct fr_pprof *p = NULL;
-	int ret;
-
-	if (req->format == FR_PROFILE_PPROF) {
-		p = profile_pprof_new(b, eff_t0, period, counting_write, counter);
-		if (!p)
-			return -ENOMEM;
-	}
-	profile_comments(b, p, res, period);
-	ret = profile_symbolize(b, p, req->kallsyms);
-	if (ret < 0) {
-		snprintf(err, errlen, "out of memory while naming the frames");
-		goto out;
-	}
-	if (p) {
-		profile_emit(b, p);
-		res->stacks = b->nsamples;
-		ret = fr_pprof_finish(p);
-	} else {
-		ret = profile_emit_folded(b, counting_write, counter, &res->stacks);
-	}
-	res->bytes = counter->bytes;
-	if (ret < 0)
-		snprintf(err, errlen, "cannot write the profile: %s", strerror(-ret));
-out:
-	fr_pprof_free(p);
-	return ret;
-}
-
 /* What a write and a count begin with: the request set up in `b`, the
  * window's chunks listed in `w` and their rates read into `res`. Returns
  * 0 or -errno with `err` set when there is more to say than the errno. */
@@ -441,16 +405,21 @@ static int open_window(struct builder *b, struct window *w, const struct fr_prof
 	return read_rates(b, w, res, err, errlen);
 }
 
+static void free_window(struct window *w)
+{
+	for (size_t r = 0; w->cache && r < w->nrefs; r++)
+		fr_chunk_free(w->cache[r].chunk);
+	free(w->cache);
+	free(w->refs);
+}
+
 /* What a write and a count end with: `err` said for an errno alone, the
  * window and the builder freed. Returns 0 or `ret` when negative. */
 static int close_window(struct builder *b, struct window *w, int ret, char *err, size_t errlen)
 {
 	if (ret < 0 && !err[0])
 		snprintf(err, errlen, "%s", strerror(-ret));
-	for (size_t r = 0; w->cache && r < w->nrefs; r++)
-		fr_chunk_free(w->cache[r].chunk);
-	free(w->cache);
-	free(w->refs);
+	free_window(w);
 	profile_free_builder(b);
 	return ret < 0 ? ret : 0;
 }
@@ -486,20 +455,150 @@ static int read_window(struct builder *b, struct window *w, const struct fr_prof
 	return ret;
 }
 
+/* Where the kernel's locations of `p` lie, as pprof gets them. */
+static void kernel_span(struct fr_profile *p)
+{
+	const struct builder *b = &p->b;
+
+	p->kmin = UINT64_MAX;
+	for (uint32_t i = 0; i < b->nlocs; i++) {
+		if (b->locs[i].map != KERNEL_MAP)
+			continue;
+		p->kernel = true;
+		if (b->locs[i].addr < p->kmin)
+			p->kmin = b->locs[i].addr;
+		if (b->locs[i].addr > p->kmax)
+			p->kmax = b->locs[i].addr;
+	}
+	/* A user limited to their own processes gets kernel names, not
+	 * kernel addresses (which would undo the kernel's address layout
+	 * randomization, as kptr_restrict hides them from /proc/kallsyms). */
+	if (!p->kernel || p->req.targets.has_uid)
+		p->kmin = p->kmax = 0;
+}
+
+/* The aggregate of `p`, read from the window, made a value: named, its
+ * period and comments' warning in `res`, the request's strings copied
+ * and what was only for reading cleared. Returns 0 or -ENOMEM with a
+ * message in `err`. */
+static int make_value(struct fr_profile *p, int64_t t0, struct fr_profile_result *res, char *err,
+		      size_t errlen)
+{
+	struct fr_profile_request *req = &p->req;
+	int ret;
+
+	profile_trim_builder(&p->b);
+	p->t0 = t0;
+	p->period = profile_period(&p->b);
+	profile_comments(&p->b, NULL, res, p->period);
+	ret = profile_symbolize(&p->b, req->kallsyms);
+	if (ret < 0) {
+		snprintf(err, errlen, "out of memory while naming the frames");
+		return ret;
+	}
+	kernel_span(p);
+	for (uint32_t e = 0; e < p->b.nev; e++)
+		p->events[e] = p->b.ev[e].id;
+	p->version = req->version ? strdup(req->version) : NULL;
+	p->note = req->note ? strdup(req->note) : NULL;
+	p->pmu_note = req->pmu_note ? strdup(req->pmu_note) : NULL;
+	if ((req->version && !p->version) || (req->note && !p->note) ||
+	    (req->pmu_note && !p->pmu_note))
+		return -ENOMEM;
+	req->version = p->version;
+	req->note = p->note;
+	req->pmu_note = p->pmu_note;
+	req->kallsyms = req->symbol_cache = NULL;
+	req->debug_dirs = NULL;
+	req->ndebug_dirs = 0;
+	req->stop = NULL;
+	req->stop_arg = NULL;
+	p->res = *res;
+	return 0;
+}
+
+int fr_profile_build(struct fr_ring *ring, const struct fr_profile_request *req,
+		     struct fr_profile **out, struct fr_profile_result *res, char *err,
+		     size_t errlen)
+{
+	struct fr_profile *p = calloc(1, sizeof(*p));
+	struct window w = {.ring = ring};
+	int ret;
+
+	*out = NULL;
+	if (!p) {
+		memset(res, 0, sizeof(*res));
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	p->req = *req;
+	ret = read_window(&p->b, &w, &p->req, res, true, err, errlen);
+	if (ret == 0)
+		ret = make_value(p, coverage(ring, req, res), res, err, errlen);
+	if (ret < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "%s", strerror(-ret));
+		free_window(&w);
+		fr_profile_free(p);
+		return ret;
+	}
+	free_window(&w);
+	*out = p;
+	return 0;
+}
+
+int fr_profile_emit(struct fr_profile *p, fr_write_fn sink, void *arg,
+		    struct fr_profile_result *res, char *err, size_t errlen)
+{
+	struct counting_sink counter = {.sink = sink, .arg = arg};
+	struct fr_pprof *pp = NULL;
+	int ret;
+
+	err[0] = '\0';
+	p->res.stacks = 0;
+	if (p->req.format == FR_PROFILE_PPROF) {
+		pp = profile_pprof_new(&p->b, p->t0, p->period, counting_write, &counter);
+		if (!pp) {
+			snprintf(err, errlen, "%s", strerror(ENOMEM));
+			return -ENOMEM;
+		}
+		profile_comments(&p->b, pp, &p->res, p->period);
+		profile_emit(p, pp);
+		p->res.stacks = p->b.nsamples;
+		ret = fr_pprof_finish(pp);
+	} else {
+		ret = profile_emit_folded(&p->b, counting_write, &counter, &p->res.stacks);
+	}
+	p->res.bytes = counter.bytes;
+	if (ret < 0)
+		snprintf(err, errlen, "cannot write the profile: %s", strerror(-ret));
+	fr_pprof_free(pp);
+	if (res)
+		*res = p->res;
+	return ret;
+}
+
+void fr_profile_free(struct fr_profile *p)
+{
+	if (!p)
+		return;
+	profile_free_builder(&p->b);
+	free(p->version);
+	free(p->note);
+	free(p->pmu_note);
+	free(p);
+}
+
 int fr_profile_write(struct fr_ring *ring, const struct fr_profile_request *req, fr_write_fn sink,
 		     void *sink_arg, struct fr_profile_result *res, char *err, size_t errlen)
 {
-	struct builder b;
-	struct window w = {.ring = ring};
-	struct counting_sink counter = {.sink = sink, .arg = sink_arg};
-	int ret;
+	struct fr_profile *p = NULL;
+	int ret = fr_profile_build(ring, req, &p, res, err, errlen);
 
-	ret = read_window(&b, &w, req, res, true, err, errlen);
-	if (ret < 0)
-		goto out;
-	ret = write_aggregate(&b, coverage(ring, req, res), &counter, res, err, errlen);
-out:
-	return close_window(&b, &w, ret, err, errlen);
+	if (ret == 0)
+		ret = fr_profile_emit(p, sink, sink_arg, res, err, errlen);
+	fr_profile_free(p);
+	return ret;
 }
 
 int fr_profile_count(struct fr_ring *ring, const struct fr_profile_request *req,

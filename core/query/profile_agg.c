@@ -411,6 +411,34 @@ void profile_free_builder(struct builder *b)
 	profile_app_free(b);
 }
 
+void profile_trim_builder(struct builder *b)
+{
+	void **memos[] = {(void **)&b->stack_off,
+			  (void **)&b->stack_n,
+			  (void **)&b->str_memo,
+			  (void **)&b->stack_ok,
+			  (void **)&b->ls_ok,
+			  (void **)&b->ls_cgroup,
+			  (void **)&b->ls_ppid,
+			  (void **)&b->done,
+			  (void **)&b->sample_idx.slots,
+			  (void **)&b->loc_idx.slots,
+			  (void **)&b->map_idx.slots,
+			  (void **)&b->edges.slots,
+			  (void **)&b->pids.slots,
+			  (void **)&b->chunk_app};
+
+	for (size_t i = 0; i < sizeof(memos) / sizeof(memos[0]); i++) {
+		free(*memos[i]);
+		*memos[i] = NULL;
+	}
+	b->stack_cap = b->str_memo_cap = b->targets_cap = b->ls_ppid_cap = b->chunk_app_cap = 0;
+	b->ndone = b->done_cap = 0;
+	b->sample_idx = b->loc_idx = b->map_idx = (struct hidx){0};
+	b->edges = b->pids = (struct kset){0};
+	fr_decimator_fini(&b->dec);
+}
+
 int profile_reset_stack_memo(struct builder *b, uint32_t nstacks, uint32_t nstrings)
 {
 	b->last_ok = 0;

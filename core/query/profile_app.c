@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "core/store/chunk.h"
-#include "core/pprof/pprof.h"
 #include "core/query/profile_int.h"
+#include "core/query/profile_value.h"
 #include "core/util/grow.h"
 
 static uint64_t app_hash_of(void *ctx, uint32_t i)
@@ -162,7 +162,7 @@ bool profile_app_ok(const struct builder *b, const struct fr_chunk *c, uint32_t 
 	return app && b->apps[app - 1].ok;
 }
 
-size_t profile_app_labels(const struct builder *b, uint32_t app, struct fr_pprof_label *out,
+size_t profile_app_labels(const struct builder *b, uint32_t app, struct fr_profile_label *out,
 			  size_t max)
 {
 	const struct gapp *a;
@@ -172,9 +172,9 @@ size_t profile_app_labels(const struct builder *b, uint32_t app, struct fr_pprof
 		return 0;
 	a = &b->apps[app - 1];
 	for (uint32_t k = 0; k < a->n && n < max; k++, n++)
-		out[n] =
-			(struct fr_pprof_label){.key = b->strs[b->app_pairs[a->first + 2 * k]],
-						.str = b->strs[b->app_pairs[a->first + 2 * k + 1]]};
+		out[n] = (struct fr_profile_label){
+			.key = b->strs[b->app_pairs[a->first + 2 * k]],
+			.str = b->strs[b->app_pairs[a->first + 2 * k + 1]]};
 	return n;
 }
 

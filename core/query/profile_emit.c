@@ -17,8 +17,10 @@
 #include "core/symbols/dwarf_lines.h"
 #include "core/pprof/pprof.h"
 #include "core/query/profile_int.h"
+#include "core/query/profile_value.h"
 #include "core/store/sample.h"
 #include "core/symbols/symbols.h"
+#include "core/util/grow.h"
 #include "core/util/time.h"
 
 /* Adds a comment line to the pprof profile; folded output has none. */
@@ -58,14 +60,30 @@ static bool same_root(uint32_t pid, const char *self_ns)
  * keep their function names alone (as symbols.c bounds file reading). */
 #define LINES_BUDGET_NS (2 * FR_NS_PER_S)
 
+/* Appends to b->lines the function (name, sys, file) at source line
+ * `line`. Returns 0 or -ENOMEM. */
+static int add_line(struct builder *b, const char *name, const char *sys, const char *file,
+		    uint32_t line)
+{
+	int64_t n = profile_intern_str(b, name);
+	int64_t y = n < 0 ? n : profile_intern_str(b, sys);
+	int64_t f = y < 0 ? y : profile_intern_str(b, file ? file : "");
+
+	if (f < 0)
+		return -ENOMEM;
+	if (FR_GROW(b->lines, &b->lines_cap, b->nlines + 1, 256) < 0)
+		return -ENOMEM;
+	b->lines[b->nlines++] = (struct gline){(uint32_t)n, (uint32_t)y, (uint32_t)f, line};
+	return 0;
+}
+
 /* Gives user location `l`, named `name` from a symbol of the mapping's
  * file `m`, the lines its DWARF has for link-time address `elf_addr`:
  * inlined functions innermost first, then `name` at its line. Charges the
  * time to *spent_ns and does nothing once it passes LINES_BUDGET_NS.
  * Returns 0 (also without lines) or -ENOMEM. */
-static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lines *dw,
-		      struct gloc *l, struct gmap *m, uint64_t elf_addr, const char *name,
-		      const char *sysname, int64_t *spent_ns)
+static int user_lines(struct builder *b, struct fr_dwarf_lines *dw, struct gloc *l, struct gmap *m,
+		      uint64_t elf_addr, const char *name, const char *sysname, int64_t *spent_ns)
 {
 	struct fr_dwarf_frame fr[FR_DWARF_MAX_FRAMES];
 	int64_t t0;
@@ -87,20 +105,7 @@ static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lin
 	}
 	if (n <= 0 || !fr[0].file || !fr[0].line)
 		return 0;
-	if (b->nlines + (uint32_t)n > b->lines_cap) {
-		uint32_t cap = b->lines_cap ? 2 * b->lines_cap : 256;
-		struct fr_pprof_line *g;
-
-		while (cap < b->nlines + (uint32_t)n)
-			cap *= 2;
-		g = realloc(b->lines, cap * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		b->lines = g;
-		b->lines_cap = cap;
-	}
 	l->line0 = b->nlines;
-	l->nlines = (uint32_t)n;
 	for (int i = 0; i < n; i++) {
 		/* The outermost frame is the symbol's function, named as
 		 * everywhere else; an inlined one by its DWARF name. */
@@ -108,11 +113,10 @@ static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lin
 		const char *sys = i == n - 1 || !fr[i].function ? sysname : fn;
 		const char *file = fr[i].file ? fr[i].file : m->path;
 
-		b->lines[b->nlines++] = (struct fr_pprof_line){
-			.function_id = fr_pprof_function(p, fn, sys, file),
-			.line = fr[i].line,
-		};
+		if (add_line(b, fn, sys, file, (uint32_t)fr[i].line) < 0)
+			return -ENOMEM;
 	}
+	l->nlines = (uint32_t)n;
 	m->nlined++;
 	return 0;
 }
@@ -120,38 +124,100 @@ static int user_lines(struct builder *b, struct fr_pprof *p, struct fr_dwarf_lin
 /* The name of kernel location l into buf: the plain name, so that regexes
  * and -focus match a kernel function as they match a user one (pprof tells
  * kernel frames apart by their mapping, folded stacks by the suffix
- * flame-graph tools know). An address kallsyms does not name stays an
- * address; a user limited to their own processes gets no address (see
- * profile_emit()). Returns 0, or -1 when a pprof location is left without
- * a function. */
-static int kernel_name(struct builder *b, struct fr_symbols *syms, struct fr_pprof *p,
-		       struct gloc *l, char *buf, size_t len)
+ * flame-graph tools know: profile_emit_folded()). Returns 0, or -1 for an
+ * address kallsyms does not name. */
+static int kernel_name(struct builder *b, struct fr_symbols *syms, const struct gloc *l, char *buf,
+		       size_t len)
 {
 	const char *name = NULL;
 
-	if (syms && fr_symbols_kernel(syms, l->addr, &name) == 0) {
-		b->maps[KERNEL_MAP].has_functions = 1;
-		snprintf(buf, len, "%s%s", name, p ? "" : FR_PROFILE_KERNEL_SUFFIX);
-	} else if (p) {
-		l->function_id = 0;
+	if (!syms || fr_symbols_kernel(syms, l->addr, &name) < 0)
 		return -1;
-	} else if (b->req->targets.has_uid) {
-		snprintf(buf, len, "[unknown]" FR_PROFILE_KERNEL_SUFFIX);
-	} else {
-		snprintf(buf, len, "0x%" PRIx64 FR_PROFILE_KERNEL_SUFFIX, l->addr);
+	b->maps[KERNEL_MAP].has_functions = 1;
+	snprintf(buf, len, "%s", name);
+	return 0;
+}
+
+/* Names user location `l` on mapping `m` (seen by process m->pid through
+ * `root`, or as this process sees files when `root` is NULL) into `buf`,
+ * and `sys` when demangled; with `lines` also its DWARF lines, added to
+ * b->lines (then l->nlines is set). Returns 0 or -ENOMEM. */
+static int user_name(struct builder *b, struct fr_symbols *syms, struct gloc *l, struct gmap *m,
+		     const char *root, bool lines, int64_t *lines_ns, char *buf, size_t len,
+		     char *sys, size_t syslen)
+{
+	const char *name = NULL;
+	uint64_t elf_addr = 0;
+
+	m->nlocs++;
+	sys[0] = '\0';
+	if (syms)
+		fr_symbols_set_owner(syms, m->pid_uid);
+	if (!syms ||
+	    (fr_symbols_user(syms, root, m->path, m->bid, m->bid_len, m->start, m->pgoff, l->addr,
+			     &name, &elf_addr) != 0 &&
+	     fr_symbols_jit(syms, m->pid, m->pid_start_ns, !root, m->path, l->addr, &name) != 0)) {
+		const char *base = strrchr(m->path, '/');
+
+		snprintf(buf, len, "%s+0x%" PRIx64, base ? base + 1 : m->path,
+			 l->addr - m->start + m->pgoff);
+		return 0;
+	}
+	/* People read the demangled name; pprof keeps the symbol as
+	 * system_name */
+	if (fr_demangle(name, buf, len))
+		snprintf(sys, syslen, "%s", name);
+	else
+		snprintf(buf, len, "%s", name);
+	m->nsym++;
+	if (!lines)
+		return 0;
+	return user_lines(b, fr_symbols_user_dwarf(syms, root, m->path, m->bid, m->bid_len), l, m,
+			  elf_addr, buf, sys[0] ? sys : buf, lines_ns);
+}
+
+/* The name of a location on no mapping into buf. */
+static void other_name(const struct gloc *l, char *buf, size_t len)
+{
+	if (FR_FRAME_IS_MARK(l->addr))
+		/* Where the recorder's unwinding stopped, and why. */
+		snprintf(buf, len, "[truncated: %s]",
+			 fr_frame_mark_name(FR_FRAME_MARK_REASON(l->addr)));
+	else if (FR_FRAME_IS_NOTE(l->addr))
+		snprintf(buf, len, "%s", fr_frame_note_name(FR_FRAME_NOTE_OF(l->addr)));
+	else
+		snprintf(buf, len, "[unknown] 0x%" PRIx64, l->addr);
+}
+
+/* The file name and build id pprof gets for each mapping, interned. */
+static int name_maps(struct builder *b)
+{
+	for (uint32_t i = KERNEL_MAP; i < b->nmaps; i++) {
+		struct gmap *m = &b->maps[i];
+		char bid[2 * FR_BUILD_ID_MAX + 1] = "", file[256];
+		int64_t f = profile_intern_str(b, i == KERNEL_MAP ? FR_PROFILE_KERNEL_MAPPING
+								  : profile_map_file(m, file,
+										     sizeof(file)));
+		int64_t h = f < 0 ? f
+				  : profile_intern_str(b, m->bid_len
+								  ? fr_build_id_hex(m->bid,
+										    m->bid_len, bid)
+								  : "");
+
+		if (h < 0)
+			return -ENOMEM;
+		m->file_name = (uint32_t)f;
+		m->bid_hex = (uint32_t)h;
 	}
 	return 0;
 }
 
-/* Names every location. With `p`, functions are added to the profile as
- * found; without, the names are interned for the folded emitter.
- * Returns 0 or -ENOMEM. */
-int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms)
+int profile_symbolize(struct builder *b, const char *kallsyms)
 {
 	struct fr_symbols *syms = fr_symbols_new(kallsyms);
 	char buf[4200], sysbuf[FR_DEMANGLE_MAX_IN + 1], root[64];
 	uint32_t root_pid = UINT32_MAX;
-	bool root_same = false;
+	bool root_same = false, lines = b->req->format == FR_PROFILE_PPROF;
 	char self_ns[64] = "";
 	ssize_t n = readlink("/proc/self/ns/mnt", self_ns, sizeof(self_ns) - 1);
 	int64_t lines_ns = 0;
@@ -168,119 +234,110 @@ int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsym
 		fr_symbols_free(syms);
 		return -ENOMEM;
 	}
-
-	for (uint32_t i = 0; i < b->nlocs; i++) {
+	for (uint32_t i = 0; ret == 0 && i < b->nlocs; i++) {
 		struct gloc *l = &b->locs[i];
-		const char *name = NULL, *file = NULL, *sys = buf;
-		uint64_t elf_addr = 0;
+		const char *file = NULL;
 
+		sysbuf[0] = '\0';
 		if (l->map == KERNEL_MAP) {
 			file = FR_PROFILE_KERNEL_MAPPING;
-			if (kernel_name(b, syms, p, l, buf, sizeof(buf)) < 0)
+			if (kernel_name(b, syms, l, buf, sizeof(buf)) < 0)
 				continue;
 		} else if (l->map) {
 			struct gmap *m = &b->maps[l->map];
+
 			file = m->path;
 			if (m->pid != root_pid) {
 				root_pid = m->pid;
 				root_same = same_root(m->pid, self_ns);
 				snprintf(root, sizeof(root), "/proc/%u/root", m->pid);
 			}
-			m->nlocs++;
-			if (syms)
-				fr_symbols_set_owner(syms, m->pid_uid);
-			if (syms && (fr_symbols_user(syms, root_same ? NULL : root, m->path, m->bid,
-						     m->bid_len, m->start, m->pgoff, l->addr, &name,
-						     &elf_addr) == 0 ||
-				     fr_symbols_jit(syms, m->pid, m->pid_start_ns, root_same,
-						    m->path, l->addr, &name) == 0)) {
-				/* People read the demangled name; pprof keeps the
-				 * symbol as system_name */
-				if (fr_demangle(name, buf, sizeof(buf))) {
-					snprintf(sysbuf, sizeof(sysbuf), "%s", name);
-					sys = sysbuf;
-				} else {
-					snprintf(buf, sizeof(buf), "%s", name);
-				}
-				m->nsym++;
-				if (p &&
-				    user_lines(b, p,
-					       fr_symbols_user_dwarf(syms, root_same ? NULL : root,
-								     m->path, m->bid, m->bid_len),
-					       l, m, elf_addr, buf, sys, &lines_ns) < 0) {
-					ret = -ENOMEM;
-					break;
-				}
-				if (l->nlines)
-					continue;
-			} else {
-				const char *base = strrchr(m->path, '/');
-				snprintf(buf, sizeof(buf), "%s+0x%" PRIx64,
-					 base ? base + 1 : m->path, l->addr - m->start + m->pgoff);
-			}
-		} else if (FR_FRAME_IS_MARK(l->addr)) {
-			/* Where the recorder's unwinding stopped, and why. */
-			snprintf(buf, sizeof(buf), "[truncated: %s]",
-				 fr_frame_mark_name(FR_FRAME_MARK_REASON(l->addr)));
-		} else if (FR_FRAME_IS_NOTE(l->addr)) {
-			snprintf(buf, sizeof(buf), "%s",
-				 fr_frame_note_name(FR_FRAME_NOTE_OF(l->addr)));
+			ret = user_name(b, syms, l, m, root_same ? NULL : root, lines, &lines_ns,
+					buf, sizeof(buf), sysbuf, sizeof(sysbuf));
+			if (ret < 0 || l->nlines)
+				continue;
 		} else {
-			snprintf(buf, sizeof(buf), "[unknown] 0x%" PRIx64, l->addr);
+			other_name(l, buf, sizeof(buf));
 		}
-		if (p) {
-			l->function_id = fr_pprof_function(p, buf, sys, file);
-		} else {
-			int64_t idx = profile_intern_str(b, buf);
-			if (idx < 0) {
-				ret = -ENOMEM;
-				break;
-			}
-			l->name = (uint32_t)idx;
-		}
+		l->line0 = b->nlines;
+		ret = add_line(b, buf, sysbuf[0] ? sysbuf : buf, file, 0);
+		l->nlines = ret == 0;
 	}
 	fr_symbols_free(syms);
-	return ret;
-}
-
-/* The value of row `row` for event `e`: for cpu, kept samples times the
- * period (every kept sample stands for exactly 1e9/hz ns, and the total
- * stays a whole multiple of it); for the others, the scaled weights. */
-static int64_t cell_value(const struct builder *b, uint32_t row, uint32_t e)
-{
-	const struct gcell *cl = &b->cells[(size_t)row * b->nev + e];
-
-	if (b->ev[e].id == FR_EVENT_CPU && b->ev[e].target)
-		return (int64_t)cl->n * (FR_NS_PER_S / b->ev[e].target);
-	return (int64_t)cl->v;
+	return ret < 0 ? ret : name_maps(b);
 }
 
 /* Adds mapping i to the profile. */
 static void emit_map(struct builder *b, struct fr_pprof *p, uint32_t i)
 {
 	struct gmap *m = &b->maps[i];
-	char bid[2 * FR_BUILD_ID_MAX + 1], file[256];
 
-	m->pprof_id = fr_pprof_mapping(p, m->start, m->end, m->pgoff,
-				       profile_map_file(m, file, sizeof(file)),
-				       m->bid_len ? fr_build_id_hex(m->bid, m->bid_len, bid) : NULL,
+	m->pprof_id = fr_pprof_mapping(p, m->start, m->end, m->pgoff, b->strs[m->file_name],
+				       m->bid_len ? b->strs[m->bid_hex] : NULL,
 				       profile_map_flags(m));
 }
 
-void profile_emit(struct builder *b, struct fr_pprof *p)
+/* The functions of every location, in the order of the locations, into
+ * the profile: their ids by line, in *ids (NULL when out of memory). */
+static uint64_t *emit_functions(const struct builder *b, struct fr_pprof *p)
 {
-	uint64_t kmin = UINT64_MAX, kmax = 0;
-	uint64_t *ids = NULL;
+	uint64_t *ids = malloc(b->nlines ? b->nlines * sizeof(*ids) : 1);
+
+	for (uint32_t i = 0; ids && i < b->nlocs; i++) {
+		const struct gloc *l = &b->locs[i];
+
+		for (uint32_t j = l->line0; j < l->line0 + l->nlines; j++)
+			ids[j] = fr_pprof_function(p, b->strs[b->lines[j].name],
+						   b->strs[b->lines[j].sys],
+						   b->strs[b->lines[j].file]);
+	}
+	return ids;
+}
+
+/* Location `l` into the profile, its functions' ids by line in fids. */
+static uint64_t emit_location(const struct fr_profile *prof, struct fr_pprof *p,
+			      const struct gloc *l, const uint64_t *fids)
+{
+	const struct builder *b = &prof->b;
+	struct fr_pprof_line lines[FR_DWARF_MAX_FRAMES];
+	uint64_t addr = l->map == KERNEL_MAP && prof->req.targets.has_uid ? 0 : l->addr;
+	uint64_t map_id = l->map ? b->maps[l->map].pprof_id : 0;
+	uint32_t n = l->nlines < FR_DWARF_MAX_FRAMES ? l->nlines : FR_DWARF_MAX_FRAMES;
+
+	for (uint32_t j = 0; j < n; j++)
+		lines[j] = (struct fr_pprof_line){fids[l->line0 + j], b->lines[l->line0 + j].line};
+	return fr_pprof_location_lines(p, map_id, addr, lines, n);
+}
+
+/* Sample row `i` into the profile, its locations' ids in ids. */
+static void emit_sample(const struct fr_profile *prof, struct fr_pprof *p, uint32_t i,
+			const uint64_t *ids)
+{
+	struct fr_profile_sample s;
+	struct fr_pprof_label labels[FR_PROFILE_MAX_LABELS];
+	uint64_t locs[FR_MAX_FRAMES];
+	int64_t values[1 + FR_LIMIT_EVENTS];
+	uint32_t nlocs;
+
+	fr_profile_sample(prof, i, &s);
+	for (size_t k = 0; k < s.nlabels; k++)
+		labels[k] =
+			(struct fr_pprof_label){s.labels[k].key, s.labels[k].str, s.labels[k].num};
+	values[0] = (int64_t)s.count;
+	for (uint32_t e = 0; e < prof->b.nev; e++)
+		values[1 + e] = s.values[e];
+	nlocs = s.nlocs < FR_MAX_FRAMES ? s.nlocs : FR_MAX_FRAMES;
+	for (uint32_t j = 0; j < nlocs; j++)
+		locs[j] = ids[s.locs[j]];
+	fr_pprof_sample(p, locs, s.nlocs, values, 1 + prof->b.nev, labels, s.nlabels);
+}
+
+void profile_emit(struct fr_profile *prof, struct fr_pprof *p)
+{
+	struct builder *b = &prof->b;
+	uint64_t *ids = NULL, *fids = emit_functions(b, p);
 	uint32_t main_map = profile_main_map(b);
 
-	for (uint32_t i = 0; i < b->nlocs; i++) {
-		if (b->locs[i].map == KERNEL_MAP) {
-			if (b->locs[i].addr < kmin)
-				kmin = b->locs[i].addr;
-			if (b->locs[i].addr > kmax)
-				kmax = b->locs[i].addr;
-		}
-	}
 	/* First: readers take the first mapping for the profile's main
 	 * binary */
 	if (main_map)
@@ -289,58 +346,18 @@ void profile_emit(struct builder *b, struct fr_pprof *p)
 	for (uint32_t i = 2; i < b->nmaps; i++)
 		if (i != main_map && b->maps[i].nlocs)
 			emit_map(b, p, i);
-	/* A user limited to their own processes gets kernel names, not
-	 * kernel addresses (which would undo the kernel's address layout
-	 * randomization, as kptr_restrict hides them from /proc/kallsyms). */
-	if (b->req->targets.has_uid && kmin != UINT64_MAX)
-		kmin = kmax = 0;
 	/* Last, never the main binary */
-	if (kmin != UINT64_MAX)
-		b->maps[KERNEL_MAP].pprof_id = fr_pprof_mapping(p, kmin, kmax + 1, 0,
+	if (prof->kernel)
+		b->maps[KERNEL_MAP].pprof_id = fr_pprof_mapping(p, prof->kmin, prof->kmax + 1, 0,
 								FR_PROFILE_KERNEL_MAPPING, NULL,
 								b->maps[KERNEL_MAP].has_functions);
-	ids = malloc(b->nlocs ? b->nlocs * sizeof(*ids) : 1);
-	for (uint32_t i = 0; ids && i < b->nlocs; i++) {
-		const struct gloc *l = &b->locs[i];
-		uint64_t addr = l->map == KERNEL_MAP && b->req->targets.has_uid ? 0 : l->addr;
-
-		uint64_t map_id = l->map ? b->maps[l->map].pprof_id : 0;
-
-		ids[i] = l->nlines ? fr_pprof_location_lines(p, map_id, addr, b->lines + l->line0,
-							     l->nlines)
-				   : fr_pprof_location(p, map_id, addr, l->function_id);
-	}
-	for (uint32_t i = 0; ids && i < b->nsamples; i++) {
-		const struct gsample *s = &b->samples[i];
-		uint64_t locs[FR_MAX_FRAMES];
-		int64_t values[1 + FR_LIMIT_EVENTS];
-		struct fr_pprof_label labels[6 + FR_CHUNK_APP_PAIRS] = {
-			{.key = "pid", .num = s->pid},
-			{.key = "tid", .num = s->tid},
-			{.key = "comm", .str = b->strs[s->comm]},
-			{.key = "thread", .str = b->strs[s->thread]},
-		};
-		size_t nlabels = 4;
-		char cpu[12];
-
-		/* A string: pprof readers drop a numeric label of 0 (no unit),
-		 * and CPU 0 is a CPU like any other. */
-		if (b->req->cpu_label) {
-			snprintf(cpu, sizeof(cpu), "%u", s->cpu);
-			labels[nlabels++] = (struct fr_pprof_label){.key = "cpu", .str = cpu};
-		}
-		if (s->cgroup != NO_CGROUP)
-			labels[nlabels++] =
-				(struct fr_pprof_label){.key = "cgroup", .str = b->strs[s->cgroup]};
-		nlabels += profile_app_labels(b, s->app, labels + nlabels, FR_CHUNK_APP_PAIRS);
-		values[0] = (int64_t)s->count;
-		for (uint32_t e = 0; e < b->nev; e++)
-			values[1 + e] = cell_value(b, i, e);
-		for (uint32_t j = 0; j < s->nlocs && j < FR_MAX_FRAMES; j++)
-			locs[j] = ids[b->arena[s->locs + j]];
-		fr_pprof_sample(p, locs, s->nlocs, values, 1 + b->nev, labels, nlabels);
-	}
+	ids = fids ? malloc(b->nlocs ? b->nlocs * sizeof(*ids) : 1) : NULL;
+	for (uint32_t i = 0; ids && i < b->nlocs; i++)
+		ids[i] = emit_location(prof, p, &b->locs[i], fids);
+	for (uint32_t i = 0; ids && i < b->nsamples; i++)
+		emit_sample(prof, p, i, ids);
 	free(ids);
+	free(fids);
 }
 
 struct folded_line {
@@ -362,6 +379,43 @@ static char *put_frame(char *out, const char *s)
 	return out;
 }
 
+/* The name of each location in folded stacks, as indexes into strs: a
+ * kernel one with the suffix flame-graph tools know, its address when
+ * kallsyms does not name it (none in a profile limited to a uid); any
+ * other the function a symbol names. NULL when out of memory. */
+static uint32_t *folded_names(struct builder *b)
+{
+	uint32_t *names = calloc(b->nlocs ? b->nlocs : 1, sizeof(*names));
+	char buf[4200];
+
+	for (uint32_t i = 0; names && i < b->nlocs; i++) {
+		const struct gloc *l = &b->locs[i];
+		const char *name = l->nlines ? b->strs[b->lines[l->line0 + l->nlines - 1].name]
+					     : "";
+		int64_t idx;
+
+		if (l->map != KERNEL_MAP) {
+			idx = l->nlines ? b->lines[l->line0 + l->nlines - 1].name
+					: profile_intern_str(b, "");
+		} else {
+			if (l->nlines)
+				snprintf(buf, sizeof(buf), "%s" FR_PROFILE_KERNEL_SUFFIX, name);
+			else if (b->req->targets.has_uid)
+				snprintf(buf, sizeof(buf), "[unknown]" FR_PROFILE_KERNEL_SUFFIX);
+			else
+				snprintf(buf, sizeof(buf), "0x%" PRIx64 FR_PROFILE_KERNEL_SUFFIX,
+					 l->addr);
+			idx = profile_intern_str(b, buf);
+		}
+		if (idx < 0) {
+			free(names);
+			return NULL;
+		}
+		names[i] = (uint32_t)idx;
+	}
+	return names;
+}
+
 /* Writes the aggregate as folded stacks (see core/query/profile.h): the count of
  * a line is the kept samples of the first event, so rows with none of it
  * are left out. Samples that differ only in pid, tid, cpu or cgroup fold
@@ -370,11 +424,15 @@ static char *put_frame(char *out, const char *s)
 int profile_emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t *nlines)
 {
 	struct folded_line *v = calloc(b->nsamples ? b->nsamples : 1, sizeof(*v));
+	uint32_t *names = folded_names(b);
 	uint32_t n = 0;
 	int ret = 0;
 
-	if (!v)
+	if (!v || !names) {
+		free(v);
+		free(names);
 		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < b->nsamples; i++) {
 		const struct gsample *s = &b->samples[i];
 		const char *comm = b->strs[s->comm][0] ? b->strs[s->comm] : "[unknown]";
@@ -385,7 +443,7 @@ int profile_emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t
 		if (!count)
 			continue;
 		for (uint32_t j = 0; j < s->nlocs; j++)
-			len += 1 + strlen(b->strs[b->locs[b->arena[s->locs + j]].name]);
+			len += 1 + strlen(b->strs[names[b->arena[s->locs + j]]]);
 		t = v[n].text = malloc(len);
 		if (!t) {
 			ret = -ENOMEM;
@@ -397,7 +455,7 @@ int profile_emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t
 		 * reversed, it is root first with the kernel frames as leaves. */
 		for (uint32_t j = s->nlocs; j-- > 0;) {
 			*t++ = ';';
-			t = put_frame(t, b->strs[b->locs[b->arena[s->locs + j]].name]);
+			t = put_frame(t, b->strs[names[b->arena[s->locs + j]]]);
 		}
 		*t = '\0';
 	}
@@ -421,6 +479,7 @@ out:
 	for (uint32_t i = 0; i < n; i++)
 		free(v[i].text);
 	free(v);
+	free(names);
 	return ret;
 }
 

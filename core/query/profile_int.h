@@ -3,7 +3,9 @@
  * samples the request takes, their rates and downsampling;
  * core/query/profile_agg.c: the rows the kept samples aggregate into;
  * core/query/profile_emit.c: naming the frames and writing pprof or folded
- * stacks). Private to them; the profile's users include core/query/profile.h.
+ * stacks; core/query/profile_value.c: reading the aggregate as a value).
+ * Private to them; the profile's users include core/query/profile.h and
+ * core/query/profile_value.h.
  */
 #ifndef FR_CORE_PROFILE_INT_H
 #define FR_CORE_PROFILE_INT_H
@@ -58,17 +60,26 @@ struct gmap {
 	 * has_line_numbers and has_inline_frames when all are. */
 	uint32_t nnamed, nlined;
 	uint64_t pprof_id;
+	/* The file name and build id (hex, "" none) pprof gets: indexes
+	 * into strs, set once the locations are named. */
+	uint32_t file_name, bid_hex;
 	uint64_t hash;
+};
+
+/* One function of a location: name, system name and file (indexes into
+ * strs) and its source line (0: unknown). */
+struct gline {
+	uint32_t name, sys, file;
+	uint32_t line;
 };
 
 struct gloc {
 	uint32_t map; /* 0: no mapping */
 	uint64_t addr;
-	uint64_t function_id;
-	/* Lines from DWARF, innermost first: b->lines[line0, line0 + nlines);
-	 * none when the location has function_id alone. pprof output only. */
+	/* Its functions, innermost first: b->lines[line0, line0 + nlines):
+	 * inlined ones from DWARF (pprof output only) then the one named by
+	 * a symbol; none for an address nothing names. */
 	uint32_t line0, nlines;
-	uint32_t name; /* index into strs; folded output only */
 	uint64_t hash;
 };
 
@@ -114,7 +125,7 @@ struct gevent {
 
 struct builder {
 	const struct fr_profile_request *req;
-	struct fr_pprof_line *lines; /* of every location, see struct gloc */
+	struct gline *lines; /* of every location, see struct gloc */
 	uint32_t nlines, lines_cap;
 	struct gevent ev[FR_LIMIT_EVENTS];
 	uint32_t nev;
@@ -195,6 +206,9 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
  * `nstrings` strings. Returns 0 or -ENOMEM. */
 int profile_reset_stack_memo(struct builder *b, uint32_t nstacks, uint32_t nstrings);
 void profile_free_builder(struct builder *b);
+/* Frees what only aggregation uses (the per-chunk memos, the row and
+ * location indexes), keeping the aggregate. */
+void profile_trim_builder(struct builder *b);
 
 /* core/query/profile_app.c: the chunk's application label sets made the
  * profile's (before its samples are added); sample i's set; the pprof
@@ -202,7 +216,8 @@ void profile_free_builder(struct builder *b);
 int profile_app_chunk(struct builder *b, const struct fr_chunk *c);
 uint32_t profile_app_of(const struct builder *b, const struct fr_chunk *c, uint32_t i);
 bool profile_app_ok(const struct builder *b, const struct fr_chunk *c, uint32_t i);
-size_t profile_app_labels(const struct builder *b, uint32_t app, struct fr_pprof_label *out,
+struct fr_profile_label;
+size_t profile_app_labels(const struct builder *b, uint32_t app, struct fr_profile_label *out,
 			  size_t max);
 void profile_app_free(struct builder *b);
 
@@ -228,13 +243,33 @@ int profile_intern_exe(struct builder *b, const struct fr_chunk *c, const struct
  * -ENOMEM. */
 int profile_window_pids(const struct builder *b, const struct fr_chunk *c, struct kset *seen);
 
+/* A profile as a value (core/query/profile_value.h): the aggregate of a
+ * window, named, with what its emitters need besides. */
+struct fr_profile {
+	struct builder b;
+	/* The request, its strings the comments say copied; the symbol
+	 * sources and the stop callback cleared once it is built. */
+	struct fr_profile_request req;
+	char *version, *note, *pmu_note;
+	struct fr_profile_result res;
+	int64_t t0;			  /* where the profile starts (the ring may begin later) */
+	int64_t period;			  /* profile_period() */
+	uint32_t events[FR_LIMIT_EVENTS]; /* b.ev's ids */
+	/* Whether a location is on the kernel, and the kernel mapping's
+	 * span as pprof gets it (0, 0 in a profile limited to a uid). */
+	bool kernel;
+	uint64_t kmin, kmax;
+};
+
 /* core/query/profile_emit.c */
 struct fr_pprof *profile_pprof_new(const struct builder *b, int64_t t0, int64_t period,
 				   fr_write_fn sink, void *arg);
 void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_result *res,
 		      int64_t period);
-int profile_symbolize(struct builder *b, struct fr_pprof *p, const char *kallsyms);
-void profile_emit(struct builder *b, struct fr_pprof *p);
+/* Names every location (with DWARF lines for pprof output) and the
+ * mappings. Returns 0 or -ENOMEM. */
+int profile_symbolize(struct builder *b, const char *kallsyms);
+void profile_emit(struct fr_profile *prof, struct fr_pprof *p);
 /* profile_maps.c: the mappings as pprof gets them. The index of the
  * profile's main mapping (the target program's executable; 0: none), the
  * file name pprof gets for mapping `m` (in `buf` when rewritten), and its

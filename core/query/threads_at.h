@@ -80,4 +80,16 @@ int64_t fr_threads_at_last(struct fr_ring *r);
 int fr_threads_at_write(struct fr_ring *r, struct fr_profile_request *req, int64_t t, int fd,
 			size_t *nthreads, size_t *nprocs, char *err, size_t errlen);
 
+/* Decides which processes of an answer are shown as ps shows them: given
+ * its `n` distinct pids, sets hidden[i] non-zero for each to hide. */
+typedef void (*fr_threads_hide_fn)(void *arg, const uint32_t *pids, size_t n, int *hidden);
+
+/* fr_threads_at_write() with the threads of the processes `hide` (NULL:
+ * none; called once with `hide_arg`) hides cut down to pid, tid, thread
+ * and state, values 1 and 0: no waiting time, creator, stack or labels.
+ * *nhidden is the number of processes so hidden. */
+int fr_threads_at_write_hiding(struct fr_ring *r, struct fr_profile_request *req, int64_t t, int fd,
+			       fr_threads_hide_fn hide, void *hide_arg, size_t *nthreads,
+			       size_t *nprocs, size_t *nhidden, char *err, size_t errlen);
+
 #endif

@@ -48,13 +48,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/pprof/pprof.h"
-#include "core/pprof/pprof_copy.h"
-#include "core/pprof/pprof_read.h"
+#include "core/query/profile_value.h"
+#include "core/query/thread_sample.h"
 #include "core/query/threads_at.h"
 #include "core/store/chunk.h"
 #include "core/store/ring.h"
-#include "core/util/compress.h"
 #include "core/util/fs.h"
 #include "core/util/grow.h"
 #include "core/util/log.h"
@@ -67,9 +65,6 @@
 #include "recorder/requests/peer.h"
 
 #define THREADS_PROC "/proc"
-/* Most locations kept of one stack: kernel and user frames, each at most
- * FR_MAX_FRAMES, with inlined functions folded into their location. */
-#define THREADS_MAX_LOCS (4 * FR_MAX_FRAMES)
 
 struct thr {
 	uint32_t pid;
@@ -216,35 +211,29 @@ static void list_threads(struct listing *l)
 		qsort(l->thr, l->n, sizeof(*l->thr), by_tid);
 }
 
-/* Gives each listed thread its best offcpu and cpu rows of `pd`. */
-static void match_rows(struct listing *l, const struct fr_pprof_data *pd)
+/* Gives each listed thread its best offcpu and cpu rows of `p`. */
+static void match_rows(struct listing *l, const struct fr_profile *p)
 {
-	ssize_t coff = fr_pprof_data_column(pd, "offcpu"), ccpu = fr_pprof_data_column(pd, "cpu");
+	int coff = fr_profile_event_column(p, FR_EVENT_OFFCPU);
+	int ccpu = fr_profile_event_column(p, FR_EVENT_CPU);
+	struct fr_profile_sample s;
 
-	for (size_t i = 0; i < pd->nsamples; i++) {
-		const struct fr_pprof_rsample *s = &pd->samples[i];
-		struct thr key, *th = NULL;
-		int64_t v, pid = -1;
+	for (size_t i = 0; i < fr_profile_nsamples(p); i++) {
+		struct thr key, *th;
+		int64_t v;
 
-		for (size_t k = 0; k < s->nlabel; k++) {
-			const struct fr_pprof_rlabel *lb = &pd->labels[s->label + k];
-
-			if (strcmp(lb->key, "pid") == 0)
-				pid = lb->num;
-			if (strcmp(lb->key, "tid") == 0) {
-				key.t.tid = (uint32_t)lb->num;
-				th = bsearch(&key, l->thr, l->n, sizeof(*l->thr), by_tid);
-			}
-		}
+		fr_profile_sample(p, i, &s);
+		key.t.tid = s.tid;
+		th = bsearch(&key, l->thr, l->n, sizeof(*l->thr), by_tid);
 		/* A tid of the window may since be another process's. */
-		if (!th || th->pid != pid || th->hidden)
+		if (!th || th->pid != s.pid || th->hidden)
 			continue;
-		v = coff >= 0 ? pd->values[s->val + (size_t)coff] : 0;
+		v = coff >= 0 ? s.values[coff] : 0;
 		if (v > th->off_ns) {
 			th->off_ns = v;
 			th->off = (ssize_t)i;
 		}
-		v = ccpu >= 0 ? pd->values[s->val + (size_t)ccpu] : 0;
+		v = ccpu >= 0 ? s.values[ccpu] : 0;
 		if (v > th->cpu_n) {
 			th->cpu_n = v;
 			th->cpu = (ssize_t)i;
@@ -252,18 +241,15 @@ static void match_rows(struct listing *l, const struct fr_pprof_data *pd)
 	}
 }
 
-/* Builds the profile of the window for the listed processes and decodes
- * it into *out. Returns 0 or -errno (-EBUSY: no query memory). */
-static int window_profile(struct daemon *d, struct listing *l, struct fr_pprof_data **out,
-			  char *err, size_t errlen)
+/* Builds the profile of the window for the listed processes, as a value
+ * into *out. Returns 0 or -errno (-EBUSY: no query memory). */
+static int window_profile(struct daemon *d, struct listing *l, struct fr_profile **out, char *err,
+			  size_t errlen)
 {
 	struct fr_profile_request *preq = calloc(1, sizeof(*preq));
 	struct daemon_symbol_paths sp = {0};
 	struct fr_profile_result *res = calloc(1, sizeof(*res));
-	struct fr_membuf m = {0};
 	int64_t reserved = -1;
-	void *raw = NULL;
-	size_t rawlen;
 	int ret = -ENOMEM;
 
 	*out = NULL;
@@ -292,15 +278,11 @@ static int window_profile(struct daemon *d, struct listing *l, struct fr_pprof_d
 	}
 	if (daemon_symbol_paths(d, preq, &sp) < 0)
 		goto out;
-	ret = fr_profile_write(d->ring, preq, fr_membuf_sink, &m, res, err, errlen);
-	if (ret == 0 && (ret = fr_gunzip(m.p, m.len, &raw, &rawlen)) == 0)
-		ret = fr_pprof_read(raw, rawlen, out);
+	ret = fr_profile_build(d->ring, preq, out, res, err, errlen);
 out:
 	if (reserved >= 0)
 		daemon_query_release(d, preq->targets.has_uid, reserved);
 	daemon_symbol_paths_fini(&sp);
-	free(raw);
-	free(m.p);
 	free(res);
 	free(preq);
 	return ret;
@@ -398,22 +380,23 @@ static void wait_word(const struct fr_proc_thread *t, char *buf, size_t len)
 }
 
 /* A thread of a process the asker may not read: what ps shows of it. */
-static void emit_hidden(struct fr_pprof_copy *e, const struct thr *th, long tick_ns)
+static void emit_hidden(struct fr_thread_answer *a, const struct thr *th, long tick_ns)
 {
 	const struct fr_proc_thread *t = &th->t;
-	struct fr_pprof_label labels[5];
-	int64_t values[2] = {1, 0};
-	size_t nl = 0;
+	struct fr_thread_sample s = {
+		.pid = th->pid,
+		.tid = t->tid,
+		.thread = t->name,
+		.state = fr_proc_state_name(t->state),
+		.extra = {{.key = "cpu_ns", .num = (int64_t)t->ticks * tick_ns}},
+		.nextra = 1,
+		.row = -1,
+	};
 
-	labels[nl++] = (struct fr_pprof_label){.key = "pid", .num = th->pid};
-	labels[nl++] = (struct fr_pprof_label){.key = "tid", .num = t->tid};
-	labels[nl++] = (struct fr_pprof_label){.key = "thread", .str = t->name};
-	labels[nl++] = (struct fr_pprof_label){.key = "state", .str = fr_proc_state_name(t->state)};
-	labels[nl++] = (struct fr_pprof_label){.key = "cpu_ns", .num = (int64_t)t->ticks * tick_ns};
-	fr_pprof_sample(e->p, NULL, 0, values, 2, labels, nl);
+	fr_thread_answer_add(a, &s);
 }
 
-static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick_ns, int64_t now)
+static void emit_thread(struct fr_thread_answer *a, const struct thr *th, long tick_ns, int64_t now)
 {
 	const struct fr_proc_thread *t = &th->t;
 	/* /proc's R is running or runnable: the recorder's last seal found a
@@ -423,84 +406,63 @@ static void emit_thread(struct fr_pprof_copy *e, const struct thr *th, long tick
 	/* A running thread shows where it runs; any other where it blocked
 	 * (a runnable one where it was preempted or woke). */
 	int blocked = (t->state != 'R' || runnable) && th->off >= 0;
-	int waiting = (t->state != 'R' || runnable) && th->out_ns > 0 && th->out_ns <= now;
-	ssize_t row = blocked ? th->off : th->cpu;
-	struct fr_pprof_label labels[11 + FR_CHUNK_APP_PAIRS];
+	struct fr_thread_sample s = {
+		.pid = th->pid,
+		.tid = t->tid,
+		.thread = t->name,
+		.state = runnable ? "runnable" : fr_proc_state_name(t->state),
+		.extra = {{.key = "cpu_ns", .num = (int64_t)t->ticks * tick_ns}},
+		.nextra = 1,
+		.waiting = (t->state != 'R' || runnable) && th->out_ns > 0 && th->out_ns <= now,
+		.waiting_ns = now - th->out_ns,
+		.creator = th->creator,
+		.row = blocked ? th->off : th->cpu,
+		.stack = runnable  ? "runnable"
+			 : blocked ? "blocked"
+				   : "on-cpu",
+	};
 	char wait[64], sys[32] = "";
-	uint64_t locs[THREADS_MAX_LOCS];
-	int64_t values[2] = {1, waiting ? now - th->out_ns : 0};
-	size_t nl = 0, nlocs = 0;
 
 	wait_word(t, wait, sizeof(wait));
 	if (t->syscall >= 0)
 		snprintf(sys, sizeof(sys), "%lld", (long long)t->syscall);
-	labels[nl++] = (struct fr_pprof_label){.key = "pid", .num = th->pid};
-	labels[nl++] = (struct fr_pprof_label){.key = "tid", .num = t->tid};
-	labels[nl++] = (struct fr_pprof_label){.key = "thread", .str = t->name};
-	labels[nl++] = (struct fr_pprof_label){.key = "state",
-					       .str = runnable ? "runnable"
-							       : fr_proc_state_name(t->state)};
-	labels[nl++] = (struct fr_pprof_label){.key = "cpu_ns", .num = (int64_t)t->ticks * tick_ns};
 	if (wait[0])
-		labels[nl++] = (struct fr_pprof_label){.key = "wait", .str = wait};
+		s.extra[s.nextra++] = (struct fr_profile_label){.key = "wait", .str = wait};
 	if (sys[0])
-		labels[nl++] = (struct fr_pprof_label){.key = "syscall", .str = sys};
+		s.extra[s.nextra++] = (struct fr_profile_label){.key = "syscall", .str = sys};
 	if (t->wchan[0] && t->state != 'R')
-		labels[nl++] = (struct fr_pprof_label){.key = "wchan", .str = t->wchan};
-	if (waiting)
-		labels[nl++] = (struct fr_pprof_label){.key = "waiting_ns", .num = values[1]};
-	if (th->creator)
-		labels[nl++] = (struct fr_pprof_label){.key = "creator", .num = th->creator};
-	if (row >= 0) {
-		const struct fr_pprof_rsample *s = &e->pd->samples[row];
-
-		labels[nl++] = (struct fr_pprof_label){.key = "stack",
-						       .str = runnable	? "runnable"
-							      : blocked ? "blocked"
-									: "on-cpu"};
-		/* What it worked for there: the row's application labels. */
-		nl += fr_pprof_copy_app_labels(e->pd, s, labels + nl, FR_CHUNK_APP_PAIRS);
-		for (; nlocs < s->nloc && nlocs < THREADS_MAX_LOCS; nlocs++)
-			locs[nlocs] = fr_pprof_copy_location(e, e->pd->sample_locs[s->loc + nlocs]);
-	}
-	fr_pprof_sample(e->p, locs, nlocs, values, 2, labels, nl);
+		s.extra[s.nextra++] = (struct fr_profile_label){.key = "wchan", .str = t->wchan};
+	fr_thread_answer_add(a, &s);
 }
 
-/* Writes the answer into `fd`: one sample per listed thread. Returns 0 or
- * -errno; *bytes is the size written. */
-static int write_answer(struct listing *l, const struct fr_pprof_data *pd, int fd, int64_t now,
+/* Writes the answer into `fd`: one sample per listed thread, its stack
+ * from `p` (NULL: none). Returns 0 or -errno; *bytes is the size
+ * written. */
+static int write_answer(struct listing *l, const struct fr_profile *p, int fd, int64_t now,
 			uint64_t *bytes)
 {
-	static const struct fr_pprof_data empty;
-	struct fr_pprof_copy e = {.pd = pd ? pd : &empty};
+	struct fr_thread_answer *a;
 	long tick = sysconf(_SC_CLK_TCK);
 	char line[160];
 	int ret = -ENOMEM;
 
-	e.p = fr_pprof_new(6, fr_fd_sink, &fd);
-	e.loc_ids = calloc(e.pd->nlocations + 1, sizeof(*e.loc_ids));
-	e.map_ids = calloc(e.pd->nmappings + 1, sizeof(*e.map_ids));
-	if (!e.p || !e.loc_ids || !e.map_ids)
-		goto out;
-	fr_pprof_sample_type(e.p, "threads", "count");
-	fr_pprof_sample_type(e.p, "waiting", "nanoseconds");
-	fr_pprof_default_sample_type(e.p, "threads");
-	fr_pprof_time(e.p, now, THREADS_WINDOW_NS);
 	snprintf(line, sizeof(line),
 		 "flightrec threads: state from /proc now; waiting from the recorder's open waits; "
 		 "stacks from the last %lld s of the ring",
 		 (long long)(THREADS_WINDOW_NS / FR_NS_PER_S));
-	fr_pprof_comment(e.p, line);
+	a = fr_thread_answer_new(fd, p, now, THREADS_WINDOW_NS, line);
+	if (!a)
+		goto out;
 	qsort(l->thr, l->n, sizeof(*l->thr), by_pid_tid);
 	for (size_t i = 0; i < l->n; i++) {
 		long tick_ns = tick > 0 ? (long)(FR_NS_PER_S / tick) : 10000000L;
 
 		if (l->thr[i].hidden)
-			emit_hidden(&e, &l->thr[i], tick_ns);
+			emit_hidden(a, &l->thr[i], tick_ns);
 		else
-			emit_thread(&e, &l->thr[i], tick_ns, now);
+			emit_thread(a, &l->thr[i], tick_ns, now);
 	}
-	ret = fr_pprof_finish(e.p);
+	ret = fr_thread_answer_finish(a);
 out:
 	*bytes = 0;
 	if (ret == 0) {
@@ -509,9 +471,7 @@ out:
 		if (fstat(fd, &st) == 0)
 			*bytes = (uint64_t)st.st_size;
 	}
-	fr_pprof_free(e.p);
-	free(e.loc_ids);
-	free(e.map_ids);
+	fr_thread_answer_free(a);
 	return ret;
 }
 
@@ -616,7 +576,7 @@ out:
 static int threads_now(struct daemon *d, struct listing *l, int fd, struct fr_ipc_call *call,
 		       struct fr_ipc_threads_reply *r)
 {
-	struct fr_pprof_data *pd = NULL;
+	struct fr_profile *pd = NULL;
 	int64_t now = fr_now_real_ns();
 	char err[512] = "";
 	int ret = 0;
@@ -651,7 +611,7 @@ static int threads_now(struct daemon *d, struct listing *l, int fd, struct fr_ip
 	r->threads = l->n;
 	warn(d, l, r);
 out:
-	fr_pprof_data_free(pd);
+	fr_profile_free(pd);
 	return ret;
 }
 

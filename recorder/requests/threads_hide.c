@@ -17,64 +17,24 @@
  */
 #include "recorder/daemon_int.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/pprof/pprof.h"
-#include "core/pprof/pprof_copy.h"
-#include "core/pprof/pprof_read.h"
 #include "core/query/threads_at.h"
 #include "core/store/chunk.h"
 #include "core/store/ring.h"
-#include "core/util/compress.h"
-#include "core/util/fs.h"
 #include "recorder/tracking/proc_threads.h"
 #include "recorder/requests/threads.h"
 
 /* The pids of an answer, each with whether it is hidden. */
 struct hide_pids {
-	uint32_t *pid;
+	const uint32_t *pid;
 	int *hidden;
 	size_t n;
 };
-
-static int has_pid(const struct hide_pids *h, uint32_t pid)
-{
-	for (size_t i = 0; i < h->n; i++)
-		if (h->pid[i] == pid)
-			return 1;
-	return 0;
-}
-
-/* The "pid" label of sample `s`, or -1. */
-static int64_t sample_pid(const struct fr_pprof_data *pd, const struct fr_pprof_rsample *s)
-{
-	for (size_t k = 0; k < s->nlabel; k++)
-		if (strcmp(pd->labels[s->label + k].key, "pid") == 0)
-			return pd->labels[s->label + k].num;
-	return -1;
-}
-
-/* The distinct pids of the answer's samples into *h. */
-static int collect_pids(const struct fr_pprof_data *pd, struct hide_pids *h)
-{
-	h->pid = calloc(pd->nsamples + 1, sizeof(*h->pid));
-	h->hidden = calloc(pd->nsamples + 1, sizeof(*h->hidden));
-	if (!h->pid || !h->hidden)
-		return -ENOMEM;
-	for (size_t i = 0; i < pd->nsamples; i++) {
-		int64_t pid = sample_pid(pd, &pd->samples[i]);
-
-		if (pid > 0 && pid <= UINT32_MAX && !has_pid(h, (uint32_t)pid))
-			h->pid[h->n++] = (uint32_t)pid;
-	}
-	return 0;
-}
 
 /* Whether the file at `exe` now runs with credentials other than
  * (uid, gid): set-user-ID of another owner, set-group-ID of another group. */
@@ -116,129 +76,41 @@ static void judge_exes(struct fr_ring *ring, int64_t at, struct hide_pids *h, ui
 	free(refs);
 }
 
-static int is_hidden(const struct hide_pids *h, int64_t pid)
+/* Who asks, and when. */
+struct asker {
+	struct fr_ring *ring;
+	int64_t at;
+	uint32_t uid, gid;
+};
+
+/* fr_threads_hide_fn: a process is hidden when it runs now and the kernel
+ * hides it from the asker, or when its executable is set-ID. */
+static void hide(void *arg, const uint32_t *pids, size_t n, int *hidden)
 {
-	for (size_t i = 0; i < h->n; i++)
-		if (h->pid[i] == pid)
-			return h->hidden[i];
-	return 0;
-}
+	const struct asker *a = arg;
+	struct hide_pids h = {.pid = pids, .hidden = hidden, .n = n};
 
-/* Sample `s` of `e->pd` into e->p: whole, or for a hidden process its
- * pid, tid, thread and state alone. */
-static void copy_sample(struct fr_pprof_copy *e, const struct fr_pprof_rsample *s, int hidden)
-{
-	static const char *const ps_keys[] = {"pid", "tid", "thread", "state"};
-	const struct fr_pprof_data *pd = e->pd;
-	struct fr_pprof_label labels[64];
-	uint64_t locs[4 * FR_MAX_FRAMES];
-	int64_t values[8] = {0};
-	size_t nl = 0, nlocs = 0, nv = pd->ntypes < 8 ? pd->ntypes : 8;
+	for (size_t i = 0; i < n; i++) {
+		char path[64];
 
-	for (size_t k = 0; k < s->nlabel && nl < 64; k++) {
-		const struct fr_pprof_rlabel *lb = &pd->labels[s->label + k];
-		int keep = !hidden;
-
-		for (size_t j = 0; hidden && j < sizeof(ps_keys) / sizeof(*ps_keys); j++)
-			keep |= strcmp(lb->key, ps_keys[j]) == 0;
-		if (keep)
-			labels[nl++] = (struct fr_pprof_label){lb->key, lb->str, lb->num};
+		if (!pids[i])
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u", pids[i]);
+		hidden[i] = access(path, F_OK) == 0 &&
+			    !fr_proc_may_read("/proc", pids[i], a->uid, a->gid);
 	}
-	for (size_t v = 0; v < nv; v++)
-		values[v] = hidden ? v == 0 : pd->values[s->val + v];
-	for (; !hidden && nlocs < s->nloc && nlocs < sizeof(locs) / sizeof(*locs); nlocs++)
-		locs[nlocs] = fr_pprof_copy_location(e, pd->sample_locs[s->loc + nlocs]);
-	fr_pprof_sample(e->p, locs, nlocs, values, nv, labels, nl);
-}
-
-/* Writes `pd` into `fd` with the hidden processes cut down. */
-static int rewrite(const struct fr_pprof_data *pd, const struct hide_pids *h, int fd)
-{
-	struct fr_pprof_copy e = {.pd = pd};
-	int ret = -ENOMEM;
-
-	e.p = fr_pprof_new(6, fr_fd_sink, &fd);
-	e.loc_ids = calloc(pd->nlocations + 1, sizeof(*e.loc_ids));
-	e.map_ids = calloc(pd->nmappings + 1, sizeof(*e.map_ids));
-	if (!e.p || !e.loc_ids || !e.map_ids)
-		goto out;
-	for (size_t i = 0; i < pd->ntypes; i++)
-		fr_pprof_sample_type(e.p, pd->types[i].type, pd->types[i].unit);
-	if (pd->default_type >= 0)
-		fr_pprof_default_sample_type(e.p, pd->types[pd->default_type].type);
-	fr_pprof_time(e.p, pd->time_nanos, pd->duration_nanos);
-	for (size_t i = 0; i < pd->ncomments; i++)
-		fr_pprof_comment(e.p, pd->comments[i]);
-	for (size_t i = 0; i < pd->nsamples; i++)
-		copy_sample(&e, &pd->samples[i], is_hidden(h, sample_pid(pd, &pd->samples[i])));
-	ret = fr_pprof_finish(e.p);
-out:
-	fr_pprof_free(e.p);
-	free(e.loc_ids);
-	free(e.map_ids);
-	return ret;
-}
-
-/* The whole of `fd` (a memfd the answer was written to), gunzipped and
- * decoded. */
-static int read_back(int fd, struct fr_pprof_data **pd)
-{
-	struct stat st;
-	void *gz = NULL, *raw = NULL;
-	size_t rawlen;
-	ssize_t got;
-	int ret;
-
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	gz = malloc((size_t)st.st_size + 1);
-	if (!gz)
-		return -ENOMEM;
-	got = fr_pread_full(fd, gz, (size_t)st.st_size, 0);
-	ret = got < 0 ? (int)got : got != st.st_size ? -EIO : 0;
-	if (ret == 0)
-		ret = fr_gunzip(gz, (size_t)st.st_size, &raw, &rawlen);
-	if (ret == 0)
-		ret = fr_pprof_read(raw, rawlen, pd);
-	free(gz);
-	free(raw);
-	return ret;
+	judge_exes(a->ring, a->at, &h, a->uid, a->gid);
 }
 
 int daemon_threads_at_hide(struct daemon *d, struct fr_profile_request *preq, int64_t at, int fd,
 			   uint32_t uid, uint32_t gid, size_t *nthreads, size_t *nprocs,
 			   size_t *nhidden, char *err, size_t errlen)
 {
-	struct fr_pprof_data *pd = NULL;
-	struct hide_pids h = {0};
-	int mfd = memfd_create("flightrec-threads-at", MFD_CLOEXEC), ret;
+	struct asker a = {.ring = d->ring, .at = at, .uid = uid, .gid = gid};
+	int ret = fr_threads_at_write_hiding(d->ring, preq, at, fd, hide, &a, nthreads, nprocs,
+					     nhidden, err, errlen);
 
-	*nhidden = 0;
-	if (mfd < 0)
-		return -errno;
-	ret = fr_threads_at_write(d->ring, preq, at, mfd, nthreads, nprocs, err, errlen);
-	if (ret == 0)
-		ret = read_back(mfd, &pd);
-	if (ret == 0)
-		ret = collect_pids(pd, &h);
-	if (ret == 0) {
-		for (size_t i = 0; i < h.n; i++) {
-			char path[64];
-
-			snprintf(path, sizeof(path), "/proc/%u", h.pid[i]);
-			h.hidden[i] = access(path, F_OK) == 0 &&
-				      !fr_proc_may_read("/proc", h.pid[i], uid, gid);
-		}
-		judge_exes(d->ring, at, &h, uid, gid);
-		for (size_t i = 0; i < h.n; i++)
-			*nhidden += h.hidden[i];
-		ret = rewrite(pd, &h, fd);
-	}
 	if (ret < 0 && !err[0])
 		snprintf(err, errlen, "cannot write the answer: %s", strerror(-ret));
-	fr_pprof_data_free(pd);
-	free(h.pid);
-	free(h.hidden);
-	close(mfd);
 	return ret;
 }

@@ -7,13 +7,21 @@
  *            ClickHouse rows at 19 Hz (fr_export_batch_build), stacks
  *            shipped once (marked as in the exporter after each batch)
  *
- * and the rows' size as JSONEachRow and gzip'ed on the wire, per sample.
+ * and the rows' size as JSONEachRow and gzip'ed on the wire, per sample,
+ * with an FNV-1a digest of the rows (the same stream gives the same rows:
+ * two builds compare by it). With a fifth argument "export", the attach
+ * is left out, so the peak resident size the run ends with is the
+ * export's (printed with the one the ring's filling left). The stream
+ * ends now, or at FR_BENCH_END (Unix seconds) when set, for two builds to
+ * read the same samples.
  *
- *   bench_export [HZ] [CPUS] [WINDOW_S] [BATCH_S]
+ *   bench_export [HZ] [CPUS] [WINDOW_S] [BATCH_S] [export]
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +30,7 @@
 #include "core/store/chunk.h"
 #include "core/store/ring.h"
 #include "core/util/compress.h"
+#include "core/util/hash.h"
 #include "core/util/log.h"
 #include "core/util/time.h"
 #include "synth.h"
@@ -39,6 +48,28 @@ static int count_sink(void *arg, const void *buf, size_t len)
 {
 	*(uint64_t *)arg += len;
 	return 0;
+}
+
+/* The attach's bytes, counted and digested. */
+struct digest_sink {
+	uint64_t bytes, digest;
+};
+
+static int digest_sink(void *arg, const void *buf, size_t len)
+{
+	struct digest_sink *d = arg;
+
+	d->bytes += len;
+	d->digest = fr_fnv1a(d->digest, buf, len);
+	return 0;
+}
+
+/* The process's peak resident size so far, KiB. */
+static long peak_kib(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
 }
 
 static struct fr_ring *fill(const char *path, uint32_t hz, uint32_t cpus, int64_t t, int64_t end)
@@ -73,10 +104,15 @@ int main(int argc, char **argv)
 	struct fr_profile_request req = {0};
 	struct fr_export_req ereq = {0};
 	struct fr_profile_result res;
-	uint64_t rows = 0, kept = 0, text = 0, wire = 0, pprof = 0;
+	uint64_t rows = 0, kept = 0, text = 0, wire = 0, digest = 0;
+	struct digest_sink attach = {0};
+	int export_only = argc > 5 && strcmp(argv[5], "export") == 0;
 	double best_a = 1e9, best_e = 1e9;
 	struct fr_ring *ring;
+	long filled_kib;
 
+	if (getenv("FR_BENCH_END"))
+		end = atoll(getenv("FR_BENCH_END")) * SEC;
 	end -= end % (batch_s * SEC);
 	t0 = end - window_s * SEC;
 	if (!mkdtemp(dir))
@@ -85,6 +121,7 @@ int main(int argc, char **argv)
 	ring = fill(path, hz, cpus, t0, end);
 	if (!ring)
 		return 1;
+	filled_kib = peak_kib();
 	req.t0 = t0;
 	req.t1 = end;
 	req.hz = 19;
@@ -95,8 +132,10 @@ int main(int argc, char **argv)
 		struct fr_export_seen *seen = fr_export_seen_new(65536);
 		double a = now(), d;
 
-		pprof = 0;
-		if (fr_profile_write(ring, &req, count_sink, &pprof, &res, err, sizeof(err)) < 0) {
+		attach = (struct digest_sink){0, FR_FNV_OFFSET};
+		memset(&res, 0, sizeof(res));
+		if (!export_only && fr_profile_write(ring, &req, digest_sink, &attach, &res, err,
+						     sizeof(err)) < 0) {
 			fprintf(stderr, "%s\n", err);
 			return 1;
 		}
@@ -104,6 +143,7 @@ int main(int argc, char **argv)
 		best_a = d < best_a ? d : best_a;
 		a = now();
 		rows = kept = text = wire = 0;
+		digest = FR_FNV_OFFSET;
 		for (int64_t t = t0; t < end; t += batch_s * SEC) {
 			struct fr_export_batch b;
 			struct fr_gzip *g;
@@ -118,6 +158,9 @@ int main(int argc, char **argv)
 			rows += b.rows;
 			kept += b.samples_kept;
 			text += b.samples.len + b.stacks.len;
+			digest = fr_fnv1a(fr_fnv1a(digest, b.stacks.p ? b.stacks.p : "",
+						   b.stacks.len),
+					  b.samples.p ? b.samples.p : "", b.samples.len);
 			/* What goes on the wire: both inserts gzip'ed at level 1. */
 			g = fr_gzip_new(1, count_sink, &wire);
 			fr_gzip_write(g, b.stacks.p ? b.stacks.p : "", b.stacks.len);
@@ -135,14 +178,20 @@ int main(int argc, char **argv)
 	}
 	printf("%llds at %u Hz x %u CPUs, exported at 19 Hz in %llds batches\n",
 	       (long long)window_s, hz, cpus, (long long)batch_s);
-	printf("attach: %llu samples, %.1f ms (best of 5), %llu bytes of pprof.gz\n",
-	       (unsigned long long)res.samples_kept, best_a * 1e3, (unsigned long long)pprof);
+	if (!export_only)
+		printf("attach: %llu samples, %.1f ms (best of 5), %llu bytes of pprof.gz, digest %016llx\n",
+		       (unsigned long long)res.samples_kept, best_a * 1e3,
+		       (unsigned long long)attach.bytes, (unsigned long long)attach.digest);
 	printf("export: %llu samples in %llu rows, %.1f ms (best of 5), %llu bytes of JSON, "
 	       "%llu gzip'ed (%.1f bytes/sample on the wire)\n",
 	       (unsigned long long)kept, (unsigned long long)rows, best_e * 1e3,
 	       (unsigned long long)text, (unsigned long long)wire,
 	       kept ? (double)wire / (double)kept : 0.0);
-	printf("export / attach time: %.2f\n", best_e / best_a);
+	printf("rows digest: %016llx\n", (unsigned long long)digest);
+	if (!export_only)
+		printf("export / attach time: %.2f\n", best_e / best_a);
+	printf("peak resident: %ld KiB after filling the ring, %ld KiB at the end\n", filled_kib,
+	       peak_kib());
 	fr_ring_close(ring);
 	unlink(path);
 	rmdir(dir);

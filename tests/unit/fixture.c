@@ -307,6 +307,30 @@ void test_ring_done(struct fr_ring *r)
 	free(path);
 }
 
+/* A ring where db's main thread has the kernel stack and its thread 1 a
+ * kernel stack whose leaf kallsyms does not name (db runs as uid 0). */
+struct fr_ring *test_kernel_ring(const char *name)
+{
+	struct fr_ring *r = test_ring_create(name);
+	struct stack saved = stacks[ST_OTHER];
+	struct writer w;
+	int64_t t = T0 + SEC;
+
+	if (!r)
+		return NULL;
+	stacks[ST_OTHER] = stacks[ST_KERNEL];
+	stacks[ST_OTHER].ips[0] = KADDR_UNNAMED;
+	w_init(&w, r);
+	for (uint32_t i = 0; i < 3; i++) {
+		w_add(&w, t += 1000, PID_DB, PID_DB, i, 99, ST_KERNEL);
+		w_add(&w, t += 1000, PID_APP, PID_APP, i, 99, ST_USER);
+	}
+	w_add(&w, t += 1000, PID_DB, TID(PID_DB, 1), 0, 99, ST_OTHER);
+	w_fini(&w);
+	stacks[ST_OTHER] = saved;
+	return r;
+}
+
 void w_init(struct writer *w, struct fr_ring *ring)
 {
 	w->ring = ring;

@@ -92,6 +92,13 @@ struct writer {
 struct fr_ring *test_ring_create(const char *name);
 /* Closes and deletes a ring; accepts NULL. */
 void test_ring_done(struct fr_ring *r);
+/* Below _text of the fake kallsyms: no kernel function holds it. */
+#define KADDR_UNNAMED 0xffffffff80000010ull
+/* A new ring (as test_ring_create()) where db's main thread has the
+ * kernel stack and app's the user stack, once on each of CPUs 0..2, and
+ * db's thread 1 a kernel stack whose leaf is KADDR_UNNAMED (db runs as
+ * uid 0). */
+struct fr_ring *test_kernel_ring(const char *name);
 void w_init(struct writer *w, struct fr_ring *ring);
 /* Seals the samples added so far into a chunk appended to the ring. */
 void w_seal(struct writer *w);

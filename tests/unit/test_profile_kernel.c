@@ -13,9 +13,6 @@
 
 #include "tests/unit/fixture.h"
 
-/* Below _text of the fake kallsyms: no kernel function holds it. */
-#define KADDR_UNNAMED 0xffffffff80000010ull
-
 /* The mapping of location `loc` (an index + 1, as in struct rsample), or
  * NULL when it names none. */
 static const struct fr_pprof_rmapping *loc_mapping(const struct raw *r, uint32_t loc)
@@ -43,30 +40,6 @@ static void check_sample_mappings(const struct raw *r, const struct rsample *s, 
 		      FR_PROFILE_KERNEL_MAPPING);
 }
 
-/* A ring where db's main thread has the kernel stack and its thread 1 a
- * kernel stack whose leaf kallsyms does not name (db runs as uid 0). */
-static struct fr_ring *kernel_ring(const char *name)
-{
-	struct fr_ring *r = test_ring_create(name);
-	struct stack saved = stacks[ST_OTHER];
-	struct writer w;
-	int64_t t = T0 + SEC;
-
-	if (!r)
-		return NULL;
-	stacks[ST_OTHER] = stacks[ST_KERNEL];
-	stacks[ST_OTHER].ips[0] = KADDR_UNNAMED;
-	w_init(&w, r);
-	for (uint32_t i = 0; i < 3; i++) {
-		w_add(&w, t += 1000, PID_DB, PID_DB, i, 99, ST_KERNEL);
-		w_add(&w, t += 1000, PID_APP, PID_APP, i, 99, ST_USER);
-	}
-	w_add(&w, t += 1000, PID_DB, TID(PID_DB, 1), 0, 99, ST_OTHER);
-	w_fini(&w);
-	stacks[ST_OTHER] = saved;
-	return r;
-}
-
 /* The sample of db's thread 1, whose kernel leaf has no name: a location
  * with no function, at `addr`, on the kernel mapping. */
 static void check_unnamed(const struct raw *r, uint64_t addr, const char *what)
@@ -91,7 +64,7 @@ static void check_unnamed(const struct raw *r, uint64_t addr, const char *what)
  * function anywhere carries the old "[k] " prefix. */
 static void test_pprof(void)
 {
-	struct fr_ring *r = kernel_ring("kernel-pprof");
+	struct fr_ring *r = test_kernel_ring("kernel-pprof");
 	struct fr_profile_request q;
 	struct fr_profile_result res;
 	struct out o;
@@ -147,7 +120,7 @@ static void test_folded(void)
 		"frk_do_sys_read_[k];%s_[k] 1\n"
 		"frtest-db;frtest_root;frtest_middle;frtest_leaf;frk_entry_syscall_[k];"
 		"frk_do_sys_read_[k];frk_schedule_[k] 3\n";
-	struct fr_ring *r = kernel_ring("kernel-folded");
+	struct fr_ring *r = test_kernel_ring("kernel-folded");
 	struct fr_profile_request q;
 	struct fr_profile_result res;
 	struct out o;

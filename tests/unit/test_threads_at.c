@@ -7,9 +7,12 @@
  * with the samples since the previous seal and the records of the threads
  * blocked at the seal, as the recorder writes them. */
 
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/query/threads_at.h"
 #include "core/store/chunk.h"
@@ -241,6 +244,71 @@ static void test_last(struct fr_ring *r)
 	CHECK(last == T0 + 9500 * MS, "last seal at %+" PRId64 " ms", (last - T0) / MS);
 }
 
+/* fr_threads_hide_fn of test_answer(): hides app, and checks it is given
+ * each process once, sorted. */
+static void hide_app(void *arg, const uint32_t *pids, size_t n, int *hidden)
+{
+	int *calls = arg;
+
+	(*calls)++;
+	CHECK(n == 2 && pids[0] == PID_APP && pids[1] == PID_DB, "hide is given %zu pids", n);
+	for (size_t i = 0; i < n; i++)
+		hidden[i] = pids[i] == PID_APP;
+}
+
+/* The answer at 3.6 s of db and app, written and read back: A blocked
+ * where its wait's records put it, with its waiting time; W on the CPU
+ * on its stack; with app hidden, W cut down to what ps shows. */
+static void test_answer(struct fr_ring *r)
+{
+	static const struct fr_targets both = {.npids = 2, .pids = {PID_DB, PID_APP}};
+	int64_t t = T0 + 3600 * MS;
+	char path[512], l1[64], l2[64], waiting[64];
+
+	for (int hidden = 0; hidden < 2; hidden++) {
+		struct fr_profile_request req = {.targets = both, .kallsyms = kallsyms_path};
+		const char *a[] = {label(l1, sizeof(l1), "tid", TA), "state:[blocked]",
+				   "stack:[blocked]",
+				   label(waiting, sizeof(waiting), "waiting_ns",
+					 (uint64_t)(t - OUT_A)),
+				   NULL};
+		const char *w[] = {label(l2, sizeof(l2), "tid", TW), NULL};
+		const struct rsample *s;
+		size_t nthreads = 0, nprocs = 0, nhidden = 0;
+		char err[256] = "";
+		int calls = 0, fd, ret;
+		struct raw raw;
+
+		snprintf(path, sizeof(path), "%s/answer-%d.pb.gz", tmpdir, hidden);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		ret = fr_threads_at_write_hiding(r, &req, t, fd, hidden ? hide_app : NULL, &calls,
+						 &nthreads, &nprocs, &nhidden, err, sizeof(err));
+		close(fd);
+		CHECK(ret == 0 && nprocs == 2 && nhidden == (size_t)hidden && calls == hidden,
+		      "answer (hidden %d): %d %s, %zu processes, %zu hidden", hidden, ret, err,
+		      nprocs, nhidden);
+		if (ret < 0 || raw_parse(&raw, path) < 0)
+			continue;
+		CHECK(raw.nsamples == (int)nthreads && nthreads >= 3, "%d samples, %zu threads",
+		      raw.nsamples, nthreads);
+		s = find_sample(&raw, ST_KERNEL, a);
+		CHECK(s && s->v[0] == 1 && s->v[1] == t - OUT_A,
+		      "A: no sample blocked on the kernel stack with its wait");
+		s = find_sample(&raw, -1, w);
+		CHECK(s != NULL, "no sample of W");
+		if (s && hidden)
+			CHECK(s->nlocs == 0 && s->v[0] == 1 && s->v[1] == 0 &&
+				      strstr(s->labels, "stack:") == NULL &&
+				      strstr(s->labels, "state:[running] ") != NULL,
+			      "hidden W: %d frames, labels %s", s->nlocs, s->labels);
+		else if (s)
+			CHECK(sample_has_stack(&raw, s, &stacks[ST_OTHER]) &&
+				      strstr(s->labels, "stack:[on-cpu] ") != NULL,
+			      "W: not on its stack on the CPU, labels %s", s->labels);
+		raw_done(&raw, 0);
+	}
+}
+
 int main(void)
 {
 	struct fr_ring *r;
@@ -258,6 +326,7 @@ int main(void)
 		test_comm(r);
 		test_cgroup(r);
 		test_last(r);
+		test_answer(r);
 		test_ring_done(r);
 	}
 	return fixture_fini();
