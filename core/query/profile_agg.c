@@ -280,6 +280,47 @@ static int64_t chunk_str(struct builder *b, const struct fr_chunk *c, uint32_t i
 
 /* Adds sample `i` of chunk `c`, of requested event `e`, to its row.
  * Returns 0 or -ENOMEM. */
+/* The process and thread names of sample `i` as they were at its time
+ * (a thread renamed between two samples has a row under each name), as
+ * string ids in *comm and *thread. Returns 0 or -ENOMEM. */
+static int sample_names(struct builder *b, const struct fr_chunk *c, uint32_t i, int64_t *comm,
+			int64_t *thread)
+{
+	if (b->last_ok && b->last_pid == c->pid[i] && b->last_tid == c->tid[i]) {
+		*comm = b->last_comm;
+		*thread = b->last_thread;
+		return 0;
+	}
+	*comm = chunk_str(b, c, fr_chunk_comm_at(c, c->pid[i], c->time_ns[i]));
+	*thread = chunk_str(b, c, fr_chunk_thread_name_at(c, c->tid[i], c->time_ns[i]));
+	if (*comm < 0 || *thread < 0)
+		return -ENOMEM;
+	b->last_ok = !c->nnames;
+	b->last_pid = c->pid[i];
+	b->last_tid = c->tid[i];
+	b->last_comm = *comm;
+	b->last_thread = *thread;
+	return 0;
+}
+
+/* Room for one more sample row and its cells. Returns 0 or -ENOMEM. */
+static int samples_grow(struct builder *b)
+{
+	uint32_t cap = b->samples_cap;
+	struct gcell *cells;
+
+	if (grow((void **)&b->samples, &b->samples_cap, sizeof(*b->samples)) < 0)
+		return -ENOMEM;
+	cells = realloc(b->cells, (size_t)b->samples_cap * b->nev * sizeof(*cells));
+	if (!cells) {
+		/* Keep both arrays the same length for the next try. */
+		b->samples_cap = cap;
+		return -ENOMEM;
+	}
+	b->cells = cells;
+	return 0;
+}
+
 int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e,
 		       uint64_t weight)
 {
@@ -305,22 +346,9 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 		if (FR_FRAME_IS_MARK(root))
 			b->ev[e].res->unwind_stopped[FR_FRAME_MARK_REASON(root)]++;
 	}
-	/* Names as they were at the sample's time: a thread renamed between
-	 * two samples has a row under each name. */
-	if (b->last_ok && b->last_pid == c->pid[i] && b->last_tid == c->tid[i]) {
-		comm = b->last_comm;
-		thread = b->last_thread;
-	} else {
-		comm = chunk_str(b, c, fr_chunk_comm_at(c, c->pid[i], c->time_ns[i]));
-		thread = chunk_str(b, c, fr_chunk_thread_name_at(c, c->tid[i], c->time_ns[i]));
-		if (comm < 0 || thread < 0)
-			return -ENOMEM;
-		b->last_ok = !c->nnames;
-		b->last_pid = c->pid[i];
-		b->last_tid = c->tid[i];
-		b->last_comm = comm;
-		b->last_thread = thread;
-	}
+	ret = sample_names(b, c, i, &comm, &thread);
+	if (ret < 0)
+		return ret;
 	h = fr_mix64(((uint64_t)c->pid[i] << 32 | c->tid[i]) ^ fr_mix64(cpu + 1) ^
 		     fr_mix64((uint64_t)cgroup << 1) ^
 		     fr_mix64((uint64_t)comm << 32 | (uint64_t)thread) ^
@@ -345,20 +373,8 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 			return 0;
 		}
 	}
-	if (b->nsamples == b->samples_cap) {
-		uint32_t cap = b->samples_cap;
-		struct gcell *cells;
-
-		if (grow((void **)&b->samples, &b->samples_cap, sizeof(*b->samples)) < 0)
-			return -ENOMEM;
-		cells = realloc(b->cells, (size_t)b->samples_cap * b->nev * sizeof(*cells));
-		if (!cells) {
-			/* Keep both arrays the same length for the next try. */
-			b->samples_cap = cap;
-			return -ENOMEM;
-		}
-		b->cells = cells;
-	}
+	if (b->nsamples == b->samples_cap && samples_grow(b) < 0)
+		return -ENOMEM;
 	b->samples[b->nsamples] = (struct gsample){
 		.pid = c->pid[i],
 		.tid = c->tid[i],

@@ -142,6 +142,42 @@ static void *read_table(int fd, uint64_t off, uint64_t count, uint64_t size, uin
 }
 
 /* The value of the defined STT_TLS symbol `name` of .dynsym. */
+/* The offset of the dynamic relocation of symbol `index` of TLS type
+ * (R_X86_64_TPOFF64 or R_X86_64_TLSDESC: *desc) among the sections `sh`,
+ * in *r_offset. Returns 0, -ENOENT without one, or -errno. */
+static int find_tls_reloc(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, uint64_t index,
+			  uint64_t *r_offset, int *desc)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < eh->e_shnum; i++) {
+		Elf64_Rela *rel;
+		uint64_t n;
+
+		if (sh[i].sh_type != SHT_RELA || sh[i].sh_entsize != sizeof(Elf64_Rela))
+			continue;
+		n = sh[i].sh_size / sizeof(Elf64_Rela);
+		if (!n)
+			continue;
+		rel = read_table(fd, sh[i].sh_offset, n, sizeof(*rel), TLS_DYNSYM_MAX, &ret);
+		if (!rel)
+			return ret;
+		for (uint64_t k = 0; k < n; k++) {
+			unsigned type = ELF64_R_TYPE(rel[k].r_info);
+
+			if (ELF64_R_SYM(rel[k].r_info) != index ||
+			    (type != R_X86_64_TPOFF64 && type != R_X86_64_TLSDESC))
+				continue;
+			*r_offset = rel[k].r_offset;
+			*desc = type == R_X86_64_TLSDESC;
+			free(rel);
+			return 0;
+		}
+		free(rel);
+	}
+	return -ENOENT;
+}
+
 static int find_tls_sym(int fd, const Elf64_Ehdr *eh, const char *name, uint64_t min_size,
 			uint64_t *value, uint64_t *index, uint64_t *r_offset, int *desc)
 {
@@ -191,37 +227,8 @@ static int find_tls_sym(int fd, const Elf64_Ehdr *eh, const char *name, uint64_t
 	 * variable is: an initial-exec GOT slot (R_X86_64_TPOFF64: the offset
 	 * from the thread pointer) or a TLS descriptor (R_X86_64_TLSDESC: its
 	 * argument, the offset when the block is static). */
-	if (ret == 0 && r_offset) {
-		bool found = false;
-
-		for (unsigned i = 0; i < eh->e_shnum && !found && ret == 0; i++) {
-			Elf64_Rela *rel;
-			uint64_t n;
-
-			if (sh[i].sh_type != SHT_RELA || sh[i].sh_entsize != sizeof(Elf64_Rela))
-				continue;
-			n = sh[i].sh_size / sizeof(Elf64_Rela);
-			if (!n)
-				continue;
-			rel = read_table(fd, sh[i].sh_offset, n, sizeof(*rel), TLS_DYNSYM_MAX,
-					 &ret);
-			if (!rel)
-				break;
-			for (uint64_t k = 0; k < n && !found; k++) {
-				unsigned type = ELF64_R_TYPE(rel[k].r_info);
-
-				if (ELF64_R_SYM(rel[k].r_info) != *index ||
-				    (type != R_X86_64_TPOFF64 && type != R_X86_64_TLSDESC))
-					continue;
-				*r_offset = rel[k].r_offset;
-				*desc = type == R_X86_64_TLSDESC;
-				found = true;
-			}
-			free(rel);
-		}
-		if (ret == 0 && !found)
-			ret = -ENOENT;
-	}
+	if (ret == 0 && r_offset)
+		ret = find_tls_reloc(fd, eh, sh, *index, r_offset, desc);
 	free(syms);
 	free(str);
 	free(sh);

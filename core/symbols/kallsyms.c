@@ -144,6 +144,43 @@ static int ksym_cmp(const void *pa, const void *pb)
 
 /* Parses "ADDR TYPE NAME[\t[MODULE]]\n" lines, keeping text symbols. Names
  * and module names are terminated in place in `buf`. */
+/* One line of /proc/kallsyms ("ADDR TYPE NAME[\t[MODULE]]"), cut in place:
+ * its address, type, name and module (NULL: the kernel's own). Returns 0
+ * for a text symbol, -1 for any other line. */
+static int parse_line(char *q, uint64_t *addr, unsigned char *type, char **name, char **mod)
+{
+	int h, digits = 0;
+
+	*addr = 0;
+	*mod = NULL;
+	while ((h = hexval((unsigned char)*q)) >= 0) {
+		*addr = *addr << 4 | (unsigned)h;
+		q++;
+		digits++;
+	}
+	if (!digits || digits > 16 || q[0] != ' ' || !q[1] || q[2] != ' ')
+		return -1;
+	*type = (unsigned char)q[1];
+	if (*type != 't' && *type != 'T' && *type != 'w' && *type != 'W')
+		return -1;
+	*name = q + 3;
+	q = *name;
+	while (*q && *q != '\t' && *q != ' ')
+		q++;
+	if (*q) {
+		*q++ = '\0';
+		while (*q == '\t' || *q == ' ')
+			q++;
+		if (*q == '[') {
+			*mod = ++q;
+			q = strchr(q, ']');
+			if (q)
+				*q = '\0';
+		}
+	}
+	return (*name)[0] ? 0 : -1;
+}
+
 static int kernel_parse(struct fr_kallsyms *k, char *buf, size_t len)
 {
 	const char *prev_mod = NULL;
@@ -155,44 +192,17 @@ static int kernel_parse(struct fr_kallsyms *k, char *buf, size_t len)
 
 	while (p < end) {
 		char *line_end = memchr(p, '\n', (size_t)(end - p));
-		char *name, *mod = NULL, *q;
-		uint64_t addr = 0;
+		char *name, *mod, *line = p;
+		uint64_t addr;
 		unsigned char type;
 		struct ksym *e;
 		bool is_end;
-		int h, digits = 0;
 
 		if (!line_end)
 			line_end = end;
 		*line_end = '\0';
-		q = p;
 		p = line_end + 1;
-		while ((h = hexval((unsigned char)*q)) >= 0) {
-			addr = addr << 4 | (unsigned)h;
-			q++;
-			digits++;
-		}
-		if (!digits || digits > 16 || q[0] != ' ' || !q[1] || q[2] != ' ')
-			continue;
-		type = (unsigned char)q[1];
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
-		name = q + 3;
-		q = name;
-		while (*q && *q != '\t' && *q != ' ')
-			q++;
-		if (*q) {
-			*q++ = '\0';
-			while (*q == '\t' || *q == ' ')
-				q++;
-			if (*q == '[') {
-				mod = ++q;
-				q = strchr(q, ']');
-				if (q)
-					*q = '\0';
-			}
-		}
-		if (!name[0])
+		if (parse_line(line, &addr, &type, &name, &mod) < 0)
 			continue;
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 16384;

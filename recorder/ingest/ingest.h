@@ -14,12 +14,13 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "core/util/time.h"
 #include "recorder/sampling/perf.h"
 #include "recorder/sampling/poller.h"
 
 /* The ingest loop wakes at least every second; a gap between two drains
  * longer than this is a stall, counted and logged. */
-#define FR_INGEST_STALL_NS 3000000000LL
+#define FR_INGEST_STALL_NS (3 * FR_NS_PER_S)
 /* Ingest stalls remembered for attach replies. */
 #define FR_INGEST_STALL_LOG 16
 
