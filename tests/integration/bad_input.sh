@@ -30,7 +30,7 @@ head -c 1048576 /dev/urandom >"$T/notring"
 sum=$(sha256sum <"$T/notring")
 "$FLIGHTRECD" --ring "$T/notring" --socket "$T/other.sock" >"$T/out" 2>"$T/err" &
 pid=$!
-for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+try_until 5 '! kill -0 $pid 2>/dev/null'
 if kill -0 $pid 2>/dev/null; then kill -9 $pid; fail "flightrecd started on a random file"; fi
 wait $pid && fail "flightrecd exited 0 on a random file"
 grep -q "not a flightrec ring" "$T/err" || fail "unclear message for a non-ring file: $(cat "$T/err")"

@@ -186,10 +186,7 @@ ch_stop() {
 	local i=$1 pid=${CH_PID[$1]:-}
 	[ -n "$pid" ] || return 0
 	if kill -TERM "$pid" 2>/dev/null; then
-		for _ in $(seq 1 100); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
+		try_until 10 '! kill -0 "$pid" 2>/dev/null'
 		kill -9 "$pid" 2>/dev/null
 	fi
 	wait "$pid" 2>/dev/null

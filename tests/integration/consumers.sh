@@ -45,11 +45,7 @@ wait "$FOLLOW_PID" || fail "attach --follow failed: $(cat "$T/follow.err")"
 [ "$(wc -l <"$T/follow.out")" = 2 ] || fail "--count 2 did not write 2 files: $(cat "$T/follow.out")"
 
 # The client has left: back to 99 Hz.
-for _ in $(seq 1 30); do
-	"$FLIGHTREC" status >"$T/status.after"
-	grep -q '^event:    cpu at 99 Hz' "$T/status.after" && break
-	sleep 0.1
-done
+try_until 3 '"$FLIGHTREC" status >"$T/status.after"; grep -q "^event:    cpu at 99 Hz" "$T/status.after"'
 grep -q '^event:    cpu at 99 Hz' "$T/status.after" ||
 	fail "cpu did not drop back to 99 Hz when the follower left: $(grep event: "$T/status.after")"
 grep -q '^consumer: client' "$T/status.after" && fail "the client is still listed after leaving"

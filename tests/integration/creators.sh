@@ -10,11 +10,7 @@ need_root_perf
 
 start_spawner() { # OUT: starts spawner, waits for its line in OUT
 	"$SPAWNER" >"$1" &
-	for _ in $(seq 50); do
-		grep -q '^pid=' "$1" && return 0
-		sleep 0.1
-	done
-	fail "spawner printed nothing"
+	wait_until 5 "spawner's line in $1" grep -q '^pid=' "$1"
 }
 field() { sed -n "s/.*$2=\([0-9]*\).*/\1/p" "$1"; }
 

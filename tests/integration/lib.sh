@@ -74,11 +74,7 @@ test_users_cleanup() {
 	# started as them): end their processes first, and wait for them.
 	for x in $TEST_USERS; do
 		pkill -KILL -u "$x" 2>/dev/null
-		for i in $(seq 50); do
-			userdel -r "$x" >/dev/null 2>&1 && break
-			id -u "$x" >/dev/null 2>&1 || break
-			sleep 0.1
-		done
+		try_until 5 "userdel -r $x >/dev/null 2>&1 || ! id -u $x >/dev/null 2>&1"
 	done
 	for x in $TEST_GROUPS; do groupdel "$x" >/dev/null 2>&1; done
 	TEST_USERS=
@@ -103,17 +99,42 @@ add_test_user() { # NAME GROUPS [-M: no home]
 # which the tests add paths) and token, also in FR_SERVE_TOKEN, to the
 # token, which every request needs (the tests send it as a Bearer header).
 wait_serve_url() {
-	local i
-	for i in $(seq 1 50); do
-		[ -s "$T/serve.out" ] && break
-		sleep 0.1
-	done
+	try_until 5 '[ -s "$T/serve.out" ]'
 	page_url=$(head -1 "$T/serve.out")
 	[ -n "$page_url" ] || fail "serve printed no address: $(cat "$T/serve.err")"
 	url=${page_url%%\?*}
 	token=
 	case $page_url in *"?token="*) token=${page_url##*\?token=} ;; esac
 	export FR_SERVE_TOKEN=$token
+}
+
+# wait_until SECONDS WHAT COMMAND [ARGS...]: runs COMMAND (one argument:
+# evaluated as shell code, so it may hold pipes and tests; several: run as
+# they are) every 0.1 s until it succeeds, and fails the test with "timed
+# out after SECONDS s waiting for WHAT" when it has not by then. Tests wait
+# on the condition they need, not on a guess of how long it takes: on a
+# loaded machine a guess is either too short (a flaky test) or far too long
+# (a slow suite). The deadline (whole seconds) is generous for the same
+# reason; a test that passes waits only as long as the condition takes.
+# Code evaluated here sees this function's $1, $2...: a function that waits
+# on its own arguments passes them as COMMAND's arguments instead.
+wait_until() {
+	local _wu_secs=$1 _wu_what=$2
+	shift 2
+	try_until "$_wu_secs" "$@" || fail "timed out after $_wu_secs s waiting for $_wu_what"
+}
+
+# try_until SECONDS COMMAND [ARGS...]: wait_until's loop alone; returns 1
+# at the deadline, for a test with more to say (a fail message with what it
+# saw) or to do then.
+try_until() {
+	local _wu_end=$((${EPOCHREALTIME/./} + $1 * 1000000))
+	shift
+	while :; do
+		if [ $# = 1 ]; then eval "$1" && return 0; else "$@" && return 0; fi
+		[ "${EPOCHREALTIME/./}" -lt "$_wu_end" ] || return 1
+		sleep 0.1
+	done
 }
 
 need_root_perf() {
@@ -130,14 +151,24 @@ need_go() {
 start_daemon() {
 	"$FLIGHTRECD" --ring "$RING" --socket "$SOCK" "$@" >>"$T/daemon.log" 2>&1 &
 	DAEMON_PID=$!
-	for _ in $(seq 1 100); do
-		if "$FLIGHTREC" status >/dev/null 2>&1; then
-			return 0
-		fi
-		kill -0 "$DAEMON_PID" 2>/dev/null || fail "flightrecd exited at start"
-		sleep 0.1
-	done
-	fail "flightrecd did not answer within 10 s"
+	wait_answering
+}
+
+# wait_answering [SOCKET [PID]]: waits (10 s at most) until the flightrecd
+# of PID (DAEMON_PID) answers status on SOCKET ($SOCK); fails at once when
+# it exits.
+wait_answering() {
+	local _wa_sock=${1:-$SOCK} _wa_pid=${2:-$DAEMON_PID}
+	wait_until 10 "flightrecd to answer status on $_wa_sock" \
+		'"$FLIGHTREC" status --socket "$_wa_sock" >/dev/null 2>&1 ||
+			{ kill -0 "$_wa_pid" 2>/dev/null || fail "flightrecd exited at start"; false; }'
+}
+
+# status_value EXPR: EXPR (Python, over status --json's object d) printed;
+# nothing when the recorder does not answer.
+status_value() {
+	"$FLIGHTREC" status --json 2>/dev/null |
+		python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1" 2>/dev/null
 }
 
 stop_daemon() {
@@ -161,14 +192,12 @@ daemon_alive() {
 # tables the samples stored so far asked for are built. An attach first
 # flushes the last samples into the ring, and so queues their requests.
 wait_tables_built() {
-	local i
-	for i in $(seq 100); do
-		"$FLIGHTREC" status --json 2>/dev/null |
-			python3 -c 'import json, sys; sys.exit(json.load(sys.stdin).get("unwind_tables", {}).get("pending", 0) != 0)' &&
-			return 0
-		sleep 0.1
-	done
-	echo "CFI tables still pending after 10 s" >&2
+	try_until 10 tables_pending_none ||
+		echo "CFI tables still pending after 10 s" >&2
+}
+tables_pending_none() {
+	"$FLIGHTREC" status --json 2>/dev/null |
+		python3 -c 'import json, sys; sys.exit(json.load(sys.stdin).get("unwind_tables", {}).get("pending", 0) != 0)'
 }
 
 # pprof_top FILE [ARGS...]: go tool pprof -top with flat values in samples.
@@ -211,11 +240,7 @@ start_jit_spin() {
 	"$BUILD/tests/integration/jit_spin" "$1" >"$T/jit.out" &
 	JIT_PID=$!
 	MAP=/tmp/perf-$JIT_PID.map
-	for _ in $(seq 600); do
-		grep -qs '^spun$' "$T/jit.out" && break
-		kill -0 "$JIT_PID" 2>/dev/null || break
-		sleep 0.1
-	done
+	try_until 60 'grep -qs "^spun$" "$T/jit.out" || ! kill -0 "$JIT_PID" 2>/dev/null'
 	grep -q '^spun$' "$T/jit.out" && return 0
 	kill "$JIT_PID" 2>/dev/null
 	wait "$JIT_PID"

@@ -14,11 +14,7 @@ UFFD=$BUILD/tests/integration/uffd_stack
 start_daemon
 "$UFFD" >"$T/uffd.out" 2>"$T/uffd.err" &
 UFFD_PID=$!
-for _ in $(seq 50); do
-	grep -q '^pid=' "$T/uffd.out" && break
-	kill -0 "$UFFD_PID" 2>/dev/null || break
-	sleep 0.1
-done
+try_until 5 'grep -q "^pid=" "$T/uffd.out" || ! kill -0 "$UFFD_PID" 2>/dev/null'
 wait_status=0
 kill -0 "$UFFD_PID" 2>/dev/null || { wait "$UFFD_PID" || wait_status=$?; }
 [ "$wait_status" = 77 ] && skip "$(cat "$T/uffd.err")"

@@ -49,10 +49,7 @@ mkdir -p "$T/rootfollow" "$T/u/ownfollow" && chown "$U" "$T/u/ownfollow"
 ROOT_FOLLOW=$!
 as_user "$FLIGHTREC" attach --follow --hz 49 --window 30s --count 1 -o "$T/u/ownfollow" >/dev/null 2>"$T/ownfollow.err" &
 USER_FOLLOW=$!
-for _ in $(seq 100); do
-	[ "$("$FLIGHTREC" status --json 2>/dev/null | grep -o '"client pid ' | wc -l)" = 2 ] && break
-	sleep 0.1
-done
+try_until 10 '[ "$("$FLIGHTREC" status --json 2>/dev/null | grep -o "\"client pid " | wc -l)" = 2 ]'
 "$FLIGHTREC" status --json >"$T/status.root.json" || fail "status as root failed"
 as_user "$FLIGHTREC" status --json >"$T/status.user.json" || fail "status --json as $U failed"
 grep -q '"config"' "$T/status.root.json" || fail "root's status lacks the configuration"
@@ -189,16 +186,16 @@ offcpu_on() { "$FLIGHTREC" status --json | python3 -c 'import json,sys; print(an
 mkdir -p "$T/rootoff"
 "$FLIGHTREC" attach --follow --event offcpu --window 60s --count 1 -o "$T/rootoff" >/dev/null 2>&1 &
 ROOT_OFF=$!
-for _ in $(seq 100); do [ "$(offcpu_on)" = True ] && break; sleep 0.1; done
+try_until 10 '[ "$(offcpu_on)" = True ]'
 [ "$(offcpu_on)" = True ] || fail "root's offcpu follow did not start offcpu"
 as_user "$FLIGHTREC" attach --follow --event offcpu --window 60s --count 1 -o "$T/u/follow" \
 	>/dev/null 2>"$T/useroff.err" &
 USER_OFF=$!
-for _ in $(seq 100); do grep -q following "$T/useroff.err" && break; sleep 0.1; done
+try_until 10 'grep -q following "$T/useroff.err"'
 grep -q following "$T/useroff.err" || fail "the user could not follow offcpu: $(cat "$T/useroff.err")"
 kill "$ROOT_OFF"
 wait "$ROOT_OFF" 2>/dev/null
-for _ in $(seq 100); do [ "$(offcpu_on)" = False ] && break; sleep 0.1; done
+try_until 10 '[ "$(offcpu_on)" = False ]'
 [ "$(offcpu_on)" = False ] || fail "the user's follower kept offcpu open after root's left"
 kill "$USER_OFF" 2>/dev/null
 wait "$USER_OFF" 2>/dev/null

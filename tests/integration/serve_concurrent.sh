@@ -21,7 +21,7 @@ wait_serve_url
 
 "$FREEZE" "$DAEMON_PID" 8 >"$T/freeze.out" 2>"$T/freeze.err" &
 freezer=$!
-for _ in $(seq 100); do grep -q frozen "$T/freeze.out" && break; sleep 0.1; done
+try_until 10 'grep -q frozen "$T/freeze.out"'
 grep -q frozen "$T/freeze.out" || { cat "$T/freeze.err" >&2; skip "cannot freeze a thread with ptrace here"; }
 
 python3 - "$url" <<'PY' || fail "a fast request waited for a slow one"

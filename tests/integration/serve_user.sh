@@ -13,7 +13,6 @@ serve_user_cleanup() {
 	# runuser forks: killing its job leaves the user's serve and burn
 	# running. Every process of this test-only user is the test's.
 	pkill -KILL -u "$U" 2>/dev/null
-	sleep 0.2
 	test_users_cleanup
 }
 trap serve_user_cleanup EXIT

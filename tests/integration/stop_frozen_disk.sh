@@ -32,19 +32,13 @@ gone() {
 	st=$(ps -o stat= -p "$DAEMON_PID" 2>/dev/null)
 	[ -z "$st" ] || [ "${st#Z}" != "$st" ]
 }
-for _ in $(seq 400); do
-	gone && break
-	sleep 0.1
-done
+try_until 40 'gone'
 gone || fail "flightrecd has not exited $(($(date +%s) - SENT)) s after SIGTERM on a frozen disk"
 echo "exited $(($(date +%s) - SENT)) s after SIGTERM"
 grep -q 'shutdown did not finish within 10 s .*exiting without storing' "$T/daemon.log" ||
 	fail "the recorder did not say what it did not store"
 fsfreeze -u "$LOOPFS"
-for _ in $(seq 100); do
-	kill -0 "$DAEMON_PID" 2>/dev/null || break
-	sleep 0.1
-done
+try_until 10 '! kill -0 "$DAEMON_PID" 2>/dev/null'
 wait "$DAEMON_PID"
 st=$?
 DAEMON_PID=

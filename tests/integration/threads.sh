@@ -20,10 +20,7 @@ start_daemon --config "$T/config.json"
 t_start=$(date +%s%N)
 "$BLOCK" mix 3 >"$T/block.out" &
 BLOCK_PID=$!
-for _ in $(seq 50); do
-	grep -q '^pid=' "$T/block.out" && break
-	sleep 0.1
-done
+try_until 5 'grep -q "^pid=" "$T/block.out"'
 sleep 3
 
 "$FLIGHTREC" threads --pid "$BLOCK_PID" >"$T/text" 2>"$T/text.err" ||

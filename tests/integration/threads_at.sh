@@ -45,10 +45,7 @@ start_daemon --config "$T/config.json"
 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" mix 3' sh "$CG_DIR/job" "$T/$COMM" \
 	>"$T/block.out" &
 BLOCK_PID=$!
-for _ in $(seq 50); do
-	grep -q '^pid=' "$T/block.out" && break
-	sleep 0.1
-done
+try_until 5 'grep -q "^pid=" "$T/block.out"'
 t_start=$(date +%s%N)
 sleep 4
 t_mid=$(date +%s.%N)

@@ -53,11 +53,8 @@ as_user sh -c "exec python3 -c 'import ctypes, os, time
 ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
 print(\"pid=%d\" % os.getpid(), flush=True)
 time.sleep(600)' >'$T/out/nodump.out'" &
-for _ in $(seq 50); do
-	grep -q '^pid=' "$T/out/suid.out" 2>/dev/null && grep -q '^pid=' "$T/out/user.out" 2>/dev/null &&
-		grep -q '^pid=' "$T/out/nodump.out" 2>/dev/null && break
-	sleep 0.1
-done
+try_until 5 'grep -q "^pid=" "$T/out/suid.out" 2>/dev/null && grep -q "^pid=" "$T/out/user.out" 2>/dev/null &&
+	grep -q "^pid=" "$T/out/nodump.out" 2>/dev/null'
 SUID_PID=$(sed -n 's/^pid=//p' "$T/out/suid.out")
 USER_PID=$(sed -n 's/^pid=//p' "$T/out/user.out")
 NODUMP_PID=$(sed -n 's/^pid=//p' "$T/out/nodump.out")

@@ -37,10 +37,7 @@ BURN_PID=$!
 sleep 2
 FROM=$(date +%s)
 fsfreeze -f "$LOOPFS" || skip "cannot freeze $LOOPFS"
-for _ in $(seq 300); do
-	[ "$(js chunks_dropped)" -ge 3 ] && break
-	sleep 0.1
-done
+try_until 30 '[ "$(js chunks_dropped)" -ge 3 ]'
 dropped=$(js chunks_dropped)
 lost_frozen=$(js samples_lost_since_start)
 fsfreeze -u "$LOOPFS"
