@@ -26,9 +26,9 @@ PID=$(field "$T/new.out" pid)
 MAIN=$(field "$T/new.out" main)
 MAKER=$(field "$T/new.out" maker)
 MADE=$(field "$T/new.out" made)
-sleep 3
+wait_seals 3
 t_mid=$(date +%s.%N)
-sleep 1
+wait_seals
 
 check() { # JSON WHAT
 	python3 - "$1" "$PID" "$MAIN" "$MAKER" "$MADE" "$OLD_PID" <<'PY' || fail "$2: wrong creators: $(cat "$1")"

@@ -54,7 +54,8 @@ status_field() {
 
 NAME=tlsburn$$
 cp "$BURN" "$T/$NAME"
-sleep 1
+# The window's first whole second begins after the recorder started.
+wait_until 5 "a second begun after the start" '[ "$(date +%s)000000000" -gt "$(status_int started_ns)" ]'
 from=$(date +%s)
 "$T/$NAME" 3 2 1 >"$T/burn.out" || fail "burn failed"
 to=$(($(date +%s) + 1))

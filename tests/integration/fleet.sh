@@ -40,7 +40,9 @@ stop_second() {
 trap 'stop_second; ch_cleanup' EXIT
 [ -n "${FR_KEEP:-}" ] && trap - EXIT
 
-sleep 1
+# The window's first whole second begins after both recorders started.
+wait_until 5 "a second begun after the start" \
+	'[ "$(date +%s)000000000" -gt "$(FLIGHTREC_SOCKET=$SOCK2 status_int started_ns)" ]'
 from=$(date +%s)
 "$T/$NAME" 4 2 1 >"$T/burn.out" || fail "burn failed"
 to=$(($(date +%s) + 2))

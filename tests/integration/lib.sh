@@ -164,6 +164,40 @@ wait_answering() {
 			{ kill -0 "$_wa_pid" 2>/dev/null || fail "flightrecd exited at start"; false; }'
 }
 
+# wait_seals [N]: waits (30 s at most) until the recorder has sealed N (2)
+# more chunks than when called: what it recorded before the call is then in
+# sealed chunks of the ring (it seals at least once a second), with the
+# processes and threads the seals list.
+wait_seals() {
+	local _ws_n=${1:-2} _ws_from
+	_ws_from=$(chunks_sealed)
+	[ -n "$_ws_from" ] || fail "status does not answer"
+	wait_until 30 "$_ws_n more chunks sealed" '[ "$(chunks_sealed)" -ge $((_ws_from + _ws_n)) ]'
+}
+chunks_sealed() { status_int chunks_sealed; }
+
+# wait_samples N: waits (30 s at most) until the recorder has recorded N
+# more samples than when called (status's samples, of this run).
+wait_samples() {
+	local _ws_n=$1 _ws_from
+	_ws_from=$(samples_recorded)
+	[ -n "$_ws_from" ] || fail "status does not answer"
+	wait_until 30 "$_ws_n more samples" '[ "$(samples_recorded)" -ge $((_ws_from + _ws_n)) ]'
+}
+samples_recorded() { status_int samples; }
+
+# status_int NAME: the first integer member NAME in status --json (the
+# top-level ones come before the nested objects); nothing when the recorder
+# does not answer. Cheaper than status_value for a wait that asks often.
+status_int() {
+	"$FLIGHTREC" status --json 2>/dev/null | grep -o "\"$1\": *[0-9]*" | head -1 | grep -o '[0-9]*$'
+}
+
+# has_run PID: PID has had CPU time.
+has_run() {
+	[ "$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0)" -gt 0 ]
+}
+
 # status_value EXPR: EXPR (Python, over status --json's object d) printed;
 # nothing when the recorder does not answer.
 status_value() {

@@ -16,7 +16,7 @@ samples() { "$FLIGHTREC" status --json | python3 -c 'import json, sys; print(jso
 
 # Started after the daemon, so that each one's wait is recorded.
 for _ in $(seq 400); do
-	sleep 600 &
+	sleep infinity &
 done
 sleep 9
 

@@ -49,15 +49,16 @@ grep -q 'a ring buffer of 65536 bytes' "$T/daemon.log" ||
 "$SLEEPERS" 1500 3 >"$T/sleepers.out" &
 sleepers=$!
 try_until 10 'grep -qx ready "$T/sleepers.out"'
+# labels_known: whether labels are read (labels=yes) or cannot be (an
+# error in status) is known.
 labels=no
-for _ in $(seq 150); do
+labels_known() {
 	"$FLIGHTREC" status --json >"$T/status.json" || fail "status did not answer"
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d.get("labelled_processes", 0) > 0 and "error" not in d.get("labels", {})))' "$T/status.json" &&
-		{ labels=yes; break; }
-	python3 -c 'import json,sys; sys.exit("error" not in json.load(open(sys.argv[1])).get("labels", {}))' "$T/status.json" &&
-		break
-	sleep 0.1
-done
+		{ labels=yes; return 0; }
+	python3 -c 'import json,sys; sys.exit("error" not in json.load(open(sys.argv[1])).get("labels", {}))' "$T/status.json"
+}
+try_until 15 labels_known
 echo "labels read: $labels"
 kill -USR1 "$sleepers"
 wait "$sleepers" || fail "sleepers failed: $(cat "$T/sleepers.out")"

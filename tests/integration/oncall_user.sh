@@ -105,7 +105,7 @@ grep -q fr_burn_heavy "$T/topw.user" || fail "top --window as $U misses its func
 ROOT_LIVE=$!
 as_user "$T/u/userburn" 30 1 0 >/dev/null &
 USER_LIVE=$!
-sleep 0.5
+wait_until 5 "userburn running as $U" 'pgrep -u "$U" -x userburn >/dev/null'
 USER_LIVE=$(pgrep -u "$U" -x userburn | head -1)
 as_user "$FLIGHTREC" threads --pid "$ROOT_LIVE" --json >"$T/threads.root" 2>&1 ||
 	fail "threads as $U failed: $(cat "$T/threads.root")"
@@ -123,7 +123,7 @@ grep -q "\"pid\":$ROOT_LIVE," "$T/threads.all" && grep -q "\"pid\":$USER_LIVE," 
 	fail "root does not see both burns' threads: $(cat "$T/threads.all")"
 # --at a past moment, from the ring: the same rule, by the uid the ring
 # recorded for each process, by pid and by name.
-sleep 1.5
+wait_seals
 at=$(date +%s.%N)
 as_user "$FLIGHTREC" threads --pid "$ROOT_LIVE,$USER_LIVE" --at "$at" --json \
 	>"$T/threads_at.user" 2>&1 || fail "threads --at as $U failed: $(cat "$T/threads_at.user")"
@@ -220,8 +220,8 @@ stop_daemon
 # users_removed: the test's users are gone afterwards, even with a process
 # of theirs still running (userdel refused such a user, and the machine
 # kept one frtest user per run).
-runuser -u "$U" -- sleep 600 >/dev/null 2>&1 &
-sleep 0.2
+runuser -u "$U" -- sleep infinity >/dev/null 2>&1 &
+wait_until 5 "a process of $U" 'pgrep -u "$U" -x sleep >/dev/null'
 trap - EXIT
 test_users_cleanup
 for x in "$U" "$A"; do

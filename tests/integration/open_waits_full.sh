@@ -27,7 +27,7 @@ BLOCK_PID=$!
 try_until 5 'grep -q "^pid=" "$T/block.out"'
 sleep 4
 t_mid=$(date +%s.%N)
-sleep 1.5
+wait_seals
 "$FLIGHTREC" status --json >"$T/status.json" || fail "status failed"
 "$FLIGHTREC" threads --pid "$BLOCK_PID" --at "$t_mid" --json >"$T/at.json" ||
 	fail "threads --at failed"

@@ -10,7 +10,7 @@ need_root_perf
 FREEZE=$BUILD/tests/integration/freeze_thread
 start_daemon --hz 199
 "$BURN" 60 1 >/dev/null 2>&1 &
-sleep 2
+wait_seals
 
 # ingest FIELD...: the status --json ingest members asked for.
 ingest() {
@@ -46,7 +46,7 @@ freeze() {
 
 # The ingest thread.
 freeze "$DAEMON_PID"
-sleep 4.5
+try_until 10 '"$FLIGHTREC" status >"$T/status.txt" && grep -q "^ingest:   STALLED" "$T/status.txt"'
 "$FLIGHTREC" status >"$T/status.txt" || fail "status during the stall failed"
 grep -q '^ingest:   STALLED' "$T/status.txt" || fail "status hides the stall: $(cat "$T/status.txt")"
 grep -Eq '^          last seal [0-9.]+[a-z]+ ago — the recorder is stalled' "$T/status.txt" ||
@@ -68,7 +68,7 @@ fresh "$seal" 3 || fail "no seal since the thaw: $seal"
 wtid=$(grep -lx fr-writer /proc/"$DAEMON_PID"/task/*/comm | head -1 | cut -d/ -f5)
 [ -n "$wtid" ] || fail "no thread named fr-writer in the recorder"
 freeze "$wtid"
-sleep 5
+try_until 10 'read -r wstalled queued < <(ingest writer_stalled writer_queued_bytes); [ "$wstalled" = True ] && [ "$queued" -gt 0 ]'
 read -r wstalled queued < <(ingest writer_stalled writer_queued_bytes)
 [ "$wstalled" = True ] && [ "$queued" -gt 0 ] || fail "the writer's stall is not seen: $wstalled, $queued bytes queued"
 "$FLIGHTREC" status >"$T/status.txt"

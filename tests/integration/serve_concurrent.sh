@@ -14,7 +14,7 @@ command -v python3 >/dev/null || skip "needs python3 for the HTTP client"
 FREEZE=$BUILD/tests/integration/freeze_thread
 start_daemon --hz 199
 "$BURN" 30 1 >/dev/null 2>&1 &
-sleep 2
+wait_seals
 "$FLIGHTREC" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
 SERVE_PID=$!
 wait_serve_url

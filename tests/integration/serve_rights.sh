@@ -235,12 +235,13 @@ echo "case user_serve: ok"
 # another, joined by a veth pair: a peer on another machine as far as
 # serve can tell. It is answered with the token alone (whoever it is), and
 # refused without. A user of serve's own namespace is still refused.
-unshare -n sleep 300 &
+unshare -n sleep infinity &
 NS_A=$!
-unshare -n sleep 300 &
+unshare -n sleep infinity &
 NS_B=$!
 NS_PIDS="$NS_A $NS_B"
-sleep 0.2
+own_ns() { [ "$(readlink "/proc/$1/ns/net")" != "$(readlink /proc/self/ns/net)" ]; }
+wait_until 5 "the two network namespaces" 'own_ns "$NS_A" && own_ns "$NS_B"'
 inA() { nsenter -t "$NS_A" -n -- "$@"; }
 inB() { nsenter -t "$NS_B" -n -- "$@"; }
 if inA ip link add name frra type veth peer name frrb 2>"$T/veth.err" &&

@@ -11,7 +11,7 @@ need_root_perf
 FREEZE=$BUILD/tests/integration/freeze_thread
 start_daemon --hz 199
 "$BURN" 60 1 >/dev/null 2>&1 &
-sleep 2
+wait_seals
 
 ingest() {
 	"$FLIGHTREC" status --json >"$T/status.json" || fail "status did not answer"

@@ -16,7 +16,7 @@ start_daemon --ring-size 16MiB --hz 199
 "$BURN" 3 1 >"$T/burn.out"
 TO=$(date +%s)
 FROM=$((TO - 3))
-sleep 1
+wait_until 5 "the window's end" '[ "$(date +%s)" -gt "$TO" ]'
 # In the ring (the flush), then on the disk (a freeze syncs the file system).
 "$FLIGHTREC" attach --from "@$FROM" --to "@$TO" --format folded -o "$T/before.folded" \
 	2>"$T/attach.err" || fail "attach before the freeze: $(cat "$T/attach.err")"

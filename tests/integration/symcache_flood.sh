@@ -65,7 +65,7 @@ mkdir -p "$T/bin"
 cp "$OLD" "$T/bin/rootvictim"
 "$T/bin/rootvictim" 3 >/dev/null &
 ROOT_PID=$!
-sleep 1.5
+wait_seals # recorded: its samples, mapping and build id
 rm -f "$T/bin/rootvictim"
 wait "$ROOT_PID" || fail "rootvictim failed"
 bid=$(build_id "$OLD")
