@@ -127,12 +127,17 @@ wait_until() {
 # try_until SECONDS COMMAND [ARGS...]: wait_until's loop alone; returns 1
 # at the deadline, for a test with more to say (a fail message with what it
 # saw) or to do then.
+#
+# The deadline is counted in tries too (ten a second): on a loaded machine
+# a check that asks the recorder can take most of a second, and gets as
+# many chances as on an idle one before the wait gives up.
 try_until() {
-	local _wu_end=$((${EPOCHREALTIME/./} + $1 * 1000000))
+	local _wu_end=$((${EPOCHREALTIME/./} + $1 * 1000000)) _wu_tries=$(($1 * 10))
 	shift
 	while :; do
 		if [ $# = 1 ]; then eval "$1" && return 0; else "$@" && return 0; fi
-		[ "${EPOCHREALTIME/./}" -lt "$_wu_end" ] || return 1
+		_wu_tries=$((_wu_tries - 1))
+		[ "${EPOCHREALTIME/./}" -lt "$_wu_end" ] || [ "$_wu_tries" -gt 0 ] || return 1
 		sleep 0.1
 	done
 }
