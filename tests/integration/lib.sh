@@ -92,14 +92,15 @@ add_test_user() { # NAME GROUPS [-M: no home]
 	useradd "${3:--m}" -s /bin/sh -G "$2" "$1" || fail "useradd $1 failed"
 }
 
-# Waits up to 5 s for the address `flightrec serve` prints first to
-# $T/serve.out (its errors in $T/serve.err; fails the test without) and
+# Waits up to 30 s (a loaded machine starts serve slowly) for the address
+# `flightrec serve` prints first to $T/serve.out (its errors in
+# $T/serve.err; fails the test without) and
 # sets page_url to it as printed ("http://127.0.0.1:PORT/?token=HEX"), url
 # to the server's root without the token ("http://127.0.0.1:PORT/", to
 # which the tests add paths) and token, also in FR_SERVE_TOKEN, to the
 # token, which every request needs (the tests send it as a Bearer header).
 wait_serve_url() {
-	try_until 5 '[ -s "$T/serve.out" ]'
+	try_until 30 '[ -s "$T/serve.out" ]'
 	page_url=$(head -1 "$T/serve.out")
 	[ -n "$page_url" ] || fail "serve printed no address: $(cat "$T/serve.err")"
 	url=${page_url%%\?*}
