@@ -74,6 +74,8 @@ struct fr_ipc_server {
 	dev_t sock_dev;
 	ino_t sock_ino;
 	unsigned max_clients;
+	long long request_wait_ns;  /* REQUEST_WAIT_NS unless set */
+	long long request_frame_ns; /* REQUEST_FRAME_NS unless set */
 	fr_ipc_handler handler;
 	void *arg;
 
@@ -253,6 +255,8 @@ int fr_ipc_server_open(struct fr_ipc_server **out, const char *path, unsigned ma
 	s->listen_fd = -1;
 	s->wake_fd = -1;
 	s->max_clients = max_clients;
+	s->request_wait_ns = REQUEST_WAIT_NS;
+	s->request_frame_ns = REQUEST_FRAME_NS;
 	s->handler = handler;
 	s->arg = arg;
 	s->path = strdup(path);
@@ -413,15 +417,16 @@ static void describe_version(const cJSON *v, char *buf, size_t len)
  * request to start, any other REQUEST_WAIT_NS; either has REQUEST_FRAME_NS
  * from the first byte to finish it. The message names the bounds that
  * applied, not a fixed 5 s. */
-static cJSON *timeout_error(bool holding)
+static cJSON *timeout_error(const struct fr_ipc_server *s, bool holding)
 {
-	if (!holding && REQUEST_WAIT_NS == REQUEST_FRAME_NS)
+	if (!holding && s->request_wait_ns == s->request_frame_ns)
 		return fr_ipc_error("no complete request within %lld s; closing the connection",
-				    (long long)(REQUEST_FRAME_NS / FR_NS_PER_S));
+				    (long long)(s->request_frame_ns / FR_NS_PER_S));
 	return fr_ipc_error("no request within %lld s (or not whole within %lld s of its first "
 			    "byte); closing the connection",
-			    (long long)((holding ? FOLLOW_WAIT_NS : REQUEST_WAIT_NS) / FR_NS_PER_S),
-			    (long long)(REQUEST_FRAME_NS / FR_NS_PER_S));
+			    (long long)((holding ? FOLLOW_WAIT_NS : s->request_wait_ns) /
+					FR_NS_PER_S),
+			    (long long)(s->request_frame_ns / FR_NS_PER_S));
 }
 
 /* Answers requests on one connection until the peer goes away, sends
@@ -438,12 +443,12 @@ static void serve(struct conn *c)
 		int ret;
 
 		ret = fr_ipc_recv_json_timed(c->fd, &req, &fd,
-					     c->peer.hold ? FOLLOW_WAIT_NS : REQUEST_WAIT_NS,
-					     REQUEST_FRAME_NS);
+					     c->peer.hold ? FOLLOW_WAIT_NS : s->request_wait_ns,
+					     s->request_frame_ns);
 		if (ret == -ETIMEDOUT) {
 			fr_log_debug("client pid %d: no whole request in time; closing",
 				     (int)c->peer.pid);
-			reply(c->fd, timeout_error(c->peer.hold != NULL));
+			reply(c->fd, timeout_error(s, c->peer.hold != NULL));
 			return;
 		}
 		if (ret == -EMSGSIZE || ret == -EBADMSG) {
@@ -676,6 +681,15 @@ static void *accept_main(void *p)
 			accept_one(s);
 	}
 	return NULL;
+}
+
+int fr_ipc_server_set_request_deadline(struct fr_ipc_server *s, unsigned seconds)
+{
+	if (!s || seconds == 0 || s->started)
+		return -EINVAL;
+	s->request_wait_ns = seconds * FR_NS_PER_S;
+	s->request_frame_ns = seconds * 1000000000LL;
+	return 0;
 }
 
 int fr_ipc_server_start(struct fr_ipc_server *s)

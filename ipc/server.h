@@ -70,6 +70,13 @@ int fr_ipc_server_share(struct fr_ipc_server *s, gid_t gid, char *err, size_t er
  * group. */
 int fr_ipc_peer_in_group(const struct fr_ipc_peer *peer, gid_t gid);
 
+/* Sets the request deadlines, 5 s each by default, to `seconds`: the time
+ * a connection has to start a request (one holding state keeps its longer
+ * wait) and to finish one from its first byte. Tests use it to see a
+ * deadline pass in one second. Call before fr_ipc_server_start(). Returns 0,
+ * or -EINVAL for zero seconds or a started server. */
+int fr_ipc_server_set_request_deadline(struct fr_ipc_server *s, unsigned seconds);
+
 /* Starts the accept thread. Returns 0 or -errno. */
 int fr_ipc_server_start(struct fr_ipc_server *s);
 

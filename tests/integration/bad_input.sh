@@ -30,7 +30,7 @@ head -c 1048576 /dev/urandom >"$T/notring"
 sum=$(sha256sum <"$T/notring")
 "$FLIGHTRECD" --ring "$T/notring" --socket "$T/other.sock" >"$T/out" 2>"$T/err" &
 pid=$!
-for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+try_until 5 '! kill -0 $pid 2>/dev/null'
 if kill -0 $pid 2>/dev/null; then kill -9 $pid; fail "flightrecd started on a random file"; fi
 wait $pid && fail "flightrecd exited 0 on a random file"
 grep -q "not a flightrec ring" "$T/err" || fail "unclear message for a non-ring file: $(cat "$T/err")"
@@ -102,7 +102,7 @@ expect_error 1 'above this recorder.s limit of 10000 Hz \(limits.max_rate_hz\)' 
 daemon_alive || fail "bad input disturbed the daemon"
 
 # A window longer than the ring holds: what exists, and it says so.
-sleep 2
+wait_seals
 "$FLIGHTREC" attach --window 1h -o long.pb.gz 2>"$T/err" || fail "attach --window 1h failed: $(cat "$T/err")"
 grep -q 'warning: the window asks for 1h but the ring holds samples only since' "$T/err" ||
 	fail "no warning for a window longer than the ring: $(cat "$T/err")"
@@ -143,18 +143,20 @@ grep -q '^False attach: "format" must be one of: pprof, folded$' "$T/resp" ||
 
 # A slow answer shows progress on a terminal, and nothing when piped: the
 # recorder is stopped while the client waits (script(1) gives it a tty).
-if command -v script >/dev/null; then
+# hold_recorder: stops the recorder for 1.5 s, in the background (WAKER).
+hold_recorder() {
 	kill -STOP "$DAEMON_PID"
 	(sleep 1.5; kill -CONT "$DAEMON_PID") &
 	WAKER=$!
+}
+if command -v script >/dev/null; then
+	hold_recorder
 	script -qec "\"$FLIGHTREC\" attach --window 5s -o \"$T/tty.pb.gz\"" /dev/null >"$T/tty.out" 2>&1 ||
 		fail "attach on a terminal failed: $(cat "$T/tty.out")"
 	grep -q 'the recorder is building the profile\.\.\. [0-9.]*s' "$T/tty.out" ||
 		fail "no progress on a terminal while the recorder was slow: $(cat "$T/tty.out")"
 	wait "$WAKER"
-	kill -STOP "$DAEMON_PID"
-	(sleep 1.5; kill -CONT "$DAEMON_PID") &
-	WAKER=$!
+	hold_recorder
 	"$FLIGHTREC" attach --window 5s -o "$T/pipe.pb.gz" 2>"$T/pipe.err" || fail "attach failed"
 	wait "$WAKER"
 	grep -q 'building the profile' "$T/pipe.err" && fail "progress written when stderr is not a terminal"

@@ -47,11 +47,7 @@ cat >"$T/config.json" <<JSON
 JSON
 "$FLIGHTRECD" --ring "$RING" --config "$T/config.json" --hz 19 >>"$T/daemon.log" 2>&1 &
 DAEMON_PID=$!
-for _ in $(seq 100); do
-	FLIGHTREC_SOCKET=$SYS "$FLIGHTREC" status >/dev/null 2>&1 && break
-	kill -0 "$DAEMON_PID" 2>/dev/null || fail "flightrecd exited at start"
-	sleep 0.1
-done
+wait_answering "$SYS"
 as_user "$FLIGHTREC" status >"$T/out" 2>"$T/err" && fail "status outside the socket's group succeeded"
 grep -q "^flightrec: not allowed to use the recorder's socket $SYS (/run/flightrec is root:$G mode 0710, and you are not in group $G): ask an administrator to add you (usermod -aG $G $U, then log in again), or run as root$" "$T/err" ||
 	fail "not in group: $(cat "$T/err")"

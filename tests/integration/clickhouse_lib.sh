@@ -169,27 +169,19 @@ ch_start() {
 	local i=$1 dir=$T/ch/$1
 	(cd "$dir" && exec "$CH_SERVER" --config-file="$dir/config.xml" >>"$dir/log/stdout.log" 2>&1) &
 	CH_PID[$i]=$!
-	for _ in $(seq 1 300); do
-		if [ "$(curl -s --max-time 2 "$(ch_url "$i")/ping" 2>/dev/null)" = "Ok." ]; then
-			return 0
-		fi
-		kill -0 "${CH_PID[$i]}" 2>/dev/null || {
-			tail -20 "$dir/log/stdout.log" "$dir/log/server.err.log" >&2 2>/dev/null
-			fail "clickhouse-server $i exited at start"
-		}
-		sleep 0.1
-	done
-	fail "clickhouse-server $i did not answer within 30 s"
+	try_until 30 '[ "$(curl -s --max-time 2 "$(ch_url "$i")/ping" 2>/dev/null)" = "Ok." ] ||
+		! kill -0 "${CH_PID[$i]}" 2>/dev/null' || fail "clickhouse-server $i did not answer within 30 s"
+	kill -0 "${CH_PID[$i]}" 2>/dev/null || {
+		tail -20 "$dir/log/stdout.log" "$dir/log/server.err.log" >&2 2>/dev/null
+		fail "clickhouse-server $i exited at start"
+	}
 }
 
 ch_stop() {
 	local i=$1 pid=${CH_PID[$1]:-}
 	[ -n "$pid" ] || return 0
 	if kill -TERM "$pid" 2>/dev/null; then
-		for _ in $(seq 1 100); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
+		try_until 10 '! kill -0 "$pid" 2>/dev/null'
 		kill -9 "$pid" 2>/dev/null
 	fi
 	wait "$pid" 2>/dev/null

@@ -23,11 +23,11 @@ cat >"$T/config.json" <<JSON
   {"name": "fast", "events": [{"event": "cpu", "hz": 999}, {"event": "page-faults", "hz": 99}]}]}
 JSON
 start_daemon --config "$T/config.json"
-sleep 1
+wait_seals 1
 "$T/$NAME" 3 2 0 >"$T/burn.out" || fail "burn failed"
 cpu_s=$(sed -n 's/.*cpu_seconds=\([0-9.]*\).*/\1/p' "$T/burn.out")
 [ -n "$cpu_s" ] || fail "burn did not say its CPU time: $(cat "$T/burn.out")"
-sleep 1
+wait_seals
 p=$("$FLIGHTREC" dump --session slow --window 8s 2>"$T/err") || fail "dump --session slow failed: $(cat "$T/err")"
 side=${p%.pb.gz}.json
 [ -f "$side" ] || fail "no sidecar for $p"

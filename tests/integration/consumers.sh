@@ -21,7 +21,7 @@ cpu_ns() {
 
 "$BURN" 14 2 0 >"$T/burn.out" &
 BURN_PID=$!
-sleep 0.5
+wait_until 5 "burn to run" has_run "$BURN_PID"
 # The scheduler's CPU time of burn, every 50 ms, to know exactly how much
 # it ran inside the follow windows.
 (
@@ -33,7 +33,8 @@ sleep 0.5
 "$FLIGHTREC" attach --follow --count 2 --window 5s --hz 999 --pid "$BURN_PID" -o "$T/follow" \
 	>"$T/follow.out" 2>"$T/follow.err" &
 FOLLOW_PID=$!
-sleep 2
+try_until 10 '"$FLIGHTREC" status >"$T/status.during" && grep -q "^event:    cpu at 999 Hz" "$T/status.during" &&
+	grep -q "^consumer: client pid [0-9]* wants cpu@999Hz\$" "$T/status.during"'
 "$FLIGHTREC" status >"$T/status.during" || fail "status failed"
 grep -q '^event:    cpu at 999 Hz' "$T/status.during" ||
 	fail "the follower did not raise cpu to 999 Hz: $(grep event: "$T/status.during")"
@@ -45,11 +46,7 @@ wait "$FOLLOW_PID" || fail "attach --follow failed: $(cat "$T/follow.err")"
 [ "$(wc -l <"$T/follow.out")" = 2 ] || fail "--count 2 did not write 2 files: $(cat "$T/follow.out")"
 
 # The client has left: back to 99 Hz.
-for _ in $(seq 1 30); do
-	"$FLIGHTREC" status >"$T/status.after"
-	grep -q '^event:    cpu at 99 Hz' "$T/status.after" && break
-	sleep 0.1
-done
+try_until 3 '"$FLIGHTREC" status >"$T/status.after"; grep -q "^event:    cpu at 99 Hz" "$T/status.after"'
 grep -q '^event:    cpu at 99 Hz' "$T/status.after" ||
 	fail "cpu did not drop back to 99 Hz when the follower left: $(grep event: "$T/status.after")"
 grep -q '^consumer: client' "$T/status.after" && fail "the client is still listed after leaving"

@@ -108,7 +108,7 @@ copy="$T/ring.sbzero.1"
 cp "$copy" "$T/damaged"
 "$FLIGHTRECD" --config "$T/config.json" --ring "$copy" --socket "$SOCK" --hz 4999 >"$T/daemon.log" 2>&1 &
 DAEMON_PID=$!
-for _ in $(seq 100); do "$FLIGHTREC" status >/dev/null 2>&1 && break; sleep 0.1; done
+try_until 10 '"$FLIGHTREC" status >/dev/null 2>&1'
 "$BURN" 1.5 >/dev/null
 stop_daemon
 grep -q "rewrote the damaged superblock from its copy" "$T/daemon.log" ||
@@ -134,11 +134,7 @@ st=$?
 grep -q "superblock is damaged" "$T/err" || fail "sbboth: unclear message: $(cat "$T/err")"
 "$FLIGHTRECD" --config "$T/config.json" --ring "$copy" --socket "$SOCK" --hz 4999 >"$T/daemon.log" 2>&1 &
 DAEMON_PID=$!
-for _ in $(seq 100); do
-	"$FLIGHTREC" status >/dev/null 2>&1 && break
-	kill -0 "$DAEMON_PID" 2>/dev/null || fail "sbboth: flightrecd exited at start"
-	sleep 0.1
-done
+wait_answering
 "$BURN" 1.5 >/dev/null
 stop_daemon
 aside=$(ls "$copy".damaged-* 2>/dev/null | head -1)
@@ -156,7 +152,7 @@ before=$($TOOL damage "$RING" flip "$copy" 1)
 cp "$copy" "$T/damaged"
 "$FLIGHTRECD" --config "$T/config.json" --ring "$copy" --socket "$SOCK" --hz 4999 >>"$T/daemon.log" 2>&1 &
 DAEMON_PID=$!
-for _ in $(seq 100); do "$FLIGHTREC" status >/dev/null 2>&1 && break; sleep 0.1; done
+try_until 10 '"$FLIGHTREC" status >/dev/null 2>&1'
 "$BURN" 1.5 >/dev/null
 stop_daemon
 "$FLIGHTREC" dump --ring "$copy" --info --json >"$T/info.json" || fail "dump --info after restart failed"

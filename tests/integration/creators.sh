@@ -10,11 +10,7 @@ need_root_perf
 
 start_spawner() { # OUT: starts spawner, waits for its line in OUT
 	"$SPAWNER" >"$1" &
-	for _ in $(seq 50); do
-		grep -q '^pid=' "$1" && return 0
-		sleep 0.1
-	done
-	fail "spawner printed nothing"
+	wait_until 5 "spawner's line in $1" grep -q '^pid=' "$1"
 }
 field() { sed -n "s/.*$2=\([0-9]*\).*/\1/p" "$1"; }
 
@@ -30,9 +26,9 @@ PID=$(field "$T/new.out" pid)
 MAIN=$(field "$T/new.out" main)
 MAKER=$(field "$T/new.out" maker)
 MADE=$(field "$T/new.out" made)
-sleep 3
+wait_seals 3
 t_mid=$(date +%s.%N)
-sleep 1
+wait_seals
 
 check() { # JSON WHAT
 	python3 - "$1" "$PID" "$MAIN" "$MAKER" "$MADE" "$OLD_PID" <<'PY' || fail "$2: wrong creators: $(cat "$1")"

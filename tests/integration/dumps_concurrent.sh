@@ -17,18 +17,23 @@ JSON
 start_daemon --config "$T/config.json"
 "$BURN" 2 1 0 >/dev/null
 
-# Started together: every client polls for one file, then asks.
+# Started together: every client waits for a shared lock on go.lock,
+# held exclusively until they are all ready, then asks.
+exec 9>"$T/go.lock"
+flock 9
 pids=
 for i in $(seq 1 $N); do
 	(
-		while [ ! -e "$T/go" ]; do sleep 0.01; done
+		exec 9>&-
+		touch "$T/ready.$i"
+		flock -s "$T/go.lock" true
 		"$FLIGHTREC" dump --session all --window 2s >"$T/out.$i" 2>"$T/err.$i"
 		echo $? >"$T/rc.$i"
 	) &
 	pids="$pids $!"
 done
-sleep 1
-touch "$T/go"
+wait_until 30 "the $N clients" '[ "$(ls "$T"/ready.* | wc -l)" = "$N" ]'
+flock -u 9
 for p in $pids; do wait "$p"; done
 
 ok=0

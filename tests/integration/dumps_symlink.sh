@@ -94,10 +94,7 @@ plant "$DUMPS"
 expect_refused "owned by uid $USER_UID, not by uid 0"
 # An exit trigger into it: refused in the log, nothing touched.
 "$T/crashy" -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exit 3'
-for _ in $(seq 1 200); do
-	grep -q "dump of session crashy (exit) failed" "$T/daemon.log" && break
-	sleep 0.1
-done
+try_until 20 'grep -q "dump of session crashy (exit) failed" "$T/daemon.log"'
 grep -q "dump of session crashy (exit) failed: .*owned by uid $USER_UID" "$T/daemon.log" ||
 	fail "the exit dump into the user's directory was not refused with its reason: $(tail -3 "$T/daemon.log")"
 check_untouched

@@ -37,12 +37,9 @@ start_rec() {
 JSON
 	"$FLIGHTRECD" --config "$d/config.json" >>"$d/daemon.log" 2>&1 &
 	PID[$n]=$!
-	for _ in $(seq 1 100); do
-		"$FLIGHTREC" status --socket "$d/sock" >/dev/null 2>&1 && return 0
-		kill -0 "${PID[$n]}" 2>/dev/null || fail "recorder $n exited at start: $(tail -5 "$d/daemon.log")"
-		sleep 0.1
-	done
-	fail "recorder $n did not answer within 10 s"
+	try_until 10 '"$FLIGHTREC" status --socket "$d/sock" >/dev/null 2>&1 || ! kill -0 "${PID[$n]}" 2>/dev/null'
+	kill -0 "${PID[$n]}" 2>/dev/null || fail "recorder $n exited at start: $(tail -5 "$d/daemon.log")"
+	"$FLIGHTREC" status --socket "$d/sock" >/dev/null 2>&1 || fail "recorder $n did not answer within 10 s"
 }
 # export_field NAME KEY: a member of NAME's status export object.
 export_field() {
@@ -66,10 +63,7 @@ sleep 12
 echo "$SECONDS s: shard 1 stops"
 ch_stop 1
 down_at=$SECONDS
-for _ in $(seq 1 40); do
-	[ "$(export_field hostA state)" = retrying ] && break
-	sleep 0.5
-done
+try_until 20 '[ "$(export_field hostA state)" = retrying ]'
 [ "$(export_field hostA state)" = retrying ] || fail "A does not say it is retrying"
 [ "$(export_field hostA retries)" -gt 0 ] || fail "A counted no retries"
 export_field hostA last_error | grep -q . || fail "A has no last error while shard 1 is down"
@@ -99,11 +93,7 @@ ch_start 1
 echo "$SECONDS s: shard 1 back"
 
 # Catching up: A's cursor within two batches of now.
-for _ in $(seq 1 60); do
-	lag=$(export_field hostA lag_ns)
-	[ "$lag" -lt 12000000000 ] && break
-	sleep 1
-done
+try_until 60 'lag=$(export_field hostA lag_ns); [ "$lag" -lt 12000000000 ]'
 [ "$lag" -lt 12000000000 ] || fail "A did not catch up: lag $lag ns"
 [ "$(export_field hostA state)" = shipping ] || fail "A still retrying after shard 1 is back"
 dups=$(export_field hostB duplicates_skipped)

@@ -28,17 +28,12 @@ start_daemon --config "$T/config.json"
 st() {
 	"$FLIGHTREC" status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"
 }
-for _ in $(seq 1 100); do
-	[ "$(st 'd["export"]["batches"]')" -ge 2 ] && break
-	sleep 0.2
-done
+ex() { st "d['export']['$1']"; }
+try_until 20 '[ "$(ex batches)" -ge 2 ]'
 [ "$(st 'd["export"]["batches"]')" -ge 2 ] || fail "no batches shipped: $("$FLIGHTREC" status --json)"
 
 kill -STOP "${CH_PID[1]}"
-for _ in $(seq 1 100); do
-	[ "$(st 'd["export"]["query_memory_reserved"]')" = 1048576 ] && break
-	sleep 0.1
-done
+try_until 10 '[ "$(ex query_memory_reserved)" = 1048576 ]'
 [ "$(st 'd["export"]["query_memory_reserved"]')" = 1048576 ] &&
 	[ "$(st 'd["query_memory_used"]')" = 1048576 ] ||
 	fail "a hanging batch does not hold the query memory: $("$FLIGHTREC" status --json)"
@@ -71,19 +66,13 @@ with open(sys.argv[2], "wb") as f:
 sys.exit(p.wait())
 PY
 spid=$!
-for _ in $(seq 1 70); do
-	[ "$(st 'd["export"]["state"]')" = "waiting for query memory" ] && break
-	sleep 0.1
-done
+try_until 7 '[ "$(ex state)" = "waiting for query memory" ]'
 [ "$(st 'd["export"]["state"]')" = "waiting for query memory" ] ||
 	fail "the exporter does not wait for the attach holding the query memory: $("$FLIGHTREC" status --json)"
 wait "$spid" || fail "the slow attach failed"
 [ "$(stat -c %s "$T/slow.pb.gz")" -gt 4096 ] || fail "the slow attach's profile fits the pipe"
 b=$(st 'd["export"]["batches"]')
-for _ in $(seq 1 50); do
-	[ "$(st 'd["export"]["batches"]')" -gt "$b" ] && break
-	sleep 0.2
-done
+try_until 10 '[ "$(ex batches)" -gt "$b" ]'
 [ "$(st 'd["export"]["batches"]')" -gt "$b" ] || fail "the exporter did not go on after the attach"
 [ "$(st 'd["export"]["memory_waits"]')" -gt "$w0" ] || fail "the wait is not counted"
 
@@ -99,10 +88,7 @@ for k in 1 2; do
 	wait "${loops[$k]}" || fail "an attach beside the exporter failed: $(tail -3 "$T/loop.err")"
 done
 b=$(st 'd["export"]["batches"]')
-for _ in $(seq 1 50); do
-	[ "$(st 'd["export"]["batches"]')" -ge $((b + 2)) ] && break
-	sleep 0.2
-done
+try_until 10 '[ "$(ex batches)" -ge $((b + 2)) ]'
 echo "exporter: $(st 'd["export"]["memory_waits"]') batches waited for the query memory"
 stop_daemon
 

@@ -30,11 +30,8 @@ ex() {
 # wait_batches N: until the exporter shipped N more batches.
 wait_batches() {
 	local want=$(($(ex batches) + $1))
-	for _ in $(seq 1 100); do
-		[ "$(ex batches)" -ge "$want" ] && return 0
-		sleep 0.2
-	done
-	fail "the exporter did not ship $1 more batches: $("$FLIGHTREC" status --json)"
+	try_until 20 '[ "$(ex batches)" -ge "$want" ]' ||
+		fail "the exporter did not ship $1 more batches: $("$FLIGHTREC" status --json)"
 }
 NAME=rlburn$$
 cp "$BURN" "$T/$NAME"
@@ -49,10 +46,7 @@ for w in 'export.clickhouse.host: "one" -> "two"' 'export.clickhouse.database: "
 	'export.clickhouse.batch: "1s" -> "2s"'; do
 	grep -qF "$w" "$T/out" || fail "reload does not say $w: $(cat "$T/out")"
 done
-for _ in $(seq 1 50); do
-	[ "$(ex host)" = two ] && break
-	sleep 0.1
-done
+try_until 5 '[ "$(ex host)" = two ]'
 [ "$(ex host)" = two ] && [ "$(ex batch_ns)" = 2000000000 ] && [ "$(ex database)" = second ] ||
 	fail "status after the reload: $("$FLIGHTREC" status --json)"
 wait_batches 2
@@ -75,10 +69,7 @@ echo '{"sessions": [{"name": "all", "events": [{"event": "cpu", "hz": 19}]}]}' >
 "$FLIGHTREC" reload >"$T/out" 2>&1 || fail "reload without the block failed: $(cat "$T/out")"
 grep -q "^ *export: removed\|export.*removed\|export.*(none)" "$T/out" ||
 	fail "reload does not say the block went: $(cat "$T/out")"
-for _ in $(seq 1 50); do
-	[ "$(ex host)" = none ] && break
-	sleep 0.1
-done
+try_until 5 '[ "$(ex host)" = none ]'
 [ "$(ex host)" = none ] || fail "status still shows the export after its block went"
 c1=$(sed -n 2p "$RING.export")
 sleep 4
@@ -88,10 +79,7 @@ c2=$(sed -n 2p "$RING.export")
 # Back, as host two: from the cursor on.
 config two second 2s >"$T/config.json"
 "$FLIGHTREC" reload >"$T/out" 2>&1 || fail "reload adding the block back failed: $(cat "$T/out")"
-for _ in $(seq 1 50); do
-	[ "$(ex host)" = two ] && break
-	sleep 0.1
-done
+try_until 5 '[ "$(ex host)" = two ]'
 [ "$(ex host)" = two ] || fail "status does not show the export back"
 wait_batches 3
 stop_daemon

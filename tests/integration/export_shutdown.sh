@@ -15,20 +15,14 @@ cat >"$T/config.json" <<JSON
  "export": {"clickhouse": {"url": "$(ch_url 1)", "batch": "1s", "events": ["cpu"]}}}
 JSON
 start_daemon --config "$T/config.json"
-for _ in $(seq 1 100); do
-	[ -s "$RING.export" ] && break
-	sleep 0.1
-done
+try_until 10 '[ -s "$RING.export" ]'
 [ -s "$RING.export" ] || fail "no batch shipped within 10 s"
 kill -STOP "${CH_PID[1]}"
 # Two batch intervals: a request is now waiting on the frozen server.
 sleep 3
 start=$SECONDS
 kill -TERM "$DAEMON_PID"
-for _ in $(seq 1 150); do
-	kill -0 "$DAEMON_PID" 2>/dev/null || break
-	sleep 0.1
-done
+try_until 15 '! kill -0 "$DAEMON_PID" 2>/dev/null'
 kill -0 "$DAEMON_PID" 2>/dev/null && fail "flightrecd still runs 15 s after SIGTERM (export request not cancelled)"
 wait "$DAEMON_PID" || fail "flightrecd exited with status $? on SIGTERM"
 DAEMON_PID=

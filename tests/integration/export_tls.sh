@@ -46,11 +46,7 @@ RING2=$T/ring2 SOCK2=$T/sock2
 PID2=$!
 trap 'kill -9 $PID2 2>/dev/null; ch_cleanup' EXIT
 [ -n "${FR_KEEP:-}" ] && trap - EXIT
-for _ in $(seq 1 100); do
-	"$FLIGHTREC" status --socket "$SOCK2" >/dev/null 2>&1 && break
-	kill -0 "$PID2" 2>/dev/null || fail "the second flightrecd exited at start: $(tail "$T/daemon2.log")"
-	sleep 0.1
-done
+wait_answering "$SOCK2" "$PID2"
 status_field() {
 	"$FLIGHTREC" status --json --socket "$1" |
 		python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$2"
@@ -58,15 +54,16 @@ status_field() {
 
 NAME=tlsburn$$
 cp "$BURN" "$T/$NAME"
-sleep 1
+# The window's first whole second begins after the recorder started.
+wait_until 5 "a second begun after the start" '[ "$(date +%s)000000000" -gt "$(status_int started_ns)" ]'
 from=$(date +%s)
 "$T/$NAME" 3 2 1 >"$T/burn.out" || fail "burn failed"
 to=$(($(date +%s) + 1))
-for _ in $(seq 1 150); do
+cursor_past() {
 	c=$(status_field "$SOCK" 'd.get("export",{}).get("cursor_ns",0)')
-	[ "${c:-0}" -ge "${to}000000000" ] && break
-	sleep 0.2
-done
+	[ "${c:-0}" -ge "${to}000000000" ]
+}
+try_until 30 cursor_past
 [ "${c:-0}" -ge "${to}000000000" ] || fail "the exporter did not pass the window: $(status_field "$SOCK" 'd.get("export")')"
 
 # The recorder with the wrong CA: retrying, its error naming the

@@ -32,11 +32,7 @@ start_daemon --config "$T/a.json"
 RING2=$T/ring2 SOCK2=$T/sock2
 "$FLIGHTRECD" --ring "$RING2" --socket "$SOCK2" --config "$T/b.json" >>"$T/daemon2.log" 2>&1 &
 PID2=$!
-for _ in $(seq 1 100); do
-	"$FLIGHTREC" status --socket "$SOCK2" >/dev/null 2>&1 && break
-	kill -0 "$PID2" 2>/dev/null || fail "the second flightrecd exited at start: $(tail "$T/daemon2.log")"
-	sleep 0.1
-done
+wait_answering "$SOCK2" "$PID2"
 stop_second() {
 	kill -TERM "$PID2" 2>/dev/null
 	wait "$PID2" 2>/dev/null
@@ -44,20 +40,22 @@ stop_second() {
 trap 'stop_second; ch_cleanup' EXIT
 [ -n "${FR_KEEP:-}" ] && trap - EXIT
 
-sleep 1
+# The window's first whole second begins after both recorders started.
+wait_until 5 "a second begun after the start" \
+	'[ "$(date +%s)000000000" -gt "$(FLIGHTREC_SOCKET=$SOCK2 status_int started_ns)" ]'
 from=$(date +%s)
 "$T/$NAME" 4 2 1 >"$T/burn.out" || fail "burn failed"
 to=$(($(date +%s) + 2))
 
 # Both exporters past the window (1 s batches; the cursor is the next
 # interval's start).
+cursor_past() {
+	c=$("$FLIGHTREC" status --json --socket "$sock" 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin).get("export",{}).get("cursor_ns",0))')
+	[ "${c:-0}" -ge "${to}000000000" ]
+}
 for sock in "$SOCK" "$SOCK2"; do
-	for _ in $(seq 1 150); do
-		c=$("$FLIGHTREC" status --json --socket "$sock" 2>/dev/null |
-			python3 -c 'import json,sys; print(json.load(sys.stdin).get("export",{}).get("cursor_ns",0))')
-		[ "${c:-0}" -ge "${to}000000000" ] && break
-		sleep 0.2
-	done
+	try_until 30 cursor_past
 	[ "${c:-0}" -ge "${to}000000000" ] ||
 		fail "the exporter of $sock did not pass the window: $("$FLIGHTREC" status --json --socket "$sock")"
 done

@@ -165,10 +165,8 @@ ch_start 2
 # ClickHouse's refusal and exit 1.
 sed -i "s#</users>#<reader><password>s3cr'et</password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></reader></users>#" \
 	"$T/ch/1/users.xml"
-for _ in $(seq 1 100); do
-	[ "$(curl -s -u "reader:s3cr'et" --data-binary 'SELECT 1' "$(ch_url 1)/")" = 1 ] && break
-	sleep 0.2
-done
+reader_ok() { [ "$(curl -s -u "reader:s3cr'et" --data-binary 'SELECT 1' "$(ch_url 1)/")" = 1 ]; }
+try_until 20 reader_ok
 printf "%s\n" "s3cr'et" >"$T/pw"
 printf "%s\n" "wrong" >"$T/pw.bad"
 "$FLIGHTREC" fleet attach --clickhouse "$(ch_url 1)" --user reader --password-file "$T/pw" \
@@ -188,7 +186,7 @@ printf "%s\n" "wrong" >"$T/pw.bad"
 python3 "$(dirname "$0")/ch_between.py" "$T/proxy.port" "$(ch_url 1)" "" \
 	"INSERT INTO flightrec.stacks VALUES ($t, 77, ['late_fn'], [''], [0], ['/bin/app'], [''])" \
 	"INSERT INTO flightrec.samples VALUES ($t, 'web-1', 'cpu', 77, 10, 'postgres', [], [], $S, 19, 99)" &
-for _ in $(seq 1 50); do [ -s "$T/proxy.port" ] && break; sleep 0.1; done
+try_until 5 '[ -s "$T/proxy.port" ]'
 "$FLIGHTREC" fleet attach --clickhouse "http://127.0.0.1:$(cat "$T/proxy.port")" --window 10m \
 	-o "$T/late.pb.gz" 2>"$T/late.err" || fail "fleet attach through the proxy: $(cat "$T/late.err")"
 "$FLIGHTREC" top "$T/late.pb.gz" -n 100 >"$T/late.top" 2>&1

@@ -31,10 +31,10 @@ start_daemon
 cp "$OLD" "$T/bin/gone_hot"
 "$T/bin/gone_hot" 4 >"$T/gone.out" &
 GONE_PID=$!
-sleep 2
+wait_seals # recorded: its samples, mapping and build id
 rm -f "$T/bin/gone_hot"
 wait "$GONE_PID" || fail "gone_hot failed"
-sleep 1.5
+wait_seals
 bid=$(build_id "$OLD")
 [ -n "$bid" ] || fail "no build id in $OLD"
 [ -f "$T/symbols/$bid" ] || { ls -la "$T/symbols" >&2; fail "the symbol cache has no copy of $bid"; }
@@ -61,11 +61,11 @@ echo "deleted binary, attach: $total samples, $hot in gone_old_hot"
 cp "$OLD" "$T/bin/app"
 "$T/bin/app" 4 >"$T/app.out" &
 APP_PID=$!
-sleep 2
+wait_seals # recorded: its samples, mapping and build id
 cp "$NEW" "$T/bin/app.new"
 mv -f "$T/bin/app.new" "$T/bin/app"
 wait "$APP_PID" || fail "app failed"
-sleep 1.5
+wait_seals
 "$FLIGHTREC" attach --window 30s --pid "$APP_PID" --format folded -o "$T/app.folded" \
 	2>"$T/attach.err" || { cat "$T/attach.err"; fail "attach failed"; }
 total=$(awk '{ n += $NF } END { print n + 0 }' "$T/app.folded")

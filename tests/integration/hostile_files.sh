@@ -24,10 +24,7 @@ U=$T/user
 mkdir -p "$U"
 "$VICTIM" fifo "$ZLIB" "$U" &
 "$VICTIM" swap "$ZLIB" "$U" &
-for _ in $(seq 1 100); do
-	[ -e "$U/ready.fifo" ] && [ -e "$U/ready.swap" ] && break
-	sleep 0.1
-done
+try_until 10 '[ -e "$U/ready.fifo" ] && [ -e "$U/ready.swap" ]'
 [ -e "$U/ready.fifo" ] && [ -e "$U/ready.swap" ] || fail "the victims did not start"
 "$VICTIM" truncate "$U/libswap.so" &
 
@@ -70,10 +67,7 @@ rc=$?
 [ $rc = 0 ] || fail "dump --ring exited with $rc"
 
 kill -TERM "$DAEMON_PID"
-for _ in $(seq 1 300); do
-	kill -0 "$DAEMON_PID" 2>/dev/null || break
-	sleep 0.1
-done
+try_until 30 '! kill -0 "$DAEMON_PID" 2>/dev/null'
 kill -0 "$DAEMON_PID" 2>/dev/null && fail "flightrecd did not stop within 30 s of SIGTERM"
 wait "$DAEMON_PID" || fail "flightrecd exited with status $? on SIGTERM"
 DAEMON_PID=

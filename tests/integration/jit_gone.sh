@@ -10,7 +10,7 @@ need_root_perf
 start_daemon
 
 start_jit_spin 4
-sleep 1.5
+wait_until 10 "the perf map's copy in the symbol cache" 'ls "$T/symbols/perf-$JIT_PID-"*.map >/dev/null 2>&1'
 kill "$JIT_PID"
 wait "$JIT_PID" 2>/dev/null
 rm -f "$MAP"

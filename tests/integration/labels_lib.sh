@@ -14,12 +14,8 @@ export PYTHONPATH
 # wait_lines FILE LINE [SECONDS]: waits until FILE has the line LINE (10 s
 # by default); fails the test without.
 wait_lines() {
-	local _
-	for _ in $(seq $((${3:-10} * 10))); do
-		grep -qx -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	fail "no line '$2' in $1 after ${3:-10} s: $(tail -5 "$1" 2>/dev/null)"
+	try_until "${3:-10}" grep -qsx -- "$2" "$1" ||
+		fail "no line '$2' in $1 after ${3:-10} s: $(tail -5 "$1" 2>/dev/null)"
 }
 
 # wait_labelled PID KEY [SECONDS]: waits until the last second's samples of

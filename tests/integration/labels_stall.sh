@@ -20,11 +20,7 @@ FUSE_LIB=$BUILD/tests/integration/labels_fuse_lib
 
 "$BUILD/tests/integration/fuse_hold" open >"$T/fuse.out" 2>"$T/fuse.err" &
 FUSE_PID=$!
-for _ in $(seq 50); do
-	[ -s "$T/fuse.out" ] && break
-	kill -0 "$FUSE_PID" 2>/dev/null || break
-	sleep 0.1
-done
+try_until 5 '[ -s "$T/fuse.out" ] || ! kill -0 "$FUSE_PID" 2>/dev/null'
 if ! kill -0 "$FUSE_PID" 2>/dev/null; then
 	wait "$FUSE_PID"
 	[ $? = 77 ] && skip "cannot mount a FUSE file system here"

@@ -37,10 +37,7 @@ kill -USR1 "$LT_PID"
 wait_lines "$T/lt.out" go
 ready=$(date +%s%N)
 # The readers blocked before "go": waiting over 2 s once 3 s went by.
-for _ in $(seq 100); do
-	[ $(($(date +%s%N) - ready)) -ge 3000000000 ] && break
-	sleep 0.1
-done
+try_until 10 '[ $(($(date +%s%N) - ready)) -ge 3000000000 ]'
 "$FLIGHTREC" threads --pid "$LT_PID" --json >"$T/t.json" 2>"$T/err" ||
 	fail "threads --json failed: $(cat "$T/err")"
 "$FLIGHTREC" threads --pid "$LT_PID" -o "$T/t.pb.gz" >"$T/o.out" 2>"$T/err" ||

@@ -31,10 +31,7 @@ wait_labelled "$TRUST_PID" req_id
 from=$(($(date +%s) + 1))
 to=$((from + 8))
 # Until the window is over (and a tick printed after it).
-for _ in $(seq 150); do
-	[ "$(date +%s)" -gt "$to" ] && break
-	sleep 0.1
-done
+try_until 15 '[ "$(date +%s)" -gt "$to" ]'
 "$FLIGHTREC" attach --from "@$from" --to "@$to" --hz 999 --pid "$TRUST_PID" \
 	-o "$T/cpu.pb.gz" 2>"$T/err" || fail "attach failed: $(cat "$T/err")"
 gzip -dc "$T/cpu.pb.gz" | grep -aq "could not be read" &&

@@ -74,11 +74,7 @@ test_users_cleanup() {
 	# started as them): end their processes first, and wait for them.
 	for x in $TEST_USERS; do
 		pkill -KILL -u "$x" 2>/dev/null
-		for i in $(seq 50); do
-			userdel -r "$x" >/dev/null 2>&1 && break
-			id -u "$x" >/dev/null 2>&1 || break
-			sleep 0.1
-		done
+		try_until 5 "userdel -r $x >/dev/null 2>&1 || ! id -u $x >/dev/null 2>&1"
 	done
 	for x in $TEST_GROUPS; do groupdel "$x" >/dev/null 2>&1; done
 	TEST_USERS=
@@ -96,24 +92,55 @@ add_test_user() { # NAME GROUPS [-M: no home]
 	useradd "${3:--m}" -s /bin/sh -G "$2" "$1" || fail "useradd $1 failed"
 }
 
-# Waits up to 5 s for the address `flightrec serve` prints first to
-# $T/serve.out (its errors in $T/serve.err; fails the test without) and
+# Waits up to 30 s (a loaded machine starts serve slowly) for the address
+# `flightrec serve` prints first to $T/serve.out (its errors in
+# $T/serve.err; fails the test without) and
 # sets page_url to it as printed ("http://127.0.0.1:PORT/?token=HEX"), url
 # to the server's root without the token ("http://127.0.0.1:PORT/", to
 # which the tests add paths) and token, also in FR_SERVE_TOKEN, to the
 # token, which every request needs (the tests send it as a Bearer header).
 wait_serve_url() {
-	local i
-	for i in $(seq 1 50); do
-		[ -s "$T/serve.out" ] && break
-		sleep 0.1
-	done
+	try_until 30 '[ -s "$T/serve.out" ]'
 	page_url=$(head -1 "$T/serve.out")
 	[ -n "$page_url" ] || fail "serve printed no address: $(cat "$T/serve.err")"
 	url=${page_url%%\?*}
 	token=
 	case $page_url in *"?token="*) token=${page_url##*\?token=} ;; esac
 	export FR_SERVE_TOKEN=$token
+}
+
+# wait_until SECONDS WHAT COMMAND [ARGS...]: runs COMMAND (one argument:
+# evaluated as shell code, so it may hold pipes and tests; several: run as
+# they are) every 0.1 s until it succeeds, and fails the test with "timed
+# out after SECONDS s waiting for WHAT" when it has not by then. Tests wait
+# on the condition they need, not on a guess of how long it takes: on a
+# loaded machine a guess is either too short (a flaky test) or far too long
+# (a slow suite). The deadline (whole seconds) is generous for the same
+# reason; a test that passes waits only as long as the condition takes.
+# Code evaluated here sees this function's $1, $2...: a function that waits
+# on its own arguments passes them as COMMAND's arguments instead.
+wait_until() {
+	local _wu_secs=$1 _wu_what=$2
+	shift 2
+	try_until "$_wu_secs" "$@" || fail "timed out after $_wu_secs s waiting for $_wu_what"
+}
+
+# try_until SECONDS COMMAND [ARGS...]: wait_until's loop alone; returns 1
+# at the deadline, for a test with more to say (a fail message with what it
+# saw) or to do then.
+#
+# The deadline is counted in tries too (ten a second): on a loaded machine
+# a check that asks the recorder can take most of a second, and gets as
+# many chances as on an idle one before the wait gives up.
+try_until() {
+	local _wu_end=$((${EPOCHREALTIME/./} + $1 * 1000000)) _wu_tries=$(($1 * 10))
+	shift
+	while :; do
+		if [ $# = 1 ]; then eval "$1" && return 0; else "$@" && return 0; fi
+		_wu_tries=$((_wu_tries - 1))
+		[ "${EPOCHREALTIME/./}" -lt "$_wu_end" ] || [ "$_wu_tries" -gt 0 ] || return 1
+		sleep 0.1
+	done
 }
 
 need_root_perf() {
@@ -130,14 +157,58 @@ need_go() {
 start_daemon() {
 	"$FLIGHTRECD" --ring "$RING" --socket "$SOCK" "$@" >>"$T/daemon.log" 2>&1 &
 	DAEMON_PID=$!
-	for _ in $(seq 1 100); do
-		if "$FLIGHTREC" status >/dev/null 2>&1; then
-			return 0
-		fi
-		kill -0 "$DAEMON_PID" 2>/dev/null || fail "flightrecd exited at start"
-		sleep 0.1
-	done
-	fail "flightrecd did not answer within 10 s"
+	wait_answering
+}
+
+# wait_answering [SOCKET [PID]]: waits (10 s at most) until the flightrecd
+# of PID (DAEMON_PID) answers status on SOCKET ($SOCK); fails at once when
+# it exits.
+wait_answering() {
+	local _wa_sock=${1:-$SOCK} _wa_pid=${2:-$DAEMON_PID}
+	wait_until 10 "flightrecd to answer status on $_wa_sock" \
+		'"$FLIGHTREC" status --socket "$_wa_sock" >/dev/null 2>&1 ||
+			{ kill -0 "$_wa_pid" 2>/dev/null || fail "flightrecd exited at start"; false; }'
+}
+
+# wait_seals [N]: waits (30 s at most) until the recorder has sealed N (2)
+# more chunks than when called: what it recorded before the call is then in
+# sealed chunks of the ring (it seals at least once a second), with the
+# processes and threads the seals list.
+wait_seals() {
+	local _ws_n=${1:-2} _ws_from
+	_ws_from=$(chunks_sealed)
+	[ -n "$_ws_from" ] || fail "status does not answer"
+	wait_until 30 "$_ws_n more chunks sealed" '[ "$(chunks_sealed)" -ge $((_ws_from + _ws_n)) ]'
+}
+chunks_sealed() { status_int chunks_sealed; }
+
+# wait_samples N: waits (30 s at most) until the recorder has recorded N
+# more samples than when called (status's samples, of this run).
+wait_samples() {
+	local _ws_n=$1 _ws_from
+	_ws_from=$(samples_recorded)
+	[ -n "$_ws_from" ] || fail "status does not answer"
+	wait_until 30 "$_ws_n more samples" '[ "$(samples_recorded)" -ge $((_ws_from + _ws_n)) ]'
+}
+samples_recorded() { status_int samples; }
+
+# status_int NAME: the first integer member NAME in status --json (the
+# top-level ones come before the nested objects); nothing when the recorder
+# does not answer. Cheaper than status_value for a wait that asks often.
+status_int() {
+	"$FLIGHTREC" status --json 2>/dev/null | grep -o "\"$1\": *[0-9]*" | head -1 | grep -o '[0-9]*$'
+}
+
+# has_run PID: PID has had CPU time.
+has_run() {
+	[ "$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0)" -gt 0 ]
+}
+
+# status_value EXPR: EXPR (Python, over status --json's object d) printed;
+# nothing when the recorder does not answer.
+status_value() {
+	"$FLIGHTREC" status --json 2>/dev/null |
+		python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1" 2>/dev/null
 }
 
 stop_daemon() {
@@ -161,14 +232,12 @@ daemon_alive() {
 # tables the samples stored so far asked for are built. An attach first
 # flushes the last samples into the ring, and so queues their requests.
 wait_tables_built() {
-	local i
-	for i in $(seq 100); do
-		"$FLIGHTREC" status --json 2>/dev/null |
-			python3 -c 'import json, sys; sys.exit(json.load(sys.stdin).get("unwind_tables", {}).get("pending", 0) != 0)' &&
-			return 0
-		sleep 0.1
-	done
-	echo "CFI tables still pending after 10 s" >&2
+	try_until 10 tables_pending_none ||
+		echo "CFI tables still pending after 10 s" >&2
+}
+tables_pending_none() {
+	"$FLIGHTREC" status --json 2>/dev/null |
+		python3 -c 'import json, sys; sys.exit(json.load(sys.stdin).get("unwind_tables", {}).get("pending", 0) != 0)'
 }
 
 # pprof_top FILE [ARGS...]: go tool pprof -top with flat values in samples.
@@ -211,11 +280,7 @@ start_jit_spin() {
 	"$BUILD/tests/integration/jit_spin" "$1" >"$T/jit.out" &
 	JIT_PID=$!
 	MAP=/tmp/perf-$JIT_PID.map
-	for _ in $(seq 600); do
-		grep -qs '^spun$' "$T/jit.out" && break
-		kill -0 "$JIT_PID" 2>/dev/null || break
-		sleep 0.1
-	done
+	try_until 60 'grep -qs "^spun$" "$T/jit.out" || ! kill -0 "$JIT_PID" 2>/dev/null'
 	grep -q '^spun$' "$T/jit.out" && return 0
 	kill "$JIT_PID" 2>/dev/null
 	wait "$JIT_PID"

@@ -67,13 +67,13 @@ storm_timeline=$(kib)
 # Back near idle: queries trim at their end, caches unused for a minute
 # go (the housekeeping wakes every 10 s): 150 s is generous. Tables built
 # meanwhile for other programs of the machine are allowed for.
-for _ in $(seq 150); do
+settled() {
 	more=$(($(tables_kib) - idle_tables))
 	limit=$((idle + 64 * 1024 + (more > 0 ? more : 0)))
 	after=$(kib)
-	[ "$after" -le "$limit" ] && break
-	sleep 1
-done
+	[ "$after" -le "$limit" ]
+}
+try_until 150 settled
 echo "RSS idle $((idle / 1024)) MiB; after the attaches $((storm_attach / 1024)) MiB, after the timelines $((storm_timeline / 1024)) MiB; then $((after / 1024)) MiB"
 [ "$after" -le "$limit" ] || {
 	"$FLIGHTREC" status >&2

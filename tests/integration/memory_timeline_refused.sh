@@ -16,7 +16,7 @@ samples() { "$FLIGHTREC" status --json | python3 -c 'import json, sys; print(jso
 
 # Started after the daemon, so that each one's wait is recorded.
 for _ in $(seq 400); do
-	sleep 600 &
+	sleep infinity &
 done
 sleep 9
 
@@ -29,10 +29,7 @@ grep -Eq '^flightrec timeline: timeline: refused: the window needs more than the
 	fail "not the refusal expected: $(cat "$T/big.err")"
 
 # Still recording: samples keep coming, and a timeline that fits runs.
-for _ in $(seq 50); do
-	[ "$(samples)" -gt "$before" ] && break
-	sleep 0.2
-done
+try_until 10 '[ "$(samples)" -gt "$before" ]'
 [ "$(samples)" -gt "$before" ] || fail "no sample recorded after the refusal"
 "$FLIGHTREC" timeline --window 5s --event offcpu --by comm --json >"$T/small.json" 2>"$T/small.err" ||
 	fail "a small timeline failed after the refusal: $(cat "$T/small.err")"

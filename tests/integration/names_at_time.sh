@@ -20,7 +20,7 @@ start_daemon --config "$T/config.json"
 PID=$(sed -n 's/^pid=\([0-9]*\) tid=.*/\1/p' "$T/renames")
 TID=$(sed -n 's/^pid=[0-9]* tid=\([0-9]*\) .*/\1/p' "$T/renames")
 [ -n "$PID" ] && [ -n "$TID" ] || fail "renamer printed no pid: $(cat "$T/renames")"
-sleep 1.5
+wait_seals
 stop_daemon
 
 # Profiles of the stretches between renames, 3 ms inside them: the

@@ -132,11 +132,7 @@ run_build() {
 
 	"$prog" block >"$T/$name.block.out" &
 	SPID=$!
-	for _ in $(seq 100); do
-		grep -q '^ready$' "$T/$name.block.out" && break
-		kill -0 "$SPID" 2>/dev/null || break
-		sleep 0.1
-	done
+	try_until 10 'grep -q "^ready\$" "$T/$name.block.out" || ! kill -0 "$SPID" 2>/dev/null'
 	grep -q '^ready$' "$T/$name.block.out" || fail "$name block: its threads did not all block in read"
 	t_ready=$(date +%s%N)
 

@@ -48,19 +48,17 @@ grep -q 'a ring buffer of 65536 bytes' "$T/daemon.log" ||
 # process's labels only after a look-up), when it can read labels at all.
 "$SLEEPERS" 1500 3 >"$T/sleepers.out" &
 sleepers=$!
-for _ in $(seq 100); do
-	grep -qx ready "$T/sleepers.out" && break
-	sleep 0.1
-done
+try_until 10 'grep -qx ready "$T/sleepers.out"'
+# labels_known: whether labels are read (labels=yes) or cannot be (an
+# error in status) is known.
 labels=no
-for _ in $(seq 150); do
+labels_known() {
 	"$FLIGHTREC" status --json >"$T/status.json" || fail "status did not answer"
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d.get("labelled_processes", 0) > 0 and "error" not in d.get("labels", {})))' "$T/status.json" &&
-		{ labels=yes; break; }
-	python3 -c 'import json,sys; sys.exit("error" not in json.load(open(sys.argv[1])).get("labels", {}))' "$T/status.json" &&
-		break
-	sleep 0.1
-done
+		{ labels=yes; return 0; }
+	python3 -c 'import json,sys; sys.exit("error" not in json.load(open(sys.argv[1])).get("labels", {}))' "$T/status.json"
+}
+try_until 15 labels_known
 echo "labels read: $labels"
 kill -USR1 "$sleepers"
 wait "$sleepers" || fail "sleepers failed: $(cat "$T/sleepers.out")"
@@ -70,11 +68,7 @@ cat "$T/sleepers.out"
 read -r _ _ drops drop_ns _ _ label_drops < <(offcpu_counts)
 "$FLIGHTREC" attach --window 60s --event offcpu -o "$T/storm.pb.gz" 2>"$T/attach.err" ||
 	fail "attach failed: $(cat "$T/attach.err")"
-for _ in $(seq 50); do
-	read -r _ lost _ _ ring_lost complete _ < <(offcpu_counts)
-	[ "$complete" = True ] && break
-	sleep 0.1
-done
+try_until 5 'read -r _ lost _ _ ring_lost complete _ < <(offcpu_counts); [ "$complete" = True ]'
 info_lost=$("$FLIGHTREC" dump --ring "$RING" --info --json |
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_lost"])') ||
 	fail "dump --info failed"

@@ -11,11 +11,7 @@ command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
 setpriv --inh-caps=-bpf,-sys_admin --bounding-set=-bpf,-sys_admin \
 	"$FLIGHTRECD" --ring "$RING" --socket "$SOCK" >>"$T/daemon.log" 2>&1 &
 DAEMON_PID=$!
-for _ in $(seq 100); do
-	"$FLIGHTREC" status >/dev/null 2>&1 && break
-	kill -0 "$DAEMON_PID" 2>/dev/null || fail "flightrecd exited at start"
-	sleep 0.1
-done
+wait_answering
 "$FLIGHTREC" status >"$T/status" || fail "status failed"
 grep -q '^offcpu:   perf mechanism (offcpu: cannot load the eBPF program (Operation not permitted' \
 	"$T/status" || fail "status does not say offcpu fell back to perf: $(cat "$T/status")"

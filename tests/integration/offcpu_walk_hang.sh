@@ -14,21 +14,17 @@ UFFD=$BUILD/tests/integration/uffd_stack
 start_daemon
 "$UFFD" >"$T/uffd.out" 2>"$T/uffd.err" &
 UFFD_PID=$!
-for _ in $(seq 50); do
-	grep -q '^pid=' "$T/uffd.out" && break
-	kill -0 "$UFFD_PID" 2>/dev/null || break
-	sleep 0.1
-done
+try_until 5 'grep -q "^pid=" "$T/uffd.out" || ! kill -0 "$UFFD_PID" 2>/dev/null'
 wait_status=0
 kill -0 "$UFFD_PID" 2>/dev/null || { wait "$UFFD_PID" || wait_status=$?; }
 [ "$wait_status" = 77 ] && skip "$(cat "$T/uffd.err")"
 grep -q '^pid=' "$T/uffd.out" || fail "uffd_stack did not start: $(cat "$T/uffd.err")"
-# A second of seals lists it (and asks for its walk, which hangs); then
-# an ordinary blocked process.
-sleep 3
+# Seals list it (and ask for its walk, which hangs); then an ordinary
+# blocked process, listed by the seals after it.
+wait_seals 3
 "$BLOCK" pipe 2 >"$T/block.out" &
 BLOCK_PID=$!
-sleep 3
+wait_seals 3
 
 "$FLIGHTREC" status --json >"$T/status.json" || fail "status failed"
 python3 - "$T/status.json" <<'PY' || fail "the ingest thread stopped: $(cat "$T/status.json")"
@@ -51,8 +47,8 @@ timeout 20 "$FLIGHTREC" threads --pid "$UFFD_PID" >"$T/threads" 2>&1 ||
 grep -q 'sleeping in read' "$T/threads" && grep -q 'read_with_bp' "$T/threads" ||
 	fail "the hostile thread is not shown blocked in read_with_bp: $(cat "$T/threads")"
 # Stops while its walker may still be stuck in the read.
-timeout 20 bash -c "kill -TERM $DAEMON_PID; while kill -0 $DAEMON_PID 2>/dev/null; do sleep 0.1; done" ||
-	fail "flightrecd did not stop on SIGTERM"
+kill -TERM "$DAEMON_PID"
+try_until 20 '! kill -0 "$DAEMON_PID" 2>/dev/null' || fail "flightrecd did not stop on SIGTERM"
 wait "$DAEMON_PID" || fail "flightrecd exited with status $? on SIGTERM"
 DAEMON_PID=
 echo "ok"

@@ -49,10 +49,7 @@ mkdir -p "$T/rootfollow" "$T/u/ownfollow" && chown "$U" "$T/u/ownfollow"
 ROOT_FOLLOW=$!
 as_user "$FLIGHTREC" attach --follow --hz 49 --window 30s --count 1 -o "$T/u/ownfollow" >/dev/null 2>"$T/ownfollow.err" &
 USER_FOLLOW=$!
-for _ in $(seq 100); do
-	[ "$("$FLIGHTREC" status --json 2>/dev/null | grep -o '"client pid ' | wc -l)" = 2 ] && break
-	sleep 0.1
-done
+try_until 10 '[ "$("$FLIGHTREC" status --json 2>/dev/null | grep -o "\"client pid " | wc -l)" = 2 ]'
 "$FLIGHTREC" status --json >"$T/status.root.json" || fail "status as root failed"
 as_user "$FLIGHTREC" status --json >"$T/status.user.json" || fail "status --json as $U failed"
 grep -q '"config"' "$T/status.root.json" || fail "root's status lacks the configuration"
@@ -108,7 +105,7 @@ grep -q fr_burn_heavy "$T/topw.user" || fail "top --window as $U misses its func
 ROOT_LIVE=$!
 as_user "$T/u/userburn" 30 1 0 >/dev/null &
 USER_LIVE=$!
-sleep 0.5
+wait_until 5 "userburn running as $U" 'pgrep -u "$U" -x userburn >/dev/null'
 USER_LIVE=$(pgrep -u "$U" -x userburn | head -1)
 as_user "$FLIGHTREC" threads --pid "$ROOT_LIVE" --json >"$T/threads.root" 2>&1 ||
 	fail "threads as $U failed: $(cat "$T/threads.root")"
@@ -126,7 +123,7 @@ grep -q "\"pid\":$ROOT_LIVE," "$T/threads.all" && grep -q "\"pid\":$USER_LIVE," 
 	fail "root does not see both burns' threads: $(cat "$T/threads.all")"
 # --at a past moment, from the ring: the same rule, by the uid the ring
 # recorded for each process, by pid and by name.
-sleep 1.5
+wait_seals
 at=$(date +%s.%N)
 as_user "$FLIGHTREC" threads --pid "$ROOT_LIVE,$USER_LIVE" --at "$at" --json \
 	>"$T/threads_at.user" 2>&1 || fail "threads --at as $U failed: $(cat "$T/threads_at.user")"
@@ -189,16 +186,16 @@ offcpu_on() { "$FLIGHTREC" status --json | python3 -c 'import json,sys; print(an
 mkdir -p "$T/rootoff"
 "$FLIGHTREC" attach --follow --event offcpu --window 60s --count 1 -o "$T/rootoff" >/dev/null 2>&1 &
 ROOT_OFF=$!
-for _ in $(seq 100); do [ "$(offcpu_on)" = True ] && break; sleep 0.1; done
+try_until 10 '[ "$(offcpu_on)" = True ]'
 [ "$(offcpu_on)" = True ] || fail "root's offcpu follow did not start offcpu"
 as_user "$FLIGHTREC" attach --follow --event offcpu --window 60s --count 1 -o "$T/u/follow" \
 	>/dev/null 2>"$T/useroff.err" &
 USER_OFF=$!
-for _ in $(seq 100); do grep -q following "$T/useroff.err" && break; sleep 0.1; done
+try_until 10 'grep -q following "$T/useroff.err"'
 grep -q following "$T/useroff.err" || fail "the user could not follow offcpu: $(cat "$T/useroff.err")"
 kill "$ROOT_OFF"
 wait "$ROOT_OFF" 2>/dev/null
-for _ in $(seq 100); do [ "$(offcpu_on)" = False ] && break; sleep 0.1; done
+try_until 10 '[ "$(offcpu_on)" = False ]'
 [ "$(offcpu_on)" = False ] || fail "the user's follower kept offcpu open after root's left"
 kill "$USER_OFF" 2>/dev/null
 wait "$USER_OFF" 2>/dev/null
@@ -223,8 +220,8 @@ stop_daemon
 # users_removed: the test's users are gone afterwards, even with a process
 # of theirs still running (userdel refused such a user, and the machine
 # kept one frtest user per run).
-runuser -u "$U" -- sleep 600 >/dev/null 2>&1 &
-sleep 0.2
+runuser -u "$U" -- sleep infinity >/dev/null 2>&1 &
+wait_until 5 "a process of $U" 'pgrep -u "$U" -x sleep >/dev/null'
 trap - EXIT
 test_users_cleanup
 for x in "$U" "$A"; do

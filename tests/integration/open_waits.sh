@@ -54,7 +54,7 @@ near "$sum" 12000000000 || fail "two follow windows add up to $sum ns, want 12 s
 
 # kill -9 of the recorder while they are blocked: the ring alone shows
 # them blocked since they started, up to the crash, on their stack.
-sleep 1
+wait_seals
 kill9_daemon
 t_kill=$(date +%s%N)
 truth=$(((t_kill - t_blocked) * 3))

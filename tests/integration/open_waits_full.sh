@@ -24,13 +24,10 @@ taskset -c 0 dd if=/dev/zero bs=1 count=100000000 2>/dev/null |
 	taskset -c 0 dd of=/dev/null bs=1 2>/dev/null &
 "$BLOCK" pipe 3 >"$T/block.out" &
 BLOCK_PID=$!
-for _ in $(seq 50); do
-	grep -q '^pid=' "$T/block.out" && break
-	sleep 0.1
-done
+try_until 5 'grep -q "^pid=" "$T/block.out"'
 sleep 4
 t_mid=$(date +%s.%N)
-sleep 1.5
+wait_seals
 "$FLIGHTREC" status --json >"$T/status.json" || fail "status failed"
 "$FLIGHTREC" threads --pid "$BLOCK_PID" --at "$t_mid" --json >"$T/at.json" ||
 	fail "threads --at failed"

@@ -56,7 +56,7 @@ dev_ino=$(stat -c '%d:%i' "$T/journal.log")
 JOURNAL_STREAM=$dev_ino "$FLIGHTRECD" --ring "$RING" --socket "$SOCK" --hz 49 \
 	>/dev/null 2>>"$T/journal.log" &
 DAEMON_PID=$!
-for _ in $(seq 100); do "$FLIGHTREC" status >/dev/null 2>&1 && break; sleep 0.1; done
+try_until 10 '"$FLIGHTREC" status >/dev/null 2>&1'
 stop_daemon
 grep -q '^<6>received Terminated' "$T/journal.log" ||
 	fail "journal lines lack the priority prefix: $(tail -3 "$T/journal.log")"

@@ -31,8 +31,8 @@ wait_lines "$T/otel.out" ready
 wait_labelled "$OTEL_PID" trace_id
 # Whole seconds after the labels showed: the window holds none from before.
 from=$(($(date +%s) + 1))
-sleep 6
 to=$((from + 5))
+wait_until 10 "the window's end" '[ "$(date +%s)" -gt "$to" ]'
 "$FLIGHTREC" attach --from "@$from" --to "@$to" --pid "$OTEL_PID" -o "$T/cpu.pb.gz" 2>"$T/err" ||
 	fail "attach failed: $(cat "$T/err")"
 "$FLIGHTREC" attach --from "@$from" --to "@$to" --event offcpu --pid "$OTEL_PID" \

@@ -19,7 +19,7 @@ for model in desc ie; do
 	wait_lines "$T/$model.out" ready
 	wait_labelled "$pid" trace_id
 	from=$(($(date +%s) + 1))
-	while [ "$(date +%s)" -lt $((from + 3)) ]; do sleep 0.2; done
+	wait_until 10 "the window's end" '[ "$(date +%s)" -ge $((from + 3)) ]'
 	"$FLIGHTREC" attach --from "@$from" --to "@$((from + 3))" --pid "$pid" -o "$T/$model.pb.gz" \
 		2>"$T/err" || fail "attach failed ($model): $(cat "$T/err")"
 	total=$(python3 "$(dirname "$0")/pprof_samples.py" jsonl "$T/$model.pb.gz" |

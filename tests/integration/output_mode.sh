@@ -17,12 +17,7 @@ JSON
 (umask 000 && exec "$FLIGHTRECD" --ring "$RING" --socket "$SOCK" --config "$T/config.json" \
 	>>"$T/daemon.log" 2>&1) &
 DAEMON_PID=$!
-for _ in $(seq 1 100); do
-	"$FLIGHTREC" status >/dev/null 2>&1 && break
-	kill -0 "$DAEMON_PID" 2>/dev/null || fail "flightrecd exited at start"
-	sleep 0.1
-done
-"$FLIGHTREC" status >/dev/null 2>&1 || fail "flightrecd did not answer within 10 s"
+wait_answering
 "$BURN" 1 1 0 >/dev/null
 
 # attach: 077 -> 0600, 022 -> 0644, 027 -> 0640.
@@ -52,25 +47,16 @@ p=$("$FLIGHTREC" dump --session all --window 1s 2>"$T/err") || fail "dump --sess
 # dumps.mode "0640", applied on reload.
 sed -i 's/"dir": "[^"]*"/&, "mode": "0640"/' "$T/config.json"
 kill -HUP "$DAEMON_PID"
-for _ in $(seq 1 100); do
-	grep -q "reload" "$T/daemon.log" && break
-	sleep 0.1
-done
-for _ in $(seq 1 50); do
-	p=$("$FLIGHTREC" dump --session all --window 1s 2>"$T/err") || fail "dump --session failed: $(cat "$T/err")"
-	[ "$(mode_of "$p")" = 640 ] && break
-	sleep 0.1
-done
+try_until 10 'grep -q "reload" "$T/daemon.log"'
+try_until 5 'p=$("$FLIGHTREC" dump --session all --window 1s 2>"$T/err") || fail "dump --session failed: $(cat "$T/err")"
+	[ "$(mode_of "$p")" = 640 ]'
 [ "$(mode_of "$p")" = 640 ] || fail "with dumps.mode 0640 a dump is mode $(mode_of "$p")"
 [ "$(mode_of "${p%.pb.gz}.json")" = 640 ] || fail "with dumps.mode 0640 a sidecar is mode $(mode_of "${p%.pb.gz}.json")"
 
 # A mode that lets others write is refused at reload, and changes nothing.
 sed -i 's/"mode": "0640"/"mode": "0666"/' "$T/config.json"
 kill -HUP "$DAEMON_PID"
-for _ in $(seq 1 100); do
-	grep -q 'dumps.mode: must be an octal string' "$T/daemon.log" && break
-	sleep 0.1
-done
+try_until 10 'grep -q "dumps.mode: must be an octal string" "$T/daemon.log"'
 grep -q 'dumps.mode: must be an octal string' "$T/daemon.log" || fail "a dumps.mode of 0666 was not refused clearly"
 p=$("$FLIGHTREC" dump --session all --window 1s 2>"$T/err") || fail "dump --session failed: $(cat "$T/err")"
 [ "$(mode_of "$p")" = 640 ] || fail "a refused reload changed the dumps' mode to $(mode_of "$p")"

@@ -68,11 +68,7 @@ bound=$(( 2 * one + 2 * BUDGET_MIB * 1024 ))
 # malloc keeps what sits below the top of a thread's arena; on a loaded
 # machine one query's worth was exceeded by a few MiB.
 limit=$(( idle8 + 2 * (one > 16384 ? one : 16384) ))
-for _ in $(seq 100); do
-	after=$(kib "$DAEMON_PID" VmRSS)
-	[ "$after" -le "$limit" ] && break
-	sleep 0.1
-done
+try_until 10 'after=$(kib "$DAEMON_PID" VmRSS); [ "$after" -le "$limit" ]'
 [ "$after" -le "$limit" ] || {
 	grep -E '^(Rss|Anon|Threads)' /proc/"$DAEMON_PID"/smaps_rollup /proc/"$DAEMON_PID"/status >&2
 	fail "RSS stayed at $((after / 1024)) MiB after the attaches (idle $((idle8 / 1024)) MiB, limit $((limit / 1024)) MiB)"

@@ -11,16 +11,6 @@ command -v perf >/dev/null || skip "needs perf (linux-perf) as the reference pro
 json_field() {
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
-# wait_until SECONDS CMD...: runs CMD every 0.1 s until it succeeds
-# (0) or SECONDS have passed (1).
-wait_until() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ "$SECONDS" -lt "$end" ] || return 1
-		sleep 0.1
-	done
-}
 # cpu_ticks PID: the CPU time PID has used, in clock ticks (0 when gone).
 cpu_ticks() {
 	awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0
@@ -54,10 +44,10 @@ PERF_PID=$!
 # The reload comes once the program has worked 0.4 s at 99 Hz (some 40
 # samples, twice what is asked of the side before), leaving most of its
 # work for the side after, however slow a loaded machine runs it.
-wait_until 30 burned "$BURN_PID" "$(( $(getconf CLK_TCK) * 4 / 10 ))"
+try_until 30 burned "$BURN_PID" "$(( $(getconf CLK_TCK) * 4 / 10 ))"
 set_rate 499
 kill -HUP "$DAEMON_PID"
-wait_until 10 rate_is 499
+try_until 10 rate_is 499
 "$FLIGHTREC" status >"$T/status" || fail "status after SIGHUP failed"
 grep -q 'event:    cpu at 499 Hz' "$T/status" || fail "the new rate did not take effect: $(grep event: "$T/status")"
 "$FLIGHTREC" status --json >"$T/status.json"
@@ -97,7 +87,7 @@ echo "reload: $nb samples at 99 Hz before, $na at 499 Hz after, $n across at 99 
 # An invalid file is rejected, logged with its reason; the rate stays.
 printf '{"sessions": [{"name": "always", "events": [{"event": "cpu", "hz": 0}]}]}\n' >"$T/config.json"
 kill -HUP "$DAEMON_PID"
-wait_until 10 grep -q 'reload rejected' "$T/daemon.log"
+try_until 10 grep -q 'reload rejected' "$T/daemon.log"
 daemon_alive || fail "an invalid configuration on SIGHUP killed the daemon"
 "$FLIGHTREC" status >"$T/status"
 grep -q 'event:    cpu at 499 Hz' "$T/status" || fail "an invalid reload changed the rate"
@@ -108,8 +98,8 @@ grep -q 'reload rejected; the running configuration stays: .*sessions\[0\].event
 printf '{"ring": {"size": "32MiB"}, "sessions": [{"name": "a", "events": [{"event": "cpu", "hz": 99}]}]}\n' >"$T/config.json"
 size=$(stat -c %s "$RING")
 kill -HUP "$DAEMON_PID"
-wait_until 10 grep -q 'take effect at the next start' "$T/daemon.log"
-wait_until 10 rate_is 99
+try_until 10 grep -q 'take effect at the next start' "$T/daemon.log"
+try_until 10 rate_is 99
 grep -q 'take effect at the next start' "$T/daemon.log" || fail "no note that the ring size waits for a restart"
 "$FLIGHTREC" status | grep -q 'event:    cpu at 99 Hz' || fail "the rate of the third reload did not apply"
 [ "$(stat -c %s "$RING")" = "$size" ] || fail "a reload changed the ring file"

@@ -19,7 +19,7 @@ start_daemon
 P1=$!
 wait "$P1"
 cpu1=$(sed -n 's/.*cpu_seconds=\([0-9.]*\).*/\1/p' "$T/p1.out")
-sleep 1.5 # longer than the seal interval: P1's samples are in sealed chunks
+wait_seals # P1's samples are in sealed chunks
 
 # A copy of the ring taken while the recorder writes to it reads back with
 # no daemon, as does the live file itself.

@@ -28,16 +28,10 @@ start_daemon --ring-size 16MiB --hz 199
 
 FAILED=$(date +%s)
 echo "flightrec test" >"/sys/fs/ext4/$LOOPDEV/trigger_fs_error"
-for _ in $(seq 50); do
-	findmnt -n -o OPTIONS "$LOOPFS" | grep -Eq '(^|,)(ro|emergency_ro)(,|$)' && break
-	sleep 0.1
-done
+try_until 5 'findmnt -n -o OPTIONS "$LOOPFS" | grep -Eq "(^|,)(ro|emergency_ro)(,|\$)"'
 findmnt -n -o OPTIONS "$LOOPFS" | grep -Eq '(^|,)(ro|emergency_ro)(,|$)' || skip "the file system did not go read-only"
 "$BURN" 2 1 >/dev/null
-for _ in $(seq 100); do
-	[ -n "$(status_field writer_error)" ] && break
-	sleep 0.1
-done
+try_until 10 '[ -n "$(status_field writer_error)" ]'
 err=$(status_field writer_error)
 [ "$err" = "Read-only file system" ] || fail "status has no writer_error for the read-only ring: '$err'"
 since=$(status_field writer_error_since_ns)

@@ -42,7 +42,8 @@ done
 [ "$sealed" -gt "$held" ] || fail "the ring did not wrap ($sealed chunks sealed, $held held)"
 size1=$(stat -c %s "$RING")
 [ "$size1" = "$size0" ] || fail "the ring grew from $size0 to $size1 bytes"
-"$FLIGHTREC" attach --window 1h -o "$T/wrapped.pb.gz" 2>/dev/null || fail "attach on a wrapped ring failed"
+"$FLIGHTREC" attach --window 1h -o "$T/wrapped.pb.gz" 2>"$T/attach.err" ||
+	fail "attach on a wrapped ring failed: $(cat "$T/attach.err")"
 stop_daemon
 size2=$(stat -c %s "$RING")
 [ "$size2" = "$size0" ] || fail "the ring grew from $size0 to $size2 bytes"

@@ -16,10 +16,7 @@ size0=$(stat -c %s "$RING")
 truncate -s 0 "$RING" || fail "cannot truncate the ring"
 FROM=$(date +%s)
 "$BURN" 3 1 >/dev/null
-for _ in $(seq 100); do
-	[ "$(stat -c %s "$RING")" = "$size0" ] && break
-	sleep 0.1
-done
+try_until 10 '[ "$(stat -c %s "$RING")" = "$size0" ]'
 size1=$(stat -c %s "$RING")
 [ "$size1" = "$size0" ] || fail "the ring is $size1 bytes after the truncation, was $size0"
 # Allocated again: no hole where the appends after the cut would have left one.
@@ -40,10 +37,7 @@ grep -q 'moved it aside' "$T/daemon.log" && fail "the restart took the ring for 
 # Moved away: said, since a restart would not find what is recorded now.
 mv "$RING" "$RING.moved"
 "$BURN" 2 1 >/dev/null
-for _ in $(seq 50); do
-	grep -q 'was removed or replaced while recording' "$T/daemon.log" && break
-	sleep 0.1
-done
+try_until 5 'grep -q "was removed or replaced while recording" "$T/daemon.log"'
 grep -q 'was removed or replaced while recording' "$T/daemon.log" ||
 	fail "the recorder did not say its ring file was moved away"
 mv "$RING.moved" "$RING"

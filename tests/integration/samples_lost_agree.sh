@@ -22,14 +22,14 @@ dump_lost() {
 # around the dump (the recorder may lose more meanwhile: then again).
 agree() {
 	local a b c complete since
-	for _ in $(seq 50); do
+	agrees_once() {
 		"$FLIGHTREC" attach --window 1s -o "$T/flush.pb.gz" 2>/dev/null # a flush
 		read -r a complete since < <(lost)
 		b=$(dump_lost)
 		read -r c _ _ < <(lost)
-		[ "$complete" = True ] && [ "$a" = "$b" ] && [ "$b" = "$c" ] && { echo "$a $since"; return 0; }
-		sleep 0.2
-	done
+		[ "$complete" = True ] && [ "$a" = "$b" ] && [ "$b" = "$c" ]
+	}
+	try_until 10 agrees_once && { echo "$a $since"; return 0; }
 	fail "status says $a (complete: $complete), dump --info $b"
 }
 

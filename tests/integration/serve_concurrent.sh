@@ -14,14 +14,14 @@ command -v python3 >/dev/null || skip "needs python3 for the HTTP client"
 FREEZE=$BUILD/tests/integration/freeze_thread
 start_daemon --hz 199
 "$BURN" 30 1 >/dev/null 2>&1 &
-sleep 2
+wait_seals
 "$FLIGHTREC" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
 SERVE_PID=$!
 wait_serve_url
 
 "$FREEZE" "$DAEMON_PID" 8 >"$T/freeze.out" 2>"$T/freeze.err" &
 freezer=$!
-for _ in $(seq 100); do grep -q frozen "$T/freeze.out" && break; sleep 0.1; done
+try_until 10 'grep -q frozen "$T/freeze.out"'
 grep -q frozen "$T/freeze.out" || { cat "$T/freeze.err" >&2; skip "cannot freeze a thread with ptrace here"; }
 
 python3 - "$url" <<'PY' || fail "a fast request waited for a slow one"

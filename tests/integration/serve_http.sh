@@ -61,6 +61,9 @@ chmod 0600 "$T/short"
 rc=0
 "$FLIGHTREC" serve --listen 127.0.0.1:0 --token-file "$T/short" >"$T/tf.out" 2>"$T/tf.err" || rc=$?
 [ "$rc" = 2 ] && grep -q "32 to 256" "$T/tf.err" || fail "a short token was taken ($rc): $(cat "$T/tf.err")"
+# A new serve.out: wait_serve_url would take the first serve's address, still
+# in the file until the shell of the new one truncates it.
+rm -f "$T/serve.out"
 "$FLIGHTREC" serve --listen 127.0.0.1:0 --token-file "$T/token" >"$T/serve.out" 2>"$T/serve.err" &
 SERVE_PID=$!
 wait_serve_url

@@ -13,7 +13,7 @@ name=$(printf 'b\377urn')
 cp "$BURN" "$T/$name"
 "$T/$name" 8 1 0 >/dev/null &
 PID=$!
-sleep 3
+wait_seals 3
 "$FLIGHTREC" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
 wait_serve_url
 

@@ -171,10 +171,7 @@ print(cport)
 PY
 )
 kill -CONT "$SERVE_PID"
-for _ in $(seq 50); do
-	grep -q "refused the connection from 127.0.0.1:$cport: its socket is neither" "$T/serve.err" && break
-	sleep 0.1
-done
+try_until 5 'grep -q "refused the connection from 127.0.0.1:$cport: its socket is neither" "$T/serve.err"'
 grep -q "refused the connection from 127.0.0.1:$cport: its socket is neither in sock_diag's answer nor in /proc/net/tcp, so its owner cannot be learnt" "$T/serve.err" ||
 	fail "a connection whose owner cannot be learnt was not refused: $(cat "$T/serve.err")"
 echo "case fail_closed: ok"
@@ -238,12 +235,13 @@ echo "case user_serve: ok"
 # another, joined by a veth pair: a peer on another machine as far as
 # serve can tell. It is answered with the token alone (whoever it is), and
 # refused without. A user of serve's own namespace is still refused.
-unshare -n sleep 300 &
+unshare -n sleep infinity &
 NS_A=$!
-unshare -n sleep 300 &
+unshare -n sleep infinity &
 NS_B=$!
 NS_PIDS="$NS_A $NS_B"
-sleep 0.2
+own_ns() { [ "$(readlink "/proc/$1/ns/net")" != "$(readlink /proc/self/ns/net)" ]; }
+wait_until 5 "the two network namespaces" 'own_ns "$NS_A" && own_ns "$NS_B"'
 inA() { nsenter -t "$NS_A" -n -- "$@"; }
 inB() { nsenter -t "$NS_B" -n -- "$@"; }
 if inA ip link add name frra type veth peer name frrb 2>"$T/veth.err" &&
@@ -257,7 +255,7 @@ if inA ip link add name frra type veth peer name frrb 2>"$T/veth.err" &&
 	wait_serve_url
 	port=${url##*:}
 	port=${port%/}
-	for _ in $(seq 50); do inB python3 -c "import socket; socket.create_connection(('10.231.7.1', $port), 1)" 2>/dev/null && break; sleep 0.1; done
+	try_until 5 'inB python3 -c "import socket; socket.create_connection(("10.231.7.1", $port), 1)" 2>/dev/null'
 	inB python3 "$T/client.py" 10.231.7.1 "$port" "$token" remote "$ROOT_PID" ||
 		fail "a remote peer was not answered on the token alone"
 	inB runuser -u "$U" -- python3 "$T/client.py" 10.231.7.1 "$port" "$token" remote "$ROOT_PID" quick ||

@@ -13,7 +13,6 @@ serve_user_cleanup() {
 	# runuser forks: killing its job leaves the user's serve and burn
 	# running. Every process of this test-only user is the test's.
 	pkill -KILL -u "$U" 2>/dev/null
-	sleep 0.2
 	test_users_cleanup
 }
 trap serve_user_cleanup EXIT
@@ -31,7 +30,8 @@ start_daemon --config "$T/config.json"
 "$T/rootburn" 12 1 0 >/dev/null &
 ROOT_PID=$!
 runuser -u "$U" -- "$T/u/userburn" 12 1 0 >/dev/null &
-sleep 4
+wait_until 5 "userburn running as $U" 'pgrep -u "$U" -x userburn >/dev/null'
+wait_seals 3
 USER_PID=$(pgrep -u "$U" -x userburn)
 [ -n "$USER_PID" ] || fail "userburn is not running"
 

@@ -30,29 +30,29 @@ poll() {
 	"$FLIGHTREC" attach --since-last poll --format folded -o "$T/d$1.folded" >/dev/null 2>"$T/err" ||
 		fail "poll $1 failed: $(cat "$T/err")"
 }
-sleep 1
+wait_samples 100
 poll 1
-sleep 1
+wait_samples 100
 poll 2
 stop_daemon
 start_daemon --config "$T/config.json"
-sleep 1
+wait_samples 100
 poll 3
-sleep 1
+wait_samples 100
 poll 4
 kill9_daemon
 start_daemon --config "$T/config.json"
-sleep 1
+wait_samples 100
 poll 5
-sleep 1
+wait_samples 100
 poll 6
 # Another user's "poll" is its own cursor: it starts anew and does not
 # move root's.
 runuser -u "$U" -- "$FLIGHTREC" attach --since-last poll -o "$T/u/p.pb.gz" >/dev/null 2>"$T/err" ||
 	fail "a user's poll failed: $(cat "$T/err")"
-sleep 1
+wait_samples 100
 poll 7
-sleep 1
+wait_samples 100
 poll 8
 
 [ "$(stat -c '%a %U' "$RING.cursors")" = "600 root" ] ||

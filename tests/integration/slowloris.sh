@@ -20,23 +20,13 @@ samples_before=$("$FLIGHTREC" status --json | python3 -c 'import json,sys; print
 # request.
 python3 "$HERE/slowloris.py" "$SOCK" 70 4 60 >"$T/slow.out" 2>"$T/slow.err" &
 SLOW_PID=$!
-for _ in $(seq 1 100); do
-	grep -q '^connected' "$T/slow.out" && break
-	sleep 0.1
-done
+try_until 10 'grep -q "^connected" "$T/slow.out"'
 grep -q '^connected 70$' "$T/slow.out" || fail "the slow client did not connect: $(cat "$T/slow.err")"
 
 # status answers while the slow clients are there (bounded poll: a slow
 # client holds the slot kept for status, too, until its deadline).
-ok=
-for _ in $(seq 1 150); do
-	if "$FLIGHTREC" status >"$T/status.out" 2>"$T/status.err"; then
-		ok=1
-		break
-	fi
-	sleep 0.2
-done
-[ -n "$ok" ] || fail "status never got in past the slow clients: $(cat "$T/status.err")"
+try_until 30 '"$FLIGHTREC" status >"$T/status.out" 2>"$T/status.err"' ||
+	fail "status never got in past the slow clients: $(cat "$T/status.err")"
 
 # Every slow connection is closed by the daemon (the slow client gives up
 # after 60 s and exits 1 if one is still open).
@@ -72,10 +62,7 @@ print(json.loads(data).get("error", "ok"))
 PY
 PIPE_PID=$!
 # Bounded: the daemon gives up after 15 s without progress.
-for _ in $(seq 1 600); do
-	kill -0 "$PIPE_PID" 2>/dev/null || break
-	sleep 0.2
-done
+try_until 120 '! kill -0 "$PIPE_PID" 2>/dev/null'
 kill -0 "$PIPE_PID" 2>/dev/null && fail "an attach into an unread pipe still holds its connection after 120 s"
 wait "$PIPE_PID" || fail "the unread-pipe client failed: $(cat "$T/pipe.err")"
 grep -q "took no bytes" "$T/pipe.out" || fail "unclear error for an unread pipe: $(cat "$T/pipe.out")"

@@ -11,7 +11,7 @@ need_root_perf
 FREEZE=$BUILD/tests/integration/freeze_thread
 start_daemon --hz 199
 "$BURN" 60 1 >/dev/null 2>&1 &
-sleep 2
+wait_seals
 
 ingest() {
 	"$FLIGHTREC" status --json >"$T/status.json" || fail "status did not answer"
@@ -22,15 +22,11 @@ read -r stalled stalls timeouts < <(ingest)
 
 "$FREEZE" "$DAEMON_PID" 12 >"$T/freeze.out" 2>"$T/freeze.err" &
 freezer=$!
-for _ in $(seq 100); do grep -q frozen "$T/freeze.out" && break; sleep 0.1; done
+try_until 10 'grep -q frozen "$T/freeze.out"'
 grep -q frozen "$T/freeze.out" || { cat "$T/freeze.err" >&2; skip "cannot freeze a thread with ptrace here"; }
 
 # Stalled is said once the last drain is over 3 s old.
-for _ in $(seq 100); do
-	read -r stalled _ _ < <(ingest)
-	[ "$stalled" = True ] && break
-	sleep 0.1
-done
+try_until 10 'read -r stalled _ _ < <(ingest); [ "$stalled" = True ]'
 [ "$stalled" = True ] || fail "status does not say the ingest thread is stalled"
 "$FLIGHTREC" status >"$T/status.txt" || fail "status (text) failed"
 grep -q "^ingest:   STALLED" "$T/status.txt" || fail "status text hides the stall: $(cat "$T/status.txt")"
@@ -45,11 +41,7 @@ gzip -dc "$T/p.pb.gz" | grep -qa "incomplete: the recorder did not store its las
 	fail "the profile has no comment saying it may end early"
 
 wait "$freezer" || fail "freeze_thread failed: $(cat "$T/freeze.err")"
-for _ in $(seq 100); do
-	read -r stalled stalls timeouts < <(ingest)
-	[ "$stalled" = False ] && [ "$stalls" -ge 1 ] && break
-	sleep 0.1
-done
+try_until 10 'read -r stalled stalls timeouts < <(ingest); [ "$stalled" = False ] && [ "$stalls" -ge 1 ]'
 [ "$stalled" = False ] || fail "still stalled after the thaw"
 [ "$stalls" -ge 1 ] && [ "$timeouts" -ge 1 ] || fail "the stall was not counted: $stalls stalls, $timeouts flush timeouts"
 # A window that takes in the stall is warned of (cli_pressure.sh); one wholly

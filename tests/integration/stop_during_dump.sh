@@ -25,15 +25,12 @@ trap 'release; cleanup' EXIT
 
 "$HOLD" >"$T/fuse.dir" 2>"$T/fuse.err" &
 HOLD_PID=$!
-for _ in $(seq 1 100); do
-	[ -s "$T/fuse.dir" ] && break
-	if ! kill -0 "$HOLD_PID" 2>/dev/null; then
-		wait "$HOLD_PID"
-		[ $? = 77 ] && { HOLD_PID=; skip "cannot mount a FUSE file system: $(cat "$T/fuse.err")"; }
-		fail "fuse_hold failed: $(cat "$T/fuse.err")"
-	fi
-	sleep 0.1
-done
+try_until 10 '[ -s "$T/fuse.dir" ] || ! kill -0 "$HOLD_PID" 2>/dev/null'
+if [ ! -s "$T/fuse.dir" ] && ! kill -0 "$HOLD_PID" 2>/dev/null; then
+	wait "$HOLD_PID"
+	[ $? = 77 ] && { HOLD_PID=; skip "cannot mount a FUSE file system: $(cat "$T/fuse.err")"; }
+	fail "fuse_hold failed: $(cat "$T/fuse.err")"
+fi
 DUMPS=$(cat "$T/fuse.dir")
 [ -d "$DUMPS" ] || fail "fuse_hold did not mount"
 
@@ -48,21 +45,13 @@ DUMP_PID=$!
 
 # The dump's thread waits on the file system: the kernel shows where.
 inside=0
-for _ in $(seq 1 300); do
-	if grep -qs 'request_wait_answer\|fuse' /proc/"$DAEMON_PID"/task/*/wchan; then
-		inside=1
-		break
-	fi
-	kill -0 "$DUMP_PID" 2>/dev/null || fail "the dump ended before reaching the dumps directory: $(cat "$T/dump.err")"
-	sleep 0.1
-done
+try_until 30 'grep -qs "request_wait_answer\\|fuse" /proc/"$DAEMON_PID"/task/*/wchan ||
+	{ kill -0 "$DUMP_PID" 2>/dev/null || fail "the dump ended before reaching the dumps directory: $(cat "$T/dump.err")"; false; }' &&
+	inside=1
 [ "$inside" = 1 ] || fail "no thread of the recorder waits in the dumps directory's file system"
 
 kill -TERM "$DAEMON_PID"
-for _ in $(seq 1 300); do
-	grep -q 'received Terminated; storing the open chunk and exiting' "$T/daemon.log" && break
-	sleep 0.1
-done
+try_until 30 'grep -q "received Terminated; storing the open chunk and exiting" "$T/daemon.log"'
 grep -q 'received Terminated' "$T/daemon.log" || fail "the recorder did not take SIGTERM"
 
 # Let the dump go: its create fails, the connection thread finishes, and

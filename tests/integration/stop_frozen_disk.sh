@@ -16,7 +16,7 @@ start_daemon --ring-size 16MiB --hz 199
 "$BURN" 3 1 >"$T/burn.out"
 TO=$(date +%s)
 FROM=$((TO - 3))
-sleep 1
+wait_until 5 "the window's end" '[ "$(date +%s)" -gt "$TO" ]'
 # In the ring (the flush), then on the disk (a freeze syncs the file system).
 "$FLIGHTREC" attach --from "@$FROM" --to "@$TO" --format folded -o "$T/before.folded" \
 	2>"$T/attach.err" || fail "attach before the freeze: $(cat "$T/attach.err")"
@@ -32,19 +32,13 @@ gone() {
 	st=$(ps -o stat= -p "$DAEMON_PID" 2>/dev/null)
 	[ -z "$st" ] || [ "${st#Z}" != "$st" ]
 }
-for _ in $(seq 400); do
-	gone && break
-	sleep 0.1
-done
+try_until 40 'gone'
 gone || fail "flightrecd has not exited $(($(date +%s) - SENT)) s after SIGTERM on a frozen disk"
 echo "exited $(($(date +%s) - SENT)) s after SIGTERM"
 grep -q 'shutdown did not finish within 10 s .*exiting without storing' "$T/daemon.log" ||
 	fail "the recorder did not say what it did not store"
 fsfreeze -u "$LOOPFS"
-for _ in $(seq 100); do
-	kill -0 "$DAEMON_PID" 2>/dev/null || break
-	sleep 0.1
-done
+try_until 10 '! kill -0 "$DAEMON_PID" 2>/dev/null'
 wait "$DAEMON_PID"
 st=$?
 DAEMON_PID=

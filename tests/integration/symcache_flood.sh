@@ -65,14 +65,11 @@ mkdir -p "$T/bin"
 cp "$OLD" "$T/bin/rootvictim"
 "$T/bin/rootvictim" 3 >/dev/null &
 ROOT_PID=$!
-sleep 1.5
+wait_seals # recorded: its samples, mapping and build id
 rm -f "$T/bin/rootvictim"
 wait "$ROOT_PID" || fail "rootvictim failed"
 bid=$(build_id "$OLD")
-for _ in $(seq 300); do
-	[ -f "$T/symbols/$bid" ] && break
-	sleep 0.1
-done
+try_until 30 '[ -f "$T/symbols/$bid" ]'
 [ -f "$T/symbols/$bid" ] || { ls -la "$T/symbols" >&2; fail "root's binary was not cached"; }
 
 # profile NAME: root's window, folded, and how many samples gone_old_hot
@@ -94,10 +91,7 @@ for i in $(seq 0 9); do
 	runuser -u "$U" -- "$T/u/flood$i" 0.5 >/dev/null || fail "the user's flood$i failed"
 done
 last=$(build_id "$T/u/flood9").u$uid
-for _ in $(seq 300); do
-	[ -f "$T/symbols/$last" ] && break
-	sleep 0.1
-done
+try_until 30 '[ -f "$T/symbols/$last" ]'
 ls -la "$T/symbols" >"$T/symbols.ls"
 [ -f "$T/symbols/$last" ] || { cat "$T/symbols.ls" >&2; fail "the user's last binary was not cached"; }
 user_copies=$(ls "$T/symbols" | grep -c "\.u$uid\$")

@@ -20,11 +20,8 @@ start_daemon --config "$T/config.json"
 t_start=$(date +%s%N)
 "$BLOCK" mix 3 >"$T/block.out" &
 BLOCK_PID=$!
-for _ in $(seq 50); do
-	grep -q '^pid=' "$T/block.out" && break
-	sleep 0.1
-done
-sleep 3
+try_until 5 'grep -q "^pid=" "$T/block.out"'
+wait_seals 3
 
 "$FLIGHTREC" threads --pid "$BLOCK_PID" >"$T/text" 2>"$T/text.err" ||
 	fail "threads failed: $(cat "$T/text.err")"
@@ -132,7 +129,8 @@ echo "case invalid_utf8_name" >&2
 # the shell itself), then spins so the recorder samples it under that name.
 bash -c 'printf "bad\xff\xfe\xc0name" >/proc/self/comm; end=$((SECONDS + 8)); while [ $SECONDS -lt $end ]; do :; done' &
 BAD_PID=$!
-sleep 3
+try_until 5 '[ "$(head -c 3 "/proc/$BAD_PID/comm")" = bad ]'
+wait_seals 3
 [ "$(head -c 3 "/proc/$BAD_PID/comm")" = bad ] || fail "the comm was not written: $(cat -v "/proc/$BAD_PID/comm")"
 "$FLIGHTREC" threads --pid "$BAD_PID" --json >"$T/bad.json" 2>"$T/bad.err" ||
 	fail "threads --json failed: $(cat "$T/bad.err")"

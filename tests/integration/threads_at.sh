@@ -45,14 +45,11 @@ start_daemon --config "$T/config.json"
 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" mix 3' sh "$CG_DIR/job" "$T/$COMM" \
 	>"$T/block.out" &
 BLOCK_PID=$!
-for _ in $(seq 50); do
-	grep -q '^pid=' "$T/block.out" && break
-	sleep 0.1
-done
+try_until 5 'grep -q "^pid=" "$T/block.out"'
 t_start=$(date +%s%N)
 sleep 4
 t_mid=$(date +%s.%N)
-sleep 2
+wait_seals
 "$FLIGHTREC" threads --pid "$BLOCK_PID" --at "$t_mid" --json >"$T/daemon_mid.json" ||
 	fail "threads --at failed"
 "$FLIGHTREC" threads --pid "$BLOCK_PID" --json >"$T/now.json" || fail "threads failed"
@@ -114,7 +111,7 @@ check_none "$T/d_sh.json" "threads --comm sh --at lists the program"
 "$FLIGHTREC" threads --cgroup "${CGROUP_PARENT}x" --at "$t_mid" --json >"$T/d_cgx.json" ||
 	fail "threads --cgroup ...x --at failed"
 check_none "$T/d_cgx.json" "threads --cgroup ${CGROUP_PARENT}x --at lists block"
-sleep 1
+wait_seals
 kill9_daemon
 kill "$BLOCK_PID"
 

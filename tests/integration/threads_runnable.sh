@@ -25,10 +25,7 @@ fr() { taskset -c 0 "$FLIGHTREC" "$@"; }
 taskset -c 1 "$BURN" 60 >/dev/null &
 VICTIM=$!
 t_start=$(date +%s%N)
-for _ in $(seq 100); do
-	[ "$(cat "/proc/$VICTIM/comm" 2>/dev/null)" = burn ] && break
-	sleep 0.1
-done
+try_until 10 '[ "$(cat "/proc/$VICTIM/comm" 2>/dev/null)" = burn ]'
 chrt -i -p 0 "$VICTIM" || fail "chrt -i -p 0 $VICTIM failed"
 chrt -p "$VICTIM" | grep -q SCHED_IDLE || fail "the victim is not SCHED_IDLE: $(chrt -p "$VICTIM")"
 taskset -c 1 nice -n -20 "$BURN" 60 >/dev/null &
@@ -41,19 +38,20 @@ ran() { cat "/proc/$VICTIM/task/$VICTIM/schedstat"; }
 # wait_quiet: waits (10 s at most) until the victim has not run for a
 # second: QUIET is its schedstat since QUIET_SINCE (ns).
 wait_quiet() {
-	local now
 	QUIET=$(ran)
 	QUIET_SINCE=$(date +%s%N)
-	for _ in $(seq 100); do
-		sleep 0.1
-		now=$(ran)
-		if [ "$now" != "$QUIET" ]; then
-			QUIET=$now
-			QUIET_SINCE=$(date +%s%N)
-		fi
-		[ "$(($(date +%s%N) - QUIET_SINCE))" -ge 1000000000 ] && return 0
-	done
+	try_until 10 quiet_for_1s && return 0
 	skip "the scheduler keeps running the SCHED_IDLE victim beside a nice -20 hog on CPU 1"
+}
+
+quiet_for_1s() {
+	local now
+	now=$(ran)
+	if [ "$now" != "$QUIET" ]; then
+		QUIET=$now
+		QUIET_SINCE=$(date +%s%N)
+	fi
+	[ "$(($(date +%s%N) - QUIET_SINCE))" -ge 1000000000 ]
 }
 
 # field FILE KEY: KEY of the one thread in a threads --json answer.

@@ -53,11 +53,8 @@ as_user sh -c "exec python3 -c 'import ctypes, os, time
 ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
 print(\"pid=%d\" % os.getpid(), flush=True)
 time.sleep(600)' >'$T/out/nodump.out'" &
-for _ in $(seq 50); do
-	grep -q '^pid=' "$T/out/suid.out" 2>/dev/null && grep -q '^pid=' "$T/out/user.out" 2>/dev/null &&
-		grep -q '^pid=' "$T/out/nodump.out" 2>/dev/null && break
-	sleep 0.1
-done
+try_until 5 'grep -q "^pid=" "$T/out/suid.out" 2>/dev/null && grep -q "^pid=" "$T/out/user.out" 2>/dev/null &&
+	grep -q "^pid=" "$T/out/nodump.out" 2>/dev/null'
 SUID_PID=$(sed -n 's/^pid=//p' "$T/out/suid.out")
 USER_PID=$(sed -n 's/^pid=//p' "$T/out/user.out")
 NODUMP_PID=$(sed -n 's/^pid=//p' "$T/out/nodump.out")
@@ -66,7 +63,7 @@ NODUMP_PID=$(sed -n 's/^pid=//p' "$T/out/nodump.out")
 	skip "prctl(PR_SET_DUMPABLE, 0) did not give /proc/$NODUMP_PID/status to root"
 grep -Eq '^Uid:\s+[0-9]+\s+0\s+0\s+0' "/proc/$SUID_PID/status" ||
 	skip "the set-user-ID bit was not honoured: $(grep Uid: "/proc/$SUID_PID/status")"
-sleep 2
+wait_seals
 
 # reader FILE KEY: KEY of the blocked reader thread (not main) in threads --json.
 reader() {
@@ -119,7 +116,7 @@ cut_down "$T/nodump.json" 1 || fail "the not-dumpable process is shown beyond wh
 
 # A past moment, from the ring alone: the same.
 AT=$(date +%s)
-sleep 2
+wait_seals
 as_user "$FLIGHTREC" threads --pid "$USER_PID" --at "@$AT" --json >"$T/own_at.json" 2>"$T/own_at.err" ||
 	fail "threads --at as $U on its own process failed: $(cat "$T/own_at.err")"
 reader "$T/own_at.json" stack | grep -q fr_read_stuck ||

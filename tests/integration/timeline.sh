@@ -47,7 +47,7 @@ cat >"$T/config.json" <<'JSON'
 {"sessions": [{"name": "tl", "events": [{"event": "cpu", "hz": 499}, {"event": "offcpu"}]}]}
 JSON
 start_daemon --config "$T/config.json"
-sleep 1
+wait_seals 1
 
 FROM=$(date +%s)
 sleep 1.2
@@ -62,7 +62,7 @@ wait "$S_PID" || fail "the sleeper failed"
 # A program labelled with libflightrec: phase=a 30% of its CPU, phase=b 70%.
 "$BUILD/tests/integration/labels_demo" split 3 >"$T/demo.out" || fail "labels_demo failed"
 TO=$(($(date +%s) + 1))
-sleep 1.5
+wait_until 5 "the window's end" '[ "$(date +%s)" -gt "$TO" ]'
 
 Q=(--from "$FROM" --to "$TO" --step 1s --top 32)
 "$FLIGHTREC" timeline "${Q[@]}" --json >"$T/proc.json" 2>"$T/err" || fail "timeline failed: $(cat "$T/err")"

@@ -28,7 +28,7 @@ ROOT_BURN=$!
 as_user "$T/u/tluserburn" 3 1 0 >"$T/user.out" || fail "the user's burner failed"
 wait "$ROOT_BURN" || fail "root's burner failed"
 TO=$(($(date +%s) + 1))
-sleep 1.5
+wait_until 5 "the window's end" '[ "$(date +%s)" -gt "$TO" ]'
 
 as_user "$FLIGHTREC" timeline --from "$FROM" --to "$TO" --step 1s --top 32 --json \
 	>"$T/user.json" 2>"$T/user.err" || fail "timeline as $U failed: $(cat "$T/user.err")"

@@ -36,11 +36,11 @@ grep -Eq '^hot +cpu@199Hz +comm '"$HOT_NAME"' +cpu>30% +never$' "$T/sessions" ||
 
 # wait_dump GLOB SECONDS: waits for a dump matching GLOB (and its sidecar).
 wait_dump() {
-	for _ in $(seq 1 $(( $2 * 10 ))); do
-		for f in $DUMPS/$1.pb.gz; do
-			[ -f "$f" ] && [ -f "${f%.pb.gz}.json" ] && { echo "$f"; return 0; }
-		done
-		sleep 0.1
+	try_until "$2" dump_there "$1" && echo "$found"
+}
+dump_there() {
+	for found in $DUMPS/$1.pb.gz; do
+		[ -f "$found" ] && [ -f "${found%.pb.gz}.json" ] && return 0
 	done
 	return 1
 }
@@ -92,10 +92,7 @@ sidecar "$j" 'd["reason"]' | grep -q "exited with status 3" || fail "the exit re
 "$T/$CRASHY_NAME" -c 'kill -SEGV $$' &
 SEGV=$!
 wait "$SEGV"
-for _ in $(seq 1 100); do
-	[ "$(ls "$DUMPS"/crashy-exit-*.json 2>/dev/null | wc -l)" -ge 2 ] && break
-	sleep 0.1
-done
+try_until 10 '[ "$(ls "$DUMPS"/crashy-exit-*.json 2>/dev/null | wc -l)" -ge 2 ]'
 grep -l "killed by SIGSEGV" "$DUMPS"/crashy-exit-*.json >/dev/null || fail "a death by SIGSEGV fired no dump"
 
 # 4. CPU above 30% of the machine for 2 s, by the "hot" processes only.

@@ -76,10 +76,7 @@ done
 cp "$PROG" "$T/fresh_cxx"
 "$T/fresh_cxx" 120 0 >/dev/null &
 first=$!
-for _ in $(seq 100); do
-	grep -q libstdc++ /proc/"$first"/maps 2>/dev/null && break
-	sleep 0.1
-done
+try_until 10 'grep -q libstdc++ /proc/"$first"/maps 2>/dev/null'
 "$FLIGHTREC" attach --window 60s --pid "$first" -o "$T/first.pb.gz" 2>"$T/attach.err" ||
 	{ cat "$T/attach.err"; fail "attach --pid of the first run failed"; }
 wait_tables_built
@@ -91,10 +88,7 @@ wait "$first" 2>/dev/null
 runuser -u "$U" -- sh -c 'while :; do i=0; while [ $i -lt 48 ]; do
 	"$0/flood$i" 0.02 0.3 & sleep 0.02; i=$((i + 1)); done; done' "$T/u" &
 # Until its tables are built and dropped over the budget.
-for _ in $(seq 600); do
-	[ "$(status_num evicted)" -ge 32 ] && break
-	sleep 0.1
-done
+try_until 60 '[ "$(status_num evicted)" -ge 32 ]'
 evicted=$(status_num evicted)
 [ "$evicted" -ge 32 ] || fail "the flood has not filled the tables in 60 s ($evicted dropped)"
 

@@ -41,10 +41,7 @@ grep -q '"unwinding"' "$T/status.json" && fail "status shows CFI unwinding for a
 printf '{"sessions": [{"name": "dw", "events": [{"event": "cpu", "hz": 99, "unwind": "dwarf", "stack_copy": "16KiB"}]}]}\n' \
 	>"$T/config.json"
 kill -HUP "$DAEMON_PID"
-for _ in $(seq 50); do
-	grep -q "cpu: recording at 99 Hz, user stacks unwound from 16384-byte copies" "$T/daemon.log" && break
-	sleep 0.1
-done
+try_until 5 'grep -q "cpu: recording at 99 Hz, user stacks unwound from 16384-byte copies" "$T/daemon.log"'
 grep -q "cpu: reopening (was at 99 Hz, user stacks by frame pointers)" "$T/daemon.log" ||
 	fail "the reload did not reopen cpu"
 grep -q "cpu: recording at 99 Hz, user stacks unwound from 16384-byte copies" "$T/daemon.log" ||
@@ -71,10 +68,7 @@ grep -q "cpu: reopening (was at 99 Hz, user stacks unwound from 16384-byte copie
 	fail "raising cpu to 999 Hz did not reopen it with rings for its copies"
 grep -q "cpu: recording at 999 Hz, user stacks unwound from 16384-byte copies" "$T/daemon.log" ||
 	fail "cpu was not reopened at 999 Hz"
-for _ in $(seq 50); do
-	grep -q "cpu: rate 999 Hz -> 99 Hz" "$T/daemon.log" && break
-	sleep 0.1
-done
+try_until 5 'grep -q "cpu: rate 999 Hz -> 99 Hz" "$T/daemon.log"'
 grep -q "cpu: rate 999 Hz -> 99 Hz" "$T/daemon.log" || fail "cpu did not fall back to 99 Hz"
 stop_daemon
 echo PASS

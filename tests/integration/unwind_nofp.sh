@@ -18,11 +18,8 @@ NOFP=$BUILD/tests/integration/nofp_sort
 
 # tables_settled: waits until no unwind table is being built.
 tables_settled() {
-	for _ in $(seq 300); do
-		"$FLIGHTREC" status --json >"$T/status.json" 2>/dev/null &&
-			grep -q '"unwind_tables": *{[^}]*"pending": *0[,}]' "$T/status.json" && return 0
-		sleep 0.1
-	done
+	try_until 30 '"$FLIGHTREC" status --json >"$T/status.json" 2>/dev/null &&
+		grep -q "\"unwind_tables\": *{[^}]*\"pending\": *0[,}]" "$T/status.json"' && return 0
 	fail "unwind tables still pending after 30 s: $(cat "$T/status.json")"
 }
 
@@ -68,10 +65,7 @@ cp "$BUILD/tests/integration/nofp_sort_b" "$T/nofp_deleted"
 "$T/nofp_deleted" 4 vdso >"$T/deleted.out" &
 DEL_PID=$!
 # Deleted once it runs (it prints its pid first), not before its exec.
-for _ in $(seq 100); do
-	grep -qs "^pid=$DEL_PID\$" "$T/deleted.out" && break
-	sleep 0.05
-done
+try_until 5 'grep -qs "^pid=$DEL_PID\$" "$T/deleted.out"'
 rm "$T/nofp_deleted"
 wait "$DEL_PID" || fail "the deleted copy of nofp_sort failed"
 "$FLIGHTREC" attach --window 30s --pid "$DEL_PID" -o "$T/deleted.pb.gz" 2>"$T/attach.err" ||

@@ -23,13 +23,7 @@ cp "$PROG" "$T/fresh_cxx"
 "$T/fresh_cxx" 1 10 >"$T/prog.out" &
 pid=$!
 built=
-for _ in $(seq 100); do
-	if grep -q "unwind table of $T/fresh_cxx:" "$T/daemon.log"; then
-		built=1
-		break
-	fi
-	sleep 0.1
-done
+try_until 10 'grep -q "unwind table of $T/fresh_cxx:" "$T/daemon.log"' && built=1
 # Its CPU time so far, in clock ticks: its start-up only (a few ticks;
 # it works 100 a second).
 ticks=$(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo gone)

@@ -68,7 +68,7 @@ run_case() {
 	"$prog" 1 0 >/dev/null &
 	pid=$!
 	wait "$pid" || fail "$name failed"
-	sleep 0.5
+	wait_seals 1
 	"$FLIGHTREC" attach --window 60s --pid "$pid" -o "$T/$name.cold.pb.gz" 2>"$T/attach.err" ||
 		{ cat "$T/attach.err"; fail "attach --pid $pid failed"; }
 	"$GO" tool pprof -symbolize=none -comments "$T/$name.cold.pb.gz" 2>/dev/null |

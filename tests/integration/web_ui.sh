@@ -26,13 +26,13 @@ start_daemon
 cp "$BURN" "$T/burn2"
 "$BURN" 60 1 0 >/dev/null &
 BURN_PID=$!
-sleep 2
+wait_seals
 a0=$(date +%s.%N)
 sleep 7
 a1=$(date +%s.%N)
 "$T/burn2" 7 1 0 >/dev/null &
 BURN2_PID=$!
-sleep 0.5
+wait_until 5 "burn2 to run" has_run "$BURN2_PID"
 b0=$(date +%s.%N)
 sleep 6
 b1=$(date +%s.%N)

@@ -34,18 +34,15 @@ print(find(json.load(sys.stdin), sys.argv[1]))' "$1"
 FLIGHTREC_WRITER_QUEUE=65536 start_daemon --ring-size 16MiB --hz 999
 "$BURN" 60 1 >/dev/null &
 BURN_PID=$!
-sleep 2
+wait_seals
 FROM=$(date +%s)
 fsfreeze -f "$LOOPFS" || skip "cannot freeze $LOOPFS"
-for _ in $(seq 300); do
-	[ "$(js chunks_dropped)" -ge 3 ] && break
-	sleep 0.1
-done
+try_until 30 '[ "$(js chunks_dropped)" -ge 3 ]'
 dropped=$(js chunks_dropped)
 lost_frozen=$(js samples_lost_since_start)
 fsfreeze -u "$LOOPFS"
 [ "$dropped" -ge 3 ] || fail "no chunk dropped in 30 s of a frozen disk ($dropped)"
-sleep 3
+wait_seals 3 # recording goes on after the thaw
 TO=$(date +%s)
 kill "$BURN_PID"
 wait "$BURN_PID" 2>/dev/null

@@ -84,8 +84,11 @@ static cJSON *handler(void *arg, const char *cmd, const cJSON *req, int fd,
 /* Opens a server at tmpdir/`name` with `max_clients` slots, answered by
  * handler() counting into *calls, and starts it; `path` receives the
  * socket's path. Returns the server, or NULL after a failed check. */
-static struct fr_ipc_server *start_server(const char *name, unsigned max_clients, int *calls,
-					  char *path, size_t pathlen)
+/* A server on tmpdir/name; deadline_s, when not 0, replaces the 5 s
+ * request deadlines so that a test sees one pass in a second. */
+static struct fr_ipc_server *start_server_deadline(const char *name, unsigned max_clients,
+						   int *calls, char *path, size_t pathlen,
+						   unsigned deadline_s)
 {
 	struct fr_ipc_server *s = NULL;
 	char err[256] = "";
@@ -96,6 +99,10 @@ static struct fr_ipc_server *start_server(const char *name, unsigned max_clients
 	CHECK(ret == 0, "open %s: %d %s", name, ret, err);
 	if (ret < 0)
 		return NULL;
+	if (deadline_s) {
+		ret = fr_ipc_server_set_request_deadline(s, deadline_s);
+		CHECK(ret == 0, "deadline %s: %d", name, ret);
+	}
 	ret = fr_ipc_server_start(s);
 	CHECK(ret == 0, "start %s: %d", name, ret);
 	if (ret < 0) {
@@ -103,6 +110,12 @@ static struct fr_ipc_server *start_server(const char *name, unsigned max_clients
 		return NULL;
 	}
 	return s;
+}
+
+static struct fr_ipc_server *start_server(const char *name, unsigned max_clients, int *calls,
+					  char *path, size_t pathlen)
+{
+	return start_server_deadline(name, max_clients, calls, path, pathlen, 0);
 }
 
 static cJSON *call(int sock, const char *cmd, int pass_fd)
@@ -556,17 +569,17 @@ static void test_slow_request_dropped(void)
 	cJSON *resp = NULL;
 	int calls = 0, fd, got = 0;
 
-	s = start_server("slow.sock", 4, &calls, path, sizeof(path));
+	s = start_server_deadline("slow.sock", 4, &calls, path, sizeof(path), 1);
 	if (!s)
 		return;
 	fd = fr_ipc_connect(path);
 	CHECK(fd >= 0, "connect: %d", fd);
-	/* Bounded: 60 bytes, 30 s; the deadline is 5 s from the first. */
+	/* Bounded: 60 bytes, 30 s; the deadline is 1 s from the first. */
 	got = trickle(fd);
 	CHECK(got, "the server kept a trickling request open for 30 s");
 	if (got) {
 		CHECK(fr_ipc_recv_json(fd, &resp, NULL) == 0, "no reply before the close");
-		check_error(resp, "no complete request within 5 s; closing the connection",
+		check_error(resp, "no complete request within 1 s; closing the connection",
 			    "trickling request");
 		resp = NULL;
 		CHECK(fr_ipc_recv_json(fd, &resp, NULL) == -ECONNRESET,
@@ -589,7 +602,7 @@ static void test_follow_timeout_names_bounds(void)
 	cJSON *resp = NULL;
 	int calls = 0, fd, got = 0;
 
-	s = start_server("follow.sock", 4, &calls, path, sizeof(path));
+	s = start_server_deadline("follow.sock", 4, &calls, path, sizeof(path), 1);
 	if (!s)
 		return;
 	fd = fr_ipc_connect(path);
@@ -598,13 +611,13 @@ static void test_follow_timeout_names_bounds(void)
 	CHECK(resp && is_ok(resp), "hold refused");
 	cJSON_Delete(resp);
 	resp = NULL;
-	/* Bounded: 60 bytes, 30 s; the frame's deadline is 5 s. */
+	/* Bounded: 60 bytes, 30 s; the frame's deadline is 1 s. */
 	got = trickle(fd);
 	CHECK(got, "the server kept a holding connection's trickling request open for 30 s");
 	if (got) {
 		CHECK(fr_ipc_recv_json(fd, &resp, NULL) == 0, "no reply before the close");
 		check_error(resp,
-			    "no request within 3660 s (or not whole within 5 s of its first "
+			    "no request within 3660 s (or not whole within 1 s of its first "
 			    "byte); closing the connection",
 			    "holding connection's timeout");
 	}
