@@ -19,7 +19,8 @@ P1=$(sed -n 's/^pid=\([0-9]*\).*/\1/p' "$T/one.out")
 P0=$(sed -n 's/^pid=\([0-9]*\).*/\1/p' "$T/zero.out")
 [ -n "$P1" ] && [ -n "$P0" ] || fail "burn printed no pid"
 
-# cpu_of RAW PID: the cpu labels of PID's samples, "cpu=N count" lines.
+# cpu_of RAW PID: the cpu labels of PID's samples once it was burn, "cpu=N
+# count" lines.
 cpu_of() {
 	python3 - "$1" "$2" <<'PY'
 import re, sys
@@ -28,6 +29,10 @@ count = {}
 for s in re.split(r"\n(?=\s+\d+\s+\d+: )", text):
     m = re.match(r"\s+(\d+)\s+\d+:", s)
     if not m or "pid:[%s]" % sys.argv[2] not in s:
+        continue
+    # taskset itself, before it pinned itself and became burn, ran
+    # wherever the scheduler put it: those samples are not burn's.
+    if "comm:[taskset]" in s:
         continue
     c = re.search(r"\bcpu:\[(\d+)\]", s)
     key = "cpu=" + (c.group(1) if c else "none")
