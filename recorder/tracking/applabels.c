@@ -38,15 +38,12 @@
  * as well by a look-up a busy machine did not give the CPU to (another
  * user's storm of runnable threads) as by one a process holds back (a
  * library on a FUSE mount that never answers): the process is asked
- * again STALL_RETRIES times, 1, 4, then every 16 s (about a minute and
- * a half in all: a storm of a minute must not leave a program started in
- * it unread for good), while few abandoned workers are still stuck (a
- * read a process holds back stays stuck; one the machine was too busy
- * for returns), and after that not again. */
+ * again STALL_RETRIES times, 1, 4 then 16 s later, while few abandoned
+ * workers are still stuck (a read a process holds back stays stuck; one
+ * the machine was too busy for returns), and after that not again. */
 #define READ_DEADLINE_NS 250000000ll
-#define STALL_RETRIES 7
+#define STALL_RETRIES 3
 #define STALL_BACKOFF_NS FR_NS_PER_S
-#define STALL_BACKOFF_MAX_NS (16 * FR_NS_PER_S)
 #define STALL_RETRY_STUCK_MAX (FR_WORKER_STUCK_MAX / 4)
 /* Look-ups handed to the look-up thread and not answered yet. */
 #define LOOKING_MAX 64
@@ -217,9 +214,7 @@ static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al
 		p->state = P_BAD;
 		p->why = "unreadable: read stalled";
 		p->stalls++;
-		p->retry_at = fr_now_mono_ns() +
-			      (p->stalls > 3 ? STALL_BACKOFF_MAX_NS
-					     : STALL_BACKOFF_NS << (2 * (p->stalls - 1)));
+		p->retry_at = fr_now_mono_ns() + (STALL_BACKOFF_NS << (2 * (p->stalls - 1)));
 		fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
 				   "application labels of pid %u: a look-up took longer than %lld "
 				   "ms; not read%s",
