@@ -16,19 +16,7 @@
 #ifndef FR_RECORDER_DAEMON_H
 #define FR_RECORDER_DAEMON_H
 
-#include <stdint.h>
-
-#include "config/config.h"
-
-struct fr_daemon_options {
-	const struct fr_config *config; /* the configuration at start (borrowed) */
-	const char *config_path;	/* the file to reload on SIGHUP, or NULL */
-	const char *ring_path;		/* resolved */
-	const char *socket_path;	/* resolved */
-	uint32_t hz;			/* cpu rate */
-	int hz_fixed;			/* --hz given: reloads keep it */
-	const char *config_source;	/* "embedded default" or the file */
-};
+#include "recorder/options.h"
 
 /* Runs the daemon until SIGINT or SIGTERM, then seals the open chunk,
  * stores it and returns 0; returns a non-zero exit status (after printing

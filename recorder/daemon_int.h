@@ -22,7 +22,7 @@
 #include "core/util/time.h"
 #include "ipc/dispatch.h"
 #include "ipc/server.h"
-#include "recorder/daemon.h"
+#include "recorder/options.h"
 
 struct fr_cursors;
 struct fr_peers;

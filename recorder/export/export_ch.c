@@ -28,7 +28,6 @@
 #include "core/util/time.h"
 #include "ipc/proto.h"
 #include "ipc/msg_status.h"
-#include "recorder/daemon_int.h"
 
 #define CURSOR_HEADER "flightrec-export 1\n"
 #define CURSOR_FILE_MAX 256

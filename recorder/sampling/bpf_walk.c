@@ -20,7 +20,7 @@
 #include "core/util/log.h"
 #include "core/util/priority.h"
 #include "core/util/time.h"
-#include "recorder/tracking/proc.h"
+#include "core/util/vmread.h"
 
 /* Threads whose stacks are remembered (a power of two; 1 KiB each,
  * touched only when used), looked up in PROBE consecutive slots; more

@@ -22,6 +22,7 @@
 #include "core/util/fs.h"
 #include "core/util/time.h"
 #include "flightrec/labels_abi.h"
+#include "core/util/vmread.h"
 #include "recorder/tracking/proc.h"
 
 /* The thread-local of the OTel thread context: a pointer. */

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/util/fs.h"
@@ -276,13 +275,4 @@ int fr_proc_open_mapped(uint32_t pid, uint64_t start, uint64_t end, const char *
 	if (fd < 0 && fd != -ELOOP && fd != -ENOEXEC && fd != -EFBIG)
 		fd = fr_open_untrusted(NULL, path, max, st);
 	return fd;
-}
-
-int fr_proc_vm_read(uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = {.iov_base = buf, .iov_len = len};
-	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-	ssize_t n = process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
-
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EFAULT;
 }

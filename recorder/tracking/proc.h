@@ -92,10 +92,4 @@ int fr_proc_each_pid(const char *proc, void (*fn)(void *arg, uint32_t pid), void
 int fr_proc_open_mapped(uint32_t pid, uint64_t start, uint64_t end, const char *path, uint64_t max,
 			struct stat *st);
 
-/* Reads `len` bytes at `addr` of process `pid`'s memory
- * (process_vm_readv: it may wait on memory its owner holds back, a FUSE
- * mapping or userfaultfd, so callers that must not wait call it on a
- * thread of its own). Returns 0, -EFAULT for a short read, or -errno. */
-int fr_proc_vm_read(uint32_t pid, uint64_t addr, void *buf, size_t len);
-
 #endif

@@ -22,6 +22,7 @@
  *   tracker  fr_tracker_scan reads names and threads through the same
  *            readers.
  */
+#include "core/util/vmread.h"
 #include "recorder/tracking/proc.h"
 
 #include <errno.h>
