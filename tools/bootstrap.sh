@@ -90,26 +90,46 @@ test)
 	install_deps chromium $(web_packages)
 	build
 	status=0
-	# The unit and fuzz suites two at a time (they measure nothing); the
-	# integration suite two at a time too, except the tests that compare
-	# CPU shares or rates or need a quiet machine: meson runs those alone
-	# (is_parallel false, serial_tests in tests/integration/meson.build).
+	# The unit and fuzz suites two at a time (they measure nothing). Then
+	# the integration tests that share the machine, three at a time (each
+	# has its own recorder, ring, socket, users and ports, and mostly
+	# waits), while the unit suite and the fuzz corpus replays are built
+	# and run again under AddressSanitizer and UBSan at nice 10 beside
+	# them; then, on a quiet machine, each alone, the tests that compare
+	# CPU shares or rates or need a quiet machine (suite `alone`:
+	# serial_tests in tests/integration/meson.build). Each stage's wall
+	# time is printed.
+	t0=$SECONDS
 	meson test -C "$build" --print-errorlogs --suite unit --suite fuzz --num-processes 2 \
 		--logbase unitlog || status=$?
-	meson test -C "$build" --print-errorlogs --suite integration --num-processes 2 ||
-		status=$?
-	# The unit suite and the fuzz corpus replays again under AddressSanitizer
-	# and UBSan.
+	t1=$SECONDS
 	asan="$build-asan"
-	if [ ! -f "$asan/build.ninja" ]; then
-		meson setup "$asan" --buildtype=debug -Db_sanitize=address,undefined \
-			-Db_lundef=false >/dev/null
-	fi
-	meson compile -C "$asan" >/dev/null || status=1
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		meson test -C "$asan" --suite unit --suite fuzz --print-errorlogs || status=$?
+	sanitizers() {
+		if [ ! -f "$asan/build.ninja" ]; then
+			meson setup "$asan" --buildtype=debug -Db_sanitize=address,undefined \
+				-Db_lundef=false >/dev/null || return 1
+		fi
+		meson compile -C "$asan" >/dev/null || return 1
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+			meson test -C "$asan" --suite unit --suite fuzz --print-errorlogs
+	}
+	mkdir -p "$build/meson-logs"
+	nice -n 10 bash -c "$(declare -f sanitizers); asan=$(printf %q "$asan"); sanitizers" \
+		>"$build/meson-logs/sanitizers.out" 2>&1 &
+	sanitizers_pid=$!
+	meson test -C "$build" --print-errorlogs --suite integration --no-suite alone \
+		--num-processes 3 || status=$?
+	wait "$sanitizers_pid" || status=1
+	t2=$SECONDS
+	meson test -C "$build" --print-errorlogs --suite alone --logbase alonelog || status=$?
+	t3=$SECONDS
+	echo "bootstrap: under AddressSanitizer and UBSan:"
+	cat "$build/meson-logs/sanitizers.out"
+	echo "bootstrap: wall time: unit and fuzz $((t1 - t0)) s; integration beside the" \
+		"sanitizer build and run $((t2 - t1)) s; integration alone $((t3 - t2)) s;" \
+		"tests in all $((t3 - t0)) s"
 	python3 - "$build/meson-logs/unitlog.json" "$build/meson-logs/testlog.json" \
-		"$asan/meson-logs/testlog.json" <<'PY'
+		"$build/meson-logs/alonelog.json" "$asan/meson-logs/testlog.json" <<'PY'
 import json, os, sys
 counts = {}
 for path in sys.argv[1:]:

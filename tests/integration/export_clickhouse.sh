@@ -1,7 +1,7 @@
 #!/bin/bash
 # The ClickHouse exporter against two real shards and a Distributed table:
 # two recorders with different host names ship a busy workload; shard 1
-# stops for 30 s and comes back; meanwhile recorder B is killed with -9
+# stops for 20 s and comes back; meanwhile recorder B is killed with -9
 # while a batch's request hangs on its frozen shard (which then runs it),
 # its cursor moved back two batches (the state a kill between a batch's
 # insert and its cursor's move leaves), and restarted. Afterwards each
@@ -59,7 +59,7 @@ start_rec hostB 2
 start_rec hostC 1 '"max_age": "3s"'
 sleep 12
 
-# Shard 1 away for 30 s: A and C retry and fall behind, B goes on.
+# Shard 1 away for 20 s: A and C retry and fall behind, B goes on.
 echo "$SECONDS s: shard 1 stops"
 ch_stop 1
 down_at=$SECONDS
@@ -87,7 +87,7 @@ shipped=$(ch_query 2 "SELECT count(DISTINCT time) FROM flightrec.samples
 	WHERE host = 'hostB' AND time >= $back AND time < $cur")
 [ "$shipped" -ge 1 ] || fail "B shipped no batch in the 10 s before its cursor"
 start_rec hostB 2
-left=$((30 - (SECONDS - down_at)))
+left=$((20 - (SECONDS - down_at)))
 [ "$left" -gt 0 ] && sleep "$left"
 ch_start 1
 echo "$SECONDS s: shard 1 back"
