@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <cjson/cJSON.h>
 
 #include "ipc/paths.h"
 #include "ipc/proto.h"

@@ -4,7 +4,8 @@
 
 #include <stddef.h>
 
-#include <cjson/cJSON.h>
+/* cjson/cJSON.h's object, named only: who builds or reads one includes it. */
+struct cJSON;
 
 /* The socket path a client uses when none is given: $FLIGHTREC_SOCKET,
  * else the daemon's default (fr_ipc_default_socket(), ipc/paths.h). Returns a
@@ -29,11 +30,11 @@ int fr_ipc_connect_why(const char *path, char *why, size_t len);
  * is still 0 here, except when the daemon rejected the protocol version:
  * then -EPROTO, and *resp still holds its reply (caller frees). On other
  * errors *resp is NULL. */
-int fr_ipc_call(int sock, cJSON *req, int pass_fd, cJSON **resp);
+int fr_ipc_call(int sock, struct cJSON *req, int pass_fd, struct cJSON **resp);
 
 /* fr_ipc_call(), also handing back the reply exactly as received in
  * *text (malloc'd, NUL-terminated; NULL on error), for callers that print
  * it: integers in it are exact, the parsed doubles of *resp are not. */
-int fr_ipc_call_text(int sock, cJSON *req, int pass_fd, cJSON **resp, char **text);
+int fr_ipc_call_text(int sock, struct cJSON *req, int pass_fd, struct cJSON **resp, char **text);
 
 #endif

@@ -70,7 +70,7 @@ struct fr_ipc_dispatch {
 
 /* The fr_ipc_handler (ipc/server.h) of a daemon: `arg` is a struct
  * fr_ipc_dispatch. */
-cJSON *fr_ipc_dispatch(void *arg, const char *cmd, const cJSON *req, int fd,
-		       struct fr_ipc_peer *peer);
+struct cJSON *fr_ipc_dispatch(void *arg, const char *cmd, const struct cJSON *req, int fd,
+			      struct fr_ipc_peer *peer);
 
 #endif

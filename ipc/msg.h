@@ -21,11 +21,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include "core/query/profile.h"
 #include "core/query/targets.h"
 #include "core/util/time.h"
+
+/* cjson/cJSON.h's object, named only: who builds or reads one includes it. */
+struct cJSON;
 
 /* Most warnings a reply carries, and the longest one kept (with NUL). */
 #define FR_IPC_MAX_WARNINGS 4
@@ -144,15 +145,15 @@ struct fr_ipc_attach_reply {
 /* The wire name of one FR_IPC_FILTER_* bit ("" for none). */
 const char *fr_ipc_filter_name(uint32_t bit);
 /* The members above, for the attach reply's encoder and decoder. */
-int fr_ipc_attach_reply_add_span(cJSON *obj, const struct fr_ipc_attach_reply *r);
-int fr_ipc_attach_reply_get_span(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err,
-				 size_t errlen);
+int fr_ipc_attach_reply_add_span(struct cJSON *obj, const struct fr_ipc_attach_reply *r);
+int fr_ipc_attach_reply_get_span(const struct cJSON *obj, struct fr_ipc_attach_reply *out,
+				 char *err, size_t errlen);
 
-cJSON *fr_ipc_attach_req_encode(const struct fr_ipc_attach_req *r);
-int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, char *err,
+struct cJSON *fr_ipc_attach_req_encode(const struct fr_ipc_attach_req *r);
+int fr_ipc_attach_req_decode(const struct cJSON *obj, struct fr_ipc_attach_req *out, char *err,
 			     size_t errlen);
-cJSON *fr_ipc_attach_reply_encode(const struct fr_ipc_attach_reply *r);
-int fr_ipc_attach_reply_decode(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err,
+struct cJSON *fr_ipc_attach_reply_encode(const struct fr_ipc_attach_reply *r);
+int fr_ipc_attach_reply_decode(const struct cJSON *obj, struct fr_ipc_attach_reply *out, char *err,
 			       size_t errlen);
 
 /* ---- consume -------------------------------------------------------- */
@@ -183,12 +184,12 @@ struct fr_ipc_consume_reply {
 	struct fr_ipc_consume_event events[FR_LIMIT_EVENTS];
 };
 
-cJSON *fr_ipc_consume_req_encode(const struct fr_ipc_consume_req *r);
-int fr_ipc_consume_req_decode(const cJSON *obj, struct fr_ipc_consume_req *out, char *err,
+struct cJSON *fr_ipc_consume_req_encode(const struct fr_ipc_consume_req *r);
+int fr_ipc_consume_req_decode(const struct cJSON *obj, struct fr_ipc_consume_req *out, char *err,
 			      size_t errlen);
-cJSON *fr_ipc_consume_reply_encode(const struct fr_ipc_consume_reply *r);
-int fr_ipc_consume_reply_decode(const cJSON *obj, struct fr_ipc_consume_reply *out, char *err,
-				size_t errlen);
+struct cJSON *fr_ipc_consume_reply_encode(const struct fr_ipc_consume_reply *r);
+int fr_ipc_consume_reply_decode(const struct cJSON *obj, struct fr_ipc_consume_reply *out,
+				char *err, size_t errlen);
 
 /* ---- dump ----------------------------------------------------------- */
 
@@ -215,10 +216,11 @@ struct fr_ipc_dump_reply {
 	int64_t t0_ns, t1_ns;	    /* "t0_ns", "t1_ns" */
 };
 
-cJSON *fr_ipc_dump_req_encode(const struct fr_ipc_dump_req *r);
-int fr_ipc_dump_req_decode(const cJSON *obj, struct fr_ipc_dump_req *out, char *err, size_t errlen);
-cJSON *fr_ipc_dump_reply_encode(const struct fr_ipc_dump_reply *r);
-int fr_ipc_dump_reply_decode(const cJSON *obj, struct fr_ipc_dump_reply *out, char *err,
+struct cJSON *fr_ipc_dump_req_encode(const struct fr_ipc_dump_req *r);
+int fr_ipc_dump_req_decode(const struct cJSON *obj, struct fr_ipc_dump_req *out, char *err,
+			   size_t errlen);
+struct cJSON *fr_ipc_dump_reply_encode(const struct fr_ipc_dump_reply *r);
+int fr_ipc_dump_reply_decode(const struct cJSON *obj, struct fr_ipc_dump_reply *out, char *err,
 			     size_t errlen);
 
 /* ---- threads -------------------------------------------------------- */
@@ -245,12 +247,12 @@ struct fr_ipc_threads_reply {
 	char warnings[FR_IPC_MAX_WARNINGS][FR_IPC_WARNING_MAX];
 };
 
-cJSON *fr_ipc_threads_req_encode(const struct fr_ipc_threads_req *r);
-int fr_ipc_threads_req_decode(const cJSON *obj, struct fr_ipc_threads_req *out, char *err,
+struct cJSON *fr_ipc_threads_req_encode(const struct fr_ipc_threads_req *r);
+int fr_ipc_threads_req_decode(const struct cJSON *obj, struct fr_ipc_threads_req *out, char *err,
 			      size_t errlen);
-cJSON *fr_ipc_threads_reply_encode(const struct fr_ipc_threads_reply *r);
-int fr_ipc_threads_reply_decode(const cJSON *obj, struct fr_ipc_threads_reply *out, char *err,
-				size_t errlen);
+struct cJSON *fr_ipc_threads_reply_encode(const struct fr_ipc_threads_reply *r);
+int fr_ipc_threads_reply_decode(const struct cJSON *obj, struct fr_ipc_threads_reply *out,
+				char *err, size_t errlen);
 
 /* Appends `text` to a reply's warnings (cut to FR_IPC_WARNING_MAX); one
  * past FR_IPC_MAX_WARNINGS is dropped. */

@@ -15,7 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
+/* cjson/cJSON.h's object, named only: who builds or reads one includes it. */
+struct cJSON;
 
 /* ---- reload ---------------------------------------------------------- */
 
@@ -33,9 +34,9 @@ struct fr_ipc_reload_reply {
 	uint32_t more;
 };
 
-cJSON *fr_ipc_reload_req_encode(void);
-cJSON *fr_ipc_reload_reply_encode(const struct fr_ipc_reload_reply *r);
-int fr_ipc_reload_reply_decode(const cJSON *obj, struct fr_ipc_reload_reply *out, char *err,
+struct cJSON *fr_ipc_reload_req_encode(void);
+struct cJSON *fr_ipc_reload_reply_encode(const struct fr_ipc_reload_reply *r);
+int fr_ipc_reload_reply_decode(const struct cJSON *obj, struct fr_ipc_reload_reply *out, char *err,
 			       size_t errlen);
 
 /* Adds a change to `r` (cut to FR_IPC_CHANGE_MAX), or counts it in
@@ -59,8 +60,8 @@ struct fr_ipc_trigger_req {
 	int64_t window_ns;
 };
 
-cJSON *fr_ipc_trigger_req_encode(const struct fr_ipc_trigger_req *r);
-int fr_ipc_trigger_req_decode(const cJSON *obj, struct fr_ipc_trigger_req *out, char *err,
+struct cJSON *fr_ipc_trigger_req_encode(const struct fr_ipc_trigger_req *r);
+int fr_ipc_trigger_req_decode(const struct cJSON *obj, struct fr_ipc_trigger_req *out, char *err,
 			      size_t errlen);
 
 /* Whether `s` is a reason a trigger may carry (see FR_IPC_REASON_MAX). */

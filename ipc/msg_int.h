@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include "ipc/msg.h"
+
+#include <cjson/cJSON.h>
 
 /* Writes the message into err (when given) and returns -EINVAL: every
  * decoder's one error. */
@@ -18,34 +18,35 @@ int fr_ipc_fail(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* The member `key` of `obj`, NULL when absent or null. */
-const cJSON *fr_ipc_member(const cJSON *obj, const char *key);
+const struct cJSON *fr_ipc_member(const struct cJSON *obj, const char *key);
 
 /* Reads the integer member `key` within min..max into *out (left alone
  * when absent): a parsed number, or the raw text fr_ipc_add_int() builds
  * (an object decoded without printing it), read to its last digit.
  * Returns 1 when present, 0 when absent, or -EINVAL with the message
  * "<what>: \"<key>\" must be ...". */
-int fr_ipc_get_int(const cJSON *obj, const char *what, const char *key, int64_t min, int64_t max,
-		   int64_t *out, char *err, size_t errlen);
+int fr_ipc_get_int(const struct cJSON *obj, const char *what, const char *key, int64_t min,
+		   int64_t max, int64_t *out, char *err, size_t errlen);
 
 /* Unsigned and signed reply members, absent: 0. Return 0 or -EINVAL. */
-int fr_ipc_get_u64(const cJSON *obj, const char *what, const char *key, uint64_t *out, char *err,
-		   size_t errlen);
-int fr_ipc_get_u32(const cJSON *obj, const char *what, const char *key, uint32_t *out, char *err,
-		   size_t errlen);
-int fr_ipc_get_i64(const cJSON *obj, const char *what, const char *key, int64_t *out, char *err,
-		   size_t errlen);
+int fr_ipc_get_u64(const struct cJSON *obj, const char *what, const char *key, uint64_t *out,
+		   char *err, size_t errlen);
+int fr_ipc_get_u32(const struct cJSON *obj, const char *what, const char *key, uint32_t *out,
+		   char *err, size_t errlen);
+int fr_ipc_get_i64(const struct cJSON *obj, const char *what, const char *key, int64_t *out,
+		   char *err, size_t errlen);
 
 /* {"req":cmd}, NULL without memory. */
-cJSON *fr_ipc_new_request(const char *cmd);
+struct cJSON *fr_ipc_new_request(const char *cmd);
 
 /* Adds "warnings": [...], empty when n is 0. Returns 0 or -ENOMEM. */
-int fr_ipc_add_warnings(cJSON *obj, const char (*warnings)[FR_IPC_WARNING_MAX], uint32_t n);
+int fr_ipc_add_warnings(struct cJSON *obj, const char (*warnings)[FR_IPC_WARNING_MAX], uint32_t n);
 
 /* Reads "warnings" of a reply: an array of strings, absent: none, at most
  * FR_IPC_MAX_WARNINGS kept. Returns 0 or -EINVAL. */
-int fr_ipc_get_warnings(const cJSON *obj, const char *what, char (*warnings)[FR_IPC_WARNING_MAX],
-			uint32_t *n, char *err, size_t errlen);
+int fr_ipc_get_warnings(const struct cJSON *obj, const char *what,
+			char (*warnings)[FR_IPC_WARNING_MAX], uint32_t *n, char *err,
+			size_t errlen);
 
 /* The members of a larger reply's object, described once for its
  * encoder and its decoder (ipc/msg_status.c): the order of a table is the
@@ -69,11 +70,11 @@ struct fr_ipc_mdesc {
 
 /* Adds the members `m[0..n)` of the struct at `s` to `obj`. Returns 0 or
  * -ENOMEM. */
-int fr_ipc_members_add(cJSON *obj, const struct fr_ipc_mdesc *m, size_t n, const void *s);
+int fr_ipc_members_add(struct cJSON *obj, const struct fr_ipc_mdesc *m, size_t n, const void *s);
 
 /* Reads the members `m[0..n)` of `obj` into the struct at `s` (absent:
  * left alone). Returns 0 or -EINVAL with "<what>: \"<key>\" must be ...". */
-int fr_ipc_members_get(const cJSON *obj, const char *what, const struct fr_ipc_mdesc *m, size_t n,
-		       void *s, char *err, size_t errlen);
+int fr_ipc_members_get(const struct cJSON *obj, const char *what, const struct fr_ipc_mdesc *m,
+		       size_t n, void *s, char *err, size_t errlen);
 
 #endif

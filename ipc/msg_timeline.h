@@ -14,10 +14,11 @@
 
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include "core/query/timeline.h"
 #include "ipc/msg.h"
+
+/* cjson/cJSON.h's object, named only: who builds or reads one includes it. */
+struct cJSON;
 
 struct fr_ipc_timeline_req {
 	/* "window_ns" (1..INT64_MAX, ending now) or "from_ns" and maybe
@@ -44,11 +45,11 @@ struct fr_ipc_timeline_reply {
 	char warnings[FR_IPC_MAX_WARNINGS][FR_IPC_WARNING_MAX];
 };
 
-cJSON *fr_ipc_timeline_req_encode(const struct fr_ipc_timeline_req *r);
-int fr_ipc_timeline_req_decode(const cJSON *obj, struct fr_ipc_timeline_req *out, char *err,
+struct cJSON *fr_ipc_timeline_req_encode(const struct fr_ipc_timeline_req *r);
+int fr_ipc_timeline_req_decode(const struct cJSON *obj, struct fr_ipc_timeline_req *out, char *err,
 			       size_t errlen);
-cJSON *fr_ipc_timeline_reply_encode(const struct fr_ipc_timeline_reply *r);
-int fr_ipc_timeline_reply_decode(const cJSON *obj, struct fr_ipc_timeline_reply *out, char *err,
-				 size_t errlen);
+struct cJSON *fr_ipc_timeline_reply_encode(const struct fr_ipc_timeline_reply *r);
+int fr_ipc_timeline_reply_decode(const struct cJSON *obj, struct fr_ipc_timeline_reply *out,
+				 char *err, size_t errlen);
 
 #endif

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <cjson/cJSON.h>
 
 /* Room for a few descriptors: a peer that sends more than one still has
  * them delivered (and closed here) rather than silently truncated. */

@@ -138,9 +138,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include "core/util/time.h"
+
+/* cjson/cJSON.h's object, named only: who builds or reads one includes it. */
+struct cJSON;
 
 #define FR_IPC_VERSION 1
 #define FR_IPC_MAX_FRAME (64 * 1024)
@@ -174,30 +175,31 @@ int fr_ipc_recv_timed(int sock, char **json, size_t *len, int *fd_out, int64_t w
 		      int64_t frame_ns);
 
 /* Serializes `obj` and sends it as one frame (see fr_ipc_send). */
-int fr_ipc_send_json(int sock, const cJSON *obj, int pass_fd);
+int fr_ipc_send_json(int sock, const struct cJSON *obj, int pass_fd);
 
 /* Receives one frame and parses it; *obj is a JSON object the caller frees
  * with cJSON_Delete. -EBADMSG when the frame is not a JSON object, else as
  * fr_ipc_recv. */
-int fr_ipc_recv_json(int sock, cJSON **obj, int *fd_out);
+int fr_ipc_recv_json(int sock, struct cJSON **obj, int *fd_out);
 
 /* fr_ipc_recv_json() with the deadlines of fr_ipc_recv_timed(). */
-int fr_ipc_recv_json_timed(int sock, cJSON **obj, int *fd_out, int64_t wait_ns, int64_t frame_ns);
+int fr_ipc_recv_json_timed(int sock, struct cJSON **obj, int *fd_out, int64_t wait_ns,
+			   int64_t frame_ns);
 
 /* Parses `len` bytes of frame text (no NUL) into a JSON object the caller
  * frees. Returns 0 or -EBADMSG when it is not exactly one JSON object. */
-int fr_ipc_parse_json(const char *text, size_t len, cJSON **obj);
+int fr_ipc_parse_json(const char *text, size_t len, struct cJSON **obj);
 
 /* Adds an integer member printed exactly. cJSON keeps numbers as doubles,
  * which cannot hold Unix nanoseconds (1.8e18 > 2^53) and print them as
  * 1.79e+18; every integer a reply carries goes through here. Returns the
  * new item, or NULL on allocation failure. */
-cJSON *fr_ipc_add_int(cJSON *obj, const char *name, int64_t value);
+struct cJSON *fr_ipc_add_int(struct cJSON *obj, const char *name, int64_t value);
 
 /* Builds {"ok":false,"error":msg}. Returns NULL on allocation failure. */
-cJSON *fr_ipc_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+struct cJSON *fr_ipc_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Builds {"ok":true}. */
-cJSON *fr_ipc_ok(void);
+struct cJSON *fr_ipc_ok(void);
 
 #endif

@@ -45,6 +45,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <cjson/cJSON.h>
 
 #include "core/util/fs.h"
 #include "core/util/log.h"

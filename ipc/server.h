@@ -11,7 +11,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include <cjson/cJSON.h>
+/* cjson/cJSON.h's object, named only: who builds or reads one includes it. */
+struct cJSON;
 
 struct fr_ipc_peer {
 	pid_t pid;
@@ -43,8 +44,8 @@ int fr_ipc_peer_gone(void *peer);
  * `fd` the descriptor passed with it or -1 (the handler owns it and must
  * close it); `peer` is the connection's (see hold/release above). Returns the response object, which the server sends and
  * frees; NULL means out of memory. Runs on the connection's thread. */
-typedef cJSON *(*fr_ipc_handler)(void *arg, const char *cmd, const cJSON *req, int fd,
-				 struct fr_ipc_peer *peer);
+typedef struct cJSON *(*fr_ipc_handler)(void *arg, const char *cmd, const struct cJSON *req, int fd,
+					struct fr_ipc_peer *peer);
 
 struct fr_ipc_server;
 

@@ -56,8 +56,18 @@ bad=$(
 		recorder/ingest recorder/sampling recorder/tracking recorder/triggers
 	check tools core config ipc
 )
+# recorder/ speaks JSON only through ipc/'s typed messages: no file of it
+# includes cJSON, directly or through an ipc/ header (those name the type
+# only; ipc/msg_int.h is the codec's own).
+json=$(
+	grep -l '^#include <cjson/cJSON.h>' -r recorder --include='*.[ch]' |
+		sed 's|$| includes cJSON: recorder/ encodes through ipc/|'
+	grep -l '^#include <cjson/cJSON.h>' ipc/*.h | grep -v '^ipc/msg_int.h$' |
+		sed 's|$| includes cJSON: a public ipc/ header names struct cJSON only|'
+)
+bad=$(printf '%s\n%s' "$bad" "$json" | sed '/^$/d')
 if [ -n "$bad" ]; then
 	echo "$bad"
 	exit 1
 fi
-echo "every include of lib/, core/, config/, ipc/, recorder/ (and its wings) and tools/ goes down"
+echo "every include of lib/, core/, config/, ipc/, recorder/ (and its wings) and tools/ goes down; recorder/ includes no cJSON"

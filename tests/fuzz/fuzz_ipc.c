@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <cjson/cJSON.h>
 
 #include "core/util/log.h"
 #include "ipc/msg.h"

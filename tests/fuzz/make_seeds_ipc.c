@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cjson/cJSON.h>
 
 #include "core/store/sample.h"
 #include "ipc/msg.h"
