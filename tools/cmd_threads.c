@@ -26,7 +26,6 @@
 #include "ipc/msg.h"
 #include "ipc/proto.h"
 #include "tools/query.h"
-#include "tools/serve/serve_http.h"
 
 static const char *prog = FR_CLI_PROG;
 
@@ -367,7 +366,7 @@ static int print_json(const struct fr_pprof_data *pd, const struct rthread *t, s
 	cJSON_Delete(root);
 	/* Thread names are whatever bytes a program gave prctl(): invalid
 	 * UTF-8 becomes U+FFFD, as serve does, so every JSON reader takes it. */
-	if (!text || !(clean = fr_http_utf8_clean(text, strlen(text), &len))) {
+	if (!text || !(clean = fr_utf8_clean(text, strlen(text), &len))) {
 		fprintf(stderr, "%s threads: out of memory\n", prog);
 		free(text);
 		return 1;

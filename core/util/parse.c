@@ -627,3 +627,28 @@ size_t fr_utf8_len(const unsigned char *s, size_t left)
 		return 0;
 	return n;
 }
+
+char *fr_utf8_clean(const char *text, size_t len, size_t *outlen)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	char *out = malloc(len * 3 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		size_t n = fr_utf8_len(s + i, len - i);
+
+		if (n) {
+			memcpy(o, s + i, n);
+			o += n;
+			i += n;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+	}
+	*o = '\0';
+	*outlen = (size_t)(o - out);
+	return out;
+}

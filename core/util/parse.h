@@ -70,6 +70,14 @@ static inline int fr_hex_digit(char c)
  * server share. */
 size_t fr_utf8_len(const unsigned char *s, size_t left);
 
+/* A copy of text[0..len) in which every byte that does not start a valid
+ * UTF-8 sequence (overlong forms, surrogates and code points past U+10FFFF
+ * included) is replaced by U+FFFD, so that a browser's JSON.parse takes it:
+ * function, thread and process names are whatever bytes a program chose,
+ * and JSON's own syntax is ASCII. NUL-terminated, its length in *outlen;
+ * NULL on ENOMEM. */
+char *fr_utf8_clean(const char *text, size_t len, size_t *outlen);
+
 /* Formats a duration for people, the one form every command prints:
  * rounded to a tenth below a minute ("19.8s", "1.5s", "500ms", "12.3us"),
  * whole seconds below an hour ("1m", "2m30s"), whole minutes above ("1h30m",

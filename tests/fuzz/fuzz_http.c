@@ -10,6 +10,7 @@
  * carries the token whole (the token is not a byte of the corpus). Any bytes, cleaned to UTF-8 for JSON, are valid UTF-8 that a
  * second cleaning leaves alone.
  */
+#include "core/util/parse.h"
 #include "tests/fuzz/fuzz.h"
 
 #include <string.h>
@@ -69,10 +70,10 @@ static void check_request(const struct fr_http_request *r, const uint8_t *data, 
 static void check_utf8(const uint8_t *data, size_t size)
 {
 	size_t n1, n2;
-	char *once = fr_http_utf8_clean((const char *)data, size, &n1), *twice;
+	char *once = fr_utf8_clean((const char *)data, size, &n1), *twice;
 
 	FUZZ_CHECK(once, "out of memory");
-	twice = fr_http_utf8_clean(once, n1, &n2);
+	twice = fr_utf8_clean(once, n1, &n2);
 	FUZZ_CHECK(twice && n1 == n2 && memcmp(once, twice, n1) == 0, "not idempotent");
 	FUZZ_CHECK(n1 >= size || memchr(data, 0, size), "%zu bytes became %zu", size, n1);
 	free(once);

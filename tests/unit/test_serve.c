@@ -10,6 +10,7 @@
  * differential tree's own deltas add up (as d3-flame-graph's computeDelta
  * adds them) to each node's change of share; past the node cap, a parent's
  * smallest children are merged into "(other)" without losing value. */
+#include "core/util/parse.h"
 #include "tools/serve/serve_http.h"
 #include "tools/serve/serve_tree.h"
 
@@ -353,7 +354,7 @@ static void test_utf8(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		size_t len;
-		char *out = fr_http_utf8_clean(cases[i].in, strlen(cases[i].in), &len);
+		char *out = fr_utf8_clean(cases[i].in, strlen(cases[i].in), &len);
 
 		CHECK(out && len == strlen(cases[i].out) && strcmp(out, cases[i].out) == 0,
 		      "case %zu: \"%s\"", i, out ? out : "(null)");

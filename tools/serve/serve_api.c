@@ -176,7 +176,7 @@ static void send_json(int fd, cJSON *o, int head_only)
 	char *text = o ? cJSON_PrintUnformatted(o) : NULL, *clean = NULL;
 	size_t len;
 
-	if (!text || !(clean = fr_http_utf8_clean(text, strlen(text), &len)))
+	if (!text || !(clean = fr_utf8_clean(text, strlen(text), &len)))
 		fr_serve_error(fd, 500, "out of memory", head_only);
 	else
 		fr_serve_respond(fd, 200, JSON_TYPE, clean, len, NULL, head_only);

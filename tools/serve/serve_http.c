@@ -371,31 +371,6 @@ enum fr_http_auth fr_http_auth_check(const struct fr_http_request *r, const char
 	return wrong || c == 0 || b == 0 ? FR_HTTP_AUTH_WRONG : FR_HTTP_AUTH_NONE;
 }
 
-char *fr_http_utf8_clean(const char *text, size_t len, size_t *outlen)
-{
-	const unsigned char *s = (const unsigned char *)text;
-	char *out = malloc(len * 3 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < len;) {
-		size_t n = fr_utf8_len(s + i, len - i);
-
-		if (n) {
-			memcpy(o, s + i, n);
-			o += n;
-			i += n;
-		} else {
-			memcpy(o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		}
-	}
-	*o = '\0';
-	*outlen = (size_t)(o - out);
-	return out;
-}
-
 const char *fr_http_reason(int status)
 {
 	switch (status) {

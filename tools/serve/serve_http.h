@@ -86,14 +86,6 @@ enum fr_http_auth {
 enum fr_http_auth fr_http_auth_check(const struct fr_http_request *r, const char *cookie_name,
 				     const char *token);
 
-/* A copy of text[0..len) in which every byte that does not start a valid
- * UTF-8 sequence (overlong forms, surrogates and code points past U+10FFFF
- * included) is replaced by U+FFFD, so that a browser's JSON.parse takes it:
- * function, thread and process names are whatever bytes a program chose,
- * and JSON's own syntax is ASCII. NUL-terminated, its length in *outlen;
- * NULL on ENOMEM. */
-char *fr_http_utf8_clean(const char *text, size_t len, size_t *outlen);
-
 /* The reason phrase of an HTTP status this server sends. */
 const char *fr_http_reason(int status);
 

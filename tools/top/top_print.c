@@ -15,7 +15,6 @@
 #include "core/query/timeline.h"
 #include "core/util/parse.h"
 #include "ipc/proto.h"
-#include "tools/serve/serve_http.h"
 
 /* Groups a table shows at most with --by; JSON has them all. */
 #define MAX_GROUPS 10
@@ -461,7 +460,7 @@ int fr_top_print(const struct fr_pprof_data *d, const struct fr_top_opts *o)
 		/* Function and process names are any bytes: invalid UTF-8 becomes
 		 * U+FFFD (as serve's answers), so every JSON reader takes it. */
 		text = cJSON_PrintUnformatted(arr);
-		clean = text ? fr_http_utf8_clean(text, strlen(text), &len) : NULL;
+		clean = text ? fr_utf8_clean(text, strlen(text), &len) : NULL;
 		if (clean)
 			printf("%s\n", clean);
 		else
