@@ -248,6 +248,13 @@ static void decode_otel(struct draft *s, const uint8_t *p, size_t len, const cha
 	if (len < FR_BPF_LABELS_OTEL_HEAD || p[24] != 1)
 		return; /* no context, or being written: none */
 	memcpy(&size, p + 26, sizeof(size));
+	/* A header alone where it claims attributes: their read failed (a
+	 * copy that worked holds at least one byte of them). Its ids without
+	 * its attributes would be a context the thread never had. */
+	if (size && len == FR_BPF_LABELS_OTEL_HEAD) {
+		add_pair(s, "flightrec.labels", 16, "unreadable: attributes not readable", 35);
+		return;
+	}
 	if (size > len - FR_BPF_LABELS_OTEL_HEAD)
 		size = (uint16_t)(len - FR_BPF_LABELS_OTEL_HEAD);
 	if (!all_zero(p, 16) && !all_zero(p + 16, 8)) {

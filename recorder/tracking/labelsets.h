@@ -13,7 +13,10 @@
  * as 32 and 16 lowercase hex digits ("trace_id", "span_id", only when the
  * record is valid and they are not all zeros), attributes as their key
  * names when the process's key map is known (fr_labelsets_otel_keys),
- * else "otel.attr.N". At most FR_CHUNK_APP_PAIRS pairs.
+ * else "otel.attr.N"; a valid header whose attributes could not be read
+ * (a page the kernel could not give without a fault) gives the pair
+ * ("flightrec.labels", "unreadable: attributes not readable"), never its
+ * ids without them. At most FR_CHUNK_APP_PAIRS pairs.
  *
  * Memory is bounded: at most FR_LABELSETS_MAX sets, each its raw bytes
  * and its strings (a few hundred bytes, at most ~3.5 KiB: 56 MiB for a

@@ -3,12 +3,17 @@
  * walked for sets to drop at most once a seal, however many new sets
  * find it full (each walk is 16,384 steps of the ingest thread); the new
  * sets get the marker and are counted; two seals later the table makes
- * room again. */
+ * room again. An OpenTelemetry record whose attributes could not be read
+ * (a header alone where it claims attributes) is said to be unreadable,
+ * not shown as its ids without them; one whose attributes were read, or
+ * that claims none, is shown whole. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "flightrec/labels_abi.h"
+#include "recorder/bpf/labels_bpf.h"
 #include "recorder/tracking/labelsets.h"
 #include "tests/unit/check.h"
 
@@ -86,9 +91,57 @@ static void test_full_table_walked_once_a_seal(void)
 	fr_labelsets_free(ls);
 }
 
+/* An OTel header (trace 0x11.., span 0x22.., valid) claiming `size` bytes
+ * of attributes, followed by one attribute (key 3, "v") when `with`. */
+static size_t otel_record(uint8_t *out, uint16_t size, bool with)
+{
+	memset(out, 0x11, 16);
+	memset(out + 16, 0x22, 8);
+	out[24] = 1;
+	out[25] = 0;
+	memcpy(out + 26, &size, sizeof(size));
+	if (!with)
+		return FR_BPF_LABELS_OTEL_HEAD;
+	out[28] = 3;
+	out[29] = 1;
+	out[30] = 'v';
+	return FR_BPF_LABELS_OTEL_HEAD + 3;
+}
+
+static void test_otel_attributes_not_read(void)
+{
+	struct fr_labelsets *ls = fr_labelsets_new();
+	uint8_t rec[FR_BPF_LABELS_OTEL_MAX];
+	const char *v;
+	uint32_t id;
+
+	CHECK(ls, "fr_labelsets_new failed");
+	if (!ls)
+		return;
+	/* Read whole: ids and attribute. */
+	id = fr_labelsets_intern(ls, NULL, 0, rec, otel_record(rec, 3, true), NULL, 0, 0);
+	v = value_of(ls, id, "otel.attr.3");
+	CHECK(v && strcmp(v, "v") == 0, "the attribute read is %s", v ? v : "(none)");
+	CHECK(value_of(ls, id, "trace_id") && !value_of(ls, id, "flightrec.labels"),
+	      "a whole record lost its ids or says it is unreadable");
+	/* The header copied, the attributes' read failed. */
+	id = fr_labelsets_intern(ls, NULL, 0, rec, otel_record(rec, 3, false), NULL, 0, 0);
+	v = value_of(ls, id, "flightrec.labels");
+	CHECK(v && strcmp(v, "unreadable: attributes not readable") == 0,
+	      "a record without its attributes says %s", v ? v : "(nothing)");
+	CHECK(!value_of(ls, id, "trace_id") && !value_of(ls, id, "span_id"),
+	      "a record without its attributes shows its ids");
+	/* A header that claims no attributes is whole. */
+	id = fr_labelsets_intern(ls, NULL, 0, rec, otel_record(rec, 0, false), NULL, 0, 0);
+	CHECK(value_of(ls, id, "trace_id") && !value_of(ls, id, "flightrec.labels"),
+	      "a record with no attributes is not shown whole");
+	fr_labelsets_free(ls);
+}
+
 int main(void)
 {
 	test_full_table_walked_once_a_seal();
+	test_otel_attributes_not_read();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
 	return failures ? 1 : 0;
