@@ -56,6 +56,12 @@ bool fr_dwarf_lines_wanted(struct Elf *elf, uint64_t size);
  * `data` of `size` bytes (freed on every path). For tests and fuzzing. */
 struct fr_dwarf_lines *fr_dwarf_lines_new(void *data, size_t size);
 
+/* The lines of a Go binary without DWARF, answered from its function
+ * table (core/symbols/gopclntab.h), which the caller keeps until the
+ * object is freed. NULL for NULL or when memory ran out. */
+struct fr_gopclntab;
+struct fr_dwarf_lines *fr_dwarf_lines_from_go(const struct fr_gopclntab *g);
+
 /* What the object holds in memory, at most: the file's copy, the
  * sections libdw decompressed, the lookup cache at its largest, and an
  * estimate of libdw's parsed units and line tables (grown as addresses
