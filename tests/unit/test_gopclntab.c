@@ -368,6 +368,78 @@ static void check_all(const char *dir, struct fr_elf_image *n, struct fr_elf_ima
 	free(refs);
 }
 
+/* A copy of `path` holding only fr_elf_symbol_ranges() (zeros elsewhere,
+ * as the symbol cache keeps it) into `copy`; its kept bytes in *kept. */
+static int copy_ranges(const char *path, const char *copy, uint64_t *kept)
+{
+	int in = open(path, O_RDONLY | O_CLOEXEC), out = -1, ret = -EIO;
+	struct fr_elf_range *r = NULL;
+	struct stat st;
+	size_t n = 0;
+	char *buf = NULL;
+
+	*kept = 0;
+	if (in < 0 || fstat(in, &st) < 0 ||
+	    fr_elf_symbol_ranges(in, (uint64_t)st.st_size, &r, &n) < 0)
+		goto out;
+	out = open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0 || ftruncate(out, st.st_size) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		buf = realloc(buf, r[i].len ? r[i].len : 1);
+		if (!buf || pread(in, buf, r[i].len, (off_t)r[i].off) != (ssize_t)r[i].len ||
+		    pwrite(out, buf, r[i].len, (off_t)r[i].off) != (ssize_t)r[i].len)
+			goto out;
+		*kept += r[i].len;
+	}
+	ret = 0;
+out:
+	free(buf);
+	free(r);
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return ret;
+}
+
+/* The symbol cache's copy of the stripped build (code and data left out,
+ * .gopclntab and the inline trees kept) names every address as the file
+ * does, inlined frames included. */
+static void check_copy(const char *dir, struct fr_elf_image *s)
+{
+	struct fr_dwarf_frame a[FR_DWARF_MAX_FRAMES], b[FR_DWARF_MAX_FRAMES];
+	char path[4200], copy[4200];
+	struct fr_elf_image c = {0};
+	uint64_t kept, *pcs = calloc(MAX_PCS, sizeof(*pcs));
+	size_t npcs = pcs ? addresses(dir, pcs) : 0;
+	unsigned same = 0, inlined = 0;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/stripped", dir);
+	snprintf(copy, sizeof(copy), "%s/copy", dir);
+	CHECK(copy_ranges(path, copy, &kept) == 0 && stat(path, &st) == 0 && load(&c, copy) == 0,
+	      "copying the stripped build's symbol ranges failed");
+	CHECK(c.go && c.go_names, "the copy has no Go table");
+	printf("the copy keeps %" PRIu64 " of %lld bytes\n", kept, (long long)st.st_size);
+	CHECK(kept < (uint64_t)st.st_size * 3 / 4, "the copy keeps too much: %" PRIu64, kept);
+	for (size_t i = 0; c.go && i < npcs; i++) {
+		int ka = fr_dwarf_lines_lookup(s->dwarf, pcs[i], a, FR_DWARF_MAX_FRAMES);
+		int kb = fr_dwarf_lines_lookup(c.dwarf, pcs[i], b, FR_DWARF_MAX_FRAMES);
+		bool eq = ka == kb;
+
+		for (int k = 0; eq && k < ka; k++)
+			eq = same_str(a[k].function, b[k].function) &&
+			     same_str(a[k].file, b[k].file) && a[k].line == b[k].line;
+		same += eq;
+		inlined += eq && ka > 1;
+	}
+	CHECK(same == npcs && inlined > 50, "the copy names %u of %zu addresses alike (%u inlined)",
+	      same, npcs, inlined);
+	fr_elf_image_fini(&c);
+	free(pcs);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/fr-gopclntab.XXXXXX", path[4200];
@@ -392,6 +464,8 @@ int main(void)
 	      "the table's bytes are not counted in the image's");
 	if (!failures)
 		check_all(dir, &n, &s);
+	if (!failures)
+		check_copy(dir, &s);
 	fr_elf_image_fini(&n);
 	fr_elf_image_fini(&s);
 	snprintf(path, sizeof(path), "chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
