@@ -1,5 +1,8 @@
 /* Go binaries stripped of .symtab and DWARF named from their .gopclntab
- * (core/symbols/gopclntab.c): a small Go program is built twice, as is
+ * (core/symbols/gopclntab.c). First the layouts of every Go version
+ * read, 64- and 32-bit, on hand-written tables (tests/fuzz/
+ * gopclntab_synth.h) whose answers are known, cut short and with their
+ * module record looked for. Then a small Go program is built twice, as is
  * and with -ldflags='-s -w' (same code at the same addresses), and at
  * every function's first, middle and last byte, and at every byte of the
  * program's own functions, the stripped build must give the function, the
@@ -18,6 +21,7 @@
 #include "core/symbols/dwarf_lines.h"
 #include "core/symbols/elf_image.h"
 #include "core/symbols/gopclntab.h"
+#include "tests/fuzz/gopclntab_synth.h"
 #include "tests/unit/check.h"
 
 static const char program[] =
@@ -440,11 +444,111 @@ static void check_copy(const char *dir, struct fr_elf_image *s)
 	free(pcs);
 }
 
+struct synth_expect {
+	uint64_t pc;
+	int n;
+	const char *fn[3], *file[3];
+	unsigned line[3];
+};
+
+static const struct synth_expect synth_expects[] = {
+	{0x05, 1, {"main.outer"}, {"a.go"}, {10}},
+	{0x15, 2, {"main.inner", "main.outer"}, {"a.go", "a.go"}, {20, 10}},
+	{0x25, 3, {"main.leaf", "main.inner", "main.outer"}, {"b.go", "a.go", "a.go"}, {30, 20, 10}},
+	{0x35, 1, {"main.outer"}, {"a.go"}, {30}},
+	{0x40, 1, {"main.other"}, {"a.go"}, {40}},
+	{0x5f, 1, {"main.other"}, {"a.go"}, {40}},
+	{0x60, -ENOENT, {0}, {0}, {0}},
+	{UINT64_MAX, -ENOENT, {0}, {0}, {0}}, /* the byte before the text */
+};
+
+static struct fr_gopclntab *synth_table(const struct go_synth *s, size_t len, bool trees)
+{
+	void *tab = malloc(len), *fd = trees ? malloc(s->flen) : NULL;
+	int err;
+
+	if (!tab || (trees && !fd))
+		return NULL;
+	memcpy(tab, s->tab, len);
+	if (fd)
+		memcpy(fd, s->fdata, s->flen);
+	return fr_gopclntab_new(tab, len, fd, s->flen, s->faddr, 0, &err);
+}
+
+/* One layout: every expected address, a chain cut to two frames, the
+ * module record found (1.18+), and the table cut short at every length. */
+static void check_synth(int layout, unsigned ptr)
+{
+	struct fr_go_sections secs = {0};
+	struct fr_dwarf_frame fr[FR_DWARF_MAX_FRAMES];
+	struct go_synth s;
+	struct fr_gopclntab *g;
+	uint64_t gofunc = 0, text = 0;
+	const char *name;
+
+	go_synth_build(&s, layout, ptr);
+	g = synth_table(&s, s.tab_len, true);
+	CHECK(g, "layout %d/%u: no table", layout, ptr);
+	for (size_t i = 0; g && i < sizeof(synth_expects) / sizeof(synth_expects[0]); i++) {
+		const struct synth_expect *e = &synth_expects[i];
+		int n = fr_gopclntab_lookup(g, GO_SYNTH_TEXT + e->pc, fr, FR_DWARF_MAX_FRAMES);
+
+		CHECK(n == e->n, "layout %d/%u, +%#" PRIx64 ": %d frames, want %d", layout, ptr,
+		      e->pc, n, e->n);
+		for (int k = 0; n == e->n && k < n; k++)
+			CHECK(same_str(fr[k].function, e->fn[k]) &&
+				      same_str(fr[k].file, e->file[k]) && fr[k].line == e->line[k],
+			      "layout %d/%u, +%#" PRIx64 " frame %d: %s %s:%u", layout, ptr, e->pc,
+			      k, fr[k].function, fr[k].file, fr[k].line);
+	}
+	CHECK(g && fr_gopclntab_lookup(g, GO_SYNTH_TEXT + 0x25, fr, 2) == 2 &&
+		      same_str(fr[0].function, "main.leaf") &&
+		      same_str(fr[1].function, "main.outer") && fr[1].line == 10,
+	      "layout %d/%u: a chain cut to two frames", layout, ptr);
+	CHECK(g && fr_gopclntab_func(g, GO_SYNTH_TEXT + 0x25, &name, &text) == 0 &&
+		      same_str(name, "main.outer") && text == GO_SYNTH_TEXT,
+	      "layout %d/%u: the function at +0x25", layout, ptr);
+	fr_gopclntab_free(g);
+	/* Without its inline trees, the outer function alone. */
+	g = synth_table(&s, s.tab_len, false);
+	CHECK(g && fr_gopclntab_lookup(g, GO_SYNTH_TEXT + 0x25, fr, FR_DWARF_MAX_FRAMES) == 1 &&
+		      same_str(fr[0].function, "main.outer") && fr[0].line == 30,
+	      "layout %d/%u: without inline trees", layout, ptr);
+	fr_gopclntab_free(g);
+	secs = (struct fr_go_sections){s.tab_addr, GO_SYNTH_TEXT, GO_SYNTH_TEXT + 0x1000, s.faddr,
+				       s.faddr + s.flen};
+	CHECK(layout < 118 ? fr_gopclntab_gofunc(s.tab, s.tab_len, s.mod, s.mod_len, &secs, &gofunc,
+						 &text) == -ENOENT
+			   : fr_gopclntab_gofunc(s.tab, s.tab_len, s.mod, s.mod_len, &secs, &gofunc,
+						 &text) == 0 &&
+				     gofunc == s.faddr && text == GO_SYNTH_TEXT,
+	      "layout %d/%u: the module record", layout, ptr);
+	secs.text = GO_SYNTH_TEXT + 0x10; /* a record that disagrees is not taken */
+	CHECK(fr_gopclntab_gofunc(s.tab, s.tab_len, s.mod, s.mod_len, &secs, &gofunc, &text) ==
+		      -ENOENT,
+	      "layout %d/%u: a module record outside .text", layout, ptr);
+	/* Cut short anywhere: no table, or lookups within the bytes left. */
+	for (size_t len = 0; len < s.tab_len; len++) {
+		g = synth_table(&s, len, true);
+		for (uint64_t pc = GO_SYNTH_TEXT; g && pc < GO_SYNTH_TEXT + 0x61; pc++) {
+			int n = fr_gopclntab_lookup(g, pc, fr, FR_DWARF_MAX_FRAMES);
+
+			CHECK(n == -ENOENT || (n >= 1 && n <= 3), "cut at %zu: %d frames", len, n);
+		}
+		fr_gopclntab_free(g);
+	}
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/fr-gopclntab.XXXXXX", path[4200];
 	struct fr_elf_image n = {0}, s = {0};
 
+	for (int layout = 116; layout <= 120; layout += 2)
+		for (unsigned ptr = 4; ptr <= 8; ptr += 4)
+			check_synth(layout, ptr);
+	if (failures)
+		return 1;
 	if (system("command -v go >/dev/null 2>&1") != 0) {
 		fprintf(stderr, "skipped: needs the Go toolchain (go) to build a Go program\n");
 		return 77;
