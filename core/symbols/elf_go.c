@@ -70,12 +70,23 @@ static bool find_sections(Elf *elf, uint64_t fsize, struct go_secs *gs)
 	return gs->has_tab && gs->tab.sh_size >= 16;
 }
 
+/* Where a file's bytes are read from: the file (pread), or a copy of it
+ * in private memory. */
+struct src {
+	int fd;
+	const uint8_t *mem;
+	uint64_t size;
+};
+
 /* A section's bytes, malloc'd (NULL on a short read or no memory). */
-static void *read_section(int fd, const GElf_Shdr *sh)
+static void *read_section(const struct src *f, const GElf_Shdr *sh)
 {
 	void *p = malloc(sh->sh_size ? sh->sh_size : 1);
 
-	if (p && fr_pread_full(fd, p, sh->sh_size, sh->sh_offset) != (ssize_t)sh->sh_size) {
+	if (p && f->mem && within_file(sh->sh_offset, sh->sh_size, f->size))
+		return memcpy(p, f->mem + sh->sh_offset, sh->sh_size);
+	if (p && (f->mem ||
+		  fr_pread_full(f->fd, p, sh->sh_size, sh->sh_offset) != (ssize_t)sh->sh_size)) {
 		free(p);
 		p = NULL;
 	}
@@ -85,7 +96,7 @@ static void *read_section(int fd, const GElf_Shdr *sh)
 /* Where the inline trees of the table `tab` lie: [*addr, + *len) at file
  * offset *off, and the text address 1.18+ entries are offsets from.
  * Returns 0 or -ENOENT (none found: no inlined frames). */
-static int go_window(int fd, const struct go_secs *gs, const void *tab, uint64_t *addr,
+static int go_window(const struct src *f, const struct go_secs *gs, const void *tab, uint64_t *addr,
 		     uint64_t *off, uint64_t *len, uint64_t *text)
 {
 	const GElf_Shdr *ro = &gs->rodata, *where[] = {&gs->noptrdata, &gs->module};
@@ -104,7 +115,7 @@ static int go_window(int fd, const struct go_secs *gs, const void *tab, uint64_t
 				    gs->text.sh_addr + gs->text.sh_size, ro->sh_addr,
 				    ro->sh_addr + ro->sh_size};
 	for (size_t i = 0; i < 2; i++) {
-		void *data = has[i] ? read_section(fd, where[i]) : NULL;
+		void *data = has[i] ? read_section(f, where[i]) : NULL;
 		int ret = data ? fr_gopclntab_gofunc(tab, gs->tab.sh_size, data, where[i]->sh_size,
 						     &s, addr, text)
 			       : -ENOENT;
@@ -121,33 +132,61 @@ found:
 	return 0;
 }
 
-struct fr_gopclntab *elf_go_read(Elf *elf, int fd, uint64_t fsize)
+/* The table of `elf` read from `f`, with its inline trees when `trees`. */
+static struct fr_gopclntab *go_read(Elf *elf, const struct src *f, bool trees)
 {
 	uint64_t waddr = 0, woff = 0, wlen = 0, text = 0;
 	struct go_secs gs;
 	void *tab, *win = NULL;
 	int err;
 
-	if (!find_sections(elf, fsize, &gs) || !(tab = read_section(fd, &gs.tab)))
+	if (!find_sections(elf, f->size, &gs) || !(tab = read_section(f, &gs.tab)))
 		return NULL;
-	if (go_window(fd, &gs, tab, &waddr, &woff, &wlen, &text) == 0) {
+	/* The text address is the module record's when there is one. */
+	if (go_window(f, &gs, tab, &waddr, &woff, &wlen, &text) == 0 && trees) {
 		GElf_Shdr w = {.sh_offset = woff, .sh_size = wlen};
 
-		win = read_section(fd, &w);
+		win = read_section(f, &w);
 	}
 	return fr_gopclntab_new(tab, gs.tab.sh_size, win, win ? wlen : 0, waddr, text, &err);
 }
 
+struct fr_gopclntab *elf_go_read(Elf *elf, int fd, uint64_t fsize)
+{
+	struct src f = {.fd = fd, .size = fsize};
+
+	return go_read(elf, &f, true);
+}
+
+struct fr_gopclntab *fr_elf_go_table(const void *image, size_t size)
+{
+	struct src f = {.fd = -1, .mem = image, .size = size};
+	struct fr_gopclntab *g = NULL;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE || size < EI_NIDENT ||
+	    ((const uint8_t *)image)[EI_DATA] != ELFDATA2LSB)
+		return NULL;
+	/* libelf does not write to an image of the native byte order. */
+	elf = elf_memory((char *)(uintptr_t)image, size);
+	if (elf && elf_kind(elf) == ELF_K_ELF)
+		g = go_read(elf, &f, false);
+	if (elf)
+		elf_end(elf);
+	return g;
+}
+
 bool elf_go_keep(Elf *elf, int fd, uint64_t fsize, struct fr_elf_range *keep)
 {
+	struct src f = {.fd = fd, .size = fsize};
 	uint64_t addr, text;
 	struct go_secs gs;
 	void *tab;
 	bool ok;
 
-	if (!find_sections(elf, fsize, &gs) || !(tab = read_section(fd, &gs.tab)))
+	if (!find_sections(elf, fsize, &gs) || !(tab = read_section(&f, &gs.tab)))
 		return false;
-	ok = go_window(fd, &gs, tab, &addr, &keep->off, &keep->len, &text) == 0;
+	ok = go_window(&f, &gs, tab, &addr, &keep->off, &keep->len, &text) == 0;
 	free(tab);
 	return ok;
 }

@@ -45,6 +45,14 @@ struct fr_elf_range {
  * that is not ELF, -EBADMSG for a corrupt one, or -ENOMEM. */
 int fr_elf_symbol_ranges(int fd, uint64_t size, struct fr_elf_range **out, size_t *n);
 
+/* The Go function table (core/symbols/gopclntab.h) of the ELF image of
+ * `size` bytes in private memory `image` (kept by the caller; the table
+ * copies what it needs), without its inline trees: the functions' stack
+ * pointer offsets, for unwinding a Go binary that has no CFI. NULL when
+ * it has none (free with fr_gopclntab_free()). */
+struct fr_gopclntab;
+struct fr_gopclntab *fr_elf_go_table(const void *image, size_t size);
+
 /* Formats a build id as lowercase hex into buf (2*len+1 bytes). */
 char *fr_build_id_hex(const uint8_t *id, size_t len, char *buf);
 

@@ -58,7 +58,7 @@ struct func {
 	uint64_t entry, end;
 	uint64_t at; /* the record's offset in tab */
 	int32_t nameoff;
-	uint32_t pcfile, pcln, npcdata, cuoff;
+	uint32_t pcsp, pcfile, pcln, npcdata, cuoff;
 	uint8_t nfuncdata;
 };
 
@@ -233,6 +233,7 @@ static bool read_func(const struct fr_gopclntab *g, uint64_t off, uint64_t entry
 			   .end = end,
 			   .at = at,
 			   .nameoff = (int32_t)v[0],
+			   .pcsp = v[3],
 			   .pcfile = v[4],
 			   .pcln = v[5],
 			   .npcdata = v[6],
@@ -303,6 +304,58 @@ static int32_t pcvalue(const struct fr_gopclntab *g, const struct func *f, uint3
 		if (target < pc)
 			return (int32_t)val;
 	}
+}
+
+/* Calls cb for each run of the pc-value table at `off` in f: [start,
+ * end) and its value, clipped to the function. Returns 0, or cb's error. */
+static int pcvalue_runs(const struct fr_gopclntab *g, const struct func *f, uint32_t off,
+			int (*cb)(void *arg, uint64_t start, uint64_t end, int32_t value),
+			void *arg, uint64_t *budget)
+{
+	const uint8_t *p, *end = g->tab + g->len, *p0;
+	uint64_t pc = f->entry;
+	uint32_t val = (uint32_t)-1;
+	int ret;
+
+	if (!off || off >= g->len - g->pcs)
+		return 0;
+	p0 = p = g->tab + g->pcs + off;
+	/* Tables that many functions share cannot make the walk quadratic. */
+	if ((uint64_t)(end - p) > *budget)
+		end = p + *budget;
+	for (bool first = true; pc < f->end; first = false) {
+		uint32_t dv, dpc;
+		uint64_t next;
+
+		if (!varint(&p, end, &dv) || (dv == 0 && !first) || !varint(&p, end, &dpc))
+			break;
+		val += dv & 1 ? ~(dv >> 1) : dv >> 1;
+		next = pc + (uint64_t)dpc * g->quantum;
+		next = next > f->end || next < pc ? f->end : next;
+		if (next > pc && (ret = cb(arg, pc, next, (int32_t)val)) < 0)
+			return ret;
+		pc = next;
+	}
+	*budget -= (uint64_t)(p - p0);
+	return 0;
+}
+
+int fr_gopclntab_sp_runs(const struct fr_gopclntab *g,
+			 int (*cb)(void *arg, uint64_t start, uint64_t end, int32_t sp), void *arg)
+{
+	uint64_t entry, end, off, budget = g ? 2 * (uint64_t)g->len : 0;
+	struct func f;
+	int ret;
+
+	for (uint64_t i = 0; g && i < g->nfunc && budget; i++) {
+		if (!ftab_entry(g, i, &entry, &off) ||
+		    !ftab_entry(g, i + 1, &end, &(uint64_t){0}) || end <= entry ||
+		    !read_func(g, off, entry, end, &f))
+			continue;
+		if ((ret = pcvalue_runs(g, &f, f.pcsp, cb, arg, &budget)) < 0)
+			return ret;
+	}
+	return 0;
 }
 
 /* A NUL-terminated string at offset `off` of the table `base`. */

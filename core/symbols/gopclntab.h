@@ -80,4 +80,14 @@ int fr_gopclntab_func(const struct fr_gopclntab *g, uint64_t pc, const char **na
 int fr_gopclntab_lookup(const struct fr_gopclntab *g, uint64_t pc, struct fr_dwarf_frame *out,
 			size_t cap);
 
+/* Calls cb, function after function in the table's order, for each run
+ * of addresses [start, end) over which the function's stack pointer is
+ * `sp` bytes below where it was at its entry (the pcsp table: what
+ * unwinding a binary without CFI needs). Runs lie within their function;
+ * cb may stop the walk with a negative value, which is returned. The walk
+ * reads each byte of the pcsp tables once at most per function. Returns
+ * 0 or cb's error. */
+int fr_gopclntab_sp_runs(const struct fr_gopclntab *g,
+			 int (*cb)(void *arg, uint64_t start, uint64_t end, int32_t sp), void *arg);
+
 #endif

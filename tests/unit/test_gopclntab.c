@@ -372,6 +372,44 @@ static void check_all(const char *dir, struct fr_elf_image *n, struct fr_elf_ima
 	free(refs);
 }
 
+struct runs {
+	uint64_t last_end, n, at_entry, framed;
+	bool sorted;
+	const struct fr_elf_image *img;
+};
+
+static int run_cb(void *arg, uint64_t start, uint64_t end, int32_t sp)
+{
+	struct runs *r = arg;
+	uint64_t entry = 0;
+	const char *name;
+
+	r->sorted = r->sorted && start >= r->last_end && end > start;
+	r->last_end = end;
+	r->n++;
+	if (fr_gopclntab_func(r->img->go, start, &name, &entry) == 0 && entry == start)
+		r->at_entry += sp == 0;
+	r->framed += sp > 0 && sp % 8 == 0;
+	return 0;
+}
+
+/* The stack pointer offsets the unwinder builds a table from: sorted,
+ * 0 at every function's entry (nothing pushed yet), frames of 8-byte
+ * words elsewhere. */
+static void check_sp_runs(const struct fr_elf_image *s)
+{
+	struct runs r = {.sorted = true, .img = s};
+
+	CHECK(fr_gopclntab_sp_runs(s->go, run_cb, &r) == 0, "the pcsp walk failed");
+	printf("%" PRIu64 " stack pointer runs, %" PRIu64 " at an entry with offset 0, %" PRIu64
+	       " in a frame\n",
+	       r.n, r.at_entry, r.framed);
+	CHECK(r.sorted && r.n > 3000 && r.at_entry > 1000 && r.framed > 1000,
+	      "stack pointer runs: sorted %d, %" PRIu64 " runs, %" PRIu64 " at entries, %" PRIu64
+	      " framed",
+	      r.sorted, r.n, r.at_entry, r.framed);
+}
+
 /* A copy of `path` holding only fr_elf_symbol_ranges() (zeros elsewhere,
  * as the symbol cache keeps it) into `copy`; its kept bytes in *kept. */
 static int copy_ranges(const char *path, const char *copy, uint64_t *kept)
@@ -570,6 +608,8 @@ int main(void)
 		check_all(dir, &n, &s);
 	if (!failures)
 		check_copy(dir, &s);
+	if (!failures)
+		check_sp_runs(&s);
 	fr_elf_image_fini(&n);
 	fr_elf_image_fini(&s);
 	snprintf(path, sizeof(path), "chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
