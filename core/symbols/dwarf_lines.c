@@ -79,8 +79,10 @@ struct fr_dwarf_lines {
 	size_t bytes;		  /* fr_dwarf_lines_bytes() */
 	struct unit_index *units; /* indexed units, by offset */
 	size_t nunits, capunits;
-	/* Set: the lines of a Go binary without DWARF, from its function
-	 * table (not owned), and nothing else is. */
+	/* A Go binary's function table (not owned): the lines of one
+	 * without DWARF (elf NULL, nothing else set), or of the addresses
+	 * its DWARF does not describe (Go's DWARF has no .debug_aranges,
+	 * which libdw finds units by). */
 	const struct fr_gopclntab *go;
 };
 
@@ -210,6 +212,12 @@ struct fr_dwarf_lines *fr_dwarf_lines_from_go(const struct fr_gopclntab *g)
 	return d;
 }
 
+void fr_dwarf_lines_set_go(struct fr_dwarf_lines *d, const struct fr_gopclntab *g)
+{
+	if (d)
+		d->go = g;
+}
+
 size_t fr_dwarf_lines_bytes(const struct fr_dwarf_lines *d)
 {
 	return d ? d->bytes : 0;
@@ -219,7 +227,7 @@ void fr_dwarf_lines_free(struct fr_dwarf_lines *d)
 {
 	if (!d)
 		return;
-	if (d->go) {
+	if (d->go && !d->elf) {
 		free(d);
 		return;
 	}
@@ -589,7 +597,7 @@ int fr_dwarf_lines_lookup(struct fr_dwarf_lines *d, uint64_t vaddr, struct fr_dw
 	if (!d || cap == 0)
 		return -EINVAL;
 	/* The Go table only reads: no lock, no cache. */
-	if (d->go)
+	if (d->go && !d->elf)
 		return fr_gopclntab_lookup(d->go, vaddr, out, cap);
 	pthread_mutex_lock(&d->lock);
 	sl = cache_slot(d, vaddr);
@@ -613,6 +621,8 @@ int fr_dwarf_lines_lookup(struct fr_dwarf_lines *d, uint64_t vaddr, struct fr_dw
 	else
 		ret = scope_frames(&cu, vaddr, file, (uint32_t)line, out, cap);
 out:
+	if (ret == -ENOENT && d->go)
+		ret = fr_gopclntab_lookup(d->go, vaddr, out, cap);
 	if (cap == FR_DWARF_MAX_FRAMES)
 		cache_put(d, sl, vaddr, out, ret);
 out_locked:

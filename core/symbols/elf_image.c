@@ -560,11 +560,14 @@ int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size)
 	/* Lines are optional: without them functions keep their names. */
 	if (ret == 0)
 		img->dwarf = fr_dwarf_lines_read(elf, fd, size);
-	/* A Go binary stripped of either keeps its own table of both. */
-	if (ret == 0 && (tables == 0 || !img->dwarf) && (img->go = elf_go_read(elf, fd, size))) {
+	/* A Go binary keeps its own table of both, stripped or not: names
+	 * when it has no .symtab, lines where DWARF has none. */
+	if (ret == 0 && (img->go = elf_go_read(elf, fd, size))) {
 		img->go_names = tables == 0;
 		if (!img->dwarf)
 			img->dwarf = fr_dwarf_lines_from_go(img->go);
+		else
+			fr_dwarf_lines_set_go(img->dwarf, img->go);
 	}
 	/* Where the debug file is, the caller knows (its debug directories,
 	 * a process's root): the image only says one is wanted. */

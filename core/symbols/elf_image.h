@@ -88,10 +88,10 @@ struct fr_elf_image {
 	/* Source lines and inline frames (core/symbols/dwarf_lines.h) of the
 	 * file, else of its debug file; NULL: none. */
 	struct fr_dwarf_lines *dwarf;
-	/* A Go binary's function table (core/symbols/gopclntab.h), read when
-	 * the file has no .symtab or no DWARF: it names the functions of a
-	 * file without .symtab (go_names), and gives the lines of one
-	 * without DWARF (through `dwarf`). NULL: none. */
+	/* A Go binary's function table (core/symbols/gopclntab.h): it names
+	 * the functions of a file without .symtab (go_names), and gives the
+	 * lines of one without DWARF, or that its DWARF does not describe
+	 * (through `dwarf`). NULL: none. */
 	struct fr_gopclntab *go;
 	bool go_names;
 };

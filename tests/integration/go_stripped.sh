@@ -6,7 +6,7 @@
 # both builds run while flightrecd records. In each profile, read back by
 # `flightrec top`, main.handleA and main.handleB are named, under
 # main.serve through runtime/pprof.Do, /b with about three times /a's
-# samples; the stripped build's frames carry main.go file:line. Then the
+# samples; the frames of both carry main.go file:line. Then the
 # stripped binary is deleted while it runs, and once it has exited its
 # frames are still named, from the symbol cache's copy.
 . "$(dirname "$0")/lib.sh"
@@ -72,11 +72,14 @@ wait "$STRIPPED_PID" || fail "the stripped build failed"
 wait_seals
 check_profile gone "$STRIPPED_PID"
 
-# The stripped build's frames have their file and line, from .gopclntab.
-"$GO" tool pprof -symbolize=none -lines -top -nodecount=200 "$T/stripped.pb.gz" \
-	>"$T/stripped.lines" 2>"$T/pprof.err" || { cat "$T/pprof.err"; fail "pprof -lines failed"; }
-grep -Eq 'main\.work .*main\.go:[0-9]+' "$T/stripped.lines" ||
-	{ head -20 "$T/stripped.lines"; fail "main.work has no main.go:LINE in the stripped build's profile"; }
+# Both builds' frames have their file and line, from .gopclntab (libdw
+# finds no unit of Go's DWARF, which has no .debug_aranges).
+for name in normal stripped; do
+	"$GO" tool pprof -symbolize=none -lines -top -nodecount=200 "$T/$name.pb.gz" \
+		>"$T/$name.lines" 2>"$T/pprof.err" || { cat "$T/pprof.err"; fail "pprof -lines failed"; }
+	grep -Eq 'main\.work .*main\.go:[0-9]+' "$T/$name.lines" ||
+		{ head -20 "$T/$name.lines"; fail "main.work has no main.go:LINE in the $name build's profile"; }
+done
 
 # The stripped binary is gone: the names of its last profile came from
 # the symbol cache's copy, which keeps .gopclntab.

@@ -99,7 +99,7 @@ struct ref {
 };
 
 struct totals {
-	unsigned pcs, names_same, frames_same, inlined, main_inlined;
+	unsigned pcs, names_same, frames_same, inlined, main_inlined, normal_differs;
 };
 
 static int load(struct fr_elf_image *img, const char *path)
@@ -188,7 +188,7 @@ static void report(const struct ref *r, const struct fr_dwarf_frame *fs, int ks)
 static void compare(struct fr_elf_image *n, struct fr_elf_image *s, const struct ref *r,
 		    struct totals *t)
 {
-	struct fr_dwarf_frame fs[FR_DWARF_MAX_FRAMES];
+	struct fr_dwarf_frame fs[FR_DWARF_MAX_FRAMES], fn[FR_DWARF_MAX_FRAMES];
 	const char *nn = NULL, *ns = NULL;
 	int ks;
 
@@ -201,6 +201,11 @@ static void compare(struct fr_elf_image *n, struct fr_elf_image *s, const struct
 		fprintf(stderr, "%#" PRIx64 ": stripped names %s, normal %s\n", r->pc,
 			ns ? ns : "(none)", nn);
 	ks = fr_dwarf_lines_lookup(s->dwarf, r->pc, fs, FR_DWARF_MAX_FRAMES);
+	/* The normal build's lines: its DWARF, which libdw cannot find
+	 * units of, then its .gopclntab: the same frames. */
+	if (fr_dwarf_lines_lookup(n->dwarf, r->pc, fn, FR_DWARF_MAX_FRAMES) != ks ||
+	    (ks > 0 && (!same_str(fn[0].file, fs[0].file) || fn[0].line != fs[0].line)))
+		t->normal_differs++;
 	if (!frames_agree(r, nn, fs, ks)) {
 		if (t->pcs - t->frames_same <= 5)
 			report(r, fs, ks);
@@ -366,6 +371,8 @@ static void check_all(const char *dir, struct fr_elf_image *n, struct fr_elf_ima
 	      t.pcs);
 	CHECK(t.frames_same == t.pcs, "%u of %u addresses with other frames", t.pcs - t.frames_same,
 	      t.pcs);
+	CHECK(t.normal_differs == 0, "the normal build's lines differ at %u addresses",
+	      t.normal_differs);
 	CHECK(t.inlined > 50 && t.main_inlined > 0, "too few inlined frames: %u, %u", t.inlined,
 	      t.main_inlined);
 	free(pcs);
@@ -597,8 +604,8 @@ int main(void)
 	}
 	CHECK(build(dir) == 0, "building the Go program in %s failed", dir);
 	snprintf(path, sizeof(path), "%s/normal", dir);
-	CHECK(load(&n, path) == 0 && n.nsyms > 100 && !n.go_names, "the normal build: %zu symbols",
-	      n.nsyms);
+	CHECK(load(&n, path) == 0 && n.nsyms > 100 && n.go && !n.go_names && n.dwarf,
+	      "the normal build: %zu symbols", n.nsyms);
 	snprintf(path, sizeof(path), "%s/stripped", dir);
 	CHECK(load(&s, path) == 0 && s.nsyms == 0 && s.go && s.go_names && s.dwarf,
 	      "the stripped build: %zu symbols, table %p", s.nsyms, (void *)s.go);
