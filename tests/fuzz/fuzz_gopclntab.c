@@ -14,7 +14,7 @@
  * Promises: no crash, no hang, no memory error; a lookup returns -ENOENT
  * or 1..cap frames, every one named, names and files strings; the
  * function found covers the address; a module record found puts gofunc
- * inside the inline trees' bytes.
+ * inside the inline trees' bytes; the stack pointer runs are not empty.
  */
 #include "tests/fuzz/fuzz.h"
 
@@ -64,6 +64,14 @@ static void lookups(const struct fr_gopclntab *g, uint64_t pc)
 	}
 }
 
+/* A run of stack pointer offsets must not be empty. */
+static int sp_run(void *arg, uint64_t start, uint64_t end, int32_t sp)
+{
+	FUZZ_CHECK(end > start, "empty run at 0x%llx", (unsigned long long)start);
+	sink += (size_t)sp;
+	return ++*(size_t *)arg < 1000000 ? 0 : -E2BIG;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint64_t pc, text, faddr, gofunc = 0, tstart = 0;
@@ -97,7 +105,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(g || err < 0, "no table and no error");
 	if (g) {
 		FUZZ_CHECK(fr_gopclntab_bytes(g) >= tlen + flen, "bytes not counted");
+		size_t runs = 0;
+
 		lookups(g, pc);
+		FUZZ_CHECK(fr_gopclntab_sp_runs(g, sp_run, &runs) == 0 || runs >= 1000000,
+			   "the pcsp walk failed");
 	}
 	fr_gopclntab_free(g);
 	return 0;

@@ -584,6 +584,71 @@ static void check_synth(int layout, unsigned ptr)
 	}
 }
 
+/* The stripped build with its function table corrupted, 40 times over:
+ * bytes flipped anywhere in it and words of its header and function
+ * table overwritten. Loading and every look-up must come back, with
+ * frames or -ENOENT, whatever the bytes say. */
+static void check_hostile(const char *dir)
+{
+	static const uint8_t magic[] = {0xf0, 0xff, 0xff, 0xff, 0, 0, 1, 8};
+	char path[4200], bad[4200];
+	uint64_t *pcs = calloc(MAX_PCS, sizeof(*pcs)), seed = 0x9e3779b97f4a7c15ull;
+	size_t npcs = pcs ? addresses(dir, pcs) : 0, size = 0, at = 0;
+	uint8_t *file = NULL, *copy = NULL;
+	unsigned answered = 0;
+	struct stat st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/stripped", dir);
+	snprintf(bad, sizeof(bad), "%s/hostile", dir);
+	if (stat(path, &st) == 0 && (f = fopen(path, "rb"))) {
+		size = (size_t)st.st_size;
+		file = malloc(size);
+		copy = malloc(size);
+		if (file && fread(file, 1, size, f) != size)
+			size = 0;
+		fclose(f);
+	}
+	while (file && at + sizeof(magic) < size && memcmp(file + at, magic, sizeof(magic)) != 0)
+		at++;
+	CHECK(copy && at + 4096 < size, "no Go 1.18 table found in %s", path);
+	for (int round = 0; copy && at + 4096 < size && round < 40; round++) {
+		struct fr_elf_image img = {0};
+
+		memcpy(copy, file, size);
+		for (int k = 0; k < 64; k++) {
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			/* Half in the header and function table, half anywhere after. */
+			copy[at + (k & 1 ? seed % 4096 : seed % (size - at))] ^=
+				(uint8_t)(seed >> 32) | 1;
+		}
+		f = fopen(bad, "wb");
+		CHECK(f && fwrite(copy, 1, size, f) == size && fclose(f) == 0, "writing %s", bad);
+		if (load(&img, bad) < 0)
+			continue;
+		for (size_t i = 0; i < npcs; i++) {
+			struct fr_dwarf_frame fr[FR_DWARF_MAX_FRAMES];
+			const char *name;
+			int n = img.dwarf ? fr_dwarf_lines_lookup(img.dwarf, pcs[i], fr,
+								  FR_DWARF_MAX_FRAMES)
+					  : -ENOENT;
+
+			CHECK(n == -ENOENT || (n >= 1 && n <= FR_DWARF_MAX_FRAMES), "%d frames", n);
+			for (int k = 0; k < n; k++)
+				CHECK(fr[k].function && strlen(fr[k].function) < size,
+				      "a frame unnamed");
+			answered += n > 0;
+			if (fr_elf_image_lookup(&img, pcs[i], &name) == 0)
+				CHECK(strlen(name) < size, "a name");
+		}
+		fr_elf_image_fini(&img);
+	}
+	printf("corrupted tables: %u look-ups answered\n", answered);
+	free(file);
+	free(copy);
+	free(pcs);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/fr-gopclntab.XXXXXX", path[4200];
@@ -617,6 +682,8 @@ int main(void)
 		check_copy(dir, &s);
 	if (!failures)
 		check_sp_runs(&s);
+	if (!failures)
+		check_hostile(dir);
 	fr_elf_image_fini(&n);
 	fr_elf_image_fini(&s);
 	snprintf(path, sizeof(path), "chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
