@@ -281,31 +281,6 @@ static bool varint(const uint8_t **p, const uint8_t *end, uint32_t *v)
 	return false;
 }
 
-/* The value of the pc-value table at offset `off` of pctab for `target`
- * in function f, or -1. Each step reads two bytes or more, so the walk
- * ends at the end of the table's bytes at the latest. */
-static int32_t pcvalue(const struct fr_gopclntab *g, const struct func *f, uint32_t off,
-		       uint64_t target)
-{
-	const uint8_t *p, *end = g->tab + g->len;
-	uint64_t pc = f->entry;
-	uint32_t val = (uint32_t)-1;
-
-	if (!off || off >= g->len - g->pcs)
-		return -1;
-	p = g->tab + g->pcs + off;
-	for (bool first = true;; first = false) {
-		uint32_t dv, dpc;
-
-		if (!varint(&p, end, &dv) || (dv == 0 && !first) || !varint(&p, end, &dpc))
-			return -1;
-		val += dv & 1 ? ~(dv >> 1) : dv >> 1;
-		pc += (uint64_t)dpc * g->quantum;
-		if (target < pc)
-			return (int32_t)val;
-	}
-}
-
 /* Calls cb for each run of the pc-value table at `off` in f: [start,
  * end) and its value, clipped to the function. Returns 0, or cb's error. */
 static int pcvalue_runs(const struct fr_gopclntab *g, const struct func *f, uint32_t off,
@@ -356,6 +331,33 @@ int fr_gopclntab_sp_runs(const struct fr_gopclntab *g,
 			return ret;
 	}
 	return 0;
+}
+
+struct value_at {
+	uint64_t target;
+	int32_t value;
+};
+
+static int value_at(void *arg, uint64_t start, uint64_t end, int32_t value)
+{
+	struct value_at *v = arg;
+
+	if (v->target < start || v->target >= end)
+		return 0;
+	v->value = value;
+	return -EEXIST; /* found: the walk stops */
+}
+
+/* The value of the pc-value table at offset `off` of pctab for `target`
+ * in function f, or -1. */
+static int32_t pcvalue(const struct fr_gopclntab *g, const struct func *f, uint32_t off,
+		       uint64_t target)
+{
+	struct value_at v = {target, -1};
+	uint64_t budget = g->len;
+
+	pcvalue_runs(g, f, off, value_at, &v, &budget);
+	return v.value;
 }
 
 /* A NUL-terminated string at offset `off` of the table `base`. */
