@@ -93,17 +93,18 @@ static void *read_section(const struct src *f, const GElf_Shdr *sh)
 	return p;
 }
 
-/* Where the inline trees of the table `tab` lie: [*addr, + *len) at file
- * offset *off, and the text address 1.18+ entries are offsets from.
- * Returns 0 or -ENOENT (none found: no inlined frames). */
-static int go_window(const struct src *f, const struct go_secs *gs, const void *tab, uint64_t *addr,
-		     uint64_t *off, uint64_t *len, uint64_t *text)
+/* Where the inline trees of the table whose first `head_len` bytes are
+ * `head` lie: [*addr, + *len) at file offset *off, and the text address
+ * 1.18+ entries are offsets from. Returns 0 or -ENOENT (none found: no
+ * inlined frames). */
+static int go_window(const struct src *f, const struct go_secs *gs, const void *head,
+		     size_t head_len, uint64_t *addr, uint64_t *off, uint64_t *len, uint64_t *text)
 {
 	const GElf_Shdr *ro = &gs->rodata, *where[] = {&gs->noptrdata, &gs->module};
 	bool has[] = {gs->has_noptrdata, gs->has_module};
 	struct fr_go_sections s;
 	unsigned ptr;
-	int layout = fr_gopclntab_layout(tab, gs->tab.sh_size, &ptr);
+	int layout = fr_gopclntab_layout(head, head_len, &ptr);
 
 	*text = 0;
 	if (layout < 0 || !gs->has_rodata || !gs->has_text)
@@ -116,8 +117,8 @@ static int go_window(const struct src *f, const struct go_secs *gs, const void *
 				    ro->sh_addr + ro->sh_size};
 	for (size_t i = 0; i < 2; i++) {
 		void *data = has[i] ? read_section(f, where[i]) : NULL;
-		int ret = data ? fr_gopclntab_gofunc(tab, gs->tab.sh_size, data, where[i]->sh_size,
-						     &s, addr, text)
+		int ret = data ? fr_gopclntab_gofunc(head, head_len, gs->tab.sh_size, data,
+						     where[i]->sh_size, &s, addr, text)
 			       : -ENOENT;
 
 		free(data);
@@ -143,7 +144,7 @@ static struct fr_gopclntab *go_read(Elf *elf, const struct src *f, bool trees)
 	if (!find_sections(elf, f->size, &gs) || !(tab = read_section(f, &gs.tab)))
 		return NULL;
 	/* The text address is the module record's when there is one. */
-	if (go_window(f, &gs, tab, &waddr, &woff, &wlen, &text) == 0 && trees) {
+	if (go_window(f, &gs, tab, gs.tab.sh_size, &waddr, &woff, &wlen, &text) == 0 && trees) {
 		GElf_Shdr w = {.sh_offset = woff, .sh_size = wlen};
 
 		win = read_section(f, &w);
@@ -181,12 +182,19 @@ bool elf_go_keep(Elf *elf, int fd, uint64_t fsize, struct fr_elf_range *keep)
 	struct src f = {.fd = fd, .size = fsize};
 	uint64_t addr, text;
 	struct go_secs gs;
+	GElf_Shdr head;
 	void *tab;
 	bool ok;
 
-	if (!find_sections(elf, fsize, &gs) || !(tab = read_section(&f, &gs.tab)))
+	if (!find_sections(elf, fsize, &gs))
 		return false;
-	ok = go_window(&f, &gs, tab, &addr, &keep->off, &keep->len, &text) == 0;
+	/* The header alone: the table may be tens of MiB. */
+	head = gs.tab;
+	if (head.sh_size > FR_GOPCLNTAB_HEAD_MAX)
+		head.sh_size = FR_GOPCLNTAB_HEAD_MAX;
+	if (!(tab = read_section(&f, &head)))
+		return false;
+	ok = go_window(&f, &gs, tab, head.sh_size, &addr, &keep->off, &keep->len, &text) == 0;
 	free(tab);
 	return ok;
 }

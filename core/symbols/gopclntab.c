@@ -112,19 +112,21 @@ static bool header_word(const uint8_t *b, size_t len, unsigned ptr, unsigned i, 
 	return getptr(b, len, ptr, 8 + (uint64_t)i * ptr, v);
 }
 
-/* Fills the header's fields of g from g->tab. Returns 0 or -EBADMSG. */
-static int parse_header(struct fr_gopclntab *g)
+/* Fills the header's fields of g from the first `readable` bytes of
+ * g->tab (the header; offsets are checked against all of g->len).
+ * Returns 0 or -EBADMSG. */
+static int parse_header(struct fr_gopclntab *g, size_t readable)
 {
 	unsigned base = g->layout >= 118 ? 3 : 2;
 	uint64_t *offs[] = {&g->names, &g->cu, &g->files, &g->pcs, &g->ftab};
 	uint64_t text = 0, fent = g->layout >= 118 ? 8 : 2 * (uint64_t)g->ptr;
 
 	g->quantum = g->tab[6];
-	if (!header_word(g->tab, g->len, g->ptr, 0, &g->nfunc) ||
-	    (g->layout >= 118 && !header_word(g->tab, g->len, g->ptr, 2, &text)))
+	if (!header_word(g->tab, readable, g->ptr, 0, &g->nfunc) ||
+	    (g->layout >= 118 && !header_word(g->tab, readable, g->ptr, 2, &text)))
 		return -EBADMSG;
 	for (unsigned i = 0; i < 5; i++)
-		if (!header_word(g->tab, g->len, g->ptr, base + i, offs[i]) || *offs[i] >= g->len)
+		if (!header_word(g->tab, readable, g->ptr, base + i, offs[i]) || *offs[i] >= g->len)
 			return -EBADMSG;
 	/* nfunc + 1 entries of the function table fit in the bytes held. */
 	if (g->nfunc >= (g->len - g->ftab) / fent)
@@ -157,7 +159,7 @@ struct fr_gopclntab *fr_gopclntab_new(void *tab, size_t len, void *fdata, size_t
 				   .layout = layout,
 				   .ptr = ptr,
 				   .text = text_start};
-	*err = parse_header(g);
+	*err = parse_header(g, len);
 	if (*err < 0) {
 		fr_gopclntab_free(g);
 		return NULL;
@@ -501,15 +503,16 @@ static bool module_ok(const uint64_t *w, const struct fr_gopclntab *t,
 	       gofunc < s->erodata && types >= s->rodata && types <= gofunc;
 }
 
-int fr_gopclntab_gofunc(const void *tab, size_t tab_len, const void *data, size_t len,
-			const struct fr_go_sections *secs, uint64_t *gofunc, uint64_t *text_start)
+int fr_gopclntab_gofunc(const void *head, size_t head_len, size_t tab_len, const void *data,
+			size_t len, const struct fr_go_sections *secs, uint64_t *gofunc,
+			uint64_t *text_start)
 {
-	struct fr_gopclntab t = {.tab = (uint8_t *)tab, .len = tab_len};
+	struct fr_gopclntab t = {.tab = (uint8_t *)head, .len = tab_len};
 	uint64_t w[MODULE_WORDS];
 	unsigned gi;
 
-	t.layout = fr_gopclntab_layout(tab, tab_len, &t.ptr);
-	if (t.layout < 118 || parse_header(&t) < 0)
+	t.layout = fr_gopclntab_layout(head, head_len < tab_len ? head_len : tab_len, &t.ptr);
+	if (t.layout < 118 || parse_header(&t, head_len < tab_len ? head_len : tab_len) < 0)
 		return -ENOENT;
 	/* moduledata.gofunc: after covctr, ecovctr from 1.20. */
 	gi = t.layout >= 120 ? 40 : 38;

@@ -35,19 +35,23 @@ int fr_gopclntab_layout(const void *tab, size_t len, unsigned *ptr_size);
  * the inline trees of a Go 1.18+ binary are offsets from, read from the
  * runtime's first module record (runtime.firstmoduledata), which is
  * looked for in `data` (`len` bytes: the binary's .noptrdata, or
- * .go.module). The record is the one whose first
- * word is `tab_addr`, the address of the table `tab`, and whose other
- * words agree with the table and the sections given: its name table's
- * address, its text range inside [text, etext), and a gofunc inside
- * [rodata, erodata). *text_start is set to the module's text address
- * (the table's own is 0 from Go 1.26). Returns 0, or -ENOENT. */
+ * .go.module). `head` holds the first `head_len` bytes of the table (its
+ * header: FR_GOPCLNTAB_HEAD_MAX are enough) of `tab_len` bytes. The
+ * record is the one whose first word is `tab_addr`, the address of the
+ * table, and whose other words agree with the table and the sections
+ * given: its name, unit and file tables' addresses, its text range inside
+ * [text, etext), and a gofunc inside [rodata, erodata). *text_start is
+ * set to the module's text address (the table's own is 0 from Go 1.26).
+ * Returns 0, or -ENOENT. */
+#define FR_GOPCLNTAB_HEAD_MAX 128
 struct fr_go_sections {
 	uint64_t tab_addr;
 	uint64_t text, etext;
 	uint64_t rodata, erodata;
 };
-int fr_gopclntab_gofunc(const void *tab, size_t tab_len, const void *data, size_t len,
-			const struct fr_go_sections *secs, uint64_t *gofunc, uint64_t *text_start);
+int fr_gopclntab_gofunc(const void *head, size_t head_len, size_t tab_len, const void *data,
+			size_t len, const struct fr_go_sections *secs, uint64_t *gofunc,
+			uint64_t *text_start);
 
 /* Parses the table `tab` of `len` bytes (malloc'd; taken, freed on every
  * path). `fdata` (malloc'd or NULL; taken too) holds `flen` bytes at

@@ -96,7 +96,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	secs.etext = text + (1u << 20);
 	secs.rodata = faddr;
 	secs.erodata = faddr + flen;
-	if (fr_gopclntab_gofunc(data, tlen, data + tlen + flen, size - tlen - flen, &secs, &gofunc,
+	/* The header alone (as the symbol cache reads it) or the table. */
+	if (fr_gopclntab_gofunc(data, (pc & 1) ? FR_GOPCLNTAB_HEAD_MAX : tlen, tlen,
+				data + tlen + flen, size - tlen - flen, &secs, &gofunc,
 				&tstart) == 0)
 		FUZZ_CHECK(gofunc >= faddr && gofunc < faddr + flen, "gofunc 0x%llx outside",
 			   (unsigned long long)gofunc);

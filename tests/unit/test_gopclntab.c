@@ -562,15 +562,21 @@ static void check_synth(int layout, unsigned ptr)
 	fr_gopclntab_free(g);
 	secs = (struct fr_go_sections){s.tab_addr, GO_SYNTH_TEXT, GO_SYNTH_TEXT + 0x1000, s.faddr,
 				       s.faddr + s.flen};
-	CHECK(layout < 118 ? fr_gopclntab_gofunc(s.tab, s.tab_len, s.mod, s.mod_len, &secs, &gofunc,
-						 &text) == -ENOENT
-			   : fr_gopclntab_gofunc(s.tab, s.tab_len, s.mod, s.mod_len, &secs, &gofunc,
-						 &text) == 0 &&
+	CHECK(layout < 118 ? fr_gopclntab_gofunc(s.tab, s.tab_len, s.tab_len, s.mod, s.mod_len,
+						 &secs, &gofunc, &text) == -ENOENT
+			   : fr_gopclntab_gofunc(s.tab, s.tab_len, s.tab_len, s.mod, s.mod_len,
+						 &secs, &gofunc, &text) == 0 &&
 				     gofunc == s.faddr && text == GO_SYNTH_TEXT,
 	      "layout %d/%u: the module record", layout, ptr);
+	/* From the header alone, as the symbol cache's ranges read it. */
+	gofunc = text = 0;
+	CHECK(layout < 118 || (fr_gopclntab_gofunc(s.tab, FR_GOPCLNTAB_HEAD_MAX, s.tab_len, s.mod,
+						   s.mod_len, &secs, &gofunc, &text) == 0 &&
+			       gofunc == s.faddr && s.tab_len > FR_GOPCLNTAB_HEAD_MAX),
+	      "layout %d/%u: the module record from the table's header", layout, ptr);
 	secs.text = GO_SYNTH_TEXT + 0x10; /* a record that disagrees is not taken */
-	CHECK(fr_gopclntab_gofunc(s.tab, s.tab_len, s.mod, s.mod_len, &secs, &gofunc, &text) ==
-		      -ENOENT,
+	CHECK(fr_gopclntab_gofunc(s.tab, s.tab_len, s.tab_len, s.mod, s.mod_len, &secs, &gofunc,
+				  &text) == -ENOENT,
 	      "layout %d/%u: a module record outside .text", layout, ptr);
 	/* Cut short anywhere: no table, or lookups within the bytes left. */
 	for (size_t len = 0; len < s.tab_len; len++) {
