@@ -97,9 +97,17 @@ static int64_t intern_map(struct builder *b, const struct fr_chunk *c, const str
 	for (slot = (uint32_t)h & (b->map_idx.cap - 1); b->map_idx.slots[slot];
 	     slot = (slot + 1) & (b->map_idx.cap - 1)) {
 		g = &b->maps[b->map_idx.slots[slot] - 1];
-		if (g->hash == h && g->start == m->start && g->end == m->end &&
-		    g->pgoff == m->pgoff && strcmp(g->path, path) == 0)
-			return b->map_idx.slots[slot] - 1;
+		if (g->hash != h || g->start != m->start || g->end != m->end ||
+		    g->pgoff != m->pgoff || strcmp(g->path, path) != 0)
+			continue;
+		/* Chunks sealed before the recorder read a build id the kernel
+		 * did not give carry the mapping without one: a later chunk's
+		 * names the file (a copy of it in the symbol cache, once gone). */
+		if (!g->bid_len && m->build_id_len) {
+			g->bid_len = m->build_id_len;
+			memcpy(g->bid, m->build_id, m->build_id_len);
+		}
+		return b->map_idx.slots[slot] - 1;
 	}
 	if (b->nmaps == b->maps_cap && grow((void **)&b->maps, &b->maps_cap, sizeof(*b->maps)) < 0)
 		return -ENOMEM;

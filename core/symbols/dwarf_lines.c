@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/symbols/gopclntab.h"
 #include "core/util/fs.h"
 #include "core/util/grow.h"
 
@@ -78,6 +79,11 @@ struct fr_dwarf_lines {
 	size_t bytes;		  /* fr_dwarf_lines_bytes() */
 	struct unit_index *units; /* indexed units, by offset */
 	size_t nunits, capunits;
+	/* A Go binary's function table (not owned): the lines of one
+	 * without DWARF (elf NULL, nothing else set), or of the addresses
+	 * its DWARF does not describe (Go's DWARF has no .debug_aranges,
+	 * which libdw finds units by). */
+	const struct fr_gopclntab *go;
 };
 
 /* What libdw's parsed units, abbreviations and line tables, and the units'
@@ -195,6 +201,23 @@ struct fr_dwarf_lines *fr_dwarf_lines_read(struct Elf *elf, int fd, uint64_t siz
 	return fr_dwarf_lines_new(data, size);
 }
 
+struct fr_dwarf_lines *fr_dwarf_lines_from_go(const struct fr_gopclntab *g)
+{
+	struct fr_dwarf_lines *d = g ? calloc(1, sizeof(*d)) : NULL;
+
+	if (!d)
+		return NULL;
+	d->go = g;
+	d->bytes = sizeof(*d);
+	return d;
+}
+
+void fr_dwarf_lines_set_go(struct fr_dwarf_lines *d, const struct fr_gopclntab *g)
+{
+	if (d)
+		d->go = g;
+}
+
 size_t fr_dwarf_lines_bytes(const struct fr_dwarf_lines *d)
 {
 	return d ? d->bytes : 0;
@@ -204,6 +227,10 @@ void fr_dwarf_lines_free(struct fr_dwarf_lines *d)
 {
 	if (!d)
 		return;
+	if (d->go && !d->elf) {
+		free(d);
+		return;
+	}
 	for (size_t i = 0; i < d->nunits; i++)
 		free(d->units[i].r);
 	free(d->units);
@@ -569,6 +596,9 @@ int fr_dwarf_lines_lookup(struct fr_dwarf_lines *d, uint64_t vaddr, struct fr_dw
 
 	if (!d || cap == 0)
 		return -EINVAL;
+	/* The Go table only reads: no lock, no cache. */
+	if (d->go && !d->elf)
+		return fr_gopclntab_lookup(d->go, vaddr, out, cap);
 	pthread_mutex_lock(&d->lock);
 	sl = cache_slot(d, vaddr);
 	if (sl && sl->n && sl->n <= (int)cap) {
@@ -591,6 +621,8 @@ int fr_dwarf_lines_lookup(struct fr_dwarf_lines *d, uint64_t vaddr, struct fr_dw
 	else
 		ret = scope_frames(&cu, vaddr, file, (uint32_t)line, out, cap);
 out:
+	if (ret == -ENOENT && d->go)
+		ret = fr_gopclntab_lookup(d->go, vaddr, out, cap);
 	if (cap == FR_DWARF_MAX_FRAMES)
 		cache_put(d, sl, vaddr, out, ret);
 out_locked:

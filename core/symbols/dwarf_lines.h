@@ -56,6 +56,18 @@ bool fr_dwarf_lines_wanted(struct Elf *elf, uint64_t size);
  * `data` of `size` bytes (freed on every path). For tests and fuzzing. */
 struct fr_dwarf_lines *fr_dwarf_lines_new(void *data, size_t size);
 
+/* The lines of a Go binary without DWARF, answered from its function
+ * table (core/symbols/gopclntab.h), which the caller keeps until the
+ * object is freed. NULL for NULL or when memory ran out. */
+struct fr_gopclntab;
+struct fr_dwarf_lines *fr_dwarf_lines_from_go(const struct fr_gopclntab *g);
+
+/* Gives the DWARF lines `d` a Go function table (kept by the caller until
+ * `d` is freed) that answers for the addresses its DWARF does not
+ * describe: libdw finds no unit of Go's DWARF, which has no
+ * .debug_aranges. Accepts NULL. */
+void fr_dwarf_lines_set_go(struct fr_dwarf_lines *d, const struct fr_gopclntab *g);
+
 /* What the object holds in memory, at most: the file's copy, the
  * sections libdw decompressed, the lookup cache at its largest, and an
  * estimate of libdw's parsed units and line tables (grown as addresses

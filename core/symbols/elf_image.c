@@ -26,6 +26,7 @@
 
 #include "core/symbols/debuglink.h"
 #include "core/symbols/elf_int.h"
+#include "core/symbols/gopclntab.h"
 #include "core/util/fs.h"
 #include "core/symbols/dwarf_lines.h"
 #include "core/symbols/search.h"
@@ -559,6 +560,15 @@ int fr_elf_image_load(struct fr_elf_image *img, int fd, uint64_t size)
 	/* Lines are optional: without them functions keep their names. */
 	if (ret == 0)
 		img->dwarf = fr_dwarf_lines_read(elf, fd, size);
+	/* A Go binary keeps its own table of both, stripped or not: names
+	 * when it has no .symtab, lines where DWARF has none. */
+	if (ret == 0 && (img->go = elf_go_read(elf, fd, size))) {
+		img->go_names = tables == 0;
+		if (!img->dwarf)
+			img->dwarf = fr_dwarf_lines_from_go(img->go);
+		else
+			fr_dwarf_lines_set_go(img->dwarf, img->go);
+	}
 	/* Where the debug file is, the caller knows (its debug directories,
 	 * a process's root): the image only says one is wanted. */
 	if (ret == 0 && (tables == 0 || !img->dwarf)) {
@@ -577,6 +587,7 @@ void fr_elf_image_fini(struct fr_elf_image *img)
 	free(img->syms);
 	free(img->loads);
 	fr_dwarf_lines_free(img->dwarf);
+	fr_gopclntab_free(img->go);
 	while (img->arenas) {
 		struct fr_elf_arena *next = img->arenas->next;
 
@@ -589,7 +600,8 @@ void fr_elf_image_fini(struct fr_elf_image *img)
 size_t fr_elf_image_bytes(const struct fr_elf_image *img)
 {
 	size_t n = img->nsyms * (sizeof(*img->addrs) + sizeof(*img->syms)) +
-		   img->nloads * sizeof(*img->loads) + fr_dwarf_lines_bytes(img->dwarf);
+		   img->nloads * sizeof(*img->loads) + fr_dwarf_lines_bytes(img->dwarf) +
+		   fr_gopclntab_bytes(img->go);
 
 	for (const struct fr_elf_arena *a = img->arenas; a; a = a->next)
 		n += sizeof(*a) + a->len;
@@ -613,6 +625,8 @@ int fr_elf_image_lookup(const struct fr_elf_image *img, uint64_t vaddr, const ch
 {
 	size_t lo = fr_count_le(img->addrs, img->nsyms, vaddr);
 
+	if (img->go_names && fr_gopclntab_func(img->go, vaddr, name, NULL) == 0)
+		return 0;
 	if (!lo)
 		return -ENOENT;
 	if (!img->syms[lo - 1].size) {
@@ -681,6 +695,19 @@ static size_t complement(const struct fr_elf_range *skip, size_t nskip, uint64_t
 	return n;
 }
 
+/* A Go binary's inline trees lie at the end of .rodata: the skipped
+ * range that holds them ends where they begin. */
+static void go_keep(Elf *elf, int fd, uint64_t size, struct fr_elf_range *skip, size_t nskip)
+{
+	struct fr_elf_range k;
+
+	if (!elf_go_keep(elf, fd, size, &k))
+		return;
+	for (size_t i = 0; i < nskip; i++)
+		if (k.off >= skip[i].off && k.off < skip[i].off + skip[i].len)
+			skip[i].len = k.off - skip[i].off;
+}
+
 int fr_elf_symbol_ranges(int fd, uint64_t size, struct fr_elf_range **out, size_t *n)
 {
 	struct fr_elf_range *skip = NULL, *keep = NULL;
@@ -709,6 +736,7 @@ int fr_elf_symbol_ranges(int fd, uint64_t size, struct fr_elf_range **out, size_
 			skip[nskip++] = (struct fr_elf_range){sh.sh_offset, sh.sh_size};
 	}
 	qsort(skip, nskip, sizeof(*skip), range_cmp);
+	go_keep(elf, fd, size, skip, nskip);
 	*n = complement(skip, nskip, size, keep);
 	*out = keep;
 	keep = NULL;

@@ -38,11 +38,20 @@ struct fr_elf_range {
  * data sections (.text, .rodata, .data and the like), which no symbol
  * table, PLT stub, note or DWARF look-up needs. Headers, notes, symbol and
  * string tables, relocations, the PLT, unwind and debug sections stay,
- * so a copy holding only these ranges (zeros elsewhere, at the same
+ * and a Go binary's function table with the end of .rodata its inline
+ * trees lie in (core/symbols/elf_go.c), so a copy holding only these ranges (zeros elsewhere, at the same
  * offsets) names every address as the file does. Sorted, not
  * overlapping. Returns 0 with *out (free() it) and *n, -ENOEXEC for a file
  * that is not ELF, -EBADMSG for a corrupt one, or -ENOMEM. */
 int fr_elf_symbol_ranges(int fd, uint64_t size, struct fr_elf_range **out, size_t *n);
+
+/* The Go function table (core/symbols/gopclntab.h) of the ELF image of
+ * `size` bytes in private memory `image` (kept by the caller; the table
+ * copies what it needs), without its inline trees: the functions' stack
+ * pointer offsets, for unwinding a Go binary that has no CFI. NULL when
+ * it has none (free with fr_gopclntab_free()). */
+struct fr_gopclntab;
+struct fr_gopclntab *fr_elf_go_table(const void *image, size_t size);
 
 /* Formats a build id as lowercase hex into buf (2*len+1 bytes). */
 char *fr_build_id_hex(const uint8_t *id, size_t len, char *buf);
@@ -79,12 +88,19 @@ struct fr_elf_image {
 	/* Source lines and inline frames (core/symbols/dwarf_lines.h) of the
 	 * file, else of its debug file; NULL: none. */
 	struct fr_dwarf_lines *dwarf;
+	/* A Go binary's function table (core/symbols/gopclntab.h): it names
+	 * the functions of a file without .symtab (go_names), and gives the
+	 * lines of one without DWARF, or that its DWARF does not describe
+	 * (through `dwarf`). NULL: none. */
+	struct fr_gopclntab *go;
+	bool go_names;
 };
 
 /* Fills `img` from the ELF file of `size` bytes open on `fd` (the caller
  * opened it safely and closes it): build id, load segments, the function
  * symbols of .symtab and .dynsym, a symbol NAME@plt for each PLT stub
- * (x86-64) that jumps to NAME, its DWARF lines, and debug_missing when a
+ * (x86-64) that jumps to NAME, its DWARF lines (a Go binary's function
+ * table for what .symtab or DWARF lack), and debug_missing when a
  * separate debug file would name more (no file is opened here). Returns
  * 0, or the error to keep for the file (-ENOEXEC not ELF, -EBADMSG
  * corrupt), or -ENOMEM. */

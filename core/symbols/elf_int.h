@@ -49,4 +49,15 @@ int elf_cand_push(struct cand_vec *cv, const struct cand *c);
 int elf_collect_plt(struct fr_elf_image *img, Elf *elf, uint64_t fsize, const GElf_Ehdr *eh,
 		    struct cand_vec *cv);
 
+struct fr_gopclntab;
+
+/* The Go function table of `elf` (core/symbols/gopclntab.h), read from
+ * `fd` (a file of `fsize` bytes) with the part of .rodata its inline
+ * trees need; NULL when it has none, or it is broken or too large. */
+struct fr_gopclntab *elf_go_read(Elf *elf, int fd, uint64_t fsize);
+
+/* The file range of the part of .rodata a Go binary's inline trees lie
+ * in (see elf_go.c), into *keep. Returns whether there is one. */
+bool elf_go_keep(Elf *elf, int fd, uint64_t fsize, struct fr_elf_range *keep);
+
 #endif

@@ -428,56 +428,117 @@ static int build_elf(Elf *elf, struct builder *b)
 	return err;
 }
 
-int fr_cfi_build(const void *image, size_t size, struct fr_cfi_table **out)
+/* Hands over the table built (or frees it on `err`). */
+static int finish(struct builder *b, int err, struct fr_cfi_table **out)
+{
+	struct fr_cfi_table *t;
+
+	if (err == 0 && b->t->nrows == 0)
+		err = -ENOENT;
+	if (err < 0) {
+		free(b->t);
+		return err;
+	}
+	/* Give back the unused capacity: tables live as long as their file
+	 * is mapped somewhere. */
+	t = realloc(b->t, sizeof(*b->t) + (size_t)b->t->nrows * sizeof(b->t->rows[0]));
+	*out = t ? t : b->t;
+	return 0;
+}
+
+/* Rows from stack pointer offsets (fr_cfi_build_sp()). */
+static int build_sp(struct builder *b, const struct fr_cfi_sp_range *v, size_t n)
+{
+	static const struct fr_cfi_row undef = {.kind = FR_CFA_UNDEF};
+	uint64_t cursor = v[0].start;
+	int err;
+
+	b->t->base = cursor;
+	for (size_t i = 0; i < n; i++) {
+		/* Go's frames: the return address, then (once the function
+		 * has a frame) the caller's rbp right below it. */
+		struct fr_cfi_row row = {.kind = FR_CFA_SP,
+					 .cfa_off = v[i].sp + 8,
+					 .fp_rule = v[i].sp > 0 ? FR_FP_SAVED : FR_FP_SAME,
+					 .fp_off = v[i].sp > 0 ? -16 : 0};
+
+		if (v[i].start < cursor || v[i].end <= v[i].start)
+			continue; /* unsorted or overlapping: the first one wins */
+		if (v[i].sp < 0 || v[i].sp > (1 << 30) || (v[i].sp & 7))
+			row = undef;
+		if ((v[i].start > cursor && (err = add_row(b, cursor, &undef)) < 0) ||
+		    (err = add_row(b, v[i].start, &row)) < 0)
+			return err;
+		cursor = v[i].end;
+	}
+	b->t->limit = cursor;
+	return 0;
+}
+
+/* The x86-64 ELF file `image` opened with libelf, or NULL with *err. */
+static Elf *open_image(const void *image, size_t size, int *err)
 {
 	const unsigned char *id = image;
+	GElf_Ehdr eh;
+	Elf *elf;
+
+	*err = -ENOEXEC;
+	/* Checked before libelf sees the image: a file of the other byte
+	 * order would be converted in place. */
+	if (size < EI_NIDENT || memcmp(id, ELFMAG, SELFMAG) != 0 || id[EI_CLASS] != ELFCLASS64 ||
+	    id[EI_DATA] != ELFDATA2LSB)
+		return NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	/* libelf does not write to an image of the native byte order. */
+	elf = elf_memory((char *)(uintptr_t)image, size);
+	if (elf && (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
+		    eh.e_machine != EM_X86_64 || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN))) {
+		elf_end(elf);
+		elf = NULL;
+	}
+	return elf;
+}
+
+int fr_cfi_build_sp(const void *image, size_t size, const struct fr_cfi_sp_range *v, size_t n,
+		    struct fr_cfi_table **out)
+{
 	struct builder b = {0};
 	Elf *elf;
 	int err;
 
 	*out = NULL;
-	/* Checked before libelf sees the image: a file of the other byte
-	 * order would be converted in place. */
-	if (size < EI_NIDENT || memcmp(id, ELFMAG, SELFMAG) != 0 || id[EI_CLASS] != ELFCLASS64 ||
-	    id[EI_DATA] != ELFDATA2LSB)
-		return -ENOEXEC;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOMEM;
-	/* libelf does not write to an image of the native byte order. */
-	elf = elf_memory((char *)(uintptr_t)image, size);
-	if (!elf)
-		return -ENOEXEC;
-	{
-		GElf_Ehdr eh;
-
-		if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
-		    eh.e_machine != EM_X86_64 || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)) {
-			elf_end(elf);
-			return -ENOEXEC;
-		}
-	}
-	b.t = calloc(1, sizeof(*b.t));
-	if (!b.t) {
-		elf_end(elf);
-		return -ENOMEM;
-	}
-	err = build_elf(elf, &b);
-	elf_end(elf);
-	if (err == 0 && b.t->nrows == 0)
-		err = -ENOENT;
-	if (err < 0) {
-		free(b.t);
+	if (!n)
+		return -ENOENT;
+	if (n > FR_CFI_MAX_ROWS)
+		return -EFBIG;
+	if (!(elf = open_image(image, size, &err)))
 		return err;
+	b.t = calloc(1, sizeof(*b.t));
+	err = b.t ? read_loads(elf, b.t) : -ENOMEM;
+	if (err == 0) {
+		read_build_id(elf, b.t);
+		err = build_sp(&b, v, n);
 	}
-	/* Give back the unused capacity: tables live as long as their file
-	 * is mapped somewhere. */
-	{
-		struct fr_cfi_table *t =
-			realloc(b.t, sizeof(*b.t) + (size_t)b.t->nrows * sizeof(b.t->rows[0]));
+	elf_end(elf);
+	return finish(&b, err, out);
+}
 
-		*out = t ? t : b.t;
-	}
-	return 0;
+int fr_cfi_build(const void *image, size_t size, struct fr_cfi_table **out)
+{
+	struct builder b = {0};
+	Elf *elf;
+	int err;
+
+	*out = NULL;
+	if (!(elf = open_image(image, size, &err)))
+		return err;
+	b.t = calloc(1, sizeof(*b.t));
+	err = b.t ? build_elf(elf, &b) : -ENOMEM;
+	elf_end(elf);
+	return finish(&b, err, out);
 }
 
 void fr_cfi_free(struct fr_cfi_table *t)

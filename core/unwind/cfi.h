@@ -86,6 +86,25 @@ struct fr_cfi_table {
 #define FR_CFI_MAX_ROWS (16u << 20)
 int fr_cfi_build(const void *elf, size_t size, struct fr_cfi_table **out);
 
+/* A stack pointer offset over link-time addresses [start, end): how far
+ * below the CFA - 8 rsp is there. */
+struct fr_cfi_sp_range {
+	uint64_t start, end;
+	int32_t sp;
+};
+
+/* A table for an x86-64 ELF file without CFI whose functions' stack
+ * pointer offsets are known (a Go binary's, from its .gopclntab, which
+ * core/symbols reads), from `n` ranges sorted by address (overlapping or
+ * unsorted ones are skipped): CFA = rsp + sp + 8, the caller's rbp saved
+ * at CFA - 16 once sp > 0 (Go's frames) and unchanged while sp is 0 (at
+ * entry, in frameless leaves); an offset that is negative, not a
+ * multiple of 8 or over 1 GiB gives FR_CFA_UNDEF. Loads and build id
+ * come from the image, as with fr_cfi_build(). Returns 0 and the table,
+ * -ENOENT for no ranges, -ENOEXEC, -EFBIG, -ENOMEM. */
+int fr_cfi_build_sp(const void *image, size_t size, const struct fr_cfi_sp_range *v, size_t n,
+		    struct fr_cfi_table **out);
+
 void fr_cfi_free(struct fr_cfi_table *t);
 
 /* Bytes the table occupies in memory. */

@@ -8,7 +8,9 @@
  * FR_UNWIND_TABLES_READ_DEADLINE_NS is left to its worker and the table
  * fails with -ETIMEDOUT, so later tables are not held up), compiles its
  * CFI (fr_cfi_build(), private memory only) and posts the answer on the
- * done list for the ingest thread to take.
+ * done list for the ingest thread to take. A Go binary without CFI
+ * (stripped, or built without DWARF) gets its table from the stack
+ * pointer offsets of its .gopclntab instead.
  */
 #include "recorder/tracking/unwind_tables_int.h"
 
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/symbols/elf_image.h"
+#include "core/symbols/gopclntab.h"
 #include "core/util/fs.h"
 #include "core/util/log.h"
 #include "core/util/priority.h"
@@ -191,6 +194,46 @@ static int build_read(struct fr_unwind_tables *u, struct job *j, void **buf, siz
 	return ret;
 }
 
+struct sp_vec {
+	struct fr_cfi_sp_range *v;
+	size_t n, cap;
+};
+
+static int sp_push(void *arg, uint64_t start, uint64_t end, int32_t sp)
+{
+	struct sp_vec *sv = arg;
+
+	if (sv->n == sv->cap) {
+		size_t cap = sv->cap ? 2 * sv->cap : 4096;
+		struct fr_cfi_sp_range *v;
+
+		if (cap > FR_CFI_MAX_ROWS || !(v = realloc(sv->v, cap * sizeof(*v))))
+			return -ENOMEM;
+		sv->v = v;
+		sv->cap = cap;
+	}
+	sv->v[sv->n++] = (struct fr_cfi_sp_range){start, end, sp};
+	return 0;
+}
+
+/* The table of a Go binary without CFI, from its functions' stack pointer
+ * offsets (.gopclntab); -ENOENT when it is none. */
+static int go_table(const void *buf, size_t size, struct fr_cfi_table **out)
+{
+	struct fr_gopclntab *g = fr_elf_go_table(buf, size);
+	struct sp_vec sv = {0};
+	int ret;
+
+	if (!g)
+		return -ENOENT;
+	ret = fr_gopclntab_sp_runs(g, sp_push, &sv);
+	fr_gopclntab_free(g);
+	if (ret == 0)
+		ret = fr_cfi_build_sp(buf, size, sv.v, sv.n, out);
+	free(sv.v);
+	return ret;
+}
+
 static void build(struct fr_unwind_tables *u, struct job *j)
 {
 	void *buf = NULL;
@@ -209,6 +252,8 @@ static void build(struct fr_unwind_tables *u, struct job *j)
 		return; /* linked to its build id's table by the ingest thread */
 	if (ret == 0)
 		ret = fr_cfi_build(buf, size, &j->table);
+	if (ret == -ENOENT)
+		ret = go_table(buf, size, &j->table);
 	free(buf);
 	/* A file read by its path must be the one the build id names. */
 	if (ret == 0 && j->key.kind == KEY_BUILD_ID &&

@@ -38,5 +38,6 @@ void make_ring_seeds(void);
 void make_ipc_seeds(void);
 void make_pprof_seeds(void);
 void make_labelsets_seeds(void);
+void make_gopclntab_seeds(void);
 
 #endif
