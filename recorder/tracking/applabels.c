@@ -222,6 +222,24 @@ static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al
 				   p->stalls <= STALL_RETRIES ? " (asked again later)" : "");
 		return;
 	}
+	if (j->no_worker) {
+		/* Every worker is held by a read that never returned: a
+		 * process never read is asked again in a moment, a few times;
+		 * one whose read stalled keeps saying so, and is asked again
+		 * as a stalled one is. Never "no labels", which it was not
+		 * found to have. */
+		if (!p->stalls && ++p->retries < RETRIES) {
+			p->state = P_NEW;
+			p->retry_at = fr_now_mono_ns() + RETRY_NS;
+			enqueue(al, p);
+			return;
+		}
+		p->state = P_BAD;
+		if (!p->why)
+			p->why = "unreadable: too many reads stuck";
+		p->retry_at = fr_now_mono_ns() + STALL_BACKOFF_NS;
+		return;
+	}
 	p->why = NULL;
 	if (j->lib && j->ret_lib == -EAGAIN) {
 		/* Not set up yet: again in a moment, a few times. */
@@ -299,9 +317,9 @@ static void *looker(void *arg)
 				res->stalled = true;
 			}
 		} else if (ret < 0) {
-			/* No worker to be had: no labels found, asked again later. */
-			j->ret_lib = j->ret_exe = -ENOENT;
-			j->lib = false;
+			/* No worker to be had: not looked at (which is not "it
+			 * has none"). */
+			j->no_worker = true;
 		}
 		pthread_mutex_lock(&al->lk);
 		if (res)
@@ -333,7 +351,11 @@ static void collect(struct fr_applabels *al)
 		struct al_proc *p = proc_find(al, done[i]->pid);
 
 		al->looking--;
-		if (p && p->state == P_LOOKING && done[i]->start_ns == p->start_ns)
+		/* A look-up asked before the process's start time was known
+		 * (its mapping was drained before its fork) is of this one,
+		 * as the start time found since says (al_app_labels). */
+		if (p && p->state == P_LOOKING &&
+		    (done[i]->start_ns == p->start_ns || !done[i]->start_ns))
 			apply(al, p, done[i]);
 		else if (p && p->state == P_LOOKING)
 			p->state = P_NEW; /* a new process under the pid: again */

@@ -21,6 +21,7 @@ struct fr_al_lookup {
 	int64_t start_ns; /* the process's, so a result for a pid reused since
 			   * is not taken for the new process */
 	bool stalled;	  /* missed its deadline (the worker kept the call) */
+	bool no_worker;	  /* not run: every deadline worker is held by a stuck read */
 	bool lib;
 	uint64_t start, end, pgoff; /* the libflightrec mapping */
 	/* Results: 0 or -errno each (-EAGAIN: the library is not set up
