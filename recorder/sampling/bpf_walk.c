@@ -215,6 +215,9 @@ static void copy_labels(const struct fr_bpf_walk_regs *r, struct copy *c)
 				       FR_BPF_LABELS_FR_MAX, c->labels.fr);
 	c->labels.otel_len = copy_record(r->pid, r->tp, r->otel_off, FR_BPF_LABELS_OTEL_HEAD, 26,
 					 FR_BPF_LABELS_OTEL_MAX, c->labels.otel);
+	/* A blocked thread's goroutine is not read from here. */
+	c->labels.go_n = 0;
+	c->labels.go_more = 0;
 }
 
 /* The slot of `tid`: its own, else an empty one, else the first probed
