@@ -1,0 +1,191 @@
+#!/bin/bash
+# A Go program's pprof labels on its samples, with the recorder on its
+# embedded default configuration and a program that knows nothing of it
+# (tests/integration/go/endpoints: handlers under pprof.Do with
+# endpoint=/a and /b, /b three times /a's CPU):
+# - the endpoint split is within 2 points of 25/75, and >= 98% of the
+#   samples in main.handleA / main.handleB carry /a / /b;
+# - attach --label endpoint=/a keeps /a's samples, top --by label:endpoint
+#   and timeline --by label:endpoint split by it;
+# - the same program built with cgo (linked by the system linker: the
+#   goroutine's slot found from runtime.tlsg) is read as well;
+# - a C program that passes for Go (tests/integration/go_forged.c), its
+#   runtime's structures a lie or garbage rewritten all the time: the
+#   recorder goes on, the lie stays on its own samples, the real Go
+#   program's labels stay right.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/labels_lib.sh"
+need_root_perf
+need_go
+FORGED=$BUILD/tests/integration/go_forged
+SRC=${FR_SOURCE_DIR:-$(dirname "$0")/../..}
+
+# build NAME [cgo]: the endpoints program into $T/NAME.
+build() {
+	mkdir -p "$T/src/$1"
+	cp "$SRC/tests/integration/go/endpoints/main.go" "$T/src/$1/"
+	if [ "${2:-}" = cgo ]; then
+		command -v cc >/dev/null || return 1
+		printf 'package main\n\n// int one(void) { return 1; }\nimport "C"\n\nvar _ = C.one\n' \
+			>"$T/src/$1/cgo.go"
+	fi
+	(cd "$T/src/$1" && GOPATH=$T/gopath GO111MODULE=off GOFLAGS= \
+		CGO_ENABLED=$([ "${2:-}" = cgo ] && echo 1 || echo 0) \
+		"$GO" build -o "$T/$1" . >"$T/build-$1.log" 2>&1)
+}
+build endpoints || fail "go build failed: $(cat "$T/build-endpoints.log")"
+
+start_daemon
+need_labels
+
+# run NAME SECONDS: starts $T/NAME (its pid in RUN_PID).
+run() {
+	"$T/$1" -seconds "$2" >"$T/$1.out" &
+	wait_until 10 "$1 to start" "grep -qs '^pid=' '$T/$1.out'"
+	RUN_PID=$(sed -n 's/^pid=//p' "$T/$1.out")
+}
+
+# follow OUT PID SECONDS [ARGS...]: a profile of PID over the next SECONDS
+# at 999 Hz (the recorder samples that fast while it runs) into OUT.
+follow() {
+	local out=$1 pid=$2 secs=$3
+	shift 3
+	rm -rf "$T/follow"
+	mkdir "$T/follow"
+	"$FLIGHTREC" attach --follow --count 1 --window "${secs}s" --hz 999 --pid "$pid" \
+		-o "$T/follow" "$@" 2>"$T/follow.err" || fail "attach --follow failed: $(cat "$T/follow.err")"
+	mv "$(ls "$T"/follow/*.pb.gz | head -1)" "$out" || fail "attach --follow wrote no profile"
+	rm -rf "$T/follow"
+}
+
+# check FILE: "a_share handler_samples right_pct work_samples work_pct":
+# /a's share of the samples labelled /a or /b, the samples in handleA or
+# handleB and the percent of those carrying their handler's endpoint, the
+# samples in main.work and the percent of those carrying one.
+check() {
+	python3 - "$1" <<'PY'
+import sys
+from pprof_samples import samples
+n = {"/a": 0, "/b": 0}
+handler = right = work = labelled = 0
+for s in samples(sys.argv[1]):
+    w = s["values"][0]
+    ep = s["str"].get("endpoint")
+    if ep in n:
+        n[ep] += w
+    want = "/a" if "main.handleA" in s["frames"] else "/b" if "main.handleB" in s["frames"] else None
+    if want:
+        handler += w
+        right += w * (ep == want)
+    if "main.work" in s["frames"]:
+        work += w
+        labelled += w * (ep in n)
+tot = n["/a"] + n["/b"]
+print("%.2f %d %.2f %d %.2f" % (100.0 * n["/a"] / tot if tot else -1, handler,
+                                100.0 * right / handler if handler else -1, work,
+                                100.0 * labelled / work if work else -1))
+PY
+}
+
+# --- the split, and the labels on the handlers ---
+echo "built: $(date +%T)"
+run endpoints 60
+EP=$RUN_PID
+wait_labelled "$EP" endpoint 20
+follow "$T/split.pb.gz" "$EP" 12
+read -r a handlers right _ _ <<<"$(check "$T/split.pb.gz")"
+echo "endpoint=/a ${a}% of the labelled samples (want 25); $handlers handler samples, ${right}% labelled right"
+[ "${handlers:-0}" -ge 2000 ] || fail "only ${handlers:-0} samples in the handlers"
+within "$a" 25 2 || fail "endpoint=/a has ${a}% of the samples, not 25 +- 2"
+awk -v r="$right" 'BEGIN { exit !(r >= 98) }' || fail "only ${right}% of the handler samples carry their endpoint"
+
+# --- --label, top --by label:, timeline --by label: ---
+"$FLIGHTREC" attach --window 5s --pid "$EP" --label endpoint=/a -o "$T/only_a.pb.gz" 2>"$T/err" ||
+	fail "attach --label endpoint=/a failed: $(cat "$T/err")"
+python3 - "$T/only_a.pb.gz" <<'PY' || fail "attach --label endpoint=/a kept other samples"
+import sys
+from pprof_samples import samples
+s = list(samples(sys.argv[1]))
+assert s, "no sample"
+bad = [x for x in s if x["str"].get("endpoint") != "/a" or "main.handleB" in x["frames"]]
+assert not bad, bad[:3]
+assert any("main.handleA" in x["frames"] for x in s)
+print("--label endpoint=/a: %d samples, all /a" % sum(x["values"][0] for x in s))
+PY
+"$FLIGHTREC" top --window 5s --pid "$EP" --by label:endpoint --json >"$T/top.json" 2>"$T/err" ||
+	fail "top --by label:endpoint failed: $(cat "$T/err")"
+python3 - "$T/top.json" <<'PY' || fail "top --by label:endpoint is not the split: $(head -c 600 "$T/top.json")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+groups = {}
+for r in rows:
+    if r.get("name") == "main.work":
+        groups[r["group"]] = r["flat"]
+a = groups.get("/a", groups.get("endpoint=/a", 0))
+b = groups.get("/b", groups.get("endpoint=/b", 0))
+assert a and b, groups
+share = 100.0 * a / (a + b)
+print("top --by label:endpoint: main.work %.1f%% under /a" % share)
+assert 20 <= share <= 30, share
+PY
+"$FLIGHTREC" timeline --window 5s --step 1s --by label:endpoint --json \
+	>"$T/timeline.json" 2>"$T/err" || fail "timeline --by label:endpoint failed: $(cat "$T/err")"
+python3 - "$T/timeline.json" <<'PY' || fail "timeline --by label:endpoint has no /a and /b"
+import json, sys
+tl = json.load(open(sys.argv[1]))
+names = {g["name"]: g["total"] for g in tl["groups"]}
+print("timeline --by label:endpoint:", names)
+a = [v for k, v in names.items() if "/a" in k]
+b = [v for k, v in names.items() if "/b" in k]
+assert a and b and b[0] > 2 * a[0], names
+PY
+
+# --- hostile: a lie, and garbage, beside the real program ---
+"$FORGED" lie 20 >"$T/lie.out" &
+"$FORGED" garbage 20 >"$T/garbage.out" &
+wait_until 10 "go_forged to start" "grep -qs '^pid=' '$T/lie.out' && grep -qs '^pid=' '$T/garbage.out'"
+LIE=$(sed -n 's/^pid=//p' "$T/lie.out")
+GARBAGE=$(sed -n 's/^pid=//p' "$T/garbage.out")
+wait_labelled "$LIE" endpoint 20
+follow "$T/hostile.pb.gz" "$EP,$LIE,$GARBAGE" 8
+daemon_alive || fail "the recorder died reading forged Go programs"
+ingest_fresh
+python3 - "$T/hostile.pb.gz" "$EP" "$LIE" "$GARBAGE" <<'PY' || fail "a forged Go program's labels went astray"
+import sys
+from pprof_samples import samples
+path, ep, lie, garbage = sys.argv[1:]
+per = {}
+for s in samples(path):
+    pid = str(s["num"].get("pid", s["str"].get("pid", "")))
+    v = s["str"].get("endpoint")
+    per.setdefault(pid, {}).setdefault(v, 0)
+    per[pid][v] += s["values"][0]
+print("endpoint values per pid:", per)
+assert "/forged" not in per.get(ep, {}), "the real program got the forged label"
+assert per.get(lie, {}).get("/forged"), "the lie was not read (the test proves nothing)"
+assert per.get(garbage), "no sample of the garbage process"
+PY
+read -r a handlers right _ _ <<<"$(check "$T/hostile.pb.gz")"
+echo "beside them: $handlers handler samples, ${right}% labelled right"
+awk -v r="$right" 'BEGIN { exit !(r >= 98) }' || fail "the real program's labels went wrong beside the forged ones"
+faults=$(status_value 'd["labels"]["read_faults"]')
+echo "label read faults: $faults"
+
+# --- cgo: the g's slot from runtime.tlsg ---
+if build endpoints_cgo cgo; then
+	run endpoints_cgo 30
+	CGO=$RUN_PID
+	wait_labelled "$CGO" endpoint 20
+	follow "$T/cgo.pb.gz" "$CGO" 10
+	# Its stacks stop at main.work today (the system linker's binary is
+	# not unwound through): main.work, only ever called by the handlers,
+	# must carry an endpoint, in the split.
+	read -r a _ _ work labelled <<<"$(check "$T/cgo.pb.gz")"
+	echo "cgo build: endpoint=/a ${a}%; $work samples in main.work, ${labelled}% with an endpoint"
+	awk -v l="$labelled" -v w="$work" 'BEGIN { exit !(l >= 98 && w >= 1000) }' ||
+		fail "the cgo build's main.work samples: ${labelled}% of $work carry an endpoint"
+	within "$a" 25 2 || fail "the cgo build's endpoint=/a has ${a}% of the samples, not 25 +- 2"
+else
+	echo "no cgo build here (no C compiler): $(tail -3 "$T/build-endpoints_cgo.log" 2>/dev/null)"
+fi
+echo "go_labels: ok"
