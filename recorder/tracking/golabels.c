@@ -256,7 +256,8 @@ static int find_tlsg(const struct exe *x, const Elf64_Shdr *symtab, const Elf64_
 /* Where the current g is, from the thread pointer. Go's own linker puts
  * it at -8 and writes no TLS segment; the system linker (cgo, external
  * linking) places runtime.tlsg in the executable's TLS block, the first
- * below the thread pointer (x86-64 variant II). */
+ * below the thread pointer (x86-64 variant II): found by its symbol, or,
+ * stripped, when it is all the block holds. */
 static int g_slot(const struct exe *x, const Elf64_Shdr *symtab, const Elf64_Shdr *strtab,
 		  int32_t *tls)
 {
@@ -269,12 +270,18 @@ static int g_slot(const struct exe *x, const Elf64_Shdr *symtab, const Elf64_Shd
 		*tls = -8;
 		return 0;
 	}
+	align = t->p_align ? t->p_align : 1;
+	/* Stripped: a Go program's TLS segment always holds runtime.tlsg
+	 * (8 bytes); one of 8 bytes holds nothing else. */
+	if (!symtab->sh_type && t->p_memsz == 8 && align <= 8) {
+		*tls = -8;
+		return 0;
+	}
 	if (!symtab->sh_type)
 		return -EADDRNOTAVAIL;
 	ret = find_tlsg(x, symtab, strtab, &value);
 	if (ret < 0)
 		return ret;
-	align = t->p_align ? t->p_align : 1;
 	if (align & (align - 1) || align > 4096 || t->p_memsz > (1u << 20) || value > t->p_memsz)
 		return -ENOEXEC;
 	size = (t->p_memsz + align - 1) & ~(align - 1);

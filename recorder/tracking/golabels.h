@@ -60,8 +60,9 @@ int fr_go_offsets(uint32_t minor, struct fr_go_runtime *rt);
  * this recorder reads the labels of, and where. Returns 0 with *rt,
  * -ENOENT (not a Go program: no .go.buildinfo), -ENOEXEC (not an x86-64
  * ELF file, or tables that make no sense), -ENOTSUP (a Go release whose
- * layout is not known), -EADDRNOTAVAIL (linked by the system linker and
- * stripped: the g's slot is not known), or a read's -errno. */
+ * layout is not known), -EADDRNOTAVAIL (linked by the system linker with
+ * other thread-locals, and stripped: the g's slot is not known), or a
+ * read's -errno. */
 int fr_go_runtime_from_fd(int fd, struct fr_go_runtime *rt);
 
 /* A copy's Go pairs (r->go, r->go_n) as a libflightrec record

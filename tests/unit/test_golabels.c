@@ -135,7 +135,8 @@ static void test_buildinfo(void)
 }
 
 /* Writes a minimal x86-64 ELF executable: a .go.buildinfo section holding
- * `version` (none when NULL), a TLS segment when `tls`. Returns its fd. */
+ * `version` (none when NULL), a TLS segment of `tls` bytes (none: 0), no
+ * symbols. Returns its fd. */
 static int forged_elf(const char *version, int tls)
 {
 	static const char names[] = "\0.go.buildinfo\0.shstrtab";
@@ -163,7 +164,7 @@ static int forged_elf(const char *version, int tls)
 	f.eh.e_phoff = offsetof(typeof(f), ph);
 	f.eh.e_phentsize = sizeof(Elf64_Phdr);
 	f.eh.e_phnum = tls ? 1 : 0;
-	f.ph[0] = (Elf64_Phdr){.p_type = PT_TLS, .p_memsz = 8, .p_align = 8};
+	f.ph[0] = (Elf64_Phdr){.p_type = PT_TLS, .p_memsz = (uint64_t)tls, .p_align = 8};
 	f.eh.e_shoff = offsetof(typeof(f), sh);
 	f.eh.e_shentsize = sizeof(Elf64_Shdr);
 	f.eh.e_shnum = 3;
@@ -199,9 +200,13 @@ static void test_forged(void)
 		      rt.labels == 360 && strcmp(rt.version, "go1.19.8") == 0,
 	      "a Go executable of Go's own linker: the g at -8");
 	close(fd);
-	fd = forged_elf("go1.19.8", 1);
+	fd = forged_elf("go1.19.8", 8);
+	CHECK(fr_go_runtime_from_fd(fd, &rt) == 0 && rt.tls == -8,
+	      "stripped, a TLS segment of runtime.tlsg alone: the g at -8");
+	close(fd);
+	fd = forged_elf("go1.19.8", 16);
 	CHECK(fr_go_runtime_from_fd(fd, &rt) == -EADDRNOTAVAIL,
-	      "a TLS segment and no symbols: the g's slot is not known");
+	      "stripped, more in the TLS segment: the g's slot is not known");
 	close(fd);
 	fd = forged_elf("go1.12.1", 0);
 	CHECK(fr_go_runtime_from_fd(fd, &rt) == -ENOTSUP, "a release before the table");
