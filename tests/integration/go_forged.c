@@ -64,8 +64,13 @@ static uint64_t rnd(uint64_t *s)
 /* A value a reader must not trust. */
 static uint64_t bad(uint64_t *s)
 {
-	static const uint64_t picks[] = {0, 8, 0x1000, 0xffffffffff600000ull, 0xffff888000000000ull,
-					 0x7fffffffffffull, UINT64_MAX};
+	static const uint64_t picks[] = {0,
+					 8,
+					 0x1000,
+					 0xffffffffff600000ull,
+					 0xffff888000000000ull,
+					 0x7fffffffffffull,
+					 UINT64_MAX};
 	uint64_t r = rnd(s);
 
 	switch (r % 6) {
