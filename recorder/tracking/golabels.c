@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "core/symbols/go_dwarf.h"
 #include "core/util/fs.h"
 #include "flightrec/labels_abi.h"
 
@@ -21,6 +23,9 @@
 #define SYMS_CHUNK 2048u
 #define SYMS_MAX (8u << 20)
 #define VERSION_MAX 32u
+/* A program whose release is not in the table is read whole for its
+ * DWARF, up to this size. */
+#define DWARF_FILE_MAX (256ull << 20)
 
 static const char buildinfo_magic[14] = "\xff Go buildinf:";
 
@@ -40,17 +45,18 @@ int fr_go_minor(const char *v)
 	return (int)n;
 }
 
-/* A version string as the binary has it: printable, "go1." first. */
+/* A version string as the binary has it: printable, "go1." first (a
+ * release) or "devel " (a toolchain built from its sources). */
 static int take_version(const uint8_t *s, size_t n, char *out, size_t outlen)
 {
 	if (n < 5 || n >= VERSION_MAX || n >= outlen)
 		return -EPROTO;
 	for (size_t i = 0; i < n; i++)
-		if (s[i] < 0x21 || s[i] > 0x7e)
+		if (s[i] < 0x20 || s[i] > 0x7e)
 			return -EPROTO;
 	memcpy(out, s, n);
 	out[n] = '\0';
-	return fr_go_minor(out) < 0 ? -EPROTO : 0;
+	return fr_go_minor(out) < 0 && strncmp(out, "devel ", 6) != 0 ? -EPROTO : 0;
 }
 
 int fr_go_buildinfo_version(const uint8_t *sec, size_t len,
@@ -292,6 +298,34 @@ static int g_slot(const struct exe *x, const Elf64_Shdr *symtab, const Elf64_Shd
 	return 0;
 }
 
+/* The layout of a release the table does not know, from the program's
+ * DWARF: the eBPF reader reads a map of Go's own layout up to 1.23, or a
+ * struct holding a slice; anything else is not read. */
+static int from_dwarf(int fd, struct fr_go_runtime *rt)
+{
+	struct fr_go_dwarf d;
+	struct stat st;
+	void *img;
+	ssize_t n;
+	int ret;
+
+	if (fstat(fd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > DWARF_FILE_MAX ||
+	    !(img = malloc((size_t)st.st_size)))
+		return -ENOTSUP;
+	n = fr_pread_full(fd, img, (size_t)st.st_size, 0);
+	ret = n == st.st_size ? fr_go_dwarf_offsets(img, (size_t)n, &d) : -EIO;
+	free(img);
+	if (ret < 0 || d.g_m > 4096 || d.m_curg > 4096 || d.g_labels > 4096 ||
+	    (d.labels_kind == 1 && (d.hmap_b != 9 || d.hmap_buckets != 16 || d.bucket_size != 272)))
+		return -ENOTSUP;
+	rt->m = (uint16_t)d.g_m;
+	rt->curg = (uint16_t)d.m_curg;
+	rt->labels = (uint16_t)d.g_labels;
+	rt->kind = d.labels_kind == 1 ? FR_BPF_GO_MAP : FR_BPF_GO_SLICE;
+	rt->from_dwarf = 1;
+	return 0;
+}
+
 int fr_go_runtime_from_fd(int fd, struct fr_go_runtime *rt)
 {
 	struct exe *x = calloc(1, sizeof(*x));
@@ -320,7 +354,11 @@ int fr_go_runtime_from_fd(int fd, struct fr_go_runtime *rt)
 	if (ret < 0)
 		goto out;
 	minor = fr_go_minor(rt->version);
-	ret = minor < 0 ? minor : fr_go_offsets((uint32_t)minor, rt);
+	ret = minor < 0 ? -ENOTSUP : fr_go_offsets((uint32_t)minor, rt);
+	if (ret == -ENOTSUP) {
+		rt->minor = minor < 0 ? 0 : (uint32_t)minor;
+		ret = from_dwarf(fd, rt);
+	}
 	if (ret == 0)
 		ret = g_slot(x, &symtab, &strtab, &rt->tls);
 out:

@@ -13,8 +13,10 @@
  * release (1.16 to 1.25) taken from the runtime's sources
  * (src/runtime/runtime2.go of each release: g.m, m.curg, g.labels;
  * runtime/pprof/label.go: the labels' layout), checked against the DWARF
- * of the toolchain the tests find. A release outside the table is not
- * read (its layout is not known): fr_go_runtime_from_fd says so.
+ * of the toolchain the tests find. For a release outside the table (a
+ * newer one, a "devel" build) they come from the program's own DWARF
+ * (core/symbols/go_dwarf.h); one without DWARF is not read:
+ * fr_go_runtime_from_fd says so.
  */
 #ifndef FR_RECORDER_GOLABELS_H
 #define FR_RECORDER_GOLABELS_H
@@ -29,8 +31,9 @@
 #define FR_GO_MINOR_LAST 25
 
 struct fr_go_runtime {
-	char version[32]; /* as the binary says: "go1.19.8" */
-	uint32_t minor;	  /* 19 */
+	char version[32];   /* as the binary says: "go1.19.8" */
+	uint32_t minor;	    /* 19 (0: a "devel" build) */
+	uint8_t from_dwarf; /* 1: the offsets are the program's DWARF's */
 	/* What the eBPF program reads (go_* fields of the process's entry). */
 	int32_t tls;		  /* the current g's slot from the thread pointer */
 	uint16_t m, curg, labels; /* g.m, m.curg, g.labels */
@@ -39,12 +42,12 @@ struct fr_go_runtime {
 
 /* The Go version in a .go.buildinfo section's bytes (sec, len; at
  * virtual address `addr`), into out (NUL-terminated, at most outlen - 1
- * bytes). Go 1.18 on keeps it in the section ("\xff Go buildinf:",
+ * bytes; "go1.N..." or "devel ..."). Go 1.18 on keeps it in the section ("\xff Go buildinf:",
  * pointer size, flags with bit 2, then a varint-length string); before,
  * the section holds a pointer to a string header, which `vread` reads
  * from the program's image (arg: its argument; returns 0 or -errno; may
  * be NULL: then such a section gives -ENOENT). Returns 0, -ENOENT (no
- * version) or -EPROTO (not a go1.N version string). */
+ * version) or -EPROTO (not a Go version string). */
 int fr_go_buildinfo_version(const uint8_t *sec, size_t len,
 			    int (*vread)(void *arg, uint64_t addr, void *buf, size_t n), void *arg,
 			    char *out, size_t outlen);
@@ -59,8 +62,9 @@ int fr_go_offsets(uint32_t minor, struct fr_go_runtime *rt);
 /* Whether the executable open at `fd` (a regular file) is a Go program
  * this recorder reads the labels of, and where. Returns 0 with *rt,
  * -ENOENT (not a Go program: no .go.buildinfo), -ENOEXEC (not an x86-64
- * ELF file, or tables that make no sense), -ENOTSUP (a Go release whose
- * layout is not known), -EADDRNOTAVAIL (linked by the system linker with
+ * ELF file, or tables that make no sense), -ENOTSUP (a Go release the
+ * table does not know, without DWARF that gives its layout; a program up
+ * to 256 MiB is read whole for it), -EADDRNOTAVAIL (linked by the system linker with
  * other thread-locals, and stripped: the g's slot is not known), or a
  * read's -errno. */
 int fr_go_runtime_from_fd(int fd, struct fr_go_runtime *rt);

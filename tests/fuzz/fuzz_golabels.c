@@ -10,7 +10,8 @@
  *      input): fr_go_labels_record
  *
  * Promises: no crash, no memory error; a Go program found has a version
- * "go1.N" of printable bytes whose release is in the table, its g's slot
+ * ("go1.N..." or "devel ...") of printable bytes whose release is in the
+ * table or whose offsets its DWARF gave (bounded), its g's slot
  * 8-aligned below the thread pointer, a known labels layout; a record
  * made is a libflightrec record of at most FR_LABELS_MAX_KEYS pairs whose
  * Go pairs (those before the copy's own) are well-formed.
@@ -31,9 +32,10 @@ static void check_version(const char *v)
 {
 	size_t n = strlen(v);
 
-	FUZZ_CHECK(n > 4 && n < 32 && strncmp(v, "go1.", 4) == 0, "version '%s'", v);
+	FUZZ_CHECK(n > 4 && n < 32 && (strncmp(v, "go1.", 4) == 0 || strncmp(v, "devel ", 6) == 0),
+		   "version '%s'", v);
 	for (size_t i = 0; i < n; i++)
-		FUZZ_CHECK(v[i] > 0x20 && v[i] < 0x7f, "byte %#x in a version",
+		FUZZ_CHECK(v[i] >= 0x20 && v[i] < 0x7f, "byte %#x in a version",
 			   (unsigned)(unsigned char)v[i]);
 }
 
@@ -54,8 +56,10 @@ static void fuzz_exe(const uint8_t *data, size_t size)
 	if (ret < 0)
 		return;
 	check_version(rt.version);
-	FUZZ_CHECK(rt.minor >= FR_GO_MINOR_FIRST && rt.minor <= FR_GO_MINOR_LAST, "go1.%u",
-		   rt.minor);
+	FUZZ_CHECK(rt.from_dwarf || (rt.minor >= FR_GO_MINOR_FIRST && rt.minor <= FR_GO_MINOR_LAST),
+		   "go1.%u", rt.minor);
+	FUZZ_CHECK(rt.m <= 4096 && rt.curg <= 4096 && rt.labels <= 4096, "offsets %u %u %u", rt.m,
+		   rt.curg, rt.labels);
 	FUZZ_CHECK(rt.tls <= -8 && !(rt.tls & 7), "g at %d", rt.tls);
 	FUZZ_CHECK(rt.kind == FR_BPF_GO_MAP || rt.kind == FR_BPF_GO_SLICE, "kind %u", rt.kind);
 }

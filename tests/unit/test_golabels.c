@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/symbols/go_dwarf.h"
 #include "flightrec/labels_abi.h"
 #include "recorder/tracking/golabels.h"
 #include "tests/unit/check.h"
@@ -25,7 +26,7 @@ static void test_minor(void)
 	CHECK(fr_go_minor("go1.16") == 16, "go1.16");
 	CHECK(fr_go_minor("go2.1") == -EPROTO, "go2.1");
 	CHECK(fr_go_minor("go1.") == -EPROTO, "go1.");
-	CHECK(fr_go_minor("devel +abc") == -EPROTO, "devel");
+	CHECK(fr_go_minor("devel go1.26-abc") == -EPROTO, "devel");
 	CHECK(fr_go_minor("go1.99999999999") == -EPROTO, "a huge minor");
 }
 
@@ -109,6 +110,10 @@ static void test_buildinfo(void)
 	n = inline_info(sec, "go1.19\n", 7);
 	CHECK(fr_go_buildinfo_version(sec, n, NULL, NULL, v, sizeof(v)) == -EPROTO,
 	      "a control character");
+	n = inline_info(sec, "devel go1.26-abc", 16);
+	CHECK(fr_go_buildinfo_version(sec, n, NULL, NULL, v, sizeof(v)) == 0 &&
+		      strcmp(v, "devel go1.26-abc") == 0,
+	      "a devel version");
 	n = inline_info(sec, "gcc 12", 6);
 	CHECK(fr_go_buildinfo_version(sec, n, NULL, NULL, v, sizeof(v)) == -EPROTO,
 	      "not a Go version");
@@ -209,7 +214,11 @@ static void test_forged(void)
 	      "stripped, more in the TLS segment: the g's slot is not known");
 	close(fd);
 	fd = forged_elf("go1.12.1", 0);
-	CHECK(fr_go_runtime_from_fd(fd, &rt) == -ENOTSUP, "a release before the table");
+	CHECK(fr_go_runtime_from_fd(fd, &rt) == -ENOTSUP, "a release before the table, no DWARF");
+	close(fd);
+	fd = forged_elf("devel go1.26-abc", 0);
+	CHECK(fr_go_runtime_from_fd(fd, &rt) == -ENOTSUP && rt.minor == 0,
+	      "a devel build without DWARF");
 	close(fd);
 	fd = forged_elf(NULL, 0);
 	CHECK(fr_go_runtime_from_fd(fd, &rt) == -ENOENT, "no .go.buildinfo: not Go");
@@ -286,6 +295,66 @@ static void test_record(void)
 	      "a count beyond the copy");
 }
 
+/* The file at `path` with its .go.buildinfo's version "go1.19..." made
+ * "go1.99..." (a release no table has), into path + "99". Returns 0. */
+static int renamed_release(const char *path)
+{
+	static const char magic[] = "\xff Go buildinf:";
+	char out[4200];
+	FILE *f = fopen(path, "rb");
+	uint8_t *img = malloc(64u << 20), *at;
+	size_t n = f && img ? fread(img, 1, 64u << 20, f) : 0;
+	int ret = -1;
+
+	if (f)
+		fclose(f);
+	at = n ? memmem(img, n, magic, sizeof(magic) - 1) : NULL;
+	if (at && (size_t)(at - img) + 40 < n && memcmp(at + 33, "go1.19", 6) == 0) {
+		at[37] = '9';
+		snprintf(out, sizeof(out), "%s99", path);
+		f = fopen(out, "wb");
+		ret = f && fwrite(img, 1, n, f) == n ? 0 : -1;
+		if (f)
+			fclose(f);
+	}
+	free(img);
+	return ret;
+}
+
+/* The DWARF reader on the built program, and the look-up of a release the
+ * table does not know (its DWARF's offsets, which must be the table's for
+ * the release it really is). */
+static void check_dwarf(const char *path, const struct fr_go_runtime *want)
+{
+	struct fr_go_runtime rt;
+	struct fr_go_dwarf d;
+	char p99[4200];
+	FILE *f = fopen(path, "rb");
+	uint8_t *img = malloc(64u << 20);
+	size_t n = f && img ? fread(img, 1, 64u << 20, f) : 0;
+	int fd;
+
+	if (f)
+		fclose(f);
+	CHECK(n && fr_go_dwarf_offsets(img, n, &d) == 0, "no runtime layout in the DWARF");
+	CHECK(d.g_m == want->m && d.m_curg == want->curg && d.g_labels == want->labels &&
+		      d.labels_kind == want->kind && d.hmap_b == 9 && d.hmap_buckets == 16 &&
+		      d.bucket_size == 272,
+	      "go_dwarf: m %lld curg %lld labels %lld kind %d B %lld buckets %lld bucket %lld",
+	      (long long)d.g_m, (long long)d.m_curg, (long long)d.g_labels, d.labels_kind,
+	      (long long)d.hmap_b, (long long)d.hmap_buckets, (long long)d.bucket_size);
+	free(img);
+	snprintf(p99, sizeof(p99), "%s99", path);
+	CHECK(renamed_release(path) == 0, "cannot write %s", p99);
+	fd = open(p99, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0 && fr_go_runtime_from_fd(fd, &rt) == 0 && rt.from_dwarf && rt.minor == 99 &&
+		      rt.m == want->m && rt.curg == want->curg && rt.labels == want->labels &&
+		      rt.kind == want->kind && rt.tls == want->tls,
+	      "go1.99 from its DWARF: %s m %u curg %u labels %u kind %u", rt.version, rt.m, rt.curg,
+	      rt.labels, rt.kind);
+	close(fd);
+}
+
 /* Builds the endpoints program (in `dir`, cgo or not) and compares what
  * the recorder finds in it with its DWARF. */
 static void check_built(const char *go, const char *src, const char *dir, int cgo)
@@ -330,6 +399,7 @@ static void check_built(const char *go, const char *src, const char *dir, int cg
 	      cgo ? "cgo" : "static", line, want);
 	CHECK(rt.tls == -8, "%s: the g at %d", cgo ? "cgo" : "static", rt.tls);
 	printf("%s: %s", cgo ? "cgo" : "static", line);
+	check_dwarf(cmd, &rt);
 }
 
 static void test_toolchain(void)
