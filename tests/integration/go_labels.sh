@@ -7,6 +7,10 @@
 #   samples in main.handleA / main.handleB carry /a / /b;
 # - attach --label endpoint=/a keeps /a's samples, top --by label:endpoint
 #   and timeline --by label:endpoint split by it;
+# - the program saying it is go1.99 (no table has it) is read from its
+#   DWARF, and not read (counted) without;
+# - a goroutine waiting in nanosleep under endpoint=/sleep
+#   (tests/integration/go/sleeper): its off-CPU waits carry it;
 # - the same program built with cgo (linked by the system linker: the
 #   goroutine's slot found from runtime.tlsg) is read as well;
 # - a C program that passes for Go (tests/integration/go_forged.c), its
@@ -95,15 +99,15 @@ PY
 
 # --- the split, and the labels on the handlers ---
 echo "built: $(date +%T)"
-run endpoints 60
+run endpoints 150
 EP=$RUN_PID
 wait_labelled "$EP" endpoint 20
 wait_until 10 "status to count the Go program" \
 	'[ "$(status_value "d[\"labels\"].get(\"go_processes\", 0)")" -ge 1 ]'
-follow "$T/split.pb.gz" "$EP" 12
+follow "$T/split.pb.gz" "$EP" 20
 read -r a handlers right _ _ _ <<<"$(check "$T/split.pb.gz")"
 echo "endpoint=/a ${a}% of the labelled samples (want 25); $handlers handler samples, ${right}% labelled right"
-[ "${handlers:-0}" -ge 2000 ] || fail "only ${handlers:-0} samples in the handlers"
+[ "${handlers:-0}" -ge 3000 ] || fail "only ${handlers:-0} samples in the handlers (a machine this busy cannot tell 2 points)"
 within "$a" 25 2 || fail "endpoint=/a has ${a}% of the samples, not 25 +- 2"
 awk -v r="$right" 'BEGIN { exit !(r >= 98) }' || fail "only ${right}% of the handler samples carry their endpoint"
 
@@ -150,6 +154,69 @@ print("timeline --by label:endpoint:", names)
 a = [v for k, v in names.items() if "/a" in k]
 b = [v for k, v in names.items() if "/b" in k]
 assert a and b and b[0] > 2 * a[0], names
+PY
+
+# --- a Go release no table knows: the layout from the program's DWARF ---
+# release99 IN OUT: IN with its .go.buildinfo saying go1.99 (same length).
+release99() {
+	python3 - "$1" "$2" <<'PY'
+import re, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+at = b.find(b"\xff Go buildinf:")
+m = re.match(rb"go1\.\d\d", bytes(b[at + 33:at + 39])) if at >= 0 else None
+if not m:
+    sys.exit(1)
+b[at + 37:at + 39] = b"99"
+open(sys.argv[2], "wb").write(b)
+PY
+	chmod +x "$2"
+}
+if release99 "$T/endpoints" "$T/endpoints99"; then
+	run endpoints99 25
+	E99=$RUN_PID
+	wait_labelled "$E99" endpoint 20
+	follow "$T/e99.pb.gz" "$E99" 6
+	read -r a handlers right _ _ _ <<<"$(check "$T/e99.pb.gz")"
+	echo "as go1.99 (its DWARF read): endpoint=/a ${a}%; $handlers handler samples, ${right}% labelled right"
+	awk -v r="$right" -v h="$handlers" 'BEGIN { exit !(r >= 98 && h >= 500) }' ||
+		fail "as go1.99: ${right}% of $handlers handler samples labelled right"
+	kill "$E99"
+	# Without DWARF: not read, and counted.
+	build endpoints_nodwarf "" -w || fail "the build without DWARF failed"
+	release99 "$T/endpoints_nodwarf" "$T/endpoints_nodwarf99" || fail "cannot rename its release"
+	skipped=$(status_value 'd["labels"].get("go_skipped", 0)')
+	run endpoints_nodwarf99 15
+	wait_until 15 "go1.99 without DWARF counted in go_skipped" \
+		'[ "$(status_value "d[\"labels\"].get(\"go_skipped\", 0)")" -gt "$skipped" ]'
+	kill "$RUN_PID"
+else
+	echo "the Go here is not go1.NN: no release to rename"
+fi
+
+# --- off-CPU: a goroutine waiting in a system call under its label ---
+mkdir -p "$T/src/sleeper"
+cp "$SRC/tests/integration/go/sleeper/main.go" "$T/src/sleeper/"
+(cd "$T/src/sleeper" && GOPATH=$T/gopath GO111MODULE=off GOFLAGS= CGO_ENABLED=0 \
+	"$GO" build -o "$T/sleeper" . >"$T/build-sleeper.log" 2>&1) ||
+	fail "go build of the sleeper failed: $(cat "$T/build-sleeper.log")"
+run sleeper 20
+SLEEPER=$RUN_PID
+wait_labelled "$SLEEPER" endpoint 20
+# The window starts after the labels showed.
+sleep 5
+"$FLIGHTREC" attach --window 4s --event offcpu --pid "$SLEEPER" -o "$T/off.pb.gz" 2>"$T/err" ||
+	fail "attach --event offcpu failed: $(cat "$T/err")"
+python3 - "$T/off.pb.gz" <<'PY' || fail "the goroutine's waits do not carry its label"
+import sys
+from pprof_samples import samples
+sleep = right = 0
+for s in samples(sys.argv[1]):
+    if "main.sleepLoop" in s["frames"]:
+        sleep += s["values"][-1]
+        right += s["values"][-1] * (s["str"].get("endpoint") == "/sleep")
+        assert s["str"].get("endpoint") in ("/sleep", None), s["str"]
+print("off-CPU: %.2f s in main.sleepLoop, %.1f%% under endpoint=/sleep" % (sleep / 1e9, 100.0 * right / max(sleep, 1)))
+assert sleep > 2e9 and right >= 0.98 * sleep
 PY
 
 # --- hostile: a lie, and garbage, beside the real program ---
