@@ -65,6 +65,15 @@ follow() {
 	rm -rf "$T/follow"
 }
 
+# profile NAME SECONDS WINDOW OUT: runs $T/NAME for SECONDS (its pid in
+# RUN_PID) and, once its labels show, profiles the next WINDOW seconds of
+# it at 999 Hz into OUT.
+profile() {
+	run "$1" "$2"
+	wait_labelled "$RUN_PID" endpoint 20
+	follow "$4" "$RUN_PID" "$3"
+}
+
 # check FILE: "a_share handler_samples right_pct work_samples work_pct
 # all_pct": /a's share of the samples labelled /a or /b, the samples in
 # handleA or handleB and the percent of those carrying their handler's
@@ -172,10 +181,8 @@ PY
 	chmod +x "$2"
 }
 if release99 "$T/endpoints" "$T/endpoints99"; then
-	run endpoints99 25
+	profile endpoints99 25 6 "$T/e99.pb.gz"
 	E99=$RUN_PID
-	wait_labelled "$E99" endpoint 20
-	follow "$T/e99.pb.gz" "$E99" 6
 	read -r a handlers right _ _ _ <<<"$(check "$T/e99.pb.gz")"
 	echo "as go1.99 (its DWARF read): endpoint=/a ${a}%; $handlers handler samples, ${right}% labelled right"
 	awk -v r="$right" -v h="$handlers" 'BEGIN { exit !(r >= 98 && h >= 500) }' ||
@@ -252,10 +259,7 @@ echo "label read faults: $faults"
 
 # --- cgo: the g's slot from runtime.tlsg ---
 if build endpoints_cgo cgo; then
-	run endpoints_cgo 30
-	CGO=$RUN_PID
-	wait_labelled "$CGO" endpoint 20
-	follow "$T/cgo.pb.gz" "$CGO" 10
+	profile endpoints_cgo 30 10 "$T/cgo.pb.gz"
 	# Its stacks stop at main.work today (the system linker's binary is
 	# not unwound through): main.work, only ever called by the handlers,
 	# must carry an endpoint, in the split.
@@ -266,9 +270,7 @@ if build endpoints_cgo cgo; then
 	within "$a" 25 2 || fail "the cgo build's endpoint=/a has ${a}% of the samples, not 25 +- 2"
 	# Stripped, runtime.tlsg alone in its TLS segment: read.
 	build endpoints_cgo_s cgo '-s -w' || fail "the stripped cgo build failed"
-	run endpoints_cgo_s 20
-	wait_labelled "$RUN_PID" endpoint 20
-	follow "$T/cgo_s.pb.gz" "$RUN_PID" 5
+	profile endpoints_cgo_s 20 5 "$T/cgo_s.pb.gz"
 	# (Its functions have no names here: the share of all its samples.)
 	read -r a _ _ _ _ all <<<"$(check "$T/cgo_s.pb.gz")"
 	echo "stripped cgo build: endpoint=/a ${a}%, ${all}% of its samples with an endpoint"
