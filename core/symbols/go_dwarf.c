@@ -2,6 +2,7 @@
 #include "core/symbols/go_dwarf.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include <dwarf.h>
@@ -62,6 +63,15 @@ static void entry(Dwarf_Die *die, const struct want *w, size_t nw, struct fr_go_
 	members(die, name, w, nw);
 }
 
+/* Everything found: the walk stops (most of a program's units come after
+ * the runtime's). */
+static bool complete(const struct fr_go_dwarf *d)
+{
+	return d->g_m >= 0 && d->g_labels >= 0 && d->m_curg >= 0 &&
+	       (d->labels_kind == 2 || (d->labels_kind == 1 && d->hmap_b >= 0 &&
+					d->hmap_buckets >= 0 && d->bucket_size >= 0));
+}
+
 int fr_go_dwarf_offsets(void *data, size_t size, struct fr_go_dwarf *out)
 {
 	const struct want w[] = {
@@ -85,7 +95,7 @@ int fr_go_dwarf_offsets(void *data, size_t size, struct fr_go_dwarf *out)
 		return -ENOEXEC;
 	}
 	dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
-	while (dw && units++ < UNITS_MAX &&
+	while (dw && units++ < UNITS_MAX && !complete(out) &&
 	       dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die cu, die;
 

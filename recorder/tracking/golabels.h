@@ -64,7 +64,7 @@ int fr_go_offsets(uint32_t minor, struct fr_go_runtime *rt);
  * -ENOENT (not a Go program: no .go.buildinfo), -ENOEXEC (not an x86-64
  * ELF file, or tables that make no sense), -ENOTSUP (a Go release the
  * table does not know, without DWARF that gives its layout; a program up
- * to 256 MiB is read whole for it), -EADDRNOTAVAIL (linked by the system linker with
+ * to 16 MiB is read whole for it), -EADDRNOTAVAIL (linked by the system linker with
  * other thread-locals, and stripped: the g's slot is not known), or a
  * read's -errno. */
 int fr_go_runtime_from_fd(int fd, struct fr_go_runtime *rt);
