@@ -150,6 +150,8 @@ static const struct fr_ipc_mdesc labels_m[] = {
 	U64_IF(T, "copies_dropped", copies_dropped, has_counts),
 	U64_IF(T, "wait_copies_dropped", wait_copies_dropped, has_counts),
 	U64_IF(T, "read_faults", read_faults, has_counts),
+	U64_NZ(T, "go_processes", go_processes),
+	U64_NZ(T, "go_skipped", go_skipped),
 };
 #undef T
 

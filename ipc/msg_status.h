@@ -172,6 +172,11 @@ struct fr_ipc_status_labels {
 	uint64_t copies_dropped;      /* "copies_dropped" */
 	uint64_t wait_copies_dropped; /* "wait_copies_dropped": off-CPU waits without */
 	uint64_t read_faults;	      /* "read_faults" */
+	uint64_t go_processes;	      /* "go_processes" (when not 0): Go programs whose pprof
+				       * labels are read */
+	uint64_t go_skipped;	      /* "go_skipped" (when not 0): Go programs whose could not
+				       * be (a release not known, a stripped cgo
+				       * binary), since the start */
 };
 
 /* "ingest": whether the ingest thread and the ring's writer keep up. */

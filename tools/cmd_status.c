@@ -335,6 +335,10 @@ static void print_labels(const struct fr_ipc_status_reply *r)
 			       l->copies, l->copies_dropped, l->read_faults);
 		printf("\n");
 	}
+	if (l->go_processes > 0 || l->go_skipped > 0)
+		printf("Go pprof labels: %" PRIu64 " programs read, %" PRIu64
+		       " not (a Go release or a build whose runtime is not known; see the log)\n",
+		       l->go_processes, l->go_skipped);
 	if (l->error[0])
 		printf("application labels: not read (%s)\n", l->error);
 	if (l->wait_copies_dropped > 0)

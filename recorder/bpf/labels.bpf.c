@@ -69,6 +69,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 					  FR_BPF_LABELS_FR_MAX, &faults);
 	r->otel_len = (__u16)fr_labels_copy(r->otel, tp, p->otel_off, FR_BPF_LABELS_OTEL_HEAD, 26,
 					    FR_BPF_LABELS_OTEL_MAX, &faults);
+	fr_go_copy(r, tp, p, &faults);
 	/* No wake-up per record: the recorder drains at least every second,
 	 * and early when the ring is half full. */
 	bpf_ringbuf_submit(r, bpf_ringbuf_query(&labels, BPF_RB_AVAIL_DATA) >

@@ -320,6 +320,7 @@ static void emit_labels(struct task_struct *t, __u64 end, struct fr_bpf_counters
 					  FR_BPF_LABELS_FR_MAX, &faults);
 	r->otel_len = (__u16)fr_labels_copy(r->otel, tp, lp->otel_off, FR_BPF_LABELS_OTEL_HEAD, 26,
 					    FR_BPF_LABELS_OTEL_MAX, &faults);
+	fr_go_copy(r, tp, lp, &faults);
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 

@@ -123,11 +123,15 @@ static void seal_chunk(struct fr_ingest *g, uint64_t barrier)
 				    g->sources->clock_offset, &chunk, &len);
 	fr_applabels_sealed(g->applabels);
 	{
-		uint32_t labelled, unreadable;
+		uint32_t labelled, unreadable, go;
+		uint64_t go_skipped;
 
 		fr_applabels_counts(g->applabels, &labelled, &unreadable);
 		__atomic_store_n(&g->labelled_procs, labelled, __ATOMIC_RELAXED);
 		__atomic_store_n(&g->unreadable_procs, unreadable, __ATOMIC_RELAXED);
+		fr_applabels_go_counts(g->applabels, &go, &go_skipped);
+		__atomic_store_n(&g->go_procs, go, __ATOMIC_RELAXED);
+		__atomic_store_n(&g->go_skipped, go_skipped, __ATOMIC_RELAXED);
 	}
 	if (ret < 0 && ret != -ENODATA)
 		fr_log_ratelimited(FR_LOG_ERR, 10 * FR_NS_PER_S, "cannot seal a chunk: %s",

@@ -96,6 +96,10 @@ struct fr_ingest {
 	uint64_t samples, lost, chunks_sealed;
 	uint32_t nprocs, nthreads;
 	uint32_t labelled_procs, unreadable_procs;
+	/* Go programs whose pprof labels are read, and those that could not
+	 * be (since the start). */
+	uint32_t go_procs;
+	uint64_t go_skipped;
 	int64_t last_drain_real, last_seal_real, last_drain_mono;
 	uint64_t stalls, flush_timeouts;
 	int64_t longest_stall_ns;

@@ -268,6 +268,8 @@ static void labels_status(struct daemon *d, struct fr_ipc_status_labels *o)
 	 * kept, without labels (not lost samples). */
 	o->wait_copies_dropped = fr_sources_offcpu_labels_dropped(&d->sources);
 	o->read_faults = c.faults;
+	o->go_processes = __atomic_load_n(&d->ingest.go_procs, __ATOMIC_RELAXED);
+	o->go_skipped = __atomic_load_n(&d->ingest.go_skipped, __ATOMIC_RELAXED);
 }
 
 /* The counters of the recorder's own, under the top of a status reply. */

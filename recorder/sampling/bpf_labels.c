@@ -82,11 +82,9 @@ int fr_bpf_labels_map_fd(const struct fr_bpf_labels *b)
 	return bpf_map__fd(b->skel->maps.label_procs);
 }
 
-int fr_bpf_labels_set(struct fr_bpf_labels *b, uint32_t pid, int64_t fr_off, int64_t otel_off)
+int fr_bpf_labels_set(struct fr_bpf_labels *b, uint32_t pid, const struct fr_bpf_label_proc *v)
 {
-	struct fr_bpf_label_proc v = {.fr_off = fr_off, .otel_off = otel_off};
-
-	return bpf_map_update_elem(fr_bpf_labels_map_fd(b), &pid, &v, BPF_ANY) < 0 ? -errno : 0;
+	return bpf_map_update_elem(fr_bpf_labels_map_fd(b), &pid, v, BPF_ANY) < 0 ? -errno : 0;
 }
 
 int fr_bpf_labels_forget(struct fr_bpf_labels *b, uint32_t pid)

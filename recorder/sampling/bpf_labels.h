@@ -27,9 +27,10 @@ void fr_bpf_labels_close(struct fr_bpf_labels *b);
 int fr_bpf_labels_prog_fd(const struct fr_bpf_labels *b);
 int fr_bpf_labels_map_fd(const struct fr_bpf_labels *b);
 
-/* Reads process `pid` from now on, at these offsets from the thread
- * pointer (0: none); fr_bpf_labels_forget stops. Return 0 or -errno. */
-int fr_bpf_labels_set(struct fr_bpf_labels *b, uint32_t pid, int64_t fr_off, int64_t otel_off);
+/* Reads process `pid` from now on, where `v` says (offsets from the
+ * thread pointer, 0: none; Go's runtime offsets); fr_bpf_labels_forget
+ * stops. Return 0 or -errno. */
+int fr_bpf_labels_set(struct fr_bpf_labels *b, uint32_t pid, const struct fr_bpf_label_proc *v);
 int fr_bpf_labels_forget(struct fr_bpf_labels *b, uint32_t pid);
 
 /* The descriptor that polls readable when the ring buffer is half full. */

@@ -469,6 +469,11 @@ uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset,
 			}
 			r.fr_off = lp.fr_off;
 			r.otel_off = lp.otel_off;
+			r.go_tls = lp.go_tls;
+			r.go_m = lp.go_m;
+			r.go_curg = lp.go_curg;
+			r.go_labels = lp.go_labels;
+			r.go_kind = lp.go_kind;
 			nu = fr_bpf_walk_get(b->walk, &r, b->ips + nk, FR_MAX_FRAMES - nk, &set);
 			s.app_ref = set;
 

@@ -202,10 +202,95 @@ static uint16_t copy_record(uint32_t pid, uint64_t tp, int64_t off, uint32_t hea
 	return (uint16_t)(head + size);
 }
 
+/* Whether r's process has labels to read. */
+static bool has_labels(const struct fr_bpf_walk_regs *r)
+{
+	return r->fr_off || r->otel_off || r->go_kind;
+}
+
+/* ---- a blocked Go thread's goroutine labels, read as the eBPF programs
+ * read them at samples (recorder/bpf/labels_read.h's fr_go_copy) ---- */
+
+static int go_ptr(uint32_t pid, uint64_t addr, uint64_t *out)
+{
+	return fr_proc_vm_read(pid, addr, out, sizeof(*out)) < 0 || !*out ? -1 : 0;
+}
+
+/* The pair of string headers kv (key ptr, len, value ptr, len). */
+static void go_pair(uint32_t pid, struct fr_bpf_labels_rec *l, const uint64_t kv[4])
+{
+	struct fr_bpf_go_pair *p;
+
+	if (l->go_n >= FR_BPF_LABELS_GO_PAIRS) {
+		l->go_more = 1;
+		return;
+	}
+	p = &l->go[l->go_n++];
+	p->klen = kv[1];
+	p->vlen = kv[3];
+	/* A string that cannot be read is not taken (a length of 0). */
+	if (kv[1] <= sizeof(p->k) && (!kv[1] || fr_proc_vm_read(pid, kv[0], p->k, kv[1]) < 0))
+		p->klen = 0;
+	if (kv[3] <= sizeof(p->v) && kv[3] && fr_proc_vm_read(pid, kv[2], p->v, kv[3]) < 0)
+		p->klen = 0;
+}
+
+/* Up to Go 1.23: the first 4 buckets of the labels' map. */
+static void go_map(uint32_t pid, uint64_t lm, struct fr_bpf_labels_rec *l)
+{
+	uint64_t h[3], kv[4], nb;
+	uint8_t top[8];
+
+	if (go_ptr(pid, lm, &lm) || fr_proc_vm_read(pid, lm, h, sizeof(h)) < 0 || !h[0] || !h[2])
+		return;
+	nb = 1ull << (((h[1] >> 8) & 0xff) > 6 ? 6 : ((h[1] >> 8) & 0xff));
+	l->go_more = nb > 4;
+	for (uint64_t b = 0; b < nb && b < 4; b++) {
+		uint64_t at = h[2] + b * 272;
+
+		if (fr_proc_vm_read(pid, at, top, sizeof(top)) < 0)
+			return;
+		for (unsigned i = 0; i < 8; i++) {
+			if (top[i] < 5)
+				continue;
+			if (fr_proc_vm_read(pid, at + 8 + 16 * i, kv, 16) < 0 ||
+			    fr_proc_vm_read(pid, at + 136 + 16 * i, kv + 2, 16) < 0)
+				return;
+			go_pair(pid, l, kv);
+		}
+	}
+	if (l->go_n < h[0])
+		l->go_more = 1;
+}
+
+static void go_labels(const struct fr_bpf_walk_regs *r, struct fr_bpf_labels_rec *l)
+{
+	uint64_t g, m, curg, lm, sl[2], kv[4];
+
+	l->go_n = 0;
+	l->go_more = 0;
+	if (!r->go_kind || !r->tp || go_ptr(r->pid, r->tp + (uint64_t)(int64_t)r->go_tls, &g) ||
+	    go_ptr(r->pid, g + r->go_m, &m) || go_ptr(r->pid, m + r->go_curg, &curg) ||
+	    go_ptr(r->pid, curg + r->go_labels, &lm))
+		return;
+	if (r->go_kind == FR_BPF_GO_MAP) {
+		go_map(r->pid, lm, l);
+		return;
+	}
+	if (fr_proc_vm_read(r->pid, lm, sl, sizeof(sl)) < 0)
+		return;
+	l->go_more = sl[1] > FR_BPF_LABELS_GO_PAIRS;
+	for (uint64_t i = 0; i < sl[1] && i < FR_BPF_LABELS_GO_PAIRS; i++) {
+		if (fr_proc_vm_read(r->pid, sl[0] + 32 * i, kv, sizeof(kv)) < 0)
+			return;
+		go_pair(r->pid, l, kv);
+	}
+}
+
 /* The application labels of a blocked thread, read from its process. */
 static void copy_labels(const struct fr_bpf_walk_regs *r, struct copy *c)
 {
-	c->labelled = r->fr_off || r->otel_off;
+	c->labelled = has_labels(r);
 	if (!c->labelled)
 		return;
 	c->labels.kind = FR_BPF_LABELS_WAIT;
@@ -215,6 +300,7 @@ static void copy_labels(const struct fr_bpf_walk_regs *r, struct copy *c)
 				       FR_BPF_LABELS_FR_MAX, c->labels.fr);
 	c->labels.otel_len = copy_record(r->pid, r->tp, r->otel_off, FR_BPF_LABELS_OTEL_HEAD, 26,
 					 FR_BPF_LABELS_OTEL_MAX, c->labels.otel);
+	go_labels(r, &c->labels);
 }
 
 /* The slot of `tid`: its own, else an empty one, else the first probed
@@ -462,7 +548,7 @@ uint32_t fr_bpf_walk_get(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r
 	s = find_slot(w, r->tid);
 	/* Read before its process's labels were found: read again, for them. */
 	if (s->state == SLOT_DONE && s->tid == r->tid && s->start == r->start && !s->labelled &&
-	    (r->fr_off || r->otel_off))
+	    has_labels(r))
 		s->state = SLOT_EMPTY;
 	if (s->state != SLOT_EMPTY && s->tid == r->tid && s->start == r->start) {
 		if (s->state == SLOT_DONE) {
@@ -477,7 +563,7 @@ uint32_t fr_bpf_walk_get(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r
 		s->start = r->start;
 		s->state = SLOT_ASKED;
 		s->n = 0;
-		s->labelled = r->fr_off || r->otel_off;
+		s->labelled = has_labels(r);
 		w->queue[w->tail++ % QUEUE] = *r;
 		w->asked++;
 		pthread_cond_broadcast(&w->cond);

@@ -45,6 +45,11 @@ struct fr_bpf_walk_regs {
 	 * with the stack. */
 	uint64_t tp;
 	int64_t fr_off, otel_off;
+	/* A Go program's: the g's slot, g.m, m.curg, g.labels and their
+	 * kind (enum fr_bpf_go_kind; 0: not Go). */
+	int32_t go_tls;
+	uint16_t go_m, go_curg, go_labels;
+	uint8_t go_kind;
 };
 
 /* Starts the walker: copies of `stack_copy` bytes (a multiple of 8 up to

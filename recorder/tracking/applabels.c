@@ -27,6 +27,7 @@
 #include "flightrec/labels_abi.h"
 #include "recorder/tracking/applabels_int.h"
 #include "recorder/sampling/bpf_labels.h"
+#include "recorder/tracking/golabels.h"
 #include "recorder/tracking/labelsets.h"
 
 #define BUCKETS 1024
@@ -74,6 +75,7 @@ struct al_proc {
 	int state;
 	const char *why; /* P_BAD */
 	int64_t fr_off, otel_off;
+	struct fr_go_runtime go; /* a Go program's (go.kind 0: none) */
 	/* OTel attribute key names, and what tells them apart (0: none). */
 	char **keys;
 	uint32_t nkeys;
@@ -99,6 +101,9 @@ struct fr_applabels {
 	struct al_proc *buckets[BUCKETS];
 	uint32_t nprocs;
 	uint32_t nkeyed; /* processes holding OTel key names */
+	/* Go programs whose labels could not be read (a release whose layout
+	 * is not known, a stripped cgo binary), since the start. */
+	uint64_t go_skipped;
 	struct fr_worker *worker;
 	struct fr_bpf_labels *bpf;
 	char error[256];
@@ -165,6 +170,7 @@ static void proc_reset(struct fr_applabels *al, struct al_proc *p)
 		fr_bpf_labels_forget(al->bpf, p->pid);
 	p->state = P_NEW;
 	p->fr_off = p->otel_off = 0;
+	memset(&p->go, 0, sizeof(p->go));
 	p->why = NULL;
 	p->stalls = 0;
 }
@@ -204,6 +210,23 @@ static int submit(struct fr_applabels *al, struct al_proc *p)
 	al->looking++;
 	p->state = P_LOOKING;
 	return 0;
+}
+
+/* A Go program's runtime, when its labels can be read; counted and said
+ * once when they cannot. */
+static void apply_go(struct fr_applabels *al, struct al_proc *p, const struct fr_al_lookup *j)
+{
+	if (j->ret_go == 0) {
+		p->go = j->go;
+		return;
+	}
+	if (j->ret_go != -ENOTSUP && j->ret_go != -EADDRNOTAVAIL)
+		return; /* not a Go program (or not one whose file could be read) */
+	al->go_skipped++;
+	fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S, "Go labels of pid %u not read: %s",
+			   p->pid,
+			   j->ret_go == -ENOTSUP ? "a Go release whose runtime layout is not known"
+						 : "linked by the system linker and stripped");
 }
 
 /* What a look-up found for p. */
@@ -277,9 +300,20 @@ static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al
 		p->nkeys = j->nkeys;
 		p->keys_id = id ? id : 1;
 	}
-	if (p->fr_off || p->otel_off)
-		p->state = fr_bpf_labels_set(al->bpf, p->pid, p->fr_off, p->otel_off) == 0 ? P_READY
-											   : P_NEW;
+	apply_go(al, p, j);
+	if (p->fr_off || p->otel_off || p->go.kind) {
+		struct fr_bpf_label_proc v = {
+			.fr_off = p->fr_off,
+			.otel_off = p->otel_off,
+			.go_tls = p->go.tls,
+			.go_m = p->go.m,
+			.go_curg = p->go.curg,
+			.go_labels = p->go.labels,
+			.go_kind = p->go.kind,
+		};
+
+		p->state = fr_bpf_labels_set(al->bpf, p->pid, &v) == 0 ? P_READY : P_NEW;
+	}
 }
 
 /* The look-up thread: each job on a deadline worker, in turn. */
@@ -377,11 +411,18 @@ uint32_t fr_applabels_intern(struct fr_applabels *al, const struct fr_bpf_labels
 {
 	struct al_proc *p = proc_find(al, r->pid);
 
+	uint8_t go[sizeof(struct fr_labels_record_abi)];
+	size_t go_len;
+
 	/* A copy of a process read no more (it exec'd since) is not its. */
 	if (!p || p->state != P_READY)
 		return 0;
-	return fr_labelsets_intern(al->sets, r->fr, r->fr_len, r->otel, r->otel_len,
-				   (const char *const *)p->keys, p->nkeys, p->keys_id);
+	/* A goroutine's pprof labels join the library's record (a Go
+	 * program seldom has one). */
+	go_len = p->go.kind ? fr_go_labels_record(r, go, sizeof(go)) : 0;
+	return fr_labelsets_intern(al->sets, go_len ? go : r->fr, go_len ? go_len : r->fr_len,
+				   r->otel, r->otel_len, (const char *const *)p->keys, p->nkeys,
+				   p->keys_id);
 }
 
 static void on_copy(void *arg, const struct fr_bpf_labels_rec *r)
@@ -690,6 +731,15 @@ void fr_applabels_bpf_counts(const struct fr_applabels *al, struct fr_bpf_labels
 uint64_t fr_applabels_memory(const struct fr_applabels *al)
 {
 	return al && al->sets ? fr_labelsets_bytes(al->sets) : 0;
+}
+
+void fr_applabels_go_counts(const struct fr_applabels *al, uint32_t *go, uint64_t *skipped)
+{
+	*go = 0;
+	*skipped = al->go_skipped;
+	for (uint32_t b = 0; b < BUCKETS; b++)
+		for (const struct al_proc *p = al->buckets[b]; p; p = p->next)
+			*go += p->state == P_READY && p->go.kind;
 }
 
 void fr_applabels_counts(const struct fr_applabels *al, uint32_t *labelled, uint32_t *unreadable)

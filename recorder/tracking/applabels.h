@@ -8,7 +8,8 @@
  * it was told to read, and the off-CPU program does the same for a wait
  * where the thread returns to user space; this module decides which
  * processes those are and where their threads keep their labels, turns
- * the copies into sets (recorder/tracking/labelsets.h), and gives each sample its
+ * the copies into sets (recorder/tracking/labelsets.h; a Go program's
+ * pprof labels, recorder/tracking/golabels.h, join them), and gives each sample its
  * set when a chunk is sealed: a cpu sample the copy its thread sent just
  * before it, an off-CPU wait the copy sent with it (fr_sample.app_ref).
  *
@@ -85,6 +86,10 @@ void fr_applabels_bpf_counts(const struct fr_applabels *al, struct fr_bpf_labels
 /* Counters for status: processes whose labels are read, and those that
  * could not be. */
 void fr_applabels_counts(const struct fr_applabels *al, uint32_t *labelled, uint32_t *unreadable);
+
+/* Go programs whose pprof labels are read, and those whose could not be
+ * (since the start). Ingest thread. */
+void fr_applabels_go_counts(const struct fr_applabels *al, uint32_t *go, uint64_t *skipped);
 
 /* The bytes the label sets' table holds; from any thread. */
 uint64_t fr_applabels_memory(const struct fr_applabels *al);

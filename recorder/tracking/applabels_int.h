@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "recorder/tracking/golabels.h"
 #include "recorder/tracking/labelsets.h"
 
 /* The OTel process context's attribute key names, at most. */
@@ -28,6 +29,10 @@ struct fr_al_lookup {
 	 * yet; -EPROTO: its registry is not one this recorder reads). */
 	int ret_lib, ret_exe;
 	int64_t fr_off, otel_off;
+	/* A Go program: 0 with go (its release and runtime offsets), else
+	 * fr_go_runtime_from_fd's -errno (-ENOENT: not Go). */
+	int ret_go;
+	struct fr_go_runtime go;
 	uint32_t nkeys;
 	char keys[FR_AL_OTEL_KEYS_MAX][FR_LABELSETS_KEY_LEN];
 };

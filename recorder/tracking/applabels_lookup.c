@@ -1,7 +1,8 @@
 /* One look-up of a process's application labels (recorder/tracking/applabels_int.h):
  * the libflightrec registry in the mapped library, the OpenTelemetry
  * thread-local in the executable or a shared library, the OTel process
- * context's key names. Everything it reads is the process owner's: files
+ * context's key names, a Go program's runtime (recorder/tracking/golabels.h).
+ * Everything it reads is the process owner's: files
  * are opened through the mapping's magic link with O_PATH and only a
  * regular file is read, with bounded reads; memory is read with
  * process_vm_readv; /proc/PID/maps is read once, bounded. It runs on a
@@ -237,6 +238,9 @@ static int find_otel(struct fr_al_lookup *j)
 		return fd < 0 ? fd : -ENOMEM;
 	}
 	ret = fr_elf_fd_exec_tls_offset(fd, OTEL_SYMBOL, 8, &j->otel_off);
+	/* A Go program's pprof labels: its runtime's offsets, from the same
+	 * file. */
+	j->ret_go = fr_go_runtime_from_fd(fd, &j->go);
 	close(fd);
 	read_maps(j->pid, exe.st_ino, m);
 	for (unsigned i = 0; ret < 0 && i < m->ndso; i++)
@@ -252,6 +256,7 @@ void fr_al_lookup_run(void *arg)
 	struct fr_al_lookup *j = arg;
 
 	j->ret_lib = j->lib ? find_lib(j) : -ENOENT;
+	j->ret_go = -ENOENT;
 	j->ret_exe = find_otel(j);
 }
 
