@@ -27,6 +27,7 @@
 #include "core/symbols/debuglink.h"
 #include "core/symbols/elf_int.h"
 #include "core/symbols/gopclntab.h"
+#include "core/util/buildid.h"
 #include "core/util/fs.h"
 #include "core/symbols/dwarf_lines.h"
 #include "core/symbols/search.h"
@@ -72,7 +73,9 @@ char *fr_build_id_hex(const uint8_t *id, size_t len, char *buf)
 	return buf;
 }
 
-static int note_find_build_id(Elf_Data *d, uint8_t *out, size_t cap)
+/* The GNU build id among the notes of d, or with `go`, the id of Go's
+ * build id note (core/util/buildid.h). */
+static int note_find_build_id(Elf_Data *d, bool go, uint8_t *out, size_t cap)
 {
 	size_t off = 0, next, name_off, desc_off;
 	GElf_Nhdr nh;
@@ -81,28 +84,35 @@ static int note_find_build_id(Elf_Data *d, uint8_t *out, size_t cap)
 		return -ENOENT;
 	while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
 		const char *nm = (const char *)d->d_buf + name_off;
+		const uint8_t *desc = (const uint8_t *)d->d_buf + desc_off;
 
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(nm, "GNU", 4) == 0 &&
-		    nh.n_descsz > 0) {
+		if (!go && nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp(nm, "GNU", 4) == 0 && nh.n_descsz > 0) {
 			if (nh.n_descsz > cap)
 				return -ENOSPC;
-			memcpy(out, (const char *)d->d_buf + desc_off, nh.n_descsz);
+			memcpy(out, desc, nh.n_descsz);
 			return (int)nh.n_descsz;
 		}
+		if (go && nh.n_type == FR_GO_BUILD_ID_NOTE && fr_go_note_owner(nm, nh.n_namesz))
+			return fr_go_build_id(desc, nh.n_descsz, out, cap);
 		off = next;
 	}
 	return -ENOENT;
 }
 
 /* Build id from the PT_NOTE segments, else from SHT_NOTE sections (debug
- * files and objects without program headers). */
+ * files and objects without program headers); a GNU one first, else a Go
+ * executable's. */
 static int elf_read_build_id(Elf *elf, uint64_t fsize, uint8_t *out, size_t cap)
 {
 	size_t phnum = 0;
-	Elf_Scn *scn = NULL;
 	int ret;
 
-	if (elf_getphdrnum(elf, &phnum) == 0) {
+	if (elf_getphdrnum(elf, &phnum) < 0)
+		phnum = 0;
+	for (int go = 0; go < 2; go++) {
+		Elf_Scn *scn = NULL;
+
 		for (size_t i = 0; i < phnum; i++) {
 			GElf_Phdr ph;
 			Elf_Data *d;
@@ -112,20 +122,20 @@ static int elf_read_build_id(Elf *elf, uint64_t fsize, uint8_t *out, size_t cap)
 				continue;
 			d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
 						 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-			ret = note_find_build_id(d, out, cap);
+			ret = note_find_build_id(d, go, out, cap);
 			if (ret != -ENOENT)
 				return ret;
 		}
-	}
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
-		    !within_file(sh.sh_offset, sh.sh_size, fsize) || sh.sh_size > NOTE_MAX)
-			continue;
-		ret = note_find_build_id(elf_getdata(scn, NULL), out, cap);
-		if (ret != -ENOENT)
-			return ret;
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+			    !within_file(sh.sh_offset, sh.sh_size, fsize) || sh.sh_size > NOTE_MAX)
+				continue;
+			ret = note_find_build_id(elf_getdata(scn, NULL), go, out, cap);
+			if (ret != -ENOENT)
+				return ret;
+		}
 	}
 	return -ENOENT;
 }

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/buildid.h"
+
 /* Rows one FDE may have: the largest function of libclang-cpp.so.14 has
  * 2,636, of libc 105. */
 #define MAX_FDE_ROWS 8192
@@ -334,27 +336,41 @@ static int read_loads(Elf *elf, struct fr_cfi_table *t)
 	return t->nloads ? 0 : -ENOENT;
 }
 
-/* The GNU build id from the notes, if any. */
+/* The build id from the notes, if any: a GNU one, else a Go executable's
+ * (core/util/buildid.h), as core/symbols/elf_image.c reads it. */
 static void read_build_id(Elf *elf, struct fr_cfi_table *t)
 {
-	Elf_Scn *scn = NULL;
+	for (int go = 0; go < 2; go++) {
+		Elf_Scn *scn = NULL;
 
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		GElf_Nhdr nh;
-		size_t off = 0, name_off, desc_off;
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+			GElf_Nhdr nh;
+			size_t off = 0, name_off, desc_off;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		d = elf_getdata(scn, NULL);
-		while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    memcmp((const char *)d->d_buf + name_off, "GNU", 4) == 0 &&
-			    nh.n_descsz > 0 && nh.n_descsz <= sizeof(t->build_id)) {
-				memcpy(t->build_id, (const char *)d->d_buf + desc_off, nh.n_descsz);
-				t->build_id_len = (uint8_t)nh.n_descsz;
-				return;
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+				continue;
+			d = elf_getdata(scn, NULL);
+			while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+				const char *nm = (const char *)d->d_buf + name_off;
+				const uint8_t *desc = (const uint8_t *)d->d_buf + desc_off;
+				int n;
+
+				if (!go && nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+				    memcmp(nm, "GNU", 4) == 0 && nh.n_descsz > 0 &&
+				    nh.n_descsz <= sizeof(t->build_id)) {
+					memcpy(t->build_id, desc, nh.n_descsz);
+					t->build_id_len = (uint8_t)nh.n_descsz;
+					return;
+				}
+				if (go && nh.n_type == FR_GO_BUILD_ID_NOTE &&
+				    fr_go_note_owner(nm, nh.n_namesz) &&
+				    (n = fr_go_build_id(desc, nh.n_descsz, t->build_id,
+							sizeof(t->build_id))) > 0) {
+					t->build_id_len = (uint8_t)n;
+					return;
+				}
 			}
 		}
 	}

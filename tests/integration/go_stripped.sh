@@ -16,15 +16,18 @@ SRC=$(dirname "$0")/go/endpoints/main.go
 
 mkdir -p "$T/go" "$T/bin"
 cp "$SRC" "$T/go/main.go"
-# A GNU build id for the stripped build (Go's linker writes none unless
-# asked), which the symbol cache keys its copies by.
-bid=$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
+# The stripped build as `go build` makes it by default: no GNU build id,
+# so the symbol cache knows its copy by its Go build id's content hash.
 (cd "$T/go" && export GOPATH=$T/gopath GO111MODULE=off GOFLAGS= &&
 	"$GO" build -o "$T/bin/endpoints" main.go &&
-	"$GO" build -ldflags="-s -w -B 0x$bid" -o "$T/bin/endpoints_stripped" main.go) \
+	"$GO" build -ldflags="-s -w" -o "$T/bin/endpoints_stripped" main.go) \
 	>"$T/build.log" 2>&1 || { cat "$T/build.log"; fail "go build failed"; }
 readelf -SW "$T/bin/endpoints_stripped" | grep -q '\.symtab' && fail "the stripped build has a .symtab"
 readelf -SW "$T/bin/endpoints_stripped" | grep -q '\.gopclntab' || fail "the stripped build has no .gopclntab"
+readelf -n "$T/bin/endpoints_stripped" | grep -q 'GNU' && fail "the stripped build has a GNU note"
+# The id the recorder knows it by: the last part of its Go build id, in hex.
+gobid=$("$GO" tool buildid "$T/bin/endpoints_stripped") || fail "go tool buildid failed"
+bid=$(printf '%s' "${gobid##*/}" | od -An -tx1 | tr -d ' \n')
 
 # samples FOLDED PATTERN: samples whose stack matches the awk regex.
 samples() {
@@ -82,7 +85,9 @@ for name in normal stripped; do
 done
 
 # The stripped binary is gone: the names of its last profile came from
-# the symbol cache's copy, which keeps .gopclntab.
+# the symbol cache's copy, which keeps .gopclntab, known by the Go build
+# id (before, a Go binary without a GNU build id had no copy: its frames
+# were file+0x... once it was gone).
 [ -f "$T/symbols/$bid" ] || { ls -la "$T/symbols" >&2; fail "the symbol cache has no copy of $bid"; }
 readelf -SW "$T/symbols/$bid" | grep -q '\.gopclntab' || fail "the cached copy has no .gopclntab"
 stop_daemon

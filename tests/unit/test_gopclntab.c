@@ -333,6 +333,32 @@ static int references(const char *dir, const uint64_t *pcs, size_t n, struct ref
 	return pclose(f) == 0 ? 0 : -EIO;
 }
 
+/* A Go build without a GNU build id is known by its Go build id's last
+ * part (core/util/buildid.h), the same through fr_elf_build_id() (the
+ * tracker, the symbol cache) and the loaded image. */
+static void check_go_build_id(const char *dir, const struct fr_elf_image *s)
+{
+	char cmd[4300], line[256], *part;
+	uint8_t bid[FR_ELF_BUILD_ID_MAX];
+	int len;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "cd '%s' && go tool buildid stripped", dir);
+	f = popen(cmd, "r");
+	CHECK(f && fgets(line, sizeof(line), f), "go tool buildid gave nothing");
+	if (f)
+		pclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	part = strrchr(line, '/');
+	part = part ? part + 1 : line;
+	snprintf(cmd, sizeof(cmd), "%s/stripped", dir);
+	len = fr_elf_build_id(cmd, bid, sizeof(bid));
+	CHECK(len == (int)strlen(part) && memcmp(bid, part, (size_t)len) == 0,
+	      "the stripped build's id is %d bytes, not its Go build id's last part %s", len, part);
+	CHECK(s->build_id_len == (size_t)len && memcmp(s->build_id, bid, (size_t)len) == 0,
+	      "the loaded image's id is not the file's");
+}
+
 static int build(char *dir)
 {
 	char cmd[4400];
@@ -682,6 +708,8 @@ int main(void)
 	      "the stripped build: %zu symbols, table %p", s.nsyms, (void *)s.go);
 	CHECK(fr_elf_image_bytes(&s) > fr_gopclntab_bytes(s.go) && fr_gopclntab_bytes(s.go) > 0,
 	      "the table's bytes are not counted in the image's");
+	if (!failures)
+		check_go_build_id(dir, &s);
 	if (!failures)
 		check_all(dir, &n, &s);
 	if (!failures)
