@@ -229,6 +229,24 @@ static void apply_go(struct fr_applabels *al, struct al_proc *p, const struct fr
 						 : "linked by the system linker and stripped");
 }
 
+/* A look-up no worker could run: every worker is held by a read that
+ * never returned. A process never read is asked again in a moment, a few
+ * times; one whose read stalled keeps saying so, and is asked again as a
+ * stalled one is. Never "no labels", which it was not found to have. */
+static void not_looked_at(struct fr_applabels *al, struct al_proc *p)
+{
+	if (!p->stalls && ++p->retries < RETRIES) {
+		p->state = P_NEW;
+		p->retry_at = fr_now_mono_ns() + RETRY_NS;
+		enqueue(al, p);
+		return;
+	}
+	p->state = P_BAD;
+	if (!p->why)
+		p->why = "unreadable: too many reads stuck";
+	p->retry_at = fr_now_mono_ns() + STALL_BACKOFF_NS;
+}
+
 /* What a look-up found for p. */
 static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al_lookup *j)
 {
@@ -246,21 +264,7 @@ static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al
 		return;
 	}
 	if (j->no_worker) {
-		/* Every worker is held by a read that never returned: a
-		 * process never read is asked again in a moment, a few times;
-		 * one whose read stalled keeps saying so, and is asked again
-		 * as a stalled one is. Never "no labels", which it was not
-		 * found to have. */
-		if (!p->stalls && ++p->retries < RETRIES) {
-			p->state = P_NEW;
-			p->retry_at = fr_now_mono_ns() + RETRY_NS;
-			enqueue(al, p);
-			return;
-		}
-		p->state = P_BAD;
-		if (!p->why)
-			p->why = "unreadable: too many reads stuck";
-		p->retry_at = fr_now_mono_ns() + STALL_BACKOFF_NS;
+		not_looked_at(al, p);
 		return;
 	}
 	p->why = NULL;
