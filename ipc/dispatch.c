@@ -87,7 +87,7 @@ static void no_fini(void *r)
 static int takes_fd(const char *cmd)
 {
 	return strcmp(cmd, "attach") == 0 || strcmp(cmd, "threads") == 0 ||
-	       strcmp(cmd, "timeline") == 0;
+	       strcmp(cmd, "timeline") == 0 || strcmp(cmd, "goroutines") == 0;
 }
 
 static cJSON *serve(struct fr_ipc_dispatch *x, struct fr_ipc_call *call, const char *cmd,
@@ -105,6 +105,9 @@ static cJSON *serve(struct fr_ipc_dispatch *x, struct fr_ipc_call *call, const c
 	else if (strcmp(cmd, "threads") == 0 && x->h->threads)
 		SERVE(threads, struct fr_ipc_threads_req, fr_ipc_threads_req_decode,
 		      struct fr_ipc_threads_reply, fr_ipc_threads_reply_encode);
+	else if (strcmp(cmd, "goroutines") == 0 && x->h->goroutines)
+		SERVE(goroutines, struct fr_ipc_goroutines_req, fr_ipc_goroutines_req_decode,
+		      struct fr_ipc_goroutines_reply, fr_ipc_goroutines_reply_encode);
 	else if (strcmp(cmd, "timeline") == 0 && x->h->timeline)
 		SERVE(timeline, struct fr_ipc_timeline_req, fr_ipc_timeline_req_decode,
 		      struct fr_ipc_timeline_reply, fr_ipc_timeline_reply_encode);
@@ -130,7 +133,7 @@ static cJSON *serve(struct fr_ipc_dispatch *x, struct fr_ipc_call *call, const c
 			close(call->fd);
 		return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, "
 				    "consume, dump, status, sessions, threads, reload, trigger, "
-				    "timeline)",
+				    "timeline, goroutines)",
 				    cmd);
 	}
 	return resp;
