@@ -67,7 +67,11 @@ static void entry(Dwarf_Die *die, const struct want *w, size_t nw, struct fr_go_
  * the runtime's). */
 static bool complete(const struct fr_go_dwarf *d)
 {
-	return d->g_m >= 0 && d->g_labels >= 0 && d->m_curg >= 0 &&
+	return d->g_m >= 0 && d->g_labels >= 0 && d->m_curg >= 0 && d->g_goid >= 0 &&
+	       d->g_status >= 0 && d->g_waitsince >= 0 && d->g_waitreason >= 0 && d->g_gopc >= 0 &&
+	       d->g_startpc >= 0 && d->g_sched >= 0 && d->g_syscallsp >= 0 && d->g_syscallpc >= 0 &&
+	       d->g_stack >= 0 && d->g_tracking_seq >= 0 && d->gobuf_sp >= 0 && d->gobuf_pc >= 0 &&
+	       d->gobuf_bp >= 0 && d->stack_lo >= 0 && d->stack_hi >= 0 && d->m_procid >= 0 &&
 	       (d->labels_kind == 2 || (d->labels_kind == 1 && d->hmap_b >= 0 &&
 					d->hmap_buckets >= 0 && d->bucket_size >= 0));
 }
@@ -80,6 +84,24 @@ int fr_go_dwarf_offsets(void *data, size_t size, struct fr_go_dwarf *out)
 		{"runtime.m", "curg", &out->m_curg},
 		{"runtime.hmap", "B", &out->hmap_b},
 		{"runtime.hmap", "buckets", &out->hmap_buckets},
+		{"runtime.g", "goid", &out->g_goid},
+		{"runtime.g", "atomicstatus", &out->g_status},
+		{"runtime.g", "waitsince", &out->g_waitsince},
+		{"runtime.g", "waitreason", &out->g_waitreason},
+		{"runtime.g", "gopc", &out->g_gopc},
+		{"runtime.g", "startpc", &out->g_startpc},
+		{"runtime.g", "parentGoid", &out->g_parent},
+		{"runtime.g", "sched", &out->g_sched},
+		{"runtime.g", "syscallsp", &out->g_syscallsp},
+		{"runtime.g", "syscallpc", &out->g_syscallpc},
+		{"runtime.g", "stack", &out->g_stack},
+		{"runtime.g", "trackingSeq", &out->g_tracking_seq},
+		{"runtime.gobuf", "sp", &out->gobuf_sp},
+		{"runtime.gobuf", "pc", &out->gobuf_pc},
+		{"runtime.gobuf", "bp", &out->gobuf_bp},
+		{"runtime.stack", "lo", &out->stack_lo},
+		{"runtime.stack", "hi", &out->stack_hi},
+		{"runtime.m", "procid", &out->m_procid},
 	};
 	Dwarf_Off off = 0, next;
 	size_t hsize;
@@ -87,7 +109,8 @@ int fr_go_dwarf_offsets(void *data, size_t size, struct fr_go_dwarf *out)
 	Dwarf *dw;
 	Elf *elf;
 
-	*out = (struct fr_go_dwarf){-1, -1, -1, 0, -1, -1, -1};
+	memset(out, 0xff, sizeof(*out)); /* every offset -1 */
+	out->labels_kind = 0;
 	if (elf_version(EV_CURRENT) == EV_NONE || !(elf = elf_memory(data, size)))
 		return -ENOMEM;
 	if (elf_kind(elf) != ELF_K_ELF) {

@@ -18,6 +18,12 @@ struct fr_go_dwarf {
 	int labels_kind;
 	int64_t hmap_b, hmap_buckets; /* runtime.hmap.B, .buckets */
 	int64_t bucket_size;	      /* bucket<string,string>'s bytes */
+	/* What flightrec goroutines reads of each goroutine (runtime.g's
+	 * members, runtime.gobuf's and runtime.stack's, m.procid);
+	 * g_parent (Go 1.21 on) and g_tracking_seq may be -1. */
+	int64_t g_goid, g_status, g_waitsince, g_waitreason, g_gopc, g_startpc, g_parent;
+	int64_t g_sched, g_syscallsp, g_syscallpc, g_stack, g_tracking_seq;
+	int64_t gobuf_sp, gobuf_pc, gobuf_bp, stack_lo, stack_hi, m_procid;
 };
 
 /* Fills *out from the DWARF of the ELF image (data, size; borrowed).

@@ -392,6 +392,39 @@ static void file_line(const struct fr_gopclntab *g, const struct func *f, uint64
 		fr->file = string_at(g, g->files, foff);
 }
 
+int fr_gopclntab_find(const struct fr_gopclntab *g, const char *name, uint64_t *entry,
+		      uint64_t *end)
+{
+	uint64_t e, next, off;
+	struct func f;
+	const char *n;
+
+	for (uint64_t i = 0; g && i < g->nfunc; i++) {
+		if (!ftab_entry(g, i, &e, &off) || !ftab_entry(g, i + 1, &next, &(uint64_t){0}) ||
+		    next <= e || !read_func(g, off, e, next, &f) ||
+		    !(n = func_name(g, f.nameoff)) || strcmp(n, name) != 0)
+			continue;
+		*entry = e;
+		*end = next;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int fr_gopclntab_sp_at(const struct fr_gopclntab *g, uint64_t pc, int32_t *sp)
+{
+	struct func f;
+	int32_t v;
+
+	if (!g || !find_func(g, pc, &f))
+		return -ENOENT;
+	v = pcvalue(g, &f, f.pcsp, pc);
+	if (v < 0)
+		return -ENOENT;
+	*sp = v;
+	return 0;
+}
+
 int fr_gopclntab_func(const struct fr_gopclntab *g, uint64_t pc, const char **name, uint64_t *entry)
 {
 	struct func f;

@@ -75,6 +75,17 @@ size_t fr_gopclntab_bytes(const struct fr_gopclntab *g);
 int fr_gopclntab_func(const struct fr_gopclntab *g, uint64_t pc, const char **name,
 		      uint64_t *entry);
 
+/* The function named `name` (its first in the table): 0 with its
+ * [*entry, *end), or -ENOENT. Walks the whole table. */
+int fr_gopclntab_find(const struct fr_gopclntab *g, const char *name, uint64_t *entry,
+		      uint64_t *end);
+
+/* How far below its value at the function's entry the stack pointer is
+ * at link-time address `pc` (the pcsp table): 0 with *sp (>= 0), or
+ * -ENOENT. The return address of a frame stopped at pc is at its stack
+ * pointer + *sp. */
+int fr_gopclntab_sp_at(const struct fr_gopclntab *g, uint64_t pc, int32_t *sp);
+
 /* The frames at link-time address `pc`, innermost first, into `out`
  * (capacity `cap` >= 1), as Go's own tracebacks give them: the functions
  * inlined there, then the function they were inlined into, each with its

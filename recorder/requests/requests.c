@@ -30,6 +30,7 @@
 #include "ipc/proto.h"
 #include "recorder/triggers/dumps.h"
 #include "recorder/requests/requests_timeline.h"
+#include "recorder/requests/goroutines.h"
 #include "recorder/requests/threads.h"
 #include "recorder/requests/cursors.h"
 #include "recorder/requests/peer.h"
@@ -640,6 +641,7 @@ const struct fr_ipc_handlers daemon_handlers = {
 	.attach = handle_attach,
 	.consume = handle_consume,
 	.threads = daemon_handle_threads,
+	.goroutines = daemon_handle_goroutines,
 	.timeline = daemon_handle_timeline,
 	.dump = daemon_handle_dump,
 	.trigger = daemon_handle_trigger,

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "core/symbols/go_dwarf.h"
+#include "core/symbols/go_exe.h"
 #include "core/util/fs.h"
 #include "flightrec/labels_abi.h"
 
@@ -22,77 +23,10 @@
 #define BUILDINFO_MAX 4096u
 #define SYMS_CHUNK 2048u
 #define SYMS_MAX (8u << 20)
-#define VERSION_MAX 32u
 /* A program whose release is not in the table is read whole for its
  * DWARF, up to this size: the look-up must end within its deadline (250
  * ms; 2 MiB parse in 12 to 25 ms on a busy 2-vCPU machine). */
 #define DWARF_FILE_MAX (16ull << 20)
-
-static const char buildinfo_magic[14] = "\xff Go buildinf:";
-
-/* ---- the version ---- */
-
-int fr_go_minor(const char *v)
-{
-	unsigned long n = 0;
-	const char *p;
-
-	if (strncmp(v, "go1.", 4) != 0)
-		return -EPROTO;
-	for (p = v + 4; *p >= '0' && *p <= '9' && n < 1000; p++)
-		n = n * 10 + (unsigned long)(*p - '0');
-	if (p == v + 4 || n >= 1000)
-		return -EPROTO;
-	return (int)n;
-}
-
-/* A version string as the binary has it: printable, "go1." first (a
- * release) or "devel " (a toolchain built from its sources). */
-static int take_version(const uint8_t *s, size_t n, char *out, size_t outlen)
-{
-	if (n < 5 || n >= VERSION_MAX || n >= outlen)
-		return -EPROTO;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] < 0x20 || s[i] > 0x7e)
-			return -EPROTO;
-	memcpy(out, s, n);
-	out[n] = '\0';
-	return fr_go_minor(out) < 0 && strncmp(out, "devel ", 6) != 0 ? -EPROTO : 0;
-}
-
-int fr_go_buildinfo_version(const uint8_t *sec, size_t len,
-			    int (*vread)(void *arg, uint64_t addr, void *buf, size_t n), void *arg,
-			    char *out, size_t outlen)
-{
-	uint64_t hdr[2], vlen = 0;
-	uint8_t s[VERSION_MAX];
-	size_t at = 32;
-	unsigned shift = 0;
-
-	if (len < 32 || memcmp(sec, buildinfo_magic, sizeof(buildinfo_magic)) != 0)
-		return -ENOENT;
-	if (sec[15] & 2) {
-		/* Inline: a varint length then the bytes. */
-		while (at < len && shift < 35) {
-			vlen |= (uint64_t)(sec[at] & 0x7f) << shift;
-			shift += 7;
-			if (!(sec[at++] & 0x80))
-				break;
-		}
-		if (shift >= 35 || vlen > len - at)
-			return -EPROTO;
-		return take_version(sec + at, (size_t)vlen, out, outlen);
-	}
-	/* Before 1.18: at 16 a pointer (of sec[14] bytes, little-endian
-	 * here) to the version's string header. */
-	if (!vread || sec[14] != 8 || (sec[15] & 1))
-		return -ENOENT;
-	memcpy(&hdr[0], sec + 16, 8);
-	if (vread(arg, hdr[0], hdr, sizeof(hdr)) < 0 || hdr[1] >= VERSION_MAX ||
-	    vread(arg, hdr[0], s, (size_t)hdr[1]) < 0)
-		return -EPROTO;
-	return take_version(s, (size_t)hdr[1], out, outlen);
-}
 
 /* ---- the offsets ---- */
 

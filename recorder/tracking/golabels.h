@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/symbols/go_exe.h"
 #include "recorder/bpf/labels_bpf.h"
 
 /* The first and last Go minor release (1.N) whose layout is known. */
@@ -39,21 +40,6 @@ struct fr_go_runtime {
 	uint16_t m, curg, labels; /* g.m, m.curg, g.labels */
 	uint8_t kind;		  /* enum fr_bpf_go_kind */
 };
-
-/* The Go version in a .go.buildinfo section's bytes (sec, len; at
- * virtual address `addr`), into out (NUL-terminated, at most outlen - 1
- * bytes; "go1.N..." or "devel ..."). Go 1.18 on keeps it in the section ("\xff Go buildinf:",
- * pointer size, flags with bit 2, then a varint-length string); before,
- * the section holds a pointer to a string header, which `vread` reads
- * from the program's image (arg: its argument; returns 0 or -errno; may
- * be NULL: then such a section gives -ENOENT). Returns 0, -ENOENT (no
- * version) or -EPROTO (not a Go version string). */
-int fr_go_buildinfo_version(const uint8_t *sec, size_t len,
-			    int (*vread)(void *arg, uint64_t addr, void *buf, size_t n), void *arg,
-			    char *out, size_t outlen);
-
-/* The minor release of a "go1.N[.P][suffix]" version: N, or -EPROTO. */
-int fr_go_minor(const char *version);
 
 /* Fills rt's m, curg, labels and kind for Go 1.minor. Returns 0, or
  * -ENOTSUP for a release whose layout is not known. */

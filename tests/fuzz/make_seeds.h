@@ -39,5 +39,6 @@ void make_ipc_seeds(void);
 void make_pprof_seeds(void);
 void make_labelsets_seeds(void);
 void make_gopclntab_seeds(void);
+void make_goroutines_seeds(void);
 
 #endif

@@ -1,0 +1,48 @@
+/* What the goroutines request's two files share (recorder/requests/goroutines.c
+ * reads, goroutines_write.c writes the answer). */
+#ifndef FR_RECORDER_GOROUTINES_INT_H
+#define FR_RECORDER_GOROUTINES_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/symbols/go_exe.h"
+#include "recorder/tracking/goroutines.h"
+
+/* One goroutine as kept for the answer: its pcs and labels in the
+ * listing's arenas. */
+struct grec {
+	uint64_t goid, parent, gopc, startpc;
+	int64_t waiting_ns; /* 0: not waiting */
+	uint32_t status, waitreason, tid;
+	uint32_t npc, nlabels;
+	size_t pc_at, lab_at; /* into pcs[], labs[] ("key\0value\0" pairs) */
+	enum fr_gstack stack;
+	int labels_more;
+	uint64_t fp; /* where it waits: the same wait in the next answer */
+};
+
+struct glisting {
+	uint32_t pid;
+	struct fr_go_exe x;
+	uint64_t bias;
+	char exe[4096]; /* the executable's path, as the process has it */
+	uint64_t cap;	/* bytes the arenas may hold */
+	struct grec *g;
+	size_t n, gcap;
+	uint64_t *pcs;
+	size_t npcs, pcs_cap;
+	char *labs;
+	size_t nlabs, labs_cap;
+	int full; /* the bound was reached: the rest is not listed */
+	struct fr_goroutines_stats st;
+	int err; /* fr_goroutines_read()'s */
+	int64_t now_mono;
+};
+
+/* Writes the listing as the gzip'ed pprof of recorder/requests/goroutines.h
+ * into fd; the runtime's own goroutines are counted into *system and
+ * left out. Returns 0 or -errno. */
+int goroutines_write(const struct glisting *l, int fd, uint64_t *system, uint64_t *bytes);
+
+#endif

@@ -1,0 +1,137 @@
+#!/bin/bash
+# flightrec goroutines: every goroutine of a running Go program, read from
+# its memory without stopping it. The endpoints program
+# (tests/integration/go/endpoints: five goroutines parked on a channel
+# receive in main.waitForJob, started by main.spawnWaiters; the main
+# goroutine serving under pprof labels) is built as is, stripped
+# (-ldflags='-s -w': no .symtab, no DWARF) and position-independent
+# (-buildmode=pie: its addresses move), and each build runs while
+# flightrecd records:
+#  - --json lists the five waiters, state waiting, "chan receive", in
+#    main.waitForJob, created by main.spawnWaiters, their waiting time
+#    growing from one call to the next; the main goroutine with its
+#    "endpoint" label; none of the runtime's own;
+#  - the text groups the five as one stack;
+#  - -o writes a pprof that `go tool pprof -traces` reads, one sample
+#    per goroutine with the labels;
+#  - the offsets the recorder's table has for this Go are those of the
+#    program's DWARF (the table is used for stripped programs);
+# and the refusals: a process that is not Go, one that does not exist,
+# and, for a user who is not privileged, another user's Go program (their
+# own is read).
+. "$(dirname "$0")/lib.sh"
+need_root_perf
+[ -n "$GO" ] && [ -x "$GO" ] || skip "needs go (golang-go) to build the Go program"
+SRC=$(dirname "$0")/go/endpoints/main.go
+
+need_test_users
+U=frgo$$
+G=frgog$$
+add_test_group "$G"
+add_test_user "$U" "$G"
+mkdir -p "$T/go" "$T/bin" "$T/u"
+chown "$U" "$T/u" && chmod 0700 "$T/u"
+cp "$SRC" "$T/go/main.go"
+(cd "$T/go" && export GOPATH=$T/gopath GOCACHE=$T/gocache GO111MODULE=off GOFLAGS= &&
+	"$GO" build -o "$T/bin/endpoints" main.go &&
+	"$GO" build -ldflags="-s -w" -o "$T/bin/endpoints_stripped" main.go &&
+	"$GO" build -buildmode=pie -o "$T/bin/endpoints_pie" main.go) \
+	>"$T/build.log" 2>&1 || { cat "$T/build.log"; fail "go build failed"; }
+readelf -SW "$T/bin/endpoints_stripped" | grep -q '\.symtab' && fail "the stripped build has a .symtab"
+cp "$T/bin/endpoints" "$T/u/endpoints" && chown "$U" "$T/u/endpoints"
+
+cat >"$T/config.json" <<JSON
+{"socket": {"path": "$SOCK", "group": "$G"}}
+JSON
+start_daemon --config "$T/config.json"
+
+pids=()
+for b in endpoints endpoints_stripped endpoints_pie; do
+	"$T/bin/$b" -seconds 60 >"$T/$b.out" &
+	pids+=($!)
+done
+runuser -u "$U" -- "$T/u/endpoints" -seconds 60 >"$T/user.out" &
+USER_RUNNER=$!
+wait_until 10 "grep -q pid= $T/user.out" || fail "the user's Go program did not start"
+USER_PID=$(sed -n 's/^pid=//p' "$T/user.out")
+
+# check NAME PID: two --json listings a second apart, the text and -o.
+check() {
+	local name=$1 pid=$2
+	"$FLIGHTREC" goroutines --pid "$pid" --json >"$T/$name.1.json" 2>"$T/$name.err" ||
+		{ cat "$T/$name.err"; fail "$name: goroutines --json failed"; }
+	sleep 1.5
+	"$FLIGHTREC" goroutines --pid "$pid" --json >"$T/$name.2.json" 2>"$T/$name.err" ||
+		{ cat "$T/$name.err"; fail "$name: the second goroutines --json failed"; }
+	python3 - "$T/$name.1.json" "$T/$name.2.json" "$name" <<'PY' || fail "$name: the listing is not as expected"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+name = sys.argv[3]
+def waiters(doc):
+    out = {}
+    for g in doc["goroutines"]:
+        fns = [f["function"] for f in g.get("stack", [])]
+        if "main.waitForJob" in fns:
+            out[g["goid"]] = g
+    return out
+for doc in (a, b):
+    assert doc["go"].startswith("go1."), doc["go"]
+    w = waiters(doc)
+    assert len(w) == 5, "%s: %d goroutines in main.waitForJob, want 5" % (name, len(w))
+    for g in w.values():
+        assert g["state"] == "waiting" and g["wait"] == "chan receive", g
+        assert g["created_by"] == "main.spawnWaiters", g
+        assert g["created_at"].endswith("main.go:47") or "main.go:" in g["created_at"], g
+        fns = [f["function"] for f in g["stack"]]
+        assert fns[0] == "runtime.gopark" and fns[-1] == "runtime.goexit", fns
+        assert all(f.get("line", 0) > 0 for f in g["stack"]), g["stack"]
+    assert not any(g.get("start", "").startswith("runtime.") and g["start"] != "runtime.main"
+                   for g in doc["goroutines"]), "the runtime's own goroutines listed"
+    assert doc["system"] >= 3, doc["system"]
+    main = [g for g in doc["goroutines"] if g["goid"] == 1]
+    assert main and main[0]["labels"].get("endpoint") in ("/a", "/b"), main
+w1, w2 = waiters(a), waiters(b)
+assert set(w1) == set(w2), (set(w1), set(w2))
+for goid in w1:
+    x, y = w1[goid].get("waiting_ns", 0), w2[goid].get("waiting_ns", 0)
+    assert y >= x + 1000000000, "goroutine %d waited %d then %d ns" % (goid, x, y)
+print("%s: %d goroutines, 5 waiters, waiting %.1f s by the second call" %
+      (name, len(b["goroutines"]), min(g["waiting_ns"] for g in w2.values()) / 1e9))
+PY
+	"$FLIGHTREC" goroutines --pid "$pid" >"$T/$name.txt" 2>"$T/$name.err" ||
+		{ cat "$T/$name.err"; fail "$name: goroutines (text) failed"; }
+	grep -Eq '^5 goroutines? \[chan receive' "$T/$name.txt" ||
+		{ cat "$T/$name.txt"; fail "$name: the text does not group the five waiters"; }
+	grep -q 'main.waitForJob' "$T/$name.txt" || fail "$name: the text does not name main.waitForJob"
+	"$FLIGHTREC" goroutines --pid "$pid" -o "$T/$name.pb.gz" 2>"$T/$name.err" ||
+		{ cat "$T/$name.err"; fail "$name: goroutines -o failed"; }
+	"$GO" tool pprof -traces "$T/$name.pb.gz" >"$T/$name.traces" 2>"$T/$name.pprof.err" ||
+		{ cat "$T/$name.pprof.err"; fail "$name: go tool pprof cannot read the profile"; }
+	[ "$(grep -c 'main.waitForJob' "$T/$name.traces")" -ge 1 ] &&
+		grep -q 'wait:\[chan receive\]' "$T/$name.traces" ||
+		{ head -40 "$T/$name.traces"; fail "$name: go tool pprof -traces does not show the waiters"; }
+}
+
+check normal "${pids[0]}"
+check stripped "${pids[1]}"
+check pie "${pids[2]}"
+
+# Refusals, each with a reason and a failing exit status.
+refused() { # WHAT PATTERN CMD...
+	local what=$1 pat=$2
+	shift 2
+	"$@" >"$T/refused.out" 2>"$T/refused.err" && fail "$what: answered"
+	grep -q "$pat" "$T/refused.err" || { cat "$T/refused.err"; fail "$what: not said why"; }
+}
+refused "a shell" "not a Go program" "$FLIGHTREC" goroutines --pid $$ --json
+refused "no process" "no process" "$FLIGHTREC" goroutines --pid 999999999 --json
+refused "another user's program" "not yours" runuser -u "$U" -- "$FLIGHTREC" goroutines --pid "${pids[0]}" --json
+runuser -u "$U" -- "$FLIGHTREC" goroutines --pid "$USER_PID" --json >"$T/user.json" 2>"$T/user.err" ||
+	{ cat "$T/user.err"; fail "the user cannot read their own Go program"; }
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len([g for g in d["goroutines"] if g.get("wait")=="chan receive"])==5' "$T/user.json" ||
+	fail "the user's own listing lacks the waiters"
+daemon_alive || fail "the recorder died"
+
+kill "${pids[@]}" "$USER_RUNNER" 2>/dev/null
+wait 2>/dev/null
+echo "ok"
