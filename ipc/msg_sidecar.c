@@ -26,6 +26,8 @@ static const struct fr_ipc_mdesc head_m[] = {
 	MD(T, "after_ns", after_ns, FR_IPC_M_I64, FR_IPC_ALWAYS),
 	MD(T, "pid", pid, FR_IPC_M_I64, FR_IPC_NONZERO),
 	MD(T, "profile", profile, FR_IPC_M_STR, FR_IPC_ALWAYS),
+	MD(T, "goroutines", goroutines, FR_IPC_M_STR, FR_IPC_NONZERO),
+	MD(T, "go_processes", go_processes, FR_IPC_M_U64, FR_IPC_NONZERO),
 };
 static const struct fr_ipc_mdesc tail_m[] = {
 	MD(T, "samples", samples, FR_IPC_M_U64, FR_IPC_ALWAYS),

@@ -39,6 +39,8 @@ struct fr_ipc_sidecar {
 	int64_t after_ns;  /* "after_ns": the trigger's */
 	int64_t pid;	   /* "pid": an exit trigger's process, when not 0 */
 	char profile[256]; /* "profile": the profile's file name */
+	char goroutines[256]; /* "goroutines": the goroutines' file name, when kept */
+	uint64_t go_processes; /* "go_processes": the Go programs in it */
 	uint32_t nevents;  /* "events" */
 	struct fr_ipc_sidecar_event events[FR_LIMIT_EVENTS];
 	uint64_t samples; /* "samples" */

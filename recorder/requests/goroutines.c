@@ -42,6 +42,7 @@
 #include "recorder/requests/goroutines.h"
 #include "recorder/requests/goroutines_int.h"
 #include "recorder/requests/peer.h"
+#include "recorder/tracking/golabels.h"
 #include "recorder/tracking/proc.h"
 #include "recorder/tracking/proc_threads.h"
 
@@ -301,7 +302,7 @@ static int answer(struct glisting *l, int fd, int has_uid, struct fr_ipc_call *c
 	if (has_uid && !may(call->peer, l->pid))
 		return fr_ipc_refuse(call, "goroutines: process %u is not yours to read", l->pid);
 	waited(l);
-	if (goroutines_write(l, fd, &r->system, &r->bytes) < 0)
+	if (goroutines_write(&l, 1, fd, &r->system, &r->bytes) < 0)
 		return fr_ipc_refuse(call, "goroutines: cannot write the answer");
 	r->goroutines = l->n - r->system;
 	r->changed = l->st.changed;
@@ -312,6 +313,87 @@ static int answer(struct glisting *l, int fd, int has_uid, struct fr_ipc_call *c
 			     "may take, or %d)",
 			     l->n, GOROUTINES_MAX);
 	return 0;
+}
+
+/* ---- a dump's snapshot ---- */
+
+struct snap {
+	const struct fr_targets *t;
+	uint32_t pids[GOROUTINES_SNAPSHOT_PROCS];
+	uint32_t n;
+	int more; /* Go programs past the bound */
+};
+
+/* Whether pid, one of the targets, runs a Go program (its executable has
+ * a .go.buildinfo: headers and sections read, nothing more). */
+static void consider(void *arg, uint32_t pid)
+{
+	struct snap *s = arg;
+	struct fr_go_runtime rt;
+	char path[64];
+	int fd, go;
+
+	if (pid == (uint32_t)getpid() || !fr_proc_matches("/proc", pid, s->t))
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) < 0)
+		return;
+	go = fr_go_runtime_from_fd(fd, &rt) != -ENOENT && rt.version[0];
+	close(fd);
+	if (go && s->n == GOROUTINES_SNAPSHOT_PROCS)
+		s->more = 1;
+	else if (go)
+		s->pids[s->n++] = pid;
+}
+
+int daemon_goroutines_snapshot(struct daemon *d, const struct fr_targets *t, int fd,
+			       uint32_t *nprocs)
+{
+	struct snap s = {.t = t};
+	struct glisting *ls[GOROUTINES_SNAPSHOT_PROCS];
+	uint64_t system, bytes;
+	size_t n = 0;
+	int64_t got;
+	int ret;
+
+	*nprocs = 0;
+	if (t->npids)
+		for (uint32_t i = 0; i < t->npids; i++)
+			consider(&s, t->pids[i]);
+	else
+		fr_proc_each_pid("/proc", consider, &s);
+	if (!s.n)
+		return 0;
+	if ((got = daemon_memory_reserve(d, 0, GOROUTINES_MEMORY)) < 0)
+		return (int)got;
+	for (uint32_t i = 0; i < s.n; i++) {
+		struct fr_worker *w = NULL;
+		struct glisting *l = calloc(1, sizeof(*l));
+
+		if (!l)
+			break;
+		l->pid = s.pids[i];
+		l->cap = (uint64_t)got / s.n;
+		ret = fr_worker_call(&w, read_run, read_drop, l, GOROUTINES_SNAPSHOT_NS);
+		fr_worker_free(w);
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret < 0 || (l->err < 0 && l->err != -E2BIG && l->err != -ECANCELED)) {
+			listing_free(l);
+			continue;
+		}
+		waited(l);
+		ls[n++] = l;
+	}
+	ret = n ? goroutines_write(ls, n, fd, &system, &bytes) : 0;
+	*nprocs = ret == 0 ? (uint32_t)n : 0;
+	for (size_t i = 0; i < n; i++)
+		listing_free(ls[i]);
+	daemon_memory_release(d, 0, got);
+	if (s.more)
+		fr_log_warn("a dump's goroutines: only the first %d Go programs of the targets",
+			    GOROUTINES_SNAPSHOT_PROCS);
+	return ret;
 }
 
 int daemon_handle_goroutines(void *arg, struct fr_ipc_call *call,

@@ -13,7 +13,8 @@
  * in "stack".
  *
  * Labels of every sample:
- *  - numeric: "goid"; "creator_goid" (the goroutine whose `go`
+ *  - numeric: "pid" (the process: a dump's snapshot holds several);
+ *    "goid"; "creator_goid" (the goroutine whose `go`
  *    statement created it: Go 1.21 onward, absent before and for the
  *    first goroutines); "waiting_ns" (as the value); "thread" (the
  *    thread's tid for a goroutine running or in a system call);
@@ -30,8 +31,9 @@
  *    deeper than GOROUTINE_DEPTH_MAX frames, the innermost kept);
  *  - the goroutine's pprof labels with their own keys; one named like a
  *    label above is given as "go:KEY".
- * The profile's comments: "pid=P", "go=VERSION", "system=N" (the
- * runtime's own goroutines, left out as Go's own profile leaves them).
+ * The profile's comments, for each process in turn: "pid=P",
+ * "go=VERSION", "system=N" (the runtime's own goroutines, left out as
+ * Go's own profile leaves them).
  */
 #ifndef FR_RECORDER_GOROUTINES_H
 #define FR_RECORDER_GOROUTINES_H
@@ -41,6 +43,13 @@
 /* Most frames of a goroutine's stack. */
 #define GOROUTINE_DEPTH_MAX 100
 
+/* A dump's snapshot: at most this many Go programs, each read within
+ * this long. */
+#define GOROUTINES_SNAPSHOT_PROCS 8
+#define GOROUTINES_SNAPSHOT_NS (5 * 1000000000ll)
+
+struct daemon;
+struct fr_targets;
 struct fr_ipc_call;
 struct fr_ipc_goroutines_req;
 struct fr_ipc_goroutines_reply;
@@ -51,5 +60,13 @@ struct fr_ipc_goroutines_reply;
 int daemon_handle_goroutines(void *arg, struct fr_ipc_call *call,
 			     const struct fr_ipc_goroutines_req *q,
 			     struct fr_ipc_goroutines_reply *r);
+
+/* The goroutines of the Go programs among the processes of `t` (every
+ * process when it names none) now, into fd as one pprof (the labels
+ * above; "pid" tells the processes apart): a dump's snapshot, taken at
+ * its trigger (recorder/triggers/dumps.h). Returns 0 with how many
+ * programs it holds in *nprocs (0: none, fd untouched), or -errno. */
+int daemon_goroutines_snapshot(struct daemon *d, const struct fr_targets *t, int fd,
+			       uint32_t *nprocs);
 
 #endif

@@ -40,9 +40,11 @@ struct glisting {
 	int64_t now_mono;
 };
 
-/* Writes the listing as the gzip'ed pprof of recorder/requests/goroutines.h
- * into fd; the runtime's own goroutines are counted into *system and
- * left out. Returns 0 or -errno. */
-int goroutines_write(const struct glisting *l, int fd, uint64_t *system, uint64_t *bytes);
+/* Writes the listings of `nls` processes as the gzip'ed pprof of
+ * recorder/requests/goroutines.h into fd (each process's comments in
+ * turn); the runtime's own goroutines are counted into *system and left
+ * out. Returns 0 or -errno. */
+int goroutines_write(struct glisting *const *ls, size_t nls, int fd, uint64_t *system,
+		     uint64_t *bytes);
 
 #endif

@@ -16,7 +16,7 @@
 #include "recorder/requests/goroutines_int.h"
 
 #define INLINE_MAX 16
-#define LABELS_MAX (10 + FR_GOROUTINE_LABELS)
+#define LABELS_MAX (12 + FR_GOROUTINE_LABELS)
 
 static int fd_sink(void *arg, const void *buf, size_t len)
 {
@@ -123,7 +123,7 @@ static int is_system(const struct glisting *l, const struct grec *g)
 	return start && strncmp(start, "runtime.", 8) == 0 && strcmp(start, "runtime.main") != 0;
 }
 
-static const char *const ours[] = {"goid",  "creator_goid", "waiting_ns", "thread", "state", "wait",
+static const char *const ours[] = {"pid", "goid",  "creator_goid", "waiting_ns", "thread", "state", "wait",
 				   "start", "created_by",   "created_at", "waited", "stack"};
 
 static int is_ours(const char *k)
@@ -147,6 +147,7 @@ static size_t labels(const struct glisting *l, const struct grec *g, struct fr_p
 	size_t n = 0;
 	int nf;
 
+	lb[n++] = (struct fr_pprof_label){"pid", NULL, l->pid};
 	lb[n++] = (struct fr_pprof_label){"goid", NULL, (int64_t)g->goid};
 	if (g->parent)
 		lb[n++] = (struct fr_pprof_label){"creator_goid", NULL, (int64_t)g->parent};
@@ -195,15 +196,12 @@ static void sample(struct out *o, const struct grec *g)
 	fr_pprof_sample(o->p, loc, n, v, 2, lb, nl);
 }
 
+/* A process's comments and mapping. */
 static void head(struct out *o, uint64_t system)
 {
 	const struct glisting *l = o->l;
 	char line[160];
 
-	fr_pprof_sample_type(o->p, "goroutines", "count");
-	fr_pprof_sample_type(o->p, "waiting", "nanoseconds");
-	fr_pprof_period(o->p, "goroutines", "count", 1);
-	fr_pprof_default_sample_type(o->p, "goroutines");
 	snprintf(line, sizeof(line), "pid=%" PRIu32, l->pid);
 	fr_pprof_comment(o->p, line);
 	snprintf(line, sizeof(line), "go=%s", l->x.version);
@@ -216,21 +214,37 @@ static void head(struct out *o, uint64_t system)
 					 FR_PPROF_HAS_LINE_NUMBERS | FR_PPROF_HAS_INLINE_FRAMES);
 }
 
-int goroutines_write(const struct glisting *l, int fd, uint64_t *system, uint64_t *bytes)
+int goroutines_write(struct glisting *const *ls, size_t nls, int fd, uint64_t *system,
+		     uint64_t *bytes)
 {
-	struct out o = {.l = l};
+	struct out o = {0};
 	struct stat st;
 	int ret;
 
 	*system = 0;
-	for (size_t i = 0; i < l->n; i++)
-		*system += (uint64_t)is_system(l, &l->g[i]);
 	if (!(o.p = fr_pprof_new(6, fd_sink, &fd)))
 		return -ENOMEM;
-	head(&o, *system);
-	for (size_t i = 0; i < l->n; i++)
-		if (!is_system(l, &l->g[i]))
-			sample(&o, &l->g[i]);
+	fr_pprof_sample_type(o.p, "goroutines", "count");
+	fr_pprof_sample_type(o.p, "waiting", "nanoseconds");
+	fr_pprof_period(o.p, "goroutines", "count", 1);
+	fr_pprof_default_sample_type(o.p, "goroutines");
+	for (size_t k = 0; k < nls; k++) {
+		const struct glisting *l = ls[k];
+		uint64_t sys = 0;
+
+		for (size_t i = 0; i < l->n; i++)
+			sys += (uint64_t)is_system(l, &l->g[i]);
+		*system += sys;
+		/* Addresses are the process's own: one table per process. */
+		o.l = l;
+		o.locs.n = 0;
+		if (o.locs.cap)
+			memset(o.locs.addr, 0, o.locs.cap * sizeof(*o.locs.addr));
+		head(&o, sys);
+		for (size_t i = 0; i < l->n; i++)
+			if (!is_system(l, &l->g[i]))
+				sample(&o, &l->g[i]);
+	}
 	ret = fr_pprof_finish(o.p);
 	fr_pprof_free(o.p);
 	free(o.locs.addr);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/util/fs.h"
@@ -456,6 +457,12 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t
 		return -ENOENT;
 	}
 
+	/* What every goroutine of the targets' Go programs does, at the
+	 * trigger, before the window's profile is read. */
+	dr.goroutines_fd = memfd_create("flightrec-goroutines", MFD_CLOEXEC);
+	if (dr.goroutines_fd >= 0 &&
+	    daemon_goroutines_snapshot(d, &preq->targets, dr.goroutines_fd, &dr.go_processes) < 0)
+		dr.go_processes = 0;
 	fr_sources_pmu_note(&d->sources, preq->events, preq->nevents, pmu_note, sizeof(pmu_note));
 	preq->pmu_note = pmu_note;
 	/* Samples up to the end of the window must be in the ring. */
@@ -471,6 +478,7 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t
 		reserved = 0;
 		if (strcmp(fire->kind, "manual") == 0) {
 			free(preq);
+			close(dr.goroutines_fd);
 			fr_log_warn("manual dump of session %s refused: query memory busy",
 				    fire->session);
 			return -EAGAIN;
@@ -486,6 +494,8 @@ int daemon_dump(void *arg, const struct fr_trigger_fire *fire, char *out, size_t
 	daemon_symbol_paths_fini(&sp);
 	daemon_query_release(d, preq->targets.has_uid, reserved);
 	free(preq);
+	if (dr.goroutines_fd >= 0)
+		close(dr.goroutines_fd);
 	if (ret < 0) {
 		fr_log_err("dump of session %s (%s) failed: %s", fire->session, fire->kind, err);
 		if (out)

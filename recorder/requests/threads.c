@@ -95,21 +95,12 @@ struct listing {
 static int wanted(const struct listing *l, uint32_t pid)
 {
 	const struct fr_targets *t = l->targets;
-	char comm[FR_LIMIT_COMM_LEN], cgroup[FR_LIMIT_CGROUP_LEN];
 	uint32_t uid;
 	int ok = !t->npids;
 
 	for (uint32_t i = 0; i < t->npids && !ok; i++)
 		ok = t->pids[i] == pid;
-	if (ok && t->ncomms) {
-		ok = 0;
-		if (fr_proc_read_comm(THREADS_PROC, pid, 0, comm, sizeof(comm)) == 0)
-			for (uint32_t i = 0; i < t->ncomms && !ok; i++)
-				ok = strcmp(t->comms[i], comm) == 0;
-	}
-	if (ok && t->cgroup[0])
-		ok = fr_proc_read_cgroup(THREADS_PROC, pid, cgroup, sizeof(cgroup)) == 0 &&
-		     fr_cgroup_within(cgroup, t->cgroup);
+	ok = ok && fr_proc_matches(THREADS_PROC, pid, t);
 	if (ok && l->has_uid)
 		ok = fr_proc_read_uid(THREADS_PROC, pid, &uid) == 0 && uid == l->uid;
 	return ok;

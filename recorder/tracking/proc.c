@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/query/targets.h"
 #include "core/util/fs.h"
 
 ssize_t fr_proc_read_text(const char *path, char *buf, size_t len)
@@ -275,4 +276,24 @@ int fr_proc_open_mapped(uint32_t pid, uint64_t start, uint64_t end, const char *
 	if (fd < 0 && fd != -ELOOP && fd != -ENOEXEC && fd != -EFBIG)
 		fd = fr_open_untrusted(NULL, path, max, st);
 	return fd;
+}
+
+int fr_proc_matches(const char *proc, uint32_t pid, const struct fr_targets *t)
+{
+	char comm[FR_LIMIT_COMM_LEN], cgroup[FR_LIMIT_CGROUP_LEN];
+	uint32_t uid;
+	int ok = 1;
+
+	if (t->ncomms) {
+		ok = 0;
+		if (fr_proc_read_comm(proc, pid, 0, comm, sizeof(comm)) == 0)
+			for (uint32_t i = 0; i < t->ncomms && !ok; i++)
+				ok = strcmp(t->comms[i], comm) == 0;
+	}
+	if (ok && t->cgroup[0])
+		ok = fr_proc_read_cgroup(proc, pid, cgroup, sizeof(cgroup)) == 0 &&
+		     fr_cgroup_within(cgroup, t->cgroup);
+	if (ok && t->has_uid)
+		ok = fr_proc_read_uid(proc, pid, &uid) == 0 && uid == t->uid;
+	return ok;
 }

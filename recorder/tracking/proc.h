@@ -53,6 +53,13 @@ int fr_proc_read_uid(const char *proc, uint32_t pid, uint32_t *uid);
  * -errno (-ENOENT: gone or empty); `dst` is then unchanged. */
 int fr_proc_read_comm(const char *proc, uint32_t pid, uint32_t tid, char *dst, size_t len);
 
+struct fr_targets;
+
+/* Whether process `pid` has one of the command names, the cgroup (or one
+ * below it) and the real uid that `t` asks for (its pids are not looked
+ * at). Returns 1 or 0 (not, or gone). */
+int fr_proc_matches(const char *proc, uint32_t pid, const struct fr_targets *t);
+
 /* Parses `proc`/PID/stat into *ps. The name may hold spaces and
  * parentheses, so fields are counted from the last ')'. Returns 0 when
  * every field up to starttime was there; -EPROTO when the line stops

@@ -32,6 +32,7 @@
 
 #define PROFILE_SUFFIX ".pb.gz"
 #define SIDECAR_SUFFIX ".json"
+#define GOROUTINES_SUFFIX ".goroutines.pb.gz"
 /* "YYYYMMDDTHHMMSS.mmmZ" */
 #define STAMP_LEN 20
 /* Dumps of one stem (same session, trigger and millisecond) beyond the
@@ -96,6 +97,38 @@ static int publish(int dirfd, const char *tmp, const char *name)
 /* Writes all of `text` to a new temporary file in `dirfd` and renames it
  * to `name` (never replacing a file). Returns 0 or -errno; on failure
  * nothing is left. */
+/* Copies what the descriptor `from` holds (from its start) into the new
+ * file `name` of the directory, as write_small() does. */
+static int write_copy(int dirfd, const char *name, int from, mode_t mode)
+{
+	char tmp[NAME_MAX + 1], buf[65536];
+	int fd = create_tmp(dirfd, name, mode, tmp, sizeof(tmp)), ret = 0;
+	off_t at = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	while (ret == 0 && (n = pread(from, buf, sizeof(buf), at)) != 0) {
+		if (n < 0) {
+			ret = errno == EINTR ? 0 : -errno;
+			continue;
+		}
+		at += n;
+		for (ssize_t off = 0, w; ret == 0 && off < n; off += w > 0 ? w : 0)
+			if ((w = write(fd, buf + off, (size_t)(n - off))) < 0 ? errno != EINTR
+									      : w == 0)
+				ret = -EIO;
+	}
+	if (ret == 0 && fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	if (ret == 0)
+		ret = publish(dirfd, tmp, name);
+	if (ret < 0)
+		unlinkat(dirfd, tmp, 0);
+	return ret;
+}
+
 static int write_small(int dirfd, const char *name, const char *text, mode_t mode)
 {
 	char tmp[NAME_MAX + 1];
@@ -125,7 +158,7 @@ static int write_small(int dirfd, const char *name, const char *text, mode_t mod
 }
 
 static char *sidecar_json(const struct fr_dump_request *req, const struct fr_profile_result *res,
-			  const char *profile_name, uint64_t bytes)
+			  const char *profile_name, const char *goroutines_name, uint64_t bytes)
 {
 	struct fr_ipc_sidecar *sc = calloc(1, sizeof(*sc));
 	char *text;
@@ -142,6 +175,8 @@ static char *sidecar_json(const struct fr_dump_request *req, const struct fr_pro
 	sc->after_ns = req->after_ns;
 	sc->pid = req->pid;
 	snprintf(sc->profile, sizeof(sc->profile), "%s", profile_name);
+	snprintf(sc->goroutines, sizeof(sc->goroutines), "%s", goroutines_name);
+	sc->go_processes = req->go_processes;
 	for (uint32_t i = 0; i < res->nevents && i < FR_LIMIT_EVENTS; i++) {
 		struct fr_ipc_sidecar_event *ev = &sc->events[sc->nevents++];
 
@@ -168,7 +203,7 @@ static int publish_dump(int dirfd, const struct fr_dump_request *req, const char
 			const char *tmp, const struct fr_profile_result *res, uint64_t bytes,
 			mode_t mode, char *name, char *err, size_t errlen)
 {
-	char side[NAME_MAX + 1];
+	char side[NAME_MAX + 1], gor[NAME_MAX + 1];
 	char *json;
 	int ret;
 
@@ -179,6 +214,7 @@ static int publish_dump(int dirfd, const struct fr_dump_request *req, const char
 			snprintf(suffix, sizeof(suffix), "-%d", i);
 		snprintf(name, NAME_MAX + 1, "%s%s" PROFILE_SUFFIX, stem, suffix);
 		snprintf(side, sizeof(side), "%s%s" SIDECAR_SUFFIX, stem, suffix);
+		snprintf(gor, sizeof(gor), "%s%s" GOROUTINES_SUFFIX, stem, suffix);
 		if (faccessat(dirfd, side, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 			continue;
 		ret = publish(dirfd, tmp, name);
@@ -191,8 +227,17 @@ static int publish_dump(int dirfd, const struct fr_dump_request *req, const char
 		}
 		/* No sidecar of this name can appear once its profile is
 		 * published: names are claimed by the profile, in a directory
-		 * only this user changes. */
-		json = sidecar_json(req, res, name, bytes);
+		 * only this user changes. The goroutines go in before the
+		 * sidecar that names them (one that fails is left out, and the
+		 * dump keeps its profile). */
+		if (req->goroutines_fd >= 0 && req->go_processes &&
+		    write_copy(dirfd, gor, req->goroutines_fd, mode) < 0) {
+			fr_log_warn("cannot write %s/%s; the dump goes without it", req->dir, gor);
+			gor[0] = '\0';
+		} else if (req->goroutines_fd < 0 || !req->go_processes) {
+			gor[0] = '\0';
+		}
+		json = sidecar_json(req, res, name, gor, bytes);
 		ret = json ? write_small(dirfd, side, json, mode) : -ENOMEM;
 		free(json);
 		if (ret < 0) {
@@ -351,7 +396,8 @@ static int is_dump_temp(const char *name)
 		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
 			return 0;
 	return is_dump_name(name + 1, len - 14, PROFILE_SUFFIX) ||
-	       is_dump_name(name + 1, len - 14, SIDECAR_SUFFIX);
+	       is_dump_name(name + 1, len - 14, SIDECAR_SUFFIX) ||
+	       is_dump_name(name + 1, len - 14, GOROUTINES_SUFFIX);
 }
 
 /* Whether `name` in `dirfd` is a regular file (a symlink is not). */
@@ -425,6 +471,8 @@ int fr_dumps_retain(int dirfd, uint32_t keep, uint64_t max_bytes)
 			continue;
 		}
 		snprintf(side, sizeof(side), "%.*s" SIDECAR_SUFFIX, (int)len, v[i].name);
+		unlinkat(dirfd, side, 0);
+		snprintf(side, sizeof(side), "%.*s" GOROUTINES_SUFFIX, (int)len, v[i].name);
 		unlinkat(dirfd, side, 0);
 		removed++;
 	}

@@ -6,6 +6,11 @@
  *   SESSION-TRIGGER-HOST-YYYYMMDDTHHMMSS.mmmZ.pb.gz    the gzip'ed pprof
  *   SESSION-TRIGGER-HOST-YYYYMMDDTHHMMSS.mmmZ.json     what fired
  *
+ * and, when the session's targets ran Go programs at the trigger, a third:
+ *
+ *   SESSION-...mmmZ.goroutines.pb.gz   every goroutine of each of them
+ *                                      (recorder/requests/goroutines.h)
+ *
  * TRIGGER is signal, cpu_above, exit or manual; the time is when it fired
  * (UTC). A second dump of the same session, trigger and millisecond is
  * STEM-2 (then -3, ...): a dump never replaces a file. The sidecar is one JSON object:
@@ -13,6 +18,7 @@
  *   {"session": "db", "trigger": "cpu_above", "reason": "...",
  *    "fired_ns": N, "t0_ns": N, "t1_ns": N, "window_ns": N, "after_ns": N,
  *    "pid": N (exit triggers), "profile": "FILE.pb.gz",
+ *    "goroutines": "FILE.goroutines.pb.gz", "go_processes": N (when kept),
  *    "events": [{"event": "cpu", "hz": 99, "samples": N, "lost": N}],
  *    "samples": N, "bytes": N, "version": "0.1.0"}
  *
@@ -26,7 +32,7 @@
  * dump. Retention then removes the oldest dumps (both files) until at
  * most `keep` remain and their profiles take at most `max_bytes` (0: no
  * byte limit), and removes temporary files of dumps that died half-way
- * (untouched for an hour). Only regular files named like dumps (or their
+ * (untouched for an hour); a dump's goroutines go with it. Only regular files named like dumps (or their
  * temporary files) are ever removed, by name (unlinkat), never through a
  * symlink.
  */
@@ -57,6 +63,10 @@ struct fr_dump_request {
 	int64_t window_ns, after_ns;
 	uint32_t pid;				  /* exit: the process; else 0 */
 	const struct fr_profile_request *profile; /* window, events, targets */
+	/* The goroutines of the Go programs among the targets at the trigger
+	 * (a gzip'ed pprof, read from its start), or -1; of go_processes. */
+	int goroutines_fd;
+	uint32_t go_processes;
 };
 
 /* Writes the dump of `req` from `ring` (profile through io_uring, then the
