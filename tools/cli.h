@@ -29,6 +29,7 @@ int fr_cmd_status(int argc, char **argv);
 int fr_cmd_sessions(int argc, char **argv);
 int fr_cmd_dump(int argc, char **argv);
 int fr_cmd_threads(int argc, char **argv);
+int fr_cmd_goroutines(int argc, char **argv);
 int fr_cmd_serve(int argc, char **argv);
 int fr_cmd_timeline(int argc, char **argv);
 int fr_cmd_export(int argc, char **argv);
