@@ -246,8 +246,8 @@ static int view_load(struct view *v, int fd, const char *what,
 	memset(v, 0, sizeof(*v));
 	v->go = "";
 	if (decode(fd, &v->pd, &why) < 0) {
-		fprintf(stderr, "%s goroutines: %s is not a goroutine profile written by -o (%s)\n",
-			prog, what, why);
+		fprintf(stderr, "%s goroutines: %s is not a goroutine profile%s (%s)\n", prog, what,
+			r ? "" : " written by -o", why);
 		return 1;
 	}
 	read_comments(v);
