@@ -3,7 +3,7 @@
 # (as flightrec, and flightrecd linked to it). tests/man.sh checks that
 # every command of `flightrec --help` is in the command list below.
 
-_flightrec_commands="attach status dump sessions top threads timeline serve reload trigger export fleet"
+_flightrec_commands="attach status dump sessions top threads goroutines timeline serve reload trigger export fleet"
 
 # Options of each command (those that exist in this version).
 _flightrec_filters="--pid --children --comm --cgroup --label --label-key --event --hz --socket"
@@ -13,6 +13,7 @@ _flightrec_opts_dump="--ring --window --from --to -o --output $_flightrec_filter
 _flightrec_opts_sessions="--json --socket --help"
 _flightrec_opts_top="--window --from --to $_flightrec_filters --allow-empty -n --sort --by --json --help"
 _flightrec_opts_threads="--pid --comm --cgroup --at --json -o --output --socket --help"
+_flightrec_opts_goroutines="--pid --json -o --output --from --socket --help"
 _flightrec_opts_timeline="--window --from --to --event --by --step --top --json --socket --help"
 _flightrec_opts_serve="--listen --allow-remote --token-file --read-timeout --socket --help"
 _flightrec_opts_reload="--socket --json --help"
@@ -45,6 +46,10 @@ _flightrec()
 	-o | --output | --ring | --symbol-cache | --debug-dir | --password-file | --ca-file)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
+	--from)
+		# goroutines --from is a file; the time of the other commands is not.
+		[ "$cmd" = goroutines ] && COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
 	--socket)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
@@ -63,7 +68,7 @@ _flightrec()
 	--session)
 		COMPREPLY=($(compgen -W "$(_flightrec_sessions)" -- "$cur"))
 		return ;;
-	--window | --from | --to | --at | --pid | --comm | --label | --label-key | --hz | --count | \
+	--window | --to | --at | --pid | --comm | --label | --label-key | --hz | --count | \
 		--since-last | --reason | -n | --clickhouse | --database | --user | --host | --timeout | \
 		--step | --top | --by)
 		return ;;

@@ -33,7 +33,7 @@ coverage() {
 	# shellcheck source=/dev/null
 	. "$bash_c" || bad "the bash completion does not load"
 	names=$_flightrec_commands
-	for c in $cmds attach status dump sessions top threads timeline serve reload trigger export fleet; do
+	for c in $cmds attach status dump sessions top threads goroutines timeline serve reload trigger export fleet; do
 		grep -q "^\.SS $c\$" "$man1" || bad "flightrec(1) has no section for $c"
 		[[ " $names " == *" $c "* ]] || bad "bash completion does not complete the command $c"
 		grep -q "[\"']$c:" "$zsh_c" || bad "zsh completion does not list the command $c"

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -301,6 +302,53 @@ void fr_cli_output_free(struct fr_cli_output *o)
 {
 	free(o->owned);
 	o->owned = NULL;
+}
+
+int fr_cli_answer_memfd(const char *cmd, int for_stdout)
+{
+	char name[64];
+	int fd;
+
+	if (for_stdout && isatty(STDOUT_FILENO)) {
+		fprintf(stderr,
+			"%s %s: -o -: standard output is a terminal and the answer is a binary "
+			"pprof; pipe it, or leave -o out for text\n",
+			prog, cmd);
+		return -1;
+	}
+	snprintf(name, sizeof(name), "flightrec-%s", cmd);
+	fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0)
+		fprintf(stderr, "%s %s: memfd_create: %s\n", prog, cmd, strerror(errno));
+	return fd;
+}
+
+int fr_cli_copy_to_stdout(int fd, const char *cmd)
+{
+	char buf[65536];
+	ssize_t n;
+
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		goto err_read;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(n - off));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				fprintf(stderr, "%s %s: cannot write to standard output: %s\n",
+					prog, cmd, strerror(errno));
+				return -1;
+			}
+			off += w;
+		}
+	}
+	if (n == 0)
+		return 0;
+err_read:
+	fprintf(stderr, "%s %s: cannot read the answer back: %s\n", prog, cmd, strerror(errno));
+	return -1;
 }
 
 static void *progress_main(void *arg)

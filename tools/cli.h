@@ -29,6 +29,7 @@ int fr_cmd_status(int argc, char **argv);
 int fr_cmd_sessions(int argc, char **argv);
 int fr_cmd_dump(int argc, char **argv);
 int fr_cmd_threads(int argc, char **argv);
+int fr_cmd_goroutines(int argc, char **argv);
 int fr_cmd_serve(int argc, char **argv);
 int fr_cmd_timeline(int argc, char **argv);
 int fr_cmd_export(int argc, char **argv);
@@ -149,6 +150,17 @@ int fr_cli_output_commit(struct fr_cli_output *o, int ok);
 
 /* Frees what fr_cli_output_open_new() allocated (after the path is used). */
 void fr_cli_output_free(struct fr_cli_output *o);
+
+/* A memory file for the answer of command `cmd` ("threads"), which the
+ * recorder writes like a regular file; with `for_stdout` (-o -), refused
+ * when standard output is a terminal (the answer is binary). Returns the
+ * descriptor, or -1 after saying why. */
+int fr_cli_answer_memfd(const char *cmd, int for_stdout);
+
+/* Copies the whole of `fd` (an answer the recorder wrote into a memory
+ * file) to standard output, for `-o -`. Returns 0, or -1 after saying
+ * why, as command `cmd` ("threads"). */
+int fr_cli_copy_to_stdout(int fd, const char *cmd);
 
 /* Progress on a terminal for operations that can take a while: after a
  * quiet 300 ms, a line on stderr with what is going on and the time spent,

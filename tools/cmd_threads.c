@@ -476,32 +476,6 @@ out:
 	return ret;
 }
 
-/* Copies the answer in `fd` (from its start) to standard output.
- * Returns 0, or -1 after saying why. */
-static int copy_out(int fd)
-{
-	char buf[65536];
-	ssize_t n;
-
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		return -1;
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(n - off));
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0) {
-				fprintf(stderr, "%s threads: cannot write to standard output: %s\n",
-					prog, strerror(errno));
-				return -1;
-			}
-			off += w;
-		}
-	}
-	return n < 0 ? -1 : 0;
-}
-
 /* threads -o -: the recorder writes only regular files, so the answer
  * goes through a memfd onto standard output, what it holds said on
  * standard error. Returns the exit status. */
@@ -510,22 +484,12 @@ static int threads_to_stdout(const char *socket_path, const struct fr_ipc_thread
 	struct fr_ipc_threads_reply reply;
 	int fd, status = 1;
 
-	if (isatty(STDOUT_FILENO)) {
-		fprintf(stderr,
-			"%s threads: -o -: standard output is a terminal and the answer is "
-			"a binary pprof; pipe it, or leave -o out for text\n",
-			prog);
+	if ((fd = fr_cli_answer_memfd("threads", 1)) < 0)
 		return 1;
-	}
-	fd = memfd_create("flightrec-threads", MFD_CLOEXEC);
-	if (fd < 0) {
-		perror("flightrec threads: memfd_create");
-		return 1;
-	}
 	if (ask(socket_path, q, fd, &reply) == 0) {
 		for (uint32_t i = 0; i < reply.nwarnings; i++)
 			fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
-		status = copy_out(fd) < 0 ? 1 : 0;
+		status = fr_cli_copy_to_stdout(fd, "threads") < 0 ? 1 : 0;
 		if (!status)
 			fprintf(stderr,
 				"%s: standard output: %" PRIu64 " threads of %" PRIu64
@@ -621,8 +585,7 @@ int fr_cmd_threads(int argc, char **argv)
 		if (fr_cli_output_open(&out, qa.out_s, FR_PROFILE_PPROF) < 0)
 			goto out;
 		fd = out.fd;
-	} else if ((fd = memfd_create("flightrec-threads", MFD_CLOEXEC)) < 0) {
-		perror("flightrec threads: memfd_create");
+	} else if ((fd = fr_cli_answer_memfd("threads", 0)) < 0) {
 		goto out;
 	}
 	if (ask(socket_path, &q, fd, &reply) != 0) {

@@ -3,8 +3,9 @@
  * Every command parses and checks all of its arguments before it touches
  * the daemon or the file system, so bad input costs nothing. Each command
  * has its file: attach in cmd_attach.c, status and sessions in
- * cmd_status.c, dump in cmd_dump.c, top in top.c; what they share is in
- * cli.c. This file only picks the command.
+ * cmd_status.c, dump in cmd_dump.c, top in top.c, goroutines in
+ * cmd_goroutines.c; what they share is in cli.c. This file only picks
+ * the command.
  *
  * Exit status: 0 success, 1 failure, 2 usage error.
  */
@@ -38,6 +39,7 @@ static void usage_main(FILE *f)
 		"  sessions  list the recorder's sessions, their events and rates\n"
 		"  top       the top functions of a profile file or a recent window, as a table\n"
 		"  threads   every thread of some processes now: state, wait, how long, stack\n"
+		"  goroutines every goroutine of a Go process now: state, wait, creator, stack\n"
 		"  reload    reload the recorder's configuration file and say what changed\n"
 		"  trigger   fire a session now: the recorder writes its dump (--reason TEXT)\n"
 		"  timeline  which minute: per step, the CPU (or an event) of the top processes\n"
@@ -89,6 +91,8 @@ int main(int argc, char **argv)
 		return fr_cmd_sessions(argc, argv);
 	if (strcmp(cmd, "threads") == 0)
 		return fr_cmd_threads(argc, argv);
+	if (strcmp(cmd, "goroutines") == 0)
+		return fr_cmd_goroutines(argc, argv);
 	if (strcmp(cmd, "export") == 0)
 		return fr_cmd_export(argc, argv);
 	if (strcmp(cmd, "fleet") == 0)
@@ -104,7 +108,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "serve") == 0)
 		return fr_cmd_serve(argc, argv);
 	fprintf(stderr,
-		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, reload, trigger, timeline, serve, export, fleet; see %s --help)\n",
+		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, goroutines, reload, trigger, timeline, serve, export, fleet; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }
