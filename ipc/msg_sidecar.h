@@ -29,19 +29,19 @@ struct fr_ipc_sidecar_event {
 };
 
 struct fr_ipc_sidecar {
-	char session[64];  /* "session" */
-	char trigger[32];  /* "trigger": its kind, or "manual" */
-	char reason[512];  /* "reason": "" when none */
-	int64_t fired_ns;  /* "fired_ns" */
-	int64_t t0_ns;	   /* "t0_ns": the window */
-	int64_t t1_ns;	   /* "t1_ns" */
-	int64_t window_ns; /* "window_ns": the trigger's */
-	int64_t after_ns;  /* "after_ns": the trigger's */
-	int64_t pid;	   /* "pid": an exit trigger's process, when not 0 */
-	char profile[256]; /* "profile": the profile's file name */
-	char goroutines[256]; /* "goroutines": the goroutines' file name, when kept */
+	char session[64];      /* "session" */
+	char trigger[32];      /* "trigger": its kind, or "manual" */
+	char reason[512];      /* "reason": "" when none */
+	int64_t fired_ns;      /* "fired_ns" */
+	int64_t t0_ns;	       /* "t0_ns": the window */
+	int64_t t1_ns;	       /* "t1_ns" */
+	int64_t window_ns;     /* "window_ns": the trigger's */
+	int64_t after_ns;      /* "after_ns": the trigger's */
+	int64_t pid;	       /* "pid": an exit trigger's process, when not 0 */
+	char profile[256];     /* "profile": the profile's file name */
+	char goroutines[256];  /* "goroutines": the goroutines' file name, when kept */
 	uint64_t go_processes; /* "go_processes": the Go programs in it */
-	uint32_t nevents;  /* "events" */
+	uint32_t nevents;      /* "events" */
 	struct fr_ipc_sidecar_event events[FR_LIMIT_EVENTS];
 	uint64_t samples; /* "samples" */
 	uint64_t bytes;	  /* "bytes": of the profile */

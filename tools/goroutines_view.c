@@ -40,7 +40,7 @@ static const char *prog = FR_CLI_PROG;
  * profile and are "" when the sample has no such label. */
 struct rgo {
 	const struct fr_pprof_rsample *s;
-	int64_t goid, creator, waiting_ns, thread;
+	int64_t goid, creator, waiting_ns, thread, pid;
 	int has_creator, has_waiting, has_thread;
 	const char *state, *wait, *start, *created_by, *created_at, *waited, *note;
 	size_t lab, nlab; /* its own pprof labels: view.labs[lab...], sorted */
@@ -59,6 +59,7 @@ struct view {
 	struct group *groups;
 	size_t ngroups;
 	int64_t pid; /* 0: unknown */
+	int several; /* goroutines of more than one process (a dump's) */
 	const char *go;
 	uint64_t system, changed;
 };
@@ -77,7 +78,7 @@ static const struct {
 	{"stack", offsetof(struct rgo, note)},
 };
 
-static const char *const num_labels[] = {"goid", "creator_goid", "waiting_ns", "thread"};
+static const char *const num_labels[] = {"goid", "creator_goid", "waiting_ns", "thread", "pid"};
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -121,6 +122,8 @@ static int take_label(struct rgo *g, const struct fr_pprof_rlabel *l)
 	} else if (strcmp(l->key, "waiting_ns") == 0) {
 		g->waiting_ns = l->num;
 		g->has_waiting = 1;
+	} else if (strcmp(l->key, "pid") == 0) {
+		g->pid = l->num;
 	} else {
 		g->thread = l->num;
 		g->has_thread = 1;
@@ -193,6 +196,7 @@ static int read_goroutines(struct view *v)
 		if (g->nlab > 1)
 			qsort(v->labs + g->lab, g->nlab, sizeof(*v->labs), by_label);
 		v->changed += strcmp(g->note, "changed") == 0;
+		v->several |= i && g->pid != v->g[0].pid;
 	}
 	return 0;
 }
@@ -348,9 +352,9 @@ static int cmp_group(const struct view *v, const struct rgo *a, const struct rgo
 {
 	int c;
 
-	if ((c = strcmp(a->state, b->state)) || (c = strcmp(a->wait, b->wait)) ||
-	    (c = strcmp(a->note, b->note)) || (c = strcmp(a->start, b->start)) ||
-	    (c = strcmp(a->created_by, b->created_by)) ||
+	if ((c = cmp_i64(a->pid, b->pid)) || (c = strcmp(a->state, b->state)) ||
+	    (c = strcmp(a->wait, b->wait)) || (c = strcmp(a->note, b->note)) ||
+	    (c = strcmp(a->start, b->start)) || (c = strcmp(a->created_by, b->created_by)) ||
 	    (c = strcmp(a->created_at, b->created_at)) || (c = cmp_stack(v->pd, a->s, b->s)))
 		return c;
 	return cmp_labels(v, a, b);
@@ -549,6 +553,8 @@ static void print_group(const struct view *v, const struct group *gr)
 {
 	const struct rgo *g = &v->g[gr->first];
 
+	if (v->several)
+		printf("process %" PRId64 ": ", g->pid);
 	printf("%zu goroutine%s ", gr->n, gr->n == 1 ? "" : "s");
 	print_state(g, gr->n);
 	putchar(':');
@@ -583,7 +589,9 @@ static int print_text(struct view *v)
 		fprintf(stderr, "%s goroutines: out of memory\n", prog);
 		return 1;
 	}
-	if (v->pid)
+	if (v->several)
+		printf("several processes");
+	else if (v->pid)
 		printf("process %" PRId64, v->pid);
 	else
 		printf("a Go process");
@@ -655,8 +663,8 @@ static cJSON *goroutine_json(const struct view *v, const struct rgo *g)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	if (!o || !fr_ipc_add_int(o, "goid", g->goid) ||
-	    !cJSON_AddStringToObject(o, "state", g->state) ||
+	if (!o || (g->pid && !fr_ipc_add_int(o, "pid", g->pid)) ||
+	    !fr_ipc_add_int(o, "goid", g->goid) || !cJSON_AddStringToObject(o, "state", g->state) ||
 	    (g->wait[0] && !cJSON_AddStringToObject(o, "wait", g->wait)) ||
 	    (g->has_waiting && !fr_ipc_add_int(o, "waiting_ns", g->waiting_ns)) ||
 	    (g->waited[0] && !cJSON_AddStringToObject(o, "waited", g->waited)) ||

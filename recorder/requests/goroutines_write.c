@@ -123,8 +123,9 @@ static int is_system(const struct glisting *l, const struct grec *g)
 	return start && strncmp(start, "runtime.", 8) == 0 && strcmp(start, "runtime.main") != 0;
 }
 
-static const char *const ours[] = {"pid", "goid",  "creator_goid", "waiting_ns", "thread", "state", "wait",
-				   "start", "created_by",   "created_at", "waited", "stack"};
+static const char *const ours[] = {"pid",	 "goid",       "creator_goid", "waiting_ns",
+				   "thread",	 "state",      "wait",	       "start",
+				   "created_by", "created_at", "waited",       "stack"};
 
 static int is_ours(const char *k)
 {

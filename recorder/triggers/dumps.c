@@ -114,7 +114,7 @@ static int write_copy(int dirfd, const char *name, int from, mode_t mode)
 			continue;
 		}
 		at += n;
-		for (ssize_t off = 0, w; ret == 0 && off < n; off += w > 0 ? w : 0)
+		for (ssize_t off = 0, w; ret == 0 && off<n; off += w> 0 ? w : 0)
 			if ((w = write(fd, buf + off, (size_t)(n - off))) < 0 ? errno != EINTR
 									      : w == 0)
 				ret = -EIO;

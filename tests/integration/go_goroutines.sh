@@ -16,7 +16,8 @@
 #    per goroutine with the labels;
 #  - the offsets the recorder's table has for this Go are those of the
 #    program's DWARF (the table is used for stripped programs);
-# and the refusals: a process that is not Go, one that does not exist,
+# a dump of a session whose targets are Go programs keeps their
+# goroutines beside it; and the refusals: a process that is not Go, one that does not exist,
 # and, for a user who is not privileged, another user's Go program (their
 # own is read).
 . "$(dirname "$0")/lib.sh"
@@ -41,7 +42,9 @@ readelf -SW "$T/bin/endpoints_stripped" | grep -q '\.symtab' && fail "the stripp
 cp "$T/bin/endpoints" "$T/u/endpoints" && chown "$U" "$T/u/endpoints"
 
 cat >"$T/config.json" <<JSON
-{"socket": {"path": "$SOCK", "group": "$G"}}
+{"socket": {"path": "$SOCK", "group": "$G"},
+ "dumps": {"dir": "$T/dumps"},
+ "sessions": [{"name": "go", "targets": {"comm": ["endpoints", "endpoints_strip"]}}]}
 JSON
 start_daemon --config "$T/config.json"
 
@@ -52,7 +55,7 @@ for b in endpoints endpoints_stripped endpoints_pie; do
 done
 runuser -u "$U" -- "$T/u/endpoints" -seconds 60 >"$T/user.out" &
 USER_RUNNER=$!
-wait_until 10 "grep -q pid= $T/user.out" || fail "the user's Go program did not start"
+wait_until 10 "the user's Go program" grep -q '^pid=' "$T/user.out"
 USER_PID=$(sed -n 's/^pid=//p' "$T/user.out")
 
 # check NAME PID: two --json listings a second apart, the text and -o.
@@ -108,7 +111,7 @@ PY
 	"$GO" tool pprof -traces "$T/$name.pb.gz" >"$T/$name.traces" 2>"$T/$name.pprof.err" ||
 		{ cat "$T/$name.pprof.err"; fail "$name: go tool pprof cannot read the profile"; }
 	[ "$(grep -c 'main.waitForJob' "$T/$name.traces")" -ge 1 ] &&
-		grep -q 'wait:\[chan receive\]' "$T/$name.traces" ||
+		grep -Eq 'wait: +chan receive' "$T/$name.traces" ||
 		{ head -40 "$T/$name.traces"; fail "$name: go tool pprof -traces does not show the waiters"; }
 }
 
@@ -130,8 +133,30 @@ runuser -u "$U" -- "$FLIGHTREC" goroutines --pid "$USER_PID" --json >"$T/user.js
 	{ cat "$T/user.err"; fail "the user cannot read their own Go program"; }
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len([g for g in d["goroutines"] if g.get("wait")=="chan receive"])==5' "$T/user.json" ||
 	fail "the user's own listing lacks the waiters"
+# A dump of the session whose targets are Go programs carries what every
+# goroutine of each did at the trigger: the normal and stripped builds and
+# the user's copy (the position-independent build is not a target).
+p=$("$FLIGHTREC" dump --session go --window 5s 2>"$T/dump.err") || { cat "$T/dump.err"; fail "dump --session go failed"; }
+side=${p%.pb.gz}.json
+gor=${p%.pb.gz}.goroutines.pb.gz
+[ -f "$gor" ] || { ls -l "$T/dumps"; fail "the dump has no goroutines file"; }
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["go_processes"]==3 and d["goroutines"]==sys.argv[2].split("/")[-1], d' "$side" "$gor" ||
+	{ cat "$side"; fail "the sidecar does not name the goroutines of the 3 Go programs"; }
+"$FLIGHTREC" goroutines --from "$gor" --json >"$T/dump.json" || fail "goroutines --from the dump's file failed"
+python3 - "$T/dump.json" "${pids[0]}" "${pids[1]}" "$USER_PID" <<'PY' || fail "the dump's goroutines are not the 3 programs' waiters"
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = set(int(p) for p in sys.argv[2:5])
+per = {}
+for g in d["goroutines"]:
+    if g.get("wait") == "chan receive" and any(f["function"] == "main.waitForJob" for f in g["stack"]):
+        per[g["pid"]] = per.get(g["pid"], 0) + 1
+assert per == {p: 5 for p in want}, per
+PY
+"$FLIGHTREC" goroutines --from "$gor" | grep -Eq '^process [0-9]+: 5 goroutines \[chan receive' ||
+	fail "the dump's goroutines in text are not grouped by process"
 daemon_alive || fail "the recorder died"
 
-kill "${pids[@]}" "$USER_RUNNER" 2>/dev/null
-wait 2>/dev/null
+kill "${pids[@]}" "$USER_PID" 2>/dev/null
+wait "${pids[@]}" "$USER_RUNNER" 2>/dev/null
 echo "ok"
