@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/symbols/gopclntab.h"
 #include "core/util/grow.h"
 #include "core/util/hash.h"
 #include "core/util/log.h"
@@ -59,9 +60,52 @@ static int vread(void *arg, uint64_t addr, void *buf, size_t n)
 	return fr_proc_vm_read(*(uint32_t *)arg, addr, buf, n);
 }
 
+static int vreadv(void *arg, size_t n, const uint64_t *addr, const size_t *len, void **buf)
+{
+	return fr_proc_vm_readv(*(uint32_t *)arg, n, addr, len, buf);
+}
+
 static size_t held(const struct glisting *l)
 {
 	return l->gcap * sizeof(*l->g) + l->pcs_cap * sizeof(*l->pcs) + l->labs_cap;
+}
+
+/* The outermost function at pc and the innermost frame's file and line
+ * (for a `go` statement inlined, the function it is in), remembered. */
+static const struct gname *name_at(struct glisting *l, uint64_t pc)
+{
+	struct gname *n = &l->names[(pc * 0x9e3779b97f4a7c15ull) >> 56];
+	struct fr_dwarf_frame f[16];
+	int k;
+
+	if (n->pc == pc && pc)
+		return n;
+	memset(n, 0, sizeof(*n));
+	n->pc = pc;
+	if (pc && (k = fr_gopclntab_lookup(l->x.tab, pc, f, 16)) > 0)
+		*n = (struct gname){.pc = pc,
+				    .fn = f[k - 1].function,
+				    .file = f[0].file,
+				    .line = f[0].line};
+	return n;
+}
+
+/* The names a goroutine is shown with, and whether it is the runtime's
+ * own: started in runtime.* other than runtime.main. */
+static void name(struct glisting *l, struct grec *r)
+{
+	const struct gname *n = name_at(l, r->startpc);
+
+	r->start = n->fn;
+	r->system = n->fn && strncmp(n->fn, "runtime.", 8) == 0 &&
+		    strcmp(n->fn, "runtime.main") != 0;
+	/* The first goroutine's `go` statement is the runtime's start. */
+	if (r->goid == 1 || !r->gopc)
+		return;
+	n = name_at(l, r->gopc - 1);
+	r->created_by = n->fn;
+	r->created_file = n->file;
+	r->created_line = n->line;
 }
 
 /* Keeps g: its fields, its pcs and labels in the arenas. */
@@ -100,6 +144,7 @@ static int keep(void *arg, const struct fr_goroutine *g)
 	r->fp = fr_fnv1a(FR_FNV_OFFSET, fp, sizeof(fp));
 	if (g->status == FR_G_WAITING && g->waitsince > 0 && g->waitsince < l->now_mono)
 		r->waiting_ns = l->now_mono - g->waitsince;
+	name(l, r);
 	memcpy(l->pcs + l->npcs, g->pc, g->npc * sizeof(*g->pc));
 	l->npcs += g->npc;
 	for (uint32_t i = 0; i < g->nlabels; i++) {
@@ -155,8 +200,8 @@ static void read_run(void *arg)
 		goto out;
 	l->bias = bias_of(l, &st);
 	l->now_mono = fr_now_mono_ns();
-	l->err =
-		fr_goroutines_read(&l->x, l->bias, vread, &l->pid, GOROUTINES_MAX, keep, l, &l->st);
+	l->err = fr_goroutines_read(&l->x, l->bias, &(struct fr_go_mem){vread, vreadv, &l->pid},
+				    GOROUTINES_MAX, keep, l, &l->st);
 out:
 	if (fd >= 0)
 		close(fd);

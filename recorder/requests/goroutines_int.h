@@ -19,6 +19,11 @@ struct grec {
 	size_t pc_at, lab_at; /* into pcs[], labs[] ("key\0value\0" pairs) */
 	enum fr_gstack stack;
 	int labels_more;
+	int system; /* the runtime's own (Go's isSystemGoroutine()) */
+	/* Named from the program's function table (its strings): the
+	 * start function, the `go` statement's function, file and line. */
+	const char *start, *created_by, *created_file;
+	uint32_t created_line;
 	uint64_t fp; /* where it waits: the same wait in the next answer */
 };
 
@@ -38,6 +43,13 @@ struct glisting {
 	struct fr_goroutines_stats st;
 	int err; /* fr_goroutines_read()'s */
 	int64_t now_mono;
+	/* The names of the last addresses looked up (most goroutines share
+	 * their start and their `go` statement). */
+	struct gname {
+		uint64_t pc;
+		const char *fn, *file;
+		uint32_t line;
+	} names[256];
 };
 
 /* Writes the listings of `nls` processes as the gzip'ed pprof of

@@ -107,22 +107,6 @@ static uint64_t location(struct out *o, uint64_t pc)
 			     : fr_pprof_location(o->p, o->mapping, a, 0);
 }
 
-static const char *func_at(const struct glisting *l, uint64_t pc)
-{
-	const char *name;
-
-	return pc && fr_gopclntab_func(l->x.tab, pc, &name, NULL) == 0 ? name : NULL;
-}
-
-/* The runtime's own goroutines, as Go's isSystemGoroutine() tells them:
- * started in runtime.* other than runtime.main. */
-static int is_system(const struct glisting *l, const struct grec *g)
-{
-	const char *start = func_at(l, g->startpc);
-
-	return start && strncmp(start, "runtime.", 8) == 0 && strcmp(start, "runtime.main") != 0;
-}
-
 static const char *const ours[] = {"pid",	 "goid",       "creator_goid", "waiting_ns",
 				   "thread",	 "state",      "wait",	       "start",
 				   "created_by", "created_at", "waited",       "stack"};
@@ -142,11 +126,8 @@ static size_t labels(const struct glisting *l, const struct grec *g, struct fr_p
 		     char (*buf)[FR_GOROUTINE_KEY_MAX + 3], char *created_at, size_t atlen)
 {
 	const char *wait = g->waitreason < l->x.nwait ? l->x.wait_reason[g->waitreason] : NULL;
-	const char *by = g->goid != 1 ? func_at(l, g->gopc ? g->gopc - 1 : 0) : NULL;
-	struct fr_dwarf_frame f[INLINE_MAX];
 	const char *kv = l->labs + g->lab_at;
 	size_t n = 0;
-	int nf;
 
 	lb[n++] = (struct fr_pprof_label){"pid", NULL, l->pid};
 	lb[n++] = (struct fr_pprof_label){"goid", NULL, (int64_t)g->goid};
@@ -161,11 +142,12 @@ static size_t labels(const struct glisting *l, const struct grec *g, struct fr_p
 	}
 	if (g->tid)
 		lb[n++] = (struct fr_pprof_label){"thread", NULL, g->tid};
-	if (func_at(l, g->startpc))
-		lb[n++] = (struct fr_pprof_label){"start", func_at(l, g->startpc), 0};
-	if (by && (nf = fr_gopclntab_lookup(l->x.tab, g->gopc - 1, f, INLINE_MAX)) > 0) {
-		lb[n++] = (struct fr_pprof_label){"created_by", f[nf - 1].function, 0};
-		snprintf(created_at, atlen, "%s:%u", f[0].file ? f[0].file : "?", f[0].line);
+	if (g->start)
+		lb[n++] = (struct fr_pprof_label){"start", g->start, 0};
+	if (g->created_by) {
+		lb[n++] = (struct fr_pprof_label){"created_by", g->created_by, 0};
+		snprintf(created_at, atlen, "%s:%u", g->created_file ? g->created_file : "?",
+			 g->created_line);
 		lb[n++] = (struct fr_pprof_label){"created_at", created_at, 0};
 	}
 	if (stack_notes[g->stack])
@@ -234,7 +216,7 @@ int goroutines_write(struct glisting *const *ls, size_t nls, int fd, uint64_t *s
 		uint64_t sys = 0;
 
 		for (size_t i = 0; i < l->n; i++)
-			sys += (uint64_t)is_system(l, &l->g[i]);
+			sys += (uint64_t)l->g[i].system;
 		*system += sys;
 		/* Addresses are the process's own: one table per process. */
 		o.l = l;
@@ -243,7 +225,7 @@ int goroutines_write(struct glisting *const *ls, size_t nls, int fd, uint64_t *s
 			memset(o.locs.addr, 0, o.locs.cap * sizeof(*o.locs.addr));
 		head(&o, sys);
 		for (size_t i = 0; i < l->n; i++)
-			if (!is_system(l, &l->g[i]))
+			if (!l->g[i].system)
 				sample(&o, &l->g[i]);
 	}
 	ret = fr_pprof_finish(o.p);

@@ -75,20 +75,29 @@ struct fr_goroutines_stats {
 	uint64_t listed;  /* goroutines given to the callback */
 	uint64_t changed; /* of them, FR_GSTACK_CHANGED */
 	uint64_t skipped; /* entries of the list idle, dead, or not a g that reads */
-	uint64_t reads;	  /* vread calls */
+	uint64_t reads;	  /* calls of read and readv */
 };
 
-typedef int (*fr_go_vread_fn)(void *arg, uint64_t addr, void *buf, size_t n);
+/* The process's memory: read(arg, addr, buf, n) gives 0, or -errno for
+ * memory that cannot be read; readv, when not NULL, reads n ranges at
+ * once and returns how many from the first were read whole, or -errno
+ * (core/util/vmread.h: fr_proc_vm_readv). */
+struct fr_go_mem {
+	int (*read)(void *arg, uint64_t addr, void *buf, size_t n);
+	int (*readv)(void *arg, size_t n, const uint64_t *addr, const size_t *len, void **buf);
+	void *arg;
+};
 
 /* Reads the goroutines of a process running executable `x` loaded `bias`
- * bytes from its link-time addresses, through vread(arg, ...) (0, or
- * -errno for memory that cannot be read), and gives each one that is
+ * bytes from its link-time addresses, through `mem`, a batch at a time
+ * (their g's, their stacks, their g's again: three calls of readv), and
+ * gives each one that is
  * not idle or dead to cb(cbarg, g) (borrowed for the call; a negative
  * return stops the walk and is returned), at most `max` of them.
  * Returns 0, -EADDRNOTAVAIL (the list was not found in the process, or
  * none of a stripped program's candidates is it), -E2BIG (more than
  * `max`: the first `max` were given), or cb's error. */
-int fr_goroutines_read(const struct fr_go_exe *x, uint64_t bias, fr_go_vread_fn vread, void *arg,
+int fr_goroutines_read(const struct fr_go_exe *x, uint64_t bias, const struct fr_go_mem *mem,
 		       uint64_t max, int (*cb)(void *cbarg, const struct fr_goroutine *g),
 		       void *cbarg, struct fr_goroutines_stats *st);
 

@@ -129,6 +129,11 @@ static int vread(void *arg, uint64_t addr, void *buf, size_t n)
 	return fr_proc_vm_read(*(pid_t *)arg, addr, buf, n);
 }
 
+static int vreadv(void *arg, size_t n, const uint64_t *addr, const size_t *len, void **buf)
+{
+	return fr_proc_vm_readv(*(pid_t *)arg, n, addr, len, buf);
+}
+
 static int each(void *arg, const struct fr_goroutine *g)
 {
 	struct seen *s = arg;
@@ -181,7 +186,8 @@ static void check_live(const char *dir, const struct fr_go_exe *s)
 	for (int i = 0; i < 50 && pid > 0 && seen.waiters < 5; i++) {
 		usleep(100000);
 		seen = (struct seen){s, 0, 0};
-		ret = fr_goroutines_read(s, 0, vread, &pid, 100000, each, &seen, &st);
+		ret = fr_goroutines_read(s, 0, &(struct fr_go_mem){vread, vreadv, &pid}, 100000,
+					 each, &seen, &st);
 	}
 	CHECK(ret == 0 && seen.waiters == 5 && seen.named == 5,
 	      "the stripped build: read %d, %d goroutines in main.waitForJob, %d with the whole "
@@ -248,7 +254,8 @@ static void check_changing(const struct fr_go_exe *s)
 	put64(f.m, 0x100 + x.layout.status, FR_G_WAITING);
 	put64(f.m, 0x100 + x.layout.stack_lo, FAKE + 0x1000);
 	put64(f.m, 0x100 + x.layout.stack_hi, FAKE + 0x2000);
-	ret = fr_goroutines_read(&x, 0, fake_read, &f, 10, keep_one, &g, &st);
+	ret = fr_goroutines_read(&x, 0, &(struct fr_go_mem){fake_read, NULL, &f}, 10, keep_one, &g,
+				 &st);
 	CHECK(ret == 0 && st.listed == 1 && st.changed == 1 && g.stack == FR_GSTACK_CHANGED &&
 		      g.npc == 0 && g.status == FR_G_WAITING,
 	      "a goroutine moving at every read: read %d, %llu listed, %llu changed, stack %d "
