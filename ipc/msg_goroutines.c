@@ -17,7 +17,8 @@ cJSON *fr_ipc_goroutines_req_encode(const struct fr_ipc_goroutines_req *r)
 
 	if (!obj)
 		return NULL;
-	if (!fr_ipc_add_int(obj, "pid", r->pid)) {
+	if (!fr_ipc_add_int(obj, "pid", r->pid) ||
+	    (r->at_ns && !fr_ipc_add_int(obj, "at_ns", r->at_ns))) {
 		cJSON_Delete(obj);
 		return NULL;
 	}
@@ -37,6 +38,8 @@ int fr_ipc_goroutines_req_decode(const cJSON *obj, struct fr_ipc_goroutines_req 
 	if (!ret)
 		return fr_ipc_fail(err, errlen, "goroutines needs \"pid\"");
 	out->pid = (uint32_t)pid;
+	if (fr_ipc_get_int(obj, "goroutines", "at_ns", 1, INT64_MAX, &out->at_ns, err, errlen) < 0)
+		return -EINVAL;
 	return 0;
 }
 

@@ -22,6 +22,9 @@ struct cJSON;
 
 struct fr_ipc_goroutines_req {
 	uint32_t pid; /* "pid": 1..INT32_MAX */
+	/* "at_ns": as the newest snapshot kept at or before then (Unix ns;
+	 * a dump's) had them; 0: now. */
+	int64_t at_ns;
 };
 
 /* {"ok":true, "goroutines":N, "system":N, "changed":N, "go":"go1.19.8",

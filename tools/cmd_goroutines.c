@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/util/log.h"
 #include "core/util/parse.h"
 #include "ipc/client.h"
 #include "ipc/msg_goroutines.h"
@@ -24,12 +25,12 @@
 
 static const char *prog = FR_CLI_PROG;
 
-enum { OPT_FROM = 1024 };
+enum { OPT_FROM = 1024, OPT_AT };
 
 static void usage_goroutines(FILE *f)
 {
 	fprintf(f,
-		"Usage: flightrec goroutines --pid PID [--json | -o FILE.pb.gz]\n"
+		"Usage: flightrec goroutines --pid PID [--at TIME] [--json | -o FILE.pb.gz]\n"
 		"       flightrec goroutines --from FILE.pb.gz [--json]\n"
 		"List every goroutine of a Go process, now, read from its memory without\n"
 		"stopping it (no ptrace, no signal): its id, its state and what it waits\n"
@@ -40,6 +41,10 @@ static void usage_goroutines(FILE *f)
 		"profile (debug=1) shows them.\n"
 		"\n"
 		"  --pid PID          the Go process\n"
+		"  --at TIME          as the newest snapshot kept at or before TIME had them\n"
+		"                     (-30s, 13:05:00 local, RFC 3339, @UNIX): a dump of a\n"
+		"                     session whose targets run Go programs keeps one, taken\n"
+		"                     at its trigger\n"
 		"  --json             one JSON object: {\"pid\", \"go\", \"goroutines\": [...], ...}\n"
 		"  -o, --output FILE  write the answer as pprof (- for standard output), one\n"
 		"                     sample per goroutine with labels goid, state, wait,\n"
@@ -59,6 +64,7 @@ static void usage_goroutines(FILE *f)
 		"Examples:\n"
 		"  flightrec goroutines --pid 4242\n"
 		"  flightrec goroutines --pid 4242 --json | jq '.goroutines[] | .wait'\n"
+		"  flightrec goroutines --pid 4242 --at 13:05:00\n"
 		"  flightrec goroutines --pid 4242 -o g.pb.gz && go tool pprof -traces g.pb.gz\n");
 }
 
@@ -195,6 +201,7 @@ int fr_cmd_goroutines(int argc, char **argv)
 		{"json", no_argument, NULL, FR_OPT_JSON},
 		{"socket", required_argument, NULL, FR_OPT_SOCKET},
 		{"from", required_argument, NULL, OPT_FROM},
+		{"at", required_argument, NULL, OPT_AT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -218,11 +225,25 @@ int fr_cmd_goroutines(int argc, char **argv)
 		case FR_OPT_JSON: json = 1; break;
 		case FR_OPT_SOCKET: socket_s = optarg; break;
 		case OPT_FROM: from = optarg; break;
+		case OPT_AT:
+			if (fr_query_parse_when("flightrec goroutines", "--at", optarg,
+						fr_now_real_ns(), &q.at_ns))
+				return EXIT_USAGE;
+			if (q.at_ns <= 0) {
+				fprintf(stderr, "%s goroutines: --at %s is before 1970\n", prog,
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'h': usage_goroutines(stdout); return 0;
 		default: return fr_cli_bad_option("goroutines", argv);
 		}
 	}
-	if ((why = misuse(optind < argc, pid, json, out_s, from, socket_s))) {
+	if (from && q.at_ns)
+		why = "--from renders a file: --at does not go with it";
+	else
+		why = misuse(optind < argc, pid, json, out_s, from, socket_s);
+	if (why) {
 		fprintf(stderr, "%s goroutines: %s (see %s goroutines --help)\n", prog, why, prog);
 		return EXIT_USAGE;
 	}

@@ -198,6 +198,7 @@ static void read_run(void *arg)
 	l->exe[n > 0 ? n : 0] = '\0';
 	if ((l->err = fr_go_exe_read(fd, &l->x)) < 0)
 		goto out;
+	fr_proc_read_uid("/proc", l->pid, &l->uid);
 	l->bias = bias_of(l, &st);
 	l->now_mono = fr_now_mono_ns();
 	l->err = fr_goroutines_read(&l->x, l->bias, &(struct fr_go_mem){vread, vreadv, &l->pid},
@@ -456,6 +457,10 @@ int daemon_handle_goroutines(void *arg, struct fr_ipc_call *call,
 	    (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY) {
 		ret = fr_ipc_refuse(call, "goroutines needs a regular file open for writing "
 					  "passed with the request");
+		goto out;
+	}
+	if (q->at_ns) {
+		ret = daemon_goroutines_at(d, call, q, has_uid, fd, r);
 		goto out;
 	}
 	if (has_uid && !may(call->peer, q->pid)) {

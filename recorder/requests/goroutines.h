@@ -32,8 +32,9 @@
  *  - the goroutine's pprof labels with their own keys; one named like a
  *    label above is given as "go:KEY".
  * The profile's comments, for each process in turn: "pid=P",
- * "go=VERSION", "system=N" (the runtime's own goroutines, left out as
- * Go's own profile leaves them).
+ * "go=VERSION", "uid=U" (who ran it), "system=N" (the runtime's own
+ * goroutines, left out as Go's own profile leaves them); its time the
+ * moment it was read.
  */
 #ifndef FR_RECORDER_GOROUTINES_H
 #define FR_RECORDER_GOROUTINES_H
@@ -60,6 +61,14 @@ struct fr_ipc_goroutines_reply;
 int daemon_handle_goroutines(void *arg, struct fr_ipc_call *call,
 			     const struct fr_ipc_goroutines_req *q,
 			     struct fr_ipc_goroutines_reply *r);
+
+/* Answers a request with "at_ns" (recorder/requests/goroutines_at.c):
+ * the process's goroutines as the newest dump's snapshot at or before
+ * then kept them, into fd. Returns 0 or -EINVAL with call refused. */
+struct fr_ipc_goroutines_req;
+int daemon_goroutines_at(struct daemon *d, struct fr_ipc_call *call,
+			 const struct fr_ipc_goroutines_req *q, int has_uid, int fd,
+			 struct fr_ipc_goroutines_reply *r);
 
 /* The goroutines of the Go programs among the processes of `t` (every
  * process when it names none) now, into fd as one pprof (the labels

@@ -28,7 +28,7 @@ struct grec {
 };
 
 struct glisting {
-	uint32_t pid;
+	uint32_t pid, uid;
 	struct fr_go_exe x;
 	uint64_t bias;
 	char exe[4096]; /* the executable's path, as the process has it */
@@ -51,6 +51,9 @@ struct glisting {
 		uint32_t line;
 	} names[256];
 };
+
+/* An fr_write_fn writing to the descriptor *(int *)arg. */
+int goroutines_fd_sink(void *arg, const void *buf, size_t len);
 
 /* Writes the listings of `nls` processes as the gzip'ed pprof of
  * recorder/requests/goroutines.h into fd (each process's comments in

@@ -12,13 +12,15 @@
 #include "core/pprof/pprof.h"
 #include "core/symbols/gopclntab.h"
 #include "core/util/grow.h"
+#include "core/util/log.h"
+#include "core/util/time.h"
 #include "recorder/requests/goroutines.h"
 #include "recorder/requests/goroutines_int.h"
 
 #define INLINE_MAX 16
 #define LABELS_MAX (12 + FR_GOROUTINE_LABELS)
 
-static int fd_sink(void *arg, const void *buf, size_t len)
+int goroutines_fd_sink(void *arg, const void *buf, size_t len)
 {
 	int fd = *(int *)arg;
 	const char *p = buf;
@@ -189,6 +191,8 @@ static void head(struct out *o, uint64_t system)
 	fr_pprof_comment(o->p, line);
 	snprintf(line, sizeof(line), "go=%s", l->x.version);
 	fr_pprof_comment(o->p, line);
+	snprintf(line, sizeof(line), "uid=%" PRIu32, l->uid);
+	fr_pprof_comment(o->p, line);
 	snprintf(line, sizeof(line), "system=%" PRIu64, system);
 	fr_pprof_comment(o->p, line);
 	o->mapping =
@@ -205,12 +209,13 @@ int goroutines_write(struct glisting *const *ls, size_t nls, int fd, uint64_t *s
 	int ret;
 
 	*system = 0;
-	if (!(o.p = fr_pprof_new(6, fd_sink, &fd)))
+	if (!(o.p = fr_pprof_new(6, goroutines_fd_sink, &fd)))
 		return -ENOMEM;
 	fr_pprof_sample_type(o.p, "goroutines", "count");
 	fr_pprof_sample_type(o.p, "waiting", "nanoseconds");
 	fr_pprof_period(o.p, "goroutines", "count", 1);
 	fr_pprof_default_sample_type(o.p, "goroutines");
+	fr_pprof_time(o.p, fr_now_real_ns(), 0);
 	for (size_t k = 0; k < nls; k++) {
 		const struct glisting *l = ls[k];
 		uint64_t sys = 0;

@@ -379,6 +379,69 @@ static int is_dump_name(const char *name, size_t len, const char *suffix)
 	return 1;
 }
 
+/* The time in a dump's name (`suffix` after its stamp and "-N"), Unix ns.
+ * Returns 0, or -EINVAL for a name not a dump's. */
+static int stamp_ns(const char *name, const char *suffix, int64_t *ns)
+{
+	size_t len = strlen(name), slen = strlen(suffix);
+	const char *end, *st;
+	struct tm tm = {0};
+	char buf[STAMP_LEN + 1];
+
+	if (!is_dump_name(name, len, suffix))
+		return -EINVAL;
+	end = name + len - slen;
+	/* Past a "-N" after the stamp (is_dump_name() checked its digits). */
+	while (end > name && end[-1] != 'Z')
+		end--;
+	if ((size_t)(end - name) < STAMP_LEN)
+		return -EINVAL;
+	st = end - STAMP_LEN;
+	memcpy(buf, st, STAMP_LEN);
+	buf[STAMP_LEN] = '\0';
+	if (sscanf(buf, "%4d%2d%2dT%2d%2d%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+		   &tm.tm_min, &tm.tm_sec) != 6)
+		return -EINVAL;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	*ns = (int64_t)timegm(&tm) * FR_NS_PER_S + (int64_t)atoi(buf + 16) * 1000000;
+	return 0;
+}
+
+int fr_dumps_goroutines_at(const char *dir, int64_t at_ns, int *fd, int64_t *taken_ns)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ret = -ENOENT;
+	char best[NAME_MAX + 1] = "";
+	int64_t best_ns = INT64_MIN, ns;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if (dfd < 0)
+		return errno == ENOENT ? -ENOENT : -errno;
+	if (!(d = fdopendir(dfd))) {
+		close(dfd);
+		return -errno;
+	}
+	while ((de = readdir(d)))
+		if (stamp_ns(de->d_name, GOROUTINES_SUFFIX, &ns) == 0 && ns <= at_ns &&
+		    ns > best_ns) {
+			best_ns = ns;
+			snprintf(best, sizeof(best), "%s", de->d_name);
+		}
+	if (best[0]) {
+		*fd = openat(dirfd(d), best, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		ret = *fd < 0 ? -errno : 0;
+		if (ret == 0 && (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+			close(*fd);
+			ret = -ENOENT;
+		}
+		*taken_ns = best_ns;
+	}
+	closedir(d);
+	return ret;
+}
+
 static int is_dump_profile(const char *name)
 {
 	return is_dump_name(name, strlen(name), PROFILE_SUFFIX);

@@ -78,6 +78,12 @@ struct fr_dump_request {
 int fr_dumps_write(struct fr_ring *ring, const struct fr_dump_request *req, char *path,
 		   size_t pathlen, char *err, size_t errlen);
 
+/* The newest goroutines file of the dumps in `dir` taken at or before
+ * `at_ns` (by the time in its name), opened read-only (never through a
+ * symlink) into *fd, with that time in *taken_ns. Returns 0, -ENOENT
+ * (none) or -errno. */
+int fr_dumps_goroutines_at(const char *dir, int64_t at_ns, int *fd, int64_t *taken_ns);
+
 /* Removes the oldest dumps in directory `dirfd` beyond `keep` and
  * `max_bytes`. Returns the number of dumps removed, or -errno. */
 int fr_dumps_retain(int dirfd, uint32_t keep, uint64_t max_bytes);

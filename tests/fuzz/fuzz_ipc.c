@@ -28,6 +28,7 @@
 #include "core/util/log.h"
 #include "ipc/msg.h"
 #include "ipc/msg_ctl.h"
+#include "ipc/msg_goroutines.h"
 #include "ipc/msg_timeline.h"
 #include "ipc/proto.h"
 
@@ -138,6 +139,29 @@ static int decoded(int ret, const char *err, const char *what)
 	} while (0)
 
 /* Runs every message decoder of ipc/msg.h over `obj`. */
+/* The goroutines request and its reply: decoded, encoded again, the same. */
+static void decode_goroutines(const cJSON *obj)
+{
+	static struct fr_ipc_goroutines_req q, q2;
+	static struct fr_ipc_goroutines_reply p, p2;
+	char err[512] = "";
+
+	if (decoded(fr_ipc_goroutines_req_decode(obj, &q, err, sizeof(err)), err, "goroutines")) {
+		ROUND_TRIP("goroutines", fr_ipc_goroutines_req_encode, fr_ipc_goroutines_req_decode,
+			   &q, &q2);
+		FUZZ_CHECK(memcmp(&q, &q2, sizeof(q)) == 0,
+			   "goroutines: differs after a round trip");
+	}
+	err[0] = '\0';
+	if (decoded(fr_ipc_goroutines_reply_decode(obj, &p, err, sizeof(err)), err,
+		    "goroutines reply")) {
+		ROUND_TRIP("goroutines reply", fr_ipc_goroutines_reply_encode,
+			   fr_ipc_goroutines_reply_decode, &p, &p2);
+		FUZZ_CHECK(memcmp(&p, &p2, sizeof(p)) == 0,
+			   "goroutines reply: differs after a round trip");
+	}
+}
+
 static void decode_messages(const cJSON *obj)
 {
 	static struct fr_ipc_attach_req ar, ar2;
@@ -242,6 +266,7 @@ static void decode_messages(const cJSON *obj)
 		FUZZ_CHECK(memcmp(&tlp, &tlp2, sizeof(tlp)) == 0,
 			   "timeline reply: differs after a round trip");
 	}
+	decode_goroutines(obj);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -17,7 +17,7 @@
 #  - the offsets the recorder's table has for this Go are those of the
 #    program's DWARF (the table is used for stripped programs);
 # a dump of a session whose targets are Go programs keeps their
-# goroutines beside it; and the refusals: a process that is not Go, one that does not exist,
+# goroutines beside it, which --at reads back; and the refusals: a process that is not Go, one that does not exist,
 # and, for a user who is not privileged, another user's Go program (their
 # own is read).
 . "$(dirname "$0")/lib.sh"
@@ -155,6 +155,18 @@ assert per == {p: 5 for p in want}, per
 PY
 "$FLIGHTREC" goroutines --from "$gor" | grep -Eq '^process [0-9]+: 5 goroutines \[chan receive' ||
 	fail "the dump's goroutines in text are not grouped by process"
+# --at: one process's goroutines as the newest snapshot at or before then
+# kept them; the user gets only their own; before any snapshot, none.
+sleep 1.1
+"$FLIGHTREC" goroutines --pid "${pids[1]}" --at -1s --json >"$T/at.json" 2>"$T/at.err" ||
+	{ cat "$T/at.err"; fail "goroutines --at failed"; }
+cat "$T/at.err" "$T/at.json" | grep -q 'as a dump kept them at' || { cat "$T/at.err"; fail "--at does not say when the goroutines were kept"; }
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); w=[g for g in d["goroutines"] if g.get("wait")=="chan receive"]; assert len(w)==5 and all(g["pid"]==int(sys.argv[2]) for g in d["goroutines"]), d' "$T/at.json" "${pids[1]}" ||
+	fail "--at does not give the stripped build's 5 waiters alone"
+refused "--at before any snapshot" "no goroutines were kept" "$FLIGHTREC" goroutines --pid "${pids[1]}" --at @1000
+refused "--at, another user's process" "hold no process" runuser -u "$U" -- "$FLIGHTREC" goroutines --pid "${pids[1]}" --at -1s
+runuser -u "$U" -- "$FLIGHTREC" goroutines --pid "$USER_PID" --at -1s >"$T/user_at.txt" 2>&1 ||
+	{ cat "$T/user_at.txt"; fail "the user cannot read their own program's kept goroutines"; }
 daemon_alive || fail "the recorder died"
 
 kill "${pids[@]}" "$USER_PID" 2>/dev/null
