@@ -320,6 +320,12 @@ static int refuse_read(struct fr_ipc_call *call, const struct glisting *l)
 				     "this recorder does not know, without the DWARF that would "
 				     "give it (a build without -ldflags=-w has it)",
 				     l->pid, l->x.version[0] ? l->x.version : "an unknown Go");
+	case -ENOEXEC:
+		return fr_ipc_refuse(call,
+				     "goroutines: process %u is not a Go program this recorder reads "
+				     "(%s%s: no x86-64 ELF executable with a Go function table)",
+				     l->pid, l->x.version[0] ? "it says " : "",
+				     l->x.version[0] ? l->x.version : "not ELF");
 	case -EADDRNOTAVAIL:
 		return fr_ipc_refuse(call,
 				     "goroutines: the runtime's list of goroutines was not found "

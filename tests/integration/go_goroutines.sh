@@ -127,6 +127,13 @@ refused() { # WHAT PATTERN CMD...
 	grep -q "$pat" "$T/refused.err" || { cat "$T/refused.err"; fail "$what: not said why"; }
 }
 refused "a shell" "not a Go program" "$FLIGHTREC" goroutines --pid $$ --json
+# A C program that passes for Go (its .go.buildinfo says go1.19.8), its
+# runtime's structures rewritten with garbage all the time.
+"$BUILD/tests/integration/go_forged" garbage 20 >"$T/forged.out" &
+FORGED_PID=$!
+wait_until 10 "go_forged to start" grep -qs '^pid=' "$T/forged.out"
+refused "a forged Go program" "not a Go program this recorder reads" "$FLIGHTREC" goroutines --pid "$FORGED_PID"
+kill "$FORGED_PID" 2>/dev/null
 refused "no process" "no process" "$FLIGHTREC" goroutines --pid 999999999 --json
 refused "another user's program" "not yours" runuser -u "$U" -- "$FLIGHTREC" goroutines --pid "${pids[0]}" --json
 runuser -u "$U" -- "$FLIGHTREC" goroutines --pid "$USER_PID" --json >"$T/user.json" 2>"$T/user.err" ||
