@@ -93,33 +93,31 @@ int fr_go_buildinfo_version(const uint8_t *sec, size_t len,
 
 /* ---- the layout ---- */
 
-/* Per release, from its DWARF (linux/amd64). */
+/* Per release, from the DWARF of programs its toolchain built (Debian's
+ * golang-1.N-go; tests/unit/test_go_exe.c checks each toolchain it finds
+ * against the table). A release not here is read from its own DWARF. */
+#define GL(first_, last_, goid_, status_, gopc_, parent_, labels_, tseq_)                   \
+	{                                                                                   \
+		first_, last_,                                                              \
+		{                                                                           \
+			.goid = goid_, .status = status_, .waitsince = goid_ + 16,          \
+			.waitreason = goid_ + 24, .gopc = gopc_, .startpc = gopc_ + 16,     \
+			.parent = parent_, .sched_sp = 56, .sched_pc = 64, .sched_bp = 104, \
+			.syscallsp = 112, .syscallpc = 120, .stack_lo = 0, .stack_hi = 8,   \
+			.labels = labels_, .m = 48, .m_procid = 72, .tracking_seq = tseq_,  \
+			.labels_kind = 1,                                                   \
+		}                                                                           \
+	}
 static const struct {
 	uint8_t first, last;
 	struct fr_go_glayout l;
 } glayouts[] = {
-	{19,
-	 19,
-	 {.goid = 152,
-	  .status = 144,
-	  .waitsince = 168,
-	  .waitreason = 176,
-	  .gopc = 296,
-	  .startpc = 312,
-	  .parent = -1,
-	  .sched_sp = 56,
-	  .sched_pc = 64,
-	  .sched_bp = 104,
-	  .syscallsp = 112,
-	  .syscallpc = 120,
-	  .stack_lo = 0,
-	  .stack_hi = 8,
-	  .labels = 360,
-	  .m = 48,
-	  .m_procid = 72,
-	  .tracking_seq = 189,
-	  .labels_kind = 1}},
+	GL(19, 19, 152, 144, 296, -1, 360, 189),
+	GL(21, 21, 152, 144, 280, 272, 344, 188),
+	GL(22, 22, 152, 144, 280, 272, 344, 191),
+	GL(23, 23, 160, 152, 288, 280, 352, 199),
 };
+#undef GL
 
 static void layout_size(struct fr_go_glayout *l)
 {

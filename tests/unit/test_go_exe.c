@@ -1,7 +1,8 @@
 /* A Go program's goroutines read from outside (core/symbols/go_exe.h,
  * recorder/tracking/goroutines.h), on the endpoints program (argv[1]:
  * its main.go) built by the Go toolchain found, as is and stripped
- * (-ldflags='-s -w'):
+ * (-ldflags='-s -w'), with the toolchain `go` and with every other one the
+ * machine has (/usr/lib/go-1.N, Debian's golang-1.N-go):
  *  - the table's layout of a g for this Go release is the one the
  *    program's DWARF gives (a release without a table entry: said, and
  *    the DWARF layout used);
@@ -17,6 +18,7 @@
  * Skips (77) without a Go toolchain. */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,22 @@ static int failures;
 static int run(const char *cmd)
 {
 	return system(cmd) == 0 ? 0 : -EIO;
+}
+
+/* The release `gobin` is ("go1.21.13"), "" when it does not say. */
+static void version_of(const char *gobin, char *out)
+{
+	char cmd[4200];
+	FILE *p;
+
+	out[0] = '\0';
+	snprintf(cmd, sizeof(cmd), "GOTOOLCHAIN=local '%s' env GOVERSION 2>/dev/null", gobin);
+	if ((p = popen(cmd, "r"))) {
+		if (!fgets(out, 32, p))
+			out[0] = '\0';
+		out[strcspn(out, "\n")] = '\0';
+		pclose(p);
+	}
 }
 
 static int open_exe(const char *dir, const char *name, struct fr_go_exe *x)
@@ -83,14 +101,16 @@ static void check_layout(const char *dir, const struct fr_go_exe *x)
 }
 
 /* runtime.allgs's address, as the toolchain lists it. */
-static uint64_t nm_allgs(const char *dir)
+static uint64_t nm_allgs(const char *dir, const char *gobin)
 {
 	char cmd[4400];
 	unsigned long long a = 0;
 	FILE *p;
 
 	snprintf(cmd, sizeof(cmd),
-		 "go tool nm '%s/normal' | awk '$3 == \"runtime.allgs\" { print $1 }'", dir);
+		 "GOTOOLCHAIN=local '%s' tool nm '%s/normal' | awk '$3 == \"runtime.allgs\" { print "
+		 "$1 }'",
+		 gobin, dir);
 	p = popen(cmd, "r");
 	if (p && fscanf(p, "%llx", &a) != 1)
 		a = 0;
@@ -99,9 +119,10 @@ static uint64_t nm_allgs(const char *dir)
 	return a;
 }
 
-static void check_files(const char *dir, const struct fr_go_exe *n, const struct fr_go_exe *s)
+static void check_files(const char *dir, const char *gobin, const struct fr_go_exe *n,
+			const struct fr_go_exe *s)
 {
-	uint64_t want = nm_allgs(dir);
+	uint64_t want = nm_allgs(dir, gobin);
 	int chan = 0;
 
 	CHECK(want && n->allgs == want, "runtime.allgs at %#llx, go tool nm says %#llx",
@@ -263,10 +284,42 @@ static void check_changing(const struct fr_go_exe *s)
 	      ret, (unsigned long long)st.listed, (unsigned long long)st.changed, g.stack, g.npc);
 }
 
-int main(int argc, char **argv)
+/* Builds the program with the toolchain `gobin` and checks both builds.
+ * `first`: also the checks that need no other toolchain. */
+static void check_toolchain(const char *gobin, const char *src, int first)
 {
 	char dir[] = "/tmp/fr-goexe.XXXXXX", cmd[8800];
 	struct fr_go_exe n, s;
+
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	snprintf(cmd, sizeof(cmd),
+		 "cp '%s' '%s/main.go' && cd '%s' && export GOCACHE=\"$PWD/cache\" "
+		 "GOPATH=\"$PWD/gopath\" GO111MODULE=off GOFLAGS= GOTOOLCHAIN=local && "
+		 "'%s' build -o normal main.go && '%s' build -ldflags='-s -w' -o stripped main.go",
+		 src, dir, dir, gobin, gobin);
+	CHECK(run(cmd) == 0, "building the Go program with %s in %s failed", gobin, dir);
+	CHECK(open_exe(dir, "normal", &n) == 0, "%s: the normal build is not read", gobin);
+	CHECK(open_exe(dir, "stripped", &s) == 0, "%s: the stripped build is not read", gobin);
+	if (!failures) {
+		printf("%s: layout %s, %u wait reasons\n", n.version,
+		       s.layout_from_dwarf ? "from DWARF" : "from the table", n.nwait);
+		check_layout(dir, &n);
+		check_files(dir, gobin, &n, &s);
+		check_live(dir, &s);
+		if (first)
+			check_changing(&s);
+	}
+	fr_go_exe_fini(&n);
+	fr_go_exe_fini(&s);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	run(cmd);
+}
+
+int main(int argc, char **argv)
+{
+	glob_t g = {0};
+	char seen[16][32];
+	size_t nseen = 0;
 
 	if (argc < 2)
 		return 2;
@@ -274,26 +327,23 @@ int main(int argc, char **argv)
 		fprintf(stderr, "skipped: needs the Go toolchain (go) to build a Go program\n");
 		return 77;
 	}
-	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-	snprintf(cmd, sizeof(cmd),
-		 "cp '%s' '%s/main.go' && cd '%s' && export GOCACHE=\"$PWD/cache\" "
-		 "GOPATH=\"$PWD/gopath\" GO111MODULE=off GOFLAGS= && go build -o normal main.go && "
-		 "go build -ldflags='-s -w' -o stripped main.go",
-		 argv[1], dir, dir);
-	CHECK(run(cmd) == 0, "building the Go program in %s failed", dir);
-	CHECK(open_exe(dir, "normal", &n) == 0, "the normal build is not read");
-	CHECK(open_exe(dir, "stripped", &s) == 0, "the stripped build is not read");
-	if (!failures) {
-		printf("%s: layout %s, %u wait reasons\n", n.version,
-		       s.layout_from_dwarf ? "from DWARF" : "from the table", n.nwait);
-		check_layout(dir, &n);
-		check_files(dir, &n, &s);
-		check_live(dir, &s);
-		check_changing(&s);
-	}
-	fr_go_exe_fini(&n);
-	fr_go_exe_fini(&s);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	run(cmd);
+	check_toolchain("go", argv[1], 1);
+	version_of("go", seen[nseen++]);
+	/* Every other toolchain the machine has (Debian's golang-1.N-go),
+	 * once per release. */
+	if (glob("/usr/lib/go-1.*/bin/go", 0, NULL, &g) == 0)
+		for (size_t i = 0; i < g.gl_pathc && nseen < 16 && !failures; i++) {
+			int dup = 0;
+
+			version_of(g.gl_pathv[i], seen[nseen]);
+			for (size_t k = 0; k < nseen; k++)
+				dup |= strcmp(seen[k], seen[nseen]) == 0;
+			if (!dup && seen[nseen][0]) {
+				nseen++;
+				check_toolchain(g.gl_pathv[i], argv[1], 0);
+			}
+		}
+	globfree(&g);
+	printf("%zu Go toolchains\n", nseen);
 	return failures ? 1 : 0;
 }
