@@ -292,11 +292,20 @@ static void check_toolchain(const char *gobin, const char *src, int first)
 	struct fr_go_exe n, s;
 
 	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	const char *b = getenv("FR_BUILD_DIR"), *v = strstr(gobin, "/go-1.");
+	char cache[4200];
+
+	/* The build cache is shared with test_golabels.c's for the toolchain. */
+	if (b && *b)
+		snprintf(cache, sizeof(cache), "%s/go-cache/%.*s", b,
+			 v ? (int)strcspn(v + 1, "/") : 7, v ? v + 1 : "default");
+	else
+		snprintf(cache, sizeof(cache), "%s/cache", dir);
 	snprintf(cmd, sizeof(cmd),
-		 "cp '%s' '%s/main.go' && cd '%s' && export GOCACHE=\"$PWD/cache\" "
+		 "cp '%s' '%s/main.go' && cd '%s' && export GOCACHE='%s' "
 		 "GOPATH=\"$PWD/gopath\" GO111MODULE=off GOFLAGS= GOTOOLCHAIN=local && "
 		 "'%s' build -o normal main.go && '%s' build -ldflags='-s -w' -o stripped main.go",
-		 src, dir, dir, gobin, gobin);
+		 src, dir, dir, cache, gobin, gobin);
 	CHECK(run(cmd) == 0, "building the Go program with %s in %s failed", gobin, dir);
 	CHECK(open_exe(dir, "normal", &n) == 0, "%s: the normal build is not read", gobin);
 	CHECK(open_exe(dir, "stripped", &s) == 0, "%s: the stripped build is not read", gobin);

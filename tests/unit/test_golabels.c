@@ -9,6 +9,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -357,24 +358,24 @@ static void check_dwarf(const char *path, const struct fr_go_runtime *want)
 
 /* Builds the endpoints program (in `dir`, cgo or not) and compares what
  * the recorder finds in it with its DWARF. */
-static void check_built(const char *go, const char *src, const char *dir, int cgo)
+static void check_built(const char *go, const char *src, const char *dir, const char *cache,
+			int cgo, int first)
 {
-	char cmd[4096], line[256], want[256];
+	char cmd[8192], prog[2048], line[256], want[256];
 	struct fr_go_runtime rt;
 	FILE *p;
 	int fd, st;
 
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && mkdir -p ep && cp %s/tests/integration/go/endpoints/main.go ep/ && "
-		 "%s && GOCACHE=%s/cache GOPATH=%s/gopath GO111MODULE=off GOFLAGS= "
-		 "CGO_ENABLED=%d %s build -o ep/prog ./ep >build.log 2>&1 && "
-		 "GOCACHE=%s/cache GOPATH=%s/gopath GO111MODULE=off GOFLAGS= %s run "
-		 "%s/tests/unit/go_dwarf_offsets.go ep/prog",
+		 "%s && export GOTOOLCHAIN=local GOCACHE=%s GOPATH=%s/gopath GO111MODULE=off "
+		 "GOFLAGS= && CGO_ENABLED=%d %s build -o ep/prog ./ep >build.log 2>&1 && "
+		 "%s run %s/tests/unit/go_dwarf_offsets.go ep/prog",
 		 dir, src,
 		 cgo ? "printf 'package main\\n\\n// int fr_one(void) { return 1; }\\nimport "
 		       "\"C\"\\n\\nvar _ = C.fr_one\\n' >ep/cgo.go"
 		     : "rm -f ep/cgo.go",
-		 dir, dir, cgo, go, dir, dir, go, src);
+		 cache, dir, cgo, go, go, src);
 	p = popen(cmd, "r");
 	CHECK(p && fgets(line, sizeof(line), p), "%s: no DWARF offsets (see %s/build.log)",
 	      cgo ? "cgo" : "static", dir);
@@ -386,8 +387,8 @@ static void check_built(const char *go, const char *src, const char *dir, int cg
 			failures++;
 		return;
 	}
-	snprintf(cmd, sizeof(cmd), "%s/ep/prog", dir);
-	fd = open(cmd, O_RDONLY | O_CLOEXEC);
+	snprintf(prog, sizeof(prog), "%s/ep/prog", dir);
+	fd = open(prog, O_RDONLY | O_CLOEXEC);
 	CHECK(fd >= 0 && fr_go_runtime_from_fd(fd, &rt) == 0, "the built program is not read");
 	close(fd);
 	snprintf(want, sizeof(want),
@@ -399,13 +400,30 @@ static void check_built(const char *go, const char *src, const char *dir, int cg
 	      cgo ? "cgo" : "static", line, want);
 	CHECK(rt.tls == -8, "%s: the g at %d", cgo ? "cgo" : "static", rt.tls);
 	printf("%s: %s", cgo ? "cgo" : "static", line);
-	check_dwarf(cmd, &rt);
+	if (first)
+		check_dwarf(prog, &rt);
+}
+
+/* Where toolchain `go`'s build cache is: shared with the other tests of
+ * the build directory (test_go_exe.c), else in `dir`. */
+static void cache_of(const char *go, const char *dir, char *out, size_t len)
+{
+	const char *b = getenv("FR_BUILD_DIR"), *v = strstr(go, "/go-1.");
+	char rel[32] = "default";
+
+	if (v)
+		snprintf(rel, sizeof(rel), "%.*s", (int)strcspn(v + 1, "/"), v + 1);
+	if (b && *b)
+		snprintf(out, len, "%s/go-cache/%s", b, rel);
+	else
+		snprintf(out, len, "%s/cache", dir);
 }
 
 static void test_toolchain(void)
 {
 	const char *go = getenv("FR_GO"), *src = getenv("FR_SOURCE_DIR");
-	char dir[] = "/tmp/fr-test-golabels-go-XXXXXX", cmd[256];
+	char dir[] = "/tmp/fr-test-golabels-go-XXXXXX", cmd[256], cache[4200];
+	glob_t g = {0};
 
 	if (!go || !*go || !src) {
 		printf("no Go toolchain (FR_GO): the table is not checked against DWARF\n");
@@ -415,8 +433,23 @@ static void test_toolchain(void)
 		CHECK(0, "mkdtemp: %s", strerror(errno));
 		return;
 	}
-	check_built(go, src, dir, 0);
-	check_built(go, src, dir, 1);
+	cache_of(go, dir, cache, sizeof(cache));
+	check_built(go, src, dir, cache, 0, 1);
+	check_built(go, src, dir, cache, 1, 1);
+	/* Every other toolchain the machine has (Debian's golang-1.N-go):
+	 * its programs' layout against the table too. */
+	if (glob("/usr/lib/go-1.*/bin/go", 0, NULL, &g) == 0)
+		for (size_t i = 0; i < g.gl_pathc && !failures; i++) {
+			char *a = realpath(go, NULL), *b = realpath(g.gl_pathv[i], NULL);
+
+			if (!a || !b || strcmp(a, b) != 0) {
+				cache_of(g.gl_pathv[i], dir, cache, sizeof(cache));
+				check_built(g.gl_pathv[i], src, dir, cache, 0, 0);
+			}
+			free(a);
+			free(b);
+		}
+	globfree(&g);
 	snprintf(cmd, sizeof(cmd), "chmod -R u+w %s; rm -rf %s", dir, dir);
 	if (!failures && system(cmd) != 0)
 		fprintf(stderr, "cannot remove %s\n", dir);
