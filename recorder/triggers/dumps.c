@@ -97,9 +97,27 @@ static int publish(int dirfd, const char *tmp, const char *name)
 /* Writes all of `text` to a new temporary file in `dirfd` and renames it
  * to `name` (never replacing a file). Returns 0 or -errno; on failure
  * nothing is left. */
-/* Copies what the descriptor `from` holds (from its start) into the new
- * file `name` of the directory, as write_small() does. */
-static int write_copy(int dirfd, const char *name, int from, mode_t mode)
+/* Writes n bytes to fd whole. Returns 0 or -errno. */
+static int put_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The new file `name` of the directory, holding `text`, or (text NULL)
+ * what the descriptor `from` holds from its start: written to a
+ * temporary name, synced, and renamed into place without replacing
+ * anything. Returns 0 or -errno (nothing left behind). */
+static int write_new(int dirfd, const char *name, mode_t mode, const char *text, int from)
 {
 	char tmp[NAME_MAX + 1], buf[65536];
 	int fd = create_tmp(dirfd, name, mode, tmp, sizeof(tmp)), ret = 0;
@@ -108,44 +126,15 @@ static int write_copy(int dirfd, const char *name, int from, mode_t mode)
 
 	if (fd < 0)
 		return fd;
-	while (ret == 0 && (n = pread(from, buf, sizeof(buf), at)) != 0) {
+	if (text)
+		ret = put_all(fd, text, strlen(text));
+	while (!text && ret == 0 && (n = pread(from, buf, sizeof(buf), at)) != 0) {
 		if (n < 0) {
 			ret = errno == EINTR ? 0 : -errno;
 			continue;
 		}
 		at += n;
-		for (ssize_t off = 0, w; ret == 0 && off<n; off += w> 0 ? w : 0)
-			if ((w = write(fd, buf + off, (size_t)(n - off))) < 0 ? errno != EINTR
-									      : w == 0)
-				ret = -EIO;
-	}
-	if (ret == 0 && fsync(fd) < 0)
-		ret = -errno;
-	close(fd);
-	if (ret == 0)
-		ret = publish(dirfd, tmp, name);
-	if (ret < 0)
-		unlinkat(dirfd, tmp, 0);
-	return ret;
-}
-
-static int write_small(int dirfd, const char *name, const char *text, mode_t mode)
-{
-	char tmp[NAME_MAX + 1];
-	size_t len = strlen(text), off = 0;
-	int fd = create_tmp(dirfd, name, mode, tmp, sizeof(tmp)), ret = 0;
-
-	if (fd < 0)
-		return fd;
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = -errno;
-			break;
-		}
-		off += (size_t)n;
+		ret = put_all(fd, buf, (size_t)n);
 	}
 	if (ret == 0 && fsync(fd) < 0)
 		ret = -errno;
@@ -231,14 +220,14 @@ static int publish_dump(int dirfd, const struct fr_dump_request *req, const char
 		 * sidecar that names them (one that fails is left out, and the
 		 * dump keeps its profile). */
 		if (req->goroutines_fd >= 0 && req->go_processes &&
-		    write_copy(dirfd, gor, req->goroutines_fd, mode) < 0) {
+		    write_new(dirfd, gor, mode, NULL, req->goroutines_fd) < 0) {
 			fr_log_warn("cannot write %s/%s; the dump goes without it", req->dir, gor);
 			gor[0] = '\0';
 		} else if (req->goroutines_fd < 0 || !req->go_processes) {
 			gor[0] = '\0';
 		}
 		json = sidecar_json(req, res, name, gor, bytes);
-		ret = json ? write_small(dirfd, side, json, mode) : -ENOMEM;
+		ret = json ? write_new(dirfd, side, mode, json, -1) : -ENOMEM;
 		free(json);
 		if (ret < 0) {
 			fr_set_err(err, errlen, "cannot write %s/%s: %s", req->dir, side,

@@ -30,18 +30,7 @@
 #include "core/symbols/gopclntab.h"
 #include "core/util/vmread.h"
 #include "recorder/tracking/goroutines.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                \
-	do {                                                            \
-		if (!(cond)) {                                          \
-			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                   \
-			fputc('\n', stderr);                            \
-			failures++;                                     \
-		}                                                       \
-	} while (0)
+#include "tests/unit/check.h"
 
 static int run(const char *cmd)
 {
