@@ -100,6 +100,10 @@ int fr_elf_object_rel(const void *buf, size_t size, const char *name, uint64_t m
  * dynamic symbol table and its strings are read. */
 #define TLS_HEADERS_MAX (1u << 20)
 #define TLS_DYNSYM_MAX (32u << 20)
+/* Section names read, symbols read at a time, symbols of a table. */
+#define SHSTRTAB_MAX (64u << 10)
+#define SYMS_CHUNK 2048u
+#define SYMS_MAX (8u << 20)
 
 static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
@@ -141,16 +145,15 @@ static void *read_table(int fd, uint64_t off, uint64_t count, uint64_t size, uin
 	return buf;
 }
 
-/* The value of the defined STT_TLS symbol `name` of .dynsym. */
 /* The offset of the dynamic relocation of symbol `index` of TLS type
- * (R_X86_64_TPOFF64 or R_X86_64_TLSDESC: *desc) among the sections `sh`,
- * in *r_offset. Returns 0, -ENOENT without one, or -errno. */
-static int find_tls_reloc(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, uint64_t index,
-			  uint64_t *r_offset, int *desc)
+ * (R_X86_64_TPOFF64 or R_X86_64_TLSDESC: *desc) among the sections of
+ * `x`, in *r_offset. Returns 0, -ENOENT without one, or -errno. */
+static int find_tls_reloc(const struct fr_elf_fd *x, uint64_t index, uint64_t *r_offset, int *desc)
 {
+	const Elf64_Shdr *sh = x->sh;
 	int ret = 0;
 
-	for (unsigned i = 0; i < eh->e_shnum; i++) {
+	for (unsigned i = 0; i < x->eh.e_shnum; i++) {
 		Elf64_Rela *rel;
 		uint64_t n;
 
@@ -159,7 +162,7 @@ static int find_tls_reloc(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, ui
 		n = sh[i].sh_size / sizeof(Elf64_Rela);
 		if (!n)
 			continue;
-		rel = read_table(fd, sh[i].sh_offset, n, sizeof(*rel), TLS_DYNSYM_MAX, &ret);
+		rel = read_table(x->fd, sh[i].sh_offset, n, sizeof(*rel), TLS_DYNSYM_MAX, &ret);
 		if (!rel)
 			return ret;
 		for (uint64_t k = 0; k < n; k++) {
@@ -178,119 +181,190 @@ static int find_tls_reloc(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, ui
 	return -ENOENT;
 }
 
-static int find_tls_sym(int fd, const Elf64_Ehdr *eh, const char *name, uint64_t min_size,
-			uint64_t *value, uint64_t *index, uint64_t *r_offset, int *desc)
+/* The defined STT_TLS symbol `name` of at least min_size bytes in the
+ * symbol table `ds` (strings in `ss`): its value and index. The symbols
+ * are read SYMS_CHUNK at a time, a name only when its type is TLS (a Go
+ * program's .symtab may hold millions). Returns 0, -ENOENT or -errno. */
+static int scan_tls(int fd, const Elf64_Shdr *ds, const Elf64_Shdr *ss, const char *name,
+		    uint64_t min_size, uint64_t *value, uint64_t *index)
 {
-	Elf64_Shdr *sh = NULL;
-	Elf64_Sym *syms = NULL;
-	char *str = NULL;
+	uint64_t n = ds->sh_size / sizeof(Elf64_Sym);
 	size_t nlen = strlen(name);
-	int ret = -ENOENT;
+	Elf64_Sym *syms;
+	char *buf;
+	bool found = false;
+	int ret = 0;
 
-	if (eh->e_shentsize != sizeof(Elf64_Shdr))
+	if (n > SYMS_MAX || nlen > 255)
 		return -ENOEXEC;
-	sh = read_table(fd, eh->e_shoff, eh->e_shnum, sizeof(*sh), TLS_HEADERS_MAX, &ret);
-	if (!sh)
-		return ret;
-	ret = -ENOENT;
-	for (unsigned i = 0; i < eh->e_shnum; i++) {
-		const Elf64_Shdr *ds = &sh[i], *ss;
+	syms = malloc(SYMS_CHUNK * sizeof(*syms));
+	buf = malloc(nlen + 1);
+	for (uint64_t at = 0; syms && buf && at < n && !found && ret == 0; at += SYMS_CHUNK) {
+		size_t k = n - at < SYMS_CHUNK ? (size_t)(n - at) : SYMS_CHUNK;
 
-		if (ds->sh_type != SHT_DYNSYM || ds->sh_entsize != sizeof(Elf64_Sym) ||
-		    ds->sh_link >= eh->e_shnum)
-			continue;
-		ss = &sh[ds->sh_link];
-		syms = read_table(fd, ds->sh_offset, ds->sh_size / sizeof(Elf64_Sym),
-				  sizeof(Elf64_Sym), TLS_DYNSYM_MAX, &ret);
-		str = syms ? read_table(fd, ss->sh_offset, ss->sh_size, 1, TLS_DYNSYM_MAX, &ret)
-			   : NULL;
-		if (!syms || !str)
-			break;
-		ret = -ENOENT;
-		for (uint64_t k = 1; k < ds->sh_size / sizeof(Elf64_Sym); k++) {
-			const Elf64_Sym *y = &syms[k];
+		ret = pread_all(fd, syms, k * sizeof(*syms), ds->sh_offset + at * sizeof(*syms));
+		for (size_t i = at ? 0 : 1; ret == 0 && !found && i < k; i++) {
+			const Elf64_Sym *y = &syms[i];
 
 			if (ELF64_ST_TYPE(y->st_info) != STT_TLS || y->st_shndx == SHN_UNDEF ||
 			    y->st_size < min_size || y->st_name >= ss->sh_size ||
 			    ss->sh_size - y->st_name <= nlen)
 				continue;
-			if (memcmp(str + y->st_name, name, nlen + 1) == 0) {
+			ret = pread_all(fd, buf, nlen + 1, ss->sh_offset + y->st_name);
+			if (ret == 0 && memcmp(buf, name, nlen + 1) == 0) {
 				*value = y->st_value;
-				*index = k;
-				ret = 0;
-				break;
+				*index = at + i;
+				found = true;
 			}
 		}
-		break;
 	}
-	/* The dynamic relocation that has the loader write where the
-	 * variable is: an initial-exec GOT slot (R_X86_64_TPOFF64: the offset
-	 * from the thread pointer) or a TLS descriptor (R_X86_64_TLSDESC: its
-	 * argument, the offset when the block is static). */
-	if (ret == 0 && r_offset)
-		ret = find_tls_reloc(fd, eh, sh, *index, r_offset, desc);
+	if (!syms || !buf)
+		ret = -ENOMEM;
+	else if (ret == 0 && !found)
+		ret = -ENOENT;
 	free(syms);
-	free(str);
-	free(sh);
+	free(buf);
 	return ret;
 }
 
-/* An x86-64 ELF file's header and program headers (to free), or NULL
- * with *ret. */
-static Elf64_Phdr *read_headers(int fd, Elf64_Ehdr *eh, int *ret)
+/* The symbol `name` in the first symbol table of type `type`. */
+static int find_tls_sym(const struct fr_elf_fd *x, unsigned type, const char *name,
+			uint64_t min_size, uint64_t *value, uint64_t *index)
 {
-	*ret = pread_all(fd, eh, sizeof(*eh), 0);
-	if (*ret < 0)
-		return NULL;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_machine != EM_X86_64 ||
-	    eh->e_phentsize != sizeof(Elf64_Phdr)) {
-		*ret = -ENOEXEC;
-		return NULL;
+	for (unsigned i = 0; i < x->eh.e_shnum; i++) {
+		const Elf64_Shdr *ds = &x->sh[i];
+
+		if (ds->sh_type != type || ds->sh_entsize != sizeof(Elf64_Sym) ||
+		    ds->sh_link >= x->eh.e_shnum)
+			continue;
+		return scan_tls(x->fd, ds, &x->sh[ds->sh_link], name, min_size, value, index);
 	}
-	return read_table(fd, eh->e_phoff, eh->e_phnum, sizeof(Elf64_Phdr), TLS_HEADERS_MAX, ret);
+	return -ENOENT;
 }
 
-int fr_elf_fd_exec_tls_offset(int fd, const char *name, uint64_t min_size, int64_t *off)
+int fr_elf_fd_open(int fd, struct fr_elf_fd *x)
 {
-	uint64_t value = 0, memsz = 0, align = 1, first = 0, block, pad, index = 0;
-	Elf64_Phdr *ph;
-	Elf64_Ehdr eh;
-	bool tls = false;
+	const Elf64_Ehdr *eh = &x->eh;
+	const Elf64_Shdr *ns;
 	int ret;
 
-	ph = read_headers(fd, &eh, &ret);
-	if (!ph)
-		return ret;
-	for (unsigned i = 0; i < eh.e_phnum && !tls; i++) {
-		if (ph[i].p_type != PT_TLS)
-			continue;
-		align = ph[i].p_align ? ph[i].p_align : 1;
-		memsz = ph[i].p_memsz;
-		first = ph[i].p_vaddr & (align - 1);
-		tls = true;
-	}
-	free(ph);
-	/* Most executables have no thread-locals of their own. */
-	if (!tls)
-		return -ENOENT;
-	if (align & (align - 1) || align > 4096 || memsz > (1u << 30))
-		return -ENOEXEC;
-	ret = find_tls_sym(fd, &eh, name, min_size, &value, &index, NULL, NULL);
+	memset(x, 0, sizeof(*x));
+	x->fd = fd;
+	ret = pread_all(fd, &x->eh, sizeof(x->eh), 0);
 	if (ret < 0)
 		return ret;
-	if (value > memsz || memsz - value < min_size)
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_machine != EM_X86_64 ||
+	    (eh->e_phnum && eh->e_phentsize != sizeof(Elf64_Phdr)) ||
+	    (eh->e_shnum && eh->e_shentsize != sizeof(Elf64_Shdr)) ||
+	    (eh->e_shnum && eh->e_shstrndx >= eh->e_shnum))
+		return -ENOEXEC;
+	if ((eh->e_phnum && !(x->ph = read_table(fd, eh->e_phoff, eh->e_phnum, sizeof(Elf64_Phdr),
+						 TLS_HEADERS_MAX, &ret))) ||
+	    (eh->e_shnum && !(x->sh = read_table(fd, eh->e_shoff, eh->e_shnum, sizeof(Elf64_Shdr),
+						 TLS_HEADERS_MAX, &ret))))
+		goto fail;
+	if (eh->e_shnum) {
+		ns = &x->sh[eh->e_shstrndx];
+		x->nlen = ns->sh_size < SHSTRTAB_MAX ? (size_t)ns->sh_size : SHSTRTAB_MAX;
+		ret = -ENOMEM;
+		if (!(x->names = calloc(1, x->nlen + 1)) ||
+		    (ret = pread_all(fd, x->names, x->nlen, ns->sh_offset)) < 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	fr_elf_fd_close(x);
+	return ret;
+}
+
+void fr_elf_fd_close(struct fr_elf_fd *x)
+{
+	free(x->ph);
+	free(x->sh);
+	free(x->names);
+	x->ph = NULL;
+	x->sh = NULL;
+	x->names = NULL;
+}
+
+const Elf64_Shdr *fr_elf_fd_section(const struct fr_elf_fd *x, const char *name)
+{
+	for (unsigned i = 0; i < x->eh.e_shnum; i++)
+		if (x->sh[i].sh_name < x->nlen && strcmp(x->names + x->sh[i].sh_name, name) == 0)
+			return &x->sh[i];
+	return NULL;
+}
+
+int fr_elf_fd_vread(void *arg, uint64_t addr, void *buf, size_t n)
+{
+	const struct fr_elf_fd *x = arg;
+
+	for (unsigned i = 0; i < x->eh.e_phnum; i++) {
+		const Elf64_Phdr *p = &x->ph[i];
+
+		if (p->p_type != PT_LOAD || addr < p->p_vaddr || addr - p->p_vaddr >= p->p_filesz ||
+		    p->p_filesz - (addr - p->p_vaddr) < n)
+			continue;
+		return pread_all(x->fd, buf, n, p->p_offset + (addr - p->p_vaddr));
+	}
+	return -EFAULT;
+}
+
+int fr_elf_fd_exec_tls(const struct fr_elf_fd *x, const char *name, uint64_t min_size, bool symtab,
+		       struct fr_elf_tls *t)
+{
+	uint64_t value = 0, first = 0, block, pad, index = 0;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	for (unsigned i = 0; i < x->eh.e_shnum; i++)
+		t->symtab |= x->sh[i].sh_type == SHT_SYMTAB;
+	for (unsigned i = 0; i < x->eh.e_phnum && !t->segment; i++) {
+		if (x->ph[i].p_type != PT_TLS)
+			continue;
+		t->align = x->ph[i].p_align ? x->ph[i].p_align : 1;
+		t->memsz = x->ph[i].p_memsz;
+		first = x->ph[i].p_vaddr & (t->align - 1);
+		t->segment = true;
+	}
+	/* Most executables have no thread-locals of their own. */
+	if (!t->segment)
+		return -ENOENT;
+	if (t->align & (t->align - 1) || t->align > 4096 || t->memsz > (1u << 30))
+		return -ENOEXEC;
+	ret = find_tls_sym(x, SHT_DYNSYM, name, min_size, &value, &index);
+	if (ret == -ENOENT && symtab)
+		ret = find_tls_sym(x, SHT_SYMTAB, name, min_size, &value, &index);
+	if (ret < 0)
+		return ret;
+	if (value > t->memsz || t->memsz - value < min_size)
 		return -ENOEXEC;
 	/* glibc (TLS_TCB_AT_TP, x86-64): the executable's block is the first
 	 * below the thread pointer, at l_tls_offset = roundup(memsz - f,
 	 * align) + f, f = -(p_vaddr mod align) mod align (elf/dl-tls.c,
 	 * _dl_determine_tlsoffset). */
-	pad = (align - first) & (align - 1);
-	if (memsz < pad)
+	pad = (t->align - first) & (t->align - 1);
+	if (t->memsz < pad)
 		return -ENOEXEC;
-	block = ((memsz - pad + align - 1) & ~(align - 1)) + pad;
-	*off = (int64_t)value - (int64_t)block;
+	block = ((t->memsz - pad + t->align - 1) & ~(t->align - 1)) + pad;
+	t->off = (int64_t)value - (int64_t)block;
 	return 0;
+}
+
+int fr_elf_fd_exec_tls_offset(int fd, const char *name, uint64_t min_size, int64_t *off)
+{
+	struct fr_elf_fd x;
+	struct fr_elf_tls t;
+	int ret = fr_elf_fd_open(fd, &x);
+
+	if (ret < 0)
+		return ret;
+	ret = fr_elf_fd_exec_tls(&x, name, min_size, false, &t);
+	fr_elf_fd_close(&x);
+	if (ret == 0)
+		*off = t.off;
+	return ret;
 }
 
 int fr_elf_fd_dso_tls_slot(int fd, const char *name, uint64_t min_size, uint64_t pgoff,
@@ -299,35 +373,33 @@ int fr_elf_fd_dso_tls_slot(int fd, const char *name, uint64_t min_size, uint64_t
 	uint64_t value = 0, index = 0, r_offset = 0;
 	int64_t delta = 0;
 	bool tls = false, load = false;
-	Elf64_Phdr *ph;
-	Elf64_Ehdr eh;
-	int ret;
+	struct fr_elf_fd x;
+	int ret = fr_elf_fd_open(fd, &x);
 
-	ph = read_headers(fd, &eh, &ret);
-	if (ph && eh.e_type != ET_DYN) {
-		free(ph);
-		return -ENOEXEC;
-	}
-	if (!ph)
+	if (ret < 0)
 		return ret;
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		if (ph[i].p_type == PT_TLS)
+	for (unsigned i = 0; i < x.eh.e_phnum; i++) {
+		const Elf64_Phdr *p = &x.ph[i];
+
+		if (p->p_type == PT_TLS)
 			tls = true;
-		if (ph[i].p_type == PT_LOAD && !load &&
-		    (ph[i].p_offset & ~(uint64_t)0xfff) <= pgoff &&
-		    pgoff < ph[i].p_offset + ph[i].p_filesz) {
-			delta = (int64_t)(ph[i].p_vaddr - ph[i].p_offset);
+		if (p->p_type == PT_LOAD && !load && (p->p_offset & ~(uint64_t)0xfff) <= pgoff &&
+		    pgoff < p->p_offset + p->p_filesz) {
+			delta = (int64_t)(p->p_vaddr - p->p_offset);
 			load = true;
 		}
 	}
-	free(ph);
-	if (!tls)
-		return -ENOENT;
-	if (!load)
-		return -ENOENT;
-	ret = find_tls_sym(fd, &eh, name, min_size, &value, &index, &r_offset, desc);
-	if (ret < 0)
-		return ret;
-	*rel = (int64_t)(r_offset - (uint64_t)delta - pgoff);
-	return 0;
+	ret = x.eh.e_type != ET_DYN ? -ENOEXEC : !tls || !load ? -ENOENT : 0;
+	if (ret == 0)
+		ret = find_tls_sym(&x, SHT_DYNSYM, name, min_size, &value, &index);
+	/* The dynamic relocation that has the loader write where the
+	 * variable is: an initial-exec GOT slot (R_X86_64_TPOFF64: the offset
+	 * from the thread pointer) or a TLS descriptor (R_X86_64_TLSDESC: its
+	 * argument, the offset when the block is static). */
+	if (ret == 0)
+		ret = find_tls_reloc(&x, index, &r_offset, desc);
+	fr_elf_fd_close(&x);
+	if (ret == 0)
+		*rel = (int64_t)(r_offset - (uint64_t)delta - pgoff);
+	return ret;
 }

@@ -44,7 +44,15 @@ struct builder {
 	uint32_t cap;
 	uint64_t work, work_max;
 	bool have_last; /* t->rows[t->nrows - 1] is valid */
+	/* Stack pointer offsets filling the gaps between FDEs
+	 * (fr_cfi_build_sp(), fr_cfi_build_merged()): the next one to take,
+	 * and the end of the last one taken. */
+	const struct fr_cfi_sp_range *sp;
+	size_t nsp, sp_i;
+	uint64_t sp_end;
 };
+
+static const struct fr_cfi_row undef_row = {.kind = FR_CFA_UNDEF};
 
 /* ---- rows ---------------------------------------------------------- */
 
@@ -240,7 +248,6 @@ static int add_row(struct builder *b, uint64_t pc, const struct fr_cfi_row *r)
  * overlap, the first one wins). */
 static int walk_fde(struct builder *b, const struct fde *f, uint64_t pc)
 {
-	static const struct fr_cfi_row undef = {.kind = FR_CFA_UNDEF};
 	unsigned rows = 0;
 	int err;
 
@@ -253,22 +260,22 @@ static int walk_fde(struct builder *b, const struct fde *f, uint64_t pc)
 		/* The rest of a function with too many rows is not
 		 * unwound; the rest of the file still is. */
 		if (++rows > MAX_FDE_ROWS)
-			return add_row(b, pc, &undef);
+			return add_row(b, pc, &undef_row);
 		b->work += f->cost;
 		if (b->work > b->work_max)
 			return -EFBIG;
 		if (dwarf_cfi_addrframe(b->cfi, pc, &fr) != 0)
-			return add_row(b, pc, &undef);
+			return add_row(b, pc, &undef_row);
 		if (dwarf_frame_info(fr, &start, &end, &signal) != REG_RA) {
 			free(fr);
-			return add_row(b, pc, &undef);
+			return add_row(b, pc, &undef_row);
 		}
 		compile_row(fr, signal, &row);
 		free(fr);
 		/* A row that does not cover pc (libdw found another FDE):
 		 * nothing trustworthy for the rest of this one. */
 		if (start > pc || end <= pc)
-			return add_row(b, pc, &undef);
+			return add_row(b, pc, &undef_row);
 		if ((err = add_row(b, pc, &row)) < 0)
 			return err;
 		pc = end < f->end ? end : f->end;
@@ -276,23 +283,82 @@ static int walk_fde(struct builder *b, const struct fde *f, uint64_t pc)
 	return 0;
 }
 
+/* The row of a stack pointer offset: Go's frames, the return address,
+ * then (once the function has a frame) the caller's rbp right below it.
+ * An offset that is negative, not of whole words or over 1 GiB: none. */
+static struct fr_cfi_row sp_row(int32_t sp)
+{
+	if (sp < 0 || sp > (1 << 30) || (sp & 7))
+		return undef_row;
+	return (struct fr_cfi_row){.kind = FR_CFA_SP,
+				   .cfa_off = sp + 8,
+				   .fp_rule = sp > 0 ? FR_FP_SAVED : FR_FP_SAME,
+				   .fp_off = sp > 0 ? -16 : 0};
+}
+
+/* Rows for [from, to) from the stack pointer offsets b->sp (those not
+ * sorted or overlapping an earlier one skipped: the first one wins),
+ * clipped to it, an FR_CFA_UNDEF row where none covers; to ==
+ * UINT64_MAX takes all that are left, with no row after the last. Sets
+ * *at to where the rows end. A range running on past `to` (into an FDE)
+ * is kept for the gap after it. */
+static int fill_sp(struct builder *b, uint64_t from, uint64_t to, uint64_t *at)
+{
+	int err;
+
+	*at = from;
+	while (b->sp_i < b->nsp && *at < to) {
+		const struct fr_cfi_sp_range *r = &b->sp[b->sp_i];
+		uint64_t s = r->start > *at ? r->start : *at, e = r->end < to ? r->end : to;
+		struct fr_cfi_row row = sp_row(r->sp);
+
+		if (r->start < b->sp_end || r->end <= r->start) {
+			b->sp_i++;
+			continue;
+		}
+		if (r->start >= to)
+			break;
+		if (e > s) {
+			if ((s > *at && (err = add_row(b, *at, &undef_row)) < 0) ||
+			    (err = add_row(b, s, &row)) < 0)
+				return err;
+			*at = e;
+		}
+		if (r->end > to)
+			break;
+		b->sp_end = r->end;
+		b->sp_i++;
+	}
+	if (*at < to && to != UINT64_MAX) {
+		if ((err = add_row(b, *at, &undef_row)) < 0)
+			return err;
+		*at = to;
+	}
+	return 0;
+}
+
+/* The rows of the FDEs `v`, sorted, the gaps between them filled from
+ * b->sp (FR_CFA_UNDEF without). */
 static int walk_fdes(struct builder *b, const struct fde *v, size_t n)
 {
-	static const struct fr_cfi_row undef = {.kind = FR_CFA_UNDEF};
 	uint64_t cursor = v[0].start;
 	int err;
 
-	b->t->base = v[0].start;
+	if (b->nsp && b->sp[0].start < cursor)
+		cursor = b->sp[0].start;
+	b->t->base = b->sp_end = cursor;
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].end <= cursor)
 			continue;
-		if (v[i].start > cursor && (err = add_row(b, cursor, &undef)) < 0)
+		if (v[i].start > cursor && (err = fill_sp(b, cursor, v[i].start, &cursor)) < 0)
 			return err;
 		err = walk_fde(b, &v[i], v[i].start > cursor ? v[i].start : cursor);
 		if (err < 0)
 			return err;
 		cursor = v[i].end;
 	}
+	if (b->nsp && (err = fill_sp(b, cursor, UINT64_MAX, &cursor)) < 0)
+		return err;
 	b->t->limit = cursor;
 	return 0;
 }
@@ -427,19 +493,38 @@ static int compile_section(Elf *elf, struct builder *b, const char *name)
 	return err;
 }
 
-static int build_elf(Elf *elf, struct builder *b)
+/* Rows from stack pointer offsets alone (fr_cfi_build_sp()). */
+static int build_sp(struct builder *b)
+{
+	uint64_t end;
+	int err;
+
+	b->t->base = b->sp_end = b->sp[0].start;
+	if ((err = fill_sp(b, b->sp[0].start, UINT64_MAX, &end)) < 0)
+		return err;
+	b->t->limit = end;
+	return 0;
+}
+
+/* The table of `elf` from its CFI (when `cfi`), the gaps filled from
+ * b->sp; from b->sp alone for a file without CFI. */
+static int build_elf(Elf *elf, struct builder *b, bool cfi)
 {
 	int err = read_loads(elf, b->t);
 
 	if (err < 0)
 		return err;
 	read_build_id(elf, b->t);
-	err = compile_section(elf, b, ".eh_frame");
+	err = cfi ? compile_section(elf, b, ".eh_frame") : -ENOENT;
 	/* A file whose .eh_frame describes nothing (only the C runtime's
 	 * CIE, say) may still have .debug_frame. */
-	if (err == -ENOENT && b->t->nrows == 0) {
+	if (cfi && err == -ENOENT && b->t->nrows == 0) {
 		b->t->from_debug_frame = 1;
 		err = compile_section(elf, b, ".debug_frame");
+	}
+	if (err == -ENOENT && b->t->nrows == 0 && b->nsp) {
+		b->t->from_debug_frame = 0;
+		err = build_sp(b);
 	}
 	return err;
 }
@@ -459,35 +544,6 @@ static int finish(struct builder *b, int err, struct fr_cfi_table **out)
 	 * is mapped somewhere. */
 	t = realloc(b->t, sizeof(*b->t) + (size_t)b->t->nrows * sizeof(b->t->rows[0]));
 	*out = t ? t : b->t;
-	return 0;
-}
-
-/* Rows from stack pointer offsets (fr_cfi_build_sp()). */
-static int build_sp(struct builder *b, const struct fr_cfi_sp_range *v, size_t n)
-{
-	static const struct fr_cfi_row undef = {.kind = FR_CFA_UNDEF};
-	uint64_t cursor = v[0].start;
-	int err;
-
-	b->t->base = cursor;
-	for (size_t i = 0; i < n; i++) {
-		/* Go's frames: the return address, then (once the function
-		 * has a frame) the caller's rbp right below it. */
-		struct fr_cfi_row row = {.kind = FR_CFA_SP,
-					 .cfa_off = v[i].sp + 8,
-					 .fp_rule = v[i].sp > 0 ? FR_FP_SAVED : FR_FP_SAME,
-					 .fp_off = v[i].sp > 0 ? -16 : 0};
-
-		if (v[i].start < cursor || v[i].end <= v[i].start)
-			continue; /* unsorted or overlapping: the first one wins */
-		if (v[i].sp < 0 || v[i].sp > (1 << 30) || (v[i].sp & 7))
-			row = undef;
-		if ((v[i].start > cursor && (err = add_row(b, cursor, &undef)) < 0) ||
-		    (err = add_row(b, v[i].start, &row)) < 0)
-			return err;
-		cursor = v[i].end;
-	}
-	b->t->limit = cursor;
 	return 0;
 }
 
@@ -518,43 +574,41 @@ static Elf *open_image(const void *image, size_t size, int *err)
 	return elf;
 }
 
-int fr_cfi_build_sp(const void *image, size_t size, const struct fr_cfi_sp_range *v, size_t n,
-		    struct fr_cfi_table **out)
+/* fr_cfi_build(), fr_cfi_build_sp(), fr_cfi_build_merged(). */
+static int build(const void *image, size_t size, const struct fr_cfi_sp_range *v, size_t n,
+		 bool cfi, struct fr_cfi_table **out)
 {
-	struct builder b = {0};
+	struct builder b = {.sp = v, .nsp = n};
 	Elf *elf;
 	int err;
 
 	*out = NULL;
-	if (!n)
-		return -ENOENT;
 	if (n > FR_CFI_MAX_ROWS)
 		return -EFBIG;
 	if (!(elf = open_image(image, size, &err)))
 		return err;
 	b.t = calloc(1, sizeof(*b.t));
-	err = b.t ? read_loads(elf, b.t) : -ENOMEM;
-	if (err == 0) {
-		read_build_id(elf, b.t);
-		err = build_sp(&b, v, n);
-	}
+	err = b.t ? build_elf(elf, &b, cfi) : -ENOMEM;
 	elf_end(elf);
 	return finish(&b, err, out);
 }
 
+int fr_cfi_build_sp(const void *image, size_t size, const struct fr_cfi_sp_range *v, size_t n,
+		    struct fr_cfi_table **out)
+{
+	*out = NULL;
+	return n ? build(image, size, v, n, false, out) : -ENOENT;
+}
+
+int fr_cfi_build_merged(const void *image, size_t size, const struct fr_cfi_sp_range *v, size_t n,
+			struct fr_cfi_table **out)
+{
+	return build(image, size, v, n, true, out);
+}
+
 int fr_cfi_build(const void *image, size_t size, struct fr_cfi_table **out)
 {
-	struct builder b = {0};
-	Elf *elf;
-	int err;
-
-	*out = NULL;
-	if (!(elf = open_image(image, size, &err)))
-		return err;
-	b.t = calloc(1, sizeof(*b.t));
-	err = b.t ? build_elf(elf, &b) : -ENOMEM;
-	elf_end(elf);
-	return finish(&b, err, out);
+	return build(image, size, NULL, 0, true, out);
 }
 
 void fr_cfi_free(struct fr_cfi_table *t)

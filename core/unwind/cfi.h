@@ -105,6 +105,16 @@ struct fr_cfi_sp_range {
 int fr_cfi_build_sp(const void *image, size_t size, const struct fr_cfi_sp_range *v, size_t n,
 		    struct fr_cfi_table **out);
 
+/* The table of an x86-64 ELF file with both CFI and stack pointer
+ * offsets (a Go program linked by the system linker, with cgo: CFI for
+ * its C code and the runtime's cgo glue, none for its Go functions): the
+ * CFI's rows where an FDE covers an address, the offsets' rows (as
+ * fr_cfi_build_sp() makes them, clipped to the gaps) where none does; a
+ * file without CFI gets the offsets' rows alone. Returns as
+ * fr_cfi_build(). */
+int fr_cfi_build_merged(const void *image, size_t size, const struct fr_cfi_sp_range *v, size_t n,
+			struct fr_cfi_table **out);
+
 void fr_cfi_free(struct fr_cfi_table *t);
 
 /* Bytes the table occupies in memory. */

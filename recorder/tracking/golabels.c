@@ -11,18 +11,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/symbols/elf_object.h"
 #include "core/symbols/go_dwarf.h"
 #include "core/symbols/go_exe.h"
 #include "core/util/fs.h"
 #include "flightrec/labels_abi.h"
 
-/* Bounds on what is read of a file another user controls. */
-#define PHDRS_MAX 256u
-#define SHDRS_MAX 4096u
-#define SHSTRTAB_MAX (64u << 10)
+/* Bounds on what is read of a file another user controls (its headers:
+ * core/symbols/elf_object.h). */
 #define BUILDINFO_MAX 4096u
-#define SYMS_CHUNK 2048u
-#define SYMS_MAX (8u << 20)
 /* A program whose release is not in the table is read whole for its
  * DWARF, up to this size: the look-up must end within its deadline (250
  * ms; 2 MiB parse in 12 to 25 ms on a busy 2-vCPU machine). */
@@ -62,174 +59,31 @@ int fr_go_offsets(uint32_t minor, struct fr_go_runtime *rt)
 
 /* ---- the executable ---- */
 
-struct exe {
-	int fd;
-	Elf64_Ehdr eh;
-	Elf64_Phdr ph[PHDRS_MAX];
-	unsigned nph;
-};
-
-static int pread_exact(int fd, void *buf, size_t n, uint64_t off)
-{
-	ssize_t got = fr_pread_full(fd, buf, n, off);
-
-	if (got < 0)
-		return (int)got;
-	return (size_t)got == n ? 0 : -ENOEXEC;
-}
-
-/* Reads n bytes at virtual address addr of the program's image (from its
- * PT_LOAD segments' file bytes). */
-static int exe_vread(void *arg, uint64_t addr, void *buf, size_t n)
-{
-	const struct exe *x = arg;
-
-	for (unsigned i = 0; i < x->nph; i++) {
-		const Elf64_Phdr *p = &x->ph[i];
-
-		if (p->p_type != PT_LOAD || addr < p->p_vaddr || addr - p->p_vaddr >= p->p_filesz ||
-		    p->p_filesz - (addr - p->p_vaddr) < n)
-			continue;
-		return pread_exact(x->fd, buf, n, p->p_offset + (addr - p->p_vaddr));
-	}
-	return -EFAULT;
-}
-
-static int read_headers(struct exe *x)
-{
-	int ret = pread_exact(x->fd, &x->eh, sizeof(x->eh), 0);
-
-	if (ret < 0)
-		return ret;
-	if (memcmp(x->eh.e_ident, ELFMAG, SELFMAG) != 0 || x->eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    x->eh.e_ident[EI_DATA] != ELFDATA2LSB || x->eh.e_machine != EM_X86_64 ||
-	    x->eh.e_phentsize != sizeof(Elf64_Phdr) || x->eh.e_phnum > PHDRS_MAX ||
-	    x->eh.e_shentsize != sizeof(Elf64_Shdr) || x->eh.e_shnum > SHDRS_MAX ||
-	    x->eh.e_shstrndx >= x->eh.e_shnum)
-		return -ENOEXEC;
-	x->nph = x->eh.e_phnum;
-	return pread_exact(x->fd, x->ph, x->nph * sizeof(Elf64_Phdr), x->eh.e_phoff);
-}
-
-/* The section headers named .go.buildinfo and .symtab (type 0: none). */
-static int find_sections(struct exe *x, Elf64_Shdr *info, Elf64_Shdr *symtab, Elf64_Shdr *strtab)
-{
-	Elf64_Shdr *sh = calloc(x->eh.e_shnum ? x->eh.e_shnum : 1, sizeof(*sh));
-	char *names = NULL;
-	uint64_t nlen;
-	int ret;
-
-	if (!sh)
-		return -ENOMEM;
-	ret = pread_exact(x->fd, sh, x->eh.e_shnum * sizeof(*sh), x->eh.e_shoff);
-	if (ret < 0)
-		goto out;
-	nlen = sh[x->eh.e_shstrndx].sh_size < SHSTRTAB_MAX ? sh[x->eh.e_shstrndx].sh_size
-							   : SHSTRTAB_MAX;
-	ret = -ENOMEM;
-	if (!(names = calloc(1, nlen + 1)))
-		goto out;
-	ret = pread_exact(x->fd, names, nlen, sh[x->eh.e_shstrndx].sh_offset);
-	if (ret < 0)
-		goto out;
-	for (unsigned i = 0; i < x->eh.e_shnum; i++) {
-		const char *n = sh[i].sh_name < nlen ? names + sh[i].sh_name : "";
-
-		if (strcmp(n, ".go.buildinfo") == 0)
-			*info = sh[i];
-		else if (sh[i].sh_type == SHT_SYMTAB && sh[i].sh_link < x->eh.e_shnum) {
-			*symtab = sh[i];
-			*strtab = sh[sh[i].sh_link];
-		}
-	}
-out:
-	free(names);
-	free(sh);
-	return ret;
-}
-
-/* The program's PT_TLS segment, or NULL. */
-static const Elf64_Phdr *tls_segment(const struct exe *x)
-{
-	for (unsigned i = 0; i < x->nph; i++)
-		if (x->ph[i].p_type == PT_TLS)
-			return &x->ph[i];
-	return NULL;
-}
-
-/* runtime.tlsg's value (an STT_TLS symbol of .symtab), read in chunks. */
-static int find_tlsg(const struct exe *x, const Elf64_Shdr *symtab, const Elf64_Shdr *strtab,
-		     uint64_t *value)
-{
-	static const char want[] = "runtime.tlsg";
-	Elf64_Sym *syms = malloc(SYMS_CHUNK * sizeof(*syms));
-	uint64_t n = symtab->sh_size / sizeof(Elf64_Sym);
-	int ret = -EADDRNOTAVAIL;
-
-	if (!syms)
-		return -ENOMEM;
-	if (symtab->sh_entsize != sizeof(Elf64_Sym) || n > SYMS_MAX)
-		n = 0;
-	for (uint64_t at = 0; at < n && ret == -EADDRNOTAVAIL; at += SYMS_CHUNK) {
-		size_t k = n - at < SYMS_CHUNK ? (size_t)(n - at) : SYMS_CHUNK;
-		char name[sizeof(want)];
-
-		if (pread_exact(x->fd, syms, k * sizeof(*syms),
-				symtab->sh_offset + at * sizeof(*syms)) < 0)
-			break;
-		for (size_t i = 0; i < k; i++) {
-			if (ELF64_ST_TYPE(syms[i].st_info) != STT_TLS ||
-			    syms[i].st_name >= strtab->sh_size ||
-			    strtab->sh_size - syms[i].st_name < sizeof(want) ||
-			    pread_exact(x->fd, name, sizeof(name),
-					strtab->sh_offset + syms[i].st_name) < 0 ||
-			    memcmp(name, want, sizeof(want)) != 0)
-				continue;
-			*value = syms[i].st_value;
-			ret = 0;
-			break;
-		}
-	}
-	free(syms);
-	return ret;
-}
-
 /* Where the current g is, from the thread pointer. Go's own linker puts
  * it at -8 and writes no TLS segment; the system linker (cgo, external
  * linking) places runtime.tlsg in the executable's TLS block, the first
- * below the thread pointer (x86-64 variant II): found by its symbol, or,
- * stripped, when it is all the block holds. */
-static int g_slot(const struct exe *x, const Elf64_Shdr *symtab, const Elf64_Shdr *strtab,
-		  int32_t *tls)
+ * below the thread pointer (x86-64 variant II): found by its symbol
+ * (core/symbols/elf_object.h), or, stripped, when it is all the block
+ * holds. */
+static int g_slot(const struct fr_elf_fd *x, int32_t *tls)
 {
-	const Elf64_Phdr *t = tls_segment(x);
-	uint64_t value = 0, align, size;
-	int64_t off;
-	int ret;
+	struct fr_elf_tls t;
+	int ret = fr_elf_fd_exec_tls(x, "runtime.tlsg", 8, true, &t);
 
-	if (!t) {
+	if (!t.segment || (ret == -ENOENT && !t.symtab && t.memsz == 8 && t.align <= 8)) {
+		/* Stripped: a Go program's TLS segment always holds
+		 * runtime.tlsg (8 bytes); one of 8 bytes holds nothing
+		 * else. */
 		*tls = -8;
 		return 0;
 	}
-	align = t->p_align ? t->p_align : 1;
-	/* Stripped: a Go program's TLS segment always holds runtime.tlsg
-	 * (8 bytes); one of 8 bytes holds nothing else. */
-	if (!symtab->sh_type && t->p_memsz == 8 && align <= 8) {
-		*tls = -8;
-		return 0;
-	}
-	if (!symtab->sh_type)
+	if (ret == -ENOENT)
 		return -EADDRNOTAVAIL;
-	ret = find_tlsg(x, symtab, strtab, &value);
 	if (ret < 0)
 		return ret;
-	if (align & (align - 1) || align > 4096 || t->p_memsz > (1u << 20) || value > t->p_memsz)
+	if (t.memsz > (1u << 20) || t.off > -8 || t.off & 7)
 		return -ENOEXEC;
-	size = (t->p_memsz + align - 1) & ~(align - 1);
-	off = (int64_t)value - (int64_t)size;
-	if (off > -8 || off & 7)
-		return -ENOEXEC;
-	*tls = (int32_t)off;
+	*tls = (int32_t)t.off;
 	return 0;
 }
 
@@ -263,28 +117,24 @@ static int from_dwarf(int fd, struct fr_go_runtime *rt)
 
 int fr_go_runtime_from_fd(int fd, struct fr_go_runtime *rt)
 {
-	struct exe *x = calloc(1, sizeof(*x));
-	Elf64_Shdr info = {0}, symtab = {0}, strtab = {0};
+	const Elf64_Shdr *info;
 	uint8_t sec[BUILDINFO_MAX];
+	struct fr_elf_fd x;
 	size_t n;
 	int ret, minor;
 
-	if (!x)
-		return -ENOMEM;
 	memset(rt, 0, sizeof(*rt));
-	x->fd = fd;
-	ret = read_headers(x);
-	if (ret == 0)
-		ret = find_sections(x, &info, &symtab, &strtab);
+	ret = fr_elf_fd_open(fd, &x);
 	if (ret < 0)
-		goto out;
+		return ret;
 	ret = -ENOENT;
-	if (info.sh_type != SHT_PROGBITS || info.sh_size < 32)
+	info = fr_elf_fd_section(&x, ".go.buildinfo");
+	if (!info || info->sh_type != SHT_PROGBITS || info->sh_size < 32)
 		goto out;
-	n = info.sh_size < sizeof(sec) ? (size_t)info.sh_size : sizeof(sec);
-	ret = pread_exact(fd, sec, n, info.sh_offset);
+	n = info->sh_size < sizeof(sec) ? (size_t)info->sh_size : sizeof(sec);
+	ret = fr_pread_full(fd, sec, n, info->sh_offset) == (ssize_t)n ? 0 : -ENOEXEC;
 	if (ret == 0)
-		ret = fr_go_buildinfo_version(sec, n, exe_vread, x, rt->version,
+		ret = fr_go_buildinfo_version(sec, n, fr_elf_fd_vread, &x, rt->version,
 					      sizeof(rt->version));
 	if (ret < 0)
 		goto out;
@@ -295,9 +145,9 @@ int fr_go_runtime_from_fd(int fd, struct fr_go_runtime *rt)
 		ret = from_dwarf(fd, rt);
 	}
 	if (ret == 0)
-		ret = g_slot(x, &symtab, &strtab, &rt->tls);
+		ret = g_slot(&x, &rt->tls);
 out:
-	free(x);
+	fr_elf_fd_close(&x);
 	return ret;
 }
 

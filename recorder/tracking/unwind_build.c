@@ -8,9 +8,10 @@
  * FR_UNWIND_TABLES_READ_DEADLINE_NS is left to its worker and the table
  * fails with -ETIMEDOUT, so later tables are not held up), compiles its
  * CFI (fr_cfi_build(), private memory only) and posts the answer on the
- * done list for the ingest thread to take. A Go binary without CFI
- * (stripped, or built without DWARF) gets its table from the stack
- * pointer offsets of its .gopclntab instead.
+ * done list for the ingest thread to take. A Go binary's functions
+ * without CFI (all of them when stripped or built without DWARF, the Go
+ * ones when linked with cgo) get their rows from the stack pointer
+ * offsets of its .gopclntab.
  */
 #include "recorder/tracking/unwind_tables_int.h"
 
@@ -216,20 +217,22 @@ static int sp_push(void *arg, uint64_t start, uint64_t end, int32_t sp)
 	return 0;
 }
 
-/* The table of a Go binary without CFI, from its functions' stack pointer
- * offsets (.gopclntab); -ENOENT when it is none. */
-static int go_table(const void *buf, size_t size, struct fr_cfi_table **out)
+/* The table of a file: its CFI; for a Go binary, the stack pointer
+ * offsets of its .gopclntab where it has none: all of it stripped or
+ * built without DWARF, its Go functions when linked with cgo by the
+ * system linker (whose CFI covers only the C code). */
+static int make_table(const void *buf, size_t size, struct fr_cfi_table **out)
 {
 	struct fr_gopclntab *g = fr_elf_go_table(buf, size);
 	struct sp_vec sv = {0};
 	int ret;
 
 	if (!g)
-		return -ENOENT;
+		return fr_cfi_build(buf, size, out);
 	ret = fr_gopclntab_sp_runs(g, sp_push, &sv);
 	fr_gopclntab_free(g);
-	if (ret == 0)
-		ret = fr_cfi_build_sp(buf, size, sv.v, sv.n, out);
+	ret = ret == 0 ? fr_cfi_build_merged(buf, size, sv.v, sv.n, out)
+		       : fr_cfi_build(buf, size, out);
 	free(sv.v);
 	return ret;
 }
@@ -251,9 +254,7 @@ static void build(struct fr_unwind_tables *u, struct job *j)
 	if (ret == 0 && j->bid_len)
 		return; /* linked to its build id's table by the ingest thread */
 	if (ret == 0)
-		ret = fr_cfi_build(buf, size, &j->table);
-	if (ret == -ENOENT)
-		ret = go_table(buf, size, &j->table);
+		ret = make_table(buf, size, &j->table);
 	free(buf);
 	/* A file read by its path must be the one the build id names. */
 	if (ret == 0 && j->key.kind == KEY_BUILD_ID &&

@@ -8,6 +8,11 @@
  * made of the file's first bytes is unwound from there, every address
  * mapped to this file's table.
  *
+ * The file is built again with stack pointer offsets merged into its
+ * CFI's gaps (fr_cfi_build_merged()): 16 ranges around the address, their
+ * starts, lengths and offsets from the file's first bytes (some
+ * overlapping, unsorted, empty, negative or not of whole words).
+ *
  * Promises: no crash, no hang, no memory error; an error is one of those
  * fr_cfi_build() names, with no table; a table has sorted unique pcs
  * inside [base, limit), at most FR_CFI_MAX_ROWS rows, and a look-up gives
@@ -73,6 +78,40 @@ static void check_lookups(const struct fr_cfi_table *t, uint64_t addr, const uin
 	}
 }
 
+/* The answer of a build of `copy`: an error it names, or a table that
+ * keeps its promises (freed here). */
+static void check_built(const char *what, int err, struct fr_cfi_table *t, const uint8_t *copy,
+			size_t size, uint64_t addr)
+{
+	FUZZ_CHECK((err == 0) == (t != NULL), "%s: %d with%s a table", what, err, t ? "" : "out");
+	FUZZ_CHECK(err == 0 || err == -ENOENT || err == -ENOEXEC || err == -EBADMSG ||
+			   err == -EFBIG || err == -ENOMEM,
+		   "%s: %d", what, err);
+	if (t) {
+		check_table(t);
+		check_lookups(t, addr, copy, size < 8192 ? size : 8192);
+	}
+	fr_cfi_free(t);
+}
+
+/* Builds `copy` with ranges made from its bytes; checks it as above. */
+static void fuzz_merged(const uint8_t *copy, size_t size, uint64_t addr)
+{
+	struct fr_cfi_sp_range v[16];
+	struct fr_cfi_table *t = NULL;
+	int err;
+
+	for (size_t i = 0; i < 16; i++) {
+		uint8_t b = size ? copy[i % size] : 0, c = size ? copy[(i + 16) % size] : 0;
+
+		v[i].start = addr - 128 + 16 * i - (b & 7);
+		v[i].end = v[i].start + (b >> 3);
+		v[i].sp = (int8_t)c * 4;
+	}
+	err = fr_cfi_build_merged(copy, size, v, 16, &t);
+	check_built("merged", err, t, copy, size, addr);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fr_cfi_table *t = NULL;
@@ -88,15 +127,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(copy, data + 8, size - 8);
 	err = fr_cfi_build(copy, size - 8, &t);
-	FUZZ_CHECK((err == 0) == (t != NULL), "build: %d with%s a table", err, t ? "" : "out");
-	FUZZ_CHECK(err == 0 || err == -ENOENT || err == -ENOEXEC || err == -EBADMSG ||
-			   err == -EFBIG || err == -ENOMEM,
-		   "build: %d", err);
-	if (t) {
-		check_table(t);
-		check_lookups(t, addr, copy, size - 8 < 8192 ? size - 8 : 8192);
-	}
-	fr_cfi_free(t);
+	check_built("build", err, t, copy, size - 8, addr);
+	fuzz_merged(copy, size - 8, addr);
 	free(copy);
 	return 0;
 }

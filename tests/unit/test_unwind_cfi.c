@@ -4,7 +4,7 @@
  * without .eh_frame (argv[1]: -ENOENT) and one whose only CFI is
  * .debug_frame (argv[2]; argv[3] compressed with zlib); bytes that are
  * no x86-64 ELF file (-ENOEXEC); and FDEs made to cost the builder as
- * much as they can. */
+ * much as they can. Stack pointer offsets merged into the CFI's gaps. */
 #include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -148,6 +148,72 @@ static void test_vdso(void)
 	free(copy);
 }
 
+/* Whether row `r` is an FR_CFA_SP row at rsp + off with rbp `rule`. */
+static int sp_is(const struct fr_cfi_row *r, int32_t off, int rule)
+{
+	return r && r->kind == FR_CFA_SP && r->cfa_off == off && r->fp_rule == rule;
+}
+
+/* This program's CFI merged with stack pointer offsets (as a Go program
+ * linked with cgo has them): the CFI's rows wherever it has one, the
+ * offsets' rows clipped to the gaps before, between and after the FDEs,
+ * FR_CFA_UNDEF where neither covers; without the CFI, the offsets alone. */
+static void test_merged(void)
+{
+	const struct self_map *m = self_map_of(&maps, (uint64_t)(uintptr_t)&known_function);
+	struct fr_cfi_table *t = NULL;
+	uint64_t b, l, kf = 0;
+	size_t size = 0;
+	void *data = NULL;
+
+	if (!m || !m->table || self_read_file(m->path, &data, &size) < 0 ||
+	    fr_cfi_translate(m->table, (uint64_t)(uintptr_t)&known_function - m->start + m->offset,
+			     &kf) < 0) {
+		CHECK(0, "merged: no table or file for this program");
+		free(data);
+		return;
+	}
+	b = m->table->base;
+	l = m->table->limit;
+	const struct fr_cfi_sp_range v[] = {
+		{b - 0x40, b - 0x20, 8}, {b - 0x10, l + 0x10, 16}, {b, b + 8, 0}, /* unsorted */
+		{l + 0x20, l + 0x40, 0}, {l + 0x40, l + 0x50, 12}, /* not of whole words */
+	};
+	CHECK(fr_cfi_build_merged(data, size, v, 5, &t) == 0 && t, "merged: no table");
+	if (t) {
+		check_invariants("merged", t);
+		CHECK(t->base == b - 0x40 && t->limit == l + 0x50,
+		      "merged: [0x%" PRIx64 ", 0x%" PRIx64 ")", t->base, t->limit);
+		for (uint32_t i = 0; i < m->table->nrows; i++) {
+			const struct fr_cfi_row *c = &m->table->rows[i];
+			const struct fr_cfi_row *r = fr_cfi_lookup(t, m->table->base + c->pc);
+
+			if (c->kind != FR_CFA_UNDEF)
+				CHECK(r && r->kind == c->kind && r->cfa_off == c->cfa_off &&
+					      r->fp_off == c->fp_off && r->fp_rule == c->fp_rule,
+				      "merged: CFI row at 0x%x lost", c->pc);
+		}
+		CHECK(sp_is(fr_cfi_lookup(t, b - 0x30), 16, FR_FP_SAVED), "merged: before the CFI");
+		CHECK(!fr_cfi_lookup(t, b - 0x18), "merged: a row where none is");
+		CHECK(sp_is(fr_cfi_lookup(t, b - 8), 24, FR_FP_SAVED), "merged: clipped before");
+		CHECK(sp_is(fr_cfi_lookup(t, kf), 8, FR_FP_SAME), "merged: CFI lost at a function");
+		CHECK(sp_is(fr_cfi_lookup(t, l + 8), 24, FR_FP_SAVED), "merged: clipped after");
+		CHECK(!fr_cfi_lookup(t, l + 0x18), "merged: a row after the CFI where none is");
+		CHECK(sp_is(fr_cfi_lookup(t, l + 0x30), 8, FR_FP_SAME), "merged: after the CFI");
+		CHECK(!fr_cfi_lookup(t, l + 0x48), "merged: an offset of half a word");
+	}
+	fr_cfi_free(t);
+	t = NULL;
+	CHECK(fr_cfi_build_sp(data, size, v, 5, &t) == 0 && t, "offsets alone: no table");
+	if (t) {
+		check_invariants("offsets alone", t);
+		CHECK(sp_is(fr_cfi_lookup(t, kf), 24, FR_FP_SAVED) && t->limit == l + 0x50,
+		      "offsets alone: not the offsets' rows");
+	}
+	fr_cfi_free(t);
+	free(data);
+}
+
 static void test_not_elf(void)
 {
 	static const char text[] = "#!/bin/sh\necho this is no ELF file\n";
@@ -172,6 +238,16 @@ static void test_file(const char *path, int want, int from_debug_frame)
 	}
 	err = fr_cfi_build(data, size, &t);
 	CHECK(err == want, "%s: %d, want %d", path, err, want);
+	if (want == -ENOENT) {
+		const struct fr_cfi_sp_range v = {0x1000, 0x2000, 8};
+		struct fr_cfi_table *g = NULL;
+
+		CHECK(fr_cfi_build_merged(data, size, &v, 1, &g) == 0 && g && g->nrows == 1 &&
+			      g->base == 0x1000 && g->limit == 0x2000 && !g->from_debug_frame &&
+			      sp_is(fr_cfi_lookup(g, 0x1800), 16, FR_FP_SAVED),
+		      "%s: merged without CFI: not the offsets alone", path);
+		fr_cfi_free(g);
+	}
 	if (t) {
 		const struct fr_cfi_row *r = fr_cfi_lookup(t, t->base);
 
@@ -332,6 +408,7 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	test_self();
+	test_merged();
 	test_libc();
 	test_vdso();
 	test_not_elf();
