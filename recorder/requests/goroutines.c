@@ -369,8 +369,10 @@ static int answer(struct glisting *l, int fd, int has_uid, struct fr_ipc_call *c
 
 /* ---- a dump's snapshot ---- */
 
+/* The search for the targets' Go programs, on a worker: an executable
+ * is opened, and may sit on a mount that never answers. */
 struct snap {
-	const struct fr_targets *t;
+	struct fr_targets t;
 	uint32_t pids[GOROUTINES_SNAPSHOT_PROCS];
 	uint32_t n;
 	int more; /* Go programs past the bound */
@@ -385,7 +387,7 @@ static void consider(void *arg, uint32_t pid)
 	char path[64];
 	int fd, go;
 
-	if (pid == (uint32_t)getpid() || !fr_proc_matches("/proc", pid, s->t))
+	if (pid == (uint32_t)getpid() || !fr_proc_matches("/proc", pid, &s->t))
 		return;
 	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) < 0)
@@ -398,10 +400,42 @@ static void consider(void *arg, uint32_t pid)
 		s->pids[s->n++] = pid;
 }
 
+static void search_run(void *arg)
+{
+	struct snap *s = arg;
+
+	if (s->t.npids)
+		for (uint32_t i = 0; i < s->t.npids; i++)
+			consider(s, s->t.pids[i]);
+	else
+		fr_proc_each_pid("/proc", consider, s);
+}
+
+static void search_drop(void *arg)
+{
+	free(arg);
+}
+
+/* The Go programs among the targets, into *s (its copy of the targets
+ * set). Returns 0 or -errno (-ETIMEDOUT: an open hung; s is then the
+ * worker's). */
+static int search(struct snap *s)
+{
+	struct fr_worker *w = NULL;
+	int ret = fr_worker_call(&w, search_run, search_drop, s, GOROUTINES_SNAPSHOT_NS);
+
+	fr_worker_free(w);
+	if (ret == -ETIMEDOUT)
+		fr_log_warn("a dump's goroutines: looking for the targets' Go programs took more "
+			    "than 5 s (an executable on a file system that does not answer?); "
+			    "none kept");
+	return ret;
+}
+
 int daemon_goroutines_snapshot(struct daemon *d, const struct fr_targets *t, int fd,
 			       uint32_t *nprocs)
 {
-	struct snap s = {.t = t};
+	struct snap *found = calloc(1, sizeof(*found)), s;
 	struct glisting *ls[GOROUTINES_SNAPSHOT_PROCS];
 	uint64_t system, bytes;
 	size_t n = 0;
@@ -409,11 +443,16 @@ int daemon_goroutines_snapshot(struct daemon *d, const struct fr_targets *t, int
 	int ret;
 
 	*nprocs = 0;
-	if (t->npids)
-		for (uint32_t i = 0; i < t->npids; i++)
-			consider(&s, t->pids[i]);
-	else
-		fr_proc_each_pid("/proc", consider, &s);
+	if (!found)
+		return -ENOMEM;
+	found->t = *t;
+	if ((ret = search(found)) < 0) {
+		if (ret != -ETIMEDOUT)
+			free(found);
+		return ret;
+	}
+	s = *found;
+	free(found);
 	if (!s.n)
 		return 0;
 	if ((got = daemon_memory_reserve(d, 0, GOROUTINES_MEMORY)) < 0)

@@ -9,6 +9,11 @@
  * file created there waits as long as an opened one. fuse_hang_stop() unmounts it and kills the server, which aborts
  * every request still waiting (they fail with ENOTCONN).
  *
+ * With fuse_hang_file set to a descriptor, every name is that file
+ * instead (its size, mode 0755): its READs are answered from it and the
+ * first fuse_hang_opens OPENs are answered, the later ones never: a
+ * program run from there, whose executable cannot be opened again.
+ *
  * Needs root and /dev/fuse: returns -EPERM/-ENOENT otherwise, for the
  * test to skip.
  */
@@ -32,13 +37,22 @@ struct fuse_hang {
 	pid_t server;
 };
 
+/* Set before fuse_hang_start(): the file every name is (-1: none), and
+ * how many of its OPENs are answered. */
+static int fuse_hang_file = -1;
+static int fuse_hang_opens;
+
 static void fuse_hang_attr(struct fuse_attr *a, uint64_t ino)
 {
+	struct stat st;
+
 	memset(a, 0, sizeof(*a));
 	a->ino = ino;
-	a->size = 65536;
-	a->blocks = 128;
-	a->mode = ino == FUSE_ROOT_ID ? S_IFDIR | 0755 : S_IFREG | 0644;
+	a->size = fuse_hang_file >= 0 && fstat(fuse_hang_file, &st) == 0 ? (uint64_t)st.st_size
+									 : 65536;
+	a->blocks = (a->size + 511) / 512;
+	a->mode = ino == FUSE_ROOT_ID ? S_IFDIR | 0755
+				      : S_IFREG | (fuse_hang_file >= 0 ? 0755 : 0644);
 	a->nlink = 1;
 	a->blksize = 4096;
 }
@@ -46,7 +60,7 @@ static void fuse_hang_attr(struct fuse_attr *a, uint64_t ino)
 static void fuse_hang_reply(int fd, const struct fuse_in_header *in, int error, const void *body,
 			    size_t len)
 {
-	char buf[512];
+	static char buf[sizeof(struct fuse_out_header) + 65536];
 	struct fuse_out_header *out = (struct fuse_out_header *)buf;
 
 	out->len = (uint32_t)(sizeof(*out) + len);
@@ -111,7 +125,8 @@ static void fuse_hang_serve(int fd)
 			break;
 		}
 		case FUSE_OPEN:
-			if (fuse_hang_answer_open) {
+			if (fuse_hang_answer_open ||
+			    (fuse_hang_file >= 0 && fuse_hang_opens-- > 0)) {
 				struct fuse_open_out o;
 
 				memset(&o, 0, sizeof(o));
@@ -119,8 +134,21 @@ static void fuse_hang_serve(int fd)
 				fuse_hang_reply(fd, in, 0, &o, sizeof(o));
 			}
 			break;
-		case FUSE_CREATE:
 		case FUSE_READ:
+			if (fuse_hang_file >= 0) {
+				static char data[65536];
+				const struct fuse_read_in *r = (const void *)(in + 1);
+				ssize_t got = pread(fuse_hang_file, data,
+						    r->size < sizeof(data) ? r->size : sizeof(data),
+						    (off_t)r->offset);
+
+				fuse_hang_reply(fd, in, got < 0 ? -EIO : 0, data,
+						got < 0 ? 0 : (size_t)got);
+			}
+			break;
+		case FUSE_FLUSH:
+		case FUSE_RELEASE: fuse_hang_reply(fd, in, 0, NULL, 0); break;
+		case FUSE_CREATE:
 		case FUSE_FORGET:
 		case FUSE_BATCH_FORGET:
 		case FUSE_INTERRUPT: break; /* never answered (or needs no answer) */
