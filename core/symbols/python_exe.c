@@ -380,11 +380,11 @@ static int minor_from_rodata(const struct file *f)
 
 		if (fr_pread_full(f->fd, buf, n, f->rodata_off + at) != (ssize_t)n)
 			break;
-		for (size_t i = 0; i + 13 <= n && i < CHUNK; i++)
+		for (size_t i = 0; i + 12 <= n && i < CHUNK; i++)
 			if (buf[i] == 0 && memcmp(buf + i, pat, sizeof(pat) - 1) == 0 &&
-			    buf[i + 12] == 0 && buf[i + 10] >= '0' && buf[i + 10] <= '9' &&
-			    buf[i + 11] >= '0' && buf[i + 11] <= '9') {
-				minor = (buf[i + 10] - '0') * 10 + (buf[i + 11] - '0');
+			    buf[i + 11] == 0 && buf[i + 9] >= '0' && buf[i + 9] <= '9' &&
+			    buf[i + 10] >= '0' && buf[i + 10] <= '9') {
+				minor = (buf[i + 9] - '0') * 10 + (buf[i + 10] - '0');
 				break;
 			}
 	}
