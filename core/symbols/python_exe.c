@@ -171,7 +171,10 @@ static int debug_off(const uint8_t *buf, size_t at, uint64_t size, unsigned widt
 {
 	uint64_t v = fr_get_le64(buf + at);
 
-	if (size > STRUCT_MAX || v > size || size - v < width)
+	/* The structs read whole (a thread state, a frame, a code object,
+	 * a str's header) must fit the reader's buffers; the runtime's and
+	 * the interpreter's fields are read one by one. */
+	if (size > (at < 152 ? STRUCT_MAX : FR_PY_STRUCT_MAX) || v > size || size - v < width)
 		return -ENOTSUP;
 	*out = (int32_t)v;
 	return 0;
