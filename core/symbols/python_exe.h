@@ -68,9 +68,9 @@ int fr_python_layout_table(int minor, struct fr_py_layout *out);
 /* The layout from the `n` bytes of a _Py_DebugOffsets at `buf` (the
  * start of _PyRuntime in 3.13): its cookie "xdebugpy", a 3.13 version
  * and not free-threaded (the only arrangement of the struct known), every
- * offset used within its struct's bounds (FR_PY_STRUCT_MAX but for the
- * interpreter's). Fills *out (from the 3.13 table
- * for what the struct does not say) and *hexversion. Returns 0, -ENOENT
+ * offset used within its struct's bounds (FR_PY_STRUCT_MAX, but for the
+ * runtime's and the interpreter's). Fills *out (from the 3.13 table for
+ * what the struct does not say) and *hexversion. Returns 0, -ENOENT
  * (no cookie) or -ENOTSUP (another version, or offsets out of bounds). */
 int fr_python_debug_offsets(const uint8_t *buf, size_t n, struct fr_py_layout *out,
 			    uint32_t *hexversion);

@@ -15,9 +15,12 @@
  * gives exactly those threads (the ids the script reports, each in
  * /proc/PID/task), their frames innermost first named (qualified from
  * 3.11), with the script's file, hot_b's line, and entry marks where the
- * eval loop was entered from C (every frame in 3.10).
+ * eval loop was entered from C (every frame in 3.10). And a pthread_t is
+ * the thread's fs base here (glibc), as the sample-time reader assumes.
  * Skips (77) when no interpreter is found. */
+#include <asm/prctl.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,6 +126,8 @@ static pid_t start(const char *python, struct target *t)
 		execl(python, python, "-S", t->file, ready, (char *)NULL);
 		_exit(127);
 	}
+	if (pid < 0)
+		return -1;
 	for (int i = 0; pid > 0 && i < 1000; i++) {
 		if ((f = fopen(ready, "r"))) {
 			struct ids *d = &t->ids;
@@ -433,7 +439,13 @@ static int run_pyenv(void)
 
 int main(void)
 {
+	unsigned long fs = 0;
 	int ran = 0;
+
+	/* A thread's Python thread_id is its pthread_t, which glibc makes
+	 * its thread pointer, the fs base a sample's task gives. */
+	CHECK(syscall(SYS_arch_prctl, ARCH_GET_FS, &fs) == 0 && fs == (unsigned long)pthread_self(),
+	      "pthread_self() %#lx is not the fs base %#lx", (unsigned long)pthread_self(), fs);
 
 	if (access("/usr/bin/python3", X_OK) == 0) {
 		run_one("/usr/bin/python3", "/usr/bin/python3");
