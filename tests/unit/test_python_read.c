@@ -2,13 +2,15 @@
  * (core/symbols/python_exe.h, recorder/tracking/python_read.h), against
  * every interpreter found: Debian's /usr/bin/python3 and pyenv's 3.10 to
  * 3.13 (under `pyenv root`, or $PYENV_ROOT). For each, a script written
- * here runs with three threads:
+ * here runs with four threads:
  *  - the main thread in hot_b, called from handle, called at module
  *    level, asleep on a known line;
  *  - a thread blocked on a lock in waiter, called from the method
  *    Worker.run;
  *  - a thread in sorted(key=keyfunc), keyfunc asleep: a C function
- *    calling back into Python.
+ *    calling back into Python;
+ *  - a thread running an asyncio task: the coroutine serve awaiting the
+ *    coroutine step, asleep.
  * The interpreter's object (libpython3.X.so or the executable) gives the
  * release the script reports and, for 3.13, the layout its debug offsets
  * give equals the table's; the process, read with fr_proc_vm_read(v),
@@ -49,45 +51,68 @@ static int failures;
 		}                                                       \
 	} while (0)
 
+/* Lines the frames should be on end with "#@NAME". */
 static const char script[] =
-	"import os, sys, threading, time\n"
+	"import asyncio, os, sys, threading, time\n"
 	"lock = threading.Lock()\n"
 	"lock.acquire()\n"
 	"def waiter():\n"
-	"    lock.acquire()\n"
+	"    lock.acquire() #@waiter\n"
 	"class Worker:\n"
 	"    def run(self):\n"
-	"        waiter()\n"
+	"        waiter() #@Worker.run\n"
 	"def keyfunc(v):\n"
-	"    time.sleep(1000)\n"
+	"    time.sleep(1000) #@keyfunc\n"
 	"    return v\n"
 	"def sorter():\n"
-	"    return sorted([3, 1, 2], key=keyfunc)\n"
+	"    return sorted([3, 1, 2], key=keyfunc) #@sorter\n"
 	"def hot_b():\n"
-	"    time.sleep(1000)\n" /* line 15 */
+	"    time.sleep(1000) #@hot_b\n"
 	"def handle():\n"
-	"    hot_b()\n"
+	"    hot_b() #@handle\n"
+	"async def step():\n"
+	"    time.sleep(1000) #@step\n"
+	"async def serve():\n"
+	"    await step() #@serve\n"
+	"def aio():\n"
+	"    asyncio.run(serve())\n"
 	"ids = {}\n"
 	"def note(name, f):\n"
 	"    def run():\n"
 	"        ids[name] = (threading.get_ident(), threading.get_native_id())\n"
-	"        f()\n"
+	"        f() #@note.<locals>.run\n"
 	"    return run\n"
-	"threading.Thread(target=note('waiter', Worker().run), daemon=True).start()\n"
-	"threading.Thread(target=note('sorter', sorter), daemon=True).start()\n"
-	"while len(ids) < 2:\n"
+	"for name, f in (('waiter', Worker().run), ('sorter', sorter), ('aio', aio)):\n"
+	"    threading.Thread(target=note(name, f), daemon=True).start()\n"
+	"while len(ids) < 3:\n"
 	"    time.sleep(0.01)\n"
 	"with open(sys.argv[1] + '.tmp', 'w') as f:\n"
 	"    print(sys.hexversion, threading.get_ident(), threading.get_native_id(),\n"
-	"          *ids['waiter'], *ids['sorter'], file=f)\n"
+	"          *ids['waiter'], *ids['sorter'], *ids['aio'], file=f)\n"
 	"os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
-	"handle()\n";
-#define HOT_B_LINE 15
+	"handle() #@<module>\n";
+
+/* The line of the script that ends with "#@name". */
+static int32_t line_of(const char *name)
+{
+	char mark[64];
+	int32_t line = 1;
+
+	snprintf(mark, sizeof(mark), "#@%s\n", name);
+	for (const char *p = script; *p; p++) {
+		if (*p == '#' && strncmp(p, mark, strlen(mark)) == 0)
+			return line;
+		line += *p == '\n';
+	}
+	return -1;
+}
+
+#define NTHREADS 4
 
 struct ids {
 	unsigned long hexversion;
-	unsigned long long ident[3];
-	unsigned native[3]; /* main, waiter, sorter */
+	unsigned long long ident[NTHREADS];
+	unsigned native[NTHREADS]; /* main, waiter, sorter, aio */
 };
 
 struct target {
@@ -131,12 +156,12 @@ static pid_t start(const char *python, struct target *t)
 	for (int i = 0; pid > 0 && i < 1000; i++) {
 		if ((f = fopen(ready, "r"))) {
 			struct ids *d = &t->ids;
-			int n = fscanf(f, "%lu %llu %u %llu %u %llu %u", &d->hexversion,
-				       &d->ident[0], &d->native[0], &d->ident[1], &d->native[1],
-				       &d->ident[2], &d->native[2]);
+			int n = fscanf(f, "%lu", &d->hexversion);
 
+			for (int k = 0; k < NTHREADS; k++)
+				n += fscanf(f, "%llu %u", &d->ident[k], &d->native[k]);
 			fclose(f);
-			return n == 7 ? pid : -pid;
+			return n == 1 + 2 * NTHREADS ? pid : -pid;
 		}
 		usleep(10000);
 	}
@@ -230,10 +255,10 @@ static const struct fr_py_thread *by_ident(const struct snap *s, unsigned long l
 /* Whether each thread of the script sits where it should yet. */
 static int settled(const struct target *t, const struct snap *s)
 {
-	static const char *const top[3] = {"hot_b", "waiter", "keyfunc"};
+	static const char *const top[NTHREADS] = {"hot_b", "waiter", "keyfunc", "step"};
 	struct named n;
 
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < NTHREADS; k++) {
 		const struct fr_py_thread *th = by_ident(s, t->ids.ident[k]);
 
 		if (!th || !th->nframes || name_frame(t, &th->frames[0], &n) < 0 ||
@@ -250,9 +275,15 @@ static int read_settled(struct target *t, struct snap *s)
 
 	for (int i = 0; i < 500; i++) {
 		memset(s, 0, sizeof(*s));
+		st = (struct fr_py_stats){0};
 		ret = fr_py_threads_read(&t->x, t->bias, &t->mem, keep, s, &st);
-		if (ret == 0 && settled(t, s))
+		if (ret == 0 && settled(t, s)) {
+			if (getenv("FR_VERBOSE"))
+				printf("  %llu threads, %llu frames, %llu reads\n",
+				       (unsigned long long)st.threads,
+				       (unsigned long long)st.frames, (unsigned long long)st.reads);
 			return 0;
+		}
 		usleep(10000);
 	}
 	return ret < 0 ? ret : -ETIMEDOUT;
@@ -260,28 +291,43 @@ static int read_settled(struct target *t, struct snap *s)
 
 /* ---- the checks ---- */
 
+/* Each thread's innermost frames; their lines marked in the script. */
 static const struct want {
 	const char *name310, *name; /* co_name in 3.10, co_qualname from 3.11 */
-	int32_t line;
-	int8_t entry; /* from 3.11 (in 3.10 every frame is one); -1: either */
-} want[3][3] = {
-	{{"hot_b", "hot_b", HOT_B_LINE, 0},
-	 {"handle", "handle", 17, 0},
-	 {"<module>", "<module>", 32, 1}},
-	{{"waiter", "waiter", 5, 0},
-	 {"run", "Worker.run", 8, 0},
-	 {"run", "note.<locals>.run", 22, -1}},
-	{{"keyfunc", "keyfunc", 10, 1},
-	 {"sorter", "sorter", 13, 0},
-	 {"run", "note.<locals>.run", 22, -1}},
+	int8_t entry;		    /* from 3.11 (in 3.10 every frame is one); -1: either */
+} want[NTHREADS][3] = {
+	{{"hot_b", "hot_b", 0}, {"handle", "handle", 0}, {"<module>", "<module>", 1}},
+	/* Thread.run calls note's run with *args: a C-level call in 3.11,
+	 * not from 3.12 (CALL_FUNCTION_EX inlined). */
+	{{"waiter", "waiter", 0}, {"run", "Worker.run", 0}, {"run", "note.<locals>.run", -1}},
+	{{"keyfunc", "keyfunc", 1}, {"sorter", "sorter", 0}, {"run", "note.<locals>.run", -1}},
+	/* A coroutine resumed by the event loop's C task step, awaiting
+	 * another: sent to from C, or inline once SEND is specialized. */
+	{{"step", "step", -1}, {"serve", "serve", 1}},
 };
+
+/* With FR_VERBOSE set, the thread's frames as read. */
+static void show_thread(const struct target *t, const struct fr_py_thread *th)
+{
+	struct named n;
+
+	if (!getenv("FR_VERBOSE"))
+		return;
+	printf("  thread %#llx (%u):\n", (unsigned long long)th->thread_id, th->native_id);
+	for (uint32_t i = 0; i < th->nframes; i++)
+		if (name_frame(t, &th->frames[i], &n) == 0)
+			printf("    %s%s %s:%d\n", th->frames[i].entry ? "*" : " ", n.name, n.file,
+			       n.line);
+}
 
 static void check_thread(const struct target *t, const struct fr_py_thread *th, int k)
 {
-	static const char *const who[3] = {"main", "waiter", "sorter"};
+	static const char *const who[NTHREADS] = {"main", "waiter", "sorter", "aio"};
 	int old = t->x.minor == 10;
 	char task[64];
 	struct named n;
+
+	show_thread(t, th);
 
 	if (old)
 		CHECK(th->native_id == 0, "%s %s: native id %u in 3.10", t->label, who[k],
@@ -297,8 +343,9 @@ static void check_thread(const struct target *t, const struct fr_py_thread *th, 
 	CHECK(!th->cut, "%s %s: cut", t->label, who[k]);
 	CHECK(th->nframes && th->frames[th->nframes - 1].entry, "%s %s: the outermost no entry",
 	      t->label, who[k]);
-	for (int i = 0; i < 3 && i < (int)th->nframes; i++) {
+	for (int i = 0; i < 3 && want[k][i].name && i < (int)th->nframes; i++) {
 		const struct want *w = &want[k][i];
+		int32_t line = line_of(w->name);
 		int ret = name_frame(t, &th->frames[i], &n);
 
 		CHECK(ret == 0, "%s %s frame %d: code %#llx: %d", t->label, who[k], i,
@@ -306,11 +353,9 @@ static void check_thread(const struct target *t, const struct fr_py_thread *th, 
 		if (ret < 0)
 			continue;
 		CHECK(strcmp(n.name, old ? w->name310 : w->name) == 0 &&
-			      strcmp(n.file, t->file) == 0 && n.line == w->line,
+			      strcmp(n.file, t->file) == 0 && n.line == line,
 		      "%s %s frame %d: %s %s:%d, not %s line %d", t->label, who[k], i, n.name,
-		      n.file, n.line, old ? w->name310 : w->name, w->line);
-		/* Thread.run calls note's run with *args: a C-level call
-		 * in 3.11, not from 3.12 (CALL_FUNCTION_EX inlined). */
+		      n.file, n.line, old ? w->name310 : w->name, line);
 		CHECK(w->entry < 0 || th->frames[i].entry == (old || w->entry),
 		      "%s %s frame %d (%s): entry %u", t->label, who[k], i, n.name,
 		      th->frames[i].entry);
@@ -359,8 +404,8 @@ static void run_one(const char *label, const char *python)
 		check_exe(t);
 		ret = read_settled(t, s);
 		CHECK(ret == 0, "%s: its threads never sat where they should: %d", label, ret);
-		CHECK(s->n == 3, "%s: %u Python threads, not 3", label, s->n);
-		for (int k = 0; k < 3; k++) {
+		CHECK(s->n == NTHREADS, "%s: %u Python threads, not %d", label, s->n, NTHREADS);
+		for (int k = 0; k < NTHREADS; k++) {
 			const struct fr_py_thread *th = by_ident(s, t->ids.ident[k]);
 
 			CHECK(th, "%s: no thread of ident %llu", label, t->ids.ident[k]);
