@@ -65,40 +65,81 @@ static long utf8_prefix(const uint8_t *s, size_t n)
 }
 
 /* Where the body of the str whose header (`hdr`, read from `obj`) says
- * is, and how much of it fits `cap` - 1 bytes: an ASCII compact str's
- * bytes follow its header; another compact str may keep a UTF-8 copy.
- * Returns 0, or the marker to give instead. */
+ * is, how much of it a name of `cap` - 1 bytes can use, and in what
+ * form (*kind: 0 UTF-8, else bytes a code point: latin-1, UCS-2,
+ * UCS-4): an ASCII compact str's bytes follow its header; another
+ * compact str's UTF-8 copy if it made one, else its code points, which
+ * follow the longer header. Returns NULL, or the marker to give instead
+ * (a str not compact, or its header out of its bounds). */
 static const char *str_body(const struct fr_py_layout *l, const uint8_t *hdr, uint64_t obj,
-			    size_t cap, uint64_t *addr, size_t *len)
+			    size_t cap, uint64_t *addr, size_t *len, unsigned *kind)
 {
 	uint32_t state = fr_get_le32(hdr + l->str_state);
-	uint64_t n;
+	uint64_t n = fr_get_le64(hdr + l->str_length);
 	/* interned:2, kind:3, compact:1, ascii:1 (cpython/unicodeobject.h) */
-	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+	unsigned k = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
 
-	if (compact && ascii && kind == 1) {
-		n = fr_get_le64(hdr + l->str_length);
+	*kind = 0;
+	if (!compact || (k != 1 && k != 2 && k != 4) || (ascii && k != 1))
+		return FR_PY_NAME_BADSTR;
+	if (ascii)
 		*addr = obj + (uint64_t)l->str_ascii_size;
-	} else if (compact && l->str_utf8 >= 0 && fr_get_le64(hdr + l->str_utf8)) {
+	else if (l->str_utf8 >= 0 && fr_get_le64(hdr + l->str_utf8)) {
 		n = fr_get_le64(hdr + l->str_utf8_len);
 		*addr = fr_get_le64(hdr + l->str_utf8);
-	} else
-		return FR_PY_NAME_NONASCII;
-	*len = n < cap - 1 ? (size_t)n : cap - 1;
+	} else {
+		*addr = obj + (uint64_t)l->str_compact_size;
+		*kind = k;
+	}
+	/* At most cap - 1 code points, each of *kind bytes. */
+	*len = (size_t)(n < cap - 1 ? n : cap - 1) * (*kind ? *kind : 1);
 	return NULL;
 }
 
-/* Copies the body read (`n` bytes at `b`) into out, checked. */
-static void str_take(const uint8_t *b, size_t n, char *out)
+/* The code points of a str's body (`n` bytes at `b`, `kind` bytes each)
+ * as UTF-8 into out (at most cap - 1 bytes, whole characters): false
+ * for a NUL, a lone surrogate or a point past U+10FFFF. */
+static bool str_encode(const uint8_t *b, size_t n, unsigned kind, char *out, size_t cap)
 {
-	long ok = utf8_prefix(b, n);
+	size_t o = 0;
 
-	if (ok < 0) {
-		strcpy(out, FR_PY_NAME_NONASCII);
+	for (size_t i = 0; i + kind <= n; i += kind) {
+		uint32_t c = kind == 1 ? b[i] : kind == 2 ? fr_get_le16(b + i) : fr_get_le32(b + i);
+		size_t w = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+
+		if (!c || (c >= 0xd800 && c < 0xe000) || c > 0x10ffff)
+			return false;
+		if (w > cap - 1 - o)
+			break;
+		if (w == 1)
+			out[o++] = (char)c;
+		else {
+			out[o++] = (char)((w == 2   ? 0xc0
+					   : w == 3 ? 0xe0
+						    : 0xf0) |
+					  (c >> (6 * (w - 1))));
+			for (size_t j = w - 1; j-- > 0;)
+				out[o++] = (char)(0x80 | ((c >> (6 * j)) & 0x3f));
+		}
+	}
+	out[o] = '\0';
+	return true;
+}
+
+/* Copies the body read (`n` bytes at `b`, in the form `kind`) into out
+ * (`cap` bytes), checked. */
+static void str_take(const uint8_t *b, size_t n, unsigned kind, char *out, size_t cap)
+{
+	long ok = kind ? 0 : utf8_prefix(b, n);
+
+	if (kind ? !str_encode(b, n, kind, out, cap) : ok < 0) {
+		strcpy(out, FR_PY_NAME_BADSTR);
 		return;
 	}
-	memcpy(out, b, (size_t)ok);
-	out[ok] = '\0';
+	if (!kind) {
+		memcpy(out, b, (size_t)ok);
+		out[ok] = '\0';
+	}
 }
 
 /* ---- the code object ---- */
@@ -110,7 +151,9 @@ struct objs {
 	size_t len[NOBJ];
 	bool ok[NOBJ];
 	void *buf[NOBJ];
-	uint8_t name[FR_PY_NAME_MAX], file[FR_PY_FILE_MAX];
+	unsigned kind[NOBJ];
+	/* Bodies: up to cap - 1 code points of 4 bytes. */
+	uint8_t name[4 * FR_PY_NAME_MAX], file[4 * FR_PY_FILE_MAX];
 };
 
 /* The headers of the names and the line table, in one readv. */
@@ -143,7 +186,8 @@ static int read_bodies(const struct fr_python_exe *x, const struct fr_py_mem *m,
 
 	for (int i = 0; i < LINES; i++)
 		if (o->ok[i])
-			mark[i] = str_body(l, o->hdr[i], o->at[i], cap[i], &o->addr[i], &o->len[i]);
+			mark[i] = str_body(l, o->hdr[i], o->at[i], cap[i], &o->addr[i], &o->len[i],
+					   &o->kind[i]);
 	o->buf[NAME] = o->name;
 	o->buf[FILE_] = o->file;
 	n = o->ok[LINES] ? fr_get_le64(o->hdr[LINES] + l->bytes_size) : 0;
@@ -170,7 +214,7 @@ static int read_bodies(const struct fr_python_exe *x, const struct fr_py_mem *m,
 		if (mark[i] || !o->ok[i])
 			strcpy(out, mark[i] ? mark[i] : FR_PY_NAME_UNREADABLE);
 		else
-			str_take(o->buf[i], o->len[i], out);
+			str_take(o->buf[i], o->len[i], o->kind[i], out, cap[i]);
 	}
 	return 0;
 }

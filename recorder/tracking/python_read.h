@@ -36,8 +36,9 @@
 #define FR_PY_NO_OFFSET UINT32_MAX
 
 /* What stands for a name that is not read: a str not in the compact
- * forms, non-ASCII without its UTF-8 copy, or memory that does not read. */
-#define FR_PY_NAME_NONASCII "<non-ascii>"
+ * forms or whose characters do not make UTF-8 (a NUL, a lone
+ * surrogate), or memory that does not read. */
+#define FR_PY_NAME_BADSTR "<bad-str>"
 #define FR_PY_NAME_UNREADABLE "<unreadable>"
 
 /* The process's memory: read(arg, addr, buf, n) gives 0, or -errno for
@@ -96,7 +97,10 @@ struct fr_py_code {
 
 /* Reads the code object at `code` (a PyCode_Type object when x says
  * where that type is) with a readv of its strings' headers and one of
- * their bodies. Names that do not read are given as the markers above.
+ * their bodies: ASCII, the UTF-8 copy a str made, else its code points
+ * encoded, at most FR_PY_NAME_MAX - 1 or FR_PY_FILE_MAX - 1 bytes of
+ * whole characters. Names that do not read are given as the markers
+ * above.
  * Returns 0 with *c filled (free with fr_py_code_fini()), -EFAULT (the
  * object does not read), -EBADMSG (not a code object) or -ENOMEM. */
 int fr_py_code_read(const struct fr_python_exe *x, uint64_t bias, const struct fr_py_mem *mem,

@@ -1,8 +1,8 @@
 /* Seeds of the python target (tests/fuzz/fuzz_python.c): for each of
  * 3.10 to 3.13, a process's memory in that release's layout holding the
  * runtime, an interpreter and two threads whose list is a cycle, one
- * thread's frames running a code object (an ASCII name, a non-ASCII file
- * with its UTF-8 copy, a line table) with the C stack's shim between
+ * thread's frames running a code object (an ASCII name, or from 3.12 one
+ * of UCS-2; a non-ASCII file with its UTF-8 copy; a line table) with the C stack's shim between
  * them from 3.12, the other's frame its own caller; that memory cut
  * short; line tables of both formats; a _Py_DebugOffsets of 3.13 and the
  * start of an ELF file. */
@@ -50,10 +50,19 @@ static void code(uint8_t *m, const struct fr_py_layout *l)
 	put(m, CODE + l->co_filename, BASE + FILE_);
 	put(m, CODE + l->co_linetable, BASE + LINES);
 	m[CODE + l->co_firstlineno] = 40;
-	/* An ASCII compact str: kind 1, compact, ascii. */
-	put(m, NAME + l->str_length, 6);
-	m[NAME + l->str_state] = 0x64;
-	memcpy(m + NAME + l->str_ascii_size, "handle", 6);
+	if (l->fr_cstack_owner < 0) {
+		/* An ASCII compact str: kind 1, compact, ascii. */
+		put(m, NAME + l->str_length, 6);
+		m[NAME + l->str_state] = 0x64;
+		memcpy(m + NAME + l->str_ascii_size, "handle", 6);
+	} else {
+		/* A compact str of UCS-2 with no UTF-8 copy: "h\u00e9\u03bb". */
+		static const uint8_t ucs2[] = {'h', 0, 0xe9, 0, 0xbb, 0x03};
+
+		put(m, NAME + l->str_length, 3);
+		m[NAME + l->str_state] = 0x28;
+		memcpy(m + NAME + l->str_compact_size, ucs2, sizeof(ucs2));
+	}
 	/* A compact str that is not ASCII, with its UTF-8 copy. */
 	put(m, FILE_ + l->str_length, 9);
 	m[FILE_ + l->str_state] = 0x24;

@@ -9,8 +9,8 @@
  *    Worker.run;
  *  - a thread in sorted(key=keyfunc), keyfunc asleep: a C function
  *    calling back into Python;
- *  - a thread running an asyncio task: the coroutine serve awaiting the
- *    coroutine step, asleep.
+ *  - a thread running an asyncio task: a coroutine awaiting another,
+ *    asleep, both named in letters outside ASCII.
  * The interpreter's object (libpython3.X.so or the executable) gives the
  * release the script reports and, for 3.13, the layout its debug offsets
  * give equals the table's; the process, read with fr_proc_vm_read(v),
@@ -51,6 +51,11 @@ static int failures;
 		}                                                       \
 	} while (0)
 
+/* Names of the coroutines, not ASCII: one in latin-1 ("étape"), one
+ * needing UCS-2 ("serve_λ"). */
+#define ETAPE "\xc3\xa9tape"
+#define SERVE "serve_\xce\xbb"
+
 /* Lines the frames should be on end with "#@NAME". */
 static const char script[] =
 	"import asyncio, os, sys, threading, time\n"
@@ -70,12 +75,12 @@ static const char script[] =
 	"    time.sleep(1000) #@hot_b\n"
 	"def handle():\n"
 	"    hot_b() #@handle\n"
-	"async def step():\n"
-	"    time.sleep(1000) #@step\n"
-	"async def serve():\n"
-	"    await step() #@serve\n"
+	"async def " ETAPE "():\n"
+	"    time.sleep(1000) #@" ETAPE "\n"
+	"async def " SERVE "():\n"
+	"    await " ETAPE "() #@" SERVE "\n"
 	"def aio():\n"
-	"    asyncio.run(serve())\n"
+	"    asyncio.run(" SERVE "())\n"
 	"ids = {}\n"
 	"def note(name, f):\n"
 	"    def run():\n"
@@ -255,7 +260,7 @@ static const struct fr_py_thread *by_ident(const struct snap *s, unsigned long l
 /* Whether each thread of the script sits where it should yet. */
 static int settled(const struct target *t, const struct snap *s)
 {
-	static const char *const top[NTHREADS] = {"hot_b", "waiter", "keyfunc", "step"};
+	static const char *const top[NTHREADS] = {"hot_b", "waiter", "keyfunc", ETAPE};
 	struct named n;
 
 	for (int k = 0; k < NTHREADS; k++) {
@@ -303,7 +308,7 @@ static const struct want {
 	{{"keyfunc", "keyfunc", 1}, {"sorter", "sorter", 0}, {"run", "note.<locals>.run", -1}},
 	/* A coroutine resumed by the event loop's C task step, awaiting
 	 * another: sent to from C, or inline once SEND is specialized. */
-	{{"step", "step", -1}, {"serve", "serve", 1}},
+	{{ETAPE, ETAPE, -1}, {SERVE, SERVE, 1}},
 };
 
 /* With FR_VERBOSE set, the thread's frames as read. */
