@@ -247,7 +247,7 @@ int fr_python_minor(const char *s)
 		return -1;
 	for (s += 2; *s >= '0' && *s <= '9' && d < 3; s++, d++)
 		n = n * 10 + (*s - '0');
-	return d == 2 ? n : -1;
+	return d == 1 || d == 2 ? n : -1;
 }
 
 static void version_from_hex(struct fr_python_exe *x, uint32_t hex)
@@ -368,9 +368,15 @@ static int scan_file(struct file *f)
 	return 0;
 }
 
-/* Py_Version (3.11+) is an unsigned long PY_VERSION_HEX. 3.10 has none; its Modules/getpath.c keeps "python" VERSION
- * ("python3.10") as a string of .rodata. The minor of the first such
- * string, or -1. */
+/* Py_Version (3.11+) is an unsigned long PY_VERSION_HEX. 3.10 has none;
+ * its Modules/getpath.c keeps "python" VERSION ("python3.10") as a string
+ * of .rodata (3.7 to 3.9 too, which are told so). The minor of the first
+ * such string, or -1. */
+static bool is_digit(uint8_t c)
+{
+	return c >= '0' && c <= '9';
+}
+
 static int minor_from_rodata(const struct file *f)
 {
 	static const char pat[] = "\0python3.";
@@ -383,13 +389,10 @@ static int minor_from_rodata(const struct file *f)
 
 		if (fr_pread_full(f->fd, buf, n, f->rodata_off + at) != (ssize_t)n)
 			break;
-		for (size_t i = 0; i + 12 <= n && i < CHUNK; i++)
-			if (buf[i] == 0 && memcmp(buf + i, pat, sizeof(pat) - 1) == 0 &&
-			    buf[i + 11] == 0 && buf[i + 9] >= '0' && buf[i + 9] <= '9' &&
-			    buf[i + 10] >= '0' && buf[i + 10] <= '9') {
-				minor = (buf[i + 9] - '0') * 10 + (buf[i + 10] - '0');
-				break;
-			}
+		for (size_t i = 0; minor < 0 && i + 12 <= n && i < CHUNK; i++)
+			if (memcmp(buf + i, pat, sizeof(pat) - 1) == 0 && is_digit(buf[i + 9]) &&
+			    (!buf[i + 10] || (is_digit(buf[i + 10]) && !buf[i + 11])))
+				minor = fr_python_minor((const char *)buf + i + 7);
 	}
 	free(buf);
 	return minor;

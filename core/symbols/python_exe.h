@@ -95,7 +95,8 @@ struct fr_python_exe {
  * known) or a read's -errno. */
 int fr_python_exe_read(int fd, const char *name, struct fr_python_exe *out);
 
-/* The minor release of "3.N" at the start of s (N of 10..99), or -1. */
+/* The minor release of "3.N" at the start of s (N of one or two
+ * digits), or -1. */
 int fr_python_minor(const char *s);
 
 #endif

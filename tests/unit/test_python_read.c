@@ -17,7 +17,9 @@
  * gives exactly those threads (the ids the script reports, each in
  * /proc/PID/task), their frames innermost first named (qualified from
  * 3.11), with the script's file, hot_b's line, and entry marks where the
- * eval loop was entered from C (every frame in 3.10). And a pthread_t is
+ * eval loop was entered from C (every frame in 3.10). pyenv's releases
+ * before 3.10 (3.7 on, which have _PyRuntime) are refused and named. And a
+ * pthread_t is
  * the thread's fs base here (glibc), as the sample-time reader assumes.
  * Skips (77) when no interpreter is found. */
 #include <asm/prctl.h>
@@ -25,6 +27,7 @@
 #include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -457,6 +460,28 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 	return strcmp((*a)->d_name, (*b)->d_name);
 }
 
+/* A release outside 3.10-3.13 (pyenv's 3.7-3.9, a 3.14 if there is one)
+ * is refused, and named. */
+static void check_unsupported(const char *dir, const char *version, int minor)
+{
+	char pat[4400];
+	struct fr_python_exe x;
+	glob_t g;
+	int fd, ret;
+
+	snprintf(pat, sizeof(pat), "%s/%s/lib/libpython3.*.so.1.0", dir, version);
+	if (glob(pat, 0, NULL, &g) != 0)
+		return;
+	if ((fd = open(g.gl_pathv[0], O_RDONLY | O_CLOEXEC)) >= 0) {
+		ret = fr_python_exe_read(fd, g.gl_pathv[0], &x);
+		close(fd);
+		CHECK(ret == -ENOTSUP && x.minor == minor && fr_python_minor(x.version) == minor,
+		      "pyenv %s: %d, version \"%s\"", version, ret, x.version);
+		printf("pyenv %s: not supported, said as %s\n", version, x.version);
+	}
+	globfree(&g);
+}
+
 /* pyenv's 3.10 to 3.13 builds. Returns how many were run. */
 static int run_pyenv(void)
 {
@@ -474,6 +499,8 @@ static int run_pyenv(void)
 		int m = fr_python_minor(e[i]->d_name);
 
 		snprintf(python, sizeof(python), "%s/%s/bin/python3", dir, e[i]->d_name);
+		if ((m >= 7 && m < 10) || m > 13)
+			check_unsupported(dir, e[i]->d_name, m);
 		if (m >= 10 && m <= 13 && access(python, X_OK) == 0) {
 			char label[300];
 
