@@ -193,6 +193,7 @@ int main(int argc, char **argv)
 	make_labelsets_seeds();
 	make_gopclntab_seeds();
 	make_goroutines_seeds();
+	make_python_seeds();
 	printf("make_seeds: wrote %d files, %zu bytes, under %s\n", nfiles, nbytes, corpus);
 	return 0;
 }

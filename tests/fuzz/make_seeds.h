@@ -40,5 +40,6 @@ void make_pprof_seeds(void);
 void make_labelsets_seeds(void);
 void make_gopclntab_seeds(void);
 void make_goroutines_seeds(void);
+void make_python_seeds(void);
 
 #endif
