@@ -77,6 +77,7 @@ struct rthread {
 	const struct fr_pprof_rsample *s;
 	int64_t pid, tid, waiting_ns, cpu_ns, creator; /* creator 0: unknown */
 	const char *name, *state, *wait, *wchan, *syscall;
+	const char *python;	  /* the Python stack it runs now (CPython 3.11+) */
 	int has_waiting, has_cpu; /* the answer at a past moment has no CPU time */
 	/* Its application labels (labels of the answer that are not the
 	 * command's own): what it worked for where its stack is. */
@@ -89,7 +90,7 @@ static int own_label(const char *key)
 {
 	static const char *const own[] = {"pid",	"tid",	   "thread",  "state",
 					  "cpu_ns",	"wait",	   "syscall", "wchan",
-					  "waiting_ns", "creator", "stack"};
+					  "waiting_ns", "creator", "stack",   "python"};
 
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (strcmp(key, own[i]) == 0)
@@ -99,7 +100,7 @@ static int own_label(const char *key)
 
 static void read_labels(const struct fr_pprof_data *pd, struct rthread *t)
 {
-	t->name = t->state = t->wait = t->wchan = t->syscall = "";
+	t->name = t->state = t->wait = t->wchan = t->syscall = t->python = "";
 	for (size_t k = 0; k < t->s->nlabel; k++) {
 		const struct fr_pprof_rlabel *l = &pd->labels[t->s->label + k];
 
@@ -125,6 +126,8 @@ static void read_labels(const struct fr_pprof_data *pd, struct rthread *t)
 			t->wchan = l->str;
 		else if (l->str && strcmp(l->key, "syscall") == 0)
 			t->syscall = l->str;
+		else if (l->str && strcmp(l->key, "python") == 0)
+			t->python = l->str;
 		else if (l->str && !own_label(l->key) && t->napp < FR_CHUNK_APP_PAIRS)
 			t->app[t->napp++] = l;
 	}
@@ -196,7 +199,8 @@ static int by_group(const void *pa, const void *pb)
 
 	if (a->pid != b->pid)
 		return a->pid < b->pid ? -1 : 1;
-	if ((c = strcmp(a->state, b->state)) || (c = strcmp(a->wait, b->wait)))
+	if ((c = strcmp(a->state, b->state)) || (c = strcmp(a->wait, b->wait)) ||
+	    (c = strcmp(a->python, b->python)))
 		return c;
 	if (a->s->nloc != b->s->nloc)
 		return a->s->nloc < b->s->nloc ? -1 : 1;
@@ -244,6 +248,11 @@ static void print_group(const struct fr_pprof_data *pd, const struct rthread *t,
 		}
 		printf("\n");
 	}
+	if (t->python[0]) {
+		printf("    python ");
+		put_safe(t->python);
+		printf("\n");
+	}
 	printf("    tids");
 	for (size_t i = 0; i < n && i < 16; i++) {
 		printf(" %" PRId64 " (", t[i].tid);
@@ -279,8 +288,8 @@ static void print_text(const struct fr_pprof_data *pd, struct rthread *t, size_t
 		}
 		for (j = i + 1;
 		     j < n && t[j].pid == t[i].pid && strcmp(t[j].state, t[i].state) == 0 &&
-		     strcmp(t[j].wait, t[i].wait) == 0 && same_stack(&t[j], &t[i]) &&
-		     same_labels(&t[j], &t[i]);
+		     strcmp(t[j].wait, t[i].wait) == 0 && strcmp(t[j].python, t[i].python) == 0 &&
+		     same_stack(&t[j], &t[i]) && same_labels(&t[j], &t[i]);
 		     j++)
 			;
 		print_group(pd, &t[i], j - i);
@@ -299,6 +308,7 @@ static cJSON *thread_json(const struct fr_pprof_data *pd, const struct rthread *
 	    (t->wait[0] && !cJSON_AddStringToObject(o, "wait", t->wait)) ||
 	    (t->syscall[0] && !fr_ipc_add_int(o, "syscall", strtoll(t->syscall, NULL, 10))) ||
 	    (t->wchan[0] && !cJSON_AddStringToObject(o, "wchan", t->wchan)) ||
+	    (t->python[0] && !cJSON_AddStringToObject(o, "python", t->python)) ||
 	    (t->has_waiting && !fr_ipc_add_int(o, "waiting_ns", t->waiting_ns)) ||
 	    (t->creator && !fr_ipc_add_int(o, "creator", t->creator)) ||
 	    !(stack = cJSON_AddArrayToObject(o, "stack"))) {

@@ -128,7 +128,8 @@ static size_t app_labels(const struct fr_profile_sample *s, struct fr_pprof_labe
 
 void fr_thread_answer_add(struct fr_thread_answer *a, const struct fr_thread_sample *t)
 {
-	struct fr_pprof_label labels[11 + FR_CHUNK_APP_PAIRS];
+	struct fr_pprof_label
+		labels[4 + sizeof(t->extra) / sizeof(t->extra[0]) + 3 + FR_CHUNK_APP_PAIRS];
 	int64_t values[2] = {1, t->waiting ? t->waiting_ns : 0};
 	uint64_t locs[MAX_LOCS];
 	size_t nl = 0, nlocs = 0;
@@ -137,7 +138,7 @@ void fr_thread_answer_add(struct fr_thread_answer *a, const struct fr_thread_sam
 	labels[nl++] = (struct fr_pprof_label){.key = "tid", .num = t->tid};
 	labels[nl++] = (struct fr_pprof_label){.key = "thread", .str = t->thread};
 	labels[nl++] = (struct fr_pprof_label){.key = "state", .str = t->state};
-	for (size_t i = 0; i < t->nextra && i < 4; i++)
+	for (size_t i = 0; i < t->nextra && i < sizeof(t->extra) / sizeof(t->extra[0]); i++)
 		labels[nl++] =
 			(struct fr_pprof_label){t->extra[i].key, t->extra[i].str, t->extra[i].num};
 	if (t->waiting)

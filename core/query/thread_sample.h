@@ -24,8 +24,8 @@ struct fr_thread_sample {
 	const char *thread; /* its name */
 	const char *state;
 	/* Labels after state, in this order (the live answer's cpu_ns,
-	 * wait, syscall, wchan). */
-	struct fr_profile_label extra[4];
+	 * wait, syscall, wchan, python). */
+	struct fr_profile_label extra[5];
 	size_t nextra;
 	bool waiting; /* waiting_ns is its value and a label */
 	int64_t waiting_ns;

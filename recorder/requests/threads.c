@@ -62,6 +62,7 @@
 #include "ipc/proto.h"
 #include "recorder/tracking/proc_threads.h"
 #include "recorder/requests/threads.h"
+#include "recorder/requests/threads_python.h"
 #include "recorder/requests/peer.h"
 
 #define THREADS_PROC "/proc"
@@ -75,6 +76,7 @@ struct thr {
 	int runnable;	  /* the latest records say it is in the run queue */
 	uint32_t creator; /* the thread that created it, by the ring's chunks; 0: unknown */
 	int hidden;	  /* the asker may not read its process (fr_proc_may_read()) */
+	char *python;	  /* its Python stack now (threads_python.h), or NULL */
 };
 
 struct listing {
@@ -123,6 +125,7 @@ static void add_tid(void *arg, uint32_t tid)
 	th->runnable = 0;
 	th->creator = 0;
 	th->hidden = l->pid_hidden;
+	th->python = NULL;
 	l->n++;
 }
 
@@ -423,6 +426,8 @@ static void emit_thread(struct fr_thread_answer *a, const struct thr *th, long t
 		s.extra[s.nextra++] = (struct fr_profile_label){.key = "syscall", .str = sys};
 	if (t->wchan[0] && t->state != 'R')
 		s.extra[s.nextra++] = (struct fr_profile_label){.key = "wchan", .str = t->wchan};
+	if (th->python)
+		s.extra[s.nextra++] = (struct fr_profile_label){.key = "python", .str = th->python};
 	fr_thread_answer_add(a, &s);
 }
 
@@ -564,6 +569,21 @@ out:
 
 /* The threads of the listing now, written into `fd`. Returns 0 or -errno
  * with `call` refused. */
+/* The Python stack each thread of the listed CPython processes runs now. */
+static void python_stacks(struct listing *l)
+{
+	for (size_t p = 0; p < l->npids; p++) {
+		struct threads_python *tp = threads_python_read(l->pids[p]);
+
+		for (uint32_t k = 0; tp && !tp->err && k < tp->n; k++)
+			for (size_t i = 0; i < l->n; i++)
+				if (l->thr[i].pid == l->pids[p] &&
+				    l->thr[i].t.tid == tp->t[k].tid && !l->thr[i].python)
+					l->thr[i].python = strdup(tp->t[k].stack);
+		free(tp);
+	}
+}
+
 static int threads_now(struct daemon *d, struct listing *l, int fd, struct fr_ipc_call *call,
 		       struct fr_ipc_threads_reply *r)
 {
@@ -573,6 +593,7 @@ static int threads_now(struct daemon *d, struct listing *l, int fd, struct fr_ip
 	int ret = 0;
 
 	list_threads(l);
+	python_stacks(l);
 	if (l->npids) {
 		/* Waits and samples up to now must be in the ring. */
 		if (fr_ingest_flush(&d->ingest) < 0)
@@ -631,6 +652,8 @@ int daemon_handle_threads(void *arg, struct fr_ipc_call *call, const struct fr_i
 out:
 	if (fd >= 0)
 		close(fd);
+	for (size_t i = 0; i < l.n; i++)
+		free(l.thr[i].python);
 	free(l.thr);
 	free(l.pids);
 	return ret;
