@@ -49,6 +49,24 @@ int elf_cand_push(struct cand_vec *cv, const struct cand *c);
 int elf_collect_plt(struct fr_elf_image *img, Elf *elf, uint64_t fsize, const GElf_Ehdr *eh,
 		    struct cand_vec *cv);
 
+/* An x86-64 ELF file's program headers whose bytes lie in the file, to
+ * read its initialized data by link-time address (elf_segs.c). */
+#define ELF_SEGS_MAX 256u
+struct elf_segs {
+	int fd;
+	GElf_Phdr ph[ELF_SEGS_MAX];
+	size_t nph;
+};
+
+/* Checks that `elf` (read from `fd`, of `fsize` bytes) is a 64-bit
+ * little-endian x86-64 file, takes its segments into *s and its section
+ * names' index into *shstrndx. Returns 0 or -ENOEXEC. */
+int elf_segs_read(Elf *elf, int fd, uint64_t fsize, struct elf_segs *s, size_t *shstrndx);
+
+/* Reads n bytes at link-time address addr from a PT_LOAD segment's file
+ * bytes. Returns 0, -EFAULT (in none) or -EIO. */
+int elf_segs_vread(const struct elf_segs *s, uint64_t addr, void *buf, size_t n);
+
 struct fr_gopclntab;
 
 /* The Go function table of `elf` (core/symbols/gopclntab.h), read from

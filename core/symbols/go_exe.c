@@ -15,7 +15,6 @@
 
 #define VERSION_MAX 32u
 #define BUILDINFO_MAX 4096u
-#define PHDRS_MAX 256u
 /* A program whose release the table lacks is read whole for its DWARF up
  * to this size. */
 #define DWARF_FILE_MAX (64ull << 20)
@@ -221,8 +220,7 @@ struct file {
 	int fd;
 	uint64_t fsize;
 	Elf *elf;
-	GElf_Phdr ph[PHDRS_MAX];
-	size_t nph;
+	struct elf_segs segs;
 	struct sec buildinfo, data, noptrdata, bss, noptrbss, rodata;
 	GElf_Shdr symtab, strtab;
 	Elf_Scn *symscn;
@@ -233,19 +231,7 @@ struct file {
  * segments' file bytes). */
 static int file_vread(void *arg, uint64_t addr, void *buf, size_t n)
 {
-	const struct file *f = arg;
-
-	for (size_t i = 0; i < f->nph; i++) {
-		const GElf_Phdr *p = &f->ph[i];
-
-		if (p->p_type != PT_LOAD || addr < p->p_vaddr || addr - p->p_vaddr >= p->p_filesz ||
-		    p->p_filesz - (addr - p->p_vaddr) < n)
-			continue;
-		return fr_pread_full(f->fd, buf, n, p->p_offset + (addr - p->p_vaddr)) == (ssize_t)n
-			       ? 0
-			       : -EIO;
-	}
-	return -EFAULT;
+	return elf_segs_vread(&((const struct file *)arg)->segs, addr, buf, n);
 }
 
 static void note(struct file *f, const char *name, const GElf_Shdr *sh)
@@ -266,19 +252,11 @@ static void note(struct file *f, const char *name, const GElf_Shdr *sh)
 
 static int scan_file(struct file *f)
 {
-	GElf_Ehdr eh;
 	Elf_Scn *scn = NULL;
-	size_t shstrndx, n;
+	size_t shstrndx;
 
-	if (!gelf_getehdr(f->elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64 ||
-	    elf_getphdrnum(f->elf, &n) != 0 || n > PHDRS_MAX ||
-	    elf_getshdrstrndx(f->elf, &shstrndx) != 0)
+	if (elf_segs_read(f->elf, f->fd, f->fsize, &f->segs, &shstrndx) < 0)
 		return -ENOEXEC;
-	for (size_t i = 0; i < n; i++)
-		if (gelf_getphdr(f->elf, (int)i, &f->ph[f->nph]) &&
-		    within_file(f->ph[f->nph].p_offset, f->ph[f->nph].p_filesz, f->fsize))
-			f->nph++;
 	while ((scn = elf_nextscn(f->elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
@@ -452,9 +430,9 @@ static uint64_t first_load(const struct file *f)
 {
 	uint64_t lo = UINT64_MAX;
 
-	for (size_t i = 0; i < f->nph; i++)
-		if (f->ph[i].p_type == PT_LOAD && f->ph[i].p_vaddr < lo)
-			lo = f->ph[i].p_vaddr;
+	for (size_t i = 0; i < f->segs.nph; i++)
+		if (f->segs.ph[i].p_type == PT_LOAD && f->segs.ph[i].p_vaddr < lo)
+			lo = f->segs.ph[i].p_vaddr;
 	return lo == UINT64_MAX ? 0 : lo & ~0xfffull;
 }
 

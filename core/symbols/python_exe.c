@@ -13,7 +13,6 @@
 #include "core/util/fs.h"
 #include "core/util/le.h"
 
-#define PHDRS_MAX 256u
 /* .rodata scanned for 3.10's "python3.10" (Modules/getpath.c's VERSION),
  * a chunk at a time. */
 #define RODATA_MAX (64u << 20)
@@ -280,8 +279,7 @@ struct file {
 	int fd;
 	uint64_t fsize;
 	Elf *elf;
-	GElf_Phdr ph[PHDRS_MAX];
-	size_t nph;
+	struct elf_segs segs;
 	uint64_t rodata_off, rodata_size;
 	/* The symbols looked for, link-time; 0: absent. */
 	uint64_t runtime, py_version, code_type;
@@ -291,17 +289,7 @@ struct file {
  * segments' file bytes. */
 static int file_vread(const struct file *f, uint64_t addr, void *buf, size_t n)
 {
-	for (size_t i = 0; i < f->nph; i++) {
-		const GElf_Phdr *p = &f->ph[i];
-
-		if (p->p_type != PT_LOAD || addr < p->p_vaddr || addr - p->p_vaddr >= p->p_filesz ||
-		    p->p_filesz - (addr - p->p_vaddr) < n)
-			continue;
-		return fr_pread_full(f->fd, buf, n, p->p_offset + (addr - p->p_vaddr)) == (ssize_t)n
-			       ? 0
-			       : -EIO;
-	}
-	return -EFAULT;
+	return elf_segs_vread(&f->segs, addr, buf, n);
 }
 
 /* The symbols of one table (.dynsym or .symtab) looked for. */
@@ -338,19 +326,11 @@ static bool table_ok(const struct file *f, const GElf_Shdr *sh)
 
 static int scan_file(struct file *f)
 {
-	GElf_Ehdr eh;
 	Elf_Scn *scn = NULL;
-	size_t shstrndx, n;
+	size_t shstrndx;
 
-	if (!gelf_getehdr(f->elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64 ||
-	    elf_getphdrnum(f->elf, &n) != 0 || n > PHDRS_MAX ||
-	    elf_getshdrstrndx(f->elf, &shstrndx) != 0)
+	if (elf_segs_read(f->elf, f->fd, f->fsize, &f->segs, &shstrndx) < 0)
 		return -ENOEXEC;
-	for (size_t i = 0; i < n; i++)
-		if (gelf_getphdr(f->elf, (int)i, &f->ph[f->nph]) &&
-		    within_file(f->ph[f->nph].p_offset, f->ph[f->nph].p_filesz, f->fsize))
-			f->nph++;
 	while ((scn = elf_nextscn(f->elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;

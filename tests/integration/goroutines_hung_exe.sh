@@ -11,7 +11,6 @@
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 [ -n "$GO" ] && [ -x "$GO" ] || skip "needs go (golang-go) to build the Go program"
-HOLD=$BUILD/tests/integration/fuse_hold
 HOLD_PID=
 PROG_PID=
 release() {
@@ -29,15 +28,8 @@ cp "$(dirname "$0")/go/endpoints/main.go" "$T/go/main.go"
 (cd "$T/go" && GOPATH=$T/gopath GOCACHE=$T/gocache GO111MODULE=off GOFLAGS= \
 	"$GO" build -o "$T/bin/endpoints" main.go) >"$T/build.log" 2>&1 ||
 	{ cat "$T/build.log"; fail "go build failed"; }
-"$HOLD" exec "$T/bin/endpoints" 1 >"$T/fuse.dir" 2>"$T/fuse.err" &
-HOLD_PID=$!
-try_until 10 '[ -s "$T/fuse.dir" ] || ! kill -0 "$HOLD_PID" 2>/dev/null'
-if [ ! -s "$T/fuse.dir" ] && ! kill -0 "$HOLD_PID" 2>/dev/null; then
-	wait "$HOLD_PID"
-	[ $? = 77 ] && { HOLD_PID=; skip "cannot mount a FUSE file system: $(cat "$T/fuse.err")"; }
-	fail "fuse_hold failed: $(cat "$T/fuse.err")"
-fi
-D=$(cat "$T/fuse.dir")
+start_fuse_hold exec "$T/bin/endpoints" 1
+D=$FUSE_DIR
 
 cat >"$T/config.json" <<JSON
 {"dumps": {"dir": "$T/dumps"},

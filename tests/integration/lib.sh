@@ -152,6 +152,22 @@ need_go() {
 	[ -n "$GO" ] && [ -x "$GO" ] || skip "needs go (golang-go) for go tool pprof"
 }
 
+# start_fuse_hold [ARGS...]: mounts the file system of
+# tests/integration/fuse_hold (given ARGS) and sets FUSE_DIR to it and
+# HOLD_PID to its server (stopping it unmounts); skips the test where FUSE
+# cannot be mounted.
+start_fuse_hold() {
+	"$BUILD/tests/integration/fuse_hold" "$@" >"$T/fuse.dir" 2>"$T/fuse.err" &
+	HOLD_PID=$!
+	try_until 10 '[ -s "$T/fuse.dir" ] || ! kill -0 "$HOLD_PID" 2>/dev/null'
+	if [ ! -s "$T/fuse.dir" ] && ! kill -0 "$HOLD_PID" 2>/dev/null; then
+		wait "$HOLD_PID"
+		[ $? = 77 ] && { HOLD_PID=; skip "cannot mount a FUSE file system: $(cat "$T/fuse.err")"; }
+		fail "fuse_hold failed: $(cat "$T/fuse.err")"
+	fi
+	FUSE_DIR=$(cat "$T/fuse.dir")
+}
+
 # start_daemon [ARGS...]: starts flightrecd on the private ring and socket
 # and waits until it answers status.
 start_daemon() {

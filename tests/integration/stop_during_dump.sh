@@ -12,7 +12,6 @@
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 
-HOLD=$BUILD/tests/integration/fuse_hold
 HOLD_PID=
 release() {
 	if [ -n "$HOLD_PID" ]; then
@@ -23,15 +22,8 @@ release() {
 }
 trap 'release; cleanup' EXIT
 
-"$HOLD" >"$T/fuse.dir" 2>"$T/fuse.err" &
-HOLD_PID=$!
-try_until 10 '[ -s "$T/fuse.dir" ] || ! kill -0 "$HOLD_PID" 2>/dev/null'
-if [ ! -s "$T/fuse.dir" ] && ! kill -0 "$HOLD_PID" 2>/dev/null; then
-	wait "$HOLD_PID"
-	[ $? = 77 ] && { HOLD_PID=; skip "cannot mount a FUSE file system: $(cat "$T/fuse.err")"; }
-	fail "fuse_hold failed: $(cat "$T/fuse.err")"
-fi
-DUMPS=$(cat "$T/fuse.dir")
+start_fuse_hold
+DUMPS=$FUSE_DIR
 [ -d "$DUMPS" ] || fail "fuse_hold did not mount"
 
 cat >"$T/config.json" <<JSON

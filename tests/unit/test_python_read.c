@@ -41,18 +41,7 @@
 #include "core/symbols/python_exe.h"
 #include "core/util/vmread.h"
 #include "recorder/tracking/python_read.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                \
-	do {                                                            \
-		if (!(cond)) {                                          \
-			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                   \
-			fputc('\n', stderr);                            \
-			failures++;                                     \
-		}                                                       \
-	} while (0)
+#include "tests/unit/check.h"
 
 /* Names of the coroutines, not ASCII: one in latin-1 ("étape"), one
  * needing UCS-2 ("serve_λ"). */
