@@ -55,11 +55,13 @@ marker=$(cum_ns "$T/short.pb.gz" "[off-CPU waits under min_wait]")
 long=$(cum_ns "$T/short.pb.gz" fr_block_here)
 echo "short waits: $marker ns under min_wait + $long ns of longer sleeps; wall - cpu $want ns"
 [ "$marker" -gt 0 ] || fail "no [off-CPU waits under min_wait] in the profile"
-# Off-CPU time is inside the sleeps: at most the time measured around them.
-# (On a VM the thread's CPU clock also counts time the host took, so the
-# truth is a few % above wall - cpu; the perf mechanism measures the same.)
-near "$((marker + long))" "$want" ||
-	fail "short waits: $marker + $long ns, want $want (wall - cpu of the thread) within 10%"
+# Off-CPU time is inside the sleeps: at most the time measured around them
+# (below), at least wall - cpu less 10%. (On a VM the thread's CPU clock
+# also counts time the host took, so the truth is above wall - cpu, by a
+# few % and by more than 10% on a loaded host: a run of the suite measured
+# 1.84 s against 1.67 s; the time around the sleeps bounds it from above.)
+[ "$((marker + long))" -ge "$((want * 9 / 10))" ] ||
+	fail "short waits: $marker + $long ns, want at least 90% of $want (wall - cpu of the thread)"
 [ "$((marker + long))" -le "$(($(blocked_of "$T/short.out") * 101 / 100))" ] ||
 	fail "short waits: $marker + $long ns, more than the time around the sleeps"
 
