@@ -41,14 +41,20 @@ for k, v in sorted(count.items()):
     print(k, v)
 PY
 }
+mostly() { # COUNTS WANT: every "cpu=N count" line of COUNTS is WANT but one sample
+	awk -v want="$2" '$1 == want { w += $2; next } { o += $2 } END { exit !(w > 0 && o <= 1) }' "$1"
+}
 check() { # PROFILE WHAT WANT1 WANT0
 	"$GO" tool pprof -symbolize=none -raw "$1" >"$1.raw" 2>"$T/pprof.err" ||
 		fail "$2: pprof -raw failed: $(cat "$T/pprof.err")"
 	cpu_of "$1.raw" "$P1" >"$1.one"
 	cpu_of "$1.raw" "$P0" >"$1.zero"
 	echo "$2: pinned to 1: $(tr '\n' ' ' <"$1.one"); to 0: $(tr '\n' ' ' <"$1.zero")"
-	[ "$(cut -d' ' -f1 "$1.one")" = "$3" ] || fail "$2: burn on CPU 1 is labelled $(cat "$1.one")"
-	[ "$(cut -d' ' -f1 "$1.zero")" = "$4" ] || fail "$2: burn on CPU 0 is labelled $(cat "$1.zero")"
+	# All of them but at most one: the sample that may land in the instant
+	# of the exec, named burn by the recorder while taskset had not moved
+	# it yet (a suite run had one of 78).
+	mostly "$1.one" "$3" || fail "$2: burn on CPU 1 is labelled $(cat "$1.one")"
+	mostly "$1.zero" "$4" || fail "$2: burn on CPU 0 is labelled $(cat "$1.zero")"
 }
 
 "$FLIGHTREC" attach --window 10s --pid "$P1,$P0" --label-key cpu -o "$T/key.pb.gz" ||
