@@ -569,17 +569,22 @@ out:
 
 /* The threads of the listing now, written into `fd`. Returns 0 or -errno
  * with `call` refused. */
-/* The Python stack each thread of the listed CPython processes runs now. */
+/* The Python stack each thread of the listed CPython processes runs now:
+ * the rows sorted by pid and tid (as the answer lists them), each Python
+ * thread's found by bisection. */
 static void python_stacks(struct listing *l)
 {
+	qsort(l->thr, l->n, sizeof(*l->thr), by_pid_tid);
 	for (size_t p = 0; p < l->npids; p++) {
 		struct threads_python *tp = threads_python_read(l->pids[p]);
 
-		for (uint32_t k = 0; tp && !tp->err && k < tp->n; k++)
-			for (size_t i = 0; i < l->n; i++)
-				if (l->thr[i].pid == l->pids[p] &&
-				    l->thr[i].t.tid == tp->t[k].tid && !l->thr[i].python)
-					l->thr[i].python = strdup(tp->t[k].stack);
+		for (uint32_t k = 0; tp && !tp->err && k < tp->n; k++) {
+			struct thr key = {.pid = l->pids[p], .t = {.tid = tp->t[k].tid}}, *row;
+
+			row = bsearch(&key, l->thr, l->n, sizeof(*l->thr), by_pid_tid);
+			if (row && !row->python)
+				row->python = strdup(tp->t[k].stack);
+		}
 		free(tp);
 	}
 }

@@ -88,7 +88,7 @@ for doc in (a, b):
     for g in w.values():
         assert g["state"] == "waiting" and g["wait"] == "chan receive", g
         assert g["created_by"] == "main.spawnWaiters", g
-        assert g["created_at"].endswith("main.go:47") or "main.go:" in g["created_at"], g
+        assert g["created_at"].endswith("/main.go:47"), g
         fns = [f["function"] for f in g["stack"]]
         assert fns[0] == "runtime.gopark" and fns[-1] == "runtime.goexit", fns
         assert all(f.get("line", 0) > 0 for f in g["stack"]), g["stack"]
