@@ -132,15 +132,26 @@ test)
 		"$build/meson-logs/alonelog.json" "$asan/meson-logs/testlog.json" <<'PY'
 import json, os, sys
 counts = {}
+named = {"failed": [], "skipped": []}
 for path in sys.argv[1:]:
     if not os.path.exists(path):
         counts["MISSING"] = counts.get("MISSING", 0) + 1
+        named["failed"].append(f"(no results in {path})")
         continue
     for line in open(path):
         line = line.strip()
         if line:
-            r = json.loads(line)["result"]
+            t = json.loads(line)
+            r = t["result"]
             counts[r] = counts.get(r, 0) + 1
+            if r == "SKIP":
+                named["skipped"].append(t["name"])
+            elif r not in ("OK", "EXPECTEDFAIL"):
+                named["failed"].append(f"{t['name']} ({r})")
+# Named above the count, so a log cut short still says which ones
+for k in ("skipped", "failed"):
+    if named[k]:
+        print(f"bootstrap: {k}: " + ", ".join(named[k]))
 passed = counts.get("OK", 0) + counts.get("EXPECTEDFAIL", 0)
 skipped = counts.get("SKIP", 0)
 failed = sum(v for k, v in counts.items() if k not in ("OK", "EXPECTEDFAIL", "SKIP"))

@@ -161,7 +161,14 @@ static void note_result(struct fr_writer *w, int ret)
 			   "until it can",
 			   fr_ring_path(w->ring), strerror(-ret));
 	} else if (ret < 0) {
-		__atomic_store_n(&w->error, -ret, __ATOMIC_RELEASE);
+		/* The cause can change within one run: ext4 fails the write
+		 * that finds its error with EIO, then remounts read-only; the
+		 * log says both, as status does the latest */
+		int prev = __atomic_exchange_n(&w->error, -ret, __ATOMIC_ACQ_REL);
+
+		if (prev != -ret)
+			fr_log_err("cannot write the ring %s: %s now (was: %s)",
+				   fr_ring_path(w->ring), strerror(-ret), strerror(prev));
 	} else if (since) {
 		__atomic_store_n(&w->error, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&w->error_since_real, 0, __ATOMIC_RELAXED);
