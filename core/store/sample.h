@@ -46,6 +46,33 @@ enum fr_frame_note { FR_FRAME_NOTE_SHORT_WAITS = 1, FR_FRAME_NOTE_NO_USER, FR_FR
 	 ((addr)&15) == 0)
 #define FR_FRAME_NOTE_OF(addr) ((unsigned)(((addr)-0x800) / 16))
 
+/* Python frames: a frame of a CPython process's interpreter that the
+ * recorder put in place of the native _PyEval_EvalFrameDefault frame
+ * running it (recorder/ingest/pystacks.c). Its "address" holds the code
+ * object's address in the process and the instruction's byte offset in
+ * its bytecode: bit 63 set and bit 62 clear (never a user address, never
+ * a kernel one: those are 0xffff8... and up), then the code object's
+ * address / 8 (44 bits: a user address is below 2^47), then the offset
+ * in 2-byte code units (18 bits; all ones: not known). The query side
+ * names it from the symbol cache's Python names of the process
+ * (core/symbols/pycodes.h): function, file, line. */
+#define FR_FRAME_PY_TAG (2ull << 62)
+#define FR_FRAME_IS_PY(addr) (((addr) >> 62) == 2)
+#define FR_FRAME_PY_UNITS_NONE 0x3ffffull
+#define FR_FRAME_PY_NO_OFFSET UINT32_MAX
+#define FR_FRAME_PY(code, offset)                                                     \
+	(FR_FRAME_PY_TAG | ((((uint64_t)(code) >> 3) & ((1ull << 44) - 1)) << 18) |   \
+	 ((offset) == FR_FRAME_PY_NO_OFFSET || (offset) / 2 >= FR_FRAME_PY_UNITS_NONE \
+		  ? FR_FRAME_PY_UNITS_NONE                                            \
+		  : (uint64_t)(offset) / 2))
+/* The code object's address and the byte offset (FR_FRAME_PY_NO_OFFSET)
+ * of a Python frame. */
+#define FR_FRAME_PY_CODE(addr) ((((addr) >> 18) & ((1ull << 44) - 1)) << 3)
+#define FR_FRAME_PY_OFFSET(addr)                                   \
+	(((addr)&FR_FRAME_PY_UNITS_NONE) == FR_FRAME_PY_UNITS_NONE \
+		 ? FR_FRAME_PY_NO_OFFSET                           \
+		 : (uint32_t)(((addr)&FR_FRAME_PY_UNITS_NONE) * 2))
+
 /* Event identifiers as stored in chunks (one byte on disk is enough, the
  * column is a varint). The names and units are fixed by fr_event_name() and
  * fr_event_unit(); new events are appended, never renumbered. */
