@@ -283,6 +283,7 @@ struct file {
 	uint64_t rodata_off, rodata_size;
 	/* The symbols looked for, link-time; 0: absent. */
 	uint64_t runtime, py_version, code_type;
+	uint64_t eval[2][2]; /* the eval loop's and its .cold part's [start, end) */
 };
 
 /* Reads n bytes at virtual address addr of the image, from its PT_LOAD
@@ -302,8 +303,21 @@ static void read_symbols(struct file *f, Elf_Scn *scn, const GElf_Shdr *sh)
 		GElf_Sym s;
 		const char *name;
 
-		if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_OBJECT ||
-		    s.st_shndx == SHN_UNDEF || !(name = elf_strptr(f->elf, sh->sh_link, s.st_name)))
+		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
+		    !(name = elf_strptr(f->elf, sh->sh_link, s.st_name)))
+			continue;
+		if (GELF_ST_TYPE(s.st_info) == STT_FUNC) {
+			int k = strcmp(name, "_PyEval_EvalFrameDefault") == 0	     ? 0
+				: strcmp(name, "_PyEval_EvalFrameDefault.cold") == 0 ? 1
+										     : -1;
+
+			if (k >= 0 && s.st_size && s.st_value + s.st_size > s.st_value) {
+				f->eval[k][0] = s.st_value;
+				f->eval[k][1] = s.st_value + s.st_size;
+			}
+			continue;
+		}
+		if (GELF_ST_TYPE(s.st_info) != STT_OBJECT)
 			continue;
 		if (strcmp(name, "_PyRuntime") == 0)
 			f->runtime = s.st_value;
@@ -405,6 +419,7 @@ static int read_exe(struct file *f, const char *name, struct fr_python_exe *x)
 		return -ENOENT;
 	x->runtime = f->runtime;
 	x->code_type = f->code_type;
+	memcpy(x->eval, f->eval, sizeof(x->eval));
 	x->pie = gelf_getehdr(f->elf, &eh) && eh.e_type == ET_DYN;
 	read_version(f, name, x);
 	if (x->minor >= 13 && file_vread(f, f->runtime, dbg, sizeof(dbg)) == 0 &&

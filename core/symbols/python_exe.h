@@ -83,6 +83,10 @@ struct fr_python_exe {
 	uint64_t code_type;  /* PyCode_Type, link-time; 0: not known */
 	int pie;	     /* position-independent: addresses move by the load bias */
 	int layout_from_debug_offsets;
+	/* _PyEval_EvalFrameDefault's [start, end), link-time, and its .cold
+	 * part's when the file's .symtab names it; 0s: not known. A native
+	 * frame in them is the eval loop running Python frames. */
+	uint64_t eval[2][2];
 	struct fr_py_layout layout;
 };
 

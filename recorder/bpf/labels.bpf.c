@@ -4,8 +4,10 @@
  * rate-sampled sources). For a thread of a process in label_procs it
  * copies the thread's current label records (recorder/bpf/labels_bpf.h)
  * and sends them with the time; the recorder joins each sample to the
- * record sent just before it for its thread. Returns 1: the sample is
- * always kept. Loaded by recorder/sampling/bpf_labels.c.
+ * record sent just before it for its thread. For a thread of a CPython
+ * process in py_procs it sends the thread's Python frames
+ * (recorder/bpf/python_bpf.h) before the sample too. Returns 1: the
+ * sample is always kept. Loaded by recorder/sampling/bpf_labels.c.
  */
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
@@ -38,6 +40,25 @@ struct {
 } label_counters SEC(".maps");
 
 #include "recorder/bpf/labels_read.h"
+#include "recorder/bpf/python_walk.h"
+
+/* A CPython thread's frames at this sample, sent before it. */
+static __always_inline void python_frames(struct task_struct *t, __u32 pid)
+{
+	struct fr_bpf_py_proc *pp = bpf_map_lookup_elem(&py_procs, &pid);
+	struct fr_bpf_py_rec *r;
+	__u32 size = 0;
+
+	if (!pp)
+		return;
+	r = fr_py_read(pp, FR_BPF_PY_SAMPLE, pid, t->pid, BPF_CORE_READ(t, thread.fsbase), &size);
+	if (!r)
+		return;
+	if (size > sizeof(*r))
+		size = sizeof(*r);
+	if (bpf_ringbuf_output(&labels, r, size, 0))
+		fr_py_drop();
+}
 
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
@@ -50,6 +71,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u64 faults = 0, tp;
 
 	pid = t->tgid;
+	python_frames(t, pid);
 	p = bpf_map_lookup_elem(&label_procs, &pid);
 	if (!p)
 		return 1;

@@ -324,6 +324,30 @@ static void emit_labels(struct task_struct *t, __u64 end, struct fr_bpf_counters
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
+#include "recorder/bpf/python_walk.h"
+
+/* The current thread t's Python frames, when its process is a CPython
+ * one read: sent just before its wait, as its labels are (the frames
+ * it waited in: it has not run Python since). */
+static void emit_python(struct task_struct *t, __u64 end, struct fr_bpf_counters *c)
+{
+	__u32 pid = BPF_CORE_READ(t, tgid), size = 0;
+	struct fr_bpf_py_proc *pp = bpf_map_lookup_elem(&py_procs, &pid);
+	struct fr_bpf_py_rec *r;
+
+	if (!pp)
+		return;
+	r = fr_py_read(pp, FR_BPF_PY_WAIT, pid, BPF_CORE_READ(t, pid),
+		       BPF_CORE_READ(t, thread.fsbase), &size);
+	if (!r)
+		return;
+	r->time = end;
+	if (size > sizeof(*r))
+		size = sizeof(*r);
+	if (bpf_ringbuf_output(&waits, r, size, BPF_RB_NO_WAKEUP))
+		fr_py_drop();
+}
+
 static void fill_head(struct fr_bpf_wait_head *h, struct task_struct *t,
 		      const struct pending_wait *p)
 {
@@ -350,6 +374,7 @@ static void emit_copy(struct task_struct *t, const struct pending_wait *p,
 	__u32 n;
 
 	emit_labels(t, p->end, c);
+	emit_python(t, p->end, c);
 	r = bpf_ringbuf_reserve(&waits, sizeof(*r) + stack_copy, 0);
 	if (!r) {
 		count_drop(c, p->end - p->start);
@@ -394,8 +419,10 @@ static void emit_long(void *ctx, struct task_struct *t, struct task_state *s, in
 		emit_copy(t, p, c);
 		return;
 	}
-	if (with_user == 1 || with_user == 3)
+	if (with_user == 1 || with_user == 3) {
 		emit_labels(t, p->end, c);
+		emit_python(t, p->end, c);
+	}
 	r = bpf_ringbuf_reserve(&waits, sizeof(*r), 0);
 	if (!r) {
 		count_drop(c, p->end - p->start);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "recorder/bpf/labels_bpf.h"
+#include "recorder/bpf/python_bpf.h"
 
 struct fr_bpf_labels;
 
@@ -33,12 +34,25 @@ int fr_bpf_labels_map_fd(const struct fr_bpf_labels *b);
 int fr_bpf_labels_set(struct fr_bpf_labels *b, uint32_t pid, const struct fr_bpf_label_proc *v);
 int fr_bpf_labels_forget(struct fr_bpf_labels *b, uint32_t pid);
 
+/* The same for the Python frames of CPython process `pid` (its
+ * interpreter's layout; recorder/bpf/python_bpf.h); the maps' descriptors,
+ * for the off-CPU program to share them. */
+int fr_bpf_labels_py_set(struct fr_bpf_labels *b, uint32_t pid, const struct fr_bpf_py_proc *v);
+int fr_bpf_labels_py_forget(struct fr_bpf_labels *b, uint32_t pid);
+int fr_bpf_labels_py_map_fd(const struct fr_bpf_labels *b);
+int fr_bpf_labels_py_threads_fd(const struct fr_bpf_labels *b);
+void fr_bpf_labels_py_counts(const struct fr_bpf_labels *b, struct fr_bpf_py_counters *out);
+
 /* The descriptor that polls readable when the ring buffer is half full. */
 int fr_bpf_labels_fd(const struct fr_bpf_labels *b);
 
-/* Hands every record of the ring buffer to fn. Returns how many. */
+/* Hands every record of the ring buffer to fn, or to py for Python
+ * frames (`size` bytes: FR_BPF_PY_REC_HEAD and r->n frames; either may
+ * be NULL). Returns how many. */
 uint32_t fr_bpf_labels_drain(struct fr_bpf_labels *b,
-			     void (*fn)(void *arg, const struct fr_bpf_labels_rec *r), void *arg);
+			     void (*fn)(void *arg, const struct fr_bpf_labels_rec *r),
+			     void (*py)(void *arg, const struct fr_bpf_py_rec *r, size_t size),
+			     void *arg);
 
 /* The program's counters, summed over CPUs. */
 void fr_bpf_labels_counts(const struct fr_bpf_labels *b, struct fr_bpf_labels_counters *out);

@@ -49,9 +49,10 @@ struct fr_bpf_offcpu {
 	int ncpus;
 	int task_work; /* user stacks by task work (else at sys_exit) */
 	uint64_t min_wait_ns;
-	uint32_t stack_copy;	/* bytes of user stack copied (0: frame pointers) */
-	uint32_t ringbuf_bytes; /* the ring buffer's size */
-	int labels_map_fd;	/* the labels program's process map, or -1 */
+	uint32_t stack_copy;		/* bytes of user stack copied (0: frame pointers) */
+	uint32_t ringbuf_bytes;		/* the ring buffer's size */
+	int labels_map_fd;		/* the labels program's process map, or -1 */
+	int py_procs_fd, py_threads_fd; /* its Python maps, or -1 */
 	/* The sets of labels records drained, by thread, for the wait of the
 	 * same thread that follows (other CPUs' records may come between). */
 	struct {
@@ -137,6 +138,13 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct fr_sample s = {.event = FR_EVENT_OFFCPU, .rate_hz = 0, .ips = b->ips};
 	uint32_t nk, nu, n = 0;
 
+	if (size >= FR_BPF_PY_REC_HEAD && w->h.kind == FR_BPF_PY_WAIT) {
+		/* Kept by the ingest for the wait that follows (its sample's
+		 * time is the wait's end, as the record's) */
+		if (b->h->python)
+			b->h->python(b->h->arg, data, size);
+		return 0;
+	}
 	if (size < sizeof(w->h))
 		return 0;
 	if (w->h.kind == FR_BPF_LABELS_WAIT) {
@@ -261,6 +269,14 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 		fr_log_warn("offcpu: cannot share the application labels' map (%s); waits "
 			    "carry no application labels",
 			    strerror(errno));
+	/* And its Python maps: the waits of the CPython processes it reads
+	 * carry their Python frames. */
+	if (b->py_procs_fd >= 0 && b->py_threads_fd >= 0 &&
+	    (bpf_map__reuse_fd(b->skel->maps.py_procs, b->py_procs_fd) < 0 ||
+	     bpf_map__reuse_fd(b->skel->maps.py_threads, b->py_threads_fd) < 0))
+		fr_log_warn("offcpu: cannot share the Python frames' maps (%s); waits carry "
+			    "native frames only",
+			    strerror(errno));
 	ret = offcpu_bpf__load(b->skel);
 	if (ret < 0) {
 		offcpu_bpf__destroy(b->skel);
@@ -272,7 +288,8 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 }
 
 int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, uint32_t stack_copy,
-		       int labels_map_fd, char *err, size_t errlen)
+		       int labels_map_fd, int py_procs_fd, int py_threads_fd, char *err,
+		       size_t errlen)
 {
 	struct fr_bpf_offcpu *b = calloc(1, sizeof(*b));
 	const char *tw, *empty;
@@ -290,6 +307,8 @@ int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, uint32_
 	b->min_wait_ns = min_wait_ns;
 	b->stack_copy = stack_copy;
 	b->labels_map_fd = labels_map_fd;
+	b->py_procs_fd = py_procs_fd;
+	b->py_threads_fd = py_threads_fd;
 	b->ringbuf_bytes = ringbuf_bytes(stack_copy);
 	b->ncpus = libbpf_num_possible_cpus();
 	b->percpu = b->ncpus > 0 ? calloc((size_t)b->ncpus, sizeof(*b->percpu)) : NULL;

@@ -40,11 +40,14 @@ struct fr_bpf_offcpu;
  * waits' user stacks copies of `stack_copy` bytes (a multiple of 8 up to
  * 65528) unwound with CFI, or frame-pointer walks when 0; the waits of
  * the processes in `labels_map_fd` (the application labels program's map,
- * recorder/sampling/bpf_labels.h; -1: none) carry their threads' labels. Returns 0, or
+ * recorder/sampling/bpf_labels.h; -1: none) carry their threads' labels,
+ * those of the CPython processes in `py_procs_fd` (its Python map, with
+ * `py_threads_fd` its threads' cache) their Python frames. Returns 0, or
  * -errno with the reason in `err` (no BTF, no CAP_BPF, a kernel too old
  * for tp_btf or task storage). */
 int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, uint32_t stack_copy,
-		       int labels_map_fd, char *err, size_t errlen);
+		       int labels_map_fd, int py_procs_fd, int py_threads_fd, char *err,
+		       size_t errlen);
 
 /* Attaches (or detaches) the programs. Returns 0 or -errno. */
 int fr_bpf_offcpu_enable(struct fr_bpf_offcpu *b, int on);

@@ -58,6 +58,7 @@
 #include "core/store/chunk.h"
 #include "core/unwind/unwind.h"
 #include "recorder/bpf/labels_bpf.h"
+#include "recorder/bpf/python_bpf.h"
 
 struct fr_perf;
 
@@ -83,6 +84,7 @@ struct fr_perf_config {
 	 * (PERF_EVENT_IOC_SET_BPF), and the process map the off-CPU eBPF
 	 * program reads its threads' labels with. */
 	int labels_prog_fd, labels_map_fd;
+	int py_procs_fd, py_threads_fd; /* its Python maps, shared the same way */
 };
 
 /* What the PMU did with a sampling source: the precise_ip level asked for
@@ -176,6 +178,9 @@ struct fr_perf_handler {
 	 * read from a blocked thread; returns the set to put in the wait's
 	 * sample's app_ref (0: none). */
 	uint32_t (*labels)(void *arg, const struct fr_bpf_labels_rec *r);
+	/* Optional: the off-CPU eBPF mechanism's Python frames of a thread's
+	 * wait (recorder/bpf/python_bpf.h; `size` bytes), sent before it. */
+	void (*python)(void *arg, const struct fr_bpf_py_rec *r, size_t size);
 	/* Optional: an unwind stopped at a table not built yet; returns 1
 	 * when tables became ready since (after a short, bounded wait), and
 	 * the sample is unwound once more. */

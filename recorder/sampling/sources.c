@@ -42,6 +42,7 @@ int fr_sources_init(struct fr_sources *s, struct fr_poller *poller,
 	fr_mutex_init_pi(&s->consumers_lock);
 	fr_mono_cond_init(&s->consumers_cond);
 	s->labels_prog_fd = s->labels_map_fd = -1;
+	s->py_procs_fd = s->py_threads_fd = -1;
 	s->reconcile_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	return s->reconcile_efd < 0 ? -errno : 0;
 }

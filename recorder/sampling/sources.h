@@ -96,6 +96,7 @@ struct fr_sources {
 	 * every rate-sampled source, and the process map the off-CPU
 	 * program shares; -1 without them. */
 	int labels_prog_fd, labels_map_fd;
+	int py_procs_fd, py_threads_fd; /* its Python maps, shared the same way */
 	int reconcile_efd;
 
 	pthread_mutex_t consumers_lock;

@@ -167,7 +167,9 @@ static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
 				     .offcpu_mechanism = src->mechanism,
 				     .min_wait_ns = src->min_wait_ns,
 				     .labels_prog_fd = s->labels_prog_fd,
-				     .labels_map_fd = s->labels_map_fd};
+				     .labels_map_fd = s->labels_map_fd,
+				     .py_procs_fd = s->py_procs_fd,
+				     .py_threads_fd = s->py_threads_fd};
 	struct fr_perf *perf = NULL;
 	char err[256], every[48];
 	int ret = fr_perf_open(&perf, &cfg, err, sizeof(err));
