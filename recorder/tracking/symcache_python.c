@@ -209,15 +209,25 @@ static size_t read_codes(struct copy_call *c, const struct job *j, struct fr_py_
 {
 	uint32_t pid = j->pid;
 	struct fr_py_mem mem = {vread, vreadv, &pid};
+	uint64_t bytes = 0,
+		 max = c->file_max < FR_PYCODES_MAX_SIZE ? c->file_max : FR_PYCODES_MAX_SIZE;
 	size_t n = 0;
 
 	for (size_t i = 0; i < j->py->ncodes; i++) {
 		uint64_t a = j->py->codes[i];
 
+		/* What would not fit in the file is not read: a process's line
+		 * tables (256 KiB each) cannot make the recorder hold more. */
+		if (bytes > max) {
+			c->py.dropped += j->py->ncodes - i;
+			break;
+		}
 		if (fr_py_code_read(&j->py->x, j->py->bias, &mem, a, &got[n]) < 0) {
 			c->py.unread++;
 			continue;
 		}
+		/* As encoded (core/symbols/pycodes.h): 21 bytes and the rest. */
+		bytes += 21 + strlen(got[n].qualname) + strlen(got[n].file) + got[n].nlinetable;
 		recs[n] = (struct fr_pycode){a,
 					     got[n].firstline,
 					     got[n].linetable_kind,

@@ -36,6 +36,7 @@
 
 #define PYTHON "/usr/bin/python3"
 #define SLEEP_LINE 4
+#define PROBLEM "test: not read"
 
 static const char script[] = "import sys, time\n"
 			     "def sleeper_fn():\n"
@@ -44,6 +45,8 @@ static const char script[] = "import sys, time\n"
 			     "sleeper_fn()\n";
 
 static char dir[64], cache[128], file[128];
+/* The size of the file of check_names() (with a problem in its header). */
+static off_t full_size;
 
 static int mem_read(void *arg, uint64_t addr, void *buf, size_t n)
 {
@@ -144,6 +147,8 @@ static void check_names(struct fr_symcache *c, const struct fr_symcache_pyproc *
 			const struct frames *f)
 {
 	uint64_t asked[FR_PY_DEPTH + 1];
+	char path[256];
+	struct stat st;
 	struct fr_symcache_pycounts k;
 	const struct fr_pycode *r;
 	struct fr_pycodes *p;
@@ -179,13 +184,13 @@ static void check_names(struct fr_symcache *c, const struct fr_symcache_pyproc *
 
 	/* Asked again: replaced, not doubled; a status keeps the records. */
 	CHECK(fr_symcache_want_pycode(c, pp, f->code, f->n) == 0, "asked again");
-	CHECK(fr_symcache_python_status(c, pp->pid, pp->start_ns, 0, pp->x.version,
-					"test: not read") == 0,
+	CHECK(fr_symcache_python_status(c, pp->pid, pp->start_ns, 0, pp->x.version, PROBLEM) == 0,
 	      "a problem");
 	CHECK(fr_symcache_wait(c, 20000) == 0, "asks done");
 	p = load(pp->pid, pp->start_ns, 0);
-	CHECK(p && fr_pycodes_count(p) == f->n &&
-		      strcmp(fr_pycodes_problem(p), "test: not read") == 0,
+	fr_symcache_python_name(path, sizeof(path), cache, pp->pid, pp->start_ns, 0);
+	full_size = stat(path, &st) == 0 ? st.st_size : 0;
+	CHECK(p && fr_pycodes_count(p) == f->n && strcmp(fr_pycodes_problem(p), PROBLEM) == 0,
 	      "records kept under the new status");
 	fr_pycodes_free(p);
 }
@@ -226,6 +231,33 @@ static void check_hostile(struct fr_symcache *c, const struct fr_symcache_pyproc
 	CHECK(user, "python-PID-START.u1234.codes counted to user 1234");
 }
 
+/* A cache whose file_max is a byte short of the file with every record
+ * (check_names()'s but for its problem): the last is dropped, counted. */
+static void check_bounds(const struct fr_symcache_pyproc *pp, const struct frames *f)
+{
+	struct fr_symcache_options o = {.max_bytes = 64 << 20,
+					.file_max = (uint64_t)full_size - strlen(PROBLEM) - 1};
+	struct fr_symcache_pycounts k;
+	struct fr_symcache *c = NULL;
+	struct fr_pycodes *p;
+	char err[256];
+
+	snprintf(cache, sizeof(cache), "%s/small", dir);
+	o.dir = cache;
+	CHECK(fr_symcache_open(&c, &o, err, sizeof(err)) == 0, "cache opened: %s", err);
+	if (!c)
+		return;
+	CHECK(fr_symcache_want_pycode(c, pp, f->code, f->n) == 0, "codes asked");
+	CHECK(fr_symcache_wait(c, 20000) == 0, "asks done");
+	fr_symcache_python_counts(c, &k);
+	p = load(pp->pid, pp->start_ns, 0);
+	CHECK(full_size > 0 && p && fr_pycodes_count(p) == f->n - 1 && k.dropped == 1,
+	      "%zu records kept, %llu dropped", p ? fr_pycodes_count(p) : 0,
+	      (unsigned long long)k.dropped);
+	fr_pycodes_free(p);
+	fr_symcache_close(c);
+}
+
 int main(void)
 {
 	struct fr_symcache_options o = {.max_bytes = 64 << 20};
@@ -263,6 +295,8 @@ int main(void)
 			check_hostile(c, &pp, &f);
 		}
 		fr_symcache_close(c);
+		if (f.n >= 2)
+			check_bounds(&pp, &f);
 	}
 	if (pid > 0 || pid < -1) {
 		kill(pid > 0 ? pid : -pid, SIGKILL);
