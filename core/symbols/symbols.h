@@ -169,9 +169,6 @@ int fr_symbols_python(struct fr_symbols *s, uint32_t pid, int64_t start_ns, uint
 int fr_symbols_python_status(struct fr_symbols *s, uint32_t pid, int64_t start_ns,
 			     const char **version, const char **problem);
 
-/* The code objects the symbol cache names for that process (0: none). */
-size_t fr_symbols_python_count(struct fr_symbols *s, uint32_t pid, int64_t start_ns);
-
 /* The source lines and inline frames (core/symbols/dwarf_lines.h) of the
  * file fr_symbols_user() resolved for the same root, path and build id:
  * the file's own DWARF, else its debug file's. NULL when there is none or

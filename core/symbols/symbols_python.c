@@ -118,14 +118,6 @@ int fr_symbols_python_status(struct fr_symbols *s, uint32_t pid, int64_t start_n
 	return 0;
 }
 
-size_t fr_symbols_python_count(struct fr_symbols *s, uint32_t pid, int64_t start_ns)
-{
-	const struct fr_pycodes *p;
-	int err;
-
-	return s && (p = file_of(s, pid, start_ns, &err)) ? fr_pycodes_count(p) : 0;
-}
-
 void symbols_python_free(struct fr_symbols *s)
 {
 	struct symbols_py *py = s->py;
