@@ -7,7 +7,8 @@
  * location table gives the offset and handle at its first line (offset
  * not known), an unknown code object "[python] 0xADDR"; the comments say
  * app's release and functions named, and db's problem; folded stacks use
- * the qualified names. Without the cache the Python frames are unnamed. */
+ * the qualified names. Without the cache, or with app's file spoilt, its
+ * Python frames are unnamed. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -193,6 +194,39 @@ static void check_no_cache(struct fr_ring *ring)
 	out_free(&o);
 }
 
+/* app's file spoilt (cut in its last record): its frames unnamed, no
+ * comment for it, the rest as before. */
+static void check_spoilt(struct fr_ring *ring, const struct fr_pycode *app)
+{
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	char path[400], unknown[64], want[64];
+	struct stat st;
+	struct out o;
+	struct raw raw;
+	int before = failures;
+
+	fr_symcache_python_name(path, sizeof(path), cache, PID_APP, START_NS, 1000);
+	CHECK(write_file(PID_APP, 1000, "3.11.2", NULL, app, 2) == 0 && stat(path, &st) == 0 &&
+		      truncate(path, st.st_size - 1) == 0,
+	      "app's file cut");
+	req_init(&q, T0, T0 + 60 * SEC, 0);
+	q.symbol_cache = cache;
+	if (run(ring, &q, &res, &o, "spoilt") != 0 || raw_read(&raw, &o, "spoilt") != 0) {
+		out_free(&o);
+		return;
+	}
+	snprintf(unknown, sizeof(unknown), "[python] 0x%llx", (unsigned long long)HOT_B);
+	CHECK(function_named(&raw, unknown) && !function_named(&raw, "hot_b"), "spoilt: %s",
+	      unknown);
+	snprintf(want, sizeof(want), "python: pid %u ", PID_APP);
+	for (size_t i = 0; i < raw.d->ncomments; i++)
+		CHECK(strncmp(raw.d->comments[i], want, strlen(want)) != 0, "comment %s",
+		      raw.d->comments[i]);
+	raw_done(&raw, before);
+	out_free(&o);
+}
+
 int main(void)
 {
 	const struct fr_pycode app[] = {
@@ -218,6 +252,7 @@ int main(void)
 		check_named(r);
 		check_folded(r);
 		check_no_cache(r);
+		check_spoilt(r, app);
 		test_ring_done(r);
 	}
 	return fixture_fini();
