@@ -123,8 +123,8 @@ struct fr_symcache_pyproc {
  * (core/symbols/pycodes.h), keeping the records it holds. Never waits:
  * queued for the cache's thread, in its user's turn; the same status
  * asked again within a minute is not written again. Returns 0 (queued,
- * or nothing to do), -EAGAIN (the queue is full, counted), -EINVAL or
- * -ENOMEM. */
+ * or nothing to do: `c` NULL included), -EAGAIN (the queue is full,
+ * counted), -EINVAL (start_ns not known) or -ENOMEM. */
 int fr_symcache_python_status(struct fr_symcache *c, uint32_t pid, int64_t start_ns, uid_t uid,
 			      const char *version, const char *problem);
 
@@ -139,8 +139,9 @@ int fr_symcache_python_status(struct fr_symcache *c, uint32_t pid, int64_t start
  * counted. Never waits: queued in its user's turn (merged into a waiting
  * ask of the same process when there is one) within the bounds of
  * fr_symcache_want_elf(). The caller asks each (process, code) once.
- * Returns 0 (queued), -EAGAIN (the queue is full, counted), -EINVAL
- * (n 0 or too many) or -ENOMEM. */
+ * Returns 0 (queued; `c` NULL: nothing done), -EAGAIN (the queue is
+ * full, counted), -EINVAL (n 0 or too many, start_ns not known) or
+ * -ENOMEM. */
 int fr_symcache_want_pycode(struct fr_symcache *c, const struct fr_symcache_pyproc *p,
 			    const uint64_t *codes, size_t n);
 

@@ -89,7 +89,9 @@ int fr_symcache_python_status(struct fr_symcache *c, uint32_t pid, int64_t start
 	struct job *j;
 	int ret;
 
-	if (!c || start_ns <= 0)
+	if (!c)
+		return 0; /* no cache: nothing to keep */
+	if (start_ns <= 0)
 		return -EINVAL;
 	if (!(j = job_new(JOB_PYSTATUS, pid, start_ns, uid, 0)))
 		return -ENOMEM;
@@ -138,7 +140,9 @@ int fr_symcache_want_pycode(struct fr_symcache *c, const struct fr_symcache_pypr
 	struct job *j;
 	int ret;
 
-	if (!c || !p || p->start_ns <= 0 || !n || n > FR_SYMCACHE_PYCODES_ASK)
+	if (!c)
+		return 0; /* no cache: nothing to keep */
+	if (!p || p->start_ns <= 0 || !n || n > FR_SYMCACHE_PYCODES_ASK)
 		return -EINVAL;
 	if (!(j = job_new(JOB_PYCODES, p->pid, p->start_ns, p->uid, n)))
 		return -ENOMEM;
