@@ -57,6 +57,7 @@ struct func_entry {
 	uint32_t name;
 	uint32_t system_name;
 	uint32_t filename;
+	uint32_t start_line;
 	uint32_t hash;
 };
 
@@ -504,7 +505,8 @@ uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start_addr, uint64_t limi
 static void emit_function(struct fr_pprof *p, uint64_t id, const struct func_entry *f)
 {
 	size_t body = varint_field_size(id) + varint_field_size(f->name) +
-		      varint_field_size(f->system_name) + varint_field_size(f->filename);
+		      varint_field_size(f->system_name) + varint_field_size(f->filename) +
+		      (f->start_line ? varint_field_size(f->start_line) : 0);
 	size_t n = len_field_size(body);
 	uint8_t *start = reserve(p, n), *w;
 
@@ -515,11 +517,19 @@ static void emit_function(struct fr_pprof *p, uint64_t id, const struct func_ent
 	w = put_varint_field(w, FUNCTION_NAME, f->name);
 	w = put_varint_field(w, FUNCTION_SYSTEM_NAME, f->system_name);
 	w = put_varint_field(w, FUNCTION_FILENAME, f->filename);
+	if (f->start_line)
+		w = put_varint_field(w, FUNCTION_START_LINE, f->start_line);
 	commit(p, start, w, n);
 }
 
 uint64_t fr_pprof_function(struct fr_pprof *p, const char *name, const char *system_name,
 			   const char *filename)
+{
+	return fr_pprof_function_at(p, name, system_name, filename, 0);
+}
+
+uint64_t fr_pprof_function_at(struct fr_pprof *p, const char *name, const char *system_name,
+			      const char *filename, uint32_t start_line)
 {
 	struct func_entry key, *e;
 	uint32_t i, id;
@@ -527,13 +537,16 @@ uint64_t fr_pprof_function(struct fr_pprof *p, const char *name, const char *sys
 	key.name = intern_cstr(p, name);
 	key.system_name = intern_cstr(p, system_name);
 	key.filename = intern_cstr(p, filename);
+	key.start_line = start_line;
 	key.hash = mix32(((uint64_t)key.name * 0x9e3779b97f4a7c15ULL) ^
-			 ((uint64_t)key.system_name << 32 | key.filename));
+			 ((uint64_t)key.system_name << 32 | key.filename) ^
+			 ((uint64_t)start_line * 0xff51afd7ed558ccdULL));
 	for (i = key.hash & p->func_index.mask; (id = p->func_index.slots[i]);
 	     i = (i + 1) & p->func_index.mask) {
 		e = &p->funcs[id - 1];
 		if (e->hash == key.hash && e->name == key.name &&
-		    e->system_name == key.system_name && e->filename == key.filename)
+		    e->system_name == key.system_name && e->filename == key.filename &&
+		    e->start_line == key.start_line)
 			return id;
 	}
 	if (p->error)

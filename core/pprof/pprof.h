@@ -64,6 +64,10 @@ uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start, uint64_t limit, ui
 uint64_t fr_pprof_function(struct fr_pprof *p, const char *name, const char *system_name,
 			   const char *filename);
 
+/* The same with the line the function starts at (0: not known). */
+uint64_t fr_pprof_function_at(struct fr_pprof *p, const char *name, const char *system_name,
+			      const char *filename, uint32_t start_line);
+
 /* Adds a location and returns its id (ids start at 1). `mapping_id` 0 for
  * none; `function_id` 0 for an unsymbolized address. */
 uint64_t fr_pprof_location(struct fr_pprof *p, uint64_t mapping_id, uint64_t address,

@@ -303,8 +303,11 @@ static int read_fields_1_2(struct pb *b, uint64_t *one, uint64_t *two)
 static int read_function(struct reader *r, struct pb *b)
 {
 	struct fr_pprof_rfunction *f;
-	uint64_t id = 0, name = 0, system_name = 0, filename = 0;
-	int ret = read_fields(b, (uint64_t *const[]){NULL, &id, &name, &system_name, &filename}, 4);
+	uint64_t id = 0, name = 0, system_name = 0, filename = 0, start_line = 0;
+	int ret = read_fields(b,
+			      (uint64_t *const[]){NULL, &id, &name, &system_name, &filename,
+						  &start_line},
+			      5);
 
 	if (ret < 0)
 		return ret;
@@ -316,6 +319,7 @@ static int read_function(struct reader *r, struct pb *b)
 	f->id = id;
 	f->name = NULL;
 	f->filename = NULL;
+	f->start_line = (int64_t)start_line;
 	ret = vec_push_u64(&r->names, name);
 	return ret < 0 ? ret : vec_push_u64(&r->fnames, filename);
 }

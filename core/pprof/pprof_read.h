@@ -3,12 +3,12 @@
  * num_unit 4 }), mapping (3: id 1, memory_start 2, memory_limit 3,
  * file_offset 4, filename 5, build_id 6), location (4: id 1, mapping_id 2,
  * address 3, line 4 { function_id 1, line 2 }), function (5: id 1, name 2,
- * filename 4),
+ * filename 4, start_line 5),
  * sample_type (1: type 1, unit 2), time_nanos (9), duration_nanos (10),
  * period_type (11: type 1, unit 2), period (12), comment (13: string
  * indices, packed or not) and default_sample_type (14). Every other field
  * (drop_frames, keep_frames, the mapping's has_* flags, a function's
- * system_name and start_line) is skipped by its wire type.
+ * system_name) is skipped by its wire type.
  *
  * The input is uncompressed protobuf; callers gunzip first. Every read is
  * bounds-checked and every reference (string index, location id, function
@@ -71,6 +71,7 @@ struct fr_pprof_rfunction {
 	uint64_t id;
 	const char *name;
 	const char *filename; /* "" when unset */
+	int64_t start_line;   /* 0 when unset */
 };
 
 struct fr_pprof_data {

@@ -4,6 +4,7 @@
  * to. Each table is an array with an open-addressing index of its own.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,38 +84,82 @@ static uint64_t map_key_hash(const char *path, uint64_t start, uint64_t end, uin
 	return fr_mix64(h ^ fr_mix64(start) ^ fr_mix64(end * 3) ^ fr_mix64(pgoff * 7));
 }
 
-/* Interns a mapping of chunk `c`; returns its index or -ENOMEM. */
-static int64_t intern_map(struct builder *b, const struct fr_chunk *c, const struct fr_chunk_map *m)
+/* The slot of the mapping of hash `h` that same(g, key) matches, or the
+ * free slot a new one goes to. Returns 1 (found), 0 or -ENOMEM. */
+static int map_slot(struct builder *b, uint64_t h, bool (*same)(struct gmap *g, const void *key),
+		    const void *key, uint32_t *out)
 {
-	const char *path = c->strings[m->path];
-	uint64_t h = map_key_hash(path, m->start, m->end, m->pgoff);
-	const struct fr_chunk_proc *p;
 	uint32_t slot;
-	struct gmap *g;
 
 	if ((b->map_idx.n + 1) * 2 > b->map_idx.cap && hidx_grow(&b->map_idx, map_hash_of, b) < 0)
 		return -ENOMEM;
 	for (slot = (uint32_t)h & (b->map_idx.cap - 1); b->map_idx.slots[slot];
 	     slot = (slot + 1) & (b->map_idx.cap - 1)) {
-		g = &b->maps[b->map_idx.slots[slot] - 1];
-		if (g->hash != h || g->start != m->start || g->end != m->end ||
-		    g->pgoff != m->pgoff || strcmp(g->path, path) != 0)
-			continue;
-		/* Chunks sealed before the recorder read a build id the kernel
-		 * did not give carry the mapping without one: a later chunk's
-		 * names the file (a copy of it in the symbol cache, once gone). */
-		if (!g->bid_len && m->build_id_len) {
-			g->bid_len = m->build_id_len;
-			memcpy(g->bid, m->build_id, m->build_id_len);
+		struct gmap *g = &b->maps[b->map_idx.slots[slot] - 1];
+
+		if (g->hash == h && same(g, key)) {
+			*out = slot;
+			return 1;
 		}
-		return b->map_idx.slots[slot] - 1;
 	}
+	*out = slot;
+	return 0;
+}
+
+/* A new mapping of `path` and hash `h` at free slot `slot`, zeroed
+ * otherwise. Returns it, or NULL (out of memory). */
+static struct gmap *map_add(struct builder *b, uint32_t slot, const char *path, uint64_t h)
+{
+	struct gmap *g;
+
 	if (b->nmaps == b->maps_cap && grow((void **)&b->maps, &b->maps_cap, sizeof(*b->maps)) < 0)
-		return -ENOMEM;
+		return NULL;
 	g = &b->maps[b->nmaps];
 	memset(g, 0, sizeof(*g));
-	g->path = strdup(path);
-	if (!g->path)
+	if (!(g->path = strdup(path)))
+		return NULL;
+	g->hash = h;
+	b->map_idx.slots[slot] = ++b->nmaps;
+	b->map_idx.n++;
+	return g;
+}
+
+struct map_key {
+	const struct fr_chunk_map *m;
+	const char *path;
+};
+
+static bool same_map(struct gmap *g, const void *key)
+{
+	const struct map_key *k = key;
+	const struct fr_chunk_map *m = k->m;
+
+	if (g->python || g->start != m->start || g->end != m->end || g->pgoff != m->pgoff ||
+	    strcmp(g->path, k->path) != 0)
+		return false;
+	/* Chunks sealed before the recorder read a build id the kernel did
+	 * not give carry the mapping without one: a later chunk's names the
+	 * file (a copy of it in the symbol cache, once gone). */
+	if (!g->bid_len && m->build_id_len) {
+		g->bid_len = m->build_id_len;
+		memcpy(g->bid, m->build_id, m->build_id_len);
+	}
+	return true;
+}
+
+/* Interns a mapping of chunk `c`; returns its index or -ENOMEM. */
+static int64_t intern_map(struct builder *b, const struct fr_chunk *c, const struct fr_chunk_map *m)
+{
+	struct map_key k = {m, c->strings[m->path]};
+	uint64_t h = map_key_hash(k.path, m->start, m->end, m->pgoff);
+	const struct fr_chunk_proc *p;
+	uint32_t slot;
+	struct gmap *g;
+	int ret = map_slot(b, h, same_map, &k, &slot);
+
+	if (ret != 0)
+		return ret < 0 ? (int64_t)ret : (int64_t)b->map_idx.slots[slot] - 1;
+	if (!(g = map_add(b, slot, k.path, h)))
 		return -ENOMEM;
 	g->start = m->start;
 	g->end = m->end;
@@ -123,12 +168,41 @@ static int64_t intern_map(struct builder *b, const struct fr_chunk *c, const str
 	p = fr_chunk_find_proc(c, m->pid);
 	g->pid_start_ns = p ? p->start_ns : 0;
 	g->pid_uid = p ? p->uid : 0;
-	g->is_exe = p && strcmp(c->strings[p->exe], path) == 0;
+	g->is_exe = p && strcmp(c->strings[p->exe], k.path) == 0;
 	g->bid_len = m->build_id_len;
 	memcpy(g->bid, m->build_id, m->build_id_len);
-	g->hash = h;
-	b->map_idx.slots[slot] = ++b->nmaps;
-	b->map_idx.n++;
+	return b->nmaps - 1;
+}
+
+static bool same_python(struct gmap *g, const void *key)
+{
+	const struct gmap *k = key;
+
+	return g->python && g->pid == k->pid && g->pid_start_ns == k->pid_start_ns;
+}
+
+int64_t profile_intern_python_map(struct builder *b, const struct fr_chunk *c, uint32_t pid)
+{
+	const struct fr_chunk_proc *p = fr_chunk_find_proc(c, pid);
+	struct gmap k = {.pid = pid, .pid_start_ns = p ? p->start_ns : 0};
+	uint64_t h = fr_mix64(map_key_hash(PROFILE_PYTHON_MAPPING, pid, 0, 0) ^
+			      (uint64_t)k.pid_start_ns);
+	uint32_t slot;
+	struct gmap *g;
+	int ret = map_slot(b, h, same_python, &k, &slot);
+
+	if (ret != 0)
+		return ret < 0 ? (int64_t)ret : (int64_t)b->map_idx.slots[slot] - 1;
+	if (!(g = map_add(b, slot, PROFILE_PYTHON_MAPPING, h)))
+		return -ENOMEM;
+	/* Where the pseudo addresses lie (FR_FRAME_PY_TAG and up): pprof
+	 * readers expect a location's address within its mapping. */
+	g->start = FR_FRAME_PY_TAG;
+	g->end = FR_FRAME_PY_TAG | FR_FRAME_PY_TAG >> 1;
+	g->python = true;
+	g->pid = pid;
+	g->pid_start_ns = k.pid_start_ns;
+	g->pid_uid = p ? p->uid : 0;
 	return b->nmaps - 1;
 }
 
@@ -136,6 +210,9 @@ int profile_intern_exe(struct builder *b, const struct fr_chunk *c, const struct
 {
 	const char *exe = c->strings[p->exe];
 	uint32_t lo = 0, hi = c->nmaps;
+
+	if (profile_python_note(b, p->pid, p->uid, p->start_ns) < 0)
+		return -ENOMEM;
 
 	/* The first of the process's mappings (sorted by pid, start) */
 	while (lo < hi) {
@@ -222,6 +299,14 @@ static int stack_locations(struct builder *b, const struct fr_chunk *c, uint32_t
 
 		if (j < st->nr_kernel) {
 			map = KERNEL_MAP;
+		} else if (FR_FRAME_IS_PY(addr)) {
+			/* Not a return address, and in no mapping: its code
+			 * object and offset, on the process's own pseudo-mapping
+			 * (named in profile_symbolize()). */
+			lookup = addr;
+			map = profile_intern_python_map(b, c, st->pid);
+			if (map < 0)
+				return -ENOMEM;
 		} else if (FR_FRAME_IS_MARK(addr) || FR_FRAME_IS_NOTE(addr)) {
 			/* A marker or note frame: no mapping, its own address
 			 * (named in profile_symbolize()). */
@@ -408,6 +493,7 @@ void profile_free_builder(struct builder *b)
 {
 	for (uint32_t i = 0; i < b->nmaps; i++)
 		free(b->maps[i].path);
+	free(b->py);
 	free(b->maps);
 	free(b->map_idx.slots);
 	free(b->locs);

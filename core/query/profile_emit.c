@@ -60,10 +60,8 @@ static bool same_root(uint32_t pid, const char *self_ns)
  * keep their function names alone (as symbols.c bounds file reading). */
 #define LINES_BUDGET_NS (2 * FR_NS_PER_S)
 
-/* Appends to b->lines the function (name, sys, file) at source line
- * `line`. Returns 0 or -ENOMEM. */
-static int add_line(struct builder *b, const char *name, const char *sys, const char *file,
-		    uint32_t line)
+int profile_add_line(struct builder *b, const char *name, const char *sys, const char *file,
+		     uint32_t line, uint32_t start_line)
 {
 	int64_t n = profile_intern_str(b, name);
 	int64_t y = n < 0 ? n : profile_intern_str(b, sys);
@@ -73,7 +71,8 @@ static int add_line(struct builder *b, const char *name, const char *sys, const 
 		return -ENOMEM;
 	if (FR_GROW(b->lines, &b->lines_cap, b->nlines + 1, 256) < 0)
 		return -ENOMEM;
-	b->lines[b->nlines++] = (struct gline){(uint32_t)n, (uint32_t)y, (uint32_t)f, line};
+	b->lines[b->nlines++] =
+		(struct gline){(uint32_t)n, (uint32_t)y, (uint32_t)f, line, start_line};
 	return 0;
 }
 
@@ -113,7 +112,7 @@ static int user_lines(struct builder *b, struct fr_dwarf_lines *dw, struct gloc 
 		const char *sys = i == n - 1 || !fr[i].function ? sysname : fn;
 		const char *file = fr[i].file ? fr[i].file : m->path;
 
-		if (add_line(b, fn, sys, file, (uint32_t)fr[i].line) < 0)
+		if (profile_add_line(b, fn, sys, file, (uint32_t)fr[i].line, 0) < 0)
 			return -ENOMEM;
 	}
 	l->nlines = (uint32_t)n;
@@ -243,6 +242,9 @@ int profile_symbolize(struct builder *b, const char *kallsyms)
 			file = FR_PROFILE_KERNEL_MAPPING;
 			if (kernel_name(b, syms, l, buf, sizeof(buf)) < 0)
 				continue;
+		} else if (l->map && b->maps[l->map].python) {
+			ret = profile_python_name(b, syms, l, &b->maps[l->map], lines);
+			continue;
 		} else if (l->map) {
 			struct gmap *m = &b->maps[l->map];
 
@@ -260,9 +262,11 @@ int profile_symbolize(struct builder *b, const char *kallsyms)
 			other_name(l, buf, sizeof(buf));
 		}
 		l->line0 = b->nlines;
-		ret = add_line(b, buf, sysbuf[0] ? sysbuf : buf, file, 0);
+		ret = profile_add_line(b, buf, sysbuf[0] ? sysbuf : buf, file, 0, 0);
 		l->nlines = ret == 0;
 	}
+	if (ret == 0)
+		ret = profile_python_processes(b, syms);
 	fr_symbols_free(syms);
 	return ret < 0 ? ret : name_maps(b);
 }
@@ -287,9 +291,10 @@ static uint64_t *emit_functions(const struct builder *b, struct fr_pprof *p)
 		const struct gloc *l = &b->locs[i];
 
 		for (uint32_t j = l->line0; j < l->line0 + l->nlines; j++)
-			ids[j] = fr_pprof_function(p, b->strs[b->lines[j].name],
-						   b->strs[b->lines[j].sys],
-						   b->strs[b->lines[j].file]);
+			ids[j] = fr_pprof_function_at(p, b->strs[b->lines[j].name],
+						      b->strs[b->lines[j].sys],
+						      b->strs[b->lines[j].file],
+						      b->lines[j].start_line);
 	}
 	return ids;
 }
@@ -728,6 +733,7 @@ void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_r
 		comment(p, res->warning);
 	loss_comments(b, p);
 	unwind_comments(b, p);
+	profile_python_comments(b, p);
 	if (res->chunks_skipped) {
 		snprintf(line, sizeof(line),
 			 "%" PRIu64

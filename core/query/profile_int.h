@@ -51,6 +51,7 @@ struct gmap {
 	uint8_t bid_len;
 	uint8_t bid[FR_BUILD_ID_MAX];
 	bool is_exe;	   /* the executable of its process */
+	bool python;	   /* the Python frames of process pid: "[python]" */
 	int has_functions; /* the kernel's: some location named */
 	/* User locations on it, and those named from a symbol or a perf
 	 * map: has_functions in pprof when all are (profile_maps.c). */
@@ -71,6 +72,7 @@ struct gmap {
 struct gline {
 	uint32_t name, sys, file;
 	uint32_t line;
+	uint32_t start_line; /* the function's first line (0: unknown) */
 };
 
 struct gloc {
@@ -105,6 +107,16 @@ struct gcell {
 
 struct fr_pprof_label;
 struct fr_chunk;
+
+/* A process the symbol cache knows as a CPython process
+ * (core/query/profile_python.c): its release and problem (indexes into
+ * strs) and the code objects of it the profile names. */
+struct gpython {
+	uint32_t pid, uid;
+	int64_t start_ns;
+	uint32_t version, problem;
+	uint32_t named;
+};
 
 /* An application label set of the profile: n (key, value) pairs of
  * string indexes at app_pairs[first]. */
@@ -194,6 +206,10 @@ struct builder {
 	struct hidx app_idx;
 	uint32_t *chunk_app;
 	uint32_t chunk_app_cap;
+	/* The processes of the profile (profile_python_note()); once it is
+ * named, those the symbol cache knows as CPython processes. */
+	struct gpython *py;
+	uint32_t npy, py_cap;
 };
 
 /* core/query/profile_agg.c */
@@ -220,6 +236,20 @@ struct fr_profile_label;
 size_t profile_app_labels(const struct builder *b, uint32_t app, struct fr_profile_label *out,
 			  size_t max);
 void profile_app_free(struct builder *b);
+
+/* core/query/profile_python.c: the pseudo-mapping of process `pid`'s
+ * Python frames (FR_FRAME_PY, core/store/sample.h) in chunk `c`, interned
+ * (profile_agg.c); naming a location on it; the CPython processes of the
+ * profile and their comments. */
+#define PROFILE_PYTHON_MAPPING "[python]"
+int64_t profile_intern_python_map(struct builder *b, const struct fr_chunk *c, uint32_t pid);
+/* Notes a process with samples in the profile. Returns 0 or -ENOMEM. */
+int profile_python_note(struct builder *b, uint32_t pid, uint32_t uid, int64_t start_ns);
+struct fr_symbols;
+int profile_python_name(struct builder *b, struct fr_symbols *syms, struct gloc *l, struct gmap *m,
+			bool lines);
+int profile_python_processes(struct builder *b, struct fr_symbols *syms);
+void profile_python_comments(const struct builder *b, struct fr_pprof *p);
 
 /* core/query/profile_open.c */
 int profile_open_note(struct builder *b, const struct fr_chunk *c, uint32_t i);
@@ -262,6 +292,10 @@ struct fr_profile {
 };
 
 /* core/query/profile_emit.c */
+/* Appends to b->lines the function (name, sys, file, starting at
+ * start_line) at source line `line` (0: unknown). Returns 0 or -ENOMEM. */
+int profile_add_line(struct builder *b, const char *name, const char *sys, const char *file,
+		     uint32_t line, uint32_t start_line);
 struct fr_pprof *profile_pprof_new(const struct builder *b, int64_t t0, int64_t period,
 				   fr_write_fn sink, void *arg);
 void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_result *res,

@@ -96,7 +96,7 @@ uint32_t profile_main_map(const struct builder *b)
 			of_pid = i;
 		if (m->is_exe && w[i] && (!exe || w[i] > w[exe]))
 			exe = i;
-		if (w[i] && (!any || w[i] > w[any]))
+		if (w[i] && !m->python && (!any || w[i] > w[any]))
 			any = i;
 	}
 	free(w);

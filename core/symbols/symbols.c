@@ -425,6 +425,7 @@ void fr_symbols_free(struct fr_symbols *s)
 	free_dirs(s);
 	fr_worker_free(s->worker);
 	fr_perfmaps_free(s->jit);
+	symbols_python_free(s);
 	fr_htable_fini(&s->requests, request_free);
 	for (size_t i = 0; i < s->nheld; i++)
 		images_put(s->held[i]);

@@ -150,6 +150,25 @@ int fr_symbols_user(struct fr_symbols *s, const char *root, const char *path,
  * anonymous memory, or no entry), or the error reading the map got. */
 int fr_symbols_jit(struct fr_symbols *s, uint32_t pid, int64_t start_ns, bool same_root,
 		   const char *path, uint64_t addr, const char **name);
+/* Names a Python frame (FR_FRAME_PY, core/store/sample.h) of process
+ * `pid` started at `start_ns`: code object `code`, `offset` bytes into its
+ * bytecode (FR_PY_NO_OFFSET: not known), from the symbol cache's Python
+ * names of the process (core/symbols/pycodes.h,
+ * fr_symcache_python_name()) of the owner fr_symbols_set_owner() set,
+ * read once for the life of `s` (at most 256 MiB of such files in all).
+ * Returns 0 with its qualified name, file (owned by `s`), line (-1: not
+ * known) and first line, or -ENOENT (no file, or the code not in it). */
+int fr_symbols_python(struct fr_symbols *s, uint32_t pid, int64_t start_ns, uint64_t code,
+		      uint32_t offset, const char **qualname, const char **file, int32_t *line,
+		      int32_t *firstline);
+
+/* What the symbol cache says of process `pid` started at `start_ns` as a
+ * CPython process: its release ("" not known) and why its Python frames
+ * are not read ("" when they are), owned by `s`. Returns 0, or -ENOENT
+ * (not known as a Python process). */
+int fr_symbols_python_status(struct fr_symbols *s, uint32_t pid, int64_t start_ns,
+			     const char **version, const char **problem);
+
 /* The source lines and inline frames (core/symbols/dwarf_lines.h) of the
  * file fr_symbols_user() resolved for the same root, path and build id:
  * the file's own DWARF, else its debug file's. NULL when there is none or

@@ -16,6 +16,7 @@
 struct fr_worker;
 struct fr_kallsyms;
 struct fr_perfmaps;
+struct symbols_py;
 
 #define FILE_DEADLINE_MS 2000
 #define FILE_LATE_DEADLINE_MS 50
@@ -74,9 +75,13 @@ struct fr_symbols {
 	int64_t waited_ms;	    /* spent on file calls that missed their deadline */
 	struct fr_worker *worker;   /* NULL until the first file, or after one hung */
 	struct fr_perfmaps *jit;    /* perf maps, from the first JIT frame on */
+	struct symbols_py *py;	    /* Python names, from the first Python frame on */
 	bool need_build_id;	    /* fr_symbols_require_build_id() */
 	uint32_t owner;		    /* fr_symbols_set_owner(); 0: root */
 };
+
+/* Frees what fr_symbols_python() read (symbols_python.c). */
+void symbols_python_free(struct fr_symbols *s);
 
 /* Frees an image (a struct image's node) and a heap-allocated ELF image
  * (accepts NULL). */

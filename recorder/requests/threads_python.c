@@ -18,12 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "core/symbols/elf_image.h"
 #include "core/util/vmread.h"
 #include "core/util/worker.h"
-#include "recorder/tracking/proc.h"
+#include "recorder/tracking/python_proc.h"
 #include "recorder/tracking/python_read.h"
 
 /* Code objects named per process, at most. */
@@ -55,50 +53,6 @@ static int vread(void *arg, uint64_t addr, void *buf, size_t n)
 static int vreadv(void *arg, size_t n, const uint64_t *addr, const size_t *len, void **buf)
 {
 	return fr_proc_vm_readv(*(uint32_t *)arg, n, addr, len, buf);
-}
-
-/* The interpreter's object as the process maps it, read, with its load
- * bias (where its offset-0 mapping starts, for a position-independent
- * one). Returns 0 or -errno. */
-static int find_object(struct job *j)
-{
-	char maps[64], line[4400], path[4096], best[4096] = "";
-	unsigned long long lo, hi, off, blo = 0, bhi = 0;
-	FILE *f;
-	int fd, ret;
-
-	snprintf(maps, sizeof(maps), "/proc/%u/maps", j->pid);
-	if (!(f = fopen(maps, "re")))
-		return -errno;
-	for (int first = 1; fgets(line, sizeof(line), f); first = 0) {
-		int lib;
-
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*u %4095s", &lo, &hi, &off, path) != 4 ||
-		    off || path[0] != '/')
-			continue;
-		if (!first && !strstr(path, "/libpython3."))
-			continue;
-		lib = strstr(path, "/libpython3.") != NULL;
-		/* The executable (the first mapping) only when named python*:
-		 * no other program's symbols are read for nothing. */
-		if (lib || (!best[0] && strncmp(strrchr(path, '/') + 1, "python", 6) == 0)) {
-			snprintf(best, sizeof(best), "%s", path);
-			blo = lo;
-			bhi = hi;
-		}
-		if (lib)
-			break;
-	}
-	fclose(f);
-	if (!best[0])
-		return -ENOENT;
-	fd = fr_proc_open_mapped(j->pid, blo, bhi, best, FR_ELF_MAX_SIZE, NULL);
-	if (fd < 0)
-		return fd;
-	ret = fr_python_exe_read(fd, best, &j->x);
-	close(fd);
-	j->bias = j->x.pie ? blo : 0;
-	return ret;
 }
 
 static const struct code *name_code(struct job *j, uint64_t addr)
@@ -165,7 +119,7 @@ static void run(void *arg)
 	struct fr_py_stats st;
 
 	j->mem = (struct fr_py_mem){vread, vreadv, &j->pid};
-	j->out->err = find_object(j);
+	j->out->err = fr_python_proc_find(j->pid, &j->x, &j->bias, NULL, 0);
 	if (j->out->err == 0)
 		j->out->err = fr_py_threads_read(&j->x, j->bias, &j->mem, each_thread, j, &st);
 	snprintf(j->out->version, sizeof(j->out->version), "%s", j->x.version);

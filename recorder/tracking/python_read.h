@@ -23,17 +23,12 @@
 #include <stdint.h>
 
 #include "core/symbols/python_exe.h"
+#include "core/symbols/python_lines.h"
 
 #define FR_PY_DEPTH 128
 #define FR_PY_THREADS 4096
 #define FR_PY_INTERPRETERS 64
-#define FR_PY_NAME_MAX 256
-#define FR_PY_FILE_MAX 1024
-/* A line table longer than this is not read (the line is then unknown). */
-#define FR_PY_LINETABLE_MAX (256u << 10)
-/* An instruction offset not known (3.10's f_lasti before the first
- * instruction, a pointer outside the code): its line is the first. */
-#define FR_PY_NO_OFFSET UINT32_MAX
+/* FR_PY_NAME_MAX, FR_PY_FILE_MAX, FR_PY_LINETABLE_MAX: python_lines.h. */
 
 /* What stands for a name that is not read: a str not in the compact
  * forms or whose characters do not make UTF-8 (a NUL, a lone
@@ -109,9 +104,6 @@ int fr_py_code_read(const struct fr_python_exe *x, uint64_t bias, const struct f
 /* Frees what *c holds; accepts a zeroed one. */
 void fr_py_code_fini(struct fr_py_code *c);
 
-/* The line of the instruction `offset` bytes into the code of line table
- * `tab` (`n` bytes, format `kind`, the code's first line `firstline`):
- * the first line for FR_PY_NO_OFFSET, -1 when the table gives none. */
-int32_t fr_py_line(uint8_t kind, const uint8_t *tab, size_t n, int32_t firstline, uint32_t offset);
+/* fr_py_line(): core/symbols/python_lines.h. */
 
 #endif

@@ -83,6 +83,7 @@ struct fr_symcache {
 	struct htable seen;		  /* under lock */
 	uint64_t files, bytes;		  /* under lock; written by the thread */
 	struct fr_shares owners;	  /* under lock; written by the thread */
+	struct py_counts py;		  /* under lock */
 	struct fr_worker *worker;	  /* the thread's */
 	pthread_t thread;
 };
@@ -98,7 +99,8 @@ struct entry {
 };
 
 /* The owner of a cache file, from its name (symcache.h): the uid after
- * ".u" (HEX.uUID, perf-PID-START.uUID.map), else root. */
+ * ".u" (HEX.uUID, perf-PID-START.uUID.map, python-PID-START.uUID.codes),
+ * else root. */
 static uint32_t name_owner(const char *name)
 {
 	const char *u = strstr(name, ".u");
@@ -108,7 +110,8 @@ static uint32_t name_owner(const char *name)
 	if (!u)
 		return 0;
 	v = strtoul(u + 2, &end, 10);
-	if (end == u + 2 || (*end && strcmp(end, ".map") != 0) || v > UINT32_MAX)
+	if (end == u + 2 || (*end && strcmp(end, ".map") != 0 && strcmp(end, ".codes") != 0) ||
+	    v > UINT32_MAX)
 		return 0;
 	return (uint32_t)v;
 }
@@ -271,8 +274,9 @@ static void refuse(struct fr_symcache *c, const struct job *j)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Copies `j` (taken) on the worker. Returns the bytes added. */
-static uint64_t run_job(struct fr_symcache *c, struct job *j)
+/* Copies `j` (taken) on the worker. Returns the bytes added, and in
+ * *replaced whether a file was rewritten (the bytes are then its growth). */
+static uint64_t run_job(struct fr_symcache *c, struct job *j, bool *replaced)
 {
 	struct copy_call *call = calloc(1, sizeof(*call));
 	char hex[2 * FR_ELF_BUILD_ID_MAX + 1], what[256];
@@ -281,13 +285,16 @@ static uint64_t run_job(struct fr_symcache *c, struct job *j)
 
 	if (!call || (call->dirfd = fcntl(c->dirfd, F_DUPFD_CLOEXEC, 0)) < 0) {
 		free(call);
-		free(j);
+		symcache_job_free(j);
 		return 0;
 	}
 	call->job = j;
 	call->file_max = c->file_max;
 	/* Copied first: past the deadline `j` is the abandoned worker's. */
-	snprintf(what, sizeof(what), "%s", j->kind == JOB_ELF ? j->path : "a perf map");
+	snprintf(what, sizeof(what), "%s",
+		 j->kind == JOB_ELF	  ? j->path
+		 : j->kind == JOB_PERFMAP ? "a perf map"
+					  : "Python names");
 	ret = fr_worker_call(&c->worker, symcache_copy_run, symcache_copy_drop, call,
 			     c->deadline_ns);
 	if (ret == -ETIMEDOUT) {
@@ -301,14 +308,15 @@ static uint64_t run_job(struct fr_symcache *c, struct job *j)
 	}
 	ret = call->ret;
 	bytes = call->bytes;
+	*replaced = call->replaced;
+	symcache_py_count(c, &call->py);
 	if (ret == -EFBIG && j->kind == JOB_ELF) {
 		refuse(c, j);
 		fr_log_info("symbol cache: %s (build id %s) is over symbols.cache_file_max; not "
 			    "cached",
 			    j->path, fr_build_id_hex(j->bid, j->bid_len, hex));
 	} else if (ret < 0 && ret != -ESRCH && ret != -ENOENT) {
-		fr_log_debug("symbol cache: not copied (%s): %s",
-			     j->kind == JOB_ELF ? j->path : "perf map", strerror(-ret));
+		fr_log_debug("symbol cache: not copied (%s): %s", what, strerror(-ret));
 	}
 	symcache_copy_drop(call);
 	return bytes;
@@ -347,7 +355,7 @@ static void *cache_main(void *arg)
 	for (;;) {
 		struct job *j;
 		uint64_t added;
-		bool over;
+		bool over, replaced = false;
 
 		while (!c->turns && !c->stop && !c->rescan)
 			pthread_cond_wait(&c->cond, &c->lock);
@@ -364,19 +372,19 @@ static void *cache_main(void *arg)
 		j = next_turn(c);
 		pthread_mutex_unlock(&c->lock);
 
-		added = run_job(c, j);
+		added = run_job(c, j, &replaced);
 
 		pthread_mutex_lock(&c->lock);
 		if (added) {
 			c->bytes += added;
-			c->files++;
+			c->files += !replaced;
 		}
 		over = c->bytes > c->max_bytes || c->rescan;
 		c->rescan = false;
 		pthread_mutex_unlock(&c->lock);
 		/* A copy that replaced one (a perf map) is counted once too
 		 * many until the next scan: the scan recounts. */
-		if (over || added)
+		if (over || (added && !replaced))
 			rescan(c, false);
 		pthread_mutex_lock(&c->lock);
 		c->pending--;
@@ -455,7 +463,7 @@ static void enqueue(struct fr_symcache *c, struct job *j)
 	if (!t) {
 		t = calloc(1, sizeof(*t));
 		if (!t) {
-			free(j);
+			symcache_job_free(j);
 			return;
 		}
 		t->uid = j->uid;
@@ -519,6 +527,50 @@ void fr_symcache_want_perfmap(struct fr_symcache *c, uint32_t pid, int64_t start
 	pthread_mutex_unlock(&c->lock);
 }
 
+int symcache_ask(struct fr_symcache *c, struct job *j, const uint8_t *key, uint8_t keylen,
+		 int64_t every_ns, bool (*merge)(struct job *waiting, const struct job *j))
+{
+	const struct turn *t;
+	int ret = 1;
+
+	pthread_mutex_lock(&c->lock);
+	for (t = c->turns; merge && t && t->uid != j->uid; t = t->next)
+		;
+	for (struct job *q = t && merge ? t->head : NULL; q; q = q->next)
+		if (merge(q, j)) {
+			ret = 0;
+			goto out;
+		}
+	if (!queue_room(c, j->uid)) {
+		c->py.asks_dropped++;
+		ret = -EAGAIN;
+	} else if (key && !seen_due(c, key, keylen, every_ns)) {
+		ret = 0;
+	} else {
+		enqueue(c, j);
+	}
+out:
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+void symcache_py_count(struct fr_symcache *c, const struct py_counts *add)
+{
+	pthread_mutex_lock(&c->lock);
+	c->py.read += add->read;
+	c->py.unread += add->unread;
+	c->py.dropped += add->dropped;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void fr_symcache_python_counts(struct fr_symcache *c, struct fr_symcache_pycounts *out)
+{
+	pthread_mutex_lock(&c->lock);
+	*out = (struct fr_symcache_pycounts){c->py.read, c->py.unread, c->py.dropped,
+					     c->py.asks_dropped};
+	pthread_mutex_unlock(&c->lock);
+}
+
 /* ---- lifecycle ---- */
 
 int fr_symcache_open(struct fr_symcache **out, const struct fr_symcache_options *o, char *err,
@@ -578,7 +630,7 @@ void fr_symcache_close(struct fr_symcache *c)
 			struct job *j = t->head;
 
 			t->head = j->next;
-			free(j);
+			symcache_job_free(j);
 		}
 		free(t);
 	}

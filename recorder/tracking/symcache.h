@@ -20,6 +20,12 @@
  *                                 (Unix ns, as chunks record it) of
  *                                 root, 0600
  *   perf-PID-START_NS.uUID.map    the same of a process of user UID
+ *   python-PID-START_NS.codes     the Python names of CPython process
+ *                                 PID started at START_NS of root: the
+ *                                 code objects its samples ran, read
+ *                                 from its memory (core/symbols/pycodes.h),
+ *                                 0600
+ *   python-PID-START_NS.uUID.codes  the same of a process of user UID
  *   .tmp-*                        a copy being written (removed at start)
  *
  * The symbolizer (core/symbols/symbols.h, fr_symbols_set_paths()) reads
@@ -60,6 +66,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/symbols/python_exe.h"
+
 struct fr_symcache;
 
 struct fr_symcache_options {
@@ -93,6 +101,58 @@ void fr_symcache_want_elf(struct fr_symcache *c, uint32_t pid, uid_t uid, uint64
  * user `uid`) in anonymous executable memory: copies its perf map, again
  * at most every 5 s while it grows. */
 void fr_symcache_want_perfmap(struct fr_symcache *c, uint32_t pid, int64_t start_ns, uid_t uid);
+
+/* A CPython process, as the Python names' asks give it: its interpreter
+ * object (recorder/tracking/python_proc.h fr_python_proc_find()) and
+ * load bias. */
+struct fr_symcache_pyproc {
+	uint32_t pid;
+	int64_t start_ns; /* Unix ns, as chunks record it */
+	uid_t uid;
+	struct fr_python_exe x;
+	uint64_t bias;
+};
+
+/* Codes one fr_symcache_want_pycode() asks for, at most. */
+#define FR_SYMCACHE_PYCODES_ASK 1024
+
+/* Process `pid` (started at `start_ns`, user `uid`) is a CPython process
+ * of release `version` ("3.11.2"; NULL or "" not known) whose Python
+ * frames are read (`problem` NULL), or not, and why ("release 3.9 not
+ * supported"): writes that in the header of its Python names' file
+ * (core/symbols/pycodes.h), keeping the records it holds. Never waits:
+ * queued for the cache's thread, in its user's turn; the same status
+ * asked again within a minute is not written again. Returns 0 (queued,
+ * or nothing to do: `c` NULL included), -EAGAIN (the queue is full,
+ * counted), -EINVAL (start_ns not known) or -ENOMEM. */
+int fr_symcache_python_status(struct fr_symcache *c, uint32_t pid, int64_t start_ns, uid_t uid,
+			      const char *version, const char *problem);
+
+/* Samples of CPython process `p` ran the `n` code objects at `codes`
+ * (addresses in the process; at most FR_SYMCACHE_PYCODES_ASK): reads
+ * each from the process's memory (fr_py_code_read(), on a worker under
+ * the cache's deadline, once the pid is checked to be still the process
+ * started at p->start_ns) and writes its Python names' file anew with
+ * the records it held and the new ones (a code read again replaces its
+ * record). A code that does not read is skipped; records past
+ * FR_PYCODES_MAX_CODES or the cache's file_max are dropped; both
+ * counted. Never waits: queued in its user's turn (merged into a waiting
+ * ask of the same process when there is one) within the bounds of
+ * fr_symcache_want_elf(). The caller asks each (process, code) once.
+ * Returns 0 (queued; `c` NULL: nothing done), -EAGAIN (the queue is
+ * full, counted), -EINVAL (n 0 or too many, start_ns not known) or
+ * -ENOMEM. */
+int fr_symcache_want_pycode(struct fr_symcache *c, const struct fr_symcache_pyproc *p,
+			    const uint64_t *codes, size_t n);
+
+/* What the Python names' copies counted since the cache opened. */
+struct fr_symcache_pycounts {
+	uint64_t read;	       /* code objects read and written */
+	uint64_t unread;       /* code objects that did not read, skipped */
+	uint64_t dropped;      /* records past a file's bounds */
+	uint64_t asks_dropped; /* asks refused: the queue was full */
+};
+void fr_symcache_python_counts(struct fr_symcache *c, struct fr_symcache_pycounts *out);
 
 /* Waits until every request so far is done. Returns 0 or -ETIMEDOUT. */
 int fr_symcache_wait(struct fr_symcache *c, int timeout_ms);

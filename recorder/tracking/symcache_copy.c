@@ -48,38 +48,26 @@ static int copy_range(int src, int dst, const struct fr_elf_range *r, char *buf)
 	return 0;
 }
 
-/* Copies the `nranges` ranges of `src` (a file of `size` bytes) into a
- * new temporary file of the cache, the same size, zeros (holes)
- * elsewhere, and renames it to `name`, when `bid` (len > 0) is still the
- * copy's build id. Adds the disk it takes to c->bytes. Returns 0 or
- * -errno (nothing left behind). */
-static int write_copy(struct copy_call *c, int src, uint64_t size,
-		      const struct fr_elf_range *ranges, size_t nranges, const char *name,
-		      const uint8_t *bid, uint8_t bid_len)
+/* A new temporary file of the cache: its fd, its name in `tmp`. */
+static int tmp_create(struct copy_call *c, char *tmp, size_t len)
 {
 	static unsigned counter;
-	char tmp[256], *buf = malloc(COPY_BUF);
-	struct stat st;
-	int fd, ret = 0;
+	int fd;
 
-	if (!buf)
-		return -ENOMEM;
-	snprintf(tmp, sizeof(tmp), ".tmp-%d-%u", (int)getpid(),
+	snprintf(tmp, len, ".tmp-%d-%u", (int)getpid(),
 		 __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
 	/* O_EXCL|O_NOFOLLOW: whatever is at the name is not ours to open. */
 	fd = openat(c->dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		free(buf);
-		return -errno;
-	}
-	for (size_t i = 0; i < nranges && ret == 0; i++)
-		ret = copy_range(src, fd, &ranges[i], buf);
-	free(buf);
-	if (ret == 0 && ftruncate(fd, (off_t)size) < 0)
-		ret = -errno;
-	/* The file may have been rewritten while it was read. */
-	if (ret == 0 && bid_len && !has_build_id(fd, bid, bid_len))
-		ret = -ESTALE;
+	return fd < 0 ? -errno : fd;
+}
+
+/* Ends the temporary `tmp` open at `fd` (closed) written with `ret`: when
+ * 0, synced and renamed to `name`, its disk added to c->bytes; else
+ * removed. Returns ret or the error that stopped it. */
+static int tmp_commit(struct copy_call *c, int fd, const char *tmp, const char *name, int ret)
+{
+	struct stat st;
+
 	if (ret == 0 && fsync(fd) < 0)
 		ret = -errno;
 	if (ret == 0 && fstat(fd, &st) < 0)
@@ -94,6 +82,50 @@ static int write_copy(struct copy_call *c, int src, uint64_t size,
 	else
 		c->bytes += (uint64_t)st.st_blocks * 512;
 	return ret;
+}
+
+/* Copies the `nranges` ranges of `src` (a file of `size` bytes) into a
+ * new temporary file of the cache, the same size, zeros (holes)
+ * elsewhere, and renames it to `name`, when `bid` (len > 0) is still the
+ * copy's build id. Adds the disk it takes to c->bytes. Returns 0 or
+ * -errno (nothing left behind). */
+static int write_copy(struct copy_call *c, int src, uint64_t size,
+		      const struct fr_elf_range *ranges, size_t nranges, const char *name,
+		      const uint8_t *bid, uint8_t bid_len)
+{
+	char tmp[256], *buf = malloc(COPY_BUF);
+	int fd, ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = tmp_create(c, tmp, sizeof(tmp));
+	if (fd < 0) {
+		free(buf);
+		return fd;
+	}
+	for (size_t i = 0; i < nranges && ret == 0; i++)
+		ret = copy_range(src, fd, &ranges[i], buf);
+	free(buf);
+	if (ret == 0 && ftruncate(fd, (off_t)size) < 0)
+		ret = -errno;
+	/* The file may have been rewritten while it was read. */
+	if (ret == 0 && bid_len && !has_build_id(fd, bid, bid_len))
+		ret = -ESTALE;
+	return tmp_commit(c, fd, tmp, name, ret);
+}
+
+int symcache_write_buf(struct copy_call *c, const void *buf, size_t len, const char *name)
+{
+	char tmp[256];
+	int fd = tmp_create(c, tmp, sizeof(tmp)), ret = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	n = write(fd, buf, len);
+	if (n < 0 || (size_t)n != len)
+		ret = n < 0 ? -errno : -EIO;
+	return tmp_commit(c, fd, tmp, name, ret);
 }
 
 /* The owner of the file `j` maps, from the mapping's inode (stat, no
@@ -204,7 +236,10 @@ void symcache_copy_run(void *arg)
 {
 	struct copy_call *c = arg;
 
-	c->ret = c->job->kind == JOB_ELF ? copy_elf(c) : copy_perfmap(c);
+	if (c->job->kind == JOB_PYSTATUS || c->job->kind == JOB_PYCODES)
+		symcache_python_run(c);
+	else
+		c->ret = c->job->kind == JOB_ELF ? copy_elf(c) : copy_perfmap(c);
 }
 
 void symcache_copy_drop(void *arg)
@@ -212,6 +247,6 @@ void symcache_copy_drop(void *arg)
 	struct copy_call *c = arg;
 
 	close(c->dirfd);
-	free(c->job);
+	symcache_job_free(c->job);
 	free(c);
 }

@@ -194,6 +194,7 @@ int main(int argc, char **argv)
 	make_gopclntab_seeds();
 	make_goroutines_seeds();
 	make_python_seeds();
+	make_pycodes_seeds();
 	printf("make_seeds: wrote %d files, %zu bytes, under %s\n", nfiles, nbytes, corpus);
 	return 0;
 }

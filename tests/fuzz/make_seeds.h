@@ -41,5 +41,6 @@ void make_labelsets_seeds(void);
 void make_gopclntab_seeds(void);
 void make_goroutines_seeds(void);
 void make_python_seeds(void);
+void make_pycodes_seeds(void);
 
 #endif
