@@ -155,6 +155,20 @@ static const struct fr_ipc_mdesc labels_m[] = {
 };
 #undef T
 
+#define T struct fr_ipc_status_python
+static const struct fr_ipc_mdesc python_m[] = {
+	U64(T, "processes", processes),
+	U64(T, "refused", refused),
+	U64(T, "samples", samples),
+	U64(T, "frames", frames),
+	U64(T, "missed", missed),
+	U64(T, "dropped", dropped),
+	U64(T, "lookups", lookups),
+	U64(T, "read_faults", read_faults),
+	STR_NZ(T, "last_refused", last_refused),
+};
+#undef T
+
 #define T struct fr_ipc_status_ingest
 static const struct fr_ipc_mdesc ingest_m[] = {
 	I64(T, "last_drain_ns", last_drain_ns),
@@ -418,6 +432,7 @@ static int add_status_parts(cJSON *obj, const struct fr_ipc_status_reply *r)
 	cJSON *o;
 
 	if (!add_object(obj, "labels", labels_m, N(labels_m), &r->labels) ||
+	    !add_object(obj, "python", python_m, N(python_m), &r->python) ||
 	    !add_object(obj, "ingest", ingest_m, N(ingest_m), &r->ingest))
 		return -ENOMEM;
 	if (r->has_symbol_cache) {
@@ -680,6 +695,7 @@ static int get_status_parts(const cJSON *obj, struct fr_ipc_status_reply *r, cha
 	int ret;
 
 	if (get_members(obj, what, "labels", labels_m, N(labels_m), &r->labels, err, errlen) < 0 ||
+	    get_members(obj, what, "python", python_m, N(python_m), &r->python, err, errlen) < 0 ||
 	    get_members(obj, what, "ingest", ingest_m, N(ingest_m), &r->ingest, err, errlen) < 0)
 		return -EINVAL;
 	ret = get_members(obj, what, "symbol_cache", symcache_m, N(symcache_m), &r->symbol_cache,

@@ -179,6 +179,20 @@ struct fr_ipc_status_labels {
 				       * binary), since the start */
 };
 
+/* "python": the Python frames of CPython processes (always there; the
+ * counts since the start). */
+struct fr_ipc_status_python {
+	uint64_t processes;	/* "processes": CPython processes whose frames are read now */
+	uint64_t refused;	/* "refused": found and not read (a release not known...) */
+	uint64_t samples;	/* "samples": samples given Python frames */
+	uint64_t frames;	/* "frames": Python frames put in them */
+	uint64_t missed;	/* "missed": samples of a read process that came without theirs */
+	uint64_t dropped;	/* "dropped": records the eBPF ring buffer had no room for */
+	uint64_t lookups;	/* "lookups": thread states looked for (not cached) */
+	uint64_t read_faults;	/* "read_faults": walks ended by memory that did not read */
+	char last_refused[200]; /* "last_refused": why the last refused one was */
+};
+
 /* "ingest": whether the ingest thread and the ring's writer keep up. */
 struct fr_ipc_status_ingest {
 	int64_t last_drain_ns;	      /* "last_drain_ns" */
@@ -321,6 +335,7 @@ struct fr_ipc_status_reply {
 	uint64_t labelled_processes;	     /* "labelled_processes" */
 	uint64_t unreadable_label_processes; /* "unreadable_label_processes" */
 	struct fr_ipc_status_labels labels;  /* "labels" */
+	struct fr_ipc_status_python python;  /* "python" */
 	struct fr_ipc_status_ingest ingest;  /* "ingest" */
 	int has_symbol_cache;
 	struct fr_ipc_status_symcache symbol_cache; /* "symbol_cache" */

@@ -33,6 +33,7 @@
 #include "recorder/requests/cursors.h"
 #include "recorder/requests/peer.h"
 #include "recorder/export/export_ch.h"
+#include "recorder/tracking/pystacks.h"
 #include "recorder/tracking/symcache.h"
 
 /* ---- start and stop ---------------------------------------------------- */
@@ -197,6 +198,33 @@ static int daemon_open_files(struct daemon *d)
 	return 0;
 }
 
+/* The names of the Python frames: CPython processes' states and code
+ * objects go to the symbol cache, which reads them while they live. */
+static void py_status(void *arg, uint32_t pid, int64_t start_ns, uid_t uid, const char *version,
+		      const char *problem)
+{
+	fr_symcache_python_status(arg, pid, start_ns, uid, version, problem);
+}
+
+static int py_codes(void *arg, uint32_t pid, int64_t start_ns, uid_t uid,
+		    const struct fr_python_exe *x, uint64_t bias, const uint64_t *codes, size_t n)
+{
+	struct fr_symcache_pyproc p = {.pid = pid,
+				       .start_ns = start_ns,
+				       .uid = uid,
+				       .x = *x,
+				       .bias = bias};
+
+	for (size_t at = 0; at < n; at += FR_SYMCACHE_PYCODES_ASK) {
+		size_t k = n - at < FR_SYMCACHE_PYCODES_ASK ? n - at : FR_SYMCACHE_PYCODES_ASK;
+		int ret = fr_symcache_want_pycode(arg, &p, codes + at, k);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 /* The symbol cache (recorder/tracking/symcache.h), "symbols" beside the ring unless
  * configured elsewhere. Without it the daemon records all the same; its
  * profiles then name only binaries that are still there. */
@@ -249,6 +277,7 @@ static int daemon_open_recording(struct daemon *d)
 	}
 	d->sources.labels_prog_fd = fr_applabels_prog_fd(d->applabels);
 	d->sources.labels_map_fd = fr_applabels_map_fd(d->applabels);
+	fr_applabels_py_map_fds(d->applabels, &d->sources.py_procs_fd, &d->sources.py_threads_fd);
 	daemon_open_symcache(d);
 	/* After the signals are blocked: its builder thread inherits that. */
 	d->unwind_tables = fr_unwind_tables_new(daemon_memory_tables_share(d->opts->config));
@@ -293,6 +322,11 @@ static int daemon_open_recording(struct daemon *d)
 		fr_chunk_builder_set_level(d->ingest.builder, 1);
 	d->ingest.tracker = d->tracker;
 	d->ingest.applabels = d->applabels;
+	d->ingest.pystacks = fr_applabels_pystacks(d->applabels);
+	if (d->ingest.pystacks && d->symcache)
+		fr_pystacks_set_namer(d->ingest.pystacks,
+				      &(struct fr_pystacks_namer){py_status, py_codes,
+								  d->symcache});
 	d->ingest.unwind_tables = d->unwind_tables;
 	return 0;
 }

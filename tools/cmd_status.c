@@ -341,6 +341,15 @@ static void print_labels(const struct fr_ipc_status_reply *r)
 		       l->go_processes, l->go_skipped);
 	if (l->error[0])
 		printf("application labels: not read (%s)\n", l->error);
+	if (r->python.processes || r->python.refused) {
+		printf("Python frames: %" PRIu64 " CPython processes read, %" PRIu64
+		       " not; %" PRIu64 " samples given %" PRIu64 " frames, %" PRIu64
+		       " without (records lost: %" PRIu64 ")\n",
+		       r->python.processes, r->python.refused, r->python.samples, r->python.frames,
+		       r->python.missed, r->python.dropped);
+		if (r->python.last_refused[0])
+			printf("  last not read: %s\n", r->python.last_refused);
+	}
 	if (l->wait_copies_dropped > 0)
 		printf("application labels: %" PRIu64 " off-CPU waits kept without theirs (no room "
 		       "for the copy)\n",

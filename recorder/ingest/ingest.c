@@ -32,6 +32,7 @@
 #include "recorder/ingest/writer.h"
 #include "recorder/sampling/sources.h"
 #include "recorder/tracking/applabels.h"
+#include "recorder/tracking/pystacks.h"
 #include "recorder/tracking/tracker.h"
 #include "recorder/tracking/unwind_tables.h"
 #include "recorder/triggers/triggers.h"
@@ -194,7 +195,14 @@ static void on_sample(void *arg, const struct fr_sample *s)
 {
 	struct fr_ingest *g = arg;
 	struct fr_source *src = g->sources->draining;
-	int ret = fr_chunk_builder_add(g->builder, s);
+	struct fr_sample py;
+	int ret;
+
+	/* A CPython thread's Python frames in place of the eval loop's */
+	if (g->pystacks &&
+	    fr_pystacks_splice(g->pystacks, s, g->sources->clock_offset, &py, g->py_ips))
+		s = &py;
+	ret = fr_chunk_builder_add(g->builder, s);
 
 	if (ret == -ENOSPC) {
 		seal_chunk(g, 0);
@@ -215,6 +223,14 @@ static void on_sample(void *arg, const struct fr_sample *s)
 		if (src)
 			__atomic_add_fetch(&src->truncated, 1, __ATOMIC_RELAXED);
 	}
+}
+
+static void on_python(void *arg, const struct fr_bpf_py_rec *r, size_t size)
+{
+	struct fr_ingest *g = arg;
+
+	if (g->pystacks)
+		fr_pystacks_record(g->pystacks, r, size);
 }
 
 static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec,
@@ -506,6 +522,7 @@ void fr_ingest_init(struct fr_ingest *g, struct fr_sources *sources)
 		.unwind_find = on_unwind_find,
 		.unwind_wait = on_unwind_wait,
 		.labels = on_labels,
+		.python = on_python,
 		.arg = g,
 	};
 	g->sources->before_drain = before_drain;

@@ -40,6 +40,7 @@ struct fr_ingest {
 	struct fr_chunk_builder *builder;
 	struct fr_tracker *tracker;
 	struct fr_applabels *applabels;
+	struct fr_pystacks *pystacks;		/* NULL: none (no BPF) */
 	struct fr_unwind_tables *unwind_tables; /* NULL: none */
 	struct fr_triggers *triggers;		/* NULL: none; other signals go there */
 	int sig_fd;				/* SIGHUP, SIGINT, SIGTERM and the triggers' */
@@ -47,6 +48,9 @@ struct fr_ingest {
 	/* What SIGHUP does (the daemon's reload), with `reload_arg`. */
 	void (*reload)(void *arg);
 	void *reload_arg;
+
+	/* A sample's stack with its Python frames spliced in. */
+	uint64_t py_ips[FR_MAX_FRAMES];
 
 	/* The thread's own: what it polls and the records' callbacks, whether
 	 * it stops, the barrier to seal with after this wake-up's drain. */

@@ -20,6 +20,7 @@
 #include "fr_version.h"
 #include "ipc/msg_status.h"
 #include "recorder/export/export_ch.h"
+#include "recorder/tracking/pystacks.h"
 #include "recorder/tracking/symcache.h"
 #include "recorder/requests/peer.h"
 
@@ -272,6 +273,27 @@ static void labels_status(struct daemon *d, struct fr_ipc_status_labels *o)
 	o->go_skipped = __atomic_load_n(&d->ingest.go_skipped, __ATOMIC_RELAXED);
 }
 
+/* "python": from the ingest thread's Python frames (counts under their
+ * lock, or atomics). */
+static void python_status(struct daemon *d, struct fr_ipc_status_python *o)
+{
+	struct fr_pystacks *ps = fr_applabels_pystacks(d->applabels);
+	struct fr_pystacks_counts c;
+
+	if (!ps)
+		return;
+	fr_pystacks_counts(ps, &c);
+	o->processes = c.procs;
+	o->refused = c.refused;
+	o->samples = c.spliced;
+	o->frames = c.frames;
+	o->missed = c.missed;
+	o->dropped = c.bpf.drops;
+	o->lookups = c.bpf.lookups;
+	o->read_faults = c.bpf.faults;
+	snprintf(o->last_refused, sizeof(o->last_refused), "%s", c.last_problem);
+}
+
 /* The counters of the recorder's own, under the top of a status reply. */
 static void counters_status(struct daemon *d, struct fr_ipc_status_reply *r)
 {
@@ -325,6 +347,7 @@ int daemon_handle_status(void *arg, struct fr_ipc_call *call, struct fr_ipc_stat
 	daemon_memory_status(d, &r->memory);
 	counters_status(d, r);
 	labels_status(d, &r->labels);
+	python_status(d, &r->python);
 	ingest_status(d, &r->ingest, now);
 	r->has_symbol_cache = d->symcache != NULL;
 	if (d->symcache)

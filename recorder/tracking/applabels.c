@@ -29,6 +29,7 @@
 #include "recorder/sampling/bpf_labels.h"
 #include "recorder/tracking/golabels.h"
 #include "recorder/tracking/labelsets.h"
+#include "recorder/tracking/pystacks.h"
 
 #define BUCKETS 1024
 #define MAX_PROCS 65536
@@ -106,6 +107,7 @@ struct fr_applabels {
 	uint64_t go_skipped;
 	struct fr_worker *worker;
 	struct fr_bpf_labels *bpf;
+	struct fr_pystacks *py; /* with bpf */
 	char error[256];
 	struct fr_labelsets *sets;
 	struct obs *obs;
@@ -268,6 +270,14 @@ static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al
 		return;
 	}
 	p->why = NULL;
+	if (al->py) {
+		struct fr_proc_info pi = {0};
+
+		if (al->base->proc)
+			al->base->proc(al->base->arg, p->pid, &pi);
+		fr_pystacks_found(al->py, p->pid, j->start_ns, (uid_t)pi.uid, j->ret_py, &j->py,
+				  j->py_bias, j->py_path);
+	}
 	if (j->lib && j->ret_lib == -EAGAIN) {
 		/* Not set up yet: again in a moment, a few times. */
 		p->state = P_NEW;
@@ -438,6 +448,22 @@ static void on_copy(void *arg, const struct fr_bpf_labels_rec *r)
 	observe(al, r->tid, (int64_t)r->time + al->clock_offset, fr_applabels_intern(al, r));
 }
 
+static void on_py(void *arg, const struct fr_bpf_py_rec *r, size_t size)
+{
+	struct fr_applabels *al = arg;
+
+	if (al->py)
+		fr_pystacks_record(al->py, r, size);
+}
+
+/* A sample's Python frames not drained yet: the ring buffer now. */
+static void py_drain(void *arg)
+{
+	struct fr_applabels *al = arg;
+
+	fr_bpf_labels_drain(al->bpf, on_copy, on_py, al);
+}
+
 static int by_tid_time(const void *a, const void *b)
 {
 	const struct obs *x = a, *y = b;
@@ -574,6 +600,12 @@ struct fr_applabels *fr_applabels_new(struct fr_tracker *t)
 		} else {
 			al->looker_started = true;
 			pthread_setname_np(al->looker, "fr-labels");
+			/* FLIGHTREC_PYTHON=off: native stacks only (to
+			 * compare, or to rule the Python frames out) */
+			const char *py = getenv("FLIGHTREC_PYTHON");
+
+			if (!py || strcmp(py, "off") != 0)
+				al->py = fr_pystacks_new(al->bpf, py_drain, al);
 		}
 	}
 	al->ops = (struct fr_chunk_meta_ops){
@@ -601,6 +633,12 @@ int fr_applabels_map_fd(const struct fr_applabels *al)
 	return al && al->bpf ? fr_bpf_labels_map_fd(al->bpf) : -1;
 }
 
+void fr_applabels_py_map_fds(const struct fr_applabels *al, int *procs, int *threads)
+{
+	*procs = al && al->bpf ? fr_bpf_labels_py_map_fd(al->bpf) : -1;
+	*threads = al && al->bpf ? fr_bpf_labels_py_threads_fd(al->bpf) : -1;
+}
+
 int fr_applabels_fd(const struct fr_applabels *al)
 {
 	return al && al->bpf ? fr_bpf_labels_fd(al->bpf) : -1;
@@ -616,7 +654,7 @@ const struct fr_chunk_meta_ops *fr_applabels_ops(struct fr_applabels *al, int64_
 	/* The copies made up to the seal, for its samples. */
 	al->clock_offset = clock_offset;
 	if (al->bpf)
-		fr_bpf_labels_drain(al->bpf, on_copy, al);
+		fr_bpf_labels_drain(al->bpf, on_copy, on_py, al);
 	return &al->ops;
 }
 
@@ -628,7 +666,7 @@ void fr_applabels_poll(struct fr_applabels *al, int64_t clock_offset)
 	if (!al->bpf)
 		return;
 	al->clock_offset = clock_offset;
-	fr_bpf_labels_drain(al->bpf, on_copy, al);
+	fr_bpf_labels_drain(al->bpf, on_copy, on_py, al);
 	collect(al);
 	now = fr_now_mono_ns();
 	n = al->qn;
@@ -693,6 +731,13 @@ void fr_applabels_exec(struct fr_applabels *al, uint32_t pid)
 
 	if (p && p->state != P_QUEUED && p->state != P_LOOKING)
 		proc_reset(al, p);
+	if (al->py)
+		fr_pystacks_exec(al->py, pid);
+}
+
+struct fr_pystacks *fr_applabels_pystacks(struct fr_applabels *al)
+{
+	return al ? al->py : NULL;
 }
 
 void fr_applabels_sealed(struct fr_applabels *al)
@@ -701,6 +746,8 @@ void fr_applabels_sealed(struct fr_applabels *al)
 	size_t n = 0;
 
 	al->gen++;
+	if (al->py)
+		fr_pystacks_sealed(al->py);
 	fr_labelsets_sealed(al->sets);
 	for (size_t i = 0; i < al->nobs; i++)
 		if (al->obs[i].time > oldest)
@@ -734,7 +781,7 @@ void fr_applabels_bpf_counts(const struct fr_applabels *al, struct fr_bpf_labels
 
 uint64_t fr_applabels_memory(const struct fr_applabels *al)
 {
-	return al && al->sets ? fr_labelsets_bytes(al->sets) : 0;
+	return al && al->sets ? fr_labelsets_bytes(al->sets) + fr_pystacks_memory(al->py) : 0;
 }
 
 void fr_applabels_go_counts(const struct fr_applabels *al, uint32_t *go, uint64_t *skipped)
@@ -787,6 +834,7 @@ void fr_applabels_free(struct fr_applabels *al)
 		}
 	}
 	fr_worker_free(al->worker);
+	fr_pystacks_free(al->py);
 	fr_bpf_labels_close(al->bpf);
 	fr_labelsets_free(al->sets);
 	free(al->obs);

@@ -47,6 +47,10 @@ const char *fr_applabels_error(const struct fr_applabels *al);
 int fr_applabels_prog_fd(const struct fr_applabels *al);
 int fr_applabels_map_fd(const struct fr_applabels *al);
 
+/* The Python frames' maps, for the off-CPU program to share (-1s without
+ * BPF). */
+void fr_applabels_py_map_fds(const struct fr_applabels *al, int *procs, int *threads);
+
 /* The descriptors to poll: readable when copies wait, and when look-ups
  * were answered (-1 without BPF). */
 int fr_applabels_fd(const struct fr_applabels *al);
@@ -75,6 +79,10 @@ uint32_t fr_applabels_intern(struct fr_applabels *al, const struct fr_bpf_labels
  * looked for (again). */
 void fr_applabels_mapped(struct fr_applabels *al, uint32_t pid, const char *path);
 void fr_applabels_exec(struct fr_applabels *al, uint32_t pid);
+
+/* The Python frames of CPython processes (found by the same look-ups,
+ * their records drained with the labels' copies); NULL without BPF. */
+struct fr_pystacks *fr_applabels_pystacks(struct fr_applabels *al);
 
 /* After each seal: copies older than the chunks still to come are
  * dropped, processes without samples for a minute forgotten. */

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/symbols/python_exe.h"
 #include "recorder/tracking/golabels.h"
 #include "recorder/tracking/labelsets.h"
 
@@ -33,6 +34,13 @@ struct fr_al_lookup {
 	 * fr_go_runtime_from_fd's -errno (-ENOENT: not Go). */
 	int ret_go;
 	struct fr_go_runtime go;
+	/* A CPython process: 0 with py (its interpreter) loaded py_bias
+	 * bytes from its link-time addresses, from py_path; else
+	 * fr_python_proc_find's -errno (-ENOENT: not one). */
+	int ret_py;
+	struct fr_python_exe py;
+	uint64_t py_bias;
+	char py_path[256];
 	uint32_t nkeys;
 	char keys[FR_AL_OTEL_KEYS_MAX][FR_LABELSETS_KEY_LEN];
 };

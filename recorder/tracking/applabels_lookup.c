@@ -9,6 +9,7 @@
  * deadline worker, so a file or memory that never answers holds only it.
  */
 #include "recorder/tracking/applabels_int.h"
+#include "recorder/tracking/python_proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -258,6 +259,8 @@ void fr_al_lookup_run(void *arg)
 	j->ret_lib = j->lib ? find_lib(j) : -ENOENT;
 	j->ret_go = -ENOENT;
 	j->ret_exe = find_otel(j);
+	j->ret_py =
+		fr_python_proc_find(j->pid, &j->py, &j->py_bias, j->py_path, sizeof(j->py_path));
 }
 
 void fr_al_lookup_drop(void *arg)

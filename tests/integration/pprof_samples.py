@@ -11,8 +11,9 @@ As a module: samples(path) yields one dict per sample:
   {"values": [..], "str": {key: value}, "num": {key: int}, "frames": [..]}
 (frames leaf first, every function of every location, inlined ones
 included; a key with more than one value keeps the last; "multi" lists
-the keys that had more than one), and sample_types(path) the
-(type, unit) pairs.
+the keys that had more than one; "lines": each frame's (function, file,
+line, function's start line)), and sample_types(path) the (type, unit)
+pairs.
 
 As a command:
   pprof_samples.py keys FILE          the distinct label keys, one a line
@@ -106,18 +107,26 @@ class Profile:
                     if g == 1:
                         lid = gv
                     elif g == 4:
+                        fn, ln = 0, 0
                         for h, _, hv in _fields(gv):
                             if h == 1:
-                                funcs.append(hv)
+                                fn = hv
+                            elif h == 2:
+                                ln = _signed(hv)
+                        funcs.append((fn, ln))
                 locations[lid] = funcs
             elif f == 5:
-                fid, name = 0, 0
+                fid, name, fname, start = 0, 0, 0, 0
                 for g, _, gv in _fields(v):
                     if g == 1:
                         fid = gv
                     elif g == 2:
                         name = gv
-                functions[fid] = name
+                    elif g == 4:
+                        fname = gv
+                    elif g == 5:
+                        start = _signed(gv)
+                functions[fid] = (name, fname, start)
         s = self.strings
         self.types = []
         for t in raw_types:
@@ -160,11 +169,14 @@ class Profile:
                         sl[k] = s[sv]
                     else:
                         nl[k] = num or 0
-            frames = []
+            frames, lines = [], []
             for lid in locs:
-                for fid in self._loc.get(lid, []):
-                    frames.append(s[self._fn.get(fid, 0)])
-            yield {"values": values, "str": sl, "num": nl, "frames": frames, "multi": multi}
+                for fid, ln in self._loc.get(lid, []):
+                    name, fname, start = self._fn.get(fid, (0, 0, 0))
+                    frames.append(s[name])
+                    lines.append((s[name], s[fname], ln, start))
+            yield {"values": values, "str": sl, "num": nl, "frames": frames, "multi": multi,
+                   "lines": lines}
 
 
 def samples(path):
