@@ -207,13 +207,18 @@ static void py_status(void *arg, uint32_t pid, int64_t start_ns, uid_t uid, cons
 }
 
 static int py_codes(void *arg, uint32_t pid, int64_t start_ns, uid_t uid,
-		    const struct fr_python_exe *x, uint64_t bias, const uint64_t *codes, size_t n)
+		    const struct fr_python_exe *x, uint64_t bias, const uint64_t *codes, size_t n,
+		    bool sweep)
 {
 	struct fr_symcache_pyproc p = {.pid = pid,
 				       .start_ns = start_ns,
 				       .uid = uid,
 				       .x = *x,
-				       .bias = bias};
+				       .bias = bias,
+				       .sweep = sweep};
+
+	if (!n && sweep)
+		return fr_symcache_want_pycode(arg, &p, NULL, 0);
 
 	for (size_t at = 0; at < n; at += FR_SYMCACHE_PYCODES_ASK) {
 		size_t k = n - at < FR_SYMCACHE_PYCODES_ASK ? n - at : FR_SYMCACHE_PYCODES_ASK;

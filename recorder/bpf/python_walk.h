@@ -73,34 +73,54 @@ static __always_inline __u64 fr_py_field(const struct fr_bpf_py_buf *b, __u32 of
 	return v;
 }
 
+/* The look-up of a thread's state, one step a bpf_loop() call: each
+ * step is verified once (an unrolled loop of reads is too many
+ * instructions for the verifier). */
+struct fr_py_find_ctx {
+	__u64 interp, ts, fsbase, found;
+	__u32 interps;
+	__u16 is_next, is_threads_head, ts_next, ts_thread_id;
+};
+
+static long fr_py_find_step(__u64 i, void *data)
+{
+	struct fr_py_find_ctx *x = data;
+	__u64 id;
+
+	if (!x->ts) {
+		/* The next interpreter's threads (a few at most). */
+		if (++x->interps == 8 || fr_py_rd64(x->interp + x->is_next, &x->interp) ||
+		    !x->interp || fr_py_rd64(x->interp + x->is_threads_head, &x->ts))
+			return 1;
+		return 0;
+	}
+	if (fr_py_rd64(x->ts + x->ts_thread_id, &id))
+		return 1;
+	if (id == x->fsbase) {
+		x->found = x->ts;
+		return 1;
+	}
+	return fr_py_rd64(x->ts + x->ts_next, &x->ts) ? 1 : 0;
+}
+
 /* Looks through the runtime's interpreters' thread states for the one of
  * the thread whose fs base is `fsbase`. Returns its address or 0. */
 static __always_inline __u64 fr_py_find(const struct fr_bpf_py_proc *pp, __u64 fsbase,
 					struct fr_bpf_py_counters *c)
 {
-	__u64 interp = 0, ts = 0, id, interps = 0;
+	struct fr_py_find_ctx x = {.fsbase = fsbase,
+				   .is_next = pp->is_next,
+				   .is_threads_head = pp->is_threads_head,
+				   .ts_next = pp->ts_next,
+				   .ts_thread_id = pp->ts_thread_id};
 
 	if (c)
 		c->lookups++;
-	if (fr_py_rd64(pp->runtime + pp->rt_interp_head, &interp) || !interp ||
-	    fr_py_rd64(interp + pp->is_threads_head, &ts))
+	if (fr_py_rd64(pp->runtime + pp->rt_interp_head, &x.interp) || !x.interp ||
+	    fr_py_rd64(x.interp + pp->is_threads_head, &x.ts))
 		return 0;
-	for (int i = 0; i < FR_BPF_PY_THREAD_STEPS; i++) {
-		if (!ts) {
-			/* The next interpreter's threads (a few at most). */
-			if (++interps == 8 || fr_py_rd64(interp + pp->is_next, &interp) ||
-			    !interp || fr_py_rd64(interp + pp->is_threads_head, &ts))
-				return 0;
-			continue;
-		}
-		if (fr_py_rd64(ts + pp->ts_thread_id, &id))
-			return 0;
-		if (id == fsbase)
-			return ts;
-		if (fr_py_rd64(ts + pp->ts_next, &ts))
-			return 0;
-	}
-	return 0;
+	bpf_loop(FR_BPF_PY_THREAD_STEPS, fr_py_find_step, &x, 0);
+	return x.found;
 }
 
 /* The thread state of thread `tid` (fs base `fsbase`): the cached one
@@ -140,54 +160,76 @@ static __always_inline __u64 fr_py_first(const struct fr_bpf_py_proc *pp, __u64 
 	return f;
 }
 
+/* The walk of a chain, one frame (or shim) a bpf_loop() step. */
+struct fr_py_walk_ctx {
+	__u64 f;
+	__u32 n;
+	__u16 status, len;
+	__u16 fr_previous, fr_code, fr_instr, fr_is_entry, fr_owner;
+	__u8 cstack_owner;
+};
+
+static long fr_py_walk_step(__u64 i, void *data)
+{
+	struct fr_py_walk_ctx *w = data;
+	__u32 zero = 0, len = w->len, k;
+	struct fr_bpf_py_rec *r = bpf_map_lookup_elem(&py_scratch, &zero);
+	struct fr_bpf_py_buf *b = bpf_map_lookup_elem(&py_frame, &zero);
+
+	if (!r || !b || !w->f)
+		return 1;
+	if ((w->f & 7) || w->n >= FR_BPF_PY_DEPTH) {
+		w->status = FR_BPF_PY_CUT;
+		return 1;
+	}
+	if (len == 0 || len > FR_BPF_PY_FRAME_READ)
+		return 1;
+	if (bpf_probe_read_user(b->b, len, (const void *)w->f)) {
+		w->status = FR_BPF_PY_FAULT;
+		return 1;
+	}
+	if (w->fr_owner < FR_BPF_PY_FRAME_READ && b->b[w->fr_owner] == w->cstack_owner) {
+		/* A shim: the frame above it began a C-level call. */
+		k = w->n - 1;
+		if (w->n && k < FR_BPF_PY_DEPTH)
+			r->f[k].code |= FR_BPF_PY_ENTRY;
+	} else {
+		k = w->n;
+		if (k >= FR_BPF_PY_DEPTH)
+			return 1;
+		r->f[k].code = fr_py_field(b, w->fr_code) & ~7ull;
+		r->f[k].instr = fr_py_field(b, w->fr_instr);
+		if (w->fr_is_entry < FR_BPF_PY_FRAME_READ && b->b[w->fr_is_entry])
+			r->f[k].code |= FR_BPF_PY_ENTRY;
+		w->n++;
+	}
+	w->f = fr_py_field(b, w->fr_previous);
+	return 0;
+}
+
 /* Walks the chain from frame f into r (r->n, r->status). */
 static __always_inline void fr_py_walk(const struct fr_bpf_py_proc *pp, __u64 f,
-				       struct fr_bpf_py_rec *r, struct fr_bpf_py_buf *b,
-				       struct fr_bpf_py_counters *c)
+				       struct fr_bpf_py_rec *r, struct fr_bpf_py_counters *c)
 {
-	__u32 len = pp->fr_len, n = 0;
+	struct fr_py_walk_ctx w = {.f = f,
+				   .len = pp->fr_len,
+				   .fr_previous = pp->fr_previous,
+				   .fr_code = pp->fr_code,
+				   .fr_instr = pp->fr_instr,
+				   .fr_is_entry = pp->fr_is_entry,
+				   .fr_owner = pp->fr_owner,
+				   .cstack_owner = pp->cstack_owner};
 
-	if (len == 0 || len > FR_BPF_PY_FRAME_READ)
-		return;
-	for (int i = 0; i < FR_BPF_PY_STEPS; i++) {
-		__u32 k;
-
-		if (!f)
-			break;
-		if ((f & 7) || n >= FR_BPF_PY_DEPTH) {
-			r->status = FR_BPF_PY_CUT;
-			break;
-		}
-		if (bpf_probe_read_user(b->b, len, (const void *)f)) {
-			r->status = FR_BPF_PY_FAULT;
-			if (c)
-				c->faults++;
-			break;
-		}
-		if (pp->fr_owner != FR_BPF_PY_NONE && pp->fr_owner < FR_BPF_PY_FRAME_READ &&
-		    b->b[pp->fr_owner] == pp->cstack_owner) {
-			/* A shim: the frame above it began a C-level call. */
-			k = n - 1;
-			if (n && k < FR_BPF_PY_DEPTH)
-				r->f[k].code |= FR_BPF_PY_ENTRY;
-		} else {
-			k = n;
-			if (k >= FR_BPF_PY_DEPTH)
-				break;
-			r->f[k].code = fr_py_field(b, pp->fr_code) & ~7ull;
-			r->f[k].instr = fr_py_field(b, pp->fr_instr);
-			if (pp->fr_is_entry != FR_BPF_PY_NONE &&
-			    pp->fr_is_entry < FR_BPF_PY_FRAME_READ && b->b[pp->fr_is_entry])
-				r->f[k].code |= FR_BPF_PY_ENTRY;
-			n++;
-		}
-		f = fr_py_field(b, pp->fr_previous);
+	bpf_loop(FR_BPF_PY_STEPS, fr_py_walk_step, &w, 0);
+	if (w.f && w.status == FR_BPF_PY_OK)
+		w.status = FR_BPF_PY_CUT;
+	r->n = (__u16)(w.n < FR_BPF_PY_DEPTH ? w.n : FR_BPF_PY_DEPTH);
+	r->status = w.status;
+	if (c) {
+		c->frames += r->n;
+		if (w.status == FR_BPF_PY_FAULT)
+			c->faults++;
 	}
-	if (f && r->status == FR_BPF_PY_OK && n >= FR_BPF_PY_DEPTH)
-		r->status = FR_BPF_PY_CUT;
-	r->n = (__u16)n;
-	if (c)
-		c->frames += n;
 }
 
 /* Fills the scratch record with the Python frames of the current thread
@@ -199,12 +241,11 @@ static __always_inline struct fr_bpf_py_rec *fr_py_read(const struct fr_bpf_py_p
 {
 	__u32 zero = 0;
 	struct fr_bpf_py_rec *r = bpf_map_lookup_elem(&py_scratch, &zero);
-	struct fr_bpf_py_buf *b = bpf_map_lookup_elem(&py_frame, &zero);
 	struct fr_bpf_py_counters *c = bpf_map_lookup_elem(&py_counters, &zero);
 	__u64 ts;
 	__u32 n;
 
-	if (!r || !b)
+	if (!r)
 		return NULL;
 	r->kind = kind;
 	r->pid = pid;
@@ -218,7 +259,7 @@ static __always_inline struct fr_bpf_py_rec *fr_py_read(const struct fr_bpf_py_p
 	if (!ts)
 		r->status = FR_BPF_PY_NO_THREAD;
 	else
-		fr_py_walk(pp, fr_py_first(pp, ts), r, b, c);
+		fr_py_walk(pp, fr_py_first(pp, ts), r, c);
 	n = r->n;
 	if (n > FR_BPF_PY_DEPTH)
 		n = FR_BPF_PY_DEPTH;

@@ -27,6 +27,8 @@
 #define STALE_NS (3 * FR_NS_PER_S)
 /* Code objects handed to the namer per process, at most. */
 #define CODES_MAX 65536u
+/* A process's threads' stacks are swept for code objects this often. */
+#define SWEEP_NS (30 * FR_NS_PER_S)
 /* An instruction further into its code than this is not one. */
 #define OFFSET_MAX (1u << 28)
 
@@ -45,6 +47,7 @@ struct py_proc {
 	uint32_t asked_cap, nasked;
 	uint64_t *pending;
 	size_t npending, pending_cap;
+	int64_t swept; /* CLOCK_MONOTONIC of the last sweep asked; 0 none */
 };
 
 struct rec {
@@ -210,7 +213,8 @@ static int bpf_proc(const struct fr_python_exe *x, uint64_t bias, struct fr_bpf_
 	bad |= off16(l->fr_code, fmax, &v->fr_code);
 	bad |= off16(l->fr_instr, fmax, &v->fr_instr);
 	bad |= off16(l->fr_is_entry, fmax, &v->fr_is_entry);
-	bad |= off16(l->fr_owner, fmax, &v->fr_owner);
+	/* 3.11 keeps an owner too, but no frame of it is a shim */
+	bad |= off16(l->fr_cstack_owner >= 0 ? l->fr_owner : -1, fmax, &v->fr_owner);
 	for (size_t i = 0; i < sizeof(fr) / sizeof(fr[0]); i++)
 		if (fr[i] >= 0 && (uint32_t)fr[i] + 8 > len)
 			len = (uint32_t)fr[i] + 8;
@@ -536,7 +540,7 @@ int fr_pystacks_splice(struct fr_pystacks *ps, const struct fr_sample *s, int64_
 
 void fr_pystacks_sealed(struct fr_pystacks *ps)
 {
-	int64_t old = fr_now_mono_ns() - STALE_NS;
+	int64_t now = fr_now_mono_ns(), old = now - STALE_NS;
 	struct py_proc **gone = NULL;
 	size_t ngone = 0, gone_cap = 0;
 
@@ -563,10 +567,15 @@ void fr_pystacks_sealed(struct fr_pystacks *ps)
 		for (struct hnode *nd = ps->procs.buckets[b]; nd; nd = nd->next) {
 			struct py_proc *p = (struct py_proc *)nd;
 
-			if (p->npending && ps->namer.codes &&
+			bool sweep = p->read && (!p->swept || now - p->swept > SWEEP_NS);
+
+			if ((p->npending || sweep) && ps->namer.codes &&
 			    ps->namer.codes(ps->namer.arg, p->pid, p->start_ns, p->uid, &p->x,
-					    p->bias, p->pending, p->npending) == 0)
+					    p->bias, p->pending, p->npending, sweep) == 0) {
 				p->npending = 0;
+				if (sweep)
+					p->swept = now;
+			}
 			if (kill((pid_t)p->pid, 0) < 0 && errno == ESRCH &&
 			    FR_GROW(gone, &gone_cap, ngone + 1, 16) == 0)
 				gone[ngone++] = p;
@@ -591,6 +600,8 @@ void fr_pystacks_counts(const struct fr_pystacks *ps, struct fr_pystacks_counts 
 
 uint64_t fr_pystacks_memory(const struct fr_pystacks *ps)
 {
+	if (!ps)
+		return 0;
 	return __atomic_load_n(&ps->rec_bytes, __ATOMIC_RELAXED) +
 	       (ps->procs.count + ps->threads.count) * 64;
 }

@@ -22,6 +22,7 @@
 #ifndef FR_RECORDER_PYSTACKS_H
 #define FR_RECORDER_PYSTACKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -40,10 +41,13 @@ struct fr_bpf_labels;
 struct fr_pystacks_namer {
 	void (*status)(void *arg, uint32_t pid, int64_t start_ns, uid_t uid, const char *version,
 		       const char *problem);
-	/* Returns 0, or -errno when they are not taken (asked again at the
-	 * next seal). */
+	/* With `sweep`, the codes on the process's threads' stacks now too
+	 * (asked when it is found, then every SWEEP_NS: a thread blocked
+	 * since is named while it lives). Returns 0, or -errno when they are
+	 * not taken (asked again at the next seal). */
 	int (*codes)(void *arg, uint32_t pid, int64_t start_ns, uid_t uid,
-		     const struct fr_python_exe *x, uint64_t bias, const uint64_t *codes, size_t n);
+		     const struct fr_python_exe *x, uint64_t bias, const uint64_t *codes, size_t n,
+		     bool sweep);
 	void *arg;
 };
 
@@ -91,7 +95,8 @@ struct fr_pystacks_counts {
 };
 void fr_pystacks_counts(const struct fr_pystacks *ps, struct fr_pystacks_counts *out);
 
-/* Bytes held (records waiting for their samples, the code sets). */
+/* Bytes held (records waiting for their samples, the code sets); 0 for
+ * NULL. */
 uint64_t fr_pystacks_memory(const struct fr_pystacks *ps);
 
 #endif

@@ -62,6 +62,7 @@
 #ifndef FR_RECORDER_SYMCACHE_H
 #define FR_RECORDER_SYMCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -111,6 +112,10 @@ struct fr_symcache_pyproc {
 	uid_t uid;
 	struct fr_python_exe x;
 	uint64_t bias;
+	/* And the code objects on every thread's stack now (read from the
+	 * process's thread states): a thread blocked for the process's whole
+	 * life is named while it lives, though its wait comes at the end. */
+	bool sweep;
 };
 
 /* Codes one fr_symcache_want_pycode() asks for, at most. */

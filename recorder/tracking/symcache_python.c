@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "core/symbols/pycodes.h"
+#include "core/util/grow.h"
 #include "core/util/hash.h"
 #include "core/util/time.h"
 #include "core/util/vmread.h"
@@ -37,6 +38,8 @@
 
 /* A waiting ask of codes takes others of its process up to this many. */
 #define MERGE_MAX (4 * FR_SYMCACHE_PYCODES_ASK)
+/* Codes a sweep takes from the threads' stacks, at most. */
+#define SWEEP_MAX 4096
 /* The same status is written again at most this often. */
 #define STATUS_REFRESH_NS (60 * FR_NS_PER_S)
 /* How far the start time read now may be from the one the chunks
@@ -49,6 +52,7 @@ struct job_py {
 	uint64_t bias;
 	char version[FR_PYCODES_VERSION_MAX];
 	char problem[FR_PYCODES_PROBLEM_MAX];
+	bool sweep; /* and the codes on every thread's stack */
 	size_t ncodes, cap;
 	uint64_t codes[];
 };
@@ -128,6 +132,7 @@ static bool merge_codes(struct job *q, const struct job *j)
 	}
 	memcpy(q->py->codes + q->py->ncodes, j->py->codes, j->py->ncodes * sizeof(uint64_t));
 	q->py->ncodes += j->py->ncodes;
+	q->py->sweep |= j->py->sweep;
 	/* The later ask's view of the interpreter wins. */
 	q->py->x = j->py->x;
 	q->py->bias = j->py->bias;
@@ -142,13 +147,15 @@ int fr_symcache_want_pycode(struct fr_symcache *c, const struct fr_symcache_pypr
 
 	if (!c)
 		return 0; /* no cache: nothing to keep */
-	if (!p || p->start_ns <= 0 || !n || n > FR_SYMCACHE_PYCODES_ASK)
+	if (!p || p->start_ns <= 0 || (!n && !p->sweep) || n > FR_SYMCACHE_PYCODES_ASK)
 		return -EINVAL;
 	if (!(j = job_new(JOB_PYCODES, p->pid, p->start_ns, p->uid, n)))
 		return -ENOMEM;
 	j->py->x = p->x;
 	j->py->bias = p->bias;
-	memcpy(j->py->codes, codes, n * sizeof(*codes));
+	j->py->sweep = p->sweep;
+	if (n)
+		memcpy(j->py->codes, codes, n * sizeof(*codes));
 	j->py->ncodes = n;
 	ret = symcache_ask(c, j, NULL, 0, 0, merge_codes);
 	if (ret <= 0)
@@ -208,8 +215,8 @@ static int by_addr(const void *x, const void *y)
 /* Reads the codes of `j` into recs (as many as read; c->py counts the
  * rest) and sorts them. `got` holds what the records point to. Returns
  * the number of records. */
-static size_t read_codes(struct copy_call *c, const struct job *j, struct fr_py_code *got,
-			 struct fr_pycode *recs)
+static size_t read_codes(struct copy_call *c, const struct job *j, const uint64_t *codes,
+			 size_t ncodes, struct fr_py_code *got, struct fr_pycode *recs)
 {
 	uint32_t pid = j->pid;
 	struct fr_py_mem mem = {vread, vreadv, &pid};
@@ -217,13 +224,13 @@ static size_t read_codes(struct copy_call *c, const struct job *j, struct fr_py_
 		 max = c->file_max < FR_PYCODES_MAX_SIZE ? c->file_max : FR_PYCODES_MAX_SIZE;
 	size_t n = 0;
 
-	for (size_t i = 0; i < j->py->ncodes; i++) {
-		uint64_t a = j->py->codes[i];
+	for (size_t i = 0; i < ncodes; i++) {
+		uint64_t a = codes[i];
 
 		/* What would not fit in the file is not read: a process's line
 		 * tables (256 KiB each) cannot make the recorder hold more. */
 		if (bytes > max) {
-			c->py.dropped += j->py->ncodes - i;
+			c->py.dropped += ncodes - i;
 			break;
 		}
 		if (fr_py_code_read(&j->py->x, j->py->bias, &mem, a, &got[n]) < 0) {
@@ -278,16 +285,66 @@ static int write_file(struct copy_call *c, const char *name, const char *version
 	return ret;
 }
 
+/* A sweep's codes: every frame's of every thread, added to *v. */
+struct sweep {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int sweep_thread(void *arg, const struct fr_py_thread *t)
+{
+	struct sweep *s = arg;
+
+	for (uint32_t i = 0; i < t->nframes && s->n < SWEEP_MAX; i++) {
+		if (FR_GROW(s->v, &s->cap, s->n + 1, 256) < 0)
+			return -ENOMEM;
+		s->v[s->n++] = t->frames[i].code;
+	}
+	return 0;
+}
+
+static int by_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* The codes to read: the ask's, and a sweep's when asked, each once.
+ * Returns them (the caller frees) with their number in *n, or NULL. */
+static uint64_t *codes_to_read(const struct job *j, size_t *n)
+{
+	uint32_t pid = j->pid;
+	struct fr_py_mem mem = {vread, vreadv, &pid};
+	struct sweep s = {0};
+	struct fr_py_stats st;
+	size_t k = 0;
+
+	if (FR_GROW(s.v, &s.cap, j->py->ncodes + 1, 256) < 0)
+		return NULL;
+	memcpy(s.v, j->py->codes, j->py->ncodes * sizeof(uint64_t));
+	s.n = j->py->ncodes;
+	if (j->py->sweep)
+		(void)fr_py_threads_read(&j->py->x, j->py->bias, &mem, sweep_thread, &s, &st);
+	qsort(s.v, s.n, sizeof(*s.v), by_u64);
+	for (size_t i = 0; i < s.n; i++)
+		if (s.v[i] && (!k || s.v[k - 1] != s.v[i]))
+			s.v[k++] = s.v[i];
+	*n = k;
+	return s.v;
+}
+
 static int run_codes(struct copy_call *c, const char *name, const struct fr_pycodes *old)
 {
 	const struct job *j = c->job;
-	struct fr_py_code *got = calloc(j->py->ncodes, sizeof(*got));
-	struct fr_pycode *recs = calloc(j->py->ncodes, sizeof(*recs));
-	size_t n = 0;
+	size_t ncodes = 0, n = 0;
+	uint64_t *codes = codes_to_read(j, &ncodes);
+	struct fr_py_code *got = codes ? calloc(ncodes + 1, sizeof(*got)) : NULL;
+	struct fr_pycode *recs = codes ? calloc(ncodes + 1, sizeof(*recs)) : NULL;
 	int ret = -ENOMEM;
 
 	if (got && recs) {
-		n = read_codes(c, j, got, recs);
+		n = read_codes(c, j, codes, ncodes, got, recs);
 		c->py.read += n;
 		ret = write_file(c, name, old ? fr_pycodes_version(old) : j->py->x.version,
 				 old ? fr_pycodes_problem(old) : "", old, recs, n);
@@ -296,6 +353,7 @@ static int run_codes(struct copy_call *c, const char *name, const struct fr_pyco
 		fr_py_code_fini(&got[i]);
 	free(got);
 	free(recs);
+	free(codes);
 	return ret;
 }
 

@@ -33,23 +33,26 @@ done
 start_daemon --hz 999
 stop=$T/stop
 pids=()
+jobs_=()
 n=0
 for py in "${pythons[@]}"; do
 	n=$((n + 1))
 	"$py" "$APP" "$stop" >"$T/app.$n" 2>&1 &
-	try_until 10 "grep -q '^pid=' '$T/app.$n'"
+	jobs_+=($!)
+	try_until 10 "grep -qs '^pid=' '$T/app.$n'"
 	pid=$(sed -n 's/^pid=//p' "$T/app.$n")
 	[ -n "$pid" ] || fail "$py did not start: $(cat "$T/app.$n")"
 	pids+=("$pid")
 done
 START=$(date +%s)
 # Each is read from its first sealed chunk on: status says so.
-try_until 20 '[ "$(status_value python_procs)" -ge ${#pids[@]} ] 2>/dev/null'
-[ "$(status_value python_procs)" -ge ${#pids[@]} ] ||
+py_read() { status_value 'd["python"]["processes"]'; }
+try_until 20 '[ "$(py_read)" -ge ${#pids[@]} ] 2>/dev/null'
+[ "$(py_read)" -ge ${#pids[@]} ] ||
 	fail "status does not count ${#pids[@]} Python processes read: $("$FLIGHTREC" status)"
 sleep 8
 touch "$stop"
-wait
+wait "${jobs_[@]}"
 sleep 1.5 # the chunks of their last moments sealed
 WINDOW=$(($(date +%s) - START + 5))
 

@@ -50,7 +50,10 @@ def receiver(sock):
 def main(stop):
     a, b = socket.socketpair()
     threading.Thread(target=sorter, args=(stop,), daemon=True).start()
-    threading.Thread(target=receiver, args=(b,), daemon=True).start()
+    # Joined before the end: its wait ends in recv's return, not in the
+    # process's exit.
+    r = threading.Thread(target=receiver, args=(b,))
+    r.start()
     print("pid=%d" % os.getpid(), flush=True)
     n = 0
     while True:
@@ -58,6 +61,7 @@ def main(stop):
         n += 1
         if n % 50 == 0 and os.path.exists(stop):
             a.send(b"x")
+            r.join()
             return
 
 
