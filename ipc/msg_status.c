@@ -432,7 +432,7 @@ static int add_status_parts(cJSON *obj, const struct fr_ipc_status_reply *r)
 	cJSON *o;
 
 	if (!add_object(obj, "labels", labels_m, N(labels_m), &r->labels) ||
-	    !add_object(obj, "python", python_m, N(python_m), &r->python) ||
+	    (r->has_python && !add_object(obj, "python", python_m, N(python_m), &r->python)) ||
 	    !add_object(obj, "ingest", ingest_m, N(ingest_m), &r->ingest))
 		return -ENOMEM;
 	if (r->has_symbol_cache) {
@@ -695,9 +695,12 @@ static int get_status_parts(const cJSON *obj, struct fr_ipc_status_reply *r, cha
 	int ret;
 
 	if (get_members(obj, what, "labels", labels_m, N(labels_m), &r->labels, err, errlen) < 0 ||
-	    get_members(obj, what, "python", python_m, N(python_m), &r->python, err, errlen) < 0 ||
 	    get_members(obj, what, "ingest", ingest_m, N(ingest_m), &r->ingest, err, errlen) < 0)
 		return -EINVAL;
+	ret = get_members(obj, what, "python", python_m, N(python_m), &r->python, err, errlen);
+	if (ret < 0)
+		return -EINVAL;
+	r->has_python = ret > 0;
 	ret = get_members(obj, what, "symbol_cache", symcache_m, N(symcache_m), &r->symbol_cache,
 			  err, errlen);
 	if (ret < 0 || (ret && (get_object(obj, what, "symbol_cache", &o, err, errlen) < 0 ||

@@ -179,8 +179,8 @@ struct fr_ipc_status_labels {
 				       * binary), since the start */
 };
 
-/* "python": the Python frames of CPython processes (always there; the
- * counts since the start). */
+/* "python": the Python frames of CPython processes (when the recorder
+ * reads them: it has eBPF; the counts since the start). */
 struct fr_ipc_status_python {
 	uint64_t processes;	/* "processes": CPython processes whose frames are read now */
 	uint64_t refused;	/* "refused": found and not read (a release not known...) */
@@ -335,7 +335,8 @@ struct fr_ipc_status_reply {
 	uint64_t labelled_processes;	     /* "labelled_processes" */
 	uint64_t unreadable_label_processes; /* "unreadable_label_processes" */
 	struct fr_ipc_status_labels labels;  /* "labels" */
-	struct fr_ipc_status_python python;  /* "python" */
+	int has_python;
+	struct fr_ipc_status_python python;  /* "python" (when Python frames are read) */
 	struct fr_ipc_status_ingest ingest;  /* "ingest" */
 	int has_symbol_cache;
 	struct fr_ipc_status_symcache symbol_cache; /* "symbol_cache" */

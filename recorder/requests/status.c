@@ -347,6 +347,7 @@ int daemon_handle_status(void *arg, struct fr_ipc_call *call, struct fr_ipc_stat
 	daemon_memory_status(d, &r->memory);
 	counters_status(d, r);
 	labels_status(d, &r->labels);
+	r->has_python = fr_applabels_pystacks(d->applabels) != NULL;
 	python_status(d, &r->python);
 	ingest_status(d, &r->ingest, now);
 	r->has_symbol_cache = d->symcache != NULL;
