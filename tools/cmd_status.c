@@ -341,8 +341,8 @@ static void print_labels(const struct fr_ipc_status_reply *r)
 		       l->go_processes, l->go_skipped);
 	if (l->error[0])
 		printf("application labels: not read (%s)\n", l->error);
-	if (r->python.processes || r->python.refused) {
-		printf("Python frames: %" PRIu64 " CPython processes read, %" PRIu64
+	if (r->python.processes || r->python.refused || r->python.samples) {
+		printf("Python frames: %" PRIu64 " CPython processes read now, %" PRIu64
 		       " not; %" PRIu64 " samples given %" PRIu64 " frames, %" PRIu64
 		       " without (records lost: %" PRIu64 ")\n",
 		       r->python.processes, r->python.refused, r->python.samples, r->python.frames,
