@@ -56,7 +56,12 @@ static __always_inline void python_frames(struct task_struct *t, __u32 pid)
 		return;
 	if (size > sizeof(*r))
 		size = sizeof(*r);
-	if (bpf_ringbuf_output(&labels, r, size, 0))
+	/* No wake-up per record either (see on_sample) */
+	if (bpf_ringbuf_output(&labels, r, size,
+			       bpf_ringbuf_query(&labels, BPF_RB_AVAIL_DATA) >
+					       bpf_ringbuf_query(&labels, BPF_RB_RING_SIZE) / 2
+				       ? BPF_RB_FORCE_WAKEUP
+				       : BPF_RB_NO_WAKEUP))
 		fr_py_drop();
 }
 

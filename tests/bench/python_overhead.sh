@@ -66,7 +66,7 @@ one() {
 		c0=$(cpu_ms "$d")
 	fi
 	for i in $(seq "$NCPU"); do
-		"$PY" "$T/run.py" "$T/stop.$i" "$T/rate.$i" "$SECS" "$T/app.py" &
+		"$PY" "$T/run.py" "$T/stop.$i" "$T/rate.$i" "$SECS" "$T/app.py" >/dev/null &
 	done
 	wait $(jobs -p | grep -v "^${d:-x}$") 2>/dev/null
 	if [ -n "$d" ]; then
