@@ -65,8 +65,7 @@ __attribute__((noinline, used)) void _PyEval_EvalFrameDefault(double secs)
 		for (int i = 0; i < 100000; i++)
 			sink += (uint64_t)i * i;
 		if (swap)
-			put(cframe[0], CF_FRAME,
-			    (sink & 1) ? 0 : (uint64_t)(uintptr_t)frames[0]);
+			put(cframe[0], CF_FRAME, (sink & 1) ? 0 : (uint64_t)(uintptr_t)frames[0]);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
 }

@@ -83,6 +83,32 @@ if err:
     sys.exit(1)
 PY
 	fail "the forged interpreters' lies went where they should not"
+# A release the recorder does not know (pyenv's 3.9, when there) is said,
+# in its profile's comments and in status, and its stacks stay native.
+root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || true)}
+for old in "$root"/versions/3.9.*/bin/python3.9; do
+	[ -x "$old" ] || continue
+	"$old" -c 'import time
+t = time.time() + 3
+while time.time() < t: pass' &
+	O=$!
+	wait $O
+	sleep 1.5
+	"$FLIGHTREC" attach --window 10s --pid "$O" -o "$T/old.pb.gz" 2>"$T/attach.err" ||
+		fail "attach --pid $O: $(cat "$T/attach.err")"
+	python3 - "$T/old.pb.gz" "$O" <<'PY' || fail "the 3.9 process's profile does not say its frames were not read"
+import gzip, sys
+raw = gzip.decompress(open(sys.argv[1], "rb").read())
+want = b"python: pid %s (CPython 3.9" % sys.argv[2].encode()
+if want not in raw or b"release 3.9" not in raw:
+    sys.exit(1)
+PY
+	"$FLIGHTREC" status --json >"$T/status.json"
+	python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["python"]
+sys.exit(not (p["refused"] >= 1 and "3.9" in p.get("last_refused", "")))' "$T/status.json" ||
+		fail "status does not say the 3.9 process was refused: $(cat "$T/status.json")"
+	break
+done
 "$FLIGHTREC" status >"$T/status.txt" || fail "status did not answer"
 grep -q "Python frames: .* CPython processes read now, .* samples given" "$T/status.txt" ||
 	fail "status does not count the Python processes: $(cat "$T/status.txt")"
