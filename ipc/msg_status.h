@@ -336,8 +336,8 @@ struct fr_ipc_status_reply {
 	uint64_t unreadable_label_processes; /* "unreadable_label_processes" */
 	struct fr_ipc_status_labels labels;  /* "labels" */
 	int has_python;
-	struct fr_ipc_status_python python;  /* "python" (when Python frames are read) */
-	struct fr_ipc_status_ingest ingest;  /* "ingest" */
+	struct fr_ipc_status_python python; /* "python" (when Python frames are read) */
+	struct fr_ipc_status_ingest ingest; /* "ingest" */
 	int has_symbol_cache;
 	struct fr_ipc_status_symcache symbol_cache; /* "symbol_cache" */
 	int has_unwind_tables;
