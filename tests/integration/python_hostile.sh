@@ -75,7 +75,7 @@ for s in samples(sys.argv[3]):
         hot += s["values"][0]
         if "handle" in f and "<module>" in f:
             under += s["values"][0]
-if hot < 100 or under < 0.9 * hot:
+if hot < 20 or under < 0.9 * hot:
     err.append("the real process: %d samples in hot_a/hot_b, %d under handle and <module>" % (hot, under))
 print("real: %d samples in hot_a/hot_b, %d under handle and <module>" % (hot, under))
 if err:

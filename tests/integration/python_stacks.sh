@@ -11,10 +11,12 @@
 #    order from hot_X to the root, and no _PyEval_EvalFrameDefault frame
 #    is left between hot_X and <module> (each was replaced by the Python
 #    frames it ran);
-#  - hot_b's function is named with its file and first line (20), its
-#    samples on the loop's lines (22, 23);
+#  - hot_b's function is named with its file and first line, its samples
+#    on the loop's two lines;
 #  - sort_key, called back by sorted() from C, is above a native frame
 #    which is above sorter;
+#  - the asyncio task's running frame: spin_step under spin_task under
+#    the event loop's run_until_complete;
 # and the offcpu profile has the thread blocked in socket.recv under
 # recv_wait under receiver for most of the window.
 . "$(dirname "$0")/lib.sh"
@@ -65,12 +67,14 @@ for py in "${pythons[@]}"; do
 	"$FLIGHTREC" attach --window "${WINDOW}s" --pid "$pid" --event offcpu \
 		-o "$T/off.$pid.pb.gz" 2>"$T/attach.err" ||
 		fail "attach --event offcpu --pid $pid: $(cat "$T/attach.err")"
-	python3 - "$T/cpu.$pid.pb.gz" "$T/off.$pid.pb.gz" "$(dirname "$0")" "$py" <<'PY' ||
+	python3 - "$T/cpu.$pid.pb.gz" "$T/off.$pid.pb.gz" "$(dirname "$0")" "$py" "$APP" <<'PY' ||
 import sys
 sys.path.insert(0, sys.argv[3])
 from pprof_samples import samples
 py = sys.argv[4]
+B_DEF = [i for i, l in enumerate(open(sys.argv[5]), 1) if l.startswith("def hot_b")][0]
 hot = {"hot_a": 0, "hot_b": 0}
+spin_n = spin_ok = 0
 under = 0
 order_bad = []
 b_lines = {}
@@ -99,6 +103,13 @@ for s in samples(sys.argv[1]):
                 if name == "hot_b":
                     b_named = (fname, start)
                     b_lines[line] = b_lines.get(line, 0) + v
+    if "spin_step" in f:
+        spin_n += v
+        i = f.index("spin_step")
+        # 3.10 names a function, 3.11+ its qualified name
+        if "spin_task" in f[i:] and any(x.endswith("run_until_complete")
+                                        for x in f[f.index("spin_task", i):]):
+            spin_ok += v
     if "sort_key" in f:
         sort_n += v
         i = f.index("sort_key")
@@ -116,11 +127,13 @@ else:
         err.append("hot_a has %.1f%% of hot_a+hot_b, not 25%% +- 3" % share)
     if under < 0.9 * total:
         err.append("handle < main < <module> on %d of %d samples: %s" % (under, total, order_bad))
-    if not b_named or not b_named[0].endswith("stacks_app.py") or b_named[1] != 20:
-        err.append("hot_b named %s, not stacks_app.py from line 20" % (b_named,))
-    on_loop = b_lines.get(22, 0) + b_lines.get(23, 0)
+    if not b_named or not b_named[0].endswith("stacks_app.py") or b_named[1] != B_DEF:
+        err.append("hot_b named %s, not stacks_app.py from line %d" % (b_named, B_DEF))
+    on_loop = b_lines.get(B_DEF + 2, 0) + b_lines.get(B_DEF + 3, 0)
     if on_loop < 0.9 * sum(b_lines.values()):
-        err.append("hot_b's lines %s, not 22-23" % b_lines)
+        err.append("hot_b's lines %s, not %d-%d" % (b_lines, B_DEF + 2, B_DEF + 3))
+if spin_n < 10 or spin_ok < 0.9 * spin_n:
+    err.append("spin_step < spin_task < run_until_complete on %d of %d samples" % (spin_ok, spin_n))
 if sort_n < 10 or sort_ok < 0.9 * sort_n:
     err.append("sort_key above a native frame above sorter on %d of %d samples" % (sort_ok, sort_n))
 recv = total_off = 0
@@ -135,9 +148,9 @@ if recv < 5e9:
 if err:
     print("%s: %s" % (py, "; ".join(err)), file=sys.stderr)
     sys.exit(1)
-print("%s: hot_a %.1f%% of %d; handle<main<module %.0f%%; hot_b at %s; sorted %d/%d; recv %.1f s" % (
+print("%s: hot_a %.1f%% of %d; handle<main<module %.0f%%; hot_b at %s; sorted %d/%d; asyncio %d/%d; recv %.1f s" % (
     py, 100.0 * hot["hot_a"] / total, total, 100.0 * under / total, sorted(b_lines.items())[:3],
-    sort_ok, sort_n, recv / 1e9))
+    sort_ok, sort_n, spin_ok, spin_n, recv / 1e9))
 PY
 		fail "the Python frames of $py (pid $pid) are not right"
 done
