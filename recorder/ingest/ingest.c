@@ -157,7 +157,14 @@ static void seal_chunk(struct fr_ingest *g, uint64_t barrier)
 static void on_open_wait(void *arg, const struct fr_sample *s)
 {
 	struct fr_ingest *g = arg;
-	int ret = fr_chunk_builder_add(g->builder, s);
+	struct fr_sample py;
+	int ret;
+
+	/* A blocked CPython thread's Python frames, read with its stack */
+	if (g->pystacks &&
+	    fr_pystacks_splice(g->pystacks, s, g->sources->clock_offset, &py, g->py_ips))
+		s = &py;
+	ret = fr_chunk_builder_add(g->builder, s);
 
 	if (ret == -ENOSPC) {
 		seal_chunk(g, 0);

@@ -66,6 +66,7 @@ struct fr_bpf_offcpu {
 	struct fr_perf_unwind_stats unwind;
 	uint64_t ips[FR_MAX_FRAMES];
 	struct fr_bpf_open open;
+	struct fr_bpf_py_rec open_py; /* a blocked thread's Python frames */
 	/* The open waits' user stacks (recorder/sampling/bpf_walk.h). */
 	struct fr_bpf_walk *walk;
 	/* The program's per-CPU counters, read at each drain (ingest thread),
@@ -437,12 +438,31 @@ uint64_t fr_bpf_offcpu_drain(struct fr_bpf_offcpu *b, const struct fr_perf_handl
 	return n > 0 ? (uint64_t)n : 0;
 }
 
+/* A blocked thread of a CPython process: its layout and thread state,
+ * from the programs' maps (its state found at one of its samples or
+ * waits), for the walker to read its Python frames with its stack. */
+static void python_thread(struct fr_bpf_offcpu *b, const struct fr_bpf_open *o,
+			  const struct fr_bpf_py_proc *pp, struct fr_bpf_walk_regs *r)
+{
+	struct fr_bpf_py_thread t;
+	uint32_t tid = o->tid;
+
+	r->py = *pp;
+	/* Not found yet (blocked since before its process was read): the
+	 * reader looks for it */
+	if (b->py_threads_fd >= 0 && bpf_map_lookup_elem(b->py_threads_fd, &tid, &t) == 0 &&
+	    t.tstate && t.fsbase == o->fsbase)
+		r->py_tstate = t.tstate;
+}
+
 uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset, uint64_t now_mono,
 				  void (*fn)(void *arg, const struct fr_sample *s), void *arg)
 {
 	struct fr_bpf_open *o = &b->open;
 	struct fr_bpf_label_proc lp = {0};
+	struct fr_bpf_py_proc pp = {0};
 	uint32_t count = 0, runnable = 0, lp_pid = 0;
+	bool is_py = false;
 	int fd;
 
 	if (!b->iter)
@@ -479,13 +499,19 @@ uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset,
 						     .tp = o->fsbase};
 			uint32_t nu, set = 0;
 
-			/* Where its process keeps its labels (records come a
-			 * process's threads together: one look-up each). */
-			if (o->pid != lp_pid && b->labels_map_fd >= 0) {
+			/* Where its process keeps its labels, and its Python
+			 * layout (records come a process's threads together:
+			 * one look-up each). */
+			if (o->pid != lp_pid) {
 				lp_pid = o->pid;
-				if (bpf_map_lookup_elem(b->labels_map_fd, &lp_pid, &lp) < 0)
+				if (b->labels_map_fd < 0 ||
+				    bpf_map_lookup_elem(b->labels_map_fd, &lp_pid, &lp) < 0)
 					memset(&lp, 0, sizeof(lp));
+				is_py = b->py_procs_fd >= 0 &&
+					bpf_map_lookup_elem(b->py_procs_fd, &lp_pid, &pp) == 0;
 			}
+			if (is_py)
+				python_thread(b, o, &pp, &r);
 			r.fr_off = lp.fr_off;
 			r.otel_off = lp.otel_off;
 			r.go_tls = lp.go_tls;
@@ -493,8 +519,20 @@ uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset,
 			r.go_curg = lp.go_curg;
 			r.go_labels = lp.go_labels;
 			r.go_kind = lp.go_kind;
-			nu = fr_bpf_walk_get(b->walk, &r, b->ips + nk, FR_MAX_FRAMES - nk, &set);
+			nu = fr_bpf_walk_get(b->walk, &r, b->ips + nk, FR_MAX_FRAMES - nk, &set,
+					     &b->open_py);
 			s.app_ref = set;
+			/* Its Python frames, for the ingest to splice in as it
+			 * does a wait's (the same kind: they are a wait's) */
+			if (b->open_py.n && b->h && b->h->python) {
+				b->open_py.kind = FR_BPF_PY_WAIT;
+				b->open_py.pid = o->pid;
+				b->open_py.tid = o->tid;
+				b->open_py.time = now_mono;
+				b->h->python(b->h->arg, &b->open_py,
+					     FR_BPF_PY_REC_HEAD +
+						     b->open_py.n * sizeof(b->open_py.f[0]));
+			}
 
 			/* Not walked yet (it will be by the next seal): the IP. */
 			if (!nu && o->ip)

@@ -21,6 +21,7 @@
 #include "core/util/priority.h"
 #include "core/util/time.h"
 #include "core/util/vmread.h"
+#include "recorder/sampling/py_walk.h"
 
 /* Threads whose stacks are remembered (a power of two; 1 KiB each,
  * touched only when used), looked up in PROBE consecutive slots; more
@@ -47,8 +48,10 @@ enum { SLOT_EMPTY, SLOT_ASKED, SLOT_DONE };
 struct slot {
 	uint32_t tid, state, n, set;
 	uint32_t labelled; /* asked with its process's label offsets */
+	uint32_t pyread;   /* asked with its process's Python layout */
 	uint64_t start;
 	uint64_t ips[FR_MAX_FRAMES];
+	struct fr_bpf_py_rec *py; /* its Python frames (allocated when any) */
 };
 
 /* A copy buffer and whose stack it holds. */
@@ -58,6 +61,7 @@ struct copy {
 	uint8_t *data;
 	bool labelled; /* labels copied */
 	struct fr_bpf_labels_rec labels;
+	struct fr_bpf_py_rec py; /* py.n 0: none */
 };
 
 struct fr_bpf_walk {
@@ -82,6 +86,7 @@ struct fr_bpf_walk {
 	/* The walker's own. */
 	uint8_t window[WINDOW];
 	uint64_t frames[FR_MAX_FRAMES];
+	struct fr_bpf_py_rec py; /* the walker's, for frame-pointer walks */
 	/* The owner's own (fr_bpf_walk_collect). */
 	uint32_t *taken;
 	uint64_t ips[FR_MAX_FRAMES];
@@ -101,6 +106,8 @@ static void walk_destroy(struct fr_bpf_walk *w)
 	free(w->done_list);
 	free(w->taken);
 	free(w->queue);
+	for (uint32_t i = 0; w->slots && i < SLOTS; i++)
+		free(w->slots[i].py);
 	free(w->slots);
 	free(w);
 }
@@ -324,7 +331,7 @@ static struct slot *find_slot(struct fr_bpf_walk *w, uint32_t tid)
 /* Stores n frames as r's stack, if its slot still waits for them. Under
  * lock. */
 static void store(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r, const uint64_t *ips,
-		  uint32_t n, uint32_t set)
+		  uint32_t n, uint32_t set, const struct fr_bpf_py_rec *py)
 {
 	struct slot *s = find_slot(w, r->tid);
 
@@ -333,6 +340,13 @@ static void store(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r, const
 		s->n = n;
 		s->set = set;
 		s->state = SLOT_DONE;
+		if (s->py)
+			s->py->n = 0;
+		if (py && py->n && (s->py || (s->py = malloc(sizeof(*s->py))))) {
+			s->py->n = py->n;
+			s->py->status = py->status;
+			memcpy(s->py->f, py->f, py->n * sizeof(py->f[0]));
+		}
 	}
 }
 
@@ -365,6 +379,9 @@ static void copy_one(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r)
 	pthread_mutex_unlock(&w->lock);
 	c->len = copy_stack(r, c->data, w->stack_copy);
 	copy_labels(r, c);
+	c->py.n = 0;
+	if (r->py.runtime)
+		fr_py_walk_user(r->pid, &r->py, r->py_tstate, r->tp, &c->py);
 	pthread_mutex_lock(&w->lock);
 	if (c->len < w->stack_copy)
 		w->short_copies++;
@@ -401,8 +418,11 @@ static void *walker(void *arg)
 		}
 		pthread_mutex_unlock(&w->lock);
 		n = walk_one(w, &r);
+		w->py.n = 0;
+		if (r.py.runtime)
+			fr_py_walk_user(r.pid, &r.py, r.py_tstate, r.tp, &w->py);
 		pthread_mutex_lock(&w->lock);
-		store(w, &r, w->frames, n, 0);
+		store(w, &r, w->frames, n, 0, &w->py);
 		w->done++;
 	}
 	w->exited = 1;
@@ -529,7 +549,7 @@ uint32_t fr_bpf_walk_collect(struct fr_bpf_walk *w, fr_bpf_walk_unwind_fn fn,
 		if (c->labelled && labels)
 			set = labels(arg, &c->labels);
 		pthread_mutex_lock(&w->lock);
-		store(w, &c->r, w->ips, nips, set);
+		store(w, &c->r, w->ips, nips, set, &c->py);
 		w->free_list[w->nfree++] = w->taken[k];
 		pthread_cond_broadcast(&w->cond);
 		pthread_mutex_unlock(&w->lock);
@@ -538,23 +558,30 @@ uint32_t fr_bpf_walk_collect(struct fr_bpf_walk *w, fr_bpf_walk_unwind_fn fn,
 }
 
 uint32_t fr_bpf_walk_get(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r, uint64_t *ips,
-			 uint32_t room, uint32_t *set)
+			 uint32_t room, uint32_t *set, struct fr_bpf_py_rec *py)
 {
 	struct slot *s;
 	uint32_t n = 0;
 
 	*set = 0;
+	py->n = 0;
 	pthread_mutex_lock(&w->lock);
 	s = find_slot(w, r->tid);
-	/* Read before its process's labels were found: read again, for them. */
-	if (s->state == SLOT_DONE && s->tid == r->tid && s->start == r->start && !s->labelled &&
-	    has_labels(r))
+	/* Read before its process's labels or Python layout were found: read
+	 * again, for them. */
+	if (s->state == SLOT_DONE && s->tid == r->tid && s->start == r->start &&
+	    ((!s->labelled && has_labels(r)) || (!s->pyread && r->py.runtime)))
 		s->state = SLOT_EMPTY;
 	if (s->state != SLOT_EMPTY && s->tid == r->tid && s->start == r->start) {
 		if (s->state == SLOT_DONE) {
 			n = s->n < room ? s->n : room;
 			memcpy(ips, s->ips, n * sizeof(uint64_t));
 			*set = s->set;
+			if (s->py && s->py->n) {
+				py->n = s->py->n;
+				py->status = s->py->status;
+				memcpy(py->f, s->py->f, s->py->n * sizeof(py->f[0]));
+			}
 		}
 	} else if (w->tail - w->head >= QUEUE) {
 		w->dropped++;
@@ -564,6 +591,7 @@ uint32_t fr_bpf_walk_get(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r
 		s->state = SLOT_ASKED;
 		s->n = 0;
 		s->labelled = has_labels(r);
+		s->pyread = r->py.runtime != 0;
 		w->queue[w->tail++ % QUEUE] = *r;
 		w->asked++;
 		pthread_cond_broadcast(&w->cond);

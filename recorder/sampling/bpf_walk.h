@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "recorder/bpf/labels_bpf.h"
+#include "recorder/bpf/python_bpf.h"
 
 struct fr_bpf_walk;
 
@@ -50,6 +51,11 @@ struct fr_bpf_walk_regs {
 	int32_t go_tls;
 	uint16_t go_m, go_curg, go_labels;
 	uint8_t go_kind;
+	/* A CPython process's (py.runtime not 0): its layout, and the
+	 * thread's state (0: looked for); its Python frames are read with
+	 * the stack. */
+	struct fr_bpf_py_proc py;
+	uint64_t py_tstate;
 };
 
 /* Starts the walker: copies of `stack_copy` bytes (a multiple of 8 up to
@@ -82,10 +88,12 @@ uint32_t fr_bpf_walk_collect(struct fr_bpf_walk *w, fr_bpf_walk_unwind_fn fn,
 			     fr_bpf_walk_labels_fn labels, void *arg);
 
 /* The user frames of `r`'s wait, leaf first, into ips (at most room), and
- * the set of its labels in *set (0: none): returns how many frames when
- * they were walked (and unwound), else asks for a walk and returns 0. */
+ * the set of its labels in *set (0: none), its Python frames into *py
+ * (py->n 0: none; a struct fr_bpf_py_rec's pid, tid, kind and time are
+ * the caller's to fill): returns how many frames when they were walked
+ * (and unwound), else asks for a walk and returns 0. */
 uint32_t fr_bpf_walk_get(struct fr_bpf_walk *w, const struct fr_bpf_walk_regs *r, uint64_t *ips,
-			 uint32_t room, uint32_t *set);
+			 uint32_t room, uint32_t *set, struct fr_bpf_py_rec *py);
 
 /* Walks asked for, done (copied, or walked), and dropped because the
  * walker was behind; copies cut short (the stack's mapping ended first, or

@@ -254,12 +254,15 @@ void fr_pystacks_found(struct fr_pystacks *ps, uint32_t pid, int64_t start_ns, u
 	struct fr_bpf_py_proc v;
 	char why[96];
 
-	if (ret == -ENOENT || !ps->bpf)
+	if (!ps->bpf)
 		return;
 	if (p && p->start_ns == start_ns)
 		return; /* looked up again (for its labels): known */
+	/* Another process under the pid now: the old one's layout goes */
 	if (p)
 		proc_forget(ps, p);
+	if (ret == -ENOENT)
+		return;
 	if (ret < 0 || bpf_proc(x, bias, &v) < 0) {
 		if (ret == -ENOTSUP || ret == 0)
 			snprintf(why, sizeof(why), "release %s not supported (3.10 to 3.13 are)",
@@ -495,12 +498,16 @@ int fr_pystacks_splice(struct fr_pystacks *ps, const struct fr_sample *s, int64_
 	if (!p || !p->read || s->nr_frames > FR_MAX_FRAMES)
 		return 0;
 	/* A stack the eval loop is not on (a C thread, a short waits' total)
-	 * has nothing to replace: its thread's records wait for another. */
+	 * has nothing to replace: its thread's records wait for another. One
+	 * cut short before it (its unwind table not built yet) gets its
+	 * Python frames as its roots. */
 	for (j = s->nr_kernel; j < s->nr_frames && !in_eval(p, j ? s->ips[j] - 1 : s->ips[j]); j++)
 		;
-	if (j == s->nr_frames)
+	if (j == s->nr_frames &&
+	    !(s->nr_frames > s->nr_kernel && FR_FRAME_IS_MARK(s->ips[s->nr_frames - 1])))
 		return 0;
-	r = match(ps, s->tid, s->event == FR_EVENT_OFFCPU, s->time_ns - clock_offset);
+	r = match(ps, s->tid, s->event == FR_EVENT_OFFCPU || FR_EVENT_IS_OPEN_WAIT(s->event),
+		  s->time_ns - clock_offset);
 	if (!r) {
 		__atomic_add_fetch(&ps->c.missed, 1, __ATOMIC_RELAXED);
 		return 0;

@@ -259,7 +259,12 @@ static void offcpu_round(const struct offcpu_round *r, uint64_t lo, uint64_t hi)
 		CHECK(off.in_fn_samples >= (uint64_t)r->blocks * 9 / 10,
 		      "%s: only %" PRIu64 " samples in fr_test_block_here for %d blocks", r->name,
 		      off.in_fn_samples, r->blocks);
-		CHECK(error > -10 && error < 10,
+		/* The truth, timed by the thread around each block, also
+		 * holds the system call's way in before the switch out and
+		 * out after the switch in, on the CPU: up to 100 us a block
+		 * on a loaded VM (a suite run measured 79 us over 2,000
+		 * blocks of 0.5 ms: -10.15%). */
+		CHECK((error > -10 || measured >= truth - r->blocks * 0.1) && error < 10,
 		      "%s: off-CPU time in fr_test_block_here %.1f ms, truth %.1f ms (%+.1f%%)",
 		      r->name, measured, truth, error);
 	}

@@ -18,7 +18,8 @@
 #  - the asyncio task's running frame: spin_step under spin_task under
 #    the event loop's run_until_complete;
 # and the offcpu profile has the thread blocked in socket.recv under
-# recv_wait under receiver for most of the window.
+# recv_wait under receiver for most of the window, both while it is still
+# blocked (its open wait) and after its wait ended.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 APP=$(dirname "$0")/py/stacks_app.py
@@ -53,6 +54,21 @@ try_until 20 '[ "$(py_read)" -ge ${#pids[@]} ] 2>/dev/null'
 [ "$(py_read)" -ge ${#pids[@]} ] ||
 	fail "status does not count ${#pids[@]} Python processes read: $("$FLIGHTREC" status)"
 sleep 8
+# While the receiver is still blocked: its open wait (the blocked
+# threads' reader's stack) has its Python caller too.
+for pid in "${pids[@]}"; do
+	"$FLIGHTREC" attach --window 4s --pid "$pid" --event offcpu -o "$T/open.$pid.pb.gz" \
+		2>"$T/attach.err" || fail "attach of pid $pid's open waits: $(cat "$T/attach.err")"
+	python3 - "$T/open.$pid.pb.gz" "$(dirname "$0")" <<'PY' ||
+import sys
+sys.path.insert(0, sys.argv[2])
+from pprof_samples import samples
+blocked = sum(s["values"][-1] for s in samples(sys.argv[1])
+              if "recv_wait" in s["frames"] and "receiver" in s["frames"])
+sys.exit(0 if blocked >= 2e9 else 1)
+PY
+		fail "pid $pid: the thread blocked in recv now does not show recv_wait < receiver"
+done
 touch "$stop"
 wait "${jobs_[@]}"
 sleep 1.5 # the chunks of their last moments sealed

@@ -18,6 +18,9 @@
 #include "core/store/sample.h"
 #include "tests/unit/check.h"
 
+/* The Python frames fr_bpf_walk_get gives (none here: no CPython). */
+static struct fr_bpf_py_rec py;
+
 const char *__ubsan_default_options(void);
 const char *__ubsan_default_options(void)
 {
@@ -99,19 +102,19 @@ static void test_copies(void)
 
 	/* A whole copy: 8 KiB from the start of the two pages. */
 	r.sp = (uint64_t)(uintptr_t)m;
-	CHECK(fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set) == 0, "frames before any walk");
+	CHECK(fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set, &py) == 0, "frames before any walk");
 	n = collect(w, &s);
 	CHECK(n == 1 && s.calls == 1, "collected %u copies in %u calls, want 1", n, s.calls);
 	CHECK(s.len == COPY && s.first == 0x11 && s.last == 0x22,
 	      "copy of %zu bytes (%#x .. %#x), want %u (0x11 .. 0x22)", s.len, s.first, s.last,
 	      COPY);
-	n = fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
+	n = fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set, &py);
 	CHECK(n == 3 && ips[0] == 0x1000 && ips[2] == COPY, "frames %u (%#llx, %llu) after collect",
 	      n, (unsigned long long)ips[0], (unsigned long long)ips[2]);
 	/* The same thread's next wait (another switch-out time) is not it,
 	 * and is copied anew. */
 	r.start = 78;
-	CHECK(fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set) == 0, "frames of another wait");
+	CHECK(fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set, &py) == 0, "frames of another wait");
 	s = (struct seen){0};
 	CHECK(collect(w, &s) == 1 && s.len == COPY, "the next wait's copy: %zu bytes", s.len);
 
@@ -120,7 +123,7 @@ static void test_copies(void)
 	s = (struct seen){0};
 	r.start = 79;
 	r.sp = (uint64_t)(uintptr_t)(m + PAGE + 100);
-	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
+	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set, &py);
 	n = collect(w, &s);
 	CHECK(n == 1 && s.len == PAGE - 100 && s.last == 0x22,
 	      "short copy: %u copies, %zu bytes, last %#x; want %u bytes ending 0x22", n, s.len,
@@ -129,7 +132,7 @@ static void test_copies(void)
 	s = (struct seen){0};
 	r.start = 80;
 	r.sp = (uint64_t)(uintptr_t)(m + 2 * PAGE);
-	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
+	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set, &py);
 	n = collect(w, &s);
 	CHECK(n == 1 && s.len == 0, "unreadable stack: %u copies of %zu bytes", n, s.len);
 	fr_bpf_walk_counts(w, &c);
@@ -161,7 +164,7 @@ static void test_many(void)
 					     .ip = 0x2000 + i,
 					     .sp = (uint64_t)(uintptr_t)stack};
 
-		fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
+		fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set, &py);
 	}
 	for (int i = 0; i < 200 && s.calls < want; i++)
 		collect(w, &s);
@@ -173,7 +176,7 @@ static void test_many(void)
 					     .ip = 0x2000 + i,
 					     .sp = (uint64_t)(uintptr_t)stack};
 
-		got += fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set) == 3 &&
+		got += fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set, &py) == 3 &&
 		       ips[0] == 0x2000 + i;
 	}
 	CHECK(got == want, "%u of %u threads have their frames", got, want);
@@ -234,7 +237,7 @@ static void test_labels(void)
 	CHECK(fr_bpf_walk_new(&w, 512) == 0, "fr_bpf_walk_new");
 	if (!w)
 		return;
-	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
+	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set, &py);
 	for (int i = 0; i < 50 && !s.calls; i++) {
 		struct pollfd p = {.fd = fr_bpf_walk_fd(w), .events = POLLIN};
 
@@ -245,13 +248,13 @@ static void test_labels(void)
 		      s.otel_len == 0,
 	      "labels copy: %u calls, %u bytes (%#x, last %#x), otel %u", s.calls, s.fr_len,
 	      s.magic, s.last, s.otel_len);
-	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
+	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set, &py);
 	CHECK(set == 77, "the set of its labels: %u", set);
 	/* The pointer leads nowhere: nothing copied. */
 	s = (struct seen_labels){0};
 	tls[1] = 8;
 	r.start = 2;
-	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
+	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set, &py);
 	for (int i = 0; i < 50 && !s.calls; i++) {
 		struct pollfd p = {.fd = fr_bpf_walk_fd(w), .events = POLLIN};
 
@@ -284,10 +287,10 @@ static void test_frame_pointers(void)
 	if (!w)
 		return;
 	CHECK(fr_bpf_walk_fd(w) < 0, "a frame-pointer walker has no descriptor");
-	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
+	fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set, &py);
 	for (int i = 0; i < 500 && !n; i++) {
 		usleep(2000);
-		n = fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set);
+		n = fr_bpf_walk_get(w, &r, ips, FR_MAX_FRAMES, &set, &py);
 	}
 	CHECK(n == 3 && ips[0] == 0x100 && ips[1] == 0x200 && ips[2] == 0x300,
 	      "frame-pointer walk: %u frames", n);
