@@ -152,25 +152,31 @@ static void seal_chunk(struct fr_ingest *g, uint64_t barrier)
 		fr_writer_enqueue(g->writer, ret == 0 ? chunk : NULL, len, barrier);
 }
 
+/* Adds *s (a CPython thread's with its Python frames spliced in place
+ * of the eval loop's: *s then points at that copy) to the chunk being
+ * built, sealing a full one first. Returns fr_chunk_builder_add's. */
+static int add_sample(struct fr_ingest *g, const struct fr_sample **s)
+{
+	int ret;
+
+	if (g->pystacks &&
+	    fr_pystacks_splice(g->pystacks, *s, g->sources->clock_offset, &g->py_sample, g->py_ips))
+		*s = &g->py_sample;
+	ret = fr_chunk_builder_add(g->builder, *s);
+	if (ret == -ENOSPC) {
+		seal_chunk(g, 0);
+		ret = fr_chunk_builder_add(g->builder, *s);
+	}
+	return ret;
+}
+
 /* One open-wait record into the chunk being sealed; a full chunk is
  * sealed and the rest go to the next, stamped with the same time. */
 static void on_open_wait(void *arg, const struct fr_sample *s)
 {
 	struct fr_ingest *g = arg;
-	struct fr_sample py;
-	int ret;
 
-	/* A blocked CPython thread's Python frames, read with its stack */
-	if (g->pystacks &&
-	    fr_pystacks_splice(g->pystacks, s, g->sources->clock_offset, &py, g->py_ips))
-		s = &py;
-	ret = fr_chunk_builder_add(g->builder, s);
-
-	if (ret == -ENOSPC) {
-		seal_chunk(g, 0);
-		ret = fr_chunk_builder_add(g->builder, s);
-	}
-	if (ret == 0)
+	if (add_sample(g, &s) == 0)
 		g->open_waits++;
 }
 
@@ -202,19 +208,8 @@ static void on_sample(void *arg, const struct fr_sample *s)
 {
 	struct fr_ingest *g = arg;
 	struct fr_source *src = g->sources->draining;
-	struct fr_sample py;
-	int ret;
+	int ret = add_sample(g, &s);
 
-	/* A CPython thread's Python frames in place of the eval loop's */
-	if (g->pystacks &&
-	    fr_pystacks_splice(g->pystacks, s, g->sources->clock_offset, &py, g->py_ips))
-		s = &py;
-	ret = fr_chunk_builder_add(g->builder, s);
-
-	if (ret == -ENOSPC) {
-		seal_chunk(g, 0);
-		ret = fr_chunk_builder_add(g->builder, s);
-	}
 	if (ret == 0) {
 		__atomic_add_fetch(&g->samples, 1, __ATOMIC_RELAXED);
 		if (src)

@@ -49,7 +49,8 @@ struct fr_ingest {
 	void (*reload)(void *arg);
 	void *reload_arg;
 
-	/* A sample's stack with its Python frames spliced in. */
+	/* A sample with its Python frames spliced in, and its stack. */
+	struct fr_sample py_sample;
 	uint64_t py_ips[FR_MAX_FRAMES];
 
 	/* The thread's own: what it polls and the records' callbacks, whether

@@ -104,9 +104,11 @@ static void proc_free(struct hnode *n)
 	free(p);
 }
 
+/* rec_bytes is read by fr_pystacks_memory() from any thread. */
 static void rec_drop(struct fr_pystacks *ps, struct rec *r)
 {
-	ps->rec_bytes -= sizeof(*r) + (uint64_t)r->n * sizeof(r->f[0]);
+	__atomic_sub_fetch(&ps->rec_bytes, sizeof(*r) + (uint64_t)r->n * sizeof(r->f[0]),
+			   __ATOMIC_RELAXED);
 	free(r);
 }
 
@@ -117,11 +119,8 @@ static void thread_free_recs(struct fr_pystacks *ps, struct py_thread *t)
 	t->n = 0;
 }
 
-static struct fr_pystacks *freeing;
-
-static void thread_free(struct hnode *n)
+static void node_free(struct hnode *n)
 {
-	thread_free_recs(freeing, (struct py_thread *)n);
 	free(n);
 }
 
@@ -129,8 +128,10 @@ void fr_pystacks_free(struct fr_pystacks *ps)
 {
 	if (!ps)
 		return;
-	freeing = ps;
-	fr_htable_fini(&ps->threads, thread_free);
+	for (size_t b = 0; b < ps->threads.nbuckets; b++)
+		for (struct hnode *n = ps->threads.buckets[b]; n; n = n->next)
+			thread_free_recs(ps, (struct py_thread *)n);
+	fr_htable_fini(&ps->threads, node_free);
 	fr_htable_fini(&ps->procs, proc_free);
 	pthread_mutex_destroy(&ps->lock);
 	free(ps);
@@ -326,7 +327,7 @@ void fr_pystacks_record(struct fr_pystacks *ps, const struct fr_bpf_py_rec *r, s
 	if (n > FR_BPF_PY_DEPTH || size < FR_BPF_PY_REC_HEAD + (size_t)n * sizeof(r->f[0]))
 		return;
 	bytes = sizeof(*c) + (size_t)n * sizeof(c->f[0]);
-	if (ps->rec_bytes + bytes > RECS_BYTES_MAX)
+	if (__atomic_load_n(&ps->rec_bytes, __ATOMIC_RELAXED) + bytes > RECS_BYTES_MAX)
 		goto unused;
 	if (!t) {
 		if (!(t = calloc(1, sizeof(*t))))
@@ -352,7 +353,7 @@ void fr_pystacks_record(struct fr_pystacks *ps, const struct fr_bpf_py_rec *r, s
 	c->n = (uint16_t)n;
 	c->status = r->status;
 	memcpy(c->f, r->f, (size_t)n * sizeof(c->f[0]));
-	ps->rec_bytes += bytes;
+	__atomic_add_fetch(&ps->rec_bytes, bytes, __ATOMIC_RELAXED);
 	t->recs[(t->head + t->n) % THREAD_RECS] = c;
 	t->n++;
 	return;

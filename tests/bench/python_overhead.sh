@@ -1,11 +1,11 @@
 #!/bin/bash
 # What Python frames cost: CPython processes busy on every CPU
-# (tests/integration/py/stacks_app.py, each printing nothing: its loop
-# count is read from a counter file it keeps), under a recorder at 99 Hz
+# (tests/integration/py/stacks_app.py, run by a wrapper that counts its
+# handle() calls and writes their rate when done), under a recorder at 99 Hz
 # and at 999 Hz that reads their Python frames, against the same
 # recorder told to read none (FLIGHTREC_PYTHON=off in its environment:
-# the look-up then never finds an interpreter, as before Python frames
-# were read), and against no recorder at all. For each: the recorder's
+# no process is put in the programs' Python map, so samples are as they
+# were before Python frames were read), and against no recorder at all. For each: the recorder's
 # CPU per second and the programs' loop rate (handle() calls per second),
 # min/median/max of RUNS runs of SECONDS each.
 #
