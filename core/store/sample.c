@@ -22,6 +22,11 @@ static const struct {
 	[FR_EVENT_CPU_MIGRATIONS] = {"cpu-migrations", "count"},
 	[FR_EVENT_OFFCPU] = {"offcpu", "nanoseconds"},
 	[FR_EVENT_RAW] = {"raw", "count"},
+	[FR_EVENT_ALLOC] = {"alloc", "bytes"},
+	[FR_EVENT_HEAP] = {"heap", "bytes"},
+	[FR_EVENT_OOM] = {"oom", "bytes"},
+	[FR_EVENT_RSS] = {"rss", "bytes"},
+	[FR_EVENT_MEM_PRESSURE] = {"memory-pressure", "nanoseconds"},
 };
 
 const char *fr_event_name(uint32_t event)
@@ -30,6 +35,10 @@ const char *fr_event_name(uint32_t event)
 		return "raw";
 	if (FR_EVENT_IS_OPEN_WAIT(event))
 		return "offcpu-open";
+	if (event == FR_EVENT_ALLOC_FREE)
+		return "alloc-free";
+	if (event == FR_EVENT_HEAP_LIVE)
+		return "heap-live";
 	return event < FR_EVENT_COUNT ? events[event].name : "unknown";
 }
 
@@ -39,6 +48,8 @@ const char *fr_event_unit(uint32_t event)
 		return "count";
 	if (FR_EVENT_IS_OPEN_WAIT(event))
 		return "nanoseconds";
+	if (event == FR_EVENT_ALLOC_FREE || event == FR_EVENT_HEAP_LIVE)
+		return "bytes";
 	return event < FR_EVENT_COUNT ? events[event].unit : "count";
 }
 
@@ -63,7 +74,14 @@ int64_t fr_event_lookup(const char *name)
 
 int fr_event_has_rate(uint32_t event)
 {
-	return event != FR_EVENT_OFFCPU && !FR_EVENT_IS_OPEN_WAIT(event);
+	return event != FR_EVENT_OFFCPU && !FR_EVENT_IS_OPEN_WAIT(event) &&
+	       !fr_event_is_memory(event) && event != FR_EVENT_ALLOC_FREE &&
+	       event != FR_EVENT_HEAP_LIVE;
+}
+
+int fr_event_is_memory(uint32_t event)
+{
+	return event >= FR_EVENT_ALLOC && event <= FR_EVENT_MEM_PRESSURE;
 }
 
 int fr_event_is_hardware(uint32_t event)

@@ -89,6 +89,28 @@ enum fr_event {
 	FR_EVENT_CPU_MIGRATIONS,
 	FR_EVENT_OFFCPU, /* sched_switch, weight in wall ns */
 	FR_EVENT_RAW,	 /* reserved: raw events use FR_EVENT_RAW_BASE */
+	/* Memory (lib/flightrec/alloc_abi.h, recorder/sampling/allocs.c). A
+	 * sampled allocation: weight = the block's size in bytes, rate_hz =
+	 * the sampling mean in bytes it was taken at (a reader weighs it by
+	 * 1/p objects and size/p bytes, p = 1 - exp(-size / mean)), stack =
+	 * where it was allocated. */
+	FR_EVENT_ALLOC,
+	/* Not stored: the name of the live-heap profile a reader builds from
+	 * FR_EVENT_HEAP_LIVE, FR_EVENT_ALLOC and FR_EVENT_ALLOC_FREE records
+	 * (core/query). */
+	FR_EVENT_HEAP,
+	/* The OOM killer killed process `pid`: weight = its RSS in bytes
+	 * (anon + file + shmem) at the kill, rate 0, no user stack. */
+	FR_EVENT_OOM,
+	/* A process's resident set, sampled once a second: weight = RSS
+	 * bytes at `time`, rate 0, no stack. A gauge: readers take the last
+	 * value in a step, not the sum. */
+	FR_EVENT_RSS,
+	/* The machine's memory pressure (/proc/pressure/memory), once a
+	 * second, pid 0: weight = nanoseconds in the second before `time`
+	 * during which some task stalled on memory ("some total" delta), rate
+	 * 0, no stack. */
+	FR_EVENT_MEM_PRESSURE,
 	FR_EVENT_COUNT
 };
 
@@ -105,6 +127,22 @@ enum fr_event {
 #define FR_EVENT_OFFCPU_RUNNABLE 0x40000001u
 /* Whether an event id is an open-wait record, blocked or runnable. */
 #define FR_EVENT_IS_OPEN_WAIT(id) (((id) & ~1u) == FR_EVENT_OFFCPU_OPEN)
+
+/* Record kinds of the heap, stored in the event column like open waits
+ * and never asked for by name (core/query builds "heap" from them):
+ * - FR_EVENT_ALLOC_FREE: a sampled block was freed at `time` (or its
+ *   process ended): pid, tid (the freeing thread's), weight (size), rate
+ *   (mean) and stack (where it was allocated) are the FR_EVENT_ALLOC
+ *   sample's, so a window's allocations minus its frees, per stack, is
+ *   the window's growth of the live heap;
+ * - FR_EVENT_HEAP_LIVE: a sampled block still live at `time`, written
+ *   for every live block of a process at each heap snapshot (every
+ *   FR_HEAP_SNAPSHOT_NS): weight, rate, stack and tid as the sample's.
+ *   The live heap at T is the last snapshot at or before T, plus the
+ *   allocations after it up to T, minus the frees after it up to T. */
+#define FR_EVENT_ALLOC_FREE 0x40000002u
+#define FR_EVENT_HEAP_LIVE 0x40000003u
+#define FR_HEAP_SNAPSHOT_NS (30ll * 1000000000ll)
 
 /* A raw PMU event "raw:0xNNNN" is stored as FR_EVENT_RAW_BASE | code, code
  * below 2^31 (the perf_event_attr.config of a PERF_TYPE_RAW event). */
@@ -127,7 +165,8 @@ enum fr_event {
 #define FR_EVENT_NAMES                                                        \
 	"cpu, cycles, instructions, cache-references, cache-misses, "         \
 	"branch-instructions, branch-misses, page-faults, context-switches, " \
-	"cpu-migrations, offcpu, raw:0xCONFIG[,config1=0xN][,config2=0xN]"
+	"cpu-migrations, offcpu, alloc, heap, oom, rss, memory-pressure, "    \
+	"raw:0xCONFIG[,config1=0xN][,config2=0xN]"
 
 /* One sample as the recorder hands it to the chunk builder. All pointers
  * are borrowed for the duration of the call that receives the sample. */
@@ -194,12 +233,17 @@ void fr_event_raw_format(uint32_t event, char *buf, size_t len);
 int64_t fr_event_raw_lookup(const char *name);
 
 /* Whether an event is sampled at a rate that consumers choose (every event
- * but offcpu, which records each context switch). */
+ * but offcpu, which records each context switch, and the memory events:
+ * alloc is sampled by bytes at a mean, the others are not sampled). */
 int fr_event_has_rate(uint32_t event);
 
 /* Whether an event is a hardware (PMU) event: cycles .. branch-misses and
  * raw events. */
 int fr_event_is_hardware(uint32_t event);
+
+/* Whether an event is one of the memory events (alloc .. memory-pressure),
+ * which no perf_event source records. */
+int fr_event_is_memory(uint32_t event);
 
 /* What a marker frame's reason (enum fr_frame_mark) says: "stack copy too
  * small", "no unwind info", "unwind table not ready", "bad unwind data",
