@@ -46,6 +46,7 @@
 #include "core/query/profile.h"
 
 struct fr_ring;
+struct fr_trigger_oom;
 
 /* The mode of dump files unless configured (dumps.mode): they name
  * commands, threads and files of every user. */
@@ -61,7 +62,8 @@ struct fr_dump_request {
 	const char *reason;
 	int64_t fire_ns;
 	int64_t window_ns, after_ns;
-	uint32_t pid;				  /* exit: the process; else 0 */
+	uint32_t pid;				  /* exit, oom: the process; else 0 */
+	const struct fr_trigger_oom *oom;	  /* oom: the victim; else NULL */
 	const struct fr_profile_request *profile; /* window, events, targets */
 	/* The goroutines of the Go programs among the targets at the trigger
 	 * (a gzip'ed pprof, read from its start), or -1; of go_processes. */
