@@ -32,6 +32,7 @@
 #include "recorder/ingest/writer.h"
 #include "recorder/sampling/sources.h"
 #include "recorder/tracking/applabels.h"
+#include "recorder/tracking/memsample.h"
 #include "recorder/tracking/pystacks.h"
 #include "recorder/tracking/tracker.h"
 #include "recorder/tracking/unwind_tables.h"
@@ -170,6 +171,11 @@ static int add_sample(struct fr_ingest *g, const struct fr_sample **s)
 	return ret;
 }
 
+int fr_ingest_add(struct fr_ingest *g, const struct fr_sample *s)
+{
+	return add_sample(g, &s);
+}
+
 /* One open-wait record into the chunk being sealed; a full chunk is
  * sealed and the rest go to the next, stamped with the same time. */
 static void on_open_wait(void *arg, const struct fr_sample *s)
@@ -210,6 +216,8 @@ static void on_sample(void *arg, const struct fr_sample *s)
 	struct fr_source *src = g->sources->draining;
 	int ret = add_sample(g, &s);
 
+	/* Its RSS is read within the next two seconds. */
+	fr_memsample_note_pid(g->memsample, s->pid);
 	if (ret == 0) {
 		__atomic_add_fetch(&g->samples, 1, __ATOMIC_RELAXED);
 		if (src)
@@ -525,6 +533,7 @@ void fr_ingest_init(struct fr_ingest *g, struct fr_sources *sources)
 		.unwind_wait = on_unwind_wait,
 		.labels = on_labels,
 		.python = on_python,
+		.oom = fr_ingest_on_oom,
 		.arg = g,
 	};
 	g->sources->before_drain = before_drain;
@@ -696,6 +705,7 @@ int fr_ingest_loop(struct fr_ingest *g)
 			break;
 		}
 		fr_sources_drain(g->sources);
+		fr_ingest_memory_take(g);
 		fr_applabels_poll(g->applabels, g->sources->clock_offset);
 		if (g->barrier || g->stopping ||
 		    ((fr_chunk_builder_samples(g->builder) > 0 || g->open_waits > 0 ||
