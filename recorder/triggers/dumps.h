@@ -11,13 +11,14 @@
  *   SESSION-...mmmZ.goroutines.pb.gz   every goroutine of each of them
  *                                      (recorder/requests/goroutines.h)
  *
- * TRIGGER is signal, cpu_above, exit or manual; the time is when it fired
+ * TRIGGER is signal, cpu_above, exit, oom or manual; the time is when it fired
  * (UTC). A second dump of the same session, trigger and millisecond is
  * STEM-2 (then -3, ...): a dump never replaces a file. The sidecar is one JSON object:
  *
  *   {"session": "db", "trigger": "cpu_above", "reason": "...",
  *    "fired_ns": N, "t0_ns": N, "t1_ns": N, "window_ns": N, "after_ns": N,
- *    "pid": N (exit triggers), "profile": "FILE.pb.gz",
+ *    "pid": N (exit and oom triggers), "profile": "FILE.pb.gz",
+ *    "victim": {"pid": N, "comm": "...", "cgroup": "...", "rss": N} (oom),
  *    "goroutines": "FILE.goroutines.pb.gz", "go_processes": N (when kept),
  *    "events": [{"event": "cpu", "hz": 99, "samples": N, "lost": N}],
  *    "samples": N, "bytes": N, "version": "0.1.0"}
