@@ -401,6 +401,10 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 	struct fr_ingest *g = arg;
 	struct fr_source *src = g->sources->draining;
 
+	if (!src && event == FR_EVENT_OOM) {
+		fr_ingest_oom_lost(g, lost);
+		return;
+	}
 	if (!src) {
 		/* The side band's records, not samples: some processes may go
 		 * unnamed or unsymbolized, no sample is missing. */

@@ -151,6 +151,10 @@ void fr_ingest_on_oom(void *arg, const struct fr_sample *s, const char *comm);
 void fr_ingest_memory_start(struct fr_ingest *g);
 void fr_ingest_memory_stop(struct fr_ingest *g);
 
+/* recorder/ingest/ingest_memory.c: the OOM kills' ring lost `lost`
+ * records: counted as the event's losses and logged. */
+void fr_ingest_oom_lost(struct fr_ingest *g, uint64_t lost);
+
 /* recorder/ingest/ingest_memory.c: the RSS and pressure samples the memory
  * sampler read since the last wake-up, into the chunk being built. */
 void fr_ingest_memory_take(struct fr_ingest *g);

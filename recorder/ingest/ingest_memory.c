@@ -23,17 +23,25 @@
 #include "recorder/tracking/tracker.h"
 #include "recorder/triggers/triggers.h"
 
-/* Counts one memory sample kept or lost, as on_sample counts the others. */
+/* Samples of memory event `event` lost: into the open chunk's losses and
+ * the counters of status, as on_lost counts the others'. */
+static void lost_memory(struct fr_ingest *g, uint32_t event, uint64_t n)
+{
+	fr_sources_memory_count(g->sources, event, 0, n);
+	fr_chunk_builder_count(g->builder, event, n, 0, 0);
+	g->losses_pending = 1;
+	__atomic_add_fetch(&g->lost, n, __ATOMIC_RELAXED);
+}
+
+/* Counts one memory sample kept (ret 0) or lost, as on_sample does. */
 static void counted(struct fr_ingest *g, uint32_t event, int ret)
 {
-	fr_sources_memory_count(g->sources, event, ret == 0, ret != 0);
-	if (ret == 0) {
-		__atomic_add_fetch(&g->samples, 1, __ATOMIC_RELAXED);
-	} else {
-		fr_chunk_builder_count(g->builder, event, 1, 0, 0);
-		g->losses_pending = 1;
-		__atomic_add_fetch(&g->lost, 1, __ATOMIC_RELAXED);
+	if (ret != 0) {
+		lost_memory(g, event, 1);
+		return;
 	}
+	fr_sources_memory_count(g->sources, event, 1, 0);
+	__atomic_add_fetch(&g->samples, 1, __ATOMIC_RELAXED);
 }
 
 /* The victim as the tracker knows it, the kernel's comm otherwise. */
@@ -75,6 +83,12 @@ void fr_ingest_on_oom(void *arg, const struct fr_sample *s, const char *comm)
 			    v.pid, v.comm[0] ? v.comm : "?", v.cgroup[0] ? v.cgroup : "?");
 	if (g->triggers)
 		fr_triggers_oom(g->triggers, &v);
+}
+
+void fr_ingest_oom_lost(struct fr_ingest *g, uint64_t lost)
+{
+	lost_memory(g, FR_EVENT_OOM, lost);
+	fr_log_warn("oom: %" PRIu64 " OOM kills lost (their ring was full)", lost);
 }
 
 static void on_memory_sample(void *arg, const struct fr_sample *s)

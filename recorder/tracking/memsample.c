@@ -241,7 +241,8 @@ static uint32_t tick(struct fr_memsample *m)
 
 		if (fr_now_mono_ns() - t0 > FR_MEMSAMPLE_BUDGET_NS)
 			break;
-		if (fr_proc_read_rss(m->proc, pid, &bytes) < 0) {
+		/* A kernel thread or a zombie has no memory of its own. */
+		if (fr_proc_read_rss(m->proc, pid, &bytes) < 0 || bytes == 0) {
 			count(&m->st.gone, 1);
 			continue;
 		}

@@ -35,7 +35,8 @@ struct fr_memsample;
 /* What the sampler did since it started (relaxed atomics). */
 struct fr_memsample_stats {
 	uint64_t rss_samples, pressure_samples;
-	uint64_t gone;	  /* processes that ended before their read */
+	uint64_t gone;	  /* processes that ended before their read, or
+			   * without memory (kernel threads, zombies) */
 	uint64_t skipped; /* reads left out: over the bound or the budget */
 	uint64_t dropped; /* samples the queue had no room for */
 	uint64_t busy_ns; /* the thread's time reading (CLOCK_MONOTONIC) */
