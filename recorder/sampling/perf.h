@@ -16,6 +16,9 @@
  *                  one) is the leaf frame (fr_perf_precise_leaf).
  *   page-faults, context-switches, cpu-migrations
  *                  software, frequency mode like hardware.
+ *   oom            tracepoint oom:mark_victim, every kill (fr_perf_open_oom):
+ *                  the victim's pid and RSS from the raw fields; always
+ *                  recorded, whatever the consumers.
  *   period mode    any of these but offcpu with fr_perf_config.period set:
  *                  a sample every `period` events (ns for cpu); weight is
  *                  the period, exactly; rate_hz 0 (never downsampled).

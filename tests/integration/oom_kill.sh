@@ -87,7 +87,7 @@ assert d["event"] == "oom" and d["unit"] == "count", d["unit"]
 g = [g for g in d["groups"] if g.get("pid") == pid]
 assert g and g[0]["total"] == 1 and sum(1 for x in g[0]["values"] if x) == 1, g
 v = [v for v in d["victims"] if v["pid"] == pid]
-assert len(v) == 1 and v[0]["comm"] == "oom_hog", v
+assert len(v) == 1 and v[0]["comm"] == "oom_hog" and v[0]["cgroup"], v
 assert 32 << 20 <= v[0]["rss"] <= 80 << 20, v[0]["rss"]
 PY
 "$FLIGHTREC" timeline --event oom --window 2m >"$T/oom.txt" 2>"$T/err" ||

@@ -65,7 +65,17 @@ grep -q 'MiB$' "$T/rss.txt" || fail "the text timeline of rss is not in MiB: $(c
 "$FLIGHTREC" status >"$T/status.txt"
 grep -Eq '^event: +rss at once a second, whatever sessions ask: [1-9][0-9]* samples' "$T/status.txt" ||
 	fail "status does not show the rss samples: $(cat "$T/status.txt")"
-stop_daemon
+kill9_daemon
+# After a crash the ring alone gives the same series.
+"$FLIGHTREC" dump --ring "$RING" --timeline --event rss "${Q[@]}" >"$T/rss-ring.json" 2>"$T/err" ||
+	fail "dump --ring --timeline --event rss failed: $(cat "$T/err")"
+python3 - "$T" "$HPID" <<'PY' || fail "the ring's RSS series is not the live one"
+import json, sys
+T, pid = sys.argv[1], int(sys.argv[2])
+live, ring = (json.load(open(f"{T}/{n}.json")) for n in ("rss", "rss-ring"))
+g = lambda d: [x for x in d["groups"] if x.get("pid") == pid][0]["values"]
+assert g(live) == g(ring), (g(live), g(ring))
+PY
 
 # Off: neither is recorded, status says so.
 FLIGHTREC_MEMORY_SAMPLES=off start_daemon --config "$T/config.json"
