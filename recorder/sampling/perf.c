@@ -111,7 +111,10 @@ static int event_attr(uint32_t event, uint32_t *type, uint64_t *config)
 		*config = raw.config;
 		return 0;
 	}
-	if (event >= FR_EVENT_COUNT || event == FR_EVENT_OFFCPU || event == FR_EVENT_RAW)
+	/* The memory events come from elsewhere (their map entry would
+	 * read as cycles). */
+	if (event >= FR_EVENT_COUNT || event == FR_EVENT_OFFCPU || event == FR_EVENT_RAW ||
+	    fr_event_is_memory(event))
 		return -ENOENT;
 	*type = map[event].type;
 	*config = map[event].config;
