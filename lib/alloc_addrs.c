@@ -1,0 +1,160 @@
+/* libflightrec: the addresses of the sampled blocks that are still live,
+ * so that their frees write FREE records.
+ *
+ * Every free() of the process asks, so the question must cost next to
+ * nothing when the answer is no, which it nearly always is (one block in
+ * mean / size is sampled): a filter of 2^20 saturating byte counters
+ * indexed by a hash of the address, read without a lock, answers "surely
+ * not" for all but the blocks whose hash a live sampled block shares.
+ * Only then is the exact table looked at, under a mutex: open addressing
+ * with linear probing, 2^16 slots filled to three quarters at most (a
+ * bounded memory whatever the program leaks; a sampled block that finds
+ * no room is counted in the header's `untracked` by the caller).
+ *
+ * Both live in .bss: the pages of the filter and the table that no
+ * address hashed to are never touched. The counters change only under
+ * the mutex; a counter that reached 255 stays there (its free()s always
+ * look in the table), so it is never decremented below its true count.
+ */
+#include "alloc_int.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define FILTER_BITS 20
+#define TABLE_BITS 16
+#define TABLE_SIZE (1u << TABLE_BITS)
+#define TABLE_LIMIT (TABLE_SIZE / 4 * 3)
+
+static uint8_t filter[1u << FILTER_BITS];
+static uintptr_t table[TABLE_SIZE]; /* 0: an empty slot */
+static uint32_t used;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Blocks are 16-byte aligned: the low bits carry nothing. */
+static uint64_t mix(uintptr_t addr)
+{
+	uint64_t h = (uint64_t)addr >> 4;
+
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+static uint32_t filter_slot(uintptr_t addr)
+{
+	return (uint32_t)(mix(addr) >> (64 - FILTER_BITS));
+}
+
+static uint32_t table_slot(uintptr_t addr)
+{
+	return (uint32_t)mix(addr) & (TABLE_SIZE - 1);
+}
+
+bool fr_alloc_addrs_maybe(uintptr_t addr)
+{
+	return __atomic_load_n(&filter[filter_slot(addr)], __ATOMIC_RELAXED) != 0;
+}
+
+/* The slot holding `addr`, or the empty slot that ends its probe. */
+static uint32_t find(uintptr_t addr)
+{
+	uint32_t i = table_slot(addr);
+
+	while (table[i] && table[i] != addr)
+		i = (i + 1) & (TABLE_SIZE - 1);
+	return i;
+}
+
+bool fr_alloc_addrs_add(uintptr_t addr)
+{
+	uint8_t *c = &filter[filter_slot(addr)];
+	uint32_t i;
+	bool ok = true;
+
+	if (!addr)
+		return false;
+	pthread_mutex_lock(&lock);
+	i = find(addr);
+	if (table[i]) {
+		/* Already there: its free went by unseen (a C library
+		 * function that frees inside itself). One entry stands for
+		 * both. */
+	} else if (used >= TABLE_LIMIT) {
+		ok = false;
+	} else {
+		table[i] = addr;
+		used++;
+		if (*c != UINT8_MAX)
+			__atomic_store_n(c, (uint8_t)(*c + 1), __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&lock);
+	return ok;
+}
+
+/* Removes slot `i`, moving back the entries after it whose probe passed
+ * through it (so that no lookup needs tombstones). */
+static void remove_slot(uint32_t i)
+{
+	uint32_t j = i;
+
+	for (;;) {
+		uint32_t home;
+
+		j = (j + 1) & (TABLE_SIZE - 1);
+		if (!table[j])
+			break;
+		home = table_slot(table[j]);
+		/* Entry j may fill hole i when i lies on its probe, that
+		 * is, cyclically in [home, j). */
+		if (((j - home) & (TABLE_SIZE - 1)) >= ((j - i) & (TABLE_SIZE - 1))) {
+			table[i] = table[j];
+			i = j;
+		}
+	}
+	table[i] = 0;
+}
+
+bool fr_alloc_addrs_take(uintptr_t addr)
+{
+	uint8_t *c = &filter[filter_slot(addr)];
+	bool found;
+	uint32_t i;
+
+	pthread_mutex_lock(&lock);
+	i = find(addr);
+	found = table[i] != 0;
+	if (found) {
+		remove_slot(i);
+		used--;
+		if (*c != UINT8_MAX && *c)
+			__atomic_store_n(c, (uint8_t)(*c - 1), __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&lock);
+	return found;
+}
+
+void fr_alloc_addrs_fork_prepare(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void fr_alloc_addrs_fork_parent(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+/* Only the counters the table's entries raised are cleared: the rest of
+ * the filter is zero already, and untouched pages stay so. */
+void fr_alloc_addrs_fork_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
+	if (!used)
+		return;
+	for (uint32_t i = 0; i < TABLE_SIZE; i++) {
+		if (table[i]) {
+			filter[filter_slot(table[i])] = 0;
+			table[i] = 0;
+		}
+	}
+	used = 0;
+}
