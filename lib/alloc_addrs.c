@@ -21,38 +21,21 @@
 #include <pthread.h>
 #include <string.h>
 
-#define FILTER_BITS 20
 #define TABLE_BITS 16
 #define TABLE_SIZE (1u << TABLE_BITS)
 #define TABLE_LIMIT (TABLE_SIZE / 4 * 3)
 
-static uint8_t filter[1u << FILTER_BITS];
+uint8_t fr_alloc_filter[1u << FR_ALLOC_FILTER_BITS];
 static uintptr_t table[TABLE_SIZE]; /* 0: an empty slot */
 static uint32_t used;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Blocks are 16-byte aligned: the low bits carry nothing. */
-static uint64_t mix(uintptr_t addr)
-{
-	uint64_t h = (uint64_t)addr >> 4;
-
-	h *= 0x9e3779b97f4a7c15ull;
-	return h ^ (h >> 29);
-}
-
-static uint32_t filter_slot(uintptr_t addr)
-{
-	return (uint32_t)(mix(addr) >> (64 - FILTER_BITS));
-}
-
+/* The table's slot: other bits of the hash than the filter's. */
 static uint32_t table_slot(uintptr_t addr)
 {
-	return (uint32_t)mix(addr) & (TABLE_SIZE - 1);
-}
+	uint64_t h = ((uint64_t)addr >> 4) * 0x9e3779b97f4a7c15ull;
 
-bool fr_alloc_addrs_maybe(uintptr_t addr)
-{
-	return __atomic_load_n(&filter[filter_slot(addr)], __ATOMIC_RELAXED) != 0;
+	return (uint32_t)(h ^ (h >> 29)) & (TABLE_SIZE - 1);
 }
 
 /* The slot holding `addr`, or the empty slot that ends its probe. */
@@ -67,7 +50,7 @@ static uint32_t find(uintptr_t addr)
 
 bool fr_alloc_addrs_add(uintptr_t addr)
 {
-	uint8_t *c = &filter[filter_slot(addr)];
+	uint8_t *c = &fr_alloc_filter[fr_alloc_filter_slot(addr)];
 	uint32_t i;
 	bool ok = true;
 
@@ -116,7 +99,7 @@ static void remove_slot(uint32_t i)
 
 bool fr_alloc_addrs_take(uintptr_t addr)
 {
-	uint8_t *c = &filter[filter_slot(addr)];
+	uint8_t *c = &fr_alloc_filter[fr_alloc_filter_slot(addr)];
 	bool found;
 	uint32_t i;
 
@@ -152,7 +135,7 @@ void fr_alloc_addrs_fork_child(void)
 		return;
 	for (uint32_t i = 0; i < TABLE_SIZE; i++) {
 		if (table[i]) {
-			filter[filter_slot(table[i])] = 0;
+			fr_alloc_filter[fr_alloc_filter_slot(table[i])] = 0;
 			table[i] = 0;
 		}
 	}
