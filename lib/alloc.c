@@ -22,7 +22,7 @@
  * the ring's bytes of records. Any failure to make the ring leaves the
  * process running untouched (state FAILED).
  */
-#include "alloc_int.h"
+#include "flightrec/alloc_int.h"
 
 #include <dlfcn.h>
 #include <malloc.h>

@@ -16,7 +16,7 @@
  * the mutex; a counter that reached 255 stays there (its free()s always
  * look in the table), so it is never decremented below its true count.
  */
-#include "alloc_int.h"
+#include "flightrec/alloc_int.h"
 
 #include <pthread.h>
 #include <string.h>

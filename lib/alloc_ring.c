@@ -15,7 +15,7 @@
  * with pthread_getattr_np (a thread whose bounds are not known, or whose
  * stack pointer lies outside them, as on a signal stack, copies none).
  */
-#include "alloc_int.h"
+#include "flightrec/alloc_int.h"
 #include "flightrec/labels_abi.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
  * shared by alloc.c (the interposed malloc family and the byte
  * countdown), alloc_ring.c (the shared-memory ring and the records) and
  * alloc_addrs.c (the sampled blocks' addresses). Nothing here is exported
- * from the library (hidden visibility). */
+ * from the library (hidden visibility), and this header is not installed. */
 #ifndef FLIGHTREC_ALLOC_INT_H
 #define FLIGHTREC_ALLOC_INT_H
 
