@@ -506,6 +506,11 @@ __attribute__((constructor)) static void alloc_load(void)
 	if (mean > FR_ALLOC_MEAN_MAX)
 		mean = FR_ALLOC_MEAN_MAX;
 	env_mean = mean;
+#if !defined(__x86_64__) && !defined(__aarch64__)
+	/* A sample's registers are taken on these two only. */
+	__atomic_store_n(&fr_alloc_reg.state, FR_ALLOC_STATE_FAILED, __ATOMIC_RELEASE);
+	return;
+#endif
 	if (!next_malloc || !next_free) {
 		__atomic_store_n(&fr_alloc_reg.state, FR_ALLOC_STATE_FAILED, __ATOMIC_RELEASE);
 		return;

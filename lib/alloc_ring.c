@@ -205,6 +205,29 @@ static uint32_t round_up(uint32_t n, uint32_t a)
 	return (n + a - 1) & ~(a - 1);
 }
 
+/* The record of `len` bytes and `kind` reserved at *pos, its common
+ * fields filled (all but pos), or NULL when the ring is full (counted in
+ * *dropped). */
+static void *begin(struct fr_alloc_header_abi *h, uint32_t len, uint32_t kind, uint64_t *dropped,
+		   uint64_t *pos)
+{
+	struct fr_alloc_rec_free_abi *r;
+
+	*pos = reserve(h, len);
+	if (*pos == UINT64_MAX) {
+		__atomic_add_fetch(dropped, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	/* ALLOC and FREE records begin alike (time_ns, tid, flags, addr). */
+	r = (void *)(ring.data + (*pos & (ring.data_size - 1)));
+	r->h.kind = kind;
+	r->h.len = len;
+	r->time_ns = now_ns();
+	r->tid = self_tid();
+	r->flags = 0;
+	return r;
+}
+
 /* noinline: the registers taken are this function's, at a point its CFI
  * describes, and the recorder drops the library's frames at the leaf. */
 __attribute__((noinline)) bool fr_alloc_ring_sample(uint64_t addr, uint64_t size, uint64_t mean)
@@ -221,7 +244,8 @@ __attribute__((noinline)) bool fr_alloc_ring_sample(uint64_t addr, uint64_t size
 #elif defined(__aarch64__)
 	__asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29" : "=r"(ip), "=r"(sp), "=r"(bp));
 #else
-#error "registers of a sample: x86-64 and aarch64 only"
+	/* Not made on other machines (alloc.c: state FAILED). */
+	return false;
 #endif
 	if (!h)
 		return false;
@@ -232,17 +256,9 @@ __attribute__((noinline)) bool fr_alloc_ring_sample(uint64_t addr, uint64_t size
 	}
 	stack_len = stack_copy_len(h, (uintptr_t)sp);
 	len = round_up((uint32_t)sizeof(*r) + round_up(labels_len, 8) + stack_len, REC_ALIGN);
-	pos = reserve(h, len);
-	if (pos == UINT64_MAX) {
-		__atomic_add_fetch(&h->dropped_allocs, 1, __ATOMIC_RELAXED);
+	r = begin(h, len, FR_ALLOC_REC_ALLOC, &h->dropped_allocs, &pos);
+	if (!r)
 		return false;
-	}
-	r = (void *)(ring.data + (pos & (ring.data_size - 1)));
-	r->h.kind = FR_ALLOC_REC_ALLOC;
-	r->h.len = len;
-	r->time_ns = now_ns();
-	r->tid = self_tid();
-	r->flags = 0;
 	r->addr = addr;
 	r->size = size;
 	r->mean = mean;
@@ -271,17 +287,9 @@ void fr_alloc_ring_free(uint64_t addr)
 
 	if (!h)
 		return;
-	pos = reserve(h, len);
-	if (pos == UINT64_MAX) {
-		__atomic_add_fetch(&h->dropped_frees, 1, __ATOMIC_RELAXED);
+	r = begin(h, len, FR_ALLOC_REC_FREE, &h->dropped_frees, &pos);
+	if (!r)
 		return;
-	}
-	r = (void *)(ring.data + (pos & (ring.data_size - 1)));
-	r->h.kind = FR_ALLOC_REC_FREE;
-	r->h.len = len;
-	r->time_ns = now_ns();
-	r->tid = self_tid();
-	r->flags = 0;
 	r->addr = addr;
 	__atomic_add_fetch(&h->frees, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->h.pos, pos, __ATOMIC_RELEASE);

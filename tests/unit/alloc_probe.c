@@ -16,24 +16,6 @@ void probe_delete(void *p);
 
 static struct rd_rec recs[4096];
 
-static int ring_fds(void)
-{
-	char path[64], link[128];
-	int n = 0;
-
-	for (int fd = 0; fd < 1024; fd++) {
-		ssize_t l;
-
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		l = readlink(path, link, sizeof(link) - 1);
-		if (l > 0) {
-			link[l] = 0;
-			n += strstr(link, "memfd:flightrec-alloc") != NULL;
-		}
-	}
-	return n;
-}
-
 static int fail(const char *what)
 {
 	fprintf(stderr, "alloc_probe: %s\n", what);
@@ -78,7 +60,7 @@ static int after(const char *id)
 	snprintf(now, sizeof(now), "%" PRIx64, reg->ring_id);
 	if (!strcmp(now, id))
 		return fail("the same ring after exec");
-	if (ring_fds() != 1)
+	if (rd_ring_fds() != 1)
 		return fail("not exactly one ring after exec");
 	if (rd_open(&rd))
 		return fail("no ring after exec");
@@ -100,7 +82,7 @@ int main(int argc, char **argv)
 		void *p = probe_new(7777);
 
 		probe_delete(p);
-		if (rd_registry() || ring_fds())
+		if (rd_registry() || rd_ring_fds())
 			return fail("a ring without the library");
 		return 0;
 	}

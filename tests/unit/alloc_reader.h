@@ -11,8 +11,10 @@
 #include <dlfcn.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 struct rd {
 	const struct fr_alloc_registry_abi *reg;
@@ -57,6 +59,25 @@ static inline int rd_open(struct rd *r)
 	    r->size + FR_ALLOC_HEADER_SIZE != reg->ring_size || (r->size & (r->size - 1)))
 		return -1;
 	return 0;
+}
+
+/* The library's memfds open in this process. */
+static inline int rd_ring_fds(void)
+{
+	char path[64], link[128];
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t l;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		l = readlink(path, link, sizeof(link) - 1);
+		if (l > 0) {
+			link[l] = 0;
+			n += strstr(link, "memfd:flightrec-alloc") != NULL;
+		}
+	}
+	return n;
 }
 
 static inline void rd_close(struct rd *r)

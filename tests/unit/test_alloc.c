@@ -254,25 +254,6 @@ static void case_threads(void)
 	      tids[1]);
 }
 
-/* The memfds of the library open in this process. */
-static int ring_fds(void)
-{
-	char path[64], link[128];
-	int n = 0;
-
-	for (int fd = 0; fd < 1024; fd++) {
-		ssize_t l;
-
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		l = readlink(path, link, sizeof(link) - 1);
-		if (l > 0) {
-			link[l] = 0;
-			n += strstr(link, "memfd:flightrec-alloc") != NULL;
-		}
-	}
-	return n;
-}
-
 /* A child has a ring of its own; the parent's sampled block freed in the
  * child is not reported anywhere; the child's samples stay in its ring. */
 static void case_fork(void)
@@ -295,7 +276,7 @@ static void case_fork(void)
 			      rd.reg->state == FR_ALLOC_STATE_ON,
 		      "the child's ring id %llx (parent %llx)", (unsigned long long)rd.reg->ring_id,
 		      (unsigned long long)id);
-		CHECK(ring_fds() == 1, "%d rings open in the child", ring_fds());
+		CHECK(rd_ring_fds() == 1, "%d rings open in the child", rd_ring_fds());
 		CHECK(!rd_open(&c), "the child's ring");
 		free(x);
 		y = malloc(5555);
@@ -409,7 +390,7 @@ static int run_case(const char *name)
 
 		CHECK(reg && reg->state == FR_ALLOC_STATE_OFF && reg->ring_fd == -1,
 		      "state %u fd %d", reg ? reg->state : 99, reg ? reg->ring_fd : -2);
-		CHECK(p && ring_fds() == 0, "a ring while off");
+		CHECK(p && rd_ring_fds() == 0, "a ring while off");
 		free(p);
 		return failures ? 1 : 0;
 	}
