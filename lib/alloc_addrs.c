@@ -3,18 +3,23 @@
  *
  * Every free() of the process asks, so the question must cost next to
  * nothing when the answer is no, which it nearly always is (one block in
- * mean / size is sampled): a filter of 2^20 saturating byte counters
- * indexed by a hash of the address, read without a lock, answers "surely
- * not" for all but the blocks whose hash a live sampled block shares.
- * Only then is the exact table looked at, under a mutex: open addressing
- * with linear probing, 2^16 slots filled to three quarters at most (a
- * bounded memory whatever the program leaks; a sampled block that finds
- * no room is counted in the header's `untracked` by the caller).
+ * mean / size is sampled): a filter of 2^19 bits indexed by a hash of the
+ * address, read without a lock, answers "surely not" for all but the
+ * blocks whose hash a live sampled block shares. Only then is the exact
+ * table looked at, under a mutex: open addressing with linear probing,
+ * 2^16 slots filled to three quarters at most (a bounded memory whatever
+ * the program leaks; a sampled block that finds no room is counted in
+ * the header's `untracked` by the caller).
  *
- * Both live in .bss: the pages of the filter and the table that no
- * address hashed to are never touched. The counters change only under
- * the mutex; a counter that reached 255 stays there (its free()s always
- * look in the table), so it is never decremented below its true count.
+ * A bit is set while a saturating byte counter of the live sampled blocks
+ * hashing to it is not zero. The counters (512 KiB) are touched only under
+ * the mutex, at samples and at the frees of sampled blocks; the bits (64
+ * KiB) are what every free() reads: first a filter of a megabyte of byte
+ * counters read directly, it cost a cache miss per free() once samples
+ * had touched its pages (a fifth of the operations of a malloc/free loop).
+ * A counter that reached 255 stays there (its free()s always look in the
+ * table), so it is never decremented below its true count. All of it is
+ * .bss: the pages no address hashed to are never touched.
  */
 #include "flightrec/alloc_int.h"
 
@@ -25,7 +30,8 @@
 #define TABLE_SIZE (1u << TABLE_BITS)
 #define TABLE_LIMIT (TABLE_SIZE / 4 * 3)
 
-uint8_t fr_alloc_filter[1u << FR_ALLOC_FILTER_BITS];
+uint64_t fr_alloc_filter[(1u << FR_ALLOC_FILTER_BITS) / 64];
+static uint8_t counts[1u << FR_ALLOC_FILTER_BITS];
 static uintptr_t table[TABLE_SIZE]; /* 0: an empty slot */
 static uint32_t used;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -48,9 +54,19 @@ static uint32_t find(uintptr_t addr)
 	return i;
 }
 
+/* Counter `i` goes up or down by one (lock held), its bit following it. */
+static void count(uint32_t i, int by)
+{
+	uint64_t *w = &fr_alloc_filter[i / 64], bit = 1ull << (i % 64);
+
+	if (counts[i] == UINT8_MAX || (by < 0 && !counts[i]))
+		return;
+	counts[i] = (uint8_t)(counts[i] + by);
+	__atomic_store_n(w, counts[i] ? *w | bit : *w & ~bit, __ATOMIC_RELAXED);
+}
+
 bool fr_alloc_addrs_add(uintptr_t addr)
 {
-	uint8_t *c = &fr_alloc_filter[fr_alloc_filter_slot(addr)];
 	uint32_t i;
 	bool ok = true;
 
@@ -67,8 +83,7 @@ bool fr_alloc_addrs_add(uintptr_t addr)
 	} else {
 		table[i] = addr;
 		used++;
-		if (*c != UINT8_MAX)
-			__atomic_store_n(c, (uint8_t)(*c + 1), __ATOMIC_RELAXED);
+		count(fr_alloc_filter_slot(addr), 1);
 	}
 	pthread_mutex_unlock(&lock);
 	return ok;
@@ -99,7 +114,6 @@ static void remove_slot(uint32_t i)
 
 bool fr_alloc_addrs_take(uintptr_t addr)
 {
-	uint8_t *c = &fr_alloc_filter[fr_alloc_filter_slot(addr)];
 	bool found;
 	uint32_t i;
 
@@ -109,8 +123,7 @@ bool fr_alloc_addrs_take(uintptr_t addr)
 	if (found) {
 		remove_slot(i);
 		used--;
-		if (*c != UINT8_MAX && *c)
-			__atomic_store_n(c, (uint8_t)(*c - 1), __ATOMIC_RELAXED);
+		count(fr_alloc_filter_slot(addr), -1);
 	}
 	pthread_mutex_unlock(&lock);
 	return found;
@@ -126,8 +139,8 @@ void fr_alloc_addrs_fork_parent(void)
 	pthread_mutex_unlock(&lock);
 }
 
-/* Only the counters the table's entries raised are cleared: the rest of
- * the filter is zero already, and untouched pages stay so. */
+/* Only the counters and words the table's entries raised are cleared:
+ * the rest are zero already, and untouched pages stay so. */
 void fr_alloc_addrs_fork_child(void)
 {
 	pthread_mutex_init(&lock, NULL);
@@ -135,7 +148,10 @@ void fr_alloc_addrs_fork_child(void)
 		return;
 	for (uint32_t i = 0; i < TABLE_SIZE; i++) {
 		if (table[i]) {
-			fr_alloc_filter[fr_alloc_filter_slot(table[i])] = 0;
+			uint32_t f = fr_alloc_filter_slot(table[i]);
+
+			counts[f] = 0;
+			fr_alloc_filter[f / 64] = 0;
 			table[i] = 0;
 		}
 	}

@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,10 +38,14 @@ static inline const struct fr_alloc_registry_abi *rd_registry(void)
 	return (const struct fr_alloc_registry_abi *)dlsym(RTLD_DEFAULT, FR_ALLOC_REGISTRY_SYMBOL);
 }
 
-/* Maps the process's ring; 0, or -1 when there is none or it is wrong. */
+/* Maps the process's ring and claims it as its reader (the header's
+ * reader_pid, as the recorder does: a recorder running on the machine
+ * leaves a ring claimed by a live process alone). Returns 0; -1 when
+ * there is no ring or it is wrong; -2 when another process reads it. */
 static inline int rd_open(struct rd *r)
 {
 	const struct fr_alloc_registry_abi *reg = rd_registry();
+	uint32_t me = (uint32_t)getpid(), cur = 0;
 	void *m;
 
 	memset(r, 0, sizeof(*r));
@@ -58,6 +63,16 @@ static inline int rd_open(struct rd *r)
 	if (r->h->magic != FR_ALLOC_RING_MAGIC || r->h->ring_id != reg->ring_id ||
 	    r->size + FR_ALLOC_HEADER_SIZE != reg->ring_size || (r->size & (r->size - 1)))
 		return -1;
+	if (!__atomic_compare_exchange_n(&r->h->reader_pid, &cur, me, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE) &&
+	    cur != me) {
+		munmap(m, r->map_size);
+		r->h = NULL;
+		return -2;
+	}
+	/* What a recorder that read the ring before may have left. */
+	__atomic_store_n(&r->h->mean_wanted, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->h->stack_copy_wanted, 0, __ATOMIC_RELAXED);
 	return 0;
 }
 
