@@ -95,6 +95,7 @@ static void *boot_alloc(size_t n, size_t align)
 	} while (!__atomic_compare_exchange_n(&boot_used, &at, start + n, false, __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
 	memcpy(boot + start - 8, &n, sizeof(n));
+	fr_alloc_addrs_pin((uintptr_t)(boot + start));
 	return boot + start;
 }
 
@@ -282,15 +283,21 @@ __attribute__((noinline, cold)) static void *countdown_end(void *p, size_t n)
 	return p;
 }
 
-static inline void *counted(void *p, size_t n)
+/* Takes `n` bytes from the thread's count; true when the count ended. */
+static inline bool count_ends(size_t n)
 {
 	struct fr_alloc_thread *t = &fr_alloc_self;
 
 	t->allocs++;
 	t->countdown -= (int64_t)n;
-	if (LIKELY(t->countdown > 0))
-		return p;
-	return countdown_end(p, n);
+	return UNLIKELY(t->countdown <= 0);
+}
+
+/* Block `p` of `n` bytes was allocated: counted, and sampled when it ends
+ * the count. */
+static inline void *counted(void *p, size_t n)
+{
+	return count_ends(n) ? countdown_end(p, n) : p;
 }
 
 /* Block `p` is being freed (or moved by realloc): its FREE record when it
@@ -303,26 +310,47 @@ static inline void forget(void *p)
 
 /* ---- the interposed functions ---- */
 
-static void *do_malloc(size_t n)
+/* malloc past its fast path: the allocator not known yet, or the count
+ * ended (`n` already taken from it). */
+__attribute__((noinline)) static void *malloc_slow(size_t n, bool ended)
 {
 	if (UNLIKELY(!next_malloc) && !resolve())
 		return boot_alloc(n, 16);
-	return counted(next_malloc(n), n);
+	if (!ended)
+		return counted(next_malloc(n), n);
+	return countdown_end(next_malloc(n), n);
 }
 
+/* The count is taken before the call, so that the common case ends in a
+ * jump to the next allocator: no frame of its own. */
 API void *malloc(size_t n)
 {
-	return do_malloc(n);
+	if (LIKELY(next_malloc) && !count_ends(n))
+		return next_malloc(n);
+	return malloc_slow(n, next_malloc != NULL);
 }
 
-API void free(void *p)
+/* free past its fast path: NULL, a bootstrap block, a block that may have
+ * been sampled, or the allocator not known yet. */
+__attribute__((noinline)) static void free_slow(void *p)
 {
-	if (!p || UNLIKELY(in_boot(p)))
+	if (!p || in_boot(p))
 		return;
 	forget(p);
 	if (UNLIKELY(!next_free) && !resolve())
 		return; /* nothing to hand it to: leaked rather than lost */
 	next_free(p);
+}
+
+/* One bit of the filter read; the bootstrap blocks' bits are set for
+ * good, so that they take the slow path too. */
+API void free(void *p)
+{
+	if (LIKELY(!fr_alloc_addrs_maybe((uintptr_t)p)) && LIKELY(next_free != NULL)) {
+		next_free(p);
+		return;
+	}
+	free_slow(p);
 }
 
 API void *calloc(size_t k, size_t n)
@@ -341,9 +369,9 @@ API void *realloc(void *p, size_t n)
 	void *q;
 
 	if (!p)
-		return do_malloc(n);
+		return malloc(n);
 	if (UNLIKELY(in_boot(p))) {
-		q = do_malloc(n);
+		q = malloc(n);
 		if (q)
 			memcpy(q, p, boot_size(p) < n ? boot_size(p) : n);
 		return q;

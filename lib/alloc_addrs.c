@@ -112,6 +112,17 @@ static void remove_slot(uint32_t i)
 	table[i] = 0;
 }
 
+void fr_alloc_addrs_pin(uintptr_t addr)
+{
+	uint32_t i = fr_alloc_filter_slot(addr);
+
+	pthread_mutex_lock(&lock);
+	counts[i] = UINT8_MAX;
+	__atomic_store_n(&fr_alloc_filter[i / 64], fr_alloc_filter[i / 64] | 1ull << (i % 64),
+			 __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&lock);
+}
+
 bool fr_alloc_addrs_take(uintptr_t addr)
 {
 	bool found;

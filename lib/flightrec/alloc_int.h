@@ -81,6 +81,10 @@ static inline bool fr_alloc_addrs_maybe(uintptr_t addr)
  * (the block is then untracked: its free is not reported). */
 bool fr_alloc_addrs_add(uintptr_t addr);
 
+/* Makes the filter answer "maybe" for `addr` for good (a bootstrap
+ * block, which free() must not hand to the allocator). */
+void fr_alloc_addrs_pin(uintptr_t addr);
+
 /* Forgets `addr`; returns whether it was remembered. */
 bool fr_alloc_addrs_take(uintptr_t addr);
 
