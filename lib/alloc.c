@@ -353,6 +353,21 @@ API void free(void *p)
 	free_slow(p);
 }
 
+/* C23's sized frees (glibc 2.39 on): a sampled block freed through them
+ * must be reported too. Declared here, for C libraries that lack them. */
+void free_sized(void *p, size_t n);
+void free_aligned_sized(void *p, size_t align, size_t n);
+
+API void free_sized(void *p, size_t n)
+{
+	free(p);
+}
+
+API void free_aligned_sized(void *p, size_t align, size_t n)
+{
+	free(p);
+}
+
 API void *calloc(size_t k, size_t n)
 {
 	size_t total;
