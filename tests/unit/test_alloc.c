@@ -6,7 +6,8 @@
  * volume allocated, the records' sizes and means, FREE records for the
  * sampled blocks freed and only those, realloc chains, the aligned
  * allocators, a block freed by another thread, fork, FLIGHTREC_ALLOC=off,
- * a full ring, stack copies bounded by small thread stacks. With the
+ * a full ring, stack copies bounded by small thread stacks, more live
+ * sampled blocks than the address table holds. With the
  * probe (alloc_probe.c, which does not link the library): LD_PRELOAD,
  * exec, C++ new and delete, and a process that never opted in. */
 #include <errno.h>
@@ -338,6 +339,51 @@ static void case_full(void)
 	free(p[0]);
 }
 
+/* More live sampled blocks than the table holds (2^16 slots filled to
+ * three quarters): the rest counted untracked; every tracked one FREEd
+ * when freed (the table's deletions keep every probe whole), none of the
+ * untracked; then the table is empty and tracks again. */
+#define MANY 60000
+static void case_untracked(void)
+{
+	void **p = map(MANY * sizeof(void *));
+	size_t allocs = 0, frees = 0;
+	uint64_t untracked;
+
+	rd.h->stack_copy_wanted = 1024;
+	for (size_t i = 0; i < MANY; i++) {
+		p[i] = malloc(40);
+		if (i % 1000 == 999) {
+			size_t k = rd_drain(&rd, recs, MAX_RECS);
+
+			for (size_t j = 0; j < k; j++)
+				allocs += recs[j].kind == FR_ALLOC_REC_ALLOC && recs[j].size == 40;
+		}
+	}
+	for (size_t k = rd_drain(&rd, recs, MAX_RECS), j = 0; j < k; j++)
+		allocs += recs[j].kind == FR_ALLOC_REC_ALLOC && recs[j].size == 40;
+	untracked = rd.h->untracked;
+	CHECK(allocs == MANY && untracked >= MANY - 49152 && untracked <= MANY - 49152 + 64,
+	      "%zu samples, %llu untracked", allocs, (unsigned long long)untracked);
+	for (size_t i = 0; i < MANY; i++) {
+		free(p[i]);
+		if (i % 1000 == 999 || i == MANY - 1) {
+			size_t k = rd_drain(&rd, recs, MAX_RECS);
+
+			for (size_t j = 0; j < k; j++)
+				frees += recs[j].kind == FR_ALLOC_REC_FREE;
+		}
+	}
+	CHECK(frees + untracked >= MANY && frees + untracked <= MANY + 64,
+	      "%zu FREE records for %zu samples, %llu untracked", frees, allocs,
+	      (unsigned long long)untracked);
+	p[0] = malloc(40);
+	USE(p[0]);
+	CHECK(rd.h->untracked == untracked, "untracked after the table emptied");
+	free(p[0]);
+	CHECK(rd_drain(&rd, recs, MAX_RECS) >= 2 && rd.bad == 0, "the last block's records");
+}
+
 /* Threads on 16 KiB stacks between guard pages: a copy past the stack's
  * end would fault; each sample's copy ends at or before it. */
 #define SMALL_THREADS 16
@@ -427,6 +473,8 @@ static int run_case(const char *name)
 		case_full();
 	else if (!strcmp(name, "stacks"))
 		case_stacks();
+	else if (!strcmp(name, "untracked"))
+		case_untracked();
 	else
 		return 2;
 	/* A recorder that took the ring over read records meant for the
@@ -470,6 +518,7 @@ int main(int argc, char **argv)
 		{"fork", {"FLIGHTREC_ALLOC_MEAN", "1"}},
 		{"full", {"FLIGHTREC_ALLOC_MEAN", "1", "FLIGHTREC_ALLOC_RING", "65536"}},
 		{"stacks", {"FLIGHTREC_ALLOC_MEAN", "1", "FLIGHTREC_ALLOC_RING", "16777216"}},
+		{"untracked", {"FLIGHTREC_ALLOC_MEAN", "1", "FLIGHTREC_ALLOC_RING", "67108864"}},
 		{"off", {"FLIGHTREC_ALLOC", "off"}},
 	};
 	char self[4096];
