@@ -718,6 +718,7 @@ int fr_ingest_loop(struct fr_ingest *g)
 		}
 		fr_sources_drain(g->sources);
 		fr_applabels_poll(g->applabels, g->sources->clock_offset);
+		fr_allocs_set_mean(g->allocs, fr_sources_alloc_mean(g->sources));
 		fr_allocs_drain(g->allocs, g->sources->clock_offset);
 		if (g->barrier || g->stopping ||
 		    ((fr_chunk_builder_samples(g->builder) > 0 || g->open_waits > 0 ||

@@ -11,7 +11,11 @@ int64_t fr_alloc_rec_len(const void *head, uint64_t pos, uint64_t room)
 	struct fr_alloc_rec_abi h;
 
 	memcpy(&h, head, sizeof(h));
-	if (h.pos != pos)
+	/* Another position: an earlier lap's record, or one being written.
+	 * A zero length too: the first record of a new ring (position 0,
+	 * where the memfd's zeros already read as its pos) before its
+	 * writer filled it. */
+	if (h.pos != pos || h.len == 0)
 		return 0;
 	if (h.len < sizeof(h) || h.len % 8 || h.len > room)
 		return -EBADMSG;

@@ -38,7 +38,8 @@ struct fr_alloc_rec {
 
 /* The length of the record whose header (its first 16 bytes, `head`) is
  * at ring position `pos`, `room` bytes before the end of the data: 0 when
- * the record is not complete yet (its pos is another), the length to copy
+ * the record is not complete yet (its pos is another, or its length 0),
+ * the length to copy
  * (a multiple of 8, at least the header, within room, and within
  * FR_ALLOC_REC_MAX but for a PAD record), or -EBADMSG. */
 int64_t fr_alloc_rec_len(const void *head, uint64_t pos, uint64_t room);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,12 +23,25 @@
 /* Work per ring and drain; the rest waits for the next drain. */
 #define DRAIN_RECORDS_MAX 4096u
 #define DRAIN_BYTES_MAX (4u << 20)
+/* The ingest thread's time for the rings, in all, a second: a process
+ * that writes records as fast as it can (each unwound) holds it up no
+ * longer; the rest waits in its ring (which then drops). */
+#define DRAIN_NS_PER_S (100 * 1000000ll)
+/* A ring read a last time (its process ended) gets this long. */
+#define LAST_DRAIN_NS (10 * 1000000ll)
 /* A record not complete for this long is skipped, with all up to head. */
 #define STUCK_NS FR_NS_PER_S
 /* The live table's bounds (docs/architecture.md "Allocation samples"). */
 #define LIVE_PER_PROC 65536u
 #define LIVE_TOTAL (1u << 20)
 #define LIVE_BYTES (192ull << 20)
+/* A record's time is believed from this long before the drain (a
+ * recorder held up that long reads old records) to a little after (the
+ * process's clock read after the drain's). */
+#define TIME_PAST_NS (60 * FR_NS_PER_S)
+#define TIME_AHEAD_NS (10 * 1000000ll)
+/* Refusals said in the log a minute, at most. */
+#define REFUSALS_LOGGED 16
 /* A library's loss counters are believed up to this much a ring. */
 #define LIB_COUNT_MAX (1ull << 48)
 
@@ -66,6 +80,13 @@ struct fr_allocs {
 	uint32_t procs;
 	uint64_t refused, samples, frees_matched, frees_unmatched, live_blocks, evicted;
 	uint64_t lib_dropped_gone, lib_dropped, skipped_bytes, bad_records, live_bytes;
+	/* The drains' time budget: the second it counts (monotonic ns),
+	 * what is left of it, the end of the current drain's; the ring the
+	 * drain starts with. */
+	int64_t second, budget_left, budget_end;
+	uint32_t first;
+	int64_t refusals_since; /* monotonic ns the minute began */
+	uint32_t refusals_logged;
 	pthread_mutex_t lock;
 	char last_refusal[160];
 };
@@ -230,6 +251,14 @@ static void on_free(struct fr_allocs *a, const struct ring *r, const struct fr_a
 
 /* ---- the drain ---- */
 
+/* Whether a record's time (monotonic ns) can be its moment: within the
+ * last TIME_PAST_NS of the drain at `now`. Another would put the
+ * process's samples, and the chunks holding them, anywhere in time. */
+static bool time_believed(int64_t t, int64_t now)
+{
+	return t >= now - TIME_PAST_NS && t <= now + TIME_AHEAD_NS;
+}
+
 /* Called with the ring stopped at an incomplete record: skips it (and
  * everything up to head) when it stayed so for STUCK_NS. */
 static void stuck(struct fr_allocs *a, struct ring *r, uint64_t head, int64_t now)
@@ -264,13 +293,18 @@ static void bad(struct fr_allocs *a, struct ring *r, uint64_t to)
 	r->tail = to;
 }
 
-static void drain_ring(struct fr_allocs *a, struct ring *r, int64_t clock_offset, int64_t now)
+static void drain_ring(struct fr_allocs *a, struct ring *r, int64_t clock_offset)
 {
 	uint64_t head = __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE), done = 0;
+	/* After head: every record up to it was stamped before now. */
+	int64_t now = fr_now_mono_ns();
 	struct fr_alloc_rec rec;
 
 	for (unsigned n = 0; n < DRAIN_RECORDS_MAX && done < DRAIN_BYTES_MAX && r->tail != head;
 	     n++) {
+		/* The second's time is up: the rest at a later drain. */
+		if (n % 16 == 15 && fr_now_mono_ns() > a->budget_end)
+			break;
 		uint64_t off = r->tail & (r->data_size - 1), room = r->data_size - off;
 		const uint8_t *at = r->data + off;
 		uint64_t pos = __atomic_load_n((const uint64_t *)at, __ATOMIC_ACQUIRE);
@@ -301,8 +335,11 @@ static void drain_ring(struct fr_allocs *a, struct ring *r, int64_t clock_offset
 		/* Out of the shared mapping first: the process may change it
 		 * while it is checked. */
 		memcpy(a->rec, at, (size_t)len);
-		if (fr_alloc_rec_parse(a->rec, (size_t)len, r->tail, &rec) < 0)
+		if (fr_alloc_rec_parse(a->rec, (size_t)len, r->tail, &rec) < 0 ||
+		    (rec.kind != FR_ALLOC_REC_PAD && !time_believed(rec.time_ns, now)))
 			add(&a->bad_records, 1);
+		else if (!a->mean)
+			; /* nobody records alloc: read, so the ring has room */
 		else if (rec.kind == FR_ALLOC_REC_ALLOC)
 			on_alloc(a, r, &rec, clock_offset);
 		else if (rec.kind == FR_ALLOC_REC_FREE)
@@ -311,9 +348,11 @@ static void drain_ring(struct fr_allocs *a, struct ring *r, int64_t clock_offset
 		done += (uint64_t)len;
 	}
 	__atomic_store_n(&r->hdr->tail, r->tail, __ATOMIC_RELEASE);
-	__atomic_store_n(&r->hdr->mean_wanted, a->mean, __ATOMIC_RELAXED);
+	/* Nobody records alloc: the coarsest mean, so that the library
+	 * costs next to nothing. */
+	__atomic_store_n(&r->hdr->mean_wanted, a->mean ? a->mean : FR_ALLOC_MEAN_MAX,
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&r->hdr->stack_copy_wanted, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->hdr->reader_pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
 }
 
 static uint64_t lib_losses(const struct ring *r)
@@ -345,12 +384,23 @@ static void update_counts(struct fr_allocs *a)
 
 void fr_allocs_drain(struct fr_allocs *a, int64_t clock_offset)
 {
-	int64_t now = fr_now_mono_ns();
+	int64_t now = fr_now_mono_ns(), t0 = now;
 
 	if (!a || !a->nrings)
 		return;
-	for (uint32_t i = 0; i < a->nrings; i++)
-		drain_ring(a, &a->rings[i], clock_offset, now);
+	if (now - a->second >= FR_NS_PER_S) {
+		a->second = now;
+		a->budget_left = DRAIN_NS_PER_S;
+	}
+	if (a->budget_left <= 0)
+		return;
+	a->budget_end = now + a->budget_left;
+	/* From another ring each time: one that takes the budget does not
+	 * starve those after it. */
+	a->first = a->first + 1 < a->nrings ? a->first + 1 : 0;
+	for (uint32_t i = 0; i < a->nrings && fr_now_mono_ns() <= a->budget_end; i++)
+		drain_ring(a, &a->rings[(a->first + i) % a->nrings], clock_offset);
+	a->budget_left -= fr_now_mono_ns() - t0;
 	update_counts(a);
 }
 
@@ -369,9 +419,32 @@ int fr_allocs_mapped(const struct fr_allocs *a, uint32_t pid)
 	return a && ring_of((struct fr_allocs *)a, pid) != NULL;
 }
 
+/* A ring has one reader: the recorder whose pid is in reader_pid, taken
+ * from 0 or from a recorder that is gone (killed: its successor takes
+ * over), given back when it drops the ring. A second recorder on the
+ * machine (tests run several) leaves the ring to the first. Returns 0
+ * or -EBUSY. */
+static int claim(struct fr_alloc_header_abi *h)
+{
+	uint32_t me = (uint32_t)getpid(), cur = __atomic_load_n(&h->reader_pid, __ATOMIC_ACQUIRE);
+
+	if (cur == me)
+		return 0;
+	if (cur && (kill((pid_t)cur, 0) == 0 || errno == EPERM))
+		return -EBUSY;
+	return __atomic_compare_exchange_n(&h->reader_pid, &cur, me, false, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE)
+		       ? 0
+		       : -EBUSY;
+}
+
 /* Drops ring r (its live blocks stay: the caller frees them). */
 static void ring_drop(struct fr_allocs *a, struct ring *r)
 {
+	uint32_t me = (uint32_t)getpid();
+
+	__atomic_compare_exchange_n(&r->hdr->reader_pid, &me, 0, false, __ATOMIC_RELEASE,
+				    __ATOMIC_RELAXED);
 	a->lib_dropped_gone += lib_losses(r);
 	munmap(r->map, r->map_len);
 	close(r->pidfd);
@@ -386,8 +459,13 @@ static void ring_end(struct fr_allocs *a, int64_t clock_offset, uint32_t pid, in
 	struct ring *r = ring_of(a, pid);
 
 	if (r) {
-		drain_ring(a, r, clock_offset, fr_now_mono_ns());
+		/* What it wrote last, within a bound of its own. */
+		a->budget_end = fr_now_mono_ns() + LAST_DRAIN_NS;
+		drain_ring(a, r, clock_offset);
 		ring_drop(a, r);
+		fr_log_info("allocation samples of pid %u: its ring is dropped (the process "
+			    "ended or ran another program)",
+			    pid);
 	}
 	a->free_tid = 0;
 	a->free_time = time_ns;
@@ -424,6 +502,10 @@ int fr_allocs_adopt(struct fr_allocs *a, struct fr_alloc_found *f)
 		fr_allocs_found_release(f);
 		return -ENOSPC;
 	}
+	if (claim(f->map) < 0) {
+		fr_allocs_found_release(f);
+		return -EBUSY;
+	}
 	r = &a->rings[a->nrings++];
 	*r = (struct ring){
 		.pid = f->pid,
@@ -454,9 +536,17 @@ int fr_allocs_adopt(struct fr_allocs *a, struct fr_alloc_found *f)
 
 void fr_allocs_refused(struct fr_allocs *a, uint32_t pid, const char *why)
 {
+	int64_t now = fr_now_mono_ns();
+
 	add(&a->refused, 1);
-	fr_log_ratelimited(FR_LOG_WARN, 10 * FR_NS_PER_S,
-			   "allocation samples of pid %u not read: %s", pid, why);
+	/* Each process said once, but at most REFUSALS_LOGGED a minute: a
+	 * user forking liars does not flood the log. */
+	if (now - a->refusals_since > 60 * FR_NS_PER_S) {
+		a->refusals_since = now;
+		a->refusals_logged = 0;
+	}
+	if (a->refusals_logged++ < REFUSALS_LOGGED)
+		fr_log_warn("allocation samples of pid %u not read: %s", pid, why);
 	pthread_mutex_lock(&a->lock);
 	snprintf(a->last_refusal, sizeof(a->last_refusal), "pid %u: %s", pid, why);
 	pthread_mutex_unlock(&a->lock);
@@ -464,8 +554,20 @@ void fr_allocs_refused(struct fr_allocs *a, uint32_t pid, const char *why)
 
 void fr_allocs_set_mean(struct fr_allocs *a, uint64_t mean)
 {
+	struct fr_alloc_live_limits lim = {LIVE_PER_PROC, LIVE_TOTAL, LIVE_BYTES};
+	struct fr_alloc_live *fresh;
+
+	if (!a)
+		return;
 	if (mean > FR_ALLOC_MEAN_MAX)
 		mean = FR_ALLOC_MEAN_MAX;
+	/* alloc no longer recorded: the blocks known are forgotten (their
+	 * frees would not be seen). */
+	if (!mean && a->mean && (fresh = fr_alloc_live_new(&lim))) {
+		fr_alloc_live_free(a->live);
+		a->live = fresh;
+		update_counts(a);
+	}
 	__atomic_store_n(&a->mean, mean, __ATOMIC_RELAXED);
 }
 

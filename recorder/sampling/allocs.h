@@ -64,7 +64,9 @@ void fr_allocs_free(struct fr_allocs *a);
 /* Takes the ring of *f (owned from now on, also on failure). Returns 0;
  * -EAGAIN when another process's mapped ring has its ring_id (a child
  * just forked: look again); -ENOSPC beyond FR_ALLOCS_RINGS_MAX or
- * FR_ALLOCS_MAPPED_MAX (refused, counted). A ring already mapped for the
+ * FR_ALLOCS_MAPPED_MAX; -EBUSY when another live recorder reads it (its
+ * pid in the header's reader_pid, which this one takes when it is 0 or
+ * the pid of one gone, and gives back when it drops the ring). A ring already mapped for the
  * pid (an exec missed) is ended first. */
 int fr_allocs_adopt(struct fr_allocs *a, struct fr_alloc_found *f);
 
@@ -75,8 +77,10 @@ void fr_allocs_refused(struct fr_allocs *a, uint32_t pid, const char *why);
 /* Whether `pid` has a ring mapped. */
 int fr_allocs_mapped(const struct fr_allocs *a, uint32_t pid);
 
-/* The sampling mean every ring is asked for (bytes; 0: the library's own
- * choice). */
+/* The sampling mean every ring is asked for (bytes). 0: nobody records
+ * alloc: the rings are still read (and their records dropped) so that
+ * they never fill, asked for the coarsest mean (FR_ALLOC_MEAN_MAX), and
+ * the live blocks are forgotten. Ingest thread. */
 void fr_allocs_set_mean(struct fr_allocs *a, uint64_t mean);
 
 /* Reads every ring (bounded work each) into samples; `clock_offset`

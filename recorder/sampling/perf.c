@@ -108,7 +108,10 @@ static int event_attr(uint32_t event, uint32_t *type, uint64_t *config)
 		*config = raw.config;
 		return 0;
 	}
-	if (event >= FR_EVENT_COUNT || event == FR_EVENT_OFFCPU || event == FR_EVENT_RAW)
+	/* Memory events (alloc, heap, oom, rss, memory-pressure) have no
+	 * perf event: their map entries are empty. */
+	if (event >= FR_EVENT_COUNT || event == FR_EVENT_OFFCPU || event == FR_EVENT_RAW ||
+	    fr_event_is_memory(event))
 		return -ENOENT;
 	*type = map[event].type;
 	*config = map[event].config;

@@ -263,8 +263,9 @@ static bool apply_alloc(struct fr_applabels *al, struct al_proc *p, struct fr_al
 		return false;
 	if (ret == 0) {
 		ret = fr_allocs_adopt(al->allocs, &j->alloc);
-		j->alloc_why = ret == -ENOSPC ? "too many rings mapped"
-					      : "its ring is another process's";
+		j->alloc_why = ret == -ENOSPC  ? "too many rings mapped"
+			       : ret == -EBUSY ? "its ring is read by another recorder"
+					       : "its ring is another process's";
 	}
 	if (ret == -EAGAIN && again)
 		return true;

@@ -91,6 +91,8 @@ static void lengths(void)
 	struct fr_alloc_rec_abi h = {.pos = 8, .kind = FR_ALLOC_REC_ALLOC, .len = 64};
 
 	CHECK(fr_alloc_rec_len(&h, 16, 4096) == 0, "another position: not complete");
+	h.len = 0;
+	CHECK(fr_alloc_rec_len(&h, 8, 4096) == 0, "length 0: not written yet");
 	h.len = 60;
 	CHECK(fr_alloc_rec_len(&h, 8, 4096) == -EBADMSG, "not a multiple of 8");
 	h.len = 8;
