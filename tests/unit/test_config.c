@@ -63,7 +63,8 @@ static void test_default(void)
 	      (long long)cfg.sessions[0].events[1].min_wait_ns);
 	/* And allocation samples of processes with libflightrec, at 512 KiB. */
 	CHECK(cfg.sessions[0].events[2].event == FR_EVENT_ALLOC &&
-		      cfg.sessions[0].events[2].mean == 512 << 10 && cfg.sessions[0].events[2].hz == 0,
+		      cfg.sessions[0].events[2].mean == 512 << 10 &&
+		      cfg.sessions[0].events[2].hz == 0,
 	      "default alloc: event %u mean %llu", cfg.sessions[0].events[2].event,
 	      (unsigned long long)cfg.sessions[0].events[2].mean);
 	CHECK(fr_config_max_hz(&cfg, FR_EVENT_CPU) == 99, "max hz cpu");
