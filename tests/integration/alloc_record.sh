@@ -6,7 +6,8 @@
 # leaf (the library's own frames dropped), its frees are matched and its
 # blocks still live at the exit are freed then; the default session asks
 # for the 512 KiB mean; the ring file alone gives the same samples after
-# the recorder stopped. FR_ALLOC_LIB names another libflightrec.so.
+# the recorder stopped; the thread's labels are the samples'.
+# FR_ALLOC_LIB names another libflightrec.so.
 . "$(dirname "$0")/lib.sh"
 
 LIB=${FR_ALLOC_LIB:-$BUILD/lib/libflightrec.so}
@@ -69,6 +70,12 @@ bad = [k for k in leaves if 'fr_alloc' in k or 'libflightrec' in k]
 sys.exit(0 if total and sites >= 0.9 * total and not bad and 'site_kept' in leaves
          and 'site_small' in leaves and 'site_big' in leaves else 1)
 PY
+
+# The labels the thread had at each allocation.
+"$FLIGHTREC" attach --window 60s --pid "$PID" --event alloc --label site=loop --format folded \
+	-o "$T/label.folded" 2>"$T/attach.err" || fail "attach --label: $(cat "$T/attach.err")"
+cmp -s <(grep -v '^#' "$T/alloc.folded" | sort) <(grep -v '^#' "$T/label.folded" | sort) ||
+	fail "the samples with label site=loop are not all of them"
 
 # The same from the ring file alone, the recorder stopped.
 stop_daemon

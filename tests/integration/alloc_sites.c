@@ -1,8 +1,11 @@
 /* Allocates from three sites for alloc_record.sh, run under
  * LD_PRELOAD=libflightrec.so: 64-byte and 64 KiB blocks allocated and
- * freed at once, and 4 KiB blocks kept (never freed) until it exits.
+ * freed at once, and 4 KiB blocks kept (never freed) until it exits; the
+ * thread labelled site=loop through the preloaded library's
+ * fr_labels_set (looked up, not linked).
  * Usage: alloc_sites SECONDS; prints "ready" when it starts allocating.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +34,12 @@ __attribute__((noinline)) static void *site_kept(void)
 int main(int argc, char **argv)
 {
 	time_t end = time(NULL) + (argc > 1 ? atoi(argv[1]) : 5);
+	int (*set)(const char *, const char *) =
+		(int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "fr_labels_set");
 	unsigned n = 0;
+
+	if (set)
+		set("site", "loop");
 
 	printf("ready\n");
 	fflush(stdout);
