@@ -243,14 +243,15 @@ static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int
 {
 	struct fr_ingest *g = arg;
 
-	fr_tracker_comm_at(g->tracker, pid, tid, comm, exec, time_ns);
-	/* A new program: its labels (and where they are) are its own, and
-	 * the old image's heap is gone. */
-	if (exec) {
+	/* The old image's heap is gone: its ring read a last time while
+	 * its mappings are still known (for the stacks). */
+	if (exec)
 		fr_allocs_gone(g->allocs, g->sources->clock_offset, pid,
 			       time_ns ? time_ns : fr_now_real_ns());
+	fr_tracker_comm_at(g->tracker, pid, tid, comm, exec, time_ns);
+	/* A new program: its labels (and where they are) are its own. */
+	if (exec)
 		fr_applabels_exec(g->applabels, pid);
-	}
 }
 
 /* A new executable mapping (an exec, a dlopen) has its table asked for

@@ -85,6 +85,7 @@ struct fr_allocs {
 	 * drain starts with. */
 	int64_t second, budget_left, budget_end;
 	uint32_t first;
+	bool busy;		/* a ring was an eighth full at the last drain */
 	int64_t refusals_since; /* monotonic ns the minute began */
 	uint32_t refusals_logged;
 	pthread_mutex_t lock;
@@ -300,16 +301,20 @@ static void drain_ring(struct fr_allocs *a, struct ring *r, int64_t clock_offset
 	int64_t now = fr_now_mono_ns();
 	struct fr_alloc_rec rec;
 
+	/* A ring an eighth full between two drains: drained sooner. */
+	if (head - r->tail > r->data_size / 8 && head - r->tail <= r->data_size)
+		a->busy = true;
+
 	for (unsigned n = 0; n < DRAIN_RECORDS_MAX && done < DRAIN_BYTES_MAX && r->tail != head;
 	     n++) {
-		/* The second's time is up: the rest at a later drain. */
-		if (n % 16 == 15 && fr_now_mono_ns() > a->budget_end)
-			break;
 		uint64_t off = r->tail & (r->data_size - 1), room = r->data_size - off;
 		const uint8_t *at = r->data + off;
 		uint64_t pos = __atomic_load_n((const uint64_t *)at, __ATOMIC_ACQUIRE);
 		int64_t len;
 
+		/* The second's time is up: the rest at a later drain. */
+		if (n % 16 == 15 && fr_now_mono_ns() > a->budget_end)
+			break;
 		/* head behind tail: the process moved it back; nothing to
 		 * read until it is ahead again. */
 		if ((int64_t)(head - r->tail) < 0)
@@ -398,6 +403,7 @@ void fr_allocs_drain(struct fr_allocs *a, int64_t clock_offset)
 	/* From another ring each time: one that takes the budget does not
 	 * starve those after it. */
 	a->first = a->first + 1 < a->nrings ? a->first + 1 : 0;
+	a->busy = false;
 	for (uint32_t i = 0; i < a->nrings && fr_now_mono_ns() <= a->budget_end; i++)
 		drain_ring(a, &a->rings[(a->first + i) % a->nrings], clock_offset);
 	a->budget_left -= fr_now_mono_ns() - t0;
@@ -607,7 +613,9 @@ void fr_allocs_exited(struct fr_allocs *a, uint32_t pid, int64_t time_ns)
 
 int fr_allocs_timeout_ms(const struct fr_allocs *a)
 {
-	return a && a->nrings ? FR_ALLOCS_DRAIN_MS : -1;
+	if (!a || !a->nrings)
+		return -1;
+	return a->busy && a->budget_left > 0 ? FR_ALLOCS_BUSY_MS : FR_ALLOCS_DRAIN_MS;
 }
 
 void fr_allocs_stats(struct fr_allocs *a, struct fr_allocs_stats *out)

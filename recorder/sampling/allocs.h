@@ -25,8 +25,11 @@
 /* Rings mapped at most, and their bytes. */
 #define FR_ALLOCS_RINGS_MAX 256u
 #define FR_ALLOCS_MAPPED_MAX (256ull << 20)
-/* While a ring is mapped, it is drained at least this often. */
+/* While a ring is mapped, it is drained at least this often; this often
+ * while one filled an eighth between two drains (a busy allocator's 2 MiB
+ * ring takes 8 KiB samples by the thousand a second). */
 #define FR_ALLOCS_DRAIN_MS 100
+#define FR_ALLOCS_BUSY_MS 10
 
 struct fr_allocs;
 
