@@ -267,6 +267,22 @@ static bool full(const struct fr_alloc_live *l, const struct lproc *p, uint16_t 
 		       l->lim.bytes;
 }
 
+/* Whose oldest block makes room for one of p: p's at its own bound,
+ * else the process holding the most (one that fills the table gives up
+ * its own blocks, not another's). */
+static struct lproc *victim(struct fr_alloc_live *l, struct lproc *p)
+{
+	struct lproc *big = p;
+
+	if (p->n >= l->lim.per_proc)
+		return p;
+	for (uint32_t i = 0; i < PROC_BUCKETS; i++)
+		for (struct lproc *q = l->procs[i]; q; q = q->hnext)
+			if (q->n > big->n)
+				big = q;
+	return big;
+}
+
 int fr_alloc_live_add(struct fr_alloc_live *l, const struct fr_alloc_block *in)
 {
 	struct lproc *p = proc_get(l, in->pid, true);
@@ -279,11 +295,15 @@ int fr_alloc_live_add(struct fr_alloc_live *l, const struct fr_alloc_block *in)
 	if (*slot)
 		blk_remove(l, p, slot);
 	while (full(l, p, in->nframes)) {
-		if (!evict_oldest(l, p)) {
+		struct lproc *v = victim(l, p);
+
+		if (!evict_oldest(l, v)) {
 			l->evicted++;
 			proc_put(l, p);
 			return -ENOSPC;
 		}
+		if (v != p)
+			proc_put(l, v);
 		evicted = 1;
 	}
 	b = calloc(1, sizeof(*b));

@@ -3,8 +3,10 @@
  * with its size, mean, thread, time and allocation stack (stacks interned
  * and shared by their blocks, counted by reference). Bounded: at most
  * `per_proc` blocks a process, `total` in all and `bytes` of memory; a
- * block that finds the table full takes the place of its process's
- * oldest (evicted, counted), or is not kept when its process has none.
+ * block that finds its process at its bound takes the place of the
+ * process's oldest, one that finds the table full the place of the
+ * oldest of the process holding the most blocks (evicted, counted), so
+ * a process that fills the table gives up its own.
  * No process state, no I/O: built alone by its unit test. Not
  * thread-safe (the ingest thread's).
  */
@@ -37,9 +39,9 @@ struct fr_alloc_live *fr_alloc_live_new(const struct fr_alloc_live_limits *lim);
 void fr_alloc_live_free(struct fr_alloc_live *l);
 
 /* Adds *b (a block at the same address of the same process, whose free
- * was never seen, is replaced). Returns 0; 1 when an older block of the
- * process was evicted for room; -ENOSPC when it was not kept (counted as
- * evicted as well); -ENOMEM. */
+ * was never seen, is replaced). Returns 0; 1 when an older block was
+ * evicted for room; -ENOSPC when it was not kept (counted as evicted as
+ * well: a block too large for the byte bound alone); -ENOMEM. */
 int fr_alloc_live_add(struct fr_alloc_live *l, const struct fr_alloc_block *b);
 
 /* Removes the block at `addr` of `pid`, calling fn with it first.

@@ -232,9 +232,9 @@ static void on_alloc(struct fr_allocs *a, const struct ring *r, const struct fr_
 	ret = fr_alloc_live_add(a->live, &b);
 	if (ret == 1 || ret == -ENOSPC)
 		fr_log_ratelimited(FR_LOG_WARN, 60 * FR_NS_PER_S,
-				   "allocation samples: the live blocks' table is full; the "
-				   "oldest sampled blocks of pid %u are forgotten (heap profiles "
-				   "leave them out)",
+				   "allocation samples: the live blocks' table is full (pid %u "
+				   "came to it); the oldest sampled blocks of the process with "
+				   "the most are forgotten (heap profiles leave them out)",
 				   r->pid);
 }
 

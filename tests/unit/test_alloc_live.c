@@ -112,15 +112,24 @@ static void bounds(void)
 	      (unsigned long long)s.addrs[0]);
 	fr_alloc_live_add(l, &(struct fr_alloc_block){7, 8, 1, 2, 4096, 0, 4, site[1]});
 	fr_alloc_live_add(l, &(struct fr_alloc_block){7, 8, 2, 4, 4096, 0, 4, site[1]});
-	/* Six in all: pid 9 has none to give up. */
+	/* Six in all: pid 9's first block takes the place of the oldest of
+	 * pid 1, which holds the most. */
 	ret = fr_alloc_live_add(l, &(struct fr_alloc_block){9, 10, 1, 2, 4096, 0, 4, site[1]});
-	CHECK(ret == -ENOSPC, "a full table keeps no block of a process without any (%d)", ret);
+	CHECK(ret == 1, "a full table: the largest process gives up its oldest (%d)", ret);
+	CHECK(fr_alloc_live_take(l, 1, 2, NULL, NULL) == -ENOENT, "pid 1's oldest went");
 	ret = fr_alloc_live_add(l, &(struct fr_alloc_block){7, 8, 3, 6, 4096, 0, 4, site[1]});
-	CHECK(ret == 1, "in all: the process's own oldest evicted (%d)", ret);
+	CHECK(ret == 1 && fr_alloc_live_take(l, 1, 3, NULL, NULL) == -ENOENT,
+	      "pid 1 (3 blocks) gives up its oldest again (%d)", ret);
+	/* Now pid 7 holds the most (3): its own oldest goes. */
+	ret = fr_alloc_live_add(l, &(struct fr_alloc_block){7, 8, 4, 8, 4096, 0, 4, site[1]});
+	CHECK(ret == 1 && fr_alloc_live_take(l, 7, 1, NULL, NULL) == -ENOENT,
+	      "pid 7 gives up its own oldest (%d)", ret);
 	fr_alloc_live_counts(l, &c);
-	CHECK(c.blocks == 6 && c.evicted == 3, "6 blocks, 3 evicted: %llu %llu",
+	CHECK(c.blocks == 6 && c.evicted == 4, "6 blocks, 4 evicted: %llu %llu",
 	      (unsigned long long)c.blocks, (unsigned long long)c.evicted);
-	CHECK(fr_alloc_live_take(l, 7, 1, NULL, NULL) == -ENOENT, "pid 7's oldest went");
+	CHECK(fr_alloc_live_take(l, 9, 1, NULL, NULL) == 0 &&
+		      fr_alloc_live_take(l, 1, 4, NULL, NULL) == 0,
+	      "the smaller processes kept theirs");
 	fr_alloc_live_free(l);
 
 	/* Bytes: a block costs more than 64 bytes; a budget of about 10. */
