@@ -130,6 +130,8 @@ enum fr_trigger_kind {
 				* CPU x number of CPUs, for `for_ns` */
 	FR_TRIGGER_EXIT,       /* a target process exits with a non-zero status
 				* or dies of a signal */
+	FR_TRIGGER_OOM,	       /* the OOM killer killed a process of the session's
+				* targets (any process when it has none) */
 };
 
 struct fr_config_trigger {

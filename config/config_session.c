@@ -228,6 +228,12 @@ static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 	if (id < 0)
 		return config_fail(c, sub, "unknown event %s (accepted: %s)",
 				   config_describe(name, got, sizeof(got)), names);
+	if (id >= FR_EVENT_OOM && id <= FR_EVENT_MEM_PRESSURE)
+		return config_fail(c, sub,
+				   "%s is recorded always, not by a session: see it with "
+				   "`flightrec timeline --event %s`; a session dumps at OOM kills "
+				   "with the trigger {\"on\": \"oom\"}",
+				   name->valuestring, name->valuestring);
 	for (uint32_t i = 0; i < sess->nevents; i++)
 		if (sess->events[i].event == (uint32_t)id)
 			return config_fail(c, sub, "\"%s\" is already listed in this session",

@@ -36,6 +36,15 @@ static const struct fr_ipc_mdesc tail_m[] = {
 };
 #undef T
 
+#define T struct fr_ipc_sidecar_victim
+static const struct fr_ipc_mdesc victim_m[] = {
+	MD(T, "pid", pid, FR_IPC_M_I64, FR_IPC_ALWAYS),
+	MD(T, "comm", comm, FR_IPC_M_STR, FR_IPC_ALWAYS),
+	MD(T, "cgroup", cgroup, FR_IPC_M_STR, FR_IPC_ALWAYS),
+	MD(T, "rss", rss, FR_IPC_M_U64, FR_IPC_ALWAYS),
+};
+#undef T
+
 #define T struct fr_ipc_sidecar_event
 static const struct fr_ipc_mdesc event_m[] = {
 	MD(T, "event", event, FR_IPC_M_STR, FR_IPC_ALWAYS),
@@ -51,6 +60,11 @@ char *fr_ipc_sidecar_text(const struct fr_ipc_sidecar *s)
 	char *text = NULL;
 	int ret = o ? fr_ipc_members_add(o, head_m, N(head_m), s) : -ENOMEM;
 
+	if (ret == 0 && s->has_victim) {
+		cJSON *v = cJSON_AddObjectToObject(o, "victim");
+
+		ret = v ? fr_ipc_members_add(v, victim_m, N(victim_m), &s->victim) : -ENOMEM;
+	}
 	events = ret == 0 ? cJSON_AddArrayToObject(o, "events") : NULL;
 	for (uint32_t i = 0; events && ret == 0 && i < s->nevents && i < FR_LIMIT_EVENTS; i++) {
 		cJSON *ev = cJSON_CreateObject();
@@ -71,12 +85,21 @@ char *fr_ipc_sidecar_text(const struct fr_ipc_sidecar *s)
 int fr_ipc_sidecar_decode(const cJSON *obj, struct fr_ipc_sidecar *out, char *err, size_t errlen)
 {
 	const char *what = "dump sidecar";
-	const cJSON *events = fr_ipc_member(obj, "events"), *it;
+	const cJSON *events = fr_ipc_member(obj, "events"), *victim = fr_ipc_member(obj, "victim"),
+		    *it;
 
 	memset(out, 0, sizeof(*out));
 	if (fr_ipc_members_get(obj, what, head_m, N(head_m), out, err, errlen) < 0 ||
 	    fr_ipc_members_get(obj, what, tail_m, N(tail_m), out, err, errlen) < 0)
 		return -EINVAL;
+	if (victim) {
+		if (!cJSON_IsObject(victim))
+			return fr_ipc_fail(err, errlen, "%s: \"victim\" must be an object", what);
+		if (fr_ipc_members_get(victim, what, victim_m, N(victim_m), &out->victim, err,
+				       errlen) < 0)
+			return -EINVAL;
+		out->has_victim = 1;
+	}
 	if (events && !cJSON_IsArray(events))
 		return fr_ipc_fail(err, errlen, "%s: \"events\" must be an array of objects", what);
 	cJSON_ArrayForEach(it, events) {

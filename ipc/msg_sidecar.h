@@ -6,6 +6,8 @@
  *   {"session": "db", "trigger": "cpu_above", "reason": "...",
  *    "fired_ns": N, "t0_ns": N, "t1_ns": N, "window_ns": N, "after_ns": N,
  *    "pid": N (when not 0), "profile": "FILE.pb.gz",
+ *    "victim": {"pid": N, "comm": "hog", "cgroup": "/x", "rss": N}
+ *              (an oom trigger's: the process killed, its RSS in bytes),
  *    "events": [{"event": "cpu", "hz": 99, "samples": N, "lost": N}],
  *    "samples": N, "bytes": N, "version": "0.1.0"}
  */
@@ -19,6 +21,14 @@
 #include "core/util/limits.h"
 
 struct cJSON;
+
+/* "victim": the process an oom trigger's kill took. */
+struct fr_ipc_sidecar_victim {
+	int64_t pid;			  /* "pid" */
+	char comm[FR_LIMIT_COMM_LEN];	  /* "comm" */
+	char cgroup[FR_LIMIT_CGROUP_LEN]; /* "cgroup": "" when not known */
+	uint64_t rss;			  /* "rss": bytes at the kill */
+};
 
 /* One element of "events". */
 struct fr_ipc_sidecar_event {
@@ -41,7 +51,9 @@ struct fr_ipc_sidecar {
 	char profile[256];     /* "profile": the profile's file name */
 	char goroutines[256];  /* "goroutines": the goroutines' file name, when kept */
 	uint64_t go_processes; /* "go_processes": the Go programs in it */
-	uint32_t nevents;      /* "events" */
+	int has_victim;	       /* "victim", when set */
+	struct fr_ipc_sidecar_victim victim;
+	uint32_t nevents; /* "events" */
 	struct fr_ipc_sidecar_event events[FR_LIMIT_EVENTS];
 	uint64_t samples; /* "samples" */
 	uint64_t bytes;	  /* "bytes": of the profile */

@@ -500,6 +500,7 @@ static void daemon_free(struct daemon *d)
 {
 	daemon_memory_stop(d);
 	fr_ipc_server_close(d->server);
+	fr_ingest_memory_stop(&d->ingest);
 	fr_sources_fini(&d->sources);
 	fr_ingest_fini(&d->ingest);
 	fr_chunk_builder_free(d->ingest.builder);
@@ -561,6 +562,7 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		fr_log_err("cannot enable the side band: %s", strerror(-ret));
 		goto out_writer;
 	}
+	fr_ingest_memory_start(&d->ingest);
 	daemon_start_export(d);
 	print_banner(d);
 

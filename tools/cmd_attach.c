@@ -402,7 +402,7 @@ static int check_args(int argc, char **argv, struct fr_query_args *q, const char
 	/* A new cursor with no window starts at the oldest sample. */
 	if (cursor && !follow_mode && !q->window_s && !q->from_s)
 		q->from_s = "0";
-	if (fr_query_finish("flightrec attach", q))
+	if (fr_query_finish("flightrec attach", q) || fr_query_refuse_series("flightrec attach", q))
 		return EXIT_USAGE;
 	if (count_s && !follow_mode) {
 		fprintf(stderr, "%s attach: --count goes with --follow\n", prog);

@@ -356,7 +356,8 @@ static int dump_check(struct dump_args *a)
 			prog);
 		return EXIT_USAGE;
 	}
-	if (!a->info && fr_query_finish("flightrec dump", q))
+	if (!a->info &&
+	    (fr_query_finish("flightrec dump", q) || fr_query_refuse_series("flightrec dump", q)))
 		return EXIT_USAGE;
 	return 0;
 }

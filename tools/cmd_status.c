@@ -57,6 +57,17 @@ static const char *owners_text(const struct fr_ipc_owners *ow, char *buf, size_t
 /* The symbol cache: files, bytes of its budget by owner (and where, for
  * root): "symbols:  12 files, 31.2MiB of 1GiB (root 1.2MiB, uid 1001
  * 30.0MiB) cached in DIR". */
+/* When a memory event the recorder samples by itself is taken, or NULL
+ * for the events sessions and clients ask for. */
+static const char *memory_when(const char *event)
+{
+	if (strcmp(event, "oom") == 0)
+		return "every OOM kill";
+	if (strcmp(event, "rss") == 0 || strcmp(event, "memory-pressure") == 0)
+		return "once a second";
+	return NULL;
+}
+
 static void print_symbol_cache(const struct fr_ipc_status_reply *r)
 {
 	const struct fr_ipc_status_symcache *sc = &r->symbol_cache;
@@ -303,6 +314,12 @@ static void print_events(const struct fr_ipc_status_reply *r)
 			printf("event:    %s not recording: %s\n", ev->event, ev->error);
 			continue;
 		}
+		if (memory_when(ev->event)) {
+			printf("event:    %s at %s, whatever sessions ask: %" PRIu64
+			       " samples, %" PRIu64 " lost\n",
+			       ev->event, memory_when(ev->event), ev->samples, ev->lost);
+			continue;
+		}
 		if (ev->every_switch)
 			printf("event:    %s at every context switch", ev->event);
 		else if (ev->period > 0)
@@ -542,6 +559,8 @@ static void print_sessions(const struct fr_ipc_sessions_reply *r)
 
 		if (strcmp(ev->state, "recording") != 0)
 			printf("recording: %s failed: %s\n", ev->event, ev->error);
+		else if (memory_when(ev->event))
+			printf("recording: %s at %s, always\n", ev->event, memory_when(ev->event));
 		else if (ev->every_switch)
 			printf("recording: %s at every context switch (config: %s)\n", ev->event,
 			       r->config);

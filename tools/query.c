@@ -380,3 +380,20 @@ void fr_query_consume_req(const struct fr_query_args *q, struct fr_ipc_consume_r
 	memcpy(r->events, q->events, sizeof(r->events));
 	memcpy(r->event_hz, q->event_hz, sizeof(r->event_hz));
 }
+
+int fr_query_refuse_series(const char *cmd, const struct fr_query_args *q)
+{
+	char name[FR_EVENT_NAME_MAX];
+
+	for (uint32_t i = 0; i < q->nevents; i++) {
+		if (q->events[i] < FR_EVENT_OOM || q->events[i] > FR_EVENT_MEM_PRESSURE)
+			continue;
+		fr_event_format(q->events[i], name, sizeof(name));
+		fprintf(stderr,
+			"%s: --event: %s is a series over time, not a profile: see `flightrec "
+			"timeline --event %s`\n",
+			cmd, name, name);
+		return EXIT_USAGE;
+	}
+	return 0;
+}

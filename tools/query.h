@@ -95,4 +95,10 @@ void fr_query_attach_req(const struct fr_query_args *q, struct fr_ipc_attach_req
  * rate. */
 void fr_query_consume_req(const struct fr_query_args *q, struct fr_ipc_consume_req *r);
 
+/* Refuses, with a message pointing to `flightrec timeline --event E`, the
+ * events that are series over time rather than profiles (oom, rss,
+ * memory-pressure): a profile of them would read like one of CPU. Returns
+ * 0 or EXIT_USAGE (after saying why). */
+int fr_query_refuse_series(const char *cmd, const struct fr_query_args *q);
+
 #endif

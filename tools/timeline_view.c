@@ -84,6 +84,12 @@ static void human_value(const char *event, const char *unit, double v, char *buf
 		snprintf(buf, len, v >= 100 ? "%.0f%s" : v >= 10 ? "%.1f%s" : "%.2f%s", v, what);
 		return;
 	}
+	if (strcmp(unit, "bytes") == 0) {
+		snprintf(buf, len, v >= 1024.0 * 1024 * 1024 ? "%.2f GiB" : "%.1f MiB",
+			 v >= 1024.0 * 1024 * 1024 ? v / (1024.0 * 1024 * 1024)
+						   : v / (1024.0 * 1024));
+		return;
+	}
 	if (v >= 1e9)
 		snprintf(buf, len, "%.1fG", v / 1e9);
 	else if (v >= 1e6)
@@ -99,7 +105,9 @@ static void human_value(const char *event, const char *unit, double v, char *buf
 static void step_value(const char *event, const char *unit, double v, double step, char *buf,
 		       size_t len)
 {
-	if (strcmp(unit, "nanoseconds") == 0)
+	if (strcmp(event, "memory-pressure") == 0)
+		snprintf(buf, len, "%.1f%% stall", v / step * 100);
+	else if (strcmp(unit, "nanoseconds") == 0)
 		snprintf(buf, len, "%.2f %s", v / step, strcmp(event, "cpu") == 0 ? "CPU" : "thr");
 	else
 		human_value(event, unit, v, buf, len);
@@ -237,6 +245,33 @@ static void draw_rows(FILE *out, const cJSON *tl, int k0, int nsteps, double max
 	lost_line(out, event, lost);
 }
 
+/* An oom timeline's victims, one line each: who the OOM killer took. */
+static void victims_lines(FILE *out, const cJSON *tl)
+{
+	const cJSON *victims = cJSON_GetObjectItemCaseSensitive(tl, "victims"), *v;
+	double more = fr_cli_num(tl, "victims_more");
+
+	cJSON_ArrayForEach(v, victims) {
+		char at[16], comm[24], cg[64], rss[32];
+		const char *c = fr_cli_str(v, "comm"), *g = fr_cli_str(v, "cgroup");
+
+		hhmmss((int64_t)fr_cli_num(v, "time_ns"), at, sizeof(at));
+		/* Names are what programs chose: no escape sequence reaches the
+		 * terminal. */
+		snprintf(comm, sizeof(comm), "%s", c ? c : "?");
+		snprintf(cg, sizeof(cg), "%s", g && g[0] ? g : "?");
+		for (char *p = comm; *p; p++)
+			*p = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
+		for (char *p = cg; *p; p++)
+			*p = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
+		human_value("rss", "bytes", fr_cli_num(v, "rss"), rss, sizeof(rss));
+		fprintf(out, "killed %s UTC: pid %.0f (%s) in cgroup %s, RSS %s\n", at,
+			fr_cli_num(v, "pid"), comm, cg, rss);
+	}
+	if (more > 0)
+		fprintf(out, "and %.0f more kills\n", more);
+}
+
 int fr_tl_render(FILE *out, const cJSON *tl)
 {
 	const cJSON *groups = cJSON_GetObjectItemCaseSensitive(tl, "groups"), *grp;
@@ -307,6 +342,7 @@ int fr_tl_render(FILE *out, const cJSON *tl)
 			name ? name : "?", val, share);
 		g++;
 	}
+	victims_lines(out, tl);
 	return 0;
 }
 

@@ -82,10 +82,10 @@ static int cells_grow(struct tl *tl)
 	return 0;
 }
 
-/* Adds v to cell (g, step); the key is never 0 (group g is stored g + 1).
- * Samples come in (cpu, time) order, so the cell of the previous one is
- * usually the next one's: it is tried first. */
-static int cells_add(struct tl *tl, uint32_t g, uint32_t step, uint64_t v)
+/* Adds v to cell (g, step) as `mode` says (tl_combine); the key is never
+ * 0 (group g is stored g + 1). Samples come in (cpu, time) order, so the
+ * cell of the previous one is usually the next one's: it is tried first. */
+static int cells_add(struct tl *tl, uint32_t g, uint32_t step, uint64_t v, int mode)
 {
 	struct tl_cells *m = &tl->cells;
 	uint64_t key = ((uint64_t)(g + 1) << 32) | step;
@@ -93,14 +93,14 @@ static int cells_add(struct tl *tl, uint32_t g, uint32_t step, uint64_t v)
 	int ret;
 
 	if (m->cap && m->keys[m->last] == key) {
-		m->vals[m->last] += v;
+		m->vals[m->last] = tl_combine(mode, m->vals[m->last], v);
 		return 0;
 	}
 	if (2 * (m->n + 1) > m->cap && (ret = cells_grow(tl)) < 0)
 		return ret;
 	for (j = cell_hash(key) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1)) {
 		if (m->keys[j] == key) {
-			m->vals[j] += v;
+			m->vals[j] = tl_combine(mode, m->vals[j], v);
 			m->last = j;
 			return 0;
 		}
@@ -173,11 +173,13 @@ void tl_note_event(struct tl *tl, uint32_t event)
 	t->nevents++;
 }
 
-/* Adds `v` of group g at `time`; an off-CPU wait (`spread`) is shared out
- * over [time - v, time), clipped to the window. */
-int tl_add(struct tl *tl, uint32_t g, int64_t time, uint64_t v, int spread)
+/* Adds `v` of group g at `time`; an off-CPU wait (TL_SPREAD) is shared
+ * out over [time - v, time), clipped to the window; a gauge (TL_GAUGE)
+ * keeps the largest value of a step, and of the group as its total. */
+int tl_add(struct tl *tl, uint32_t g, int64_t time, uint64_t v, int mode)
 {
 	const struct fr_timeline *t = tl->t;
+	int spread = mode == TL_SPREAD;
 	int64_t from = spread ? time - (int64_t)(v > INT64_MAX / 2 ? INT64_MAX / 2 : v) : time;
 	int64_t a, b, k;
 	int ret;
@@ -185,13 +187,13 @@ int tl_add(struct tl *tl, uint32_t g, int64_t time, uint64_t v, int spread)
 	if (!spread) {
 		if (time < t->start_ns || time >= t->end_ns)
 			return 0;
-		tl->groups[g]->total += v;
+		tl->groups[g]->total = tl_combine(mode, tl->groups[g]->total, v);
 		/* The previous sample's step, most often, without a division. */
 		if (time < tl->step_at || time >= tl->step_at + t->step_ns) {
 			tl->step = (uint32_t)((time - t->start_ns) / t->step_ns);
 			tl->step_at = t->start_ns + (int64_t)tl->step * t->step_ns;
 		}
-		return cells_add(tl, g, tl->step, v);
+		return cells_add(tl, g, tl->step, v, mode);
 	}
 	a = from > t->start_ns ? from : t->start_ns;
 	b = time < t->end_ns ? time : t->end_ns;
@@ -200,7 +202,7 @@ int tl_add(struct tl *tl, uint32_t g, int64_t time, uint64_t v, int spread)
 
 		e = e < b ? e : b;
 		tl->groups[g]->total += (uint64_t)(e - a);
-		ret = cells_add(tl, g, (uint32_t)k, (uint64_t)(e - a));
+		ret = cells_add(tl, g, (uint32_t)k, (uint64_t)(e - a), TL_SUM);
 		if (ret < 0)
 			return ret;
 		a = e;
@@ -256,6 +258,11 @@ static int64_t sample_group(struct tl *tl, struct chunk_groups *cg, const struct
 	int32_t *slot;
 	int ret;
 
+	/* The machine's own samples (memory-pressure): no process. */
+	if (pid == 0) {
+		ret = tl_group(tl, 0, "[machine]", &g);
+		return ret < 0 ? (int64_t)ret : (int64_t)g;
+	}
 	switch (tl->req->by) {
 	case FR_TIMELINE_BY_PROCESS:
 		/* A group is a (pid, comm): a process renamed within the chunk
@@ -316,7 +323,7 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 {
 	struct chunk_groups cg = {0};
 	uint32_t event = tl->req->event, last_event = UINT32_MAX;
-	int spread = event == FR_EVENT_OFFCPU, ret = 0;
+	int mode = tl_mode(event), spread = mode == TL_SPREAD, ret = 0;
 	size_t scratch = 0;
 
 	switch (tl->req->by) {
@@ -362,12 +369,15 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 		if (g < 0)
 			ret = (int)g;
 		else if (!spread)
-			ret = tl_add(tl, (uint32_t)g, c->time_ns[i], c->weight[i], 0);
+			ret = tl_add(tl, (uint32_t)g, c->time_ns[i], tl_value(event, c->weight[i]),
+				     mode);
 		else if (FR_EVENT_IS_OPEN_WAIT(c->event[i]))
 			ret = tl_wait_open(tl, (uint32_t)g, c->tid[i], c->time_ns[i], c->weight[i]);
 		else
 			ret = tl_wait_ended(tl, (uint32_t)g, c->tid[i], c->time_ns[i],
 					    c->weight[i]);
+		if (ret == 0 && in && event == FR_EVENT_OOM)
+			ret = tl_victim(tl, c, i);
 		/* Samples of the event; an open-wait record is not one. */
 		tl->t->samples += in && c->event[i] == event;
 	}
@@ -397,11 +407,14 @@ static int finish(struct tl *tl)
 {
 	struct fr_timeline *t = tl->t;
 	uint32_t top = tl->req->top ? tl->req->top : FR_TIMELINE_TOP_DEFAULT, n = 0, listed;
+	int mode = tl_mode(tl->req->event);
 	int32_t *rank;
 
 	top = top > FR_TIMELINE_TOP_MAX ? FR_TIMELINE_TOP_MAX : top;
 	for (uint32_t g = 0; g < tl->ngroups; g++) {
-		if (tl->groups[g]->total)
+		/* The machine's pressure is listed even when it was 0 all
+		 * along: that is the answer, not a lack of samples. */
+		if (tl->groups[g]->total || tl->req->event == FR_EVENT_MEM_PRESSURE)
 			tl->groups[n++] = tl->groups[g];
 	}
 	/* Groups without a value are freed with the table, not listed. */
@@ -434,7 +447,7 @@ static int finish(struct tl *tl)
 		}
 		rank[tl->groups[r]->idx] = (int32_t)r;
 		o->pid = tl->groups[r]->pid;
-		if (t->by == FR_TIMELINE_BY_PROCESS)
+		if (t->by == FR_TIMELINE_BY_PROCESS && o->pid)
 			snprintf(o->name, sizeof(o->name), "%s (%u)", tl->groups[r]->name, o->pid);
 		else
 			snprintf(o->name, sizeof(o->name), "%s", tl->groups[r]->name);
@@ -449,8 +462,9 @@ static int finish(struct tl *tl)
 		r = rank[g] >= 0 ? rank[g] : (int32_t)listed;
 		if ((uint32_t)r >= t->ngroups)
 			continue;
-		t->groups[r].values[step] += tl->cells.vals[j];
-		t->groups[r].total += tl->cells.vals[j];
+		t->groups[r].values[step] =
+			tl_combine(mode, t->groups[r].values[step], tl->cells.vals[j]);
+		t->groups[r].total = tl_combine(mode, t->groups[r].total, tl->cells.vals[j]);
 	}
 	free(rank);
 	return 0;
@@ -679,5 +693,6 @@ void fr_timeline_free(struct fr_timeline *t)
 		free(t->groups[g].values);
 	free(t->groups);
 	free(t->lost_steps);
+	free(t->victims);
 	free(t);
 }

@@ -16,6 +16,12 @@
  *     the end, up to that seal; nothing after the end is read, so a
  *     window's answer does not change as the ring grows or merges. A
  *     step's value is then threads waiting x step;
+ *   - rss: a gauge (core/query/timeline_memory.c): the largest RSS
+ *     sampled in the step of any process of the group, bytes; a group's
+ *     "total" is its peak, and "other" holds the largest of the rest;
+ *   - memory-pressure: nanoseconds some task stalled on memory in the
+ *     step (a sum); its samples are the machine's, group "[machine]";
+ *   - oom: kills in the step (unit "count"), and "victims" lists them;
  *   - any other event: the sum of the samples' weights (the kernel's
  *     period each stands for), i.e. events counted, unit "count".
  * A sample is in step k when start_ns + k * step_ns <= time < start_ns +
@@ -54,7 +60,11 @@
  *    "lost":{"total":N,"values":[N,...]},    // only when some were lost
  *    "groups":[{"name":"nginx (1234)","pid":1234,"total":N,"values":[N,...]},
  *              ...,
- *              {"name":"other","total":N,"values":[...]}]}
+ *              {"name":"other","total":N,"values":[...]}],
+ *    "victims":[{"time_ns":N,"pid":N,"comm":"hog","cgroup":"/x",  // oom only:
+ *                "rss":N},...],                 // the kills, first
+ *    "victims_more":N}                          // FR_TIMELINE_VICTIMS_MAX;
+ *                                               // the count past them
  *
  * "pid" only with by=process; "values" has exactly `steps` entries and
  * "total" is their sum. "lost": the event's samples the recorder lost
@@ -90,6 +100,8 @@ struct fr_ring;
 #define FR_TIMELINE_TOP_MAX 32
 /* Steps in one timeline at most (a step is widened to fit). */
 #define FR_TIMELINE_STEPS_MAX 4000
+/* OOM kills listed with their victims at most (the rest are counted). */
+#define FR_TIMELINE_VICTIMS_MAX 64
 /* Distinct events listed at most. */
 #define FR_TIMELINE_EVENTS_MAX 32
 /* Longest group name, with its NUL (a cgroup path is the longest). */
@@ -132,6 +144,15 @@ struct fr_timeline_group {
 	uint64_t *values; /* nsteps */
 };
 
+/* A process the OOM killer killed (an oom timeline's "victims"). */
+struct fr_timeline_victim {
+	int64_t time_ns;
+	uint32_t pid;
+	char comm[FR_LIMIT_COMM_LEN];	  /* "[unknown]" when the ring has none */
+	char cgroup[FR_LIMIT_CGROUP_LEN]; /* "" when not recorded */
+	uint64_t rss;			  /* bytes */
+};
+
 struct fr_timeline {
 	uint32_t event;
 	enum fr_timeline_by by;
@@ -150,6 +171,12 @@ struct fr_timeline {
 	uint64_t *lost_steps;
 	uint32_t ngroups; /* the top groups, largest first, then "other" */
 	struct fr_timeline_group *groups;
+	/* oom: FR_TIMELINE_VICTIMS_MAX of the window's kills (the first read;
+	 * put in time order when written), and how many more (victims is
+	 * NULL when none). */
+	uint32_t nvictims;
+	uint64_t victims_more;
+	struct fr_timeline_victim *victims;
 	/* Chunks read, and skipped as damaged or overwritten meanwhile (not
 	 * in the JSON form). */
 	uint64_t chunks, chunks_skipped;

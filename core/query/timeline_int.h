@@ -6,9 +6,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/query/timeline.h"
 #include "core/util/htable.h"
+
+struct fr_chunk;
 
 struct tl_group {
 	struct hnode node;
@@ -66,8 +69,30 @@ int tl_charge(struct tl *tl, int64_t delta);
  * -ENOMEM. */
 int tl_group(struct tl *tl, uint32_t pid, const char *name, uint32_t *out);
 
-/* Adds `v` of group g at `time` (see core/query/timeline.c). */
-int tl_add(struct tl *tl, uint32_t g, int64_t time, uint64_t v, int spread);
+/* How tl_add() takes a value: added to its step, spread over the steps it
+ * lasted (offcpu waits), or kept when larger (gauges: rss). */
+enum { TL_SUM = 0, TL_SPREAD = 1, TL_GAUGE = 2 };
+
+/* Adds `v` of group g at `time` (see core/query/timeline.c), as `mode`
+ * says. */
+int tl_add(struct tl *tl, uint32_t g, int64_t time, uint64_t v, int mode);
+
+/* core/query/timeline_memory.c: how `event`'s samples add up (TL_*), the
+ * value a sample of weight `weight` stands for, the unit of the values,
+ * and how two values of one cell or group combine. */
+int tl_mode(uint32_t event);
+uint64_t tl_value(uint32_t event, uint64_t weight);
+const char *tl_unit(uint32_t event);
+uint64_t tl_combine(int mode, uint64_t a, uint64_t b);
+
+/* core/query/timeline_memory.c: an oom sample (i of c) into the victims
+ * list. Returns 0 or -E2BIG (tl_charge). */
+int tl_victim(struct tl *tl, const struct fr_chunk *c, uint32_t i);
+
+/* core/query/timeline_memory.c: the victims' part of the JSON form
+ * (",\"victims\":[...]"), when the timeline is of oom. */
+void tl_victims_json(FILE *f, const struct fr_timeline *t,
+		     void (*json_str)(FILE *f, const char *s));
 
 /* Notes that the window has samples of `event`. */
 void tl_note_event(struct tl *tl, uint32_t event);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/query/timeline.h"
+#include "core/query/timeline_int.h"
 #include "core/util/parse.h"
 #include "core/util/time.h"
 
@@ -96,7 +97,7 @@ int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
 
 	fprintf(f, "{\"version\":%d,\"event\":", FR_TIMELINE_VERSION);
 	json_str(f, fr_event_format(t->event, ev, sizeof(ev)));
-	fprintf(f, ",\"unit\":\"%s\",\"by\":", fr_event_unit(t->event));
+	fprintf(f, ",\"unit\":\"%s\",\"by\":", tl_unit(t->event));
 	json_str(f, fr_timeline_by_name(t->by, t->label_key, by, sizeof(by)));
 	fprintf(f,
 		",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"step_ns\":%" PRId64
@@ -127,6 +128,8 @@ int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
 			fprintf(f, k ? ",%" PRIu64 : "%" PRIu64, o->values[k]);
 		fputs("]}", f);
 	}
-	fputs("]}\n", f);
+	fputc(']', f);
+	tl_victims_json(f, t, json_str);
+	fputs("}\n", f);
 	return ferror(f) ? -EIO : 0;
 }

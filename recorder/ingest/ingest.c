@@ -33,6 +33,7 @@
 #include "recorder/ingest/writer.h"
 #include "recorder/sampling/sources.h"
 #include "recorder/tracking/applabels.h"
+#include "recorder/tracking/memsample.h"
 #include "recorder/tracking/pystacks.h"
 #include "recorder/tracking/tracker.h"
 #include "recorder/tracking/unwind_tables.h"
@@ -171,6 +172,11 @@ static int add_sample(struct fr_ingest *g, const struct fr_sample **s)
 	return ret;
 }
 
+int fr_ingest_add(struct fr_ingest *g, const struct fr_sample *s)
+{
+	return add_sample(g, &s);
+}
+
 /* One open-wait record into the chunk being sealed; a full chunk is
  * sealed and the rest go to the next, stamped with the same time. */
 static void on_open_wait(void *arg, const struct fr_sample *s)
@@ -213,6 +219,8 @@ static void on_sample(void *arg, const struct fr_sample *s)
 	struct fr_source *src = g->sources->draining;
 	int ret = add_sample(g, &s);
 
+	/* Its RSS is read within the next two seconds. */
+	fr_memsample_note_pid(g->memsample, s->pid);
 	if (ret == 0) {
 		__atomic_add_fetch(&g->samples, 1, __ATOMIC_RELAXED);
 		if (src)
@@ -411,6 +419,10 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 	struct fr_ingest *g = arg;
 	struct fr_source *src = g->sources->draining;
 
+	if (!src && event == FR_EVENT_OOM) {
+		fr_ingest_oom_lost(g, lost);
+		return;
+	}
 	if (!src) {
 		/* The side band's records, not samples: some processes may go
 		 * unnamed or unsymbolized, no sample is missing. */
@@ -543,6 +555,7 @@ void fr_ingest_init(struct fr_ingest *g, struct fr_sources *sources)
 		.unwind_wait = on_unwind_wait,
 		.labels = on_labels,
 		.python = on_python,
+		.oom = fr_ingest_on_oom,
 		.arg = g,
 	};
 	g->sources->before_drain = before_drain;
@@ -718,6 +731,7 @@ int fr_ingest_loop(struct fr_ingest *g)
 			break;
 		}
 		fr_sources_drain(g->sources);
+		fr_ingest_memory_take(g);
 		fr_applabels_poll(g->applabels, g->sources->clock_offset);
 		fr_allocs_set_mean(g->allocs, fr_sources_alloc_mean(g->sources));
 		fr_allocs_drain(g->allocs, g->sources->clock_offset);

@@ -28,6 +28,7 @@ struct fr_allocs;
 struct fr_applabels;
 struct fr_chunk_builder;
 struct fr_cfi_table;
+struct fr_memsample;
 struct fr_sources;
 struct fr_tracker;
 struct fr_triggers;
@@ -45,6 +46,7 @@ struct fr_ingest {
 	struct fr_pystacks *pystacks;		/* NULL: none (no BPF) */
 	struct fr_unwind_tables *unwind_tables; /* NULL: none */
 	struct fr_triggers *triggers;		/* NULL: none; other signals go there */
+	struct fr_memsample *memsample;		/* NULL: no RSS nor pressure samples */
 	int sig_fd;				/* SIGHUP, SIGINT, SIGTERM and the triggers' */
 	int flush_efd;				/* flush barriers asked */
 	/* What SIGHUP does (the daemon's reload), with `reload_arg`. */
@@ -135,6 +137,29 @@ int fr_ingest_loop(struct fr_ingest *g);
 /* Asks the ingest thread to seal and waits until the writer stored it.
  * Any thread. Returns 0, or -ETIMEDOUT (counted) or -errno. */
 int fr_ingest_flush(struct fr_ingest *g);
+
+/* Adds `s` to the chunk being built, sealing a full one first. Returns
+ * 0 or fr_chunk_builder_add's -errno. Ingest thread. */
+int fr_ingest_add(struct fr_ingest *g, const struct fr_sample *s);
+
+/* recorder/ingest/ingest_memory.c: an OOM kill drained (the handler's
+ * `oom`): into the ring, the log and the trigger engine. */
+void fr_ingest_on_oom(void *arg, const struct fr_sample *s, const char *comm);
+
+/* recorder/ingest/ingest_memory.c: opens the OOM kills' source and starts
+ * the memory sampler (unless FLIGHTREC_MEMORY_SAMPLES=off), each said in
+ * the log and status when it cannot; stop frees the sampler. Before and
+ * after the loop. */
+void fr_ingest_memory_start(struct fr_ingest *g);
+void fr_ingest_memory_stop(struct fr_ingest *g);
+
+/* recorder/ingest/ingest_memory.c: the OOM kills' ring lost `lost`
+ * records: counted as the event's losses and logged. */
+void fr_ingest_oom_lost(struct fr_ingest *g, uint64_t lost);
+
+/* recorder/ingest/ingest_memory.c: the RSS and pressure samples the memory
+ * sampler read since the last wake-up, into the chunk being built. */
+void fr_ingest_memory_take(struct fr_ingest *g);
 
 /* The unwind tables may have dropped tables (a new budget): the next
  * frames look them up again. Ingest thread. */

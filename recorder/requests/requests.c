@@ -53,6 +53,15 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 		struct fr_consumer *probe;
 		char failed[256] = "";
 
+		if (ids[i] >= FR_EVENT_OOM && ids[i] <= FR_EVENT_MEM_PRESSURE) {
+			fr_event_format(ids[i], name, sizeof(name));
+			fr_ipc_refuse(call,
+				      "%s: %s is a series over time, not a profile: see "
+				      "`flightrec timeline --event %s`",
+				      cmd, name, name);
+			return -1;
+		}
+
 		if (fr_sources_state(&d->sources, ids[i], failed, sizeof(failed)) > 0)
 			continue;
 		/* The probe opens the event for a moment, machine-wide: offcpu
@@ -382,6 +391,27 @@ static int handle_attach(void *arg, struct fr_ipc_call *call, const struct fr_ip
 
 /* ---- dumps ------------------------------------------------------------- */
 
+/* An OOM kill dumped by a session that samples allocations: the live
+ * heap goes in too, as it was at the kill (its window ends there: at the
+ * victim's exit, moments later, its blocks count as freed), the victim's
+ * samples labelled with its pid among the session's targets'. */
+static void dump_oom_heap(struct fr_profile_request *preq, const struct fr_trigger_oom *victim)
+{
+	int alloc = 0;
+
+	for (uint32_t i = 0; i < preq->nevents; i++) {
+		if (preq->events[i] == FR_EVENT_HEAP)
+			return;
+		alloc |= preq->events[i] == FR_EVENT_ALLOC;
+	}
+	if (!alloc || preq->nevents >= FR_LIMIT_EVENTS)
+		return;
+	preq->event_hz[preq->nevents] = 0;
+	preq->events[preq->nevents++] = FR_EVENT_HEAP;
+	if (victim->time_ns > preq->t0 && victim->time_ns < preq->t1)
+		preq->t1 = victim->time_ns + 1;
+}
+
 /* What a dump of `fire` asks for: the session's events and targets into
  * `preq`, and where and how to write it into `dr` (its directory copied
  * into `dir`), read under config_lock from the configuration in force.
@@ -425,7 +455,10 @@ static int dump_prepare(struct daemon *d, const struct fr_trigger_fire *fire,
 	dr->window_ns = fire->trigger ? fire->trigger->window_ns : fire->t1_ns - fire->t0_ns;
 	dr->after_ns = fire->trigger ? fire->trigger->after_ns : 0;
 	dr->pid = fire->pid;
+	dr->oom = fire->oom;
 	dr->profile = preq;
+	if (fire->oom)
+		dump_oom_heap(preq, fire->oom);
 	return 0;
 }
 

@@ -54,6 +54,9 @@
  * per CPU between drains. */
 #define OFFCPU_PAGES 512
 #define SIDEBAND_PAGES 128
+/* OOM kills: a record with its callchain is under 1.5 KiB, and a kill is
+ * rare; the ring wakes nobody (drained at least every second). */
+#define OOM_PAGES 4
 
 static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
 			    unsigned long flags)
@@ -108,8 +111,8 @@ static int event_attr(uint32_t event, uint32_t *type, uint64_t *config)
 		*config = raw.config;
 		return 0;
 	}
-	/* Memory events (alloc, heap, oom, rss, memory-pressure) have no
-	 * perf event: their map entries are empty. */
+	/* The memory events come from elsewhere (their map entry would
+	 * read as cycles). */
 	if (event >= FR_EVENT_COUNT || event == FR_EVENT_OFFCPU || event == FR_EVENT_RAW ||
 	    fr_event_is_memory(event))
 		return -ENOENT;
@@ -574,6 +577,39 @@ int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen)
 	if (ret < 0) {
 		if (ret == -ENOMEM && err && errlen && !err[0])
 			fr_set_err(err, errlen, "side band: out of memory");
+		fr_perf_close(p);
+		return ret;
+	}
+	*out = p;
+	return 0;
+}
+
+int fr_perf_open_oom(struct fr_perf **out, char *err, size_t errlen)
+{
+	const struct fr_perf_config cfg = {.event = FR_EVENT_OOM, .hz = 0};
+	struct perf_event_attr attr;
+	uint64_t id = 0;
+	struct fr_perf *p;
+	int ret;
+
+	if (err && errlen)
+		err[0] = '\0';
+	p = perf_new(&cfg);
+	if (!p)
+		return -ENOMEM;
+	p->oom = 1;
+	ret = fr_perf_find_oom(&id, &p->oomfmt, err, errlen);
+	if (ret == 0) {
+		/* Every kill; the raw fields name the victim (the sample's
+		 * own pid is the task that ran the OOM killer). */
+		base_attr(&attr);
+		attr.type = PERF_TYPE_TRACEPOINT;
+		attr.config = id;
+		attr.sample_period = 1;
+		attr.sample_type |= PERF_SAMPLE_RAW;
+		ret = open_rings(p, &attr, OOM_PAGES, "oom", 0, err, errlen);
+	}
+	if (ret < 0) {
 		fr_perf_close(p);
 		return ret;
 	}

@@ -16,6 +16,9 @@
  *                  one) is the leaf frame (fr_perf_precise_leaf).
  *   page-faults, context-switches, cpu-migrations
  *                  software, frequency mode like hardware.
+ *   oom            tracepoint oom:mark_victim, every kill (fr_perf_open_oom):
+ *                  the victim's pid and RSS from the raw fields; always
+ *                  recorded, whatever the consumers.
  *   period mode    any of these but offcpu with fr_perf_config.period set:
  *                  a sample every `period` events (ns for cpu); weight is
  *                  the period, exactly; rate_hz 0 (never downsampled).
@@ -181,6 +184,11 @@ struct fr_perf_handler {
 	/* Optional: the off-CPU eBPF mechanism's Python frames of a thread's
 	 * wait (recorder/bpf/python_bpf.h; `size` bytes), sent before it. */
 	void (*python)(void *arg, const struct fr_bpf_py_rec *r, size_t size);
+	/* Optional: an OOM kill (fr_perf_open_oom's source): `s` is its
+	 * FR_EVENT_OOM sample (pid the victim's, weight its RSS in bytes, no
+	 * stack), `comm` the victim's name as the kernel gave it ("" when
+	 * it gives none). NULL: the sample goes to `sample`. */
+	void (*oom)(void *arg, const struct fr_sample *s, const char *comm);
 	/* Optional: an unwind stopped at a table not built yet; returns 1
 	 * when tables became ready since (after a short, bounded wait), and
 	 * the sample is unwound once more. */
@@ -223,6 +231,15 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
  * count records of the side band, not samples. Returns 0, or -errno
  * with a message in `err`. */
 int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen);
+
+/* Opens the OOM killer's tracepoint oom:mark_victim on every online CPU
+ * (disabled), every record sampled: each kill is handed to the handler's
+ * `oom` callback as an FR_EVENT_OOM sample (pid the victim's in the
+ * initial pid namespace, tid = pid, weight its anon + file + shmem RSS in
+ * bytes, 0 on kernels whose tracepoint has no RSS fields, rate 0, no
+ * stack). Returns 0, or -errno with a message in `err` ("oom: the
+ * oom:mark_victim tracepoint is not available (...)"). */
+int fr_perf_open_oom(struct fr_perf **out, char *err, size_t errlen);
 
 /* Starts (or stops) counting on every CPU. Returns 0 or -errno. */
 int fr_perf_enable(struct fr_perf *p, int enable);

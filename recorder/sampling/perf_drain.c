@@ -246,7 +246,7 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 	nr = w[nhead - 1];
 	if (nr > (uint64_t)(end - (const char *)chain) / 8)
 		return -EBADMSG;
-	if (s->tid == 0)
+	if (s->tid == 0 && !p->oom)
 		return 1;
 	v->pid = s->pid;
 	v->tid = s->tid;
@@ -257,7 +257,7 @@ static int decode_sample(struct fr_perf *p, const struct perf_event_header *h,
 	v->raw_size = 0;
 	v->has_regs = 0;
 	after = (const char *)(chain + nr);
-	if (p->offcpu && !(after = decode_raw(after, end, v)))
+	if ((p->offcpu || p->oom) && !(after = decode_raw(after, end, v)))
 		return -EBADMSG;
 	if (p->cfg.stack_copy && decode_user_stack(after, end, v) < 0)
 		return -EBADMSG;
@@ -421,6 +421,28 @@ static void handle_switch(struct fr_perf *p, const struct sample_view *v,
 		offcpu_emit(p, cb, clock_offset, &pair);
 }
 
+void fr_perf_oom_sample(struct fr_perf *p, const unsigned char *raw, uint32_t size, uint64_t time,
+			uint32_t cpu, const struct fr_perf_handler *cb, int64_t clock_offset)
+{
+	struct fr_oom_victim victim;
+	struct fr_sample s = {0};
+
+	if (fr_oom_decode(&p->oomfmt, raw, size, &victim) < 0) {
+		__atomic_add_fetch(&p->unwind.bad_records, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	s.time_ns = (int64_t)time + clock_offset;
+	s.pid = s.tid = victim.pid;
+	s.cpu = cpu;
+	s.event = FR_EVENT_OOM;
+	s.weight = victim.rss;
+	s.ips = p->ips;
+	if (cb->oom)
+		cb->oom(cb->arg, &s, victim.comm);
+	else
+		cb->sample(cb->arg, &s);
+}
+
 /* ---- records ------------------------------------------------------------ */
 
 static void handle_sample_record(struct fr_perf *p, const struct perf_event_header *h,
@@ -438,6 +460,8 @@ static void handle_sample_record(struct fr_perf *p, const struct perf_event_head
 		return;
 	if (p->offcpu)
 		handle_switch(p, &v, cb, clock_offset);
+	else if (p->oom)
+		fr_perf_oom_sample(p, v.raw, v.raw_size, v.time, v.cpu, cb, clock_offset);
 	else
 		handle_sample(p, &v, cb, clock_offset);
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/util/log.h"
+#include "recorder/sampling/tp_format.h"
 
 /* tracefs where it is mounted today, then where older systems had it. */
 static const char *const tracefs_roots[] = {
@@ -43,36 +44,17 @@ static int read_line(const char *path, char *buf, size_t len)
 static int read_switch_format(const char *path, struct switch_format *fmt)
 {
 	FILE *f = fopen(path, "re");
-	char line[512];
-	int found = 0;
+	char line[FR_TP_LINE_MAX], name[64];
+	int found = 0, data_loc;
+	uint32_t off, size;
 
 	if (!f)
 		return -errno;
 	memset(fmt, 0, sizeof(*fmt));
 	while (fgets(line, sizeof(line), f)) {
-		const char *decl = strstr(line, "\tfield:"), *semi, *name, *end, *o, *s;
-		unsigned off, size;
-		size_t nlen;
-
-		/* Continuation chunks of the long "print fmt" line never start
-		 * with a tab and "field:". */
-		if (decl != line)
+		if (fr_tp_field(line, name, sizeof(name), &off, &size, &data_loc) < 0)
 			continue;
-		semi = strchr(decl, ';');
-		o = semi ? strstr(semi, "offset:") : NULL;
-		s = semi ? strstr(semi, "size:") : NULL;
-		if (!o || !s || sscanf(o, "offset:%u", &off) != 1 ||
-		    sscanf(s, "size:%u", &size) != 1)
-			continue;
-		end = semi;
-		if (end > decl && end[-1] == ']') /* "char prev_comm[16]" */
-			while (end > decl && *end != '[')
-				end--;
-		name = end;
-		while (name > decl && name[-1] != ' ')
-			name--;
-		nlen = (size_t)(end - name);
-		if (nlen == 10 && memcmp(name, "prev_state", 10) == 0 && (size == 4 || size == 8)) {
+		if (strcmp(name, "prev_state") == 0 && (size == 4 || size == 8) && off < 4096) {
 			fmt->prev_state = off;
 			fmt->prev_state_size = size;
 			fmt->min_size = off + size;
@@ -95,7 +77,7 @@ static int mount_tracefs(void)
 	if (mount("tracefs", "/sys/kernel/tracing", "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  NULL) < 0)
 		return -errno;
-	fr_log_info("mounted tracefs at /sys/kernel/tracing for the sched:sched_switch tracepoint");
+	fr_log_info("mounted tracefs at /sys/kernel/tracing for its tracepoints");
 	return 0;
 }
 
@@ -161,4 +143,82 @@ static int find_sched_switch_once(uint64_t *id, struct switch_format *fmt, char 
 		   "(cannot read %s: %s)",
 		   first, fr_errno_name(first_err));
 	return -first_err;
+}
+
+/* Reads at most `len` - 1 bytes of a tracefs file (which says size 0, so
+ * it is read until its end or the buffer is full), NUL-terminated.
+ * Returns the length or -errno. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	size_t got = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (got + 1 < len) {
+		ssize_t n = read(fd, buf + got, len - 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	return (ssize_t)got;
+}
+
+static int find_oom_once(uint64_t *id, struct fr_oom_format *fmt, char *err, size_t errlen)
+{
+	char path[128], buf[64], text[16384];
+	int first_err = 0;
+
+	for (size_t i = 0; i < sizeof(tracefs_roots) / sizeof(tracefs_roots[0]); i++) {
+		char *end;
+		ssize_t n;
+		int ret;
+
+		snprintf(path, sizeof(path), "%s/events/oom/mark_victim/id", tracefs_roots[i]);
+		ret = read_line(path, buf, sizeof(buf));
+		if (ret < 0) {
+			first_err = first_err ? first_err : -ret;
+			continue;
+		}
+		*id = strtoull(buf, &end, 10);
+		if (end == buf) {
+			fr_set_err(err, errlen, "oom: %s does not hold a tracepoint id", path);
+			return -EPROTO;
+		}
+		snprintf(path, sizeof(path), "%s/events/oom/mark_victim/format", tracefs_roots[i]);
+		n = read_small(path, text, sizeof(text));
+		ret = n < 0 ? (int)n : fr_oom_format_parse(text, (size_t)n, fmt);
+		if (ret < 0) {
+			fr_set_err(err, errlen,
+				   "oom: cannot read the layout of oom:mark_victim from %s (%s)",
+				   path, ret == -EPROTO ? "no pid field" : fr_errno_name(-ret));
+			return ret;
+		}
+		return 0;
+	}
+	fr_set_err(err, errlen,
+		   "oom: the oom:mark_victim tracepoint is not available (cannot read "
+		   "/sys/kernel/tracing/events/oom/mark_victim/id: %s)",
+		   fr_errno_name(first_err));
+	return -first_err;
+}
+
+int fr_perf_find_oom(uint64_t *id, struct fr_oom_format *fmt, char *err, size_t errlen)
+{
+	int ret = find_oom_once(id, fmt, err, errlen);
+
+	if (ret == -ENOENT && mount_tracefs() == 0)
+		ret = find_oom_once(id, fmt, err, errlen);
+	return ret;
 }

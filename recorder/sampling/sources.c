@@ -52,6 +52,7 @@ void fr_sources_fini(struct fr_sources *s)
 	for (unsigned i = 0; i < s->n; i++)
 		fr_perf_close(s->table[i].perf);
 	fr_perf_close(s->sideband);
+	fr_perf_close(s->oom);
 	while (s->consumers) {
 		struct fr_consumer *c = s->consumers;
 		s->consumers = c->next;
@@ -110,6 +111,8 @@ void fr_sources_drain(struct fr_sources *s)
 		s->before_drain(s->before_drain_arg);
 	s->draining = NULL;
 	fr_perf_drain(s->sideband, s->handler, s->clock_offset);
+	if (s->oom)
+		fr_perf_drain(s->oom, s->handler, s->clock_offset);
 	for (unsigned i = 0; i < s->n; i++) {
 		s->draining = &s->table[i];
 		if (s->table[i].perf)
@@ -494,13 +497,14 @@ int fr_sources_status(struct fr_sources *s, struct fr_ipc_recording *out, int pr
 {
 	uint32_t n = 0;
 
-	out->events = calloc(FR_SOURCES_MAX, sizeof(*out->events));
+	out->events = calloc(FR_SOURCES_MAX + 3, sizeof(*out->events));
 	if (!out->events)
 		return -ENOMEM;
 	pthread_mutex_lock(&s->lock);
 	for (unsigned i = 0; i < s->n && i < FR_SOURCES_MAX; i++)
 		source_status(&out->events[out->nevents++], &s->table[i]);
 	pthread_mutex_unlock(&s->lock);
+	out->nevents += fr_sources_memory_status(s, &out->events[out->nevents]);
 
 	/* Counted, then filled, under one hold of the lock: the list may
 	 * change between two holds. */

@@ -83,6 +83,17 @@ struct fr_sources {
 	struct fr_source table[FR_SOURCES_MAX];
 	unsigned n;
 	struct fr_perf *sideband; /* MMAP2, COMM, FORK, EXIT for every profile */
+	/* The memory events recorded whatever the consumers ask
+	 * (sources_memory.c): oom, rss and memory-pressure, memory[event -
+	 * FR_EVENT_OOM]. `oom` is oom:mark_victim's source (NULL when it did
+	 * not open: memory[0].error says why). */
+	struct fr_perf *oom;
+	struct fr_memory_source {
+		int recording;		/* set before the ingest loop runs */
+		char error[256];	/* why not, when not */
+		int64_t since_ns;	/* Unix ns */
+		uint64_t samples, lost; /* atomics */
+	} memory[3];
 	/* The source being drained (ingest thread): every record a drain
 	 * delivers is its, so the sample path counts without a lookup. NULL
 	 * while the side band drains. */
@@ -128,8 +139,25 @@ int fr_sources_listen(struct fr_sources *s);
  * -errno with `err` set. */
 int fr_sources_open_sideband(struct fr_sources *s, char *err, size_t errlen);
 
-/* Drains the side band first (so samples find their process), then every
- * source. Ingest thread. */
+/* Opens the OOM kills' source on every CPU, registers and enables it
+ * (sources_memory.c). On failure logs why once (a warning: everything
+ * else records on) and keeps it for status. Returns 0 or -errno. */
+int fr_sources_open_oom(struct fr_sources *s);
+
+/* Notes that `event` (oom, rss or memory-pressure) records, or why not
+ * (`error` not NULL). Before the ingest loop runs. */
+void fr_sources_memory_state(struct fr_sources *s, uint32_t event, const char *error);
+
+/* Counts a sample of memory event `event` kept (`lost` 0) or lost. Any
+ * thread. */
+void fr_sources_memory_count(struct fr_sources *s, uint32_t event, uint64_t kept, uint64_t lost);
+
+/* Fills `out` (room for 3) with the memory events' status; returns how
+ * many. */
+uint32_t fr_sources_memory_status(struct fr_sources *s, struct fr_ipc_event_status *out);
+
+/* Drains the side band first (so samples find their process), then the
+ * OOM kills' source and every other source. Ingest thread. */
 void fr_sources_drain(struct fr_sources *s);
 
 /* Opens, retunes and closes sources so that each event any consumer wants

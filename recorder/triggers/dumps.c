@@ -29,6 +29,7 @@
 #include "core/util/time.h"
 #include "fr_version.h"
 #include "ipc/msg_sidecar.h"
+#include "recorder/triggers/triggers.h"
 
 #define PROFILE_SUFFIX ".pb.gz"
 #define SIDECAR_SUFFIX ".json"
@@ -163,6 +164,13 @@ static char *sidecar_json(const struct fr_dump_request *req, const struct fr_pro
 	sc->window_ns = req->window_ns;
 	sc->after_ns = req->after_ns;
 	sc->pid = req->pid;
+	if (req->oom) {
+		sc->has_victim = 1;
+		sc->victim.pid = req->oom->pid;
+		snprintf(sc->victim.comm, sizeof(sc->victim.comm), "%s", req->oom->comm);
+		snprintf(sc->victim.cgroup, sizeof(sc->victim.cgroup), "%s", req->oom->cgroup);
+		sc->victim.rss = req->oom->rss;
+	}
 	snprintf(sc->profile, sizeof(sc->profile), "%s", profile_name);
 	snprintf(sc->goroutines, sizeof(sc->goroutines), "%s", goroutines_name);
 	sc->go_processes = req->go_processes;

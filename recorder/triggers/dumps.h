@@ -11,13 +11,14 @@
  *   SESSION-...mmmZ.goroutines.pb.gz   every goroutine of each of them
  *                                      (recorder/requests/goroutines.h)
  *
- * TRIGGER is signal, cpu_above, exit or manual; the time is when it fired
+ * TRIGGER is signal, cpu_above, exit, oom or manual; the time is when it fired
  * (UTC). A second dump of the same session, trigger and millisecond is
  * STEM-2 (then -3, ...): a dump never replaces a file. The sidecar is one JSON object:
  *
  *   {"session": "db", "trigger": "cpu_above", "reason": "...",
  *    "fired_ns": N, "t0_ns": N, "t1_ns": N, "window_ns": N, "after_ns": N,
- *    "pid": N (exit triggers), "profile": "FILE.pb.gz",
+ *    "pid": N (exit and oom triggers), "profile": "FILE.pb.gz",
+ *    "victim": {"pid": N, "comm": "...", "cgroup": "...", "rss": N} (oom),
  *    "goroutines": "FILE.goroutines.pb.gz", "go_processes": N (when kept),
  *    "events": [{"event": "cpu", "hz": 99, "samples": N, "lost": N}],
  *    "samples": N, "bytes": N, "version": "0.1.0"}
@@ -46,6 +47,7 @@
 #include "core/query/profile.h"
 
 struct fr_ring;
+struct fr_trigger_oom;
 
 /* The mode of dump files unless configured (dumps.mode): they name
  * commands, threads and files of every user. */
@@ -61,7 +63,8 @@ struct fr_dump_request {
 	const char *reason;
 	int64_t fire_ns;
 	int64_t window_ns, after_ns;
-	uint32_t pid;				  /* exit: the process; else 0 */
+	uint32_t pid;				  /* exit, oom: the process; else 0 */
+	const struct fr_trigger_oom *oom;	  /* oom: the victim; else NULL */
 	const struct fr_profile_request *profile; /* window, events, targets */
 	/* The goroutines of the Go programs among the targets at the trigger
 	 * (a gzip'ed pprof, read from its start), or -1; of go_processes. */

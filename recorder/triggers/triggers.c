@@ -63,6 +63,11 @@ static void wake(struct fr_triggers *t)
 	(void)n; /* a full counter still wakes the thread */
 }
 
+void trig_wake(struct fr_triggers *t)
+{
+	wake(t);
+}
+
 /* ---- targets ----------------------------------------------------------- */
 
 int trig_has_targets(const struct fr_config_session *s)
@@ -127,7 +132,8 @@ int64_t trig_window_of(const struct fr_config_trigger *tr)
 
 /* Trigger `ti` of session `si` fired: queues its dump unless it is in its
  * cooldown. Called with the lock held. */
-void trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reason, uint32_t pid)
+struct pending *trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reason,
+			  uint32_t pid)
 {
 	const struct fr_config_session *s = &t->sessions[si];
 	const struct fr_config_trigger *tr = &s->triggers[ti];
@@ -145,7 +151,7 @@ void trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reas
 				   "(%" PRIu64 " suppressed so far)",
 				   s->name, fr_config_trigger_kind(tr->kind), reason,
 				   trig_fmt_dur(tr->cooldown_ns, w, sizeof(w)), ss->suppressed);
-		return;
+		return NULL;
 	}
 	st->fired = 1;
 	st->last_fire_mono = mono;
@@ -160,7 +166,7 @@ void trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reas
 	if (t->npending >= MAX_PENDING) {
 		fr_log_err("session %s: %u dumps are waiting already; this one is dropped", s->name,
 			   t->npending);
-		return;
+		return NULL;
 	}
 	p = &t->pending[t->npending++];
 	memset(p, 0, sizeof(*p));
@@ -175,6 +181,7 @@ void trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reas
 	p->fire.t0_ns = real - window;
 	p->fire.t1_ns = real + after;
 	p->fire.pid = pid;
+	return p;
 }
 
 static void record_dump(struct fr_triggers *t, const char *session, int64_t fire_ns)
@@ -210,6 +217,7 @@ static void run_due(struct fr_triggers *t)
 
 		p.fire.session = p.session;
 		p.fire.trigger = &p.trigger;
+		p.fire.oom = p.has_oom ? &p.oom : NULL;
 		ret = t->dump(t->arg, &p.fire, NULL, 0);
 
 		if (ret == 0) {
@@ -278,6 +286,7 @@ static int engine_pass(struct fr_triggers *t, struct fr_procwatch_handler *h, in
 	if (__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE))
 		return -ECANCELED;
 	handle_signals(t);
+	trig_oom_handle(t);
 	if (t->watch && watch_ready) {
 		int ret = fr_procwatch_read_events(t->watch, h);
 
@@ -389,6 +398,7 @@ static void engine_free(struct fr_triggers *t)
 		close(t->evfd);
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->set_lock);
+	pthread_mutex_destroy(&t->oom_lock);
 	pthread_cond_destroy(&t->synced);
 	free(t);
 }
@@ -445,6 +455,7 @@ int fr_triggers_start_clock(struct fr_triggers **out, const struct fr_config *cf
 	}
 	fr_mutex_init_pi(&t->lock);
 	fr_mutex_init_pi(&t->set_lock);
+	fr_mutex_init_pi(&t->oom_lock);
 	pthread_cond_init(&t->synced, NULL);
 	fr_proc_table_init(&t->procs);
 	if (clock && clock->mono_ns && clock->real_ns)

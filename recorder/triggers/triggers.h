@@ -20,6 +20,10 @@
  *              uid is the process's real uid as its zombie shows it, so a
  *              user cannot fire another's trigger by naming a process
  *              like its target.
+ *   oom        the OOM killer killed a process (fr_triggers_oom, from the
+ *              ingest thread, which records the kill); fires when the
+ *              victim is one of the session's targets as for exit, or for
+ *              any victim when the session has none.
  * A trigger that fired does not fire again before its cooldown has passed
  * (a fire inside the cooldown is counted as suppressed and logged, rate
  * limited). When a trigger fires, the engine waits `after_ns`, then calls
@@ -35,8 +39,19 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "core/util/limits.h"
 
 struct fr_triggers;
+
+/* A process the OOM killer killed, as the recorder saw it (ingest). */
+struct fr_trigger_oom {
+	uint32_t pid;
+	uint32_t uid; /* FR_PROC_UID_UNKNOWN when not known */
+	char comm[FR_LIMIT_COMM_LEN];
+	char cgroup[FR_LIMIT_CGROUP_LEN]; /* cgroup v2 path, "" when not known */
+	uint64_t rss;			  /* bytes at the kill (0: not given) */
+	int64_t time_ns;		  /* Unix ns of the kill */
+};
 
 /* What fired, for the dump callback and the sidecar. */
 struct fr_trigger_fire {
@@ -44,13 +59,15 @@ struct fr_trigger_fire {
 	uint32_t session_index; /* index in the configuration in force */
 	uint32_t trigger_index; /* index in the session's triggers */
 	const struct fr_config_trigger *trigger;
-	const char *kind;     /* "signal", "cpu_above", "exit" */
-	char reason[256];     /* e.g. "SIGUSR1", "cpu 93% >= 90% for 10s",
+	const char *kind;		  /* "signal", "cpu_above", "exit" */
+	char reason[256];		  /* e.g. "SIGUSR1", "cpu 93% >= 90% for 10s",
 				       * "pid 1234 (postgres) exited with status 3",
 				       * "pid 1234 (postgres) killed by SIGSEGV" */
-	int64_t fire_ns;      /* Unix ns the trigger fired */
-	int64_t t0_ns, t1_ns; /* the window to dump */
-	uint32_t pid;	      /* exit: the process that exited; else 0 */
+	int64_t fire_ns;		  /* Unix ns the trigger fired */
+	int64_t t0_ns, t1_ns;		  /* the window to dump */
+	uint32_t pid;			  /* exit, oom: the process that exited or was
+			       * killed; else 0 */
+	const struct fr_trigger_oom *oom; /* oom: the victim; else NULL */
 };
 
 /* Writes the dump of `fire` and, when `path` is not NULL, its file name
@@ -94,6 +111,12 @@ void fr_triggers_sync(struct fr_triggers *t);
 
 /* Replaces the sessions and triggers (configuration reload). */
 int fr_triggers_set(struct fr_triggers *t, const struct fr_config *cfg);
+
+/* The OOM killer killed `victim` (copied): fires the oom triggers it
+ * matches. Never waits for the engine: the kill goes into a small queue
+ * under a lock of its own (a full queue drops it, logged), and the engine
+ * is woken. Any thread. */
+void fr_triggers_oom(struct fr_triggers *t, const struct fr_trigger_oom *victim);
 
 /* The daemon received `signo`: fires every signal trigger on it. */
 void fr_triggers_signal(struct fr_triggers *t, int signo);

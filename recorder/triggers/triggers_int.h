@@ -34,6 +34,8 @@
 #define CG_LEN FR_PROC_CGROUP_LEN
 /* A process whose uid could not be read: matches no uid target. */
 #define UID_UNKNOWN FR_PROC_UID_UNKNOWN
+/* OOM kills waiting for the engine at most. */
+#define OOM_QUEUE 32
 
 struct trig_state {
 	int fired;
@@ -72,6 +74,8 @@ struct pending {
 	struct fr_trigger_fire fire;
 	struct fr_config_trigger trigger;
 	char session[FR_CONFIG_NAME_MAX];
+	int has_oom;
+	struct fr_trigger_oom oom;
 };
 
 /* A dump by hand in progress, on its caller's stack. */
@@ -89,7 +93,13 @@ struct fr_triggers {
 	fr_trigger_dump_fn dump;
 	void *arg;
 	int evfd;
-	int stop;			   /* atomic */
+	int stop; /* atomic */
+	/* OOM kills handed over by ingest, under their own lock (never held
+	 * while anything else is), and those dropped for want of room. */
+	pthread_mutex_t oom_lock;
+	struct fr_trigger_oom oom_queue[OOM_QUEUE];
+	uint32_t noom;
+	uint64_t oom_dropped;
 	uint32_t sigcount[MAX_SIGNAL + 1]; /* atomic: forwarded, not handled */
 
 	struct fr_config_session *sessions;
@@ -124,6 +134,7 @@ static inline int64_t trig_real(const struct fr_triggers *t)
 }
 
 /* triggers.c */
+void trig_wake(struct fr_triggers *t);
 char *trig_fmt_dur(int64_t ns, char *buf, size_t len);
 int trig_has_targets(const struct fr_config_session *s);
 int trig_has_kind(const struct fr_config_session *s, uint32_t kind);
@@ -133,7 +144,8 @@ int trig_find_session(const struct fr_triggers *t, const char *name);
 int64_t trig_window_of(const struct fr_config_trigger *tr);
 /* Trigger `ti` of session `si` fired: queues its dump unless it is in its
  * cooldown. */
-void trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reason, uint32_t pid);
+struct pending *trig_fire(struct fr_triggers *t, uint32_t si, uint32_t ti, const char *reason,
+			  uint32_t pid);
 
 /* triggers_config.c */
 int trig_config_has_exit(const struct fr_config *cfg);
@@ -144,6 +156,9 @@ void trig_meter_free(struct cpu_meter *m);
 /* triggers_cpu.c: one measurement of every session with a cpu_above
  * trigger, firing those that stayed above long enough. */
 void trig_cpu_tick(struct fr_triggers *t);
+
+/* triggers_oom.c: the OOM kills queued since the last pass, fired. */
+void trig_oom_handle(struct fr_triggers *t);
 
 /* triggers_exit.c */
 /* Fills the process table from /proc (start and reloads). */

@@ -4,7 +4,8 @@
  * fall in, top N and "other", an off-CPU wait spread over the steps it
  * lasted and open-wait records left out, the groupings (process, comm,
  * cgroup, label:cpu), a uid's view, the event's lost samples in the steps
- * of their chunks, and the JSON form.
+ * of their chunks, and the JSON form; and the memory events: rss a gauge,
+ * memory-pressure the machine's, oom kills with their victims.
  *
  * app (uid 1000, cgroup nginx) runs on cpu 0 at 100 Hz in [T0, T0 + 3 s),
  * db (uid 0, cgroup db) on cpu 1 in [T0 + 3 s, T0 + 6 s), web (uid 1000,
@@ -312,6 +313,133 @@ static void test_json_names(void)
 	free(text);
 }
 
+/* ---- memory events ------------------------------------------------------ */
+
+#define MIB ((uint64_t)1 << 20)
+
+/* app's RSS once a second (10 .. 60 MiB; second 2 read twice, 30 then 35
+ * MiB), web's at 5 MiB, the machine's pressure (k ms in second k), and
+ * app killed by the OOM killer at T0 + 5.5 s with 60 MiB. */
+static void write_memory_ring(struct fr_ring *r)
+{
+	struct writer w;
+
+	w_init(&w, r);
+	for (int k = 0; k < 6; k++) {
+		int64_t t = T0 + k * SEC + 100 * MS;
+
+		w_add_ev(&w, t, PID_APP, PID_APP, 0, FR_EVENT_RSS, 0, (uint64_t)(k + 1) * 10 * MIB,
+			 ST_OTHER);
+		if (k == 2)
+			w_add_ev(&w, t + 500 * MS, PID_APP, PID_APP, 0, FR_EVENT_RSS, 0, 35 * MIB,
+				 ST_OTHER);
+		w_add_ev(&w, t, PID_WEB, PID_WEB, 0, FR_EVENT_RSS, 0, 5 * MIB, ST_OTHER);
+		w_add_ev(&w, t, 0, 0, 0, FR_EVENT_MEM_PRESSURE, 0, (uint64_t)k * MS, ST_OTHER);
+		if (k == 5)
+			w_add_ev(&w, T0 + 5500 * MS, PID_APP, PID_APP, 1, FR_EVENT_OOM, 0, 60 * MIB,
+				 ST_OTHER);
+		w_seal(&w);
+	}
+	w_fini(&w);
+}
+
+static void test_memory(void)
+{
+	struct fr_ring *r = test_ring_create("timeline-memory");
+	struct fr_timeline_request req = {.t0 = T0,
+					  .t1 = T0 + 6 * SEC,
+					  .step_ns = SEC,
+					  .event = FR_EVENT_RSS};
+	const struct fr_timeline_group *app, *web, *m;
+	static const uint64_t app_mib[6] = {10, 20, 35, 40, 50, 60};
+	struct fr_timeline *t;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!r)
+		return;
+	write_memory_ring(r);
+	/* rss, a gauge: the largest value of each step (35, not 30 + 35),
+	 * the peak as the total. */
+	t = compute(r, &req);
+	app = t ? group(t, "frtest-app (4200001)") : NULL;
+	web = t ? group(t, "frtest-web (4200003)") : NULL;
+	if (app && web) {
+		for (int k = 0; k < 6; k++) {
+			CHECK(app->values[k] == app_mib[k] * MIB, "app's rss in step %d: %" PRIu64,
+			      k, app->values[k] / MIB);
+			CHECK(web->values[k] == 5 * MIB, "web's rss in step %d", k);
+		}
+		CHECK(app->total == 60 * MIB && web->total == 5 * MIB,
+		      "totals %" PRIu64 " %" PRIu64, app->total, web->total);
+		CHECK(t->samples == 13, "rss samples %" PRIu64, t->samples);
+	}
+	fr_timeline_free(t);
+	/* Steps of 2 s: still the largest, never the sum of the seconds. */
+	req.step_ns = 2 * SEC;
+	t = compute(r, &req);
+	app = t ? group(t, "frtest-app (4200001)") : NULL;
+	if (app)
+		CHECK(app->values[0] == 20 * MIB && app->values[1] == 40 * MIB &&
+			      app->values[2] == 60 * MIB,
+		      "2 s steps: %" PRIu64 " %" PRIu64 " %" PRIu64, app->values[0] / MIB,
+		      app->values[1] / MIB, app->values[2] / MIB);
+	fr_timeline_free(t);
+	/* top 1: "other" is the largest of the rest, not their sum. */
+	req.step_ns = SEC;
+	req.top = 1;
+	t = compute(r, &req);
+	if (t && t->ngroups == 2)
+		CHECK(t->groups[1].other && t->groups[1].values[0] == 5 * MIB &&
+			      t->groups[1].total == 5 * MIB,
+		      "other: %" PRIu64, t->groups[1].values[0]);
+	else
+		CHECK(0, "rss top 1: %u groups", t ? t->ngroups : 0);
+	fr_timeline_free(t);
+
+	/* memory-pressure: the machine's, summed per step. */
+	req = (struct fr_timeline_request){.t0 = T0,
+					   .t1 = T0 + 6 * SEC,
+					   .step_ns = 2 * SEC,
+					   .event = FR_EVENT_MEM_PRESSURE};
+	t = compute(r, &req);
+	m = t ? group(t, "[machine]") : NULL;
+	if (m)
+		CHECK(m->values[0] == 1 * MS && m->values[1] == 5 * MS && m->values[2] == 9 * MS &&
+			      m->pid == 0,
+		      "pressure %" PRIu64 " %" PRIu64 " %" PRIu64, m->values[0], m->values[1],
+		      m->values[2]);
+	fr_timeline_free(t);
+
+	/* oom: one kill, its victim listed with its RSS and name. */
+	req.event = FR_EVENT_OOM;
+	req.step_ns = SEC;
+	t = compute(r, &req);
+	app = t ? group(t, "frtest-app (4200001)") : NULL;
+	if (app && t) {
+		CHECK(app->total == 1 && app->values[5] == 1, "kills: %" PRIu64, app->total);
+		CHECK(t->nvictims == 1 && t->victims[0].pid == PID_APP &&
+			      t->victims[0].rss == 60 * MIB &&
+			      strcmp(t->victims[0].comm, "frtest-app") == 0 &&
+			      t->victims[0].time_ns == T0 + 5500 * MS,
+		      "victims: %u", t->nvictims);
+		f = open_memstream(&text, &len);
+		if (f) {
+			CHECK(fr_timeline_write_json(f, t) == 0, "write_json");
+			fclose(f);
+			CHECK(strstr(text, "\"unit\":\"count\"") != NULL &&
+				      strstr(text, "\"victims\":[{\"time_ns\":") != NULL &&
+				      strstr(text, "\"comm\":\"frtest-app\"") != NULL &&
+				      strstr(text, "\"victims_more\":0}") != NULL,
+			      "oom json: %s", text);
+			free(text);
+		}
+	}
+	fr_timeline_free(t);
+	test_ring_done(r);
+}
+
 int main(void)
 {
 	struct fr_ring *r;
@@ -329,5 +457,6 @@ int main(void)
 	}
 	test_json_names();
 	test_ring_done(r);
+	test_memory();
 	return fixture_fini();
 }

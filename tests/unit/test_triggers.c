@@ -13,6 +13,10 @@
  *             session, the callback's error passed back, cooldowns
  *             ignored.
  *   parsed    a configuration from fr_config_parse drives the engine.
+ *   oom       a kill fires the sessions whose targets the victim is of
+ *             (every session without targets), the fire carries the
+ *             victim, a session of other targets stays quiet, cooldowns
+ *             hold, and a burst past the queue is dropped, not waited on.
  *   reload    cooldowns and counters follow a session to its new index;
  *             a trigger at another index starts afresh; a pending dump
  *             follows its session, or is dropped with it.
@@ -598,6 +602,78 @@ static void test_args(void)
 	free(c);
 }
 
+/* ---- oom ------------------------------------------------------------------ */
+
+static struct fr_trigger_oom victim(uint32_t pid, const char *comm, const char *cgroup)
+{
+	struct fr_trigger_oom v = {.pid = pid, .uid = 1000, .rss = 64ull << 20};
+
+	snprintf(v.comm, sizeof(v.comm), "%s", comm);
+	snprintf(v.cgroup, sizeof(v.cgroup), "%s", cgroup);
+	v.time_ns = clock_real(NULL) - 5;
+	return v;
+}
+
+static void test_oom(void)
+{
+	struct fr_config *c = cfg_new();
+	struct fr_config_session *db;
+	struct fr_config_trigger *tr;
+	struct fr_trigger_oom v;
+	const struct rec_fire *x;
+	struct fr_triggers *t;
+	struct rec r;
+
+	rec_init(&r);
+	tr = add_trigger(add_session(c, "any"), FR_TRIGGER_OOM);
+	tr->cooldown_ns = 10 * FR_NS_PER_S;
+	db = add_session(c, "db");
+	snprintf(db->targets.comms[db->targets.ncomms++], FR_LIMIT_COMM_LEN, "postgres");
+	add_trigger(db, FR_TRIGGER_OOM)->cooldown_ns = 0;
+	t = start(c, &r);
+
+	v = victim(4242, "hog", "/work/hog");
+	fr_triggers_oom(t, &v);
+	fr_triggers_sync(t);
+	CHECK(rec_count(&r) == 1, "a hog's kill gave %d dumps, want 1 (session any)",
+	      rec_count(&r));
+	if (rec_count(&r) >= 1) {
+		x = &r.fires[0];
+		CHECK(strcmp(x->session, "any") == 0 && strcmp(x->f.kind, "oom") == 0 &&
+			      x->f.pid == 4242,
+		      "fire: session %s kind %s pid %u", x->session, x->f.kind, x->f.pid);
+		CHECK(x->has_oom && x->oom.pid == 4242 && strcmp(x->oom.comm, "hog") == 0 &&
+			      strcmp(x->oom.cgroup, "/work/hog") == 0 && x->oom.rss == 64ull << 20,
+		      "the fire does not carry its victim");
+		CHECK(strcmp(x->f.reason, "pid 4242 (hog) killed by the OOM killer in cgroup "
+					  "/work/hog, RSS 64.0 MiB") == 0,
+		      "reason \"%s\"", x->f.reason);
+	}
+	/* postgres: both sessions; but "any" is in its cooldown. */
+	v = victim(77, "postgres", "/db");
+	fr_triggers_oom(t, &v);
+	fr_triggers_sync(t);
+	CHECK(rec_count(&r) == 2 && strcmp(r.fires[1].session, "db") == 0,
+	      "postgres's kill: %d dumps, the last of %s", rec_count(&r),
+	      rec_count(&r) ? r.fires[rec_count(&r) - 1].session : "none");
+	CHECK(fr_triggers_suppressed(t, 0) == 1, "suppressed %" PRIu64 ", want 1",
+	      fr_triggers_suppressed(t, 0));
+
+	/* A burst past the queue: never waited on, the rest dropped. */
+	advance(t, 11 * FR_NS_PER_S);
+	for (int i = 0; i < 100; i++) {
+		v = victim(1000 + (uint32_t)i, "postgres", "/db");
+		fr_triggers_oom(t, &v);
+	}
+	fr_triggers_sync(t);
+	CHECK(rec_count(&r) >= 4 && rec_count(&r) <= 2 + 2 * 32 && rec_count(&r) <= MAX_REC,
+	      "a burst of 100 kills gave %d dumps", rec_count(&r));
+	fr_triggers_oom(NULL, &v);
+	fr_triggers_stop(t);
+	rec_fini(&r);
+	free(c);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -608,6 +684,7 @@ int main(void)
 	test_manual();
 	test_manual_busy();
 	test_reload();
+	test_oom();
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);
 	return failures ? 1 : 0;

@@ -27,6 +27,8 @@ struct rec_fire {
 	char session[FR_CONFIG_NAME_MAX];
 	int has_trigger;
 	struct fr_config_trigger trigger;
+	int has_oom; /* an oom trigger's victim, copied */
+	struct fr_trigger_oom oom;
 	int64_t called_mono;
 	pthread_t thread;
 };
@@ -71,6 +73,10 @@ static inline int on_dump(void *arg, const struct fr_trigger_fire *f, char *path
 		x->has_trigger = f->trigger != NULL;
 		if (f->trigger)
 			x->trigger = *f->trigger;
+		x->has_oom = f->oom != NULL;
+		if (f->oom)
+			x->oom = *f->oom;
+		x->f.oom = NULL;
 		x->called_mono = r->clock ? r->clock->mono_ns(r->clock->ctx) : fr_now_mono_ns();
 		x->thread = pthread_self();
 	}

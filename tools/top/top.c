@@ -203,6 +203,8 @@ int fr_top_main(int argc, char **argv)
 		goto out;
 	ret = fr_query_finish(prog, q);
 	if (ret == 0)
+		ret = fr_query_refuse_series(prog, q);
+	if (ret == 0)
 		ret = fr_top_show_window(q, socket_s, &o);
 out:
 	free(q);

@@ -1,0 +1,99 @@
+/* What the memory events mean in a timeline (core/query/timeline.h): rss
+ * is a gauge, whose step holds the largest value sampled in it (a sum of
+ * one process's samples would grow with the number of seconds in a
+ * step); memory-pressure adds up stall time like any other event; oom
+ * counts kills, and lists who was killed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/query/timeline.h"
+#include "core/query/timeline_int.h"
+#include "core/store/chunk.h"
+
+int tl_mode(uint32_t event)
+{
+	if (event == FR_EVENT_OFFCPU)
+		return TL_SPREAD;
+	return event == FR_EVENT_RSS ? TL_GAUGE : TL_SUM;
+}
+
+uint64_t tl_value(uint32_t event, uint64_t weight)
+{
+	/* A kill's weight is the victim's RSS: its count is one. */
+	return event == FR_EVENT_OOM ? 1 : weight;
+}
+
+const char *tl_unit(uint32_t event)
+{
+	return event == FR_EVENT_OOM ? "count" : fr_event_unit(event);
+}
+
+uint64_t tl_combine(int mode, uint64_t a, uint64_t b)
+{
+	if (mode == TL_GAUGE)
+		return a > b ? a : b;
+	return a + b > a ? a + b : (b ? UINT64_MAX : a);
+}
+
+int tl_victim(struct tl *tl, const struct fr_chunk *c, uint32_t i)
+{
+	struct fr_timeline *t = tl->t;
+	struct fr_timeline_victim *v;
+	struct fr_chunk_proc_labels l;
+	uint32_t key;
+
+	if (!t->victims) {
+		if (tl_charge(tl, FR_TIMELINE_VICTIMS_MAX * (int64_t)sizeof(*v)) < 0)
+			return -E2BIG;
+		t->victims = calloc(FR_TIMELINE_VICTIMS_MAX, sizeof(*v));
+		if (!t->victims)
+			return -ENOMEM;
+	}
+	if (t->nvictims == FR_TIMELINE_VICTIMS_MAX) {
+		t->victims_more++;
+		return 0;
+	}
+	v = &t->victims[t->nvictims++];
+	v->time_ns = c->time_ns[i];
+	v->pid = c->pid[i];
+	v->rss = c->weight[i];
+	key = fr_chunk_comm_at(c, v->pid, v->time_ns);
+	snprintf(v->comm, sizeof(v->comm), "%s", key ? c->strings[key] : "[unknown]");
+	fr_chunk_labelset_proc(c, c->labelset[i], &l);
+	snprintf(v->cgroup, sizeof(v->cgroup), "%s", l.cgroup ? l.cgroup : "");
+	return 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct fr_timeline_victim *x = a, *y = b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+void tl_victims_json(FILE *f, const struct fr_timeline *t, void (*json_str)(FILE *f, const char *s))
+{
+	if (t->event != FR_EVENT_OOM)
+		return;
+	/* Chunks are read in ring order, which a merge may not keep. */
+	if (t->nvictims)
+		qsort(t->victims, t->nvictims, sizeof(t->victims[0]), by_time);
+	fputs(",\"victims\":[", f);
+	for (uint32_t k = 0; k < t->nvictims; k++) {
+		const struct fr_timeline_victim *v = &t->victims[k];
+
+		fprintf(f, "%s{\"time_ns\":%" PRId64 ",\"pid\":%" PRIu32 ",\"comm\":", k ? "," : "",
+			v->time_ns, v->pid);
+		json_str(f, v->comm);
+		fputs(",\"cgroup\":", f);
+		json_str(f, v->cgroup);
+		fprintf(f, ",\"rss\":%" PRIu64 "}", v->rss);
+	}
+	fprintf(f, "],\"victims_more\":%" PRIu64, t->victims_more);
+}

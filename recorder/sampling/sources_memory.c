@@ -1,0 +1,95 @@
+/* The memory events every recorder records whatever its consumers ask
+ * (see recorder/sampling/sources.h): OOM kills from oom:mark_victim, and
+ * the RSS and memory pressure samples the memory sampler
+ * (recorder/tracking/memsample.h) hands to the ingest thread. This file
+ * opens the first and keeps what status says of all three.
+ */
+#include "recorder/sampling/sources.h"
+#include "recorder/sampling/sources_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/util/log.h"
+#include "core/util/time.h"
+
+static struct fr_memory_source *memory_of(struct fr_sources *s, uint32_t event)
+{
+	if (event < FR_EVENT_OOM || event > FR_EVENT_MEM_PRESSURE)
+		return NULL;
+	return &s->memory[event - FR_EVENT_OOM];
+}
+
+void fr_sources_memory_state(struct fr_sources *s, uint32_t event, const char *error)
+{
+	struct fr_memory_source *m = memory_of(s, event);
+
+	if (!m)
+		return;
+	m->recording = !error;
+	snprintf(m->error, sizeof(m->error), "%s", error ? error : "");
+	m->since_ns = fr_now_real_ns();
+}
+
+void fr_sources_memory_count(struct fr_sources *s, uint32_t event, uint64_t kept, uint64_t lost)
+{
+	struct fr_memory_source *m = memory_of(s, event);
+
+	if (!m)
+		return;
+	if (kept)
+		__atomic_add_fetch(&m->samples, kept, __ATOMIC_RELAXED);
+	if (lost)
+		__atomic_add_fetch(&m->lost, lost, __ATOMIC_RELAXED);
+}
+
+int fr_sources_open_oom(struct fr_sources *s)
+{
+	char err[256];
+	int ret = fr_perf_open_oom(&s->oom, err, sizeof(err));
+
+	if (ret == 0) {
+		sources_watch(s, s->oom, 1);
+		ret = fr_perf_enable(s->oom, 1);
+		if (ret < 0) {
+			snprintf(err, sizeof(err), "oom: cannot enable oom:mark_victim: %s",
+				 strerror(-ret));
+			sources_watch(s, s->oom, 0);
+			fr_perf_close(s->oom);
+			s->oom = NULL;
+		}
+	}
+	if (ret < 0)
+		fr_log_warn("%s; OOM kills are not recorded, everything else is", err);
+	fr_sources_memory_state(s, FR_EVENT_OOM, ret < 0 ? err : NULL);
+	return ret;
+}
+
+uint32_t fr_sources_memory_status(struct fr_sources *s, struct fr_ipc_event_status *out)
+{
+	uint32_t n = 0;
+
+	for (uint32_t e = FR_EVENT_OOM; e <= FR_EVENT_MEM_PRESSURE; e++) {
+		const struct fr_memory_source *m = memory_of(s, e);
+		struct fr_ipc_event_status *ev = &out[n];
+
+		/* Never set up (a recorder that does not record them): not
+		 * listed. */
+		if (!m->recording && !m->error[0])
+			continue;
+		n++;
+		fr_event_format(e, ev->event, sizeof(ev->event));
+		snprintf(ev->unit, sizeof(ev->unit), "%s", fr_event_unit(e));
+		snprintf(ev->state, sizeof(ev->state), "%s", m->recording ? "recording" : "failed");
+		if (!m->recording) {
+			ev->has_error = 1;
+			snprintf(ev->error, sizeof(ev->error), "%s", m->error);
+		}
+		ev->every_switch = 1;
+		ev->since_ns = m->since_ns;
+		snprintf(ev->stacks, sizeof(ev->stacks), "none");
+		ev->samples = __atomic_load_n(&m->samples, __ATOMIC_RELAXED);
+		ev->lost = __atomic_load_n(&m->lost, __ATOMIC_RELAXED);
+	}
+	return n;
+}

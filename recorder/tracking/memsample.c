@@ -1,0 +1,379 @@
+/* The memory sampler (memsample.h): a thread that reads /proc once a
+ * second, and the queue through which its samples reach the ingest
+ * thread.
+ *
+ * Invariants:
+ * - The ingest thread alone touches `noted*` and `handed_mono`; the
+ *   sampler's thread alone touches `pids`, `batch` and the pressure
+ *   baseline; `lock` guards the rest but the atomics.
+ * - `lock` is held only to copy or swap fixed arrays: the ingest thread
+ *   waits on it for microseconds at most, never for a read of /proc.
+ */
+#include "recorder/tracking/memsample.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/util/log.h"
+#include "core/util/priority.h"
+#include "core/util/time.h"
+#include "recorder/tracking/proc_mem.h"
+
+/* The ingest thread's set of pids seen (open addressing, 0 empty), filled
+ * to at most 3/4. */
+#define NOTED_SLOTS 1024
+#define NOTED_MAX (NOTED_SLOTS * 3 / 4)
+#define TICK_NS FR_NS_PER_S
+
+struct msample {
+	int64_t time_ns;
+	uint32_t pid, event;
+	uint64_t weight;
+};
+
+struct fr_memsample {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int stop;
+	char proc[128];
+
+	/* The ingest thread's. */
+	uint32_t noted[NOTED_SLOTS];
+	uint32_t nnoted, last_noted;
+	int64_t handed_mono;
+	struct msample *out; /* FR_MEMSAMPLE_QUEUE, swapped with `queue` */
+
+	/* Under `lock`. */
+	uint32_t wanted[NOTED_MAX], nwanted;
+	uint32_t watch[FR_MEMSAMPLE_WATCH_MAX], nwatch;
+	struct msample *queue;
+	uint32_t nqueue; /* also read without the lock (atomic) */
+
+	/* The sampler thread's. */
+	uint32_t pids[NOTED_MAX + FR_MEMSAMPLE_WATCH_MAX], npids, rotate;
+	struct msample batch[FR_MEMSAMPLE_MAX_PIDS + 1];
+	int have_base;
+	uint64_t pressure_base;
+	char pressure_error[320];
+	int pressure_failed; /* atomic: status reads it */
+
+	struct fr_memsample_stats st; /* atomics */
+};
+
+static void count(uint64_t *c, uint64_t n)
+{
+	__atomic_add_fetch(c, n, __ATOMIC_RELAXED);
+}
+
+/* ---- the ingest thread's side -------------------------------------------- */
+
+void fr_memsample_note_pid(struct fr_memsample *m, uint32_t pid)
+{
+	uint32_t i;
+
+	if (!m || pid == 0 || pid == m->last_noted)
+		return;
+	m->last_noted = pid;
+	for (i = (pid * 2654435761u) % NOTED_SLOTS; m->noted[i]; i = (i + 1) % NOTED_SLOTS)
+		if (m->noted[i] == pid)
+			return;
+	if (m->nnoted >= NOTED_MAX)
+		return;
+	m->noted[i] = pid;
+	m->nnoted++;
+}
+
+/* Hands the pids noted over to the sampler: they are what it reads next. */
+static void hand_over(struct fr_memsample *m)
+{
+	pthread_mutex_lock(&m->lock);
+	m->nwanted = 0;
+	for (uint32_t i = 0; i < NOTED_SLOTS; i++)
+		if (m->noted[i])
+			m->wanted[m->nwanted++] = m->noted[i];
+	pthread_mutex_unlock(&m->lock);
+	memset(m->noted, 0, sizeof(m->noted));
+	m->nnoted = 0;
+	m->last_noted = 0;
+}
+
+uint32_t fr_memsample_take(struct fr_memsample *m, void (*fn)(void *arg, const struct fr_sample *s),
+			   void *arg)
+{
+	static const uint64_t no_frames[1];
+	int64_t now;
+	uint32_t n;
+	struct msample *q;
+
+	if (!m)
+		return 0;
+	now = fr_now_mono_ns();
+	if (now - m->handed_mono >= TICK_NS) {
+		m->handed_mono = now;
+		hand_over(m);
+	}
+	if (__atomic_load_n(&m->nqueue, __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	q = m->queue;
+	m->queue = m->out;
+	m->out = q;
+	n = m->nqueue;
+	__atomic_store_n(&m->nqueue, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&m->lock);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct fr_sample s = {
+			.time_ns = q[i].time_ns,
+			.pid = q[i].pid,
+			.tid = q[i].pid,
+			.event = q[i].event,
+			.weight = q[i].weight,
+			.ips = no_frames,
+		};
+
+		fn(arg, &s);
+	}
+	return n;
+}
+
+void fr_memsample_lost(struct fr_memsample *m, uint32_t n)
+{
+	if (m)
+		count(&m->st.dropped, n);
+}
+
+void fr_memsample_watch_pids(struct fr_memsample *m, const uint32_t *pids, uint32_t n)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->nwatch = n > FR_MEMSAMPLE_WATCH_MAX ? FR_MEMSAMPLE_WATCH_MAX : n;
+	memcpy(m->watch, pids, m->nwatch * sizeof(*pids));
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* ---- the sampler's thread ------------------------------------------------ */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The pids to read this tick: those handed over and those watched, once
+ * each. */
+static void gather(struct fr_memsample *m)
+{
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&m->lock);
+	memcpy(m->pids, m->wanted, m->nwanted * sizeof(m->pids[0]));
+	memcpy(m->pids + m->nwanted, m->watch, m->nwatch * sizeof(m->pids[0]));
+	m->npids = m->nwanted + m->nwatch;
+	pthread_mutex_unlock(&m->lock);
+	qsort(m->pids, m->npids, sizeof(m->pids[0]), cmp_u32);
+	for (uint32_t i = 0; i < m->npids; i++)
+		if (m->pids[i] && (n == 0 || m->pids[n - 1] != m->pids[i]))
+			m->pids[n++] = m->pids[i];
+	m->npids = n;
+}
+
+/* The pressure sample of this tick: the "some" stall time since the last
+ * one. The first read only sets the baseline. */
+static uint32_t read_pressure(struct fr_memsample *m, struct msample *out)
+{
+	uint64_t ns;
+	int ret = fr_proc_read_mem_pressure(m->proc, &ns);
+
+	if (ret < 0) {
+		if (!m->pressure_error[0]) {
+			snprintf(m->pressure_error, sizeof(m->pressure_error),
+				 "cannot read %s/pressure/memory: %s", m->proc,
+				 ret == -ENOENT ? "this kernel has no PSI (or psi=0)"
+						: strerror(-ret));
+			fr_log_warn("memory-pressure is not sampled: %s", m->pressure_error);
+			__atomic_store_n(&m->pressure_failed, 1, __ATOMIC_RELEASE);
+		}
+		m->have_base = 0;
+		return 0;
+	}
+	if (m->pressure_error[0]) {
+		fr_log_info("memory-pressure is sampled again");
+		__atomic_store_n(&m->pressure_failed, 0, __ATOMIC_RELEASE);
+		m->pressure_error[0] = '\0';
+	}
+	if (!m->have_base || ns < m->pressure_base) {
+		m->have_base = 1;
+		m->pressure_base = ns;
+		return 0;
+	}
+	*out = (struct msample){
+		.time_ns = fr_now_real_ns(),
+		.pid = 0,
+		.event = FR_EVENT_MEM_PRESSURE,
+		.weight = ns - m->pressure_base,
+	};
+	m->pressure_base = ns;
+	count(&m->st.pressure_samples, 1);
+	return 1;
+}
+
+/* One tick: the pressure, then at most FR_MEMSAMPLE_MAX_PIDS processes,
+ * starting where the last tick's turn ended, within the budget. */
+static uint32_t tick(struct fr_memsample *m)
+{
+	int64_t t0 = fr_now_mono_ns();
+	uint32_t np = read_pressure(m, &m->batch[0]), n = np, done = 0;
+
+	gather(m);
+	if (m->rotate >= m->npids)
+		m->rotate = 0;
+	for (; done < m->npids && done < FR_MEMSAMPLE_MAX_PIDS; done++) {
+		uint32_t pid = m->pids[(m->rotate + done) % m->npids];
+		uint64_t bytes;
+
+		if (fr_now_mono_ns() - t0 > FR_MEMSAMPLE_BUDGET_NS)
+			break;
+		/* A kernel thread or a zombie has no memory of its own. */
+		if (fr_proc_read_rss(m->proc, pid, &bytes) < 0 || bytes == 0) {
+			count(&m->st.gone, 1);
+			continue;
+		}
+		m->batch[n++] = (struct msample){
+			.time_ns = fr_now_real_ns(),
+			.pid = pid,
+			.event = FR_EVENT_RSS,
+			.weight = bytes,
+		};
+	}
+	count(&m->st.rss_samples, n - np);
+	count(&m->st.skipped, m->npids - done);
+	m->rotate += done;
+	count(&m->st.busy_ns, (uint64_t)(fr_now_mono_ns() - t0));
+	count(&m->st.ticks, 1);
+	return n;
+}
+
+/* Appends the tick's samples to the queue; what does not fit is dropped. */
+static void publish(struct fr_memsample *m, uint32_t n)
+{
+	uint32_t room, take;
+
+	pthread_mutex_lock(&m->lock);
+	room = FR_MEMSAMPLE_QUEUE - m->nqueue;
+	take = n < room ? n : room;
+	memcpy(m->queue + m->nqueue, m->batch, take * sizeof(m->batch[0]));
+	__atomic_store_n(&m->nqueue, m->nqueue + take, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&m->lock);
+	if (take < n)
+		count(&m->st.dropped, n - take);
+}
+
+static void *sampler_main(void *arg)
+{
+	struct fr_memsample *m = arg;
+	int64_t next = fr_now_mono_ns() + TICK_NS;
+
+	fr_priority_normal();
+	pthread_mutex_lock(&m->lock);
+	while (!m->stop) {
+		struct timespec ts;
+		int64_t now = fr_now_mono_ns();
+
+		if (now < next) {
+			fr_mono_deadline(&ts, next - now);
+			pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+			continue;
+		}
+		/* A tick late by more than one (a suspended machine) starts
+		 * the count again rather than catching up. */
+		next = next + TICK_NS > now ? next + TICK_NS : now + TICK_NS;
+		pthread_mutex_unlock(&m->lock);
+		publish(m, tick(m));
+		pthread_mutex_lock(&m->lock);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* ---- start, stop, status --------------------------------------------------- */
+
+static void memsample_free(struct fr_memsample *m)
+{
+	free(m->queue);
+	free(m->out);
+	pthread_cond_destroy(&m->cond);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+int fr_memsample_start(struct fr_memsample **out, const char *proc, char *err, size_t errlen)
+{
+	struct fr_memsample *m = calloc(1, sizeof(*m));
+	sigset_t all, old;
+	int ret;
+
+	*out = NULL;
+	if (!m || fr_mono_cond_init(&m->cond) < 0) {
+		free(m);
+		fr_set_err(err, errlen, "memory samples: out of memory");
+		return -ENOMEM;
+	}
+	fr_mutex_init_pi(&m->lock);
+	snprintf(m->proc, sizeof(m->proc), "%s", proc);
+	m->queue = calloc(FR_MEMSAMPLE_QUEUE, sizeof(*m->queue));
+	m->out = calloc(FR_MEMSAMPLE_QUEUE, sizeof(*m->out));
+	m->handed_mono = fr_now_mono_ns();
+	if (!m->queue || !m->out) {
+		memsample_free(m);
+		fr_set_err(err, errlen, "memory samples: out of memory");
+		return -ENOMEM;
+	}
+	/* Signals are the daemon's: this thread must never receive one. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = -pthread_create(&m->thread, NULL, sampler_main, m);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret < 0) {
+		memsample_free(m);
+		fr_set_err(err, errlen, "memory samples: cannot start the thread: %s",
+			   strerror(-ret));
+		return ret;
+	}
+	pthread_setname_np(m->thread, "fr-memsample");
+	*out = m;
+	return 0;
+}
+
+void fr_memsample_stop(struct fr_memsample *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stop = 1;
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->thread, NULL);
+	memsample_free(m);
+}
+
+void fr_memsample_stats(const struct fr_memsample *m, struct fr_memsample_stats *out)
+{
+	const uint64_t *in = (const uint64_t *)&m->st;
+	uint64_t *o = (uint64_t *)out;
+
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+}
+
+int fr_memsample_pressure_failed(const struct fr_memsample *m)
+{
+	return __atomic_load_n(&m->pressure_failed, __ATOMIC_ACQUIRE);
+}

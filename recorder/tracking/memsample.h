@@ -1,0 +1,78 @@
+/* The memory sampler: once a second, the resident set of the processes
+ * that ran (had samples) in the last second or that the recorder watches
+ * (processes with allocation rings), and the machine's memory pressure,
+ * as FR_EVENT_RSS and FR_EVENT_MEM_PRESSURE samples (core/store/sample.h).
+ *
+ * /proc is read on a thread of its own (fr-memsample, normal priority):
+ * a read of /proc/PID/statm can wait on the process's memory map, and the
+ * ingest thread must never wait on /proc. The ingest thread notes the
+ * pids it sees (fr_memsample_note_pid, no lock), and at its wake-ups
+ * takes the samples read since (fr_memsample_take), handing over the
+ * pids it noted once a second; the two share a queue under a priority-
+ * inheritance lock held only to swap arrays.
+ *
+ * Bounds: at most FR_MEMSAMPLE_MAX_PIDS statm reads a second (more
+ * processes take turns; those left out are counted as skipped), a
+ * second's reads stop after FR_MEMSAMPLE_BUDGET_NS, at most
+ * FR_MEMSAMPLE_QUEUE samples wait for the ingest thread (the rest are
+ * dropped and counted), a fixed memory footprint allocated at start.
+ */
+#ifndef FR_RECORDER_MEMSAMPLE_H
+#define FR_RECORDER_MEMSAMPLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/store/sample.h"
+
+#define FR_MEMSAMPLE_MAX_PIDS 512
+#define FR_MEMSAMPLE_WATCH_MAX 512
+#define FR_MEMSAMPLE_QUEUE 2048
+#define FR_MEMSAMPLE_BUDGET_NS (200LL * 1000 * 1000)
+
+struct fr_memsample;
+
+/* What the sampler did since it started (relaxed atomics). */
+struct fr_memsample_stats {
+	uint64_t rss_samples, pressure_samples;
+	uint64_t gone;	  /* processes that ended before their read, or
+			   * without memory (kernel threads, zombies) */
+	uint64_t skipped; /* reads left out: over the bound or the budget */
+	uint64_t dropped; /* samples the queue had no room for */
+	uint64_t busy_ns; /* the thread's time reading (CLOCK_MONOTONIC) */
+	uint64_t ticks;
+};
+
+/* Starts the sampler's thread on `proc` ("/proc"). The pressure file is
+ * tried at each tick; a kernel without PSI leaves it out (said once in
+ * the log). Returns 0, or -errno with a message in `err`. */
+int fr_memsample_start(struct fr_memsample **out, const char *proc, char *err, size_t errlen);
+
+/* Stops the thread and frees; accepts NULL. */
+void fr_memsample_stop(struct fr_memsample *m);
+
+/* Ingest thread: process `pid` had a sample; its RSS is read within the
+ * next two seconds. Never blocks, never allocates. */
+void fr_memsample_note_pid(struct fr_memsample *m, uint32_t pid);
+
+/* Any thread: the processes to read every second whether they ran or not
+ * (e.g. those with allocation rings), replacing the previous list; at
+ * most FR_MEMSAMPLE_WATCH_MAX are kept. */
+void fr_memsample_watch_pids(struct fr_memsample *m, const uint32_t *pids, uint32_t n);
+
+/* Ingest thread: calls `fn` for each sample read since the last call, in
+ * the order read, and hands over the pids noted when a second has passed
+ * since the last hand-over. Returns the samples delivered. */
+uint32_t fr_memsample_take(struct fr_memsample *m, void (*fn)(void *arg, const struct fr_sample *s),
+			   void *arg);
+
+/* Counts a sample `fn` could not keep (no chunk took it). Ingest thread. */
+void fr_memsample_lost(struct fr_memsample *m, uint32_t n);
+
+void fr_memsample_stats(const struct fr_memsample *m, struct fr_memsample_stats *out);
+
+/* Whether the last read of the pressure file failed (the log said why).
+ * Any thread. */
+int fr_memsample_pressure_failed(const struct fr_memsample *m);
+
+#endif

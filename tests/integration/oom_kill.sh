@@ -1,0 +1,108 @@
+#!/bin/bash
+# An OOM kill is recorded: a program (oom_hog) touches memory until the
+# OOM killer of its memory cgroup (64 MiB, no swap) kills it, under a
+# recorder whose session has the trigger {"on": "oom"}. Then:
+#  - the log says "oom: killed pid P (oom_hog) in cgroup C, RSS N MiB";
+#  - the trigger wrote a dump (profile and sidecar) whose sidecar names
+#    the victim: pid, comm, cgroup and its RSS (32..80 MiB);
+#  - `flightrec timeline --event oom` counts one kill for the victim, and
+#    its JSON lists it with its RSS;
+#  - attach and dump refuse --event oom, pointing at the timeline.
+# The memory cgroup is cgroup v2's (memory.max, memory.swap.max) where the
+# unified hierarchy has the memory controller, else v1's
+# (memory.limit_in_bytes, memory.memsw.limit_in_bytes); it is removed at
+# the end.
+. "$(dirname "$0")/lib.sh"
+need_root_perf
+HOG=$BUILD/tests/integration/oom_hog
+[ -x "$HOG" ] || fail "oom_hog was not built"
+[ -r /sys/kernel/tracing/events/oom/mark_victim/format ] ||
+	[ -r /sys/kernel/debug/tracing/events/oom/mark_victim/format ] ||
+	[ -d /sys/kernel/tracing ] ||
+	skip "no tracefs for the oom:mark_victim tracepoint"
+
+# A memory cgroup of 64 MiB without swap.
+CG=
+V2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+if [ -n "$V2" ] && grep -qw memory "$V2/cgroup.controllers" 2>/dev/null; then
+	grep -qw memory "$V2/cgroup.subtree_control" || echo +memory >"$V2/cgroup.subtree_control" ||
+		skip "cannot enable the memory controller under $V2"
+	CG=$V2/fr-oom-$$
+	mkdir "$CG" || skip "cannot create a cgroup under $V2"
+	echo 64M >"$CG/memory.max"
+	[ -e "$CG/memory.swap.max" ] && echo 0 >"$CG/memory.swap.max"
+elif [ -d /sys/fs/cgroup/memory ]; then
+	CG=/sys/fs/cgroup/memory/fr-oom-$$
+	mkdir "$CG" || skip "cannot create a cgroup under /sys/fs/cgroup/memory"
+	echo $((64 << 20)) >"$CG/memory.limit_in_bytes"
+	[ -e "$CG/memory.memsw.limit_in_bytes" ] && echo $((64 << 20)) >"$CG/memory.memsw.limit_in_bytes"
+else
+	skip "no memory cgroup controller (cgroup v2 without memory, no v1 memory hierarchy)"
+fi
+trap 'rmdir "$CG" 2>/dev/null; cleanup' EXIT
+
+mkdir -m 0700 "$T/dumps"
+cat >"$T/config.json" <<JSON
+{"dumps": {"dir": "$T/dumps"},
+ "sessions": [{"name": "mem", "events": [{"event": "cpu", "hz": 99}],
+               "triggers": [{"on": "oom", "window": "10s"}]}]}
+JSON
+start_daemon --config "$T/config.json"
+state=$(status_value '[e["state"] for e in d["events"] if e["event"] == "oom"][0]')
+[ "$state" = recording ] ||
+	skip "the recorder cannot record OOM kills here: $(status_value '[e.get("error") for e in d["events"] if e["event"] == "oom"]')"
+wait_seals 1
+
+# The hog in the cgroup, killed by its OOM killer (SIGKILL: 137).
+sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2"' sh "$CG" "$HOG" >"$T/hog.out" 2>&1
+rc=$?
+PID=$(head -1 "$T/hog.out")
+[ "$rc" = 137 ] || fail "oom_hog was not killed by the OOM killer (exit $rc): $(cat "$T/hog.out")"
+[ -n "$PID" ] || fail "oom_hog did not say its pid"
+
+wait_until 10 "the log line of the kill" \
+	'grep -Eq "warn flightrecd: oom: killed pid $PID \(oom_hog\) in cgroup [^ ]+, RSS [0-9.]+ MiB$" "$T/daemon.log"'
+wait_until 20 "the oom dump" 'ls "$T"/dumps/mem-oom-*.json >/dev/null 2>&1'
+SIDECAR=$(ls "$T"/dumps/mem-oom-*.json | head -1)
+[ -s "${SIDECAR%.json}.pb.gz" ] || fail "the dump has no profile beside $SIDECAR"
+python3 - "$SIDECAR" "$PID" <<'PY' || fail "the sidecar does not name the victim: $(cat "$SIDECAR")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+pid = int(sys.argv[2])
+v = s["victim"]
+assert s["trigger"] == "oom" and s["pid"] == pid, s
+assert v["pid"] == pid and v["comm"] == "oom_hog" and v["cgroup"], v
+assert 32 << 20 <= v["rss"] <= 80 << 20, v["rss"]
+assert "oom_hog" in s["reason"] and str(pid) in s["reason"], s["reason"]
+PY
+
+# The ring has it: one kill for the victim, listed with its RSS.
+"$FLIGHTREC" timeline --event oom --window 2m --step 1s --json >"$T/oom.json" 2>"$T/err" ||
+	fail "timeline --event oom failed: $(cat "$T/err")"
+python3 - "$T/oom.json" "$PID" <<'PY' || fail "the oom timeline: $(cat "$T/oom.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+pid = int(sys.argv[2])
+assert d["event"] == "oom" and d["unit"] == "count", d["unit"]
+g = [g for g in d["groups"] if g.get("pid") == pid]
+assert g and g[0]["total"] == 1 and sum(1 for x in g[0]["values"] if x) == 1, g
+v = [v for v in d["victims"] if v["pid"] == pid]
+assert len(v) == 1 and v[0]["comm"] == "oom_hog" and v[0]["cgroup"], v
+assert 32 << 20 <= v[0]["rss"] <= 80 << 20, v[0]["rss"]
+PY
+"$FLIGHTREC" timeline --event oom --window 2m >"$T/oom.txt" 2>"$T/err" ||
+	fail "timeline --event oom (text) failed: $(cat "$T/err")"
+grep -Eq "^killed [0-9:]+ UTC: pid $PID \(oom_hog\) in cgroup .*, RSS [0-9.]+ MiB$" "$T/oom.txt" ||
+	fail "the text timeline does not list the victim: $(cat "$T/oom.txt")"
+
+# A profile of kills would read like one of CPU: refused, with the way.
+for cmd in attach "dump --ring $RING"; do
+	# shellcheck disable=SC2086
+	"$FLIGHTREC" $cmd --event oom --window 1m -o "$T/x.pb.gz" 2>"$T/err"
+	rc=$?
+	[ $rc = 2 ] || fail "$cmd --event oom: exit $rc, want 2"
+	grep -q 'oom is a series over time, not a profile: see `flightrec timeline --event oom`' "$T/err" ||
+		fail "$cmd --event oom: $(cat "$T/err")"
+done
+stop_daemon
+echo "PASS"
