@@ -40,7 +40,7 @@ const char fr_config_default_json[] =
 	"\t\"limits\": {\"max_rate_hz\": 10000, \"max_clients\": 64, \"memory\": \"512MiB\"},\n"
 	"\t\"sessions\": [\n"
 	"\t\t{\"name\": \"default\", \"events\": [{\"event\": \"cpu\", \"hz\": 99}, "
-	"{\"event\": \"offcpu\"}]}\n"
+	"{\"event\": \"offcpu\"}, {\"event\": \"alloc\", \"mean\": \"512KiB\"}]}\n"
 	"\t]\n"
 	"}\n";
 
@@ -230,6 +230,7 @@ void fr_config_event_defaults(struct fr_config_event *ev)
 	}
 	ev->mechanism = FR_CONFIG_OFFCPU_BPF;
 	ev->min_wait_ns = ev->event == FR_EVENT_OFFCPU ? FR_CONFIG_MIN_WAIT_DEFAULT : 0;
+	ev->mean = ev->event == FR_EVENT_ALLOC ? FR_CONFIG_ALLOC_MEAN_DEFAULT : 0;
 }
 
 uint32_t fr_config_max_hz(const struct fr_config *cfg, uint32_t event)

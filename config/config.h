@@ -160,6 +160,12 @@ enum fr_config_offcpu_mechanism {
 #define FR_CONFIG_MIN_WAIT_DEFAULT 1000000LL
 #define FR_CONFIG_MIN_WAIT_MAX (10 * FR_NS_PER_S)
 
+/* alloc's "mean": the bytes between samples on average, default and
+ * bounds (those of lib/flightrec/alloc_abi.h, FR_ALLOC_MEAN_*). */
+#define FR_CONFIG_ALLOC_MEAN_DEFAULT (512u << 10)
+#define FR_CONFIG_ALLOC_MEAN_MIN 1u
+#define FR_CONFIG_ALLOC_MEAN_MAX (1u << 30)
+
 /* "stack_copy" bounds and default, in bytes. The kernel takes at most
  * 64 KiB - 8 (the record's size is 16 bits) in multiples of 8. */
 #define FR_CONFIG_STACK_COPY_MIN 512u
@@ -185,6 +191,8 @@ struct fr_config_event {
 	 * wait the eBPF mechanism takes stacks for (ns). */
 	uint32_t mechanism;
 	int64_t min_wait_ns;
+	/* alloc only: the sampling mean in bytes ("mean"). */
+	uint64_t mean;
 };
 
 struct fr_config_session {

@@ -196,6 +196,10 @@ static bool add_events(cJSON *js, const struct fr_config_session *sess)
 					       config_duration_text(sess->events[e].min_wait_ns,
 								    buf, sizeof(buf))))))
 			return false;
+		if (sess->events[e].event == FR_EVENT_ALLOC &&
+		    !cJSON_AddStringToObject(ev, "mean",
+					     size_text(sess->events[e].mean, buf, sizeof(buf))))
+			return false;
 	}
 	return true;
 }

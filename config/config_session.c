@@ -171,11 +171,33 @@ static int parse_offcpu(struct config_ctx *c, const cJSON *ev, const char *path,
 	return 0;
 }
 
+/* alloc's "mean": a size, within the library's bounds. */
+static int parse_mean(struct config_ctx *c, const cJSON *ev, const char *path,
+		      struct fr_config_event *out)
+{
+	const cJSON *mean = cJSON_GetObjectItemCaseSensitive(ev, "mean");
+	char sub[PATH_MAX_LEN], got[64];
+	int ret;
+
+	if (!mean)
+		return 0;
+	config_join(sub, path, "mean");
+	if (out->event != FR_EVENT_ALLOC)
+		return config_fail(c, sub, "only alloc takes it; leave it out");
+	ret = config_get_size(c, mean, sub, &out->mean);
+	if (ret < 0)
+		return ret;
+	if (out->mean < FR_CONFIG_ALLOC_MEAN_MIN || out->mean > FR_CONFIG_ALLOC_MEAN_MAX)
+		return config_fail(c, sub, "must be 1 byte to 1GiB, got %s",
+				   config_describe(mean, got, sizeof(got)));
+	return 0;
+}
+
 static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 		       struct fr_config_session *sess, struct fr_config *cfg)
 {
-	static const char *const keys[] = {"event",	 "hz",	      "period",	 "unwind",
-					   "stack_copy", "mechanism", "min_wait"};
+	static const char *const keys[] = {"event",	 "hz",	      "period",	  "unwind",
+					   "stack_copy", "mechanism", "min_wait", "mean"};
 	char sub[PATH_MAX_LEN], got[64], names[256];
 	struct fr_config_event *out = &sess->events[sess->nevents];
 	const cJSON *name, *hz;
@@ -222,12 +244,22 @@ static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 	ret = parse_unwind(c, ev, path, out);
 	if (ret == 0)
 		ret = parse_offcpu(c, ev, path, out);
+	if (ret == 0)
+		ret = parse_mean(c, ev, path, out);
 	if (ret < 0)
 		return ret;
 
 	hz = cJSON_GetObjectItemCaseSensitive(ev, "hz");
 	if (!fr_event_has_rate((uint32_t)id)) {
 		/* offcpu records every context switch; there is no rate. */
+		if ((hz || cJSON_GetObjectItemCaseSensitive(ev, "period")) &&
+		    out->event == FR_EVENT_ALLOC) {
+			config_join(sub, path, hz ? "hz" : "period");
+			return config_fail(c, sub,
+					   "alloc is sampled by bytes and takes no rate; say "
+					   "\"mean\" (e.g. \"512KiB\"), leave \"%s\" out",
+					   hz ? "hz" : "period");
+		}
 		if (hz || cJSON_GetObjectItemCaseSensitive(ev, "period")) {
 			config_join(sub, path, hz ? "hz" : "period");
 			return config_fail(c, sub,
@@ -551,7 +583,11 @@ int config_parse_sessions(struct config_ctx *c, const cJSON *sessions, struct fr
 		 * by default (docs/performance.md, "Off-CPU by eBPF"). */
 		sess->events[1].event = FR_EVENT_OFFCPU;
 		fr_config_event_defaults(&sess->events[1]);
-		sess->nevents = 2;
+		/* Allocation samples of the processes that load libflightrec
+		 * (nothing else pays anything), at the library's default mean. */
+		sess->events[2].event = FR_EVENT_ALLOC;
+		fr_config_event_defaults(&sess->events[2]);
+		sess->nevents = 3;
 		cfg->nsessions = 1;
 		return 0;
 	}

@@ -169,6 +169,23 @@ static const struct fr_ipc_mdesc python_m[] = {
 };
 #undef T
 
+#define T struct fr_ipc_status_alloc
+static const struct fr_ipc_mdesc alloc_m[] = {
+	U64(T, "processes", processes),
+	U64(T, "refused", refused),
+	U64(T, "samples", samples),
+	U64(T, "frees_matched", frees_matched),
+	U64(T, "frees_unmatched", frees_unmatched),
+	U64(T, "live_blocks", live_blocks),
+	U64(T, "evicted", evicted),
+	U64(T, "lib_dropped", lib_dropped),
+	U64(T, "skipped_bytes", skipped_bytes),
+	U64(T, "bad_records", bad_records),
+	U64(T, "mean", mean),
+	STR_NZ(T, "last_refusal", last_refusal),
+};
+#undef T
+
 #define T struct fr_ipc_status_ingest
 static const struct fr_ipc_mdesc ingest_m[] = {
 	I64(T, "last_drain_ns", last_drain_ns),
@@ -433,6 +450,7 @@ static int add_status_parts(cJSON *obj, const struct fr_ipc_status_reply *r)
 
 	if (!add_object(obj, "labels", labels_m, N(labels_m), &r->labels) ||
 	    (r->has_python && !add_object(obj, "python", python_m, N(python_m), &r->python)) ||
+	    (r->has_alloc && !add_object(obj, "alloc", alloc_m, N(alloc_m), &r->alloc)) ||
 	    !add_object(obj, "ingest", ingest_m, N(ingest_m), &r->ingest))
 		return -ENOMEM;
 	if (r->has_symbol_cache) {
@@ -701,6 +719,10 @@ static int get_status_parts(const cJSON *obj, struct fr_ipc_status_reply *r, cha
 	if (ret < 0)
 		return -EINVAL;
 	r->has_python = ret > 0;
+	ret = get_members(obj, what, "alloc", alloc_m, N(alloc_m), &r->alloc, err, errlen);
+	if (ret < 0)
+		return -EINVAL;
+	r->has_alloc = ret > 0;
 	ret = get_members(obj, what, "symbol_cache", symcache_m, N(symcache_m), &r->symbol_cache,
 			  err, errlen);
 	if (ret < 0 || (ret && (get_object(obj, what, "symbol_cache", &o, err, errlen) < 0 ||

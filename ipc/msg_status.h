@@ -193,6 +193,23 @@ struct fr_ipc_status_python {
 	char last_refused[200]; /* "last_refused": why the last refused one was */
 };
 
+/* "alloc": allocation samples of processes with libflightrec (the
+ * counts since the start, but processes and live_blocks: now). */
+struct fr_ipc_status_alloc {
+	uint64_t processes;	  /* "processes": rings read now */
+	uint64_t refused;	  /* "refused": processes whose ring was not read */
+	uint64_t samples;	  /* "samples": allocations sampled */
+	uint64_t frees_matched;	  /* "frees_matched": frees of sampled blocks */
+	uint64_t frees_unmatched; /* "frees_unmatched": frees of no block known */
+	uint64_t live_blocks;	  /* "live_blocks": sampled blocks live now */
+	uint64_t evicted;	  /* "evicted": blocks forgotten for room */
+	uint64_t lib_dropped;	  /* "lib_dropped": the libraries' losses */
+	uint64_t skipped_bytes;	  /* "skipped_bytes": records that never completed */
+	uint64_t bad_records;	  /* "bad_records": malformed records */
+	uint64_t mean;		  /* "mean": bytes, asked of every ring */
+	char last_refusal[160];	  /* "last_refusal": pid and why */
+};
+
 /* "ingest": whether the ingest thread and the ring's writer keep up. */
 struct fr_ipc_status_ingest {
 	int64_t last_drain_ns;	      /* "last_drain_ns" */
@@ -337,6 +354,8 @@ struct fr_ipc_status_reply {
 	struct fr_ipc_status_labels labels;  /* "labels" */
 	int has_python;
 	struct fr_ipc_status_python python; /* "python" (when Python frames are read) */
+	int has_alloc;
+	struct fr_ipc_status_alloc alloc;   /* "alloc" (when allocation rings are read) */
 	struct fr_ipc_status_ingest ingest; /* "ingest" */
 	int has_symbol_cache;
 	struct fr_ipc_status_symcache symbol_cache; /* "symbol_cache" */

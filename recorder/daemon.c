@@ -327,6 +327,12 @@ static int daemon_open_recording(struct daemon *d)
 		fr_chunk_builder_set_level(d->ingest.builder, 1);
 	d->ingest.tracker = d->tracker;
 	d->ingest.applabels = d->applabels;
+	/* Allocation samples: rings found by the labels' look-ups. */
+	d->allocs = fr_allocs_new(fr_tracker_ops(d->tracker), &d->ingest.handler);
+	if (!d->allocs)
+		fr_log_warn("out of memory; allocation samples are not read");
+	fr_applabels_set_allocs(d->applabels, d->allocs);
+	d->ingest.allocs = d->allocs;
 	d->ingest.pystacks = fr_applabels_pystacks(d->applabels);
 	if (d->ingest.pystacks && d->symcache)
 		fr_pystacks_set_namer(d->ingest.pystacks,
@@ -499,6 +505,7 @@ static void daemon_free(struct daemon *d)
 	fr_ingest_fini(&d->ingest);
 	fr_chunk_builder_free(d->ingest.builder);
 	fr_applabels_free(d->applabels);
+	fr_allocs_free(d->allocs);
 	fr_tracker_free(d->tracker);
 	fr_symcache_close(d->symcache);
 	free(d->symcache_dir);

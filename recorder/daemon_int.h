@@ -29,6 +29,7 @@ struct fr_peers;
 
 #include "recorder/export/export_ch.h"
 #include "recorder/ingest/ingest.h"
+#include "recorder/sampling/allocs.h"
 #include "recorder/sampling/perf.h"
 #include "recorder/sampling/poller.h"
 #include "recorder/sampling/sources.h"
@@ -51,6 +52,7 @@ struct daemon {
 	struct fr_sources sources;
 	struct fr_writer writer;
 	struct fr_tracker *tracker;
+	struct fr_allocs *allocs;		/* allocation rings, the ingest thread's */
 	struct fr_applabels *applabels;		/* the ingest thread's, like the tracker */
 	struct fr_symcache *symcache;		/* NULL: off (symbols.cache_size 0) */
 	char *symcache_dir;			/* where queries look; NULL: off */

@@ -104,7 +104,8 @@ void daemon_memory_reload(struct daemon *d, const struct fr_config *cfg)
 	daemon_memory_refresh(d);
 }
 
-/* What the caches hold now: unwind tables, symbol images, label sets. */
+/* What the caches hold now: unwind tables, symbol images, label sets
+ * (with the live sampled blocks of allocation samples). */
 struct held {
 	uint64_t tables, symbols, labels;
 };
@@ -119,7 +120,7 @@ static void caches_held(struct daemon *d, struct held *h)
 	fr_symbols_get_stats(&ss);
 	h->tables = ut.bytes;
 	h->symbols = ss.bytes;
-	h->labels = fr_applabels_memory(d->applabels);
+	h->labels = fr_applabels_memory(d->applabels) + fr_allocs_memory(d->allocs);
 }
 
 void daemon_memory_refresh(struct daemon *d)

@@ -12,7 +12,8 @@
 #   memory.c, main.c) wire the wings and are used by requests alone,
 #   through daemon_int.h
 #   lib (libflightrec, included as flightrec/...) uses nothing of the
-#   project; the recorder reads its memory layout (flightrec/labels_abi.h)
+#   project; the recorder reads its memory layouts (flightrec/labels_abi.h,
+#   flightrec/alloc_abi.h)
 # (linking each library's unit tests with only that library and those
 # below checks the calls the same way). Prints each violation and fails.
 set -eu
@@ -48,7 +49,7 @@ bad=$(
 	check recorder core config ipc flightrec
 	check recorder/bpf core
 	check recorder/export core config ipc
-	check recorder/sampling core config ipc recorder/bpf recorder/labels.skel.h recorder/offcpu.skel.h
+	check recorder/sampling core config ipc flightrec recorder/bpf recorder/labels.skel.h recorder/offcpu.skel.h
 	check recorder/tracking core config ipc flightrec recorder/bpf recorder/sampling
 	check recorder/triggers core config ipc recorder/tracking recorder/sampling
 	check recorder/ingest core config ipc recorder/export recorder/sampling recorder/tracking recorder/triggers

@@ -28,6 +28,7 @@
 #include "core/util/priority.h"
 #include "core/util/time.h"
 #include "recorder/export/export_ch.h"
+#include "recorder/sampling/allocs.h"
 #include "core/store/chunk.h"
 #include "recorder/ingest/writer.h"
 #include "recorder/sampling/sources.h"
@@ -201,6 +202,8 @@ static void seal(struct fr_ingest *g, uint64_t barrier)
 	 * would say who is blocked. */
 	g->last_seal_mono = (int64_t)now;
 	g->open_waits = 0;
+	/* Ended processes' rings, and the live heap when a snapshot is due. */
+	fr_allocs_seal(g->allocs, g->sources->clock_offset);
 	for (unsigned i = 0; i < g->sources->n; i++)
 		if (g->sources->table[i].perf)
 			fr_perf_offcpu_open(g->sources->table[i].perf, g->sources->clock_offset,
@@ -248,6 +251,11 @@ static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int
 {
 	struct fr_ingest *g = arg;
 
+	/* The old image's heap is gone: its ring read a last time while
+	 * its mappings are still known (for the stacks). */
+	if (exec)
+		fr_allocs_gone(g->allocs, g->sources->clock_offset, pid,
+			       time_ns ? time_ns : fr_now_real_ns());
 	fr_tracker_comm_at(g->tracker, pid, tid, comm, exec, time_ns);
 	/* A new program: its labels (and where they are) are its own. */
 	if (exec)
@@ -382,12 +390,22 @@ static uint32_t on_labels(void *arg, const struct fr_bpf_labels_rec *r)
 static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
 		    int64_t time_ns)
 {
-	fr_tracker_fork(((struct fr_ingest *)arg)->tracker, pid, ppid, tid, ptid, time_ns);
+	struct fr_ingest *g = arg;
+
+	fr_tracker_fork(g->tracker, pid, ppid, tid, ptid, time_ns);
+	/* A child of a process whose allocations are read has the library
+	 * too, and a ring of its own soon: looked for at once. */
+	if (pid != ppid && fr_allocs_mapped(g->allocs, ppid))
+		fr_applabels_mapped(g->applabels, pid, "libflightrec.so");
 }
 
 static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns)
 {
-	fr_tracker_exit(((struct fr_ingest *)arg)->tracker, pid, tid, time_ns);
+	struct fr_ingest *g = arg;
+
+	fr_tracker_exit(g->tracker, pid, tid, time_ns);
+	if (pid == tid)
+		fr_allocs_exited(g->allocs, pid, time_ns);
 }
 
 /* Samples lost before they reached a chunk, for `event`: perf's
@@ -667,6 +685,10 @@ static int poll_timeout(struct fr_ingest *g)
 		timeout = POLL_MAX_MS;
 	/* A process's labels to look up soon (its library just mapped). */
 	labels = fr_applabels_timeout_ms(g->applabels);
+	if (labels >= 0 && labels < timeout)
+		timeout = labels;
+	/* Allocation rings are read every FR_ALLOCS_DRAIN_MS at least. */
+	labels = fr_allocs_timeout_ms(g->allocs);
 	return labels >= 0 && labels < timeout ? labels : timeout;
 }
 
@@ -711,6 +733,8 @@ int fr_ingest_loop(struct fr_ingest *g)
 		fr_sources_drain(g->sources);
 		fr_ingest_memory_take(g);
 		fr_applabels_poll(g->applabels, g->sources->clock_offset);
+		fr_allocs_set_mean(g->allocs, fr_sources_alloc_mean(g->sources));
+		fr_allocs_drain(g->allocs, g->sources->clock_offset);
 		if (g->barrier || g->stopping ||
 		    ((fr_chunk_builder_samples(g->builder) > 0 || g->open_waits > 0 ||
 		      g->losses_pending) &&

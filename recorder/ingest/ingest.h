@@ -24,6 +24,7 @@
 /* Ingest stalls remembered for attach replies. */
 #define FR_INGEST_STALL_LOG 16
 
+struct fr_allocs;
 struct fr_applabels;
 struct fr_chunk_builder;
 struct fr_cfi_table;
@@ -41,6 +42,7 @@ struct fr_ingest {
 	struct fr_chunk_builder *builder;
 	struct fr_tracker *tracker;
 	struct fr_applabels *applabels;
+	struct fr_allocs *allocs;		/* NULL: allocation rings not read */
 	struct fr_pystacks *pystacks;		/* NULL: none (no BPF) */
 	struct fr_unwind_tables *unwind_tables; /* NULL: none */
 	struct fr_triggers *triggers;		/* NULL: none; other signals go there */

@@ -294,6 +294,29 @@ static void python_status(struct daemon *d, struct fr_ipc_status_python *o)
 	snprintf(o->last_refused, sizeof(o->last_refused), "%s", c.last_problem);
 }
 
+/* "alloc": allocation samples (atomics, the last refusal under its
+ * lock). */
+static void alloc_status(struct daemon *d, struct fr_ipc_status_alloc *o)
+{
+	struct fr_allocs_stats st;
+
+	fr_allocs_stats(d->allocs, &st);
+	*o = (struct fr_ipc_status_alloc){
+		.processes = st.procs,
+		.refused = st.refused,
+		.samples = st.samples,
+		.frees_matched = st.frees_matched,
+		.frees_unmatched = st.frees_unmatched,
+		.live_blocks = st.live_blocks,
+		.evicted = st.evicted,
+		.lib_dropped = st.lib_dropped,
+		.skipped_bytes = st.skipped_bytes,
+		.bad_records = st.bad_records,
+		.mean = st.mean,
+	};
+	snprintf(o->last_refusal, sizeof(o->last_refusal), "%s", st.last_refusal);
+}
+
 /* The counters of the recorder's own, under the top of a status reply. */
 static void counters_status(struct daemon *d, struct fr_ipc_status_reply *r)
 {
@@ -349,6 +372,8 @@ int daemon_handle_status(void *arg, struct fr_ipc_call *call, struct fr_ipc_stat
 	labels_status(d, &r->labels);
 	r->has_python = fr_applabels_pystacks(d->applabels) != NULL;
 	python_status(d, &r->python);
+	r->has_alloc = d->allocs != NULL;
+	alloc_status(d, &r->alloc);
 	ingest_status(d, &r->ingest, now);
 	r->has_symbol_cache = d->symcache != NULL;
 	if (d->symcache)

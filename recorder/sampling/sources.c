@@ -134,6 +134,13 @@ int fr_sources_state(struct fr_sources *s, uint32_t event, char *err, size_t err
 	struct fr_source *src;
 	int state = 0;
 
+	/* Memory events open no perf source: alloc and heap come from the
+	 * processes' rings while a consumer asks them, the others from the
+	 * memory samplers, always. */
+	if (fr_event_is_memory(event))
+		return event == FR_EVENT_ALLOC || event == FR_EVENT_HEAP
+			       ? fr_sources_alloc_mean(s) != 0
+			       : 1;
 	pthread_mutex_lock(&s->lock);
 	src = fr_sources_find(s, event);
 	if (src && src->perf) {
@@ -157,6 +164,11 @@ uint32_t fr_sources_hz(struct fr_sources *s, uint32_t event)
 		hz = src->hz;
 	pthread_mutex_unlock(&s->lock);
 	return hz;
+}
+
+uint64_t fr_sources_alloc_mean(const struct fr_sources *s)
+{
+	return __atomic_load_n(&s->alloc_mean, __ATOMIC_RELAXED);
 }
 
 uint64_t fr_sources_offcpu_labels_dropped(struct fr_sources *s)
@@ -276,6 +288,7 @@ static struct fr_consumer *session_consumer(struct fr_sources *s,
 		c->period[c->nevents] = sess->events[e].period;
 		c->mechanism[c->nevents] = (uint8_t)(sess->events[e].mechanism + 1);
 		c->min_wait_ns[c->nevents] = sess->events[e].min_wait_ns;
+		c->mean[c->nevents] = sess->events[e].mean;
 		c->nevents++;
 	}
 	return c;

@@ -73,6 +73,8 @@ struct fr_consumer {
 	 * its min_wait. */
 	uint8_t mechanism[FR_LIMIT_EVENTS];
 	int64_t min_wait_ns[FR_LIMIT_EVENTS];
+	/* alloc: the sampling mean in bytes (0: no opinion). */
+	uint64_t mean[FR_LIMIT_EVENTS];
 	int64_t since_ns;
 };
 
@@ -109,6 +111,10 @@ struct fr_sources {
 	int labels_prog_fd, labels_map_fd;
 	int py_procs_fd, py_threads_fd; /* its Python maps, shared the same way */
 	int reconcile_efd;
+	/* Allocation samples come from no source of this table but the
+	 * processes' rings (recorder/sampling/allocs.h): the smallest mean
+	 * any consumer of alloc or heap asks, 0 when none does (atomic). */
+	uint64_t alloc_mean;
 
 	pthread_mutex_t consumers_lock;
 	pthread_cond_t consumers_cond; /* reconciled_gen advanced */
@@ -191,6 +197,10 @@ int fr_sources_state(struct fr_sources *s, uint32_t event, char *err, size_t err
 /* The rate `event` records at (0: none, or every context switch). Takes
  * `lock`. */
 uint32_t fr_sources_hz(struct fr_sources *s, uint32_t event);
+
+/* The allocation sampling mean consumers ask (bytes; 0: none asks alloc
+ * or heap). Any thread. */
+uint64_t fr_sources_alloc_mean(const struct fr_sources *s);
 
 /* The labels records of off-CPU waits the eBPF program had no room for
  * (their waits kept without labels); 0 without that mechanism.

@@ -35,6 +35,9 @@ struct wants {
 	bool perf[FR_SOURCES_MAX];
 	uint32_t perf_copy[FR_SOURCES_MAX];
 	int64_t min_wait[FR_SOURCES_MAX];
+	/* alloc or heap asked, and the smallest mean asked (0: none said). */
+	bool alloc;
+	uint64_t alloc_mean;
 };
 
 /* The stack copy event k of `w` is to be opened with (0: frame pointers). */
@@ -58,6 +61,16 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 
 		if (c->follows_only && !fr_event_has_rate(c->events[e]))
 			continue;
+		/* No perf source: alloc's mean goes to the processes' rings,
+		 * the other memory events are always recorded. */
+		if (fr_event_is_memory(c->events[e])) {
+			if (c->events[e] != FR_EVENT_ALLOC && c->events[e] != FR_EVENT_HEAP)
+				continue;
+			w->alloc = true;
+			if (c->mean[e] && (!w->alloc_mean || c->mean[e] < w->alloc_mean))
+				w->alloc_mean = c->mean[e];
+			continue;
+		}
 		for (i = 0; i < w->n && w->event[i] != c->events[e]; i++)
 			;
 		if (i == w->n) {
@@ -102,6 +115,8 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 static void collect_wants(struct fr_sources *s, struct wants *w, uint64_t *gen)
 {
 	w->n = 0;
+	w->alloc = false;
+	w->alloc_mean = 0;
 	pthread_mutex_lock(&s->consumers_lock);
 	*gen = s->consumers_gen;
 	for (const struct fr_consumer *c = s->consumers; c; c = c->next)
@@ -283,6 +298,9 @@ int fr_sources_reconcile(struct fr_sources *s)
 	char name[FR_EVENT_NAME_MAX];
 
 	collect_wants(s, &w, &gen);
+	__atomic_store_n(&s->alloc_mean,
+			 w.alloc ? (w.alloc_mean ? w.alloc_mean : FR_CONFIG_ALLOC_MEAN_DEFAULT) : 0,
+			 __ATOMIC_RELAXED);
 	changed = drop_unwanted(s, &w, &drained);
 	for (unsigned k = 0; k < w.n; k++) {
 		struct fr_source *src = fr_sources_find(s, w.event[k]);

@@ -110,6 +110,7 @@ struct fr_applabels {
 	struct fr_pystacks *py; /* with bpf */
 	char error[256];
 	struct fr_labelsets *sets;
+	struct fr_allocs *allocs; /* NULL: allocation rings are not read */
 	struct obs *obs;
 	size_t nobs, cap;
 	bool sorted;
@@ -249,8 +250,34 @@ static void not_looked_at(struct fr_applabels *al, struct al_proc *p)
 	p->retry_at = fr_now_mono_ns() + STALL_BACKOFF_NS;
 }
 
+/* The allocation ring a look-up mapped (or why not): handed to the
+ * allocation samples, or refused. Returns true when p is to be looked
+ * up again in a moment (a ring not made yet, a child's inherited ring
+ * before its own is made). */
+static bool apply_alloc(struct fr_applabels *al, struct al_proc *p, struct fr_al_lookup *j)
+{
+	bool again = p->retries + 1 < RETRIES;
+	int ret = j->ret_alloc;
+
+	if (!al->allocs || !j->lib)
+		return false;
+	if (ret == 0) {
+		ret = fr_allocs_adopt(al->allocs, &j->alloc);
+		j->alloc_why = ret == -ENOSPC  ? "too many rings mapped"
+			       : ret == -EBUSY ? "its ring is read by another recorder"
+					       : "its ring is another process's";
+	}
+	if (ret == -EAGAIN && again)
+		return true;
+	if (ret < 0 && ret != -ENOENT && ret != -ESRCH)
+		fr_allocs_refused(al->allocs, p->pid,
+				  ret == -EAGAIN && !j->alloc_why ? "its ring never became ready"
+								  : j->alloc_why);
+	return false;
+}
+
 /* What a look-up found for p. */
-static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al_lookup *j)
+static void apply(struct fr_applabels *al, struct al_proc *p, struct fr_al_lookup *j)
 {
 	p->state = P_NONE;
 	if (j->stalled) {
@@ -278,7 +305,7 @@ static void apply(struct fr_applabels *al, struct al_proc *p, const struct fr_al
 		fr_pystacks_found(al->py, p->pid, j->start_ns, (uid_t)pi.uid, j->ret_py, &j->py,
 				  j->py_bias, j->py_path);
 	}
-	if (j->lib && j->ret_lib == -EAGAIN) {
+	if (apply_alloc(al, p, j) || (j->lib && j->ret_lib == -EAGAIN)) {
 		/* Not set up yet: again in a moment, a few times. */
 		p->state = P_NEW;
 		p->retry_at = fr_now_mono_ns() + RETRY_NS;
@@ -407,6 +434,7 @@ static void collect(struct fr_applabels *al)
 			apply(al, p, done[i]);
 		else if (p && p->state == P_LOOKING)
 			p->state = P_NEW; /* a new process under the pid: again */
+		fr_allocs_found_release(&done[i]->alloc);
 		free(done[i]);
 	}
 }
@@ -616,6 +644,11 @@ struct fr_applabels *fr_applabels_new(struct fr_tracker *t)
 		.arg = al,
 	};
 	return al;
+}
+
+void fr_applabels_set_allocs(struct fr_applabels *al, struct fr_allocs *allocs)
+{
+	al->allocs = allocs;
 }
 
 const char *fr_applabels_error(const struct fr_applabels *al)

@@ -39,6 +39,12 @@ struct fr_applabels;
 struct fr_applabels *fr_applabels_new(struct fr_tracker *t);
 void fr_applabels_free(struct fr_applabels *al);
 
+/* The same look-ups map the allocation ring of a process with
+ * libflightrec (recorder/sampling/allocs.h) and hand it to `allocs`
+ * (borrowed; NULL: not read). Before the ingest loop runs. */
+struct fr_allocs;
+void fr_applabels_set_allocs(struct fr_applabels *al, struct fr_allocs *allocs);
+
 /* Why labels are not read (NULL when they are). */
 const char *fr_applabels_error(const struct fr_applabels *al);
 

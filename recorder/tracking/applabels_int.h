@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "core/symbols/python_exe.h"
+#include "recorder/sampling/allocs.h"
 #include "recorder/tracking/golabels.h"
 #include "recorder/tracking/labelsets.h"
 
@@ -43,6 +44,12 @@ struct fr_al_lookup {
 	char py_path[256];
 	uint32_t nkeys;
 	char keys[FR_AL_OTEL_KEYS_MAX][FR_LABELSETS_KEY_LEN];
+	/* libflightrec's allocation ring (its fr_alloc_registry): 0 with
+	 * alloc mapped (released by whoever frees the look-up unless taken),
+	 * else fr_allocs_map's -errno with alloc_why. */
+	int ret_alloc;
+	const char *alloc_why;
+	struct fr_alloc_found alloc;
 };
 
 /* Runs look-up `arg` (a struct fr_al_lookup): reads the process's files

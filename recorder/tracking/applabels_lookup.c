@@ -23,6 +23,7 @@
 #include "core/symbols/elf_object.h"
 #include "core/util/fs.h"
 #include "core/util/time.h"
+#include "flightrec/alloc_abi.h"
 #include "flightrec/labels_abi.h"
 #include "core/util/vmread.h"
 #include "recorder/tracking/proc.h"
@@ -103,20 +104,39 @@ static unsigned char *read_map_file(uint32_t pid, uint64_t start, uint64_t end, 
 	return img;
 }
 
-/* libflightrec's registry: where, from the thread pointer, its threads
- * keep their labels. */
+/* libflightrec's allocation ring, from its registry at `addr`: mapped
+ * (recorder/sampling/allocs.h) for the ingest thread to take. */
+static void find_alloc(struct fr_al_lookup *j, uint64_t addr)
+{
+	struct fr_alloc_registry_abi reg;
+
+	j->ret_alloc = fr_proc_vm_read(j->pid, addr, &reg, sizeof(reg));
+	if (j->ret_alloc < 0) {
+		j->alloc_why = "registry unreadable";
+		return;
+	}
+	j->ret_alloc = fr_allocs_map(j->pid, &reg, sizeof(reg), &j->alloc, &j->alloc_why);
+	j->alloc.lib_start = j->start;
+	j->alloc.lib_end = j->end;
+}
+
+/* libflightrec's registries: where, from the thread pointer, its threads
+ * keep their labels; its allocation ring. */
 static int find_lib(struct fr_al_lookup *j)
 {
 	struct fr_labels_registry_abi reg;
 	unsigned char *img;
 	size_t len = 0;
-	int64_t rel = 0;
+	int64_t rel = 0, arel = 0;
 	int ret;
 
 	img = read_map_file(j->pid, j->start, j->end, &len, &ret);
 	if (!img)
 		return ret;
 	ret = fr_elf_object_rel(img, len, FR_LABELS_REGISTRY_SYMBOL, sizeof(reg), j->pgoff, &rel);
+	if (fr_elf_object_rel(img, len, FR_ALLOC_REGISTRY_SYMBOL,
+			      sizeof(struct fr_alloc_registry_abi), j->pgoff, &arel) == 0)
+		find_alloc(j, j->start + (uint64_t)arel);
 	free(img);
 	if (ret < 0)
 		return ret;
@@ -256,6 +276,8 @@ void fr_al_lookup_run(void *arg)
 {
 	struct fr_al_lookup *j = arg;
 
+	j->ret_alloc = -ENOENT;
+	j->alloc.pidfd = -1;
 	j->ret_lib = j->lib ? find_lib(j) : -ENOENT;
 	j->ret_go = -ENOENT;
 	j->ret_exe = find_otel(j);
@@ -265,5 +287,8 @@ void fr_al_lookup_run(void *arg)
 
 void fr_al_lookup_drop(void *arg)
 {
-	free(arg);
+	struct fr_al_lookup *j = arg;
+
+	fr_allocs_found_release(&j->alloc);
+	free(j);
 }

@@ -49,7 +49,7 @@ static void test_default(void)
 	CHECK(cfg.nsessions == 1, "nsessions %u", cfg.nsessions);
 	CHECK(strcmp(cfg.sessions[0].name, "default") == 0, "session name %s",
 	      cfg.sessions[0].name);
-	CHECK(cfg.sessions[0].nevents == 2, "nevents %u", cfg.sessions[0].nevents);
+	CHECK(cfg.sessions[0].nevents == 3, "nevents %u", cfg.sessions[0].nevents);
 	CHECK(cfg.sessions[0].events[0].event == FR_EVENT_CPU, "event %u",
 	      cfg.sessions[0].events[0].event);
 	CHECK(cfg.sessions[0].events[0].hz == 99, "hz %u", cfg.sessions[0].events[0].hz);
@@ -61,6 +61,12 @@ static void test_default(void)
 	      "default offcpu: event %u mechanism %u min_wait %lld",
 	      cfg.sessions[0].events[1].event, cfg.sessions[0].events[1].mechanism,
 	      (long long)cfg.sessions[0].events[1].min_wait_ns);
+	/* And allocation samples of processes with libflightrec, at 512 KiB. */
+	CHECK(cfg.sessions[0].events[2].event == FR_EVENT_ALLOC &&
+		      cfg.sessions[0].events[2].mean == 512 << 10 &&
+		      cfg.sessions[0].events[2].hz == 0,
+	      "default alloc: event %u mean %llu", cfg.sessions[0].events[2].event,
+	      (unsigned long long)cfg.sessions[0].events[2].mean);
 	CHECK(fr_config_max_hz(&cfg, FR_EVENT_CPU) == 99, "max hz cpu");
 	CHECK(fr_config_max_hz(&cfg, FR_EVENT_CYCLES) == 0, "max hz cycles");
 
@@ -129,7 +135,7 @@ static const struct bad bad_configs[] = {
 	{"{\"sessions\":[{\"name\":\"a\",\"evnts\":[]}]}",
 	 SRC ": sessions[0].evnts: unknown key (accepted: name, targets, triggers, events, users)"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"rate\":9}]}]}", SRC
-	 ": sessions[0].events[0].rate: unknown key (accepted: event, hz, period, unwind, stack_copy, mechanism, min_wait)"},
+	 ": sessions[0].events[0].rate: unknown key (accepted: event, hz, period, unwind, stack_copy, mechanism, min_wait, mean)"},
 	{"{\"ring\":{\"size\":\"4MiB\",\"size\":\"8MiB\"}}", SRC ": ring.size: given twice"},
 	/* types */
 	{"{\"ring\":{\"size\":12}}",
@@ -412,7 +418,7 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].events[0].stack_copy: \"perf\" copies stacks only with \"unwind\": "
 	     "\"dwarf\" (a copy at every context switch); say so, or leave \"stack_copy\" out"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"unwnd\":\"fp\"}]}]}", SRC
-	 ": sessions[0].events[0].unwnd: unknown key (accepted: event, hz, period, unwind, stack_copy, mechanism, min_wait)"},
+	 ": sessions[0].events[0].unwnd: unknown key (accepted: event, hz, period, unwind, stack_copy, mechanism, min_wait, mean)"},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"mechanism\":\"ebpf\"}]}]}",
 	 SRC ": sessions[0].events[0].mechanism: must be \"bpf\" or \"perf\", got \"ebpf\""},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"min_wait\":\"1ms\"}]}]}",
@@ -422,6 +428,13 @@ static const struct bad bad_configs[] = {
 	 SRC ": sessions[0].events[0].min_wait: only used with \"mechanism\": \"bpf\""},
 	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"offcpu\",\"min_wait\":\"11s\"}]}]}",
 	 SRC ": sessions[0].events[0].min_wait: must be 0..10s, got \"11s\""},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"cpu\",\"mean\":\"1KiB\"}]}]}",
+	 SRC ": sessions[0].events[0].mean: only alloc takes it; leave it out"},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"alloc\",\"mean\":\"2GiB\"}]}]}",
+	 SRC ": sessions[0].events[0].mean: must be 1 byte to 1GiB, got \"2GiB\""},
+	{"{\"sessions\":[{\"name\":\"a\",\"events\":[{\"event\":\"alloc\",\"hz\":99}]}]}",
+	 SRC ": sessions[0].events[0].hz: alloc is sampled by bytes and takes no rate; say "
+	     "\"mean\" (e.g. \"512KiB\"), leave \"hz\" out"},
 	{"{\"sessions\":[5]}", SRC
 	 ": sessions[0]: must be an object like {\"name\": \"always\", \"events\": [...]}, got 5"},
 };
@@ -726,6 +739,33 @@ static void test_offcpu_mechanism(void)
 	}
 }
 
+/* alloc's "mean": read, defaulted, printed and read back. */
+static void test_alloc_mean(void)
+{
+	struct fr_config cfg, back;
+	char err[512], *text;
+
+	if (parse_ok(&cfg,
+		     "{\"sessions\":[{\"name\":\"a\",\"events\":["
+		     "{\"event\":\"alloc\",\"mean\":\"64KiB\"}]},"
+		     "{\"name\":\"b\",\"events\":[{\"event\":\"alloc\"}]}]}",
+		     NULL) != 0)
+		return;
+	CHECK(cfg.sessions[0].events[0].mean == 64 << 10, "mean 64KiB: %llu",
+	      (unsigned long long)cfg.sessions[0].events[0].mean);
+	CHECK(cfg.sessions[1].events[0].mean == FR_CONFIG_ALLOC_MEAN_DEFAULT, "default mean: %llu",
+	      (unsigned long long)cfg.sessions[1].events[0].mean);
+	text = fr_config_to_json(&cfg);
+	CHECK(text && fr_config_parse(&back, text, strlen(text), "printed", err, sizeof(err)) == 0,
+	      "printed alloc config does not parse: %s", err);
+	if (text) {
+		CHECK(cfg_equal(&cfg, &back), "printed alloc config differs");
+		fr_config_fini(&back);
+	}
+	free(text);
+	fr_config_fini(&cfg);
+}
+
 /* A session's label filter: read, printed and read back. */
 static void test_target_labels(void)
 {
@@ -764,6 +804,7 @@ int main(void)
 	test_target_labels();
 	test_unwind();
 	test_offcpu_mechanism();
+	test_alloc_mean();
 	test_errors();
 	test_all_or_nothing();
 	test_oncall();
