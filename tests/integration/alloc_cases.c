@@ -12,7 +12,8 @@
  *                       another (case_cross_free's thread);
  *
  * then forks: the child allocates 8 MiB at case_fork_leak (4 KiB blocks,
- * kept) and executes this program again ("alloc_cases --exec SECONDS"),
+ * kept), sleeps a second and executes this program again
+ * ("alloc_cases --exec SECONDS"),
  * whose new image keeps 16 MiB at case_exec_leak and prints "exec ready
  * PID". The parent prints "child PID" and "done", then both sleep until
  * killed (the child dies with its parent: PR_SET_PDEATHSIG). Built like
@@ -211,6 +212,10 @@ int main(int argc, char **argv)
 		if (getppid() == 1)
 			_exit(0);
 		leak(case_fork_leak, 8u << 20);
+		/* A second before the exec, so that the recorder has the
+		 * child's own ring (it looks a new process up within
+		 * milliseconds to a second: the exec closes the ring). */
+		sleep(1);
 		snprintf(secs, sizeof(secs), "%g", seconds);
 		execl(self, self, "--exec", secs, (char *)NULL);
 		_exit(127);
