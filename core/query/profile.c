@@ -156,7 +156,7 @@ static int setup_request(struct builder *b, struct fr_profile_result *res, char 
 			return -EINVAL;
 		}
 	}
-	return 0;
+	return profile_mem_setup(b, err, errlen);
 }
 
 /* Whether the asker gave up (see fr_profile_request.stop); says so in
@@ -394,7 +394,8 @@ static int open_window(struct builder *b, struct window *w, const struct fr_prof
 	ret = setup_request(b, res, err, errlen);
 	if (ret < 0)
 		return ret;
-	ret = fr_ring_query(w->ring, req->t0, req->t1, &w->refs, &w->nrefs);
+	/* A heap profile reads back to the snapshots before its window. */
+	ret = fr_ring_query(w->ring, profile_mem_from(b), profile_mem_to(b), &w->refs, &w->nrefs);
 	if (ret < 0) {
 		snprintf(err, errlen, "cannot query the ring: %s", strerror(-ret));
 		return ret;
@@ -488,6 +489,7 @@ static int make_value(struct fr_profile *p, int64_t t0, struct fr_profile_result
 	int ret;
 
 	profile_trim_builder(&p->b);
+	profile_mem_finish(&p->b);
 	p->t0 = t0;
 	p->period = profile_period(&p->b);
 	profile_comments(&p->b, NULL, res, p->period);

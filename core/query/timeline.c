@@ -362,7 +362,7 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 		if (g < 0)
 			ret = (int)g;
 		else if (!spread)
-			ret = tl_add(tl, (uint32_t)g, c->time_ns[i], c->weight[i], 0);
+			ret = tl_add(tl, (uint32_t)g, c->time_ns[i], tl_value(c, i), 0);
 		else if (FR_EVENT_IS_OPEN_WAIT(c->event[i]))
 			ret = tl_wait_open(tl, (uint32_t)g, c->tid[i], c->time_ns[i], c->weight[i]);
 		else
@@ -482,6 +482,12 @@ static int setup(const struct fr_timeline_request *req, struct fr_timeline *t, c
 		    : req->event >= FR_EVENT_COUNT || req->event == FR_EVENT_RAW) {
 		snprintf(err, errlen, "event id %#x is not an event flightrec knows (%s)",
 			 req->event, FR_EVENT_NAMES);
+		return -EINVAL;
+	}
+	if (req->event == FR_EVENT_HEAP) {
+		snprintf(err, errlen,
+			 "heap is what is in use at a moment (flightrec attach --event heap); "
+			 "a timeline of memory is alloc (bytes allocated per step)");
 		return -EINVAL;
 	}
 	if (req->by > FR_TIMELINE_BY_LABEL ||
