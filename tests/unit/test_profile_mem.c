@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/query/alloc_weight.h"
 #include "core/query/profile.h"
@@ -18,6 +19,9 @@
 #include "core/query/timeline.h"
 #include "core/store/ring.h"
 #include "core/store/sample.h"
+
+/* Before fixture.h, whose tmpdir its parameter would shadow. */
+#include "tests/unit/gopprof.h"
 
 #include "tests/unit/fixture.h"
 
@@ -385,12 +389,59 @@ static void test_timeline(struct fr_ring *ring)
 	fr_timeline_free(t);
 }
 
-int main(void)
+/* go tool pprof, the reader users have, reads the heap profile as its
+ * own: -sample_index=inuse_space and alloc_space pick Go's columns. */
+static void test_go(struct fr_ring *ring, const char *go)
 {
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	char path[300], *top;
+	struct out o;
+
+	snprintf(path, sizeof(path), "%s", tmpdir);
+	setenv("HOME", path, 1);
+	snprintf(path, sizeof(path), "%s/gocache", tmpdir);
+	setenv("GOCACHE", path, 1);
+	setenv("PPROF_TMPDIR", tmpdir, 1);
+	heap_req(&q, AT(0), AT(30), FR_EVENT_HEAP);
+	if (run(ring, &q, &res, &o, "heap-go") != 0) {
+		out_free(&o);
+		return;
+	}
+	top = fr_test_go_pprof(go, "-symbolize=none -sample_index=inuse_space -top", o.path,
+			       tmpdir);
+	CHECK(top && strstr(top, "Type: inuse_space") && strstr(top, stacks[ST_USER].names[0]) &&
+		      strstr(top, "of 1539.04kB total"),
+	      "go tool pprof -sample_index=inuse_space -top:\n%s", top ? top : "(failed)");
+	free(top);
+	top = fr_test_go_pprof(go, "-symbolize=none -sample_index=alloc_space -top", o.path,
+			       tmpdir);
+	CHECK(top && strstr(top, "Type: alloc_space") && strstr(top, "of 513.98kB total"),
+	      "go tool pprof -sample_index=alloc_space -top:\n%s", top ? top : "(failed)");
+	free(top);
+	out_free(&o);
+}
+
+/* With "go": only the check of go tool pprof (skipped without it). */
+int main(int argc, char **argv)
+{
+	const char *go = argc > 1 && strcmp(argv[1], "go") == 0 ? getenv("FR_GO") : NULL;
 	struct fr_ring *ring;
 
+	if (argc > 1 && (!go || !*go || access(go, X_OK) != 0)) {
+		fprintf(stderr, "SKIP: no Go toolchain (FR_GO, the meson's go program) to run "
+				"go tool pprof, the reference reader\n");
+		return 77;
+	}
 	if (fixture_init("profile-mem") != 0)
 		return 1;
+	ring = go ? mem_ring("mem") : NULL;
+	if (go) {
+		if (ring)
+			test_go(ring, go);
+		test_ring_done(ring);
+		return fixture_fini();
+	}
 	test_weight_math();
 	ring = mem_ring("mem");
 	if (ring) {
