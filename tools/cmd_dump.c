@@ -425,6 +425,7 @@ static void dump_report(struct fr_ring *ring, const struct fr_profile_request *r
 		.ring_oldest = st.chunks ? st.oldest_ns : 0,
 		.ring_newest = st.chunks ? st.newest_ns : 0,
 		.targets = t,
+		.memory = fr_cli_events_memory(req->events, req->nevents),
 	};
 	if (!res->samples_seen && st.chunks && req->t1 > st.oldest_ns && req->t0 <= st.newest_ns &&
 	    (t->npids || t->ncomms || t->cgroup[0] || fr_targets_labels_given(t)) &&
