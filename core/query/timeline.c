@@ -164,6 +164,12 @@ void tl_note_event(struct tl *tl, uint32_t event)
 
 	if (FR_EVENT_IS_OPEN_WAIT(event))
 		event = FR_EVENT_OFFCPU;
+	/* The heap's records: its profile can be asked of the window, as it
+	 * can wherever allocations were sampled. */
+	if (event == FR_EVENT_ALLOC)
+		tl_note_event(tl, FR_EVENT_HEAP);
+	if (event == FR_EVENT_ALLOC_FREE || event == FR_EVENT_HEAP_LIVE)
+		event = FR_EVENT_HEAP;
 	for (i = 0; i < t->nevents && t->events[i] < event; i++)
 		;
 	if ((i < t->nevents && t->events[i] == event) || t->nevents == FR_TIMELINE_EVENTS_MAX)

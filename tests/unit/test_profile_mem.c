@@ -369,6 +369,10 @@ static void test_timeline(struct fr_ring *ring)
 	CHECK(fr_timeline_compute(ring, &req, &t, err, sizeof(err)) == 0, "timeline: %s", err);
 	if (!t)
 		return;
+	/* The events a page offers: alloc and heap, not the record kinds. */
+	CHECK(t->nevents == 3 && t->events[0] == FR_EVENT_CPU && t->events[1] == FR_EVENT_ALLOC &&
+		      t->events[2] == FR_EVENT_HEAP,
+	      "timeline events: %u", t->nevents);
 	CHECK(t->samples == 4 && t->nsteps == 6 && t->ngroups == 2,
 	      "timeline: %" PRIu64 " samples, %u steps, %u groups", t->samples, t->nsteps,
 	      t->ngroups);
