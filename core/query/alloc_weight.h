@@ -28,4 +28,17 @@ static inline void fr_alloc_scale(uint64_t size, uint32_t mean, double *objects,
 	*bytes = (double)size / p;
 }
 
+/* An estimate rounded to an integer, within +-2^62: a size the recorded
+ * process made up (up to 2^64 - 1, summed over many records) cannot
+ * overflow what pprof and the timelines add up. */
+#define FR_ALLOC_VALUE_MAX 4611686018427387904.0 /* 2^62 */
+static inline int64_t fr_alloc_round(double v)
+{
+	if (!(v > -FR_ALLOC_VALUE_MAX))
+		return v < 0 ? -(int64_t)FR_ALLOC_VALUE_MAX : 0;
+	if (v > FR_ALLOC_VALUE_MAX)
+		return (int64_t)FR_ALLOC_VALUE_MAX;
+	return (int64_t)llround(v);
+}
+
 #endif

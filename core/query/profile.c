@@ -186,7 +186,8 @@ int64_t fr_profile_estimate(struct fr_ring *ring, const struct fr_profile_reques
 	size_t nrefs = 0;
 	int ret;
 
-	ret = fr_ring_query(ring, req->t0, req->t1, &refs, &nrefs);
+	/* A heap profile reads back to its snapshots. */
+	ret = fr_ring_query(ring, profile_mem_read_from(req), req->t1 + 1, &refs, &nrefs);
 	if (ret < 0)
 		return ret;
 	for (size_t r = 0; r < nrefs; r++) {

@@ -284,6 +284,8 @@ void profile_python_comments(const struct builder *b, struct fr_pprof *p);
  * profile_mem_add() adds it to its row in pass 2. Returns 0 or -ENOMEM. */
 int profile_mem_setup(struct builder *b, char *err, size_t errlen);
 int64_t profile_mem_from(const struct builder *b);
+/* The same of a request not set up yet (for estimates). */
+int64_t profile_mem_read_from(const struct fr_profile_request *req);
 /* The end of the read (t1, or t1 + 1 for a heap profile at t1). */
 int64_t profile_mem_to(const struct builder *b);
 /* Once aggregated: drops the rows that read 0 in every column, counts

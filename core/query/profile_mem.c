@@ -94,10 +94,17 @@ int profile_mem_setup(struct builder *b, char *err, size_t errlen)
 		return -ENOMEM;
 	b->ms->heap = b->ev[b->mem - 1].id == FR_EVENT_HEAP;
 	b->ms->diff = req->heap_diff != 0;
-	b->ms->from = req->t0;
-	if (b->ms->heap && !b->ms->diff && req->t1 - HEAP_LOOKBACK < req->t0)
-		b->ms->from = req->t1 - HEAP_LOOKBACK;
+	b->ms->from = profile_mem_read_from(req);
 	return 0;
+}
+
+int64_t profile_mem_read_from(const struct fr_profile_request *req)
+{
+	for (uint32_t e = 0; e < req->nevents && e < FR_LIMIT_EVENTS; e++)
+		if (req->events[e] == FR_EVENT_HEAP && !req->heap_diff &&
+		    req->t1 - HEAP_LOOKBACK < req->t0)
+			return req->t1 - HEAP_LOOKBACK;
+	return req->t0;
 }
 
 int64_t profile_mem_from(const struct builder *b)
@@ -246,7 +253,7 @@ int64_t profile_mem_value(const struct builder *b, uint32_t row, int col)
 		return 0;
 	if (v < 0 && col >= MEM_INUSE_OBJECTS && !b->ms->diff)
 		return 0;
-	return (int64_t)llround(v);
+	return fr_alloc_round(v);
 }
 
 /* Drops the memory rows every column of which reads 0, counting those

@@ -17,5 +17,5 @@ uint64_t tl_value(const struct fr_chunk *c, uint32_t i)
 	if (c->event[i] != FR_EVENT_ALLOC)
 		return c->weight[i];
 	fr_alloc_scale(c->weight[i], c->rate_hz[i], &objects, &bytes);
-	return (uint64_t)llround(bytes);
+	return (uint64_t)fr_alloc_round(bytes);
 }

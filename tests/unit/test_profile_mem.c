@@ -96,6 +96,12 @@ static void test_weight_math(void)
 	/* A block far above the mean is sampled for sure. */
 	fr_alloc_scale(64 << 20, MEAN, &o, &b);
 	CHECK(fabs(o - 1) < 1e-9 && fabs(b - (64 << 20)) < 1e-3, "64 MiB: %f %f", o, b);
+	/* A size a hostile process made up stays within what adds up. */
+	fr_alloc_scale(UINT64_MAX, 1, &o, &b);
+	CHECK(fr_alloc_round(b) == (int64_t)1 << 62 &&
+		      fr_alloc_round(-3 * b) == -((int64_t)1 << 62) && fr_alloc_round(NAN) == 0 &&
+		      fr_alloc_round(2.5) == 3,
+	      "rounding: %" PRId64, fr_alloc_round(b));
 }
 
 /* A row's values: the columns after the profile's, as -raw shows them. */
@@ -283,6 +289,25 @@ static void test_filters(struct fr_ring *ring)
 		raw_done(&r, before);
 	}
 	out_free(&o);
+
+	/* app by its command name, then by its cgroup: a label of its rows. */
+	q.targets.npids = 0;
+	q.targets.ncomms = 1;
+	snprintf(q.targets.comms[0], sizeof(q.targets.comms[0]), "frtest-app");
+	for (int k = 0; k < 2; k++) {
+		if (run(ring, &q, &res, &o, "heap-app") == 0 && raw_read(&r, &o, "heap-app") == 0) {
+			const struct rsample *s = find_pid(&r, ST_USER, PID_APP);
+
+			CHECK(r.nsamples == 2 && s && strstr(s->labels, CG_NGINX) &&
+				      strstr(s->labels, "comm:[frtest-app]"),
+			      "heap of app (%s): %d rows, %s", k ? "cgroup" : "comm", r.nsamples,
+			      s ? s->labels : "none");
+			raw_done(&r, before);
+		}
+		out_free(&o);
+		q.targets.ncomms = 0;
+		snprintf(q.targets.cgroup, sizeof(q.targets.cgroup), "%s", CG_NGINX);
+	}
 }
 
 /* The value: values[0] is the default column's bytes, mem[] every column. */
