@@ -613,7 +613,9 @@ static void loss_comments(const struct builder *b, struct fr_pprof *p)
 		const struct gevent *g = &b->ev[e];
 		const struct fr_profile_event_result *er = g->res;
 
-		if (er->lost && g->id == FR_EVENT_OFFCPU) {
+		if (er->lost && e + 1 == b->mem) {
+			profile_mem_lost(b, p, whose);
+		} else if (er->lost && g->id == FR_EVENT_OFFCPU) {
 			/* One lost record is one wait; how long it was is not
 			 * stored (the eBPF mechanism's status counts it). */
 			snprintf(line, sizeof(line),

@@ -301,6 +301,7 @@ int64_t profile_mem_value(const struct builder *b, uint32_t row, int col);
  * the comments, and the memory freed. */
 struct fr_pprof;
 void profile_mem_comments(const struct builder *b, struct fr_pprof *p);
+void profile_mem_lost(const struct builder *b, struct fr_pprof *p, const char *whose);
 int64_t profile_mem_period(const struct builder *b);
 /* Whether the memory event is heap (its default column inuse_space). */
 bool profile_mem_inuse(const struct builder *b);

@@ -378,6 +378,19 @@ void profile_mem_comments(const struct builder *b, struct fr_pprof *p)
 	}
 }
 
+void profile_mem_lost(const struct builder *b, struct fr_pprof *p, const char *whose)
+{
+	char line[512];
+
+	/* Lost on their way from the processes (their shared memory full):
+	 * the estimates are short of them. */
+	snprintf(line, sizeof(line),
+		 "%s: %" PRIu64 " allocation samples lost in this window%s: the recorder fell "
+		 "behind their processes",
+		 b->ev[b->mem - 1].name, b->ev[b->mem - 1].res->lost, whose);
+	comment(p, line);
+}
+
 void profile_mem_free(struct builder *b)
 {
 	if (b->ms)

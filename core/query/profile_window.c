@@ -341,7 +341,9 @@ void profile_count_losses(struct builder *b, const struct fr_chunk *c)
 		for (uint32_t e = 0; e < b->nev; e++) {
 			struct fr_profile_event_result *er = b->ev[e].res;
 
-			if (c->events[k].event != b->ev[e].id)
+			/* The heap is read from the allocation records. */
+			if (c->events[k].event != b->ev[e].id &&
+			    !(b->ev[e].id == FR_EVENT_HEAP && c->events[k].event == FR_EVENT_ALLOC))
 				continue;
 			er->lost += c->events[k].lost;
 			er->throttled += c->events[k].throttled;

@@ -67,6 +67,8 @@ static struct fr_ring *mem_ring(const char *name)
 	w_seal(&w);
 	w_add_ev(&w, AT(45), PID_APP, PID_APP, 0, FR_EVENT_ALLOC, MEAN, 4096, ST_OTHER);
 	w_add_ev(&w, AT(50), PID_WEB, PID_WEB, 0, FR_EVENT_HEAP_LIVE, 64 * KIB, 64 * KIB, ST_USER);
+	/* 3 allocation samples the recorder could not take from web */
+	fr_chunk_builder_count(w.b, FR_EVENT_ALLOC, 3, 0, 0);
 	w_fini(&w);
 	return r;
 }
@@ -162,7 +164,8 @@ static void test_alloc(struct fr_ring *ring)
 	      r.nsamples);
 	CHECK(raw_column(&r, 1) == B64 + B4K + 2000, "alloc_space total %" PRId64,
 	      raw_column(&r, 1));
-	CHECK(has_comment(&r, "4 allocation samples") && has_comment(&r, "mean 512KiB"),
+	CHECK(has_comment(&r, "4 allocation samples") && has_comment(&r, "mean 512KiB") &&
+		      has_comment(&r, "alloc: 3 allocation samples lost"),
 	      "alloc comments");
 	raw_done(&r, before);
 	out_free(&o);
@@ -242,6 +245,8 @@ static void test_heap(struct fr_ring *ring)
 		check_row(&r, ST_USER, PID_WEB, (int64_t[]){0, 0, O64K, B64K}, 4, "heap@60 web");
 		check_row(&r, ST_USER, PID_DB, (int64_t[]){0, 0, 1, 1000}, 4, "heap@60 db");
 		CHECK(r.nsamples == 4, "heap@60 rows: %d", r.nsamples);
+		CHECK(has_comment(&r, "heap: 3 allocation samples lost in this window"),
+		      "heap@60: the lost allocation samples");
 		raw_done(&r, before);
 	}
 	/* At 12 s: the snapshot at 10 s and the allocation at 12 s (T
