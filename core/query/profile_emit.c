@@ -449,10 +449,9 @@ int profile_emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t
 
 		/* A memory event's lines count its bytes (growth only, in a
 		 * diff). */
-		if (b->mem == 1) {
-			int64_t bytes = profile_mem_value(b, i,
-							  profile_mem_inuse(b) ? MEM_INUSE_SPACE
-									       : MEM_ALLOC_SPACE);
+		if (profile_mem_col(b, 0) >= 0) {
+			int64_t bytes = profile_mem_value(b, i, profile_mem_col(b, 0));
+
 			count = bytes > 0 ? (uint64_t)bytes : 0;
 		}
 		if (!count)
@@ -516,7 +515,7 @@ int64_t profile_period(const struct builder *b)
 
 	if (g->id == FR_EVENT_CPU && g->target)
 		return FR_NS_PER_S / g->target;
-	if (b->mem == 1)
+	if (profile_mem_col(b, 0) >= 0)
 		return profile_mem_period(b);
 	if (!fr_event_has_rate(g->id))
 		return 1;
@@ -545,8 +544,10 @@ static void rate_comments(struct builder *b, struct fr_pprof *p, struct fr_profi
 			snprintf(line, sizeof(line),
 				 "cpu sampled at %u Hz per CPU (cpu-clock, kernel+user stacks)",
 				 g->target);
-		else if (e + 1 == b->mem) {
-			profile_mem_comments(b, p);
+		else if (e + 1 == b->mem || e + 1 == b->mem_alloc) {
+			/* One set of comments for both. */
+			if (e + 1 == b->mem)
+				profile_mem_comments(b, p);
 			continue;
 		} else if (g->id != FR_EVENT_OFFCPU && !fr_event_has_rate(g->id))
 			snprintf(line, sizeof(line), "%s: every record, value = %s", g->name,
@@ -613,8 +614,8 @@ static void loss_comments(const struct builder *b, struct fr_pprof *p)
 		const struct gevent *g = &b->ev[e];
 		const struct fr_profile_event_result *er = g->res;
 
-		if (er->lost && e + 1 == b->mem) {
-			profile_mem_lost(b, p, whose);
+		if (er->lost && profile_mem_col(b, e) >= 0) {
+			profile_mem_lost(b, e, p, whose);
 		} else if (er->lost && g->id == FR_EVENT_OFFCPU) {
 			/* One lost record is one wait; how long it was is not
 			 * stored (the eBPF mechanism's status counts it). */
@@ -718,7 +719,7 @@ struct fr_pprof *profile_pprof_new(const struct builder *b, int64_t t0, int64_t 
 		fr_pprof_sample_type(p, cols[k].type, cols[k].unit);
 	fr_pprof_default_sample_type(p, profile_default_type(b));
 	/* Go's heap profiles: period type space/bytes, period the mean. */
-	if (b->mem == 1)
+	if (profile_mem_col(b, 0) >= 0)
 		fr_pprof_period(p, "space", "bytes", period);
 	else
 		fr_pprof_period(p, b->ev[0].name, fr_event_unit(b->ev[0].id), period);
@@ -770,7 +771,7 @@ void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_r
 		snprintf(line, sizeof(line), "period %" PRId64 ": the period %s was sampled at",
 			 period, b->ev[0].name);
 		comment(p, line);
-	} else if (b->mem == 1) {
+	} else if (profile_mem_col(b, 0) >= 0) {
 		snprintf(line, sizeof(line),
 			 "period %" PRId64 ": the mean bytes between two allocation samples",
 			 period);

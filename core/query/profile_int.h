@@ -218,6 +218,7 @@ struct builder {
 	 * alloc or heap event (0: none), the records it reads, per row its
 	 * estimates, and per process its heap snapshot. */
 	uint32_t mem;
+	uint32_t mem_alloc;    /* index + 1 of alloc asked beside heap (0: none) */
 	struct gmem *mem_rows; /* samples_cap of them */
 	struct mem_state *ms;
 };
@@ -301,10 +302,13 @@ int64_t profile_mem_value(const struct builder *b, uint32_t row, int col);
  * the comments, and the memory freed. */
 struct fr_pprof;
 void profile_mem_comments(const struct builder *b, struct fr_pprof *p);
-void profile_mem_lost(const struct builder *b, struct fr_pprof *p, const char *whose);
+void profile_mem_lost(const struct builder *b, uint32_t e, struct fr_pprof *p, const char *whose);
 int64_t profile_mem_period(const struct builder *b);
 /* Whether the memory event is heap (its default column inuse_space). */
 bool profile_mem_inuse(const struct builder *b);
+/* The memory column of event e's values (alloc_space, inuse_space), or
+ * -1 for an event that is not alloc or heap. */
+int profile_mem_col(const struct builder *b, uint32_t e);
 void profile_mem_free(struct builder *b);
 
 /* The pprof sample types of a profile: samples/count (unless its only

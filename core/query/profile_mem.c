@@ -69,18 +69,18 @@ int profile_mem_setup(struct builder *b, char *err, size_t errlen)
 {
 	const struct fr_profile_request *req = b->req;
 
+	/* The records go to heap when it is asked, else to alloc; alloc beside
+	 * heap reads heap's alloc_* columns. */
+	for (uint32_t e = 0; e < b->nev; e++)
+		if (b->ev[e].id == FR_EVENT_HEAP)
+			b->mem = e + 1;
 	for (uint32_t e = 0; e < b->nev; e++) {
-		uint32_t id = b->ev[e].id;
-
-		if (id != FR_EVENT_ALLOC && id != FR_EVENT_HEAP)
+		if (b->ev[e].id != FR_EVENT_ALLOC)
 			continue;
-		if (b->mem) {
-			snprintf(err, errlen,
-				 "alloc and heap in one profile: heap has alloc's columns too "
-				 "(alloc_objects, alloc_space); ask for heap alone");
-			return -EINVAL;
-		}
-		b->mem = e + 1;
+		if (b->mem)
+			b->mem_alloc = e + 1;
+		else
+			b->mem = e + 1;
 	}
 	if (req->heap_diff && (!b->mem || b->ev[b->mem - 1].id != FR_EVENT_HEAP)) {
 		snprintf(err, errlen,
@@ -176,8 +176,12 @@ int profile_mem_note(struct builder *b, const struct fr_chunk *c, uint32_t i)
 	bool nomem = false;
 
 	if (c->event[i] == FR_EVENT_ALLOC && c->time_ns[i] >= b->req->t0 &&
-	    c->time_ns[i] < b->req->t1)
+	    c->time_ns[i] < b->req->t1) {
 		ms->allocs++;
+		/* alloc beside heap: its samples are these. */
+		if (b->mem_alloc)
+			b->ev[b->mem_alloc - 1].res->samples_seen++;
+	}
 	if (!ms->heap || ms->diff)
 		return 0;
 	p = mem_proc(ms, c->pid[i], true, &nomem);
@@ -236,6 +240,8 @@ int profile_mem_add(struct builder *b, const struct fr_chunk *c, uint32_t i)
 	b->cells[(size_t)row * b->nev + e].n++;
 	b->ev[e].res->samples_kept++;
 	m = &b->mem_rows[row];
+	if (alloc && b->mem_alloc)
+		b->ev[b->mem_alloc - 1].res->samples_kept++;
 	if (alloc) {
 		m->v[MEM_ALLOC_OBJECTS] += objects;
 		m->v[MEM_ALLOC_SPACE] += bytes;
@@ -378,7 +384,7 @@ void profile_mem_comments(const struct builder *b, struct fr_pprof *p)
 	}
 }
 
-void profile_mem_lost(const struct builder *b, struct fr_pprof *p, const char *whose)
+void profile_mem_lost(const struct builder *b, uint32_t e, struct fr_pprof *p, const char *whose)
 {
 	char line[512];
 
@@ -387,7 +393,7 @@ void profile_mem_lost(const struct builder *b, struct fr_pprof *p, const char *w
 	snprintf(line, sizeof(line),
 		 "%s: %" PRIu64 " allocation samples lost in this window%s: the recorder fell "
 		 "behind their processes",
-		 b->ev[b->mem - 1].name, b->ev[b->mem - 1].res->lost, whose);
+		 b->ev[e].name, b->ev[e].res->lost, whose);
 	comment(p, line);
 }
 
@@ -406,24 +412,49 @@ bool profile_mem_inuse(const struct builder *b)
 	return b->ms && b->ms->heap;
 }
 
+int profile_mem_col(const struct builder *b, uint32_t e)
+{
+	if (e + 1 == b->mem_alloc || (e + 1 == b->mem && !profile_mem_inuse(b)))
+		return MEM_ALLOC_SPACE;
+	return e + 1 == b->mem ? MEM_INUSE_SPACE : -1;
+}
+
 /* Go's names of the memory columns. */
 static const char *const mem_types[MEM_COLUMNS] = {"alloc_objects", "alloc_space", "inuse_objects",
 						   "inuse_space"};
 
+/* The memory columns [*k, *end) event e gives: alloc its two; heap its
+ * four, or its in-use two after an alloc asked before it (which gave
+ * the others); an alloc after heap none. */
+static void mem_span(const struct builder *b, uint32_t e, int *k, int *end)
+{
+	*k = *end = 0;
+	if (e + 1 == b->mem_alloc) {
+		if (b->mem_alloc < b->mem)
+			*end = MEM_INUSE_OBJECTS;
+	} else if (e + 1 == b->mem && !profile_mem_inuse(b)) {
+		*end = MEM_INUSE_OBJECTS;
+	} else if (e + 1 == b->mem) {
+		*k = b->mem_alloc && b->mem_alloc < b->mem ? MEM_INUSE_OBJECTS : 0;
+		*end = MEM_COLUMNS;
+	}
+}
+
 uint32_t profile_columns(const struct builder *b, struct pcolumn *out)
 {
-	uint32_t n = 0;
+	uint32_t n = 0, nmem = !!b->mem + !!b->mem_alloc;
+	int k, end;
 
 	/* A profile of memory alone has Go's columns and no other. */
-	if (!(b->mem && b->nev == 1))
+	if (!(nmem && b->nev == nmem))
 		out[n++] = (struct pcolumn){"samples", "count", -1, -1};
 	for (uint32_t e = 0; e < b->nev; e++) {
-		if (e + 1 != b->mem) {
+		if (profile_mem_col(b, e) < 0) {
 			out[n++] = (struct pcolumn){b->ev[e].name, fr_event_unit(b->ev[e].id),
 						    (int)e, -1};
 			continue;
 		}
-		for (int k = 0; k < (profile_mem_inuse(b) ? MEM_COLUMNS : MEM_INUSE_OBJECTS); k++)
+		for (mem_span(b, e, &k, &end); k < end; k++)
 			out[n++] = (struct pcolumn){mem_types[k], k % 2 ? "bytes" : "count", (int)e,
 						    k};
 	}
@@ -432,7 +463,7 @@ uint32_t profile_columns(const struct builder *b, struct pcolumn *out)
 
 const char *profile_default_type(const struct builder *b)
 {
-	if (b->mem == 1)
-		return mem_types[profile_mem_inuse(b) ? MEM_INUSE_SPACE : MEM_ALLOC_SPACE];
-	return b->ev[0].name;
+	int col = profile_mem_col(b, 0);
+
+	return col >= 0 ? mem_types[col] : b->ev[0].name;
 }

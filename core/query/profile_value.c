@@ -48,9 +48,8 @@ static int64_t cell_value(const struct builder *b, uint32_t row, uint32_t e)
 	if (b->ev[e].id == FR_EVENT_CPU && b->ev[e].target)
 		return (int64_t)cl->n * (FR_NS_PER_S / b->ev[e].target);
 	/* A memory event's value is its default column's bytes. */
-	if (e + 1 == b->mem)
-		return profile_mem_value(b, row,
-					 profile_mem_inuse(b) ? MEM_INUSE_SPACE : MEM_ALLOC_SPACE);
+	if (profile_mem_col(b, e) >= 0)
+		return profile_mem_value(b, row, profile_mem_col(b, e));
 	return (int64_t)cl->v;
 }
 
