@@ -363,6 +363,49 @@ static void test_mixed(struct fr_ring *ring)
 	out_free(&o);
 }
 
+/* The edges: an allocation at its snapshot's time is in the snapshot
+ * (not counted twice); one at T is in the heap at T, not before. Mean 0:
+ * each block weighs itself. */
+static void test_edges(void)
+{
+	struct fr_ring *ring = test_ring_create("edges");
+	static const struct {
+		int64_t t0, t1;
+		int64_t user[4], other[4];
+	} want[] = {
+		{AT(5), AT(10), {0, 0, 1, 100}, {0}},
+		{AT(5), AT(11), {1, 100, 1, 100}, {0}},
+		{AT(15), AT(20), {0, 0, 1, 100}, {0, 0, 1, 7}},
+		{AT(15), AT(20) - 1, {0, 0, 1, 100}, {0}},
+	};
+	struct writer w;
+	struct raw r;
+	int before = failures;
+
+	if (!ring)
+		return;
+	w_init(&w, ring);
+	w_add_ev(&w, AT(10), PID_APP, PID_APP, 0, FR_EVENT_ALLOC, 0, 100, ST_USER);
+	w_add_ev(&w, AT(10), PID_APP, PID_APP, 0, FR_EVENT_HEAP_LIVE, 0, 100, ST_USER);
+	w_add_ev(&w, AT(20), PID_APP, PID_APP, 0, FR_EVENT_ALLOC, 0, 7, ST_OTHER);
+	w_fini(&w);
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "edges %zu", k);
+		if (heap_at(ring, want[k].t0, want[k].t1, 0, &r, what) != 0)
+			continue;
+		check_row(&r, ST_USER, PID_APP, want[k].user, 4, what);
+		if (want[k].other[3])
+			check_row(&r, ST_OTHER, PID_APP, want[k].other, 4, what);
+		else
+			CHECK(!find_pid(&r, ST_OTHER, PID_APP), "%s: the block after T is in",
+			      what);
+		raw_done(&r, before);
+	}
+	test_ring_done(ring);
+}
+
 /* alloc and heap asked together (a session may record both): Go's four
  * columns once, the default the first one's; each event's samples. */
 static void test_both(struct fr_ring *ring)
@@ -503,6 +546,7 @@ int main(int argc, char **argv)
 		return fixture_fini();
 	}
 	test_weight_math();
+	test_edges();
 	ring = mem_ring("mem");
 	if (ring) {
 		test_alloc(ring);
