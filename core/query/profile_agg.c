@@ -445,7 +445,7 @@ int64_t profile_row(struct builder *b, const struct fr_chunk *c, uint32_t i, boo
 	uint32_t sid = c->stack[i], nlocs, slot;
 	uint32_t cpu = b->req->cpu_label && !mem ? c->cpu[i] : 0;
 	uint32_t cgroup = b->ls_cgroup[c->labelset[i]];
-	uint32_t app = profile_app_of(b, c, i);
+	uint32_t app = mem && !profile_mem_labels(b) ? 0 : profile_app_of(b, c, i);
 	uint32_t tid = mem ? 0 : c->tid[i];
 	uint64_t off, h;
 	struct gsample *s;

@@ -304,6 +304,10 @@ struct fr_pprof;
 void profile_mem_comments(const struct builder *b, struct fr_pprof *p);
 void profile_mem_lost(const struct builder *b, uint32_t e, struct fr_pprof *p, const char *whose);
 int64_t profile_mem_period(const struct builder *b);
+/* Whether memory rows carry application labels: not in a heap profile,
+ * whose free and live records have none (keyed by them, a free would
+ * miss its allocation's row). */
+bool profile_mem_labels(const struct builder *b);
 /* Whether the memory event is heap (its default column inuse_space). */
 bool profile_mem_inuse(const struct builder *b);
 /* The memory column of event e's values (alloc_space, inuse_space), or

@@ -23,7 +23,8 @@
  *
  * Rows are keyed without the thread: a block is often freed by another
  * thread than the one that allocated it, and the free record carries the
- * freeing thread. Estimates are summed as doubles per row and rounded
+ * freeing thread. A heap profile's rows have no application labels
+ * either: only allocation records carry them (profile_mem_labels()). Estimates are summed as doubles per row and rounded
  * when read, so the totals stay unbiased. Memory records are never
  * downsampled: they are sampled by bytes already, and their rate_hz is
  * the mean, not a rate.
@@ -89,6 +90,15 @@ int profile_mem_setup(struct builder *b, char *err, size_t errlen)
 	}
 	if (!b->mem)
 		return 0;
+	/* The recorder writes the application labels on allocation records
+	 * only, not on the frees and live blocks: a heap narrowed by them
+	 * would count a labelled block's allocation and never its free. */
+	if (b->ev[b->mem - 1].id == FR_EVENT_HEAP && fr_targets_labels_given(&req->targets)) {
+		snprintf(err, errlen,
+			 "a heap profile cannot be narrowed by application labels (the records of "
+			 "frees and live blocks do not carry them); a profile of alloc can");
+		return -EINVAL;
+	}
 	b->ms = calloc(1, sizeof(*b->ms));
 	if (!b->ms)
 		return -ENOMEM;
@@ -297,6 +307,11 @@ void profile_mem_finish(struct builder *b)
 int64_t profile_mem_period(const struct builder *b)
 {
 	return b->ev[b->mem - 1].res->min_rate;
+}
+
+bool profile_mem_labels(const struct builder *b)
+{
+	return !b->ms || !b->ms->heap;
 }
 
 int64_t profile_mem_to(const struct builder *b)

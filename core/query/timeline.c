@@ -368,7 +368,7 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 		if (g < 0)
 			ret = (int)g;
 		else if (!spread)
-			ret = tl_add(tl, (uint32_t)g, c->time_ns[i], tl_value(c, i), 0);
+			ret = tl_add(tl, (uint32_t)g, c->time_ns[i], tl_weight(c, i), 0);
 		else if (FR_EVENT_IS_OPEN_WAIT(c->event[i]))
 			ret = tl_wait_open(tl, (uint32_t)g, c->tid[i], c->time_ns[i], c->weight[i]);
 		else

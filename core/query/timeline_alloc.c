@@ -10,7 +10,7 @@
 #include "core/query/alloc_weight.h"
 #include "core/query/timeline_int.h"
 
-uint64_t tl_value(const struct fr_chunk *c, uint32_t i)
+uint64_t tl_weight(const struct fr_chunk *c, uint32_t i)
 {
 	double objects, bytes;
 

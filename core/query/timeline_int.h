@@ -72,7 +72,7 @@ int tl_add(struct tl *tl, uint32_t g, int64_t time, uint64_t v, int spread);
 /* What sample i of `c` adds to its cell: its weight, an allocation's
  * estimated bytes (core/query/timeline_alloc.c). */
 struct fr_chunk;
-uint64_t tl_value(const struct fr_chunk *c, uint32_t i);
+uint64_t tl_weight(const struct fr_chunk *c, uint32_t i);
 
 /* Notes that the window has samples of `event`. */
 void tl_note_event(struct tl *tl, uint32_t event);

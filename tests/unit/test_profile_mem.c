@@ -450,6 +450,13 @@ static void test_refused(struct fr_ring *ring)
 	CHECK(fr_profile_write(ring, &q, sink_mem, NULL, &res, err, sizeof(err)) == -EINVAL &&
 		      strstr(err, "event heap"),
 	      "diff of alloc: %s", err);
+	/* Frees and live blocks carry no application labels. */
+	heap_req(&q, AT(0), AT(30), FR_EVENT_HEAP);
+	CHECK(fr_targets_add_label(&q.targets, "tenant=42") == 0, "label");
+	err[0] = '\0';
+	CHECK(fr_profile_write(ring, &q, sink_mem, NULL, &res, err, sizeof(err)) == -EINVAL &&
+		      strstr(err, "application labels"),
+	      "heap by label: %s", err);
 }
 
 /* flightrec timeline --event alloc: per 10 s step, the bytes allocated,
