@@ -293,6 +293,9 @@ int64_t profile_mem_to(const struct builder *b);
  * the clamped ones. */
 void profile_mem_finish(struct builder *b);
 bool profile_mem_take(const struct builder *b, const struct fr_chunk *c, uint32_t i);
+/* Whether record i is one the label filter does not apply to (heap's:
+ * see profile_mem.c). */
+bool profile_mem_label_free(const struct builder *b, const struct fr_chunk *c, uint32_t i);
 int profile_mem_note(struct builder *b, const struct fr_chunk *c, uint32_t i);
 int profile_mem_add(struct builder *b, const struct fr_chunk *c, uint32_t i);
 /* Row `row`'s estimate of column `col`, rounded; a negative in-use one is

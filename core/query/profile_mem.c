@@ -24,7 +24,11 @@
  * Rows are keyed without the thread: a block is often freed by another
  * thread than the one that allocated it, and the free record carries the
  * freeing thread. A heap profile's rows have no application labels
- * either: only allocation records carry them (profile_mem_labels()). Estimates are summed as doubles per row and rounded
+ * either: the recorder puts them on allocation records only, so a free
+ * keyed by them would miss its allocation's row (profile_mem_labels()).
+ * For the same reason a label filter narrows a heap profile's alloc_*
+ * columns alone: its in-use ones are of every label (a comment says so),
+ * rather than count a labelled block's allocation and never its free. Estimates are summed as doubles per row and rounded
  * when read, so the totals stay unbiased. Memory records are never
  * downsampled: they are sampled by bytes already, and their rate_hz is
  * the mean, not a rate.
@@ -90,15 +94,6 @@ int profile_mem_setup(struct builder *b, char *err, size_t errlen)
 	}
 	if (!b->mem)
 		return 0;
-	/* The recorder writes the application labels on allocation records
-	 * only, not on the frees and live blocks: a heap narrowed by them
-	 * would count a labelled block's allocation and never its free. */
-	if (b->ev[b->mem - 1].id == FR_EVENT_HEAP && fr_targets_labels_given(&req->targets)) {
-		snprintf(err, errlen,
-			 "a heap profile cannot be narrowed by application labels (the records of "
-			 "frees and live blocks do not carry them); a profile of alloc can");
-		return -EINVAL;
-	}
 	b->ms = calloc(1, sizeof(*b->ms));
 	if (!b->ms)
 		return -ENOMEM;
@@ -167,6 +162,11 @@ static bool is_mem_record(uint32_t ev)
 	return ev == FR_EVENT_ALLOC || ev == FR_EVENT_ALLOC_FREE || ev == FR_EVENT_HEAP_LIVE;
 }
 
+bool profile_mem_label_free(const struct builder *b, const struct fr_chunk *c, uint32_t i)
+{
+	return profile_mem_take(b, c, i) && b->ms->heap;
+}
+
 bool profile_mem_take(const struct builder *b, const struct fr_chunk *c, uint32_t i)
 {
 	int64_t t = c->time_ns[i];
@@ -233,7 +233,7 @@ int profile_mem_add(struct builder *b, const struct fr_chunk *c, uint32_t i)
 {
 	uint32_t e = b->mem - 1;
 	bool alloc = c->event[i] == FR_EVENT_ALLOC && c->time_ns[i] >= b->req->t0 &&
-		     c->time_ns[i] < b->req->t1;
+		     c->time_ns[i] < b->req->t1 && (!b->ms->heap || profile_app_ok(b, c, i));
 	int sign = inuse_sign(b, c, i);
 	double objects, bytes;
 	struct gmem *m;
@@ -390,6 +390,10 @@ void profile_mem_comments(const struct builder *b, struct fr_pprof *p)
 		 "allocations after it, minus the frees after it");
 	comment(p, line);
 	snapshot_comments(b, p);
+	if (fr_targets_labels_given(&b->req->targets))
+		comment(p, "the labels asked for narrow alloc_objects and alloc_space only: frees "
+			   "and live blocks are recorded without labels, so inuse_objects and "
+			   "inuse_space are of every label");
 	if (ms->clamped) {
 		snprintf(line, sizeof(line),
 			 "%" PRIu64 " stacks had more frees than allocations since their snapshot "

@@ -294,7 +294,8 @@ static int select_sample(const struct builder *b, const struct fr_chunk *c, uint
 
 	if (!mem && (c->time_ns[i] < b->req->t0 || c->time_ns[i] >= b->req->t1))
 		return -1;
-	if (!b->stack_ok[c->stack[i]] || !b->ls_ok[c->labelset[i]] || !profile_app_ok(b, c, i))
+	if (!b->stack_ok[c->stack[i]] || !b->ls_ok[c->labelset[i]] ||
+	    (!profile_app_ok(b, c, i) && !profile_mem_label_free(b, c, i)))
 		return -1;
 	if (b->stack_ok[c->stack[i]] == COMM_AT_SAMPLE &&
 	    !wanted_comm(b->req, c->strings[fr_chunk_comm_at(c, c->pid[i], c->time_ns[i])]))

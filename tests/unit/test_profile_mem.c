@@ -450,13 +450,37 @@ static void test_refused(struct fr_ring *ring)
 	CHECK(fr_profile_write(ring, &q, sink_mem, NULL, &res, err, sizeof(err)) == -EINVAL &&
 		      strstr(err, "event heap"),
 	      "diff of alloc: %s", err);
-	/* Frees and live blocks carry no application labels. */
+}
+
+/* Frees and live blocks carry no application labels: a label narrows a
+ * heap's alloc_* alone (no allocation here has tenant 42), its in-use is
+ * every label's; alloc is narrowed whole. */
+static void test_labels(struct fr_ring *ring)
+{
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct out o;
+	struct raw r;
+	int before = failures;
+
 	heap_req(&q, AT(0), AT(30), FR_EVENT_HEAP);
 	CHECK(fr_targets_add_label(&q.targets, "tenant=42") == 0, "label");
-	err[0] = '\0';
-	CHECK(fr_profile_write(ring, &q, sink_mem, NULL, &res, err, sizeof(err)) == -EINVAL &&
-		      strstr(err, "application labels"),
-	      "heap by label: %s", err);
+	if (run(ring, &q, &res, &o, "heap-label") == 0 && raw_read(&r, &o, "heap-label") == 0) {
+		check_row(&r, ST_USER, PID_APP, (int64_t[]){0, 0, 2 * O64 - 1, 2 * B64}, 4,
+			  "heap-label app user");
+		check_row(&r, ST_USER, PID_DB, (int64_t[]){0, 0, 1, 1000}, 4, "heap-label db");
+		CHECK(has_comment(&r, "narrow alloc_objects and alloc_space only"),
+		      "heap-label comment");
+		raw_done(&r, before);
+	}
+	out_free(&o);
+	heap_req(&q, AT(0), AT(30), FR_EVENT_ALLOC);
+	CHECK(fr_targets_add_label(&q.targets, "tenant=42") == 0, "label");
+	if (run(ring, &q, &res, &o, "alloc-label") == 0 && raw_read(&r, &o, "alloc-label") == 0) {
+		CHECK(r.nsamples == 0, "alloc-label: %d rows", r.nsamples);
+		raw_done(&r, before);
+	}
+	out_free(&o);
 }
 
 /* flightrec timeline --event alloc: per 10 s step, the bytes allocated,
@@ -564,6 +588,7 @@ int main(int argc, char **argv)
 		test_mixed(ring);
 		test_both(ring);
 		test_refused(ring);
+		test_labels(ring);
 		test_timeline(ring);
 	}
 	test_ring_done(ring);
