@@ -433,7 +433,10 @@ int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 			if (p)
 				kept[p - c->procs] = 1;
 		}
-		/* The profile's span, for "wrote ...: 19.8s of samples". */
+		/* The profile's span, for "wrote ...: 19.8s of samples" (not
+		 * the records a heap profile reads before its window). */
+		if (c->time_ns[i] < b->req->t0)
+			continue;
 		if (!b->ev[e].res->first_ns || c->time_ns[i] < b->ev[e].res->first_ns)
 			b->ev[e].res->first_ns = c->time_ns[i];
 		if (c->time_ns[i] > b->ev[e].res->last_ns)

@@ -206,6 +206,11 @@ static int heap_at(struct fr_ring *ring, int64_t t0, int64_t t1, int diff, struc
 	q.heap_diff = diff;
 	ret = run(ring, &q, &res, &o, what) != 0 || raw_read(r, &o, what) != 0 ? -1 : 0;
 	out_free(&o);
+	/* The span said is the window's, not the read back to a snapshot. */
+	if (ret == 0)
+		CHECK(!res.first_ns || (res.first_ns >= t0 && res.last_ns <= t1),
+		      "%s: span %" PRId64 "..%" PRId64, what, (res.first_ns - T0) / SEC,
+		      (res.last_ns - T0) / SEC);
 	if (ret == 0)
 		CHECK(strcmp(r->types, "alloc_objects/count alloc_space/bytes "
 				       "inuse_objects/count inuse_space/bytes[dflt]") == 0,
