@@ -331,7 +331,8 @@ cJSON *fr_ipc_attach_req_encode(const struct fr_ipc_attach_req *r)
 	    add_event_hz(obj, r->event_hz, r->nevents) < 0 || add_targets(obj, &r->targets) < 0 ||
 	    (r->format == FR_PROFILE_FOLDED && !cJSON_AddStringToObject(obj, "format", "folded")) ||
 	    (r->since_last[0] && !cJSON_AddStringToObject(obj, "since_last", r->since_last)) ||
-	    (r->by_cpu && !cJSON_AddTrueToObject(obj, "by_cpu")))
+	    (r->by_cpu && !cJSON_AddTrueToObject(obj, "by_cpu")) ||
+	    (r->diff && !cJSON_AddTrueToObject(obj, "diff")))
 		goto err;
 	return obj;
 err:
@@ -342,7 +343,7 @@ err:
 int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, char *err,
 			     size_t errlen)
 {
-	const cJSON *format, *cursor, *by_cpu;
+	const cJSON *format, *cursor, *by_cpu, *diff;
 	int64_t hz = 0;
 	int ret;
 
@@ -387,6 +388,12 @@ int fr_ipc_attach_req_decode(const cJSON *obj, struct fr_ipc_attach_req *out, ch
 		if (!cJSON_IsBool(by_cpu))
 			return fr_ipc_fail(err, errlen, "attach: \"by_cpu\" must be true or false");
 		out->by_cpu = cJSON_IsTrue(by_cpu);
+	}
+	diff = fr_ipc_member(obj, "diff");
+	if (diff) {
+		if (!cJSON_IsBool(diff))
+			return fr_ipc_fail(err, errlen, "attach: \"diff\" must be true or false");
+		out->diff = cJSON_IsTrue(diff);
 	}
 	return 0;
 }

@@ -78,6 +78,9 @@ struct fr_ipc_attach_req {
 	/* "by_cpu": true adds a "cpu" label to the samples (pprof); encoded
 	 * only when set. */
 	int by_cpu;
+	/* "diff": true asks, of event heap, its growth over the window
+	 * rather than what is in use at its end; encoded only when set. */
+	int diff;
 };
 
 /* The per-event counts of an attach reply ("events": [...]). */

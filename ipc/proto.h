@@ -56,7 +56,8 @@
  *   60 s), into the dumps directory; answers when it is written.
  *
  *   attach also takes "children": true with "pids" (their descendants too),
- *   and "by_cpu": true (a "cpu" label on each sample; `--label-key cpu`).
+ *   "by_cpu": true (a "cpu" label on each sample; `--label-key cpu`), and
+ *   "diff": true (event heap: the heap's growth over the window).
  *   attach and consume take "event_hz": [N, ...], one rate per entry of
  *   "events" (0: "hz"), so each event is at its own rate. attach takes
  *   "since_last": NAME, the asker's cursor (recorder/requests/cursors.h): the

@@ -92,7 +92,11 @@ struct fr_cli_report {
 	const uint32_t *pids_gone;
 	const struct fr_targets *targets;
 	int show_window; /* print the window back in UTC (times were given) */
+	int memory;	 /* of event alloc or heap: an empty one says why */
 };
+
+/* Whether `events` name alloc or heap (fr_cli_report.memory). */
+int fr_cli_events_memory(const uint32_t *events, uint32_t n);
 
 /* The report of an attach reply to request `ar` (show_window unset). */
 struct fr_ipc_attach_reply;

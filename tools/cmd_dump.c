@@ -63,7 +63,9 @@ static void usage_dump(FILE *f)
 		"                     is no failure: write it and exit 0\n"
 		"  --pid PID[,PID...] only these processes\n"
 		"  --children         with --pid: also every process they started, and theirs\n"
-		"  --event E[,E...]   events, one value column each (default cpu; see attach)\n"
+		"  --event E[,E...]   events, one value column each (default cpu; see attach;\n"
+		"                     heap: in use at the window's end)\n"
+		"  --diff             with --event heap: the heap's growth over the window\n"
 		"  --comm NAME[,...]  only processes with these command names\n"
 		"  --cgroup PATH      only processes in this cgroup v2 path or below it\n"
 		"  --label KEY=VALUE  only samples the program labelled so (libflightrec;\n"
@@ -285,7 +287,7 @@ static int dump_check_timeline(struct dump_args *a)
 
 	if (a->info || q->out_s || q->format || q->hz || q->nrates || q->nevents > 1 ||
 	    fr_targets_given(&q->targets) || fr_targets_labels_given(&q->targets) ||
-	    q->targets.children || q->by_cpu || a->symbol_cache_s || a->ndebug_dirs) {
+	    q->targets.children || q->by_cpu || q->diff || a->symbol_cache_s || a->ndebug_dirs) {
 		fprintf(stderr,
 			"%s dump: --timeline takes a window, one --event, --by, --step, --top "
 			"and --json only\n",
@@ -396,6 +398,7 @@ static int dump_request(struct fr_ring *ring, const char *ring_s, const struct f
 	memcpy(req->event_hz, q->event_hz, sizeof(req->event_hz));
 	req->format = q->format;
 	req->cpu_label = q->by_cpu;
+	req->heap_diff = q->diff;
 	req->version = FR_VERSION;
 	return 0;
 }
@@ -423,6 +426,7 @@ static void dump_report(struct fr_ring *ring, const struct fr_profile_request *r
 		.ring_oldest = st.chunks ? st.oldest_ns : 0,
 		.ring_newest = st.chunks ? st.newest_ns : 0,
 		.targets = t,
+		.memory = fr_cli_events_memory(req->events, req->nevents),
 	};
 	if (!res->samples_seen && st.chunks && req->t1 > st.oldest_ns && req->t0 <= st.newest_ns &&
 	    (t->npids || t->ncomms || t->cgroup[0] || fr_targets_labels_given(t)) &&

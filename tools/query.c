@@ -222,6 +222,7 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 	case FR_OPT_CHILDREN: q->targets.children = 1; return 1;
 	case FR_OPT_BY_CPU: q->by_cpu = 1; return 1;
 	case FR_OPT_ALLOW_EMPTY: q->allow_empty = 1; return 1;
+	case FR_OPT_DIFF: q->diff = 1; return 1;
 	case FR_OPT_LABEL_KEY:
 		return parse_list(cmd, "--label-key", arg, "label keys like cpu", take_label_key, q)
 			       ? EXIT_USAGE
@@ -302,6 +303,13 @@ int fr_query_finish(const char *cmd, struct fr_query_args *q)
 		fprintf(stderr, "%s: --children goes with --pid (whose children?)\n", cmd);
 		return EXIT_USAGE;
 	}
+	if (q->diff && (q->nevents != 1 || q->events[0] != FR_EVENT_HEAP)) {
+		fprintf(stderr,
+			"%s: --diff is the heap's growth over the window: it goes with "
+			"--event heap alone, e.g. --event heap --from -10m --to -1m --diff\n",
+			cmd);
+		return EXIT_USAGE;
+	}
 	if (q->window_s && (q->from_s || q->to_s)) {
 		fprintf(stderr, "%s: give either --window or --from/--to, not both\n", cmd);
 		return EXIT_USAGE;
@@ -356,6 +364,7 @@ void fr_query_attach_req(const struct fr_query_args *q, struct fr_ipc_attach_req
 	r->to_ns = q->to;
 	r->hz = (uint32_t)q->hz;
 	r->by_cpu = q->by_cpu;
+	r->diff = q->diff;
 	r->nevents = q->nevents;
 	memcpy(r->events, q->events, sizeof(r->events));
 	memcpy(r->event_hz, q->event_hz, sizeof(r->event_hz));

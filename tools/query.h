@@ -19,6 +19,7 @@ enum {
 	FR_OPT_RING, FR_OPT_INFO, FR_OPT_JSON, FR_OPT_FORMAT, FR_OPT_EVENT, FR_OPT_COMM,
 	FR_OPT_CGROUP, FR_OPT_FOLLOW, FR_OPT_COUNT, FR_OPT_SESSION, FR_OPT_CHILDREN,
 	FR_OPT_SORT, FR_OPT_SINCE_LAST, FR_OPT_LABEL, FR_OPT_LABEL_KEY, FR_OPT_BY_CPU,
+	FR_OPT_DIFF,
 	FR_OPT_ALLOW_EMPTY = 400,
 };
 /* clang-format on */
@@ -41,6 +42,7 @@ struct fr_query_args {
 	struct fr_targets targets; /* has_uid unused: the daemon decides */
 	int by_cpu;		   /* --by-cpu, --label-key cpu: a "cpu" label */
 	int allow_empty;	   /* --allow-empty: no sample is no failure */
+	int diff;		   /* --diff: the heap's growth over the window */
 };
 
 /* One option a line. */
@@ -60,6 +62,7 @@ struct fr_query_args {
 	{"label", required_argument, NULL, FR_OPT_LABEL},          \
 	{"label-key", required_argument, NULL, FR_OPT_LABEL_KEY},  \
 	{"by-cpu", no_argument, NULL, FR_OPT_BY_CPU},              \
+	{"diff", no_argument, NULL, FR_OPT_DIFF},                  \
 	{"allow-empty", no_argument, NULL, FR_OPT_ALLOW_EMPTY}
 /* clang-format on */
 

@@ -184,6 +184,12 @@ void fr_cli_report_summary(const struct fr_cli_report *r)
 			fr_format_duration(r->last_ns - r->first_ns, span, sizeof(span)), dur, late,
 			rate, size);
 	}
+	/* Allocations are recorded only in processes that opted in. */
+	if (!r->samples && r->memory)
+		fprintf(stderr,
+			"%s: no allocation samples: no process loaded libflightrec "
+			"(LD_PRELOAD=libflightrec.so) in the window, or none of the targets did\n",
+			prog);
 	if (r->show_window)
 		fprintf(stderr, "%s: window %s\n", prog,
 			fr_cli_format_window(r->t0, r->t1, win, sizeof(win)));
@@ -212,5 +218,14 @@ void fr_cli_report_from_attach(struct fr_cli_report *r, const struct fr_ipc_atta
 		.npids_gone = reply->npids_not_running,
 		.pids_gone = reply->pids_not_running,
 		.targets = &ar->targets,
+		.memory = fr_cli_events_memory(ar->events, ar->nevents),
 	};
+}
+
+int fr_cli_events_memory(const uint32_t *events, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (events[i] == FR_EVENT_ALLOC || events[i] == FR_EVENT_HEAP)
+			return 1;
+	return 0;
 }

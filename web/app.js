@@ -39,6 +39,20 @@
 		return $('event').value || 'cpu';
 	}
 
+	/* alloc and heap are in bytes (what was allocated; what is in use at
+	 * the range's end); the timeline of either is alloc's. */
+	function isMemory(ev) {
+		return ev === 'alloc' || ev === 'heap';
+	}
+
+	function bytesText(v) {
+		const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+		let k = 0;
+		for (; Math.abs(v) >= 1024 && k < units.length - 1; k++)
+			v /= 1024;
+		return (k ? v.toFixed(1) : String(v)) + ' ' + units[k];
+	}
+
 	/* The filters of the profile requests, as query parameters: the
 	 * processes box holds pids (all digits) or command names. */
 	function filters() {
@@ -62,6 +76,8 @@
 	function unitLabel(t) {
 		if (t.event === 'cpu')
 			return 'CPUs busy';
+		if (t.event === 'alloc')
+			return 'bytes allocated per second';
 		if (t.unit === 'nanoseconds')
 			return 'threads waiting';
 		return t.event + ' per second';
@@ -72,8 +88,8 @@
 		return t.unit === 'nanoseconds' ? v / t.step_ns : v / stepS;
 	}
 
-	function fillEvents(t) {
-		const sel = $('event'), cur = eventName();
+	function fillEvents(t, cur) {
+		const sel = $('event');
 		const names = (t.events && t.events.length) ? t.events.slice() : ['cpu'];
 		if (!names.includes(cur))
 			names.push(cur);
@@ -177,10 +193,11 @@
 		message('loading the timeline…', true);
 		state.busy++;
 		try {
-			const q = 'event=' + encodeURIComponent(eventName()) + '&by=process';
+			const ev = eventName() === 'heap' ? 'alloc' : eventName();
+			const q = 'event=' + encodeURIComponent(ev) + '&by=process';
 			const t = await getJSON('/api/timeline?' + q);
 			state.timeline = t;
-			fillEvents(t);
+			fillEvents(t, eventName());
 			$('ring').textContent = t.ring.first_ns ? 'ring: ' + utc(t.ring.first_ns / 1e9) +
 				' to ' + utc(t.ring.last_ns / 1e9) + ', ' + t.samples + ' samples of ' +
 				t.event + (t.lost && t.lost.total ? ', ' + t.lost.total +
@@ -230,6 +247,9 @@
 			.sort(true)
 			.title('')
 			.setDetailsElement($('details'));
+		if (isMemory(eventName()))
+			chart.label((d) => d.data.name + ' (' +
+				(100 * (d.x1 - d.x0)).toFixed(3) + '%, ' + bytesText(d.value) + ')');
 		if (diff)
 			chart.computeDelta(true)
 				.setColorMapper(flamegraph.colorMapper.differentialColorMapper);

@@ -497,9 +497,14 @@ int fr_export_batch_build(struct fr_ring *ring, const struct fr_export_req *req,
 	bd.local = fr_export_seen_new(4096);
 	if (!bd.local)
 		return -ENOMEM;
+	/* alloc ships as any event (its rows' value: the bytes allocated, as
+	 * estimated). heap does not: what is in use at an interval's end is
+	 * a level, and rows that fleet queries add up over time would mean
+	 * nothing. */
 	for (uint32_t e = 0; ret == 0 && e < nev; e++)
-		ret = build_event(ring, &bd, req->nevents ? req->events[e] : FR_EVENT_CPU, err,
-				  errlen);
+		if (!req->nevents || req->events[e] != FR_EVENT_HEAP)
+			ret = build_event(ring, &bd, req->nevents ? req->events[e] : FR_EVENT_CPU,
+					  err, errlen);
 	fr_export_seen_free(bd.local);
 	for (size_t i = 0; i < bd.nrows; i++)
 		free(bd.rows[i].key);

@@ -156,7 +156,7 @@ static int setup_request(struct builder *b, struct fr_profile_result *res, char 
 			return -EINVAL;
 		}
 	}
-	return 0;
+	return profile_mem_setup(b, err, errlen);
 }
 
 /* Whether the asker gave up (see fr_profile_request.stop); says so in
@@ -186,7 +186,8 @@ int64_t fr_profile_estimate(struct fr_ring *ring, const struct fr_profile_reques
 	size_t nrefs = 0;
 	int ret;
 
-	ret = fr_ring_query(ring, req->t0, req->t1, &refs, &nrefs);
+	/* A heap profile reads back to its snapshots. */
+	ret = fr_ring_query(ring, profile_mem_read_from(req), req->t1 + 1, &refs, &nrefs);
 	if (ret < 0)
 		return ret;
 	for (size_t r = 0; r < nrefs; r++) {
@@ -394,7 +395,8 @@ static int open_window(struct builder *b, struct window *w, const struct fr_prof
 	ret = setup_request(b, res, err, errlen);
 	if (ret < 0)
 		return ret;
-	ret = fr_ring_query(w->ring, req->t0, req->t1, &w->refs, &w->nrefs);
+	/* A heap profile reads back to the snapshots before its window. */
+	ret = fr_ring_query(w->ring, profile_mem_from(b), profile_mem_to(b), &w->refs, &w->nrefs);
 	if (ret < 0) {
 		snprintf(err, errlen, "cannot query the ring: %s", strerror(-ret));
 		return ret;
@@ -488,6 +490,7 @@ static int make_value(struct fr_profile *p, int64_t t0, struct fr_profile_result
 	int ret;
 
 	profile_trim_builder(&p->b);
+	profile_mem_finish(&p->b);
 	p->t0 = t0;
 	p->period = profile_period(&p->b);
 	profile_comments(&p->b, NULL, res, p->period);

@@ -135,6 +135,9 @@ struct fr_profile_request {
 	const char *const *debug_dirs;
 	uint32_t ndebug_dirs;
 	int cpu_label; /* add a "cpu" label to samples (pprof only) */
+	/* With event heap: inuse_* is the growth of the heap from t0 to t1
+	 * (allocations minus frees between), not what is in use at t1. */
+	int heap_diff;
 	enum fr_profile_format format;
 	const char *note;     /* non-NULL: one more comment, e.g. why the
 			       * profile may end early */

@@ -411,16 +411,42 @@ static int samples_grow(struct builder *b)
 		return -ENOMEM;
 	}
 	b->cells = cells;
+	if (b->mem) {
+		struct gmem *m = realloc(b->mem_rows, (size_t)b->samples_cap * sizeof(*m));
+
+		if (!m) {
+			b->samples_cap = cap;
+			return -ENOMEM;
+		}
+		b->mem_rows = m;
+	}
 	return 0;
 }
 
-int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e,
-		       uint64_t weight)
+/* Counts what the stack of sample i says for event e: cut at
+ * FR_MAX_FRAMES, or unwinding stopped at a marker frame. */
+void profile_count_stack(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e)
+{
+	const struct fr_chunk_stack *st = &c->stacks[c->stack[i]];
+
+	/* The recorder keeps FR_MAX_FRAMES frames of a deeper stack */
+	if (st->nr_frames >= FR_MAX_FRAMES)
+		b->ev[e].res->truncated++;
+	if (st->nr_frames > st->nr_kernel) {
+		uint64_t root = c->frames[st->first + st->nr_frames - 1];
+
+		if (FR_FRAME_IS_MARK(root))
+			b->ev[e].res->unwind_stopped[FR_FRAME_MARK_REASON(root)]++;
+	}
+}
+
+int64_t profile_row(struct builder *b, const struct fr_chunk *c, uint32_t i, bool mem)
 {
 	uint32_t sid = c->stack[i], nlocs, slot;
-	uint32_t cpu = b->req->cpu_label ? c->cpu[i] : 0;
+	uint32_t cpu = b->req->cpu_label && !mem ? c->cpu[i] : 0;
 	uint32_t cgroup = b->ls_cgroup[c->labelset[i]];
-	uint32_t app = profile_app_of(b, c, i);
+	uint32_t app = mem && !profile_mem_labels(b) ? 0 : profile_app_of(b, c, i);
+	uint32_t tid = mem ? 0 : c->tid[i];
 	uint64_t off, h;
 	struct gsample *s;
 	int64_t comm, thread;
@@ -429,23 +455,15 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 	ret = stack_locations(b, c, sid, &off, &nlocs);
 	if (ret < 0)
 		return ret;
-	/* The recorder keeps FR_MAX_FRAMES frames of a deeper stack */
-	if (c->stacks[sid].nr_frames >= FR_MAX_FRAMES)
-		b->ev[e].res->truncated++;
-	if (c->stacks[sid].nr_frames > c->stacks[sid].nr_kernel) {
-		const struct fr_chunk_stack *st = &c->stacks[sid];
-		uint64_t root = c->frames[st->first + st->nr_frames - 1];
-
-		if (FR_FRAME_IS_MARK(root))
-			b->ev[e].res->unwind_stopped[FR_FRAME_MARK_REASON(root)]++;
-	}
 	ret = sample_names(b, c, i, &comm, &thread);
 	if (ret < 0)
 		return ret;
-	h = fr_mix64(((uint64_t)c->pid[i] << 32 | c->tid[i]) ^ fr_mix64(cpu + 1) ^
+	if (mem)
+		thread = 0;
+	h = fr_mix64(((uint64_t)c->pid[i] << 32 | tid) ^ fr_mix64(cpu + 1) ^
 		     fr_mix64((uint64_t)cgroup << 1) ^
 		     fr_mix64((uint64_t)comm << 32 | (uint64_t)thread) ^
-		     fr_mix64((uint64_t)app << 3 | 5));
+		     fr_mix64((uint64_t)app << 3 | 5) ^ mem);
 	h = fr_fnv1a(h, &b->arena[off], nlocs * sizeof(uint32_t));
 
 	if ((b->sample_idx.n + 1) * 2 > b->sample_idx.cap &&
@@ -456,21 +474,18 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 		uint32_t row = b->sample_idx.slots[slot] - 1;
 
 		s = &b->samples[row];
-		if (s->hash == h && s->pid == c->pid[i] && s->tid == c->tid[i] && s->cpu == cpu &&
+		if (s->hash == h && s->pid == c->pid[i] && s->tid == tid && s->cpu == cpu &&
 		    s->cgroup == cgroup && s->comm == (uint32_t)comm &&
-		    s->thread == (uint32_t)thread && s->app == app && s->nlocs == nlocs &&
-		    memcmp(&b->arena[s->locs], &b->arena[off], nlocs * sizeof(uint32_t)) == 0) {
-			s->count++;
-			cell_add(&b->cells[(size_t)row * b->nev + e], weight, c->rate_hz[i],
-				 b->ev[e].target);
-			return 0;
-		}
+		    s->thread == (uint32_t)thread && s->app == app && s->mem == mem &&
+		    s->nlocs == nlocs &&
+		    memcmp(&b->arena[s->locs], &b->arena[off], nlocs * sizeof(uint32_t)) == 0)
+			return row;
 	}
 	if (b->nsamples == b->samples_cap && samples_grow(b) < 0)
 		return -ENOMEM;
 	b->samples[b->nsamples] = (struct gsample){
 		.pid = c->pid[i],
-		.tid = c->tid[i],
+		.tid = tid,
 		.cpu = cpu,
 		.comm = (uint32_t)comm,
 		.thread = (uint32_t)thread,
@@ -478,14 +493,27 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 		.app = app,
 		.nlocs = nlocs,
 		.locs = off,
-		.count = 1,
 		.hash = h,
+		.mem = mem,
 	};
 	memset(&b->cells[(size_t)b->nsamples * b->nev], 0, b->nev * sizeof(*b->cells));
-	cell_add(&b->cells[(size_t)b->nsamples * b->nev + e], weight, c->rate_hz[i],
-		 b->ev[e].target);
+	if (b->mem_rows)
+		b->mem_rows[b->nsamples] = (struct gmem){{0}};
 	b->sample_idx.slots[slot] = ++b->nsamples;
 	b->sample_idx.n++;
+	return b->nsamples - 1;
+}
+
+int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e,
+		       uint64_t weight)
+{
+	int64_t row = profile_row(b, c, i, false);
+
+	if (row < 0)
+		return (int)row;
+	profile_count_stack(b, c, i, e);
+	b->samples[row].count++;
+	cell_add(&b->cells[(size_t)row * b->nev + e], weight, c->rate_hz[i], b->ev[e].target);
 	return 0;
 }
 
@@ -519,6 +547,7 @@ void profile_free_builder(struct builder *b)
 	free(b->done);
 	fr_decimator_fini(&b->dec);
 	profile_app_free(b);
+	profile_mem_free(b);
 }
 
 void profile_trim_builder(struct builder *b)

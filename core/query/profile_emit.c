@@ -321,20 +321,22 @@ static void emit_sample(const struct fr_profile *prof, struct fr_pprof *p, uint3
 	struct fr_profile_sample s;
 	struct fr_pprof_label labels[FR_PROFILE_MAX_LABELS];
 	uint64_t locs[FR_MAX_FRAMES];
-	int64_t values[1 + FR_LIMIT_EVENTS];
-	uint32_t nlocs;
+	int64_t values[PROFILE_MAX_COLUMNS];
+	struct pcolumn cols[PROFILE_MAX_COLUMNS];
+	uint32_t nlocs, ncols = profile_columns(&prof->b, cols);
 
 	fr_profile_sample(prof, i, &s);
 	for (size_t k = 0; k < s.nlabels; k++)
 		labels[k] =
 			(struct fr_pprof_label){s.labels[k].key, s.labels[k].str, s.labels[k].num};
-	values[0] = (int64_t)s.count;
-	for (uint32_t e = 0; e < prof->b.nev; e++)
-		values[1 + e] = s.values[e];
+	for (uint32_t k = 0; k < ncols; k++)
+		values[k] = cols[k].e < 0      ? (int64_t)s.count
+			    : cols[k].mem >= 0 ? s.mem[cols[k].mem]
+					       : s.values[cols[k].e];
 	nlocs = s.nlocs < FR_MAX_FRAMES ? s.nlocs : FR_MAX_FRAMES;
 	for (uint32_t j = 0; j < nlocs; j++)
 		locs[j] = ids[s.locs[j]];
-	fr_pprof_sample(p, locs, s.nlocs, values, 1 + prof->b.nev, labels, s.nlabels);
+	fr_pprof_sample(p, locs, s.nlocs, values, ncols, labels, s.nlabels);
 }
 
 void profile_emit(struct fr_profile *prof, struct fr_pprof *p)
@@ -445,6 +447,13 @@ int profile_emit_folded(struct builder *b, fr_write_fn sink, void *arg, uint64_t
 		size_t len = strlen(comm) + 1;
 		char *t;
 
+		/* A memory event's lines count its bytes (growth only, in a
+		 * diff). */
+		if (profile_mem_col(b, 0) >= 0) {
+			int64_t bytes = profile_mem_value(b, i, profile_mem_col(b, 0));
+
+			count = bytes > 0 ? (uint64_t)bytes : 0;
+		}
 		if (!count)
 			continue;
 		for (uint32_t j = 0; j < s->nlocs; j++)
@@ -506,6 +515,8 @@ int64_t profile_period(const struct builder *b)
 
 	if (g->id == FR_EVENT_CPU && g->target)
 		return FR_NS_PER_S / g->target;
+	if (profile_mem_col(b, 0) >= 0)
+		return profile_mem_period(b);
 	if (!fr_event_has_rate(g->id))
 		return 1;
 	if (!n)
@@ -533,6 +544,14 @@ static void rate_comments(struct builder *b, struct fr_pprof *p, struct fr_profi
 			snprintf(line, sizeof(line),
 				 "cpu sampled at %u Hz per CPU (cpu-clock, kernel+user stacks)",
 				 g->target);
+		else if (e + 1 == b->mem || e + 1 == b->mem_alloc) {
+			/* One set of comments for both. */
+			if (e + 1 == b->mem)
+				profile_mem_comments(b, p);
+			continue;
+		} else if (g->id != FR_EVENT_OFFCPU && !fr_event_has_rate(g->id))
+			snprintf(line, sizeof(line), "%s: every record, value = %s", g->name,
+				 fr_event_unit(g->id));
 		else if (!fr_event_has_rate(g->id))
 			snprintf(line, sizeof(line),
 				 "%s: every context switch, value = nanoseconds switched out",
@@ -595,7 +614,9 @@ static void loss_comments(const struct builder *b, struct fr_pprof *p)
 		const struct gevent *g = &b->ev[e];
 		const struct fr_profile_event_result *er = g->res;
 
-		if (er->lost && g->id == FR_EVENT_OFFCPU) {
+		if (er->lost && profile_mem_col(b, e) >= 0) {
+			profile_mem_lost(b, e, p, whose);
+		} else if (er->lost && g->id == FR_EVENT_OFFCPU) {
 			/* One lost record is one wait; how long it was is not
 			 * stored (the eBPF mechanism's status counts it). */
 			snprintf(line, sizeof(line),
@@ -689,14 +710,19 @@ struct fr_pprof *profile_pprof_new(const struct builder *b, int64_t t0, int64_t 
 				   fr_write_fn sink, void *arg)
 {
 	struct fr_pprof *p = fr_pprof_new(6, sink, arg);
+	struct pcolumn cols[PROFILE_MAX_COLUMNS];
+	uint32_t ncols = profile_columns(b, cols);
 
 	if (!p)
 		return NULL;
-	fr_pprof_sample_type(p, "samples", "count");
-	for (uint32_t e = 0; e < b->nev; e++)
-		fr_pprof_sample_type(p, b->ev[e].name, fr_event_unit(b->ev[e].id));
-	fr_pprof_default_sample_type(p, b->ev[0].name);
-	fr_pprof_period(p, b->ev[0].name, fr_event_unit(b->ev[0].id), period);
+	for (uint32_t k = 0; k < ncols; k++)
+		fr_pprof_sample_type(p, cols[k].type, cols[k].unit);
+	fr_pprof_default_sample_type(p, profile_default_type(b));
+	/* Go's heap profiles: period type space/bytes, period the mean. */
+	if (profile_mem_col(b, 0) >= 0)
+		fr_pprof_period(p, "space", "bytes", period);
+	else
+		fr_pprof_period(p, b->ev[0].name, fr_event_unit(b->ev[0].id), period);
 	fr_pprof_time(p, t0, b->req->t1 - t0);
 	return p;
 }
@@ -744,6 +770,11 @@ void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_r
 	if (fr_event_has_rate(b->ev[0].id) && !b->ev[0].target && b->ev[0].res->samples_seen) {
 		snprintf(line, sizeof(line), "period %" PRId64 ": the period %s was sampled at",
 			 period, b->ev[0].name);
+		comment(p, line);
+	} else if (profile_mem_col(b, 0) >= 0) {
+		snprintf(line, sizeof(line),
+			 "period %" PRId64 ": the mean bytes between two allocation samples",
+			 period);
 		comment(p, line);
 	} else if (b->ev[0].id != FR_EVENT_CPU) {
 		if (fr_event_has_rate(b->ev[0].id))

@@ -10,6 +10,7 @@
 #ifndef FR_CORE_PROFILE_INT_H
 #define FR_CORE_PROFILE_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/util/compress.h"
@@ -94,6 +95,9 @@ struct gsample {
 	uint64_t locs;	/* offset into locs arena */
 	uint64_t count; /* kept samples of every event */
 	uint64_t hash;
+	/* A row of a memory event's records (profile_mem.c): keyed without
+	 * the thread (a block is freed by any thread), no tid or thread label. */
+	bool mem;
 };
 
 /* What a row holds for one event: n kept samples, and v the sum of their
@@ -210,6 +214,21 @@ struct builder {
  * named, those the symbol cache knows as CPython processes. */
 	struct gpython *py;
 	uint32_t npy, py_cap;
+	/* Memory (core/query/profile_mem.c): the index + 1 of the request's
+	 * alloc or heap event (0: none), the records it reads, per row its
+	 * estimates, and per process its heap snapshot. */
+	uint32_t mem;
+	uint32_t mem_alloc;    /* index + 1 of alloc asked beside heap (0: none) */
+	struct gmem *mem_rows; /* samples_cap of them */
+	struct mem_state *ms;
+};
+
+/* The estimates of a memory row (core/query/profile_mem.c), in Go's
+ * order of a heap profile's columns; summed as doubles and rounded when
+ * read, so the totals stay unbiased. */
+enum { MEM_ALLOC_OBJECTS, MEM_ALLOC_SPACE, MEM_INUSE_OBJECTS, MEM_INUSE_SPACE, MEM_COLUMNS };
+struct gmem {
+	double v[MEM_COLUMNS];
 };
 
 /* core/query/profile_agg.c */
@@ -222,6 +241,12 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
  * `nstrings` strings. Returns 0 or -ENOMEM. */
 int profile_reset_stack_memo(struct builder *b, uint32_t nstacks, uint32_t nstrings);
 void profile_free_builder(struct builder *b);
+/* The row of sample i of `c` (found or added, count 0 when added), keyed
+ * without its thread when `mem`. Returns its index or -ENOMEM. */
+int64_t profile_row(struct builder *b, const struct fr_chunk *c, uint32_t i, bool mem);
+/* Counts, for event e, sample i's stack cut at FR_MAX_FRAMES or ending in
+ * a marker frame. */
+void profile_count_stack(struct builder *b, const struct fr_chunk *c, uint32_t i, uint32_t e);
 /* Frees what only aggregation uses (the per-chunk memos, the row and
  * location indexes), keeping the aggregate. */
 void profile_trim_builder(struct builder *b);
@@ -250,6 +275,61 @@ int profile_python_name(struct builder *b, struct fr_symbols *syms, struct gloc 
 			bool lines);
 int profile_python_processes(struct builder *b, struct fr_symbols *syms);
 void profile_python_comments(const struct builder *b, struct fr_pprof *p);
+
+/* core/query/profile_mem.c: memory profiles (events alloc and heap).
+ * profile_mem_setup() checks the request's memory event (-EINVAL with
+ * `err`) and sets b->mem; profile_mem_from() is where the window's read
+ * starts (a heap profile reads back to its snapshots); profile_mem_take()
+ * whether record i of `c` (an alloc, free or live record) is one the
+ * memory event reads; profile_mem_note() notes it in pass 1 (snapshots);
+ * profile_mem_add() adds it to its row in pass 2. Returns 0 or -ENOMEM. */
+int profile_mem_setup(struct builder *b, char *err, size_t errlen);
+int64_t profile_mem_from(const struct builder *b);
+/* The same of a request not set up yet (for estimates). */
+int64_t profile_mem_read_from(const struct fr_profile_request *req);
+/* The end of the read (t1, or t1 + 1 for a heap profile at t1). */
+int64_t profile_mem_to(const struct builder *b);
+/* Once aggregated: drops the rows that read 0 in every column, counts
+ * the clamped ones. */
+void profile_mem_finish(struct builder *b);
+bool profile_mem_take(const struct builder *b, const struct fr_chunk *c, uint32_t i);
+/* Whether record i is one the label filter does not apply to (heap's:
+ * see profile_mem.c). */
+bool profile_mem_label_free(const struct builder *b, const struct fr_chunk *c, uint32_t i);
+int profile_mem_note(struct builder *b, const struct fr_chunk *c, uint32_t i);
+int profile_mem_add(struct builder *b, const struct fr_chunk *c, uint32_t i);
+/* Row `row`'s estimate of column `col`, rounded; a negative in-use one is
+ * 0 but in a diff. */
+int64_t profile_mem_value(const struct builder *b, uint32_t row, int col);
+/* The pprof columns of the profile (see profile_columns()), the period,
+ * the comments, and the memory freed. */
+struct fr_pprof;
+void profile_mem_comments(const struct builder *b, struct fr_pprof *p);
+void profile_mem_lost(const struct builder *b, uint32_t e, struct fr_pprof *p, const char *whose);
+int64_t profile_mem_period(const struct builder *b);
+/* Whether memory rows carry application labels: not in a heap profile,
+ * whose free and live records have none (keyed by them, a free would
+ * miss its allocation's row). */
+bool profile_mem_labels(const struct builder *b);
+/* Whether the memory event is heap (its default column inuse_space). */
+bool profile_mem_inuse(const struct builder *b);
+/* The memory column of event e's values (alloc_space, inuse_space), or
+ * -1 for an event that is not alloc or heap. */
+int profile_mem_col(const struct builder *b, uint32_t e);
+void profile_mem_free(struct builder *b);
+
+/* The pprof sample types of a profile: samples/count (unless its only
+ * event is a memory one, whose columns are Go's), then each event's: one,
+ * or a memory event's two (alloc) or four (heap). `e` the event's index,
+ * `mem` its memory column (-1: none), e -1 for samples/count. */
+#define PROFILE_MAX_COLUMNS (1 + FR_LIMIT_EVENTS + 3)
+struct pcolumn {
+	const char *type, *unit;
+	int e, mem;
+};
+uint32_t profile_columns(const struct builder *b, struct pcolumn *out);
+/* The name of the default sample type (the first event's column). */
+const char *profile_default_type(const struct builder *b);
 
 /* core/query/profile_open.c */
 int profile_open_note(struct builder *b, const struct fr_chunk *c, uint32_t i);

@@ -47,6 +47,9 @@ static int64_t cell_value(const struct builder *b, uint32_t row, uint32_t e)
 
 	if (b->ev[e].id == FR_EVENT_CPU && b->ev[e].target)
 		return (int64_t)cl->n * (FR_NS_PER_S / b->ev[e].target);
+	/* A memory event's value is its default column's bytes. */
+	if (profile_mem_col(b, e) >= 0)
+		return profile_mem_value(b, row, profile_mem_col(b, e));
 	return (int64_t)cl->v;
 }
 
@@ -60,7 +63,7 @@ void fr_profile_sample(const struct fr_profile *p, size_t i, struct fr_profile_s
 	out->tid = s->tid;
 	out->cpu = s->cpu;
 	out->comm = b->strs[s->comm];
-	out->thread = b->strs[s->thread];
+	out->thread = s->mem ? "" : b->strs[s->thread];
 	out->cgroup = s->cgroup != NO_CGROUP ? b->strs[s->cgroup] : NULL;
 	out->count = s->count;
 	for (uint32_t e = 0; e < b->nev; e++)
@@ -71,9 +74,17 @@ void fr_profile_sample(const struct fr_profile *p, size_t i, struct fr_profile_s
 	out->labels[1] = (struct fr_profile_label){.key = "tid", .num = s->tid};
 	out->labels[2] = (struct fr_profile_label){.key = "comm", .str = out->comm};
 	out->labels[3] = (struct fr_profile_label){.key = "thread", .str = out->thread};
+	out->is_mem = s->mem;
+	for (int k = 0; k < MEM_COLUMNS; k++)
+		out->mem[k] = s->mem ? profile_mem_value(b, (uint32_t)i, k) : 0;
+	/* A memory row has no thread: pid and comm only. */
+	if (s->mem) {
+		out->labels[1] = out->labels[2];
+		n = 2;
+	}
 	/* A string: pprof readers drop a numeric label of 0 (no unit), and
 	 * CPU 0 is a CPU like any other. */
-	if (p->req.cpu_label) {
+	if (p->req.cpu_label && !s->mem) {
 		snprintf(out->cpu_text, sizeof(out->cpu_text), "%u", s->cpu);
 		out->labels[n++] = (struct fr_profile_label){.key = "cpu", .str = out->cpu_text};
 	}

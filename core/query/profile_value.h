@@ -79,7 +79,14 @@ struct fr_profile_sample {
 	const char *thread;		 /* "" unknown */
 	const char *cgroup;		 /* NULL: the sample has none */
 	uint64_t count;			 /* kept samples of every event */
-	int64_t values[FR_LIMIT_EVENTS]; /* per event, as pprof's columns after count */
+	int64_t values[FR_LIMIT_EVENTS]; /* per event, as pprof's columns after count;
+					  * a memory event's: its bytes (alloc_space,
+					  * inuse_space for heap) */
+	/* A row of the memory event (alloc, heap; no tid, no thread): its
+	 * estimated alloc_objects, alloc_space, inuse_objects, inuse_space
+	 * (zeros otherwise; the in-use ones of a diff may be negative). */
+	bool is_mem;
+	int64_t mem[4];
 	uint32_t nlocs;
 	const uint32_t *locs; /* location indexes, leaf first */
 	/* Every label in pprof's order: pid, tid, comm, thread, [cpu as a

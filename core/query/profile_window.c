@@ -288,15 +288,22 @@ static int select_sample(const struct builder *b, const struct fr_chunk *c, uint
 {
 	/* Open-wait records count as offcpu (core/query/profile_open.c). */
 	uint32_t id = FR_EVENT_IS_OPEN_WAIT(c->event[i]) ? FR_EVENT_OFFCPU : c->event[i];
+	/* Allocation records are the memory event's, read over its own span
+	 * (core/query/profile_mem.c). */
+	bool mem = profile_mem_take(b, c, i);
 
-	if (c->time_ns[i] < b->req->t0 || c->time_ns[i] >= b->req->t1 ||
-	    !b->stack_ok[c->stack[i]] || !b->ls_ok[c->labelset[i]] || !profile_app_ok(b, c, i))
+	if (!mem && (c->time_ns[i] < b->req->t0 || c->time_ns[i] >= b->req->t1))
+		return -1;
+	if (!b->stack_ok[c->stack[i]] || !b->ls_ok[c->labelset[i]] ||
+	    (!profile_app_ok(b, c, i) && !profile_mem_label_free(b, c, i)))
 		return -1;
 	if (b->stack_ok[c->stack[i]] == COMM_AT_SAMPLE &&
 	    !wanted_comm(b->req, c->strings[fr_chunk_comm_at(c, c->pid[i], c->time_ns[i])]))
 		return -1;
+	if (mem)
+		return (int)b->mem - 1;
 	for (uint32_t e = 0; e < b->nev; e++)
-		if (b->ev[e].id == id)
+		if (b->ev[e].id == id && id != FR_EVENT_ALLOC)
 			return (int)e;
 	return -1;
 }
@@ -335,7 +342,9 @@ void profile_count_losses(struct builder *b, const struct fr_chunk *c)
 		for (uint32_t e = 0; e < b->nev; e++) {
 			struct fr_profile_event_result *er = b->ev[e].res;
 
-			if (c->events[k].event != b->ev[e].id)
+			/* The heap is read from the allocation records. */
+			if (c->events[k].event != b->ev[e].id &&
+			    !(b->ev[e].id == FR_EVENT_HEAP && c->events[k].event == FR_EVENT_ALLOC))
 				continue;
 			er->lost += c->events[k].lost;
 			er->throttled += c->events[k].throttled;
@@ -363,6 +372,8 @@ int profile_chunk_rates(struct builder *b, const struct fr_chunk *c)
 		if (e < 0)
 			continue;
 		if (profile_open_note(b, c, i) < 0)
+			return -ENOMEM;
+		if ((uint32_t)e + 1 == b->mem && profile_mem_note(b, c, i) < 0)
 			return -ENOMEM;
 		er = b->ev[e].res;
 		er->samples_seen++;
@@ -409,7 +420,9 @@ int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 			/* Seen in pass 1 only once it is known to count. */
 			b->ev[e].res->samples_seen++;
 		}
-		for (; m > 0 && ret == 0; m--) {
+		if ((uint32_t)e + 1 == b->mem)
+			ret = profile_mem_add(b, c, i);
+		for (; (uint32_t)e + 1 != b->mem && m > 0 && ret == 0; m--) {
 			ret = profile_add_sample(b, c, i, (uint32_t)e, w);
 			b->ev[e].res->samples_kept++;
 		}
@@ -420,7 +433,10 @@ int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c)
 			if (p)
 				kept[p - c->procs] = 1;
 		}
-		/* The profile's span, for "wrote ...: 19.8s of samples". */
+		/* The profile's span, for "wrote ...: 19.8s of samples" (not
+		 * the records a heap profile reads before its window). */
+		if (c->time_ns[i] < b->req->t0)
+			continue;
 		if (!b->ev[e].res->first_ns || c->time_ns[i] < b->ev[e].res->first_ns)
 			b->ev[e].res->first_ns = c->time_ns[i];
 		if (c->time_ns[i] > b->ev[e].res->last_ns)
@@ -442,10 +458,11 @@ int profile_window_pids(const struct builder *b, const struct fr_chunk *c, struc
 	for (uint32_t i = 0; i < c->nsamples; i++) {
 		uint32_t id = FR_EVENT_IS_OPEN_WAIT(c->event[i]) ? FR_EVENT_OFFCPU : c->event[i];
 		uint32_t pid = c->pid[i], e;
+		bool mem = profile_mem_take(b, c, i);
 
-		if (c->time_ns[i] < req->t0 || c->time_ns[i] >= req->t1 || !pid)
+		if ((!mem && (c->time_ns[i] < req->t0 || c->time_ns[i] >= req->t1)) || !pid)
 			continue;
-		for (e = 0; e < b->nev && b->ev[e].id != id; e++)
+		for (e = 0; !mem && e < b->nev && (b->ev[e].id != id || id == FR_EVENT_ALLOC); e++)
 			;
 		if (e == b->nev)
 			continue;

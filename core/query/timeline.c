@@ -164,6 +164,12 @@ void tl_note_event(struct tl *tl, uint32_t event)
 
 	if (FR_EVENT_IS_OPEN_WAIT(event))
 		event = FR_EVENT_OFFCPU;
+	/* The heap's records: its profile can be asked of the window, as it
+	 * can wherever allocations were sampled. */
+	if (event == FR_EVENT_ALLOC)
+		tl_note_event(tl, FR_EVENT_HEAP);
+	if (event == FR_EVENT_ALLOC_FREE || event == FR_EVENT_HEAP_LIVE)
+		event = FR_EVENT_HEAP;
 	for (i = 0; i < t->nevents && t->events[i] < event; i++)
 		;
 	if ((i < t->nevents && t->events[i] == event) || t->nevents == FR_TIMELINE_EVENTS_MAX)
@@ -369,8 +375,8 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 		if (g < 0)
 			ret = (int)g;
 		else if (!spread)
-			ret = tl_add(tl, (uint32_t)g, c->time_ns[i], tl_value(event, c->weight[i]),
-				     mode);
+			ret = tl_add(tl, (uint32_t)g, c->time_ns[i],
+				     tl_value(event, tl_weight(c, i)), mode);
 		else if (FR_EVENT_IS_OPEN_WAIT(c->event[i]))
 			ret = tl_wait_open(tl, (uint32_t)g, c->tid[i], c->time_ns[i], c->weight[i]);
 		else
@@ -496,6 +502,12 @@ static int setup(const struct fr_timeline_request *req, struct fr_timeline *t, c
 		    : req->event >= FR_EVENT_COUNT || req->event == FR_EVENT_RAW) {
 		snprintf(err, errlen, "event id %#x is not an event flightrec knows (%s)",
 			 req->event, FR_EVENT_NAMES);
+		return -EINVAL;
+	}
+	if (req->event == FR_EVENT_HEAP) {
+		snprintf(err, errlen,
+			 "heap is what is in use at a moment (flightrec attach --event heap); "
+			 "a timeline of memory is alloc (bytes allocated per step)");
 		return -EINVAL;
 	}
 	if (req->by > FR_TIMELINE_BY_LABEL ||

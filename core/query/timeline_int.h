@@ -94,6 +94,11 @@ int tl_victim(struct tl *tl, const struct fr_chunk *c, uint32_t i);
 void tl_victims_json(FILE *f, const struct fr_timeline *t,
 		     void (*json_str)(FILE *f, const char *s));
 
+/* What sample i of `c` adds to its cell: its weight, an allocation's
+ * estimated bytes (core/query/timeline_alloc.c). */
+struct fr_chunk;
+uint64_t tl_weight(const struct fr_chunk *c, uint32_t i);
+
 /* Notes that the window has samples of `event`. */
 void tl_note_event(struct tl *tl, uint32_t event);
 

@@ -114,6 +114,7 @@ static void attach_select(const struct fr_ipc_attach_req *ar, struct fr_profile_
 	preq->hz = ar->hz;
 	memcpy(preq->event_hz, ar->event_hz, sizeof(preq->event_hz));
 	preq->cpu_label = ar->by_cpu;
+	preq->heap_diff = ar->diff;
 }
 
 /* The highest rate of a request: its "hz" or one of its "event_hz". */

@@ -132,6 +132,20 @@ static void test_attach_req(void)
 		   "\"to_ns\":1795000010123456789}",
 		   "attach request by from/to");
 
+	/* The heap's growth between the two. */
+	r.nevents = 1;
+	r.events[0] = FR_EVENT_HEAP;
+	r.diff = 1;
+	check_text(fr_ipc_attach_req_encode(&r),
+		   "{\"req\":\"attach\",\"from_ns\":1795000000123456789,"
+		   "\"to_ns\":1795000010123456789,\"events\":[\"heap\"],\"diff\":true}",
+		   "attach request of the heap's growth");
+	obj = over_wire(fr_ipc_attach_req_encode(&r), NULL);
+	CHECK(obj && fr_ipc_attach_req_decode(obj, &back, err, sizeof(err)) == 0 &&
+		      memcmp(&r, &back, sizeof(r)) == 0,
+	      "attach request with diff, round trip: %s", err);
+	cJSON_Delete(obj);
+
 	/* Absent members take their defaults: events [cpu], pprof. */
 	obj = parse("{\"req\":\"attach\",\"v\":1,\"window_ns\":5,\"pids\":null}");
 	CHECK(fr_ipc_attach_req_decode(obj, &back, err, sizeof(err)) == 0, "defaults: %s", err);
@@ -140,7 +154,7 @@ static void test_attach_req(void)
 	CHECK(back.nevents == 1 && back.events[0] == FR_EVENT_CPU, "attach events default to cpu");
 	CHECK(back.format == FR_PROFILE_PPROF && back.targets.npids == 0 && !back.targets.cgroup[0],
 	      "attach format and targets default");
-	CHECK(!back.by_cpu, "the cpu label is asked for by default");
+	CHECK(!back.by_cpu && !back.diff, "the cpu label and a diff are asked for by default");
 	cJSON_Delete(obj);
 }
 
@@ -219,6 +233,7 @@ static const struct bad bad_attach[] = {
 	{"{\"window_ns\":1,\"format\":1}",
 	 "attach: \"format\" must be one of: " FR_PROFILE_FORMAT_NAMES},
 	{"{\"window_ns\":1,\"by_cpu\":1}", "attach: \"by_cpu\" must be true or false"},
+	{"{\"window_ns\":1,\"diff\":\"yes\"}", "attach: \"diff\" must be true or false"},
 };
 
 static const struct bad bad_consume[] = {

@@ -1,6 +1,7 @@
 /* The query options of flightrec attach and dump (tools/query.c): --hz N
  * for every event as before; --hz EVENT=N,... each event at its own rate,
- * adding the events --event did not list; bad rates refused. */
+ * adding the events --event did not list; bad rates refused; --diff only
+ * with event heap. */
 #include <stdio.h>
 #include <string.h>
 
@@ -53,5 +54,23 @@ int main(void)
 	CHECK(parse(&q, "cpu=99,cpu=19", NULL) != 0, "--hz cpu twice accepted");
 	CHECK(parse(&q, "cpu=99x", NULL) != 0, "--hz cpu=99x accepted");
 	CHECK(parse(&q, ",", NULL) != 0, "--hz , accepted");
+
+	/* --diff: the heap's growth, of event heap alone. */
+	memset(&q, 0, sizeof(q));
+	q.from_s = "-10m";
+	q.to_s = "-1m";
+	CHECK(fr_query_opt("test", FR_OPT_DIFF, NULL, &q) == 1 &&
+		      fr_query_opt("test", FR_OPT_EVENT, "heap", &q) == 1 &&
+		      fr_query_finish("test", &q) == 0,
+	      "--event heap --diff refused");
+	fr_query_attach_req(&q, &r);
+	CHECK(r.diff && r.nevents == 1 && r.events[0] == FR_EVENT_HEAP,
+	      "the request carries --diff");
+	CHECK(fr_query_opt("test", FR_OPT_EVENT, "heap,cpu", &q) == 1 &&
+		      fr_query_finish("test", &q) == EXIT_USAGE,
+	      "--diff with cpu accepted");
+	CHECK(fr_query_opt("test", FR_OPT_EVENT, "alloc", &q) == 1 &&
+		      fr_query_finish("test", &q) == EXIT_USAGE,
+	      "--diff of alloc accepted");
 	return failures ? 1 : 0;
 }

@@ -7,8 +7,10 @@
 #include "tools/top/top.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/util/compress.h"
 #include "core/pprof/pprof.h"
@@ -267,6 +269,65 @@ static void test_bad(const unsigned char *raw, size_t len)
 	CHECK(fr_pprof_read(raw, len - 1, &d) == -EBADMSG, "truncated by one byte");
 }
 
+/* A heap profile as Go and flightrec write it (no samples/count): the
+ * table shows inuse_space, its default, and counts inuse_objects as the
+ * samples of each function (not one per row). main -> leak (3 blocks, 300 B in use; 5 and
+ * 500 allocated); main -> tmp (0 in use; 2 and 64 allocated). */
+static void test_heap(void)
+{
+	static const char *const types[] = {"alloc_objects", "alloc_space", "inuse_objects",
+					    "inuse_space"};
+	struct mem m = {0};
+	struct fr_pprof *p = fr_pprof_new(6, mem_write, &m);
+	struct fr_pprof_data *d = NULL;
+	struct fr_top_opts o = {.limit = 10, .json = 1};
+	char path[] = "/tmp/fr-test-top-XXXXXX", out[4096] = "";
+	uint64_t lmain, lleak, ltmp;
+	void *raw = NULL;
+	size_t len = 0;
+	int fd, saved;
+
+	CHECK(p, "fr_pprof_new");
+	for (int k = 0; k < 4; k++)
+		fr_pprof_sample_type(p, types[k], k % 2 ? "bytes" : "count");
+	fr_pprof_default_sample_type(p, "inuse_space");
+	lmain = fr_pprof_location(p, 0, 0x10, fr_pprof_function(p, "main", NULL, NULL));
+	lleak = fr_pprof_location(p, 0, 0x20, fr_pprof_function(p, "leak", NULL, NULL));
+	ltmp = fr_pprof_location(p, 0, 0x30, fr_pprof_function(p, "tmp", NULL, NULL));
+	{
+		const uint64_t s1[] = {lleak, lmain}, s2[] = {ltmp, lmain};
+		const int64_t v1[] = {5, 500, 3, 300}, v2[] = {2, 64, 0, 0};
+
+		fr_pprof_sample(p, s1, 2, v1, 4, NULL, 0);
+		fr_pprof_sample(p, s2, 2, v2, 4, NULL, 0);
+	}
+	CHECK(fr_pprof_finish(p) == 0, "fr_pprof_finish");
+	fr_pprof_free(p);
+	CHECK(fr_gunzip(m.buf, m.len, &raw, &len) == 0 && fr_pprof_read(raw, len, &d) == 0,
+	      "heap profile decodes");
+	fd = mkstemp(path);
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	if (d && fd >= 0 && saved >= 0 && dup2(fd, STDOUT_FILENO) >= 0) {
+		CHECK(fr_top_print(d, &o) == 0, "fr_top_print");
+		fflush(stdout);
+		dup2(saved, STDOUT_FILENO);
+		CHECK(pread(fd, out, sizeof(out) - 1, 0) > 0, "top's output");
+	}
+	CHECK(strstr(out, "\"name\":\"leak\"") && strstr(out, "\"flat\":300") &&
+		      strstr(out, "\"flat_samples\":3"),
+	      "top of a heap profile: %s", out);
+	if (saved >= 0)
+		close(saved);
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+	fr_pprof_data_free(d);
+	free(raw);
+	free(m.buf);
+}
+
 int main(void)
 {
 	struct mem m = {0};
@@ -283,5 +344,6 @@ int main(void)
 	free(m.buf);
 	test_kernel();
 	test_processes();
+	test_heap();
 	return failures ? 1 : 0;
 }

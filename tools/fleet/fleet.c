@@ -162,10 +162,11 @@ static int finish(struct fleet_args *a, const char *timeout_s)
 			  a->timeout_ns < FR_NS_PER_S || a->timeout_ns > 3600 * FR_NS_PER_S))
 		return usage_error(a, "--timeout: expected a duration of 1s..1h, got", timeout_s);
 	if (a->q.targets.npids || a->q.targets.cgroup[0] || a->q.targets.children ||
-	    a->q.targets.label_key[0] || a->q.by_cpu || a->q.format || a->q.hz || a->q.nrates)
+	    a->q.targets.label_key[0] || a->q.by_cpu || a->q.format || a->q.hz || a->q.nrates ||
+	    a->q.diff)
 		return usage_error(a,
-				   "--pid, --children, --cgroup, --label-key, --by-cpu, --format and "
-				   "--hz are for a single host's recorder",
+				   "--pid, --children, --cgroup, --label-key, --by-cpu, --format, "
+				   "--hz and --diff are for a single host's recorder",
 				   NULL);
 	if (a->q.nevents > 1)
 		return usage_error(a, "--event: one event at a time", NULL);

@@ -39,7 +39,9 @@ static void usage(FILE *f)
 		"  --label-key KEY    only samples with a value for this label, one table\n"
 		"                     per value (also with FILE)\n"
 		"  --event E[,E...]   the events to ask for; the table shows the first\n"
-		"                     (default cpu; offcpu shows where threads waited)\n"
+		"                     (default cpu; offcpu shows where threads waited;\n"
+		"                     alloc the bytes allocated, heap the bytes in use)\n"
+		"  --diff             with --event heap: the heap's growth over the window\n"
 		"  --hz N             samples per second per CPU to count\n"
 		"  --allow-empty      a window with no sample (filters that matched nothing,\n"
 		"                     a window outside the ring) is no failure\n"
@@ -55,6 +57,7 @@ static void usage(FILE *f)
 		"Examples:\n"
 		"  flightrec top --window 60s\n"
 		"  flightrec top --window 5m --event offcpu --comm postgres\n"
+		"  flightrec top --window 60s --event alloc\n"
 		"  flightrec top incident.pb.gz -n 40 --sort cum\n"
 		"  flightrec top --window 60s --by label:endpoint\n"
 		"  flightrec top --window 5m --by process -n 5 --json\n");

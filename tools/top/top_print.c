@@ -104,7 +104,10 @@ static int is_samples(const struct fr_pprof_value_type *t)
 }
 
 /* The profile's default column (as go tool pprof shows it), else the
- * last that is not a sample count; and the sample count's, or -1. */
+ * last that is not a sample count; and the sample count's, or -1: for a
+ * memory profile (Go's, or flightrec's alloc and heap, which have no
+ * samples/count), the blocks of the bytes shown (alloc_objects beside
+ * alloc_space, inuse_objects beside inuse_space). */
 static size_t value_col(const struct fr_pprof_data *d, ssize_t *samples_col)
 {
 	size_t col = d->ntypes - 1;
@@ -123,6 +126,14 @@ static size_t value_col(const struct fr_pprof_data *d, ssize_t *samples_col)
 			*samples_col = (ssize_t)i;
 			break;
 		}
+	for (size_t i = 0; *samples_col < 0 && i < d->ntypes; i++) {
+		const char *space = d->types[col].type, *objects = d->types[i].type;
+		size_t n = strlen(space);
+
+		if (n > 6 && strcmp(space + n - 6, "_space") == 0 &&
+		    strncmp(objects, space, n - 6) == 0 && strcmp(objects + n - 6, "_objects") == 0)
+			*samples_col = (ssize_t)i;
+	}
 	return col;
 }
 
