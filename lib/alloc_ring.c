@@ -116,10 +116,13 @@ void fr_alloc_ring_drop_inherited(void)
 }
 
 /* Reserves `len` bytes (a multiple of REC_ALIGN) and returns the record's
- * position, or UINT64_MAX when the recorder has not read enough yet. The
- * end of the data is skipped with a PAD record when the record would
- * straddle it. */
-static uint64_t reserve(struct fr_alloc_header_abi *h, uint32_t len)
+ * position, or UINT64_MAX when the recorder has not read enough yet: when
+ * the unread bytes would pass `room` (the data's size for a FREE record, a
+ * quarter less for a sample, so that a ring a burst of samples filled
+ * still takes the frees of blocks it sampled: a lost sample is one sample
+ * fewer, a lost FREE a block the heap would keep for ever). The end of the
+ * data is skipped with a PAD record when the record would straddle it. */
+static uint64_t reserve(struct fr_alloc_header_abi *h, uint32_t len, uint64_t room)
 {
 	uint64_t size = ring.data_size, head = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
 	uint64_t pad;
@@ -130,7 +133,7 @@ static uint64_t reserve(struct fr_alloc_header_abi *h, uint32_t len)
 
 		pad = off + len > size ? size - off : 0;
 		/* A tail beyond head (a confused reader) reads as full. */
-		if (head + pad + len - tail > size)
+		if (head + pad + len - tail > room)
 			return UINT64_MAX;
 		if (__atomic_compare_exchange_n(&h->head, &head, head + pad + len, true,
 						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -213,7 +216,9 @@ static void *begin(struct fr_alloc_header_abi *h, uint32_t len, uint32_t kind, u
 {
 	struct fr_alloc_rec_free_abi *r;
 
-	*pos = reserve(h, len);
+	*pos = reserve(h, len,
+		       kind == FR_ALLOC_REC_FREE ? ring.data_size
+						 : ring.data_size - ring.data_size / 4);
 	if (*pos == UINT64_MAX) {
 		__atomic_add_fetch(dropped, 1, __ATOMIC_RELAXED);
 		return NULL;

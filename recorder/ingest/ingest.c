@@ -252,10 +252,13 @@ static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int
 	struct fr_ingest *g = arg;
 
 	/* The old image's heap is gone: its ring read a last time while
-	 * its mappings are still known (for the stacks). */
-	if (exec)
-		fr_allocs_gone(g->allocs, g->sources->clock_offset, pid,
-			       time_ns ? time_ns : fr_now_real_ns());
+	 * its mappings are still known (for the stacks), and the chunk
+	 * holding its frees sealed before the tracker forgets them: a chunk
+	 * has one set of mappings a process, those at its seal, and the
+	 * frees' stacks are the old image's. */
+	if (exec && fr_allocs_gone(g->allocs, g->sources->clock_offset, pid,
+				   time_ns ? time_ns : fr_now_real_ns()))
+		seal_chunk(g, 0);
 	fr_tracker_comm_at(g->tracker, pid, tid, comm, exec, time_ns);
 	/* A new program: its labels (and where they are) are its own. */
 	if (exec)

@@ -483,10 +483,12 @@ static void ring_end(struct fr_allocs *a, int64_t clock_offset, uint32_t pid, in
 	update_counts(a);
 }
 
-void fr_allocs_gone(struct fr_allocs *a, int64_t clock_offset, uint32_t pid, int64_t time_ns)
+int fr_allocs_gone(struct fr_allocs *a, int64_t clock_offset, uint32_t pid, int64_t time_ns)
 {
-	if (a && ring_of(a, pid))
-		ring_end(a, clock_offset, pid, time_ns);
+	if (!a || !ring_of(a, pid))
+		return 0;
+	ring_end(a, clock_offset, pid, time_ns);
+	return 1;
 }
 
 int fr_allocs_adopt(struct fr_allocs *a, struct fr_alloc_found *f)

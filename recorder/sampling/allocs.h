@@ -91,8 +91,10 @@ void fr_allocs_set_mean(struct fr_allocs *a, uint64_t mean);
 void fr_allocs_drain(struct fr_allocs *a, int64_t clock_offset);
 
 /* Process `pid` exited or exec'd at `time_ns` (Unix): its ring is read
- * one last time and dropped, its live blocks freed at that time. */
-void fr_allocs_gone(struct fr_allocs *a, int64_t clock_offset, uint32_t pid, int64_t time_ns);
+ * one last time and dropped, its live blocks freed at that time. Returns 1
+ * when it had a ring (its last samples and frees are in the chunk being
+ * built), else 0. */
+int fr_allocs_gone(struct fr_allocs *a, int64_t clock_offset, uint32_t pid, int64_t time_ns);
 
 /* The main thread of `pid` exited at `time_ns` (Unix): the time its
  * blocks are freed at, once its pidfd says the process ended (a leader

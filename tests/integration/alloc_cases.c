@@ -2,9 +2,10 @@
  * tests (run with LD_PRELOAD=libflightrec.so). `alloc_cases [SECONDS]`
  * (default 5) prints "ready", then for SECONDS:
  *
- *   case_realloc_chain  a block grown by realloc from 1 KiB to 1 MiB in
- *                       1 KiB steps, then freed, over and over; the last
- *                       chain's 1 MiB block is kept;
+ *   case_realloc_chain  a block grown by realloc from 64 KiB to 1 MiB in
+ *                       64 KiB steps, then freed, every tenth round (a
+ *                       chain is 8.5 MiB: more would starve the other
+ *                       cases); the last chain's 1 MiB block is kept;
  *   case_memalign       memalign(4096, 64 KiB), posix_memalign(256, 32
  *                       KiB) and aligned_alloc(64, 16 KiB) blocks, every
  *                       other one kept until 16 MiB are, the rest freed;
@@ -17,7 +18,8 @@
  * whose new image keeps 16 MiB at case_exec_leak and prints "exec ready
  * PID". The parent prints "child PID" and "done", then both sleep until
  * killed (the child dies with its parent: PR_SET_PDEATHSIG). Built like
- * alloc_sites (-O2, no frame pointers). */
+ * alloc_sites (-O2, no frame pointers). With ALLOC_CASES_GO=FILE in the
+ * environment the work waits, after "ready", until FILE exists. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,7 +48,7 @@ __attribute__((noinline)) static void case_realloc_chain(void)
 {
 	char *p = NULL;
 
-	for (size_t n = 1024; n <= (1u << 20); n += 1024) {
+	for (size_t n = 64 << 10; n <= (1u << 20); n += 64 << 10) {
 		char *q = realloc(p, n);
 
 		if (!q)
@@ -130,17 +132,21 @@ static void *allocer(void *arg)
 	double end = *(double *)arg;
 
 	while (now_s() < end) {
-		for (int i = 0; i < 64; i++)
+		for (int i = 0; i < 8; i++)
 			case_cross_alloc();
 		usleep(1000);
 	}
 	return NULL;
 }
 
+/* The last block of a leak, so that the compiler keeps each site's
+ * malloc (a result nobody reads would let it drop the call). */
+static void *volatile leaked_last;
+
 static void leak(void *(*site)(void), size_t bytes)
 {
 	for (size_t n = 0; n < bytes; n += 4096)
-		(void)site();
+		leaked_last = site();
 }
 
 __attribute__((noinline)) static void *case_fork_leak(void)
@@ -190,11 +196,16 @@ int main(int argc, char **argv)
 	self[l] = 0;
 	printf("ready\n");
 	fflush(stdout);
+	/* ALLOC_CASES_GO=FILE: the work waits for FILE to exist (a test
+	 * starts it once the recorder reads this process's ring). */
+	while (getenv("ALLOC_CASES_GO") && access(getenv("ALLOC_CASES_GO"), F_OK))
+		usleep(10000);
 	end = now_s() + seconds;
 	pthread_create(&f, NULL, freer, NULL);
 	pthread_create(&a, NULL, allocer, &end);
-	while (now_s() < end) {
-		case_realloc_chain();
+	for (unsigned round = 0; now_s() < end; round++) {
+		if (round % 10 == 0)
+			case_realloc_chain();
 		for (int i = 0; i < 16; i++)
 			case_memalign();
 		usleep(10000);

@@ -29,8 +29,18 @@ start_daemon --config "$T/config.json"
 "$BURN" 30 >"$T/burn.out" 2>&1 &
 BURNER=$!
 START=$(date +%s)
-LD_PRELOAD=$LIB "$CASES" 4 >"$T/cases.out" 2>&1 &
+# The work waits until the recorder reads the process's ring: what a
+# process allocates before that is sampled at the library's own mean, and
+# a burst can fill its ring before anyone reads it. A ring of 16 MiB
+# (rather than 2) holds the realloc chains' bursts of samples at this
+# mean between two drains. The child and the program it executes start
+# at the session's mean too (FLIGHTREC_ALLOC_MEAN): they allocate before
+# the recorder reads their new rings.
+ALLOC_CASES_GO=$T/go FLIGHTREC_ALLOC_MEAN=65536 FLIGHTREC_ALLOC_RING=$((16 << 20)) LD_PRELOAD=$LIB "$CASES" 4 >"$T/cases.out" 2>&1 &
 CASES_PID=$!
+wait_until 10 "the ring of pid $CASES_PID read" \
+	"grep -q 'allocation samples of pid $CASES_PID: its ring of' '$T/daemon.log'"
+touch "$T/go"
 wait_until 40 "alloc_cases to fork and exec" "grep -q '^exec ready' '$T/cases.out'"
 CHILD=$(sed -n 's/^child //p' "$T/cases.out")
 [ -n "$CHILD" ] && grep -q "^exec ready $CHILD\$" "$T/cases.out" ||
@@ -68,6 +78,7 @@ profile() { # EVENT PID OUT [ARGS...]
 }
 
 profile alloc "$CASES_PID" "$T/alloc.pb.gz"
+"$FLIGHTREC" status | grep '^Allocation sampling'
 read -r chain aligned cross total < <(bytes "$T/alloc.pb.gz" alloc_space case_realloc_chain case_memalign case_cross_alloc)
 echo "parent allocated (MiB): realloc chains $chain, aligned $aligned, cross-thread $cross, all $total"
 profile heap "$CASES_PID" "$T/heap.pb.gz" 
@@ -84,9 +95,9 @@ assert hcross <= 0.1 * cross and hcross <= 4, "cross-thread blocks in use %.2f o
 PY
 
 profile alloc "$CHILD" "$T/child_alloc.pb.gz"
-read -r fork exec_ < <(bytes "$T/child_alloc.pb.gz" alloc_space case_fork_leak case_exec_leak)
+read -r fork exec_ _ < <(bytes "$T/child_alloc.pb.gz" alloc_space case_fork_leak case_exec_leak)
 profile heap "$CHILD" "$T/child_heap.pb.gz"
-read -r hfork hexec < <(bytes "$T/child_heap.pb.gz" inuse_space case_fork_leak case_exec_leak)
+read -r hfork hexec _ < <(bytes "$T/child_heap.pb.gz" inuse_space case_fork_leak case_exec_leak)
 echo "child allocated (MiB): fork $fork, exec $exec_; in use: fork $hfork, exec $hexec"
 python3 - "$fork" "$exec_" "$hfork" "$hexec" <<'PY' || fail "the child's profiles"
 import sys
