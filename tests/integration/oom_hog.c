@@ -3,7 +3,9 @@
  * (default 4096) is reached, then exits 3. With a step ("oom_hog STEP_MIB
  * SECONDS"), grows by STEP_MIB each second for SECONDS, printing its
  * RSS goal each time, then waits SECONDS more, waking each second: a
- * stair for the RSS timeline. */
+ * stair for the RSS timeline. OOM_HOG_PACE_MS=N in the environment: a
+ * pause of N ms before each MiB (a process that grows for a while, as a
+ * leaking service does, rather than at once). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,12 @@
 
 static void touch(size_t mib)
 {
+	const char *pace = getenv("OOM_HOG_PACE_MS");
+	long ms = pace ? atol(pace) : 0;
+
 	for (size_t i = 0; i < mib; i++) {
+		if (ms > 0)
+			usleep((useconds_t)ms * 1000);
 		char *p = malloc(MIB);
 
 		if (!p) {

@@ -5,6 +5,10 @@
 #  - the log says "oom: killed pid P (oom_hog) in cgroup C, RSS N MiB";
 #  - the trigger wrote a dump (profile and sidecar) whose sidecar names
 #    the victim: pid, comm, cgroup and its RSS (32..80 MiB);
+#  - the victim opted in to allocation sampling (LD_PRELOAD of
+#    libflightrec.so) and the session records alloc: the dump's profile
+#    has its heap at the kill, most of its in-use bytes (>= 32 MiB) at
+#    oom_hog's touch, which allocated them;
 #  - `flightrec timeline --event oom` counts one kill for the victim, and
 #    its JSON lists it with its RSS;
 #  - attach and dump refuse --event oom, pointing at the timeline.
@@ -15,6 +19,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 HOG=$BUILD/tests/integration/oom_hog
+LIB=$BUILD/lib/libflightrec.so
 [ -x "$HOG" ] || fail "oom_hog was not built"
 [ -r /sys/kernel/tracing/events/oom/mark_victim/format ] ||
 	[ -r /sys/kernel/debug/tracing/events/oom/mark_victim/format ] ||
@@ -44,7 +49,8 @@ trap 'rmdir "$CG" 2>/dev/null; cleanup' EXIT
 mkdir -m 0700 "$T/dumps"
 cat >"$T/config.json" <<JSON
 {"dumps": {"dir": "$T/dumps"},
- "sessions": [{"name": "mem", "events": [{"event": "cpu", "hz": 99}],
+ "sessions": [{"name": "mem", "events": [{"event": "cpu", "hz": 99},
+                                         {"event": "alloc", "mean": "512KiB"}],
                "triggers": [{"on": "oom", "window": "10s"}]}]}
 JSON
 start_daemon --config "$T/config.json"
@@ -54,7 +60,10 @@ state=$(status_value '[e["state"] for e in d["events"] if e["event"] == "oom"][0
 wait_seals 1
 
 # The hog in the cgroup, killed by its OOM killer (SIGKILL: 137).
-sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2"' sh "$CG" "$HOG" >"$T/hog.out" 2>&1
+# It grows for a second or two (a MiB each 20 ms), as a leak does: what a
+# process allocates before the recorder maps its ring (its first tens of
+# milliseconds) waits in the ring, gone with it if it dies first.
+OOM_HOG_PACE_MS=20 sh -c 'echo $$ >"$1/cgroup.procs" && LD_PRELOAD=$3 exec "$2"' sh "$CG" "$HOG" "$LIB" >"$T/hog.out" 2>&1
 rc=$?
 PID=$(head -1 "$T/hog.out")
 [ "$rc" = 137 ] || fail "oom_hog was not killed by the OOM killer (exit $rc): $(cat "$T/hog.out")"
@@ -75,6 +84,23 @@ assert v["pid"] == pid and v["comm"] == "oom_hog" and v["cgroup"], v
 assert 32 << 20 <= v["rss"] <= 80 << 20, v["rss"]
 assert "oom_hog" in s["reason"] and str(pid) in s["reason"], s["reason"]
 PY
+
+# Its heap at the kill, in the dump: what it allocated and still held.
+python3 - "$(dirname "$0")/pprof_samples.py" "${SIDECAR%.json}.pb.gz" "$PID" <<'PY' ||
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("ps", sys.argv[1])
+ps = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ps)
+path, pid = sys.argv[2], int(sys.argv[3])
+types = [t for t, _ in ps.sample_types(path)]
+i = types.index("inuse_space")
+mine = [s for s in ps.samples(path) if s["num"].get("pid") == pid]
+total = sum(s["values"][i] for s in mine)
+touch = sum(s["values"][i] for s in mine if "touch" in s["frames"])
+print("the victim's heap at the kill: %.1f MiB, %.1f MiB at touch" % (total / 2**20, touch / 2**20))
+assert touch >= 32 << 20 and touch >= 0.9 * total, (touch, total)
+PY
+	fail "the dump has not the victim's heap at the kill"
 
 # The ring has it: one kill for the victim, listed with its RSS.
 "$FLIGHTREC" timeline --event oom --window 2m --step 1s --json >"$T/oom.json" 2>"$T/err" ||
