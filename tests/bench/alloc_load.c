@@ -9,7 +9,9 @@
  * a thread reads the process's allocation ring every millisecond as the
  * recorder would (the samples are then written in full rather than
  * dropped on a full ring). Does not link libflightrec: run it with
- * LD_PRELOAD. */
+ * LD_PRELOAD. With --rate N the threads do N operations a second in all,
+ * paced, and "cpu-s/s" is the workers' CPU seconds a second: what a
+ * fixed load costs. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +26,9 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static volatile int stop;
-static int small; /* --small: 16 to 79 bytes only */
+static int small;      /* --small: 16 to 79 bytes only */
+static double rate;    /* --rate N: N operations a second in all, paced */
+static double start_s; /* the workers' start, CLOCK_MONOTONIC */
 static unsigned long long total;
 static double total_cpu, total_best;
 
@@ -65,6 +69,18 @@ static void *worker(void *arg)
 			__asm__ volatile("" : : "r"(slot[s]) : "memory");
 		}
 		n += 1024;
+		/* Paced: each thread its share of the rate, sleeping until
+		 * its schedule when ahead of it. */
+		if (rate > 0) {
+			struct timespec now;
+			double due, t;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			t = (double)now.tv_sec + now.tv_nsec / 1e9;
+			due = start_s + (double)n / rate;
+			if (due > t)
+				usleep((useconds_t)((due - t) * 1e6));
+		}
 		/* Rounds of 20 ms of CPU: the best is the rate the least
 		 * disturbed by the machine's other work. */
 		if (n % (64 * 1024) == 0) {
@@ -115,6 +131,8 @@ int main(int argc, char **argv)
 	for (; a < argc && argv[a][0] == '-'; a++) {
 		drain |= !strcmp(argv[a], "--drain");
 		small |= !strcmp(argv[a], "--small");
+		if (!strcmp(argv[a], "--rate") && a + 1 < argc)
+			rate = atof(argv[++a]);
 	}
 	if (a < argc)
 		threads = atoi(argv[a++]);
@@ -131,6 +149,8 @@ int main(int argc, char **argv)
 	if (drain)
 		pthread_create(&d, NULL, drainer, &rd);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	start_s = (double)t0.tv_sec + t0.tv_nsec / 1e9;
+	rate /= threads;
 	for (int i = 0; i < threads; i++)
 		pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i);
 	usleep((useconds_t)(seconds * 1e6));
@@ -145,7 +165,7 @@ int main(int argc, char **argv)
 			(unsigned long long)rd.h->dropped_allocs);
 	}
 	/* Per CPU second of the workers too: the machine may be shared. */
-	printf("ops/s %.0f ops/cpu-s %.0f best %.0f\n", (double)total / el,
-	       (double)total / total_cpu, total_best / threads);
+	printf("ops/s %.0f ops/cpu-s %.0f best %.0f cpu-s/s %.4f\n", (double)total / el,
+	       (double)total / total_cpu, total_best / threads, total_cpu / el);
 	return 0;
 }
