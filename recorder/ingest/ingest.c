@@ -204,6 +204,14 @@ static void seal(struct fr_ingest *g, uint64_t barrier)
 	g->open_waits = 0;
 	/* Ended processes' rings, and the live heap when a snapshot is due. */
 	fr_allocs_seal(g->allocs, g->sources->clock_offset);
+	/* Processes whose allocations are read have their RSS read too,
+	 * asleep or not. */
+	if (g->memsample) {
+		uint32_t pids[FR_ALLOCS_RINGS_MAX];
+
+		fr_memsample_watch_pids(g->memsample, pids,
+					fr_allocs_pids(g->allocs, pids, FR_ALLOCS_RINGS_MAX));
+	}
 	for (unsigned i = 0; i < g->sources->n; i++)
 		if (g->sources->table[i].perf)
 			fr_perf_offcpu_open(g->sources->table[i].perf, g->sources->clock_offset,

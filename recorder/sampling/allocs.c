@@ -483,6 +483,15 @@ static void ring_end(struct fr_allocs *a, int64_t clock_offset, uint32_t pid, in
 	update_counts(a);
 }
 
+uint32_t fr_allocs_pids(const struct fr_allocs *a, uint32_t *out, uint32_t max)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; a && i < a->nrings && n < max; i++)
+		out[n++] = a->rings[i].pid;
+	return n;
+}
+
 int fr_allocs_gone(struct fr_allocs *a, int64_t clock_offset, uint32_t pid, int64_t time_ns)
 {
 	if (!a || !ring_of(a, pid))

@@ -77,6 +77,10 @@ int fr_allocs_adopt(struct fr_allocs *a, struct fr_alloc_found *f);
  * last one in status. */
 void fr_allocs_refused(struct fr_allocs *a, uint32_t pid, const char *why);
 
+/* The pids of the processes whose rings are mapped, at most `max` of them
+ * into `out`; returns how many. Ingest thread. */
+uint32_t fr_allocs_pids(const struct fr_allocs *a, uint32_t *out, uint32_t max);
+
 /* Whether `pid` has a ring mapped. */
 int fr_allocs_mapped(const struct fr_allocs *a, uint32_t pid);
 
