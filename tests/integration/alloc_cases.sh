@@ -52,23 +52,8 @@ win=$(($(date +%s) - START + 5))s
 # bytes FILE TYPE FUNC...: MiB of sample type TYPE on samples holding
 # each function, then the total.
 bytes() {
-	python3 - "$PPROF_PY" "$@" <<'PY'
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("ps", sys.argv[1])
-ps = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ps)
-path, typ, funcs = sys.argv[2], sys.argv[3], sys.argv[4:]
-i = [t for t, _ in ps.sample_types(path)].index(typ)
-by = {f: 0 for f in funcs}
-tot = 0
-for s in ps.samples(path):
-    v = s["values"][i]
-    tot += v
-    for f in funcs:
-        if f in s["frames"]:
-            by[f] += v
-print(" ".join("%.2f" % (by[f] / 2**20) for f in funcs), "%.2f" % (tot / 2**20))
-PY
+	python3 "$PPROF_PY" sum "$@" |
+		awk '{ for (i = 1; i <= NF; i++) printf "%.2f%s", $i / 1048576, i < NF ? " " : "\n" }'
 }
 profile() { # EVENT PID OUT [ARGS...]
 	local ev=$1 pid=$2 out=$3

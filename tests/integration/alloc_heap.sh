@@ -44,27 +44,11 @@ sleep 2
 wait_tables_built
 win=$(($(date +%s) - START + 5))s
 
-# share FILE INDEX FUNC...: each function's share (%) of sample type
-# INDEX's total, by the samples whose frames hold it; then the total.
+# share FILE TYPE FUNC...: each function's share (%) of sample type
+# TYPE's total, by the samples whose frames hold it; then the total.
 share() {
-	python3 - "$PPROF_PY" "$@" <<'PY'
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("ps", sys.argv[1])
-ps = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ps)
-path, idx, funcs = sys.argv[2], sys.argv[3], sys.argv[4:]
-types = [t for t, _ in ps.sample_types(path)]
-i = types.index(idx)
-tot = 0
-by = {f: 0 for f in funcs}
-for s in ps.samples(path):
-    v = s["values"][i]
-    tot += v
-    for f in funcs:
-        if any(fr == f for fr in s["frames"]):
-            by[f] += v
-print(" ".join("%.2f" % (100.0 * by[f] / tot if tot else 0) for f in funcs), tot)
-PY
+	python3 "$PPROF_PY" sum "$@" |
+		awk '{ for (i = 1; i < NF; i++) printf "%.2f ", $NF ? 100 * $i / $NF : 0; print $NF }'
 }
 
 "$FLIGHTREC" attach --event alloc --window "$win" --pid "$SITES_PID" -o "$T/alloc.pb.gz" \

@@ -86,21 +86,11 @@ assert "oom_hog" in s["reason"] and str(pid) in s["reason"], s["reason"]
 PY
 
 # Its heap at the kill, in the dump: what it allocated and still held.
-python3 - "$(dirname "$0")/pprof_samples.py" "${SIDECAR%.json}.pb.gz" "$PID" <<'PY' ||
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("ps", sys.argv[1])
-ps = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ps)
-path, pid = sys.argv[2], int(sys.argv[3])
-types = [t for t, _ in ps.sample_types(path)]
-i = types.index("inuse_space")
-mine = [s for s in ps.samples(path) if s["num"].get("pid") == pid]
-total = sum(s["values"][i] for s in mine)
-touch = sum(s["values"][i] for s in mine if "touch" in s["frames"])
-print("the victim's heap at the kill: %.1f MiB, %.1f MiB at touch" % (total / 2**20, touch / 2**20))
-assert touch >= 32 << 20 and touch >= 0.9 * total, (touch, total)
-PY
-	fail "the dump has not the victim's heap at the kill"
+read -r touch total < <(python3 "$(dirname "$0")/pprof_samples.py" sum "${SIDECAR%.json}.pb.gz" \
+	inuse_space "pid=$PID" touch)
+echo "the victim's heap at the kill: $((${total:-0} >> 20)) MiB, $((${touch:-0} >> 20)) MiB at touch"
+[ "${touch:-0}" -ge $((32 << 20)) ] && [ $((touch * 10)) -ge $((total * 9)) ] ||
+	fail "the dump has not the victim's heap at the kill: $touch of $total bytes in use at touch"
 
 # The ring has it: one kill for the victim, listed with its RSS.
 "$FLIGHTREC" timeline --event oom --window 2m --step 1s --json >"$T/oom.json" 2>"$T/err" ||

@@ -19,6 +19,11 @@ As a command:
   pprof_samples.py keys FILE          the distinct label keys, one a line
   pprof_samples.py count FILE K=V     how many samples carry K=V
   pprof_samples.py jsonl FILE         one JSON object per sample
+  pprof_samples.py sum FILE TYPE [pid=N] FUNC...
+                                      for each FUNC the sum of sample type
+                                      TYPE over the samples whose frames
+                                      hold it, then the total (of pid N's
+                                      samples only, with pid=N)
 """
 import gzip
 import json
@@ -205,6 +210,23 @@ def main(argv):
     elif cmd == "jsonl":
         for x in samples(path):
             print(json.dumps(x))
+    elif cmd == "sum" and len(argv) >= 4:
+        i = [t for t, _ in sample_types(path)].index(argv[3])
+        funcs = argv[4:]
+        pid = None
+        if funcs and funcs[0].startswith("pid="):
+            pid = int(funcs.pop(0)[4:])
+        by = [0] * len(funcs)
+        total = 0
+        for x in samples(path):
+            if pid is not None and x["num"].get("pid") != pid:
+                continue
+            v = x["values"][i]
+            total += v
+            for j, f in enumerate(funcs):
+                if f in x["frames"]:
+                    by[j] += v
+        print(" ".join(str(v) for v in by + [total]))
     else:
         sys.stderr.write(__doc__)
         return 2
