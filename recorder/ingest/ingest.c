@@ -434,6 +434,14 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 		fr_ingest_oom_lost(g, lost);
 		return;
 	}
+	if (!src && event == FR_EVENT_ALLOC) {
+		/* Samples and frees the processes' libraries had no room for
+		 * (recorder/sampling/allocs.c): lost like the kernel's. */
+		fr_chunk_builder_count(g->builder, event, lost, 0, 0);
+		g->losses_pending = 1;
+		__atomic_add_fetch(&g->lost, lost, __ATOMIC_RELAXED);
+		return;
+	}
 	if (!src) {
 		/* The side band's records, not samples: some processes may go
 		 * unnamed or unsymbolized, no sample is missing. */

@@ -60,8 +60,9 @@ struct ring {
 	uint64_t lib_start, lib_end;
 	uint64_t tail; /* ours: the process's header may say anything */
 	uint64_t stuck_pos;
-	int64_t stuck_since; /* monotonic ns; 0: not stuck */
-	int64_t exit_ns;     /* Unix ns its main thread's exit was seen; 0: none */
+	int64_t stuck_since;   /* monotonic ns; 0: not stuck */
+	int64_t exit_ns;       /* Unix ns its main thread's exit was seen; 0: none */
+	uint64_t lib_reported; /* its library's losses already counted as lost */
 };
 
 struct fr_allocs {
@@ -376,6 +377,28 @@ static uint64_t lib_losses(const struct ring *r)
 	return sum;
 }
 
+/* What ring r's library dropped since the last time, counted as alloc
+ * samples lost in the chunk being built (the profiles say it). The
+ * counters are the process's to write: a count that went back is taken
+ * as the new start, and a drain counts at most LOSSES_MAX of a ring, so a
+ * process that lies can inflate the figure only so fast. */
+#define LOSSES_MAX 65536u
+static void report_losses(struct fr_allocs *a, struct ring *r)
+{
+	uint64_t now = lib_losses(r), d;
+
+	if (now <= r->lib_reported) {
+		r->lib_reported = now;
+		return;
+	}
+	d = now - r->lib_reported;
+	if (d > LOSSES_MAX)
+		d = LOSSES_MAX;
+	r->lib_reported += d;
+	if (a->h->lost)
+		a->h->lost(a->h->arg, FR_EVENT_ALLOC, d);
+}
+
 static void update_counts(struct fr_allocs *a)
 {
 	struct fr_alloc_live_counts c;
@@ -411,6 +434,8 @@ void fr_allocs_drain(struct fr_allocs *a, int64_t clock_offset)
 	for (uint32_t i = 0; i < a->nrings && fr_now_mono_ns() <= a->budget_end; i++)
 		drain_ring(a, &a->rings[(a->first + i) % a->nrings], clock_offset);
 	a->budget_left -= fr_now_mono_ns() - t0;
+	for (uint32_t i = 0; i < a->nrings; i++)
+		report_losses(a, &a->rings[i]);
 	update_counts(a);
 }
 

@@ -121,7 +121,16 @@ struct got {
 	unsigned n;
 	struct fr_sample s[64];
 	uint64_t ip[64];
+	uint64_t lost; /* alloc samples said lost */
 };
+
+static void on_lost(void *arg, uint32_t event, uint64_t lost)
+{
+	struct got *g = arg;
+
+	if (event == FR_EVENT_ALLOC)
+		g->lost += lost;
+}
 
 static void on_sample(void *arg, const struct fr_sample *s)
 {
@@ -187,7 +196,7 @@ static void refusals(void)
 static void drain(void)
 {
 	struct got got = {0};
-	struct fr_perf_handler h = {.sample = on_sample, .arg = &got};
+	struct fr_perf_handler h = {.sample = on_sample, .lost = on_lost, .arg = &got};
 	struct fr_allocs *a = fr_allocs_new(NULL, &h);
 	struct fr_allocs_stats st;
 	struct fr_alloc_found f, dup;
@@ -208,6 +217,9 @@ static void drain(void)
 	CHECK(fr_allocs_adopt(a, &dup) == -EAGAIN, "a second pid with the same ring id");
 
 	fr_allocs_set_mean(a, 8192);
+	/* What the library dropped before and since: lost alloc samples. */
+	r.h->dropped_allocs = 4;
+	r.h->dropped_frees = 1;
 	put_alloc(&r, 0x1000, 100, now);
 	put_alloc(&r, 0x2000, 200, now);
 	put_free(&r, 0x1000);
@@ -228,6 +240,18 @@ static void drain(void)
 	CHECK(r.h->tail == r.h->head, "tail stored: %llu of %llu", (unsigned long long)r.h->tail,
 	      (unsigned long long)r.h->head);
 	CHECK(r.h->mean_wanted == 8192, "mean asked: %llu", (unsigned long long)r.h->mean_wanted);
+	CHECK(got.lost == 5, "the library's 5 losses said lost: %llu",
+	      (unsigned long long)got.lost);
+	/* A process's lie counts at most 65,536 a drain; one back, nothing. */
+	r.h->dropped_allocs = 1ull << 40;
+	fr_allocs_drain(a, off);
+	CHECK(got.lost == 5 + 65536, "a lie bounded: %llu", (unsigned long long)got.lost);
+	r.h->dropped_allocs = 2;
+	fr_allocs_drain(a, off);
+	r.h->dropped_allocs = 3;
+	fr_allocs_drain(a, off);
+	CHECK(got.lost == 5 + 65536 + 1, "a count gone back starts again: %llu",
+	      (unsigned long long)got.lost);
 	fr_allocs_stats(a, &st);
 	CHECK(st.samples == 2 && st.frees_matched == 1 && st.frees_unmatched == 1 &&
 		      st.bad_records == 1 && st.live_blocks == 1 && st.procs == 1,
