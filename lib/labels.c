@@ -190,8 +190,12 @@ static void init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-/* At load: the registry is complete before any thread labels itself. */
-__attribute__((constructor)) static void load(void)
+/* At load: the registry is complete before any thread labels itself,
+ * and before the allocation sampling's constructor (lib/alloc.c, of the
+ * default priority) makes its ring: a recorder that looks the process up
+ * when the ring is there finds the labels ready too, rather than looking
+ * again while a starved process has run one constructor of two. */
+__attribute__((constructor(101))) static void load(void)
 {
 	pthread_once(&once, init);
 }
