@@ -254,6 +254,22 @@ static void on_python(void *arg, const struct fr_bpf_py_rec *r, size_t size)
 		fr_pystacks_record(g->pystacks, r, size);
 }
 
+/* Execs of sampled processes seal at most EXEC_SEALS_MAX chunks a second:
+ * a user who execs in a loop must not make the recorder write a chunk
+ * each time. Past that, the old image's frees share the chunk with what
+ * follows the exec (their stacks then read through the new mappings). */
+#define EXEC_SEALS_MAX 8u
+static bool exec_seal_allowed(struct fr_ingest *g)
+{
+	int64_t now = (int64_t)fr_now_mono_ns();
+
+	if (now - g->exec_seal_second >= FR_NS_PER_S) {
+		g->exec_seal_second = now;
+		g->exec_seals = 0;
+	}
+	return g->exec_seals++ < EXEC_SEALS_MAX;
+}
+
 static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int exec,
 		    int64_t time_ns)
 {
@@ -264,8 +280,10 @@ static void on_comm(void *arg, uint32_t pid, uint32_t tid, const char *comm, int
 	 * holding its frees sealed before the tracker forgets them: a chunk
 	 * has one set of mappings a process, those at its seal, and the
 	 * frees' stacks are the old image's. */
-	if (exec && fr_allocs_gone(g->allocs, g->sources->clock_offset, pid,
-				   time_ns ? time_ns : fr_now_real_ns()))
+	if (exec &&
+	    fr_allocs_gone(g->allocs, g->sources->clock_offset, pid,
+			   time_ns ? time_ns : fr_now_real_ns()) &&
+	    exec_seal_allowed(g))
 		seal_chunk(g, 0);
 	fr_tracker_comm_at(g->tracker, pid, tid, comm, exec, time_ns);
 	/* A new program: its labels (and where they are) are its own. */

@@ -64,6 +64,8 @@ struct fr_ingest {
 	int stopping;
 	uint64_t barrier;
 	int64_t last_seal_mono;	  /* the last periodic seal (with open waits), not a full chunk's */
+	int64_t exec_seal_second; /* monotonic ns: the second exec_seals counts in */
+	uint32_t exec_seals;	  /* seals at execs of sampled processes in it */
 	int64_t unwind_wait_left; /* ns this second may still wait for tables */
 	uint32_t unwind_pending_uid; /* whose process the last pending table was for */
 	int64_t unwind_wait_second;  /* CLOCK_MONOTONIC ns that second began */
