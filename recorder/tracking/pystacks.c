@@ -48,6 +48,10 @@ struct py_proc {
 	uint64_t *pending;
 	size_t npending, pending_cap;
 	int64_t swept; /* CLOCK_MONOTONIC of the last sweep asked; 0 none */
+	/* Seen gone at a seal: forgotten at the next, after a drain has
+	 * brought what it left in the buffers (its last waits' ends come
+	 * just before its exit). */
+	bool gone;
 };
 
 struct rec {
@@ -320,7 +324,7 @@ void fr_pystacks_record(struct fr_pystacks *ps, const struct fr_bpf_py_rec *r, s
 {
 	uint64_t key = thread_key(r->tid, r->kind == FR_BPF_PY_WAIT);
 	struct py_thread *t = thread_find(ps, key);
-	uint32_t n = r->n;
+	uint32_t n = r->n, i;
 	struct rec *c;
 	size_t bytes;
 
@@ -354,7 +358,16 @@ void fr_pystacks_record(struct fr_pystacks *ps, const struct fr_bpf_py_rec *r, s
 	c->status = r->status;
 	memcpy(c->f, r->f, (size_t)n * sizeof(c->f[0]));
 	__atomic_add_fetch(&ps->rec_bytes, bytes, __ATOMIC_RELAXED);
-	t->recs[(t->head + t->n) % THREAD_RECS] = c;
+	/* In time order: an open wait's record is stamped with its seal's
+	 * time, which may be after the end of the wait whose record comes
+	 * next (the thread woke before the listing, its task work ran
+	 * after); ahead of it, that record would never be reached. */
+	i = t->n;
+	while (i > 0 && t->recs[(t->head + i - 1) % THREAD_RECS]->time > c->time) {
+		t->recs[(t->head + i) % THREAD_RECS] = t->recs[(t->head + i - 1) % THREAD_RECS];
+		i--;
+	}
+	t->recs[(t->head + i) % THREAD_RECS] = c;
 	t->n++;
 	return;
 unused:
@@ -584,9 +597,15 @@ void fr_pystacks_sealed(struct fr_pystacks *ps)
 				if (sweep)
 					p->swept = now;
 			}
-			if (kill((pid_t)p->pid, 0) < 0 && errno == ESRCH &&
-			    FR_GROW(gone, &gone_cap, ngone + 1, 16) == 0)
-				gone[ngone++] = p;
+			/* Forgotten a seal after it was seen gone: the samples
+			 * and waits it left in the buffers (drained before the
+			 * next seal) still get their Python frames. */
+			if (p->gone) {
+				if (FR_GROW(gone, &gone_cap, ngone + 1, 16) == 0)
+					gone[ngone++] = p;
+			} else if (kill((pid_t)p->pid, 0) < 0 && errno == ESRCH) {
+				p->gone = true;
+			}
 		}
 	for (size_t i = 0; i < ngone; i++)
 		proc_forget(ps, gone[i]);

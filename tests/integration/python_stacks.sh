@@ -168,7 +168,7 @@ print("%s: hot_a %.1f%% of %d; handle<main<module %.0f%%; hot_b at %s; sorted %d
     py, 100.0 * hot["hot_a"] / total, total, 100.0 * under / total, sorted(b_lines.items())[:3],
     sort_ok, sort_n, spin_ok, spin_n, recv / 1e9))
 PY
-		fail "the Python frames of $py (pid $pid) are not right"
+		fail "the Python frames of $py (pid $pid) are not right (status: python $(status_value 'd["python"]'))"
 done
 daemon_alive || fail "the recorder died"
 echo PASS
