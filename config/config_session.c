@@ -198,7 +198,7 @@ static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 {
 	static const char *const keys[] = {"event",	 "hz",	      "period",	  "unwind",
 					   "stack_copy", "mechanism", "min_wait", "mean"};
-	char sub[PATH_MAX_LEN], got[64], names[256];
+	char sub[PATH_MAX_LEN], got[64], names[sizeof(FR_EVENT_NAMES)];
 	struct fr_config_event *out = &sess->events[sess->nevents];
 	const cJSON *name, *hz;
 	int64_t id;

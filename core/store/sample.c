@@ -27,6 +27,9 @@ static const struct {
 	[FR_EVENT_OOM] = {"oom", "bytes"},
 	[FR_EVENT_RSS] = {"rss", "bytes"},
 	[FR_EVENT_MEM_PRESSURE] = {"memory-pressure", "nanoseconds"},
+	[FR_EVENT_WAKEUP] = {"wakeup", "nanoseconds"},
+	[FR_EVENT_RUNQUEUE] = {"runqueue", "nanoseconds"},
+	[FR_EVENT_THROTTLED] = {"throttled", "nanoseconds"},
 };
 
 const char *fr_event_name(uint32_t event)
@@ -108,6 +111,11 @@ const char *fr_frame_note_name(unsigned note)
 	static const char *const names[FR_FRAME_NOTE_COUNT] = {
 		[FR_FRAME_NOTE_SHORT_WAITS] = "[off-CPU waits under min_wait]",
 		[FR_FRAME_NOTE_NO_USER] = "[user stack not captured: not in a system call]",
+		[FR_FRAME_NOTE_WAKE_TIMER] = "[timer]",
+		[FR_FRAME_NOTE_WAKE_IO] = "[I/O completion]",
+		[FR_FRAME_NOTE_WAKE_NET] = "[network]",
+		[FR_FRAME_NOTE_WAKE_IRQ] = "[hardware interrupt]",
+		[FR_FRAME_NOTE_WAKE_SOFTIRQ] = "[softirq]",
 	};
 
 	return note > 0 && note < FR_FRAME_NOTE_COUNT ? names[note] : "[unknown note]";

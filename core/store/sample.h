@@ -39,7 +39,18 @@ enum fr_frame_mark {
  * only frame of a thread's waits under min_wait added up, and NO_USER
  * after the kernel frames of a wait that was not in a system call (no
  * user stack was taken). The query side names them (fr_frame_note_name). */
-enum fr_frame_note { FR_FRAME_NOTE_SHORT_WAITS = 1, FR_FRAME_NOTE_NO_USER, FR_FRAME_NOTE_COUNT };
+enum fr_frame_note {
+	FR_FRAME_NOTE_SHORT_WAITS = 1,
+	FR_FRAME_NOTE_NO_USER,
+	/* The root of a wakeup sample whose wake ran in interrupt context:
+	 * what woke the thread, not the thread the interrupt landed on. */
+	FR_FRAME_NOTE_WAKE_TIMER,   /* a timer expired (hrtimer, timer wheel) */
+	FR_FRAME_NOTE_WAKE_IO,	    /* a block I/O completion */
+	FR_FRAME_NOTE_WAKE_NET,	    /* network receive or transmit */
+	FR_FRAME_NOTE_WAKE_IRQ,	    /* another hardware interrupt */
+	FR_FRAME_NOTE_WAKE_SOFTIRQ, /* another softirq */
+	FR_FRAME_NOTE_COUNT
+};
 #define FR_FRAME_NOTE_ADDR(n) (0x800 + (uint64_t)(n)*16)
 #define FR_FRAME_IS_NOTE(addr)                                                                  \
 	((addr) >= FR_FRAME_NOTE_ADDR(1) && (addr) < FR_FRAME_NOTE_ADDR(FR_FRAME_NOTE_COUNT) && \
@@ -111,6 +122,32 @@ enum fr_event {
 	 * during which some task stalled on memory ("some total" delta), rate
 	 * 0, no stack. */
 	FR_EVENT_MEM_PRESSURE,
+	/* Who ended a long wait (recorder/bpf/offcpu.bpf.c at sched_waking):
+	 * one sample per wait of at least min_wait that another thread or an
+	 * interrupt ended. pid, tid: the WOKEN thread's (so --pid, --comm and
+	 * its application labels select the victims); stack: the WAKER's,
+	 * kernel + user, where it woke the waiter (a wake from interrupt
+	 * context: the kernel frames under a FR_FRAME_NOTE_WAKE_* note as
+	 * root, no user stack); weight: ns the woken thread had waited when it
+	 * was woken; rate 0; cpu: the waker's. The waker's pid, tid and comm
+	 * go as the application labels waker_pid, waker_tid, waker_comm
+	 * beside the woken thread's own. */
+	FR_EVENT_WAKEUP,
+	/* Time runnable but not running: one sample when a thread that waited
+	 * for a CPU (woken, or preempted) for at least min_wait gets one.
+	 * pid, tid, stack: the thread's, where it resumed (kernel + user);
+	 * weight: ns from runnable to running; rate 0; cpu: the CPU it got.
+	 * The comm of the task that ran on that CPU just before it goes as
+	 * the application label ran_instead. Shorter delays are added up per
+	 * thread as off-CPU's short waits are (stack: the note
+	 * FR_FRAME_NOTE_SHORT_WAITS). */
+	FR_EVENT_RUNQUEUE,
+	/* A cgroup's CPU throttling (cpu.stat), once a second for each cgroup
+	 * whose processes ran and were throttled in that second: pid = one
+	 * such process (its cgroup is the chunk's for it), weight =
+	 * nanoseconds throttled in the second before `time` (throttled_usec
+	 * delta, v1: throttled_time), rate 0, no stack. */
+	FR_EVENT_THROTTLED,
 	FR_EVENT_COUNT
 };
 
@@ -166,6 +203,7 @@ enum fr_event {
 	"cpu, cycles, instructions, cache-references, cache-misses, "         \
 	"branch-instructions, branch-misses, page-faults, context-switches, " \
 	"cpu-migrations, offcpu, alloc, heap, oom, rss, memory-pressure, "    \
+	"wakeup, runqueue, throttled, "                                       \
 	"raw:0xCONFIG[,config1=0xN][,config2=0xN]"
 
 /* One sample as the recorder hands it to the chunk builder. All pointers
