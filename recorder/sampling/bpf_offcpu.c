@@ -133,6 +133,19 @@ static void on_labels(struct fr_bpf_offcpu *b, const struct fr_bpf_labels_rec *l
 		b->labels[k].set = FR_APP_REF_NONE;
 }
 
+/* A wait record's sample (none for a SHORT record of run-queue delays
+ * alone), and its wakeup and runqueue samples. */
+static void send_wait(struct fr_bpf_offcpu *b, const struct fr_bpf_wait_head *h,
+		      const struct fr_sample *s)
+{
+	if (h->kind != FR_BPF_WAIT_SHORT || h->count) {
+		__atomic_add_fetch(&b->samples, 1, __ATOMIC_RELAXED);
+		b->h->sample(b->h->arg, s);
+	}
+	if (b->extra)
+		fr_bpf_wakes_wait(b->wakes, b->h, h, s);
+}
+
 /* One ring buffer record into a sample. */
 static int on_record(void *ctx, void *data, size_t size)
 {
@@ -205,13 +218,7 @@ static int on_record(void *ctx, void *data, size_t size)
 			}
 		}
 	}
-	/* Only runqueue delays in it: no offcpu sample. */
-	if (w->h.kind != FR_BPF_WAIT_SHORT || w->h.count) {
-		__atomic_add_fetch(&b->samples, 1, __ATOMIC_RELAXED);
-		b->h->sample(b->h->arg, &s);
-	}
-	if (b->extra)
-		fr_bpf_wakes_wait(b->wakes, b->h, &w->h, &s);
+	send_wait(b, &w->h, &s);
 	return 0;
 }
 
@@ -333,9 +340,7 @@ int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, uint32_
 	b->ncpus = libbpf_num_possible_cpus();
 	b->percpu = b->ncpus > 0 ? calloc((size_t)b->ncpus, sizeof(*b->percpu)) : NULL;
 	if (!b->percpu || !b->wakes) {
-		fr_bpf_wakes_free(b->wakes);
-		free(b->percpu);
-		free(b);
+		fr_bpf_offcpu_close(b); /* nothing loaded yet */
 		return -ENOMEM;
 	}
 	/* The task-work kfunc (Linux 6.18) spares every system call a program;
