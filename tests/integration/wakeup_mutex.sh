@@ -10,6 +10,8 @@
 #    (the runqueue samples on the same stacks: what a wake's weight does
 #    not hold);
 #  - its samples carry waker_comm=holder and waker_tid (the holder's tid);
+#  - the holder's own wakeups (its nanosleeps) are on the [timer] note, no
+#    waker labels (interrupt context, not the thread it landed on);
 # and asking wakeup of the perf mechanism, or an unknown event, is refused
 # with a message that says why.
 . "$(dirname "$0")/lib.sh"
@@ -77,6 +79,15 @@ by_holder = [s for s in req if "holder_slow" in s["frames"]]
 comms = {s["str"].get("waker_comm") for s in by_holder}
 assert comms == {"holder"}, "waker_comm: %s" % comms
 assert all(s["str"].get("waker_tid", "").isdigit() for s in by_holder), "no waker_tid"
+# The holder sleeps (nanosleep) inside holder_slow and between: woken by
+# timers, in interrupt context, on the [timer] note, with no waker labels.
+hold = [s for s in pp.samples(wake) if s["str"].get("thread") == "holder"]
+htotal = sum(s["values"][wi] for s in hold)
+htimer = sum(s["values"][wi] for s in hold if s["frames"] and s["frames"][-1] == "[timer]")
+print("holder: %d ns of wakeup, %d ns of it on [timer]" % (htotal, htimer))
+assert htotal > 0 and htimer >= 0.8 * htotal, "holder's timer wakes: %d of %d ns" % (htimer, htotal)
+assert not any(s["str"].get("waker_comm") for s in hold if s["frames"][-1] == "[timer]"), \
+    "a timer wake with waker labels"
 LOCK = ("pthread_mutex_lock", "___pthread_mutex_lock", "__pthread_mutex_lock_full",
         "__lll_lock_wait", "lll_lock_wait", "futex_wait", "__futex_abstimed_wait_common")
 lock = sum(s["values"][oi] for s in pp.samples(off)
