@@ -136,6 +136,9 @@ const volatile __u32 stack_copy = 0;
 /* 1: short run-queue delays are summed into the SHORT records (runqueue
  * asked); 0: the records are as without it. */
 const volatile __u32 rq_records = 0;
+/* 1: the wake program sends wake records (wakeup asked); 0: it stamps
+ * runnable_at only (the run-queue delay of woken threads). */
+const volatile __u32 wake_records = 0;
 
 #define PAGE 4096u
 #define STACK_PAGES (FR_BPF_STACK_MAX / PAGE)
@@ -627,7 +630,8 @@ static __always_inline int on_switch_common(void *ctx, _Bool preempt, struct tas
 			s->out_preempt = preempt;
 			/* Left runnable (preempted, yielded, or woken before it
 			 * slept): waiting for a CPU from now; else from its wake. */
-			s->runnable_at = preempt || !task_state_of(prev) ? now : 0;
+			if (rq_records || wake_records)
+				s->runnable_at = preempt || !task_state_of(prev) ? now : 0;
 		}
 		c = counts();
 		if (c)

@@ -25,10 +25,6 @@
 #ifndef FR_RECORDER_BPF_OFFCPU_WAKE_H
 #define FR_RECORDER_BPF_OFFCPU_WAKE_H
 
-/* Set by the loader: 1 to send wake records; 0 to stamp runnable_at only
- * (the run-queue delay of woken threads). */
-const volatile __u32 wake_records = 0;
-
 /* The record's tail: the stack copy, or (frame pointers) the user frames. */
 #define WAKE_TAIL (stack_copy ? stack_copy : FR_BPF_FRAMES * 8u)
 
