@@ -2,7 +2,9 @@
  * instead of "hz"): accepted values, their round trip through
  * fr_config_to_json, and the exact message of each mistake. Raw events
  * with the full config, config1 and config2: kept through the round trip,
- * and a malformed one refused with what is wrong with it. */
+ * and a malformed one refused with what is wrong with it. wakeup and
+ * runqueue: accepted beside offcpu, refused beside its perf mechanism,
+ * with a rate or a min_wait of their own. */
 #include "config/config.h"
 
 #include <errno.h>
@@ -48,10 +50,34 @@ static const struct bad bad_events[] = {
 	    "config1=0x3f807f8fff"},
 	{EV("{\"event\":\"raw:0x0\"}"),
 	 E0 ".event: \"raw:0x0\": a raw event of config 0 counts nothing"},
+	{EV("{\"event\":\"offcpu\",\"mechanism\":\"perf\"},{\"event\":\"wakeup\"}"),
+	 SRC ": sessions[0].events[1]: wakeup is recorded by offcpu's eBPF program and cannot be "
+	     "with \"mechanism\": \"perf\"; leave offcpu's mechanism out"},
+	{EV("{\"event\":\"runqueue\",\"hz\":99}"),
+	 E0 ".hz: runqueue records every context switch and takes no rate; leave \"hz\" out"},
+	{EV("{\"event\":\"wakeup\",\"min_wait\":\"5ms\"}"),
+	 E0 ".min_wait: only offcpu takes it; leave it out"},
 	{EV("{\"event\":\"offcpu\",\"period\":10}"),
 	 E0 ".period: offcpu records every context switch and takes no rate; leave \"period\" "
 	    "out"},
 };
+
+/* wakeup and runqueue beside offcpu (by eBPF): accepted, kept through the
+ * printed configuration. */
+static void test_wake_events(void)
+{
+	struct fr_config cfg;
+
+	if (parse_ok(&cfg,
+		     EV("{\"event\":\"offcpu\"},{\"event\":\"wakeup\"},{\"event\":\"runqueue\"}"),
+		     NULL) < 0)
+		return;
+	CHECK(cfg.sessions[0].nevents == 3 && cfg.sessions[0].events[1].event == FR_EVENT_WAKEUP &&
+		      cfg.sessions[0].events[2].event == FR_EVENT_RUNQUEUE &&
+		      cfg.sessions[0].events[2].hz == 0,
+	      "wakeup and runqueue as asked");
+	fr_config_fini(&cfg);
+}
 
 static void test_period_errors(void)
 {
@@ -138,6 +164,7 @@ int main(void)
 	test_period_errors();
 	test_period();
 	test_raw();
+	test_wake_events();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
