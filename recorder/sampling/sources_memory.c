@@ -1,8 +1,8 @@
 /* The memory events every recorder records whatever its consumers ask
  * (see recorder/sampling/sources.h): OOM kills from oom:mark_victim, and
- * the RSS and memory pressure samples the memory sampler
+ * the RSS, memory pressure and throttled samples the memory sampler
  * (recorder/tracking/memsample.h) hands to the ingest thread. This file
- * opens the first and keeps what status says of all three.
+ * opens the first and keeps what status says of all four.
  */
 #include "recorder/sampling/sources.h"
 #include "recorder/sampling/sources_int.h"
@@ -13,11 +13,17 @@
 #include "core/util/log.h"
 #include "core/util/time.h"
 
+/* The events, in the order of memory[] and of status. */
+static const uint32_t memory_events[FR_SOURCES_MEMORY_EVENTS] = {FR_EVENT_OOM, FR_EVENT_RSS,
+								 FR_EVENT_MEM_PRESSURE,
+								 FR_EVENT_THROTTLED};
+
 static struct fr_memory_source *memory_of(struct fr_sources *s, uint32_t event)
 {
-	if (event < FR_EVENT_OOM || event > FR_EVENT_MEM_PRESSURE)
-		return NULL;
-	return &s->memory[event - FR_EVENT_OOM];
+	for (uint32_t i = 0; i < sizeof(memory_events) / sizeof(memory_events[0]); i++)
+		if (memory_events[i] == event)
+			return &s->memory[i];
+	return NULL;
 }
 
 void fr_sources_memory_state(struct fr_sources *s, uint32_t event, const char *error)
@@ -69,7 +75,8 @@ uint32_t fr_sources_memory_status(struct fr_sources *s, struct fr_ipc_event_stat
 {
 	uint32_t n = 0;
 
-	for (uint32_t e = FR_EVENT_OOM; e <= FR_EVENT_MEM_PRESSURE; e++) {
+	for (uint32_t i = 0; i < sizeof(memory_events) / sizeof(memory_events[0]); i++) {
+		uint32_t e = memory_events[i];
 		const struct fr_memory_source *m = memory_of(s, e);
 		struct fr_ipc_event_status *ev = &out[n];
 

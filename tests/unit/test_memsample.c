@@ -135,7 +135,7 @@ int main(void)
 	set_pressure(1000);
 
 	memset(&g, 0, sizeof(g));
-	CHECK(fr_memsample_start(&m, root, err, sizeof(err)) == 0, "start: %s", err);
+	CHECK(fr_memsample_start(&m, root, 0, err, sizeof(err)) == 0, "start: %s", err);
 	if (!m)
 		return 1;
 	fr_memsample_watch_pids(m, watch, 2);
