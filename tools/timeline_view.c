@@ -107,6 +107,8 @@ static void step_value(const char *event, const char *unit, double v, double ste
 {
 	if (strcmp(event, "memory-pressure") == 0)
 		snprintf(buf, len, "%.1f%% stall", v / step * 100);
+	else if (strcmp(event, "throttled") == 0)
+		snprintf(buf, len, "%.1f%% throttled", v / step * 100);
 	else if (strcmp(unit, "nanoseconds") == 0)
 		snprintf(buf, len, "%.2f %s", v / step, strcmp(event, "cpu") == 0 ? "CPU" : "thr");
 	else
