@@ -192,6 +192,7 @@ int fr_mountinfo_cgroup(const char *line, char *dst, size_t dstlen)
 struct cg_entry {
 	uint64_t hash; /* 0: a free slot */
 	int64_t seen;  /* the tick it was last asked for */
+	uint32_t pid;  /* the process it was last asked for by */
 	int64_t read;  /* the tick it was last read */
 	int have;      /* `last` holds a read's counters */
 	struct fr_cpu_stat last;
@@ -424,6 +425,32 @@ static int cgroup_of(const struct fr_cgcpu *c, uint32_t pid, char *dst, size_t l
 	return ret;
 }
 
+/* One last read of each cgroup asked for and read last tick but not this
+ * one: its processes stopped running (or ended, and their cgroup cannot
+ * be found from their pid any more) during the last second, in which it
+ * may have been throttled too. Its sample goes to the last process it
+ * was asked for by. Returns the samples written. */
+static uint32_t tails(struct fr_cgcpu *c, uint32_t reads, struct fr_cgcpu_sample *out,
+		      uint32_t room)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < FR_CGCPU_MAX && reads < FR_CGCPU_READS && n < room; i++) {
+		struct cg_entry *e = &c->e[i];
+		int ret;
+
+		if (!e->hash || !e->have || e->seen != c->tick - 1 || e->read != c->tick - 1)
+			continue;
+		reads++;
+		ret = read_entry(c, e, e->pid, &out[n]);
+		if (ret < 0)
+			count(&c->st.failures, 1);
+		else
+			n += (uint32_t)ret;
+	}
+	return n;
+}
+
 uint32_t fr_cgcpu_tick(struct fr_cgcpu *c, const uint32_t *pids, uint32_t npids,
 		       int64_t deadline_mono, struct fr_cgcpu_sample *out, uint32_t room)
 {
@@ -452,6 +479,7 @@ uint32_t fr_cgcpu_tick(struct fr_cgcpu *c, const uint32_t *pids, uint32_t npids,
 			continue;
 		}
 		e->seen = c->tick;
+		e->pid = pid;
 		if (e->read == c->tick)
 			continue;
 		reads++;
@@ -462,7 +490,8 @@ uint32_t fr_cgcpu_tick(struct fr_cgcpu *c, const uint32_t *pids, uint32_t npids,
 			n += (uint32_t)ret;
 	}
 	count(&c->st.skipped, npids - i);
-	count(&c->st.samples, n);
 	c->rotate += i;
+	n += tails(c, reads, out + n, room - n);
+	count(&c->st.samples, n);
 	return n;
 }

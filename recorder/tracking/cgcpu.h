@@ -97,8 +97,9 @@ const char *fr_cgcpu_where(const struct fr_cgcpu *c);
 
 /* One tick (the caller's thread; reads /proc and cpu.stat): the cgroups
  * of `pids` (processes that ran in the last second), each read once, and
- * a sample into `out` (room for `room`) for each whose throttled time
- * grew since its last read. Stops at `deadline_mono` (CLOCK_MONOTONIC
+ * those read last tick for the last time (their processes stopped or
+ * ended: the rest of their throttling), and a sample into `out` (room
+ * for `room`) for each whose throttled time grew since its last read. Stops at `deadline_mono` (CLOCK_MONOTONIC
  * ns). Returns the samples written. */
 uint32_t fr_cgcpu_tick(struct fr_cgcpu *c, const uint32_t *pids, uint32_t npids,
 		       int64_t deadline_mono, struct fr_cgcpu_sample *out, uint32_t room);

@@ -259,6 +259,14 @@ static void test_ticks(void)
 	n = tick(c, pids, 4, out);
 	CHECK(n == 1 && out[0].throttled_ns == 100, "after going back: %u", n);
 
+	/* Its processes ended: one last read gives the rest, then none. */
+	set_stat("/busy", 4, 900);
+	n = tick(c, NULL, 0, out);
+	CHECK(n == 1 && out[0].throttled_ns == 700 && out[0].pid >= 100 && out[0].pid <= 102,
+	      "tail: %u samples", n);
+	set_stat("/busy", 5, 1900);
+	CHECK(tick(c, NULL, 0, out) == 0, "after the tail");
+
 	/* Hostile: "..", a symlink, a FIFO (would block without O_NONBLOCK). */
 	make_pid(300, "/../../etc");
 	set_stat("/link", 1, 1);
