@@ -103,7 +103,14 @@ static void on_memory_sample(void *arg, const struct fr_sample *s)
 
 void fr_ingest_memory_take(struct fr_ingest *g)
 {
-	fr_memsample_take(g->memsample, on_memory_sample, g);
+	struct fr_memsample_stats st;
+
+	if (fr_memsample_take(g->memsample, on_memory_sample, g) == 0)
+		return;
+	/* Once a second or so: the sampler delivers once a tick. */
+	fr_memsample_stats(g->memsample, &st);
+	fr_sources_throttle_counts(g->sources, st.cgroups, st.throttle_reads, st.throttle_failures,
+				   st.throttle_skipped);
 }
 
 /* Whether throttling is sampled: FLIGHTREC_THROTTLE_SAMPLES=off stops it
@@ -143,9 +150,11 @@ void fr_ingest_memory_start(struct fr_ingest *g)
 	else if (flags && fr_memsample_throttle_error(g->memsample)[0])
 		snprintf(throttle, sizeof(throttle), "%s",
 			 fr_memsample_throttle_error(g->memsample));
-	else if (flags)
+	else if (flags) {
 		fr_log_info("throttled: reading cpu.stat of %s",
 			    fr_memsample_throttle_where(g->memsample));
+		fr_sources_throttle_source(g->sources, fr_memsample_throttle_where(g->memsample));
+	}
 	fr_sources_memory_state(g->sources, FR_EVENT_RSS, ret < 0 ? err : NULL);
 	fr_sources_memory_state(g->sources, FR_EVENT_MEM_PRESSURE, ret < 0 ? err : NULL);
 	fr_sources_memory_state(g->sources, FR_EVENT_THROTTLED, throttle[0] ? throttle : NULL);

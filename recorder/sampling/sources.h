@@ -97,6 +97,9 @@ struct fr_sources {
 		int64_t since_ns;	/* Unix ns */
 		uint64_t samples, lost; /* atomics */
 	} memory[FR_SOURCES_MEMORY_EVENTS];
+	/* throttled's reads of cpu.stat (the numbers atomics; the source
+	 * set before the ingest loop runs). */
+	struct fr_ipc_cgroups cgroups;
 	/* The source being drained (ingest thread): every record a drain
 	 * delivers is its, so the sample path counts without a lookup. NULL
 	 * while the side band drains. */
@@ -150,6 +153,15 @@ int fr_sources_open_oom(struct fr_sources *s);
 /* Notes that `event` (oom, rss, memory-pressure or throttled) records, or why not
  * (`error` not NULL). Before the ingest loop runs. */
 void fr_sources_memory_state(struct fr_sources *s, uint32_t event, const char *error);
+
+/* Where throttled reads cpu.stat ("cgroup v1 at ..."). Before the
+ * ingest loop runs. */
+void fr_sources_throttle_source(struct fr_sources *s, const char *source);
+
+/* What throttled's reads did so far (cgroups remembered now, reads,
+ * failures, skipped), for status. Any thread. */
+void fr_sources_throttle_counts(struct fr_sources *s, uint64_t watched, uint64_t reads,
+				uint64_t failures, uint64_t skipped);
 
 /* Counts a sample of memory event `event` kept (`lost` 0) or lost. Any
  * thread. */

@@ -49,6 +49,33 @@ void fr_sources_memory_count(struct fr_sources *s, uint32_t event, uint64_t kept
 		__atomic_add_fetch(&m->lost, lost, __ATOMIC_RELAXED);
 }
 
+void fr_sources_throttle_source(struct fr_sources *s, const char *source)
+{
+	snprintf(s->cgroups.source, sizeof(s->cgroups.source), "%s", source);
+}
+
+void fr_sources_throttle_counts(struct fr_sources *s, uint64_t watched, uint64_t reads,
+				uint64_t failures, uint64_t skipped)
+{
+	__atomic_store_n(&s->cgroups.watched, watched, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cgroups.reads, reads, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cgroups.failures, failures, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cgroups.skipped, skipped, __ATOMIC_RELAXED);
+}
+
+/* The throttled event's "cgroups" while it records. */
+static void throttle_status(struct fr_sources *s, struct fr_ipc_event_status *ev)
+{
+	struct fr_ipc_cgroups *c = &ev->cgroups;
+
+	ev->has_cgroups = 1;
+	snprintf(c->source, sizeof(c->source), "%s", s->cgroups.source);
+	c->watched = __atomic_load_n(&s->cgroups.watched, __ATOMIC_RELAXED);
+	c->reads = __atomic_load_n(&s->cgroups.reads, __ATOMIC_RELAXED);
+	c->failures = __atomic_load_n(&s->cgroups.failures, __ATOMIC_RELAXED);
+	c->skipped = __atomic_load_n(&s->cgroups.skipped, __ATOMIC_RELAXED);
+}
+
 int fr_sources_open_oom(struct fr_sources *s)
 {
 	char err[256];
@@ -97,6 +124,8 @@ uint32_t fr_sources_memory_status(struct fr_sources *s, struct fr_ipc_event_stat
 		snprintf(ev->stacks, sizeof(ev->stacks), "none");
 		ev->samples = __atomic_load_n(&m->samples, __ATOMIC_RELAXED);
 		ev->lost = __atomic_load_n(&m->lost, __ATOMIC_RELAXED);
+		if (e == FR_EVENT_THROTTLED && m->recording)
+			throttle_status(s, ev);
 	}
 	return n;
 }

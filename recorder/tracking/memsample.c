@@ -407,6 +407,7 @@ void fr_memsample_stats(const struct fr_memsample *m, struct fr_memsample_stats 
 		out->cgroups = cs.cgroups;
 		out->throttle_reads = cs.reads;
 		out->throttle_failures = cs.failures;
+		out->throttle_skipped = cs.skipped;
 		out->throttled_samples = cs.samples;
 	}
 }

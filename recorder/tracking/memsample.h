@@ -44,8 +44,9 @@ struct fr_memsample_stats {
 	uint64_t busy_ns; /* the thread's time reading (CLOCK_MONOTONIC) */
 	uint64_t ticks;
 	/* Throttling (cgcpu.h; 0 without it): cgroups remembered, cpu.stat
-	 * reads, reads that failed or were refused, samples. */
-	uint64_t cgroups, throttle_reads, throttle_failures, throttled_samples;
+	 * reads, reads that failed or were refused, pids or cgroups left out
+	 * (bounds, budget, a full table), samples. */
+	uint64_t cgroups, throttle_reads, throttle_failures, throttle_skipped, throttled_samples;
 };
 
 /* fr_memsample_start's flags: sample cgroup CPU throttling too. */

@@ -157,6 +157,10 @@ done
 "$FLIGHTREC" status >"$T/status.txt"
 grep -Eq '^event: +throttled at once a second, whatever sessions ask: [1-9][0-9]* samples' \
 	"$T/status.txt" || fail "status does not show the throttled samples: $(cat "$T/status.txt")"
+grep -Eq "^cgroups: +[1-9][0-9]* watched \(cgroup $MODE at $CPU\): [1-9][0-9]* cpu.stat reads, 0 failed" \
+	"$T/status.txt" || fail "status does not show the cgroups read: $(cat "$T/status.txt")"
+[ "$(status_value '[e["cgroups"]["reads"] > 0 for e in d["events"] if e["event"] == "throttled"][0]')" = True ] ||
+	fail "status --json has no cgroups reads: $("$FLIGHTREC" status --json)"
 stop_daemon
 
 FLIGHTREC_THROTTLE_SAMPLES=off start_daemon --config "$T/config.json"
