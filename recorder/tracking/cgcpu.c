@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/util/fs.h"
 #include "core/util/log.h"
 
 /* ---- parsers ------------------------------------------------------------ */
@@ -229,27 +230,15 @@ static uint64_t path_hash(const char *s)
 static ssize_t read_bounded(const char *path, int flags, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
-	size_t got = 0;
+	ssize_t n;
 
 	if (fd < 0)
 		return -errno;
-	while (got < len - 1) {
-		ssize_t n = read(fd, buf + got, len - 1 - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			n = -errno;
-			close(fd);
-			return n;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
+	n = fr_pread_full(fd, buf, len - 1, 0);
 	close(fd);
-	buf[got] = '\0';
-	return (ssize_t)got;
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
 }
 
 /* Whether the cgroup2 root's cgroup.controllers lists "cpu". */

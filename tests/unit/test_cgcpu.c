@@ -18,6 +18,7 @@
 #include "core/util/log.h"
 #include "recorder/tracking/cgcpu.h"
 #include "tests/unit/check.h"
+#include "tests/unit/files.h"
 
 static char root[64];
 
@@ -152,14 +153,7 @@ static void test_mountinfo(void)
 
 static void write_file(const char *path, const char *text)
 {
-	FILE *f = fopen(path, "w");
-
-	if (!f) {
-		CHECK(0, "cannot write %s", path);
-		return;
-	}
-	fputs(text, f);
-	fclose(f);
+	CHECK(test_write_text(path, text) == 0, "cannot write %s", path);
 }
 
 static void fmt_path(char *dst, size_t len, const char *a, const char *b)
