@@ -170,7 +170,9 @@ int fr_mountinfo_cgroup(const char *line, char *dst, size_t dstlen)
 	if (fl == 7 && memcmp(fs, "cgroup2", 7) == 0) {
 		kind = 2;
 	} else if (fl == 6 && memcmp(fs, "cgroup", 6) == 0) {
-		/* fstype source super-options */
+		/* fstype source super-options; the line may end anywhere. */
+		if (fs[fl] != ' ')
+			return 0;
 		opts = strchr(fs + fl + 1, ' ');
 		if (!opts)
 			return 0;

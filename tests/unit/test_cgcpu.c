@@ -145,6 +145,8 @@ static void test_mountinfo(void)
 	CHECK(fr_mountinfo_cgroup("41 31 - cgroup2 cgroup2 rw\n", d, sizeof(d)) == 0, "short");
 	CHECK(fr_mountinfo_cgroup("", d, sizeof(d)) == 0, "empty");
 	CHECK(fr_mountinfo_cgroup("1 2 3 4 /x - cgroup\n", d, sizeof(d)) == 0, "no options");
+	CHECK(fr_mountinfo_cgroup("31 3 3 0:29 / /fs/ - cgroup", d, sizeof(d)) == 0,
+	      "cut after the fstype");
 	CHECK(fr_mountinfo_cgroup("21 1 0:20 / /proc rw - proc proc rw\n", d, sizeof(d)) == 0,
 	      "proc");
 }
