@@ -79,10 +79,7 @@ static void make_req(const struct fr_query_args *q, const struct fr_tl_args *a,
 	r->to_ns = q->to;
 	r->step_ns = a->req.step_ns;
 	r->event = q->nevents ? q->events[0] : FR_EVENT_CPU;
-	r->by = a->req.by;
-	/* Throttling is a cgroup's: by cgroup unless asked otherwise. */
-	if (r->event == FR_EVENT_THROTTLED && !a->by_s)
-		r->by = FR_TIMELINE_BY_CGROUP;
+	r->by = fr_tl_by(a, r->event);
 	memcpy(r->label_key, a->req.label_key, sizeof(r->label_key));
 	r->top = a->req.top;
 }

@@ -170,6 +170,12 @@ grep -Eq "^cgroups: +[1-9][0-9]* watched \(cgroup $MODE at $CPU\): [1-9][0-9]* c
 [ "$(status_value '[e["cgroups"]["reads"] > 0 for e in d["events"] if e["event"] == "throttled"][0]')" = True ] ||
 	fail "status --json has no cgroups reads: $("$FLIGHTREC" status --json)"
 stop_daemon
+# With no recorder, the ring alone gives the same series, by cgroup too.
+"$FLIGHTREC" dump --ring "$RING" --timeline --event throttled "${Q[@]}" >"$T/cg-ring.json" 2>"$T/err" ||
+	fail "dump --ring --timeline --event throttled failed: $(cat "$T/err")"
+cmp -s <(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["groups"])' "$T/cg.json") \
+	<(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["groups"])' "$T/cg-ring.json") ||
+	fail "the ring's throttled series is not the live one: $(cat "$T/cg-ring.json")"
 
 FLIGHTREC_THROTTLE_SAMPLES=off start_daemon --config "$T/config.json"
 "$FLIGHTREC" status | grep -q 'throttled not recording: off (FLIGHTREC_THROTTLE_SAMPLES=off)' ||
