@@ -2,7 +2,8 @@
  * instead of "hz"): accepted values, their round trip through
  * fr_config_to_json, and the exact message of each mistake. Raw events
  * with the full config, config1 and config2: kept through the round trip,
- * and a malformed one refused with what is wrong with it. */
+ * and a malformed one refused with what is wrong with it. A series the
+ * recorder samples by itself (throttled) refused as a session's event. */
 #include "config/config.h"
 
 #include <errno.h>
@@ -48,6 +49,10 @@ static const struct bad bad_events[] = {
 	    "config1=0x3f807f8fff"},
 	{EV("{\"event\":\"raw:0x0\"}"),
 	 E0 ".event: \"raw:0x0\": a raw event of config 0 counts nothing"},
+	{EV("{\"event\":\"throttled\"}"),
+	 E0 ".event: throttled is recorded always, not by a session: see it with `flightrec "
+	    "timeline --event throttled`; a session dumps at OOM kills with the trigger {\"on\": "
+	    "\"oom\"}"},
 	{EV("{\"event\":\"offcpu\",\"period\":10}"),
 	 E0 ".period: offcpu records every context switch and takes no rate; leave \"period\" "
 	    "out"},
