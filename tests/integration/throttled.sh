@@ -1,7 +1,7 @@
 #!/bin/bash
-# "My service was throttled": a CPU-bound program in a cgroup whose CPU
-# quota is a fifth of a CPU (cfs quota 20 ms a 100 ms period; cpu.max on
-# cgroup v2) for 5 s, beside one in a cgroup without a quota. The
+# "My service was throttled": a CPU-bound program (two threads) in a
+# cgroup whose CPU quota is a fifth of a CPU (cfs quota 20 ms a 100 ms
+# period; cpu.max on cgroup v2) for 5 s, beside one in a cgroup without a quota. The
 # recorder reads the cpu.stat of the cgroups whose processes ran once a
 # second; `flightrec timeline --event throttled` shows the throttled
 # program's cgroup (and, --by process, the program) throttled for the time
@@ -77,13 +77,13 @@ set_quota() { # on|off
 			echo -1 >"$CPU/$NAME/cpu.cfs_quota_us"
 	fi
 }
-# run_in CGROUP-NAME: burn for 60 s (killed sooner) in that cgroup of
-# every hierarchy of MOVE_TO, in the background ($! its pid).
+# run_in CGROUP-NAME THREADS: burn for 60 s (killed sooner) in that
+# cgroup of every hierarchy of MOVE_TO, in the background ($! its pid).
 run_in() {
 	local dirs=() d
 	for d in "${MOVE_TO[@]}"; do dirs+=("$d/$1/cgroup.procs"); done
-	sh -c 'for f; do echo $$ >"$f" || exit 1; done; exec "$BURN" 60 1' sh "${dirs[@]}" \
-		>/dev/null &
+	THREADS=$2 sh -c 'for f; do echo $$ >"$f" || exit 1; done; exec "$BURN" 60 "$THREADS"' \
+		sh "${dirs[@]}" >/dev/null &
 }
 export BURN
 
@@ -94,9 +94,11 @@ start_daemon --config "$T/config.json"
 [ "$(status_value '[e["state"] for e in d["events"] if e["event"] == "throttled"][0]')" = recording ] ||
 	fail "throttled is not recording: $("$FLIGHTREC" status)"
 set_quota off
-run_in "$NAME"
+# Two threads spend the quota twice as fast, and get their share of a
+# machine busy with other work.
+run_in "$NAME" 2
 BUSY=$!
-run_in "$FREE_NAME"
+run_in "$FREE_NAME" 1
 FREE=$!
 wait_until 10 "the programs to run" 'has_run "$BUSY" && has_run "$FREE"'
 # Both cgroups read once (their baselines): the recorder reads the
@@ -120,8 +122,9 @@ T1=$(throttled_ns)
 TO=$(($(date +%s) + 2))
 wait_until 10 "the window's end" '[ "$(date +%s)" -gt "$TO" ]'
 TRUTH=$((T1 - T0))
-# Idle, the program is throttled about 4 s of the 5; on a machine so
-# loaded that it barely ran there is too little to compare.
+# Idle, the program is throttled seconds of the 5 (cpu.stat adds up the
+# CPUs' throttled times); on a machine so loaded that it barely ran there
+# is too little to compare.
 [ "$TRUTH" -gt 200000000 ] || fail "the quota throttled only $TRUTH ns in 5 s (a loaded machine?)"
 
 Q=(--from "$FROM" --to "$TO" --step 1s --top 32 --json)
@@ -142,8 +145,9 @@ print("by process:", [(g["name"], g["total"] / 1e9) for g in pid["groups"]])
 b = [g for g in pid["groups"] if g.get("pid") == busy]
 assert b, "the throttled program has no throttled time"
 assert abs(b[0]["total"] - truth) <= truth * 0.15, (b[0]["total"], truth)
-# Throttled while the quota was on: at least four steps have some.
-assert sum(1 for v in b[0]["values"] if v) >= 4, b[0]["values"]
+# Throttled while the quota was on, not in one spike: three steps at
+# least (five idle; a loaded machine runs the program less).
+assert sum(1 for v in b[0]["values"] if v) >= 3, b[0]["values"]
 assert not [g for g in pid["groups"] if g.get("pid") == free], "the free program throttled"
 if named:
     c = [g for g in cg["groups"] if g["name"] == name]
