@@ -51,7 +51,7 @@ remove_cgroups() {
 	done
 	return 0
 }
-trap 'remove_cgroups; [ -n "${FR_KEEP:-}" ] || cleanup' EXIT
+trap 'remove_cgroups; cleanup' EXIT
 
 mkdir "$CPU/$NAME" "$CPU/$FREE_NAME" || fail "cannot make cgroups under $CPU"
 # On a hybrid machine the recorder names a process's cgroup by its v2
