@@ -228,7 +228,7 @@ static int parse_event(struct config_ctx *c, const cJSON *ev, const char *path,
 	if (id < 0)
 		return config_fail(c, sub, "unknown event %s (accepted: %s)",
 				   config_describe(name, got, sizeof(got)), names);
-	if (id >= FR_EVENT_OOM && id <= FR_EVENT_MEM_PRESSURE)
+	if (fr_event_is_series((uint32_t)id))
 		return config_fail(c, sub,
 				   "%s is recorded always, not by a session: see it with "
 				   "`flightrec timeline --event %s`; a session dumps at OOM kills "

@@ -97,6 +97,13 @@ static const struct fr_ipc_mdesc offcpu_m[] = {
 };
 #undef T
 
+#define T struct fr_ipc_cgroups
+static const struct fr_ipc_mdesc cgroups_m[] = {
+	STR(T, "source", source),     U64(T, "watched", watched), U64(T, "reads", reads),
+	U64(T, "failures", failures), U64(T, "skipped", skipped),
+};
+#undef T
+
 #define T struct fr_ipc_pmu
 static const struct fr_ipc_mdesc pmu_m[] = {
 	U64_IF(T, "precise_ip_asked", precise_ip_asked, has_precise),
@@ -413,6 +420,8 @@ static int add_event(cJSON *arr, const struct fr_ipc_event_status *ev)
 		return -ENOMEM;
 	if (!ev->has_offcpu && ev->has_pmu && !add_object(o, "pmu", pmu_m, N(pmu_m), &ev->pmu))
 		return -ENOMEM;
+	if (ev->has_cgroups && !add_object(o, "cgroups", cgroups_m, N(cgroups_m), &ev->cgroups))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -664,6 +673,10 @@ static int get_event(const cJSON *o, struct fr_ipc_event_status *ev, char *err, 
 	if (ret < 0)
 		return -EINVAL;
 	ev->has_pmu = ret;
+	ret = get_members(o, what, "cgroups", cgroups_m, N(cgroups_m), &ev->cgroups, err, errlen);
+	if (ret < 0)
+		return -EINVAL;
+	ev->has_cgroups = ret;
 	return 0;
 }
 

@@ -96,6 +96,16 @@ struct fr_ipc_offcpu {
 	uint64_t runqueue_short;   /* "runqueue_short": short delays' samples */
 };
 
+/* The throttled event's "cgroups": what its once-a-second reads of
+ * cpu.stat did (recorder/tracking/cgcpu.h). */
+struct fr_ipc_cgroups {
+	char source[96];   /* "source": "cgroup v1 at /sys/fs/cgroup/cpu" */
+	uint64_t watched;  /* "watched": cgroups remembered now */
+	uint64_t reads;	   /* "reads": of cpu.stat */
+	uint64_t failures; /* "failures": reads failed or paths refused */
+	uint64_t skipped;  /* "skipped": past a second's bounds */
+};
+
 /* A sampling event's "pmu": the counter's precision and multiplexing. */
 struct fr_ipc_pmu {
 	/* "precise_ip_asked", "precise_ip": hardware events (has_precise). */
@@ -135,6 +145,8 @@ struct fr_ipc_event_status {
 	struct fr_ipc_offcpu offcpu;
 	int has_pmu; /* "pmu": any other event while recording */
 	struct fr_ipc_pmu pmu;
+	int has_cgroups; /* "cgroups": throttled, while recording */
+	struct fr_ipc_cgroups cgroups;
 };
 
 /* One element of "consumers": who asks for what. */

@@ -63,7 +63,8 @@ static const char *memory_when(const char *event)
 {
 	if (strcmp(event, "oom") == 0)
 		return "every OOM kill";
-	if (strcmp(event, "rss") == 0 || strcmp(event, "memory-pressure") == 0)
+	if (strcmp(event, "rss") == 0 || strcmp(event, "memory-pressure") == 0 ||
+	    strcmp(event, "throttled") == 0)
 		return "once a second";
 	return NULL;
 }
@@ -309,6 +310,19 @@ static const char *period_text(const struct fr_ipc_event_status *ev, char *buf, 
 	return buf;
 }
 
+/* "cgroups:  12 watched (cgroup v1 at /sys/fs/cgroup/cpu): 3400 cpu.stat
+ * reads, 0 failed, 0 skipped". */
+static void print_cgroups(const struct fr_ipc_event_status *ev)
+{
+	const struct fr_ipc_cgroups *c = &ev->cgroups;
+
+	if (!ev->has_cgroups)
+		return;
+	printf("cgroups:  %" PRIu64 " watched (%s): %" PRIu64 " cpu.stat reads, %" PRIu64
+	       " failed, %" PRIu64 " skipped\n",
+	       c->watched, c->source, c->reads, c->failures, c->skipped);
+}
+
 /* One line per event recorded, and how its stacks fared. */
 static void print_events(const struct fr_ipc_status_reply *r)
 {
@@ -325,6 +339,7 @@ static void print_events(const struct fr_ipc_status_reply *r)
 			printf("event:    %s at %s, whatever sessions ask: %" PRIu64
 			       " samples, %" PRIu64 " lost\n",
 			       ev->event, memory_when(ev->event), ev->samples, ev->lost);
+			print_cgroups(ev);
 			continue;
 		}
 		if (ev->every_switch)

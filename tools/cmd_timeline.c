@@ -38,8 +38,10 @@ static void usage_timeline(FILE *f)
 		"                     seconds\n"
 		"  --to TIME          window end (default: now)\n"
 		"  --event E          cpu (default: CPU time), offcpu (time waiting, spread over\n"
-		"                     the steps it lasted), or any recorded event (its count)\n"
-		"  --by BY            process (default: COMM (PID)), comm, cgroup, or label:KEY\n"
+		"                     the steps it lasted), throttled (cgroups' CPU throttling),\n"
+		"                     or any recorded event (its count)\n"
+		"  --by BY            process (default: COMM (PID); throttled: cgroup), comm,\n"
+		"                     cgroup, or label:KEY\n"
 		"                     (an application label; label:cpu for the CPU)\n"
 		"  --step DURATION    one row per step (default: the window / 60, rounded to\n"
 		"                     1s, 2s, 5s, 10s, 15s, 30s, 1m, ...); steps start at\n"
@@ -77,7 +79,7 @@ static void make_req(const struct fr_query_args *q, const struct fr_tl_args *a,
 	r->to_ns = q->to;
 	r->step_ns = a->req.step_ns;
 	r->event = q->nevents ? q->events[0] : FR_EVENT_CPU;
-	r->by = a->req.by;
+	r->by = fr_tl_by(a, r->event);
 	memcpy(r->label_key, a->req.label_key, sizeof(r->label_key));
 	r->top = a->req.top;
 }

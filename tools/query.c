@@ -395,7 +395,7 @@ int fr_query_refuse_series(const char *cmd, const struct fr_query_args *q)
 	char name[FR_EVENT_NAME_MAX];
 
 	for (uint32_t i = 0; i < q->nevents; i++) {
-		if (q->events[i] < FR_EVENT_OOM || q->events[i] > FR_EVENT_MEM_PRESSURE)
+		if (!fr_event_is_series(q->events[i]))
 			continue;
 		fr_event_format(q->events[i], name, sizeof(name));
 		fprintf(stderr,

@@ -30,6 +30,10 @@ struct fr_tl_args {
  * value. */
 int fr_tl_opt(const char *cmd, int c, const char *arg, struct fr_tl_args *a);
 
+/* The grouping of a timeline of `event`: --by's, or by default by
+ * process, but throttled (a cgroup's) by cgroup. */
+enum fr_timeline_by fr_tl_by(const struct fr_tl_args *a, uint32_t event);
+
 /* Whether any timeline option was given (for commands where they need
  * --timeline). */
 int fr_tl_given(const struct fr_tl_args *a);

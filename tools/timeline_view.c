@@ -68,6 +68,13 @@ int fr_tl_opt(const char *cmd, int c, const char *arg, struct fr_tl_args *a)
 	}
 }
 
+enum fr_timeline_by fr_tl_by(const struct fr_tl_args *a, uint32_t event)
+{
+	if (event == FR_EVENT_THROTTLED && !a->by_s)
+		return FR_TIMELINE_BY_CGROUP;
+	return a->req.by;
+}
+
 int fr_tl_given(const struct fr_tl_args *a)
 {
 	return a->by_s || a->step_s || a->top_s;
@@ -107,6 +114,8 @@ static void step_value(const char *event, const char *unit, double v, double ste
 {
 	if (strcmp(event, "memory-pressure") == 0)
 		snprintf(buf, len, "%.1f%% stall", v / step * 100);
+	else if (strcmp(event, "throttled") == 0)
+		snprintf(buf, len, "%.1f%% throttled", v / step * 100);
 	else if (strcmp(unit, "nanoseconds") == 0)
 		snprintf(buf, len, "%.2f %s", v / step, strcmp(event, "cpu") == 0 ? "CPU" : "thr");
 	else
@@ -378,6 +387,7 @@ int fr_tl_from_ring(struct fr_ring *ring, int64_t t0, int64_t t1, uint32_t event
 	req.t0 = t0;
 	req.t1 = t1;
 	req.event = event;
+	req.by = fr_tl_by(a, event);
 	ret = fr_timeline_compute(ring, &req, &t, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "%s dump: %s\n", FR_CLI_PROG, err);

@@ -21,6 +21,9 @@
  *     "total" is its peak, and "other" holds the largest of the rest;
  *   - memory-pressure: nanoseconds some task stalled on memory in the
  *     step (a sum); its samples are the machine's, group "[machine]";
+ *   - throttled: nanoseconds the group's cgroups were throttled in the
+ *     step (cpu.stat's throttled time, a sum); a sample's process is one
+ *     of its cgroup's that ran, so --by cgroup names the cgroup;
  *   - oom: kills in the step (unit "count"), and "victims" lists them;
  *   - any other event: the sum of the samples' weights (the kernel's
  *     period each stands for), i.e. events counted, unit "count".

@@ -88,6 +88,12 @@ int fr_event_is_memory(uint32_t event)
 	return event >= FR_EVENT_ALLOC && event <= FR_EVENT_MEM_PRESSURE;
 }
 
+int fr_event_is_series(uint32_t event)
+{
+	return (event >= FR_EVENT_OOM && event <= FR_EVENT_MEM_PRESSURE) ||
+	       event == FR_EVENT_THROTTLED;
+}
+
 int fr_event_is_hardware(uint32_t event)
 {
 	return FR_EVENT_IS_RAW(event) || FR_EVENT_IS_RAWX(event) ||

@@ -288,6 +288,11 @@ int fr_event_is_hardware(uint32_t event);
  * which no perf_event source records. */
 int fr_event_is_memory(uint32_t event);
 
+/* Whether an event is a series the recorder samples by itself and one
+ * reads over time, never as a profile: oom, rss, memory-pressure,
+ * throttled. */
+int fr_event_is_series(uint32_t event);
+
 /* What a marker frame's reason (enum fr_frame_mark) says: "stack copy too
  * small", "no unwind info", "unwind table not ready", "bad unwind data",
  * "too many frames"; "unknown" out of range. */

@@ -103,28 +103,61 @@ static void on_memory_sample(void *arg, const struct fr_sample *s)
 
 void fr_ingest_memory_take(struct fr_ingest *g)
 {
-	fr_memsample_take(g->memsample, on_memory_sample, g);
+	struct fr_memsample_stats st;
+
+	if (fr_memsample_take(g->memsample, on_memory_sample, g) == 0)
+		return;
+	/* Once a second or so: the sampler delivers once a tick. */
+	fr_memsample_stats(g->memsample, &st);
+	fr_sources_throttle_counts(g->sources, st.cgroups, st.throttle_reads, st.throttle_failures,
+				   st.throttle_skipped);
+}
+
+/* Whether throttling is sampled: FLIGHTREC_THROTTLE_SAMPLES=off stops it
+ * alone; FLIGHTREC_MEMORY_SAMPLES=off stops the sampler and so it too. */
+static unsigned throttle_flags(char *why, size_t len)
+{
+	const char *env = getenv("FLIGHTREC_THROTTLE_SAMPLES");
+
+	if (env && strcmp(env, "off") == 0) {
+		fr_log_info("throttled samples are off (FLIGHTREC_THROTTLE_SAMPLES=off)");
+		snprintf(why, len, "off (FLIGHTREC_THROTTLE_SAMPLES=off)");
+		return 0;
+	}
+	return FR_MEMSAMPLE_THROTTLE;
 }
 
 void fr_ingest_memory_start(struct fr_ingest *g)
 {
 	const char *env = getenv("FLIGHTREC_MEMORY_SAMPLES");
-	char err[256];
+	char err[256], throttle[256] = "";
+	unsigned flags = throttle_flags(throttle, sizeof(throttle));
 	int ret;
 
 	fr_sources_open_oom(g->sources);
 	if (env && strcmp(env, "off") == 0) {
-		fr_log_info(
-			"RSS and memory-pressure samples are off (FLIGHTREC_MEMORY_SAMPLES=off)");
+		fr_log_info("RSS, memory-pressure and throttled samples are off "
+			    "(FLIGHTREC_MEMORY_SAMPLES=off)");
 		snprintf(err, sizeof(err), "off (FLIGHTREC_MEMORY_SAMPLES=off)");
 		ret = -ECANCELED;
 	} else {
-		ret = fr_memsample_start(&g->memsample, "/proc", err, sizeof(err));
+		ret = fr_memsample_start(&g->memsample, "/proc", flags, err, sizeof(err));
 		if (ret < 0)
 			fr_log_warn("RSS and memory-pressure are not sampled: %s", err);
 	}
+	if (ret < 0)
+		snprintf(throttle, sizeof(throttle), "%s", err);
+	else if (flags && fr_memsample_throttle_error(g->memsample)[0])
+		snprintf(throttle, sizeof(throttle), "%s",
+			 fr_memsample_throttle_error(g->memsample));
+	else if (flags) {
+		fr_log_info("throttled: reading cpu.stat of %s",
+			    fr_memsample_throttle_where(g->memsample));
+		fr_sources_throttle_source(g->sources, fr_memsample_throttle_where(g->memsample));
+	}
 	fr_sources_memory_state(g->sources, FR_EVENT_RSS, ret < 0 ? err : NULL);
 	fr_sources_memory_state(g->sources, FR_EVENT_MEM_PRESSURE, ret < 0 ? err : NULL);
+	fr_sources_memory_state(g->sources, FR_EVENT_THROTTLED, throttle[0] ? throttle : NULL);
 }
 
 void fr_ingest_memory_stop(struct fr_ingest *g)

@@ -53,7 +53,7 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 		struct fr_consumer *probe;
 		char failed[256] = "";
 
-		if (ids[i] >= FR_EVENT_OOM && ids[i] <= FR_EVENT_MEM_PRESSURE) {
+		if (fr_event_is_series(ids[i])) {
 			fr_event_format(ids[i], name, sizeof(name));
 			fr_ipc_refuse(call,
 				      "%s: %s is a series over time, not a profile: see "

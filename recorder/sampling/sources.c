@@ -505,7 +505,7 @@ int fr_sources_status(struct fr_sources *s, struct fr_ipc_recording *out, int pr
 {
 	uint32_t n = 0;
 
-	out->events = calloc(FR_SOURCES_MAX + 3, sizeof(*out->events));
+	out->events = calloc(FR_SOURCES_MAX + FR_SOURCES_MEMORY_EVENTS, sizeof(*out->events));
 	if (!out->events)
 		return -ENOMEM;
 	pthread_mutex_lock(&s->lock);

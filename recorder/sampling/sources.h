@@ -79,14 +79,17 @@ struct fr_consumer {
 	int64_t since_ns;
 };
 
+/* The events recorded whatever consumers ask (sources_memory.c). */
+#define FR_SOURCES_MEMORY_EVENTS 4
+
 struct fr_sources {
 	pthread_mutex_t lock;
 	struct fr_source table[FR_SOURCES_MAX];
 	unsigned n;
 	struct fr_perf *sideband; /* MMAP2, COMM, FORK, EXIT for every profile */
 	/* The memory events recorded whatever the consumers ask
-	 * (sources_memory.c): oom, rss and memory-pressure, memory[event -
-	 * FR_EVENT_OOM]. `oom` is oom:mark_victim's source (NULL when it did
+	 * (sources_memory.c): oom, rss, memory-pressure and throttled, in
+	 * that order. `oom` is oom:mark_victim's source (NULL when it did
 	 * not open: memory[0].error says why). */
 	struct fr_perf *oom;
 	struct fr_memory_source {
@@ -94,7 +97,10 @@ struct fr_sources {
 		char error[256];	/* why not, when not */
 		int64_t since_ns;	/* Unix ns */
 		uint64_t samples, lost; /* atomics */
-	} memory[3];
+	} memory[FR_SOURCES_MEMORY_EVENTS];
+	/* throttled's reads of cpu.stat (the numbers atomics; the source
+	 * set before the ingest loop runs). */
+	struct fr_ipc_cgroups cgroups;
 	/* The source being drained (ingest thread): every record a drain
 	 * delivers is its, so the sample path counts without a lookup. NULL
 	 * while the side band drains. */
@@ -145,15 +151,24 @@ int fr_sources_open_sideband(struct fr_sources *s, char *err, size_t errlen);
  * else records on) and keeps it for status. Returns 0 or -errno. */
 int fr_sources_open_oom(struct fr_sources *s);
 
-/* Notes that `event` (oom, rss or memory-pressure) records, or why not
+/* Notes that `event` (oom, rss, memory-pressure or throttled) records, or why not
  * (`error` not NULL). Before the ingest loop runs. */
 void fr_sources_memory_state(struct fr_sources *s, uint32_t event, const char *error);
+
+/* Where throttled reads cpu.stat ("cgroup v1 at ..."). Before the
+ * ingest loop runs. */
+void fr_sources_throttle_source(struct fr_sources *s, const char *source);
+
+/* What throttled's reads did so far (cgroups remembered now, reads,
+ * failures, skipped), for status. Any thread. */
+void fr_sources_throttle_counts(struct fr_sources *s, uint64_t watched, uint64_t reads,
+				uint64_t failures, uint64_t skipped);
 
 /* Counts a sample of memory event `event` kept (`lost` 0) or lost. Any
  * thread. */
 void fr_sources_memory_count(struct fr_sources *s, uint32_t event, uint64_t kept, uint64_t lost);
 
-/* Fills `out` (room for 3) with the memory events' status; returns how
+/* Fills `out` (room for FR_SOURCES_MEMORY_EVENTS) with the memory events' status; returns how
  * many. */
 uint32_t fr_sources_memory_status(struct fr_sources *s, struct fr_ipc_event_status *out);
 

@@ -1,8 +1,8 @@
 /* The memory events every recorder records whatever its consumers ask
  * (see recorder/sampling/sources.h): OOM kills from oom:mark_victim, and
- * the RSS and memory pressure samples the memory sampler
+ * the RSS, memory pressure and throttled samples the memory sampler
  * (recorder/tracking/memsample.h) hands to the ingest thread. This file
- * opens the first and keeps what status says of all three.
+ * opens the first and keeps what status says of all four.
  */
 #include "recorder/sampling/sources.h"
 #include "recorder/sampling/sources_int.h"
@@ -13,11 +13,17 @@
 #include "core/util/log.h"
 #include "core/util/time.h"
 
+/* The events, in the order of memory[] and of status. */
+static const uint32_t memory_events[FR_SOURCES_MEMORY_EVENTS] = {FR_EVENT_OOM, FR_EVENT_RSS,
+								 FR_EVENT_MEM_PRESSURE,
+								 FR_EVENT_THROTTLED};
+
 static struct fr_memory_source *memory_of(struct fr_sources *s, uint32_t event)
 {
-	if (event < FR_EVENT_OOM || event > FR_EVENT_MEM_PRESSURE)
-		return NULL;
-	return &s->memory[event - FR_EVENT_OOM];
+	for (uint32_t i = 0; i < sizeof(memory_events) / sizeof(memory_events[0]); i++)
+		if (memory_events[i] == event)
+			return &s->memory[i];
+	return NULL;
 }
 
 void fr_sources_memory_state(struct fr_sources *s, uint32_t event, const char *error)
@@ -41,6 +47,33 @@ void fr_sources_memory_count(struct fr_sources *s, uint32_t event, uint64_t kept
 		__atomic_add_fetch(&m->samples, kept, __ATOMIC_RELAXED);
 	if (lost)
 		__atomic_add_fetch(&m->lost, lost, __ATOMIC_RELAXED);
+}
+
+void fr_sources_throttle_source(struct fr_sources *s, const char *source)
+{
+	snprintf(s->cgroups.source, sizeof(s->cgroups.source), "%s", source);
+}
+
+void fr_sources_throttle_counts(struct fr_sources *s, uint64_t watched, uint64_t reads,
+				uint64_t failures, uint64_t skipped)
+{
+	__atomic_store_n(&s->cgroups.watched, watched, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cgroups.reads, reads, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cgroups.failures, failures, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cgroups.skipped, skipped, __ATOMIC_RELAXED);
+}
+
+/* The throttled event's "cgroups" while it records. */
+static void throttle_status(struct fr_sources *s, struct fr_ipc_event_status *ev)
+{
+	struct fr_ipc_cgroups *c = &ev->cgroups;
+
+	ev->has_cgroups = 1;
+	snprintf(c->source, sizeof(c->source), "%s", s->cgroups.source);
+	c->watched = __atomic_load_n(&s->cgroups.watched, __ATOMIC_RELAXED);
+	c->reads = __atomic_load_n(&s->cgroups.reads, __ATOMIC_RELAXED);
+	c->failures = __atomic_load_n(&s->cgroups.failures, __ATOMIC_RELAXED);
+	c->skipped = __atomic_load_n(&s->cgroups.skipped, __ATOMIC_RELAXED);
 }
 
 int fr_sources_open_oom(struct fr_sources *s)
@@ -69,7 +102,8 @@ uint32_t fr_sources_memory_status(struct fr_sources *s, struct fr_ipc_event_stat
 {
 	uint32_t n = 0;
 
-	for (uint32_t e = FR_EVENT_OOM; e <= FR_EVENT_MEM_PRESSURE; e++) {
+	for (uint32_t i = 0; i < sizeof(memory_events) / sizeof(memory_events[0]); i++) {
+		uint32_t e = memory_events[i];
 		const struct fr_memory_source *m = memory_of(s, e);
 		struct fr_ipc_event_status *ev = &out[n];
 
@@ -90,6 +124,8 @@ uint32_t fr_sources_memory_status(struct fr_sources *s, struct fr_ipc_event_stat
 		snprintf(ev->stacks, sizeof(ev->stacks), "none");
 		ev->samples = __atomic_load_n(&m->samples, __ATOMIC_RELAXED);
 		ev->lost = __atomic_load_n(&m->lost, __ATOMIC_RELAXED);
+		if (e == FR_EVENT_THROTTLED && m->recording)
+			throttle_status(s, ev);
 	}
 	return n;
 }

@@ -22,6 +22,7 @@
 #include "core/util/log.h"
 #include "core/util/priority.h"
 #include "core/util/time.h"
+#include "recorder/tracking/cgcpu.h"
 #include "recorder/tracking/proc_mem.h"
 
 /* The ingest thread's set of pids seen (open addressing, 0 empty), filled
@@ -57,7 +58,10 @@ struct fr_memsample {
 
 	/* The sampler thread's. */
 	uint32_t pids[NOTED_MAX + FR_MEMSAMPLE_WATCH_MAX], npids, rotate;
-	struct msample batch[FR_MEMSAMPLE_MAX_PIDS + 1];
+	struct msample batch[FR_MEMSAMPLE_MAX_PIDS + 1 + FR_CGCPU_READS];
+	struct fr_cgcpu *cg; /* NULL: throttling not sampled */
+	struct fr_cgcpu_sample cgs[FR_CGCPU_READS];
+	char throttle_error[256];
 	int have_base;
 	uint64_t pressure_base;
 	char pressure_error[320];
@@ -225,6 +229,25 @@ static uint32_t read_pressure(struct fr_memsample *m, struct msample *out)
 	return 1;
 }
 
+/* The throttled samples of this tick's cgroups into `out` (room for
+ * FR_CGCPU_READS). */
+static uint32_t throttled(struct fr_memsample *m, int64_t deadline, struct msample *out)
+{
+	uint32_t n;
+
+	if (!m->cg)
+		return 0;
+	n = fr_cgcpu_tick(m->cg, m->pids, m->npids, deadline, m->cgs, FR_CGCPU_READS);
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = (struct msample){
+			.time_ns = m->cgs[i].time_ns,
+			.pid = m->cgs[i].pid,
+			.event = FR_EVENT_THROTTLED,
+			.weight = m->cgs[i].throttled_ns,
+		};
+	return n;
+}
+
 /* One tick: the pressure, then at most FR_MEMSAMPLE_MAX_PIDS processes,
  * starting where the last tick's turn ended, within the budget. */
 static uint32_t tick(struct fr_memsample *m)
@@ -256,6 +279,7 @@ static uint32_t tick(struct fr_memsample *m)
 	count(&m->st.rss_samples, n - np);
 	count(&m->st.skipped, m->npids - done);
 	m->rotate += done;
+	n += throttled(m, t0 + FR_MEMSAMPLE_BUDGET_NS, &m->batch[n]);
 	count(&m->st.busy_ns, (uint64_t)(fr_now_mono_ns() - t0));
 	count(&m->st.ticks, 1);
 	return n;
@@ -309,12 +333,14 @@ static void memsample_free(struct fr_memsample *m)
 {
 	free(m->queue);
 	free(m->out);
+	fr_cgcpu_free(m->cg);
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
 
-int fr_memsample_start(struct fr_memsample **out, const char *proc, char *err, size_t errlen)
+int fr_memsample_start(struct fr_memsample **out, const char *proc, unsigned flags, char *err,
+		       size_t errlen)
 {
 	struct fr_memsample *m = calloc(1, sizeof(*m));
 	sigset_t all, old;
@@ -336,6 +362,9 @@ int fr_memsample_start(struct fr_memsample **out, const char *proc, char *err, s
 		fr_set_err(err, errlen, "memory samples: out of memory");
 		return -ENOMEM;
 	}
+	if ((flags & FR_MEMSAMPLE_THROTTLE) &&
+	    fr_cgcpu_new(&m->cg, proc, m->throttle_error, sizeof(m->throttle_error)) < 0)
+		fr_log_warn("throttled is not sampled: %s", m->throttle_error);
 	/* Signals are the daemon's: this thread must never receive one. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -371,6 +400,26 @@ void fr_memsample_stats(const struct fr_memsample *m, struct fr_memsample_stats 
 
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+	if (m->cg) {
+		struct fr_cgcpu_stats cs;
+
+		fr_cgcpu_stats(m->cg, &cs);
+		out->cgroups = cs.cgroups;
+		out->throttle_reads = cs.reads;
+		out->throttle_failures = cs.failures;
+		out->throttle_skipped = cs.skipped;
+		out->throttled_samples = cs.samples;
+	}
+}
+
+const char *fr_memsample_throttle_error(const struct fr_memsample *m)
+{
+	return m->throttle_error;
+}
+
+const char *fr_memsample_throttle_where(const struct fr_memsample *m)
+{
+	return m->cg ? fr_cgcpu_where(m->cg) : "";
 }
 
 int fr_memsample_pressure_failed(const struct fr_memsample *m)

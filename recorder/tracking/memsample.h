@@ -1,7 +1,9 @@
 /* The memory sampler: once a second, the resident set of the processes
  * that ran (had samples) in the last second or that the recorder watches
  * (processes with allocation rings), and the machine's memory pressure,
- * as FR_EVENT_RSS and FR_EVENT_MEM_PRESSURE samples (core/store/sample.h).
+ * as FR_EVENT_RSS and FR_EVENT_MEM_PRESSURE samples (core/store/sample.h);
+ * with FR_MEMSAMPLE_THROTTLE also the CPU throttling of those processes'
+ * cgroups (cgcpu.h) as FR_EVENT_THROTTLED samples.
  *
  * /proc is read on a thread of its own (fr-memsample, normal priority):
  * a read of /proc/PID/statm can wait on the process's memory map, and the
@@ -41,12 +43,23 @@ struct fr_memsample_stats {
 	uint64_t dropped; /* samples the queue had no room for */
 	uint64_t busy_ns; /* the thread's time reading (CLOCK_MONOTONIC) */
 	uint64_t ticks;
+	/* Throttling (cgcpu.h; 0 without it): cgroups remembered, cpu.stat
+	 * reads, reads that failed or were refused, pids or cgroups left out
+	 * (bounds, budget, a full table), samples. */
+	uint64_t cgroups, throttle_reads, throttle_failures, throttle_skipped, throttled_samples;
 };
+
+/* fr_memsample_start's flags: sample cgroup CPU throttling too. */
+#define FR_MEMSAMPLE_THROTTLE 1u
 
 /* Starts the sampler's thread on `proc` ("/proc"). The pressure file is
  * tried at each tick; a kernel without PSI leaves it out (said once in
- * the log). Returns 0, or -errno with a message in `err`. */
-int fr_memsample_start(struct fr_memsample **out, const char *proc, char *err, size_t errlen);
+ * the log). With FR_MEMSAMPLE_THROTTLE in `flags` throttling is sampled
+ * when a cgroup hierarchy has the cpu controller (else
+ * fr_memsample_throttle_error says why; the rest samples on). Returns 0,
+ * or -errno with a message in `err`. */
+int fr_memsample_start(struct fr_memsample **out, const char *proc, unsigned flags, char *err,
+		       size_t errlen);
 
 /* Stops the thread and frees; accepts NULL. */
 void fr_memsample_stop(struct fr_memsample *m);
@@ -74,5 +87,11 @@ void fr_memsample_stats(const struct fr_memsample *m, struct fr_memsample_stats 
 /* Whether the last read of the pressure file failed (the log said why).
  * Any thread. */
 int fr_memsample_pressure_failed(const struct fr_memsample *m);
+
+/* Why throttling is not sampled ("" when it is or was not asked for),
+ * and where it is read from otherwise ("cgroup v1 at ..."). Set at start,
+ * any thread after. */
+const char *fr_memsample_throttle_error(const struct fr_memsample *m);
+const char *fr_memsample_throttle_where(const struct fr_memsample *m);
 
 #endif

@@ -226,4 +226,3 @@ ch_cleanup() {
 	cleanup
 }
 trap ch_cleanup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT

@@ -15,7 +15,6 @@ USER_NAME=frdump$$
 useradd --system --no-create-home --shell /usr/sbin/nologin "$USER_NAME" 2>"$T/useradd.err" ||
 	skip "cannot create a user: $(cat "$T/useradd.err")"
 trap 'userdel "$USER_NAME" 2>/dev/null; cleanup' EXIT
-[ -n "${FR_KEEP:-}" ] && trap 'userdel "$USER_NAME" 2>/dev/null' EXIT
 USER_UID=$(id -u "$USER_NAME")
 as_user() { runuser -u "$USER_NAME" -- "$@"; }
 

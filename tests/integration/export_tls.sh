@@ -45,7 +45,6 @@ RING2=$T/ring2 SOCK2=$T/sock2
 "$FLIGHTRECD" --ring "$RING2" --socket "$SOCK2" --config "$T/bad.json" >>"$T/daemon2.log" 2>&1 &
 PID2=$!
 trap 'kill -9 $PID2 2>/dev/null; ch_cleanup' EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
 wait_answering "$SOCK2" "$PID2"
 status_field() {
 	"$FLIGHTREC" status --json --socket "$1" |

@@ -38,7 +38,6 @@ stop_second() {
 	wait "$PID2" 2>/dev/null
 }
 trap 'stop_second; ch_cleanup' EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
 
 # The window's first whole second begins after both recorders started.
 wait_until 5 "a second begun after the start" \

@@ -29,10 +29,10 @@ cleanup() {
 		wait "$DAEMON_PID" 2>/dev/null
 	fi
 	jobs -p | xargs -r kill -9 2>/dev/null
-	rm -rf "$T"
+	# FR_KEEP=1 keeps the directory to look at, never a daemon running.
+	[ -n "${FR_KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
 
 fail() {
 	echo "FAIL: $*" >&2
@@ -62,7 +62,6 @@ need_test_users() {
 		command -v "$c" >/dev/null || skip "needs $c (passwd, util-linux) to create a test user"
 	done
 	trap test_users_cleanup EXIT
-	[ -n "${FR_KEEP:-}" ] && trap - EXIT
 	chmod 0711 "$T"
 	SOCK=$T/run/flightrec.sock
 	export FLIGHTREC_SOCKET=$SOCK

@@ -28,7 +28,6 @@ mount_loopfs() {
 	truncate -s 64M "$T/fs.img" && mkfs.ext4 -q -F "$T/fs.img" || fail "mkfs.ext4 failed"
 	mkdir "$LOOPFS"
 	trap loopfs_cleanup EXIT
-	[ -n "${FR_KEEP:-}" ] && trap - EXIT
 	mount -o "loop${1:+,$1}" "$T/fs.img" "$LOOPFS" 2>"$T/mount.err" ||
 		skip "cannot mount a loop device here: $(cat "$T/mount.err")"
 	chmod 0700 "$LOOPFS"

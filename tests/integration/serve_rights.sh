@@ -29,7 +29,6 @@ serve_rights_cleanup() {
 	test_users_cleanup
 }
 trap serve_rights_cleanup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
 add_test_group "$G"
 add_test_user "$U" "$G" -M
 start_daemon

@@ -16,7 +16,6 @@ serve_user_cleanup() {
 	test_users_cleanup
 }
 trap serve_user_cleanup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
 add_test_group "$G"
 add_test_user "$U" "$G"
 mkdir "$T/u" && chown "$U" "$T/u" && chmod 0700 "$T/u"

@@ -28,7 +28,6 @@ cleanup_cgroup() {
 	cleanup
 }
 trap cleanup_cgroup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
 # A name of its own (the kernel keeps 15 characters), so that no other
 # process on the machine matches --comm.
 COMM=frat$$

@@ -34,7 +34,6 @@ suid_cleanup() {
 	test_users_cleanup
 }
 trap suid_cleanup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
 make_suid_dir
 suid_copy "$BLOCK" suidblock
 cp "$BLOCK" "$SUID_DIR/userblock" && chown "$U" "$SUID_DIR/userblock" || fail "cannot copy block"

@@ -21,7 +21,6 @@ tracker_cleanup() {
 	test_users_cleanup
 }
 trap tracker_cleanup EXIT
-[ -n "${FR_KEEP:-}" ] && trap - EXIT
 make_suid_dir
 suid_copy "$BURN" suidburn
 mkdir "$T/out" && chown "$U" "$T/out"

@@ -3,8 +3,21 @@
 #define FR_TESTS_FILES_H
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <unistd.h>
+
+/* Writes `text` to `path` (created or truncated). Returns 0, or -1. */
+static inline int test_write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fputs(text, f) < 0 ? -1 : 0;
+	return fclose(f) == 0 ? ret : -1;
+}
 
 /* Copies file `from` to a new file `to` (which must not exist) with
  * `mode`. Returns 0, or -1 with errno set. */

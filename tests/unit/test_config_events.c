@@ -2,9 +2,10 @@
  * instead of "hz"): accepted values, their round trip through
  * fr_config_to_json, and the exact message of each mistake. Raw events
  * with the full config, config1 and config2: kept through the round trip,
- * and a malformed one refused with what is wrong with it. wakeup and
- * runqueue: accepted beside offcpu, refused beside its perf mechanism,
- * with a rate or a min_wait of their own. */
+ * and a malformed one refused with what is wrong with it. A series the
+ * recorder samples by itself (throttled) refused as a session's event.
+ * wakeup and runqueue: accepted beside offcpu, refused beside its perf
+ * mechanism, with a rate or a min_wait of their own. */
 #include "config/config.h"
 
 #include <errno.h>
@@ -57,6 +58,10 @@ static const struct bad bad_events[] = {
 	 E0 ".hz: runqueue records every context switch and takes no rate; leave \"hz\" out"},
 	{EV("{\"event\":\"wakeup\",\"min_wait\":\"5ms\"}"),
 	 E0 ".min_wait: only offcpu takes it; leave it out"},
+	{EV("{\"event\":\"throttled\"}"),
+	 E0 ".event: throttled is recorded always, not by a session: see it with `flightrec "
+	    "timeline --event throttled`; a session dumps at OOM kills with the trigger {\"on\": "
+	    "\"oom\"}"},
 	{EV("{\"event\":\"offcpu\",\"period\":10}"),
 	 E0 ".period: offcpu records every context switch and takes no rate; leave \"period\" "
 	    "out"},

@@ -18,6 +18,7 @@
 #include "core/util/time.h"
 #include "recorder/tracking/memsample.h"
 #include "tests/unit/check.h"
+#include "tests/unit/files.h"
 
 #define NPIDS 600
 #define PID0 1000
@@ -29,14 +30,7 @@ static long page;
 
 static void write_file(const char *path, const char *text)
 {
-	FILE *f = fopen(path, "w");
-
-	if (!f) {
-		CHECK(0, "cannot write %s", path);
-		return;
-	}
-	fputs(text, f);
-	fclose(f);
+	CHECK(test_write_text(path, text) == 0, "cannot write %s", path);
 }
 
 static void make_proc(uint32_t pid, uint64_t resident)
@@ -135,7 +129,7 @@ int main(void)
 	set_pressure(1000);
 
 	memset(&g, 0, sizeof(g));
-	CHECK(fr_memsample_start(&m, root, err, sizeof(err)) == 0, "start: %s", err);
+	CHECK(fr_memsample_start(&m, root, 0, err, sizeof(err)) == 0, "start: %s", err);
 	if (!m)
 		return 1;
 	fr_memsample_watch_pids(m, watch, 2);
