@@ -470,6 +470,31 @@ static int parse_users(struct config_ctx *c, const cJSON *users, const char *pat
 
 /* A session's "events" at `path` into sess: one cpu event at the default
  * rate when there is none. Returns 0 or -EINVAL with the message set. */
+/* wakeup and runqueue are recorded by offcpu's eBPF program: not beside
+ * offcpu's perf mechanism in one session. */
+static int check_wake_events(struct config_ctx *c, const char *path,
+			     const struct fr_config_session *sess)
+{
+	char sub[PATH_MAX_LEN];
+	int perf = -1, wake = -1;
+
+	for (uint32_t i = 0; i < sess->nevents; i++) {
+		if (sess->events[i].event == FR_EVENT_OFFCPU &&
+		    sess->events[i].mechanism == FR_CONFIG_OFFCPU_PERF)
+			perf = (int)i;
+		if (sess->events[i].event == FR_EVENT_WAKEUP ||
+		    sess->events[i].event == FR_EVENT_RUNQUEUE)
+			wake = (int)i;
+	}
+	if (perf < 0 || wake < 0)
+		return 0;
+	config_join_index(sub, path, (uint32_t)wake);
+	return config_fail(c, sub,
+			   "%s is recorded by offcpu's eBPF program and cannot be with "
+			   "\"mechanism\": \"perf\"; leave offcpu's mechanism out",
+			   fr_event_name(sess->events[wake].event));
+}
+
 static int parse_events(struct config_ctx *c, const cJSON *events, const char *path,
 			struct fr_config_session *sess, struct fr_config *cfg)
 {
@@ -503,7 +528,7 @@ static int parse_events(struct config_ctx *c, const cJSON *events, const char *p
 		if (ret < 0)
 			return ret;
 	}
-	return 0;
+	return check_wake_events(c, path, sess);
 }
 
 static int parse_session(struct config_ctx *c, const cJSON *js, const char *path,

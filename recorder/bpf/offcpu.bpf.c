@@ -72,6 +72,7 @@ struct task_struct {
 	int exit_state;
 	unsigned int __state;
 	struct thread_struct thread;
+	char comm[16];
 } __attribute__((preserve_access_index));
 
 /* Before Linux 5.14 the state was `long state`. */
@@ -143,6 +144,13 @@ struct task_state {
 	__u32 pending;
 	__u32 out_preempt; /* left the CPU preempted (still runnable) */
 	__u32 tw_armed;	   /* its task work is scheduled and has not run */
+	/* Runnable since (left the CPU runnable, or the first wake of its
+	 * wait: the first waker wins); 0: blocked, or running. */
+	__u64 runnable_at;
+	/* Delays from runnable to running under min_wait, added up for the
+	 * next SHORT record. */
+	__u64 rq_ns;
+	__u32 rq_n, _pad;
 };
 
 /* A thread whose last long wait waits for its user stack (created at the
@@ -151,6 +159,9 @@ struct pending_wait {
 	__u64 start, end;
 	__u64 uip; /* user IP of the kernel entry it blocked in */
 	__u32 cpu, nr_kernel;
+	__u32 in_cpu, _pad;
+	__u64 runnable_at; /* as fr_bpf_wait_head's */
+	char ran_instead[16];
 	__u64 kips[FR_BPF_FRAMES];
 };
 
@@ -203,6 +214,14 @@ struct {
 	__type(value, struct fr_bpf_open);
 } open_scratch SEC(".maps");
 
+/* The task's scheduler state (0: TASK_RUNNING). */
+static __always_inline unsigned int task_state_of(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return (unsigned int)BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
 static struct fr_bpf_counters *counts(void)
 {
 	__u32 zero = 0;
@@ -238,7 +257,7 @@ static void emit_short(struct task_struct *t, struct task_state *s, __u64 now, i
 	struct fr_bpf_wait_head *r;
 
 	s->short_flushed = now;
-	if (!s->short_n)
+	if (!s->short_n && !s->rq_n)
 		return;
 	r = bpf_ringbuf_reserve(&waits, sizeof(*r), 0);
 	if (!r) {
@@ -259,9 +278,16 @@ static void emit_short(struct task_struct *t, struct task_state *s, __u64 now, i
 	r->flags = 0;
 	r->nr_kernel = 0;
 	r->nr_user = 0;
+	r->runnable_at = 0;
+	r->ran_instead[0] = 0;
+	r->rq_total = s->rq_ns;
+	r->rq_count = s->rq_n;
+	r->in_cpu = r->cpu;
 	bpf_ringbuf_submit(r, submit_flags());
 	s->short_ns = 0;
 	s->short_n = 0;
+	s->rq_ns = 0;
+	s->rq_n = 0;
 	if (c)
 		c->short_recs++;
 }
@@ -362,6 +388,11 @@ static void fill_head(struct fr_bpf_wait_head *h, struct task_struct *t,
 	h->nr_kernel = p->nr_kernel;
 	h->flags = 0;
 	h->nr_user = 0;
+	h->runnable_at = p->runnable_at;
+	__builtin_memcpy(h->ran_instead, p->ran_instead, sizeof(h->ran_instead));
+	h->rq_total = 0;
+	h->rq_count = 0;
+	h->in_cpu = p->in_cpu;
 }
 
 /* The current thread's pending wait with its user registers and a copy of
@@ -493,23 +524,35 @@ static __always_inline int tw_arm(struct task_struct *t, struct task_state *s)
 
 /* Thread `next` comes back after waiting since s->out; tw: its user stack
  * comes from its task work, else from on_sys_exit. */
-static __always_inline void switch_in(void *ctx, struct task_struct *next, struct task_state *s,
-				      __u64 now, int tw)
+static __always_inline void switch_in(void *ctx, struct task_struct *prev, struct task_struct *next,
+				      struct task_state *s, __u64 now, int tw)
 {
-	__u64 wait = now - s->out;
+	__u64 wait = now - s->out, rq_at = s->runnable_at;
 	struct pending_wait *p;
 	struct fr_bpf_counters *c;
 	long n;
 
 	s->out = 0;
+	s->runnable_at = 0;
+	/* Its delay from runnable to running: a long one goes with the
+	 * long wait's record (the recorder's runqueue sample), a short one
+	 * into the thread's total. */
+	if (rq_at && rq_at <= now && now - rq_at < min_wait_ns) {
+		s->rq_ns += now - rq_at;
+		s->rq_n++;
+	}
 	if (wait < min_wait_ns) {
 		s->short_ns += wait;
 		s->short_n++;
 		s->short_last = now;
-		if (s->short_ns >= SHORT_FLUSH_NS || now - s->short_flushed >= SHORT_FLUSH_AGE_NS)
+		if (s->short_ns >= SHORT_FLUSH_NS || s->rq_ns >= SHORT_FLUSH_NS ||
+		    now - s->short_flushed >= SHORT_FLUSH_AGE_NS)
 			emit_short(next, s, now, 0);
 		return;
 	}
+	/* A thread with long waits only still sends its short delays. */
+	if (s->rq_n && (s->rq_ns >= SHORT_FLUSH_NS || now - s->short_flushed >= SHORT_FLUSH_AGE_NS))
+		emit_short(next, s, now, 0);
 	/* A wait that never got its user stack (two long waits in one
 	 * kernel entry) goes now, without one. */
 	if (s->pending)
@@ -523,6 +566,9 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next, struc
 	p->start = now - wait;
 	p->end = now;
 	p->cpu = s->out_cpu;
+	p->runnable_at = rq_at;
+	p->in_cpu = bpf_get_smp_processor_id();
+	bpf_probe_read_kernel_str(p->ran_instead, sizeof(p->ran_instead), prev->comm);
 	n = bpf_get_task_stack(next, p->kips, sizeof(p->kips), 0);
 	p->nr_kernel = n > 0 ? (__u64)n / 8 : 0;
 	c = counts();
@@ -568,6 +614,9 @@ static __always_inline int on_switch_common(void *ctx, _Bool preempt, struct tas
 			s->out = now;
 			s->out_cpu = bpf_get_smp_processor_id();
 			s->out_preempt = preempt;
+			/* Left runnable (preempted, yielded, or woken before it
+			 * slept): waiting for a CPU from now; else from its wake. */
+			s->runnable_at = preempt || !task_state_of(prev) ? now : 0;
 		}
 		c = counts();
 		if (c)
@@ -576,7 +625,7 @@ static __always_inline int on_switch_common(void *ctx, _Bool preempt, struct tas
 	if (next->pid) {
 		s = bpf_task_storage_get(&states, next, 0, 0);
 		if (s && s->out)
-			switch_in(ctx, next, s, now, tw);
+			switch_in(ctx, prev, next, s, now, tw);
 	}
 	return 0;
 }
@@ -623,6 +672,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
+#include "recorder/bpf/offcpu_wake.h"
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *t)
 {
@@ -637,14 +688,6 @@ int BPF_PROG(on_exit, struct task_struct *t)
 		emit_long(ctx, t, s, 0);
 	emit_short(t, s, bpf_ktime_get_ns(), 1);
 	return 0;
-}
-
-/* The task's scheduler state (0: TASK_RUNNING). */
-static __always_inline unsigned int task_state_of(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return (unsigned int)BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
 SEC("iter/task")

@@ -32,6 +32,8 @@
 enum fr_bpf_wait_kind {
 	FR_BPF_WAIT_LONG = 1,
 	FR_BPF_WAIT_SHORT = 2,
+	FR_BPF_WAKE = 4, /* a struct fr_bpf_wake (apart from the labels' 3
+			  * and Python's 5) */
 };
 
 /* The largest stack copy (core/config's "stack_copy" bound). */
@@ -54,6 +56,16 @@ struct fr_bpf_wait_head {
 	__u32 flags;
 	__u32 nr_kernel;
 	__u32 nr_user; /* user frames in uips; with FR_BPF_WAIT_COPY, bytes of stack */
+	/* LONG: when it became runnable (woken, or switched out preempted;
+	 * 0: not known, the wakeup program not attached) and the comm of the
+	 * task it took the CPU from at `end`. */
+	__u64 runnable_at;
+	char ran_instead[16];
+	/* SHORT: the delays from runnable to running under min_wait added up
+	 * since the last SHORT record (of long waits too), and how many. */
+	__u64 rq_total;
+	__u32 rq_count;
+	__u32 in_cpu; /* LONG: the CPU it got at `end` */
 };
 
 struct fr_bpf_wait {
@@ -69,6 +81,36 @@ struct fr_bpf_wait {
 struct fr_bpf_wait_copy {
 	struct fr_bpf_wait_head h;
 	__u64 ip, sp, bp; /* the user registers it entered the kernel with */
+	__u64 kips[FR_BPF_FRAMES];
+	__u8 stack[];
+};
+
+/* fr_bpf_wake.flags: what the program knows of the wake's context (the
+ * recorder tells interrupt context from the kernel stack). */
+#define FR_BPF_WAKE_HARDIRQ 1u
+#define FR_BPF_WAKE_SOFTIRQ 2u /* serving a softirq (ksoftirqd too) */
+#define FR_BPF_WAKE_NMI 4u
+#define FR_BPF_WAKE_COPY 8u	/* regs and nr_user bytes of the waker's stack */
+#define FR_BPF_WAKE_KTHREAD 16u /* the waker is a kernel thread */
+
+/* A long wait's first wake (tp_btf/sched_waking), in the waker's context:
+ * the woken thread and its wait (start: when it switched out, the key the
+ * wait's LONG record is joined by), the waker and its stacks. Kernel
+ * frames always; the user registers and stack copy (stack_copy bytes, as
+ * a struct fr_bpf_wait_copy's) only for a user thread's wake outside
+ * interrupt context. The record is sizeof + stack_copy bytes long. */
+struct fr_bpf_wake {
+	__u32 kind;	/* FR_BPF_WAKE */
+	__u32 pid, tid; /* the woken thread */
+	__u32 waker_pid, waker_tid;
+	__u32 cpu;   /* the waker's */
+	__u64 start; /* the woken thread's wait began (switched out) */
+	__u64 time;  /* the wake (CLOCK_MONOTONIC ns) */
+	__u32 flags;
+	__u32 nr_kernel;
+	__u32 nr_user; /* bytes of stack (FR_BPF_WAKE_COPY) */
+	char waker_comm[16];
+	__u64 ip, sp, bp;
 	__u64 kips[FR_BPF_FRAMES];
 	__u8 stack[];
 };
@@ -108,6 +150,12 @@ struct fr_bpf_counters {
 	/* SHORT records with no room that were not lost: the waits stay in
 	 * the thread's total and go with its next record. */
 	__u64 short_retries;
+	/* Wakeups (the sched_waking program): first wakes of long waits sent,
+	 * of them from interrupt context, and those the ring buffer had no
+	 * room for (lost wakeup samples). */
+	__u64 wakes;
+	__u64 wakes_irq;
+	__u64 wake_drops;
 };
 
 #endif

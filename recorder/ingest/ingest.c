@@ -416,6 +416,12 @@ static uint32_t on_labels(void *arg, const struct fr_bpf_labels_rec *r)
 	return fr_applabels_intern(((struct fr_ingest *)arg)->applabels, r);
 }
 
+static uint32_t on_labels_plus(void *arg, uint32_t base, const struct fr_app_label *extra,
+			       uint32_t n)
+{
+	return fr_applabels_plus(((struct fr_ingest *)arg)->applabels, base, extra, n);
+}
+
 static void on_fork(void *arg, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid,
 		    int64_t time_ns)
 {
@@ -591,6 +597,7 @@ void fr_ingest_init(struct fr_ingest *g, struct fr_sources *sources)
 		.unwind_find = on_unwind_find,
 		.unwind_wait = on_unwind_wait,
 		.labels = on_labels,
+		.labels_plus = on_labels_plus,
 		.python = on_python,
 		.oom = fr_ingest_on_oom,
 		.arg = g,

@@ -22,6 +22,7 @@
 #include "recorder/offcpu.skel.h"
 #include "recorder/bpf/offcpu_bpf.h"
 #include "recorder/sampling/bpf_walk.h"
+#include "recorder/sampling/bpf_wake.h"
 #include "recorder/bpf/labels_bpf.h"
 
 /* Labels records waiting for their thread's wait (a power of two),
@@ -49,6 +50,8 @@ struct fr_bpf_offcpu {
 	int ncpus;
 	int task_work; /* user stacks by task work (else at sys_exit) */
 	uint64_t min_wait_ns;
+	uint32_t extra;			/* FR_PERF_OFFCPU_WAKEUP | _RUNQUEUE */
+	struct fr_bpf_wakes *wakes;	/* their samples */
 	uint32_t stack_copy;		/* bytes of user stack copied (0: frame pointers) */
 	uint32_t ringbuf_bytes;		/* the ring buffer's size */
 	int labels_map_fd;		/* the labels program's process map, or -1 */
@@ -72,7 +75,7 @@ struct fr_bpf_offcpu {
 	/* The program's per-CPU counters, read at each drain (ingest thread),
 	 * and the sum of their drops the last drain took. */
 	struct fr_bpf_counters *percpu;
-	uint64_t drops_taken;
+	uint64_t drops_taken, wake_drops_taken;
 };
 
 /* libbpf's messages go to our log, its debug chatter nowhere. */
@@ -146,6 +149,10 @@ static int on_record(void *ctx, void *data, size_t size)
 			b->h->python(b->h->arg, data, size);
 		return 0;
 	}
+	if (size >= sizeof(w->h.kind) && w->h.kind == FR_BPF_WAKE) {
+		fr_bpf_wakes_record(b->wakes, b->h, &b->unwind, b->clock_offset, data, size);
+		return 0;
+	}
 	if (size < sizeof(w->h))
 		return 0;
 	if (w->h.kind == FR_BPF_LABELS_WAIT) {
@@ -198,8 +205,13 @@ static int on_record(void *ctx, void *data, size_t size)
 			}
 		}
 	}
-	__atomic_add_fetch(&b->samples, 1, __ATOMIC_RELAXED);
-	b->h->sample(b->h->arg, &s);
+	/* Only runqueue delays in it: no offcpu sample. */
+	if (w->h.kind != FR_BPF_WAIT_SHORT || w->h.count) {
+		__atomic_add_fetch(&b->samples, 1, __ATOMIC_RELAXED);
+		b->h->sample(b->h->arg, &s);
+	}
+	if (b->extra)
+		fr_bpf_wakes_wait(b->wakes, b->h, &w->h, &s);
 	return 0;
 }
 
@@ -264,6 +276,10 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 	bpf_program__set_autoload(b->skel->progs.on_switch, task_work == 0);
 	bpf_program__set_autoload(b->skel->progs.on_sys_exit, task_work == 0);
 	bpf_program__set_autoload(b->skel->progs.on_switch_empty, task_work == 2);
+	/* The wakes: what woke a long wait (wakeup), and when a blocked thread
+	 * became runnable (runqueue). */
+	bpf_program__set_autoload(b->skel->progs.on_waking, task_work != 2 && b->extra);
+	b->skel->rodata->wake_records = (b->extra & FR_PERF_OFFCPU_WAKEUP) != 0;
 	/* The labels program's process map, so both read the same processes. */
 	if (b->labels_map_fd >= 0 &&
 	    bpf_map__reuse_fd(b->skel->maps.label_procs, b->labels_map_fd) < 0)
@@ -289,8 +305,8 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 }
 
 int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, uint32_t stack_copy,
-		       int labels_map_fd, int py_procs_fd, int py_threads_fd, char *err,
-		       size_t errlen)
+		       uint32_t extra, int labels_map_fd, int py_procs_fd, int py_threads_fd,
+		       char *err, size_t errlen)
 {
 	struct fr_bpf_offcpu *b = calloc(1, sizeof(*b));
 	const char *tw, *empty;
@@ -307,13 +323,17 @@ int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, uint32_
 	}
 	b->min_wait_ns = min_wait_ns;
 	b->stack_copy = stack_copy;
+	b->extra = extra;
+	b->wakes = fr_bpf_wakes_new(extra, min_wait_ns, stack_copy);
 	b->labels_map_fd = labels_map_fd;
 	b->py_procs_fd = py_procs_fd;
 	b->py_threads_fd = py_threads_fd;
 	b->ringbuf_bytes = ringbuf_bytes(stack_copy);
 	b->ncpus = libbpf_num_possible_cpus();
 	b->percpu = b->ncpus > 0 ? calloc((size_t)b->ncpus, sizeof(*b->percpu)) : NULL;
-	if (!b->percpu) {
+	if (!b->percpu || !b->wakes) {
+		fr_bpf_wakes_free(b->wakes);
+		free(b->percpu);
 		free(b);
 		return -ENOMEM;
 	}
@@ -417,6 +437,10 @@ static void take_drops(struct fr_bpf_offcpu *b, const struct fr_perf_handler *h)
 			     offsetof(struct fr_bpf_counters, drops));
 	if (lost)
 		h->lost(h->arg, FR_EVENT_OFFCPU, lost);
+	lost = fr_drops_take(&b->wake_drops_taken, b->percpu, (size_t)b->ncpus, sizeof(*b->percpu),
+			     offsetof(struct fr_bpf_counters, wake_drops));
+	if (lost)
+		h->lost(h->arg, FR_EVENT_WAKEUP, lost);
 }
 
 uint64_t fr_bpf_offcpu_drain(struct fr_bpf_offcpu *b, const struct fr_perf_handler *h,
@@ -432,6 +456,9 @@ uint64_t fr_bpf_offcpu_drain(struct fr_bpf_offcpu *b, const struct fr_perf_handl
 	/* After the records: a drop counted now was made before this read,
 	 * so no wait is both kept and lost. */
 	take_drops(b, h);
+	/* Wakes whose wait never came (the thread exited, the record was
+	 * lost): without the woken thread's labels, never dropped. */
+	fr_bpf_wakes_expire(b->wakes, h, (uint64_t)fr_now_mono_ns());
 	/* The blocked threads' copies the walker made: unwound here, where
 	 * the tables are, for the next seal's open waits. */
 	fr_bpf_walk_collect(b->walk, unwind_copy, walk_labels, b);
@@ -605,6 +632,7 @@ void fr_bpf_offcpu_close(struct fr_bpf_offcpu *b)
 	ring_buffer__free(b->rb);
 	offcpu_bpf__destroy(b->skel);
 	fr_bpf_walk_free(b->walk);
+	fr_bpf_wakes_free(b->wakes);
 	free(b->percpu);
 	free(b);
 }

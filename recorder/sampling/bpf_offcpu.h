@@ -46,8 +46,8 @@ struct fr_bpf_offcpu;
  * -errno with the reason in `err` (no BTF, no CAP_BPF, a kernel too old
  * for tp_btf or task storage). */
 int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, uint32_t stack_copy,
-		       int labels_map_fd, int py_procs_fd, int py_threads_fd, char *err,
-		       size_t errlen);
+		       uint32_t extra, int labels_map_fd, int py_procs_fd, int py_threads_fd,
+		       char *err, size_t errlen);
 
 /* Attaches (or detaches) the programs. Returns 0 or -errno. */
 int fr_bpf_offcpu_enable(struct fr_bpf_offcpu *b, int on);

@@ -500,6 +500,7 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 	 * (status shows it). */
 	if (cfg->event == FR_EVENT_OFFCPU && cfg->offcpu_mechanism == FR_PERF_OFFCPU_BPF) {
 		if (fr_bpf_offcpu_open(&p->bpf, cfg->min_wait_ns, cfg->stack_copy,
+				       cfg->offcpu_extra,
 				       cfg->labels_map_fd > 0 ? cfg->labels_map_fd : -1,
 				       cfg->py_procs_fd > 0 ? cfg->py_procs_fd : -1,
 				       cfg->py_threads_fd > 0 ? cfg->py_threads_fd : -1,

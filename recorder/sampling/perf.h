@@ -82,6 +82,9 @@ struct fr_perf_config {
 	 * sched_switch tracepoint; and the shortest wait given a stack (bpf). */
 	uint32_t offcpu_mechanism;
 	uint64_t min_wait_ns;
+	/* bpf only: FR_PERF_OFFCPU_WAKEUP and FR_PERF_OFFCPU_RUNQUEUE, the
+	 * wakeup and runqueue events recorded with the waits. */
+	uint32_t offcpu_extra;
 	/* Application labels (recorder/tracking/applabels.h), -1 (or 0) for none: the
 	 * program attached to each CPU's event of a rate-sampled source
 	 * (PERF_EVENT_IOC_SET_BPF), and the process map the off-CPU eBPF
@@ -103,6 +106,8 @@ struct fr_perf_pmu_stats {
 
 /* fr_perf_config.offcpu_mechanism */
 enum { FR_PERF_OFFCPU_BPF = 0, FR_PERF_OFFCPU_PERF = 1 };
+/* fr_perf_config.offcpu_extra */
+enum { FR_PERF_OFFCPU_WAKEUP = 1, FR_PERF_OFFCPU_RUNQUEUE = 2 };
 
 /* How the user stacks of a source's samples were unwound (stack_copy
  * sources); counters only grow. */
@@ -184,6 +189,12 @@ struct fr_perf_handler {
 	/* Optional: the off-CPU eBPF mechanism's Python frames of a thread's
 	 * wait (recorder/bpf/python_bpf.h; `size` bytes), sent before it. */
 	void (*python)(void *arg, const struct fr_bpf_py_rec *r, size_t size);
+	/* Optional: the set of application labels `base` (an app_ref; 0 or
+	 * FR_APP_REF_NONE: none) with the pairs extra[0..n) added, the
+	 * recorder's own (waker_pid, ran_instead, ...: not filtered as a
+	 * program's are). Returns the set (0: none). */
+	uint32_t (*labels_plus)(void *arg, uint32_t base, const struct fr_app_label *extra,
+				uint32_t n);
 	/* Optional: an OOM kill (fr_perf_open_oom's source): `s` is its
 	 * FR_EVENT_OOM sample (pid the victim's, weight its RSS in bytes, no
 	 * stack), `comm` the victim's name as the kernel gave it ("" when

@@ -43,8 +43,9 @@ struct fr_source {
 	 * have fallen back, see fr_perf_offcpu_fallback) and min_wait. */
 	uint32_t mechanism;
 	uint64_t min_wait_ns;
-	char error[256];  /* why it is not recording; "" when it is */
-	int64_t since_ns; /* Unix ns it started recording at this rate */
+	uint32_t offcpu_extra; /* FR_PERF_OFFCPU_WAKEUP | _RUNQUEUE asked */
+	char error[256];       /* why it is not recording; "" when it is */
+	int64_t since_ns;      /* Unix ns it started recording at this rate */
 	/* Counters (atomics). */
 	uint64_t samples, lost, throttled, truncated;
 };

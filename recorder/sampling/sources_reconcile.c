@@ -35,6 +35,9 @@ struct wants {
 	bool perf[FR_SOURCES_MAX];
 	uint32_t perf_copy[FR_SOURCES_MAX];
 	int64_t min_wait[FR_SOURCES_MAX];
+	/* wakeup and runqueue ride on offcpu's eBPF program: asked for, they
+	 * want offcpu and these (FR_PERF_OFFCPU_WAKEUP, _RUNQUEUE). */
+	uint32_t offcpu_extra;
 	/* alloc or heap asked, and the smallest mean asked (0: none said). */
 	bool alloc;
 	uint64_t alloc_mean;
@@ -57,10 +60,18 @@ static uint32_t wanted_stack_copy(const struct wants *w, unsigned k)
 static void want_consumer(struct wants *w, const struct fr_consumer *c)
 {
 	for (uint32_t e = 0; e < c->nevents; e++) {
+		uint32_t event = c->events[e];
+		bool extra = false; /* wakeup or runqueue: offcpu's own settings */
 		unsigned i;
 
-		if (c->follows_only && !fr_event_has_rate(c->events[e]))
+		if (c->follows_only && !fr_event_has_rate(event))
 			continue;
+		if (event == FR_EVENT_WAKEUP || event == FR_EVENT_RUNQUEUE) {
+			w->offcpu_extra |= event == FR_EVENT_WAKEUP ? FR_PERF_OFFCPU_WAKEUP
+								    : FR_PERF_OFFCPU_RUNQUEUE;
+			event = FR_EVENT_OFFCPU;
+			extra = true;
+		}
 		/* No perf source: alloc's mean goes to the processes' rings,
 		 * the other memory events are always recorded. */
 		if (fr_event_is_memory(c->events[e])) {
@@ -71,7 +82,7 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 				w->alloc_mean = c->mean[e];
 			continue;
 		}
-		for (i = 0; i < w->n && w->event[i] != c->events[e]; i++)
+		for (i = 0; i < w->n && w->event[i] != event; i++)
 			;
 		if (i == w->n) {
 			if (w->n == FR_SOURCES_MAX) {
@@ -81,7 +92,7 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 						   FR_SOURCES_MAX, c->name);
 				continue;
 			}
-			w->event[w->n] = c->events[e];
+			w->event[w->n] = event;
 			w->dwarf[w->n] = w->fp[w->n] = false;
 			w->stack_copy[w->n] = 0;
 			w->period[w->n] = 0;
@@ -90,7 +101,9 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 			w->min_wait[w->n] = -1;
 			w->hz[w->n++] = 0;
 		}
-		if (c->mechanism[e] == FR_CONFIG_OFFCPU_PERF + 1) {
+		if (extra) {
+			/* min_wait and the mechanism are offcpu's. */
+		} else if (c->mechanism[e] == FR_CONFIG_OFFCPU_PERF + 1) {
 			w->perf[i] = true;
 			if (c->unwind[e] == FR_CONFIG_UNWIND_DWARF + 1 &&
 			    c->stack_copy[e] > w->perf_copy[i])
@@ -115,6 +128,7 @@ static void want_consumer(struct wants *w, const struct fr_consumer *c)
 static void collect_wants(struct fr_sources *s, struct wants *w, uint64_t *gen)
 {
 	w->n = 0;
+	w->offcpu_extra = 0;
 	w->alloc = false;
 	w->alloc_mean = 0;
 	pthread_mutex_lock(&s->consumers_lock);
@@ -181,6 +195,7 @@ static int open_source(struct fr_sources *s, struct fr_source *src, uint32_t hz,
 				     .period = period,
 				     .offcpu_mechanism = src->mechanism,
 				     .min_wait_ns = src->min_wait_ns,
+				     .offcpu_extra = src->offcpu_extra,
 				     .labels_prog_fd = s->labels_prog_fd,
 				     .labels_map_fd = s->labels_map_fd,
 				     .py_procs_fd = s->py_procs_fd,
@@ -313,6 +328,7 @@ int fr_sources_reconcile(struct fr_sources *s)
 					      : wanted_stack_copy(&w, k);
 		uint64_t min_wait = w.min_wait[k] >= 0 ? (uint64_t)w.min_wait[k]
 						       : FR_CONFIG_MIN_WAIT_DEFAULT;
+		uint32_t extra = w.event[k] == FR_EVENT_OFFCPU ? w.offcpu_extra : 0;
 
 		fr_event_format(w.event[k], name, sizeof(name));
 		if (!src) {
@@ -327,12 +343,19 @@ int fr_sources_reconcile(struct fr_sources *s)
 		    (stack_copy != src->stack_copy || !period != !src->period ||
 		     mech != src->mechanism ||
 		     (mech == FR_PERF_OFFCPU_BPF && min_wait != src->min_wait_ns) ||
+		     extra != src->offcpu_extra ||
 		     (!period && hz > src->hz && fr_perf_rings_too_small(src->perf, hz)))) {
 			close_for_reopen(s, src, name, &drained);
 			changed = 1;
 		}
 		src->mechanism = mech;
 		src->min_wait_ns = min_wait;
+		src->offcpu_extra = extra;
+		if (extra && mech != FR_PERF_OFFCPU_BPF)
+			fr_log_ratelimited(
+				FR_LOG_ERR, 10 * FR_NS_PER_S,
+				"wakeup and runqueue need the eBPF off-CPU mechanism; a "
+				"consumer asks offcpu's perf one, so they are not recorded");
 		if (!src->perf)
 			changed |= open_source(s, src, hz, period, stack_copy, name);
 		else if (period && period != src->period)

@@ -467,6 +467,12 @@ uint32_t fr_applabels_intern(struct fr_applabels *al, const struct fr_bpf_labels
 				   p->keys_id);
 }
 
+uint32_t fr_applabels_plus(struct fr_applabels *al, uint32_t base, const struct fr_app_label *extra,
+			   uint32_t n)
+{
+	return fr_labelsets_plus(al->sets, base, extra, n);
+}
+
 static void on_copy(void *arg, const struct fr_bpf_labels_rec *r)
 {
 	struct fr_applabels *al = arg;

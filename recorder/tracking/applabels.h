@@ -81,6 +81,12 @@ int fr_applabels_timeout_ms(const struct fr_applabels *al);
  * wait's fr_sample.app_ref (0: none). */
 uint32_t fr_applabels_intern(struct fr_applabels *al, const struct fr_bpf_labels_rec *r);
 
+/* Set `base` (an app_ref, 0: none) with the recorder's pairs extra[0..n)
+ * added (fr_labelsets_plus): a wakeup's waker, a runqueue delay's
+ * ran_instead. Returns the set to put in fr_sample.app_ref (0: none). */
+uint32_t fr_applabels_plus(struct fr_applabels *al, uint32_t base, const struct fr_app_label *extra,
+			   uint32_t n);
+
 /* A libflightrec mapping or an exec was seen for `pid`: its labels are
  * looked for (again). */
 void fr_applabels_mapped(struct fr_applabels *al, uint32_t pid, const char *path);

@@ -134,7 +134,10 @@ static bool reserved(const char *key)
 	return strncmp(key, "flightrec.", 10) == 0 && strcmp(key, "flightrec.labels") != 0;
 }
 
-static bool add_pair(struct draft *s, const char *k, size_t klen, const char *v, size_t vlen)
+/* Adds a pair to the draft; `ours`: the recorder's own, never dropped
+ * as reserved. */
+static bool add_pair_as(struct draft *s, const char *k, size_t klen, const char *v, size_t vlen,
+			bool ours)
 {
 	/* A key given twice: the last wins. */
 	for (uint32_t i = 0; i < s->npairs; i++) {
@@ -157,12 +160,17 @@ static bool add_pair(struct draft *s, const char *k, size_t klen, const char *v,
 	memcpy(s->str + s->str_len, v, vlen);
 	s->str_len += (uint32_t)vlen;
 	s->str[s->str_len++] = '\0';
-	if (reserved(s->str + s->key[s->npairs])) {
+	if (!ours && reserved(s->str + s->key[s->npairs])) {
 		s->str_len = s->key[s->npairs];
 		return true;
 	}
 	s->npairs++;
 	return true;
+}
+
+static bool add_pair(struct draft *s, const char *k, size_t klen, const char *v, size_t vlen)
+{
+	return add_pair_as(s, k, klen, v, vlen, false);
 }
 
 static void mark_bad(struct draft *s)
@@ -465,48 +473,32 @@ static uint32_t id_of(const struct fr_labelsets *ls, const struct set *s)
 	return (uint32_t)((s - ls->sets) + 1) | (s->tag << ID_INDEX_BITS);
 }
 
-uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t fr_len,
-			     const uint8_t *otel, size_t otel_len, const char *const *keys,
-			     uint32_t nkeys, uint64_t keys_id)
+/* The set of these raw bytes, or NULL. */
+static struct set *find_set(struct fr_labelsets *ls, uint64_t h, uint64_t keys_id,
+			    const uint8_t *fr, size_t fr_len, const uint8_t *otel, size_t otel_len)
 {
-	struct draft *d = &ls->draft;
-	uint64_t h;
-	uint32_t k, i;
-	struct set *s;
+	for (uint32_t k = slot_of(h); ls->index[k]; k = (k + 1) % SLOTS) {
+		struct set *s = &ls->sets[ls->index[k] - 1];
 
-	if (fr_len > FR_BPF_LABELS_FR_MAX)
-		fr_len = FR_BPF_LABELS_FR_MAX;
-	if (otel_len > FR_BPF_LABELS_OTEL_MAX)
-		otel_len = FR_BPF_LABELS_OTEL_MAX;
-	if ((!fr_len || !fr) && (!otel_len || !otel))
-		return 0;
-	if (!fr)
-		fr_len = 0;
-	if (!otel)
-		otel_len = 0;
-	/* The same bytes under another process's key names are another set. */
-	if (!otel_len)
-		keys_id = 0;
-	h = raw_hash(fr, fr_len, otel, otel_len) ^ keys_id;
-	for (k = slot_of(h); ls->index[k]; k = (k + 1) % SLOTS) {
-		s = &ls->sets[ls->index[k] - 1];
 		if (s->hash == h && s->keys_id == keys_id && s->fr_len == fr_len &&
 		    s->otel_len == otel_len && memcmp(s->raw, fr, fr_len) == 0 &&
 		    memcmp(s->raw + fr_len, otel, otel_len) == 0) {
 			s->used_gen = ls->gen;
-			return s->npairs ? id_of(ls, s) : 0;
+			return s;
 		}
 	}
-	if (!ls->nfree && !sweep(ls)) {
-		ls->full++;
-		return id_of(ls, &ls->sets[0]);
-	}
-	d->npairs = 0;
-	d->str_len = 0;
-	if (fr_len)
-		decode_fr(d, fr, fr_len);
-	if (otel_len)
-		decode_otel(d, otel, otel_len, keys, nkeys);
+	return NULL;
+}
+
+/* A new set of the draft's pairs under these raw bytes (a free entry
+ * there must be). Returns its id, 0 without memory or pairs. */
+static uint32_t store_draft(struct fr_labelsets *ls, uint64_t h, uint64_t keys_id,
+			    const uint8_t *fr, size_t fr_len, const uint8_t *otel, size_t otel_len)
+{
+	struct draft *d = &ls->draft;
+	uint32_t k, i;
+	struct set *s;
+
 	i = ls->free_list[--ls->nfree];
 	s = &ls->sets[i];
 	s->raw = malloc(fr_len + otel_len + d->str_len + 1);
@@ -535,6 +527,79 @@ uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t 
 		;
 	ls->index[k] = i + 1;
 	return s->npairs ? id_of(ls, s) : 0;
+}
+
+uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t fr_len,
+			     const uint8_t *otel, size_t otel_len, const char *const *keys,
+			     uint32_t nkeys, uint64_t keys_id)
+{
+	struct draft *d = &ls->draft;
+	struct set *s;
+	uint64_t h;
+
+	if (fr_len > FR_BPF_LABELS_FR_MAX)
+		fr_len = FR_BPF_LABELS_FR_MAX;
+	if (otel_len > FR_BPF_LABELS_OTEL_MAX)
+		otel_len = FR_BPF_LABELS_OTEL_MAX;
+	if ((!fr_len || !fr) && (!otel_len || !otel))
+		return 0;
+	if (!fr)
+		fr_len = 0;
+	if (!otel)
+		otel_len = 0;
+	/* The same bytes under another process's key names are another set. */
+	if (!otel_len)
+		keys_id = 0;
+	h = raw_hash(fr, fr_len, otel, otel_len) ^ keys_id;
+	s = find_set(ls, h, keys_id, fr, fr_len, otel, otel_len);
+	if (s)
+		return s->npairs ? id_of(ls, s) : 0;
+	if (!ls->nfree && !sweep(ls)) {
+		ls->full++;
+		return id_of(ls, &ls->sets[0]);
+	}
+	d->npairs = 0;
+	d->str_len = 0;
+	if (fr_len)
+		decode_fr(d, fr, fr_len);
+	if (otel_len)
+		decode_otel(d, otel, otel_len, keys, nkeys);
+	return store_draft(ls, h, keys_id, fr, fr_len, otel, otel_len);
+}
+
+/* Sets made by fr_labelsets_plus are keyed by their pairs' strings, apart
+ * from the records' bytes by this keys_id. */
+#define PLUS_KEYS_ID 0x2b6c6162656c732bull
+
+uint32_t fr_labelsets_plus(struct fr_labelsets *ls, uint32_t base, const struct fr_app_label *extra,
+			   uint32_t n)
+{
+	struct fr_app_label pairs[FR_CHUNK_APP_PAIRS];
+	struct draft *d = &ls->draft;
+	int nb = base ? fr_labelsets_pairs(ls, base, pairs) : 0;
+	struct set *s;
+	uint64_t h;
+
+	d->npairs = 0;
+	d->str_len = 0;
+	for (int i = 0; i < nb; i++)
+		add_pair_as(d, pairs[i].key, strlen(pairs[i].key), pairs[i].value,
+			    strlen(pairs[i].value), true);
+	for (uint32_t i = 0; i < n; i++)
+		if (extra[i].key && extra[i].value && *extra[i].key && *extra[i].value)
+			add_pair_as(d, extra[i].key, strlen(extra[i].key), extra[i].value,
+				    strlen(extra[i].value), true);
+	if (!d->npairs)
+		return 0;
+	h = raw_hash((const uint8_t *)d->str, d->str_len, NULL, 0) ^ PLUS_KEYS_ID;
+	s = find_set(ls, h, PLUS_KEYS_ID, (const uint8_t *)d->str, d->str_len, NULL, 0);
+	if (s)
+		return s->npairs ? id_of(ls, s) : 0;
+	if (!ls->nfree && !sweep(ls)) {
+		ls->full++;
+		return id_of(ls, &ls->sets[0]);
+	}
+	return store_draft(ls, h, PLUS_KEYS_ID, (const uint8_t *)d->str, d->str_len, NULL, 0);
 }
 
 int fr_labelsets_pairs(struct fr_labelsets *ls, uint32_t id, struct fr_app_label *out)

@@ -51,6 +51,14 @@ uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t 
 			     const uint8_t *otel, size_t otel_len, const char *const *keys,
 			     uint32_t nkeys, uint64_t keys_id);
 
+/* The set of set `base`'s pairs (0: none) with extra[0..n) added: the
+ * recorder's own pairs (waker_comm, ran_instead, ...), kept whatever
+ * their names (a key of base given again takes the extra's value); empty
+ * keys or values are left out. Returns its id (>= 1), 0 when it has no
+ * pairs. The table full: the table-full set, as fr_labelsets_intern. */
+uint32_t fr_labelsets_plus(struct fr_labelsets *ls, uint32_t base, const struct fr_app_label *extra,
+			   uint32_t n);
+
 /* The pairs of set `id` into out (at most FR_CHUNK_APP_PAIRS), borrowed
  * until the next call that changes `ls`; marks the set used by the chunk
  * being sealed. Returns how many, 0 for an unknown (or dropped) id. */
