@@ -28,9 +28,9 @@ JSON
 	fail "the recorder refuses a session with wakeup: $(cat "$T/check.out")"
 start_daemon --config "$T/config.json"
 
-"$PROG" $((W + 6)) >"$T/prog.out" &
+"$PROG" 120 >"$T/prog.out" &
 PROG_PID=$!
-wait_until 10 "wakeup_pipe to start" 'grep -q "^pid=" "$T/prog.out"'
+wait_until 10 "wakeup_pipe to start" 'grep -qs "^pid=" "$T/prog.out"'
 read -r PID CONSUMER WORKER SLEEPER < <(sed -n \
 	's/^pid=\([0-9]*\) consumer=\([0-9]*\) worker=\([0-9]*\) sleeper=\([0-9]*\)$/\1 \2 \3 \4/p' \
 	"$T/prog.out")
@@ -125,7 +125,7 @@ done
 	fail "top --by label:waker_comm failed: $(cat "$T/top.err")"
 grep -q "^waker_comm=producer$" "$T/by.out" && grep -q "^waker_comm=signaler$" "$T/by.out" ||
 	fail "top --by label:waker_comm has no producer and signaler tables: $(cat "$T/by.out")"
-"$FLIGHTREC" timeline --from "@$from" --to "@$to" --event wakeup --json >"$T/tl.json" \
+"$FLIGHTREC" timeline --from "@$from" --to "@$to" --event wakeup --top 32 --json >"$T/tl.json" \
 	2>"$T/tl.err" || fail "timeline --event wakeup failed: $(cat "$T/tl.err")"
 python3 - "$T/tl.json" "$PID" "$W" <<'PY' || fail "timeline --event wakeup: $(head -c 600 "$T/tl.json")"
 import json, sys

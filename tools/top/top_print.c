@@ -151,16 +151,38 @@ static int sorts_by_cum(const struct fr_pprof_data *d, size_t col, const struct 
 	       strcmp(d->types[col].type, "runqueue") == 0;
 }
 
-/* What a wakeup or runqueue table's values are, said once above it. */
-static void print_meaning(const struct fr_pprof_data *d, size_t col)
+/* Without --sort, a wakeup or runqueue table leaves the kernel's
+ * functions out: every row would otherwise start with the waking and
+ * scheduling code all its samples share, and push the program's own
+ * functions (the producer, the lock holder) off the table. Keeps the
+ * other rows in order; returns how many are left. */
+static size_t program_rows(struct fr_top *t)
 {
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nrows; i++) {
+		size_t len = strlen(t->rows[i].name);
+
+		if (len < 4 || strcmp(t->rows[i].name + len - 4, "_[k]") != 0)
+			t->rows[n++] = t->rows[i];
+	}
+	return n;
+}
+
+/* What a wakeup or runqueue table's values are, said once above it. */
+static void print_meaning(const struct fr_pprof_data *d, size_t col, const struct fr_top_opts *o)
+{
+	const char *left = o->sort_cum < 0 ? " (kernel functions left out; --sort shows them)" : "";
+
 	if (strcmp(d->types[col].type, "wakeup") == 0)
 		printf("wakeup: time threads waited until the code below woke them; cum = the "
-		       "waiting each function's callees ended (the critical sections that cost "
-		       "the most waiting), flat = the waking call itself\n");
+		       "waiting each function's callees ended: the critical sections that cost "
+		       "the most waiting%s\n",
+		       left);
 	else if (strcmp(d->types[col].type, "runqueue") == 0)
 		printf("runqueue: time threads were runnable but waited for a CPU, at the stack "
-		       "where they resumed; cum = the waiting of each function and its callees\n");
+		       "where they resumed; cum = the waiting of each function and its callees%s\n",
+		       left);
 }
 
 /* "comm[pid]", "comm" without a pid, "[pid]" without a comm, "-". */
@@ -222,7 +244,7 @@ static void print_table(const struct fr_top *t, const struct fr_pprof_data *d, s
 		fr_format_duration(d->duration_nanos, dur, sizeof(dur));
 	else
 		snprintf(dur, sizeof(dur), "unknown");
-	print_meaning(d, col);
+	print_meaning(d, col, o);
 	printf("Showing top %zu of %zu functions, total %s (%" PRId64 " samples), window %s\n",
 	       limit, t->nrows, tv, t->total_samples, dur);
 	printf("%8s %6s %8s %6s %8s  %-*s%s\n", "flat", "flat%", "cum", "cum%", "samples",
@@ -300,6 +322,8 @@ static int show_one(const struct fr_pprof_data *d, const struct fr_top_opts *o, 
 		return ret;
 	if (t.nrows)
 		qsort(t.rows, t.nrows, sizeof(*t.rows), cum ? by_cum : by_flat);
+	if (o->sort_cum < 0 && cum)
+		t.nrows = program_rows(&t);
 	if (limit > t.nrows)
 		limit = t.nrows;
 	if (arr)
