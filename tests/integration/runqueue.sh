@@ -25,6 +25,7 @@ cat >"$T/config.json" <<'JSON'
 {"sessions": [{"name": "waits", "events": [{"event": "cpu", "hz": 99},
   {"event": "offcpu"}, {"event": "runqueue"}]}]}
 JSON
+began=$(date +%s)
 start_daemon --config "$T/config.json"
 
 "$PROG" 120 0 >"$T/prog.out" &
@@ -77,12 +78,16 @@ sys.exit(0 if ok else 1)
 PY
 	fail "the runqueue time does not match the run delay (see above)"
 
-# The timeline shows the same time, spread over the steps it lasted.
+# The timeline shows the same time, spread over the steps it lasted, and
+# the ring nothing stamped before the recorder started.
 "$FLIGHTREC" timeline --from "@$from" --to "@$to" --event runqueue --top 32 --json >"$T/tl.json" \
 	2>"$T/tl.err" || fail "timeline --event runqueue failed: $(cat "$T/tl.err")"
-python3 - "$T/tl.json" "$PID" <<'PY' || fail "timeline --event runqueue: $(head -c 600 "$T/tl.json")"
+python3 - "$T/tl.json" "$PID" "$began" <<'PY' || fail "timeline --event runqueue: $(head -c 600 "$T/tl.json")"
 import json, sys
 t = json.load(open(sys.argv[1]))
+# No sample stamped before the recorder started (a thread's short delays
+# without a short wait were once stamped at boot).
+assert t["ring"]["first_ns"] >= (int(sys.argv[3]) - 5) * 10**9, t["ring"]
 assert t["event"] == "runqueue" and t["unit"] == "nanoseconds", (t["event"], t["unit"])
 assert any(g.get("pid") == int(sys.argv[2]) and g["total"] > 0 for g in t["groups"]), t["groups"]
 PY
