@@ -43,6 +43,14 @@ d1=$(awk '{ print $2 }' "/proc/$PID/task/$TID/schedstat")
 wait_seals
 "$FLIGHTREC" attach --from "@$from" --to "@$to" --event runqueue --pid "$PID" \
 	-o "$T/rq.pb.gz" 2>"$T/attach.err" || fail "attach failed: $(cat "$T/attach.err")"
+! grep -q "not being recorded" "$T/attach.err" ||
+	fail "runqueue is recorded by the session, attach says otherwise: $(cat "$T/attach.err")"
+# wakeup is not asked by the session: said so (it rides on offcpu's
+# program, which records).
+"$FLIGHTREC" attach --window 2s --event wakeup --pid "$PID" --allow-empty -o "$T/w.pb.gz" \
+	2>"$T/attach.err" || fail "attach --event wakeup failed: $(cat "$T/attach.err")"
+grep -q "wakeup is not being recorded" "$T/attach.err" ||
+	fail "attach --event wakeup does not say wakeup is not recorded: $(cat "$T/attach.err")"
 python3 - "$(dirname "$0")" "$T/rq.pb.gz" "$TID" "$((d1 - d0))" "$W" <<'PY' ||
 import sys
 sys.path.insert(0, sys.argv[1])

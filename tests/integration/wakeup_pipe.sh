@@ -46,6 +46,8 @@ wait_tables_built
 
 "$FLIGHTREC" attach --from "@$from" --to "@$to" --event wakeup --pid "$PID" \
 	-o "$T/wake.pb.gz" 2>"$T/attach.err" || fail "attach failed: $(cat "$T/attach.err")"
+! grep -q "not being recorded" "$T/attach.err" ||
+	fail "wakeup is recorded by the session, attach says otherwise: $(cat "$T/attach.err")"
 python3 "$(dirname "$0")/pprof_samples.py" jsonl "$T/wake.pb.gz" >"$T/wake.jsonl" ||
 	fail "the profile does not read"
 "$FLIGHTREC" attach --from "@$from" --to "@$to" --event wakeup --comm wakeup_pipe \
