@@ -87,6 +87,13 @@ static const struct fr_ipc_mdesc offcpu_m[] = {
 	U64_IF(T, "stack_copies", stack_copies, has_copies),
 	U64_IF(T, "stack_copies_short", stack_copies_short, has_copies),
 	U64_IF(T, "stack_walk_copies_short", stack_walk_copies_short, has_copies),
+	U64_IF(T, "wakes", wakes, has_wake),
+	U64_IF(T, "wakes_dropped", wakes_dropped, has_wake),
+	U64_IF(T, "wakes_irq", wakes_irq, has_wake),
+	U64_IF(T, "wakes_joined", wakes_joined, has_wake),
+	U64_IF(T, "wakes_unlabelled", wakes_unlabelled, has_wake),
+	U64_IF(T, "runqueue_samples", runqueue_samples, has_wake),
+	U64_IF(T, "runqueue_short", runqueue_short, has_wake),
 };
 #undef T
 

@@ -85,6 +85,15 @@ struct fr_ipc_offcpu {
 	uint64_t stack_copies;		  /* "stack_copies": of long waits */
 	uint64_t stack_copies_short;	  /* "stack_copies_short": cut short */
 	uint64_t stack_walk_copies_short; /* "stack_walk_copies_short" */
+	/* With wakeup or runqueue asked (has_wake): */
+	int has_wake;
+	uint64_t wakes;		   /* "wakes": long waits' wakes the program sent */
+	uint64_t wakes_dropped;	   /* "wakes_dropped": no room (wakeup's lost) */
+	uint64_t wakes_irq;	   /* "wakes_irq": of the samples, from interrupts */
+	uint64_t wakes_joined;	   /* "wakes_joined": with the woken thread's labels */
+	uint64_t wakes_unlabelled; /* "wakes_unlabelled": without (wait never came) */
+	uint64_t runqueue_samples; /* "runqueue_samples": delays >= min_wait */
+	uint64_t runqueue_short;   /* "runqueue_short": short delays' samples */
 };
 
 /* A sampling event's "pmu": the counter's precision and multiplexing. */

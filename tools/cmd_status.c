@@ -209,6 +209,13 @@ static void print_offcpu_bpf(const struct fr_ipc_event_status *ev)
 		printf("offcpu:   %" PRIu64 " waits lost (%.3f s off-CPU; no room in the ring "
 		       "buffer: in lost), %" PRIu64 " kept without their labels\n",
 		       o->ringbuf_drops, (double)o->ringbuf_dropped_ns / 1e9, o->labels_dropped);
+	if (o->has_wake)
+		printf("wakeup:   %" PRIu64 " wakes of long waits (%" PRIu64 " lost), %" PRIu64
+		       " from interrupts; %" PRIu64 " with the woken thread's labels, %" PRIu64
+		       " without; runqueue: %" PRIu64 " delays >= min_wait, %" PRIu64
+		       " short-delay records\n",
+		       o->wakes, o->wakes_dropped, o->wakes_irq, o->wakes_joined,
+		       o->wakes_unlabelled, o->runqueue_samples, o->runqueue_short);
 	if (o->has_copies)
 		printf("offcpu:   user stacks unwound from %" PRIu64 "-byte copies: %" PRIu64
 		       " of long waits (%" PRIu64 " cut short where the stack ends), %" PRIu64

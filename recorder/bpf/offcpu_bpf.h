@@ -151,10 +151,8 @@ struct fr_bpf_counters {
 	 * the thread's total and go with its next record. */
 	__u64 short_retries;
 	/* Wakeups (the sched_waking program): first wakes of long waits sent,
-	 * of them from interrupt context, and those the ring buffer had no
-	 * room for (lost wakeup samples). */
+	 * and those the ring buffer had no room for (lost wakeup samples). */
 	__u64 wakes;
-	__u64 wakes_irq;
 	__u64 wake_drops;
 };
 

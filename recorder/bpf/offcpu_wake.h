@@ -29,8 +29,6 @@
  * (the run-queue delay of woken threads). */
 const volatile __u32 wake_records = 0;
 
-#define WAKE_IRQ (FR_BPF_WAKE_HARDIRQ | FR_BPF_WAKE_SOFTIRQ | FR_BPF_WAKE_NMI)
-
 /* The record's tail: the stack copy, or (frame pointers) the user frames. */
 #define WAKE_TAIL (stack_copy ? stack_copy : FR_BPF_FRAMES * 8u)
 
@@ -84,13 +82,10 @@ static __always_inline void emit_wake(void *ctx, struct task_struct *p, __u64 st
 	r->nr_kernel = n > 0 ? (__u32)n / 8 : 0;
 	if (cur->flags & PF_KTHREAD)
 		r->flags |= FR_BPF_WAKE_KTHREAD;
-	else if (!(r->flags & WAKE_IRQ) && cur->pid)
+	else if (cur->pid)
 		wake_user(ctx, cur, r);
-	if (c) {
+	if (c)
 		c->wakes++;
-		if (r->flags & WAKE_IRQ)
-			c->wakes_irq++;
-	}
 	bpf_ringbuf_submit(r, submit_flags());
 }
 

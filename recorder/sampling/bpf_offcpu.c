@@ -578,6 +578,20 @@ uint32_t fr_bpf_offcpu_open_waits(struct fr_bpf_offcpu *b, int64_t clock_offset,
 	return count;
 }
 
+/* The wakeup and runqueue counters of the recorder's side. */
+static void wake_stats(const struct fr_bpf_offcpu *b, struct fr_perf_offcpu_stats *out)
+{
+	struct fr_bpf_wake_counts n;
+
+	fr_bpf_wakes_counts(b->wakes, &n);
+	out->extra = b->extra;
+	out->wakes_irq = n.irq;
+	out->wakes_joined = n.joined;
+	out->wakes_unjoined = n.unjoined;
+	out->rq_samples = n.runqueue;
+	out->rq_short = n.rq_short;
+}
+
 void fr_bpf_offcpu_stats(const struct fr_bpf_offcpu *b, struct fr_perf_offcpu_stats *out)
 {
 	struct fr_bpf_counters *per = calloc((size_t)b->ncpus, sizeof(*per));
@@ -592,6 +606,7 @@ void fr_bpf_offcpu_stats(const struct fr_bpf_offcpu *b, struct fr_perf_offcpu_st
 	out->stack_copy = b->stack_copy;
 	out->open_runnable = __atomic_load_n(&b->open_runnable, __ATOMIC_RELAXED);
 	fr_bpf_walk_counts(b->walk, &wc);
+	wake_stats(b, out);
 	out->walks = wc.asked;
 	out->walks_dropped = wc.dropped;
 	out->walk_copies_short = wc.short_copies;
@@ -611,6 +626,8 @@ void fr_bpf_offcpu_stats(const struct fr_bpf_offcpu *b, struct fr_perf_offcpu_st
 		out->short_retries += per[i].short_retries;
 		out->copies += per[i].copies;
 		out->copies_short += per[i].copy_short;
+		out->wakes += per[i].wakes;
+		out->wake_drops += per[i].wake_drops;
 	}
 	free(per);
 }

@@ -55,11 +55,12 @@ static void count(uint64_t *c)
 	__atomic_add_fetch(c, 1, __ATOMIC_RELAXED);
 }
 
-/* Sends a wake with the woken thread's labels `base` (0: none) and the
+/* Sends a wake (joined: to its wait's record) with the woken thread's
+ * labels `base` (0: none) and the
  * waker's (none for a wake from interrupt context: the thread the
  * interrupt landed on did not wake it). */
 static void send_wake(struct fr_bpf_wakes *w, const struct fr_perf_handler *h,
-		      struct fr_wake_held *k, uint32_t base)
+		      struct fr_wake_held *k, uint32_t base, int joined)
 {
 	char pid[16], tid[16], comm[17];
 	struct fr_app_label extra[3] = {{"waker_pid", pid},
@@ -76,7 +77,7 @@ static void send_wake(struct fr_bpf_wakes *w, const struct fr_perf_handler *h,
 				      : base;
 	if (!k->s.app_ref)
 		k->s.app_ref = FR_APP_REF_NONE;
-	count(base ? &w->n.joined : &w->n.unjoined);
+	count(joined ? &w->n.joined : &w->n.unjoined);
 	count(&w->n.wakes);
 	h->sample(h->arg, &k->s);
 }
@@ -160,7 +161,7 @@ void fr_bpf_wakes_record(struct fr_bpf_wakes *w, const struct fr_perf_handler *h
 		.ips = k->ips,
 	};
 	if (fr_wake_join_put(w->join, k) < 0)
-		send_wake(w, h, k, 0); /* no room: now, without its labels */
+		send_wake(w, h, k, 0, 0); /* no room: now, without its labels */
 }
 
 /* A runqueue sample of `weight` ns on s's stack (or the short delays'
@@ -197,7 +198,7 @@ void fr_bpf_wakes_wait(struct fr_bpf_wakes *w, const struct fr_perf_handler *h,
 {
 	if (w->join && head->kind == FR_BPF_WAIT_LONG &&
 	    fr_wake_join_take(w->join, head->tid, head->start, &w->out))
-		send_wake(w, h, &w->out, s->app_ref);
+		send_wake(w, h, &w->out, s->app_ref, 1);
 	if (!(w->extra & FR_PERF_OFFCPU_RUNQUEUE))
 		return;
 	if (head->kind == FR_BPF_WAIT_LONG && head->runnable_at && head->end >= head->runnable_at &&
@@ -222,7 +223,7 @@ void fr_bpf_wakes_expire(struct fr_bpf_wakes *w, const struct fr_perf_handler *h
 	if (!w->join || now_mono < FR_BPF_WAKE_HOLD_NS)
 		return;
 	while (fr_wake_join_expire(w->join, now_mono - FR_BPF_WAKE_HOLD_NS, &w->out))
-		send_wake(w, h, &w->out, 0);
+		send_wake(w, h, &w->out, 0, 0);
 }
 
 void fr_bpf_wakes_counts(const struct fr_bpf_wakes *w, struct fr_bpf_wake_counts *out)

@@ -24,7 +24,7 @@ struct fr_bpf_wakes;
 struct fr_bpf_wake_counts {
 	uint64_t wakes;	      /* wakeup samples made */
 	uint64_t irq;	      /* of them, wakes from interrupt context */
-	uint64_t joined;      /* sent with the woken thread's labels */
+	uint64_t joined;      /* joined to the woken thread's wait (its labels) */
 	uint64_t unjoined;    /* sent without (its wait never came, or no room) */
 	uint64_t runqueue;    /* runqueue samples of long delays */
 	uint64_t rq_short;    /* runqueue samples of short delays added up */

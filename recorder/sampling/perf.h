@@ -154,6 +154,15 @@ struct fr_perf_offcpu_stats {
 	uint64_t copies_short;	    /* of them cut short (the stack's mapping
 				 * ended, a page not in memory) */
 	uint64_t walk_copies_short; /* open waits' copies cut short */
+	/* wakeup and runqueue (recorder/sampling/bpf_wake.h), when asked: */
+	uint32_t extra;		 /* FR_PERF_OFFCPU_WAKEUP | _RUNQUEUE */
+	uint64_t wakes;		 /* wakes of long waits sent by the program */
+	uint64_t wake_drops;	 /* of them, lost (no room): wakeup's lost */
+	uint64_t wakes_irq;	 /* wakeup samples of wakes from interrupt context */
+	uint64_t wakes_joined;	 /* sent with the woken thread's labels */
+	uint64_t wakes_unjoined; /* sent without (its wait never came) */
+	uint64_t rq_samples;	 /* runqueue samples of long delays */
+	uint64_t rq_short;	 /* runqueue samples of short delays added up */
 };
 
 /* Callbacks for decoded records. Sample times are already converted to

@@ -439,6 +439,14 @@ static void offcpu_status(struct fr_ipc_offcpu *o, const struct fr_source *src)
 	o->open_runnable = st.open_runnable;
 	o->stack_walks = st.walks;
 	o->stack_walks_dropped = st.walks_dropped;
+	o->has_wake = st.extra != 0;
+	o->wakes = st.wakes;
+	o->wakes_dropped = st.wake_drops;
+	o->wakes_irq = st.wakes_irq;
+	o->wakes_joined = st.wakes_joined;
+	o->wakes_unlabelled = st.wakes_unjoined;
+	o->runqueue_samples = st.rq_samples;
+	o->runqueue_short = st.rq_short;
 	if (!st.stack_copy)
 		return;
 	o->has_copies = 1;

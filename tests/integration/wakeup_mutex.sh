@@ -71,9 +71,12 @@ print("requests: %d wakeup samples, %d ns, %d ns under holder_slow" % (len(req),
 assert total > 0, "no wakeup samples of the requests thread"
 assert held >= 0.8 * total, "only %.0f%% under holder_slow: %s" % (
     100.0 * held / total, [s["frames"] for s in req if "holder_slow" not in s["frames"]][:3])
-comms = {s["str"].get("waker_comm") for s in req}
-assert "holder" in comms, "waker_comm: %s" % comms
-assert all(s["str"].get("waker_tid", "").isdigit() for s in req), "a sample without waker_tid"
+# The holder's wakes carry who woke (wakes from interrupt context, the
+# thread's nanosleep between requests late on a busy machine, do not).
+by_holder = [s for s in req if "holder_slow" in s["frames"]]
+comms = {s["str"].get("waker_comm") for s in by_holder}
+assert comms == {"holder"}, "waker_comm: %s" % comms
+assert all(s["str"].get("waker_tid", "").isdigit() for s in by_holder), "no waker_tid"
 LOCK = ("pthread_mutex_lock", "___pthread_mutex_lock", "__pthread_mutex_lock_full",
         "__lll_lock_wait", "lll_lock_wait", "futex_wait", "__futex_abstimed_wait_common")
 lock = sum(s["values"][oi] for s in pp.samples(off)
@@ -93,5 +96,9 @@ assert abs(total - blocked) <= 0.2 * blocked, "wakeup %d ns vs offcpu lock waits
 assert any(s["str"].get("ran_instead") for s in pp.samples(sys.argv[5])), "no ran_instead label"
 PY
 "$FLIGHTREC" status >"$T/status" || fail "status failed"
-grep -i 'wake' "$T/status"
+grep '^wakeup:' "$T/status" || fail "status shows no wakeup counters: $(cat "$T/status")"
+grep -q '^wakeup:   [1-9][0-9]* wakes of long waits .*; [1-9][0-9]* with the woken thread.s labels' \
+	"$T/status" || fail "status: no wakes joined to their waits' labels"
+grep -q 'runqueue: [1-9][0-9]* delays >= min_wait, [1-9][0-9]* short-delay records' "$T/status" ||
+	fail "status: no runqueue samples"
 echo "ok"

@@ -138,10 +138,46 @@ static void test_otel_attributes_not_read(void)
 	fr_labelsets_free(ls);
 }
 
+/* A set plus the recorder's pairs: the base's pairs then the extra ones,
+ * names a program may not use ("tid") kept, an extra key of the base's
+ * taking its value, empty values left out; the same content is the same
+ * set; no base and no pairs is no set. */
+static void test_plus(void)
+{
+	struct fr_labelsets *ls = fr_labelsets_new();
+	struct fr_app_label extra[3] = {{"waker_tid", "42"}, {"k", "mine"}, {"empty", ""}};
+	struct fr_app_label out[FR_CHUNK_APP_PAIRS];
+	uint8_t rec[sizeof(struct fr_labels_record_abi)];
+	uint32_t base, a, b;
+	int n;
+
+	CHECK(ls, "fr_labelsets_new failed");
+	base = fr_labelsets_intern(ls, rec, record(rec, "v1"), NULL, 0, NULL, 0, 0);
+	CHECK(base, "base set");
+	a = fr_labelsets_plus(ls, base, extra, 1);
+	n = fr_labelsets_pairs(ls, a, out);
+	CHECK(a && a != base && n == 2 && !strcmp(out[0].key, "k") && !strcmp(out[0].value, "v1") &&
+		      !strcmp(out[1].key, "waker_tid") && !strcmp(out[1].value, "42"),
+	      "base plus waker_tid: %d pairs", n);
+	CHECK(fr_labelsets_plus(ls, base, extra, 1) == a, "the same content, the same set");
+	b = fr_labelsets_plus(ls, base, extra, 3);
+	n = fr_labelsets_pairs(ls, b, out);
+	CHECK(n == 2 && !strcmp(out[0].key, "waker_tid") && !strcmp(out[1].key, "k") &&
+		      !strcmp(out[1].value, "mine"),
+	      "an extra key replaces the base's, an empty value is left out: %d pairs", n);
+	extra[0].key = "tid";
+	a = fr_labelsets_plus(ls, 0, extra, 1);
+	n = fr_labelsets_pairs(ls, a, out);
+	CHECK(n == 1 && !strcmp(out[0].key, "tid"), "the recorder's own names are kept");
+	CHECK(fr_labelsets_plus(ls, 0, extra + 2, 1) == 0, "nothing: no set");
+	fr_labelsets_free(ls);
+}
+
 int main(void)
 {
 	test_full_table_walked_once_a_seal();
 	test_otel_attributes_not_read();
+	test_plus();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
 	return failures ? 1 : 0;

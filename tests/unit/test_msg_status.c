@@ -84,6 +84,9 @@ static void fill_status(struct fr_ipc_status_reply *r)
 	ev->offcpu.has_bpf = 1;
 	ev->offcpu.has_copies = 1;
 	ev->offcpu.stack_copies = 4;
+	ev->offcpu.has_wake = 1;
+	ev->offcpu.wakes_joined = 5;
+	ev->offcpu.runqueue_short = 6;
 	ev = &r->rec.events[1];
 	snprintf(ev->event, sizeof(ev->event), "cycles");
 	snprintf(ev->state, sizeof(ev->state), "failed");
@@ -141,6 +144,9 @@ static void test_status(void)
 	CHECK(fr_ipc_status_reply_decode(obj, &back, err, sizeof(err)) == 0, "decode: %s", err);
 	cJSON_Delete(obj);
 	CHECK(back.started_ns == r.started_ns, "started_ns %lld", (long long)back.started_ns);
+	CHECK(back.rec.events[0].offcpu.has_wake && back.rec.events[0].offcpu.wakes_joined == 5 &&
+		      back.rec.events[0].offcpu.runqueue_short == 6,
+	      "the wakeup counters did not come back");
 	CHECK(back.rec.nevents == 2 && back.rec.events[0].offcpu.has_copies &&
 		      back.rec.events[1].has_error && back.rec.consumers[0].has_uid &&
 		      !back.rec.consumers[1].has_uid && back.has_symbol_cache &&
