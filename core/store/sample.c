@@ -117,6 +117,7 @@ const char *fr_frame_note_name(unsigned note)
 		[FR_FRAME_NOTE_WAKE_NET] = "[network]",
 		[FR_FRAME_NOTE_WAKE_IRQ] = "[hardware interrupt]",
 		[FR_FRAME_NOTE_WAKE_SOFTIRQ] = "[softirq]",
+		[FR_FRAME_NOTE_WAKER_ELSEWHERE] = "[waker in another process]",
 	};
 
 	return note > 0 && note < FR_FRAME_NOTE_COUNT ? names[note] : "[unknown note]";

@@ -49,6 +49,11 @@ enum fr_frame_note {
 	FR_FRAME_NOTE_WAKE_NET,	    /* network receive or transmit */
 	FR_FRAME_NOTE_WAKE_IRQ,	    /* another hardware interrupt */
 	FR_FRAME_NOTE_WAKE_SOFTIRQ, /* another softirq */
+	/* After the kernel frames of a wakeup sample whose waker is a thread
+	 * of another process: its user frames are not kept, since a sample's
+	 * user addresses are symbolized in the (woken) sample's process;
+	 * waker_pid and waker_comm say who it was. */
+	FR_FRAME_NOTE_WAKER_ELSEWHERE,
 	FR_FRAME_NOTE_COUNT
 };
 #define FR_FRAME_NOTE_ADDR(n) (0x800 + (uint64_t)(n)*16)

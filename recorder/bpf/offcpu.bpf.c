@@ -28,6 +28,14 @@
  *                      at the thread's next switch-out. No program at
  *                      sys_enter: every system call program costs every
  *                      system call of the machine (docs/performance.md).
+ * tp_btf/sched_waking (on_waking, recorder/bpf/offcpu_wake.h; loaded when
+ *                      wakeup or runqueue is asked) a blocked thread's first
+ *                      wake stamps when it became runnable and, for a wait of
+ *                      at least min_wait, sends the waker's stacks (struct
+ *                      fr_bpf_wake). The wait's record then carries its
+ *                      runnable time and the comm of the task it took the
+ *                      CPU from; short run-queue delays are summed into the
+ *                      SHORT record.
  * tp_btf/sched_process_exit  a thread's pending wait and short total go,
  *                      and its task-work slot.
  * iter/task            at each seal, the threads switched out for at least
@@ -125,6 +133,9 @@ const volatile __u64 min_wait_ns = 1000000;
  * only: the verifier takes it as the constant it is, so the record's size
  * is fixed at load. */
 const volatile __u32 stack_copy = 0;
+/* 1: short run-queue delays are summed into the SHORT records (runqueue
+ * asked); 0: the records are as without it. */
+const volatile __u32 rq_records = 0;
 
 #define PAGE 4096u
 #define STACK_PAGES (FR_BPF_STACK_MAX / PAGE)
@@ -539,7 +550,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 	/* Its delay from runnable to running: a long one goes with the
 	 * long wait's record (the recorder's runqueue sample), a short one
 	 * into the thread's total. */
-	if (rq_at && rq_at <= now && now - rq_at < min_wait_ns) {
+	if (rq_records && rq_at && rq_at <= now && now - rq_at < min_wait_ns) {
 		s->rq_ns += now - rq_at;
 		s->rq_n++;
 	}

@@ -280,6 +280,7 @@ static int load_variant(struct fr_bpf_offcpu *b, int task_work)
 	 * became runnable (runqueue). */
 	bpf_program__set_autoload(b->skel->progs.on_waking, task_work != 2 && b->extra);
 	b->skel->rodata->wake_records = (b->extra & FR_PERF_OFFCPU_WAKEUP) != 0;
+	b->skel->rodata->rq_records = (b->extra & FR_PERF_OFFCPU_RUNQUEUE) != 0;
 	/* The labels program's process map, so both read the same processes. */
 	if (b->labels_map_fd >= 0 &&
 	    bpf_map__reuse_fd(b->skel->maps.label_procs, b->labels_map_fd) < 0)

@@ -139,6 +139,12 @@ void fr_bpf_wakes_record(struct fr_bpf_wakes *w, const struct fr_perf_handler *h
 			k->ips[n++] = FR_FRAME_NOTE_ADDR(
 				fr_wake_class_note(w->cls, k->ips, nk, ctx == FR_WAKE_HARDIRQ));
 		count(&w->n.irq);
+	} else if (!(r->flags & FR_BPF_WAKE_KTHREAD) && r->waker_pid != r->pid) {
+		/* Its user addresses mean nothing in the woken process, where
+		 * the sample's are symbolized. */
+		if (n < FR_MAX_FRAMES)
+			k->ips[n++] = FR_FRAME_NOTE_ADDR(FR_FRAME_NOTE_WAKER_ELSEWHERE);
+		count(&w->n.elsewhere);
 	} else if (!(r->flags & FR_BPF_WAKE_KTHREAD)) {
 		n = user_frames(w, h, unwind, r, size, k, nk);
 	}

@@ -29,6 +29,7 @@ struct fr_bpf_wake_counts {
 	uint64_t runqueue;    /* runqueue samples of long delays */
 	uint64_t rq_short;    /* runqueue samples of short delays added up */
 	uint64_t bad_records; /* records too short for what they say */
+	uint64_t elsewhere;   /* wakes by a thread of another process */
 };
 
 /* extra: FR_PERF_OFFCPU_WAKEUP | FR_PERF_OFFCPU_RUNQUEUE, the events

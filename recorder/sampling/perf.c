@@ -508,7 +508,10 @@ int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *e
 			*out = p;
 			return 0;
 		}
-		fr_log_warn("%s; recording offcpu with the perf mechanism", p->bpf_fallback);
+		fr_log_warn("%s; recording offcpu with the perf mechanism%s", p->bpf_fallback,
+			    cfg->offcpu_extra ? ", and no wakeup or runqueue (they need the eBPF "
+						"program)"
+					      : "");
 	}
 
 	base_attr(&attr);
