@@ -12,7 +12,8 @@
 # of its time, in waits of 3-5 ms, each of which another woke); every
 # sample's labels name the woken thread (tid, thread) and, but for the
 # timer's, the waker (waker_comm, waker_tid); `--comm` selects the same
-# samples; `--by label:waker_comm` in top groups them by waker; top sorts
+# samples, and dump --ring reads the same from the ring file;
+# `--by label:waker_comm` in top groups them by waker; top sorts
 # them by cum and shows produce_item among its first rows; timeline
 # --event wakeup has the process.
 . "$(dirname "$0")/lib.sh"
@@ -50,13 +51,17 @@ wait_tables_built
 	fail "wakeup is recorded by the session, attach says otherwise: $(cat "$T/attach.err")"
 python3 "$(dirname "$0")/pprof_samples.py" jsonl "$T/wake.pb.gz" >"$T/wake.jsonl" ||
 	fail "the profile does not read"
+"$FLIGHTREC" dump --ring "$RING" --from "@$from" --to "@$to" --event wakeup --pid "$PID" \
+	-o "$T/dump.pb.gz" 2>"$T/dump.err" || fail "dump --ring --event wakeup: $(cat "$T/dump.err")"
+python3 "$(dirname "$0")/pprof_samples.py" jsonl "$T/dump.pb.gz" >"$T/dump.jsonl" ||
+	fail "the dump does not read"
 "$FLIGHTREC" attach --from "@$from" --to "@$to" --event wakeup --comm wakeup_pipe \
 	-o "$T/comm.pb.gz" 2>"$T/attach.err" || fail "attach --comm failed: $(cat "$T/attach.err")"
 python3 "$(dirname "$0")/pprof_samples.py" jsonl "$T/comm.pb.gz" >"$T/comm.jsonl" ||
 	fail "the --comm profile does not read"
 
 python3 - "$(dirname "$0")" "$T/wake.pb.gz" "$T/wake.jsonl" "$T/comm.jsonl" "$PID" "$CONSUMER" \
-	"$WORKER" "$SLEEPER" "$W" <<'PY' || fail "wakeup samples (see above)"
+	"$WORKER" "$SLEEPER" "$W" "$T/dump.jsonl" <<'PY' || fail "wakeup samples (see above)"
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import pprof_samples as ps
@@ -108,6 +113,10 @@ pt = sum(r["values"][col] for r in rows if r["num"].get("pid") == pid)
 ct = sum(r["values"][col] for r in crows if r["num"].get("pid") == pid)
 if pt != ct:
     bad.append("--comm wakeup_pipe has %d ns of the process, --pid %d ns" % (ct, pt))
+# dump --ring reads the same window from the ring file alike.
+dt = sum(json.loads(l)["values"][col] for l in open(sys.argv[10]))
+if dt != pt:
+    bad.append("dump --ring has %d ns of the process, attach %d ns" % (dt, pt))
 for b in bad:
     print("FAIL: " + b)
 sys.exit(1 if bad else 0)
