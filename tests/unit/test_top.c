@@ -342,10 +342,10 @@ static void test_heap(void)
 
 /* A wakeup profile: every stack's leaf is the kernel's waking code, the
  * program's functions above it. main -> holder_slow -> unlock -> wake
- * (100 ns waited), main -> produce -> write -> wake (30). Unless --sort
- * says, the table is by cum: the first three rows hold holder_slow, not
- * only the waking code's; sorted by flat, wake alone is first; the text
- * table says what the values are. */
+ * (100 ns waited), main -> produce -> write -> wake (30), wake in the
+ * kernel. Unless --sort says, the table is by cum without the kernel's
+ * functions: the first three rows hold holder_slow; sorted by flat,
+ * wake_[k] alone is first; the text table says what the values are. */
 static void test_wakeup(void)
 {
 	struct mem m = {0};
@@ -362,9 +362,20 @@ static void test_wakeup(void)
 	CHECK(p, "fr_pprof_new");
 	fr_pprof_sample_type(p, "samples", "count");
 	fr_pprof_sample_type(p, "wakeup", "nanoseconds");
-	for (int k = 0; k < 6; k++)
-		l[k] = fr_pprof_location(p, 0, 0x10 * (uint64_t)(k + 1),
-					 fr_pprof_function(p, fns[k], NULL, NULL));
+	{
+		uint64_t exe = fr_pprof_mapping(p, 0x1000, 0x2000, 0, "/bin/x", NULL, 1);
+		uint64_t kmap = fr_pprof_mapping(p, 0xffffffff81000000, 0xffffffff82000000, 0,
+						 FR_PROFILE_KERNEL_MAPPING, NULL, 1);
+
+		/* "wake" in the kernel, the others in the program */
+		for (int k = 0; k < 6; k++)
+			l[k] = fr_pprof_location(p, k == 3 ? kmap : exe,
+						 (k == 3 ? 0xffffffff81000000 : 0x1000) +
+							 0x10 * (uint64_t)(k + 1),
+						 fr_pprof_function(p, fns[k], NULL,
+								   k == 3 ? FR_PROFILE_KERNEL_MAPPING
+									  : "/bin/x"));
+	}
 	{
 		const uint64_t s1[] = {l[3], l[2], l[1], l[0]}, s2[] = {l[3], l[5], l[4], l[0]};
 		const int64_t v1[] = {1, 100}, v2[] = {1, 30};
@@ -377,13 +388,14 @@ static void test_wakeup(void)
 	CHECK(fr_gunzip(m.buf, m.len, &raw, &len) == 0 && fr_pprof_read(raw, len, &d) == 0,
 	      "wakeup profile decodes");
 	print_to(d, &o, out, sizeof(out));
-	CHECK(strstr(out, "\"name\":\"holder_slow\"") && !strstr(out, "\"name\":\"produce\""),
-	      "wakeup by cum: %s", out);
+	CHECK(strstr(out, "\"name\":\"holder_slow\"") && !strstr(out, "\"name\":\"produce\"") &&
+		      !strstr(out, "_[k]"),
+	      "wakeup by cum, without the kernel's functions: %s", out);
 	o.sort_cum = 0;
 	o.limit = 1;
 	print_to(d, &o, out, sizeof(out));
-	CHECK(strstr(out, "\"name\":\"wake\"") && !strstr(out, "holder_slow"), "wakeup by flat: %s",
-	      out);
+	CHECK(strstr(out, "\"name\":\"wake_[k]\"") && !strstr(out, "holder_slow"),
+	      "wakeup by flat: %s", out);
 	o.json = 0;
 	o.sort_cum = -1;
 	print_to(d, &o, out, sizeof(out));
