@@ -78,6 +78,10 @@
 			return 'CPUs busy';
 		if (t.event === 'alloc')
 			return 'bytes allocated per second';
+		if (t.event === 'wakeup')
+			return 'threads waiting until another woke them';
+		if (t.event === 'runqueue')
+			return 'threads waiting for a CPU';
 		if (t.unit === 'nanoseconds')
 			return 'threads waiting';
 		return t.event + ' per second';
@@ -87,6 +91,17 @@
 		const stepS = t.step_ns / 1e9;
 		return t.unit === 'nanoseconds' ? v / t.step_ns : v / stepS;
 	}
+
+	/* What the flame graph of an event shows, when its stacks are not
+	 * simply where the time went. */
+	const FLAME_HINTS = {
+		offcpu: 'Where threads waited (each frame: the time waited under it).',
+		wakeup: 'The stacks of the code that woke waiting threads (a thread, or an ' +
+			'interrupt: [timer], [I/O completion], ...), each frame as wide as the ' +
+			'waiting it ended: the critical sections that cost the most waiting.',
+		runqueue: 'Where threads resumed after waiting for a CPU (each frame: the ' +
+			'time runnable but not running under it).',
+	};
 
 	function fillEvents(t, cur) {
 		const sel = $('event');
@@ -280,6 +295,7 @@
 		try {
 			const d = await getJSON('/api/profile?' + q);
 			drawFlame(d.tree, false);
+			$('flame-hint').textContent = FLAME_HINTS[d.event] || '';
 			state.shown = [state.ranges[0]];
 			$('range').textContent = describe(state.ranges[0]) + ', ' + d.range.samples +
 				' samples of ' + d.event;
@@ -302,6 +318,7 @@
 		try {
 			const d = await getJSON('/api/diff?' + q);
 			drawFlame(d.tree, true);
+			$('flame-hint').textContent = FLAME_HINTS[d.event] || '';
 			state.shown = [a, b];
 			$('range').textContent = d.event + ': second range ' + describe(b) +
 				' against the first ' +

@@ -329,7 +329,7 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 {
 	struct chunk_groups cg = {0};
 	uint32_t event = tl->req->event, last_event = UINT32_MAX;
-	int mode = tl_mode(event), spread = mode == TL_SPREAD, ret = 0;
+	int mode = tl_mode(event), offcpu = event == FR_EVENT_OFFCPU, ret = 0;
 	size_t scratch = 0;
 
 	switch (tl->req->by) {
@@ -369,12 +369,12 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 			last_event = c->event[i];
 			tl_note_event(tl, last_event);
 		}
-		if (c->event[i] != event && !(spread && FR_EVENT_IS_OPEN_WAIT(c->event[i])))
+		if (c->event[i] != event && !(offcpu && FR_EVENT_IS_OPEN_WAIT(c->event[i])))
 			continue;
 		g = sample_group(tl, &cg, c, i);
 		if (g < 0)
 			ret = (int)g;
-		else if (!spread)
+		else if (!offcpu)
 			ret = tl_add(tl, (uint32_t)g, c->time_ns[i],
 				     tl_value(event, tl_weight(c, i)), mode);
 		else if (FR_EVENT_IS_OPEN_WAIT(c->event[i]))

@@ -16,7 +16,9 @@
 
 int tl_mode(uint32_t event)
 {
-	if (event == FR_EVENT_OFFCPU)
+	/* A wakeup's or a runqueue delay's weight is a wait that ended at
+	 * its time, spread as an off-CPU wait's (without open waits). */
+	if (event == FR_EVENT_OFFCPU || event == FR_EVENT_WAKEUP || event == FR_EVENT_RUNQUEUE)
 		return TL_SPREAD;
 	return event == FR_EVENT_RSS ? TL_GAUGE : TL_SUM;
 }

@@ -80,7 +80,7 @@ int fr_event_has_rate(uint32_t event)
 	return event != FR_EVENT_OFFCPU && !FR_EVENT_IS_OPEN_WAIT(event) &&
 	       event != FR_EVENT_WAKEUP && event != FR_EVENT_RUNQUEUE &&
 	       !fr_event_is_memory(event) && event != FR_EVENT_ALLOC_FREE &&
-	       event != FR_EVENT_HEAP_LIVE;
+	       event != FR_EVENT_HEAP_LIVE && event != FR_EVENT_THROTTLED;
 }
 
 int fr_event_is_memory(uint32_t event)

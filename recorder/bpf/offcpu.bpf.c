@@ -286,7 +286,9 @@ static void emit_short(struct task_struct *t, struct task_state *s, __u64 now, i
 	r->tid = BPF_CORE_READ(t, pid);
 	r->cpu = s->out_cpu;
 	r->start = 0;
-	r->end = s->short_last;
+	/* With run-queue delays in it, when the last of them ended (a thread
+	 * with only long waits has no short_last: 0 stamped it at boot). */
+	r->end = s->rq_n ? now : s->short_last;
 	r->total = s->short_ns;
 	r->count = s->short_n;
 	r->flags = 0;

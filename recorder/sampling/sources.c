@@ -132,6 +132,7 @@ struct fr_source *fr_sources_find(struct fr_sources *s, uint32_t event)
 int fr_sources_state(struct fr_sources *s, uint32_t event, char *err, size_t errlen)
 {
 	struct fr_source *src;
+	uint32_t extra = 0;
 	int state = 0;
 
 	/* Memory events open no perf source: alloc and heap come from the
@@ -141,9 +142,15 @@ int fr_sources_state(struct fr_sources *s, uint32_t event, char *err, size_t err
 		return event == FR_EVENT_ALLOC || event == FR_EVENT_HEAP
 			       ? fr_sources_alloc_mean(s) != 0
 			       : 1;
+	/* wakeup and runqueue are recorded by offcpu's program when it was
+	 * opened with them. */
+	if (event == FR_EVENT_WAKEUP || event == FR_EVENT_RUNQUEUE)
+		extra = event == FR_EVENT_WAKEUP ? FR_PERF_OFFCPU_WAKEUP : FR_PERF_OFFCPU_RUNQUEUE;
 	pthread_mutex_lock(&s->lock);
-	src = fr_sources_find(s, event);
-	if (src && src->perf) {
+	src = fr_sources_find(s, extra ? FR_EVENT_OFFCPU : event);
+	if (src && src->perf && extra && !(src->offcpu_extra & extra)) {
+		state = 0;
+	} else if (src && src->perf) {
 		state = 1;
 	} else if (src) {
 		snprintf(err, errlen, "%s", src->error);

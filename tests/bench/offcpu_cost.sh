@@ -26,7 +26,13 @@
 #                 attaching any program to every switch costs, the floor;
 #                 "perf-nog": perf without -g, the tracepoint alone;
 #                 "bpf-count": bpftrace running offcpu_probe.bt, the
-#                 per-switch bookkeeping of an eBPF design, no stacks)
+#                 per-switch bookkeeping of an eBPF design, no stacks;
+#                 "cpu+offcpu": {"event": "cpu", "hz": 99} and
+#                 {"event": "offcpu"} by eBPF, whatever the embedded
+#                 default holds; "cpu+offcpu+wakeup": those and
+#                 {"event": "wakeup"}, {"event": "runqueue"})
+#   COST_PEER     the recorder the "per round" column compares with
+#                 (default none): ops/cpu-s over the same round's PEER
 #   COST_ITERS    steps of arithmetic per message of "work" (default
 #                 switches.c's 9000); fewer on a slower machine to bring it
 #                 back to ~100,000 switches/s
@@ -108,6 +114,10 @@ echo '{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99},
   {"event": "offcpu", "mechanism": "perf"}]}]}' >"$T/offcpu-perf.json"
 echo '{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99},
   {"event": "offcpu", "unwind": "fp"}]}]}' >"$T/offcpu-bpf-fp.json"
+echo '{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99},
+  {"event": "offcpu"}]}]}' >"$T/cpu+offcpu.json"
+echo '{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99},
+  {"event": "offcpu"}, {"event": "wakeup"}, {"event": "runqueue"}]}]}' >"$T/cpu+offcpu+wakeup.json"
 if [ -n "${FLIGHTRECD_CONFIG:-}" ]; then
 	cp "$FLIGHTRECD_CONFIG" "$T/offcpu-bpf.json"
 fi
@@ -122,9 +132,11 @@ ctxt() { awk '/^ctxt/ { print $2 }' /proc/stat; }
 start_recorder() {
 	case $1 in
 	none) return ;;
-	cpu | cpu+offcpu-bpf | cpu+offcpu-bpf-fp | cpu+offcpu-bpf-sysexit | cpu+offcpu-bpf-empty | cpu+offcpu-perf)
+	cpu | cpu+offcpu-bpf | cpu+offcpu-bpf-fp | cpu+offcpu-bpf-sysexit | cpu+offcpu-bpf-empty | \
+		cpu+offcpu-perf | cpu+offcpu | cpu+offcpu+wakeup)
 		local cfg=(--config "$T/cpu.json") tw=1 empty=0
 		[ "$1" = cpu+offcpu-perf ] && cfg=(--config "$T/offcpu-perf.json")
+		[ -f "$T/$1.json" ] && cfg=(--config "$T/$1.json")
 		case $1 in cpu+offcpu-bpf*)
 			cfg=()
 			[ -f "$T/offcpu-bpf.json" ] && cfg=(--config "$T/offcpu-bpf.json")
@@ -213,20 +225,21 @@ for w in $works; do
 	echo
 	echo "### $w ($runs rounds of ${secs} s on CPU $cpus, medians)"
 	echo
-	echo "| recorder | ops/s | vs none | ops/cpu-s | vs none | per round | recorder CPU | switches/s |"
+	echo "| recorder | ops/s | vs none | ops/cpu-s | vs none | per round vs ${COST_PEER:-none} | recorder CPU | switches/s |"
 	echo "|---|---|---|---|---|---|---|---|"
-	python3 - "$T/res.$w" $configs <<'PY'
-import statistics, sys
+	COST_PEER=${COST_PEER:-none} python3 - "$T/res.$w" $configs <<'PY'
+import os, statistics, sys
 rows, byround = {}, {}
 for line in open(sys.argv[1]):
     c, r, ops, wall, cpu, rc, x = line.split()
     rows.setdefault(c, []).append((float(ops), float(wall), float(cpu), float(rc), float(x)))
     byround[(c, r)] = float(ops) / float(cpu)
 med = lambda v: statistics.median(v)
-# The spread: ops/cpu-s over the same round's none, median [min-max].
+# The spread: ops/cpu-s over the same round's peer, median [min-max].
+peer = os.environ["COST_PEER"]
 def spread(c):
-    v = sorted(byround[(c, r)] / byround[("none", r)] for (k, r) in byround
-               if k == c and ("none", r) in byround)
+    v = sorted(byround[(c, r)] / byround[(peer, r)] for (k, r) in byround
+               if k == c and (peer, r) in byround)
     return "%.3f [%.3f-%.3f]" % (med(v), v[0], v[-1]) if v else "-"
 def fig(c):
     r = rows[c]

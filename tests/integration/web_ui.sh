@@ -5,8 +5,8 @@
 # burn in the timeline, the flame graph of A brushed with the mouse with
 # fr_burn_heavy's share as in the pprof downloaded from the page (read by
 # flightrec top), zoom on a click, search, the difference of B against A in
-# blue and of A against B in red, another event's timeline, and burn's
-# threads. Screenshots are kept under the build's meson-logs/web_ui/.
+# blue and of A against B in red, another event's timeline, wakeup's and
+# runqueue's with what their stacks are, and burn's threads. Screenshots are kept under the build's meson-logs/web_ui/.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 SRC=${FR_SOURCE_DIR:?}
@@ -20,7 +20,15 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 echo "screenshots and the downloaded profile: $OUT"
 
-start_daemon
+# The embedded default's events, and wakeup and runqueue (not in it), so
+# that the page can be shown those too: the machine's own wakeups (daemons,
+# the recorder's threads, other tests) are enough for a flame graph.
+cat >"$T/config.json" <<'JSON'
+{"sessions": [{"name": "default", "events": [{"event": "cpu", "hz": 99},
+  {"event": "offcpu"}, {"event": "alloc", "mean": "512KiB"}, {"event": "wakeup"},
+  {"event": "runqueue"}]}]}
+JSON
+start_daemon --config "$T/config.json"
 # Range A: burn alone; range B: burn and burn2 (the same program under
 # another name), each one thread.
 cp "$BURN" "$T/burn2"

@@ -5,7 +5,9 @@
  * lasted and open-wait records left out, the groupings (process, comm,
  * cgroup, label:cpu), a uid's view, the event's lost samples in the steps
  * of their chunks, and the JSON form; and the memory events: rss a gauge,
- * memory-pressure the machine's, oom kills with their victims.
+ * memory-pressure the machine's, oom kills with their victims; and the
+ * waits a wakeup or a runqueue delay stands for, spread as off-CPU's
+ * without its open-wait records.
  *
  * app (uid 1000, cgroup nginx) runs on cpu 0 at 100 Hz in [T0, T0 + 3 s),
  * db (uid 0, cgroup db) on cpu 1 in [T0 + 3 s, T0 + 6 s), web (uid 1000,
@@ -440,6 +442,51 @@ static void test_memory(void)
 	test_ring_done(r);
 }
 
+/* A wakeup of db's thread that had waited 1.5 s, at T0 + 2.5 s; a
+ * runqueue delay of 400 ms of app, at T0 + 4.2 s; an off-CPU wait and an
+ * open-wait record beside them, which neither timeline reads. */
+static void test_waits(void)
+{
+	struct fr_ring *r = test_ring_create("timeline-waits");
+	struct fr_timeline_request req = {.t0 = T0,
+					  .t1 = T0 + 6 * SEC,
+					  .step_ns = SEC,
+					  .event = FR_EVENT_WAKEUP};
+	static const uint64_t wake[6] = {0, SEC, 500 * MS, 0, 0, 0};
+	static const uint64_t rq[6] = {0, 0, 0, 200 * MS, 200 * MS, 0};
+	struct fr_timeline *t;
+	struct writer w;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	w_add_ev(&w, T0 + 2500 * MS, PID_DB, TID(PID_DB, 1), 1, FR_EVENT_WAKEUP, 0, 1500 * MS,
+		 ST_KERNEL);
+	w_add_ev(&w, T0 + 2500 * MS, PID_DB, TID(PID_DB, 1), 1, FR_EVENT_OFFCPU, 0, 1500 * MS,
+		 ST_KERNEL);
+	w_add_ev(&w, T0 + 3 * SEC - 1, PID_DB, TID(PID_DB, 2), 1, FR_EVENT_OFFCPU_OPEN, 0, 30 * SEC,
+		 ST_KERNEL);
+	w_add_ev(&w, T0 + 4200 * MS, PID_APP, PID_APP, 0, FR_EVENT_RUNQUEUE, 0, 400 * MS, ST_USER);
+	w_seal(&w);
+	w_fini(&w);
+	t = compute(r, &req);
+	CHECK(t && t->ngroups == 1 && t->samples == 1 && t->nevents == 3 &&
+		      t->events[1] == FR_EVENT_WAKEUP && t->events[2] == FR_EVENT_RUNQUEUE,
+	      "wakeup: %u groups", t ? t->ngroups : 0);
+	for (int k = 0; t && t->ngroups && k < 6; k++)
+		CHECK(t->groups[0].values[k] == wake[k] && t->groups[0].pid == PID_DB,
+		      "wakeup step %d: %" PRIu64, k, t->groups[0].values[k]);
+	fr_timeline_free(t);
+	req.event = FR_EVENT_RUNQUEUE;
+	t = compute(r, &req);
+	CHECK(t && t->ngroups == 1 && t->samples == 1, "runqueue: %u groups", t ? t->ngroups : 0);
+	for (int k = 0; t && t->ngroups && k < 6; k++)
+		CHECK(t->groups[0].values[k] == rq[k] && t->groups[0].pid == PID_APP,
+		      "runqueue step %d: %" PRIu64, k, t->groups[0].values[k]);
+	fr_timeline_free(t);
+	test_ring_done(r);
+}
+
 int main(void)
 {
 	struct fr_ring *r;
@@ -458,5 +505,6 @@ int main(void)
 	test_json_names();
 	test_ring_done(r);
 	test_memory();
+	test_waits();
 	return fixture_fini();
 }

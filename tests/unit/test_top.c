@@ -269,6 +269,33 @@ static void test_bad(const unsigned char *raw, size_t len)
 	CHECK(fr_pprof_read(raw, len - 1, &d) == -EBADMSG, "truncated by one byte");
 }
 
+/* fr_top_print's output of `d` as `o` says, into out. */
+static void print_to(const struct fr_pprof_data *d, const struct fr_top_opts *o, char *out,
+		     size_t len)
+{
+	char path[] = "/tmp/fr-test-top-XXXXXX";
+	int fd = mkstemp(path), saved;
+	ssize_t n = 0;
+
+	out[0] = '\0';
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	if (d && fd >= 0 && saved >= 0 && dup2(fd, STDOUT_FILENO) >= 0) {
+		CHECK(fr_top_print(d, o) == 0, "fr_top_print");
+		fflush(stdout);
+		dup2(saved, STDOUT_FILENO);
+		n = pread(fd, out, len - 1, 0);
+		CHECK(n > 0, "top's output");
+		out[n > 0 ? n : 0] = '\0';
+	}
+	if (saved >= 0)
+		close(saved);
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+}
+
 /* A heap profile as Go and flightrec write it (no samples/count): the
  * table shows inuse_space, its default, and counts inuse_objects as the
  * samples of each function (not one per row). main -> leak (3 blocks, 300 B in use; 5 and
@@ -281,11 +308,10 @@ static void test_heap(void)
 	struct fr_pprof *p = fr_pprof_new(6, mem_write, &m);
 	struct fr_pprof_data *d = NULL;
 	struct fr_top_opts o = {.limit = 10, .json = 1};
-	char path[] = "/tmp/fr-test-top-XXXXXX", out[4096] = "";
+	char out[4096] = "";
 	uint64_t lmain, lleak, ltmp;
 	void *raw = NULL;
 	size_t len = 0;
-	int fd, saved;
 
 	CHECK(p, "fr_pprof_new");
 	for (int k = 0; k < 4; k++)
@@ -305,24 +331,75 @@ static void test_heap(void)
 	fr_pprof_free(p);
 	CHECK(fr_gunzip(m.buf, m.len, &raw, &len) == 0 && fr_pprof_read(raw, len, &d) == 0,
 	      "heap profile decodes");
-	fd = mkstemp(path);
-	fflush(stdout);
-	saved = dup(STDOUT_FILENO);
-	if (d && fd >= 0 && saved >= 0 && dup2(fd, STDOUT_FILENO) >= 0) {
-		CHECK(fr_top_print(d, &o) == 0, "fr_top_print");
-		fflush(stdout);
-		dup2(saved, STDOUT_FILENO);
-		CHECK(pread(fd, out, sizeof(out) - 1, 0) > 0, "top's output");
-	}
+	print_to(d, &o, out, sizeof(out));
 	CHECK(strstr(out, "\"name\":\"leak\"") && strstr(out, "\"flat\":300") &&
 		      strstr(out, "\"flat_samples\":3"),
 	      "top of a heap profile: %s", out);
-	if (saved >= 0)
-		close(saved);
-	if (fd >= 0) {
-		close(fd);
-		unlink(path);
+	fr_pprof_data_free(d);
+	free(raw);
+	free(m.buf);
+}
+
+/* A wakeup profile: every stack's leaf is the kernel's waking code, the
+ * program's functions above it. main -> holder_slow -> unlock -> wake
+ * (100 ns waited), main -> produce -> write -> wake (30), wake in the
+ * kernel. Unless --sort says, the table is by cum without the kernel's
+ * functions: the first three rows hold holder_slow; sorted by flat,
+ * wake_[k] alone is first; the text table says what the values are. */
+static void test_wakeup(void)
+{
+	struct mem m = {0};
+	struct fr_pprof *p = fr_pprof_new(6, mem_write, &m);
+	struct fr_pprof_data *d = NULL;
+	struct fr_top_opts o = {.limit = 3, .json = 1, .sort_cum = -1};
+	static const char *const fns[] = {"main", "holder_slow", "unlock",
+					  "wake", "produce",	 "write"};
+	uint64_t l[6];
+	char out[4096];
+	void *raw = NULL;
+	size_t len = 0;
+
+	CHECK(p, "fr_pprof_new");
+	fr_pprof_sample_type(p, "samples", "count");
+	fr_pprof_sample_type(p, "wakeup", "nanoseconds");
+	{
+		uint64_t exe = fr_pprof_mapping(p, 0x1000, 0x2000, 0, "/bin/x", NULL, 1);
+		uint64_t kmap = fr_pprof_mapping(p, 0xffffffff81000000, 0xffffffff82000000, 0,
+						 FR_PROFILE_KERNEL_MAPPING, NULL, 1);
+
+		/* "wake" in the kernel, the others in the program */
+		for (int k = 0; k < 6; k++)
+			l[k] = fr_pprof_location(p, k == 3 ? kmap : exe,
+						 (k == 3 ? 0xffffffff81000000 : 0x1000) +
+							 0x10 * (uint64_t)(k + 1),
+						 fr_pprof_function(p, fns[k], NULL,
+								   k == 3 ? FR_PROFILE_KERNEL_MAPPING
+									  : "/bin/x"));
 	}
+	{
+		const uint64_t s1[] = {l[3], l[2], l[1], l[0]}, s2[] = {l[3], l[5], l[4], l[0]};
+		const int64_t v1[] = {1, 100}, v2[] = {1, 30};
+
+		fr_pprof_sample(p, s1, 4, v1, 2, NULL, 0);
+		fr_pprof_sample(p, s2, 4, v2, 2, NULL, 0);
+	}
+	CHECK(fr_pprof_finish(p) == 0, "fr_pprof_finish");
+	fr_pprof_free(p);
+	CHECK(fr_gunzip(m.buf, m.len, &raw, &len) == 0 && fr_pprof_read(raw, len, &d) == 0,
+	      "wakeup profile decodes");
+	print_to(d, &o, out, sizeof(out));
+	CHECK(strstr(out, "\"name\":\"holder_slow\"") && !strstr(out, "\"name\":\"produce\"") &&
+		      !strstr(out, "_[k]"),
+	      "wakeup by cum, without the kernel's functions: %s", out);
+	o.sort_cum = 0;
+	o.limit = 1;
+	print_to(d, &o, out, sizeof(out));
+	CHECK(strstr(out, "\"name\":\"wake_[k]\"") && !strstr(out, "holder_slow"),
+	      "wakeup by flat: %s", out);
+	o.json = 0;
+	o.sort_cum = -1;
+	print_to(d, &o, out, sizeof(out));
+	CHECK(strncmp(out, "wakeup: ", 8) == 0, "the table's first line: %s", out);
 	fr_pprof_data_free(d);
 	free(raw);
 	free(m.buf);
@@ -343,6 +420,7 @@ int main(void)
 	free(raw);
 	free(m.buf);
 	test_kernel();
+	test_wakeup();
 	test_processes();
 	test_heap();
 	return failures ? 1 : 0;

@@ -200,6 +200,22 @@ async function main() {
 				'to ' + other + ' of ' + events.join(',') + ': ' + text);
 			await shot(page, '6-' + other);
 		}
+		// Who kept them waiting: wakeup (and runqueue) are shown like
+		// offcpu, with what their stacks are said above the flame graph.
+		for (const ev of ['wakeup', 'runqueue']) {
+			if (!events.includes(ev))
+				continue;
+			await page.select('#event', ev);
+			await page.waitForFunction((e) => window.flightrec.state.timeline &&
+				window.flightrec.state.timeline.event === e &&
+				window.flightrec.state.busy === 0, { timeout: 60000 }, ev);
+			await settled(page, ++loads);
+			const text = await page.$eval('#range', (e) => e.textContent);
+			const hint = await page.$eval('#flame-hint', (e) => e.textContent);
+			check('event_' + ev, text.startsWith(ev + ':') && /woke|resumed/.test(hint),
+				text + ' / ' + hint);
+			await shot(page, '6-' + ev);
+		}
 
 		// The threads of burn as a table.
 		await page.type('#threads-pid', burnPid);

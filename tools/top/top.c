@@ -40,14 +40,17 @@ static void usage(FILE *f)
 		"                     per value (also with FILE)\n"
 		"  --event E[,E...]   the events to ask for; the table shows the first\n"
 		"                     (default cpu; offcpu shows where threads waited;\n"
-		"                     alloc the bytes allocated, heap the bytes in use)\n"
+		"                     wakeup the code that woke them, valued by their\n"
+		"                     wait; runqueue their waits for a CPU; alloc the\n"
+		"                     bytes allocated, heap the bytes in use)\n"
 		"  --diff             with --event heap: the heap's growth over the window\n"
 		"  --hz N             samples per second per CPU to count\n"
 		"  --allow-empty      a window with no sample (filters that matched nothing,\n"
 		"                     a window outside the ring) is no failure\n"
 		"  --socket PATH      the recorder's socket\n"
 		"  -n N               how many functions to show (default 20)\n"
-		"  --sort flat|cum    order by flat (default) or cum\n"
+		"  --sort flat|cum    order by flat or cum (default flat; for wakeup and\n"
+		"                     runqueue cum, without the kernel's functions)\n"
 		"  --by GROUP         a table per process, comm, cgroup or label:KEY (also\n"
 		"                     with FILE), the groups with the most first\n"
 		"  --json             the rows as a JSON array (values, percents, unit,\n"
@@ -57,6 +60,7 @@ static void usage(FILE *f)
 		"Examples:\n"
 		"  flightrec top --window 60s\n"
 		"  flightrec top --window 5m --event offcpu --comm postgres\n"
+		"  flightrec top --window 5m --event wakeup --comm postgres\n"
 		"  flightrec top --window 60s --event alloc\n"
 		"  flightrec top incident.pb.gz -n 40 --sort cum\n"
 		"  flightrec top --window 60s --by label:endpoint\n"
@@ -149,7 +153,7 @@ int fr_top_main(int argc, char **argv)
 	};
 	const char *socket_s = NULL, *file = NULL;
 	struct fr_query_args *q = calloc(1, sizeof(*q));
-	struct fr_top_opts o = {.limit = 20};
+	struct fr_top_opts o = {.limit = 20, .sort_cum = -1};
 	int c, ret = EXIT_USAGE;
 
 	if (!q) {

@@ -80,6 +80,10 @@ enum fr_top_by {
 /* How to show a profile. */
 struct fr_top_opts {
 	size_t limit;
+	/* 1 cum, 0 flat, -1 by the column shown: cum for the waits a waker
+	 * ended (wakeup) and the waits for a CPU (runqueue), whose leaves are
+	 * the kernel's waking and scheduling code, without the kernel's
+	 * functions; flat otherwise. */
 	int sort_cum;
 	int json;
 	enum fr_top_by by;

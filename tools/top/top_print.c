@@ -137,6 +137,54 @@ static size_t value_col(const struct fr_pprof_data *d, ssize_t *samples_col)
 	return col;
 }
 
+/* Whether the column's rows sort by cum unless --sort says: the waits a
+ * waker ended are charged to the waker's stack, whose leaf frames are
+ * the kernel's waking code; what matters is the code of the program
+ * under which it woke the waiter (a critical section, a producer), its
+ * cum. A runqueue stack's leaf is where the scheduler switched the
+ * thread out; its cum shows which of the program's functions waited. */
+static int sorts_by_cum(const struct fr_pprof_data *d, size_t col, const struct fr_top_opts *o)
+{
+	if (o->sort_cum >= 0)
+		return o->sort_cum;
+	return strcmp(d->types[col].type, "wakeup") == 0 ||
+	       strcmp(d->types[col].type, "runqueue") == 0;
+}
+
+/* Without --sort, a wakeup or runqueue table leaves the kernel's
+ * functions out: every row would otherwise start with the waking and
+ * scheduling code all its samples share, and push the program's own
+ * functions (the producer, the lock holder) off the table. Keeps the
+ * other rows in order; returns how many are left. */
+static size_t program_rows(struct fr_top *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nrows; i++) {
+		size_t len = strlen(t->rows[i].name);
+
+		if (len < 4 || strcmp(t->rows[i].name + len - 4, "_[k]") != 0)
+			t->rows[n++] = t->rows[i];
+	}
+	return n;
+}
+
+/* What a wakeup or runqueue table's values are, said once above it. */
+static void print_meaning(const struct fr_pprof_data *d, size_t col, const struct fr_top_opts *o)
+{
+	const char *left = o->sort_cum < 0 ? " (kernel functions left out; --sort shows them)" : "";
+
+	if (strcmp(d->types[col].type, "wakeup") == 0)
+		printf("wakeup: time threads waited until the code below woke them; cum = the "
+		       "waiting each function's callees ended: the critical sections that cost "
+		       "the most waiting%s\n",
+		       left);
+	else if (strcmp(d->types[col].type, "runqueue") == 0)
+		printf("runqueue: time threads were runnable but waited for a CPU, at the stack "
+		       "where they resumed; cum = the waiting of each function and its callees%s\n",
+		       left);
+}
+
 /* "comm[pid]", "comm" without a pid, "[pid]" without a comm, "-". */
 static void process_name(const struct fr_top_process *p, char *buf, size_t len)
 {
@@ -185,7 +233,7 @@ static int has_processes(const struct fr_top *t)
 
 /* Prints the table of `t`, sorted, `dur` the window. */
 static void print_table(const struct fr_top *t, const struct fr_pprof_data *d, size_t col,
-			const struct fr_top_opts *o, size_t limit)
+			const struct fr_top_opts *o, size_t limit, int cum)
 {
 	const char *unit = d->types[col].unit;
 	int procs = o->by != FR_TOP_BY_PROCESS && has_processes(t);
@@ -196,6 +244,7 @@ static void print_table(const struct fr_top *t, const struct fr_pprof_data *d, s
 		fr_format_duration(d->duration_nanos, dur, sizeof(dur));
 	else
 		snprintf(dur, sizeof(dur), "unknown");
+	print_meaning(d, col, o);
 	printf("Showing top %zu of %zu functions, total %s (%" PRId64 " samples), window %s\n",
 	       limit, t->nrows, tv, t->total_samples, dur);
 	printf("%8s %6s %8s %6s %8s  %-*s%s\n", "flat", "flat%", "cum", "cum%", "samples",
@@ -208,7 +257,7 @@ static void print_table(const struct fr_top *t, const struct fr_pprof_data *d, s
 		if (procs)
 			process_cell(t, r, p);
 		printf("%8s %5.1f%% %8s %5.1f%% %8" PRId64 "  %-*s%s\n", f, pct(r->flat, t->total),
-		       c, pct(r->cum, t->total), o->sort_cum ? r->cum_samples : r->flat_samples,
+		       c, pct(r->cum, t->total), cum ? r->cum_samples : r->flat_samples,
 		       procs ? PROC_W + 2 : 0, procs ? p : "", r->name);
 	}
 }
@@ -267,18 +316,20 @@ static int show_one(const struct fr_pprof_data *d, const struct fr_top_opts *o, 
 	struct fr_top t;
 	ssize_t samples_col;
 	size_t col = value_col(d, &samples_col), limit = o->limit;
-	int ret = fr_top_aggregate(d, col, samples_col, &t);
+	int ret = fr_top_aggregate(d, col, samples_col, &t), cum = sorts_by_cum(d, col, o);
 
 	if (ret < 0)
 		return ret;
 	if (t.nrows)
-		qsort(t.rows, t.nrows, sizeof(*t.rows), o->sort_cum ? by_cum : by_flat);
+		qsort(t.rows, t.nrows, sizeof(*t.rows), cum ? by_cum : by_flat);
+	if (o->sort_cum < 0 && cum)
+		t.nrows = program_rows(&t);
 	if (limit > t.nrows)
 		limit = t.nrows;
 	if (arr)
 		ret = json_rows(arr, &t, d->types[col].unit, group, limit);
 	else
-		print_table(&t, d, col, o, limit);
+		print_table(&t, d, col, o, limit, cum);
 	fr_top_free(&t);
 	return ret;
 }
