@@ -181,10 +181,13 @@ struct fr_wake_class *fr_wake_class_load(FILE *f)
 		fr_wake_class_free(c);
 		return NULL;
 	}
-	qsort(addrs, naddrs, sizeof(*addrs), cmp_u64);
+	/* Nothing read (no file, or none of the names): empty arrays. */
+	if (naddrs)
+		qsort(addrs, naddrs, sizeof(*addrs), cmp_u64);
 	for (uint32_t i = 0; i < c->n; i++)
 		c->r[i].end = end_of(addrs, naddrs, c->r[i].start);
-	qsort(c->r, c->n, sizeof(*c->r), cmp_range);
+	if (c->n)
+		qsort(c->r, c->n, sizeof(*c->r), cmp_range);
 	free(addrs);
 	return c;
 }

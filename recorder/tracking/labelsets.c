@@ -481,8 +481,8 @@ static struct set *find_set(struct fr_labelsets *ls, uint64_t h, uint64_t keys_i
 		struct set *s = &ls->sets[ls->index[k] - 1];
 
 		if (s->hash == h && s->keys_id == keys_id && s->fr_len == fr_len &&
-		    s->otel_len == otel_len && memcmp(s->raw, fr, fr_len) == 0 &&
-		    memcmp(s->raw + fr_len, otel, otel_len) == 0) {
+		    s->otel_len == otel_len && (!fr_len || memcmp(s->raw, fr, fr_len) == 0) &&
+		    (!otel_len || memcmp(s->raw + fr_len, otel, otel_len) == 0)) {
 			s->used_gen = ls->gen;
 			return s;
 		}
