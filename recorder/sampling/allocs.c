@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/unwind/unwind.h"
 #include "core/util/log.h"
 #include "core/util/priority.h"
 #include "core/util/time.h"
@@ -31,6 +32,11 @@
 #define LAST_DRAIN_NS (10 * 1000000ll)
 /* A record not complete for this long is skipped, with all up to head. */
 #define STUCK_NS FR_NS_PER_S
+/* A sample whose unwind table is not built yet (a process's first
+ * moments) waits in its ring for it this long at most, while the ring is
+ * less than half full and its process lives; past that it is taken with
+ * its stack cut short. */
+#define TABLE_WAIT_NS (2 * FR_NS_PER_S)
 /* The live table's bounds (docs/architecture.md "Allocation samples"):
  * each snapshot writes every block, about 14 us each on the ingest
  * thread (11,799 took 170 ms of CPU), so 65,536 hold it under a second
@@ -61,6 +67,8 @@ struct ring {
 	uint64_t tail; /* ours: the process's header may say anything */
 	uint64_t stuck_pos;
 	int64_t stuck_since;   /* monotonic ns; 0: not stuck */
+	int64_t table_wait;    /* monotonic ns its first record began to wait
+				* for an unwind table; 0: none waits */
 	int64_t exit_ns;       /* Unix ns its main thread's exit was seen; 0: none */
 	uint64_t lib_reported; /* its library's losses already counted as lost */
 };
@@ -204,8 +212,23 @@ static uint32_t labels_of(struct fr_allocs *a, const struct ring *r, uint32_t ti
 	return set ? set : FR_APP_REF_NONE;
 }
 
+/* Whether the sample at r's tail, unwound into a->ips (n frames), waits
+ * in the ring for its unwind table rather than be taken cut short. */
+static bool wait_for_table(const struct ring *r, uint16_t n, uint64_t head, int64_t now,
+			   int64_t *since, const uint64_t *ips)
+{
+	if (!n || ips[n - 1] != FR_FRAME_MARK_ADDR(FR_UNWIND_PENDING) || r->exit_ns ||
+	    head - r->tail >= r->data_size / 2)
+		return false;
+	if (!*since)
+		*since = now;
+	return now - *since < TABLE_WAIT_NS;
+}
+
+/* The allocation record at r's tail, its stack unwound in a->ips
+ * (nframes). */
 static void on_alloc(struct fr_allocs *a, const struct ring *r, const struct fr_alloc_rec *rec,
-		     int64_t clock_offset)
+		     uint16_t nframes, int64_t clock_offset)
 {
 	uint32_t tid = thread_of(a, r->pid, rec->tid);
 	struct fr_alloc_block b = {
@@ -220,7 +243,7 @@ static void on_alloc(struct fr_allocs *a, const struct ring *r, const struct fr_
 	struct fr_sample s;
 	int ret;
 
-	b.nframes = unwind(a, r, rec);
+	b.nframes = nframes;
 	s = (struct fr_sample){
 		.time_ns = b.time_ns,
 		.pid = b.pid,
@@ -350,9 +373,14 @@ static void drain_ring(struct fr_allocs *a, struct ring *r, int64_t clock_offset
 			add(&a->bad_records, 1);
 		else if (!a->mean)
 			; /* nobody records alloc: read, so the ring has room */
-		else if (rec.kind == FR_ALLOC_REC_ALLOC)
-			on_alloc(a, r, &rec, clock_offset);
-		else if (rec.kind == FR_ALLOC_REC_FREE)
+		else if (rec.kind == FR_ALLOC_REC_ALLOC) {
+			uint16_t nf = unwind(a, r, &rec);
+
+			if (wait_for_table(r, nf, head, now, &r->table_wait, a->ips))
+				break;
+			r->table_wait = 0;
+			on_alloc(a, r, &rec, nf, clock_offset);
+		} else if (rec.kind == FR_ALLOC_REC_FREE)
 			on_free(a, r, &rec, clock_offset);
 		r->tail += (uint64_t)len;
 		done += (uint64_t)len;
@@ -494,7 +522,10 @@ static void ring_end(struct fr_allocs *a, int64_t clock_offset, uint32_t pid, in
 	struct ring *r = ring_of(a, pid);
 
 	if (r) {
-		/* What it wrote last, within a bound of its own. */
+		/* What it wrote last, within a bound of its own, none of it
+		 * waiting for an unwind table any more. */
+		if (!r->exit_ns)
+			r->exit_ns = time_ns ? time_ns : fr_now_real_ns();
 		a->budget_end = fr_now_mono_ns() + LAST_DRAIN_NS;
 		drain_ring(a, r, clock_offset);
 		ring_drop(a, r);

@@ -5,7 +5,8 @@
  * RSS goal each time, then waits SECONDS more, waking each second: a
  * stair for the RSS timeline. OOM_HOG_PACE_MS=N in the environment: a
  * pause of N ms before each MiB (a process that grows for a while, as a
- * leaking service does, rather than at once). */
+ * leaking service does, rather than at once). OOM_HOG_GO=FILE: waits
+ * (up to 30 s) for FILE to exist before it allocates. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,10 @@ int main(int argc, char **argv)
 
 	printf("%d\n", (int)getpid());
 	fflush(stdout);
+	const char *go = getenv("OOM_HOG_GO");
+
+	for (int i = 0; go && i < 3000 && access(go, F_OK) != 0; i++)
+		usleep(10000);
 	touch(max);
 	return 3;
 }

@@ -8,7 +8,10 @@
  * process ends, records written by a liar (garbage lengths, times far
  * off, a record never completed, skipped after a second), the reader's
  * claim on the ring, the mean asked in the header, a second process's
- * ring with the same id refused. */
+ * ring with the same id refused; a sample whose unwind table is not
+ * built yet waits in its ring for it (the oom_kill test once had most of
+ * a new process's heap cut short so), at most two seconds, and not once
+ * the process ended. */
 #include "recorder/sampling/allocs.h"
 
 #include <errno.h>
@@ -121,7 +124,8 @@ struct got {
 	unsigned n;
 	struct fr_sample s[64];
 	uint64_t ip[64];
-	uint64_t lost; /* alloc samples said lost */
+	uint64_t root[64]; /* the last frame */
+	uint64_t lost;	   /* alloc samples said lost */
 };
 
 static void on_lost(void *arg, uint32_t event, uint64_t lost)
@@ -139,6 +143,7 @@ static void on_sample(void *arg, const struct fr_sample *s)
 	if (g->n < 64) {
 		g->s[g->n] = *s;
 		g->ip[g->n] = s->nr_frames ? s->ips[0] : 0;
+		g->root[g->n] = s->nr_frames ? s->ips[s->nr_frames - 1] : 0;
 	}
 	g->n++;
 }
@@ -298,10 +303,73 @@ static void drain(void)
 	drop_ring(&r);
 }
 
+/* The unwinder's look-up: a table not built yet until `ready`. */
+static int table_ready;
+static const struct fr_cfi_table *find_pending(void *arg, uint32_t pid, uint64_t addr,
+					       uint64_t *vaddr, int *miss)
+{
+	*miss = table_ready ? FR_UNWIND_MISS_NOCFI : FR_UNWIND_MISS_PENDING;
+	return NULL;
+}
+
+static void table_wait(void)
+{
+	struct got got = {0};
+	struct fr_perf_handler h = {.sample = on_sample,
+				    .lost = on_lost,
+				    .unwind_find = find_pending,
+				    .arg = &got};
+	struct fr_allocs *a = fr_allocs_new(NULL, &h);
+	struct fr_alloc_found f;
+	struct ring r;
+	const char *why;
+	int64_t off = fr_now_real_ns() - mono();
+
+	CHECK(a && make_ring(&r, F_SEAL_SHRINK | F_SEAL_GROW, 43) == 0, "set up");
+	CHECK(fr_allocs_map((uint32_t)getpid(), &r.reg, sizeof(r.reg), &f, &why) == 0 &&
+		      fr_allocs_adopt(a, &f) == 0,
+	      "map and adopt: %s", why ? why : "");
+	fr_allocs_set_mean(a, 8192);
+	table_ready = 0;
+	put_alloc(&r, 0x1000, 100, mono());
+	put_free(&r, 0x1000);
+	fr_allocs_drain(a, off);
+	CHECK(got.n == 0 && r.h->tail != r.h->head,
+	      "a sample whose table is not ready waits in the ring: %u taken", got.n);
+	table_ready = 1;
+	fr_allocs_drain(a, off);
+	CHECK(count(&got, FR_EVENT_ALLOC) == 1 && count(&got, FR_EVENT_ALLOC_FREE) == 1 &&
+		      got.root[0] == FR_FRAME_MARK_ADDR(FR_UNWIND_NO_CFI) && r.h->tail == r.h->head,
+	      "taken once the look-up says more than 'not built yet': %u samples", got.n);
+
+	/* Never built: taken cut short after two seconds. */
+	got.n = 0;
+	table_ready = 0;
+	put_alloc(&r, 0x2000, 200, mono());
+	fr_allocs_drain(a, off);
+	CHECK(got.n == 0, "waits");
+	usleep(2100 * 1000);
+	fr_allocs_drain(a, off);
+	CHECK(got.n == 1 && got.root[0] == FR_FRAME_MARK_ADDR(FR_UNWIND_PENDING),
+	      "taken cut short after two seconds: %u samples", got.n);
+
+	/* The process ends: what waits is taken then. */
+	got.n = 0;
+	put_alloc(&r, 0x3000, 300, mono());
+	fr_allocs_drain(a, off);
+	CHECK(got.n == 0, "waits again");
+	fr_allocs_gone(a, off, (uint32_t)getpid(), fr_now_real_ns());
+	CHECK(count(&got, FR_EVENT_ALLOC) == 1, "taken when its process ends: %u",
+	      count(&got, FR_EVENT_ALLOC));
+	fr_allocs_free(a);
+	drop_ring(&r);
+}
+
 int main(void)
 {
 	refusals();
 	drain();
+	table_wait();
 	if (failures)
 		fprintf(stderr, "%d checks failed\n", failures);
 	return failures != 0;
