@@ -121,9 +121,13 @@ stat_json after
 	2>"$T/err" || fail "attach --pid $STORM_PID failed: $(cat "$T/err")"
 # A labelled program that starts in the storm, in a session of its own:
 # the recorder's look-up of it competes with the storm's threads.
-setsid "$DEMO" split 40 >"$T/demo.out" </dev/null &
+# It runs 90 s and is killed once read: the look-up's retries (1, 4
+# and 16 s after a stalled one) and the probes' own attaches under the
+# storm can take longer than the 40 s it once ran, which ended it before
+# its labels showed in two full runs.
+setsid "$DEMO" split 90 >"$T/demo.out" </dev/null &
 DEMO_PID=$!
-wait_labelled "$DEMO_PID" phase 30
+wait_labelled "$DEMO_PID" phase 75
 stalled=$(grep -c "labels of pid $DEMO_PID: a look-up took longer" "$T/daemon.log")
 echo "the labelled program started in the storm: read ($stalled look-ups of it stalled first)"
 kill "$DEMO_PID" 2>/dev/null
