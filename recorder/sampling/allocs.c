@@ -378,7 +378,11 @@ static void drain_ring(struct fr_allocs *a, struct ring *r, int64_t clock_offset
 
 			if (wait_for_table(r, nf, head, now, &r->table_wait, a->ips))
 				break;
-			r->table_wait = 0;
+			/* The wait ends with a record its table unwound: one
+			 * whose table never comes costs the ring one wait, not
+			 * one per record. */
+			if (!nf || a->ips[nf - 1] != FR_FRAME_MARK_ADDR(FR_UNWIND_PENDING))
+				r->table_wait = 0;
 			on_alloc(a, r, &rec, nf, clock_offset);
 		} else if (rec.kind == FR_ALLOC_REC_FREE)
 			on_free(a, r, &rec, clock_offset);

@@ -353,7 +353,18 @@ static void table_wait(void)
 	CHECK(got.n == 1 && got.root[0] == FR_FRAME_MARK_ADDR(FR_UNWIND_PENDING),
 	      "taken cut short after two seconds: %u samples", got.n);
 
-	/* The process ends: what waits is taken then. */
+	/* The table still not built: the next records do not wait again. */
+	got.n = 0;
+	put_alloc(&r, 0x2800, 250, mono());
+	fr_allocs_drain(a, off);
+	CHECK(got.n == 1, "a table that never comes costs one wait, not one a record: %u", got.n);
+
+	/* Built, then another not built: a new wait, which the process's end
+	 * ends. */
+	table_ready = 1;
+	put_alloc(&r, 0x2900, 260, mono());
+	fr_allocs_drain(a, off);
+	table_ready = 0;
 	got.n = 0;
 	put_alloc(&r, 0x3000, 300, mono());
 	fr_allocs_drain(a, off);
