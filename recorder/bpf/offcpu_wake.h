@@ -76,9 +76,12 @@ static __always_inline void emit_wake(void *ctx, struct task_struct *p, __u64 st
 	 * the leaf is try_to_wake_up. */
 	n = bpf_get_stack(ctx, r->kips, sizeof(r->kips), 2 & BPF_F_SKIP_FIELD_MASK);
 	r->nr_kernel = n > 0 ? (__u32)n / 8 : 0;
+	/* A user waker's stack, when the recorder can name it: its process
+	 * is the woken one's (a sample's user addresses are looked up in its
+	 * own process), so another process's waker costs no copy. */
 	if (cur->flags & PF_KTHREAD)
 		r->flags |= FR_BPF_WAKE_KTHREAD;
-	else if (cur->pid)
+	else if (cur->pid && cur->tgid == r->pid)
 		wake_user(ctx, cur, r);
 	if (c)
 		c->wakes++;
