@@ -30,6 +30,11 @@ static const struct {
 	[FR_EVENT_WAKEUP] = {"wakeup", "nanoseconds"},
 	[FR_EVENT_RUNQUEUE] = {"runqueue", "nanoseconds"},
 	[FR_EVENT_THROTTLED] = {"throttled", "nanoseconds"},
+	[FR_EVENT_EXEC] = {"exec", "count"},
+	[FR_EVENT_EXIT] = {"exit", "nanoseconds"},
+	[FR_EVENT_CRASH] = {"crash", "count"},
+	[FR_EVENT_CPU_PRESSURE] = {"cpu-pressure", "nanoseconds"},
+	[FR_EVENT_IO_PRESSURE] = {"io-pressure", "nanoseconds"},
 };
 
 const char *fr_event_name(uint32_t event)
@@ -80,7 +85,8 @@ int fr_event_has_rate(uint32_t event)
 	return event != FR_EVENT_OFFCPU && !FR_EVENT_IS_OPEN_WAIT(event) &&
 	       event != FR_EVENT_WAKEUP && event != FR_EVENT_RUNQUEUE &&
 	       !fr_event_is_memory(event) && event != FR_EVENT_ALLOC_FREE &&
-	       event != FR_EVENT_HEAP_LIVE && event != FR_EVENT_THROTTLED;
+	       event != FR_EVENT_HEAP_LIVE && event != FR_EVENT_THROTTLED &&
+	       !fr_event_is_blackbox(event);
 }
 
 int fr_event_is_memory(uint32_t event)
@@ -91,7 +97,15 @@ int fr_event_is_memory(uint32_t event)
 int fr_event_is_series(uint32_t event)
 {
 	return (event >= FR_EVENT_OOM && event <= FR_EVENT_MEM_PRESSURE) ||
-	       event == FR_EVENT_THROTTLED;
+	       event == FR_EVENT_THROTTLED ||
+	       (event >= FR_EVENT_EXEC && event <= FR_EVENT_IO_PRESSURE);
+}
+
+int fr_event_is_blackbox(uint32_t event)
+{
+	return event == FR_EVENT_OOM || event == FR_EVENT_MEM_PRESSURE ||
+	       event == FR_EVENT_THROTTLED ||
+	       (event >= FR_EVENT_EXEC && event <= FR_EVENT_IO_PRESSURE);
 }
 
 int fr_event_is_hardware(uint32_t event)

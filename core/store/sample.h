@@ -153,6 +153,37 @@ enum fr_event {
 	 * nanoseconds throttled in the second before `time` (throttled_usec
 	 * delta, v1: throttled_time), rate 0, no stack. */
 	FR_EVENT_THROTTLED,
+	/* The black box (recorder/bpf/events.bpf.c): one record per
+	 * occurrence, recorded always, listed by `flightrec events`. Their
+	 * fields beyond pid, tid and time go as application labels (the
+	 * labels' keys below), beside the process's own labels.
+	 *
+	 * A process ran a new program (sched_process_exec): pid = the
+	 * process, weight 1, rate 0, no stack; labels path (the file
+	 * executed), ppid, old_pid (the thread that called execve, when not
+	 * the leader). */
+	FR_EVENT_EXEC,
+	/* A process ended (sched_process_exit of its last thread): weight =
+	 * its lifetime in ns, rate 0, no stack; labels exit_code (exit status
+	 * 0..255, when it exited) or signal (the signal's name, "SIGKILL",
+	 * when a signal ended it) and core ("1" when it dumped core), cpu_ns
+	 * (user + system CPU time of all its threads). */
+	FR_EVENT_EXIT,
+	/* A fatal signal was delivered (signal_deliver with the default
+	 * action of a core-dumping signal: SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+	 * SIGABRT, SIGSYS, SIGTRAP, SIGQUIT, SIGXCPU, SIGXFSZ): pid, tid =
+	 * the faulting thread's; stack: its stack at the fault, kernel +
+	 * user, unwound like cpu samples; weight 1, rate 0; labels signal
+	 * ("SIGSEGV"), code (si_code, "SEGV_MAPERR" or the number), addr
+	 * ("0x..." where the kernel gives a fault address: SIGSEGV, SIGBUS,
+	 * SIGILL, SIGFPE, SIGTRAP). */
+	FR_EVENT_CRASH,
+	/* The machine's CPU and I/O pressure (/proc/pressure/cpu, io), once
+	 * a second, pid 0, as memory-pressure: weight = ns in the second
+	 * before `time` during which some task stalled ("some total"
+	 * delta), rate 0, no stack. */
+	FR_EVENT_CPU_PRESSURE,
+	FR_EVENT_IO_PRESSURE,
 	FR_EVENT_COUNT
 };
 
@@ -290,8 +321,14 @@ int fr_event_is_memory(uint32_t event);
 
 /* Whether an event is a series the recorder samples by itself and one
  * reads over time, never as a profile: oom, rss, memory-pressure,
- * throttled. */
+ * throttled, exec, exit, crash, cpu-pressure, io-pressure. */
 int fr_event_is_series(uint32_t event);
+
+/* Whether an event is one of the black box's: oom, exec, exit, crash
+ * (one record per occurrence) and the series memory-pressure,
+ * cpu-pressure, io-pressure and throttled: what `flightrec events`
+ * lists. */
+int fr_event_is_blackbox(uint32_t event);
 
 /* What a marker frame's reason (enum fr_frame_mark) says: "stack copy too
  * small", "no unwind info", "unwind table not ready", "bad unwind data",
