@@ -552,6 +552,10 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	/* Triggers before the socket: a manual dump is then never told that
 	 * this recorder runs without them. */
 	daemon_start_triggers(d);
+	/* The sources every recorder records (OOM kills, RSS, pressure) open
+	 * before the socket: status never answers while they are not yet
+	 * listed (the OOM source reads /proc/kallsyms first). */
+	fr_ingest_memory_start(&d->ingest);
 	ret = fr_ipc_server_start(d->server);
 	if (ret < 0) {
 		fr_log_err("cannot start the socket thread: %s", strerror(-ret));
@@ -562,7 +566,6 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		fr_log_err("cannot enable the side band: %s", strerror(-ret));
 		goto out_writer;
 	}
-	fr_ingest_memory_start(&d->ingest);
 	daemon_start_export(d);
 	print_banner(d);
 

@@ -422,7 +422,8 @@ static void handle_switch(struct fr_perf *p, const struct sample_view *v,
 }
 
 void fr_perf_oom_sample(struct fr_perf *p, const unsigned char *raw, uint32_t size, uint64_t time,
-			uint32_t cpu, const struct fr_perf_handler *cb, int64_t clock_offset)
+			uint32_t cpu, uint32_t nr_kernel, const struct fr_perf_handler *cb,
+			int64_t clock_offset)
 {
 	struct fr_oom_victim victim;
 	struct fr_sample s = {0};
@@ -437,6 +438,20 @@ void fr_perf_oom_sample(struct fr_perf *p, const unsigned char *raw, uint32_t si
 	s.event = FR_EVENT_OOM;
 	s.weight = victim.rss;
 	s.ips = p->ips;
+	/* The kernel stack (p->ips[0..nr_kernel), decoded above) is the
+	 * killer's, not the victim's: it is not stored, and only says whose
+	 * limit was hit. */
+	if (p->oomclass && fr_wake_class_ranges(p->oomclass) && cb->labels_plus) {
+		const struct fr_app_label c = {"constraint",
+					       fr_wake_class_memcg_oom(p->oomclass, p->ips,
+								       nr_kernel)
+						       ? "memcg"
+						       : "global"};
+
+		s.app_ref = cb->labels_plus(cb->arg, 0, &c, 1);
+		if (!s.app_ref)
+			s.app_ref = FR_APP_REF_NONE;
+	}
 	if (cb->oom)
 		cb->oom(cb->arg, &s, victim.comm);
 	else
@@ -461,7 +476,8 @@ static void handle_sample_record(struct fr_perf *p, const struct perf_event_head
 	if (p->offcpu)
 		handle_switch(p, &v, cb, clock_offset);
 	else if (p->oom)
-		fr_perf_oom_sample(p, v.raw, v.raw_size, v.time, v.cpu, cb, clock_offset);
+		fr_perf_oom_sample(p, v.raw, v.raw_size, v.time, v.cpu, v.nr_kernel, cb,
+				   clock_offset);
 	else
 		handle_sample(p, &v, cb, clock_offset);
 }

@@ -37,6 +37,7 @@ void fr_perf_read_times(struct fr_perf *p, struct cpu_ring *r);
 #include "recorder/sampling/offcpu.h"
 #include "recorder/sampling/perf.h"
 #include "recorder/sampling/tp_format.h"
+#include "recorder/sampling/wake_class.h"
 
 /* Every source asks for these sample fields, in the kernel's order (but
  * PERIOD in period mode, recorder/sampling/perf_pmu.c says why). TID,
@@ -94,9 +95,12 @@ struct fr_perf {
 	 * layout. */
 	struct fr_offcpu *offcpu;
 	struct switch_format swfmt;
-	/* An OOM kills source (fr_perf_open_oom): mark_victim's layout. */
+	/* An OOM kills source (fr_perf_open_oom): mark_victim's layout, and
+	 * the kernel functions that tell a memory cgroup's kill from the
+	 * machine's (NULL: not known). */
 	int oom;
 	struct fr_oom_format oomfmt;
+	struct fr_wake_class *oomclass;
 	/* offcpu by eBPF (no rings, no pairing table), or why not. */
 	struct fr_bpf_offcpu *bpf;
 	char bpf_fallback[256];
@@ -124,10 +128,13 @@ int fr_perf_find_sched_switch(uint64_t *id, struct switch_format *fmt, char *err
 int fr_perf_find_oom(uint64_t *id, struct fr_oom_format *fmt, char *err, size_t errlen);
 
 /* recorder/sampling/perf_drain.c: an OOM source's sample (its RAW data,
- * `size` bytes, CLOCK_MONOTONIC `time`) handed over as an FR_EVENT_OOM
- * sample, through cb->oom when there is one. */
+ * `size` bytes, CLOCK_MONOTONIC `time`, the killer's kernel stack in
+ * p->ips[0..nr_kernel)) handed over as an FR_EVENT_OOM sample with the
+ * application label constraint ("memcg" or "global"), through cb->oom
+ * when there is one. */
 void fr_perf_oom_sample(struct fr_perf *p, const unsigned char *raw, uint32_t size, uint64_t time,
-			uint32_t cpu, const struct fr_perf_handler *cb, int64_t clock_offset);
+			uint32_t cpu, uint32_t nr_kernel, const struct fr_perf_handler *cb,
+			int64_t clock_offset);
 
 /* recorder/sampling/perf_pmu.c: the attr of a sampling event (period or frequency
  * mode, precise_ip, the times read_format asks for), and the enabled and

@@ -17,8 +17,10 @@ struct fr_wake_class {
 };
 
 /* Not notes: the functions that say the stack runs in interrupt context
- * (the entries of hardware interrupts and NMIs, and the softirq loop). */
-enum { CTX_HARDIRQ = 100, CTX_SOFTIRQ };
+ * (the entries of hardware interrupts and NMIs, and the softirq loop),
+ * and those of a memory cgroup's charge path (an OOM kill there is the
+ * cgroup's). */
+enum { CTX_HARDIRQ = 100, CTX_SOFTIRQ, CTX_MEMCG_OOM };
 
 /* Names (exact, or a prefix ending in '*') and the note (or context) they
  * give. */
@@ -26,6 +28,9 @@ static const struct {
 	const char *name;
 	unsigned note;
 } names[] = {
+	{"try_charge_memcg", CTX_MEMCG_OOM},
+	{"mem_cgroup_out_of_memory", CTX_MEMCG_OOM},
+	{"mem_cgroup_oom_synchronize", CTX_MEMCG_OOM},
 	{"hrtimer_wakeup", FR_FRAME_NOTE_WAKE_TIMER},
 	{"process_timeout", FR_FRAME_NOTE_WAKE_TIMER},
 	{"call_timer_fn", FR_FRAME_NOTE_WAKE_TIMER},
@@ -254,4 +259,12 @@ int fr_wake_class_context(const struct fr_wake_class *c, const uint64_t *kips, u
 			return FR_WAKE_SOFTIRQ;
 	}
 	return FR_WAKE_TASK;
+}
+
+int fr_wake_class_memcg_oom(const struct fr_wake_class *c, const uint64_t *kips, uint32_t n)
+{
+	for (uint32_t i = 0; c && i < n; i++)
+		if (lookup(c, kips[i]) == CTX_MEMCG_OOM)
+			return 1;
+	return 0;
 }

@@ -3,7 +3,8 @@
  * context itself (another hardware interrupt, another softirq). The
  * kernel functions that tell them apart are looked up once, by name, in
  * /proc/kallsyms (as root: its addresses read as zeros to others, and
- * every wake is then named by its context only).
+ * every wake is then named by its context only). The same ranges tell a
+ * memory cgroup's OOM kill from the machine's.
  */
 #ifndef FR_RECORDER_WAKE_CLASS_H
 #define FR_RECORDER_WAKE_CLASS_H
@@ -43,5 +44,13 @@ unsigned fr_wake_class_note(const struct fr_wake_class *c, const uint64_t *kips,
  * CPU's preempt count where the kernel hides its address from BPF. */
 enum { FR_WAKE_TASK = 0, FR_WAKE_HARDIRQ, FR_WAKE_SOFTIRQ };
 int fr_wake_class_context(const struct fr_wake_class *c, const uint64_t *kips, uint32_t n);
+
+/* Whether an OOM kill with kernel stack kips[0..n) (the stack of the
+ * task that ran the OOM killer, at oom:mark_victim) was a memory
+ * cgroup's: one of its frames is in the memory cgroup's charge path
+ * (try_charge_memcg, mem_cgroup_out_of_memory,
+ * mem_cgroup_oom_synchronize). Else it was the machine's (a page
+ * allocation, a fault, sysrq). */
+int fr_wake_class_memcg_oom(const struct fr_wake_class *c, const uint64_t *kips, uint32_t n);
 
 #endif

@@ -24,6 +24,9 @@ static const char listing[] = "ffffffff81000000 T _stext\n"
 			      "ffffffff81400000 T __sysvec_apic_timer_interrupt\n"
 			      "ffffffff81400100 T handle_softirqs\n"
 			      "ffffffff81400300 T try_to_wake_up\n"
+			      "ffffffff81450000 t try_charge_memcg\n"
+			      "ffffffff81450800 T out_of_memory\n"
+			      "ffffffff81451000 T __alloc_pages_slowpath\n"
 			      "ffffffffc0001000 t nvme_irq\t[nvme]\n"
 			      "ffffffffc0000000 t early_in_module\t[nvme]\n"
 			      "ffffffff82000000 D hrtimer_data_is_not_text\n"
@@ -42,13 +45,16 @@ int main(void)
 			 0xffffffff81400010ull};
 	uint64_t net[] = {0xffffffff81400310ull, 0xffffffff81300010ull, 0xffffffff81400110ull};
 	uint64_t task[] = {0xffffffff81400310ull, 0xffffffff81100c10ull};
+	/* OOM kills: the killer's stacks, leaf first. */
+	uint64_t memcg_oom[] = {0xffffffff81450810ull, 0xffffffff81450010ull};
+	uint64_t global_oom[] = {0xffffffff81450810ull, 0xffffffff81451010ull};
 	/* Past the end of hrtimer_interrupt's range (other_fn's). */
 	uint64_t edge[] = {0xffffffff81100bffull, 0xffffffff81100c00ull};
 
 	CHECK(f && c, "load");
 	fclose(f);
-	/* 9 known names with text addresses (napi_poll's is zero). */
-	CHECK(fr_wake_class_ranges(c) == 9, "%u ranges", fr_wake_class_ranges(c));
+	/* 10 known names with text addresses (napi_poll's is zero). */
+	CHECK(fr_wake_class_ranges(c) == 10, "%u ranges", fr_wake_class_ranges(c));
 	CHECK(fr_wake_class_note(c, timer, 5, 1) == FR_FRAME_NOTE_WAKE_TIMER, "timer");
 	CHECK(fr_wake_class_context(c, timer, 5) == FR_WAKE_HARDIRQ, "timer's context");
 	CHECK(fr_wake_class_note(c, io, 4, 1) == FR_FRAME_NOTE_WAKE_IO, "I/O");
@@ -64,6 +70,11 @@ int main(void)
 	CHECK(fr_wake_class_note(c, edge + 1, 1, 0) == FR_FRAME_NOTE_WAKE_SOFTIRQ,
 	      "first byte past a range");
 	CHECK(fr_wake_class_context(c, edge, 0) == FR_WAKE_TASK, "no frames");
+	CHECK(fr_wake_class_memcg_oom(c, memcg_oom, 2), "a memory cgroup's OOM kill");
+	CHECK(!fr_wake_class_memcg_oom(c, global_oom, 2), "the machine's OOM kill");
+	CHECK(!fr_wake_class_memcg_oom(c, memcg_oom, 1), "the charge path not on the stack");
+	CHECK(fr_wake_class_context(c, memcg_oom, 2) == FR_WAKE_TASK,
+	      "the charge path is no context");
 	fr_wake_class_free(c);
 
 	/* Nothing readable: every wake by its context. */
