@@ -116,7 +116,9 @@ enum fr_event {
 	 * (core/query). */
 	FR_EVENT_HEAP,
 	/* The OOM killer killed process `pid`: weight = its RSS in bytes
-	 * (anon + file + shmem) at the kill, rate 0, no user stack. */
+	 * (anon + file + shmem) at the kill, rate 0, no user stack; label
+	 * constraint: "memcg" (a memory cgroup's limit) or "global" (the
+	 * machine's memory), where kallsyms could be read. */
 	FR_EVENT_OOM,
 	/* A process's resident set, sampled once a second: weight = RSS
 	 * bytes at `time`, rate 0, no stack. A gauge: readers take the last
