@@ -563,6 +563,7 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 		goto out_writer;
 	}
 	fr_ingest_memory_start(&d->ingest);
+	fr_ingest_events_start(&d->ingest);
 	daemon_start_export(d);
 	print_banner(d);
 
