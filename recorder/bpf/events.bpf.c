@@ -340,7 +340,10 @@ int BPF_PROG(on_signal, int sig, struct kernel_siginfo *info, struct k_sigaction
 	r->flags = 0;
 	r->addr = 0;
 	r->_pad = 0;
-	if (info && has_addr(sig)) {
+	/* Only a fault the kernel raised carries an address: a signal sent by
+	 * kill, tkill or sigqueue (si_code <= 0) has its sender there, and
+	 * SI_KERNEL none. */
+	if (info && has_addr(sig) && r->code > 0 && r->code < 0x80) {
 		r->addr = (__u64)BPF_CORE_READ(info, _sifields._sigfault._addr);
 		r->flags |= FR_BPF_EV_HAS_ADDR;
 	}

@@ -14,6 +14,10 @@
 #    kernel says it dumped core (WCOREDUMP: allowed only where a core
 #    lands in this test's directory);
 #  - exec events of each child, with the path executed and its parent;
+#  - labels_demo (application labels slot and par, changing every 10 ms)
+#    sent SIGSEGV by kill(1): a crash with code SI_USER and no address (a
+#    signal someone sent carries its sender, not a fault address), on the
+#    thread's own labels at that moment (slot, par) beside its fields;
 #  - status lists exec, exit and crash recording, their samples, none lost.
 # No core file is left anywhere: RLIMIT_CORE is 0 but for the abort child,
 # and that one only with a core_pattern relative to its working directory
@@ -26,6 +30,7 @@
 # "exit_code", "core", "path", "ppid", "stack": innermost first}; the
 # checks read only those.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/labels_lib.sh"
 need_root_perf
 PROG=$BUILD/tests/integration/crash_prog
 READER=$BUILD/tests/integration/ring_events
@@ -75,6 +80,16 @@ run("kill")
 run("abort", core=core_ok)
 PY
 cat "$T/children.jsonl"
+
+# A labelled process, killed by a SIGSEGV someone sent.
+(cd "$T/cores" && ulimit -c 0 && exec "$BUILD/tests/integration/labels_demo" slots 60) \
+	>"$T/demo.out" 2>&1 &
+DEMO_PID=$!
+wait_lines "$T/demo.out" ready
+wait_labelled "$DEMO_PID" slot
+kill -SEGV "$DEMO_PID"
+wait "$DEMO_PID"
+[ $? = 139 ] || fail "labels_demo did not die of SIGSEGV"
 rm -f "$T"/cores/core*
 # Their events into chunks, the ring stored, then read back.
 wait_seals 2
@@ -99,6 +114,9 @@ for s in pprof_samples.samples(sys.argv[2]):
     for k in ("exit_code", "ppid", "cpu_ns", "old_pid"):
         if k in s["str"]:
             o[k] = int(s["str"][k])
+    # The process's own application labels (the recorder's are above).
+    o["labels"] = {k: v for k, v in s["str"].items()
+                   if k not in o and k not in ("comm", "thread", "cgroup")}
     if sys.argv[3] == "exit":
         o["lifetime_ns"] = s["values"][1]
     print(json.dumps(o))
@@ -108,6 +126,17 @@ PY
 events >"$T/events.jsonl"
 grep -c . "$T/events.jsonl" | sed 's/^/events read: /'
 
+python3 - "$T/events.jsonl" "$DEMO_PID" <<'PY' || fail "labels_demo's crash: $(grep -w "$DEMO_PID" "$T/events.jsonl")"
+import json, sys
+pid = int(sys.argv[2])
+cr = [e for e in map(json.loads, open(sys.argv[1])) if e["type"] == "crash" and e["pid"] == pid]
+assert len(cr) == 1, cr
+c = cr[0]
+assert c["signal"] == "SIGSEGV" and c["code"] == "SI_USER" and "addr" not in c, c
+assert c["comm"] == "labels_demo", c
+assert c["labels"].get("slot", "").isdigit() and c["labels"].get("par") in ("even", "odd"), c
+assert any(f in ("fr_demo_even", "fr_demo_odd") for f in c["stack"]), c["stack"]
+PY
 python3 - "$T/children.jsonl" "$T/events.jsonl" "$PROG" <<'PY' || fail "the black box's events are not what the children did"
 import json, sys
 kids = [json.loads(l) for l in open(sys.argv[1])]
