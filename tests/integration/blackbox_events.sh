@@ -18,7 +18,8 @@
 #    sent SIGSEGV by kill(1): a crash with code SI_USER and no address (a
 #    signal someone sent carries its sender, not a fault address), on the
 #    thread's own labels at that moment (slot, par) beside its fields;
-#  - status lists exec, exit and crash recording, their samples, none lost.
+#  - status lists exec, exit and crash recording, their samples, none lost;
+#    with FLIGHTREC_BLACKBOX=off, none recorded and status says why.
 # No core file is left anywhere: RLIMIT_CORE is 0 but for the abort child,
 # and that one only with a core_pattern relative to its working directory
 # (in $T, removed at the end).
@@ -193,6 +194,19 @@ for name in ("exec", "exit", "crash"):
 PY
 "$FLIGHTREC" status | grep -q "^event:    crash at every crash (fatal signal), whatever sessions ask" ||
 	fail "status does not say crashes are recorded always: $("$FLIGHTREC" status)"
+stop_daemon
+
+# FLIGHTREC_BLACKBOX=off: not recorded, and status says why.
+FLIGHTREC_BLACKBOX=off start_daemon
+wait_until 20 "the black box's state" '[ -n "$(crash_state)" ]'
+[ "$(crash_state)" = failed ] &&
+	[ "$(status_value '[e.get("error") for e in d["events"] if e["event"] == "exec"][0]')" = "off (FLIGHTREC_BLACKBOX=off)" ] ||
+	fail "FLIGHTREC_BLACKBOX=off: $("$FLIGHTREC" status | grep -E '^event: +(exec|exit|crash)')"
+n=$(status_value '[e["samples"] for e in d["events"] if e["event"] == "exec"][0]')
+"$PROG" exit 0 >/dev/null
+sleep 1
+[ "$(status_value '[e["samples"] for e in d["events"] if e["event"] == "exec"][0]')" = "$n" ] ||
+	fail "FLIGHTREC_BLACKBOX=off still records execs"
 stop_daemon
 ! ls "$T"/cores/core* >/dev/null 2>&1 || fail "a core file was left"
 echo "PASS"
