@@ -11,7 +11,8 @@
  *                      tracepoint): the exit code as wait(2) gives it (the
  *                      group's, signal->group_exit_code, when the process
  *                      exits as a whole: exit_group or a fatal signal;
- *                      else the thread's exit_code), the lifetime from the
+ *                      else the leader's exit_code, as wait(2) takes it),
+ *                      the lifetime from the
  *                      leader's start_time (CLOCK_MONOTONIC, as
  *                      bpf_ktime_get_ns) and the CPU time: the scheduler's
  *                      runtime of the threads already reaped
@@ -233,7 +234,9 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		r->code = (__u32)BPF_CORE_READ(sig, group_exit_code);
 		r->flags = FR_BPF_EV_GROUP_EXIT;
 	} else {
-		r->code = (__u32)BPF_CORE_READ(p, exit_code);
+		/* As wait(2) reports it: the leader's (a leader that called
+		 * pthread_exit left its code; the last thread may be another). */
+		r->code = (__u32)BPF_CORE_READ(p, group_leader, exit_code);
 		r->flags = 0;
 	}
 	now = r->h.time;

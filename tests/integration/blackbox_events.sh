@@ -13,6 +13,9 @@
 #    SI_TKILL, and an exit with signal SIGABRT and core=1 exactly when the
 #    kernel says it dumped core (WCOREDUMP: allowed only where a core
 #    lands in this test's directory);
+#  - a child whose leader leaves by pthread_exit and whose last thread
+#    by the exit system call with 7: the exit_code waitpid says (the
+#    process's, as the kernel keeps it for its leader);
 #  - exec events of each child, with the path executed and its parent;
 #  - labels_demo (application labels slot and par, changing every 10 ms)
 #    sent SIGSEGV by kill(1): a crash with code SI_USER and no address (a
@@ -78,6 +81,7 @@ run("segv")
 for code in ("0", "3", "42"):
     run("exit", code)
 run("kill")
+run("leader_exit")
 run("abort", core=core_ok)
 PY
 cat "$T/children.jsonl"

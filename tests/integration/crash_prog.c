@@ -7,16 +7,22 @@
  *   crash_prog exit CODE   exits with CODE
  *   crash_prog kill        sends itself SIGKILL
  *   crash_prog abort       calls abort(): SIGABRT
+ *   crash_prog leader_exit the leader leaves by pthread_exit, then the
+ *                          last thread by the exit system call with code
+ *                          7 (not exit_group): the exit the recorder
+ *                          sees is not the leader's
  *
  * Its pid is printed first, on a line of its own. Core dumps are the
  * caller's to allow or not (RLIMIT_CORE).
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static volatile unsigned long sink;
@@ -47,6 +53,15 @@ __attribute__((noinline)) static void crash_site(volatile int *p)
 	sink++; /* not a tail call: crash_site stays on the stack */
 }
 
+/* The last thread: leaves alone, by the exit system call. */
+static void *last_thread(void *arg)
+{
+	(void)arg;
+	usleep(100000);
+	syscall(SYS_exit, 7);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -69,6 +84,13 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "abort") == 0)
 		abort();
+	if (strcmp(argv[1], "leader_exit") == 0) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, last_thread, NULL) != 0)
+			return 2;
+		pthread_exit(NULL);
+	}
 	fprintf(stderr, "crash_prog: unknown mode %s\n", argv[1]);
 	return 2;
 }
