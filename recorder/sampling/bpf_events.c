@@ -288,7 +288,13 @@ static int on_record(void *ctx, void *data, size_t size)
 	uint32_t base = 0, n;
 
 	if (fr_bpf_event_decode(data, size, b->stack_copy, &ev) < 0) {
+		const struct fr_bpf_ev_head *hd = data;
+
+		/* Not kept: a lost sample of its kind, when it says one. */
 		__atomic_add_fetch(&b->bad_records, 1, __ATOMIC_RELAXED);
+		if (size >= sizeof(hd->kind) && hd->kind >= FR_BPF_EV_EXEC &&
+		    hd->kind < FR_BPF_EV_EXEC + FR_BPF_EV_KINDS && h->lost)
+			h->lost(h->arg, FR_EVENT_EXEC + (hd->kind - FR_BPF_EV_EXEC), 1);
 		return 0;
 	}
 	s.event = ev.event;

@@ -88,8 +88,9 @@ int fr_bpf_events_fd(const struct fr_bpf_events *b);
 
 /* Hands every record to h->blackbox (or h->sample without it) as a
  * sample with its labels, crash stacks unwound with h->unwind_find; the
- * records the program had no room for since the last drain go to h->lost
- * by event. Returns the records. */
+ * records the program had no room for since the last drain, and those
+ * refused by the decoding (counted in bad_records too), go to h->lost by
+ * event. Returns the records. */
 uint64_t fr_bpf_events_drain(struct fr_bpf_events *b, const struct fr_perf_handler *h,
 			     int64_t clock_offset);
 
