@@ -23,7 +23,8 @@
 #    thread's own labels at that moment (slot, par) beside its fields;
 #  - status lists exec, exit and crash recording, their samples, none lost;
 #    with FLIGHTREC_BLACKBOX=off, none recorded and status says why.
-# No core file is left anywhere: RLIMIT_CORE is 0 but for the abort child,
+# The events are read from the ring after kill -9 of the recorder. No
+# core file is left anywhere: RLIMIT_CORE is 0 but for the abort child,
 # and that one only with a core_pattern relative to its working directory
 # (in $T, removed at the end).
 #
@@ -96,9 +97,10 @@ kill -SEGV "$DEMO_PID"
 wait "$DEMO_PID"
 [ $? = 139 ] || fail "labels_demo did not die of SIGSEGV"
 rm -f "$T"/cores/core*
-# Their events into chunks, the ring stored, then read back.
+# Their events sealed into chunks, then the recorder killed (-9): what it
+# stored is all there is, as after a crash of the host or the recorder.
 wait_seals 2
-stop_daemon
+kill9_daemon
 
 # events: the black box's samples of the ring as `flightrec events --json`
 # objects, one a line.
