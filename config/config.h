@@ -132,6 +132,8 @@ enum fr_trigger_kind {
 				* or dies of a signal */
 	FR_TRIGGER_OOM,	       /* the OOM killer killed a process of the session's
 				* targets (any process when it has none) */
+	FR_TRIGGER_CRASH,      /* a process of the session's targets (any process
+				* when it has none) died of a core-dumping signal */
 };
 
 struct fr_config_trigger {

@@ -42,7 +42,7 @@ static bool add_triggers(cJSON *js, const struct fr_config_session *sess)
 		if (!o)
 			return false;
 		cJSON_AddItemToArray(arr, o);
-		if (t->kind > FR_TRIGGER_OOM ||
+		if (t->kind > FR_TRIGGER_CRASH ||
 		    !cJSON_AddStringToObject(o, "on", fr_config_trigger_kind(t->kind)))
 			return false;
 		if (t->kind == FR_TRIGGER_SIGNAL &&

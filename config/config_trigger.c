@@ -155,27 +155,27 @@ static int get_signal(struct config_ctx *c, const cJSON *item, const char *path,
 }
 
 /* Indexed by enum fr_trigger_kind. */
-static const char *const trigger_kinds[] = {"signal", "cpu_above", "exit", "oom"};
+static const char *const trigger_kinds[] = {"signal", "cpu_above", "exit", "oom", "crash"};
 
 const char *fr_config_trigger_kind(uint32_t kind)
 {
 	return kind < ARRAY_SIZE(trigger_kinds) ? trigger_kinds[kind] : "unknown";
 }
-#define TRIGGER_KINDS "signal, cpu_above, exit, oom"
+#define TRIGGER_KINDS "signal, cpu_above, exit, oom, crash"
 
 static const char *const signal_keys[] = {"on", "signal", "window", "after", "cooldown"};
 static const char *const cpu_keys[] = {"on", "percent", "for", "window", "after", "cooldown"};
 static const char *const exit_keys[] = {"on", "window", "after", "cooldown"};
 static const char *const oom_keys[] = {"on", "window", "after", "cooldown"};
+static const char *const crash_keys[] = {"on", "window", "after", "cooldown"};
 
 static const struct {
 	const char *const *keys;
 	size_t nkeys;
 } trigger_keys[] = {
-	{signal_keys, ARRAY_SIZE(signal_keys)},
-	{cpu_keys, ARRAY_SIZE(cpu_keys)},
-	{exit_keys, ARRAY_SIZE(exit_keys)},
-	{oom_keys, ARRAY_SIZE(oom_keys)},
+	{signal_keys, ARRAY_SIZE(signal_keys)}, {cpu_keys, ARRAY_SIZE(cpu_keys)},
+	{exit_keys, ARRAY_SIZE(exit_keys)},	{oom_keys, ARRAY_SIZE(oom_keys)},
+	{crash_keys, ARRAY_SIZE(crash_keys)},
 };
 
 static bool has_key(const char *const *keys, size_t n, const char *key)
@@ -293,6 +293,9 @@ static int parse_cause(struct config_ctx *c, const cJSON *jt, const char *path,
 	case FR_TRIGGER_OOM:
 		/* Unlike exits, a kill is rare and always news: without
 		 * targets any kill on the machine fires it. */
+		return 0;
+	case FR_TRIGGER_CRASH:
+		/* As oom: a crash is news, any process's without targets. */
 		return 0;
 	}
 	return 0;

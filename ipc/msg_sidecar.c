@@ -45,6 +45,16 @@ static const struct fr_ipc_mdesc victim_m[] = {
 };
 #undef T
 
+#define T struct fr_ipc_sidecar_crash
+static const struct fr_ipc_mdesc crash_m[] = {
+	MD(T, "pid", pid, FR_IPC_M_I64, FR_IPC_ALWAYS),
+	MD(T, "tid", tid, FR_IPC_M_I64, FR_IPC_ALWAYS),
+	MD(T, "comm", comm, FR_IPC_M_STR, FR_IPC_ALWAYS),
+	MD(T, "signal", signal, FR_IPC_M_STR, FR_IPC_ALWAYS),
+	MD(T, "addr", addr, FR_IPC_M_STR, FR_IPC_ALWAYS),
+};
+#undef T
+
 #define T struct fr_ipc_sidecar_event
 static const struct fr_ipc_mdesc event_m[] = {
 	MD(T, "event", event, FR_IPC_M_STR, FR_IPC_ALWAYS),
@@ -64,6 +74,11 @@ char *fr_ipc_sidecar_text(const struct fr_ipc_sidecar *s)
 		cJSON *v = cJSON_AddObjectToObject(o, "victim");
 
 		ret = v ? fr_ipc_members_add(v, victim_m, N(victim_m), &s->victim) : -ENOMEM;
+	}
+	if (ret == 0 && s->has_crash) {
+		cJSON *v = cJSON_AddObjectToObject(o, "crash");
+
+		ret = v ? fr_ipc_members_add(v, crash_m, N(crash_m), &s->crash) : -ENOMEM;
 	}
 	events = ret == 0 ? cJSON_AddArrayToObject(o, "events") : NULL;
 	for (uint32_t i = 0; events && ret == 0 && i < s->nevents && i < FR_LIMIT_EVENTS; i++) {
@@ -86,7 +101,7 @@ int fr_ipc_sidecar_decode(const cJSON *obj, struct fr_ipc_sidecar *out, char *er
 {
 	const char *what = "dump sidecar";
 	const cJSON *events = fr_ipc_member(obj, "events"), *victim = fr_ipc_member(obj, "victim"),
-		    *it;
+		    *crash = fr_ipc_member(obj, "crash"), *it;
 
 	memset(out, 0, sizeof(*out));
 	if (fr_ipc_members_get(obj, what, head_m, N(head_m), out, err, errlen) < 0 ||
@@ -99,6 +114,14 @@ int fr_ipc_sidecar_decode(const cJSON *obj, struct fr_ipc_sidecar *out, char *er
 				       errlen) < 0)
 			return -EINVAL;
 		out->has_victim = 1;
+	}
+	if (crash) {
+		if (!cJSON_IsObject(crash))
+			return fr_ipc_fail(err, errlen, "%s: \"crash\" must be an object", what);
+		if (fr_ipc_members_get(crash, what, crash_m, N(crash_m), &out->crash, err, errlen) <
+		    0)
+			return -EINVAL;
+		out->has_crash = 1;
 	}
 	if (events && !cJSON_IsArray(events))
 		return fr_ipc_fail(err, errlen, "%s: \"events\" must be an array of objects", what);

@@ -8,6 +8,10 @@
  *    "pid": N (when not 0), "profile": "FILE.pb.gz",
  *    "victim": {"pid": N, "comm": "hog", "cgroup": "/x", "rss": N}
  *              (an oom trigger's: the process killed, its RSS in bytes),
+ *    "crash": {"pid": N, "tid": N, "comm": "crash_prog", "signal": "SIGSEGV",
+ *              "addr": "0x10"}
+ *              (a crash trigger's: the process, its faulting thread, the
+ *              signal and the fault address, "" when the signal has none),
  *    "events": [{"event": "cpu", "hz": 99, "samples": N, "lost": N}],
  *    "samples": N, "bytes": N, "version": "0.1.0"}
  */
@@ -28,6 +32,14 @@ struct fr_ipc_sidecar_victim {
 	char comm[FR_LIMIT_COMM_LEN];	  /* "comm" */
 	char cgroup[FR_LIMIT_CGROUP_LEN]; /* "cgroup": "" when not known */
 	uint64_t rss;			  /* "rss": bytes at the kill */
+};
+
+/* "crash": the process a crash trigger's signal killed. */
+struct fr_ipc_sidecar_crash {
+	int64_t pid, tid;	      /* "pid", "tid": the faulting thread */
+	char comm[FR_LIMIT_COMM_LEN]; /* "comm" */
+	char signal[16];	      /* "signal": "SIGSEGV" */
+	char addr[24];		      /* "addr": "0x10", "" when not given */
 };
 
 /* One element of "events". */
@@ -53,6 +65,8 @@ struct fr_ipc_sidecar {
 	uint64_t go_processes; /* "go_processes": the Go programs in it */
 	int has_victim;	       /* "victim", when set */
 	struct fr_ipc_sidecar_victim victim;
+	int has_crash; /* "crash", when set */
+	struct fr_ipc_sidecar_crash crash;
 	uint32_t nevents; /* "events" */
 	struct fr_ipc_sidecar_event events[FR_LIMIT_EVENTS];
 	uint64_t samples; /* "samples" */

@@ -552,10 +552,11 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	/* Triggers before the socket: a manual dump is then never told that
 	 * this recorder runs without them. */
 	daemon_start_triggers(d);
-	/* The sources every recorder records (OOM kills, RSS, pressure) open
-	 * before the socket: status never answers while they are not yet
+	/* The sources every recorder records (OOM kills, RSS, pressure, the
+	 * black box's exec, exit and crash) open before the socket: status never answers while they are not yet
 	 * listed (the OOM source reads /proc/kallsyms first). */
 	fr_ingest_memory_start(&d->ingest);
+	fr_ingest_events_start(&d->ingest);
 	ret = fr_ipc_server_start(d->server);
 	if (ret < 0) {
 		fr_log_err("cannot start the socket thread: %s", strerror(-ret));

@@ -49,7 +49,7 @@ bad=$(
 	check recorder core config ipc flightrec
 	check recorder/bpf core
 	check recorder/export core config ipc
-	check recorder/sampling core config ipc flightrec recorder/bpf recorder/labels.skel.h recorder/offcpu.skel.h
+	check recorder/sampling core config ipc flightrec recorder/bpf recorder/labels.skel.h recorder/offcpu.skel.h recorder/events.skel.h
 	check recorder/tracking core config ipc flightrec recorder/bpf recorder/sampling
 	check recorder/triggers core config ipc recorder/tracking recorder/sampling
 	check recorder/ingest core config ipc recorder/export recorder/sampling recorder/tracking recorder/triggers

@@ -63,6 +63,13 @@ static const char *memory_when(const char *event)
 {
 	if (strcmp(event, "oom") == 0)
 		return "every OOM kill";
+	/* The black box's (recorder/sampling/bpf_events.h). */
+	if (strcmp(event, "exec") == 0)
+		return "every exec";
+	if (strcmp(event, "exit") == 0)
+		return "every process exit";
+	if (strcmp(event, "crash") == 0)
+		return "every crash (fatal signal)";
 	if (strcmp(event, "rss") == 0 || strcmp(event, "memory-pressure") == 0 ||
 	    strcmp(event, "throttled") == 0)
 		return "once a second";

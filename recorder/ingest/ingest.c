@@ -458,6 +458,10 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 		fr_ingest_oom_lost(g, lost);
 		return;
 	}
+	if (!src && event >= FR_EVENT_EXEC && event <= FR_EVENT_CRASH) {
+		fr_ingest_blackbox_lost(g, event, lost);
+		return;
+	}
 	if (!src && event == FR_EVENT_ALLOC) {
 		/* Samples and frees the processes' libraries had no room for
 		 * (recorder/sampling/allocs.c): lost like the kernel's. */
@@ -600,6 +604,7 @@ void fr_ingest_init(struct fr_ingest *g, struct fr_sources *sources)
 		.labels_plus = on_labels_plus,
 		.python = on_python,
 		.oom = fr_ingest_on_oom,
+		.blackbox = fr_ingest_on_blackbox,
 		.arg = g,
 	};
 	g->sources->before_drain = before_drain;

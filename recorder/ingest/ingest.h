@@ -159,6 +159,21 @@ void fr_ingest_memory_stop(struct fr_ingest *g);
  * records: counted as the event's losses and logged. */
 void fr_ingest_oom_lost(struct fr_ingest *g, uint64_t lost);
 
+/* recorder/ingest/ingest_events.c: loads the black box's program (exec,
+ * exit, crash; fr_sources_open_blackbox), said in the log and status
+ * when it cannot. Before the loop. */
+void fr_ingest_events_start(struct fr_ingest *g);
+
+/* recorder/ingest/ingest_events.c: an event of the black box drained (the
+ * handler's `blackbox`): into the ring; a crash into the log and the
+ * trigger engine too. */
+struct fr_bpf_event;
+void fr_ingest_on_blackbox(void *arg, const struct fr_sample *s, const struct fr_bpf_event *ev);
+
+/* recorder/ingest/ingest_events.c: the black box's program had no room
+ * for `lost` records of `event`: counted as the event's losses. */
+void fr_ingest_blackbox_lost(struct fr_ingest *g, uint32_t event, uint64_t lost);
+
 /* recorder/ingest/ingest_memory.c: the RSS and pressure samples the memory
  * sampler read since the last wake-up, into the chunk being built. */
 void fr_ingest_memory_take(struct fr_ingest *g);

@@ -63,6 +63,8 @@
 #include "recorder/bpf/labels_bpf.h"
 #include "recorder/bpf/python_bpf.h"
 
+struct fr_bpf_event; /* recorder/sampling/bpf_events.h */
+
 struct fr_perf;
 
 struct fr_perf_config {
@@ -209,6 +211,11 @@ struct fr_perf_handler {
 	 * stack), `comm` the victim's name as the kernel gave it ("" when
 	 * it gives none). NULL: the sample goes to `sample`. */
 	void (*oom)(void *arg, const struct fr_sample *s, const char *comm);
+	/* Optional: an event of the black box (recorder/sampling/bpf_events.h):
+	 * `s` is its FR_EVENT_EXEC, _EXIT or _CRASH sample, with its labels,
+	 * `ev` the record decoded (a crash's signal, address, comm). NULL:
+	 * the sample goes to `sample`. */
+	void (*blackbox)(void *arg, const struct fr_sample *s, const struct fr_bpf_event *ev);
 	/* Optional: an unwind stopped at a table not built yet; returns 1
 	 * when tables became ready since (after a short, bounded wait), and
 	 * the sample is unwound once more. */

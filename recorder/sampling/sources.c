@@ -31,6 +31,7 @@
 #include "core/util/parse.h"
 #include "core/util/time.h"
 #include "ipc/proto.h"
+#include "recorder/sampling/bpf_events.h"
 
 int fr_sources_init(struct fr_sources *s, struct fr_poller *poller,
 		    const struct fr_perf_handler *handler)
@@ -53,6 +54,7 @@ void fr_sources_fini(struct fr_sources *s)
 		fr_perf_close(s->table[i].perf);
 	fr_perf_close(s->sideband);
 	fr_perf_close(s->oom);
+	fr_bpf_events_close(s->blackbox);
 	while (s->consumers) {
 		struct fr_consumer *c = s->consumers;
 		s->consumers = c->next;
@@ -113,6 +115,8 @@ void fr_sources_drain(struct fr_sources *s)
 	fr_perf_drain(s->sideband, s->handler, s->clock_offset);
 	if (s->oom)
 		fr_perf_drain(s->oom, s->handler, s->clock_offset);
+	if (s->blackbox)
+		fr_bpf_events_drain(s->blackbox, s->handler, s->clock_offset);
 	for (unsigned i = 0; i < s->n; i++) {
 		s->draining = &s->table[i];
 		if (s->table[i].perf)
@@ -142,6 +146,13 @@ int fr_sources_state(struct fr_sources *s, uint32_t event, char *err, size_t err
 		return event == FR_EVENT_ALLOC || event == FR_EVENT_HEAP
 			       ? fr_sources_alloc_mean(s) != 0
 			       : 1;
+	/* exec, exit and crash: the black box's program, always. */
+	if (event >= FR_EVENT_EXEC && event <= FR_EVENT_CRASH) {
+		if (s->blackbox)
+			return 1;
+		snprintf(err, errlen, "%s", s->blackbox_ev[event - FR_EVENT_EXEC].error);
+		return err[0] ? -1 : 0;
+	}
 	/* wakeup and runqueue are recorded by offcpu's program when it was
 	 * opened with them. */
 	if (event == FR_EVENT_WAKEUP || event == FR_EVENT_RUNQUEUE)
@@ -512,7 +523,8 @@ int fr_sources_status(struct fr_sources *s, struct fr_ipc_recording *out, int pr
 {
 	uint32_t n = 0;
 
-	out->events = calloc(FR_SOURCES_MAX + FR_SOURCES_MEMORY_EVENTS, sizeof(*out->events));
+	out->events = calloc(FR_SOURCES_MAX + FR_SOURCES_MEMORY_EVENTS + FR_SOURCES_BLACKBOX_EVENTS,
+			     sizeof(*out->events));
 	if (!out->events)
 		return -ENOMEM;
 	pthread_mutex_lock(&s->lock);
@@ -520,6 +532,7 @@ int fr_sources_status(struct fr_sources *s, struct fr_ipc_recording *out, int pr
 		source_status(&out->events[out->nevents++], &s->table[i]);
 	pthread_mutex_unlock(&s->lock);
 	out->nevents += fr_sources_memory_status(s, &out->events[out->nevents]);
+	out->nevents += fr_sources_blackbox_status(s, &out->events[out->nevents]);
 
 	/* Counted, then filled, under one hold of the lock: the list may
 	 * change between two holds. */

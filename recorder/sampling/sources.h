@@ -81,6 +81,11 @@ struct fr_consumer {
 
 /* The events recorded whatever consumers ask (sources_memory.c). */
 #define FR_SOURCES_MEMORY_EVENTS 4
+/* The black box's events, recorded whatever consumers ask
+ * (sources_blackbox.c): exec, exit and crash. */
+#define FR_SOURCES_BLACKBOX_EVENTS 3
+
+struct fr_bpf_events;
 
 struct fr_sources {
 	pthread_mutex_t lock;
@@ -98,6 +103,11 @@ struct fr_sources {
 		int64_t since_ns;	/* Unix ns */
 		uint64_t samples, lost; /* atomics */
 	} memory[FR_SOURCES_MEMORY_EVENTS];
+	/* The black box's program (NULL when it did not load or is off:
+	 * blackbox[].error says why) and its events' status: exec, exit,
+	 * crash, in that order. */
+	struct fr_bpf_events *blackbox;
+	struct fr_memory_source blackbox_ev[FR_SOURCES_BLACKBOX_EVENTS];
 	/* throttled's reads of cpu.stat (the numbers atomics; the source
 	 * set before the ingest loop runs). */
 	struct fr_ipc_cgroups cgroups;
@@ -171,6 +181,20 @@ void fr_sources_memory_count(struct fr_sources *s, uint32_t event, uint64_t kept
 /* Fills `out` (room for FR_SOURCES_MEMORY_EVENTS) with the memory events' status; returns how
  * many. */
 uint32_t fr_sources_memory_status(struct fr_sources *s, struct fr_ipc_event_status *out);
+
+/* Loads the black box's program (recorder/sampling/bpf_events.h),
+ * registers its ring buffer in the poller: exec, exit and crash are
+ * recorded from now on, unless FLIGHTREC_BLACKBOX=off. On failure logs
+ * why once (a warning: everything else records on) and keeps it for
+ * status. After labels_map_fd is set. Returns 0 or -errno. */
+int fr_sources_open_blackbox(struct fr_sources *s);
+
+/* Counts samples of black box event `event` kept and lost. Any thread. */
+void fr_sources_blackbox_count(struct fr_sources *s, uint32_t event, uint64_t kept, uint64_t lost);
+
+/* Fills `out` (room for FR_SOURCES_BLACKBOX_EVENTS) with the black box
+ * events' status; returns how many. */
+uint32_t fr_sources_blackbox_status(struct fr_sources *s, struct fr_ipc_event_status *out);
 
 /* Drains the side band first (so samples find their process), then the
  * OOM kills' source and every other source. Ingest thread. */

@@ -29,6 +29,7 @@
 #include "core/util/time.h"
 #include "fr_version.h"
 #include "ipc/msg_sidecar.h"
+#include "recorder/sampling/bpf_events.h"
 #include "recorder/triggers/triggers.h"
 
 #define PROFILE_SUFFIX ".pb.gz"
@@ -170,6 +171,22 @@ static char *sidecar_json(const struct fr_dump_request *req, const struct fr_pro
 		snprintf(sc->victim.comm, sizeof(sc->victim.comm), "%s", req->oom->comm);
 		snprintf(sc->victim.cgroup, sizeof(sc->victim.cgroup), "%s", req->oom->cgroup);
 		sc->victim.rss = req->oom->rss;
+	}
+	if (req->crash) {
+		const char *sig = fr_signal_name(req->crash->signal);
+
+		sc->has_crash = 1;
+		sc->crash.pid = req->crash->pid;
+		sc->crash.tid = req->crash->tid;
+		snprintf(sc->crash.comm, sizeof(sc->crash.comm), "%s", req->crash->comm);
+		if (sig)
+			snprintf(sc->crash.signal, sizeof(sc->crash.signal), "%s", sig);
+		else
+			snprintf(sc->crash.signal, sizeof(sc->crash.signal), "%d",
+				 req->crash->signal);
+		if (req->crash->has_addr)
+			snprintf(sc->crash.addr, sizeof(sc->crash.addr), "0x%" PRIx64,
+				 req->crash->addr);
 	}
 	snprintf(sc->profile, sizeof(sc->profile), "%s", profile_name);
 	snprintf(sc->goroutines, sizeof(sc->goroutines), "%s", goroutines_name);

@@ -218,6 +218,7 @@ static void run_due(struct fr_triggers *t)
 		p.fire.session = p.session;
 		p.fire.trigger = &p.trigger;
 		p.fire.oom = p.has_oom ? &p.oom : NULL;
+		p.fire.crash = p.has_crash ? &p.crash : NULL;
 		ret = t->dump(t->arg, &p.fire, NULL, 0);
 
 		if (ret == 0) {
@@ -287,6 +288,7 @@ static int engine_pass(struct fr_triggers *t, struct fr_procwatch_handler *h, in
 		return -ECANCELED;
 	handle_signals(t);
 	trig_oom_handle(t);
+	trig_crash_handle(t);
 	if (t->watch && watch_ready) {
 		int ret = fr_procwatch_read_events(t->watch, h);
 
@@ -399,6 +401,7 @@ static void engine_free(struct fr_triggers *t)
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->set_lock);
 	pthread_mutex_destroy(&t->oom_lock);
+	pthread_mutex_destroy(&t->crash_lock);
 	pthread_cond_destroy(&t->synced);
 	free(t);
 }
@@ -456,6 +459,7 @@ int fr_triggers_start_clock(struct fr_triggers **out, const struct fr_config *cf
 	fr_mutex_init_pi(&t->lock);
 	fr_mutex_init_pi(&t->set_lock);
 	fr_mutex_init_pi(&t->oom_lock);
+	fr_mutex_init_pi(&t->crash_lock);
 	pthread_cond_init(&t->synced, NULL);
 	fr_proc_table_init(&t->procs);
 	if (clock && clock->mono_ns && clock->real_ns)

@@ -24,6 +24,10 @@
  *              ingest thread, which records the kill); fires when the
  *              victim is one of the session's targets as for exit, or for
  *              any victim when the session has none.
+ *   crash      a process died of a core-dumping signal (fr_triggers_crash,
+ *              from the ingest thread, which records the crash); fires as
+ *              oom: for a process of the session's targets, or any
+ *              process when the session has none.
  * A trigger that fired does not fire again before its cooldown has passed
  * (a fire inside the cooldown is counted as suppressed and logged, rate
  * limited). When a trigger fires, the engine waits `after_ns`, then calls
@@ -53,21 +57,36 @@ struct fr_trigger_oom {
 	int64_t time_ns;		  /* Unix ns of the kill */
 };
 
+/* A process a fatal signal killed (a crash: recorder/sampling/bpf_events.h),
+ * as the recorder saw it (ingest). */
+struct fr_trigger_crash {
+	uint32_t pid, tid;
+	uint32_t uid; /* FR_PROC_UID_UNKNOWN when not known */
+	char comm[FR_LIMIT_COMM_LEN];
+	char cgroup[FR_LIMIT_CGROUP_LEN]; /* cgroup v2 path, "" when not known */
+	int signal;			  /* SIGSEGV, ... */
+	int code;			  /* si_code */
+	int has_addr;			  /* addr is the fault address */
+	uint64_t addr;
+	int64_t time_ns; /* Unix ns of the signal's delivery */
+};
+
 /* What fired, for the dump callback and the sidecar. */
 struct fr_trigger_fire {
 	const char *session;	/* session name */
 	uint32_t session_index; /* index in the configuration in force */
 	uint32_t trigger_index; /* index in the session's triggers */
 	const struct fr_config_trigger *trigger;
-	const char *kind;		  /* "signal", "cpu_above", "exit" */
-	char reason[256];		  /* e.g. "SIGUSR1", "cpu 93% >= 90% for 10s",
+	const char *kind;		      /* "signal", "cpu_above", "exit" */
+	char reason[256];		      /* e.g. "SIGUSR1", "cpu 93% >= 90% for 10s",
 				       * "pid 1234 (postgres) exited with status 3",
 				       * "pid 1234 (postgres) killed by SIGSEGV" */
-	int64_t fire_ns;		  /* Unix ns the trigger fired */
-	int64_t t0_ns, t1_ns;		  /* the window to dump */
-	uint32_t pid;			  /* exit, oom: the process that exited or was
+	int64_t fire_ns;		      /* Unix ns the trigger fired */
+	int64_t t0_ns, t1_ns;		      /* the window to dump */
+	uint32_t pid;			      /* exit, oom: the process that exited or was
 			       * killed; else 0 */
-	const struct fr_trigger_oom *oom; /* oom: the victim; else NULL */
+	const struct fr_trigger_oom *oom;     /* oom: the victim; else NULL */
+	const struct fr_trigger_crash *crash; /* crash: the process; else NULL */
 };
 
 /* Writes the dump of `fire` and, when `path` is not NULL, its file name
@@ -117,6 +136,11 @@ int fr_triggers_set(struct fr_triggers *t, const struct fr_config *cfg);
  * under a lock of its own (a full queue drops it, logged), and the engine
  * is woken. Any thread. */
 void fr_triggers_oom(struct fr_triggers *t, const struct fr_trigger_oom *victim);
+
+/* A process crashed (`crash`, copied): fires the crash triggers it
+ * matches, as fr_triggers_oom (a queue of its own; never waits). Any
+ * thread. */
+void fr_triggers_crash(struct fr_triggers *t, const struct fr_trigger_crash *crash);
 
 /* The daemon received `signo`: fires every signal trigger on it. */
 void fr_triggers_signal(struct fr_triggers *t, int signo);

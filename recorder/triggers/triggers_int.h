@@ -36,6 +36,8 @@
 #define UID_UNKNOWN FR_PROC_UID_UNKNOWN
 /* OOM kills waiting for the engine at most. */
 #define OOM_QUEUE 32
+/* Crashes waiting for the engine at most. */
+#define CRASH_QUEUE 32
 
 struct trig_state {
 	int fired;
@@ -76,6 +78,8 @@ struct pending {
 	char session[FR_CONFIG_NAME_MAX];
 	int has_oom;
 	struct fr_trigger_oom oom;
+	int has_crash;
+	struct fr_trigger_crash crash;
 };
 
 /* A dump by hand in progress, on its caller's stack. */
@@ -100,6 +104,11 @@ struct fr_triggers {
 	struct fr_trigger_oom oom_queue[OOM_QUEUE];
 	uint32_t noom;
 	uint64_t oom_dropped;
+	/* Crashes handed over by ingest, the same way. */
+	pthread_mutex_t crash_lock;
+	struct fr_trigger_crash crash_queue[CRASH_QUEUE];
+	uint32_t ncrash;
+	uint64_t crash_dropped;
 	uint32_t sigcount[MAX_SIGNAL + 1]; /* atomic: forwarded, not handled */
 
 	struct fr_config_session *sessions;
@@ -159,6 +168,9 @@ void trig_cpu_tick(struct fr_triggers *t);
 
 /* triggers_oom.c: the OOM kills queued since the last pass, fired. */
 void trig_oom_handle(struct fr_triggers *t);
+
+/* triggers_crash.c: the crashes queued since the last pass, fired. */
+void trig_crash_handle(struct fr_triggers *t);
 
 /* triggers_exit.c */
 /* Fills the process table from /proc (start and reloads). */

@@ -110,6 +110,10 @@ static void check_trigger(const struct fr_config_session *x, uint32_t s, uint32_
 		FUZZ_CHECK(t->signal == 0 && t->percent == 0 && t->for_ns == 0,
 			   "session %u trigger %u: an oom trigger with other fields", s, i);
 		break;
+	case FR_TRIGGER_CRASH:
+		FUZZ_CHECK(t->signal == 0 && t->percent == 0 && t->for_ns == 0,
+			   "session %u trigger %u: a crash trigger with other fields", s, i);
+		break;
 	default: FUZZ_CHECK(0, "session %u trigger %u of kind %u", s, i, t->kind);
 	}
 }

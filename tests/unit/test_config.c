@@ -259,17 +259,17 @@ static const struct bad bad_configs[] = {
 			 "\"signal\": \"USR1\"}], got {}"},
 	{TRIGS("5"),
 	 T0 ": must be an object like {\"on\": \"signal\", \"signal\": \"USR1\"}, got 5"},
-	{TRIGS("{}"),
-	 T0 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit, oom)"},
-	{TRIGS("{\"window\":\"10s\"}"),
-	 T0 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit, oom)"},
+	{TRIGS("{}"), T0
+	 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit, oom, crash)"},
+	{TRIGS("{\"window\":\"10s\"}"), T0
+	 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit, oom, crash)"},
 	{TRIGS("{\"on\":1}"),
-	 T0 ".on: must be a string (accepted: signal, cpu_above, exit, oom), got 1"},
+	 T0 ".on: must be a string (accepted: signal, cpu_above, exit, oom, crash), got 1"},
 	{"{\"sessions\":[{\"name\":\"a\"},{\"name\":\"b\",\"triggers\":[{\"on\":\"cpu\"}]}]}",
 	 SRC ": sessions[1].triggers[0].on: unknown trigger \"cpu\" (accepted: signal, cpu_above, "
-	     "exit, oom)"},
+	     "exit, oom, crash)"},
 	{TRIGS("{\"on\":\"Signal\",\"signal\":\"USR1\"}"),
-	 T0 ".on: unknown trigger \"Signal\" (accepted: signal, cpu_above, exit, oom)"},
+	 T0 ".on: unknown trigger \"Signal\" (accepted: signal, cpu_above, exit, oom, crash)"},
 	/* triggers: keys of the wrong kind, unknown and repeated keys */
 	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"percent\":90}"),
 	 T0 ".percent: only cpu_above triggers take \"percent\" (accepted for signal: on, signal, "

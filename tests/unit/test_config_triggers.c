@@ -219,6 +219,29 @@ static void test_exit_triggers(void)
 	}
 }
 
+/* A crash trigger: no targets needed (any crash is news), printed back. */
+static void test_crash_triggers(void)
+{
+	struct fr_config cfg;
+	const struct fr_config_trigger *t;
+	char *text = NULL;
+
+	if (parse_ok(&cfg,
+		     "{\"sessions\":[{\"name\":\"c\",\"events\":[{\"event\":\"cpu\",\"hz\":99}],"
+		     "\"triggers\":[{\"on\":\"crash\",\"window\":\"10s\"}]}]}",
+		     &text) < 0)
+		return;
+	t = &cfg.sessions[0].triggers[0];
+	CHECK(cfg.sessions[0].ntriggers == 1 && t->kind == FR_TRIGGER_CRASH &&
+		      t->window_ns == 10000000000ll && t->after_ns == 0 &&
+		      t->cooldown_ns == 60000000000ll && t->signal == 0 && t->percent == 0,
+	      "crash trigger");
+	CHECK(text && strstr(text, "\"on\":\t\"crash\"") && strstr(text, "\"10s\""),
+	      "crash printed:\n%s", text ? text : "(null)");
+	free(text);
+	fr_config_fini(&cfg);
+}
+
 /* How long a trigger may span, and how many a session may hold. */
 static void test_trigger_limits(void)
 {
@@ -281,6 +304,7 @@ static void test_trigger_limits(void)
 
 int main(void)
 {
+	test_crash_triggers();
 	test_trigger_signals();
 	test_trigger_signals_refused();
 	test_trigger_signals_per_session();

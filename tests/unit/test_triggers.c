@@ -674,6 +674,90 @@ static void test_oom(void)
 	free(c);
 }
 
+/* ---- crash ---------------------------------------------------------------- */
+
+static struct fr_trigger_crash crashed(uint32_t pid, const char *comm, int has_addr)
+{
+	struct fr_trigger_crash c = {.pid = pid,
+				     .tid = pid + 1,
+				     .uid = 1000,
+				     .signal = SIGSEGV,
+				     .code = 1,
+				     .has_addr = has_addr,
+				     .addr = 0x10};
+
+	snprintf(c.comm, sizeof(c.comm), "%s", comm);
+	snprintf(c.cgroup, sizeof(c.cgroup), "/work");
+	c.time_ns = clock_real(NULL) - 5;
+	return c;
+}
+
+/* As oom: any crash fires a session without targets, a session's targets
+ * filter, cooldowns suppress, a burst is never waited on. */
+static void test_crash(void)
+{
+	struct fr_config *c = cfg_new();
+	struct fr_config_session *db;
+	struct fr_config_trigger *tr;
+	struct fr_trigger_crash v;
+	const struct rec_fire *x;
+	struct fr_triggers *t;
+	struct rec r;
+
+	rec_init(&r);
+	tr = add_trigger(add_session(c, "any"), FR_TRIGGER_CRASH);
+	tr->cooldown_ns = 10 * FR_NS_PER_S;
+	db = add_session(c, "db");
+	snprintf(db->targets.comms[db->targets.ncomms++], FR_LIMIT_COMM_LEN, "postgres");
+	add_trigger(db, FR_TRIGGER_CRASH)->cooldown_ns = 0;
+	/* An oom trigger is not fired by a crash. */
+	add_trigger(add_session(c, "mem"), FR_TRIGGER_OOM);
+	t = start(c, &r);
+
+	v = crashed(4242, "crash_prog", 1);
+	fr_triggers_crash(t, &v);
+	fr_triggers_sync(t);
+	CHECK(rec_count(&r) == 1, "a crash gave %d dumps, want 1 (session any)", rec_count(&r));
+	if (rec_count(&r) >= 1) {
+		x = &r.fires[0];
+		CHECK(strcmp(x->session, "any") == 0 && strcmp(x->f.kind, "crash") == 0 &&
+			      x->f.pid == 4242,
+		      "fire: session %s kind %s pid %u", x->session, x->f.kind, x->f.pid);
+		CHECK(x->has_crash && !x->has_oom && x->crash.pid == 4242 && x->crash.tid == 4243 &&
+			      strcmp(x->crash.comm, "crash_prog") == 0 &&
+			      x->crash.signal == SIGSEGV && x->crash.addr == 0x10,
+		      "the fire does not carry its crash");
+		CHECK(strcmp(x->f.reason, "pid 4242 (crash_prog) killed by SIGSEGV at 0x10") == 0,
+		      "reason \"%s\"", x->f.reason);
+	}
+	/* postgres: both sessions; but "any" is in its cooldown. */
+	v = crashed(77, "postgres", 0);
+	fr_triggers_crash(t, &v);
+	fr_triggers_sync(t);
+	CHECK(rec_count(&r) == 2 && strcmp(r.fires[1].session, "db") == 0,
+	      "postgres's crash: %d dumps, the last of %s", rec_count(&r),
+	      rec_count(&r) ? r.fires[rec_count(&r) - 1].session : "none");
+	if (rec_count(&r) == 2)
+		CHECK(strcmp(r.fires[1].f.reason, "pid 77 (postgres) killed by SIGSEGV") == 0,
+		      "reason without an address \"%s\"", r.fires[1].f.reason);
+	CHECK(fr_triggers_suppressed(t, 0) == 1, "suppressed %" PRIu64 ", want 1",
+	      fr_triggers_suppressed(t, 0));
+
+	/* A burst past the queue: never waited on, the rest dropped. */
+	advance(t, 11 * FR_NS_PER_S);
+	for (int i = 0; i < 100; i++) {
+		v = crashed(1000 + (uint32_t)i, "postgres", 1);
+		fr_triggers_crash(t, &v);
+	}
+	fr_triggers_sync(t);
+	CHECK(rec_count(&r) >= 4 && rec_count(&r) <= 2 + 2 * 32 && rec_count(&r) <= MAX_REC,
+	      "a burst of 100 crashes gave %d dumps", rec_count(&r));
+	fr_triggers_crash(NULL, &v);
+	fr_triggers_stop(t);
+	rec_fini(&r);
+	free(c);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -685,6 +769,7 @@ int main(void)
 	test_manual_busy();
 	test_reload();
 	test_oom();
+	test_crash();
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);
 	return failures ? 1 : 0;

@@ -29,6 +29,8 @@ struct rec_fire {
 	struct fr_config_trigger trigger;
 	int has_oom; /* an oom trigger's victim, copied */
 	struct fr_trigger_oom oom;
+	int has_crash; /* a crash trigger's process, copied */
+	struct fr_trigger_crash crash;
 	int64_t called_mono;
 	pthread_t thread;
 };
@@ -77,6 +79,10 @@ static inline int on_dump(void *arg, const struct fr_trigger_fire *f, char *path
 		if (f->oom)
 			x->oom = *f->oom;
 		x->f.oom = NULL;
+		x->has_crash = f->crash != NULL;
+		if (f->crash)
+			x->crash = *f->crash;
+		x->f.crash = NULL;
 		x->called_mono = r->clock ? r->clock->mono_ns(r->clock->ctx) : fr_now_mono_ns();
 		x->thread = pthread_self();
 	}

@@ -1,0 +1,218 @@
+#!/bin/bash
+# The black box records every exec, process exit and crash, whatever the
+# sessions ask (a recorder with no session at all here):
+#  - crash_prog segv (built -O2 without frame pointers) burns 2 s in
+#    before_crash, then main calls crash_site, which writes to 0x10: a
+#    crash event of its pid with signal SIGSEGV, code SEGV_MAPERR, addr
+#    0x10, and a stack with crash_site under main (the user stack unwound
+#    with CFI from the copy taken at the signal); its exit with signal
+#    SIGSEGV, a lifetime of at least 2 s and CPU time;
+#  - children that exit with 0, 3 and 42: exit events with exit_code 0, 3,
+#    42; one killed by SIGKILL: signal SIGKILL and no crash (SIGKILL dumps
+#    no core); one that calls abort(): a crash with SIGABRT and code
+#    SI_TKILL, and an exit with signal SIGABRT and core=1 exactly when the
+#    kernel says it dumped core (WCOREDUMP: allowed only where a core
+#    lands in this test's directory);
+#  - a child whose leader leaves by pthread_exit and whose last thread
+#    by the exit system call with 7: the exit_code waitpid says (the
+#    process's, as the kernel keeps it for its leader);
+#  - exec events of each child, with the path executed and its parent;
+#  - labels_demo (application labels slot and par, changing every 10 ms)
+#    sent SIGSEGV by kill(1): a crash with code SI_USER and no address (a
+#    signal someone sent carries its sender, not a fault address), on the
+#    thread's own labels at that moment (slot, par) beside its fields;
+#  - status lists exec, exit and crash recording, their samples, none lost;
+#    with FLIGHTREC_BLACKBOX=off, none recorded and status says why.
+# The events are read from the ring after kill -9 of the recorder. No
+# core file is left anywhere: RLIMIT_CORE is 0 but for the abort child,
+# and that one only with a core_pattern relative to its working directory
+# (in $T, removed at the end).
+#
+# The events are read from the ring with tests/integration/ring_events
+# (the query side, as a profile of each event: fields as labels, the
+# crash's frames), turned into the objects `flightrec events --json`
+# gives (time aside): {"type", "pid", "comm", "signal", "code", "addr",
+# "exit_code", "core", "path", "ppid", "stack": innermost first}; the
+# checks read only those.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/labels_lib.sh"
+need_root_perf
+PROG=$BUILD/tests/integration/crash_prog
+READER=$BUILD/tests/integration/ring_events
+[ -x "$PROG" ] && [ -x "$READER" ] || fail "crash_prog or ring_events was not built"
+
+start_daemon
+# Listed once the program is loaded (or failed), moments after start.
+crash_state() { status_value '[e["state"] for e in d["events"] if e["event"] == "crash"][0]'; }
+wait_until 20 "the black box's program loaded" '[ -n "$(crash_state)" ]'
+state=$(crash_state)
+[ "$state" = recording ] ||
+	skip "the recorder cannot record crashes here: $(status_value '[e.get("error") for e in d["events"] if e["event"] == "crash"]')"
+wait_seals 1
+
+# A core lands in the abort child's working directory only with a
+# relative core_pattern; elsewhere (a pipe, an absolute path) none is
+# allowed at all.
+pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null)
+CORE_OK=0
+case "$pattern" in
+'|'* | */* | '') ;;
+*) CORE_OK=1 ;;
+esac
+mkdir "$T/cores"
+
+python3 - "$PROG" "$T/cores" "$CORE_OK" >"$T/children.jsonl" <<'PY' || fail "running the children failed"
+import json, os, resource, subprocess, sys
+prog, cores, core_ok = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+def run(mode, *args, core=False):
+    lim = resource.RLIM_INFINITY if core else 0
+    p = subprocess.Popen([prog, mode, *args], cwd=cores, stdout=subprocess.PIPE,
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (lim, lim)))
+    p.stdout.read()
+    _, st = os.waitpid(p.pid, 0)
+    r = {"mode": mode if not args else mode + " " + " ".join(args), "pid": p.pid,
+         "ppid": os.getpid()}
+    if os.WIFEXITED(st):
+        r["exit_code"] = os.WEXITSTATUS(st)
+    else:
+        r["signal"] = os.WTERMSIG(st)
+        r["core"] = bool(os.WCOREDUMP(st))
+    print(json.dumps(r), flush=True)
+run("segv")
+for code in ("0", "3", "42"):
+    run("exit", code)
+run("kill")
+run("leader_exit")
+run("abort", core=core_ok)
+PY
+cat "$T/children.jsonl"
+
+# A labelled process, killed by a SIGSEGV someone sent.
+(cd "$T/cores" && ulimit -c 0 && exec "$BUILD/tests/integration/labels_demo" slots 60) \
+	>"$T/demo.out" 2>&1 &
+DEMO_PID=$!
+wait_lines "$T/demo.out" ready
+wait_labelled "$DEMO_PID" slot
+kill -SEGV "$DEMO_PID"
+wait "$DEMO_PID"
+[ $? = 139 ] || fail "labels_demo did not die of SIGSEGV"
+rm -f "$T"/cores/core*
+# Their events sealed into chunks, then the recorder killed (-9): what it
+# stored is all there is, as after a crash of the host or the recorder.
+wait_seals 2
+kill9_daemon
+
+# events: the black box's samples of the ring as `flightrec events --json`
+# objects, one a line.
+events() {
+	local e
+	for e in exec exit crash; do
+		"$READER" "$RING" "$e" "$T/$e.pb.gz" 2>"$T/err" || fail "ring_events $e: $(cat "$T/err")"
+		python3 - "$(dirname "$0")" "$T/$e.pb.gz" "$e" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import pprof_samples
+for s in pprof_samples.samples(sys.argv[2]):
+    o = {"type": sys.argv[3], "pid": s["num"].get("pid"), "tid": s["num"].get("tid"),
+         "comm": s["str"].get("comm"), "stack": s["frames"]}
+    for k in ("signal", "code", "addr", "path", "core"):
+        if k in s["str"]:
+            o[k] = s["str"][k]
+    for k in ("exit_code", "ppid", "cpu_ns", "old_pid"):
+        if k in s["str"]:
+            o[k] = int(s["str"][k])
+    # The process's own application labels (the recorder's are above).
+    o["labels"] = {k: v for k, v in s["str"].items()
+                   if k not in o and k not in ("comm", "thread", "cgroup")}
+    if sys.argv[3] == "exit":
+        o["lifetime_ns"] = s["values"][1]
+    print(json.dumps(o))
+PY
+	done
+}
+events >"$T/events.jsonl"
+grep -c . "$T/events.jsonl" | sed 's/^/events read: /'
+
+python3 - "$T/events.jsonl" "$DEMO_PID" <<'PY' || fail "labels_demo's crash: $(grep -w "$DEMO_PID" "$T/events.jsonl")"
+import json, sys
+pid = int(sys.argv[2])
+cr = [e for e in map(json.loads, open(sys.argv[1])) if e["type"] == "crash" and e["pid"] == pid]
+assert len(cr) == 1, cr
+c = cr[0]
+assert c["signal"] == "SIGSEGV" and c["code"] == "SI_USER" and "addr" not in c, c
+assert c["comm"] == "labels_demo", c
+assert c["labels"].get("slot", "").isdigit() and c["labels"].get("par") in ("even", "odd"), c
+assert any(f in ("fr_demo_even", "fr_demo_odd") for f in c["stack"]), c["stack"]
+PY
+python3 - "$T/children.jsonl" "$T/events.jsonl" "$PROG" <<'PY' || fail "the black box's events are not what the children did"
+import json, sys
+kids = [json.loads(l) for l in open(sys.argv[1])]
+evs = [json.loads(l) for l in open(sys.argv[2])]
+prog = sys.argv[3]
+sig = {6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV"}
+def of(kind, pid):
+    return [e for e in evs if e["type"] == kind and e["pid"] == pid]
+for k in kids:
+    pid = k["pid"]
+    ex = of("exec", pid)
+    assert len(ex) == 1, ("exec", k, ex)
+    assert ex[0]["path"] == prog and ex[0]["ppid"] == k["ppid"] and ex[0]["comm"] == "crash_prog", ex
+    xs = of("exit", pid)
+    assert len(xs) == 1, ("exit", k, xs)
+    x = xs[0]
+    if "exit_code" in k:
+        assert x.get("exit_code") == k["exit_code"] and "signal" not in x, (k, x)
+    else:
+        assert x.get("signal") == sig[k["signal"]] and "exit_code" not in x, (k, x)
+        assert (x.get("core") == "1") == k["core"], ("core flag", k, x)
+    assert x["comm"] == "crash_prog" and x["cpu_ns"] >= 0, x
+    cr = of("crash", pid)
+    if k["mode"] == "segv":
+        assert len(cr) == 1, ("crash", k, cr)
+        c = cr[0]
+        assert c["signal"] == "SIGSEGV" and c["code"] == "SEGV_MAPERR" and c["addr"] == "0x10", c
+        assert c["tid"] == pid and c["comm"] == "crash_prog", c
+        st = c["stack"]
+        assert "crash_site" in st and "main" in st and st.index("crash_site") < st.index("main"), st
+        assert "before_crash" not in st, st
+        # Its last seconds: 2 s of life, most of it on the CPU.
+        assert x["lifetime_ns"] >= 2e9, x
+        assert x["cpu_ns"] >= 0.2e9, x
+    elif k["mode"] == "abort":
+        assert len(cr) == 1, ("crash", k, cr)
+        c = cr[0]
+        assert c["signal"] == "SIGABRT" and c["code"] == "SI_TKILL" and "addr" not in c, c
+        # abort() never returns: its call is in main's cold part.
+        assert any(f in ("main", "main.cold") for f in c["stack"]), c
+    else:
+        assert not cr, ("no crash", k, cr)
+print("all %d children's exec, exit and crash events as they happened" % len(kids))
+PY
+
+# Nothing lost, each counted.
+start_daemon
+python3 - <<PY || fail "status: $("$FLIGHTREC" status --json)"
+import json, subprocess
+d = json.loads(subprocess.check_output(["$FLIGHTREC", "status", "--json"]))
+ev = {e["event"]: e for e in d["events"]}
+for name in ("exec", "exit", "crash"):
+    assert ev[name]["state"] == "recording" and ev[name]["lost"] == 0, ev[name]
+PY
+"$FLIGHTREC" status | grep -q "^event:    crash at every crash (fatal signal), whatever sessions ask" ||
+	fail "status does not say crashes are recorded always: $("$FLIGHTREC" status)"
+stop_daemon
+
+# FLIGHTREC_BLACKBOX=off: not recorded, and status says why.
+FLIGHTREC_BLACKBOX=off start_daemon
+wait_until 20 "the black box's state" '[ -n "$(crash_state)" ]'
+[ "$(crash_state)" = failed ] &&
+	[ "$(status_value '[e.get("error") for e in d["events"] if e["event"] == "exec"][0]')" = "off (FLIGHTREC_BLACKBOX=off)" ] ||
+	fail "FLIGHTREC_BLACKBOX=off: $("$FLIGHTREC" status | grep -E '^event: +(exec|exit|crash)')"
+n=$(status_value '[e["samples"] for e in d["events"] if e["event"] == "exec"][0]')
+"$PROG" exit 0 >/dev/null
+sleep 1
+[ "$(status_value '[e["samples"] for e in d["events"] if e["event"] == "exec"][0]')" = "$n" ] ||
+	fail "FLIGHTREC_BLACKBOX=off still records execs"
+stop_daemon
+! ls "$T"/cores/core* >/dev/null 2>&1 || fail "a core file was left"
+echo "PASS"
