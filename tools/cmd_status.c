@@ -64,7 +64,8 @@ static const char *memory_when(const char *event)
 	if (strcmp(event, "oom") == 0)
 		return "every OOM kill";
 	if (strcmp(event, "rss") == 0 || strcmp(event, "memory-pressure") == 0 ||
-	    strcmp(event, "throttled") == 0)
+	    strcmp(event, "throttled") == 0 || strcmp(event, "cpu-pressure") == 0 ||
+	    strcmp(event, "io-pressure") == 0)
 		return "once a second";
 	return NULL;
 }
