@@ -8,6 +8,10 @@
  *    "pid": N (when not 0), "profile": "FILE.pb.gz",
  *    "victim": {"pid": N, "comm": "hog", "cgroup": "/x", "rss": N}
  *              (an oom trigger's: the process killed, its RSS in bytes),
+ *    "pressure": {"resource": "memory", "kind": "some", "share": 37.5,
+ *                 "above": 10} (a pressure trigger's: the share of wall
+ *              time stalled over the run that fired it, and the
+ *              threshold, both in percent),
  *    "events": [{"event": "cpu", "hz": 99, "samples": N, "lost": N}],
  *    "samples": N, "bytes": N, "version": "0.1.0"}
  */
@@ -28,6 +32,14 @@ struct fr_ipc_sidecar_victim {
 	char comm[FR_LIMIT_COMM_LEN];	  /* "comm" */
 	char cgroup[FR_LIMIT_CGROUP_LEN]; /* "cgroup": "" when not known */
 	uint64_t rss;			  /* "rss": bytes at the kill */
+};
+
+/* "pressure": what fired a pressure trigger. */
+struct fr_ipc_sidecar_pressure {
+	char resource[16]; /* "resource": "memory", "cpu" or "io" */
+	char kind[8];	   /* "kind": "some" or "full" */
+	double share;	   /* "share": percent of wall time stalled */
+	double above;	   /* "above": the trigger's threshold, percent */
 };
 
 /* One element of "events". */
@@ -53,6 +65,8 @@ struct fr_ipc_sidecar {
 	uint64_t go_processes; /* "go_processes": the Go programs in it */
 	int has_victim;	       /* "victim", when set */
 	struct fr_ipc_sidecar_victim victim;
+	int has_pressure; /* "pressure", when set */
+	struct fr_ipc_sidecar_pressure pressure;
 	uint32_t nevents; /* "events" */
 	struct fr_ipc_sidecar_event events[FR_LIMIT_EVENTS];
 	uint64_t samples; /* "samples" */

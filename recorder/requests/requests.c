@@ -457,6 +457,7 @@ static int dump_prepare(struct daemon *d, const struct fr_trigger_fire *fire,
 	dr->after_ns = fire->trigger ? fire->trigger->after_ns : 0;
 	dr->pid = fire->pid;
 	dr->oom = fire->oom;
+	dr->pressure = fire->pressure;
 	dr->profile = preq;
 	if (fire->oom)
 		dump_oom_heap(preq, fire->oom);

@@ -218,6 +218,7 @@ static void run_due(struct fr_triggers *t)
 		p.fire.session = p.session;
 		p.fire.trigger = &p.trigger;
 		p.fire.oom = p.has_oom ? &p.oom : NULL;
+		p.fire.pressure = p.has_pressure ? &p.pressure : NULL;
 		ret = t->dump(t->arg, &p.fire, NULL, 0);
 
 		if (ret == 0) {
@@ -287,6 +288,7 @@ static int engine_pass(struct fr_triggers *t, struct fr_procwatch_handler *h, in
 		return -ECANCELED;
 	handle_signals(t);
 	trig_oom_handle(t);
+	trig_pressure_handle(t);
 	if (t->watch && watch_ready) {
 		int ret = fr_procwatch_read_events(t->watch, h);
 

@@ -7,6 +7,9 @@
  *   triggers_cpu.c     cpu_above: measuring CPU use, deciding a run above
  *   triggers_exit.c    exit: which processes the table (proc_table.c)
  *                      follows, and whether an exit fires
+ *   triggers_oom.c     oom: the kills ingest hands over
+ *   triggers_pressure.c pressure: the seconds ingest hands over, and
+ *                      whether a run above the threshold fires
  *
  * Everything in struct fr_triggers but the atomics is guarded by its
  * lock; the functions below are called with it held.
@@ -36,6 +39,8 @@
 #define UID_UNKNOWN FR_PROC_UID_UNKNOWN
 /* OOM kills waiting for the engine at most. */
 #define OOM_QUEUE 32
+/* Seconds of pressure waiting for the engine at most. */
+#define PSI_QUEUE 8
 
 struct trig_state {
 	int fired;
@@ -43,6 +48,9 @@ struct trig_state {
 	int64_t above_since; /* cpu_above: start of the run above; 0: none */
 	double above_pct_ns; /* sum of percent x duration over the run */
 	int64_t above_ns;
+	/* pressure: the sum of share x duration over the run, and its end */
+	double psi_share_ns;
+	int64_t psi_last_mono;
 };
 
 struct proc_sample {
@@ -76,6 +84,8 @@ struct pending {
 	char session[FR_CONFIG_NAME_MAX];
 	int has_oom;
 	struct fr_trigger_oom oom;
+	int has_pressure;
+	struct fr_trigger_pressure_hit pressure;
 };
 
 /* A dump by hand in progress, on its caller's stack. */
@@ -100,6 +110,10 @@ struct fr_triggers {
 	struct fr_trigger_oom oom_queue[OOM_QUEUE];
 	uint32_t noom;
 	uint64_t oom_dropped;
+	/* Seconds of pressure handed over by ingest, under oom_lock too. */
+	struct fr_pressure_tick psi_queue[PSI_QUEUE];
+	uint32_t npsi;
+	uint64_t psi_dropped;
 	uint32_t sigcount[MAX_SIGNAL + 1]; /* atomic: forwarded, not handled */
 
 	struct fr_config_session *sessions;
@@ -159,6 +173,10 @@ void trig_cpu_tick(struct fr_triggers *t);
 
 /* triggers_oom.c: the OOM kills queued since the last pass, fired. */
 void trig_oom_handle(struct fr_triggers *t);
+
+/* triggers_pressure.c: the seconds of pressure queued since the last
+ * pass, each run above its threshold long enough fired. */
+void trig_pressure_handle(struct fr_triggers *t);
 
 /* triggers_exit.c */
 /* Fills the process table from /proc (start and reloads). */

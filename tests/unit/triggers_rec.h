@@ -29,6 +29,8 @@ struct rec_fire {
 	struct fr_config_trigger trigger;
 	int has_oom; /* an oom trigger's victim, copied */
 	struct fr_trigger_oom oom;
+	int has_pressure; /* a pressure trigger's hit, copied */
+	struct fr_trigger_pressure_hit pressure;
 	int64_t called_mono;
 	pthread_t thread;
 };
@@ -77,6 +79,10 @@ static inline int on_dump(void *arg, const struct fr_trigger_fire *f, char *path
 		if (f->oom)
 			x->oom = *f->oom;
 		x->f.oom = NULL;
+		x->has_pressure = f->pressure != NULL;
+		if (f->pressure)
+			x->pressure = *f->pressure;
+		x->f.pressure = NULL;
 		x->called_mono = r->clock ? r->clock->mono_ns(r->clock->ctx) : fr_now_mono_ns();
 		x->thread = pthread_self();
 	}

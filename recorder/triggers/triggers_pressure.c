@@ -1,0 +1,135 @@
+/* Pressure triggers: the machine's pressure (PSI) on memory, CPU or I/O,
+ * a second at a time, as the memory sampler reads it for the ring
+ * (recorder/tracking/memsample.h). Each second gives, per resource, the
+ * ns in which some task ("some") and every non-idle task ("full") stalled
+ * on it; its share of the second is what a trigger compares with its
+ * threshold. PSI's own averages (avg10, avg60) lag by ten seconds and
+ * more: the totals' deltas say at once.
+ *
+ * A run starts at the first second at or above the threshold and ends at
+ * the first below it, or a second the file could not be read; a run that
+ * lasted `for` fires (the share in the reason is its average) and starts
+ * over, so a pressure that stays fires again after `for` once the cooldown
+ * allows.
+ *
+ * The seconds reach the engine through a small queue under the OOM
+ * kills' lock, as kills do: the ingest thread never waits for the engine.
+ */
+#include "recorder/triggers/triggers_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/util/log.h"
+
+_Static_assert(FR_CONFIG_PRESSURE_MEMORY == FR_PRESSURE_MEMORY &&
+		       FR_CONFIG_PRESSURE_CPU == FR_PRESSURE_CPU &&
+		       FR_CONFIG_PRESSURE_IO == FR_PRESSURE_IO,
+	       "the configuration's pressure resources are the sampler's");
+
+void fr_triggers_pressure(struct fr_triggers *t, const struct fr_pressure_tick *tick)
+{
+	int dropped = 0;
+
+	if (!t || !tick)
+		return;
+	pthread_mutex_lock(&t->oom_lock);
+	if (t->npsi < PSI_QUEUE)
+		t->psi_queue[t->npsi++] = *tick;
+	else
+		dropped = 1;
+	pthread_mutex_unlock(&t->oom_lock);
+	if (dropped) {
+		uint64_t n = __atomic_add_fetch(&t->psi_dropped, 1, __ATOMIC_RELAXED);
+
+		fr_log_ratelimited(FR_LOG_WARN, LOG_INTERVAL_NS,
+				   "pressure triggers: %u seconds are waiting already; one is "
+				   "dropped (%" PRIu64 " so far)",
+				   PSI_QUEUE, n);
+		return;
+	}
+	trig_wake(t);
+}
+
+/* The share of `tick`'s second, in percent, that trigger `tr` looks at;
+ * -1 when the second does not say (the file was not read, or has no
+ * "full" line). */
+static double tick_share(const struct fr_pressure_tick *tick, const struct fr_config_trigger *tr)
+{
+	uint32_t r = tr->resource;
+	uint64_t ns;
+
+	if (r >= FR_PRESSURE_RESOURCES || !tick->valid[r] || tick->interval_ns <= 0 ||
+	    (tr->full && !tick->has_full[r]))
+		return -1;
+	ns = tr->full ? tick->full_ns[r] : tick->some_ns[r];
+	/* A stall counted a little past the second's edge: at most all of it. */
+	return ns >= (uint64_t)tick->interval_ns ? 100.0
+						 : (double)ns * 100.0 / (double)tick->interval_ns;
+}
+
+/* One second for trigger `ti` of session `si`. Called with the lock. */
+static void evaluate(struct fr_triggers *t, uint32_t si, uint32_t ti,
+		     const struct fr_pressure_tick *tick)
+{
+	const struct fr_config_trigger *tr = &t->sessions[si].triggers[ti];
+	struct trig_state *st = &t->state[si].trig[ti];
+	double share = tick_share(tick, tr), above = (double)tr->above_bp / 100.0, avg;
+	int64_t start = tick->mono_ns - tick->interval_ns;
+	char reason[192], dur[32], thr[32];
+	struct pending *p;
+
+	if (share < 0 || share < above) {
+		st->above_since = 0;
+		return;
+	}
+	/* A run goes on only from the second just before. */
+	if (!st->above_since || st->psi_last_mono != start) {
+		st->above_since = start;
+		st->psi_share_ns = 0;
+		st->above_ns = 0;
+	}
+	st->psi_share_ns += share * (double)tick->interval_ns;
+	st->above_ns += tick->interval_ns;
+	st->psi_last_mono = tick->mono_ns;
+	if (tick->mono_ns - st->above_since + TICK_SLACK_NS < tr->for_ns)
+		return;
+	avg = st->above_ns > 0 ? st->psi_share_ns / (double)st->above_ns : share;
+	snprintf(reason, sizeof(reason), "%s pressure %s %.1f%% >= %s for %s",
+		 fr_pressure_resource_name(tr->resource), tr->full ? "full" : "some", avg,
+		 fr_config_pressure_above(tr, thr, sizeof(thr)) + 5,
+		 trig_fmt_dur(tr->for_ns, dur, sizeof(dur)));
+	/* A new run must last `for` again before the next fire. */
+	st->above_since = 0;
+	p = trig_fire(t, si, ti, reason, 0);
+	if (p) {
+		p->has_pressure = 1;
+		p->pressure = (struct fr_trigger_pressure_hit){
+			.resource = tr->resource,
+			.full = tr->full,
+			.share = avg,
+			.above = above,
+		};
+	}
+}
+
+void trig_pressure_handle(struct fr_triggers *t)
+{
+	struct fr_pressure_tick q[PSI_QUEUE];
+	uint32_t n;
+
+	pthread_mutex_lock(&t->oom_lock);
+	n = t->npsi;
+	memcpy(q, t->psi_queue, n * sizeof(q[0]));
+	t->npsi = 0;
+	pthread_mutex_unlock(&t->oom_lock);
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t si = 0; si < t->nsessions; si++) {
+			const struct fr_config_session *s = &t->sessions[si];
+
+			for (uint32_t ti = 0; ti < s->ntriggers; ti++)
+				if (s->triggers[ti].kind == FR_TRIGGER_PRESSURE)
+					evaluate(t, si, ti, &q[i]);
+		}
+}
