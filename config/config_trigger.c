@@ -205,16 +205,26 @@ static int check_trigger_keys(struct config_ctx *c, const cJSON *jt, const char 
 		strncat(list, keys[i], sizeof(list) - strlen(list) - 1);
 	}
 	cJSON_ArrayForEach(it, jt) {
+		uint32_t takers[ARRAY_SIZE(trigger_keys)], n = 0;
+		char who[96] = "";
+
 		if (has_key(keys, nkeys, it->string))
 			continue;
-		for (uint32_t k = 0; k < ARRAY_SIZE(trigger_keys); k++) {
-			if (!has_key(trigger_keys[k].keys, trigger_keys[k].nkeys, it->string))
-				continue;
-			config_join(sub, path, it->string);
-			return config_fail(c, sub,
-					   "only %s triggers take \"%s\" (accepted for %s: %s)",
-					   trigger_kinds[k], it->string, trigger_kinds[kind], list);
+		for (uint32_t k = 0; k < ARRAY_SIZE(trigger_keys); k++)
+			if (has_key(trigger_keys[k].keys, trigger_keys[k].nkeys, it->string))
+				takers[n++] = k;
+		if (!n)
+			continue;
+		/* "cpu_above", "cpu_above and pressure", "a, b and c". */
+		for (uint32_t i = 0; i < n; i++) {
+			if (i)
+				strncat(who, i + 1 == n ? " and " : ", ",
+					sizeof(who) - strlen(who) - 1);
+			strncat(who, trigger_kinds[takers[i]], sizeof(who) - strlen(who) - 1);
 		}
+		config_join(sub, path, it->string);
+		return config_fail(c, sub, "only %s triggers take \"%s\" (accepted for %s: %s)",
+				   who, it->string, trigger_kinds[kind], list);
 	}
 	return config_check_keys(c, jt, path, keys, nkeys);
 }

@@ -274,9 +274,9 @@ static const struct bad bad_configs[] = {
 	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"percent\":90}"),
 	 T0 ".percent: only cpu_above triggers take \"percent\" (accepted for signal: on, signal, "
 	    "window, after, cooldown)"},
-	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"for\":\"10s\"}"),
-	 T0 ".for: only cpu_above triggers take \"for\" (accepted for signal: on, signal, window, "
-	    "after, cooldown)"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"for\":\"10s\"}"), T0
+	 ".for: only cpu_above and pressure triggers take \"for\" (accepted for signal: on, signal, "
+	 "window, after, cooldown)"},
 	{TRIGS("{\"on\":\"cpu_above\",\"percent\":90,\"signal\":\"USR1\"}"), T0
 	 ".signal: only signal triggers take \"signal\" (accepted for cpu_above: on, percent, for, "
 	 "window, after, cooldown)"},
@@ -399,6 +399,9 @@ static const struct bad bad_configs[] = {
 	{TRIGS("{\"on\":\"pressure\",\"resource\":\"cpu\",\"above\":\"some 5%\",\"percent\":5}"),
 	 T0 ".percent: only cpu_above triggers take \"percent\" (accepted for pressure: on, "
 	    "resource, above, for, window, after, cooldown)"},
+	{TRIGS("{\"on\":\"exit\",\"for\":\"5s\"}"),
+	 T0 ".for: only cpu_above and pressure triggers take \"for\" (accepted for exit: on, "
+	    "window, after, cooldown)"},
 	{TRIGS("{\"on\":\"cpu_above\",\"percent\":5,\"above\":\"some 5%\"}"),
 	 T0 ".above: only pressure triggers take \"above\" (accepted for cpu_above: on, percent, "
 	    "for, window, after, cooldown)"},
