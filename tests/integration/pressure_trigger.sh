@@ -5,7 +5,7 @@
 # so that most of the time some runnable task waits for a CPU (PSI's cpu
 # "some"). Then:
 #  - status lists cpu-pressure and io-pressure as recording, once a second,
-#    with samples;
+#    with samples; `flightrec sessions` shows the trigger;
 #  - the trigger wrote a dump fired after the load began, whose sidecar
 #    says "trigger": "pressure" and "pressure": {"resource": "cpu", "kind":
 #    "some", "share" >= 50, "above": 50}, and whose profile holds burn's
@@ -39,6 +39,10 @@ for e in cpu-pressure io-pressure; do
 	state=$(status_value "[e['state'] for e in d['events'] if e['event'] == '$e']")
 	[ "$state" = "['recording']" ] || fail "status: $e is $state: $("$FLIGHTREC" status)"
 done
+
+"$FLIGHTREC" sessions >"$T/sessions.txt" 2>&1 || fail "sessions failed: $(cat "$T/sessions.txt")"
+grep -q 'pressure:cpu>=some 50%' "$T/sessions.txt" ||
+	fail "sessions does not show the pressure trigger: $(cat "$T/sessions.txt")"
 
 FROM=$(date +%s)
 START_NS=$(date +%s%N)
