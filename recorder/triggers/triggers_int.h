@@ -120,6 +120,7 @@ struct fr_triggers {
 	struct sess_state *state;
 	uint32_t nsessions;
 	int has_cpu, has_exit, track_cgroup;
+	int has_pressure;		/* atomic: some session has a pressure trigger */
 	uint64_t gen;			/* bumped by each configuration */
 	struct fr_procwatch *watch_new; /* handed to the thread */
 	struct pending *pending;

@@ -32,7 +32,8 @@ void fr_triggers_pressure(struct fr_triggers *t, const struct fr_pressure_tick *
 {
 	int dropped = 0;
 
-	if (!t || !tick)
+	/* Without a pressure trigger the engine is not woken each second. */
+	if (!t || !tick || !__atomic_load_n(&t->has_pressure, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&t->oom_lock);
 	if (t->npsi < PSI_QUEUE)
