@@ -67,9 +67,10 @@
  *   and every other signal are refused, and so is a second signal trigger
  *   of one session on the same signal. "percent" is required. A session's
  *   "exit" trigger needs targets. A pressure trigger's "resource" and
- *   "above" are required; "above" is "some" or "full" (not for cpu: the
- *   machine has no full CPU stall), one space, a share of 0.01..100 with
- *   at most two decimals, and "%"; its "for" defaults to 1s.
+ *   "above" are required; "above" is "some" or "full" (not for cpu
+ *   without a cgroup target: the machine has no full CPU stall), one
+ *   space, a share of 0.01..100 with at most two decimals, and "%"; its
+ *   "for" defaults to 1s.
  *
  *   A session lists at most FR_LIMIT_EVENTS events, FR_LIMIT_SESSION_PIDS
  *   pids and FR_LIMIT_COMMS command names (core/util/limits.h): what its
@@ -138,8 +139,9 @@ enum fr_trigger_kind {
 				* or dies of a signal */
 	FR_TRIGGER_OOM,	       /* the OOM killer killed a process of the session's
 				* targets (any process when it has none) */
-	FR_TRIGGER_PRESSURE,   /* the machine's pressure (PSI) on `resource`
-				* above `above_bp` for `for_ns` */
+	FR_TRIGGER_PRESSURE,   /* the machine's pressure (PSI) on `resource`, or
+				* the cgroup target's own, above `above_bp` for
+				* `for_ns` */
 };
 
 /* The resources of a pressure trigger (the order of

@@ -328,7 +328,7 @@ static int get_pressure_above(struct config_ctx *c, const cJSON *item, const cha
 
 /* A pressure trigger's "resource", "above" and "for". */
 static int parse_pressure(struct config_ctx *c, const cJSON *jt, const char *path,
-			  struct fr_config_trigger *t)
+			  const struct fr_config_session *sess, struct fr_config_trigger *t)
 {
 	char sub[PATH_MAX_LEN], got[64];
 	const cJSON *it;
@@ -362,11 +362,13 @@ static int parse_pressure(struct config_ctx *c, const cJSON *jt, const char *pat
 	if (ret < 0)
 		return ret;
 	/* The kernel writes a "full" line for cpu since 5.13, but for the
-	 * whole machine it is always 0: some CPU always runs a task. */
-	if (t->full && r == FR_CONFIG_PRESSURE_CPU)
+	 * whole machine it is always 0: some CPU always runs a task. A
+	 * cgroup's is its own (none of its tasks ran while some waited). */
+	if (t->full && r == FR_CONFIG_PRESSURE_CPU && !sess->targets.cgroup[0])
 		return config_fail(c, sub,
 				   "\"full\" CPU pressure is always 0 for the machine (some "
-				   "task runs whenever one waits for a CPU); use \"some\"");
+				   "task runs whenever one waits for a CPU); use \"some\", or "
+				   "a cgroup target, whose own is not");
 	t->for_ns = FR_NS_PER_S;
 	it = cJSON_GetObjectItemCaseSensitive(jt, "for");
 	if (it) {
@@ -430,9 +432,8 @@ static int parse_cause(struct config_ctx *c, const cJSON *jt, const char *path,
 		 * targets any kill on the machine fires it. */
 		return 0;
 	case FR_TRIGGER_PRESSURE:
-		/* The machine's pressure: the session's targets do not
-		 * filter it. */
-		return parse_pressure(c, jt, path, t);
+		/* The machine's pressure, or a cgroup target's own. */
+		return parse_pressure(c, jt, path, sess, t);
 	}
 	return 0;
 }

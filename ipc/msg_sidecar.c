@@ -63,7 +63,8 @@ static int pressure_add(cJSON *o, const struct fr_ipc_sidecar_pressure *p)
 	if (!v || !cJSON_AddStringToObject(v, "resource", p->resource) ||
 	    !cJSON_AddStringToObject(v, "kind", p->kind) ||
 	    !cJSON_AddNumberToObject(v, "share", p->share) ||
-	    !cJSON_AddNumberToObject(v, "above", p->above))
+	    !cJSON_AddNumberToObject(v, "above", p->above) ||
+	    (p->cgroup[0] && !cJSON_AddStringToObject(v, "cgroup", p->cgroup)))
 		return -ENOMEM;
 	return 0;
 }
@@ -73,7 +74,8 @@ static int pressure_get(const cJSON *v, const char *what, struct fr_ipc_sidecar_
 			char *err, size_t errlen)
 {
 	const cJSON *r = fr_ipc_member(v, "resource"), *k = fr_ipc_member(v, "kind"),
-		    *sh = fr_ipc_member(v, "share"), *ab = fr_ipc_member(v, "above");
+		    *sh = fr_ipc_member(v, "share"), *ab = fr_ipc_member(v, "above"),
+		    *cg = fr_ipc_member(v, "cgroup");
 
 	if (!cJSON_IsObject(v) || !cJSON_IsString(r) || !cJSON_IsString(k) ||
 	    strlen(r->valuestring) >= sizeof(p->resource) ||
@@ -82,6 +84,13 @@ static int pressure_get(const cJSON *v, const char *what, struct fr_ipc_sidecar_
 				   "%s: \"pressure\" must be an object with \"resource\", "
 				   "\"kind\", \"share\" and \"above\"",
 				   what);
+	if (cg && (!cJSON_IsString(cg) || strlen(cg->valuestring) >= sizeof(p->cgroup)))
+		return fr_ipc_fail(err, errlen,
+				   "%s: \"pressure\".\"cgroup\" must be a string of at "
+				   "most %zu bytes",
+				   what, sizeof(p->cgroup) - 1);
+	if (cg)
+		snprintf(p->cgroup, sizeof(p->cgroup), "%s", cg->valuestring);
 	snprintf(p->resource, sizeof(p->resource), "%s", r->valuestring);
 	snprintf(p->kind, sizeof(p->kind), "%s", k->valuestring);
 	p->share = sh->valuedouble;

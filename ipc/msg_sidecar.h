@@ -9,9 +9,10 @@
  *    "victim": {"pid": N, "comm": "hog", "cgroup": "/x", "rss": N}
  *              (an oom trigger's: the process killed, its RSS in bytes),
  *    "pressure": {"resource": "memory", "kind": "some", "share": 37.5,
- *                 "above": 10} (a pressure trigger's: the share of wall
- *              time stalled over the run that fired it, and the
- *              threshold, both in percent),
+ *                 "above": 10, "cgroup": "/db"} (a pressure trigger's: the
+ *              share of wall time stalled over the run that fired it, and
+ *              the threshold, both in percent; "cgroup" when it was a
+ *              cgroup's own pressure, not the machine's),
  *    "events": [{"event": "cpu", "hz": 99, "samples": N, "lost": N}],
  *    "samples": N, "bytes": N, "version": "0.1.0"}
  */
@@ -36,10 +37,11 @@ struct fr_ipc_sidecar_victim {
 
 /* "pressure": what fired a pressure trigger. */
 struct fr_ipc_sidecar_pressure {
-	char resource[16]; /* "resource": "memory", "cpu" or "io" */
-	char kind[8];	   /* "kind": "some" or "full" */
-	double share;	   /* "share": percent of wall time stalled */
-	double above;	   /* "above": the trigger's threshold, percent */
+	char cgroup[FR_LIMIT_CGROUP_LEN]; /* "cgroup": whose pressure, when not the machine's */
+	char resource[16];		  /* "resource": "memory", "cpu" or "io" */
+	char kind[8];			  /* "kind": "some" or "full" */
+	double share;			  /* "share": percent of wall time stalled */
+	double above;			  /* "above": the trigger's threshold, percent */
 };
 
 /* One element of "events". */

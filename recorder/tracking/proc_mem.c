@@ -158,16 +158,13 @@ int fr_proc_read_mem_pressure(const char *proc, uint64_t *ns)
 	return 0;
 }
 
-int fr_proc_read_pressure(const char *proc, const char *resource, uint64_t *some_ns,
-			  uint64_t *full_ns, int *has_full)
+int fr_pressure_read_file(const char *path, uint64_t *some_ns, uint64_t *full_ns, int *has_full)
 {
-	char path[160], buf[256];
+	char buf[256];
 	uint64_t some, full;
-	ssize_t n;
+	ssize_t n = read_once(path, buf, sizeof(buf));
 	int ret;
 
-	snprintf(path, sizeof(path), "%s/pressure/%s", proc, resource);
-	n = read_once(path, buf, sizeof(buf));
 	if (n < 0)
 		return n == -EOPNOTSUPP ? -ENOENT : (int)n;
 	ret = fr_pressure_parse(buf, (size_t)n, &some, &full, has_full);
@@ -176,4 +173,13 @@ int fr_proc_read_pressure(const char *proc, const char *resource, uint64_t *some
 	*some_ns = some > UINT64_MAX / 1000 ? UINT64_MAX : some * 1000;
 	*full_ns = full > UINT64_MAX / 1000 ? UINT64_MAX : full * 1000;
 	return 0;
+}
+
+int fr_proc_read_pressure(const char *proc, const char *resource, uint64_t *some_ns,
+			  uint64_t *full_ns, int *has_full)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), "%s/pressure/%s", proc, resource);
+	return fr_pressure_read_file(path, some_ns, full_ns, has_full);
 }

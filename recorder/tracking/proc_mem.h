@@ -44,4 +44,8 @@ int fr_proc_read_mem_pressure(const char *proc, uint64_t *ns);
 int fr_proc_read_pressure(const char *proc, const char *resource, uint64_t *some_ns,
 			  uint64_t *full_ns, int *has_full);
 
+/* The same from the PSI file at `path` (a cgroup v2's cpu.pressure,
+ * memory.pressure, io.pressure). */
+int fr_pressure_read_file(const char *path, uint64_t *some_ns, uint64_t *full_ns, int *has_full);
+
 #endif

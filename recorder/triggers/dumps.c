@@ -173,6 +173,8 @@ static char *sidecar_json(const struct fr_dump_request *req, const struct fr_pro
 	}
 	if (req->pressure) {
 		sc->has_pressure = 1;
+		snprintf(sc->pressure.cgroup, sizeof(sc->pressure.cgroup), "%s",
+			 req->pressure->cgroup);
 		snprintf(sc->pressure.resource, sizeof(sc->pressure.resource), "%s",
 			 fr_pressure_resource_name(req->pressure->resource));
 		snprintf(sc->pressure.kind, sizeof(sc->pressure.kind), "%s",

@@ -30,8 +30,10 @@
  *              from the "total" deltas the memory sampler records
  *              (fr_triggers_pressure, from the ingest thread); fires when
  *              the share stayed at or above the threshold for `for_ns`.
- *              The session's targets do not filter it: it is the
- *              machine's.
+ *              A session whose targets name a cgroup watches that
+ *              cgroup's own pressure instead (cgroup v2's
+ *              RESOURCE.pressure, read at each of those seconds); its
+ *              other targets do not filter the machine's.
  * A trigger that fired does not fire again before its cooldown has passed
  * (a fire inside the cooldown is counted as suppressed and logged, rate
  * limited). When a trigger fires, the engine waits `after_ns`, then calls
@@ -64,10 +66,11 @@ struct fr_trigger_oom {
 
 /* What fired a pressure trigger. */
 struct fr_trigger_pressure_hit {
-	uint32_t resource; /* enum fr_pressure_resource */
-	uint32_t full;	   /* 1: "full", 0: "some" */
-	double share;	   /* percent of wall time stalled over the run */
-	double above;	   /* the trigger's threshold, percent */
+	char cgroup[FR_LIMIT_CGROUP_LEN]; /* the cgroup's own pressure; "": the machine's */
+	uint32_t resource;		  /* enum fr_pressure_resource */
+	uint32_t full;			  /* 1: "full", 0: "some" */
+	double share;			  /* percent of wall time stalled over the run */
+	double above;			  /* the trigger's threshold, percent */
 };
 
 /* What fired, for the dump callback and the sidecar. */

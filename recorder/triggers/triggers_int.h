@@ -51,6 +51,12 @@ struct trig_state {
 	/* pressure: the sum of share x duration over the run, and its end */
 	double psi_share_ns;
 	int64_t psi_last_mono;
+	/* pressure of a cgroup target: its file's last totals, at the
+	 * machine's tick psi_base_mono (0: none yet), and whether a failed
+	 * read was logged */
+	int64_t psi_base_mono;
+	uint64_t psi_some_base, psi_full_base;
+	int psi_has_full, psi_warned;
 };
 
 struct proc_sample {

@@ -12,16 +12,26 @@
  * over, so a pressure that stays fires again after `for` once the cooldown
  * allows.
  *
+ * A session whose targets name a cgroup looks at that cgroup's own
+ * pressure (cgroup v2: ROOT/CGROUP/RESOURCE.pressure, the same two lines),
+ * read by the engine at each of the machine's seconds, with a baseline
+ * per trigger; a file that cannot be read (a cgroup gone, a machine
+ * without cgroup v2 or PSI) is logged once and ends the run, never
+ * replaced by the machine's pressure. Its other targets (pids, comm, uid)
+ * do not filter the machine's.
+ *
  * The seconds reach the engine through a small queue under the OOM
  * kills' lock, as kills do: the ingest thread never waits for the engine.
  */
 #include "recorder/triggers/triggers_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/util/log.h"
+#include "recorder/tracking/proc_mem.h"
 
 _Static_assert(FR_CONFIG_PRESSURE_MEMORY == FR_PRESSURE_MEMORY &&
 		       FR_CONFIG_PRESSURE_CPU == FR_PRESSURE_CPU &&
@@ -70,16 +80,71 @@ static double tick_share(const struct fr_pressure_tick *tick, const struct fr_co
 						 : (double)ns * 100.0 / (double)tick->interval_ns;
 }
 
+/* The second of `tick` for the cgroup of session `s`'s trigger `tr`, into
+ * *out: its own file read now, against the totals of the last read. */
+static void cgroup_second(struct fr_triggers *t, const struct fr_config_session *s,
+			  const struct fr_config_trigger *tr, struct trig_state *st,
+			  const struct fr_pressure_tick *tick, struct fr_pressure_tick *out)
+{
+	const char *cg = s->targets.cgroup, *res = fr_pressure_resource_name(tr->resource);
+	char path[FR_LIMIT_CGROUP_LEN + 600];
+	uint64_t some, full;
+	int has_full, ret;
+
+	memset(out, 0, sizeof(*out));
+	out->time_ns = tick->time_ns;
+	out->mono_ns = tick->mono_ns;
+	snprintf(path, sizeof(path), "%s%s%s/%s.pressure", t->cgroot, cg[0] == '/' ? "" : "/", cg,
+		 res);
+	ret = t->cgroot[0] ? fr_pressure_read_file(path, &some, &full, &has_full) : -ENOENT;
+	if (ret < 0) {
+		if (!st->psi_warned)
+			fr_log_warn("session %s: cannot read the %s pressure of cgroup %s (%s: %s); "
+				    "its pressure triggers wait until it can be read",
+				    s->name, res, cg, t->cgroot[0] ? path : "no cgroup2 mount",
+				    strerror(-ret));
+		st->psi_warned = 1;
+		st->psi_base_mono = 0;
+		return;
+	}
+	if (st->psi_warned)
+		fr_log_info("session %s: the %s pressure of cgroup %s is read again", s->name, res,
+			    cg);
+	st->psi_warned = 0;
+	if (st->psi_base_mono && some >= st->psi_some_base && full >= st->psi_full_base &&
+	    has_full == st->psi_has_full && tick->mono_ns > st->psi_base_mono) {
+		out->interval_ns = tick->mono_ns - st->psi_base_mono;
+		out->valid[tr->resource] = 1;
+		out->has_full[tr->resource] = (uint8_t)has_full;
+		out->some_ns[tr->resource] = some - st->psi_some_base;
+		out->full_ns[tr->resource] = full - st->psi_full_base;
+	}
+	st->psi_base_mono = tick->mono_ns;
+	st->psi_some_base = some;
+	st->psi_full_base = full;
+	st->psi_has_full = has_full;
+}
+
 /* One second for trigger `ti` of session `si`. Called with the lock. */
 static void evaluate(struct fr_triggers *t, uint32_t si, uint32_t ti,
-		     const struct fr_pressure_tick *tick)
+		     const struct fr_pressure_tick *machine)
 {
-	const struct fr_config_trigger *tr = &t->sessions[si].triggers[ti];
+	const struct fr_config_session *s = &t->sessions[si];
+	const struct fr_config_trigger *tr = &s->triggers[ti];
 	struct trig_state *st = &t->state[si].trig[ti];
-	double share = tick_share(tick, tr), above = (double)tr->above_bp / 100.0, avg;
-	int64_t start = tick->mono_ns - tick->interval_ns;
-	char reason[192], dur[32], thr[32];
+	struct fr_pressure_tick own;
+	const struct fr_pressure_tick *tick = machine;
+	double share, above = (double)tr->above_bp / 100.0, avg;
+	int64_t start;
+	char reason[FR_LIMIT_CGROUP_LEN + 192], dur[32], thr[32];
 	struct pending *p;
+
+	if (s->targets.cgroup[0]) {
+		cgroup_second(t, s, tr, st, machine, &own);
+		tick = &own;
+	}
+	share = tick_share(tick, tr);
+	start = tick->mono_ns - tick->interval_ns;
 
 	if (share < 0 || share < above) {
 		st->above_since = 0;
@@ -97,10 +162,11 @@ static void evaluate(struct fr_triggers *t, uint32_t si, uint32_t ti,
 	if (tick->mono_ns - st->above_since + TICK_SLACK_NS < tr->for_ns)
 		return;
 	avg = st->above_ns > 0 ? st->psi_share_ns / (double)st->above_ns : share;
-	snprintf(reason, sizeof(reason), "%s pressure %s %.1f%% >= %s for %s",
+	snprintf(reason, sizeof(reason), "%s pressure %s %.1f%% >= %s for %s%s%s",
 		 fr_pressure_resource_name(tr->resource), tr->full ? "full" : "some", avg,
 		 fr_config_pressure_above(tr, thr, sizeof(thr)) + 5,
-		 trig_fmt_dur(tr->for_ns, dur, sizeof(dur)));
+		 trig_fmt_dur(tr->for_ns, dur, sizeof(dur)),
+		 s->targets.cgroup[0] ? " in cgroup " : "", s->targets.cgroup);
 	/* A new run must last `for` again before the next fire. */
 	st->above_since = 0;
 	p = trig_fire(t, si, ti, reason, 0);
@@ -112,6 +178,7 @@ static void evaluate(struct fr_triggers *t, uint32_t si, uint32_t ti,
 			.share = avg,
 			.above = above,
 		};
+		snprintf(p->pressure.cgroup, sizeof(p->pressure.cgroup), "%s", s->targets.cgroup);
 	}
 }
 

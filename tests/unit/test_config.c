@@ -393,7 +393,7 @@ static const struct bad bad_configs[] = {
 	 T0 ".above: the share must be 0.01%..100% (of wall time), got \"full 99999999999%\""},
 	{TRIGS("{\"on\":\"pressure\",\"resource\":\"cpu\",\"above\":\"full 5%\"}"), T0
 	 ".above: \"full\" CPU pressure is always 0 for the machine (some task runs whenever one "
-	 "waits for a CPU); use \"some\""},
+	 "waits for a CPU); use \"some\", or a cgroup target, whose own is not"},
 	{TRIGS("{\"on\":\"pressure\",\"resource\":\"cpu\",\"above\":\"some 5%\",\"for\":\"500ms\"}"),
 	 T0 ".for: must be a duration of at least 1s like \"5s\" or \"1m\", got \"500ms\""},
 	{TRIGS("{\"on\":\"pressure\",\"resource\":\"cpu\",\"above\":\"some 5%\",\"percent\":5}"),

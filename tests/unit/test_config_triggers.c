@@ -248,6 +248,19 @@ static void test_pressure_triggers(void)
 
 	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
 		check_pressure_form(&forms[i]);
+	/* A cgroup's full CPU pressure is its own: accepted with a cgroup
+	 * target. */
+	if (parse_ok(&cfg,
+		     "{\"sessions\":[{\"name\":\"a\",\"targets\":{\"cgroup\":\"/db\"},"
+		     "\"triggers\":[{\"on\":\"pressure\",\"resource\":\"cpu\","
+		     "\"above\":\"full 5%\"}]}]}",
+		     NULL) == 0) {
+		const struct fr_config_trigger *t = &cfg.sessions[0].triggers[0];
+
+		CHECK(t->kind == FR_TRIGGER_PRESSURE && t->full && t->above_bp == 500,
+		      "a cgroup's full cpu: %u %u", t->full, t->above_bp);
+		fr_config_fini(&cfg);
+	}
 	/* The times every trigger takes, and no targets needed. */
 	if (parse_ok(&cfg,
 		     TRIGS("{\"on\":\"pressure\",\"resource\":\"memory\",\"above\":\"some 10%\","

@@ -264,6 +264,40 @@ static void test_sidecar(void)
 	cJSON_Delete(obj);
 	free(a);
 	free(b);
+
+	/* A pressure trigger's: its object, with the cgroup when given. */
+	s.pid = 0;
+	s.has_pressure = 1;
+	snprintf(s.pressure.resource, sizeof(s.pressure.resource), "memory");
+	snprintf(s.pressure.kind, sizeof(s.pressure.kind), "full");
+	s.pressure.share = 12.5;
+	s.pressure.above = 2.5;
+	a = fr_ipc_sidecar_text(&s);
+	CHECK(a &&
+		      strstr(a, "\"pressure\":\t{\n\t\t\"resource\":\t\"memory\",\n\t\t\"kind\":\t"
+				"\"full\",\n\t\t\"share\":\t12.5,\n\t\t\"above\":\t2.5\n\t}") &&
+		      !strstr(a, "\"cgroup\""),
+	      "a pressure sidecar: %s", a ? a : "(null)");
+	free(a);
+	snprintf(s.pressure.cgroup, sizeof(s.pressure.cgroup), "/db");
+	a = fr_ipc_sidecar_text(&s);
+	obj = a ? cJSON_Parse(a) : NULL;
+	memset(&back, 0, sizeof(back));
+	CHECK(obj && fr_ipc_sidecar_decode(obj, &back, err, sizeof(err)) == 0 &&
+		      back.has_pressure && strcmp(back.pressure.cgroup, "/db") == 0 &&
+		      back.pressure.share == 12.5 && strcmp(back.pressure.kind, "full") == 0,
+	      "a pressure sidecar's decode: %s", err);
+	b = fr_ipc_sidecar_text(&back);
+	CHECK(a && b && strcmp(a, b) == 0, "the pressure sidecar differs after a round trip");
+	cJSON_Delete(obj);
+	free(a);
+	free(b);
+	/* Not as written: refused, naming it. */
+	obj = cJSON_Parse("{\"session\":\"db\",\"pressure\":{\"resource\":\"cpu\"}}");
+	CHECK(obj && fr_ipc_sidecar_decode(obj, &back, err, sizeof(err)) == -EINVAL &&
+		      strstr(err, "\"pressure\""),
+	      "a pressure object without its members taken: %s", err);
+	cJSON_Delete(obj);
 }
 
 /* A reply a recorder sent (the fuzz corpus' seed, captured from
