@@ -81,7 +81,10 @@ static double tick_share(const struct fr_pressure_tick *tick, const struct fr_co
 }
 
 /* The second of `tick` for the cgroup of session `s`'s trigger `tr`, into
- * *out: its own file read now, against the totals of the last read. */
+ * *out: its own file read now, against the totals of the last read. The
+ * read is dated by the machine's tick: seconds queued behind a slow pass
+ * (at most PSI_QUEUE) see the cgroup's stall of them all in the first,
+ * which can only end a run early, never start one from nothing. */
 static void cgroup_second(struct fr_triggers *t, const struct fr_config_session *s,
 			  const struct fr_config_trigger *tr, struct trig_state *st,
 			  const struct fr_pressure_tick *tick, struct fr_pressure_tick *out)
