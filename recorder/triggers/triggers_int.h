@@ -52,9 +52,9 @@ struct trig_state {
 	double psi_share_ns;
 	int64_t psi_last_mono;
 	/* pressure of a cgroup target: its file's last totals, at the
-	 * machine's tick psi_base_mono (0: none yet), and whether a failed
-	 * read was logged */
-	int64_t psi_base_mono;
+	 * machine's tick psi_base_mono (0: none yet), read at psi_read_mono
+	 * (CLOCK_MONOTONIC), and whether a failed read was logged */
+	int64_t psi_base_mono, psi_read_mono;
 	uint64_t psi_some_base, psi_full_base;
 	int psi_has_full, psi_warned;
 };

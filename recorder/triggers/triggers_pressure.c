@@ -81,10 +81,11 @@ static double tick_share(const struct fr_pressure_tick *tick, const struct fr_co
 }
 
 /* The second of `tick` for the cgroup of session `s`'s trigger `tr`, into
- * *out: its own file read now, against the totals of the last read. The
- * read is dated by the machine's tick: seconds queued behind a slow pass
- * (at most PSI_QUEUE) see the cgroup's stall of them all in the first,
- * which can only end a run early, never start one from nothing. */
+ * *out: its own file read now, against the totals of the last read. Runs
+ * follow the machine's ticks; the share is the stall over the time
+ * between the two reads (CLOCK_MONOTONIC when read), so seconds queued
+ * behind a slow pass (at most PSI_QUEUE, read one after another) do not
+ * count the stall of all of them in the first. */
 static void cgroup_second(struct fr_triggers *t, const struct fr_config_session *s,
 			  const struct fr_config_trigger *tr, struct trig_state *st,
 			  const struct fr_pressure_tick *tick, struct fr_pressure_tick *out)
@@ -92,6 +93,7 @@ static void cgroup_second(struct fr_triggers *t, const struct fr_config_session 
 	const char *cg = s->targets.cgroup, *res = fr_pressure_resource_name(tr->resource);
 	char path[FR_LIMIT_CGROUP_LEN + 600];
 	uint64_t some, full;
+	int64_t read_mono;
 	int has_full, ret;
 
 	memset(out, 0, sizeof(*out));
@@ -114,15 +116,23 @@ static void cgroup_second(struct fr_triggers *t, const struct fr_config_session 
 		fr_log_info("session %s: the %s pressure of cgroup %s is read again", s->name, res,
 			    cg);
 	st->psi_warned = 0;
+	read_mono = fr_now_mono_ns();
 	if (st->psi_base_mono && some >= st->psi_some_base && full >= st->psi_full_base &&
-	    has_full == st->psi_has_full && tick->mono_ns > st->psi_base_mono) {
+	    has_full == st->psi_has_full && tick->mono_ns > st->psi_base_mono &&
+	    read_mono > st->psi_read_mono) {
+		/* The stall between the reads, as a share of that time, given
+		 * over the tick's interval. */
+		double scale = (double)(tick->mono_ns - st->psi_base_mono) /
+			       (double)(read_mono - st->psi_read_mono);
+
 		out->interval_ns = tick->mono_ns - st->psi_base_mono;
 		out->valid[tr->resource] = 1;
 		out->has_full[tr->resource] = (uint8_t)has_full;
-		out->some_ns[tr->resource] = some - st->psi_some_base;
-		out->full_ns[tr->resource] = full - st->psi_full_base;
+		out->some_ns[tr->resource] = (uint64_t)((double)(some - st->psi_some_base) * scale);
+		out->full_ns[tr->resource] = (uint64_t)((double)(full - st->psi_full_base) * scale);
 	}
 	st->psi_base_mono = tick->mono_ns;
+	st->psi_read_mono = read_mono;
 	st->psi_some_base = some;
 	st->psi_full_base = full;
 	st->psi_has_full = has_full;
