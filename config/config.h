@@ -55,6 +55,9 @@
  *             "window": DURATION, "after": DURATION, "cooldown": DURATION}
  *            {"on": "cpu_above", "percent": 1..100, "for": DURATION, ...}
  *            {"on": "exit", ...}
+ *            {"on": "oom", ...}
+ *            {"on": "pressure", "resource": "memory"|"cpu"|"io",
+ *             "above": "some 10%"|"full 5%", "for": DURATION, ...}
  *   at most FR_CONFIG_MAX_TRIGGERS per session; a key of another kind
  *   ("percent" on a signal trigger) is an error. "window" (>= 1s) defaults
  *   to 60s, "after" to 0s, "cooldown" (>= 1s) to 60s; "for" (>= 1s) to
@@ -63,7 +66,11 @@
  *   SIGINT, SIGTERM, SIGPIPE, SIGCHLD (the daemon's own), SIGKILL, SIGSTOP
  *   and every other signal are refused, and so is a second signal trigger
  *   of one session on the same signal. "percent" is required. A session's
- *   "exit" trigger needs targets.
+ *   "exit" trigger needs targets. A pressure trigger's "resource" and
+ *   "above" are required; "above" is "some" or "full" (not for cpu
+ *   without a cgroup target: the machine has no full CPU stall), one
+ *   space, a share of 0.01..100 with at most two decimals, and "%"; its
+ *   "for" defaults to 1s.
  *
  *   A session lists at most FR_LIMIT_EVENTS events, FR_LIMIT_SESSION_PIDS
  *   pids and FR_LIMIT_COMMS command names (core/util/limits.h): what its
@@ -134,14 +141,28 @@ enum fr_trigger_kind {
 				* targets (any process when it has none) */
 	FR_TRIGGER_CRASH,      /* a process of the session's targets (any process
 				* when it has none) died of a core-dumping signal */
+	FR_TRIGGER_PRESSURE,   /* the machine's pressure (PSI) on `resource`, or
+				* the cgroup target's own, above `above_bp` for
+				* `for_ns` */
 };
 
+/* The resources of a pressure trigger (the order of
+ * recorder/tracking/memsample.h's enum fr_pressure_resource). */
+#define FR_CONFIG_PRESSURE_MEMORY 0u
+#define FR_CONFIG_PRESSURE_CPU 1u
+#define FR_CONFIG_PRESSURE_IO 2u
+
 struct fr_config_trigger {
-	uint32_t kind;	     /* enum fr_trigger_kind */
-	int signal;	     /* FR_TRIGGER_SIGNAL: SIGUSR1, SIGUSR2 or
+	uint32_t kind;	  /* enum fr_trigger_kind */
+	int signal;	  /* FR_TRIGGER_SIGNAL: SIGUSR1, SIGUSR2 or
 			      * SIGRTMIN..SIGRTMAX; else 0 */
-	uint32_t percent;    /* FR_TRIGGER_CPU_ABOVE: 1..100 x 1 (of all CPUs); else 0 */
-	int64_t for_ns;	     /* FR_TRIGGER_CPU_ABOVE: how long, >= 1s; else 0 */
+	uint32_t percent; /* FR_TRIGGER_CPU_ABOVE: 1..100 x 1 (of all CPUs); else 0 */
+	int64_t for_ns;	  /* FR_TRIGGER_CPU_ABOVE, FR_TRIGGER_PRESSURE: how long,
+			      * >= 1s; else 0 */
+	/* FR_TRIGGER_PRESSURE: FR_CONFIG_PRESSURE_*; whether "full" (all
+	 * non-idle tasks stalled) rather than "some" (at least one); the
+	 * share of wall time, in hundredths of a percent (1..10000). */
+	uint32_t resource, full, above_bp;
 	int64_t window_ns;   /* the dump covers [fire - window, fire + after) */
 	int64_t after_ns;    /* tail recorded after the trigger fired, >= 0 */
 	int64_t cooldown_ns; /* no second dump of this trigger sooner than this */
@@ -291,6 +312,12 @@ void fr_config_event_defaults(struct fr_config_event *ev);
 /* "signal", "cpu_above", "exit" for an enum fr_trigger_kind ("unknown"
  * out of range). */
 const char *fr_config_trigger_kind(uint32_t kind);
+
+/* A pressure trigger's resource ("memory", "cpu", "io"; "unknown" out of
+ * range), and its "above" as the configuration writes it ("some 10%",
+ * "full 2.5%") into `buf`, returned. */
+const char *fr_config_pressure_resource(uint32_t resource);
+char *fr_config_pressure_above(const struct fr_config_trigger *t, char *buf, size_t len);
 
 /* The name a signal is printed with everywhere: "SIGUSR1", "SIGSEGV",
  * "SIGRTMIN+3" ("signal N" for a number that names none). Returns buf. */

@@ -42,7 +42,7 @@ static bool add_triggers(cJSON *js, const struct fr_config_session *sess)
 		if (!o)
 			return false;
 		cJSON_AddItemToArray(arr, o);
-		if (t->kind > FR_TRIGGER_CRASH ||
+		if (t->kind > FR_TRIGGER_PRESSURE ||
 		    !cJSON_AddStringToObject(o, "on", fr_config_trigger_kind(t->kind)))
 			return false;
 		if (t->kind == FR_TRIGGER_SIGNAL &&
@@ -51,6 +51,14 @@ static bool add_triggers(cJSON *js, const struct fr_config_session *sess)
 			return false;
 		if (t->kind == FR_TRIGGER_CPU_ABOVE &&
 		    (!cJSON_AddNumberToObject(o, "percent", t->percent) ||
+		     !cJSON_AddStringToObject(o, "for",
+					      config_duration_text(t->for_ns, buf, sizeof(buf)))))
+			return false;
+		if (t->kind == FR_TRIGGER_PRESSURE &&
+		    (!cJSON_AddStringToObject(o, "resource",
+					      fr_config_pressure_resource(t->resource)) ||
+		     !cJSON_AddStringToObject(o, "above",
+					      fr_config_pressure_above(t, buf, sizeof(buf))) ||
 		     !cJSON_AddStringToObject(o, "for",
 					      config_duration_text(t->for_ns, buf, sizeof(buf)))))
 			return false;

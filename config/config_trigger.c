@@ -1,5 +1,6 @@
 /* A session's triggers: what fires each one (a signal, CPU use above a
- * threshold, a failing target) and the window its dump covers; and the
+ * threshold, a failing target, an OOM kill, the machine's pressure) and
+ * the window its dump covers; and the
  * names of signals, as triggers accept them and as everything prints
  * them.
  */
@@ -155,19 +156,22 @@ static int get_signal(struct config_ctx *c, const cJSON *item, const char *path,
 }
 
 /* Indexed by enum fr_trigger_kind. */
-static const char *const trigger_kinds[] = {"signal", "cpu_above", "exit", "oom", "crash"};
+static const char *const trigger_kinds[] = {"signal", "cpu_above", "exit",
+					    "oom",    "crash",	   "pressure"};
 
 const char *fr_config_trigger_kind(uint32_t kind)
 {
 	return kind < ARRAY_SIZE(trigger_kinds) ? trigger_kinds[kind] : "unknown";
 }
-#define TRIGGER_KINDS "signal, cpu_above, exit, oom, crash"
+#define TRIGGER_KINDS "signal, cpu_above, exit, oom, crash, pressure"
 
 static const char *const signal_keys[] = {"on", "signal", "window", "after", "cooldown"};
 static const char *const cpu_keys[] = {"on", "percent", "for", "window", "after", "cooldown"};
 static const char *const exit_keys[] = {"on", "window", "after", "cooldown"};
 static const char *const oom_keys[] = {"on", "window", "after", "cooldown"};
 static const char *const crash_keys[] = {"on", "window", "after", "cooldown"};
+static const char *const pressure_keys[] = {"on",     "resource", "above",   "for",
+					    "window", "after",	  "cooldown"};
 
 static const struct {
 	const char *const *keys;
@@ -175,7 +179,7 @@ static const struct {
 } trigger_keys[] = {
 	{signal_keys, ARRAY_SIZE(signal_keys)}, {cpu_keys, ARRAY_SIZE(cpu_keys)},
 	{exit_keys, ARRAY_SIZE(exit_keys)},	{oom_keys, ARRAY_SIZE(oom_keys)},
-	{crash_keys, ARRAY_SIZE(crash_keys)},
+	{crash_keys, ARRAY_SIZE(crash_keys)},	{pressure_keys, ARRAY_SIZE(pressure_keys)},
 };
 
 static bool has_key(const char *const *keys, size_t n, const char *key)
@@ -203,16 +207,26 @@ static int check_trigger_keys(struct config_ctx *c, const cJSON *jt, const char 
 		strncat(list, keys[i], sizeof(list) - strlen(list) - 1);
 	}
 	cJSON_ArrayForEach(it, jt) {
+		uint32_t takers[ARRAY_SIZE(trigger_keys)], n = 0;
+		char who[96] = "";
+
 		if (has_key(keys, nkeys, it->string))
 			continue;
-		for (uint32_t k = 0; k < ARRAY_SIZE(trigger_keys); k++) {
-			if (!has_key(trigger_keys[k].keys, trigger_keys[k].nkeys, it->string))
-				continue;
-			config_join(sub, path, it->string);
-			return config_fail(c, sub,
-					   "only %s triggers take \"%s\" (accepted for %s: %s)",
-					   trigger_kinds[k], it->string, trigger_kinds[kind], list);
+		for (uint32_t k = 0; k < ARRAY_SIZE(trigger_keys); k++)
+			if (has_key(trigger_keys[k].keys, trigger_keys[k].nkeys, it->string))
+				takers[n++] = k;
+		if (!n)
+			continue;
+		/* "cpu_above", "cpu_above and pressure", "a, b and c". */
+		for (uint32_t i = 0; i < n; i++) {
+			if (i)
+				strncat(who, i + 1 == n ? " and " : ", ",
+					sizeof(who) - strlen(who) - 1);
+			strncat(who, trigger_kinds[takers[i]], sizeof(who) - strlen(who) - 1);
 		}
+		config_join(sub, path, it->string);
+		return config_fail(c, sub, "only %s triggers take \"%s\" (accepted for %s: %s)",
+				   who, it->string, trigger_kinds[kind], list);
 	}
 	return config_check_keys(c, jt, path, keys, nkeys);
 }
@@ -239,6 +253,131 @@ static int trigger_kind(struct config_ctx *c, const cJSON *jt, const char *path)
 			return (int)kind;
 	return config_fail(c, sub, "unknown trigger %s (accepted: " TRIGGER_KINDS ")",
 			   config_describe(on, got, sizeof(got)));
+}
+
+/* Indexed by FR_CONFIG_PRESSURE_*. */
+static const char *const pressure_resources[] = {"memory", "cpu", "io"};
+#define PRESSURE_RESOURCES "memory, cpu, io"
+/* In format strings only. */
+#define PRESSURE_ABOVE "\"some 10%%\" or \"full 5%%\""
+
+const char *fr_config_pressure_resource(uint32_t resource)
+{
+	return resource < ARRAY_SIZE(pressure_resources) ? pressure_resources[resource] : "unknown";
+}
+
+char *fr_config_pressure_above(const struct fr_config_trigger *t, char *buf, size_t len)
+{
+	const char *kind = t->full ? "full" : "some";
+	uint32_t w = t->above_bp / 100, f = t->above_bp % 100;
+
+	if (f == 0)
+		snprintf(buf, len, "%s %" PRIu32 "%%", kind, w);
+	else if (f % 10 == 0)
+		snprintf(buf, len, "%s %" PRIu32 ".%" PRIu32 "%%", kind, w, f / 10);
+	else
+		snprintf(buf, len, "%s %" PRIu32 ".%02" PRIu32 "%%", kind, w, f);
+	return buf;
+}
+
+/* "some 10%", "full 2.5%": the kind of stall and the share of wall time
+ * in hundredths of a percent, 1..10000. Returns 0, or -EINVAL with the
+ * message set. */
+static int get_pressure_above(struct config_ctx *c, const cJSON *item, const char *path,
+			      struct fr_config_trigger *t)
+{
+	char got[64];
+	const char *s, *p;
+	uint32_t whole = 0, frac = 0, digits = 0, ndec = 0;
+
+	if (!cJSON_IsString(item))
+		return config_fail(c, path, "must be a string like " PRESSURE_ABOVE ", got %s",
+				   config_describe(item, got, sizeof(got)));
+	s = item->valuestring;
+	if (strncmp(s, "some ", 5) == 0)
+		t->full = 0;
+	else if (strncmp(s, "full ", 5) == 0)
+		t->full = 1;
+	else
+		return config_fail(c, path,
+				   "must start with \"some\" (some task stalled) or \"full\" "
+				   "(all stalled) and one space, like " PRESSURE_ABOVE ", got %s",
+				   config_describe(item, got, sizeof(got)));
+	for (p = s + 5; *p >= '0' && *p <= '9'; p++, digits++)
+		if (whole <= 1000)
+			whole = whole * 10 + (uint32_t)(*p - '0');
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++, ndec++)
+			if (ndec < 2)
+				frac = frac * 10 + (uint32_t)(*p - '0');
+	if (!digits || (p[-1] == '.') || *p != '%' || p[1])
+		return config_fail(c, path,
+				   "must be \"some\" or \"full\", one space, a share of wall "
+				   "time and \"%%\", like " PRESSURE_ABOVE ", got %s",
+				   config_describe(item, got, sizeof(got)));
+	if (ndec > 2)
+		return config_fail(c, path, "at most two decimals, got %s",
+				   config_describe(item, got, sizeof(got)));
+	if (ndec == 1)
+		frac *= 10;
+	if (whole > 100 || (whole == 100 && frac) || (whole == 0 && frac == 0))
+		return config_fail(c, path,
+				   "the share must be 0.01%%..100%% (of wall time), got %s",
+				   config_describe(item, got, sizeof(got)));
+	t->above_bp = whole * 100 + frac;
+	return 0;
+}
+
+/* A pressure trigger's "resource", "above" and "for". */
+static int parse_pressure(struct config_ctx *c, const cJSON *jt, const char *path,
+			  const struct fr_config_session *sess, struct fr_config_trigger *t)
+{
+	char sub[PATH_MAX_LEN], got[64];
+	const cJSON *it;
+	uint32_t r;
+	int ret;
+
+	config_join(sub, path, "resource");
+	it = cJSON_GetObjectItemCaseSensitive(jt, "resource");
+	if (!it)
+		return config_fail(c, sub,
+				   "missing; name the resource whose pressure fires the trigger "
+				   "(accepted: " PRESSURE_RESOURCES ")");
+	if (!cJSON_IsString(it))
+		return config_fail(c, sub,
+				   "must be a string (accepted: " PRESSURE_RESOURCES "), got %s",
+				   config_describe(it, got, sizeof(got)));
+	for (r = 0; r < ARRAY_SIZE(pressure_resources); r++)
+		if (strcmp(it->valuestring, pressure_resources[r]) == 0)
+			break;
+	if (r == ARRAY_SIZE(pressure_resources))
+		return config_fail(c, sub, "unknown resource %s (accepted: " PRESSURE_RESOURCES ")",
+				   config_describe(it, got, sizeof(got)));
+	t->resource = r;
+	config_join(sub, path, "above");
+	it = cJSON_GetObjectItemCaseSensitive(jt, "above");
+	if (!it)
+		return config_fail(c, sub,
+				   "missing; give the share of time stalled that fires the "
+				   "trigger, like " PRESSURE_ABOVE);
+	ret = get_pressure_above(c, it, sub, t);
+	if (ret < 0)
+		return ret;
+	/* The kernel writes a "full" line for cpu since 5.13, but for the
+	 * whole machine it is always 0: some CPU always runs a task. A
+	 * cgroup's is its own (none of its tasks ran while some waited). */
+	if (t->full && r == FR_CONFIG_PRESSURE_CPU && !sess->targets.cgroup[0])
+		return config_fail(c, sub,
+				   "\"full\" CPU pressure is always 0 for the machine (some "
+				   "task runs whenever one waits for a CPU); use \"some\", or "
+				   "a cgroup target, whose own is not");
+	t->for_ns = FR_NS_PER_S;
+	it = cJSON_GetObjectItemCaseSensitive(jt, "for");
+	if (it) {
+		config_join(sub, path, "for");
+		return config_get_duration(c, it, sub, FR_NS_PER_S, "\"5s\" or \"1m\"", &t->for_ns);
+	}
+	return 0;
 }
 
 /* What fires a trigger of t->kind: its signal, its threshold, or (exit)
@@ -297,6 +436,9 @@ static int parse_cause(struct config_ctx *c, const cJSON *jt, const char *path,
 	case FR_TRIGGER_CRASH:
 		/* As oom: a crash is news, any process's without targets. */
 		return 0;
+	case FR_TRIGGER_PRESSURE:
+		/* The machine's pressure, or a cgroup target's own. */
+		return parse_pressure(c, jt, path, sess, t);
 	}
 	return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ipc/msg_int.h"
@@ -64,6 +65,49 @@ static const struct fr_ipc_mdesc event_m[] = {
 };
 #undef T
 
+/* "pressure" into `o`. Returns 0 or -ENOMEM. */
+static int pressure_add(cJSON *o, const struct fr_ipc_sidecar_pressure *p)
+{
+	cJSON *v = cJSON_AddObjectToObject(o, "pressure");
+
+	if (!v || !cJSON_AddStringToObject(v, "resource", p->resource) ||
+	    !cJSON_AddStringToObject(v, "kind", p->kind) ||
+	    !cJSON_AddNumberToObject(v, "share", p->share) ||
+	    !cJSON_AddNumberToObject(v, "above", p->above) ||
+	    (p->cgroup[0] && !cJSON_AddStringToObject(v, "cgroup", p->cgroup)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* "pressure" from `v`. Returns 0 or -EINVAL with the message. */
+static int pressure_get(const cJSON *v, const char *what, struct fr_ipc_sidecar_pressure *p,
+			char *err, size_t errlen)
+{
+	const cJSON *r = fr_ipc_member(v, "resource"), *k = fr_ipc_member(v, "kind"),
+		    *sh = fr_ipc_member(v, "share"), *ab = fr_ipc_member(v, "above"),
+		    *cg = fr_ipc_member(v, "cgroup");
+
+	if (!cJSON_IsObject(v) || !cJSON_IsString(r) || !cJSON_IsString(k) ||
+	    strlen(r->valuestring) >= sizeof(p->resource) ||
+	    strlen(k->valuestring) >= sizeof(p->kind) || !cJSON_IsNumber(sh) || !cJSON_IsNumber(ab))
+		return fr_ipc_fail(err, errlen,
+				   "%s: \"pressure\" must be an object with \"resource\", "
+				   "\"kind\", \"share\" and \"above\"",
+				   what);
+	if (cg && (!cJSON_IsString(cg) || strlen(cg->valuestring) >= sizeof(p->cgroup)))
+		return fr_ipc_fail(err, errlen,
+				   "%s: \"pressure\".\"cgroup\" must be a string of at "
+				   "most %zu bytes",
+				   what, sizeof(p->cgroup) - 1);
+	if (cg)
+		snprintf(p->cgroup, sizeof(p->cgroup), "%s", cg->valuestring);
+	snprintf(p->resource, sizeof(p->resource), "%s", r->valuestring);
+	snprintf(p->kind, sizeof(p->kind), "%s", k->valuestring);
+	p->share = sh->valuedouble;
+	p->above = ab->valuedouble;
+	return 0;
+}
+
 char *fr_ipc_sidecar_text(const struct fr_ipc_sidecar *s)
 {
 	cJSON *o = cJSON_CreateObject(), *events;
@@ -80,6 +124,8 @@ char *fr_ipc_sidecar_text(const struct fr_ipc_sidecar *s)
 
 		ret = v ? fr_ipc_members_add(v, crash_m, N(crash_m), &s->crash) : -ENOMEM;
 	}
+	if (ret == 0 && s->has_pressure)
+		ret = pressure_add(o, &s->pressure);
 	events = ret == 0 ? cJSON_AddArrayToObject(o, "events") : NULL;
 	for (uint32_t i = 0; events && ret == 0 && i < s->nevents && i < FR_LIMIT_EVENTS; i++) {
 		cJSON *ev = cJSON_CreateObject();
@@ -122,6 +168,12 @@ int fr_ipc_sidecar_decode(const cJSON *obj, struct fr_ipc_sidecar *out, char *er
 		    0)
 			return -EINVAL;
 		out->has_crash = 1;
+	}
+	if (fr_ipc_member(obj, "pressure")) {
+		if (pressure_get(fr_ipc_member(obj, "pressure"), what, &out->pressure, err,
+				 errlen) < 0)
+			return -EINVAL;
+		out->has_pressure = 1;
 	}
 	if (events && !cJSON_IsArray(events))
 		return fr_ipc_fail(err, errlen, "%s: \"events\" must be an array of objects", what);

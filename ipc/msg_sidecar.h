@@ -12,6 +12,11 @@
  *              "addr": "0x10"}
  *              (a crash trigger's: the process, its faulting thread, the
  *              signal and the fault address, "" when the signal has none),
+ *    "pressure": {"resource": "memory", "kind": "some", "share": 37.5,
+ *                 "above": 10, "cgroup": "/db"} (a pressure trigger's: the
+ *              share of wall time stalled over the run that fired it, and
+ *              the threshold, both in percent; "cgroup" when it was a
+ *              cgroup's own pressure, not the machine's),
  *    "events": [{"event": "cpu", "hz": 99, "samples": N, "lost": N}],
  *    "samples": N, "bytes": N, "version": "0.1.0"}
  */
@@ -42,6 +47,15 @@ struct fr_ipc_sidecar_crash {
 	char addr[24];		      /* "addr": "0x10", "" when not given */
 };
 
+/* "pressure": what fired a pressure trigger. */
+struct fr_ipc_sidecar_pressure {
+	char cgroup[FR_LIMIT_CGROUP_LEN]; /* "cgroup": whose pressure, when not the machine's */
+	char resource[16];		  /* "resource": "memory", "cpu" or "io" */
+	char kind[8];			  /* "kind": "some" or "full" */
+	double share;			  /* "share": percent of wall time stalled */
+	double above;			  /* "above": the trigger's threshold, percent */
+};
+
 /* One element of "events". */
 struct fr_ipc_sidecar_event {
 	char event[FR_EVENT_NAME_MAX]; /* "event": its name */
@@ -67,6 +81,8 @@ struct fr_ipc_sidecar {
 	struct fr_ipc_sidecar_victim victim;
 	int has_crash; /* "crash", when set */
 	struct fr_ipc_sidecar_crash crash;
+	int has_pressure; /* "pressure", when set */
+	struct fr_ipc_sidecar_pressure pressure;
 	uint32_t nevents; /* "events" */
 	struct fr_ipc_sidecar_event events[FR_LIMIT_EVENTS];
 	uint64_t samples; /* "samples" */

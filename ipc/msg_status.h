@@ -405,8 +405,11 @@ int fr_ipc_status_reply_decode(const struct cJSON *obj, struct fr_ipc_status_rep
 struct fr_ipc_session_trigger {
 	char on[32];	 /* "on": the trigger's kind (config/config.h) */
 	char signal[32]; /* "signal": a signal trigger's, when not "" */
-	int has_cpu;	 /* "percent", "for_ns": a cpu_above trigger's */
+	int has_cpu;	 /* "percent": a cpu_above trigger's */
 	uint64_t percent;
+	char resource[16]; /* "resource": a pressure trigger's ("memory"), when not "" */
+	char above[24];	   /* "above": a pressure trigger's ("some 10%"), when not "" */
+	int has_for;	   /* "for_ns": a cpu_above or pressure trigger's */
 	int64_t for_ns;
 	int64_t window_ns;   /* "window_ns" */
 	int64_t after_ns;    /* "after_ns" */

@@ -71,7 +71,8 @@ static const char *memory_when(const char *event)
 	if (strcmp(event, "crash") == 0)
 		return "every crash (fatal signal)";
 	if (strcmp(event, "rss") == 0 || strcmp(event, "memory-pressure") == 0 ||
-	    strcmp(event, "throttled") == 0)
+	    strcmp(event, "throttled") == 0 || strcmp(event, "cpu-pressure") == 0 ||
+	    strcmp(event, "io-pressure") == 0)
 		return "once a second";
 	return NULL;
 }
@@ -541,7 +542,8 @@ static void usage_sessions(FILE *f)
 		   "  -h, --help     show this help\n");
 }
 
-/* "signal:SIGUSR1,cpu>90%": a session's triggers. */
+/* "signal:SIGUSR1,cpu>90%,pressure:memory>=some 10%": a session's
+ * triggers. */
 static void triggers_text(const struct fr_ipc_session *sess, char *trig, size_t len)
 {
 	size_t tused = 0;
@@ -557,6 +559,10 @@ static void triggers_text(const struct fr_ipc_session *sess, char *trig, size_t 
 		else if (strcmp(tr->on, "cpu_above") == 0)
 			k = snprintf(trig + tused, len - tused, "%scpu>%" PRIu64 "%%",
 				     tused ? "," : "", tr->percent);
+		else if (strcmp(tr->on, "pressure") == 0)
+			/* "pressure:memory>=some 10%" */
+			k = snprintf(trig + tused, len - tused, "%spressure:%s>=%s",
+				     tused ? "," : "", tr->resource, tr->above);
 		else
 			k = snprintf(trig + tused, len - tused, "%s%s", tused ? "," : "", tr->on);
 		if (k < 0 || (size_t)k >= len - tused)

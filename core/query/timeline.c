@@ -264,7 +264,8 @@ static int64_t sample_group(struct tl *tl, struct chunk_groups *cg, const struct
 	int32_t *slot;
 	int ret;
 
-	/* The machine's own samples (memory-pressure): no process. */
+	/* The machine's own samples (memory-, cpu-, io-pressure): no
+	 * process. */
 	if (pid == 0) {
 		ret = tl_group(tl, 0, "[machine]", &g);
 		return ret < 0 ? (int64_t)ret : (int64_t)g;
@@ -420,7 +421,9 @@ static int finish(struct tl *tl)
 	for (uint32_t g = 0; g < tl->ngroups; g++) {
 		/* The machine's pressure is listed even when it was 0 all
 		 * along: that is the answer, not a lack of samples. */
-		if (tl->groups[g]->total || tl->req->event == FR_EVENT_MEM_PRESSURE)
+		if (tl->groups[g]->total || tl->req->event == FR_EVENT_MEM_PRESSURE ||
+		    tl->req->event == FR_EVENT_CPU_PRESSURE ||
+		    tl->req->event == FR_EVENT_IO_PRESSURE)
 			tl->groups[n++] = tl->groups[g];
 	}
 	/* Groups without a value are freed with the table, not listed. */

@@ -19,8 +19,9 @@
  *   - rss: a gauge (core/query/timeline_memory.c): the largest RSS
  *     sampled in the step of any process of the group, bytes; a group's
  *     "total" is its peak, and "other" holds the largest of the rest;
- *   - memory-pressure: nanoseconds some task stalled on memory in the
- *     step (a sum); its samples are the machine's, group "[machine]";
+ *   - memory-pressure, cpu-pressure, io-pressure: nanoseconds some task
+ *     stalled on memory, a CPU or I/O in the step (a sum); their samples
+ *     are the machine's, group "[machine]", listed even when 0;
  *   - throttled: nanoseconds the group's cgroups were throttled in the
  *     step (cpu.stat's throttled time, a sum); a sample's process is one
  *     of its cgroup's that ran, so --by cgroup names the cgroup;

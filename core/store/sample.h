@@ -241,7 +241,7 @@ enum fr_event {
 	"cpu, cycles, instructions, cache-references, cache-misses, "         \
 	"branch-instructions, branch-misses, page-faults, context-switches, " \
 	"cpu-migrations, offcpu, alloc, heap, oom, rss, memory-pressure, "    \
-	"wakeup, runqueue, throttled, "                                       \
+	"wakeup, runqueue, throttled, cpu-pressure, io-pressure, "            \
 	"raw:0xCONFIG[,config1=0xN][,config2=0xN]"
 
 /* One sample as the recorder hands it to the chunk builder. All pointers

@@ -47,8 +47,9 @@ struct fr_ingest {
 	struct fr_unwind_tables *unwind_tables; /* NULL: none */
 	struct fr_triggers *triggers;		/* NULL: none; other signals go there */
 	struct fr_memsample *memsample;		/* NULL: no RSS nor pressure samples */
-	int sig_fd;				/* SIGHUP, SIGINT, SIGTERM and the triggers' */
-	int flush_efd;				/* flush barriers asked */
+	uint8_t psi_failed[3]; /* the pressure files status says fail (memory, cpu, io) */
+	int sig_fd;	       /* SIGHUP, SIGINT, SIGTERM and the triggers' */
+	int flush_efd;	       /* flush barriers asked */
 	/* What SIGHUP does (the daemon's reload), with `reload_arg`. */
 	void (*reload)(void *arg);
 	void *reload_arg;

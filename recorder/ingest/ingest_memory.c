@@ -1,6 +1,7 @@
 /* The ingest thread's part of the memory events: OOM kills drained from
  * oom:mark_victim go into the ring, the log and the trigger engine; the
- * memory sampler's RSS and pressure samples go into the ring.
+ * memory sampler's RSS and pressure samples go into the ring, and each
+ * second's pressure to the trigger engine.
  *
  * The victim's name and cgroup come from the tracker (which keeps an
  * exited process for two seals, so the chunk sealed after the kill still
@@ -101,11 +102,38 @@ static void on_memory_sample(void *arg, const struct fr_sample *s)
 		fr_memsample_lost(g->memsample, 1);
 }
 
+/* The events the pressure of each resource is recorded as, in the order
+ * of enum fr_pressure_resource. */
+static const uint32_t psi_events[FR_PRESSURE_RESOURCES] = {FR_EVENT_MEM_PRESSURE,
+							   FR_EVENT_CPU_PRESSURE,
+							   FR_EVENT_IO_PRESSURE};
+
+/* What status says of each pressure event, when a file began or ceased to
+ * be readable. */
+static void pressure_states(struct fr_ingest *g)
+{
+	for (uint32_t r = 0; r < FR_PRESSURE_RESOURCES; r++) {
+		char err[320];
+		int failed = fr_memsample_pressure_error(g->memsample, r, err, sizeof(err));
+
+		if (failed == g->psi_failed[r])
+			continue;
+		g->psi_failed[r] = (uint8_t)failed;
+		fr_sources_memory_state(g->sources, psi_events[r], failed ? err : NULL);
+	}
+}
+
 void fr_ingest_memory_take(struct fr_ingest *g)
 {
 	struct fr_memsample_stats st;
+	struct fr_pressure_tick tick;
+	uint32_t n = fr_memsample_take(g->memsample, on_memory_sample, g);
 
-	if (fr_memsample_take(g->memsample, on_memory_sample, g) == 0)
+	if (fr_memsample_take_pressure(g->memsample, &tick) && g->triggers)
+		fr_triggers_pressure(g->triggers, &tick);
+	if (g->memsample)
+		pressure_states(g);
+	if (n == 0)
 		return;
 	/* Once a second or so: the sampler delivers once a tick. */
 	fr_memsample_stats(g->memsample, &st);
@@ -136,14 +164,14 @@ void fr_ingest_memory_start(struct fr_ingest *g)
 
 	fr_sources_open_oom(g->sources);
 	if (env && strcmp(env, "off") == 0) {
-		fr_log_info("RSS, memory-pressure and throttled samples are off "
+		fr_log_info("RSS, pressure and throttled samples are off "
 			    "(FLIGHTREC_MEMORY_SAMPLES=off)");
 		snprintf(err, sizeof(err), "off (FLIGHTREC_MEMORY_SAMPLES=off)");
 		ret = -ECANCELED;
 	} else {
 		ret = fr_memsample_start(&g->memsample, "/proc", flags, err, sizeof(err));
 		if (ret < 0)
-			fr_log_warn("RSS and memory-pressure are not sampled: %s", err);
+			fr_log_warn("RSS and pressure are not sampled: %s", err);
 	}
 	if (ret < 0)
 		snprintf(throttle, sizeof(throttle), "%s", err);
@@ -156,7 +184,9 @@ void fr_ingest_memory_start(struct fr_ingest *g)
 		fr_sources_throttle_source(g->sources, fr_memsample_throttle_where(g->memsample));
 	}
 	fr_sources_memory_state(g->sources, FR_EVENT_RSS, ret < 0 ? err : NULL);
-	fr_sources_memory_state(g->sources, FR_EVENT_MEM_PRESSURE, ret < 0 ? err : NULL);
+	for (uint32_t r = 0; r < FR_PRESSURE_RESOURCES; r++)
+		fr_sources_memory_state(g->sources, psi_events[r], ret < 0 ? err : NULL);
+	memset(g->psi_failed, 0, sizeof(g->psi_failed));
 	fr_sources_memory_state(g->sources, FR_EVENT_THROTTLED, throttle[0] ? throttle : NULL);
 }
 

@@ -458,6 +458,7 @@ static int dump_prepare(struct daemon *d, const struct fr_trigger_fire *fire,
 	dr->pid = fire->pid;
 	dr->oom = fire->oom;
 	dr->crash = fire->crash;
+	dr->pressure = fire->pressure;
 	dr->profile = preq;
 	if (fire->oom)
 		dump_oom_heap(preq, fire->oom);

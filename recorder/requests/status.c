@@ -67,6 +67,14 @@ static void session_triggers(struct fr_ipc_session *o, const struct fr_config_se
 		if (tr->kind == FR_TRIGGER_CPU_ABOVE) {
 			to->has_cpu = 1;
 			to->percent = (uint64_t)tr->percent;
+		}
+		if (tr->kind == FR_TRIGGER_PRESSURE) {
+			snprintf(to->resource, sizeof(to->resource), "%s",
+				 fr_config_pressure_resource(tr->resource));
+			fr_config_pressure_above(tr, to->above, sizeof(to->above));
+		}
+		if (tr->kind == FR_TRIGGER_CPU_ABOVE || tr->kind == FR_TRIGGER_PRESSURE) {
+			to->has_for = 1;
 			to->for_ns = tr->for_ns;
 		}
 		to->window_ns = tr->window_ns;

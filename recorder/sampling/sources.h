@@ -80,7 +80,7 @@ struct fr_consumer {
 };
 
 /* The events recorded whatever consumers ask (sources_memory.c). */
-#define FR_SOURCES_MEMORY_EVENTS 4
+#define FR_SOURCES_MEMORY_EVENTS 6
 /* The black box's events, recorded whatever consumers ask
  * (sources_blackbox.c): exec, exit and crash. */
 #define FR_SOURCES_BLACKBOX_EVENTS 3
@@ -93,7 +93,8 @@ struct fr_sources {
 	unsigned n;
 	struct fr_perf *sideband; /* MMAP2, COMM, FORK, EXIT for every profile */
 	/* The memory events recorded whatever the consumers ask
-	 * (sources_memory.c): oom, rss, memory-pressure and throttled, in
+	 * (sources_memory.c): oom, rss, memory-pressure, throttled,
+	 * cpu-pressure and io-pressure, in
 	 * that order. `oom` is oom:mark_victim's source (NULL when it did
 	 * not open: memory[0].error says why). */
 	struct fr_perf *oom;
@@ -161,8 +162,10 @@ int fr_sources_open_sideband(struct fr_sources *s, char *err, size_t errlen);
  * else records on) and keeps it for status. Returns 0 or -errno. */
 int fr_sources_open_oom(struct fr_sources *s);
 
-/* Notes that `event` (oom, rss, memory-pressure or throttled) records, or why not
- * (`error` not NULL). Before the ingest loop runs. */
+/* Notes that `event` (oom, rss, memory-pressure, throttled, cpu-pressure
+ * or io-pressure) records, or why not (`error` not NULL). Before the
+ * ingest loop runs, and on the ingest thread when a pressure file fails
+ * or reads again. */
 void fr_sources_memory_state(struct fr_sources *s, uint32_t event, const char *error);
 
 /* Where throttled reads cpu.stat ("cgroup v1 at ..."). Before the

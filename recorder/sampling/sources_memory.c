@@ -1,8 +1,8 @@
 /* The memory events every recorder records whatever its consumers ask
  * (see recorder/sampling/sources.h): OOM kills from oom:mark_victim, and
- * the RSS, memory pressure and throttled samples the memory sampler
- * (recorder/tracking/memsample.h) hands to the ingest thread. This file
- * opens the first and keeps what status says of all four.
+ * the RSS, memory, CPU and I/O pressure and throttled samples the memory
+ * sampler (recorder/tracking/memsample.h) hands to the ingest thread. This
+ * file opens the first and keeps what status says of all six.
  */
 #include "recorder/sampling/sources.h"
 #include "recorder/sampling/sources_int.h"
@@ -14,9 +14,12 @@
 #include "core/util/time.h"
 
 /* The events, in the order of memory[] and of status. */
-static const uint32_t memory_events[FR_SOURCES_MEMORY_EVENTS] = {FR_EVENT_OOM, FR_EVENT_RSS,
+static const uint32_t memory_events[FR_SOURCES_MEMORY_EVENTS] = {FR_EVENT_OOM,
+								 FR_EVENT_RSS,
 								 FR_EVENT_MEM_PRESSURE,
-								 FR_EVENT_THROTTLED};
+								 FR_EVENT_THROTTLED,
+								 FR_EVENT_CPU_PRESSURE,
+								 FR_EVENT_IO_PRESSURE};
 
 static struct fr_memory_source *memory_of(struct fr_sources *s, uint32_t event)
 {
@@ -32,9 +35,13 @@ void fr_sources_memory_state(struct fr_sources *s, uint32_t event, const char *e
 
 	if (!m)
 		return;
+	/* Under the lock: the pressure events change state while status
+	 * reads it (a PSI file that fails later, or reads again). */
+	pthread_mutex_lock(&s->lock);
 	m->recording = !error;
 	snprintf(m->error, sizeof(m->error), "%s", error ? error : "");
 	m->since_ns = fr_now_real_ns();
+	pthread_mutex_unlock(&s->lock);
 }
 
 void fr_sources_memory_count(struct fr_sources *s, uint32_t event, uint64_t kept, uint64_t lost)
@@ -102,6 +109,7 @@ uint32_t fr_sources_memory_status(struct fr_sources *s, struct fr_ipc_event_stat
 {
 	uint32_t n = 0;
 
+	pthread_mutex_lock(&s->lock);
 	for (uint32_t i = 0; i < sizeof(memory_events) / sizeof(memory_events[0]); i++) {
 		uint32_t e = memory_events[i];
 		const struct fr_memory_source *m = memory_of(s, e);
@@ -127,5 +135,6 @@ uint32_t fr_sources_memory_status(struct fr_sources *s, struct fr_ipc_event_stat
 		if (e == FR_EVENT_THROTTLED && m->recording)
 			throttle_status(s, ev);
 	}
+	pthread_mutex_unlock(&s->lock);
 	return n;
 }

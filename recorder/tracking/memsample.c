@@ -5,7 +5,7 @@
  * Invariants:
  * - The ingest thread alone touches `noted*` and `handed_mono`; the
  *   sampler's thread alone touches `pids`, `batch` and the pressure
- *   baseline; `lock` guards the rest but the atomics.
+ *   baselines; `lock` guards the rest but the atomics.
  * - `lock` is held only to copy or swap fixed arrays: the ingest thread
  *   waits on it for microseconds at most, never for a read of /proc.
  */
@@ -58,14 +58,22 @@ struct fr_memsample {
 
 	/* The sampler thread's. */
 	uint32_t pids[NOTED_MAX + FR_MEMSAMPLE_WATCH_MAX], npids, rotate;
-	struct msample batch[FR_MEMSAMPLE_MAX_PIDS + 1 + FR_CGCPU_READS];
+	struct msample batch[FR_MEMSAMPLE_MAX_PIDS + FR_PRESSURE_RESOURCES + FR_CGCPU_READS];
 	struct fr_cgcpu *cg; /* NULL: throttling not sampled */
 	struct fr_cgcpu_sample cgs[FR_CGCPU_READS];
 	char throttle_error[256];
-	int have_base;
-	uint64_t pressure_base;
-	char pressure_error[320];
-	int pressure_failed; /* atomic: status reads it */
+	struct psi_file {
+		int have_base, has_full;
+		uint64_t some_base, full_base;
+		char error[320]; /* under `lock`: status reads it */
+		int failed;	 /* atomic */
+	} psi[FR_PRESSURE_RESOURCES];
+	int64_t psi_mono;	      /* the last tick's read; 0: none */
+	struct fr_pressure_tick tick; /* being read */
+
+	/* Under `lock`: the last tick's pressure, for the ingest thread. */
+	struct fr_pressure_tick psi_out;
+	int psi_new;
 
 	struct fr_memsample_stats st; /* atomics */
 };
@@ -189,44 +197,90 @@ static void gather(struct fr_memsample *m)
 	m->npids = n;
 }
 
-/* The pressure sample of this tick: the "some" stall time since the last
- * one. The first read only sets the baseline. */
+const char *fr_pressure_resource_name(uint32_t resource)
+{
+	static const char *const names[FR_PRESSURE_RESOURCES] = {"memory", "cpu", "io"};
+
+	return resource < FR_PRESSURE_RESOURCES ? names[resource] : "unknown";
+}
+
+/* The event a resource's pressure is recorded as. */
+static const uint32_t psi_event[FR_PRESSURE_RESOURCES] = {FR_EVENT_MEM_PRESSURE,
+							  FR_EVENT_CPU_PRESSURE,
+							  FR_EVENT_IO_PRESSURE};
+
+/* A resource's pressure file could not be read (ret < 0): said once, and
+ * its baseline forgotten. */
+static void psi_failed(struct fr_memsample *m, uint32_t r, int ret)
+{
+	struct psi_file *f = &m->psi[r];
+	char why[320];
+
+	f->have_base = 0;
+	if (__atomic_load_n(&f->failed, __ATOMIC_ACQUIRE))
+		return;
+	snprintf(why, sizeof(why), "cannot read %s/pressure/%s: %s", m->proc,
+		 fr_pressure_resource_name(r),
+		 ret == -ENOENT ? "this kernel has no PSI (or psi=0)" : strerror(-ret));
+	fr_log_warn("%s-pressure is not sampled: %s", fr_pressure_resource_name(r), why);
+	pthread_mutex_lock(&m->lock);
+	snprintf(f->error, sizeof(f->error), "%s", why);
+	pthread_mutex_unlock(&m->lock);
+	__atomic_store_n(&f->failed, 1, __ATOMIC_RELEASE);
+}
+
+/* The pressure samples of this tick into `out` (room for
+ * FR_PRESSURE_RESOURCES): for each resource the "some" stall time since
+ * the last tick; the tick's "some" and "full" also into m->tick. A first
+ * read only sets the baseline. */
 static uint32_t read_pressure(struct fr_memsample *m, struct msample *out)
 {
-	uint64_t ns;
-	int ret = fr_proc_read_mem_pressure(m->proc, &ns);
+	int64_t now = fr_now_mono_ns();
+	uint32_t n = 0;
 
-	if (ret < 0) {
-		if (!m->pressure_error[0]) {
-			snprintf(m->pressure_error, sizeof(m->pressure_error),
-				 "cannot read %s/pressure/memory: %s", m->proc,
-				 ret == -ENOENT ? "this kernel has no PSI (or psi=0)"
-						: strerror(-ret));
-			fr_log_warn("memory-pressure is not sampled: %s", m->pressure_error);
-			__atomic_store_n(&m->pressure_failed, 1, __ATOMIC_RELEASE);
+	memset(&m->tick, 0, sizeof(m->tick));
+	m->tick.time_ns = fr_now_real_ns();
+	m->tick.mono_ns = now;
+	m->tick.interval_ns = m->psi_mono ? now - m->psi_mono : 0;
+	m->psi_mono = now;
+	for (uint32_t r = 0; r < FR_PRESSURE_RESOURCES; r++) {
+		struct psi_file *f = &m->psi[r];
+		uint64_t some, full;
+		int has_full, ret;
+
+		ret = fr_proc_read_pressure(m->proc, fr_pressure_resource_name(r), &some, &full,
+					    &has_full);
+		if (ret < 0) {
+			psi_failed(m, r, ret);
+			continue;
 		}
-		m->have_base = 0;
-		return 0;
+		if (__atomic_load_n(&f->failed, __ATOMIC_ACQUIRE)) {
+			fr_log_info("%s-pressure is sampled again", fr_pressure_resource_name(r));
+			__atomic_store_n(&f->failed, 0, __ATOMIC_RELEASE);
+		}
+		if (!f->have_base || some < f->some_base || full < f->full_base ||
+		    has_full != f->has_full) {
+			f->have_base = 1;
+			f->has_full = has_full;
+			f->some_base = some;
+			f->full_base = full;
+			continue;
+		}
+		m->tick.valid[r] = 1;
+		m->tick.has_full[r] = (uint8_t)has_full;
+		m->tick.some_ns[r] = some - f->some_base;
+		m->tick.full_ns[r] = full - f->full_base;
+		out[n++] = (struct msample){
+			.time_ns = m->tick.time_ns,
+			.pid = 0,
+			.event = psi_event[r],
+			.weight = some - f->some_base,
+		};
+		f->some_base = some;
+		f->full_base = full;
 	}
-	if (m->pressure_error[0]) {
-		fr_log_info("memory-pressure is sampled again");
-		__atomic_store_n(&m->pressure_failed, 0, __ATOMIC_RELEASE);
-		m->pressure_error[0] = '\0';
-	}
-	if (!m->have_base || ns < m->pressure_base) {
-		m->have_base = 1;
-		m->pressure_base = ns;
-		return 0;
-	}
-	*out = (struct msample){
-		.time_ns = fr_now_real_ns(),
-		.pid = 0,
-		.event = FR_EVENT_MEM_PRESSURE,
-		.weight = ns - m->pressure_base,
-	};
-	m->pressure_base = ns;
-	count(&m->st.pressure_samples, 1);
-	return 1;
+	count(&m->st.pressure_samples, n);
+	return n;
 }
 
 /* The throttled samples of this tick's cgroups into `out` (room for
@@ -248,12 +302,19 @@ static uint32_t throttled(struct fr_memsample *m, int64_t deadline, struct msamp
 	return n;
 }
 
-/* One tick: the pressure, then at most FR_MEMSAMPLE_MAX_PIDS processes,
+/* One tick: the pressures, then at most FR_MEMSAMPLE_MAX_PIDS processes,
  * starting where the last tick's turn ended, within the budget. */
 static uint32_t tick(struct fr_memsample *m)
 {
 	int64_t t0 = fr_now_mono_ns();
 	uint32_t np = read_pressure(m, &m->batch[0]), n = np, done = 0;
+
+	if (np) {
+		pthread_mutex_lock(&m->lock);
+		m->psi_out = m->tick;
+		m->psi_new = 1;
+		pthread_mutex_unlock(&m->lock);
+	}
 
 	gather(m);
 	if (m->rotate >= m->npids)
@@ -424,5 +485,35 @@ const char *fr_memsample_throttle_where(const struct fr_memsample *m)
 
 int fr_memsample_pressure_failed(const struct fr_memsample *m)
 {
-	return __atomic_load_n(&m->pressure_failed, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&m->psi[FR_PRESSURE_MEMORY].failed, __ATOMIC_ACQUIRE);
+}
+
+int fr_memsample_pressure_error(struct fr_memsample *m, uint32_t resource, char *err, size_t errlen)
+{
+	int failed;
+
+	if (!m || resource >= FR_PRESSURE_RESOURCES)
+		return 0;
+	failed = __atomic_load_n(&m->psi[resource].failed, __ATOMIC_ACQUIRE);
+	if (failed && err) {
+		pthread_mutex_lock(&m->lock);
+		snprintf(err, errlen, "%s", m->psi[resource].error);
+		pthread_mutex_unlock(&m->lock);
+	}
+	return failed;
+}
+
+int fr_memsample_take_pressure(struct fr_memsample *m, struct fr_pressure_tick *out)
+{
+	int got;
+
+	if (!m)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	got = m->psi_new;
+	if (got)
+		*out = m->psi_out;
+	m->psi_new = 0;
+	pthread_mutex_unlock(&m->lock);
+	return got;
 }

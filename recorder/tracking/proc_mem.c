@@ -63,11 +63,52 @@ int fr_pressure_parse_some(const char *buf, size_t len, uint64_t *us)
 	return -EPROTO;
 }
 
+/* The total= of the line at buf[at..len) that starts with `kind` ("some "
+ * or "full "): -EPROTO when it has none. */
+static int line_total(const char *buf, size_t len, size_t at, const char *kind, uint64_t *us)
+{
+	static const char key[] = " total=";
+
+	if (len - at < 5 || memcmp(buf + at, kind, 5) != 0)
+		return -EPROTO;
+	for (at += 4; at + sizeof(key) - 1 <= len && buf[at] != '\n'; at++) {
+		if (memcmp(buf + at, key, sizeof(key) - 1) == 0) {
+			at += sizeof(key) - 1;
+			if (take_u64(buf, len, &at, us) < 0 ||
+			    (at < len && buf[at] != '\n' && buf[at] != ' '))
+				return -EPROTO;
+			return 0;
+		}
+	}
+	return -EPROTO;
+}
+
+int fr_pressure_parse(const char *buf, size_t len, uint64_t *some_us, uint64_t *full_us,
+		      int *has_full)
+{
+	size_t at = 0;
+	int ret = line_total(buf, len, 0, "some ", some_us);
+
+	*full_us = 0;
+	*has_full = 0;
+	if (ret < 0)
+		return ret;
+	while (at < len && buf[at] != '\n')
+		at++;
+	if (at + 1 >= len)
+		return 0;
+	ret = line_total(buf, len, at + 1, "full ", full_us);
+	if (ret < 0)
+		return ret;
+	*has_full = 1;
+	return 0;
+}
+
 /* One read of at most `len` bytes of `path`, never through a symlink.
  * Returns the length or -errno. */
 static ssize_t read_once(const char *path, char *buf, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 	ssize_t n;
 
 	if (fd < 0)
@@ -115,4 +156,30 @@ int fr_proc_read_mem_pressure(const char *proc, uint64_t *ns)
 		return ret;
 	*ns = us > UINT64_MAX / 1000 ? UINT64_MAX : us * 1000;
 	return 0;
+}
+
+int fr_pressure_read_file(const char *path, uint64_t *some_ns, uint64_t *full_ns, int *has_full)
+{
+	char buf[256];
+	uint64_t some, full;
+	ssize_t n = read_once(path, buf, sizeof(buf));
+	int ret;
+
+	if (n < 0)
+		return n == -EOPNOTSUPP ? -ENOENT : (int)n;
+	ret = fr_pressure_parse(buf, (size_t)n, &some, &full, has_full);
+	if (ret < 0)
+		return ret;
+	*some_ns = some > UINT64_MAX / 1000 ? UINT64_MAX : some * 1000;
+	*full_ns = full > UINT64_MAX / 1000 ? UINT64_MAX : full * 1000;
+	return 0;
+}
+
+int fr_proc_read_pressure(const char *proc, const char *resource, uint64_t *some_ns,
+			  uint64_t *full_ns, int *has_full)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), "%s/pressure/%s", proc, resource);
+	return fr_pressure_read_file(path, some_ns, full_ns, has_full);
 }

@@ -1,6 +1,6 @@
-/* The memory files of /proc the memory sampler reads: a process's
- * resident set (/proc/PID/statm) and the machine's memory pressure
- * (/proc/pressure/memory, PSI).
+/* The files of /proc the memory sampler reads: a process's resident set
+ * (/proc/PID/statm) and the machine's memory, CPU and I/O pressure
+ * (/proc/pressure/memory, cpu, io: PSI).
  *
  * Each file is opened O_NOFOLLOW and read with one bounded read(2) into a
  * small buffer; the parsers take the bytes read (not NUL-terminated),
@@ -22,6 +22,13 @@ int fr_statm_parse(const char *buf, size_t len, uint64_t *pages);
  * *us. Returns 0 or -EPROTO. */
 int fr_pressure_parse_some(const char *buf, size_t len, uint64_t *us);
 
+/* Both lines of a PSI file: the "some" total into *some_us and, when the
+ * file has a "full" line (memory and io; cpu since Linux 5.13, where it
+ * is 0 for the machine), its total into *full_us with *has_full 1 (else
+ * *full_us 0, *has_full 0). Returns 0 or -EPROTO. */
+int fr_pressure_parse(const char *buf, size_t len, uint64_t *some_us, uint64_t *full_us,
+		      int *has_full);
+
 /* Resident bytes of process `pid` from `proc`/PID/statm. Returns 0, or
  * -errno (-ENOENT: gone), -EPROTO for a file not as the kernel writes it. */
 int fr_proc_read_rss(const char *proc, uint32_t pid, uint64_t *bytes);
@@ -30,5 +37,15 @@ int fr_proc_read_rss(const char *proc, uint32_t pid, uint64_t *bytes);
  * total, in nanoseconds. Returns 0, or -errno (-ENOENT: a kernel without
  * PSI, or with it disabled: psi=0), -EPROTO. */
 int fr_proc_read_mem_pressure(const char *proc, uint64_t *ns);
+
+/* The machine's pressure on `resource` ("memory", "cpu" or "io") from
+ * `proc`/pressure/RESOURCE: the "some" and "full" totals in nanoseconds
+ * (*has_full as fr_pressure_parse). Returns as fr_proc_read_mem_pressure. */
+int fr_proc_read_pressure(const char *proc, const char *resource, uint64_t *some_ns,
+			  uint64_t *full_ns, int *has_full);
+
+/* The same from the PSI file at `path` (a cgroup v2's cpu.pressure,
+ * memory.pressure, io.pressure). */
+int fr_pressure_read_file(const char *path, uint64_t *some_ns, uint64_t *full_ns, int *has_full);
 
 #endif

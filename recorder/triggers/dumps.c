@@ -188,6 +188,17 @@ static char *sidecar_json(const struct fr_dump_request *req, const struct fr_pro
 			snprintf(sc->crash.addr, sizeof(sc->crash.addr), "0x%" PRIx64,
 				 req->crash->addr);
 	}
+	if (req->pressure) {
+		sc->has_pressure = 1;
+		snprintf(sc->pressure.cgroup, sizeof(sc->pressure.cgroup), "%s",
+			 req->pressure->cgroup);
+		snprintf(sc->pressure.resource, sizeof(sc->pressure.resource), "%s",
+			 fr_pressure_resource_name(req->pressure->resource));
+		snprintf(sc->pressure.kind, sizeof(sc->pressure.kind), "%s",
+			 req->pressure->full ? "full" : "some");
+		sc->pressure.share = req->pressure->share;
+		sc->pressure.above = req->pressure->above;
+	}
 	snprintf(sc->profile, sizeof(sc->profile), "%s", profile_name);
 	snprintf(sc->goroutines, sizeof(sc->goroutines), "%s", goroutines_name);
 	sc->go_processes = req->go_processes;

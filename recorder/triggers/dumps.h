@@ -11,7 +11,7 @@
  *   SESSION-...mmmZ.goroutines.pb.gz   every goroutine of each of them
  *                                      (recorder/requests/goroutines.h)
  *
- * TRIGGER is signal, cpu_above, exit, oom, crash or manual; the time is when it fired
+ * TRIGGER is signal, cpu_above, exit, oom, crash, pressure or manual; the time is when it fired
  * (UTC). A second dump of the same session, trigger and millisecond is
  * STEM-2 (then -3, ...): a dump never replaces a file. The sidecar is one JSON object:
  *
@@ -21,6 +21,8 @@
  *    "victim": {"pid": N, "comm": "...", "cgroup": "...", "rss": N} (oom),
  *    "crash": {"pid": N, "tid": N, "comm": "...", "signal": "SIGSEGV",
  *              "addr": "0x10"} (crash),
+ *    "pressure": {"resource": "cpu", "kind": "some", "share": 42.3,
+ *                 "above": 10} (pressure: percent of wall time),
  *    "goroutines": "FILE.goroutines.pb.gz", "go_processes": N (when kept),
  *    "events": [{"event": "cpu", "hz": 99, "samples": N, "lost": N}],
  *    "samples": N, "bytes": N, "version": "0.1.0"}
@@ -51,6 +53,7 @@
 struct fr_ring;
 struct fr_trigger_oom;
 struct fr_trigger_crash;
+struct fr_trigger_pressure_hit;
 
 /* The mode of dump files unless configured (dumps.mode): they name
  * commands, threads and files of every user. */
@@ -66,10 +69,11 @@ struct fr_dump_request {
 	const char *reason;
 	int64_t fire_ns;
 	int64_t window_ns, after_ns;
-	uint32_t pid;				  /* exit, oom: the process; else 0 */
-	const struct fr_trigger_oom *oom;	  /* oom: the victim; else NULL */
-	const struct fr_trigger_crash *crash;	  /* crash: the process; else NULL */
-	const struct fr_profile_request *profile; /* window, events, targets */
+	uint32_t pid;					/* exit, oom: the process; else 0 */
+	const struct fr_trigger_oom *oom;		/* oom: the victim; else NULL */
+	const struct fr_trigger_crash *crash;		/* crash: the process; else NULL */
+	const struct fr_trigger_pressure_hit *pressure; /* pressure: what fired; else NULL */
+	const struct fr_profile_request *profile;	/* window, events, targets */
 	/* The goroutines of the Go programs among the targets at the trigger
 	 * (a gzip'ed pprof, read from its start), or -1; of go_processes. */
 	int goroutines_fd;

@@ -219,6 +219,7 @@ static void run_due(struct fr_triggers *t)
 		p.fire.trigger = &p.trigger;
 		p.fire.oom = p.has_oom ? &p.oom : NULL;
 		p.fire.crash = p.has_crash ? &p.crash : NULL;
+		p.fire.pressure = p.has_pressure ? &p.pressure : NULL;
 		ret = t->dump(t->arg, &p.fire, NULL, 0);
 
 		if (ret == 0) {
@@ -289,6 +290,7 @@ static int engine_pass(struct fr_triggers *t, struct fr_procwatch_handler *h, in
 	handle_signals(t);
 	trig_oom_handle(t);
 	trig_crash_handle(t);
+	trig_pressure_handle(t);
 	if (t->watch && watch_ready) {
 		int ret = fr_procwatch_read_events(t->watch, h);
 

@@ -28,6 +28,16 @@
  *              from the ingest thread, which records the crash); fires as
  *              oom: for a process of the session's targets, or any
  *              process when the session has none.
+ *   pressure   every second, the machine's pressure (PSI) on memory, CPU
+ *              or I/O: the share of the second in which some task ("some")
+ *              or every non-idle task ("full") stalled on the resource,
+ *              from the "total" deltas the memory sampler records
+ *              (fr_triggers_pressure, from the ingest thread); fires when
+ *              the share stayed at or above the threshold for `for_ns`.
+ *              A session whose targets name a cgroup watches that
+ *              cgroup's own pressure instead (cgroup v2's
+ *              RESOURCE.pressure, read at each of those seconds); its
+ *              other targets do not filter the machine's.
  * A trigger that fired does not fire again before its cooldown has passed
  * (a fire inside the cooldown is counted as suppressed and logged, rate
  * limited). When a trigger fires, the engine waits `after_ns`, then calls
@@ -44,6 +54,7 @@
 
 #include "config/config.h"
 #include "core/util/limits.h"
+#include "recorder/tracking/memsample.h"
 
 struct fr_triggers;
 
@@ -71,22 +82,32 @@ struct fr_trigger_crash {
 	int64_t time_ns; /* Unix ns of the signal's delivery */
 };
 
+/* What fired a pressure trigger. */
+struct fr_trigger_pressure_hit {
+	char cgroup[FR_LIMIT_CGROUP_LEN]; /* the cgroup's own pressure; "": the machine's */
+	uint32_t resource;		  /* enum fr_pressure_resource */
+	uint32_t full;			  /* 1: "full", 0: "some" */
+	double share;			  /* percent of wall time stalled over the run */
+	double above;			  /* the trigger's threshold, percent */
+};
+
 /* What fired, for the dump callback and the sidecar. */
 struct fr_trigger_fire {
 	const char *session;	/* session name */
 	uint32_t session_index; /* index in the configuration in force */
 	uint32_t trigger_index; /* index in the session's triggers */
 	const struct fr_config_trigger *trigger;
-	const char *kind;		      /* "signal", "cpu_above", "exit" */
-	char reason[256];		      /* e.g. "SIGUSR1", "cpu 93% >= 90% for 10s",
+	const char *kind;				/* "signal", "cpu_above", "exit" */
+	char reason[256];				/* e.g. "SIGUSR1", "cpu 93% >= 90% for 10s",
 				       * "pid 1234 (postgres) exited with status 3",
 				       * "pid 1234 (postgres) killed by SIGSEGV" */
-	int64_t fire_ns;		      /* Unix ns the trigger fired */
-	int64_t t0_ns, t1_ns;		      /* the window to dump */
-	uint32_t pid;			      /* exit, oom: the process that exited or was
+	int64_t fire_ns;				/* Unix ns the trigger fired */
+	int64_t t0_ns, t1_ns;				/* the window to dump */
+	uint32_t pid;					/* exit, oom: the process that exited or was
 			       * killed; else 0 */
-	const struct fr_trigger_oom *oom;     /* oom: the victim; else NULL */
-	const struct fr_trigger_crash *crash; /* crash: the process; else NULL */
+	const struct fr_trigger_oom *oom;		/* oom: the victim; else NULL */
+	const struct fr_trigger_crash *crash;		/* crash: the process; else NULL */
+	const struct fr_trigger_pressure_hit *pressure; /* pressure: what fired; else NULL */
 };
 
 /* Writes the dump of `fire` and, when `path` is not NULL, its file name
@@ -141,6 +162,10 @@ void fr_triggers_oom(struct fr_triggers *t, const struct fr_trigger_oom *victim)
  * matches, as fr_triggers_oom (a queue of its own; never waits). Any
  * thread. */
 void fr_triggers_crash(struct fr_triggers *t, const struct fr_trigger_crash *crash);
+/* A second's pressure (copied): fires the pressure triggers it keeps above
+ * their threshold long enough. Never waits for the engine, as
+ * fr_triggers_oom (a full queue drops the tick, counted). Any thread. */
+void fr_triggers_pressure(struct fr_triggers *t, const struct fr_pressure_tick *tick);
 
 /* The daemon received `signo`: fires every signal trigger on it. */
 void fr_triggers_signal(struct fr_triggers *t, int signo);

@@ -138,6 +138,7 @@ int trig_apply(struct fr_triggers *t, const struct fr_config *cfg)
 							     : FR_CONFIG_MAX_SESSIONS;
 	struct fr_config_session *sessions = calloc(n ? n : 1, sizeof(*sessions));
 	struct sess_state *state = calloc(n ? n : 1, sizeof(*state));
+	int has_pressure;
 
 	if (!sessions || !state) {
 		free(sessions);
@@ -162,15 +163,19 @@ int trig_apply(struct fr_triggers *t, const struct fr_config *cfg)
 	t->state = state;
 	t->nsessions = n;
 	t->has_cpu = t->has_exit = t->track_cgroup = 0;
+	has_pressure = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (trig_has_kind(&sessions[i], FR_TRIGGER_CPU_ABOVE))
 			t->has_cpu = 1;
+		if (trig_has_kind(&sessions[i], FR_TRIGGER_PRESSURE))
+			has_pressure = 1;
 		if (trig_has_kind(&sessions[i], FR_TRIGGER_EXIT)) {
 			t->has_exit = 1;
 			if (sessions[i].targets.cgroup[0])
 				t->track_cgroup = 1;
 		}
 	}
+	__atomic_store_n(&t->has_pressure, has_pressure, __ATOMIC_RELEASE);
 	t->gen++;
 	return 0;
 }

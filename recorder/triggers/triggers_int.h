@@ -7,6 +7,9 @@
  *   triggers_cpu.c     cpu_above: measuring CPU use, deciding a run above
  *   triggers_exit.c    exit: which processes the table (proc_table.c)
  *                      follows, and whether an exit fires
+ *   triggers_oom.c     oom: the kills ingest hands over
+ *   triggers_pressure.c pressure: the seconds ingest hands over, and
+ *                      whether a run above the threshold fires
  *
  * Everything in struct fr_triggers but the atomics is guarded by its
  * lock; the functions below are called with it held.
@@ -38,6 +41,8 @@
 #define OOM_QUEUE 32
 /* Crashes waiting for the engine at most. */
 #define CRASH_QUEUE 32
+/* Seconds of pressure waiting for the engine at most. */
+#define PSI_QUEUE 8
 
 struct trig_state {
 	int fired;
@@ -45,6 +50,15 @@ struct trig_state {
 	int64_t above_since; /* cpu_above: start of the run above; 0: none */
 	double above_pct_ns; /* sum of percent x duration over the run */
 	int64_t above_ns;
+	/* pressure: the sum of share x duration over the run, and its end */
+	double psi_share_ns;
+	int64_t psi_last_mono;
+	/* pressure of a cgroup target: its file's last totals, at the
+	 * machine's tick psi_base_mono (0: none yet), read at psi_read_mono
+	 * (CLOCK_MONOTONIC), and whether a failed read was logged */
+	int64_t psi_base_mono, psi_read_mono;
+	uint64_t psi_some_base, psi_full_base;
+	int psi_has_full, psi_warned;
 };
 
 struct proc_sample {
@@ -80,6 +94,8 @@ struct pending {
 	struct fr_trigger_oom oom;
 	int has_crash;
 	struct fr_trigger_crash crash;
+	int has_pressure;
+	struct fr_trigger_pressure_hit pressure;
 };
 
 /* A dump by hand in progress, on its caller's stack. */
@@ -109,12 +125,17 @@ struct fr_triggers {
 	struct fr_trigger_crash crash_queue[CRASH_QUEUE];
 	uint32_t ncrash;
 	uint64_t crash_dropped;
+	/* Seconds of pressure handed over by ingest, under oom_lock too. */
+	struct fr_pressure_tick psi_queue[PSI_QUEUE];
+	uint32_t npsi;
+	uint64_t psi_dropped;
 	uint32_t sigcount[MAX_SIGNAL + 1]; /* atomic: forwarded, not handled */
 
 	struct fr_config_session *sessions;
 	struct sess_state *state;
 	uint32_t nsessions;
 	int has_cpu, has_exit, track_cgroup;
+	int has_pressure;		/* atomic: some session has a pressure trigger */
 	uint64_t gen;			/* bumped by each configuration */
 	struct fr_procwatch *watch_new; /* handed to the thread */
 	struct pending *pending;
@@ -171,6 +192,9 @@ void trig_oom_handle(struct fr_triggers *t);
 
 /* triggers_crash.c: the crashes queued since the last pass, fired. */
 void trig_crash_handle(struct fr_triggers *t);
+/* triggers_pressure.c: the seconds of pressure queued since the last
+ * pass, each run above its threshold long enough fired. */
+void trig_pressure_handle(struct fr_triggers *t);
 
 /* triggers_exit.c */
 /* Fills the process table from /proc (start and reloads). */

@@ -114,6 +114,15 @@ static void check_trigger(const struct fr_config_session *x, uint32_t s, uint32_
 		FUZZ_CHECK(t->signal == 0 && t->percent == 0 && t->for_ns == 0,
 			   "session %u trigger %u: a crash trigger with other fields", s, i);
 		break;
+	case FR_TRIGGER_PRESSURE:
+		FUZZ_CHECK(t->signal == 0 && t->percent == 0 && t->for_ns >= FR_NS_PER_S &&
+				   t->resource <= FR_CONFIG_PRESSURE_IO && t->full <= 1 &&
+				   t->above_bp >= 1 && t->above_bp <= 10000 &&
+				   !(t->full && t->resource == FR_CONFIG_PRESSURE_CPU &&
+				     !x->targets.cgroup[0]),
+			   "session %u trigger %u: pressure %u %u %u for %lld", s, i, t->resource,
+			   t->full, t->above_bp, (long long)t->for_ns);
+		break;
 	default: FUZZ_CHECK(0, "session %u trigger %u of kind %u", s, i, t->kind);
 	}
 }

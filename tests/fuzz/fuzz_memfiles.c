@@ -78,6 +78,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	(void)fr_statm_parse(text, size, &v);
 	(void)fr_pressure_parse_some(text, size, &v);
+	{
+		uint64_t some = 0, full = 0;
+		int has_full = 0;
+
+		if (fr_pressure_parse(text, size, &some, &full, &has_full) == 0)
+			FUZZ_CHECK(has_full || full == 0, "full %llu without a full line",
+				   (unsigned long long)full);
+	}
 	cgroup_files(text, size);
 	free(text);
 	return 0;

@@ -260,23 +260,23 @@ static const struct bad bad_configs[] = {
 	{TRIGS("5"),
 	 T0 ": must be an object like {\"on\": \"signal\", \"signal\": \"USR1\"}, got 5"},
 	{TRIGS("{}"), T0
-	 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit, oom, crash)"},
+	 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit, oom, crash, pressure)"},
 	{TRIGS("{\"window\":\"10s\"}"), T0
-	 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit, oom, crash)"},
-	{TRIGS("{\"on\":1}"),
-	 T0 ".on: must be a string (accepted: signal, cpu_above, exit, oom, crash), got 1"},
+	 ".on: missing; say what fires the trigger (accepted: signal, cpu_above, exit, oom, crash, pressure)"},
+	{TRIGS("{\"on\":1}"), T0
+	 ".on: must be a string (accepted: signal, cpu_above, exit, oom, crash, pressure), got 1"},
 	{"{\"sessions\":[{\"name\":\"a\"},{\"name\":\"b\",\"triggers\":[{\"on\":\"cpu\"}]}]}",
 	 SRC ": sessions[1].triggers[0].on: unknown trigger \"cpu\" (accepted: signal, cpu_above, "
-	     "exit, oom, crash)"},
-	{TRIGS("{\"on\":\"Signal\",\"signal\":\"USR1\"}"),
-	 T0 ".on: unknown trigger \"Signal\" (accepted: signal, cpu_above, exit, oom, crash)"},
+	     "exit, oom, crash, pressure)"},
+	{TRIGS("{\"on\":\"Signal\",\"signal\":\"USR1\"}"), T0
+	 ".on: unknown trigger \"Signal\" (accepted: signal, cpu_above, exit, oom, crash, pressure)"},
 	/* triggers: keys of the wrong kind, unknown and repeated keys */
 	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"percent\":90}"),
 	 T0 ".percent: only cpu_above triggers take \"percent\" (accepted for signal: on, signal, "
 	    "window, after, cooldown)"},
-	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"for\":\"10s\"}"),
-	 T0 ".for: only cpu_above triggers take \"for\" (accepted for signal: on, signal, window, "
-	    "after, cooldown)"},
+	{TRIGS("{\"on\":\"signal\",\"signal\":\"USR1\",\"for\":\"10s\"}"), T0
+	 ".for: only cpu_above and pressure triggers take \"for\" (accepted for signal: on, signal, "
+	 "window, after, cooldown)"},
 	{TRIGS("{\"on\":\"cpu_above\",\"percent\":90,\"signal\":\"USR1\"}"), T0
 	 ".signal: only signal triggers take \"signal\" (accepted for cpu_above: on, percent, for, "
 	 "window, after, cooldown)"},
@@ -352,6 +352,61 @@ static const struct bad bad_configs[] = {
 	 T0 ".for: must be a duration of at least 1s like \"10s\" or \"1m\", got \"500ms\""},
 	{TRIGS("{\"on\":\"cpu_above\",\"percent\":90,\"for\":10}"),
 	 T0 ".for: must be a duration of at least 1s like \"10s\" or \"1m\", got 10"},
+	/* triggers: pressure */
+	{TRIGS("{\"on\":\"pressure\",\"above\":\"some 10%\"}"),
+	 T0 ".resource: missing; name the resource whose pressure fires the trigger (accepted: "
+	    "memory, cpu, io)"},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"disk\",\"above\":\"some 10%\"}"),
+	 T0 ".resource: unknown resource \"disk\" (accepted: memory, cpu, io)"},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":1,\"above\":\"some 10%\"}"),
+	 T0 ".resource: must be a string (accepted: memory, cpu, io), got 1"},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"memory\"}"),
+	 T0 ".above: missing; give the share of time stalled that fires the trigger, like \"some "
+	    "10%\" or \"full 5%\""},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"memory\",\"above\":10}"),
+	 T0 ".above: must be a string like \"some 10%\" or \"full 5%\", got 10"},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"memory\",\"above\":\"10%\"}"), T0
+	 ".above: must start with \"some\" (some task stalled) or \"full\" (all stalled) and one "
+	 "space, like \"some 10%\" or \"full 5%\", got \"10%\""},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"memory\",\"above\":\"Some 10%\"}"), T0
+	 ".above: must start with \"some\" (some task stalled) or \"full\" (all stalled) and one "
+	 "space, like \"some 10%\" or \"full 5%\", got \"Some 10%\""},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"memory\",\"above\":\"some 10\"}"),
+	 T0 ".above: must be \"some\" or \"full\", one space, a share of wall time and \"%\", like "
+	    "\"some 10%\" or \"full 5%\", got \"some 10\""},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"memory\",\"above\":\"some  10%\"}"),
+	 T0 ".above: must be \"some\" or \"full\", one space, a share of wall time and \"%\", like "
+	    "\"some 10%\" or \"full 5%\", got \"some  10%\""},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"memory\",\"above\":\"some 10.%\"}"),
+	 T0 ".above: must be \"some\" or \"full\", one space, a share of wall time and \"%\", like "
+	    "\"some 10%\" or \"full 5%\", got \"some 10.%\""},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"memory\",\"above\":\"some 10% \"}"),
+	 T0 ".above: must be \"some\" or \"full\", one space, a share of wall time and \"%\", like "
+	    "\"some 10%\" or \"full 5%\", got \"some 10% \""},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"memory\",\"above\":\"some 1.125%\"}"),
+	 T0 ".above: at most two decimals, got \"some 1.125%\""},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"memory\",\"above\":\"some 0%\"}"),
+	 T0 ".above: the share must be 0.01%..100% (of wall time), got \"some 0%\""},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"io\",\"above\":\"full 100.5%\"}"),
+	 T0 ".above: the share must be 0.01%..100% (of wall time), got \"full 100.5%\""},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"io\",\"above\":\"full 99999999999%\"}"),
+	 T0 ".above: the share must be 0.01%..100% (of wall time), got \"full 99999999999%\""},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"cpu\",\"above\":\"full 5%\"}"), T0
+	 ".above: \"full\" CPU pressure is always 0 for the machine (some task runs whenever one "
+	 "waits for a CPU); use \"some\", or a cgroup target, whose own is not"},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"cpu\",\"above\":\"some 5%\",\"for\":\"500ms\"}"),
+	 T0 ".for: must be a duration of at least 1s like \"5s\" or \"1m\", got \"500ms\""},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"cpu\",\"above\":\"some 5%\",\"percent\":5}"),
+	 T0 ".percent: only cpu_above triggers take \"percent\" (accepted for pressure: on, "
+	    "resource, above, for, window, after, cooldown)"},
+	{TRIGS("{\"on\":\"exit\",\"for\":\"5s\"}"),
+	 T0 ".for: only cpu_above and pressure triggers take \"for\" (accepted for exit: on, "
+	    "window, after, cooldown)"},
+	{TRIGS("{\"on\":\"cpu_above\",\"percent\":5,\"above\":\"some 5%\"}"),
+	 T0 ".above: only pressure triggers take \"above\" (accepted for cpu_above: on, percent, "
+	    "for, window, after, cooldown)"},
+	{TRIGS("{\"on\":\"pressure\",\"resource\":\"cpu\",\"above\":\"some 5%\",\"targets\":{}}"),
+	 T0 ".targets: unknown key (accepted: on, resource, above, for, window, after, cooldown)"},
 	/* triggers: exit */
 	{TRIGS("{\"on\":\"exit\"}"), T0
 	 ".on: an exit trigger needs the session's targets (pids, comm, cgroup or uid): without them "

@@ -1,6 +1,6 @@
 /* Config triggers: every accepted form of a signal and how it prints,
- * signals out of range or repeated, cpu_above and exit triggers with their
- * defaults, the span of window + after, and the limit per session. */
+ * signals out of range or repeated, cpu_above, exit and pressure triggers
+ * with their defaults, the span of window + after, and the limit per session. */
 #include "config/config.h"
 
 #include <errno.h>
@@ -183,6 +183,99 @@ static void test_cpu_above_triggers(void)
 	}
 }
 
+/* A pressure trigger as written: its resource, kind and share parsed,
+ * and printed back in its canonical form (which parses to the same). */
+struct pressure_form {
+	const char *json; /* the trigger's keys after "on" */
+	uint32_t resource, full, above_bp;
+	int64_t for_ns;
+	const char *printed_above;
+};
+
+static void check_pressure_form(const struct pressure_form *f)
+{
+	const struct fr_config_trigger *t;
+	struct fr_config cfg, again;
+	char buf[512], want[64], *text = NULL, *text2 = NULL;
+
+	snprintf(buf, sizeof(buf), TRIG("[{\"on\":\"pressure\",%s}]"), f->json);
+	if (parse_ok(&cfg, buf, &text) < 0)
+		return;
+	t = &cfg.sessions[0].triggers[0];
+	CHECK(t->kind == FR_TRIGGER_PRESSURE && t->resource == f->resource && t->full == f->full &&
+		      t->above_bp == f->above_bp && t->for_ns == f->for_ns && t->percent == 0,
+	      "%s: kind %u resource %u full %u above %u for %lld", f->json, t->kind, t->resource,
+	      t->full, t->above_bp, (long long)t->for_ns);
+	snprintf(want, sizeof(want), "\"above\":\t\"%s\"", f->printed_above);
+	CHECK(text && strstr(text, "\"on\":\t\"pressure\"") && strstr(text, want) &&
+		      strstr(text, "\"resource\":\t\"") && strstr(text, "\"for\":\t\"") &&
+		      !strstr(text, "\"percent\""),
+	      "%s: printed (want %s):\n%s", f->json, want, text ? text : "(null)");
+	/* What --check-config prints is itself a configuration. */
+	if (text && parse_ok(&again, text, &text2) == 0) {
+		const struct fr_config_trigger *u = &again.sessions[0].triggers[0];
+
+		CHECK(u->kind == t->kind && u->resource == t->resource && u->full == t->full &&
+			      u->above_bp == t->above_bp && u->for_ns == t->for_ns,
+		      "%s: printed form parses differently", f->json);
+		fr_config_fini(&again);
+	}
+	free(text2);
+	free(text);
+	fr_config_fini(&cfg);
+}
+
+/* pressure: each resource, some and full, shares with decimals, "for". */
+static void test_pressure_triggers(void)
+{
+	static const struct pressure_form forms[] = {
+		{"\"resource\":\"memory\",\"above\":\"some 10%\"", FR_CONFIG_PRESSURE_MEMORY, 0,
+		 1000, FR_NS_PER_S, "some 10%"},
+		{"\"resource\":\"memory\",\"above\":\"full 5%\",\"for\":\"5s\"",
+		 FR_CONFIG_PRESSURE_MEMORY, 1, 500, 5 * FR_NS_PER_S, "full 5%"},
+		{"\"resource\":\"cpu\",\"above\":\"some 2.5%\"", FR_CONFIG_PRESSURE_CPU, 0, 250,
+		 FR_NS_PER_S, "some 2.5%"},
+		{"\"resource\":\"cpu\",\"above\":\"some 0.01%\",\"for\":\"1m\"",
+		 FR_CONFIG_PRESSURE_CPU, 0, 1, 60 * FR_NS_PER_S, "some 0.01%"},
+		{"\"resource\":\"io\",\"above\":\"full 100%\"", FR_CONFIG_PRESSURE_IO, 1, 10000,
+		 FR_NS_PER_S, "full 100%"},
+		{"\"resource\":\"io\",\"above\":\"some 33.33%\"", FR_CONFIG_PRESSURE_IO, 0, 3333,
+		 FR_NS_PER_S, "some 33.33%"},
+		{"\"resource\":\"io\",\"above\":\"some 007.50%\"", FR_CONFIG_PRESSURE_IO, 0, 750,
+		 FR_NS_PER_S, "some 7.5%"},
+	};
+	struct fr_config cfg;
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+		check_pressure_form(&forms[i]);
+	/* A cgroup's full CPU pressure is its own: accepted with a cgroup
+	 * target. */
+	if (parse_ok(&cfg,
+		     "{\"sessions\":[{\"name\":\"a\",\"targets\":{\"cgroup\":\"/db\"},"
+		     "\"triggers\":[{\"on\":\"pressure\",\"resource\":\"cpu\","
+		     "\"above\":\"full 5%\"}]}]}",
+		     NULL) == 0) {
+		const struct fr_config_trigger *t = &cfg.sessions[0].triggers[0];
+
+		CHECK(t->kind == FR_TRIGGER_PRESSURE && t->full && t->above_bp == 500,
+		      "a cgroup's full cpu: %u %u", t->full, t->above_bp);
+		fr_config_fini(&cfg);
+	}
+	/* The times every trigger takes, and no targets needed. */
+	if (parse_ok(&cfg,
+		     TRIGS("{\"on\":\"pressure\",\"resource\":\"memory\",\"above\":\"some 10%\","
+			   "\"window\":\"30s\",\"after\":\"5s\",\"cooldown\":\"2m\"}"),
+		     NULL) == 0) {
+		const struct fr_config_trigger *t = &cfg.sessions[0].triggers[0];
+
+		CHECK(t->window_ns == 30 * FR_NS_PER_S && t->after_ns == 5 * FR_NS_PER_S &&
+			      t->cooldown_ns == 120 * FR_NS_PER_S,
+		      "pressure times: %lld %lld %lld", (long long)t->window_ns,
+		      (long long)t->after_ns, (long long)t->cooldown_ns);
+		fr_config_fini(&cfg);
+	}
+}
+
 /* exit, with each kind of target. */
 static void test_exit_triggers(void)
 {
@@ -310,6 +403,7 @@ int main(void)
 	test_trigger_signals_per_session();
 	test_cpu_above_triggers();
 	test_exit_triggers();
+	test_pressure_triggers();
 	test_trigger_limits();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);

@@ -6,7 +6,9 @@
  * the "ingest thread" (this one): RSS samples of the right bytes for the
  * right pids, at most 512 a second, every noted pid read within two
  * ticks, the watched one too, none of the gone or empty ones, and the
- * pressure as the delta of its total in ns. */
+ * pressure as the delta of its total in ns: memory's and cpu's (whose
+ * "some" and "full" also reach the pressure triggers' ticks), and io's
+ * missing file said, with the reason, and sampled again once it appears. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -44,21 +46,30 @@ static void make_proc(uint32_t pid, uint64_t resident)
 	write_file(path, line);
 }
 
-static void set_pressure(uint64_t us)
+static void set_psi(const char *resource, uint64_t some_us, uint64_t full_us)
 {
 	char path[128], text[160];
 
-	snprintf(path, sizeof(path), "%s/pressure/memory", root);
+	snprintf(path, sizeof(path), "%s/pressure/%s", root, resource);
 	snprintf(text, sizeof(text),
 		 "some avg10=0.00 avg60=0.00 avg300=0.00 total=%" PRIu64
-		 "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1\n",
-		 us);
+		 "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=%" PRIu64 "\n",
+		 some_us, full_us);
 	write_file(path, text);
 }
 
+/* memory: some `us`, full 1; cpu: some 2 x `us`, full `us` / 2. */
+static void set_pressure(uint64_t us)
+{
+	set_psi("memory", us, 1);
+	set_psi("cpu", 2 * us, us / 2);
+}
+
 struct got {
-	uint32_t rss, pressure, bad;
-	uint64_t pressure_ns;
+	uint32_t rss, pressure, bad, cpu, io;
+	uint64_t pressure_ns, cpu_ns, io_ns;
+	struct fr_pressure_tick tick; /* the last with cpu stall */
+	uint32_t ticks;
 	uint8_t seen[NPIDS];
 	int watched, empty;
 };
@@ -70,6 +81,14 @@ static void on_sample(void *arg, const struct fr_sample *s)
 	if (s->event == FR_EVENT_MEM_PRESSURE) {
 		g->pressure++;
 		g->pressure_ns += s->weight;
+		g->bad += s->pid != 0 || s->nr_frames != 0;
+		return;
+	}
+	if (s->event == FR_EVENT_CPU_PRESSURE || s->event == FR_EVENT_IO_PRESSURE) {
+		int cpu = s->event == FR_EVENT_CPU_PRESSURE;
+
+		*(cpu ? &g->cpu : &g->io) += 1;
+		*(cpu ? &g->cpu_ns : &g->io_ns) += s->weight;
 		g->bad += s->pid != 0 || s->nr_frames != 0;
 		return;
 	}
@@ -102,7 +121,14 @@ static uint32_t seen_count(const struct got *g)
 static void take_for(struct fr_memsample *m, struct got *g, int ms)
 {
 	for (int i = 0; i < (ms + 49) / 50; i++) {
+		struct fr_pressure_tick k;
+
 		fr_memsample_take(m, on_sample, g);
+		if (fr_memsample_take_pressure(m, &k)) {
+			g->ticks++;
+			if (k.valid[FR_PRESSURE_CPU] && k.some_ns[FR_PRESSURE_CPU])
+				g->tick = k;
+		}
 		usleep(50000);
 	}
 }
@@ -149,6 +175,17 @@ int main(void)
 			break;
 	}
 	set_pressure(3500);
+	/* io's file is missing: said, with the reason. */
+	{
+		char why[320] = "";
+
+		CHECK(fr_memsample_pressure_error(m, FR_PRESSURE_IO, why, sizeof(why)) == 1 &&
+			      strstr(why, "/pressure/io") && strstr(why, "no PSI"),
+		      "io's missing file: \"%s\"", why);
+		CHECK(fr_memsample_pressure_error(m, FR_PRESSURE_CPU, why, sizeof(why)) == 0 &&
+			      fr_memsample_pressure_error(m, FR_PRESSURE_MEMORY, NULL, 0) == 0,
+		      "cpu or memory said to fail");
+	}
 	/* Until every noted process was read (the same pids noted again for
 	 * each hand-over, as samples keep coming), 10 s at most. */
 	for (int i = 0; i < 200 && seen_count(&g) < NPIDS; i++) {
@@ -158,6 +195,15 @@ int main(void)
 		take_for(m, &g, 50);
 	}
 	take_for(m, &g, 1100);
+	/* io appears: a baseline, then 700 us stalled; it reads again. */
+	set_psi("io", 100, 0);
+	take_for(m, &g, 1100);
+	set_psi("io", 800, 0);
+	for (int i = 0; i < 40 && g.io_ns == 0; i++)
+		take_for(m, &g, 100);
+	CHECK(g.io >= 1 && g.io_ns == 700 * 1000 &&
+		      fr_memsample_pressure_error(m, FR_PRESSURE_IO, NULL, 0) == 0,
+	      "io once its file appeared: %u samples, %" PRIu64 " ns (want 0.7 ms)", g.io, g.io_ns);
 	fr_memsample_stats(m, &st);
 	fr_memsample_stop(m);
 
@@ -175,6 +221,18 @@ int main(void)
 	CHECK(g.pressure >= 1 && g.pressure_ns == 2500 * 1000,
 	      "pressure: %u samples, %" PRIu64 " ns (want 2.5 ms)", g.pressure, g.pressure_ns);
 	CHECK(st.gone >= 1, "the empty process was not counted");
+	CHECK(g.cpu >= 1 && g.cpu_ns == 5000 * 1000,
+	      "cpu pressure: %u samples, %" PRIu64 " ns (want 5 ms)", g.cpu, g.cpu_ns);
+	CHECK(g.ticks >= 2 && g.tick.valid[FR_PRESSURE_CPU] && g.tick.has_full[FR_PRESSURE_CPU] &&
+		      g.tick.some_ns[FR_PRESSURE_CPU] == 5000 * 1000 &&
+		      g.tick.full_ns[FR_PRESSURE_CPU] == 1250 * 1000 &&
+		      g.tick.valid[FR_PRESSURE_MEMORY] &&
+		      g.tick.some_ns[FR_PRESSURE_MEMORY] == 2500 * 1000 &&
+		      g.tick.full_ns[FR_PRESSURE_MEMORY] == 0 && !g.tick.valid[FR_PRESSURE_IO] &&
+		      g.tick.interval_ns > FR_NS_PER_S / 2 && g.tick.interval_ns < 3 * FR_NS_PER_S,
+	      "the triggers' tick: %u ticks, cpu %d/%d %" PRIu64 "/%" PRIu64 ", interval %" PRId64,
+	      g.ticks, g.tick.valid[FR_PRESSURE_CPU], g.tick.has_full[FR_PRESSURE_CPU],
+	      g.tick.some_ns[FR_PRESSURE_CPU], g.tick.full_ns[FR_PRESSURE_CPU], g.tick.interval_ns);
 
 	/* The tree goes. */
 	for (uint32_t i = 0; i < NPIDS + 2; i++) {
@@ -185,8 +243,10 @@ int main(void)
 		snprintf(path, sizeof(path), "%s/%u", root, pid);
 		rmdir(path);
 	}
-	snprintf(path, sizeof(path), "%s/pressure/memory", root);
-	unlink(path);
+	for (int r = 0; r < FR_PRESSURE_RESOURCES; r++) {
+		snprintf(path, sizeof(path), "%s/pressure/%s", root, fr_pressure_resource_name(r));
+		unlink(path);
+	}
 	snprintf(path, sizeof(path), "%s/pressure", root);
 	rmdir(path);
 	rmdir(root);

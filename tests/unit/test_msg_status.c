@@ -189,7 +189,7 @@ static void test_refusals(void)
 static void test_sessions(void)
 {
 	struct fr_ipc_sessions_reply r = {0}, back;
-	struct fr_ipc_session s = {.name = "db", .nevents = 1, .ntriggers = 2, .suppressed = 3};
+	struct fr_ipc_session s = {.name = "db", .nevents = 1, .ntriggers = 3, .suppressed = 3};
 	char err[512] = "", *a, *b;
 	cJSON *obj;
 
@@ -201,6 +201,12 @@ static void test_sessions(void)
 	snprintf(s.triggers[1].on, sizeof(s.triggers[1].on), "cpu_above");
 	s.triggers[1].has_cpu = 1;
 	s.triggers[1].percent = 30;
+	s.triggers[1].has_for = 1;
+	snprintf(s.triggers[2].on, sizeof(s.triggers[2].on), "pressure");
+	snprintf(s.triggers[2].resource, sizeof(s.triggers[2].resource), "io");
+	snprintf(s.triggers[2].above, sizeof(s.triggers[2].above), "full 2.5%%");
+	s.triggers[2].has_for = 1;
+	s.triggers[2].for_ns = 5000000000;
 	r.nsessions = 1;
 	r.sessions = &s;
 	r.cpu_hz = 99;
@@ -209,6 +215,8 @@ static void test_sessions(void)
 			"\"cpu\",\"hz\":99}],\"targets\":\"all processes\",\"triggers\":[{\"on\":"
 			"\"signal\",\"signal\":\"SIGUSR1\",\"window_ns\":0,\"after_ns\":0,"
 			"\"cooldown_ns\":0},{\"on\":\"cpu_above\",\"percent\":30,\"for_ns\":0,"
+			"\"window_ns\":0,\"after_ns\":0,\"cooldown_ns\":0},{\"on\":\"pressure\","
+			"\"resource\":\"io\",\"above\":\"full 2.5%\",\"for_ns\":5000000000,"
 			"\"window_ns\":0,\"after_ns\":0,\"cooldown_ns\":0}],\"last_dump_ns\":null,"
 			"\"suppressed\":3}],\"cpu_hz\":99,\"events\":[],\"consumers\":[],"
 			"\"hz_from_command_line\":false}") == 0,
@@ -217,6 +225,9 @@ static void test_sessions(void)
 	CHECK(fr_ipc_sessions_reply_decode(obj, &back, err, sizeof(err)) == 0, "decode: %s", err);
 	cJSON_Delete(obj);
 	CHECK(back.nsessions == 1 && back.sessions[0].triggers[1].has_cpu &&
+		      back.sessions[0].ntriggers == 3 && back.sessions[0].triggers[2].has_for &&
+		      !back.sessions[0].triggers[2].has_cpu &&
+		      strcmp(back.sessions[0].triggers[2].above, "full 2.5%") == 0 &&
 		      back.sessions[0].last_dump_ns == 0,
 	      "sessions did not come back");
 	b = text_of(fr_ipc_sessions_reply_encode(&back));
@@ -253,6 +264,40 @@ static void test_sidecar(void)
 	cJSON_Delete(obj);
 	free(a);
 	free(b);
+
+	/* A pressure trigger's: its object, with the cgroup when given. */
+	s.pid = 0;
+	s.has_pressure = 1;
+	snprintf(s.pressure.resource, sizeof(s.pressure.resource), "memory");
+	snprintf(s.pressure.kind, sizeof(s.pressure.kind), "full");
+	s.pressure.share = 12.5;
+	s.pressure.above = 2.5;
+	a = fr_ipc_sidecar_text(&s);
+	CHECK(a &&
+		      strstr(a, "\"pressure\":\t{\n\t\t\"resource\":\t\"memory\",\n\t\t\"kind\":\t"
+				"\"full\",\n\t\t\"share\":\t12.5,\n\t\t\"above\":\t2.5\n\t}") &&
+		      !strstr(a, "\"cgroup\""),
+	      "a pressure sidecar: %s", a ? a : "(null)");
+	free(a);
+	snprintf(s.pressure.cgroup, sizeof(s.pressure.cgroup), "/db");
+	a = fr_ipc_sidecar_text(&s);
+	obj = a ? cJSON_Parse(a) : NULL;
+	memset(&back, 0, sizeof(back));
+	CHECK(obj && fr_ipc_sidecar_decode(obj, &back, err, sizeof(err)) == 0 &&
+		      back.has_pressure && strcmp(back.pressure.cgroup, "/db") == 0 &&
+		      back.pressure.share == 12.5 && strcmp(back.pressure.kind, "full") == 0,
+	      "a pressure sidecar's decode: %s", err);
+	b = fr_ipc_sidecar_text(&back);
+	CHECK(a && b && strcmp(a, b) == 0, "the pressure sidecar differs after a round trip");
+	cJSON_Delete(obj);
+	free(a);
+	free(b);
+	/* Not as written: refused, naming it. */
+	obj = cJSON_Parse("{\"session\":\"db\",\"pressure\":{\"resource\":\"cpu\"}}");
+	CHECK(obj && fr_ipc_sidecar_decode(obj, &back, err, sizeof(err)) == -EINVAL &&
+		      strstr(err, "\"pressure\""),
+	      "a pressure object without its members taken: %s", err);
+	cJSON_Delete(obj);
 }
 
 /* A reply a recorder sent (the fuzz corpus' seed, captured from

@@ -66,6 +66,41 @@ static void test_pressure(void)
 	CHECK(fr_pressure_parse_some("some total=5", 10, &us) == -EPROTO, "read past len");
 }
 
+/* Both lines: some and full, a file with only some (a kernel before
+ * cpu's full line), and a full line not as the kernel writes it. */
+static void test_pressure_full(void)
+{
+	uint64_t some = 7, full = 7;
+	int has_full = 7;
+
+	CHECK(fr_pressure_parse(S("some avg10=1.00 avg60=0.00 avg300=0.00 total=12345\n"
+				  "full avg10=0.00 avg60=0.00 avg300=0.00 total=99\n"),
+				&some, &full, &has_full) == 0 &&
+		      some == 12345 && full == 99 && has_full == 1,
+	      "some and full: %llu %llu %d", (unsigned long long)some, (unsigned long long)full,
+	      has_full);
+	CHECK(fr_pressure_parse(S("some avg10=0.00 avg60=0.00 avg300=0.00 total=5\n"), &some, &full,
+				&has_full) == 0 &&
+		      some == 5 && full == 0 && has_full == 0,
+	      "some only: %llu %llu %d", (unsigned long long)some, (unsigned long long)full,
+	      has_full);
+	CHECK(fr_pressure_parse(S("some total=5\nfull avg10=0.00\n"), &some, &full, &has_full) ==
+		      -EPROTO,
+	      "a full line without total taken");
+	CHECK(fr_pressure_parse(S("some total=5\nsome total=6\n"), &some, &full, &has_full) ==
+		      -EPROTO,
+	      "a second some line taken as full");
+	CHECK(fr_pressure_parse(S("some total=5\nfull total=6x\n"), &some, &full, &has_full) ==
+		      -EPROTO,
+	      "6x taken");
+	CHECK(fr_pressure_parse("some total=5\nfull total=6", 25, &some, &full, &has_full) == 0 &&
+		      full == 6,
+	      "full's total at the end of the bytes");
+	CHECK(fr_pressure_parse("some total=5\nfull total=6", 24, &some, &full, &has_full) ==
+		      -EPROTO,
+	      "read past len");
+}
+
 static int write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -112,6 +147,17 @@ static void test_readers(void)
 	write_file(path, "some avg10=0.00 avg60=0.00 avg300=0.00 total=3\nfull total=1\n");
 	CHECK(fr_proc_read_mem_pressure(root, &v) == 0 && v == 3000, "pressure ns: %llu",
 	      (unsigned long long)v);
+	{
+		uint64_t some, full;
+		int has_full;
+
+		CHECK(fr_proc_read_pressure(root, "memory", &some, &full, &has_full) == 0 &&
+			      some == 3000 && full == 1000 && has_full,
+		      "pressure some %llu full %llu", (unsigned long long)some,
+		      (unsigned long long)full);
+		CHECK(fr_proc_read_pressure(root, "cpu", &some, &full, &has_full) == -ENOENT,
+		      "a missing cpu file: not -ENOENT");
+	}
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/pressure", root);
 	rmdir(path);
@@ -126,6 +172,7 @@ int main(void)
 {
 	test_statm();
 	test_pressure();
+	test_pressure_full();
 	test_readers();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);

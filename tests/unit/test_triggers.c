@@ -14,6 +14,9 @@
  *             ignored.
  *   parsed    a configuration from fr_config_parse drives the engine.
  *   oom       a kill fires the sessions whose targets the victim is of
+ *   pressure  seconds of pressure at or above the threshold for `for`
+ *             fire, whatever the targets; a second below, or one that
+ *             does not say (no file, no full line), ends the run
  *             (every session without targets), the fire carries the
  *             victim, a session of other targets stays quiet, cooldowns
  *             hold, and a burst past the queue is dropped, not waited on.
@@ -758,6 +761,127 @@ static void test_crash(void)
 	free(c);
 }
 
+/* ---- pressure ------------------------------------------------------------- */
+
+/* A second ending now (the test clock) with `some` and `full` ns stalled on
+ * `resource`; the other resources not read. */
+static struct fr_pressure_tick psi_second(uint32_t resource, uint64_t some, uint64_t full,
+					  int has_full)
+{
+	struct fr_pressure_tick k = {0};
+
+	k.time_ns = clock_real(NULL);
+	k.mono_ns = clock_mono(NULL);
+	k.interval_ns = FR_NS_PER_S;
+	k.valid[resource] = 1;
+	k.has_full[resource] = (uint8_t)has_full;
+	k.some_ns[resource] = some;
+	k.full_ns[resource] = full;
+	return k;
+}
+
+/* Feeds one second and moves the clock on by one. */
+static void psi_feed(struct fr_triggers *t, uint32_t resource, double some_pct, double full_pct,
+		     int has_full)
+{
+	struct fr_pressure_tick k = psi_second(resource, (uint64_t)(some_pct * 1e7),
+					       (uint64_t)(full_pct * 1e7), has_full);
+
+	fr_triggers_pressure(t, &k);
+	advance(t, FR_NS_PER_S);
+}
+
+static void test_pressure(void)
+{
+	struct fr_config *c = cfg_new();
+	struct fr_config_session *s;
+	struct fr_config_trigger *tr;
+	const struct rec_fire *x;
+	struct fr_triggers *t;
+	struct rec r;
+
+	rec_init(&r);
+	/* cpu: some >= 20% for 3s; memory: full >= 5% for 1s. The session's
+	 * targets do not matter: it is the machine's pressure. */
+	s = add_session(c, "cpu");
+	snprintf(s->targets.comms[s->targets.ncomms++], FR_LIMIT_COMM_LEN, "no-such-comm");
+	tr = add_trigger(s, FR_TRIGGER_PRESSURE);
+	tr->resource = FR_CONFIG_PRESSURE_CPU;
+	tr->above_bp = 2000;
+	tr->for_ns = 3 * FR_NS_PER_S;
+	tr->cooldown_ns = 10 * FR_NS_PER_S;
+	tr = add_trigger(add_session(c, "mem"), FR_TRIGGER_PRESSURE);
+	tr->resource = FR_CONFIG_PRESSURE_MEMORY;
+	tr->full = 1;
+	tr->above_bp = 500;
+	tr->for_ns = FR_NS_PER_S;
+	tr->cooldown_ns = FR_NS_PER_S;
+	t = start(c, &r);
+
+	/* Two seconds above, one below, two above: no run of 3s. */
+	psi_feed(t, FR_PRESSURE_CPU, 50, 0, 1);
+	psi_feed(t, FR_PRESSURE_CPU, 50, 0, 1);
+	psi_feed(t, FR_PRESSURE_CPU, 19.9, 0, 1);
+	psi_feed(t, FR_PRESSURE_CPU, 30, 0, 1);
+	psi_feed(t, FR_PRESSURE_CPU, 30, 0, 1);
+	CHECK(rec_count(&r) == 0, "a broken run fired: %d dumps", rec_count(&r));
+	/* Memory's seconds say nothing of the cpu trigger's run. */
+	psi_feed(t, FR_PRESSURE_MEMORY, 0, 0, 1);
+	psi_feed(t, FR_PRESSURE_CPU, 30, 0, 1);
+	psi_feed(t, FR_PRESSURE_CPU, 30, 0, 1);
+	CHECK(rec_count(&r) == 0, "a run across a second without cpu fired: %d dumps",
+	      rec_count(&r));
+	psi_feed(t, FR_PRESSURE_CPU, 60, 0, 1);
+	CHECK(rec_count(&r) == 1, "3s above 20%% gave %d dumps, want 1", rec_count(&r));
+	if (rec_count(&r) >= 1) {
+		x = &r.fires[0];
+		CHECK(strcmp(x->session, "cpu") == 0 && strcmp(x->f.kind, "pressure") == 0 &&
+			      x->f.pid == 0,
+		      "fire: session %s kind %s pid %u", x->session, x->f.kind, x->f.pid);
+		CHECK(x->has_pressure && x->pressure.resource == FR_PRESSURE_CPU &&
+			      !x->pressure.full && x->pressure.share > 39.9 &&
+			      x->pressure.share < 40.1 && x->pressure.above == 20,
+		      "the fire's pressure: %u %u %.2f %.2f", x->pressure.resource,
+		      x->pressure.full, x->pressure.share, x->pressure.above);
+		CHECK(strcmp(x->f.reason, "cpu pressure some 40.0% >= 20% for 3s") == 0,
+		      "reason \"%s\"", x->f.reason);
+	}
+	/* Still above: a new run of 3s, but within the cooldown. */
+	for (int i = 0; i < 3; i++)
+		psi_feed(t, FR_PRESSURE_CPU, 90, 0, 1);
+	CHECK(rec_count(&r) == 1 && fr_triggers_suppressed(t, 0) == 1,
+	      "within the cooldown: %d dumps, %" PRIu64 " suppressed", rec_count(&r),
+	      fr_triggers_suppressed(t, 0));
+
+	/* full: a file without a full line never fires it; full >= 5% does. */
+	psi_feed(t, FR_PRESSURE_MEMORY, 100, 100, 0);
+	CHECK(rec_count(&r) == 1, "memory without a full line fired");
+	psi_feed(t, FR_PRESSURE_MEMORY, 100, 4.99, 1);
+	CHECK(rec_count(&r) == 1, "memory full 4.99%% fired");
+	psi_feed(t, FR_PRESSURE_MEMORY, 100, 5, 1);
+	x = rec_count(&r) == 2 ? &r.fires[1] : NULL;
+	CHECK(x && strcmp(x->session, "mem") == 0 && x->has_pressure && x->pressure.full &&
+		      x->pressure.resource == FR_PRESSURE_MEMORY &&
+		      strcmp(x->f.reason, "memory pressure full 5.0% >= 5% for 1s") == 0,
+	      "memory full 5%%: %d dumps, reason \"%s\"", rec_count(&r), x ? x->f.reason : "");
+	/* A stall counted past the second's edge is all of it, no more. */
+	advance(t, FR_NS_PER_S);
+	{
+		struct fr_pressure_tick k =
+			psi_second(FR_PRESSURE_MEMORY, 3 * FR_NS_PER_S, 2 * FR_NS_PER_S, 1);
+
+		fr_triggers_pressure(t, &k);
+		fr_triggers_sync(t);
+	}
+	x = rec_count(&r) == 3 ? &r.fires[2] : NULL;
+	CHECK(x && x->pressure.share == 100, "over a second: %d dumps, share %.2f", rec_count(&r),
+	      x ? x->pressure.share : -1);
+	fr_triggers_pressure(NULL, NULL);
+	fr_triggers_stop(t);
+	rec_fini(&r);
+	free(c);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -770,6 +894,7 @@ int main(void)
 	test_reload();
 	test_oom();
 	test_crash();
+	test_pressure();
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);
 	return failures ? 1 : 0;

@@ -31,6 +31,8 @@ struct rec_fire {
 	struct fr_trigger_oom oom;
 	int has_crash; /* a crash trigger's process, copied */
 	struct fr_trigger_crash crash;
+	int has_pressure; /* a pressure trigger's hit, copied */
+	struct fr_trigger_pressure_hit pressure;
 	int64_t called_mono;
 	pthread_t thread;
 };
@@ -83,6 +85,10 @@ static inline int on_dump(void *arg, const struct fr_trigger_fire *f, char *path
 		if (f->crash)
 			x->crash = *f->crash;
 		x->f.crash = NULL;
+		x->has_pressure = f->pressure != NULL;
+		if (f->pressure)
+			x->pressure = *f->pressure;
+		x->f.pressure = NULL;
 		x->called_mono = r->clock ? r->clock->mono_ns(r->clock->ctx) : fr_now_mono_ns();
 		x->thread = pthread_self();
 	}
