@@ -30,6 +30,7 @@
 #include "ipc/msg.h"
 #include "ipc/proto.h"
 #include "recorder/triggers/dumps.h"
+#include "recorder/requests/requests_events.h"
 #include "recorder/requests/requests_timeline.h"
 #include "recorder/requests/goroutines.h"
 #include "recorder/requests/threads.h"
@@ -687,6 +688,7 @@ const struct fr_ipc_handlers daemon_handlers = {
 	.threads = daemon_handle_threads,
 	.goroutines = daemon_handle_goroutines,
 	.timeline = daemon_handle_timeline,
+	.events = daemon_handle_events,
 	.dump = daemon_handle_dump,
 	.trigger = daemon_handle_trigger,
 	.reload = daemon_handle_reload,
