@@ -179,7 +179,32 @@
 			ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
 		}
 		drawLost(u, ctx);
+		drawEvents(u, ctx);
 		ctx.restore();
+	}
+
+	/* The window's crashes, OOM kills and deaths by a signal (the
+	 * timeline's "marks"): a dark red line at each one's time, named at
+	 * the top ("crash 1234 SIGSEGV"). */
+	function drawEvents(u, ctx) {
+		const t = state.timeline;
+		if (!t || !t.marks)
+			return;
+		ctx.strokeStyle = 'rgba(140,0,0,0.9)';
+		ctx.fillStyle = 'rgba(140,0,0,0.9)';
+		ctx.font = '11px sans-serif';
+		ctx.lineWidth = 1;
+		for (const m of t.marks) {
+			const x = Math.round(u.valToPos(m.time_ns / 1e9, 'x', true)) + 0.5;
+			if (!(x >= u.bbox.left && x <= u.bbox.left + u.bbox.width))
+				continue;
+			ctx.beginPath();
+			ctx.moveTo(x, u.bbox.top);
+			ctx.lineTo(x, u.bbox.top + u.bbox.height);
+			ctx.stroke();
+			ctx.fillText(m.type + ' ' + m.pid + (m.signal ? ' ' + m.signal : ''), x + 3,
+				u.bbox.top + 18);
+		}
 	}
 
 	/* The steps in which the recorder lost samples of the event (the
@@ -216,7 +241,9 @@
 			$('ring').textContent = t.ring.first_ns ? 'ring: ' + utc(t.ring.first_ns / 1e9) +
 				' to ' + utc(t.ring.last_ns / 1e9) + ', ' + t.samples + ' samples of ' +
 				t.event + (t.lost && t.lost.total ? ', ' + t.lost.total +
-				' lost (red along the top)' : '') : 'the ring is empty';
+				' lost (red along the top)' : '') + (t.marks && t.marks.length ? ', ' +
+				t.marks.length + ' crashes, kills and deaths (dark red lines)' : '') :
+				'the ring is empty';
 			drawTimeline(t);
 			message('', true);
 		} catch (e) {

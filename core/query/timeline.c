@@ -369,6 +369,9 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 			last_event = c->event[i];
 			tl_note_event(tl, last_event);
 		}
+		/* Crashes, kills and deaths by a signal, whatever the event. */
+		if (in && (ret = tl_mark(tl, c, i)) < 0)
+			break;
 		if (c->event[i] != event && !(offcpu && FR_EVENT_IS_OPEN_WAIT(c->event[i])))
 			continue;
 		g = sample_group(tl, &cg, c, i);
@@ -420,7 +423,9 @@ static int finish(struct tl *tl)
 	for (uint32_t g = 0; g < tl->ngroups; g++) {
 		/* The machine's pressure is listed even when it was 0 all
 		 * along: that is the answer, not a lack of samples. */
-		if (tl->groups[g]->total || tl->req->event == FR_EVENT_MEM_PRESSURE)
+		if (tl->groups[g]->total || tl->req->event == FR_EVENT_MEM_PRESSURE ||
+		    tl->req->event == FR_EVENT_CPU_PRESSURE ||
+		    tl->req->event == FR_EVENT_IO_PRESSURE)
 			tl->groups[n++] = tl->groups[g];
 	}
 	/* Groups without a value are freed with the table, not listed. */
@@ -706,5 +711,6 @@ void fr_timeline_free(struct fr_timeline *t)
 	free(t->groups);
 	free(t->lost_steps);
 	free(t->victims);
+	free(t->marks);
 	free(t);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/query/events.h"
+#include "core/query/timeline.h"
 #include "core/store/ring.h"
 
 #include "tests/unit/fixture.h"
@@ -325,6 +326,43 @@ static void test_filters(struct fr_ring *r)
 	CHECK(n_of(r, &req, UINT32_MAX) == 3, "crash, app's exit, one second of pressure");
 }
 
+/* The timeline of any event marks the crash, the kill and the death by
+ * a signal at their times; an exit with a code is no mark. */
+static void test_timeline_marks(struct fr_ring *r)
+{
+	struct fr_timeline_request req = {.t0 = T0, .t1 = T0 + 10 * SEC, .step_ns = SEC};
+	struct fr_timeline *t = NULL;
+	char err[256], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int ret = fr_timeline_compute(r, &req, &t, err, sizeof(err));
+
+	CHECK(ret == 0, "timeline: %s", err);
+	if (ret)
+		return;
+	CHECK(t->nmarks == 3 && t->marks_more == 0, "marks: %u", t->nmarks);
+	f = open_memstream(&text, &len);
+	if (f) {
+		CHECK(fr_timeline_write_json(f, t) == 0, "write_json");
+		fclose(f);
+		HAS(text, ",\"marks\":[{\"time_ns\":1700000002000000000,\"type\":\"crash\","
+			  "\"pid\":4200001,\"comm\":\"frtest-app\",\"signal\":\"SIGSEGV\"},"
+			  "{\"time_ns\":1700000002100000000,\"type\":\"exit\",\"pid\":4200001,"
+			  "\"comm\":\"frtest-app\",\"signal\":\"SIGSEGV\"},"
+			  "{\"time_ns\":1700000004000000000,\"type\":\"oom_kill\",\"pid\":4200002,"
+			  "\"comm\":\"frtest-db\"}],\"marks_more\":0}\n");
+		free(text);
+	}
+	fr_timeline_free(t);
+	/* A user's timeline marks only their processes': not db's kill. */
+	req.has_uid = 1;
+	req.uid = 1000;
+	ret = fr_timeline_compute(r, &req, &t, err, sizeof(err));
+	CHECK(ret == 0 && t->nmarks == 2, "uid 1000's marks: %u", ret ? 0 : t->nmarks);
+	if (ret == 0)
+		fr_timeline_free(t);
+}
+
 int main(void)
 {
 	struct fr_ring *r;
@@ -336,6 +374,7 @@ int main(void)
 		write_ring(r);
 		test_all(r);
 		test_filters(r);
+		test_timeline_marks(r);
 	}
 	test_ring_done(r);
 	return fixture_fini();
