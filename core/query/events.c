@@ -287,7 +287,7 @@ int fr_events_add_chunk(struct fr_events *e, const struct fr_events_request *req
 		fr_chunk_labelset_proc(c, c->labelset[i], &pl);
 		if (!wanted_proc(req, c, pid, comm, pl.cgroup))
 			continue;
-		if (e->n == FR_EVENTS_MAX) {
+		if (e->n == (e->max ? e->max : FR_EVENTS_MAX)) {
 			e->more++;
 			continue;
 		}

@@ -131,7 +131,8 @@ struct fr_events {
 	int64_t t0, t1;
 	size_t n;
 	struct fr_events_item *items;
-	uint64_t more; /* past FR_EVENTS_MAX */
+	uint64_t more; /* past the bound */
+	size_t max;    /* listed at most; 0: FR_EVENTS_MAX */
 	/* Chunks read, and skipped as damaged or overwritten meanwhile. */
 	uint64_t chunks, chunks_skipped;
 	int uid_limited;

@@ -363,6 +363,38 @@ static void test_timeline_marks(struct fr_ring *r)
 		fr_timeline_free(t);
 }
 
+/* A profile of the window says in its comments how its processes ended:
+ * the crash and the kill, not the exits; a profile of web alone none. */
+static void test_profile_comments(struct fr_ring *r)
+{
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct out o;
+	struct raw raw;
+
+	req_init(&q, T0, T0 + 10 * SEC, 0);
+	if (run(r, &q, &res, &o, "box") == 0 && raw_read(&raw, &o, "box") == 0) {
+		HAS(raw.text,
+		    "Comment: event: 2023-11-14T22:13:22.000Z crash           pid 4200001 "
+		    "(frtest-app) tid 4210001 SIGSEGV SEGV_MAPERR at 0x10 cgroup "
+		    "/system.slice/nginx.service labels tenant=acme\n");
+		HAS(raw.text,
+		    "Comment: event: 2023-11-14T22:13:24.000Z oom_kill        pid 4200002 "
+		    "(frtest-db) rss 64.0MiB cgroup /system.slice/db.service\n");
+		CHECK(count(raw.text, "Comment: event: ") == 2, "two events:\n%s", raw.text);
+		CHECK(!strstr(raw.text, "frk_schedule [kernel]"), "a stack in the comments");
+		raw_done(&raw, 0);
+	}
+	out_free(&o);
+	req_init(&q, T0, T0 + 10 * SEC, 0);
+	q.targets.pids[q.targets.npids++] = PID_WEB;
+	if (run(r, &q, &res, &o, "box-web") == 0 && raw_read(&raw, &o, "box-web") == 0) {
+		CHECK(!strstr(raw.text, "Comment: event: "), "web's profile lists others' events");
+		raw_done(&raw, 0);
+	}
+	out_free(&o);
+}
+
 int main(void)
 {
 	struct fr_ring *r;
@@ -375,6 +407,7 @@ int main(void)
 		test_all(r);
 		test_filters(r);
 		test_timeline_marks(r);
+		test_profile_comments(r);
 	}
 	test_ring_done(r);
 	return fixture_fini();
