@@ -32,20 +32,20 @@
  *   2026-11-30T09:01:02.345Z crash           pid 1234 (crash_prog) tid 1234 SIGSEGV SEGV_MAPERR at 0x10
  *       crash_site (crash.c:12)
  *       main (crash.c:30)
- *   2026-11-30T09:01:03.000Z exit            pid 99 (sh) exit_code 3 after 1.2 s, cpu 0.4 s
- *   2026-11-30T09:01:04.000Z oom_kill        pid 77 (hog) rss 64.0 MiB cgroup /oom
+ *   2026-11-30T09:01:03.000Z exit            pid 99 (sh) exit_code 3 after 1.2s, cpu 400ms
+ *   2026-11-30T09:01:04.000Z oom_kill        pid 77 (hog) rss 64.0MiB cgroup /oom
  *   2026-11-30T09:01:05.000Z exec            pid 99 (sh) /bin/sh ppid 1
  *
  * and the series summed up in one line each (per type, and per cgroup for
  * throttled) unless FR_EVENTS_SERIES asks for every second:
  *
- *   2026-11-30T09:00:00.000Z memory-pressure [machine] 60 s: stalled 1.2 s in all (2.0%), most 300 ms in the second at 09:00:41Z
+ *   2026-11-30T09:00:00.000Z memory-pressure [machine] 60 s to 09:00:59.000Z: stalled 1.2s in all (2.0%), most 300ms in the second to 09:00:41.000Z (--type memory-pressure lists each second)
  *
  * or JSON lines (FR_EVENTS_JSON): one object per event and per line, every
  * second of a series included, keys in this order, those without a value
  * left out:
  *
- *   {"time":"2026-11-30T09:01:02.345678901Z","time_ns":N,"type":"crash",
+ *   {"time":"2026-11-30T09:01:02.345Z","time_ns":N,"type":"crash",
  *    "pid":N,"tid":N,"comm":"crash_prog","cgroup":"/user.slice/...",
  *    "signal":"SIGSEGV","code":"SEGV_MAPERR","addr":"0x10",     // crash
  *    "exit_code":N,"core":true,"cpu_ns":N,"lifetime_ns":N,     // exit
@@ -55,6 +55,7 @@
  *    "stack":[{"function":"crash_site","file":"/src/crash.c","line":12},...],
  *    "labels":{"key":"value",...}}
  *
+ * "time" is RFC 3339 UTC with milliseconds, "time_ns" exact;
  * type is "crash", "oom_kill", "exec", "exit", "memory-pressure",
  * "cpu-pressure", "io-pressure" or "throttled"; the stack innermost first,
  * "file" and "line" null where unknown, kernel frames with "kernel":true;
