@@ -128,6 +128,29 @@ assert not [l for l in lines if l["pid"] == pid], "root's process is shown to th
 assert not [l for l in lines if l["pid"] not in (0, upid)], "another process is shown to the user"
 PY
 
+# The timeline marks both kills, whatever its event; the user's marks
+# only theirs.
+"$FLIGHTREC" timeline --window 5m --json >"$T/tl.json" 2>"$T/err" || fail "timeline failed: $(cat "$T/err")"
+as_user "$FLIGHTREC" timeline --window 5m --json >"$T/tl_user.json" 2>"$T/err" ||
+	fail "timeline as $U failed: $(cat "$T/err")"
+python3 - "$T/tl.json" "$T/tl_user.json" "$PID" "$UPID" <<'PY' || fail "timeline marks: $(cat "$T/tl.json" "$T/tl_user.json")"
+import json, sys
+root, user = (json.load(open(f)) for f in sys.argv[1:3])
+pid, upid = int(sys.argv[3]), int(sys.argv[4])
+kills = lambda d: sorted(m["pid"] for m in d.get("marks", []) if m["type"] == "oom_kill")
+assert kills(root) == sorted([pid, upid]), root.get("marks")
+assert all(m["comm"] == "oom_hog" for m in root["marks"] if m["pid"] in (pid, upid)), root["marks"]
+assert kills(user) == [upid], user.get("marks")
+PY
+"$FLIGHTREC" timeline --window 5m >"$T/tl.txt" 2>"$T/err" || fail "timeline (text) failed: $(cat "$T/err")"
+grep -q "^oom_kill [0-9:]* UTC: pid $PID (oom_hog)$" "$T/tl.txt" || fail "the text timeline does not mark the kill: $(cat "$T/tl.txt")"
+
+# A profile of the window says how they ended, in its comments.
+"$FLIGHTREC" attach --window 5m -o "$T/p.pb.gz" >/dev/null 2>"$T/err" || fail "attach failed: $(cat "$T/err")"
+gzip -dc "$T/p.pb.gz" | strings -n 8 >"$T/p.strings"
+grep -Eq "event: [^ ]+Z oom_kill +pid $PID \(oom_hog\) rss [0-9.]+MiB" "$T/p.strings" ||
+	fail "the profile's comments do not list the kill: $(grep "event: " "$T/p.strings")"
+
 # Bad arguments: clear errors, exit 2.
 "$FLIGHTREC" events --type crash,bogus >"$T/out" 2>"$T/err"
 rc=$?
