@@ -112,7 +112,8 @@ static void human_value(const char *event, const char *unit, double v, char *buf
 static void step_value(const char *event, const char *unit, double v, double step, char *buf,
 		       size_t len)
 {
-	if (strcmp(event, "memory-pressure") == 0)
+	if (strcmp(event, "memory-pressure") == 0 || strcmp(event, "cpu-pressure") == 0 ||
+	    strcmp(event, "io-pressure") == 0)
 		snprintf(buf, len, "%.1f%% stall", v / step * 100);
 	else if (strcmp(event, "throttled") == 0)
 		snprintf(buf, len, "%.1f%% throttled", v / step * 100);

@@ -58,8 +58,13 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 			fr_event_format(ids[i], name, sizeof(name));
 			fr_ipc_refuse(call,
 				      "%s: %s is a series over time, not a profile: see "
-				      "`flightrec timeline --event %s`",
-				      cmd, name, name);
+				      "`flightrec timeline --event %s`%s%s%s",
+				      cmd, name, name,
+				      fr_event_is_blackbox(ids[i])
+					      ? " and `flightrec events --type "
+					      : "",
+				      fr_event_is_blackbox(ids[i]) ? name : "",
+				      fr_event_is_blackbox(ids[i]) ? "`" : "");
 			return -1;
 		}
 

@@ -162,6 +162,11 @@ rc=$?
 "$FLIGHTREC" events --type , >"$T/out" 2>"$T/err"
 rc=$?
 [ $rc = 2 ] || fail "--type ,: exit $rc, $(cat "$T/err")"
+# A profile of crashes would read like one of CPU: the way to them.
+"$FLIGHTREC" attach --event crash --window 1m -o "$T/x.pb.gz" 2>"$T/err"
+rc=$?
+[ $rc = 2 ] && grep -q 'crash is a series over time, not a profile: see `flightrec timeline --event crash` and `flightrec events --type crash`' "$T/err" ||
+	fail "attach --event crash: exit $rc, $(cat "$T/err")"
 
 # After kill -9 of the recorder the ring file still has them (and the
 # pressure of the seconds so far is kept for the end).
