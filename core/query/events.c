@@ -291,13 +291,14 @@ int fr_events_add_chunk(struct fr_events *e, const struct fr_events_request *req
 			e->more++;
 			continue;
 		}
-		if ((e->n & (e->n + 1)) == 0 || e->n == 0) {
-			struct fr_events_item *v =
-				realloc(e->items, (e->n ? 2 * (e->n + 1) : 16) * sizeof(*v));
+		if (e->n == e->cap) {
+			size_t cap = e->cap ? 2 * e->cap : 16;
+			struct fr_events_item *v = realloc(e->items, cap * sizeof(*v));
 
 			if (!v)
 				return -ENOMEM;
 			e->items = v;
+			e->cap = cap;
 		}
 		it = &e->items[e->n];
 		memset(it, 0, sizeof(*it));

@@ -130,7 +130,7 @@ struct fr_events_item {
 
 struct fr_events {
 	int64_t t0, t1;
-	size_t n;
+	size_t n, cap;
 	struct fr_events_item *items;
 	uint64_t more; /* past the bound */
 	size_t max;    /* listed at most; 0: FR_EVENTS_MAX */

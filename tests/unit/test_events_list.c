@@ -395,6 +395,38 @@ static void test_profile_comments(struct fr_ring *r)
 	out_free(&o);
 }
 
+/* A profile's comments tell 20 kills and count the rest. */
+static void test_profile_bound(void)
+{
+	struct fr_ring *r = test_ring_create("events-many");
+	struct fr_chunk_builder *b = fr_chunk_builder_new(1024, 1 << 20);
+	struct fr_profile_request q;
+	struct fr_profile_result res;
+	struct out o;
+	struct raw raw;
+
+	if (!r || !b) {
+		fr_chunk_builder_free(b);
+		test_ring_done(r);
+		return;
+	}
+	for (int k = 0; k < 25; k++)
+		add(b, T0 + k * 100 * MS, PID_DB, PID_DB, FR_EVENT_OOM, 1ull << 20, -1);
+	add(b, T0 + 50 * MS, PID_APP, PID_APP, FR_EVENT_CPU, 10000000, ST_USER);
+	seal(b, r);
+	fr_chunk_builder_free(b);
+	req_init(&q, T0, T0 + 10 * SEC, 0);
+	if (run(r, &q, &res, &o, "many") == 0 && raw_read(&raw, &o, "many") == 0) {
+		CHECK(count(raw.text, "Comment: event: 2023") == 20, "20 kills told:\n%s",
+		      raw.text);
+		HAS(raw.text,
+		    "Comment: event: and 5 more crashes and OOM kills (flightrec events)\n");
+		raw_done(&raw, 0);
+	}
+	out_free(&o);
+	test_ring_done(r);
+}
+
 int main(void)
 {
 	struct fr_ring *r;
@@ -410,5 +442,6 @@ int main(void)
 		test_profile_comments(r);
 	}
 	test_ring_done(r);
+	test_profile_bound();
 	return fixture_fini();
 }
