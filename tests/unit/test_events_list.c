@@ -36,7 +36,7 @@ static const struct labelled labelled[] = {
 	{PID_APP,
 	 T0 + 2100 * MS,
 	 {"signal", "SIGSEGV", "core", "1", "cpu_ns", "1200000000", "tenant", "acme"}},
-	{PID_WEB, T0 + 3 * SEC, {"exit_code", "3", "cpu_ns", "400000000"}},
+	{PID_WEB, T0 + 3 * SEC, {"exit_code", "3", "cpu_ns", "400000000", "note", "a\"b\nc\x1b[2J"}},
 };
 
 static int app_labels(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns, uint32_t ref,
@@ -207,7 +207,8 @@ static void test_all(struct fr_ring *r)
 	    "\"cgroup\":\"/system.slice/nginx.service\",\"signal\":\"SIGSEGV\",\"core\":true,"
 	    "\"cpu_ns\":1200000000,\"lifetime_ns\":3500000000,\"labels\":{\"tenant\":\"acme\"}}");
 	HAS(text, "\"type\":\"exit\",\"pid\":4200003,\"tid\":4200003,\"comm\":\"frtest-web\","
-		  "\"exit_code\":3,\"cpu_ns\":400000000,\"lifetime_ns\":1200000000}\n");
+		  "\"exit_code\":3,\"cpu_ns\":400000000,\"lifetime_ns\":1200000000,"
+		  "\"labels\":{\"note\":\"a\\\"b\\u000ac\\u001b[2J\"}}\n");
 	HAS(text, "\"type\":\"exec\",\"pid\":4200001,\"tid\":4200001,\"comm\":\"frtest-app\","
 		  "\"cgroup\":\"/system.slice/nginx.service\",\"path\":\"/usr/bin/frtest-app\","
 		  "\"ppid\":1,\"labels\":{\"tenant\":\"acme\"}}\n");
@@ -230,7 +231,7 @@ static void test_all(struct fr_ring *r)
 	HAS(text, "2023-11-14T22:13:22.100Z exit            pid 4200001 (frtest-app) killed by "
 		  "SIGSEGV (core dumped) after 3.5s, cpu 1.2s cgroup /system.slice/nginx.service");
 	HAS(text, "2023-11-14T22:13:23.000Z exit            pid 4200003 (frtest-web) exit_code 3 "
-		  "after 1.2s, cpu 400ms\n");
+		  "after 1.2s, cpu 400ms labels note=a\"b?c?[2J\n");
 	HAS(text, "2023-11-14T22:13:24.000Z oom_kill        pid 4200002 (frtest-db) rss 64.0MiB "
 		  "cgroup /system.slice/db.service\n");
 	/* The pressure summed up in one line, at its first second. */
