@@ -61,6 +61,13 @@ bad:
 
 /* ---- which samples ---------------------------------------------------- */
 
+/* Whether an event is one of the series, once a second. */
+static int is_series(uint32_t event)
+{
+	return event == FR_EVENT_MEM_PRESSURE || event == FR_EVENT_CPU_PRESSURE ||
+	       event == FR_EVENT_IO_PRESSURE || event == FR_EVENT_THROTTLED;
+}
+
 static int wanted_type(const struct fr_events_request *req, uint32_t event)
 {
 	if (event >= FR_EVENT_COUNT || !fr_event_is_blackbox(event))
@@ -287,10 +294,14 @@ int fr_events_add_chunk(struct fr_events *e, const struct fr_events_request *req
 		fr_chunk_labelset_proc(c, c->labelset[i], &pl);
 		if (!wanted_proc(req, c, pid, comm, pl.cgroup))
 			continue;
-		if (e->n == (e->max ? e->max : FR_EVENTS_MAX)) {
+		/* The series have a bound of their own: a day of pressure
+		 * never pushes a crash out of the list. */
+		if (is_series(ev) ? e->nseries == (e->max ? e->max : FR_EVENTS_SERIES_MAX)
+				  : e->n - e->nseries == (e->max ? e->max : FR_EVENTS_MAX)) {
 			e->more++;
 			continue;
 		}
+		e->nseries += is_series(ev);
 		if (e->n == e->cap) {
 			size_t cap = e->cap ? 2 * e->cap : 16;
 			struct fr_events_item *v = realloc(e->items, cap * sizeof(*v));

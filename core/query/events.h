@@ -16,7 +16,8 @@
  * name theirs (kernel frames from kallsyms, user frames from the mapped
  * files' symbols and DWARF lines, the symbol cache's copies), innermost
  * first. The list is sorted by time (then pid, tid, type), at most
- * FR_EVENTS_MAX events (the rest counted in `more`).
+ * FR_EVENTS_MAX occurrences and FR_EVENTS_SERIES_MAX seconds of series
+ * (the first read; the rest counted in `more`).
  *
  * TARGETS: pids, comms and cgroup choose processes as a profile's do
  * (core/query/targets.h). The machine's own series (pid 0: memory, cpu
@@ -74,9 +75,12 @@ struct fr_ring;
 struct fr_chunk;
 struct fr_symbols;
 
-/* Events listed at most (the rest are counted); crash stacks named at
- * most (later ones keep their addresses). */
+/* Events listed at most (the rest are counted): occurrences (crash,
+ * oom, exec, exit) and seconds of the series (pressure, throttled), each
+ * bounded apart, so that a long window's series never push a crash out;
+ * crash stacks named at most (later ones keep their addresses). */
 #define FR_EVENTS_MAX 100000
+#define FR_EVENTS_SERIES_MAX 100000
 #define FR_EVENTS_STACKS_MAX 256
 
 /* The accepted --type names, for messages. */
@@ -131,9 +135,10 @@ struct fr_events_item {
 struct fr_events {
 	int64_t t0, t1;
 	size_t n, cap;
+	size_t nseries; /* of the n, seconds of a series */
 	struct fr_events_item *items;
 	uint64_t more; /* past the bound */
-	size_t max;    /* listed at most; 0: FR_EVENTS_MAX */
+	size_t max;    /* of each kind listed at most; 0: the bounds above */
 	/* Chunks read, and skipped as damaged or overwritten meanwhile. */
 	uint64_t chunks, chunks_skipped;
 	int uid_limited;

@@ -14,6 +14,7 @@
 
 #include "core/query/events.h"
 #include "core/query/timeline.h"
+#include "core/store/chunk.h"
 #include "core/store/ring.h"
 
 #include "tests/unit/fixture.h"
@@ -396,6 +397,43 @@ static void test_profile_comments(struct fr_ring *r)
 	out_free(&o);
 }
 
+/* Occurrences and seconds of series are bounded apart: with a bound of
+ * 2, two of each are listed, whatever came first, and the rest counted. */
+static void test_bound_kinds(struct fr_ring *r)
+{
+	struct fr_events e = {.t0 = T0, .t1 = T0 + 10 * SEC, .max = 2};
+	struct fr_events_request req = {0};
+	struct fr_ring_ref *refs = NULL;
+	size_t nrefs = 0, series = 0;
+
+	CHECK(fr_ring_query(r, e.t0, e.t1, &refs, &nrefs) == 0 && nrefs == 2, "chunks");
+	for (size_t k = 0; k < nrefs; k++) {
+		struct fr_chunk *c = NULL;
+		void *buf = NULL;
+
+		if (fr_ring_read(r, &refs[k], &buf) == 0 &&
+		    fr_chunk_decode(buf, refs[k].len, &c) == 0)
+			CHECK(fr_events_add_chunk(&e, &req, c, NULL) == 0, "add_chunk");
+		fr_chunk_free(c);
+		free(buf);
+	}
+	free(refs);
+	for (size_t i = 0; i < e.n; i++)
+		series += e.items[i].event == FR_EVENT_MEM_PRESSURE ||
+			  e.items[i].event == FR_EVENT_THROTTLED;
+	CHECK(e.n == 4 && series == 2 && e.more == 7, "listed %zu (%zu series), more %" PRIu64, e.n,
+	      series, e.more);
+	/* The list's own items, freed as a collected list's are. */
+	{
+		struct fr_events *heap = malloc(sizeof(*heap));
+
+		if (heap) {
+			*heap = e;
+			fr_events_free(heap);
+		}
+	}
+}
+
 /* A profile's comments tell 20 kills and count the rest. */
 static void test_profile_bound(void)
 {
@@ -441,6 +479,7 @@ int main(void)
 		test_filters(r);
 		test_timeline_marks(r);
 		test_profile_comments(r);
+		test_bound_kinds(r);
 	}
 	test_ring_done(r);
 	test_profile_bound();
