@@ -3,18 +3,20 @@
 # (as flightrec, and flightrecd linked to it). tests/man.sh checks that
 # every command of `flightrec --help` is in the command list below.
 
-_flightrec_commands="attach status dump sessions top threads goroutines timeline serve reload trigger export fleet"
+_flightrec_commands="attach status dump sessions top threads goroutines timeline events serve reload trigger export fleet"
 
 # Options of each command (those that exist in this version).
 _flightrec_filters="--pid --children --comm --cgroup --label --label-key --event --hz --socket"
 _flightrec_opts_attach="--window --from --to -o --output $_flightrec_filters --by-cpu --diff --allow-empty --format --follow --count --since-last --help"
 _flightrec_opts_status="--json --socket --help"
-_flightrec_opts_dump="--ring --window --from --to -o --output $_flightrec_filters --by-cpu --diff --allow-empty --format --symbol-cache --debug-dir --info --threads --at --json --session --timeline --by --step --top --help"
+_flightrec_opts_dump="--ring --window --from --to -o --output $_flightrec_filters --by-cpu --diff --allow-empty --format --symbol-cache --debug-dir --info --threads --at --json --session --timeline --by --step --top --events --type --help"
 _flightrec_opts_sessions="--json --socket --help"
 _flightrec_opts_top="--window --from --to $_flightrec_filters --diff --allow-empty -n --sort --by --json --help"
 _flightrec_opts_threads="--pid --comm --cgroup --at --json -o --output --socket --help"
 _flightrec_opts_goroutines="--pid --at --json -o --output --from --socket --help"
 _flightrec_opts_timeline="--window --from --to --event --by --step --top --json --socket --help"
+_flightrec_opts_events="--window --from --to --pid --comm --cgroup --type --json --socket --help"
+_flightrec_event_types="crash oom_kill oom exec exit memory-pressure cpu-pressure io-pressure pressure throttled"
 _flightrec_opts_serve="--listen --allow-remote --token-file --read-timeout --socket --help"
 _flightrec_opts_reload="--socket --json --help"
 _flightrec_opts_trigger="--reason --window --socket --json --help"
@@ -58,6 +60,11 @@ _flightrec()
 		return ;;
 	--event)
 		COMPREPLY=($(compgen -W "$_flightrec_events" -- "$cur"))
+		return ;;
+	--type)
+		# A comma-separated list: the last name is completed.
+		local done=${cur%"${cur##*,}"}
+		COMPREPLY=($(compgen -P "$done" -W "$_flightrec_event_types" -- "${cur##*,}"))
 		return ;;
 	--format)
 		COMPREPLY=($(compgen -W "pprof folded" -- "$cur"))

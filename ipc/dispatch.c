@@ -87,7 +87,8 @@ static void no_fini(void *r)
 static int takes_fd(const char *cmd)
 {
 	return strcmp(cmd, "attach") == 0 || strcmp(cmd, "threads") == 0 ||
-	       strcmp(cmd, "timeline") == 0 || strcmp(cmd, "goroutines") == 0;
+	       strcmp(cmd, "timeline") == 0 || strcmp(cmd, "goroutines") == 0 ||
+	       strcmp(cmd, "events") == 0;
 }
 
 static cJSON *serve(struct fr_ipc_dispatch *x, struct fr_ipc_call *call, const char *cmd,
@@ -111,6 +112,9 @@ static cJSON *serve(struct fr_ipc_dispatch *x, struct fr_ipc_call *call, const c
 	else if (strcmp(cmd, "timeline") == 0 && x->h->timeline)
 		SERVE(timeline, struct fr_ipc_timeline_req, fr_ipc_timeline_req_decode,
 		      struct fr_ipc_timeline_reply, fr_ipc_timeline_reply_encode);
+	else if (strcmp(cmd, "events") == 0 && x->h->events)
+		SERVE(events, struct fr_ipc_events_req, fr_ipc_events_req_decode,
+		      struct fr_ipc_events_reply, fr_ipc_events_reply_encode);
 	else if (strcmp(cmd, "status") == 0 && x->h->status)
 		SERVE0(status, struct fr_ipc_status_reply, fr_ipc_status_reply_encode,
 		       fr_ipc_status_reply_fini);
@@ -133,7 +137,7 @@ static cJSON *serve(struct fr_ipc_dispatch *x, struct fr_ipc_call *call, const c
 			close(call->fd);
 		return fr_ipc_error("unknown request \"%s\" (this recorder answers: attach, "
 				    "consume, dump, status, sessions, threads, reload, trigger, "
-				    "timeline, goroutines)",
+				    "timeline, events, goroutines)",
 				    cmd);
 	}
 	return resp;

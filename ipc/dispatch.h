@@ -17,6 +17,7 @@
 
 #include "ipc/msg.h"
 #include "ipc/msg_ctl.h"
+#include "ipc/msg_events.h"
 #include "ipc/msg_goroutines.h"
 #include "ipc/msg_status.h"
 #include "ipc/msg_timeline.h"
@@ -27,7 +28,7 @@
 
 /* One request being answered. */
 struct fr_ipc_call {
-	/* The descriptor passed with attach, threads, timeline or goroutines, or -1:
+	/* The descriptor passed with attach, threads, timeline, events or goroutines, or -1:
 	 * the function owns it and closes it. (Any other request's is
 	 * closed before its function runs.) */
 	int fd;
@@ -54,6 +55,8 @@ struct fr_ipc_handlers {
 		       struct fr_ipc_threads_reply *r);
 	int (*timeline)(void *arg, struct fr_ipc_call *call, const struct fr_ipc_timeline_req *q,
 			struct fr_ipc_timeline_reply *r);
+	int (*events)(void *arg, struct fr_ipc_call *call, const struct fr_ipc_events_req *q,
+		      struct fr_ipc_events_reply *r);
 	int (*goroutines)(void *arg, struct fr_ipc_call *call,
 			  const struct fr_ipc_goroutines_req *q, struct fr_ipc_goroutines_reply *r);
 	int (*dump)(void *arg, struct fr_ipc_call *call, const struct fr_ipc_dump_req *q,

@@ -714,3 +714,14 @@ int fr_ipc_threads_reply_decode(const cJSON *obj, struct fr_ipc_threads_reply *o
 		return -EINVAL;
 	return 0;
 }
+
+int fr_ipc_targets_add(cJSON *obj, const struct fr_targets *t)
+{
+	return add_targets(obj, t);
+}
+
+int fr_ipc_targets_get(const cJSON *obj, const char *cmd, struct fr_targets *t, char *err,
+		       size_t errlen)
+{
+	return get_targets(obj, cmd, t, err, errlen);
+}

@@ -36,6 +36,14 @@ int fr_ipc_get_u32(const struct cJSON *obj, const char *what, const char *key, u
 int fr_ipc_get_i64(const struct cJSON *obj, const char *what, const char *key, int64_t *out,
 		   char *err, size_t errlen);
 
+/* The targets of a request ("pids", "comm", "cgroup", "children", the
+ * label filter), as attach has them (ipc/msg.c). Returns 0, -ENOMEM
+ * (add) or -EINVAL naming the member (get). */
+struct fr_targets;
+int fr_ipc_targets_add(struct cJSON *obj, const struct fr_targets *t);
+int fr_ipc_targets_get(const struct cJSON *obj, const char *cmd, struct fr_targets *t, char *err,
+		       size_t errlen);
+
 /* {"req":cmd}, NULL without memory. */
 struct cJSON *fr_ipc_new_request(const char *cmd);
 

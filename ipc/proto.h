@@ -38,6 +38,10 @@
  *    "by":"process", "top":8}                 + a descriptor to write into
  *                               -> {"ok":true, "samples":N, "groups":N,
  *                                   "bytes":N, "warnings":["..."]}
+ *   {"v":1, "req":"events", "window_ns":N, "types":"crash,oom_kill",
+ *    "pids":[...], "json":true}               + a descriptor to write into
+ *                               -> {"ok":true, "events":N, "more":N,
+ *                                   "bytes":N, "warnings":["..."]}
  *
  *   attach: optional "from_ns"/"to_ns" (Unix ns) instead of window_ns; "hz"
  *   0 or absent = the rate the data was collected at; "events" (default
@@ -72,6 +76,11 @@
  *   timeline: per step, the event's value per top group, written into the
  *   passed descriptor as the JSON form of core/query/timeline.h (members
  *   and bounds: ipc/msg_timeline.h).
+ *
+ *   events: the black box's events of the window (crashes, OOM kills,
+ *   execs, exits, pressure, throttling), written into the passed
+ *   descriptor as text or JSON lines (core/query/events.h; members:
+ *   ipc/msg_events.h).
  *
  *   consume: the connection becomes a consumer of the events at "hz"
  *   (default 99; offcpu has no rate) for as long as it stays open. The

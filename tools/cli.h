@@ -33,6 +33,21 @@ int fr_cmd_goroutines(int argc, char **argv);
 int fr_cmd_serve(int argc, char **argv);
 int fr_cmd_timeline(int argc, char **argv);
 int fr_cmd_export(int argc, char **argv);
+int fr_cmd_events(int argc, char **argv);
+
+/* --type of events and dump --events into *types (core/query/events.h).
+ * Returns 0, or EXIT_USAGE after saying why, prefixed with `cmd`. */
+int fr_cli_events_type_opt(const char *cmd, const char *arg, uint64_t *types);
+
+/* dump --ring FILE --events: the events of [t0, t1) of `ring` written to
+ * standard output as flightrec events writes them. Returns the exit
+ * status. */
+struct fr_ring;
+struct fr_targets;
+int fr_cli_events_from_ring(struct fr_ring *ring, int64_t t0, int64_t t1,
+			    const struct fr_targets *targets, uint64_t types, int json,
+			    const char *symbol_cache, const char *const *debug_dirs,
+			    uint32_t ndebug_dirs);
 
 /* Prints the threads answer in `fd` (a pprof, recorder/requests/threads.c) as text
  * grouped by stack, or as JSON, with the warnings of `r`. Returns the exit

@@ -41,6 +41,9 @@ static void usage_dump(FILE *f)
 		"                      [--event E] [--by BY] [--step D] [--top N] [--json]\n"
 		"       flightrec dump --ring FILE --threads [--at TIME] [--pid PID,...]\n"
 		"                      [--comm NAME,...] [--cgroup PATH] [--json | -o FILE.pb.gz]\n"
+		"       flightrec dump --ring FILE --events [--window D | --from T [--to T]]\n"
+		"                      [--pid PID,... | --comm NAME,... | --cgroup PATH]\n"
+		"                      [--type TYPE,...] [--json]\n"
 		"       flightrec dump --session NAME [--window DURATION] [--socket PATH]\n"
 		"Read a ring file directly, with no recorder running (after a crash of the\n"
 		"recorder or of the host, or on a copy taken while it was writing), and write\n"
@@ -91,10 +94,15 @@ static void usage_dump(FILE *f)
 		"  --threads          the threads at a moment, as flightrec threads shows them,\n"
 		"                     from the ring alone: blocked (since when, where), running\n"
 		"                     (cpu samples in the second before) or unknown\n"
+		"  --events           the crashes, OOM kills, execs, exits and pressure of the\n"
+		"                     window (default: the ring's last hour), as flightrec\n"
+		"                     events lists them; --type as there\n"
+		"  --type TYPE[,...]  with --events: only these (see flightrec events --help)\n"
 		"  --at TIME          that moment (default: the ring's last seal, the moment\n"
 		"                     of a crash; as --from)\n"
 		"  --json             with --info: one JSON object (times in Unix ns, sizes in\n"
-		"                     bytes); with --threads: as flightrec threads --json\n"
+		"                     bytes); with --threads: as flightrec threads --json;\n"
+		"                     with --events: JSON lines as flightrec events --json\n"
 		"  --session NAME     dump a configured session now, through the recorder\n"
 		"  --socket PATH      with --session: the recorder's socket\n"
 		"  -h, --help         show this help\n"
@@ -104,6 +112,7 @@ static void usage_dump(FILE *f)
 		"  flightrec dump --ring ring.copy --info --json\n"
 		"  flightrec dump --ring /var/lib/flightrec/ring --threads --pid 1234\n"
 		"  flightrec dump --ring ring.copy --threads --cgroup /system.slice/db.service\n"
+		"  flightrec dump --ring /var/lib/flightrec/ring --events --type crash\n"
 		"  flightrec dump --session db --window 2m\n");
 }
 
@@ -206,7 +215,7 @@ out:
 }
 
 /* Options of dump alone, numbered past tools/query.h's. */
-enum { OPT_SYMBOL_CACHE = 1024, OPT_DEBUG_DIR, OPT_THREADS, OPT_AT };
+enum { OPT_SYMBOL_CACHE = 1024, OPT_DEBUG_DIR, OPT_THREADS, OPT_AT, OPT_EVENTS, OPT_TYPE };
 
 /* The options of flightrec dump. */
 struct dump_args {
@@ -214,7 +223,8 @@ struct dump_args {
 	const char *ring_s, *session_s, *socket_s, *symbol_cache_s, *at_s;
 	const char *debug_dirs[FR_CONFIG_MAX_DEBUG_DIRS];
 	uint32_t ndebug_dirs;
-	int info, json, threads, timeline;
+	int info, json, threads, timeline, events;
+	uint64_t types; /* --type, with --events */
 	struct fr_tl_args tl;
 };
 
@@ -235,6 +245,8 @@ static int dump_parse(int argc, char **argv, struct dump_args *a)
 		{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 		{"threads", no_argument, NULL, OPT_THREADS},
 		{"at", required_argument, NULL, OPT_AT},
+		{"events", no_argument, NULL, OPT_EVENTS},
+		{"type", required_argument, NULL, OPT_TYPE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -259,6 +271,11 @@ static int dump_parse(int argc, char **argv, struct dump_args *a)
 		case OPT_SYMBOL_CACHE: a->symbol_cache_s = optarg; break;
 		case OPT_THREADS: a->threads = 1; break;
 		case OPT_AT: a->at_s = optarg; break;
+		case OPT_EVENTS: a->events = 1; break;
+		case OPT_TYPE:
+			if (fr_cli_events_type_opt("flightrec dump", optarg, &a->types))
+				return EXIT_USAGE;
+			break;
 		case OPT_DEBUG_DIR:
 			if (a->ndebug_dirs == FR_CONFIG_MAX_DEBUG_DIRS) {
 				fprintf(stderr, "%s dump: at most %d --debug-dir options\n", prog,
@@ -291,6 +308,27 @@ static int dump_check_timeline(struct dump_args *a)
 		fprintf(stderr,
 			"%s dump: --timeline takes a window, one --event, --by, --step, --top "
 			"and --json only\n",
+			prog);
+		return EXIT_USAGE;
+	}
+	if (!q->window_s && !q->from_s)
+		q->window_s = "1h";
+	return fr_query_finish("flightrec dump", q) ? EXIT_USAGE : 0;
+}
+
+/* dump --events: a window (the ring's last hour by default), targets,
+ * --type, --json and symbol options. Returns 0 or EXIT_USAGE (after saying
+ * why). */
+static int dump_check_events(struct dump_args *a)
+{
+	struct fr_query_args *q = &a->q;
+
+	if (a->info || q->out_s || q->format || q->hz || q->nrates || q->nevents ||
+	    fr_targets_labels_given(&q->targets) || q->targets.children || q->by_cpu || q->diff ||
+	    q->allow_empty) {
+		fprintf(stderr,
+			"%s dump: --events takes a window, --pid, --comm, --cgroup, --type, "
+			"--json and symbol options only\n",
 			prog);
 		return EXIT_USAGE;
 	}
@@ -339,6 +377,12 @@ static int dump_check(struct dump_args *a)
 	}
 	if (a->timeline)
 		return dump_check_timeline(a);
+	if (a->types && !a->events) {
+		fprintf(stderr, "%s dump: --type goes with --events\n", prog);
+		return EXIT_USAGE;
+	}
+	if (a->events)
+		return dump_check_events(a);
 	if (a->json && !a->info) {
 		fprintf(stderr, "%s dump: --json goes with --info or --timeline\n", prog);
 		return EXIT_USAGE;
@@ -585,7 +629,7 @@ int fr_cmd_dump(int argc, char **argv)
 		if (a.ring_s || a.info || a.json || q->from_s || q->to_s || q->out_s ||
 		    q->targets.npids || (q->hz || q->nrates) || q->format || q->nevents ||
 		    q->targets.ncomms || q->targets.cgroup[0] || a.symbol_cache_s ||
-		    a.ndebug_dirs || a.threads || a.at_s || a.timeline) {
+		    a.ndebug_dirs || a.threads || a.at_s || a.timeline || a.events) {
 			fprintf(stderr,
 				"%s dump: --session takes only --window and --socket (the "
 				"session says what to record and where the dump goes)\n",
@@ -616,6 +660,14 @@ int fr_cmd_dump(int argc, char **argv)
 			status = fr_tl_from_ring(ring, req->t0, req->t1,
 						 q->nevents ? q->events[0] : FR_EVENT_CPU, &a.tl,
 						 a.json);
+		goto out;
+	}
+	if (req && a.events) {
+		if (dump_request(ring, a.ring_s, q, req) == 0 &&
+		    dump_symbol_paths(&a, req, &cache_dir) == 0)
+			status = fr_cli_events_from_ring(ring, req->t0, req->t1, &q->targets,
+							 a.types, a.json, req->symbol_cache,
+							 req->debug_dirs, req->ndebug_dirs);
 		goto out;
 	}
 	if (req && a.threads) {

@@ -43,6 +43,7 @@ static void usage_main(FILE *f)
 		"  reload    reload the recorder's configuration file and say what changed\n"
 		"  trigger   fire a session now: the recorder writes its dump (--reason TEXT)\n"
 		"  timeline  which minute: per step, the CPU (or an event) of the top processes\n"
+		"  events    what happened: crashes, OOM kills, execs, exits, pressure\n"
 		"  serve     a web page on loopback: timeline, flame graphs, diffs, threads\n"
 		"  export    prepare ClickHouse for the exporter: --init-schema, --expire\n"
 		"  fleet     many hosts from ClickHouse: attach, top, timeline\n"
@@ -105,10 +106,12 @@ int main(int argc, char **argv)
 		return fr_cmd_trigger(argc, argv);
 	if (strcmp(cmd, "timeline") == 0)
 		return fr_cmd_timeline(argc, argv);
+	if (strcmp(cmd, "events") == 0)
+		return fr_cmd_events(argc, argv);
 	if (strcmp(cmd, "serve") == 0)
 		return fr_cmd_serve(argc, argv);
 	fprintf(stderr,
-		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, goroutines, reload, trigger, timeline, serve, export, fleet; see %s --help)\n",
+		"%s: unknown command \"%s\" (commands: attach, status, dump, sessions, top, threads, goroutines, reload, trigger, timeline, events, serve, export, fleet; see %s --help)\n",
 		prog, cmd, prog);
 	return EXIT_USAGE;
 }

@@ -400,8 +400,11 @@ int fr_query_refuse_series(const char *cmd, const struct fr_query_args *q)
 		fr_event_format(q->events[i], name, sizeof(name));
 		fprintf(stderr,
 			"%s: --event: %s is a series over time, not a profile: see `flightrec "
-			"timeline --event %s`\n",
-			cmd, name, name);
+			"timeline --event %s`%s%s%s\n",
+			cmd, name, name,
+			fr_event_is_blackbox(q->events[i]) ? " and `flightrec events --type " : "",
+			fr_event_is_blackbox(q->events[i]) ? name : "",
+			fr_event_is_blackbox(q->events[i]) ? "`" : "");
 		return EXIT_USAGE;
 	}
 	return 0;

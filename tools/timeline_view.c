@@ -282,6 +282,34 @@ static void victims_lines(FILE *out, const cJSON *tl)
 		fprintf(out, "and %.0f more kills\n", more);
 }
 
+/* The window's crashes, OOM kills and exits by a signal (the timeline's
+ * "marks"), one line each, whatever the event. */
+static void marks_lines(FILE *out, const cJSON *tl)
+{
+	const cJSON *marks = cJSON_GetObjectItemCaseSensitive(tl, "marks"), *m;
+	double more = fr_cli_num(tl, "marks_more");
+
+	cJSON_ArrayForEach(m, marks) {
+		char at[16], comm[24], sig[24], type[16];
+		const char *c = fr_cli_str(m, "comm"), *g = fr_cli_str(m, "signal");
+
+		hhmmss((int64_t)fr_cli_num(m, "time_ns"), at, sizeof(at));
+		snprintf(type, sizeof(type), "%s", fr_cli_str(m, "type"));
+		snprintf(comm, sizeof(comm), "%s", c ? c : "?");
+		snprintf(sig, sizeof(sig), "%s", g ? g : "");
+		for (char *p = comm; *p; p++)
+			*p = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
+		for (char *p = sig; *p; p++)
+			*p = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
+		for (char *p = type; *p; p++)
+			*p = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
+		fprintf(out, "%s %s UTC: pid %.0f (%s)%s%s\n", type, at, fr_cli_num(m, "pid"), comm,
+			sig[0] ? " " : "", sig);
+	}
+	if (more > 0)
+		fprintf(out, "and %.0f more crashes, kills and deaths (flightrec events)\n", more);
+}
+
 int fr_tl_render(FILE *out, const cJSON *tl)
 {
 	const cJSON *groups = cJSON_GetObjectItemCaseSensitive(tl, "groups"), *grp;
@@ -353,6 +381,7 @@ int fr_tl_render(FILE *out, const cJSON *tl)
 		g++;
 	}
 	victims_lines(out, tl);
+	marks_lines(out, tl);
 	return 0;
 }
 

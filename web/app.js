@@ -18,6 +18,7 @@
 		timeline: null, plot: null, chart: null, tree: null, diff: false,
 		ranges: [], marks: [], busy: 0, loads: 0, error: '',
 		shown: null, /* the ranges of the flame graph shown: [a] or [a, b] */
+		pressurePlot: null, /* the pressure lines under the chart */
 	};
 
 	function message(text, ok) {
@@ -179,7 +180,32 @@
 			ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
 		}
 		drawLost(u, ctx);
+		drawEvents(u, ctx);
 		ctx.restore();
+	}
+
+	/* The window's crashes, OOM kills and deaths by a signal (the
+	 * timeline's "marks"): a dark red line at each one's time, named at
+	 * the top ("crash 1234 SIGSEGV"). */
+	function drawEvents(u, ctx) {
+		const t = state.timeline;
+		if (!t || !t.marks)
+			return;
+		ctx.strokeStyle = 'rgba(140,0,0,0.9)';
+		ctx.fillStyle = 'rgba(140,0,0,0.9)';
+		ctx.font = '11px sans-serif';
+		ctx.lineWidth = 1;
+		for (const m of t.marks) {
+			const x = Math.round(u.valToPos(m.time_ns / 1e9, 'x', true)) + 0.5;
+			if (!(x >= u.bbox.left && x <= u.bbox.left + u.bbox.width))
+				continue;
+			ctx.beginPath();
+			ctx.moveTo(x, u.bbox.top);
+			ctx.lineTo(x, u.bbox.top + u.bbox.height);
+			ctx.stroke();
+			ctx.fillText(m.type + ' ' + m.pid + (m.signal ? ' ' + m.signal : ''), x + 3,
+				u.bbox.top + 18);
+		}
 	}
 
 	/* The steps in which the recorder lost samples of the event (the
@@ -216,13 +242,69 @@
 			$('ring').textContent = t.ring.first_ns ? 'ring: ' + utc(t.ring.first_ns / 1e9) +
 				' to ' + utc(t.ring.last_ns / 1e9) + ', ' + t.samples + ' samples of ' +
 				t.event + (t.lost && t.lost.total ? ', ' + t.lost.total +
-				' lost (red along the top)' : '') : 'the ring is empty';
+				' lost (red along the top)' : '') + (t.marks && t.marks.length ? ', ' +
+				t.marks.length + ' crashes, kills and deaths (dark red lines)' : '') :
+				'the ring is empty';
 			drawTimeline(t);
 			message('', true);
+			loadPressure(t);
 		} catch (e) {
 			message('timeline: ' + e.message);
 		} finally {
 			state.busy--;
+		}
+	}
+
+	/* The machine's pressure (memory, cpu, io: the share of each step
+	 * some task stalled) and the cgroups' CPU throttling (the share of
+	 * each step throttled, all cgroups added), as lines under the chart,
+	 * for the series the ring holds. */
+	const PRESSURE = ['memory-pressure', 'cpu-pressure', 'io-pressure', 'throttled'];
+	async function loadPressure(main) {
+		const box = $('pressure');
+		const have = PRESSURE.filter((e) => main.events && main.events.includes(e));
+		if (state.pressurePlot) {
+			state.pressurePlot.destroy();
+			state.pressurePlot = null;
+		}
+		box.innerHTML = '';
+		if (!have.length)
+			return;
+		try {
+			const ts = [];
+			for (const e of have)
+				ts.push(await getJSON('/api/timeline?event=' + e +
+					(e === 'throttled' ? '&by=cgroup' : '&by=process')));
+			const t0 = ts[0];
+			const mn = main.groups.length ? main.groups[0].values.length : 0;
+			const xs0 = main.start_ns / 1e9;
+			const xs1 = (main.start_ns + Math.max(0, mn - 1) * main.step_ns) / 1e9;
+			const n = t0.groups.length ? t0.groups[0].values.length : 0;
+			const xs = new Array(n);
+			for (let k = 0; k < n; k++)
+				xs[k] = (t0.start_ns + k * t0.step_ns) / 1e9;
+			const series = [{}], data = [xs];
+			ts.forEach((t, i) => {
+				const ys = new Array(n).fill(0);
+				for (const g of t.groups)
+					for (let k = 0; k < n && k < g.values.length; k++)
+						ys[k] += g.values[k] / t.step_ns * 100;
+				const c = COLORS[(i + 3) % COLORS.length];
+				series.push({ label: have[i] + ' %', stroke: c, width: 1.5,
+					value: (u, v) => v == null ? '' : v.toFixed(1) });
+				data.push(ys);
+			});
+			state.pressurePlot = new uPlot({
+				width: Math.max(400, box.clientWidth || document.body.clientWidth - 40),
+				height: 140,
+				series: series,
+				axes: [{}, { label: '% of the step' }],
+				/* The CPU chart's span, so that a second lines up. */
+				scales: { x: { time: true, range: () => [xs0, xs1] },
+					y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+			}, data, box);
+		} catch (e) {
+			box.textContent = 'pressure: ' + e.message;
 		}
 	}
 

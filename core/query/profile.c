@@ -272,7 +272,9 @@ static int read_rates(struct builder *b, struct window *w, struct fr_profile_res
 		}
 		res->chunks++;
 		profile_count_losses(b, c);
-		ret = children ? profile_collect_parents(b, c) : profile_chunk_rates(b, c);
+		ret = profile_box_chunk(b, c);
+		if (ret == 0)
+			ret = children ? profile_collect_parents(b, c) : profile_chunk_rates(b, c);
 		if (ret < 0) {
 			fr_chunk_free(c);
 			snprintf(err, errlen, "out of memory while reading the window");

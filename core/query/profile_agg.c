@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/store/chunk.h"
+#include "core/query/events.h"
 #include "core/query/profile_int.h"
 
 static int hidx_grow(struct hidx *h, uint64_t (*hash_of)(void *ctx, uint32_t idx), void *ctx)
@@ -519,6 +520,7 @@ int profile_add_sample(struct builder *b, const struct fr_chunk *c, uint32_t i, 
 
 void profile_free_builder(struct builder *b)
 {
+	fr_events_free(b->box);
 	for (uint32_t i = 0; i < b->nmaps; i++)
 		free(b->maps[i].path);
 	free(b->py);

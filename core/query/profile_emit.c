@@ -758,6 +758,7 @@ void profile_comments(struct builder *b, struct fr_pprof *p, struct fr_profile_r
 	if (res->warning[0])
 		comment(p, res->warning);
 	loss_comments(b, p);
+	profile_box_comments(b, p);
 	unwind_comments(b, p);
 	profile_python_comments(b, p);
 	if (res->chunks_skipped) {

@@ -141,7 +141,8 @@ struct gevent {
 
 struct builder {
 	const struct fr_profile_request *req;
-	struct gline *lines; /* of every location, see struct gloc */
+	struct fr_events *box; /* the window's crashes and OOM kills */
+	struct gline *lines;   /* of every location, see struct gloc */
 	uint32_t nlines, lines_cap;
 	struct gevent ev[FR_LIMIT_EVENTS];
 	uint32_t nev;
@@ -342,6 +343,12 @@ int profile_extend_pids(struct builder *b);
 int profile_chunk_rates(struct builder *b, const struct fr_chunk *c);
 void profile_set_targets(struct builder *b, struct fr_profile_result *res);
 void profile_count_losses(struct builder *b, const struct fr_chunk *c);
+
+/* core/query/profile_box.c: the window's crashes and OOM kills of the
+ * profile's processes, gathered from each chunk of pass 1 (0 or
+ * -ENOMEM), and told in the profile's comments. */
+int profile_box_chunk(struct builder *b, const struct fr_chunk *c);
+void profile_box_comments(struct builder *b, struct fr_pprof *p);
 int profile_chunk_aggregate(struct builder *b, const struct fr_chunk *c);
 /* profile_agg.c: interns the mapping of process p's executable (its first
  * one), if the chunk has it. Returns 0 or -ENOMEM. */

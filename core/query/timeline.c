@@ -370,6 +370,9 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 			last_event = c->event[i];
 			tl_note_event(tl, last_event);
 		}
+		/* Crashes, kills and deaths by a signal, whatever the event. */
+		if (in && (ret = tl_mark(tl, c, i)) < 0)
+			break;
 		if (c->event[i] != event && !(offcpu && FR_EVENT_IS_OPEN_WAIT(c->event[i])))
 			continue;
 		g = sample_group(tl, &cg, c, i);
@@ -709,5 +712,6 @@ void fr_timeline_free(struct fr_timeline *t)
 	free(t->groups);
 	free(t->lost_steps);
 	free(t->victims);
+	free(t->marks);
 	free(t);
 }

@@ -67,8 +67,19 @@
  *              {"name":"other","total":N,"values":[...]}],
  *    "victims":[{"time_ns":N,"pid":N,"comm":"hog","cgroup":"/x",  // oom only:
  *                "rss":N},...],                 // the kills, first
- *    "victims_more":N}                          // FR_TIMELINE_VICTIMS_MAX;
+ *    "victims_more":N,                          // FR_TIMELINE_VICTIMS_MAX;
  *                                               // the count past them
+ *    "marks":[{"time_ns":N,"type":"crash","pid":N,"comm":"prog",
+ *              "signal":"SIGSEGV"},...],        // whatever the event: the
+ *    "marks_more":N}                            // window's crashes, OOM
+ *                                               // kills, exits by a signal
+ *
+ * "marks" (and "marks_more") only when the window has some: the black
+ * box's crashes, OOM kills ("type":"oom_kill", no "signal") and exits
+ * ended by a signal ("type":"exit") of the visible processes, in time
+ * order, at most FR_TIMELINE_MARKS_MAX (the first read; marks_more counts
+ * the rest), so that a chart can mark them at their time
+ * (core/query/events.h lists them in full).
  *
  * "pid" only with by=process; "values" has exactly `steps` entries and
  * "total" is their sum. "lost": the event's samples the recorder lost
@@ -106,6 +117,8 @@ struct fr_ring;
 #define FR_TIMELINE_STEPS_MAX 4000
 /* OOM kills listed with their victims at most (the rest are counted). */
 #define FR_TIMELINE_VICTIMS_MAX 64
+/* Marks (crashes, OOM kills, exits by a signal) listed at most. */
+#define FR_TIMELINE_MARKS_MAX 256
 /* Distinct events listed at most. */
 #define FR_TIMELINE_EVENTS_MAX 32
 /* Longest group name, with its NUL (a cgroup path is the longest). */
@@ -157,6 +170,15 @@ struct fr_timeline_victim {
 	uint64_t rss;			  /* bytes */
 };
 
+/* A crash, an OOM kill or an exit by a signal, marked at its time. */
+struct fr_timeline_mark {
+	int64_t time_ns;
+	uint32_t event; /* FR_EVENT_CRASH, FR_EVENT_OOM or FR_EVENT_EXIT */
+	uint32_t pid;
+	char comm[FR_LIMIT_COMM_LEN]; /* "[unknown]" when the ring has none */
+	char signal[16];	      /* "SIGSEGV"; "" for a kill */
+};
+
 struct fr_timeline {
 	uint32_t event;
 	enum fr_timeline_by by;
@@ -181,6 +203,11 @@ struct fr_timeline {
 	uint32_t nvictims;
 	uint64_t victims_more;
 	struct fr_timeline_victim *victims;
+	/* The window's marks, FR_TIMELINE_MARKS_MAX at most (the first read;
+	 * put in time order when written), and how many more. */
+	uint32_t nmarks;
+	uint64_t marks_more;
+	struct fr_timeline_mark *marks;
 	/* Chunks read, and skipped as damaged or overwritten meanwhile (not
 	 * in the JSON form). */
 	uint64_t chunks, chunks_skipped;

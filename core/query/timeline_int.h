@@ -89,6 +89,14 @@ uint64_t tl_combine(int mode, uint64_t a, uint64_t b);
  * list. Returns 0 or -E2BIG (tl_charge). */
 int tl_victim(struct tl *tl, const struct fr_chunk *c, uint32_t i);
 
+/* core/query/timeline_memory.c: sample i of `c` as a mark when it is a
+ * crash, an OOM kill or an exit by a signal. Returns 0 or -E2BIG. */
+int tl_mark(struct tl *tl, const struct fr_chunk *c, uint32_t i);
+
+/* core/query/timeline_memory.c: the marks' part of the JSON form
+ * (",\"marks\":[...]"), when there are some. */
+void tl_marks_json(FILE *f, const struct fr_timeline *t, void (*json_str)(FILE *f, const char *s));
+
 /* core/query/timeline_memory.c: the victims' part of the JSON form
  * (",\"victims\":[...]"), when the timeline is of oom. */
 void tl_victims_json(FILE *f, const struct fr_timeline *t,

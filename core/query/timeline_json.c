@@ -130,6 +130,7 @@ int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
 	}
 	fputc(']', f);
 	tl_victims_json(f, t, json_str);
+	tl_marks_json(f, t, json_str);
 	fputs("}\n", f);
 	return ferror(f) ? -EIO : 0;
 }

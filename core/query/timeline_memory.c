@@ -99,3 +99,87 @@ void tl_victims_json(FILE *f, const struct fr_timeline *t, void (*json_str)(FILE
 	}
 	fprintf(f, "],\"victims_more\":%" PRIu64, t->victims_more);
 }
+
+/* The value of application label `key` of sample i, NULL when none. */
+static const char *sample_label(const struct fr_chunk *c, uint32_t i, const char *key)
+{
+	const struct fr_chunk_labelset *s;
+	uint32_t set = c->app ? c->app[i] : 0;
+
+	if (!c->apps || set == 0 || set >= c->napps)
+		return NULL;
+	s = &c->apps[set];
+	for (uint32_t k = 0; k < s->npairs; k++) {
+		if (strcmp(c->app_strings[c->app_keys[s->first + k]], key) == 0)
+			return c->app_strings[c->app_values[s->first + k]];
+	}
+	return NULL;
+}
+
+int tl_mark(struct tl *tl, const struct fr_chunk *c, uint32_t i)
+{
+	struct fr_timeline *t = tl->t;
+	struct fr_timeline_mark *m;
+	uint32_t ev = c->event[i], key;
+	const char *sig = NULL;
+
+	if (ev != FR_EVENT_CRASH && ev != FR_EVENT_OOM && ev != FR_EVENT_EXIT)
+		return 0;
+	if (ev != FR_EVENT_OOM && !(sig = sample_label(c, i, "signal")))
+		return 0;
+	if (c->time_ns[i] < t->start_ns || c->time_ns[i] >= t->end_ns)
+		return 0;
+	if (!t->marks) {
+		if (tl_charge(tl, FR_TIMELINE_MARKS_MAX * (int64_t)sizeof(*m)) < 0)
+			return -E2BIG;
+		t->marks = calloc(FR_TIMELINE_MARKS_MAX, sizeof(*m));
+		if (!t->marks)
+			return -ENOMEM;
+	}
+	if (t->nmarks == FR_TIMELINE_MARKS_MAX) {
+		t->marks_more++;
+		return 0;
+	}
+	m = &t->marks[t->nmarks++];
+	m->time_ns = c->time_ns[i];
+	m->event = ev;
+	m->pid = c->pid[i];
+	key = fr_chunk_comm_at(c, m->pid, m->time_ns);
+	snprintf(m->comm, sizeof(m->comm), "%s", key ? c->strings[key] : "[unknown]");
+	snprintf(m->signal, sizeof(m->signal), "%s", sig ? sig : "");
+	return 0;
+}
+
+static int mark_by_time(const void *a, const void *b)
+{
+	const struct fr_timeline_mark *x = a, *y = b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->event < y->event ? -1 : x->event > y->event;
+}
+
+void tl_marks_json(FILE *f, const struct fr_timeline *t, void (*json_str)(FILE *f, const char *s))
+{
+	if (!t->nmarks && !t->marks_more)
+		return;
+	qsort(t->marks, t->nmarks, sizeof(t->marks[0]), mark_by_time);
+	fputs(",\"marks\":[", f);
+	for (uint32_t k = 0; k < t->nmarks; k++) {
+		const struct fr_timeline_mark *m = &t->marks[k];
+
+		fprintf(f,
+			"%s{\"time_ns\":%" PRId64 ",\"type\":\"%s\",\"pid\":%" PRIu32 ",\"comm\":",
+			k ? "," : "", m->time_ns,
+			m->event == FR_EVENT_OOM ? "oom_kill" : fr_event_name(m->event), m->pid);
+		json_str(f, m->comm);
+		if (m->signal[0]) {
+			fputs(",\"signal\":", f);
+			json_str(f, m->signal);
+		}
+		fputc('}', f);
+	}
+	fprintf(f, "],\"marks_more\":%" PRIu64, t->marks_more);
+}

@@ -30,6 +30,7 @@
 #include "ipc/msg.h"
 #include "ipc/proto.h"
 #include "recorder/triggers/dumps.h"
+#include "recorder/requests/requests_events.h"
 #include "recorder/requests/requests_timeline.h"
 #include "recorder/requests/goroutines.h"
 #include "recorder/requests/threads.h"
@@ -57,8 +58,13 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 			fr_event_format(ids[i], name, sizeof(name));
 			fr_ipc_refuse(call,
 				      "%s: %s is a series over time, not a profile: see "
-				      "`flightrec timeline --event %s`",
-				      cmd, name, name);
+				      "`flightrec timeline --event %s`%s%s%s",
+				      cmd, name, name,
+				      fr_event_is_blackbox(ids[i])
+					      ? " and `flightrec events --type "
+					      : "",
+				      fr_event_is_blackbox(ids[i]) ? name : "",
+				      fr_event_is_blackbox(ids[i]) ? "`" : "");
 			return -1;
 		}
 
@@ -689,6 +695,7 @@ const struct fr_ipc_handlers daemon_handlers = {
 	.threads = daemon_handle_threads,
 	.goroutines = daemon_handle_goroutines,
 	.timeline = daemon_handle_timeline,
+	.events = daemon_handle_events,
 	.dump = daemon_handle_dump,
 	.trigger = daemon_handle_trigger,
 	.reload = daemon_handle_reload,

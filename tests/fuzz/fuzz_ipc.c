@@ -29,6 +29,7 @@
 #include "ipc/msg.h"
 #include "ipc/msg_ctl.h"
 #include "ipc/msg_goroutines.h"
+#include "ipc/msg_events.h"
 #include "ipc/msg_timeline.h"
 #include "ipc/proto.h"
 
@@ -176,6 +177,8 @@ static void decode_messages(const cJSON *obj)
 	static struct fr_ipc_trigger_req gr, gr2;
 	static struct fr_ipc_timeline_req lr, lr2;
 	static struct fr_ipc_timeline_reply tlp, tlp2;
+	static struct fr_ipc_events_req er, er2;
+	static struct fr_ipc_events_reply ep, ep2;
 	char err[512];
 
 	err[0] = '\0';
@@ -265,6 +268,19 @@ static void decode_messages(const cJSON *obj)
 			   fr_ipc_timeline_reply_decode, &tlp, &tlp2);
 		FUZZ_CHECK(memcmp(&tlp, &tlp2, sizeof(tlp)) == 0,
 			   "timeline reply: differs after a round trip");
+	}
+	err[0] = '\0';
+	if (decoded(fr_ipc_events_req_decode(obj, &er, err, sizeof(err)), err, "events")) {
+		ROUND_TRIP("events", fr_ipc_events_req_encode, fr_ipc_events_req_decode, &er, &er2);
+		FUZZ_CHECK(memcmp(&er, &er2, sizeof(er)) == 0,
+			   "events: differs after a round trip");
+	}
+	err[0] = '\0';
+	if (decoded(fr_ipc_events_reply_decode(obj, &ep, err, sizeof(err)), err, "events reply")) {
+		ROUND_TRIP("events reply", fr_ipc_events_reply_encode, fr_ipc_events_reply_decode,
+			   &ep, &ep2);
+		FUZZ_CHECK(memcmp(&ep, &ep2, sizeof(ep)) == 0,
+			   "events reply: differs after a round trip");
 	}
 	decode_goroutines(obj);
 }

@@ -433,7 +433,10 @@ static void test_memory(void)
 			CHECK(strstr(text, "\"unit\":\"count\"") != NULL &&
 				      strstr(text, "\"victims\":[{\"time_ns\":") != NULL &&
 				      strstr(text, "\"comm\":\"frtest-app\"") != NULL &&
-				      strstr(text, "\"victims_more\":0}") != NULL,
+				      strstr(text, "\"victims_more\":0,\"marks\":[{\"time_ns\":"
+						   "1700000005500000000,\"type\":\"oom_kill\","
+						   "\"pid\":4200001,\"comm\":\"frtest-app\"}],"
+						   "\"marks_more\":0}") != NULL,
 			      "oom json: %s", text);
 			free(text);
 		}

@@ -120,6 +120,19 @@ async function main() {
 			(ls) => ls.map((l) => l.textContent));
 		const burnName = 'burn (' + burnPid + ')';
 		check('timeline_process', legend.includes(burnName), legend.join(', '));
+		// The machine's memory pressure as a line under the chart, where
+		// the ring has it (a kernel with PSI).
+		const psi = await page.evaluate(() =>
+			(window.flightrec.state.timeline.events || []).includes('memory-pressure'));
+		if (psi) {
+			await page.waitForFunction(() => window.flightrec.state.pressurePlot,
+				{ timeout: 30000 });
+			const pl = await page.$$eval('#pressure .u-legend .u-series .u-label',
+				(ls) => ls.map((l) => l.textContent));
+			check('pressure_lines', pl.includes('memory-pressure %'), pl.join(', '));
+		} else {
+			console.log('check pressure_lines: skipped, the ring has no memory-pressure');
+		}
 		await shot(page, '1-timeline');
 
 		// Only the workload (by pid: other programs named burn may run).
