@@ -28,18 +28,14 @@
 # and that one only with a core_pattern relative to its working directory
 # (in $T, removed at the end).
 #
-# The events are read from the ring with tests/integration/ring_events
-# (the query side, as a profile of each event: fields as labels, the
-# crash's frames), turned into the objects `flightrec events --json`
-# gives (time aside): {"type", "pid", "comm", "signal", "code", "addr",
-# "exit_code", "core", "path", "ppid", "stack": innermost first}; the
-# checks read only those.
+# The events are read with `flightrec dump --ring --events --json` (one
+# object a line: type, pid, tid, comm, signal, code, addr, exit_code,
+# core, cpu_ns, lifetime_ns, path, ppid, stack innermost first, labels).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/labels_lib.sh"
 need_root_perf
 PROG=$BUILD/tests/integration/crash_prog
-READER=$BUILD/tests/integration/ring_events
-[ -x "$PROG" ] && [ -x "$READER" ] || fail "crash_prog or ring_events was not built"
+[ -x "$PROG" ] || fail "crash_prog was not built"
 
 start_daemon
 # Listed once the program is loaded (or failed), moments after start.
@@ -102,33 +98,25 @@ rm -f "$T"/cores/core*
 wait_seals 2
 kill9_daemon
 
-# events: the black box's samples of the ring as `flightrec events --json`
-# objects, one a line.
+# events: the black box's events of the ring, read with no recorder
+# (`flightrec dump --ring --events --json`, the JSON lines `flightrec
+# events --json` writes), the stack reduced to its function names and the
+# core flag to "1" for the checks below.
 events() {
-	local e
-	for e in exec exit crash; do
-		"$READER" "$RING" "$e" "$T/$e.pb.gz" 2>"$T/err" || fail "ring_events $e: $(cat "$T/err")"
-		python3 - "$(dirname "$0")" "$T/$e.pb.gz" "$e" <<'PY'
+	"$FLIGHTREC" dump --ring "$RING" --events --type exec,exit,crash --window 10m --json \
+		>"$T/raw.jsonl" 2>"$T/err" || fail "dump --ring --events: $(cat "$T/err")"
+	python3 - "$T/raw.jsonl" <<'PY'
 import json, sys
-sys.path.insert(0, sys.argv[1])
-import pprof_samples
-for s in pprof_samples.samples(sys.argv[2]):
-    o = {"type": sys.argv[3], "pid": s["num"].get("pid"), "tid": s["num"].get("tid"),
-         "comm": s["str"].get("comm"), "stack": s["frames"]}
-    for k in ("signal", "code", "addr", "path", "core"):
-        if k in s["str"]:
-            o[k] = s["str"][k]
-    for k in ("exit_code", "ppid", "cpu_ns", "old_pid"):
-        if k in s["str"]:
-            o[k] = int(s["str"][k])
-    # The process's own application labels (the recorder's are above).
-    o["labels"] = {k: v for k, v in s["str"].items()
-                   if k not in o and k not in ("comm", "thread", "cgroup")}
-    if sys.argv[3] == "exit":
-        o["lifetime_ns"] = s["values"][1]
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    o["stack"] = [f["function"] for f in o.get("stack") or []]
+    if o.get("core"):
+        o["core"] = "1"
+    else:
+        o.pop("core", None)
+    o.setdefault("labels", {})
     print(json.dumps(o))
 PY
-	done
 }
 events >"$T/events.jsonl"
 grep -c . "$T/events.jsonl" | sed 's/^/events read: /'
