@@ -56,9 +56,11 @@ static int is_field(uint32_t event, const char *key)
 	static const char *const exec[] = {"path", "ppid", "old_pid", NULL};
 	static const char *const exitf[] = {"exit_code", "signal", "core", "cpu_ns", NULL};
 	static const char *const crash[] = {"signal", "code", "addr", NULL};
+	static const char *const oom[] = {"constraint", NULL};
 	const char *const *k = event == FR_EVENT_EXEC	 ? exec
 			       : event == FR_EVENT_EXIT	 ? exitf
 			       : event == FR_EVENT_CRASH ? crash
+			       : event == FR_EVENT_OOM	 ? oom
 							 : NULL;
 
 	for (; k && *k; k++) {
@@ -163,7 +165,13 @@ static void write_json(FILE *f, const struct fr_events_item *it)
 		if ((v = fr_events_label(it, "old_pid")))
 			json_num_field(f, "old_pid", v);
 		break;
-	case FR_EVENT_OOM: fprintf(f, ",\"rss\":%" PRIu64, it->weight); break;
+	case FR_EVENT_OOM:
+		fprintf(f, ",\"rss\":%" PRIu64, it->weight);
+		if ((v = fr_events_label(it, "constraint"))) {
+			fputs(",\"constraint\":", f);
+			json_str(f, v);
+		}
+		break;
 	default: fprintf(f, ",\"stall_ns\":%" PRIu64, it->weight); break;
 	}
 	if (it->event == FR_EVENT_CRASH)
@@ -293,6 +301,14 @@ static void text_event(FILE *f, const struct fr_events_item *it)
 		break;
 	case FR_EVENT_OOM:
 		fprintf(f, " rss %s", fr_format_size_human(it->weight, d1, sizeof(d1)));
+		if ((v = fr_events_label(it, "constraint"))) {
+			fputs(strcmp(v, "memcg") == 0	 ? " (its memory cgroup's limit)"
+			      : strcmp(v, "global") == 0 ? " (the machine's memory)"
+							 : " constraint ",
+			      f);
+			if (strcmp(v, "memcg") != 0 && strcmp(v, "global") != 0)
+				text_str(f, v);
+		}
 		break;
 	default:
 		fprintf(f, " %s %s in the second (%s)",

@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "core/store/sample.h"
+#include "recorder/sampling/wake_class.h"
 #include "core/util/log.h"
 #include "core/util/time.h"
 #include "recorder/events.skel.h"
@@ -41,6 +42,8 @@ struct fr_bpf_events {
 	struct fr_perf_unwind_stats unwind;
 	uint64_t bad_records; /* atomic */
 	uint64_t ips[FR_MAX_FRAMES];
+	/* Where a crash's kernel stack leaves the tracing (NULL: kept whole). */
+	struct fr_wake_class *kclass;
 };
 
 /* ---- names ------------------------------------------------------------- */
@@ -269,8 +272,12 @@ static uint32_t crash_frames(struct fr_bpf_events *b, const struct fr_bpf_event 
 	uint32_t nk = ev->nr_kernel < FR_MAX_FRAMES ? ev->nr_kernel : FR_MAX_FRAMES;
 	struct fr_unwind_regs regs = {.ip = ev->ip, .sp = ev->sp, .bp = ev->bp};
 	struct fr_unwind_stack stack = {.sp = ev->sp, .data = ev->stack, .size = ev->nr_user};
+	/* The program's own frame and bpf_trace_run* say nothing of the
+	 * crash: the stack starts at get_signal. */
+	uint32_t skip = fr_wake_class_tracing_frames(b->kclass, ev->kips, nk);
 
-	memcpy(b->ips, ev->kips, nk * sizeof(uint64_t));
+	nk -= skip;
+	memcpy(b->ips, ev->kips + skip, nk * sizeof(uint64_t));
 	*nr_kernel = (uint16_t)nk;
 	if (!ev->has_regs || nk >= FR_MAX_FRAMES)
 		return nk;
@@ -414,6 +421,9 @@ int fr_bpf_events_open(struct fr_bpf_events **out, int labels_map_fd, char *err,
 		snprintf(err, errlen, "cannot map the eBPF ring buffer (%s)", strerror(-ret));
 		goto fail;
 	}
+	/* Without it (no memory, no kallsyms) a crash's stack keeps the
+	 * tracing's frames. */
+	b->kclass = fr_wake_class_open();
 	*out = b;
 	return 0;
 fail:
@@ -456,6 +466,7 @@ void fr_bpf_events_close(struct fr_bpf_events *b)
 		return;
 	ring_buffer__free(b->rb);
 	events_bpf__destroy(b->skel);
+	fr_wake_class_free(b->kclass);
 	free(b->percpu);
 	free(b);
 }

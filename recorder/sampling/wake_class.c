@@ -18,9 +18,9 @@ struct fr_wake_class {
 
 /* Not notes: the functions that say the stack runs in interrupt context
  * (the entries of hardware interrupts and NMIs, and the softirq loop),
- * and those of a memory cgroup's charge path (an OOM kill there is the
- * cgroup's). */
-enum { CTX_HARDIRQ = 100, CTX_SOFTIRQ, CTX_MEMCG_OOM };
+ * those of a memory cgroup's charge path (an OOM kill there is the
+ * cgroup's), and get_signal (where a crash's stack leaves the tracing). */
+enum { CTX_HARDIRQ = 100, CTX_SOFTIRQ, CTX_MEMCG_OOM, CTX_GET_SIGNAL };
 
 /* Names (exact, or a prefix ending in '*') and the note (or context) they
  * give. */
@@ -28,6 +28,7 @@ static const struct {
 	const char *name;
 	unsigned note;
 } names[] = {
+	{"get_signal", CTX_GET_SIGNAL},
 	{"try_charge_memcg", CTX_MEMCG_OOM},
 	{"mem_cgroup_out_of_memory", CTX_MEMCG_OOM},
 	{"mem_cgroup_oom_synchronize", CTX_MEMCG_OOM},
@@ -266,5 +267,14 @@ int fr_wake_class_memcg_oom(const struct fr_wake_class *c, const uint64_t *kips,
 	for (uint32_t i = 0; c && i < n; i++)
 		if (lookup(c, kips[i]) == CTX_MEMCG_OOM)
 			return 1;
+	return 0;
+}
+
+uint32_t fr_wake_class_tracing_frames(const struct fr_wake_class *c, const uint64_t *kips,
+				      uint32_t n)
+{
+	for (uint32_t i = 0; c && i < n; i++)
+		if (lookup(c, kips[i]) == CTX_GET_SIGNAL)
+			return i;
 	return 0;
 }

@@ -4,7 +4,8 @@
  * kernel functions that tell them apart are looked up once, by name, in
  * /proc/kallsyms (as root: its addresses read as zeros to others, and
  * every wake is then named by its context only). The same ranges tell a
- * memory cgroup's OOM kill from the machine's.
+ * memory cgroup's OOM kill from the machine's, and find where a crash's
+ * kernel stack leaves the tracing.
  */
 #ifndef FR_RECORDER_WAKE_CLASS_H
 #define FR_RECORDER_WAKE_CLASS_H
@@ -52,5 +53,12 @@ int fr_wake_class_context(const struct fr_wake_class *c, const uint64_t *kips, u
  * mem_cgroup_oom_synchronize). Else it was the machine's (a page
  * allocation, a fault, sysrq). */
 int fr_wake_class_memcg_oom(const struct fr_wake_class *c, const uint64_t *kips, uint32_t n);
+
+/* How many of the innermost frames of a kernel stack taken at
+ * signal_deliver (a crash's, leaf first) are the tracing's own (the
+ * program, bpf_trace_run*): those before the first in get_signal. 0 when
+ * get_signal is not on it. */
+uint32_t fr_wake_class_tracing_frames(const struct fr_wake_class *c, const uint64_t *kips,
+				      uint32_t n);
 
 #endif

@@ -5,7 +5,8 @@
 #    before_crash, then main calls crash_site, which writes to 0x10: a
 #    crash event of its pid with signal SIGSEGV, code SEGV_MAPERR, addr
 #    0x10, and a stack with crash_site under main (the user stack unwound
-#    with CFI from the copy taken at the signal); its exit with signal
+#    with CFI from the copy taken at the signal; the kernel's from
+#    get_signal on, no frame of the tracing's own); its exit with signal
 #    SIGSEGV, a lifetime of at least 2 s and CPU time;
 #  - children that exit with 0, 3 and 42: exit events with exit_code 0, 3,
 #    42; one killed by SIGKILL: signal SIGKILL and no crash (SIGKILL dumps
@@ -163,6 +164,9 @@ for k in kids:
         st = c["stack"]
         assert "crash_site" in st and "main" in st and st.index("crash_site") < st.index("main"), st
         assert "before_crash" not in st, st
+        # The kernel part from get_signal on: the tracing's frames
+        # (the program's, bpf_trace_run3) are dropped.
+        assert st[0] == "get_signal" and not any(f.startswith("bpf_") for f in st), st
         # Its last seconds: 2 s of life, most of it on the CPU.
         assert x["lifetime_ns"] >= 2e9, x
         assert x["cpu_ns"] >= 0.2e9, x

@@ -109,9 +109,12 @@ for p in (pid, upid):
     assert k["comm"] == "oom_hog" and k["tid"] == p and k["cgroup"].startswith("/"), k
     assert k["cgroup"].endswith(sys.argv[4]), (k, sys.argv[4])
     assert 32 << 20 <= k["rss"] <= 80 << 20, k["rss"]
+    # The killer ran in the memory cgroup's charge path: its limit, not
+    # the machine's memory.
+    assert k.get("constraint") == "memcg", k
 PY
 "$FLIGHTREC" events --window 5m --type oom >"$T/all.txt" 2>"$T/err" || fail "events failed: $(cat "$T/err")"
-grep -Eq "^[0-9-]{10}T[0-9:]{8}\.[0-9]{3}Z oom_kill +pid $PID \(oom_hog\) rss [0-9.]+MiB cgroup /.*$want_cg$" "$T/all.txt" ||
+grep -Eq "^[0-9-]{10}T[0-9:]{8}\.[0-9]{3}Z oom_kill +pid $PID \(oom_hog\) rss [0-9.]+MiB \(its memory cgroup's limit\) cgroup /.*$want_cg$" "$T/all.txt" ||
 	fail "the text does not list the kill: $(cat "$T/all.txt")"
 
 # The test user sees their own kill, not root's.

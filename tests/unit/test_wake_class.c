@@ -25,6 +25,8 @@ static const char listing[] = "ffffffff81000000 T _stext\n"
 			      "ffffffff81400100 T handle_softirqs\n"
 			      "ffffffff81400300 T try_to_wake_up\n"
 			      "ffffffff81450000 t try_charge_memcg\n"
+			      "ffffffff81440000 T bpf_trace_run3\n"
+			      "ffffffff81441000 T get_signal\n"
 			      "ffffffff81450800 T out_of_memory\n"
 			      "ffffffff81451000 T __alloc_pages_slowpath\n"
 			      "ffffffffc0001000 t nvme_irq\t[nvme]\n"
@@ -48,13 +50,17 @@ int main(void)
 	/* OOM kills: the killer's stacks, leaf first. */
 	uint64_t memcg_oom[] = {0xffffffff81450810ull, 0xffffffff81450010ull};
 	uint64_t global_oom[] = {0xffffffff81450810ull, 0xffffffff81451010ull};
+	/* A crash's stack at signal_deliver: the program (JIT, not in
+	 * kallsyms' text), bpf_trace_run3, then get_signal and its callers. */
+	uint64_t crash[] = {0xffffffffc0002000ull, 0xffffffff81440010ull, 0xffffffff81441010ull,
+			    0xffffffff81400010ull};
 	/* Past the end of hrtimer_interrupt's range (other_fn's). */
 	uint64_t edge[] = {0xffffffff81100bffull, 0xffffffff81100c00ull};
 
 	CHECK(f && c, "load");
 	fclose(f);
-	/* 10 known names with text addresses (napi_poll's is zero). */
-	CHECK(fr_wake_class_ranges(c) == 10, "%u ranges", fr_wake_class_ranges(c));
+	/* 11 known names with text addresses (napi_poll's is zero). */
+	CHECK(fr_wake_class_ranges(c) == 11, "%u ranges", fr_wake_class_ranges(c));
 	CHECK(fr_wake_class_note(c, timer, 5, 1) == FR_FRAME_NOTE_WAKE_TIMER, "timer");
 	CHECK(fr_wake_class_context(c, timer, 5) == FR_WAKE_HARDIRQ, "timer's context");
 	CHECK(fr_wake_class_note(c, io, 4, 1) == FR_FRAME_NOTE_WAKE_IO, "I/O");
@@ -73,6 +79,10 @@ int main(void)
 	CHECK(fr_wake_class_memcg_oom(c, memcg_oom, 2), "a memory cgroup's OOM kill");
 	CHECK(!fr_wake_class_memcg_oom(c, global_oom, 2), "the machine's OOM kill");
 	CHECK(!fr_wake_class_memcg_oom(c, memcg_oom, 1), "the charge path not on the stack");
+	CHECK(fr_wake_class_tracing_frames(c, crash, 4) == 2, "a crash's tracing frames: %u",
+	      fr_wake_class_tracing_frames(c, crash, 4));
+	CHECK(fr_wake_class_tracing_frames(c, crash + 2, 2) == 0, "a stack from get_signal on");
+	CHECK(fr_wake_class_tracing_frames(c, crash, 2) == 0, "no get_signal: kept whole");
 	CHECK(fr_wake_class_context(c, memcg_oom, 2) == FR_WAKE_TASK,
 	      "the charge path is no context");
 	fr_wake_class_free(c);
