@@ -554,8 +554,8 @@ int fr_daemon_run(const struct fr_daemon_options *opts)
 	daemon_start_triggers(d);
 	/* The sources every recorder records (OOM kills, RSS, pressure, the
 	 * black box's exec, exit and crash) open before the socket: status
-	 * never answers while they are not yet listed (the OOM source reads
-	 * /proc/kallsyms first, the black box loads its program). */
+	 * never answers while they are not yet listed (the black box loads
+	 * its program first). */
 	fr_ingest_memory_start(&d->ingest);
 	fr_ingest_events_start(&d->ingest);
 	ret = fr_ipc_server_start(d->server);

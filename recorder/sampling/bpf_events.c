@@ -42,8 +42,6 @@ struct fr_bpf_events {
 	struct fr_perf_unwind_stats unwind;
 	uint64_t bad_records; /* atomic */
 	uint64_t ips[FR_MAX_FRAMES];
-	/* Where a crash's kernel stack leaves the tracing (NULL: kept whole). */
-	struct fr_wake_class *kclass;
 };
 
 /* ---- names ------------------------------------------------------------- */
@@ -273,8 +271,9 @@ static uint32_t crash_frames(struct fr_bpf_events *b, const struct fr_bpf_event 
 	struct fr_unwind_regs regs = {.ip = ev->ip, .sp = ev->sp, .bp = ev->bp};
 	struct fr_unwind_stack stack = {.sp = ev->sp, .data = ev->stack, .size = ev->nr_user};
 	/* The program's own frame and bpf_trace_run* say nothing of the
-	 * crash: the stack starts at get_signal. */
-	uint32_t skip = fr_wake_class_tracing_frames(b->kclass, ev->kips, nk);
+	 * crash: the stack starts at get_signal (kallsyms read at the first
+	 * crash; without them the stack is kept whole). */
+	uint32_t skip = fr_wake_class_tracing_frames(fr_wake_class_machine(), ev->kips, nk);
 
 	nk -= skip;
 	memcpy(b->ips, ev->kips + skip, nk * sizeof(uint64_t));
@@ -421,9 +420,6 @@ int fr_bpf_events_open(struct fr_bpf_events **out, int labels_map_fd, char *err,
 		snprintf(err, errlen, "cannot map the eBPF ring buffer (%s)", strerror(-ret));
 		goto fail;
 	}
-	/* Without it (no memory, no kallsyms) a crash's stack keeps the
-	 * tracing's frames. */
-	b->kclass = fr_wake_class_open();
 	*out = b;
 	return 0;
 fail:
@@ -466,7 +462,6 @@ void fr_bpf_events_close(struct fr_bpf_events *b)
 		return;
 	ring_buffer__free(b->rb);
 	events_bpf__destroy(b->skel);
-	fr_wake_class_free(b->kclass);
 	free(b->percpu);
 	free(b);
 }

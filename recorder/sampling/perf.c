@@ -308,7 +308,6 @@ void fr_perf_close(struct fr_perf *p)
 	free(p->rings);
 	free(p->heap);
 	fr_offcpu_free(p->offcpu);
-	fr_wake_class_free(p->oomclass);
 	fr_bpf_offcpu_close(p->bpf);
 	free(p);
 }
@@ -603,8 +602,6 @@ int fr_perf_open_oom(struct fr_perf **out, char *err, size_t errlen)
 	if (!p)
 		return -ENOMEM;
 	p->oom = 1;
-	/* Without it (no memory) kills are recorded, not their constraint. */
-	p->oomclass = fr_wake_class_open();
 	ret = fr_perf_find_oom(&id, &p->oomfmt, err, errlen);
 	if (ret == 0) {
 		/* Every kill; the raw fields name the victim (the sample's

@@ -427,6 +427,9 @@ void fr_perf_oom_sample(struct fr_perf *p, const unsigned char *raw, uint32_t si
 {
 	struct fr_oom_victim victim;
 	struct fr_sample s = {0};
+	/* The kernel functions that tell a memory cgroup's kill from the
+	 * machine's: read at the first kill. */
+	const struct fr_wake_class *cls = fr_wake_class_machine();
 
 	if (fr_oom_decode(&p->oomfmt, raw, size, &victim) < 0) {
 		__atomic_add_fetch(&p->unwind.bad_records, 1, __ATOMIC_RELAXED);
@@ -441,12 +444,10 @@ void fr_perf_oom_sample(struct fr_perf *p, const unsigned char *raw, uint32_t si
 	/* The kernel stack (p->ips[0..nr_kernel), decoded above) is the
 	 * killer's, not the victim's: it is not stored, and only says whose
 	 * limit was hit. */
-	if (p->oomclass && fr_wake_class_ranges(p->oomclass) && cb->labels_plus) {
-		const struct fr_app_label c = {"constraint",
-					       fr_wake_class_memcg_oom(p->oomclass, p->ips,
-								       nr_kernel)
-						       ? "memcg"
-						       : "global"};
+	if (cls && fr_wake_class_ranges(cls) && cb->labels_plus) {
+		const char *who = fr_wake_class_memcg_oom(cls, p->ips, nr_kernel) ? "memcg"
+										  : "global";
+		const struct fr_app_label c = {"constraint", who};
 
 		s.app_ref = cb->labels_plus(cb->arg, 0, &c, 1);
 		if (!s.app_ref)

@@ -95,12 +95,9 @@ struct fr_perf {
 	 * layout. */
 	struct fr_offcpu *offcpu;
 	struct switch_format swfmt;
-	/* An OOM kills source (fr_perf_open_oom): mark_victim's layout, and
-	 * the kernel functions that tell a memory cgroup's kill from the
-	 * machine's (NULL: not known). */
+	/* An OOM kills source (fr_perf_open_oom): mark_victim's layout. */
 	int oom;
 	struct fr_oom_format oomfmt;
-	struct fr_wake_class *oomclass;
 	/* offcpu by eBPF (no rings, no pairing table), or why not. */
 	struct fr_bpf_offcpu *bpf;
 	char bpf_fallback[256];

@@ -1,6 +1,7 @@
 /* The interrupt-context wake classifier: see recorder/sampling/wake_class.h. */
 #include "recorder/sampling/wake_class.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,6 +207,20 @@ struct fr_wake_class *fr_wake_class_open(void)
 	if (f)
 		fclose(f);
 	return c;
+}
+
+static pthread_once_t machine_once = PTHREAD_ONCE_INIT;
+static struct fr_wake_class *machine;
+
+static void machine_load(void)
+{
+	machine = fr_wake_class_open();
+}
+
+const struct fr_wake_class *fr_wake_class_machine(void)
+{
+	pthread_once(&machine_once, machine_load);
+	return machine;
 }
 
 void fr_wake_class_free(struct fr_wake_class *c)

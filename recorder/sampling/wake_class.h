@@ -28,6 +28,14 @@ struct fr_wake_class *fr_wake_class_load(FILE *kallsyms);
 struct fr_wake_class *fr_wake_class_open(void);
 void fr_wake_class_free(struct fr_wake_class *c);
 
+/* The classifier of this machine's /proc/kallsyms, read at the first call
+ * (a tenth of a second or more: the kernel writes 100,000 lines) and
+ * shared by every caller after it; never freed. Its callers (an OOM
+ * kill's, a crash's) ask at their first event, not at the recorder's
+ * start, where the time would be the first samples' drain's. NULL only
+ * without memory. */
+const struct fr_wake_class *fr_wake_class_machine(void);
+
 /* Function ranges kept (for tests and logs). */
 uint32_t fr_wake_class_ranges(const struct fr_wake_class *c);
 
