@@ -12,29 +12,6 @@
 /* Series summed up at most in text; more share a line "other series". */
 #define SERIES_MAX 256
 
-/* A JSON string: quotes, backslashes and control characters escaped, a
- * byte that is not UTF-8 written U+FFFD (as core/query/timeline_json.c). */
-static void json_str(FILE *f, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-
-	fputc('"', f);
-	while (*s) {
-		size_t n = fr_utf8_len(s, SIZE_MAX);
-
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if (*s < 0x20 || *s == 0x7f)
-			fprintf(f, "\\u%04x", *s);
-		else if (n == 0)
-			fputs("\\ufffd", f);
-		else
-			fwrite(s, 1, n, f);
-		s += n ? n : 1;
-	}
-	fputc('"', f);
-}
-
 /* Text: a name as it is, its control characters as '?' (a comm or a path
  * is anyone's to choose, and must not forge a line). */
 static void text_str(FILE *f, const char *s)
@@ -80,7 +57,7 @@ static void json_num_field(FILE *f, const char *key, const char *v)
 	if (n && n == strlen(v) && n <= 19 && (v[0] != '0' || n == 1))
 		fputs(v, f);
 	else
-		json_str(f, v);
+		fr_json_fputs(f, v);
 }
 
 static void json_stack(FILE *f, const struct fr_events_item *it)
@@ -94,12 +71,12 @@ static void json_stack(FILE *f, const struct fr_events_item *it)
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, fr->addr);
 		fputs(k ? ",{\"function\":" : "{\"function\":", f);
 		if (fr->function)
-			json_str(f, fr->function);
+			fr_json_fputs(f, fr->function);
 		else
-			json_str(f, addr);
+			fr_json_fputs(f, addr);
 		fputs(",\"file\":", f);
 		if (fr->file)
-			json_str(f, fr->file);
+			fr_json_fputs(f, fr->file);
 		else
 			fputs("null", f);
 		if (fr->line)
@@ -120,17 +97,17 @@ static void write_json(FILE *f, const struct fr_events_item *it)
 	int nown = 0;
 
 	fputs("{\"time\":", f);
-	json_str(f, fr_format_time(it->time_ns, time, sizeof(time)));
+	fr_json_fputs(f, fr_format_time(it->time_ns, time, sizeof(time)));
 	fprintf(f, ",\"time_ns\":%" PRId64 ",\"type\":", it->time_ns);
-	json_str(f, fr_events_type_name(it->event));
+	fr_json_fputs(f, fr_events_type_name(it->event));
 	fprintf(f, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, it->pid, it->tid);
 	if (it->comm[0]) {
 		fputs(",\"comm\":", f);
-		json_str(f, it->comm);
+		fr_json_fputs(f, it->comm);
 	}
 	if (it->cgroup) {
 		fputs(",\"cgroup\":", f);
-		json_str(f, it->cgroup);
+		fr_json_fputs(f, it->cgroup);
 	}
 	switch (it->event) {
 	case FR_EVENT_CRASH:
@@ -138,7 +115,7 @@ static void write_json(FILE *f, const struct fr_events_item *it)
 		     *k; k++) {
 			if ((v = fr_events_label(it, *k))) {
 				fprintf(f, ",\"%s\":", *k);
-				json_str(f, v);
+				fr_json_fputs(f, v);
 			}
 		}
 		break;
@@ -147,7 +124,7 @@ static void write_json(FILE *f, const struct fr_events_item *it)
 			json_num_field(f, "exit_code", v);
 		if ((v = fr_events_label(it, "signal"))) {
 			fputs(",\"signal\":", f);
-			json_str(f, v);
+			fr_json_fputs(f, v);
 		}
 		if ((v = fr_events_label(it, "core")))
 			fprintf(f, ",\"core\":%s", strcmp(v, "1") == 0 ? "true" : "false");
@@ -158,7 +135,7 @@ static void write_json(FILE *f, const struct fr_events_item *it)
 	case FR_EVENT_EXEC:
 		if ((v = fr_events_label(it, "path"))) {
 			fputs(",\"path\":", f);
-			json_str(f, v);
+			fr_json_fputs(f, v);
 		}
 		if ((v = fr_events_label(it, "ppid")))
 			json_num_field(f, "ppid", v);
@@ -169,7 +146,7 @@ static void write_json(FILE *f, const struct fr_events_item *it)
 		fprintf(f, ",\"rss\":%" PRIu64, it->weight);
 		if ((v = fr_events_label(it, "constraint"))) {
 			fputs(",\"constraint\":", f);
-			json_str(f, v);
+			fr_json_fputs(f, v);
 		}
 		break;
 	default: fprintf(f, ",\"stall_ns\":%" PRIu64, it->weight); break;
@@ -180,9 +157,9 @@ static void write_json(FILE *f, const struct fr_events_item *it)
 		if (is_field(it->event, it->labels[k].key))
 			continue;
 		fputs(nown++ ? "," : ",\"labels\":{", f);
-		json_str(f, it->labels[k].key);
+		fr_json_fputs(f, it->labels[k].key);
 		fputc(':', f);
-		json_str(f, it->labels[k].value);
+		fr_json_fputs(f, it->labels[k].value);
 	}
 	if (nown)
 		fputc('}', f);

@@ -95,12 +95,11 @@ int tl_mark(struct tl *tl, const struct fr_chunk *c, uint32_t i);
 
 /* core/query/timeline_memory.c: the marks' part of the JSON form
  * (",\"marks\":[...]"), when there are some. */
-void tl_marks_json(FILE *f, const struct fr_timeline *t, void (*json_str)(FILE *f, const char *s));
+void tl_marks_json(FILE *f, const struct fr_timeline *t);
 
 /* core/query/timeline_memory.c: the victims' part of the JSON form
  * (",\"victims\":[...]"), when the timeline is of oom. */
-void tl_victims_json(FILE *f, const struct fr_timeline *t,
-		     void (*json_str)(FILE *f, const char *s));
+void tl_victims_json(FILE *f, const struct fr_timeline *t);
 
 /* What sample i of `c` adds to its cell: its weight, an allocation's
  * estimated bytes (core/query/timeline_alloc.c). */

@@ -67,38 +67,14 @@ const char *fr_timeline_by_name(enum fr_timeline_by by, const char *label_key, c
 	}
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped; a
- * byte that is not valid UTF-8 (names are what the kernel or a program
- * gave, any bytes) becomes U+FFFD, so every JSON reader takes the text. */
-static void json_str(FILE *f, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-
-	fputc('"', f);
-	while (*s) {
-		size_t n = fr_utf8_len(s, SIZE_MAX);
-
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if (*s < 0x20 || *s == 0x7f)
-			fprintf(f, "\\u%04x", *s);
-		else if (n == 0)
-			fputs("\\ufffd", f);
-		else
-			fwrite(s, 1, n, f);
-		s += n ? n : 1;
-	}
-	fputc('"', f);
-}
-
 int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
 {
 	char ev[FR_EVENT_NAME_MAX], by[FR_LIMIT_LABEL_LEN + 8];
 
 	fprintf(f, "{\"version\":%d,\"event\":", FR_TIMELINE_VERSION);
-	json_str(f, fr_event_format(t->event, ev, sizeof(ev)));
+	fr_json_fputs(f, fr_event_format(t->event, ev, sizeof(ev)));
 	fprintf(f, ",\"unit\":\"%s\",\"by\":", tl_unit(t->event));
-	json_str(f, fr_timeline_by_name(t->by, t->label_key, by, sizeof(by)));
+	fr_json_fputs(f, fr_timeline_by_name(t->by, t->label_key, by, sizeof(by)));
 	fprintf(f,
 		",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"step_ns\":%" PRId64
 		",\"ring\":{\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 "},\"events\":[",
@@ -106,7 +82,7 @@ int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
 	for (uint32_t e = 0; e < t->nevents; e++) {
 		if (e)
 			fputc(',', f);
-		json_str(f, fr_event_format(t->events[e], ev, sizeof(ev)));
+		fr_json_fputs(f, fr_event_format(t->events[e], ev, sizeof(ev)));
 	}
 	fprintf(f, "],\"samples\":%" PRIu64, t->samples);
 	if (t->lost && t->lost_steps) {
@@ -120,7 +96,7 @@ int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
 		const struct fr_timeline_group *o = &t->groups[g];
 
 		fprintf(f, "%s{\"name\":", g ? "," : "");
-		json_str(f, o->name);
+		fr_json_fputs(f, o->name);
 		if (t->by == FR_TIMELINE_BY_PROCESS && !o->other)
 			fprintf(f, ",\"pid\":%u", o->pid);
 		fprintf(f, ",\"total\":%" PRIu64 ",\"values\":[", o->total);
@@ -129,8 +105,8 @@ int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
 		fputs("]}", f);
 	}
 	fputc(']', f);
-	tl_victims_json(f, t, json_str);
-	tl_marks_json(f, t, json_str);
+	tl_victims_json(f, t);
+	tl_marks_json(f, t);
 	fputs("}\n", f);
 	return ferror(f) ? -EIO : 0;
 }

@@ -13,6 +13,7 @@
 #include "core/query/timeline.h"
 #include "core/query/timeline_int.h"
 #include "core/store/chunk.h"
+#include "core/util/parse.h"
 
 int tl_mode(uint32_t event)
 {
@@ -79,7 +80,7 @@ static int by_time(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-void tl_victims_json(FILE *f, const struct fr_timeline *t, void (*json_str)(FILE *f, const char *s))
+void tl_victims_json(FILE *f, const struct fr_timeline *t)
 {
 	if (t->event != FR_EVENT_OOM)
 		return;
@@ -92,9 +93,9 @@ void tl_victims_json(FILE *f, const struct fr_timeline *t, void (*json_str)(FILE
 
 		fprintf(f, "%s{\"time_ns\":%" PRId64 ",\"pid\":%" PRIu32 ",\"comm\":", k ? "," : "",
 			v->time_ns, v->pid);
-		json_str(f, v->comm);
+		fr_json_fputs(f, v->comm);
 		fputs(",\"cgroup\":", f);
-		json_str(f, v->cgroup);
+		fr_json_fputs(f, v->cgroup);
 		fprintf(f, ",\"rss\":%" PRIu64 "}", v->rss);
 	}
 	fprintf(f, "],\"victims_more\":%" PRIu64, t->victims_more);
@@ -161,7 +162,7 @@ static int mark_by_time(const void *a, const void *b)
 	return x->event < y->event ? -1 : x->event > y->event;
 }
 
-void tl_marks_json(FILE *f, const struct fr_timeline *t, void (*json_str)(FILE *f, const char *s))
+void tl_marks_json(FILE *f, const struct fr_timeline *t)
 {
 	if (!t->nmarks && !t->marks_more)
 		return;
@@ -174,10 +175,10 @@ void tl_marks_json(FILE *f, const struct fr_timeline *t, void (*json_str)(FILE *
 			"%s{\"time_ns\":%" PRId64 ",\"type\":\"%s\",\"pid\":%" PRIu32 ",\"comm\":",
 			k ? "," : "", m->time_ns,
 			m->event == FR_EVENT_OOM ? "oom_kill" : fr_event_name(m->event), m->pid);
-		json_str(f, m->comm);
+		fr_json_fputs(f, m->comm);
 		if (m->signal[0]) {
 			fputs(",\"signal\":", f);
-			json_str(f, m->signal);
+			fr_json_fputs(f, m->signal);
 		}
 		fputc('}', f);
 	}

@@ -652,3 +652,24 @@ char *fr_utf8_clean(const char *text, size_t len, size_t *outlen)
 	*outlen = (size_t)(o - out);
 	return out;
 }
+
+void fr_json_fputs(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	fputc('"', f);
+	while (*s) {
+		size_t n = fr_utf8_len(s, SIZE_MAX);
+
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if (*s < 0x20 || *s == 0x7f)
+			fprintf(f, "\\u%04x", *s);
+		else if (n == 0)
+			fputs("\\ufffd", f);
+		else
+			fwrite(s, 1, n, f);
+		s += n ? n : 1;
+	}
+	fputc('"', f);
+}

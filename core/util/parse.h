@@ -20,6 +20,7 @@
 #define FR_CORE_PARSE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 /* Parses a duration into nanoseconds. Returns 0 on success, -EINVAL when the
@@ -69,6 +70,12 @@ static inline int fr_hex_digit(char c)
  * NUL ends any sequence). The one check the JSON writers and the HTTP
  * server share. */
 size_t fr_utf8_len(const unsigned char *s, size_t left);
+
+/* Writes `str` to `f` as a JSON string: quotes, backslashes and control
+ * characters escaped; a byte that is not valid UTF-8 (names are what the
+ * kernel or a program gave, any bytes) becomes U+FFFD, so every JSON
+ * reader takes the text. */
+void fr_json_fputs(FILE *f, const char *str);
 
 /* A copy of text[0..len) in which every byte that does not start a valid
  * UTF-8 sequence (overlong forms, surrogates and code points past U+10FFFF
