@@ -308,28 +308,7 @@ static void emit_short(struct task_struct *t, struct task_state *s, __u64 now, i
 		c->short_recs++;
 }
 
-/* Copies the user stack of the current thread from sp into dst: all
- * stack_copy bytes, else (the stack's mapping ends first, or a page is not
- * in memory) as much as ends on a page boundary. Returns the bytes copied. */
-static __always_inline __u32 copy_user_stack(__u8 *dst, __u64 sp)
-{
-	__u64 to_page = PAGE - (sp & (PAGE - 1));
-
-	if (!bpf_probe_read_user(dst, stack_copy, (const void *)sp))
-		return stack_copy;
-	for (int k = STACK_PAGES; k >= 0; k--) {
-		__u64 size = to_page + (__u64)k * PAGE;
-
-		/* One register for the test and the read, so the verifier
-		 * sees the bound it checks. */
-		asm volatile("" : "+r"(size));
-		if (size >= stack_copy)
-			continue;
-		if (!bpf_probe_read_user(dst, size, (const void *)sp))
-			return (__u32)size;
-	}
-	return 0;
-}
+#include "recorder/bpf/stack_copy.h"
 
 #include "recorder/bpf/labels_read.h"
 
