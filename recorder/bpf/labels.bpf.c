@@ -4,8 +4,9 @@
  * rate-sampled sources). For a thread of a process in label_procs it
  * copies the thread's current label records (recorder/bpf/labels_bpf.h)
  * and sends them with the time; the recorder joins each sample to the
- * record sent just before it for its thread. For a thread of a CPython
- * process in py_procs it sends the thread's Python frames
+ * record sent for it (fr_al_join, recorder/tracking/applabels_int.h).
+ * For a thread of a CPython process in py_procs it sends the thread's
+ * Python frames
  * (recorder/bpf/python_bpf.h) before the sample too. Returns 1: the
  * sample is always kept. Loaded by recorder/sampling/bpf_labels.c.
  */

@@ -4,8 +4,9 @@
  * Per process (struct al_proc): whether and where its threads keep their
  * labels, found once on a deadline worker. The eBPF program's copies come
  * in as observations (thread, time, set), kept for a few seconds, sorted
- * by thread and time when a seal asks; a cpu sample takes the last
- * observation of its thread at most JOIN_BEFORE_NS before it.
+ * by thread and time when a seal asks; a cpu sample takes its own (the
+ * first observation of its thread from just before it to JOIN_AFTER_NS
+ * after it), else the last one at most JOIN_BEFORE_NS before it.
  */
 #include "recorder/tracking/applabels.h"
 
@@ -52,11 +53,18 @@
 #define QUEUE 1024
 /* Seals without samples after which a process is forgotten. */
 #define IDLE_SEALS 60
-/* A copy is made a few microseconds before its sample (the program runs
- * just before the kernel writes the sample); the clocks' conversions may
- * differ by a little either way. */
+/* A sample's copy is made in the same interrupt, a few microseconds
+ * before its time is read or after it (since Linux 6.x the sample is
+ * prepared before the program runs). On a virtual machine the vCPU can be
+ * stopped in between: copies were seen 0.1 to 1.7 ms after their samples,
+ * which a window of 100 us missed. The thread's next sample comes a
+ * period after the CPU runs again, so the first copy from JOIN_OWN_NS
+ * before the sample to JOIN_AFTER_NS after it is its own (fr_al_join); a
+ * sample without one takes the last copy before it, at most
+ * JOIN_BEFORE_NS old. */
+#define JOIN_OWN_NS 100000ll
+#define JOIN_AFTER_NS 3000000ll
 #define JOIN_BEFORE_NS 1000000ll
-#define JOIN_AFTER_NS 100000ll
 /* Copies older than this at a seal can no longer meet a sample. */
 #define OBS_KEEP_NS (3 * FR_NS_PER_S)
 /* A process whose library was not set up yet (its constructor runs just
@@ -88,11 +96,6 @@ struct al_proc {
 	uint32_t idle;
 };
 
-struct obs {
-	uint32_t tid, set;
-	int64_t time; /* Unix ns */
-};
-
 struct fr_applabels {
 	struct fr_tracker *tracker;
 	const struct fr_chunk_meta_ops *base;
@@ -111,7 +114,7 @@ struct fr_applabels {
 	char error[256];
 	struct fr_labelsets *sets;
 	struct fr_allocs *allocs; /* NULL: allocation rings are not read */
-	struct obs *obs;
+	struct fr_al_obs *obs;
 	size_t nobs, cap;
 	bool sorted;
 	uint32_t queue[QUEUE];
@@ -445,7 +448,7 @@ static void observe(struct fr_applabels *al, uint32_t tid, int64_t time, uint32_
 {
 	if (FR_GROW(al->obs, &al->cap, al->nobs + 1, 1024) < 0)
 		return;
-	al->obs[al->nobs++] = (struct obs){.tid = tid, .set = set, .time = time};
+	al->obs[al->nobs++] = (struct fr_al_obs){.tid = tid, .set = set, .time = time};
 	al->sorted = false;
 }
 
@@ -500,38 +503,42 @@ static void py_drain(void *arg)
 
 static int by_tid_time(const void *a, const void *b)
 {
-	const struct obs *x = a, *y = b;
+	const struct fr_al_obs *x = a, *y = b;
 
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
 	return (x->time > y->time) - (x->time < y->time);
 }
 
-/* The set of the last copy of `tid` at most JOIN_BEFORE_NS before `t`;
- * 0 when none. */
-static uint32_t joined(struct fr_applabels *al, uint32_t tid, int64_t t)
+uint32_t fr_al_join(const struct fr_al_obs *obs, size_t nobs, uint32_t tid, int64_t t)
 {
-	size_t lo = 0, hi = al->nobs;
+	size_t lo = 0, hi = nobs;
 
-	if (!al->sorted) {
-		qsort(al->obs, al->nobs, sizeof(*al->obs), by_tid_time);
-		al->sorted = true;
-	}
-	/* The first entry after (tid, t + JOIN_AFTER_NS). */
+	/* The first entry at or after (tid, t - JOIN_OWN_NS). */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct obs *o = &al->obs[mid];
+		const struct fr_al_obs *o = &obs[mid];
 
-		if (o->tid < tid || (o->tid == tid && o->time <= t + JOIN_AFTER_NS))
+		if (o->tid < tid || (o->tid == tid && o->time < t - JOIN_OWN_NS))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == 0)
+	if (lo < nobs && obs[lo].tid == tid && obs[lo].time <= t + JOIN_AFTER_NS)
+		return obs[lo].set;
+	if (lo == 0 || obs[lo - 1].tid != tid || obs[lo - 1].time < t - JOIN_BEFORE_NS)
 		return 0;
-	if (al->obs[lo - 1].tid != tid || al->obs[lo - 1].time < t - JOIN_BEFORE_NS)
-		return 0;
-	return al->obs[lo - 1].set;
+	return obs[lo - 1].set;
+}
+
+/* fr_al_join over the process's observations, sorted first. */
+static uint32_t joined(struct fr_applabels *al, uint32_t tid, int64_t t)
+{
+	if (!al->sorted) {
+		qsort(al->obs, al->nobs, sizeof(*al->obs), by_tid_time);
+		al->sorted = true;
+	}
+	return fr_al_join(al->obs, al->nobs, tid, t);
 }
 
 /* ---- the tracker's ops, forwarded, and the labels ---- */

@@ -11,6 +11,21 @@
 #include "recorder/tracking/golabels.h"
 #include "recorder/tracking/labelsets.h"
 
+/* An eBPF copy of a thread's labels, made at one of its samples. */
+struct fr_al_obs {
+	uint32_t tid, set;
+	int64_t time; /* Unix ns */
+};
+
+/* The set of the copy made for the sample of `tid` at `t`, among
+ * obs[0..nobs) sorted by thread and time: the first copy of the thread
+ * from 100 us before the sample to 3 ms after it (the copy is made in the
+ * sample's interrupt, before or after its time is read, and a virtual
+ * machine's vCPU may stop in between; a sample whose copy is missing
+ * takes the next one when it is that near), else the last one at most 1
+ * ms before it; 0 when none. */
+uint32_t fr_al_join(const struct fr_al_obs *obs, size_t nobs, uint32_t tid, int64_t t);
+
 /* The OTel process context's attribute key names, at most. */
 #define FR_AL_OTEL_KEYS_MAX 256
 
