@@ -22,52 +22,24 @@
 #include "core/query/events.h"
 #include "core/util/log.h"
 #include "core/util/time.h"
-#include "core/util/uring.h"
 #include "ipc/msg_events.h"
 #include "ipc/server.h"
 #include "recorder/daemon_int.h"
 #include "recorder/requests/peer.h"
+#include "recorder/requests/reply_out.h"
 
 /* What one events request holds at most: the list (FR_EVENTS_MAX events
  * of a few hundred bytes), a chunk read and decoded, the text. */
 #define EVENTS_RESERVE ((uint64_t)64 << 20)
-
-/* Writes `len` bytes into the client's descriptor under attach's output
- * deadlines. Returns 0 or -errno. */
-static int write_out(int fd, const char *text, size_t len, struct fr_ipc_peer *peer)
-{
-	struct fr_uring *uring = NULL;
-	struct fr_uring_writer *w = malloc(sizeof(*w));
-	int ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
-
-	if (ret == 0) {
-		fr_uring_writer_init(w, uring, fd);
-		fr_uring_writer_limit(w, OUTPUT_STALL_NS, OUTPUT_TOTAL_NS, peer->sock);
-		ret = fr_uring_writer_write(w, text, len);
-		if (ret == 0)
-			ret = fr_uring_writer_flush(w);
-	}
-	fr_uring_close(uring);
-	free(w);
-	return ret;
-}
 
 /* The request's window and targets as the peer may have them. Returns 0
  * or -EINVAL with `call` refused. */
 static int events_request(const struct fr_ipc_events_req *er, struct fr_events_request *req,
 			  struct fr_ipc_call *call)
 {
-	int64_t now = fr_now_real_ns();
-
 	memset(req, 0, sizeof(*req));
-	if (er->window_ns) {
-		req->t1 = now;
-		req->t0 = er->window_ns < now ? now - er->window_ns : 0;
-	} else {
-		req->t0 = er->from_ns;
-		req->t1 = er->has_to ? er->to_ns : now;
-	}
-	if (req->t1 <= req->t0)
+	if (fr_reply_window(fr_now_real_ns(), er->window_ns, er->from_ns, er->has_to, er->to_ns,
+			    &req->t0, &req->t1) < 0)
 		return fr_ipc_refuse(call, "events: the window is empty (\"to_ns\" is not after "
 					   "\"from_ns\", or \"from_ns\" is in the future)");
 	req->types = er->types;
@@ -96,7 +68,7 @@ static int events_write(struct daemon *d, struct fr_ipc_call *call, struct fr_ev
 	if (mem && fclose(mem) != 0 && ret == 0)
 		ret = -ENOMEM;
 	if (ret == 0)
-		ret = write_out(call->fd, text, len, call->peer);
+		ret = fr_reply_write(call->fd, text, len, call->peer);
 	if (ret == -ETIMEDOUT)
 		fr_ipc_refuse(call,
 			      "events: the output took no bytes for %lld s: is anything reading "

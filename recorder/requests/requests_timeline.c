@@ -30,29 +30,21 @@
 #include "core/util/log.h"
 #include "core/util/parse.h"
 #include "core/util/time.h"
-#include "core/util/uring.h"
 #include "ipc/msg_timeline.h"
 #include "ipc/proto.h"
 #include "ipc/server.h"
 #include "recorder/daemon_int.h"
 #include "recorder/requests/peer.h"
+#include "recorder/requests/reply_out.h"
 
 /* The timeline request of `tr` as the peer may have it. Returns 0 or
  * -EINVAL with `call` refused. */
 static int timeline_window(const struct fr_ipc_timeline_req *tr, struct fr_timeline_request *req,
 			   struct fr_ipc_call *call)
 {
-	int64_t now = fr_now_real_ns();
-
 	memset(req, 0, sizeof(*req));
-	if (tr->window_ns) {
-		req->t1 = now;
-		req->t0 = tr->window_ns < now ? now - tr->window_ns : 0;
-	} else {
-		req->t0 = tr->from_ns;
-		req->t1 = tr->has_to ? tr->to_ns : now;
-	}
-	if (req->t1 <= req->t0)
+	if (fr_reply_window(fr_now_real_ns(), tr->window_ns, tr->from_ns, tr->has_to, tr->to_ns,
+			    &req->t0, &req->t1) < 0)
 		return fr_ipc_refuse(call, "timeline: the window is empty (\"to_ns\" is not after "
 					   "\"from_ns\", or \"from_ns\" is in the future)");
 	req->step_ns = tr->step_ns;
@@ -61,26 +53,6 @@ static int timeline_window(const struct fr_ipc_timeline_req *tr, struct fr_timel
 	memcpy(req->label_key, tr->label_key, sizeof(req->label_key));
 	req->top = tr->top;
 	return 0;
-}
-
-/* Writes `len` bytes into the client's descriptor under attach's output
- * deadlines. Returns 0 or -errno. */
-static int write_out(int fd, const char *text, size_t len, struct fr_ipc_peer *peer)
-{
-	struct fr_uring *uring = NULL;
-	struct fr_uring_writer *w = malloc(sizeof(*w));
-	int ret = w ? fr_uring_open(&uring, 8) : -ENOMEM;
-
-	if (ret == 0) {
-		fr_uring_writer_init(w, uring, fd);
-		fr_uring_writer_limit(w, OUTPUT_STALL_NS, OUTPUT_TOTAL_NS, peer->sock);
-		ret = fr_uring_writer_write(w, text, len);
-		if (ret == 0)
-			ret = fr_uring_writer_flush(w);
-	}
-	fr_uring_close(uring);
-	free(w);
-	return ret;
 }
 
 /* A timeline's reservation of query memory. */
@@ -198,7 +170,7 @@ static int timeline_write(struct daemon *d, struct fr_ipc_call *call,
 	if (ret < 0)
 		return fr_ipc_refuse(call, "timeline: %s", err);
 	text = to_json(t, &len);
-	ret = text ? write_out(call->fd, text, len, call->peer) : -ENOMEM;
+	ret = text ? fr_reply_write(call->fd, text, len, call->peer) : -ENOMEM;
 	if (ret == -ETIMEDOUT)
 		fr_ipc_refuse(call,
 			      "timeline: the output took no bytes for %lld s: is anything reading "
