@@ -91,6 +91,11 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return 0;
 }
 
+void fr_bpf_log_to_ours(void)
+{
+	libbpf_set_print(libbpf_log);
+}
+
 /* The user frames of a long wait with a stack copy, unwound after its nk
  * kernel frames in b->ips. Returns the frames in b->ips. */
 static uint32_t copy_frames(struct fr_bpf_offcpu *b, const void *data, size_t size, uint32_t nk)
@@ -322,7 +327,7 @@ int fr_bpf_offcpu_open(struct fr_bpf_offcpu **out, uint64_t min_wait_ns, uint32_
 
 	if (!b)
 		return -ENOMEM;
-	libbpf_set_print(libbpf_log);
+	fr_bpf_log_to_ours();
 	if (stack_copy % 8 || stack_copy > FR_BPF_STACK_MAX) {
 		snprintf(err, errlen, "offcpu: stack copy must be a multiple of 8 up to %u, got %u",
 			 FR_BPF_STACK_MAX, stack_copy);

@@ -36,6 +36,11 @@
 
 struct fr_bpf_offcpu;
 
+/* Routes libbpf's messages to the recorder's log (at debug level, its
+ * own debug chatter nowhere), for every program the recorder loads: the
+ * caller says why a load failed in one line of its own. */
+void fr_bpf_log_to_ours(void);
+
 /* Loads the program (not attached yet: fr_bpf_offcpu_enable), its long
  * waits' user stacks copies of `stack_copy` bytes (a multiple of 8 up to
  * 65528) unwound with CFI, or frame-pointer walks when 0; the waits of

@@ -67,12 +67,8 @@ void fr_sources_blackbox_count(struct fr_sources *s, uint32_t event, uint64_t ke
 {
 	struct fr_memory_source *m = blackbox_of(s, event);
 
-	if (!m)
-		return;
-	if (kept)
-		__atomic_add_fetch(&m->samples, kept, __ATOMIC_RELAXED);
-	if (lost)
-		__atomic_add_fetch(&m->lost, lost, __ATOMIC_RELAXED);
+	if (m)
+		sources_always_count(m, kept, lost);
 }
 
 uint32_t fr_sources_blackbox_status(struct fr_sources *s, struct fr_ipc_event_status *out)
@@ -82,26 +78,10 @@ uint32_t fr_sources_blackbox_status(struct fr_sources *s, struct fr_ipc_event_st
 	for (uint32_t i = 0; i < FR_SOURCES_BLACKBOX_EVENTS; i++) {
 		uint32_t e = FR_EVENT_EXEC + i;
 		const struct fr_memory_source *m = &s->blackbox_ev[i];
-		struct fr_ipc_event_status *ev = &out[n];
 
-		/* Never set up (a recorder that does not record them): not
-		 * listed. */
-		if (!m->recording && !m->error[0])
-			continue;
-		n++;
-		fr_event_format(e, ev->event, sizeof(ev->event));
-		snprintf(ev->unit, sizeof(ev->unit), "%s", fr_event_unit(e));
-		snprintf(ev->state, sizeof(ev->state), "%s", m->recording ? "recording" : "failed");
-		if (!m->recording) {
-			ev->has_error = 1;
-			snprintf(ev->error, sizeof(ev->error), "%s", m->error);
-		}
-		ev->every_switch = 1;
-		ev->since_ns = m->since_ns;
-		snprintf(ev->stacks, sizeof(ev->stacks), "%s",
-			 e == FR_EVENT_CRASH ? "kernel+user" : "none");
-		ev->samples = __atomic_load_n(&m->samples, __ATOMIC_RELAXED);
-		ev->lost = __atomic_load_n(&m->lost, __ATOMIC_RELAXED);
+		n += (uint32_t)sources_always_status(m, e,
+						     e == FR_EVENT_CRASH ? "kernel+user" : "none",
+						     &out[n]);
 	}
 	return n;
 }

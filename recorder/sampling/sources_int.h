@@ -17,4 +17,12 @@ void sources_watch(struct fr_sources *s, struct fr_perf *perf, int on);
  * into buf. Returns buf. */
 const char *sources_period_text(uint32_t event, uint64_t period, char *buf, size_t len);
 
+/* sources_memory.c: what an event every recorder records (memory's, the
+ * black box's) counted (kept, lost), and its status row in *ev (stacks:
+ * "none", "kernel+user"). Returns 0 when it was never set up (not
+ * listed), else 1. */
+void sources_always_count(struct fr_memory_source *m, uint64_t kept, uint64_t lost);
+int sources_always_status(const struct fr_memory_source *m, uint32_t event, const char *stacks,
+			  struct fr_ipc_event_status *ev);
+
 #endif

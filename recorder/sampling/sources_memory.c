@@ -48,12 +48,37 @@ void fr_sources_memory_count(struct fr_sources *s, uint32_t event, uint64_t kept
 {
 	struct fr_memory_source *m = memory_of(s, event);
 
-	if (!m)
-		return;
+	if (m)
+		sources_always_count(m, kept, lost);
+}
+
+void sources_always_count(struct fr_memory_source *m, uint64_t kept, uint64_t lost)
+{
 	if (kept)
 		__atomic_add_fetch(&m->samples, kept, __ATOMIC_RELAXED);
 	if (lost)
 		__atomic_add_fetch(&m->lost, lost, __ATOMIC_RELAXED);
+}
+
+int sources_always_status(const struct fr_memory_source *m, uint32_t event, const char *stacks,
+			  struct fr_ipc_event_status *ev)
+{
+	/* Never set up (a recorder that does not record it): not listed. */
+	if (!m->recording && !m->error[0])
+		return 0;
+	fr_event_format(event, ev->event, sizeof(ev->event));
+	snprintf(ev->unit, sizeof(ev->unit), "%s", fr_event_unit(event));
+	snprintf(ev->state, sizeof(ev->state), "%s", m->recording ? "recording" : "failed");
+	if (!m->recording) {
+		ev->has_error = 1;
+		snprintf(ev->error, sizeof(ev->error), "%s", m->error);
+	}
+	ev->every_switch = 1;
+	ev->since_ns = m->since_ns;
+	snprintf(ev->stacks, sizeof(ev->stacks), "%s", stacks);
+	ev->samples = __atomic_load_n(&m->samples, __ATOMIC_RELAXED);
+	ev->lost = __atomic_load_n(&m->lost, __ATOMIC_RELAXED);
+	return 1;
 }
 
 void fr_sources_throttle_source(struct fr_sources *s, const char *source)
@@ -115,23 +140,9 @@ uint32_t fr_sources_memory_status(struct fr_sources *s, struct fr_ipc_event_stat
 		const struct fr_memory_source *m = memory_of(s, e);
 		struct fr_ipc_event_status *ev = &out[n];
 
-		/* Never set up (a recorder that does not record them): not
-		 * listed. */
-		if (!m->recording && !m->error[0])
+		if (!sources_always_status(m, e, "none", ev))
 			continue;
 		n++;
-		fr_event_format(e, ev->event, sizeof(ev->event));
-		snprintf(ev->unit, sizeof(ev->unit), "%s", fr_event_unit(e));
-		snprintf(ev->state, sizeof(ev->state), "%s", m->recording ? "recording" : "failed");
-		if (!m->recording) {
-			ev->has_error = 1;
-			snprintf(ev->error, sizeof(ev->error), "%s", m->error);
-		}
-		ev->every_switch = 1;
-		ev->since_ns = m->since_ns;
-		snprintf(ev->stacks, sizeof(ev->stacks), "none");
-		ev->samples = __atomic_load_n(&m->samples, __ATOMIC_RELAXED);
-		ev->lost = __atomic_load_n(&m->lost, __ATOMIC_RELAXED);
 		if (e == FR_EVENT_THROTTLED && m->recording)
 			throttle_status(s, ev);
 	}
