@@ -29,6 +29,10 @@ _Static_assert(CRASH_STACK_COPY % 8 == 0 && CRASH_STACK_COPY <= FR_BPF_EV_STACK_
 _Static_assert(FR_EVENT_EXIT == FR_EVENT_EXEC + 1 && FR_EVENT_CRASH == FR_EVENT_EXEC + 2,
 	       "the program's kinds index the events in order");
 
+/* Crashes held for their unwind tables at once, and how long each. */
+#define CRASH_HELD 8
+#define CRASH_WAIT_NS (2 * FR_NS_PER_S)
+
 struct fr_bpf_events {
 	struct events_bpf *skel;
 	struct ring_buffer *rb;
@@ -42,6 +46,15 @@ struct fr_bpf_events {
 	struct fr_perf_unwind_stats unwind;
 	uint64_t bad_records; /* atomic */
 	uint64_t ips[FR_MAX_FRAMES];
+	/* Crashes whose stack met a table not built yet (a library loaded
+	 * just before the crash): their records, copied, unwound again at
+	 * each drain until whole or CRASH_WAIT_NS old. */
+	struct held_crash {
+		void *data;
+		size_t size;
+		int64_t since; /* monotonic ns */
+	} held[CRASH_HELD];
+	uint32_t nheld;
 };
 
 /* ---- names ------------------------------------------------------------- */
@@ -284,9 +297,30 @@ static uint32_t crash_frames(struct fr_bpf_events *b, const struct fr_bpf_event 
 					FR_MAX_FRAMES - nk);
 }
 
-static int on_record(void *ctx, void *data, size_t size)
+/* Whether a crash unwound into b->ips (n frames) waits for its table:
+ * its stack stops at one not built yet, and there is room. The record is
+ * copied (the ring buffer's is given back once this returns). */
+static bool hold_crash(struct fr_bpf_events *b, const void *data, size_t size, uint32_t n)
 {
-	struct fr_bpf_events *b = ctx;
+	struct held_crash *c;
+
+	if (!n || b->ips[n - 1] != FR_FRAME_MARK_ADDR(FR_UNWIND_PENDING) || b->nheld >= CRASH_HELD)
+		return false;
+	c = &b->held[b->nheld];
+	c->data = malloc(size);
+	if (!c->data)
+		return false;
+	memcpy(c->data, data, size);
+	c->size = size;
+	c->since = fr_now_mono_ns();
+	b->nheld++;
+	return true;
+}
+
+/* Decodes and hands over one record; `may_hold`: a crash whose table is
+ * not built yet may wait (hold_crash) instead. Returns 1 when held. */
+static int handle_record(struct fr_bpf_events *b, const void *data, size_t size, bool may_hold)
+{
 	const struct fr_perf_handler *h = b->h;
 	struct fr_bpf_event ev;
 	struct fr_bpf_event_labels lb;
@@ -312,6 +346,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		s.weight = ev.lifetime_ns;
 	if (ev.event == FR_EVENT_CRASH) {
 		s.nr_frames = (uint16_t)crash_frames(b, &ev, &s.nr_kernel);
+		if (may_hold && hold_crash(b, data, size, s.nr_frames))
+			return 1;
 		if (ev.labels && h->labels)
 			base = h->labels(h->arg, ev.labels);
 	}
@@ -326,6 +362,38 @@ static int on_record(void *ctx, void *data, size_t size)
 	else
 		h->sample(h->arg, &s);
 	return 0;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	handle_record(ctx, data, size, true);
+	return 0;
+}
+
+/* The held crashes unwound again: those now whole, or waited for long
+ * enough (then taken as they are), handed over. */
+static void retry_held(struct fr_bpf_events *b)
+{
+	int64_t now = fr_now_mono_ns();
+	uint32_t kept = 0;
+
+	for (uint32_t i = 0; i < b->nheld; i++) {
+		struct held_crash c = b->held[i];
+		struct fr_bpf_event ev;
+		uint32_t n = 0;
+		uint16_t nk;
+
+		if (fr_bpf_event_decode(c.data, c.size, b->stack_copy, &ev) == 0)
+			n = crash_frames(b, &ev, &nk);
+		if (n && b->ips[n - 1] == FR_FRAME_MARK_ADDR(FR_UNWIND_PENDING) &&
+		    now - c.since < CRASH_WAIT_NS) {
+			b->held[kept++] = c;
+			continue;
+		}
+		handle_record(b, c.data, c.size, false);
+		free(c.data);
+	}
+	b->nheld = kept;
 }
 
 /* The records the program had no room for since the last drain, into
@@ -357,6 +425,8 @@ uint64_t fr_bpf_events_drain(struct fr_bpf_events *b, const struct fr_perf_handl
 		return 0;
 	b->h = h;
 	b->clock_offset = clock_offset;
+	/* Before the new records: a crash held earlier goes first. */
+	retry_held(b);
 	n = ring_buffer__consume(b->rb);
 	/* After the records, as the off-CPU drain: a drop counted now was
 	 * made before this read. */
@@ -366,19 +436,6 @@ uint64_t fr_bpf_events_drain(struct fr_bpf_events *b, const struct fr_perf_handl
 
 /* ---- loading ----------------------------------------------------------- */
 
-/* libbpf's messages at debug level: the caller says why in one line. */
-static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char buf[512];
-
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	buf[strcspn(buf, "\n")] = '\0';
-	fr_log_ratelimited(FR_LOG_DEBUG, FR_NS_PER_S, "libbpf: %s", buf);
-	return 0;
-}
-
 int fr_bpf_events_open(struct fr_bpf_events **out, int labels_map_fd, char *err, size_t errlen)
 {
 	struct fr_bpf_events *b = calloc(1, sizeof(*b));
@@ -386,7 +443,7 @@ int fr_bpf_events_open(struct fr_bpf_events **out, int labels_map_fd, char *err,
 
 	if (!b)
 		return -ENOMEM;
-	libbpf_set_print(libbpf_log);
+	fr_bpf_log_to_ours();
 	b->stack_copy = CRASH_STACK_COPY;
 	b->ncpus = libbpf_num_possible_cpus();
 	b->percpu = b->ncpus > 0 ? calloc((size_t)b->ncpus, sizeof(*b->percpu)) : NULL;
@@ -460,6 +517,8 @@ void fr_bpf_events_close(struct fr_bpf_events *b)
 {
 	if (!b)
 		return;
+	for (uint32_t i = 0; i < b->nheld; i++)
+		free(b->held[i].data);
 	ring_buffer__free(b->rb);
 	events_bpf__destroy(b->skel);
 	free(b->percpu);
