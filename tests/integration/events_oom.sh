@@ -25,23 +25,7 @@ G=frevg$$
 add_test_group "$G"
 add_test_user "$U" "$G" -M
 
-CG=
-V2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
-if [ -n "$V2" ] && grep -qw memory "$V2/cgroup.controllers" 2>/dev/null; then
-	grep -qw memory "$V2/cgroup.subtree_control" || echo +memory >"$V2/cgroup.subtree_control" ||
-		skip "cannot enable the memory controller under $V2"
-	CG=$V2/fr-ev-$$
-	mkdir "$CG" || skip "cannot create a cgroup under $V2"
-	echo 64M >"$CG/memory.max"
-	[ -e "$CG/memory.swap.max" ] && echo 0 >"$CG/memory.swap.max"
-elif [ -d /sys/fs/cgroup/memory ]; then
-	CG=/sys/fs/cgroup/memory/fr-ev-$$
-	mkdir "$CG" || skip "cannot create a cgroup under /sys/fs/cgroup/memory"
-	echo $((64 << 20)) >"$CG/memory.limit_in_bytes"
-	[ -e "$CG/memory.memsw.limit_in_bytes" ] && echo $((64 << 20)) >"$CG/memory.memsw.limit_in_bytes"
-else
-	skip "no memory cgroup controller (cgroup v2 without memory, no v1 memory hierarchy)"
-fi
+memory_cgroup "fr-ev-$$"
 trap 'rmdir "$CG" 2>/dev/null; test_users_cleanup' EXIT
 
 cat >"$T/config.json" <<JSON
@@ -91,7 +75,7 @@ wait_until 10 "the log lines of both kills" \
 # The chunks name a process's cgroup v2 path: on a machine whose memory
 # controller is v1's, the hog's v2 cgroup is another (often "/").
 want_cg=
-[ "${CG#"$V2"}" != "$CG" ] && want_cg=/fr-ev-$$
+[ "$CG" != "/sys/fs/cgroup/memory/fr-ev-$$" ] && want_cg=/fr-ev-$$
 python3 - "$T/all.jsonl" "$PID" "$UPID" "$want_cg" <<'PY' || fail "events --json: $(cat "$T/all.jsonl")"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]

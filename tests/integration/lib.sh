@@ -56,6 +56,33 @@ skip() {
 # passable for the users.
 TEST_USERS=
 TEST_GROUPS=
+# memory_cgroup NAME: a memory cgroup of 64 MiB without swap, its path in
+# CG (cgroup v2 where its memory controller is, else v1's memory
+# hierarchy); skips where there is none. The caller removes it (rmdir).
+memory_cgroup() {
+	local v2
+	CG=
+	v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+	if [ -n "$v2" ] && grep -qw memory "$v2/cgroup.controllers" 2>/dev/null; then
+		grep -qw memory "$v2/cgroup.subtree_control" ||
+			echo +memory >"$v2/cgroup.subtree_control" ||
+			skip "cannot enable the memory controller under $v2"
+		CG=$v2/$1
+		mkdir "$CG" || skip "cannot create a cgroup under $v2"
+		echo 64M >"$CG/memory.max"
+		[ -e "$CG/memory.swap.max" ] && echo 0 >"$CG/memory.swap.max"
+	elif [ -d /sys/fs/cgroup/memory ]; then
+		CG=/sys/fs/cgroup/memory/$1
+		mkdir "$CG" || skip "cannot create a cgroup under /sys/fs/cgroup/memory"
+		echo $((64 << 20)) >"$CG/memory.limit_in_bytes"
+		[ -e "$CG/memory.memsw.limit_in_bytes" ] &&
+			echo $((64 << 20)) >"$CG/memory.memsw.limit_in_bytes"
+	else
+		skip "no memory cgroup controller (cgroup v2 without memory, no v1 memory hierarchy)"
+	fi
+	return 0
+}
+
 need_test_users() {
 	local c
 	for c in useradd userdel groupadd groupdel runuser; do

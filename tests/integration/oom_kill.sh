@@ -27,23 +27,7 @@ LIB=$BUILD/lib/libflightrec.so
 	skip "no tracefs for the oom:mark_victim tracepoint"
 
 # A memory cgroup of 64 MiB without swap.
-CG=
-V2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
-if [ -n "$V2" ] && grep -qw memory "$V2/cgroup.controllers" 2>/dev/null; then
-	grep -qw memory "$V2/cgroup.subtree_control" || echo +memory >"$V2/cgroup.subtree_control" ||
-		skip "cannot enable the memory controller under $V2"
-	CG=$V2/fr-oom-$$
-	mkdir "$CG" || skip "cannot create a cgroup under $V2"
-	echo 64M >"$CG/memory.max"
-	[ -e "$CG/memory.swap.max" ] && echo 0 >"$CG/memory.swap.max"
-elif [ -d /sys/fs/cgroup/memory ]; then
-	CG=/sys/fs/cgroup/memory/fr-oom-$$
-	mkdir "$CG" || skip "cannot create a cgroup under /sys/fs/cgroup/memory"
-	echo $((64 << 20)) >"$CG/memory.limit_in_bytes"
-	[ -e "$CG/memory.memsw.limit_in_bytes" ] && echo $((64 << 20)) >"$CG/memory.memsw.limit_in_bytes"
-else
-	skip "no memory cgroup controller (cgroup v2 without memory, no v1 memory hierarchy)"
-fi
+memory_cgroup "fr-oom-$$"
 trap 'rmdir "$CG" 2>/dev/null; cleanup' EXIT
 
 mkdir -m 0700 "$T/dumps"
