@@ -4,7 +4,7 @@
  *
  * Invariants:
  * - The ingest thread alone touches `noted*` and `handed_mono`; the
- *   sampler's thread alone touches `pids`, `batch` and the pressure
+ *   sampler's thread alone touches `pids`, `prev`, `batch` and the pressure
  *   baselines; `lock` guards the rest but the atomics.
  * - `lock` is held only to copy or swap fixed arrays: the ingest thread
  *   waits on it for microseconds at most, never for a read of /proc.
@@ -30,6 +30,9 @@
 #define NOTED_SLOTS 1024
 #define NOTED_MAX (NOTED_SLOTS * 3 / 4)
 #define TICK_NS FR_NS_PER_S
+/* How often the ingest thread hands its noted pids over: a process that
+ * ran is read at the sampler's next tick, not a tick later. */
+#define HAND_NS (100LL * 1000 * 1000)
 
 struct msample {
 	int64_t time_ns;
@@ -51,13 +54,14 @@ struct fr_memsample {
 	struct msample *out; /* FR_MEMSAMPLE_QUEUE, swapped with `queue` */
 
 	/* Under `lock`. */
-	uint32_t wanted[NOTED_MAX], nwanted;
+	uint32_t wanted[NOTED_SLOTS], nwanted; /* a set like `noted`, emptied each tick */
 	uint32_t watch[FR_MEMSAMPLE_WATCH_MAX], nwatch;
 	struct msample *queue;
 	uint32_t nqueue; /* also read without the lock (atomic) */
 
 	/* The sampler thread's. */
-	uint32_t pids[NOTED_MAX + FR_MEMSAMPLE_WATCH_MAX], npids, rotate;
+	uint32_t pids[2 * NOTED_MAX + FR_MEMSAMPLE_WATCH_MAX], npids, rotate;
+	uint32_t prev[NOTED_MAX], nprev; /* the pids handed over for the last tick */
 	struct msample batch[FR_MEMSAMPLE_MAX_PIDS + FR_PRESSURE_RESOURCES + FR_CGCPU_READS];
 	struct fr_cgcpu *cg; /* NULL: throttling not sampled */
 	struct fr_cgcpu_sample cgs[FR_CGCPU_READS];
@@ -85,30 +89,39 @@ static void count(uint64_t *c, uint64_t n)
 
 /* ---- the ingest thread's side -------------------------------------------- */
 
-void fr_memsample_note_pid(struct fr_memsample *m, uint32_t pid)
+/* Adds pid to a set of NOTED_SLOTS (open addressing, 0 empty) holding
+ * *n, at most NOTED_MAX. */
+static void set_add(uint32_t *set, uint32_t *n, uint32_t pid)
 {
 	uint32_t i;
 
+	for (i = (pid * 2654435761u) % NOTED_SLOTS; set[i]; i = (i + 1) % NOTED_SLOTS)
+		if (set[i] == pid)
+			return;
+	if (*n >= NOTED_MAX)
+		return;
+	set[i] = pid;
+	(*n)++;
+}
+
+void fr_memsample_note_pid(struct fr_memsample *m, uint32_t pid)
+{
 	if (!m || pid == 0 || pid == m->last_noted)
 		return;
 	m->last_noted = pid;
-	for (i = (pid * 2654435761u) % NOTED_SLOTS; m->noted[i]; i = (i + 1) % NOTED_SLOTS)
-		if (m->noted[i] == pid)
-			return;
-	if (m->nnoted >= NOTED_MAX)
-		return;
-	m->noted[i] = pid;
-	m->nnoted++;
+	set_add(m->noted, &m->nnoted, pid);
 }
 
-/* Hands the pids noted over to the sampler: they are what it reads next. */
+/* Hands the pids noted over to the sampler: they join those it reads at
+ * its next tick. */
 static void hand_over(struct fr_memsample *m)
 {
+	if (m->nnoted == 0)
+		return;
 	pthread_mutex_lock(&m->lock);
-	m->nwanted = 0;
 	for (uint32_t i = 0; i < NOTED_SLOTS; i++)
 		if (m->noted[i])
-			m->wanted[m->nwanted++] = m->noted[i];
+			set_add(m->wanted, &m->nwanted, m->noted[i]);
 	pthread_mutex_unlock(&m->lock);
 	memset(m->noted, 0, sizeof(m->noted));
 	m->nnoted = 0;
@@ -126,7 +139,7 @@ uint32_t fr_memsample_take(struct fr_memsample *m, void (*fn)(void *arg, const s
 	if (!m)
 		return 0;
 	now = fr_now_mono_ns();
-	if (now - m->handed_mono >= TICK_NS) {
+	if (now - m->handed_mono >= HAND_NS) {
 		m->handed_mono = now;
 		hand_over(m);
 	}
@@ -179,18 +192,27 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The pids to read this tick: those handed over and those watched, once
- * each. */
+/* The pids to read this tick, once each: those handed over since the
+ * last tick and before it (a process that runs once a second, its samples
+ * reaching the ingest thread just after one tick, is still read at each),
+ * and those watched. */
 static void gather(struct fr_memsample *m)
 {
-	uint32_t n = 0;
+	uint32_t n = m->nprev, nnew = 0;
 
+	memcpy(m->pids, m->prev, m->nprev * sizeof(m->pids[0]));
 	pthread_mutex_lock(&m->lock);
-	memcpy(m->pids, m->wanted, m->nwanted * sizeof(m->pids[0]));
-	memcpy(m->pids + m->nwanted, m->watch, m->nwatch * sizeof(m->pids[0]));
-	m->npids = m->nwanted + m->nwatch;
+	for (uint32_t i = 0; i < NOTED_SLOTS; i++)
+		if (m->wanted[i])
+			m->prev[nnew++] = m->pids[n++] = m->wanted[i];
+	memset(m->wanted, 0, sizeof(m->wanted));
+	m->nwanted = 0;
+	memcpy(m->pids + n, m->watch, m->nwatch * sizeof(m->pids[0]));
+	m->npids = n + m->nwatch;
 	pthread_mutex_unlock(&m->lock);
+	m->nprev = nnew;
 	qsort(m->pids, m->npids, sizeof(m->pids[0]), cmp_u32);
+	n = 0;
 	for (uint32_t i = 0; i < m->npids; i++)
 		if (m->pids[i] && (n == 0 || m->pids[n - 1] != m->pids[i]))
 			m->pids[n++] = m->pids[i];
@@ -361,10 +383,23 @@ static void publish(struct fr_memsample *m, uint32_t n)
 		count(&m->st.dropped, n - take);
 }
 
+/* The monotonic time of the next tick: the middle of a wall-clock
+ * second, so that a timeline of one-second steps has one read in each
+ * step (a tick at a second's edge would fall on either side of it by a
+ * millisecond's jitter, leaving one step empty and the next with two);
+ * never closer than a quarter of a second to the last. */
+static int64_t next_tick(void)
+{
+	int64_t mono = fr_now_mono_ns(), in = fr_now_real_ns() % TICK_NS;
+	int64_t wait = (TICK_NS + TICK_NS / 2 - in) % TICK_NS;
+
+	return mono + (wait < TICK_NS / 4 ? wait + TICK_NS : wait);
+}
+
 static void *sampler_main(void *arg)
 {
 	struct fr_memsample *m = arg;
-	int64_t next = fr_now_mono_ns() + TICK_NS;
+	int64_t next = next_tick();
 
 	fr_priority_normal();
 	pthread_mutex_lock(&m->lock);
@@ -377,9 +412,8 @@ static void *sampler_main(void *arg)
 			pthread_cond_timedwait(&m->cond, &m->lock, &ts);
 			continue;
 		}
-		/* A tick late by more than one (a suspended machine) starts
-		 * the count again rather than catching up. */
-		next = next + TICK_NS > now ? next + TICK_NS : now + TICK_NS;
+		/* A late tick (a suspended machine) does not catch up. */
+		next = next_tick();
 		pthread_mutex_unlock(&m->lock);
 		publish(m, tick(m));
 		pthread_mutex_lock(&m->lock);

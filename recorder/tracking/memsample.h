@@ -1,5 +1,5 @@
 /* The memory sampler: once a second, the resident set of the processes
- * that ran (had samples) in the last second or that the recorder watches
+ * that ran (had samples) in the last two seconds or that the recorder watches
  * (processes with allocation rings), and the machine's memory, CPU and
  * I/O pressure, as FR_EVENT_RSS, FR_EVENT_MEM_PRESSURE,
  * FR_EVENT_CPU_PRESSURE and FR_EVENT_IO_PRESSURE samples
@@ -13,8 +13,9 @@
  * ingest thread must never wait on /proc. The ingest thread notes the
  * pids it sees (fr_memsample_note_pid, no lock), and at its wake-ups
  * takes the samples read since (fr_memsample_take), handing over the
- * pids it noted once a second; the two share a queue under a priority-
- * inheritance lock held only to swap arrays.
+ * pids it noted every 100 ms (a process that ran is read at the next
+ * tick); the two share a queue under a priority-inheritance lock held
+ * only to copy or swap fixed arrays.
  *
  * Bounds: at most FR_MEMSAMPLE_MAX_PIDS statm reads a second (more
  * processes take turns; those left out are counted as skipped), a
