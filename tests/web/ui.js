@@ -135,8 +135,17 @@ async function main() {
 		}
 		await shot(page, '1-timeline');
 
-		// Only the workload (by pid: other programs named burn may run).
+		// Only the workload (by pid: other programs named burn may run):
+		// the timeline is drawn again with their processes only.
+		let tl = await page.evaluate(() => window.flightrec.state.timelines);
 		await page.type('#procs', burnPid + ',' + burn2Pid);
+		await page.keyboard.press('Tab');
+		await page.waitForFunction((n) => window.flightrec.state.timelines > n &&
+			window.flightrec.state.busy === 0, { timeout: 60000 }, tl);
+		const only = await page.$$eval('#timeline .u-legend .u-series .u-label',
+			(ls) => ls.slice(1).map((l) => l.textContent));
+		check('timeline_filtered', only.length >= 1 && only.every((l) =>
+			l.endsWith('(' + burnPid + ')') || l.endsWith('(' + burn2Pid + ')')), only.join(', '));
 
 		// Range A by mouse: the flame graph of burn alone.
 		let loads = 0;
@@ -175,6 +184,12 @@ async function main() {
 		// (No search: matches are drawn in their own colour.)
 		await page.click('#search', { clickCount: 3 });
 		await page.keyboard.press('Backspace');
+		// Brushing A showed the timeline of A: back to the whole ring,
+		// where both ranges are.
+		tl = await page.evaluate(() => window.flightrec.state.timelines);
+		await page.click('#zoom-out');
+		await page.waitForFunction((n) => window.flightrec.state.timelines > n &&
+			window.flightrec.state.busy === 0, { timeout: 60000 }, tl);
 		await page.click('#compare');
 		await brush(page, A);
 		await brush(page, B);
