@@ -65,7 +65,7 @@
 		let k = 0;
 		for (; Math.abs(v) >= 1024 && k < units.length - 1; k++)
 			v /= 1024;
-		return (k ? v.toFixed(1) : String(v)) + ' ' + units[k];
+		return (k ? v.toFixed(1) : String(Math.round(v))) + ' ' + units[k];
 	}
 
 	function procsText() {
@@ -154,6 +154,12 @@
 		return t.event + ' per second';
 	}
 
+	/* A value of the chart as the legend writes it: bytes per second
+	 * for alloc, else the rate (CPUs, threads, events per second). */
+	function rateText(t, v) {
+		return t.event === 'alloc' ? bytesText(v) + '/s' : v.toFixed(2);
+	}
+
 	function scale(t, v) {
 		const stepS = t.step_ns / 1e9;
 		return t.unit === 'nanoseconds' ? v / t.step_ns : v / stepS;
@@ -195,8 +201,9 @@
 		const xs = new Array(n);
 		for (let k = 0; k < n; k++)
 			xs[k] = (t.start_ns + k * t.step_ns) / 1e9;
-		/* Stacked: the series hold running sums, drawn largest sum
-		 * first so each smaller one covers its part of it. */
+		/* Stacked: the series hold running sums, the largest group at
+		 * the bottom and first in the legend ("other" last), each
+		 * filled down to the one below it (a uPlot band). */
 		const sums = [], run = new Array(n).fill(0);
 		for (const g of t.groups) {
 			for (let k = 0; k < n; k++)
@@ -204,13 +211,16 @@
 			sums.push(run.slice());
 		}
 		const series = [{ value: (u, v) => v == null ? '' : utc(v) }], data = [xs];
-		for (let i = t.groups.length - 1; i >= 0; i--) {
+		const bands = [];
+		t.groups.forEach((g, i) => {
 			const c = COLORS[i % COLORS.length];
-			series.push({ label: t.groups[i].name, stroke: c, fill: c + '99', width: 1,
+			series.push({ label: g.name, stroke: c, fill: c + '99', width: 1,
 				value: (u, v, si, idx) => idx == null ? '' :
-					scale(t, t.groups[i].values[idx]).toFixed(2) });
+					rateText(t, scale(t, g.values[idx])) });
 			data.push(sums[i]);
-		}
+			if (i > 0)
+				bands.push({ series: [i + 1, i] });
+		});
 		const box = $('timeline');
 		if (state.plot)
 			state.plot.destroy();
@@ -221,9 +231,12 @@
 			width: Math.max(400, box.clientWidth || document.body.clientWidth - 40),
 			height: 280,
 			series: series,
+			bands: bands,
 			/* Time ticks at UTC boundaries, named in UTC. */
 			tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'),
-			axes: [{ values: axisTimes, space: 70 }, { label: unitLabel(t) }],
+			axes: [{ values: axisTimes, space: 70 }, { label: unitLabel(t), size: 70,
+				values: (u, splits) => splits.map((v) => v == null ? '' :
+					t.event === 'alloc' ? bytesText(v) + '/s' : String(+v.toFixed(3))) }],
 			scales: { x: { time: true, range: () => [x0, x1] },
 				y: { range: (u, min, max) => [0, max > 0 ? max * 1.05 : 1] } },
 			cursor: { drag: { x: true, y: false, setScale: false } },
@@ -475,7 +488,7 @@
 		return 'from' + suffix + '=' + r[0].toFixed(3) + '&to' + suffix + '=' + r[1].toFixed(3);
 	}
 
-	/* The flame graph: frames narrower than a pixel are not drawn, and
+	/* The flame graph: frames of 2 pixels or less are not drawn, and
 	 * its height is that of the deepest frame drawn (again at each zoom),
 	 * so a deep but rare stack leaves no empty band above the rest. */
 	function drawFlame(tree, diff) {
@@ -486,7 +499,7 @@
 			.width(Math.max(400, box.clientWidth || document.body.clientWidth - 40))
 			.cellHeight(FLAME_CELL)
 			.transitionDuration(200)
-			.minFrameSize(1)
+			.minFrameSize(2)
 			.resetHeightOnZoom(true)
 			.sort(true)
 			.title('')

@@ -163,8 +163,8 @@ async function main() {
 		check('value_texts', texts[0] === '5.0 MiB' && texts[1] === '1,234 samples' &&
 			texts[2] === '19.2 s' && texts[3] === '3 page-faults', texts.join(' | '));
 
-		// The flame graph is as tall as its deepest frame drawn (at least
-		// a pixel wide): the rare deep stacks of `stacks` leave no band.
+		// The flame graph is as tall as its deepest frame drawn (over 2
+		// pixels wide): the rare deep stacks of `stacks` leave no band.
 		const flame = await page.evaluate(() => {
 			const svg = document.querySelector('#flame svg');
 			let drawn = 0;
