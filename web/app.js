@@ -460,6 +460,8 @@
 			return;
 		if ($('compare').checked && state.ranges.length === 1) {
 			state.ranges.push([a, b]);
+			state.shown = state.ranges.slice();
+			saveState(true);
 			mark([state.marks[0], { range: [a, b], color: 'rgba(220,0,0,0.15)' }]);
 			loadDiff();
 			return;
@@ -473,6 +475,8 @@
 		}
 		mark([{ range: [a, b], color: 'rgba(0,0,0,0.12)' }]);
 		state.view = [a, b];
+		state.shown = [[a, b]];
+		saveState(true);
 		loadTimeline();
 		loadProfile();
 	}
@@ -480,7 +484,7 @@
 	/* Back to the whole ring, the range brushed marked on it. */
 	function zoomOut() {
 		state.view = null;
-		saveState();
+		saveState(true);
 		loadTimeline();
 	}
 
@@ -533,22 +537,28 @@
 
 	const FLAME_CELL = 18;
 
+	/* Only the last flame graph asked is drawn (a range brushed while
+	 * another loads). */
+	let profileSeq = 0;
 	async function loadProfile() {
-		const q = rangeQuery(state.ranges[0], '') + filters();
+		const seq = ++profileSeq, r = state.ranges[0];
+		const q = rangeQuery(r, '') + filters();
 		const dl = $('download');
 		dl.href = '/api/pprof?' + q;
 		dl.hidden = false;
-		$('range').textContent = 'loading ' + describe(state.ranges[0]) + '…';
+		$('range').textContent = 'loading ' + describe(r) + '…';
 		state.busy++;
 		try {
 			const d = await getJSON('/api/profile?' + q);
+			if (seq !== profileSeq)
+				return;
 			state.unit = d.unit || 'count';
 			state.valueType = d.value_type || 'samples';
 			drawFlame(d.tree, false);
 			$('flame-hint').textContent = FLAME_HINTS[d.event] || '';
-			state.shown = [state.ranges[0]];
+			state.shown = [r];
 			saveState();
-			$('range').textContent = describe(state.ranges[0]) + ', ' +
+			$('range').textContent = describe(r) + ', ' +
 				d.range.samples.toLocaleString('en-US') + ' samples of ' + d.event +
 				(d.tree && d.tree.value && state.unit !== 'count' ? ' (' +
 				valueText(d.tree.value) + ')' : '');
@@ -562,6 +572,7 @@
 	}
 
 	async function loadDiff() {
+		const seq = ++profileSeq;
 		const [a, b] = state.ranges;
 		const q = rangeQuery(a, '') + '&' + rangeQuery(b, '2') + filters();
 		$('download').href = '/api/pprof?' + rangeQuery(b, '') + filters();
@@ -570,6 +581,8 @@
 		state.busy++;
 		try {
 			const d = await getJSON('/api/diff?' + q);
+			if (seq !== profileSeq)
+				return;
 			state.unit = d.unit || 'count';
 			state.valueType = d.value_type || 'samples';
 			drawFlame(d.tree, true);
@@ -586,7 +599,8 @@
 			message('difference: ' + e.message);
 		} finally {
 			state.busy--;
-			state.ranges = [];
+			if (seq === profileSeq)
+				state.ranges = [];
 		}
 	}
 
@@ -616,7 +630,10 @@
 		return p.length === 2 && b > a ? [a, b] : null;
 	}
 
-	function saveState() {
+	/* The address of what is shown; `push`: a new entry of the
+	 * browser's history (a range brushed, the whole ring again), so
+	 * that Back goes to the view before. */
+	function saveState(push) {
 		const kv = [['event', eventName()]];
 		if (state.view)
 			kv.push(['view', isoRange(state.view)]);
@@ -631,7 +648,11 @@
 			kv.push(['search', $('search').value.trim()]);
 		const h = '#' + kv.map(([k, v]) => k + '=' + encodeURIComponent(v)
 			.replace(/%3A/g, ':').replace(/%2F/g, '/').replace(/%2C/g, ',')).join('&');
-		if (h !== location.hash)
+		if (h === location.hash)
+			return;
+		if (push)
+			history.pushState(null, '', location.pathname + location.search + h);
+		else
 			history.replaceState(null, '', location.pathname + location.search + h);
 	}
 
@@ -729,6 +750,8 @@
 		};
 		/* An address pasted or edited: its state. */
 		window.addEventListener('hashchange', loadState);
+		/* Back and Forward through the views. */
+		window.addEventListener('popstate', loadState);
 		$('compare').onchange = () => { state.ranges = []; mark([]); };
 		$('search').oninput = () => {
 			const term = $('search').value.trim();

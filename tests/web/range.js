@@ -195,6 +195,17 @@ async function main() {
 			});
 			check('loss_shaded', loss.shaded > 0 && loss.pixel[0] > 150 && loss.pixel[1] < 90 &&
 				loss.pixel[2] < 90, JSON.stringify(loss));
+			// A recorder whose timeline says where it was held up
+			// ("stalled" per step): the freeze is shaded too.
+			const stall = await page.evaluate(() => {
+				const s = window.flightrec.state;
+				return Array.isArray(s.timeline.stalled) ?
+					s.shaded.filter((x) => x.stalled).length : -1;
+			});
+			if (stall >= 0)
+				check('stall_shaded', stall > 0, stall + ' steps shaded as held up');
+			else
+				console.log('check stall_shaded: skipped, the timeline has no "stalled"');
 		} else {
 			console.log('check loss_shaded: skipped, the recorder could not be frozen here');
 		}
@@ -237,6 +248,13 @@ async function main() {
 		await settled(page2, tl + 1, loads);
 		const back = await page2.evaluate(() => [window.flightrec.state.view, location.hash]);
 		check('zoom_out', back[0] === null && !back[1].includes('view='), JSON.stringify(back));
+		// Back: the range brushed again, from the browser's history.
+		[tl, loads] = await counts(page2);
+		await page2.goBack();
+		await settled(page2, tl + 1, loads + 1);
+		const again = await shown(page2);
+		check('history_back', JSON.stringify(again.view) === JSON.stringify(before.view) &&
+			again.range === before.range, JSON.stringify(again.view) + ' ' + again.range);
 		await page2.close();
 
 		check('no_page_errors', errors.length === 0, errors.join('; '));

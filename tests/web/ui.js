@@ -211,6 +211,20 @@ async function main() {
 		check('diff_red', red.length === 1 && red[0][0] > red[0][2] + 40,
 			'burn ' + JSON.stringify(red));
 		await shot(page, '5-diff-red');
+		// The comparison is in the address: a new page opened on it
+		// draws the same difference.
+		const href2 = await page.evaluate(() => location.href);
+		const diffText = await page.$eval('#range', (e) => e.textContent);
+		const page2 = await browser.newPage();
+		await page2.setViewport({ width: 1400, height: 1000 });
+		page2.on('pageerror', (e) => errors.push(String(e)));
+		await page2.goto(href2, { waitUntil: 'load' });
+		await settled(page2, 1);
+		const text2 = await page2.$eval('#range', (e) => e.textContent);
+		const red2 = await fills(page2, 'burn');
+		check('diff_url', /range2=/.test(href2) && text2 === diffText &&
+			JSON.stringify(red2) === JSON.stringify(red), href2 + ': ' + text2);
+		await page2.close();
 
 		// Another event: the timeline is drawn again for it, and the
 		// flame graph.
@@ -224,8 +238,10 @@ async function main() {
 			// The difference shown is asked again for that event.
 			await settled(page, ++loads);
 			const text = await page.$eval('#range', (e) => e.textContent);
-			check('event_switch', text.startsWith(other + ':'),
-				'to ' + other + ' of ' + events.join(',') + ': ' + text);
+			const hash = await page.evaluate(() => location.hash);
+			check('event_switch', text.startsWith(other + ':') &&
+				hash.includes('event=' + other + '&'),
+				'to ' + other + ' of ' + events.join(',') + ': ' + text + ' ' + hash);
 			await shot(page, '6-' + other);
 		}
 		// Who kept them waiting: wakeup (and runqueue) are shown like
