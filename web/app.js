@@ -90,8 +90,10 @@
 			return null;
 		const items = procs.split(',').filter((x) => x);
 		if (/^[0-9,]+$/.test(procs))
-			return { items: items, test: (g, x) => String(g.pid) === x };
-		return { items: items, test: (g, x) => g.name.replace(/ \([0-9]+\)$/, '') === x };
+			return { items: items, test: (g, x) => String(g.pid) === x,
+				mark: (m) => items.includes(String(m.pid)) };
+		return { items: items, test: (g, x) => g.name.replace(/ \([0-9]+\)$/, '') === x,
+			mark: (m) => items.includes(m.comm) };
 	}
 
 	/* Times as the CLI writes them: UTC, "2026-11-30 05:11:53Z", with
@@ -364,6 +366,8 @@
 					match.items.some((x) => match.test(g, x)));
 				state.missing = match.items.filter((x) =>
 					!t.groups.some((g) => match.test(g, x)));
+				if (t.marks)
+					t.marks = t.marks.filter(match.mark);
 			}
 			state.timeline = t;
 			state.shaded = lossSteps(t);
@@ -374,6 +378,7 @@
 			$('ring').textContent = t.ring.first_ns ? 'ring: ' + utc(t.ring.first_ns / 1e9) +
 				' to ' + utc(t.ring.last_ns / 1e9) + '; shown: ' + describe(shown) + ', ' +
 				t.samples.toLocaleString('en-US') + ' samples of ' + t.event +
+				(match ? ' (all processes)' : '') +
 				(lostN ? ', ' + lostN.toLocaleString('en-US') +
 				' samples lost (shaded red)' : '') +
 				(stalledN ? ', the recorder was held up in ' + stalledN +

@@ -216,7 +216,11 @@ async function main() {
 		await page.keyboard.press('Tab');
 		await settled(page, tl + 1, loads + 1);
 		const only = await legend(page);
-		check('filter_timeline', only.length === 1 && only[0] === burstName, only.join(', '));
+		const marks = await page.evaluate(() =>
+			(window.flightrec.state.timeline.marks || []).map((m) => m.pid));
+		check('filter_timeline', only.length === 1 && only[0] === burstName &&
+			marks.every((p) => String(p) === burstPid), only.join(', ') + '; marks of ' +
+			JSON.stringify(marks));
 		const roots = await page.evaluate(() =>
 			(window.flightrec.state.tree.children || []).map((c) => c.name));
 		check('filter_flame', roots.length === 1 && roots[0] === 'burst', roots.join(', '));
