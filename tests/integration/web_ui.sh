@@ -2,11 +2,15 @@
 # flightrec serve's page in a real browser (tests/web/ui.js: headless
 # Chromium driven by puppeteer-core): a recorder records burn alone (range
 # A), then burn and a copy of it named burn2 (range B); the page must show
-# burn in the timeline, the flame graph of A brushed with the mouse with
+# burn in the timeline, the timeline narrowed to burn and burn2 by the
+# processes box, the flame graph of A brushed with the mouse with
 # fr_burn_heavy's share as in the pprof downloaded from the page (read by
 # flightrec top), zoom on a click, search, the difference of B against A in
 # blue and of A against B in red, another event's timeline, wakeup's and
-# runqueue's with what their stacks are, and burn's threads. Screenshots are kept under the build's meson-logs/web_ui/.
+# runqueue's with what their stacks are, and burn's threads. Screenshots
+# are kept under the build's meson-logs/web_ui/. tests/web/range.js (run by
+# web_range.sh) covers the page over a 30-minute ring: a burst's range,
+# units, the flame graph's height, UTC times, loss shading, the address.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 SRC=${FR_SOURCE_DIR:?}

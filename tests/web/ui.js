@@ -135,8 +135,17 @@ async function main() {
 		}
 		await shot(page, '1-timeline');
 
-		// Only the workload (by pid: other programs named burn may run).
+		// Only the workload (by pid: other programs named burn may run):
+		// the timeline is drawn again with their processes only.
+		let tl = await page.evaluate(() => window.flightrec.state.timelines);
 		await page.type('#procs', burnPid + ',' + burn2Pid);
+		await page.keyboard.press('Tab');
+		await page.waitForFunction((n) => window.flightrec.state.timelines > n &&
+			window.flightrec.state.busy === 0, { timeout: 60000 }, tl);
+		const only = await page.$$eval('#timeline .u-legend .u-series .u-label',
+			(ls) => ls.slice(1).map((l) => l.textContent));
+		check('timeline_filtered', only.length >= 1 && only.every((l) =>
+			l.endsWith('(' + burnPid + ')') || l.endsWith('(' + burn2Pid + ')')), only.join(', '));
 
 		// Range A by mouse: the flame graph of burn alone.
 		let loads = 0;
@@ -175,6 +184,12 @@ async function main() {
 		// (No search: matches are drawn in their own colour.)
 		await page.click('#search', { clickCount: 3 });
 		await page.keyboard.press('Backspace');
+		// Brushing A showed the timeline of A: back to the whole ring,
+		// where both ranges are.
+		tl = await page.evaluate(() => window.flightrec.state.timelines);
+		await page.click('#zoom-out');
+		await page.waitForFunction((n) => window.flightrec.state.timelines > n &&
+			window.flightrec.state.busy === 0, { timeout: 60000 }, tl);
 		await page.click('#compare');
 		await brush(page, A);
 		await brush(page, B);
@@ -196,6 +211,20 @@ async function main() {
 		check('diff_red', red.length === 1 && red[0][0] > red[0][2] + 40,
 			'burn ' + JSON.stringify(red));
 		await shot(page, '5-diff-red');
+		// The comparison is in the address: a new page opened on it
+		// draws the same difference.
+		const href2 = await page.evaluate(() => location.href);
+		const diffText = await page.$eval('#range', (e) => e.textContent);
+		const page2 = await browser.newPage();
+		await page2.setViewport({ width: 1400, height: 1000 });
+		page2.on('pageerror', (e) => errors.push(String(e)));
+		await page2.goto(href2, { waitUntil: 'load' });
+		await settled(page2, 1);
+		const text2 = await page2.$eval('#range', (e) => e.textContent);
+		const red2 = await fills(page2, 'burn');
+		check('diff_url', /range2=/.test(href2) && text2 === diffText &&
+			JSON.stringify(red2) === JSON.stringify(red), href2 + ': ' + text2);
+		await page2.close();
 
 		// Another event: the timeline is drawn again for it, and the
 		// flame graph.
@@ -209,8 +238,10 @@ async function main() {
 			// The difference shown is asked again for that event.
 			await settled(page, ++loads);
 			const text = await page.$eval('#range', (e) => e.textContent);
-			check('event_switch', text.startsWith(other + ':'),
-				'to ' + other + ' of ' + events.join(',') + ': ' + text);
+			const hash = await page.evaluate(() => location.hash);
+			check('event_switch', text.startsWith(other + ':') &&
+				hash.includes('event=' + other + '&'),
+				'to ' + other + ' of ' + events.join(',') + ': ' + text + ' ' + hash);
 			await shot(page, '6-' + other);
 		}
 		// Who kept them waiting: wakeup (and runqueue) are shown like

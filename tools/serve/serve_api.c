@@ -5,7 +5,9 @@
  *
  *   /api/status             the recorder's status (ring span, events)
  *   /api/timeline?...       the timeline of the ring (serve_timeline.c)
- *   /api/profile?QUERY      the flame graph tree of a range
+ *   /api/profile?QUERY      the flame graph tree of a range, with what its
+ *                           values are ("value_type", "unit": the profile's
+ *                           default sample type: cpu nanoseconds, ...)
  *   /api/diff?QUERY&from2=&to2=   the differential tree of [from2, to2)
  *                           against [from, to)
  *   /api/pprof?QUERY        the range as a gzip'ed pprof download
@@ -209,7 +211,7 @@ static void route_tree(const struct fr_serve *s, int fd, const struct fr_http_re
 	struct fr_serve_tree *t = fr_serve_tree_new();
 	struct fr_pprof_data *pd = NULL;
 	cJSON *o = NULL, *tree;
-	char why[600] = "out of memory";
+	char why[600] = "out of memory", unit[32] = "", type[64] = "";
 	int status = 500;
 
 	if (!p || !rep || !t)
@@ -226,6 +228,16 @@ static void route_tree(const struct fr_serve *s, int fd, const struct fr_http_re
 		snprintf(why, sizeof(why), "out of memory");
 		if (fr_serve_tree_add(t, pd, side, -1) < 0)
 			goto out;
+		/* What the values drawn are (the default sample type): the
+		 * page writes "12.3 s", "4.0 MiB" or "1,234 samples". */
+		if (!side) {
+			ssize_t col = pd->default_type >= 0 ? pd->default_type : 0;
+
+			if ((size_t)col < pd->ntypes && pd->types[col].unit)
+				snprintf(unit, sizeof(unit), "%s", pd->types[col].unit);
+			if ((size_t)col < pd->ntypes && pd->types[col].type)
+				snprintf(type, sizeof(type), "%s", pd->types[col].type);
+		}
 		fr_pprof_data_free(pd);
 		pd = NULL;
 		status = 400;
@@ -234,7 +246,9 @@ static void route_tree(const struct fr_serve *s, int fd, const struct fr_http_re
 	if (!(o = cJSON_CreateObject()) || !(tree = fr_serve_tree_json(t, diff)) ||
 	    !cJSON_AddItemToObject(o, "tree", tree) || add_range(o, "range", &rep[0]) < 0 ||
 	    (diff && add_range(o, "range2", &rep[1]) < 0) ||
-	    !cJSON_AddStringToObject(o, "event", p->val[3][0] ? p->val[3] : "cpu"))
+	    !cJSON_AddStringToObject(o, "event", p->val[3][0] ? p->val[3] : "cpu") ||
+	    !cJSON_AddStringToObject(o, "unit", unit[0] ? unit : "count") ||
+	    !cJSON_AddStringToObject(o, "value_type", type))
 		goto out;
 	status = 0;
 	send_json(fd, o, head_only);
