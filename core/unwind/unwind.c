@@ -14,6 +14,8 @@ struct frame {
 	uint64_t ip, sp, bp;
 	bool bp_known; /* an rbp rule said the caller's rbp is lost */
 	bool exact;    /* ip is no return address: look it up as is */
+	bool bp_saved; /* bp was loaded by a frame-pointer step: the
+			* callee's saved rbp, not a register left as is */
 };
 
 static bool load(const struct fr_unwind_stack *s, uint64_t addr, uint64_t *v)
@@ -33,14 +35,16 @@ static bool load(const struct fr_unwind_stack *s, uint64_t addr, uint64_t *v)
  * return address above it. The rbp it starts from is the one the CFI of
  * the frames below recovered (step_row keeps it current), so a JIT frame
  * called from code that uses rbp for anything is still stepped right.
- * An rbp of 0 is the outermost frame: the x86-64 ABI has the process's
- * entry and each thread's start clear it, and code that keeps frame
- * pointers (Go's, a JIT's) never holds anything else there. */
+ * A saved rbp of 0 that a frame-pointer step loaded is the outermost
+ * frame: the x86-64 ABI has the process's entry and each thread's start
+ * clear rbp, and a callee that keeps a frame pointer saved it. An rbp of
+ * 0 otherwise says nothing: code built without frame pointers often
+ * never touches rbp, which stays 0 from _start on. */
 static int step_fp(const struct fr_unwind_stack *s, struct frame *f)
 {
 	uint64_t bp = f->bp, ra, caller_bp;
 
-	if (f->bp_known && bp == 0)
+	if (f->bp_saved && bp == 0)
 		return FR_UNWIND_DONE;
 	if (!f->bp_known || bp < f->sp || (bp & 7) || bp - s->sp >= s->size)
 		return FR_UNWIND_NO_CFI;
@@ -50,6 +54,7 @@ static int step_fp(const struct fr_unwind_stack *s, struct frame *f)
 	f->bp = caller_bp;
 	f->sp = bp + 16;
 	f->exact = false;
+	f->bp_saved = true;
 	return STEP_ON;
 }
 
@@ -101,6 +106,7 @@ static int step_signal(const struct fr_unwind_stack *s, const struct fr_cfi_row 
 	f->sp = sp;
 	f->bp = bp;
 	f->bp_known = true;
+	f->bp_saved = false;
 	/* The interrupted instruction itself, not a return address. */
 	f->exact = true;
 	return STEP_ON;
@@ -149,6 +155,7 @@ static int step_row(const struct fr_unwind_stack *s, const struct fr_cfi_row *r,
 	f->sp = cfa;
 	f->bp = bp;
 	f->exact = false;
+	f->bp_saved = false;
 	return STEP_ON;
 }
 

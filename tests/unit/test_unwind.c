@@ -316,6 +316,13 @@ static void test_ends(void)
 	end = fake_unwind(0, 0x4000, bp, &nocfi, 8, ips, &n);
 	CHECK(end == FR_UNWIND_DONE && n == 4 && ips[3] == 0x4000, "fp outermost: %s, %u frames",
 	      fr_unwind_end_name(end), n);
+	/* rbp 0 in the registers, not saved by a frame-pointer step: code
+	 * built without frame pointers often leaves it 0 from _start on, so
+	 * it says nothing of the caller (regression: JIT code called from
+	 * such a program was a whole stack of one frame). */
+	end = fake_unwind(0, 0x4000, 0, &nocfi, 8, ips, &n);
+	CHECK(end == FR_UNWIND_NO_CFI && n == 1, "rbp 0: %s, %u frames", fr_unwind_end_name(end),
+	      n);
 	/* The table is not built yet. */
 	end = fake_unwind(0, 0, bp, &pending, 8, ips, &n);
 	CHECK(end == FR_UNWIND_PENDING && n == 1, "pending: %s, %u frames", fr_unwind_end_name(end),
