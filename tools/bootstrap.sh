@@ -29,8 +29,8 @@ test_packages=(
 
 # The web page of flightrec serve takes its libraries from npm
 # (web/package-lock.json): Debian's nodejs and npm only where there is no
-# node already (a newer one from elsewhere is fine); the browser test drives
-# Debian's chromium.
+# node already (a newer one from elsewhere is fine), which the jit_node test
+# also runs; the browser test drives Debian's chromium.
 web_packages() {
 	command -v node >/dev/null && command -v npm >/dev/null || echo nodejs npm
 }

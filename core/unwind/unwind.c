@@ -14,6 +14,8 @@ struct frame {
 	uint64_t ip, sp, bp;
 	bool bp_known; /* an rbp rule said the caller's rbp is lost */
 	bool exact;    /* ip is no return address: look it up as is */
+	bool bp_saved; /* bp was loaded by a frame-pointer step: the
+			* callee's saved rbp, not a register left as is */
 };
 
 static bool load(const struct fr_unwind_stack *s, uint64_t addr, uint64_t *v)
@@ -26,14 +28,24 @@ static bool load(const struct fr_unwind_stack *s, uint64_t addr, uint64_t *v)
 	return true;
 }
 
-/* A step with the frame pointer, for code without CFI: rbp must point
- * into the copy, above the current frame, where a `push %rbp; mov %rsp,
- * %rbp` prologue leaves the caller's rbp and the return address above
- * it. */
+/* A step with the frame pointer, for code without CFI (JIT code, V8's
+ * builtins between the FDEs of node's text, CPython's perf trampolines,
+ * Go): rbp must point into the copy, above the current frame, where a
+ * `push %rbp; mov %rsp, %rbp` prologue leaves the caller's rbp and the
+ * return address above it. The rbp it starts from is the one the CFI of
+ * the frames below recovered (step_row keeps it current), so a JIT frame
+ * called from code that uses rbp for anything is still stepped right.
+ * A saved rbp of 0 that a frame-pointer step loaded is the outermost
+ * frame: the x86-64 ABI has the process's entry and each thread's start
+ * clear rbp, and a callee that keeps a frame pointer saved it. An rbp of
+ * 0 otherwise says nothing: code built without frame pointers often
+ * never touches rbp, which stays 0 from _start on. */
 static int step_fp(const struct fr_unwind_stack *s, struct frame *f)
 {
 	uint64_t bp = f->bp, ra, caller_bp;
 
+	if (f->bp_saved && bp == 0)
+		return FR_UNWIND_DONE;
 	if (!f->bp_known || bp < f->sp || (bp & 7) || bp - s->sp >= s->size)
 		return FR_UNWIND_NO_CFI;
 	if (!load(s, bp, &caller_bp) || !load(s, bp + 8, &ra))
@@ -42,7 +54,42 @@ static int step_fp(const struct fr_unwind_stack *s, struct frame *f)
 	f->bp = caller_bp;
 	f->sp = bp + 16;
 	f->exact = false;
+	f->bp_saved = true;
 	return STEP_ON;
+}
+
+/* A frame without CFI whose frame pointer cannot be followed, reached by
+ * a return address: a stub that keeps no frame pointer but reserved one
+ * slot below its return address, as CPython 3.12's perf trampolines do
+ * (-X perf: copies of `sub $8, %rsp; call *%rcx; add $8, %rsp; ret` in
+ * anonymous memory, called from code that uses rbp for anything). Taken
+ * only when the return address at rsp + 8 is in code whose CFI covers
+ * it, so that a guess that lands anywhere else stops the unwind as
+ * before; rbp is unchanged, as the stub leaves it. */
+static int step_stub(const struct fr_unwind_stack *s, fr_unwind_find_fn find, void *arg,
+		     struct frame *f)
+{
+	uint64_t ra, vaddr = 0;
+	int miss = 0;
+	const struct fr_cfi_table *t;
+
+	if (f->exact || !load(s, f->sp + 8, &ra) || ra == 0)
+		return FR_UNWIND_NO_CFI;
+	t = find(arg, ra - 1, &vaddr, &miss);
+	if (!t || !fr_cfi_lookup(t, vaddr))
+		return FR_UNWIND_NO_CFI;
+	f->ip = ra;
+	f->sp += 16;
+	return STEP_ON;
+}
+
+/* A frame in code without CFI: by its frame pointer, else as a stub. */
+static int step_nocfi(const struct fr_unwind_stack *s, fr_unwind_find_fn find, void *arg,
+		      struct frame *f)
+{
+	int end = step_fp(s, f);
+
+	return end == FR_UNWIND_NO_CFI ? step_stub(s, find, arg, f) : end;
 }
 
 /* The interrupted context of a signal frame, from the ucontext the
@@ -59,6 +106,7 @@ static int step_signal(const struct fr_unwind_stack *s, const struct fr_cfi_row 
 	f->sp = sp;
 	f->bp = bp;
 	f->bp_known = true;
+	f->bp_saved = false;
 	/* The interrupted instruction itself, not a return address. */
 	f->exact = true;
 	return STEP_ON;
@@ -107,6 +155,7 @@ static int step_row(const struct fr_unwind_stack *s, const struct fr_cfi_row *r,
 	f->sp = cfa;
 	f->bp = bp;
 	f->exact = false;
+	f->bp_saved = false;
 	return STEP_ON;
 }
 
@@ -123,7 +172,7 @@ static int step(const struct fr_unwind_stack *s, fr_unwind_find_fn find, void *a
 		switch (miss) {
 		case FR_UNWIND_MISS_PENDING: return FR_UNWIND_PENDING;
 		case FR_UNWIND_MISS_NOCFI:
-		case FR_UNWIND_MISS_VDSO: return step_fp(s, f);
+		case FR_UNWIND_MISS_VDSO: return step_nocfi(s, find, arg, f);
 		case FR_UNWIND_MISS_NOMAP:
 			/* The sampled instruction may be in anonymous code; a
 			 * return address into nothing is a wrong unwind. */
@@ -132,8 +181,11 @@ static int step(const struct fr_unwind_stack *s, fr_unwind_find_fn find, void *a
 		}
 	}
 	r = fr_cfi_lookup(t, vaddr);
+	/* Code between the file's FDEs, or a rule the table cannot express:
+	 * code without CFI in a file with some (V8's builtins in node's
+	 * text, hand-written assembly). */
 	if (!r)
-		return FR_UNWIND_BAD;
+		return step_nocfi(s, find, arg, f);
 	return step_row(s, r, vaddr, f);
 }
 

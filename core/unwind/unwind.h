@@ -6,10 +6,19 @@
  * every sample.
  *
  * Where the CFI cannot be trusted or is missing the unwinder degrades
- * rather than invents: a module without CFI (JIT code) is stepped with
- * its frame pointer when rbp points into the copied stack and above the
- * current frame; anything else stops the unwind and says why, so the
- * profile can count the stack as truncated. x86-64 only.
+ * rather than invents: code without CFI (JIT code in anonymous memory,
+ * code between a file's FDEs such as V8's builtins, a file without CFI)
+ * is stepped with its frame pointer when rbp points into the copied stack
+ * and above the current frame, and the CFI takes over again at the first
+ * return address it covers; rbp stays current through the CFI frames, so
+ * a JIT frame called from code that keeps no frame pointer is found too.
+ * A saved rbp of 0 that such a step loads is the outermost frame (the
+ * stack is whole). Where
+ * rbp leads nowhere, a stub that reserved one slot below its return
+ * address (CPython 3.12's perf trampolines) is stepped when the return
+ * address at rsp + 8 is in code with CFI; anything else stops the unwind
+ * and says why, so the profile can count the stack as truncated. x86-64
+ * only.
  */
 #ifndef FR_CORE_UNWIND_UNWIND_H
 #define FR_CORE_UNWIND_UNWIND_H
@@ -49,7 +58,8 @@ typedef const struct fr_cfi_table *(*fr_unwind_find_fn)(void *arg, uint64_t addr
 /* How an unwind ended. */
 enum fr_unwind_end {
 	FR_UNWIND_DONE = 0,   /* reached the outermost frame (return address
-			       * undefined or 0): the stack is whole */
+			       * undefined or 0, or a saved rbp of 0 in the
+			       * frame-pointer chain): the stack is whole */
 	FR_UNWIND_STACK_COPY, /* a load fell outside the stack copy: the copy
 			       * was too small for this stack */
 	FR_UNWIND_NO_CFI,     /* a frame in code without CFI, where the frame

@@ -331,6 +331,32 @@ start_jit_spin() {
 	fail "jit_spin did not spin"
 }
 
+# check_jit_chain FOLDED LEAF OUTER: in a folded profile, the samples with
+# a frame matching the awk regex LEAF have one matching OUTER above it in
+# at least 95% of cases, and under 5% of all samples end in a
+# [truncated: ...] marker.
+check_jit_chain() {
+	local counts
+	counts=$(awk -v leaf="$2" -v outer="$3" '
+		{ n = $NF; total += n; s = $0; sub(/ [0-9]+$/, "", s) }
+		s ~ /\[truncated: / { trunc += n }
+		s ~ leaf { inleaf += n; if (s ~ (outer ".*" leaf)) chain += n }
+		END { print total + 0, trunc + 0, inleaf + 0, chain + 0 }' "$1")
+	set -- "$1" "$2" "$3" $counts
+	echo "$4 samples, $5 truncated; $6 in $2, $7 of them under $3"
+	[ "$4" -ge 100 ] || fail "only $4 samples"
+	[ "$6" -ge 50 ] || { top_folded <"$1"; fail "only $6 samples in $2"; }
+	[ $(($5 * 100)) -lt $(($4 * 5)) ] ||
+		{ grep -F '[truncated' "$1" | top_folded; fail "$5 of $4 samples truncated"; }
+	[ $(($7 * 100)) -ge $(($6 * 95)) ] ||
+		{ grep -E "$2" "$1" | grep -Ev "$3" | top_folded; fail "$2 has $3 as a caller in only $7 of $6 samples"; }
+}
+
+# top_folded: the five heaviest stacks of a folded profile on stdin.
+top_folded() {
+	awk '{ print $NF "\t" $0 }' | sort -rn | head -5 | cut -f2-
+}
+
 # traces PROFILE OUT: one line per pprof sample, "COUNT root;...;leaf", from
 # go tool pprof -traces (frames leaf first, one per line, between rules).
 traces() {

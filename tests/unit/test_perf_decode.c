@@ -141,7 +141,9 @@ static void test_unwound(struct ring *rg)
 	put64(&r, USER_SP + 64); /* rbp */
 	put64(&r, USER_SP);	 /* rsp */
 	put64(&r, USER_IP);	 /* rip */
-	stack[64 / 8] = 0;	 /* the caller's rbp: none */
+	/* The caller's rbp: outside the copy (a saved 0 would be the
+	 * outermost frame). */
+	stack[64 / 8] = 0x1000;
 	stack[64 / 8 + 1] = 0x402345;
 	put64(&r, COPY);
 	put(&r, stack, sizeof(stack));

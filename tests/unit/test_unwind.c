@@ -309,6 +309,20 @@ static void test_ends(void)
 	end = fake_unwind(0, 0, 0x1234, &nocfi, 8, ips, &n);
 	CHECK(end == FR_UNWIND_NO_CFI && n == 1, "fp elsewhere: %s, %u frames",
 	      fr_unwind_end_name(end), n);
+	/* The last frame's saved rbp is 0, as the process's entry and a
+	 * thread's start leave it: the outermost frame, the stack is whole
+	 * (was "no cfi": a Go program without CFI was truncated at its
+	 * goroutine's first frame). */
+	end = fake_unwind(0, 0x4000, bp, &nocfi, 8, ips, &n);
+	CHECK(end == FR_UNWIND_DONE && n == 4 && ips[3] == 0x4000, "fp outermost: %s, %u frames",
+	      fr_unwind_end_name(end), n);
+	/* rbp 0 in the registers, not saved by a frame-pointer step: code
+	 * built without frame pointers often leaves it 0 from _start on, so
+	 * it says nothing of the caller (regression: JIT code called from
+	 * such a program was a whole stack of one frame). */
+	end = fake_unwind(0, 0x4000, 0, &nocfi, 8, ips, &n);
+	CHECK(end == FR_UNWIND_NO_CFI && n == 1, "rbp 0: %s, %u frames", fr_unwind_end_name(end),
+	      n);
 	/* The table is not built yet. */
 	end = fake_unwind(0, 0, bp, &pending, 8, ips, &n);
 	CHECK(end == FR_UNWIND_PENDING && n == 1, "pending: %s, %u frames", fr_unwind_end_name(end),
@@ -375,6 +389,99 @@ static void test_epilogue(void)
 	free(t);
 }
 
+/* ---- code without CFI between code with CFI (regression) ---- */
+
+/* A file with CFI at [0x10000, 0x10200): three functions of one row each
+ * (CFA = rsp + 8, rbp unchanged: frameless), a gap without CFI at
+ * [0x10100, 0x10180) (V8's builtins in node's text), and the outermost
+ * frame at 0x10180; anonymous code without CFI (JIT code) at [0x20000,
+ * 0x21000); nothing elsewhere. */
+static const struct fr_cfi_table *mixed_find(void *arg, uint64_t addr, uint64_t *vaddr, int *miss)
+{
+	const struct fr_cfi_table *t = arg;
+
+	*vaddr = addr;
+	if (addr >= 0x20000 && addr < 0x21000) {
+		*miss = FR_UNWIND_MISS_NOCFI;
+		return NULL;
+	}
+	if (addr < t->base || addr >= t->limit) {
+		*miss = FR_UNWIND_MISS_NOMAP;
+		return NULL;
+	}
+	return t;
+}
+
+static struct fr_cfi_table *mixed_table(void)
+{
+	struct fr_cfi_table *t = calloc(1, sizeof(*t) + 3 * sizeof(struct fr_cfi_row));
+
+	if (!t)
+		return NULL;
+	t->base = 0x10000;
+	t->limit = 0x10200;
+	t->nrows = 3;
+	t->rows[0] = (struct fr_cfi_row){.pc = 0, .cfa_off = 8, .kind = FR_CFA_SP};
+	t->rows[1] = (struct fr_cfi_row){.pc = 0x100, .kind = FR_CFA_UNDEF};
+	t->rows[2] = (struct fr_cfi_row){.pc = 0x180, .kind = FR_CFA_END};
+	return t;
+}
+
+static void put64(uint8_t *stack, uint64_t at, uint64_t v)
+{
+	memcpy(stack + (at - FAKE_SP), &v, 8);
+}
+
+static void test_mixed(void)
+{
+	static uint8_t data[256];
+	struct fr_cfi_table *t = mixed_table();
+	struct fr_unwind_regs regs = {.ip = 0x10010, .sp = FAKE_SP, .bp = FAKE_SP + 32};
+	struct fr_unwind_stack st = {.sp = FAKE_SP, .data = data, .size = sizeof(data)};
+	uint64_t ips[8];
+	enum fr_unwind_end end;
+	unsigned n = 0;
+
+	if (!t) {
+		CHECK(0, "calloc");
+		return;
+	}
+	/* A frameless function with CFI (rbp holds its caller's frame
+	 * pointer, untouched) called from JIT code, called from a builtin in
+	 * the CFI file's gap, called from a function with CFI, called from
+	 * the outermost one: the frame pointer takes over where the CFI has
+	 * nothing, the CFI again from 0x10050 on. */
+	put64(data, FAKE_SP, 0x20010);			      /* leaf's return address */
+	put_frame(data, FAKE_SP + 32, FAKE_SP + 96, 0x10110); /* the JIT frame */
+	put_frame(data, FAKE_SP + 96, 0x5555, 0x10050);	      /* the builtin's frame */
+	put64(data, FAKE_SP + 112, 0x10190);		      /* 0x10050's return address */
+	end = fr_unwind(&regs, &st, mixed_find, t, ips, 8, &n);
+	/* Was "bad" at 0x10110: the gap has no row. */
+	CHECK(end == FR_UNWIND_DONE && n == 5 && ips[1] == 0x20010 && ips[2] == 0x10110 &&
+		      ips[3] == 0x10050 && ips[4] == 0x10190,
+	      "mixed: %s, %u frames", fr_unwind_end_name(end), n);
+
+	/* CPython 3.12's perf trampoline: JIT code without a frame pointer
+	 * (`sub $8, %rsp; call *%rcx`) called from code with CFI that uses
+	 * rbp for data: its return address into CFI code is at rsp + 8. */
+	memset(data, 0, sizeof(data));
+	regs.bp = 0x7f0000001230;	    /* not a frame pointer */
+	put64(data, FAKE_SP, 0x20006);	    /* leaf's return address */
+	put64(data, FAKE_SP + 8, 0x10040);  /* the slot the stub reserved */
+	put64(data, FAKE_SP + 16, 0x10060); /* its return address */
+	put64(data, FAKE_SP + 24, 0x10190);
+	end = fr_unwind(&regs, &st, mixed_find, t, ips, 8, &n);
+	CHECK(end == FR_UNWIND_DONE && n == 4 && ips[1] == 0x20006 && ips[2] == 0x10060 &&
+		      ips[3] == 0x10190,
+	      "stub: %s, %u frames", fr_unwind_end_name(end), n);
+	/* The same with a return address into no code with CFI: stopped. */
+	put64(data, FAKE_SP + 16, 0x30000);
+	end = fr_unwind(&regs, &st, mixed_find, t, ips, 8, &n);
+	CHECK(end == FR_UNWIND_NO_CFI && n == 2, "stub elsewhere: %s, %u frames",
+	      fr_unwind_end_name(end), n);
+	free(t);
+}
+
 int main(void)
 {
 	void *warm[4];
@@ -394,6 +501,7 @@ int main(void)
 	test_small_copy();
 	test_ends();
 	test_epilogue();
+	test_mixed();
 	self_maps_free(&maps);
 	return failures ? 1 : 0;
 }
