@@ -5,7 +5,7 @@
 # "stripped+0xOFFSET"), one of its debug information only (named from its
 # symbols); after the attach both paths become FIFOs, which an open blocks
 # on until a writer comes. `go tool pprof` with its default symbolization
-# (-top, -raw, -traces, -list) must return within seconds and show our
+# (-top, -raw, -traces, -peek, -list) must return within seconds and show our
 # names: before, a mapping with a frame no symbol named lacked
 # has_functions, pprof opened its path to name it again, and blocked for
 # ever (timeout 20 -> 124); and a function named from a symbol had the
@@ -71,6 +71,8 @@ sed -n '/^Mappings/,$p' "$T/out"
 grep -q 'stripped+0x[0-9a-f]' "$T/out" || fail "-raw does not show stripped+0xOFFSET"
 reader "$T/p.pb.gz" -traces
 grep -q 'fr_burn_heavy' "$T/out" || fail "-traces does not show fr_burn_heavy"
+reader "$T/p.pb.gz" -peek 'fr_burn_heavy'
+grep -q 'fr_burn_heavy' "$T/out" || fail "-peek does not show fr_burn_heavy"
 reader "$T/p.pb.gz" -list 'fr_burn_heavy|stripped'
 head -5 "$T/out"
 grep -q 'No source information for fr_burn_heavy' "$T/out" ||
