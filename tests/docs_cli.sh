@@ -4,7 +4,9 @@
 #     section in flightrec(1) and an entry in both completions; every long
 #     option of each command's --help (and of flightrecd's) is completed
 #     by bash and named in the man page or the completion; every command
-#     of this round's CLI is among the completed names.
+#     of this round's CLI is among the completed names; no --help
+#     suggests reading a pipe with go tool pprof (it opens its argument
+#     twice: `go tool pprof /dev/stdin` fails, as the README says).
 #   docs_cli.sh render    each man page renders with `man --warnings`
 #     without a warning (skipped without man and groff).
 set -u
@@ -39,6 +41,8 @@ coverage() {
 		grep -q "[\"']$c:" "$zsh_c" || bad "zsh completion does not list the command $c"
 	done
 	for c in $cmds; do
+		"$flightrec" "$c" --help | grep -q 'pprof.*/dev/stdin' &&
+			bad "flightrec $c --help suggests go tool pprof /dev/stdin, which cannot read a pipe"
 		var=_flightrec_opts_$c
 		opts=${!var-}
 		[ -n "$opts" ] || { bad "bash completion has no options for $c"; continue; }

@@ -66,20 +66,38 @@ web_deps() {
 	fi
 }
 
+# build [installed]: sets up the build directory once and builds
+# everything, or with `installed` only what `meson install` installs
+# (flightrecd, flightrec with its web page, libflightrec) and what they
+# need: not the test programs, about nine tenths of the targets.
 build() {
 	web_deps
 	if [ ! -f "$build/build.ninja" ]; then
 		meson setup "$build" --buildtype=debugoptimized
 	fi
-	meson compile -C "$build"
+	if [ "${1:-}" = installed ]; then
+		local targets
+		targets=$(meson introspect "$build" --targets | python3 -c '
+import json, os, sys
+build = os.path.realpath(sys.argv[1])
+for t in json.load(sys.stdin):
+    if t["installed"]:
+        for f in t["filename"]:
+            print(os.path.relpath(os.path.realpath(f), build))' "$build")
+		[ -n "$targets" ] || { echo "bootstrap: meson lists nothing to install" >&2; exit 1; }
+		# shellcheck disable=SC2086 # one target a word
+		ninja -C "$build" $targets
+	else
+		meson compile -C "$build"
+	fi
 }
 
 case "${1:-}" in
 run)
 	# shellcheck disable=SC2046 # web_packages prints words, or nothing
 	install_deps $(web_packages)
-	build
-	meson install -C "$build" --quiet
+	build installed
+	meson install -C "$build" --quiet --no-rebuild
 	hash -r
 	echo "bootstrap: installed flightrecd and flightrec under /usr/local; starting the recorder"
 	exec /usr/local/sbin/flightrecd

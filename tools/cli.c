@@ -161,7 +161,8 @@ static int output_stdout(struct fr_cli_output *o, enum fr_profile_format format)
 	if (format == FR_PROFILE_PPROF && isatty(STDOUT_FILENO)) {
 		fprintf(stderr,
 			"%s: -o -: standard output is a terminal and a pprof profile is binary; "
-			"pipe it (| go tool pprof -top /dev/stdin) or use --format folded\n",
+			"redirect it to a file (go tool pprof reads files, not pipes) or use "
+			"--format folded\n",
 			prog);
 		return -EINVAL;
 	}

@@ -93,7 +93,7 @@ static void usage_attach(FILE *f)
 		"Examples:\n"
 		"  flightrec attach --window 60s -o incident.pb.gz\n"
 		"  flightrec attach --from 13:05 --to 13:06 -o incident.pb.gz   # local time\n"
-		"  flightrec attach --from -10m --to -5m -o - | go tool pprof -top /dev/stdin\n"
+		"  flightrec attach --from -10m --to -5m --format folded -o - | flamegraph.pl >cpu.svg\n"
 		"  flightrec attach --window 5m --pid 1234 -o api.pb.gz\n"
 		"  flightrec attach --window 60s --event cpu,offcpu --comm postgres -o db.pb.gz\n"
 		"  flightrec attach --window 60s --format folded -o cpu.folded\n"
@@ -276,12 +276,17 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
 	struct fr_ipc_attach_req *ar = malloc(sizeof(*ar));
 	char *path = NULL, *final = NULL, stamp[48];
 	time_t secs = (time_t)(t0 / FR_NS_PER_S);
+	size_t dlen = strlen(dir);
 	struct tm tm;
 	int ret = 1;
 
+	/* "-o dir/" names dir/NAME, not dir//NAME */
+	while (dlen > 1 && dir[dlen - 1] == '/')
+		dlen--;
 	gmtime_r(&secs, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-	if (!ar || asprintf(&path, "%s/flightrec-%s-%s.%03dZ.%s", dir, host, stamp,
+	if (!ar || asprintf(&path, "%.*s%sflightrec-%s-%s.%03dZ.%s", (int)dlen, dir,
+			    dlen && dir[dlen - 1] == '/' ? "" : "/", host, stamp,
 			    (int)(t0 / 1000000 % 1000),
 			    q->format == FR_PROFILE_FOLDED ? "folded" : "pb.gz") < 0) {
 		free(ar);

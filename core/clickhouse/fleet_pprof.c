@@ -187,7 +187,16 @@ static uint64_t location_of(struct fr_fleet_pprof *fp, const struct fr_fleet_fra
 	if (mapping == UINT64_MAX)
 		return 0;
 	if (!f->func.len) {
-		n->id = fr_pprof_location(fp->p, mapping, f->address, 0);
+		/* A frame its host did not name (hosts name them "0x" + the
+		 * address): named by where it is, so that every location has
+		 * a function. */
+		const char *m = cstr(f->mapping, file, sizeof(file)), *base = strrchr(m, '/');
+
+		snprintf(name, sizeof(name), "%.256s+0x%" PRIx64,
+			 *m ? (base && base[1] ? base + 1 : m) : "[unknown]", f->address);
+		line.function_id = fr_pprof_function(fp->p, name, NULL, NULL);
+		line.line = 0;
+		n->id = fr_pprof_location_lines(fp->p, mapping, f->address, &line, 1);
 	} else {
 		line.function_id =
 			fr_pprof_function(fp->p, cstr(f->func, name, sizeof(name)), NULL,

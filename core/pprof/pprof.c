@@ -19,6 +19,12 @@
  * fr_pprof_finish(): a message-typed field written twice would be merged by
  * readers, not replaced.
  *
+ * Every mapping says has_functions: go tool pprof names the locations of
+ * a mapping without it again by opening the file at the mapping's path,
+ * which on the machine that reads the profile may be anything (a FIFO
+ * there blocks the reader for ever). Writers name every location (an
+ * address no symbol covers by its offset in the file, "libfoo.so+0x1a2b").
+ *
  * Any allocation or sink failure is remembered in `error`; from then on
  * nothing more is written and fr_pprof_finish() returns it.
  */
@@ -477,14 +483,17 @@ uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start_addr, uint64_t limi
 	uint64_t id = ++p->nmappings;
 	uint32_t f = intern_cstr(p, file);
 	uint32_t b = intern_cstr(p, build_id);
-	size_t body = varint_field_size(id) + varint_field_size(start_addr) +
-		      varint_field_size(limit) + varint_field_size(offset) + varint_field_size(f) +
-		      varint_field_size(b) +
-		      /* one key byte and a 1 per has_* field set; 0 is omitted */
-		      2 * (size_t)__builtin_popcount((unsigned)flags & 0xf);
-	size_t n = len_field_size(body);
-	uint8_t *start = reserve(p, n), *w;
+	size_t body, n;
+	uint8_t *start, *w;
 
+	/* No reader may open the file to name its locations (see the top) */
+	flags |= FR_PPROF_HAS_FUNCTIONS;
+	/* one key byte and a 1 per has_* field set; 0 is omitted */
+	body = varint_field_size(id) + varint_field_size(start_addr) + varint_field_size(limit) +
+	       varint_field_size(offset) + varint_field_size(f) + varint_field_size(b) +
+	       2 * (size_t)__builtin_popcount((unsigned)flags & 0xf);
+	n = len_field_size(body);
+	start = reserve(p, n);
 	if (!start)
 		return id;
 	w = put_len_header(start, PROFILE_MAPPING, body);

@@ -46,16 +46,19 @@ void fr_pprof_default_sample_type(struct fr_pprof *p, const char *type);
 void fr_pprof_comment(struct fr_pprof *p, const char *text);
 
 /* What a mapping's locations carry, for fr_pprof_mapping()'s `flags`:
- * pprof's has_functions, has_filenames, has_line_numbers and
- * has_inline_frames, each set only when every symbolized location of the
- * mapping that could have it does. */
+ * pprof's has_filenames, has_line_numbers and has_inline_frames, each set
+ * only when every symbolized location of the mapping that could have it
+ * does. has_functions is set on every mapping whatever `flags` say: a
+ * reader (go tool pprof) opens the file at the path of a mapping without
+ * it to name its locations again, and that path may be anything on the
+ * reader's machine; writers name every location instead. */
 #define FR_PPROF_HAS_FUNCTIONS 1
 #define FR_PPROF_HAS_FILENAMES 2
 #define FR_PPROF_HAS_LINE_NUMBERS 4
 #define FR_PPROF_HAS_INLINE_FRAMES 8
 
 /* Adds a mapping and returns its id (ids start at 1). `build_id` is the hex
- * string or NULL; `flags` FR_PPROF_HAS_* (1 is has_functions alone). */
+ * string or NULL; `flags` FR_PPROF_HAS_* (has_functions is always set). */
 uint64_t fr_pprof_mapping(struct fr_pprof *p, uint64_t start, uint64_t limit, uint64_t offset,
 			  const char *file, const char *build_id, int flags);
 

@@ -37,8 +37,10 @@
  * regexes match them as written) and are told apart by their location's
  * mapping, FR_PROFILE_KERNEL_MAPPING, the name perf gives the kernel image:
  * every kernel location is on it. A kernel address kallsyms does not name
- * is a location with no function, on that mapping; in a profile limited
- * to a uid its address is 0 (kernel addresses would undo KASLR).
+ * is named by itself ("0xffffffff81a2b3c4"), on that mapping; in a profile
+ * limited to a uid it is "[unknown]" at address 0 (kernel addresses would
+ * undo KASLR). Every location has a function and every mapping says
+ * has_functions, so that no reader opens a mapping's path to name them.
  *
  * FOLDED STACKS (FR_PROFILE_FOLDED) are the collapsed-stack text that
  * flamegraph.pl, speedscope and inferno read: uncompressed, one line per

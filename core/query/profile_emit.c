@@ -123,18 +123,22 @@ static int user_lines(struct builder *b, struct fr_dwarf_lines *dw, struct gloc 
 /* The name of kernel location l into buf: the plain name, so that regexes
  * and -focus match a kernel function as they match a user one (pprof tells
  * kernel frames apart by their mapping, folded stacks by the suffix
- * flame-graph tools know: profile_emit_folded()). Returns 0, or -1 for an
- * address kallsyms does not name. */
-static int kernel_name(struct builder *b, struct fr_symbols *syms, const struct gloc *l, char *buf,
-		       size_t len)
+ * flame-graph tools know: profile_emit_folded()). An address kallsyms
+ * does not name is named by itself, as perf shows it ("0xffffffff81a2b3c4"),
+ * or "[unknown]" in a profile limited to a uid, which hides kernel
+ * addresses. */
+static void kernel_name(struct builder *b, struct fr_symbols *syms, const struct gloc *l, char *buf,
+			size_t len)
 {
 	const char *name = NULL;
 
-	if (!syms || fr_symbols_kernel(syms, l->addr, &name) < 0)
-		return -1;
 	b->maps[KERNEL_MAP].has_functions = 1;
-	snprintf(buf, len, "%s", name);
-	return 0;
+	if (syms && fr_symbols_kernel(syms, l->addr, &name) == 0)
+		snprintf(buf, len, "%s", name);
+	else if (b->req->targets.has_uid)
+		snprintf(buf, len, "[unknown]");
+	else
+		snprintf(buf, len, "0x%" PRIx64, l->addr);
 }
 
 /* Names user location `l` on mapping `m` (seen by process m->pid through
@@ -240,8 +244,7 @@ int profile_symbolize(struct builder *b, const char *kallsyms)
 		sysbuf[0] = '\0';
 		if (l->map == KERNEL_MAP) {
 			file = FR_PROFILE_KERNEL_MAPPING;
-			if (kernel_name(b, syms, l, buf, sizeof(buf)) < 0)
-				continue;
+			kernel_name(b, syms, l, buf, sizeof(buf));
 		} else if (l->map && b->maps[l->map].python) {
 			ret = profile_python_name(b, syms, l, &b->maps[l->map], lines);
 			continue;
@@ -281,6 +284,21 @@ static void emit_map(struct builder *b, struct fr_pprof *p, uint32_t i)
 				       profile_map_flags(m));
 }
 
+/* The source file pprof gets for line j of location l: none when the
+ * line has no source file, only the mapped file (a function named from a
+ * symbol alone) or the kernel's pseudo-file: `go tool pprof -list` opens
+ * a Function's filename as source, and the mapped file is a binary at a
+ * path that may be anything on the reader's machine. */
+static const char *source_file(const struct builder *b, const struct gloc *l, uint32_t j)
+{
+	const char *file = b->strs[b->lines[j].file];
+
+	if (l->map == KERNEL_MAP || (l->map && !b->maps[l->map].python && !b->lines[j].line &&
+				     strcmp(file, b->maps[l->map].path) == 0))
+		return NULL;
+	return file;
+}
+
 /* The functions of every location, in the order of the locations, into
  * the profile: their ids by line, in *ids (NULL when out of memory). */
 static uint64_t *emit_functions(const struct builder *b, struct fr_pprof *p)
@@ -293,8 +311,7 @@ static uint64_t *emit_functions(const struct builder *b, struct fr_pprof *p)
 		for (uint32_t j = l->line0; j < l->line0 + l->nlines; j++)
 			ids[j] = fr_pprof_function_at(p, b->strs[b->lines[j].name],
 						      b->strs[b->lines[j].sys],
-						      b->strs[b->lines[j].file],
-						      b->lines[j].start_line);
+						      source_file(b, l, j), b->lines[j].start_line);
 	}
 	return ids;
 }

@@ -2,9 +2,11 @@
  * core/query/profile.c): which comes first, as readers take the first for
  * the profile's main binary; the names of files that are not files
  * (anonymous memory, memfd), bracketed as pprof's "[vdso]" is so that
- * `go tool pprof` does not try to open them; and has_functions and the
- * line flags, set only when every location is named, so that a reader
- * never names them again from a different file on disk.
+ * `go tool pprof` does not try to open them; has_functions on every
+ * mapping, as every location is named (an address no symbol covers by
+ * its offset in the file), and the line flags only when every location
+ * named from the file has lines, so that a reader never names them again
+ * from whatever file is at that path on its machine.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,11 +133,14 @@ const char *profile_map_file(const struct gmap *m, char *buf, size_t len)
 
 int profile_map_flags(const struct gmap *m)
 {
-	int flags = m->nlocs && m->nsym == m->nlocs ? FR_PPROF_HAS_FUNCTIONS : 0;
+	/* Every location is named, from a symbol or by its offset in the
+	 * file ("libfoo.so+0x1a2b"): a reader must never name them again from
+	 * whatever is at that path on its machine (a FIFO there blocks it). */
+	int flags = FR_PPROF_HAS_FUNCTIONS;
 
 	/* Lines and inline frames only when every location named from its
 	 * file got them, so a reader trusts them */
-	if (flags && m->nnamed && m->nlined == m->nnamed)
+	if (m->nlocs && m->nsym == m->nlocs && m->nnamed && m->nlined == m->nnamed)
 		flags |= FR_PPROF_HAS_FILENAMES | FR_PPROF_HAS_LINE_NUMBERS |
 			 FR_PPROF_HAS_INLINE_FRAMES;
 	return flags;

@@ -102,11 +102,23 @@ static uint64_t location(struct out *o, uint64_t pc)
 		lines[i] = (struct fr_pprof_line){fr_pprof_function(o->p, f[i].function,
 								    f[i].function, f[i].file),
 						  f[i].line};
+	if (n <= 0) {
+		/* Named by its offset in the executable (the mapping starts
+		 * at its lowest address, offset 0), as profiles name an
+		 * address no symbol covers: a location without a function
+		 * is one a reader would try to name from the file. */
+		const char *base = strrchr(o->l->exe, '/');
+		char name[300];
+
+		snprintf(name, sizeof(name), "%.256s+0x%" PRIx64, base ? base + 1 : o->l->exe,
+			 pc - o->l->x.lo_vaddr);
+		lines[0] = (struct fr_pprof_line){fr_pprof_function(o->p, name, NULL, NULL), 0};
+		n = 1;
+	}
 	*slot = a;
 	o->locs.n++;
 	return o->locs.id[slot - o->locs.addr] =
-		       n > 0 ? fr_pprof_location_lines(o->p, o->mapping, a, lines, (size_t)n)
-			     : fr_pprof_location(o->p, o->mapping, a, 0);
+		       fr_pprof_location_lines(o->p, o->mapping, a, lines, (size_t)n);
 }
 
 static const char *const ours[] = {"pid",	 "goid",       "creator_goid", "waiting_ns",

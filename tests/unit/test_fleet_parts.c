@@ -334,11 +334,63 @@ static void test_pprof_huge_values(void)
 	free(b.p);
 }
 
+/* A frame a server sends without a function (hosts name theirs, but a
+ * row is the server's word) is named by where it is, and every mapping
+ * says has_functions: go tool pprof opens the file at the path of a
+ * mapping without it to name its locations, and that path is the
+ * recording host's, anything on the reader's. */
+static void test_pprof_unnamed(void)
+{
+	struct fr_fleet_pprof_opts o = {.name = "cpu", .unit = "nanoseconds", .t1 = 1};
+	struct fr_fleet_frame f[3] = {
+		{.mapping = STR("/usr/lib/libfoo.so"), .address = 0x1a2b},
+		{.address = 0x77},
+		{.func = STR("main"), .mapping = STR("/bin/app")},
+	};
+	static const char *const want[] = {"libfoo.so+0x1a2b", "[unknown]+0x77", "main"};
+	struct fr_fleet_pprof *fp;
+	struct fr_pprof_data *d = NULL;
+	struct buf b = {0};
+	void *raw = NULL;
+	size_t rawlen;
+
+	fp = fr_fleet_pprof_new(&o, to_buf, &b);
+	CHECK(fp != NULL, "new");
+	if (!fp)
+		return;
+	CHECK(fr_fleet_pprof_stack(fp, 1, f, 3) == 0, "stack");
+	fr_fleet_pprof_sample(fp, STR("h"), 1, 1, 1);
+	CHECK(fr_fleet_pprof_finish(fp, NULL) == 0, "finish");
+	fr_fleet_pprof_free(fp);
+	CHECK(fr_gunzip(b.p, b.len, &raw, &rawlen) == 0, "gunzip");
+	CHECK(raw && fr_pprof_read(raw, rawlen, &d) == 0, "read back");
+	if (d && d->nsamples == 1 && d->samples[0].nloc == 3) {
+		for (size_t i = 0; i < 3; i++) {
+			const struct fr_pprof_rlocation *l =
+				&d->locations[d->sample_locs[d->samples[0].loc + i]];
+			const char *name = l->nline ? d->functions[d->line_funcs[l->line]].name
+						    : "(none)";
+
+			CHECK(l->nline == 1 && strcmp(name, want[i]) == 0,
+			      "frame %zu is named %s, not %s", i, name, want[i]);
+		}
+		for (size_t i = 0; i < d->nmappings; i++)
+			CHECK(d->mappings[i].has_functions, "mapping %s without has_functions",
+			      d->mappings[i].filename);
+	} else {
+		CHECK(0, "the stack did not come back whole");
+	}
+	fr_pprof_data_free(d);
+	free(raw);
+	free(b.p);
+}
+
 int main(void)
 {
 	test_sql();
 	test_rowbinary();
 	test_pprof();
 	test_pprof_huge_values();
+	test_pprof_unnamed();
 	return failures ? 1 : 0;
 }

@@ -367,6 +367,58 @@ static void test_inline_lines(void)
 	free(s.buf);
 }
 
+/* ---- nothing left for a reader to look up ---- */
+
+/* go tool pprof names the locations of a mapping without has_functions
+ * again by opening the file at the mapping's path, which may be a FIFO by
+ * the time the profile is read: every mapping says has_functions, whatever
+ * the writer asked, and only the line flags it asked for. */
+static void test_has_functions_always(void)
+{
+	struct sink s = {0};
+	struct fr_pprof *p = fr_pprof_new(1, sink_write, &s);
+	struct fr_pprof_data *d = NULL;
+	uint64_t loc[2];
+	int64_t v = 1;
+	void *raw = NULL;
+	size_t raw_len = 0;
+
+	CHECK(p, "fr_pprof_new");
+	if (!p)
+		return;
+	fr_pprof_sample_type(p, "samples", "count");
+	loc[0] = fr_pprof_mapping(p, 0x7f0000001000, 0x7f0000009000, 0x1000, "/opt/app/libfoo.so",
+				  "abcd", 0);
+	loc[1] = fr_pprof_mapping(p, 0x400000, 0x500000, 0, "/bin/lines", NULL,
+				  FR_PPROF_HAS_FILENAMES | FR_PPROF_HAS_LINE_NUMBERS);
+	loc[0] = fr_pprof_location(p, loc[0], 0x7f0000001a2b,
+				   fr_pprof_function(p, "libfoo.so+0x1a2b", NULL, NULL));
+	loc[1] = fr_pprof_location(p, loc[1], 0x400010, fr_pprof_function(p, "main", NULL, "m.c"));
+	fr_pprof_sample(p, loc, 2, &v, 1, NULL, 0);
+	CHECK(fr_pprof_finish(p) == 0, "finish");
+	d = read_back(&s, p, &raw, &raw_len);
+	CHECK(d && d->nmappings == 2, "%zu mappings", d ? d->nmappings : 0);
+	if (d && d->nmappings == 2) {
+		const struct fr_pprof_rmapping *m = d->mappings;
+
+		CHECK(m[0].has_functions && !m[0].has_filenames && !m[0].has_line_numbers &&
+			      !m[0].has_inline_frames,
+		      "a mapping asked for no flag: functions %d files %d lines %d inline %d",
+		      m[0].has_functions, m[0].has_filenames, m[0].has_line_numbers,
+		      m[0].has_inline_frames);
+		CHECK(m[1].has_functions && m[1].has_filenames && m[1].has_line_numbers &&
+			      !m[1].has_inline_frames,
+		      "a mapping asked for files and lines: functions %d files %d lines %d "
+		      "inline %d",
+		      m[1].has_functions, m[1].has_filenames, m[1].has_line_numbers,
+		      m[1].has_inline_frames);
+	}
+	fr_pprof_data_free(d);
+	fr_pprof_free(p);
+	free(raw);
+	free(s.buf);
+}
+
 /* ---- many samples: streaming, interning at scale ---- */
 
 static void check_big(const struct fr_pprof_data *d, int64_t want_sum)
@@ -469,6 +521,7 @@ int main(void)
 	test_big();
 	test_tiny_bytes();
 	test_inline_lines();
+	test_has_functions_always();
 	test_sink_error();
 	test_unfinished();
 	if (failures) {

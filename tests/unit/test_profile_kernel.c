@@ -1,7 +1,7 @@
 /* Kernel frames in profiles: their functions carry the kernel's plain
  * names (so `go tool pprof -focus` and regexes match them as written),
  * every kernel location is on the kernel mapping, an address kallsyms
- * does not name stays an address on it, and folded stacks mark kernel
+ * does not name is named by its address on it, and folded stacks mark kernel
  * frames with the "_[k]" suffix flame-graph tools know. */
 
 #include <inttypes.h>
@@ -40,9 +40,11 @@ static void check_sample_mappings(const struct raw *r, const struct rsample *s, 
 		      FR_PROFILE_KERNEL_MAPPING);
 }
 
-/* The sample of db's thread 1, whose kernel leaf has no name: a location
- * with no function, at `addr`, on the kernel mapping. */
-static void check_unnamed(const struct raw *r, uint64_t addr, const char *what)
+/* The sample of db's thread 1, whose kernel leaf kallsyms does not name:
+ * a location at `addr`, on the kernel mapping, with one function named
+ * `name` (a location without one would send pprof to the mapping's path
+ * to name it). */
+static void check_unnamed(const struct raw *r, uint64_t addr, const char *name, const char *what)
 {
 	char l1[64];
 	const char *want[] = {label(l1, sizeof(l1), "tid", TID(PID_DB, 1)), NULL};
@@ -53,10 +55,13 @@ static void check_unnamed(const struct raw *r, uint64_t addr, const char *what)
 	if (!s || s->nlocs != stacks[ST_KERNEL].nr_frames)
 		return;
 	leaf = &r->d->locations[s->loc[0] - 1];
-	CHECK(leaf->nline == 0 && leaf->address == addr,
-	      "%s: unnamed kernel leaf has %zu functions, address 0x%" PRIx64
-	      ", want none at 0x%" PRIx64,
-	      what, leaf->nline, leaf->address, addr);
+	CHECK(leaf->nline == 1 && leaf->address == addr &&
+		      strcmp(r->d->functions[r->d->line_funcs[leaf->line]].name, name) == 0,
+	      "%s: unnamed kernel leaf has %zu functions (%s), address 0x%" PRIx64
+	      ", want %s at 0x%" PRIx64,
+	      what, leaf->nline,
+	      leaf->nline ? r->d->functions[r->d->line_funcs[leaf->line]].name : "none",
+	      leaf->address, name, addr);
 	check_sample_mappings(r, s, stacks[ST_KERNEL].nr_kernel, what);
 }
 
@@ -101,7 +106,8 @@ static void test_pprof(void)
 		for (size_t i = 0; i < raw.d->nfunctions; i++)
 			CHECK(strncmp(raw.d->functions[i].name, "[k]", 3) != 0,
 			      "function \"%s\" is prefixed", raw.d->functions[i].name);
-		check_unnamed(&raw, uid ? 0 : KADDR_UNNAMED, uid ? "uid" : "root");
+		check_unnamed(&raw, uid ? 0 : KADDR_UNNAMED,
+			      uid ? "[unknown]" : "0xffffffff80000010", uid ? "uid" : "root");
 		dump_on_failure(&raw, before);
 		raw_free(&raw);
 		out_free(&o);

@@ -2,9 +2,13 @@
  * (core/query/profile_maps.c): the first is the target program's
  * executable (the --pid's, else the process with the most samples', even
  * with no frame in it), not the mapping the first frame hit; anonymous
- * memory is "[anon]", which go tool pprof does not try to open; and
- * has_functions is set on a mapping only when every location on it is
- * named. */
+ * memory is "[anon]", which go tool pprof does not try to open; and no
+ * reader is sent to a mapping's path: every location has a function (an
+ * address no symbol covers is "FILE+0xOFFSET"), every mapping says
+ * has_functions (pprof opens the file of a mapping without it to name its
+ * locations again, and a FIFO there blocks it), and a function named from
+ * a symbol alone has no source file (`pprof -list` would open the
+ * binary as one). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -89,10 +93,24 @@ static void check_maps(struct fr_ring *ring, uint32_t pid, int exe_has_addresses
 		CHECK((first->memory_limit != 0) == exe_has_addresses,
 		      "%s: the executable's addresses %#" PRIx64 "..%#" PRIx64, what,
 		      first->memory_start, first->memory_limit);
-		CHECK(exe_has_addresses ? first->has_functions : !first->has_functions,
-		      "%s: has_functions %d on the executable", what, first->has_functions);
-		CHECK(anon && !anon->has_functions, "%s: no [anon] mapping without has_functions",
-		      what);
+		for (size_t i = 0; i < raw.d->nmappings; i++)
+			CHECK(raw.d->mappings[i].has_functions,
+			      "%s: mapping %s without has_functions", what,
+			      raw.d->mappings[i].filename);
+		for (size_t i = 0; i < raw.d->nlocations; i++) {
+			const struct fr_pprof_rlocation *l = &raw.d->locations[i];
+			const struct fr_pprof_rfunction *f =
+				l->nline ? &raw.d->functions[raw.d->line_funcs[l->line]] : NULL;
+
+			CHECK(f && f->name[0], "%s: location %zu at %#" PRIx64 " has no function",
+			      what, i, l->address);
+			CHECK(!f || l->mapping < 0 ||
+				      strcmp(f->filename, raw.d->mappings[l->mapping].filename) !=
+					      0,
+			      "%s: function %s has the mapped file as its source", what,
+			      f ? f->name : "");
+		}
+		CHECK(anon, "%s: no [anon] mapping", what);
 		CHECK(!map_named(&raw, "//anon"), "%s: a mapping named //anon", what);
 		raw_done(&raw, before);
 	}

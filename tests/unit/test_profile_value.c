@@ -117,21 +117,26 @@ static void check_labels(const struct fr_profile *p)
 	      s.labels[4].str ? s.labels[4].str : "(number)");
 }
 
-/* db's thread 1: its leaf is a kernel address nothing names. */
+/* db's thread 1: its leaf is a kernel address kallsyms does not name,
+ * named by its address. */
 static void check_unnamed(const struct fr_profile *p)
 {
 	ssize_t row = find_row(p, PID_DB, TID(PID_DB, 1));
 	struct fr_profile_sample s;
 	struct fr_profile_location l;
+	struct fr_profile_line line = {.function = ""};
 
 	CHECK(row >= 0, "no row of db's thread 1");
 	if (row < 0)
 		return;
 	fr_profile_sample(p, (size_t)row, &s);
 	fr_profile_location(p, s.locs[0], &l);
-	CHECK(l.kernel && l.nlines == 0 && l.address == KADDR_UNNAMED,
-	      "unnamed leaf: kernel %d, %u functions, address %#" PRIx64, l.kernel, l.nlines,
-	      l.address);
+	if (l.nlines == 1)
+		fr_profile_line(p, s.locs[0], 0, &line);
+	CHECK(l.kernel && l.nlines == 1 && strcmp(line.function, "0xffffffff80000010") == 0 &&
+		      l.address == KADDR_UNNAMED,
+	      "unnamed leaf: kernel %d, %u functions (%s), address %#" PRIx64, l.kernel, l.nlines,
+	      line.function, l.address);
 }
 
 /* Every sample of the value, against the pprof written from it decoded:
