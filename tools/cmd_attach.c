@@ -38,7 +38,7 @@ static void usage_attach(FILE *f)
 		"\n"
 		"  --window DURATION  500ms, 10s, 5m, 1h30m, 2m30s, ...\n"
 		"  --from TIME        window start: -10m (ago), 13:05 or 13:05:00 (local time;\n"
-		"                     later than now is yesterday's),\n"
+		"                     over 5 minutes ahead is yesterday's),\n"
 		"                     2026-11-24T13:05:00+01:00, @1732453500 (Unix seconds)\n"
 		"  --to TIME          window end, as --from (default now)\n"
 		"  -o, --output FILE  where to write; - for standard output (default\n"
