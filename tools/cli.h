@@ -108,6 +108,9 @@ struct fr_cli_report {
 	const struct fr_targets *targets;
 	int show_window; /* print the window back in UTC (times were given) */
 	int memory;	 /* of event alloc or heap: an empty one says why */
+	/* The label key was typed as --by label:KEY (top), not --label-key
+	 * KEY: messages name what the user typed. */
+	int label_key_by;
 };
 
 /* Whether `events` name alloc or heap (fr_cli_report.memory). */

@@ -38,8 +38,9 @@ static void add(char *buf, size_t len, size_t *used, const char *fmt, ...)
 
 /* "--comm nginx,postgres": the options that chose targets of kind `bit`,
  * as they were given; "" when none did. */
-static void name_filter(const struct fr_targets *t, uint32_t bit, char *buf, size_t len)
+static void name_filter(const struct fr_cli_report *r, uint32_t bit, char *buf, size_t len)
 {
+	const struct fr_targets *t = r->targets;
 	size_t used = 0;
 
 	buf[0] = '\0';
@@ -60,7 +61,8 @@ static void name_filter(const struct fr_targets *t, uint32_t bit, char *buf, siz
 			add(buf, len, &used, "%s--label %s=%s", used ? " " : "", t->label_keys[i],
 			    t->label_values[i]);
 		if (t->label_key[0])
-			add(buf, len, &used, "%s--label-key %s", used ? " " : "", t->label_key);
+			add(buf, len, &used, "%s%s%s", used ? " " : "",
+			    r->label_key_by ? "--by label:" : "--label-key ", t->label_key);
 	}
 }
 
@@ -74,7 +76,7 @@ static void say_empty(const struct fr_cli_report *r, const char *level)
 	line[0] = '\0';
 	if (r->empty & FR_TARGET_COMBINED) {
 		for (uint32_t bit = FR_TARGET_PID; bit < FR_TARGET_COMBINED; bit <<= 1) {
-			name_filter(r->targets, bit, one, sizeof(one));
+			name_filter(r, bit, one, sizeof(one));
 			if (one[0])
 				add(line, sizeof(line), &used, "%s%s", used ? " " : "", one);
 		}
@@ -87,7 +89,7 @@ static void say_empty(const struct fr_cli_report *r, const char *level)
 	for (uint32_t bit = FR_TARGET_PID; bit < FR_TARGET_COMBINED; bit <<= 1) {
 		if (!(r->empty & bit))
 			continue;
-		name_filter(r->targets, bit, one, sizeof(one));
+		name_filter(r, bit, one, sizeof(one));
 		add(line, sizeof(line), &used, "%s%s", n++ ? " and " : "", one);
 	}
 	used = 0;
