@@ -50,10 +50,11 @@ int fr_cli_events_from_ring(struct fr_ring *ring, int64_t t0, int64_t t1,
 			    uint32_t ndebug_dirs);
 
 /* Prints the threads answer in `fd` (a pprof, recorder/requests/threads.c) as text
- * grouped by stack, or as JSON, with the warnings of `r`. Returns the exit
- * status. */
+ * grouped by stack, or as JSON, with the warnings of `r`; `none` (NULL:
+ * "no such process") is the text when it lists no thread. Returns the
+ * exit status. */
 struct fr_ipc_threads_reply;
-int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r);
+int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r, const char *none);
 
 /* The threads answer in `fd` as the JSON of `threads --json` (for
  * flightrec serve), or NULL after saying why it cannot be read. */
