@@ -109,6 +109,10 @@ struct fr_cli_report {
 	const struct fr_targets *targets;
 	int show_window; /* print the window back in UTC (times were given) */
 	int memory;	 /* of event alloc or heap: an empty one says why */
+	/* The events asked that nothing records and the window has none of
+	 * ("page-faults"; borrowed, NULL or "" for none), and what the
+	 * recorder records (attach replies) */
+	const char *unrecorded, *recording;
 	/* The label key was typed as --by label:KEY (top), not --label-key
 	 * KEY: messages name what the user typed. */
 	int label_key_by;

@@ -162,14 +162,16 @@ static int attach_one(int sock, const char *socket_path, const struct fr_ipc_att
 	}
 	ret = 1;
 	reply_report(reply, ar, how, &rep);
+	/* Before an empty window's verdict: an event not recorded, said
+	 * there, may be why */
+	for (uint32_t i = 0; i < reply->nwarnings; i++)
+		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
 	empty = fr_cli_report_check(&rep, how->allow_empty) == FR_REPORT_EMPTY;
 	if ((empty && !how->allow_empty) || fr_cli_output_commit(&out, 1) < 0) {
 		fr_cli_output_commit(&out, 0);
 		goto out;
 	}
 	rep.path = out.path;
-	for (uint32_t i = 0; i < reply->nwarnings; i++)
-		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
 	fr_cli_report_summary(&rep);
 	if (t0)
 		*t0 = reply->t0_ns;

@@ -129,6 +129,19 @@ int fr_cli_report_check(const struct fr_cli_report *r, int allow_empty)
 			b);
 		return FR_REPORT_EMPTY;
 	}
+	/* The event, not a filter, emptied it: nothing records it */
+	if (!r->samples && r->unrecorded && r->unrecorded[0]) {
+		const char *one = strchr(r->unrecorded, ',') ? "EVENT" : r->unrecorded;
+
+		fprintf(stderr,
+			"%s: %s%s %s not being recorded, and the ring holds none of it in the window "
+			"%s; the recorder records %s. `%s attach --follow --event %s` records it "
+			"from now on (or add it to a session's events: flightrec.json(5))\n",
+			prog, level, r->unrecorded, strchr(r->unrecorded, ',') ? "are" : "is",
+			fr_cli_format_window(r->t0, r->t1, win, sizeof(win)),
+			r->recording && r->recording[0] ? r->recording : "nothing", prog, one);
+		return FR_REPORT_EMPTY;
+	}
 	if (!r->samples && r->empty) {
 		say_empty(r, level);
 		return FR_REPORT_EMPTY;
@@ -221,6 +234,8 @@ void fr_cli_report_from_attach(struct fr_cli_report *r, const struct fr_ipc_atta
 		.pids_gone = reply->pids_not_running,
 		.targets = &ar->targets,
 		.memory = fr_cli_events_memory(ar->events, ar->nevents),
+		.unrecorded = reply->unrecorded,
+		.recording = reply->recording,
 	};
 }
 

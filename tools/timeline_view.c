@@ -426,7 +426,7 @@ void fr_tl_suggest(FILE *out, const cJSON *tl, const char *how)
 		t0, t1;
 	int64_t id = fr_event_lookup(event);
 	int nsteps, k0 = 0, k1;
-	char a[16], b[16], from[48], to[48];
+	char a[16], b[16], from[48], to[48], line[160], ev[40];
 
 	if (!cJSON_IsArray(groups) || !(step > 0) || end <= start || id < 0 ||
 	    fr_event_is_series((uint32_t)id))
@@ -461,10 +461,14 @@ void fr_tl_suggest(FILE *out, const cJSON *tl, const char *how)
 	rfc3339(t0, from, sizeof(from));
 	rfc3339(t1, to, sizeof(to));
 	/* A stretch up to the step still filling ends now: no --to */
-	fprintf(out, "\nbusiest %s–%s UTC; its profile:\n  %s --from %s%s%s%s%s\n", a,
-		t1 > last && last > 0 ? "now" : b, how, from, t1 > last && last > 0 ? "" : " --to ",
-		t1 > last && last > 0 ? "" : to, strcmp(event, "cpu") ? " --event " : "",
-		strcmp(event, "cpu") ? event : "");
+	snprintf(line, sizeof(line), "  %s --from %s%s%s", how, from,
+		 t1 > last && last > 0 ? "" : " --to ", t1 > last && last > 0 ? "" : to);
+	snprintf(ev, sizeof(ev), "%s%.20s", strcmp(event, "cpu") ? " --event " : "",
+		 strcmp(event, "cpu") ? event : "");
+	/* 80 columns, as the chart: --event on a line of its own if need be */
+	fprintf(out, "\nbusiest %s–%s UTC; its profile:\n%s%s%s\n", a,
+		t1 > last && last > 0 ? "now" : b, line,
+		strlen(line) + strlen(ev) > WIDTH ? " \\\n   " : "", ev);
 }
 
 int fr_tl_print_suggest(FILE *out, const char *text, int json, const char *how)

@@ -222,10 +222,10 @@ int fr_top_show_window(const struct fr_query_args *q, const char *socket_s,
 	}
 	/* A table of nothing is no answer: say which filter or what window
 	 * emptied it, as attach does, and fail unless --allow-empty. */
-	if (window_empty(&reply, &ar, q->allow_empty, o))
-		goto out;
 	for (uint32_t i = 0; i < reply.nwarnings; i++)
 		fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
+	if (window_empty(&reply, &ar, q->allow_empty, o))
+		goto out;
 	/* The recorder could not store its last samples (a stall now): the
 	 * table may end early. */
 	if (reply.incomplete[0])
