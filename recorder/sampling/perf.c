@@ -573,9 +573,10 @@ int fr_perf_can_open(uint32_t event, char *err, size_t errlen)
 	if (err && errlen)
 		err[0] = '\0';
 	fr_event_format(event, name, sizeof(name));
-	/* offcpu (a tracepoint or an eBPF program) and what is not a perf
-	 * event: nothing to try without setting it up */
-	if (event_attr(event, &type, &config) < 0)
+	/* offcpu, wakeup and runqueue (a tracepoint or an eBPF program) and
+	 * what is not a perf event: nothing to try without setting it up */
+	if (event_attr(event, &type, &config) < 0 ||
+	    (type == PERF_TYPE_HARDWARE && !fr_event_is_hardware(event)))
 		return 0;
 	base_attr(&attr);
 	fr_perf_sampling_attr(&attr, &cfg, type, config, fr_event_is_hardware(event));
