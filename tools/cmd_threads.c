@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -535,9 +536,14 @@ static char *exited_note(const char *socket_path, const struct fr_targets *t)
 		int64_t ns;
 
 		if (exit_of(socket_path, t->pids[i], &ns, comm, sizeof(comm)) < 0) {
-			fprintf(f,
-				"no threads: process %u is not running (the recorder holds no exit of it)\n",
-				t->pids[i]);
+			/* Running, as another user's: not named to this one */
+			if (kill((pid_t)t->pids[i], 0) == 0 || errno != ESRCH)
+				fprintf(f, "no threads: no process %u of yours\n", t->pids[i]);
+			else
+				fprintf(f,
+					"no threads: process %u is not running (the recorder holds "
+					"no exit of it)\n",
+					t->pids[i]);
 			continue;
 		}
 		found++;
