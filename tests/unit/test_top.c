@@ -335,6 +335,14 @@ static void test_heap(void)
 	CHECK(strstr(out, "\"name\":\"leak\"") && strstr(out, "\"flat\":300") &&
 		      strstr(out, "\"flat_samples\":3"),
 	      "top of a heap profile: %s", out);
+	/* The table of inuse_space names alloc_space (alloc_objects counts
+	 * its blocks, inuse_objects the table's: neither is an event) */
+	o.json = 0;
+	print_to(d, &o, out, sizeof(out));
+	CHECK(strstr(out, "inuse_space total 300B (3 samples)") &&
+		      strstr(out, "also holds alloc_space: total 564B (7 samples)") &&
+		      !strstr(out, "alloc_objects") && !strstr(out, "holds inuse_objects"),
+	      "the heap table's events: %s", out);
 	fr_pprof_data_free(d);
 	free(raw);
 	free(m.buf);

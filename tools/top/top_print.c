@@ -168,8 +168,14 @@ static size_t value_col(const struct fr_pprof_data *d, const struct fr_top_opts 
  * count of samples or blocks of either). */
 static int other_event(const struct fr_pprof_data *d, size_t i, size_t col, ssize_t samples_col)
 {
-	return i != col && (ssize_t)i != samples_col && !is_samples(&d->types[i]) &&
-	       count_col(d, i) != (ssize_t)col;
+	if (i == col || (ssize_t)i == samples_col || is_samples(&d->types[i]) ||
+	    count_col(d, i) == (ssize_t)col)
+		return 0;
+	/* alloc_objects counts alloc_space's blocks: no event of its own */
+	for (size_t j = 0; j < d->ntypes; j++)
+		if (j != i && count_col(d, j) == (ssize_t)i)
+			return 0;
+	return 1;
 }
 
 /* Says, under the table's first line, the other events a profile of
