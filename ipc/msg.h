@@ -127,7 +127,13 @@ struct fr_ipc_attach_reply {
 	 * pids no process has now;
 	 * "writer_error", "writer_error_ns": while the recorder cannot write
 	 * its ring (a file system gone read-only, I/O errors), why (the
-	 * error's text) and since when. */
+	 * error's text) and since when;
+	 * "unrecorded" (with no sample in the profile): the events asked for
+	 * that nothing records now and of which the ring holds no sample in
+	 * the window, comma-separated ("page-faults"), with "recording":
+	 * what the recorder records now ("cpu at 99 Hz, offcpu at every
+	 * context switch"), so that the user is told the event, not a
+	 * filter, emptied the profile. */
 	int64_t first_ns, last_ns;
 	int64_t ring_oldest_ns, ring_newest_ns;
 	int64_t stall_t0_ns, stall_t1_ns;
@@ -137,6 +143,8 @@ struct fr_ipc_attach_reply {
 	uint32_t pids_not_running[FR_LIMIT_PIDS];
 	int64_t writer_error_ns;
 	char writer_error[FR_IPC_WARNING_MAX];
+	char unrecorded[FR_IPC_WARNING_MAX];
+	char recording[FR_IPC_WARNING_MAX];
 };
 
 /* The bits of "empty_filters": core/query/profile.h's FR_TARGET_*. */

@@ -47,6 +47,9 @@ int fr_ipc_attach_reply_add_span(cJSON *obj, const struct fr_ipc_attach_reply *r
 		return -ENOMEM;
 	if (r->writer_error_ns && !cJSON_AddStringToObject(obj, "writer_error", r->writer_error))
 		return -ENOMEM;
+	if (r->unrecorded[0] && (!cJSON_AddStringToObject(obj, "unrecorded", r->unrecorded) ||
+				 !cJSON_AddStringToObject(obj, "recording", r->recording)))
+		return -ENOMEM;
 	if (r->npids_not_running) {
 		arr = cJSON_AddArrayToObject(obj, "pids_not_running");
 		if (!arr)
@@ -129,21 +132,21 @@ static int get_pids(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err
 	return 0;
 }
 
-/* "writer_error": text of at most FR_IPC_WARNING_MAX - 1 bytes, with
- * "writer_error_ns". */
-static int get_writer_error(const cJSON *obj, struct fr_ipc_attach_reply *out, char *err,
-			    size_t errlen)
+/* A text member of at most FR_IPC_WARNING_MAX - 1 bytes into `out`
+ * ("" when absent): "writer_error" (with "writer_error_ns"),
+ * "unrecorded", "recording". */
+static int get_text(const cJSON *obj, const char *key, char *out, char *err, size_t errlen)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "writer_error");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
-	out->writer_error[0] = '\0';
+	out[0] = '\0';
 	if (!v || cJSON_IsNull(v))
 		return 0;
-	if (!cJSON_IsString(v) || strlen(v->valuestring) >= sizeof(out->writer_error)) {
-		snprintf(err, errlen, "attach reply: \"writer_error\" must be a short string");
+	if (!cJSON_IsString(v) || strlen(v->valuestring) >= FR_IPC_WARNING_MAX) {
+		snprintf(err, errlen, "attach reply: \"%s\" must be a short string", key);
 		return -EINVAL;
 	}
-	snprintf(out->writer_error, sizeof(out->writer_error), "%s", v->valuestring);
+	snprintf(out, FR_IPC_WARNING_MAX, "%s", v->valuestring);
 	return 0;
 }
 
@@ -163,7 +166,9 @@ int fr_ipc_attach_reply_get_span(const cJSON *obj, struct fr_ipc_attach_reply *o
 	    get_nonneg(obj, "writer_error_ns", &out->writer_error_ns, err, errlen) < 0)
 		return -EINVAL;
 	out->procs_in_window = (uint64_t)procs;
-	if (get_writer_error(obj, out, err, errlen) < 0)
+	if (get_text(obj, "writer_error", out->writer_error, err, errlen) < 0 ||
+	    get_text(obj, "unrecorded", out->unrecorded, err, errlen) < 0 ||
+	    get_text(obj, "recording", out->recording, err, errlen) < 0)
 		return -EINVAL;
 	out->empty_filters = 0;
 	if (get_pids(obj, out, err, errlen) < 0)

@@ -136,6 +136,9 @@ struct daemon {
 void daemon_reload(struct daemon *d);
 
 /* recorder/requests/requests_attach.c */
+/* What the recorder records now, for messages: "cpu at 99 Hz, offcpu at
+ * every context switch" ("nothing" when no source records). */
+void daemon_recording(struct daemon *d, char *buf, size_t len);
 /* Fills what an attach reply says of its profile's span, the ring's, a
  * stall within the window and the targets that matched nothing. */
 struct fr_ipc_attach_reply;

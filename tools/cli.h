@@ -50,10 +50,11 @@ int fr_cli_events_from_ring(struct fr_ring *ring, int64_t t0, int64_t t1,
 			    uint32_t ndebug_dirs);
 
 /* Prints the threads answer in `fd` (a pprof, recorder/requests/threads.c) as text
- * grouped by stack, or as JSON, with the warnings of `r`. Returns the exit
- * status. */
+ * grouped by stack, or as JSON, with the warnings of `r`; `none` (NULL:
+ * "no such process") is the text when it lists no thread. Returns the
+ * exit status. */
 struct fr_ipc_threads_reply;
-int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r);
+int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r, const char *none);
 
 /* The threads answer in `fd` as the JSON of `threads --json` (for
  * flightrec serve), or NULL after saying why it cannot be read. */
@@ -108,6 +109,13 @@ struct fr_cli_report {
 	const struct fr_targets *targets;
 	int show_window; /* print the window back in UTC (times were given) */
 	int memory;	 /* of event alloc or heap: an empty one says why */
+	/* The events asked that nothing records and the window has none of
+	 * ("page-faults"; borrowed, NULL or "" for none), and what the
+	 * recorder records (attach replies) */
+	const char *unrecorded, *recording;
+	/* The label key was typed as --by label:KEY (top), not --label-key
+	 * KEY: messages name what the user typed. */
+	int label_key_by;
 };
 
 /* Whether `events` name alloc or heap (fr_cli_report.memory). */

@@ -38,7 +38,7 @@ static void usage_attach(FILE *f)
 		"\n"
 		"  --window DURATION  500ms, 10s, 5m, 1h30m, 2m30s, ...\n"
 		"  --from TIME        window start: -10m (ago), 13:05 or 13:05:00 (local time;\n"
-		"                     later than now is yesterday's),\n"
+		"                     over 5 minutes ahead is yesterday's),\n"
 		"                     2026-11-24T13:05:00+01:00, @1732453500 (Unix seconds)\n"
 		"  --to TIME          window end, as --from (default now)\n"
 		"  -o, --output FILE  where to write; - for standard output (default\n"
@@ -162,14 +162,16 @@ static int attach_one(int sock, const char *socket_path, const struct fr_ipc_att
 	}
 	ret = 1;
 	reply_report(reply, ar, how, &rep);
+	/* Before an empty window's verdict: an event not recorded, said
+	 * there, may be why */
+	for (uint32_t i = 0; i < reply->nwarnings; i++)
+		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
 	empty = fr_cli_report_check(&rep, how->allow_empty) == FR_REPORT_EMPTY;
 	if ((empty && !how->allow_empty) || fr_cli_output_commit(&out, 1) < 0) {
 		fr_cli_output_commit(&out, 0);
 		goto out;
 	}
 	rep.path = out.path;
-	for (uint32_t i = 0; i < reply->nwarnings; i++)
-		fprintf(stderr, "%s: warning: %s\n", prog, reply->warnings[i]);
 	fr_cli_report_summary(&rep);
 	if (t0)
 		*t0 = reply->t0_ns;

@@ -605,7 +605,7 @@ static int dump_threads(struct fr_ring *ring, struct dump_args *a, struct fr_pro
 	fr_ipc_warn(reply.warnings, &reply.nwarnings,
 		    "from the ring alone: the kernel's exact state is not recorded; blocked and "
 		    "running are what the samples say");
-	status = fr_cli_threads_render(fd, a->json, &reply);
+	status = fr_cli_threads_render(fd, a->json, &reply, NULL);
 	close(fd);
 	return status;
 }

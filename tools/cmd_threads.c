@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/pprof/pprof_read.h"
+#include "core/query/events.h"
 #include "core/store/chunk.h"
 #include "core/util/compress.h"
 #include "core/util/fs.h"
@@ -24,6 +26,7 @@
 #include "core/util/parse.h"
 #include "ipc/client.h"
 #include "ipc/msg.h"
+#include "ipc/msg_events.h"
 #include "ipc/proto.h"
 #include "tools/query.h"
 
@@ -436,7 +439,7 @@ cJSON *fr_cli_threads_json(int fd, const struct fr_ipc_threads_reply *r)
 
 /* Reads the answer back from `fd` and prints it. Returns the exit status.
  * Also renders `flightrec dump --ring FILE --threads` (tools/cmd_dump.c). */
-int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r)
+int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r, const char *none)
 {
 	struct fr_pprof_data *pd = NULL;
 	struct rthread *t = NULL;
@@ -453,7 +456,9 @@ int fr_cli_threads_render(int fd, int json, const struct fr_ipc_threads_reply *r
 		fprintf(stderr, "%s: warning: %s\n", prog, r->warnings[i]);
 	if (creator_note(t, pd->nsamples, note, sizeof(note)))
 		fprintf(stderr, "%s: note: %s\n", prog, note);
-	if (!pd->nsamples)
+	if (!pd->nsamples && none)
+		printf("%s", none);
+	else if (!pd->nsamples)
 		printf("no threads: no such process%s\n",
 		       r->nwarnings ? " (see the warnings)" : " of yours");
 	print_text(pd, t, pd->nsamples);
@@ -462,6 +467,97 @@ out:
 	free(t);
 	fr_pprof_data_free(pd);
 	return status;
+}
+
+/* The latest exit of process `pid` the recorder's black box holds: 0
+ * with its time in *when_ns and its name in comm, or -1 (none, or no
+ * answer: nothing is said, the caller says what it knows). */
+static int exit_of(const char *socket_path, uint32_t pid, int64_t *when_ns, char *comm,
+		   size_t commlen)
+{
+	struct fr_ipc_events_req r = {.json = 1};
+	cJSON *req = NULL, *resp = NULL, *line;
+	char err[256], *text = NULL, *nl;
+	size_t len = 0;
+	int sock = -1, fd = -1, ret = -1;
+
+	/* Everything the ring holds: since 1970 */
+	r.window_ns = fr_now_real_ns() - 1;
+	r.targets.npids = 1;
+	r.targets.pids[0] = pid;
+	if (fr_events_parse_types("exit", &r.types, err, sizeof(err)) < 0)
+		return -1;
+	fd = memfd_create("flightrec-threads-exit", MFD_CLOEXEC);
+	req = fr_ipc_events_req_encode(&r);
+	if (fd < 0 || !req)
+		goto out;
+	sock = fr_ipc_connect_why(socket_path, err, sizeof(err));
+	if (sock < 0 || fr_ipc_call(sock, req, fd, &resp) < 0 || fr_cli_resp_error(resp) ||
+	    fr_read_whole(fd, 16 << 20, &text, &len) < 0 || !text)
+		goto out;
+	/* JSON lines in time order: the last exit line is the latest */
+	for (char *p = text; p < text + len; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(text + len - p));
+		if (!nl)
+			break;
+		*nl = '\0';
+		line = cJSON_Parse(p);
+		if (line && strcmp(fr_cli_str(line, "type"), "exit") == 0 &&
+		    fr_cli_num(line, "pid") == pid) {
+			*when_ns = (int64_t)fr_cli_num(line, "time_ns");
+			snprintf(comm, commlen, "%s", fr_cli_str(line, "comm"));
+			ret = 0;
+		}
+		cJSON_Delete(line);
+	}
+out:
+	if (sock >= 0)
+		close(sock);
+	if (fd >= 0)
+		close(fd);
+	free(text);
+	cJSON_Delete(req);
+	cJSON_Delete(resp);
+	return ret;
+}
+
+/* For threads --pid of processes that have none now: which of them
+ * exited, when, and the command that shows their threads a second
+ * before (--at), into a malloc'd text; NULL when the ring knows none. */
+static char *exited_note(const char *socket_path, const struct fr_targets *t)
+{
+	char *buf = NULL, comm[64], when[64], at[64];
+	size_t len = 0, found = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	for (uint32_t i = 0; i < t->npids; i++) {
+		int64_t ns;
+
+		if (exit_of(socket_path, t->pids[i], &ns, comm, sizeof(comm)) < 0) {
+			/* Running, as another user's: not named to this one */
+			if (kill((pid_t)t->pids[i], 0) == 0 || errno != ESRCH)
+				fprintf(f, "no threads: no process %u of yours\n", t->pids[i]);
+			else
+				fprintf(f,
+					"no threads: process %u is not running (the recorder holds "
+					"no exit of it)\n",
+					t->pids[i]);
+			continue;
+		}
+		found++;
+		fprintf(f,
+			"no threads: process %u (%s) exited at %s; its threads a second before:\n"
+			"  flightrec threads --pid %u --at %s\n",
+			t->pids[i], comm, fr_cli_format_clock(ns, when, sizeof(when)), t->pids[i],
+			fr_format_time(ns - FR_NS_PER_S, at, sizeof(at)));
+	}
+	if (fclose(f) != 0 || !found) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 /* Asks the recorder for the threads of `q` into `fd`. Returns 0 with
@@ -555,7 +651,7 @@ int fr_cmd_threads(int argc, char **argv)
 	struct fr_ipc_threads_reply reply;
 	struct fr_cli_output out = {.fd = -1};
 	const char *socket_s = NULL;
-	char *socket_path = NULL;
+	char *socket_path = NULL, *gone = NULL;
 	int c, ret, json = 0, status = 1, fd = -1;
 
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -607,7 +703,12 @@ int fr_cmd_threads(int argc, char **argv)
 		status = commit_file(&out, qa.out_s, &reply);
 		goto out;
 	}
-	status = fr_cli_threads_render(fd, json, &reply);
+	/* Processes that are gone: when the ring saw them exit, and how to
+	 * see their threads before (--at) */
+	if (!json && !reply.threads && !q.at_ns && qa.targets.npids)
+		gone = exited_note(socket_path, &qa.targets);
+	status = fr_cli_threads_render(fd, json, &reply, gone);
+	free(gone);
 out:
 	if (fd >= 0 && !qa.out_s)
 		close(fd);

@@ -202,7 +202,7 @@ int fr_cmd_timeline(int argc, char **argv)
 		fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
 	text = read_all(fd);
 	if (text)
-		status = fr_tl_print(stdout, text, json);
+		status = fr_tl_print_suggest(stdout, text, json, "flightrec attach");
 out:
 	if (fd >= 0)
 		close(fd);

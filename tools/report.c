@@ -38,8 +38,9 @@ static void add(char *buf, size_t len, size_t *used, const char *fmt, ...)
 
 /* "--comm nginx,postgres": the options that chose targets of kind `bit`,
  * as they were given; "" when none did. */
-static void name_filter(const struct fr_targets *t, uint32_t bit, char *buf, size_t len)
+static void name_filter(const struct fr_cli_report *r, uint32_t bit, char *buf, size_t len)
 {
+	const struct fr_targets *t = r->targets;
 	size_t used = 0;
 
 	buf[0] = '\0';
@@ -60,7 +61,8 @@ static void name_filter(const struct fr_targets *t, uint32_t bit, char *buf, siz
 			add(buf, len, &used, "%s--label %s=%s", used ? " " : "", t->label_keys[i],
 			    t->label_values[i]);
 		if (t->label_key[0])
-			add(buf, len, &used, "%s--label-key %s", used ? " " : "", t->label_key);
+			add(buf, len, &used, "%s%s%s", used ? " " : "",
+			    r->label_key_by ? "--by label:" : "--label-key ", t->label_key);
 	}
 }
 
@@ -74,7 +76,7 @@ static void say_empty(const struct fr_cli_report *r, const char *level)
 	line[0] = '\0';
 	if (r->empty & FR_TARGET_COMBINED) {
 		for (uint32_t bit = FR_TARGET_PID; bit < FR_TARGET_COMBINED; bit <<= 1) {
-			name_filter(r->targets, bit, one, sizeof(one));
+			name_filter(r, bit, one, sizeof(one));
 			if (one[0])
 				add(line, sizeof(line), &used, "%s%s", used ? " " : "", one);
 		}
@@ -87,7 +89,7 @@ static void say_empty(const struct fr_cli_report *r, const char *level)
 	for (uint32_t bit = FR_TARGET_PID; bit < FR_TARGET_COMBINED; bit <<= 1) {
 		if (!(r->empty & bit))
 			continue;
-		name_filter(r->targets, bit, one, sizeof(one));
+		name_filter(r, bit, one, sizeof(one));
 		add(line, sizeof(line), &used, "%s%s", n++ ? " and " : "", one);
 	}
 	used = 0;
@@ -125,6 +127,19 @@ int fr_cli_report_check(const struct fr_cli_report *r, int allow_empty)
 			before ? "before" : "after", before ? "first" : "last",
 			fr_cli_format_clock(before ? r->ring_oldest : r->ring_newest, a, sizeof(a)),
 			b);
+		return FR_REPORT_EMPTY;
+	}
+	/* The event, not a filter, emptied it: nothing records it */
+	if (!r->samples && r->unrecorded && r->unrecorded[0]) {
+		const char *one = strchr(r->unrecorded, ',') ? "EVENT" : r->unrecorded;
+
+		fprintf(stderr,
+			"%s: %s%s %s not being recorded, and the ring holds none of it in the window "
+			"%s; the recorder records %s. `%s attach --follow --event %s` records it "
+			"from now on (or add it to a session's events: flightrec.json(5))\n",
+			prog, level, r->unrecorded, strchr(r->unrecorded, ',') ? "are" : "is",
+			fr_cli_format_window(r->t0, r->t1, win, sizeof(win)),
+			r->recording && r->recording[0] ? r->recording : "nothing", prog, one);
 		return FR_REPORT_EMPTY;
 	}
 	if (!r->samples && r->empty) {
@@ -219,6 +234,8 @@ void fr_cli_report_from_attach(struct fr_cli_report *r, const struct fr_ipc_atta
 		.pids_gone = reply->pids_not_running,
 		.targets = &ar->targets,
 		.memory = fr_cli_events_memory(ar->events, ar->nevents),
+		.unrecorded = reply->unrecorded,
+		.recording = reply->recording,
 	};
 }
 

@@ -48,6 +48,19 @@ int fr_tl_render(FILE *out, const cJSON *tl);
  * JSON with `json`. Returns 0 or 1 (after saying why). */
 int fr_tl_print(FILE *out, const char *text, int json);
 
+/* fr_tl_print(), the chart followed by the command that profiles its
+ * busiest stretch (fr_tl_suggest()), `how` its start ("flightrec
+ * attach"). */
+int fr_tl_print_suggest(FILE *out, const char *text, int json, const char *how);
+
+/* The busiest stretch of timeline `tl` (the step with the most, and the
+ * steps on either side with at least half as much) and the command that
+ * profiles it ("busiest 08:01:00-08:02:00 UTC; its profile:" then `how`
+ * --from --to, with --event for an event other than cpu), on `out`.
+ * Nothing for a timeline of nothing, or of a series (rss, pressure)
+ * that is no profile. */
+void fr_tl_suggest(FILE *out, const cJSON *tl, const char *how);
+
 /* flightrec dump --timeline: the timeline of [t0, t1) of `event` from
  * `ring`, printed as fr_tl_print() does. Returns the exit status. */
 struct fr_ring;

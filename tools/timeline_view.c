@@ -149,7 +149,7 @@ static void hhmmss(int64_t ns, char *buf, size_t len)
  * BAR_W columns. Rounding is on the running sum, so the bar's length is
  * the step's total whatever the groups' sizes. */
 static void draw_row(FILE *out, const cJSON *groups, int k, double max, const char *label,
-		     const char *value, int lost)
+		     const char *value, int lost, int partial)
 {
 	char bar[BAR_W + 1];
 	double cum = 0;
@@ -173,7 +173,8 @@ static void draw_row(FILE *out, const cJSON *groups, int k, double max, const ch
 			bar[pos] = other ? '.' : MARKS[g % (sizeof(MARKS) - 1)];
 		g++;
 	}
-	fprintf(out, "%s %s %*s%s\n", label, bar, VALUE_W, value, lost ? " !" : "");
+	fprintf(out, "%s %s %*s%s%s\n", label, bar, VALUE_W, value, lost ? " !" : "",
+		partial ? (lost ? "~" : " ~") : "");
 }
 
 /* The time of the window the ring covers, [*from, *to): from its first
@@ -224,7 +225,8 @@ static void lost_line(FILE *out, const char *event, double lost)
 
 /* Rows k0 to nsteps of the timeline `tl`, bars scaled to `max`; a step
  * whose samples were partly lost is marked "!", and a line says how many
- * the window lost. */
+ * the window lost; a step that ends after the ring's newest data (the
+ * one still filling) is marked "~", and a line says so. */
 static void draw_rows(FILE *out, const cJSON *tl, int k0, int nsteps, double max)
 {
 	const cJSON *groups = cJSON_GetObjectItemCaseSensitive(tl, "groups"), *grp;
@@ -235,6 +237,9 @@ static void draw_rows(FILE *out, const cJSON *tl, int k0, int nsteps, double max
 	const cJSON *lost_obj = cJSON_GetObjectItemCaseSensitive(tl, "lost");
 	const cJSON *lost_steps = cJSON_GetObjectItemCaseSensitive(lost_obj, "values");
 	double lost = fr_cli_num(lost_obj, "total");
+	/* The steps from there on end after the ring's newest data */
+	const cJSON *partial = cJSON_GetObjectItemCaseSensitive(tl, "partial_from");
+	int partial_from = cJSON_IsNumber(partial) ? partial->valueint : nsteps;
 	char val[32];
 
 	for (int k = k0; k < nsteps; k++) {
@@ -250,9 +255,20 @@ static void draw_rows(FILE *out, const cJSON *tl, int k0, int nsteps, double max
 		}
 		hhmmss(start + (int64_t)(k * step), label, sizeof(label));
 		step_value(event, unit, sum, step, val, sizeof(val));
-		draw_row(out, groups, k, max, label, val, cJSON_IsNumber(l) && l->valuedouble > 0);
+		draw_row(out, groups, k, max, label, val, cJSON_IsNumber(l) && l->valuedouble > 0,
+			 k >= partial_from);
 	}
 	lost_line(out, event, lost);
+	if (partial_from < nsteps) {
+		char at[16];
+
+		hhmmss((int64_t)fr_cli_num(cJSON_GetObjectItemCaseSensitive(tl, "ring"), "last_ns"),
+		       at, sizeof(at));
+		fprintf(out,
+			"~ partial: the ring holds %s only up to %s UTC (its newest data; a "
+			"recorder still running adds the rest)\n",
+			partial_from == nsteps - 1 ? "the last row" : "the rows marked ~", at);
+	}
 }
 
 /* An oom timeline's victims, one line each: who the OOM killer took. */
@@ -383,6 +399,95 @@ int fr_tl_render(FILE *out, const cJSON *tl)
 	victims_lines(out, tl);
 	marks_lines(out, tl);
 	return 0;
+}
+
+/* An RFC 3339 UTC time, without a fraction when it is a whole second. */
+static void rfc3339(int64_t ns, char *buf, size_t len)
+{
+	time_t s = (time_t)(ns / FR_NS_PER_S);
+	struct tm tm;
+
+	if (ns % FR_NS_PER_S) {
+		fr_format_time(ns, buf, len);
+		return;
+	}
+	gmtime_r(&s, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void fr_tl_suggest(FILE *out, const cJSON *tl, const char *how)
+{
+	const cJSON *groups = cJSON_GetObjectItemCaseSensitive(tl, "groups"), *grp;
+	const char *event = fr_cli_str(tl, "event");
+	double step = fr_cli_num(tl, "step_ns"), *sums, peak = 0;
+	int64_t start = (int64_t)fr_cli_num(tl, "start_ns"),
+		end = (int64_t)fr_cli_num(tl, "end_ns"),
+		last = (int64_t)fr_cli_num(cJSON_GetObjectItemCaseSensitive(tl, "ring"), "last_ns"),
+		t0, t1;
+	int64_t id = fr_event_lookup(event);
+	int nsteps, k0 = 0, k1;
+	char a[16], b[16], from[48], to[48], line[160], ev[40];
+
+	if (!cJSON_IsArray(groups) || !(step > 0) || end <= start || id < 0 ||
+	    fr_event_is_series((uint32_t)id))
+		return;
+	nsteps = (int)ceil((double)(end - start) / step);
+	sums = calloc((size_t)nsteps + 1, sizeof(*sums));
+	if (!sums)
+		return;
+	for (int k = 0; k < nsteps; k++) {
+		cJSON_ArrayForEach(grp, groups) {
+			const cJSON *v =
+				cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(grp, "values"),
+						   k);
+			sums[k] += cJSON_IsNumber(v) ? v->valuedouble : 0;
+		}
+		if (sums[k] > peak) {
+			peak = sums[k];
+			k0 = k;
+		}
+	}
+	for (k1 = k0; k1 + 1 < nsteps && sums[k1 + 1] >= peak / 2; k1++)
+		;
+	while (k0 > 0 && sums[k0 - 1] >= peak / 2)
+		k0--;
+	free(sums);
+	if (!(peak > 0))
+		return;
+	t0 = start + (int64_t)(k0 * step);
+	t1 = start + (int64_t)((k1 + 1) * step);
+	hhmmss(t0, a, sizeof(a));
+	hhmmss(t1, b, sizeof(b));
+	rfc3339(t0, from, sizeof(from));
+	rfc3339(t1, to, sizeof(to));
+	/* A stretch up to the step still filling ends now: no --to */
+	snprintf(line, sizeof(line), "  %s --from %s%s%s", how, from,
+		 t1 > last && last > 0 ? "" : " --to ", t1 > last && last > 0 ? "" : to);
+	snprintf(ev, sizeof(ev), "%s%.20s", strcmp(event, "cpu") ? " --event " : "",
+		 strcmp(event, "cpu") ? event : "");
+	/* 80 columns, as the chart: --event on a line of its own if need be */
+	fprintf(out, "\nbusiest %s–%s UTC; its profile:\n%s%s%s\n", a,
+		t1 > last && last > 0 ? "now" : b, line,
+		strlen(line) + strlen(ev) > WIDTH ? " \\\n   " : "", ev);
+}
+
+int fr_tl_print_suggest(FILE *out, const char *text, int json, const char *how)
+{
+	cJSON *tl;
+	int ret;
+
+	if (json || !how)
+		return fr_tl_print(out, text, json);
+	tl = cJSON_Parse(text);
+	if (!tl) {
+		fprintf(stderr, "%s: the answer is not a timeline\n", FR_CLI_PROG);
+		return 1;
+	}
+	ret = fr_tl_render(out, tl);
+	if (ret == 0)
+		fr_tl_suggest(out, tl, how);
+	cJSON_Delete(tl);
+	return ret;
 }
 
 int fr_tl_print(FILE *out, const char *text, int json)

@@ -80,6 +80,17 @@ enum fr_profile_format {
 /* The pprof mapping of every kernel frame, and the suffix of a kernel
  * frame in folded stacks (see above). */
 #define FR_PROFILE_KERNEL_MAPPING "[kernel.kallsyms]"
+
+/* Whether kernel symbol `ksym` is a function of the recorder's own eBPF
+ * programs ("bpf_prog_0123456789abcdef_tw_user_stack": the off-CPU
+ * program's task work, run by a thread on its way back to user space
+ * after a long wait, copying its user stack). Its CPU time is the
+ * recorder's, spent on the thread whose stack it is on; the profile
+ * names the frame for what it does, "[flightrec: copying its user stack
+ * after a wait (offcpu)]", into buf, keeping `ksym` as the function's
+ * system name. Returns 1 when it is, 0 when not. Programs are known by
+ * name: another tool's program of the same name would be named so. */
+int fr_profile_own_bpf(const char *ksym, char *buf, size_t len);
 #define FR_PROFILE_KERNEL_SUFFIX "_[k]"
 
 /* The accepted format names, for messages. */

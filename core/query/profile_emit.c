@@ -2,6 +2,7 @@
  * locations, the pprof emitter with the comments that say how the profile
  * was sampled, and the folded-stacks emitter.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -120,25 +121,79 @@ static int user_lines(struct builder *b, struct fr_dwarf_lines *dw, struct gloc 
 	return 0;
 }
 
+/* The recorder's own eBPF programs (recorder/bpf/) and their functions
+ * the kernel names apart (BPF-to-BPF calls, task work and loop
+ * callbacks), with what they do on the thread whose stack they are on. */
+static const struct {
+	const char *name, *what;
+} own_bpf[] = {
+	{"tw_user_stack", "copying its user stack after a wait (offcpu)"},
+	{"emit_long", "recording an off-CPU wait"},
+	{"emit_copy", "recording an off-CPU wait"},
+	{"emit_short", "recording an off-CPU wait"},
+	{"emit_labels", "recording an off-CPU wait"},
+	{"emit_python", "recording an off-CPU wait"},
+	{"fill_head", "recording an off-CPU wait"},
+	{"count_drop", "recording an off-CPU wait"},
+	{"on_sys_exit", "recording an off-CPU wait"},
+	{"on_switch", "timing a context switch (offcpu)"},
+	{"on_switch_tw", "timing a context switch (offcpu)"},
+	{"on_switch_empty", "timing a context switch (offcpu)"},
+	{"list_open", "listing blocked threads (offcpu)"},
+	{"fr_py_find_step", "reading Python frames"},
+	{"fr_py_walk_step", "reading Python frames"},
+	{"on_sample", "reading labels"},
+	{"on_exec", "black box: exec"},
+	{"on_exit", "a process or thread exiting (black box, offcpu)"},
+	{"on_signal", "black box: crash"},
+};
+
+int fr_profile_own_bpf(const char *ksym, char *buf, size_t len)
+{
+	const char *p = ksym;
+
+	/* "bpf_prog_" TAG (16 hex digits) "_" NAME, as kallsyms lists a
+	 * program's functions */
+	if (strncmp(p, "bpf_prog_", 9) != 0)
+		return 0;
+	p += 9;
+	for (int i = 0; i < 16; i++, p++)
+		if (!isxdigit((unsigned char)*p))
+			return 0;
+	if (*p++ != '_')
+		return 0;
+	for (size_t i = 0; i < sizeof(own_bpf) / sizeof(own_bpf[0]); i++)
+		if (strcmp(p, own_bpf[i].name) == 0) {
+			snprintf(buf, len, "[flightrec: %s]", own_bpf[i].what);
+			return 1;
+		}
+	return 0;
+}
+
 /* The name of kernel location l into buf: the plain name, so that regexes
  * and -focus match a kernel function as they match a user one (pprof tells
  * kernel frames apart by their mapping, folded stacks by the suffix
- * flame-graph tools know: profile_emit_folded()). An address kallsyms
- * does not name is named by itself, as perf shows it ("0xffffffff81a2b3c4"),
- * or "[unknown]" in a profile limited to a uid, which hides kernel
- * addresses. */
+ * flame-graph tools know: profile_emit_folded()); a function of the
+ * recorder's own eBPF programs says so (fr_profile_own_bpf()), its
+ * kallsyms name in `sys`. An address kallsyms does not name is named by
+ * itself, as perf shows it ("0xffffffff81a2b3c4"), or "[unknown]" in a
+ * profile limited to a uid, which hides kernel addresses. */
 static void kernel_name(struct builder *b, struct fr_symbols *syms, const struct gloc *l, char *buf,
-			size_t len)
+			size_t len, char *sys, size_t syslen)
 {
 	const char *name = NULL;
 
 	b->maps[KERNEL_MAP].has_functions = 1;
-	if (syms && fr_symbols_kernel(syms, l->addr, &name) == 0)
-		snprintf(buf, len, "%s", name);
-	else if (b->req->targets.has_uid)
+	if (syms && fr_symbols_kernel(syms, l->addr, &name) == 0) {
+		if (fr_profile_own_bpf(name, buf, len))
+			snprintf(sys, syslen, "%s", name);
+		else
+			snprintf(buf, len, "%s", name);
+	} else if (b->req->targets.has_uid) {
 		snprintf(buf, len, "[unknown]");
-	else
+	} else {
 		snprintf(buf, len, "0x%" PRIx64, l->addr);
+	}
 }
 
 /* Names user location `l` on mapping `m` (seen by process m->pid through
@@ -244,7 +299,7 @@ int profile_symbolize(struct builder *b, const char *kallsyms)
 		sysbuf[0] = '\0';
 		if (l->map == KERNEL_MAP) {
 			file = FR_PROFILE_KERNEL_MAPPING;
-			kernel_name(b, syms, l, buf, sizeof(buf));
+			kernel_name(b, syms, l, buf, sizeof(buf), sysbuf, sizeof(sysbuf));
 		} else if (l->map && b->maps[l->map].python) {
 			ret = profile_python_name(b, syms, l, &b->maps[l->map], lines);
 			continue;

@@ -58,6 +58,9 @@
  *    "start_ns":N, "end_ns":N, "step_ns":N,  // Unix ns, CLOCK_REALTIME
  *    "ring":{"first_ns":N,"last_ns":N},      // the ring's whole span (0, 0:
  *                                            // empty), for a UI to offer
+ *    "partial_from":K,                       // only when some step is:
+ *                                            // steps K.. end after the
+ *                                            // ring's newest data
  *    "events":["cpu","offcpu",...],          // events with samples in the
  *                                            // window's chunks, by id
  *    "samples":N,                            // samples counted
@@ -80,6 +83,12 @@
  * order, at most FR_TIMELINE_MARKS_MAX (the first read; marks_more counts
  * the rest), so that a chart can mark them at their time
  * (core/query/events.h lists them in full).
+ *
+ * "partial_from": the first step that ends after ring.last_ns, the
+ * newest data the ring held when read: from it on the steps hold only
+ * part of their time (a window ending now: the step still filling, which
+ * the recorder adds to as it records; a ring that ends inside the
+ * window: the steps after its end). Absent when every step is whole.
  *
  * "pid" only with by=process; "values" has exactly `steps` entries and
  * "total" is their sum. "lost": the event's samples the recorder lost
@@ -252,5 +261,9 @@ void fr_timeline_free(struct fr_timeline *t);
 
 /* Writes the JSON form (above) and a newline. Returns 0 or -EIO. */
 int fr_timeline_write_json(FILE *f, const struct fr_timeline *t);
+
+/* The first step of `t` that ends after the ring's newest data
+ * ("partial_from"), or t->nsteps when every step is whole. */
+uint32_t fr_timeline_partial_from(const struct fr_timeline *t);
 
 #endif

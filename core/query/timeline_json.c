@@ -67,6 +67,18 @@ const char *fr_timeline_by_name(enum fr_timeline_by by, const char *label_key, c
 	}
 }
 
+uint32_t fr_timeline_partial_from(const struct fr_timeline *t)
+{
+	uint32_t k = 0;
+
+	/* An empty ring holds no part of any step: said otherwise */
+	if (!t->ring_last_ns || t->step_ns <= 0)
+		return t->nsteps;
+	while (k < t->nsteps && t->start_ns + (int64_t)(k + 1) * t->step_ns <= t->ring_last_ns)
+		k++;
+	return k;
+}
+
 int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
 {
 	char ev[FR_EVENT_NAME_MAX], by[FR_LIMIT_LABEL_LEN + 8];
@@ -77,8 +89,11 @@ int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
 	fr_json_fputs(f, fr_timeline_by_name(t->by, t->label_key, by, sizeof(by)));
 	fprintf(f,
 		",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"step_ns\":%" PRId64
-		",\"ring\":{\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 "},\"events\":[",
+		",\"ring\":{\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 "}",
 		t->start_ns, t->end_ns, t->step_ns, t->ring_first_ns, t->ring_last_ns);
+	if (fr_timeline_partial_from(t) < t->nsteps)
+		fprintf(f, ",\"partial_from\":%" PRIu32, fr_timeline_partial_from(t));
+	fputs(",\"events\":[", f);
 	for (uint32_t e = 0; e < t->nevents; e++) {
 		if (e)
 			fputc(',', f);

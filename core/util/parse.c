@@ -367,8 +367,9 @@ int fr_parse_time(const char *text, int64_t *unix_ns)
 	return parse_rfc3339(text, unix_ns);
 }
 
-/* "13:05", "13:05:00" or "13:05:00.25": today's (or, when later than
- * `now_ns`, yesterday's) local time. Returns 0, or -EINVAL with `why`. */
+/* "13:05", "13:05:00" or "13:05:00.25": today's (or, when more than
+ * FR_PARSE_CLOCK_AHEAD_NS later than `now_ns`, yesterday's) local time.
+ * Returns 0, or -EINVAL with `why`. */
 static int parse_clock(const char *s, int64_t now_ns, int64_t *unix_ns, char *why, size_t whylen)
 {
 	struct decimal frac = {.frac_den = 1};
@@ -409,8 +410,10 @@ static int parse_clock(const char *s, int64_t now_ns, int64_t *unix_ns, char *wh
 		t = mktime(&day);
 		if (t == (time_t)-1 || to_unix_ns((int64_t)t, frac_to_ns(&frac), unix_ns) < 0)
 			return -EINVAL;
-		/* A clock time still to come today is yesterday's. */
-		if (*unix_ns <= now_ns)
+		/* A clock time still to come today is yesterday's, unless it is
+		 * only moments ahead: a --to typed as the clock reads now, a
+		 * clock a little ahead of this machine's. */
+		if (*unix_ns <= now_ns + FR_PARSE_CLOCK_AHEAD_NS)
 			return 0;
 	}
 	return 0;

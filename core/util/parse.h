@@ -8,7 +8,9 @@
  *
  * Time points as people type them on the command line (fr_parse_when):
  * "-10m" (that long before now), "13:05" or "13:05:00" (local time, today;
- * a clock time later than now is yesterday's), RFC 3339 with a zone
+ * a clock time more than FR_PARSE_CLOCK_AHEAD_NS, 5 minutes, later than now
+ * is yesterday's; one up to that far ahead is today's, a moment to come),
+ * RFC 3339 with a zone
  * ("2026-11-24T13:05:00+01:00"), "@1732453500" or plain Unix seconds, and
  * "now".
  *
@@ -35,6 +37,10 @@ int fr_parse_size(const char *text, uint64_t *bytes);
  * fraction and numeric offset) or Unix seconds with optional fraction
  * ("1795000000.5"). Returns 0 and Unix nanoseconds, or -EINVAL. */
 int fr_parse_time(const char *text, int64_t *unix_ns);
+
+/* How far ahead of now a clock time ("13:05:00") may be and still be
+ * today's: 5 minutes. */
+#define FR_PARSE_CLOCK_AHEAD_NS (300 * 1000000000LL)
 
 /* Parses a time point as people type it (see the top of this file),
  * relative to `now_ns` (Unix ns). Returns 0 and Unix nanoseconds, or

@@ -40,18 +40,21 @@
 /* ---- requests ---------------------------------------------------------- */
 
 /* For a window query: every event must be recordable. An event that is
- * being recorded is fine; one whose source failed is refused with the
- * reason; one nobody records is tried (opened and closed again) so that
- * the user learns at once whether it could be, and gets a warning that
- * the ring holds only what earlier consumers recorded of it. Returns 0, or
- * -1 with `call` refused. */
+ * being recorded is fine; one whose source failed, or that this machine
+ * cannot count (fr_perf_can_open(): a disabled counter, opened and
+ * closed), is refused with the reason; one nobody records gets a warning
+ * that the ring holds only what earlier consumers recorded of it, naming
+ * what is recorded and how to record it. It is not turned on to find out
+ * whether it could be: a query of the past must not start recording
+ * (offcpu records every context switch, machine-wide), and what it would
+ * record is not in the window anyway. Returns 0, or -1 with `call`
+ * refused. */
 static int check_events(struct daemon *d, const uint32_t *ids, int n, const char *cmd,
 			int privileged, char *warn, size_t warnlen, struct fr_ipc_call *call)
 {
-	char name[FR_EVENT_NAME_MAX];
+	char name[FR_EVENT_NAME_MAX], recording[256];
 
 	for (int i = 0; i < n; i++) {
-		struct fr_consumer *probe;
 		char failed[256] = "";
 
 		if (fr_event_is_series(ids[i])) {
@@ -70,40 +73,27 @@ static int check_events(struct daemon *d, const uint32_t *ids, int n, const char
 
 		if (fr_sources_state(&d->sources, ids[i], failed, sizeof(failed)) > 0)
 			continue;
-		/* The probe opens the event for a moment, machine-wide: offcpu
-		 * records every context switch. Only a privileged asker may. */
-		if (!failed[0] && privileged) {
-			probe = calloc(1, sizeof(*probe));
-			if (!probe) {
-				fr_ipc_refuse(call, "%s: out of memory", cmd);
-				return -1;
-			}
-			snprintf(probe->name, sizeof(probe->name), "%s check of %s", cmd,
-				 fr_event_format(ids[i], name, sizeof(name)));
-			probe->uid = (uid_t)-1;
-			probe->nevents = 1;
-			probe->events[0] = ids[i];
-			probe->hz[0] = fr_event_has_rate(ids[i]) ? 1 : 0;
-			fr_sources_wait_reconciled(&d->sources,
-						   fr_consumer_add(&d->sources, probe));
-			fr_sources_state(&d->sources, ids[i], failed, sizeof(failed));
-			fr_consumer_remove(&d->sources, probe);
-		}
+		/* An event this machine cannot count at all (no PMU) is
+		 * refused, tried with a counter that never runs */
+		if (!failed[0] && privileged)
+			fr_perf_can_open(ids[i], failed, sizeof(failed));
 		if (failed[0]) {
 			fr_ipc_refuse(call, "%s", failed);
 			return -1;
 		}
-		if (!warn[0] && privileged)
-			snprintf(warn, warnlen,
-				 "%s is not being recorded (no session or client asks for it); the "
-				 "profile holds only what the ring has of it. `flightrec attach "
-				 "--follow --event %s` records it from now on",
-				 fr_event_format(ids[i], name, sizeof(name)), name);
-		else if (!warn[0])
-			snprintf(warn, warnlen,
-				 "%s is not being recorded (no session or client asks for it); the "
-				 "profile holds only what the ring has of it",
-				 fr_event_format(ids[i], name, sizeof(name)));
+		if (warn[0])
+			continue;
+		daemon_recording(d, recording, sizeof(recording));
+		fr_event_format(ids[i], name, sizeof(name));
+		/* Cut short when it does not fit: still a warning */
+		if (snprintf(warn, warnlen,
+			     "%s is not being recorded (no session or client asks for it; the recorder "
+			     "records %s); the profile holds only what the ring has of it%s%s%s",
+			     name, recording,
+			     privileged ? ". `flightrec attach --follow --event " : "",
+			     privileged ? name : "",
+			     privileged ? "` records it from now on" : "") < 0)
+			warn[0] = '\0';
 	}
 	return 0;
 }
@@ -225,7 +215,8 @@ static void attach_reply(struct daemon *d, const struct fr_profile_request *preq
 	if (preq->note)
 		snprintf(r->incomplete, sizeof(r->incomplete), "%s", preq->note);
 	daemon_attach_explain(d, preq, res, r);
-	if (warn[0])
+	/* "unrecorded" says it, with the window */
+	if (warn[0] && !r->unrecorded[0])
 		fr_ipc_warn(r->warnings, &r->nwarnings, warn);
 	if (res->warning[0])
 		fr_ipc_warn(r->warnings, &r->nwarnings, res->warning);

@@ -14,7 +14,9 @@
 #include "recorder/daemon_int.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -62,6 +64,64 @@ static int pid_running(const struct fr_targets *t, uint32_t pid)
 	return stat(path, &st) == 0 && st.st_uid == t->uid;
 }
 
+void daemon_recording(struct daemon *d, char *buf, size_t len)
+{
+	pthread_mutex_lock(&d->sources.lock);
+	fr_sources_describe(&d->sources, 0, buf, len);
+	pthread_mutex_unlock(&d->sources.lock);
+	if (!buf[0])
+		snprintf(buf, len, "nothing");
+}
+
+/* When every event of `preq` is one nothing records now and of which
+ * the ring holds no sample in the window, whatever the targets (but the
+ * uid): their names into r->unrecorded, what is recorded into
+ * r->recording, and 1, so that the empty profile is said to be the
+ * events', not blamed on a filter. 0 otherwise (a filter may be to blame
+ * for the events that have samples). */
+static int unrecorded_in(struct daemon *d, const struct fr_profile_request *preq,
+			 struct fr_ipc_attach_reply *r)
+{
+	struct fr_profile_request *q = malloc(sizeof(*q));
+	struct fr_profile_result *res = malloc(sizeof(*res));
+	size_t used = 0;
+	int n = 0;
+
+	for (uint32_t e = 0; q && res && e < preq->nevents; e++) {
+		char name[FR_EVENT_NAME_MAX], err[256] = "";
+
+		/* One that records (or failed): not every event's doing */
+		if (fr_sources_state(&d->sources, preq->events[e], err, sizeof(err)) != 0)
+			break;
+		*q = *preq;
+		q->nevents = 1;
+		q->events[0] = preq->events[e];
+		q->event_hz[0] = preq->event_hz[e];
+		memset(&q->targets, 0, sizeof(q->targets));
+		q->targets.has_uid = preq->targets.has_uid;
+		q->targets.uid = preq->targets.uid;
+		if (fr_profile_count(d->ring, q, res, NULL, err, sizeof(err)) < 0) {
+			fr_log_warn("attach: cannot count the window's samples: %s", err);
+			break;
+		}
+		if (res->samples_seen)
+			break;
+		fr_event_format(preq->events[e], name, sizeof(name));
+		used += (size_t)snprintf(r->unrecorded + used, sizeof(r->unrecorded) - used, "%s%s",
+					 n++ ? "," : "", name);
+		if (used >= sizeof(r->unrecorded))
+			break;
+	}
+	free(q);
+	free(res);
+	if (n && (uint32_t)n == preq->nevents) {
+		daemon_recording(d, r->recording, sizeof(r->recording));
+		return 1;
+	}
+	r->unrecorded[0] = '\0';
+	return 0;
+}
+
 void daemon_attach_explain(struct daemon *d, const struct fr_profile_request *preq,
 			   const struct fr_profile_result *res, struct fr_ipc_attach_reply *r)
 {
@@ -80,6 +140,10 @@ void daemon_attach_explain(struct daemon *d, const struct fr_profile_request *pr
 	/* Only when the window has samples at all: an empty ring or a
 	 * window outside it is said otherwise. */
 	if (res->samples_seen || !st.chunks || preq->t1 <= st.oldest_ns || preq->t0 > st.newest_ns)
+		return;
+	/* An event nobody records, none of it in the window: no filter is
+	 * to blame */
+	if (unrecorded_in(d, preq, r))
 		return;
 	if (t->npids || t->ncomms || t->cgroup[0] || fr_targets_labels_given(t)) {
 		char err[256] = "";

@@ -561,6 +561,36 @@ err_close:
 	return ret;
 }
 
+int fr_perf_can_open(uint32_t event, char *err, size_t errlen)
+{
+	struct fr_perf_config cfg = {.event = event, .hz = 1};
+	struct perf_event_attr attr;
+	char name[FR_EVENT_NAME_MAX];
+	uint32_t type = 0;
+	uint64_t config = 0;
+	int fd;
+
+	if (err && errlen)
+		err[0] = '\0';
+	fr_event_format(event, name, sizeof(name));
+	/* offcpu, wakeup and runqueue (a tracepoint or an eBPF program) and
+	 * what is not a perf event: nothing to try without setting it up */
+	if (event_attr(event, &type, &config) < 0 ||
+	    (type == PERF_TYPE_HARDWARE && !fr_event_is_hardware(event)))
+		return 0;
+	base_attr(&attr);
+	fr_perf_sampling_attr(&attr, &cfg, type, config, fr_event_is_hardware(event));
+	/* Disabled, no ring mapped, closed at once: it never counts */
+	attr.disabled = 1;
+	fd = open_adapting(&attr, 0);
+	if (fd < 0) {
+		describe_open_error(err, errlen, name, fr_event_is_hardware(event), &attr, -fd);
+		return fd;
+	}
+	close(fd);
+	return 0;
+}
+
 int fr_perf_open_sideband(struct fr_perf **out, char *err, size_t errlen)
 {
 	const struct fr_perf_config cfg = {.event = FR_EVENT_CPU, .hz = 0};

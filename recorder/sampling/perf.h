@@ -251,6 +251,12 @@ unsigned fr_perf_unwind_user(struct fr_perf_unwind_stats *st, const struct fr_pe
  *   "raw: this event cannot be sampled by this version" (-EOPNOTSUPP). */
 int fr_perf_open(struct fr_perf **out, const struct fr_perf_config *cfg, char *err, size_t errlen);
 
+/* Whether `event` could be opened, tried without recording: one
+ * disabled counter on CPU 0, no ring, closed at once. Returns 0 (also for
+ * offcpu and events that are no perf event: not tried), or -errno with
+ * the message fr_perf_open() would give in `err`. */
+int fr_perf_can_open(uint32_t event, char *err, size_t errlen);
+
 /* Opens a side-band-only source: a software dummy event on every online
  * CPU that delivers MMAP2 (with build ids where the kernel gives them),
  * COMM, FORK and EXIT records, and LOST when its rings overflow, and no

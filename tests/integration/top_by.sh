@@ -3,7 +3,9 @@
 # column names the busiest and "+1" for the other; --by process gives one
 # table per process holding only its samples; --json gives the rows with
 # each process's share adding up to the row's cum; the same from a window
-# of the recorder and from a profile file.
+# of the recorder and from a profile file. --by label:KEY names itself
+# when no sample has the key; a profile of cpu and offcpu shows one
+# event's table with that event's totals, never the two added up.
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 
@@ -30,6 +32,50 @@ grep -Eq "  burn\[($a|$b)\]\+1 +fr_burn_heavy$" "$T/top.txt" ||
 	{ cat "$T/top.err"; fail "top FILE --by comm failed"; }
 cat "$T/comm.txt"
 [ "$(head -1 "$T/comm.txt")" = burn ] || fail "top --by comm does not head its table with the comm"
+
+# --by label:KEY is accepted, and a key no sample has is said as typed,
+# not as an option the user never gave (--label-key).
+"$FLIGHTREC" top --window 30s --pid "$a,$b" --by label:endpoint >"$T/label.txt" 2>"$T/label.err" &&
+	fail "top --by label:endpoint of processes without labels succeeded: $(cat "$T/label.txt")"
+cat "$T/label.err"
+grep -q -- "--by label:endpoint matched no samples" "$T/label.err" ||
+	fail "top --by label:endpoint does not name --by label:endpoint: $(cat "$T/label.err")"
+! grep -q -- "--label-key" "$T/label.err" ||
+	fail "top --by label:endpoint speaks of --label-key: $(cat "$T/label.err")"
+
+# A profile of cpu and offcpu (the session records both): the table is
+# cpu's, its total and samples cpu's alone (never offcpu's added), and
+# offcpu is named with its own total; --event offcpu shows that column.
+"$FLIGHTREC" attach --window 30s --event cpu,offcpu -o "$T/two.pb.gz" 2>"$T/attach.err" ||
+	{ cat "$T/attach.err"; fail "attach --event cpu,offcpu failed"; }
+for e in cpu offcpu; do
+	"$FLIGHTREC" top "$T/two.pb.gz" --event "$e" -n 3 >"$T/two-$e.txt" 2>"$T/top.err" ||
+		{ cat "$T/top.err"; fail "top FILE --event $e failed"; }
+	cat "$T/two-$e.txt"
+done
+"$FLIGHTREC" top "$T/two.pb.gz" -n 3 | cmp -s - "$T/two-cpu.txt" ||
+	fail "top of a cpu+offcpu profile does not show cpu, the first event, by default"
+python3 - "$(dirname "$0")" "$T/two.pb.gz" "$T/two-cpu.txt" "$T/two-offcpu.txt" <<'PY' ||
+import re, sys
+sys.path.insert(0, sys.argv[1])
+import pprof_samples as ps
+path = sys.argv[2]
+names = [t for t, _ in ps.sample_types(path)]
+n = {"cpu": 0, "offcpu": 0}
+for s in ps.samples(path):
+    for e in n:
+        if s["values"][names.index(e)]:
+            n[e] += s["values"][names.index("samples")]
+assert n["cpu"] and n["offcpu"], n
+for e, other, txt in (("cpu", "offcpu", sys.argv[3]), ("offcpu", "cpu", sys.argv[4])):
+    head = open(txt).read()
+    m = re.search(r"functions, %s total \S+ \((\d+) samples\)" % e, head)
+    assert m and int(m.group(1)) == n[e], (e, n, head)
+    m = re.search(r"also holds %s: total \S+ \((\d+) samples\)" % other, head)
+    assert m and int(m.group(1)) == n[other], (other, n, head)
+print("cpu %d samples, offcpu %d: each table counts its own" % (n["cpu"], n["offcpu"]))
+PY
+	fail "top of a cpu+offcpu profile mixes the events' samples"
 
 python3 - "$T/by.json" "$T/file.json" "$a" "$b" <<'PY' || fail "the JSON rows are wrong"
 import json, sys

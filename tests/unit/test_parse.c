@@ -393,10 +393,15 @@ static void test_when(void)
 	when_ok("UTC", "13:30:00", now, now);
 	when_ok("CET-1", "14:05:00", now, now - 1500 * s);
 	when_ok("EST5", "08:05", now, now - 1500 * s);
-	/* ...or yesterday's when later than now. */
-	when_ok("UTC", "13:30:01", now, now + s - 86400 * s);
+	/* ...also a moment ahead (up to 5 minutes): a --to one second in
+	 * the future is not yesterday's... */
+	when_ok("UTC", "13:30:01", now, now + s);
+	when_ok("CET-1", "14:31", now, now + 60 * s);
+	when_ok("UTC", "13:35:00", now, now + 300 * s);
+	/* ...or yesterday's when later than that. */
+	when_ok("UTC", "13:35:01", now, now + 301 * s - 86400 * s);
 	when_ok("UTC", "23:59", now, now + (10 * 3600 + 29 * 60) * s - 86400 * s);
-	when_ok("CET-1", "14:31", now, now + 60 * s - 86400 * s);
+	when_ok("CET-1", "14:36", now, now + 360 * s - 86400 * s);
 	setenv("TZ", "UTC", 1);
 	tzset();
 

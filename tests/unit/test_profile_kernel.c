@@ -150,10 +150,38 @@ static void test_folded(void)
 	test_ring_done(r);
 }
 
+/* Regression own_bpf: the recorder's own eBPF task work (the off-CPU
+ * program copying a thread's user stack on its way back to user space)
+ * showed in cpu profiles as bpf_prog_TAG_tw_user_stack under
+ * task_work_run, charged to the program without a word. The recorder's
+ * programs' functions are named for what they do; another kernel
+ * symbol, or a program of another name, is not. */
+static void test_own_bpf(void)
+{
+	char buf[128];
+
+	CHECK(fr_profile_own_bpf("bpf_prog_5dbe06d134a9ddca_tw_user_stack", buf, sizeof(buf)) &&
+		      strcmp(buf, "[flightrec: copying its user stack after a wait (offcpu)]") == 0,
+	      "tw_user_stack: %s", buf);
+	CHECK(fr_profile_own_bpf("bpf_prog_f7766e75e7306ce2_on_sample", buf, sizeof(buf)) &&
+		      strcmp(buf, "[flightrec: reading labels]") == 0,
+	      "on_sample: %s", buf);
+	CHECK(fr_profile_own_bpf("bpf_prog_2f12cf8a8fa5131a_emit_long", buf, sizeof(buf)) &&
+		      strcmp(buf, "[flightrec: recording an off-CPU wait]") == 0,
+	      "emit_long: %s", buf);
+	CHECK(!fr_profile_own_bpf("bpf_prog_2f12cf8a8fa5131a_sd_devices", buf, sizeof(buf)),
+	      "another program is the recorder's");
+	CHECK(!fr_profile_own_bpf("bpf_prog_2f12cf8a8fa5131_emit_long", buf, sizeof(buf)),
+	      "a tag of 15 digits");
+	CHECK(!fr_profile_own_bpf("tw_user_stack", buf, sizeof(buf)), "a bare name");
+	CHECK(!fr_profile_own_bpf("task_work_run", buf, sizeof(buf)), "a kernel function");
+}
+
 int main(void)
 {
 	if (fixture_init("profile-kernel") != 0)
 		return 1;
+	test_own_bpf();
 	test_pprof();
 	test_folded();
 	return fixture_fini();

@@ -460,6 +460,8 @@ static void test_attach_reply(void)
 	r.pids_not_running[0] = 99999;
 	r.writer_error_ns = (1LL << 60) + (1LL << 12);
 	snprintf(r.writer_error, sizeof(r.writer_error), "Read-only file system");
+	snprintf(r.unrecorded, sizeof(r.unrecorded), "page-faults");
+	snprintf(r.recording, sizeof(r.recording), "cpu at 99 Hz, offcpu at every context switch");
 	obj = over_wire(fr_ipc_attach_reply_encode(&r), NULL);
 	CHECK(obj && cJSON_GetArraySize(cJSON_GetObjectItem(obj, "empty_filters")) == 2 &&
 		      strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(obj, "empty_filters"), 1)

@@ -269,6 +269,20 @@ static void test_json(struct fr_ring *r)
 	CHECK(strcmp(text, want) == 0, "json:\n%s\nwant:\n%s", text, want);
 	CHECK(t->ring_first_ns == T0 + 5 * MS, "ring first %" PRId64, t->ring_first_ns - T0);
 	free(text);
+	/* Regression partial_row: a ring whose newest data is inside the
+	 * last step says which steps are partial, nothing else changed. */
+	CHECK(fr_timeline_partial_from(t) == t->nsteps, "a whole window has partial steps");
+	t->ring_last_ns = T0 + SEC + SEC / 2;
+	CHECK(fr_timeline_partial_from(t) == 1, "partial from %u", fr_timeline_partial_from(t));
+	text = NULL;
+	f = open_memstream(&text, &len);
+	CHECK(f && fr_timeline_write_json(f, t) == 0, "write_json");
+	if (f)
+		fclose(f);
+	snprintf(want, sizeof(want), "\"last_ns\":%" PRId64 "},\"partial_from\":1,\"events\":[",
+		 t->ring_last_ns);
+	CHECK(text && strstr(text, want), "no partial_from after the ring:\n%s", text ? text : "");
+	free(text);
 	fr_timeline_free(t);
 
 	/* More steps than fit: the step is widened, the window kept. */

@@ -149,8 +149,119 @@ static void test_lost(void)
 	free(text);
 }
 
+/* Regression partial_row: the last step of a window ending now, still
+ * filling, was drawn as a whole step (its bar short, as if the machine
+ * had gone idle). "partial_from" marks it "~" with a line saying up to
+ * when the ring holds it; without "partial_from" no row is marked. */
+static void test_partial(void)
+{
+	int64_t start = 1795500000LL * SEC, step = 10 * SEC;
+	char json[2048];
+	char *text;
+
+	snprintf(json, sizeof(json),
+		 "{\"version\":1,\"event\":\"cpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
+		 "\"start_ns\":%lld,\"end_ns\":%lld,\"step_ns\":%lld,"
+		 "\"ring\":{\"first_ns\":%lld,\"last_ns\":%lld},\"partial_from\":2,\"samples\":10,"
+		 "\"groups\":[{\"name\":\"burn (42)\",\"pid\":42,\"total\":%lld,"
+		 "\"values\":[%lld,%lld,%lld]}]}",
+		 (long long)start, (long long)(start + 3 * step), (long long)step,
+		 (long long)(start - 3600 * SEC), (long long)(start + 2 * step + 3 * SEC), 23 * SEC,
+		 10 * SEC, 10 * SEC, 3 * SEC);
+	text = render(json);
+	CHECK(count(text, " ~\n") == 1 && strstr(text, "0.30 CPU ~\n"),
+	      "the last row is not marked partial:\n%s", text);
+	CHECK(strstr(text, "~ partial: the ring holds the last row only up to 06:00:23 UTC"),
+	      "no legend for the partial row:\n%s", text);
+	free(text);
+	snprintf(json, sizeof(json),
+		 "{\"version\":1,\"event\":\"cpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
+		 "\"start_ns\":%lld,\"end_ns\":%lld,\"step_ns\":%lld,"
+		 "\"ring\":{\"first_ns\":%lld,\"last_ns\":%lld},\"samples\":10,"
+		 "\"groups\":[{\"name\":\"burn (42)\",\"pid\":42,\"total\":%lld,"
+		 "\"values\":[%lld,%lld,%lld]}]}",
+		 (long long)start, (long long)(start + 3 * step), (long long)step,
+		 (long long)(start - 3600 * SEC), (long long)(start + 3 * step), 30 * SEC, 10 * SEC,
+		 10 * SEC, 10 * SEC);
+	text = render(json);
+	CHECK(!strstr(text, "~"), "a whole timeline marked partial:\n%s", text);
+	free(text);
+}
+
+/* suggest(json, how) of fr_tl_suggest() as text (malloc'd). */
+static char *suggest(const char *json)
+{
+	cJSON *tl = cJSON_Parse(json);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CHECK(tl && f, "parse or memstream");
+	if (!tl || !f)
+		exit(1);
+	fr_tl_suggest(f, tl, "flightrec attach");
+	fclose(f);
+	cJSON_Delete(tl);
+	return text;
+}
+
+/* Regression suggest_attach: the README showed the attach line for the
+ * chart's busy minute, which the command never printed. The busiest
+ * stretch (the peak step and its neighbours with at least half as much)
+ * is printed as an attach command; an event other than cpu says
+ * --event; a stretch reaching the step still filling ends now (no --to);
+ * a series (rss) gets none. */
+static void test_suggest(void)
+{
+	int64_t start = 1795500000LL * SEC, step = 30 * SEC; /* 2026-11-24T06:00:00Z */
+	char json[2048];
+	char *text;
+
+	snprintf(json, sizeof(json),
+		 "{\"version\":1,\"event\":\"cpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
+		 "\"start_ns\":%lld,\"end_ns\":%lld,\"step_ns\":%lld,"
+		 "\"ring\":{\"first_ns\":%lld,\"last_ns\":%lld},\"samples\":10,"
+		 "\"groups\":[{\"name\":\"pg_dump (4242)\",\"pid\":4242,\"total\":1,"
+		 "\"values\":[%lld,%lld,%lld,%lld,%lld]}]}",
+		 (long long)start, (long long)(start + 5 * step), (long long)step,
+		 (long long)(start - 3600 * SEC), (long long)(start + 5 * step), 6 * SEC, 6 * SEC,
+		 58 * SEC, 59 * SEC, 6 * SEC);
+	text = suggest(json);
+	CHECK(strcmp(text, "\nbusiest 06:01:00–06:02:00 UTC; its profile:\n"
+			   "  flightrec attach --from 2026-11-24T06:01:00Z --to "
+			   "2026-11-24T06:02:00Z\n") == 0,
+	      "the busy minute's attach:\n%s", text);
+	free(text);
+	/* offcpu, its peak in the last step, which the ring holds only in part */
+	snprintf(json, sizeof(json),
+		 "{\"version\":1,\"event\":\"offcpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
+		 "\"start_ns\":%lld,\"end_ns\":%lld,\"step_ns\":%lld,"
+		 "\"ring\":{\"first_ns\":%lld,\"last_ns\":%lld},\"partial_from\":2,\"samples\":10,"
+		 "\"groups\":[{\"name\":\"pg_dump (4242)\",\"pid\":4242,\"total\":1,"
+		 "\"values\":[%lld,%lld,%lld]}]}",
+		 (long long)start, (long long)(start + 3 * step), (long long)step,
+		 (long long)(start - 3600 * SEC), (long long)(start + 2 * step + SEC), 1 * SEC,
+		 40 * SEC, 50 * SEC);
+	text = suggest(json);
+	CHECK(strstr(text, "busiest 06:00:30–now UTC") &&
+		      strstr(text, ":00:30Z --event offcpu\n") && !strstr(text, "--to"),
+	      "offcpu up to now:\n%s", text);
+	free(text);
+	snprintf(json, sizeof(json),
+		 "{\"version\":1,\"event\":\"rss\",\"unit\":\"bytes\",\"by\":\"process\","
+		 "\"start_ns\":%lld,\"end_ns\":%lld,\"step_ns\":%lld,\"samples\":1,"
+		 "\"groups\":[{\"name\":\"pg_dump (4242)\",\"pid\":4242,\"total\":1,"
+		 "\"values\":[1,2,3]}]}",
+		 (long long)start, (long long)(start + 3 * step), (long long)step);
+	text = suggest(json);
+	CHECK(text[0] == '\0', "a series got an attach:\n%s", text);
+	free(text);
+}
+
 int main(void)
 {
+	test_suggest();
+	test_partial();
 	test_lost();
 	test_before_ring();
 	test_young_ring();

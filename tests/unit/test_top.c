@@ -335,6 +335,14 @@ static void test_heap(void)
 	CHECK(strstr(out, "\"name\":\"leak\"") && strstr(out, "\"flat\":300") &&
 		      strstr(out, "\"flat_samples\":3"),
 	      "top of a heap profile: %s", out);
+	/* The table of inuse_space names alloc_space (alloc_objects counts
+	 * its blocks, inuse_objects the table's: neither is an event) */
+	o.json = 0;
+	print_to(d, &o, out, sizeof(out));
+	CHECK(strstr(out, "inuse_space total 300B (3 samples)") &&
+		      strstr(out, "also holds alloc_space: total 564B (7 samples)") &&
+		      !strstr(out, "alloc_objects") && !strstr(out, "holds inuse_objects"),
+	      "the heap table's events: %s", out);
 	fr_pprof_data_free(d);
 	free(raw);
 	free(m.buf);
@@ -405,6 +413,72 @@ static void test_wakeup(void)
 	free(m.buf);
 }
 
+/* A profile of two events, as attach --event cpu,offcpu writes it: each
+ * sample has a value in its event's column alone. The table of cpu (the
+ * default column) counts cpu's samples alone, not offcpu's, and names
+ * offcpu with its own total; --event offcpu shows that column. main ->
+ * spin (2 samples, 20 ns on CPU); main -> wait (3 waits, 900 ns). */
+static void test_two_events(void)
+{
+	struct mem m = {0};
+	struct fr_pprof *p = fr_pprof_new(6, mem_write, &m);
+	struct fr_pprof_data *d = NULL;
+	struct fr_top_opts o = {.limit = 10, .sort_cum = -1};
+	uint64_t lmain, lspin, lwait;
+	char out[4096];
+	struct fr_top t;
+	void *raw = NULL;
+	size_t len = 0;
+
+	CHECK(p, "fr_pprof_new");
+	fr_pprof_sample_type(p, "samples", "count");
+	fr_pprof_sample_type(p, "cpu", "nanoseconds");
+	fr_pprof_sample_type(p, "offcpu", "nanoseconds");
+	fr_pprof_default_sample_type(p, "cpu");
+	fr_pprof_time(p, 1000, 10 * FR_NS_PER_S);
+	lmain = fr_pprof_location(p, 0, 0x10, fr_pprof_function(p, "main", NULL, NULL));
+	lspin = fr_pprof_location(p, 0, 0x20, fr_pprof_function(p, "spin", NULL, NULL));
+	lwait = fr_pprof_location(p, 0, 0x30, fr_pprof_function(p, "wait", NULL, NULL));
+	{
+		const uint64_t s1[] = {lspin, lmain}, s2[] = {lwait, lmain};
+		const int64_t v1[] = {2, 20, 0}, v2[] = {3, 0, 900};
+
+		fr_pprof_sample(p, s1, 2, v1, 3, NULL, 0);
+		fr_pprof_sample(p, s2, 2, v2, 3, NULL, 0);
+	}
+	CHECK(fr_pprof_finish(p) == 0, "fr_pprof_finish");
+	fr_pprof_free(p);
+	CHECK(fr_gunzip(m.buf, m.len, &raw, &len) == 0 && fr_pprof_read(raw, len, &d) == 0,
+	      "two-event profile decodes");
+	if (!d)
+		goto out;
+	CHECK(fr_top_aggregate(d, 1, 0, &t) == 0, "aggregate");
+	CHECK(t.total == 20 && t.total_samples == 2 && t.nrows == 2,
+	      "cpu: total %lld, %lld samples, %zu functions; want 20, 2, 2 (no offcpu sample)",
+	      (long long)t.total, (long long)t.total_samples, t.nrows);
+	check_row(t.rows, (ssize_t)t.nrows, "main", 0, 20, 0, 2);
+	fr_top_free(&t);
+	print_to(d, &o, out, sizeof(out));
+	CHECK(strstr(out, "cpu total 20ns (2 samples)") &&
+		      strstr(out, "also holds offcpu: total 900ns (3 samples)") &&
+		      !strstr(out, "wait"),
+	      "the table of cpu: %s", out);
+	o.event = "offcpu";
+	print_to(d, &o, out, sizeof(out));
+	CHECK(strstr(out, "offcpu total 900ns (3 samples)") &&
+		      strstr(out, "also holds cpu: total 20ns (2 samples)") && !strstr(out, "spin"),
+	      "the table of offcpu: %s", out);
+	o.event = NULL;
+	o.by = FR_TOP_BY_COMM;
+	print_to(d, &o, out, sizeof(out));
+	CHECK(strstr(out, "also holds offcpu") && !strstr(out, "samples without a comm"),
+	      "--by of cpu leaves offcpu's samples out, without calling them comm-less: %s", out);
+out:
+	fr_pprof_data_free(d);
+	free(raw);
+	free(m.buf);
+}
+
 int main(void)
 {
 	struct mem m = {0};
@@ -421,6 +495,7 @@ int main(void)
 	free(m.buf);
 	test_kernel();
 	test_wakeup();
+	test_two_events();
 	test_processes();
 	test_heap();
 	return failures ? 1 : 0;

@@ -38,7 +38,9 @@ static void usage(FILE *f)
 		"                     repeatable: all of them)\n"
 		"  --label-key KEY    only samples with a value for this label, one table\n"
 		"                     per value (also with FILE)\n"
-		"  --event E[,E...]   the events to ask for; the table shows the first\n"
+		"  --event E[,E...]   the events to ask for; the table shows the first, and\n"
+		"                     names the others with their own totals (with FILE:\n"
+		"                     the one event of the profile to show)\n"
 		"                     (default cpu; offcpu shows where threads waited;\n"
 		"                     wakeup the code that woke them, valued by their\n"
 		"                     wait; runqueue their waits for a CPU; alloc the\n"
@@ -129,9 +131,18 @@ static void bad_option(char **argv)
 
 /* The tables of a saved profile FILE, which takes no recorder option. */
 static int show_file(const char *file, const struct fr_query_args *q, const char *socket_s,
-		     const struct fr_top_opts *o)
+		     struct fr_top_opts *o)
 {
-	if (q->window_s || q->from_s || q->to_s || q->targets.npids || socket_s || q->nevents ||
+	char name[FR_EVENT_NAME_MAX];
+
+	/* --event E: the column of E (a profile of cpu and offcpu) */
+	if (q->nevents > 1) {
+		usage_error("with FILE, --event names the one event to show%s", "");
+		return EXIT_USAGE;
+	}
+	if (q->nevents)
+		o->event = fr_event_format(q->events[0], name, sizeof(name));
+	if (q->window_s || q->from_s || q->to_s || q->targets.npids || socket_s ||
 	    q->targets.ncomms || q->targets.cgroup[0] || (q->hz || q->nrates) ||
 	    q->targets.children || q->targets.nlabels) {
 		usage_error("give either FILE or --window/--from, not both%s", "");
@@ -205,9 +216,19 @@ int fr_top_main(int argc, char **argv)
 		goto out;
 	}
 	/* The recorder writes application labels only when asked for a key */
-	if (o.by == FR_TOP_BY_LABEL && !q->targets.label_key[0] && !q->by_cpu &&
-	    fr_query_opt(prog, FR_OPT_LABEL_KEY, o.by_key, q) != 1)
-		goto out;
+	if (o.by == FR_TOP_BY_LABEL && !q->targets.label_key[0] && !q->by_cpu) {
+		/* Messages about the key name --by label:KEY, as typed */
+		if (strcmp(o.by_key, "cpu") == 0) {
+			q->by_cpu = 1;
+		} else if (fr_targets_set_label_key(&q->targets, o.by_key) < 0) {
+			fprintf(stderr,
+				"%s: --by label:KEY: expected a label key of 1..%d characters, "
+				"got \"%s\" (see flightrec top --help)\n",
+				prog, FR_LIMIT_LABEL_LEN - 1, o.by_key);
+			goto out;
+		}
+		o.by_sets_label_key = 1;
+	}
 	ret = fr_query_finish(prog, q);
 	if (ret == 0)
 		ret = fr_query_refuse_series(prog, q);

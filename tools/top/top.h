@@ -65,6 +65,15 @@ int fr_top_aggregate(const struct fr_pprof_data *d, size_t col, ssize_t samples_
 		     struct fr_top *t);
 void fr_top_free(struct fr_top *t);
 
+/* Whether sample `s` is one of column `col`'s event: a profile of several
+ * events (cpu and offcpu) gives each sample a value in its event's column
+ * alone, and the table of one event leaves the others' samples out (their
+ * totals would mix seconds on CPU with seconds waited). A sample with no
+ * value in any column but `col` (and its count `samples_col`) is its. */
+struct fr_pprof_rsample;
+int fr_top_sample_of(const struct fr_pprof_data *d, const struct fr_pprof_rsample *s, size_t col,
+		     ssize_t samples_col);
+
 /* FNV-1a of string `s`. */
 uint64_t fr_top_hash(const char *s);
 
@@ -88,6 +97,11 @@ struct fr_top_opts {
 	int json;
 	enum fr_top_by by;
 	const char *by_key; /* the label key of FR_TOP_BY_LABEL */
+	/* The event whose column is shown (--event with FILE); NULL: the
+	 * profile's default, the first event asked of the recorder */
+	const char *event;
+	/* The window's label key is --by's (label:KEY), not --label-key's */
+	int by_sets_label_key;
 };
 
 /* Parses --by's "process", "comm", "cgroup" or "label:KEY" into `o`.

@@ -258,6 +258,19 @@ static int set_shares(struct fr_top *t, struct procs *p)
 
 /* ---- aggregation ---- */
 
+int fr_top_sample_of(const struct fr_pprof_data *d, const struct fr_pprof_rsample *s, size_t col,
+		     ssize_t samples_col)
+{
+	if (d->values[s->val + col])
+		return 1;
+	for (size_t i = 0; i < d->ntypes; i++)
+		if (i != col && (ssize_t)i != samples_col && d->values[s->val + i] &&
+		    !(strcmp(d->types[i].type, "samples") == 0 &&
+		      strcmp(d->types[i].unit, "count") == 0))
+			return 0;
+	return 1;
+}
+
 /* Adds sample s (of process `proc`) to the rows of its frames. Returns 0
  * or -ENOMEM. */
 static int add_sample(struct fr_top *t, struct procs *p, const struct fr_pprof_data *d, size_t s,
@@ -269,6 +282,8 @@ static int add_sample(struct fr_top *t, struct procs *p, const struct fr_pprof_d
 	int64_t n = samples_col >= 0 ? d->values[sm->val + (size_t)samples_col] : 1;
 	int leaf = 1;
 
+	if (!fr_top_sample_of(d, sm, col, samples_col))
+		return 0;
 	t->total += v;
 	t->total_samples += n;
 	for (size_t k = 0; k < sm->nloc; k++) {

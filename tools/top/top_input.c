@@ -104,7 +104,7 @@ static int show(const void *buf, size_t len, const char *what, const struct fr_t
 		ret = fr_top_print(d, o);
 		if (ret == -ENOMEM)
 			goto nomem;
-		ret = fflush(stdout) == 0 ? 0 : 1;
+		ret = ret == 0 && fflush(stdout) == 0 ? 0 : 1;
 	}
 	free(raw);
 	fr_pprof_data_free(d);
@@ -153,11 +153,12 @@ static const char *resp_error(const cJSON *resp)
  * top must fail for it: it is empty and `allow_empty` is not given. Warns
  * of a recorder stall within the window. */
 static int window_empty(const struct fr_ipc_attach_reply *reply, const struct fr_ipc_attach_req *ar,
-			int allow_empty)
+			int allow_empty, const struct fr_top_opts *o)
 {
 	struct fr_cli_report r;
 
 	fr_cli_report_from_attach(&r, reply, ar);
+	r.label_key_by = o->by_sets_label_key;
 
 	if (fr_cli_report_check(&r, allow_empty) == FR_REPORT_EMPTY && !allow_empty)
 		return 1;
@@ -221,10 +222,10 @@ int fr_top_show_window(const struct fr_query_args *q, const char *socket_s,
 	}
 	/* A table of nothing is no answer: say which filter or what window
 	 * emptied it, as attach does, and fail unless --allow-empty. */
-	if (window_empty(&reply, &ar, q->allow_empty))
-		goto out;
 	for (uint32_t i = 0; i < reply.nwarnings; i++)
 		fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
+	if (window_empty(&reply, &ar, q->allow_empty, o))
+		goto out;
 	/* The recorder could not store its last samples (a stall now): the
 	 * table may end early. */
 	if (reply.incomplete[0])

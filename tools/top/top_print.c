@@ -103,38 +103,117 @@ static int is_samples(const struct fr_pprof_value_type *t)
 	return strcmp(t->type, "samples") == 0 && strcmp(t->unit, "count") == 0;
 }
 
-/* The profile's default column (as go tool pprof shows it), else the
- * last that is not a sample count; and the sample count's, or -1: for a
- * memory profile (Go's, or flightrec's alloc and heap, which have no
- * samples/count), the blocks of the bytes shown (alloc_objects beside
- * alloc_space, inuse_objects beside inuse_space). */
-static size_t value_col(const struct fr_pprof_data *d, ssize_t *samples_col)
+/* The column counting the samples of value column `col`: the profile's
+ * samples/count, or for a memory profile (Go's, or flightrec's alloc and
+ * heap, which have no samples/count) the blocks of the bytes shown
+ * (alloc_objects beside alloc_space, inuse_objects beside inuse_space);
+ * -1 when there is none (one sample counts one). */
+static ssize_t count_col(const struct fr_pprof_data *d, size_t col)
+{
+	const char *space = d->types[col].type;
+	size_t n = strlen(space);
+
+	for (size_t i = 0; i < d->ntypes; i++)
+		if (is_samples(&d->types[i]))
+			return (ssize_t)i;
+	for (size_t i = 0; i < d->ntypes; i++) {
+		const char *objects = d->types[i].type;
+
+		if (n > 6 && strcmp(space + n - 6, "_space") == 0 &&
+		    strncmp(objects, space, n - 6) == 0 && strcmp(objects + n - 6, "_objects") == 0)
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+/* Whether column `i` is the value of `event` as --event names it: the
+ * column of that name, or alloc's alloc_space and heap's inuse_space. */
+static int column_is(const struct fr_pprof_data *d, size_t i, const char *event)
+{
+	const char *type = d->types[i].type;
+
+	return strcmp(type, event) == 0 ||
+	       (strcmp(event, "alloc") == 0 && strcmp(type, "alloc_space") == 0) ||
+	       (strcmp(event, "heap") == 0 && strcmp(type, "inuse_space") == 0);
+}
+
+/* The column shown: the one of o->event when given, else the profile's
+ * default (as go tool pprof shows it), else the last that is not a
+ * sample count; its sample count's in *samples_col (count_col()).
+ * SIZE_MAX when the profile has no column of o->event. */
+static size_t value_col(const struct fr_pprof_data *d, const struct fr_top_opts *o,
+			ssize_t *samples_col)
 {
 	size_t col = d->ntypes - 1;
 
-	if (d->default_type >= 0 && !is_samples(&d->types[d->default_type]))
+	if (o->event) {
+		for (col = 0; col < d->ntypes && !column_is(d, col, o->event); col++)
+			;
+		if (col == d->ntypes)
+			return SIZE_MAX;
+	} else if (d->default_type >= 0 && !is_samples(&d->types[d->default_type])) {
 		col = (size_t)d->default_type;
-	else
+	} else {
 		for (size_t i = d->ntypes; i-- > 0;)
 			if (!is_samples(&d->types[i])) {
 				col = i;
 				break;
 			}
-	*samples_col = -1;
-	for (size_t i = 0; i < d->ntypes; i++)
-		if (is_samples(&d->types[i])) {
-			*samples_col = (ssize_t)i;
-			break;
-		}
-	for (size_t i = 0; *samples_col < 0 && i < d->ntypes; i++) {
-		const char *space = d->types[col].type, *objects = d->types[i].type;
-		size_t n = strlen(space);
-
-		if (n > 6 && strcmp(space + n - 6, "_space") == 0 &&
-		    strncmp(objects, space, n - 6) == 0 && strcmp(objects + n - 6, "_objects") == 0)
-			*samples_col = (ssize_t)i;
 	}
+	*samples_col = count_col(d, col);
 	return col;
+}
+
+/* Whether column `i` is another event's than column `col`'s (not a
+ * count of samples or blocks of either). */
+static int other_event(const struct fr_pprof_data *d, size_t i, size_t col, ssize_t samples_col)
+{
+	if (i == col || (ssize_t)i == samples_col || is_samples(&d->types[i]) ||
+	    count_col(d, i) == (ssize_t)col)
+		return 0;
+	/* alloc_objects counts alloc_space's blocks: no event of its own */
+	for (size_t j = 0; j < d->ntypes; j++)
+		if (j != i && count_col(d, j) == (ssize_t)i)
+			return 0;
+	return 1;
+}
+
+/* Says, under the table's first line, the other events a profile of
+ * several holds (cpu and offcpu), each with its own total: the table
+ * shows one, and a total across events would mean nothing. */
+static void print_others(const struct fr_pprof_data *d, size_t col, ssize_t samples_col)
+{
+	for (size_t i = 0; i < d->ntypes; i++) {
+		ssize_t sc = count_col(d, i);
+		int64_t total = 0, n = 0;
+		const char *type = d->types[i].type;
+		char tv[32];
+
+		if (!other_event(d, i, col, samples_col))
+			continue;
+		for (size_t s = 0; s < d->nsamples; s++) {
+			int64_t v = d->values[d->samples[s].val + i];
+
+			total += v;
+			n += !v ? 0 : sc >= 0 ? d->values[d->samples[s].val + (size_t)sc] : 1;
+		}
+		format_value(total, d->types[i].unit, tv, sizeof(tv));
+		printf("(the profile also holds %s: total %s (%" PRId64
+		       " samples), not in this table; --event %s shows it)\n",
+		       type, tv, n,
+		       strcmp(type, "alloc_space") == 0	  ? "alloc"
+		       : strcmp(type, "inuse_space") == 0 ? "heap"
+							  : type);
+	}
+}
+
+/* Whether the profile holds another event beside column `col`'s. */
+static int several_events(const struct fr_pprof_data *d, size_t col, ssize_t samples_col)
+{
+	for (size_t i = 0; i < d->ntypes; i++)
+		if (other_event(d, i, col, samples_col))
+			return 1;
+	return 0;
 }
 
 /* Whether the column's rows sort by cum unless --sort says: the waits a
@@ -233,8 +312,9 @@ static int has_processes(const struct fr_top *t)
 
 /* Prints the table of `t`, sorted, `dur` the window. */
 static void print_table(const struct fr_top *t, const struct fr_pprof_data *d, size_t col,
-			const struct fr_top_opts *o, size_t limit, int cum)
+			ssize_t samples_col, const struct fr_top_opts *o, size_t limit, int cum)
 {
+	int several = several_events(d, col, samples_col);
 	const char *unit = d->types[col].unit;
 	int procs = o->by != FR_TOP_BY_PROCESS && has_processes(t);
 	char tv[32], dur[32], f[32], c[32], p[PROC_W + 1];
@@ -245,8 +325,12 @@ static void print_table(const struct fr_top *t, const struct fr_pprof_data *d, s
 	else
 		snprintf(dur, sizeof(dur), "unknown");
 	print_meaning(d, col, o);
-	printf("Showing top %zu of %zu functions, total %s (%" PRId64 " samples), window %s\n",
-	       limit, t->nrows, tv, t->total_samples, dur);
+	printf("Showing top %zu of %zu functions, %s%stotal %s (%" PRId64 " samples), window %s\n",
+	       limit, t->nrows, several ? d->types[col].type : "", several ? " " : "", tv,
+	       t->total_samples, dur);
+	/* With --by, said once below the groups (show_groups()) */
+	if (several && o->by == FR_TOP_BY_NONE)
+		print_others(d, col, samples_col);
 	printf("%8s %6s %8s %6s %8s  %-*s%s\n", "flat", "flat%", "cum", "cum%", "samples",
 	       procs ? PROC_W + 2 : 0, procs ? "process" : "", "name");
 	for (size_t i = 0; i < limit; i++) {
@@ -264,8 +348,8 @@ static void print_table(const struct fr_top *t, const struct fr_pprof_data *d, s
 
 /* Adds the first `limit` rows of `t` to JSON array `arr`, with the group's
  * name when there is one. Returns 0 or -ENOMEM. */
-static int json_rows(cJSON *arr, const struct fr_top *t, const char *unit, const char *group,
-		     size_t limit)
+static int json_rows(cJSON *arr, const struct fr_top *t, const char *event, const char *unit,
+		     const char *group, size_t limit)
 {
 	for (size_t i = 0; i < limit; i++) {
 		const struct fr_top_row *r = &t->rows[i];
@@ -279,6 +363,7 @@ static int json_rows(cJSON *arr, const struct fr_top *t, const char *unit, const
 		}
 		ok = cJSON_AddStringToObject(o, "name", r->name) &&
 		     (!group || cJSON_AddStringToObject(o, "group", group)) &&
+		     cJSON_AddStringToObject(o, "event", event) &&
 		     cJSON_AddStringToObject(o, "unit", unit) &&
 		     fr_ipc_add_int(o, "flat", r->flat) &&
 		     cJSON_AddNumberToObject(o, "flat_percent", pct(r->flat, t->total)) &&
@@ -315,7 +400,7 @@ static int show_one(const struct fr_pprof_data *d, const struct fr_top_opts *o, 
 {
 	struct fr_top t;
 	ssize_t samples_col;
-	size_t col = value_col(d, &samples_col), limit = o->limit;
+	size_t col = value_col(d, o, &samples_col), limit = o->limit;
 	int ret = fr_top_aggregate(d, col, samples_col, &t), cum = sorts_by_cum(d, col, o);
 
 	if (ret < 0)
@@ -327,9 +412,9 @@ static int show_one(const struct fr_pprof_data *d, const struct fr_top_opts *o, 
 	if (limit > t.nrows)
 		limit = t.nrows;
 	if (arr)
-		ret = json_rows(arr, &t, d->types[col].unit, group, limit);
+		ret = json_rows(arr, &t, d->types[col].type, d->types[col].unit, group, limit);
 	else
-		print_table(&t, d, col, o, limit, cum);
+		print_table(&t, d, col, samples_col, o, limit, cum);
 	fr_top_free(&t);
 	return ret;
 }
@@ -382,10 +467,12 @@ static int by_total(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Sorts the samples of `d` into groups (*idx: each sample's group, or
- * SIZE_MAX). Returns the number of groups in *out, or -ENOMEM. */
+/* Sorts the samples of `d` into groups (*idx: each sample's group,
+ * SIZE_MAX when it has none, OTHER_EVENT when it is another event's than
+ * column `col`'s). Returns the number of groups in *out, or -ENOMEM. */
+#define OTHER_EVENT (SIZE_MAX - 1)
 static ssize_t make_groups(const struct fr_pprof_data *d, const struct fr_top_opts *o, size_t col,
-			   struct group **out, size_t *idx)
+			   ssize_t samples_col, struct group **out, size_t *idx)
 {
 	size_t cap = 64, mask = 2 * cap - 1, n = 0;
 	struct group *g = calloc(cap, sizeof(*g));
@@ -395,6 +482,9 @@ static ssize_t make_groups(const struct fr_pprof_data *d, const struct fr_top_op
 	for (size_t s = 0; g && slots && s < d->nsamples; s++) {
 		size_t i;
 
+		idx[s] = OTHER_EVENT;
+		if (!fr_top_sample_of(d, &d->samples[s], col, samples_col))
+			continue;
 		idx[s] = SIZE_MAX;
 		if (group_of(d, &d->samples[s], o, buf, sizeof(buf)) < 0)
 			continue;
@@ -461,7 +551,7 @@ static const char *by_what(const struct fr_top_opts *o)
 static int show_groups(const struct fr_pprof_data *d, const struct fr_top_opts *o, cJSON *arr)
 {
 	ssize_t samples_col;
-	size_t col = value_col(d, &samples_col);
+	size_t col = value_col(d, o, &samples_col);
 	size_t *idx = malloc((d->nsamples + 1) * sizeof(*idx));
 	struct fr_pprof_rsample *sub = malloc((d->nsamples + 1) * sizeof(*sub));
 	struct group *g = NULL;
@@ -470,7 +560,7 @@ static int show_groups(const struct fr_pprof_data *d, const struct fr_top_opts *
 	int ret = 0;
 
 	if (idx && sub)
-		n = make_groups(d, o, col, &g, idx);
+		n = make_groups(d, o, col, samples_col, &g, idx);
 	if (n < 0) {
 		free(idx);
 		free(sub);
@@ -500,6 +590,10 @@ static int show_groups(const struct fr_pprof_data *d, const struct fr_top_opts *
 		printf("\n(%zu more groups not shown; --json has them all)\n", (size_t)n - shown);
 	if (!arr && ret == 0 && left && n)
 		printf("\n(%zu samples without a %s left out)\n", left, by_what(o));
+	if (!arr && ret == 0 && several_events(d, col, samples_col)) {
+		printf("\n");
+		print_others(d, col, samples_col);
+	}
 	for (ssize_t k = 0; k < n; k++)
 		free(g[k].name);
 	free(g);
@@ -517,6 +611,15 @@ int fr_top_print(const struct fr_pprof_data *d, const struct fr_top_opts *o)
 
 	if (o->json && !arr)
 		return -ENOMEM;
+	if (o->event && value_col(d, o, &(ssize_t){0}) == SIZE_MAX) {
+		fprintf(stderr, "flightrec top: --event: the profile holds no %s; it holds",
+			o->event);
+		for (size_t i = 0; i < d->ntypes; i++)
+			fprintf(stderr, "%s %s", i ? "," : "", d->types[i].type);
+		fprintf(stderr, "\n");
+		cJSON_Delete(arr);
+		return -ENOENT;
+	}
 	ret = o->by != FR_TOP_BY_NONE ? show_groups(d, o, arr) : show_one(d, o, arr, NULL);
 	if (ret == 0 && arr) {
 		/* Function and process names are any bytes: invalid UTF-8 becomes
