@@ -212,10 +212,10 @@
 	 * timeline's "lost", machine-wide): a red tick along the top. */
 	function drawLost(u, ctx) {
 		const t = state.timeline;
-		if (!t || !t.lost || !t.lost.values)
+		if (!t || !Array.isArray(t.lost))
 			return;
 		ctx.fillStyle = 'rgba(200,0,0,0.9)';
-		t.lost.values.forEach((n, k) => {
+		t.lost.forEach((n, k) => {
 			if (!(n > 0))
 				return;
 			const x0 = u.valToPos((t.start_ns + k * t.step_ns) / 1e9, 'x', true);
@@ -241,7 +241,7 @@
 			fillEvents(t, eventName());
 			$('ring').textContent = t.ring.first_ns ? 'ring: ' + utc(t.ring.first_ns / 1e9) +
 				' to ' + utc(t.ring.last_ns / 1e9) + ', ' + t.samples + ' samples of ' +
-				t.event + (t.lost && t.lost.total ? ', ' + t.lost.total +
+				t.event + (t.lost_total ? ', ' + t.lost_total +
 				' lost (red along the top)' : '') + (t.marks && t.marks.length ? ', ' +
 				t.marks.length + ' crashes, kills and deaths (dark red lines)' : '') :
 				'the ring is empty';

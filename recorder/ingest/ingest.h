@@ -97,6 +97,9 @@ struct fr_ingest {
 	 * a chunk is sealed at the next second even without a sample, so a
 	 * crash does not take the count with it. */
 	int losses_pending;
+	/* Unix ns of the drain before the current one: samples lost now were
+	 * taken since (the gaps of core/store/chunk.h, section 4). */
+	int64_t prev_drain_real;
 
 	/* For status (atomics): all events together, the processes and
 	 * threads known, those whose application labels are read and those
