@@ -350,6 +350,21 @@ void profile_count_losses(struct builder *b, const struct fr_chunk *c)
 			er->throttled += c->events[k].throttled;
 		}
 	}
+	for (uint32_t k = 0; k < c->ngaps; k++) {
+		int64_t a = c->gaps[k].from_ns > b->req->t0 ? c->gaps[k].from_ns : b->req->t0;
+		int64_t z = c->gaps[k].to_ns < b->req->t1 ? c->gaps[k].to_ns : b->req->t1;
+
+		if (c->gaps[k].kind == FR_GAP_STALL && z > a && z - a > b->stall_t1 - b->stall_t0) {
+			b->stall_t0 = a;
+			b->stall_t1 = z;
+		}
+	}
+	for (uint32_t e = 0; e < b->nev; e++) {
+		uint32_t id = b->ev[e].id == FR_EVENT_HEAP ? FR_EVENT_ALLOC : b->ev[e].id;
+
+		for (uint32_t i = 0; i < c->nsamples; i++)
+			b->ev[e].res->recorded += c->event[i] == id;
+	}
 }
 
 /* Pass 1 over chunk `c`: counts its samples of the targets and notes the
