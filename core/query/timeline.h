@@ -90,8 +90,8 @@
  * machine-wide: perf's lost records, off-CPU waits the eBPF program
  * dropped, chunks the writer could not take), placed in time by the
  * chunks' gaps (core/store/chunk.h, section 4): a loss is known to lie
- * between the drain before it and the drain that counted it (a dropped
- * chunk: its span), and is shared out over the steps of that span by
+ * between the start of the drain two before the one that counted it and
+ * that one (a dropped chunk: its span), and is shared out over the steps of that span by
  * their overlap, the share outside the window not counted. A loss with
  * no known time (chunks of older recorders) goes in the step holding its
  * chunk's last sample, clamped to the window, as before. "stalled"

@@ -10,7 +10,9 @@
 #   - its chart marks those rows ("! N lost", "stalled") with legend lines;
 #   - attach (and top, dump) warn of the share lost and exit 1; with
 #     --allow-loss they warn and exit 0; the profile's comments keep the
-#     counts.
+#     counts;
+#   - the stall's log line says where the ingest thread was held up (the
+#     watcher's look at /proc/self/task: stopped, state t).
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 
@@ -27,6 +29,10 @@ t_before=$(date +%s)
 t_thaw=$(date +%s)
 wait_seals 3
 t_after=$(date +%s)
+# The stall's log line says where the ingest thread was: the watcher saw
+# it stopped by ptrace (state t), not only that it was late.
+grep -Eq 'the ingest thread was held up for [0-9]+ ms \(seen state t' "$T/daemon.log" ||
+	fail "the stall's log line does not say where the thread was: $(grep 'held up' "$T/daemon.log")"
 lost=$(status_value 'd["samples_lost"]')
 [ "${lost:-0}" -gt 0 ] || skip "no sample was lost in a 5 s freeze (perf rings larger than expected)"
 FROM=$((t_before - 2))
@@ -50,6 +56,8 @@ stalled = [s for s, v in zip(steps, t["stalled"]) if v]
 assert stalled and before - 1 <= min(stalled) and max(stalled) <= thaw + 1, (stalled, before, thaw)
 # Placed in time: spread over the freeze's seconds, not one step.
 assert len(lost) >= 3 and before - 1 <= min(lost) and max(lost) <= thaw + 1, (lost, before, thaw)
+# Spread over the stall, not all counted at the drain that read them.
+assert max(t["lost"]) < 0.6 * t["lost_total"], t["lost"]
 print("timeline: %d lost over %d steps, %d steps stalled" % (t["lost_total"], len(lost), len(stalled)))
 PY
 	grep -Eq '  ! [0-9]+ lost, stalled$' "$2" || fail "no row marked lost and stalled: $(cat "$2")"
