@@ -166,8 +166,10 @@ struct fr_profile_event_result {
 	 * machine-wide (of every process, not only the targets'); kept
 	 * samples whose stack was cut at FR_MAX_FRAMES frames. */
 	uint64_t lost, throttled, truncated;
-	/* The samples of the event those chunks hold, machine-wide: what
-	 * `lost` is a share of (lost / (recorded + lost)). */
+	/* The samples of the event in the window, machine-wide: what `lost`
+	 * is a share of (lost / (recorded + lost)). `lost` is the window's
+	 * share of the losses the chunks place in time (their gaps), and the
+	 * whole of those they do not. */
 	uint64_t recorded;
 	/* Kept samples whose user stack ends in a marker frame
 	 * (core/store/sample.h), by reason: unwinding stopped early. */
