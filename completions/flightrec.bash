@@ -7,11 +7,11 @@ _flightrec_commands="attach status dump sessions top threads goroutines timeline
 
 # Options of each command (those that exist in this version).
 _flightrec_filters="--pid --children --comm --cgroup --label --label-key --event --hz --socket"
-_flightrec_opts_attach="--window --from --to -o --output $_flightrec_filters --by-cpu --diff --allow-empty --format --follow --count --since-last --help"
+_flightrec_opts_attach="--window --from --to -o --output $_flightrec_filters --by-cpu --diff --allow-empty --allow-loss --format --follow --count --since-last --help"
 _flightrec_opts_status="--json --socket --help"
-_flightrec_opts_dump="--ring --window --from --to -o --output $_flightrec_filters --by-cpu --diff --allow-empty --format --symbol-cache --debug-dir --info --threads --at --json --session --timeline --by --step --top --events --type --help"
+_flightrec_opts_dump="--ring --window --from --to -o --output $_flightrec_filters --by-cpu --diff --allow-empty --allow-loss --format --symbol-cache --debug-dir --info --threads --at --json --session --timeline --by --step --top --events --type --help"
 _flightrec_opts_sessions="--json --socket --help"
-_flightrec_opts_top="--window --from --to $_flightrec_filters --diff --allow-empty -n --sort --by --json --help"
+_flightrec_opts_top="--window --from --to $_flightrec_filters --diff --allow-empty --allow-loss -n --sort --by --json --help"
 _flightrec_opts_threads="--pid --comm --cgroup --at --json -o --output --socket --help"
 _flightrec_opts_goroutines="--pid --at --json -o --output --from --socket --help"
 _flightrec_opts_timeline="--window --from --to --event --by --step --top --json --socket --help"

@@ -419,6 +419,7 @@ static int add_event_counts(cJSON *obj, const struct fr_ipc_event_counts *events
 		    !fr_ipc_add_int(ev, "samples", (int64_t)c->samples) ||
 		    !fr_ipc_add_int(ev, "samples_in_window", (int64_t)c->samples_in_window) ||
 		    !fr_ipc_add_int(ev, "lost", (int64_t)c->lost) ||
+		    !fr_ipc_add_int(ev, "recorded", (int64_t)c->recorded) ||
 		    !fr_ipc_add_int(ev, "throttled", (int64_t)c->throttled) ||
 		    !fr_ipc_add_int(ev, "truncated", (int64_t)c->truncated))
 			return -ENOMEM;
@@ -468,7 +469,9 @@ static int get_event_counts(const cJSON *obj, struct fr_ipc_attach_reply *out, c
 				   errlen) < 0 ||
 		    fr_ipc_get_u64(ev, what, "lost", &c->lost, err, errlen) < 0 ||
 		    fr_ipc_get_u64(ev, what, "throttled", &c->throttled, err, errlen) < 0 ||
-		    fr_ipc_get_u64(ev, what, "truncated", &c->truncated, err, errlen) < 0)
+		    fr_ipc_get_u64(ev, what, "truncated", &c->truncated, err, errlen) < 0 ||
+		    (fr_ipc_member(ev, "recorded") &&
+		     fr_ipc_get_u64(ev, what, "recorded", &c->recorded, err, errlen) < 0))
 			return -EINVAL;
 	}
 	return 0;

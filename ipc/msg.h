@@ -90,6 +90,9 @@ struct fr_ipc_event_counts {
 	uint64_t samples;	    /* "samples": kept in the profile */
 	uint64_t samples_in_window; /* "samples_in_window" */
 	uint64_t lost;		    /* "lost": by the kernel, machine-wide */
+	uint64_t recorded;	    /* "recorded": the event's samples in the window's
+			    * chunks, machine-wide, what lost is a share of
+			    * (0: a recorder before it) */
 	uint64_t throttled;	    /* "throttled": machine-wide */
 	uint64_t truncated;	    /* "truncated": kept samples cut at 127 frames */
 };

@@ -116,7 +116,19 @@ struct fr_cli_report {
 	/* The label key was typed as --by label:KEY (top), not --label-key
 	 * KEY: messages name what the user typed. */
 	int label_key_by;
+	/* Per event: samples the recorder lost in the window's chunks and
+	 * those it kept there, machine-wide (recorded 0: not known). */
+	uint32_t nloss;
+	struct fr_cli_loss {
+		uint32_t event;
+		uint64_t lost, recorded;
+	} loss[FR_LIMIT_EVENTS];
 };
+
+/* The share of an event's samples (lost / (lost + recorded)) a window may
+ * lose before attach, top and dump fail for it (without --allow-loss):
+ * 1%, a per mille so that it stays an integer. */
+#define FR_CLI_LOSS_MAX_PERMILLE 10
 
 /* Whether `events` name alloc or heap (fr_cli_report.memory). */
 int fr_cli_events_memory(const uint32_t *events, uint32_t n);
@@ -137,6 +149,18 @@ int fr_cli_report_check(const struct fr_cli_report *r, int allow_empty);
 
 /* Warns of a recorder stall within the window. Returns 1 when it did. */
 int fr_cli_report_stall(const struct fr_cli_report *r);
+
+/* Says how many samples of each event the window lost, when any were
+ * (machine-wide, as the profile's comments count them), and warns when
+ * over FR_CLI_LOSS_MAX_PERMILLE of an event's were. Returns 1 when a
+ * share was over it. */
+int fr_cli_report_loss(const struct fr_cli_report *r);
+
+/* What an answer's missing samples make of the exit status: 0 when none
+ * were said missing or `allow_loss`; else 1, after the warnings above
+ * (fr_cli_report_stall() and fr_cli_report_loss()) and a line naming
+ * --allow-loss. A writer error is a failure whatever `allow_loss`. */
+int fr_cli_report_missing(const struct fr_cli_report *r, int allow_loss);
 
 /* "wrote incident.pb.gz: 1234 samples, 56 stacks, spanning 19.8s (window
  * 1m, the ring starts 40s in), at 99 Hz (12.3KiB)": the span from the

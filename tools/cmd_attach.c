@@ -46,6 +46,8 @@ static void usage_attach(FILE *f)
 		"                     folded, never replacing a file)\n"
 		"  --allow-empty      a profile with no sample (targets that matched nothing)\n"
 		"                     is no failure: write it and exit 0\n"
+		"  --allow-loss       a window in which the recorder lost over 1%% of an\n"
+		"                     event's samples or stalled is no failure: warn, exit 0\n"
 		"  --event E[,E...]   events, one value column each (default cpu): cpu, cycles,\n"
 		"                     instructions, cache-references, cache-misses,\n"
 		"                     branch-instructions, branch-misses, page-faults,\n"
@@ -112,6 +114,7 @@ struct attach_how {
 	int chosen;	  /* `path` is a name of ours (--follow): replace nothing */
 	enum fr_profile_format format;
 	int allow_empty; /* an empty profile is no failure (--allow-empty, --follow) */
+	int allow_loss;	 /* samples lost or a stall are no failure (--allow-loss) */
 	int show_window; /* print the window back in UTC */
 };
 
@@ -177,7 +180,7 @@ static int attach_one(int sock, const char *socket_path, const struct fr_ipc_att
 		*t0 = reply->t0_ns;
 	/* The profile is kept (it holds what the ring had), but a script
 	 * must not take it for the whole window. */
-	ret = fr_cli_report_stall(&rep) ? 2 : 0;
+	ret = fr_cli_report_missing(&rep, how->allow_loss) ? 2 : 0;
 	if (reply->incomplete[0]) {
 		fprintf(stderr, "%s: %s: %s\n", prog, out.path, reply->incomplete);
 		ret = 2;
@@ -307,7 +310,8 @@ static int follow_window(int sock, const char *socket_path, const struct fr_quer
 		struct attach_how how = {.path = path,
 					 .chosen = 1,
 					 .format = q->format,
-					 .allow_empty = 1};
+					 .allow_empty = 1,
+					 .allow_loss = q->allow_loss};
 
 		ret = attach_one(sock, socket_path, ar, &how, &t0, &final);
 	}
@@ -496,6 +500,7 @@ int fr_cmd_attach(int argc, char **argv)
 		.path = q.out_s,
 		.format = q.format,
 		.allow_empty = q.allow_empty,
+		.allow_loss = q.allow_loss,
 		.show_window = q.from_s && !cursor,
 	};
 	if (attach_one(sock, socket_path, &ar, &how, NULL, NULL) != 0)

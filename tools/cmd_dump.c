@@ -64,6 +64,8 @@ static void usage_dump(FILE *f)
 		"                     folded, never replacing a file)\n"
 		"  --allow-empty      a profile with no sample (targets that matched nothing)\n"
 		"                     is no failure: write it and exit 0\n"
+		"  --allow-loss       a window in which the recorder lost over 1%% of an\n"
+		"                     event's samples or stalled is no failure: warn, exit 0\n"
 		"  --pid PID[,PID...] only these processes\n"
 		"  --children         with --pid: also every process they started, and theirs\n"
 		"  --event E[,E...]   events, one value column each (default cpu; see attach;\n"
@@ -471,7 +473,15 @@ static void dump_report(struct fr_ring *ring, const struct fr_profile_request *r
 		.ring_newest = st.chunks ? st.newest_ns : 0,
 		.targets = t,
 		.memory = fr_cli_events_memory(req->events, req->nevents),
+		.stall_t0 = res->stall_t0,
+		.stall_t1 = res->stall_t1,
 	};
+	for (uint32_t e = 0; e < res->nevents && e < FR_LIMIT_EVENTS; e++)
+		r->loss[r->nloss++] = (struct fr_cli_loss){
+			.event = res->events[e].event,
+			.lost = res->events[e].lost,
+			.recorded = res->events[e].recorded,
+		};
 	if (!res->samples_seen && st.chunks && req->t1 > st.oldest_ns && req->t0 <= st.newest_ns &&
 	    (t->npids || t->ncomms || t->cgroup[0] || fr_targets_labels_given(t)) &&
 	    fr_profile_empty_targets(ring, req, &r->empty, &r->procs, err, sizeof(err)) < 0)
@@ -484,7 +494,7 @@ static void dump_report(struct fr_ring *ring, const struct fr_profile_request *r
  * Returns 0, or 1 after saying why not (a window outside the ring, or
  * targets that matched nothing, unless `allow_empty`). */
 static int dump_write(struct fr_ring *ring, const struct fr_profile_request *req, const char *path,
-		      int allow_empty, int show_window)
+		      int allow_empty, int allow_loss, int show_window)
 {
 	struct fr_cli_output out = {.fd = -1};
 	struct fr_cli_progress prog_line;
@@ -518,7 +528,9 @@ static int dump_write(struct fr_ring *ring, const struct fr_profile_request *req
 	fr_cli_report_summary(&rep);
 	if (!path)
 		printf("%s\n", out.path);
-	status = 0;
+	/* Kept, as it holds what the ring had; a script must not take it
+	 * for the whole window. */
+	status = fr_cli_report_missing(&rep, allow_loss);
 out:
 	fr_cli_output_free(&out);
 	return status;
@@ -679,7 +691,7 @@ int fr_cmd_dump(int argc, char **argv)
 		goto out;
 	if (dump_symbol_paths(&a, req, &cache_dir) < 0)
 		goto out;
-	status = dump_write(ring, req, q->out_s, q->allow_empty, q->from_s != NULL);
+	status = dump_write(ring, req, q->out_s, q->allow_empty, q->allow_loss, q->from_s != NULL);
 out:
 	free(req);
 	free(cache_dir);

@@ -222,6 +222,7 @@ int fr_query_opt(const char *cmd, int c, const char *arg, struct fr_query_args *
 	case FR_OPT_CHILDREN: q->targets.children = 1; return 1;
 	case FR_OPT_BY_CPU: q->by_cpu = 1; return 1;
 	case FR_OPT_ALLOW_EMPTY: q->allow_empty = 1; return 1;
+	case FR_OPT_ALLOW_LOSS: q->allow_loss = 1; return 1;
 	case FR_OPT_DIFF: q->diff = 1; return 1;
 	case FR_OPT_LABEL_KEY:
 		return parse_list(cmd, "--label-key", arg, "label keys like cpu", take_label_key, q)

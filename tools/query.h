@@ -20,7 +20,7 @@ enum {
 	FR_OPT_CGROUP, FR_OPT_FOLLOW, FR_OPT_COUNT, FR_OPT_SESSION, FR_OPT_CHILDREN,
 	FR_OPT_SORT, FR_OPT_SINCE_LAST, FR_OPT_LABEL, FR_OPT_LABEL_KEY, FR_OPT_BY_CPU,
 	FR_OPT_DIFF,
-	FR_OPT_ALLOW_EMPTY = 400,
+	FR_OPT_ALLOW_EMPTY = 400, FR_OPT_ALLOW_LOSS,
 };
 /* clang-format on */
 
@@ -42,6 +42,7 @@ struct fr_query_args {
 	struct fr_targets targets; /* has_uid unused: the daemon decides */
 	int by_cpu;		   /* --by-cpu, --label-key cpu: a "cpu" label */
 	int allow_empty;	   /* --allow-empty: no sample is no failure */
+	int allow_loss;		   /* --allow-loss: samples lost, a stall: no failure */
 	int diff;		   /* --diff: the heap's growth over the window */
 };
 
@@ -63,7 +64,8 @@ struct fr_query_args {
 	{"label-key", required_argument, NULL, FR_OPT_LABEL_KEY},  \
 	{"by-cpu", no_argument, NULL, FR_OPT_BY_CPU},              \
 	{"diff", no_argument, NULL, FR_OPT_DIFF},                  \
-	{"allow-empty", no_argument, NULL, FR_OPT_ALLOW_EMPTY}
+	{"allow-empty", no_argument, NULL, FR_OPT_ALLOW_EMPTY},    \
+	{"allow-loss", no_argument, NULL, FR_OPT_ALLOW_LOSS}
 /* clang-format on */
 
 /* Takes option `c` if it is a query option: returns 1 when taken, 0 when

@@ -170,6 +170,54 @@ int fr_cli_report_stall(const struct fr_cli_report *r)
 	return 1;
 }
 
+int fr_cli_report_loss(const struct fr_cli_report *r)
+{
+	char name[FR_EVENT_NAME_MAX];
+	int over = 0;
+
+	for (uint32_t i = 0; i < r->nloss; i++) {
+		const struct fr_cli_loss *l = &r->loss[i];
+		/* Of what the ring would have held; nothing kept: all lost. */
+		double share = (double)l->lost / (double)(l->lost + l->recorded);
+
+		if (!l->lost)
+			continue;
+		fr_event_format(l->event, name, sizeof(name));
+		if (share * 1000 > FR_CLI_LOSS_MAX_PERMILLE) {
+			fprintf(stderr,
+				"%s: warning: the recorder lost %" PRIu64 " of %" PRIu64
+				" samples of %s in the window (%.1f%%, machine-wide): the answer is "
+				"short of them (flightrec timeline marks the steps)\n",
+				prog, l->lost, l->lost + l->recorded, name, share * 100);
+			over = 1;
+		} else {
+			fprintf(stderr,
+				"%s: %" PRIu64 " samples of %s lost in the window (%.2f%%, "
+				"machine-wide; at most %d.%d%% is accepted)\n",
+				prog, l->lost, name, share * 100, FR_CLI_LOSS_MAX_PERMILLE / 10,
+				FR_CLI_LOSS_MAX_PERMILLE % 10);
+		}
+	}
+	return over;
+}
+
+int fr_cli_report_missing(const struct fr_cli_report *r, int allow_loss)
+{
+	int stalled = fr_cli_report_stall(r), over = fr_cli_report_loss(r);
+
+	if (r->writer_error_ns)
+		return 1;
+	if (!stalled && !over)
+		return 0;
+	if (allow_loss)
+		return 0;
+	fprintf(stderr,
+		"%s: the answer misses samples of the window (exit status 1; --allow-loss "
+		"accepts it)\n",
+		prog);
+	return 1;
+}
+
 void fr_cli_report_summary(const struct fr_cli_report *r)
 {
 	char span[32], dur[32], late[32], size[32], rate[32] = "not downsampled", win[96];
@@ -237,6 +285,12 @@ void fr_cli_report_from_attach(struct fr_cli_report *r, const struct fr_ipc_atta
 		.unrecorded = reply->unrecorded,
 		.recording = reply->recording,
 	};
+	for (uint32_t e = 0; e < reply->nevents && e < FR_LIMIT_EVENTS; e++)
+		r->loss[r->nloss++] = (struct fr_cli_loss){
+			.event = reply->events[e].event,
+			.lost = reply->events[e].lost,
+			.recorded = reply->events[e].recorded,
+		};
 }
 
 int fr_cli_events_memory(const uint32_t *events, uint32_t n)

@@ -149,8 +149,10 @@ static void hhmmss(int64_t ns, char *buf, size_t len)
  * BAR_W columns. Rounding is on the running sum, so the bar's length is
  * the step's total whatever the groups' sizes. */
 static void draw_row(FILE *out, const cJSON *groups, int k, double max, const char *label,
-		     const char *value, int lost, int partial)
+		     const char *value, double lost, int stalled, int partial)
 {
+	char mark[64] = "";
+
 	char bar[BAR_W + 1];
 	double cum = 0;
 	int pos = 0, g = 0;
@@ -173,8 +175,13 @@ static void draw_row(FILE *out, const cJSON *groups, int k, double max, const ch
 			bar[pos] = other ? '.' : MARKS[g % (sizeof(MARKS) - 1)];
 		g++;
 	}
-	fprintf(out, "%s %s %*s%s%s\n", label, bar, VALUE_W, value, lost ? " !" : "",
-		partial ? (lost ? "~" : " ~") : "");
+	/* The step's values are short of what ran: say so on the row; a step
+	 * the ring holds only in part ends "~". */
+	if (lost > 0)
+		snprintf(mark, sizeof(mark), "  ! %.0f lost%s", lost, stalled ? ", stalled" : "");
+	else if (stalled)
+		snprintf(mark, sizeof(mark), "  ! stalled");
+	fprintf(out, "%s %s %*s%s%s\n", label, bar, VALUE_W, value, mark, partial ? " ~" : "");
 }
 
 /* The time of the window the ring covers, [*from, *to): from its first
@@ -213,14 +220,38 @@ static int before_ring(FILE *out, int64_t start, double step, int nsteps, int64_
 	return k;
 }
 
-/* How many samples of `event` the window lost, when some were. */
-static void lost_line(FILE *out, const char *event, double lost)
+/* The timeline's lost samples, per step: "lost" as an array (this
+ * recorder) or as {"total", "values"} (recorders before it). */
+static const cJSON *lost_array(const cJSON *tl)
 {
+	const cJSON *lost = cJSON_GetObjectItemCaseSensitive(tl, "lost");
+
+	return cJSON_IsArray(lost) ? lost : cJSON_GetObjectItemCaseSensitive(lost, "values");
+}
+
+/* The legend of the rows marked '!': how many samples of `event` the
+ * window lost and how many steps the recorder's ingest stalled, when
+ * either is not 0. */
+static void lost_line(FILE *out, const char *event, const cJSON *tl)
+{
+	const cJSON *v, *stalled = cJSON_GetObjectItemCaseSensitive(tl, "stalled");
+	double lost = 0;
+	int nstalled = 0;
+
+	cJSON_ArrayForEach(v, lost_array(tl))
+		lost += cJSON_IsNumber(v) ? v->valuedouble : 0;
+	cJSON_ArrayForEach(v, stalled)
+		nstalled += cJSON_IsTrue(v);
 	if (lost > 0)
 		fprintf(out,
 			"! %.0f samples of %.20s lost in this window (machine-wide; rows marked !): "
-			"the recorder fell behind\n",
+			"the recorder fell behind, those steps had more than they show\n",
 			lost, event);
+	if (nstalled)
+		fprintf(out,
+			"! the recorder's ingest was held up in %d step%s (rows marked stalled): "
+			"samples of then may be missing (flightrec status: ingest)\n",
+			nstalled, nstalled == 1 ? "" : "s");
 }
 
 /* Rows k0 to nsteps of the timeline `tl`, bars scaled to `max`; a step
@@ -233,10 +264,9 @@ static void draw_rows(FILE *out, const cJSON *tl, int k0, int nsteps, double max
 	const char *event = fr_cli_str(tl, "event"), *unit = fr_cli_str(tl, "unit");
 	double step = fr_cli_num(tl, "step_ns");
 	int64_t start = (int64_t)fr_cli_num(tl, "start_ns");
-	/* The event's samples lost, per step (only when some were). */
-	const cJSON *lost_obj = cJSON_GetObjectItemCaseSensitive(tl, "lost");
-	const cJSON *lost_steps = cJSON_GetObjectItemCaseSensitive(lost_obj, "values");
-	double lost = fr_cli_num(lost_obj, "total");
+	/* The event's samples lost and the ingest's stalls, per step. */
+	const cJSON *lost_steps = lost_array(tl);
+	const cJSON *stalled = cJSON_GetObjectItemCaseSensitive(tl, "stalled");
 	/* The steps from there on end after the ring's newest data */
 	const cJSON *partial = cJSON_GetObjectItemCaseSensitive(tl, "partial_from");
 	int partial_from = cJSON_IsNumber(partial) ? partial->valueint : nsteps;
@@ -255,10 +285,10 @@ static void draw_rows(FILE *out, const cJSON *tl, int k0, int nsteps, double max
 		}
 		hhmmss(start + (int64_t)(k * step), label, sizeof(label));
 		step_value(event, unit, sum, step, val, sizeof(val));
-		draw_row(out, groups, k, max, label, val, cJSON_IsNumber(l) && l->valuedouble > 0,
-			 k >= partial_from);
+		draw_row(out, groups, k, max, label, val, cJSON_IsNumber(l) ? l->valuedouble : 0,
+			 cJSON_IsTrue(cJSON_GetArrayItem(stalled, k)), k >= partial_from);
 	}
-	lost_line(out, event, lost);
+	lost_line(out, event, tl);
 	if (partial_from < nsteps) {
 		char at[16];
 
@@ -364,8 +394,7 @@ int fr_tl_render(FILE *out, const cJSON *tl)
 			from >= end ? ": it ends before the ring's first sample, at " : "",
 			from >= end ? (hhmmss(from, a, sizeof(a)), a) : "",
 			from >= end ? " UTC" : "");
-		lost_line(out, event,
-			  fr_cli_num(cJSON_GetObjectItemCaseSensitive(tl, "lost"), "total"));
+		lost_line(out, event, tl);
 		return 0;
 	}
 	covered(tl, start, end, &from, &to);

@@ -340,6 +340,8 @@ static int aggregate(struct builder *b, struct window *w, struct fr_profile_resu
 		res->samples_seen += er->samples_seen;
 		res->samples_kept += er->samples_kept;
 		res->lost += er->lost;
+		res->stall_t0 = b->stall_t0;
+		res->stall_t1 = b->stall_t1;
 		if (er->first_ns && (!res->first_ns || er->first_ns < res->first_ns))
 			res->first_ns = er->first_ns;
 		if (er->last_ns > res->last_ns)

@@ -179,6 +179,11 @@ struct fr_profile_event_result {
 	 * machine-wide (of every process, not only the targets'); kept
 	 * samples whose stack was cut at FR_MAX_FRAMES frames. */
 	uint64_t lost, throttled, truncated;
+	/* The samples of the event in the window, machine-wide: what `lost`
+	 * is a share of (lost / (recorded + lost)). `lost` is the window's
+	 * share of the losses the chunks place in time (their gaps), and the
+	 * whole of those they do not. */
+	uint64_t recorded;
 	/* Kept samples whose user stack ends in a marker frame
 	 * (core/store/sample.h), by reason: unwinding stopped early. */
 	uint64_t unwind_stopped[FR_FRAME_MARK_COUNT];
@@ -200,6 +205,9 @@ struct fr_profile_result {
 				    * sample (every event); 0 when none */
 	uint64_t bytes;		   /* bytes written */
 	char warning[512];	   /* non-empty: say this to the user */
+	/* The longest stall of the recorder's ingest in the window, as its
+	 * chunks say (clipped to the window; 0, 0: none). */
+	int64_t stall_t0, stall_t1;
 };
 
 /* What building the profile for `req` may take in memory, in bytes, from

@@ -141,6 +141,9 @@ struct gevent {
 
 struct builder {
 	const struct fr_profile_request *req;
+	/* The longest stall of the recorder's ingest the window's chunks
+	 * say of (core/store/chunk.h, section 4), clipped to the window. */
+	int64_t stall_t0, stall_t1;
 	struct fr_events *box; /* the window's crashes and OOM kills */
 	struct gline *lines;   /* of every location, see struct gloc */
 	uint32_t nlines, lines_cap;

@@ -332,8 +332,35 @@ void profile_set_targets(struct builder *b, struct fr_profile_result *res)
 	res->hz = b->ev[0].target;
 }
 
+/* Of `lost` samples of event `id` the chunk counts, those of the window
+ * [t0, t1): a loss the chunk's gaps place in time (core/store/chunk.h,
+ * section 4) counts for its share of its span inside the window; the
+ * rest (no known time) counts whole, as every chunk the window reads. */
+static uint64_t lost_in_window(const struct fr_chunk *c, uint32_t id, uint64_t lost, int64_t t0,
+			       int64_t t1)
+{
+	uint64_t in = 0;
+
+	for (uint32_t k = 0; k < c->ngaps && lost; k++) {
+		const struct fr_chunk_gap *g = &c->gaps[k];
+		uint64_t n = g->count < lost ? g->count : lost;
+		int64_t a = g->from_ns > t0 ? g->from_ns : t0, z = g->to_ns < t1 ? g->to_ns : t1;
+
+		if (g->kind != FR_GAP_LOST || g->event != id)
+			continue;
+		lost -= n;
+		if (g->to_ns == g->from_ns)
+			in += g->from_ns >= t0 && g->from_ns < t1 ? n : 0;
+		else if (z > a)
+			in += (uint64_t)((unsigned __int128)n * (uint64_t)(z - a) /
+					 (uint64_t)(g->to_ns - g->from_ns));
+	}
+	return in + lost;
+}
+
 /* Adds the chunk's kernel counters of the requested events: what the
- * kernel lost and throttled, machine-wide (chunks do not say whose).
+ * kernel lost (in the window, lost_in_window()) and throttled,
+ * machine-wide (chunks do not say whose).
  * Truncated stacks are counted on the profile's own samples instead
  * (profile_add_sample()). */
 void profile_count_losses(struct builder *b, const struct fr_chunk *c)
@@ -346,9 +373,27 @@ void profile_count_losses(struct builder *b, const struct fr_chunk *c)
 			if (c->events[k].event != b->ev[e].id &&
 			    !(b->ev[e].id == FR_EVENT_HEAP && c->events[k].event == FR_EVENT_ALLOC))
 				continue;
-			er->lost += c->events[k].lost;
+			er->lost += lost_in_window(c, c->events[k].event, c->events[k].lost,
+						   b->req->t0, b->req->t1);
 			er->throttled += c->events[k].throttled;
 		}
+	}
+	for (uint32_t k = 0; k < c->ngaps; k++) {
+		int64_t a = c->gaps[k].from_ns > b->req->t0 ? c->gaps[k].from_ns : b->req->t0;
+		int64_t z = c->gaps[k].to_ns < b->req->t1 ? c->gaps[k].to_ns : b->req->t1;
+
+		if (c->gaps[k].kind == FR_GAP_STALL && z > a && z - a > b->stall_t1 - b->stall_t0) {
+			b->stall_t0 = a;
+			b->stall_t1 = z;
+		}
+	}
+	for (uint32_t e = 0; e < b->nev; e++) {
+		uint32_t id = b->ev[e].id == FR_EVENT_HEAP ? FR_EVENT_ALLOC : b->ev[e].id;
+
+		for (uint32_t i = 0; i < c->nsamples; i++)
+			b->ev[e].res->recorded += c->event[i] == id &&
+						  c->time_ns[i] >= b->req->t0 &&
+						  c->time_ns[i] < b->req->t1;
 	}
 }
 

@@ -547,29 +547,90 @@ static int setup(const struct fr_timeline_request *req, struct fr_timeline *t, c
 	return 0;
 }
 
-/* The chunk's lost samples of the event, in the step of its end (see
- * "lost" in core/query/timeline.h). Returns 0 or -ENOMEM. */
-static int add_losses(struct fr_timeline *t, const struct fr_chunk *c)
+/* Adds `n` samples lost in [from, to] to the steps, each its share of
+ * the span; the share outside the window is not counted. */
+static void spread_lost(struct fr_timeline *t, uint64_t n, int64_t from, int64_t to)
+{
+	int64_t a = from > t->start_ns ? from : t->start_ns;
+	int64_t b = to < t->end_ns ? to : t->end_ns;
+	uint64_t span = (uint64_t)(to - from), given = 0, done = 0;
+
+	if (to == from) {
+		if (from >= t->start_ns && from < t->end_ns) {
+			t->lost_steps[(from - t->start_ns) / t->step_ns] += n;
+			t->lost += n;
+		}
+		return;
+	}
+	/* The part before the window counts as given, so rounding is the
+	 * same whatever the window. */
+	done = a > from ? (uint64_t)(a - from) : 0;
+	given = (uint64_t)((unsigned __int128)n * done / span);
+	for (int64_t k = a < b ? (a - t->start_ns) / t->step_ns : 0; a < b; k++) {
+		int64_t e = t->start_ns + (k + 1) * t->step_ns;
+		uint64_t upto;
+
+		e = e < b ? e : b;
+		done += (uint64_t)(e - a);
+		upto = (uint64_t)((unsigned __int128)n * done / span);
+		t->lost_steps[k] += upto - given;
+		t->lost += upto - given;
+		given = upto;
+		a = e;
+	}
+}
+
+/* Marks the steps that [from, to] overlaps as stalled. */
+static void mark_stalled(struct fr_timeline *t, int64_t from, int64_t to)
+{
+	int64_t a = from > t->start_ns ? from : t->start_ns;
+	int64_t b = to < t->end_ns ? to : t->end_ns;
+
+	if (a >= b)
+		return;
+	for (int64_t k = (a - t->start_ns) / t->step_ns; k < t->nsteps; k++) {
+		if (t->start_ns + k * t->step_ns >= b)
+			break;
+		t->stalled_steps[k] = 1;
+	}
+}
+
+/* The chunk's lost samples of the event and its stalls (see "lost" and
+ * "stalled" in core/query/timeline.h): a loss the chunk says the time of
+ * (its gaps, core/store/chunk.h section 4) spread over that time, the
+ * rest in the step of the chunk's end. */
+static void add_losses(struct fr_timeline *t, const struct fr_chunk *c)
 {
 	int64_t at = c->hdr.last_ns;
 	uint32_t k;
 
+	for (uint32_t i = 0; i < c->ngaps; i++)
+		if (c->gaps[i].kind == FR_GAP_STALL)
+			mark_stalled(t, c->gaps[i].from_ns, c->gaps[i].to_ns);
 	for (uint32_t e = 0; e < c->nevents; e++) {
+		uint64_t left;
+
 		if (c->events[e].event != t->event || !c->events[e].lost)
 			continue;
-		if (!t->lost_steps) {
-			t->lost_steps = calloc(t->nsteps, sizeof(*t->lost_steps));
-			if (!t->lost_steps)
-				return -ENOMEM;
+		left = c->events[e].lost;
+		for (uint32_t i = 0; i < c->ngaps && left; i++) {
+			const struct fr_chunk_gap *g = &c->gaps[i];
+			uint64_t n = g->count < left ? g->count : left;
+
+			if (g->kind != FR_GAP_LOST || g->event != t->event)
+				continue;
+			spread_lost(t, n, g->from_ns, g->to_ns);
+			left -= n;
 		}
+		if (!left)
+			continue;
 		at = at < t->start_ns ? t->start_ns : at >= t->end_ns ? t->end_ns - 1 : at;
 		k = (uint32_t)((at - t->start_ns) / t->step_ns);
 		if (k >= t->nsteps)
 			k = t->nsteps - 1;
-		t->lost_steps[k] += c->events[e].lost;
-		t->lost += c->events[e].lost;
+		t->lost_steps[k] += left;
+		t->lost += left;
 	}
-	return 0;
 }
 
 static int read_chunks(struct tl *tl, struct fr_ring *ring, char *err, size_t errlen)
@@ -610,7 +671,7 @@ static int read_chunks(struct tl *tl, struct fr_ring *ring, char *err, size_t er
 			t->chunks++;
 			ret = add_chunk(tl, c);
 			if (ret == 0)
-				ret = add_losses(t, c);
+				add_losses(t, c);
 		} else if (ret != -ENOMEM) {
 			t->chunks_skipped++;
 			ret = 0;
@@ -674,6 +735,12 @@ int fr_timeline_compute(struct fr_ring *ring, const struct fr_timeline_request *
 	ret = setup(req, t, err, errlen);
 	if (ret < 0)
 		goto out;
+	t->lost_steps = calloc(t->nsteps, sizeof(*t->lost_steps));
+	t->stalled_steps = calloc(t->nsteps, 1);
+	if (!t->lost_steps || !t->stalled_steps) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	fr_ring_get_stats(ring, &st);
 	t->ring_first_ns = st.chunks ? st.oldest_ns : 0;
 	t->ring_last_ns = st.chunks ? st.newest_ns : 0;
@@ -711,6 +778,7 @@ void fr_timeline_free(struct fr_timeline *t)
 		free(t->groups[g].values);
 	free(t->groups);
 	free(t->lost_steps);
+	free(t->stalled_steps);
 	free(t->victims);
 	free(t->marks);
 	free(t);

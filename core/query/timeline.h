@@ -64,7 +64,10 @@
  *    "events":["cpu","offcpu",...],          // events with samples in the
  *                                            // window's chunks, by id
  *    "samples":N,                            // samples counted
- *    "lost":{"total":N,"values":[N,...]},    // only when some were lost
+ *    "lost_total":N,                         // the sum of "lost"
+ *    "lost":[N,...],                         // samples lost, per step
+ *    "stalled":[false,true,...],             // ingest held up, per step
+ *    "stalled_steps":N,                      // steps stalled
  *    "groups":[{"name":"nginx (1234)","pid":1234,"total":N,"values":[N,...]},
  *              ...,
  *              {"name":"other","total":N,"values":[...]}],
@@ -91,14 +94,21 @@
  * window: the steps after its end). Absent when every step is whole.
  *
  * "pid" only with by=process; "values" has exactly `steps` entries and
- * "total" is their sum. "lost": the event's samples the recorder lost
- * (the chunks' lost counters, machine-wide: perf's lost records, off-CPU
- * waits the eBPF program dropped), each chunk's in the step holding its
- * last sample (within a second or so of when they were lost; a chunk the
- * journal merged puts its group's at the group's end, so unlike the
- * values they may move when the ring merges: a window counts every chunk
- * it reads, whole, as a profile's comment does); absent when none was
- * counted (a fleet query knows of none). Names are JSON strings
+ * "total" is their sum. "lost" (always, `steps` entries, 0 when none):
+ * the event's samples the recorder lost (the chunks' lost counters,
+ * machine-wide: perf's lost records, off-CPU waits the eBPF program
+ * dropped, chunks the writer could not take), placed in time by the
+ * chunks' gaps (core/store/chunk.h, section 4): a loss is known to lie
+ * between the start of the drain two before the one that counted it and
+ * that one (a dropped chunk: its span), and is shared out over the steps of that span by
+ * their overlap, the share outside the window not counted. A loss with
+ * no known time (chunks of older recorders) goes in the step holding its
+ * chunk's last sample, clamped to the window, as before. "stalled"
+ * (always, `steps` booleans): true for a step that a stall of the
+ * recorder's ingest (over FR_INGEST_STALL_NS, 3 s: no drain, so samples
+ * of then may be missing) overlaps, from the chunks' gaps, so a dump of
+ * a crashed ring says the same. A fleet query knows of neither: all 0
+ * and false. Names are JSON strings
  * (escaped). start_ns and end_ns are the asked window rounded out to
  * multiples of step_ns (steps start at multiples of the step since the
  * epoch, so two timelines of one ring line up): the last step of a window
@@ -199,11 +209,13 @@ struct fr_timeline {
 	uint32_t events[FR_TIMELINE_EVENTS_MAX];
 	uint64_t samples;
 	/* Samples of the event lost (the `lost` counters of the window's
-	 * chunks: machine-wide, whatever the groups and the viewer), each
-	 * chunk's in the step of its end, clamped to the window; lost_steps
-	 * (nsteps) is NULL when none was. */
+	 * chunks: machine-wide, whatever the groups and the viewer), placed
+	 * by the chunks' gaps ("lost" above); lost_steps has nsteps entries
+	 * (NULL only in a timeline not computed here: none lost). */
 	uint64_t lost;
 	uint64_t *lost_steps;
+	/* Per step, 1 when a stall of the ingest overlaps it (NULL: none). */
+	uint8_t *stalled_steps;
 	uint32_t ngroups; /* the top groups, largest first, then "other" */
 	struct fr_timeline_group *groups;
 	/* oom: FR_TIMELINE_VICTIMS_MAX of the window's kills (the first read;

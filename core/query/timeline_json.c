@@ -82,6 +82,7 @@ uint32_t fr_timeline_partial_from(const struct fr_timeline *t)
 int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
 {
 	char ev[FR_EVENT_NAME_MAX], by[FR_LIMIT_LABEL_LEN + 8];
+	uint32_t stalled = 0;
 
 	fprintf(f, "{\"version\":%d,\"event\":", FR_TIMELINE_VERSION);
 	fr_json_fputs(f, fr_event_format(t->event, ev, sizeof(ev)));
@@ -99,14 +100,17 @@ int fr_timeline_write_json(FILE *f, const struct fr_timeline *t)
 			fputc(',', f);
 		fr_json_fputs(f, fr_event_format(t->events[e], ev, sizeof(ev)));
 	}
-	fprintf(f, "],\"samples\":%" PRIu64, t->samples);
-	if (t->lost && t->lost_steps) {
-		fprintf(f, ",\"lost\":{\"total\":%" PRIu64 ",\"values\":[", t->lost);
-		for (uint32_t k = 0; k < t->nsteps; k++)
-			fprintf(f, k ? ",%" PRIu64 : "%" PRIu64, t->lost_steps[k]);
-		fputs("]}", f);
+	fprintf(f, "],\"samples\":%" PRIu64 ",\"lost_total\":%" PRIu64 ",\"lost\":[", t->samples,
+		t->lost_steps ? t->lost : 0);
+	for (uint32_t k = 0; k < t->nsteps; k++)
+		fprintf(f, k ? ",%" PRIu64 : "%" PRIu64, t->lost_steps ? t->lost_steps[k] : 0);
+	fputs("],\"stalled\":[", f);
+	for (uint32_t k = 0; k < t->nsteps; k++) {
+		stalled += t->stalled_steps && t->stalled_steps[k];
+		fprintf(f, "%s%s", k ? "," : "",
+			t->stalled_steps && t->stalled_steps[k] ? "true" : "false");
 	}
-	fputs(",\"groups\":[", f);
+	fprintf(f, "],\"stalled_steps\":%u,\"groups\":[", stalled);
 	for (uint32_t g = 0; g < t->ngroups; g++) {
 		const struct fr_timeline_group *o = &t->groups[g];
 

@@ -168,7 +168,22 @@
  *   app:       the set of each sample, as runs like the columns above
  *              (v count; each: v set, v length), in the samples' order.
  *   Nothing else in the section.
- * Section ids taken: 1 names, 2 creators, 3 application labels.
+ * SECTION 4, GAPS (written only when the chunk has some): when, within
+ * the chunk's stretch of time, the recorder lost samples or its ingest
+ * was held up, so a reader can place them in time (the events table's
+ * `lost` says how many, not when):
+ *              v count (<= FR_CHUNK_GAPS_MAX); each: v kind (0: samples
+ *              lost, 1: a stall of the ingest), v event (lost: the
+ *              event's id; stall: 0), v count (lost: the samples; stall:
+ *              0), z (from - header first_ns), v (to - from). The lost
+ *              samples were taken somewhere in [from, to]; the ingest did
+ *              not drain from `from` to `to`. Times may lie outside
+ *              [first_ns, last_ns] (a stall ends before the samples it
+ *              held up are sealed). A lost count here is also in the
+ *              events table; the events table may count more (samples
+ *              lost with no known time: older recorders, a full gap
+ *              list).
+ * Section ids taken: 1 names, 2 creators, 3 application labels, 4 gaps.
  *
  * OPEN WAITS. A sample whose event is FR_EVENT_OFFCPU_OPEN (0x40000000,
  * core/store/sample.h) is not a sample but an open-wait record: thread
@@ -237,6 +252,14 @@
 #define FR_CHUNK_APP_SETS_MAX 65536
 /* The section ids of the block's optional sections. */
 #define FR_CHUNK_SECTION_APP 3
+#define FR_CHUNK_SECTION_GAPS 4
+/* Gaps (section 4) one chunk holds at most; a builder given more widens
+ * its last gap of the same kind and event. */
+#define FR_CHUNK_GAPS_MAX 64
+enum fr_chunk_gap_kind {
+	FR_GAP_LOST = 0,
+	FR_GAP_STALL = 1,
+};
 /* The recorder's key for why a sample has no application labels. */
 #define FR_APP_REASON_KEY "flightrec.labels"
 
@@ -365,6 +388,14 @@ int fr_chunk_builder_add_known(struct fr_chunk_builder *b, const struct fr_sampl
 void fr_chunk_builder_count(struct fr_chunk_builder *b, uint32_t event, uint64_t lost,
 			    uint64_t throttled, uint64_t truncated);
 
+/* Notes a gap (section 4) in the chunk being built: `count` samples of
+ * `event` lost in [from_ns, to_ns] (FR_GAP_LOST; also count them with
+ * fr_chunk_builder_count()), or the ingest held up from from_ns to to_ns
+ * (FR_GAP_STALL, event and count 0). Past FR_CHUNK_GAPS_MAX, the last gap
+ * of the same kind and event is widened. Never allocates. */
+void fr_chunk_builder_gap(struct fr_chunk_builder *b, enum fr_chunk_gap_kind kind, uint32_t event,
+			  uint64_t count, int64_t from_ns, int64_t to_ns);
+
 /* Samples in the chunk being built, and the time of the earliest of them
  * (0 when there are none). */
 uint32_t fr_chunk_builder_samples(const struct fr_chunk_builder *b);
@@ -454,6 +485,14 @@ struct fr_chunk_event_stats {
 	uint64_t lost, throttled, truncated;
 };
 
+/* A gap (section 4). */
+struct fr_chunk_gap {
+	uint32_t kind; /* enum fr_chunk_gap_kind */
+	uint32_t event;
+	uint64_t count;
+	int64_t from_ns, to_ns; /* from_ns <= to_ns */
+};
+
 struct fr_chunk {
 	struct fr_chunk_header hdr;
 	uint32_t nstrings;
@@ -489,6 +528,9 @@ struct fr_chunk {
 	struct fr_chunk_labelset *apps;
 	uint32_t *app_keys, *app_values;
 	uint32_t *app;
+	/* Gaps (section 4); none in most chunks. */
+	uint32_t ngaps;
+	struct fr_chunk_gap *gaps;
 };
 
 /* Decodes an encoded chunk (header + payload, `len` bytes), verifying the

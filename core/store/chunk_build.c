@@ -31,6 +31,7 @@ void chunk_builder_reset(struct fr_chunk_builder *b)
 	b->nstacks = 0;
 	b->nframes = 0;
 	b->nevents = 0;
+	b->ngaps = 0;
 	b->raw_est = RAW_FIXED;
 	b->first_ns = 0;
 	b->last_ns = 0;
@@ -247,6 +248,39 @@ void fr_chunk_builder_count(struct fr_chunk_builder *b, uint32_t event, uint64_t
 	e->lost += lost;
 	e->throttled += throttled;
 	e->truncated += truncated;
+}
+
+void fr_chunk_builder_gap(struct fr_chunk_builder *b, enum fr_chunk_gap_kind kind, uint32_t event,
+			  uint64_t count, int64_t from_ns, int64_t to_ns)
+{
+	struct fr_chunk_gap *g = NULL;
+
+	if (to_ns < from_ns) {
+		int64_t t = to_ns;
+
+		to_ns = from_ns;
+		from_ns = t;
+	}
+	if (b->ngaps == FR_CHUNK_GAPS_MAX) {
+		for (uint32_t i = b->ngaps; i-- > 0 && !g;)
+			if (b->gaps[i].kind == (uint32_t)kind && b->gaps[i].event == event)
+				g = &b->gaps[i];
+		/* Every slot of other kinds: the last one takes it. */
+		if (!g)
+			g = &b->gaps[b->ngaps - 1];
+		g->count += count;
+		g->from_ns = from_ns < g->from_ns ? from_ns : g->from_ns;
+		g->to_ns = to_ns > g->to_ns ? to_ns : g->to_ns;
+		return;
+	}
+	b->gaps[b->ngaps++] = (struct fr_chunk_gap){
+		.kind = (uint32_t)kind,
+		.event = event,
+		.count = count,
+		.from_ns = from_ns,
+		.to_ns = to_ns,
+	};
+	b->raw_est += 5 * 10;
 }
 
 uint32_t fr_chunk_builder_samples(const struct fr_chunk_builder *b)

@@ -616,6 +616,35 @@ err_bad:
 	return -EBADMSG;
 }
 
+/* Section 4: the gaps (`len` bytes at p). */
+static int decode_gaps(struct fr_chunk *c, const unsigned char *p, size_t len)
+{
+	struct rd r = {p, p + len};
+	uint32_t n;
+
+	if (c->gaps || rd_count(&r, 5, &n) < 0 || n > FR_CHUNK_GAPS_MAX)
+		return -EBADMSG;
+	c->gaps = calloc(n ? n : 1, sizeof(*c->gaps));
+	if (!c->gaps)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		struct fr_chunk_gap *g = &c->gaps[i];
+		uint64_t span;
+		int64_t from;
+
+		if (rd_u32(&r, &g->kind) < 0 || g->kind > FR_GAP_STALL ||
+		    rd_u32(&r, &g->event) < 0 || rd_v(&r, &g->count) < 0 || rd_z(&r, &from) < 0 ||
+		    rd_v(&r, &span) < 0 || span > INT64_MAX)
+			return -EBADMSG;
+		g->from_ns = (int64_t)((uint64_t)c->hdr.first_ns + (uint64_t)from);
+		if (g->from_ns > INT64_MAX - (int64_t)span)
+			return -EBADMSG;
+		g->to_ns = g->from_ns + (int64_t)span;
+		c->ngaps = i + 1;
+	}
+	return r.p == r.end ? 0 : -EBADMSG;
+}
+
 /* What follows the samples: nothing in version 2, sections in version 3
  * (increasing ids; an unknown one skipped). */
 static int decode_sections(struct rd *r, struct fr_chunk *c)
@@ -638,6 +667,8 @@ static int decode_sections(struct rd *r, struct fr_chunk *c)
 			ret = chunk_decode_creators(c, r->p, (size_t)len);
 		else if (id == FR_CHUNK_SECTION_APP)
 			ret = chunk_app_decode(c, r->p, (size_t)len);
+		else if (id == FR_CHUNK_SECTION_GAPS)
+			ret = decode_gaps(c, r->p, (size_t)len);
 		if (ret < 0)
 			return ret;
 		r->p += len;
@@ -727,6 +758,7 @@ void fr_chunk_free(struct fr_chunk *c)
 	free(c->label_keys);
 	free(c->label_values);
 	free(c->events);
+	free(c->gaps);
 	free(c->names);
 	free(c->name_changes);
 	free(c->time_ns);

@@ -383,8 +383,9 @@ static int seal_frame(struct seal *s, struct fr_chunk_builder *b, int64_t first_
 	h = (struct fr_chunk_header){
 		.magic = FR_CHUNK_MAGIC,
 		/* Without sections, readable by the builds before them. */
-		.version = s->nnames || s->ncreators || s->app_section ? FR_CHUNK_VERSION
-								       : FR_CHUNK_VERSION_MIN,
+		.version = s->nnames || s->ncreators || s->app_section || b->ngaps
+				   ? FR_CHUNK_VERSION
+				   : FR_CHUNK_VERSION_MIN,
 		.header_len = FR_CHUNK_HEADER_LEN,
 		.seq = 0,
 		.first_ns = first_ns,
@@ -409,6 +410,31 @@ err_free:
 	return ret;
 }
 
+/* Section 4, the gaps, after the application labels' section. Returns 0
+ * or -ENOMEM. */
+static int seal_gaps(struct seal *s, const struct fr_chunk_builder *b, int64_t first_ns)
+{
+	struct wbuf g = {0};
+
+	if (!b->ngaps)
+		return 0;
+	wb_v(&g, b->ngaps);
+	for (uint32_t i = 0; i < b->ngaps; i++) {
+		const struct fr_chunk_gap *x = &b->gaps[i];
+
+		wb_v(&g, x->kind);
+		wb_v(&g, x->event);
+		wb_v(&g, x->count);
+		wb_z(&g, (int64_t)((uint64_t)x->from_ns - (uint64_t)first_ns));
+		wb_v(&g, (uint64_t)x->to_ns - (uint64_t)x->from_ns);
+	}
+	wb_v(&s->block, FR_CHUNK_SECTION_GAPS);
+	wb_v(&s->block, g.len);
+	wb_bytes(&s->block, g.p, g.len);
+	free(g.p);
+	return g.err ? g.err : s->block.err;
+}
+
 int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta_ops *ops,
 			  int64_t clock_offset, void **out, size_t *out_len)
 {
@@ -418,7 +444,7 @@ int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta
 
 	*out = NULL;
 	*out_len = 0;
-	if (b->nsamples == 0 && b->nevents == 0)
+	if (b->nsamples == 0 && b->nevents == 0 && b->ngaps == 0)
 		return -ENODATA;
 	memset(&s, 0, sizeof(s));
 
@@ -446,6 +472,8 @@ int fr_chunk_builder_seal(struct fr_chunk_builder *b, const struct fr_chunk_meta
 	ret = s.block.err;
 	if (ret == 0)
 		ret = chunk_app_seal(&s, b, ops);
+	if (ret == 0)
+		ret = seal_gaps(&s, b, first_ns);
 	if (ret < 0)
 		goto out;
 	if (s.block.len > FR_CHUNK_RAW_MAX) {

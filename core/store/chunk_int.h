@@ -49,6 +49,8 @@ struct fr_chunk_builder {
 	uint32_t *table; /* stack index + 1; 0 is an empty slot */
 
 	struct fr_chunk_event_stats events[EVENT_SLOTS];
+	uint32_t ngaps;
+	struct fr_chunk_gap gaps[FR_CHUNK_GAPS_MAX];
 	struct fr_zstd *zstd; /* created on the first seal */
 	int level;	      /* zstd level */
 };

@@ -584,6 +584,10 @@ int fr_chunk_merge(struct fr_chunk *const *parts, size_t n, size_t max_raw, void
 		for (uint32_t e = 0; e < c->nevents; e++)
 			fr_chunk_builder_count(b, c->events[e].event, c->events[e].lost,
 					       c->events[e].throttled, c->events[e].truncated);
+		for (uint32_t k = 0; k < c->ngaps; k++)
+			fr_chunk_builder_gap(b, (enum fr_chunk_gap_kind)c->gaps[k].kind,
+					     c->gaps[k].event, c->gaps[k].count, c->gaps[k].from_ns,
+					     c->gaps[k].to_ns);
 	}
 	ret = fr_chunk_builder_seal(b, &ops, parts[n - 1]->hdr.clock_offset, out, out_len);
 	if (ret == -ENODATA)

@@ -75,7 +75,7 @@ static void drop_chunk(struct fr_ingest *g, void *chunk, size_t len)
 {
 	struct {
 		uint32_t event;
-		uint64_t n;
+		uint64_t n, samples;
 	} ev[32];
 	uint32_t nev = 0;
 	struct fr_chunk *c = NULL;
@@ -95,8 +95,19 @@ static void drop_chunk(struct fr_ingest *g, void *chunk, size_t len)
 				ev[nev++] = (typeof(ev[0])){.event = e};
 			}
 			ev[k].n += sample ? 1 : c->events[i - c->nsamples].lost;
+			ev[k].samples += sample;
 		}
 		samples = c->nsamples;
+		/* When: its samples' span, and the gaps it carried. */
+		for (uint32_t k = 0; k < nev; k++)
+			if (ev[k].samples)
+				fr_chunk_builder_gap(g->builder, FR_GAP_LOST, ev[k].event,
+						     ev[k].samples, c->hdr.first_ns,
+						     c->hdr.last_ns);
+		for (uint32_t k = 0; k < c->ngaps; k++)
+			fr_chunk_builder_gap(g->builder, (enum fr_chunk_gap_kind)c->gaps[k].kind,
+					     c->gaps[k].event, c->gaps[k].count, c->gaps[k].from_ns,
+					     c->gaps[k].to_ns);
 		fr_chunk_free(c);
 	}
 	for (uint32_t k = 0; k < nev; k++) {
@@ -443,6 +454,24 @@ static void on_exit_rec(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns)
 		fr_allocs_exited(g->allocs, pid, time_ns);
 }
 
+/* Counts `lost` samples of `event` in the open chunk, with when, so a
+ * timeline puts them in the seconds they were taken (core/store/chunk.h,
+ * section 4): since two drains ago. A full perf ring drops samples until
+ * a drain gives its space back, and the kernel writes the LOST record
+ * with its first record after that: read at the next drain. So what this
+ * drain reads was lost after the drain before the previous one began (a
+ * stall: from the drain before it, not only the second after it). */
+static void lost_gap(struct fr_ingest *g, uint32_t event, uint64_t lost)
+{
+	int64_t now = fr_now_real_ns(),
+		from = g->prev2_drain_real ? g->prev2_drain_real : g->prev_drain_real;
+
+	fr_chunk_builder_count(g->builder, event, lost, 0, 0);
+	fr_chunk_builder_gap(g->builder, FR_GAP_LOST, event, lost, from && from < now ? from : now,
+			     now);
+	g->losses_pending = 1;
+}
+
 /* Samples lost before they reached a chunk, for `event`: perf's
  * PERF_RECORD_LOST, switch-outs evicted from the pairing table, waits the
  * off-CPU eBPF program dropped (recorder/sampling/bpf_offcpu.c), a sample no chunk
@@ -465,8 +494,7 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 	if (!src && event == FR_EVENT_ALLOC) {
 		/* Samples and frees the processes' libraries had no room for
 		 * (recorder/sampling/allocs.c): lost like the kernel's. */
-		fr_chunk_builder_count(g->builder, event, lost, 0, 0);
-		g->losses_pending = 1;
+		lost_gap(g, event, lost);
 		__atomic_add_fetch(&g->lost, lost, __ATOMIC_RELAXED);
 		return;
 	}
@@ -479,8 +507,7 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 				   lost);
 		return;
 	}
-	fr_chunk_builder_count(g->builder, event, lost, 0, 0);
-	g->losses_pending = 1;
+	lost_gap(g, event, lost);
 	__atomic_add_fetch(&g->lost, lost, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&src->lost, lost, __ATOMIC_RELAXED);
 }
@@ -554,15 +581,23 @@ static void before_drain(void *arg)
 	 * so. */
 	if (last && now - last > FR_INGEST_STALL_NS) {
 		int64_t real = fr_now_real_ns();
+		char where[2 * FR_INGEST_WHERE_MAX + 32];
 
 		__atomic_add_fetch(&g->stalls, 1, __ATOMIC_RELAXED);
 		stall_note(g, real - (now - last), real);
+		/* In the ring too, so a timeline (and a dump after a crash)
+		 * marks the seconds. */
+		fr_chunk_builder_gap(g->builder, FR_GAP_STALL, 0, 0, real - (now - last), real);
+		g->losses_pending = 1;
 		if (now - last > __atomic_load_n(&g->longest_stall_ns, __ATOMIC_RELAXED))
 			__atomic_store_n(&g->longest_stall_ns, now - last, __ATOMIC_RELAXED);
-		fr_log_warn("the ingest thread was held up for %lld ms",
-			    (long long)((now - last) / 1000000));
+		fr_ingest_stall_where(g, last, where, sizeof(where));
+		fr_log_warn("the ingest thread was held up for %lld ms%s",
+			    (long long)((now - last) / 1000000), where);
 	}
 	__atomic_store_n(&g->last_drain_mono, now, __ATOMIC_RELAXED);
+	g->prev2_drain_real = g->prev_drain_real;
+	g->prev_drain_real = __atomic_load_n(&g->last_drain_real, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->last_drain_real, fr_now_real_ns(), __ATOMIC_RELAXED);
 	g->sources->clock_offset = fr_perf_clock_offset();
 	/* Tables built since the last drain serve this one. */
@@ -766,6 +801,9 @@ int fr_ingest_loop(struct fr_ingest *g)
 	 * (docs/performance.md "Priority"). */
 	priority_start(g);
 	g->last_seal_mono = fr_now_mono_ns();
+	if (fr_ingest_watch_start(g) < 0)
+		fr_log_warn("no thread watches the ingest thread: a stall's log line will not say "
+			    "where it was held up");
 
 	while (!g->stopping) {
 		g->barrier = 0;
@@ -791,5 +829,6 @@ int fr_ingest_loop(struct fr_ingest *g)
 			seal(g, g->barrier);
 		priority_check(g);
 	}
+	fr_ingest_watch_stop(g);
 	return 0;
 }

@@ -21,6 +21,8 @@
 /* The ingest loop wakes at least every second; a gap between two drains
  * longer than this is a stall, counted and logged. */
 #define FR_INGEST_STALL_NS (3 * FR_NS_PER_S)
+/* What the watcher saw the held-up ingest thread doing, at most. */
+#define FR_INGEST_WHERE_MAX 128
 /* Ingest stalls remembered for attach replies. */
 #define FR_INGEST_STALL_LOG 16
 
@@ -97,6 +99,10 @@ struct fr_ingest {
 	 * a chunk is sealed at the next second even without a sample, so a
 	 * crash does not take the count with it. */
 	int losses_pending;
+	/* Unix ns of the two drains before the current one: samples lost
+	 * now were taken since the earlier (the gaps of core/store/chunk.h,
+	 * section 4; see lost_gap()). */
+	int64_t prev_drain_real, prev2_drain_real;
 
 	/* For status (atomics): all events together, the processes and
 	 * threads known, those whose application labels are read and those
@@ -124,6 +130,18 @@ struct fr_ingest {
 		int64_t t0, t1;
 	} stall_log[FR_INGEST_STALL_LOG];
 	uint32_t stall_next;
+	/* Where the watcher (ingest_watch.c) saw the ingest thread while it
+	 * was held up since the drain at where_drain (CLOCK_MONOTONIC):
+	 * first and latest; under stall_lock. */
+	int64_t where_drain;
+	char where_first[FR_INGEST_WHERE_MAX], where_last[FR_INGEST_WHERE_MAX];
+	/* The watcher thread: the ingest thread's tid, its lock, condition
+	 * and stop flag. */
+	pid_t tid;
+	pthread_t watch_thread;
+	pthread_mutex_t watch_lock;
+	pthread_cond_t watch_cond;
+	int watch_stop, watching;
 };
 
 /* Sets up `g` and makes it the receiver of `sources`' drains: the sources
@@ -182,6 +200,16 @@ void fr_ingest_memory_take(struct fr_ingest *g);
 /* The unwind tables may have dropped tables (a new budget): the next
  * frames look them up again. Ingest thread. */
 void fr_ingest_tables_changed(struct fr_ingest *g);
+
+/* Starts the thread that, once a second, looks at where the ingest thread
+ * (the caller) is while it is held up over FR_INGEST_STALL_NS (its state,
+ * wait channel and system call in /proc/self/task), for the stall's log
+ * line. Returns 0 or -errno (then the log says less). */
+int fr_ingest_watch_start(struct fr_ingest *g);
+void fr_ingest_watch_stop(struct fr_ingest *g);
+/* " (seen state D in vm_mmap_pgoff, system call 9)" of the stall since the
+ * drain at `last_drain_mono`, "" when the watcher did not see it. */
+void fr_ingest_stall_where(struct fr_ingest *g, int64_t last_drain_mono, char *out, size_t len);
 
 /* The longest stall noted overlapping [t0, t1), clipped to it, in *s0 and
  * *s1. Returns 1, or 0 when there is none. Any thread. */

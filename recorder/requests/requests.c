@@ -209,6 +209,7 @@ static void attach_reply(struct daemon *d, const struct fr_profile_request *preq
 		c->samples = er->samples_kept;
 		c->samples_in_window = er->samples_seen;
 		c->lost = er->lost;
+		c->recorded = er->recorded;
 		c->throttled = er->throttled;
 		c->truncated = er->truncated;
 	}

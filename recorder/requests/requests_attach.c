@@ -136,6 +136,11 @@ void daemon_attach_explain(struct daemon *d, const struct fr_profile_request *pr
 		r->ring_newest_ns = st.newest_ns;
 	}
 	stall_in(d, preq->t0, preq->t1, r);
+	/* The ring's own record of stalls (a log of 16 forgets). */
+	if (res->stall_t1 - res->stall_t0 > r->stall_t1_ns - r->stall_t0_ns) {
+		r->stall_t0_ns = res->stall_t0;
+		r->stall_t1_ns = res->stall_t1;
+	}
 	writer_error_in(d, preq->t1, r);
 	/* Only when the window has samples at all: an empty ring or a
 	 * window outside it is said otherwise. */

@@ -100,7 +100,7 @@ static void make_message_seeds(void)
 	ap.t1_ns = 1700000060000000000LL;
 	ap.covered_t0_ns = ap.t0_ns;
 	ap.nevents = 1;
-	ap.events[0] = (struct fr_ipc_event_counts){FR_EVENT_CPU, 99, 5940, 5940, 0, 1, 2};
+	ap.events[0] = (struct fr_ipc_event_counts){FR_EVENT_CPU, 99, 5940, 5940, 0, 5940, 1, 2};
 	snprintf(ap.incomplete, sizeof(ap.incomplete),
 		 "incomplete: the recorder did not "
 		 "store its last samples within 3 s");

@@ -17,7 +17,7 @@
 #                     no file replaced
 #   stall_in_window   an ingest stall inside the window (the ingest thread
 #                     frozen with ptrace, then thawed): warned, exit 1; top
-#                     warns the same and shows its table
+#                     warns the same, shows its table and exits 1
 . "$(dirname "$0")/lib.sh"
 need_root_perf
 
@@ -209,8 +209,11 @@ attach_rc 1 --window 20s -o stalled.pb.gz
 grep -Eq '^flightrec: warning: the recorder was held up [0-9:]+–[0-9:]+ UTC \([0-9.]+s\) within the window' "$T/err" ||
 	fail "no stall warning: $(cat "$T/err")"
 [ -s stalled.pb.gz ] || fail "the profile of a stalled window was not kept"
-# top of the same window warns the same way, and still shows its table.
-"$FLIGHTREC" top --window 20s -n 3 >"$T/out" 2>"$T/err" || fail "top of a stalled window failed: $(cat "$T/err")"
+# top of the same window warns the same way, still shows its table, and
+# exits 1 (--allow-loss: 0).
+"$FLIGHTREC" top --window 20s -n 3 >"$T/out" 2>"$T/err"
+[ $? = 1 ] || fail "top of a stalled window did not exit 1: $(cat "$T/err")"
+"$FLIGHTREC" top --window 20s -n 3 --allow-loss >/dev/null 2>&1 || fail "top --allow-loss of a stalled window failed"
 grep -Eq '^flightrec: warning: the recorder was held up [0-9:]+–[0-9:]+ UTC \([0-9.]+s\) within the window' "$T/err" ||
 	fail "top gave no stall warning: $(cat "$T/err")"
 grep -q 'flat%' "$T/out" || fail "top of a stalled window printed no table: $(cat "$T/out")"

@@ -160,7 +160,8 @@ for l, d in (("proc", "dump"), ("off", "dump_off")):
     live.pop("ring"); dead.pop("ring")
     # Losses are per chunk: the journal's merge moves a group's to its end
     # (core/query/timeline.h, "lost"), so they may move between the two.
-    live.pop("lost", None); dead.pop("lost", None)
+    for k in ("lost", "lost_total"):
+        live.pop(k, None); dead.pop(k, None)
     assert live == dead, (live, dead)
     print("dump --ring --timeline (%s): %d groups, %d samples, as live" % (
           dead["event"], len(dead["groups"]), dead["samples"]))

@@ -46,8 +46,14 @@ wait_seals 3 # recording goes on after the thaw
 TO=$(date +%s)
 kill "$BURN_PID"
 wait "$BURN_PID" 2>/dev/null
-"$FLIGHTREC" attach --from "@$((FROM - 1))" --to "@$TO" --hz 999 -o "$T/w.pb.gz" 2>"$T/attach.err" ||
-	fail "attach after the thaw failed: $(cat "$T/attach.err")"
+# The window lost the dropped chunks' samples: said, and exit 1 but for
+# --allow-loss.
+"$FLIGHTREC" attach --from "@$((FROM - 1))" --to "@$TO" --hz 999 -o "$T/w.pb.gz" 2>"$T/attach.err"
+[ $? = 1 ] || fail "attach of a window that lost chunks did not exit 1: $(cat "$T/attach.err")"
+grep -q 'warning: the recorder lost [0-9]* of [0-9]* samples of cpu in the window' "$T/attach.err" ||
+	fail "attach does not say the samples lost: $(cat "$T/attach.err")"
+"$FLIGHTREC" attach --from "@$((FROM - 1))" --to "@$TO" --hz 999 --allow-loss -o "$T/w.pb.gz" \
+	2>"$T/attach.err" || fail "attach --allow-loss after the thaw failed: $(cat "$T/attach.err")"
 since=$(js samples_lost_since_start)
 ring_lost=$(js samples_lost)
 "$FLIGHTREC" dump --ring "$RING" --info --json >"$T/info.json" || fail "dump --info failed"

@@ -423,18 +423,18 @@ static void test_attach_reply(void)
 	r.t1_ns = 1795000060123456789LL;
 	r.covered_t0_ns = 1795000001000000000LL;
 	r.nevents = 1;
-	r.events[0] = (struct fr_ipc_event_counts){FR_EVENT_CPU, 99, 10, 12, 1, 2, 3};
+	r.events[0] = (struct fr_ipc_event_counts){FR_EVENT_CPU, 99, 10, 12, 1, 40, 2, 3};
 	snprintf(r.incomplete, sizeof(r.incomplete), "incomplete: late");
 	fr_ipc_warn(r.warnings, &r.nwarnings, "pid 5678 exited before the window");
-	check_text(
-		fr_ipc_attach_reply_encode(&r),
-		"{\"ok\":true,\"samples\":10,\"samples_in_window\":12,\"stacks\":3,"
-		"\"bytes\":4096,\"hz\":99,\"lost\":1,\"t0_ns\":1795000000123456789,"
-		"\"t1_ns\":1795000060123456789,\"covered_t0_ns\":1795000001000000000,"
-		"\"events\":[{\"event\":\"cpu\",\"hz\":99,\"samples\":10,\"samples_in_window\":12,"
-		"\"lost\":1,\"throttled\":2,\"truncated\":3}],\"incomplete\":\"incomplete: late\","
-		"\"warnings\":[\"pid 5678 exited before the window\"]}",
-		"attach reply");
+	check_text(fr_ipc_attach_reply_encode(&r),
+		   "{\"ok\":true,\"samples\":10,\"samples_in_window\":12,\"stacks\":3,"
+		   "\"bytes\":4096,\"hz\":99,\"lost\":1,\"t0_ns\":1795000000123456789,"
+		   "\"t1_ns\":1795000060123456789,\"covered_t0_ns\":1795000001000000000,"
+		   "\"events\":[{\"event\":\"cpu\",\"hz\":99,\"samples\":10,\"samples_in_window\":12,"
+		   "\"lost\":1,\"recorded\":40,\"throttled\":2,\"truncated\":3}],"
+		   "\"incomplete\":\"incomplete: late\","
+		   "\"warnings\":[\"pid 5678 exited before the window\"]}",
+		   "attach reply");
 
 	/* Times whose doubles are exact: cJSON parses numbers as doubles. */
 	r.t0_ns = 1LL << 60;

@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "core/query/timeline.h"
+#include "core/store/chunk.h"
+#include "core/store/merge.h"
 #include "core/store/ring.h"
 
 #include "tests/unit/fixture.h"
@@ -248,7 +250,7 @@ static void test_json(struct fr_ring *r)
 {
 	struct fr_timeline_request req = {.t0 = T0, .t1 = T0 + 2 * SEC, .step_ns = SEC, .top = 1};
 	struct fr_timeline *t = compute(r, &req);
-	char *text = NULL, want[512];
+	char *text = NULL, want[1024];
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
@@ -261,7 +263,8 @@ static void test_json(struct fr_ring *r)
 		 "\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"step_ns\":1000000000,"
 		 "\"ring\":{\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 "},"
 		 "\"events\":[\"cpu\",\"offcpu\"],\"samples\":300,"
-		 "\"lost\":{\"total\":3,\"values\":[0,3]},\"groups\":["
+		 "\"lost_total\":3,\"lost\":[0,3],\"stalled\":[false,false],\"stalled_steps\":0,"
+		 "\"groups\":["
 		 "{\"name\":\"frtest-app (4200001)\",\"pid\":4200001,\"total\":2000000000,"
 		 "\"values\":[1000000000,1000000000]},"
 		 "{\"name\":\"other\",\"total\":1000000000,\"values\":[500000000,500000000]}]}\n",
@@ -504,6 +507,94 @@ static void test_waits(void)
 	test_ring_done(r);
 }
 
+/* Losses placed in time and stalls (the chunks' gaps, section 4): 20
+ * samples of cpu lost in [1.5 s, 3.5 s) are shared out 5, 10, 5 over the
+ * seconds they span, 4 more with no known time go to the step of the
+ * chunk's end as before; a stall over [2.2 s, 4.1 s] marks steps 2 to 4.
+ * The gaps survive a merge. */
+static void test_gaps(void)
+{
+	struct fr_ring *r = test_ring_create("timeline-gaps");
+	struct fr_timeline_request req = {.t0 = T0, .t1 = T0 + 6 * SEC, .step_ns = SEC};
+	static const uint64_t want_lost[6] = {0, 5, 10, 9, 0, 0};
+	static const uint8_t want_stalled[6] = {0, 0, 1, 1, 1, 0};
+	struct fr_chunk *parts[2] = {NULL, NULL}, *m = NULL;
+	struct fr_ring_ref *refs = NULL;
+	struct fr_timeline *t;
+	size_t nrefs = 0, mlen = 0;
+	void *merged = NULL;
+	struct writer w;
+
+	if (!r)
+		return;
+	w_init(&w, r);
+	for (int64_t at = T0 + 500 * MS; at < T0 + 4 * SEC; at += 50 * MS)
+		w_add(&w, at, PID_APP, PID_APP, 0, 100, ST_USER);
+	fr_chunk_builder_count(w.b, FR_EVENT_CPU, 24, 0, 0);
+	fr_chunk_builder_gap(w.b, FR_GAP_LOST, FR_EVENT_CPU, 20, T0 + 1500 * MS, T0 + 3500 * MS);
+	fr_chunk_builder_gap(w.b, FR_GAP_STALL, 0, 0, T0 + 2200 * MS, T0 + 4100 * MS);
+	w_seal(&w);
+	for (int64_t at = T0 + 4 * SEC; at < T0 + 5 * SEC; at += 50 * MS)
+		w_add(&w, at, PID_APP, PID_APP, 0, 100, ST_USER);
+	fr_chunk_builder_count(w.b, FR_EVENT_CPU, 2, 0, 0);
+	fr_chunk_builder_gap(w.b, FR_GAP_LOST, FR_EVENT_CPU, 2, T0 + 4500 * MS, T0 + 4500 * MS);
+	w_seal(&w);
+	w_fini(&w);
+
+	t = compute(r, &req);
+	if (t) {
+		CHECK(t->lost == 26, "lost %" PRIu64 ", not 26", t->lost);
+		for (int k = 0; k < 6; k++) {
+			CHECK(t->lost_steps[k] == (k == 4 ? 2 : want_lost[k]),
+			      "step %d: %" PRIu64 " lost", k, t->lost_steps[k]);
+			CHECK(t->stalled_steps[k] == want_stalled[k], "step %d: stalled %d", k,
+			      t->stalled_steps[k]);
+		}
+	}
+	fr_timeline_free(t);
+	/* A window of its own: the share inside it, and the rest of the
+	 * chunk's count clamped in, as before. */
+	req.t0 = T0 + 2 * SEC;
+	req.t1 = T0 + 3 * SEC;
+	t = compute(r, &req);
+	if (t)
+		CHECK(t->nsteps == 1 && t->lost == 14 && t->stalled_steps[0],
+		      "[2 s, 3 s): %" PRIu64 " lost", t->lost);
+	fr_timeline_free(t);
+
+	/* Decoded, and merged into one chunk: the same gaps. */
+	CHECK(fr_ring_query(r, INT64_MIN, INT64_MAX, &refs, &nrefs) == 0 && nrefs == 2,
+	      "%zu chunks", nrefs);
+	for (size_t i = 0; i < nrefs && i < 2; i++) {
+		void *buf = NULL;
+
+		if (fr_ring_read(r, &refs[i], &buf) == 0)
+			CHECK(fr_chunk_decode(buf, refs[i].len, &parts[i]) == 0, "decode %zu", i);
+		free(buf);
+	}
+	if (parts[0] && parts[1]) {
+		CHECK(parts[0]->ngaps == 2 && parts[0]->gaps[0].kind == FR_GAP_LOST &&
+			      parts[0]->gaps[0].count == 20 &&
+			      parts[0]->gaps[0].from_ns == T0 + 1500 * MS &&
+			      parts[0]->gaps[0].to_ns == T0 + 3500 * MS &&
+			      parts[0]->gaps[1].kind == FR_GAP_STALL &&
+			      parts[0]->gaps[1].to_ns == T0 + 4100 * MS,
+		      "chunk 0 has %u gaps", parts[0]->ngaps);
+		CHECK(fr_chunk_merge(parts, 2, 8 << 20, &merged, &mlen) == 0 &&
+			      fr_chunk_decode(merged, mlen, &m) == 0,
+		      "merge");
+		CHECK(m && m->ngaps == 3 && m->gaps[2].count == 2 &&
+			      m->gaps[2].from_ns == T0 + 4500 * MS,
+		      "merged: %u gaps", m ? m->ngaps : 0);
+	}
+	fr_chunk_free(m);
+	free(merged);
+	fr_chunk_free(parts[0]);
+	fr_chunk_free(parts[1]);
+	free(refs);
+	test_ring_done(r);
+}
+
 int main(void)
 {
 	struct fr_ring *r;
@@ -523,5 +614,6 @@ int main(void)
 	test_ring_done(r);
 	test_memory();
 	test_waits();
+	test_gaps();
 	return fixture_fini();
 }

@@ -115,13 +115,35 @@ static void test_before_ring(void)
 	free(text);
 }
 
-/* Samples lost: the steps that lost some are marked and a line says how
- * many the window lost; a timeline without "lost" has neither. */
+/* Samples lost and stalls: the steps that lost some or stalled are
+ * marked and legend lines say how many the window lost and how many steps
+ * stalled; a timeline without them has neither; the form of "lost" before
+ * the arrays still reads. */
 static void test_lost(void)
 {
 	int64_t start = 1795500000LL * SEC, step = 10 * SEC;
 	char json[2048];
 	char *text;
+
+	snprintf(json, sizeof(json),
+		 "{\"version\":1,\"event\":\"cpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
+		 "\"start_ns\":%lld,\"end_ns\":%lld,\"step_ns\":%lld,"
+		 "\"ring\":{\"first_ns\":%lld,\"last_ns\":%lld},\"samples\":10,"
+		 "\"lost_total\":4150,\"lost\":[0,4000,150],\"stalled\":[true,true,false],"
+		 "\"stalled_steps\":2,"
+		 "\"groups\":[{\"name\":\"app (42)\",\"pid\":42,\"total\":%lld,"
+		 "\"values\":[%lld,%lld,%lld]}]}",
+		 (long long)start, (long long)(start + 3 * step), (long long)step,
+		 (long long)(start - 3600 * SEC), (long long)(start + 3 * step), 3 * SEC, SEC, SEC,
+		 SEC);
+	text = render(json);
+	CHECK(count(text, "  ! stalled\n") == 1 && count(text, "  ! 4000 lost, stalled\n") == 1 &&
+		      count(text, "  ! 150 lost\n") == 1,
+	      "not each step that lost samples or stalled marked:\n%s", text);
+	CHECK(strstr(text, "! 4150 samples of cpu lost in this window") != NULL &&
+		      strstr(text, "! the recorder's ingest was held up in 2 steps") != NULL,
+	      "the window's losses and stalls are not said:\n%s", text);
+	free(text);
 
 	snprintf(json, sizeof(json),
 		 "{\"version\":1,\"event\":\"offcpu\",\"unit\":\"nanoseconds\",\"by\":\"process\","
@@ -134,7 +156,7 @@ static void test_lost(void)
 		 (long long)(start - 3600 * SEC), (long long)(start + 3 * step), 30 * SEC, 10 * SEC,
 		 10 * SEC, 10 * SEC);
 	text = render(json);
-	CHECK(count(text, " !\n") == 2, "not the two steps that lost samples marked:\n%s", text);
+	CHECK(count(text, " lost\n") == 2, "not the two steps that lost samples marked:\n%s", text);
 	CHECK(strstr(text, "! 4150 samples of offcpu lost in this window") != NULL,
 	      "the window's losses are not said:\n%s", text);
 	free(text);

@@ -137,7 +137,7 @@ static int query(struct tl *t)
 static char *to_json(const struct tl *t)
 {
 	const struct fleet_args *a = t->a;
-	cJSON *o = cJSON_CreateObject(), *ring, *groups, *events;
+	cJSON *o = cJSON_CreateObject(), *ring, *groups, *events, *lost, *stalled;
 	char num[32], *text;
 
 #define RAW(obj, key, fmt, v)                                          \
@@ -162,6 +162,16 @@ static char *to_json(const struct tl *t)
 	if (t->samples)
 		cJSON_AddItemToArray(events, cJSON_CreateString(fr_event_name(a->event)));
 	RAW(o, "samples", "%" PRIu64, t->samples);
+	/* The store knows of no loss or stall: the per-step arrays all say
+	 * none, so a reader needs no other form. */
+	RAW(o, "lost_total", "%d", 0);
+	lost = cJSON_AddArrayToObject(o, "lost");
+	stalled = cJSON_AddArrayToObject(o, "stalled");
+	for (uint32_t k = 0; k < t->nsteps; k++) {
+		cJSON_AddItemToArray(lost, cJSON_CreateRaw("0"));
+		cJSON_AddItemToArray(stalled, cJSON_CreateFalse());
+	}
+	RAW(o, "stalled_steps", "%d", 0);
 	groups = cJSON_AddArrayToObject(o, "groups");
 	for (uint32_t i = 0; i < t->ngroups + (uint32_t)t->has_other; i++) {
 		const struct tl_group *g = &t->groups[i];

@@ -49,6 +49,8 @@ static void usage(FILE *f)
 		"  --hz N             samples per second per CPU to count\n"
 		"  --allow-empty      a window with no sample (filters that matched nothing,\n"
 		"                     a window outside the ring) is no failure\n"
+		"  --allow-loss       a window in which the recorder lost over 1%% of an\n"
+		"                     event's samples or stalled is no failure: warn, exit 0\n"
 		"  --socket PATH      the recorder's socket\n"
 		"  -n N               how many functions to show (default 20)\n"
 		"  --sort flat|cum    order by flat or cum (default flat; for wakeup and\n"

@@ -153,7 +153,7 @@ static const char *resp_error(const cJSON *resp)
  * top must fail for it: it is empty and `allow_empty` is not given. Warns
  * of a recorder stall within the window. */
 static int window_empty(const struct fr_ipc_attach_reply *reply, const struct fr_ipc_attach_req *ar,
-			int allow_empty, const struct fr_top_opts *o)
+			int allow_empty, const struct fr_top_opts *o, int *missing, int allow_loss)
 {
 	struct fr_cli_report r;
 
@@ -162,8 +162,9 @@ static int window_empty(const struct fr_ipc_attach_reply *reply, const struct fr
 
 	if (fr_cli_report_check(&r, allow_empty) == FR_REPORT_EMPTY && !allow_empty)
 		return 1;
-	/* A table of a stalled window misses samples: said, still shown. */
-	fr_cli_report_stall(&r);
+	/* A table of a stalled or lossy window misses samples: said, still
+	 * shown, and the exit status says it (unless --allow-loss). */
+	*missing = fr_cli_report_missing(&r, allow_loss);
 	return 0;
 }
 
@@ -178,7 +179,7 @@ int fr_top_show_window(const struct fr_query_args *q, const char *socket_s,
 	char *socket_path = NULL, err[512];
 	void *buf = NULL;
 	size_t len;
-	int sock = -1, fd = -1, status = 1, ret;
+	int sock = -1, fd = -1, status = 1, ret, missing = 0;
 
 	fr_query_attach_req(q, &ar);
 	req = fr_ipc_attach_req_encode(&ar);
@@ -224,7 +225,7 @@ int fr_top_show_window(const struct fr_query_args *q, const char *socket_s,
 	 * emptied it, as attach does, and fail unless --allow-empty. */
 	for (uint32_t i = 0; i < reply.nwarnings; i++)
 		fprintf(stderr, "%s: warning: %s\n", prog, reply.warnings[i]);
-	if (window_empty(&reply, &ar, q->allow_empty, o))
+	if (window_empty(&reply, &ar, q->allow_empty, o, &missing, q->allow_loss))
 		goto out;
 	/* The recorder could not store its last samples (a stall now): the
 	 * table may end early. */
@@ -237,6 +238,8 @@ int fr_top_show_window(const struct fr_query_args *q, const char *socket_s,
 		goto out;
 	}
 	status = show(buf, len, "the recorder's answer", o);
+	if (status == 0 && missing)
+		status = 1;
 	goto out;
 nomem:
 	fprintf(stderr, "%s: out of memory\n", prog);
