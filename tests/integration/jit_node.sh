@@ -21,19 +21,7 @@ cp "$(dirname "$0")/jit/chain.js" "$T/chain.js"
 # In $T: node writes an isolate-*.log where it runs.
 (cd "$T" && exec "$NODE" --perf-basic-prof --no-turbo-inlining chain.js 40) >"$T/node.out" 2>&1 &
 NODE_PID=$!
-MAP=/tmp/perf-$NODE_PID.map
-# node's text is large: its unwind table takes a few seconds to build, and
-# the samples taken before count as truncated ("unwind table not ready").
-sleep 3
-wait_tables_built
-sleep 3
-"$FLIGHTREC" attach --window 4s --pid "$NODE_PID" --format folded -o "$T/node.folded" \
-	2>"$T/attach.err"
-ret=$?
-kill "$NODE_PID"
-wait "$NODE_PID" 2>/dev/null
-rm -f "$MAP"
-[ "$ret" = 0 ] || { cat "$T/attach.err"; fail "attach --pid failed"; }
+jit_folded "$NODE_PID" 4s 3 "$T/node.folded"
 stop_daemon
 check_jit_chain "$T/node.folded" '(scoreRow|collectRows) ' 'buildJsonReport '
 echo PASS

@@ -23,19 +23,7 @@ start_daemon --hz 499
 cp "$(dirname "$0")/jit/chain.py" "$T/chain.py"
 "$py" -X perf "$T/chain.py" 40 >"$T/py.out" 2>&1 &
 PY_PID=$!
-MAP=/tmp/perf-$PY_PID.map
-# The samples taken before the program's unwind tables are built count as
-# truncated ("unwind table not ready"): the window starts after them.
-sleep 3
-wait_tables_built
-sleep 4
-"$FLIGHTREC" attach --window 3s --pid "$PY_PID" --format folded -o "$T/py.folded" \
-	2>"$T/attach.err"
-ret=$?
-kill "$PY_PID"
-wait "$PY_PID" 2>/dev/null
-rm -f "$MAP"
-[ "$ret" = 0 ] || { cat "$T/attach.err"; fail "attach --pid failed"; }
+jit_folded "$PY_PID" 3s 4 "$T/py.folded"
 stop_daemon
 check_jit_chain "$T/py.folded" 'score_row' 'py::main:'
 echo PASS

@@ -331,6 +331,25 @@ start_jit_spin() {
 	fail "jit_spin did not spin"
 }
 
+# jit_folded PID WINDOW SETTLE OUT: the folded profile of the last WINDOW
+# of a JIT runtime's process PID into OUT, taken once its unwind tables
+# are built (a JIT runtime's text is large: the samples taken before count
+# as truncated, "unwind table not ready") and SETTLE more seconds have
+# passed; then PID is killed and its perf map removed.
+jit_folded() {
+	local pid=$1 window=$2 settle=$3 out=$4 ret
+	sleep 3
+	wait_tables_built
+	sleep "$settle"
+	"$FLIGHTREC" attach --window "$window" --pid "$pid" --format folded -o "$out" \
+		2>"$T/attach.err"
+	ret=$?
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+	rm -f "/tmp/perf-$pid.map"
+	[ "$ret" = 0 ] || { cat "$T/attach.err"; fail "attach --pid failed"; }
+}
+
 # check_jit_chain FOLDED LEAF OUTER: in a folded profile, the samples with
 # a frame matching the awk regex LEAF have one matching OUTER above it in
 # at least 95% of cases, and under 5% of all samples end in a
