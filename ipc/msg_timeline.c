@@ -28,7 +28,8 @@ cJSON *fr_ipc_timeline_req_encode(const struct fr_ipc_timeline_req *r)
 	    !cJSON_AddStringToObject(obj, "event", fr_event_format(r->event, ev, sizeof(ev))) ||
 	    !cJSON_AddStringToObject(obj, "by",
 				     fr_timeline_by_name(r->by, r->label_key, by, sizeof(by))) ||
-	    (r->top && !fr_ipc_add_int(obj, "top", r->top))) {
+	    (r->top && !fr_ipc_add_int(obj, "top", r->top)) ||
+	    fr_ipc_targets_add(obj, &r->targets) < 0) {
 		cJSON_Delete(obj);
 		return NULL;
 	}
@@ -79,6 +80,12 @@ int fr_ipc_timeline_req_decode(const cJSON *obj, struct fr_ipc_timeline_req *out
 			FR_LIMIT_LABEL_LEN - 1);
 	out->by = tr.by;
 	memcpy(out->label_key, tr.label_key, sizeof(out->label_key));
+	if (fr_ipc_targets_get(obj, what, &out->targets, err, errlen) < 0)
+		return -EINVAL;
+	if (out->targets.children || out->targets.cgroup[0] ||
+	    fr_targets_labels_given(&out->targets))
+		return fr_ipc_fail(err, errlen,
+				   "timeline: only \"pids\" and \"comm\" narrow a timeline");
 	return 0;
 }
 

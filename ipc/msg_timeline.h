@@ -34,6 +34,9 @@ struct fr_ipc_timeline_req {
 	char label_key[FR_LIMIT_LABEL_LEN];
 	/* "top": 1..FR_TIMELINE_TOP_MAX; absent or 0: the default. */
 	uint32_t top;
+	/* "pids", "comm" (as attach's): only those processes; the other
+	 * kinds of target are refused. */
+	struct fr_targets targets;
 };
 
 /* {"ok":true, "samples":N, "groups":N, "bytes":N, "warnings":[...]} */

@@ -305,11 +305,11 @@ static int dump_check_timeline(struct dump_args *a)
 	struct fr_query_args *q = &a->q;
 
 	if (a->info || q->out_s || q->format || q->hz || q->nrates || q->nevents > 1 ||
-	    fr_targets_given(&q->targets) || fr_targets_labels_given(&q->targets) ||
+	    q->targets.cgroup[0] || q->targets.has_uid || fr_targets_labels_given(&q->targets) ||
 	    q->targets.children || q->by_cpu || q->diff || a->symbol_cache_s || a->ndebug_dirs) {
 		fprintf(stderr,
-			"%s dump: --timeline takes a window, one --event, --by, --step, --top "
-			"and --json only\n",
+			"%s dump: --timeline takes a window, one --event, --pid, --comm, --by, "
+			"--step, --top and --json only\n",
 			prog);
 		return EXIT_USAGE;
 	}
@@ -670,8 +670,8 @@ int fr_cmd_dump(int argc, char **argv)
 	if (req && a.timeline) {
 		if (dump_request(ring, a.ring_s, q, req) == 0)
 			status = fr_tl_from_ring(ring, req->t0, req->t1,
-						 q->nevents ? q->events[0] : FR_EVENT_CPU, &a.tl,
-						 a.json);
+						 q->nevents ? q->events[0] : FR_EVENT_CPU,
+						 &q->targets, &a.tl, a.json);
 		goto out;
 	}
 	if (req && a.events) {

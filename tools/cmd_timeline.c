@@ -28,7 +28,8 @@ static void usage_timeline(FILE *f)
 {
 	fprintf(f,
 		"Usage: flightrec timeline [--window DURATION | --from TIME [--to TIME]]\n"
-		"                          [--event E] [--by BY] [--step DURATION] [--top N]\n"
+		"                          [--event E] [--pid PID,...] [--comm NAME,...]\n"
+		"                          [--by BY] [--step DURATION] [--top N]\n"
 		"                          [--json] [--socket PATH]\n"
 		"Find the minute: per step of a window, how much of an event each of the top\n"
 		"processes had, from what the recorder holds; then attach to that minute.\n"
@@ -44,6 +45,8 @@ static void usage_timeline(FILE *f)
 		"                     memory-pressure, cpu-pressure, io-pressure (the\n"
 		"                     machine's stall time: PSI), or any recorded event\n"
 		"                     (its count)\n"
+		"  --pid PID,...      only these processes\n"
+		"  --comm NAME,...    only processes so named when sampled\n"
 		"  --by BY            process (default: COMM (PID); throttled: cgroup), comm,\n"
 		"                     cgroup, or label:KEY\n"
 		"                     (an application label; label:cpu for the CPU)\n"
@@ -87,6 +90,10 @@ static void make_req(const struct fr_query_args *q, const struct fr_tl_args *a,
 	r->by = fr_tl_by(a, r->event);
 	memcpy(r->label_key, a->req.label_key, sizeof(r->label_key));
 	r->top = a->req.top;
+	r->targets.npids = q->targets.npids;
+	memcpy(r->targets.pids, q->targets.pids, sizeof(r->targets.pids));
+	r->targets.ncomms = q->targets.ncomms;
+	memcpy(r->targets.comms, q->targets.comms, sizeof(r->targets.comms));
 }
 
 /* Asks the recorder for the timeline into `fd`. Returns 0 with *reply
@@ -132,6 +139,8 @@ static int parse(int argc, char **argv, struct fr_query_args *q, struct fr_tl_ar
 		{"from", required_argument, NULL, FR_OPT_FROM},
 		{"to", required_argument, NULL, FR_OPT_TO},
 		{"event", required_argument, NULL, FR_OPT_EVENT},
+		{"pid", required_argument, NULL, FR_OPT_PID},
+		{"comm", required_argument, NULL, FR_OPT_COMM},
 		FR_TIMELINE_LONGOPTS,
 		{"json", no_argument, NULL, FR_OPT_JSON},
 		{"socket", required_argument, NULL, FR_OPT_SOCKET},

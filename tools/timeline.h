@@ -62,9 +62,10 @@ int fr_tl_print_suggest(FILE *out, const char *text, int json, const char *how);
 void fr_tl_suggest(FILE *out, const cJSON *tl, const char *how);
 
 /* flightrec dump --timeline: the timeline of [t0, t1) of `event` from
- * `ring`, printed as fr_tl_print() does. Returns the exit status. */
+ * `ring`, of the processes of `targets`' pids and comms (NULL: all),
+ * printed as fr_tl_print() does. Returns the exit status. */
 struct fr_ring;
 int fr_tl_from_ring(struct fr_ring *ring, int64_t t0, int64_t t1, uint32_t event,
-		    const struct fr_tl_args *a, int json);
+		    const struct fr_targets *targets, const struct fr_tl_args *a, int json);
 
 #endif

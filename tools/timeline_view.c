@@ -539,7 +539,7 @@ int fr_tl_print(FILE *out, const char *text, int json)
 }
 
 int fr_tl_from_ring(struct fr_ring *ring, int64_t t0, int64_t t1, uint32_t event,
-		    const struct fr_tl_args *a, int json)
+		    const struct fr_targets *targets, const struct fr_tl_args *a, int json)
 {
 	struct fr_timeline_request req = a->req;
 	struct fr_timeline *t = NULL;
@@ -552,6 +552,8 @@ int fr_tl_from_ring(struct fr_ring *ring, int64_t t0, int64_t t1, uint32_t event
 	req.t1 = t1;
 	req.event = event;
 	req.by = fr_tl_by(a, event);
+	if (targets && (targets->npids || targets->ncomms))
+		req.targets = targets;
 	ret = fr_timeline_compute(ring, &req, &t, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "%s dump: %s\n", FR_CLI_PROG, err);

@@ -342,8 +342,9 @@
 	}
 
 	/* The timeline of the range shown (the ring's when none): the
-	 * server chooses its top groups over that range. With processes in
-	 * the box, the 32 largest are asked and only theirs are drawn. */
+	 * server chooses its top groups over that range, among the
+	 * processes in the box when it has some (the recorder filters them,
+	 * as the flame graph's). */
 	let timelineSeq = 0;
 	async function loadTimeline() {
 		const seq = ++timelineSeq;
@@ -356,19 +357,15 @@
 			if (state.view)
 				q += '&from=' + state.view[0].toFixed(3) + '&to=' + state.view[1].toFixed(3);
 			if (match)
-				q += '&top=32';
+				q += '&top=32' + (/^[0-9,]+$/.test(procsText()) ? '&pid=' : '&comm=') +
+					encodeURIComponent(procsText());
 			const t = await getJSON('/api/timeline?' + q);
 			if (seq !== timelineSeq)
 				return;
 			state.missing = [];
-			if (match) {
-				t.groups = t.groups.filter((g) => g.name !== 'other' &&
-					match.items.some((x) => match.test(g, x)));
+			if (match)
 				state.missing = match.items.filter((x) =>
-					!t.groups.some((g) => match.test(g, x)));
-				if (t.marks)
-					t.marks = t.marks.filter(match.mark);
-			}
+					!t.groups.some((g) => g.name !== 'other' && match.test(g, x)));
 			state.timeline = t;
 			state.shaded = lossSteps(t);
 			fillEvents(t, eventName());
@@ -378,7 +375,7 @@
 			$('ring').textContent = t.ring.first_ns ? 'ring: ' + utc(t.ring.first_ns / 1e9) +
 				' to ' + utc(t.ring.last_ns / 1e9) + '; shown: ' + describe(shown) + ', ' +
 				t.samples.toLocaleString('en-US') + ' samples of ' + t.event +
-				(match ? ' (all processes)' : '') +
+				(match ? ' (of the processes in the box)' : '') +
 				(lostN ? ', ' + lostN.toLocaleString('en-US') +
 				' samples lost (shaded red)' : '') +
 				(stalledN ? ', the recorder was held up in ' + stalledN +
@@ -388,8 +385,8 @@
 				'the ring is empty';
 			$('zoom-out').hidden = !state.view;
 			drawTimeline(t);
-			message(state.missing.length ? 'not among the 32 largest processes of the ' +
-				'range shown: ' + state.missing.join(', ') : '', true);
+			message(state.missing.length ? 'no samples in the range shown: ' +
+				state.missing.join(', ') : '', true);
 			state.timelines++;
 			loadPressure(t);
 		} catch (e) {
@@ -723,13 +720,8 @@
 				'`npm ci` in web/, then `meson setup --reconfigure` and rebuild');
 			return;
 		}
-		/* Another event: its timeline, and the flame graph shown
-		 * again for it. */
-		$('event').onchange = () => {
-			state.event = $('event').value;
-			saveState();
-			state.ranges = [];
-			loadTimeline();
+		/* The flame graph (or the comparison) shown, asked again. */
+		const reloadShown = () => {
 			if (state.shown && state.shown.length === 2) {
 				state.ranges = state.shown.slice();
 				loadDiff();
@@ -738,6 +730,15 @@
 				loadProfile();
 			}
 		};
+		/* Another event: its timeline, and the flame graph shown
+		 * again for it. */
+		$('event').onchange = () => {
+			state.event = $('event').value;
+			saveState();
+			state.ranges = [];
+			loadTimeline();
+			reloadShown();
+		};
 		$('reload').onclick = loadTimeline;
 		$('zoom-out').onclick = zoomOut;
 		/* The processes box: the timeline and the flame graph shown,
@@ -745,13 +746,7 @@
 		$('procs').onchange = () => {
 			saveState();
 			loadTimeline();
-			if (state.shown && state.shown.length === 2) {
-				state.ranges = state.shown.slice();
-				loadDiff();
-			} else if (state.shown) {
-				state.ranges = state.shown.slice();
-				loadProfile();
-			}
+			reloadShown();
 		};
 		/* An address pasted or edited: its state. */
 		window.addEventListener('hashchange', loadState);

@@ -221,7 +221,7 @@ int tl_add(struct tl *tl, uint32_t g, int64_t time, uint64_t v, int mode)
 /* What a chunk's samples resolve to, found once each (-1: not yet). */
 struct chunk_groups {
 	int32_t *by_stack; /* process, comm without renames: the group */
-	int8_t *vis;	   /* by stack: 1 visible, 0 not, -1 not yet */
+	int8_t *vis;	   /* by stack: 1 visible, 0 not, 2 by comm, -1 not yet */
 	int32_t *by_key;   /* comm: by string id; cgroup: by label set;
 			    * label: by application set or cpu */
 	uint32_t nkeys;
@@ -229,14 +229,41 @@ struct chunk_groups {
 
 static const char *UNKNOWN = "[unknown]";
 
+/* Whether the process `pid` of chunk c may be shown: 1 yes, 0 no, 2 when
+ * its command name decides, per sample (named_in()). */
 static int visible(const struct tl *tl, const struct fr_chunk *c, uint32_t pid)
 {
+	const struct fr_targets *t = tl->req->targets;
 	const struct fr_chunk_proc *p;
 
-	if (!tl->req->has_uid)
+	if (tl->req->has_uid && (!(p = fr_chunk_find_proc(c, pid)) || p->uid != tl->req->uid))
+		return 0;
+	if (!t || pid == 0)
 		return 1;
-	p = fr_chunk_find_proc(c, pid);
-	return p && p->uid == tl->req->uid;
+	if (t->npids) {
+		uint32_t k = 0;
+
+		while (k < t->npids && t->pids[k] != pid)
+			k++;
+		if (k == t->npids)
+			return 0;
+	}
+	return t->ncomms ? 2 : 1;
+}
+
+/* Whether sample i's process had one of the targets' command names at the
+ * sample's time. */
+static int named_in(const struct tl *tl, const struct fr_chunk *c, uint32_t i)
+{
+	const struct fr_targets *t = tl->req->targets;
+	uint32_t key = fr_chunk_comm_at(c, c->pid[i], c->time_ns[i]);
+
+	if (!key)
+		return 0;
+	for (uint32_t k = 0; k < t->ncomms; k++)
+		if (strcmp(c->strings[key], t->comms[k]) == 0)
+			return 1;
+	return 0;
 }
 
 /* The value of application label key on set `set`, NULL when none. */
@@ -364,7 +391,7 @@ static int add_chunk(struct tl *tl, const struct fr_chunk *c)
 
 		if (cg.vis[st] < 0)
 			cg.vis[st] = (int8_t)visible(tl, c, c->pid[i]);
-		if (!cg.vis[st])
+		if (!cg.vis[st] || (cg.vis[st] == 2 && !named_in(tl, c, i)))
 			continue;
 		if (in && c->event[i] != last_event) {
 			last_event = c->event[i];

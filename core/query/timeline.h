@@ -123,6 +123,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/query/targets.h"
 #include "core/store/sample.h"
 #include "core/util/limits.h"
 
@@ -159,6 +160,11 @@ struct fr_timeline_request {
 	uint32_t top;			    /* 0: FR_TIMELINE_TOP_DEFAULT */
 	int has_uid;			    /* only processes of `uid` */
 	uint32_t uid;
+	/* Non-NULL: only the processes of these pids and command names
+	 * (targets->pids, ->comms; a comm as the process was named at the
+	 * sample's time; the other kinds are not read); the machine's own
+	 * samples (pid 0: pressure) are kept. */
+	const struct fr_targets *targets;
 	/* Non-NULL: asked before each chunk; non-zero ends with -ECANCELED. */
 	int (*stop)(void *arg);
 	void *stop_arg;

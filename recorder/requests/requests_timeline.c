@@ -209,6 +209,8 @@ int daemon_handle_timeline(void *arg, struct fr_ipc_call *call,
 	ret = timeline_window(tr, &treq, call);
 	if (ret < 0)
 		goto out;
+	if (tr->targets.npids || tr->targets.ncomms)
+		treq.targets = &tr->targets;
 	if (!fr_peer_privileged(d->peers, call->peer)) {
 		treq.has_uid = 1;
 		treq.uid = (uint32_t)call->peer->uid;

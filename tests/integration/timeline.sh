@@ -6,7 +6,8 @@
 # second:
 #  - each burner's CPU is in the steps it ran (>= 90% of it), its total
 #    within 25% (or 0.1 s) of the CPU time it measured itself, A before B;
-#  - --by comm gives the burners the same totals as --by process;
+#  - --by comm gives the burners the same totals as --by process; --pid
+#    and --comm narrow it to those processes, with the same totals;
 #  - --event offcpu --by comm gives the sleeper its two threads' waits
 #    (blocked_ns + wall_ns within 20%), spread over the steps they lasted:
 #    no step holds more than its two threads could wait in it;
@@ -38,8 +39,10 @@ for args in "--by pid" "--top 0" "--top 33" "--step 0" "--step 1us" "--event cpu
 	rc=$?
 	[ $rc = 2 ] || fail "timeline $args: exit $rc, want 2: $(cat "$T/err")"
 done
-"$FLIGHTREC" dump --ring "$T/none" --timeline --pid 1 >/dev/null 2>&1
-[ $? = 2 ] || fail "dump --timeline --pid is not a usage error"
+"$FLIGHTREC" dump --ring "$T/none" --timeline --cgroup /x >/dev/null 2>&1
+[ $? = 2 ] || fail "dump --timeline --cgroup is not a usage error"
+"$FLIGHTREC" timeline --cgroup /x >/dev/null 2>&1
+[ $? = 2 ] || fail "timeline --cgroup is not a usage error"
 "$FLIGHTREC" dump --ring "$T/none" --by comm >/dev/null 2>&1
 [ $? = 2 ] || fail "dump --by without --timeline is not a usage error"
 
@@ -72,6 +75,11 @@ Q=(--from "$FROM" --to "$TO" --step 1s --top 32)
 	fail "timeline --event offcpu failed: $(cat "$T/err")"
 "$FLIGHTREC" timeline "${Q[@]}" --by label:phase --json >"$T/label.json" 2>"$T/err" ||
 	fail "timeline --by label:phase failed: $(cat "$T/err")"
+# Narrowed to processes: --pid of A, --comm of B and the sleeper.
+"$FLIGHTREC" timeline "${Q[@]}" --pid "$(sed -n 's/.*pid=\([0-9]*\).*/\1/p' "$T/a.out")" --json \
+	>"$T/pid.json" 2>"$T/err" || fail "timeline --pid failed: $(cat "$T/err")"
+"$FLIGHTREC" timeline "${Q[@]}" --comm "$B,$S" --json >"$T/comms.json" 2>"$T/err" ||
+	fail "timeline --comm failed: $(cat "$T/err")"
 
 python3 - "$T" "$A" "$B" "$S" "$TA0" "$TB0" "$TB1" <<'PY' || fail "the timeline is not the workload's"
 import json, re, sys
@@ -121,6 +129,18 @@ la, lb = group(lab, "a")["total"], group(lab, "b")["total"]
 print("label:phase: a %.0f%%, b %.0f%% (want 30/70); [none] %.2f CPU-s" % (100 * la / (la + lb),
       100 * lb / (la + lb), group(lab, "[none]")["total"] / 1e9))
 assert lab["by"] == "label:phase" and abs(lb / (la + lb) - 0.7) <= 0.1, (la, lb)
+# --pid and --comm: those processes alone, with the totals they have among
+# all.
+pid, comms = (json.load(open(f"{T}/{n}.json")) for n in ("pid", "comms"))
+# (its pid was the shell's a moment before the exec: both names are its)
+assert pid["groups"] and all(g["pid"] == ga["pid"] for g in pid["groups"]), pid["groups"]
+assert group(pid, ga["name"])["total"] == ga["total"]
+names = sorted(g["name"] for g in comms["groups"])
+assert gb["name"] in names and any(n.startswith(S + " (") for n in names), names
+assert group(comms, gb["name"])["total"] == gb["total"], names
+assert all(g["name"].startswith((B + " (", S + " (")) for g in comms["groups"]), names
+assert comms["samples"] < proc["samples"], (comms["samples"], proc["samples"])
+print("--pid: %s alone; --comm %s,%s: %s" % (ga["name"], B, S, ", ".join(names)))
 PY
 
 # The charts fit 80 columns, whatever the names.
@@ -148,6 +168,8 @@ fi
 
 # The ring of a recorder killed with -9 gives the same answer.
 kill9_daemon
+"$FLIGHTREC" dump --ring "$RING" --timeline "${Q[@]}" --comm "$B,$S" --json >"$T/dump-comms.json" \
+	2>"$T/err" || fail "dump --ring --timeline --comm failed: $(cat "$T/err")"
 "$FLIGHTREC" dump --ring "$RING" --timeline "${Q[@]}" --json >"$T/dump.json" 2>"$T/err" ||
 	fail "dump --timeline failed: $(cat "$T/err")"
 "$FLIGHTREC" dump --ring "$RING" --timeline "${Q[@]}" --event offcpu --by comm --json \
@@ -155,7 +177,7 @@ kill9_daemon
 python3 - "$T" <<'PY' || fail "dump --ring --timeline differs from the live answer"
 import json, sys
 T = sys.argv[1]
-for l, d in (("proc", "dump"), ("off", "dump_off")):
+for l, d in (("proc", "dump"), ("off", "dump_off"), ("comms", "dump-comms")):
     live, dead = (json.load(open(f"{T}/{n}.json")) for n in (l, d))
     live.pop("ring"); dead.pop("ring")
     # Losses are per chunk: the journal's merge moves a group's to its end

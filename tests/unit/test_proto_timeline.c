@@ -49,9 +49,15 @@ static void test_request(void)
 	q.by = FR_TIMELINE_BY_LABEL;
 	snprintf(q.label_key, sizeof(q.label_key), "tenant");
 	q.top = 12;
+	q.targets.npids = 2;
+	q.targets.pids[0] = 4321;
+	q.targets.pids[1] = 77;
+	q.targets.ncomms = 1;
+	snprintf(q.targets.comms[0], sizeof(q.targets.comms[0]), "nginx");
 	obj = over_wire(fr_ipc_timeline_req_encode(&q),
 			"{\"req\":\"timeline\",\"window_ns\":3600000000000,\"step_ns\":60000000000,"
-			"\"event\":\"offcpu\",\"by\":\"label:tenant\",\"top\":12}",
+			"\"event\":\"offcpu\",\"by\":\"label:tenant\",\"top\":12,"
+			"\"pids\":[4321,77],\"comm\":[\"nginx\"]}",
 			"timeline request");
 	CHECK(obj && fr_ipc_timeline_req_decode(obj, &back, err, sizeof(err)) == 0,
 	      "timeline request round trip: %s", err);
@@ -116,6 +122,11 @@ static const struct bad bad_requests[] = {
 	{"{\"window_ns\":1,\"by\":\"label:\"}",
 	 "timeline: \"by\" must be process, comm, cgroup or label:KEY (a key of 1 to 63 "
 	 "characters)"},
+	{"{\"window_ns\":1,\"cgroup\":\"/a\"}",
+	 "timeline: only \"pids\" and \"comm\" narrow a timeline"},
+	{"{\"window_ns\":1,\"pids\":[1],\"children\":true}",
+	 "timeline: only \"pids\" and \"comm\" narrow a timeline"},
+	{"{\"window_ns\":1,\"pids\":[0]}", "timeline: \"pids\" must hold positive process ids"},
 };
 
 static const struct bad bad_replies[] = {

@@ -146,6 +146,15 @@ async function main() {
 			(ls) => ls.slice(1).map((l) => l.textContent));
 		check('timeline_filtered', only.length >= 1 && only.every((l) =>
 			l.endsWith('(' + burnPid + ')') || l.endsWith('(' + burn2Pid + ')')), only.join(', '));
+		// The recorder filters the timeline: the top group of burn2's
+		// pid alone is burn2, though burn ran longer.
+		const narrow = await fetch(new URL('/api/timeline?event=cpu&by=process&top=1&pid=' +
+			burn2Pid, url), { headers: { Authorization: 'Bearer ' + token } });
+		const nt = narrow.ok ? await narrow.json() : { groups: [] };
+		check('timeline_pid_server', nt.groups.length >= 1 &&
+			nt.groups[0].name === 'burn2 (' + burn2Pid + ')' &&
+			nt.groups.every((g) => g.pid === Number(burn2Pid) || g.name === 'other'),
+			narrow.status + ' ' + JSON.stringify(nt.groups.map((g) => g.name)));
 
 		// Range A by mouse: the flame graph of burn alone.
 		let loads = 0;

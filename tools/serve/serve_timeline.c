@@ -1,7 +1,7 @@
 /* flightrec serve's /api/timeline: the recorder's "timeline" answer
  * (ipc/msg_timeline.h) in its JSON form (core/query/timeline.h), which the
  * page draws as is. Parameters: event (default cpu), by (default process),
- * top, step (a duration), and from/to (RFC 3339 or Unix seconds); without
+ * top, step (a duration), pid and comm (only those processes), and from/to (RFC 3339 or Unix seconds); without
  * from, the ring's whole span as the recorder's status gives it. Without
  * step, about 300 steps of a human unit: five times finer than the CLI's
  * default, since a chart has the width for them and the point is to find
@@ -24,6 +24,7 @@
 #include "ipc/client.h"
 #include "ipc/msg_timeline.h"
 #include "tools/cli.h"
+#include "tools/query.h"
 
 /* The timeline JSON is bounded by the request (groups x steps). */
 #define TIMELINE_JSON_MAX (64u << 20)
@@ -46,6 +47,38 @@ static int64_t ring_oldest(const struct fr_serve *s)
 	free(text);
 	free(r);
 	return oldest;
+}
+
+/* The processes asked: "pid" (1234,5678) and "comm" (nginx,redis), as
+ * attach's --pid and --comm. Returns 0 or -1 with why. */
+static int timeline_targets(const char *query, struct fr_ipc_timeline_req *q, char *why,
+			    size_t whylen)
+{
+	static const struct {
+		const char *key;
+		int opt;
+	} keys[] = {{"pid", FR_OPT_PID}, {"comm", FR_OPT_COMM}};
+	struct fr_query_args *a = calloc(1, sizeof(*a));
+	char v[512];
+	int ret = 0, n;
+
+	if (!a)
+		return snprintf(why, whylen, "out of memory"), -1;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && ret == 0; i++) {
+		n = fr_http_query_get(query, keys[i].key, v, sizeof(v));
+		if (n == -1)
+			continue;
+		if (n < 0 || fr_query_opt("flightrec serve", keys[i].opt, v, a) != 1) {
+			snprintf(why, whylen, "bad parameter \"%s\"", keys[i].key);
+			ret = -1;
+		}
+	}
+	q->targets.npids = a->targets.npids;
+	memcpy(q->targets.pids, a->targets.pids, sizeof(q->targets.pids));
+	q->targets.ncomms = a->targets.ncomms;
+	memcpy(q->targets.comms, a->targets.comms, sizeof(q->targets.comms));
+	free(a);
+	return ret;
 }
 
 /* Reads the request's parameters into *q. Returns 0 or -1 with why. */
@@ -75,6 +108,8 @@ static int timeline_params(const struct fr_serve *s, const char *query,
 			return snprintf(why, whylen, "bad parameter \"top\""), -1;
 		q->top = (uint32_t)top;
 	}
+	if (timeline_targets(query, q, why, whylen) < 0)
+		return -1;
 	if (fr_http_query_get(query, "to", v, sizeof(v)) >= 0) {
 		if (fr_parse_time(v, &q->to_ns) < 0)
 			return snprintf(why, whylen, "bad parameter \"to\""), -1;
