@@ -54,8 +54,10 @@ for mode in flip zero truncate segment length; do
 		if [ "$mode" != truncate ] && [ "$want" -lt "$total" ]; then
 			[ "$corrupt" -ge 1 ] || fail "$mode/$seed: damage not counted (corrupt_chunks $corrupt)"
 		fi
-		# Every intact chunk reads and decodes: the profile names no loss.
-		timeout 60 "$FLIGHTREC" dump --ring "$copy" --window 1h -o "$T/d.pb.gz" 2>"$T/err" ||
+		# Every intact chunk reads and decodes: the profile names no loss
+		# of chunks (--allow-loss: samples a 4999 Hz recording on a busy
+		# machine lost are not what is checked).
+		timeout 60 "$FLIGHTREC" dump --ring "$copy" --window 1h --allow-loss -o "$T/d.pb.gz" 2>"$T/err" ||
 			fail "$mode/$seed: dump of the damaged ring failed: $(cat "$T/err")"
 		"$GO" tool pprof -symbolize=none -comments "$T/d.pb.gz" >"$T/comments" 2>/dev/null ||
 			fail "$mode/$seed: the profile of a damaged ring is not valid pprof"
@@ -96,7 +98,7 @@ for mode in sbflip sbzero; do
 		"$FLIGHTREC" dump --ring "$copy" --info >"$T/info.txt" 2>"$T/err" || fail "$mode/$seed: dump --info failed"
 		grep -q "^superblock: damaged; read through its copy" "$T/info.txt" ||
 			fail "$mode/$seed: dump --info does not say the superblock was damaged: $(cat "$T/info.txt")"
-		timeout 60 "$FLIGHTREC" dump --ring "$copy" --window 1h -o "$T/d.pb.gz" 2>"$T/err" ||
+		timeout 60 "$FLIGHTREC" dump --ring "$copy" --window 1h --allow-loss -o "$T/d.pb.gz" 2>"$T/err" ||
 			fail "$mode/$seed: dump of a ring with a damaged superblock failed: $(cat "$T/err")"
 		echo "$mode/$seed: $want chunks, $samples_total samples, all read through the superblock copy"
 	done

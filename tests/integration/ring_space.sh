@@ -42,7 +42,9 @@ done
 [ "$sealed" -gt "$held" ] || fail "the ring did not wrap ($sealed chunks sealed, $held held)"
 size1=$(stat -c %s "$RING")
 [ "$size1" = "$size0" ] || fail "the ring grew from $size0 to $size1 bytes"
-"$FLIGHTREC" attach --window 1h -o "$T/wrapped.pb.gz" 2>"$T/attach.err" ||
+# (--allow-loss: what a 4999 Hz recording on a busy machine lost is not
+# what is checked)
+"$FLIGHTREC" attach --window 1h --allow-loss -o "$T/wrapped.pb.gz" 2>"$T/attach.err" ||
 	fail "attach on a wrapped ring failed: $(cat "$T/attach.err")"
 stop_daemon
 size2=$(stat -c %s "$RING")
