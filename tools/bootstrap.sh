@@ -127,7 +127,11 @@ test)
 			meson setup "$asan" --buildtype=debug -Db_sanitize=address,undefined \
 				-Db_lundef=false >/dev/null || return 1
 		fi
-		meson compile -C "$asan" >/dev/null || return 1
+		if ! meson compile -C "$asan" >"$asan/compile.log" 2>&1; then
+			echo "bootstrap: the sanitizer build failed:"
+			grep -A12 '^FAILED' "$asan/compile.log" | head -60
+			return 1
+		fi
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 			meson test -C "$asan" --suite unit --suite fuzz --print-errorlogs
 	}
