@@ -123,7 +123,8 @@ static const char *cstr(struct fr_fleet_str s, char *buf, size_t cap)
 {
 	size_t n = s.len < cap - 1 ? s.len : cap - 1;
 
-	memcpy(buf, s.s, n);
+	if (n)
+		memcpy(buf, s.s, n);
 	buf[n] = '\0';
 	return buf;
 }
