@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/util/parse.h"
@@ -209,7 +210,10 @@ int fr_cli_report_missing(const struct fr_cli_report *r, int allow_loss)
 		return 1;
 	if (!stalled && !over)
 		return 0;
-	if (allow_loss)
+	/* FLIGHTREC_ALLOW_LOSS=1: --allow-loss for every command (a script on
+	 * a host that is always overloaded, a test suite's busy machine). */
+	if (allow_loss ||
+	    (getenv("FLIGHTREC_ALLOW_LOSS") && strcmp(getenv("FLIGHTREC_ALLOW_LOSS"), "1") == 0))
 		return 0;
 	fprintf(stderr,
 		"%s: the answer misses samples of the window (exit status 1; --allow-loss "

@@ -19,6 +19,7 @@
 #                     frozen with ptrace, then thawed): warned, exit 1; top
 #                     warns the same, shows its table and exits 1
 . "$(dirname "$0")/lib.sh"
+exact_losses
 need_root_perf
 
 FREEZE=$BUILD/tests/integration/freeze_thread

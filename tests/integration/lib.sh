@@ -19,6 +19,13 @@ RING=$T/ring
 SOCK=$T/flightrec.sock
 DAEMON_PID=
 export FLIGHTREC_SOCKET=$SOCK
+# The suite's machine is overloaded by design (three tests at a time beside
+# a sanitizer build): a window that lost over 1% of its samples is not what
+# most tests check, so attach, top and dump keep exit 0 for it. The tests
+# of that exit status (loss_in_window, writer_drops, cli_pressure, stall,
+# ring_readonly) call exact_losses first.
+export FLIGHTREC_ALLOW_LOSS=1
+exact_losses() { unset FLIGHTREC_ALLOW_LOSS; }
 # go tool pprof wants a writable home and cache.
 export HOME=$T/home GOCACHE=$T/gocache PPROF_TMPDIR=$T/pprof
 mkdir -p "$HOME" "$PPROF_TMPDIR"

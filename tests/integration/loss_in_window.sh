@@ -14,6 +14,7 @@
 #   - the stall's log line says where the ingest thread was held up (the
 #     watcher's look at /proc/self/task: stopped, state t).
 . "$(dirname "$0")/lib.sh"
+exact_losses
 need_root_perf
 
 FREEZE=$BUILD/tests/integration/freeze_thread

@@ -8,7 +8,7 @@
 need_root_perf
 need_go
 
-# at_least N CPU_SECONDS: N >= 90% of 99 Hz x CPU_SECONDS (the machine may
+# at_least N CPU_SECONDS [P]: N >= P (90%) of 99 Hz x CPU_SECONDS (the machine may
 # be busy, so count against the CPU time the program really got).
 at_least() {
 	awk -v n="$1" -v c="$2" -v p="${3:-0.9}" 'BEGIN { exit !(n >= p * 99 * c) }'
@@ -39,7 +39,9 @@ pprof_top "$T/before.pb.gz" >"$T/before.top"
 cat "$T/before.top"
 grep -q ' fr_burn_heavy$' "$T/before.top" || fail "samples from before kill -9 are missing"
 n=$(awk '/^Showing nodes accounting for/ { print $8; exit }' "$T/before.top")
-at_least "${n:-0}" "$cpu1" || fail "only ${n:-0} samples of $cpu1 CPU-seconds at 99 Hz survived kill -9"
+# 80%: an overloaded machine's perf buffers drop a few (counted); what
+# kill -9 would lose is the open chunk, most of the program's run.
+at_least "${n:-0}" "$cpu1" 0.8 || fail "only ${n:-0} samples of $cpu1 CPU-seconds at 99 Hz survived kill -9"
 # The same samples as folded stacks, read from the ring with no daemon.
 "$FLIGHTREC" dump --ring "$RING" --window 60s --pid "$P1" --format folded -o "$T/before.folded" \
 	2>"$T/dump.err" || fail "dump --format folded failed: $(cat "$T/dump.err")"

@@ -8,6 +8,7 @@
 # is after the ring's last sample. Before, status said writer_stalled:
 # false (each append fails fast) and attach blamed the window.
 . "$(dirname "$0")/lib.sh"
+exact_losses
 . "$(dirname "$0")/loopfs.sh"
 need_root_perf
 mount_loopfs errors=remount-ro

@@ -6,6 +6,7 @@
 # carries the reason in a comment and exits 1 with it; after the thaw
 # recording goes on and the stall is counted.
 . "$(dirname "$0")/lib.sh"
+exact_losses
 need_root_perf
 
 FREEZE=$BUILD/tests/integration/freeze_thread

@@ -9,6 +9,7 @@
 # window count at least the dropped chunks' samples, and the recorder
 # went on recording.
 . "$(dirname "$0")/lib.sh"
+exact_losses
 . "$(dirname "$0")/loopfs.sh"
 need_root_perf
 need_go
