@@ -90,10 +90,7 @@ static void make_req(const struct fr_query_args *q, const struct fr_tl_args *a,
 	r->by = fr_tl_by(a, r->event);
 	memcpy(r->label_key, a->req.label_key, sizeof(r->label_key));
 	r->top = a->req.top;
-	r->targets.npids = q->targets.npids;
-	memcpy(r->targets.pids, q->targets.pids, sizeof(r->targets.pids));
-	r->targets.ncomms = q->targets.ncomms;
-	memcpy(r->targets.comms, q->targets.comms, sizeof(r->targets.comms));
+	fr_targets_processes(&r->targets, &q->targets);
 }
 
 /* Asks the recorder for the timeline into `fd`. Returns 0 with *reply

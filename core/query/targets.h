@@ -74,6 +74,17 @@ static inline bool fr_targets_labels_given(const struct fr_targets *t)
 	return t->nlabels || t->label_key[0];
 }
 
+/* The processes of `src` alone (its pids and command names) into `dst`,
+ * the other kinds left empty: what narrows a timeline. */
+static inline void fr_targets_processes(struct fr_targets *dst, const struct fr_targets *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->npids = src->npids;
+	memcpy(dst->pids, src->pids, sizeof(dst->pids));
+	dst->ncomms = src->ncomms;
+	memcpy(dst->comms, src->comms, sizeof(dst->comms));
+}
+
 /* Whether any kind of target is given (children alone narrows nothing). */
 static inline bool fr_targets_given(const struct fr_targets *t)
 {

@@ -73,10 +73,7 @@ static int timeline_targets(const char *query, struct fr_ipc_timeline_req *q, ch
 			ret = -1;
 		}
 	}
-	q->targets.npids = a->targets.npids;
-	memcpy(q->targets.pids, a->targets.pids, sizeof(q->targets.pids));
-	q->targets.ncomms = a->targets.ncomms;
-	memcpy(q->targets.comms, a->targets.comms, sizeof(q->targets.comms));
+	fr_targets_processes(&q->targets, &a->targets);
 	free(a);
 	return ret;
 }
