@@ -193,6 +193,7 @@ static const struct fr_ipc_mdesc alloc_m[] = {
 	U64(T, "live_blocks", live_blocks),
 	U64(T, "evicted", evicted),
 	U64(T, "lib_dropped", lib_dropped),
+	U64(T, "lib_frees_lost", lib_frees_lost),
 	U64(T, "skipped_bytes", skipped_bytes),
 	U64(T, "bad_records", bad_records),
 	U64(T, "mean", mean),

@@ -225,6 +225,7 @@ struct fr_ipc_status_alloc {
 	uint64_t live_blocks;	  /* "live_blocks": sampled blocks live now */
 	uint64_t evicted;	  /* "evicted": blocks forgotten for room */
 	uint64_t lib_dropped;	  /* "lib_dropped": the libraries' losses */
+	uint64_t lib_frees_lost;  /* "lib_frees_lost": of those, frees of sampled blocks */
 	uint64_t skipped_bytes;	  /* "skipped_bytes": records that never completed */
 	uint64_t bad_records;	  /* "bad_records": malformed records */
 	uint64_t mean;		  /* "mean": bytes, asked of every ring */

@@ -403,11 +403,11 @@ static void print_labels(const struct fr_ipc_status_reply *r)
 		printf("Allocation sampling: %" PRIu64 " processes, %" PRIu64 " refused; %" PRIu64
 		       " samples, frees %" PRIu64 " matched %" PRIu64 " unmatched, %" PRIu64
 		       " live blocks (%" PRIu64 " evicted); lost: %" PRIu64
-		       " by the libraries, %" PRIu64 " bytes skipped, %" PRIu64
-		       " bad records; mean %" PRIu64 " bytes\n",
+		       " by the libraries (%" PRIu64 " of them frees), %" PRIu64
+		       " bytes skipped, %" PRIu64 " bad records; mean %" PRIu64 " bytes\n",
 		       a->processes, a->refused, a->samples, a->frees_matched, a->frees_unmatched,
-		       a->live_blocks, a->evicted, a->lib_dropped, a->skipped_bytes, a->bad_records,
-		       a->mean);
+		       a->live_blocks, a->evicted, a->lib_dropped, a->lib_frees_lost,
+		       a->skipped_bytes, a->bad_records, a->mean);
 		if (a->last_refusal[0])
 			printf("  last refused: %s\n", a->last_refusal);
 	}

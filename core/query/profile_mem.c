@@ -407,12 +407,21 @@ void profile_mem_lost(const struct builder *b, uint32_t e, struct fr_pprof *p, c
 {
 	char line[512];
 
-	/* Lost on their way from the processes (their shared memory full):
-	 * the estimates are short of them. */
-	snprintf(line, sizeof(line),
-		 "%s: %" PRIu64 " allocation samples lost in this window%s: the recorder fell "
-		 "behind their processes",
-		 b->ev[e].name, b->ev[e].res->lost, whose);
+	/* Lost on their way from the processes (their shared memory full,
+	 * or a sampled block's address not tracked): the estimates are short
+	 * of the samples, and the heap holds a block for each free lost. */
+	if (b->ev[e].id == FR_EVENT_HEAP)
+		snprintf(line, sizeof(line),
+			 "%s: %" PRIu64 " allocation records lost in this window%s (samples, "
+			 "frees of sampled blocks the libraries lost, blocks the recorder had "
+			 "no room to follow: a block whose free was lost stays in use here); "
+			 "see flightrec status: alloc",
+			 b->ev[e].name, b->ev[e].res->lost, whose);
+	else
+		snprintf(line, sizeof(line),
+			 "%s: %" PRIu64 " allocation samples lost in this window%s: the recorder "
+			 "fell behind their processes",
+			 b->ev[e].name, b->ev[e].res->lost, whose);
 	comment(p, line);
 }
 

@@ -369,9 +369,14 @@ void profile_count_losses(struct builder *b, const struct fr_chunk *c)
 		for (uint32_t e = 0; e < b->nev; e++) {
 			struct fr_profile_event_result *er = b->ev[e].res;
 
-			/* The heap is read from the allocation records. */
+			/* The heap is read from the allocation records: a
+			 * sample lost leaves it short of a block, a free lost
+			 * (FR_EVENT_ALLOC_FREE) leaves a block in it that is
+			 * gone. */
 			if (c->events[k].event != b->ev[e].id &&
-			    !(b->ev[e].id == FR_EVENT_HEAP && c->events[k].event == FR_EVENT_ALLOC))
+			    !(b->ev[e].id == FR_EVENT_HEAP &&
+			      (c->events[k].event == FR_EVENT_ALLOC ||
+			       c->events[k].event == FR_EVENT_ALLOC_FREE)))
 				continue;
 			er->lost += lost_in_window(c, c->events[k].event, c->events[k].lost,
 						   b->req->t0, b->req->t1);

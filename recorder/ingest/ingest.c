@@ -491,9 +491,11 @@ static void on_lost(void *arg, uint32_t event, uint64_t lost)
 		fr_ingest_blackbox_lost(g, event, lost);
 		return;
 	}
-	if (!src && event == FR_EVENT_ALLOC) {
-		/* Samples and frees the processes' libraries had no room for
-		 * (recorder/sampling/allocs.c): lost like the kernel's. */
+	if (!src && (event == FR_EVENT_ALLOC || event == FR_EVENT_ALLOC_FREE)) {
+		/* Samples, and frees of sampled blocks, the processes'
+		 * libraries had no room for or could not track
+		 * (recorder/sampling/allocs.c): lost like the kernel's; the
+		 * alloc profile counts the first, the heap both. */
 		lost_gap(g, event, lost);
 		__atomic_add_fetch(&g->lost, lost, __ATOMIC_RELAXED);
 		return;

@@ -318,6 +318,7 @@ static void alloc_status(struct daemon *d, struct fr_ipc_status_alloc *o)
 		.live_blocks = st.live_blocks,
 		.evicted = st.evicted,
 		.lib_dropped = st.lib_dropped,
+		.lib_frees_lost = st.lib_frees_lost,
 		.skipped_bytes = st.skipped_bytes,
 		.bad_records = st.bad_records,
 		.mean = st.mean,

@@ -66,11 +66,13 @@ struct ring {
 	uint64_t lib_start, lib_end;
 	uint64_t tail; /* ours: the process's header may say anything */
 	uint64_t stuck_pos;
-	int64_t stuck_since;   /* monotonic ns; 0: not stuck */
-	int64_t table_wait;    /* monotonic ns its first record began to wait
+	int64_t stuck_since; /* monotonic ns; 0: not stuck */
+	int64_t table_wait;  /* monotonic ns its first record began to wait
 				* for an unwind table; 0: none waits */
-	int64_t exit_ns;       /* Unix ns its main thread's exit was seen; 0: none */
-	uint64_t lib_reported; /* its library's losses already counted as lost */
+	int64_t exit_ns;     /* Unix ns its main thread's exit was seen; 0: none */
+	/* Its library's losses already counted as lost: samples, and the
+	 * frees of sampled blocks it had no room for or could not track. */
+	uint64_t lib_reported, lib_reported_frees;
 };
 
 struct fr_allocs {
@@ -92,7 +94,9 @@ struct fr_allocs {
 	/* For status (atomics; last_refusal under lock). */
 	uint32_t procs;
 	uint64_t refused, samples, frees_matched, frees_unmatched, live_blocks, evicted;
-	uint64_t lib_dropped_gone, lib_dropped, skipped_bytes, bad_records, live_bytes;
+	uint64_t lib_dropped_gone, lib_dropped, lib_frees_gone, lib_frees_lost;
+	uint64_t evicted_reported; /* the live table's evictions counted as lost */
+	uint64_t skipped_bytes, bad_records, live_bytes;
 	/* The drains' time budget: the second it counts (monotonic ns),
 	 * what is left of it, the end of the current drain's; the ring the
 	 * drain starts with. */
@@ -397,49 +401,84 @@ static void drain_ring(struct fr_allocs *a, struct ring *r, int64_t clock_offset
 	__atomic_store_n(&r->hdr->stack_copy_wanted, 0, __ATOMIC_RELAXED);
 }
 
-static uint64_t lib_losses(const struct ring *r)
+static uint64_t lib_count(const uint64_t *v)
 {
-	uint64_t v[3] = {__atomic_load_n(&r->hdr->dropped_allocs, __ATOMIC_RELAXED),
-			 __atomic_load_n(&r->hdr->dropped_frees, __ATOMIC_RELAXED),
-			 __atomic_load_n(&r->hdr->untracked, __ATOMIC_RELAXED)},
-		 sum = 0;
+	uint64_t n = __atomic_load_n(v, __ATOMIC_RELAXED);
 
-	for (int i = 0; i < 3; i++)
-		sum += v[i] > LIB_COUNT_MAX ? LIB_COUNT_MAX : v[i];
-	return sum;
+	return n > LIB_COUNT_MAX ? LIB_COUNT_MAX : n;
 }
 
-/* What ring r's library dropped since the last time, counted as alloc
- * samples lost in the chunk being built (the profiles say it). The
- * counters are the process's to write: a count that went back is taken
- * as the new start, and a drain counts at most LOSSES_MAX of a ring, so a
- * process that lies can inflate the figure only so fast. */
-#define LOSSES_MAX 65536u
-static void report_losses(struct fr_allocs *a, struct ring *r)
+/* The samples ring r's library had no room for. */
+static uint64_t lib_sample_losses(const struct ring *r)
 {
-	uint64_t now = lib_losses(r), d;
+	return lib_count(&r->hdr->dropped_allocs);
+}
 
-	if (now <= r->lib_reported) {
-		r->lib_reported = now;
+/* The frees of sampled blocks it will never tell: those it had no room
+ * for, and those of the blocks it could not track (its table of live
+ * sampled addresses full). Each leaves a block live in the heap that is
+ * not. */
+static uint64_t lib_free_losses(const struct ring *r)
+{
+	return lib_count(&r->hdr->dropped_frees) + lib_count(&r->hdr->untracked);
+}
+
+/* What ring r's library lost since the last time: samples as alloc
+ * samples lost, frees as FR_EVENT_ALLOC_FREE records lost, in the chunk
+ * being built (the alloc profile counts the first, the heap both). The
+ * counters are the process's to write: a count that went back is taken
+ * as the new start, and a drain counts at most LOSSES_MAX of each of a
+ * ring, so a process that lies can inflate the figures only so fast. */
+#define LOSSES_MAX 65536u
+static void report_loss(struct fr_allocs *a, uint32_t event, uint64_t now, uint64_t *reported)
+{
+	uint64_t d;
+
+	if (now <= *reported) {
+		*reported = now;
 		return;
 	}
-	d = now - r->lib_reported;
+	d = now - *reported;
 	if (d > LOSSES_MAX)
 		d = LOSSES_MAX;
-	r->lib_reported += d;
+	*reported += d;
 	if (a->h->lost)
-		a->h->lost(a->h->arg, FR_EVENT_ALLOC, d);
+		a->h->lost(a->h->arg, event, d);
+}
+
+static void report_losses(struct fr_allocs *a, struct ring *r)
+{
+	report_loss(a, FR_EVENT_ALLOC, lib_sample_losses(r), &r->lib_reported);
+	report_loss(a, FR_EVENT_ALLOC_FREE, lib_free_losses(r), &r->lib_reported_frees);
+}
+
+/* Blocks the live table had no room to follow (evicted or never kept):
+ * their frees will not be matched, and until the next heap snapshot the
+ * heap holds them whether freed or not; lost FR_EVENT_ALLOC_FREE records
+ * as the libraries' are. A table made anew (a new mean) starts its count
+ * at 0. */
+static void report_evicted(struct fr_allocs *a)
+{
+	struct fr_alloc_live_counts c;
+
+	fr_alloc_live_counts(a->live, &c);
+	if (c.evicted > a->evicted_reported && a->h->lost)
+		a->h->lost(a->h->arg, FR_EVENT_ALLOC_FREE, c.evicted - a->evicted_reported);
+	a->evicted_reported = c.evicted;
 }
 
 static void update_counts(struct fr_allocs *a)
 {
 	struct fr_alloc_live_counts c;
-	uint64_t lib = a->lib_dropped_gone;
+	uint64_t lib = a->lib_dropped_gone, frees = a->lib_frees_gone;
 
-	for (uint32_t i = 0; i < a->nrings; i++)
-		lib += lib_losses(&a->rings[i]);
+	for (uint32_t i = 0; i < a->nrings; i++) {
+		lib += lib_sample_losses(&a->rings[i]);
+		frees += lib_free_losses(&a->rings[i]);
+	}
 	fr_alloc_live_counts(a->live, &c);
-	__atomic_store_n(&a->lib_dropped, lib, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->lib_dropped, lib + frees, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->lib_frees_lost, frees, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->live_blocks, c.blocks, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->evicted, c.evicted, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->live_bytes, c.bytes, __ATOMIC_RELAXED);
@@ -468,6 +507,7 @@ void fr_allocs_drain(struct fr_allocs *a, int64_t clock_offset)
 	a->budget_left -= fr_now_mono_ns() - t0;
 	for (uint32_t i = 0; i < a->nrings; i++)
 		report_losses(a, &a->rings[i]);
+	report_evicted(a);
 	update_counts(a);
 }
 
@@ -512,7 +552,8 @@ static void ring_drop(struct fr_allocs *a, struct ring *r)
 
 	__atomic_compare_exchange_n(&r->hdr->reader_pid, &me, 0, false, __ATOMIC_RELEASE,
 				    __ATOMIC_RELAXED);
-	a->lib_dropped_gone += lib_losses(r);
+	a->lib_dropped_gone += lib_sample_losses(r);
+	a->lib_frees_gone += lib_free_losses(r);
 	munmap(r->map, r->map_len);
 	close(r->pidfd);
 	a->mapped_bytes -= r->map_len;
@@ -706,6 +747,7 @@ void fr_allocs_stats(struct fr_allocs *a, struct fr_allocs_stats *out)
 	out->live_blocks = __atomic_load_n(&a->live_blocks, __ATOMIC_RELAXED);
 	out->evicted = __atomic_load_n(&a->evicted, __ATOMIC_RELAXED);
 	out->lib_dropped = __atomic_load_n(&a->lib_dropped, __ATOMIC_RELAXED);
+	out->lib_frees_lost = __atomic_load_n(&a->lib_frees_lost, __ATOMIC_RELAXED);
 	out->skipped_bytes = __atomic_load_n(&a->skipped_bytes, __ATOMIC_RELAXED);
 	out->bad_records = __atomic_load_n(&a->bad_records, __ATOMIC_RELAXED);
 	out->mean = __atomic_load_n(&a->mean, __ATOMIC_RELAXED);

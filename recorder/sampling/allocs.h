@@ -122,6 +122,9 @@ struct fr_allocs_stats {
 	/* The libraries' losses (samples, frees, untracked blocks), from
 	 * the headers of the rings mapped now and of those dropped. */
 	uint64_t lib_dropped;
+	/* Of those, the frees of sampled blocks: frees with no room and
+	 * blocks not tracked (live in the heap profile for good). */
+	uint64_t lib_frees_lost;
 	uint64_t skipped_bytes; /* records that never completed */
 	uint64_t bad_records;
 	uint64_t mean; /* what the rings are asked for */
