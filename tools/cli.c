@@ -526,7 +526,8 @@ void fr_cli_print_ring(const struct fr_ipc_ring *ring, uint64_t lost)
 		       ring->superblock_copy
 			       ? "with a copy at the end of the file"
 			       : "no copy (made before copies existed; a recorder adds one)");
-	printf("lost:     %" PRIu64 " samples lost by the kernel in the span the ring holds\n",
+	printf("lost:     %" PRIu64 " samples lost before they were stored, in the span the ring "
+	       "holds (by the kernel, the eBPF programs, the allocation libraries)\n",
 	       lost);
 }
 
