@@ -31,7 +31,9 @@ static int is_series(uint32_t event)
 static int is_field(uint32_t event, const char *key)
 {
 	static const char *const exec[] = {"path", "ppid", "old_pid", NULL};
-	static const char *const exitf[] = {"exit_code", "signal", "core", "cpu_ns", NULL};
+	static const char *const exitf[] = {"exit_code",  "signal",	 "core",
+					    "cpu_ns",	  "sender",	 "sender_pid",
+					    "sender_uid", "sender_comm", NULL};
 	static const char *const crash[] = {"signal", "code", "addr", NULL};
 	static const char *const oom[] = {"constraint", NULL};
 	const char *const *k = event == FR_EVENT_EXEC	 ? exec
@@ -128,6 +130,23 @@ static void write_json(FILE *f, const struct fr_events_item *it)
 		}
 		if ((v = fr_events_label(it, "core")))
 			fprintf(f, ",\"core\":%s", strcmp(v, "1") == 0 ? "true" : "false");
+		/* Who sent the signal: {"kind": "kernel"}, or {"kind":
+		 * "process", "pid", "uid", "comm"}. */
+		if ((v = fr_events_label(it, "sender"))) {
+			fputs(",\"sender\":{\"kind\":", f);
+			fr_json_fputs(f, v);
+			fputc('}', f);
+		} else if ((v = fr_events_label(it, "sender_pid"))) {
+			fputs(",\"sender\":{\"kind\":\"process\"", f);
+			json_num_field(f, "pid", v);
+			if ((v = fr_events_label(it, "sender_uid")))
+				json_num_field(f, "uid", v);
+			if ((v = fr_events_label(it, "sender_comm"))) {
+				fputs(",\"comm\":", f);
+				fr_json_fputs(f, v);
+			}
+			fputc('}', f);
+		}
 		if ((v = fr_events_label(it, "cpu_ns")))
 			json_num_field(f, "cpu_ns", v);
 		fprintf(f, ",\"lifetime_ns\":%" PRIu64, it->weight);
@@ -254,6 +273,22 @@ static void text_event(FILE *f, const struct fr_events_item *it)
 		} else if ((v = fr_events_label(it, "exit_code"))) {
 			fputs(" exit_code ", f);
 			text_str(f, v);
+		}
+		if ((v = fr_events_label(it, "sender"))) {
+			fputs(" from the ", f);
+			text_str(f, v);
+		} else if ((v = fr_events_label(it, "sender_pid"))) {
+			fputs(" from pid ", f);
+			text_str(f, v);
+			if ((w = fr_events_label(it, "sender_comm"))) {
+				fputs(" (", f);
+				text_str(f, w);
+				fputc(')', f);
+			}
+			if ((w = fr_events_label(it, "sender_uid"))) {
+				fputs(" uid ", f);
+				text_str(f, w);
+			}
 		}
 		if ((v = fr_events_label(it, "core")) && strcmp(v, "1") == 0)
 			fputs(" (core dumped)", f);

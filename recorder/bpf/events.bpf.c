@@ -21,6 +21,16 @@
  *                      tick-sampled utime + stime. A thread of the process
  *                      still between its own exit and its reaping at that
  *                      moment is not counted.
+ *                      A process killed by a signal that a process sent
+ *                      (or the kernel: SI_KERNEL) says who: the sender
+ *                      signal_generate kept for it.
+ * tp_btf/signal_generate  a signal whose default action ends the process,
+ *                      sent by a process (si_code <= 0: kill, tgkill,
+ *                      sigqueue) or by the kernel (SI_KERNEL), and not
+ *                      ignored: its sender (the current process, its real
+ *                      uid and comm) kept in `senders` (LRU) under the
+ *                      target's tgid and the signal, for its exit. Faults
+ *                      are the crash records'.
  * tp_btf/signal_deliver  a core-dumping signal (SIGQUIT, SIGILL, SIGTRAP,
  *                      SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGXCPU, SIGXFSZ,
  *                      SIGSYS) delivered with its default action, in the
@@ -85,6 +95,7 @@ struct linux_binprm {
 
 struct kernel_siginfo {
 	int si_signo;
+	int si_errno;
 	int si_code;
 	union {
 		struct {
@@ -110,6 +121,16 @@ struct pt_regs {
 #define PF_KTHREAD 0x00200000
 #define SIGNAL_GROUP_EXIT 0x00000004
 
+#define SIGKILL 9
+#define SIGCHLD 17
+#define SIGCONT 18
+#define SIGSTOP 19
+#define SIGTSTP 20
+#define SIGTTIN 21
+#define SIGTTOU 22
+#define SIGURG 23
+#define SIGWINCH 28
+#define SI_KERNEL 0x80
 #define SIGQUIT 3
 #define SIGILL 4
 #define SIGTRAP 5
@@ -139,6 +160,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fr_bpf_ev_counters);
 } counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct fr_bpf_ev_sender);
+} senders SEC(".maps");
 
 #include "recorder/bpf/labels_read.h"
 
@@ -242,9 +270,75 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	now = r->h.time;
 	start = BPF_CORE_READ(p, group_leader, start_time);
 	r->lifetime_ns = start && start <= now ? now - start : 0;
+	r->sender_pid = r->sender_uid = 0;
+	__builtin_memset(r->sender_comm, 0, sizeof(r->sender_comm));
+	if (r->code & 0x7f) {
+		/* Killed: who sent it, when it was sent in this process's
+		 * life (a pid reused never meets an older process's). */
+		__u64 key = (__u64)r->h.pid << 8 | (r->code & 0x7f);
+		struct fr_bpf_ev_sender *s = bpf_map_lookup_elem(&senders, &key);
+
+		if (s && s->time >= start && s->time <= now) {
+			if (s->code == SI_KERNEL) {
+				r->flags |= FR_BPF_EV_SENDER_KERNEL;
+			} else {
+				r->flags |= FR_BPF_EV_SENDER;
+				r->sender_pid = s->pid;
+				r->sender_uid = s->uid;
+				__builtin_memcpy(r->sender_comm, s->comm, sizeof(r->sender_comm));
+			}
+		}
+		if (s)
+			bpf_map_delete_elem(&senders, &key);
+	}
 	r->cpu_ns = BPF_CORE_READ(sig, sum_sched_runtime) + BPF_CORE_READ(p, se.sum_exec_runtime);
 	bpf_ringbuf_submit(r, submit_flags());
 	count(FR_BPF_EV_EXIT, 1);
+	return 0;
+}
+
+/* Whether signal sig's default action ends the process. */
+static __always_inline int fatal_default(int sig)
+{
+	switch (sig) {
+	case SIGCHLD:
+	case SIGCONT:
+	case SIGSTOP:
+	case SIGTSTP:
+	case SIGTTIN:
+	case SIGTTOU:
+	case SIGURG:
+	case SIGWINCH: return 0;
+	}
+	return sig > 0 && sig <= 64;
+}
+
+/* result: TRACE_SIGNAL_DELIVERED (0) when the signal was queued. */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(on_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
+	     int group, int result)
+{
+	struct fr_bpf_ev_sender s = {};
+	unsigned long iv = (unsigned long)info;
+	__u64 key;
+	int code;
+
+	if (result != 0 || !task || !fatal_default(sig))
+		return 0;
+	/* SEND_SIG_NOINFO (0): kill by a process; SEND_SIG_PRIV (1): the
+	 * kernel. */
+	code = iv == 0 ? 0 : iv == 1 ? SI_KERNEL : BPF_CORE_READ(info, si_code);
+	if (code > 0 && code != SI_KERNEL)
+		return 0;
+	s.time = bpf_ktime_get_ns();
+	s.code = code;
+	if (code != SI_KERNEL) {
+		s.pid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+		s.uid = (__u32)bpf_get_current_uid_gid();
+		bpf_get_current_comm(s.comm, sizeof(s.comm));
+	}
+	key = (__u64)(__u32)BPF_CORE_READ(task, tgid) << 8 | (__u32)sig;
+	bpf_map_update_elem(&senders, &key, &s, BPF_ANY);
 	return 0;
 }
 

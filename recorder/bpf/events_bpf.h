@@ -48,6 +48,10 @@ struct fr_bpf_ev_exec {
 
 /* fr_bpf_ev_exit.flags */
 #define FR_BPF_EV_GROUP_EXIT 1u /* code is the group's (exit_group, a fatal signal) */
+#define FR_BPF_EV_SENDER 2u	/* killed by a signal another process (or it) sent: sender_* */
+#define FR_BPF_EV_SENDER_KERNEL \
+	4u /* killed by a signal the kernel sent (SI_KERNEL: the OOM
+				    * killer, a CPU time limit...) */
 
 struct fr_bpf_ev_exit {
 	struct fr_bpf_ev_head h;
@@ -56,6 +60,21 @@ struct fr_bpf_ev_exit {
 	__u32 flags;
 	__u64 lifetime_ns; /* since the process started (its leader's start) */
 	__u64 cpu_ns;	   /* the scheduler's runtime of all its threads */
+	/* With FR_BPF_EV_SENDER: who sent the signal it died of (kill(2),
+	 * tgkill(2), sigqueue(3)), as the sender's process, real uid and
+	 * comm at that moment. */
+	__u32 sender_pid, sender_uid;
+	char sender_comm[16];
+};
+
+/* The last sender of a signal to a process (key: tgid << 8 | signal),
+ * kept by the program for its exit. */
+struct fr_bpf_ev_sender {
+	__u64 time; /* CLOCK_MONOTONIC ns */
+	__u32 pid, uid;
+	__s32 code; /* si_code: <= 0 sent by a process, SI_KERNEL by the kernel */
+	__u32 _pad;
+	char comm[16];
 };
 
 /* fr_bpf_ev_crash.flags */

@@ -165,6 +165,16 @@ int fr_bpf_event_decode(const void *data, size_t size, uint32_t stack_copy,
 		} else {
 			out->signal = sig;
 			out->core = (r->code & 0x80) != 0;
+			out->sender_kernel = (r->flags & FR_BPF_EV_SENDER_KERNEL) != 0;
+			out->has_sender = !out->sender_kernel && (r->flags & FR_BPF_EV_SENDER);
+			if (out->has_sender) {
+				size_t n = strnlen(r->sender_comm, sizeof(r->sender_comm));
+
+				out->sender_pid = r->sender_pid;
+				out->sender_uid = r->sender_uid;
+				memcpy(out->sender_comm, r->sender_comm, n);
+				out->sender_comm[n] = '\0';
+			}
 		}
 		out->lifetime_ns = r->lifetime_ns;
 		out->cpu_ns = r->cpu_ns;
@@ -249,6 +259,21 @@ uint32_t fr_bpf_event_labels(const struct fr_bpf_event *ev, struct fr_bpf_event_
 			if (ev->core) {
 				snprintf(out->values[n], len, "1");
 				add(out, &n, "core");
+			}
+			if (ev->sender_kernel) {
+				snprintf(out->values[n], len, "kernel");
+				add(out, &n, "sender");
+			} else if (ev->has_sender) {
+				snprintf(out->values[n], len, "%" PRIu32, ev->sender_pid);
+				add(out, &n, "sender_pid");
+				snprintf(out->values[n], len, "%" PRIu32, ev->sender_uid);
+				add(out, &n, "sender_uid");
+				/* A name the sender chose: printable bytes only. */
+				snprintf(out->values[n], len, "%s", ev->sender_comm);
+				for (char *c = out->values[n]; *c; c++)
+					if ((unsigned char)*c < 0x20 || *c == 0x7f)
+						*c = '?';
+				add(out, &n, "sender_comm");
 			}
 		}
 		snprintf(out->values[n], len, "%" PRIu64, ev->cpu_ns);

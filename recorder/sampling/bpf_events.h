@@ -40,6 +40,12 @@ struct fr_bpf_event {
 	 * dumped core) */
 	int exited, status, core;
 	uint64_t lifetime_ns, cpu_ns;
+	/* exit when killed: who sent the signal (has_sender: the process
+	 * sender_pid of real uid sender_uid, named sender_comm), or the
+	 * kernel (sender_kernel); neither when it is not known */
+	int has_sender, sender_kernel;
+	uint32_t sender_pid, sender_uid;
+	char sender_comm[17];
 	/* exit (when killed) and crash */
 	int signal;
 	/* crash */
@@ -71,7 +77,7 @@ const char *fr_si_code_name(int sig, int code);
 /* The application labels of event `ev` (its fields, see above): at most
  * FR_BPF_EVENT_LABELS pairs into out[], whose values are in `buf`.
  * Returns how many. */
-#define FR_BPF_EVENT_LABELS 4
+#define FR_BPF_EVENT_LABELS 6
 struct fr_bpf_event_labels {
 	struct fr_app_label pairs[FR_BPF_EVENT_LABELS];
 	char values[FR_BPF_EVENT_LABELS][FR_BPF_EV_PATH_MAX];

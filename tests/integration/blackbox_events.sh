@@ -14,6 +14,11 @@
 #    SI_TKILL, and an exit with signal SIGABRT and core=1 exactly when the
 #    kernel says it dumped core (WCOREDUMP: allowed only where a core
 #    lands in this test's directory);
+#  - who sent the signal a process died of: the SIGKILL child and the
+#    abort child their own pid (they signalled themselves), sleep(1)
+#    killed by kill(1) with SIGTERM that kill process (comm kill, uid 0),
+#    labels_demo this script (its kill builtin); no sender for a fault
+#    or an exit;
 #  - a child whose leader leaves by pthread_exit and whose last thread
 #    by the exit system call with 7: the exit_code waitpid says (the
 #    process's, as the kernel keeps it for its leader);
@@ -95,6 +100,13 @@ wait "$DEMO_PID"
 [ $? = 139 ] || fail "labels_demo did not die of SIGSEGV"
 rm -f "$T"/cores/core*
 
+# A process another one killed: sleep, sent SIGTERM by kill(1).
+sleep 300 &
+SLEEP_PID=$!
+/bin/kill -TERM "$SLEEP_PID"
+wait "$SLEEP_PID"
+[ $? = 143 ] || fail "sleep did not die of SIGTERM"
+
 # A real runtime crashing in code it loaded a moment before: Debian's
 # CPython (-O2, no frame pointers) faults in ctypes' string_at, a library
 # dlopen'ed just then, whose unwind table is not built when the crash is
@@ -136,6 +148,25 @@ PY
 }
 events >"$T/events.jsonl"
 grep -c . "$T/events.jsonl" | sed 's/^/events read: /'
+
+python3 - "$T/events.jsonl" "$SLEEP_PID" "$DEMO_PID" "$$" <<'PY' || fail "the senders of the signals: $(grep -E "\"type\": \"exit\".*\"pid\": ($SLEEP_PID|$DEMO_PID)," "$T/events.jsonl")"
+import json, sys
+evs = [json.loads(l) for l in open(sys.argv[1])]
+sleeper, demo, me = map(int, sys.argv[2:5])
+x = [e for e in evs if e["type"] == "exit" and e["pid"] == sleeper]
+assert len(x) == 1 and x[0]["signal"] == "SIGTERM", x
+s = x[0].get("sender")
+assert s and s["kind"] == "process" and s["comm"] == "kill" and s["uid"] == 0, x[0]
+assert s["pid"] not in (sleeper, me), x[0]
+x = [e for e in evs if e["type"] == "exit" and e["pid"] == demo]
+assert len(x) == 1 and x[0]["signal"] == "SIGSEGV", x
+assert x[0].get("sender") == {"kind": "process", "pid": me, "uid": 0, "comm": "bash"}, x[0]
+print("senders: sleep killed by kill (pid %d), labels_demo by this script" % s["pid"])
+PY
+"$FLIGHTREC" dump --ring "$RING" --events --type exit --window 10m >"$T/exits.txt" 2>"$T/err" ||
+	fail "dump --ring --events (text): $(cat "$T/err")"
+grep -Eq " exit +pid $SLEEP_PID \(sleep\) killed by SIGTERM from pid [0-9]+ \(kill\) uid 0 after " "$T/exits.txt" ||
+	fail "the text does not say who killed sleep: $(grep -w "$SLEEP_PID" "$T/exits.txt")"
 
 python3 - "$T/events.jsonl" "$DEMO_PID" <<'PY' || fail "labels_demo's crash: $(grep -w "$DEMO_PID" "$T/events.jsonl")"
 import json, sys
@@ -183,6 +214,13 @@ for k in kids:
     else:
         assert x.get("signal") == sig[k["signal"]] and "exit_code" not in x, (k, x)
         assert (x.get("core") == "1") == k["core"], ("core flag", k, x)
+    # kill(getpid(), SIGKILL) and abort(): sent by the process itself; a
+    # fault and an exit: no sender.
+    if k["mode"] in ("kill", "abort"):
+        assert x.get("sender") == {"kind": "process", "pid": pid, "uid": 0,
+                                   "comm": "crash_prog"}, ("sender", k, x)
+    else:
+        assert "sender" not in x, ("no sender", k, x)
     assert x["comm"] == "crash_prog" and x["cpu_ns"] >= 0, x
     cr = of("crash", pid)
     if k["mode"] == "segv":

@@ -96,6 +96,11 @@ for p in (pid, upid):
     # The killer ran in the memory cgroup's charge path: its limit, not
     # the machine's memory.
     assert k.get("constraint") == "memcg", k
+    # Its exit: SIGKILL, sent by the kernel (not by the process that
+    # happened to run the OOM killer).
+    x = [l for l in lines if l["type"] == "exit" and l["pid"] == p]
+    assert len(x) == 1 and x[0].get("signal") == "SIGKILL", (p, x)
+    assert x[0].get("sender") == {"kind": "kernel"}, x[0]
 PY
 "$FLIGHTREC" events --window 5m --type oom >"$T/all.txt" 2>"$T/err" || fail "events failed: $(cat "$T/err")"
 grep -Eq "^[0-9-]{10}T[0-9:]{8}\.[0-9]{3}Z oom_kill +pid $PID \(oom_hog\) rss [0-9.]+MiB \(its memory cgroup's limit\) cgroup /.*$want_cg$" "$T/all.txt" ||

@@ -120,6 +120,54 @@ static void exit_records(void)
 	exit_one(40, NULL, "40", NULL); /* a real-time signal: its number */
 }
 
+/* Who sent the signal a process died of. */
+static void exit_senders(void)
+{
+	struct fr_bpf_ev_exit r;
+	struct fr_bpf_event ev;
+	struct fr_bpf_event_labels l;
+	const char *v;
+	uint32_t n;
+
+	memset(&r, 0, sizeof(r));
+	head(&r.h, FR_BPF_EV_EXIT);
+	r.code = SIGTERM;
+	r.flags = FR_BPF_EV_GROUP_EXIT | FR_BPF_EV_SENDER;
+	r.sender_pid = 4242;
+	r.sender_uid = 1000;
+	/* The sender's name is its own to choose: 16 bytes, no NUL, a
+	 * control byte. */
+	memcpy(r.sender_comm, "kill\x1b[2Jabcdefghi", 16);
+	CHECK(fr_bpf_event_decode(&r, sizeof(r), COPY, &ev) == 0 && ev.has_sender &&
+		      !ev.sender_kernel && ev.sender_pid == 4242 && ev.sender_uid == 1000,
+	      "a sender decoded");
+	n = fr_bpf_event_labels(&ev, &l);
+	CHECK(n == 5, "signal, sender_pid, sender_uid, sender_comm, cpu_ns: %u", n);
+	v = label(&l, n, "sender_pid");
+	CHECK(v && strcmp(v, "4242") == 0, "sender_pid %s", v ? v : "(none)");
+	v = label(&l, n, "sender_uid");
+	CHECK(v && strcmp(v, "1000") == 0, "sender_uid %s", v ? v : "(none)");
+	v = label(&l, n, "sender_comm");
+	CHECK(v && strcmp(v, "kill?[2Jabcdefgh") == 0, "sender_comm cut at 16, printable: %s",
+	      v ? v : "(none)");
+	/* The kernel sent it (the OOM killer): no process named. */
+	r.flags = FR_BPF_EV_GROUP_EXIT | FR_BPF_EV_SENDER_KERNEL | FR_BPF_EV_SENDER;
+	CHECK(fr_bpf_event_decode(&r, sizeof(r), COPY, &ev) == 0 && ev.sender_kernel &&
+		      !ev.has_sender,
+	      "the kernel as sender");
+	n = fr_bpf_event_labels(&ev, &l);
+	v = label(&l, n, "sender");
+	CHECK(v && strcmp(v, "kernel") == 0 && !label(&l, n, "sender_pid"), "sender kernel");
+	/* An exit with a code has no sender, whatever the flags say. */
+	r.code = 3 << 8;
+	r.flags = FR_BPF_EV_SENDER;
+	CHECK(fr_bpf_event_decode(&r, sizeof(r), COPY, &ev) == 0 && !ev.has_sender &&
+		      !ev.sender_kernel,
+	      "no sender for an exit");
+	n = fr_bpf_event_labels(&ev, &l);
+	CHECK(!label(&l, n, "sender_pid") && !label(&l, n, "sender"), "no sender labels");
+}
+
 static struct fr_bpf_ev_crash *crash_record(size_t *size)
 {
 	struct fr_bpf_ev_crash *r;
@@ -246,6 +294,7 @@ int main(void)
 {
 	exec_records();
 	exit_records();
+	exit_senders();
 	crash_records();
 	names();
 	return failures ? 1 : 0;

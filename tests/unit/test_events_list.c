@@ -26,7 +26,7 @@
 struct labelled {
 	uint32_t pid;
 	int64_t time;
-	const char *kv[10]; /* key, value, ..., NULL */
+	const char *kv[16]; /* key, value, ..., NULL */
 };
 
 static const struct labelled labelled[] = {
@@ -36,7 +36,8 @@ static const struct labelled labelled[] = {
 	 {"signal", "SIGSEGV", "code", "SEGV_MAPERR", "addr", "0x10", "tenant", "acme"}},
 	{PID_APP,
 	 T0 + 2100 * MS,
-	 {"signal", "SIGSEGV", "core", "1", "cpu_ns", "1200000000", "tenant", "acme"}},
+	 {"signal", "SIGSEGV", "core", "1", "sender_pid", "77", "sender_uid", "0", "sender_comm",
+	  "kill", "cpu_ns", "1200000000", "tenant", "acme"}},
 	{PID_WEB, T0 + 3 * SEC, {"exit_code", "3", "cpu_ns", "400000000", "note", "a\"b\nc\x1b[2J"}},
 };
 
@@ -206,6 +207,7 @@ static void test_all(struct fr_ring *r)
 	HAS(text,
 	    "\"type\":\"exit\",\"pid\":4200001,\"tid\":4200001,\"comm\":\"frtest-app\","
 	    "\"cgroup\":\"/system.slice/nginx.service\",\"signal\":\"SIGSEGV\",\"core\":true,"
+	    "\"sender\":{\"kind\":\"process\",\"pid\":77,\"uid\":0,\"comm\":\"kill\"},"
 	    "\"cpu_ns\":1200000000,\"lifetime_ns\":3500000000,\"labels\":{\"tenant\":\"acme\"}}");
 	HAS(text, "\"type\":\"exit\",\"pid\":4200003,\"tid\":4200003,\"comm\":\"frtest-web\","
 		  "\"exit_code\":3,\"cpu_ns\":400000000,\"lifetime_ns\":1200000000,"
@@ -229,8 +231,9 @@ static void test_all(struct fr_ring *r)
 		  "tenant=acme\n    frk_schedule [kernel]\n    frk_do_sys_read [kernel]\n");
 	HAS(text, "\n    frtest_leaf");
 	HAS(text, "\n    frtest_root");
-	HAS(text, "2023-11-14T22:13:22.100Z exit            pid 4200001 (frtest-app) killed by "
-		  "SIGSEGV (core dumped) after 3.5s, cpu 1.2s cgroup /system.slice/nginx.service");
+	HAS(text,
+	    "2023-11-14T22:13:22.100Z exit            pid 4200001 (frtest-app) killed by "
+	    "SIGSEGV from pid 77 (kill) uid 0 (core dumped) after 3.5s, cpu 1.2s cgroup /system.slice/nginx.service");
 	HAS(text, "2023-11-14T22:13:23.000Z exit            pid 4200003 (frtest-web) exit_code 3 "
 		  "after 1.2s, cpu 400ms labels note=a\"b?c?[2J\n");
 	HAS(text, "2023-11-14T22:13:24.000Z oom_kill        pid 4200002 (frtest-db) rss 64.0MiB "
