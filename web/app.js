@@ -281,7 +281,8 @@
 
 	/* The window's crashes, OOM kills and deaths by a signal (the
 	 * timeline's "marks"): a dark red line at each one's time, named at
-	 * the top ("crash 1234 SIGSEGV"). */
+	 * the top ("crash 1234 SIGSEGV", "exit 1234 SIGTERM from kill 1300",
+	 * "exit 1234 SIGKILL from kernel"). */
 	function drawEvents(u, ctx) {
 		const t = state.timeline;
 		if (!t || !t.marks)
@@ -298,7 +299,10 @@
 			ctx.moveTo(x, u.bbox.top);
 			ctx.lineTo(x, u.bbox.top + u.bbox.height);
 			ctx.stroke();
-			ctx.fillText(m.type + ' ' + m.pid + (m.signal ? ' ' + m.signal : ''), x + 3,
+			const s = m.sender;
+			const from = !s ? '' : s.kind === 'kernel' ? ' from kernel' :
+				' from ' + (s.comm || '?') + ' ' + s.pid;
+			ctx.fillText(m.type + ' ' + m.pid + (m.signal ? ' ' + m.signal : '') + from, x + 3,
 				u.bbox.top + 18);
 		}
 	}

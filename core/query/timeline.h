@@ -82,7 +82,9 @@
  *
  * "marks" (and "marks_more") only when the window has some: the black
  * box's crashes, OOM kills ("type":"oom_kill", no "signal") and exits
- * ended by a signal ("type":"exit") of the visible processes, in time
+ * ended by a signal ("type":"exit", with "sender":{"kind":"process",
+ * "pid":N,"comm":"kill"} or {"kind":"kernel"} when its sender is known)
+ * of the visible processes, in time
  * order, at most FR_TIMELINE_MARKS_MAX (the first read; marks_more counts
  * the rest), so that a chart can mark them at their time
  * (core/query/events.h lists them in full).
@@ -202,6 +204,11 @@ struct fr_timeline_mark {
 	uint32_t pid;
 	char comm[FR_LIMIT_COMM_LEN]; /* "[unknown]" when the ring has none */
 	char signal[16];	      /* "SIGSEGV"; "" for a kill */
+	/* An exit by a signal: who sent it ("kernel", or the process
+	 * sender_pid named sender_comm); "" when not known. */
+	char sender[8];
+	uint32_t sender_pid;
+	char sender_comm[17];
 };
 
 struct fr_timeline {

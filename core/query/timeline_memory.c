@@ -148,6 +148,20 @@ int tl_mark(struct tl *tl, const struct fr_chunk *c, uint32_t i)
 	key = fr_chunk_comm_at(c, m->pid, m->time_ns);
 	snprintf(m->comm, sizeof(m->comm), "%s", key ? c->strings[key] : "[unknown]");
 	snprintf(m->signal, sizeof(m->signal), "%s", sig ? sig : "");
+	if (ev == FR_EVENT_EXIT) {
+		const char *kernel = sample_label(c, i, "sender");
+		const char *pid = sample_label(c, i, "sender_pid");
+		const char *comm = sample_label(c, i, "sender_comm");
+		uint64_t v;
+
+		if (kernel && strcmp(kernel, "kernel") == 0) {
+			snprintf(m->sender, sizeof(m->sender), "kernel");
+		} else if (pid && fr_parse_u64(pid, 1, UINT32_MAX, &v) == 0) {
+			m->sender_pid = (uint32_t)v;
+			snprintf(m->sender, sizeof(m->sender), "process");
+			snprintf(m->sender_comm, sizeof(m->sender_comm), "%s", comm ? comm : "");
+		}
+	}
 	return 0;
 }
 
@@ -179,6 +193,14 @@ void tl_marks_json(FILE *f, const struct fr_timeline *t)
 		if (m->signal[0]) {
 			fputs(",\"signal\":", f);
 			fr_json_fputs(f, m->signal);
+		}
+		if (m->sender[0]) {
+			fprintf(f, ",\"sender\":{\"kind\":\"%s\"", m->sender);
+			if (m->sender_pid) {
+				fprintf(f, ",\"pid\":%" PRIu32 ",\"comm\":", m->sender_pid);
+				fr_json_fputs(f, m->sender_comm);
+			}
+			fputc('}', f);
 		}
 		fputc('}', f);
 	}

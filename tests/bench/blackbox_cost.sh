@@ -1,8 +1,9 @@
 #!/bin/bash
 # What the black box costs the programs that start processes: an exec
 # storm (a parent forks a child RATE times a second, each execs
-# /bin/true: tests/bench/exec_storm.c) and a fork/exit storm (the same,
-# each child exiting at once), each run
+# /bin/true: tests/bench/exec_storm.c), a fork/exit storm (the same,
+# each child exiting at once) and a kill storm (BB_STORMS=kill: each
+# child killed by its parent's SIGTERM), each run
 #   none      without a recorder,
 #   bb-off    under flightrecd with FLIGHTREC_BLACKBOX=off (exec, exit and
 #             crash capture off; the rest of the embedded default on),
@@ -23,7 +24,7 @@
 #               over the storm), % of one CPU, and per op in us.
 #
 # Environment: BB_RUNS (default 3), BB_SECONDS (default 5), BB_RATE
-# (default 1500), BB_STORMS (default "exec fork"), BB_CONFIGS (default
+# (default 1500), BB_STORMS (default "exec fork"; also "kill"), BB_CONFIGS (default
 # "none bb-off default"). Prints markdown; needs root. Figures, not
 # pass/fail: see docs/performance.md, "The black box: exec and exit
 # storms".

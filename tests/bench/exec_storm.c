@@ -5,7 +5,11 @@
  *	forks a child RATE times a second (0: as fast as it can), each of
  *	which execs /bin/true, for SECONDS of wall time;
  *   exec_storm fork RATE SECONDS
- *	the same, each child exiting at once (_exit(0)) without an exec.
+ *	the same, each child exiting at once (_exit(0)) without an exec;
+ *   exec_storm kill RATE SECONDS
+ *	the same, each child waiting (pause) until the parent kills it with
+ *	SIGTERM: a death by a signal another process sent, whose sender the
+ *	black box keeps (signal_generate) for the exit.
  *
  * At most MAX_INFLIGHT children live at once (a machine too slow for the
  * rate makes it fall behind, never pile up processes); a tick late by
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -63,13 +68,15 @@ int main(int argc, char **argv)
 	char *const args[] = {"true", NULL};
 	double rate, secs, t0, next, end;
 	uint64_t ops = 0;
-	int exec_mode, inflight = 0;
+	int exec_mode, kill_mode, inflight = 0;
 
-	if (argc != 4 || (strcmp(argv[1], "exec") && strcmp(argv[1], "fork"))) {
-		fprintf(stderr, "usage: exec_storm exec|fork RATE SECONDS\n");
+	if (argc != 4 ||
+	    (strcmp(argv[1], "exec") && strcmp(argv[1], "fork") && strcmp(argv[1], "kill"))) {
+		fprintf(stderr, "usage: exec_storm exec|fork|kill RATE SECONDS\n");
 		return 2;
 	}
 	exec_mode = strcmp(argv[1], "exec") == 0;
+	kill_mode = strcmp(argv[1], "kill") == 0;
 	rate = atof(argv[2]);
 	secs = atof(argv[3]);
 	t0 = now();
@@ -94,8 +101,12 @@ int main(int argc, char **argv)
 		if (pid == 0) {
 			if (exec_mode)
 				execv("/bin/true", args);
+			while (kill_mode)
+				pause();
 			_exit(0);
 		}
+		if (kill_mode)
+			kill(pid, SIGTERM);
 		inflight++;
 		ops++;
 	}

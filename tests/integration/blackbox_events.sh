@@ -18,7 +18,7 @@
 #    abort child their own pid (they signalled themselves), sleep(1)
 #    killed by kill(1) with SIGTERM that kill process (comm kill, uid 0),
 #    labels_demo this script (its kill builtin); no sender for a fault
-#    or an exit;
+#    or an exit; the timeline's mark of sleep's death names kill too;
 #  - a child whose leader leaves by pthread_exit and whose last thread
 #    by the exit system call with 7: the exit_code waitpid says (the
 #    process's, as the kernel keeps it for its leader);
@@ -167,6 +167,18 @@ PY
 	fail "dump --ring --events (text): $(cat "$T/err")"
 grep -Eq " exit +pid $SLEEP_PID \(sleep\) killed by SIGTERM from pid [0-9]+ \(kill\) uid 0 after " "$T/exits.txt" ||
 	fail "the text does not say who killed sleep: $(grep -w "$SLEEP_PID" "$T/exits.txt")"
+# The timeline's mark of that death names its sender too (the web page
+# draws "exit PID SIGTERM from kill PID").
+"$FLIGHTREC" dump --ring "$RING" --timeline --window 10m --json >"$T/timeline.json" 2>"$T/err" ||
+	fail "dump --ring --timeline: $(cat "$T/err")"
+python3 - "$T/timeline.json" "$SLEEP_PID" <<'PY' || fail "the timeline's marks: $(cat "$T/timeline.json")"
+import json, sys
+pid = int(sys.argv[2])
+m = [m for m in json.load(open(sys.argv[1])).get("marks", []) if m["pid"] == pid]
+assert len(m) == 1 and m[0]["type"] == "exit" and m[0]["signal"] == "SIGTERM", m
+s = m[0].get("sender")
+assert s and s["kind"] == "process" and s["comm"] == "kill" and s["pid"] != pid, m
+PY
 
 python3 - "$T/events.jsonl" "$DEMO_PID" <<'PY' || fail "labels_demo's crash: $(grep -w "$DEMO_PID" "$T/events.jsonl")"
 import json, sys

@@ -353,7 +353,8 @@ static void test_timeline_marks(struct fr_ring *r)
 		HAS(text, ",\"marks\":[{\"time_ns\":1700000002000000000,\"type\":\"crash\","
 			  "\"pid\":4200001,\"comm\":\"frtest-app\",\"signal\":\"SIGSEGV\"},"
 			  "{\"time_ns\":1700000002100000000,\"type\":\"exit\",\"pid\":4200001,"
-			  "\"comm\":\"frtest-app\",\"signal\":\"SIGSEGV\"},"
+			  "\"comm\":\"frtest-app\",\"signal\":\"SIGSEGV\",\"sender\":{\"kind\":"
+			  "\"process\",\"pid\":77,\"comm\":\"kill\"}},"
 			  "{\"time_ns\":1700000004000000000,\"type\":\"oom_kill\",\"pid\":4200002,"
 			  "\"comm\":\"frtest-db\"}],\"marks_more\":0}\n");
 		free(text);
