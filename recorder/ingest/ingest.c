@@ -427,6 +427,12 @@ static uint32_t on_labels(void *arg, const struct fr_bpf_labels_rec *r)
 	return fr_applabels_intern(((struct fr_ingest *)arg)->applabels, r);
 }
 
+static uint32_t on_labels_event(void *arg, uint32_t base, const struct fr_app_label *extra,
+				uint32_t n)
+{
+	return fr_applabels_plus_event(((struct fr_ingest *)arg)->applabels, base, extra, n);
+}
+
 static uint32_t on_labels_plus(void *arg, uint32_t base, const struct fr_app_label *extra,
 			       uint32_t n)
 {
@@ -639,6 +645,7 @@ void fr_ingest_init(struct fr_ingest *g, struct fr_sources *sources)
 		.unwind_wait = on_unwind_wait,
 		.labels = on_labels,
 		.labels_plus = on_labels_plus,
+		.labels_event = on_labels_event,
 		.python = on_python,
 		.oom = fr_ingest_on_oom,
 		.blackbox = fr_ingest_on_blackbox,

@@ -379,7 +379,9 @@ static int handle_record(struct fr_bpf_events *b, const void *data, size_t size,
 	if (base == FR_APP_REF_NONE)
 		base = 0;
 	n = fr_bpf_event_labels(&ev, &lb);
-	s.app_ref = h->labels_plus ? h->labels_plus(h->arg, base, lb.pairs, n) : base;
+	s.app_ref = h->labels_event  ? h->labels_event(h->arg, base, lb.pairs, n)
+		    : h->labels_plus ? h->labels_plus(h->arg, base, lb.pairs, n)
+				     : base;
 	if (!s.app_ref)
 		s.app_ref = FR_APP_REF_NONE;
 	if (h->blackbox)

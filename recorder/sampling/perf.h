@@ -206,6 +206,11 @@ struct fr_perf_handler {
 	 * program's are). Returns the set (0: none). */
 	uint32_t (*labels_plus)(void *arg, uint32_t base, const struct fr_app_label *extra,
 				uint32_t n);
+	/* Optional: the same for a black-box event's fields, kept apart from
+	 * the programs' label sets (fr_applabels_plus_event). NULL:
+	 * labels_plus. */
+	uint32_t (*labels_event)(void *arg, uint32_t base, const struct fr_app_label *extra,
+				 uint32_t n);
 	/* Optional: an OOM kill (fr_perf_open_oom's source): `s` is its
 	 * FR_EVENT_OOM sample (pid the victim's, weight its RSS in bytes, no
 	 * stack), `comm` the victim's name as the kernel gave it ("" when

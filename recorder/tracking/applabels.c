@@ -33,6 +33,9 @@
 #include "recorder/tracking/pystacks.h"
 
 #define BUCKETS 1024
+/* An id of ev_sets, not of sets. */
+#define EVENT_SET_BIT 0x80000000u
+_Static_assert((EVENT_SET_BIT & FR_LABELSETS_ID_BITS) == 0, "a bit ids never use");
 #define MAX_PROCS 65536
 /* Processes whose OTel key names are held (16 KiB each at most). */
 #define KEYED_MAX 1024
@@ -113,6 +116,9 @@ struct fr_applabels {
 	struct fr_pystacks *py; /* with bpf */
 	char error[256];
 	struct fr_labelsets *sets;
+	/* The black-box events' fields (fr_applabels_plus_event): their ids
+	 * carry EVENT_SET_BIT. */
+	struct fr_labelsets *ev_sets;
 	struct fr_allocs *allocs; /* NULL: allocation rings are not read */
 	struct fr_al_obs *obs;
 	size_t nobs, cap;
@@ -473,7 +479,28 @@ uint32_t fr_applabels_intern(struct fr_applabels *al, const struct fr_bpf_labels
 uint32_t fr_applabels_plus(struct fr_applabels *al, uint32_t base, const struct fr_app_label *extra,
 			   uint32_t n)
 {
-	return fr_labelsets_plus(al->sets, base, extra, n);
+	struct fr_app_label pairs[FR_CHUNK_APP_PAIRS];
+	int nb;
+
+	if (!(base & EVENT_SET_BIT))
+		return fr_labelsets_plus(al->sets, base, extra, n);
+	nb = fr_labelsets_pairs(al->ev_sets, base & FR_LABELSETS_ID_BITS, pairs);
+	return fr_labelsets_plus_pairs(al->sets, pairs, (uint32_t)nb, extra, n);
+}
+
+uint32_t fr_applabels_plus_event(struct fr_applabels *al, uint32_t base,
+				 const struct fr_app_label *extra, uint32_t n)
+{
+	struct fr_app_label pairs[FR_CHUNK_APP_PAIRS];
+	int nb = 0;
+	uint32_t id;
+
+	if (base & EVENT_SET_BIT)
+		nb = fr_labelsets_pairs(al->ev_sets, base & FR_LABELSETS_ID_BITS, pairs);
+	else if (base)
+		nb = fr_labelsets_pairs(al->sets, base, pairs);
+	id = fr_labelsets_plus_pairs(al->ev_sets, pairs, (uint32_t)nb, extra, n);
+	return id ? id | EVENT_SET_BIT : 0;
 }
 
 static void on_copy(void *arg, const struct fr_bpf_labels_rec *r)
@@ -550,6 +577,8 @@ static int al_app_labels(void *arg, uint32_t pid, uint32_t tid, int64_t time_ns,
 	struct fr_proc_info pi = {0};
 	struct al_proc *p;
 
+	if (ref & EVENT_SET_BIT)
+		return fr_labelsets_pairs(al->ev_sets, ref & FR_LABELSETS_ID_BITS, out);
 	if (ref)
 		return fr_labelsets_pairs(al->sets, ref, out);
 	p = proc_find(al, pid);
@@ -617,7 +646,10 @@ struct fr_applabels *fr_applabels_new(struct fr_tracker *t)
 	al->base = fr_tracker_ops(t);
 	al->gen = 1;
 	al->sets = fr_labelsets_new();
-	if (!al->sets) {
+	al->ev_sets = fr_labelsets_new();
+	if (!al->sets || !al->ev_sets) {
+		fr_labelsets_free(al->sets);
+		fr_labelsets_free(al->ev_sets);
 		free(al);
 		return NULL;
 	}
@@ -795,6 +827,7 @@ void fr_applabels_sealed(struct fr_applabels *al)
 	if (al->py)
 		fr_pystacks_sealed(al->py);
 	fr_labelsets_sealed(al->sets);
+	fr_labelsets_sealed(al->ev_sets);
 	for (size_t i = 0; i < al->nobs; i++)
 		if (al->obs[i].time > oldest)
 			oldest = al->obs[i].time;
@@ -827,7 +860,9 @@ void fr_applabels_bpf_counts(const struct fr_applabels *al, struct fr_bpf_labels
 
 uint64_t fr_applabels_memory(const struct fr_applabels *al)
 {
-	return al && al->sets ? fr_labelsets_bytes(al->sets) + fr_pystacks_memory(al->py) : 0;
+	return al && al->sets ? fr_labelsets_bytes(al->sets) + fr_labelsets_bytes(al->ev_sets) +
+					fr_pystacks_memory(al->py)
+			      : 0;
 }
 
 void fr_applabels_go_counts(const struct fr_applabels *al, uint32_t *go, uint64_t *skipped)
@@ -883,6 +918,7 @@ void fr_applabels_free(struct fr_applabels *al)
 	fr_pystacks_free(al->py);
 	fr_bpf_labels_close(al->bpf);
 	fr_labelsets_free(al->sets);
+	fr_labelsets_free(al->ev_sets);
 	free(al->obs);
 	free(al);
 }

@@ -87,6 +87,14 @@ uint32_t fr_applabels_intern(struct fr_applabels *al, const struct fr_bpf_labels
 uint32_t fr_applabels_plus(struct fr_applabels *al, uint32_t base, const struct fr_app_label *extra,
 			   uint32_t n);
 
+/* The same for a black-box event's fields (an exit's cpu_ns and sender,
+ * an exec's path, a crash's signal): a table of their own, so that a
+ * storm of processes ending, each set of fields new, never crowds out
+ * the applications' label sets (a full one marks the events' fields
+ * "dropped", not the programs' labels). */
+uint32_t fr_applabels_plus_event(struct fr_applabels *al, uint32_t base,
+				 const struct fr_app_label *extra, uint32_t n);
+
 /* A libflightrec mapping or an exec was seen for `pid`: its labels are
  * looked for (again). */
 void fr_applabels_mapped(struct fr_applabels *al, uint32_t pid, const char *path);

@@ -19,6 +19,8 @@
 #define SLOTS (2 * FR_LABELSETS_MAX)
 #define ID_INDEX_BITS 17 /* FR_LABELSETS_MAX < 2^17 */
 _Static_assert(FR_LABELSETS_MAX < (1 << ID_INDEX_BITS), "ids hold an index");
+/* The tag's bits in an id: bit 31 is left to the caller (FR_LABELSETS_ID_BITS). */
+#define ID_TAG_MASK (UINT32_MAX >> (ID_INDEX_BITS + 1))
 
 /* Strings of one set while it is decoded: its pairs' keys and values,
  * NUL-terminated (kept in a buffer of their size). */
@@ -470,7 +472,7 @@ static uint32_t sweep(struct fr_labelsets *ls)
 
 static uint32_t id_of(const struct fr_labelsets *ls, const struct set *s)
 {
-	return (uint32_t)((s - ls->sets) + 1) | (s->tag << ID_INDEX_BITS);
+	return (uint32_t)((s - ls->sets) + 1) | ((s->tag & ID_TAG_MASK) << ID_INDEX_BITS);
 }
 
 /* The set of these raw bytes, or NULL. */
@@ -575,14 +577,21 @@ uint32_t fr_labelsets_plus(struct fr_labelsets *ls, uint32_t base, const struct 
 			   uint32_t n)
 {
 	struct fr_app_label pairs[FR_CHUNK_APP_PAIRS];
-	struct draft *d = &ls->draft;
 	int nb = base ? fr_labelsets_pairs(ls, base, pairs) : 0;
+
+	return fr_labelsets_plus_pairs(ls, pairs, nb > 0 ? (uint32_t)nb : 0, extra, n);
+}
+
+uint32_t fr_labelsets_plus_pairs(struct fr_labelsets *ls, const struct fr_app_label *pairs,
+				 uint32_t nb, const struct fr_app_label *extra, uint32_t n)
+{
+	struct draft *d = &ls->draft;
 	struct set *s;
 	uint64_t h;
 
 	d->npairs = 0;
 	d->str_len = 0;
-	for (int i = 0; i < nb; i++)
+	for (uint32_t i = 0; i < nb; i++)
 		add_pair_as(d, pairs[i].key, strlen(pairs[i].key), pairs[i].value,
 			    strlen(pairs[i].value), true);
 	for (uint32_t i = 0; i < n; i++)
@@ -610,7 +619,7 @@ int fr_labelsets_pairs(struct fr_labelsets *ls, uint32_t id, struct fr_app_label
 	if (!id || i >= FR_LABELSETS_MAX)
 		return 0;
 	s = &ls->sets[i];
-	if (!s->live || (s->tag & (UINT32_MAX >> ID_INDEX_BITS)) != id >> ID_INDEX_BITS)
+	if (!s->live || (s->tag & ID_TAG_MASK) != id >> ID_INDEX_BITS)
 		return 0;
 	s->used_gen = ls->gen;
 	for (uint32_t k = 0; k < s->npairs; k++)

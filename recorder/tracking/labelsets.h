@@ -59,6 +59,15 @@ uint32_t fr_labelsets_intern(struct fr_labelsets *ls, const uint8_t *fr, size_t 
 uint32_t fr_labelsets_plus(struct fr_labelsets *ls, uint32_t base, const struct fr_app_label *extra,
 			   uint32_t n);
 
+/* The same from base's pairs given (pairs[0..nb), which may be another
+ * table's, borrowed for the call). */
+uint32_t fr_labelsets_plus_pairs(struct fr_labelsets *ls, const struct fr_app_label *pairs,
+				 uint32_t nb, const struct fr_app_label *extra, uint32_t n);
+
+/* Ids never have bit 31 set: a caller holding two tables tells their ids
+ * apart with it (recorder/tracking/applabels.c). */
+#define FR_LABELSETS_ID_BITS 0x7fffffffu
+
 /* The pairs of set `id` into out (at most FR_CHUNK_APP_PAIRS), borrowed
  * until the next call that changes `ls`; marks the set used by the chunk
  * being sealed. Returns how many, 0 for an unknown (or dropped) id. */

@@ -173,11 +173,57 @@ static void test_plus(void)
 	fr_labelsets_free(ls);
 }
 
+/* Sets of another table's pairs (the black box's fields on a thread's
+ * labels), and ids that leave bit 31 to the caller, through a table made
+ * full and swept. */
+static void test_plus_pairs_and_id_bits(void)
+{
+	struct fr_labelsets *app = fr_labelsets_new(), *ev = fr_labelsets_new();
+	struct fr_app_label extra[2] = {{"signal", "SIGTERM"}, {"cpu_ns", "7"}};
+	struct fr_app_label base[FR_CHUNK_APP_PAIRS], out[FR_CHUNK_APP_PAIRS];
+	uint8_t rec[sizeof(struct fr_labels_record_abi)];
+	uint32_t a, id, high = 0;
+	int nb, n;
+
+	CHECK(app && ev, "fr_labelsets_new failed");
+	if (!app || !ev)
+		return;
+	a = fr_labelsets_intern(app, rec, record(rec, "v1"), NULL, 0, NULL, 0, 0);
+	nb = fr_labelsets_pairs(app, a, base);
+	id = fr_labelsets_plus_pairs(ev, base, (uint32_t)nb, extra, 2);
+	n = fr_labelsets_pairs(ev, id, out);
+	CHECK(id && n == 3 && !strcmp(out[0].key, "k") && !strcmp(out[0].value, "v1") &&
+		      !strcmp(out[1].key, "signal") && !strcmp(out[2].value, "7"),
+	      "another table's pairs plus the fields: %d pairs", n);
+	CHECK(fr_labelsets_count(app) == 1, "the first table holds only its own set");
+	/* Three tables' worth of distinct sets, sealed as they come, so
+	 * that slots are dropped and reused with new tags. */
+	for (uint32_t i = 0; i < 3 * FR_LABELSETS_MAX; i++) {
+		char v[16];
+
+		snprintf(v, sizeof(v), "%u", i);
+		extra[1].value = v;
+		id = fr_labelsets_plus_pairs(ev, NULL, 0, extra, 2);
+		high |= id & ~FR_LABELSETS_ID_BITS;
+		if (i % 4096 == 4095)
+			fr_labelsets_sealed(ev);
+	}
+	CHECK(high == 0, "an id with bit 31 set");
+	CHECK(fr_labelsets_sweeps(ev) >= 1, "the table was never full and swept");
+	n = fr_labelsets_pairs(ev, id, out);
+	CHECK(n == 2 && !strcmp(out[1].value, "49151"), "the last set resolves: %d", n);
+	CHECK(fr_labelsets_count(app) == 1 && fr_labelsets_full(app) == 0,
+	      "a storm in one table touched the other");
+	fr_labelsets_free(app);
+	fr_labelsets_free(ev);
+}
+
 int main(void)
 {
 	test_full_table_walked_once_a_seal();
 	test_otel_attributes_not_read();
 	test_plus();
+	test_plus_pairs_and_id_bits();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
 	return failures ? 1 : 0;
