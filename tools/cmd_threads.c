@@ -184,19 +184,20 @@ static void frame_text(const struct fr_pprof_data *pd, const struct rthread *t, 
 		snprintf(buf + n, len - n, " [k]");
 }
 
-/* Orders threads so that those to show together are next to each other:
- * by pid, state, wait, then stack. */
-static const struct fr_pprof_data *sort_pd;
-
-static int same_stack(const struct rthread *a, const struct rthread *b)
+static int same_stack(const struct fr_pprof_data *pd, const struct rthread *a,
+		      const struct rthread *b)
 {
 	return a->s->nloc == b->s->nloc &&
-	       memcmp(&sort_pd->sample_locs[a->s->loc], &sort_pd->sample_locs[b->s->loc],
+	       memcmp(&pd->sample_locs[a->s->loc], &pd->sample_locs[b->s->loc],
 		      a->s->nloc * sizeof(uint64_t)) == 0;
 }
 
-static int by_group(const void *pa, const void *pb)
+/* Orders threads so that those to show together are next to each other:
+ * by pid, state, wait, then stack (of profile `arg`: qsort_r, since
+ * flightrec serve sorts on several threads at once). */
+static int by_group(const void *pa, const void *pb, void *arg)
 {
+	const struct fr_pprof_data *pd = arg;
 	const struct rthread *a = pa, *b = pb;
 	int c;
 
@@ -207,7 +208,7 @@ static int by_group(const void *pa, const void *pb)
 		return c;
 	if (a->s->nloc != b->s->nloc)
 		return a->s->nloc < b->s->nloc ? -1 : 1;
-	if ((c = memcmp(&sort_pd->sample_locs[a->s->loc], &sort_pd->sample_locs[b->s->loc],
+	if ((c = memcmp(&pd->sample_locs[a->s->loc], &pd->sample_locs[b->s->loc],
 			a->s->nloc * sizeof(uint64_t))))
 		return c;
 	if ((c = by_labels(a, b)))
@@ -292,7 +293,7 @@ static void print_text(const struct fr_pprof_data *pd, struct rthread *t, size_t
 		for (j = i + 1;
 		     j < n && t[j].pid == t[i].pid && strcmp(t[j].state, t[i].state) == 0 &&
 		     strcmp(t[j].wait, t[i].wait) == 0 && strcmp(t[j].python, t[i].python) == 0 &&
-		     same_stack(&t[j], &t[i]) && same_labels(&t[j], &t[i]);
+		     same_stack(pd, &t[j], &t[i]) && same_labels(&t[j], &t[i]);
 		     j++)
 			;
 		print_group(pd, &t[i], j - i);
@@ -413,9 +414,8 @@ static int load(int fd, struct fr_pprof_data **pd, struct rthread **t)
 		(*t)[i].s = &(*pd)->samples[i];
 		read_labels(*pd, &(*t)[i]);
 	}
-	sort_pd = *pd;
 	if ((*pd)->nsamples)
-		qsort(*t, (*pd)->nsamples, sizeof(**t), by_group);
+		qsort_r(*t, (*pd)->nsamples, sizeof(**t), by_group, (void *)*pd);
 	ret = 0;
 out:
 	free(raw);

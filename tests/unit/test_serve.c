@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -362,12 +363,98 @@ static void test_utf8(void)
 	}
 }
 
+/* Regression serve_trees_on_threads: the flame graph's node cap sorted
+ * nodes with a comparator that read the tree from a global each caller
+ * set, and serve builds trees on several threads at once: two flame
+ * graphs answered together sorted one tree by the other's (past its
+ * end), and serve crashed (a CI run of serve_concurrent). Four threads
+ * emit a large tree (past the cap) and a small one, alternately, and
+ * each answer must be its own tree's. */
+struct tree_job {
+	struct fr_serve_tree *t;
+	size_t nodes; /* what its JSON holds */
+	double total; /* main's value */
+	int bad;
+};
+
+static void *emit_trees(void *arg)
+{
+	struct tree_job *jobs = arg;
+
+	for (int i = 0; i < 40; i++) {
+		struct tree_job *j = &jobs[i % 2];
+		cJSON *o = fr_serve_tree_json(j->t, 0);
+		const cJSON *m = o ? path(o, (const char *const[]){"?", "main"}, 2) : NULL;
+
+		if (!m || count_nodes(o) != j->nodes || num(m, "value") != j->total)
+			__atomic_add_fetch(&j->bad, 1, __ATOMIC_RELAXED);
+		cJSON_Delete(o);
+	}
+	return NULL;
+}
+
+static struct fr_pprof_data *leaves(int n)
+{
+	struct mem m = {0};
+	struct fr_pprof *p = fr_pprof_new(1, mem_write, &m);
+	uint64_t lmain = fr_pprof_location(p, 0, 0x10, fr_pprof_function(p, "main", NULL, NULL));
+	char name[32];
+
+	fr_pprof_sample_type(p, "samples", "count");
+	for (int i = 0; i < n; i++) {
+		uint64_t locs[2];
+		int64_t v = i + 1;
+
+		snprintf(name, sizeof(name), "leaf%d", i);
+		locs[0] = fr_pprof_location(p, 0, 0x1000 + (uint64_t)i,
+					    fr_pprof_function(p, name, NULL, NULL));
+		locs[1] = lmain;
+		fr_pprof_sample(p, locs, 2, &v, 1, NULL, 0);
+	}
+	return finish(p, &m);
+}
+
+static void test_trees_on_threads(void)
+{
+	enum { BIG = 4 * FR_SERVE_TREE_NODES, SMALL = 5 };
+	struct fr_pprof_data *d[2] = {leaves(BIG), leaves(SMALL)};
+	struct tree_job jobs[2] = {{.t = fr_serve_tree_new()}, {.t = fr_serve_tree_new()}};
+	pthread_t th[4];
+
+	CHECK(d[0] && d[1] && jobs[0].t && jobs[1].t &&
+		      fr_serve_tree_add(jobs[0].t, d[0], 0, -1) == 0 &&
+		      fr_serve_tree_add(jobs[1].t, d[1], 0, -1) == 0,
+	      "fold");
+	for (int k = 0; k < 2; k++) {
+		cJSON *o = fr_serve_tree_json(jobs[k].t, 0);
+		const cJSON *m = o ? path(o, (const char *const[]){"?", "main"}, 2) : NULL;
+
+		jobs[k].nodes = o ? count_nodes(o) : 0;
+		jobs[k].total = m ? num(m, "value") : -1;
+		cJSON_Delete(o);
+	}
+	CHECK(jobs[0].total == (double)BIG * (BIG + 1) / 2 &&
+		      jobs[1].total == SMALL * (SMALL + 1) / 2,
+	      "alone: %g %g", jobs[0].total, jobs[1].total);
+	for (int i = 0; i < 4; i++)
+		CHECK(pthread_create(&th[i], NULL, emit_trees, jobs) == 0, "thread");
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	CHECK(!jobs[0].bad && !jobs[1].bad, "trees emitted together came out as another's: %d %d",
+	      jobs[0].bad, jobs[1].bad);
+	for (int k = 0; k < 2; k++) {
+		fr_serve_tree_free(jobs[k].t);
+		fr_pprof_data_free(d[k]);
+	}
+}
+
 int main(void)
 {
 	test_utf8();
 	test_tree();
 	test_diff();
 	test_cap();
+	test_trees_on_threads();
 	test_host();
 	test_query();
 	test_parse();

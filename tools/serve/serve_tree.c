@@ -315,18 +315,20 @@ static cJSON *emit_node(const struct emit *e, uint32_t i)
 	return o;
 }
 
-static const struct emit *sort_emit;
-
-/* Largest first; a parent before a child of the same value. */
-static int by_weight(const void *pa, const void *pb)
+/* Largest first; a parent before a child of the same value. The emit
+ * comes as qsort_r's argument: serve builds trees on several threads at
+ * once, and a comparator reading a global set by each caller sorted one
+ * tree by another's (a tree freed meanwhile: serve crashed). */
+static int by_weight(const void *pa, const void *pb, void *arg)
 {
+	const struct emit *e = arg;
 	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-	int64_t wa = weight(sort_emit, a), wb = weight(sort_emit, b);
+	int64_t wa = weight(e, a), wb = weight(e, b);
 
 	if (wa != wb)
 		return wa > wb ? -1 : 1;
-	if (sort_emit->t->n[a].depth != sort_emit->t->n[b].depth)
-		return sort_emit->t->n[a].depth < sort_emit->t->n[b].depth ? -1 : 1;
+	if (e->t->n[a].depth != e->t->n[b].depth)
+		return e->t->n[a].depth < e->t->n[b].depth ? -1 : 1;
 	return a < b ? -1 : a > b;
 }
 
@@ -343,8 +345,7 @@ cJSON *fr_serve_tree_json(const struct fr_serve_tree *t, int diff)
 		e.scale = (double)t->n[0].total[1] / (double)t->n[0].total[0];
 	for (size_t i = 0; i < t->nn; i++)
 		order[i] = (uint32_t)i;
-	sort_emit = &e;
-	qsort(order, t->nn, sizeof(*order), by_weight);
+	qsort_r(order, t->nn, sizeof(*order), by_weight, &e);
 	for (size_t i = 0; i < t->nn && i < FR_SERVE_TREE_NODES; i++)
 		e.kept[order[i]] = 1;
 	e.kept[0] = 1;
