@@ -67,9 +67,14 @@ to=$(printf '%d.%09d' $((end / 1000000000)) $((end % 1000000000)))
 # Stack by stack, the deltas add up to the whole. A kernel frame inside an
 # eBPF program (the recorder's own, when a sample lands in it) is named
 # from /proc/kallsyms at the query: by a later query, after a recorder
-# killed here unloaded its programs, it is an address. Both are "[bpf]".
+# killed here unloaded its programs, it is an address; the recorder's
+# own programs are named for what they do ("[flightrec: reading
+# labels]"), and a program loaded by the recorder started after it may
+# sit at the address since, under another name, one frame or two. A run
+# of such frames is one "[bpf]".
 sum_stacks() {
-	sed -E 's/(bpf_prog_[0-9a-f]+_[A-Za-z0-9_]*|0xffffffff[0-9a-f]+)_\[k\]/[bpf]_[k]/g' "$@" |
+	sed -E -e 's/(bpf_prog_[0-9a-f]+_[A-Za-z0-9_]*|0xffffffff[0-9a-f]+|\[bpf\]|\[flightrec: [^];]*\])_\[k\]/[bpf]_[k]/g' \
+		-e ':a' -e 's/\[bpf\]_\[k\];\[bpf\]_\[k\]/[bpf]_[k]/' -e 'ta' "$@" |
 		awk '{ n = $NF; $NF = ""; s[$0] += n } END { for (k in s) print k, s[k] }' | LC_ALL=C sort
 }
 sum_stacks "$T"/d[1-8].folded >"$T/deltas.sum"
