@@ -201,23 +201,16 @@ static size_t count_nodes(const cJSON *node)
 	return n;
 }
 
-/* 3 * FR_SERVE_TREE_NODES leaves under main: the largest are kept, the
- * rest is one "(other)" holding exactly their value. */
-static void test_cap(void)
+/* A profile of n leaves under main, leaf i of value i + 1. */
+static struct fr_pprof_data *leaves(int n)
 {
-	enum { N = 3 * FR_SERVE_TREE_NODES };
 	struct mem m = {0};
 	struct fr_pprof *p = fr_pprof_new(1, mem_write, &m);
-	struct fr_serve_tree *t = fr_serve_tree_new();
 	uint64_t lmain = fr_pprof_location(p, 0, 0x10, fr_pprof_function(p, "main", NULL, NULL));
-	struct fr_pprof_data *d;
-	const cJSON *mainn, *other, *c;
-	double sum = 0, smallest_kept = INFINITY;
 	char name[32];
-	cJSON *j;
 
 	fr_pprof_sample_type(p, "samples", "count");
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < n; i++) {
 		uint64_t locs[2];
 		int64_t v = i + 1;
 
@@ -227,7 +220,20 @@ static void test_cap(void)
 		locs[1] = lmain;
 		fr_pprof_sample(p, locs, 2, &v, 1, NULL, 0);
 	}
-	d = finish(p, &m);
+	return finish(p, &m);
+}
+
+/* 3 * FR_SERVE_TREE_NODES leaves under main: the largest are kept, the
+ * rest is one "(other)" holding exactly their value. */
+static void test_cap(void)
+{
+	enum { N = 3 * FR_SERVE_TREE_NODES };
+	struct fr_serve_tree *t = fr_serve_tree_new();
+	struct fr_pprof_data *d = leaves(N);
+	const cJSON *mainn, *other, *c;
+	double sum = 0, smallest_kept = INFINITY;
+	cJSON *j;
+
 	CHECK(d && t && fr_serve_tree_add(t, d, 0, -1) == 0, "fold");
 	j = fr_serve_tree_json(t, 0);
 	CHECK(j && count_nodes(j) <= FR_SERVE_TREE_NODES + 2, "%zu nodes", count_nodes(j));
@@ -391,27 +397,6 @@ static void *emit_trees(void *arg)
 		cJSON_Delete(o);
 	}
 	return NULL;
-}
-
-static struct fr_pprof_data *leaves(int n)
-{
-	struct mem m = {0};
-	struct fr_pprof *p = fr_pprof_new(1, mem_write, &m);
-	uint64_t lmain = fr_pprof_location(p, 0, 0x10, fr_pprof_function(p, "main", NULL, NULL));
-	char name[32];
-
-	fr_pprof_sample_type(p, "samples", "count");
-	for (int i = 0; i < n; i++) {
-		uint64_t locs[2];
-		int64_t v = i + 1;
-
-		snprintf(name, sizeof(name), "leaf%d", i);
-		locs[0] = fr_pprof_location(p, 0, 0x1000 + (uint64_t)i,
-					    fr_pprof_function(p, name, NULL, NULL));
-		locs[1] = lmain;
-		fr_pprof_sample(p, locs, 2, &v, 1, NULL, 0);
-	}
-	return finish(p, &m);
 }
 
 static void test_trees_on_threads(void)
