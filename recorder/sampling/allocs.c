@@ -452,19 +452,18 @@ static void report_losses(struct fr_allocs *a, struct ring *r)
 	report_loss(a, FR_EVENT_ALLOC_FREE, lib_free_losses(r), &r->lib_reported_frees);
 }
 
-/* Blocks the live table had no room to follow (evicted or never kept):
- * their frees will not be matched, and until the next heap snapshot the
- * heap holds them whether freed or not; lost FR_EVENT_ALLOC_FREE records
- * as the libraries' are. A table made anew (a new mean) starts its count
- * at 0. */
+/* Blocks the live table had no room to follow (evicted or never kept,
+ * as update_counts() last stored them): their frees will not be matched,
+ * and until the next heap snapshot the heap holds them whether freed or
+ * not; lost FR_EVENT_ALLOC_FREE records as the libraries' are. A table
+ * made anew (a new mean) starts its count at 0. On the ingest thread. */
 static void report_evicted(struct fr_allocs *a)
 {
-	struct fr_alloc_live_counts c;
+	uint64_t evicted = __atomic_load_n(&a->evicted, __ATOMIC_RELAXED);
 
-	fr_alloc_live_counts(a->live, &c);
-	if (c.evicted > a->evicted_reported && a->h->lost)
-		a->h->lost(a->h->arg, FR_EVENT_ALLOC_FREE, c.evicted - a->evicted_reported);
-	a->evicted_reported = c.evicted;
+	if (evicted > a->evicted_reported && a->h->lost)
+		a->h->lost(a->h->arg, FR_EVENT_ALLOC_FREE, evicted - a->evicted_reported);
+	a->evicted_reported = evicted;
 }
 
 static void update_counts(struct fr_allocs *a)
@@ -507,8 +506,8 @@ void fr_allocs_drain(struct fr_allocs *a, int64_t clock_offset)
 	a->budget_left -= fr_now_mono_ns() - t0;
 	for (uint32_t i = 0; i < a->nrings; i++)
 		report_losses(a, &a->rings[i]);
-	report_evicted(a);
 	update_counts(a);
+	report_evicted(a);
 }
 
 /* ---- rings ---- */

@@ -479,26 +479,16 @@ uint32_t fr_applabels_intern(struct fr_applabels *al, const struct fr_bpf_labels
 uint32_t fr_applabels_plus(struct fr_applabels *al, uint32_t base, const struct fr_app_label *extra,
 			   uint32_t n)
 {
-	struct fr_app_label pairs[FR_CHUNK_APP_PAIRS];
-	int nb;
-
-	if (!(base & EVENT_SET_BIT))
-		return fr_labelsets_plus(al->sets, base, extra, n);
-	nb = fr_labelsets_pairs(al->ev_sets, base & FR_LABELSETS_ID_BITS, pairs);
-	return fr_labelsets_plus_pairs(al->sets, pairs, (uint32_t)nb, extra, n);
+	return fr_labelsets_plus(al->sets, base, extra, n);
 }
 
 uint32_t fr_applabels_plus_event(struct fr_applabels *al, uint32_t base,
 				 const struct fr_app_label *extra, uint32_t n)
 {
 	struct fr_app_label pairs[FR_CHUNK_APP_PAIRS];
-	int nb = 0;
+	int nb = base ? fr_labelsets_pairs(al->sets, base, pairs) : 0;
 	uint32_t id;
 
-	if (base & EVENT_SET_BIT)
-		nb = fr_labelsets_pairs(al->ev_sets, base & FR_LABELSETS_ID_BITS, pairs);
-	else if (base)
-		nb = fr_labelsets_pairs(al->sets, base, pairs);
 	id = fr_labelsets_plus_pairs(al->ev_sets, pairs, (uint32_t)nb, extra, n);
 	return id ? id | EVENT_SET_BIT : 0;
 }

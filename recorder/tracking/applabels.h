@@ -88,7 +88,9 @@ uint32_t fr_applabels_plus(struct fr_applabels *al, uint32_t base, const struct 
 			   uint32_t n);
 
 /* The same for a black-box event's fields (an exit's cpu_ns and sender,
- * an exec's path, a crash's signal): a table of their own, so that a
+ * an exec's path, a crash's signal) on `base`, a thread's labels (a set
+ * of the programs' table, as fr_applabels_plus takes): a table of their
+ * own, so that a
  * storm of processes ending, each set of fields new, never crowds out
  * the applications' label sets (a full one marks the events' fields
  * "dropped", not the programs' labels). */
